@@ -1,0 +1,135 @@
+# bpfsight build. `make` builds build/bpfsight; `make help` lists the targets.
+# libbpf-bootstrap's pipeline: clang -target bpf -> bpftool gen object -> gen skeleton;
+# user space linked statically (libbpf, libelf, libz, libzstd, libc) so the binary runs on
+# GPU machines that have none of them.
+
+OUT	?= build
+CC	?= cc
+CLANG	?= clang
+BPFTOOL	?= bpftool
+PYTHON	?= python3
+ARCH	:= $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
+VERSION	:= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+WARN	 := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
+CFLAGS	 ?= -g -O2
+ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
+	      -I$(OUT) -Iuser -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
+LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lpthread
+LDFLAGS	 ?= -static
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	      -Ivmlinux -Ibpf -MMD -MP
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS	 := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
+LIB_OBJS := $(filter-out $(OUT)/obj/main.o,$(USER_OBJS))
+# The trace-format core, linked into the unit tests and the fuzzer without the BPF side.
+FORMAT_OBJS := $(addprefix $(OUT)/obj/,trace_writer.o trace_reader.o trace_codec.o trace_meta.o)
+
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/tests/%,$(WORKLOAD_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNITS	 := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+FUZZER	 := $(OUT)/tests/fuzz_reader
+
+.PHONY: all deps vmlinux check test-build demo fuzz bench clean help
+all: $(OUT)/bpfsight
+
+help:
+	@echo 'make            build build/bpfsight'
+	@echo 'make deps       install the Debian packages the build and tests need'
+	@echo 'make demo       build, record the bundled demo workload, print its stats'
+	@echo 'make check      build and run the whole test suite (as root)'
+	@echo 'make fuzz       long libFuzzer run of the trace reader (FUZZ_SECONDS=600)'
+	@echo 'make bench      overhead and throughput benchmarks -> bench/RESULTS.md'
+	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
+	@echo 'V=1             show full commands'
+
+DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
+	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
+	     sqlite3 make gcc
+deps:
+	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
+		|| echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all installed"; fi
+
+vmlinux:
+	$(call msg,GEN,vmlinux/vmlinux.h)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h.tmp
+	$(Q)mv vmlinux/vmlinux.h.tmp vmlinux/vmlinux.h
+
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h | $(OUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $(@:.bpf.o=.tmp.bpf.o)
+	$(Q)$(BPFTOOL) gen object $@ $(@:.bpf.o=.tmp.bpf.o)
+
+$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# Order-only on the skeletons: -MMD then records which ones each object really includes.
+$(OUT)/obj/%.o: user/%.c | $(OUT)/obj $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUT)/bpfsight: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Workloads are ordinary dynamically linked programs, as a user's would be.
+$(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP $< -o $@ -lpthread
+
+# Unit tests link every user object but main.o (dynamically: they never leave this box).
+$(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(LIB_OBJS) -o $@ $(LDLIBS)
+
+$(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_OBJS)) | $(OUT)/tests
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -std=gnu11 \
+		-Iuser -Ibpf $^ -o $@ -lzstd -lz
+
+test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER)
+
+check: test-build
+	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)
+
+fuzz: $(FUZZER)
+	$(Q)mkdir -p fuzz-corpus
+	$(Q)$(FUZZER) -max_total_time=$${FUZZ_SECONDS:-600} -timeout=10 fuzz-corpus tests/fuzz/seeds
+
+demo: $(OUT)/bpfsight $(WORKLOADS)
+	$(Q)tests/demo.sh $(OUT)
+
+bench: $(OUT)/bpfsight $(WORKLOADS)
+	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) $(BENCH_ARGS)
+
+$(OUT)/bpf $(OUT)/obj $(OUT)/tests:
+	$(Q)mkdir -p $@
+
+clean:
+	$(call msg,CLEAN,$(OUT))
+	$(Q)rm -rf $(OUT)
+
+-include $(wildcard $(OUT)/obj/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d)

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Subcommands: each lives in its own cmd_*.c and returns the process exit status. */
+#ifndef BPFSIGHT_COMMANDS_H
+#define BPFSIGHT_COMMANDS_H
+
+int cmd_record(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+
+/* Exit statuses of the reading commands (info, dump, stats). */
+#define EXIT_READ_OK	  0 /* clean, or truncated by a crash and recovered (warned on stderr) */
+#define EXIT_READ_FAIL	  1 /* cannot open, not a trace, bad arguments */
+#define EXIT_READ_CORRUPT 3 /* printed all that was readable, but corrupt chunks were skipped */
+
+#endif /* BPFSIGHT_COMMANDS_H */

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A probe family is one unit: how it records (attach/poll/detach), how its records decode
+ * into events, and which stats reports it offers. Adding a family = its own files plus one
+ * line in families.c.
+ */
+#ifndef BPFSIGHT_FAMILY_H
+#define BPFSIGHT_FAMILY_H
+
+#include <linux/types.h>
+#include "records.h"
+#include "event.h"
+#include "trace_model.h"
+
+struct record_ctx; /* recorder.h */
+struct report;	   /* report.h */
+
+struct rec_decoder {
+	__u16 type;	/* BS_REC_* */
+	__u16 min_size; /* records shorter than this are reported corrupt, never decoded */
+	const char *kind;
+	/* Fill EV (already event__init'ed). Return 1 to emit the event, 0 for metadata. */
+	int (*decode)(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
+};
+
+#define FAMILY_ALWAYS 0x1 /* always recorded, not selectable with -t (process lifecycle) */
+
+struct family {
+	const char *name;
+	const char *desc;
+	__u32 flags;
+	/* Record side. attach() loads and attaches; its state goes into *state. */
+	int (*attach)(struct record_ctx *ctx, void **state);
+	int (*poll)(struct record_ctx *ctx, void *state);   /* periodic, may be NULL */
+	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
+	/* Decode side; arrays end with a zeroed entry. */
+	const struct rec_decoder *decoders;
+	const struct report *const *reports;
+};
+
+extern const struct family *const families[]; /* NULL-terminated, families.c */
+
+const struct family *family__find(const char *name);
+/* The decoder of a record type, or NULL. */
+const struct rec_decoder *family__decoder(__u16 type);
+/*
+ * Decode REC into EV with the decoder of its type. Returns 1 for an event, 0 for a
+ * metadata record or an unknown type, -EINVAL for a record shorter than its type needs.
+ */
+int family__decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
+/* "osrt, sched" : the families -t accepts, for error messages and --help. */
+void family__list_selectable(char *buf, __u32 len);
+
+#endif /* BPFSIGHT_FAMILY_H */

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * proc pseudo-family (always on): process/thread lifecycle from BPF, metadata snapshots
+ * from /proc, strings and loss records. Record side in proc.c, decode side in
+ * proc_report.c.
+ */
+#ifndef BPFSIGHT_PROC_H
+#define BPFSIGHT_PROC_H
+#include "family.h"
+#include "report.h"
+extern const struct rec_decoder proc_decoders[];
+extern const struct report *const proc_reports[];
+extern const struct family family_proc;
+/* Name of a BS_LOSS_* cause ("ringbuf_full", ...), "unknown" otherwise. */
+const char *loss_cause_name(__u32 cause);
+#endif

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* A stats report: fed every record of a trace, then emits one table (nsys-like). */
+#ifndef BPFSIGHT_REPORT_H
+#define BPFSIGHT_REPORT_H
+
+#include "records.h"
+#include "trace_model.h"
+
+struct table; /* table.h */
+
+struct report {
+	const char *name; /* "osrt_sum": nsys's name where one exists */
+	const char *desc;
+	void *(*new)(void);
+	/* Every record, in file order, already checked against its decoder's min_size. */
+	void (*add)(void *st, const struct bs_hdr *rec, const struct trace_model *m);
+	/* Fill T with this report's columns and rows. Negative errno on failure. */
+	int (*emit)(void *st, const struct trace_model *m, struct table *t);
+	void (*free)(void *st);
+};
+
+#endif /* BPFSIGHT_REPORT_H */

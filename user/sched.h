@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* sched family: off-CPU intervals. Record side in sched.c, decode side in sched_report.c. */
+#ifndef BPFSIGHT_SCHED_H
+#define BPFSIGHT_SCHED_H
+#include "family.h"
+#include "report.h"
+extern const struct rec_decoder sched_decoders[];
+extern const struct report *const sched_reports[];
+extern const struct family family_sched;
+#endif

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What a trace file says about itself: its header (start) and its footer (clean end). */
+#ifndef BPFSIGHT_TRACE_META_H
+#define BPFSIGHT_TRACE_META_H
+
+#include <linux/types.h>
+
+struct trace_clocks {
+	__u64 mono_ns;
+	__u64 realtime_ns;
+	__u64 boottime_ns;
+};
+
+/* Text fields are NUL-terminated; the reader owns them. NULL or "" = absent. */
+struct trace_meta {
+	__u32 version; /* file format version */
+	char *hostname;
+	char *kernel;
+	char *boot_id;
+	char *cmdline;
+	char *families;
+	char *target;
+	char *options;
+	char *tool_version;
+	struct trace_clocks start;
+};
+
+/* Read the three clocks as close together as possible. */
+void trace_clocks__now(struct trace_clocks *c);
+
+#endif /* BPFSIGHT_TRACE_META_H */

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What a reader learns while walking a trace: interned strings and the names of processes
+ * and threads, from STRING, PROCESS, THREAD, FORK, EXEC and COMM records. Feed it every
+ * record in file order before decoding that record.
+ */
+#ifndef BPFSIGHT_TRACE_MODEL_H
+#define BPFSIGHT_TRACE_MODEL_H
+
+#include <linux/types.h>
+#include "records.h"
+
+struct trace_model;
+
+struct trace_model *trace_model__new(void);
+void trace_model__free(struct trace_model *m);
+void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec);
+/* NULL when unknown. Results stay valid until trace_model__free. */
+const char *trace_model__string(const struct trace_model *m, __u32 id);
+const char *trace_model__process_name(const struct trace_model *m, __u32 pid); /* comm */
+const char *trace_model__cmdline(const struct trace_model *m, __u32 pid);
+const char *trace_model__thread_name(const struct trace_model *m, __u32 tid);
+
+#endif /* BPFSIGHT_TRACE_MODEL_H */

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Crash-safe trace writer: records are encoded into an in-memory chunk, and a chunk reaches
+ * the file only whole (header + complete zstd frame, one write). A recorder killed at any
+ * moment leaves a file readable up to its last complete chunk.
+ */
+#ifndef BPFSIGHT_TRACE_WRITER_H
+#define BPFSIGHT_TRACE_WRITER_H
+
+#include <linux/types.h>
+#include "records.h"
+#include "trace_meta.h"
+
+#define TRACE_WRITER_FORCE 0x1 /* replace an existing regular file */
+
+struct trace_writer;
+
+/*
+ * Create PATH (mode 0600, O_NOFOLLOW, O_EXCL unless FORCE) and write the file header.
+ * Returns NULL and sets *err to a negative errno on failure (-EEXIST: exists, no FORCE).
+ */
+struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta,
+					__u32 flags, int *err);
+/* Append one record (rec->size bytes). Closes the chunk when it reaches its size target. */
+int trace_writer__append(struct trace_writer *w, const struct bs_hdr *rec);
+/* Close the current chunk if it holds records. */
+int trace_writer__flush(struct trace_writer *w);
+/* Close the current chunk if its first record was appended >= 1 s ago (CLOCK_MONOTONIC). */
+int trace_writer__tick(struct trace_writer *w, __u64 now_mono_ns);
+__u64 trace_writer__bytes(const struct trace_writer *w);	/* bytes in the file so far */
+__u64 trace_writer__records(const struct trace_writer *w); /* records appended */
+/* Flush, write footer + trailer, fsync, close and free. END = clocks at close. */
+int trace_writer__close(struct trace_writer *w, const struct trace_clocks *end);
+/* Free without a footer (what a crash leaves). NULL is fine. */
+void trace_writer__free(struct trace_writer *w);
+
+#endif /* BPFSIGHT_TRACE_WRITER_H */
