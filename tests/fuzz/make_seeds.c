@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Regenerates the committed fuzz seeds (each well under 4 KiB):
+ *   cc -O2 -D_GNU_SOURCE -Iuser -Ibpf tests/fuzz/make_seeds.c user/trace_writer.c \
+ *      user/trace_reader.c user/trace_codec.c user/trace_meta.c -lzstd -lz -o /tmp/make_seeds
+ *   /tmp/make_seeds tests/fuzz/seeds
+ * The seeds are not named *.bst: .gitignore keeps traces out of the tree.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "trace_codec.h"
+#include "trace_format.h"
+#include "trace_writer.h"
+
+static const struct trace_meta meta = {
+    .hostname = "seed",
+    .kernel = "6.18.0",
+    .families = "osrt,sched",
+    .target = "system-wide",
+    .tool_version = "seed",
+    .start = {1000000000, 1700000000000000000ull, 1000000500},
+};
+
+/* Three chunks holding one record of most types; returns the chunk end offsets. */
+static int write_trace(const char *path, long *ends)
+{
+	struct trace_clocks end = {2000000000, 1700000001000000000ull, 2000000500};
+	struct trace_writer *w;
+	__u64 ts = 1000001000;
+	int err = 0, c;
+
+	unlink(path);
+	w = trace_writer__open(path, &meta, 0, &err);
+	if (!w)
+		return err;
+	for (c = 0; c < 3; c++) {
+		struct bs_syscall sc = {.h = {BS_REC_SYSCALL, sizeof(sc), 1, 100, 101, ts++},
+					.dur = 300,
+					.ret = -11,
+					.nr = 7};
+		struct bs_offcpu oc = {.h = {BS_REC_OFFCPU, sizeof(oc), 2, 100, 102, ts++},
+				       .dur = 5000,
+				       .runnable_ns = 100,
+				       .oncpu_ns = 700,
+				       .state = 1,
+				       .waker_tid = 101};
+		struct bs_fork fk = {.h = {BS_REC_FORK, sizeof(fk), 0, 100, 101, ts++},
+				     .child_pid = 100,
+				     .child_tid = 103,
+				     .comm = "worker"};
+		struct bs_loss ls = {.h = {BS_REC_LOSS, sizeof(ls), 0, 0, 0, ts++},
+				     .cause = BS_LOSS_RINGBUF_FULL,
+				     .count = 3};
+		struct bs_syscall_agg ag = {
+		    .h = {BS_REC_SYSCALL_AGG, sizeof(ag), 0, 100, 101, ts++},
+		    .nr = 0,
+		    .count = 10,
+		    .total_ns = 900,
+		    .min_ns = 50,
+		    .max_ns = 200};
+		const struct bs_hdr *recs[] = {&sc.h, &oc.h, &fk.h, &ls.h, &ag.h, &sc.h};
+		unsigned int i;
+
+		for (i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+			err = trace_writer__append(w, recs[i]);
+			if (err)
+				goto fail;
+		}
+		err = trace_writer__flush(w);
+		if (err)
+			goto fail;
+		ends[c] = (long)trace_writer__bytes(w);
+	}
+	return trace_writer__close(w, &end);
+fail:
+	trace_writer__free(w);
+	return err;
+}
+
+static int save(const char *dir, const char *name, const void *data, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, len, f) != len || fclose(f)) {
+		fprintf(stderr, "cannot write %s\n", path);
+		return -EIO;
+	}
+	printf("%s: %zu bytes\n", path, len);
+	return 0;
+}
+
+/* The fuzzer's synthetic-chunk input: 0xfe, chunk fields, then encoded records. */
+static int synth_seed(const char *dir)
+{
+	struct bs_exit ex = {.h = {BS_REC_EXIT, sizeof(ex), 0, 5, 6, 900}, .exit_code = 256};
+	struct bs_comm cm = {.h = {BS_REC_COMM, sizeof(cm), 0, 5, 6, 950}, .comm = "pt_main"};
+	struct trace_codec *c = trace_codec__new();
+	__u8 buf[512];
+	__u32 flags = 0, nrec = 3;
+	__u64 lo = 900, hi = 950;
+	size_t n = 0;
+	int k;
+
+	if (!c)
+		return -ENOMEM;
+	buf[n++] = 0xfe;
+	memcpy(buf + n, &flags, 4);
+	memcpy(buf + n + 4, &nrec, 4);
+	memcpy(buf + n + 8, &lo, 8);
+	memcpy(buf + n + 16, &hi, 8);
+	n += 24;
+	k = trace_codec__encode(c, &ex.h, buf + n);
+	n += (size_t)k;
+	k = trace_codec__encode(c, &cm.h, buf + n);
+	n += (size_t)k;
+	k = trace_codec__encode(c, &ex.h, buf + n);
+	n += (size_t)k;
+	trace_codec__free(c);
+	return save(dir, "seed-synth-chunk", buf, n);
+}
+
+int main(int argc, char **argv)
+{
+	char tmp[] = "/tmp/bs-seeds-XXXXXX", path[64];
+	long ends[3], len;
+	__u8 *data = NULL;
+	FILE *f;
+	int err;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s SEED_DIR\n", argv[0]);
+		return 1;
+	}
+	if (!mkdtemp(tmp))
+		return 1;
+	snprintf(path, sizeof(path), "%s/t.bst", tmp);
+	err = write_trace(path, ends);
+	if (err) {
+		fprintf(stderr, "write_trace: %s\n", strerror(-err));
+		return 1;
+	}
+	f = fopen(path, "rb");
+	if (!f || fseek(f, 0, SEEK_END) || (len = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET))
+		return 1;
+	data = malloc((size_t)len);
+	if (!data || fread(data, 1, (size_t)len, f) != (size_t)len)
+		return 1;
+	fclose(f);
+	unlink(path);
+	rmdir(tmp);
+
+	err = save(argv[1], "seed-clean", data, (size_t)len);
+	/* A recorder killed while writing chunk 3. */
+	err = err ?: save(argv[1], "seed-truncated", data, (size_t)(ends[1] + ends[2]) / 2);
+	/* One flipped byte inside chunk 2's frame. */
+	data[ends[1] - 5] ^= 0x20;
+	err = err ?: save(argv[1], "seed-corrupt-chunk", data, (size_t)len);
+	err = err ?: synth_seed(argv[1]);
+	free(data);
+	return err ? 1 : 0;
+}

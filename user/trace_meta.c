@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Clock snapshots and the file header's TLVs (see trace_format.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+#include "trace_format.h"
+#include "trace_meta_io.h"
+
+static __u64 clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts))
+		return 0;
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+void trace_clocks__now(struct trace_clocks *c)
+{
+	/*
+	 * MONOTONIC is what every record uses, so it gets the midpoint of the other two reads:
+	 * that halves the error of converting a record's time to wall or boot time.
+	 */
+	__u64 m0 = clock_ns(CLOCK_MONOTONIC);
+
+	c->realtime_ns = clock_ns(CLOCK_REALTIME);
+	c->boottime_ns = clock_ns(CLOCK_BOOTTIME);
+	c->mono_ns = m0 + (clock_ns(CLOCK_MONOTONIC) - m0) / 2;
+}
+
+struct tlv_text {
+	__u16 key;
+	size_t off; /* of the char * in struct trace_meta */
+};
+
+static const struct tlv_text tlv_texts[] = {
+    {BS_META_HOSTNAME, offsetof(struct trace_meta, hostname)},
+    {BS_META_KERNEL, offsetof(struct trace_meta, kernel)},
+    {BS_META_BOOT_ID, offsetof(struct trace_meta, boot_id)},
+    {BS_META_CMDLINE, offsetof(struct trace_meta, cmdline)},
+    {BS_META_FAMILIES, offsetof(struct trace_meta, families)},
+    {BS_META_TARGET, offsetof(struct trace_meta, target)},
+    {BS_META_VERSION, offsetof(struct trace_meta, tool_version)},
+    {BS_META_OPTIONS, offsetof(struct trace_meta, options)},
+};
+
+#define NTEXTS	   (sizeof(tlv_texts) / sizeof(tlv_texts[0]))
+#define TLV_HDR	   8
+#define CLOCKS_LEN 24
+
+static char **text_field(struct trace_meta *m, size_t off)
+{
+	return (char **)((char *)m + off);
+}
+
+static size_t put_tlv(__u8 *p, __u16 key, const void *val, __u32 len)
+{
+	put_le16(p, key);
+	put_le16(p + 2, 0);
+	put_le32(p + 4, len);
+	memcpy(p + TLV_HDR, val, len);
+	return TLV_HDR + len;
+}
+
+int trace_meta__encode_header(const struct trace_meta *meta, __u8 **bufp, size_t *lenp)
+{
+	size_t meta_len = TLV_HDR + CLOCKS_LEN, slen[NTEXTS] = {0}, n, i;
+	const char *s[NTEXTS] = {NULL};
+	__u8 clocks[CLOCKS_LEN], *buf;
+
+	for (i = 0; meta && i < NTEXTS; i++) {
+		s[i] = *text_field((struct trace_meta *)meta, tlv_texts[i].off);
+		slen[i] = s[i] ? strlen(s[i]) : 0;
+		if (!slen[i])
+			continue;
+		meta_len += TLV_HDR + slen[i];
+	}
+	if (meta_len > BS_META_MAX)
+		return -E2BIG;
+
+	buf = malloc(BS_FILE_HDR_FIXED + meta_len + 4);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, BS_FILE_MAGIC, 8);
+	put_le32(buf + 8, BS_FILE_VERSION);
+	put_le32(buf + 12, (__u32)meta_len);
+	n = BS_FILE_HDR_FIXED;
+	for (i = 0; i < NTEXTS; i++)
+		if (slen[i])
+			n += put_tlv(buf + n, tlv_texts[i].key, s[i], (__u32)slen[i]);
+	put_le64(clocks, meta ? meta->start.mono_ns : 0);
+	put_le64(clocks + 8, meta ? meta->start.realtime_ns : 0);
+	put_le64(clocks + 16, meta ? meta->start.boottime_ns : 0);
+	n += put_tlv(buf + n, BS_META_CLOCKS, clocks, CLOCKS_LEN);
+	put_le32(buf + n, (__u32)crc32(0, buf, (uInt)n));
+	*bufp = buf;
+	*lenp = n + 4;
+	return 0;
+}
+
+int trace_meta__decode_tlvs(struct trace_meta *meta, const __u8 *buf, size_t len, char *err,
+			    size_t errlen)
+{
+	size_t off = 0, i;
+
+	while (off < len) {
+		__u32 vlen;
+		__u16 key;
+
+		if (len - off < TLV_HDR) {
+			snprintf(err, errlen, "corrupt file header (TLV header out of bounds)");
+			return -EBADMSG;
+		}
+		key = get_le16(buf + off);
+		vlen = get_le32(buf + off + 4);
+		off += TLV_HDR;
+		if (vlen > len - off) {
+			snprintf(err, errlen, "corrupt file header (TLV %u longer than the header)",
+				 key);
+			return -EBADMSG;
+		}
+		if (key == BS_META_CLOCKS) {
+			/* Later versions may append clocks; the first three keep their meaning. */
+			if (vlen < CLOCKS_LEN) {
+				snprintf(err, errlen, "corrupt file header (clocks TLV too short)");
+				return -EBADMSG;
+			}
+			meta->start.mono_ns = get_le64(buf + off);
+			meta->start.realtime_ns = get_le64(buf + off + 8);
+			meta->start.boottime_ns = get_le64(buf + off + 16);
+		}
+		for (i = 0; i < NTEXTS; i++) {
+			char **f = text_field(meta, tlv_texts[i].off);
+
+			if (tlv_texts[i].key != key)
+				continue;
+			free(*f);
+			*f = strndup((const char *)buf + off, vlen);
+			if (!*f) {
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+		}
+		off += vlen;
+	}
+	return 0;
+}
+
+void trace_meta__clear(struct trace_meta *meta)
+{
+	size_t i;
+
+	if (!meta)
+		return;
+	for (i = 0; i < NTEXTS; i++)
+		free(*text_field(meta, tlv_texts[i].off));
+	memset(meta, 0, sizeof(*meta));
+}
