@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* bpfsight dump [--kind K[,K]] [--pid P] FILE: one NDJSON line per event, in file order. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "commands.h"
+#include "family.h"
+#include "json.h"
+#include "trace_walk.h"
+
+#define DUMP_MAX_KINDS 32
+
+struct dump_opts {
+	const char *kinds[DUMP_MAX_KINDS];
+	int nkinds;
+	int has_pid;
+	__u32 pid;
+	char kindbuf[512];
+};
+
+static void dump_list_kinds(char *buf, size_t len)
+{
+	const struct rec_decoder *d;
+	size_t used = 0;
+	int f, n;
+
+	buf[0] = 0;
+	for (f = 0; families[f]; f++) {
+		for (d = families[f]->decoders; d && d->kind; d++) {
+			n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", d->kind);
+			if (n < 0 || (size_t)n >= len - used)
+				return;
+			used += n;
+		}
+	}
+}
+
+static void dump_usage(FILE *f)
+{
+	char kinds[512];
+
+	dump_list_kinds(kinds, sizeof(kinds));
+	fprintf(f,
+		"Usage: bpfsight dump [--kind K[,K]] [--pid P] FILE\n"
+		"\n"
+		"Every event of a trace as NDJSON, one per line, in file order:\n"
+		"  {\"ts\":N,\"dur\":N,\"pid\":N,\"tid\":N,\"kind\":\"...\",\"name\":\"...\","
+		"\"args\":{...}}\n"
+		"ts is CLOCK_MONOTONIC ns, dur ns (0 for instants).\n"
+		"\n"
+		"  -k, --kind LIST   only these kinds (%s)\n"
+		"  -p, --pid PID     only events of this process\n"
+		"  -h, --help        this help\n",
+		kinds);
+}
+
+static int dump_kind_known(const char *kind)
+{
+	const struct rec_decoder *d;
+	int f;
+
+	for (f = 0; families[f]; f++)
+		for (d = families[f]->decoders; d && d->kind; d++)
+			if (!strcmp(d->kind, kind))
+				return 1;
+	return 0;
+}
+
+/* Split LIST into o->kinds (pointing into o->kindbuf); -EINVAL after saying why. */
+static int dump_parse_kinds(struct dump_opts *o, const char *list)
+{
+	char kinds[512], *tok, *save = NULL;
+	size_t used = strlen(o->kindbuf);
+
+	/* Repeated --kind options add up: append after what earlier ones left. */
+	if (used + strlen(list) + 2 > sizeof(o->kindbuf)) {
+		fprintf(stderr, "bpfsight dump: --kind list too long\n");
+		return -EINVAL;
+	}
+	if (used)
+		o->kindbuf[used++] = 0;
+	strcpy(o->kindbuf + used, list);
+	for (tok = strtok_r(o->kindbuf + used, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!dump_kind_known(tok)) {
+			dump_list_kinds(kinds, sizeof(kinds));
+			fprintf(stderr, "bpfsight dump: unknown kind '%s' (kinds: %s)\n", tok,
+				kinds);
+			return -EINVAL;
+		}
+		if (o->nkinds == DUMP_MAX_KINDS) {
+			fprintf(stderr, "bpfsight dump: too many kinds\n");
+			return -EINVAL;
+		}
+		o->kinds[o->nkinds++] = tok;
+	}
+	return 0;
+}
+
+static int dump_want_kind(const struct dump_opts *o, const char *kind)
+{
+	int i;
+
+	if (!o->nkinds)
+		return 1;
+	for (i = 0; i < o->nkinds; i++)
+		if (!strcmp(o->kinds[i], kind))
+			return 1;
+	return 0;
+}
+
+static void dump_event(FILE *out, const struct event *ev)
+{
+	const struct event_arg *a;
+	struct json j;
+	char hex[24];
+	__u32 i;
+
+	json__init(&j, out, 0);
+	json__begin_object(&j);
+	json__kv_u64(&j, "ts", ev->ts);
+	json__kv_u64(&j, "dur", ev->dur);
+	json__kv_u64(&j, "pid", ev->pid);
+	json__kv_u64(&j, "tid", ev->tid);
+	json__kv_str(&j, "kind", ev->kind ? ev->kind : "");
+	json__kv_str(&j, "name", ev->name ? ev->name : "");
+	json__key(&j, "args");
+	json__begin_object(&j);
+	for (i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++) {
+		a = &ev->args[i];
+		json__key(&j, a->key);
+		switch (a->kind) {
+		case EVENT_ARG_U64:
+			json__u64(&j, a->u);
+			break;
+		case EVENT_ARG_S64:
+			json__s64(&j, a->s);
+			break;
+		case EVENT_ARG_HEX:
+			snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)a->u);
+			json__str(&j, hex);
+			break;
+		case EVENT_ARG_STR:
+			json__str(&j, a->str);
+			break;
+		}
+	}
+	json__end_object(&j);
+	json__end_object(&j);
+	fputc('\n', out);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "kind", required_argument, NULL, 'k' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	static char outbuf[1 << 16];
+	const struct rec_decoder *dec;
+	const struct bs_hdr *rec;
+	struct dump_opts o = {};
+	struct trace_walk w;
+	unsigned long v;
+	struct event ev;
+	int c, ret, status;
+	char *end;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "k:p:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k':
+			if (dump_parse_kinds(&o, optarg))
+				return EXIT_READ_FAIL;
+			break;
+		case 'p':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || v > 0xffffffffUL) {
+				fprintf(stderr, "bpfsight dump: bad pid '%s'\n", optarg);
+				return EXIT_READ_FAIL;
+			}
+			o.pid = v;
+			o.has_pid = 1;
+			break;
+		case 'h':
+			dump_usage(stdout);
+			return EXIT_READ_OK;
+		default:
+			dump_usage(stderr);
+			return EXIT_READ_FAIL;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "bpfsight dump: %s\n",
+			optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
+		dump_usage(stderr);
+		return EXIT_READ_FAIL;
+	}
+	if (trace_walk__open(&w, "dump", argv[optind]))
+		return EXIT_READ_FAIL;
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+
+	while ((ret = trace_walk__next(&w, &rec, &dec))) {
+		if (ret != 1 || !dec || !dump_want_kind(&o, dec->kind))
+			continue;
+		if (o.has_pid && rec->pid != o.pid)
+			continue;
+		event__init(&ev, rec, dec->kind);
+		if (dec->decode(rec, w.m, &ev) == 1)
+			dump_event(stdout, &ev);
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "bpfsight dump: writing the output failed: %s\n", strerror(errno));
+		trace_walk__close(&w);
+		return EXIT_READ_FAIL;
+	}
+	status = trace_walk__finish(&w);
+	trace_walk__close(&w);
+	return status;
+}

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* bpfsight info [--json] FILE: what a trace holds, where it came from, what it lost. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "commands.h"
+#include "family.h"
+#include "json.h"
+#include "proc.h"
+#include "trace_walk.h"
+
+struct info {
+	__u64 by_type[BS_REC_TYPE_MAX];
+	__u64 duration_ns;
+	int duration_estimated;
+	char start_time[40];
+};
+
+/* One line of the events table: types sharing a kind are counted together. */
+struct info_kind {
+	char name[32];
+	__u64 count;
+};
+
+static void info_usage(FILE *f)
+{
+	fprintf(f, "Usage: bpfsight info [--json] FILE\n"
+		   "\n"
+		   "Where a trace comes from, how long it is, its events by kind, what was lost.\n"
+		   "\n"
+		   "  -j, --json   one JSON object instead of text\n"
+		   "  -h, --help   this help\n");
+}
+
+/* "2025-03-01T12:34:56.789Z" */
+static void iso_time(__u64 realtime_ns, char *buf, size_t len)
+{
+	time_t sec = realtime_ns / 1000000000ull;
+	struct tm tm;
+	size_t n;
+
+	if (!realtime_ns || !gmtime_r(&sec, &tm)) {
+		snprintf(buf, len, "unknown");
+		return;
+	}
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03lluZ",
+		 (unsigned long long)(realtime_ns % 1000000000ull / 1000000));
+}
+
+/* Kinds in record-type order, merged by name; returns how many. */
+static int info_kinds(const struct info *in, struct info_kind *kinds, int max)
+{
+	const struct rec_decoder *d;
+	char name[32];
+	int t, k, n = 0;
+
+	for (t = 0; t < BS_REC_TYPE_MAX; t++) {
+		if (!in->by_type[t])
+			continue;
+		d = family__decoder(t);
+		if (d && d->kind)
+			snprintf(name, sizeof(name), "%s", d->kind);
+		else
+			snprintf(name, sizeof(name), "unknown_0x%02x", t);
+		for (k = 0; k < n && strcmp(kinds[k].name, name); k++)
+			;
+		if (k == n) {
+			if (n == max)
+				continue;
+			memcpy(kinds[n].name, name, sizeof(name));
+			kinds[n++].count = 0;
+		}
+		kinds[k].count += in->by_type[t];
+	}
+	return n;
+}
+
+static const char *str_or(const char *s, const char *dflt)
+{
+	return s && *s ? s : dflt;
+}
+
+/* "label:  value" with control characters shown as '?': the header is the recorder's text. */
+static void info_field(const char *label, const char *value)
+{
+	printf("%-17s", label);
+	for (; *value; value++)
+		putchar((unsigned char)*value < 0x20 || *value == 0x7f ? '?' : *value);
+	putchar('\n');
+}
+
+static void info_print_text(const struct trace_walk *w, const struct info *in,
+			    const struct info_kind *kinds, int nkinds)
+{
+	const struct trace_status *st = trace_walk__status(w);
+	const struct trace_meta *m = trace_walk__meta(w);
+	__u32 c;
+	int k;
+
+	info_field("file:", w->path);
+	info_field("host:", str_or(m->hostname, "unknown"));
+	info_field("kernel:", str_or(m->kernel, "unknown"));
+	info_field("boot id:", str_or(m->boot_id, "unknown"));
+	info_field("command:", str_or(m->cmdline, "unknown"));
+	info_field("target:", str_or(m->target, "unknown"));
+	info_field("families:", str_or(m->families, "none"));
+	info_field("options:", str_or(m->options, "none"));
+	printf("version:         bpfsight %s (format %u)\n", str_or(m->tool_version, "unknown"),
+	       m->version);
+	printf("start:           %s\n", in->start_time);
+	printf("duration:        %llu.%09llu s%s\n",
+	       (unsigned long long)(in->duration_ns / 1000000000ull),
+	       (unsigned long long)(in->duration_ns % 1000000000ull),
+	       in->duration_estimated ? " (estimated from the last record: no clean end)" : "");
+	printf("records:         %llu\n", (unsigned long long)st->records);
+	printf("events:\n");
+	if (!nkinds)
+		printf("  none\n");
+	for (k = 0; k < nkinds; k++)
+		printf("  %-14s %llu\n", kinds[k].name, (unsigned long long)kinds[k].count);
+	if (!w->lost_total) {
+		printf("lost:            none\n");
+	} else {
+		printf("lost:            %llu events\n", (unsigned long long)w->lost_total);
+		for (c = 0; c <= BS_LOSS_NR; c++)
+			if (w->lost[c])
+				printf("  %-14s %llu\n", loss_cause_name(c),
+				       (unsigned long long)w->lost[c]);
+	}
+	if (w->short_records)
+		printf("corrupt records: %llu (too short for their type, not decoded)\n",
+		       (unsigned long long)w->short_records);
+	printf("chunks:          %u\n", st->chunks);
+	printf("corrupt chunks:  %u\n", st->corrupt_chunks);
+	printf("skipped bytes:   %llu\n", (unsigned long long)st->skipped_bytes);
+	if (st->truncated)
+		printf("truncated:       yes (recovered %u chunks)\n", st->chunks);
+	else
+		printf("truncated:       no\n");
+	printf("clean close:     %s\n", st->clean_close ? "yes" : "no");
+}
+
+static void info_print_json(const struct trace_walk *w, const struct info *in,
+			    const struct info_kind *kinds, int nkinds)
+{
+	const struct trace_status *st = trace_walk__status(w);
+	const struct trace_meta *m = trace_walk__meta(w);
+	struct json j;
+	__u32 c;
+	int k;
+
+	json__init(&j, stdout, 1);
+	json__begin_object(&j);
+	json__kv_str(&j, "file", w->path);
+	json__kv_str(&j, "host", m->hostname);
+	json__kv_str(&j, "kernel", m->kernel);
+	json__kv_str(&j, "boot_id", m->boot_id);
+	json__kv_str(&j, "command", m->cmdline);
+	json__kv_str(&j, "target", m->target);
+	json__kv_str(&j, "families", m->families);
+	json__kv_str(&j, "options", m->options);
+	json__kv_str(&j, "version", m->tool_version);
+	json__kv_u64(&j, "format_version", m->version);
+	json__kv_u64(&j, "start_realtime_ns", m->start.realtime_ns);
+	json__kv_str(&j, "start_time", in->start_time);
+	json__kv_u64(&j, "duration_ns", in->duration_ns);
+	json__kv_bool(&j, "duration_estimated", in->duration_estimated);
+	json__key(&j, "events");
+	json__begin_object(&j);
+	for (k = 0; k < nkinds; k++)
+		json__kv_u64(&j, kinds[k].name, kinds[k].count);
+	json__end_object(&j);
+	json__kv_u64(&j, "records", st->records);
+	json__key(&j, "lost");
+	json__begin_object(&j);
+	for (c = 0; c <= BS_LOSS_NR; c++)
+		if (w->lost[c])
+			json__kv_u64(&j, loss_cause_name(c), w->lost[c]);
+	json__end_object(&j);
+	json__kv_u64(&j, "lost_total", w->lost_total);
+	json__kv_u64(&j, "corrupt_records", w->short_records);
+	json__kv_u64(&j, "chunks", st->chunks);
+	json__kv_u64(&j, "corrupt_chunks", st->corrupt_chunks);
+	json__kv_u64(&j, "skipped_bytes", st->skipped_bytes);
+	json__kv_bool(&j, "truncated", st->truncated);
+	json__kv_bool(&j, "clean_close", st->clean_close);
+	json__end_object(&j);
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct info_kind kinds[BS_REC_TYPE_MAX];
+	const struct trace_status *st;
+	const struct trace_meta *m;
+	const struct rec_decoder *dec;
+	const struct bs_hdr *rec;
+	int c, as_json = 0, nkinds, status;
+	struct trace_walk w;
+	struct info in = {};
+	__u64 end;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			as_json = 1;
+			break;
+		case 'h':
+			info_usage(stdout);
+			return EXIT_READ_OK;
+		default:
+			info_usage(stderr);
+			return EXIT_READ_FAIL;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "bpfsight info: %s\n",
+			optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
+		info_usage(stderr);
+		return EXIT_READ_FAIL;
+	}
+	if (trace_walk__open(&w, "info", argv[optind]))
+		return EXIT_READ_FAIL;
+
+	/* Every record counts once, under its kind, metadata and too-short ones included. */
+	while (trace_walk__next(&w, &rec, &dec))
+		in.by_type[rec->type]++;
+	status = trace_walk__finish(&w);
+
+	st = trace_walk__status(&w);
+	m = trace_walk__meta(&w);
+	iso_time(m->start.realtime_ns, in.start_time, sizeof(in.start_time));
+	if (st->has_end) {
+		end = st->end.mono_ns;
+	} else {
+		/* No footer: the last record is the best bound we have, and we say so. */
+		end = st->last_ts;
+		in.duration_estimated = 1;
+	}
+	in.duration_ns = end > m->start.mono_ns ? end - m->start.mono_ns : 0;
+	nkinds = info_kinds(&in, kinds, BS_REC_TYPE_MAX);
+
+	if (as_json)
+		info_print_json(&w, &in, kinds, nkinds);
+	else
+		info_print_text(&w, &in, kinds, nkinds);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "bpfsight info: writing the output failed\n");
+		status = EXIT_READ_FAIL;
+	}
+	trace_walk__close(&w);
+	return status;
+}

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Decode side of osrt: syscall events and the osrt_sum report (nsys's osrt_sum). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "osrt.h"
+#include "stats_math.h"
+#include "syscall_names.h"
+#include "table.h"
+
+/* NAMEBUF holds "syscall_N" for numbers the table does not know. */
+static const char *osrt__name(__u32 nr, char *namebuf, size_t len)
+{
+	const char *name = syscall_name(nr);
+
+	if (name)
+		return name;
+	snprintf(namebuf, len, "syscall_%u", nr);
+	return namebuf;
+}
+
+static int decode_syscall(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_syscall *s = (const void *)rec;
+
+	ev->name = osrt__name(s->nr, ev->namebuf, sizeof(ev->namebuf));
+	ev->dur = s->dur;
+	event__arg_u64(ev, "nr", s->nr);
+	event__arg_s64(ev, "ret", s->ret);
+	return 1;
+}
+
+static int decode_syscall_agg(const struct bs_hdr *rec, const struct trace_model *m,
+			      struct event *ev)
+{
+	return 0; /* a cumulative snapshot, not a call: only osrt_sum reads it */
+}
+
+const struct rec_decoder osrt_decoders[] = {
+	{ BS_REC_SYSCALL, sizeof(struct bs_syscall), "syscall", decode_syscall },
+	{ BS_REC_SYSCALL_AGG, sizeof(struct bs_syscall_agg), "syscall_agg", decode_syscall_agg },
+	{ 0 },
+};
+
+/*
+ * osrt_sum. Calls reach the trace two disjoint ways: one BS_REC_SYSCALL per call at or above
+ * the recording threshold, and in-kernel aggregates (count, total, min, max) of the shorter
+ * ones, as cumulative snapshots per (pid, tid, nr) of which only the last counts. count,
+ * total, min and max are exact over both. The median and stddev are exact over the individual
+ * calls; the durations of aggregated calls are unknown, so each aggregate stands in as COUNT
+ * samples at its mean (total / count). With a threshold that keeps the aggregated calls short,
+ * this moves the median and stddev little; it is the best estimate the trace allows.
+ */
+struct osrt_nr {
+	struct samples samples;
+	__u64 count, total, min, max;
+};
+
+struct osrt_sum {
+	struct hmap *by_nr;	/* {nr, 0} -> struct osrt_nr (individual calls) */
+	struct hmap *last_agg; /* {pid << 32 | tid, nr} -> struct bs_syscall_agg_val */
+	int err;
+};
+
+static void *osrt_sum__new(void)
+{
+	struct osrt_sum *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->by_nr = hmap__new(sizeof(struct osrt_nr));
+	st->last_agg = hmap__new(sizeof(struct bs_syscall_agg_val));
+	if (!st->by_nr || !st->last_agg) {
+		hmap__free(st->by_nr);
+		hmap__free(st->last_agg);
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void osrt_nr__add(struct osrt_nr *n, __u64 count, __u64 total, __u64 min, __u64 max)
+{
+	if (!n->count || min < n->min)
+		n->min = min;
+	if (!n->count || max > n->max)
+		n->max = max;
+	n->count += count;
+	n->total += total;
+}
+
+static void osrt_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	const struct bs_syscall_agg *a = (const void *)rec;
+	const struct bs_syscall *s = (const void *)rec;
+	struct bs_syscall_agg_val *v;
+	struct osrt_sum *st = vst;
+	struct osrt_nr *n;
+
+	switch (rec->type) {
+	case BS_REC_SYSCALL:
+		n = hmap__get(st->by_nr, (struct hkey){ s->nr, 0 }, 1);
+		if (!n || samples__add(&n->samples, (double)s->dur, 1)) {
+			st->err = -ENOMEM;
+			return;
+		}
+		osrt_nr__add(n, 1, s->dur, s->dur, s->dur);
+		break;
+	case BS_REC_SYSCALL_AGG:
+		/* Cumulative: a later snapshot of the same key replaces the earlier one. */
+		v = hmap__get(st->last_agg,
+			      (struct hkey){ (__u64)rec->pid << 32 | rec->tid, a->nr }, 1);
+		if (!v) {
+			st->err = -ENOMEM;
+			return;
+		}
+		v->count = a->count;
+		v->total_ns = a->total_ns;
+		v->min_ns = a->min_ns;
+		v->max_ns = a->max_ns;
+		break;
+	default:
+		break;
+	}
+}
+
+struct osrt_row {
+	char name[32]; /* a copy: rows move while sorting */
+	struct osrt_nr *n;
+};
+
+static int osrt_row_cmp(const void *a, const void *b)
+{
+	const struct osrt_row *x = a, *y = b;
+
+	/* nsys orders by total time, descending; ties by name keep the output stable. */
+	if (x->n->total != y->n->total)
+		return x->n->total < y->n->total ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int osrt_sum__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	struct osrt_row *rows = NULL;
+	struct osrt_sum *st = vst;
+	struct bs_syscall_agg_val *v;
+	size_t it = 0, nrows = 0, i;
+	long double grand = 0;
+	struct osrt_nr *n;
+	char namebuf[32];
+	struct hkey key;
+	int c[9], err;
+
+	if (st->err)
+		return st->err;
+	while ((v = hmap__next(st->last_agg, &it, &key))) {
+		if (!v->count)
+			continue;
+		n = hmap__get(st->by_nr, (struct hkey){ key.b, 0 }, 1);
+		if (!n || samples__add(&n->samples, (double)v->total_ns / v->count, v->count))
+			return -ENOMEM;
+		osrt_nr__add(n, v->count, v->total_ns, v->min_ns, v->max_ns);
+	}
+
+	rows = calloc(hmap__count(st->by_nr) + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	it = 0;
+	while ((n = hmap__next(st->by_nr, &it, &key))) {
+		if (!n->count)
+			continue;
+		rows[nrows].n = n;
+		snprintf(rows[nrows].name, sizeof(rows[nrows].name), "%s",
+			 osrt__name((__u32)key.a, namebuf, sizeof(namebuf)));
+		grand += n->total;
+		nrows++;
+	}
+	qsort(rows, nrows, sizeof(*rows), osrt_row_cmp);
+
+	c[0] = table__add_col(t, "time_pct", "Time (%)", TABLE_DOUBLE);
+	c[1] = table__add_col(t, "total_ns", "Total Time (ns)", TABLE_U64);
+	c[2] = table__add_col(t, "count", "Num Calls", TABLE_U64);
+	c[3] = table__add_col(t, "avg_ns", "Avg (ns)", TABLE_DOUBLE);
+	c[4] = table__add_col(t, "med_ns", "Med (ns)", TABLE_DOUBLE);
+	c[5] = table__add_col(t, "min_ns", "Min (ns)", TABLE_U64);
+	c[6] = table__add_col(t, "max_ns", "Max (ns)", TABLE_U64);
+	c[7] = table__add_col(t, "stddev_ns", "StdDev (ns)", TABLE_DOUBLE);
+	c[8] = table__add_col(t, "name", "Name", TABLE_STR);
+	for (i = 0; i < nrows; i++) {
+		n = rows[i].n;
+		table__row(t);
+		table__set_double(t, c[0], grand > 0 ? (double)(n->total * 100.0L / grand) : 0);
+		table__set_u64(t, c[1], n->total);
+		table__set_u64(t, c[2], n->count);
+		table__set_double(t, c[3], (double)n->total / n->count);
+		table__set_double(t, c[4], samples__median(&n->samples));
+		table__set_u64(t, c[5], n->min);
+		table__set_u64(t, c[6], n->max);
+		table__set_double(t, c[7], samples__stddev(&n->samples));
+		table__set_str(t, c[8], rows[i].name);
+	}
+	err = table__err(t);
+	free(rows);
+	return err;
+}
+
+static void osrt_sum__free(void *vst)
+{
+	struct osrt_sum *st = vst;
+	struct osrt_nr *n;
+	size_t it = 0;
+
+	if (!st)
+		return;
+	while ((n = hmap__next(st->by_nr, &it, NULL)))
+		samples__free(&n->samples);
+	hmap__free(st->by_nr);
+	hmap__free(st->last_agg);
+	free(st);
+}
+
+static const struct report osrt_sum = {
+	.name = "osrt_sum",
+	.desc = "OS Runtime Summary",
+	.new = osrt_sum__new,
+	.add = osrt_sum__add,
+	.emit = osrt_sum__emit,
+	.free = osrt_sum__free,
+};
+
+const struct report *const osrt_reports[] = { &osrt_sum, NULL };

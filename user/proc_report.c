@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Decode side of the proc pseudo-family: metadata snapshots, lifecycle, loss markers. */
+#include <stdio.h>
+#include "proc.h"
+
+static const char *const loss_causes[BS_LOSS_NR] = {
+	[BS_LOSS_RINGBUF_FULL] = "ringbuf_full", [BS_LOSS_TASK_MAP] = "task_map_full",
+	[BS_LOSS_AGG_MAP] = "agg_map_full",	 [BS_LOSS_TARGET_MAP] = "target_map_full",
+	[BS_LOSS_ATTACH] = "attach_failed",	 [BS_LOSS_WRITE] = "write_failed",
+};
+
+const char *loss_cause_name(__u32 cause)
+{
+	return cause < BS_LOSS_NR && loss_causes[cause] ? loss_causes[cause] : "unknown";
+}
+
+static int decode_string(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	return 0; /* the model interns it; events refer to it by id */
+}
+
+static int decode_process(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_process *p = (const void *)rec;
+
+	event__arg_u64(ev, "ppid", p->ppid);
+	event__arg_strn(ev, "comm", p->comm, sizeof(p->comm));
+	ev->name = ev->args[ev->nargs - 1].str;
+	event__arg_str(ev, "cmdline", p->cmdline_id ? trace_model__string(m, p->cmdline_id) : "");
+	event__arg_str(ev, "exe", p->exe_id ? trace_model__string(m, p->exe_id) : "");
+	event__arg_u64(ev, "uid", p->uid);
+	event__arg_u64(ev, "start_ns", p->start_ns);
+	return 1;
+}
+
+static int decode_thread(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_thread *t = (const void *)rec;
+
+	event__arg_strn(ev, "name", t->name, sizeof(t->name));
+	ev->name = ev->args[ev->nargs - 1].str;
+	return 1;
+}
+
+static int decode_loss(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_loss *l = (const void *)rec;
+
+	if (l->cause < BS_LOSS_NR) {
+		ev->name = loss_cause_name(l->cause);
+	} else {
+		/* A newer recorder's cause: keep its number visible rather than "unknown". */
+		snprintf(ev->namebuf, sizeof(ev->namebuf), "cause_%u", l->cause);
+		ev->name = ev->namebuf;
+	}
+	event__arg_u64(ev, "count", l->count);
+	event__arg_u64(ev, "cause", l->cause);
+	return 1;
+}
+
+static int decode_fork(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_fork *f = (const void *)rec;
+
+	ev->name = f->child_tid == f->child_pid ? "fork" : "clone_thread";
+	event__arg_u64(ev, "child_pid", f->child_pid);
+	event__arg_u64(ev, "child_tid", f->child_tid);
+	event__arg_strn(ev, "comm", f->comm, sizeof(f->comm));
+	return 1;
+}
+
+static int decode_exec(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_exec *x = (const void *)rec;
+
+	event__arg_strn(ev, "comm", x->comm, sizeof(x->comm));
+	ev->name = ev->args[ev->nargs - 1].str;
+	event__arg_u64(ev, "old_tid", x->old_tid);
+	return 1;
+}
+
+static int decode_exit(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_exit *x = (const void *)rec;
+
+	/* task->exit_code is a wait status: (code << 8) | signal, 0x80 = core dumped. */
+	event__arg_u64(ev, "exit_code", (x->exit_code >> 8) & 0xff);
+	event__arg_u64(ev, "signal", x->exit_code & 0x7f);
+	event__arg_u64(ev, "group_dead", x->group_dead);
+	return 1;
+}
+
+static int decode_comm(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_comm *c = (const void *)rec;
+
+	event__arg_strn(ev, "comm", c->comm, sizeof(c->comm));
+	ev->name = ev->args[ev->nargs - 1].str;
+	return 1;
+}
+
+const struct rec_decoder proc_decoders[] = {
+	{ BS_REC_STRING, sizeof(struct bs_string), "string", decode_string },
+	{ BS_REC_PROCESS, sizeof(struct bs_process), "process", decode_process },
+	{ BS_REC_THREAD, sizeof(struct bs_thread), "thread", decode_thread },
+	{ BS_REC_LOSS, sizeof(struct bs_loss), "loss", decode_loss },
+	{ BS_REC_FORK, sizeof(struct bs_fork), "fork", decode_fork },
+	{ BS_REC_EXEC, sizeof(struct bs_exec), "exec", decode_exec },
+	{ BS_REC_EXIT, sizeof(struct bs_exit), "exit", decode_exit },
+	{ BS_REC_COMM, sizeof(struct bs_comm), "comm", decode_comm },
+	{ 0 },
+};
+
+const struct report *const proc_reports[] = { NULL };

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Decode side of sched: off-CPU intervals and the per-thread sched_sum report. */
+#include <errno.h>
+#include <stdlib.h>
+#include "sched.h"
+#include "stats_math.h"
+#include "table.h"
+
+/* Blocked part of an interval; a record claiming more runnable time than its length is bogus. */
+static __u64 offcpu_blocked(const struct bs_offcpu *o)
+{
+	return o->runnable_ns < o->dur ? o->dur - o->runnable_ns : 0;
+}
+
+static int decode_offcpu(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_offcpu *o = (const void *)rec;
+
+	ev->name = o->state ? "blocked" : "preempted";
+	ev->dur = o->dur;
+	event__arg_u64(ev, "state", o->state);
+	event__arg_u64(ev, "blocked_ns", offcpu_blocked(o));
+	event__arg_u64(ev, "runnable_ns", o->runnable_ns);
+	event__arg_u64(ev, "oncpu_ns", o->oncpu_ns);
+	event__arg_u64(ev, "waker_tid", o->waker_tid);
+	event__arg_u64(ev, "cpu", rec->cpu);
+	return 1;
+}
+
+const struct rec_decoder sched_decoders[] = {
+	{ BS_REC_OFFCPU, sizeof(struct bs_offcpu), "offcpu", decode_offcpu },
+	{ 0 },
+};
+
+/* sched_sum: where each thread's time went, one row per thread. */
+struct sched_thread {
+	__u64 oncpu, offcpu, blocked, runnable, switches, preemptions;
+};
+
+struct sched_sum {
+	struct hmap *threads; /* {pid, tid} -> struct sched_thread */
+	int err;
+};
+
+static void *sched_sum__new(void)
+{
+	struct sched_sum *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->threads = hmap__new(sizeof(struct sched_thread));
+	if (!st->threads) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void sched_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	const struct bs_offcpu *o = (const void *)rec;
+	struct sched_sum *st = vst;
+	struct sched_thread *th;
+
+	if (rec->type != BS_REC_OFFCPU)
+		return;
+	th = hmap__get(st->threads, (struct hkey){ rec->pid, rec->tid }, 1);
+	if (!th) {
+		st->err = -ENOMEM;
+		return;
+	}
+	th->oncpu += o->oncpu_ns;
+	th->offcpu += o->dur;
+	th->blocked += offcpu_blocked(o);
+	th->runnable += o->runnable_ns < o->dur ? o->runnable_ns : o->dur;
+	th->switches++;
+	th->preemptions += o->state == 0;
+}
+
+struct sched_row {
+	__u32 pid, tid;
+	const struct sched_thread *th;
+};
+
+static int sched_row_cmp(const void *a, const void *b)
+{
+	const struct sched_row *x = a, *y = b;
+
+	if (x->th->offcpu != y->th->offcpu)
+		return x->th->offcpu < y->th->offcpu ? 1 : -1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static int sched_sum__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	struct sched_sum *st = vst;
+	const struct sched_thread *th;
+	struct sched_row *rows;
+	size_t it = 0, n = 0, i;
+	struct hkey key;
+	int c[10], err;
+
+	if (st->err)
+		return st->err;
+	rows = calloc(hmap__count(st->threads) + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	while ((th = hmap__next(st->threads, &it, &key))) {
+		rows[n].pid = (__u32)key.a;
+		rows[n].tid = (__u32)key.b;
+		rows[n].th = th;
+		n++;
+	}
+	qsort(rows, n, sizeof(*rows), sched_row_cmp);
+
+	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
+	c[1] = table__add_col(t, "tid", "TID", TABLE_U64);
+	c[2] = table__add_col(t, "oncpu_ns", "On-CPU (ns)", TABLE_U64);
+	c[3] = table__add_col(t, "offcpu_ns", "Off-CPU (ns)", TABLE_U64);
+	c[4] = table__add_col(t, "blocked_ns", "Blocked (ns)", TABLE_U64);
+	c[5] = table__add_col(t, "runnable_ns", "Runnable (ns)", TABLE_U64);
+	c[6] = table__add_col(t, "switches", "Switches", TABLE_U64);
+	c[7] = table__add_col(t, "preemptions", "Preemptions", TABLE_U64);
+	c[8] = table__add_col(t, "process", "Process", TABLE_STR);
+	c[9] = table__add_col(t, "thread_name", "Thread", TABLE_STR);
+	for (i = 0; i < n; i++) {
+		th = rows[i].th;
+		table__row(t);
+		table__set_u64(t, c[0], rows[i].pid);
+		table__set_u64(t, c[1], rows[i].tid);
+		table__set_u64(t, c[2], th->oncpu);
+		table__set_u64(t, c[3], th->offcpu);
+		table__set_u64(t, c[4], th->blocked);
+		table__set_u64(t, c[5], th->runnable);
+		table__set_u64(t, c[6], th->switches);
+		table__set_u64(t, c[7], th->preemptions);
+		table__set_str(t, c[8], trace_model__process_name(m, rows[i].pid));
+		table__set_str(t, c[9], trace_model__thread_name(m, rows[i].tid));
+	}
+	err = table__err(t);
+	free(rows);
+	return err;
+}
+
+static void sched_sum__free(void *vst)
+{
+	struct sched_sum *st = vst;
+
+	if (!st)
+		return;
+	hmap__free(st->threads);
+	free(st);
+}
+
+static const struct report sched_sum = {
+	.name = "sched_sum",
+	.desc = "Thread Scheduling Summary",
+	.new = sched_sum__new,
+	.add = sched_sum__add,
+	.emit = sched_sum__emit,
+	.free = sched_sum__free,
+};
+
+const struct report *const sched_reports[] = { &sched_sum, NULL };

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Weighted samples and a small hash map for the stats reports; see stats_math.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "stats_math.h"
+
+int samples__add(struct samples *s, double value, __u64 weight)
+{
+	struct sample *nv;
+	size_t ncap;
+
+	if (!weight)
+		return 0;
+	if (s->n == s->cap) {
+		ncap = s->cap ? s->cap * 2 : 64;
+		nv = realloc(s->v, ncap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		s->v = nv;
+		s->cap = ncap;
+	}
+	s->v[s->n].value = value;
+	s->v[s->n].weight = weight;
+	s->n++;
+	s->count += weight;
+	s->sorted = 0;
+	return 0;
+}
+
+double samples__mean(const struct samples *s)
+{
+	long double sum = 0;
+	size_t i;
+
+	if (!s->count)
+		return 0;
+	for (i = 0; i < s->n; i++)
+		sum += (long double)s->v[i].value * s->v[i].weight;
+	return (double)(sum / s->count);
+}
+
+/*
+ * Newton's square root: the static link has no libm, and one root per report row is cheap.
+ * From y >= sqrt(x) the iteration decreases monotonically, so stop when it stops decreasing.
+ */
+static long double sqrt_ld(long double x)
+{
+	long double y, next;
+	int i;
+
+	if (!(x > 0))
+		return 0;
+	y = x > 1 ? x : 1;
+	for (i = 0; i < 2000; i++) {
+		next = (y + x / y) / 2;
+		if (next >= y)
+			break;
+		y = next;
+	}
+	return y;
+}
+
+double samples__stddev(const struct samples *s)
+{
+	long double mean = samples__mean(s), sum = 0, d;
+	size_t i;
+
+	if (!s->count)
+		return 0;
+	/* Two passes: the one-pass sum-of-squares formula cancels badly at ns magnitudes. */
+	for (i = 0; i < s->n; i++) {
+		d = s->v[i].value - mean;
+		sum += d * d * s->v[i].weight;
+	}
+	return (double)sqrt_ld(sum / s->count);
+}
+
+static int sample_cmp(const void *a, const void *b)
+{
+	double x = ((const struct sample *)a)->value, y = ((const struct sample *)b)->value;
+
+	return (x > y) - (x < y);
+}
+
+/* The value at 0-based RANK among the COUNT weighted samples (sorted). */
+static double samples__at(const struct samples *s, __u64 rank)
+{
+	__u64 seen = 0;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		seen += s->v[i].weight;
+		if (rank < seen)
+			return s->v[i].value;
+	}
+	return s->n ? s->v[s->n - 1].value : 0;
+}
+
+double samples__percentile(struct samples *s, double p)
+{
+	double pos, frac, lo, hi;
+	__u64 rank;
+
+	if (!s->count)
+		return 0;
+	if (!s->sorted) {
+		qsort(s->v, s->n, sizeof(*s->v), sample_cmp);
+		s->sorted = 1;
+	}
+	if (p < 0)
+		p = 0;
+	if (p > 100)
+		p = 100;
+	/* Linear interpolation between closest ranks (numpy's default, nsys's median). */
+	pos = p / 100.0 * (double)(s->count - 1);
+	rank = (__u64)pos;
+	frac = pos - (double)rank;
+	lo = samples__at(s, rank);
+	if (frac == 0 || rank + 1 >= s->count)
+		return lo;
+	hi = samples__at(s, rank + 1);
+	return lo + (hi - lo) * frac;
+}
+
+double samples__median(struct samples *s)
+{
+	return samples__percentile(s, 50);
+}
+
+void samples__free(struct samples *s)
+{
+	if (!s)
+		return;
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Open addressing, linear probing, load <= 1/2; slots are [used:8][key:16][value]. */
+struct hmap {
+	unsigned char *slots;
+	size_t val_size, slot_size;
+	size_t cap, n;
+};
+
+struct hslot {
+	__u64 used;
+	struct hkey key;
+};
+
+static size_t hkey_hash(struct hkey k)
+{
+	__u64 h = k.a * 0x9e3779b97f4a7c15ull;
+
+	h ^= (k.b + 0x632be59bd9b4e019ull) * 0xc2b2ae3d27d4eb4full;
+	return (size_t)(h ^ (h >> 29));
+}
+
+static struct hslot *hmap__slot(const struct hmap *m, size_t i)
+{
+	return (struct hslot *)(m->slots + i * m->slot_size);
+}
+
+struct hmap *hmap__new(size_t val_size)
+{
+	struct hmap *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->val_size = val_size;
+	/* Keep values 8-byte aligned: they hold u64 and double fields. */
+	m->slot_size = sizeof(struct hslot) + ((val_size + 7) & ~(size_t)7);
+	return m;
+}
+
+void hmap__free(struct hmap *m)
+{
+	if (!m)
+		return;
+	free(m->slots);
+	free(m);
+}
+
+static int hmap__grow(struct hmap *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 64, i, j;
+	unsigned char *ns;
+	struct hslot *src;
+
+	ns = calloc(ncap, m->slot_size);
+	if (!ns)
+		return -ENOMEM;
+	for (i = 0; i < m->cap; i++) {
+		src = hmap__slot(m, i);
+		if (!src->used)
+			continue;
+		for (j = hkey_hash(src->key) & (ncap - 1);
+		     ((struct hslot *)(ns + j * m->slot_size))->used; j = (j + 1) & (ncap - 1))
+			;
+		memcpy(ns + j * m->slot_size, src, m->slot_size);
+	}
+	free(m->slots);
+	m->slots = ns;
+	m->cap = ncap;
+	return 0;
+}
+
+void *hmap__get(struct hmap *m, struct hkey key, int create)
+{
+	struct hslot *sl;
+	size_t i;
+
+	if (m->cap) {
+		for (i = hkey_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+			sl = hmap__slot(m, i);
+			if (!sl->used)
+				break;
+			if (sl->key.a == key.a && sl->key.b == key.b)
+				return sl + 1;
+		}
+	}
+	if (!create)
+		return NULL;
+	if ((m->n + 1) * 2 > m->cap && hmap__grow(m))
+		return NULL;
+	for (i = hkey_hash(key) & (m->cap - 1); hmap__slot(m, i)->used; i = (i + 1) & (m->cap - 1))
+		;
+	sl = hmap__slot(m, i);
+	sl->used = 1;
+	sl->key = key;
+	memset(sl + 1, 0, m->val_size);
+	m->n++;
+	return sl + 1;
+}
+
+size_t hmap__count(const struct hmap *m)
+{
+	return m->n;
+}
+
+void *hmap__next(const struct hmap *m, size_t *iter, struct hkey *key)
+{
+	struct hslot *sl;
+
+	while (*iter < m->cap) {
+		sl = hmap__slot(m, (*iter)++);
+		if (sl->used) {
+			if (key)
+				*key = sl->key;
+			return sl + 1;
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Typed tables and their three printers; see table.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "json.h"
+#include "table.h"
+
+struct table_col {
+	char *key;
+	char *title;
+	enum table_type type;
+	int precision;
+};
+
+struct table_cell {
+	int set;
+	union {
+		__u64 u;
+		__s64 s;
+		double d;
+		char *str;
+	};
+};
+
+struct table {
+	char *name;
+	struct table_col *cols;
+	int ncols;
+	struct table_cell **rows; /* each row has ncols cells, allocated when the row starts */
+	int nrows, rows_cap;
+	int err;
+};
+
+static int table__fail(struct table *t, int err)
+{
+	if (!t->err)
+		t->err = err;
+	return err;
+}
+
+struct table *table__new(const char *name)
+{
+	struct table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->name = strdup(name ? name : "");
+	if (!t->name) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void table__free(struct table *t)
+{
+	int r, c;
+
+	if (!t)
+		return;
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			if (t->cols[c].type == TABLE_STR && t->rows[r][c].set)
+				free(t->rows[r][c].str);
+		}
+		free(t->rows[r]);
+	}
+	for (c = 0; c < t->ncols; c++) {
+		free(t->cols[c].key);
+		free(t->cols[c].title);
+	}
+	free(t->rows);
+	free(t->cols);
+	free(t->name);
+	free(t);
+}
+
+int table__add_col(struct table *t, const char *key, const char *title, enum table_type type)
+{
+	struct table_col *nc, *col;
+
+	/* Rows are sized by the column count when they start: columns come first. */
+	if (t->nrows)
+		return table__fail(t, -EINVAL);
+	nc = realloc(t->cols, (t->ncols + 1) * sizeof(*nc));
+	if (!nc)
+		return table__fail(t, -ENOMEM);
+	t->cols = nc;
+	col = &t->cols[t->ncols];
+	col->key = strdup(key);
+	col->title = strdup(title ? title : key);
+	if (!col->key || !col->title) {
+		free(col->key);
+		free(col->title);
+		return table__fail(t, -ENOMEM);
+	}
+	col->type = type;
+	col->precision = TABLE_DEFAULT_PRECISION;
+	return t->ncols++;
+}
+
+int table__set_precision(struct table *t, int col, int digits)
+{
+	if (col < 0 || col >= t->ncols || digits < 0 || digits > 17)
+		return table__fail(t, -EINVAL);
+	t->cols[col].precision = digits;
+	return 0;
+}
+
+int table__row(struct table *t)
+{
+	struct table_cell **nr;
+	int ncap;
+
+	if (t->nrows == t->rows_cap) {
+		ncap = t->rows_cap ? t->rows_cap * 2 : 16;
+		nr = realloc(t->rows, ncap * sizeof(*nr));
+		if (!nr)
+			return table__fail(t, -ENOMEM);
+		t->rows = nr;
+		t->rows_cap = ncap;
+	}
+	t->rows[t->nrows] = calloc(t->ncols ? t->ncols : 1, sizeof(struct table_cell));
+	if (!t->rows[t->nrows])
+		return table__fail(t, -ENOMEM);
+	t->nrows++;
+	return 0;
+}
+
+/* The cell COL of the current row, if COL has type TYPE. */
+static struct table_cell *table__cur(struct table *t, int col, enum table_type type)
+{
+	if (!t->nrows || col < 0 || col >= t->ncols || t->cols[col].type != type) {
+		table__fail(t, -EINVAL);
+		return NULL;
+	}
+	return &t->rows[t->nrows - 1][col];
+}
+
+int table__set_u64(struct table *t, int col, __u64 v)
+{
+	struct table_cell *c = table__cur(t, col, TABLE_U64);
+
+	if (!c)
+		return -EINVAL;
+	c->u = v;
+	c->set = 1;
+	return 0;
+}
+
+int table__set_s64(struct table *t, int col, __s64 v)
+{
+	struct table_cell *c = table__cur(t, col, TABLE_S64);
+
+	if (!c)
+		return -EINVAL;
+	c->s = v;
+	c->set = 1;
+	return 0;
+}
+
+int table__set_double(struct table *t, int col, double v)
+{
+	struct table_cell *c = table__cur(t, col, TABLE_DOUBLE);
+
+	if (!c)
+		return -EINVAL;
+	c->d = v;
+	c->set = 1;
+	return 0;
+}
+
+int table__set_str(struct table *t, int col, const char *s)
+{
+	struct table_cell *c = table__cur(t, col, TABLE_STR);
+	char *copy;
+
+	if (!c)
+		return -EINVAL;
+	if (!s)
+		return 0;
+	copy = strdup(s);
+	if (!copy)
+		return table__fail(t, -ENOMEM);
+	if (c->set)
+		free(c->str);
+	c->str = copy;
+	c->set = 1;
+	return 0;
+}
+
+int table__err(const struct table *t)
+{
+	return t->err;
+}
+
+const char *table__name(const struct table *t)
+{
+	return t->name;
+}
+
+int table__ncols(const struct table *t)
+{
+	return t->ncols;
+}
+
+int table__nrows(const struct table *t)
+{
+	return t->nrows;
+}
+
+int table__col(const struct table *t, const char *key)
+{
+	int c;
+
+	for (c = 0; c < t->ncols; c++) {
+		if (strcmp(t->cols[c].key, key) == 0)
+			return c;
+	}
+	return -ENOENT;
+}
+
+static const struct table_cell *table__cell(const struct table *t, int row, int col,
+					    enum table_type type)
+{
+	if (row < 0 || row >= t->nrows || col < 0 || col >= t->ncols ||
+	    t->cols[col].type != type || !t->rows[row][col].set)
+		return NULL;
+	return &t->rows[row][col];
+}
+
+__u64 table__get_u64(const struct table *t, int row, int col)
+{
+	const struct table_cell *c = table__cell(t, row, col, TABLE_U64);
+
+	return c ? c->u : 0;
+}
+
+__s64 table__get_s64(const struct table *t, int row, int col)
+{
+	const struct table_cell *c = table__cell(t, row, col, TABLE_S64);
+
+	return c ? c->s : 0;
+}
+
+double table__get_double(const struct table *t, int row, int col)
+{
+	const struct table_cell *c = table__cell(t, row, col, TABLE_DOUBLE);
+
+	return c ? c->d : 0;
+}
+
+const char *table__get_str(const struct table *t, int row, int col)
+{
+	const struct table_cell *c = table__cell(t, row, col, TABLE_STR);
+
+	return c ? c->str : NULL;
+}
+
+int table__is_set(const struct table *t, int row, int col)
+{
+	return row >= 0 && row < t->nrows && col >= 0 && col < t->ncols && t->rows[row][col].set;
+}
+
+/* Text of a numeric cell into BUF ("" when unset); strings are printed from the cell. */
+static const char *table__fmt(const struct table *t, int row, int col, char *buf, size_t len)
+{
+	const struct table_cell *c = &t->rows[row][col];
+	const struct table_col *tc = &t->cols[col];
+
+	buf[0] = 0;
+	if (!c->set)
+		return buf;
+	switch (tc->type) {
+	case TABLE_U64:
+		snprintf(buf, len, "%llu", (unsigned long long)c->u);
+		break;
+	case TABLE_S64:
+		snprintf(buf, len, "%lld", (long long)c->s);
+		break;
+	case TABLE_DOUBLE:
+		snprintf(buf, len, "%.*f", tc->precision, c->d == 0 ? 0.0 : c->d);
+		break;
+	case TABLE_STR:
+		return c->str;
+	}
+	return buf;
+}
+
+/* Display width of S: UTF-8 continuation bytes take no column. */
+static int text_width(const char *s)
+{
+	int w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+/* S with control characters shown as '?', so a comm cannot break the layout. */
+static void put_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
+static void put_padded(FILE *f, const char *s, int width, int right, int last)
+{
+	int pad = width - text_width(s);
+
+	if (right)
+		for (; pad > 0; pad--)
+			fputc(' ', f);
+	put_text(f, s);
+	if (!right && !last)
+		for (; pad > 0; pad--)
+			fputc(' ', f);
+}
+
+void table__print(const struct table *t, FILE *f)
+{
+	char buf[64];
+	int *width, r, c, right, w;
+
+	if (!t->ncols)
+		return;
+	width = calloc(t->ncols, sizeof(*width));
+	if (!width)
+		return;
+	for (c = 0; c < t->ncols; c++) {
+		width[c] = text_width(t->cols[c].title);
+		for (r = 0; r < t->nrows; r++) {
+			w = text_width(table__fmt(t, r, c, buf, sizeof(buf)));
+			if (w > width[c])
+				width[c] = w;
+		}
+	}
+	/* nsys's layout: numbers right-aligned, text left-aligned, two spaces between columns. */
+	for (c = 0; c < t->ncols; c++) {
+		right = t->cols[c].type != TABLE_STR;
+		fputs(c ? "  " : " ", f);
+		put_padded(f, t->cols[c].title, width[c], right, c == t->ncols - 1);
+	}
+	fputc('\n', f);
+	for (c = 0; c < t->ncols; c++) {
+		fputs(c ? "  " : " ", f);
+		for (w = 0; w < width[c]; w++)
+			fputc('-', f);
+	}
+	fputc('\n', f);
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			right = t->cols[c].type != TABLE_STR;
+			fputs(c ? "  " : " ", f);
+			put_padded(f, table__fmt(t, r, c, buf, sizeof(buf)), width[c], right,
+				   c == t->ncols - 1);
+		}
+		fputc('\n', f);
+	}
+	free(width);
+}
+
+/* RFC 4180: quote a field holding a comma, quote, CR or LF, and double its quotes. */
+static void csv_field(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+void table__print_csv(const struct table *t, FILE *f)
+{
+	char buf[64];
+	int r, c;
+
+	for (c = 0; c < t->ncols; c++) {
+		if (c)
+			fputc(',', f);
+		csv_field(f, t->cols[c].key);
+	}
+	fputc('\n', f);
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			if (c)
+				fputc(',', f);
+			csv_field(f, table__fmt(t, r, c, buf, sizeof(buf)));
+		}
+		fputc('\n', f);
+	}
+}
+
+void table__print_json(const struct table *t, struct json *j)
+{
+	const struct table_cell *cell;
+	const struct table_col *col;
+	int r, c;
+
+	json__begin_array(j);
+	for (r = 0; r < t->nrows; r++) {
+		json__begin_object(j);
+		for (c = 0; c < t->ncols; c++) {
+			cell = &t->rows[r][c];
+			col = &t->cols[c];
+			json__key(j, col->key);
+			if (!cell->set) {
+				json__null(j);
+				continue;
+			}
+			switch (col->type) {
+			case TABLE_U64:
+				json__u64(j, cell->u);
+				break;
+			case TABLE_S64:
+				json__s64(j, cell->s);
+				break;
+			case TABLE_DOUBLE:
+				json__double(j, cell->d, col->precision);
+				break;
+			case TABLE_STR:
+				json__str(j, cell->str);
+				break;
+			}
+		}
+		json__end_object(j);
+	}
+	json__end_array(j);
+}

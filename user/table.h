@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A report's output: typed columns and rows, printed as an aligned human table (nsys-like),
+ * CSV (RFC 4180 quoting) or JSON rows. Columns have a snake_case key (JSON keys, CSV
+ * header) and a title (the human table's header). A cell never set prints as null / empty.
+ */
+#ifndef BPFSIGHT_TABLE_H
+#define BPFSIGHT_TABLE_H
+
+#include <stdio.h>
+#include <linux/types.h>
+
+struct json;
+
+enum table_type {
+	TABLE_U64,
+	TABLE_S64,
+	TABLE_DOUBLE,
+	TABLE_STR,
+};
+
+#define TABLE_DEFAULT_PRECISION 1 /* digits after the point of double columns (nsys's) */
+
+struct table;
+
+struct table *table__new(const char *name);
+void table__free(struct table *t);
+/* Add a column; returns its index or a negative errno. TITLE NULL = the key. */
+int table__add_col(struct table *t, const char *key, const char *title, enum table_type type);
+int table__set_precision(struct table *t, int col, int digits);
+/* Start a new row: the set_* calls that follow fill it. 0 or -ENOMEM. */
+int table__row(struct table *t);
+/* 0, or -EINVAL for a bad column / type / no row, -ENOMEM. Errors also stick (table__err). */
+int table__set_u64(struct table *t, int col, __u64 v);
+int table__set_s64(struct table *t, int col, __s64 v);
+int table__set_double(struct table *t, int col, double v);
+int table__set_str(struct table *t, int col, const char *s); /* copied; NULL = unset */
+/* The first error any call above returned, 0 if none. */
+int table__err(const struct table *t);
+
+const char *table__name(const struct table *t);
+int table__ncols(const struct table *t);
+int table__nrows(const struct table *t);
+int table__col(const struct table *t, const char *key); /* index, or -ENOENT */
+/* Cell readers (tests, exports): a cell never set, or of another type, reads 0 / NULL. */
+__u64 table__get_u64(const struct table *t, int row, int col);
+__s64 table__get_s64(const struct table *t, int row, int col);
+double table__get_double(const struct table *t, int row, int col);
+const char *table__get_str(const struct table *t, int row, int col);
+int table__is_set(const struct table *t, int row, int col);
+
+void table__print(const struct table *t, FILE *f);
+void table__print_csv(const struct table *t, FILE *f);
+/* An array of row objects, written as the next value of J. */
+void table__print_json(const struct table *t, struct json *j);
+
+#endif /* BPFSIGHT_TABLE_H */

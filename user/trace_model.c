@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The names a reader learns while walking a trace. Every name lives in one intern pool and is
+ * never freed or moved before trace_model__free: a rename points the entry at another pooled
+ * string instead of overwriting it, so a pointer handed out earlier (an event arg, a report
+ * row) keeps the text it had when it was handed out.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "trace_model.h"
+
+/* Open addressing, linear probing, load factor <= 1/2. */
+struct pool_slot {
+	char *str;
+	__u32 hash;
+	__u32 len;
+};
+
+struct pool {
+	struct pool_slot *slots;
+	__u32 cap; /* power of two, 0 before the first insert */
+	__u32 n;
+};
+
+/* One table type for strings (id), processes (pid) and threads (tid). */
+struct ent {
+	__u32 key;
+	__u32 used;
+	const char *name; /* pooled; the comm of a process, the name of a thread, a string */
+	__u32 cmdline_id;
+	__u32 exe_id;
+};
+
+struct map {
+	struct ent *ents;
+	__u32 cap;
+	__u32 n;
+};
+
+struct trace_model {
+	struct pool pool;
+	struct map strings;
+	struct map procs;
+	struct map threads;
+	int oom; /* an allocation failed: some names are unknown (lookups say NULL) */
+};
+
+static __u32 hash_bytes(const char *s, __u32 len)
+{
+	__u32 h = 2166136261u; /* FNV-1a */
+	__u32 i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static __u32 hash_u32(__u32 k)
+{
+	/* Murmur3's finalizer: pids and tids are dense, linear probing wants them spread. */
+	k ^= k >> 16;
+	k *= 0x85ebca6bu;
+	k ^= k >> 13;
+	k *= 0xc2b2ae35u;
+	k ^= k >> 16;
+	return k;
+}
+
+static int pool__grow(struct pool *p)
+{
+	__u32 ncap = p->cap ? p->cap * 2 : 256, i, j;
+	struct pool_slot *ns;
+
+	ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	for (i = 0; i < p->cap; i++) {
+		if (!p->slots[i].str)
+			continue;
+		for (j = p->slots[i].hash & (ncap - 1); ns[j].str; j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = p->slots[i];
+	}
+	free(p->slots);
+	p->slots = ns;
+	p->cap = ncap;
+	return 0;
+}
+
+/* The pooled copy of S[0..LEN) (stops at an embedded NUL), or NULL when out of memory. */
+static const char *pool__intern(struct pool *p, const char *s, __u32 len)
+{
+	struct pool_slot *sl;
+	__u32 h, i;
+	char *copy;
+
+	len = strnlen(s, len);
+	if ((p->n + 1) * 2 > p->cap && pool__grow(p))
+		return NULL;
+	h = hash_bytes(s, len);
+	for (i = h & (p->cap - 1);; i = (i + 1) & (p->cap - 1)) {
+		sl = &p->slots[i];
+		if (!sl->str)
+			break;
+		if (sl->hash == h && sl->len == len && memcmp(sl->str, s, len) == 0)
+			return sl->str;
+	}
+	copy = malloc(len + 1);
+	if (!copy)
+		return NULL;
+	memcpy(copy, s, len);
+	copy[len] = 0;
+	sl->str = copy;
+	sl->hash = h;
+	sl->len = len;
+	p->n++;
+	return copy;
+}
+
+static void pool__free(struct pool *p)
+{
+	__u32 i;
+
+	for (i = 0; i < p->cap; i++)
+		free(p->slots[i].str);
+	free(p->slots);
+}
+
+static int map__grow(struct map *m)
+{
+	__u32 ncap = m->cap ? m->cap * 2 : 256, i, j;
+	struct ent *ne;
+
+	ne = calloc(ncap, sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	for (i = 0; i < m->cap; i++) {
+		if (!m->ents[i].used)
+			continue;
+		for (j = hash_u32(m->ents[i].key) & (ncap - 1); ne[j].used;
+		     j = (j + 1) & (ncap - 1))
+			;
+		ne[j] = m->ents[i];
+	}
+	free(m->ents);
+	m->ents = ne;
+	m->cap = ncap;
+	return 0;
+}
+
+static const struct ent *map__find(const struct map *m, __u32 key)
+{
+	__u32 i;
+
+	if (!m->cap)
+		return NULL;
+	for (i = hash_u32(key) & (m->cap - 1); m->ents[i].used; i = (i + 1) & (m->cap - 1)) {
+		if (m->ents[i].key == key)
+			return &m->ents[i];
+	}
+	return NULL;
+}
+
+/* The entry of KEY, created zeroed when absent; NULL when out of memory. */
+static struct ent *map__get(struct map *m, __u32 key)
+{
+	struct ent *e = (struct ent *)map__find(m, key);
+	__u32 i;
+
+	if (e)
+		return e;
+	if ((m->n + 1) * 2 > m->cap && map__grow(m))
+		return NULL;
+	for (i = hash_u32(key) & (m->cap - 1); m->ents[i].used; i = (i + 1) & (m->cap - 1))
+		;
+	e = &m->ents[i];
+	memset(e, 0, sizeof(*e));
+	e->key = key;
+	e->used = 1;
+	m->n++;
+	return e;
+}
+
+struct trace_model *trace_model__new(void)
+{
+	return calloc(1, sizeof(struct trace_model));
+}
+
+void trace_model__free(struct trace_model *m)
+{
+	if (!m)
+		return;
+	pool__free(&m->pool);
+	free(m->strings.ents);
+	free(m->procs.ents);
+	free(m->threads.ents);
+	free(m);
+}
+
+/* Point KEY's entry in MAP at the pooled S (n bytes, maybe unterminated). */
+static struct ent *model__name(struct trace_model *m, struct map *map, __u32 key, const char *s,
+			       __u32 n)
+{
+	const char *name = pool__intern(&m->pool, s, n);
+	struct ent *e;
+
+	if (!name) {
+		m->oom = 1;
+		return NULL;
+	}
+	e = map__get(map, key);
+	if (!e) {
+		m->oom = 1;
+		return NULL;
+	}
+	e->name = name;
+	return e;
+}
+
+static void model__string(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_string *s = (const void *)rec;
+
+	/* The text must lie inside the record: len is as untrusted as the rest of it. */
+	if (rec->size < sizeof(*s) || s->len > rec->size - sizeof(*s) || !s->id)
+		return;
+	model__name(m, &m->strings, s->id, (const char *)(s + 1), s->len);
+}
+
+static void model__process(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_process *p = (const void *)rec;
+	struct ent *e;
+
+	if (rec->size < sizeof(*p))
+		return;
+	e = model__name(m, &m->procs, rec->pid, p->comm, sizeof(p->comm));
+	if (!e)
+		return;
+	e->cmdline_id = p->cmdline_id;
+	e->exe_id = p->exe_id;
+	/* The process comm is its main thread's comm (what /proc/PID/comm shows). */
+	model__name(m, &m->threads, rec->tid ? rec->tid : rec->pid, p->comm, sizeof(p->comm));
+}
+
+static void model__fork(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_fork *f = (const void *)rec;
+	const struct ent *parent;
+	struct ent *e;
+
+	if (rec->size < sizeof(*f))
+		return;
+	if (f->child_tid == f->child_pid) {
+		/* A forked child runs its parent's image until it execs: same cmdline and exe. */
+		e = model__name(m, &m->procs, f->child_pid, f->comm, sizeof(f->comm));
+		parent = e ? map__find(&m->procs, rec->pid) : NULL;
+		if (parent && parent != e) {
+			e->cmdline_id = parent->cmdline_id;
+			e->exe_id = parent->exe_id;
+		}
+	}
+	model__name(m, &m->threads, f->child_tid, f->comm, sizeof(f->comm));
+}
+
+static void model__exec(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_exec *x = (const void *)rec;
+	struct ent *e;
+
+	if (rec->size < sizeof(*x))
+		return;
+	/* A new image: the old cmdline no longer applies; a PROCESS snapshot follows with it. */
+	e = model__name(m, &m->procs, rec->pid, x->comm, sizeof(x->comm));
+	if (e) {
+		e->cmdline_id = 0;
+		e->exe_id = 0;
+	}
+	/* After execve the caller is the leader: tid == pid. */
+	model__name(m, &m->threads, rec->pid, x->comm, sizeof(x->comm));
+	if (rec->tid != rec->pid)
+		model__name(m, &m->threads, rec->tid, x->comm, sizeof(x->comm));
+}
+
+static void model__comm(struct trace_model *m, const struct bs_hdr *rec, const char *comm)
+{
+	struct ent *e;
+
+	model__name(m, &m->threads, rec->tid, comm, BS_COMM_LEN);
+	/* Renaming the main thread renames the process, as ps and /proc/PID/comm show it. */
+	if (rec->tid == rec->pid) {
+		e = (struct ent *)map__find(&m->procs, rec->pid);
+		if (e)
+			model__name(m, &m->procs, rec->pid, comm, BS_COMM_LEN);
+	}
+}
+
+void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
+{
+	if (!m || !rec || rec->size < sizeof(*rec))
+		return;
+	switch (rec->type) {
+	case BS_REC_STRING:
+		model__string(m, rec);
+		break;
+	case BS_REC_PROCESS:
+		model__process(m, rec);
+		break;
+	case BS_REC_THREAD:
+		if (rec->size >= sizeof(struct bs_thread))
+			model__name(m, &m->threads, rec->tid,
+				    ((const struct bs_thread *)rec)->name, BS_COMM_LEN);
+		break;
+	case BS_REC_FORK:
+		model__fork(m, rec);
+		break;
+	case BS_REC_EXEC:
+		model__exec(m, rec);
+		break;
+	case BS_REC_COMM:
+		if (rec->size >= sizeof(struct bs_comm))
+			model__comm(m, rec, ((const struct bs_comm *)rec)->comm);
+		break;
+	default:
+		break;
+	}
+}
+
+const char *trace_model__string(const struct trace_model *m, __u32 id)
+{
+	const struct ent *e = m ? map__find(&m->strings, id) : NULL;
+
+	return e ? e->name : NULL;
+}
+
+const char *trace_model__process_name(const struct trace_model *m, __u32 pid)
+{
+	const struct ent *e;
+
+	if (!m)
+		return NULL;
+	e = map__find(&m->procs, pid);
+	if (e)
+		return e->name;
+	/* No snapshot of the process, but its main thread was named (e.g. a THREAD record). */
+	e = map__find(&m->threads, pid);
+	return e ? e->name : NULL;
+}
+
+const char *trace_model__cmdline(const struct trace_model *m, __u32 pid)
+{
+	const struct ent *e = m ? map__find(&m->procs, pid) : NULL;
+
+	return e && e->cmdline_id ? trace_model__string(m, e->cmdline_id) : NULL;
+}
+
+const char *trace_model__thread_name(const struct trace_model *m, __u32 tid)
+{
+	const struct ent *e = m ? map__find(&m->threads, tid) : NULL;
+
+	return e ? e->name : NULL;
+}
