@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What every family's BPF object shares. The maps below are defined in each object so each
+ * can be loaded on its own, but user space creates them once (with the proc object) and
+ * every other family reuses them by fd (bpf_map__reuse_fd) before load: one ring buffer,
+ * one target set, one loss table.
+ */
+#ifndef BPFSIGHT_COMMON_BPF_H
+#define BPFSIGHT_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "records.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Records from every family, in one stream. Size set by user space before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+/* Traced processes (tgid -> 1), unless trace_all. Children are added on fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+/* Lost events per cause (BS_LOSS_*); per-CPU so counting needs no atomics. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BS_LOSS_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+const volatile __u32 trace_all = 0; /* -a: every process but ourselves */
+const volatile __u32 self_pid = 0;  /* bpfsight's tgid: tracing it would feed back */
+/* Wake the consumer only once this much is waiting: a wakeup per record costs more than
+ * the record (user space also drains on a short timer). */
+const volatile __u64 wakeup_bytes = 1 << 20;
+
+static __always_inline bool bs_is_target(__u32 tgid)
+{
+	if (tgid == self_pid || tgid == 0)
+		return false;
+	if (trace_all)
+		return true;
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+static __always_inline void bs_count_loss(__u32 cause)
+{
+	__u64 *v = bpf_map_lookup_elem(&lost, &cause);
+
+	if (v)
+		*v += 1;
+}
+
+/* Reserve a record and fill its header; counts a loss when the ring buffer is full. */
+static __always_inline void *bs_reserve(__u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts)
+{
+	struct bs_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!h) {
+		bs_count_loss(BS_LOSS_RINGBUF_FULL);
+		return NULL;
+	}
+	h->type = type;
+	h->size = size;
+	h->cpu = bpf_get_smp_processor_id();
+	h->pid = pid;
+	h->tid = tid;
+	h->ts = ts;
+	return h;
+}
+
+static __always_inline void bs_submit(void *rec)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
+}
+
+#endif /* BPFSIGHT_COMMON_BPF_H */

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Process and thread lifecycle, always loaded: it follows children of traced processes
+ * (launch mode traces CMD's descendants) and names every thread that events refer to.
+ * Each event is rare (fork/exec/exit/rename), so this costs nothing measurable.
+ */
+#include "common.bpf.h"
+
+/* Ring-buffer memory is not zeroed: clear the tail so records are deterministic. */
+static __always_inline void copy_comm(char *dst, const char *src_kernel)
+{
+	__builtin_memset(dst, 0, BS_COMM_LEN);
+	bpf_probe_read_kernel_str(dst, BS_COMM_LEN, src_kernel);
+}
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = BPF_CORE_READ(parent, tgid);
+	__u32 cpid = BPF_CORE_READ(child, tgid);
+	__u32 ctid = BPF_CORE_READ(child, pid);
+	struct bs_fork *r;
+
+	if (!bs_is_target(ppid))
+		return 0;
+	if (!trace_all && cpid == ctid) {
+		__u8 one = 1;
+
+		/* Before the child first runs: the tracepoint fires ahead of wake_up_new_task. */
+		if (bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY))
+			bs_count_loss(BS_LOSS_TARGET_MAP);
+	}
+	r = bs_reserve(BS_REC_FORK, sizeof(*r), ppid, BPF_CORE_READ(parent, pid),
+		       bpf_ktime_get_ns());
+	if (!r)
+		return 0;
+	r->child_pid = cpid;
+	r->child_tid = ctid;
+	copy_comm(r->comm, BPF_CORE_READ(child, comm));
+	bs_submit(r);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(proc_fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(proc_fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+static __always_inline int on_exec(struct task_struct *p, pid_t old_tid)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	struct bs_exec *r;
+
+	if (!bs_is_target(pid))
+		return 0;
+	r = bs_reserve(BS_REC_EXEC, sizeof(*r), pid, BPF_CORE_READ(p, pid), bpf_ktime_get_ns());
+	if (!r)
+		return 0;
+	r->old_tid = old_tid;
+	r->_pad = 0;
+	copy_comm(r->comm, BPF_CORE_READ(p, comm));
+	bs_submit(r);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(proc_exec_btf, struct task_struct *p, pid_t old_pid)
+{
+	return on_exec(p, old_pid);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(proc_exec_raw, struct task_struct *p, pid_t old_pid)
+{
+	return on_exec(p, old_pid);
+}
+
+static __always_inline int on_exit(struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 tid = BPF_CORE_READ(p, pid);
+	/*
+	 * signal->live is decremented before this tracepoint in do_exit(); reading it works
+	 * on kernels both before and after the tracepoint gained a group_dead argument (6.16).
+	 */
+	__u32 group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	struct bs_exit *r;
+
+	if (!bs_is_target(pid))
+		return 0;
+	r = bs_reserve(BS_REC_EXIT, sizeof(*r), pid, tid, bpf_ktime_get_ns());
+	if (r) {
+		r->exit_code = BPF_CORE_READ(p, exit_code);
+		r->group_dead = group_dead;
+		bs_submit(r);
+	}
+	/* A recycled pid must not inherit tracing. */
+	if (group_dead && !trace_all)
+		bpf_map_delete_elem(&targets, &pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(proc_exit_btf, struct task_struct *p)
+{
+	return on_exit(p);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(proc_exit_raw, struct task_struct *p)
+{
+	return on_exit(p);
+}
+
+static __always_inline int on_rename(struct task_struct *task, const char *comm)
+{
+	__u32 pid = BPF_CORE_READ(task, tgid);
+	struct bs_comm *r;
+
+	if (!bs_is_target(pid))
+		return 0;
+	r = bs_reserve(BS_REC_COMM, sizeof(*r), pid, BPF_CORE_READ(task, pid), bpf_ktime_get_ns());
+	if (!r)
+		return 0;
+	copy_comm(r->comm, comm);
+	bs_submit(r);
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(proc_rename_btf, struct task_struct *task, const char *comm)
+{
+	return on_rename(task, comm);
+}
+
+SEC("raw_tp/task_rename")
+int BPF_PROG(proc_rename_raw, struct task_struct *task, const char *comm)
+{
+	return on_rename(task, comm);
+}

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* bpfsight record: parse and check everything a user can get wrong, then run a recording. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <bpf/libbpf.h>
+#include "commands.h"
+#include "family.h"
+#include "parse.h"
+#include "proc_meta.h"
+#include "recorder.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+static void usage(FILE *f)
+{
+	char fams[256];
+
+	family__list_selectable(fams, sizeof(fams));
+	fprintf(f,
+		"usage: bpfsight record [OPTIONS] [--] CMD [ARGS...]   trace CMD and its children\n"
+		"       bpfsight record [OPTIONS] -p PID [-p PID]...   attach to running processes\n"
+		"       bpfsight record [OPTIONS] -a                    trace the whole system\n"
+		"\n"
+		"  -o, --output FILE        trace file (default: reportN.bst, first unused N)\n"
+		"  -f, --force              overwrite FILE if it exists\n"
+		"  -t, --trace LIST         families to record, comma-separated (default: all)\n"
+		"                           available: %s\n"
+		"  -p, --pid PID            attach to PID (repeatable, or comma-separated); its\n"
+		"                           threads and future children are traced\n"
+		"  -a, --system-wide        every process, including those started while recording\n"
+		"  -d, --duration DUR       stop after DUR (10, 10s, 500ms, 2m); default: until CMD\n"
+		"                           or the -p processes exit, or Ctrl-C\n"
+		"      --kill SIG|none      launch mode: signal sent to CMD when -d ends\n"
+		"                           (default TERM, as nsys)\n"
+		"      --osrt-threshold DUR syscalls shorter than DUR are counted in-kernel, not\n"
+		"                           recorded one by one (default 1us; 0 records all)\n"
+		"      --buffer-size SIZE   BPF ring buffer (default 16M, a power of two)\n"
+		"  -v, --verbose            libbpf's debug output\n"
+		"  -h, --help               this help\n"
+		"\n"
+		"Needs root, or CAP_BPF + CAP_PERFMON. Exit status: CMD's in launch mode, else 0,\n"
+		"or 1 on error. SIGINT/SIGTERM stop the recording and close the file cleanly.\n",
+		fams);
+}
+
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "bpfsight record: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static int verbose_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int has_caps(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+#define HAS(c) (d[(c) / 32].effective & (1u << ((c) % 32)))
+	if (syscall(SYS_capget, &h, d))
+		return 0;
+	return HAS(CAP_SYS_ADMIN) || (HAS(CAP_BPF) && HAS(CAP_PERFMON));
+#undef HAS
+}
+
+static int parse_families(const char *list, __u64 *mask)
+{
+	char *copy = strdup(list), *save = NULL, *tok, fams[256];
+	int ret = 0;
+
+	if (!copy)
+		return 1;
+	*mask = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int found = 0;
+
+		for (int i = 0; families[i]; i++) {
+			if (strcmp(families[i]->name, tok) || (families[i]->flags & FAMILY_ALWAYS))
+				continue;
+			*mask |= 1ull << i;
+			found = 1;
+		}
+		if (!found) {
+			family__list_selectable(fams, sizeof(fams));
+			ret = fail("unknown family '%s' in -t; valid families: %s", tok, fams);
+			break;
+		}
+	}
+	free(copy);
+	if (!ret && !*mask)
+		ret = fail("-t needs at least one family");
+	return ret;
+}
+
+static int parse_pids(const char *arg, struct record_opts *o)
+{
+	char *copy = strdup(arg), *save = NULL, *tok, *end;
+	int ret = 0;
+
+	if (!copy)
+		return 1;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		long pid = strtol(tok, &end, 10);
+		pid_t tgid;
+
+		if (*end || pid <= 0 || pid > 0x7fffffff) {
+			ret = fail("bad pid '%s': give a process id, e.g. -p 1234", tok);
+			break;
+		}
+		/* A thread id names its process: attach to the whole process. */
+		tgid = proc_meta__tgid(pid);
+		if (tgid < 0 || !proc_meta__alive(tgid)) {
+			ret = fail("no such process: %ld (is it still running? see `ps -p %ld`)",
+				   pid, pid);
+			break;
+		}
+		if (o->npids == RECORD_MAX_PIDS) {
+			ret = fail("too many -p (at most %d); use -a instead", RECORD_MAX_PIDS);
+			break;
+		}
+		o->pids[o->npids++] = tgid;
+	}
+	free(copy);
+	return ret;
+}
+
+static int parse_signal(const char *s, int *sig)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = { { "none", 0 }, { "TERM", SIGTERM }, { "INT", SIGINT }, { "KILL", SIGKILL },
+		     { "HUP", SIGHUP }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 } };
+
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (!strcasecmp(s, sigs[i].name)) {
+			*sig = sigs[i].sig;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* nsys-like default name: report1.bst, report2.bst, ... first that does not exist. */
+static const char *default_output(char *buf, size_t len)
+{
+	for (int i = 1; i < 100000; i++) {
+		snprintf(buf, len, "report%d.bst", i);
+		if (access(buf, F_OK))
+			return buf;
+	}
+	return "report.bst";
+}
+
+static char *join_args(int argc, char **argv)
+{
+	size_t len = 1;
+	char *s, *p;
+
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	s = p = malloc(len);
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++)
+		p += sprintf(p, "%s%s", i ? " " : "", argv[i]);
+	*p = 0;
+	return s;
+}
+
+enum { OPT_THRESHOLD = 256, OPT_BUFFER, OPT_KILL };
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "trace", required_argument, NULL, 't' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "system-wide", no_argument, NULL, 'a' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "kill", required_argument, NULL, OPT_KILL },
+		{ "osrt-threshold", required_argument, NULL, OPT_THRESHOLD },
+		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct record_opts o = {
+		.osrt_threshold_ns = 1000,
+		.ringbuf_bytes = 16 << 20,
+		.kill_signal = SIGTERM,
+	};
+	char outbuf[64], *cmdline;
+	const char *trace = NULL;
+	int c, ret;
+
+	o.cmdline = cmdline = join_args(argc, argv);
+	optind = 1;
+	/* '+': options stop at CMD, so CMD's own options are left alone. */
+	while ((c = getopt_long(argc, argv, "+o:ft:p:ad:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o.output = optarg;
+			break;
+		case 'f':
+			o.force = 1;
+			break;
+		case 't':
+			trace = optarg;
+			break;
+		case 'p':
+			if (parse_pids(optarg, &o))
+				goto err;
+			break;
+		case 'a':
+			o.system_wide = 1;
+			break;
+		case 'd':
+			if (parse_duration_ns(optarg, &o.duration_ns)) {
+				fail("bad duration '%s': use e.g. 10, 10s, 500ms or 2m", optarg);
+				goto err;
+			}
+			break;
+		case OPT_KILL:
+			if (parse_signal(optarg, &o.kill_signal)) {
+				fail("bad --kill '%s': use none, TERM, INT, KILL, HUP, USR1 or USR2",
+				     optarg);
+				goto err;
+			}
+			break;
+		case OPT_THRESHOLD:
+			if (parse_threshold_ns(optarg, &o.osrt_threshold_ns)) {
+				fail("bad --osrt-threshold '%s': use e.g. 0, 500ns, 1us or 2ms", optarg);
+				goto err;
+			}
+			break;
+		case OPT_BUFFER:
+			if (parse_size(optarg, &o.ringbuf_bytes) || o.ringbuf_bytes < 4096 ||
+			    (o.ringbuf_bytes & (o.ringbuf_bytes - 1))) {
+				fail("bad --buffer-size '%s': a power of two of at least 4K, e.g. 64M",
+				     optarg);
+				goto err;
+			}
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			free(cmdline);
+			return 0;
+		default:
+			usage(stderr);
+			goto err;
+		}
+	}
+	if (optind < argc)
+		o.cmd = argv + optind;
+	if (!o.cmd && !o.npids && !o.system_wide) {
+		fail("nothing to trace: give a command (bpfsight record -- CMD), -p PID or -a");
+		usage(stderr);
+		goto err;
+	}
+	if (trace) {
+		if (parse_families(trace, &o.families))
+			goto err;
+	} else {
+		for (int i = 0; families[i]; i++)
+			o.families |= 1ull << i;
+	}
+	for (int i = 0; families[i]; i++) /* always-on families cannot be deselected */
+		if (families[i]->flags & FAMILY_ALWAYS)
+			o.families |= 1ull << i;
+	if (!has_caps()) {
+		fail("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
+		goto err;
+	}
+	if (!o.output)
+		o.output = default_output(outbuf, sizeof(outbuf));
+	libbpf_set_print(o.verbose ? verbose_print : quiet_print);
+	ret = recorder__run(&o);
+	free(cmdline);
+	return ret;
+err:
+	free(cmdline);
+	return 1;
+}

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* bpfsight: dispatch to a subcommand (bpftool's cmd_select). Nothing else lives here. */
+#include <stdio.h>
+#include <string.h>
+#include "commands.h"
+
+static const struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} cmds[] = {
+	{ "record", cmd_record, "trace a command, running processes (-p) or the system (-a)" },
+	{ "info", cmd_info, "what a trace file holds: host, targets, events, losses" },
+	{ "dump", cmd_dump, "every event as NDJSON" },
+	{ "stats", cmd_stats, "summary reports (osrt_sum, sched_sum, ...)" },
+	{ NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: bpfsight COMMAND [ARGS]   (bpfsight COMMAND --help for details)\n\n");
+	for (const struct cmd *c = cmds; c->name; c++)
+		fprintf(f, "  %-8s %s\n", c->name, c->help);
+	fprintf(f, "\nExample: sudo bpfsight record -o run.bst -- python3 train.py\n"
+		   "         bpfsight stats run.bst\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 1;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("bpfsight %s\n", BPFSIGHT_VERSION);
+		return 0;
+	}
+	for (const struct cmd *c = cmds; c->name; c++)
+		if (!strcmp(argv[1], c->name))
+			return c->fn(argc - 1, argv + 1);
+	fprintf(stderr, "bpfsight: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 1;
+}

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * osrt family, record side: syscall latency probes (bpf/osrt.bpf.c) and the periodic copy
+ * of the in-kernel aggregates of short calls into the trace.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "osrt.h"
+#include "recorder.h"
+#include "osrt.skel.h"
+
+/* The last aggregate written per key, so a snapshot is written only when it changed. */
+struct osrt_state {
+	struct osrt_bpf *skel;
+	struct bs_syscall_agg_key *keys;
+	__u64 *counts;
+	__u32 nkeys, cap;
+};
+
+static int osrt_attach(struct record_ctx *ctx, void **state)
+{
+	struct osrt_state *st = calloc(1, sizeof(*st));
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	st->skel = osrt_bpf__open();
+	if (!st->skel) {
+		err = -errno;
+		free(st);
+		return err;
+	}
+	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
+	st->skel->rodata->threshold_ns = ctx->opts->osrt_threshold_ns;
+	err = record_ctx__prepare(ctx, st->skel->obj);
+	if (!err)
+		err = osrt_bpf__load(st->skel);
+	if (!err)
+		err = osrt_bpf__attach(st->skel);
+	if (err) {
+		osrt_bpf__destroy(st->skel);
+		free(st);
+		return err;
+	}
+	*state = st;
+	return 0;
+}
+
+static __u64 *last_count(struct osrt_state *st, const struct bs_syscall_agg_key *k)
+{
+	for (__u32 i = 0; i < st->nkeys; i++) /* linear: few keys, polled once a second */
+		if (!memcmp(&st->keys[i], k, sizeof(*k)))
+			return &st->counts[i];
+	if (st->nkeys == st->cap) {
+		__u32 ncap = st->cap ? st->cap * 2 : 64;
+		void *nk = realloc(st->keys, ncap * sizeof(*st->keys));
+
+		if (!nk)
+			return NULL;
+		st->keys = nk;
+		nk = realloc(st->counts, ncap * sizeof(*st->counts));
+		if (!nk)
+			return NULL;
+		st->counts = nk;
+		st->cap = ncap;
+	}
+	st->keys[st->nkeys] = *k;
+	st->counts[st->nkeys] = 0;
+	return &st->counts[st->nkeys++];
+}
+
+static int osrt_poll(struct record_ctx *ctx, void *state)
+{
+	struct osrt_state *st = state;
+	int fd = bpf_map__fd(st->skel->maps.sys_agg);
+	struct bs_syscall_agg_key key, next, *prev = NULL;
+	struct bs_syscall_agg_val val;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &val))
+			continue;
+		__u64 *last = last_count(st, &key);
+
+		if (!last || *last == val.count)
+			continue;
+		*last = val.count;
+		struct bs_syscall_agg r = {
+			.nr = key.nr,
+			.count = val.count,
+			.total_ns = val.total_ns,
+			.min_ns = val.min_ns,
+			.max_ns = val.max_ns,
+		};
+		record_ctx__hdr(&r.h, BS_REC_SYSCALL_AGG, sizeof(r), key.pid, key.tid, 0);
+		record_ctx__write(ctx, &r);
+	}
+	return 0;
+}
+
+static void osrt_detach(struct record_ctx *ctx, void *state)
+{
+	struct osrt_state *st = state;
+
+	osrt_bpf__detach(st->skel);
+	osrt_poll(ctx, st); /* final values, after the last probe ran */
+	osrt_bpf__destroy(st->skel);
+	free(st->keys);
+	free(st->counts);
+	free(st);
+}
+
+const struct family family_osrt = {
+	.name = "osrt",
+	.desc = "system call latency (raw_syscalls tracepoints)",
+	.attach = osrt_attach,
+	.poll = osrt_poll,
+	.detach = osrt_detach,
+	.decoders = osrt_decoders,
+	.reports = osrt_reports,
+};

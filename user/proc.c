@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* proc pseudo-family, record side: process lifecycle probes (bpf/proc.bpf.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include "proc.h"
+#include "recorder.h"
+#include "proc.skel.h"
+
+static int proc_attach(struct record_ctx *ctx, void **state)
+{
+	struct proc_bpf *skel;
+	int err;
+
+	skel = proc_bpf__open();
+	if (!skel)
+		return -errno;
+	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
+	err = record_ctx__prepare(ctx, skel->obj);
+	if (!err)
+		err = proc_bpf__load(skel);
+	if (!err)
+		err = proc_bpf__attach(skel);
+	if (err) {
+		proc_bpf__destroy(skel);
+		return err;
+	}
+	*state = skel;
+	return 0;
+}
+
+static void proc_detach(struct record_ctx *ctx, void *state)
+{
+	proc_bpf__destroy(state);
+}
+
+const struct family family_proc = {
+	.name = "proc",
+	.desc = "process and thread lifecycle and names (always on)",
+	.flags = FAMILY_ALWAYS,
+	.attach = proc_attach,
+	.detach = proc_detach,
+	.decoders = proc_decoders,
+	.reports = proc_reports,
+};

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "proc_meta.h"
+#include "recorder.h"
+
+/* Read a small /proc file into BUF (NUL-terminated); returns bytes or negative errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n, total = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while (total < (ssize_t)len - 1 && (n = read(fd, buf + total, len - 1 - total)) > 0)
+		total += n;
+	close(fd);
+	buf[total] = 0;
+	return total;
+}
+
+static void copy_comm(char *dst, const char *src)
+{
+	size_t n = strcspn(src, "\n");
+
+	memset(dst, 0, BS_COMM_LEN);
+	memcpy(dst, src, n < BS_COMM_LEN - 1 ? n : BS_COMM_LEN - 1);
+}
+
+/* /proc/PID/stat: fields after the comm's closing paren: state ppid ... starttime (22). */
+static int parse_stat(pid_t pid, __u32 *ppid, __u64 *start_ticks, char *state)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return -ENOENT;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -EINVAL;
+	p += 2;
+	*state = *p;
+	for (field = 3; *p && field <= 22; field++) {
+		v = strtoull(p, &p, 10);
+		if (field == 3) /* the state letter: strtoull read nothing */
+			v = 0, p++;
+		if (field == 4)
+			*ppid = v;
+		if (field == 22)
+			*start_ticks = v;
+		while (*p == ' ')
+			p++;
+	}
+	return 0;
+}
+
+pid_t proc_meta__tgid(pid_t tid)
+{
+	char path[64], buf[2048], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	p = strstr(buf, "\nTgid:");
+	if (!p)
+		return -EINVAL;
+	return (pid_t)strtol(p + 6, NULL, 10);
+}
+
+int proc_meta__alive(pid_t pid)
+{
+	__u32 ppid;
+	__u64 start;
+	char state = 0;
+
+	if (parse_stat(pid, &ppid, &start, &state))
+		return 0;
+	return state != 'Z' && state != 'X';
+}
+
+/* Convert /proc start ticks (since boot, BOOTTIME) to CLOCK_MONOTONIC ns. */
+static __u64 start_to_mono(__u64 ticks)
+{
+	struct timespec b, m;
+	long hz = sysconf(_SC_CLK_TCK);
+	__u64 boot_ns, mono_ns, start_ns;
+
+	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &b) || clock_gettime(CLOCK_MONOTONIC, &m))
+		return 0;
+	boot_ns = b.tv_sec * 1000000000ull + b.tv_nsec;
+	mono_ns = m.tv_sec * 1000000000ull + m.tv_nsec;
+	start_ns = ticks * (1000000000ull / hz);
+	/* Time suspended before the start cannot be placed on MONOTONIC: clamp. */
+	return start_ns + mono_ns > boot_ns ? start_ns + mono_ns - boot_ns : 0;
+}
+
+static __u32 intern_file(struct record_ctx *ctx, const char *path, int nul_to_space)
+{
+	char buf[4096];
+	ssize_t n = read_small(path, buf, sizeof(buf));
+
+	if (n <= 0)
+		return 0;
+	if (nul_to_space) {
+		while (n > 0 && buf[n - 1] == 0)
+			n--;
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] == 0)
+				buf[i] = ' ';
+		buf[n] = 0;
+	}
+	return record_ctx__intern(ctx, buf);
+}
+
+static void snapshot_threads(struct record_ctx *ctx, pid_t pid)
+{
+	char path[64], comm[64];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct bs_thread t;
+		pid_t tid = atoi(de->d_name);
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+		if (read_small(path, comm, sizeof(comm)) <= 0)
+			continue;
+		record_ctx__hdr(&t.h, BS_REC_THREAD, sizeof(t), pid, tid, 0);
+		copy_comm(t.name, comm);
+		record_ctx__write(ctx, &t);
+	}
+	closedir(d);
+}
+
+int proc_meta__snapshot(struct record_ctx *ctx, pid_t pid, int with_threads)
+{
+	char path[64], exe[4096], comm[64];
+	struct bs_process p;
+	__u64 start = 0;
+	char state;
+	ssize_t n;
+
+	memset(&p, 0, sizeof(p));
+	if (parse_stat(pid, &p.ppid, &start, &state))
+		return -ESRCH;
+	record_ctx__hdr(&p.h, BS_REC_PROCESS, sizeof(p), pid, pid, 0);
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if (read_small(path, comm, sizeof(comm)) > 0)
+		copy_comm(p.comm, comm);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	p.cmdline_id = intern_file(ctx, path, 1);
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		p.exe_id = record_ctx__intern(ctx, exe);
+	}
+	p.start_ns = start_to_mono(start);
+	{
+		char status[2048], *u;
+
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+		if (read_small(path, status, sizeof(status)) > 0 && (u = strstr(status, "\nUid:")))
+			p.uid = strtoul(u + 5, NULL, 10);
+	}
+	record_ctx__write(ctx, &p);
+	if (with_threads)
+		snapshot_threads(ctx, pid);
+	return 0;
+}
+
+int proc_meta__snapshot_all(struct record_ctx *ctx)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		pid_t pid = atoi(de->d_name);
+
+		if (pid > 0 && pid != ctx->self_pid)
+			proc_meta__snapshot(ctx, pid, 1);
+	}
+	closedir(d);
+	return 0;
+}
+
+void proc_meta__observe(struct record_ctx *ctx, const struct bs_hdr *rec)
+{
+	if (rec->type == BS_REC_FORK) {
+		const struct bs_fork *f = (const void *)rec;
+
+		if (f->child_pid == f->child_tid)
+			proc_meta__snapshot(ctx, f->child_pid, 0);
+	} else if (rec->type == BS_REC_EXEC) {
+		proc_meta__snapshot(ctx, rec->pid, 0);
+	}
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Process and thread metadata read from /proc and written as PROCESS/THREAD records. */
+#ifndef BPFSIGHT_PROC_META_H
+#define BPFSIGHT_PROC_META_H
+
+#include <sys/types.h>
+#include "records.h"
+
+struct record_ctx;
+
+/* PROCESS record for PID (and THREAD records of its threads when WITH_THREADS). */
+int proc_meta__snapshot(struct record_ctx *ctx, pid_t pid, int with_threads);
+/* Snapshot every process on the system (-a). */
+int proc_meta__snapshot_all(struct record_ctx *ctx);
+/* React to a BPF lifecycle record: new processes and execs get a fresh snapshot. */
+void proc_meta__observe(struct record_ctx *ctx, const struct bs_hdr *rec);
+/* The tgid of a task id (a tid given to -p is accepted); negative errno if it is gone. */
+pid_t proc_meta__tgid(pid_t tid);
+/* 1 while PID exists and is not a zombie. */
+int proc_meta__alive(pid_t pid);
+
+#endif

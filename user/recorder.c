@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * One recording, start to finish: create the shared maps, attach the families, release a
+ * launched CMD, drain the ring buffer into the writer until the targets exit, the duration
+ * ends or a signal comes, then detach, drain what is left and close the file.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/utsname.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "family.h"
+#include "launch.h"
+#include "proc_meta.h"
+#include "recorder.h"
+#include "string_pool.h"
+#include "trace_writer.h"
+
+#define POLL_MS		20  /* ring buffer drain period when no wakeup comes */
+#define HOUSEKEEP_NS	100000000ull /* losses, targets, chunk age */
+#define FAMILY_POLL_NS	1000000000ull
+#define STATUS_NS	1000000000ull
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+__u64 mono_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts)
+{
+	h->type = type;
+	h->size = size;
+	h->cpu = 0;
+	h->pid = pid;
+	h->tid = tid;
+	h->ts = ts ? ts : mono_now_ns();
+}
+
+int record_ctx__write(struct record_ctx *ctx, const void *rec)
+{
+	int err = trace_writer__append(ctx->writer, rec);
+
+	if (err && !ctx->write_err)
+		ctx->write_err = err;
+	return err;
+}
+
+__u32 record_ctx__intern(struct record_ctx *ctx, const char *s)
+{
+	struct bs_string *r;
+	int is_new;
+	__u32 id, len, size;
+
+	if (!s || !*s)
+		return 0;
+	id = string_pool__intern(ctx->strings, s, &is_new);
+	if (!id || !is_new)
+		return id;
+	len = strlen(s);
+	if (len > 60000) /* a record's size is a u16 */
+		len = 60000;
+	size = (sizeof(*r) + len + 7) & ~7u;
+	r = calloc(1, size);
+	if (!r)
+		return 0;
+	record_ctx__hdr(&r->h, BS_REC_STRING, size, 0, 0, 0);
+	r->id = id;
+	r->len = len;
+	memcpy(r + 1, s, len);
+	record_ctx__write(ctx, r);
+	free(r);
+	return id;
+}
+
+void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err)
+{
+	fprintf(stderr, "bpfsight record: warning: cannot attach %s: %s\n", what, strerror(-err));
+	ctx->attach_failures++;
+}
+
+int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	int err;
+
+	bpf_object__for_each_program(prog, obj) {
+		const char *name = bpf_program__name(prog);
+		size_t n = strlen(name);
+		int is_btf = n > 4 && !strcmp(name + n - 4, "_btf");
+		int is_raw = n > 4 && !strcmp(name + n - 4, "_raw");
+
+		if ((is_btf && !ctx->use_btf) || (is_raw && ctx->use_btf))
+			bpf_program__set_autoload(prog, false);
+	}
+	bpf_object__for_each_map(map, obj) {
+		const char *name = bpf_map__name(map);
+		int fd = -1;
+
+		if (!strcmp(name, "events"))
+			fd = ctx->events_fd;
+		else if (!strcmp(name, "targets"))
+			fd = ctx->targets_fd;
+		else if (!strcmp(name, "lost"))
+			fd = ctx->lost_fd;
+		if (fd < 0)
+			continue;
+		err = bpf_map__reuse_fd(map, fd);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The maps every family shares live as long as the recording, independent of families. */
+static int create_shared_maps(struct record_ctx *ctx)
+{
+	ctx->events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "events", 0, 0,
+					ctx->opts->ringbuf_bytes, NULL);
+	if (ctx->events_fd < 0)
+		return -errno;
+	ctx->targets_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "targets", sizeof(__u32), sizeof(__u8),
+					 65536, NULL);
+	if (ctx->targets_fd < 0)
+		return -errno;
+	ctx->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "lost", sizeof(__u32),
+				      sizeof(__u64), BS_LOSS_NR, NULL);
+	if (ctx->lost_fd < 0)
+		return -errno;
+	return 0;
+}
+
+static int add_target(struct record_ctx *ctx, pid_t pid)
+{
+	__u32 key = pid;
+	__u8 one = 1;
+
+	if (bpf_map_update_elem(ctx->targets_fd, &key, &one, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static int on_record(void *arg, void *data, size_t size)
+{
+	struct record_ctx *ctx = arg;
+	const struct bs_hdr *h = data;
+
+	/* BPF wrote it, but the contract is checked on both sides. */
+	if (size < sizeof(*h) || h->size != size || size % 8)
+		return 0;
+	record_ctx__write(ctx, h);
+	if (h->type == BS_REC_FORK || h->type == BS_REC_EXEC)
+		proc_meta__observe(ctx, h);
+	return 0;
+}
+
+/* Turn increases of the BPF loss counters into LOSS records. */
+static void account_losses(struct record_ctx *ctx, __u64 *seen, __u64 *total)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+
+	if (ncpu <= 0 || !(vals = calloc(ncpu, sizeof(*vals))))
+		return;
+	for (__u32 cause = 0; cause < BS_LOSS_NR; cause++) {
+		__u64 sum = 0;
+
+		if (bpf_map_lookup_elem(ctx->lost_fd, &cause, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+		if (cause == BS_LOSS_ATTACH)
+			sum += ctx->attach_failures;
+		if (sum > seen[cause]) {
+			struct bs_loss r = { .cause = cause, .count = sum - seen[cause] };
+
+			record_ctx__hdr(&r.h, BS_REC_LOSS, sizeof(r), 0, 0, 0);
+			record_ctx__write(ctx, &r);
+			*total += sum - seen[cause];
+			seen[cause] = sum;
+		}
+	}
+	free(vals);
+}
+
+static void fill_meta(struct trace_meta *m, const struct record_opts *o, char *buf_fams,
+		      size_t fams_len, char *target, size_t target_len, char *options,
+		      size_t options_len, struct utsname *u, char *kernel, size_t kernel_len,
+		      char *boot_id, size_t boot_len)
+{
+	FILE *f;
+	size_t used = 0;
+
+	memset(m, 0, sizeof(*m));
+	uname(u);
+	snprintf(kernel, kernel_len, "%s %s", u->release, u->version);
+	boot_id[0] = 0;
+	f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f) {
+		if (fgets(boot_id, boot_len, f))
+			boot_id[strcspn(boot_id, "\n")] = 0;
+		fclose(f);
+	}
+	buf_fams[0] = 0;
+	for (int i = 0; families[i]; i++)
+		if (o->families & (1ull << i))
+			used += snprintf(buf_fams + used, fams_len - used, "%s%s", used ? "," : "",
+					 families[i]->name);
+	if (o->system_wide) {
+		snprintf(target, target_len, "system-wide");
+	} else {
+		used = 0;
+		if (o->cmd) {
+			used += snprintf(target, target_len, "launch:");
+			for (char **a = o->cmd; *a && used < target_len; a++)
+				used += snprintf(target + used, target_len - used, " %s", *a);
+		}
+		for (__u32 i = 0; i < o->npids && used < target_len; i++)
+			used += snprintf(target + used, target_len - used, "%s%d",
+					 i ? "," : (used ? "; pid: " : "pid: "), o->pids[i]);
+	}
+	snprintf(options, options_len, "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu",
+		 (unsigned long long)o->osrt_threshold_ns, (unsigned long long)o->ringbuf_bytes,
+		 (unsigned long long)o->duration_ns);
+	m->version = 1;
+	m->hostname = u->nodename;
+	m->kernel = kernel;
+	m->boot_id = boot_id;
+	m->cmdline = (char *)o->cmdline;
+	m->families = buf_fams;
+	m->target = target;
+	m->options = options;
+	m->tool_version = BPFSIGHT_VERSION;
+	trace_clocks__now(&m->start);
+}
+
+static void print_status(struct record_ctx *ctx, __u64 start, __u64 now, __u64 lost, int final)
+{
+	double secs = (now - start) / 1e9;
+	__u64 ev = trace_writer__records(ctx->writer);
+
+	fprintf(stderr, "\r\033[K[bpfsight] %.1fs  %llu events  %.0f ev/s  lost %llu  %.1f MiB%s",
+		secs, (unsigned long long)ev, secs > 0 ? ev / secs : 0.0,
+		(unsigned long long)lost, trace_writer__bytes(ctx->writer) / 1048576.0,
+		final ? "\n" : "");
+}
+
+/* 1 while some -p target (or the launched CMD) is still alive. */
+static int targets_alive(const struct record_opts *o, struct launch *l)
+{
+	if (o->cmd && !launch__reap(l, 0))
+		return 1;
+	for (__u32 i = 0; i < o->npids; i++)
+		if (proc_meta__alive(o->pids[i]))
+			return 1;
+	return 0;
+}
+
+int recorder__run(const struct record_opts *o)
+{
+	struct record_ctx ctx = { .opts = o, .events_fd = -1, .targets_fd = -1, .lost_fd = -1 };
+	void *states[64] = {};
+	int attached[64] = {};
+	struct launch launch = { .pid = -1, .gate_fd = -1 };
+	struct ring_buffer *rb = NULL;
+	__u64 seen_lost[BS_LOSS_NR] = {}, lost_total = 0;
+	__u64 start, now, last_keep = 0, last_poll = 0, last_status = 0;
+	struct trace_meta meta;
+	struct trace_clocks end;
+	struct utsname uts;
+	char fams[256], target[1024], options[256], kernel[512], boot_id[64];
+	int tty = isatty(STDERR_FILENO), err, ret = 1, launched = 0;
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	ctx.self_pid = getpid();
+	ctx.use_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	ctx.strings = string_pool__new();
+	if (!ctx.strings)
+		return 1;
+	fill_meta(&meta, o, fams, sizeof(fams), target, sizeof(target), options, sizeof(options),
+		  &uts, kernel, sizeof(kernel), boot_id, sizeof(boot_id));
+	ctx.writer = trace_writer__open(o->output, &meta, o->force ? TRACE_WRITER_FORCE : 0, &err);
+	if (!ctx.writer) {
+		fprintf(stderr, "bpfsight record: cannot create %s: %s%s\n", o->output,
+			strerror(-err), err == -EEXIST ? " (use --force to overwrite)" : "");
+		goto out;
+	}
+	/* Signals stop the recording cleanly from here on; none restarts a syscall. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (o->cmd) {
+		err = launch__start(&launch, o->cmd);
+		if (err) {
+			fprintf(stderr, "bpfsight record: cannot start %s: %s\n", o->cmd[0],
+				strerror(-err));
+			goto out;
+		}
+		launched = 1;
+	}
+	err = create_shared_maps(&ctx);
+	if (err) {
+		fprintf(stderr, "bpfsight record: cannot create BPF maps: %s\n", strerror(-err));
+		goto out;
+	}
+	for (int i = 0; families[i]; i++) {
+		if (!(o->families & (1ull << i)))
+			continue;
+		err = families[i]->attach(&ctx, &states[i]);
+		if (err) {
+			fprintf(stderr, "bpfsight record: cannot load the %s family: %s\n",
+				families[i]->name, strerror(-err));
+			goto out;
+		}
+		attached[i] = 1;
+	}
+	if (launched && add_target(&ctx, launch.pid))
+		goto out;
+	for (__u32 i = 0; i < o->npids; i++) {
+		if (add_target(&ctx, o->pids[i]))
+			goto out;
+	}
+	rb = ring_buffer__new(ctx.events_fd, on_record, &ctx, NULL);
+	if (!rb) {
+		fprintf(stderr, "bpfsight record: cannot open the ring buffer: %s\n",
+			strerror(errno));
+		goto out;
+	}
+	if (o->system_wide)
+		proc_meta__snapshot_all(&ctx);
+	for (__u32 i = 0; i < o->npids; i++)
+		proc_meta__snapshot(&ctx, o->pids[i], 1);
+	if (launched) {
+		proc_meta__snapshot(&ctx, launch.pid, 1);
+		launch__go(&launch);
+	}
+
+	/* Scripts wait for this line: every probe is live from here on. */
+	fprintf(stderr, "bpfsight record: recording %s to %s (families: %s); Ctrl-C to stop\n",
+		target, o->output, fams);
+	start = last_keep = last_poll = last_status = mono_now_ns();
+	for (;;) {
+		err = ring_buffer__poll(rb, POLL_MS);
+		if (err < 0 && err != -EINTR) {
+			fprintf(stderr, "bpfsight record: ring buffer: %s\n", strerror(-err));
+			break;
+		}
+		ring_buffer__consume(rb);
+		now = mono_now_ns();
+		if (stop_signal || ctx.write_err)
+			break;
+		if (o->duration_ns && now - start >= o->duration_ns)
+			break;
+		if (now - last_keep < HOUSEKEEP_NS)
+			continue;
+		last_keep = now;
+		account_losses(&ctx, seen_lost, &lost_total);
+		trace_writer__tick(ctx.writer, now);
+		if (!o->system_wide && !targets_alive(o, &launch))
+			break;
+		if (now - last_poll >= FAMILY_POLL_NS) {
+			last_poll = now;
+			for (int i = 0; families[i]; i++)
+				if (attached[i] && families[i]->poll)
+					families[i]->poll(&ctx, states[i]);
+		}
+		if (tty && now - last_status >= STATUS_NS) {
+			last_status = now;
+			print_status(&ctx, start, now, lost_total, 0);
+		}
+	}
+
+	/* Stop the probes first (each family writes its final state), then drain. */
+	for (int i = 63; i >= 0; i--)
+		if (attached[i]) {
+			families[i]->detach(&ctx, states[i]);
+			attached[i] = 0;
+		}
+	ring_buffer__consume(rb);
+	account_losses(&ctx, seen_lost, &lost_total);
+	now = mono_now_ns();
+	if (tty)
+		print_status(&ctx, start, now, lost_total, 1);
+	if (ctx.write_err) {
+		fprintf(stderr, "bpfsight record: writing %s failed: %s; the file holds what was "
+			"written before\n", o->output, strerror(-ctx.write_err));
+		trace_writer__free(ctx.writer);
+		ctx.writer = NULL;
+		goto out;
+	}
+	trace_clocks__now(&end);
+	{
+		__u64 nrec = trace_writer__records(ctx.writer);
+
+		err = trace_writer__close(ctx.writer, &end);
+		ctx.writer = NULL;
+		if (err) {
+			fprintf(stderr, "bpfsight record: closing %s: %s\n", o->output,
+				strerror(-err));
+			goto out;
+		}
+		fprintf(stderr, "bpfsight record: wrote %s: %llu records, %llu events lost%s\n",
+			o->output, (unsigned long long)nrec, (unsigned long long)lost_total,
+			stop_signal ? " (stopped by signal)" : "");
+	}
+	ret = 0;
+	if (launched) {
+		/* A launched CMD is the user's job: pass our stop on, then report its status. */
+		if (!launch.reaped && stop_signal)
+			kill(launch.pid, stop_signal);
+		else if (!launch.reaped && o->kill_signal)
+			kill(launch.pid, o->kill_signal);
+		launch__reap(&launch, 1);
+		ret = launch__exit_status(&launch);
+		launched = 0;
+	}
+out:
+	for (int i = 63; i >= 0; i--)
+		if (attached[i])
+			families[i]->detach(&ctx, states[i]);
+	ring_buffer__free(rb);
+	if (launched)
+		launch__abort(&launch);
+	trace_writer__free(ctx.writer);
+	if (ctx.events_fd >= 0)
+		close(ctx.events_fd);
+	if (ctx.targets_fd >= 0)
+		close(ctx.targets_fd);
+	if (ctx.lost_fd >= 0)
+		close(ctx.lost_fd);
+	string_pool__free(ctx.strings);
+	return ret;
+}

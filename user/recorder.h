@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The recording session: options, the shared BPF maps every family reuses, and the writer.
+ * Families get a struct record_ctx in attach/poll/detach.
+ */
+#ifndef BPFSIGHT_RECORDER_H
+#define BPFSIGHT_RECORDER_H
+
+#include <linux/types.h>
+#include <sys/types.h>
+#include "records.h"
+
+struct bpf_object;
+struct trace_writer;
+struct string_pool;
+
+#define RECORD_MAX_PIDS 256
+
+struct record_opts {
+	const char *output;
+	__u32 force;
+	__u64 families; /* bit i = families[i] */
+	pid_t pids[RECORD_MAX_PIDS];
+	__u32 npids;
+	__u32 system_wide;
+	__u64 duration_ns; /* 0 = until the targets exit or a signal */
+	__u64 osrt_threshold_ns;
+	__u64 ringbuf_bytes;
+	int kill_signal; /* sent to a launched CMD when -d ends; 0 = none */
+	char **cmd;	 /* launch mode when non-NULL */
+	const char *cmdline; /* bpfsight's own command line, for the file header */
+	__u32 verbose;
+};
+
+struct record_ctx {
+	const struct record_opts *opts;
+	struct trace_writer *writer;
+	struct string_pool *strings;
+	pid_t self_pid;
+	/* Shared maps, created by the proc family, reused by every other family. */
+	int events_fd, targets_fd, lost_fd;
+	int use_btf; /* tp_btf programs, else raw_tp */
+	__u64 attach_failures;
+	int write_err; /* first error from the writer: recording stops on it */
+};
+
+/*
+ * Prepare a family's BPF object between open and load: reuse the shared maps (when they
+ * exist yet), and keep only the tp_btf or only the raw_tp variant of each program.
+ */
+int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj);
+/* Append a user-space record; a failure is remembered in write_err and counted as loss. */
+int record_ctx__write(struct record_ctx *ctx, const void *rec);
+/* Intern S (writing its STRING record the first time); 0 for NULL/empty. */
+__u32 record_ctx__intern(struct record_ctx *ctx, const char *s);
+/* Count probes that failed to attach: they become a BS_LOSS_ATTACH record. */
+void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err);
+/* Fill a header for a record user space writes; ts = CLOCK_MONOTONIC now if 0. */
+void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts);
+
+/* Set the rodata every family object shares (common.bpf.h). */
+#define RECORD_CTX_SET_COMMON_RODATA(skel, ctx)                                                    \
+	do {                                                                                       \
+		(skel)->rodata->trace_all = (ctx)->opts->system_wide;                              \
+		(skel)->rodata->self_pid = (ctx)->self_pid;                                        \
+		(skel)->rodata->wakeup_bytes = (ctx)->opts->ringbuf_bytes / 4;                     \
+	} while (0)
+
+/* Run a whole recording; returns the exit status of `bpfsight record`. */
+int recorder__run(const struct record_opts *opts);
+
+__u64 mono_now_ns(void);
+
+#endif /* BPFSIGHT_RECORDER_H */

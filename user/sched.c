@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* sched family, record side: off-CPU intervals (bpf/sched.bpf.c). */
+#include <errno.h>
+#include "sched.h"
+#include "recorder.h"
+#include "sched.skel.h"
+
+static int sched_attach(struct record_ctx *ctx, void **state)
+{
+	struct sched_bpf *skel = sched_bpf__open();
+	int err;
+
+	if (!skel)
+		return -errno;
+	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
+	err = record_ctx__prepare(ctx, skel->obj);
+	if (!err)
+		err = sched_bpf__load(skel);
+	if (!err)
+		err = sched_bpf__attach(skel);
+	if (err) {
+		sched_bpf__destroy(skel);
+		return err;
+	}
+	*state = skel;
+	return 0;
+}
+
+static void sched_detach(struct record_ctx *ctx, void *state)
+{
+	sched_bpf__destroy(state);
+}
+
+const struct family family_sched = {
+	.name = "sched",
+	.desc = "off-CPU intervals: blocked vs runnable, wakers (sched_switch, sched_wakeup)",
+	.attach = sched_attach,
+	.detach = sched_detach,
+	.decoders = sched_decoders,
+	.reports = sched_reports,
+};
