@@ -1,0 +1,149 @@
+"""Helpers for bpfsight's end-to-end tests: run the real binary on the real kernel."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+BUILD = os.environ.get("BPFSIGHT_BUILD", os.path.join(os.path.dirname(__file__), "..", "..",
+                                                      "build"))
+BPFSIGHT = os.path.join(BUILD, "bpfsight")
+Skip = Exception  # replaced by the runner's Skip
+
+_tmpdirs = []
+_procs = []
+
+
+def workload(name):
+    return os.path.join(BUILD, "tests", name)
+
+
+def tmpdir():
+    d = tempfile.mkdtemp(prefix="bpfsight-test-")
+    _tmpdirs.append(d)
+    return d
+
+
+def need_root():
+    if os.geteuid() != 0:
+        raise Skip("needs root (BPF)")
+
+
+def cleanup():
+    """Kill what a test left running and remove its files (called after every test)."""
+    while _procs:
+        p = _procs.pop()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    while _tmpdirs:
+        shutil.rmtree(_tmpdirs.pop(), ignore_errors=True)
+
+
+def run(args, timeout=120, check=False, **kw):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{args} exited {p.returncode}: {p.stderr.strip()[-800:]}")
+    return p
+
+
+def record(cmd, *opts, out=None, timeout=120):
+    """bpfsight record [opts] -o OUT -- CMD. Returns (CompletedProcess, OUT)."""
+    out = out or os.path.join(tmpdir(), "t.bst")
+    p = run([BPFSIGHT, "record", "-o", out, *opts, "--", *cmd], timeout=timeout)
+    return p, out
+
+
+class Recorder:
+    """A recorder running in the background (-p or -a); ready once its probes are live."""
+
+    def __init__(self, *opts, out=None):
+        self.out = out or os.path.join(tmpdir(), "t.bst")
+        self.p = subprocess.Popen([BPFSIGHT, "record", "-o", self.out, *opts],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _procs.append(self.p)
+        self.stderr_lines = []
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.p.stderr:
+            self.stderr_lines.append(line)
+            if "recording" in line and "Ctrl-C" in line:
+                self._ready.set()
+        self._ready.set()
+
+    def wait_ready(self, timeout=60):
+        if not self._ready.wait(timeout) or self.p.poll() is not None:
+            raise AssertionError(f"recorder not ready: {''.join(self.stderr_lines)[-800:]}")
+
+    def stop(self, sig=signal.SIGINT, timeout=60):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+        return self.wait(timeout)
+
+    def wait(self, timeout=60):
+        rc = self.p.wait(timeout)
+        self._reader.join(5)
+        return rc
+
+    @property
+    def stderr(self):
+        return "".join(self.stderr_lines)
+
+
+def spawn(args, **kw):
+    p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, **kw)
+    _procs.append(p)
+    return p
+
+
+def stats(path, reports=None, check=True):
+    args = [BPFSIGHT, "stats", path, "--format", "json"]
+    if reports:
+        args += ["-r", reports]
+    p = run(args, check=check)
+    return json.loads(p.stdout)["reports"]
+
+
+def info(path, check=True):
+    p = run([BPFSIGHT, "info", "--json", path], check=check)
+    return json.loads(p.stdout)
+
+
+def dump(path, check=True):
+    p = run([BPFSIGHT, "dump", path], check=check, timeout=300)
+    return [json.loads(l) for l in p.stdout.splitlines()]
+
+
+def row(report, **match):
+    """The one row of REPORT whose fields equal MATCH."""
+    rows = [r for r in report if all(r.get(k) == v for k, v in match.items())]
+    if len(rows) != 1:
+        raise AssertionError(f"expected one row with {match}, found {len(rows)}: "
+                             f"{[r for r in report][:10]}")
+    return rows[0]
+
+
+def eq(a, b, what):
+    if a != b:
+        raise AssertionError(f"{what}: {a!r} != {b!r}")
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def wait_for(pred, timeout=10, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")

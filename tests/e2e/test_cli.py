@@ -1,0 +1,152 @@
+"""The CLI's contract: clear errors with a non-zero exit, exit statuses passed through."""
+import os
+import time
+
+from helpers import (BPFSIGHT, Recorder, check, eq, info, need_root, record, run, spawn,
+                     tmpdir, workload)
+
+SYSCALLS = workload("syscalls")
+
+
+def test_exit_status_of_cmd_passed_through():
+    need_root()
+    p, _ = record([SYSCALLS, "--exit", "7", "0", "0"], "-t", "osrt")
+    eq(p.returncode, 7, f"exit status ({p.stderr})")
+    p, _ = record([SYSCALLS, "--kill-self", "0", "0"], "-t", "osrt")
+    eq(p.returncode, 128 + 9, "killed CMD: 128 + SIGKILL")
+    p, _ = record(["/nonexistent/cmd"], "-t", "osrt")
+    eq(p.returncode, 127, "CMD not found: 127 like a shell")
+    check("cannot run" in p.stderr, p.stderr)
+
+
+def test_unknown_family_lists_valid_ones():
+    p = run([BPFSIGHT, "record", "-t", "osrt,bogus", "-o", os.path.join(tmpdir(), "x.bst"),
+             "--", "true"])
+    eq(p.returncode, 1, "exit status")
+    check("unknown family 'bogus'" in p.stderr, p.stderr)
+    check("osrt" in p.stderr and "sched" in p.stderr, f"valid families listed: {p.stderr}")
+
+
+def test_dead_pid_refused():
+    w = spawn(["true"])
+    w.wait()
+    p = run([BPFSIGHT, "record", "-p", str(w.pid), "-o", os.path.join(tmpdir(), "x.bst")])
+    eq(p.returncode, 1, "exit status")
+    check("no such process" in p.stderr, p.stderr)
+    p = run([BPFSIGHT, "record", "-p", "abc"])
+    eq(p.returncode, 1, "non-numeric pid")
+
+
+def test_bad_duration_and_options():
+    for bad in ["abc", "-5", "0", "10parsecs"]:
+        p = run([BPFSIGHT, "record", "-d", bad, "-a"])
+        eq(p.returncode, 1, f"-d {bad}")
+        check("bad duration" in p.stderr, p.stderr)
+    p = run([BPFSIGHT, "record", "--buffer-size", "3000", "-a"])
+    eq(p.returncode, 1, "--buffer-size not a power of two")
+    p = run([BPFSIGHT, "record"])
+    eq(p.returncode, 1, "nothing to trace")
+    check("nothing to trace" in p.stderr, p.stderr)
+    p = run([BPFSIGHT, "frobnicate"])
+    eq(p.returncode, 1, "unknown command")
+
+
+def test_help_everywhere():
+    for cmd in ["record", "info", "dump", "stats"]:
+        p = run([BPFSIGHT, cmd, "--help"])
+        eq(p.returncode, 0, f"{cmd} --help")
+        check("usage:" in p.stdout.lower(), f"{cmd} --help prints usage")
+    eq(run([BPFSIGHT, "--help"]).returncode, 0, "bpfsight --help")
+
+
+def test_not_root_is_refused_clearly():
+    need_root()
+    out = os.path.join(tmpdir(), "x.bst")
+    p = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+             BPFSIGHT, "record", "-o", out, "--", "true"])
+    eq(p.returncode, 1, "exit status")
+    check("needs root" in p.stderr and "CAP_BPF" in p.stderr, p.stderr)
+    check(not os.path.exists(out), "no file left behind")
+
+
+def test_output_unwritable_or_existing():
+    need_root()
+    p = run([BPFSIGHT, "record", "-o", "/nonexistent-dir/x.bst", "--", "true"])
+    eq(p.returncode, 1, "unwritable output")
+    check("cannot create /nonexistent-dir/x.bst" in p.stderr, p.stderr)
+    d = tmpdir()
+    out = os.path.join(d, "x.bst")
+    with open(out, "w") as f:
+        f.write("precious")
+    p = run([BPFSIGHT, "record", "-t", "osrt", "-o", out, "--", "true"])
+    eq(p.returncode, 1, "existing output without --force")
+    check("--force" in p.stderr, p.stderr)
+    eq(open(out).read(), "precious", "existing file untouched")
+    p = run([BPFSIGHT, "record", "-t", "osrt", "-f", "-o", out, "--", "true"])
+    eq(p.returncode, 0, f"--force overwrites ({p.stderr})")
+    eq(os.stat(out).st_mode & 0o777, 0o600, "trace created 0600")
+    check(info(out)["clean_close"], "overwritten file is a trace")
+    link = os.path.join(d, "link.bst")
+    os.symlink(os.path.join(d, "target"), link)
+    p = run([BPFSIGHT, "record", "-t", "osrt", "-f", "-o", link, "--", "true"])
+    eq(p.returncode, 1, "symlink output refused even with --force")
+    check(not os.path.exists(os.path.join(d, "target")), "symlink not followed")
+
+
+def test_duration_stops_system_wide_recording():
+    need_root()
+    out = os.path.join(tmpdir(), "d.bst")
+    t0 = time.time()
+    p = run([BPFSIGHT, "record", "-a", "-t", "osrt", "-d", "1s", "-o", out], timeout=60)
+    took = time.time() - t0
+    eq(p.returncode, 0, f"exit ({p.stderr})")
+    check(1.0 <= took < 15, f"-d 1s took {took:.1f}s")
+    meta = info(out)
+    check(meta["clean_close"], "clean close")
+    check(0.9e9 <= meta["duration_ns"] <= 15e9, f"duration {meta['duration_ns']}")
+
+
+def test_duration_in_launch_mode_terminates_cmd():
+    need_root()
+    # nsys semantics: when -d ends, CMD gets SIGTERM (--kill) and its status is returned.
+    p, _ = record(["sleep", "30"], "-t", "osrt", "-d", "500ms", timeout=60)
+    eq(p.returncode, 128 + 15, f"sleep terminated by SIGTERM ({p.stderr})")
+    p, _ = record(["sleep", "1"], "-t", "osrt", "-d", "200ms", "--kill", "none", timeout=60)
+    eq(p.returncode, 0, "--kill none waits for CMD")
+
+
+def test_sigkilled_recorder_leaves_readable_file():
+    need_root()
+    w = spawn([SYSCALLS, "--wait-stdin", "0", "100000", "100"])  # 100k sleeps: ~10+ s
+    w.stdout.readline()
+    r = Recorder("-p", str(w.pid), "--osrt-threshold", "0")
+    r.wait_ready()
+    w.stdin.write("g")
+    w.stdin.flush()
+    time.sleep(3.5)  # chunks close every second
+    r.p.kill()
+    r.wait()
+    meta = info(r.out)
+    check(meta["truncated"], "info says the file was truncated")
+    check(not meta["clean_close"], "no clean close")
+    check(meta["chunks"] >= 2, f"complete chunks recovered: {meta['chunks']}")
+    check(meta["events"].get("syscall", 0) > 1000, f"events recovered: {meta['events']}")
+    p = run([BPFSIGHT, "stats", r.out, "--format", "json"])
+    eq(p.returncode, 0, f"stats on a recovered file ({p.stderr})")
+    check("not closed cleanly" in p.stderr, f"warning on stderr: {p.stderr}")
+
+
+def test_reading_bad_files():
+    d = tmpdir()
+    empty = os.path.join(d, "empty.bst")
+    open(empty, "w").close()
+    junk = os.path.join(d, "junk.bst")
+    with open(junk, "wb") as f:
+        f.write(os.urandom(4096))
+    for cmd in ["info", "dump", "stats"]:
+        for path in [empty, junk, os.path.join(d, "missing.bst")]:
+            p = run([BPFSIGHT, cmd, path])
+            eq(p.returncode, 1, f"{cmd} {os.path.basename(path)}")
+            check(os.path.basename(path) in p.stderr, f"error names the file: {p.stderr}")
+    p = run([BPFSIGHT, "stats", empty, "-r", "nope"])
+    eq(p.returncode, 1, "unknown report")

@@ -1,0 +1,52 @@
+"""Processes that exec mid-trace, and the live status line."""
+import os
+import pty
+import re
+import subprocess
+
+from helpers import BPFSIGHT, check, dump, eq, need_root, record, tmpdir, workload
+
+SYSCALLS = workload("syscalls")
+
+
+def test_exec_mid_trace_keeps_tracing_and_renames():
+    need_root()
+    # sh runs, then execs the workload in the same process: same pid, new program.
+    p, out = record(["sh", "-c", f"exec {SYSCALLS} 150 2 100"], "-t", "osrt",
+                    "--osrt-threshold", "0")
+    eq(p.returncode, 0, f"record exit ({p.stderr})")
+    pid = int(re.search(r"^pid (\d+)", p.stdout, re.M).group(1))
+    evs = dump(out)
+    execs = [e for e in evs if e["kind"] == "exec" and e["pid"] == pid]
+    check(len(execs) >= 2, f"sh's exec and the workload's exec: {execs}")
+    eq(execs[-1]["args"]["comm"], "syscalls", "comm after exec")
+    procs = [e for e in evs if e["kind"] == "process" and e["pid"] == pid]
+    check(any(SYSCALLS in (e["args"].get("cmdline") or "") for e in procs),
+          f"a process snapshot after exec has the new command line: {procs}")
+    # dash calls getppid itself at start-up: count only the new program's calls.
+    after = [e for e in evs if e["kind"] == "syscall" and e["pid"] == pid
+             and e["ts"] > execs[-1]["ts"] and e["name"] == "getppid"]
+    eq(len(after), 150, "getppid calls after the exec")
+
+
+def test_status_line_on_a_tty():
+    need_root()
+    out = os.path.join(tmpdir(), "t.bst")
+    master, slave = pty.openpty()
+    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--", SYSCALLS, "0",
+                          "1500", "1000"], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    text = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        text += chunk
+    eq(p.wait(60), 0, "record exit")
+    os.close(master)
+    s = text.decode(errors="replace")
+    check(re.search(r"\[bpfsight\] \d+\.\ds +\d+ events +\d+ ev/s +lost 0 +[\d.]+ MiB", s),
+          f"live status line on the terminal: {s!r}")
