@@ -5,18 +5,16 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <bpf/bpf.h>
 #include "osrt.h"
 #include "recorder.h"
+#include "stats_math.h"
 #include "osrt.skel.h"
 
-/* The last aggregate written per key, so a snapshot is written only when it changed. */
 struct osrt_state {
 	struct osrt_bpf *skel;
-	struct bs_syscall_agg_key *keys;
-	__u64 *counts;
-	__u32 nkeys, cap;
+	/* (pid, tid, nr) -> count last written, so only changed aggregates are written. */
+	struct hmap *written;
 };
 
 static int osrt_attach(struct record_ctx *ctx, void **state)
@@ -26,9 +24,12 @@ static int osrt_attach(struct record_ctx *ctx, void **state)
 
 	if (!st)
 		return -ENOMEM;
+	st->written = hmap__new(sizeof(__u64));
 	st->skel = osrt_bpf__open();
-	if (!st->skel) {
-		err = -errno;
+	if (!st->skel || !st->written) {
+		err = st->skel ? -ENOMEM : -errno;
+		osrt_bpf__destroy(st->skel);
+		hmap__free(st->written);
 		free(st);
 		return err;
 	}
@@ -41,34 +42,12 @@ static int osrt_attach(struct record_ctx *ctx, void **state)
 		err = osrt_bpf__attach(st->skel);
 	if (err) {
 		osrt_bpf__destroy(st->skel);
+		hmap__free(st->written);
 		free(st);
 		return err;
 	}
 	*state = st;
 	return 0;
-}
-
-static __u64 *last_count(struct osrt_state *st, const struct bs_syscall_agg_key *k)
-{
-	for (__u32 i = 0; i < st->nkeys; i++) /* linear: few keys, polled once a second */
-		if (!memcmp(&st->keys[i], k, sizeof(*k)))
-			return &st->counts[i];
-	if (st->nkeys == st->cap) {
-		__u32 ncap = st->cap ? st->cap * 2 : 64;
-		void *nk = realloc(st->keys, ncap * sizeof(*st->keys));
-
-		if (!nk)
-			return NULL;
-		st->keys = nk;
-		nk = realloc(st->counts, ncap * sizeof(*st->counts));
-		if (!nk)
-			return NULL;
-		st->counts = nk;
-		st->cap = ncap;
-	}
-	st->keys[st->nkeys] = *k;
-	st->counts[st->nkeys] = 0;
-	return &st->counts[st->nkeys++];
 }
 
 static int osrt_poll(struct record_ctx *ctx, void *state)
@@ -83,7 +62,8 @@ static int osrt_poll(struct record_ctx *ctx, void *state)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &val))
 			continue;
-		__u64 *last = last_count(st, &key);
+		struct hkey hk = { .a = (__u64)key.pid << 32 | key.tid, .b = key.nr };
+		__u64 *last = hmap__get(st->written, hk, 1);
 
 		if (!last || *last == val.count)
 			continue;
@@ -108,8 +88,7 @@ static void osrt_detach(struct record_ctx *ctx, void *state)
 	osrt_bpf__detach(st->skel);
 	osrt_poll(ctx, st); /* final values, after the last probe ran */
 	osrt_bpf__destroy(st->skel);
-	free(st->keys);
-	free(st->counts);
+	hmap__free(st->written);
 	free(st);
 }
 
