@@ -26,7 +26,7 @@ WARN	 := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initiali
 CFLAGS	 ?= -g -O2
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	      -I$(OUT) -Iuser -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
-LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lpthread
+LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -lm -lpthread
 LDFLAGS	 ?= -static
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	      -Ivmlinux -Ibpf -MMD -MP
@@ -61,7 +61,7 @@ help:
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
-	     sqlite3 make gcc
+	     sqlite3 libsqlite3-dev make gcc
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -122,8 +122,14 @@ fuzz: $(FUZZER)
 demo: $(OUT)/bpfsight $(WORKLOADS)
 	$(Q)tests/demo.sh $(OUT)
 
-bench: $(OUT)/bpfsight $(WORKLOADS)
+bench: $(OUT)/bpfsight $(WORKLOADS) $(OUT)/bench/loadgen
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) $(BENCH_ARGS)
+
+# The record-pipeline benchmark's syscall load generator, built like the workloads.
+$(OUT)/bench/loadgen: bench/loadgen.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP $< -o $@ -lpthread
 
 $(OUT)/bpf $(OUT)/obj $(OUT)/tests:
 	$(Q)mkdir -p $@

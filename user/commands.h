@@ -7,6 +7,7 @@ int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Exit statuses of the reading commands (info, dump, stats). */
 #define EXIT_READ_OK	  0 /* clean, or truncated by a crash and recovered (warned on stderr) */

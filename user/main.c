@@ -13,6 +13,7 @@ static const struct cmd {
 	{ "info", cmd_info, "what a trace file holds: host, targets, events, losses" },
 	{ "dump", cmd_dump, "every event as NDJSON" },
 	{ "stats", cmd_stats, "summary reports (osrt_sum, sched_sum, ...)" },
+	{ "export", cmd_export, "convert to Perfetto, Chrome JSON (Kineto) or SQLite" },
 	{ NULL, NULL, NULL },
 };
 

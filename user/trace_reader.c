@@ -400,6 +400,11 @@ static int read_header(struct trace_reader *r, char *err, size_t errlen)
 	return trace_meta__decode_tlvs(&r->meta, p + BS_FILE_HDR_FIXED, meta_len, err, errlen);
 }
 
+long long trace_reader__offset(const struct trace_reader *r)
+{
+	return r && r->f ? ftello(r->f) : -1;
+}
+
 struct trace_reader *trace_reader__open_file(FILE *f, char *err, size_t errlen, int *errp)
 {
 	struct trace_reader *r;

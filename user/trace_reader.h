@@ -40,6 +40,8 @@ const struct trace_meta *trace_reader__meta(const struct trace_reader *r);
  * Footer records are consumed internally, never returned.
  */
 int trace_reader__next(struct trace_reader *r, const struct bs_hdr **rec);
+/* Bytes of the file consumed so far (for progress displays); -1 if unknown. */
+long long trace_reader__offset(const struct trace_reader *r);
 /* Complete once next() has returned 0. */
 const struct trace_status *trace_reader__status(const struct trace_reader *r);
 void trace_reader__free(struct trace_reader *r);

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* bpfsight export FILE --format perfetto|chrome|sqlite [-o OUT] [--force] */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "commands.h"
+#include "export.h"
+#include "family.h"
+#include "trace_walk.h"
+
+static const struct exporter *const exporters[] = {
+	&export_perfetto,
+	&export_chrome,
+	&export_sqlite,
+};
+
+/* The suffix that replaces FILE's .bst when -o is not given. */
+static const char *const default_suffix[] = { ".pftrace", ".json", ".sqlite" };
+
+#define NEXPORTERS     (sizeof(exporters) / sizeof(exporters[0]))
+#define PROGRESS_NS    500000000ull /* redraw at most twice a second */
+#define PROGRESS_EVERY 4096	    /* records between clock reads */
+
+static volatile sig_atomic_t export_stop;
+
+static void export_on_signal(int sig)
+{
+	export_stop = sig;
+}
+
+static void export_usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "Usage: bpfsight export FILE --format FORMAT [-o OUT] [--force]\n"
+		   "\n"
+		   "Convert a trace for the tools that open it. Formats:\n");
+	for (i = 0; i < NEXPORTERS; i++)
+		fprintf(f, "  %-9s %s\n", exporters[i]->format, exporters[i]->desc);
+	fprintf(f,
+		"\n"
+		"  -f, --format FORMAT  one of the above (required)\n"
+		"  -o, --output OUT     default: FILE with .bst replaced by .pftrace, .json or\n"
+		"                       .sqlite; an OUT ending in .gz is gzip-compressed (perfetto,\n"
+		"                       chrome)\n"
+		"      --force          replace OUT if it exists (a symlink is never followed or\n"
+		"                       replaced)\n"
+		"  -h, --help           this help\n"
+		"\n"
+		"Exit status: 0 done, 1 failed (nothing is left at OUT), 3 written but corrupt\n"
+		"chunks of FILE were skipped.\n");
+}
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct export_progress {
+	int on; /* stderr is a terminal */
+	const struct trace_reader *r;
+	off_t size;
+	__u64 start, last;
+	int drawn;
+};
+
+static void export_progress_init(struct export_progress *p, const char *path,
+				 const struct trace_reader *r)
+{
+	struct stat st;
+
+	memset(p, 0, sizeof(*p));
+	p->r = r;
+	p->on = isatty(STDERR_FILENO);
+	if (!p->on)
+		return;
+	if (!stat(path, &st) && S_ISREG(st.st_mode))
+		p->size = st.st_size;
+	p->start = p->last = mono_ns();
+}
+
+static void export_progress_draw(struct export_progress *p, __u64 events)
+{
+	__u64 now = mono_ns();
+	double secs;
+	off_t pos;
+
+	if (!p->on || now - p->last < PROGRESS_NS)
+		return;
+	p->last = now;
+	secs = (now - p->start) / 1e9;
+	pos = p->size > 0 ? trace_reader__offset(p->r) : -1;
+	if (pos >= 0)
+		fprintf(stderr, "\r\033[Kbpfsight export: %3.0f%%  %llu events  %.1f M events/s",
+			100.0 * (pos > p->size ? p->size : pos) / p->size,
+			(unsigned long long)events, events / secs / 1e6);
+	else
+		fprintf(stderr, "\r\033[Kbpfsight export: %llu events  %.1f M events/s",
+			(unsigned long long)events, events / secs / 1e6);
+	p->drawn = 1;
+}
+
+static void export_progress_clear(struct export_progress *p)
+{
+	if (p->drawn)
+		fprintf(stderr, "\r\033[K");
+	p->drawn = 0;
+}
+
+/* FILE with .bst (if any) replaced by SUFFIX; NULL when out of memory. */
+static char *export_default_out(const char *file, const char *suffix)
+{
+	size_t n = strlen(file);
+	char *out;
+
+	if (n > 4 && !strcmp(file + n - 4, ".bst"))
+		n -= 4;
+	if (asprintf(&out, "%.*s%s", (int)n, file, suffix) < 0)
+		return NULL;
+	return out;
+}
+
+/*
+ * May OUT be written? 0 when it does not exist (or is a file --force lets us replace, which
+ * *replace then says); else 1 after saying why not.
+ */
+static int export_check_out(const char *out, int force, int *replace)
+{
+	struct stat st;
+
+	*replace = 0;
+	if (lstat(out, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		fprintf(stderr, "bpfsight export: %s: %s\n", out, strerror(errno));
+		return 1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		fprintf(stderr,
+			"bpfsight export: %s is a symbolic link: refusing to follow or replace it; "
+			"choose another -o\n",
+			out);
+		return 1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "bpfsight export: %s exists and is not a regular file\n", out);
+		return 1;
+	}
+	if (!force) {
+		fprintf(stderr, "bpfsight export: %s exists: use --force to replace it\n", out);
+		return 1;
+	}
+	*replace = 1;
+	return 0;
+}
+
+static const struct exporter *export_find(const char *format, const char **suffix)
+{
+	size_t i;
+
+	for (i = 0; i < NEXPORTERS; i++) {
+		if (!strcmp(exporters[i]->format, format)) {
+			*suffix = default_suffix[i];
+			return exporters[i];
+		}
+	}
+	return NULL;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *format = NULL, *out_arg = NULL, *suffix = NULL, *file;
+	struct sigaction sa = {}, old_int, old_term;
+	const struct exporter *ex = NULL;
+	const struct rec_decoder *dec;
+	struct export_progress prog;
+	int c, ret, force = 0, replace, err = 0, status = EXIT_READ_FAIL;
+	const struct bs_hdr *rec;
+	__u64 events = 0, n = 0;
+	struct trace_walk w;
+	char *out = NULL;
+	struct event ev;
+	void *st = NULL;
+	size_t i;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			format = optarg;
+			break;
+		case 'o':
+			out_arg = optarg;
+			break;
+		case 'F':
+			force = 1;
+			break;
+		case 'h':
+			export_usage(stdout);
+			return EXIT_READ_OK;
+		default:
+			export_usage(stderr);
+			return EXIT_READ_FAIL;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "bpfsight export: %s\n",
+			optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
+		export_usage(stderr);
+		return EXIT_READ_FAIL;
+	}
+	file = argv[optind];
+	if (!format) {
+		fprintf(stderr, "bpfsight export: which format? --format perfetto, chrome or "
+				"sqlite\n");
+		return EXIT_READ_FAIL;
+	}
+	ex = export_find(format, &suffix);
+	if (!ex) {
+		fprintf(stderr, "bpfsight export: unknown format '%s' (formats:", format);
+		for (i = 0; i < NEXPORTERS; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", exporters[i]->format);
+		fprintf(stderr, ")\n");
+		return EXIT_READ_FAIL;
+	}
+	out = out_arg ? strdup(out_arg) : export_default_out(file, suffix);
+	if (!out) {
+		fprintf(stderr, "bpfsight export: out of memory\n");
+		return EXIT_READ_FAIL;
+	}
+	/* Refuse before reading anything; replace only once FILE proved readable. */
+	if (export_check_out(out, force, &replace))
+		goto out_free;
+	if (trace_walk__open(&w, "export", file))
+		goto out_free;
+	if (replace && unlink(out) && errno != ENOENT) {
+		fprintf(stderr, "bpfsight export: cannot replace %s: %s\n", out, strerror(errno));
+		goto out_close;
+	}
+	st = ex->open(out, trace_walk__meta(&w), &err);
+	if (!st) {
+		fprintf(stderr, "bpfsight export: cannot create %s: %s\n", out,
+			strerror(err < 0 ? -err : EIO));
+		/* Nothing of ours is there unless the exporter got as far as creating it. */
+		if (err != -EEXIST && err != -ELOOP)
+			unlink(out);
+		goto out_close;
+	}
+
+	/* Ctrl-C must not leave half a file that looks like an export. */
+	sa.sa_handler = export_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	export_progress_init(&prog, file, w.r);
+
+	while (!export_stop && (ret = trace_walk__next(&w, &rec, &dec))) {
+		const struct event *evp = NULL;
+
+		if (ret != 1)
+			continue;
+		if (dec) {
+			event__init(&ev, rec, dec->kind);
+			if (dec->decode(rec, w.m, &ev) == 1) {
+				evp = &ev;
+				events++;
+			}
+		}
+		err = ex->record(st, rec, evp, w.m);
+		if (err)
+			break;
+		if (prog.on && !(++n % PROGRESS_EVERY))
+			export_progress_draw(&prog, events);
+	}
+	export_progress_clear(&prog);
+	if (!err && !export_stop) {
+		err = ex->finish(st, w.m, trace_walk__status(&w));
+		st = NULL; /* finish releases it, whatever it returns */
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (err || export_stop) {
+		if (st)
+			ex->abort(st);
+		if (export_stop)
+			fprintf(stderr, "bpfsight export: interrupted: removed %s\n", out);
+		else
+			fprintf(stderr, "bpfsight export: writing %s failed: %s: removed it\n", out,
+				strerror(err < 0 ? -err : EIO));
+		unlink(out);
+		status = export_stop ? 128 + export_stop : EXIT_READ_FAIL;
+		goto out_close;
+	}
+	status = trace_walk__finish(&w);
+	fprintf(stderr, "bpfsight export: wrote %s (%llu events)\n", out,
+		(unsigned long long)events);
+
+out_close:
+	trace_walk__close(&w);
+out_free:
+	free(out);
+	return status;
+}

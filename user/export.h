@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * An export format: fed every decoded event of a trace in file order, it streams them to
+ * OUT. Memory must stay bounded by what is interned (names, threads), never by events.
+ */
+#ifndef BPFSIGHT_EXPORT_H
+#define BPFSIGHT_EXPORT_H
+
+#include "event.h"
+#include "records.h"
+#include "trace_meta.h"
+#include "trace_model.h"
+#include "trace_reader.h"
+
+struct exporter {
+	const char *format; /* "perfetto", "chrome", "sqlite" */
+	const char *desc;
+	/* Create OUT (it does not exist yet, or --force removed it). NULL + *err on failure. */
+	void *(*open)(const char *out, const struct trace_meta *meta, int *err);
+	/*
+	 * Every record, in file order, after the model has seen it. EV is its decoded event
+	 * when the decoder returned 1, else NULL (metadata records: strings, aggregates).
+	 */
+	int (*record)(void *st, const struct bs_hdr *rec, const struct event *ev,
+		      const struct trace_model *m);
+	/* Write what remains, close OUT. STATUS is the reader's final status. */
+	int (*finish)(void *st, const struct trace_model *m, const struct trace_status *status);
+	/* Free after a failure (OUT is left for the caller to remove). NULL is fine. */
+	void (*abort)(void *st);
+};
+
+extern const struct exporter export_perfetto; /* export_perfetto.c */
+extern const struct exporter export_chrome;   /* export_chrome.c */
+extern const struct exporter export_sqlite;   /* export_sqlite.c */
+
+#endif /* BPFSIGHT_EXPORT_H */

@@ -1,0 +1,690 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Perfetto export: a protobuf `Trace` (perfetto_trace.proto) streamed packet by packet, for
+ * ui.perfetto.dev and trace_processor.
+ *
+ * Track layout (docs/EXPORT.md): a process track per pid, a thread track per (pid, tid) that
+ * carries the thread's instants (fork, exec, exit, comm...), and under each thread one child
+ * track per event kind that has durations ("syscalls", "off-CPU", ...): Perfetto nests the
+ * slices of one track by time, and a thread's system calls and off-CPU intervals overlap, so
+ * they cannot share one. Events of no thread (pid 0, tid 0: loss markers) go on a root track
+ * per kind, and losses also feed an "events lost" counter.
+ *
+ * Every event is written the moment it is read: a slice as a BEGIN packet at ts and an END
+ * packet at ts + dur. Trace processor sorts packets by timestamp before it builds slices, so
+ * file order does not matter; what must hold is that slices on one track nest, which the
+ * per-kind tracks give. Names (event names, categories = kinds, argument keys) are interned
+ * on one packet sequence, so each is written once. Memory is O(processes + threads x kinds +
+ * distinct names), never O(events).
+ *
+ * Nothing here knows a family beyond a small table of track names: a new family's events
+ * appear on a track named after their kind without changes to this file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "export.h"
+#include "pb.h"
+#include "stats_math.h"
+#include "string_pool.h"
+
+/* Field numbers, from perfetto_trace.proto. */
+#define TRACE_PACKET 1
+
+#define PKT_TIMESTAMP		    8
+#define PKT_CLOCK_SNAPSHOT	    6
+#define PKT_SEQ_ID		    10 /* trusted_packet_sequence_id */
+#define PKT_TRACK_EVENT		    11
+#define PKT_INTERNED_DATA	    12
+#define PKT_SEQUENCE_FLAGS	    13
+#define PKT_DEFAULTS		    59 /* trace_packet_defaults */
+#define PKT_TRACK_DESCRIPTOR	    60
+#define DEFAULTS_TIMESTAMP_CLOCK_ID 58
+
+#define SEQ_INCREMENTAL_STATE_CLEARED 1
+#define SEQ_NEEDS_INCREMENTAL_STATE   2
+
+#define CLOCKS_CLOCK		1
+#define CLOCKS_PRIMARY_CLOCK	2
+#define CLOCK_ID		1
+#define CLOCK_TIMESTAMP		2
+#define BUILTIN_CLOCK_REALTIME	1
+#define BUILTIN_CLOCK_MONOTONIC 3
+#define BUILTIN_CLOCK_BOOTTIME	6
+
+#define TD_UUID		1
+#define TD_NAME		2
+#define TD_PROCESS	3
+#define TD_THREAD	4
+#define TD_PARENT_UUID	5
+#define TD_COUNTER	8
+#define TD_DESCRIPTION	14
+#define PD_PID		1
+#define PD_CMDLINE	2
+#define PD_PROCESS_NAME 6
+#define THD_PID		1
+#define THD_TID		2
+#define THD_THREAD_NAME 5
+#define CD_UNIT		3
+#define CD_UNIT_COUNT	2
+
+#define TE_CATEGORY_IIDS     3
+#define TE_DEBUG_ANNOTATIONS 4
+#define TE_TYPE		     9
+#define TE_NAME_IID	     10
+#define TE_TRACK_UUID	     11
+#define TE_COUNTER_VALUE     30
+#define TE_TYPE_SLICE_BEGIN  1
+#define TE_TYPE_SLICE_END    2
+#define TE_TYPE_INSTANT	     3
+#define TE_TYPE_COUNTER	     4
+
+#define DA_NAME_IID	 1
+#define DA_UINT_VALUE	 3
+#define DA_INT_VALUE	 4
+#define DA_STRING_VALUE	 6
+#define DA_POINTER_VALUE 7
+
+#define ID_EVENT_CATEGORIES	  1
+#define ID_EVENT_NAMES		  2
+#define ID_DEBUG_ANNOTATION_NAMES 3
+#define INTERNED_IID		  1
+#define INTERNED_NAME		  2
+
+/* One writer, one sequence: any non-zero id does. */
+#define PF_SEQ_ID 1
+/* Write out once this much is buffered. */
+#define PF_FLUSH_BYTES (256 * 1024)
+#define PF_MAX_KINDS   256
+
+/*
+ * What is family-specific: the display name and help text of a kind's track. Kinds not in
+ * the table get a track named after the kind itself.
+ */
+static const struct pf_style {
+	const char *kind;
+	const char *track;
+	const char *desc;
+} pf_styles[] = {
+	{ "syscall", "syscalls",
+	  "System calls of this thread that lasted at least the recording's --osrt-threshold "
+	  "(osrt). Shorter ones are only counted (bpfsight stats -r osrt_sum)." },
+	{ "offcpu", "off-CPU",
+	  "Intervals this thread was off the CPU (sched): 'blocked' = it slept, 'preempted' = "
+	  "it stayed runnable. runnable_ns = time from wakeup to running again." },
+	{ "loss", "bpfsight: loss markers",
+	  "Where the recorder noticed lost events; count and cause in the arguments." },
+};
+
+struct pf_kind {
+	const char *kind; /* the decoder's string: stable for the whole export */
+	const struct pf_style *style;
+};
+
+struct pf_proc {
+	__u64 uuid;
+	const char *name; /* model strings as last described: interned, so compared by address */
+	const char *cmdline;
+};
+
+struct pf_thread {
+	__u64 uuid;
+	const char *name;
+};
+
+struct pf_intern {
+	__u32 field; /* InternedData field */
+	__u32 iid;
+	const char *str;
+};
+
+struct pf {
+	int fd;
+	gzFile gz;
+	struct pb pb;
+	struct string_pool *names, *cats, *keys;
+	struct hmap *procs;    /* {pid} -> pf_proc */
+	struct hmap *threads;  /* {pid << 32 | tid} -> pf_thread */
+	struct hmap *children; /* {pid << 32 | tid, kind index + 1} -> track uuid */
+	struct pf_kind kinds[PF_MAX_KINDS];
+	__u32 nkinds;
+	__u64 next_uuid;
+	__u64 lost_uuid, lost_total;
+	__u64 start_mono;
+	/* Interned strings first used by the packet being written. */
+	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
+	__u32 nfresh;
+};
+
+static int pf__write(struct pf *pf, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+	int e;
+
+	if (pf->gz) {
+		while (len) {
+			unsigned int part = len > (1u << 30) ? 1u << 30 : (unsigned int)len;
+
+			if (gzwrite(pf->gz, p, part) != (int)part) {
+				gzerror(pf->gz, &e);
+				return e == Z_ERRNO && errno ? -errno : -EIO;
+			}
+			p += part;
+			len -= part;
+		}
+		return 0;
+	}
+	while (len) {
+		n = write(pf->fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int pf__flush(struct pf *pf)
+{
+	int err = pb__err(&pf->pb);
+
+	if (err)
+		return err;
+	err = pf__write(pf, pf->pb.buf, pf->pb.len);
+	pb__reset(&pf->pb);
+	return err;
+}
+
+/* Close a packet; write the buffer out once it is big enough. */
+static int pf__packet_end(struct pf *pf)
+{
+	pb__end(&pf->pb);
+	if (pb__err(&pf->pb))
+		return pb__err(&pf->pb);
+	return pf->pb.len >= PF_FLUSH_BYTES ? pf__flush(pf) : 0;
+}
+
+static void pf__packet_begin(struct pf *pf, __u64 ts, __u32 flags)
+{
+	pb__begin(&pf->pb, TRACE_PACKET);
+	pb__uint(&pf->pb, PKT_TIMESTAMP, ts);
+	pb__uint(&pf->pb, PKT_SEQ_ID, PF_SEQ_ID);
+	if (flags)
+		pb__uint(&pf->pb, PKT_SEQUENCE_FLAGS, flags);
+}
+
+static void pf__clock(struct pb *pb, __u32 id, __u64 ts)
+{
+	pb__begin(pb, CLOCKS_CLOCK);
+	pb__uint(pb, CLOCK_ID, id);
+	pb__uint(pb, CLOCK_TIMESTAMP, ts);
+	pb__end(pb);
+}
+
+/*
+ * The clocks read together at start (and at the end): they let the UI show wall time and
+ * line the trace up with others. MONOTONIC is the trace's own clock, so the UI's timestamps
+ * are dump's. The first packet also clears the sequence's incremental state (interning) and
+ * sets the default clock of every later packet.
+ */
+static int pf__clock_snapshot(struct pf *pf, const struct trace_clocks *c, int first)
+{
+	struct pb *pb = &pf->pb;
+
+	pb__begin(pb, TRACE_PACKET);
+	pb__uint(pb, PKT_SEQ_ID, PF_SEQ_ID);
+	pb__begin(pb, PKT_CLOCK_SNAPSHOT);
+	if (c && c->mono_ns) {
+		pf__clock(pb, BUILTIN_CLOCK_MONOTONIC, c->mono_ns);
+		pf__clock(pb, BUILTIN_CLOCK_BOOTTIME, c->boottime_ns);
+		pf__clock(pb, BUILTIN_CLOCK_REALTIME, c->realtime_ns);
+	}
+	pb__uint(pb, CLOCKS_PRIMARY_CLOCK, BUILTIN_CLOCK_MONOTONIC);
+	pb__end(pb);
+	if (first) {
+		pb__uint(pb, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+		pb__begin(pb, PKT_DEFAULTS);
+		pb__uint(pb, DEFAULTS_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_MONOTONIC);
+		pb__end(pb);
+	}
+	return pf__packet_end(pf);
+}
+
+static struct pf_kind *pf__kind(struct pf *pf, const char *kind, __u32 *idx)
+{
+	__u32 i, s;
+
+	for (i = 0; i < pf->nkinds; i++)
+		if (pf->kinds[i].kind == kind || !strcmp(pf->kinds[i].kind, kind))
+			goto found;
+	if (pf->nkinds == PF_MAX_KINDS)
+		return NULL;
+	pf->kinds[i].kind = kind;
+	pf->kinds[i].style = NULL;
+	for (s = 0; s < sizeof(pf_styles) / sizeof(pf_styles[0]); s++)
+		if (!strcmp(pf_styles[s].kind, kind))
+			pf->kinds[i].style = &pf_styles[s];
+	pf->nkinds++;
+found:
+	*idx = i;
+	return &pf->kinds[i];
+}
+
+static int pf__describe_process(struct pf *pf, __u64 ts, __u64 uuid, __u32 pid, const char *name,
+				const char *cmdline)
+{
+	struct pb *pb = &pf->pb;
+
+	pf__packet_begin(pf, ts, 0);
+	pb__begin(pb, PKT_TRACK_DESCRIPTOR);
+	pb__uint(pb, TD_UUID, uuid);
+	pb__begin(pb, TD_PROCESS);
+	pb__int(pb, PD_PID, (__s32)pid);
+	/* The model keeps the command line space-joined; one element shows the same. */
+	if (cmdline && *cmdline)
+		pb__string(pb, PD_CMDLINE, cmdline);
+	if (name && *name)
+		pb__string(pb, PD_PROCESS_NAME, name);
+	pb__end(pb);
+	pb__end(pb);
+	return pf__packet_end(pf);
+}
+
+static int pf__describe_thread(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, __u32 pid,
+			       __u32 tid, const char *name)
+{
+	struct pb *pb = &pf->pb;
+
+	pf__packet_begin(pf, ts, 0);
+	pb__begin(pb, PKT_TRACK_DESCRIPTOR);
+	pb__uint(pb, TD_UUID, uuid);
+	pb__uint(pb, TD_PARENT_UUID, parent);
+	pb__begin(pb, TD_THREAD);
+	pb__int(pb, THD_PID, (__s32)pid);
+	pb__int(pb, THD_TID, tid);
+	if (name && *name)
+		pb__string(pb, THD_THREAD_NAME, name);
+	pb__end(pb);
+	pb__end(pb);
+	return pf__packet_end(pf);
+}
+
+static int pf__describe_track(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent,
+			      const struct pf_kind *k)
+{
+	struct pb *pb = &pf->pb;
+
+	pf__packet_begin(pf, ts, 0);
+	pb__begin(pb, PKT_TRACK_DESCRIPTOR);
+	pb__uint(pb, TD_UUID, uuid);
+	if (parent)
+		pb__uint(pb, TD_PARENT_UUID, parent);
+	pb__string(pb, TD_NAME, k->style ? k->style->track : k->kind);
+	if (k->style && k->style->desc)
+		pb__string(pb, TD_DESCRIPTION, k->style->desc);
+	pb__end(pb);
+	return pf__packet_end(pf);
+}
+
+/*
+ * The process and thread tracks of EV, described the first time they are used and again
+ * when the model learnt a new name (exec, prctl(PR_SET_NAME)). Returns the thread's uuid in
+ * *uuid, or a negative errno.
+ */
+static int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_model *m,
+			    __u64 *uuid)
+{
+	const char *pname = trace_model__process_name(m, ev->pid);
+	const char *cmdline = trace_model__cmdline(m, ev->pid);
+	const char *tname = trace_model__thread_name(m, ev->tid);
+	struct pf_thread *t;
+	struct pf_proc *p;
+	__u64 puuid;
+	int err;
+
+	if (!tname && ev->tid == ev->pid)
+		tname = pname;
+	p = hmap__get(pf->procs, (struct hkey){ .a = ev->pid }, 1);
+	if (!p)
+		return -ENOMEM;
+	/* A name the model forgot (exec clears the command line until the next snapshot)
+	 * keeps the last one said: only news is described again. */
+	if (!p->uuid || (pname && pname != p->name) || (cmdline && cmdline != p->cmdline)) {
+		if (!p->uuid)
+			p->uuid = pf->next_uuid++;
+		if (pname)
+			p->name = pname;
+		if (cmdline)
+			p->cmdline = cmdline;
+		err = pf__describe_process(pf, ev->ts, p->uuid, ev->pid, p->name, p->cmdline);
+		if (err)
+			return err;
+	}
+	puuid = p->uuid;
+	t = hmap__get(pf->threads, (struct hkey){ .a = (__u64)ev->pid << 32 | ev->tid }, 1);
+	if (!t)
+		return -ENOMEM;
+	if (!t->uuid || (tname && t->name != tname)) {
+		if (!t->uuid)
+			t->uuid = pf->next_uuid++;
+		if (tname)
+			t->name = tname;
+		err = pf__describe_thread(pf, ev->ts, t->uuid, puuid, ev->pid, ev->tid, tname);
+		if (err)
+			return err;
+	}
+	*uuid = t->uuid;
+	return 0;
+}
+
+/* The track of EV's kind under PARENT (a thread track, or 0 for a root track). */
+static int pf__kind_track(struct pf *pf, const struct event *ev, __u64 parent, __u64 *uuid)
+{
+	struct pf_kind *k;
+	__u64 *u;
+	__u32 idx;
+
+	k = pf__kind(pf, ev->kind ? ev->kind : "event", &idx);
+	if (!k)
+		return -E2BIG;
+	u = hmap__get(pf->children,
+		      (struct hkey){ .a = parent ? (__u64)ev->pid << 32 | ev->tid : 0, .b = idx + 1 },
+		      1);
+	if (!u)
+		return -ENOMEM;
+	if (!*u) {
+		*u = pf->next_uuid++;
+		*uuid = *u;
+		return pf__describe_track(pf, ev->ts, *uuid, parent, k);
+	}
+	*uuid = *u;
+	return 0;
+}
+
+/* The iid of S in POOL; a new one is queued for the packet's InternedData. 0 = no memory. */
+static __u32 pf__intern(struct pf *pf, struct string_pool *pool, __u32 field, const char *s)
+{
+	int is_new = 0;
+	__u32 iid = string_pool__intern(pool, s ? s : "", &is_new);
+
+	if (iid && is_new && pf->nfresh < sizeof(pf->fresh) / sizeof(pf->fresh[0]))
+		pf->fresh[pf->nfresh++] = (struct pf_intern){ field, iid, s ? s : "" };
+	return iid;
+}
+
+static void pf__interned_data(struct pf *pf)
+{
+	struct pb *pb = &pf->pb;
+	__u32 i;
+
+	if (!pf->nfresh)
+		return;
+	pb__begin(pb, PKT_INTERNED_DATA);
+	for (i = 0; i < pf->nfresh; i++) {
+		pb__begin(pb, pf->fresh[i].field);
+		pb__uint(pb, INTERNED_IID, pf->fresh[i].iid);
+		pb__string(pb, INTERNED_NAME, pf->fresh[i].str);
+		pb__end(pb);
+	}
+	pb__end(pb);
+	pf->nfresh = 0;
+}
+
+static int pf__annotation(struct pf *pf, const struct event_arg *a)
+{
+	struct pb *pb = &pf->pb;
+	__u32 iid = pf__intern(pf, pf->keys, ID_DEBUG_ANNOTATION_NAMES, a->key);
+
+	if (!iid)
+		return -ENOMEM;
+	pb__begin(pb, TE_DEBUG_ANNOTATIONS);
+	pb__uint(pb, DA_NAME_IID, iid);
+	switch (a->kind) {
+	case EVENT_ARG_U64:
+		pb__uint(pb, DA_UINT_VALUE, a->u);
+		break;
+	case EVENT_ARG_S64:
+		pb__int(pb, DA_INT_VALUE, a->s);
+		break;
+	case EVENT_ARG_HEX:
+		/* The UI prints pointer values in hex, as dump does. */
+		pb__uint(pb, DA_POINTER_VALUE, a->u);
+		break;
+	case EVENT_ARG_STR:
+		pb__string(pb, DA_STRING_VALUE, a->str);
+		break;
+	}
+	pb__end(pb);
+	return 0;
+}
+
+/* A BEGIN (dur > 0) or INSTANT packet with EV's name, kind and arguments, on TRACK. */
+static int pf__event_start(struct pf *pf, const struct event *ev, __u64 track)
+{
+	struct pb *pb = &pf->pb;
+	__u32 name_iid, cat_iid, i;
+	int err;
+
+	pf->nfresh = 0;
+	name_iid = pf__intern(pf, pf->names, ID_EVENT_NAMES, ev->name);
+	cat_iid = pf__intern(pf, pf->cats, ID_EVENT_CATEGORIES, ev->kind);
+	if (!name_iid || !cat_iid)
+		return -ENOMEM;
+	pf__packet_begin(pf, ev->ts, SEQ_NEEDS_INCREMENTAL_STATE);
+	pb__begin(pb, PKT_TRACK_EVENT);
+	pb__uint(pb, TE_TYPE, ev->dur ? TE_TYPE_SLICE_BEGIN : TE_TYPE_INSTANT);
+	pb__uint(pb, TE_TRACK_UUID, track);
+	pb__uint(pb, TE_CATEGORY_IIDS, cat_iid);
+	pb__uint(pb, TE_NAME_IID, name_iid);
+	for (i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++) {
+		err = pf__annotation(pf, &ev->args[i]);
+		if (err)
+			return err;
+	}
+	pb__end(pb);
+	/* After the event in the packet, before it in meaning: readers look fields up by id. */
+	pf__interned_data(pf);
+	return pf__packet_end(pf);
+}
+
+static int pf__event_end(struct pf *pf, __u64 ts, __u64 track)
+{
+	struct pb *pb = &pf->pb;
+
+	pf__packet_begin(pf, ts, 0);
+	pb__begin(pb, PKT_TRACK_EVENT);
+	pb__uint(pb, TE_TYPE, TE_TYPE_SLICE_END);
+	pb__uint(pb, TE_TRACK_UUID, track);
+	pb__end(pb);
+	return pf__packet_end(pf);
+}
+
+static int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v)
+{
+	struct pb *pb = &pf->pb;
+
+	pf__packet_begin(pf, ts, 0);
+	pb__begin(pb, PKT_TRACK_EVENT);
+	pb__uint(pb, TE_TYPE, TE_TYPE_COUNTER);
+	pb__uint(pb, TE_TRACK_UUID, track);
+	pb__int(pb, TE_COUNTER_VALUE, v);
+	pb__end(pb);
+	return pf__packet_end(pf);
+}
+
+/* The "events lost" counter: cumulative over every cause, one value per loss record. */
+static int pf__loss(struct pf *pf, const struct bs_hdr *rec)
+{
+	const struct bs_loss *l = (const void *)rec;
+	struct pb *pb = &pf->pb;
+	int err;
+
+	if (rec->size < sizeof(*l))
+		return 0;
+	if (!pf->lost_uuid) {
+		pf->lost_uuid = pf->next_uuid++;
+		pf__packet_begin(pf, rec->ts, 0);
+		pb__begin(pb, PKT_TRACK_DESCRIPTOR);
+		pb__uint(pb, TD_UUID, pf->lost_uuid);
+		pb__string(pb, TD_NAME, "events lost");
+		pb__string(pb, TD_DESCRIPTION,
+			   "Events the recorder lost so far, every cause together (bpfsight info "
+			   "shows them by cause).");
+		pb__begin(pb, TD_COUNTER);
+		pb__uint(pb, CD_UNIT, CD_UNIT_COUNT);
+		pb__end(pb);
+		pb__end(pb);
+		err = pf__packet_end(pf);
+		/* Start the line at zero where recording started, so the first step shows. */
+		if (!err && pf->start_mono && pf->start_mono < rec->ts)
+			err = pf__counter(pf, pf->start_mono, pf->lost_uuid, 0);
+		if (err)
+			return err;
+	}
+	pf->lost_total += l->count;
+	return pf__counter(pf, rec->ts, pf->lost_uuid, (__s64)pf->lost_total);
+}
+
+static void pf__free(struct pf *pf)
+{
+	if (!pf)
+		return;
+	if (pf->gz)
+		gzclose(pf->gz);
+	else if (pf->fd >= 0)
+		close(pf->fd);
+	pb__free(&pf->pb);
+	string_pool__free(pf->names);
+	string_pool__free(pf->cats);
+	string_pool__free(pf->keys);
+	hmap__free(pf->procs);
+	hmap__free(pf->threads);
+	hmap__free(pf->children);
+	free(pf);
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static void *perfetto_open(const char *out, const struct trace_meta *meta, int *errp)
+{
+	struct pf *pf = calloc(1, sizeof(*pf));
+	int err = -ENOMEM;
+
+	if (!pf)
+		goto fail;
+	pf->fd = -1;
+	pf->next_uuid = 1;
+	if (pb__init(&pf->pb, 2 * PF_FLUSH_BYTES))
+		goto fail;
+	pf->names = string_pool__new();
+	pf->cats = string_pool__new();
+	pf->keys = string_pool__new();
+	pf->procs = hmap__new(sizeof(struct pf_proc));
+	pf->threads = hmap__new(sizeof(struct pf_thread));
+	pf->children = hmap__new(sizeof(__u64));
+	if (!pf->names || !pf->cats || !pf->keys || !pf->procs || !pf->threads || !pf->children)
+		goto fail;
+	/* cmd_export removed any old OUT; never write through a symlink planted meanwhile. */
+	pf->fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (pf->fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (has_suffix(out, ".gz")) {
+		/* Level 1: most of the size gain at a fraction of the default level's time. */
+		pf->gz = gzdopen(pf->fd, "wb1");
+		if (!pf->gz)
+			goto fail;
+		pf->fd = -1; /* gzclose closes it */
+		gzbuffer(pf->gz, 256 * 1024);
+	}
+	pf->start_mono = meta ? meta->start.mono_ns : 0;
+	err = pf__clock_snapshot(pf, meta ? &meta->start : NULL, 1);
+	if (err)
+		goto fail;
+	return pf;
+
+fail:
+	pf__free(pf);
+	*errp = err;
+	return NULL;
+}
+
+static int perfetto_record(void *st, const struct bs_hdr *rec, const struct event *ev,
+			   const struct trace_model *m)
+{
+	struct pf *pf = st;
+	__u64 thread = 0, track;
+	int err;
+
+	if (ev) {
+		if (ev->pid || ev->tid) {
+			err = pf__thread_track(pf, ev, m, &thread);
+			if (err)
+				return err;
+		}
+		/* Instants of a thread go on its own track; intervals need their kind's. */
+		if (thread && !ev->dur)
+			track = thread;
+		else if ((err = pf__kind_track(pf, ev, thread, &track)))
+			return err;
+		err = pf__event_start(pf, ev, track);
+		if (!err && ev->dur)
+			err = pf__event_end(pf, ev->ts + ev->dur, track);
+		if (err)
+			return err;
+	}
+	if (rec->type == BS_REC_LOSS)
+		return pf__loss(pf, rec);
+	return 0;
+}
+
+static int perfetto_finish(void *st, const struct trace_model *m, const struct trace_status *status)
+{
+	struct pf *pf = st;
+	int err = 0, e;
+
+	if (status && status->has_end)
+		err = pf__clock_snapshot(pf, &status->end, 0);
+	if (!err)
+		err = pf__flush(pf);
+	if (pf->gz) {
+		e = gzclose(pf->gz);
+		pf->gz = NULL;
+		if (!err && e != Z_OK)
+			err = e == Z_ERRNO && errno ? -errno : -EIO;
+	} else if (pf->fd >= 0) {
+		e = close(pf->fd);
+		pf->fd = -1;
+		if (!err && e)
+			err = -errno;
+	}
+	pf__free(pf);
+	return err;
+}
+
+static void perfetto_abort(void *st)
+{
+	pf__free(st);
+}
+
+const struct exporter export_perfetto = {
+	.format = "perfetto",
+	.desc = "Perfetto protobuf trace, for ui.perfetto.dev (.pftrace; .gz compresses)",
+	.open = perfetto_open,
+	.record = perfetto_record,
+	.finish = perfetto_finish,
+	.abort = perfetto_abort,
+};
