@@ -112,10 +112,7 @@ static int dump_want_kind(const struct dump_opts *o, const char *kind)
 
 static void dump_event(FILE *out, const struct event *ev)
 {
-	const struct event_arg *a;
 	struct json j;
-	char hex[24];
-	__u32 i;
 
 	json__init(&j, out, 0);
 	json__begin_object(&j);
@@ -126,27 +123,7 @@ static void dump_event(FILE *out, const struct event *ev)
 	json__kv_str(&j, "kind", ev->kind ? ev->kind : "");
 	json__kv_str(&j, "name", ev->name ? ev->name : "");
 	json__key(&j, "args");
-	json__begin_object(&j);
-	for (i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++) {
-		a = &ev->args[i];
-		json__key(&j, a->key);
-		switch (a->kind) {
-		case EVENT_ARG_U64:
-			json__u64(&j, a->u);
-			break;
-		case EVENT_ARG_S64:
-			json__s64(&j, a->s);
-			break;
-		case EVENT_ARG_HEX:
-			snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)a->u);
-			json__str(&j, hex);
-			break;
-		case EVENT_ARG_STR:
-			json__str(&j, a->str);
-			break;
-		}
-	}
-	json__end_object(&j);
+	event__json_args(ev, &j);
 	json__end_object(&j);
 	fputc('\n', out);
 }

@@ -2,6 +2,7 @@
 /* Building struct event: bounded everywhere, because decoders run on untrusted records. */
 #include <string.h>
 #include "event.h"
+#include "json.h"
 #include "records.h"
 
 void event__init(struct event *ev, const struct bs_hdr *rec, const char *kind)
@@ -81,4 +82,32 @@ void event__arg_strn(struct event *ev, const char *key, const char *s, __u32 n)
 	dst[len] = 0;
 	ev->strbuf_used += len + 1;
 	event__arg_str(ev, key, dst);
+}
+
+void event__json_args(const struct event *ev, struct json *j)
+{
+	char hex[24];
+
+	json__begin_object(j);
+	for (__u32 i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++) {
+		const struct event_arg *a = &ev->args[i];
+
+		json__key(j, a->key);
+		switch (a->kind) {
+		case EVENT_ARG_U64:
+			json__u64(j, a->u);
+			break;
+		case EVENT_ARG_S64:
+			json__s64(j, a->s);
+			break;
+		case EVENT_ARG_HEX:
+			snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)a->u);
+			json__str(j, hex);
+			break;
+		case EVENT_ARG_STR:
+			json__str(j, a->str);
+			break;
+		}
+	}
+	json__end_object(j);
 }

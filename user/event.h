@@ -51,4 +51,8 @@ void event__arg_str(struct event *ev, const char *key, const char *s);
 /* Copy a fixed-size, maybe unterminated char array (comm) into strbuf and add it. */
 void event__arg_strn(struct event *ev, const char *key, const char *s, __u32 n);
 
+struct json; /* json.h */
+/* Write EV's args as one JSON object value (dump, Chrome export). */
+void event__json_args(const struct event *ev, struct json *j);
+
 #endif /* BPFSIGHT_EVENT_H */

@@ -288,34 +288,11 @@ static void chrome_begin(struct chrome *c, char ph, const char *cat, const char 
 
 static void chrome_args(FILE *f, const struct event *ev)
 {
-	const struct event_arg *a;
 	struct json j;
-	char hex[24];
-	__u32 i;
 
 	fputs(",\"args\":", f);
 	json__init(&j, f, 0);
-	json__begin_object(&j);
-	for (i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++) {
-		a = &ev->args[i];
-		json__key(&j, a->key);
-		switch (a->kind) {
-		case EVENT_ARG_U64:
-			json__u64(&j, a->u);
-			break;
-		case EVENT_ARG_S64:
-			json__s64(&j, a->s);
-			break;
-		case EVENT_ARG_HEX:
-			snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)a->u);
-			json__str(&j, hex);
-			break;
-		case EVENT_ARG_STR:
-			json__str(&j, a->str);
-			break;
-		}
-	}
-	json__end_object(&j);
+	event__json_args(ev, &j);
 }
 
 /* A cumulative counter per cause beside each loss instant: the UI draws loss over time. */
