@@ -21,6 +21,9 @@ endif
 
 .DELETE_ON_ERROR:
 .SUFFIXES:
+# Skeletons and BPF objects are intermediates of pattern chains: keep them, or every
+# make would delete them and rebuild and relink everything the next time.
+.SECONDARY:
 
 WARN	 := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS	 ?= -g -O2
