@@ -300,8 +300,9 @@ def test_export_perfetto_threads():
 
 def test_export_perfetto_loss_counter():
     need_protoc()
-    # A 4 KiB ring under load loses events: loss markers and the cumulative counter show it.
-    p, trace = record([SYSCALLS, "20000", "0"], "-t", "osrt", "--osrt-threshold", "0",
+    # A 4 KiB ring (85 records) under ~0.3 s of load loses events: loss markers and the
+    # cumulative counter show it.
+    p, trace = record([SYSCALLS, "500000", "0"], "-t", "osrt", "--osrt-threshold", "0",
                       "--buffer-size", "4096")
     eq(p.returncode, 0, f"record exit ({p.stderr})")
     lost = helpers.info(trace)["lost_total"]

@@ -4,7 +4,7 @@ import re
 from helpers import check, dump, eq, info, need_root, record, stats, workload
 
 SYSCALLS = workload("syscalls")
-CALLS = 200_000
+CALLS = 500_000
 
 
 def test_ringbuf_overflow_is_counted_exactly():
