@@ -29,7 +29,7 @@ WARN	 := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initiali
 CFLAGS	 ?= -g -O2
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	      -I$(OUT) -Iuser -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
-LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -lm -lpthread
+LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -lstdc++ -lm -lpthread
 LDFLAGS	 ?= -static
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	      -Ivmlinux -Ibpf -MMD -MP
@@ -49,7 +49,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNITS	 := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 FUZZER	 := $(OUT)/tests/fuzz_reader
 
-.PHONY: all deps vmlinux check test-build demo fuzz bench clean help
+.PHONY: all deps vmlinux check test-build demo fuzz bench bench-build clean help
 all: $(OUT)/bpfsight
 
 help:
@@ -58,7 +58,8 @@ help:
 	@echo 'make demo       build, record the bundled demo workload, print its stats'
 	@echo 'make check      build and run the whole test suite (as root)'
 	@echo 'make fuzz       long libFuzzer run of the trace reader (FUZZ_SECONDS=600)'
-	@echo 'make bench      overhead and throughput benchmarks -> bench/RESULTS.md'
+	@echo 'make bench      overhead and throughput benchmarks -> bench/RESULTS.md (< 10 min;'
+	@echo '                BENCH_ARGS=--quick: < 1 min, indicative only)'
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo 'V=1             show full commands'
 
@@ -80,12 +81,14 @@ vmlinux:
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h.tmp
 	$(Q)mv vmlinux/vmlinux.h.tmp vmlinux/vmlinux.h
 
-$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h | $(OUT)/bpf
+$(BPF_OBJS): $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h | $(OUT)/bpf
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $(@:.bpf.o=.tmp.bpf.o)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MT $@ -MF $(@:.o=.d) -c $< -o $(@:.bpf.o=.tmp.bpf.o)
 	$(Q)$(BPFTOOL) gen object $@ $(@:.bpf.o=.tmp.bpf.o)
 
-$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+# A static pattern rule: the -MP stubs in the objects' .d files name the skeletons as empty
+# targets, which would shadow a plain pattern rule once a skeleton is deleted.
+$(SKELS): $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
@@ -103,6 +106,51 @@ $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP $< -o $@ -lpthread
 
+# --- CUDA workloads (tests/workloads/cuda/, used by tests/e2e/test_cuda.py) ---------------
+# Built with the real toolkit; they run without a GPU (every call enters the real library
+# and fails, so probes fire). cuda_api.cu twice: -cudart shared (libcudart.so.13 mapped)
+# and -cudart static (cudart inside the executable). cuda_driver links the stub libcuda
+# (soname libcuda.so.1) and finds it at run time through the rpath $ORIGIN/stubs.
+# Skipped, with a note, where the toolkit is missing.
+CUDA_HOME ?= /usr/local/cuda
+NVCC	  ?= $(CUDA_HOME)/bin/nvcc
+CUDA_WL	  := $(OUT)/tests/cuda
+CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
+		    cuda_dlopen stubs/libcuda.so.1)
+WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
+
+ifneq ($(wildcard $(NVCC)),)
+test-build: $(CUDA_WORKLOADS)
+else
+test-build: cuda-workloads-skipped
+.PHONY: cuda-workloads-skipped
+cuda-workloads-skipped:
+	@echo "  SKIP     CUDA workloads: no $(NVCC) (set CUDA_HOME); the cuda e2e tests will skip"
+endif
+
+$(CUDA_WL)/cuda_api_%: tests/workloads/cuda/cuda_api.cu | $(CUDA_WL)
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) -g -O1 -cudart $* -Xcompiler -Wall,-Wextra,-Werror $< -o $@
+
+$(CUDA_WL)/cuda_driver: tests/workloads/cuda/cuda_driver.c | $(CUDA_WL)/stubs/libcuda.so.1
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -I$(CUDA_HOME)/include $< -o $@ \
+		-L$(CUDA_HOME)/lib64/stubs -lcuda -Wl,-rpath,'$$ORIGIN/stubs'
+
+$(CUDA_WL)/cuda_dlopen: tests/workloads/cuda/cuda_dlopen.c | $(CUDA_WL)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -ldl
+
+$(CUDA_WL)/stubs/libcuda.so.1:
+	$(Q)mkdir -p $(@D)
+	$(Q)ln -sf $(CUDA_HOME)/lib64/stubs/libcuda.so $@
+
+$(CUDA_WL):
+	$(Q)mkdir -p $@
+
+-include $(wildcard $(CUDA_WL)/*.d)
+# --- end of CUDA workloads -----------------------------------------------------------------
+
 # Unit tests link every user object but main.o (dynamically: they never leave this box).
 $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
@@ -113,7 +161,32 @@ $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -std=gnu11 \
 		-Iuser -Ibpf $^ -o $@ -lzstd -lz
 
-test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER)
+# ELF fixtures for the elf_syms/probe_site tests (built with -g: static functions in .symtab).
+ELF_FIXTURES := $(patsubst tests/fixtures/elf/%.c,$(OUT)/tests/fixtures/%, \
+		  $(wildcard tests/fixtures/elf/*.c))
+$(OUT)/tests/fixtures/%: tests/fixtures/elf/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O2 -fcf-protection -Wall -Wextra -Werror $< -o $@
+
+# nccl family: workloads linked with the CUDA toolkit's real libnccl (rpath: no
+# LD_LIBRARY_PATH needed under bpfsight), and nccl.h for the unit test's ABI checks.
+CUDA_HOME ?= /usr/local/cuda
+NCCL_WORKLOADS := $(patsubst tests/workloads/nccl/%.c,$(OUT)/tests/nccl/%, \
+		    $(wildcard tests/workloads/nccl/*.c))
+$(OUT)/tests/nccl/%: tests/workloads/nccl/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
+		-I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+		-lnccl
+# The test includes it by path: user/nccl.h would shadow <nccl.h>.
+$(OUT)/tests/test_nccl_report: ALL_CFLAGS += -I$(CUDA_HOME)/include \
+	-DCUDA_NCCL_H='"$(CUDA_HOME)/include/nccl.h"'
+test-build: $(NCCL_WORKLOADS)
+-include $(wildcard $(OUT)/tests/nccl/*.d)
+
+test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES)
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)
@@ -125,14 +198,49 @@ fuzz: $(FUZZER)
 demo: $(OUT)/bpfsight $(WORKLOADS)
 	$(Q)tests/demo.sh $(OUT)
 
-bench: $(OUT)/bpfsight $(WORKLOADS) $(OUT)/bench/loadgen
-	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) $(BENCH_ARGS)
+# Benchmark programs (bench/run_bench.py): loads and micro targets, built like the workloads;
+# the CUDA loop over the real libcudart when the toolkit is there; and the floor, a loader of
+# empty BPF programs with its own skeleton.
+BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed)
+CUDA_HOME ?= /usr/local/cuda
+BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop)
+BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(OUT)/bench/floor
 
-# The record-pipeline benchmark's syscall load generator, built like the workloads.
-$(OUT)/bench/loadgen: bench/loadgen.c
+bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
+	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make $(BENCH_ARGS)
+
+bench-build: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
+
+$(BENCH_PROGS): $(OUT)/bench/%: bench/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP $< -o $@ -lpthread
+
+$(OUT)/bench/cuda_loop: bench/cuda_loop.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
+		-I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
+		-Wl,-rpath,$(CUDA_HOME)/lib64
+
+# usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> is in the multiarch directory.
+$(OUT)/bench/floor.bpf.o: bench/floor.bpf.c vmlinux/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -idirafter /usr/include/$(shell $(CC) -dumpmachine) -MT $@ \
+		-MF $(@:.o=.d) -c $< -o $(@:.bpf.o=.tmp.bpf.o)
+	$(Q)$(BPFTOOL) gen object $@ $(@:.bpf.o=.tmp.bpf.o)
+
+$(OUT)/bench/floor.skel.h: $(OUT)/bench/floor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUT)/bench/floor: bench/floor.c $(OUT)/bench/floor.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -I$(OUT)/bench $< -o $@ \
+		-lbpf -lelf -lz
+
+-include $(wildcard $(OUT)/bench/*.d)
 
 $(OUT)/bpf $(OUT)/obj $(OUT)/tests:
 	$(Q)mkdir -p $@

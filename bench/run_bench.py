@@ -1,845 +1,232 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""Record-pipeline benchmark of bpfsight: how many syscall events per second the
-osrt family can record without loss, what each costs on disk, in the recorder's CPU
-and memory, and what happens past saturation.
+"""bpfsight's benchmark suite: what does bpfsight cost, measured side by side in one run
+with empty BPF probes (the floor) and with bpftrace, on this machine.
 
-    python3 bench/run_bench.py --build build [--quick] [--runs R] [--duration S]
+    python3 bench/run_bench.py [--build build] [--quick] [--only SECTIONS] [--results FILE]
+    make bench                     # full: under 10 minutes on 2 cores, writes RESULTS.md
+    make bench BENCH_ARGS=--quick  # under a minute, indicative: prints only
 
-Everything is measured side by side in one run, with build/bench/loadgen (raw getppid
-syscalls, one thread or more, optionally paced) as the load:
+Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end -->):
 
-  1. untraced        the generator alone: its calls/s
-  2. traced          bpfsight record -t osrt --osrt-threshold 0 -- loadgen: one event per
-                     syscall; rate, events, loss, bytes/event, recorder CPU% and RSS
-  3. paced           fixed target rates, to find the highest one sustained with zero loss
-  4. saturation      2 unpaced threads, --buffer-size 256K and 64K: losses must be
-                     counted, and events + lost must equal the syscalls made
-  5. default         the default threshold (1 us): short calls aggregated in-kernel;
-                     osrt_sum's getppid count must equal the calls made
+  probes     per-probe cost on micro targets: emulated first instruction, single-stepped
+             one, USDT site; and bpfsight on the real libcudart (bench_probes.py)
+  families   per family on realistic workloads: osrt, sched; hooks for cuda, nccl; the gil
+             family's own bench/bench_gil.py in full mode (bench_families.py)
+  pipeline   record pipeline: events/s with zero loss, bytes/event, recorder CPU and RSS,
+             saturation (bench_pipeline.py)
 
-Every figure is the median of R runs with its min..max. Goals are flagged, never fatal;
-the exit status is non-zero only when the benchmark itself could not run. The results go
-to stdout and to bench/RESULTS.md, between the <!-- pipeline:begin/end --> markers.
-Needs root (bpfsight record does). Python standard library only.
+Figures are medians with their min..max over repeated runs, and ratios (to the untraced
+run, to the floor) rather than absolute times: this machine is noisy. A figure past its goal
+is a regression flag, printed at the end and marked in RESULTS.md; the exit status is
+non-zero only when the benchmark itself could not run. Needs root. Python standard library.
 """
 
 import argparse
-import datetime
-import json
 import os
-import platform
-import re
 import shlex
-import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BEGIN = "<!-- pipeline:begin -->"
-END = "<!-- pipeline:end -->"
-TITLE = ("# bpfsight benchmark results\n\n"
-         "Every figure below comes with the command that measured it.\n")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# Goals: flagged in the output, never fatal.
-GOAL_RATE = 1_000_000          # zero loss up to this many events/s (or the untraced limit)
-GOAL_BYTES_PER_EVENT = 6.0
-GOAL_RSS_MB = 64.0
-# (target events/s, generator threads). A traced thread spends most of each call in the
-# probes, so one thread tops out near 1 M calls/s here: the higher targets are split over
-# two threads (busy-waiting, so on 2 CPUs they compete with the recorder).
-PACED = [(100_000, 1), (250_000, 1), (500_000, 1), (1_000_000, 2), (1_500_000, 2),
-         (2_000_000, 2)]
-# 256K is the brief's small buffer; on this VM it loses only when the recorder is scheduled
-# late, so 64K (wakeup every 16K) is run too, which loses in every run.
-SATURATION_BUFFERS = ["256K", "64K"]
-# A paced run sustains its target when it reaches this share of it with zero loss.
-SUSTAIN_SHARE = 0.95
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+import bench_families  # noqa: E402
+import bench_pipeline  # noqa: E402
+import bench_probes  # noqa: E402
+from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  # noqa: E402
+                          end, machine, machine_line, write_block)
 
+SECTIONS = {"probes": bench_probes, "families": bench_families, "pipeline": bench_pipeline}
+# Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
+ORDER = ["summary", "probes", "families", "gil", "pipeline"]
 
-def die(msg):
-    print(f"run_bench: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-# ---------------------------------------------------------------- statistics
-
-def spread(values):
-    """(median, min, max) of a non-empty list, or (None, None, None)."""
-    values = [v for v in values if v is not None]
-    if not values:
-        return (None, None, None)
-    return (statistics.median(values), min(values), max(values))
+# Repeats and durations. Full: < 10 min on 2 cores with the gil benchmark; quick: < 1 min.
+PARAMS = {
+    "full": {
+        "probe_ms": 200, "probe_rounds": 3, "probe_sessions": 2,
+        "family_rounds": 5, "family_seconds": 1.0, "find_dirs": ["/usr"],
+        "pipeline_runs": 5, "pipeline_duration": 3.0,
+        "quiet_wait": 20, "quiet_budget": 60,
+    },
+    "quick": {
+        "probe_ms": 40, "probe_rounds": 3, "probe_sessions": 1,
+        "family_rounds": 3, "family_seconds": 0.3, "find_dirs": ["/usr/include"],
+        "pipeline_runs": 2, "pipeline_duration": 0.5,
+        "quiet_wait": 2, "quiet_budget": 4,
+    },
+}
 
 
-def fmt_num(v, unit="", digits=0):
-    if v is None:
-        return "n/a"
-    if unit == "/s" or (abs(v) >= 10000 and digits == 0):
-        if abs(v) >= 999_500:
-            return f"{v / 1e6:.2f} M{unit}"
-        if abs(v) >= 1e3:
-            return f"{v / 1e3:.0f} k{unit}"
-    return f"{v:,.{digits}f}{unit}"
+class Context:
+    """What a section gets: options, parameters, the runner, the machine, the goals."""
 
-
-def fmt_spread(values, unit="", digits=0):
-    med, lo, hi = spread(values)
-    if med is None:
-        return "n/a"
-    if lo == hi:
-        return f"{fmt_num(med, unit, digits)} (all {len(values)} runs)"
-    lo, hi = fmt_num(lo, unit, digits), fmt_num(hi, unit, digits)
-    return f"{fmt_num(med, unit, digits)} ({lo} .. {hi})"
-
-
-def flag(ok):
-    return "met" if ok else "NOT met"
-
-
-# ---------------------------------------------------------------- running things
-
-class Bench:
     def __init__(self, args):
         self.args = args
-        build = args.build
-        self.build_arg = build
-        self.build = build if os.path.isabs(build) else os.path.join(REPO, build)
-        self.bpfsight = os.path.join(self.build, "bpfsight")
-        self.loadgen = os.path.join(self.build, "bench", "loadgen")
-        self.tmp = tempfile.mkdtemp(prefix="bpfsight-bench-")
-        self.ntrace = 0
-        self.commands = {}      # section -> display command (with placeholders)
+        self.quick = args.quick
+        self.params = dict(PARAMS["quick" if args.quick else "full"])
+        if args.runs:
+            self.params.update(family_rounds=args.runs, pipeline_runs=args.runs)
+        if args.duration:
+            self.params["pipeline_duration"] = args.duration
+        # The pipeline section reads these two from args.
+        args.runs = self.params["pipeline_runs"]
+        args.duration = self.params["pipeline_duration"]
+        self.r = Runner(args.build)
+        self.machine = machine()
+        self.goals = Goals()
+        self.quiet = None
+        self.sections = args.only
+        self.invocation = invocation(args)
 
-    def rel(self, path):
-        """A path as the README-style commands show it: relative to the repo root."""
-        r = os.path.relpath(path, REPO)
-        return path if r.startswith("..") else r
-
-    def make(self):
-        targets = [os.path.join(self.build_arg, "bpfsight"),
-                   os.path.join(self.build_arg, "bench", "loadgen")]
-        cmd = ["make", "-s", f"OUT={self.build_arg}"] + targets
-        print(f"$ {' '.join(cmd)}", flush=True)
-        r = subprocess.run(cmd, cwd=REPO)
-        if r.returncode:
-            die(f"building the benchmark binaries failed: {' '.join(cmd)}")
-
-    def loadgen_args(self, threads=1, rate=None, duration=None, calls=None):
-        a = []
-        if threads != 1:
-            a += ["-t", str(threads)]
-        if rate:
-            a += ["-r", str(int(rate))]
-        if calls:
-            a += ["-n", str(int(calls))]
-        else:
-            a += ["-d", f"{duration or self.args.duration:g}"]
-        return a
-
-    def untraced(self, **kw):
-        cmd = [self.loadgen] + self.loadgen_args(**kw)
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if r.returncode:
-            die(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
-        return {"loadgen": json.loads(r.stdout), "cmd": cmd}
-
-    def record(self, threshold="0", buffer_size=None, stats=False, during=None, **kw):
-        """One traced run: the generator under bpfsight record, and what bpfsight spent."""
-        self.ntrace += 1
-        trace = os.path.join(self.tmp, f"run{self.ntrace}.bst")
-        rec = [self.bpfsight, "record", "-f", "-o", trace, "-t", "osrt"]
-        if threshold is not None:
-            rec += ["--osrt-threshold", threshold]
-        if buffer_size:
-            rec += ["--buffer-size", buffer_size]
-        cmd = rec + ["--"] + [self.loadgen] + self.loadgen_args(**kw)
-        out_path = os.path.join(self.tmp, "stdout")
-        err_path = os.path.join(self.tmp, "stderr")
-        with open(out_path, "w") as out, open(err_path, "w") as err:
-            t0 = time.monotonic()
-            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-            extra = during(p) if during else None
-            # Wait without reaping: the zombie's /proc/PID/stat still holds its own
-            # utime and stime (fields 14, 15), apart from the generator's (the child
-            # bpfsight reaped is in cutime/cstime, and in wait4's rusage).
-            os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
-            wall = time.monotonic() - t0
-            cpu = None
-            try:
-                with open(f"/proc/{p.pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK
-            except (OSError, IndexError, ValueError):
-                pass
-            _, status, ru = os.wait4(p.pid, 0)
-            p.returncode = os.waitstatus_to_exitcode(status)
-        with open(out_path) as f:
-            stdout = f.read()
-        with open(err_path) as f:
-            stderr = f.read()
-        if p.returncode:
-            die(f"{' '.join(cmd)} exited {p.returncode}:\n{stderr.strip()}")
-        try:
-            gen = json.loads(stdout.strip().splitlines()[-1])
-        except (IndexError, ValueError):
-            die(f"no JSON from the generator under {' '.join(cmd)}:\n{stdout}{stderr}")
-        info = self.json_of([self.bpfsight, "info", "--json", trace])
-        size = os.path.getsize(trace)
-        syscalls = info.get("events", {}).get("syscall", 0)
-        res = {
-            "cmd": cmd, "loadgen": gen, "info": info, "size": size,
-            "syscall_events": syscalls,
-            "agg_records": info.get("events", {}).get("syscall_agg", 0),
-            "lost_total": info.get("lost_total", 0),
-            "lost": info.get("lost", {}),
-            "bytes_per_event": size / syscalls if syscalls else None,
-            "wall_s": wall,
-            "cpu_s": cpu,
-            "cpu_pct": 100.0 * cpu / wall if cpu is not None and wall > 0 else None,
-            "cpu_ns_per_event": 1e9 * cpu / syscalls if cpu is not None and syscalls else None,
-            "maxrss_mb": ru.ru_maxrss / 1024.0,
-            "clean_close": info.get("clean_close"),
-            "during": extra,
-        }
-        if stats:
-            rep = self.json_of([self.bpfsight, "stats", "--format", "json", "-r", "osrt_sum",
-                                trace])
-            rows = rep.get("reports", {}).get("osrt_sum", [])
-            res["osrt_sum"] = {r.get("name"): r.get("count", 0) for r in rows}
-        os.unlink(trace)
-        return res
-
-    def prog_stats(self, p, window):
-        """While p records: mean run time of its osrt programs over `window` seconds, from
-        the kernel's BPF stats (run_time_ns / run_cnt, as `bpftool prog show` reports).
-        A previous recording's programs can linger a moment after it exits: only ids
-        above those present when p started are p's."""
-        def snap(floor):
-            r = subprocess.run(["bpftool", "prog", "show", "--json"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
-            out = {}
-            for prog in json.loads(r.stdout or "[]"):
-                name = prog.get("name", "")
-                for side in ("enter", "exit"):
-                    if name.startswith(f"osrt_{side}_") and prog["id"] > floor:
-                        out[side] = (prog["id"], prog.get("run_cnt", 0),
-                                     prog.get("run_time_ns", 0))
-            return out
-        floor = max([v[0] for v in snap(0).values()] + [0])
-        deadline = time.monotonic() + 10
-        while p.poll() is None and len(snap(floor)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(window / 2)
-        a = snap(floor)
-        time.sleep(window)
-        c = snap(floor)
-        res = {}
-        for side in ("enter", "exit"):
-            if side in a and side in c and c[side][0] == a[side][0] and c[side][1] > a[side][1]:
-                res[side] = (c[side][2] - a[side][2]) / (c[side][1] - a[side][1])
-        return res
-
-    def json_of(self, cmd):
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if r.returncode:
-            die(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
-        return json.loads(r.stdout)
-
-    def show_cmd(self, cmd):
-        """The command as RESULTS.md shows it: repo-relative binaries, a placeholder file."""
-        out = []
-        for a in cmd:
-            if a.startswith(self.tmp):
-                a = "T.bst"
-            elif a.startswith(REPO + os.sep):
-                a = self.rel(a)
-            out.append(a)
-        return shlex.join(out)
-
-    def cleanup(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
+    def progress(self, label, i, n, text):
+        print(f"  {label:<26} {i}/{n}: {text}", flush=True)
 
 
-def progress(label, i, n, text):
-    print(f"  {label:<22} run {i}/{n}: {text}", flush=True)
+def invocation(args):
+    """The command that reproduces this run, as RESULTS.md shows it (markdown)."""
+    cmd = ["python3", "bench/run_bench.py", "--build", args.build]
+    if args.quick:
+        cmd.append("--quick")
+    if args.only_given:
+        cmd += ["--only", ",".join(args.only)]
+    if args.runs_given:
+        cmd += ["--runs", str(args.runs_given)]
+    if args.duration_given:
+        cmd += ["--duration", f"{args.duration_given:g}"]
+    text = f"`{shlex.join(cmd)}`"
+    if not (args.only_given or args.runs_given or args.duration_given):
+        text += (f" (`make bench OUT={args.build}"
+                 f"{' BENCH_ARGS=--quick' if args.quick else ''}`)")
+    return text
 
 
-# ---------------------------------------------------------------- the benchmark
-
-def machine():
-    model = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    virt = "no"
-    try:
-        with open("/proc/cpuinfo") as f:
-            if re.search(r"^flags\s*:.*\bhypervisor\b", f.read(), re.M):
-                virt = "yes"
-    except OSError:
-        pass
-    try:
-        version = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                 text=True).stdout.strip() or "unknown"
-    except OSError:
-        version = "unknown"
-    return {
-        "nproc": os.cpu_count(),
-        "kernel": platform.release(),
-        "cpu": model,
-        "virt": virt,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "version": version,
-    }
+def build(args):
+    """The binaries the suite runs (make bench-build), unless --no-make."""
+    cmd = ["make", "-s", "-j2", f"OUT={args.build}", "bench-build"]
+    print(f"$ {' '.join(cmd)}", flush=True)
+    if subprocess.run(cmd, cwd=REPO).returncode:
+        die(f"building the benchmark binaries failed: {' '.join(cmd)}")
 
 
-def bpf_stats_pass(b, runs, duration):
-    knob = "/proc/sys/kernel/bpf_stats_enabled"
-    if not shutil.which("bpftool") or not os.access(knob, os.W_OK):
-        print("  (no bpftool or kernel.bpf_stats_enabled: BPF program times skipped)")
-        return None
-    with open(knob) as f:
-        old = f.read().strip()
-    out = {}
-    try:
-        with open(knob, "w") as f:
-            f.write("1")
-        for label, threshold in (("threshold 0", "0"), ("default threshold", None)):
-            vals = []
-            for i in range(runs):
-                r = b.record(threshold=threshold, during=lambda p: b.prog_stats(
-                    p, max(0.2, duration / 3)))
-                vals.append(r["during"])
-                progress(f"bpf_stats {label}", i + 1, runs,
-                         ", ".join(f"{k} {v:.0f} ns" for k, v in r["during"].items())
-                         or "no samples")
-            out[label] = vals
-            b.commands[f"bpf_stats {label}"] = b.show_cmd(r["cmd"])
-    finally:
-        with open(knob, "w") as f:
-            f.write(old)
-    return out
-
-
-def run(args, b):
-    if not args.no_make:
-        b.make()
-    for path in (b.bpfsight, b.loadgen):
-        if not os.access(path, os.X_OK):
-            die(f"{path} is missing: run `make {b.rel(path)}`")
-    R, D = args.runs, args.duration
-    res = {"machine": machine(), "runs": R, "duration": D, "quick": args.quick}
-    print(f"bpfsight record-pipeline benchmark: {R} runs of {D:g} s per figure "
-          f"({res['machine']['nproc']} CPUs, kernel {res['machine']['kernel']})", flush=True)
-
-    # Syscalls the generator makes besides getppid (startup, clone, the final write),
-    # counted by a lossless recording, so that events + lost can be checked exactly.
-    other = {}
-    for t in (1, 2):
-        r = b.record(threshold="0", stats=True, threads=t, calls=20000)
-        other[t] = r["syscall_events"] + r["lost_total"] - r["loadgen"]["calls"]
-        if r["lost_total"] or r["osrt_sum"].get("getppid") != r["loadgen"]["calls"]:
-            print(f"  warning: the {t}-thread baseline recording is not exact "
-                  f"(lost {r['lost_total']}, getppid {r['osrt_sum'].get('getppid')} "
-                  f"of {r['loadgen']['calls']})", flush=True)
-    res["other_syscalls"] = other
-    print(f"  baseline: the generator makes {other[1]} (1 thread) / {other[2]} (2 threads) "
-          f"syscalls besides getppid", flush=True)
-
-    # 1. untraced
-    runs = []
-    for i in range(R):
-        r = b.untraced()
-        runs.append(r)
-        progress("untraced", i + 1, R, f"{r['loadgen']['calls_per_s']:,.0f} calls/s")
-    res["untraced"] = runs
-    b.commands["untraced"] = b.show_cmd(runs[0]["cmd"])
-    untraced_rate = spread([r["loadgen"]["calls_per_s"] for r in runs])[0]
-
-    # 2. traced, unpaced, one event per syscall
-    runs = []
-    for i in range(R):
-        r = b.record(threshold="0")
-        runs.append(r)
-        r["exact"] = r["syscall_events"] + r["lost_total"] - other[1] - r["loadgen"]["calls"]
-        progress("traced (threshold 0)", i + 1, R,
-                 f"{r['loadgen']['calls_per_s']:,.0f} calls/s, {r['syscall_events']:,} events, "
-                 f"lost {r['lost_total']}, {r['bytes_per_event']:.2f} B/event, "
-                 f"CPU {r['cpu_pct']:.1f}%, RSS {r['maxrss_mb']:.1f} MB")
-    res["traced"] = runs
-    b.commands["traced"] = b.show_cmd(runs[0]["cmd"])
-    traced_rate = spread([r["loadgen"]["calls_per_s"] for r in runs])[0]
-
-    # 3. paced
-    goal_rate = min(GOAL_RATE, untraced_rate)
-    paced = []
-    for rate, threads in PACED:
-        runs = []
-        for i in range(R):
-            r = b.record(threshold="0", threads=threads, rate=rate)
-            r["exact"] = (r["syscall_events"] + r["lost_total"] - other[threads]
-                          - r["loadgen"]["calls"])
-            runs.append(r)
-            progress(f"paced {fmt_num(rate, '/s')} x{threads}", i + 1, R,
-                     f"{r['loadgen']['calls_per_s']:,.0f} calls/s, lost {r['lost_total']}, "
-                     f"CPU {r['cpu_pct']:.1f}%")
-        ok_loss = all(r["lost_total"] == 0 for r in runs)
-        reached = spread([r["loadgen"]["calls_per_s"] for r in runs])[0] >= SUSTAIN_SHARE * rate
-        paced.append({"rate": rate, "threads": threads, "runs": runs, "zero_loss": ok_loss,
-                      "reached": reached, "sustained": ok_loss and reached,
-                      "cmd": b.show_cmd(runs[0]["cmd"])})
-    res["paced"] = paced
-    ceiling = 0
-    for p in paced:
-        if not p["sustained"]:
-            break
-        ceiling = p["rate"]
-    res["ceiling"] = ceiling
-    res["goal_rate"] = goal_rate
-    # Two unpaced threads: as many events as this machine can make. No loss there, with
-    # every paced target sustained, means the pipeline outran the load.
-    runs = []
-    for i in range(R):
-        r = b.record(threshold="0", threads=2)
-        r["exact"] = r["syscall_events"] + r["lost_total"] - other[2] - r["loadgen"]["calls"]
-        runs.append(r)
-        progress("unpaced x2", i + 1, R,
-                 f"{r['loadgen']['calls_per_s']:,.0f} calls/s, lost {r['lost_total']}, "
-                 f"CPU {r['cpu_pct']:.1f}%")
-    res["unpaced2"] = runs
-    b.commands["unpaced2"] = b.show_cmd(runs[0]["cmd"])
-    if all(r["lost_total"] == 0 for r in runs) and paced and ceiling == paced[-1]["rate"]:
-        res["ceiling_unpaced"] = spread([r["loadgen"]["calls_per_s"] for r in runs])[0]
-
-    # 4. past saturation: 2 unpaced threads, small ring buffers
-    res["saturation"] = {}
-    b.commands["saturation"] = []
-    for size in SATURATION_BUFFERS:
-        runs = []
-        for i in range(R):
-            r = b.record(threshold="0", buffer_size=size, threads=2)
-            r["exact"] = (r["syscall_events"] + r["lost_total"] - other[2]
-                          - r["loadgen"]["calls"])
-            runs.append(r)
-            progress(f"saturation x2 {size}", i + 1, R,
-                     f"{r['loadgen']['calls']:,} calls, {r['syscall_events']:,} events, "
-                     f"lost {r['lost_total']:,} {r['lost']}, identity off by {r['exact']}")
-        res["saturation"][size] = runs
-        b.commands["saturation"].append(b.show_cmd(runs[0]["cmd"]))
-
-    # 5. default threshold: short calls aggregated in the kernel
-    runs = []
-    for i in range(R):
-        r = b.record(threshold=None, stats=True)
-        r["getppid_sum"] = r["osrt_sum"].get("getppid", 0)
-        r["getppid_ok"] = r["getppid_sum"] == r["loadgen"]["calls"]
-        runs.append(r)
-        progress("default threshold", i + 1, R,
-                 f"{r['loadgen']['calls_per_s']:,.0f} calls/s, {r['syscall_events']:,} events "
-                 f"+ {r['agg_records']} aggregate records, osrt_sum getppid "
-                 f"{r['getppid_sum']:,} of {r['loadgen']['calls']:,} "
-                 f"{'ok' if r['getppid_ok'] else 'MISMATCH'}")
-    res["default"] = runs
-    b.commands["default"] = b.show_cmd(runs[0]["cmd"]) + \
-        "\nbuild/bpfsight stats --format json -r osrt_sum T.bst"
-    # 6. where the traced thread's time goes: the osrt programs' own run time, from the
-    # kernel's BPF stats (kernel.bpf_stats_enabled, restored afterwards). Separate runs:
-    # the stats cost two clock reads per program run.
-    res["bpf_stats"] = bpf_stats_pass(b, min(R, 3), D)
-    b.commands["info"] = "build/bpfsight info --json T.bst"
-    res["commands"] = b.commands
-    return res
-
-
-# ---------------------------------------------------------------- reporting
-
-IDENTITY_SLACK = 2  # pthread_join waits on a futex or not: 0..1 syscall per extra thread
-
-
-def all_saturation(res):
-    return [r for runs in res["saturation"].values() for r in runs]
-
-
-def figures(res):
-    """The headline figures: (name, values, unit, digits, goal text or '')."""
-    tr, un, de = res["traced"], res["untraced"], res["default"]
-    all_traced = (tr + all_saturation(res) + de + res["unpaced2"]
-                  + [r for p in res["paced"] for r in p["runs"]])
-    bpe = [r["bytes_per_event"] for r in tr]
-    rss = [r["maxrss_mb"] for r in all_traced]
-    med_u = spread([r["loadgen"]["calls_per_s"] for r in un])[0]
-    over = [1e9 / r["loadgen"]["calls_per_s"] - 1e9 / med_u for r in tr]
-    over_def = [1e9 / r["loadgen"]["calls_per_s"] - 1e9 / med_u for r in de]
-    res["goals"] = {
-        "zero_loss": res["ceiling"] >= res["goal_rate"],
-        "bytes": spread(bpe)[0] is not None and spread(bpe)[0] <= GOAL_BYTES_PER_EVENT,
-        "rss": max(rss) <= GOAL_RSS_MB,
-    }
-    g = res["goals"]
-    return [
-        ("untraced generator rate (1 thread)", [r["loadgen"]["calls_per_s"] for r in un],
-         "/s", 0, ""),
-        ("traced rate (1 thread, threshold 0)", [r["loadgen"]["calls_per_s"] for r in tr],
-         "/s", 0, ""),
-        ("tracing cost per syscall, threshold 0", over, " ns", 0, ""),
-        ("events recorded", [r["syscall_events"] for r in tr], "", 0, ""),
-        ("events lost", [r["lost_total"] for r in tr], "", 0, ""),
-        ("bytes per event on disk", bpe, " B", 2,
-         f"<= {GOAL_BYTES_PER_EVENT:g} B: {flag(g['bytes'])}"),
-        ("recorder CPU (% of one core)", [r["cpu_pct"] for r in tr], "%", 1, ""),
-        ("recorder CPU per event", [r["cpu_ns_per_event"] for r in tr], " ns", 0, ""),
-        ("recorder max RSS", [r["maxrss_mb"] for r in tr], " MB", 1,
-         f"<= {GOAL_RSS_MB:g} MB (max of all {len(rss)} recordings: {max(rss):.1f} MB): "
-         f"{flag(g['rss'])}"),
-        ("traced rate (1 thread, default 1 us threshold)",
-         [r["loadgen"]["calls_per_s"] for r in de], "/s", 0, ""),
-        ("tracing cost per syscall, default threshold", over_def, " ns", 0, ""),
-    ] + bpf_rows(res)
-
-
-def bpf_rows(res):
-    st = res.get("bpf_stats")
-    if not st:
-        return []
-    rows = []
-    for label, runs in st.items():
-        both = [r["enter"] + r["exit"] for r in runs if "enter" in r and "exit" in r]
-        rows.append((f"osrt BPF programs per syscall, enter+exit ({label})", both, " ns", 0,
-                     ""))
-    return rows
-
-
-def paced_state(p):
-    if p["sustained"]:
-        return "sustained"
-    return "LOSS" if not p["zero_loss"] else "not reached by the generator"
-
-
-def text_report(res):
-    lines = []
-    rows = figures(res)
-    w = max(len(r[0]) for r in rows)
-    lines.append("")
-    lines.append(f"{'figure':<{w}}  {'median (min .. max)':<40}  goal")
-    lines.append("-" * (w + 60))
-    for name, vals, unit, dig, goal in rows:
-        lines.append(f"{name:<{w}}  {fmt_spread(vals, unit, dig):<40}  {goal}")
-    lines.append("")
-    lines.append("paced runs (threshold 0): target x threads -> achieved, lost, recorder CPU")
-    for p in res["paced"]:
-        rr = p["runs"]
-        lines.append(f"  {fmt_num(p['rate'], '/s'):>10} x{p['threads']}: "
-                     f"{fmt_spread([r['loadgen']['calls_per_s'] for r in rr], '/s')}, "
-                     f"lost {fmt_spread([r['lost_total'] for r in rr])}, "
-                     f"CPU {fmt_spread([r['cpu_pct'] for r in rr], '%', 1)}  {paced_state(p)}")
-    rr = res["unpaced2"]
-    lines.append(f"  {'unpaced':>10} x2: "
-                 f"{fmt_spread([r['loadgen']['calls_per_s'] for r in rr], '/s')}, "
-                 f"lost {fmt_spread([r['lost_total'] for r in rr])}, "
-                 f"CPU {fmt_spread([r['cpu_pct'] for r in rr], '%', 1)}")
-    lines.append(zero_loss_sentence(res))
-    lines.append(completeness_sentence(res))
-    for size in res["saturation"]:
-        lines.append("")
-        lines.append(f"saturation (2 threads unpaced, --buffer-size {size}):")
-        for line in saturation_lines(res, size):
-            lines.append("  " + line)
-    lines.append("")
-    lines.append("default threshold (1 us):")
-    for line in default_lines(res):
-        lines.append("  " + line)
-    return "\n".join(lines)
-
-
-def zero_loss_sentence(res):
-    g = res["goals"]["zero_loss"]
-    top = res["paced"] and res["ceiling"] == res["paced"][-1]["rate"]
-    s = (f"Zero-loss ceiling: {'at least ' if top else ''}"
-         f"{fmt_num(res['ceiling'], '/s') if res['ceiling'] else 'none'} "
-         f"(highest paced target, with every lower one, sustained with zero loss in every run"
-         f"{'; it is the highest target tried' if top else ''})")
-    if res.get("ceiling_unpaced"):
-        s += (f"; two unpaced generator threads, the most this machine can make, lost "
-              f"nothing at {fmt_num(res['ceiling_unpaced'], '/s')} (median)")
-    s += f". Goal zero loss up to {fmt_num(res['goal_rate'], '/s')}: {flag(g)}"
-    return s
-
-
-def completeness_sentence(res):
-    runs = [r for r in res["traced"] + res["unpaced2"]
-            + [x for p in res["paced"] for x in p["runs"]] if r["lost_total"] == 0]
-    ok = all(identity_ok(r) for r in runs)
-    offs = sorted({r["exact"] for r in runs})
-    return (f"Every lossless threshold-0 run recorded every call (events == calls + the "
-            f"generator's other syscalls, within {IDENTITY_SLACK}): "
-            f"{'yes' if ok else 'NO'} ({len(runs)} runs, offsets {offs}).")
-
-
-def identity_ok(r):
-    return abs(r["exact"]) <= IDENTITY_SLACK
-
-
-def saturation_lines(res, size):
-    runs = res["saturation"][size]
-    other = res["other_syscalls"][2]
-    out = []
-    for i, r in enumerate(runs, 1):
-        calls = r["loadgen"]["calls"]
-        lhs = r["syscall_events"] + r["lost_total"]
-        verdict = "exact" if r["exact"] == 0 else f"off by {r['exact']:+}"
-        causes = ", ".join(f"{k} {v:,}" for k, v in r["lost"].items()) or "none"
-        out.append(f"run {i}: events {r['syscall_events']:,} + lost {r['lost_total']:,} = "
-                   f"{lhs:,}; calls {calls:,} + other syscalls {other} = {calls + other:,}: "
-                   f"{verdict} (lost by cause: {causes})")
-    nlost = sum(1 for r in runs if r["lost_total"] > 0)
-    ok = all(identity_ok(r) for r in runs)
-    share = [100.0 * r["lost_total"] / (r["syscall_events"] + r["lost_total"]) for r in runs]
-    out.append(f"runs with losses counted: {nlost} of {len(runs)}; events + lost == syscalls "
-               f"made (within {IDENTITY_SLACK}, the generator's pthread_join futex) in every "
-               f"run: {'yes' if ok else 'NO'}; share lost {fmt_spread(share, '%', 2)}; "
-               f"generator rate {fmt_spread([r['loadgen']['calls_per_s'] for r in runs], '/s')}")
-    return out
-
-
-def default_lines(res):
-    runs = res["default"]
-    out = []
-    for i, r in enumerate(runs, 1):
-        out.append(f"run {i}: calls {r['loadgen']['calls']:,}; written: "
-                   f"{r['syscall_events']:,} syscall events (calls >= 1 us) + "
-                   f"{r['agg_records']} aggregate records; osrt_sum getppid count "
-                   f"{r['getppid_sum']:,} == calls: {'yes' if r['getppid_ok'] else 'NO'}; "
-                   f"file {r['size']:,} B")
-    ev = [r["syscall_events"] + r["agg_records"] for r in runs]
-    calls = [r["loadgen"]["calls"] for r in runs]
-    share = [100.0 * e / c for e, c in zip(ev, calls)]
-    out.append(f"records written per syscall made: {fmt_spread(share, '%', 3)}; "
-               f"osrt_sum getppid == calls in every run: "
-               f"{'yes' if all(r['getppid_ok'] for r in runs) else 'NO'}")
-    return out
-
-
-def meaning(res):
-    tr, un, de = res["traced"], res["untraced"], res["default"]
-    sat = all_saturation(res)
-    med_u = spread([r["loadgen"]["calls_per_s"] for r in un])[0]
-    med_t = spread([r["loadgen"]["calls_per_s"] for r in tr])[0]
-    med_d = spread([r["loadgen"]["calls_per_s"] for r in de])[0]
-    bpe = spread([r["bytes_per_event"] for r in tr])[0]
-    cpu = spread([r["cpu_pct"] for r in tr])[0]
-    cpu_ev = spread([r["cpu_ns_per_event"] for r in tr])[0]
-    paced_runs = [x for p in res["paced"] for x in p["runs"]] + res["unpaced2"]
-    rss = max(r["maxrss_mb"] for r in tr + sat + de + paced_runs)
-    small_rss = spread([r["maxrss_mb"] for r in sat])[0]
-    cost_t, cost_d = 1e9 / med_t - 1e9 / med_u, 1e9 / med_d - 1e9 / med_u
-    p = []
-    p.append(f"On this {res['machine']['nproc']}-CPU VM a bare getppid runs at "
-             f"{fmt_num(med_u)} calls/s ({1e9 / med_u:.0f} ns each). Recording every call "
-             f"(`--osrt-threshold 0`) slows the calling thread to {fmt_num(med_t)} calls/s, "
-             f"{cost_t:.0f} ns added per syscall, all of it in the traced thread; the "
-             f"default 1 us threshold, which writes nothing for short calls, still adds "
-             f"{cost_d:.0f} ns, so the per-event output (ring-buffer reserve and submit) is "
-             f"only ~{max(cost_t - cost_d, 0):.0f} ns of it.")
-    st = res.get("bpf_stats")
-    if st and st.get("threshold 0"):
-        ent = spread([r.get("enter") for r in st["threshold 0"]])[0]
-        ext = spread([r.get("exit") for r in st["threshold 0"]])[0]
-        if ent is not None and ext is not None:
-            p.append(f"The kernel's BPF stats put the osrt programs themselves at {ent:.0f} ns "
-                     f"(sys_enter) + {ext:.0f} ns (sys_exit) per call (each run includes the "
-                     f"stats' own two clock reads): the fixed per-syscall path — the target "
-                     f"lookup, a hash-map insert of the start time on entry, lookup and delete "
-                     f"on exit — is what limits one traced thread to about "
-                     f"{fmt_num(med_t)} events/s, not the recorder.")
-    p.append(f"The recorder is cheap: {cpu:.1f}% of one core at {fmt_num(med_t)} events/s "
-             f"({cpu_ev:.0f} ns of CPU per event), at most {rss:.0f} MB RSS (wait4's "
-             f"ru_maxrss; with a 256K/64K ring buffer instead of the default 16 MB it is "
-             f"{small_rss:.0f} MB, so the mapped buffer is the rest), and {bpe:.2f} bytes per "
-             f"event on disk. getppid in a loop is the best case for the on-disk encoding "
-             f"(same pid, tid, nr and return value, near-constant time deltas): a varied "
-             f"syscall mix will cost more bytes per event.")
-    p.append(zero_loss_sentence(res) + ". Paced targets from 1 M/s use two generator "
-             "threads, which busy-wait on both CPUs alongside the recorder, so the recorder "
-             "keeps up even when it has to compete for a CPU.")
-    if sat:
-        ok = all(identity_ok(r) for r in sat)
-        parts = []
-        for size, runs in res["saturation"].items():
-            n = sum(1 for r in runs if r["lost_total"] > 0)
-            share = spread([100.0 * r["lost_total"] / (r["syscall_events"] + r["lost_total"])
-                            for r in runs])[0]
-            parts.append(f"{size}: losses in {n} of {len(runs)} runs, median {share:.2f}% lost")
-        p.append(f"Past saturation (2 unpaced threads, small ring buffers; "
-                 f"{'; '.join(parts)}) losses are counted as ringbuf_full, and events + lost "
-                 f"{'equalled' if ok else 'did NOT equal'} the syscalls made in every run "
-                 f"(within the generator's {IDENTITY_SLACK} variable futex calls): loss is "
-                 f"{'not ' if ok else ''}silent. The consumer is woken when a quarter of the "
-                 f"buffer is full, so a small buffer leaves it little slack to be scheduled "
-                 f"in time while both CPUs run the generator.")
-    ok = all(r["getppid_ok"] for r in de)
-    p.append(f"With the default threshold the file holds only the calls >= 1 us and "
-             f"periodic aggregates, and osrt_sum's getppid count "
-             f"{'equalled' if ok else 'did NOT equal'} the calls made in every run.")
-    return " ".join(p)
-
-
-def markdown(res):
-    m = res["machine"]
-    R, D = res["runs"], res["duration"]
-    c = res["commands"]
-    out = [BEGIN, "## Record pipeline (osrt, one event per syscall)", ""]
-    out.append(f"Measured {m['date']} by `python3 bench/run_bench.py --build build"
-               f"{' --quick' if res['quick'] else ''}` (`make bench"
-               f"{' BENCH_ARGS=--quick' if res['quick'] else ''}`), bpfsight {m['version']}."
-               + (" **Quick run: indicative only.**" if res["quick"] else ""))
+def summary_block(ctx, ran, took):
+    out = [begin("summary"), "## Summary of the last run", ""]
+    out.append(f"{ctx.invocation}: sections {', '.join(ran)}, {took:.0f} s, "
+               f"{ctx.machine['date']}, bpfsight {ctx.machine['version']}."
+               + (" **Quick run: indicative only.**" if ctx.quick else ""))
     out.append("")
-    out.append(f"Machine: {m['nproc']} CPUs ({m['cpu']}), kernel {m['kernel']}, "
-               f"hypervisor: {m['virt']}. Each figure is the median of {R} runs of "
-               f"{D:g} s, with min .. max, all measured in one benchmark invocation, "
-               f"section after section. The load is `build/bench/loadgen`: raw "
-               f"`syscall(SYS_getppid)` in a loop (busy-wait pacer for target rates). "
-               f"Recorder CPU is utime+stime of the bpfsight process alone, start-up (BPF "
-               f"load) included, read from its /proc/PID/stat as a zombie before reaping, "
-               f"over its wall time; max RSS is wait4's ru_maxrss (an upper bound: the max "
-               f"of bpfsight and the generator it reaped, which is ~1-2 MB).")
+    out.append(machine_line(ctx.machine))
     out.append("")
-    out.append("Commands (T.bst is a temporary file; every recording is followed by `"
-               + c["info"] + "`):")
+    regs = ctx.goals.regressions()
+    if regs:
+        out.append(f"**{len(regs)} figure(s) past their goal (REGRESSION):**")
+    else:
+        out.append("Every figure with a goal met it.")
     out.append("")
-    out.append("```")
-    out.append(f"# untraced\n{c['untraced']}")
-    out.append(f"# traced, one event per syscall\n{c['traced']}")
-    out.append("# paced, threshold 0 (two generator threads from 1 M/s: one traced thread "
-               "alone\n# makes 1.5-1.8 M/s here, too close to pace reliably); then two "
-               "unpaced threads")
-    for p in res["paced"]:
-        out.append(p["cmd"])
-    out.append(c["unpaced2"])
-    out.append("# past saturation")
-    out += c["saturation"]
-    out.append(f"# default threshold (1 us)\n{c['default']}")
-    if res.get("bpf_stats"):
-        out.append("# BPF program run time: kernel.bpf_stats_enabled=1 (restored after), and "
-                   "while each\n# recording runs, `bpftool prog show --json` twice: "
-                   "delta run_time_ns / delta run_cnt\n# of osrt_enter_* and osrt_exit_*")
-        out += [v for k, v in c.items() if k.startswith("bpf_stats")]
-    out.append("```")
-    out.append("")
-    out.append("| figure | median (min .. max) | goal |")
-    out.append("|---|---|---|")
-    for name, vals, unit, dig, goal in figures(res):
-        out.append(f"| {name} | {fmt_spread(vals, unit, dig)} | {goal} |")
-    top = res["paced"] and res["ceiling"] == res["paced"][-1]["rate"]
-    out.append(f"| zero-loss ceiling (paced) | {'>= ' if top else ''}"
-               f"{fmt_num(res['ceiling'], '/s') if res['ceiling'] else 'none'} | "
-               f"zero loss up to {fmt_num(res['goal_rate'], '/s')}: "
-               f"{flag(res['goals']['zero_loss'])} |")
-    out.append("")
-    out.append("Paced runs (threshold 0):")
-    out.append("")
-    out.append("| target | threads | achieved calls/s | events lost | recorder CPU | "
-               "bytes/event | verdict |")
-    out.append("|---|---|---|---|---|---|---|")
-    for p in res["paced"]:
-        rr = p["runs"]
-        state = paced_state(p)
-        state = "**LOSS**" if state == "LOSS" else state
-        out.append(f"| {fmt_num(p['rate'], '/s')} | {p['threads']} | "
-                   f"{fmt_spread([r['loadgen']['calls_per_s'] for r in rr], '/s')} | "
-                   f"{fmt_spread([r['lost_total'] for r in rr])} | "
-                   f"{fmt_spread([r['cpu_pct'] for r in rr], '%', 1)} | "
-                   f"{fmt_spread([r['bytes_per_event'] for r in rr], ' B', 2)} | {state} |")
-    rr = res["unpaced2"]
-    out.append(f"| unpaced | 2 | {fmt_spread([r['loadgen']['calls_per_s'] for r in rr], '/s')} | "
-               f"{fmt_spread([r['lost_total'] for r in rr])} | "
-               f"{fmt_spread([r['cpu_pct'] for r in rr], '%', 1)} | "
-               f"{fmt_spread([r['bytes_per_event'] for r in rr], ' B', 2)} | "
-               f"{'no loss' if all(r['lost_total'] == 0 for r in rr) else '**LOSS**'} |")
-    out.append("")
-    out.append(zero_loss_sentence(res) + ". " + completeness_sentence(res))
-    out.append("")
-    out.append(f"Past saturation: 2 unpaced threads. The generator makes "
-               f"{res['other_syscalls'][2]} syscalls besides getppid (counted by a lossless "
-               f"recording in the same invocation), so events + lost must equal calls + "
-               f"{res['other_syscalls'][2]}.")
-    for size in res["saturation"]:
-        out.append("")
-        out.append(f"`--buffer-size {size}`:")
-        out.append("")
-        for line in saturation_lines(res, size):
-            out.append(f"- {line}")
-    out.append("")
-    out.append("Default threshold (1 us), same unpaced load:")
-    out.append("")
-    for line in default_lines(res):
-        out.append(f"- {line}")
-    out.append("")
-    out.append("What this means: " + meaning(res))
-    out.append(END)
+    out.append("| section | figure | this run | goal | verdict |")
+    out.append("|---|---|---|---|---|")
+    for g in ctx.goals.items:
+        verdict = {True: "met", False: "**REGRESSION**", None: "skipped"}[g["met"]]
+        out.append(f"| {g['section']} | {g['figure']} | {g['value'] or ''} | {g['goal']} | "
+                   f"{verdict} |")
+    out.append(end("summary"))
     return "\n".join(out) + "\n"
 
 
-def write_results(path, block):
-    try:
-        with open(path) as f:
-            old = f.read()
-    except FileNotFoundError:
-        old = TITLE
-    pat = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.S)
-    if pat.search(old):
-        new = pat.sub(lambda _: block, old, count=1)
-    else:
-        new = old.rstrip("\n") + "\n\n" + block
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(new)
-    os.replace(tmp, path)
-
-
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build", help="build directory (default: build)")
     ap.add_argument("--quick", action="store_true",
-                    help="2 runs of 1 s per figure (under a minute); indicative only")
-    ap.add_argument("--runs", type=int, help="runs per figure (default 5, quick 2)")
-    ap.add_argument("--duration", type=float, help="seconds per run (default 3, quick 1)")
-    ap.add_argument("--results", default=os.path.join(REPO, "bench", "RESULTS.md"),
-                    help="markdown file to update (default bench/RESULTS.md)")
-    ap.add_argument("--no-results", action="store_true", help="do not write RESULTS.md")
-    ap.add_argument("--json", metavar="FILE", help="also write every raw run as JSON")
-    ap.add_argument("--no-make", action="store_true", help="do not call make first")
+                    help="under a minute, indicative only; prints without writing "
+                         "RESULTS.md unless --results is given")
+    ap.add_argument("--only", help="comma-separated sections: probes, families, pipeline, "
+                                   "gil (default: all)")
+    ap.add_argument("--runs", type=int, help="repeats per figure in families and pipeline "
+                                             "(default 5, quick 2-3)")
+    ap.add_argument("--duration", type=float,
+                    help="seconds per pipeline run (default 3, quick 0.5)")
+    ap.add_argument("--results", help="markdown file to update (default: bench/RESULTS.md "
+                                      "in full mode, none in quick mode)")
+    ap.add_argument("--no-results", action="store_true", help="do not write any results")
+    ap.add_argument("--no-make", action="store_true", help="do not build first")
     args = ap.parse_args()
-    args.runs = args.runs or (2 if args.quick else 5)
-    args.duration = args.duration or (1.0 if args.quick else 3.0)
-    if args.runs < 1 or args.duration <= 0:
+    args.runs_given, args.duration_given = args.runs, args.duration
+    args.only_given = args.only is not None
+    valid = list(SECTIONS) + ["gil"]
+    args.only = [s.strip() for s in args.only.split(",")] if args.only else valid
+    for s in args.only:
+        if s not in valid:
+            die(f"unknown section '{s}' (sections: {', '.join(valid)})")
+    if (args.runs is not None and args.runs < 1) or \
+            (args.duration is not None and args.duration <= 0):
         die("--runs must be >= 1 and --duration > 0")
+    if args.no_results:
+        args.results = None
+    elif not args.results and not args.quick:
+        args.results = os.path.join(REPO, "bench", "RESULTS.md")
+    return args
+
+
+def main():
+    args = parse_args()
     if os.geteuid() != 0:
         die("bpfsight record needs root (or CAP_BPF + CAP_PERFMON): run as root")
-
     t0 = time.monotonic()
-    b = Bench(args)
+    if not args.no_make:
+        build(args)
+    ctx = Context(args)
+    for path in (ctx.r.bpfsight, ctx.r.bench_bin("loadgen"), ctx.r.bench_bin("floor")):
+        if not os.access(path, os.X_OK):
+            die(f"{path} is missing: run `make OUT={args.build} bench-build`")
+    m = ctx.machine
+    print(f"bpfsight benchmark ({'quick' if ctx.quick else 'full'}): {m['nproc']} CPUs "
+          f"({m['cpu']}), kernel {m['kernel']}, bpfsight {m['version']}", flush=True)
+    blocks, texts, ran, timings = {}, [], [], {}
     try:
-        res = run(args, b)
+        for name, mod in SECTIONS.items():
+            if name not in args.only:
+                continue
+            s0 = time.monotonic()
+            print(f"\n== {name}", flush=True)
+            # Per section, so that each states what it waited for.
+            ctx.quiet = Quiet(ctx.params["quiet_wait"], ctx.params["quiet_budget"])
+            res = mod.run(ctx)
+            blocks[name] = mod.markdown(ctx, res)
+            texts.append(mod.text(ctx, res))
+            ran.append(name)
+            timings[name] = time.monotonic() - s0
+            print(f"   ({name}: {timings[name]:.0f} s)", flush=True)
+        # The gil benchmark runs inside families (its figures are its own section); alone
+        # with --only gil.
+        if "gil" in args.only and "families" not in args.only:
+            s0 = time.monotonic()
+            print("\n== gil", flush=True)
+            g = bench_families.gil(ctx)
+            texts.append(f"gil: {'SKIP ' + g['skip'] if g.get('skip') else 'ran'}")
+            ran.append("gil")
+            timings["gil"] = time.monotonic() - s0
+    except BenchError as e:
+        die(str(e))
     finally:
-        b.cleanup()
-    print(text_report(res))
-    print(f"\n(benchmark took {time.monotonic() - t0:.0f} s)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1)
-    if not args.no_results:
-        write_results(args.results, markdown(res))
+        ctx.r.cleanup()
+    took = time.monotonic() - t0
+    for t in texts:
+        print(t)
+    print("\nGoals:")
+    for g in ctx.goals.items:
+        verdict = {True: "met", False: "REGRESSION", None: "skipped"}[g["met"]]
+        print(f"  [{verdict}] {g['section']}: {g['figure']}: {g['value'] or '-'} "
+              f"(goal {g['goal']})")
+    regs = ctx.goals.regressions()
+    if regs:
+        print(f"\nREGRESSION: {len(regs)} figure(s) past their goal: "
+              + "; ".join(f"{g['figure']} = {g['value']} (goal {g['goal']})" for g in regs))
+    print(f"\n(benchmark took {took:.0f} s: "
+          + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) + ")")
+    if args.results:
+        for name, block in blocks.items():
+            write_block(args.results, name, block, ORDER)
+        write_block(args.results, "summary", summary_block(ctx, ran, took), ORDER)
         print(f"wrote {os.path.relpath(args.results)}")
 
 

@@ -3,17 +3,33 @@
  * osrt: latency of every system call of the traced threads. A call at or above
  * threshold_ns becomes a record; a shorter one only bumps an in-kernel aggregate per
  * (thread, syscall), so counts stay exact at any rate while the file stays small.
+ *
+ * The entry time of the call in flight lives in BPF task storage (the _btf programs): a
+ * slot attached to the task_struct, created on the thread's first traced call and freed by
+ * the kernel with the task. A hash keyed by tid cost an insert on every sys_enter and a
+ * delete on every sys_exit (two bucket locks and a free-list round trip, ~250 ns of the
+ * ~450 ns the programs took per call on the benchmark VM, bench/RESULTS.md); the slot
+ * costs a pointer walk. Kernels without BTF (the _raw programs) cannot use task storage,
+ * so they keep the hash, cleaned up when a thread dies inside a call.
  */
 #include "common.bpf.h"
 
 const volatile __u64 threshold_ns = 1000;
 
 struct sys_start {
-	__u64 ts;
+	__u64 ts; /* entry time of the call in flight; 0: none (returned, or never seen) */
 	__u64 nr;
 };
 
-/* tid -> entry time of the call in flight. */
+/* task -> the call in flight (tp_btf programs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sys_start);
+} sys_start_task SEC(".maps");
+
+/* tid -> the call in flight (raw_tp programs, for kernels without BTF). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -27,21 +43,6 @@ struct {
 	__type(key, struct bs_syscall_agg_key);
 	__type(value, struct bs_syscall_agg_val);
 } sys_agg SEC(".maps");
-
-static __always_inline int on_enter(long id)
-{
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
-	struct sys_start st;
-
-	if (!bs_is_target(pid_tgid >> 32))
-		return 0;
-	st.ts = bpf_ktime_get_ns();
-	st.nr = id;
-	if (bpf_map_update_elem(&sys_start, &tid, &st, BPF_ANY))
-		bs_count_loss(BS_LOSS_TASK_MAP);
-	return 0;
-}
 
 static __always_inline void aggregate(__u32 pid, __u32 tid, __u32 nr, __u64 dur)
 {
@@ -65,80 +66,135 @@ static __always_inline void aggregate(__u32 pid, __u32 tid, __u32 nr, __u64 dur)
 		bs_count_loss(BS_LOSS_AGG_MAP);
 }
 
-static __always_inline int on_exit(long ret)
+/* A call of this thread that began at START returned now with RET. */
+static __always_inline void emit(__u64 pid_tgid, __u64 start, __u32 nr, long ret)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, pid = pid_tgid >> 32;
-	struct sys_start *st;
+	__u64 dur = bpf_ktime_get_ns() - start;
 	struct bs_syscall *r;
-	__u64 now, start, dur;
-	__u32 nr;
 
-	/* No entry: the call began before we attached, or the thread is not traced. */
-	st = bpf_map_lookup_elem(&sys_start, &tid);
-	if (!st)
-		return 0;
-	now = bpf_ktime_get_ns();
-	start = st->ts;
-	nr = st->nr;
-	bpf_map_delete_elem(&sys_start, &tid);
-	dur = now - start;
 	if (dur < threshold_ns) {
 		aggregate(pid, tid, nr, dur);
-		return 0;
+		return;
 	}
 	r = bs_reserve(BS_REC_SYSCALL, sizeof(*r), pid, tid, start);
 	if (!r)
-		return 0;
+		return;
 	r->dur = dur;
 	r->ret = ret;
 	r->nr = nr;
 	r->_pad = 0;
 	bs_submit(r);
+}
+
+/*
+ * tp_btf + task storage. The target check runs only on a thread's first traced call: a slot
+ * exists only for a thread of a traced process, a process stays traced until its last
+ * thread exits, and a new process (a recycled pid too) is a new task without a slot.
+ */
+static __always_inline int task_enter(long id)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct sys_start *st;
+
+	st = bpf_task_storage_get(&sys_start_task, task, NULL, 0);
+	if (!st) {
+		if (!bs_is_target(bpf_get_current_pid_tgid() >> 32))
+			return 0;
+		st = bpf_task_storage_get(&sys_start_task, task, NULL,
+					  BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!st) {
+			bs_count_loss(BS_LOSS_TASK_MAP);
+			return 0;
+		}
+	}
+	st->nr = id;
+	st->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int task_exit(long ret)
+{
+	struct sys_start *st;
+	__u64 start;
+
+	/* No slot or no call in flight: not traced, or the call began before we attached. */
+	st = bpf_task_storage_get(&sys_start_task, bpf_get_current_task_btf(), NULL, 0);
+	if (!st || !st->ts)
+		return 0;
+	start = st->ts;
+	st->ts = 0;
+	emit(bpf_get_current_pid_tgid(), start, st->nr, ret);
 	return 0;
 }
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(osrt_enter_btf, struct pt_regs *regs, long id)
 {
-	return on_enter(id);
+	return task_enter(id);
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(osrt_exit_btf, struct pt_regs *regs, long ret)
 {
-	return on_exit(ret);
+	return task_exit(ret);
+}
+
+/* raw_tp + hash: the same semantics without BTF. */
+static __always_inline int hash_enter(long id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct sys_start st;
+
+	if (!bs_is_target(pid_tgid >> 32))
+		return 0;
+	st.ts = bpf_ktime_get_ns();
+	st.nr = id;
+	if (bpf_map_update_elem(&sys_start, &tid, &st, BPF_ANY))
+		bs_count_loss(BS_LOSS_TASK_MAP);
+	return 0;
+}
+
+static __always_inline int hash_exit(long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct sys_start *st;
+	__u64 start;
+	__u32 nr;
+
+	st = bpf_map_lookup_elem(&sys_start, &tid);
+	if (!st)
+		return 0;
+	start = st->ts;
+	nr = st->nr;
+	bpf_map_delete_elem(&sys_start, &tid);
+	emit(pid_tgid, start, nr, ret);
+	return 0;
 }
 
 SEC("raw_tp/sys_enter")
 int BPF_PROG(osrt_enter_raw, struct pt_regs *regs, long id)
 {
-	return on_enter(id);
+	return hash_enter(id);
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(osrt_exit_raw, struct pt_regs *regs, long ret)
 {
-	return on_exit(ret);
+	return hash_exit(ret);
 }
 
-/* A thread that dies inside a call (exit_group, a fatal signal) never returns from it. */
-static __always_inline int on_task_exit(struct task_struct *p)
+/*
+ * A thread that dies inside a call (exit_group, a fatal signal) never returns from it: its
+ * hash entry would stay forever. Task storage needs no such program (freed with the task).
+ */
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(osrt_task_exit_raw, struct task_struct *p)
 {
 	__u32 tid = BPF_CORE_READ(p, pid);
 
 	bpf_map_delete_elem(&sys_start, &tid);
 	return 0;
-}
-
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(osrt_task_exit_btf, struct task_struct *p)
-{
-	return on_task_exit(p);
-}
-
-SEC("raw_tp/sched_process_exit")
-int BPF_PROG(osrt_task_exit_raw, struct task_struct *p)
-{
-	return on_task_exit(p);
 }

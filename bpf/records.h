@@ -29,9 +29,19 @@
 #define BS_REC_EXEC	    0x06 /* successful execve (BPF, always on) */
 #define BS_REC_EXIT	    0x07 /* thread exit (BPF, always on) */
 #define BS_REC_COMM	    0x08 /* thread renamed (BPF, always on) */
+#define BS_REC_SYMBOL	    0x09 /* name of a code address or handle in a process (user space) */
+#define BS_REC_MAP_EXEC	    0x0a /* new code may be mapped: exec, dlopen (BPF; uprobe discovery) */
 #define BS_REC_SYSCALL	    0x10 /* osrt: one system call at or above the threshold */
 #define BS_REC_SYSCALL_AGG  0x11 /* osrt: cumulative in-kernel aggregate per thread+syscall */
 #define BS_REC_OFFCPU	    0x20 /* sched: one off-CPU interval of a thread */
+#define BS_REC_CUDA_CALL    0x30 /* cuda: one runtime or driver API call (struct bs_ucall) */
+#define BS_REC_NCCL_CALL    0x40 /* nccl: one API call (struct bs_ucall) */
+/* 0x50-0x5f: gil family (see its block below) */
+#define BS_REC_GIL_WAIT	    0x50 /* gil: one wait for the GIL at or above the threshold */
+#define BS_REC_GIL_HOLD	    0x51 /* gil (full mode): one hold of the GIL at or above it */
+#define BS_REC_GIL_AGG	    0x52 /* gil: cumulative per-thread totals of every wait and hold */
+#define BS_REC_GIL_BLAME    0x53 /* gil: cumulative wait time per (waiter, holder) thread pair */
+#define BS_REC_GIL_PROC	    0x54 /* gil: how one python process is measured (user space) */
 #define BS_REC_TYPE_MAX	    0x100 /* exclusive bound a reader accepts in this version */
 
 /* Loss causes (BS_REC_LOSS.cause and the index of the `lost` BPF array). */
@@ -148,6 +158,85 @@ struct bs_offcpu {
 	__u32 waker_tid; /* who woke it (0 = preempted or not seen) */
 };
 
+/*
+ * A name learnt at record time for an address in a process: the host stub of a kernel
+ * (cudaLaunchKernel's func) or a driver handle (CUfunction/CUkernel from cuModuleGetFunction
+ * and friends). Written before the first record that needs it. hdr.pid = the process.
+ */
+struct bs_symbol {
+	struct bs_hdr h;
+	__u64 addr;
+	__u32 name_id; /* bs_string id of the (demangled) name */
+	__u32 kind;    /* BS_SYM_* */
+};
+
+#define BS_SYM_HOST_FUNC 1 /* a host-side function address (kernel stub) */
+#define BS_SYM_HANDLE	 2 /* an opaque driver handle (CUfunction, CUkernel) */
+
+/*
+ * New code may be mapped in a traced process: it exec'd (ino/dev = the executable), or the
+ * dynamic linker announced a change of its link map (dlopen, the libraries loaded at start:
+ * ld.so's _dl_debug_state, the hook debuggers use; ino/dev = 0). User space then looks for
+ * probe sites in the files it has not examined yet. hdr.ts = the event.
+ */
+struct bs_map_exec {
+	struct bs_hdr h;
+	__u64 ino;
+	__u32 dev;   /* kernel dev_t: major << 20 | minor */
+	__u32 flags; /* BS_MAP_EXEC_* */
+};
+
+#define BS_MAP_EXEC_STOPPED 0x1 /* BPF sent SIGSTOP: user space probes, then sends SIGCONT */
+#define BS_MAP_EXEC_EXEC    0x2 /* from exec */
+#define BS_MAP_EXEC_DLOPEN  0x4 /* from the dynamic linker's hook */
+
+/*
+ * One call of a probed user-space API function (cuda, nccl): the generic uprobe programs of
+ * bpf/ucall.bpf.h. hdr.ts = entry, written at return. What is captured per function comes
+ * from the probe's bpf_cookie (BS_UCOOKIE below), set by user space from the family's API
+ * table (user/ucall_api.h), whose index is `fn`.
+ */
+#define BS_UCALL_NARGS	      12  /* rdi rsi rdx rcx r8 r9, then 6 stack words */
+#define BS_UCALL_DEREF_STRUCT 192 /* bytes copied for BS_DEREF_STRUCT */
+#define BS_UCALL_DEREF_STRING 512 /* bytes reserved for BS_DEREF_STRING (NUL-terminated) */
+
+struct bs_ucall {
+	struct bs_hdr h;
+	__u64 dur;
+	__s64 ret;	 /* rax at return */
+	__u64 out;	 /* the u64 *args[out_arg] points to, read at return (0 = none/fault) */
+	__u32 fn;	 /* index in the family's API table: part of the file format */
+	__u16 depth;	 /* calls of the same family enclosing this one on this thread */
+	__u16 deref_len; /* bytes that follow the struct: 0, BS_UCALL_DEREF_STRUCT or _STRING */
+	__u64 args[BS_UCALL_NARGS];
+	/* __u8 deref[deref_len]: read at return from (char *)args[deref_arg] + deref_off;
+	 * zero-filled when the read faults. */
+};
+
+/*
+ * bpf_cookie of a ucall probe (both the entry and the return probe carry it):
+ *   bits  0-11 fn       index in the family's API table
+ *   bits 12-15 deref    argument index + 1 whose pointee is copied at return (0 = none;
+ *                       BS_DEREF_ARG_STACK = the caller's stack-argument area, for a large
+ *                       struct passed by value, e.g. ncclUniqueId)
+ *   bits 16-23 off8     byte offset / 8 into that pointee
+ *   bits 24-25 mode     BS_DEREF_*
+ *   bits 26-29 out      argument index + 1 whose u64 pointee is read at return (0 = none)
+ */
+#define BS_DEREF_ARG_STACK 15
+#define BS_DEREF_NONE	0
+#define BS_DEREF_STRUCT 1
+#define BS_DEREF_STRING 2
+
+#define BS_UCOOKIE(fn, deref_arg1, off8, mode, out_arg1)                                           \
+	((__u64)(fn) | (__u64)(deref_arg1) << 12 | (__u64)(off8) << 16 | (__u64)(mode) << 24 |   \
+	 (__u64)(out_arg1) << 26)
+#define BS_UCOOKIE_FN(c)	((__u32)(c) & 0xfff)
+#define BS_UCOOKIE_DEREF_ARG(c) (((__u32)(c) >> 12) & 0xf)
+#define BS_UCOOKIE_DEREF_OFF(c) ((((__u32)(c) >> 16) & 0xff) * 8)
+#define BS_UCOOKIE_MODE(c)	(((__u32)(c) >> 24) & 0x3)
+#define BS_UCOOKIE_OUT_ARG(c)	(((__u32)(c) >> 26) & 0xf)
+
 /* Keys and values of BPF maps that user space reads. */
 struct bs_syscall_agg_key {
 	__u32 pid;
@@ -179,7 +268,127 @@ BS_ASSERT_RECORD(bs_comm, 40);
 BS_ASSERT_RECORD(bs_syscall, 48);
 BS_ASSERT_RECORD(bs_syscall_agg, 64);
 BS_ASSERT_RECORD(bs_offcpu, 56);
+BS_ASSERT_RECORD(bs_symbol, 40);
+BS_ASSERT_RECORD(bs_map_exec, 40);
+BS_ASSERT_RECORD(bs_ucall, 152);
 BS_ASSERT_RECORD(bs_syscall_agg_key, 16);
 BS_ASSERT_RECORD(bs_syscall_agg_val, 32);
+
+/* ---- gil family: bpf/gil.bpf.c, user/gil*.c, docs/GIL.md ---- */
+
+/*
+ * One wait for the GIL that lasted at least the threshold. hdr.tid = the waiter, hdr.ts = when
+ * it began to block (default mode) or entered take_gil (full mode).
+ */
+struct bs_gil_wait {
+	struct bs_hdr h;
+	__u64 dur;
+	__u32 holder_tid; /* the thread holding the GIL when the wait began (0 = unknown) */
+	__u16 rounds;	  /* timed condition waits it took (saturates at 65535) */
+	__u16 flags;	  /* BS_GIL_WAIT_* */
+};
+
+#define BS_GIL_WAIT_MUTEX    0x1 /* it began blocked on the GIL's mutex */
+#define BS_GIL_WAIT_TAKE_GIL 0x2 /* timed from take_gil's entry to its return (full mode) */
+#define BS_GIL_WAIT_HANDOFF  0x4 /* the holder changed meanwhile: BLAME splits the time */
+
+/* Full mode: hdr.tid held the GIL from hdr.ts (take_gil returned) for dur (drop_gil). */
+struct bs_gil_hold {
+	struct bs_hdr h;
+	__u64 dur;
+};
+
+#define BS_GIL_HIST 32 /* log2 buckets: i holds [2^i, 2^(i+1)) ns, 0 also 0 ns, 31 the rest */
+
+/* Per-thread totals of every wait and hold, short or long (BPF map value). */
+struct bs_gil_agg_val {
+	__u64 wait_count;
+	__u64 wait_total_ns;
+	__u64 wait_max_ns;
+	__u64 hold_count; /* full mode */
+	__u64 hold_total_ns;
+	__u64 hold_max_ns;
+	__u64 short_hist[BS_GIL_HIST]; /* waits under the threshold (no WAIT record) by duration */
+};
+
+/*
+ * Cumulative snapshot of a thread's bs_gil_agg_val, written whenever it changed; a reader keeps
+ * the last one per (pid, tid). hdr.ts = snapshot time.
+ */
+struct bs_gil_agg {
+	struct bs_hdr h;
+	__u64 threshold_ns; /* waits and holds from this long on also have their own record */
+	struct bs_gil_agg_val v;
+};
+
+/* Wait time of hdr.tid blamed on holder_tid (cumulative, last snapshot per key counts). */
+struct bs_gil_blame {
+	struct bs_hdr h;
+	__u32 holder_tid; /* 0 = unknown */
+	__u32 _pad;
+	__u64 count;	/* wait segments: a wait during which the holder changed counts for each */
+	__u64 total_ns;
+};
+
+struct bs_gil_blame_key {
+	__u32 pid;
+	__u32 waiter;
+	__u32 holder;
+	__u32 _pad;
+};
+
+struct bs_gil_blame_val {
+	__u64 count;
+	__u64 total_ns;
+};
+
+/* What user space found in a python process, written on discovery and on every change. */
+struct bs_gil_proc {
+	struct bs_hdr h; /* pid = the process */
+	__u64 gil_addr;	 /* struct _gil_runtime_state in the process (0 = none) */
+	__u32 py_version; /* PY_VERSION_HEX (0 = unknown) */
+	__u32 method;	  /* BS_GIL_METHOD_* */
+	__u32 flags;	  /* BS_GIL_PROC_* */
+	__u32 object_id;  /* bs_string: the ELF file holding the interpreter */
+	__u32 note_id;	  /* bs_string: what the method cannot see, or why none applies */
+	__u32 _pad;
+};
+
+#define BS_GIL_METHOD_NONE     0 /* not measured: note_id says why */
+#define BS_GIL_METHOD_CONDWAIT 1 /* the GIL's condition wait (+ its mutex when probed) */
+#define BS_GIL_METHOD_TAKE_GIL 2 /* full mode: take_gil/drop_gil */
+#define BS_GIL_METHOD_NO_GIL   3 /* free-threaded build running without the GIL */
+
+#define BS_GIL_PROC_FREE_THREADED 0x1 /* a free-threaded (3.13t+) build */
+#define BS_GIL_PROC_MUTEX	  0x2 /* waits on the GIL's mutex are seen too */
+#define BS_GIL_PROC_HOLDER	  0x4 /* holder threads are known (thread-state -> tid) */
+#define BS_GIL_PROC_VERIFIED	  0x8 /* the layout was checked against the live interpreter */
+
+/* BPF map value, per process: where its GIL is, and how to read a thread state's tid. */
+struct bs_gil_cfg {
+	__u64 cond;   /* &gil->cond: the only condition variable that counts */
+	__u64 mutex;  /* &gil->mutex (its futex word is at offset 0) */
+	__u64 locked; /* &gil->locked (int) */
+	__u64 holder; /* &gil->last_holder (PyThreadState *) */
+	__u32 tid_off;	       /* PyThreadState: native_thread_id, or thread_id (pthread_t) */
+	__u32 pthread_tid_off; /* 0: tid_off is native_thread_id; else tid's offset in pthread */
+	__u32 flags;	       /* BS_GIL_CFG_* */
+	__u32 _pad;
+};
+
+#define BS_GIL_CFG_MUTEX 0x1 /* count waits on the mutex (needs the holder's tid) */
+#define BS_GIL_CFG_FULL	 0x2 /* take_gil/drop_gil are probed in this process */
+#define BS_GIL_CFG_OFF	 0x4 /* known python without a GIL to watch (free-threaded) */
+
+BS_ASSERT_RECORD(bs_gil_wait, 40);
+BS_ASSERT_RECORD(bs_gil_hold, 32);
+BS_ASSERT_RECORD(bs_gil_agg_val, 304);
+BS_ASSERT_RECORD(bs_gil_agg, 336);
+BS_ASSERT_RECORD(bs_gil_blame, 48);
+BS_ASSERT_RECORD(bs_gil_blame_key, 16);
+BS_ASSERT_RECORD(bs_gil_blame_val, 16);
+BS_ASSERT_RECORD(bs_gil_proc, 56);
+BS_ASSERT_RECORD(bs_gil_cfg, 48);
+/* ---- end of the gil family ---- */
 
 #endif /* BPFSIGHT_RECORDS_H */

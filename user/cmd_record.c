@@ -48,6 +48,16 @@ static void usage(FILE *f)
 		"      --osrt-threshold DUR syscalls shorter than DUR are counted in-kernel, not\n"
 		"                           recorded one by one (default 1us; 0 records all)\n"
 		"      --buffer-size SIZE   BPF ring buffer (default 16M, a power of two)\n"
+		"      --capture-range=cudaProfilerApi\n"
+		"                           keep only what happens between cudaProfilerStart and\n"
+		"                           cudaProfilerStop (repeated ranges allowed), as nsys\n"
+		"      --gil-mode MODE      default: probe only the GIL's contended path (waits;\n"
+		"                           costs nothing while uncontended); full: also every\n"
+		"                           take_gil/drop_gil for exact hold times (~2 probe hits\n"
+		"                           per GIL switch: can slow I/O-heavy threads several x)\n"
+		"      --dry-run            find and list every uprobe site (object, symbol,\n"
+		"                           offset, instruction, cost class); record nothing.\n"
+		"                           With CMD, runs it and lists what was found\n"
 		"  -v, --verbose            libbpf's debug output\n"
 		"  -h, --help               this help\n"
 		"\n"
@@ -198,7 +208,19 @@ static char *join_args(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_THRESHOLD = 256, OPT_BUFFER, OPT_KILL };
+enum { OPT_THRESHOLD = 256, OPT_BUFFER, OPT_KILL, OPT_CAPTURE, OPT_GIL_MODE, OPT_DRY_RUN };
+
+static int parse_capture(const char *s, struct record_opts *o)
+{
+	if (!strcmp(s, "cudaProfilerApi")) {
+		o->capture_range = RECORD_CAPTURE_PROFILER_API;
+		return 0;
+	}
+	/* nvtx:NAME comes with the nvtx family (cupti-shim); until then say so, never ignore it. */
+	if (!strncmp(s, "nvtx:", 5))
+		return -ENOTSUP;
+	return -EINVAL;
+}
 
 int cmd_record(int argc, char **argv)
 {
@@ -212,6 +234,9 @@ int cmd_record(int argc, char **argv)
 		{ "kill", required_argument, NULL, OPT_KILL },
 		{ "osrt-threshold", required_argument, NULL, OPT_THRESHOLD },
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
+		{ "capture-range", required_argument, NULL, OPT_CAPTURE },
+		{ "gil-mode", required_argument, NULL, OPT_GIL_MODE },
+		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -273,6 +298,30 @@ int cmd_record(int argc, char **argv)
 				goto err;
 			}
 			break;
+		case OPT_CAPTURE:
+			ret = parse_capture(optarg, &o);
+			if (ret == -ENOTSUP) {
+				fail("--capture-range=nvtx:NAME needs the nvtx family, which this build "
+				     "does not have yet; use cudaProfilerApi");
+				goto err;
+			} else if (ret) {
+				fail("bad --capture-range '%s': use cudaProfilerApi", optarg);
+				goto err;
+			}
+			break;
+		case OPT_GIL_MODE:
+			if (!strcmp(optarg, "default")) {
+				o.gil_mode = RECORD_GIL_DEFAULT;
+			} else if (!strcmp(optarg, "full")) {
+				o.gil_mode = RECORD_GIL_FULL;
+			} else {
+				fail("bad --gil-mode '%s': use default or full", optarg);
+				goto err;
+			}
+			break;
+		case OPT_DRY_RUN:
+			o.dry_run = 1;
+			break;
 		case 'v':
 			o.verbose = 1;
 			break;
@@ -306,7 +355,9 @@ int cmd_record(int argc, char **argv)
 		fail("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
 		goto err;
 	}
-	if (!o.output)
+	if (o.dry_run)
+		o.output = NULL; /* nothing is written */
+	else if (!o.output)
 		o.output = default_output(outbuf, sizeof(outbuf));
 	libbpf_set_print(o.verbose ? verbose_print : quiet_print);
 	ret = recorder__run(&o);

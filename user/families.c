@@ -7,11 +7,17 @@
 #include "proc.h"
 #include "osrt.h"
 #include "sched.h"
+#include "gil.h"
+#include "cuda.h"
+#include "nccl.h"
 
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
 	&family_osrt,
 	&family_sched,
+	&family_gil,
+	&family_cuda,
+	&family_nccl,
 	NULL,
 };
 

@@ -33,6 +33,19 @@ struct family {
 	int (*attach)(struct record_ctx *ctx, void **state);
 	int (*poll)(struct record_ctx *ctx, void *state);   /* periodic, may be NULL */
 	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
+	/*
+	 * Every ring-buffer record (of any family), before it is written; may be NULL. May write
+	 * records of its own first (e.g. a SYMBOL the record refers to).
+	 */
+	void (*observe)(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
+	/*
+	 * Reading side state kept across one walk of a trace, for decoders that need what came
+	 * before (e.g. which rank a communicator is): created by the trace model, fed every
+	 * record in file order before it is decoded, found with trace_model__walk(). Optional.
+	 */
+	void *(*walk_new)(void);
+	void (*walk_observe)(void *w, const struct bs_hdr *rec);
+	void (*walk_free)(void *w);
 	/* Decode side; arrays end with a zeroed entry. */
 	const struct rec_decoder *decoders;
 	const struct report *const *reports;

@@ -14,12 +14,14 @@
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "capture_gate.h"
 #include "family.h"
 #include "launch.h"
 #include "proc_meta.h"
 #include "recorder.h"
 #include "string_pool.h"
 #include "trace_writer.h"
+#include "uprobe_mgr.h"
 
 #define POLL_MS		20  /* ring buffer drain period when no wakeup comes */
 #define HOUSEKEEP_NS	100000000ull /* losses, targets, chunk age */
@@ -53,7 +55,11 @@ void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 
 
 int record_ctx__write(struct record_ctx *ctx, const void *rec)
 {
-	int err = trace_writer__append(ctx->writer, rec);
+	int err;
+
+	if (!ctx->writer)
+		return 0; /* --dry-run */
+	err = trace_writer__append(ctx->writer, rec);
 
 	if (err && !ctx->write_err)
 		ctx->write_err = err;
@@ -162,6 +168,16 @@ static int on_record(void *arg, void *data, size_t size)
 
 	/* BPF wrote it, but the contract is checked on both sides. */
 	if (size < sizeof(*h) || h->size != size || size % 8)
+		return 0;
+	for (int i = 0; families[i]; i++)
+		if (ctx->attached[i] && families[i]->observe)
+			families[i]->observe(ctx, ctx->states[i], h);
+	if (ctx->uprobes)
+		uprobe_mgr__observe(ctx->uprobes, h);
+	else if (h->type == BS_REC_MAP_EXEC && size >= sizeof(struct bs_map_exec) &&
+		 (((const struct bs_map_exec *)h)->flags & BS_MAP_EXEC_STOPPED))
+		kill(h->pid, SIGCONT); /* probes already gone: never leave a process stopped */
+	if (ctx->gate && !capture_gate__keep(ctx->gate, h))
 		return 0;
 	record_ctx__write(ctx, h);
 	if (h->type == BS_REC_FORK || h->type == BS_REC_EXEC)
@@ -274,8 +290,8 @@ static int targets_alive(const struct record_opts *o, struct launch *l)
 int recorder__run(const struct record_opts *o)
 {
 	struct record_ctx ctx = { .opts = o, .events_fd = -1, .targets_fd = -1, .lost_fd = -1 };
-	void *states[64] = {};
-	int attached[64] = {};
+	void **states = ctx.states;
+	int *attached = ctx.attached;
 	struct launch launch = { .pid = -1, .gate_fd = -1 };
 	struct ring_buffer *rb = NULL;
 	__u64 seen_lost[BS_LOSS_NR] = {}, lost_total = 0;
@@ -294,8 +310,10 @@ int recorder__run(const struct record_opts *o)
 		return 1;
 	fill_meta(&meta, o, fams, sizeof(fams), target, sizeof(target), options, sizeof(options),
 		  &uts, kernel, sizeof(kernel), boot_id, sizeof(boot_id));
-	ctx.writer = trace_writer__open(o->output, &meta, o->force ? TRACE_WRITER_FORCE : 0, &err);
-	if (!ctx.writer) {
+	if (!o->dry_run)
+		ctx.writer = trace_writer__open(o->output, &meta,
+						o->force ? TRACE_WRITER_FORCE : 0, &err);
+	if (!o->dry_run && !ctx.writer) {
 		fprintf(stderr, "bpfsight record: cannot create %s: %s%s\n", o->output,
 			strerror(-err), err == -EEXIST ? " (use --force to overwrite)" : "");
 		goto out;
@@ -319,6 +337,18 @@ int recorder__run(const struct record_opts *o)
 		fprintf(stderr, "bpfsight record: cannot create BPF maps: %s\n", strerror(-err));
 		goto out;
 	}
+	if (o->capture_range != RECORD_CAPTURE_ALL && !(ctx.gate = capture_gate__new()))
+		goto out;
+	/* Targets first: families that look for code to probe scan them as they attach. */
+	if (launched) {
+		ctx.launch_pid = launch.pid;
+		if (add_target(&ctx, launch.pid))
+			goto out;
+	}
+	for (__u32 i = 0; i < o->npids; i++) {
+		if (add_target(&ctx, o->pids[i]))
+			goto out;
+	}
 	for (int i = 0; families[i]; i++) {
 		if (!(o->families & (1ull << i)))
 			continue;
@@ -330,11 +360,13 @@ int recorder__run(const struct record_opts *o)
 		}
 		attached[i] = 1;
 	}
-	if (launched && add_target(&ctx, launch.pid))
+	if (ctx.uprobes)
+		uprobe_mgr__start(ctx.uprobes);
+	if (o->dry_run && !launched) {
+		/* -p / -a: what is mapped now is all there is to list. */
+		uprobe_mgr__print_sites(ctx.uprobes, stdout);
+		ret = 0;
 		goto out;
-	for (__u32 i = 0; i < o->npids; i++) {
-		if (add_target(&ctx, o->pids[i]))
-			goto out;
 	}
 	rb = ring_buffer__new(ctx.events_fd, on_record, &ctx, NULL);
 	if (!rb) {
@@ -353,7 +385,7 @@ int recorder__run(const struct record_opts *o)
 
 	/* Scripts wait for this line: every probe is live from here on. */
 	fprintf(stderr, "bpfsight record: recording %s to %s (families: %s); Ctrl-C to stop\n",
-		target, o->output, fams);
+		target, o->dry_run ? "nothing (--dry-run)" : o->output, fams);
 	start = last_keep = last_poll = last_status = mono_now_ns();
 	for (;;) {
 		err = ring_buffer__poll(rb, POLL_MS);
@@ -365,13 +397,16 @@ int recorder__run(const struct record_opts *o)
 		now = mono_now_ns();
 		if (stop_signal || ctx.write_err)
 			break;
+		if (ctx.uprobes)
+			uprobe_mgr__poll(ctx.uprobes); /* files mapped since: bounded by POLL_MS */
 		if (o->duration_ns && now - start >= o->duration_ns)
 			break;
 		if (now - last_keep < HOUSEKEEP_NS)
 			continue;
 		last_keep = now;
 		account_losses(&ctx, seen_lost, &lost_total);
-		trace_writer__tick(ctx.writer, now);
+		if (ctx.writer)
+			trace_writer__tick(ctx.writer, now);
 		if (!o->system_wide && !targets_alive(o, &launch))
 			break;
 		if (now - last_poll >= FAMILY_POLL_NS) {
@@ -380,14 +415,26 @@ int recorder__run(const struct record_opts *o)
 				if (attached[i] && families[i]->poll)
 					families[i]->poll(&ctx, states[i]);
 		}
-		if (tty && now - last_status >= STATUS_NS) {
+		if (tty && ctx.writer && now - last_status >= STATUS_NS) {
 			last_status = now;
 			print_status(&ctx, start, now, lost_total, 0);
 		}
 	}
 
+	if (o->dry_run) {
+		uprobe_mgr__print_sites(ctx.uprobes, stdout);
+		ret = 0;
+		if (launched) {
+			launch__reap(&launch, 1);
+			ret = launch__exit_status(&launch);
+			launched = 0;
+		}
+		goto out;
+	}
 	/* Stop the probes first (each family writes its final state), then drain. */
-	for (int i = 63; i >= 0; i--)
+	uprobe_mgr__free(ctx.uprobes);
+	ctx.uprobes = NULL;
+	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
 		if (attached[i]) {
 			families[i]->detach(&ctx, states[i]);
 			attached[i] = 0;
@@ -431,9 +478,11 @@ int recorder__run(const struct record_opts *o)
 		launched = 0;
 	}
 out:
-	for (int i = 63; i >= 0; i--)
+	uprobe_mgr__free(ctx.uprobes);
+	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
 		if (attached[i])
 			families[i]->detach(&ctx, states[i]);
+	capture_gate__free(ctx.gate);
 	ring_buffer__free(rb);
 	if (launched)
 		launch__abort(&launch);

@@ -30,7 +30,22 @@ struct record_opts {
 	char **cmd;	 /* launch mode when non-NULL */
 	const char *cmdline; /* bpfsight's own command line, for the file header */
 	__u32 verbose;
+	__u32 dry_run;	     /* --dry-run: find and list probe sites, record nothing */
+	__u32 capture_range; /* RECORD_CAPTURE_* */
+	const char *capture_nvtx; /* --capture-range=nvtx:NAME */
+	__u32 gil_mode;	     /* RECORD_GIL_* */
 };
+
+#define RECORD_CAPTURE_ALL	   0 /* everything from start to stop */
+#define RECORD_CAPTURE_PROFILER_API 1 /* only between cudaProfilerStart and cudaProfilerStop */
+#define RECORD_CAPTURE_NVTX	   2 /* only inside NVTX ranges named capture_nvtx */
+
+#define RECORD_GIL_DEFAULT 0 /* contended path only (production) */
+#define RECORD_GIL_FULL	   1 /* every take_gil/drop_gil too */
+
+struct capture_gate; /* capture_gate.h */
+struct uprobe_mgr;   /* uprobe_mgr.h */
+#define RECORD_MAX_FAMILIES 64
 
 struct record_ctx {
 	const struct record_opts *opts;
@@ -42,6 +57,12 @@ struct record_ctx {
 	int use_btf; /* tp_btf programs, else raw_tp */
 	__u64 attach_failures;
 	int write_err; /* first error from the writer: recording stops on it */
+	pid_t launch_pid; /* the launched CMD (already a target when families attach), or 0 */
+	/* Family states, for the observe hooks (index = families[] index). */
+	void *states[RECORD_MAX_FAMILIES];
+	int attached[RECORD_MAX_FAMILIES];
+	struct capture_gate *gate;  /* NULL unless --capture-range */
+	struct uprobe_mgr *uprobes; /* created by the first uprobe family that attaches */
 };
 
 /*

@@ -8,7 +8,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "family.h"
+#include "stats_math.h"
 #include "trace_model.h"
+
+#define MODEL_MAX_FAMILIES 64
 
 /* Open addressing, linear probing, load factor <= 1/2. */
 struct pool_slot {
@@ -43,6 +47,8 @@ struct trace_model {
 	struct map strings;
 	struct map procs;
 	struct map threads;
+	struct hmap *symbols; /* (pid, addr) -> string id, from SYMBOL records */
+	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom; /* an allocation failed: some names are unknown (lookups say NULL) */
 };
 
@@ -197,6 +203,10 @@ void trace_model__free(struct trace_model *m)
 	free(m->strings.ents);
 	free(m->procs.ents);
 	free(m->threads.ents);
+	hmap__free(m->symbols);
+	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++)
+		if (m->walks[i])
+			families[i]->walk_free(m->walks[i]);
 	free(m);
 }
 
@@ -298,10 +308,36 @@ static void model__comm(struct trace_model *m, const struct bs_hdr *rec, const c
 	}
 }
 
+static void model__symbol(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_symbol *s = (const void *)rec;
+	__u32 *id;
+
+	if (rec->size < sizeof(*s) || !s->name_id)
+		return;
+	if (!m->symbols)
+		m->symbols = hmap__new(sizeof(__u32));
+	id = m->symbols ? hmap__get(m->symbols, (struct hkey){ rec->pid, s->addr }, 1) : NULL;
+	if (!id) {
+		m->oom = 1;
+		return;
+	}
+	*id = s->name_id;
+}
+
 void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 {
 	if (!m || !rec || rec->size < sizeof(*rec))
 		return;
+	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++) {
+		if (!families[i]->walk_new)
+			continue;
+		if (!m->walks[i] && !(m->walks[i] = families[i]->walk_new())) {
+			m->oom = 1;
+			continue;
+		}
+		families[i]->walk_observe(m->walks[i], rec);
+	}
 	switch (rec->type) {
 	case BS_REC_STRING:
 		model__string(m, rec);
@@ -323,6 +359,9 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 	case BS_REC_COMM:
 		if (rec->size >= sizeof(struct bs_comm))
 			model__comm(m, rec, ((const struct bs_comm *)rec)->comm);
+		break;
+	case BS_REC_SYMBOL:
+		model__symbol(m, rec);
 		break;
 	default:
 		break;
@@ -362,4 +401,22 @@ const char *trace_model__thread_name(const struct trace_model *m, __u32 tid)
 	const struct ent *e = m ? map__find(&m->threads, tid) : NULL;
 
 	return e ? e->name : NULL;
+}
+
+const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 addr)
+{
+	const __u32 *id;
+
+	if (!m || !m->symbols)
+		return NULL;
+	id = hmap__get(m->symbols, (struct hkey){ pid, addr }, 0);
+	return id ? trace_model__string(m, *id) : NULL;
+}
+
+void *trace_model__walk(const struct trace_model *m, const struct family *f)
+{
+	for (int i = 0; m && i < MODEL_MAX_FAMILIES && families[i]; i++)
+		if (families[i] == f)
+			return m->walks[i];
+	return NULL;
 }

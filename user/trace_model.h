@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What a reader learns while walking a trace: interned strings and the names of processes
- * and threads, from STRING, PROCESS, THREAD, FORK, EXEC and COMM records. Feed it every
+ * and threads, from STRING, PROCESS, THREAD, FORK, EXEC and COMM records, and the names of
+ * code addresses and handles from SYMBOL records. Feed it every
  * record in file order before decoding that record.
  */
 #ifndef BPFSIGHT_TRACE_MODEL_H
@@ -20,5 +21,10 @@ const char *trace_model__string(const struct trace_model *m, __u32 id);
 const char *trace_model__process_name(const struct trace_model *m, __u32 pid); /* comm */
 const char *trace_model__cmdline(const struct trace_model *m, __u32 pid);
 const char *trace_model__thread_name(const struct trace_model *m, __u32 tid);
+/* The name a SYMBOL record gave ADDR in process PID (a kernel's host stub, a CUfunction). */
+const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 addr);
+struct family;
+/* F's walk state (family.h walk_new), or NULL when F keeps none. */
+void *trace_model__walk(const struct trace_model *m, const struct family *f);
 
 #endif /* BPFSIGHT_TRACE_MODEL_H */

@@ -1,0 +1,382 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""What every section of the benchmark (bench/run_bench.py) shares: statistics and number
+formatting, the machine description, goals and their regression flags, running commands,
+and writing one section of bench/RESULTS.md between its <!-- NAME:begin/end --> markers.
+Python standard library only."""
+
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TITLE = ("# bpfsight benchmark results\n\n"
+         "Every figure below comes with the command that measured it and the machine it ran "
+         "on. `make bench` (full, < 10 min on 2 cores) rewrites the sections it ran; `make "
+         "bench BENCH_ARGS=--quick` (< 1 min) only prints, unless given `--results FILE`.\n")
+
+
+class BenchError(Exception):
+    """The benchmark itself could not run (not a figure past its goal)."""
+
+
+def die(msg):
+    print(f"run_bench: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+# ---------------------------------------------------------------- statistics, formatting
+
+def spread(values):
+    """(median, min, max) of the values that are not None, or (None, None, None)."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return (None, None, None)
+    return (statistics.median(values), min(values), max(values))
+
+
+def median(values):
+    return spread(values)[0]
+
+
+def fmt_num(v, unit="", digits=0):
+    if v is None:
+        return "n/a"
+    if unit == "/s" or (abs(v) >= 10000 and digits == 0):
+        if abs(v) >= 999_500:
+            return f"{v / 1e6:.2f} M{unit}"
+        if abs(v) >= 1e3:
+            return f"{v / 1e3:.0f} k{unit}"
+    return f"{v:,.{digits}f}{unit}"
+
+
+def fmt_spread(values, unit="", digits=0):
+    """'median (min .. max)' of the runs, or 'v (all N runs)' when they agree."""
+    med, lo, hi = spread(values)
+    if med is None:
+        return "n/a"
+    n = len([v for v in values if v is not None])
+    if lo == hi:
+        return f"{fmt_num(med, unit, digits)} (all {n} runs)"
+    return f"{fmt_num(med, unit, digits)} ({fmt_num(lo, unit, digits)} .. " \
+           f"{fmt_num(hi, unit, digits)})"
+
+
+def fmt_ns(v):
+    """A duration in ns, in the unit that reads best."""
+    if v is None:
+        return "n/a"
+    if abs(v) >= 10_000:
+        return f"{v / 1000:,.1f} us"
+    return f"{v:,.0f} ns"
+
+
+def fmt_ns_spread(values):
+    med, lo, hi = spread(values)
+    if med is None:
+        return "n/a"
+    return f"{fmt_ns(med)} ({fmt_ns(lo)} .. {fmt_ns(hi)})"
+
+
+def fmt_ratio_spread(values, digits=2):
+    med, lo, hi = spread(values)
+    if med is None:
+        return "n/a"
+    return f"{med:.{digits}f}x ({lo:.{digits}f} .. {hi:.{digits}f})"
+
+
+def flag(ok):
+    """A goal's verdict; a figure past its goal is a regression flag, never a failure."""
+    return "met" if ok else "**REGRESSION**"
+
+
+# ---------------------------------------------------------------- goals
+
+class Goals:
+    """Every figure that has a goal, and whether this run met it. A figure past its goal is
+    a regression flag: printed at the end and marked in RESULTS.md, never fatal."""
+
+    def __init__(self):
+        self.items = []
+
+    def check(self, section, figure, value, goal, met):
+        """Record one goal; returns the cell text for a results table."""
+        self.items.append({"section": section, "figure": figure, "value": value,
+                           "goal": goal, "met": bool(met)})
+        return f"{goal}: {'met' if met else '**REGRESSION**'}"
+
+    def skipped(self, section, figure, why):
+        self.items.append({"section": section, "figure": figure, "value": None,
+                           "goal": why, "met": None})
+
+    def regressions(self):
+        return [g for g in self.items if g["met"] is False]
+
+
+# ---------------------------------------------------------------- the machine
+
+def machine():
+    model = "unknown"
+    virt = "no"
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+        m = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
+        if m:
+            model = m.group(1).strip()
+        if re.search(r"^flags\s*:.*\bhypervisor\b", text, re.M):
+            virt = "yes"
+    except OSError:
+        pass
+    try:
+        version = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 text=True).stdout.strip() or "unknown"
+    except OSError:
+        version = "unknown"
+    return {
+        "nproc": os.cpu_count(),
+        "kernel": platform.release(),
+        "cpu": model,
+        "virt": virt,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "version": version,
+    }
+
+
+def machine_line(m):
+    return (f"Machine: `uname -r` {m['kernel']}, `nproc` {m['nproc']}, CPU {m['cpu']}, "
+            f"hypervisor: {m['virt']}.")
+
+
+def measured_line(m, invocation, quick):
+    """INVOCATION is markdown (the command in backticks)."""
+    return (f"Measured {m['date']} by {invocation}, bpfsight {m['version']}."
+            + (" **Quick run: indicative only.**" if quick else ""))
+
+
+# ---------------------------------------------------------------- running things
+
+class Runner:
+    """Paths of the binaries under test, a scratch directory, and command helpers."""
+
+    def __init__(self, build):
+        self.build_arg = build
+        self.build = build if os.path.isabs(build) else os.path.join(REPO, build)
+        self.bpfsight = os.path.join(self.build, "bpfsight")
+        self.tmp = tempfile.mkdtemp(prefix="bpfsight-bench-")
+        self.nfile = 0
+
+    def bench_bin(self, name):
+        return os.path.join(self.build, "bench", name)
+
+    def tmpfile(self, suffix):
+        self.nfile += 1
+        return os.path.join(self.tmp, f"f{self.nfile}{suffix}")
+
+    def rel(self, path):
+        r = os.path.relpath(path, REPO)
+        return path if r.startswith("..") else r
+
+    def show_cmd(self, cmd, placeholders=None):
+        """The command as RESULTS.md shows it: repo-relative paths, temporary files named
+        by placeholders (T.bst, OUT.json, ...)."""
+        out = []
+        for a in cmd:
+            for tmp, name in (placeholders or {}).items():
+                a = a.replace(tmp, name)
+            if a.startswith(self.tmp):
+                a = "T" + os.path.splitext(a)[1]
+            a = a.replace(REPO + os.sep, "")
+            out.append(a)
+        return shlex.join(out)
+
+    def run(self, cmd, timeout=300, check=True, **kw):
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=timeout, **kw)
+        except subprocess.TimeoutExpired as e:
+            raise BenchError(f"{shlex.join(cmd)} ran past {timeout} s") from e
+        if check and r.returncode:
+            raise BenchError(f"{shlex.join(cmd)} exited {r.returncode}:\n"
+                             f"{(r.stderr or r.stdout).strip()[-2000:]}")
+        return r
+
+    def json_of(self, cmd, **kw):
+        r = self.run(cmd, **kw)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return last_json(r.stdout, cmd)
+
+    def cleanup(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def last_json(text, cmd=None):
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                break
+    raise BenchError(f"no JSON from {shlex.join(cmd) if cmd else 'a command'}:\n{text[-1000:]}")
+
+
+def read_json(path, cmd=None):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise BenchError(f"no result in {path} from "
+                         f"{shlex.join(cmd) if cmd else 'a command'}: {e}") from e
+
+
+# ---------------------------------------------------------------- other tracers
+
+class Quiet:
+    """Other tracers on this machine skew a run: a program anyone attaches to sys_enter puts
+    every process's syscalls on the slow path, and a uprobe on a library traps in every
+    process that calls it. Before a run, wait (up to WAIT s) until no other process has a
+    program on the attach points the run measures; after it, look again. A run that was
+    not quiet on both sides is done once more, then kept and counted as disturbed."""
+
+    TRACEPOINTS = {"syscalls": ("sys_enter", "sys_exit"),
+                   "sched": ("sched_switch", "sched_wakeup")}
+
+    def __init__(self, wait_s, budget_s):
+        self.wait_s = wait_s
+        self.budget_s = budget_s  # waiting in all; then runs go ahead at once
+        self.runs = 0
+        self.disturbed = []     # (label, what was attached)
+        self.retried = 0
+        self.waited_s = 0.0
+        self.bpftool = shutil.which("bpftool")
+
+    def foreign(self, kinds):
+        """Attachments of other processes to KINDS ('syscalls', 'sched', or a file path
+        for its uprobes), as short descriptions."""
+        if not self.bpftool:
+            return []
+        r = subprocess.run([self.bpftool, "perf", "list", "--json"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        try:
+            entries = json.loads(r.stdout or "[]") if not r.returncode else None
+        except ValueError:
+            entries = None
+        if entries is None:
+            # Unknown is not quiet: the listing fails when a process goes away under it.
+            return [f"`bpftool perf list` failed ({r.returncode}: "
+                    f"{(r.stderr.strip().splitlines() or ['no message'])[-1]})"]
+        files = {}
+        for k in kinds:
+            if k.startswith("/"):
+                try:
+                    st = os.stat(k)
+                    files[(st.st_dev, st.st_ino)] = k
+                except OSError:
+                    pass
+        out = []
+        for e in entries:
+            tp = e.get("tracepoint") or ""
+            for k in kinds:
+                if any(t in tp for t in self.TRACEPOINTS.get(k, ())):
+                    out.append(f"pid {e.get('pid')}: {e.get('fd_type')} {tp}")
+            fn = e.get("filename")
+            if fn and files and e.get("fd_type") in ("uprobe", "uretprobe"):
+                try:
+                    st = os.stat(fn)
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) in files:
+                    out.append(f"pid {e.get('pid')}: {e.get('fd_type')} on "
+                               f"{os.path.basename(files[(st.st_dev, st.st_ino)])}")
+        return sorted(set(out))
+
+    def wait(self, kinds):
+        t0 = time.monotonic()
+        while True:
+            f = self.foreign(kinds)
+            if not f or time.monotonic() - t0 >= self.wait_s or \
+                    self.waited_s + time.monotonic() - t0 >= self.budget_s:
+                self.waited_s += time.monotonic() - t0
+                return f
+            time.sleep(0.25)
+
+    def run(self, kinds, fn, label):
+        """fn() on a quiet machine if it can be had; returns its result."""
+        self.runs += 1
+        for attempt in range(2):
+            before = self.wait(kinds)
+            res = fn()
+            after = self.foreign(kinds)
+            if not before and not after:
+                return res
+            if attempt == 0:
+                self.retried += 1
+                print(f"    (another tracer is attached: {', '.join(before or after)}; "
+                      f"running {label} again)", flush=True)
+        self.disturbed.append((label, sorted(set(before + after))))
+        return res
+
+    def sentence(self):
+        if not self.bpftool:
+            return "Other tracers were not checked for (no bpftool)."
+        s = (f"Other tracers: before and after each of the {self.runs} runs, no other "
+             f"process may have a BPF program on the attach points the run measures "
+             f"(`bpftool perf list`); the suite waited up to {self.wait_s:g} s for that "
+             f"({self.waited_s:.0f} s in all) and ran {self.retried} run(s) again.")
+        if self.disturbed:
+            s += (f" **{len(self.disturbed)} run(s) were disturbed anyway** (kept): "
+                  + "; ".join(f"{label} ({', '.join(w)})" for label, w in
+                              self.disturbed[:5]) + ".")
+        else:
+            s += " No figure below comes from a disturbed run."
+        return s
+
+
+# ---------------------------------------------------------------- RESULTS.md
+
+def begin(name):
+    return f"<!-- {name}:begin -->"
+
+
+def end(name):
+    return f"<!-- {name}:end -->"
+
+
+def write_block(path, name, block, order=()):
+    """Replace the NAME section of PATH, leaving every other one as it is. A new section
+    goes before the first present one that ORDER puts after it (else at the end); the text
+    before the first section is the file's title."""
+    try:
+        with open(path) as f:
+            old = f.read()
+    except FileNotFoundError:
+        old = TITLE
+    first = old.find("<!-- ")
+    if first >= 0:
+        old = TITLE + "\n" + old[first:]
+    pat = re.compile(re.escape(begin(name)) + r".*?" + re.escape(end(name)) + r"\n?", re.S)
+    if pat.search(old):
+        new = pat.sub(lambda _: block, old, count=1)
+    else:
+        later = list(order)[list(order).index(name) + 1:] if name in order else []
+        at = min([old.find(begin(n)) for n in later if old.find(begin(n)) >= 0] or [-1])
+        if at >= 0:
+            new = old[:at] + block + "\n" + old[at:]
+        else:
+            new = old.rstrip("\n") + "\n\n" + block
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(new)
+    os.replace(tmp, path)

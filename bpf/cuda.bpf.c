@@ -1,0 +1,4 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* cuda: CUDA runtime and driver API calls, by the generic uprobe pair (ucall.bpf.h). */
+#define UCALL_REC_TYPE BS_REC_CUDA_CALL
+#include "ucall.bpf.h"

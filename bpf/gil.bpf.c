@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * gil: how long CPython threads wait for the GIL, and which thread held it meanwhile.
+ *
+ * Default mode probes only the contended path, so an uncontended program pays nothing:
+ *   - glibc's pthread_cond_timedwait (entry + return): take_gil blocks there, and only there,
+ *     while another thread holds the GIL. Every process mapping libc takes the probe, so the
+ *     condition variable is compared with the GIL's of the calling process first; other
+ *     users pay a filtered probe on a call that blocks anyway.
+ *   - glibc's __lll_lock_wait (entry + return), the slow path of pthread_mutex_lock, on the
+ *     GIL's mutex: take_gil may block on it before it reaches the condition wait. Attached
+ *     per process (it is single-stepped, so other processes must not pay for it).
+ * One wait = from the first of these blocks to the return of the condition wait that finds
+ * the GIL free (take_gil loops on 5 ms timed waits; a wait spans all of them). At that
+ * return the waiter holds the GIL's mutex, so gil->locked and gil->last_holder are stable.
+ *
+ * Full mode adds take_gil (entry + return) and drop_gil (entry): waits are then timed from
+ * take_gil's entry to its return, and every hold from take_gil's return to drop_gil.
+ *
+ * Waits and holds of at least threshold_ns become records; every one, short or long, is
+ * summed in gil_agg per thread (count, total, max, log2 histogram of the short ones) and
+ * its time blamed on the holder in gil_blame, so totals stay exact at any rate.
+ */
+#include "common.bpf.h"
+
+const volatile __u64 threshold_ns = 50000;
+
+/* tgid -> where its GIL is (user space fills it when it finds the interpreter). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct bs_gil_cfg);
+} gil_procs SEC(".maps");
+
+/*
+ * ((u64)pid << 32 | tid) -> totals of every wait and hold of the thread. Not preallocated:
+ * only threads that wait take memory; user space deletes a thread's entry once it exited.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct bs_gil_agg_val);
+} gil_agg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct bs_gil_blame_key);
+	__type(value, struct bs_gil_blame_val);
+} gil_blame SEC(".maps");
+
+/* Per-thread state; task storage goes away with the thread, so nothing leaks. */
+struct gil_thr {
+	__u64 wait_start;  /* 0 = not waiting */
+	__u64 seg_start;   /* start of the part of the wait blamed on `holder` */
+	__u64 mutex_start; /* inside __lll_lock_wait on the GIL's mutex, outside a wait */
+	__u64 take_start;  /* full mode: inside take_gil since */
+	__u64 hold_start;  /* full mode: holds the GIL since (take_gil returned) */
+	__u32 holder;	   /* holder tid of the current segment */
+	__u32 first_holder;
+	__u32 in_cond;	   /* inside the GIL's condition wait */
+	__u16 rounds;
+	__u16 flags;	   /* BS_GIL_WAIT_* */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct gil_thr);
+} gil_thr SEC(".maps");
+
+/* Template for a new aggregate (too big for the BPF stack next to everything else). */
+static struct bs_gil_agg_val zero_agg;
+
+static __always_inline struct bs_gil_cfg *proc_cfg(__u32 pid)
+{
+	if (!bs_is_target(pid))
+		return NULL;
+	return bpf_map_lookup_elem(&gil_procs, &pid);
+}
+
+static __always_inline struct gil_thr *thr_get(int create)
+{
+	struct gil_thr *st;
+
+	st = bpf_task_storage_get(&gil_thr, bpf_get_current_task_btf(), NULL,
+				  create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!st && create)
+		bs_count_loss(BS_LOSS_TASK_MAP);
+	return st;
+}
+
+static __always_inline __u64 read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (const void *)addr);
+	return v;
+}
+
+/* The OS thread id of a PyThreadState (0 = unknown). */
+static __always_inline __u32 tstate_tid(const struct bs_gil_cfg *c, __u64 tstate)
+{
+	__u32 tid = 0;
+	__u64 v;
+
+	if (!tstate || !c->tid_off)
+		return 0;
+	v = read_u64(tstate + c->tid_off);
+	if (!c->pthread_tid_off)
+		return (__u32)v; /* native_thread_id (3.11+) */
+	/* thread_id is the pthread_t: glibc's struct pthread, which keeps the tid. */
+	if (v)
+		bpf_probe_read_user(&tid, sizeof(tid), (const void *)(v + c->pthread_tid_off));
+	return tid;
+}
+
+static __always_inline __u32 holder_tid(const struct bs_gil_cfg *c)
+{
+	return tstate_tid(c, read_u64(c->holder));
+}
+
+/* gil->locked; an unreadable one counts as free, so a wait ends rather than runs on. */
+static __always_inline int gil_locked(const struct bs_gil_cfg *c)
+{
+	int v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (const void *)c->locked);
+	return v > 0;
+}
+
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) {
+		v >>= 32;
+		r += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		r += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		r += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		r += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		r += 2;
+	}
+	if (v >> 1)
+		r += 1;
+	return r;
+}
+
+static __always_inline struct bs_gil_agg_val *agg_get(__u32 pid, __u32 tid)
+{
+	__u64 key = (__u64)pid << 32 | tid;
+	struct bs_gil_agg_val *a;
+
+	a = bpf_map_lookup_elem(&gil_agg, &key);
+	if (a)
+		return a;
+	bpf_map_update_elem(&gil_agg, &key, &zero_agg, BPF_NOEXIST);
+	a = bpf_map_lookup_elem(&gil_agg, &key);
+	if (!a)
+		bs_count_loss(BS_LOSS_AGG_MAP);
+	return a;
+}
+
+/* Only the thread itself updates its keys, so plain adds are race-free. */
+static __always_inline void blame(__u32 pid, __u32 waiter, __u32 holder, __u64 dur)
+{
+	struct bs_gil_blame_key key = { .pid = pid, .waiter = waiter, .holder = holder };
+	struct bs_gil_blame_val *v, init = { .count = 1, .total_ns = dur };
+
+	v = bpf_map_lookup_elem(&gil_blame, &key);
+	if (v) {
+		v->count++;
+		v->total_ns += dur;
+		return;
+	}
+	if (bpf_map_update_elem(&gil_blame, &key, &init, BPF_NOEXIST))
+		bs_count_loss(BS_LOSS_AGG_MAP);
+}
+
+static __always_inline void wait_begin(struct gil_thr *st, const struct bs_gil_cfg *c, __u64 start,
+				       __u32 holder, __u16 flags)
+{
+	/* In full mode the wait is the whole take_gil call. */
+	if (st->take_start && (c->flags & BS_GIL_CFG_FULL))
+		start = st->take_start;
+	st->wait_start = start;
+	st->seg_start = start;
+	st->holder = holder;
+	st->first_holder = holder;
+	st->rounds = 0;
+	st->flags = flags;
+}
+
+static __always_inline void wait_end(struct gil_thr *st, __u32 pid, __u32 tid, __u64 end)
+{
+	__u64 start = st->wait_start, dur = end - start;
+	struct bs_gil_agg_val *a;
+	struct bs_gil_wait *r;
+
+	st->wait_start = 0;
+	blame(pid, tid, st->holder, end - st->seg_start);
+	a = agg_get(pid, tid);
+	if (a) {
+		a->wait_count++;
+		a->wait_total_ns += dur;
+		if (dur > a->wait_max_ns)
+			a->wait_max_ns = dur;
+		if (dur < threshold_ns)
+			a->short_hist[log2_u64(dur) & (BS_GIL_HIST - 1)]++;
+	}
+	if (dur < threshold_ns)
+		return;
+	r = bs_reserve(BS_REC_GIL_WAIT, sizeof(*r), pid, tid, start);
+	if (!r)
+		return;
+	r->dur = dur;
+	r->holder_tid = st->first_holder;
+	r->rounds = st->rounds;
+	r->flags = st->flags;
+	bs_submit(r);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gil_cond_enter, void *cond)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	struct bs_gil_cfg *c;
+	struct gil_thr *st;
+
+	c = proc_cfg(id >> 32);
+	if (!c || (__u64)cond != c->cond)
+		return 0;
+	st = thr_get(1);
+	if (!st)
+		return 0;
+	now = bpf_ktime_get_ns();
+	/* A condition wait that never returned (the thread was torn down): forget it. */
+	if (st->in_cond)
+		st->wait_start = 0;
+	/* The caller holds the mutex here: the holder cannot change under us. */
+	if (!st->wait_start)
+		wait_begin(st, c, now, holder_tid(c), 0);
+	st->in_cond = 1;
+	if (st->rounds < 0xffff)
+		st->rounds++;
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gil_cond_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	__u32 pid = id >> 32, tid = (__u32)id, h;
+	struct bs_gil_cfg *c;
+	struct gil_thr *st;
+
+	st = thr_get(0);
+	if (!st || !st->in_cond)
+		return 0;
+	st->in_cond = 0;
+	c = bpf_map_lookup_elem(&gil_procs, &pid);
+	if (!c || !st->wait_start)
+		return 0;
+	now = bpf_ktime_get_ns();
+	/* Back with the mutex held: still locked means take_gil waits another round. */
+	if (gil_locked(c)) {
+		h = holder_tid(c);
+		if (h != st->holder) {
+			blame(pid, tid, st->holder, now - st->seg_start);
+			st->seg_start = now;
+			st->holder = h;
+			st->flags |= BS_GIL_WAIT_HANDOFF;
+		}
+		return 0;
+	}
+	/* The GIL is ours. Full mode ends the wait where take_gil returns. */
+	if (st->take_start && (c->flags & BS_GIL_CFG_FULL))
+		return 0;
+	wait_end(st, pid, tid, now);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gil_mutex_enter, void *futex)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct bs_gil_cfg *c;
+	struct gil_thr *st;
+
+	c = proc_cfg(id >> 32);
+	if (!c || !(c->flags & BS_GIL_CFG_MUTEX) || (__u64)futex != c->mutex)
+		return 0;
+	st = thr_get(1);
+	/* Inside a wait (the condition wait re-locking the mutex): already timed. */
+	if (!st || st->in_cond || st->wait_start)
+		return 0;
+	st->mutex_start = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gil_mutex_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid(), start, now;
+	__u32 pid = id >> 32, tid = (__u32)id, h;
+	struct bs_gil_cfg *c;
+	struct gil_thr *st;
+	int locked;
+
+	st = thr_get(0);
+	if (!st || !st->mutex_start)
+		return 0;
+	start = st->mutex_start;
+	st->mutex_start = 0;
+	c = bpf_map_lookup_elem(&gil_procs, &pid);
+	if (!c)
+		return 0;
+	now = bpf_ktime_get_ns();
+	/* The mutex is ours now, so both reads are stable. */
+	locked = gil_locked(c);
+	h = holder_tid(c);
+	/* drop_gil locks it too, as the holder: that is no wait for the GIL. */
+	if (locked && (h == tid || !h))
+		return 0;
+	wait_begin(st, c, start, h, BS_GIL_WAIT_MUTEX);
+	/* Locked: take_gil goes on to the condition wait, which continues this wait. */
+	if (locked || (st->take_start && (c->flags & BS_GIL_CFG_FULL)))
+		return 0;
+	wait_end(st, pid, tid, now);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gil_take_enter)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct bs_gil_cfg *c;
+	struct gil_thr *st;
+
+	c = proc_cfg(id >> 32);
+	if (!c || !(c->flags & BS_GIL_CFG_FULL))
+		return 0;
+	st = thr_get(1);
+	if (!st)
+		return 0;
+	st->take_start = bpf_ktime_get_ns();
+	st->wait_start = 0;
+	st->in_cond = 0;
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gil_take_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct gil_thr *st;
+
+	st = thr_get(0);
+	if (!st || !st->take_start)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (st->wait_start) {
+		st->flags |= BS_GIL_WAIT_TAKE_GIL;
+		wait_end(st, pid, tid, now);
+	}
+	st->take_start = 0;
+	st->hold_start = now;
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gil_drop_enter)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now, start, dur;
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct bs_gil_agg_val *a;
+	struct bs_gil_hold *r;
+	struct gil_thr *st;
+
+	st = thr_get(0);
+	if (!st || !st->hold_start)
+		return 0;
+	now = bpf_ktime_get_ns();
+	start = st->hold_start;
+	st->hold_start = 0;
+	dur = now - start;
+	a = agg_get(pid, tid);
+	if (a) {
+		a->hold_count++;
+		a->hold_total_ns += dur;
+		if (dur > a->hold_max_ns)
+			a->hold_max_ns = dur;
+	}
+	if (dur < threshold_ns)
+		return 0;
+	r = bs_reserve(BS_REC_GIL_HOLD, sizeof(*r), pid, tid, start);
+	if (!r)
+		return 0;
+	r->dur = dur;
+	bs_submit(r);
+	return 0;
+}
+
+/*
+ * A forked child has the parent's memory, so its GIL is at the same address: it is measured
+ * from its first instruction, before user space hears of it. Only traced parents count.
+ */
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = BPF_CORE_READ(parent, tgid);
+	__u32 cpid = BPF_CORE_READ(child, tgid);
+	struct bs_gil_cfg *c;
+
+	if (cpid == ppid)
+		return 0; /* a new thread */
+	c = proc_cfg(ppid);
+	if (c)
+		bpf_map_update_elem(&gil_procs, &cpid, c, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(gil_fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(gil_fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+/* A new image has no GIL where the old one had (user space looks again). */
+static __always_inline int on_exec(struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
+	bpf_map_delete_elem(&gil_procs, &pid);
+	bpf_task_storage_delete(&gil_thr, bpf_get_current_task_btf());
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(gil_exec_btf, struct task_struct *p, pid_t old_pid)
+{
+	return on_exec(p);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(gil_exec_raw, struct task_struct *p, pid_t old_pid)
+{
+	return on_exec(p);
+}
+
+/* A recycled pid must not inherit the configuration. */
+static __always_inline int on_exit(struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
+	if (BPF_CORE_READ(p, signal, live.counter) == 0)
+		bpf_map_delete_elem(&gil_procs, &pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(gil_exit_btf, struct task_struct *p)
+{
+	return on_exit(p);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(gil_exit_raw, struct task_struct *p)
+{
+	return on_exit(p);
+}

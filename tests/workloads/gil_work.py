@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""GIL workloads with known answers, for tests/e2e/test_gil.py and bench/bench_gil.py.
+
+    gil_work.py [--go] [--interval S] MODE ARGS...
+
+    single SECS          one thread, no contention at all
+    cpu N SECS           N CPU-bound threads "cpu-0".."cpu-N-1" spinning for SECS
+    hold MS              "spinner" spins while the main thread ("holder") keeps the GIL in a
+                         C call of MS milliseconds (ctypes.PyDLL: usleep without releasing it)
+    io K SLEEP_MS        "io" sleeps K times SLEEP_MS (releasing the GIL) while "cpu" spins
+    ioloop ITERS         one thread: ITERS os.write+os.read on a pipe (GIL released twice per
+                         iteration, never contended); prints ns per iteration
+    fork N SECS          forks a child that runs `cpu N SECS`; the parent waits for it
+
+--go waits for a line on stdin before the threads start (after printing "ready PID"), so a
+tracer can attach first. Each thread sets its OS name (prctl) so reports can be checked by
+name. At the end one JSON line on stdout: {"pid":..., "threads": {name: {"tid", "wall_ns",
+"cpu_ns"}}, ...} with the ground truth the workload itself can know.
+"""
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+
+libc = ctypes.CDLL(None, use_errno=True)
+pylibc = ctypes.PyDLL(None)  # calls through PyDLL keep the GIL
+PR_SET_NAME = 15
+results = {}
+lock = threading.Lock()
+
+
+def set_name(name):
+    libc.prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+
+
+def record(name, t0, c0):
+    with lock:
+        results[name] = {"tid": threading.get_native_id(),
+                         "wall_ns": time.monotonic_ns() - t0,
+                         "cpu_ns": time.thread_time_ns() - c0}
+
+
+def spin_until(end):
+    x = 0
+    while time.monotonic() < end:
+        for i in range(200):
+            x += i
+    return x
+
+
+def cpu_thread(name, secs, start):
+    set_name(name)
+    t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+    start.wait()
+    spin_until(time.monotonic() + secs)
+    record(name, t0, c0)
+
+
+def run_threads(threads, start):
+    for t in threads:
+        t.start()
+    start.set()
+    for t in threads:
+        t.join()
+
+
+def mode_single(secs):
+    set_name("main")
+    t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+    spin_until(time.monotonic() + secs)
+    record("main", t0, c0)
+
+
+def mode_cpu(n, secs):
+    set_name("main")
+    start = threading.Event()
+    run_threads([threading.Thread(target=cpu_thread, args=("cpu-%d" % i, secs, start))
+                 for i in range(n)], start)
+
+
+def mode_hold(ms):
+    set_name("holder")
+    stop = threading.Event()
+
+    def spinner():
+        set_name("spinner")
+        t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+        x = 0
+        while not stop.is_set():
+            for i in range(200):
+                x += i
+        record("spinner", t0, c0)
+
+    t = threading.Thread(target=spinner)
+    t.start()
+    time.sleep(0.2)
+    t0 = time.monotonic_ns()
+    pylibc.usleep(int(ms * 1000))  # the GIL stays held: spinner cannot run
+    results["holder"] = {"tid": threading.get_native_id(), "call_ns": time.monotonic_ns() - t0}
+    time.sleep(0.1)
+    stop.set()
+    t.join()
+
+
+def mode_io(k, sleep_ms):
+    set_name("main")
+    stop = threading.Event()
+
+    def cpu():
+        set_name("cpu")
+        t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+        x = 0
+        while not stop.is_set():
+            for i in range(200):
+                x += i
+        record("cpu", t0, c0)
+
+    def io():
+        set_name("io")
+        t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+        for _ in range(k):
+            time.sleep(sleep_ms / 1000.0)
+        record("io", t0, c0)
+        stop.set()
+
+    threads = [threading.Thread(target=cpu), threading.Thread(target=io)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def mode_ioloop(iters):
+    set_name("main")
+    r, w = os.pipe()
+    b = b"x"
+    t0 = time.perf_counter_ns()
+    for _ in range(iters):
+        os.write(w, b)
+        os.read(r, 1)
+    dt = time.perf_counter_ns() - t0
+    results["main"] = {"tid": threading.get_native_id(), "ns_per_iter": dt / iters}
+
+
+def mode_fork(n, secs):
+    set_name("main")
+    pid = os.fork()
+    if pid == 0:
+        results.clear()
+        mode_cpu(n, secs)
+        print(json.dumps({"pid": os.getpid(), "threads": results}), flush=True)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    results["child"] = {"pid": pid}
+
+
+def main():
+    args = sys.argv[1:]
+    go = False
+    while args and args[0].startswith("--"):
+        opt = args.pop(0)
+        if opt == "--go":
+            go = True
+        elif opt == "--interval":
+            sys.setswitchinterval(float(args.pop(0)))
+    mode, rest = args[0], args[1:]
+    if go:
+        print("ready %d" % os.getpid(), flush=True)
+        sys.stdin.readline()
+    t0 = time.monotonic_ns()
+    if mode == "single":
+        mode_single(float(rest[0]))
+    elif mode == "cpu":
+        mode_cpu(int(rest[0]), float(rest[1]))
+    elif mode == "hold":
+        mode_hold(float(rest[0]))
+    elif mode == "io":
+        mode_io(int(rest[0]), float(rest[1]))
+    elif mode == "ioloop":
+        mode_ioloop(int(rest[0]))
+    elif mode == "fork":
+        mode_fork(int(rest[0]), float(rest[1]))
+    else:
+        sys.exit("unknown mode " + mode)
+    print(json.dumps({"pid": os.getpid(), "main_tid": threading.get_native_id(),
+                      "run_ns": time.monotonic_ns() - t0, "threads": results}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * --capture-range: keep only the events that happen inside ranges a family opens and closes
+ * (cudaProfilerStart/Stop, NVTX ranges of a given name), as nsys does; several ranges may
+ * follow one another. Metadata (strings, processes, threads, symbols, losses, lifecycle) is
+ * always kept so the events that are kept can be named.
+ *
+ * Records reach user space when a call returns, not when it starts, so a range is judged by
+ * timestamps: an event is kept when its start lies inside a range that is open or was
+ * closed. An event that starts inside a range is kept even if it ends after the range.
+ */
+#ifndef BPFSIGHT_CAPTURE_GATE_H
+#define BPFSIGHT_CAPTURE_GATE_H
+
+#include <linux/types.h>
+#include "records.h"
+
+struct capture_gate;
+
+struct capture_gate *capture_gate__new(void);
+void capture_gate__free(struct capture_gate *g);
+/* A range opens at TS (nested opens count: the range closes with the last close). */
+void capture_gate__open(struct capture_gate *g, __u64 ts);
+void capture_gate__close(struct capture_gate *g, __u64 ts);
+/* 1 to write REC, 0 to drop it. */
+int capture_gate__keep(struct capture_gate *g, const struct bs_hdr *rec);
+/* Events dropped so far (outside every range), for `info`. */
+__u64 capture_gate__dropped(const struct capture_gate *g);
+
+#endif /* BPFSIGHT_CAPTURE_GATE_H */

@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Function symbols of one ELF file (see elf_syms.h). The file is mapped by libelf only while
+ * it is opened: the names are copied into one buffer (each distinct name once), the symbols
+ * into one array, and the file stays open only for elf_syms__read (pread, so a file that is
+ * replaced or truncated later cannot fault us). Lookups: a hash of names whose buckets chain
+ * every symbol of that name, and an index sorted by address for elf_syms__at.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "elf_syms.h"
+
+#define NONE UINT32_MAX
+
+enum sym_src { SRC_DYNSYM, SRC_SYMTAB, SRC_DEBUG };
+static const char *const src_names[] = { "dynsym", "symtab", "debug" };
+
+struct seg {
+	__u64 vaddr, memsz, off, filesz;
+	__u32 flags;
+};
+
+struct sym {
+	__u64 vaddr;
+	__u64 size;
+	__u32 name;   /* offset in names */
+	__u32 next;   /* next symbol with the same name, or NONE */
+	__u32 hash;   /* name_hash() of the name */
+	__u8 src;     /* enum sym_src */
+	__u8 hidden;  /* a non-default version ("foo@VER", not "foo@@VER") */
+	__u8 local;   /* STB_LOCAL */
+	__u8 pad;
+};
+
+struct elf_syms {
+	int fd;
+	int has_symtab;
+	struct seg *segs;
+	size_t nsegs;
+	struct sym *syms;
+	__u32 nsyms;
+	__u32 *by_addr; /* indices into syms, by (vaddr, preference) */
+	__u32 *hash;	/* name hash -> first symbol of that name */
+	__u32 hmask;
+	char *names;
+	size_t names_len, names_cap;
+	int nomem; /* a name could not be stored while building */
+	char build_id[129];
+};
+
+/* One symbol table being read: .dynsym, .symtab, or a debug file's .symtab. */
+struct table {
+	Elf_Data *syms, *strs, *versym;
+	size_t n;
+	enum sym_src src;
+};
+
+/* A debug file opened for its .symtab (closed once its symbols are copied). */
+struct dbg {
+	int fd;
+	Elf *elf;
+};
+
+static __u32 name_hash(const char *s, size_t len)
+{
+	__u32 h = 2166136261u; /* FNV-1a */
+
+	while (len--)
+		h = (h ^ (__u8)*s++) * 16777619u;
+	return h;
+}
+
+/* Lower is better: what find() returns and what at() names when several symbols qualify. */
+static int sym_score(const struct sym *y)
+{
+	return y->local * 8 + y->hidden * 4 + y->src;
+}
+
+/*
+ * Is every header, section and segment inside the file? libelf maps the file and trusts
+ * offsets; a truncated file is rejected here instead of being read past its end.
+ */
+static int check_bounds(Elf *elf, __u64 size, int segments)
+{
+	GElf_Ehdr eh;
+	GElf_Phdr ph;
+	GElf_Shdr sh;
+	Elf_Scn *scn = NULL;
+	size_t nph, nsh, i;
+
+	if (!gelf_getehdr(elf, &eh))
+		return -ENOEXEC;
+	/*
+	 * The header's own counts: elf_getphdrnum()/elf_getshdrnum() quietly shrink them to what
+	 * the file holds, which would turn a truncated file into one without symbols.
+	 */
+	if (elf_getphdrnum(elf, &nph) || elf_getshdrnum(elf, &nsh))
+		return -ENOEXEC;
+	if (eh.e_phnum != PN_XNUM)
+		nph = eh.e_phnum;
+	if (eh.e_shnum)
+		nsh = eh.e_shnum;
+	if (eh.e_shoff && !nsh)
+		return -ENOEXEC; /* extended numbering whose section 0 was cut off */
+	if (eh.e_phoff > size || (__u64)nph * eh.e_phentsize > size - eh.e_phoff)
+		return -ENOEXEC;
+	if (nsh && (eh.e_shoff > size || (__u64)nsh * eh.e_shentsize > size - eh.e_shoff))
+		return -ENOEXEC;
+	if (elf_getphdrnum(elf, &i) || i != nph || elf_getshdrnum(elf, &i) || i != nsh)
+		return -ENOEXEC;
+	for (i = 0; segments && i < nph; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return -ENOEXEC;
+		if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+			return -ENOEXEC;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOEXEC;
+		if (sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		if (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)
+			return -ENOEXEC;
+	}
+	return 0;
+}
+
+/*
+ * libelf handle of FD, checked to be an executable or shared object that is all there (a
+ * debug file's segments describe the stripped-off code, so only its sections are checked).
+ */
+static Elf *elf_open_fd(int fd, int debug, int *err)
+{
+	struct stat st;
+	GElf_Ehdr eh;
+	Elf *elf;
+
+	*err = -ENOEXEC;
+	if (fstat(fd, &st)) {
+		*err = -errno;
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode))
+		return NULL;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return NULL;
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
+	    check_bounds(elf, st.st_size, !debug)) {
+		elf_end(elf);
+		return NULL;
+	}
+	*err = 0;
+	return elf;
+}
+
+/* Hex of the NT_GNU_BUILD_ID note in D, if there is one. */
+static int note_build_id(Elf_Data *d, char *out, size_t outlen)
+{
+	size_t off = 0, noff, doff, i;
+	GElf_Nhdr nh;
+
+	while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+		    memcmp((char *)d->d_buf + noff, "GNU", 4))
+			continue;
+		for (i = 0; i < nh.n_descsz && 2 * i + 2 < outlen; i++)
+			snprintf(out + 2 * i, 3, "%02x", ((__u8 *)d->d_buf)[doff + i]);
+		return 1;
+	}
+	return 0;
+}
+
+/* NT_GNU_BUILD_ID from the note sections, else from PT_NOTE segments; "" when none. */
+static void read_build_id(Elf *elf, char *out, size_t outlen)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	GElf_Phdr ph;
+	size_t nph, i;
+
+	out[0] = 0;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE &&
+		    note_build_id(elf_getdata(scn, NULL), out, outlen))
+			return;
+	if (elf_getphdrnum(elf, &nph))
+		return;
+	for (i = 0; i < nph; i++)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_NOTE &&
+		    note_build_id(elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
+						       ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR),
+				  out, outlen))
+			return;
+}
+
+static int read_segments(struct elf_syms *s, Elf *elf)
+{
+	GElf_Phdr ph;
+	size_t nph, i;
+
+	if (elf_getphdrnum(elf, &nph))
+		return -ENOEXEC;
+	s->segs = calloc(nph ? nph : 1, sizeof(*s->segs));
+	if (!s->segs)
+		return -ENOMEM;
+	for (i = 0; i < nph; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return -ENOEXEC;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		s->segs[s->nsegs++] = (struct seg){ .vaddr = ph.p_vaddr, .memsz = ph.p_memsz,
+						    .off = ph.p_offset, .filesz = ph.p_filesz,
+						    .flags = ph.p_flags };
+	}
+	return 0;
+}
+
+/* The PT_LOAD segment holding VADDR in its file-backed part, or NULL. */
+static const struct seg *seg_of(const struct elf_syms *s, __u64 vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < s->nsegs; i++)
+		if (vaddr >= s->segs[i].vaddr && vaddr - s->segs[i].vaddr < s->segs[i].filesz)
+			return &s->segs[i];
+	return NULL;
+}
+
+static const char *section_name(Elf *elf, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	return elf_strptr(elf, shstrndx, sh->sh_name);
+}
+
+/* The symbol table of TYPE (SHT_DYNSYM or SHT_SYMTAB) with its strings (and versions). */
+static int find_table(Elf *elf, Elf64_Word type, enum sym_src src, struct table *t)
+{
+	Elf_Scn *scn = NULL, *vscn = NULL;
+	GElf_Shdr sh;
+
+	memset(t, 0, sizeof(*t));
+	t->src = src;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_GNU_versym)
+			vscn = scn;
+		if (sh.sh_type != type || t->syms)
+			continue;
+		if (!sh.sh_entsize || !(t->syms = elf_getdata(scn, NULL)))
+			continue;
+		t->strs = elf_getdata(elf_getscn(elf, sh.sh_link), NULL);
+		t->n = sh.sh_size / sh.sh_entsize;
+		if (!t->strs)
+			t->syms = NULL, t->n = 0;
+	}
+	if (type == SHT_DYNSYM && t->syms && vscn) {
+		t->versym = elf_getdata(vscn, NULL);
+		if (t->versym && t->versym->d_size / 2 < t->n)
+			t->versym = NULL;
+	}
+	return t->syms ? 1 : 0;
+}
+
+/*
+ * Symbol I of T if it is a defined function in the main file's code: its name (without a
+ * "@VER"/"@@VER" suffix), that name's length, whether it is a non-default version.
+ */
+static int candidate(const struct elf_syms *s, const struct table *t, size_t i, GElf_Sym *sym,
+		     const char **name, size_t *len, int *hidden)
+{
+	const char *str, *at, *end;
+	const struct seg *seg;
+	int type;
+
+	if (!gelf_getsym(t->syms, (int)i, sym))
+		return 0;
+	type = GELF_ST_TYPE(sym->st_info);
+	if (type != STT_FUNC && type != STT_GNU_IFUNC)
+		return 0;
+	if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || !sym->st_value ||
+	    sym->st_name >= t->strs->d_size)
+		return 0;
+	seg = seg_of(s, sym->st_value);
+	if (!seg || !(seg->flags & PF_X))
+		return 0;
+	str = (const char *)t->strs->d_buf + sym->st_name;
+	end = memchr(str, 0, t->strs->d_size - sym->st_name);
+	if (!end || end == str)
+		return 0;
+	*hidden = 0;
+	at = memchr(str, '@', end - str);
+	if (at) {
+		/* .symtab spells versions into the name; .dynsym keeps them in .gnu.version. */
+		*hidden = at[1] != '@';
+		end = at;
+		if (end == str)
+			return 0;
+	}
+	if (t->versym) {
+		GElf_Versym vs;
+
+		if (gelf_getversym(t->versym, (int)i, &vs))
+			*hidden = !!(vs & 0x8000);
+	}
+	*name = str;
+	*len = end - str;
+	return 1;
+}
+
+/* Add one symbol: a (name, vaddr) already present is kept once, as first seen. */
+static void add_sym(struct elf_syms *s, const char *name, size_t len, const GElf_Sym *sym,
+		    enum sym_src src, int hidden)
+{
+	__u32 h = name_hash(name, len), slot = h & s->hmask, head, k;
+	struct sym *y;
+
+	while ((head = s->hash[slot]) != NONE) {
+		const char *hn = s->names + s->syms[head].name;
+
+		if (s->syms[head].hash == h && !memcmp(hn, name, len) && hn[len] == 0)
+			break;
+		slot = (slot + 1) & s->hmask;
+	}
+	for (k = head; k != NONE; k = s->syms[k].next)
+		if (s->syms[k].vaddr == sym->st_value)
+			return;
+	y = &s->syms[s->nsyms];
+	memset(y, 0, sizeof(*y));
+	y->vaddr = sym->st_value;
+	y->size = sym->st_size;
+	y->hash = h;
+	y->src = src;
+	y->hidden = !!hidden;
+	y->local = GELF_ST_BIND(sym->st_info) == STB_LOCAL;
+	if (head == NONE) {
+		if (s->names_len + len + 1 > s->names_cap) {
+			/* Linkers merge string tails ("bar" inside "foobar"), so names may outgrow
+			 * the string tables they came from. */
+			size_t cap = 2 * (s->names_len + len + 1);
+			char *p = cap <= UINT32_MAX ? realloc(s->names, cap) : NULL;
+
+			if (!p) {
+				s->nomem = 1;
+				return;
+			}
+			s->names = p;
+			s->names_cap = cap;
+		}
+		y->name = (__u32)s->names_len;
+		memcpy(s->names + s->names_len, name, len);
+		s->names[s->names_len + len] = 0;
+		s->names_len += len + 1;
+		y->next = NONE;
+		s->hash[slot] = s->nsyms;
+	} else {
+		y->name = s->syms[head].name;
+		y->next = s->syms[head].next;
+		s->syms[head].next = s->nsyms;
+	}
+	s->nsyms++;
+}
+
+static void add_table(struct elf_syms *s, const struct table *t)
+{
+	const char *name;
+	size_t i, len;
+	GElf_Sym sym;
+	int hidden;
+
+	for (i = 0; i < t->n; i++)
+		if (candidate(s, t, i, &sym, &name, &len, &hidden))
+			add_sym(s, name, len, &sym, t->src, hidden);
+}
+
+/* Open PATH as the debug file of S: an ELF with a .symtab whose build-id matches. */
+static int dbg_try(const struct elf_syms *s, const char *path, __u32 crc, int check_crc,
+		   struct dbg *d)
+{
+	char bid[sizeof(s->build_id)];
+	struct table t;
+	int err;
+
+	d->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d->fd < 0)
+		return 0;
+	d->elf = elf_open_fd(d->fd, 1, &err);
+	if (!d->elf || !find_table(d->elf, SHT_SYMTAB, SRC_DEBUG, &t))
+		goto fail;
+	read_build_id(d->elf, bid, sizeof(bid));
+	if (s->build_id[0] && strcmp(bid, s->build_id))
+		goto fail;
+	if (!s->build_id[0] && check_crc) {
+		/* No build-id to compare: the .gnu_debuglink CRC of the whole file decides. */
+		unsigned char buf[65536];
+		uLong c = crc32(0L, Z_NULL, 0);
+		ssize_t n;
+		off_t off = 0;
+
+		while ((n = pread(d->fd, buf, sizeof(buf), off)) > 0) {
+			c = crc32(c, buf, (uInt)n);
+			off += n;
+		}
+		if (n < 0 || (__u32)c != crc)
+			goto fail;
+	}
+	return 1;
+fail:
+	if (d->elf)
+		elf_end(d->elf);
+	close(d->fd);
+	d->elf = NULL;
+	d->fd = -1;
+	return 0;
+}
+
+/* PATH as the traced process sees it (for .gnu_debuglink's directory), without ROOT. */
+static void inner_path(const char *path, const char *root, char *out, size_t outlen)
+{
+	size_t rl = strlen(root);
+	ssize_t n;
+
+	out[0] = 0;
+	if (!strncmp(path, "/proc/", 6) && strstr(path, "/map_files/")) {
+		n = readlink(path, out, outlen - 1);
+		out[n > 0 ? n : 0] = 0;
+		return;
+	}
+	if (rl && !strncmp(path, root, rl) && path[rl] == '/')
+		path += rl;
+	snprintf(out, outlen, "%s", path);
+}
+
+/* The separate debug file: by build-id, then by .gnu_debuglink next to the file. */
+static int find_debug_file(const struct elf_syms *s, Elf *elf, const char *path,
+			   const char *root, struct dbg *d)
+{
+	char p[PATH_MAX], inner[PATH_MAX], *slash;
+	const char *link = NULL;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *data = NULL;
+	__u32 crc = 0;
+	size_t ln;
+
+	d->fd = -1;
+	d->elf = NULL;
+	if (strlen(s->build_id) > 2) {
+		snprintf(p, sizeof(p), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", root,
+			 s->build_id, s->build_id + 2);
+		if (dbg_try(s, p, 0, 0, d))
+			return 1;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		nm = section_name(elf, &sh);
+		if (nm && !strcmp(nm, ".gnu_debuglink")) {
+			data = elf_getdata(scn, NULL);
+			break;
+		}
+	}
+	if (!data || data->d_size < 8)
+		return 0;
+	link = data->d_buf;
+	ln = strnlen(link, data->d_size);
+	if (!ln || strchr(link, '/') || ((ln + 4) & ~3ul) + 4 > data->d_size)
+		return 0;
+	memcpy(&crc, (char *)data->d_buf + ((ln + 4) & ~3ul), 4);
+	inner_path(path, root, inner, sizeof(inner));
+	slash = strrchr(inner, '/');
+	if (!slash)
+		return 0;
+	*slash = 0;
+	snprintf(p, sizeof(p), "%s/usr/lib/debug%s/%s", root, inner, link);
+	if (dbg_try(s, p, crc, 1, d))
+		return 1;
+	snprintf(p, sizeof(p), "%s%s/.debug/%s", root, inner, link);
+	if (dbg_try(s, p, crc, 1, d))
+		return 1;
+	snprintf(p, sizeof(p), "%s%s/%s", root, inner, link);
+	return dbg_try(s, p, crc, 1, d);
+}
+
+static int by_addr_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct elf_syms *s = ctx;
+	const struct sym *x = &s->syms[*(const __u32 *)a];
+	const struct sym *y = &s->syms[*(const __u32 *)b];
+	const char *xn = s->names + x->name, *yn = s->names + y->name;
+	size_t xl, yl;
+
+	if (x->vaddr != y->vaddr)
+		return x->vaddr < y->vaddr ? -1 : 1;
+	if (sym_score(x) != sym_score(y))
+		return sym_score(x) - sym_score(y);
+	/* Aliases: the shorter name wins (ncclAllReduce, not pncclAllReduce) */
+	xl = strlen(xn);
+	yl = strlen(yn);
+	if (xl != yl)
+		return xl < yl ? -1 : 1;
+	return strcmp(xn, yn);
+}
+
+static int build(struct elf_syms *s, struct table *tabs, size_t ntabs)
+{
+	size_t n = 0, bytes = 0, cap = 1, i;
+
+	/* Upper bounds (every entry a function, every string used), trimmed once filled. */
+	for (i = 0; i < ntabs; i++) {
+		n += tabs[i].n;
+		bytes += tabs[i].strs->d_size;
+	}
+	bytes += 1;
+	if (n >= NONE / 2)
+		return -E2BIG;
+	while (cap < 2 * n)
+		cap <<= 1;
+	s->syms = malloc((n ? n : 1) * sizeof(*s->syms));
+	s->names = malloc(bytes);
+	s->names_cap = bytes;
+	s->hash = malloc(cap * sizeof(*s->hash));
+	if (!s->syms || !s->names || !s->hash)
+		return -ENOMEM;
+	memset(s->hash, 0xff, cap * sizeof(*s->hash));
+	s->hmask = (__u32)cap - 1;
+	for (i = 0; i < ntabs; i++)
+		add_table(s, &tabs[i]);
+	if (s->nomem)
+		return -ENOMEM;
+	/* Give back what duplicates (dynsym and symtab both naming a function) did not use. */
+	if (s->nsyms < n) {
+		void *p = realloc(s->syms, (s->nsyms ? s->nsyms : 1) * sizeof(*s->syms));
+
+		if (p)
+			s->syms = p;
+	}
+	if (s->names_len < s->names_cap) {
+		void *p = realloc(s->names, s->names_len ? s->names_len : 1);
+
+		if (p)
+			s->names = p;
+	}
+	s->by_addr = malloc((s->nsyms ? s->nsyms : 1) * sizeof(*s->by_addr));
+	if (!s->by_addr)
+		return -ENOMEM;
+	for (i = 0; i < s->nsyms; i++)
+		s->by_addr[i] = (__u32)i;
+	qsort_r(s->by_addr, s->nsyms, sizeof(*s->by_addr), by_addr_cmp, s);
+	return 0;
+}
+
+struct elf_syms *elf_syms__open(const char *path, const char *root)
+{
+	struct table tabs[3];
+	struct dbg d = { .fd = -1 };
+	struct elf_syms *s;
+	size_t ntabs = 0;
+	Elf *elf = NULL;
+	int err;
+
+	if (!root)
+		root = "";
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	elf = elf_open_fd(s->fd, 0, &err);
+	if (!elf)
+		goto fail;
+	err = read_segments(s, elf);
+	if (err)
+		goto fail;
+	read_build_id(elf, s->build_id, sizeof(s->build_id));
+	if (find_table(elf, SHT_DYNSYM, SRC_DYNSYM, &tabs[ntabs]))
+		ntabs++;
+	if (find_table(elf, SHT_SYMTAB, SRC_SYMTAB, &tabs[ntabs])) {
+		ntabs++;
+		s->has_symtab = 1;
+	} else if (find_debug_file(s, elf, path, root, &d)) {
+		find_table(d.elf, SHT_SYMTAB, SRC_DEBUG, &tabs[ntabs++]);
+		s->has_symtab = 1;
+	}
+	err = build(s, tabs, ntabs);
+	if (d.elf)
+		elf_end(d.elf);
+	if (d.fd >= 0)
+		close(d.fd);
+	elf_end(elf);
+	if (err) {
+		elf = NULL;
+		goto fail;
+	}
+	return s;
+fail:
+	if (elf)
+		elf_end(elf);
+	elf_syms__free(s);
+	errno = -err;
+	return NULL;
+}
+
+void elf_syms__free(struct elf_syms *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->segs);
+	free(s->syms);
+	free(s->by_addr);
+	free(s->hash);
+	free(s->names);
+	free(s);
+}
+
+static void fill(const struct elf_syms *s, const struct sym *y, __u64 size, struct elf_sym *out)
+{
+	const struct seg *seg = seg_of(s, y->vaddr);
+
+	out->name = s->names + y->name;
+	out->vaddr = y->vaddr;
+	out->size = size;
+	out->file_off = seg ? y->vaddr - seg->vaddr + seg->off : 0;
+	out->source = src_names[y->src];
+}
+
+int elf_syms__find(const struct elf_syms *s, const char *name, struct elf_sym *out)
+{
+	const struct sym *best = NULL;
+	__u32 slot, k, h;
+	size_t len;
+
+	if (!s || !name)
+		return -EINVAL;
+	/* "foo@@VER" asks for the default version, which is what plain "foo" returns. */
+	len = strcspn(name, "@");
+	h = name_hash(name, len);
+	for (slot = h & s->hmask; s->hash[slot] != NONE; slot = (slot + 1) & s->hmask) {
+		const struct sym *y = &s->syms[s->hash[slot]];
+
+		if (y->hash != h || memcmp(s->names + y->name, name, len) ||
+		    s->names[y->name + len])
+			continue;
+		for (k = s->hash[slot]; k != NONE; k = s->syms[k].next)
+			if (!best || sym_score(&s->syms[k]) < sym_score(best))
+				best = &s->syms[k];
+		break;
+	}
+	if (!best)
+		return -ENOENT;
+	if (out)
+		fill(s, best, best->size, out);
+	return 0;
+}
+
+int elf_syms__for_each(const struct elf_syms *s,
+		       int (*cb)(const struct elf_sym *sym, void *arg), void *arg)
+{
+	struct elf_sym e;
+	__u32 i;
+	int ret;
+
+	if (!s || !cb)
+		return -EINVAL;
+	for (i = 0; i < s->nsyms; i++) {
+		const struct sym *y = &s->syms[s->by_addr[i]];
+
+		fill(s, y, y->size, &e);
+		ret = cb(&e, arg);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
+{
+	const struct seg *seg;
+	__u32 lo = 0, hi, first, i;
+	__u64 size = 0, end;
+
+	if (!s)
+		return -EINVAL;
+	hi = s->nsyms;
+	/* The last symbol starting at or below VADDR. */
+	while (lo < hi) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		if (s->syms[s->by_addr[mid]].vaddr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -ENOENT;
+	first = lo - 1;
+	while (first && s->syms[s->by_addr[first - 1]].vaddr == s->syms[s->by_addr[lo - 1]].vaddr)
+		first--;
+	/* The group's first entry is the preferred name; its extent is the largest size. */
+	for (i = first; i < s->nsyms && s->syms[s->by_addr[i]].vaddr ==
+						s->syms[s->by_addr[first]].vaddr; i++)
+		if (s->syms[s->by_addr[i]].size > size)
+			size = s->syms[s->by_addr[i]].size;
+	if (!size) {
+		/* Size 0 (assembly, stripped sizes): up to the next symbol or the segment's end. */
+		seg = seg_of(s, s->syms[s->by_addr[first]].vaddr);
+		end = i < s->nsyms ? s->syms[s->by_addr[i]].vaddr : 0;
+		if (seg && (!end || end > seg->vaddr + seg->filesz))
+			end = seg->vaddr + seg->filesz;
+		size = end - s->syms[s->by_addr[first]].vaddr;
+	}
+	if (vaddr - s->syms[s->by_addr[first]].vaddr >= size)
+		return -ENOENT;
+	if (out)
+		fill(s, &s->syms[s->by_addr[first]], size, out);
+	return 0;
+}
+
+int elf_syms__read(const struct elf_syms *s, __u64 vaddr, void *buf, size_t len)
+{
+	const struct seg *seg = NULL;
+	size_t i, avail;
+	ssize_t n;
+
+	if (!s || (!buf && len))
+		return -EINVAL;
+	for (i = 0; i < s->nsegs; i++)
+		if (vaddr >= s->segs[i].vaddr && vaddr - s->segs[i].vaddr < s->segs[i].memsz)
+			seg = &s->segs[i];
+	if (!seg)
+		return -ENOENT;
+	/* Past the file-backed part (or a file shortened since open) reads as zeros. */
+	memset(buf, 0, len);
+	if (vaddr - seg->vaddr >= seg->filesz)
+		return 0;
+	avail = seg->filesz - (vaddr - seg->vaddr);
+	if (avail > len)
+		avail = len;
+	do
+		n = pread(s->fd, buf, avail, (off_t)(vaddr - seg->vaddr + seg->off));
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : 0;
+}
+
+int elf_syms__off_to_vaddr(const struct elf_syms *s, __u64 off, __u64 *vaddr)
+{
+	size_t i;
+
+	if (!s || !vaddr)
+		return -EINVAL;
+	for (i = 0; i < s->nsegs; i++) {
+		if (off >= s->segs[i].off && off - s->segs[i].off < s->segs[i].filesz) {
+			*vaddr = off - s->segs[i].off + s->segs[i].vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *elf_syms__build_id(const struct elf_syms *s)
+{
+	return s ? s->build_id : "";
+}
+
+int elf_syms__has_symtab(const struct elf_syms *s)
+{
+	return s ? s->has_symtab : 0;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The function symbols of one ELF file, for probe discovery and symbolization: .dynsym, then
+ * .symtab, or when the file has no .symtab a separate debug file found by build-id
+ * (ROOT/usr/lib/debug/.build-id/xx/yyy.debug) or by .gnu_debuglink (ROOT/usr/lib/debug/DIR/,
+ * DIR/.debug/, DIR/; matched by build-id, else by the link's CRC). Symbols come from the
+ * debug file, code bytes and segments from the file itself. Opened once per file (dev,
+ * inode) and kept: lookups are by exact name (a versioned "foo@@VER" matches "foo") and by
+ * address. A name defined more than once (a default and a compat version, statics in
+ * different files) is one entry per address; find() prefers global over local and the
+ * default version ("@@") over compat ones, which is what callers bind to. STT_GNU_IFUNC
+ * symbols are their resolvers. The open handle keeps one fd (for elf_syms__read) and copies
+ * of the names; libelf's mapping of the file is gone once open returns.
+ */
+#ifndef BPFSIGHT_ELF_SYMS_H
+#define BPFSIGHT_ELF_SYMS_H
+
+#include <linux/types.h>
+#include <stddef.h>
+
+struct elf_syms;
+
+struct elf_sym {
+	const char *name; /* as in the table (unversioned); valid until elf_syms__free */
+	__u64 vaddr;	  /* st_value: ELF virtual address */
+	__u64 size;
+	__u64 file_off; /* where the function's first byte is in the file (uprobe offset) */
+	const char *source; /* "dynsym", "symtab" or "debug" */
+};
+
+/*
+ * Read PATH's symbols (PATH may be a /proc/PID/map_files/... or /proc/PID/root/... path).
+ * ROOT prefixes the debug-file directory ("/proc/PID/root" for a container; NULL = "").
+ * Returns NULL with errno set: ENOEXEC for anything but a complete ELF executable or shared
+ * object (text, directories, relocatable objects, truncated files), else open()'s errno.
+ */
+struct elf_syms *elf_syms__open(const char *path, const char *root);
+void elf_syms__free(struct elf_syms *s);
+
+/* Find the function NAME (defined, STT_FUNC or STT_GNU_IFUNC, size may be 0). 0 or -ENOENT. */
+int elf_syms__find(const struct elf_syms *s, const char *name, struct elf_sym *out);
+/*
+ * Call CB for every defined function symbol, by address; stops when CB returns non-zero
+ * (returned).
+ */
+int elf_syms__for_each(const struct elf_syms *s,
+		       int (*cb)(const struct elf_sym *sym, void *arg), void *arg);
+/*
+ * The function containing VADDR (an ELF address); 0 or -ENOENT. OUT->vaddr is its start; a
+ * symbol of size 0 extends to the next symbol (OUT->size says how far). Of aliases, the
+ * global, default-version, shortest name wins (ncclAllReduce over pncclAllReduce).
+ */
+int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out);
+/*
+ * Copy LEN bytes of the file's loaded image at VADDR (code for probe-site analysis): 0, or
+ * -ENOENT when VADDR is in no PT_LOAD segment. Bytes past the segment's file-backed part
+ * (or past its end) read as zeros.
+ */
+int elf_syms__read(const struct elf_syms *s, __u64 vaddr, void *buf, size_t len);
+/* ELF vaddr of file offset OFF in a PT_LOAD segment (for address -> symbol); 0 or -ENOENT. */
+int elf_syms__off_to_vaddr(const struct elf_syms *s, __u64 off, __u64 *vaddr);
+/* Lower-case hex build-id, or "" when the file has none. */
+const char *elf_syms__build_id(const struct elf_syms *s);
+/* 1 when symbols came from .symtab or a debug file too (not only .dynsym). */
+int elf_syms__has_symtab(const struct elf_syms *s);
+
+/*
+ * Demangle an Itanium C++ name into BUF (e.g. "_Z6kernelPfi" -> "kernel(float*, int)").
+ * Names that are not mangled are copied as they are. Always NUL-terminates; truncates.
+ */
+void demangle(const char *name, char *buf, size_t len);
+
+#endif /* BPFSIGHT_ELF_SYMS_H */

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * gil family: CPython GIL waits (and holds in full mode) per thread, with the holder that
+ * made each wait. Record side in gil.c (interpreters found by gil_python.c), decode side and
+ * the gil_sum / gil_blocked_by / gil_procs reports in gil_report.c. docs/GIL.md.
+ */
+#ifndef BPFSIGHT_GIL_H
+#define BPFSIGHT_GIL_H
+#include "family.h"
+#include "report.h"
+
+/* Waits and holds from this long on get a record of their own; all are summed in-kernel. */
+#define GIL_THRESHOLD_NS 50000ull
+
+extern const struct rec_decoder gil_decoders[];
+extern const struct report *const gil_reports[];
+extern const struct family family_gil;
+
+/* "condwait", "take_gil", "no-gil", "none": BS_GIL_METHOD_* as gil_sum shows it. */
+const char *gil_method_name(__u32 method);
+
+#endif

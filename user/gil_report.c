@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Decode side of gil: wait and hold events, and the reports
+ *   gil_sum         per thread of each python process: waits (count, total, p50, p99, max),
+ *                   contention (wait over the thread's wall time in the trace), method; in full
+ *                   mode holds (count, total);
+ *   gil_blocked_by  per (waiter, holder) pair: which threads made which ones wait, how long;
+ *   gil_procs       per python process: version, interpreter file, method, what it misses.
+ *
+ * Counts and totals come from the in-kernel aggregates (cumulative snapshots, the last per key
+ * counts), exact at any rate. Percentiles are exact over the waits that have their own record
+ * (at or above the threshold); shorter ones are known by their log2 bucket only and stand in
+ * at the middle of it (capped by the threshold).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gil.h"
+#include "stats_math.h"
+#include "table.h"
+
+static int decode_wait(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_gil_wait *w = (const void *)rec;
+	const char *holder = w->holder_tid ? trace_model__thread_name(m, w->holder_tid) : NULL;
+
+	ev->name = "gil_wait";
+	ev->dur = w->dur;
+	event__arg_u64(ev, "holder_tid", w->holder_tid);
+	if (holder)
+		event__arg_str(ev, "holder", holder);
+	event__arg_u64(ev, "rounds", w->rounds);
+	if (w->flags & BS_GIL_WAIT_MUTEX)
+		event__arg_u64(ev, "mutex", 1);
+	if (w->flags & BS_GIL_WAIT_HANDOFF)
+		event__arg_u64(ev, "handoff", 1);
+	if (w->flags & BS_GIL_WAIT_TAKE_GIL)
+		event__arg_str(ev, "timed_by", "take_gil");
+	return 1;
+}
+
+static int decode_hold(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_gil_hold *h = (const void *)rec;
+
+	ev->name = "gil_hold";
+	ev->dur = h->dur;
+	return 1;
+}
+
+static int decode_meta(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	return 0; /* cumulative snapshots: only the reports read them */
+}
+
+static void version_str(__u32 v, char *buf, size_t len)
+{
+	if (!v)
+		snprintf(buf, len, "unknown");
+	else if (!(v & 0xffff))
+		snprintf(buf, len, "%u.%u", v >> 24, v >> 16 & 0xff);
+	else
+		snprintf(buf, len, "%u.%u.%u", v >> 24, v >> 16 & 0xff, v >> 8 & 0xff);
+}
+
+/* One instant per look at a process: how it is measured, and what that cannot see. */
+static int decode_proc(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_gil_proc *p = (const void *)rec;
+	const char *s;
+
+	ev->name = "gil_python";
+	version_str(p->py_version, ev->namebuf, sizeof(ev->namebuf));
+	event__arg_str(ev, "python", ev->namebuf);
+	event__arg_str(ev, "method", gil_method_name(p->method));
+	if ((s = trace_model__string(m, p->object_id)))
+		event__arg_str(ev, "object", s);
+	event__arg_hex(ev, "gil", p->gil_addr);
+	event__arg_u64(ev, "free_threaded", !!(p->flags & BS_GIL_PROC_FREE_THREADED));
+	event__arg_u64(ev, "mutex", !!(p->flags & BS_GIL_PROC_MUTEX));
+	event__arg_u64(ev, "holder", !!(p->flags & BS_GIL_PROC_HOLDER));
+	event__arg_u64(ev, "verified", !!(p->flags & BS_GIL_PROC_VERIFIED));
+	if ((s = trace_model__string(m, p->note_id)))
+		event__arg_str(ev, "note", s);
+	return 1;
+}
+
+const struct rec_decoder gil_decoders[] = {
+	{ BS_REC_GIL_WAIT, sizeof(struct bs_gil_wait), "gil_wait", decode_wait },
+	{ BS_REC_GIL_HOLD, sizeof(struct bs_gil_hold), "gil_hold", decode_hold },
+	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", decode_meta },
+	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", decode_meta },
+	{ BS_REC_GIL_PROC, sizeof(struct bs_gil_proc), "gil_python", decode_proc },
+	{ 0 },
+};
+
+/* ---- what every gil report collects in one pass ---- */
+
+struct gil_thread {
+	struct samples waits; /* exact durations of the waits with a record */
+	__u64 ev_count, ev_total, ev_max;
+	__u64 hold_ev_count, hold_ev_total;
+	int has_agg;
+	__u64 threshold;
+	struct bs_gil_agg_val agg; /* the last snapshot */
+	__u64 born, died;	   /* FORK / EXIT time, 0 = not seen */
+};
+
+struct gil_pinfo {
+	int seen; /* a GIL_PROC record */
+	struct bs_gil_proc last;
+};
+
+struct gil_data {
+	struct hmap *threads; /* {pid, tid} -> struct gil_thread */
+	struct hmap *procs;   /* {pid, 0} -> struct gil_pinfo */
+	struct hmap *blame;   /* {pid << 32 | waiter, holder} -> struct bs_gil_blame_val */
+	struct hmap *ev_blame; /* the same from wait records, when no BLAME record came */
+	__u64 first_ts, last_ts;
+	int err;
+};
+
+static void *gil_data__new(void)
+{
+	struct gil_data *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->threads = hmap__new(sizeof(struct gil_thread));
+	d->procs = hmap__new(sizeof(struct gil_pinfo));
+	d->blame = hmap__new(sizeof(struct bs_gil_blame_val));
+	d->ev_blame = hmap__new(sizeof(struct bs_gil_blame_val));
+	if (!d->threads || !d->procs || !d->blame || !d->ev_blame) {
+		hmap__free(d->threads);
+		hmap__free(d->procs);
+		hmap__free(d->blame);
+		hmap__free(d->ev_blame);
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+static void gil_data__free(void *vd)
+{
+	struct gil_data *d = vd;
+	struct gil_thread *th;
+	size_t it = 0;
+
+	if (!d)
+		return;
+	while ((th = hmap__next(d->threads, &it, NULL)))
+		samples__free(&th->waits);
+	hmap__free(d->threads);
+	hmap__free(d->procs);
+	hmap__free(d->blame);
+	hmap__free(d->ev_blame);
+	free(d);
+}
+
+static struct gil_thread *thread_of(struct gil_data *d, __u32 pid, __u32 tid)
+{
+	struct gil_thread *th = hmap__get(d->threads, (struct hkey){ pid, tid }, 1);
+
+	if (!th)
+		d->err = -ENOMEM;
+	return th;
+}
+
+static void blame_add(struct gil_data *d, struct hmap *h, __u32 pid, __u32 waiter, __u32 holder,
+		      __u64 count, __u64 total, int replace)
+{
+	struct bs_gil_blame_val *v;
+
+	v = hmap__get(h, (struct hkey){ (__u64)pid << 32 | waiter, holder }, 1);
+	if (!v) {
+		d->err = -ENOMEM;
+		return;
+	}
+	if (replace) {
+		v->count = count;
+		v->total_ns = total;
+	} else {
+		v->count += count;
+		v->total_ns += total;
+	}
+}
+
+static void gil_data__add(void *vd, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	const struct bs_gil_wait *w = (const void *)rec;
+	const struct bs_gil_hold *h = (const void *)rec;
+	const struct bs_gil_agg *a = (const void *)rec;
+	const struct bs_gil_blame *b = (const void *)rec;
+	const struct bs_fork *f = (const void *)rec;
+	struct gil_data *d = vd;
+	struct gil_thread *th;
+	struct gil_pinfo *pi;
+
+	if (rec->ts && (!d->first_ts || rec->ts < d->first_ts))
+		d->first_ts = rec->ts;
+	if (rec->ts > d->last_ts)
+		d->last_ts = rec->ts;
+	switch (rec->type) {
+	case BS_REC_GIL_WAIT:
+		if ((th = thread_of(d, rec->pid, rec->tid))) {
+			if (samples__add(&th->waits, (double)w->dur, 1))
+				d->err = -ENOMEM;
+			th->ev_count++;
+			th->ev_total += w->dur;
+			if (w->dur > th->ev_max)
+				th->ev_max = w->dur;
+		}
+		blame_add(d, d->ev_blame, rec->pid, rec->tid, w->holder_tid, 1, w->dur, 0);
+		if (rec->ts + w->dur > d->last_ts)
+			d->last_ts = rec->ts + w->dur;
+		break;
+	case BS_REC_GIL_HOLD:
+		if ((th = thread_of(d, rec->pid, rec->tid))) {
+			th->hold_ev_count++;
+			th->hold_ev_total += h->dur;
+		}
+		break;
+	case BS_REC_GIL_AGG:
+		if ((th = thread_of(d, rec->pid, rec->tid))) {
+			th->has_agg = 1;
+			th->threshold = a->threshold_ns;
+			th->agg = a->v;
+		}
+		break;
+	case BS_REC_GIL_BLAME:
+		blame_add(d, d->blame, rec->pid, rec->tid, b->holder_tid, b->count, b->total_ns, 1);
+		break;
+	case BS_REC_GIL_PROC:
+		pi = hmap__get(d->procs, (struct hkey){ rec->pid, 0 }, 1);
+		if (!pi) {
+			d->err = -ENOMEM;
+			break;
+		}
+		pi->seen = 1;
+		pi->last = *(const struct bs_gil_proc *)rec;
+		break;
+	case BS_REC_THREAD:
+		thread_of(d, rec->pid, rec->tid);
+		break;
+	case BS_REC_FORK:
+		if (rec->size >= sizeof(*f) && (th = thread_of(d, f->child_pid, f->child_tid)))
+			th->born = rec->ts;
+		break;
+	case BS_REC_EXIT:
+		th = hmap__get(d->threads, (struct hkey){ rec->pid, rec->tid }, 0);
+		if (th)
+			th->died = rec->ts;
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- gil_sum ---- */
+
+struct sum_row {
+	__u32 pid, tid;
+	struct gil_thread *th;
+	__u64 count, total, max;
+};
+
+static int sum_row_cmp(const void *a, const void *b)
+{
+	const struct sum_row *x = a, *y = b;
+
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* The short waits of a histogram as samples at their bucket's middle, capped by the threshold. */
+static int add_hist(struct samples *s, const struct bs_gil_agg_val *a, __u64 threshold)
+{
+	for (int i = 0; i < BS_GIL_HIST; i++) {
+		double lo = i ? (double)(1ull << i) : 0, hi = (double)(1ull << (i + 1));
+
+		if (!a->short_hist[i])
+			continue;
+		if (threshold && hi > (double)threshold)
+			hi = (double)threshold;
+		if (hi < lo)
+			hi = lo;
+		if (samples__add(s, (lo + hi) / 2, a->short_hist[i]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int gil_sum__emit(void *vd, const struct trace_model *m, struct table *t)
+{
+	struct gil_data *d = vd;
+	struct gil_thread *th;
+	struct gil_pinfo *pi;
+	struct sum_row *rows;
+	size_t it = 0, n = 0, i;
+	struct hkey key;
+	int c[12] = { 0 }, full = 0, err;
+
+	if (d->err)
+		return d->err;
+	rows = calloc(hmap__count(d->threads) + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	while ((th = hmap__next(d->threads, &it, &key))) {
+		pi = hmap__get(d->procs, (struct hkey){ key.a, 0 }, 0);
+		/* Threads of python processes only (and any that has GIL data at all). */
+		if (!(pi && pi->seen) && !th->has_agg && !th->ev_count)
+			continue;
+		if (pi && pi->last.method == BS_GIL_METHOD_TAKE_GIL)
+			full = 1;
+		if (th->has_agg && (th->agg.hold_count || th->hold_ev_count))
+			full = 1;
+		rows[n].pid = (__u32)key.a;
+		rows[n].tid = (__u32)key.b;
+		rows[n].th = th;
+		/* The aggregate has every wait; without one (a cut trace) the records are all. */
+		rows[n].count = th->has_agg ? th->agg.wait_count : th->ev_count;
+		rows[n].total = th->has_agg ? th->agg.wait_total_ns : th->ev_total;
+		rows[n].max = th->has_agg ? th->agg.wait_max_ns : th->ev_max;
+		n++;
+	}
+	qsort(rows, n, sizeof(*rows), sum_row_cmp);
+
+	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
+	c[1] = table__add_col(t, "tid", "TID", TABLE_U64);
+	c[2] = table__add_col(t, "thread_name", "Thread", TABLE_STR);
+	c[3] = table__add_col(t, "wait_count", "Waits", TABLE_U64);
+	c[4] = table__add_col(t, "wait_total_ns", "Wait Total (ns)", TABLE_U64);
+	c[5] = table__add_col(t, "wait_p50_ns", "Wait P50 (ns)", TABLE_DOUBLE);
+	c[6] = table__add_col(t, "wait_p99_ns", "Wait P99 (ns)", TABLE_DOUBLE);
+	c[7] = table__add_col(t, "wait_max_ns", "Wait Max (ns)", TABLE_U64);
+	c[8] = table__add_col(t, "contention_pct", "Contention (%)", TABLE_DOUBLE);
+	c[9] = table__add_col(t, "method", "Method", TABLE_STR);
+	if (full) {
+		c[10] = table__add_col(t, "hold_count", "Holds", TABLE_U64);
+		c[11] = table__add_col(t, "hold_total_ns", "Hold Total (ns)", TABLE_U64);
+	}
+	for (i = 0; i < n; i++) {
+		const struct sum_row *r = &rows[i];
+		__u64 born, died, wall;
+		const char *name;
+
+		th = r->th;
+		if (th->has_agg && (err = add_hist(&th->waits, &th->agg, th->threshold)))
+			goto out;
+		pi = hmap__get(d->procs, (struct hkey){ r->pid, 0 }, 0);
+		born = th->born && th->born > d->first_ts ? th->born : d->first_ts;
+		died = th->died && th->died < d->last_ts ? th->died : d->last_ts;
+		wall = died > born ? died - born : 0;
+		name = trace_model__thread_name(m, r->tid);
+		table__row(t);
+		table__set_u64(t, c[0], r->pid);
+		table__set_u64(t, c[1], r->tid);
+		table__set_str(t, c[2], name ? name : "");
+		table__set_u64(t, c[3], r->count);
+		table__set_u64(t, c[4], r->total);
+		table__set_double(t, c[5], th->waits.count ? samples__percentile(&th->waits, 50) : 0);
+		table__set_double(t, c[6], th->waits.count ? samples__percentile(&th->waits, 99) : 0);
+		table__set_u64(t, c[7], r->max);
+		table__set_double(t, c[8], wall ? r->total * 100.0 / wall : 0);
+		table__set_str(t, c[9], gil_method_name(pi && pi->seen ? pi->last.method : 0));
+		if (full) {
+			table__set_u64(t, c[10], th->has_agg ? th->agg.hold_count : th->hold_ev_count);
+			table__set_u64(t, c[11],
+				       th->has_agg ? th->agg.hold_total_ns : th->hold_ev_total);
+		}
+	}
+	err = table__err(t);
+out:
+	free(rows);
+	return err;
+}
+
+static const struct report gil_sum = {
+	.name = "gil_sum",
+	.desc = "Python GIL Contention Summary",
+	.new = gil_data__new,
+	.add = gil_data__add,
+	.emit = gil_sum__emit,
+	.free = gil_data__free,
+};
+
+/* ---- gil_blocked_by ---- */
+
+struct blame_row {
+	__u32 pid, waiter, holder;
+	struct bs_gil_blame_val v;
+};
+
+static int blame_row_cmp(const void *a, const void *b)
+{
+	const struct blame_row *x = a, *y = b;
+
+	if (x->v.total_ns != y->v.total_ns)
+		return x->v.total_ns < y->v.total_ns ? 1 : -1;
+	if (x->waiter != y->waiter)
+		return x->waiter < y->waiter ? -1 : 1;
+	return (x->holder > y->holder) - (x->holder < y->holder);
+}
+
+static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct table *t)
+{
+	struct gil_data *d = vd;
+	/* In-kernel totals when the trace has them; else what the wait records say. */
+	struct hmap *h = hmap__count(d->blame) ? d->blame : d->ev_blame;
+	struct bs_gil_blame_val *v;
+	struct blame_row *rows;
+	size_t it = 0, n = 0, i;
+	struct hkey key;
+	int c[7], err;
+
+	if (d->err)
+		return d->err;
+	rows = calloc(hmap__count(h) + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	while ((v = hmap__next(h, &it, &key))) {
+		if (!v->count)
+			continue;
+		rows[n].pid = key.a >> 32;
+		rows[n].waiter = (__u32)key.a;
+		rows[n].holder = (__u32)key.b;
+		rows[n].v = *v;
+		n++;
+	}
+	qsort(rows, n, sizeof(*rows), blame_row_cmp);
+	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
+	c[1] = table__add_col(t, "waiter_tid", "Waiter TID", TABLE_U64);
+	c[2] = table__add_col(t, "waiter_name", "Waiter", TABLE_STR);
+	c[3] = table__add_col(t, "holder_tid", "Holder TID", TABLE_U64);
+	c[4] = table__add_col(t, "holder_name", "Holder", TABLE_STR);
+	c[5] = table__add_col(t, "wait_count", "Waits", TABLE_U64);
+	c[6] = table__add_col(t, "total_ns", "Total (ns)", TABLE_U64);
+	for (i = 0; i < n; i++) {
+		const char *wn = trace_model__thread_name(m, rows[i].waiter);
+		const char *hn = rows[i].holder ? trace_model__thread_name(m, rows[i].holder) : NULL;
+
+		table__row(t);
+		table__set_u64(t, c[0], rows[i].pid);
+		table__set_u64(t, c[1], rows[i].waiter);
+		table__set_str(t, c[2], wn ? wn : "");
+		table__set_u64(t, c[3], rows[i].holder);
+		table__set_str(t, c[4], hn ? hn : rows[i].holder ? "" : "(unknown)");
+		table__set_u64(t, c[5], rows[i].v.count);
+		table__set_u64(t, c[6], rows[i].v.total_ns);
+	}
+	err = table__err(t);
+	free(rows);
+	return err;
+}
+
+static const struct report gil_blocked_by = {
+	.name = "gil_blocked_by",
+	.desc = "Python GIL: Who Made Whom Wait",
+	.new = gil_data__new,
+	.add = gil_data__add,
+	.emit = gil_blocked_by__emit,
+	.free = gil_data__free,
+};
+
+/* ---- gil_procs ---- */
+
+static int pid_cmp(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int gil_procs__emit(void *vd, const struct trace_model *m, struct table *t)
+{
+	struct gil_data *d = vd;
+	struct gil_pinfo *pi;
+	size_t it = 0, n = 0, i;
+	struct hkey key;
+	__u32 *pids;
+	char ver[32];
+	int c[9], err;
+
+	if (d->err)
+		return d->err;
+	pids = calloc(hmap__count(d->procs) + 1, sizeof(*pids));
+	if (!pids)
+		return -ENOMEM;
+	while ((pi = hmap__next(d->procs, &it, &key)))
+		if (pi->seen)
+			pids[n++] = (__u32)key.a;
+	qsort(pids, n, sizeof(*pids), pid_cmp);
+	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
+	c[1] = table__add_col(t, "process", "Process", TABLE_STR);
+	c[2] = table__add_col(t, "python", "Python", TABLE_STR);
+	c[3] = table__add_col(t, "method", "Method", TABLE_STR);
+	c[4] = table__add_col(t, "free_threaded", "Free-threaded", TABLE_U64);
+	c[5] = table__add_col(t, "mutex", "Mutex Waits", TABLE_U64);
+	c[6] = table__add_col(t, "holder", "Holders", TABLE_U64);
+	c[7] = table__add_col(t, "object", "Interpreter", TABLE_STR);
+	c[8] = table__add_col(t, "note", "Cannot See", TABLE_STR);
+	for (i = 0; i < n; i++) {
+		const struct bs_gil_proc *p;
+		const char *s;
+
+		pi = hmap__get(d->procs, (struct hkey){ pids[i], 0 }, 0);
+		p = &pi->last;
+		version_str(p->py_version, ver, sizeof(ver));
+		table__row(t);
+		table__set_u64(t, c[0], pids[i]);
+		s = trace_model__process_name(m, pids[i]);
+		table__set_str(t, c[1], s ? s : "");
+		table__set_str(t, c[2], ver);
+		table__set_str(t, c[3], gil_method_name(p->method));
+		table__set_u64(t, c[4], !!(p->flags & BS_GIL_PROC_FREE_THREADED));
+		table__set_u64(t, c[5], !!(p->flags & BS_GIL_PROC_MUTEX));
+		table__set_u64(t, c[6], !!(p->flags & BS_GIL_PROC_HOLDER));
+		s = trace_model__string(m, p->object_id);
+		table__set_str(t, c[7], s ? s : "");
+		s = trace_model__string(m, p->note_id);
+		table__set_str(t, c[8], s ? s : "");
+	}
+	err = table__err(t);
+	free(pids);
+	return err;
+}
+
+static const struct report gil_procs = {
+	.name = "gil_procs",
+	.desc = "Python Processes and How Their GIL Was Measured",
+	.new = gil_data__new,
+	.add = gil_data__add,
+	.emit = gil_procs__emit,
+	.free = gil_data__free,
+};
+
+const struct report *const gil_reports[] = { &gil_sum, &gil_blocked_by, &gil_procs, NULL };

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * nccl family, record side: the generic uprobe pair (bpf/nccl.bpf.c) on every function of
+ * nccl_table wherever libnccl code is mapped (shared, or linked into libtorch_cuda.so).
+ * Communicators are joined with their rank on the reading side (nccl_report.c's walk).
+ */
+#include <errno.h>
+#include "nccl.h"
+#include "recorder.h"
+#include "ucall_family.h"
+#include "nccl.skel.h"
+
+static int nccl_attach(struct record_ctx *ctx, void **state)
+{
+	struct nccl_bpf *skel = nccl_bpf__open();
+	int err;
+
+	if (!skel)
+		return -errno;
+	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
+	err = ucall_family__load(ctx, &nccl_table, skel->obj, skel->progs.ucall_entry,
+				 skel->progs.ucall_return);
+	if (err) {
+		nccl_bpf__destroy(skel);
+		return err;
+	}
+	*state = skel;
+	return 0;
+}
+
+static void nccl_detach(struct record_ctx *ctx, void *state)
+{
+	nccl_bpf__destroy(state);
+}
+
+static void *nccl_walk_new(void)
+{
+	return nccl_walk__new();
+}
+
+static void nccl_walk_observe(void *w, const struct bs_hdr *rec)
+{
+	nccl_walk__observe(w, rec);
+}
+
+static void nccl_walk_free(void *w)
+{
+	nccl_walk__free(w);
+}
+
+const struct family family_nccl = {
+	.name = "nccl",
+	.desc = "NCCL calls: collectives, point-to-point, groups, communicators (uprobes)",
+	.attach = nccl_attach,
+	.detach = nccl_detach,
+	.walk_new = nccl_walk_new,
+	.walk_observe = nccl_walk_observe,
+	.walk_free = nccl_walk_free,
+	.decoders = nccl_decoders,
+	.reports = nccl_reports,
+};

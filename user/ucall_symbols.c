@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* SYMBOL records of uprobe families, written once per (pid, address, name). */
+#include <stdlib.h>
+#include <string.h>
+#include "recorder.h"
+#include "stats_math.h"
+#include "ucall_symbols.h"
+#include "uprobe_mgr.h"
+
+struct ucall_symbols {
+	struct hmap *names; /* (pid, addr) -> char * (NULL: host lookup failed) */
+};
+
+struct ucall_symbols *ucall_symbols__new(void)
+{
+	struct ucall_symbols *s = calloc(1, sizeof(*s));
+
+	if (s && !(s->names = hmap__new(sizeof(char *)))) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void ucall_symbols__free(struct ucall_symbols *s)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!s)
+		return;
+	while ((v = hmap__next(s->names, &it, NULL)))
+		free(*(char **)v);
+	hmap__free(s->names);
+	free(s);
+}
+
+static void write_symbol(struct record_ctx *ctx, __u32 pid, __u64 addr, const char *name,
+			 __u32 kind)
+{
+	struct bs_symbol r = { .addr = addr, .kind = kind };
+
+	r.name_id = record_ctx__intern(ctx, name);
+	if (!r.name_id)
+		return;
+	record_ctx__hdr(&r.h, BS_REC_SYMBOL, sizeof(r), pid, pid, 0);
+	record_ctx__write(ctx, &r);
+}
+
+void ucall_symbols__set(struct ucall_symbols *s, struct record_ctx *ctx, __u32 pid, __u64 addr,
+			const char *name, __u32 kind)
+{
+	char **slot = hmap__get(s->names, (struct hkey){ pid, addr }, 1);
+
+	if (!slot || !name || !*name)
+		return;
+	/* A handle can be freed and its value reused for another function: rename it. */
+	if (*slot && !strcmp(*slot, name))
+		return;
+	free(*slot);
+	*slot = strdup(name);
+	write_symbol(ctx, pid, addr, name, kind);
+}
+
+const char *ucall_symbols__get(struct ucall_symbols *s, __u32 pid, __u64 addr)
+{
+	char **slot = hmap__get(s->names, (struct hkey){ pid, addr }, 0);
+
+	return slot ? *slot : NULL;
+}
+
+const char *ucall_symbols__host(struct ucall_symbols *s, struct record_ctx *ctx, __u32 pid,
+				__u64 addr)
+{
+	char **slot = hmap__get(s->names, (struct hkey){ pid, addr }, 0);
+	const char *name;
+
+	if (slot)
+		return *slot; /* known, or known to be unknown */
+	name = ctx->uprobes ? uprobe_mgr__symbolize(ctx->uprobes, pid, addr) : NULL;
+	if (name) {
+		ucall_symbols__set(s, ctx, pid, addr, name, BS_SYM_HOST_FUNC);
+		return name;
+	}
+	slot = hmap__get(s->names, (struct hkey){ pid, addr }, 1);
+	if (slot)
+		*slot = NULL;
+	return NULL;
+}

@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Finding and probing API code in traced processes (see uprobe_mgr.h).
+ *
+ * Files are identified by (dev, inode), as the kernel does for uprobes: a uprobe attached
+ * with pid -1 on a file's inode is installed in every process that maps that file, now or
+ * later, from its first instruction — forked children, exec'd copies and new processes of
+ * -a included — and BPF keeps only targets. So a file is examined once; only files never
+ * seen before cost a scan, and those show up through EXEC and MAP_EXEC records.
+ *
+ * The cost of that choice: while recording, other processes mapping the same file take a
+ * (filtered) probe hit per call. Attaching per pid instead would miss the first calls of
+ * every new child until user space caught up.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <signal.h>
+#include <time.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "elf_syms.h"
+#include "probe_site.h"
+#include "recorder.h"
+#include "stats_math.h"
+#include "uprobe_mgr.h"
+#include "uprobe_multi.h"
+#include "libmap.skel.h"
+
+#define MAX_FAMILIES	  4
+#define MAX_PENDING	  1024
+#define CODE_PEEK	  64 /* prologue bytes given to probe_site__choose */
+#define STOP_WAIT_MS	  200 /* for a process BPF stopped to reach the stopped state */
+
+struct site {
+	const struct ucall_table *table;
+	__u32 fn;
+	__u64 file_off; /* of the probe: function start + site offset */
+	struct probe_site ps;
+};
+
+struct obj {
+	__u64 dev, ino;
+	char *path;   /* as the first process that mapped it showed it */
+	int examined; /* symbols looked up for every family */
+	struct site *sites;
+	__u32 nsites;
+	struct bpf_link **links; /* perf-event uprobes (kernels before 6.6) */
+	__u32 nlinks;
+	int *fds; /* uprobe_multi links */
+	__u32 nfds;
+	struct elf_syms *syms; /* opened lazily for symbolization, then kept */
+	int syms_failed;
+};
+
+struct mapping {
+	__u64 start, end, pgoff, dev, ino;
+	struct obj *obj;
+};
+
+struct pid_maps {
+	struct mapping *v;
+	__u32 n;
+};
+
+struct fam {
+	const struct ucall_table *table;
+	struct bpf_program *entry, *ret;
+};
+
+struct uprobe_mgr {
+	struct record_ctx *ctx;
+	struct libmap_bpf *libmap;
+	struct fam fams[MAX_FAMILIES];
+	__u32 nfams;
+	struct hmap *objs;  /* (dev, ino) -> struct obj * */
+	struct hmap *pids;  /* (pid, 0) -> struct pid_maps * (last scan) */
+	struct hmap *names; /* (pid, addr) -> char * (symbolization cache, NULL = unknown) */
+	pid_t pending[MAX_PENDING]; /* pids to rescan; 0 = every process */
+	__u32 npending;
+	int dry_run;
+};
+
+/* The kernel's internal dev_t (what BPF reads from s_dev): major << 20 | minor. */
+static __u64 kdev(unsigned int major, unsigned int minor)
+{
+	return (__u64)major << 20 | minor;
+}
+
+struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
+{
+	struct uprobe_mgr *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->ctx = ctx;
+	m->dry_run = ctx->opts->dry_run;
+	m->objs = hmap__new(sizeof(struct obj *));
+	m->pids = hmap__new(sizeof(struct pid_maps *));
+	m->names = hmap__new(sizeof(char *));
+	if (!m->objs || !m->pids || !m->names) {
+		uprobe_mgr__free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* Load and attach the new-code reporter (bpf/libmap.bpf.c). */
+static int libmap_start(struct uprobe_mgr *m)
+{
+	struct record_ctx *ctx = m->ctx;
+	int err;
+
+	m->libmap = libmap_bpf__open();
+	if (!m->libmap)
+		return -errno;
+	RECORD_CTX_SET_COMMON_RODATA(m->libmap, ctx);
+	/* Launch mode owns its processes: stop them on new code, so no first call is missed. */
+	m->libmap->rodata->stop_on_new_code = ctx->opts->cmd != NULL;
+	if (uprobe_multi__supported())
+		uprobe_multi__prepare(m->libmap->progs.dl_debug_state);
+	err = record_ctx__prepare(ctx, m->libmap->obj);
+	if (!err)
+		err = libmap_bpf__load(m->libmap);
+	if (!err)
+		err = libmap_bpf__attach(m->libmap);
+	return err;
+}
+
+struct uprobe_mgr *uprobe_mgr__get(struct record_ctx *ctx, int *err)
+{
+	struct uprobe_mgr *m = ctx->uprobes;
+
+	*err = 0;
+	if (m)
+		return m;
+	m = uprobe_mgr__new(ctx);
+	if (!m) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = libmap_start(m);
+	if (*err) {
+		uprobe_mgr__free(m);
+		return NULL;
+	}
+	ctx->uprobes = m;
+	return m;
+}
+
+static void obj__free(struct obj *o)
+{
+	if (!o)
+		return;
+	for (__u32 i = 0; i < o->nlinks; i++)
+		bpf_link__destroy(o->links[i]);
+	for (__u32 i = 0; i < o->nfds; i++)
+		close(o->fds[i]);
+	free(o->links);
+	free(o->fds);
+	free(o->sites);
+	elf_syms__free(o->syms);
+	free(o->path);
+	free(o);
+}
+
+void uprobe_mgr__free(struct uprobe_mgr *m)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!m)
+		return;
+	while (m->objs && (v = hmap__next(m->objs, &it, NULL)))
+		obj__free(*(struct obj **)v);
+	it = 0;
+	while (m->pids && (v = hmap__next(m->pids, &it, NULL))) {
+		struct pid_maps *pm = *(struct pid_maps **)v;
+
+		if (pm)
+			free(pm->v);
+		free(pm);
+	}
+	it = 0;
+	while (m->names && (v = hmap__next(m->names, &it, NULL)))
+		free(*(char **)v);
+	hmap__free(m->objs);
+	hmap__free(m->pids);
+	hmap__free(m->names);
+	libmap_bpf__destroy(m->libmap);
+	free(m);
+}
+
+int uprobe_mgr__add_family(struct uprobe_mgr *m, const struct ucall_table *table,
+			   struct bpf_program *entry, struct bpf_program *ret)
+{
+	if (m->nfams == MAX_FAMILIES)
+		return -E2BIG;
+	m->fams[m->nfams++] = (struct fam){ table, entry, ret };
+	return 0;
+}
+
+/* A path that opens PID's mapping even inside a container or after the file was replaced. */
+static void mapping_path(char *buf, size_t len, pid_t pid, const struct mapping *mp,
+			 const char *path)
+{
+	snprintf(buf, len, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)mp->start,
+		 (unsigned long long)mp->end);
+	if (access(buf, R_OK))
+		snprintf(buf, len, "/proc/%d/root%s", pid, path);
+}
+
+static int site_add(struct obj *o, const struct ucall_table *t, __u32 fn, const struct elf_sym *s,
+		    const struct probe_site *ps)
+{
+	struct site *ns;
+
+	/* Two names for one function (aliases) would report every call twice. */
+	for (__u32 i = 0; i < o->nsites; i++)
+		if (o->sites[i].file_off == s->file_off + ps->offset)
+			return 0;
+	ns = realloc(o->sites, (o->nsites + 1) * sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	o->sites = ns;
+	o->sites[o->nsites++] = (struct site){ t, fn, s->file_off + ps->offset, *ps };
+	return 0;
+}
+
+static int link_add(struct obj *o, struct bpf_link *l)
+{
+	struct bpf_link **nl = realloc(o->links, (o->nlinks + 1) * sizeof(*nl));
+
+	if (!nl)
+		return -ENOMEM;
+	o->links = nl;
+	o->links[o->nlinks++] = l;
+	return 0;
+}
+
+static int fd_add(struct obj *o, int fd)
+{
+	int *nf = realloc(o->fds, (o->nfds + 1) * sizeof(*nf));
+
+	if (!nf)
+		return -ENOMEM;
+	o->fds = nf;
+	o->fds[o->nfds++] = fd;
+	return 0;
+}
+
+/* One entry and one return uprobe_multi link per family on O's sites. */
+static void obj_attach_multi(struct uprobe_mgr *m, struct obj *o, const char *path)
+{
+	__u64 *offs = calloc(o->nsites, sizeof(*offs)), *cookies = calloc(o->nsites, sizeof(*offs));
+	char what[PATH_MAX + 128];
+
+	for (__u32 f = 0; f < m->nfams && offs && cookies; f++) {
+		const struct fam *fam = &m->fams[f];
+		__u32 n = 0;
+
+		for (__u32 i = 0; i < o->nsites; i++) {
+			if (o->sites[i].table != fam->table)
+				continue;
+			offs[n] = o->sites[i].file_off;
+			cookies[n++] = ucall_api__cookie(fam->table, o->sites[i].fn);
+		}
+		for (int ret = 0; ret <= 1 && n; ret++) {
+			int fd = uprobe_multi__attach(ret ? fam->ret : fam->entry, path, offs,
+						      cookies, n, ret);
+
+			if (fd >= 0 && !fd_add(o, fd))
+				continue;
+			if (fd >= 0)
+				close(fd);
+			snprintf(what, sizeof(what), "%u %s %s probes in %s", n, fam->table->family,
+				 ret ? "return" : "entry", o->path);
+			record_ctx__attach_failed(m->ctx, what, fd < 0 ? fd : -ENOMEM);
+			/* Counted per probe, as loss records say. */
+			m->ctx->attach_failures += n - 1;
+		}
+	}
+	free(offs);
+	free(cookies);
+}
+
+static const struct fam *fam_of(const struct uprobe_mgr *m, const struct ucall_table *t)
+{
+	for (__u32 i = 0; i < m->nfams; i++)
+		if (m->fams[i].table == t)
+			return &m->fams[i];
+	return NULL;
+}
+
+/* Entry and return probe on every site of O, for every process (pid -1). */
+static void obj_attach(struct uprobe_mgr *m, struct obj *o, const char *path)
+{
+	if (uprobe_multi__supported()) {
+		obj_attach_multi(m, o, path);
+		return;
+	}
+	for (__u32 i = 0; i < o->nsites; i++) {
+		const struct site *s = &o->sites[i];
+		const struct fam *f = fam_of(m, s->table);
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = ucall_api__cookie(s->table, s->fn));
+		struct bpf_link *l;
+		char what[PATH_MAX + 128];
+
+		for (int ret = 0; ret <= 1 && f; ret++) {
+			opts.retprobe = ret;
+			l = bpf_program__attach_uprobe_opts(ret ? f->ret : f->entry, -1, path,
+							    s->file_off, &opts);
+			if (!l || link_add(o, l)) {
+				int err = l ? -ENOMEM : -errno;
+
+				bpf_link__destroy(l);
+				snprintf(what, sizeof(what), "%s %s in %s", ret ? "uretprobe" : "uprobe",
+					 s->table->apis[s->fn].name, o->path);
+				record_ctx__attach_failed(m->ctx, what, err);
+			}
+		}
+	}
+}
+
+/* ld.so: have BPF report every change of the link map (dlopen) from now on. */
+static void dl_hook_attach(struct uprobe_mgr *m, struct obj *o, struct elf_syms *syms,
+			   const char *path)
+{
+	struct bpf_link *l;
+	struct elf_sym s;
+	char what[PATH_MAX + 128];
+
+	if (!m->libmap || elf_syms__find(syms, "_dl_debug_state", &s))
+		return;
+	if (uprobe_multi__supported()) {
+		int fd = uprobe_multi__attach(m->libmap->progs.dl_debug_state, path, &s.file_off,
+					      NULL, 1, 0);
+
+		if (fd >= 0 && !fd_add(o, fd))
+			return;
+		if (fd >= 0)
+			close(fd);
+		snprintf(what, sizeof(what), "uprobe _dl_debug_state in %s (libraries loaded "
+			 "later will not be found)", o->path);
+		record_ctx__attach_failed(m->ctx, what, fd < 0 ? fd : -ENOMEM);
+		return;
+	}
+	l = bpf_program__attach_uprobe(m->libmap->progs.dl_debug_state, false, -1, path,
+				       s.file_off);
+	if (!l || link_add(o, l)) {
+		int err = l ? -ENOMEM : -errno;
+
+		bpf_link__destroy(l);
+		snprintf(what, sizeof(what), "uprobe _dl_debug_state in %s (libraries loaded "
+			 "later will not be found)", o->path);
+		record_ctx__attach_failed(m->ctx, what, err);
+	}
+}
+
+/* Look up every family's functions in a file not seen before; probe what it defines. */
+static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *path, pid_t pid)
+{
+	char root[64];
+
+	struct elf_syms *syms;
+	struct { __u64 dev, ino; } key = { o->dev, o->ino };
+	__u8 one = 1;
+
+	o->examined = 1;
+	snprintf(root, sizeof(root), "/proc/%d/root", pid); /* debug files: the process's view */
+	/* Whatever it holds, BPF need not report this file again. */
+	if (m->libmap)
+		bpf_map_update_elem(bpf_map__fd(m->libmap->maps.known_files), &key, &one, BPF_ANY);
+	syms = elf_syms__open(path, root);
+	if (!syms)
+		return; /* not ELF, unreadable, or gone: nothing to probe */
+	for (__u32 f = 0; f < m->nfams; f++) {
+		const struct ucall_table *t = m->fams[f].table;
+
+		for (__u32 fn = 0; fn < t->napis; fn++) {
+			struct elf_sym s;
+			struct probe_site ps;
+			__u8 code[CODE_PEEK];
+
+			if (elf_syms__find(syms, t->apis[fn].name, &s))
+				continue;
+			memset(code, 0, sizeof(code));
+			if (elf_syms__read(syms, s.vaddr, code, sizeof(code)))
+				continue; /* no code bytes (e.g. an undefined import) */
+			probe_site__choose(code, s.size && s.size < sizeof(code) ? s.size : sizeof(code),
+					   &ps);
+			if (site_add(o, t, fn, &s, &ps))
+				break;
+		}
+	}
+	if (!m->dry_run)
+		dl_hook_attach(m, o, syms, path);
+	elf_syms__free(syms);
+	if (o->nsites && !m->dry_run)
+		obj_attach(m, o, path);
+}
+
+static struct obj *obj_get(struct uprobe_mgr *m, __u64 dev, __u64 ino, const char *path)
+{
+	struct obj **slot = hmap__get(m->objs, (struct hkey){ dev, ino }, 1);
+
+	if (!slot)
+		return NULL;
+	if (!*slot) {
+		struct obj *o = calloc(1, sizeof(*o));
+
+		if (!o || !(o->path = strdup(path))) {
+			free(o);
+			return NULL;
+		}
+		o->dev = dev;
+		o->ino = ino;
+		*slot = o;
+	}
+	return *slot;
+}
+
+/* Remember PID's file mappings (for symbolization after it exits). Takes V. */
+static void pid_maps_set(struct uprobe_mgr *m, pid_t pid, struct mapping *v, __u32 n)
+{
+	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 1);
+
+	if (!slot) {
+		free(v);
+		return;
+	}
+	if (!*slot && !(*slot = calloc(1, sizeof(**slot)))) {
+		free(v);
+		return;
+	}
+	free((*slot)->v);
+	(*slot)->v = v;
+	(*slot)->n = n;
+}
+
+/* Scan PID's maps: examine executable files not seen yet. 0, or -errno when PID is gone. */
+static int scan_pid(struct uprobe_mgr *m, pid_t pid)
+{
+	char fn[64], line[PATH_MAX + 256], path[PATH_MAX], open_path[PATH_MAX + 64];
+	struct mapping *v = NULL, *nv;
+	__u32 n = 0, cap = 0;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned int major, minor;
+		char perms[8];
+		struct mapping mp;
+		struct obj *o;
+
+		path[0] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]", &start, &end, perms,
+			   &pgoff, &major, &minor, &ino, path) < 7 || !ino || path[0] != '/')
+			continue;
+		mp = (struct mapping){ start, end, pgoff, kdev(major, minor), ino, NULL };
+		if (perms[2] != 'x')
+			continue;
+		o = obj_get(m, mp.dev, mp.ino, path);
+		if (!o)
+			continue;
+		mp.obj = o;
+		if (!o->examined) {
+			mapping_path(open_path, sizeof(open_path), pid, &mp, path);
+			obj_examine(m, o, open_path, pid);
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n++] = mp;
+	}
+	fclose(f);
+	pid_maps_set(m, pid, v, n);
+	return 0;
+}
+
+int uprobe_mgr__start(struct uprobe_mgr *m)
+{
+	const struct record_opts *o = m->ctx->opts;
+
+	if (o->system_wide)
+		return uprobe_mgr__scan(m, 0);
+	if (m->ctx->launch_pid)
+		uprobe_mgr__scan(m, m->ctx->launch_pid);
+	for (__u32 i = 0; i < o->npids; i++)
+		uprobe_mgr__scan(m, o->pids[i]);
+	return 0;
+}
+
+int uprobe_mgr__scan(struct uprobe_mgr *m, pid_t pid)
+{
+	struct dirent *d;
+	DIR *dir;
+
+	if (pid > 0) {
+		return scan_pid(m, pid);
+	}
+	dir = opendir("/proc");
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir))) {
+		char *end;
+		long p = strtol(d->d_name, &end, 10);
+
+		if (*end || p <= 0 || p == m->ctx->self_pid)
+			continue;
+		scan_pid(m, p); /* processes that exit meanwhile are fine */
+	}
+	closedir(dir);
+	return 0;
+}
+
+static void queue(struct uprobe_mgr *m, pid_t pid)
+{
+	for (__u32 i = 0; i < m->npending; i++)
+		if (m->pending[i] == pid || m->pending[i] == 0)
+			return;
+	if (m->npending == MAX_PENDING) {
+		/* Degrade to rescanning every process, never to forgetting one. */
+		m->pending[MAX_PENDING - 1] = 0;
+		return;
+	}
+	m->pending[m->npending++] = pid;
+}
+
+/* 1 once thread TID shows the stopped state (its mmap is then complete). */
+static int wait_stopped(pid_t pid, pid_t tid)
+{
+	struct timespec ms = { 0, 1000000 };
+	char fn[64], buf[512], *p;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/stat", pid, tid);
+	for (int i = 0; i < STOP_WAIT_MS; i++) {
+		FILE *f = fopen(fn, "re");
+		size_t n;
+
+		if (!f)
+			return 0;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		p = strrchr(buf, ')'); /* the comm may hold spaces and parentheses */
+		if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't'))
+			return 1;
+		nanosleep(&ms, NULL);
+	}
+	return 0;
+}
+
+void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
+{
+	const struct bs_map_exec *x = (const void *)rec;
+
+	if (rec->type != BS_REC_MAP_EXEC || rec->size < sizeof(*x))
+		return;
+	if (x->flags & BS_MAP_EXEC_STOPPED) {
+		/* Probe the new code now, then let the process go: it waits for us. */
+		wait_stopped(rec->pid, rec->tid);
+		scan_pid(m, rec->pid);
+		kill(rec->pid, SIGCONT);
+	} else {
+		queue(m, rec->pid);
+	}
+}
+
+int uprobe_mgr__poll(struct uprobe_mgr *m)
+{
+	for (__u32 i = 0; i < m->npending; i++) {
+		if (m->pending[i])
+			scan_pid(m, m->pending[i]); /* a process that is gone is fine */
+		else
+			uprobe_mgr__scan(m, 0);
+	}
+	m->npending = 0;
+	return 0;
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct site *x = a, *y = b;
+
+	return x->file_off < y->file_off ? -1 : x->file_off > y->file_off;
+}
+
+void uprobe_mgr__print_sites(const struct uprobe_mgr *m, FILE *out)
+{
+	__u32 nobj = 0, nsites = 0, cheap = 0;
+	size_t it = 0;
+	void *v;
+
+	fprintf(out, "%-6s %-36s %-6s %-20s %-11s %-10s %s\n", "FAMILY", "SYMBOL", "SITE",
+		"INSTRUCTION", "COST", "FILE_OFF", "OBJECT");
+	while (m && (v = hmap__next(m->objs, &it, NULL))) {
+		struct obj *o = *(struct obj **)v;
+
+		if (!o->nsites)
+			continue;
+		nobj++;
+		qsort(o->sites, o->nsites, sizeof(*o->sites), site_cmp);
+		for (__u32 i = 0; i < o->nsites; i++) {
+			const struct site *s = &o->sites[i];
+
+			fprintf(out, "%-6s %-36s +0x%-4x %-20s %-11s 0x%-8llx %s\n",
+				s->table->family, s->table->apis[s->fn].name, s->ps.offset,
+				s->ps.insn, probe_cost__name(s->ps.cost),
+				(unsigned long long)s->file_off, o->path);
+			nsites++;
+			cheap += s->ps.cost == PROBE_EMULATED;
+		}
+	}
+	fprintf(out, "%u sites in %u objects: %u emulated, %u single-step\n", nsites, nobj, cheap,
+		nsites - cheap);
+}
+
+static const struct mapping *pid_mapping(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+{
+	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 0);
+
+	if (!slot || !*slot)
+		return NULL;
+	for (__u32 i = 0; i < (*slot)->n; i++)
+		if (addr >= (*slot)->v[i].start && addr < (*slot)->v[i].end)
+			return &(*slot)->v[i];
+	return NULL;
+}
+
+static char *symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+{
+	const struct mapping *mp = pid_mapping(m, pid, addr);
+	char open_path[PATH_MAX + 64], buf[4096];
+	struct elf_sym s;
+	__u64 vaddr;
+
+	if (!mp) {
+		scan_pid(m, pid); /* a mapping newer than the last scan */
+		mp = pid_mapping(m, pid, addr);
+	}
+	if (!mp || !mp->obj)
+		return NULL;
+	if (!mp->obj->syms && !mp->obj->syms_failed) {
+		mapping_path(open_path, sizeof(open_path), pid, mp, mp->obj->path);
+		mp->obj->syms = elf_syms__open(open_path, NULL);
+		if (!mp->obj->syms)
+			mp->obj->syms = elf_syms__open(mp->obj->path, NULL);
+		mp->obj->syms_failed = !mp->obj->syms;
+	}
+	if (!mp->obj->syms ||
+	    elf_syms__off_to_vaddr(mp->obj->syms, addr - mp->start + mp->pgoff, &vaddr) ||
+	    elf_syms__at(mp->obj->syms, vaddr, &s))
+		return NULL;
+	demangle(s.name, buf, sizeof(buf));
+	return strdup(buf);
+}
+
+const char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+{
+	char **slot = hmap__get(m->names, (struct hkey){ (__u64)pid, addr }, 0);
+	char *name;
+
+	if (slot)
+		return *slot;
+	name = symbolize(m, pid, addr);
+	slot = hmap__get(m->names, (struct hkey){ (__u64)pid, addr }, 1);
+	if (!slot) {
+		free(name);
+		return NULL;
+	}
+	*slot = name;
+	return name;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Finds and probes the code of uprobe families (cuda, nccl) in traced processes: every ELF
+ * file mapped executable (/proc/PID/maps, opened through /proc/PID/map_files), looked up
+ * once per (dev, inode); each function of a family's table it defines gets an entry and a
+ * return probe on the family's generic programs (bpf/ucall.bpf.h), attached for every
+ * process that maps the file (the BPF side filters on the targets map), at the cheapest safe
+ * site (probe_site.h). New processes (exec) and new mappings (dlopen, seen by
+ * bpf/libmap.bpf.c) are examined as their records arrive; in launch mode the process waits,
+ * stopped, until its new code is probed.
+ */
+#ifndef BPFSIGHT_UPROBE_MGR_H
+#define BPFSIGHT_UPROBE_MGR_H
+
+#include <stdio.h>
+#include <sys/types.h>
+#include "records.h"
+#include "ucall_api.h"
+
+struct bpf_program;
+struct record_ctx;
+struct uprobe_mgr;
+
+struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx);
+/* The recording's manager (ctx->uprobes), created with its new-code reporter on first use. */
+struct uprobe_mgr *uprobe_mgr__get(struct record_ctx *ctx, int *err);
+void uprobe_mgr__free(struct uprobe_mgr *m); /* detaches everything */
+
+/* Probe TABLE's functions with ENTRY/RET wherever they are found from now on. */
+int uprobe_mgr__add_family(struct uprobe_mgr *m, const struct ucall_table *table,
+			   struct bpf_program *entry, struct bpf_program *ret);
+/* The first scan, once every family is added: the targets (-p, launch) or all (-a). */
+int uprobe_mgr__start(struct uprobe_mgr *m);
+/* Examine every executable mapping of PID (0 = every process, for -a). */
+int uprobe_mgr__scan(struct uprobe_mgr *m, pid_t pid);
+/* Feed every ring-buffer record: FORK, EXEC and MAP_EXEC queue the process for a scan. */
+void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec);
+/* Scan what was queued (called on each housekeeping tick). */
+int uprobe_mgr__poll(struct uprobe_mgr *m);
+/* --dry-run: print every site found (object, symbol, offset, instruction, cost class). */
+void uprobe_mgr__print_sites(const struct uprobe_mgr *m, FILE *out);
+/*
+ * The name of host address ADDR in process PID (a kernel's host stub), demangled, from the
+ * ELF files mapped there; NULL when unknown. Valid until uprobe_mgr__free.
+ */
+const char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr);
+
+#endif /* BPFSIGHT_UPROBE_MGR_H */

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Raw BPF_LINK_CREATE for uprobe_multi links (see uprobe_multi.h). */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <linux/bpf.h>
+#include <bpf/libbpf.h>
+#include "uprobe_multi.h"
+
+/* Values from the kernel's uapi (linux/bpf.h of 6.6+), absent from Debian 12's headers. */
+#define ATTACH_TRACE_UPROBE_MULTI 48
+#define F_UPROBE_MULTI_RETURN	  1
+
+/* The link_create member of union bpf_attr, uprobe_multi variant. */
+struct link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 multi_flags;
+	__u32 pid;
+	__u32 _pad;
+};
+
+_Static_assert(offsetof(struct link_create_uprobe_multi, path) == 16, "uapi layout");
+_Static_assert(offsetof(struct link_create_uprobe_multi, pid) == 56, "uapi layout");
+
+int uprobe_multi__supported(void)
+{
+	static int supported = -1;
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (supported < 0) {
+		supported = !uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+			    (major > 6 || (major == 6 && minor >= 6));
+	}
+	return supported;
+}
+
+int uprobe_multi__prepare(struct bpf_program *prog)
+{
+	return bpf_program__set_expected_attach_type(prog,
+						     (enum bpf_attach_type)ATTACH_TRACE_UPROBE_MULTI);
+}
+
+int uprobe_multi__attach(const struct bpf_program *prog, const char *path,
+			 const __u64 *offsets, const __u64 *cookies, __u32 cnt, int retprobe)
+{
+	/* The kernel wants every byte past what it knows zeroed: one whole zeroed bpf_attr. */
+	union {
+		struct link_create_uprobe_multi lc;
+		char raw[sizeof(union bpf_attr) > 64 ? sizeof(union bpf_attr) : 64];
+	} attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.lc.prog_fd = bpf_program__fd(prog);
+	attr.lc.attach_type = ATTACH_TRACE_UPROBE_MULTI;
+	attr.lc.path = (__u64)(unsigned long)path;
+	attr.lc.offsets = (__u64)(unsigned long)offsets;
+	attr.lc.cookies = (__u64)(unsigned long)cookies;
+	attr.lc.cnt = cnt;
+	attr.lc.multi_flags = retprobe ? F_UPROBE_MULTI_RETURN : 0;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
