@@ -116,7 +116,7 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC	  ?= $(CUDA_HOME)/bin/nvcc
 CUDA_WL	  := $(OUT)/tests/cuda
 CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
-		    cuda_dlopen stubs/libcuda.so.1)
+		    cuda_dlopen libcuda_wrap.so stubs/libcuda.so.1)
 WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 
 ifneq ($(wildcard $(NVCC)),)
@@ -125,7 +125,7 @@ else
 test-build: cuda-workloads-skipped
 .PHONY: cuda-workloads-skipped
 cuda-workloads-skipped:
-	@echo "  SKIP     CUDA workloads: no $(NVCC) (set CUDA_HOME); the cuda e2e tests will skip"
+	@echo "  SKIP     CUDA workloads: no $(NVCC) (set CUDA_HOME); the cuda e2e tests skip"
 endif
 
 $(CUDA_WL)/cuda_api_%: tests/workloads/cuda/cuda_api.cu | $(CUDA_WL)
@@ -140,6 +140,11 @@ $(CUDA_WL)/cuda_driver: tests/workloads/cuda/cuda_driver.c | $(CUDA_WL)/stubs/li
 $(CUDA_WL)/cuda_dlopen: tests/workloads/cuda/cuda_dlopen.c | $(CUDA_WL)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -ldl
+
+# An LD_PRELOAD interposer of cudaMalloc/cudaMemcpy: nested calls (depth) with real cudart.
+$(CUDA_WL)/libcuda_wrap.so: tests/workloads/cuda/cuda_wrap.c | $(CUDA_WL)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -fPIC -shared -fno-omit-frame-pointer $< -o $@ -ldl
 
 $(CUDA_WL)/stubs/libcuda.so.1:
 	$(Q)mkdir -p $(@D)
@@ -235,10 +240,11 @@ $(OUT)/bench/floor.skel.h: $(OUT)/bench/floor.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(OUT)/bench/floor: bench/floor.c $(OUT)/bench/floor.skel.h
+# With bpfsight's own uprobe_multi attach (user/uprobe_multi.c), so the floor probes alike.
+$(OUT)/bench/floor: bench/floor.c user/uprobe_multi.c $(OUT)/bench/floor.skel.h
 	$(call msg,CC,$@)
-	$(Q)$(CC) -g -O2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -I$(OUT)/bench $< -o $@ \
-		-lbpf -lelf -lz
+	$(Q)$(CC) -g -O2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -I$(OUT)/bench -Iuser \
+		$(filter %.c,$^) -o $@ -lbpf -lelf -lz
 
 -include $(wildcard $(OUT)/bench/*.d)
 

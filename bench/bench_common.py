@@ -243,6 +243,41 @@ def read_json(path, cmd=None):
 
 # ---------------------------------------------------------------- other tracers
 
+_BPF_NR = {"x86_64": 321, "aarch64": 280}.get(platform.machine())
+BPF_OBJ_GET_INFO_BY_FD, BPF_LINK_GET_FD_BY_ID = 15, 30
+LINK_TYPE_UPROBE_MULTI = 12
+
+
+def uprobe_multi_path(link_id):
+    """The file a uprobe_multi link probes (bpf_link_info.uprobe_multi.path, Linux 6.8+),
+    read with the raw bpf(2) commands (bpftool 7.1 does not decode these links); None when
+    the link is gone or the kernel does not say."""
+    import ctypes
+    if _BPF_NR is None:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint32 * 32)()
+    attr[0] = link_id
+    fd = libc.syscall(_BPF_NR, BPF_LINK_GET_FD_BY_ID, ctypes.byref(attr), ctypes.sizeof(attr))
+    if fd < 0:
+        return None
+    try:
+        path = ctypes.create_string_buffer(4096)
+        info = (ctypes.c_uint64 * 32)()  # struct bpf_link_info, zeroed
+        info[2] = ctypes.cast(path, ctypes.c_void_p).value   # uprobe_multi.path (offset 16)
+        info[6] = 4096                                        # uprobe_multi.path_size (48)
+        attr = (ctypes.c_uint32 * 32)()
+        attr[0] = fd
+        attr[1] = ctypes.sizeof(info)
+        ptr = ctypes.cast(info, ctypes.c_void_p).value
+        attr[2], attr[3] = ptr & 0xffffffff, ptr >> 32
+        if libc.syscall(_BPF_NR, BPF_OBJ_GET_INFO_BY_FD, ctypes.byref(attr),
+                        ctypes.sizeof(attr)) < 0:
+            return None
+        return path.value.decode(errors="replace") or None
+    finally:
+        os.close(fd)
+
 class Quiet:
     """Other tracers on this machine skew a run: a program anyone attaches to sys_enter puts
     every process's syscalls on the slow path, and a uprobe on a library traps in every
@@ -286,6 +321,25 @@ class Quiet:
                 except OSError:
                     pass
         out = []
+        if files:
+            # uprobe_multi links are not perf events: `bpftool perf list` misses them.
+            r = subprocess.run([self.bpftool, "link", "show", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            try:
+                links = json.loads(r.stdout or "[]")
+            except ValueError:
+                links = []
+            for link in links:
+                if link.get("type") not in (LINK_TYPE_UPROBE_MULTI, "uprobe_multi"):
+                    continue
+                path = uprobe_multi_path(link.get("id", 0))
+                try:
+                    st = os.stat(path) if path else None
+                except OSError:
+                    st = None
+                if st is None or (st.st_dev, st.st_ino) in files:
+                    out.append(f"uprobe_multi link {link.get('id')} on "
+                               f"{os.path.basename(path) if path else 'an unknown file'}")
         for e in entries:
             tp = e.get("tracepoint") or ""
             for k in kinds:
@@ -312,13 +366,17 @@ class Quiet:
                 return f
             time.sleep(0.25)
 
-    def run(self, kinds, fn, label):
-        """fn() on a quiet machine if it can be had; returns its result."""
+    def run(self, kinds, fn, label, clean=None):
+        """fn() on a quiet machine if it can be had; returns its result. CLEAN(result), if
+        given, returns what disturbed the run that the result itself shows, or None."""
         self.runs += 1
         for attempt in range(2):
             before = self.wait(kinds)
             res = fn()
             after = self.foreign(kinds)
+            seen = clean(res) if clean else None
+            if seen:
+                after = after + [seen]
             if not before and not after:
                 return res
             if attempt == 0:
@@ -340,7 +398,7 @@ class Quiet:
                   + "; ".join(f"{label} ({', '.join(w)})" for label, w in
                               self.disturbed[:5]) + ".")
         else:
-            s += " No figure below comes from a disturbed run."
+            s += " No figure of this section comes from a disturbed run."
         return s
 
 

@@ -10,6 +10,11 @@
  * The clock is read once per BATCH calls (vDSO clock_gettime, no syscall), so an untraced
  * call costs its own time plus ~1/BATCH of a clock read; the benchmark only ever reports
  * the difference between a traced and an untraced run of the same loop.
+ *
+ * "int3" says whether the probe site held a breakpoint before or after the rounds: a uprobe
+ * anyone attached to that file, this process's own tracer or another one. An untraced run
+ * with int3 was not untraced (the uprobes of a tracer that exits can outlive its process
+ * by seconds while they are unregistered, where `bpftool perf list` no longer sees them).
  */
 #ifndef BPFSIGHT_BENCH_LOOP_H
 #define BPFSIGHT_BENCH_LOOP_H
@@ -29,7 +34,14 @@
 struct bench_fn {
 	const char *name;
 	long (*fn)(long);
+	const void *site; /* where a probe on it would sit (the traced function's entry) */
 };
+
+/* x86's breakpoint, which the kernel writes over a uprobe's instruction. */
+static inline int bench_int3_at(const void *site)
+{
+	return site && *(const volatile unsigned char *)site == 0xcc;
+}
 
 static inline uint64_t bench_now_ns(void)
 {
@@ -70,6 +82,7 @@ static inline void bench_usage(FILE *f, const char *prog, const struct bench_fn 
 static inline int bench_loop_main(int argc, char **argv, const struct bench_fn *fns, int nfns)
 {
 	static uint64_t calls[BENCH_MAX_ROUNDS][16], ns[BENCH_MAX_ROUNDS][16];
+	int int3[16] = { 0 };
 	const char *out_path = NULL;
 	double ms = 200;
 	long rounds = 5;
@@ -123,12 +136,16 @@ static inline int bench_loop_main(int argc, char **argv, const struct bench_fn *
 		for (int i = 0; i < nfns; i++)
 			pick[npick++] = i;
 
-	for (int p = 0; p < npick; p++)
+	for (int p = 0; p < npick; p++) {
+		int3[p] = bench_int3_at(fns[pick[p]].site);
 		for (long i = 0; i < BENCH_WARMUP; i++)
 			fns[pick[p]].fn(i);
+	}
 	for (long r = 0; r < rounds; r++)
 		for (int p = 0; p < npick; p++)
 			calls[r][p] = bench_run_fn(fns[pick[p]].fn, ms, &ns[r][p]);
+	for (int p = 0; p < npick; p++)
+		int3[p] |= bench_int3_at(fns[pick[p]].site);
 
 	if (out_path && !(out = fopen(out_path, "w"))) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", argv[0], out_path, strerror(errno));
@@ -136,7 +153,8 @@ static inline int bench_loop_main(int argc, char **argv, const struct bench_fn *
 	}
 	fprintf(out, "{\"ms\": %g, \"rounds\": %ld, \"fns\": {", ms, rounds);
 	for (int p = 0; p < npick; p++) {
-		fprintf(out, "%s\"%s\": {\"ns_per_call\": [", p ? ", " : "", fns[pick[p]].name);
+		fprintf(out, "%s\"%s\": {\"int3\": %s, \"ns_per_call\": [", p ? ", " : "",
+			fns[pick[p]].name, int3[p] ? "true" : "false");
 		for (long r = 0; r < rounds; r++)
 			fprintf(out, "%s%.3f", r ? ", " : "", (double)ns[r][p] / calls[r][p]);
 		fprintf(out, "], \"calls\": [");

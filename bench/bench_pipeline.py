@@ -371,12 +371,13 @@ def run(ctx):
                  f"{'ok' if r['getppid_ok'] else 'MISMATCH'}")
     res["default"] = runs
     b.commands["default"] = b.show_cmd(runs[0]["cmd"]) + \
-        "\nbuild/bpfsight stats --format json -r osrt_sum T.bst"
+        f"\n{b.rel(b.bpfsight)} stats --format json -r osrt_sum T.bst"
     # 6. where the traced thread's time goes: the osrt programs' own run time, from the
     # kernel's BPF stats (kernel.bpf_stats_enabled, restored afterwards). Separate runs:
     # the stats cost two clock reads per program run.
     res["bpf_stats"] = bpf_stats_pass(b, 1 if ctx.quick else min(R, 3), D)
-    b.commands["info"] = "build/bpfsight info --json T.bst"
+    b.commands["info"] = f"{b.rel(b.bpfsight)} info --json T.bst"
+    b.commands["loadgen"] = b.rel(b.loadgen)
     res["commands"] = b.commands
     figures(res)
     g = res["goals"]
@@ -648,7 +649,7 @@ def markdown(ctx, res):
     out.append("")
     out.append(f"Each figure is the median of {R} runs of "
                f"{D:g} s, with min .. max, all measured in one benchmark invocation, "
-               f"section after section. The load is `build/bench/loadgen`: raw "
+               f"section after section. The load is `{c['loadgen']}`: raw "
                f"`syscall(SYS_getppid)` in a loop (busy-wait pacer for target rates). "
                f"Recorder CPU is utime+stime of the bpfsight process alone, start-up (BPF "
                f"load) included, read from its /proc/PID/stat as a zombie before reaping, "

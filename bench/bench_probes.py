@@ -4,8 +4,10 @@
 Time per call of a function in a tight loop (bench/bench_loop.h), side by side:
 
   untraced   the loop alone
-  floor      empty BPF programs: an entry uprobe + a uretprobe (bench/floor), or the USDT
-             probe alone
+  floor      empty BPF programs (bench/floor): an entry + a return uprobe as uprobe_multi
+             links, the way bpfsight attaches; or the USDT probe alone
+  floor, perf-event uprobes
+             the same as perf-event uprobes, the way bpftrace attaches
   bpftrace   bpftrace doing the work a tracer must do: entry time in a map keyed by tid,
              on return one event per call to user space (printf of the duration)
   bpfsight   bpfsight record -t cuda (only on libcudart: bpfsight's uprobes come from its
@@ -38,6 +40,7 @@ MICRO = [
     ("usdt", "bpfsight_bench:site", "USDT site (systemtap sdt.h, a 1-byte nop): entry only"),
 ]
 CUDA_FN = ("streamquery", "cudaStreamQuery")
+FLOORS = ["floor", "floor, perf-event uprobes"]
 
 
 def bpftrace_script(binary, fns):
@@ -91,8 +94,8 @@ def run_target(ctx, config, target, fns, loop_args, probes, bpftrace_text=None, 
     base = [target] + loop_args + ["-o", out] + [f for f, _ in fns]
     if config == "untraced":
         cmd = base
-    elif config == "floor":
-        cmd = [r.bench_bin("floor")]
+    elif config.startswith("floor"):
+        cmd = [r.bench_bin("floor")] + (["--perf-uprobes"] if "perf" in config else [])
         for kind, sym in fns:
             cmd += ["-U", f"{probes}:{sym}"] if kind == "usdt" else ["-u", f"{probes}:{sym}"]
         cmd += ["--"] + base
@@ -122,6 +125,18 @@ def run_target(ctx, config, target, fns, loop_args, probes, bpftrace_text=None, 
     return Session(config, r.show_cmd(cmd, places), res, events, calls)
 
 
+def breakpoints(sess, config):
+    """What the probe sites say about a session: an untraced one must find no breakpoint on
+    them (someone else's uprobe), a traced one must find its own (else it measured nothing)."""
+    for f, v in sess.result["fns"].items():
+        if config == "untraced" and v.get("int3"):
+            return f"a breakpoint on {f}'s probe site in the untraced run"
+        if config != "untraced" and v.get("int3") is False:
+            raise BenchError(f"{config}: no breakpoint on {f}'s probe site: the probe was "
+                             f"not attached ({sess.cmd})")
+    return None
+
+
 def measure(ctx, title, target, probes, fns, configs):
     """Sessions of every config, interleaved, and the per-function figures."""
     p = ctx.params
@@ -131,7 +146,8 @@ def measure(ctx, title, target, probes, fns, configs):
     for s in range(p["probe_sessions"]):
         for c in configs:
             sess = ctx.quiet.run([probes], lambda: run_target(ctx, c, target, fns, loop_args,
-                                                              probes, script), f"{title} {c}")
+                                                              probes, script), f"{title} {c}",
+                                 clean=lambda sess: breakpoints(sess, c))
             sessions[c].append(sess)
             per = ", ".join(f"{f} {fmt_ns(median(v['ns_per_call']))}"
                             for f, v in sess.result["fns"].items())
@@ -162,14 +178,14 @@ def run(ctx):
         raise BenchError("bpftrace is not installed (make deps)")
     target = r.bench_bin("probe_target")
     res["micro"] = measure(ctx, "micro", target, target,
-                           [(f, sym) for f, sym, _ in MICRO], ["untraced", "floor", "bpftrace"])
+                           [(f, sym) for f, sym, _ in MICRO], ["untraced"] + FLOORS + ["bpftrace"])
     cuda = r.bench_bin("cuda_loop")
     if not os.access(cuda, os.X_OK):
         res["skips"].append("libcudart loop: bench/cuda_loop not built (no CUDA toolkit in "
                             "CUDA_HOME)")
         return res
     lib = library_of(cuda, "libcudart.so")
-    configs = ["untraced", "floor", "bpftrace"]
+    configs = ["untraced"] + FLOORS + ["bpftrace"]
     ok, why = bpfsight_cuda_works(ctx)
     if ok:
         configs.append("bpfsight")
@@ -240,7 +256,7 @@ def text(ctx, res):
             fig = m["figs"][f]
             lines.append(f"  {key} {f}: untraced {fmt_ns_spread(fig['untraced'])} per call")
             for c in fig["added"]:
-                lines.append(f"    {c:<9} +{fmt_ns_spread(fig['added'][c]):<36} "
+                lines.append(f"    {c:<26} +{fmt_ns_spread(fig['added'][c]):<36} "
                              f"{fmt_ratio_spread(fig['ratio'][c])} floor")
         d = delivered(m, "bpftrace")
         if d:
@@ -269,8 +285,10 @@ def markdown(ctx, res):
                f"over all {p['probe_rounds'] * p['probe_sessions']} rounds: ns added per call "
                f"= the round's ns per call minus the untraced median; the ratio divides a "
                f"round's added ns by the floor's median added ns. The floor is empty BPF "
-               f"programs (bench/floor.bpf.c): an entry uprobe and a uretprobe, or the USDT "
-               f"probe alone, attached with libbpf as bpfsight attaches its own. bpftrace does "
+               f"programs (bench/floor.bpf.c): an entry and a return uprobe attached as "
+               f"uprobe_multi links, as bpfsight attaches its own (user/uprobe_multi.c); the "
+               f"second floor attaches them as perf-event uprobes, as bpftrace does; the USDT "
+               f"probe is libbpf's (a perf-event uprobe) in both. bpftrace does "
                f"what a tracer must: the entry time in a map keyed by tid, and on return one "
                f"event per call to user space (its output is counted below: nothing lost "
                f"means every call cost a full event). Each loop also made {WARMUP} warm-up "
@@ -339,8 +357,10 @@ def meaning(res):
     m = res["micro"]["figs"]
     fl = {f: median(m[f]["added"]["floor"]) for f in m}
     bt = {f: median(m[f]["added"]["bpftrace"]) for f in m}
+    pf = median(m["push"]["added"]["floor, perf-event uprobes"])
     s = (f"the bare cost of a probe hit here is {fmt_ns(fl['push'])} for an emulated entry "
-         f"plus its return probe, {fmt_ns(fl['lea'])} when the first instruction must be "
+         f"plus its return probe ({fmt_ns(pf)} as perf-event uprobes), "
+         f"{fmt_ns(fl['lea'])} when the first instruction must be "
          f"single-stepped ({fl['lea'] / fl['push']:.0f}x: every hit takes an extra trap), and "
          f"{fmt_ns(fl['usdt'])} for a USDT site (entry only). Where a probe goes matters more "
          f"than what it does. bpftrace's per-call event costs "

@@ -40,9 +40,11 @@ static long launch(long x)
 int main(int argc, char **argv)
 {
 	static const struct bench_fn fns[] = {
-		{ "streamquery", streamquery },
-		{ "getdevice", getdevice },
-		{ "launch", launch },
+		/* In a PIE, a function's address is its real one (through the GOT), not a PLT
+		 * stub's: the first byte of the library's code. */
+		{ "streamquery", streamquery, (const void *)cudaStreamQuery },
+		{ "getdevice", getdevice, (const void *)cudaGetDevice },
+		{ "launch", launch, (const void *)cudaLaunchKernel },
 	};
 
 	return bench_loop_main(argc, argv, fns, 3);

@@ -37,6 +37,7 @@ int BPF_PROG(floor_sched_wakeup)
 	return 0;
 }
 
+/* Perf-event uprobes (what bpftrace and libbpf 1.1 attach). */
 SEC("uprobe")
 int floor_uprobe(struct pt_regs *ctx)
 {
@@ -45,6 +46,19 @@ int floor_uprobe(struct pt_regs *ctx)
 
 SEC("uretprobe")
 int floor_uretprobe(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+/* uprobe_multi links (what bpfsight attaches, user/uprobe_multi.c). */
+SEC("uprobe")
+int floor_multi_entry(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+SEC("uretprobe")
+int floor_multi_return(struct pt_regs *ctx)
 {
 	return 0;
 }

@@ -3,11 +3,13 @@
  * floor: run a command with empty BPF programs attached (bench/floor.bpf.c), the floor
  * that bpfsight's and bpftrace's probe costs are compared with.
  *
- *   floor [--syscalls] [--sched] [-u BIN:FUNC]... [-U BIN:PROVIDER:NAME]... -- CMD [ARGS...]
+ *   floor [--syscalls] [--sched] [-u BIN:FUNC]... [-U BIN:PROVIDER:NAME]... [--perf-uprobes]
+ *         -- CMD [ARGS...]
  *
  * --syscalls: tp_btf sys_enter + sys_exit (what osrt attaches); --sched: tp_btf sched_switch
- * + sched_wakeup (what sched attaches); -u: an entry uprobe and a uretprobe on FUNC in BIN;
- * -U: a USDT probe. The probes are system-wide (as bpfsight's are for the syscall and
+ * + sched_wakeup (what sched attaches); -u: an entry uprobe and a uretprobe on FUNC in BIN,
+ * as uprobe_multi links like bpfsight's (Linux 6.6+; --perf-uprobes, or an older kernel:
+ * perf-event uprobes, as bpftrace attaches them); -U: a USDT probe (libbpf's, perf-event). The probes are system-wide (as bpfsight's are for the syscall and
  * scheduler tracepoints) and attached before CMD starts. Exits with CMD's status.
  */
 #include <errno.h>
@@ -17,14 +19,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
 #include "floor.skel.h"
+#include "uprobe_multi.h"
 
 #define MAX_LINKS 64
 
 static struct bpf_link *links[MAX_LINKS];
 static int nlinks;
+static int multi_fds[MAX_LINKS];
+static int nmulti;
 
 static int keep(struct bpf_link *l, const char *what)
 {
@@ -43,8 +51,94 @@ static int keep(struct bpf_link *l, const char *what)
 	return 0;
 }
 
+/* The file offset of function NAME in the ELF file PATH (.symtab, else .dynsym). */
+static int func_offset(const char *path, const char *name, __u64 *off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = -ENOENT;
+	Elf_Scn *scn = NULL;
+	__u64 vaddr = 0;
+	size_t nph;
+	GElf_Shdr sh;
+	Elf *elf;
+
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		close(fd);
+		return -EINVAL;
+	}
+	for (int pass = 0; pass < 2 && !vaddr; pass++) {
+		while ((scn = elf_nextscn(elf, scn))) {
+			Elf_Data *data;
+
+			if (!gelf_getshdr(scn, &sh) ||
+			    sh.sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB) || !sh.sh_entsize)
+				continue;
+			data = elf_getdata(scn, NULL);
+			for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+				GElf_Sym sym;
+				const char *n;
+
+				if (!gelf_getsym(data, i, &sym) ||
+				    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value)
+					continue;
+				n = elf_strptr(elf, sh.sh_link, sym.st_name);
+				if (n && !strcmp(n, name)) {
+					vaddr = sym.st_value;
+					break;
+				}
+			}
+		}
+	}
+	/* A virtual address becomes a file offset through the PT_LOAD that maps it. */
+	if (vaddr && !elf_getphdrnum(elf, &nph)) {
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD &&
+			    vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_memsz) {
+				*off = vaddr - ph.p_vaddr + ph.p_offset;
+				err = 0;
+				break;
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/* An entry and a return uprobe_multi link at FUNC of BIN, the way bpfsight attaches. */
+static int attach_multi(struct floor_bpf *skel, const char *bin, const char *func)
+{
+	__u64 off;
+	int err = func_offset(bin, func, &off);
+
+	if (err) {
+		fprintf(stderr, "floor: no function %s in %s: %s\n", func, bin, strerror(-err));
+		return err;
+	}
+	for (int ret = 0; ret < 2; ret++) {
+		int fd;
+
+		if (nmulti == MAX_LINKS)
+			return -E2BIG;
+		fd = uprobe_multi__attach(ret ? skel->progs.floor_multi_return :
+						skel->progs.floor_multi_entry, bin, &off, NULL, 1, ret);
+		if (fd < 0) {
+			fprintf(stderr, "floor: cannot attach a uprobe_multi link to %s:%s: %s\n",
+				bin, func, strerror(-fd));
+			return fd;
+		}
+		multi_fds[nmulti++] = fd;
+	}
+	return 0;
+}
+
 /* "BIN:FUNC" -> an entry uprobe and a uretprobe on FUNC. */
-static int attach_uprobe(struct floor_bpf *skel, char *spec)
+static int attach_uprobe(struct floor_bpf *skel, char *spec, int multi)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts);
 	char *colon = strrchr(spec, ':');
@@ -55,6 +149,8 @@ static int attach_uprobe(struct floor_bpf *skel, char *spec)
 		return -EINVAL;
 	}
 	*colon = 0;
+	if (multi)
+		return attach_multi(skel, spec, colon + 1);
 	opts.func_name = colon + 1;
 	opts.retprobe = false;
 	err = keep(bpf_program__attach_uprobe_opts(skel->progs.floor_uprobe, -1, spec, 0, &opts),
@@ -88,12 +184,13 @@ bad:
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: floor [--syscalls] [--sched] [-u BIN:FUNC]... [-U BIN:PROVIDER:NAME]..."
-		   " -- CMD [ARGS...]\n\n"
+		   " [--perf-uprobes] -- CMD [ARGS...]\n\n"
 		   "Runs CMD with empty BPF programs attached: the floor of the overhead benchmark.\n"
-		   "  --syscalls   tp_btf sys_enter and sys_exit\n"
-		   "  --sched      tp_btf sched_switch and sched_wakeup\n"
-		   "  -u BIN:FUNC  entry uprobe and uretprobe on FUNC\n"
-		   "  -U BIN:PROVIDER:NAME  USDT probe\n");
+		   "  --syscalls       tp_btf sys_enter and sys_exit\n"
+		   "  --sched          tp_btf sched_switch and sched_wakeup\n"
+		   "  -u BIN:FUNC      entry and return uprobe on FUNC (uprobe_multi links)\n"
+		   "  -U BIN:PROVIDER:NAME  USDT probe\n"
+		   "  --perf-uprobes   -u as perf-event uprobes (as bpftrace attaches them)\n");
 }
 
 int main(int argc, char **argv)
@@ -101,11 +198,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "syscalls", no_argument, NULL, 's' },
 		{ "sched", no_argument, NULL, 'S' },
+		{ "perf-uprobes", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	char *uprobes[MAX_LINKS], *usdts[MAX_LINKS];
-	int nup = 0, nusdt = 0, syscalls = 0, sched = 0, c, err, status = 0;
+	int nup = 0, nusdt = 0, syscalls = 0, sched = 0, perf = 0, multi, c, err, status = 0;
 	struct floor_bpf *skel;
 	pid_t child;
 
@@ -116,6 +214,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			sched = 1;
+			break;
+		case 'P':
+			perf = 1;
 			break;
 		case 'u':
 			if (nup < MAX_LINKS)
@@ -146,6 +247,13 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.floor_sys_exit, syscalls);
 	bpf_program__set_autoload(skel->progs.floor_sched_switch, sched);
 	bpf_program__set_autoload(skel->progs.floor_sched_wakeup, sched);
+	multi = nup && !perf && uprobe_multi__supported();
+	bpf_program__set_autoload(skel->progs.floor_multi_entry, multi);
+	bpf_program__set_autoload(skel->progs.floor_multi_return, multi);
+	if (multi) {
+		uprobe_multi__prepare(skel->progs.floor_multi_entry);
+		uprobe_multi__prepare(skel->progs.floor_multi_return);
+	}
 	err = floor_bpf__load(skel);
 	if (err) {
 		fprintf(stderr, "floor: cannot load the BPF object: %s\n", strerror(-err));
@@ -161,7 +269,7 @@ int main(int argc, char **argv)
 				  "sched_wakeup");
 	}
 	for (int i = 0; !err && i < nup; i++)
-		err = attach_uprobe(skel, uprobes[i]);
+		err = attach_uprobe(skel, uprobes[i], multi);
 	for (int i = 0; !err && i < nusdt; i++)
 		err = attach_usdt(skel, usdts[i]);
 	if (err)
@@ -189,6 +297,8 @@ int main(int argc, char **argv)
 out:
 	for (int i = 0; i < nlinks; i++)
 		bpf_link__destroy(links[i]);
+	for (int i = 0; i < nmulti; i++)
+		close(multi_fds[i]);
 	floor_bpf__destroy(skel);
 	if (err)
 		return 1;

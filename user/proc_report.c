@@ -14,9 +14,12 @@ const char *loss_cause_name(__u32 cause)
 	return cause < BS_LOSS_NR && loss_causes[cause] ? loss_causes[cause] : "unknown";
 }
 
-static int decode_string(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+/* Strings and symbol names: the model keeps them, events refer to them; new-code records
+ * are kept for `info`. None of them is an event. */
+static int decode_metadata(const struct bs_hdr *rec, const struct trace_model *m,
+			   struct event *ev)
 {
-	return 0; /* the model interns it; events refer to it by id */
+	return 0;
 }
 
 static int decode_process(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
@@ -100,7 +103,7 @@ static int decode_comm(const struct bs_hdr *rec, const struct trace_model *m, st
 }
 
 const struct rec_decoder proc_decoders[] = {
-	{ BS_REC_STRING, sizeof(struct bs_string), "string", decode_string },
+	{ BS_REC_STRING, sizeof(struct bs_string), "string", decode_metadata },
 	{ BS_REC_PROCESS, sizeof(struct bs_process), "process", decode_process },
 	{ BS_REC_THREAD, sizeof(struct bs_thread), "thread", decode_thread },
 	{ BS_REC_LOSS, sizeof(struct bs_loss), "loss", decode_loss },
@@ -108,6 +111,8 @@ const struct rec_decoder proc_decoders[] = {
 	{ BS_REC_EXEC, sizeof(struct bs_exec), "exec", decode_exec },
 	{ BS_REC_EXIT, sizeof(struct bs_exit), "exit", decode_exit },
 	{ BS_REC_COMM, sizeof(struct bs_comm), "comm", decode_comm },
+	{ BS_REC_SYMBOL, sizeof(struct bs_symbol), "symbol", decode_metadata },
+	{ BS_REC_MAP_EXEC, sizeof(struct bs_map_exec), "new_code", decode_metadata },
 	{ 0 },
 };
 

@@ -465,6 +465,10 @@ int recorder__run(const struct record_opts *o)
 		fprintf(stderr, "bpfsight record: wrote %s: %llu records, %llu events lost%s\n",
 			o->output, (unsigned long long)nrec, (unsigned long long)lost_total,
 			stop_signal ? " (stopped by signal)" : "");
+		if (ctx.gate)
+			fprintf(stderr, "bpfsight record: --capture-range: %llu events outside the "
+				"ranges were not kept\n",
+				(unsigned long long)capture_gate__dropped(ctx.gate));
 	}
 	ret = 0;
 	if (launched) {

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "elf_syms.h"
@@ -363,22 +366,33 @@ static void dl_hook_attach(struct uprobe_mgr *m, struct obj *o, struct elf_syms 
 }
 
 /* Look up every family's functions in a file not seen before; probe what it defines. */
-static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *path, pid_t pid)
+static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *open_path, pid_t pid)
 {
-	char root[64];
-
-	struct elf_syms *syms;
 	struct { __u64 dev, ino; } key = { o->dev, o->ino };
+	char root[64], path[64];
+	struct elf_syms *syms;
 	__u8 one = 1;
+	int fd;
 
+	/*
+	 * Hold the file open and name it through our own fd from here on: a short-lived
+	 * process can exit (taking its /proc/PID/map_files links with it) between the look
+	 * and the attach. If it is already gone, the file stays unexamined for the next one.
+	 */
+	fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	o->examined = 1;
 	snprintf(root, sizeof(root), "/proc/%d/root", pid); /* debug files: the process's view */
 	/* Whatever it holds, BPF need not report this file again. */
 	if (m->libmap)
 		bpf_map_update_elem(bpf_map__fd(m->libmap->maps.known_files), &key, &one, BPF_ANY);
 	syms = elf_syms__open(path, root);
-	if (!syms)
-		return; /* not ELF, unreadable, or gone: nothing to probe */
+	if (!syms) {
+		close(fd);
+		return; /* not ELF or unreadable: nothing to probe */
+	}
 	for (__u32 f = 0; f < m->nfams; f++) {
 		const struct ucall_table *t = m->fams[f].table;
 
@@ -398,11 +412,11 @@ static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *path, p
 				break;
 		}
 	}
-	if (!m->dry_run)
-		dl_hook_attach(m, o, syms, path);
+	dl_hook_attach(m, o, syms, path); /* --dry-run too: it finds what CMD loads */
 	elf_syms__free(syms);
 	if (o->nsites && !m->dry_run)
 		obj_attach(m, o, path);
+	close(fd);
 }
 
 static struct obj *obj_get(struct uprobe_mgr *m, __u64 dev, __u64 ino, const char *path)
@@ -491,12 +505,53 @@ static int scan_pid(struct uprobe_mgr *m, pid_t pid)
 	return 0;
 }
 
+/*
+ * Where CUDA and NCCL libraries usually live. With -a nothing can be stopped, so a process
+ * started while recording races the scan its exec triggers; probing these files up front
+ * (on their inodes: every process mapping them is covered) takes that race away for them.
+ */
+static const char *const well_known[] = {
+	"/usr/local/cuda*/lib64/lib{cudart,nccl}.so*",
+	"/usr/local/cuda*/targets/*/lib/lib{cudart,nccl}.so*",
+	"/usr/lib/x86_64-linux-gnu/lib{cuda,cudart,nccl}.so*",
+	"/usr/lib64/lib{cuda,cudart,nccl}.so*",
+	"/opt/conda/lib/lib{cudart,nccl}.so*",
+	"/usr/{local/,}lib/python3*/{dist,site}-packages/nvidia/*/lib/lib{cudart,nccl}.so*",
+	"/usr/{local/,}lib/python3*/{dist,site}-packages/torch/lib/libtorch_cuda.so",
+	"/opt/conda/lib/python3*/site-packages/nvidia/*/lib/lib{cudart,nccl}.so*",
+	"/opt/conda/lib/python3*/site-packages/torch/lib/libtorch_cuda.so",
+};
+
+static void prescan_well_known(struct uprobe_mgr *m)
+{
+	for (size_t i = 0; i < sizeof(well_known) / sizeof(well_known[0]); i++) {
+		glob_t g;
+
+		if (glob(well_known[i], GLOB_BRACE | GLOB_NOSORT, NULL, &g))
+			continue;
+		for (size_t j = 0; j < g.gl_pathc; j++) {
+			struct stat st;
+			struct obj *o;
+
+			if (stat(g.gl_pathv[j], &st) || !S_ISREG(st.st_mode))
+				continue;
+			o = obj_get(m, kdev(major(st.st_dev), minor(st.st_dev)), st.st_ino,
+				    g.gl_pathv[j]);
+			if (o && !o->examined)
+				obj_examine(m, o, g.gl_pathv[j], getpid());
+		}
+		globfree(&g);
+	}
+}
+
 int uprobe_mgr__start(struct uprobe_mgr *m)
 {
 	const struct record_opts *o = m->ctx->opts;
 
-	if (o->system_wide)
+	if (o->system_wide) {
+		prescan_well_known(m);
 		return uprobe_mgr__scan(m, 0);
+	}
 	if (m->ctx->launch_pid)
 		uprobe_mgr__scan(m, m->ctx->launch_pid);
 	for (__u32 i = 0; i < o->npids; i++)
@@ -564,10 +619,32 @@ static int wait_stopped(pid_t pid, pid_t tid)
 	return 0;
 }
 
+/* A forked child has its parent's mappings: symbolization works even if it exits at once. */
+static void inherit_maps(struct uprobe_mgr *m, pid_t parent, pid_t child)
+{
+	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)parent, 0 }, 0);
+	struct mapping *v;
+
+	if (!slot || !*slot || !(*slot)->n)
+		return;
+	v = malloc((*slot)->n * sizeof(*v));
+	if (!v)
+		return;
+	memcpy(v, (*slot)->v, (*slot)->n * sizeof(*v));
+	pid_maps_set(m, child, v, (*slot)->n); /* may move *slot: not used after */
+}
+
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
 {
 	const struct bs_map_exec *x = (const void *)rec;
 
+	if (rec->type == BS_REC_FORK && rec->size >= sizeof(struct bs_fork)) {
+		const struct bs_fork *f = (const void *)rec;
+
+		if (f->child_pid == f->child_tid && f->child_pid != rec->pid)
+			inherit_maps(m, rec->pid, f->child_pid);
+		return;
+	}
 	if (rec->type != BS_REC_MAP_EXEC || rec->size < sizeof(*x))
 		return;
 	if (x->flags & BS_MAP_EXEC_STOPPED) {

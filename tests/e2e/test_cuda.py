@@ -16,10 +16,12 @@ from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, info, need_root,
                      run, spawn, stats, tmpdir, workload)
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+NVCC = "/usr/local/cuda/bin/nvcc"
 API_SHARED = workload("cuda/cuda_api_shared")
 API_STATIC = workload("cuda/cuda_api_static")
 DRIVER = workload("cuda/cuda_driver")
 DLOPEN = workload("cuda/cuda_dlopen")
+WRAP = workload("cuda/libcuda_wrap.so")
 
 # -p and -a probe what appears while they record (new processes, dlopen) within a bounded
 # delay; launch mode stops the process until its new code is probed and needs none. The
@@ -40,6 +42,8 @@ def need_cuda(*paths):
     if not os.path.exists(CUDART):
         raise Skip(f"no CUDA toolkit ({CUDART})")
     for p in paths:
+        if not os.path.exists(p) and not os.path.exists(NVCC):
+            raise Skip(f"no {NVCC}: the CUDA workloads are not built")
         check(os.path.exists(p), f"{p} missing: run make test-build")
 
 
@@ -304,6 +308,42 @@ def test_driver_stub_exact():
        {n: (k, 34, "CUDA_ERROR_STUB_LIBRARY") for n, k in counts.items()}, "cuda_err_sum")
 
 
+# ---- Two copies of a function in one process: nesting (depth). ----
+
+def test_interposer_nests_real_cudart():
+    """LD_PRELOAD libcuda_wrap.so defines cudaMalloc and cudaMemcpy and calls libcudart's:
+    both copies are probed, libcudart's call is depth 1 under the wrapper's, and the reports
+    count each application call once (cuda_err_sum counts both failures, as documented)."""
+    need_cuda(API_SHARED, WRAP)
+    p, out = record(["env", f"LD_PRELOAD={os.path.realpath(WRAP)}", API_SHARED, "2"],
+                    "-t", "cuda")
+    eq(p.returncode, 0, f"record exit ({p.stderr.strip()[-800:]})")
+    pid, _, procs = parse_out(p.stdout)
+    exp = []
+    for name, args, _ in runtime_calls(procs[pid], 2):
+        exp.append((name, args))
+        if name in ("cudaMalloc", "cudaMemcpy"):
+            exp.append((name, dict(args, depth=1)))
+    events = dump(out)
+    evs = calls(events, pid)
+    same_sequence(evs, exp, "wrapped cudart")
+    for outer, inner in zip(evs, evs[1:]):
+        if inner["args"].get("depth") == 1:
+            check(outer["ts"] <= inner["ts"] and
+                  inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"],
+                  f"{inner['name']} at depth 1 is not inside its caller")
+    check_timing(events, pid, procs[pid], "wrapped cudart")
+    counts = collections.Counter(n for n, _, _ in runtime_calls(procs[pid], 2))
+    rep = stats(out, "cuda_api_sum,cuda_memcpy_sum,cuda_err_sum")
+    eq({r["name"]: r["count"] for r in rep["cuda_api_sum"]}, dict(counts),
+       "cuda_api_sum counts each call once")
+    eq(row(rep["cuda_memcpy_sum"], name="HtoD")["count"], 4 * 2, "HtoD copies counted once")
+    errs = {r["name"]: r["count"] for r in rep["cuda_err_sum"]}
+    eq((errs["cudaMalloc"], errs["cudaMemcpy"]), (2 * counts["cudaMalloc"],
+                                                   2 * counts["cudaMemcpy"]),
+       "cuda_err_sum counts the nested failures too")
+
+
 # ---- Attaching: -p, -a, dlopen, fork. ----
 
 def attach_and_release(binary, rounds):
@@ -350,28 +390,21 @@ def test_system_wide_sees_new_processes():
     eq(info(r.out)["target"], "system-wide", "target")
 
 
-def dlopen_calls(n):
-    c = []
-    for _ in range(n):
-        c += [("cudaMalloc", dict(RT_ERR, bytes=65536)),
-              ("cudaMemcpy", dict(RT_ERR, dst="0xd0000000", src=None, bytes=4096, kind="HtoD")),
-              ("cudaDeviceSynchronize", dict(RT_ERR)),
-              ("cudaFree", dict(RT_ERR, ptr="0xd0000000"))]
-    return c
-
-
 def check_dlopen(events, pid, p, n, what):
+    """cuda_dlopen's N rounds, each call after its dlopen and its delay."""
     eq(p["ret"]["cudaMalloc"], 35, f"{what}: the workload's cudaMalloc return code")
+    exp = []
+    for _ in range(n):
+        exp += [("cudaMalloc", dict(RT_ERR, bytes=65536)),
+                ("cudaMemcpy", dict(RT_ERR, dst="0xd0000000", src=p["ptr"]["hbuf"],
+                                    bytes=4096, kind="HtoD")),
+                ("cudaDeviceSynchronize", dict(RT_ERR)),
+                ("cudaFree", dict(RT_ERR, ptr="0xd0000000"))]
     evs = calls(events, pid)
-    exp = dlopen_calls(n)
-    # src is the workload's heap buffer: take it from the first copy, then hold it fixed.
-    srcs = {e["args"].get("src") for e in evs if e["name"] == "cudaMemcpy"}
-    eq(len(srcs), 1, f"{what}: one source buffer ({srcs})")
-    src = srcs.pop()
-    exp = [(name, dict(a, src=src) if "src" in a else a) for name, a in exp]
     same_sequence(evs, exp, what)
     for e in evs:
-        check(e["ts"] >= p["t0"] >= p["dlopen"], f"{what}: {e['name']} before the first call")
+        check(p["dlopen"] <= p["t0"] <= e["ts"] and e["ts"] + e["dur"] <= p["t1"],
+              f"{what}: {e['name']} outside the workload's calls")
 
 
 def test_dlopen_after_start_launch():
@@ -492,7 +525,8 @@ def dry_run_sites(*args):
     eq(p.returncode, 0, f"dry-run exit ({p.stderr.strip()[-800:]})")
     text = p.stdout + p.stderr
     sites = [m.groups() for m in map(SITE.match, text.splitlines()) if m]
-    check(sites, f"no sites listed: {text[-800:]}")
+    check(sites, f"record --dry-run {' '.join(args)}: no sites listed: "
+                 f"{[l for l in text.splitlines() if 'sites in' in l]}")
     return sites, text
 
 

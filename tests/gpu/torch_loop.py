@@ -1,22 +1,115 @@
-"""A small real PyTorch training loop for tests/gpu/run.sh (GPU machines only)."""
+"""A small real PyTorch training loop for tests/gpu/run.sh (GPU machines only).
+
+  torch_loop.py [STEPS]          train STEPS steps (default 50), print pid and time
+  torch_loop.py --validate STEPS [--wait-file PATH] --json OUT
+      warm up, print "ready pid P", wait until PATH exists (when given: time for a
+      recorder to attach with -p), then run STEPS steps between cudaProfilerStart and
+      cudaProfilerStop (what bpfsight --capture-range=cudaProfilerApi keeps), then the same
+      STEPS steps under torch.profiler, outside that range. Writes the profiler's counts to
+      OUT: kernel-launch API calls by name, GPU kernels by name.
+
+The iterations are identical (same model, input and shapes, after warm-up: cuBLAS handles,
+workspaces and the caching allocator are settled), so the two halves launch the same kernels.
+"""
+import argparse
+import json
 import os
+import re
 import sys
 import time
 
 import torch
 
-steps = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-dev = "cuda" if torch.cuda.is_available() else "cpu"
-model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
-                            torch.nn.Linear(4096, 1024)).to(dev)
-opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x = torch.randn(256, 1024, device=dev)
-t0 = time.time()
-for _ in range(steps):
-    opt.zero_grad()
-    loss = model(x).square().mean()
-    loss.backward()
-    opt.step()
-if dev == "cuda":
+# Runtime and driver kernel-launch API calls (not cudaLaunchHostFunc), as named by CUPTI.
+LAUNCH_RE = re.compile(r"^_*cu(da)?Launch(Cooperative)?Kernel")
+
+
+def build():
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
+                                torch.nn.Linear(4096, 1024)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(256, 1024, device=dev)
+    return dev, model, opt, x
+
+
+def steps(n, model, opt, x):
+    for _ in range(n):
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+
+
+def plain(n):
+    dev, model, opt, x = build()
+    t0 = time.time()
+    steps(n, model, opt, x)
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    print(f"pid {os.getpid()} device {dev} steps {n} {time.time() - t0:.3f}s", flush=True)
+
+
+def validate(n, wait_file, out):
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    if not torch.cuda.is_available():
+        sys.exit("torch_loop.py --validate: no CUDA device visible to PyTorch")
+    _, model, opt, x = build()
+    steps(5, model, opt, x)  # warm-up: lazy initialization happens here, outside both halves
     torch.cuda.synchronize()
-print(f"pid {os.getpid()} device {dev} steps {steps} {time.time() - t0:.3f}s")
+    print(f"ready pid {os.getpid()}", flush=True)
+    if wait_file:
+        while not os.path.exists(wait_file):
+            time.sleep(0.05)
+
+    # Half 1: seen by bpfsight (--capture-range=cudaProfilerApi).
+    torch.cuda.profiler.start()
+    steps(n, model, opt, x)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+    # Half 2: the same iterations under torch.profiler (CUPTI), outside the range.
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        steps(n, model, opt, x)
+        torch.cuda.synchronize()
+    # Kineto's own events (as torch.profiler._utils reads them): runtime/driver API calls on
+    # the CPU side, kernels on the CUDA side. FunctionEvents where that is not available.
+    try:
+        evs = [(e.name(), e.device_type()) for e in prof.profiler.kineto_results.events()]
+    except AttributeError:
+        evs = [(e.name, e.device_type) for e in prof.events()]
+    launches, kernels = {}, {}
+    for name, dev in evs:
+        if dev == DeviceType.CUDA:
+            if not name.startswith(("Memcpy", "Memset")):
+                kernels[name] = kernels.get(name, 0) + 1
+        elif LAUNCH_RE.match(name):
+            launches[name] = launches.get(name, 0) + 1
+    res = {"pid": os.getpid(), "steps": n, "torch": torch.__version__,
+           "cuda": torch.version.cuda, "launch_calls": launches, "gpu_kernels": kernels}
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"torch.profiler: {sum(launches.values())} launch calls "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(launches.items()))}), "
+          f"{sum(kernels.values())} GPU kernels in {n} steps", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("steps", nargs="?", type=int, default=50)
+    ap.add_argument("--validate", action="store_true")
+    ap.add_argument("--wait-file")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if a.validate:
+        if not a.json:
+            ap.error("--validate needs --json OUT")
+        validate(a.steps, a.wait_file, a.json)
+    else:
+        plain(a.steps)
+
+
+if __name__ == "__main__":
+    main()

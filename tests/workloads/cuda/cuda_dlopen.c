@@ -16,7 +16,8 @@
  * After the delay, N times each: cudaMalloc(&p, 65536), cudaMemcpy(p, hbuf, 4096, HtoD),
  * cudaDeviceSynchronize(), cudaFree(p); all fail without a GPU (35), p keeps 0xd0000000.
  * Output: "pid P", then "dlopen P NS" (CLOCK_MONOTONIC when dlopen returned), "t0 P NS"
- * (just before the first call), "t1 P NS" (after the last) and "ret P cudaMalloc N".
+ * (just before the first call), "t1 P NS" (after the last), "ptr P hbuf 0xHEX" (the copies'
+ * source) and "ret P cudaMalloc N" (the first call's return code).
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -118,7 +119,7 @@ int main(int argc, char **argv)
 	t1 = now_ns();
 	printf("dlopen %d %llu\nt0 %d %llu\nt1 %d %llu\n", getpid(), t_dl, getpid(), t0, getpid(),
 	       t1);
-	printf("ret %d cudaMalloc %d\n", getpid(), first);
+	printf("ptr %d hbuf %p\nret %d cudaMalloc %d\n", getpid(), (void *)hbuf, getpid(), first);
 	free(hbuf);
 	return 0;
 }
