@@ -13,6 +13,7 @@
 #include "cuda_errors.h"
 #include "stats_math.h"
 #include "table.h"
+#include "time_sum.h"
 
 /*
  * What an args field can be. The shown keys come first, in the order events list them; the
@@ -841,26 +842,12 @@ static int api_sum__emit(void *vst, const struct trace_model *m, struct table *t
 	}
 	qsort(rows, n, sizeof(*rows), api_row_cmp);
 
-	c[0] = table__add_col(t, "time_pct", "Time (%)", TABLE_DOUBLE);
-	c[1] = table__add_col(t, "total_ns", "Total Time (ns)", TABLE_U64);
-	c[2] = table__add_col(t, "count", "Num Calls", TABLE_U64);
-	c[3] = table__add_col(t, "avg_ns", "Avg (ns)", TABLE_DOUBLE);
-	c[4] = table__add_col(t, "med_ns", "Med (ns)", TABLE_DOUBLE);
-	c[5] = table__add_col(t, "min_ns", "Min (ns)", TABLE_U64);
-	c[6] = table__add_col(t, "max_ns", "Max (ns)", TABLE_U64);
-	c[7] = table__add_col(t, "stddev_ns", "StdDev (ns)", TABLE_DOUBLE);
+	time_sum__cols(t, c);
 	c[8] = table__add_col(t, "name", "Name", TABLE_STR);
 	for (i = 0; i < n; i++) {
 		a = rows[i].a;
 		table__row(t);
-		table__set_double(t, c[0], grand > 0 ? (double)(a->total * 100.0L / grand) : 0);
-		table__set_u64(t, c[1], a->total);
-		table__set_u64(t, c[2], a->count);
-		table__set_double(t, c[3], (double)a->total / a->count);
-		table__set_double(t, c[4], samples__median(&a->samples));
-		table__set_u64(t, c[5], a->min);
-		table__set_u64(t, c[6], a->max);
-		table__set_double(t, c[7], samples__stddev(&a->samples));
+		time_sum__set(t, c, a->count, a->total, a->min, a->max, &a->samples, grand);
 		table__set_str(t, c[8], rows[i].name);
 	}
 	err = table__err(t);

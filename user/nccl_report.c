@@ -11,6 +11,7 @@
 #include "nccl.h"
 #include "stats_math.h"
 #include "table.h"
+#include "time_sum.h"
 
 /* nccl.h's enums, by value. */
 static const char *const result_names[] = {
@@ -825,28 +826,14 @@ static int nccl_sum__emit(void *vst, const struct trace_model *m, struct table *
 	}
 	qsort(rows, nrows, sizeof(*rows), nccl_sum_row_cmp);
 
-	c[0] = table__add_col(t, "time_pct", "Time (%)", TABLE_DOUBLE);
-	c[1] = table__add_col(t, "total_ns", "Total Time (ns)", TABLE_U64);
-	c[2] = table__add_col(t, "count", "Num Calls", TABLE_U64);
-	c[3] = table__add_col(t, "avg_ns", "Avg (ns)", TABLE_DOUBLE);
-	c[4] = table__add_col(t, "med_ns", "Med (ns)", TABLE_DOUBLE);
-	c[5] = table__add_col(t, "min_ns", "Min (ns)", TABLE_U64);
-	c[6] = table__add_col(t, "max_ns", "Max (ns)", TABLE_U64);
-	c[7] = table__add_col(t, "stddev_ns", "StdDev (ns)", TABLE_DOUBLE);
+	time_sum__cols(t, c);
 	c[8] = table__add_col(t, "bytes", "Bytes", TABLE_U64);
 	c[9] = table__add_col(t, "errors", "Errors", TABLE_U64);
 	c[10] = table__add_col(t, "name", "Name", TABLE_STR);
 	for (size_t i = 0; i < nrows; i++) {
 		f = rows[i].f;
 		table__row(t);
-		table__set_double(t, c[0], grand > 0 ? (double)(f->total * 100.0L / grand) : 0);
-		table__set_u64(t, c[1], f->total);
-		table__set_u64(t, c[2], f->count);
-		table__set_double(t, c[3], (double)f->total / f->count);
-		table__set_double(t, c[4], samples__median(&f->samples));
-		table__set_u64(t, c[5], f->min);
-		table__set_u64(t, c[6], f->max);
-		table__set_double(t, c[7], samples__stddev(&f->samples));
+		time_sum__set(t, c, f->count, f->total, f->min, f->max, &f->samples, grand);
 		if (f->has_bytes)
 			table__set_u64(t, c[8], f->bytes);
 		table__set_u64(t, c[9], f->errors);

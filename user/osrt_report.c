@@ -8,6 +8,7 @@
 #include "stats_math.h"
 #include "syscall_names.h"
 #include "table.h"
+#include "time_sum.h"
 
 /* NAMEBUF holds "syscall_N" for numbers the table does not know. */
 static const char *osrt__name(__u32 nr, char *namebuf, size_t len)
@@ -178,26 +179,12 @@ static int osrt_sum__emit(void *vst, const struct trace_model *m, struct table *
 	}
 	qsort(rows, nrows, sizeof(*rows), osrt_row_cmp);
 
-	c[0] = table__add_col(t, "time_pct", "Time (%)", TABLE_DOUBLE);
-	c[1] = table__add_col(t, "total_ns", "Total Time (ns)", TABLE_U64);
-	c[2] = table__add_col(t, "count", "Num Calls", TABLE_U64);
-	c[3] = table__add_col(t, "avg_ns", "Avg (ns)", TABLE_DOUBLE);
-	c[4] = table__add_col(t, "med_ns", "Med (ns)", TABLE_DOUBLE);
-	c[5] = table__add_col(t, "min_ns", "Min (ns)", TABLE_U64);
-	c[6] = table__add_col(t, "max_ns", "Max (ns)", TABLE_U64);
-	c[7] = table__add_col(t, "stddev_ns", "StdDev (ns)", TABLE_DOUBLE);
+	time_sum__cols(t, c);
 	c[8] = table__add_col(t, "name", "Name", TABLE_STR);
 	for (i = 0; i < nrows; i++) {
 		n = rows[i].n;
 		table__row(t);
-		table__set_double(t, c[0], grand > 0 ? (double)(n->total * 100.0L / grand) : 0);
-		table__set_u64(t, c[1], n->total);
-		table__set_u64(t, c[2], n->count);
-		table__set_double(t, c[3], (double)n->total / n->count);
-		table__set_double(t, c[4], samples__median(&n->samples));
-		table__set_u64(t, c[5], n->min);
-		table__set_u64(t, c[6], n->max);
-		table__set_double(t, c[7], samples__stddev(&n->samples));
+		time_sum__set(t, c, n->count, n->total, n->min, n->max, &n->samples, grand);
 		table__set_str(t, c[8], rows[i].name);
 	}
 	err = table__err(t);

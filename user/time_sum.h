@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * nsys's timing columns, shared by every "summary" report (osrt_sum, cuda_api_sum, nccl_sum,
+ * ...): time_pct, total_ns, count, avg_ns, med_ns, min_ns, max_ns, stddev_ns, in that order.
+ */
+#ifndef BPFSIGHT_TIME_SUM_H
+#define BPFSIGHT_TIME_SUM_H
+
+#include <linux/types.h>
+
+struct samples;
+struct table;
+
+#define TIME_SUM_NCOLS 8
+
+/* Add the timing columns to T; their ids go to C[0..TIME_SUM_NCOLS). */
+void time_sum__cols(struct table *t, int *c);
+/* Fill them in T's current row for one group; GRAND = total_ns over all rows (for time_pct). */
+void time_sum__set(struct table *t, const int *c, __u64 count, __u64 total, __u64 min, __u64 max,
+		   struct samples *s, __u64 grand);
+
+#endif /* BPFSIGHT_TIME_SUM_H */
