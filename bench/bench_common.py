@@ -391,8 +391,10 @@ class Quiet:
             return "Other tracers were not checked for (no bpftool)."
         s = (f"Other tracers: before and after each of the {self.runs} runs, no other "
              f"process may have a BPF program on the attach points the run measures "
-             f"(`bpftool perf list`); the suite waited up to {self.wait_s:g} s for that "
-             f"({self.waited_s:.0f} s in all) and ran {self.retried} run(s) again.")
+             f"(`bpftool perf list`; uprobe_multi links by the file they probe), and an "
+             f"untraced run of a probe target must find no breakpoint on its probe sites; "
+             f"the suite waited up to {self.wait_s:g} s for that ({self.waited_s:.0f} s in "
+             f"all) and ran {self.retried} run(s) again.")
         if self.disturbed:
             s += (f" **{len(self.disturbed)} run(s) were disturbed anyway** (kept): "
                   + "; ".join(f"{label} ({', '.join(w)})" for label, w in

@@ -585,9 +585,12 @@ def meaning(ctx, res):
              f"{fmt_num(med_u)} calls/s ({1e9 / med_u:.0f} ns each). Recording every call "
              f"(`--osrt-threshold 0`) slows the calling thread to {fmt_num(med_t)} calls/s, "
              f"{cost_t:.0f} ns added per syscall, all of it in the traced thread; the "
-             f"default 1 us threshold, which writes nothing for short calls, still adds "
-             f"{cost_d:.0f} ns, so the per-event output (ring-buffer reserve and submit) is "
-             f"only ~{max(cost_t - cost_d, 0):.0f} ns of it.")
+             f"default 1 us threshold, which writes nothing for short calls but updates an "
+             f"in-kernel aggregate, adds {cost_d:.0f} ns"
+             + (f", so the per-event output (ring-buffer reserve and submit) is ~"
+                f"{cost_t - cost_d:.0f} ns of it." if cost_t - cost_d >= 15 else
+                ": within the runs' spread of each other, a record per call costs no more "
+                "than the aggregate update it replaces."))
     st = res.get("bpf_stats")
     if st and st.get("threshold 0"):
         ent = spread([r.get("enter") for r in st["threshold 0"]])[0]
@@ -607,12 +610,15 @@ def meaning(ctx, res):
                      f"and delete of the start time it replaced, the programs took ~445 ns "
                      f"and one traced thread topped out near 1.7 M calls/s. The tracing cost "
                      f"is in the traced thread, not in the recorder.")
+    why_rss = (f"with a 256K/64K ring buffer instead of the default 16 MB it is "
+               f"{small_rss:.0f} MB, so the mapped buffer is the rest" if small_rss < rss - 4
+               else f"{small_rss:.0f} MB with a 256K/64K ring buffer too: the 16 MB buffer is "
+                    f"not what it is made of")
     p.append(f"The recorder is cheap: {cpu:.1f}% of one core at {fmt_num(med_t)} events/s "
              f"({cpu_ev:.0f} ns of CPU per event), at most {rss:.0f} MB RSS (wait4's "
-             f"ru_maxrss; with a 256K/64K ring buffer instead of the default 16 MB it is "
-             f"{small_rss:.0f} MB, so the mapped buffer is the rest), and {bpe:.2f} bytes per "
-             f"event on disk. getppid in a loop is the best case for the on-disk encoding "
-             f"(same pid, tid, nr and return value, near-constant time deltas): a varied "
+             f"ru_maxrss; {why_rss}), and {bpe:.2f} bytes per event on disk. getppid in a loop "
+             f"is the best case for the on-disk encoding (same pid, tid, nr and return "
+             f"value, near-constant time deltas): a varied "
              f"syscall mix will cost more bytes per event.")
     p.append(zero_loss_sentence(res) + ". Paced targets from 1 M/s use two generator "
              "threads, which busy-wait on both CPUs alongside the recorder, so the recorder "

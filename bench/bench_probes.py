@@ -37,7 +37,7 @@ MICRO = [
     # (loop name, symbol or USDT, what the kernel does on a hit)
     ("push", "pt_push", "first instruction `push %rbp`: emulated"),
     ("lea", "pt_lea", "first instruction `lea 0x1(%rdi),%rax`: single-stepped"),
-    ("usdt", "bpfsight_bench:site", "USDT site (systemtap sdt.h, a 1-byte nop): entry only"),
+    ("usdt", "bpfsight_bench:site", "a USDT site, systemtap sdt.h's 1-byte nop: entry only"),
 ]
 CUDA_FN = ("streamquery", "cudaStreamQuery")
 FLOORS = ["floor", "floor, perf-event uprobes"]

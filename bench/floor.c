@@ -9,8 +9,9 @@
  * --syscalls: tp_btf sys_enter + sys_exit (what osrt attaches); --sched: tp_btf sched_switch
  * + sched_wakeup (what sched attaches); -u: an entry uprobe and a uretprobe on FUNC in BIN,
  * as uprobe_multi links like bpfsight's (Linux 6.6+; --perf-uprobes, or an older kernel:
- * perf-event uprobes, as bpftrace attaches them); -U: a USDT probe (libbpf's, perf-event). The probes are system-wide (as bpfsight's are for the syscall and
- * scheduler tracepoints) and attached before CMD starts. Exits with CMD's status.
+ * perf-event uprobes, as bpftrace attaches them); -U: a USDT probe (libbpf's, perf-event).
+ * The probes are system-wide, as bpfsight's are, and attached before CMD starts. Exits with
+ * CMD's status.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -125,8 +126,10 @@ static int attach_multi(struct floor_bpf *skel, const char *bin, const char *fun
 
 		if (nmulti == MAX_LINKS)
 			return -E2BIG;
-		fd = uprobe_multi__attach(ret ? skel->progs.floor_multi_return :
-						skel->progs.floor_multi_entry, bin, &off, NULL, 1, ret);
+		const struct bpf_program *prog = ret ? skel->progs.floor_multi_return :
+						       skel->progs.floor_multi_entry;
+
+		fd = uprobe_multi__attach(prog, bin, &off, NULL, 1, ret);
 		if (fd < 0) {
 			fprintf(stderr, "floor: cannot attach a uprobe_multi link to %s:%s: %s\n",
 				bin, func, strerror(-fd));
@@ -183,9 +186,9 @@ bad:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: floor [--syscalls] [--sched] [-u BIN:FUNC]... [-U BIN:PROVIDER:NAME]..."
-		   " [--perf-uprobes] -- CMD [ARGS...]\n\n"
-		   "Runs CMD with empty BPF programs attached: the floor of the overhead benchmark.\n"
+	fprintf(f, "Usage: floor [--syscalls] [--sched] [-u BIN:FUNC]... "
+		   "[-U BIN:PROVIDER:NAME]... [--perf-uprobes] -- CMD [ARGS...]\n\n"
+		   "Runs CMD with empty BPF programs attached: the benchmark's floor.\n"
 		   "  --syscalls       tp_btf sys_enter and sys_exit\n"
 		   "  --sched          tp_btf sched_switch and sched_wakeup\n"
 		   "  -u BIN:FUNC      entry and return uprobe on FUNC (uprobe_multi links)\n"

@@ -87,8 +87,8 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: pingpong [-d SECONDS | -n ROUNDTRIPS] [-c CPU]\n\n"
-			       "Two threads pinned to one CPU (default: the one it starts on) pass\n"
-			       "a byte over two pipes; prints round trips/s as JSON.\n");
+			       "Two threads pinned to one CPU (default: the one it starts on)\n"
+			       "pass a byte over two pipes; prints round trips/s as JSON.\n");
 			return 0;
 		default:
 			goto usage;
@@ -127,8 +127,9 @@ int main(int argc, char **argv)
 	end = now_ns();
 	close(ping[1]);
 	pthread_join(thread, NULL);
-	printf("{\"cpu\": %d, \"round_trips\": %llu, \"seconds\": %.6f, \"round_trips_per_s\": %.0f}\n",
-	       cpu, n, (end - start) / 1e9, n * 1e9 / (end - start));
+	printf("{\"cpu\": %d, \"round_trips\": %llu, \"seconds\": %.6f, "
+	       "\"round_trips_per_s\": %.0f}\n", cpu, n, (end - start) / 1e9,
+	       n * 1e9 / (end - start));
 	return fflush(stdout) ? 1 : 0;
 
 bad:

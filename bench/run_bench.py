@@ -41,17 +41,18 @@ SECTIONS = {"probes": bench_probes, "families": bench_families, "pipeline": benc
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
 ORDER = ["summary", "probes", "families", "gil", "pipeline"]
 
-# Repeats and durations. Full: < 10 min on 2 cores with the gil benchmark; quick: < 1 min.
+# Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark, so
+# under 10 on 2 cores shared with other work; quick: ~30 s, under 1 min.
 PARAMS = {
     "full": {
         "probe_ms": 200, "probe_rounds": 3, "probe_sessions": 2,
         "family_rounds": 5, "family_seconds": 1.0, "find_dirs": ["/usr"],
-        "pipeline_runs": 5, "pipeline_duration": 3.0,
-        "quiet_wait": 20, "quiet_budget": 60,
+        "pipeline_runs": 5, "pipeline_duration": 2.0,
+        "quiet_wait": 20, "quiet_budget": 40,
     },
     "quick": {
         "probe_ms": 40, "probe_rounds": 3, "probe_sessions": 1,
-        "family_rounds": 3, "family_seconds": 0.3, "find_dirs": ["/usr/include"],
+        "family_rounds": 3, "family_seconds": 0.5, "find_dirs": ["/usr/include"],
         "pipeline_runs": 2, "pipeline_duration": 0.5,
         "quiet_wait": 2, "quiet_budget": 4,
     },
@@ -144,7 +145,7 @@ def parse_args():
     ap.add_argument("--runs", type=int, help="repeats per figure in families and pipeline "
                                              "(default 5, quick 2-3)")
     ap.add_argument("--duration", type=float,
-                    help="seconds per pipeline run (default 3, quick 0.5)")
+                    help="seconds per pipeline run (default 2, quick 0.5)")
     ap.add_argument("--results", help="markdown file to update (default: bench/RESULTS.md "
                                       "in full mode, none in quick mode)")
     ap.add_argument("--no-results", action="store_true", help="do not write any results")

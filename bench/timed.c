@@ -38,8 +38,8 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: timed [-q] [--] CMD [ARGS...]\n\n"
-			       "Runs CMD and prints {\"seconds\": S, \"status\": N} (-q: CMD's stdout "
-			       "to /dev/null).\n");
+			       "Runs CMD and prints {\"seconds\": S, \"status\": N}\n"
+			       "(-q: CMD's stdout to /dev/null).\n");
 			return 0;
 		default:
 			return 2;

@@ -222,6 +222,7 @@ struct bs_ucall {
  *   bits 16-23 off8     byte offset / 8 into that pointee
  *   bits 24-25 mode     BS_DEREF_*
  *   bits 26-29 out      argument index + 1 whose u64 pointee is read at return (0 = none)
+ *   bit  30    stack    the function takes more than 6 argument words: copy the stack ones
  */
 #define BS_DEREF_ARG_STACK 15
 #define BS_DEREF_NONE	0
@@ -231,6 +232,7 @@ struct bs_ucall {
 #define BS_UCOOKIE(fn, deref_arg1, off8, mode, out_arg1)                                           \
 	((__u64)(fn) | (__u64)(deref_arg1) << 12 | (__u64)(off8) << 16 | (__u64)(mode) << 24 |   \
 	 (__u64)(out_arg1) << 26)
+#define BS_UCOOKIE_STACK	(1ull << 30)
 #define BS_UCOOKIE_FN(c)	((__u32)(c) & 0xfff)
 #define BS_UCOOKIE_DEREF_ARG(c) (((__u32)(c) >> 12) & 0xf)
 #define BS_UCOOKIE_DEREF_OFF(c) ((((__u32)(c) >> 16) & 0xff) * 8)

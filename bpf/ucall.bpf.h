@@ -56,13 +56,18 @@ int ucall_entry(struct pt_regs *ctx)
 	struct ucall_frame *f;
 	__u32 d;
 
-	if (!bs_is_target(tgid))
-		return 0;
-	t = bpf_task_storage_get(&ucall_stack, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* Storage exists only for threads of traced processes: the target check (a hash
+	 * lookup) runs once per thread, not on every call, and never on return. */
+	t = bpf_task_storage_get(&ucall_stack, bpf_get_current_task_btf(), 0, 0);
 	if (!t) {
-		bs_count_loss(BS_LOSS_TASK_MAP);
-		return 0;
+		if (!bs_is_target(tgid))
+			return 0;
+		t = bpf_task_storage_get(&ucall_stack, bpf_get_current_task_btf(), 0,
+					 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t) {
+			bs_count_loss(BS_LOSS_TASK_MAP);
+			return 0;
+		}
 	}
 	d = t->depth++;
 	if (d >= UCALL_MAX_DEPTH) {
@@ -77,8 +82,12 @@ int ucall_entry(struct pt_regs *ctx)
 	f->args[3] = PT_REGS_PARM4(ctx);
 	f->args[4] = PT_REGS_PARM5(ctx);
 	f->args[5] = UCALL_PARM6(ctx);
-	/* 7th.. argument words: above the return address. A fault leaves zeros. */
-	bpf_probe_read_user(&f->args[6], 6 * sizeof(__u64), (void *)(PT_REGS_SP(ctx) + 8));
+	/* 7th.. argument words, above the return address, for functions that have them (a
+	 * user-memory copy is a good part of the cost). A fault leaves zeros. */
+	if (f->cookie & BS_UCOOKIE_STACK)
+		bpf_probe_read_user(&f->args[6], 6 * sizeof(__u64), (void *)(PT_REGS_SP(ctx) + 8));
+	else
+		__builtin_memset(&f->args[6], 0, 6 * sizeof(__u64));
 	f->ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -117,7 +126,7 @@ static __always_inline const void *ucall_deref_src(const struct ucall_frame *f, 
 SEC("uretprobe")
 int ucall_return(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
 	/* Read into a scalar up front: the verifier rejects a load through a ctx pointer the
 	 * compiler would otherwise select between ctx and a map value. */
 	__u64 sp = PT_REGS_SP(ctx);
@@ -128,11 +137,9 @@ int ucall_return(struct pt_regs *ctx)
 	const void *src;
 
 	barrier_var(sp);
-	if (!bs_is_target(tgid))
-		return 0;
 	t = bpf_task_storage_get(&ucall_stack, bpf_get_current_task_btf(), 0, 0);
 	if (!t || t->depth == 0)
-		return 0; /* the call began before its probe was attached */
+		return 0; /* not traced, or the call began before its probe was attached */
 	d = --t->depth;
 	if (d >= UCALL_MAX_DEPTH)
 		return 0; /* counted as lost at entry */

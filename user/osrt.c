@@ -35,8 +35,9 @@ static int choose_variant(struct osrt_bpf *skel, int use_btf)
 		bpf_object__for_each_program(prog, skel->obj) {
 			const char *name = bpf_program__name(prog);
 			size_t n = strlen(name);
+			int raw = n > 4 && !strcmp(name + n - 4, "_raw");
 
-			err = bpf_program__set_autoload(prog, n > 4 && !strcmp(name + n - 4, "_raw"));
+			err = bpf_program__set_autoload(prog, raw);
 			if (err)
 				return err;
 		}

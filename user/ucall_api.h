@@ -28,11 +28,46 @@ struct ucall_table {
 	__u32 napis;
 };
 
+/*
+ * Argument words A's args string consumes, for both families' grammars: every token but
+ * constants ("k=v") and fields read from a pointee ("k@n"); a by-value dim3 takes two.
+ * Without a description, assume the most.
+ */
+static inline int ucall_api__words(const struct ucall_api *a)
+{
+	const char *p = a->args;
+	int words = 0;
+
+	if (!p)
+		return BS_UCALL_NARGS;
+	while (*p) {
+		const char *tok = p;
+		int skip = 0, dim3 = 0;
+
+		while (*p == ' ')
+			tok = ++p;
+		if (!*p)
+			break;
+		for (; *p && *p != ' '; p++) {
+			if (*p == '=' || *p == '@')
+				skip = 1;
+			if (*p == ':' && !__builtin_strncmp(p + 1, "dim3", 4))
+				dim3 = 1;
+		}
+		if (p > tok && !skip)
+			words += dim3 ? 2 : 1;
+	}
+	return words;
+}
+
 static inline __u64 ucall_api__cookie(const struct ucall_table *t, __u32 fn)
 {
 	const struct ucall_api *a = &t->apis[fn];
+	__u64 c = BS_UCOOKIE(fn, a->deref_arg, a->deref_off8, a->deref_mode, a->out_arg);
 
-	return BS_UCOOKIE(fn, a->deref_arg, a->deref_off8, a->deref_mode, a->out_arg);
+	if (ucall_api__words(a) > 6 || a->deref_arg == BS_DEREF_ARG_STACK)
+		c |= BS_UCOOKIE_STACK;
+	return c;
 }
 
 /* The entry of REC's fn, or NULL when the trace was written by a newer table. */
