@@ -7,8 +7,19 @@
  * names where Kineto has one, process/thread names as "ph":"M" events.
  *
  * Streamed: every event is written as it comes; memory holds only the set of processes and
- * threads seen (for their name events at the end). OUT ending in ".gz" is gzip-compressed on
- * the fly.
+ * threads seen (for their name events at the end) and, for NCCL traces, a rank per process.
+ * OUT ending in ".gz" is gzip-compressed on the fly.
+ *
+ * distributedInfo (Kineto's {"backend": "nccl", "rank": R, "world_size": W}) must come before
+ * traceEvents (HTA reads the metadata by scanning the text up to them), but the NCCL calls
+ * that tell the rank come later in the trace, and only the whole trace says whether exactly
+ * one process has one. So the write is deferred: when the trace recorded nccl, the header
+ * reserves CHROME_DIST_RESERVE bytes of blanks (valid JSON whitespace) where the key goes,
+ * and finish() writes the key over them in place. The .gz output is one gzip member made by
+ * hand so that this works there too: the header is stored uncompressed (stored deflate
+ * blocks, at a known offset), the events follow as ordinary deflate blocks, and the trailer's
+ * CRC-32 is combined from the header's final bytes and the events' (crc32_combine). A first
+ * pass over FILE would read it twice, and the exporter is only given OUT.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,19 +30,23 @@
 #include <zlib.h>
 #include "export.h"
 #include "json.h"
+#include "nccl.h"
 #include "stats_math.h"
 
 /* gzip level: 1 keeps a 100 M-event export CPU-bound on JSON formatting, not on deflate. */
-#define CHROME_GZ_MODE	"wb1"
-#define CHROME_BUF_SIZE (1 << 16)
+#define CHROME_GZ_LEVEL	    1
+#define CHROME_BUF_SIZE	    (1 << 16)
+#define CHROME_DIST_RESERVE 128 /* bytes kept for distributedInfo (it needs at most 87) */
+#define CHROME_GZ_HDR_LEN   10
+#define CHROME_STORED_MAX   65535 /* bytes of one stored deflate block */
 
 /*
  * How each kind of event is drawn. A family that lands adds its kinds here with Kineto's
- * category: cuda -> "cuda_runtime" / "cuda_driver", gpu -> "kernel" / "gpu_memcpy" /
- * "gpu_memset" (pid = device, tid = stream), nvtx -> "user_annotation", gil -> "python_function".
- * Their "correlation" arg is written like any other arg; the "ac2g" flow events that tie a
- * launch to its kernel go next to the event in chrome__record. A kind missing here still
- * exports: its cat is its kind, drawn as X when it has a duration.
+ * category: gpu -> "kernel" / "gpu_memcpy" / "gpu_memset" (pid = device, tid = stream), nvtx ->
+ * "user_annotation", gil -> "python_function". Their "correlation" arg is written like any
+ * other arg; the "ac2g" flow events that tie a launch to its kernel go next to the event in
+ * chrome__record. A kind missing here still exports: its cat is its kind, drawn as X when it
+ * has a duration. cuda_api is "cuda_runtime" or "cuda_driver" by name (chrome_cuda_cat).
  */
 struct chrome_kind {
 	const char *kind; /* struct event.kind, as the decoders name it */
@@ -49,80 +64,165 @@ static const struct chrome_kind chrome_kinds[] = {
 	{ "process", "process", 'i' },
 	{ "thread", "process", 'i' },
 	{ "loss", "loss", 'i' },
+	{ "cuda_api", "cuda_runtime", 'X' }, /* "cuda_driver" for cu* calls */
+	/* Kineto has no host-side NCCL category (torch records its own ops as cpu_op; HTA reads
+	 * collectives from the GPU's ncclDevKernel_* kernels): the calls get their own. */
+	{ "nccl_api", "nccl", 'X' },
 	{ NULL },
 };
 
 /*
- * stdio over OUT's descriptor, through gzip when asked, so the JSON writer streams either way
- * and a failed write keeps its errno (ENOSPC) for the message instead of stdio's bare flag.
+ * stdio over OUT's descriptor, through deflate when asked, so the JSON writer streams either
+ * way and a failed write keeps its errno (ENOSPC) for the message instead of stdio's bare flag.
+ * The header is not part of this stream: it is written (and rewritten) by chrome_put_header.
  */
 struct chrome_out {
 	int fd;
-	gzFile gz; /* NULL: plain */
-	int err;   /* positive errno of the first failed write or close */
+	int gz;	       /* OUT is one gzip member: stored header, then zs's deflate blocks */
+	int zs_live;   /* zs initialized */
+	z_stream zs;   /* raw deflate (no wrapper: the gzip header and trailer are ours) */
+	__u32 crc;     /* CRC-32 of the bytes deflated so far */
+	__u64 len;     /* and their count */
+	__u32 hdr_crc; /* CRC-32 of the header's text as last written */
+	__u32 hdr_len;
+	int err;       /* positive errno of the first failed write or close */
+	unsigned char zbuf[CHROME_BUF_SIZE];
+};
+
+/* The rank a process showed in its largest NCCL communicator (its world, in torch terms). */
+struct chrome_rank {
+	__s32 rank;
+	__s32 nranks;	 /* -1 = unknown (only ncclCommUserRank was seen) */
+	__u32 have;
+	__u32 ambiguous; /* two communicators of that size gave different ranks */
 };
 
 struct chrome {
 	FILE *f;
 	struct chrome_out out; /* the stream's cookie */
 	const char *path;
+	char *hdr;			/* the header's text, "{" to "traceEvents":[ */
+	size_t hdr_len;
+	long dist_off;			/* where distributedInfo's blanks are in hdr; -1 = none */
 	struct hmap *threads;		/* {pid, tid} -> u8: every thread an event was drawn on */
 	struct hmap *procs;		/* {pid, 0} -> u8 */
+	struct hmap *ranks;		/* {pid, 0} -> struct chrome_rank (NCCL traces) */
+	FILE *scratch;			/* an event's args, when Kineto's keys are added */
+	char *scratch_buf;
+	size_t scratch_size;
 	__u64 lost[BS_LOSS_NR + 1];	/* cumulative per cause, for the "events lost" counter */
 	__u64 nevents;			/* objects written into traceEvents */
 	char buf[CHROME_BUF_SIZE];	/* stdio's buffer (glibc ignores a size without one) */
 	const struct chrome_kind *last; /* kinds come in runs: skip the lookup */
 };
 
+static int write_all(int fd, const void *buf, size_t n, int *errp)
+{
+	const char *p = buf;
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			*errp = w < 0 ? errno : EIO;
+			return -1;
+		}
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
+/* Deflate N bytes (Z_NO_FLUSH) or finish the stream (Z_FINISH), writing what comes out. */
+static int chrome_deflate(struct chrome_out *o, const char *buf, size_t n, int flush)
+{
+	int ret;
+
+	o->zs.next_in = (Bytef *)buf;
+	o->zs.avail_in = (uInt)n;
+	do {
+		o->zs.next_out = o->zbuf;
+		o->zs.avail_out = sizeof(o->zbuf);
+		ret = deflate(&o->zs, flush);
+		if (ret == Z_STREAM_ERROR) {
+			o->err = EIO;
+			return -1;
+		}
+		if (write_all(o->fd, o->zbuf, sizeof(o->zbuf) - o->zs.avail_out, &o->err))
+			return -1;
+	} while (o->zs.avail_out == 0 || (flush == Z_FINISH && ret != Z_STREAM_END));
+	return 0;
+}
+
 static ssize_t chrome_out_write(void *cookie, const char *buf, size_t n)
 {
 	struct chrome_out *o = cookie;
-	unsigned int chunk;
-	ssize_t w;
-	int zerr;
+	size_t done = 0, part;
 
-	if (!n)
-		return 0;
-	if (o->gz) {
-		chunk = n > (1u << 30) ? 1u << 30 : (unsigned int)n;
-		w = gzwrite(o->gz, buf, chunk);
-		if (w <= 0) {
-			gzerror(o->gz, &zerr);
-			o->err = zerr == Z_ERRNO && errno ? errno : EIO;
-		}
-	} else {
-		/* glibc flags a short count from a cookie as an error: write it all. */
-		size_t done = 0;
-
-		w = 0;
-		while (done < n) {
-			w = write(o->fd, buf + done, n - done);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				o->err = w < 0 ? errno : EIO;
-				break;
-			}
-			done += w;
-		}
-		if (done == n)
-			return n;
-	}
-	if (w <= 0) {
-		errno = o->err ? o->err : EIO;
+	if (o->err) {
+		errno = o->err;
 		return -1;
 	}
-	return w;
+	if (!o->gz) {
+		/* glibc flags a short count from a cookie as an error: write it all. */
+		if (write_all(o->fd, buf, n, &o->err)) {
+			errno = o->err;
+			return -1;
+		}
+		return n;
+	}
+	while (done < n) {
+		part = n - done > (1u << 30) ? 1u << 30 : n - done;
+		o->crc = (__u32)crc32(o->crc, (const Bytef *)buf + done, (uInt)part);
+		o->len += part;
+		if (chrome_deflate(o, buf + done, part, Z_NO_FLUSH)) {
+			errno = o->err;
+			return -1;
+		}
+		done += part;
+	}
+	return n;
+}
+
+static void put_le32(unsigned char *p, __u32 v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* gzip's trailer: CRC-32 and length (mod 2^32) of the header and the events together. */
+static int chrome_gz_finish(struct chrome_out *o)
+{
+	unsigned char t[8];
+	__u32 crc = (__u32)crc32_combine(o->hdr_crc, o->crc, (z_off_t)o->len);
+
+	if (chrome_deflate(o, NULL, 0, Z_FINISH))
+		return -1;
+	put_le32(t, crc);
+	put_le32(t + 4, (__u32)(o->hdr_len + o->len));
+	return write_all(o->fd, t, sizeof(t), &o->err);
 }
 
 static int chrome_out_close(void *cookie)
 {
 	struct chrome_out *o = cookie;
-	int ret = o->gz ? (gzclose(o->gz) == Z_OK ? 0 : -1) : close(o->fd);
+	int ret = 0;
 
-	if (ret && !o->err)
-		o->err = o->gz || !errno ? EIO : errno;
-	return ret ? -1 : 0;
+	if (o->gz && !o->err && chrome_gz_finish(o))
+		ret = -1;
+	if (o->zs_live)
+		deflateEnd(&o->zs);
+	o->zs_live = 0;
+	if (close(o->fd) && !ret) {
+		if (!o->err)
+			o->err = errno ? errno : EIO;
+		ret = -1;
+	}
+	if (o->err)
+		ret = -1;
+	return ret;
 }
 
 static int has_suffix(const char *s, const char *suffix)
@@ -133,33 +233,111 @@ static int has_suffix(const char *s, const char *suffix)
 }
 
 /* OUT must be new: O_EXCL and O_NOFOLLOW so a planted symlink is never written through. */
-static FILE *chrome_create(const char *out, struct chrome_out *o, int *err)
+static int chrome_create(const char *out, struct chrome_out *o)
+{
+	o->fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (o->fd < 0)
+		return -errno;
+	if (!has_suffix(out, ".gz"))
+		return 0;
+	o->gz = 1;
+	/* Raw deflate (-15): the gzip header, the stored header text and the trailer are ours. */
+	if (deflateInit2(&o->zs, CHROME_GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK) {
+		close(o->fd);
+		return -ENOMEM;
+	}
+	o->zs_live = 1;
+	o->crc = (__u32)crc32(0, Z_NULL, 0);
+	return 0;
+}
+
+/*
+ * The header's bytes as they go at the start of OUT: its text, or for .gz the gzip header
+ * (no name, no mtime, OS Unix, as gzip -n writes it) and the text in stored deflate blocks,
+ * verbatim. Same length however the text changes (it keeps its length), so the final
+ * version overwrites the first in place. Malloc'ed; NULL when out of memory.
+ */
+static unsigned char *chrome_header_bytes(const struct chrome *c, size_t *lenp)
+{
+	static const unsigned char gz_hdr[CHROME_GZ_HDR_LEN] = { 0x1f, 0x8b, 8, 0, 0, 0,
+								 0,    0,    0, 3 };
+	size_t nblocks, n, at = 0, left, part;
+	const char *p = c->hdr;
+	unsigned char *b;
+
+	if (!c->out.gz) {
+		b = malloc(c->hdr_len ? c->hdr_len : 1);
+		if (b)
+			memcpy(b, c->hdr, c->hdr_len);
+		*lenp = c->hdr_len;
+		return b;
+	}
+	nblocks = (c->hdr_len + CHROME_STORED_MAX - 1) / CHROME_STORED_MAX;
+	n = CHROME_GZ_HDR_LEN + 5 * nblocks + c->hdr_len;
+	b = malloc(n);
+	if (!b)
+		return NULL;
+	memcpy(b, gz_hdr, sizeof(gz_hdr));
+	at = sizeof(gz_hdr);
+	for (left = c->hdr_len; left; left -= part, p += part) {
+		part = left > CHROME_STORED_MAX ? CHROME_STORED_MAX : left;
+		/* BFINAL 0, BTYPE 00 (stored), padded to the byte; LEN, NLEN little-endian. */
+		b[at++] = 0;
+		b[at++] = (unsigned char)part;
+		b[at++] = (unsigned char)(part >> 8);
+		b[at++] = (unsigned char)~part;
+		b[at++] = (unsigned char)(~part >> 8);
+		memcpy(b + at, p, part);
+		at += part;
+	}
+	*lenp = n;
+	return b;
+}
+
+/* Write the header at the start of OUT (FIRST: where the stream begins; else over itself). */
+static int chrome_put_header(struct chrome *c, int first)
+{
+	unsigned char *b;
+	size_t n, done = 0;
+	ssize_t w;
+	int err = 0;
+
+	b = chrome_header_bytes(c, &n);
+	if (!b)
+		return -ENOMEM;
+	if (first) {
+		if (write_all(c->out.fd, b, n, &err))
+			err = -err;
+	} else {
+		while (!err && done < n) {
+			w = pwrite(c->out.fd, b + done, n - done, (off_t)done);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				err = w < 0 ? -errno : -EIO;
+			else
+				done += w;
+		}
+	}
+	free(b);
+	if (!err) {
+		c->out.hdr_crc = (__u32)crc32(0, (const Bytef *)c->hdr, (uInt)c->hdr_len);
+		c->out.hdr_len = (__u32)c->hdr_len;
+	}
+	return err;
+}
+
+static FILE *chrome_stream(struct chrome_out *o, int *err)
 {
 	static const cookie_io_functions_t io = {
 		.write = chrome_out_write,
 		.close = chrome_out_close,
 	};
-	FILE *f;
+	FILE *f = fopencookie(o, "w", io);
 
-	o->fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (o->fd < 0) {
+	if (!f)
 		*err = -errno;
-		return NULL;
-	}
-	if (has_suffix(out, ".gz")) {
-		o->gz = gzdopen(o->fd, CHROME_GZ_MODE);
-		if (!o->gz) {
-			*err = -ENOMEM;
-			close(o->fd);
-			return NULL;
-		}
-		gzbuffer(o->gz, CHROME_BUF_SIZE);
-	}
-	f = fopencookie(o, "w", io);
-	if (!f) {
-		*err = -errno;
-		chrome_out_close(o);
-	}
 	return f;
 }
 
@@ -180,27 +358,40 @@ static void chrome_str(FILE *f, const char *s)
 	json_write_string(f, s ? s : "", s ? strlen(s) : 0);
 }
 
-/*
- * distributedInfo must precede traceEvents (HTA reads the metadata by scanning up to them),
- * but the NCCL communicator init that knows the rank comes later in the trace. When the nccl
- * family lands, the rank has to reach open(): from a first pass over its init records, or a
- * header key the recorder writes. Nothing records it yet, so nothing is written.
- */
-static void chrome_distributed_info(struct json *j, const struct trace_meta *meta)
+/* Did the recording ask for FAMILY ("proc,cuda,nccl")? */
+static int has_family(const char *families, const char *family)
 {
+	size_t n = strlen(family);
+
+	for (const char *p = families; p && *p; p += strcspn(p, ",") + !!p[strcspn(p, ",")])
+		if (strcspn(p, ",") == n && !strncmp(p, family, n))
+			return 1;
+	return 0;
 }
 
-static void chrome_header(struct chrome *c, const struct trace_meta *meta)
+/*
+ * The header, "{" up to "traceEvents":[, into c->hdr. When nccl was recorded, distributedInfo
+ * gets CHROME_DIST_RESERVE blanks at c->dist_off, filled in by chrome_distributed_info.
+ */
+static int chrome_header(struct chrome *c, const struct trace_meta *meta)
 {
+	FILE *m = open_memstream(&c->hdr, &c->hdr_len);
 	struct json j;
 
-	json__init(&j, c->f, 1);
+	if (!m)
+		return -ENOMEM;
+	json__init(&j, m, 1);
 	json__begin_object(&j);
 	json__kv_u64(&j, "schemaVersion", 1);
 	json__key(&j, "deviceProperties");
 	json__begin_array(&j);
 	json__end_array(&j);
-	chrome_distributed_info(&j, meta);
+	c->dist_off = -1;
+	if (has_family(meta->families, "nccl")) {
+		fflush(m);
+		c->dist_off = ftell(m);
+		fprintf(m, "%*s", CHROME_DIST_RESERVE, "");
+	}
 	json__kv_str(&j, "traceName", c->path);
 	json__kv_str(&j, "displayTimeUnit", "ns");
 	/* Ours: where the trace comes from, and the clocks to turn ts into wall time. */
@@ -219,7 +410,81 @@ static void chrome_header(struct chrome *c, const struct trace_meta *meta)
 	json__end_object(&j);
 	json__key(&j, "traceEvents");
 	/* The array is closed by chrome__finish: events go in raw, one per line. */
-	fputc('[', c->f);
+	fputc('[', m);
+	/* open_memstream only fails for memory. */
+	return fclose(m) ? -ENOMEM : 0;
+}
+
+/*
+ * A communicator an NCCL call used, as the nccl walk knows it now (the init that made it, or
+ * ncclCommUserRank/ncclCommCount): the rank of the call's process, kept from its largest
+ * communicator. A failed init's rank argument is only a request and never counts.
+ */
+static int chrome_note_rank(struct chrome *c, const struct event *ev, const struct trace_model *m)
+{
+	const struct nccl_walk *w = trace_model__walk(m, &family_nccl);
+	const struct nccl_comm *cm = NULL;
+	struct chrome_rank *r;
+
+	for (__u32 i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++)
+		if (ev->args[i].kind == EVENT_ARG_HEX && !strcmp(ev->args[i].key, "comm"))
+			cm = nccl_walk__comm(w, ev->pid, ev->args[i].u);
+	if (!cm || cm->rank < 0)
+		return 0;
+	r = hmap__get(c->ranks, (struct hkey){ ev->pid, 0 }, 1);
+	if (!r)
+		return -ENOMEM;
+	if (!r->have || cm->nranks > r->nranks) {
+		*r = (struct chrome_rank){ cm->rank, cm->nranks, 1, 0 };
+	} else if (cm->nranks == r->nranks && cm->rank != r->rank) {
+		r->ambiguous = 1;
+	}
+	return 0;
+}
+
+/*
+ * Kineto's distributedInfo, written over the blanks the header kept: only when exactly one
+ * process of the trace has a known rank, and one rank in its largest communicator. Kineto's
+ * spacing ("rank": R), which tools matching the text expect.
+ */
+static void chrome_distributed_info(struct chrome *c)
+{
+	const struct chrome_rank *r, *one = NULL;
+	char buf[CHROME_DIST_RESERVE + 1];
+	size_t it = 0, n = 0;
+	int len;
+
+	if (c->dist_off < 0)
+		return;
+	while ((r = hmap__next(c->ranks, &it, NULL))) {
+		one = r;
+		n++;
+	}
+	if (n != 1 || one->ambiguous)
+		return;
+	if (one->nranks >= 0)
+		len = snprintf(buf, sizeof(buf),
+			       ",\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, "
+			       "\"world_size\": %d}",
+			       one->rank, one->nranks);
+	else
+		len = snprintf(buf, sizeof(buf),
+			       ",\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d}",
+			       one->rank);
+	if (len > 0 && len <= CHROME_DIST_RESERVE)
+		memcpy(c->hdr + c->dist_off, buf, len);
+}
+
+static void chrome_free(struct chrome *c)
+{
+	hmap__free(c->threads);
+	hmap__free(c->procs);
+	hmap__free(c->ranks);
+	if (c->scratch)
+		fclose(c->scratch);
+	free(c->scratch_buf);
+	free(c->hdr);
+	free(c);
 }
 
 static void *chrome__open(const char *out, const struct trace_meta *meta, int *err)
@@ -231,28 +496,35 @@ static void *chrome__open(const char *out, const struct trace_meta *meta, int *e
 		return NULL;
 	}
 	c->path = out;
+	c->out.fd = -1;
 	c->threads = hmap__new(1);
 	c->procs = hmap__new(1);
-	if (!c->threads || !c->procs) {
+	c->ranks = hmap__new(sizeof(struct chrome_rank));
+	c->scratch = open_memstream(&c->scratch_buf, &c->scratch_size);
+	if (!c->threads || !c->procs || !c->ranks || !c->scratch) {
 		*err = -ENOMEM;
 		goto err_free;
 	}
-	c->f = chrome_create(out, &c->out, err);
-	if (!c->f)
+	*err = chrome_header(c, meta);
+	if (*err)
 		goto err_free;
-	setvbuf(c->f, c->buf, _IOFBF, sizeof(c->buf));
-	chrome_header(c, meta);
-	if (fflush(c->f) || ferror(c->f)) {
-		*err = chrome_err(c);
-		fclose(c->f);
+	*err = chrome_create(out, &c->out);
+	if (*err)
+		goto err_free;
+	*err = chrome_put_header(c, 1);
+	if (!*err)
+		c->f = chrome_stream(&c->out, err);
+	if (!c->f) {
+		if (c->out.zs_live)
+			deflateEnd(&c->out.zs);
+		close(c->out.fd);
 		goto err_free;
 	}
+	setvbuf(c->f, c->buf, _IOFBF, sizeof(c->buf));
 	return c;
 
 err_free:
-	hmap__free(c->threads);
-	hmap__free(c->procs);
-	free(c);
+	chrome_free(c);
 	return NULL;
 }
 
@@ -286,13 +558,66 @@ static void chrome_begin(struct chrome *c, char ph, const char *cat, const char 
 	fprintf(f, ",\"pid\":%u,\"tid\":%u", pid, tid);
 }
 
-static void chrome_args(FILE *f, const struct event *ev)
+/* EV's u64 argument KEY into *V; 0 when it has none. */
+static int chrome_arg_u64(const struct event *ev, const char *key, __u64 *v)
 {
-	struct json j;
+	for (__u32 i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++) {
+		if (ev->args[i].kind == EVENT_ARG_U64 && !strcmp(ev->args[i].key, key)) {
+			*v = ev->args[i].u;
+			return 1;
+		}
+	}
+	return 0;
+}
 
-	fputs(",\"args\":", f);
-	json__init(&j, f, 0);
+/* A kernel launch's shape, as Kineto writes it on kernels: grid and block as [x, y, z]. */
+static int chrome_dims(const struct event *ev, __u64 dims[6])
+{
+	static const char *const keys[6] = { "grid_x",	"grid_y",  "grid_z",
+					     "block_x", "block_y", "block_z" };
+
+	for (int i = 0; i < 6; i++)
+		if (!chrome_arg_u64(ev, keys[i], &dims[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * dump's args, as dump writes them (event__json_args), plus Kineto's "grid" and "block" on
+ * launches. Such an object is written to the scratch stream first, its closing brace left
+ * out; the other events go straight to the output.
+ */
+static int chrome_args(struct chrome *c, const struct event *ev)
+{
+	__u64 d[6];
+	struct json j;
+	long len;
+
+	fputs(",\"args\":", c->f);
+	if (!chrome_dims(ev, d)) {
+		json__init(&j, c->f, 0);
+		event__json_args(ev, &j);
+		return 0;
+	}
+	if (fseek(c->scratch, 0, SEEK_SET))
+		return -EIO;
+	json__init(&j, c->scratch, 0);
 	event__json_args(ev, &j);
+	if (fflush(c->scratch) || (len = ftell(c->scratch)) < 2)
+		return -ENOMEM;
+	fwrite(c->scratch_buf, 1, len - 1, c->f);
+	fprintf(c->f, "%s\"grid\":[%llu,%llu,%llu],\"block\":[%llu,%llu,%llu]}",
+		c->scratch_buf[len - 2] == '{' ? "" : ",", (unsigned long long)d[0],
+		(unsigned long long)d[1], (unsigned long long)d[2], (unsigned long long)d[3],
+		(unsigned long long)d[4], (unsigned long long)d[5]);
+	return 0;
+}
+
+/* Kineto's category of a CUDA call: the driver API is cu*, the runtime cuda* and __cuda*. */
+static const char *chrome_cuda_cat(const char *name)
+{
+	return name && !strncmp(name, "cu", 2) && strncmp(name, "cuda", 4) ? "cuda_driver" :
+									      "cuda_runtime";
 }
 
 /* A cumulative counter per cause beside each loss instant: the UI draws loss over time. */
@@ -341,6 +666,13 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 	k = chrome_kind_of(c, ev->kind);
 	cat = k ? k->cat : ev->kind;
 	ph = k ? k->ph : ev->dur ? 'X' : 'i';
+	if (rec->type == BS_REC_CUDA_CALL)
+		cat = chrome_cuda_cat(ev->name);
+	if (rec->type == BS_REC_NCCL_CALL && c->dist_off >= 0) {
+		err = chrome_note_rank(c, ev, m);
+		if (err)
+			return err;
+	}
 
 	chrome_begin(c, ph, cat, ev->name ? ev->name : ev->kind, ev->pid, ev->tid);
 	fputs(",\"ts\":", c->f);
@@ -351,7 +683,9 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 	} else {
 		fputs(",\"s\":\"t\"", c->f);
 	}
-	chrome_args(c->f, ev);
+	err = chrome_args(c, ev);
+	if (err)
+		return err;
 	fputc('}', c->f);
 	if (rec->type == BS_REC_LOSS)
 		chrome_loss_counter(c, rec, ev);
@@ -400,13 +734,6 @@ static void chrome_names(struct chrome *c, const struct trace_model *m)
 	}
 }
 
-static void chrome_free(struct chrome *c)
-{
-	hmap__free(c->threads);
-	hmap__free(c->procs);
-	free(c);
-}
-
 static int chrome__finish(void *st, const struct trace_model *m, const struct trace_status *status)
 {
 	struct chrome *c = st;
@@ -416,6 +743,11 @@ static int chrome__finish(void *st, const struct trace_model *m, const struct tr
 	fputs("\n]}\n", c->f);
 	if (fflush(c->f) || ferror(c->f))
 		err = chrome_err(c);
+	/* Before the stream closes: a .gz trailer's CRC covers the final header. */
+	if (!err && c->dist_off >= 0) {
+		chrome_distributed_info(c);
+		err = chrome_put_header(c, 0);
+	}
 	if (fclose(c->f) && !err)
 		err = chrome_err(c);
 	chrome_free(c);

@@ -17,6 +17,11 @@
  * on one packet sequence, so each is written once. Memory is O(processes + threads x kinds +
  * distinct names), never O(events).
  *
+ * API calls (cuda, nccl) are the exception: they go on the thread track itself, as the slices
+ * of a thread do in every Perfetto and Chrome trace. Calls of one thread nest by time (a
+ * driver call made by the runtime, cudaLaunchKernel made inside ncclAllReduce, ncclBroadcast
+ * inside ncclBcast), so they share a track and the UI draws each call under its caller.
+ *
  * Nothing here knows a family beyond a small table of track names: a new family's events
  * appear on a track named after their kind without changes to this file.
  */
@@ -101,13 +106,15 @@
 #define PF_MAX_KINDS   256
 
 /*
- * What is family-specific: the display name and help text of a kind's track. Kinds not in
- * the table get a track named after the kind itself.
+ * What is family-specific: the display name and help text of a kind's track, or that the
+ * kind's slices belong on the thread track itself. Kinds not in the table get a track named
+ * after the kind itself.
  */
 static const struct pf_style {
 	const char *kind;
 	const char *track;
 	const char *desc;
+	int on_thread; /* slices nest with the thread's other calls: on the thread track */
 } pf_styles[] = {
 	{ "syscall", "syscalls",
 	  "System calls of this thread that lasted at least the recording's --osrt-threshold "
@@ -117,6 +124,9 @@ static const struct pf_style {
 	  "it stayed runnable. runnable_ns = time from wakeup to running again." },
 	{ "loss", "bpfsight: loss markers",
 	  "Where the recorder noticed lost events; count and cause in the arguments." },
+	/* A call made by an enclosing traced call (depth > 0) lies inside it in time. */
+	{ "cuda_api", NULL, NULL, 1 },
+	{ "nccl_api", NULL, NULL, 1 },
 };
 
 struct pf_kind {
@@ -326,7 +336,7 @@ static int pf__describe_track(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent,
 	pb__uint(pb, TD_UUID, uuid);
 	if (parent)
 		pb__uint(pb, TD_PARENT_UUID, parent);
-	pb__string(pb, TD_NAME, k->style ? k->style->track : k->kind);
+	pb__string(pb, TD_NAME, k->style && k->style->track ? k->style->track : k->kind);
 	if (k->style && k->style->desc)
 		pb__string(pb, TD_DESCRIPTION, k->style->desc);
 	pb__end(pb);
@@ -382,6 +392,16 @@ static int pf__thread_track(struct pf *pf, const struct event *ev, const struct 
 	}
 	*uuid = t->uuid;
 	return 0;
+}
+
+/* Do EV's slices go on its thread's own track (pf_style.on_thread)? */
+static int pf__on_thread(struct pf *pf, const struct event *ev)
+{
+	const struct pf_kind *k;
+	__u32 idx;
+
+	k = pf__kind(pf, ev->kind ? ev->kind : "event", &idx);
+	return k && k->style && k->style->on_thread;
 }
 
 /* The track of EV's kind under PARENT (a thread track, or 0 for a root track). */
@@ -635,8 +655,9 @@ static int perfetto_record(void *st, const struct bs_hdr *rec, const struct even
 			if (err)
 				return err;
 		}
-		/* Instants of a thread go on its own track; intervals need their kind's. */
-		if (thread && !ev->dur)
+		/* Instants and API calls of a thread go on its own track; other intervals on
+		 * their kind's. */
+		if (thread && (!ev->dur || pf__on_thread(pf, ev)))
 			track = thread;
 		else if ((err = pf__kind_track(pf, ev, thread, &track)))
 			return err;

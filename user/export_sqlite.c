@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * SQLite export, shaped like Nsight Systems' (`nsys export --type sqlite`) where nsys has a
- * table for the data: StringIds, ThreadNames, OSRT_API, SCHED_EVENTS, with nsys's column names
- * and its globalTid = pid << 24 | tid, so queries written for nsys reports run on ours. What
- * nsys has no table for goes into BPFSIGHT_* tables. docs/EXPORT.md has the schema and
- * queries that reproduce `bpfsight stats`.
+ * table for the data: StringIds, ThreadNames, OSRT_API, SCHED_EVENTS,
+ * CUPTI_ACTIVITY_KIND_RUNTIME (with ENUM_NSYS_EVENT_CLASS), with nsys's column names and its
+ * globalTid = pid << 24 | tid, so queries written for nsys reports run on ours. What nsys has
+ * no table for goes into BPFSIGHT_* tables (a CUDA call's decoded arguments, NCCL calls).
+ * docs/EXPORT.md has the schema and queries that reproduce `bpfsight stats`.
  *
  * Streamed: one transaction of prepared inserts, indexes built at the end. Memory holds the
  * interned names, the set of threads seen and SQLite's page cache (SQ_CACHE_KIB), never
@@ -25,12 +26,20 @@
 
 #define SQ_CACHE_KIB  32768 /* SQLite page cache; dirty pages past it spill to the file */
 #define SQ_NR_CACHE   1024  /* syscall numbers whose name id is cached in an array */
-#define SQ_OSRT_CLASS 27    /* nsys ENUM_NSYS_EVENT_CLASS: TRACE_PROCESS_EVENT_OS_RUNTIME */
+/* nsys's ENUM_NSYS_EVENT_CLASS values (the table is written with the rows we use). */
+#define SQ_CUDA_RUNTIME_CLASS 0 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
+#define SQ_CUDA_DRIVER_CLASS  1 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
+#define SQ_OSRT_CLASS	      27 /* TRACE_PROCESS_EVENT_OS_RUNTIME */
 
 /*
- * The schema. A family that lands adds its tables here (nsys's CUPTI_ACTIVITY_KIND_RUNTIME,
- * _KERNEL, _MEMCPY, _MEMSET, NVTX_EVENTS; BPFSIGHT_GIL, BPFSIGHT_NCCL), its inserts to
- * sq_sql[] and a case to sqlite__record.
+ * The schema. A family that lands adds its tables here (nsys's CUPTI_ACTIVITY_KIND_KERNEL,
+ * _MEMCPY, _MEMSET, NVTX_EVENTS; BPFSIGHT_GIL), its inserts to sq_sql[] and a case to
+ * sqlite__record.
+ *
+ * CUPTI_ACTIVITY_KIND_RUNTIME has nsys's columns in nsys's order, then two of ours:
+ * nestingLevel (bs_ucall.depth: 0 = a call the application made) and id, which
+ * BPFSIGHT_CUDA_ARGS.callId refers to (correlationId stays free for CUPTI's, which links a
+ * launch to its kernel once the gpu family records them).
  */
 static const char sq_schema[] =
 	"CREATE TABLE META (key TEXT PRIMARY KEY, value);"
@@ -60,7 +69,28 @@ static const char sq_schema[] =
 	" globalTid INTEGER NOT NULL, name TEXT, PRIMARY KEY (pid, tid)) WITHOUT ROWID;"
 	"CREATE TABLE BPFSIGHT_PROC_EVENTS (ts INTEGER NOT NULL, globalTid INTEGER NOT NULL,"
 	" kind TEXT NOT NULL, name TEXT, childPid INTEGER, childTid INTEGER, exitCode INTEGER,"
-	" signal INTEGER);";
+	" signal INTEGER);"
+	"CREATE TABLE ENUM_NSYS_EVENT_CLASS (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL,"
+	" label TEXT);"
+	"INSERT INTO ENUM_NSYS_EVENT_CLASS VALUES"
+	" (0, 'TRACE_PROCESS_EVENT_CUDA_RUNTIME', 'CUDA runtime'),"
+	" (1, 'TRACE_PROCESS_EVENT_CUDA_DRIVER', 'CUDA driver'),"
+	" (27, 'TRACE_PROCESS_EVENT_OS_RUNTIME', 'OS runtime libraries');"
+	"CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER,"
+	" nameId INTEGER NOT NULL REFERENCES StringIds(id), returnValue INTEGER NOT NULL,"
+	" callchainId INTEGER, nestingLevel INTEGER NOT NULL, id INTEGER NOT NULL PRIMARY KEY);"
+	"CREATE TABLE BPFSIGHT_CUDA_ARGS (callId INTEGER NOT NULL PRIMARY KEY"
+	" REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(id), kernelNameId INTEGER REFERENCES StringIds(id),"
+	" gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER, blockY INTEGER,"
+	" blockZ INTEGER, sharedBytes INTEGER, bytes INTEGER, copyKind TEXT, stream INTEGER,"
+	" dst INTEGER, src INTEGER, ptr INTEGER);"
+	"CREATE TABLE BPFSIGHT_NCCL (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" globalTid INTEGER NOT NULL, nameId INTEGER NOT NULL REFERENCES StringIds(id),"
+	" returnValue INTEGER NOT NULL, nestingLevel INTEGER NOT NULL, comm INTEGER,"
+	" rank INTEGER, nranks INTEGER, count INTEGER, bytes INTEGER, datatype TEXT, op TEXT,"
+	" root INTEGER, peer INTEGER, stream INTEGER, groupDepth INTEGER NOT NULL,"
+	" groupNs INTEGER, uniqueIdHash TEXT);";
 
 /* Built after the inserts: one sort per index instead of a B-tree update per row. */
 static const char sq_indexes[] =
@@ -71,7 +101,12 @@ static const char sq_indexes[] =
 	"CREATE INDEX BPFSIGHT_OFFCPU_start ON BPFSIGHT_OFFCPU(start);"
 	"CREATE INDEX BPFSIGHT_OFFCPU_globalTid ON BPFSIGHT_OFFCPU(globalTid);"
 	"CREATE INDEX BPFSIGHT_PROC_EVENTS_ts ON BPFSIGHT_PROC_EVENTS(ts);"
-	"CREATE INDEX BPFSIGHT_PROC_EVENTS_globalTid ON BPFSIGHT_PROC_EVENTS(globalTid);";
+	"CREATE INDEX BPFSIGHT_PROC_EVENTS_globalTid ON BPFSIGHT_PROC_EVENTS(globalTid);"
+	"CREATE INDEX CUPTI_ACTIVITY_KIND_RUNTIME_start ON CUPTI_ACTIVITY_KIND_RUNTIME(start);"
+	"CREATE INDEX CUPTI_ACTIVITY_KIND_RUNTIME_globalTid"
+	" ON CUPTI_ACTIVITY_KIND_RUNTIME(globalTid);"
+	"CREATE INDEX BPFSIGHT_NCCL_start ON BPFSIGHT_NCCL(start);"
+	"CREATE INDEX BPFSIGHT_NCCL_globalTid ON BPFSIGHT_NCCL(globalTid);";
 
 enum sq_stmt {
 	SQ_META,
@@ -86,6 +121,9 @@ enum sq_stmt {
 	SQ_PROCESS_NAME,
 	SQ_THREAD,
 	SQ_PROC_EVENT,
+	SQ_CUDA,
+	SQ_CUDA_ARGS,
+	SQ_NCCL,
 	SQ_NSTMT,
 };
 
@@ -108,6 +146,12 @@ static const char *const sq_sql[SQ_NSTMT] = {
 			    " ON CONFLICT(pid) DO UPDATE SET name = coalesce(excluded.name, name)",
 	[SQ_THREAD] = "INSERT OR REPLACE INTO BPFSIGHT_THREADS VALUES (?, ?, ?, ?)",
 	[SQ_PROC_EVENT] = "INSERT INTO BPFSIGHT_PROC_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+	[SQ_CUDA] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES"
+		    " (?, ?, ?, ?, NULL, ?, ?, NULL, ?, ?)",
+	[SQ_CUDA_ARGS] = "INSERT INTO BPFSIGHT_CUDA_ARGS VALUES"
+			 " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[SQ_NCCL] = "INSERT INTO BPFSIGHT_NCCL VALUES"
+		    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
 struct sq {
@@ -117,6 +161,7 @@ struct sq {
 	struct string_pool *strings; /* text -> StringIds.id */
 	struct hmap *threads;	     /* {pid, tid} -> u8: every thread a record named */
 	__u32 nr_name[SQ_NR_CACHE];  /* syscall nr -> StringIds.id, 0 = not yet */
+	__s64 cuda_calls;	     /* CUPTI_ACTIVITY_KIND_RUNTIME.id of the last row */
 };
 
 static __s64 global_tid(__u32 pid, __u32 tid)
@@ -492,6 +537,144 @@ static int sq_proc_event(struct sq *s, const struct bs_hdr *rec, const struct ev
 	return sq_step(s, SQ_PROC_EVENT);
 }
 
+/* EV's argument KEY, NULL when the decoder did not give it. */
+static const struct event_arg *sq_arg(const struct event *ev, const char *key)
+{
+	for (__u32 i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++)
+		if (!strcmp(ev->args[i].key, key))
+			return &ev->args[i];
+	return NULL;
+}
+
+/*
+ * Bind EV's argument KEY to column COL as dump shows it: numbers and handles as integers
+ * (a u64 above 2^63 reads back negative: SQLite integers are signed), text as text. NULL
+ * when absent. Returns whether it was there.
+ */
+static int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key)
+{
+	const struct event_arg *a = sq_arg(ev, key);
+
+	if (!a) {
+		sqlite3_bind_null(st, col);
+		return 0;
+	}
+	switch (a->kind) {
+	case EVENT_ARG_S64:
+		sqlite3_bind_int64(st, col, a->s);
+		break;
+	case EVENT_ARG_STR:
+		sq_bind_text(st, col, a->str);
+		break;
+	default: /* U64, HEX */
+		sqlite3_bind_int64(st, col, (__s64)a->u);
+		break;
+	}
+	return 1;
+}
+
+static __s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt)
+{
+	const struct event_arg *a = sq_arg(ev, key);
+
+	if (!a || a->kind == EVENT_ARG_STR)
+		return dflt;
+	return a->kind == EVENT_ARG_S64 ? a->s : (__s64)a->u;
+}
+
+/* nsys's class of a CUDA call: the driver API is cu*, the runtime cuda* and __cuda*. */
+static int sq_cuda_class(const char *name)
+{
+	return !strncmp(name, "cu", 2) && strncmp(name, "cuda", 4) ? SQ_CUDA_DRIVER_CLASS :
+								       SQ_CUDA_RUNTIME_CLASS;
+}
+
+/*
+ * The arguments people filter and group by: the launched function (by name, through
+ * StringIds), launch shape, sizes, copy direction, stream and pointers. Only calls that have
+ * one of them get a row.
+ */
+static int sq_cuda_args(struct sq *s, const struct event *ev, __s64 call)
+{
+	static const char *const cols[] = { "grid_x",	"grid_y",  "grid_z", "block_x",
+					    "block_y",	"block_z", "shared_bytes", "bytes",
+					    "kind",	"stream",  "dst",	   "src",
+					    "ptr" };
+	sqlite3_stmt *st = s->stmt[SQ_CUDA_ARGS];
+	const struct event_arg *fn = sq_arg(ev, "kernel");
+	int any = 0, err = 0;
+	__u32 id;
+
+	if (!fn)
+		fn = sq_arg(ev, "func");
+	sqlite3_bind_int64(st, 1, call);
+	if (fn && fn->kind == EVENT_ARG_STR) {
+		id = sq_intern(s, fn->str, &err);
+		if (!id)
+			return err;
+		sqlite3_bind_int64(st, 2, id);
+		any = 1;
+	} else {
+		sqlite3_bind_null(st, 2);
+	}
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+		any |= sq_bind_arg(st, 3 + (int)i, ev, cols[i]);
+	return any ? sq_step(s, SQ_CUDA_ARGS) : 0;
+}
+
+/* One CUDA API call: nsys's row, then its arguments. */
+static int sq_cuda(struct sq *s, const struct bs_hdr *rec, const struct event *ev)
+{
+	sqlite3_stmt *st = s->stmt[SQ_CUDA];
+	int err = 0;
+	__u32 name;
+
+	if (!ev || !ev->name)
+		return 0;
+	name = sq_intern(s, ev->name, &err);
+	if (!name)
+		return err;
+	sqlite3_bind_int64(st, 1, ev->ts);
+	sqlite3_bind_int64(st, 2, ev->ts + ev->dur);
+	sqlite3_bind_int(st, 3, sq_cuda_class(ev->name));
+	sqlite3_bind_int64(st, 4, global_tid(rec->pid, rec->tid));
+	sqlite3_bind_int64(st, 5, name);
+	sqlite3_bind_int64(st, 6, sq_arg_int(ev, "ret", 0));
+	sqlite3_bind_int64(st, 7, sq_arg_int(ev, "depth", 0));
+	sqlite3_bind_int64(st, 8, ++s->cuda_calls);
+	err = sq_step(s, SQ_CUDA);
+	return err ? err : sq_cuda_args(s, ev, s->cuda_calls);
+}
+
+/* One NCCL API call, with what dump shows: the communicator's rank joined by the decoder. */
+static int sq_nccl(struct sq *s, const struct bs_hdr *rec, const struct event *ev)
+{
+	static const char *const cols[] = { "comm",  "rank",	"nranks", "count",
+					    "bytes", "datatype", "op",	   "root",
+					    "peer",  "stream" };
+	sqlite3_stmt *st = s->stmt[SQ_NCCL];
+	int err = 0;
+	__u32 name;
+
+	if (!ev || !ev->name)
+		return 0;
+	name = sq_intern(s, ev->name, &err);
+	if (!name)
+		return err;
+	sqlite3_bind_int64(st, 1, ev->ts);
+	sqlite3_bind_int64(st, 2, ev->ts + ev->dur);
+	sqlite3_bind_int64(st, 3, global_tid(rec->pid, rec->tid));
+	sqlite3_bind_int64(st, 4, name);
+	sqlite3_bind_int64(st, 5, sq_arg_int(ev, "ret", 0));
+	sqlite3_bind_int64(st, 6, sq_arg_int(ev, "depth", 0));
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+		sq_bind_arg(st, 7 + (int)i, ev, cols[i]);
+	sqlite3_bind_int64(st, 17, sq_arg_int(ev, "group_depth", 0));
+	sq_bind_arg(st, 18, ev, "group_ns");
+	sq_bind_arg(st, 19, ev, "unique_id_hash");
+	return sq_step(s, SQ_NCCL);
+}
+
 static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event *ev,
 			  const struct trace_model *m)
 {
@@ -521,6 +704,10 @@ static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event
 	case BS_REC_EXIT:
 	case BS_REC_COMM:
 		return sq_proc_event(s, rec, ev);
+	case BS_REC_CUDA_CALL:
+		return sq_cuda(s, rec, ev);
+	case BS_REC_NCCL_CALL:
+		return sq_nccl(s, rec, ev);
 	default:
 		/* STRING and THREAD feed the model; names are written at the end. */
 		return 0;

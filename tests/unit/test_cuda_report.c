@@ -1391,6 +1391,23 @@ static void test_report_columns(void)
 	unlink(path);
 }
 
+/* The entry probe copies stack words only for functions that have more than 6. */
+static void test_cookie_stack_words(void)
+{
+	/* func, grid (2 words), block (2 words), args, shared memory, stream: 8 words. */
+	ASSERT_EQ(ucall_api__cookie(&cuda_table, fn_of("cudaLaunchKernel")) & BS_UCOOKIE_STACK,
+		  BS_UCOOKIE_STACK, "cudaLaunchKernel has stack words");
+	/* f, 3 grid, 3 block, shared, stream, params, extra: 11 words. */
+	ASSERT_EQ(ucall_api__cookie(&cuda_table, fn_of("cuLaunchKernel")) & BS_UCOOKIE_STACK,
+		  BS_UCOOKIE_STACK, "cuLaunchKernel has stack words");
+	ASSERT_EQ(ucall_api__cookie(&cuda_table, fn_of("cudaMalloc")) & BS_UCOOKIE_STACK, 0,
+		  "cudaMalloc has none");
+	ASSERT_EQ(ucall_api__cookie(&cuda_table, fn_of("cudaMemcpyAsync")) & BS_UCOOKIE_STACK, 0,
+		  "cudaMemcpyAsync: 5 words");
+	ASSERT_EQ(ucall_api__cookie(&cuda_table, fn_of("cudaMemcpy2DAsync")) & BS_UCOOKIE_STACK,
+		  BS_UCOOKIE_STACK, "cudaMemcpy2DAsync: 8 words");
+}
+
 int main(void)
 {
 	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/bpfsight-unit-XXXXXX");
@@ -1398,6 +1415,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	RUN_TEST(test_cookie_stack_words);
 	RUN_TEST(test_table_check);
 	RUN_TEST(test_table_check_catches);
 	RUN_TEST(test_table_symbols_exist);

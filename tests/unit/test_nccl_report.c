@@ -173,7 +173,11 @@ static void test_table_args(void)
 	ASSERT_EQ(fn_of("ncclAllReduce"), 17, "ncclAllReduce index");
 	ASSERT_EQ(fn_of("ncclRecv"), 27, "ncclRecv index");
 	ASSERT_EQ(ucall_api__cookie(&nccl_table, fn_of("ncclCommInitRank")),
-		  BS_UCOOKIE(1, BS_DEREF_ARG_STACK, 0, BS_DEREF_STRUCT, 1), "InitRank cookie");
+		  BS_UCOOKIE(1, BS_DEREF_ARG_STACK, 0, BS_DEREF_STRUCT, 1) | BS_UCOOKIE_STACK,
+		  "InitRank cookie (the unique id is on the stack)");
+	/* 7 argument words: the stream is the first stack word. */
+	ASSERT_EQ(ucall_api__cookie(&nccl_table, fn_of("ncclAllReduce")) & BS_UCOOKIE_STACK,
+		  BS_UCOOKIE_STACK, "AllReduce copies its stack arguments");
 	ASSERT_EQ(ucall_api__cookie(&nccl_table, fn_of("ncclCommUserRank")),
 		  BS_UCOOKIE(fn_of("ncclCommUserRank"), 0, 0, 0, 2), "UserRank cookie");
 	ASSERT_TRUE(!ucall_table__api(&nccl_table, nccl_table.napis), "past the end");
