@@ -32,6 +32,7 @@
 #include "probe_site.h"
 #include "recorder.h"
 #include "stats_math.h"
+#include "uprobe_multi.h"
 #include "gil.skel.h"
 
 #define NEW_WINDOW_NS	 5000000000ull /* a new process may still map libpython */
@@ -39,6 +40,12 @@
 #define CODE_PEEK	 64
 #define MAX_PROBES	 8 /* take_gil/drop_gil and their clones per file */
 #define MUTEX_ATTACH_PER_POLL 4 /* processes; each attach costs ~0.2 s on a VM */
+
+/* An attached probe: a uprobe_multi link (its fd) or, before Linux 6.6, a perf-event uprobe. */
+struct gil_probe {
+	struct bpf_link *link;
+	int fd;
+};
 
 /* An ELF file mapped by traced pythons: glibc (condition wait, mutex) or an interpreter. */
 struct gil_file {
@@ -49,8 +56,8 @@ struct gil_file {
 	int cond_ok;	  /* both condition-wait probes attached */
 	int full_examined;
 	int full_ok;	  /* take_gil (entry, return) and drop_gil probes attached */
-	struct bpf_link **links;
-	__u32 nlinks;
+	struct gil_probe *probes;
+	__u32 nprobes;
 };
 
 struct gil_proc {
@@ -61,6 +68,7 @@ struct gil_proc {
 	struct bs_gil_cfg cfg;
 	struct bpf_link *mutex_links[2];
 	int mutex_wanted; /* attach the mutex probes at the next poll (it takes a while) */
+	int mutex_failed; /* and do not try again */
 	__u64 lll_off;
 	char libc_path[96];
 	/* The last BS_REC_GIL_PROC written, to write again only on change. */
@@ -79,22 +87,9 @@ struct gil_state {
 	struct hmap *blame_w; /* (pid << 32 | waiter, holder) -> count last written */
 	struct gil_py py;     /* scratch: big */
 	int full;
+	int multi;    /* pid -1 probes are uprobe_multi links: one grace period, not 2 each */
 	int starting; /* in attach(): nothing is being drained yet, attach everything now */
 };
-
-const char *gil_method_name(__u32 method)
-{
-	switch (method) {
-	case BS_GIL_METHOD_CONDWAIT:
-		return "condwait";
-	case BS_GIL_METHOD_TAKE_GIL:
-		return "take_gil";
-	case BS_GIL_METHOD_NO_GIL:
-		return "no-gil";
-	default:
-		return "none";
-	}
-}
 
 static struct gil_file *file_get(struct gil_state *st, __u64 dev, __u64 ino)
 {
@@ -107,13 +102,27 @@ static struct gil_file *file_get(struct gil_state *st, __u64 dev, __u64 ino)
 	return *slot;
 }
 
+static void probe_free(struct gil_probe *p)
+{
+	bpf_link__destroy(p->link);
+	if (p->fd >= 0)
+		close(p->fd);
+	p->link = NULL;
+	p->fd = -1;
+}
+
+static void file_unprobe(struct gil_file *f, __u32 keep)
+{
+	while (f->nprobes > keep)
+		probe_free(&f->probes[--f->nprobes]);
+}
+
 static void file_free(struct gil_file *f)
 {
 	if (!f)
 		return;
-	for (__u32 i = 0; i < f->nlinks; i++)
-		bpf_link__destroy(f->links[i]);
-	free(f->links);
+	file_unprobe(f, 0);
+	free(f->probes);
 	free(f);
 }
 
@@ -131,25 +140,44 @@ static struct bpf_link *attach(struct record_ctx *ctx, struct bpf_program *prog,
 
 		if (pid > 0 && err == -ESRCH)
 			return NULL; /* the process ended meanwhile: nothing was missed */
-		snprintf(msg, sizeof(msg), "%s %s in %s", ret ? "uretprobe" : "uprobe", what, object);
+		snprintf(msg, sizeof(msg), "%s %s in %s", ret ? "uretprobe" : "uprobe", what,
+			 object);
 		record_ctx__attach_failed(ctx, msg, err);
 	}
 	return l;
 }
 
-static int file_link(struct gil_file *f, struct bpf_link *l)
+/*
+ * PROG at file offset OFF of the file at PATH, for every process that maps it (pid -1):
+ * a uprobe_multi link where the kernel has them, else a perf-event uprobe. 0 or -errno.
+ */
+static int file_probe(struct gil_state *st, struct record_ctx *ctx, struct gil_file *f,
+		      struct bpf_program *prog, int ret, const char *path, __u64 off,
+		      const char *what, const char *object)
 {
-	struct bpf_link **nl;
+	struct gil_probe pr = { .fd = -1 }, *np;
+	char msg[PATH_MAX + 128];
 
-	if (!l)
-		return -ENOENT;
-	nl = realloc(f->links, (f->nlinks + 1) * sizeof(*nl));
-	if (!nl) {
-		bpf_link__destroy(l);
+	if (st->multi) {
+		pr.fd = uprobe_multi__attach(prog, path, &off, NULL, 1, ret);
+		if (pr.fd < 0) {
+			snprintf(msg, sizeof(msg), "%s %s in %s",
+				 ret ? "uretprobe" : "uprobe", what, object);
+			record_ctx__attach_failed(ctx, msg, pr.fd);
+			return pr.fd;
+		}
+	} else {
+		pr.link = attach(ctx, prog, ret, -1, path, off, what, object);
+		if (!pr.link)
+			return -ENOENT;
+	}
+	np = realloc(f->probes, (f->nprobes + 1) * sizeof(*np));
+	if (!np) {
+		probe_free(&pr);
 		return -ENOMEM;
 	}
-	f->links = nl;
-	f->links[f->nlinks++] = l;
+	f->probes = np;
+	f->probes[f->nprobes++] = pr;
 	return 0;
 }
 
@@ -234,34 +262,33 @@ static void full_attach(struct gil_state *st, struct record_ctx *ctx, struct gil
 	elf_syms__free((struct elf_syms *)fs.s);
 	if (!fs.ntake || !fs.ndrop)
 		return;
-	before = f->nlinks;
+	before = f->nprobes;
 	for (i = 0; i < fs.ntake; i++) {
-		if (file_link(f, attach(ctx, st->skel->progs.gil_take_enter, 0, -1, path,
-					fs.take[i], "take_gil", object)) ||
-		    file_link(f, attach(ctx, st->skel->progs.gil_take_exit, 1, -1, path,
-					fs.take[i], "take_gil", object)))
+		if (file_probe(st, ctx, f, st->skel->progs.gil_take_enter, 0, path, fs.take[i],
+			       "take_gil", object) ||
+		    file_probe(st, ctx, f, st->skel->progs.gil_take_exit, 1, path, fs.take[i],
+			       "take_gil", object))
 			goto fail;
 	}
 	for (i = 0; i < fs.ndrop; i++)
-		if (file_link(f, attach(ctx, st->skel->progs.gil_drop_enter, 0, -1, path,
-					fs.drop[i], "drop_gil", object)))
+		if (file_probe(st, ctx, f, st->skel->progs.gil_drop_enter, 0, path, fs.drop[i],
+			       "drop_gil", object))
 			goto fail;
 	f->full_ok = 1;
 	return;
 fail:
 	/* Half of take/drop would make nonsense holds. */
-	while (f->nlinks > before)
-		bpf_link__destroy(f->links[--f->nlinks]);
+	file_unprobe(f, before);
 }
 
 /* The condition-wait probes on glibc file F (at PATH), for every process that maps it. */
 static void libc_attach(struct gil_state *st, struct record_ctx *ctx, struct gil_file *f,
 			const char *path, const char *name)
 {
-	f->cond_ok = !file_link(f, attach(ctx, st->skel->progs.gil_cond_enter, 0, -1, path,
-					  f->cond_off, "pthread_cond_timedwait", name)) &&
-		     !file_link(f, attach(ctx, st->skel->progs.gil_cond_exit, 1, -1, path,
-					  f->cond_off, "pthread_cond_timedwait", name));
+	f->cond_ok = !file_probe(st, ctx, f, st->skel->progs.gil_cond_enter, 0, path, f->cond_off,
+				 "pthread_cond_timedwait", name) &&
+		     !file_probe(st, ctx, f, st->skel->progs.gil_cond_exit, 1, path, f->cond_off,
+				 "pthread_cond_timedwait", name);
 }
 
 /*
@@ -308,7 +335,7 @@ static struct gil_file *libc_of(struct gil_state *st, struct record_ctx *ctx, pi
 			libc_examine(f, path, root);
 		if (!f->is_libc)
 			continue;
-		if (!f->cond_ok && !f->nlinks)
+		if (!f->cond_ok && !f->nprobes)
 			libc_attach(st, ctx, f, path, file);
 		found = f;
 	}
@@ -336,6 +363,7 @@ static int proc_link_mutex(struct gil_state *st, struct record_ctx *ctx, struct 
 	if (p->mutex_links[0] && p->mutex_links[1])
 		return 0;
 	proc_unlink_mutex(p);
+	p->mutex_failed = 1;
 	return -ENOENT;
 }
 
@@ -374,6 +402,19 @@ static void proc_reset(struct gil_state *st, struct gil_proc *p)
 	p->written = 0;
 	p->first_seen_ns = mono_now_ns();
 	p->last_check_ns = 0;
+}
+
+/* PID exited: free what user space kept about it (the slot stays, for a recycled pid). */
+static void proc_forget(struct gil_state *st, pid_t pid)
+{
+	struct gil_proc **slot = hmap__get(st->procs, (struct hkey){ (__u64)pid, 0 }, 0);
+
+	if (!slot || !*slot)
+		return;
+	(*slot)->configured = 0;
+	proc_unlink_mutex(*slot);
+	free(*slot);
+	*slot = NULL;
 }
 
 static void write_proc(struct record_ctx *ctx, struct gil_proc *p, const struct gil_py *py,
@@ -497,6 +538,11 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 	} else {
 		note_add(note, sizeof(note), "holds not measured (--gil-mode=full)");
 	}
+	if (cfg_write(st, p, &cfg)) {
+		write_proc(ctx, p, py, BS_GIL_METHOD_NONE, flags,
+			   "too many python processes (gil_procs map full)");
+		return;
+	}
 	/*
 	 * The mutex probe tells drop_gil (the holder) from take_gil by the holder's tid, and is
 	 * attached per process. An attach takes ~0.2-0.5 s here, so with -a it waits for a poll
@@ -504,7 +550,7 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 	 * measured meanwhile.
 	 */
 	if (libc->lll_off && py->holder_known && py->verified) {
-		if (!p->mutex_links[0] && !p->mutex_wanted) {
+		if (!p->mutex_links[0] && !p->mutex_wanted && !p->mutex_failed) {
 			p->mutex_wanted = 1;
 			p->lll_off = libc->lll_off;
 			snprintf(p->libc_path, sizeof(p->libc_path), "%s", path);
@@ -520,8 +566,7 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 		note_add(note, sizeof(note),
 			 p->mutex_wanted ? "waits on the GIL's mutex not seen yet (probe pending)" :
 			 libc->lll_off	 ? "waits on the GIL's mutex not seen" :
-					   "waits on the GIL's mutex not seen (no glibc symbols for "
-					   "__lll_lock_wait)");
+			 "waits on the GIL's mutex not seen (no symbols for __lll_lock_wait)");
 	if (cfg_write(st, p, &cfg)) {
 		write_proc(ctx, p, py, BS_GIL_METHOD_NONE, flags,
 			   "too many python processes (gil_procs map full)");
@@ -595,17 +640,28 @@ static void thread_done(struct gil_state *st, struct record_ctx *ctx, __u32 pid,
 	bpf_map_delete_elem(fd, &key);
 }
 
-static void flush_blame(struct gil_state *st, struct record_ctx *ctx)
+/*
+ * Write the blame totals that changed. With DONE_PID, only that process's, which has exited:
+ * they are final, so their BPF entries are freed too (the map would fill on long -a runs).
+ */
+static void flush_blame(struct gil_state *st, struct record_ctx *ctx, __u32 done_pid)
 {
 	int fd = bpf_map__fd(st->skel->maps.gil_blame);
-	struct bs_gil_blame_key key, next, *prev = NULL;
+	struct bs_gil_blame_key key, next, *prev = NULL, *dead = NULL, *nd;
 	struct bs_gil_blame_val v;
 	struct bs_gil_blame r;
+	size_t ndead = 0;
 	__u64 *last;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
+		if (done_pid && key.pid != done_pid)
+			continue;
+		if (done_pid && (nd = realloc(dead, (ndead + 1) * sizeof(*dead)))) {
+			dead = nd;
+			dead[ndead++] = key;
+		}
 		if (bpf_map_lookup_elem(fd, &key, &v))
 			continue;
 		last = hmap__get(st->blame_w,
@@ -620,6 +676,10 @@ static void flush_blame(struct gil_state *st, struct record_ctx *ctx)
 		r.total_ns = v.total_ns;
 		record_ctx__write(ctx, &r);
 	}
+	/* Deleted after the walk: deleting under get_next_key would restart it. */
+	for (size_t i = 0; i < ndead; i++)
+		bpf_map_delete_elem(fd, &dead[i]);
+	free(dead);
 }
 
 /* A process that ran before recording started has mapped what it maps: one look. */
@@ -673,7 +733,7 @@ static void preattach_libc(struct gil_state *st, struct record_ctx *ctx)
 			continue;
 		if (!f->examined)
 			libc_examine(f, paths[i], NULL);
-		if (f->is_libc && !f->nlinks)
+		if (f->is_libc && !f->nprobes)
 			libc_attach(st, ctx, f, paths[i], paths[i]);
 	}
 }
@@ -700,6 +760,7 @@ static int find_exe(const char *name, char *out)
 static int launch_interpreter(const char *cmd, char *out, size_t len)
 {
 	char exe[PATH_MAX], line[PATH_MAX], *interp, *arg, *save = NULL;
+	const char *base;
 	FILE *fp;
 
 	if (find_exe(cmd, exe))
@@ -710,8 +771,8 @@ static int launch_interpreter(const char *cmd, char *out, size_t len)
 	if (fgets(line, sizeof(line), fp) && !strncmp(line, "#!", 2)) {
 		interp = strtok_r(line + 2, " \t\n", &save);
 		arg = strtok_r(NULL, " \t\n", &save);
-		if (interp && arg && !strcmp(strrchr(interp, '/') ? strrchr(interp, '/') + 1 : interp,
-					       "env")) {
+		base = interp && strrchr(interp, '/') ? strrchr(interp, '/') + 1 : interp;
+		if (base && arg && !strcmp(base, "env")) {
 			while (arg && arg[0] == '-') /* env -S python3 */
 				arg = strtok_r(NULL, " \t\n", &save);
 			interp = arg;
@@ -748,7 +809,8 @@ static void gil_state_free(struct gil_state *st)
 	if (!st)
 		return;
 	while (st->procs && (p = hmap__next(st->procs, &it, NULL))) {
-		proc_unlink_mutex(*p);
+		if (*p)
+			proc_unlink_mutex(*p);
 		free(*p);
 	}
 	it = 0;
@@ -783,6 +845,21 @@ static int gil_attach(struct record_ctx *ctx, void **state)
 	}
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
 	st->skel->rodata->threshold_ns = GIL_THRESHOLD_NS;
+	/* The mutex probes stay perf-event uprobes: they are attached per process. */
+	st->multi = uprobe_multi__supported();
+	err = 0;
+	if (st->multi) {
+		struct bpf_program *progs[] = {
+			st->skel->progs.gil_cond_enter, st->skel->progs.gil_cond_exit,
+			st->skel->progs.gil_take_enter, st->skel->progs.gil_take_exit,
+			st->skel->progs.gil_drop_enter,
+		};
+
+		for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]) && !err; i++)
+			err = uprobe_multi__prepare(progs[i]);
+		if (err)
+			goto fail;
+	}
 	err = record_ctx__prepare(ctx, st->skel->obj);
 	if (!err)
 		err = gil_bpf__load(st->skel);
@@ -847,12 +924,9 @@ static void gil_observe(struct record_ctx *ctx, void *state, const struct bs_hdr
 		thread_done(st, ctx, rec->pid, rec->tid);
 		if (!ex->group_dead)
 			break;
-		p = proc_get(st, rec->pid, 0);
-		if (!p)
-			break;
 		/* BPF dropped its configuration already; the pid may come back as another. */
-		p->configured = 0;
-		proc_reset(st, p);
+		proc_forget(st, rec->pid);
+		flush_blame(st, ctx, rec->pid);
 		break;
 	default:
 		break;
@@ -864,20 +938,23 @@ static int gil_poll(struct record_ctx *ctx, void *state)
 	struct gil_state *st = state;
 	struct gil_proc **pp;
 	__u64 now = mono_now_ns();
-	pid_t todo[256];
+	pid_t *todo;
 	size_t it = 0;
 	int n = 0;
 
 	/* proc_check may add to procs (moving its values): collect first. */
-	while ((pp = hmap__next(st->procs, &it, NULL)) && n < (int)(sizeof(todo) / sizeof(*todo)))
-		if (proc_needs_check(*pp, now, 0))
+	todo = calloc(hmap__count(st->procs) + 1, sizeof(*todo));
+	if (!todo)
+		return -ENOMEM;
+	while ((pp = hmap__next(st->procs, &it, NULL)))
+		if (*pp && proc_needs_check(*pp, now, 0))
 			todo[n++] = (*pp)->pid;
 	for (int i = 0; i < n; i++)
 		proc_check(st, ctx, todo[i]);
 	/* Mutex probes, a few per poll: each attach stalls the ring-buffer consumer. */
 	it = n = 0;
 	while ((pp = hmap__next(st->procs, &it, NULL)) && n < MUTEX_ATTACH_PER_POLL)
-		if ((*pp)->mutex_wanted && (*pp)->configured)
+		if (*pp && (*pp)->mutex_wanted && (*pp)->configured)
 			todo[n++] = (*pp)->pid;
 	for (int i = 0; i < n; i++) {
 		struct gil_proc *p = proc_get(st, todo[i], 0);
@@ -885,8 +962,9 @@ static int gil_poll(struct record_ctx *ctx, void *state)
 		if (p && !proc_link_mutex(st, ctx, p))
 			proc_check(st, ctx, todo[i]);
 	}
+	free(todo);
 	flush_agg(st, ctx);
-	flush_blame(st, ctx);
+	flush_blame(st, ctx, 0);
 	return 0;
 }
 
@@ -900,15 +978,13 @@ static void gil_detach(struct record_ctx *ctx, void *state)
 	/* Probes off first, so the last totals are final. */
 	gil_bpf__detach(st->skel);
 	while ((p = hmap__next(st->procs, &it, NULL)))
-		proc_unlink_mutex(*p);
+		if (*p)
+			proc_unlink_mutex(*p);
 	it = 0;
-	while ((f = hmap__next(st->files, &it, NULL))) {
-		for (__u32 i = 0; i < (*f)->nlinks; i++)
-			bpf_link__destroy((*f)->links[i]);
-		(*f)->nlinks = 0;
-	}
+	while ((f = hmap__next(st->files, &it, NULL)))
+		file_unprobe(*f, 0);
 	flush_agg(st, ctx);
-	flush_blame(st, ctx);
+	flush_blame(st, ctx, 0);
 	gil_state_free(st);
 }
 

@@ -26,7 +26,7 @@
 struct py_layout {
 	__u32 minor;
 	__u32 rt_size;	      /* sizeof(_PyRuntimeState): st_size of _PyRuntime */
-	__u32 rt_gil;	      /* the main GIL from &_PyRuntime (3.12: inside _main_interpreter) */
+	__u32 rt_gil;	      /* the main GIL from _PyRuntime (3.12: in _main_interpreter) */
 	__u32 rt_interp_main; /* interpreters.main */
 	__u32 interp_threads_head;
 	__u32 interp_ceval_gil; /* 3.12: interp->ceval.gil, a pointer (0 = none) */
@@ -639,8 +639,9 @@ static int find_runtime(struct gil_finder *f, pid_t pid, struct gil_py *py, stru
 		if (!ei) {
 			struct elf_info tmp = { 0 };
 
-			snprintf(py->open_path, sizeof(py->open_path), "/proc/%d/map_files/%llx-%llx",
-				 pid, (unsigned long long)mp->start, (unsigned long long)mp->end);
+			snprintf(py->open_path, sizeof(py->open_path),
+				 "/proc/%d/map_files/%llx-%llx", pid,
+				 (unsigned long long)mp->start, (unsigned long long)mp->end);
 			elf_read_info(py->open_path, &tmp);
 			tmp.name_minor = name_minor(mp->path, &tmp.name_ft);
 			ei = hmap__get(f->elves, (struct hkey){ mp->dev, mp->ino }, 1);
@@ -705,7 +706,8 @@ static int exe_runtime(const char *path, char *lib, size_t len, char *runpath, s
 		for (i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
 			if (!gelf_getdyn(data, i, &dyn))
 				continue;
-			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)
+			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH &&
+			    dyn.d_tag != DT_RPATH)
 				continue;
 			name = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
 			if (!name)

@@ -32,7 +32,7 @@ struct gil_py {
 	char open_path[64];    /* /proc/PID/map_files/START-END: opens it, even in a container */
 	__u64 dev, ino;	       /* kernel dev_t (major << 20 | minor) and inode of the file */
 	__u64 runtime;	       /* &_PyRuntime in the process */
-	__u32 version;	       /* PY_VERSION_HEX; (3 << 24 | minor << 16) when only 3.X is known */
+	__u32 version;	       /* PY_VERSION_HEX, or 3 << 24 | minor << 16 (only 3.X known) */
 	int free_threaded;
 	int initialized; /* the main interpreter exists */
 	int verified;	 /* the GIL's address and fields were checked against live memory */

@@ -20,6 +20,20 @@
 #include "stats_math.h"
 #include "table.h"
 
+const char *gil_method_name(__u32 method)
+{
+	switch (method) {
+	case BS_GIL_METHOD_CONDWAIT:
+		return "condwait";
+	case BS_GIL_METHOD_TAKE_GIL:
+		return "take_gil";
+	case BS_GIL_METHOD_NO_GIL:
+		return "no-gil";
+	default:
+		return "none";
+	}
+}
+
 static int decode_wait(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	const struct bs_gil_wait *w = (const void *)rec;
@@ -363,13 +377,16 @@ static int gil_sum__emit(void *vd, const struct trace_model *m, struct table *t)
 		table__set_str(t, c[2], name ? name : "");
 		table__set_u64(t, c[3], r->count);
 		table__set_u64(t, c[4], r->total);
-		table__set_double(t, c[5], th->waits.count ? samples__percentile(&th->waits, 50) : 0);
-		table__set_double(t, c[6], th->waits.count ? samples__percentile(&th->waits, 99) : 0);
+		table__set_double(t, c[5],
+				  th->waits.count ? samples__percentile(&th->waits, 50) : 0);
+		table__set_double(t, c[6],
+				  th->waits.count ? samples__percentile(&th->waits, 99) : 0);
 		table__set_u64(t, c[7], r->max);
 		table__set_double(t, c[8], wall ? r->total * 100.0 / wall : 0);
 		table__set_str(t, c[9], gil_method_name(pi && pi->seen ? pi->last.method : 0));
 		if (full) {
-			table__set_u64(t, c[10], th->has_agg ? th->agg.hold_count : th->hold_ev_count);
+			table__set_u64(t, c[10],
+				       th->has_agg ? th->agg.hold_count : th->hold_ev_count);
 			table__set_u64(t, c[11],
 				       th->has_agg ? th->agg.hold_total_ns : th->hold_ev_total);
 		}
@@ -442,7 +459,8 @@ static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct ta
 	c[6] = table__add_col(t, "total_ns", "Total (ns)", TABLE_U64);
 	for (i = 0; i < n; i++) {
 		const char *wn = trace_model__thread_name(m, rows[i].waiter);
-		const char *hn = rows[i].holder ? trace_model__thread_name(m, rows[i].holder) : NULL;
+		const char *hn =
+			rows[i].holder ? trace_model__thread_name(m, rows[i].holder) : NULL;
 
 		table__row(t);
 		table__set_u64(t, c[0], rows[i].pid);
@@ -484,7 +502,7 @@ static int gil_procs__emit(void *vd, const struct trace_model *m, struct table *
 	struct hkey key;
 	__u32 *pids;
 	char ver[32];
-	int c[9], err;
+	int c[10], err;
 
 	if (d->err)
 		return d->err;
@@ -502,8 +520,9 @@ static int gil_procs__emit(void *vd, const struct trace_model *m, struct table *
 	c[4] = table__add_col(t, "free_threaded", "Free-threaded", TABLE_U64);
 	c[5] = table__add_col(t, "mutex", "Mutex Waits", TABLE_U64);
 	c[6] = table__add_col(t, "holder", "Holders", TABLE_U64);
-	c[7] = table__add_col(t, "object", "Interpreter", TABLE_STR);
-	c[8] = table__add_col(t, "note", "Cannot See", TABLE_STR);
+	c[7] = table__add_col(t, "verified", "Verified", TABLE_U64);
+	c[8] = table__add_col(t, "object", "Interpreter", TABLE_STR);
+	c[9] = table__add_col(t, "note", "Cannot See", TABLE_STR);
 	for (i = 0; i < n; i++) {
 		const struct bs_gil_proc *p;
 		const char *s;
@@ -520,10 +539,11 @@ static int gil_procs__emit(void *vd, const struct trace_model *m, struct table *
 		table__set_u64(t, c[4], !!(p->flags & BS_GIL_PROC_FREE_THREADED));
 		table__set_u64(t, c[5], !!(p->flags & BS_GIL_PROC_MUTEX));
 		table__set_u64(t, c[6], !!(p->flags & BS_GIL_PROC_HOLDER));
+		table__set_u64(t, c[7], !!(p->flags & BS_GIL_PROC_VERIFIED));
 		s = trace_model__string(m, p->object_id);
-		table__set_str(t, c[7], s ? s : "");
-		s = trace_model__string(m, p->note_id);
 		table__set_str(t, c[8], s ? s : "");
+		s = trace_model__string(m, p->note_id);
+		table__set_str(t, c[9], s ? s : "");
 	}
 	err = table__err(t);
 	free(pids);

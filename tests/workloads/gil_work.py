@@ -5,11 +5,16 @@
 
     single SECS          one thread, no contention at all
     cpu N SECS           N CPU-bound threads "cpu-0".."cpu-N-1" spinning for SECS
-    hold MS              "spinner" spins while the main thread ("holder") keeps the GIL in a
-                         C call of MS milliseconds (ctypes.PyDLL: usleep without releasing it)
+    hold MS              the main thread ("holder") keeps the GIL through a C call of MS
+                         milliseconds (ctypes.PyDLL: usleep without releasing it) while
+                         "spinner" waits for it from before the call starts
     io K SLEEP_MS        "io" sleeps K times SLEEP_MS (releasing the GIL) while "cpu" spins
+    work N ITERS         N threads "work-0".. each running ITERS rounds of pure-Python work
+                         (a fixed amount: the run time measures throughput under contention)
     ioloop ITERS         one thread: ITERS os.write+os.read on a pipe (GIL released twice per
                          iteration, never contended); prints ns per iteration
+    pipes N ITERS        N threads "pipe-0".. each doing ITERS os.write+os.read on its own pipe:
+                         the GIL changes hands at every system call, waits are short
     fork N SECS          forks a child that runs `cpu N SECS`; the parent waits for it
 
 --go waits for a line on stdin before the threads start (after printing "ready PID"), so a
@@ -66,6 +71,24 @@ def run_threads(threads, start):
         t.join()
 
 
+def work_thread(name, iters, start):
+    set_name(name)
+    t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+    start.wait()
+    x = 0
+    for _ in range(iters):
+        for i in range(200):
+            x += i
+    record(name, t0, c0)
+
+
+def mode_work(n, iters):
+    set_name("main")
+    start = threading.Event()
+    run_threads([threading.Thread(target=work_thread, args=("work-%d" % i, iters, start))
+                 for i in range(n)], start)
+
+
 def mode_single(secs):
     set_name("main")
     t0, c0 = time.monotonic_ns(), time.thread_time_ns()
@@ -81,7 +104,13 @@ def mode_cpu(n, secs):
 
 
 def mode_hold(ms):
+    """The spinner must already be waiting when the measured call starts, so that its wait
+    covers the whole call: it mostly sleeps (the GIL is free), the holder takes the GIL and
+    keeps it through a first 100 ms call, during which the spinner wakes up and blocks, then
+    through the measured one. A 2 s switch interval keeps the spinner from asking for the GIL
+    back in between (it would be handed over at the first check after the first call)."""
     set_name("holder")
+    sys.setswitchinterval(2.0)
     stop = threading.Event()
 
     def spinner():
@@ -89,6 +118,7 @@ def mode_hold(ms):
         t0, c0 = time.monotonic_ns(), time.thread_time_ns()
         x = 0
         while not stop.is_set():
+            time.sleep(0.002)
             for i in range(200):
                 x += i
         record("spinner", t0, c0)
@@ -96,8 +126,9 @@ def mode_hold(ms):
     t = threading.Thread(target=spinner)
     t.start()
     time.sleep(0.2)
+    pylibc.usleep(100000)  # the GIL stays held: the spinner blocks on it meanwhile
     t0 = time.monotonic_ns()
-    pylibc.usleep(int(ms * 1000))  # the GIL stays held: spinner cannot run
+    pylibc.usleep(int(ms * 1000))  # the measured call, with the spinner already waiting
     results["holder"] = {"tid": threading.get_native_id(), "call_ns": time.monotonic_ns() - t0}
     time.sleep(0.1)
     stop.set()
@@ -144,6 +175,24 @@ def mode_ioloop(iters):
     results["main"] = {"tid": threading.get_native_id(), "ns_per_iter": dt / iters}
 
 
+def pipe_thread(name, iters, start):
+    set_name(name)
+    r, w = os.pipe()
+    t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+    start.wait()
+    for _ in range(iters):
+        os.write(w, b"x")
+        os.read(r, 1)
+    record(name, t0, c0)
+
+
+def mode_pipes(n, iters):
+    set_name("main")
+    start = threading.Event()
+    run_threads([threading.Thread(target=pipe_thread, args=("pipe-%d" % i, iters, start))
+                 for i in range(n)], start)
+
+
 def mode_fork(n, secs):
     set_name("main")
     pid = os.fork()
@@ -180,6 +229,10 @@ def main():
         mode_io(int(rest[0]), float(rest[1]))
     elif mode == "ioloop":
         mode_ioloop(int(rest[0]))
+    elif mode == "work":
+        mode_work(int(rest[0]), int(rest[1]))
+    elif mode == "pipes":
+        mode_pipes(int(rest[0]), int(rest[1]))
     elif mode == "fork":
         mode_fork(int(rest[0]), float(rest[1]))
     else:
