@@ -6,6 +6,7 @@
 #include <time.h>
 #include "commands.h"
 #include "family.h"
+#include "stats.h"
 #include "json.h"
 #include "proc.h"
 #include "trace_walk.h"
@@ -247,10 +248,16 @@ int cmd_info(int argc, char **argv)
 	in.duration_ns = end > m->start.mono_ns ? end - m->start.mono_ns : 0;
 	nkinds = info_kinds(&in, kinds, BS_REC_TYPE_MAX);
 
-	if (as_json)
+	if (as_json) {
 		info_print_json(&w, &in, kinds, nkinds);
-	else
+	} else {
 		info_print_text(&w, &in, kinds, nkinds);
+		/* Per python process: how its GIL was measured and what that cannot see. */
+		if (in.by_type[BS_REC_GIL_PROC]) {
+			fflush(stdout);
+			stats__run(argv[optind], "gil_procs", STATS_FORMAT_TABLE, stdout);
+		}
+	}
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "bpfsight info: writing the output failed\n");
 		status = EXIT_READ_FAIL;
