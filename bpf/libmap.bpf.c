@@ -44,8 +44,10 @@ static __always_inline void report(__u32 flags, __u64 dev, __u64 ino)
 	r->flags = flags;
 	if (stop_on_new_code && !bpf_send_signal(SIGSTOP_NR))
 		r->flags |= BS_MAP_EXEC_STOPPED;
-	/* Wake user space now: the new code is about to run. */
-	bpf_ringbuf_submit(r, 0);
+	/* Wake user space now: the new code is about to run (a stopped process waits for
+	 * us). Forced: the default wakes the consumer only if it has read everything before,
+	 * and records before this one go out without wakeups. */
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
 static __always_inline void on_exec(struct linux_binprm *bprm)
