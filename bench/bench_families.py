@@ -240,7 +240,10 @@ def cuda_launch(ctx):
 def nccl_calls(ctx):
     """HOOK(nccl): slowdown of an NCCL call loop under `bpfsight record -t nccl`. Not
     written yet: the nccl family's author knows which calls work without a GPU."""
-    return {"skip": "no NCCL call loop yet (hook: bench/bench_families.py nccl_calls)"}
+    return {"skip": "no NCCL call loop yet (hook: bench/bench_families.py nccl_calls); "
+                    "nccl runs the very same BPF programs as cuda (bpf/ucall.bpf.h, one "
+                    "object per family), so its per-call cost is the cuda figure of the "
+                    "probes section (cudaStreamQuery)"}
 
 
 def gil(ctx):
