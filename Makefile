@@ -8,6 +8,8 @@ CC	?= cc
 CLANG	?= clang
 BPFTOOL	?= bpftool
 PYTHON	?= python3
+# The CUDA toolkit the CUDA/NCCL workloads and benchmarks are built with.
+CUDA_HOME ?= /usr/local/cuda
 ARCH	:= $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 VERSION	:= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
@@ -112,7 +114,6 @@ $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 # and -cudart static (cudart inside the executable). cuda_driver links the stub libcuda
 # (soname libcuda.so.1) and finds it at run time through the rpath $ORIGIN/stubs.
 # Skipped, with a note, where the toolkit is missing.
-CUDA_HOME ?= /usr/local/cuda
 NVCC	  ?= $(CUDA_HOME)/bin/nvcc
 CUDA_WL	  := $(OUT)/tests/cuda
 CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
@@ -176,7 +177,6 @@ $(OUT)/tests/fixtures/%: tests/fixtures/elf/%.c
 
 # nccl family: workloads linked with the CUDA toolkit's real libnccl (rpath: no
 # LD_LIBRARY_PATH needed under bpfsight), and nccl.h for the unit test's ABI checks.
-CUDA_HOME ?= /usr/local/cuda
 NCCL_WORKLOADS := $(patsubst tests/workloads/nccl/%.c,$(OUT)/tests/nccl/%, \
 		    $(wildcard tests/workloads/nccl/*.c))
 $(OUT)/tests/nccl/%: tests/workloads/nccl/%.c
@@ -207,7 +207,6 @@ demo: $(OUT)/bpfsight $(WORKLOADS)
 # the CUDA loop over the real libcudart when the toolkit is there; and the floor, a loader of
 # empty BPF programs with its own skeleton.
 BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed)
-CUDA_HOME ?= /usr/local/cuda
 BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop)
 BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(OUT)/bench/floor
 

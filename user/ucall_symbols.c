@@ -73,14 +73,15 @@ const char *ucall_symbols__host(struct ucall_symbols *s, struct record_ctx *ctx,
 				__u64 addr)
 {
 	char **slot = hmap__get(s->names, (struct hkey){ pid, addr }, 0);
-	const char *name;
+	char *name;
 
 	if (slot)
 		return *slot; /* known, or known to be unknown */
 	name = ctx->uprobes ? uprobe_mgr__symbolize(ctx->uprobes, pid, addr) : NULL;
 	if (name) {
 		ucall_symbols__set(s, ctx, pid, addr, name, BS_SYM_HOST_FUNC);
-		return name;
+		free(name);
+		return ucall_symbols__get(s, pid, addr);
 	}
 	slot = hmap__get(s->names, (struct hkey){ pid, addr }, 1);
 	if (slot)

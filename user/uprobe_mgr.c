@@ -83,10 +83,8 @@ struct uprobe_mgr {
 	__u32 nfams;
 	struct hmap *objs;  /* (dev, ino) -> struct obj * */
 	struct hmap *pids;  /* (pid, 0) -> struct pid_maps * (last scan) */
-	struct hmap *names; /* (pid, addr) -> char * (symbolization cache, NULL = unknown) */
 	pid_t pending[MAX_PENDING]; /* pids to rescan; 0 = every process */
 	__u32 npending;
-	int dry_run;
 };
 
 /* The kernel's internal dev_t (what BPF reads from s_dev): major << 20 | minor. */
@@ -102,11 +100,9 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 	if (!m)
 		return NULL;
 	m->ctx = ctx;
-	m->dry_run = ctx->opts->dry_run;
 	m->objs = hmap__new(sizeof(struct obj *));
 	m->pids = hmap__new(sizeof(struct pid_maps *));
-	m->names = hmap__new(sizeof(char *));
-	if (!m->objs || !m->pids || !m->names) {
+	if (!m->objs || !m->pids) {
 		uprobe_mgr__free(m);
 		return NULL;
 	}
@@ -189,12 +185,8 @@ void uprobe_mgr__free(struct uprobe_mgr *m)
 			free(pm->v);
 		free(pm);
 	}
-	it = 0;
-	while (m->names && (v = hmap__next(m->names, &it, NULL)))
-		free(*(char **)v);
 	hmap__free(m->objs);
 	hmap__free(m->pids);
-	hmap__free(m->names);
 	libmap_bpf__destroy(m->libmap);
 	free(m);
 }
@@ -414,7 +406,7 @@ static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *open_pa
 	}
 	dl_hook_attach(m, o, syms, path); /* --dry-run too: it finds what CMD loads */
 	elf_syms__free(syms);
-	if (o->nsites && !m->dry_run)
+	if (o->nsites && !m->ctx->opts->dry_run)
 		obj_attach(m, o, path);
 	close(fd);
 }
@@ -718,10 +710,10 @@ static const struct mapping *pid_mapping(struct uprobe_mgr *m, pid_t pid, __u64 
 	return NULL;
 }
 
-static char *symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
 {
 	const struct mapping *mp = pid_mapping(m, pid, addr);
-	char open_path[PATH_MAX + 64], buf[4096];
+	char open_path[PATH_MAX + 64], root[64], buf[4096];
 	struct elf_sym s;
 	__u64 vaddr;
 
@@ -733,8 +725,9 @@ static char *symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
 		return NULL;
 	if (!mp->obj->syms && !mp->obj->syms_failed) {
 		mapping_path(open_path, sizeof(open_path), pid, mp, mp->obj->path);
-		mp->obj->syms = elf_syms__open(open_path, NULL);
-		if (!mp->obj->syms)
+		snprintf(root, sizeof(root), "/proc/%d/root", pid);
+		mp->obj->syms = elf_syms__open(open_path, root);
+		if (!mp->obj->syms) /* the process is gone: its path as we saw it */
 			mp->obj->syms = elf_syms__open(mp->obj->path, NULL);
 		mp->obj->syms_failed = !mp->obj->syms;
 	}
@@ -744,21 +737,4 @@ static char *symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
 		return NULL;
 	demangle(s.name, buf, sizeof(buf));
 	return strdup(buf);
-}
-
-const char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
-{
-	char **slot = hmap__get(m->names, (struct hkey){ (__u64)pid, addr }, 0);
-	char *name;
-
-	if (slot)
-		return *slot;
-	name = symbolize(m, pid, addr);
-	slot = hmap__get(m->names, (struct hkey){ (__u64)pid, addr }, 1);
-	if (!slot) {
-		free(name);
-		return NULL;
-	}
-	*slot = name;
-	return name;
 }

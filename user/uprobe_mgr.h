@@ -41,8 +41,9 @@ int uprobe_mgr__poll(struct uprobe_mgr *m);
 void uprobe_mgr__print_sites(const struct uprobe_mgr *m, FILE *out);
 /*
  * The name of host address ADDR in process PID (a kernel's host stub), demangled, from the
- * ELF files mapped there; NULL when unknown. Valid until uprobe_mgr__free.
+ * ELF files mapped there; NULL when unknown. The caller frees it (and caches it: this reads
+ * symbol tables, and /proc on a miss).
  */
-const char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr);
+char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr);
 
 #endif /* BPFSIGHT_UPROBE_MGR_H */
