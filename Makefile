@@ -247,6 +247,9 @@ $(OUT)/bench/floor: bench/floor.c user/uprobe_multi.c $(OUT)/bench/floor.skel.h
 
 -include $(wildcard $(OUT)/bench/*.d)
 
+# The cupti-shim (libbpfsight-shim.so) and its test workloads.
+include cupti-shim/shim.mk
+
 $(OUT)/bpf $(OUT)/obj $(OUT)/tests:
 	$(Q)mkdir -p $@
 

@@ -10,6 +10,8 @@
 #include "gil.h"
 #include "cuda.h"
 #include "nccl.h"
+#include "gpu.h"
+#include "nvtx.h"
 
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
@@ -18,6 +20,8 @@ const struct family *const families[] = {
 	&family_gil,
 	&family_cuda,
 	&family_nccl,
+	&family_gpu,
+	&family_nvtx,
 	NULL,
 };
 

@@ -1,0 +1,1 @@
+# cupti-shim build rules (included by the top-level Makefile). Placeholder.
