@@ -127,5 +127,106 @@ else
 	echo "== cuda: test workloads not in $wl (built only where nvcc is): skipped"
 fi
 
+# --- gpu and nvtx families (cupti-shim) -----------------------------------------------------
+# The shim is embedded in the static binary; `bpfsight shim --install DIR` writes it out.
+shimdir="$work/shim"
+"$bin" shim --install "$shimdir" || true
+shim=$(ls "$shimdir"/*.so 2>/dev/null | head -1 || true)
+if [ -n "$shim" ]; then
+	echo "== gpu: kernels, bpfsight vs torch.profiler, launch mode ($steps steps)"
+	check "gpu launch mode: bpfsight record" \
+		"$bin" record -f -t cuda,gpu,nvtx --capture-range=cudaProfilerApi \
+		-o "$work/gpu_launch.bst" -- \
+		python3 "$here/torch_loop.py" --validate "$steps" --json "$work/gpu_launch.json"
+	"$bin" info "$work/gpu_launch.bst" || true
+	"$bin" stats "$work/gpu_launch.bst" -r cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,gpu_idle_sum \
+		| head -60 || true
+	check "gpu launch mode: kernels, GPU time and launch links vs torch.profiler" \
+		python3 "$here/compare_gpu.py" "$bin" "$work/gpu_launch.bst" \
+		"$work/gpu_launch.json" "gpu, launch mode"
+
+	echo "== gpu: turning GPU timing on and off in a job already running (-p)"
+	CUDA_INJECTION64_PATH="$shim" NVTX_INJECTION64_PATH="$shim" \
+		python3 "$here/torch_loop.py" 4000 >"$work/job.out" 2>&1 & pid=$!
+	pids+=("$pid")
+	sleep 8
+	for round in 1 2; do
+		check "running job: attach round $round" \
+			"$bin" record -f -t gpu -p "$pid" -d 3s -o "$work/job$round.bst"
+		check "running job: round $round has kernels and the shim drained" \
+			python3 - "$bin" "$work/job$round.bst" <<-'EOF'
+			import json, subprocess, sys
+			d = subprocess.run([sys.argv[1], "dump", sys.argv[2]], capture_output=True,
+			                   text=True, check=True).stdout.splitlines()
+			ev = [json.loads(l) for l in d]
+			k = sum(1 for e in ev if e["kind"] == "gpu_kernel")
+			st = [e["name"] for e in ev if e["kind"] == "shim_status"]
+			print(f"kernels {k}, shim status events {st}")
+			sys.exit(0 if k > 0 and "attach" in st and "drained" in st else 1)
+			EOF
+		sleep 2
+	done
+	check "running job: finished normally after two recordings" wait "$pid"
+
+	echo "== gpu: overhead on a launch-bound loop (median of 5 runs each)"
+	python3 - "$bin" "$here/torch_loop.py" "$shim" "$work" <<-'EOF' || fail=1
+	import os, re, statistics, subprocess, sys
+	bin_, loop, shim, work = sys.argv[1:]
+	n = 20000
+	env_idle = dict(os.environ, CUDA_INJECTION64_PATH=shim, NVTX_INJECTION64_PATH=shim)
+	configs = [
+	    ("untraced", [], os.environ),
+	    ("shim idle (env set, no tracer)", [], env_idle),
+	    ("bpfsight -t gpu", [bin_, "record", "-f", "-t", "gpu", "-o", f"{work}/o1.bst", "--"], os.environ),
+	    ("bpfsight -t cuda,gpu", [bin_, "record", "-f", "-t", "cuda,gpu", "-o", f"{work}/o2.bst", "--"], os.environ),
+	    ("bpfsight -t cuda", [bin_, "record", "-f", "-t", "cuda", "-o", f"{work}/o3.bst", "--"], os.environ),
+	]
+	res = {}
+	for name, pre, env in configs:
+	    t = []
+	    for _ in range(5):
+	        p = subprocess.run(pre + ["python3", loop, "--launch-bound", str(n)], env=env,
+	                           capture_output=True, text=True, check=True)
+	        t.append(float(re.search(r"launch-bound \d+ ops ([\d.]+) s", p.stdout).group(1)))
+	    res[name] = statistics.median(t)
+	    print(f"  {name:34s} median {res[name] * 1e6 / n:8.2f} us/op  runs {[round(x, 4) for x in t]}")
+	base = res["untraced"]
+	for name in res:
+	    print(f"  {name:34s} {res[name] / base:.4f}x untraced")
+	idle, act = res["shim idle (env set, no tracer)"] / base, res["bpfsight -t gpu"] / base
+	print(f"  goals: shim idle <= 1.005x: {'PASS' if idle <= 1.005 else 'FAIL'} ({idle:.4f}); "
+	      f"shim active <= 1.03x: {'PASS' if act <= 1.03 else 'FAIL'} ({act:.4f})")
+	sys.exit(0 if idle <= 1.005 and act <= 1.03 else 1)
+	EOF
+
+	echo "== nccl: single-GPU communicator (nranks=1), collectives and their kernels"
+	check "nccl: bpfsight record" \
+		"$bin" record -f -t cuda,nccl,gpu --capture-range=cudaProfilerApi \
+		-o "$work/nccl.bst" -- python3 "$here/nccl_allreduce.py" 50 "$work/nccl.json"
+	"$bin" stats "$work/nccl.bst" -r nccl_sum,nccl_comm_sum,cuda_gpu_kern_sum | head -40 || true
+	check "nccl: 50 ncclAllReduce calls, each with GPU work launched inside it" \
+		python3 - "$bin" "$work/nccl.bst" "$work/nccl.json" <<-'EOF'
+		import bisect, json, subprocess, sys
+		want = json.load(open(sys.argv[3]))
+		ev = [json.loads(l) for l in subprocess.run([sys.argv[1], "dump", sys.argv[2]],
+		      capture_output=True, text=True, check=True).stdout.splitlines()]
+		ev = [e for e in ev if e["pid"] == want["pid"]]
+		ar = sorted((e["tid"], e["ts"], e["ts"] + e["dur"]) for e in ev
+		            if e["kind"] == "nccl_api" and e["name"] == "ncclAllReduce")
+		gpu = [e for e in ev if e["kind"] in ("gpu_kernel", "gpu_memcpy") and "call_ts" in e["args"]]
+		inside = 0
+		for tid, s, end in ar:
+		    if any(g["tid"] == tid and s <= g["args"]["call_ts"] <= end for g in gpu):
+		        inside += 1
+		names = sorted({g["name"] for g in gpu if "nccl" in g["name"].lower()})
+		print(f"ncclAllReduce calls {len(ar)} (want {want['allreduces']}), with GPU work "
+		      f"launched inside {inside}; NCCL kernels {names[:5]}")
+		sys.exit(0 if len(ar) == want["allreduces"] and inside == len(ar) else 1)
+		EOF
+else
+	echo "== gpu/nvtx: this build has no embedded cupti-shim (built without CUPTI headers): skipped"
+	fail=1
+fi
+
 if [ "$fail" = 0 ]; then echo "OK: every check passed"; else echo "FAILED: see FAIL lines above"; fi
 exit "$fail"

@@ -1,12 +1,16 @@
 """A small real PyTorch training loop for tests/gpu/run.sh (GPU machines only).
 
   torch_loop.py [STEPS]          train STEPS steps (default 50), print pid and time
+  torch_loop.py --launch-bound N
+      N tiny element-wise ops (one small kernel each, launch-bound), timed after warm-up;
+      prints "launch-bound N ops S s" (the overhead figures of tests/gpu/run.sh)
   torch_loop.py --validate STEPS [--wait-file PATH] --json OUT
       warm up, print "ready pid P", wait until PATH exists (when given: time for a
       recorder to attach with -p), then run STEPS steps between cudaProfilerStart and
       cudaProfilerStop (what bpfsight --capture-range=cudaProfilerApi keeps), then the same
       STEPS steps under torch.profiler, outside that range. Writes the profiler's counts to
-      OUT: kernel-launch API calls by name, GPU kernels by name.
+      OUT: kernel-launch API calls by name, GPU kernels by name, and per GPU kernel name the
+      total GPU time torch.profiler measured (gpu_kernel_ns), for the gpu family's check.
 
 The iterations are identical (same model, input and shapes, after warm-up: cuBLAS handles,
 workspaces and the caching allocator are settled), so the two halves launch the same kernels.
@@ -77,18 +81,22 @@ def validate(n, wait_file, out):
     # Kineto's own events (as torch.profiler._utils reads them): runtime/driver API calls on
     # the CPU side, kernels on the CUDA side. FunctionEvents where that is not available.
     try:
-        evs = [(e.name(), e.device_type()) for e in prof.profiler.kineto_results.events()]
+        evs = [(e.name(), e.device_type(), kineto_ns(e))
+               for e in prof.profiler.kineto_results.events()]
     except AttributeError:
-        evs = [(e.name, e.device_type) for e in prof.events()]
-    launches, kernels = {}, {}
-    for name, dev in evs:
+        evs = [(e.name, e.device_type, int(e.time_range.elapsed_us() * 1000))
+               for e in prof.events()]
+    launches, kernels, kernel_ns = {}, {}, {}
+    for name, dev, ns in evs:
         if dev == DeviceType.CUDA:
             if not name.startswith(("Memcpy", "Memset")):
                 kernels[name] = kernels.get(name, 0) + 1
+                kernel_ns[name] = kernel_ns.get(name, 0) + ns
         elif LAUNCH_RE.match(name):
             launches[name] = launches.get(name, 0) + 1
     res = {"pid": os.getpid(), "steps": n, "torch": torch.__version__,
-           "cuda": torch.version.cuda, "launch_calls": launches, "gpu_kernels": kernels}
+           "cuda": torch.version.cuda, "launch_calls": launches, "gpu_kernels": kernels,
+           "gpu_kernel_ns": kernel_ns}
     with open(out, "w") as f:
         json.dump(res, f, indent=1)
     print(f"torch.profiler: {sum(launches.values())} launch calls "
@@ -96,14 +104,40 @@ def validate(n, wait_file, out):
           f"{sum(kernels.values())} GPU kernels in {n} steps", flush=True)
 
 
+def kineto_ns(e):
+    """Duration of a KinetoEvent in ns (duration_ns() in recent PyTorch, else us)."""
+    if hasattr(e, "duration_ns"):
+        return int(e.duration_ns())
+    return int(e.duration_us() * 1000)
+
+
+def launch_bound(n):
+    """N tiny ops: the CPU-side launch path dominates, as in a launch-bound step."""
+    if not torch.cuda.is_available():
+        sys.exit("torch_loop.py --launch-bound: no CUDA device visible to PyTorch")
+    x = torch.zeros(16, device="cuda")
+    for _ in range(2000):  # warm-up: allocator, kernels loaded
+        x.add_(1)
+    torch.cuda.synchronize()
+    print(f"ready pid {os.getpid()}", flush=True)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        x.add_(1)
+    torch.cuda.synchronize()
+    print(f"launch-bound {n} ops {time.perf_counter() - t0:.6f} s", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("steps", nargs="?", type=int, default=50)
     ap.add_argument("--validate", action="store_true")
+    ap.add_argument("--launch-bound", type=int, metavar="N")
     ap.add_argument("--wait-file")
     ap.add_argument("--json")
     a = ap.parse_args()
-    if a.validate:
+    if a.launch_bound:
+        launch_bound(a.launch_bound)
+    elif a.validate:
         if not a.json:
             ap.error("--validate needs --json OUT")
         validate(a.steps, a.wait_file, a.json)
