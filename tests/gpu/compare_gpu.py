@@ -1,10 +1,11 @@
 """Compare bpfsight's GPU kernels (gpu family, cupti-shim) with torch.profiler's (tests/gpu/run.sh).
 
-  compare_gpu.py BPFSIGHT TRACE LOOP_JSON LABEL
+  compare_gpu.py BPFSIGHT TRACE RANGE_JSON PROFILER_JSON LABEL
 
 TRACE: `bpfsight record -t cuda,gpu --capture-range=cudaProfilerApi` of `torch_loop.py
---validate`: its first half ran inside the profiler range (bpfsight keeps what happened there),
-its second half ran the same iterations under torch.profiler (LOOP_JSON). Checks, each printed:
+--validate --halves range` (RANGE_JSON: its pid); PROFILER_JSON: `torch_loop.py --validate
+--halves profiler`, the same iterations under torch.profiler in another process (CUPTI has
+one owner per process). Checks, each printed:
   - the same number of GPU kernels, with the same names (multiset);
   - total GPU kernel time within 2% of torch.profiler's;
   - every kernel linked to the cuda-family launch call that launched it (args.link == "cuda",
@@ -20,12 +21,13 @@ TIME_TOLERANCE = 0.02
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) != 6:
         sys.exit(__doc__)
-    bpfsight, trace, loop_json, label = sys.argv[1:]
-    with open(loop_json) as f:
+    bpfsight, trace, range_json, prof_json, label = sys.argv[1:]
+    with open(range_json) as f:
+        pid = json.load(f)["pid"]
+    with open(prof_json) as f:
         loop = json.load(f)
-    pid = loop["pid"]
     dump = subprocess.run([bpfsight, "dump", trace], capture_output=True, text=True, check=True)
     kernels = collections.Counter()
     kernel_ns = collections.Counter()

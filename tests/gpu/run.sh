@@ -134,16 +134,20 @@ shimdir="$work/shim"
 shim=$(ls "$shimdir"/*.so 2>/dev/null | head -1 || true)
 if [ -n "$shim" ]; then
 	echo "== gpu: kernels, bpfsight vs torch.profiler, launch mode ($steps steps)"
+	# CUPTI has one owner per process: torch.profiler's half runs in its own process.
+	check "gpu: torch.profiler on the same iterations (own process)" \
+		python3 "$here/torch_loop.py" --validate --halves profiler "$steps" \
+		--json "$work/gpu_prof.json"
 	check "gpu launch mode: bpfsight record" \
 		"$bin" record -f -t cuda,gpu,nvtx --capture-range=cudaProfilerApi \
-		-o "$work/gpu_launch.bst" -- \
-		python3 "$here/torch_loop.py" --validate "$steps" --json "$work/gpu_launch.json"
+		-o "$work/gpu_launch.bst" -- python3 "$here/torch_loop.py" --validate \
+		--halves range "$steps" --json "$work/gpu_launch.json"
 	"$bin" info "$work/gpu_launch.bst" || true
 	"$bin" stats "$work/gpu_launch.bst" -r cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,gpu_idle_sum \
 		| head -60 || true
 	check "gpu launch mode: kernels, GPU time and launch links vs torch.profiler" \
 		python3 "$here/compare_gpu.py" "$bin" "$work/gpu_launch.bst" \
-		"$work/gpu_launch.json" "gpu, launch mode"
+		"$work/gpu_launch.json" "$work/gpu_prof.json" "gpu, launch mode"
 
 	echo "== gpu: turning GPU timing on and off in a job already running (-p)"
 	CUDA_INJECTION64_PATH="$shim" NVTX_INJECTION64_PATH="$shim" \

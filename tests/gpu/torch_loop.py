@@ -8,7 +8,9 @@
       warm up, print "ready pid P", wait until PATH exists (when given: time for a
       recorder to attach with -p), then run STEPS steps between cudaProfilerStart and
       cudaProfilerStop (what bpfsight --capture-range=cudaProfilerApi keeps), then the same
-      STEPS steps under torch.profiler, outside that range. Writes the profiler's counts to
+      STEPS steps under torch.profiler, outside that range. --halves range|profiler runs only
+      one of them (the gpu family's check: CUPTI has one owner per process, so there the
+      halves run in two processes). Writes the profiler's counts to
       OUT: kernel-launch API calls by name, GPU kernels by name, and per GPU kernel name the
       total GPU time torch.profiler measured (gpu_kernel_ns), for the gpu family's check.
 
@@ -29,6 +31,7 @@ LAUNCH_RE = re.compile(r"^_*cu(da)?Launch(Cooperative)?Kernel")
 
 
 def build():
+    torch.manual_seed(0)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
                                 torch.nn.Linear(4096, 1024)).to(dev)
@@ -54,7 +57,7 @@ def plain(n):
     print(f"pid {os.getpid()} device {dev} steps {n} {time.time() - t0:.3f}s", flush=True)
 
 
-def validate(n, wait_file, out):
+def validate(n, wait_file, out, halves="both"):
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -69,10 +72,15 @@ def validate(n, wait_file, out):
             time.sleep(0.05)
 
     # Half 1: seen by bpfsight (--capture-range=cudaProfilerApi).
-    torch.cuda.profiler.start()
-    steps(n, model, opt, x)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    if halves in ("both", "range"):
+        torch.cuda.profiler.start()
+        steps(n, model, opt, x)
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+    if halves == "range":
+        with open(out, "w") as f:
+            json.dump({"pid": os.getpid(), "steps": n}, f)
+        return
 
     # Half 2: the same iterations under torch.profiler (CUPTI), outside the range.
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -132,6 +140,9 @@ def main():
     ap.add_argument("steps", nargs="?", type=int, default=50)
     ap.add_argument("--validate", action="store_true")
     ap.add_argument("--launch-bound", type=int, metavar="N")
+    # The gpu family and torch.profiler both need CUPTI, which has one owner per process:
+    # its check runs the two halves in two processes (same model, seed and iterations).
+    ap.add_argument("--halves", choices=("both", "range", "profiler"), default="both")
     ap.add_argument("--wait-file")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -140,7 +151,7 @@ def main():
     elif a.validate:
         if not a.json:
             ap.error("--validate needs --json OUT")
-        validate(a.steps, a.wait_file, a.json)
+        validate(a.steps, a.wait_file, a.json, a.halves)
     else:
         plain(a.steps)
 
