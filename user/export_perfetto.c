@@ -88,10 +88,13 @@
 #define TE_TYPE_COUNTER	     4
 
 #define DA_NAME_IID	 1
+#define DA_BOOL_VALUE	 2
 #define DA_UINT_VALUE	 3
 #define DA_INT_VALUE	 4
 #define DA_STRING_VALUE	 6
+#define DA_DOUBLE_VALUE	 5
 #define DA_POINTER_VALUE 7
+#define DA_ARRAY_VALUES	 12
 
 #define ID_EVENT_CATEGORIES	  1
 #define ID_EVENT_NAMES		  2
@@ -461,6 +464,7 @@ static int pf__annotation(struct pf *pf, const struct event_arg *a)
 {
 	struct pb *pb = &pf->pb;
 	__u32 iid = pf__intern(pf, pf->keys, ID_DEBUG_ANNOTATION_NAMES, a->key);
+	char bit[16];
 
 	if (!iid)
 		return -ENOMEM;
@@ -479,6 +483,30 @@ static int pf__annotation(struct pf *pf, const struct event_arg *a)
 		break;
 	case EVENT_ARG_STR:
 		pb__string(pb, DA_STRING_VALUE, a->str);
+		break;
+	case EVENT_ARG_BOOL:
+		pb__uint(pb, DA_BOOL_VALUE, a->u);
+		break;
+	case EVENT_ARG_DOUBLE:
+		pb__double(pb, DA_DOUBLE_VALUE, a->d);
+		break;
+	case EVENT_ARG_DIM3:
+		/* Unnamed array elements: [x, y, z], as dump writes it. */
+		for (int d = 0; d < 3; d++) {
+			pb__begin(pb, DA_ARRAY_VALUES);
+			pb__uint(pb, DA_UINT_VALUE, a->dim[d]);
+			pb__end(pb);
+		}
+		break;
+	case EVENT_ARG_FLAGS:
+		for (__u32 b = 0; b < 32; b++) {
+			if (!(a->flags.bits & (1u << b)))
+				continue;
+			pb__begin(pb, DA_ARRAY_VALUES);
+			pb__string(pb, DA_STRING_VALUE,
+				   event_flags__name(&a->flags, b, bit, sizeof(bit)));
+			pb__end(pb);
+		}
 		break;
 	}
 	pb__end(pb);
