@@ -3,10 +3,6 @@
 #include <stddef.h>
 #include "gpu.h"
 
-const struct rec_decoder gpu_decoders[] = {
-	{ 0 },
-};
-
 const struct report *const gpu_reports[] = {
 	NULL,
 };

@@ -3,10 +3,6 @@
 #include <stddef.h>
 #include "nvtx.h"
 
-const struct rec_decoder nvtx_decoders[] = {
-	{ 0 },
-};
-
 const struct report *const nvtx_reports[] = {
 	NULL,
 };
