@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include "cuda.h"
 #include "gpu.h"
 #include "gpu_decode.h"
 
@@ -84,6 +85,21 @@ __u64 gpu_flow_id(__u32 pid, __u32 tid, __u64 call_ts)
 	h ^= h >> 31;
 	h &= (1ull << 53) - 1;
 	return h ? h : 1;
+}
+
+int gpu_is_launching_call(const struct bs_hdr *rec, const char **name)
+{
+	const struct bs_ucall *u = (const void *)rec;
+	const struct ucall_api *api;
+
+	if (rec->type != BS_REC_CUDA_CALL || rec->size < sizeof(*u))
+		return 0;
+	api = ucall_table__api(&cuda_table, u->fn);
+	if (!api)
+		return 0;
+	*name = api->name;
+	return api->group == CUDA_GRP_LAUNCH || api->group == CUDA_GRP_GRAPH ||
+	       api->group == CUDA_GRP_MEMCPY || api->group == CUDA_GRP_MEMSET;
 }
 
 int gpu_op__read(const struct bs_hdr *rec, struct gpu_op *op)

@@ -52,11 +52,23 @@ extern const char *const shim_state_names[];
 extern const __u32 shim_state_nnames;
 
 /*
+ * Is REC a cuda-family call that puts work on the GPU (groups LAUNCH, GRAPH, MEMCPY, MEMSET):
+ * the kind of call a GPU record's call_ts points at (BS_GPU_CALL_CUDA)? *NAME = its name.
+ */
+int gpu_is_launching_call(const struct bs_hdr *rec, const char **name);
+
+/*
  * The id both sides of a launch -> GPU work link know while an export streams: H(pid, tid,
  * the launching call's entry time), 53 bits (exact as a JSON number), never 0. The launching
  * call is written before its GPU work is read, and CUPTI's correlation id is not in its
  * record, so the id is made from what the call and the GPU record (hdr.tid, call_ts) share.
  */
 __u64 gpu_flow_id(__u32 pid, __u32 tid, __u64 call_ts);
+
+/* Reports defined in their own files, listed in gpu_reports[] (gpu_report.c). */
+struct report;
+extern const struct report cuda_kern_exec_sum; /* gpu_exec_report.c */
+extern const struct report gpu_idle_sum;       /* gpu_idle_report.c */
+extern const struct report shim_sum;	       /* shim_report.c */
 
 #endif /* BPFSIGHT_GPU_DECODE_H */
