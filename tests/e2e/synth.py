@@ -71,7 +71,7 @@ class Trace:
             self.strings[text] = sid
             b = text.encode()
             pad = b + b"\0" * (-len(b) % 8)
-            self.recs.append(_rec(STRING, pid, 0, 0, "II", sid, len(b), extra=pad))
+            self.recs.append(_rec(STRING, 0, 0, 0, "II", sid, len(b), extra=pad))
         return self.strings[text]
 
     def process(self, pid, comm, ts=0):
