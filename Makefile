@@ -191,7 +191,12 @@ $(OUT)/tests/test_nccl_report: ALL_CFLAGS += -I$(CUDA_HOME)/include \
 test-build: $(NCCL_WORKLOADS)
 -include $(wildcard $(OUT)/tests/nccl/*.d)
 
-test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES)
+# Synthetic traces for the readers' tests (records no recorder makes here: GPU, NVTX).
+$(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
+
+test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES) $(OUT)/tests/bst_write
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)

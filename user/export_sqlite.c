@@ -566,7 +566,15 @@ static int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const 
 	case EVENT_ARG_STR:
 		sq_bind_text(st, col, a->str);
 		break;
-	default: /* U64, HEX */
+	case EVENT_ARG_DOUBLE:
+		sqlite3_bind_double(st, col, a->d);
+		break;
+	case EVENT_ARG_DIM3:
+	case EVENT_ARG_FLAGS:
+		/* Lists go into columns of their own (gridX...; state text): never one value. */
+		sqlite3_bind_null(st, col);
+		break;
+	default: /* U64, HEX, BOOL */
 		sqlite3_bind_int64(st, col, (__s64)a->u);
 		break;
 	}
