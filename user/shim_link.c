@@ -522,15 +522,18 @@ void shim_link__stop(struct record_ctx *ctx, void *state)
 int shim_link__prelaunch(const struct record_opts *o, const char *family, const char *var)
 {
 	static char path[PATH_MAX];
-	static int have = -1;
-	const char *cur = getenv(var);
-	int asked = o->families_explicit;
+	static int err = 1;
+	const char *cur = getenv(var), *env = getenv("BPFSIGHT_SHIM");
 
-	if (have < 0)
-		have = !shim_blob__path(path, sizeof(path));
-	if (!have) {
-		if (!asked)
+	if (err > 0)
+		err = shim_blob__path(path, sizeof(path)); /* once for both families */
+	if (err) {
+		if (env && *env)
+			return err; /* the user's own shim is missing: said, and fatal */
+		if (!o->families_explicit)
 			return 0; /* the default family set: programs without CUDA lose nothing */
+		if (err != -ENOENT)
+			return err; /* said by shim_blob__path */
 		fprintf(stderr, "bpfsight record: -t %s needs the cupti-shim, and this bpfsight "
 			"was built without it (no %s/include/cupti.h at build time): set "
 			"BPFSIGHT_SHIM=/path/to/libbpfsight-shim.so, or drop %s from -t\n", family,
