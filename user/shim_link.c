@@ -139,18 +139,23 @@ static void file_free(struct shim_file *f)
 	free(f);
 }
 
-/* The sites of a shim's notes that this recording attaches; -errno when it is unusable. */
+/*
+ * The sites of a shim's notes that this recording attaches; -errno when it is unusable.
+ * The kernel installs a link's probes (and bumps their semaphores) in array order: the
+ * batch sites go last, so that a shim seeing a tracer attached already sees all it wants.
+ */
 static int file_sites(struct shim_link *l, struct shim_file *f, const struct usdt_notes *n)
 {
+	__u32 cnt = usdt_notes__count(n);
 	int err, batches = 0;
 
-	for (__u32 i = 0; i < usdt_notes__count(n); i++) {
-		const struct usdt_note *u = usdt_notes__get(n, i);
+	for (__u32 k = 0; k < 2 * cnt; k++) {
+		const struct usdt_note *u = usdt_notes__get(n, k % cnt);
 		int id = strcmp(u->provider, "bpfsight") ? 0 : probe_id(u->name);
 		__u32 a0 = 0, a1 = 0;
 
-		if (!id)
-			continue;
+		if (!id || (k < cnt) == (id == SHIM_PROBE_BATCH))
+			continue; /* first pass: control probes; second: batch */
 		if (id == SHIM_PROBE_BATCH) {
 			/* The one probe whose arguments BPF reads: they must be understood. */
 			if (u->args_err || u->nargs < 2 || !(a0 = arg_spec(&u->arg[0])) ||
