@@ -218,6 +218,21 @@ static void report_dropped(uint32_t session)
 		shim_core__status(session, BS_SHIM_EV_DROPPED, 0, NULL, n);
 }
 
+/* BPFSIGHT_SHIM_DEBUG: every change of the semaphores, as read. */
+static void log_semaphores(void)
+{
+	static uint64_t last;
+	uint64_t now = (uint64_t)SHIM_SEM(batch) | (uint64_t)SHIM_SEM(gpu) << 12 |
+		       (uint64_t)SHIM_SEM(nvtx) << 24 | (uint64_t)SHIM_SEM(sync) << 36 |
+		       (uint64_t)SHIM_SEM(drain) << 48;
+
+	if (now == last)
+		return;
+	last = now;
+	shim_log("semaphores: batch %u gpu %u nvtx %u sync %u drain %u", SHIM_SEM(batch),
+		 SHIM_SEM(gpu), SHIM_SEM(nvtx), SHIM_SEM(sync), SHIM_SEM(drain));
+}
+
 static void poll_once(void)
 {
 	uint64_t now = shim_now();
@@ -225,6 +240,8 @@ static void poll_once(void)
 	uint32_t session;
 	bool drain_set;
 
+	if (debug)
+		log_semaphores();
 	if (attached && !P.attached)
 		on_attach(now);
 	else if (!attached && P.attached)

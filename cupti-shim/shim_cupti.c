@@ -218,7 +218,6 @@ static uint64_t CUPTIAPI timestamp(void)
 
 void shim_cupti__init(void)
 {
-	const char *any = getenv("BPFSIGHT_SHIM_ANY_CUPTI_VERSION");
 	char what[96];
 
 	if (shim_cupti__load())
@@ -227,7 +226,7 @@ void shim_cupti__init(void)
 		return;
 	shim_log("CUPTI version %u", version);
 	/* CUPTI fills the newest record layouts it knows: only 13.x matches our decoder. */
-	if (version / 10000 != VERSION_MAJOR && !(any && *any == '1')) {
+	if (version / 10000 != VERSION_MAJOR) {
 		snprintf(what, sizeof(what), "CUPTI version %u is not 13.x: GPU records off",
 			 version);
 		shim_cupti__fail(what, CUPTI_ERROR_NOT_COMPATIBLE);

@@ -197,6 +197,7 @@ static void copy_peer(const struct cdesc *c, uint32_t corr, uint64_t start, uint
 	r.copyKind = c->copy_kind;
 	r.srcKind = c->src_kind;
 	r.dstKind = c->dst_kind;
+	r.flags = c->async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
 	r.bytes = c->bytes;
 	r.start = start;
 	r.end = start + dur;
@@ -344,7 +345,7 @@ int main(int argc, char **argv)
 			{ CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
 			  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1, 8192, 0, 1, 7, 0, 0 },
 			{ CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-			  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1, 65536, 0, 1, 7, 0, 1 },
+			  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0, 65536, 0, 1, 7, 0, 1 },
 		};
 		struct call drv = { "cuLaunchKernel", CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, 0,
 				    0 };

@@ -3,7 +3,7 @@
  * NVTX workload with exactly known ranges, for the cupti-shim's tests (tests/e2e/test_shim.py)
  * and the nvtx family's. Header-only nvtx3: the shim arrives by NVTX_INJECTION64_PATH.
  *
- *   nvtx_ranges [--loops N] [--wait-file PATH] [--second-dso] [--fork]
+ *   nvtx_ranges [--loops N] [--wait-file PATH] [--second-dso] [--fork] [--hold MS]
  *
  *   --loops N      repeat the loop body N times (default 1)
  *   --wait-file P  after loading the injection (nvtxInitialize) and printing the "pid" line,
@@ -13,6 +13,9 @@
  *   --fork         after the loops, fork a child: it marks "child-wake", sleeps 300 ms (the
  *                  shim's poller restarts and attaches in the child), pushes and pops "child"
  *                  around a 10 ms sleep, and exits 0; the parent waits for it
+ *   --hold MS      after the loops (before --fork): push A "held" (level 0), print
+ *                  {"held": true}, sleep MS, pop: a range open long enough for a test to
+ *                  drain, detach or attach meanwhile
  *
  * Once, before the loops (main thread, default domain unless said):
  *   nvtxNameOsThreadA(main tid, "nvtx-main")
@@ -211,7 +214,7 @@ static void child(void)
 int main(int argc, char **argv)
 {
 	const char *wait_file = NULL;
-	int loops = 1, second = 0, do_fork = 0, i, status;
+	int loops = 1, second = 0, do_fork = 0, hold = -1, i, status;
 	nvtxDomainHandle_t d;
 	nvtxStringHandle_t r1, r2;
 	struct stat st;
@@ -226,9 +229,11 @@ int main(int argc, char **argv)
 			second = 1;
 		} else if (!strcmp(argv[i], "--fork")) {
 			do_fork = 1;
+		} else if (!strcmp(argv[i], "--hold") && i + 1 < argc) {
+			hold = atoi(argv[++i]);
 		} else {
 			fprintf(stderr, "usage: nvtx_ranges [--loops N] [--wait-file PATH] "
-					"[--second-dso] [--fork]\n");
+					"[--second-dso] [--fork] [--hold MS]\n");
 			return 2;
 		}
 	}
@@ -248,6 +253,13 @@ int main(int argc, char **argv)
 	r2 = nvtxDomainRegisterStringA(d, "registered-mark");
 	for (i = 0; i < loops; i++)
 		loop(i, d, r1, r2, second);
+	if (hold >= 0) {
+		level(nvtxRangePushA("held"), 0, "held push");
+		printf("{\"held\": true}\n");
+		fflush(stdout);
+		sleep_ms(hold);
+		level(nvtxRangePop(), 0, "held pop");
+	}
 	fflush(stdout);
 	if (do_fork) {
 		pid = fork();
