@@ -8,11 +8,14 @@ NVTX ranges.
     t.kernel(pid=100, tid=101, ts=..., dur=..., name="gemm", ...)
     path = t.write(dir)
 """
+import json
 import os
+import shutil
 import struct
 import subprocess
+import tempfile
 
-from helpers import BUILD, eq
+from helpers import BPFSIGHT, BUILD, eq
 
 BST_WRITE = os.path.join(BUILD, "tests", "bst_write")
 
@@ -40,6 +43,12 @@ def _rec(rtype, pid, tid, ts, body_fmt, *body, extra=b""):
     if rtype in SIZES and not extra:
         eq(size, SIZES[rtype], f"record 0x{rtype:x} packed as records.h lays it out")
     return struct.pack(HDR, rtype, size, 0, pid, tid, ts) + body
+
+
+def short_rec(rtype, pid, tid, ts, body_bytes):
+    """A record of RTYPE with only BODY_BYTES after its header: too short for its type."""
+    return struct.pack(HDR, rtype, struct.calcsize(HDR) + body_bytes, 0, pid, tid, ts) + \
+        b"\0" * body_bytes
 
 
 def payload_bits(kind, value):
@@ -177,3 +186,38 @@ class Trace:
                            timeout=60)
         eq(p.returncode, 0, f"bst_write ({p.stderr.decode().strip()})")
         return path
+
+
+_fns = {}
+
+
+def cuda_fn(name):
+    """The index of NAME in the cuda family's API table (bs_ucall.fn), as dump names it."""
+    if not _fns:
+        t = Trace(families="cuda")
+        for fn in range(4096):
+            t.cuda_call(1, 1, fn + 1, 1, fn)
+        d = tempfile.mkdtemp(prefix="bpfsight-synth-")
+        try:
+            p = subprocess.run([BPFSIGHT, "dump", t.write(d)], capture_output=True, text=True,
+                               timeout=60)
+            for line in p.stdout.splitlines():
+                e = json.loads(line)
+                if e["kind"] == "cuda_api" and not e["name"].startswith("cuda_fn_"):
+                    _fns[e["name"]] = e["ts"] - 1
+        finally:
+            shutil.rmtree(d, True)
+    return _fns[name]
+
+
+def flow_id(pid, tid, call_ts):
+    """gpu_flow_id (user/gpu_decode.c): what the exports tie a launch and its GPU work with."""
+    m = (1 << 64) - 1
+    h = ((pid << 32 | tid) ^ (call_ts * 0x9e3779b97f4a7c15)) & m
+    h ^= h >> 30
+    h = (h * 0xbf58476d1ce4e5b9) & m
+    h ^= h >> 27
+    h = (h * 0x94d049bb133111eb) & m
+    h ^= h >> 31
+    h &= (1 << 53) - 1
+    return h or 1
