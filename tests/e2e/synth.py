@@ -62,6 +62,15 @@ def payload_bits(kind, value):
     return value
 
 
+def _attr_flags(color, payload):
+    """The flags and raw payload of an NVTX event's color and (type, value) payload."""
+    flags, bits = NVTX_COLOR if color is not None else 0, 0
+    if payload is not None:
+        flags |= PAYLOAD[payload[0]]
+        bits = payload_bits(*payload)
+    return flags, bits
+
+
 class Trace:
     def __init__(self, families="proc,cuda,gpu,nvtx", start=1000, end=None):
         self.recs = []
@@ -140,26 +149,16 @@ class Trace:
     def range(self, pid, tid, ts, dur, text, domain=None, pushpop=True, depth=0, end_tid=None,
               range_id=0, category=0, color=None, payload=None, is_open=False,
               registered=False):
-        flags = (NVTX_PUSHPOP if pushpop else 0) | (NVTX_OPEN if is_open else 0) | \
+        flags, bits = _attr_flags(color, payload)
+        flags |= (NVTX_PUSHPOP if pushpop else 0) | (NVTX_OPEN if is_open else 0) | \
             (NVTX_REGISTERED if registered else 0)
-        bits = 0
-        if color is not None:
-            flags |= NVTX_COLOR
-        if payload is not None:
-            flags |= PAYLOAD[payload[0]]
-            bits = payload_bits(*payload)
         n, d = self.string(text, pid), self.string(domain, pid)
         self.recs.append(_rec(NVTX_RANGE, pid, tid, ts, "QQQIIIIIHH", dur, range_id, bits, n, d,
                               tid if end_tid is None else end_tid, category, color or 0, depth,
                               flags))
 
     def mark(self, pid, tid, ts, text, domain=None, category=0, color=None, payload=None):
-        flags, bits = 0, 0
-        if color is not None:
-            flags |= NVTX_COLOR
-        if payload is not None:
-            flags |= PAYLOAD[payload[0]]
-            bits = payload_bits(*payload)
+        flags, bits = _attr_flags(color, payload)
         n, d = self.string(text, pid), self.string(domain, pid)
         self.recs.append(_rec(NVTX_MARK, pid, tid, ts, "QIIIIHHI", bits, n, d, category,
                               color or 0, flags, 0, 0))

@@ -646,11 +646,8 @@ static void test_reports_empty(void)
 
 int main(void)
 {
-	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/bpfsight-unit-XXXXXX");
-	if (!mkdtemp(tmp_dir)) {
-		perror("mkdtemp");
+	if (tb_tmp_dir(tmp_dir, sizeof(tmp_dir)))
 		return 1;
-	}
 	RUN_TEST(test_decode_kernel);
 	RUN_TEST(test_decode_memcpy_memset);
 	RUN_TEST(test_decode_api_status);

@@ -335,11 +335,8 @@ static void test_reports(void)
 
 int main(void)
 {
-	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/bpfsight-unit-XXXXXX");
-	if (!mkdtemp(tmp_dir)) {
-		perror("mkdtemp");
+	if (tb_tmp_dir(tmp_dir, sizeof(tmp_dir)))
 		return 1;
-	}
 	RUN_TEST(test_decode_range);
 	RUN_TEST(test_decode_payloads);
 	RUN_TEST(test_decode_names);

@@ -8,6 +8,7 @@
 #define BPFSIGHT_TRACE_BUILD_H
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,6 +37,17 @@ struct tb {
 				  ___b);                                                           \
 		___ok;                                                                             \
 	})
+
+/* A fresh directory for a test program's traces, "/tmp/bpfsight-unit-XXXXXX": 0 or -1. */
+static inline int tb_tmp_dir(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/bpfsight-unit-XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	return 0;
+}
 
 /* A builder writing to PATH (NULL: the model only). */
 static inline int tb_open(struct tb *b, const char *path, const char *families)
