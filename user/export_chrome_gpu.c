@@ -64,6 +64,17 @@ static void cupti_correlation(struct event *e)
 			e->args[i].key = "cupti_correlation";
 }
 
+/* A complete event ("ph":"X"), left open for its args. */
+static void chrome_x(struct chrome *c, const char *cat, const char *name, __u32 pid, __u32 tid,
+		     __u64 ts, __u64 dur)
+{
+	chrome_begin(c, 'X', cat, name, pid, tid);
+	fputs(",\"ts\":", c->f);
+	chrome_us(c->f, ts);
+	fputs(",\"dur\":", c->f);
+	chrome_us(c->f, dur);
+}
+
 static void key_u64(struct chrome *c, int *nonempty, const char *key, __u64 v)
 {
 	fprintf(c->f, "%s\"%s\":%llu", *nonempty ? "," : "", key, (unsigned long long)v);
@@ -85,11 +96,7 @@ static int chrome_gpu_op(struct chrome *c, const struct bs_hdr *rec, const struc
 		flow = gpu_flow_id(op.pid, op.tid, op.call_ts);
 	if (!hmap__get(c->gpu_streams, (struct hkey){ op.device, op.stream }, 1))
 		return -ENOMEM;
-	chrome_begin(c, 'X', gpu_cat(op.type), ev->name, op.device, op.stream);
-	fputs(",\"ts\":", c->f);
-	chrome_us(c->f, op.ts);
-	fputs(",\"dur\":", c->f);
-	chrome_us(c->f, op.dur);
+	chrome_x(c, gpu_cat(op.type), ev->name, op.device, op.stream, op.ts, op.dur);
 	e = *ev;
 	cupti_correlation(&e);
 	nonempty = chrome_args_open(c, &e);
@@ -122,12 +129,8 @@ static int chrome_gpu_api(struct chrome *c, const struct bs_hdr *rec, const stru
 	struct event e = *ev;
 	int nonempty;
 
-	chrome_begin(c, 'X', a->domain == 1 ? "cuda_driver" : "cuda_runtime", ev->name, ev->pid,
-		     ev->tid);
-	fputs(",\"ts\":", c->f);
-	chrome_us(c->f, ev->ts);
-	fputs(",\"dur\":", c->f);
-	chrome_us(c->f, ev->dur);
+	chrome_x(c, a->domain == 1 ? "cuda_driver" : "cuda_runtime", ev->name, ev->pid, ev->tid,
+		 ev->ts, ev->dur);
 	cupti_correlation(&e);
 	nonempty = chrome_args_open(c, &e);
 	if (nonempty < 0)
@@ -155,11 +158,7 @@ static int chrome_nvtx_range(struct chrome *c, const struct bs_hdr *rec, const s
 	const struct bs_nvtx_range *r = (const void *)rec;
 
 	if (r->flags & BS_NVTX_PUSHPOP) {
-		chrome_begin(c, 'X', "user_annotation", ev->name, ev->pid, ev->tid);
-		fputs(",\"ts\":", c->f);
-		chrome_us(c->f, ev->ts);
-		fputs(",\"dur\":", c->f);
-		chrome_us(c->f, ev->dur);
+		chrome_x(c, "user_annotation", ev->name, ev->pid, ev->tid, ev->ts, ev->dur);
 		chrome_plain_args(c, ev);
 		fputc('}', c->f);
 		return 1;

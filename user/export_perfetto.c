@@ -461,7 +461,7 @@ int pf__event_end(struct pf *pf, __u64 ts, __u64 track)
 	return pf__packet_end(pf);
 }
 
-static int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v)
+int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d)
 {
 	struct pb *pb = &pf->pb;
 
@@ -469,7 +469,10 @@ static int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v)
 	pb__begin(pb, PKT_TRACK_EVENT);
 	pb__uint(pb, TE_TYPE, TE_TYPE_COUNTER);
 	pb__uint(pb, TE_TRACK_UUID, track);
-	pb__int(pb, TE_COUNTER_VALUE, v);
+	if (d)
+		pb__double(pb, TE_DOUBLE_COUNTER, *d);
+	else
+		pb__int(pb, TE_COUNTER_VALUE, v);
 	pb__end(pb);
 	return pf__packet_end(pf);
 }
@@ -499,12 +502,12 @@ static int pf__loss(struct pf *pf, const struct bs_hdr *rec)
 		err = pf__packet_end(pf);
 		/* Start the line at zero where recording started, so the first step shows. */
 		if (!err && pf->start_mono && pf->start_mono < rec->ts)
-			err = pf__counter(pf, pf->start_mono, pf->lost_uuid, 0);
+			err = pf__counter(pf, pf->start_mono, pf->lost_uuid, 0, NULL);
 		if (err)
 			return err;
 	}
 	pf->lost_total += l->count;
-	return pf__counter(pf, rec->ts, pf->lost_uuid, (__s64)pf->lost_total);
+	return pf__counter(pf, rec->ts, pf->lost_uuid, (__s64)pf->lost_total, NULL);
 }
 
 static void pf__free(struct pf *pf)

@@ -157,6 +157,8 @@ int pf__describe_named(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, const 
 int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 flow_out,
 		    __u64 flow_in);
 int pf__event_end(struct pf *pf, __u64 ts, __u64 track);
+/* A counter's value: V, or *D when D is given (double_counter_value). */
+int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d);
 
 /* export_perfetto_gpu.c */
 struct pf_gpu *pf_gpu__new(void);

@@ -304,19 +304,6 @@ void pf_gpu__flows(const struct bs_hdr *rec, __u64 *out, __u64 *in)
 	}
 }
 
-static int busy_value(struct pf *pf, __u64 ts, __u64 track, double v)
-{
-	struct pb *pb = &pf->pb;
-
-	pf__packet_begin(pf, ts, 0);
-	pb__begin(pb, PKT_TRACK_EVENT);
-	pb__uint(pb, TE_TYPE, TE_TYPE_COUNTER);
-	pb__uint(pb, TE_TRACK_UUID, track);
-	pb__double(pb, TE_DOUBLE_COUNTER, v);
-	pb__end(pb);
-	return pf__packet_end(pf);
-}
-
 /* One device's busy counter: a value where it changes, back to 0 after the last bin. */
 static int busy_counter(struct pf *pf, const struct pf_dev *d)
 {
@@ -345,11 +332,13 @@ static int busy_counter(struct pf *pf, const struct pf_dev *d)
 		v = (double)d->busy[i] / PF_BUSY_BIN_NS;
 		v = v > 1 ? 1 : v;
 		if (v != last)
-			err = busy_value(pf, origin + i * PF_BUSY_BIN_NS, uuid, v);
+			err = pf__counter(pf, origin + i * PF_BUSY_BIN_NS, uuid, 0, &v);
 		last = v;
 	}
-	if (!err && last != 0)
-		err = busy_value(pf, origin + (__u64)n * PF_BUSY_BIN_NS, uuid, 0);
+	if (!err && last != 0) {
+		v = 0;
+		err = pf__counter(pf, origin + (__u64)n * PF_BUSY_BIN_NS, uuid, 0, &v);
+	}
 	return err;
 }
 

@@ -31,9 +31,7 @@ struct idle_dev {
 };
 
 struct idle_sum {
-	struct hmap *idx; /* {pid, device} -> index + 1 into devs */
-	struct idle_dev *devs;
-	size_t n, cap;
+	struct hmap *devs; /* {pid, device} -> idle_dev */
 	int err;
 };
 
@@ -43,8 +41,8 @@ static void *idle_sum__new(void)
 
 	if (!st)
 		return NULL;
-	st->idx = hmap__new(sizeof(size_t));
-	if (!st->idx) {
+	st->devs = hmap__new(sizeof(struct idle_dev));
+	if (!st->devs) {
 		free(st);
 		return NULL;
 	}
@@ -54,36 +52,15 @@ static void *idle_sum__new(void)
 static void idle_sum__free(void *vst)
 {
 	struct idle_sum *st = vst;
+	struct idle_dev *d;
+	size_t it = 0;
 
 	if (!st)
 		return;
-	for (size_t i = 0; i < st->n; i++)
-		free(st->devs[i].iv);
-	free(st->devs);
-	hmap__free(st->idx);
+	while ((d = hmap__next(st->devs, &it, NULL)))
+		free(d->iv);
+	hmap__free(st->devs);
 	free(st);
-}
-
-static struct idle_dev *idle_dev_get(struct idle_sum *st, __u32 pid, __u32 device)
-{
-	size_t *slot = hmap__get(st->idx, (struct hkey){ pid, device }, 1);
-
-	if (!slot)
-		return NULL;
-	if (!*slot) {
-		if (st->n == st->cap) {
-			size_t cap = st->cap ? st->cap * 2 : 8;
-			struct idle_dev *v = realloc(st->devs, cap * sizeof(*v));
-
-			if (!v)
-				return NULL;
-			st->devs = v;
-			st->cap = cap;
-		}
-		st->devs[st->n] = (struct idle_dev){ .pid = pid, .device = device };
-		*slot = ++st->n;
-	}
-	return &st->devs[*slot - 1];
 }
 
 static void idle_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
@@ -94,7 +71,11 @@ static void idle_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 
 	if (!gpu_op__read(rec, &op))
 		return;
-	d = idle_dev_get(st, op.pid, op.device);
+	d = hmap__get(st->devs, (struct hkey){ op.pid, op.device }, 1);
+	if (d && !d->n) {
+		d->pid = op.pid;
+		d->device = op.device;
+	}
 	if (d && d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 256;
 		struct idle_iv *v = realloc(d->iv, cap * sizeof(*v));
@@ -123,7 +104,7 @@ static int iv_cmp(const void *x, const void *y)
 
 static int dev_cmp(const void *x, const void *y)
 {
-	const struct idle_dev *a = x, *b = y;
+	const struct idle_dev *a = *(struct idle_dev *const *)x, *b = *(struct idle_dev *const *)y;
 
 	if (a->pid != b->pid)
 		return a->pid < b->pid ? -1 : 1;
@@ -168,14 +149,19 @@ static void idle_sweep(struct idle_dev *d, struct idle_result *r)
 static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
 	struct idle_sum *st = vst;
+	struct idle_dev **devs, *d;
 	struct idle_result r;
-	int c[11];
+	size_t it = 0, n = 0;
+	int c[11], err;
 
 	if (st->err)
 		return st->err;
-	/* The index points at devices by position: it is not used after this sort. */
-	if (st->n)
-		qsort(st->devs, st->n, sizeof(*st->devs), dev_cmp);
+	devs = calloc(hmap__count(st->devs) + 1, sizeof(*devs));
+	if (!devs)
+		return -ENOMEM;
+	while ((d = hmap__next(st->devs, &it, NULL)))
+		devs[n++] = d;
+	qsort(devs, n, sizeof(*devs), dev_cmp);
 	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
 	c[1] = table__add_col(t, "device", "Device", TABLE_U64);
 	c[2] = table__add_col(t, "ops", "GPU Ops", TABLE_U64);
@@ -187,12 +173,12 @@ static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *
 	c[8] = table__add_col(t, "gaps_1ms", "Gaps >= 1 ms", TABLE_U64);
 	c[9] = table__add_col(t, "max_gap_ns", "Max Gap (ns)", TABLE_U64);
 	c[10] = table__add_col(t, "max_gap_ts", "Max Gap At (ns)", TABLE_U64);
-	for (size_t i = 0; i < st->n; i++) {
-		idle_sweep(&st->devs[i], &r);
+	for (size_t i = 0; i < n; i++) {
+		idle_sweep(devs[i], &r);
 		table__row(t);
-		table__set_u64(t, c[0], st->devs[i].pid);
-		table__set_u64(t, c[1], st->devs[i].device);
-		table__set_u64(t, c[2], st->devs[i].n);
+		table__set_u64(t, c[0], devs[i]->pid);
+		table__set_u64(t, c[1], devs[i]->device);
+		table__set_u64(t, c[2], devs[i]->n);
 		table__set_u64(t, c[3], r.span);
 		table__set_u64(t, c[4], r.busy);
 		table__set_u64(t, c[5], r.span - r.busy);
@@ -203,7 +189,9 @@ static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *
 		if (r.gaps)
 			table__set_u64(t, c[10], r.max_gap_ts);
 	}
-	return table__err(t);
+	err = table__err(t);
+	free(devs);
+	return err;
 }
 
 const struct report gpu_idle_sum = {

@@ -8,11 +8,14 @@ NVTX ranges.
     t.kernel(pid=100, tid=101, ts=..., dur=..., name="gemm", ...)
     path = t.write(dir)
 """
+import json
 import os
+import shutil
 import struct
 import subprocess
+import tempfile
 
-from helpers import BUILD, eq
+from helpers import BPFSIGHT, BUILD, eq
 
 BST_WRITE = os.path.join(BUILD, "tests", "bst_write")
 
@@ -42,6 +45,12 @@ def _rec(rtype, pid, tid, ts, body_fmt, *body, extra=b""):
     return struct.pack(HDR, rtype, size, 0, pid, tid, ts) + body
 
 
+def short_rec(rtype, pid, tid, ts, body_bytes):
+    """A record of RTYPE with only BODY_BYTES after its header: too short for its type."""
+    return struct.pack(HDR, rtype, struct.calcsize(HDR) + body_bytes, 0, pid, tid, ts) + \
+        b"\0" * body_bytes
+
+
 def payload_bits(kind, value):
     """The raw u64 of a typed NVTX payload."""
     if kind == "f64":
@@ -51,6 +60,15 @@ def payload_bits(kind, value):
     if kind in ("i64", "i32"):
         return value & ((1 << 64) - 1) if kind == "i64" else value & 0xffffffff
     return value
+
+
+def _attr_flags(color, payload):
+    """The flags and raw payload of an NVTX event's color and (type, value) payload."""
+    flags, bits = NVTX_COLOR if color is not None else 0, 0
+    if payload is not None:
+        flags |= PAYLOAD[payload[0]]
+        bits = payload_bits(*payload)
+    return flags, bits
 
 
 class Trace:
@@ -131,26 +149,16 @@ class Trace:
     def range(self, pid, tid, ts, dur, text, domain=None, pushpop=True, depth=0, end_tid=None,
               range_id=0, category=0, color=None, payload=None, is_open=False,
               registered=False):
-        flags = (NVTX_PUSHPOP if pushpop else 0) | (NVTX_OPEN if is_open else 0) | \
+        flags, bits = _attr_flags(color, payload)
+        flags |= (NVTX_PUSHPOP if pushpop else 0) | (NVTX_OPEN if is_open else 0) | \
             (NVTX_REGISTERED if registered else 0)
-        bits = 0
-        if color is not None:
-            flags |= NVTX_COLOR
-        if payload is not None:
-            flags |= PAYLOAD[payload[0]]
-            bits = payload_bits(*payload)
         n, d = self.string(text, pid), self.string(domain, pid)
         self.recs.append(_rec(NVTX_RANGE, pid, tid, ts, "QQQIIIIIHH", dur, range_id, bits, n, d,
                               tid if end_tid is None else end_tid, category, color or 0, depth,
                               flags))
 
     def mark(self, pid, tid, ts, text, domain=None, category=0, color=None, payload=None):
-        flags, bits = 0, 0
-        if color is not None:
-            flags |= NVTX_COLOR
-        if payload is not None:
-            flags |= PAYLOAD[payload[0]]
-            bits = payload_bits(*payload)
+        flags, bits = _attr_flags(color, payload)
         n, d = self.string(text, pid), self.string(domain, pid)
         self.recs.append(_rec(NVTX_MARK, pid, tid, ts, "QIIIIHHI", bits, n, d, category,
                               color or 0, flags, 0, 0))
@@ -177,3 +185,38 @@ class Trace:
                            timeout=60)
         eq(p.returncode, 0, f"bst_write ({p.stderr.decode().strip()})")
         return path
+
+
+_fns = {}
+
+
+def cuda_fn(name):
+    """The index of NAME in the cuda family's API table (bs_ucall.fn), as dump names it."""
+    if not _fns:
+        t = Trace(families="cuda")
+        for fn in range(4096):
+            t.cuda_call(1, 1, fn + 1, 1, fn)
+        d = tempfile.mkdtemp(prefix="bpfsight-synth-")
+        try:
+            p = subprocess.run([BPFSIGHT, "dump", t.write(d)], capture_output=True, text=True,
+                               timeout=60)
+            for line in p.stdout.splitlines():
+                e = json.loads(line)
+                if e["kind"] == "cuda_api" and not e["name"].startswith("cuda_fn_"):
+                    _fns[e["name"]] = e["ts"] - 1
+        finally:
+            shutil.rmtree(d, True)
+    return _fns[name]
+
+
+def flow_id(pid, tid, call_ts):
+    """gpu_flow_id (user/gpu_decode.c): what the exports tie a launch and its GPU work with."""
+    m = (1 << 64) - 1
+    h = ((pid << 32 | tid) ^ (call_ts * 0x9e3779b97f4a7c15)) & m
+    h ^= h >> 30
+    h = (h * 0xbf58476d1ce4e5b9) & m
+    h ^= h >> 27
+    h = (h * 0x94d049bb133111eb) & m
+    h ^= h >> 31
+    h &= (1 << 53) - 1
+    return h or 1
