@@ -355,7 +355,7 @@ static void drop_batch(struct shim_unpack *u, __u32 pid, __u64 nrec, const char 
 
 /* ---- writing ---- */
 
-static int gated_ts(const struct bs_hdr *rec, __u64 *ts)
+static void gated_ts(const struct bs_hdr *rec, __u64 *ts)
 {
 	__u64 call = 0;
 
@@ -375,7 +375,6 @@ static int gated_ts(const struct bs_hdr *rec, __u64 *ts)
 	}
 	/* GPU work belongs to the range of the call that launched it. */
 	*ts = call ? call : rec->ts;
-	return 0;
 }
 
 static void emit(void *arg, struct bs_hdr *rec)
@@ -440,10 +439,33 @@ static void status(struct shim_unpack *u, struct proc *p, struct bs_shim_status 
 	emit(u, &s->h);
 }
 
+/* Where an NVTX record keeps its message's and its domain's string ids. */
+static void nvtx_ids(struct bs_hdr *h, __u32 **name, __u32 **domain)
+{
+	switch (h->type) {
+	case BS_REC_NVTX_RANGE:
+		*name = &((struct bs_nvtx_range *)h)->name_id;
+		*domain = &((struct bs_nvtx_range *)h)->domain_id;
+		return;
+	case BS_REC_NVTX_MARK:
+		*name = &((struct bs_nvtx_mark *)h)->name_id;
+		*domain = &((struct bs_nvtx_mark *)h)->domain_id;
+		return;
+	case BS_REC_NVTX_NAME:
+		*name = &((struct bs_nvtx_name *)h)->name_id;
+		*domain = &((struct bs_nvtx_name *)h)->domain_id;
+		return;
+	default: /* BS_REC_NVTX_BEGIN */
+		*name = &((struct bs_nvtx_begin *)h)->name_id;
+		*domain = &((struct bs_nvtx_begin *)h)->domain_id;
+	}
+}
+
 /* One checked record of P, copied into u->buf. */
 static void one_record(struct shim_unpack *u, struct proc *p, struct bs_hdr *h)
 {
 	int gpu = u->want & SHIM_WANT_GPU, nvtx = u->want & SHIM_WANT_NVTX;
+	__u32 *name, *domain;
 
 	switch (h->type) {
 	case BS_REC_STRING:
@@ -476,48 +498,21 @@ static void one_record(struct shim_unpack *u, struct proc *p, struct bs_hdr *h)
 		if (!gpu)
 			return;
 		break;
-	case BS_REC_NVTX_RANGE: {
-		struct bs_nvtx_range *r = (void *)h;
-
+	case BS_REC_NVTX_RANGE:
+	case BS_REC_NVTX_MARK:
+	case BS_REC_NVTX_NAME:
+	case BS_REC_NVTX_BEGIN:
 		if (!nvtx)
 			return;
-		cap_end(u, r);
-		r->name_id = xlate(u, p, r->name_id, 0);
-		r->domain_id = xlate(u, p, r->domain_id, 0);
+		if (h->type == BS_REC_NVTX_BEGIN)
+			cap_begin(u, p, (const void *)h);
+		else if (h->type == BS_REC_NVTX_RANGE)
+			cap_end(u, (const void *)h);
+		nvtx_ids(h, &name, &domain);
+		*name = xlate(u, p, *name, 0);
+		*domain = xlate(u, p, *domain, 0);
 		emit(u, h);
 		return;
-	}
-	case BS_REC_NVTX_MARK: {
-		struct bs_nvtx_mark *r = (void *)h;
-
-		if (!nvtx)
-			return;
-		r->name_id = xlate(u, p, r->name_id, 0);
-		r->domain_id = xlate(u, p, r->domain_id, 0);
-		emit(u, h);
-		return;
-	}
-	case BS_REC_NVTX_NAME: {
-		struct bs_nvtx_name *r = (void *)h;
-
-		if (!nvtx)
-			return;
-		r->name_id = xlate(u, p, r->name_id, 0);
-		r->domain_id = xlate(u, p, r->domain_id, 0);
-		emit(u, h);
-		return;
-	}
-	case BS_REC_NVTX_BEGIN: {
-		struct bs_nvtx_begin *r = (void *)h;
-
-		if (!nvtx)
-			return;
-		cap_begin(u, p, r);
-		r->name_id = xlate(u, p, r->name_id, 0);
-		r->domain_id = xlate(u, p, r->domain_id, 0);
-		emit(u, h);
-		return;
-	}
 	default:
 		return;
 	}
