@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ struct shim_link {
 	__u32 want;
 	struct shim_file **files;
 	__u32 nfiles;
-	struct hmap *pids; /* (pid, 0) -> struct shim_pid */
+	struct hmap *pids; /* (pid, struct shim_file *) -> struct shim_pid */
 	int warned_targets, stopped;
 };
 
@@ -240,7 +241,8 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path)
 {
 	struct shim_link *l = arg;
 	struct shim_file *f = cookie;
-	struct shim_pid *p = hmap__get(l->pids, (struct hkey){ (__u64)pid, 0 }, 1);
+	/* Per (process, file): a process may map two shims (one per exec'd image, say). */
+	struct shim_pid *p = hmap__get(l->pids, (struct hkey){ (__u64)pid, (__u64)(uintptr_t)f }, 1);
 	char what[PATH_MAX + 64];
 	int err;
 
@@ -413,6 +415,17 @@ out:
 	return err;
 }
 
+static int maps_shim(struct shim_link *l, pid_t pid)
+{
+	struct hkey k;
+	size_t it = 0;
+
+	while (hmap__next(l->pids, &it, &k))
+		if (k.a == (__u64)pid)
+			return 1;
+	return 0;
+}
+
 /* -p processes that have no shim: say how to give them one, never a silent empty trace. */
 static void warn_targets(struct shim_link *l)
 {
@@ -428,7 +441,7 @@ static void warn_targets(struct shim_link *l)
 	if (l->warned_targets++ || !o->families_explicit)
 		return;
 	for (__u32 i = 0; i < o->npids; i++) {
-		if (hmap__get(l->pids, (struct hkey){ (__u64)o->pids[i], 0 }, 0))
+		if (maps_shim(l, o->pids[i]))
 			continue;
 		for (size_t k = 0; k < sizeof(needs) / sizeof(needs[0]); k++) {
 			char val[PATH_MAX];
@@ -470,7 +483,8 @@ static int owes_drain(const struct shim_proc *p)
 
 static int drain_attach(struct shim_link *l)
 {
-	const struct shim_proc *sp;
+	struct shim_pid *p;
+	struct hkey k;
 	size_t it = 0;
 	int n = 0;
 
@@ -482,12 +496,12 @@ static int drain_attach(struct shim_link *l)
 				n++;
 		return n;
 	}
-	while ((sp = shim_unpack__next(l->unpack, &it))) {
-		struct shim_pid *p = hmap__get(l->pids, (struct hkey){ sp->pid, 0 }, 0);
+	while ((p = hmap__next(l->pids, &it, &k))) {
+		const struct shim_proc *sp = shim_unpack__proc(l->unpack, k.a);
 
-		if (!owes_drain(sp) || !p || !p->attached || !p->file->drain.n)
+		if (!sp || !owes_drain(sp) || !p->attached || !p->file->drain.n)
 			continue;
-		if (!links_attach(l, &p->drain, &p->file->drain, p->file->fd, sp->pid))
+		if (!links_attach(l, &p->drain, &p->file->drain, p->file->fd, k.a))
 			n++;
 	}
 	return n;

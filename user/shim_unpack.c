@@ -617,6 +617,13 @@ void shim_unpack__tick(struct shim_unpack *u, __u64 now)
 		shim_join__expire(u->join, now, 0);
 }
 
+const struct shim_proc *shim_unpack__proc(const struct shim_unpack *u, __u32 pid)
+{
+	struct proc **pp = hmap__get(u->procs, (struct hkey){ pid, 0 }, 0);
+
+	return pp ? &(*pp)->pub : NULL;
+}
+
 const struct shim_proc *shim_unpack__next(const struct shim_unpack *u, size_t *it)
 {
 	struct proc **pp = hmap__next(u->procs, it, NULL);

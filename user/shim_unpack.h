@@ -66,6 +66,8 @@ void shim_unpack__free(struct shim_unpack *u);
 int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec);
 /* Housekeeping: GPU records that waited too long for their API record are written. */
 void shim_unpack__tick(struct shim_unpack *u, __u64 now);
+/* The process PID if it was heard from, else NULL. */
+const struct shim_proc *shim_unpack__proc(const struct shim_unpack *u, __u32 pid);
 /* Iterate the processes heard from: *it = 0 first; NULL at the end. */
 const struct shim_proc *shim_unpack__next(const struct shim_unpack *u, size_t *it);
 

@@ -178,20 +178,32 @@ def test_pid_attach_touches_only_that_process():
 
 
 def test_system_wide_attaches_every_process():
+    """-a: processes started later get the semaphores (one link per file), and every one
+    that sent something is drained at stop."""
     need_fake()
     d = tmpdir()
-    wait_file, hold = os.path.join(d, "go"), os.path.join(d, "hold")
+    hold = os.path.join(d, "hold")
     r = Recorder("-a", "-t", "gpu,nvtx")
     r.wait_ready()
-    procs = [spawn([FAKE, "idle", "--hold-file", hold]) for _ in range(2)]
+    procs = [spawn([FAKE, "basic", "--hold-file", hold]) for _ in range(2)]
     pids = [int(p.stdout.readline().split()[1]) for p in procs]
     sems = [parse(p.stdout.readline())["sem"] for p in procs]
     for pid, sem in zip(pids, sems):
         eq((sem["batch"], sem["gpu"], sem["nvtx"]), (1, 1, 1), f"-a: pid {pid} attached")
+    for p in procs:
+        eq(parse(p.stdout.readline())["sent"], [(1, 13)], "its batch")
+    time.sleep(0.3)
+    t0 = time.time()
     eq(r.stop(), 0, f"recorder exit ({r.stderr})")
+    took = time.time() - t0
     outs = finish(procs, hold)
     for o in outs:
         eq(o["end"]["batch"], 0, "-a detached at the end")
+    events = dump(r.out)
+    for pid in pids:
+        st = [e["name"] for e in shim_events(events, pid) if e["kind"] == "shim_status"]
+        eq(st, ["attach", "dropped", "drained"], f"pid {pid}: statuses")
+    check(took < 1.8 and "did not confirm" not in r.stderr, f"drained in {took:.2f} s")
 
 
 def test_pid_without_shim_warns():
