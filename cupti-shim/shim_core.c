@@ -143,6 +143,7 @@ static void on_attach(uint64_t now)
 	atomic_store(&shim_session, session);
 	P.attached = true;
 	P.drain_seen = false;
+	atomic_store(&dropped, 0); /* nobody listened: counted as unsent, not as dropped */
 	P.last_flush = now;
 	P.sent_state = shim_core__state();
 	shim_core__status(session, BS_SHIM_EV_ATTACH, 0, NULL, 0);
