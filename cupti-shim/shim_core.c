@@ -378,6 +378,19 @@ void shim_core__enter(uint32_t injected_bit)
 	pthread_mutex_unlock(&ctl);
 }
 
+/*
+ * An injection entry point finished: poll at once rather than at the next tick, so that a
+ * tracer already attached (a process started under bpfsight) sees the first kernels and
+ * ranges too; InitializeInjection is also where CUPTI wants activity enabled.
+ */
+void shim_core__poll_now(void)
+{
+	pthread_mutex_lock(&ctl);
+	if (!P.exiting)
+		poll_once();
+	pthread_mutex_unlock(&ctl);
+}
+
 void shim_core__restart(void)
 {
 	atomic_fetch_and(&shim_hot, ~(uint32_t)SHIM_HOT_RESTART);

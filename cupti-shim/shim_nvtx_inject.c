@@ -428,5 +428,6 @@ SHIM_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
 			if (tabs[k].slots[i] && tabs[k].ours[i])
 				*tabs[k].slots[i] = tabs[k].ours[i];
 	shim_log("NVTX instance %p initialized", (void *)get);
+	shim_core__poll_now();
 	return 1;
 }
