@@ -49,6 +49,8 @@ void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* An injection entry point ran: initialize once, (re)start the poller, set the state bit. */
 void shim_core__enter(uint32_t injected_bit);
+/* An injection entry point is done: act on the semaphores now. */
+void shim_core__poll_now(void);
 /* The slow path of a handler that saw SHIM_HOT_RESTART. */
 void shim_core__restart(void);
 void shim_core__set_state(uint32_t set, uint32_t clear);

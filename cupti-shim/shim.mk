@@ -4,12 +4,14 @@
 # built -fPIC -O2 -fvisibility=hidden, linked against libc only (libcupti is dlopen()ed,
 # never linked: an NVTX-only process must not load CUPTI), exporting only what
 # exports.map lists, and -z nodelete (its poller thread runs its code until exit).
+# -mtls-dialect=gnu2: TLS descriptors make the NVTX handlers' per-thread depth cheap in a
+# dlopen()ed library (4.8 instead of 6.5 ns per idle push+pop) without taking static TLS.
 # CUPTI and NVTX headers come from $(CUDA_HOME)/include (types only).
 
 SHIM_LIB   := $(OUT)/libbpfsight-shim.so
 SHIM_SRCS  := $(wildcard cupti-shim/*.c)
 SHIM_OBJS  := $(patsubst cupti-shim/%.c,$(OUT)/shim/%.o,$(SHIM_SRCS))
-SHIM_CFLAGS := -g -O2 -fPIC -fvisibility=hidden $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
+SHIM_CFLAGS := -g -O2 -fPIC -fvisibility=hidden -mtls-dialect=gnu2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	       -Ibpf -isystem $(CUDA_HOME)/include
 SHIM_WL	   := $(OUT)/tests/shim
 SHIM_WORKLOADS := $(addprefix $(SHIM_WL)/,nvtx_ranges libnvtx_second.so libnvtx_chain.so \

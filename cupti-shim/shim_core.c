@@ -143,6 +143,7 @@ static void on_attach(uint64_t now)
 	atomic_store(&shim_session, session);
 	P.attached = true;
 	P.drain_seen = false;
+	atomic_store(&dropped, 0); /* nobody listened: counted as unsent, not as dropped */
 	P.last_flush = now;
 	P.sent_state = shim_core__state();
 	shim_core__status(session, BS_SHIM_EV_ATTACH, 0, NULL, 0);
@@ -374,6 +375,19 @@ void shim_core__enter(uint32_t injected_bit)
 	shim_core__set_state(injected_bit, 0);
 	pthread_mutex_lock(&ctl);
 	start_poller();
+	pthread_mutex_unlock(&ctl);
+}
+
+/*
+ * An injection entry point finished: poll at once rather than at the next tick, so that a
+ * tracer already attached (a process started under bpfsight) sees the first kernels and
+ * ranges too; InitializeInjection is also where CUPTI wants activity enabled.
+ */
+void shim_core__poll_now(void)
+{
+	pthread_mutex_lock(&ctl);
+	if (!P.exiting)
+		poll_once();
 	pthread_mutex_unlock(&ctl);
 }
 

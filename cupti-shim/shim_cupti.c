@@ -244,6 +244,7 @@ SHIM_EXPORT int InitializeInjection(void)
 {
 	shim_core__enter(BS_SHIM_ST_CUDA_INJECTED);
 	shim_cupti__init();
+	shim_core__poll_now();
 	return 1; /* whatever happened: the application runs as it would without us */
 }
 

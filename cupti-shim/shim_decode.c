@@ -47,56 +47,43 @@ static int kernel(struct shim_thread *t, uint32_t session, const CUpti_ActivityK
 	return shim_thread__append(t, session, &r, sizeof(r));
 }
 
-static void memcpy_common(struct bs_gpu_memcpy *r, uint64_t start, uint64_t end, uint64_t bytes,
-			  uint32_t device, uint32_t context, uint32_t stream, uint32_t corr)
-{
-	memset(r, 0, sizeof(*r));
-	shim_hdr(&r->h, BS_REC_GPU_MEMCPY, sizeof(*r), 0, start);
-	r->dur = dur_of(start, end);
-	r->bytes = bytes;
-	r->correlation = corr;
-	r->device = device;
-	r->context = context;
-	r->stream = stream;
-}
-
-static void memcpy_graph(struct bs_gpu_memcpy *r, uint32_t graph_id, uint64_t node)
-{
-	r->graph_id = graph_id;
-	r->graph_node_id = node;
-	r->flags = graph_id ? BS_GPU_GRAPH : 0;
-}
+/*
+ * CUpti_ActivityMemcpy6 and CUpti_ActivityMemcpyPtoP4 name their common fields alike (the
+ * layouts differ): one body for both. SRC, DST: the devices copied between.
+ */
+#define COPY(t, session, m, src, dst)                                               \
+	({                                                                         \
+		struct bs_gpu_memcpy r_;                                           \
+                                                                                   \
+		memset(&r_, 0, sizeof(r_));                                        \
+		shim_hdr(&r_.h, BS_REC_GPU_MEMCPY, sizeof(r_), 0, (m)->start);     \
+		r_.dur = dur_of((m)->start, (m)->end);                             \
+		r_.bytes = (m)->bytes;                                             \
+		r_.correlation = (m)->correlationId;                               \
+		r_.device = (m)->deviceId;                                         \
+		r_.context = (m)->contextId;                                       \
+		r_.stream = (m)->streamId;                                         \
+		r_.copy_kind = (m)->copyKind;                                      \
+		r_.src_kind = (m)->srcKind;                                        \
+		r_.dst_kind = (m)->dstKind;                                        \
+		r_.async = !!((m)->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC);      \
+		r_.src_device = (src);                                             \
+		r_.dst_device = (dst);                                             \
+		r_.graph_id = (m)->graphId;                                        \
+		r_.graph_node_id = (m)->graphNodeId;                               \
+		r_.flags = (m)->graphId ? BS_GPU_GRAPH : 0;                        \
+		shim_thread__append((t), (session), &r_, sizeof(r_));              \
+	})
 
 static int copy(struct shim_thread *t, uint32_t session, const CUpti_ActivityMemcpy6 *m)
 {
-	struct bs_gpu_memcpy r;
-
-	memcpy_common(&r, m->start, m->end, m->bytes, m->deviceId, m->contextId, m->streamId,
-		      m->correlationId);
-	r.copy_kind = m->copyKind;
-	r.src_kind = m->srcKind;
-	r.dst_kind = m->dstKind;
-	r.async = !!(m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC);
-	r.src_device = m->deviceId;
-	r.dst_device = m->deviceId;
-	memcpy_graph(&r, m->graphId, m->graphNodeId);
-	return shim_thread__append(t, session, &r, sizeof(r));
+	/* A copy within one device: its device is both ends. */
+	return COPY(t, session, m, m->deviceId, m->deviceId);
 }
 
 static int copy_peer(struct shim_thread *t, uint32_t session, const CUpti_ActivityMemcpyPtoP4 *m)
 {
-	struct bs_gpu_memcpy r;
-
-	memcpy_common(&r, m->start, m->end, m->bytes, m->deviceId, m->contextId, m->streamId,
-		      m->correlationId);
-	r.copy_kind = m->copyKind;
-	r.src_kind = m->srcKind;
-	r.dst_kind = m->dstKind;
-	r.async = !!(m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC);
-	r.src_device = m->srcDeviceId;
-	r.dst_device = m->dstDeviceId;
-	memcpy_graph(&r, m->graphId, m->graphNodeId);
-	return shim_thread__append(t, session, &r, sizeof(r));
+	return COPY(t, session, m, m->srcDeviceId, m->dstDeviceId);
 }
 
 static int set(struct shim_thread *t, uint32_t session, const CUpti_ActivityMemset4 *m)
