@@ -206,11 +206,10 @@ static void *on_file(void *arg, const char *path, const char *shown)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		goto out;
+	f->all.fd = f->all_drain.fd = -1;
 	f->fd = open(path, O_RDONLY | O_CLOEXEC);
 	f->shown = strdup(shown);
-	uprobe_links__detach(&f->all);
-	uprobe_links__detach(&f->all_drain);
-	err = f->fd < 0 || !f->shown ? -ENOMEM : file_sites(l, f, n);
+	err = f->fd < 0 ? -errno : !f->shown ? -ENOMEM : file_sites(l, f, n);
 	if (!err && !(nf = realloc(l->files, (l->nfiles + 1) * sizeof(*nf))))
 		err = -ENOMEM;
 	if (err) {
@@ -228,8 +227,9 @@ static void *on_file(void *arg, const char *path, const char *shown)
 		/* Every process mapping it, now and later: the semaphores follow the file. */
 		err = links_attach(l, &f->all, &f->base, f->fd, 0);
 		if (err) {
-			snprintf(what, sizeof(what), "the cupti-shim probes in %s", shown);
+			snprintf(what, sizeof(what), "%u cupti-shim probes in %s", f->base.n, shown);
 			record_ctx__attach_failed(l->ctx, what, err);
+			l->ctx->attach_failures += f->base.n - 1; /* losses count probes */
 		}
 	}
 out:
@@ -237,6 +237,7 @@ out:
 	return f;
 }
 
+/* PATH is not needed: the file is attached through the fd held since on_file. */
 static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path)
 {
 	struct shim_link *l = arg;
@@ -254,9 +255,10 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path)
 	/* This process only: others mapping the same file keep their semaphores at 0. */
 	err = links_attach(l, &p->links, &f->base, f->fd, pid);
 	if (err) {
-		snprintf(what, sizeof(what), "the cupti-shim probes in %s for pid %d", f->shown,
-			 pid);
+		snprintf(what, sizeof(what), "%u cupti-shim probes in %s for pid %d", f->base.n,
+			 f->shown, pid);
 		record_ctx__attach_failed(l->ctx, what, err);
+		l->ctx->attach_failures += f->base.n - 1;
 		return;
 	}
 	p->attached = 1;
