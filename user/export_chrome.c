@@ -6,8 +6,10 @@
  * microseconds carrying the nanoseconds as three decimals, a "cat" per kind following Kineto's
  * names where Kineto has one, process/thread names as "ph":"M" events.
  *
- * Streamed: every event is written as it comes; memory holds only the set of processes and
- * threads seen (for their name events at the end) and, for NCCL traces, a rank per process.
+ * GPU and NVTX events follow Kineto too (export_chrome_gpu.c: pid = device, tid = stream,
+ * ac2g flows from launches). Streamed: every event is written as it comes; memory holds only
+ * the set of processes and threads seen (for their name events at the end), the (device,
+ * stream) pairs, and, for NCCL traces, a rank per process.
  * OUT ending in ".gz" is gzip-compressed on the fly.
  *
  * distributedInfo (Kineto's {"backend": "nccl", "rank": R, "world_size": W}) must come before

@@ -23,7 +23,9 @@
  * inside ncclBcast), so they share a track and the UI draws each call under its caller.
  *
  * Nothing here knows a family beyond a small table of track names: a new family's events
- * appear on a track named after their kind without changes to this file.
+ * appear on a track named after their kind without changes to this file. The gpu and nvtx
+ * families are the exception, in export_perfetto_gpu.c: GPU work goes on per-device stream
+ * tracks, NVTX on tracks of its own, and flows tie launching calls to their GPU work.
  */
 #include <errno.h>
 #include <fcntl.h>

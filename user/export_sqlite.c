@@ -5,7 +5,8 @@
  * CUPTI_ACTIVITY_KIND_RUNTIME (with ENUM_NSYS_EVENT_CLASS), with nsys's column names and its
  * globalTid = pid << 24 | tid, so queries written for nsys reports run on ours. What nsys has
  * no table for goes into BPFSIGHT_* tables (a CUDA call's decoded arguments, NCCL calls).
- * docs/EXPORT.md has the schema and queries that reproduce `bpfsight stats`.
+ * The GPU and NVTX tables are export_sqlite_gpu.c's. docs/EXPORT.md has the schema and
+ * queries that reproduce `bpfsight stats`.
  *
  * Streamed: one transaction of prepared inserts, indexes built at the end. Memory holds the
  * interned names, the set of threads seen and SQLite's page cache (SQ_CACHE_KIB), never

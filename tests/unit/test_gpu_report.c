@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "cuda.h"
 #include "gpu_decode.h"
+#include "json.h"
 #include "stats.h"
 #include "trace_build.h"
 
@@ -406,6 +407,39 @@ static void test_cupti_result_names(void)
 	ASSERT_TRUE(!cupti_result_name(-1), "negative: NULL");
 }
 
+/* How dump (and Chrome) write the arg kinds the gpu and nvtx decoders brought. */
+static void test_event_json_args(void)
+{
+	static const char *const names[] = { "a", NULL, "c" };
+	const __u32 dim[3] = { 4, 2, 1 };
+	char *buf = NULL;
+	size_t len = 0;
+	struct event ev;
+	struct json j;
+	FILE *f;
+
+	event__init(&ev, NULL, "test");
+	event__arg_bool(&ev, "yes", 7);
+	event__arg_bool(&ev, "no", 0);
+	event__arg_double(&ev, "tenth", 0.1);
+	event__arg_double(&ev, "third", 1.0 / 3);
+	event__arg_double(&ev, "big", -1.5e300);
+	event__arg_double(&ev, "nan", NAN);
+	event__arg_dim3(&ev, "grid", dim);
+	event__arg_flags(&ev, "bits", 0x80000007, names, 3);
+	event__arg_flags(&ev, "none", 0, names, 3);
+	f = open_memstream(&buf, &len);
+	json__init(&j, f, 0);
+	event__json_args(&ev, &j);
+	fclose(f);
+	ASSERT_STREQ(buf,
+		     "{\"yes\":true,\"no\":false,\"tenth\":0.1,\"third\":0.3333333333333333,"
+		     "\"big\":-1.5e+300,\"nan\":null,\"grid\":[4,2,1],"
+		     "\"bits\":[\"a\",\"bit_1\",\"c\",\"bit_31\"],\"none\":[]}",
+		     "dump's JSON");
+	free(buf);
+}
+
 static void test_flow_id(void)
 {
 	__u64 a = gpu_flow_id(PID, TID, 1000), b = gpu_flow_id(PID, TID, 1001);
@@ -652,6 +686,7 @@ int main(void)
 	RUN_TEST(test_decode_memcpy_memset);
 	RUN_TEST(test_decode_api_status);
 	RUN_TEST(test_cupti_result_names);
+	RUN_TEST(test_event_json_args);
 	RUN_TEST(test_flow_id);
 	RUN_TEST(test_reports);
 	RUN_TEST(test_reports_empty);
