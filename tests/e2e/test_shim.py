@@ -437,7 +437,7 @@ def test_shim_threads_stress():
     nothing lost or reordered (each string before its first user, sequence contiguous)."""
     need_bpftrace()
     iters, threads = 50000, 4
-    w = Workload([NVTX_BENCH, "--iters", str(iters), "--threads", str(threads)],
+    w = Workload([NVTX_BENCH, "--iters", str(iters), "--threads", str(threads), "--marks"],
                  {"NVTX_INJECTION64_PATH": SHIM})
     bt = attach(w, ["batch", "nvtx"])
     w.go()
