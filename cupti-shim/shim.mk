@@ -59,7 +59,7 @@ $(SHIM_WL)/nvtx_ranges: tests/workloads/shim/nvtx_ranges.c $(SHIM_WL)/libnvtx_se
 
 $(SHIM_WL)/nvtx_bench: tests/workloads/shim/nvtx_bench.c | $(SHIM_WL)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(SHIM_WL_CFLAGS) -O2 $< -o $@ -ldl
+	$(Q)$(CC) $(SHIM_WL_CFLAGS) -O2 $< -o $@ -ldl -lpthread
 
 $(SHIM_WL)/cupti_feed: tests/workloads/shim/cupti_feed.c | $(SHIM_WL)
 	$(call msg,CC,$@)

@@ -25,6 +25,7 @@ SHIM = os.path.abspath(os.path.join(BUILD, "libbpfsight-shim.so"))
 NVTX_RANGES = workload("shim/nvtx_ranges")
 CHAIN = os.path.abspath(workload("shim/libnvtx_chain.so"))
 CUPTI_FEED = workload("shim/cupti_feed")
+NVTX_BENCH = workload("shim/nvtx_bench")
 CUDA_API = workload("cuda/cuda_api_shared")
 MS = 1000000
 SLACK = 500 * MS  # a loaded 2-core box: sleeps overrun, never underrun
@@ -429,6 +430,33 @@ def test_shim_nvtx_sync_and_drain():
     check(opened[0]["ts"] + opened[0]["dur"] <= drained[0]["ts"], "OPEN dur up to the drain")
     check(3000 * MS <= held[0]["dur"] <= 3000 * MS + SLACK, f"held lasted {held[0]['dur']}")
     check(recs.index(opened[0]) < recs.index(drained[0]), "OPEN before DRAINED")
+
+
+def test_shim_threads_stress():
+    """Four threads recording at full speed, new strings interned by all of them at once:
+    nothing lost or reordered (each string before its first user, sequence contiguous)."""
+    need_bpftrace()
+    iters, threads = 50000, 4
+    w = Workload([NVTX_BENCH, "--iters", str(iters), "--threads", str(threads), "--marks"],
+                 {"NVTX_INJECTION64_PATH": SHIM})
+    bt = attach(w, ["batch", "nvtx"])
+    w.go()
+    rc, out, err = w.finish()
+    maps = bt.stop()
+    eq(rc, 0, f"nvtx_bench exit: {err[-300:]}")
+    check_probe_counts(maps, w)
+    batches = sb.decode(w.data())
+    check(all(b["len"] <= 16384 for b, _ in batches), "batch sizes")
+    recs = [r for _, rs in batches for r in rs]
+    tids = out[0]["tids"]
+    per = iters + iters // 10  # the warm-up pairs too: recording was on
+    ranges = Counter((r["tid"], r["end_tid"], r["name"], r["depth"], r["flags"])
+                     for r in by_kind(recs, "range"))
+    eq(ranges, Counter({(t, t, "bench", 0, PUSHPOP): per for t in tids}), "ranges")
+    marks = sorted((r["tid"], r["name"]) for r in by_kind(recs, "mark"))
+    eq(marks, sorted((t, f"m-{k}-{i}") for k, t in enumerate(tids)
+                     for i in range(999, iters, 1000)), "marks")
+    check(len(batches) > per * threads * 72 // 16384, "batches full")
 
 
 def test_shim_detach_reattach():
