@@ -40,7 +40,7 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS	 := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c)
-USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
+USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(OUT)/obj/shim_embed.o
 LIB_OBJS := $(filter-out $(OUT)/obj/main.o,$(USER_OBJS))
 # The trace-format core, linked into the unit tests and the fuzzer without the BPF side.
 FORMAT_OBJS := $(addprefix $(OUT)/obj/,trace_writer.o trace_reader.o trace_codec.o trace_meta.o)
@@ -191,7 +191,12 @@ $(OUT)/tests/test_nccl_report: ALL_CFLAGS += -I$(CUDA_HOME)/include \
 test-build: $(NCCL_WORKLOADS)
 -include $(wildcard $(OUT)/tests/nccl/*.d)
 
-test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES)
+# Synthetic traces for the readers' tests (records no recorder makes here: GPU, NVTX).
+$(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
+
+test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES) $(OUT)/tests/bst_write
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)
@@ -249,6 +254,12 @@ $(OUT)/bench/floor: bench/floor.c user/uprobe_multi.c $(OUT)/bench/floor.skel.h
 
 # The cupti-shim (libbpfsight-shim.so) and its test workloads.
 include cupti-shim/shim.mk
+
+# The shim inside the bpfsight binary (user/shim_embed.S, user/shim_blob.c), when it is built.
+SHIM_EMBED := $(if $(wildcard $(CUDA_HOME)/include/cupti.h),$(SHIM_LIB))
+$(OUT)/obj/shim_embed.o: user/shim_embed.S $(SHIM_EMBED) | $(OUT)/obj
+	$(call msg,AS,$@)
+	$(Q)$(CC) -c $(if $(SHIM_EMBED),-DSHIM_SO='"$(SHIM_EMBED)"') $< -o $@
 
 $(OUT)/bpf $(OUT)/obj $(OUT)/tests:
 	$(Q)mkdir -p $@

@@ -68,6 +68,9 @@ static int is_event(__u16 type)
 	case BS_REC_SYMBOL:
 	case BS_REC_MAP_EXEC:
 	case BS_REC_SYSCALL_AGG: /* cumulative counters, not events */
+	case BS_REC_SHIM_STATUS: /* what the shim did: says why GPU records may be missing */
+	case BS_REC_NVTX_NAME:
+	case BS_REC_NVTX_BEGIN:
 		return 0;
 	default:
 		return type >= 0x10;

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* bpfsight info [--json] FILE: what a trace holds, where it came from, what it lost. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include "commands.h"
 #include "family.h"
+#include "gpu_decode.h"
+#include "report.h"
 #include "stats.h"
 #include "json.h"
 #include "proc.h"
+#include "table.h"
 #include "trace_walk.h"
 
 struct info {
@@ -16,6 +20,8 @@ struct info {
 	__u64 duration_ns;
 	int duration_estimated;
 	char start_time[40];
+	void *shim;	     /* shim_sum's state: per process, what its cupti-shim did */
+	struct table *shim_t; /* its table, when the trace has shim records */
 };
 
 /* One line of the events table: types sharing a kind are counted together. */
@@ -141,6 +147,10 @@ static void info_print_text(const struct trace_walk *w, const struct info *in,
 	else
 		printf("truncated:       no\n");
 	printf("clean close:     %s\n", st->clean_close ? "yes" : "no");
+	if (in->shim_t) {
+		printf("cupti-shim:      per process (bpfsight stats -r shim_sum)\n");
+		table__print(in->shim_t, stdout);
+	}
 }
 
 static void info_print_json(const struct trace_walk *w, const struct info *in,
@@ -187,7 +197,33 @@ static void info_print_json(const struct trace_walk *w, const struct info *in,
 	json__kv_u64(&j, "skipped_bytes", st->skipped_bytes);
 	json__kv_bool(&j, "truncated", st->truncated);
 	json__kv_bool(&j, "clean_close", st->clean_close);
+	if (in->shim_t) {
+		json__key(&j, "shim");
+		table__print_json(in->shim_t, &j);
+	}
 	json__end_object(&j);
+}
+
+/* The shim's table, when some process sent shim records (a GPU or NVTX trace); else none. */
+static int info_shim(struct info *in, const struct trace_model *m)
+{
+	int err;
+
+	in->shim_t = table__new(shim_sum.name);
+	if (!in->shim_t) {
+		fprintf(stderr, "bpfsight info: %s\n", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	err = shim_sum.emit(in->shim, m, in->shim_t);
+	if (err) {
+		fprintf(stderr, "bpfsight info: shim summary: %s\n", strerror(-err));
+		return err;
+	}
+	if (!table__nrows(in->shim_t)) {
+		table__free(in->shim_t);
+		in->shim_t = NULL;
+	}
+	return 0;
 }
 
 int cmd_info(int argc, char **argv)
@@ -202,7 +238,7 @@ int cmd_info(int argc, char **argv)
 	const struct trace_meta *m;
 	const struct rec_decoder *dec;
 	const struct bs_hdr *rec;
-	int c, as_json = 0, nkinds, status;
+	int c, as_json = 0, nkinds, status, ret;
 	struct trace_walk w;
 	struct info in = {};
 	__u64 end;
@@ -231,9 +267,20 @@ int cmd_info(int argc, char **argv)
 		return EXIT_READ_FAIL;
 
 	/* Every record counts once, under its kind, metadata and too-short ones included. */
-	while (trace_walk__next(&w, &rec, &dec))
+	in.shim = shim_sum.new();
+	if (!in.shim) {
+		fprintf(stderr, "bpfsight info: %s\n", strerror(ENOMEM));
+		trace_walk__close(&w);
+		return EXIT_READ_FAIL;
+	}
+	while ((ret = trace_walk__next(&w, &rec, &dec))) {
 		in.by_type[rec->type]++;
+		if (ret == 1)
+			shim_sum.add(in.shim, rec, w.m);
+	}
 	status = trace_walk__finish(&w);
+	if (info_shim(&in, w.m))
+		status = EXIT_READ_FAIL;
 
 	st = trace_walk__status(&w);
 	m = trace_walk__meta(&w);
@@ -262,6 +309,8 @@ int cmd_info(int argc, char **argv)
 		fprintf(stderr, "bpfsight info: writing the output failed\n");
 		status = EXIT_READ_FAIL;
 	}
+	table__free(in.shim_t);
+	shim_sum.free(in.shim);
 	trace_walk__close(&w);
 	return status;
 }

@@ -51,6 +51,9 @@ static void usage(FILE *f)
 		"      --capture-range=cudaProfilerApi\n"
 		"                           keep only what happens between cudaProfilerStart and\n"
 		"                           cudaProfilerStop (repeated ranges allowed), as nsys\n"
+		"      --capture-range=nvtx:NAME\n"
+		"                           keep only what happens inside NVTX ranges whose text\n"
+		"                           is NAME (default domain; NAME@DOMAIN, NAME@* any)\n"
 		"      --gil-mode MODE      default: probe only the GIL's contended path (waits;\n"
 		"                           costs nothing while uncontended); full: also every\n"
 		"                           take_gil/drop_gil for exact hold times: 3 probe hits\n"
@@ -210,6 +213,14 @@ static char *join_args(int argc, char **argv)
 	return s;
 }
 
+static int nvtx_index(void)
+{
+	for (int i = 0; families[i]; i++)
+		if (!strcmp(families[i]->name, "nvtx"))
+			return i;
+	return 63;
+}
+
 enum { OPT_THRESHOLD = 256, OPT_BUFFER, OPT_KILL, OPT_CAPTURE, OPT_GIL_MODE, OPT_DRY_RUN };
 
 static int parse_capture(const char *s, struct record_opts *o)
@@ -218,9 +229,11 @@ static int parse_capture(const char *s, struct record_opts *o)
 		o->capture_range = RECORD_CAPTURE_PROFILER_API;
 		return 0;
 	}
-	/* nvtx:NAME comes with the nvtx family (cupti-shim); until then say so, never ignore it. */
-	if (!strncmp(s, "nvtx:", 5))
-		return -ENOTSUP;
+	if (!strncmp(s, "nvtx:", 5) && s[5]) {
+		o->capture_range = RECORD_CAPTURE_NVTX;
+		o->capture_nvtx = s + 5;
+		return 0;
+	}
 	return -EINVAL;
 }
 
@@ -301,13 +314,9 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		case OPT_CAPTURE:
-			ret = parse_capture(optarg, &o);
-			if (ret == -ENOTSUP) {
-				fail("--capture-range=nvtx:NAME needs the nvtx family, which this build "
-				     "does not have yet; use cudaProfilerApi");
-				goto err;
-			} else if (ret) {
-				fail("bad --capture-range '%s': use cudaProfilerApi", optarg);
+			if (parse_capture(optarg, &o)) {
+				fail("bad --capture-range '%s': use cudaProfilerApi or nvtx:NAME "
+				     "(NAME@DOMAIN, NAME@* for any domain)", optarg);
 				goto err;
 			}
 			break;
@@ -346,6 +355,7 @@ int cmd_record(int argc, char **argv)
 	if (trace) {
 		if (parse_families(trace, &o.families))
 			goto err;
+		o.families_explicit = 1;
 	} else {
 		for (int i = 0; families[i]; i++)
 			o.families |= 1ull << i;
@@ -353,6 +363,11 @@ int cmd_record(int argc, char **argv)
 	for (int i = 0; families[i]; i++) /* always-on families cannot be deselected */
 		if (families[i]->flags & FAMILY_ALWAYS)
 			o.families |= 1ull << i;
+	if (o.capture_range == RECORD_CAPTURE_NVTX && !(o.families & (1ull << nvtx_index()))) {
+		fail("--capture-range=nvtx:%s needs the nvtx family: add nvtx to -t",
+		     o.capture_nvtx);
+		goto err;
+	}
 	if (!has_caps()) {
 		fail("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
 		goto err;

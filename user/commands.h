@@ -8,6 +8,7 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_shim(int argc, char **argv);
 
 /* Exit statuses of the reading commands (info, dump, stats). */
 #define EXIT_READ_OK	  0 /* clean, or truncated by a crash and recovered (warned on stderr) */

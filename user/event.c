@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Building struct event: bounded everywhere, because decoders run on untrusted records. */
+#include <stdio.h>
 #include <string.h>
 #include "event.h"
 #include "json.h"
@@ -65,6 +66,55 @@ void event__arg_str(struct event *ev, const char *key, const char *s)
 		a->str = s ? s : "";
 }
 
+void event__arg_bool(struct event *ev, const char *key, int v)
+{
+	struct event_arg *a = event__new_arg(ev, key, EVENT_ARG_BOOL);
+
+	if (a)
+		a->u = !!v;
+}
+
+void event__arg_double(struct event *ev, const char *key, double v)
+{
+	struct event_arg *a = event__new_arg(ev, key, EVENT_ARG_DOUBLE);
+
+	if (a)
+		a->d = v;
+}
+
+void event__arg_dim3(struct event *ev, const char *key, const __u32 *xyz)
+{
+	struct event_arg *a = event__new_arg(ev, key, EVENT_ARG_DIM3);
+
+	if (a)
+		memcpy(a->dim, xyz, sizeof(a->dim));
+}
+
+void event__arg_flags(struct event *ev, const char *key, __u32 bits, const char *const *names,
+		      __u32 nnames)
+{
+	struct event_arg *a = event__new_arg(ev, key, EVENT_ARG_FLAGS);
+
+	if (a)
+		a->flags = (struct event_flags){ bits, names ? nnames : 0, names };
+}
+
+const char *event_flags__name(const struct event_flags *f, __u32 bit, char *buf, size_t len)
+{
+	if (bit < f->nnames && f->names[bit])
+		return f->names[bit];
+	snprintf(buf, len, "bit_%u", bit);
+	return buf;
+}
+
+const struct event_arg *event__arg(const struct event *ev, const char *key)
+{
+	for (__u32 i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++)
+		if (!strcmp(ev->args[i].key, key))
+			return &ev->args[i];
+	return NULL;
+}
+
 void event__arg_strn(struct event *ev, const char *key, const char *s, __u32 n)
 {
 	__u32 room, len;
@@ -106,6 +156,26 @@ void event__json_args(const struct event *ev, struct json *j)
 			break;
 		case EVENT_ARG_STR:
 			json__str(j, a->str);
+			break;
+		case EVENT_ARG_BOOL:
+			json__bool(j, (int)a->u);
+			break;
+		case EVENT_ARG_DOUBLE:
+			json__double_g(j, a->d);
+			break;
+		case EVENT_ARG_DIM3:
+			json__begin_array(j);
+			for (int d = 0; d < 3; d++)
+				json__u64(j, a->dim[d]);
+			json__end_array(j);
+			break;
+		case EVENT_ARG_FLAGS:
+			json__begin_array(j);
+			for (__u32 b = 0; b < 32; b++)
+				if (a->flags.bits & (1u << b))
+					json__str(j, event_flags__name(&a->flags, b, hex,
+								       sizeof(hex)));
+			json__end_array(j);
 			break;
 		}
 	}

@@ -6,6 +6,7 @@
 #ifndef BPFSIGHT_EVENT_H
 #define BPFSIGHT_EVENT_H
 
+#include <stddef.h>
 #include <linux/types.h>
 
 struct bs_hdr; /* records.h */
@@ -17,6 +18,17 @@ enum event_arg_kind {
 	EVENT_ARG_S64,
 	EVENT_ARG_HEX, /* u64 printed as "0x..." */
 	EVENT_ARG_STR,
+	EVENT_ARG_BOOL,	  /* u: 0 or 1 */
+	EVENT_ARG_DOUBLE, /* d: written as the shortest text that reads back the same */
+	EVENT_ARG_DIM3,	  /* dim[3]: a kernel's grid or block, written as [x, y, z] */
+	EVENT_ARG_FLAGS,  /* flags: the names of the set bits, written as a list */
+};
+
+/* EVENT_ARG_FLAGS: bit i is called names[i] (NULL or past nnames: "bit_i"). */
+struct event_flags {
+	__u32 bits;
+	__u32 nnames;
+	const char *const *names;
 };
 
 struct event_arg {
@@ -26,6 +38,9 @@ struct event_arg {
 		__u64 u;
 		__s64 s;
 		const char *str; /* must outlive the event (record, model, or event.strbuf) */
+		double d;
+		__u32 dim[3];
+		struct event_flags flags; /* names must outlive the event (static tables) */
 	};
 };
 
@@ -48,6 +63,15 @@ void event__arg_u64(struct event *ev, const char *key, __u64 v);
 void event__arg_s64(struct event *ev, const char *key, __s64 v);
 void event__arg_hex(struct event *ev, const char *key, __u64 v);
 void event__arg_str(struct event *ev, const char *key, const char *s);
+void event__arg_bool(struct event *ev, const char *key, int v);
+void event__arg_double(struct event *ev, const char *key, double v);
+void event__arg_dim3(struct event *ev, const char *key, const __u32 *xyz);
+void event__arg_flags(struct event *ev, const char *key, __u32 bits, const char *const *names,
+		      __u32 nnames);
+/* The name of bit BIT of a FLAGS arg: its table's, or "bit_N" formatted into BUF. */
+const char *event_flags__name(const struct event_flags *f, __u32 bit, char *buf, size_t len);
+/* EV's argument KEY, NULL when the decoder did not give it. */
+const struct event_arg *event__arg(const struct event *ev, const char *key);
 /* Copy a fixed-size, maybe unterminated char array (comm) into strbuf and add it. */
 void event__arg_strn(struct event *ev, const char *key, const char *s, __u32 n);
 

@@ -6,8 +6,10 @@
  * microseconds carrying the nanoseconds as three decimals, a "cat" per kind following Kineto's
  * names where Kineto has one, process/thread names as "ph":"M" events.
  *
- * Streamed: every event is written as it comes; memory holds only the set of processes and
- * threads seen (for their name events at the end) and, for NCCL traces, a rank per process.
+ * GPU and NVTX events follow Kineto too (export_chrome_gpu.c: pid = device, tid = stream,
+ * ac2g flows from launches). Streamed: every event is written as it comes; memory holds only
+ * the set of processes and threads seen (for their name events at the end), the (device,
+ * stream) pairs, and, for NCCL traces, a rank per process.
  * OUT ending in ".gz" is gzip-compressed on the fly.
  *
  * distributedInfo (Kineto's {"backend": "nccl", "rank": R, "world_size": W}) must come before
@@ -28,31 +30,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "export.h"
+#include "export_chrome.h"
 #include "json.h"
 #include "nccl.h"
-#include "stats_math.h"
 
-/* gzip level: 1 keeps a 100 M-event export CPU-bound on JSON formatting, not on deflate. */
-#define CHROME_GZ_LEVEL	    1
-#define CHROME_BUF_SIZE	    (1 << 16)
 #define CHROME_DIST_RESERVE 128 /* bytes kept for distributedInfo (it needs at most 87) */
 #define CHROME_GZ_HDR_LEN   10
 #define CHROME_STORED_MAX   65535 /* bytes of one stored deflate block */
-
-/*
- * How each kind of event is drawn. A family that lands adds its kinds here with Kineto's
- * category: gpu -> "kernel" / "gpu_memcpy" / "gpu_memset" (pid = device, tid = stream), nvtx ->
- * "user_annotation", gil -> "python_function". Their "correlation" arg is written like any
- * other arg; the "ac2g" flow events that tie a launch to its kernel go next to the event in
- * chrome__record. A kind missing here still exports: its cat is its kind, drawn as X when it
- * has a duration. cuda_api is "cuda_runtime" or "cuda_driver" by name (chrome_cuda_cat).
- */
-struct chrome_kind {
-	const char *kind; /* struct event.kind, as the decoders name it */
-	const char *cat;
-	char ph; /* 'X' complete, 'i' instant */
-};
 
 static const struct chrome_kind chrome_kinds[] = {
 	{ "syscall", "os_runtime", 'X' },
@@ -68,25 +52,11 @@ static const struct chrome_kind chrome_kinds[] = {
 	/* Kineto has no host-side NCCL category (torch records its own ops as cpu_op; HTA reads
 	 * collectives from the GPU's ncclDevKernel_* kernels): the calls get their own. */
 	{ "nccl_api", "nccl", 'X' },
+	/* The gpu and nvtx families' instants; their intervals are export_chrome_gpu.c's. */
+	{ "nvtx_mark", "user_annotation", 'i' },
+	{ "nvtx_name", "nvtx", 'i' },
+	{ "shim_status", "shim", 'i' },
 	{ NULL },
-};
-
-/*
- * stdio over OUT's descriptor, through deflate when asked, so the JSON writer streams either
- * way and a failed write keeps its errno (ENOSPC) for the message instead of stdio's bare flag.
- * The header is not part of this stream: it is written (and rewritten) by chrome_put_header.
- */
-struct chrome_out {
-	int fd;
-	int gz;	       /* OUT is one gzip member: stored header, then zs's deflate blocks */
-	int zs_live;   /* zs initialized */
-	z_stream zs;   /* raw deflate (no wrapper: the gzip header and trailer are ours) */
-	__u32 crc;     /* CRC-32 of the bytes deflated so far */
-	__u64 len;     /* and their count */
-	__u32 hdr_crc; /* CRC-32 of the header's text as last written */
-	__u32 hdr_len;
-	int err;       /* positive errno of the first failed write or close */
-	unsigned char zbuf[CHROME_BUF_SIZE];
 };
 
 /* The rank a process showed in its largest NCCL communicator (its world, in torch terms). */
@@ -97,24 +67,6 @@ struct chrome_rank {
 	__u32 ambiguous; /* two communicators of that size gave different ranks */
 };
 
-struct chrome {
-	FILE *f;
-	struct chrome_out out; /* the stream's cookie */
-	const char *path;
-	char *hdr;			/* the header's text, "{" to "traceEvents":[ */
-	size_t hdr_len;
-	long dist_off;			/* where distributedInfo's blanks are in hdr; -1 = none */
-	struct hmap *threads;		/* {pid, tid} -> u8: every thread an event was drawn on */
-	struct hmap *procs;		/* {pid, 0} -> u8 */
-	struct hmap *ranks;		/* {pid, 0} -> struct chrome_rank (NCCL traces) */
-	FILE *scratch;			/* an event's args, when Kineto's keys are added */
-	char *scratch_buf;
-	size_t scratch_size;
-	__u64 lost[BS_LOSS_NR + 1];	/* cumulative per cause, for the "events lost" counter */
-	__u64 nevents;			/* objects written into traceEvents */
-	char buf[CHROME_BUF_SIZE];	/* stdio's buffer (glibc ignores a size without one) */
-	const struct chrome_kind *last; /* kinds come in runs: skip the lookup */
-};
 
 static int write_all(int fd, const void *buf, size_t n, int *errp)
 {
@@ -342,18 +294,18 @@ static FILE *chrome_stream(struct chrome_out *o, int *err)
 }
 
 /* The negative errno of the first failed write, once stdio says one failed. */
-static int chrome_err(const struct chrome *c)
+int chrome_err(const struct chrome *c)
 {
 	return -(c->out.err ? c->out.err : EIO);
 }
 
 /* ns as microseconds with the ns fraction: exact, where a double would round late timestamps. */
-static void chrome_us(FILE *f, __u64 ns)
+void chrome_us(FILE *f, __u64 ns)
 {
 	fprintf(f, "%llu.%03llu", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
 }
 
-static void chrome_str(FILE *f, const char *s)
+void chrome_str(FILE *f, const char *s)
 {
 	json_write_string(f, s ? s : "", s ? strlen(s) : 0);
 }
@@ -480,6 +432,7 @@ static void chrome_free(struct chrome *c)
 	hmap__free(c->threads);
 	hmap__free(c->procs);
 	hmap__free(c->ranks);
+	hmap__free(c->gpu_streams);
 	if (c->scratch)
 		fclose(c->scratch);
 	free(c->scratch_buf);
@@ -500,8 +453,9 @@ static void *chrome__open(const char *out, const struct trace_meta *meta, int *e
 	c->threads = hmap__new(1);
 	c->procs = hmap__new(1);
 	c->ranks = hmap__new(sizeof(struct chrome_rank));
+	c->gpu_streams = hmap__new(1);
 	c->scratch = open_memstream(&c->scratch_buf, &c->scratch_size);
-	if (!c->threads || !c->procs || !c->ranks || !c->scratch) {
+	if (!c->threads || !c->procs || !c->ranks || !c->gpu_streams || !c->scratch) {
 		*err = -ENOMEM;
 		goto err_free;
 	}
@@ -544,8 +498,8 @@ static const struct chrome_kind *chrome_kind_of(struct chrome *c, const char *ki
 }
 
 /* The common fields of every event object, opened and left open. */
-static void chrome_begin(struct chrome *c, char ph, const char *cat, const char *name, __u32 pid,
-			 __u32 tid)
+void chrome_begin(struct chrome *c, char ph, const char *cat, const char *name, __u32 pid,
+		  __u32 tid)
 {
 	FILE *f = c->f;
 
@@ -582,23 +536,12 @@ static int chrome_dims(const struct event *ev, __u64 dims[6])
 	return 1;
 }
 
-/*
- * dump's args, as dump writes them (event__json_args), plus Kineto's "grid" and "block" on
- * launches. Such an object is written to the scratch stream first, its closing brace left
- * out; the other events go straight to the output.
- */
-static int chrome_args(struct chrome *c, const struct event *ev)
+int chrome_args_open(struct chrome *c, const struct event *ev)
 {
-	__u64 d[6];
 	struct json j;
 	long len;
 
 	fputs(",\"args\":", c->f);
-	if (!chrome_dims(ev, d)) {
-		json__init(&j, c->f, 0);
-		event__json_args(ev, &j);
-		return 0;
-	}
 	if (fseek(c->scratch, 0, SEEK_SET))
 		return -EIO;
 	json__init(&j, c->scratch, 0);
@@ -606,10 +549,42 @@ static int chrome_args(struct chrome *c, const struct event *ev)
 	if (fflush(c->scratch) || (len = ftell(c->scratch)) < 2)
 		return -ENOMEM;
 	fwrite(c->scratch_buf, 1, len - 1, c->f);
-	fprintf(c->f, "%s\"grid\":[%llu,%llu,%llu],\"block\":[%llu,%llu,%llu]}",
-		c->scratch_buf[len - 2] == '{' ? "" : ",", (unsigned long long)d[0],
-		(unsigned long long)d[1], (unsigned long long)d[2], (unsigned long long)d[3],
-		(unsigned long long)d[4], (unsigned long long)d[5]);
+	return c->scratch_buf[len - 2] != '{';
+}
+
+/*
+ * dump's args, as dump writes them (event__json_args), plus Kineto's "grid" and "block" on
+ * launches and the "correlation" that ties a launching call to its GPU work (FLOW, 0 = none).
+ * Such an object is written to the scratch stream first, its closing brace left out; the
+ * other events go straight to the output.
+ */
+static int chrome_args(struct chrome *c, const struct event *ev, __u64 flow)
+{
+	int dims, nonempty;
+	__u64 d[6];
+	struct json j;
+
+	dims = chrome_dims(ev, d);
+	if (!dims && !flow) {
+		fputs(",\"args\":", c->f);
+		json__init(&j, c->f, 0);
+		event__json_args(ev, &j);
+		return 0;
+	}
+	nonempty = chrome_args_open(c, ev);
+	if (nonempty < 0)
+		return nonempty;
+	if (dims) {
+		fprintf(c->f, "%s\"grid\":[%llu,%llu,%llu],\"block\":[%llu,%llu,%llu]",
+			nonempty ? "," : "", (unsigned long long)d[0], (unsigned long long)d[1],
+			(unsigned long long)d[2], (unsigned long long)d[3],
+			(unsigned long long)d[4], (unsigned long long)d[5]);
+		nonempty = 1;
+	}
+	if (flow)
+		fprintf(c->f, "%s\"correlation\":%llu", nonempty ? "," : "",
+			(unsigned long long)flow);
+	fputc('}', c->f);
 	return 0;
 }
 
@@ -654,6 +629,7 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 {
 	const struct chrome_kind *k;
 	struct chrome *c = st;
+	__u64 flow = 0;
 	const char *cat;
 	char ph;
 	int err;
@@ -663,11 +639,16 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 		return err;
 	if (!ev)
 		return 0;
+	err = chrome_gpu__record(c, rec, ev);
+	if (err)
+		return err < 0 ? err : ferror(c->f) ? chrome_err(c) : 0;
 	k = chrome_kind_of(c, ev->kind);
 	cat = k ? k->cat : ev->kind;
 	ph = k ? k->ph : ev->dur ? 'X' : 'i';
-	if (rec->type == BS_REC_CUDA_CALL)
+	if (rec->type == BS_REC_CUDA_CALL) {
 		cat = chrome_cuda_cat(ev->name);
+		flow = chrome_gpu__launch_flow(rec);
+	}
 	if (rec->type == BS_REC_NCCL_CALL && c->dist_off >= 0) {
 		err = chrome_note_rank(c, ev, m);
 		if (err)
@@ -683,17 +664,19 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 	} else {
 		fputs(",\"s\":\"t\"", c->f);
 	}
-	err = chrome_args(c, ev);
+	err = chrome_args(c, ev, flow);
 	if (err)
 		return err;
 	fputc('}', c->f);
+	if (flow)
+		chrome_gpu__flow(c, 's', flow, ev->pid, ev->tid, ev->ts);
 	if (rec->type == BS_REC_LOSS)
 		chrome_loss_counter(c, rec, ev);
 	return ferror(c->f) ? chrome_err(c) : 0;
 }
 
-static void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid,
-			      const char *name, __u64 sort_index)
+void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid,
+		       const char *name, __u64 sort_index)
 {
 	FILE *f = c->f;
 
@@ -732,6 +715,7 @@ static void chrome_names(struct chrome *c, const struct trace_model *m)
 			chrome_meta_event(c, "thread_name", key.a, key.b, name, 0);
 		chrome_meta_event(c, "thread_sort_index", key.a, key.b, NULL, key.b);
 	}
+	chrome_gpu__names(c);
 }
 
 static int chrome__finish(void *st, const struct trace_model *m, const struct trace_status *status)

@@ -23,7 +23,9 @@
  * inside ncclBcast), so they share a track and the UI draws each call under its caller.
  *
  * Nothing here knows a family beyond a small table of track names: a new family's events
- * appear on a track named after their kind without changes to this file.
+ * appear on a track named after their kind without changes to this file. The gpu and nvtx
+ * families are the exception, in export_perfetto_gpu.c: GPU work goes on per-device stream
+ * tracks, NVTX on tracks of its own, and flows tie launching calls to their GPU work.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,91 +33,15 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "export.h"
-#include "pb.h"
-#include "stats_math.h"
-#include "string_pool.h"
+#include "export_perfetto.h"
 
-/* Field numbers, from perfetto_trace.proto. */
-#define TRACE_PACKET 1
-
-#define PKT_TIMESTAMP		    8
-#define PKT_CLOCK_SNAPSHOT	    6
-#define PKT_SEQ_ID		    10 /* trusted_packet_sequence_id */
-#define PKT_TRACK_EVENT		    11
-#define PKT_INTERNED_DATA	    12
-#define PKT_SEQUENCE_FLAGS	    13
-#define PKT_DEFAULTS		    59 /* trace_packet_defaults */
-#define PKT_TRACK_DESCRIPTOR	    60
-#define DEFAULTS_TIMESTAMP_CLOCK_ID 58
-
-#define SEQ_INCREMENTAL_STATE_CLEARED 1
-#define SEQ_NEEDS_INCREMENTAL_STATE   2
-
-#define CLOCKS_CLOCK		1
-#define CLOCKS_PRIMARY_CLOCK	2
-#define CLOCK_ID		1
-#define CLOCK_TIMESTAMP		2
-#define BUILTIN_CLOCK_REALTIME	1
-#define BUILTIN_CLOCK_MONOTONIC 3
-#define BUILTIN_CLOCK_BOOTTIME	6
-
-#define TD_UUID		1
-#define TD_NAME		2
-#define TD_PROCESS	3
-#define TD_THREAD	4
-#define TD_PARENT_UUID	5
-#define TD_COUNTER	8
-#define TD_DESCRIPTION	14
-#define PD_PID		1
-#define PD_CMDLINE	2
-#define PD_PROCESS_NAME 6
-#define THD_PID		1
-#define THD_TID		2
-#define THD_THREAD_NAME 5
-#define CD_UNIT		3
-#define CD_UNIT_COUNT	2
-
-#define TE_CATEGORY_IIDS     3
-#define TE_DEBUG_ANNOTATIONS 4
-#define TE_TYPE		     9
-#define TE_NAME_IID	     10
-#define TE_TRACK_UUID	     11
-#define TE_COUNTER_VALUE     30
-#define TE_TYPE_SLICE_BEGIN  1
-#define TE_TYPE_SLICE_END    2
-#define TE_TYPE_INSTANT	     3
-#define TE_TYPE_COUNTER	     4
-
-#define DA_NAME_IID	 1
-#define DA_UINT_VALUE	 3
-#define DA_INT_VALUE	 4
-#define DA_STRING_VALUE	 6
-#define DA_POINTER_VALUE 7
-
-#define ID_EVENT_CATEGORIES	  1
-#define ID_EVENT_NAMES		  2
-#define ID_DEBUG_ANNOTATION_NAMES 3
-#define INTERNED_IID		  1
-#define INTERNED_NAME		  2
-
-/* One writer, one sequence: any non-zero id does. */
-#define PF_SEQ_ID 1
-/* Write out once this much is buffered. */
-#define PF_FLUSH_BYTES (256 * 1024)
-#define PF_MAX_KINDS   256
 
 /*
  * What is family-specific: the display name and help text of a kind's track, or that the
  * kind's slices belong on the thread track itself. Kinds not in the table get a track named
  * after the kind itself.
  */
-static const struct pf_style {
-	const char *kind;
-	const char *track;
-	const char *desc;
-	int on_thread; /* slices nest with the thread's other calls: on the thread track */
-} pf_styles[] = {
+static const struct pf_style pf_styles[] = {
 	{ "syscall", "syscalls",
 	  "System calls of this thread that lasted at least the recording's --osrt-threshold "
 	  "(osrt). Shorter ones are only counted (bpfsight stats -r osrt_sum)." },
@@ -127,47 +53,11 @@ static const struct pf_style {
 	/* A call made by an enclosing traced call (depth > 0) lies inside it in time. */
 	{ "cuda_api", NULL, NULL, 1 },
 	{ "nccl_api", NULL, NULL, 1 },
+	{ "gpu_api", "CUDA API (CUPTI)",
+	  "CUPTI's record of a CUDA call that put work on the GPU, where no cuda-family event was "
+	  "matched to it (-t gpu without cuda): the start of its launch -> GPU flow." },
 };
 
-struct pf_kind {
-	const char *kind; /* the decoder's string: stable for the whole export */
-	const struct pf_style *style;
-};
-
-struct pf_proc {
-	__u64 uuid;
-	const char *name; /* model strings as last described: interned, so compared by address */
-	const char *cmdline;
-};
-
-struct pf_thread {
-	__u64 uuid;
-	const char *name;
-};
-
-struct pf_intern {
-	__u32 field; /* InternedData field */
-	__u32 iid;
-	const char *str;
-};
-
-struct pf {
-	int fd;
-	gzFile gz;
-	struct pb pb;
-	struct string_pool *names, *cats, *keys;
-	struct hmap *procs;    /* {pid} -> pf_proc */
-	struct hmap *threads;  /* {pid << 32 | tid} -> pf_thread */
-	struct hmap *children; /* {pid << 32 | tid, kind index + 1} -> track uuid */
-	struct pf_kind kinds[PF_MAX_KINDS];
-	__u32 nkinds;
-	__u64 next_uuid;
-	__u64 lost_uuid, lost_total;
-	__u64 start_mono;
-	/* Interned strings first used by the packet being written. */
-	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
-	__u32 nfresh;
-};
 
 static int pf__write(struct pf *pf, const void *buf, size_t len)
 {
@@ -212,8 +102,7 @@ static int pf__flush(struct pf *pf)
 	return err;
 }
 
-/* Close a packet; write the buffer out once it is big enough. */
-static int pf__packet_end(struct pf *pf)
+int pf__packet_end(struct pf *pf)
 {
 	pb__end(&pf->pb);
 	if (pb__err(&pf->pb))
@@ -221,7 +110,7 @@ static int pf__packet_end(struct pf *pf)
 	return pf->pb.len >= PF_FLUSH_BYTES ? pf__flush(pf) : 0;
 }
 
-static void pf__packet_begin(struct pf *pf, __u64 ts, __u32 flags)
+void pf__packet_begin(struct pf *pf, __u64 ts, __u32 flags)
 {
 	pb__begin(&pf->pb, TRACE_PACKET);
 	pb__uint(&pf->pb, PKT_TIMESTAMP, ts);
@@ -326,8 +215,8 @@ static int pf__describe_thread(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent
 	return pf__packet_end(pf);
 }
 
-static int pf__describe_track(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent,
-			      const struct pf_kind *k)
+int pf__describe_named(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, const char *name,
+		       const char *desc)
 {
 	struct pb *pb = &pf->pb;
 
@@ -336,11 +225,19 @@ static int pf__describe_track(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent,
 	pb__uint(pb, TD_UUID, uuid);
 	if (parent)
 		pb__uint(pb, TD_PARENT_UUID, parent);
-	pb__string(pb, TD_NAME, k->style && k->style->track ? k->style->track : k->kind);
-	if (k->style && k->style->desc)
-		pb__string(pb, TD_DESCRIPTION, k->style->desc);
+	pb__string(pb, TD_NAME, name);
+	if (desc)
+		pb__string(pb, TD_DESCRIPTION, desc);
 	pb__end(pb);
 	return pf__packet_end(pf);
+}
+
+static int pf__describe_track(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent,
+			      const struct pf_kind *k)
+{
+	return pf__describe_named(pf, ts, uuid, parent,
+				  k->style && k->style->track ? k->style->track : k->kind,
+				  k->style ? k->style->desc : NULL);
 }
 
 /*
@@ -348,20 +245,15 @@ static int pf__describe_track(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent,
  * when the model learnt a new name (exec, prctl(PR_SET_NAME)). Returns the thread's uuid in
  * *uuid, or a negative errno.
  */
-static int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_model *m,
-			    __u64 *uuid)
+int pf__process_track(struct pf *pf, __u32 pid, __u64 ts, const struct trace_model *m,
+		      __u64 *uuid)
 {
-	const char *pname = trace_model__process_name(m, ev->pid);
-	const char *cmdline = trace_model__cmdline(m, ev->pid);
-	const char *tname = trace_model__thread_name(m, ev->tid);
-	struct pf_thread *t;
+	const char *pname = trace_model__process_name(m, pid);
+	const char *cmdline = trace_model__cmdline(m, pid);
 	struct pf_proc *p;
-	__u64 puuid;
 	int err;
 
-	if (!tname && ev->tid == ev->pid)
-		tname = pname;
-	p = hmap__get(pf->procs, (struct hkey){ .a = ev->pid }, 1);
+	p = hmap__get(pf->procs, (struct hkey){ .a = pid }, 1);
 	if (!p)
 		return -ENOMEM;
 	/* A name the model forgot (exec clears the command line until the next snapshot)
@@ -373,11 +265,27 @@ static int pf__thread_track(struct pf *pf, const struct event *ev, const struct 
 			p->name = pname;
 		if (cmdline)
 			p->cmdline = cmdline;
-		err = pf__describe_process(pf, ev->ts, p->uuid, ev->pid, p->name, p->cmdline);
+		err = pf__describe_process(pf, ts, p->uuid, pid, p->name, p->cmdline);
 		if (err)
 			return err;
 	}
-	puuid = p->uuid;
+	*uuid = p->uuid;
+	return 0;
+}
+
+int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_model *m,
+		     __u64 *uuid)
+{
+	const char *tname = trace_model__thread_name(m, ev->tid);
+	struct pf_thread *t;
+	__u64 puuid;
+	int err;
+
+	if (!tname && ev->tid == ev->pid)
+		tname = trace_model__process_name(m, ev->pid);
+	err = pf__process_track(pf, ev->pid, ev->ts, m, &puuid);
+	if (err)
+		return err;
 	t = hmap__get(pf->threads, (struct hkey){ .a = (__u64)ev->pid << 32 | ev->tid }, 1);
 	if (!t)
 		return -ENOMEM;
@@ -461,6 +369,7 @@ static int pf__annotation(struct pf *pf, const struct event_arg *a)
 {
 	struct pb *pb = &pf->pb;
 	__u32 iid = pf__intern(pf, pf->keys, ID_DEBUG_ANNOTATION_NAMES, a->key);
+	char bit[16];
 
 	if (!iid)
 		return -ENOMEM;
@@ -480,13 +389,37 @@ static int pf__annotation(struct pf *pf, const struct event_arg *a)
 	case EVENT_ARG_STR:
 		pb__string(pb, DA_STRING_VALUE, a->str);
 		break;
+	case EVENT_ARG_BOOL:
+		pb__uint(pb, DA_BOOL_VALUE, a->u);
+		break;
+	case EVENT_ARG_DOUBLE:
+		pb__double(pb, DA_DOUBLE_VALUE, a->d);
+		break;
+	case EVENT_ARG_DIM3:
+		/* Unnamed array elements: [x, y, z], as dump writes it. */
+		for (int d = 0; d < 3; d++) {
+			pb__begin(pb, DA_ARRAY_VALUES);
+			pb__uint(pb, DA_UINT_VALUE, a->dim[d]);
+			pb__end(pb);
+		}
+		break;
+	case EVENT_ARG_FLAGS:
+		for (__u32 b = 0; b < 32; b++) {
+			if (!(a->flags.bits & (1u << b)))
+				continue;
+			pb__begin(pb, DA_ARRAY_VALUES);
+			pb__string(pb, DA_STRING_VALUE,
+				   event_flags__name(&a->flags, b, bit, sizeof(bit)));
+			pb__end(pb);
+		}
+		break;
 	}
 	pb__end(pb);
 	return 0;
 }
 
-/* A BEGIN (dur > 0) or INSTANT packet with EV's name, kind and arguments, on TRACK. */
-static int pf__event_start(struct pf *pf, const struct event *ev, __u64 track)
+int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 flow_out,
+		    __u64 flow_in)
 {
 	struct pb *pb = &pf->pb;
 	__u32 name_iid, cat_iid, i;
@@ -508,13 +441,17 @@ static int pf__event_start(struct pf *pf, const struct event *ev, __u64 track)
 		if (err)
 			return err;
 	}
+	if (flow_out)
+		pb__fixed64(pb, TE_FLOW_IDS, flow_out);
+	if (flow_in)
+		pb__fixed64(pb, TE_TERMINATING_FLOWS, flow_in);
 	pb__end(pb);
 	/* After the event in the packet, before it in meaning: readers look fields up by id. */
 	pf__interned_data(pf);
 	return pf__packet_end(pf);
 }
 
-static int pf__event_end(struct pf *pf, __u64 ts, __u64 track)
+int pf__event_end(struct pf *pf, __u64 ts, __u64 track)
 {
 	struct pb *pb = &pf->pb;
 
@@ -526,7 +463,7 @@ static int pf__event_end(struct pf *pf, __u64 ts, __u64 track)
 	return pf__packet_end(pf);
 }
 
-static int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v)
+int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d)
 {
 	struct pb *pb = &pf->pb;
 
@@ -534,7 +471,10 @@ static int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v)
 	pb__begin(pb, PKT_TRACK_EVENT);
 	pb__uint(pb, TE_TYPE, TE_TYPE_COUNTER);
 	pb__uint(pb, TE_TRACK_UUID, track);
-	pb__int(pb, TE_COUNTER_VALUE, v);
+	if (d)
+		pb__double(pb, TE_DOUBLE_COUNTER, *d);
+	else
+		pb__int(pb, TE_COUNTER_VALUE, v);
 	pb__end(pb);
 	return pf__packet_end(pf);
 }
@@ -564,12 +504,12 @@ static int pf__loss(struct pf *pf, const struct bs_hdr *rec)
 		err = pf__packet_end(pf);
 		/* Start the line at zero where recording started, so the first step shows. */
 		if (!err && pf->start_mono && pf->start_mono < rec->ts)
-			err = pf__counter(pf, pf->start_mono, pf->lost_uuid, 0);
+			err = pf__counter(pf, pf->start_mono, pf->lost_uuid, 0, NULL);
 		if (err)
 			return err;
 	}
 	pf->lost_total += l->count;
-	return pf__counter(pf, rec->ts, pf->lost_uuid, (__s64)pf->lost_total);
+	return pf__counter(pf, rec->ts, pf->lost_uuid, (__s64)pf->lost_total, NULL);
 }
 
 static void pf__free(struct pf *pf)
@@ -587,6 +527,7 @@ static void pf__free(struct pf *pf)
 	hmap__free(pf->procs);
 	hmap__free(pf->threads);
 	hmap__free(pf->children);
+	pf_gpu__free(pf->gpu);
 	free(pf);
 }
 
@@ -614,7 +555,9 @@ static void *perfetto_open(const char *out, const struct trace_meta *meta, int *
 	pf->procs = hmap__new(sizeof(struct pf_proc));
 	pf->threads = hmap__new(sizeof(struct pf_thread));
 	pf->children = hmap__new(sizeof(__u64));
-	if (!pf->names || !pf->cats || !pf->keys || !pf->procs || !pf->threads || !pf->children)
+	pf->gpu = pf_gpu__new();
+	if (!pf->names || !pf->cats || !pf->keys || !pf->procs || !pf->threads || !pf->children ||
+	    !pf->gpu)
 		goto fail;
 	/* cmd_export removed any old OUT; never write through a symlink planted meanwhile. */
 	pf->fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -646,22 +589,29 @@ static int perfetto_record(void *st, const struct bs_hdr *rec, const struct even
 			   const struct trace_model *m)
 {
 	struct pf *pf = st;
-	__u64 thread = 0, track;
+	__u64 thread = 0, track, flow_out, flow_in;
 	int err;
 
 	if (ev) {
-		if (ev->pid || ev->tid) {
+		/* GPU operations go on their device's streams, NVTX on its own tracks. */
+		err = pf_gpu__track(pf, rec, ev, m, &track);
+		if (err < 0)
+			return err;
+		if (!err && (ev->pid || ev->tid)) {
 			err = pf__thread_track(pf, ev, m, &thread);
 			if (err)
 				return err;
 		}
 		/* Instants and API calls of a thread go on its own track; other intervals on
 		 * their kind's. */
-		if (thread && (!ev->dur || pf__on_thread(pf, ev)))
+		if (err == 1)
+			err = 0;
+		else if (thread && (!ev->dur || pf__on_thread(pf, ev)))
 			track = thread;
 		else if ((err = pf__kind_track(pf, ev, thread, &track)))
 			return err;
-		err = pf__event_start(pf, ev, track);
+		pf_gpu__flows(rec, &flow_out, &flow_in);
+		err = pf__event_start(pf, ev, track, flow_out, flow_in);
 		if (!err && ev->dur)
 			err = pf__event_end(pf, ev->ts + ev->dur, track);
 		if (err)
@@ -677,7 +627,8 @@ static int perfetto_finish(void *st, const struct trace_model *m, const struct t
 	struct pf *pf = st;
 	int err = 0, e;
 
-	if (status && status->has_end)
+	err = pf_gpu__finish(pf);
+	if (!err && status && status->has_end)
 		err = pf__clock_snapshot(pf, &status->end, 0);
 	if (!err)
 		err = pf__flush(pf);

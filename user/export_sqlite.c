@@ -5,7 +5,8 @@
  * CUPTI_ACTIVITY_KIND_RUNTIME (with ENUM_NSYS_EVENT_CLASS), with nsys's column names and its
  * globalTid = pid << 24 | tid, so queries written for nsys reports run on ours. What nsys has
  * no table for goes into BPFSIGHT_* tables (a CUDA call's decoded arguments, NCCL calls).
- * docs/EXPORT.md has the schema and queries that reproduce `bpfsight stats`.
+ * The GPU and NVTX tables are export_sqlite_gpu.c's. docs/EXPORT.md has the schema and
+ * queries that reproduce `bpfsight stats`.
  *
  * Streamed: one transaction of prepared inserts, indexes built at the end. Memory holds the
  * interned names, the set of threads seen and SQLite's page cache (SQ_CACHE_KIB), never
@@ -18,28 +19,22 @@
 #include <string.h>
 #include <unistd.h>
 #include <sqlite3.h>
-#include "export.h"
+#include "export_sqlite.h"
 #include "family.h"
 #include "stats_math.h"
 #include "string_pool.h"
 #include "syscall_names.h"
 
-#define SQ_CACHE_KIB  32768 /* SQLite page cache; dirty pages past it spill to the file */
-#define SQ_NR_CACHE   1024  /* syscall numbers whose name id is cached in an array */
-/* nsys's ENUM_NSYS_EVENT_CLASS values (the table is written with the rows we use). */
-#define SQ_CUDA_RUNTIME_CLASS 0 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
-#define SQ_CUDA_DRIVER_CLASS  1 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
-#define SQ_OSRT_CLASS	      27 /* TRACE_PROCESS_EVENT_OS_RUNTIME */
-
 /*
- * The schema. A family that lands adds its tables here (nsys's CUPTI_ACTIVITY_KIND_KERNEL,
- * _MEMCPY, _MEMSET, NVTX_EVENTS; BPFSIGHT_GIL), its inserts to sq_sql[] and a case to
- * sqlite__record.
+ * The schema. A family that lands adds its tables here (BPFSIGHT_GIL), its inserts to sq_sql[]
+ * and a case to sqlite__record; the gpu and nvtx families' (nsys's CUPTI_ACTIVITY_KIND_KERNEL,
+ * _MEMCPY, _MEMSET, NVTX_EVENTS) are export_sqlite_gpu.c's.
  *
- * CUPTI_ACTIVITY_KIND_RUNTIME has nsys's columns in nsys's order, then two of ours:
- * nestingLevel (bs_ucall.depth: 0 = a call the application made) and id, which
- * BPFSIGHT_CUDA_ARGS.callId refers to (correlationId stays free for CUPTI's, which links a
- * launch to its kernel once the gpu family records them).
+ * CUPTI_ACTIVITY_KIND_RUNTIME has nsys's columns in nsys's order, then three of ours:
+ * nestingLevel (bs_ucall.depth: 0 = a call the application made), id, which
+ * BPFSIGHT_CUDA_ARGS.callId refers to, and cuptiOnly (1: a row from CUPTI's own record of a call
+ * no cuda-family event was matched to, export_sqlite_gpu.c). correlationId is CUPTI's, set on
+ * the launching calls of GPU work (export_sqlite_gpu.c).
  */
 static const char sq_schema[] =
 	"CREATE TABLE META (key TEXT PRIMARY KEY, value);"
@@ -79,7 +74,8 @@ static const char sq_schema[] =
 	"CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,"
 	" eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER,"
 	" nameId INTEGER NOT NULL REFERENCES StringIds(id), returnValue INTEGER NOT NULL,"
-	" callchainId INTEGER, nestingLevel INTEGER NOT NULL, id INTEGER NOT NULL PRIMARY KEY);"
+	" callchainId INTEGER, nestingLevel INTEGER NOT NULL, id INTEGER NOT NULL PRIMARY KEY,"
+	" cuptiOnly INTEGER NOT NULL);"
 	"CREATE TABLE BPFSIGHT_CUDA_ARGS (callId INTEGER NOT NULL PRIMARY KEY"
 	" REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(id), kernelNameId INTEGER REFERENCES StringIds(id),"
 	" gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER, blockY INTEGER,"
@@ -108,24 +104,6 @@ static const char sq_indexes[] =
 	"CREATE INDEX BPFSIGHT_NCCL_start ON BPFSIGHT_NCCL(start);"
 	"CREATE INDEX BPFSIGHT_NCCL_globalTid ON BPFSIGHT_NCCL(globalTid);";
 
-enum sq_stmt {
-	SQ_META,
-	SQ_STRING,
-	SQ_THREAD_NAME,
-	SQ_OSRT,
-	SQ_SCHED,
-	SQ_OFFCPU,
-	SQ_AGG,
-	SQ_LOSS,
-	SQ_PROCESS,
-	SQ_PROCESS_NAME,
-	SQ_THREAD,
-	SQ_PROC_EVENT,
-	SQ_CUDA,
-	SQ_CUDA_ARGS,
-	SQ_NCCL,
-	SQ_NSTMT,
-};
 
 static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_META] = "INSERT OR REPLACE INTO META VALUES (?, ?)",
@@ -147,30 +125,20 @@ static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_THREAD] = "INSERT OR REPLACE INTO BPFSIGHT_THREADS VALUES (?, ?, ?, ?)",
 	[SQ_PROC_EVENT] = "INSERT INTO BPFSIGHT_PROC_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 	[SQ_CUDA] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES"
-		    " (?, ?, ?, ?, NULL, ?, ?, NULL, ?, ?)",
+		    " (?, ?, ?, ?, NULL, ?, ?, NULL, ?, ?, 0)",
 	[SQ_CUDA_ARGS] = "INSERT INTO BPFSIGHT_CUDA_ARGS VALUES"
 			 " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[SQ_NCCL] = "INSERT INTO BPFSIGHT_NCCL VALUES"
 		    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
-struct sq {
-	sqlite3 *db;
-	const char *path;
-	sqlite3_stmt *stmt[SQ_NSTMT];
-	struct string_pool *strings; /* text -> StringIds.id */
-	struct hmap *threads;	     /* {pid, tid} -> u8: every thread a record named */
-	__u32 nr_name[SQ_NR_CACHE];  /* syscall nr -> StringIds.id, 0 = not yet */
-	__s64 cuda_calls;	     /* CUPTI_ACTIVITY_KIND_RUNTIME.id of the last row */
-};
 
-static __s64 global_tid(__u32 pid, __u32 tid)
+__s64 global_tid(__u32 pid, __u32 tid)
 {
 	return (__s64)pid << 24 | tid;
 }
 
-/* Say what SQLite says, once, where the failure is understood; map to an errno. */
-static int sq_fail(struct sq *s, const char *what)
+int sq_fail(struct sq *s, const char *what)
 {
 	int rc = sqlite3_errcode(s->db);
 
@@ -183,7 +151,7 @@ static int sq_fail(struct sq *s, const char *what)
 	return -EIO;
 }
 
-static int sq_exec(struct sq *s, const char *sql, const char *what)
+int sq_exec(struct sq *s, const char *sql, const char *what)
 {
 	if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		return sq_fail(s, what);
@@ -202,7 +170,7 @@ static int sq_step(struct sq *s, enum sq_stmt i)
 	return 0;
 }
 
-static void sq_bind_text(sqlite3_stmt *st, int col, const char *text)
+void sq_bind_text(sqlite3_stmt *st, int col, const char *text)
 {
 	if (text)
 		sqlite3_bind_text(st, col, text, -1, SQLITE_TRANSIENT);
@@ -216,8 +184,7 @@ static void sq_bind_comm(sqlite3_stmt *st, int col, const char *comm)
 	sqlite3_bind_text(st, col, comm, strnlen(comm, BS_COMM_LEN), SQLITE_TRANSIENT);
 }
 
-/* The StringIds id of TEXT, inserting it the first time; 0 on failure (*ERR set). */
-static __u32 sq_intern(struct sq *s, const char *text, int *err)
+__u32 sq_intern(struct sq *s, const char *text, int *err)
 {
 	sqlite3_stmt *st = s->stmt[SQ_STRING];
 	int is_new;
@@ -310,6 +277,7 @@ static void sq_finalize(struct sq *s)
 
 static void sq_free(struct sq *s)
 {
+	sq_gpu__free(s);
 	sq_finalize(s);
 	sqlite3_close(s->db);
 	string_pool__free(s->strings);
@@ -380,6 +348,8 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 			*err = sq_fail(s, sq_sql[i]);
 	if (!*err)
 		*err = sq_meta(s, meta);
+	if (!*err)
+		*err = sq_gpu__open(s);
 	if (*err)
 		goto err_free;
 	return s;
@@ -537,14 +507,6 @@ static int sq_proc_event(struct sq *s, const struct bs_hdr *rec, const struct ev
 	return sq_step(s, SQ_PROC_EVENT);
 }
 
-/* EV's argument KEY, NULL when the decoder did not give it. */
-static const struct event_arg *sq_arg(const struct event *ev, const char *key)
-{
-	for (__u32 i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++)
-		if (!strcmp(ev->args[i].key, key))
-			return &ev->args[i];
-	return NULL;
-}
 
 /*
  * Bind EV's argument KEY to column COL as dump shows it: numbers and handles as integers
@@ -553,7 +515,7 @@ static const struct event_arg *sq_arg(const struct event *ev, const char *key)
  */
 static int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key)
 {
-	const struct event_arg *a = sq_arg(ev, key);
+	const struct event_arg *a = event__arg(ev, key);
 
 	if (!a) {
 		sqlite3_bind_null(st, col);
@@ -566,7 +528,15 @@ static int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const 
 	case EVENT_ARG_STR:
 		sq_bind_text(st, col, a->str);
 		break;
-	default: /* U64, HEX */
+	case EVENT_ARG_DOUBLE:
+		sqlite3_bind_double(st, col, a->d);
+		break;
+	case EVENT_ARG_DIM3:
+	case EVENT_ARG_FLAGS:
+		/* Lists go into columns of their own (gridX...; state text): never one value. */
+		sqlite3_bind_null(st, col);
+		break;
+	default: /* U64, HEX, BOOL */
 		sqlite3_bind_int64(st, col, (__s64)a->u);
 		break;
 	}
@@ -575,7 +545,7 @@ static int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const 
 
 static __s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt)
 {
-	const struct event_arg *a = sq_arg(ev, key);
+	const struct event_arg *a = event__arg(ev, key);
 
 	if (!a || a->kind == EVENT_ARG_STR)
 		return dflt;
@@ -601,12 +571,12 @@ static int sq_cuda_args(struct sq *s, const struct event *ev, __s64 call)
 					    "kind",	"stream",  "dst",	   "src",
 					    "ptr" };
 	sqlite3_stmt *st = s->stmt[SQ_CUDA_ARGS];
-	const struct event_arg *fn = sq_arg(ev, "kernel");
+	const struct event_arg *fn = event__arg(ev, "kernel");
 	int any = 0, err = 0;
 	__u32 id;
 
 	if (!fn)
-		fn = sq_arg(ev, "func");
+		fn = event__arg(ev, "func");
 	sqlite3_bind_int64(st, 1, call);
 	if (fn && fn->kind == EVENT_ARG_STR) {
 		id = sq_intern(s, fn->str, &err);
@@ -708,6 +678,14 @@ static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event
 		return sq_cuda(s, rec, ev);
 	case BS_REC_NCCL_CALL:
 		return sq_nccl(s, rec, ev);
+	case BS_REC_GPU_KERNEL:
+	case BS_REC_GPU_MEMCPY:
+	case BS_REC_GPU_MEMSET:
+	case BS_REC_GPU_API:
+	case BS_REC_NVTX_RANGE:
+	case BS_REC_NVTX_MARK:
+	case BS_REC_NVTX_NAME:
+		return sq_gpu__record(s, rec, ev, m);
 	default:
 		/* STRING and THREAD feed the model; names are written at the end. */
 		return 0;
@@ -782,9 +760,12 @@ static int sqlite__finish(void *st, const struct trace_model *m, const struct tr
 	if (!err)
 		err = sq_exec(s, sq_indexes, "creating the indexes");
 	if (!err)
+		err = sq_gpu__finish(s);
+	if (!err)
 		err = sq_exec(s, "COMMIT", "commit");
 	if (!err) {
 		/* Close here, not in sq_free, to hear about a failed final write. */
+		sq_gpu__free(s);
 		sq_finalize(s);
 		if (sqlite3_close(s->db) == SQLITE_OK)
 			s->db = NULL;

@@ -12,7 +12,8 @@
 #include "event.h"
 #include "trace_model.h"
 
-struct record_ctx; /* recorder.h */
+struct record_ctx;  /* recorder.h */
+struct record_opts; /* recorder.h */
 struct report;	   /* report.h */
 
 struct rec_decoder {
@@ -38,6 +39,23 @@ struct family {
 	 * records of its own first (e.g. a SYMBOL the record refers to).
 	 */
 	void (*observe)(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
+	/*
+	 * Like observe, before every observe hook: returns 1 when it consumed the record (a
+	 * ring-only record it unpacked and wrote as records of its own), which then goes no
+	 * further and is not written; else 0. May be NULL.
+	 */
+	int (*consume)(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
+	/*
+	 * The recording is ending: runs before any probe is detached, with the ring buffer still
+	 * drained by record_ctx__poll (e.g. to ask a producer to flush and wait for it). May be
+	 * NULL.
+	 */
+	void (*stop)(struct record_ctx *ctx, void *state);
+	/*
+	 * Launch mode, before CMD is forked: set what CMD's environment needs (setenv). A
+	 * negative errno aborts the recording. May be NULL.
+	 */
+	int (*prelaunch)(const struct record_opts *o);
 	/*
 	 * Reading side state kept across one walk of a trace, for decoders that need what came
 	 * before (e.g. which rank a communicator is): created by the trace model, fed every

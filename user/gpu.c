@@ -1,23 +1,32 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* gpu family, record side: placeholder until the shim channel lands. */
-#include <stddef.h>
+/*
+ * gpu family, record side: the cupti-shim channel (shim_link.c) asked for GPU activity. The
+ * kernel bumps the shim's gpu semaphore where the channel attaches, and the shim turns
+ * CUPTI's CONCURRENT_KERNEL, MEMCPY and MEMSET on in those processes only.
+ */
 #include "gpu.h"
+#include "recorder.h"
+#include "shim_link.h"
 
 static int gpu_attach(struct record_ctx *ctx, void **state)
 {
-	*state = NULL; /* records nothing yet */
-	return 0;
+	return shim_link__attach(ctx, &family_gpu, SHIM_WANT_GPU, state);
 }
 
-static void gpu_detach(struct record_ctx *ctx, void *state)
+static int gpu_prelaunch(const struct record_opts *o)
 {
+	return shim_link__prelaunch(o, "gpu", "CUDA_INJECTION64_PATH");
 }
 
 const struct family family_gpu = {
 	.name = "gpu",
 	.desc = "GPU kernels, copies and memsets timed by CUPTI (cupti-shim)",
 	.attach = gpu_attach,
-	.detach = gpu_detach,
+	.poll = shim_link__poll,
+	.detach = shim_link__detach,
+	.consume = shim_link__consume,
+	.stop = shim_link__stop,
+	.prelaunch = gpu_prelaunch,
 	.decoders = gpu_decoders,
 	.reports = gpu_reports,
 };

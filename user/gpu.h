@@ -2,8 +2,8 @@
 /*
  * gpu family: GPU kernels, copies and memsets timed by CUPTI inside the application, through
  * the cupti-shim (cupti-shim/, loaded by CUDA_INJECTION64_PATH) and its USDT channel
- * (bpf/shim.bpf.c, user/shim_link.c). Record side in gpu.c; decoders, the launch join and the
- * reports in gpu_report.c. docs/GPU.md for users.
+ * (bpf/shim.bpf.c, user/shim_link.c). Record side in gpu.c; decoders in gpu_decode.c, reports
+ * in gpu_report.c (and the files it names). docs/GPU.md for users.
  */
 #ifndef BPFSIGHT_GPU_H
 #define BPFSIGHT_GPU_H
@@ -11,7 +11,7 @@
 #include "family.h"
 #include "report.h"
 
-extern const struct rec_decoder gpu_decoders[];	  /* gpu_report.c */
+extern const struct rec_decoder gpu_decoders[];	  /* gpu_decode.c */
 extern const struct report *const gpu_reports[]; /* gpu_report.c */
 extern const struct family family_gpu;		  /* gpu.c */
 

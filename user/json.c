@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Streaming JSON writer; see json.h. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "json.h"
 
@@ -244,6 +245,24 @@ void json__double(struct json *j, double v, int precision)
 	json__sep(j);
 	/* -0.0 would print as "-0.0": valid JSON, but noise in a diff. */
 	fprintf(j->f, "%.*f", precision, v == 0 ? 0.0 : v);
+}
+
+void json__double_g(struct json *j, double v)
+{
+	char buf[32];
+
+	if (!isfinite(v)) {
+		json__null(j);
+		return;
+	}
+	/* Fewest digits first: 0.1 as 0.1, not 0.10000000000000001. */
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, v == 0 ? 0.0 : v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	json__sep(j);
+	fputs(buf, j->f);
 }
 
 void json__bool(struct json *j, int v)

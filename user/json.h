@@ -32,6 +32,8 @@ void json__strn(struct json *j, const char *s, size_t n);
 void json__u64(struct json *j, __u64 v);
 void json__s64(struct json *j, __s64 v);
 void json__double(struct json *j, double v, int precision); /* fixed notation */
+/* The shortest text that reads back as V ("%.17g" at most); non-finite as null. */
+void json__double_g(struct json *j, double v);
 void json__bool(struct json *j, int v);
 void json__null(struct json *j);
 

@@ -14,6 +14,7 @@ static const struct cmd {
 	{ "dump", cmd_dump, "every event as NDJSON" },
 	{ "stats", cmd_stats, "summary reports (osrt_sum, sched_sum, ...)" },
 	{ "export", cmd_export, "convert to Perfetto, Chrome JSON (Kineto) or SQLite" },
+	{ "shim", cmd_shim, "install the cupti-shim and print a job's environment for it" },
 	{ NULL, NULL, NULL },
 };
 

@@ -1,23 +1,32 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* nvtx family, record side: placeholder until the shim channel lands. */
-#include <stddef.h>
+/*
+ * nvtx family, record side: the cupti-shim channel (shim_link.c) asked for NVTX ranges.
+ * The shim records NVTX calls only while its nvtx semaphore is up; --capture-range=nvtx
+ * also raises sync, so that a range's start reaches us as it happens.
+ */
 #include "nvtx.h"
+#include "recorder.h"
+#include "shim_link.h"
 
 static int nvtx_attach(struct record_ctx *ctx, void **state)
 {
-	*state = NULL; /* records nothing yet */
-	return 0;
+	return shim_link__attach(ctx, &family_nvtx, SHIM_WANT_NVTX, state);
 }
 
-static void nvtx_detach(struct record_ctx *ctx, void *state)
+static int nvtx_prelaunch(const struct record_opts *o)
 {
+	return shim_link__prelaunch(o, "nvtx", "NVTX_INJECTION64_PATH");
 }
 
 const struct family family_nvtx = {
 	.name = "nvtx",
 	.desc = "NVTX ranges, marks and names (cupti-shim as the NVTX injection)",
 	.attach = nvtx_attach,
-	.detach = nvtx_detach,
+	.poll = shim_link__poll,
+	.detach = shim_link__detach,
+	.consume = shim_link__consume,
+	.stop = shim_link__stop,
+	.prelaunch = nvtx_prelaunch,
 	.decoders = nvtx_decoders,
 	.reports = nvtx_reports,
 };

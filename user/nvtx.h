@@ -2,8 +2,8 @@
 /*
  * nvtx family: NVTX ranges, marks and names, recorded by the cupti-shim acting as the NVTX
  * injection library (NVTX_INJECTION64_PATH) and sent through its USDT channel
- * (user/shim_link.c). Record side in nvtx.c; decoders and reports in nvtx_report.c.
- * docs/NVTX.md for users.
+ * (user/shim_link.c). Record side in nvtx.c; decoders in nvtx_decode.c, reports in
+ * nvtx_report.c. docs/NVTX.md for users.
  */
 #ifndef BPFSIGHT_NVTX_H
 #define BPFSIGHT_NVTX_H
@@ -11,7 +11,7 @@
 #include "family.h"
 #include "report.h"
 
-extern const struct rec_decoder nvtx_decoders[];   /* nvtx_report.c */
+extern const struct rec_decoder nvtx_decoders[];   /* nvtx_decode.c */
 extern const struct report *const nvtx_reports[]; /* nvtx_report.c */
 extern const struct family family_nvtx;		   /* nvtx.c */
 

@@ -117,6 +117,14 @@ void pb__fixed64(struct pb *pb, __u32 field, __u64 v)
 		pb->buf[pb->len++] = (__u8)(v >> (8 * i));
 }
 
+void pb__double(struct pb *pb, __u32 field, double v)
+{
+	__u64 bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	pb__fixed64(pb, field, bits);
+}
+
 void pb__bytes(struct pb *pb, __u32 field, const void *data, size_t len)
 {
 	if (pb__reserve(pb, 20 + len))

@@ -51,6 +51,8 @@ void pb__int(struct pb *pb, __u32 field, __s64 v);
 /* sint32/sint64: zigzag-encoded. */
 void pb__sint(struct pb *pb, __u32 field, __s64 v);
 void pb__fixed64(struct pb *pb, __u32 field, __u64 v);
+/* double: the IEEE-754 bits as fixed64. */
+void pb__double(struct pb *pb, __u32 field, double v);
 void pb__bytes(struct pb *pb, __u32 field, const void *data, size_t len);
 /* A NUL-terminated string; NULL is written as "". */
 void pb__string(struct pb *pb, __u32 field, const char *s);

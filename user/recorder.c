@@ -93,6 +93,24 @@ __u32 record_ctx__intern(struct record_ctx *ctx, const char *s)
 	return id;
 }
 
+void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n)
+{
+	if (cause < BS_LOSS_NR)
+		ctx->lost_user[cause] += n;
+}
+
+int record_ctx__poll(struct record_ctx *ctx, int timeout_ms)
+{
+	int n;
+
+	if (!ctx->rb)
+		return 0;
+	n = ring_buffer__poll(ctx->rb, timeout_ms);
+	if (n >= 0 || n == -EINTR)
+		n = ring_buffer__consume(ctx->rb);
+	return n;
+}
+
 void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err)
 {
 	fprintf(stderr, "bpfsight record: warning: cannot attach %s: %s\n", what, strerror(-err));
@@ -165,9 +183,15 @@ static int on_record(void *arg, void *data, size_t size)
 {
 	struct record_ctx *ctx = arg;
 	const struct bs_hdr *h = data;
+	int consumed = 0;
 
 	/* BPF wrote it, but the contract is checked on both sides. */
 	if (size < sizeof(*h) || h->size != size || size % 8)
+		return 0;
+	for (int i = 0; families[i] && !consumed; i++)
+		if (ctx->attached[i] && families[i]->consume)
+			consumed = families[i]->consume(ctx, ctx->states[i], h);
+	if (consumed)
 		return 0;
 	for (int i = 0; families[i]; i++)
 		if (ctx->attached[i] && families[i]->observe)
@@ -202,6 +226,7 @@ static void account_losses(struct record_ctx *ctx, __u64 *seen, __u64 *total)
 			sum += vals[c];
 		if (cause == BS_LOSS_ATTACH)
 			sum += ctx->attach_failures;
+		sum += ctx->lost_user[cause];
 		if (sum > seen[cause]) {
 			struct bs_loss r = { .cause = cause, .count = sum - seen[cause] };
 
@@ -310,6 +335,13 @@ int recorder__run(const struct record_opts *o)
 		return 1;
 	fill_meta(&meta, o, fams, sizeof(fams), target, sizeof(target), options, sizeof(options),
 		  &uts, kernel, sizeof(kernel), boot_id, sizeof(boot_id));
+	/* What CMD's environment needs, before anything is created. */
+	for (int i = 0; o->cmd && families[i]; i++) {
+		if (!(o->families & (1ull << i)) || !families[i]->prelaunch)
+			continue;
+		if (families[i]->prelaunch(o))
+			goto out;
+	}
 	if (!o->dry_run)
 		ctx.writer = trace_writer__open(o->output, &meta,
 						o->force ? TRACE_WRITER_FORCE : 0, &err);
@@ -374,6 +406,7 @@ int recorder__run(const struct record_opts *o)
 			strerror(errno));
 		goto out;
 	}
+	ctx.rb = rb;
 	if (o->system_wide)
 		proc_meta__snapshot_all(&ctx);
 	for (__u32 i = 0; i < o->npids; i++)
@@ -431,6 +464,10 @@ int recorder__run(const struct record_opts *o)
 		}
 		goto out;
 	}
+	/* Producers that buffer (the cupti-shim) flush first, the probes still attached. */
+	for (int i = 0; families[i]; i++)
+		if (attached[i] && families[i]->stop)
+			families[i]->stop(&ctx, states[i]);
 	/* Stop the probes first (each family writes its final state), then drain. */
 	uprobe_mgr__free(ctx.uprobes);
 	ctx.uprobes = NULL;

@@ -34,6 +34,7 @@ struct record_opts {
 	__u32 capture_range; /* RECORD_CAPTURE_* */
 	const char *capture_nvtx; /* --capture-range=nvtx:NAME */
 	__u32 gil_mode;	     /* RECORD_GIL_* */
+	__u32 families_explicit; /* -t named the families (else: every family, by default) */
 };
 
 #define RECORD_CAPTURE_ALL	   0 /* everything from start to stop */
@@ -45,6 +46,8 @@ struct record_opts {
 
 struct capture_gate; /* capture_gate.h */
 struct uprobe_mgr;   /* uprobe_mgr.h */
+struct shim_link;    /* shim_link.h */
+struct ring_buffer;  /* libbpf */
 #define RECORD_MAX_FAMILIES 64
 
 struct record_ctx {
@@ -63,6 +66,9 @@ struct record_ctx {
 	int attached[RECORD_MAX_FAMILIES];
 	struct capture_gate *gate;  /* NULL unless --capture-range */
 	struct uprobe_mgr *uprobes; /* created by the first uprobe family that attaches */
+	struct shim_link *shim;	    /* the cupti-shim channel (gpu, nvtx), shared */
+	struct ring_buffer *rb;	    /* for record_ctx__poll */
+	__u64 lost_user[BS_LOSS_NR]; /* losses user space found, added to BPF's counts */
 };
 
 /*
@@ -74,6 +80,13 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj);
 int record_ctx__write(struct record_ctx *ctx, const void *rec);
 /* Intern S (writing its STRING record the first time); 0 for NULL/empty. */
 __u32 record_ctx__intern(struct record_ctx *ctx, const char *s);
+/* Count N events lost for CAUSE that user space noticed: they join the LOSS records. */
+void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n);
+/*
+ * Drain the ring buffer (every record through the observe hooks into the file), waiting up
+ * to TIMEOUT_MS for the first record. For stop hooks; returns records seen or -errno.
+ */
+int record_ctx__poll(struct record_ctx *ctx, int timeout_ms);
 /* Count probes that failed to attach: they become a BS_LOSS_ATTACH record. */
 void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err);
 /* Fill a header for a record user space writes; ts = CLOCK_MONOTONIC now if 0. */

@@ -6,9 +6,14 @@
 
 void time_sum__cols(struct table *t, int *c)
 {
+	time_sum__cols_counting(t, c, "Num Calls");
+}
+
+void time_sum__cols_counting(struct table *t, int *c, const char *count_title)
+{
 	c[0] = table__add_col(t, "time_pct", "Time (%)", TABLE_DOUBLE);
 	c[1] = table__add_col(t, "total_ns", "Total Time (ns)", TABLE_U64);
-	c[2] = table__add_col(t, "count", "Num Calls", TABLE_U64);
+	c[2] = table__add_col(t, "count", count_title, TABLE_U64);
 	c[3] = table__add_col(t, "avg_ns", "Avg (ns)", TABLE_DOUBLE);
 	c[4] = table__add_col(t, "med_ns", "Med (ns)", TABLE_DOUBLE);
 	c[5] = table__add_col(t, "min_ns", "Min (ns)", TABLE_U64);

@@ -15,6 +15,8 @@ struct table;
 
 /* Add the timing columns to T; their ids go to C[0..TIME_SUM_NCOLS). */
 void time_sum__cols(struct table *t, int *c);
+/* The same, with nsys's title for what is counted ("Instances" for kernels and ranges). */
+void time_sum__cols_counting(struct table *t, int *c, const char *count_title);
 /* Fill them in T's current row for one group; GRAND = total_ns over all rows (for time_pct). */
 void time_sum__set(struct table *t, const int *c, __u64 count, __u64 total, __u64 min, __u64 max,
 		   struct samples *s, __u64 grand);

@@ -34,6 +34,7 @@ struct ent {
 	const char *name; /* pooled; the comm of a process, the name of a thread, a string */
 	__u32 cmdline_id;
 	__u32 exe_id;
+	__u32 app_named; /* threads: named by the application (nvtxNameOsThread), kept over comm */
 };
 
 struct map {
@@ -230,6 +231,39 @@ static struct ent *model__name(struct trace_model *m, struct map *map, __u32 key
 	return e;
 }
 
+/*
+ * A thread's OS name (comm, snapshot). A name the application gave it through NVTX wins, as
+ * nsys shows it, until the thread is replaced (FORK of its tid, EXEC: RESET).
+ */
+static void model__thread(struct trace_model *m, __u32 tid, const char *s, __u32 n, int reset)
+{
+	struct ent *e = (struct ent *)map__find(&m->threads, tid);
+
+	if (e && e->app_named && !reset)
+		return;
+	e = model__name(m, &m->threads, tid, s, n);
+	if (e)
+		e->app_named = 0;
+}
+
+/* nvtxNameOsThread: key is the thread's id. */
+static void model__nvtx_name(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_nvtx_name *n = (const void *)rec;
+	const char *name;
+	struct ent *e;
+
+	if (rec->size < sizeof(*n) || n->kind != BS_NVTX_NAME_THREAD || !n->key ||
+	    n->key > 0xffffffffull)
+		return;
+	name = trace_model__string(m, n->name_id);
+	if (!name || !*name)
+		return;
+	e = model__name(m, &m->threads, (__u32)n->key, name, (__u32)strlen(name));
+	if (e)
+		e->app_named = 1;
+}
+
 static void model__string(struct trace_model *m, const struct bs_hdr *rec)
 {
 	const struct bs_string *s = (const void *)rec;
@@ -253,7 +287,7 @@ static void model__process(struct trace_model *m, const struct bs_hdr *rec)
 	e->cmdline_id = p->cmdline_id;
 	e->exe_id = p->exe_id;
 	/* The process comm is its main thread's comm (what /proc/PID/comm shows). */
-	model__name(m, &m->threads, rec->tid ? rec->tid : rec->pid, p->comm, sizeof(p->comm));
+	model__thread(m, rec->tid ? rec->tid : rec->pid, p->comm, sizeof(p->comm), 0);
 }
 
 static void model__fork(struct trace_model *m, const struct bs_hdr *rec)
@@ -273,7 +307,7 @@ static void model__fork(struct trace_model *m, const struct bs_hdr *rec)
 			e->exe_id = parent->exe_id;
 		}
 	}
-	model__name(m, &m->threads, f->child_tid, f->comm, sizeof(f->comm));
+	model__thread(m, f->child_tid, f->comm, sizeof(f->comm), 1);
 }
 
 static void model__exec(struct trace_model *m, const struct bs_hdr *rec)
@@ -290,16 +324,16 @@ static void model__exec(struct trace_model *m, const struct bs_hdr *rec)
 		e->exe_id = 0;
 	}
 	/* After execve the caller is the leader: tid == pid. */
-	model__name(m, &m->threads, rec->pid, x->comm, sizeof(x->comm));
+	model__thread(m, rec->pid, x->comm, sizeof(x->comm), 1);
 	if (rec->tid != rec->pid)
-		model__name(m, &m->threads, rec->tid, x->comm, sizeof(x->comm));
+		model__thread(m, rec->tid, x->comm, sizeof(x->comm), 1);
 }
 
 static void model__comm(struct trace_model *m, const struct bs_hdr *rec, const char *comm)
 {
 	struct ent *e;
 
-	model__name(m, &m->threads, rec->tid, comm, BS_COMM_LEN);
+	model__thread(m, rec->tid, comm, BS_COMM_LEN, 0);
 	/* Renaming the main thread renames the process, as ps and /proc/PID/comm show it. */
 	if (rec->tid == rec->pid) {
 		e = (struct ent *)map__find(&m->procs, rec->pid);
@@ -347,8 +381,8 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		break;
 	case BS_REC_THREAD:
 		if (rec->size >= sizeof(struct bs_thread))
-			model__name(m, &m->threads, rec->tid,
-				    ((const struct bs_thread *)rec)->name, BS_COMM_LEN);
+			model__thread(m, rec->tid, ((const struct bs_thread *)rec)->name,
+				      BS_COMM_LEN, 0);
 		break;
 	case BS_REC_FORK:
 		model__fork(m, rec);
@@ -362,6 +396,9 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		break;
 	case BS_REC_SYMBOL:
 		model__symbol(m, rec);
+		break;
+	case BS_REC_NVTX_NAME:
+		model__nvtx_name(m, rec);
 		break;
 	default:
 		break;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What a reader learns while walking a trace: interned strings and the names of processes
- * and threads, from STRING, PROCESS, THREAD, FORK, EXEC and COMM records, and the names of
- * code addresses and handles from SYMBOL records. Feed it every
+ * and threads, from STRING, PROCESS, THREAD, FORK, EXEC and COMM records (a name the
+ * application gave a thread with nvtxNameOsThread, NVTX_NAME, wins over its comm), and the
+ * names of code addresses and handles from SYMBOL records. Feed it every
  * record in file order before decoding that record.
  */
 #ifndef BPFSIGHT_TRACE_MODEL_H

@@ -36,6 +36,7 @@
 #include "libmap.skel.h"
 
 #define MAX_FAMILIES	  4
+#define MAX_LISTENERS	  2
 #define MAX_PENDING	  1024
 #define CODE_PEEK	  64 /* prologue bytes given to probe_site__choose */
 #define STOP_WAIT_MS	  200 /* for a process BPF stopped to reach the stopped state */
@@ -59,6 +60,7 @@ struct obj {
 	__u32 nfds;
 	struct elf_syms *syms; /* opened lazily for symbolization, then kept */
 	int syms_failed;
+	void *heard[MAX_LISTENERS]; /* what each listener's file() returned */
 };
 
 struct mapping {
@@ -81,6 +83,8 @@ struct uprobe_mgr {
 	struct libmap_bpf *libmap;
 	struct fam fams[MAX_FAMILIES];
 	__u32 nfams;
+	struct uprobe_listener listeners[MAX_LISTENERS];
+	__u32 nlisteners;
 	struct hmap *objs;  /* (dev, ino) -> struct obj * */
 	struct hmap *pids;  /* (pid, 0) -> struct pid_maps * (last scan) */
 	pid_t pending[MAX_PENDING]; /* pids to rescan; 0 = every process */
@@ -197,6 +201,14 @@ int uprobe_mgr__add_family(struct uprobe_mgr *m, const struct ucall_table *table
 	if (m->nfams == MAX_FAMILIES)
 		return -E2BIG;
 	m->fams[m->nfams++] = (struct fam){ table, entry, ret };
+	return 0;
+}
+
+int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener *l)
+{
+	if (m->nlisteners == MAX_LISTENERS)
+		return -E2BIG;
+	m->listeners[m->nlisteners++] = *l;
 	return 0;
 }
 
@@ -406,6 +418,8 @@ static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *open_pa
 	}
 	dl_hook_attach(m, o, syms, path); /* --dry-run too: it finds what CMD loads */
 	elf_syms__free(syms);
+	for (__u32 i = 0; i < m->nlisteners; i++)
+		o->heard[i] = m->listeners[i].file(m->listeners[i].arg, path, o->path);
 	if (o->nsites && !m->ctx->opts->dry_run)
 		obj_attach(m, o, path);
 	close(fd);
@@ -429,6 +443,21 @@ static struct obj *obj_get(struct uprobe_mgr *m, __u64 dev, __u64 ino, const cha
 		*slot = o;
 	}
 	return *slot;
+}
+
+/* Tell the listeners that asked for MP's file that PID maps it. */
+static void notify_mapped(struct uprobe_mgr *m, pid_t pid, const struct mapping *mp)
+{
+	char open_path[PATH_MAX + 64];
+	int have_path = 0;
+
+	for (__u32 i = 0; i < m->nlisteners && mp->obj; i++) {
+		if (!mp->obj->heard[i])
+			continue;
+		if (!have_path++)
+			mapping_path(open_path, sizeof(open_path), pid, mp, mp->obj->path);
+		m->listeners[i].mapped(m->listeners[i].arg, mp->obj->heard[i], pid, open_path);
+	}
 }
 
 /* Remember PID's file mappings (for symbolization after it exits). Takes V. */
@@ -483,6 +512,7 @@ static int scan_pid(struct uprobe_mgr *m, pid_t pid)
 			mapping_path(open_path, sizeof(open_path), pid, &mp, path);
 			obj_examine(m, o, open_path, pid);
 		}
+		notify_mapped(m, pid, &mp);
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
 			nv = realloc(v, cap * sizeof(*v));
@@ -624,6 +654,9 @@ static void inherit_maps(struct uprobe_mgr *m, pid_t parent, pid_t child)
 		return;
 	memcpy(v, (*slot)->v, (*slot)->n * sizeof(*v));
 	pid_maps_set(m, child, v, (*slot)->n); /* may move *slot: not used after */
+	slot = hmap__get(m->pids, (struct hkey){ (__u64)child, 0 }, 0);
+	for (__u32 i = 0; slot && *slot && i < (*slot)->n; i++)
+		notify_mapped(m, child, &(*slot)->v[i]);
 }
 
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)

@@ -29,6 +29,27 @@ void uprobe_mgr__free(struct uprobe_mgr *m); /* detaches everything */
 /* Probe TABLE's functions with ENTRY/RET wherever they are found from now on. */
 int uprobe_mgr__add_family(struct uprobe_mgr *m, const struct ucall_table *table,
 			   struct bpf_program *entry, struct bpf_program *ret);
+/*
+ * A user of the manager's discovery that probes something else than API functions (the
+ * cupti-shim channel): told about every ELF file examined, and about every process mapping
+ * a file it asked for.
+ */
+struct uprobe_listener {
+	/*
+	 * A file examined for the first time. PATH opens it during the call (the manager holds
+	 * it open: /proc/self/fd/N); SHOWN is its path in the first process that mapped it.
+	 * Return non-NULL to hear about the file's mappings: the pointer is kept with the file.
+	 */
+	void *(*file)(void *arg, const char *path, const char *shown);
+	/*
+	 * PID maps a file FILE() kept a pointer for (COOKIE), found by a scan or inherited by a
+	 * fork; told again on later scans (the listener dedups). PATH opens the file now.
+	 */
+	void (*mapped)(void *arg, void *cookie, pid_t pid, const char *path);
+	void *arg;
+};
+
+int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener *l);
 /* The first scan, once every family is added: the targets (-p, launch) or all (-a). */
 int uprobe_mgr__start(struct uprobe_mgr *m);
 /* Examine every executable mapping of PID (0 = every process, for -a). */

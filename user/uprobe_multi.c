@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -56,6 +57,14 @@ int uprobe_multi__prepare(struct bpf_program *prog)
 int uprobe_multi__attach(const struct bpf_program *prog, const char *path,
 			 const __u64 *offsets, const __u64 *cookies, __u32 cnt, int retprobe)
 {
+	struct uprobe_multi_opts o = { .cookies = cookies, .retprobe = retprobe };
+
+	return uprobe_multi__attach_opts(prog, path, offsets, cnt, &o);
+}
+
+int uprobe_multi__attach_opts(const struct bpf_program *prog, const char *path,
+			      const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o)
+{
 	/* The kernel wants every byte past what it knows zeroed: one whole zeroed bpf_attr. */
 	union {
 		struct link_create_uprobe_multi lc;
@@ -68,9 +77,54 @@ int uprobe_multi__attach(const struct bpf_program *prog, const char *path,
 	attr.lc.attach_type = ATTACH_TRACE_UPROBE_MULTI;
 	attr.lc.path = (__u64)(unsigned long)path;
 	attr.lc.offsets = (__u64)(unsigned long)offsets;
-	attr.lc.cookies = (__u64)(unsigned long)cookies;
+	attr.lc.cookies = (__u64)(unsigned long)o->cookies;
+	attr.lc.ref_ctr_offsets = (__u64)(unsigned long)o->ref_ctr_offsets;
 	attr.lc.cnt = cnt;
-	attr.lc.multi_flags = retprobe ? F_UPROBE_MULTI_RETURN : 0;
+	attr.lc.multi_flags = o->retprobe ? F_UPROBE_MULTI_RETURN : 0;
+	attr.lc.pid = o->pid > 0 ? o->pid : 0;
 	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	return fd < 0 ? -errno : fd;
+}
+
+int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog,
+			 const char *path, const __u64 *offsets, __u32 cnt,
+			 const struct uprobe_multi_opts *o)
+{
+	int err;
+
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+	if (uprobe_multi__supported()) {
+		l->fd = uprobe_multi__attach_opts(prog, path, offsets, cnt, o);
+		return l->fd < 0 ? l->fd : 0;
+	}
+	l->links = calloc(cnt, sizeof(*l->links));
+	if (!l->links)
+		return -ENOMEM;
+	for (__u32 i = 0; i < cnt; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = o->retprobe);
+
+		uo.bpf_cookie = o->cookies ? o->cookies[i] : 0;
+		uo.ref_ctr_offset = o->ref_ctr_offsets ? o->ref_ctr_offsets[i] : 0;
+		l->links[i] = bpf_program__attach_uprobe_opts(prog, o->pid > 0 ? o->pid : -1, path,
+							      offsets[i], &uo);
+		if (!l->links[i]) {
+			err = -errno;
+			uprobe_links__detach(l);
+			return err;
+		}
+		l->nlinks++;
+	}
+	return 0;
+}
+
+void uprobe_links__detach(struct uprobe_links *l)
+{
+	if (l->fd > 0)
+		close(l->fd);
+	for (__u32 i = 0; i < l->nlinks; i++)
+		bpf_link__destroy(l->links[i]);
+	free(l->links);
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
 }

@@ -10,8 +10,10 @@
 #define BPFSIGHT_UPROBE_MULTI_H
 
 #include <linux/types.h>
+#include <sys/types.h>
 
 struct bpf_program;
+struct bpf_link;
 
 /* 1 when the running kernel has uprobe_multi links. */
 int uprobe_multi__supported(void);
@@ -24,5 +26,38 @@ int uprobe_multi__prepare(struct bpf_program *prog);
  */
 int uprobe_multi__attach(const struct bpf_program *prog, const char *path,
 			 const __u64 *offsets, const __u64 *cookies, __u32 cnt, int retprobe);
+
+struct uprobe_multi_opts {
+	const __u64 *cookies;	      /* NULL: every cookie 0 */
+	const __u64 *ref_ctr_offsets; /* NULL: none; else per offset, 0 = none (USDT semaphores) */
+	pid_t pid;		      /* 0: every process mapping PATH; else that process only */
+	int retprobe;
+};
+
+/*
+ * uprobe_multi__attach with semaphores and a pid filter. The kernel installs the probes, and
+ * bumps a semaphore (ref_ctr), only in the processes the filter accepts: with a pid, other
+ * processes mapping PATH never see their semaphore move.
+ */
+int uprobe_multi__attach_opts(const struct bpf_program *prog, const char *path,
+			      const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o);
+
+/*
+ * Probes attached together and detached together, as one uprobe_multi link where the
+ * kernel has them (PROG prepared with uprobe_multi__prepare), else one perf-event uprobe
+ * per offset (bpf_uprobe_opts.ref_ctr_offset, the pid; PROG loaded as a plain uprobe).
+ */
+struct uprobe_links {
+	int fd; /* uprobe_multi link, or -1 */
+	struct bpf_link **links;
+	__u32 nlinks;
+};
+
+/* Attach into L (zeroed, or detached): 0 or a negative errno (nothing stays attached). */
+int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog,
+			 const char *path, const __u64 *offsets, __u32 cnt,
+			 const struct uprobe_multi_opts *o);
+/* Detach everything in L (a zeroed L is fine); L can be attached again. */
+void uprobe_links__detach(struct uprobe_links *l);
 
 #endif /* BPFSIGHT_UPROBE_MULTI_H */

@@ -298,10 +298,34 @@ def load_chrome(path):
     return text, json.loads(text, parse_float=decimal.Decimal)
 
 
+def launch_correlations(doc):
+    """A call that can put work on the GPU carries Kineto's correlation and starts an ac2g flow
+    with it (export_chrome_gpu.c); check that, and drop it so the args compare with dump's.
+    Returns the names of the calls that had one."""
+    starts = {(f["pid"], f["tid"], f["ts"], f["id"]) for f in doc["traceEvents"]
+              if f["ph"] == "s" and f["cat"] == "ac2g"}
+    names = set()
+    for e in doc["traceEvents"]:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e["args"]:
+            c = e["args"].pop("correlation")
+            check(0 < c < 2 ** 53, f"correlation {c} is a JSON-exact integer")
+            check((e["pid"], e["tid"], e["ts"], c) in starts, f"ac2g flow start of {e}")
+            names.add(e["name"])
+    eq(len(starts), sum(1 for f in doc["traceEvents"] if f["ph"] == "s"), "distinct flows")
+    return names
+
+
 def check_chrome(trace, path):
     """Every dump event once, with its Kineto category and args; returns (text, doc)."""
     text, doc = load_chrome(path)
     evs = dump(trace)
+    launching = launch_correlations(doc)
+    for name in ("cudaLaunchKernel", "cudaMemcpy", "cudaMemsetAsync", "cudaGraphLaunch",
+                 "cuLaunchKernel", "cuMemcpyHtoD_v2"):
+        check(name in launching or not any(e["name"] == name for e in evs),
+              f"{name} starts a launch flow")
+    for name in ("cudaMalloc", "cudaFree", "cudaDeviceSynchronize", "cuMemAlloc_v2"):
+        check(name not in launching, f"{name} does not start a launch flow")
     got = collections.Counter(
         (e["cat"], e["name"], e["pid"], e["tid"], ns(e["ts"]), ns(e.get("dur", 0)),
          json.dumps(e["args"], sort_keys=True))

@@ -11,9 +11,11 @@ API_SHARED = workload("cuda/cuda_api_shared")
 
 def test_bad_capture_range_and_gil_mode_refused():
     out = os.path.join(tmpdir(), "x.bst")
-    for bad, why in [("bogus", "bad --capture-range 'bogus'"),
-                     ("nvtx:step", "needs the nvtx family")]:
-        p = run([BPFSIGHT, "record", "--capture-range=" + bad, "-o", out, "--", "true"])
+    for bad, fams, why in [("bogus", "cuda", "bad --capture-range 'bogus'"),
+                           ("nvtx:", "nvtx", "bad --capture-range 'nvtx:'"),
+                           ("nvtx:step", "cuda", "needs the nvtx family")]:
+        p = run([BPFSIGHT, "record", "--capture-range=" + bad, "-t", fams, "-o", out, "--",
+                 "true"])
         eq(p.returncode, 1, f"--capture-range={bad}")
         check(why in p.stderr, p.stderr)
     p = run([BPFSIGHT, "record", "--gil-mode", "fast", "-o", out, "--", "true"])

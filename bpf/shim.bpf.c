@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The cupti-shim channel, kernel side: one program on every bpfsight:* USDT site of a shim
+ * (user/shim_link.c attaches it; the bpf_cookie says which probe a site is, shim_cookie.h).
+ *
+ * bpfsight:batch(buf, bytes) hands over a buffer of records the shim filled in its own
+ * memory: it is copied whole (bpf_probe_read_user) into one SHIM_BATCH ring record, so the
+ * shim pays one probe hit per batch of records, never one per kernel or range. The copy goes
+ * through a per-CPU scratch value because a batch (up to 16 KiB) is far larger than the BPF
+ * stack. Losses count records: a batch that finds the ring full adds its nrec.
+ *
+ * The control probes (gpu, nvtx, sync, drain) run nothing here: attaching them is what
+ * matters, as the kernel then bumps their semaphores in the process and the shim's poller
+ * sees what is wanted.
+ */
+#include "common.bpf.h"
+#include "shim_cookie.h"
+
+#define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
+
+struct scratch {
+	struct bs_shim_batch rec;
+	__u8 data[BATCH_BYTES + 8]; /* + room to round the record up to 8 bytes */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} shim_scratch SEC(".maps");
+
+/*
+ * Batches of a process that never reached user space (ring full, or unreadable even to
+ * their header): what explains a gap in that process's batch sequence numbers. User space
+ * counts gaps beyond these as lost too.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} shim_gaps SEC(".maps");
+
+static __always_inline void count_loss(__u32 cause, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&lost, &cause);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline void count_gap(__u32 tgid)
+{
+	__u64 one = 1, *v = bpf_map_lookup_elem(&shim_gaps, &tgid);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+	else
+		bpf_map_update_elem(&shim_gaps, &tgid, &one, BPF_NOEXIST);
+}
+
+/* The SIZE bytes at user address P, zero-extended. Constant sizes keep the verifier happy. */
+static __always_inline int read_user_sized(__u64 *v, __u32 log2size, const void *p)
+{
+	switch (log2size) {
+	case 0:
+		return bpf_probe_read_user(v, 1, p);
+	case 1:
+		return bpf_probe_read_user(v, 2, p);
+	case 2:
+		return bpf_probe_read_user(v, 4, p);
+	default:
+		return bpf_probe_read_user(v, 8, p);
+	}
+}
+
+/* One USDT argument as the note described it (shim_cookie.h). 0 or -1. */
+static __always_inline int fetch_arg(struct pt_regs *ctx, __u32 spec, __u64 *out)
+{
+	__u32 log2size = SHIM_ARG_LOG2SIZE(spec), shift = 64 - (8u << log2size);
+	__u64 v = 0, base = 0;
+
+	switch (SHIM_ARG_KIND(spec)) {
+	case SHIM_ARG_REG:
+		if (bpf_probe_read_kernel(&v, 8, (void *)ctx + SHIM_ARG_REG_SLOT(spec) * 8))
+			return -1;
+		break;
+	case SHIM_ARG_MEM:
+		if (bpf_probe_read_kernel(&base, 8, (void *)ctx + SHIM_ARG_REG_SLOT(spec) * 8) ||
+		    read_user_sized(&v, log2size, (void *)(base + (__s64)SHIM_ARG_VAL(spec))))
+			return -1;
+		break;
+	case SHIM_ARG_CONST:
+		v = (__s64)SHIM_ARG_VAL(spec);
+		break;
+	default:
+		return -1;
+	}
+	if (shift) {
+		v <<= shift;
+		v = SHIM_ARG_SIGNED(spec) ? (__u64)((__s64)v >> shift) : v >> shift;
+	}
+	*out = v;
+	return 0;
+}
+
+SEC("uprobe")
+int shim_probe(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), id = bpf_get_current_pid_tgid();
+	const struct bs_shim_batch_hdr *bh;
+	__u64 buf = 0, bytes = 0, nrec = 1, wake = BPF_RB_NO_WAKEUP;
+	__u32 tgid = id >> 32, zero = 0, len, flags = 0, size;
+	struct scratch *s;
+
+	if (SHIM_COOKIE_PROBE(cookie) != SHIM_PROBE_BATCH || !bs_is_target(tgid))
+		return 0;
+	s = bpf_map_lookup_elem(&shim_scratch, &zero);
+	if (!s)
+		return 0;
+	if (fetch_arg(ctx, SHIM_COOKIE_ARG(cookie, 0), &buf) ||
+	    fetch_arg(ctx, SHIM_COOKIE_ARG(cookie, 1), &bytes))
+		flags |= BS_SHIM_BATCH_FAULT;
+	len = bytes;
+	if (bytes > BATCH_BYTES) {
+		len = BATCH_BYTES;
+		flags |= BS_SHIM_BATCH_CLAMP;
+	}
+	if (len & 7)
+		*(__u64 *)&s->data[len & ~7u] = 0; /* the padding never leaks an older batch */
+	if ((flags & BS_SHIM_BATCH_FAULT) || bpf_probe_read_user(s->data, len, (void *)buf)) {
+		/* The header alone tells user space which records were lost. */
+		flags |= BS_SHIM_BATCH_FAULT;
+		len = 0;
+		if (!bpf_probe_read_user(s->data, sizeof(*bh), (void *)buf))
+			len = sizeof(*bh);
+	}
+	bh = (const void *)s->data;
+	if (len >= sizeof(*bh) && bh->magic == BS_SHIM_MAGIC)
+		nrec = bh->nrec;
+	size = sizeof(s->rec) + ((len + 7) & ~7u);
+	s->rec.h.type = BS_REC_SHIM_BATCH;
+	s->rec.h.size = size;
+	s->rec.h.cpu = bpf_get_smp_processor_id();
+	s->rec.h.pid = tgid;
+	s->rec.h.tid = (__u32)id;
+	s->rec.h.ts = bpf_ktime_get_ns();
+	s->rec.len = len;
+	s->rec.flags = flags;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		wake = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, s, size, wake)) {
+		count_loss(BS_LOSS_RINGBUF_FULL, nrec);
+		count_gap(tgid);
+	} else if (len < sizeof(*bh)) {
+		count_gap(tgid); /* user space cannot see this batch's sequence number */
+	}
+	return 0;
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libbpfsight-shim internals: the CUDA and NVTX injection library that writes GPU activity
+ * and NVTX ranges into batches handed to BPF through USDT (bpf/records.h, "cupti-shim
+ * channel"). docs/GPU.md describes it for users.
+ *
+ * Modules:
+ *   shim_core.c    state machine, poller thread, fork and exit, STATUS records
+ *   shim_buf.c     per-thread batch buffers and the bpfsight:batch probe
+ *   shim_str.c     string interning and the STRING records that precede their users
+ *   shim_nvtx.c    the NVTX injection (InitializeInjectionNvtx2) and its handlers
+ *   shim_cupti.c   CUPTI loading, enable/disable, buffer callbacks (InitializeInjection)
+ *   shim_find.c    where libcupti is
+ *   shim_cbid.c    the runtime/driver calls that put work on the GPU, and their names
+ *   shim_decode.c  CUPTI activity record -> bs_gpu_* record (the one decode path)
+ *
+ * Nothing here may harm the application: every failure is reported in a STATUS record (or
+ * counted as dropped) and the shim carries on doing less.
+ */
+#ifndef BPFSIGHT_SHIM_H
+#define BPFSIGHT_SHIM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <wchar.h>
+
+#include "records.h"
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+
+#define SHIM_NS_PER_MS 1000000ull
+
+/* ---- shim_core.c ---- */
+
+/* Bits of shim_hot: what an NVTX handler must do beyond keeping its depth (0: nothing). */
+#define SHIM_HOT_NVTX	 0x1 /* record NVTX calls */
+#define SHIM_HOT_SYNC	 0x2 /* also send BEGIN records and flush at once */
+#define SHIM_HOT_RESTART 0x4 /* a forked child: the poller must be started again */
+
+extern _Atomic uint32_t shim_hot;
+/* Non-zero while a tracer is attached; a new value for every attach (a "session"). */
+extern _Atomic uint32_t shim_session;
+extern uint32_t shim_pid;
+
+uint64_t shim_now(void); /* CLOCK_MONOTONIC ns, the clock of every record */
+void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* An injection entry point ran: initialize once, (re)start the poller, set the state bit. */
+void shim_core__enter(uint32_t injected_bit);
+/* An injection entry point is done: act on the semaphores now. */
+void shim_core__poll_now(void);
+/* The slow path of a handler that saw SHIM_HOT_RESTART. */
+void shim_core__restart(void);
+void shim_core__set_state(uint32_t set, uint32_t clear);
+uint32_t shim_core__state(void);
+/* Write a STATUS record from the calling thread and send it at once. */
+void shim_core__status(uint32_t session, uint32_t event, int32_t result, const char *detail,
+		       uint64_t dropped);
+/* Records lost inside the shim or CUPTI: reported by the poller as EV_DROPPED. */
+void shim_core__add_dropped(uint64_t n);
+
+/* ---- shim_buf.c ---- */
+
+struct shim_thread;
+
+void shim_buf__init(void);
+/* The calling thread's buffer, created on first use (NULL when out of memory: counted). */
+struct shim_thread *shim_thread__self(void);
+void shim_thread__lock(struct shim_thread *t);
+void shim_thread__unlock(struct shim_thread *t);
+uint32_t shim_thread__tid(const struct shim_thread *t);
+/* The NVTX module's per-thread state (accessed with t locked). */
+void **shim_thread__nvtx(struct shim_thread *t);
+/*
+ * Copy one record into t's batch (t locked), sending the batch first when the record does
+ * not fit. False when SESSION is over: the record is discarded.
+ */
+bool shim_thread__append(struct shim_thread *t, uint32_t session, const void *rec,
+			 uint32_t size);
+void shim_thread__flush(struct shim_thread *t); /* t locked */
+void shim_buf__flush_all(void);
+void shim_buf__drop_all(void);
+/* FN(t, ARG) for every thread buffer, t locked (the list is locked meanwhile). */
+void shim_buf__for_each(void (*fn)(struct shim_thread *t, void *arg), void *arg);
+uint64_t shim_buf__seq(void); /* the sequence number of the last batch sent */
+/* The pending-strings batch, sent before any other batch (see shim_str.c). */
+void shim_buf__send_lock(void);
+void shim_buf__send_unlock(void);
+void *shim_buf__reserve_string(uint32_t session, uint32_t size); /* send lock held */
+void shim_buf__atfork_prepare(void);
+void shim_buf__atfork_parent(void);
+void shim_buf__atfork_child(void);
+
+void shim_hdr(struct bs_hdr *h, uint16_t type, uint16_t size, uint32_t tid, uint64_t ts);
+
+/* ---- shim_str.c ---- */
+
+#define SHIM_STR_MAX_LEN 4096 /* longer strings are cut (kernel names can be huge) */
+
+struct shim_str;
+
+/* The interned string for TEXT (stable for the process's life); never NULL. */
+struct shim_str *shim_str__intern(const char *text, size_t len);
+struct shim_str *shim_str__intern_c(const char *text); /* NULL text: NULL */
+struct shim_str *shim_str__intern_wide(const wchar_t *text);
+/* S's id, its STRING record queued to go before any later batch of SESSION. 0 for NULL. */
+uint32_t shim_str__use(struct shim_str *s, uint32_t session, uint32_t tid);
+void shim_str__atfork_prepare(void);
+void shim_str__atfork_parent(void);
+void shim_str__atfork_child(void);
+
+/* ---- shim_nvtx.c ---- */
+
+void shim_nvtx__set_on(bool on);
+/* Thread and category names given before the attach, sent again for the new session. */
+void shim_nvtx__resend_names(uint32_t session);
+/* Ranges open now, as RANGE records with BS_NVTX_OPEN (they stay open in the shim). */
+void shim_nvtx__send_open(uint32_t session, uint64_t now);
+void shim_nvtx__thread_gone(void *state);
+void shim_nvtx__atfork_prepare(void);
+void shim_nvtx__atfork_parent(void);
+void shim_nvtx__atfork_child(void);
+
+/* ---- shim_cupti.c ---- */
+
+void shim_cupti__init(void);	  /* InitializeInjection */
+int shim_cupti__load(void);	  /* find and bind libcupti once; 0 or -errno */
+uint32_t shim_cupti__version(void); /* 0 = not loaded */
+/* Poller: GPU activity wanted or not; periodic flush. */
+void shim_cupti__poll(bool want, uint64_t now);
+void shim_cupti__flush(bool forced);
+void shim_cupti__report_errors(uint32_t session);
+/* Decode every record of a CUPTI buffer into the calling thread's batch. */
+int shim_cupti__consume(uint8_t *buf, size_t valid);
+/* Report a failed CUPTI call (once per distinct failure and session). */
+void shim_cupti__fail(const char *what, int result);
+/* cuptiGetCallbackName's answer, NULL when CUPTI has none. */
+const char *shim_cupti__callback_name(uint32_t domain, uint32_t cbid);
+
+/* ---- shim_find.c ---- */
+
+/* dlopen() libcupti from the places CUDA installs put it; NULL when not found. */
+void *shim_find__cupti(void);
+
+/* ---- shim_cbid.c ---- */
+
+struct shim_cbid {
+	uint32_t cbid;
+	const char *name; /* as in cupti_*_cbid.h */
+};
+
+extern const struct shim_cbid shim_cbid_runtime[];
+extern const size_t shim_cbid_runtime_nr;
+extern const struct shim_cbid shim_cbid_driver[];
+extern const size_t shim_cbid_driver_nr;
+
+/* The API's name for records: CUPTI's, without the "_v3020" version tag; interned once. */
+struct shim_str *shim_cbid__name(uint32_t domain, uint32_t cbid);
+
+/* ---- shim_decode.c ---- */
+
+/* One CUPTI activity record into t's batch (t locked); 1 if written, 0 if not a kind we use. */
+int shim_decode__record(struct shim_thread *t, uint32_t session, const void *rec);
+
+#endif /* BPFSIGHT_SHIM_H */

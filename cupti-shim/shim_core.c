@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The shim's state machine. A light poller thread (started by the first injection entry,
+ * never by a constructor) reads the USDT semaphores every 50 ms and turns recording on and
+ * off to match:
+ *
+ *   attached  = batch semaphore > 0      a new session: STATUS(ATTACH), strings re-sent
+ *   NVTX on   = attached && nvtx sem     handlers record (one relaxed load when off)
+ *   GPU on    = attached && gpu sem      CUPTI activity kinds enabled (shim_cupti.c)
+ *   sync      = attached && sync sem     NVTX BEGIN records, sent at once
+ *   drain     = rising edge of drain sem flush everything, send open ranges, fire drain(seq)
+ *
+ * and flushes thread buffers about every 250 ms while attached. When the tracer goes, GPU
+ * activity is disabled (never cuptiFinalize: crash-prone in a live process), NVTX recording
+ * stops and unsent records are dropped (nobody to send them to).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim.h"
+#include "shim_usdt.h"
+
+#define POLL_MS	 50
+#define FLUSH_MS 250
+
+unsigned short bpfsight_batch_semaphore __attribute__((section(".probes"), used));
+unsigned short bpfsight_gpu_semaphore __attribute__((section(".probes"), used));
+unsigned short bpfsight_nvtx_semaphore __attribute__((section(".probes"), used));
+unsigned short bpfsight_sync_semaphore __attribute__((section(".probes"), used));
+unsigned short bpfsight_drain_semaphore __attribute__((section(".probes"), used));
+
+_Atomic uint32_t shim_hot;
+_Atomic uint32_t shim_session;
+uint32_t shim_pid;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bool debug;
+static _Atomic uint32_t state; /* BS_SHIM_ST_* */
+static _Atomic uint64_t dropped;
+
+/* The poller's view, under ctl (the exit handler and fork take it too). */
+static pthread_mutex_t ctl = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	bool started;	 /* a poller runs in this process */
+	bool attached;
+	bool drain_seen; /* the drain semaphore was set at the previous poll */
+	bool exiting;
+	bool forked; /* a forked child: CUDA is unusable here, GPU stays off */
+	uint32_t gen;	/* the last session number handed out */
+	uint32_t sent_state; /* state bits in the last STATUS */
+	uint64_t last_flush;
+} P;
+
+uint64_t shim_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void shim_log(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	if (!debug)
+		return;
+	n = snprintf(line, sizeof(line), "bpfsight-shim[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	strcat(line, "\n");
+	if (write(STDERR_FILENO, line, strlen(line)) < 0)
+		return;
+}
+
+void shim_core__set_state(uint32_t set, uint32_t clear)
+{
+	uint32_t old = atomic_load(&state);
+
+	while (!atomic_compare_exchange_weak(&state, &old, (old & ~clear) | set))
+		;
+}
+
+uint32_t shim_core__state(void)
+{
+	return atomic_load(&state);
+}
+
+void shim_core__add_dropped(uint64_t n)
+{
+	atomic_fetch_add_explicit(&dropped, n, memory_order_relaxed);
+}
+
+void shim_core__status(uint32_t session, uint32_t event, int32_t result, const char *detail,
+		       uint64_t ndropped)
+{
+	struct shim_thread *t = shim_thread__self();
+	struct bs_shim_status s;
+
+	if (!t || !session)
+		return;
+	memset(&s, 0, sizeof(s));
+	shim_thread__lock(t);
+	shim_hdr(&s.h, BS_REC_SHIM_STATUS, sizeof(s), shim_thread__tid(t), shim_now());
+	s.state = shim_core__state();
+	s.event = event;
+	s.cupti_result = result;
+	s.detail_id = shim_str__use(shim_str__intern_c(detail), session, shim_thread__tid(t));
+	s.dropped = ndropped;
+	s.seq = shim_buf__seq();
+	s.cupti_version = shim_cupti__version();
+	/* Status records are rare and tell the tracer what is going on: send them at once. */
+	if (shim_thread__append(t, session, &s, sizeof(s)))
+		shim_thread__flush(t);
+	shim_thread__unlock(t);
+}
+
+static void hot_set(uint32_t bits, bool on)
+{
+	if (on)
+		atomic_fetch_or_explicit(&shim_hot, bits, memory_order_relaxed);
+	else
+		atomic_fetch_and_explicit(&shim_hot, ~bits, memory_order_relaxed);
+}
+
+static void on_attach(uint64_t now)
+{
+	uint32_t session;
+
+	if (++P.gen == 0)
+		++P.gen;
+	session = P.gen;
+	atomic_store(&shim_session, session);
+	P.attached = true;
+	P.drain_seen = false;
+	atomic_store(&dropped, 0); /* nobody listened: counted as unsent, not as dropped */
+	P.last_flush = now;
+	P.sent_state = shim_core__state();
+	shim_core__status(session, BS_SHIM_EV_ATTACH, 0, NULL, 0);
+	shim_cupti__report_errors(session);
+	shim_nvtx__resend_names(session);
+	shim_buf__flush_all();
+	shim_log("attached: session %u", session);
+}
+
+static void on_detach(uint64_t now)
+{
+	shim_cupti__poll(false, now);
+	hot_set(SHIM_HOT_NVTX | SHIM_HOT_SYNC, false);
+	shim_nvtx__set_on(false);
+	shim_core__set_state(0, BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_SYNC | BS_SHIM_ST_CUPTI_BUSY);
+	atomic_store(&shim_session, 0);
+	shim_buf__drop_all();
+	P.attached = false;
+	shim_log("detached");
+}
+
+static void update_nvtx(void)
+{
+	bool want = SHIM_SEM(nvtx) > 0;
+	bool sync = want && SHIM_SEM(sync) > 0;
+	uint32_t st = shim_core__state();
+
+	if (want != !!(st & BS_SHIM_ST_NVTX_ON)) {
+		/* The epoch changes before the handlers see the flag: stacks start afresh. */
+		if (want)
+			shim_nvtx__set_on(true);
+		hot_set(SHIM_HOT_NVTX, want);
+		if (!want)
+			shim_nvtx__set_on(false);
+		shim_core__set_state(want ? BS_SHIM_ST_NVTX_ON : 0, want ? 0 : BS_SHIM_ST_NVTX_ON);
+	}
+	if (sync != !!(st & BS_SHIM_ST_SYNC)) {
+		hot_set(SHIM_HOT_SYNC, sync);
+		shim_core__set_state(sync ? BS_SHIM_ST_SYNC : 0, sync ? 0 : BS_SHIM_ST_SYNC);
+		SHIM_PROBE_SYNC();
+	}
+}
+
+/* A state change: STATUS(STATE), and the probes a tracer can watch. */
+static void report_state(uint32_t session)
+{
+	uint32_t st = shim_core__state();
+
+	if (st == P.sent_state)
+		return;
+	P.sent_state = st;
+	shim_core__status(session, BS_SHIM_EV_STATE, 0, NULL, 0);
+	SHIM_PROBE_GPU(st);
+	SHIM_PROBE_NVTX(st);
+	shim_log("state 0x%x", st);
+}
+
+/* Everything out now: CUPTI's buffers, every thread's batch, the ranges still open. */
+static void drain(uint32_t session, uint32_t event, uint64_t now)
+{
+	shim_cupti__flush(true);
+	shim_buf__flush_all();
+	shim_nvtx__send_open(session, now);
+	shim_buf__flush_all();
+	shim_core__status(session, event, 0, NULL, 0);
+}
+
+static void report_dropped(uint32_t session)
+{
+	uint64_t n = atomic_exchange_explicit(&dropped, 0, memory_order_relaxed);
+
+	if (n)
+		shim_core__status(session, BS_SHIM_EV_DROPPED, 0, NULL, n);
+}
+
+/* BPFSIGHT_SHIM_DEBUG: every change of the semaphores, as read. */
+static void log_semaphores(void)
+{
+	static uint64_t last;
+	uint64_t now = (uint64_t)SHIM_SEM(batch) | (uint64_t)SHIM_SEM(gpu) << 12 |
+		       (uint64_t)SHIM_SEM(nvtx) << 24 | (uint64_t)SHIM_SEM(sync) << 36 |
+		       (uint64_t)SHIM_SEM(drain) << 48;
+
+	if (now == last)
+		return;
+	last = now;
+	shim_log("semaphores: batch %u gpu %u nvtx %u sync %u drain %u", SHIM_SEM(batch),
+		 SHIM_SEM(gpu), SHIM_SEM(nvtx), SHIM_SEM(sync), SHIM_SEM(drain));
+}
+
+static void poll_once(void)
+{
+	uint64_t now = shim_now();
+	bool attached = SHIM_SEM(batch) > 0;
+	uint32_t session;
+	bool drain_set;
+
+	if (debug)
+		log_semaphores();
+	if (attached && !P.attached)
+		on_attach(now);
+	else if (!attached && P.attached)
+		on_detach(now);
+	if (!P.attached)
+		return;
+	session = atomic_load(&shim_session);
+	update_nvtx();
+	shim_cupti__poll(SHIM_SEM(gpu) > 0 && !P.forked, now);
+	report_state(session);
+	report_dropped(session);
+	drain_set = SHIM_SEM(drain) > 0;
+	if (drain_set && !P.drain_seen) {
+		drain(session, BS_SHIM_EV_DRAINED, shim_now());
+		SHIM_PROBE_DRAIN(shim_buf__seq());
+		P.last_flush = now;
+	}
+	P.drain_seen = drain_set;
+	if (now - P.last_flush >= FLUSH_MS * SHIM_NS_PER_MS) {
+		shim_buf__flush_all();
+		P.last_flush = now;
+	}
+}
+
+static void *poller(void *arg)
+{
+	const struct timespec period = { 0, POLL_MS * SHIM_NS_PER_MS };
+
+	for (;;) {
+		pthread_mutex_lock(&ctl);
+		if (P.exiting) {
+			pthread_mutex_unlock(&ctl);
+			break;
+		}
+		poll_once();
+		pthread_mutex_unlock(&ctl);
+		nanosleep(&period, NULL);
+	}
+	return NULL;
+}
+
+/* ctl held. The poller takes no signal meant for the application. */
+static void start_poller(void)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t th;
+	int err;
+
+	if (P.started || P.exiting)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	err = pthread_create(&th, &attr, poller, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		shim_log("no poller thread: %s (nothing will be recorded)", strerror(err));
+		return;
+	}
+	pthread_setname_np(th, "bpfsight-shim");
+	P.started = true;
+}
+
+/* The process is exiting: a final drain while a tracer listens, then nothing more. */
+static void at_exit(void)
+{
+	pthread_mutex_lock(&ctl);
+	if (P.attached && !P.exiting)
+		drain(atomic_load(&shim_session), BS_SHIM_EV_EXIT, shim_now());
+	P.exiting = true;
+	pthread_mutex_unlock(&ctl);
+}
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&ctl);
+	shim_nvtx__atfork_prepare();
+	shim_str__atfork_prepare();
+	shim_buf__atfork_prepare();
+}
+
+static void fork_parent(void)
+{
+	shim_buf__atfork_parent();
+	shim_str__atfork_parent();
+	shim_nvtx__atfork_parent();
+	pthread_mutex_unlock(&ctl);
+}
+
+/*
+ * The child has no poller and a copy of the parent's session: it starts over as a new
+ * process (new session, every string re-sent) once its next NVTX call restarts the poller.
+ */
+static void fork_child(void)
+{
+	shim_buf__atfork_child();
+	shim_str__atfork_child();
+	shim_nvtx__atfork_child();
+	pthread_mutex_init(&ctl, NULL);
+	shim_pid = (uint32_t)getpid();
+	P.started = false;
+	P.attached = false;
+	P.forked = true;
+	atomic_store(&shim_session, 0);
+	atomic_store(&shim_hot, SHIM_HOT_RESTART);
+	shim_core__set_state(0, BS_SHIM_ST_GPU_ON | BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_SYNC |
+				     BS_SHIM_ST_CUPTI_BUSY);
+}
+
+static void init_once(void)
+{
+	const char *d = getenv("BPFSIGHT_SHIM_DEBUG");
+
+	debug = d && *d && strcmp(d, "0");
+	shim_pid = (uint32_t)getpid();
+	shim_buf__init();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	/* atexit, not a destructor: it runs before the libraries (libcupti) are torn down. */
+	atexit(at_exit);
+	shim_log("loaded");
+}
+
+void shim_core__enter(uint32_t injected_bit)
+{
+	pthread_once(&once, init_once);
+	shim_core__set_state(injected_bit, 0);
+	pthread_mutex_lock(&ctl);
+	start_poller();
+	pthread_mutex_unlock(&ctl);
+}
+
+/*
+ * An injection entry point finished: poll at once rather than at the next tick, so that a
+ * tracer already attached (a process started under bpfsight) sees the first kernels and
+ * ranges too; InitializeInjection is also where CUPTI wants activity enabled.
+ */
+void shim_core__poll_now(void)
+{
+	pthread_mutex_lock(&ctl);
+	if (!P.exiting)
+		poll_once();
+	pthread_mutex_unlock(&ctl);
+}
+
+void shim_core__restart(void)
+{
+	atomic_fetch_and(&shim_hot, ~(uint32_t)SHIM_HOT_RESTART);
+	pthread_mutex_lock(&ctl);
+	start_poller();
+	pthread_mutex_unlock(&ctl);
+}

@@ -1,0 +1,222 @@
+"""Synthetic traces: records packed as bpf/records.h lays them out, written to a .bst by the real
+trace writer (build/tests/bst_write). For the readers' tests of records no recorder produces on a
+machine without a GPU (CUPTI's kernels, copies, memsets, API records) and without the shim's
+NVTX ranges.
+
+    t = Trace()
+    t.process(100, "train")
+    t.kernel(pid=100, tid=101, ts=..., dur=..., name="gemm", ...)
+    path = t.write(dir)
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+
+from helpers import BPFSIGHT, BUILD, eq
+
+BST_WRITE = os.path.join(BUILD, "tests", "bst_write")
+
+# Record types and flags (records.h).
+STRING, PROCESS, THREAD, LOSS = 0x01, 0x02, 0x03, 0x04
+CUDA_CALL = 0x30
+SHIM_STATUS, GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_API = 0x61, 0x62, 0x63, 0x64, 0x65
+NVTX_RANGE, NVTX_MARK, NVTX_NAME, NVTX_BEGIN = 0x70, 0x71, 0x72, 0x73
+GPU_CALL_CUDA, GPU_CALL_API, GPU_GRAPH = 0x1, 0x2, 0x4
+NVTX_PUSHPOP, NVTX_OPEN, NVTX_COLOR, NVTX_REGISTERED = 0x1, 0x2, 0x4, 0x80
+PAYLOAD = {"u64": 0x10, "i64": 0x20, "f64": 0x30, "u32": 0x40, "i32": 0x50, "f32": 0x60}
+NAME_THREAD, NAME_CATEGORY = 1, 2
+EV_ATTACH, EV_STATE, EV_CUPTI_ERROR, EV_DRAINED, EV_DROPPED, EV_EXIT = 1, 2, 3, 4, 5, 6
+LOSS_SHIM = 6
+
+HDR = "<HHIIIQ"
+SIZES = {STRING: 32, PROCESS: 64, THREAD: 40, LOSS: 40, CUDA_CALL: 152, SHIM_STATUS: 64,
+         GPU_KERNEL: 112, GPU_MEMCPY: 96, GPU_MEMSET: 88, GPU_API: 64, NVTX_RANGE: 72,
+         NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40}
+
+
+def _rec(rtype, pid, tid, ts, body_fmt, *body, extra=b""):
+    body = struct.pack("<" + body_fmt, *body) + extra
+    size = struct.calcsize(HDR) + len(body)
+    if rtype in SIZES and not extra:
+        eq(size, SIZES[rtype], f"record 0x{rtype:x} packed as records.h lays it out")
+    return struct.pack(HDR, rtype, size, 0, pid, tid, ts) + body
+
+
+def short_rec(rtype, pid, tid, ts, body_bytes):
+    """A record of RTYPE with only BODY_BYTES after its header: too short for its type."""
+    return struct.pack(HDR, rtype, struct.calcsize(HDR) + body_bytes, 0, pid, tid, ts) + \
+        b"\0" * body_bytes
+
+
+def payload_bits(kind, value):
+    """The raw u64 of a typed NVTX payload."""
+    if kind == "f64":
+        return struct.unpack("<Q", struct.pack("<d", value))[0]
+    if kind == "f32":
+        return struct.unpack("<I", struct.pack("<f", value))[0]
+    if kind in ("i64", "i32"):
+        return value & ((1 << 64) - 1) if kind == "i64" else value & 0xffffffff
+    return value
+
+
+def _attr_flags(color, payload):
+    """The flags and raw payload of an NVTX event's color and (type, value) payload."""
+    flags, bits = NVTX_COLOR if color is not None else 0, 0
+    if payload is not None:
+        flags |= PAYLOAD[payload[0]]
+        bits = payload_bits(*payload)
+    return flags, bits
+
+
+class Trace:
+    def __init__(self, families="proc,cuda,gpu,nvtx", start=1000, end=None):
+        self.recs = []
+        self.strings = {}
+        self.families = families
+        self.start = start
+        self.end = end
+
+    # -- metadata --
+    def string(self, text, pid=0):
+        """The id of TEXT, its STRING record written before first use."""
+        if text is None:
+            return 0
+        if text not in self.strings:
+            sid = len(self.strings) + 1
+            self.strings[text] = sid
+            b = text.encode()
+            pad = b + b"\0" * (-len(b) % 8)
+            self.recs.append(_rec(STRING, 0, 0, 0, "II", sid, len(b), extra=pad))
+        return self.strings[text]
+
+    def process(self, pid, comm, ts=0):
+        self.recs.append(_rec(PROCESS, pid, pid, ts, "IIIIQ16s", 1, 0, 0, 0, 0, comm.encode()))
+
+    def thread(self, pid, tid, name, ts=0):
+        self.recs.append(_rec(THREAD, pid, tid, ts, "16s", name.encode()))
+
+    def loss(self, cause, count, ts):
+        self.recs.append(_rec(LOSS, 0, 0, ts, "IIQ", cause, 0, count))
+
+    # -- cuda family --
+    def cuda_call(self, pid, tid, ts, dur, fn, ret=0, depth=0, args=()):
+        words = list(args) + [0] * (12 - len(args))
+        self.recs.append(_rec(CUDA_CALL, pid, tid, ts, "QqQIHH12Q", dur, ret, 0, fn, depth, 0,
+                              *words))
+
+    # -- gpu family --
+    def status(self, pid, tid, ts, state, event, cupti_result=0, detail=None, dropped=0, seq=0,
+               cupti_version=0):
+        d = self.string(detail, pid)
+        self.recs.append(_rec(SHIM_STATUS, pid, tid, ts, "IIiIQQII", state, event, cupti_result,
+                              d, dropped, seq, cupti_version, 0))
+
+    def kernel(self, pid, tid, ts, dur, name, call_ts=0, flags=0, correlation=0, device=0,
+               context=1, stream=7, grid=(1, 1, 1), block=(1, 1, 1), shmem_dynamic=0,
+               shmem_static=0, registers=0, graph_id=0, graph_node_id=0):
+        n = self.string(name, pid)
+        self.recs.append(_rec(GPU_KERNEL, pid, tid, ts, "QQIIIII3I3IIIHHIIQ", dur, call_ts,
+                              correlation, n, device, context, stream, *grid, *block,
+                              shmem_dynamic, shmem_static, registers, flags, graph_id, 0,
+                              graph_node_id))
+
+    def memcpy(self, pid, tid, ts, dur, nbytes, copy_kind, src_kind=0, dst_kind=0, is_async=0,
+               call_ts=0, flags=0, correlation=0, device=0, context=1, stream=7, src_device=None,
+               dst_device=None, graph_id=0, graph_node_id=0):
+        src_device = device if src_device is None else src_device
+        dst_device = device if dst_device is None else dst_device
+        self.recs.append(_rec(GPU_MEMCPY, pid, tid, ts, "QQQIIIIBBBBHHIIIIQ", dur, call_ts,
+                              nbytes, correlation, device, context, stream, copy_kind, src_kind,
+                              dst_kind, is_async, flags, 0, src_device, dst_device, graph_id, 0,
+                              graph_node_id))
+
+    def memset(self, pid, tid, ts, dur, nbytes, value=0, mem_kind=3, call_ts=0, flags=0,
+               correlation=0, device=0, context=1, stream=7, graph_id=0, graph_node_id=0):
+        self.recs.append(_rec(GPU_MEMSET, pid, tid, ts, "QQQIIIIIHHIIQ", dur, call_ts, nbytes,
+                              correlation, device, context, stream, value, mem_kind, flags,
+                              graph_id, 0, graph_node_id))
+
+    def api(self, pid, tid, ts, dur, name, correlation, cbid=0, ret=0, domain=2, call_ts=0,
+            flags=0):
+        n = self.string(name, pid)
+        self.recs.append(_rec(GPU_API, pid, tid, ts, "QQIIIIHHI", dur, call_ts, correlation,
+                              cbid, n, ret, domain, flags, 0))
+
+    # -- nvtx family --
+    def range(self, pid, tid, ts, dur, text, domain=None, pushpop=True, depth=0, end_tid=None,
+              range_id=0, category=0, color=None, payload=None, is_open=False,
+              registered=False):
+        flags, bits = _attr_flags(color, payload)
+        flags |= (NVTX_PUSHPOP if pushpop else 0) | (NVTX_OPEN if is_open else 0) | \
+            (NVTX_REGISTERED if registered else 0)
+        n, d = self.string(text, pid), self.string(domain, pid)
+        self.recs.append(_rec(NVTX_RANGE, pid, tid, ts, "QQQIIIIIHH", dur, range_id, bits, n, d,
+                              tid if end_tid is None else end_tid, category, color or 0, depth,
+                              flags))
+
+    def mark(self, pid, tid, ts, text, domain=None, category=0, color=None, payload=None):
+        flags, bits = _attr_flags(color, payload)
+        n, d = self.string(text, pid), self.string(domain, pid)
+        self.recs.append(_rec(NVTX_MARK, pid, tid, ts, "QIIIIHHI", bits, n, d, category,
+                              color or 0, flags, 0, 0))
+
+    def name(self, pid, tid, ts, kind, key, text, domain=None):
+        n, d = self.string(text, pid), self.string(domain, pid)
+        self.recs.append(_rec(NVTX_NAME, pid, tid, ts, "QIIII", key, kind, n, d, 0))
+
+    def begin(self, pid, tid, ts, text, range_id=0, domain=None):
+        n, d = self.string(text, pid), self.string(domain, pid)
+        self.recs.append(_rec(NVTX_BEGIN, pid, tid, ts, "QII", range_id, n, d))
+
+    def raw(self, data):
+        self.recs.append(data)
+
+    def write(self, directory, name="synth.bst", close=True):
+        path = os.path.join(directory, name)
+        args = [BST_WRITE, "--families", self.families, "--start", str(self.start)]
+        if self.end is not None:
+            args += ["--end", str(self.end)]
+        if not close:
+            args.append("--no-close")
+        p = subprocess.run(args + [path], input=b"".join(self.recs), capture_output=True,
+                           timeout=60)
+        eq(p.returncode, 0, f"bst_write ({p.stderr.decode().strip()})")
+        return path
+
+
+_fns = {}
+
+
+def cuda_fn(name):
+    """The index of NAME in the cuda family's API table (bs_ucall.fn), as dump names it."""
+    if not _fns:
+        t = Trace(families="cuda")
+        for fn in range(4096):
+            t.cuda_call(1, 1, fn + 1, 1, fn)
+        d = tempfile.mkdtemp(prefix="bpfsight-synth-")
+        try:
+            p = subprocess.run([BPFSIGHT, "dump", t.write(d)], capture_output=True, text=True,
+                               timeout=60)
+            for line in p.stdout.splitlines():
+                e = json.loads(line)
+                if e["kind"] == "cuda_api" and not e["name"].startswith("cuda_fn_"):
+                    _fns[e["name"]] = e["ts"] - 1
+        finally:
+            shutil.rmtree(d, True)
+    return _fns[name]
+
+
+def flow_id(pid, tid, call_ts):
+    """gpu_flow_id (user/gpu_decode.c): what the exports tie a launch and its GPU work with."""
+    m = (1 << 64) - 1
+    h = ((pid << 32 | tid) ^ (call_ts * 0x9e3779b97f4a7c15)) & m
+    h ^= h >> 30
+    h = (h * 0xbf58476d1ce4e5b9) & m
+    h ^= h >> 27
+    h = (h * 0x94d049bb133111eb) & m
+    h ^= h >> 31
+    h &= (1 << 53) - 1
+    return h or 1

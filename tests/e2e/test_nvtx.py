@@ -1,0 +1,309 @@
+"""nvtx family: NVTX ranges through the real cupti-shim and `bpfsight record` on this kernel.
+
+The workload (tests/workloads/shim/nvtx_ranges.c) emits exactly what its header comment lists:
+nested push/pop, ranges in worker threads, a start/end range ended on another thread, a
+domain with registered strings, marks with payloads and colors, thread and category names.
+Each test rebuilds that list from the thread ids the workload prints and compares it with the
+whole dump, then checks the timing the sleeps guarantee.
+"""
+import collections
+import json
+import os
+import signal
+import time
+
+from helpers import (BPFSIGHT, BUILD, Recorder, check, dump, eq, info, need_root, run, spawn,
+                     tmpdir, workload)
+
+SHIM = os.path.join(BUILD, "libbpfsight-shim.so")
+RANGES = workload("shim/nvtx_ranges")
+CHAIN = workload("shim/libnvtx_chain.so")
+NVTX_KINDS = ("nvtx_range", "nvtx_mark", "nvtx_name")
+DOM = "bpfsight.test"
+MS = 1000000
+
+
+def need_shim():
+    need_root()
+    for p in (SHIM, RANGES):
+        check(os.path.exists(p), f"{p} missing: run make test-build (needs the CUDA toolkit)")
+
+
+def shim_env(**kw):
+    return dict(os.environ, NVTX_INJECTION64_PATH=SHIM, **kw)
+
+
+def parse(stdout):
+    """nvtx_ranges' JSON lines: (pid, main tid, [loop dicts], child pid or None)."""
+    lines = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
+    head = lines[0]
+    loops = [l for l in lines if "loop" in l]
+    child = next((l["child"] for l in lines if "child" in l), None)
+    return head["pid"], head["main"], loops, child
+
+
+def range_(name, tid, depth=None, style="PushPop", domain="", end_tid=None, **args):
+    a = dict(domain=domain, style=style, end_tid=end_tid or tid, category=0)
+    if depth is not None:
+        a["depth"] = depth
+    a.update(args)
+    return ("nvtx_range", name, tid, a)
+
+
+def mark(name, tid, domain="", **args):
+    return ("nvtx_mark", name, tid, dict(dict(domain=domain, category=0), **args))
+
+
+def names(main):
+    return [("nvtx_name", "nvtx-main", main, dict(what="thread", key=main, domain="")),
+            ("nvtx_name", "compute", main, dict(what="category", key=1, domain="")),
+            ("nvtx_name", "io", main, dict(what="category", key=2, domain="")),
+            ("nvtx_name", "domain-cat", main, dict(what="category", key=7, domain=DOM))]
+
+
+def loop_events(main, l, second=False):
+    """What loop L (a line of the workload's output) records, per its header comment."""
+    i, w1, w2 = l["loop"], l["w1"], l["w2"]
+    ev = [range_("outer", main, 0),
+          range_("middle", main, 1, category=1, color="#FF00FF00", payload=i),
+          range_("inner-\u03c9", main, 2),
+          mark("mark-a", main),
+          mark("mark-payload", main, category=2, color="#FFFF0000", payload=2.5),
+          range_("cross-thread", main, style="StartEnd", end_tid=w1, range_id=l["cross"]),
+          range_("registered-step", main, 0, domain=DOM, payload=7, registered=True),
+          mark("registered-mark", main, domain=DOM),
+          range_("domain-inner", main, 1, domain=DOM, category=7, payload=1.5),
+          range_("domain-startend", main, style="StartEnd", domain=DOM,
+                 range_id=l["domain_range"])]
+    for k, w in ((1, w1), (2, w2)):
+        ev += [("nvtx_name", f"nvtx-worker-{k}", w, dict(what="thread", key=w, domain="")),
+               range_(f"worker-{k}", w, 0), range_(f"worker-{k}-inner", w, 1, payload=-k)]
+    if second:
+        ev += [range_("second-dso", main, 0), mark("second-dso-mark", main)]
+    return ev
+
+
+def got_events(events, pid):
+    return [e for e in events if e["pid"] == pid and e["kind"] in NVTX_KINDS]
+
+
+def same(got, exp, what):
+    """GOT (dump events) hold exactly EXP [(kind, name, tid, args)], in any order."""
+    g = collections.Counter(json.dumps([e["kind"], e["name"], e["tid"], e["args"]],
+                                       sort_keys=True) for e in got)
+    x = collections.Counter(json.dumps(list(t), sort_keys=True) for t in exp)
+    missing, extra = x - g, g - x
+    if missing or extra:
+        raise AssertionError(f"{what}: missing {list(missing)[:4]}, unexpected "
+                             f"{list(extra)[:4]} ({len(got)} got, {len(exp)} expected)")
+
+
+def by_name(evs, name):
+    return sorted((e for e in evs if e["name"] == name), key=lambda e: e["ts"])
+
+
+def check_timing(evs, nloops, t_start, t_end, what):
+    """The sleeps' lower bounds, nesting, and every range inside the recording."""
+    for e in evs:
+        check(t_start <= e["ts"] and e["ts"] + e["dur"] <= t_end,
+              f"{what}: {e['name']} at {e['ts']} outside the recording")
+    for name, ms in (("inner-\u03c9", 20), ("middle", 20), ("outer", 35), ("worker-1", 10),
+                     ("worker-2", 10), ("cross-thread", 10), ("domain-inner", 5),
+                     ("registered-step", 5)):
+        for e in by_name(evs, name):
+            check(ms * MS <= e["dur"] < (ms + 500) * MS,
+                  f"{what}: {name} lasted {e['dur']} ns, it sleeps {ms} ms")
+    outer, middle, inner = by_name(evs, "outer"), by_name(evs, "middle"), by_name(evs,
+                                                                                "inner-\u03c9")
+    eq(len(outer), nloops, f"{what}: loops")
+    for o, m, n in zip(outer, middle, inner):
+        check(o["ts"] <= m["ts"] <= n["ts"] and n["ts"] + n["dur"] <= m["ts"] + m["dur"] <=
+              o["ts"] + o["dur"], f"{what}: outer > middle > inner nesting by time")
+
+
+def test_launch_exact():
+    need_shim()
+    out = os.path.join(tmpdir(), "t.bst")
+    t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "nvtx", "--", RANGES, "--loops", "2"])
+    t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
+    pid, main, loops, _ = parse(p.stdout)
+    evs = got_events(dump(out), pid)
+    exp = names(main)
+    for l in loops:
+        exp += loop_events(main, l)
+    same(evs, exp, "launch mode, 2 loops")
+    check_timing(evs, 2, t0, t1, "launch")
+    eq(info(out)["lost_total"], 0, "nothing lost")
+
+
+def test_launch_second_dso_and_fork_child():
+    """Each DSO's NVTX instance initializes the injection; a forked child is traced too."""
+    need_shim()
+    out = os.path.join(tmpdir(), "t.bst")
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "nvtx", "--", RANGES, "--loops", "2",
+             "--second-dso", "--fork"])
+    eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
+    pid, main, loops, child = parse(p.stdout)
+    events = dump(out)
+    exp = names(main)
+    for l in loops:
+        exp += loop_events(main, l, second=True)
+    same(got_events(events, pid), exp, "--second-dso")
+    check(child and child != pid, f"the child's pid: {child}")
+    # the child marks child-wake before its poller restarts (not seen), then pushes "child"
+    cev = got_events(events, child)
+    same(cev, [range_("child", child, 0)], "fork child")
+    check(10 * MS <= cev[0]["dur"] < 500 * MS, f"child range lasted {cev[0]['dur']}")
+
+
+def attach_run(loops, duration=None, extra_wait=0.3):
+    """nvtx_ranges started with the shim in its environment, -p attached after it loaded
+    it; (recorder, pid, main, loops, proc)."""
+    d = tmpdir()
+    go = os.path.join(d, "go")
+    # line-buffered: the loop lines of a process killed mid-run are wanted too
+    w = spawn(["stdbuf", "-oL", RANGES, "--loops", str(loops), "--wait-file", go],
+              env=shim_env())
+    head = json.loads(w.stdout.readline())
+    opts = ["-t", "nvtx", "-p", str(head["pid"])] + (["-d", duration] if duration else [])
+    r = Recorder(*opts)
+    r.wait_ready()
+    time.sleep(extra_wait)  # the shim's poller sees the semaphores within 50 ms
+    open(go, "w").close()
+    return r, head["pid"], head["main"], w
+
+
+def test_attach_pid_after_start():
+    """-p: everything after the attach, exactly; nothing before (the process had loaded the
+    shim and idled)."""
+    need_shim()
+    r, pid, main, w = attach_run(3)
+    eq(w.wait(60), 0, "workload exit")
+    eq(r.wait(60), 0, f"recorder exit ({r.stderr})")
+    _, _, loops, _ = parse(json.dumps({"pid": pid, "main": main}) + "\n" + w.stdout.read())
+    evs = got_events(dump(r.out), pid)
+    exp = names(main)
+    for l in loops:
+        exp += loop_events(main, l)
+    same(evs, exp, "-p, 3 loops")
+    st = [e for e in dump(r.out) if e["pid"] == pid and e["kind"] == "shim_status"]
+    eq(st[0]["name"], "attach", "first status")
+    check("nvtx_on" not in st[0]["args"]["state"], f"idle until attached: {st[0]}")
+    check(any("nvtx_on" in e["args"]["state"] for e in st), "then recording")
+
+
+def test_duration_ends_while_running_drains():
+    """-d ends mid-run: the shim flushes (drained), ranges still open are written flagged
+    open, every loop that ended is complete; a later recording finds the shim idle again."""
+    need_shim()
+    r, pid, main, w = attach_run(40, duration="700ms")
+    eq(r.wait(60), 0, f"recorder exit ({r.stderr})")
+    check(w.poll() is None, "the workload outlives the recording")
+    events = dump(r.out)
+    evs = got_events(events, pid)
+    st = [e["name"] for e in events if e["pid"] == pid and e["kind"] == "shim_status"]
+    check("drained" in st, f"the drain was confirmed: {st}")
+    check("did not confirm" not in r.stderr, r.stderr)
+    open_ = [e for e in evs if e["args"].get("open")]
+    done = [e for e in by_name(evs, "outer") if not e["args"].get("open")]
+    check(len(done) >= 3, f"loops done in 700 ms: {len(done)}")
+    check([e["name"] for e in open_ if e["name"] == "outer"] == ["outer"],
+          f"the loop running at the end is open: {[e['name'] for e in open_]}")
+    done_ts = done[-1]["ts"] + done[-1]["dur"]
+    for e in open_:
+        check(e["ts"] + e["dur"] >= done_ts, f"open {e['name']} lasts until the drain")
+    # a second recording: the shim had stopped recording NVTX when the first one ended
+    r2 = Recorder("-t", "nvtx", "-p", str(pid), "-d", "300ms")
+    eq(r2.wait(60), 0, f"second recorder ({r2.stderr})")
+    st2 = [e for e in dump(r2.out) if e["pid"] == pid and e["kind"] == "shim_status"]
+    check(st2 and st2[0]["name"] == "attach" and "nvtx_on" not in st2[0]["args"]["state"],
+          f"the shim stopped after the first recording: {st2[:1]}")
+    w.send_signal(signal.SIGKILL)
+    w.wait(10)
+    # every loop that ended before the drain is exact
+    _, _, loops, _ = parse(json.dumps({"pid": pid, "main": main}) + "\n" + w.stdout.read())
+    exp = names(main)
+    for l in loops[:len(done)]:
+        exp += loop_events(main, l)
+    same([e for e in evs if not e["args"].get("open") and e["ts"] <= done_ts], exp,
+         "the loops that ended")
+
+
+def test_chaining_keeps_the_other_library():
+    """BPFSIGHT_NVTX_CHAIN: the shim records and passes every call on (CUPTI's NVTX case)."""
+    need_shim()
+    d = tmpdir()
+    counts = os.path.join(d, "counts.json")
+    env = shim_env(BPFSIGHT_NVTX_CHAIN=CHAIN, BPFSIGHT_TEST_CHAIN_OUT=counts)
+    out = os.path.join(d, "t.bst")
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "nvtx", "--", RANGES, "--loops", "2"],
+            env=env)
+    eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
+    check("already set" not in p.stderr, "the job's own shim path is no conflict")
+    pid, main, loops, _ = parse(p.stdout)
+    events = dump(out)
+    exp = names(main)
+    for l in loops:
+        exp += loop_events(main, l)
+    same(got_events(events, pid), exp, "chained")
+    st = [e for e in events if e["pid"] == pid and e["kind"] == "shim_status"]
+    check(any("nvtx_chained" in e["args"]["state"] for e in st), f"chained state: {st[-1:]}")
+    with open(counts) as f:
+        c = json.load(f)
+    # 2 loops: 7 default-domain pushes and pops, 2 marks, 1 start/end, 2 thread names, 2
+    # domain pushes and pops, 1 domain mark and start/end each; once: the main thread's
+    # name, the domain, 2 registered strings
+    eq(c, {"inits": 1, "push": 14, "pop": 14, "mark": 4, "start": 2, "end": 2,
+           "name_thread": 5, "domain_create": 1, "register_string": 2, "domain_push": 4,
+           "domain_pop": 4, "domain_mark": 2, "domain_start": 2, "domain_end": 2,
+           "bad_handle": 0}, "every call reached the chained library, with its own handles")
+
+
+def capture(spec, fams="nvtx,osrt"):
+    out = os.path.join(tmpdir(), "t.bst")
+    p = run([BPFSIGHT, "record", "-o", out, "-t", fams, f"--capture-range=nvtx:{spec}", "--",
+             RANGES, "--loops", "2"])
+    eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
+    pid, main, loops, _ = parse(p.stdout)
+    return p, out, pid, main, loops
+
+
+def test_capture_range_nvtx():
+    need_shim()
+    p, out, pid, main, loops = capture("middle")
+    events = [e for e in dump(out) if e["pid"] == pid]
+    rng = by_name(got_events(events, pid), "middle")
+    eq(len(rng), 2, "both middle ranges kept")
+    kept = [e for e in events if e["kind"] not in ("process", "thread", "nvtx_name",
+                                                   "shim_status", "exec", "exit", "comm",
+                                                   "fork", "new_code", "loss")]
+    for e in kept:
+        check(any(r["ts"] <= e["ts"] <= r["ts"] + r["dur"] for r in rng),
+              f"{e['kind']} {e['name']} at {e['ts']} is outside every middle range")
+    eq(sorted(e["name"] for e in got_events(kept, pid)),
+       ["inner-\u03c9", "inner-\u03c9", "middle", "middle"], "NVTX inside the ranges")
+    check(any(e["kind"] == "syscall" for e in kept), "the sleep's syscalls inside are kept")
+    check("events outside the ranges were not kept" in p.stderr, p.stderr)
+    # nsys's NAME@DOMAIN (a registered string's text) and NAME@* forms
+    _, out, pid, _, _ = capture(f"registered-step@{DOM}", fams="nvtx")
+    eq(sorted(e["name"] for e in got_events(dump(out), pid) if e["kind"] != "nvtx_name"),
+       sorted(["registered-step", "registered-mark", "domain-inner"] * 2),
+       "registered-step@domain")
+    _, out, pid, _, _ = capture("domain-inner@*", fams="nvtx")
+    eq(sorted(e["name"] for e in got_events(dump(out), pid) if e["kind"] != "nvtx_name"),
+       ["domain-inner"] * 2, "NAME@*")
+    # NAME alone is the default domain's: domain-inner is in another one
+    _, out, pid, _, _ = capture("domain-inner", fams="nvtx")
+    eq([e["name"] for e in got_events(dump(out), pid) if e["kind"] != "nvtx_name"], [],
+       "NAME: default domain only")
+
+
+def test_program_without_nvtx():
+    """The default families on a program without NVTX or CUDA: it runs as before."""
+    need_root()
+    out = os.path.join(tmpdir(), "t.bst")
+    p = run([BPFSIGHT, "record", "-o", out, "--", "sh", "-c", "echo hello; exit 3"])
+    eq((p.returncode, p.stdout), (3, "hello\n"), "CMD's exit status and output")
+    check(not [e for e in dump(out) if e["kind"] in NVTX_KINDS], "no NVTX records")

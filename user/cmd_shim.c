@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * bpfsight shim: write the embedded cupti-shim where a job can load it, and print the two
+ * lines its environment needs. Set once in a production job's environment, they let any
+ * later `bpfsight record -p PID -t gpu,nvtx` switch GPU timing and NVTX ranges on and off
+ * in the running job, without a restart (the shim idles while no tracer is attached).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <limits.h>
+#include "commands.h"
+#include "shim_blob.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bpfsight shim [--install DIR] [--print-env]\n"
+		"\n"
+		"Writes the cupti-shim built into bpfsight as DIR/" SHIM_FILE_NAME " (default\n"
+		"DIR " SHIM_INSTALL_DIR "; an identical file is left as it is) and prints its path\n"
+		"and the environment a job needs to be traced later without a restart:\n"
+		"  export CUDA_INJECTION64_PATH=DIR/" SHIM_FILE_NAME "\n"
+		"  export NVTX_INJECTION64_PATH=DIR/" SHIM_FILE_NAME "\n"
+		"\n"
+		"  -i, --install DIR   where to write it\n"
+		"  -e, --print-env     print only the two export lines (for eval)\n"
+		"  -h, --help          this help\n"
+		"\n"
+		"The shim does nothing until a tracer attaches (bpfsight record -p PID -t gpu,nvtx\n"
+		"or -a), and stops when it detaches. To keep another NVTX injection library too,\n"
+		"set BPFSIGHT_NVTX_CHAIN=/path/to/it (the shim passes every NVTX call on).\n");
+}
+
+int cmd_shim(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "install", required_argument, NULL, 'i' },
+		{ "print-env", no_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir = SHIM_INSTALL_DIR;
+	char path[PATH_MAX];
+	int c, env_only = 0, err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:eh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			dir = optarg;
+			break;
+		case 'e':
+			env_only = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "bpfsight shim: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 1;
+	}
+	if (!*dir) {
+		fprintf(stderr, "bpfsight shim: --install needs a directory\n");
+		return 1;
+	}
+	err = shim_blob__install(dir, SHIM_FILE_NAME, 0, path, sizeof(path));
+	if (err == -ENOENT && !shim_blob__size()) {
+		fprintf(stderr, "bpfsight shim: this bpfsight was built without the cupti-shim (no "
+			"$CUDA_HOME/include/cupti.h at build time): rebuild with the CUDA toolkit\n");
+		return 1;
+	}
+	if (err) {
+		fprintf(stderr, "bpfsight shim: cannot write %s/%s: %s%s\n", dir, SHIM_FILE_NAME,
+			strerror(-err), err == -EACCES ? " (run it as root, or give --install DIR)"
+						       : "");
+		return 1;
+	}
+	if (!env_only)
+		printf("%s\n\n# in the job's environment:\n", path);
+	printf("export CUDA_INJECTION64_PATH=%s\n", path);
+	printf("export NVTX_INJECTION64_PATH=%s\n", path);
+	return 0;
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Inside the Perfetto exporter: its state, the protobuf field numbers and the packet writers
+ * export_perfetto.c (the format, host-side tracks) and export_perfetto_gpu.c (GPU devices and
+ * streams, NVTX tracks, launch flows, GPU busy counters) share.
+ */
+#ifndef BPFSIGHT_EXPORT_PERFETTO_H
+#define BPFSIGHT_EXPORT_PERFETTO_H
+
+#include <zlib.h>
+#include "export.h"
+#include "pb.h"
+#include "stats_math.h"
+#include "string_pool.h"
+
+/* Field numbers, from perfetto_trace.proto. */
+#define TRACE_PACKET 1
+
+#define PKT_TIMESTAMP		    8
+#define PKT_CLOCK_SNAPSHOT	    6
+#define PKT_SEQ_ID		    10 /* trusted_packet_sequence_id */
+#define PKT_TRACK_EVENT		    11
+#define PKT_INTERNED_DATA	    12
+#define PKT_SEQUENCE_FLAGS	    13
+#define PKT_DEFAULTS		    59 /* trace_packet_defaults */
+#define PKT_TRACK_DESCRIPTOR	    60
+#define DEFAULTS_TIMESTAMP_CLOCK_ID 58
+
+#define SEQ_INCREMENTAL_STATE_CLEARED 1
+#define SEQ_NEEDS_INCREMENTAL_STATE   2
+
+#define CLOCKS_CLOCK		1
+#define CLOCKS_PRIMARY_CLOCK	2
+#define CLOCK_ID		1
+#define CLOCK_TIMESTAMP		2
+#define BUILTIN_CLOCK_REALTIME	1
+#define BUILTIN_CLOCK_MONOTONIC 3
+#define BUILTIN_CLOCK_BOOTTIME	6
+
+#define TD_UUID		1
+#define TD_NAME		2
+#define TD_PROCESS	3
+#define TD_THREAD	4
+#define TD_PARENT_UUID	5
+#define TD_COUNTER	8
+#define TD_DESCRIPTION	14
+#define PD_PID		1
+#define PD_CMDLINE	2
+#define PD_PROCESS_NAME 6
+#define THD_PID		1
+#define THD_TID		2
+#define THD_THREAD_NAME 5
+#define CD_UNIT		3
+#define CD_UNIT_COUNT	2
+
+#define TE_CATEGORY_IIDS     3
+#define TE_DEBUG_ANNOTATIONS 4
+#define TE_TYPE		     9
+#define TE_NAME_IID	     10
+#define TE_TRACK_UUID	     11
+#define TE_COUNTER_VALUE     30
+#define TE_DOUBLE_COUNTER    44
+#define TE_FLOW_IDS	     47
+#define TE_TERMINATING_FLOWS 48
+#define TE_TYPE_SLICE_BEGIN  1
+#define TE_TYPE_SLICE_END    2
+#define TE_TYPE_INSTANT	     3
+#define TE_TYPE_COUNTER	     4
+
+#define DA_NAME_IID	 1
+#define DA_BOOL_VALUE	 2
+#define DA_UINT_VALUE	 3
+#define DA_INT_VALUE	 4
+#define DA_STRING_VALUE	 6
+#define DA_DOUBLE_VALUE	 5
+#define DA_POINTER_VALUE 7
+#define DA_ARRAY_VALUES	 12
+
+#define ID_EVENT_CATEGORIES	  1
+#define ID_EVENT_NAMES		  2
+#define ID_DEBUG_ANNOTATION_NAMES 3
+#define INTERNED_IID		  1
+#define INTERNED_NAME		  2
+
+/* One writer, one sequence: any non-zero id does. */
+#define PF_SEQ_ID 1
+/* Write out once this much is buffered. */
+#define PF_FLUSH_BYTES (256 * 1024)
+#define PF_MAX_KINDS   256
+
+struct pf_style {
+	const char *kind;
+	const char *track;
+	const char *desc;
+	int on_thread; /* slices nest with the thread's other calls: on the thread track */
+};
+
+struct pf_kind {
+	const char *kind; /* the decoder's string: stable for the whole export */
+	const struct pf_style *style;
+};
+
+struct pf_proc {
+	__u64 uuid;
+	const char *name; /* model strings as last described: interned, so compared by address */
+	const char *cmdline;
+};
+
+struct pf_thread {
+	__u64 uuid;
+	const char *name;
+};
+
+struct pf_intern {
+	__u32 field; /* InternedData field */
+	__u32 iid;
+	const char *str;
+};
+
+struct pf {
+	int fd;
+	gzFile gz;
+	struct pb pb;
+	struct string_pool *names, *cats, *keys;
+	struct hmap *procs;    /* {pid} -> pf_proc */
+	struct hmap *threads;  /* {pid << 32 | tid} -> pf_thread */
+	struct hmap *children; /* {pid << 32 | tid, kind index + 1} -> track uuid */
+	struct pf_kind kinds[PF_MAX_KINDS];
+	__u32 nkinds;
+	__u64 next_uuid;
+	__u64 lost_uuid, lost_total;
+	__u64 start_mono;
+	struct pf_gpu *gpu; /* export_perfetto_gpu.c's state: GPU and NVTX tracks */
+	/* Interned strings first used by the packet being written. */
+	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
+	__u32 nfresh;
+};
+
+struct pf_gpu;
+
+void pf__packet_begin(struct pf *pf, __u64 ts, __u32 flags);
+/* Close a packet; write the buffer out once it is big enough. */
+int pf__packet_end(struct pf *pf);
+/* The track of process PID, described the first time (and when renamed). */
+int pf__process_track(struct pf *pf, __u32 pid, __u64 ts, const struct trace_model *m,
+		      __u64 *uuid);
+/* The process and thread tracks of EV; the thread's uuid in *UUID. */
+int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_model *m,
+		     __u64 *uuid);
+/* A named track UUID under PARENT (0: root), with an optional description. */
+int pf__describe_named(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, const char *name,
+		       const char *desc);
+/*
+ * A BEGIN (dur > 0) or INSTANT packet with EV's name, kind and arguments, on TRACK; FLOW_OUT
+ * (flow_ids) and FLOW_IN (terminating_flow_ids) tie it to other events, 0 = none.
+ */
+int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 flow_out,
+		    __u64 flow_in);
+int pf__event_end(struct pf *pf, __u64 ts, __u64 track);
+/* A counter's value: V, or *D when D is given (double_counter_value). */
+int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d);
+
+/* export_perfetto_gpu.c */
+struct pf_gpu *pf_gpu__new(void);
+void pf_gpu__free(struct pf_gpu *g);
+/*
+ * The track of a GPU operation (its device's stream) or an NVTX range or mark (the NVTX
+ * tracks of its thread or process): 1 and *TRACK set, 0 for other events, or -errno.
+ */
+int pf_gpu__track(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
+		  const struct trace_model *m, __u64 *track);
+/* The flows REC starts (a launching call) and ends (its GPU work), 0 = none. */
+void pf_gpu__flows(const struct bs_hdr *rec, __u64 *out, __u64 *in);
+/* Write the GPU busy counters (at the end: bins fill in any order). */
+int pf_gpu__finish(struct pf *pf);
+
+#endif /* BPFSIGHT_EXPORT_PERFETTO_H */

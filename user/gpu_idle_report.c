@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * gpu_idle_sum (ours): where each GPU sat idle. Per (process, device): the span from its first
+ * operation's start to its last one's end, the time some kernel, copy or memset was running
+ * (the union of their intervals: overlapping streams count once), the idle rest, and the idle
+ * gaps between busy stretches (how many, how many of 1 ms or more, the longest and when it
+ * began).
+ *
+ * Per process, because CUDA numbers devices per process (CUDA_VISIBLE_DEVICES): device 0 of two
+ * processes may be two GPUs. Memory: 16 bytes per operation until the end (the union needs
+ * them sorted, and the shim sends streams' records in no global order).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "gpu.h"
+#include "gpu_decode.h"
+#include "report.h"
+#include "stats_math.h"
+#include "table.h"
+
+#define IDLE_LONG_GAP_NS 1000000ull
+
+struct idle_iv {
+	__u64 start, end;
+};
+
+struct idle_dev {
+	__u32 pid, device;
+	struct idle_iv *iv;
+	size_t n, cap;
+};
+
+struct idle_sum {
+	struct hmap *devs; /* {pid, device} -> idle_dev */
+	int err;
+};
+
+static void *idle_sum__new(void)
+{
+	struct idle_sum *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->devs = hmap__new(sizeof(struct idle_dev));
+	if (!st->devs) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void idle_sum__free(void *vst)
+{
+	struct idle_sum *st = vst;
+	struct idle_dev *d;
+	size_t it = 0;
+
+	if (!st)
+		return;
+	while ((d = hmap__next(st->devs, &it, NULL)))
+		free(d->iv);
+	hmap__free(st->devs);
+	free(st);
+}
+
+static void idle_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	struct idle_sum *st = vst;
+	struct idle_dev *d;
+	struct gpu_op op;
+
+	if (!gpu_op__read(rec, &op))
+		return;
+	d = hmap__get(st->devs, (struct hkey){ op.pid, op.device }, 1);
+	if (d && !d->n) {
+		d->pid = op.pid;
+		d->device = op.device;
+	}
+	if (d && d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 256;
+		struct idle_iv *v = realloc(d->iv, cap * sizeof(*v));
+
+		if (v) {
+			d->iv = v;
+			d->cap = cap;
+		}
+	}
+	if (!d || d->n == d->cap) {
+		st->err = -ENOMEM;
+		return;
+	}
+	/* A duration past the clock's end would wrap: it ends at the end of time instead. */
+	d->iv[d->n++] = (struct idle_iv){ op.ts, op.dur > ~0ull - op.ts ? ~0ull : op.ts + op.dur };
+}
+
+static int iv_cmp(const void *x, const void *y)
+{
+	const struct idle_iv *a = x, *b = y;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return (a->end > b->end) - (a->end < b->end);
+}
+
+static int dev_cmp(const void *x, const void *y)
+{
+	const struct idle_dev *a = *(struct idle_dev *const *)x, *b = *(struct idle_dev *const *)y;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return (a->device > b->device) - (a->device < b->device);
+}
+
+struct idle_result {
+	__u64 span, busy, gaps, long_gaps, max_gap, max_gap_ts;
+};
+
+/* Sweep D's intervals in start order, merging overlaps: busy stretches and the gaps between. */
+static void idle_sweep(struct idle_dev *d, struct idle_result *r)
+{
+	__u64 cur_start, cur_end, gap;
+
+	*r = (struct idle_result){ 0 };
+	if (!d->n)
+		return;
+	qsort(d->iv, d->n, sizeof(*d->iv), iv_cmp);
+	cur_start = d->iv[0].start;
+	cur_end = d->iv[0].end;
+	for (size_t i = 1; i < d->n; i++) {
+		if (d->iv[i].start > cur_end) {
+			gap = d->iv[i].start - cur_end;
+			r->gaps++;
+			r->long_gaps += gap >= IDLE_LONG_GAP_NS;
+			if (gap > r->max_gap) {
+				r->max_gap = gap;
+				r->max_gap_ts = cur_end;
+			}
+			r->busy += cur_end - cur_start;
+			cur_start = d->iv[i].start;
+			cur_end = d->iv[i].end;
+		} else if (d->iv[i].end > cur_end) {
+			cur_end = d->iv[i].end;
+		}
+	}
+	r->busy += cur_end - cur_start;
+	r->span = cur_end - d->iv[0].start;
+}
+
+static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	struct idle_sum *st = vst;
+	struct idle_dev **devs, *d;
+	struct idle_result r;
+	size_t it = 0, n = 0;
+	int c[11], err;
+
+	if (st->err)
+		return st->err;
+	devs = calloc(hmap__count(st->devs) + 1, sizeof(*devs));
+	if (!devs)
+		return -ENOMEM;
+	while ((d = hmap__next(st->devs, &it, NULL)))
+		devs[n++] = d;
+	qsort(devs, n, sizeof(*devs), dev_cmp);
+	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
+	c[1] = table__add_col(t, "device", "Device", TABLE_U64);
+	c[2] = table__add_col(t, "ops", "GPU Ops", TABLE_U64);
+	c[3] = table__add_col(t, "span_ns", "Span (ns)", TABLE_U64);
+	c[4] = table__add_col(t, "busy_ns", "Busy (ns)", TABLE_U64);
+	c[5] = table__add_col(t, "idle_ns", "Idle (ns)", TABLE_U64);
+	c[6] = table__add_col(t, "idle_pct", "Idle (%)", TABLE_DOUBLE);
+	c[7] = table__add_col(t, "gaps", "Gaps", TABLE_U64);
+	c[8] = table__add_col(t, "gaps_1ms", "Gaps >= 1 ms", TABLE_U64);
+	c[9] = table__add_col(t, "max_gap_ns", "Max Gap (ns)", TABLE_U64);
+	c[10] = table__add_col(t, "max_gap_ts", "Max Gap At (ns)", TABLE_U64);
+	for (size_t i = 0; i < n; i++) {
+		idle_sweep(devs[i], &r);
+		table__row(t);
+		table__set_u64(t, c[0], devs[i]->pid);
+		table__set_u64(t, c[1], devs[i]->device);
+		table__set_u64(t, c[2], devs[i]->n);
+		table__set_u64(t, c[3], r.span);
+		table__set_u64(t, c[4], r.busy);
+		table__set_u64(t, c[5], r.span - r.busy);
+		table__set_double(t, c[6], r.span ? (double)(r.span - r.busy) * 100.0 / r.span : 0);
+		table__set_u64(t, c[7], r.gaps);
+		table__set_u64(t, c[8], r.long_gaps);
+		table__set_u64(t, c[9], r.max_gap);
+		if (r.gaps)
+			table__set_u64(t, c[10], r.max_gap_ts);
+	}
+	err = table__err(t);
+	free(devs);
+	return err;
+}
+
+const struct report gpu_idle_sum = {
+	.name = "gpu_idle_sum",
+	.desc = "GPU Idle Time per Device",
+	.new = idle_sum__new,
+	.add = idle_sum__add,
+	.emit = idle_sum__emit,
+	.free = idle_sum__free,
+};

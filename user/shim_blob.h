@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The cupti-shim built into this binary (user/shim_embed.S), written out where a process can
+ * load it: `bpfsight shim --install DIR` for a job's environment, and launch mode's private
+ * copy, content-addressed under SHIM_RUN_DIR (root-owned; written to a temporary name, then
+ * renamed, so a process never loads a half-written file and nobody else can swap it).
+ */
+#ifndef BPFSIGHT_SHIM_BLOB_H
+#define BPFSIGHT_SHIM_BLOB_H
+
+#include <stddef.h>
+
+#define SHIM_RUN_DIR	  "/run/bpfsight"
+#define SHIM_INSTALL_DIR  "/usr/local/lib/bpfsight"
+#define SHIM_FILE_NAME	  "libbpfsight-shim.so"
+
+/* Bytes of the embedded shim: 0 when this build has none. */
+size_t shim_blob__size(void);
+/*
+ * Write the shim as DIR/NAME (NAME NULL: libbpfsight-shim-<hash>.so), mode 0755, creating
+ * DIR (0755) if needed; an identical file already there is kept. PATH gets the file's path.
+ * Returns 0, -ENOENT (no shim in this build), -EPERM (DIR or the file is writable by
+ * others than its root owner, when SECURE), or another negative errno.
+ */
+int shim_blob__install(const char *dir, const char *name, int secure, char *path, size_t len);
+/*
+ * The shim launch mode puts in a command's environment: $BPFSIGHT_SHIM when set, else the
+ * embedded one written to SHIM_RUN_DIR. 0 or a negative errno (a message is printed).
+ */
+int shim_blob__path(char *path, size_t len);
+
+#endif /* BPFSIGHT_SHIM_BLOB_H */

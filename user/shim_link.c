@@ -1,0 +1,581 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The cupti-shim channel: finding shims, attaching, draining (see shim_link.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "family.h"
+#include "proc_meta.h"
+#include "recorder.h"
+#include "shim_blob.h"
+#include "shim_cookie.h"
+#include "shim_link.h"
+#include "stats_math.h"
+#include "uprobe_mgr.h"
+#include "uprobe_multi.h"
+#include "usdt_notes.h"
+#include "shim.skel.h"
+
+#define SHIM_WANT_SYNC 0x4 /* the sync probe: --capture-range=nvtx */
+
+/* Probe sites of one kind in a file: offsets, semaphores, cookies. */
+struct sites {
+	__u64 *off, *ref, *cookie;
+	__u32 n;
+};
+
+struct shim_file {
+	int fd; /* held open: attaches later (per pid, drain) name it /proc/self/fd/N */
+	char *shown;
+	struct sites base;  /* batch + the control probes wanted */
+	struct sites drain; /* attached only at the end */
+	struct uprobe_links all, all_drain; /* -a: every process */
+};
+
+struct shim_pid {
+	struct shim_file *file;
+	struct uprobe_links links, drain;
+	int attached;
+};
+
+struct shim_link {
+	struct record_ctx *ctx;
+	struct shim_bpf *skel;
+	struct shim_unpack *unpack;
+	const struct family *users[2];
+	int refs;
+	__u32 want;
+	struct shim_file **files;
+	__u32 nfiles;
+	struct hmap *pids; /* (pid, struct shim_file *) -> struct shim_pid */
+	int warned_targets, stopped;
+};
+
+/* What each family's state points to. */
+struct shim_user {
+	struct shim_link *l;
+	const struct family *f;
+};
+
+/* ---- sites ---- */
+
+static int probe_id(const char *name)
+{
+	static const char *const names[] = { [SHIM_PROBE_BATCH] = "batch", [SHIM_PROBE_GPU] = "gpu",
+					     [SHIM_PROBE_NVTX] = "nvtx", [SHIM_PROBE_SYNC] = "sync",
+					     [SHIM_PROBE_DRAIN] = "drain" };
+
+	for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+		if (!strcmp(name, names[i]))
+			return i;
+	return 0;
+}
+
+/* An argument as the BPF side fetches it; 0 when it cannot be encoded. */
+static __u32 arg_spec(const struct usdt_arg *a)
+{
+	int log2 = a->size == 8 ? 3 : a->size == 4 ? 2 : a->size == 2 ? 1 : 0;
+
+	if ((a->kind == USDT_ARG_MEM || a->kind == USDT_ARG_CONST) &&
+	    (a->val < SHIM_ARG_VAL_MIN || a->val > SHIM_ARG_VAL_MAX))
+		return 0;
+	switch (a->kind) {
+	case USDT_ARG_REG:
+		return SHIM_ARG(SHIM_ARG_REG, a->reg, log2, a->is_signed, 0);
+	case USDT_ARG_MEM:
+		return SHIM_ARG(SHIM_ARG_MEM, a->reg, log2, a->is_signed, a->val);
+	case USDT_ARG_CONST:
+		return SHIM_ARG(SHIM_ARG_CONST, 0, log2, a->is_signed, a->val);
+	}
+	return 0;
+}
+
+static int sites_add(struct sites *s, __u64 off, __u64 ref, __u64 cookie)
+{
+	__u64 *o = realloc(s->off, (s->n + 1) * sizeof(*o)), *r, *c;
+
+	if (!o)
+		return -ENOMEM;
+	s->off = o;
+	r = realloc(s->ref, (s->n + 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	s->ref = r;
+	c = realloc(s->cookie, (s->n + 1) * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	s->cookie = c;
+	s->off[s->n] = off;
+	s->ref[s->n] = ref;
+	s->cookie[s->n++] = cookie;
+	return 0;
+}
+
+static void sites_free(struct sites *s)
+{
+	free(s->off);
+	free(s->ref);
+	free(s->cookie);
+	memset(s, 0, sizeof(*s));
+}
+
+static void file_free(struct shim_file *f)
+{
+	if (!f)
+		return;
+	uprobe_links__detach(&f->all);
+	uprobe_links__detach(&f->all_drain);
+	sites_free(&f->base);
+	sites_free(&f->drain);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->shown);
+	free(f);
+}
+
+/*
+ * The sites of a shim's notes that this recording attaches; -errno when it is unusable.
+ * The kernel installs a link's probes (and bumps their semaphores) in array order: the
+ * batch sites go last, so that a shim seeing a tracer attached already sees all it wants.
+ */
+static int file_sites(struct shim_link *l, struct shim_file *f, const struct usdt_notes *n)
+{
+	__u32 cnt = usdt_notes__count(n);
+	int err, batches = 0;
+
+	for (__u32 k = 0; k < 2 * cnt; k++) {
+		const struct usdt_note *u = usdt_notes__get(n, k % cnt);
+		int id = strcmp(u->provider, "bpfsight") ? 0 : probe_id(u->name);
+		__u32 a0 = 0, a1 = 0;
+
+		if (!id || (k < cnt) == (id == SHIM_PROBE_BATCH))
+			continue; /* first pass: control probes; second: batch */
+		if (id == SHIM_PROBE_BATCH) {
+			/* The one probe whose arguments BPF reads: they must be understood. */
+			if (u->args_err || u->nargs < 2 || !(a0 = arg_spec(&u->arg[0])) ||
+			    !(a1 = arg_spec(&u->arg[1]))) {
+				fprintf(stderr, "bpfsight record: warning: %s: bpfsight:batch "
+					"arguments '%s' are not understood; site skipped\n",
+					f->shown, u->args);
+				continue;
+			}
+			batches++;
+		} else if ((id == SHIM_PROBE_GPU && !(l->want & SHIM_WANT_GPU)) ||
+			   (id == SHIM_PROBE_NVTX && !(l->want & SHIM_WANT_NVTX)) ||
+			   (id == SHIM_PROBE_SYNC && !(l->want & SHIM_WANT_SYNC))) {
+			continue;
+		}
+		err = sites_add(id == SHIM_PROBE_DRAIN ? &f->drain : &f->base, u->pc_off,
+				u->sema_off, SHIM_COOKIE(id, a0, a1));
+		if (err)
+			return err;
+	}
+	return batches ? 0 : -ENOENT;
+}
+
+static int links_attach(struct shim_link *l, struct uprobe_links *links, const struct sites *s,
+			int fd, pid_t pid)
+{
+	struct uprobe_multi_opts o = { .cookies = s->cookie, .ref_ctr_offsets = s->ref,
+				       .pid = pid };
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return uprobe_links__attach(links, l->skel->progs.shim_probe, path, s->off, s->n, &o);
+}
+
+/* ---- the uprobe manager's listener ---- */
+
+static void *on_file(void *arg, const char *path, const char *shown)
+{
+	struct shim_link *l = arg;
+	struct usdt_notes *n = usdt_notes__open(path);
+	struct shim_file *f = NULL, **nf;
+	char what[PATH_MAX + 64];
+	int err;
+
+	if (!n || !usdt_notes__has_provider(n, "bpfsight") || l->ctx->opts->dry_run)
+		goto out;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		goto out;
+	f->all.fd = f->all_drain.fd = -1;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	f->shown = strdup(shown);
+	err = f->fd < 0 ? -errno : !f->shown ? -ENOMEM : file_sites(l, f, n);
+	if (!err && !(nf = realloc(l->files, (l->nfiles + 1) * sizeof(*nf))))
+		err = -ENOMEM;
+	if (err) {
+		if (err == -ENOENT)
+			fprintf(stderr, "bpfsight record: warning: %s has bpfsight probes but no "
+				"usable bpfsight:batch: not a cupti-shim this bpfsight can read\n",
+				shown);
+		file_free(f);
+		f = NULL;
+		goto out;
+	}
+	l->files = nf;
+	l->files[l->nfiles++] = f;
+	if (l->ctx->opts->system_wide) {
+		/* Every process mapping it, now and later: the semaphores follow the file. */
+		err = links_attach(l, &f->all, &f->base, f->fd, 0);
+		if (err) {
+			snprintf(what, sizeof(what), "%u cupti-shim probes in %s", f->base.n, shown);
+			record_ctx__attach_failed(l->ctx, what, err);
+			l->ctx->attach_failures += f->base.n - 1; /* losses count probes */
+		}
+	}
+out:
+	usdt_notes__free(n);
+	return f;
+}
+
+/* PATH is not needed: the file is attached through the fd held since on_file. */
+static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path)
+{
+	struct shim_link *l = arg;
+	struct shim_file *f = cookie;
+	/* Per (process, file): a process may map two shims (one per exec'd image, say). */
+	struct shim_pid *p = hmap__get(l->pids, (struct hkey){ (__u64)pid, (__u64)(uintptr_t)f }, 1);
+	char what[PATH_MAX + 64];
+	int err;
+
+	if (!p || p->file)
+		return; /* known (a rescan) */
+	p->file = f;
+	if (l->ctx->opts->system_wide)
+		return; /* the file's link covers it */
+	/* This process only: others mapping the same file keep their semaphores at 0. */
+	err = links_attach(l, &p->links, &f->base, f->fd, pid);
+	if (err) {
+		snprintf(what, sizeof(what), "%u cupti-shim probes in %s for pid %d", f->base.n,
+			 f->shown, pid);
+		record_ctx__attach_failed(l->ctx, what, err);
+		l->ctx->attach_failures += f->base.n - 1;
+		return;
+	}
+	p->attached = 1;
+}
+
+/* ---- lifecycle ---- */
+
+static void link_free(struct shim_link *l)
+{
+	size_t it = 0;
+	struct shim_pid *p;
+
+	if (!l)
+		return;
+	while (l->pids && (p = hmap__next(l->pids, &it, NULL))) {
+		uprobe_links__detach(&p->links);
+		uprobe_links__detach(&p->drain);
+	}
+	for (__u32 i = 0; i < l->nfiles; i++)
+		file_free(l->files[i]);
+	free(l->files);
+	l->files = NULL;
+	l->nfiles = 0;
+	/* Nothing can produce a batch now: unpack what is still in the ring. */
+	while (l->ctx->rb && record_ctx__poll(l->ctx, 0) > 0)
+		;
+	if (l->unpack && l->ctx->rb)
+		shim_unpack__finish(l->unpack);
+	shim_unpack__free(l->unpack);
+	l->unpack = NULL;
+	hmap__free(l->pids);
+	shim_bpf__destroy(l->skel);
+	free(l);
+}
+
+static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
+{
+	struct shim_link *l = calloc(1, sizeof(*l));
+	struct uprobe_listener lis = { on_file, on_mapped, l };
+	struct uprobe_mgr *mgr;
+
+	*err = -ENOMEM;
+	if (!l)
+		return NULL;
+	l->ctx = ctx;
+	l->want = want;
+	l->pids = hmap__new(sizeof(struct shim_pid));
+	l->skel = shim_bpf__open();
+	if (!l->pids || !l->skel) {
+		*err = l->skel ? -ENOMEM : -errno;
+		goto fail;
+	}
+	RECORD_CTX_SET_COMMON_RODATA(l->skel, ctx);
+	if (uprobe_multi__supported())
+		uprobe_multi__prepare(l->skel->progs.shim_probe);
+	*err = record_ctx__prepare(ctx, l->skel->obj);
+	if (!*err)
+		*err = shim_bpf__load(l->skel);
+	if (*err)
+		goto fail;
+	l->unpack = shim_unpack__new(ctx, want, bpf_map__fd(l->skel->maps.shim_gaps));
+	if (!l->unpack) {
+		*err = -ENOMEM;
+		goto fail;
+	}
+	mgr = uprobe_mgr__get(ctx, err);
+	if (!mgr || (*err = uprobe_mgr__add_listener(mgr, &lis)))
+		goto fail;
+	return l;
+fail:
+	link_free(l);
+	return NULL;
+}
+
+int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want,
+		      void **state)
+{
+	struct shim_user *u = calloc(1, sizeof(*u));
+	struct shim_link *l = ctx->shim;
+	int err = 0;
+
+	if (!u)
+		return -ENOMEM;
+	if (ctx->opts->capture_range == RECORD_CAPTURE_NVTX && (want & SHIM_WANT_NVTX))
+		want |= SHIM_WANT_SYNC;
+	/* Families attach before the first scan: the sites of every want are chosen then. */
+	if (!l && !(l = link_new(ctx, want, &err))) {
+		free(u);
+		return err;
+	}
+	ctx->shim = l;
+	l->want |= want;
+	shim_unpack__want(l->unpack, want);
+	l->users[l->refs++ ? 1 : 0] = f;
+	u->l = l;
+	u->f = f;
+	*state = u;
+	return 0;
+}
+
+void shim_link__detach(struct record_ctx *ctx, void *state)
+{
+	struct shim_user *u = state;
+	struct shim_link *l;
+
+	if (!u)
+		return;
+	l = u->l;
+	/* The family that stays handles the records from now on. */
+	if (l->users[0] == u->f)
+		l->users[0] = l->users[1];
+	l->users[1] = NULL;
+	if (--l->refs == 0) {
+		link_free(l);
+		ctx->shim = NULL;
+	}
+	free(u);
+}
+
+int shim_link__consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
+{
+	struct shim_user *u = state;
+
+	/* Both families forward every record: one of them handles it. */
+	if (!u || u->l->users[0] != u->f || !u->l->unpack)
+		return 0;
+	return shim_unpack__record(u->l->unpack, rec);
+}
+
+/* VAR's value in PID's initial environment: 0, or -ENOENT. */
+static int environ_get(pid_t pid, const char *var, char *val, size_t len)
+{
+	size_t vlen = strlen(var), n;
+	char fn[64], *buf, *p;
+	FILE *f;
+	int err = -ENOENT;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/environ", pid);
+	f = fopen(fn, "re");
+	buf = malloc(1 << 20);
+	if (!f || !buf)
+		goto out;
+	n = fread(buf, 1, (1 << 20) - 1, f);
+	buf[n] = 0;
+	for (p = buf; p < buf + n; p += strlen(p) + 1) {
+		if (strncmp(p, var, vlen) || p[vlen] != '=')
+			continue;
+		snprintf(val, len, "%s", p + vlen + 1);
+		err = 0;
+		break;
+	}
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	return err;
+}
+
+static int maps_shim(struct shim_link *l, pid_t pid)
+{
+	struct hkey k;
+	size_t it = 0;
+
+	while (hmap__next(l->pids, &it, &k))
+		if (k.a == (__u64)pid)
+			return 1;
+	return 0;
+}
+
+/* -p processes that have no shim: say how to give them one, never a silent empty trace. */
+static void warn_targets(struct shim_link *l)
+{
+	static const struct {
+		__u32 want;
+		const char *var, *what;
+	} needs[] = {
+		{ SHIM_WANT_GPU, "CUDA_INJECTION64_PATH", "GPU activity (-t gpu)" },
+		{ SHIM_WANT_NVTX, "NVTX_INJECTION64_PATH", "NVTX ranges (-t nvtx)" },
+	};
+	const struct record_opts *o = l->ctx->opts;
+
+	if (l->warned_targets++ || !o->families_explicit)
+		return;
+	for (__u32 i = 0; i < o->npids; i++) {
+		if (maps_shim(l, o->pids[i]))
+			continue;
+		for (size_t k = 0; k < sizeof(needs) / sizeof(needs[0]); k++) {
+			char val[PATH_MAX];
+
+			if (!(l->want & needs[k].want))
+				continue;
+			if (!environ_get(o->pids[i], needs[k].var, val, sizeof(val)))
+				fprintf(stderr, "bpfsight record: note: pid %d has %s=%s but has not "
+					"loaded it yet (it does at cuInit or the first NVTX call)\n",
+					o->pids[i], needs[k].var, val);
+			else
+				fprintf(stderr, "bpfsight record: warning: pid %d was not started "
+					"with the cupti-shim: %s cannot be recorded from it. Start the "
+					"job with %s=<shim> in its environment once (`bpfsight shim "
+					"--print-env` installs the shim and prints the lines); later "
+					"recordings then switch it on and off without a restart\n",
+					o->pids[i], needs[k].what, needs[k].var);
+		}
+	}
+}
+
+int shim_link__poll(struct record_ctx *ctx, void *state)
+{
+	struct shim_user *u = state;
+
+	if (!u || u->l->users[0] != u->f)
+		return 0;
+	shim_unpack__tick(u->l->unpack, mono_now_ns());
+	warn_targets(u->l);
+	return 0;
+}
+
+/* 1 while P still owes us its final flush. */
+static int owes_drain(const struct shim_proc *p)
+{
+	return (p->flags & SHIM_PROC_SENT) && !(p->flags & (SHIM_PROC_DRAINED | SHIM_PROC_EXITED)) &&
+	       proc_meta__alive(p->pid);
+}
+
+static int drain_attach(struct shim_link *l)
+{
+	struct shim_pid *p;
+	struct hkey k;
+	size_t it = 0;
+	int n = 0;
+
+	if (l->ctx->opts->system_wide) {
+		for (__u32 i = 0; i < l->nfiles; i++)
+			if (l->files[i]->drain.n &&
+			    !links_attach(l, &l->files[i]->all_drain, &l->files[i]->drain,
+					  l->files[i]->fd, 0))
+				n++;
+		return n;
+	}
+	while ((p = hmap__next(l->pids, &it, &k))) {
+		const struct shim_proc *sp = shim_unpack__proc(l->unpack, k.a);
+
+		if (!sp || !owes_drain(sp) || !p->attached || !p->file->drain.n)
+			continue;
+		if (!links_attach(l, &p->drain, &p->file->drain, p->file->fd, k.a))
+			n++;
+	}
+	return n;
+}
+
+void shim_link__stop(struct record_ctx *ctx, void *state)
+{
+	struct shim_user *u = state;
+	struct shim_link *l = u ? u->l : NULL;
+	__u64 deadline = mono_now_ns() + SHIM_DRAIN_MS * 1000000ull;
+	const struct shim_proc *sp;
+	size_t it;
+	int owing;
+
+	if (!l || l->stopped++)
+		return;
+	warn_targets(l);
+	if (!drain_attach(l))
+		return;
+	do {
+		record_ctx__poll(ctx, 20);
+		owing = 0;
+		it = 0;
+		while ((sp = shim_unpack__next(l->unpack, &it)))
+			owing += owes_drain(sp);
+	} while (owing && mono_now_ns() < deadline);
+	it = 0;
+	while ((sp = shim_unpack__next(l->unpack, &it)))
+		if (owes_drain(sp))
+			fprintf(stderr, "bpfsight record: warning: pid %u did not confirm its "
+				"cupti-shim flush within %d ms: what it still held is lost\n",
+				sp->pid, SHIM_DRAIN_MS);
+}
+
+/* ---- launch mode ---- */
+
+int shim_link__prelaunch(const struct record_opts *o, const char *family, const char *var)
+{
+	static char path[PATH_MAX];
+	static int err = 1;
+	const char *cur = getenv(var), *env = getenv("BPFSIGHT_SHIM");
+
+	if (err > 0)
+		err = shim_blob__path(path, sizeof(path)); /* once for both families */
+	if (err) {
+		if (env && *env)
+			return err; /* the user's own shim is missing: said, and fatal */
+		if (!o->families_explicit)
+			return 0; /* the default family set: programs without CUDA lose nothing */
+		if (err != -ENOENT)
+			return err; /* said by shim_blob__path */
+		fprintf(stderr, "bpfsight record: -t %s needs the cupti-shim, and this bpfsight "
+			"was built without it (no %s/include/cupti.h at build time): set "
+			"BPFSIGHT_SHIM=/path/to/libbpfsight-shim.so, or drop %s from -t\n", family,
+			"$CUDA_HOME", family);
+		return -ENOENT;
+	}
+	if (cur && *cur && strcmp(cur, path)) {
+		struct usdt_notes *n = usdt_notes__open(cur);
+		int is_shim = n && usdt_notes__has_provider(n, "bpfsight");
+
+		usdt_notes__free(n);
+		if (is_shim)
+			return 0; /* the job's own copy of a shim: it answers us just the same */
+		fprintf(stderr, "bpfsight record: warning: %s is already set to %s: keeping it, so "
+			"%s records nothing from this command%s\n", var, cur, family,
+			strcmp(var, "NVTX_INJECTION64_PATH") ? "" :
+			" (to keep both, set NVTX_INJECTION64_PATH to the cupti-shim and "
+			"BPFSIGHT_NVTX_CHAIN to the other library)");
+		return 0;
+	}
+	if (setenv(var, path, 1))
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The cupti-shim channel, record side: shared by the gpu and nvtx families (whichever
+ * attaches first creates it, the last to detach frees it; ctx->shim).
+ *
+ * Finding shims: every ELF file the uprobe manager examines (targets at start, exec, dlopen:
+ * libcuda dlopen()s the shim at cuInit, nvtx3 at the first NVTX call) is looked at for USDT
+ * notes of provider "bpfsight". Attaching: bpf/shim.bpf.c goes on the batch site and on the
+ * control sites the families want (gpu, nvtx; sync for --capture-range=nvtx), with their
+ * semaphores as ref_ctr offsets, so the kernel bumps them in the processes the link covers:
+ *   - launch mode and -p: one link per process (pid filter), when the manager sees the
+ *     process map the shim (scan or fork); other processes mapping the same file are left
+ *     alone: their semaphores never move, their shims stay idle;
+ *   - -a: one link per shim file for every process (pid 0), including later ones.
+ * Unpacking is shim_unpack.c; the launch join shim_join.c.
+ *
+ * Ending: while shim processes live, the stop hook attaches the drain probe (flush now) and
+ * keeps draining the ring until each process that sent anything confirmed (STATUS
+ * EV_DRAINED, or EV_EXIT, or it exited), for at most SHIM_DRAIN_MS; then everything is
+ * detached and the shims see their semaphores drop and go idle.
+ */
+#ifndef BPFSIGHT_SHIM_LINK_H
+#define BPFSIGHT_SHIM_LINK_H
+
+#include <linux/types.h>
+#include "records.h"
+#include "shim_unpack.h"
+
+#define SHIM_DRAIN_MS 2000
+
+struct family;
+struct record_ctx;
+struct record_opts;
+
+/* The family hooks of gpu and nvtx: WANT is SHIM_WANT_GPU or SHIM_WANT_NVTX. */
+int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want,
+		      void **state);
+void shim_link__detach(struct record_ctx *ctx, void *state);
+int shim_link__consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
+int shim_link__poll(struct record_ctx *ctx, void *state);
+void shim_link__stop(struct record_ctx *ctx, void *state);
+
+/*
+ * Launch mode: put the shim in CMD's environment as VAR (CUDA_INJECTION64_PATH or
+ * NVTX_INJECTION64_PATH) for FAMILY. A value the user set to another library is kept (with
+ * a warning). Returns 0, or -ENOENT when FAMILY was asked for (-t) and no shim can be had.
+ */
+int shim_link__prelaunch(const struct record_opts *o, const char *family, const char *var);
+
+#endif /* BPFSIGHT_SHIM_LINK_H */

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * shim_sum (ours): per process that sent cupti-shim records, what the shim was doing and what
+ * it sent: its last state bits, CUPTI's version, how often a tracer attached, CUPTI errors
+ * (count, the last one named), records it dropped (full buffers), and the GPU and NVTX records
+ * that reached the trace. `bpfsight info` prints it for traces that have shim records.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpu.h"
+#include "gpu_decode.h"
+#include "report.h"
+#include "stats_math.h"
+#include "table.h"
+
+enum shim_count {
+	SC_KERNEL,
+	SC_MEMCPY,
+	SC_MEMSET,
+	SC_API,
+	SC_RANGE,
+	SC_OPEN,
+	SC_MARK,
+	SC_NR,
+};
+
+static const char *const count_keys[SC_NR][2] = {
+	[SC_KERNEL] = { "kernels", "Kernels" },	  [SC_MEMCPY] = { "memcpys", "Copies" },
+	[SC_MEMSET] = { "memsets", "Memsets" },	  [SC_API] = { "gpu_api", "API Records" },
+	[SC_RANGE] = { "nvtx_ranges", "NVTX Ranges" }, [SC_OPEN] = { "open_ranges", "Open Ranges" },
+	[SC_MARK] = { "nvtx_marks", "NVTX Marks" },
+};
+
+struct shim_proc {
+	__u32 pid;
+	__u32 statuses; /* STATUS records */
+	__u32 state, cupti_version;
+	__u64 attaches, errors, dropped, seq;
+	__s32 last_result;
+	const char *last_error; /* model string: the failing call */
+	int exited;
+	__u64 counts[SC_NR];
+};
+
+struct shim_sum {
+	struct hmap *procs; /* {pid} -> shim_proc */
+	int err;
+};
+
+static void *shim_sum__new(void)
+{
+	struct shim_sum *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->procs = hmap__new(sizeof(struct shim_proc));
+	if (!st->procs) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void shim_sum__free(void *vst)
+{
+	struct shim_sum *st = vst;
+
+	if (!st)
+		return;
+	hmap__free(st->procs);
+	free(st);
+}
+
+static void shim_status(struct shim_proc *p, const struct bs_shim_status *s,
+			const struct trace_model *m)
+{
+	p->statuses++;
+	p->state = s->state;
+	if (s->cupti_version)
+		p->cupti_version = s->cupti_version;
+	p->dropped += s->dropped;
+	if (s->seq > p->seq)
+		p->seq = s->seq;
+	switch (s->event) {
+	case BS_SHIM_EV_ATTACH:
+		p->attaches++;
+		break;
+	case BS_SHIM_EV_CUPTI_ERROR:
+		p->errors++;
+		p->last_result = s->cupti_result;
+		p->last_error = s->detail_id ? trace_model__string(m, s->detail_id) : NULL;
+		break;
+	case BS_SHIM_EV_EXIT:
+		p->exited = 1;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Which count REC (of its type's full size, as reports are given) adds to; -1 for none. */
+static int shim_count_of(const struct bs_hdr *rec)
+{
+	switch (rec->type) {
+	case BS_REC_GPU_KERNEL:
+		return SC_KERNEL;
+	case BS_REC_GPU_MEMCPY:
+		return SC_MEMCPY;
+	case BS_REC_GPU_MEMSET:
+		return SC_MEMSET;
+	case BS_REC_GPU_API:
+		return SC_API;
+	case BS_REC_NVTX_RANGE:
+		return ((const struct bs_nvtx_range *)rec)->flags & BS_NVTX_OPEN ? SC_OPEN :
+										  SC_RANGE;
+	case BS_REC_NVTX_MARK:
+		return SC_MARK;
+	default:
+		return -1;
+	}
+}
+
+static void shim_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	struct shim_sum *st = vst;
+	struct shim_proc *p;
+	int k = shim_count_of(rec);
+
+	if (k < 0 && rec->type != BS_REC_SHIM_STATUS)
+		return;
+	p = hmap__get(st->procs, (struct hkey){ rec->pid, 0 }, 1);
+	if (!p) {
+		st->err = -ENOMEM;
+		return;
+	}
+	p->pid = rec->pid;
+	if (k >= 0)
+		p->counts[k]++;
+	else
+		shim_status(p, (const void *)rec, m);
+}
+
+static int proc_cmp(const void *x, const void *y)
+{
+	const struct shim_proc *a = *(struct shim_proc *const *)x, *b = *(struct shim_proc *const *)y;
+
+	return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+/* "gpu_on,nvtx_on" */
+static void state_text(__u32 state, char *buf, size_t len)
+{
+	size_t used = 0;
+	int n;
+
+	buf[0] = 0;
+	for (__u32 b = 0; b < 32 && used < len; b++) {
+		if (!(state & (1u << b)))
+			continue;
+		n = b < shim_state_nnames ?
+			    snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+				     shim_state_names[b]) :
+			    snprintf(buf + used, len - used, "%sbit_%u", used ? "," : "", b);
+		if (n < 0)
+			break;
+		used += n;
+	}
+}
+
+static void error_text(const struct shim_proc *p, char *buf, size_t len)
+{
+	const char *name = cupti_result_name(p->last_result);
+	char code[24];
+
+	if (!name) {
+		snprintf(code, sizeof(code), "CUptiResult %d", p->last_result);
+		name = code;
+	}
+	if (p->last_error && *p->last_error)
+		snprintf(buf, len, "%s: %s (%d)", p->last_error, name, p->last_result);
+	else
+		snprintf(buf, len, "%s (%d)", name, p->last_result);
+}
+
+static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	struct shim_sum *st = vst;
+	struct shim_proc **rows, *p;
+	size_t it = 0, n = 0;
+	char buf[256];
+	int c[10 + SC_NR], err;
+
+	if (st->err)
+		return st->err;
+	rows = calloc(hmap__count(st->procs) + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	while ((p = hmap__next(st->procs, &it, NULL)))
+		rows[n++] = p;
+	qsort(rows, n, sizeof(*rows), proc_cmp);
+	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
+	c[1] = table__add_col(t, "process", "Process", TABLE_STR);
+	c[2] = table__add_col(t, "state", "Shim State", TABLE_STR);
+	c[3] = table__add_col(t, "cupti_version", "CUPTI", TABLE_U64);
+	c[4] = table__add_col(t, "attaches", "Attaches", TABLE_U64);
+	c[5] = table__add_col(t, "cupti_errors", "CUPTI Errors", TABLE_U64);
+	c[6] = table__add_col(t, "last_error", "Last CUPTI Error", TABLE_STR);
+	c[7] = table__add_col(t, "dropped", "Dropped", TABLE_U64);
+	c[8] = table__add_col(t, "seq", "Batches", TABLE_U64);
+	c[9] = table__add_col(t, "exited", "Exited", TABLE_U64);
+	for (int k = 0; k < SC_NR; k++)
+		c[10 + k] = table__add_col(t, count_keys[k][0], count_keys[k][1], TABLE_U64);
+	for (size_t i = 0; i < n; i++) {
+		p = rows[i];
+		table__row(t);
+		table__set_u64(t, c[0], p->pid);
+		table__set_str(t, c[1], trace_model__process_name(m, p->pid));
+		if (p->statuses) { /* else no STATUS record reached the trace: state unknown */
+			state_text(p->state, buf, sizeof(buf));
+			table__set_str(t, c[2], buf);
+			table__set_u64(t, c[3], p->cupti_version);
+		}
+		table__set_u64(t, c[4], p->attaches);
+		table__set_u64(t, c[5], p->errors);
+		if (p->errors) {
+			error_text(p, buf, sizeof(buf));
+			table__set_str(t, c[6], buf);
+		}
+		table__set_u64(t, c[7], p->dropped);
+		table__set_u64(t, c[8], p->seq);
+		table__set_u64(t, c[9], p->exited);
+		for (int k = 0; k < SC_NR; k++)
+			table__set_u64(t, c[10 + k], p->counts[k]);
+	}
+	err = table__err(t);
+	free(rows);
+	return err;
+}
+
+const struct report shim_sum = {
+	.name = "shim_sum",
+	.desc = "cupti-shim per Process: State, CUPTI Errors, Drops, Records",
+	.new = shim_sum__new,
+	.add = shim_sum__add,
+	.emit = shim_sum__emit,
+	.free = shim_sum__free,
+};
