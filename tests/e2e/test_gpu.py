@@ -79,15 +79,12 @@ def expected(head, fed, cuda_calls):
             a.update(ln)
             out.append(("gpu_kernel", r["ts"], r["dur"], t, DEMANGLED[r["name"]], a))
         elif r["type"] == "memcpy":
-            # cupti_feed prints async for its peer copy, but its MemcpyPtoP4 record carries
-            # no flags: what the shim must write is what the record says
-            a = dict(bytes=r["bytes"], copy_kind=COPY[r["copy_kind"]],
-                     src_kind=MEM[r["src_kind"]], dst_kind=MEM[r["dst_kind"]],
-                     async_=bool(r["async"]) and r["copy_kind"] != 10, device=r["device"], context=r["context"],
-                     stream=r["stream"], correlation=corr, src_device=r["src_device"],
-                     dst_device=r["dst_device"])
+            a = {"bytes": r["bytes"], "copy_kind": COPY[r["copy_kind"]],
+                 "src_kind": MEM[r["src_kind"]], "dst_kind": MEM[r["dst_kind"]],
+                 "async": bool(r["async"]), "device": r["device"], "context": r["context"],
+                 "stream": r["stream"], "correlation": corr, "src_device": r["src_device"],
+                 "dst_device": r["dst_device"]}
             a.update(ln)
-            a = {("async" if k == "async_" else k): v for k, v in a.items()}
             out.append(("gpu_memcpy", r["ts"], r["dur"], t,
                         f"[CUDA memcpy {COPY_NAME[r['copy_kind']]}]", a))
         elif r["type"] == "memset":
