@@ -106,7 +106,13 @@ $(OUT)/bpfsight: $(USER_OBJS)
 # Workloads are ordinary dynamically linked programs, as a user's would be.
 $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP $< -o $@ -lpthread
+	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
+		$(WL_EXTRA) $< -o $@ -lpthread -ldl
+
+# The demo marks its phases with NVTX when the toolkit's header-only nvtx3 is there.
+ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)
+$(OUT)/tests/demo_pipeline: WL_EXTRA := -I$(CUDA_HOME)/include -DHAVE_NVTX
+endif
 
 # --- CUDA workloads (tests/workloads/cuda/, used by tests/e2e/test_cuda.py) ---------------
 # Built with the real toolkit; they run without a GPU (every call enters the real library

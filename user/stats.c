@@ -268,11 +268,11 @@ unsigned long long stats__lost(const struct stats *s)
 	return s->lost;
 }
 
-void stats__print(const struct stats *s, enum stats_format fmt, FILE *out)
+void stats__print(const struct stats *s, enum stats_format fmt, int all, FILE *out)
 {
 	const struct stats_report *sr;
 	struct json j;
-	int i, first = 1;
+	int i, first = 1, nempty = 0;
 
 	if (fmt == STATS_FORMAT_JSON) {
 		json__init(&j, out, 1);
@@ -294,6 +294,10 @@ void stats__print(const struct stats *s, enum stats_format fmt, FILE *out)
 			table__print_csv(sr->t, out);
 			break;
 		case STATS_FORMAT_TABLE:
+			if (all && !table__nrows(sr->t)) {
+				nempty++; /* listed once at the end: every family has reports */
+				continue;
+			}
 			fprintf(out, "%s** %s (%s):\n\n", first ? "" : "\n", sr->rep->desc,
 				sr->rep->name);
 			if (table__nrows(sr->t))
@@ -304,6 +308,15 @@ void stats__print(const struct stats *s, enum stats_format fmt, FILE *out)
 		}
 		first = 0;
 	}
+	for (i = 0; fmt == STATS_FORMAT_TABLE && nempty && i < s->n; i++) {
+		sr = &s->reps[i];
+		if (!sr->t || table__nrows(sr->t))
+			continue;
+		fprintf(out, "%s%s", first ? "\nno data in this trace for: " : ", ", sr->rep->name);
+		first = 0;
+	}
+	if (fmt == STATS_FORMAT_TABLE && nempty)
+		fputc('\n', out);
 	if (fmt == STATS_FORMAT_JSON) {
 		json__end_object(&j);
 		json__end_object(&j);
@@ -327,7 +340,7 @@ int stats__run(const char *path, const char *reports, enum stats_format fmt, FIL
 		fprintf(stderr, "bpfsight stats: warning: %s: %llu events were lost while "
 				"recording (%s): the numbers undercount\n",
 			path, s->lost, s->loss);
-	stats__print(s, fmt, out);
+	stats__print(s, fmt, !reports, out);
 	if (fflush(out) || ferror(out)) {
 		fprintf(stderr, "bpfsight stats: writing the output failed: %s\n", strerror(errno));
 		status = EXIT_READ_FAIL;

@@ -35,7 +35,8 @@ struct stats *stats__collect(const char *path, const char *reports, int *status)
 const struct table *stats__table(const struct stats *s, const char *name);
 /* Total events lost, by the trace's loss records. */
 unsigned long long stats__lost(const struct stats *s);
-void stats__print(const struct stats *s, enum stats_format fmt, FILE *out);
+/* ALL: the default selection (no -r): tables list empty reports in one line at the end. */
+void stats__print(const struct stats *s, enum stats_format fmt, int all, FILE *out);
 void stats__free(struct stats *s);
 
 /* collect + print + free: the exit status of `bpfsight stats`. */

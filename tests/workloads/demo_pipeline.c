@@ -3,7 +3,10 @@
  * The demo workload: a miniature training loop's host side. A "loader" thread reads
  * batches from a file and hands them over a pipe; a "trainer" thread waits for each batch,
  * "computes" (spins), and checkpoints with write+fsync now and then. Enough to show
- * syscall latency (osrt_sum) and blocked vs runnable time per thread (sched_sum).
+ * syscall latency (osrt_sum) and blocked vs runnable time per thread (sched_sum). Built with
+ * the CUDA toolkit's header-only NVTX where it exists (HAVE_NVTX), it also marks its phases
+ * as NVTX ranges the way a training script does: nvtx_sum, through the cupti-shim that
+ * `bpfsight record` injects.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,6 +15,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#else
+#define nvtxRangePushA(name) ((void)(name))
+#define nvtxRangePop()	     ((void)0)
+#endif
 
 #define STEPS	   40
 #define BATCH_SIZE (256 << 10)
@@ -36,9 +45,11 @@ static void *loader(void *arg)
 
 	pthread_setname_np(pthread_self(), "loader");
 	for (int i = 0; i < STEPS && buf && fd >= 0; i++) {
+		nvtxRangePushA("load_batch");
 		if (pread(fd, buf, BATCH_SIZE, 0) < 0)
 			break;
 		usleep(2000); /* decode/augment stand-in that sleeps */
+		nvtxRangePop();
 		if (write(pipefd[1], &i, sizeof(i)) != sizeof(i))
 			break;
 	}
@@ -55,11 +66,17 @@ static void *trainer(void *arg)
 
 	pthread_setname_np(pthread_self(), "trainer");
 	while (read(pipefd[0], &step, sizeof(step)) == sizeof(step)) {
+		nvtxRangePushA("train_step");
+		nvtxRangePushA("forward_backward");
 		spin_us(3000); /* the "forward/backward" */
+		nvtxRangePop();
 		if (step % 10 == 9 && ck >= 0) {
+			nvtxRangePushA("checkpoint");
 			if (pwrite(ck, &step, sizeof(step), 0) == sizeof(step))
 				fsync(ck);
+			nvtxRangePop();
 		}
+		nvtxRangePop();
 	}
 	if (ck >= 0)
 		close(ck);
