@@ -479,6 +479,47 @@ int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d)
 	return pf__packet_end(pf);
 }
 
+__u64 pf__bins_origin(struct pf *pf, __u64 ts)
+{
+	if (!pf->bins_origin)
+		pf->bins_origin = pf->start_mono ? pf->start_mono : ts;
+	return pf->bins_origin;
+}
+
+int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *desc,
+		     const struct time_bins *b, double cap)
+{
+	struct pb *pb = &pf->pb;
+	__u64 uuid = pf->next_uuid++;
+	__u32 n = time_bins__used(b);
+	double last = -1, v;
+	int err;
+
+	pf__packet_begin(pf, b->origin, 0);
+	pb__begin(pb, PKT_TRACK_DESCRIPTOR);
+	pb__uint(pb, TD_UUID, uuid);
+	pb__uint(pb, TD_PARENT_UUID, parent);
+	pb__string(pb, TD_NAME, name);
+	pb__string(pb, TD_DESCRIPTION, desc);
+	pb__begin(pb, TD_COUNTER);
+	pb__end(pb);
+	pb__end(pb);
+	err = pf__packet_end(pf);
+	for (__u32 i = 0; !err && i < n; i++) {
+		v = time_bins__ratio(b, i);
+		if (cap > 0 && v > cap)
+			v = cap;
+		if (v != last)
+			err = pf__counter(pf, b->origin + i * b->width, uuid, 0, &v);
+		last = v;
+	}
+	if (!err && last != 0) {
+		v = 0;
+		err = pf__counter(pf, b->origin + (__u64)n * b->width, uuid, 0, &v);
+	}
+	return err;
+}
+
 /* The "events lost" counter: cumulative over every cause, one value per loss record. */
 static int pf__loss(struct pf *pf, const struct bs_hdr *rec)
 {

@@ -12,6 +12,7 @@
 #include "pb.h"
 #include "stats_math.h"
 #include "string_pool.h"
+#include "time_bins.h"
 
 /* Field numbers, from perfetto_trace.proto. */
 #define TRACE_PACKET 1
@@ -87,6 +88,8 @@
 /* Write out once this much is buffered. */
 #define PF_FLUSH_BYTES (256 * 1024)
 #define PF_MAX_KINDS   256
+/* Width of the bins of the counters drawn from time sums (GPU busy, GIL contention). */
+#define PF_BIN_NS 10000000ull /* 10 ms */
 
 struct pf_style {
 	const char *kind;
@@ -130,6 +133,7 @@ struct pf {
 	__u64 next_uuid;
 	__u64 lost_uuid, lost_total;
 	__u64 start_mono;
+	__u64 bins_origin; /* time of bin 0 of every binned counter */
 	struct pf_gpu *gpu; /* export_perfetto_gpu.c's state: GPU and NVTX tracks */
 	/* Interned strings first used by the packet being written. */
 	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
@@ -159,6 +163,18 @@ int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 fl
 int pf__event_end(struct pf *pf, __u64 ts, __u64 track);
 /* A counter's value: V, or *D when D is given (double_counter_value). */
 int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d);
+/*
+ * Where bin 0 of binned counters starts: the recording's start, or TS (the first time binned)
+ * when the trace has none. The same for every counter, so their steps line up.
+ */
+__u64 pf__bins_origin(struct pf *pf, __u64 ts);
+/*
+ * A counter track NAME under PARENT drawn from B: each bin's time / its width, capped at CAP
+ * (0: no cap), a value where it changes and 0 after the last bin. Written at the end: bins
+ * fill in any order.
+ */
+int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *desc,
+		     const struct time_bins *b, double cap);
 
 /* export_perfetto_gpu.c */
 struct pf_gpu *pf_gpu__new(void);
