@@ -2,13 +2,15 @@
 /*
  * Inside the Perfetto exporter: its state, the protobuf field numbers and the packet writers
  * export_perfetto.c (the format, host-side tracks) and export_perfetto_gpu.c (GPU devices and
- * streams, NVTX tracks, launch flows, GPU busy counters) share.
+ * streams, NVTX tracks, launch flows, GPU busy counters) and export_perfetto_gil.c (GIL
+ * contention counters) share.
  */
 #ifndef BPFSIGHT_EXPORT_PERFETTO_H
 #define BPFSIGHT_EXPORT_PERFETTO_H
 
 #include <zlib.h>
 #include "export.h"
+#include "gil_contention.h"
 #include "pb.h"
 #include "stats_math.h"
 #include "string_pool.h"
@@ -135,6 +137,7 @@ struct pf {
 	__u64 start_mono;
 	__u64 bins_origin; /* time of bin 0 of every binned counter */
 	struct pf_gpu *gpu; /* export_perfetto_gpu.c's state: GPU and NVTX tracks */
+	struct gil_contention *gil; /* waiting time per python process, for its counter */
 	/* Interned strings first used by the packet being written. */
 	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
 	__u32 nfresh;
@@ -189,5 +192,11 @@ int pf_gpu__track(struct pf *pf, const struct bs_hdr *rec, const struct event *e
 void pf_gpu__flows(const struct bs_hdr *rec, __u64 *out, __u64 *in);
 /* Write the GPU busy counters (at the end: bins fill in any order). */
 int pf_gpu__finish(struct pf *pf);
+
+/* export_perfetto_gil.c */
+/* Count a GIL wait towards its process's contention counter (other records: nothing). */
+int pf_gil__record(struct pf *pf, const struct bs_hdr *rec);
+/* Write the contention counters (at the end: bins fill in any order). */
+int pf_gil__finish(struct pf *pf, const struct trace_model *m);
 
 #endif /* BPFSIGHT_EXPORT_PERFETTO_H */
