@@ -501,9 +501,9 @@ int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *
 		     const struct time_bins *b, double cap)
 {
 	struct pb *pb = &pf->pb;
-	__u64 uuid = pf->next_uuid++;
-	__u32 n = time_bins__used(b);
-	double last = -1, v;
+	struct time_bins_iter it;
+	__u64 uuid = pf->next_uuid++, ts;
+	double v;
 	int err;
 
 	pf__packet_begin(pf, b->origin, 0);
@@ -516,18 +516,9 @@ int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *
 	pb__end(pb);
 	pb__end(pb);
 	err = pf__packet_end(pf);
-	for (__u32 i = 0; !err && i < n; i++) {
-		v = time_bins__ratio(b, i);
-		if (cap > 0 && v > cap)
-			v = cap;
-		if (v != last)
-			err = pf__counter(pf, b->origin + i * b->width, uuid, 0, &v);
-		last = v;
-	}
-	if (!err && last != 0) {
-		v = 0;
-		err = pf__counter(pf, b->origin + (__u64)n * b->width, uuid, 0, &v);
-	}
+	time_bins__iter_init(&it, b);
+	while (!err && time_bins__step(b, &it, cap, &ts, &v))
+		err = pf__counter(pf, ts, uuid, 0, &v);
 	return err;
 }
 

@@ -71,3 +71,32 @@ void time_bins__free(struct time_bins *b)
 	b->ns = NULL;
 	b->n = 0;
 }
+
+void time_bins__iter_init(struct time_bins_iter *it, const struct time_bins *b)
+{
+	it->i = 0;
+	it->n = time_bins__used(b);
+	it->last = -1;
+	it->done = 0;
+}
+
+int time_bins__step(const struct time_bins *b, struct time_bins_iter *it, double cap, __u64 *ts,
+		    double *v)
+{
+	while (it->i < it->n) {
+		*v = time_bins__ratio(b, it->i);
+		if (cap > 0 && *v > cap)
+			*v = cap;
+		*ts = b->origin + (__u64)it->i++ * b->width;
+		if (*v != it->last) {
+			it->last = *v;
+			return 1;
+		}
+	}
+	if (it->done || it->last == 0)
+		return 0;
+	it->done = 1;
+	it->last = *v = 0;
+	*ts = b->origin + (__u64)it->n * b->width;
+	return 1;
+}

@@ -30,4 +30,20 @@ __u32 time_bins__used(const struct time_bins *b);
 double time_bins__ratio(const struct time_bins *b, __u32 i);
 void time_bins__free(struct time_bins *b);
 
+/*
+ * The points where a counter drawn from bins changes: each bin's ratio capped at CAP (0: no
+ * cap) where it differs from the previous bin's, then 0 after the last non-zero bin (when
+ * the line is not at 0 already). Every writer draws its counters the same way.
+ */
+struct time_bins_iter {
+	__u32 i, n;
+	double last;
+	int done;
+};
+
+void time_bins__iter_init(struct time_bins_iter *it, const struct time_bins *b);
+/* The next point in *TS, *V: 1, or 0 at the end. */
+int time_bins__step(const struct time_bins *b, struct time_bins_iter *it, double cap, __u64 *ts,
+		    double *v);
+
 #endif /* BPFSIGHT_TIME_BINS_H */
