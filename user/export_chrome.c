@@ -7,9 +7,11 @@
  * names where Kineto has one, process/thread names as "ph":"M" events.
  *
  * GPU and NVTX events follow Kineto too (export_chrome_gpu.c: pid = device, tid = stream,
- * ac2g flows from launches). Streamed: every event is written as it comes; memory holds only
- * the set of processes and threads seen (for their name events at the end), the (device,
- * stream) pairs, and, for NCCL traces, a rank per process.
+ * ac2g flows from launches). GIL waits and holds are "X" events of cat "gil", with a "GIL
+ * contention" counter per python process (export_chrome_gil.c). Streamed: every event is
+ * written as it comes; memory holds only the set of processes and threads seen (for their
+ * name events at the end), the (device, stream) pairs, for NCCL traces a rank per process,
+ * and for GIL traces the contention bins (8 bytes per 10 ms per python process that waited).
  * OUT ending in ".gz" is gzip-compressed on the fly.
  *
  * distributedInfo (Kineto's {"backend": "nccl", "rank": R, "world_size": W}) must come before
@@ -56,6 +58,10 @@ static const struct chrome_kind chrome_kinds[] = {
 	{ "nvtx_mark", "user_annotation", 'i' },
 	{ "nvtx_name", "nvtx", 'i' },
 	{ "shim_status", "shim", 'i' },
+	/* Kineto has no GIL category (torch.profiler does not see the GIL): the gil family's. */
+	{ "gil_wait", "gil", 'X' },
+	{ "gil_hold", "gil", 'X' },
+	{ "gil_python", "gil", 'i' },
 	{ NULL },
 };
 
@@ -433,6 +439,7 @@ static void chrome_free(struct chrome *c)
 	hmap__free(c->procs);
 	hmap__free(c->ranks);
 	hmap__free(c->gpu_streams);
+	gil_contention__free(c->gil);
 	if (c->scratch)
 		fclose(c->scratch);
 	free(c->scratch_buf);
@@ -454,8 +461,10 @@ static void *chrome__open(const char *out, const struct trace_meta *meta, int *e
 	c->procs = hmap__new(1);
 	c->ranks = hmap__new(sizeof(struct chrome_rank));
 	c->gpu_streams = hmap__new(1);
+	c->gil = gil_contention__new(CHROME_GIL_BIN_NS);
+	c->start_mono = meta->start.mono_ns;
 	c->scratch = open_memstream(&c->scratch_buf, &c->scratch_size);
-	if (!c->threads || !c->procs || !c->ranks || !c->gpu_streams || !c->scratch) {
+	if (!c->threads || !c->procs || !c->ranks || !c->gpu_streams || !c->gil || !c->scratch) {
 		*err = -ENOMEM;
 		goto err_free;
 	}
@@ -635,6 +644,8 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 	int err;
 
 	err = chrome_seen(c, rec->pid, rec->tid);
+	if (!err)
+		err = chrome_gil__record(c, rec);
 	if (err)
 		return err;
 	if (!ev)
@@ -723,6 +734,7 @@ static int chrome__finish(void *st, const struct trace_model *m, const struct tr
 	struct chrome *c = st;
 	int err = 0;
 
+	chrome_gil__counters(c);
 	chrome_names(c, m);
 	fputs("\n]}\n", c->f);
 	if (fflush(c->f) || ferror(c->f))

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Inside the Chrome exporter: its state and the writers export_chrome.c (the format, the
- * host-side events) and export_chrome_gpu.c (GPU and NVTX events, launch flows) share.
+ * host-side events), export_chrome_gpu.c (GPU and NVTX events, launch flows) and
+ * export_chrome_gil.c (GIL contention counters) share.
  */
 #ifndef BPFSIGHT_EXPORT_CHROME_H
 #define BPFSIGHT_EXPORT_CHROME_H
@@ -9,15 +10,17 @@
 #include <stdio.h>
 #include <zlib.h>
 #include "export.h"
+#include "gil_contention.h"
 #include "stats_math.h"
 
 /* gzip level: 1 keeps a 100 M-event export CPU-bound on JSON formatting, not on deflate. */
 #define CHROME_GZ_LEVEL	    1
 #define CHROME_BUF_SIZE	    (1 << 16)
+#define CHROME_GIL_BIN_NS   10000000ull /* 10 ms, the Perfetto export's bins */
 
 /*
  * How each kind of event is drawn (chrome_kinds[] in export_chrome.c). A family that lands adds
- * its kinds there with Kineto's category (gil -> "python_function"). A kind missing there still
+ * its kinds there with Kineto's category where Kineto has one. A kind missing there still
  * exports: its cat is its kind, drawn as X when it has a duration. cuda_api is "cuda_runtime"
  * or "cuda_driver" by name (chrome_cuda_cat); the gpu and nvtx kinds are drawn by
  * export_chrome_gpu.c (GPU events on pid = device, tid = stream; ac2g flows; NVTX ranges).
@@ -62,6 +65,8 @@ struct chrome {
 	size_t scratch_size;
 	__u64 lost[BS_LOSS_NR + 1];	/* cumulative per cause, for the "events lost" counter */
 	__u64 nevents;			/* objects written into traceEvents */
+	struct gil_contention *gil;	/* GIL waiting time per python process and bin */
+	__u64 start_mono, bins_origin;	/* recording start; start of the counters' bin 0 */
 	char buf[CHROME_BUF_SIZE];	/* stdio's buffer (glibc ignores a size without one) */
 	const struct chrome_kind *last; /* kinds come in runs: skip the lookup */
 };
@@ -91,5 +96,11 @@ __u64 chrome_gpu__launch_flow(const struct bs_hdr *rec);
 void chrome_gpu__flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts);
 /* "GPU N" and "stream S" names of the GPU events' pid and tid. */
 void chrome_gpu__names(struct chrome *c);
+
+/* export_chrome_gil.c */
+/* Count a GIL wait towards its process's contention counter (other records: nothing). */
+int chrome_gil__record(struct chrome *c, const struct bs_hdr *rec);
+/* The "GIL contention" counter events of every process that waited. */
+void chrome_gil__counters(struct chrome *c);
 
 #endif /* BPFSIGHT_EXPORT_CHROME_H */

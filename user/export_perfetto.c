@@ -25,7 +25,8 @@
  * Nothing here knows a family beyond a small table of track names: a new family's events
  * appear on a track named after their kind without changes to this file. The gpu and nvtx
  * families are the exception, in export_perfetto_gpu.c: GPU work goes on per-device stream
- * tracks, NVTX on tracks of its own, and flows tie launching calls to their GPU work.
+ * tracks, NVTX on tracks of its own, and flows tie launching calls to their GPU work. The gil
+ * family adds a contention counter per process (export_perfetto_gil.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +54,16 @@ static const struct pf_style pf_styles[] = {
 	/* A call made by an enclosing traced call (depth > 0) lies inside it in time. */
 	{ "cuda_api", NULL, NULL, 1 },
 	{ "nccl_api", NULL, NULL, 1 },
+	{ "gil_wait", "GIL waits",
+	  "Waits of this thread for the Python GIL (gil family) that lasted at least the "
+	  "recording's threshold (50 us); shorter ones are only counted (bpfsight stats -r "
+	  "gil_sum). holder = the thread that held the GIL when the wait began, rounds = the 5 ms "
+	  "condition waits it took, handoff = the holder changed meanwhile (bpfsight stats -r "
+	  "gil_blocked_by splits the time between holders)." },
+	{ "gil_hold", "GIL holds",
+	  "Times this thread held the Python GIL (--gil-mode=full), from take_gil's return to "
+	  "drop_gil, of at least the recording's threshold (50 us); shorter ones are only "
+	  "counted (bpfsight stats -r gil_sum)." },
 	{ "gpu_api", "CUDA API (CUPTI)",
 	  "CUPTI's record of a CUDA call that put work on the GPU, where no cuda-family event was "
 	  "matched to it (-t gpu without cuda): the start of its launch -> GPU flow." },
@@ -479,6 +490,38 @@ int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d)
 	return pf__packet_end(pf);
 }
 
+__u64 pf__bins_origin(struct pf *pf, __u64 ts)
+{
+	if (!pf->bins_origin)
+		pf->bins_origin = pf->start_mono ? pf->start_mono : ts;
+	return pf->bins_origin;
+}
+
+int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *desc,
+		     const struct time_bins *b, double cap)
+{
+	struct pb *pb = &pf->pb;
+	struct time_bins_iter it;
+	__u64 uuid = pf->next_uuid++, ts;
+	double v;
+	int err;
+
+	pf__packet_begin(pf, b->origin, 0);
+	pb__begin(pb, PKT_TRACK_DESCRIPTOR);
+	pb__uint(pb, TD_UUID, uuid);
+	pb__uint(pb, TD_PARENT_UUID, parent);
+	pb__string(pb, TD_NAME, name);
+	pb__string(pb, TD_DESCRIPTION, desc);
+	pb__begin(pb, TD_COUNTER);
+	pb__end(pb);
+	pb__end(pb);
+	err = pf__packet_end(pf);
+	time_bins__iter_init(&it, b);
+	while (!err && time_bins__step(b, &it, cap, &ts, &v))
+		err = pf__counter(pf, ts, uuid, 0, &v);
+	return err;
+}
+
 /* The "events lost" counter: cumulative over every cause, one value per loss record. */
 static int pf__loss(struct pf *pf, const struct bs_hdr *rec)
 {
@@ -528,6 +571,7 @@ static void pf__free(struct pf *pf)
 	hmap__free(pf->threads);
 	hmap__free(pf->children);
 	pf_gpu__free(pf->gpu);
+	gil_contention__free(pf->gil);
 	free(pf);
 }
 
@@ -556,8 +600,9 @@ static void *perfetto_open(const char *out, const struct trace_meta *meta, int *
 	pf->threads = hmap__new(sizeof(struct pf_thread));
 	pf->children = hmap__new(sizeof(__u64));
 	pf->gpu = pf_gpu__new();
+	pf->gil = gil_contention__new(PF_BIN_NS);
 	if (!pf->names || !pf->cats || !pf->keys || !pf->procs || !pf->threads || !pf->children ||
-	    !pf->gpu)
+	    !pf->gpu || !pf->gil)
 		goto fail;
 	/* cmd_export removed any old OUT; never write through a symlink planted meanwhile. */
 	pf->fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -619,7 +664,7 @@ static int perfetto_record(void *st, const struct bs_hdr *rec, const struct even
 	}
 	if (rec->type == BS_REC_LOSS)
 		return pf__loss(pf, rec);
-	return 0;
+	return pf_gil__record(pf, rec);
 }
 
 static int perfetto_finish(void *st, const struct trace_model *m, const struct trace_status *status)
@@ -628,6 +673,8 @@ static int perfetto_finish(void *st, const struct trace_model *m, const struct t
 	int err = 0, e;
 
 	err = pf_gpu__finish(pf);
+	if (!err)
+		err = pf_gil__finish(pf, m);
 	if (!err && status && status->has_end)
 		err = pf__clock_snapshot(pf, &status->end, 0);
 	if (!err)

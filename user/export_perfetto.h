@@ -2,16 +2,19 @@
 /*
  * Inside the Perfetto exporter: its state, the protobuf field numbers and the packet writers
  * export_perfetto.c (the format, host-side tracks) and export_perfetto_gpu.c (GPU devices and
- * streams, NVTX tracks, launch flows, GPU busy counters) share.
+ * streams, NVTX tracks, launch flows, GPU busy counters) and export_perfetto_gil.c (GIL
+ * contention counters) share.
  */
 #ifndef BPFSIGHT_EXPORT_PERFETTO_H
 #define BPFSIGHT_EXPORT_PERFETTO_H
 
 #include <zlib.h>
 #include "export.h"
+#include "gil_contention.h"
 #include "pb.h"
 #include "stats_math.h"
 #include "string_pool.h"
+#include "time_bins.h"
 
 /* Field numbers, from perfetto_trace.proto. */
 #define TRACE_PACKET 1
@@ -87,6 +90,8 @@
 /* Write out once this much is buffered. */
 #define PF_FLUSH_BYTES (256 * 1024)
 #define PF_MAX_KINDS   256
+/* Width of the bins of the counters drawn from time sums (GPU busy, GIL contention). */
+#define PF_BIN_NS 10000000ull /* 10 ms */
 
 struct pf_style {
 	const char *kind;
@@ -130,7 +135,9 @@ struct pf {
 	__u64 next_uuid;
 	__u64 lost_uuid, lost_total;
 	__u64 start_mono;
+	__u64 bins_origin; /* time of bin 0 of every binned counter */
 	struct pf_gpu *gpu; /* export_perfetto_gpu.c's state: GPU and NVTX tracks */
+	struct gil_contention *gil; /* waiting time per python process, for its counter */
 	/* Interned strings first used by the packet being written. */
 	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
 	__u32 nfresh;
@@ -159,6 +166,18 @@ int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 fl
 int pf__event_end(struct pf *pf, __u64 ts, __u64 track);
 /* A counter's value: V, or *D when D is given (double_counter_value). */
 int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d);
+/*
+ * Where bin 0 of binned counters starts: the recording's start, or TS (the first time binned)
+ * when the trace has none. The same for every counter, so their steps line up.
+ */
+__u64 pf__bins_origin(struct pf *pf, __u64 ts);
+/*
+ * A counter track NAME under PARENT drawn from B: each bin's time / its width, capped at CAP
+ * (0: no cap), a value where it changes and 0 after the last bin. Written at the end: bins
+ * fill in any order.
+ */
+int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *desc,
+		     const struct time_bins *b, double cap);
 
 /* export_perfetto_gpu.c */
 struct pf_gpu *pf_gpu__new(void);
@@ -173,5 +192,11 @@ int pf_gpu__track(struct pf *pf, const struct bs_hdr *rec, const struct event *e
 void pf_gpu__flows(const struct bs_hdr *rec, __u64 *out, __u64 *in);
 /* Write the GPU busy counters (at the end: bins fill in any order). */
 int pf_gpu__finish(struct pf *pf);
+
+/* export_perfetto_gil.c */
+/* Count a GIL wait towards its process's contention counter (other records: nothing). */
+int pf_gil__record(struct pf *pf, const struct bs_hdr *rec);
+/* Write the contention counters (at the end: bins fill in any order). */
+int pf_gil__finish(struct pf *pf, const struct trace_model *m);
 
 #endif /* BPFSIGHT_EXPORT_PERFETTO_H */

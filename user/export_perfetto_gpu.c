@@ -16,11 +16,11 @@
  * order records arrive in. At most PF_MAX_LANES per stream or domain; past that a slice shares
  * the last lane (and may be drawn misnested).
  *
- * The busy counter is the fraction of each PF_BUSY_BIN_NS bin in which an operation ran,
+ * The busy counter is the fraction of each PF_BIN_NS bin in which an operation ran,
  * assuming a device's operations do not overlap: concurrent streams count their overlap twice,
- * so it is clamped at 1 (stats -r gpu_idle_sum has the exact union). Bins fill in any order,
- * so they are written at the end. Memory: 8 bytes per bin per device, i.e. trace duration / 10
- * ms (2.9 MB per device-hour), plus a few words per stream, lane and NVTX track.
+ * so it is clamped at 1 (stats -r gpu_idle_sum has the exact union). Bins (time_bins.h) fill in
+ * any order, so they are written at the end. Memory: 8 bytes per bin per device, i.e. trace
+ * duration / 10 ms (2.9 MB per device-hour), plus a few words per stream, lane and NVTX track.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,10 +29,9 @@
 #include "export_perfetto.h"
 #include "gpu_decode.h"
 #include "nvtx_decode.h"
+#include "time_bins.h"
 
-#define PF_BUSY_BIN_NS 10000000ull /* 10 ms */
-#define PF_MAX_BINS    (1u << 24)  /* 46 hours: later operations are not counted */
-#define PF_MAX_LANES   32
+#define PF_MAX_LANES 32
 
 struct pf_lanes {
 	__u64 uuid[PF_MAX_LANES];
@@ -43,8 +42,7 @@ struct pf_lanes {
 struct pf_dev {
 	__u64 uuid;
 	__u32 pid, device;
-	__u64 *busy; /* ns of operations per bin */
-	__u32 nbins;
+	struct time_bins busy; /* ns of operations per bin */
 };
 
 struct pf_gpu {
@@ -52,7 +50,6 @@ struct pf_gpu {
 	struct hmap *streams;	 /* {pid << 32 | device, stream} -> pf_lanes */
 	struct hmap *nvtx_thread; /* {pid << 32 | tid, domain id} -> track uuid */
 	struct hmap *nvtx_async; /* {pid, domain id} -> pf_lanes */
-	__u64 origin;		 /* time of busy bin 0 */
 };
 
 struct pf_gpu *pf_gpu__new(void)
@@ -80,7 +77,7 @@ void pf_gpu__free(struct pf_gpu *g)
 	if (!g)
 		return;
 	while (g->devs && (d = hmap__next(g->devs, &it, NULL)))
-		free(d->busy);
+		time_bins__free(&d->busy);
 	hmap__free(g->devs);
 	hmap__free(g->streams);
 	hmap__free(g->nvtx_thread);
@@ -116,40 +113,6 @@ static int lanes_pick(struct pf *pf, struct pf_lanes *l, __u64 start, __u64 end,
 	return 0;
 }
 
-/* Add [TS, TS + DUR) to D's busy bins. */
-static int busy_add(struct pf_gpu *g, struct pf_dev *d, __u64 ts, __u64 dur)
-{
-	__u64 s = ts < g->origin ? g->origin : ts, e = ts + dur, b0, b1;
-
-	if (e <= s)
-		return 0;
-	b0 = (s - g->origin) / PF_BUSY_BIN_NS;
-	b1 = (e - 1 - g->origin) / PF_BUSY_BIN_NS;
-	if (b0 >= PF_MAX_BINS)
-		return 0;
-	if (b1 >= PF_MAX_BINS)
-		b1 = PF_MAX_BINS - 1;
-	if (b1 >= d->nbins) {
-		__u32 n = d->nbins ? d->nbins : 64;
-		__u64 *v;
-
-		while (n <= b1)
-			n *= 2;
-		v = realloc(d->busy, (size_t)n * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		memset(v + d->nbins, 0, (size_t)(n - d->nbins) * sizeof(*v));
-		d->busy = v;
-		d->nbins = n;
-	}
-	for (__u64 b = b0; b <= b1; b++) {
-		__u64 lo = g->origin + b * PF_BUSY_BIN_NS, hi = lo + PF_BUSY_BIN_NS;
-
-		d->busy[b] += (e < hi ? e : hi) - (s > lo ? s : lo);
-	}
-	return 0;
-}
-
 /* The stream track of a kernel, copy or memset, under its device's track. */
 static int gpu_op_track(struct pf *pf, const struct bs_hdr *rec, const struct trace_model *m,
 			__u64 *track)
@@ -164,8 +127,6 @@ static int gpu_op_track(struct pf *pf, const struct bs_hdr *rec, const struct tr
 
 	if (!gpu_op__read(rec, &op))
 		return 0;
-	if (!g->origin)
-		g->origin = pf->start_mono ? pf->start_mono : op.ts;
 	d = hmap__get(g->devs, (struct hkey){ op.pid, op.device }, 1);
 	if (!d)
 		return -ENOMEM;
@@ -176,6 +137,7 @@ static int gpu_op_track(struct pf *pf, const struct bs_hdr *rec, const struct tr
 		d->uuid = pf->next_uuid++;
 		d->pid = op.pid;
 		d->device = op.device;
+		time_bins__init(&d->busy, pf__bins_origin(pf, op.ts), PF_BIN_NS);
 		snprintf(name, sizeof(name), "GPU %u", op.device);
 		snprintf(desc, sizeof(desc),
 			 "Kernels, copies and memsets CUPTI timed on CUDA device %u of this "
@@ -186,7 +148,7 @@ static int gpu_op_track(struct pf *pf, const struct bs_hdr *rec, const struct tr
 			return err;
 	}
 	dev_uuid = d->uuid;
-	err = busy_add(g, d, op.ts, op.dur);
+	err = time_bins__add(&d->busy, op.ts, op.dur);
 	if (err)
 		return err;
 	lanes = hmap__get(g->streams, (struct hkey){ (__u64)op.pid << 32 | op.device, op.stream },
@@ -304,44 +266,6 @@ void pf_gpu__flows(const struct bs_hdr *rec, __u64 *out, __u64 *in)
 	}
 }
 
-/* One device's busy counter: a value where it changes, back to 0 after the last bin. */
-static int busy_counter(struct pf *pf, const struct pf_dev *d)
-{
-	struct pb *pb = &pf->pb;
-	__u64 uuid = pf->next_uuid++, origin = pf->gpu->origin;
-	double last = -1, v;
-	__u32 n = d->nbins;
-	int err;
-
-	while (n && !d->busy[n - 1])
-		n--;
-	pf__packet_begin(pf, origin, 0);
-	pb__begin(pb, PKT_TRACK_DESCRIPTOR);
-	pb__uint(pb, TD_UUID, uuid);
-	pb__uint(pb, TD_PARENT_UUID, d->uuid);
-	pb__string(pb, TD_NAME, "GPU busy");
-	pb__string(pb, TD_DESCRIPTION,
-		   "Fraction of each 10 ms in which a kernel, copy or memset ran on this device "
-		   "(overlapping streams count once per operation, capped at 1; bpfsight stats -r "
-		   "gpu_idle_sum has the exact idle time).");
-	pb__begin(pb, TD_COUNTER);
-	pb__end(pb);
-	pb__end(pb);
-	err = pf__packet_end(pf);
-	for (__u32 i = 0; !err && i < n; i++) {
-		v = (double)d->busy[i] / PF_BUSY_BIN_NS;
-		v = v > 1 ? 1 : v;
-		if (v != last)
-			err = pf__counter(pf, origin + i * PF_BUSY_BIN_NS, uuid, 0, &v);
-		last = v;
-	}
-	if (!err && last != 0) {
-		v = 0;
-		err = pf__counter(pf, origin + (__u64)n * PF_BUSY_BIN_NS, uuid, 0, &v);
-	}
-	return err;
-}
-
 int pf_gpu__finish(struct pf *pf)
 {
 	struct pf_dev *d;
@@ -349,7 +273,12 @@ int pf_gpu__finish(struct pf *pf)
 	int err = 0;
 
 	while (!err && (d = hmap__next(pf->gpu->devs, &it, NULL)))
-		if (d->nbins)
-			err = busy_counter(pf, d);
+		if (d->busy.n)
+			err = pf__bins_counter(
+				pf, d->uuid, "GPU busy",
+				"Fraction of each 10 ms in which a kernel, copy or memset ran on this "
+				"device (overlapping streams count once per operation, capped at 1; "
+				"bpfsight stats -r gpu_idle_sum has the exact idle time).",
+				&d->busy, 1);
 	return err;
 }

@@ -5,7 +5,7 @@
  * CUPTI_ACTIVITY_KIND_RUNTIME (with ENUM_NSYS_EVENT_CLASS), with nsys's column names and its
  * globalTid = pid << 24 | tid, so queries written for nsys reports run on ours. What nsys has
  * no table for goes into BPFSIGHT_* tables (a CUDA call's decoded arguments, NCCL calls).
- * The GPU and NVTX tables are export_sqlite_gpu.c's. docs/EXPORT.md has the schema and
+ * The GPU and NVTX tables are export_sqlite_gpu.c's, the GIL tables export_sqlite_gil.c's. docs/EXPORT.md has the schema and
  * queries that reproduce `bpfsight stats`.
  *
  * Streamed: one transaction of prepared inserts, indexes built at the end. Memory holds the
@@ -26,9 +26,10 @@
 #include "syscall_names.h"
 
 /*
- * The schema. A family that lands adds its tables here (BPFSIGHT_GIL), its inserts to sq_sql[]
- * and a case to sqlite__record; the gpu and nvtx families' (nsys's CUPTI_ACTIVITY_KIND_KERNEL,
- * _MEMCPY, _MEMSET, NVTX_EVENTS) are export_sqlite_gpu.c's.
+ * The schema. A family that lands adds its tables here, its inserts to sq_sql[] and a case to
+ * sqlite__record; the gpu and nvtx families' (nsys's CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY,
+ * _MEMSET, NVTX_EVENTS) are export_sqlite_gpu.c's, the gil family's (BPFSIGHT_GIL_*)
+ * export_sqlite_gil.c's.
  *
  * CUPTI_ACTIVITY_KIND_RUNTIME has nsys's columns in nsys's order, then three of ours:
  * nestingLevel (bs_ucall.depth: 0 = a call the application made), id, which
@@ -278,6 +279,7 @@ static void sq_finalize(struct sq *s)
 static void sq_free(struct sq *s)
 {
 	sq_gpu__free(s);
+	sq_gil__free(s);
 	sq_finalize(s);
 	sqlite3_close(s->db);
 	string_pool__free(s->strings);
@@ -350,6 +352,8 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 		*err = sq_meta(s, meta);
 	if (!*err)
 		*err = sq_gpu__open(s);
+	if (!*err)
+		*err = sq_gil__open(s);
 	if (*err)
 		goto err_free;
 	return s;
@@ -650,6 +654,7 @@ static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event
 {
 	const struct rec_decoder *dec = family__decoder(rec->type);
 	struct sq *s = st;
+	int err;
 
 	/* The walk hands over records too short for their type; never read past one. */
 	if (!dec || rec->size < dec->min_size)
@@ -657,6 +662,10 @@ static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event
 	/* pid 0 / tid 0: records of the recorder itself (strings, loss), not a thread. */
 	if ((rec->pid || rec->tid) && !hmap__get(s->threads, (struct hkey){ rec->pid, rec->tid }, 1))
 		return -ENOMEM;
+	/* The gil family's rows, and the threads it may list (THREAD, FORK). */
+	err = sq_gil__record(s, rec, m);
+	if (err)
+		return err;
 
 	switch (rec->type) {
 	case BS_REC_SYSCALL:
@@ -762,10 +771,13 @@ static int sqlite__finish(void *st, const struct trace_model *m, const struct tr
 	if (!err)
 		err = sq_gpu__finish(s);
 	if (!err)
+		err = sq_gil__finish(s, m);
+	if (!err)
 		err = sq_exec(s, "COMMIT", "commit");
 	if (!err) {
 		/* Close here, not in sq_free, to hear about a failed final write. */
 		sq_gpu__free(s);
+		sq_gil__free(s);
 		sq_finalize(s);
 		if (sqlite3_close(s->db) == SQLITE_OK)
 			s->db = NULL;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Inside the SQLite exporter: its state and the helpers export_sqlite.c (the database, the
- * host-side tables) and export_sqlite_gpu.c (nsys's GPU and NVTX tables) share.
+ * host-side tables), export_sqlite_gpu.c (nsys's GPU and NVTX tables) and export_sqlite_gil.c
+ * (the GIL tables) share.
  */
 #ifndef BPFSIGHT_EXPORT_SQLITE_H
 #define BPFSIGHT_EXPORT_SQLITE_H
@@ -36,6 +37,7 @@ enum sq_stmt {
 };
 
 struct sq_gpu;
+struct sq_gil;
 
 struct sq {
 	sqlite3 *db;
@@ -46,6 +48,7 @@ struct sq {
 	__u32 nr_name[SQ_NR_CACHE];  /* syscall nr -> StringIds.id, 0 = not yet */
 	__s64 cuda_calls;	     /* CUPTI_ACTIVITY_KIND_RUNTIME.id of the last row */
 	struct sq_gpu *gpu;	     /* export_sqlite_gpu.c's statements and state */
+	struct sq_gil *gil;	     /* export_sqlite_gil.c's */
 };
 
 /* nsys's thread id: pid << 24 | tid. */
@@ -64,5 +67,12 @@ int sq_gpu__record(struct sq *s, const struct bs_hdr *rec, const struct event *e
 		   const struct trace_model *m);
 int sq_gpu__finish(struct sq *s); /* indexes, CUPTI's correlation ids on the launching calls */
 void sq_gpu__free(struct sq *s);
+
+/* export_sqlite_gil.c */
+int sq_gil__open(struct sq *s); /* its tables and statements, inside the transaction */
+/* Any record: the gil family's rows, the threads it may list (0), or -errno. */
+int sq_gil__record(struct sq *s, const struct bs_hdr *rec, const struct trace_model *m);
+int sq_gil__finish(struct sq *s, const struct trace_model *m); /* thread rows, indexes */
+void sq_gil__free(struct sq *s);
 
 #endif /* BPFSIGHT_EXPORT_SQLITE_H */

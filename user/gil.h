@@ -18,5 +18,7 @@ extern const struct family family_gil;
 
 /* "condwait", "take_gil", "no-gil", "none": BS_GIL_METHOD_* as gil_sum shows it. */
 const char *gil_method_name(__u32 method);
+/* PY_VERSION_HEX as gil_procs shows it: "3.11.7", "3.13" (no micro), "unknown" for 0. */
+void gil_version_str(__u32 v, char *buf, size_t len);
 
 #endif

@@ -68,7 +68,7 @@ static int decode_meta(const struct bs_hdr *rec, const struct trace_model *m, st
 	return 0; /* cumulative snapshots: only the reports read them */
 }
 
-static void version_str(__u32 v, char *buf, size_t len)
+void gil_version_str(__u32 v, char *buf, size_t len)
 {
 	if (!v)
 		snprintf(buf, len, "unknown");
@@ -85,7 +85,7 @@ static int decode_proc(const struct bs_hdr *rec, const struct trace_model *m, st
 	const char *s;
 
 	ev->name = "gil_python";
-	version_str(p->py_version, ev->namebuf, sizeof(ev->namebuf));
+	gil_version_str(p->py_version, ev->namebuf, sizeof(ev->namebuf));
 	event__arg_str(ev, "python", ev->namebuf);
 	event__arg_str(ev, "method", gil_method_name(p->method));
 	if ((s = trace_model__string(m, p->object_id)))
@@ -529,7 +529,7 @@ static int gil_procs__emit(void *vd, const struct trace_model *m, struct table *
 
 		pi = hmap__get(d->procs, (struct hkey){ pids[i], 0 }, 0);
 		p = &pi->last;
-		version_str(p->py_version, ver, sizeof(ver));
+		gil_version_str(p->py_version, ver, sizeof(ver));
 		table__row(t);
 		table__set_u64(t, c[0], pids[i]);
 		s = trace_model__process_name(m, pids[i]);

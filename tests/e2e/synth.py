@@ -20,7 +20,7 @@ from helpers import BPFSIGHT, BUILD, eq
 BST_WRITE = os.path.join(BUILD, "tests", "bst_write")
 
 # Record types and flags (records.h).
-STRING, PROCESS, THREAD, LOSS = 0x01, 0x02, 0x03, 0x04
+STRING, PROCESS, THREAD, LOSS, FORK, EXIT = 0x01, 0x02, 0x03, 0x04, 0x05, 0x07
 CUDA_CALL = 0x30
 SHIM_STATUS, GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_API = 0x61, 0x62, 0x63, 0x64, 0x65
 NVTX_RANGE, NVTX_MARK, NVTX_NAME, NVTX_BEGIN = 0x70, 0x71, 0x72, 0x73
@@ -30,9 +30,14 @@ PAYLOAD = {"u64": 0x10, "i64": 0x20, "f64": 0x30, "u32": 0x40, "i32": 0x50, "f32
 NAME_THREAD, NAME_CATEGORY = 1, 2
 EV_ATTACH, EV_STATE, EV_CUPTI_ERROR, EV_DRAINED, EV_DROPPED, EV_EXIT = 1, 2, 3, 4, 5, 6
 LOSS_SHIM = 6
+GIL_WAIT, GIL_HOLD, GIL_AGG, GIL_BLAME, GIL_PROC = 0x50, 0x51, 0x52, 0x53, 0x54
+GIL_WAIT_MUTEX, GIL_WAIT_TAKE_GIL, GIL_WAIT_HANDOFF = 0x1, 0x2, 0x4
+GIL_CONDWAIT, GIL_TAKE_GIL = 1, 2
+GIL_PROC_MUTEX, GIL_PROC_HOLDER, GIL_PROC_VERIFIED = 0x2, 0x4, 0x8
 
 HDR = "<HHIIIQ"
-SIZES = {STRING: 32, PROCESS: 64, THREAD: 40, LOSS: 40, CUDA_CALL: 152, SHIM_STATUS: 64,
+SIZES = {STRING: 32, PROCESS: 64, THREAD: 40, LOSS: 40, FORK: 48, EXIT: 32, GIL_WAIT: 40,
+         GIL_HOLD: 32, GIL_AGG: 336, GIL_BLAME: 48, GIL_PROC: 56, CUDA_CALL: 152, SHIM_STATUS: 64,
          GPU_KERNEL: 112, GPU_MEMCPY: 96, GPU_MEMSET: 88, GPU_API: 64, NVTX_RANGE: 72,
          NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40}
 
@@ -100,6 +105,38 @@ class Trace:
 
     def loss(self, cause, count, ts):
         self.recs.append(_rec(LOSS, 0, 0, ts, "IIQ", cause, 0, count))
+
+    def fork(self, pid, tid, ts, child_pid, child_tid, comm=""):
+        self.recs.append(_rec(FORK, pid, tid, ts, "II16s", child_pid, child_tid, comm.encode()))
+
+    def exit(self, pid, tid, ts, code=0, group_dead=0):
+        self.recs.append(_rec(EXIT, pid, tid, ts, "II", code, group_dead))
+
+    # -- gil family --
+    def gil_wait(self, pid, tid, ts, dur, holder=0, rounds=1, flags=0):
+        self.recs.append(_rec(GIL_WAIT, pid, tid, ts, "QIHH", dur, holder, rounds, flags))
+
+    def gil_hold(self, pid, tid, ts, dur):
+        self.recs.append(_rec(GIL_HOLD, pid, tid, ts, "Q", dur))
+
+    def gil_agg(self, pid, tid, ts, waits=(0, 0, 0), holds=(0, 0, 0), short=None,
+                threshold=50000):
+        """Cumulative totals: WAITS and HOLDS as (count, total_ns, max_ns), SHORT {bucket: n}."""
+        hist = [0] * 32
+        for b, n in (short or {}).items():
+            hist[b] = n
+        self.recs.append(_rec(GIL_AGG, pid, tid, ts, "Q6Q32Q", threshold, *waits, *holds,
+                              *hist))
+
+    def gil_blame(self, pid, waiter, ts, holder, count, total):
+        self.recs.append(_rec(GIL_BLAME, pid, waiter, ts, "IIQQ", holder, 0, count, total))
+
+    def gil_proc(self, pid, ts, version=0x030b07f0, method=GIL_CONDWAIT,
+                 flags=GIL_PROC_MUTEX | GIL_PROC_HOLDER | GIL_PROC_VERIFIED, obj=None,
+                 note=None, gil_addr=0x7f0000001000):
+        o, n = self.string(obj, pid), self.string(note, pid)
+        self.recs.append(_rec(GIL_PROC, pid, pid, ts, "QIIIIII", gil_addr, version, method,
+                              flags, o, n, 0))
 
     # -- cuda family --
     def cuda_call(self, pid, tid, ts, dur, fn, ret=0, depth=0, args=()):

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The gil family's tables in the SQLite export (nsys has none for the GIL), shaped so that the
+ * queries of docs/EXPORT.md reproduce `stats -r gil_sum,gil_blocked_by,gil_procs` exactly:
+ *   BPFSIGHT_GIL_WAITS        one row per wait record (at or above the threshold)
+ *   BPFSIGHT_GIL_HOLDS        one row per hold record (--gil-mode=full)
+ *   BPFSIGHT_GIL_THREADS      one row per thread gil_sum lists (every thread of a python process
+ *                             and any thread with GIL data): the last in-kernel aggregate of
+ *                             every wait and hold, NULL where none came
+ *   BPFSIGHT_GIL_SHORT_WAITS  its histogram of the waits under the threshold, a row per bucket
+ *   BPFSIGHT_GIL_BLAME        per (waiter, holder): the last in-kernel snapshot
+ *   BPFSIGHT_GIL_PROCESSES    per python process: how it was measured (its last record)
+ *
+ * Aggregates and blame are cumulative snapshots: INSERT OR REPLACE keeps the last per key.
+ * Which threads gil_sum lists is only known at the end (a thread created before its process
+ * was found to be python), so the thread rows without an aggregate are written then.
+ *
+ * Memory: the prepared statements, a byte per thread seen and per python process; the rows
+ * live in the database (its page cache is bounded: SQ_CACHE_KIB).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "export_sqlite.h"
+#include "gil.h"
+#include "stats_math.h"
+
+static const char gil_schema[] =
+	"CREATE TABLE BPFSIGHT_GIL_WAITS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" globalTid INTEGER NOT NULL, holderGlobalTid INTEGER, rounds INTEGER NOT NULL,"
+	" flags INTEGER NOT NULL);"
+	"CREATE TABLE BPFSIGHT_GIL_HOLDS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" globalTid INTEGER NOT NULL);"
+	"CREATE TABLE BPFSIGHT_GIL_THREADS (pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+	" globalTid INTEGER NOT NULL, name TEXT, waitCount INTEGER, waitTotalNs INTEGER,"
+	" waitMaxNs INTEGER, holdCount INTEGER, holdTotalNs INTEGER, holdMaxNs INTEGER,"
+	" thresholdNs INTEGER, snapshotTs INTEGER, PRIMARY KEY (pid, tid)) WITHOUT ROWID;"
+	"CREATE TABLE BPFSIGHT_GIL_SHORT_WAITS (pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+	" globalTid INTEGER NOT NULL, bucket INTEGER NOT NULL, lowNs INTEGER NOT NULL,"
+	" highNs INTEGER NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (pid, tid, bucket))"
+	" WITHOUT ROWID;"
+	"CREATE TABLE BPFSIGHT_GIL_BLAME (pid INTEGER NOT NULL, waiterTid INTEGER NOT NULL,"
+	" holderTid INTEGER NOT NULL, globalTid INTEGER NOT NULL, holderGlobalTid INTEGER,"
+	" count INTEGER NOT NULL, totalNs INTEGER NOT NULL, snapshotTs INTEGER NOT NULL,"
+	" PRIMARY KEY (pid, waiterTid, holderTid)) WITHOUT ROWID;"
+	"CREATE TABLE BPFSIGHT_GIL_PROCESSES (pid INTEGER PRIMARY KEY, python TEXT NOT NULL,"
+	" pyVersionHex INTEGER NOT NULL, method TEXT NOT NULL, flags INTEGER NOT NULL,"
+	" freeThreaded INTEGER NOT NULL, mutex INTEGER NOT NULL, holder INTEGER NOT NULL,"
+	" verified INTEGER NOT NULL, interpreter TEXT, note TEXT, gilAddress INTEGER NOT NULL,"
+	" ts INTEGER NOT NULL);";
+
+static const char gil_indexes[] =
+	"CREATE INDEX BPFSIGHT_GIL_WAITS_start ON BPFSIGHT_GIL_WAITS(start);"
+	"CREATE INDEX BPFSIGHT_GIL_WAITS_globalTid ON BPFSIGHT_GIL_WAITS(globalTid);"
+	"CREATE INDEX BPFSIGHT_GIL_HOLDS_start ON BPFSIGHT_GIL_HOLDS(start);"
+	"CREATE INDEX BPFSIGHT_GIL_HOLDS_globalTid ON BPFSIGHT_GIL_HOLDS(globalTid);"
+	"CREATE INDEX BPFSIGHT_GIL_THREADS_globalTid ON BPFSIGHT_GIL_THREADS(globalTid);";
+
+enum gil_stmt { L_WAIT, L_HOLD, L_AGG, L_SHORT, L_BLAME, L_PROC, L_THREAD, L_NSTMT };
+
+static const char *const gil_sql[L_NSTMT] = {
+	[L_WAIT] = "INSERT INTO BPFSIGHT_GIL_WAITS VALUES (?, ?, ?, ?, ?, ?)",
+	[L_HOLD] = "INSERT INTO BPFSIGHT_GIL_HOLDS VALUES (?, ?, ?)",
+	/* Snapshots are cumulative: the last one per key is the one that counts. */
+	[L_AGG] = "INSERT OR REPLACE INTO BPFSIGHT_GIL_THREADS VALUES"
+		  " (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[L_SHORT] = "INSERT OR REPLACE INTO BPFSIGHT_GIL_SHORT_WAITS VALUES (?, ?, ?, ?, ?, ?, ?)",
+	[L_BLAME] = "INSERT OR REPLACE INTO BPFSIGHT_GIL_BLAME VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+	[L_PROC] = "INSERT OR REPLACE INTO BPFSIGHT_GIL_PROCESSES VALUES"
+		   " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	/* At the end: a thread's name, and its row when no aggregate came. */
+	[L_THREAD] = "INSERT INTO BPFSIGHT_GIL_THREADS (pid, tid, globalTid, name)"
+		     " VALUES (?, ?, ?, ?) ON CONFLICT (pid, tid) DO UPDATE SET name = excluded.name",
+};
+
+#define GT_SEEN 0x1 /* a THREAD, FORK (the child) or gil record named it */
+#define GT_DATA 0x2 /* it has an aggregate or a wait record: listed whatever its process */
+
+struct sq_gil {
+	sqlite3_stmt *stmt[L_NSTMT];
+	struct hmap *threads; /* {pid, tid} -> u8 GT_* */
+	struct hmap *pythons; /* {pid, 0} -> u8: a GIL_PROC record came */
+};
+
+static int gil_step(struct sq *s, enum gil_stmt i)
+{
+	sqlite3_stmt *st = s->gil->stmt[i];
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE)
+		return sq_fail(s, gil_sql[i]);
+	return 0;
+}
+
+int sq_gil__open(struct sq *s)
+{
+	int err;
+
+	s->gil = calloc(1, sizeof(*s->gil));
+	if (!s->gil)
+		return -ENOMEM;
+	s->gil->threads = hmap__new(1);
+	s->gil->pythons = hmap__new(1);
+	if (!s->gil->threads || !s->gil->pythons)
+		return -ENOMEM;
+	err = sq_exec(s, gil_schema, "creating the GIL tables");
+	for (int i = 0; !err && i < L_NSTMT; i++)
+		if (sqlite3_prepare_v3(s->db, gil_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+				       &s->gil->stmt[i], NULL) != SQLITE_OK)
+			err = sq_fail(s, gil_sql[i]);
+	return err;
+}
+
+void sq_gil__free(struct sq *s)
+{
+	if (!s->gil)
+		return;
+	for (int i = 0; i < L_NSTMT; i++)
+		sqlite3_finalize(s->gil->stmt[i]);
+	hmap__free(s->gil->threads);
+	hmap__free(s->gil->pythons);
+	free(s->gil);
+	s->gil = NULL;
+}
+
+static int gil_thread(struct sq *s, __u32 pid, __u32 tid, __u8 flags)
+{
+	__u8 *f = hmap__get(s->gil->threads, (struct hkey){ pid, tid }, 1);
+
+	if (!f)
+		return -ENOMEM;
+	*f |= GT_SEEN | flags;
+	return 0;
+}
+
+static void bind_holder(sqlite3_stmt *st, int col, __u32 pid, __u32 holder)
+{
+	if (holder)
+		sqlite3_bind_int64(st, col, global_tid(pid, holder));
+	else
+		sqlite3_bind_null(st, col);
+}
+
+static int gil_wait(struct sq *s, const struct bs_hdr *rec)
+{
+	const struct bs_gil_wait *w = (const void *)rec;
+	sqlite3_stmt *st = s->gil->stmt[L_WAIT];
+	int err = gil_thread(s, rec->pid, rec->tid, GT_DATA);
+
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, rec->ts);
+	sqlite3_bind_int64(st, 2, rec->ts + w->dur);
+	sqlite3_bind_int64(st, 3, global_tid(rec->pid, rec->tid));
+	bind_holder(st, 4, rec->pid, w->holder_tid);
+	sqlite3_bind_int64(st, 5, w->rounds);
+	sqlite3_bind_int64(st, 6, w->flags);
+	return gil_step(s, L_WAIT);
+}
+
+static int gil_hold(struct sq *s, const struct bs_hdr *rec)
+{
+	const struct bs_gil_hold *h = (const void *)rec;
+	sqlite3_stmt *st = s->gil->stmt[L_HOLD];
+	int err = gil_thread(s, rec->pid, rec->tid, 0);
+
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, rec->ts);
+	sqlite3_bind_int64(st, 2, rec->ts + h->dur);
+	sqlite3_bind_int64(st, 3, global_tid(rec->pid, rec->tid));
+	return gil_step(s, L_HOLD);
+}
+
+/* The histogram's buckets that counted a wait: bucket i holds [2^i, 2^(i+1)) ns, 0 from 0. */
+static int gil_short_waits(struct sq *s, const struct bs_hdr *rec, const struct bs_gil_agg *a)
+{
+	sqlite3_stmt *st = s->gil->stmt[L_SHORT];
+	int err = 0;
+
+	for (int i = 0; !err && i < BS_GIL_HIST; i++) {
+		if (!a->v.short_hist[i])
+			continue;
+		sqlite3_bind_int64(st, 1, rec->pid);
+		sqlite3_bind_int64(st, 2, rec->tid);
+		sqlite3_bind_int64(st, 3, global_tid(rec->pid, rec->tid));
+		sqlite3_bind_int64(st, 4, i);
+		sqlite3_bind_int64(st, 5, i ? 1ll << i : 0);
+		sqlite3_bind_int64(st, 6, 1ll << (i + 1));
+		sqlite3_bind_int64(st, 7, (__s64)a->v.short_hist[i]);
+		err = gil_step(s, L_SHORT);
+	}
+	return err;
+}
+
+static int gil_agg(struct sq *s, const struct bs_hdr *rec)
+{
+	const struct bs_gil_agg *a = (const void *)rec;
+	sqlite3_stmt *st = s->gil->stmt[L_AGG];
+	int err = gil_thread(s, rec->pid, rec->tid, GT_DATA);
+
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, rec->pid);
+	sqlite3_bind_int64(st, 2, rec->tid);
+	sqlite3_bind_int64(st, 3, global_tid(rec->pid, rec->tid));
+	sqlite3_bind_int64(st, 4, (__s64)a->v.wait_count);
+	sqlite3_bind_int64(st, 5, (__s64)a->v.wait_total_ns);
+	sqlite3_bind_int64(st, 6, (__s64)a->v.wait_max_ns);
+	sqlite3_bind_int64(st, 7, (__s64)a->v.hold_count);
+	sqlite3_bind_int64(st, 8, (__s64)a->v.hold_total_ns);
+	sqlite3_bind_int64(st, 9, (__s64)a->v.hold_max_ns);
+	sqlite3_bind_int64(st, 10, (__s64)a->threshold_ns);
+	sqlite3_bind_int64(st, 11, rec->ts);
+	err = gil_step(s, L_AGG);
+	return err ? err : gil_short_waits(s, rec, a);
+}
+
+static int gil_blame(struct sq *s, const struct bs_hdr *rec)
+{
+	const struct bs_gil_blame *b = (const void *)rec;
+	sqlite3_stmt *st = s->gil->stmt[L_BLAME];
+
+	sqlite3_bind_int64(st, 1, rec->pid);
+	sqlite3_bind_int64(st, 2, rec->tid);
+	sqlite3_bind_int64(st, 3, b->holder_tid);
+	sqlite3_bind_int64(st, 4, global_tid(rec->pid, rec->tid));
+	bind_holder(st, 5, rec->pid, b->holder_tid);
+	sqlite3_bind_int64(st, 6, (__s64)b->count);
+	sqlite3_bind_int64(st, 7, (__s64)b->total_ns);
+	sqlite3_bind_int64(st, 8, rec->ts);
+	return gil_step(s, L_BLAME);
+}
+
+static int gil_proc(struct sq *s, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	const struct bs_gil_proc *p = (const void *)rec;
+	sqlite3_stmt *st = s->gil->stmt[L_PROC];
+	char ver[32];
+
+	if (!hmap__get(s->gil->pythons, (struct hkey){ rec->pid, 0 }, 1))
+		return -ENOMEM;
+	gil_version_str(p->py_version, ver, sizeof(ver));
+	sqlite3_bind_int64(st, 1, rec->pid);
+	sq_bind_text(st, 2, ver);
+	sqlite3_bind_int64(st, 3, p->py_version);
+	sqlite3_bind_text(st, 4, gil_method_name(p->method), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, p->flags);
+	sqlite3_bind_int(st, 6, !!(p->flags & BS_GIL_PROC_FREE_THREADED));
+	sqlite3_bind_int(st, 7, !!(p->flags & BS_GIL_PROC_MUTEX));
+	sqlite3_bind_int(st, 8, !!(p->flags & BS_GIL_PROC_HOLDER));
+	sqlite3_bind_int(st, 9, !!(p->flags & BS_GIL_PROC_VERIFIED));
+	sq_bind_text(st, 10, trace_model__string(m, p->object_id));
+	sq_bind_text(st, 11, trace_model__string(m, p->note_id));
+	sqlite3_bind_int64(st, 12, (__s64)p->gil_addr);
+	sqlite3_bind_int64(st, 13, rec->ts);
+	return gil_step(s, L_PROC);
+}
+
+int sq_gil__record(struct sq *s, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	const struct bs_fork *f = (const void *)rec;
+
+	switch (rec->type) {
+	case BS_REC_GIL_WAIT:
+		return gil_wait(s, rec);
+	case BS_REC_GIL_HOLD:
+		return gil_hold(s, rec);
+	case BS_REC_GIL_AGG:
+		return gil_agg(s, rec);
+	case BS_REC_GIL_BLAME:
+		return gil_blame(s, rec);
+	case BS_REC_GIL_PROC:
+		return gil_proc(s, rec, m);
+	/* The threads gil_sum may list: those the trace names, before it knows which are python. */
+	case BS_REC_THREAD:
+		return gil_thread(s, rec->pid, rec->tid, 0);
+	case BS_REC_FORK:
+		return rec->size >= sizeof(*f) ? gil_thread(s, f->child_pid, f->child_tid, 0) : 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The rows of the threads gil_sum lists (of a python process, or with GIL data of their own),
+ * named as stats names them; then the indexes.
+ */
+int sq_gil__finish(struct sq *s, const struct trace_model *m)
+{
+	sqlite3_stmt *st = s->gil->stmt[L_THREAD];
+	struct hkey key;
+	size_t it = 0;
+	__u8 *flags;
+	__u32 pid, tid;
+	int err = 0;
+
+	while (!err && (flags = hmap__next(s->gil->threads, &it, &key))) {
+		pid = (__u32)key.a;
+		tid = (__u32)key.b;
+		if (!(*flags & GT_DATA) && !hmap__get(s->gil->pythons, (struct hkey){ pid, 0 }, 0))
+			continue;
+		sqlite3_bind_int64(st, 1, pid);
+		sqlite3_bind_int64(st, 2, tid);
+		sqlite3_bind_int64(st, 3, global_tid(pid, tid));
+		sq_bind_text(st, 4, trace_model__thread_name(m, tid));
+		err = gil_step(s, L_THREAD);
+	}
+	return err ? err : sq_exec(s, gil_indexes, "indexing the GIL tables");
+}
