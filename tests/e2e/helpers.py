@@ -1,5 +1,6 @@
 """Helpers for bpfsight's end-to-end tests: run the real binary on the real kernel."""
 import json
+import re
 import os
 import shutil
 import signal
@@ -147,3 +148,16 @@ def wait_for(pred, timeout=10, what="condition"):
             return
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def docs_query(name):
+    """The docs/EXPORT.md SQL block whose first line is `-- NAME`: tests run the queries the
+    docs show, so the two cannot drift apart."""
+    with open(os.path.join(ROOT, "docs", "EXPORT.md")) as f:
+        for block in re.findall(r"```sql\n(.*?)```", f.read(), re.S):
+            if block.startswith(f"-- {name}\n"):
+                return block
+    raise AssertionError(f"docs/EXPORT.md has no query '-- {name}'")

@@ -19,7 +19,7 @@ import sqlite3
 import tempfile
 
 import helpers
-from helpers import BPFSIGHT, check, dump, eq, need_root, record, run, stats, tmpdir
+from helpers import BPFSIGHT, check, docs_query, dump, eq, need_root, record, run, stats, tmpdir
 import synth
 from test_export_perfetto import Model, check_matches_dump, decode, need_protoc, one
 
@@ -305,14 +305,6 @@ def test_chrome_gil_events_and_counter():
 
 
 # ---- SQLite ----
-
-def docs_query(name):
-    """The docs/EXPORT.md SQL block whose first line is `-- NAME`."""
-    with open(os.path.join(ROOT, "docs", "EXPORT.md")) as f:
-        for block in re.findall(r"```sql\n(.*?)```", f.read(), re.S):
-            if block.startswith(f"-- {name}\n"):
-                return block
-    raise AssertionError(f"docs/EXPORT.md has no query '-- {name}'")
 
 
 def rows(db, sql):

@@ -19,19 +19,17 @@ import json
 import math
 import os
 import random
-import re
 import shutil
 import sqlite3
 import tempfile
 
 import helpers
-from helpers import BPFSIGHT, check, dump, eq, info, run, stats, tmpdir
+from helpers import BPFSIGHT, check, docs_query, dump, eq, info, run, stats, tmpdir
 import synth
 from test_export_perfetto import decode, need_protoc, one
 
 PID, T1, T2 = 4242, 4243, 4244
 START = 10 ** 9
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 GPU_KINDS = ("gpu_kernel", "gpu_memcpy", "gpu_memset")
 KERNELS = ("void gemm<float>(float const*, int)", "relu_kernel(float*, int)", "softmax")
 
@@ -504,14 +502,6 @@ def test_chrome_kineto_gpu_conventions():
 
 
 # ---- SQLite ----
-
-def docs_query(name):
-    """The docs/EXPORT.md SQL block whose first line is `-- NAME`."""
-    with open(os.path.join(ROOT, "docs", "EXPORT.md")) as f:
-        for block in re.findall(r"```sql\n(.*?)```", f.read(), re.S):
-            if block.startswith(f"-- {name}\n"):
-                return block
-    raise AssertionError(f"docs/EXPORT.md has no query '-- {name}'")
 
 
 def rows(db, sql):

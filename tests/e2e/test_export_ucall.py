@@ -20,7 +20,7 @@ import sqlite3
 import subprocess
 import tempfile
 
-from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, record, run, stats, tmpdir,
+from helpers import (BPFSIGHT, Skip, check, docs_query, dump, eq, need_root, record, run, stats, tmpdir,
                      workload)
 from test_export_perfetto import Model, decode, need_protoc, one
 
@@ -105,58 +105,6 @@ def is_driver(name):
 
 # ---- SQLite: the queries of docs/EXPORT.md ----
 
-CUDA_API_SUM_SQL = """
-WITH calls AS (
-    SELECT nameId, "end" - start AS dur,
-           ROW_NUMBER() OVER (PARTITION BY nameId ORDER BY "end" - start) AS i,
-           COUNT(*) OVER (PARTITION BY nameId) AS n
-    FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nestingLevel = 0)
-SELECT s.value AS name, COUNT(*) AS count, SUM(dur) AS total_ns, AVG(dur) AS avg_ns,
-       AVG(CASE WHEN i IN ((n + 1) / 2, (n + 2) / 2) THEN dur END) AS med_ns,
-       MIN(dur) AS min_ns, MAX(dur) AS max_ns
-FROM calls JOIN StringIds AS s ON s.id = calls.nameId
-GROUP BY nameId ORDER BY total_ns DESC, name
-"""
-
-CUDA_LAUNCH_SQL = """
-SELECT k.value AS name, COUNT(*) AS count, SUM(r."end" - r.start) AS total_ns,
-       a.gridX || 'x' || a.gridY || 'x' || a.gridZ AS grid,
-       a.blockX || 'x' || a.blockY || 'x' || a.blockZ AS block, a.sharedBytes AS shared_bytes
-FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
-JOIN BPFSIGHT_CUDA_ARGS AS a ON a.callId = r.id
-JOIN StringIds AS k ON k.id = a.kernelNameId
-WHERE r.nestingLevel = 0 AND a.gridX IS NOT NULL
-GROUP BY name, grid, block, shared_bytes
-"""
-
-CUDA_COPY_SQL = """
-SELECT a.copyKind AS name, COUNT(*) AS count, SUM(a.bytes) AS bytes
-FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN BPFSIGHT_CUDA_ARGS AS a ON a.callId = r.id
-WHERE r.nestingLevel = 0 AND a.copyKind IS NOT NULL
-GROUP BY a.copyKind
-"""
-
-CUDA_ERR_SQL = """
-SELECT s.value AS name, returnValue AS code, COUNT(*) AS count
-FROM CUPTI_ACTIVITY_KIND_RUNTIME JOIN StringIds AS s ON s.id = nameId
-WHERE returnValue != 0 GROUP BY nameId, returnValue
-"""
-
-NCCL_SUM_SQL = """
-WITH calls AS (
-    SELECT nameId, "end" - start AS dur, bytes, returnValue,
-           ROW_NUMBER() OVER (PARTITION BY nameId ORDER BY "end" - start) AS i,
-           COUNT(*) OVER (PARTITION BY nameId) AS n
-    FROM BPFSIGHT_NCCL WHERE nestingLevel = 0)
-SELECT s.value AS name, COUNT(*) AS count, SUM(dur) AS total_ns, AVG(dur) AS avg_ns,
-       AVG(CASE WHEN i IN ((n + 1) / 2, (n + 2) / 2) THEN dur END) AS med_ns,
-       MIN(dur) AS min_ns, MAX(dur) AS max_ns, SUM(bytes) AS bytes,
-       SUM(returnValue NOT IN (0, 7)) AS errors
-FROM calls JOIN StringIds AS s ON s.id = calls.nameId
-GROUP BY nameId ORDER BY total_ns DESC, name
-"""
-
-
 def check_sum(got, want, cols, what):
     """SQL rows vs a stats report: same rows in the same order; avg_ns as stats rounds it
     (one decimal)."""
@@ -170,17 +118,17 @@ def check_sum(got, want, cols, what):
 def check_cuda_sqlite(trace, evs):
     db = sqlite3.connect(export(trace, "sqlite", os.path.join(tmpdir(), "t.sqlite")))
     rep = stats(trace, "cuda_api_sum,cuda_launch_sum,cuda_memcpy_sum,cuda_err_sum")
-    check_sum(query(db, CUDA_API_SUM_SQL), rep["cuda_api_sum"],
+    check_sum(query(db, docs_query("cuda_api_sum")), rep["cuda_api_sum"],
               ("count", "total_ns", "med_ns", "min_ns", "max_ns"), "cuda_api_sum from SQL")
 
     cols = ("name", "count", "total_ns", "grid", "block", "shared_bytes")
-    eq(collections.Counter(tuple(r[k] for k in cols) for r in query(db, CUDA_LAUNCH_SQL)),
+    eq(collections.Counter(tuple(r[k] for k in cols) for r in query(db, docs_query("cuda_launch_sum"))),
        collections.Counter(tuple(r[k] for k in cols) for r in rep["cuda_launch_sum"]),
        "cuda_launch_sum from SQL")
-    eq({r["name"]: (r["count"], r["bytes"]) for r in query(db, CUDA_COPY_SQL)},
+    eq({r["name"]: (r["count"], r["bytes"]) for r in query(db, docs_query("cuda_memcpy_sum"))},
        {r["name"]: (r["count"], r["bytes"]) for r in rep["cuda_memcpy_sum"]
         if r["name"] != "memset"}, "cuda_memcpy_sum's copies from SQL")
-    eq(collections.Counter((r["name"], r["code"], r["count"]) for r in query(db, CUDA_ERR_SQL)),
+    eq(collections.Counter((r["name"], r["code"], r["count"]) for r in query(db, docs_query("cuda_err_sum"))),
        collections.Counter((r["name"], r["code"], r["count"]) for r in rep["cuda_err_sum"]),
        "cuda_err_sum from SQL")
 
@@ -240,7 +188,7 @@ NCCL_COLS = ("comm", "rank", "nranks", "count", "bytes", "datatype", "op", "root
 
 def check_nccl_sqlite(trace, evs):
     db = sqlite3.connect(export(trace, "sqlite", os.path.join(tmpdir(), "t.sqlite")))
-    check_sum(query(db, NCCL_SUM_SQL), stats(trace, "nccl_sum")["nccl_sum"],
+    check_sum(query(db, docs_query("nccl_sum")), stats(trace, "nccl_sum")["nccl_sum"],
               ("count", "total_ns", "med_ns", "min_ns", "max_ns", "bytes", "errors"),
               "nccl_sum from SQL")
 
