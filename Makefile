@@ -204,11 +204,12 @@ demo: $(OUT)/bpfsight $(WORKLOADS)
 	$(Q)tests/demo.sh $(OUT)
 
 # Benchmark programs (bench/run_bench.py): loads and micro targets, built like the workloads;
-# the CUDA loop over the real libcudart when the toolkit is there; and the floor, a loader of
+# the CUDA and NCCL loops over the real libraries when the toolkit is there; and the floor, a loader of
 # empty BPF programs with its own skeleton.
 BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed)
 BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop)
-BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(OUT)/bench/floor
+BENCH_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(OUT)/bench/nccl_loop)
+BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(OUT)/bench/floor
 
 bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make $(BENCH_ARGS)
@@ -225,6 +226,13 @@ $(OUT)/bench/cuda_loop: bench/cuda_loop.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
 		-I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
+		-Wl,-rpath,$(CUDA_HOME)/lib64
+
+$(OUT)/bench/nccl_loop: bench/nccl_loop.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
+		-I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lnccl \
 		-Wl,-rpath,$(CUDA_HOME)/lib64
 
 # usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> is in the multiarch directory.
