@@ -191,7 +191,8 @@ $(OUT)/tests/test_nccl_report: ALL_CFLAGS += -I$(CUDA_HOME)/include \
 test-build: $(NCCL_WORKLOADS)
 -include $(wildcard $(OUT)/tests/nccl/*.d)
 
-test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES)
+# tests/e2e/test_sched.py runs bench/pingpong.
+test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES) $(OUT)/bench/pingpong
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)
