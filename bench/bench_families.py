@@ -26,11 +26,12 @@ from bench_common import (begin, end, fmt_ns, fmt_ns_spread, fmt_ratio_spread,
 NAME = "families"
 # Regression guards, not targets from an issue, set at ~1.3x the figure measured when the
 # guard was set (2026-11). osrt: 2.2x its floor on task storage; a return to a per-syscall
-# hash insert+delete (3.8x) trips it. sched: pingpong 1.38x slower (1.5 = 1.3x the added
-# time); on the slowdown, as sched's floor (~7% of a round trip) is within a short run's
-# noise, which makes a ratio to it unstable.
+# hash insert+delete (3.8x) trips it. sched: pingpong 1.18x slower on task storage (1.25 =
+# 1.3x the added time; the hash keyed by tid it replaced measured 1.35x); on the slowdown,
+# as sched's floor (~7% of a round trip) is within a short run's noise, which makes a ratio
+# to it unstable.
 GUARD_OSRT_FLOOR = 2.8
-GUARD_SCHED_SLOWDOWN = 1.5
+GUARD_SCHED_SLOWDOWN = 1.25
 
 
 def record_cmd(ctx, families, extra=()):
