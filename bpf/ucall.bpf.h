@@ -29,7 +29,7 @@
 #endif
 
 #define UCALL_MAX_DEPTH 8
-#define UCALL_SLOTS	1024 /* a power of two; 912 KB, preallocated */
+#define UCALL_SLOTS	1024 /* a power of two; 976 KB, preallocated */
 #define UCALL_PROBES	4    /* slots a thread may take, from tid % UCALL_SLOTS on */
 
 /* libbpf 1.1's bpf_tracing.h stops at PARM5; uprobe families are x86-64 only for now. */
@@ -42,6 +42,7 @@
 struct ucall_frame {
 	__u64 ts;
 	__u64 cookie;
+	__u64 sp; /* rsp at entry: where the return address sits */
 	__u64 args[BS_UCALL_NARGS];
 };
 
@@ -122,26 +123,51 @@ static __always_inline struct ucall_thread *ucall_thread_slow(__u64 id, bool cre
 	return t;
 }
 
+/*
+ * The depth of T's stack without the frames below BELOW (deeper in the stack): calls that
+ * returned unseen, as when an exception or longjmp left them, or the kernel could not
+ * hijack their return. A call runs only while rsp is below where its return address sat; a
+ * frame at the same place may be a tail call's (an interposer jumping to the real
+ * function), so it stays.
+ */
+static __always_inline __u32 ucall_unwind(struct ucall_thread *t, __u64 below)
+{
+	__u32 d = t->depth;
+
+	/* Frames past the last kept one went with it, if it went. */
+	if (d > UCALL_MAX_DEPTH && t->f[UCALL_MAX_DEPTH - 1].sp >= below)
+		return d;
+	/* From the top: the first frame still running is the new top. */
+#pragma unroll
+	for (__u32 i = UCALL_MAX_DEPTH; i > 0; i--)
+		if (i <= d && t->f[i - 1].sp >= below)
+			return i;
+	return 0;
+}
+
 SEC("uprobe")
 int ucall_entry(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
 	struct ucall_thread *t;
 	struct ucall_frame *f;
 	__u32 d;
 
+	barrier_var(sp);
 	t = ucall_slot((__u32)id);
 	if (!t) {
 		t = ucall_thread_slow(id, true);
 		if (!t)
 			return 0;
 	}
-	d = t->depth++;
+	d = t->depth ? ucall_unwind(t, sp) : 0;
+	t->depth = d + 1;
 	if (d >= UCALL_MAX_DEPTH) {
 		bs_count_loss(BS_LOSS_TASK_MAP);
 		return 0;
 	}
 	f = &t->f[d];
+	f->sp = sp;
 	f->cookie = bpf_get_attach_cookie(ctx);
 	f->args[0] = PT_REGS_PARM1(ctx);
 	f->args[1] = PT_REGS_PARM2(ctx);
@@ -152,8 +178,7 @@ int ucall_entry(struct pt_regs *ctx)
 	/* 7th.. argument words, above the return address, for functions that have them (a
 	 * user-memory copy is a good part of the cost). A fault leaves zeros. */
 	if (f->cookie & BS_UCOOKIE_STACK)
-		bpf_probe_read_user(&f->args[6], 6 * sizeof(__u64),
-				    (void *)(PT_REGS_SP(ctx) + 8));
+		bpf_probe_read_user(&f->args[6], 6 * sizeof(__u64), (void *)(sp + 8));
 	else
 		__builtin_memset(&f->args[6], 0, 6 * sizeof(__u64));
 	f->ts = bpf_ktime_get_ns();
@@ -220,10 +245,19 @@ int ucall_return(struct pt_regs *ctx)
 	}
 	if (t->depth == 0)
 		return 0; /* the call began before its probe was attached */
-	d = --t->depth;
-	if (d >= UCALL_MAX_DEPTH)
-		return 0; /* counted as lost at entry */
-	f = &t->f[d];
+	/* After ret, rsp is 8 above where the entry found it. */
+	d = ucall_unwind(t, sp - 8);
+	if (d > UCALL_MAX_DEPTH) {
+		t->depth = d - 1; /* a frame counted as lost at entry */
+		return 0;
+	}
+	/* UCALL_MAX_DEPTH is a power of two: the mask only tells the verifier. */
+	f = &t->f[(d - 1) & (UCALL_MAX_DEPTH - 1)];
+	if (d == 0 || f->sp != sp - 8) {
+		t->depth = d; /* the call began before its entry probe was attached */
+		return 0;
+	}
+	t->depth = --d;
 	mode = BS_UCOOKIE_MODE(f->cookie);
 	src = ucall_deref_src(f, sp);
 	if (mode == BS_DEREF_STRUCT && src) {

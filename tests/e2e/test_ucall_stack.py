@@ -1,5 +1,6 @@
-"""The uprobe families' per-thread stacks (bpf/ucall.bpf.h): array slots found by tid, task
-storage for a thread that finds none free, slots freed when their thread exits.
+"""The uprobe families' per-thread call stacks (bpf/ucall.bpf.h): array slots found by tid,
+task storage for a thread that finds none free, slots freed when their thread exits; and a
+stack that stays right when the probes go in while the process is calling.
 
 tests/workloads/ucall_threads.c starts waves of threads whose tids all fall on one slot,
 more of them than a thread may probe, each calling the real libcudart's cudaStreamQuery with
@@ -15,11 +16,13 @@ import re
 import shutil
 import time
 
-from helpers import Recorder, Skip, check, dump, eq, need_root, run, spawn, stats, workload
+from helpers import (Recorder, Skip, check, dump, eq, info, need_root, run, spawn, stats,
+                     workload)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 THREADS = workload("ucall_threads")
+SPIN = workload("ucall_spin")
 CALLS = 50
 
 
@@ -134,3 +137,35 @@ def test_slots_taken_shared_and_freed():
     eq(dict(calls), {t: CALLS for t in tids}, "calls per thread (slot or task storage)")
     eq(stats(r.out, "cuda_api_sum")["cuda_api_sum"][0]["count"], 2 * nthreads * CALLS,
        "cuda_api_sum")
+
+
+def test_attach_while_calling():
+    """-p on a process that calls cudaStreamQuery without pause: entry and return probes go
+    in while it runs. Every call after that is one record at depth 0, nothing is lost (a
+    frame pushed by an entry whose return probe did not exist yet would push every later
+    call one level deeper, and past 8 levels lose them all)."""
+    need_root()
+    if not os.path.exists(CUDART):
+        raise Skip(f"no CUDA toolkit ({CUDART})")
+    marks = 1000
+    w = spawn([SPIN, CUDART, str(marks)])
+    pid = int(w.stdout.readline().split()[1])
+    r = Recorder("-t", "cuda", "-p", str(pid))
+    r.wait_ready()
+    w.stdin.write("\n")
+    w.stdin.flush()
+    eq(w.stdout.readline().split(), ["marked", str(marks)], "the workload's marked calls")
+    w.stdin.close()
+    eq(w.wait(30), 0, "workload exit")
+    eq(r.wait(30), 0, f"recorder exit ({r.stderr})")
+    eq(info(r.out)["lost_total"], 0, "events lost")
+    streams = collections.Counter()
+    for e in dump(r.out):
+        if e["kind"] == "cuda_api" and e["pid"] == pid:
+            eq(e["args"].get("depth", 0), 0, f"depth of {e['name']} at {e['ts']}")
+            streams[e["args"].get("stream")] += 1
+    eq(streams["0x5b"], marks, "the marked calls")
+    check(streams["0x5a"] > 0, "calls of the loop recorded")
+    eq(set(streams), {"0x5a", "0x5b"}, "streams")
+    eq(stats(r.out, "cuda_api_sum")["cuda_api_sum"][0]["count"], sum(streams.values()),
+       "cuda_api_sum: every call at depth 0")
