@@ -222,18 +222,14 @@ $(BENCH_PROGS): $(OUT)/bench/%: bench/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP $< -o $@ -lpthread
 
-$(OUT)/bench/cuda_loop: bench/cuda_loop.c
+# The loops over the real libraries, each linked with its own.
+LOOP_LIB_cuda_loop := -lcudart
+LOOP_LIB_nccl_loop := -lnccl
+$(OUT)/bench/cuda_loop $(OUT)/bench/nccl_loop: $(OUT)/bench/%: bench/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
-		-I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
-		-Wl,-rpath,$(CUDA_HOME)/lib64
-
-$(OUT)/bench/nccl_loop: bench/nccl_loop.c
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
-		-I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lnccl \
+		-I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 $(LOOP_LIB_$*) \
 		-Wl,-rpath,$(CUDA_HOME)/lib64
 
 # usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> is in the multiarch directory.

@@ -8,30 +8,24 @@
  *
  * Usage: ucall_spin LIBCUDART MARKS     (prints "pid P" first)
  */
-#include <dlfcn.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-typedef int (*stream_query_fn)(void *stream);
+#include "cudart_dl.h"
 
 int main(int argc, char **argv)
 {
 	stream_query_fn stream_query;
 	long marks;
-	void *lib;
 
 	if (argc != 3 || (marks = atol(argv[2])) < 1) {
 		fprintf(stderr, "usage: %s LIBCUDART MARKS\n", argv[0]);
 		return 2;
 	}
-	lib = dlopen(argv[1], RTLD_NOW);
-	stream_query = lib ? (stream_query_fn)dlsym(lib, "cudaStreamQuery") : NULL;
-	if (!stream_query) {
-		fprintf(stderr, "%s: no cudaStreamQuery in %s: %s\n", argv[0], argv[1], dlerror());
+	stream_query = cudart_stream_query(argv[1], argv[0]);
+	if (!stream_query)
 		return 1;
-	}
 	printf("pid %d\n", getpid());
 	fflush(stdout);
 	for (;;) {

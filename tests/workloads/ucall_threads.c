@@ -13,7 +13,6 @@
  *   then "wave W called" (the threads are alive and idle), a line; they exit, "wave W exited".
  * Two waves, then "done". A wave's tids differ from the previous wave's.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -23,10 +22,9 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "cudart_dl.h"
 
 #define MAX_THREADS 32
-
-typedef int (*stream_query_fn)(void *stream);
 
 static stream_query_fn stream_query;
 static int calls;
@@ -110,7 +108,6 @@ int main(int argc, char **argv)
 {
 	struct worker ws[MAX_THREADS];
 	long nthreads, mod, residue, pid_max = 32768, next = 1;
-	void *lib;
 	FILE *f;
 
 	if (argc != 5) {
@@ -124,12 +121,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: bad arguments\n", argv[0]);
 		return 2;
 	}
-	lib = dlopen(argv[1], RTLD_NOW);
-	stream_query = lib ? (stream_query_fn)dlsym(lib, "cudaStreamQuery") : NULL;
-	if (!stream_query) {
-		fprintf(stderr, "%s: no cudaStreamQuery in %s: %s\n", argv[0], argv[1], dlerror());
+	stream_query = cudart_stream_query(argv[1], argv[0]);
+	if (!stream_query)
 		return 1;
-	}
 	f = fopen("/proc/sys/kernel/pid_max", "r");
 	if (f) {
 		if (fscanf(f, "%ld", &pid_max) != 1)
