@@ -202,7 +202,9 @@ $(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
 
-test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES) $(OUT)/tests/bst_write
+# tests/e2e/test_sched.py runs bench/pingpong.
+test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES) $(OUT)/tests/bst_write \
+	$(OUT)/bench/pingpong
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)
@@ -215,11 +217,12 @@ demo: $(OUT)/bpfsight $(WORKLOADS)
 	$(Q)tests/demo.sh $(OUT)
 
 # Benchmark programs (bench/run_bench.py): loads and micro targets, built like the workloads;
-# the CUDA loop over the real libcudart when the toolkit is there; and the floor, a loader of
+# the CUDA and NCCL loops over the real libraries when the toolkit is there; and the floor, a loader of
 # empty BPF programs with its own skeleton.
 BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed)
 BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop)
-BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(OUT)/bench/floor
+BENCH_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(OUT)/bench/nccl_loop)
+BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(OUT)/bench/floor
 
 bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make $(BENCH_ARGS)
@@ -231,11 +234,14 @@ $(BENCH_PROGS): $(OUT)/bench/%: bench/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP $< -o $@ -lpthread
 
-$(OUT)/bench/cuda_loop: bench/cuda_loop.c
+# The loops over the real libraries, each linked with its own.
+LOOP_LIB_cuda_loop := -lcudart
+LOOP_LIB_nccl_loop := -lnccl
+$(OUT)/bench/cuda_loop $(OUT)/bench/nccl_loop: $(OUT)/bench/%: bench/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
-		-I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
+		-I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 $(LOOP_LIB_$*) \
 		-Wl,-rpath,$(CUDA_HOME)/lib64
 
 # usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> is in the multiarch directory.

@@ -26,8 +26,10 @@ import shlex
 import shutil
 import subprocess
 
+import bench_parts
 from bench_common import (REPO, BenchError, begin, end, fmt_ns, fmt_ns_spread,
-                          fmt_ratio_spread, machine_line, measured_line, median, read_json)
+                          fmt_ratio_spread, fmt_spread, machine_line, measured_line, median,
+                          read_json)
 
 NAME = "probes"
 GOAL_FLOOR_RATIO = 1.10
@@ -195,6 +197,9 @@ def run(ctx):
         print(f"  SKIP bpfsight on libcudart: {why}", flush=True)
     res["cuda"] = measure(ctx, "libcudart", cuda, lib, [CUDA_FN], configs)
     res["cuda"]["lib"] = lib
+    if ok:
+        print("  parts of a traced call (BPF stats)", flush=True)
+        res["parts"] = bench_parts.measure(r, lib, 1 if ctx.quick else 3)
     return res
 
 
@@ -264,6 +269,10 @@ def text(ctx, res):
         d = delivered(m, "bpfsight")
         if d:
             lines.append(f"    bpfsight events recorded: {d}")
+    if res.get("parts"):
+        lines.append("  parts of a traced call, ns per call above empty programs (BPF stats):")
+        for name, _ in bench_parts.PARTS[1:] + bench_parts.BPFSIGHT:
+            lines.append(f"    {name:<14} {fmt_spread(res['parts']['added'][name], ' ns')}")
     for s in res["skips"]:
         lines.append(f"  SKIP {s}")
     return "\n".join(lines)
@@ -342,6 +351,9 @@ def markdown(ctx, res):
             if d:
                 out.append(f"{what}: {d}.")
         out.append("")
+    if res.get("parts"):
+        out += bench_parts.markdown(res["parts"])
+        out.append("")
     for s in res["skips"]:
         out.append(f"- **Skipped**: {s}.")
     if res["skips"]:
@@ -373,6 +385,16 @@ def meaning(res):
               f"cudaStreamQuery, {median(f['ratio']['bpfsight']):.2f}x the floor's "
               f"{fmt_ns(median(f['added']['floor']))}, against bpftrace's "
               f"{fmt_ns(median(f['added']['bpftrace']))}.")
+        pa = res.get("parts")
+        if pa:
+            k, rb = bench_parts.part(pa, "ktime"), bench_parts.part(pa, "rbuf")
+            prog = bench_parts.part(pa, "ucall_entry") + bench_parts.part(pa, "ucall_return")
+            budget = (GOAL_FLOOR_RATIO - 1) * median(f["added"]["floor"])
+            s += (f" Its two programs run for {prog:.0f} ns per call (BPF stats, above); "
+                  f"{GOAL_FLOOR_RATIO:.2f}x the floor leaves {budget:.0f} ns, and the two "
+                  f"clock reads ({2 * k:.0f} ns) and the ring-buffer record ({rb:.0f} ns) that "
+                  f"any timed, recorded call needs already take {2 * k + rb:.0f} ns of it: "
+                  f"the goal is out of reach on this VM whatever the rest costs.")
     elif c:
         f = c["figs"][CUDA_FN[0]]
         s += (f" On libcudart the floor is {fmt_ns(median(f['added']['floor']))} per "

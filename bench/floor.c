@@ -12,6 +12,10 @@
  * perf-event uprobes, as bpftrace attaches them); -U: a USDT probe (libbpf's, perf-event).
  * The probes are system-wide, as bpfsight's are, and attached before CMD starts. Exits with
  * CMD's status.
+ *
+ * --body NAME: the -u programs do one thing instead of nothing (floor.bpf.c's probe bodies:
+ * empty ktime pid cookie task tstore array query rbuf read8 read48), for
+ * bench/bench_parts.py to price with the kernel's BPF stats; rbuf's records are consumed.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,6 +38,8 @@ static struct bpf_link *links[MAX_LINKS];
 static int nlinks;
 static int multi_fds[MAX_LINKS];
 static int nmulti;
+/* What -u attaches as uprobe_multi links: the empty programs, or --body's. */
+static struct bpf_program *multi_entry, *multi_return;
 
 static int keep(struct bpf_link *l, const char *what)
 {
@@ -126,8 +132,7 @@ static int attach_multi(struct floor_bpf *skel, const char *bin, const char *fun
 
 		if (nmulti == MAX_LINKS)
 			return -E2BIG;
-		const struct bpf_program *prog = ret ? skel->progs.floor_multi_return :
-						       skel->progs.floor_multi_entry;
+		const struct bpf_program *prog = ret ? multi_return : multi_entry;
 
 		fd = uprobe_multi__attach(prog, bin, &off, NULL, 1, ret);
 		if (fd < 0) {
@@ -137,6 +142,47 @@ static int attach_multi(struct floor_bpf *skel, const char *bin, const char *fun
 		}
 		multi_fds[nmulti++] = fd;
 	}
+	return 0;
+}
+
+/*
+ * The programs -u attaches: the empty pair, or BODY's (b_BODY_ent, b_BODY_ret), the only
+ * body programs loaded. Body maps are created only for a body.
+ */
+static int pick_multi(struct floor_bpf *skel, const char *body)
+{
+	char want[2][32];
+	struct bpf_program *prog;
+
+	multi_entry = skel->progs.floor_multi_entry;
+	multi_return = skel->progs.floor_multi_return;
+	snprintf(want[0], sizeof(want[0]), "b_%s_ent", body ? body : "");
+	snprintf(want[1], sizeof(want[1]), "b_%s_ret", body ? body : "");
+	bpf_object__for_each_program(prog, skel->obj) {
+		const char *name = bpf_program__name(prog);
+
+		if (strncmp(name, "b_", 2))
+			continue;
+		bpf_program__set_autoload(prog, false);
+		if (body && !strcmp(name, want[0]))
+			multi_entry = prog;
+		else if (body && !strcmp(name, want[1]))
+			multi_return = prog;
+	}
+	if (body && multi_entry == skel->progs.floor_multi_entry) {
+		fprintf(stderr, "floor: no probe body '%s' (see bench/floor.bpf.c)\n", body);
+		return -EINVAL;
+	}
+	bpf_program__set_autoload(skel->progs.floor_multi_entry, false);
+	bpf_program__set_autoload(skel->progs.floor_multi_return, false);
+	bpf_map__set_autocreate(skel->maps.body_rb, !!body);
+	bpf_map__set_autocreate(skel->maps.body_task, !!body);
+	bpf_map__set_autocreate(skel->maps.body_slots, !!body);
+	return 0;
+}
+
+static int drop_record(void *ctx, void *data, size_t size)
+{
 	return 0;
 }
 
@@ -193,7 +239,8 @@ static void usage(FILE *f)
 		   "  --sched          tp_btf sched_switch and sched_wakeup\n"
 		   "  -u BIN:FUNC      entry and return uprobe on FUNC (uprobe_multi links)\n"
 		   "  -U BIN:PROVIDER:NAME  USDT probe\n"
-		   "  --perf-uprobes   -u as perf-event uprobes (as bpftrace attaches them)\n");
+		   "  --perf-uprobes   -u as perf-event uprobes (as bpftrace attaches them)\n"
+		   "  --body NAME      -u programs that do NAME (see bench/floor.bpf.c)\n");
 }
 
 int main(int argc, char **argv)
@@ -202,11 +249,14 @@ int main(int argc, char **argv)
 		{ "syscalls", no_argument, NULL, 's' },
 		{ "sched", no_argument, NULL, 'S' },
 		{ "perf-uprobes", no_argument, NULL, 'P' },
+		{ "body", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	char *uprobes[MAX_LINKS], *usdts[MAX_LINKS];
 	int nup = 0, nusdt = 0, syscalls = 0, sched = 0, perf = 0, multi, c, err, status = 0;
+	struct ring_buffer *rb = NULL;
+	const char *body = NULL;
 	struct floor_bpf *skel;
 	pid_t child;
 
@@ -220,6 +270,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			perf = 1;
+			break;
+		case 'b':
+			body = optarg;
 			break;
 		case 'u':
 			if (nup < MAX_LINKS)
@@ -251,11 +304,20 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.floor_sched_switch, sched);
 	bpf_program__set_autoload(skel->progs.floor_sched_wakeup, sched);
 	multi = nup && !perf && uprobe_multi__supported();
-	bpf_program__set_autoload(skel->progs.floor_multi_entry, multi);
-	bpf_program__set_autoload(skel->progs.floor_multi_return, multi);
-	if (multi) {
-		uprobe_multi__prepare(skel->progs.floor_multi_entry);
-		uprobe_multi__prepare(skel->progs.floor_multi_return);
+	if (body && !multi) {
+		fprintf(stderr, "floor: --body needs -u and uprobe_multi links\n");
+		err = -EINVAL;
+		goto out;
+	}
+	err = pick_multi(skel, body);
+	if (err)
+		goto out;
+	for (int i = 0; i < 2; i++) {
+		struct bpf_program *prog = i ? multi_return : multi_entry;
+
+		bpf_program__set_autoload(prog, multi);
+		if (multi)
+			uprobe_multi__prepare(prog);
 	}
 	err = floor_bpf__load(skel);
 	if (err) {
@@ -291,13 +353,31 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	signal(SIGINT, SIG_IGN);
-	while (waitpid(child, &status, 0) < 0)
-		if (errno != EINTR) {
+	if (body && !strcmp(body, "rbuf")) {
+		/* The programs never wake us: drain the records on a short timer. */
+		rb = ring_buffer__new(bpf_map__fd(skel->maps.body_rb), drop_record, NULL, NULL);
+		if (!rb) {
 			err = -errno;
 			goto out;
 		}
+	}
+	for (;;) {
+		pid_t w = waitpid(child, &status, rb ? WNOHANG : 0);
+
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR) {
+			err = -errno;
+			goto out;
+		}
+		if (rb) {
+			ring_buffer__consume(rb);
+			usleep(5000); /* bpfsight is woken for each 1 MB: ~6 ms at this rate */
+		}
+	}
 	err = 0;
 out:
+	ring_buffer__free(rb);
 	for (int i = 0; i < nlinks; i++)
 		bpf_link__destroy(links[i]);
 	for (int i = 0; i < nmulti; i++)

@@ -11,7 +11,7 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
 
   probes     per-probe cost on micro targets: emulated first instruction, single-stepped
              one, USDT site; and bpfsight on the real libcudart (bench_probes.py)
-  families   per family on realistic workloads: osrt, sched; hooks for cuda, nccl; the gil
+  families   per family on realistic workloads: osrt, sched, cuda and nccl call loops; the gil
              family's own bench/bench_gil.py in full mode (bench_families.py)
   pipeline   record pipeline: events/s with zero loss, bytes/event, recorder CPU and RSS,
              saturation (bench_pipeline.py)

@@ -79,13 +79,17 @@ static __always_inline void *bs_reserve(__u16 type, __u32 size, __u32 pid, __u32
 	return h;
 }
 
+/* The flags of a record's submit or output: wake the consumer once wakeup_bytes wait. */
+static __always_inline __u64 bs_wakeup_flags(void)
+{
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void bs_submit(void *rec)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(rec, flags);
+	bpf_ringbuf_submit(rec, bs_wakeup_flags());
 }
 
 #endif /* BPFSIGHT_COMMON_BPF_H */

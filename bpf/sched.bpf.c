@@ -3,6 +3,15 @@
  * sched: one record per off-CPU interval of a traced thread, carrying the state it left in
  * (blocked vs preempted), when it became runnable again and who woke it, and the length of
  * the run slice that preceded it. One record per context switch, never two.
+ *
+ * A thread's state lives in BPF task storage (the _btf programs), found from the
+ * task_struct the tracepoint hands over, and the slot's existence says the thread is traced:
+ * the target check (a hash lookup) runs when a thread without one is switched out, not on
+ * every switch and wakeup. With a hash keyed by tid, a switch of two traced threads cost
+ * four hash lookups (the target check and the state, of each) and probe reads of pid and
+ * tgid: the programs took ~450 ns per switch and ~200 ns per wakeup on the benchmark VM
+ * (bench/RESULTS.md, pingpong). Kernels without BTF (the _raw programs) cannot use task
+ * storage, so they keep the hash, cleaned up when a thread exits.
  */
 #include "common.bpf.h"
 
@@ -16,6 +25,15 @@ struct thread_sched {
 	__u32 waker_tid;
 };
 
+/* task -> its state (tp_btf programs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_sched);
+} thread_sched_task SEC(".maps");
+
+/* tid -> its state (raw_tp programs, for kernels without BTF). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -23,38 +41,19 @@ struct {
 	__type(value, struct thread_sched);
 } thread_sched SEC(".maps");
 
-static __always_inline void switch_out(struct task_struct *prev, __u32 state, __u64 now)
+static __always_inline void switch_out(struct thread_sched *ts, __u32 state, __u64 now)
 {
-	__u32 tid = BPF_CORE_READ(prev, pid);
-	struct thread_sched *ts, init = {};
-
-	ts = bpf_map_lookup_elem(&thread_sched, &tid);
-	if (!ts) {
-		if (bpf_map_update_elem(&thread_sched, &tid, &init, BPF_NOEXIST)) {
-			bs_count_loss(BS_LOSS_TASK_MAP);
-			return;
-		}
-		ts = bpf_map_lookup_elem(&thread_sched, &tid);
-		if (!ts)
-			return;
-	}
 	ts->out_ts = now;
 	ts->state = state;
 	ts->wake_ts = state == TASK_RUNNING_STATE ? now : 0;
 	ts->waker_tid = 0;
 }
 
-static __always_inline void switch_in(struct task_struct *next, __u64 now)
+static __always_inline void switch_in(struct thread_sched *ts, __u32 pid, __u32 tid, __u64 now)
 {
-	__u32 tid = BPF_CORE_READ(next, pid);
-	__u32 pid = BPF_CORE_READ(next, tgid);
-	struct thread_sched *ts;
 	struct bs_offcpu *r;
 	__u64 out_ts, in_ts;
 
-	ts = bpf_map_lookup_elem(&thread_sched, &tid);
-	if (!ts)
-		return; /* first sight: its off-CPU interval began before tracing */
 	out_ts = ts->out_ts;
 	in_ts = ts->in_ts;
 	ts->in_ts = now;
@@ -73,78 +72,108 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	bs_submit(r);
 }
 
-static __always_inline int on_switch(bool preempt, struct task_struct *prev,
-				     struct task_struct *next, __u32 prev_state)
+static __always_inline void wakeup(struct thread_sched *ts)
 {
-	__u64 now = bpf_ktime_get_ns();
+	/* Only a sleeping thread's first wakeup counts; preempted threads were runnable. */
+	if (!ts->out_ts || ts->wake_ts)
+		return;
+	ts->wake_ts = bpf_ktime_get_ns();
+	/* The waker is current only when the wakeup is not deferred to the target CPU. */
+	ts->waker_tid = (__u32)bpf_get_current_pid_tgid();
+}
+
+/* tp_btf + task storage: prev, next and p are the kernel's own task pointers. */
+static __always_inline struct thread_sched *task_state(struct task_struct *t, bool create)
+{
+	struct thread_sched *ts = bpf_task_storage_get(&thread_sched_task, t, 0, 0);
 
 	/* pid 0 is the idle task of each CPU, not a thread anyone traces. */
-	if (BPF_CORE_READ(prev, pid) && bs_is_target(BPF_CORE_READ(prev, tgid)))
-		switch_out(prev, preempt ? TASK_RUNNING_STATE : prev_state, now);
-	if (BPF_CORE_READ(next, pid) && bs_is_target(BPF_CORE_READ(next, tgid)))
-		switch_in(next, now);
-	return 0;
+	if (ts || !create || !t->pid || !bs_is_target(t->tgid))
+		return ts;
+	ts = bpf_task_storage_get(&thread_sched_task, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		bs_count_loss(BS_LOSS_TASK_MAP);
+	return ts;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	return on_switch(preempt, prev, next, prev_state);
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
-{
-	return on_switch(preempt, prev, next, prev_state);
-}
-
-static __always_inline int on_wakeup(struct task_struct *p)
-{
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u64 now = bpf_ktime_get_ns();
 	struct thread_sched *ts;
 
-	if (!bs_is_target(BPF_CORE_READ(p, tgid)))
-		return 0;
-	ts = bpf_map_lookup_elem(&thread_sched, &tid);
-	/* Only a sleeping thread's first wakeup counts; preempted threads were runnable. */
-	if (!ts || !ts->out_ts || ts->wake_ts)
-		return 0;
-	ts->wake_ts = bpf_ktime_get_ns();
-	/* The waker is current only when the wakeup is not deferred to the target CPU. */
-	ts->waker_tid = (__u32)bpf_get_current_pid_tgid();
+	ts = task_state(prev, true);
+	if (ts)
+		switch_out(ts, preempt ? TASK_RUNNING_STATE : prev_state, now);
+	/* First sight of a traced thread at switch-in: its off-CPU interval began before
+	 * tracing; its slot is made when it is switched out. */
+	ts = task_state(next, false);
+	if (ts)
+		switch_in(ts, next->tgid, next->pid, now);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 {
-	return on_wakeup(p);
+	struct thread_sched *ts = task_state(p, false);
+
+	if (ts)
+		wakeup(ts);
+	return 0;
+}
+
+/* raw_tp + hash: the same semantics without BTF. */
+static __always_inline struct thread_sched *hash_state(struct task_struct *t, bool create)
+{
+	__u32 tid = BPF_CORE_READ(t, pid);
+	struct thread_sched *ts, init = {};
+
+	if (!tid || !bs_is_target(BPF_CORE_READ(t, tgid)))
+		return NULL;
+	ts = bpf_map_lookup_elem(&thread_sched, &tid);
+	if (ts || !create)
+		return ts;
+	if (bpf_map_update_elem(&thread_sched, &tid, &init, BPF_NOEXIST)) {
+		bs_count_loss(BS_LOSS_TASK_MAP);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&thread_sched, &tid);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct thread_sched *ts;
+
+	ts = hash_state(prev, true);
+	if (ts)
+		switch_out(ts, preempt ? TASK_RUNNING_STATE : prev_state, now);
+	ts = hash_state(next, false);
+	if (ts)
+		switch_in(ts, BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid), now);
+	return 0;
 }
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
 {
-	return on_wakeup(p);
+	struct thread_sched *ts = hash_state(p, false);
+
+	if (ts)
+		wakeup(ts);
+	return 0;
 }
 
-static __always_inline int on_task_exit(struct task_struct *p)
+/* A hash entry would outlive its thread; task storage is freed with the task. */
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(sched_task_exit_raw, struct task_struct *p)
 {
 	__u32 tid = BPF_CORE_READ(p, pid);
 
 	bpf_map_delete_elem(&thread_sched, &tid);
 	return 0;
-}
-
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(sched_task_exit_btf, struct task_struct *p)
-{
-	return on_task_exit(p);
-}
-
-SEC("raw_tp/sched_process_exit")
-int BPF_PROG(sched_task_exit_raw, struct task_struct *p)
-{
-	return on_task_exit(p);
 }

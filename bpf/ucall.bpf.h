@@ -5,11 +5,19 @@
  * it is and what to capture. A family's .bpf.c defines UCALL_REC_TYPE and includes this.
  *
  * Entry pushes a frame (time, cookie, 6 register + 6 stack argument words) on a per-thread
- * stack in task storage: no hash insert/delete per call, and nesting (a driver call inside a
- * runtime call) is kept as depth. Return pops it and emits one bs_ucall record, copying
- * pointees (config structs, names) and the out value only then, when they hold their final
- * values. Entry probes sit where rsp still points at the return address (probe_site.h), so
- * the stack arguments are at 8(%rsp) on entry and at 0(%rsp) after the return.
+ * stack: no hash insert/delete per call, and nesting (a driver call inside a runtime call) is
+ * kept as depth. Return pops it and emits one bs_ucall record, copying pointees (config
+ * structs, names) and the out value only then, when they hold their final values. Entry
+ * probes sit where rsp still points at the return address (probe_site.h), so the stack
+ * arguments are at 8(%rsp) on entry and at 0(%rsp) after the return.
+ *
+ * The stack lives in a slot of an array map found by tid: the verifier inlines an array
+ * lookup, where task storage costs two helper calls (bpf_get_current_task_btf,
+ * bpf_task_storage_get) at entry and again at return, ~35 ns per call on the benchmark VM
+ * (bench/RESULTS.md, docs/CUDA.md "What a call costs"). A thread claims a free slot among
+ * UCALL_PROBES from tid % UCALL_SLOTS on its first traced call and owns it until it exits
+ * (ucall_exit_btf frees it). A thread that finds none free keeps its stack in task storage
+ * for the rest of its life: more threads than slots cost time, never calls.
  */
 #ifndef BPFSIGHT_UCALL_BPF_H
 #define BPFSIGHT_UCALL_BPF_H
@@ -21,6 +29,8 @@
 #endif
 
 #define UCALL_MAX_DEPTH 8
+#define UCALL_SLOTS	1024 /* a power of two; 976 KB, preallocated */
+#define UCALL_PROBES	4    /* slots a thread may take, from tid % UCALL_SLOTS on */
 
 /* libbpf 1.1's bpf_tracing.h stops at PARM5; uprobe families are x86-64 only for now. */
 #if defined(__TARGET_ARCH_x86)
@@ -32,15 +42,25 @@
 struct ucall_frame {
 	__u64 ts;
 	__u64 cookie;
+	__u64 sp; /* rsp at entry: where the return address sits */
 	__u64 args[BS_UCALL_NARGS];
 };
 
 struct ucall_thread {
+	__u64 owner; /* array slots: the tid owning it, 0 = free (task storage: unused) */
 	__u32 depth; /* may exceed UCALL_MAX_DEPTH: deeper frames are counted, not kept */
-	__u32 _pad;
+	__u32 sent;  /* records this thread sent: the ring's fill is checked on every 16th */
 	struct ucall_frame f[UCALL_MAX_DEPTH];
 };
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UCALL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ucall_thread);
+} ucall_slots SEC(".maps");
+
+/* Threads that found no free slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -48,33 +68,106 @@ struct {
 	__type(value, struct ucall_thread);
 } ucall_stack SEC(".maps");
 
+/* The slot TID owns, or NULL. Only the owner writes a slot's frames and depth. */
+static __always_inline struct ucall_thread *ucall_slot(__u32 tid)
+{
+#pragma unroll
+	for (__u32 i = 0; i < UCALL_PROBES; i++) {
+		__u32 k = (tid + i) & (UCALL_SLOTS - 1);
+		struct ucall_thread *t = bpf_map_lookup_elem(&ucall_slots, &k);
+
+		if (t && t->owner == tid)
+			return t;
+	}
+	return NULL;
+}
+
+/* A slot for TID if one is free; racing claimers are ordered by the compare-and-swap. */
+static __always_inline struct ucall_thread *ucall_claim(__u32 tid)
+{
+#pragma unroll
+	for (__u32 i = 0; i < UCALL_PROBES; i++) {
+		__u32 k = (tid + i) & (UCALL_SLOTS - 1);
+		struct ucall_thread *t = bpf_map_lookup_elem(&ucall_slots, &k);
+
+		if (t && !t->owner && !__sync_val_compare_and_swap(&t->owner, 0, tid)) {
+			t->depth = 0;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The stack of the calling thread when it has no slot: in task storage, or (CREATE, a
+ * traced thread's first call) a slot claimed now, or new task storage. NULL: not traced.
+ */
+static __always_inline struct ucall_thread *ucall_thread_slow(__u64 id, bool create)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct ucall_thread *t;
+
+	/* A thread that went to task storage stays there: its frames are there. */
+	t = bpf_task_storage_get(&ucall_stack, task, 0, 0);
+	if (t || !create)
+		return t;
+	/* The target check (a hash lookup): once per traced thread, on its first call. */
+	if (!bs_is_target(id >> 32))
+		return NULL;
+	t = ucall_claim((__u32)id);
+	if (t)
+		return t;
+	t = bpf_task_storage_get(&ucall_stack, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		bs_count_loss(BS_LOSS_TASK_MAP);
+	return t;
+}
+
+/*
+ * The depth of T's stack without the frames below BELOW (deeper in the stack): calls that
+ * returned unseen, as when an exception or longjmp left them, or the kernel could not
+ * hijack their return. A call runs only while rsp is below where its return address sat; a
+ * frame at the same place may be a tail call's (an interposer jumping to the real
+ * function), so it stays.
+ */
+static __always_inline __u32 ucall_unwind(struct ucall_thread *t, __u64 below)
+{
+	__u32 d = t->depth;
+
+	/* Frames past the last kept one went with it, if it went. */
+	if (d > UCALL_MAX_DEPTH && t->f[UCALL_MAX_DEPTH - 1].sp >= below)
+		return d;
+	/* From the top: the first frame still running is the new top. */
+#pragma unroll
+	for (__u32 i = UCALL_MAX_DEPTH; i > 0; i--)
+		if (i <= d && t->f[i - 1].sp >= below)
+			return i;
+	return 0;
+}
+
 SEC("uprobe")
 int ucall_entry(struct pt_regs *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
 	struct ucall_thread *t;
 	struct ucall_frame *f;
 	__u32 d;
 
-	/* Storage exists only for threads of traced processes: the target check (a hash
-	 * lookup) runs once per thread, not on every call, and never on return. */
-	t = bpf_task_storage_get(&ucall_stack, bpf_get_current_task_btf(), 0, 0);
+	barrier_var(sp);
+	t = ucall_slot((__u32)id);
 	if (!t) {
-		if (!bs_is_target(tgid))
+		t = ucall_thread_slow(id, true);
+		if (!t)
 			return 0;
-		t = bpf_task_storage_get(&ucall_stack, bpf_get_current_task_btf(), 0,
-					 BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!t) {
-			bs_count_loss(BS_LOSS_TASK_MAP);
-			return 0;
-		}
 	}
-	d = t->depth++;
+	d = t->depth ? ucall_unwind(t, sp) : 0;
+	t->depth = d + 1;
 	if (d >= UCALL_MAX_DEPTH) {
 		bs_count_loss(BS_LOSS_TASK_MAP);
 		return 0;
 	}
 	f = &t->f[d];
+	f->sp = sp;
 	f->cookie = bpf_get_attach_cookie(ctx);
 	f->args[0] = PT_REGS_PARM1(ctx);
 	f->args[1] = PT_REGS_PARM2(ctx);
@@ -85,27 +178,11 @@ int ucall_entry(struct pt_regs *ctx)
 	/* 7th.. argument words, above the return address, for functions that have them (a
 	 * user-memory copy is a good part of the cost). A fault leaves zeros. */
 	if (f->cookie & BS_UCOOKIE_STACK)
-		bpf_probe_read_user(&f->args[6], 6 * sizeof(__u64), (void *)(PT_REGS_SP(ctx) + 8));
+		bpf_probe_read_user(&f->args[6], 6 * sizeof(__u64), (void *)(sp + 8));
 	else
 		__builtin_memset(&f->args[6], 0, 6 * sizeof(__u64));
 	f->ts = bpf_ktime_get_ns();
 	return 0;
-}
-
-static __always_inline void ucall_fill(struct bs_ucall *r, const struct ucall_frame *f,
-				       struct pt_regs *ctx, __u64 now, __u32 depth)
-{
-	__u64 cookie = f->cookie;
-	__u32 out = BS_UCOOKIE_OUT_ARG(cookie);
-
-	r->dur = now - f->ts;
-	r->ret = PT_REGS_RC(ctx);
-	r->fn = BS_UCOOKIE_FN(cookie);
-	r->depth = depth;
-	r->out = 0;
-	__builtin_memcpy(r->args, f->args, sizeof(r->args));
-	if (out >= 1 && out <= BS_UCALL_NARGS)
-		bpf_probe_read_user(&r->out, sizeof(r->out), (void *)f->args[out - 1]);
 }
 
 /* Where a deref reads from: an argument's pointee, or the stack-argument area. */
@@ -123,6 +200,29 @@ static __always_inline const void *ucall_deref_src(const struct ucall_frame *f, 
 	return (const void *)(base + BS_UCOOKIE_DEREF_OFF(f->cookie));
 }
 
+/* Reserve the record (and LEN bytes of deref after it), fill it from frame F. */
+static __always_inline struct bs_ucall *ucall_reserve(const struct ucall_frame *f,
+						      struct pt_regs *ctx, __u64 id, __u64 now,
+						      __u32 depth, __u32 len)
+{
+	struct bs_ucall *r = bs_reserve(UCALL_REC_TYPE, sizeof(*r) + len, id >> 32, (__u32)id,
+					f->ts);
+	__u32 out = BS_UCOOKIE_OUT_ARG(f->cookie);
+
+	if (!r)
+		return NULL;
+	r->dur = now - f->ts;
+	r->ret = PT_REGS_RC(ctx);
+	r->fn = BS_UCOOKIE_FN(f->cookie);
+	r->depth = depth;
+	r->deref_len = len;
+	r->out = 0;
+	__builtin_memcpy(r->args, f->args, sizeof(r->args));
+	if (out >= 1 && out <= BS_UCALL_NARGS)
+		bpf_probe_read_user(&r->out, sizeof(r->out), (void *)f->args[out - 1]);
+	return r;
+}
+
 SEC("uretprobe")
 int ucall_return(struct pt_regs *ctx)
 {
@@ -130,48 +230,74 @@ int ucall_return(struct pt_regs *ctx)
 	/* Read into a scalar up front: the verifier rejects a load through a ctx pointer the
 	 * compiler would otherwise select between ctx and a map value. */
 	__u64 sp = PT_REGS_SP(ctx);
-	__u32 tgid = id >> 32, tid = (__u32)id, d, mode;
 	struct ucall_thread *t;
 	struct ucall_frame *f;
 	struct bs_ucall *r;
 	const void *src;
+	__u32 d, mode;
 
 	barrier_var(sp);
-	t = bpf_task_storage_get(&ucall_stack, bpf_get_current_task_btf(), 0, 0);
-	if (!t || t->depth == 0)
-		return 0; /* not traced, or the call began before its probe was attached */
-	d = --t->depth;
-	if (d >= UCALL_MAX_DEPTH)
-		return 0; /* counted as lost at entry */
-	f = &t->f[d];
+	t = ucall_slot((__u32)id);
+	if (!t) {
+		t = ucall_thread_slow(id, false);
+		if (!t)
+			return 0; /* not traced */
+	}
+	if (t->depth == 0)
+		return 0; /* the call began before its probe was attached */
+	/* After ret, rsp is 8 above where the entry found it. */
+	d = ucall_unwind(t, sp - 8);
+	if (d > UCALL_MAX_DEPTH) {
+		t->depth = d - 1; /* a frame counted as lost at entry */
+		return 0;
+	}
+	/* UCALL_MAX_DEPTH is a power of two: the mask only tells the verifier. */
+	f = &t->f[(d - 1) & (UCALL_MAX_DEPTH - 1)];
+	if (d == 0 || f->sp != sp - 8) {
+		t->depth = d; /* the call began before its entry probe was attached */
+		return 0;
+	}
+	t->depth = --d;
 	mode = BS_UCOOKIE_MODE(f->cookie);
 	src = ucall_deref_src(f, sp);
 	if (mode == BS_DEREF_STRUCT && src) {
-		r = bs_reserve(UCALL_REC_TYPE, sizeof(*r) + BS_UCALL_DEREF_STRUCT, tgid, tid, f->ts);
+		r = ucall_reserve(f, ctx, id, now, d, BS_UCALL_DEREF_STRUCT);
 		if (!r)
 			return 0;
-		ucall_fill(r, f, ctx, now, d);
-		r->deref_len = BS_UCALL_DEREF_STRUCT;
 		/* A small struct near the end of a mapping faults the full copy: take less. */
 		if (bpf_probe_read_user(r + 1, BS_UCALL_DEREF_STRUCT, src) &&
 		    bpf_probe_read_user(r + 1, 128, src) && bpf_probe_read_user(r + 1, 64, src))
 			__builtin_memset(r + 1, 0, BS_UCALL_DEREF_STRUCT);
 	} else if (mode == BS_DEREF_STRING && src) {
-		r = bs_reserve(UCALL_REC_TYPE, sizeof(*r) + BS_UCALL_DEREF_STRING, tgid, tid, f->ts);
+		r = ucall_reserve(f, ctx, id, now, d, BS_UCALL_DEREF_STRING);
 		if (!r)
 			return 0;
-		ucall_fill(r, f, ctx, now, d);
-		r->deref_len = BS_UCALL_DEREF_STRING;
 		if (bpf_probe_read_user_str(r + 1, BS_UCALL_DEREF_STRING, src) < 0)
 			*(char *)(r + 1) = 0;
 	} else {
-		r = bs_reserve(UCALL_REC_TYPE, sizeof(*r), tgid, tid, f->ts);
+		r = ucall_reserve(f, ctx, id, now, d, 0);
 		if (!r)
 			return 0;
-		ucall_fill(r, f, ctx, now, d);
-		r->deref_len = 0;
 	}
-	bs_submit(r);
+	/* Whether the consumer needs a wakeup (the query is a helper call, ~9 ns here) is
+	 * asked every 16th record of a thread: 16 records are 2.4 KB, the threshold 1 MB. */
+	if (++t->sent % 16)
+		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	else
+		bs_submit(r);
+	return 0;
+}
+
+/* A slot is free again when its owner exits; a task-storage stack goes with its task. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ucall_exit_btf, struct task_struct *p)
+{
+	struct ucall_thread *t = ucall_slot(p->pid);
+
+	if (t) {
+		t->depth = 0;
+		*(volatile __u64 *)&t->owner = 0; /* after depth: a claimer sees 0 */
+	}
 	return 0;
 }
 

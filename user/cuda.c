@@ -44,7 +44,8 @@ static int cuda_attach(struct record_ctx *ctx, void **state)
 	}
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
 	err = ucall_family__load(ctx, &cuda_table, st->skel->obj, st->skel->progs.ucall_entry,
-				 st->skel->progs.ucall_return);
+				 st->skel->progs.ucall_return, st->skel->progs.ucall_exit_btf,
+				 &st->skel->links.ucall_exit_btf);
 	if (err)
 		goto fail;
 	*state = st;

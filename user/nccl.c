@@ -19,7 +19,8 @@ static int nccl_attach(struct record_ctx *ctx, void **state)
 		return -errno;
 	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
 	err = ucall_family__load(ctx, &nccl_table, skel->obj, skel->progs.ucall_entry,
-				 skel->progs.ucall_return);
+				 skel->progs.ucall_return, skel->progs.ucall_exit_btf,
+				 &skel->links.ucall_exit_btf);
 	if (err) {
 		nccl_bpf__destroy(skel);
 		return err;

@@ -19,35 +19,6 @@ struct osrt_state {
 	struct hmap *written;
 };
 
-/*
- * The tp_btf programs keep the call in flight in task storage, the raw_tp ones in a hash
- * (bpf/osrt.bpf.c). record_ctx__prepare picked by BTF alone; a kernel with BTF but without
- * task storage for tracing programs (before 5.12) gets the raw_tp ones too. Only the map
- * the chosen programs use is created: the hash preallocates 65536 entries.
- */
-static int choose_variant(struct osrt_bpf *skel, int use_btf)
-{
-	struct bpf_program *prog;
-	int task_storage, err;
-
-	task_storage = use_btf && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) > 0;
-	if (use_btf && !task_storage) {
-		bpf_object__for_each_program(prog, skel->obj) {
-			const char *name = bpf_program__name(prog);
-			size_t n = strlen(name);
-			int raw = n > 4 && !strcmp(name + n - 4, "_raw");
-
-			err = bpf_program__set_autoload(prog, raw);
-			if (err)
-				return err;
-		}
-	}
-	err = bpf_map__set_autocreate(skel->maps.sys_start_task, task_storage);
-	if (!err)
-		err = bpf_map__set_autocreate(skel->maps.sys_start, !task_storage);
-	return err;
-}
-
 static int osrt_attach(struct record_ctx *ctx, void **state)
 {
 	struct osrt_state *st = calloc(1, sizeof(*st));
@@ -68,7 +39,10 @@ static int osrt_attach(struct record_ctx *ctx, void **state)
 	st->skel->rodata->threshold_ns = ctx->opts->osrt_threshold_ns;
 	err = record_ctx__prepare(ctx, st->skel->obj);
 	if (!err)
-		err = choose_variant(st->skel, ctx->use_btf);
+		/* The call in flight: task storage (tp_btf) or a hash (raw_tp). */
+		err = record_ctx__pick_task_storage(ctx, st->skel->obj,
+						    st->skel->maps.sys_start_task,
+						    st->skel->maps.sys_start);
 	if (!err)
 		err = osrt_bpf__load(st->skel);
 	if (!err)

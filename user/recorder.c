@@ -151,6 +151,31 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
 	return 0;
 }
 
+int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj,
+				  struct bpf_map *task_map, struct bpf_map *hash_map)
+{
+	struct bpf_program *prog;
+	int task_storage, err;
+
+	task_storage = ctx->use_btf &&
+		       libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) > 0;
+	if (ctx->use_btf && !task_storage) {
+		bpf_object__for_each_program(prog, obj) {
+			const char *name = bpf_program__name(prog);
+			size_t n = strlen(name);
+			int raw = n > 4 && !strcmp(name + n - 4, "_raw");
+
+			err = bpf_program__set_autoload(prog, raw);
+			if (err)
+				return err;
+		}
+	}
+	err = bpf_map__set_autocreate(task_map, task_storage);
+	if (!err)
+		err = bpf_map__set_autocreate(hash_map, !task_storage);
+	return err;
+}
+
 /* The maps every family shares live as long as the recording, independent of families. */
 static int create_shared_maps(struct record_ctx *ctx)
 {

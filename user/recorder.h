@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include "records.h"
 
+struct bpf_map;
 struct bpf_object;
 struct trace_writer;
 struct string_pool;
@@ -76,6 +77,14 @@ struct record_ctx {
  * exist yet), and keep only the tp_btf or only the raw_tp variant of each program.
  */
 int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj);
+/*
+ * After record_ctx__prepare, for a family whose tp_btf programs keep per-thread state in
+ * TASK_MAP (task storage) and whose raw_tp ones in HASH_MAP (osrt, sched): a kernel with
+ * BTF but without task storage for tracing programs (before 5.12) gets the raw_tp programs
+ * too, and only the map the chosen programs use is created (a hash preallocates).
+ */
+int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj,
+				  struct bpf_map *task_map, struct bpf_map *hash_map);
 /* Append a user-space record; a failure is remembered in write_err and counted as loss. */
 int record_ctx__write(struct record_ctx *ctx, const void *rec);
 /* Intern S (writing its STRING record the first time); 0 for NULL/empty. */

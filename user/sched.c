@@ -14,6 +14,10 @@ static int sched_attach(struct record_ctx *ctx, void **state)
 		return -errno;
 	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
 	err = record_ctx__prepare(ctx, skel->obj);
+	/* A thread's state: task storage (tp_btf) or a hash (raw_tp). */
+	if (!err)
+		err = record_ctx__pick_task_storage(ctx, skel->obj, skel->maps.thread_sched_task,
+						    skel->maps.thread_sched);
 	if (!err)
 		err = sched_bpf__load(skel);
 	if (!err)

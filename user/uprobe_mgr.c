@@ -277,7 +277,9 @@ static void obj_attach_multi(struct uprobe_mgr *m, struct obj *o, const char *pa
 			offs[n] = o->sites[i].file_off;
 			cookies[n++] = ucall_api__cookie(fam->table, o->sites[i].fn);
 		}
-		for (int ret = 0; ret <= 1 && n; ret++) {
+		/* The return probe first: a call whose entry is seen before its return probe
+		 * exists leaves a frame no return pops (a running process, -p/-a). */
+		for (int ret = 1; ret >= 0 && n; ret--) {
 			int fd = uprobe_multi__attach(ret ? fam->ret : fam->entry, path, offs,
 						      cookies, n, ret);
 
@@ -318,7 +320,7 @@ static void obj_attach(struct uprobe_mgr *m, struct obj *o, const char *path)
 		struct bpf_link *l;
 		char what[PATH_MAX + 128];
 
-		for (int ret = 0; ret <= 1 && f; ret++) {
+		for (int ret = 1; ret >= 0 && f; ret--) { /* the return probe first, as above */
 			opts.retprobe = ret;
 			l = bpf_program__attach_uprobe_opts(ret ? f->ret : f->entry, -1, path,
 							    s->file_off, &opts);

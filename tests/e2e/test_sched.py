@@ -1,9 +1,12 @@
 """sched family: off-CPU intervals, blocked vs runnable, per thread."""
+import json
+import os
 import re
 
-from helpers import check, dump, eq, need_root, record, row, stats, workload
+from helpers import BUILD, check, dump, eq, info, need_root, record, row, stats, workload
 
 SYSCALLS = workload("syscalls")
+PINGPONG = os.path.join(BUILD, "bench", "pingpong")  # built by test-build too
 MS = 1_000_000
 
 
@@ -28,3 +31,41 @@ def test_sleeps_are_blocked_off_cpu_time():
     for e in long_blocks:
         check(e["dur"] < 1000 * MS, f"a 5 ms sleep off CPU for {e['dur']} ns")
         check(e["args"]["state"] != 0, "blocked state recorded")
+
+
+def test_pingpong_one_interval_per_switch_with_its_waker():
+    """bench/pingpong: two threads pinned to one CPU pass a byte N times over two pipes. Each
+    round trip takes each thread off the CPU once: blocked in read(), woken by the other
+    thread's write(), or preempted by the thread it just woke (then runnable, no wakeup)."""
+    need_root()
+    n = 3000
+    p, out = record([PINGPONG, "-n", str(n), "-c", "0"], "-t", "sched")
+    eq(p.returncode, 0, f"record exit ({p.stderr})")
+    eq(json.loads(p.stdout)["round_trips"], n, "round trips")
+    eq(info(out)["lost_total"], 0, "events lost")
+    events = dump(out)
+    pid = [e["pid"] for e in events if e["kind"] == "exec" and e["name"] == "pingpong"]
+    eq(len(set(pid)), 1, "one pingpong process")
+    off = [e for e in events if e["kind"] == "offcpu" and e["pid"] == pid[0]]
+    tids = {e["tid"] for e in off}
+    eq(len(tids), 2, f"threads off CPU: {tids}")
+    for tid in tids:
+        other = (tids - {tid}).pop()
+        mine = [e for e in off if e["tid"] == tid]
+        # The echo thread's first block (the first read) and the main thread's last one (the
+        # join) fall outside the round trips; other tasks on the CPU can add preemptions.
+        paired = [e for e in mine if e["name"] == "preempted" or
+                  (e["name"] == "blocked" and e["args"]["waker_tid"] == other)]
+        check(n - 1 <= len(paired) <= len(mine) <= n + 50,
+              f"thread {tid}: {len(paired)} intervals of the exchange, {len(mine)} in all, "
+              f"for {n} round trips")
+        check(len(paired) >= len(mine) - 10, f"thread {tid}: intervals not of the exchange: "
+              f"{len(mine) - len(paired)}")
+        for e in mine:
+            a = e["args"]
+            eq(a["blocked_ns"] + a["runnable_ns"], e["dur"], f"thread {tid}: blocked + runnable")
+            check(0 < e["dur"] < 10**9, f"thread {tid}: off CPU {e['dur']} ns")
+            if e["name"] == "preempted":
+                eq((a["state"], a["blocked_ns"], a["waker_tid"]), (0, 0, 0),
+                   f"thread {tid}: a preemption is runnable throughout")
+        check(all(e["args"]["oncpu_ns"] > 0 for e in mine[1:]), f"thread {tid}: on-CPU slices")
