@@ -35,16 +35,6 @@
 /* Defined in cuda_report.c; declared here until cuda.h carries it. */
 int cuda_table__check(const struct ucall_table *t, char *err, size_t len);
 
-#define ASSERT_NEAR(a, b, eps, what)                                                               \
-	({                                                                                         \
-		double ___a = (a), ___b = (b);                                                     \
-		bool ___ok = fabs(___a - ___b) <= (eps);                                           \
-		if (!___ok)                                                                        \
-			unit_fail("%s:%d: %s: %.6f != %.6f", __FILE__, __LINE__, what, ___a,       \
-				  ___b);                                                           \
-		___ok;                                                                             \
-	})
-
 static char tmp_dir[64];
 
 static int fn_of(const char *name)

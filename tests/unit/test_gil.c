@@ -19,16 +19,6 @@
 #include "trace_writer.h"
 #include "unit.h"
 
-#define ASSERT_NEAR(a, b, eps, what)                                                               \
-	({                                                                                         \
-		double ___a = (a), ___b = (b);                                                     \
-		bool ___ok = fabs(___a - ___b) <= (eps);                                           \
-		if (!___ok)                                                                        \
-			unit_fail("%s:%d: %s: %.6f != %.6f", __FILE__, __LINE__, what, ___a,       \
-				  ___b);                                                           \
-		___ok;                                                                             \
-	})
-
 /* The first 40 words of _PyRuntime in CPython 3.13.0 (x86-64, pyenv build), word 0 = cookie. */
 static const __u64 py313[40] = {
 	0, 0x30d00f0, 0x0, 0x452b8, 0x260, 0x278, 0x2f998, 0x1c68, 0x1c60, 0x1cb0,

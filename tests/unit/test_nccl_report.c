@@ -18,16 +18,6 @@
 #include "trace_model.h"
 #include "unit.h"
 
-#define ASSERT_NEAR(a, b, eps, what)                                                               \
-	({                                                                                         \
-		double ___a = (a), ___b = (b);                                                     \
-		bool ___ok = fabs(___a - ___b) <= (eps);                                           \
-		if (!___ok)                                                                        \
-			unit_fail("%s:%d: %s: %.6f != %.6f", __FILE__, __LINE__, what, ___a,       \
-				  ___b);                                                           \
-		___ok;                                                                             \
-	})
-
 /* An int argument's word: x86-64 leaves the upper half of its register undefined. */
 #define I(v) (0xdead0000ull << 32 | (__u32)(v))
 

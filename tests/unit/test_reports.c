@@ -22,16 +22,6 @@
 static char tmp_dir[64];
 static int tmp_seq;
 
-#define ASSERT_NEAR(a, b, eps, what)                                                               \
-	({                                                                                         \
-		double ___a = (a), ___b = (b);                                                     \
-		bool ___ok = fabs(___a - ___b) <= (eps);                                           \
-		if (!___ok)                                                                        \
-			unit_fail("%s:%d: %s: %.6f != %.6f", __FILE__, __LINE__, what, ___a,       \
-				  ___b);                                                           \
-		___ok;                                                                             \
-	})
-
 static void tmp_path(char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/t%d.bst", tmp_dir, tmp_seq++);

@@ -28,16 +28,6 @@ struct tb {
 	__u32 nstrings;
 };
 
-#define ASSERT_NEAR(a, b, eps, what)                                                               \
-	({                                                                                         \
-		double ___a = (a), ___b = (b);                                                     \
-		bool ___ok = fabs(___a - ___b) <= (eps);                                           \
-		if (!___ok)                                                                        \
-			unit_fail("%s:%d: %s: %.6f != %.6f", __FILE__, __LINE__, what, ___a,       \
-				  ___b);                                                           \
-		___ok;                                                                             \
-	})
-
 /* A fresh directory for a test program's traces, "/tmp/bpfsight-unit-XXXXXX": 0 or -1. */
 static inline int tb_tmp_dir(char *dir, size_t len)
 {

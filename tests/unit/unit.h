@@ -7,6 +7,7 @@
 #ifndef BPFSIGHT_UNIT_H
 #define BPFSIGHT_UNIT_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +37,17 @@ static char unit_reason[512];
 		bool ___ok = ___a == ___b;                                                         \
 		if (!___ok)                                                                        \
 			unit_fail("%s:%d: %s: %lld != %lld", __FILE__, __LINE__, what, ___a,       \
+				  ___b);                                                           \
+		___ok;                                                                             \
+	})
+
+/* |a - b| <= eps, for computed statistics (doubles). */
+#define ASSERT_NEAR(a, b, eps, what)                                                               \
+	({                                                                                         \
+		double ___a = (a), ___b = (b);                                                     \
+		bool ___ok = fabs(___a - ___b) <= (eps);                                           \
+		if (!___ok)                                                                        \
+			unit_fail("%s:%d: %s: %.6f != %.6f", __FILE__, __LINE__, what, ___a,       \
 				  ___b);                                                           \
 		___ok;                                                                             \
 	})
