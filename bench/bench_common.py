@@ -158,6 +158,20 @@ def machine_line(m):
             f"hypervisor: {m['virt']}.")
 
 
+def block_head(ctx, name, title):
+    """A section block's first lines: its marker, title, the run that measured it, the
+    machine."""
+    return [begin(name), f"## {title}", "", measured_line(ctx.machine, ctx.invocation, ctx.quick),
+            "", machine_line(ctx.machine), ""]
+
+
+def block_end(ctx, name, out, meaning):
+    """A section block from its lines OUT: then whether other tracers disturbed its runs,
+    what its figures mean, its end marker."""
+    return "\n".join(out + [ctx.quiet.sentence(), "", "What this means: " + meaning,
+                            end(name)]) + "\n"
+
+
 def measured_line(m, invocation, quick):
     """INVOCATION is markdown (the command in backticks)."""
     return (f"Measured {m['date']} by {invocation}, bpfsight {m['version']}."

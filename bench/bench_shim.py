@@ -21,9 +21,8 @@ import os
 import subprocess
 import time
 
-from bench_common import (BenchError, ProgStats, begin, bpf_stats, cpu_ns, end, fmt_ns,
-                          fmt_ns_spread, fmt_spread, last_json, machine_line, measured_line,
-                          median)
+from bench_common import (BenchError, ProgStats, block_end, block_head, bpf_stats, cpu_ns,
+                          end, fmt_ns, fmt_ns_spread, fmt_spread, last_json, median)
 from bench_families import interleaved
 
 NAME = "shim"
@@ -318,11 +317,7 @@ def text(ctx, res):
 
 def markdown(ctx, res):
     cells = check_goals(ctx, res)
-    out = [begin(NAME), "## The cupti-shim and its channel (gpu, nvtx)", ""]
-    out.append(measured_line(ctx.machine, ctx.invocation, ctx.quick))
-    out.append("")
-    out.append(machine_line(ctx.machine))
-    out.append("")
+    out = block_head(ctx, NAME, "The cupti-shim and its channel (gpu, nvtx)")
     if res.get("skip"):
         out += [f"**Skipped**: {res['skip']}.", end(NAME)]
         return "\n".join(out) + "\n"
@@ -394,11 +389,7 @@ def markdown(ctx, res):
                + f". Every record in the file, 0 lost: {cells['gpu_exact']}.")
     out.append("")
     out += table(g["runs"], gpu_rows)
-    out.append(ctx.quiet.sentence())
-    out.append("")
-    out.append("What this means: " + meaning(res))
-    out.append(end(NAME))
-    return "\n".join(out) + "\n"
+    return block_end(ctx, NAME, out, meaning(res))
 
 
 def meaning(res):
