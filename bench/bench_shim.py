@@ -18,6 +18,7 @@ bench/RESULTS.md; docs/GPU.md "The channel", docs/NVTX.md).
 """
 
 import os
+import re
 import subprocess
 import time
 
@@ -76,20 +77,37 @@ def reap(pid, timeout):
         time.sleep(0.01)
 
 
+def first_line(path, p, timeout=10):
+    """The first line process P writes to file PATH."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(path) as f:
+            line = f.readline()
+        if line.endswith("\n"):
+            return line
+        if p.poll() is not None or time.monotonic() > deadline:
+            raise BenchError(f"pid {p.pid} wrote no line to {path} "
+                             f"({p.stderr.read()[-800:] if p.poll() is not None else 'timeout'})")
+        time.sleep(0.01)
+
+
 def recorded(ctx, load, env, family):
     """LOAD (a workload that takes --wait-file) recorded as in production: started first,
     then `bpfsight record -p PID -t FAMILY`, then released once the shim has sent its
-    first batch (its ATTACH status: recording is on). Returns the workload's stdout, the
+    first batch (its ATTACH status: recording is on). Returns the end of its stdout, the
     trace's info, the shim probe's (runs, ns) from the release until the recorder exited,
     and the recorder's CPU in that time and before it."""
     r = ctx.r
-    go, trace = r.tmpfile(".go"), r.tmpfile(".bst")
+    go, trace, stdout = r.tmpfile(".go"), r.tmpfile(".bst"), r.tmpfile(".out")
     cmd = [load[0], "--wait-file", go] + load[1:]
-    w = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    # Its stdout to a file: cupti_feed prints every record it feeds (~35 MB for 100,000),
+    # which read in here would grow this process, and every later child inherits its
+    # parent's RSS high-water mark at exec (bench_pipeline's recorder RSS figure).
+    with open(stdout, "w") as f:
+        w = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.PIPE, text=True)
     rec, stats = None, None
     try:
-        hello = last_json(w.stdout.readline(), cmd)
+        hello = last_json(first_line(stdout, w), cmd)
         rcmd = [r.bpfsight, "record", "-f", "-o", trace, "-t", family, "-p", str(hello["pid"])]
         rec = subprocess.Popen(rcmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
@@ -105,7 +123,7 @@ def recorded(ctx, load, env, family):
         runs0, ns0 = stats.read()
         cpu0 = cpu_ns(rec.pid)
         open(go, "w").close()
-        out, err = w.communicate(timeout=300)
+        _, err = w.communicate(timeout=300)
         if w.returncode:
             raise BenchError(f"{r.show_cmd(cmd)} exited {w.returncode}: {err[-800:]}")
         code, cpu = reap(rec.pid, 30)
@@ -125,7 +143,11 @@ def recorded(ctx, load, env, family):
             rec.kill()
             rec.wait()
     info = r.json_of([r.bpfsight, "info", "--json", trace])
-    os.unlink(trace)
+    with open(stdout) as f:
+        f.seek(max(0, os.path.getsize(stdout) - 4096))
+        out = f.read()
+    for path in (trace, stdout):
+        os.unlink(path)
     return {"out": out, "info": info, "cmd": cmd, "rcmd": rcmd,
             "batches": batches, "bpf_ns": ns1 - ns0,
             "cpu_ns": cpu - cpu0 if cpu0 is not None else None, "startup_cpu_ns": cpu0}
@@ -192,9 +214,12 @@ def gpu(ctx, p):
         got = recorded(ctx, load, base_env(), "gpu")
         shown[c] = (f"{r.show_cmd(got['cmd'])} &\n"
                     f"{r.show_cmd(got['rcmd'][:-1] + ['PID'])}")
-        # The last line: "], "fed": N, "feed_ns": T}" (the records before it: ~350 B each).
-        tail = got["out"].rstrip().rsplit("\n", 1)[-1]
-        res = last_json("{" + tail.split(",", 1)[1], got["cmd"])
+        # Its last line: "], "fed": N, "feed_ns": T}" (the records before it).
+        m = re.search(r'"fed": (-?\d+), "feed_ns": (\d+)\}\s*$', got["out"])
+        if not m:
+            raise BenchError(f"no fed/feed_ns at the end of {r.show_cmd(got['cmd'])}'s output: "
+                             f"{got['out'][-300:]}")
+        res = {"fed": int(m.group(1)), "feed_ns": int(m.group(2))}
         ev = got["info"].get("events", {})
         n = sum(ev.get(k, 0) for k in ("gpu_kernel", "gpu_memcpy", "gpu_memset", "gpu_api"))
         fed = res["fed"]
