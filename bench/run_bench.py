@@ -19,6 +19,9 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
   pipeline   record pipeline: events/s with zero loss, bytes/event, recorder CPU and RSS,
              saturation (bench_pipeline.py)
 
+The summary block lists every figure with a goal; a run of some sections (--only) replaces
+their rows and keeps the other sections' rows, their runs and any notes, each row dated.
+
 Figures are medians with their min..max over repeated runs, and ratios (to the untraced
 run, to the floor) rather than absolute times: this machine is noisy. A figure past its goal
 is a regression flag, printed at the end and marked in RESULTS.md; the exit status is
@@ -172,10 +175,11 @@ def summary_block(ctx, ran, took, old=None):
              {True: "met", False: "**REGRESSION**", None: "skipped"}[g["met"]],
              ctx.machine["date"]] for g in ctx.goals.items]
     rows += [cells for sec, cells in kept["rows"] if sec not in ran]
-    out = [begin("summary"), "## Summary of the last run", ""]
+    out = [begin("summary"), "## Summary of the last run" + ("s" if len(runs) > 1 else ""),
+           ""]
     if len(runs) > 1:
-        out.append("Runs (the first is the last; rows of the sections it did not run are "
-                   "from the earlier ones, as their `measured` column says):")
+        out.append("Runs, newest first; a section's rows come from the newest run that "
+                   "measured it (column `measured`):")
         out.append("")
         out += [f"- {line}" for line in runs]
     else:
