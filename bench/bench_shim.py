@@ -247,10 +247,12 @@ def run(ctx):
               f"toolkit: cupti.h)", flush=True)
         return {"skip": f"{', '.join(ctx.r.rel(m) for m in missing)} not built (no CUDA "
                         f"toolkit)"}
+    load0 = os.getloadavg()[0]
     with bpf_stats() as on:
         if not on:
             print("  (kernel.bpf_stats_enabled cannot be set: BPF times skipped)", flush=True)
         res = {"nvtx": nvtx(ctx, p), "gpu": gpu(ctx, p), "stats": on, "shim": p["shim"]}
+    res["load"] = (load0, os.getloadavg()[0])
     return res
 
 
@@ -361,7 +363,10 @@ def markdown(ctx, res):
                f"(`/proc/PID/task/*/schedstat` at the release, its `wait4` rusage at exit): "
                f"reading the ring buffer, decoding the batches, writing and closing the "
                f"file; its start-up (BPF load, attach) is the last row, not counted per "
-               f"record. SHIM is `{ctx.r.rel(res['shim'])}`.")
+               f"record. SHIM is `{ctx.r.rel(res['shim'])}`. Load average (1 min) at the "
+               f"section's start and end: {res['load'][0]:.1f}, {res['load'][1]:.1f} "
+               f"({os.cpu_count()} CPUs; the runs keep about one busy: more is other work, "
+               f"which lengthens the times in the application, not the counts).")
     out.append("")
     # nvtx
     out.append("### nvtx: `nvtxRangePushA` + `nvtxRangePop`")
@@ -408,9 +413,9 @@ def markdown(ctx, res):
                f"(`bpfsight_shim_test_feed`). Records per second = records / that call's "
                f"wall time: decoding, batching and every full batch's probe hit (the last, "
                f"partial batch goes after). "
-               + "; ".join(f"{c}: N = {FEEDS[c]:,}, "
-                           f"{(FEEDS[c] + FEED_FIXED) * KERNEL_BYTES / 2 ** 20:.1f} MiB"
-                           for c in FEEDS)
+               + "N = " + ", ".join(f"{FEEDS[c]:,} for {c} "
+                                    f"({(FEEDS[c] + FEED_FIXED) * KERNEL_BYTES / 2 ** 20:.1f}"
+                                    f" MiB)" for c in FEEDS)
                + f". Every record in the file, 0 lost: {cells['gpu_exact']}.")
     out.append("")
     out += table(g["runs"], gpu_rows)
