@@ -31,8 +31,9 @@ NAME = "shim"
 # every NVTX call, all the time, with no tracer attached (production sets
 # NVTX_INJECTION64_PATH for every job). Set at ~2x the ~4.4 ns measured when the guard was
 # set (2026-11), as a figure of a few ns swings by ~1.5 ns between runs here: a clock read
-# or a lock per call while idle trips it; the TLS dialect (cupti-shim/shim.mk: +1.7 ns per
-# pair without TLS descriptors) does not.
+# (~22 ns here) or an uncontended mutex lock+unlock (~4 ns) in each call while idle trips
+# it; the TLS dialect (cupti-shim/shim.mk: +1.7 ns per pair without TLS descriptors) does
+# not.
 GUARD_IDLE_NS = 10
 NVTX_CONFIGS = ["no injection", "shim idle", "recording"]
 FEED_FIXED = 27  # cupti_feed's records besides --extra: 12 calls x 2, a driver launch, 2
