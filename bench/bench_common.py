@@ -4,6 +4,7 @@ formatting, the machine description, goals and their regression flags, running c
 and writing one section of bench/RESULTS.md between its <!-- NAME:begin/end --> markers.
 Python standard library only."""
 
+import contextlib
 import datetime
 import json
 import os
@@ -157,6 +158,20 @@ def machine_line(m):
             f"hypervisor: {m['virt']}.")
 
 
+def block_head(ctx, name, title):
+    """A section block's first lines: its marker, title, the run that measured it, the
+    machine."""
+    return [begin(name), f"## {title}", "", measured_line(ctx.machine, ctx.invocation, ctx.quick),
+            "", machine_line(ctx.machine), ""]
+
+
+def block_end(ctx, name, out, meaning):
+    """A section block from its lines OUT: then whether other tracers disturbed its runs,
+    what its figures mean, its end marker."""
+    return "\n".join(out + [ctx.quiet.sentence(), "", "What this means: " + meaning,
+                            end(name)]) + "\n"
+
+
 def measured_line(m, invocation, quick):
     """INVOCATION is markdown (the command in backticks)."""
     return (f"Measured {m['date']} by {invocation}, bpfsight {m['version']}."
@@ -244,8 +259,37 @@ def read_json(path, cmd=None):
 # ---------------------------------------------------------------- other tracers
 
 _BPF_NR = {"x86_64": 321, "aarch64": 280}.get(platform.machine())
-BPF_OBJ_GET_INFO_BY_FD, BPF_LINK_GET_FD_BY_ID = 15, 30
+BPF_PROG_GET_FD_BY_ID, BPF_OBJ_GET_INFO_BY_FD, BPF_LINK_GET_FD_BY_ID = 13, 15, 30
 LINK_TYPE_UPROBE_MULTI = 12
+
+
+def _bpf(cmd, attr):
+    """bpf(2) with ATTR (a ctypes object): its result, negative on failure. bpftool would
+    do for a snapshot; these calls are for what it cannot: holding a program's fd, reading
+    a link's file."""
+    import ctypes
+    if _BPF_NR is None:
+        return -1
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(_BPF_NR, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
+
+
+def _obj_info(fd, info):
+    """BPF_OBJ_GET_INFO_BY_FD into INFO (a zeroed ctypes array, pointers set): 0 or -1."""
+    import ctypes
+    attr = (ctypes.c_uint32 * 32)()
+    attr[0] = fd
+    attr[1] = ctypes.sizeof(info)
+    ptr = ctypes.cast(info, ctypes.c_void_p).value
+    attr[2], attr[3] = ptr & 0xffffffff, ptr >> 32
+    return 0 if _bpf(BPF_OBJ_GET_INFO_BY_FD, attr) >= 0 else -1
+
+
+def _fd_by_id(cmd, obj_id):
+    import ctypes
+    attr = (ctypes.c_uint32 * 32)()
+    attr[0] = obj_id
+    return _bpf(cmd, attr)
 
 
 def uprobe_multi_path(link_id):
@@ -253,12 +297,7 @@ def uprobe_multi_path(link_id):
     read with the raw bpf(2) commands (bpftool 7.1 does not decode these links); None when
     the link is gone or the kernel does not say."""
     import ctypes
-    if _BPF_NR is None:
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)
-    attr = (ctypes.c_uint32 * 32)()
-    attr[0] = link_id
-    fd = libc.syscall(_BPF_NR, BPF_LINK_GET_FD_BY_ID, ctypes.byref(attr), ctypes.sizeof(attr))
+    fd = _fd_by_id(BPF_LINK_GET_FD_BY_ID, link_id)
     if fd < 0:
         return None
     try:
@@ -266,17 +305,102 @@ def uprobe_multi_path(link_id):
         info = (ctypes.c_uint64 * 32)()  # struct bpf_link_info, zeroed
         info[2] = ctypes.cast(path, ctypes.c_void_p).value   # uprobe_multi.path (offset 16)
         info[6] = 4096                                        # uprobe_multi.path_size (48)
-        attr = (ctypes.c_uint32 * 32)()
-        attr[0] = fd
-        attr[1] = ctypes.sizeof(info)
-        ptr = ctypes.cast(info, ctypes.c_void_p).value
-        attr[2], attr[3] = ptr & 0xffffffff, ptr >> 32
-        if libc.syscall(_BPF_NR, BPF_OBJ_GET_INFO_BY_FD, ctypes.byref(attr),
-                        ctypes.sizeof(attr)) < 0:
+        if _obj_info(fd, info):
             return None
         return path.value.decode(errors="replace") or None
     finally:
         os.close(fd)
+
+
+def prog_ids(pid):
+    """The ids of the BPF programs process PID holds (its fds' fdinfo), each once (a
+    program can have several fds)."""
+    ids = set()
+    d = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(d):
+        try:
+            with open(os.path.join(d, fd)) as f:
+                m = re.search(r"^prog_id:\s+(\d+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    return sorted(ids)
+
+
+class ProgStats:
+    """The kernel's BPF stats (run_cnt, run_time_ns: kernel.bpf_stats_enabled) of the
+    programs named NAMES that process PID holds, still readable after PID exits: this holds
+    an fd of each. A recorder's programs go when it exits, and it exits as soon as its
+    target does: a snapshot by id after the target would race it."""
+
+    def __init__(self, pid, names):
+        self.fds = []
+        for i in prog_ids(pid):
+            fd = _fd_by_id(BPF_PROG_GET_FD_BY_ID, i)
+            if fd < 0:
+                continue
+            if self._info(fd)[0] in names:
+                self.fds.append(fd)
+            else:
+                os.close(fd)
+
+    @staticmethod
+    def _info(fd):
+        """(name, run_cnt, run_time_ns) of program FD (struct bpf_prog_info: name at 64,
+        run_time_ns at 192, run_cnt at 200)."""
+        import ctypes
+        info = (ctypes.c_uint64 * 29)()  # 232 bytes, zeroed: no arrays asked for
+        if _obj_info(fd, info):
+            return (None, 0, 0)
+        name = bytes(info)[64:80].split(b"\0")[0].decode(errors="replace")
+        return (name, info[25], info[24])
+
+    def read(self):
+        """(run_cnt, run_time_ns), summed over the programs."""
+        cnt = ns = 0
+        for fd in self.fds:
+            _, c, n = self._info(fd)
+            cnt, ns = cnt + c, ns + n
+        return (cnt, ns)
+
+    def close(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+@contextlib.contextmanager
+def bpf_stats():
+    """kernel.bpf_stats_enabled on meanwhile (each program run then reads the clock twice),
+    put back as it was; yields whether it could be turned on."""
+    knob = "/proc/sys/kernel/bpf_stats_enabled"
+    try:
+        with open(knob) as f:
+            old = f.read().strip()
+        with open(knob, "w") as f:
+            f.write("1")
+    except OSError:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        with open(knob, "w") as f:
+            f.write(old)
+
+
+def cpu_ns(pid):
+    """CPU time process PID has used so far, in ns (its threads' schedstat, ns precision,
+    where /proc/PID/stat counts clock ticks); None once it is gone."""
+    total = 0
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
 
 class Quiet:
     """Other tracers on this machine skew a run: a program anyone attaches to sys_enter puts

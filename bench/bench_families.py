@@ -20,8 +20,8 @@ import subprocess
 import sys
 
 from bench_probes import library_of
-from bench_common import (begin, end, fmt_ns, fmt_ns_spread, fmt_ratio_spread,
-                          fmt_spread, last_json, machine_line, measured_line, median, REPO)
+from bench_common import (block_end, block_head, fmt_ns, fmt_ns_spread, fmt_ratio_spread,
+                          fmt_spread, last_json, median, REPO)
 
 NAME = "families"
 # Regression guards, not targets from an issue, set at ~1.3x the figure measured when the
@@ -334,11 +334,7 @@ def text(ctx, res):
 def markdown(ctx, res):
     p = ctx.params
     cells = check_goals(ctx, res)
-    out = [begin(NAME), "## Per family, on realistic workloads", ""]
-    out.append(measured_line(ctx.machine, ctx.invocation, ctx.quick))
-    out.append("")
-    out.append(machine_line(ctx.machine))
-    out.append("")
+    out = block_head(ctx, NAME, "Per family, on realistic workloads")
     out.append(f"Method: untraced, the floor (bench/floor: empty tp_btf programs on the "
                f"family's tracepoints, system-wide like bpfsight's) and bpfsight take turns, "
                f"{p['family_rounds']} rounds. Slowdown = the untraced median rate / the "
@@ -433,11 +429,7 @@ def markdown(ctx, res):
                f"in this run (exit 0); the gil family's figures are that script's to report, "
                f"in its own section.")
     out.append("")
-    out.append(ctx.quiet.sentence())
-    out.append("")
-    out.append("What this means: " + meaning(res))
-    out.append(end(NAME))
-    return "\n".join(out) + "\n"
+    return block_end(ctx, NAME, out, meaning(res))
 
 
 LOOP_CUDA = ("`bench/cuda_loop launch`: `cudaLaunchKernel` of a host stub over the real "

@@ -14,14 +14,13 @@ runs, and put back as they were.
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_common import BenchError, Runner, fmt_spread, median  # noqa: E402
+from bench_common import BenchError, Runner, fmt_spread, median, prog_ids  # noqa: E402
 
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
 # (body, what it is in bpfsight's programs); "empty" first: the baseline.
@@ -40,21 +39,6 @@ PARTS = [
 ]
 BPFSIGHT = [("ucall_entry", "bpfsight's entry program (bpf/ucall.bpf.h)"),
             ("ucall_return", "bpfsight's return program")]
-
-
-def prog_ids(pid):
-    """The ids of the BPF programs process PID holds (its fds' fdinfo)."""
-    ids = []
-    d = f"/proc/{pid}/fdinfo"
-    for fd in os.listdir(d):
-        try:
-            with open(os.path.join(d, fd)) as f:
-                m = re.search(r"^prog_id:\s+(\d+)", f.read(), re.M)
-        except OSError:
-            continue
-        if m:
-            ids.append(int(m.group(1)))
-    return ids
 
 
 def prog_stats(r, pid):

@@ -26,8 +26,8 @@ import shutil
 import subprocess
 import time
 
-from bench_common import (BenchError, begin, end, flag, fmt_num, fmt_spread, machine_line,
-                          measured_line, spread)
+from bench_common import (BenchError, block_end, block_head, flag, fmt_num, fmt_spread,
+                          spread)
 
 NAME = "pipeline"
 
@@ -648,11 +648,7 @@ def meaning(ctx, res):
 def markdown(ctx, res):
     R, D = res["runs"], res["duration"]
     c = res["commands"]
-    out = [begin(NAME), "## Record pipeline (osrt, one event per syscall)", ""]
-    out.append(measured_line(ctx.machine, ctx.invocation, ctx.quick))
-    out.append("")
-    out.append(machine_line(ctx.machine))
-    out.append("")
+    out = block_head(ctx, NAME, "Record pipeline (osrt, one event per syscall)")
     out.append(f"Each figure is the median of {R} runs of "
                f"{D:g} s, with min .. max, all measured in one benchmark invocation, "
                f"section after section. The load is `{c['loadgen']}`: raw "
@@ -733,9 +729,5 @@ def markdown(ctx, res):
     for line in default_lines(res):
         out.append(f"- {line}")
     out.append("")
-    out.append(ctx.quiet.sentence())
-    out.append("")
-    out.append("What this means: " + meaning(ctx, res))
-    out.append(end(NAME))
-    return "\n".join(out) + "\n"
+    return block_end(ctx, NAME, out, meaning(ctx, res))
 

@@ -27,9 +27,8 @@ import shutil
 import subprocess
 
 import bench_parts
-from bench_common import (REPO, BenchError, begin, end, fmt_ns, fmt_ns_spread,
-                          fmt_ratio_spread, fmt_spread, machine_line, measured_line, median,
-                          read_json)
+from bench_common import (REPO, BenchError, block_end, block_head, fmt_ns, fmt_ns_spread,
+                          fmt_ratio_spread, fmt_spread, median, read_json)
 
 NAME = "probes"
 GOAL_FLOOR_RATIO = 1.10
@@ -282,11 +281,7 @@ def markdown(ctx, res):
     p = ctx.params
     m = res["micro"]
     cells = goals(ctx, res)
-    out = [begin(NAME), "## Per-probe cost", ""]
-    out.append(measured_line(ctx.machine, ctx.invocation, ctx.quick))
-    out.append("")
-    out.append(machine_line(ctx.machine))
-    out.append("")
+    out = block_head(ctx, NAME, "Per-probe cost")
     out.append(f"Method: each target calls its functions in a tight loop, "
                f"{p['probe_ms']:g} ms per function per round, the functions taking turns, "
                f"{p['probe_rounds']} rounds per process, {p['probe_sessions']} process(es) per "
@@ -358,11 +353,7 @@ def markdown(ctx, res):
         out.append(f"- **Skipped**: {s}.")
     if res["skips"]:
         out.append("")
-    out.append(ctx.quiet.sentence())
-    out.append("")
-    out.append("What this means: " + meaning(res))
-    out.append(end(NAME))
-    return "\n".join(out) + "\n"
+    return block_end(ctx, NAME, out, meaning(res))
 
 
 def meaning(res):

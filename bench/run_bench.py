@@ -13,8 +13,14 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
              one, USDT site; and bpfsight on the real libcudart (bench_probes.py)
   families   per family on realistic workloads: osrt, sched, cuda and nccl call loops; the gil
              family's own bench/bench_gil.py in full mode (bench_families.py)
+  shim       the cupti-shim (gpu, nvtx): NVTX push/pop cost with no injection, the shim
+             idle and recording; CUPTI records per second through the channel, BPF time
+             per batch, every record in the file (bench_shim.py)
   pipeline   record pipeline: events/s with zero loss, bytes/event, recorder CPU and RSS,
              saturation (bench_pipeline.py)
+
+The summary block lists every figure with a goal; a run of some sections (--only) replaces
+their rows and keeps the other sections' rows, their runs and any notes, each row dated.
 
 Figures are medians with their min..max over repeated runs, and ratios (to the untraced
 run, to the floor) rather than absolute times: this machine is noisy. A figure past its goal
@@ -24,6 +30,7 @@ non-zero only when the benchmark itself could not run. Needs root. Python standa
 
 import argparse
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -34,26 +41,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_families  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_probes  # noqa: E402
+import bench_shim  # noqa: E402
 from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  # noqa: E402
                           end, machine, machine_line, write_block)
 
-SECTIONS = {"probes": bench_probes, "families": bench_families, "pipeline": bench_pipeline}
+SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
+            "pipeline": bench_pipeline}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
-ORDER = ["summary", "probes", "families", "gil", "pipeline"]
+ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline"]
 
-# Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark, so
-# under 10 on 2 cores shared with other work; quick: ~30 s, under 1 min.
+# Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
+# ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,
+# under 1 min.
 PARAMS = {
     "full": {
         "probe_ms": 200, "probe_rounds": 3, "probe_sessions": 2,
         "family_rounds": 5, "family_seconds": 1.0, "find_dirs": ["/usr"],
         "pipeline_runs": 5, "pipeline_duration": 2.0,
+        "shim_rounds": 7, "nvtx_iters": 2_000_000, "gpu_extra": 100_000,
         "quiet_wait": 20, "quiet_budget": 40,
     },
     "quick": {
         "probe_ms": 40, "probe_rounds": 3, "probe_sessions": 1,
         "family_rounds": 3, "family_seconds": 0.5, "find_dirs": ["/usr/include"],
         "pipeline_runs": 2, "pipeline_duration": 0.5,
+        "shim_rounds": 3, "nvtx_iters": 1_000_000, "gpu_extra": 20_000,
         "quiet_wait": 2, "quiet_budget": 4,
     },
 }
@@ -67,7 +79,8 @@ class Context:
         self.quick = args.quick
         self.params = dict(PARAMS["quick" if args.quick else "full"])
         if args.runs:
-            self.params.update(family_rounds=args.runs, pipeline_runs=args.runs)
+            self.params.update(family_rounds=args.runs, pipeline_runs=args.runs,
+                               shim_rounds=args.runs)
         if args.duration:
             self.params["pipeline_duration"] = args.duration
         # The pipeline section reads these two from args.
@@ -110,26 +123,81 @@ def build(args):
         die(f"building the benchmark binaries failed: {' '.join(cmd)}")
 
 
-def summary_block(ctx, ran, took):
-    out = [begin("summary"), "## Summary of the last run", ""]
-    out.append(f"{ctx.invocation}: sections {', '.join(ran)}, {took:.0f} s, "
-               f"{ctx.machine['date']}, bpfsight {ctx.machine['version']}."
-               + (" **Quick run: indicative only.**" if ctx.quick else ""))
+# A run's line in the summary: `COMMAND`...: sections A, B, N s, DATE, bpfsight V.
+RUN_LINE = re.compile(r"^(?:- )?(`.*: sections (.+?), \d+ s, (\d{4}-\d\d-\d\d \d\d:\d\d UTC), "
+                      r"bpfsight .*)$")
+GOAL_HEAD = "| section | figure | value | goal | verdict | measured |"
+
+
+def old_summary(path):
+    """The summary block of PATH: its runs [(line, [section], date)], its goal rows
+    [(section, [cell])] (rows without a measured column get the date of the block's first
+    run), and the notes after the table (added by hand); None without one."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    m = re.search(re.escape(begin("summary")) + r"(.*?)" + re.escape(end("summary")), text,
+                  re.S)
+    if not m:
+        return None
+    runs, rows, notes, state = [], [], [], "head"
+    for line in m.group(1).strip("\n").splitlines():
+        r = RUN_LINE.match(line)
+        if state == "head" and r:
+            runs.append((r.group(1), [x.strip() for x in r.group(2).split(",")], r.group(3)))
+        elif state == "head" and line.startswith("| section |"):
+            state = "table"
+        elif state == "table" and line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if cells[0].startswith("---"):
+                continue
+            if len(cells) == 5:
+                cells.append(runs[0][2] if runs else "")
+            rows.append((cells[0], cells))
+        elif state != "head":
+            state = "notes"
+            notes.append(line)
+    return {"runs": runs, "rows": rows, "notes": "\n".join(notes).strip("\n")}
+
+
+def summary_block(ctx, ran, took, old=None):
+    """The summary: this run's goals; after a run of some sections only (--only), also the
+    other sections' rows, runs and notes from OLD (old_summary), so that a partial run
+    does not wipe what it did not measure."""
+    kept = old if old and ctx.args.only_given else {"runs": [], "rows": [], "notes": ""}
+    this = (f"{ctx.invocation}: sections {', '.join(ran)}, {took:.0f} s, "
+            f"{ctx.machine['date']}, bpfsight {ctx.machine['version']}."
+            + (" **Quick run: indicative only.**" if ctx.quick else ""))
+    runs = [this] + [line for line, secs, _ in kept["runs"] if set(secs) - set(ran)]
+    rows = [[g["section"], g["figure"], g["value"] or "", g["goal"],
+             {True: "met", False: "**REGRESSION**", None: "skipped"}[g["met"]],
+             ctx.machine["date"]] for g in ctx.goals.items]
+    rows += [cells for sec, cells in kept["rows"] if sec not in ran]
+    out = [begin("summary"), "## Summary of the last run" + ("s" if len(runs) > 1 else ""),
+           ""]
+    if len(runs) > 1:
+        out.append("Runs, newest first; a section's rows come from the newest run that "
+                   "measured it (column `measured`):")
+        out.append("")
+        out += [f"- {line}" for line in runs]
+    else:
+        out.append(this)
     out.append("")
     out.append(machine_line(ctx.machine))
     out.append("")
-    regs = ctx.goals.regressions()
+    regs = [r for r in rows if r[4] == "**REGRESSION**"]
     if regs:
         out.append(f"**{len(regs)} figure(s) past their goal (REGRESSION):**")
     else:
         out.append("Every figure with a goal met it.")
     out.append("")
-    out.append("| section | figure | this run | goal | verdict |")
-    out.append("|---|---|---|---|---|")
-    for g in ctx.goals.items:
-        verdict = {True: "met", False: "**REGRESSION**", None: "skipped"}[g["met"]]
-        out.append(f"| {g['section']} | {g['figure']} | {g['value'] or ''} | {g['goal']} | "
-                   f"{verdict} |")
+    out.append(GOAL_HEAD)
+    out.append("|---|---|---|---|---|---|")
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    if kept["notes"]:
+        out += ["", kept["notes"]]
     out.append(end("summary"))
     return "\n".join(out) + "\n"
 
@@ -140,10 +208,10 @@ def parse_args():
     ap.add_argument("--quick", action="store_true",
                     help="under a minute, indicative only; prints without writing "
                          "RESULTS.md unless --results is given")
-    ap.add_argument("--only", help="comma-separated sections: probes, families, pipeline, "
-                                   "gil (default: all)")
-    ap.add_argument("--runs", type=int, help="repeats per figure in families and pipeline "
-                                             "(default 5, quick 2-3)")
+    ap.add_argument("--only", help="comma-separated sections: probes, families, shim, "
+                                   "pipeline, gil (default: all)")
+    ap.add_argument("--runs", type=int, help="repeats per figure in families, shim and "
+                                             "pipeline (default 5, quick 2-3)")
     ap.add_argument("--duration", type=float,
                     help="seconds per pipeline run (default 2, quick 0.5)")
     ap.add_argument("--results", help="markdown file to update (default: bench/RESULTS.md "
@@ -227,7 +295,8 @@ def main():
     if args.results:
         for name, block in blocks.items():
             write_block(args.results, name, block, ORDER)
-        write_block(args.results, "summary", summary_block(ctx, ran, took), ORDER)
+        write_block(args.results, "summary",
+                    summary_block(ctx, ran, took, old_summary(args.results)), ORDER)
         print(f"wrote {os.path.relpath(args.results)}")
 
 

@@ -20,6 +20,8 @@ SHIM_WORKLOADS := $(addprefix $(SHIM_WL)/,nvtx_ranges libnvtx_second.so libnvtx_
 ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
 all: $(SHIM_LIB)
 test-build: $(SHIM_LIB) $(SHIM_WORKLOADS)
+# bench/bench_shim.py: NVTX pairs and CUPTI records through the shim and its channel.
+bench bench-build: $(SHIM_LIB) $(SHIM_WL)/nvtx_bench $(SHIM_WL)/cupti_feed
 else
 all test-build: shim-skipped
 .PHONY: shim-skipped

@@ -25,8 +25,10 @@
  *    plus a kernel launched through the driver (cuLaunchKernel API record, correlation 200,
  *    no real call), a kernel with no API record at all (correlation 300), and N more kernels
  *    "_Z5extrai" (correlation 1000+j, no API record) for batch volume.
- * 5. Feeds it and prints {"fed": N, "records": [...], "calls": [...]}: every record as the
- *    shim must write it (ts, dur, fields, names) and every call (name, t0, t1, ret).
+ * 5. Feeds it and prints {"records": [...], "calls": [...], "fed": N, "feed_ns": T}: every
+ *    record as the shim must write it (ts, dur, fields, names), every call (name, t0, t1,
+ *    ret), and the feed's wall time: decode plus, while recording, every batch's probe hit
+ *    (bench/bench_shim.py's records per second through the channel).
  */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -266,6 +268,7 @@ int main(int argc, char **argv)
 	long extra = 0, j;
 	struct stat st;
 	void *h;
+	uint64_t feed_ns;
 	int i, ret, fed;
 
 	for (i = 1; i < argc; i++) {
@@ -378,7 +381,9 @@ int main(int argc, char **argv)
 		for (j = 0; j < extra; j++)
 			kernel(&x, (uint32_t)(1000 + j), end + 100000 + (uint64_t)j * 2000, 1000);
 	}
+	feed_ns = now();
 	fed = feed(buf, len);
+	feed_ns = now() - feed_ns;
 	printf("\n], \"calls\": [");
 	first = 1;
 	for (i = 0; i < 12; i++) {
@@ -386,7 +391,7 @@ int main(int argc, char **argv)
 		printf("{\"name\": \"%s\", \"t0\": %llu, \"t1\": %llu, \"ret\": %d}", c[i].name,
 		       (unsigned long long)c[i].t0, (unsigned long long)c[i].t1, c[i].ret);
 	}
-	printf("\n], \"fed\": %d}\n", fed);
+	printf("\n], \"fed\": %d, \"feed_ns\": %llu}\n", fed, (unsigned long long)feed_ns);
 	free(buf);
 	return 0;
 }
