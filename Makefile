@@ -52,6 +52,7 @@ UNITS	 := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 FUZZER	 := $(OUT)/tests/fuzz_reader
 # The decoder and shim-unpack fuzzers link every user object but main.o, rebuilt with clang's
 # coverage and sanitizers (under $(OUT)/fuzz-obj: the plain objects stay gcc's).
+# UB stops the run (as a crash): recovered, it would only be printed and make check pass.
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(OUT)/obj/shim_embed.o,$(LIB_OBJS)))
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack
@@ -176,7 +177,7 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
 
 $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_OBJS)) | $(OUT)/tests
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -std=gnu11 \
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) -D_GNU_SOURCE -std=gnu11 \
 		-Iuser -Ibpf $^ -o $@ -lzstd -lz
 
 $(OUT)/fuzz-obj/%.o: user/%.c | $(OUT)/fuzz-obj $(SKELS)

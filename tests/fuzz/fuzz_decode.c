@@ -20,6 +20,7 @@
  * sanitizer and libFuzzer output do not use the stderr stream and are not affected.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,14 +47,14 @@ static int nreports;
 static FILE *sink;
 static char out_path[3][64];
 
-static const struct trace_meta meta = {
+static struct trace_meta meta = {
 	.version = 1,
 	.hostname = "fuzz",
 	.kernel = "6.18.0",
 	.families = "proc,osrt,sched,gil,cuda,nccl,gpu,nvtx",
 	.target = "launch",
 	.tool_version = "fuzz",
-	.start = { 1000000000, 1700000000000000000ull, 1000000500 },
+	.start = { 0, 1700000000000000000ull, 0 }, /* mono: the first record's time */
 };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -146,6 +147,11 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	for (int i = 0; i < nreports; i++)
 		if (!(rst[i] = reports[i]->new()))
 			abort();
+	/* A recording starts just before its first record: the exports' origin of time. */
+	meta.start.mono_ns = 0;
+	if (size >= 1 + sizeof(*rec))
+		memcpy(&meta.start.mono_ns, data + 1 + offsetof(struct bs_hdr, ts), 8);
+	meta.start.boottime_ns = meta.start.mono_ns;
 	for (int i = 0; i < 3; i++) {
 		if (!(opts & (1u << i)))
 			continue;
