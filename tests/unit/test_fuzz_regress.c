@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "family.h"
+#include "recorder.h"
 #include "report.h"
+#include "shim_unpack.h"
 #include "table.h"
 #include "trace_model.h"
 #include "unit.h"
@@ -88,8 +90,46 @@ cleanup:
 	table__free(t);
 }
 
+/*
+ * A SHIM_BATCH ring record longer than a batch may be (BPF cuts at the header plus
+ * BS_SHIM_BATCH_MAX; only a broken or foreign producer sends more) with one 20000-byte
+ * kernel record: its copy overran the unpacker's one-batch buffer. It must be dropped whole
+ * as malformed, counted as one lost record, and nothing of it unpacked.
+ */
+static void test_shim_ring_len_past_batch_max(void)
+{
+	enum { REC = 20000, LEN = sizeof(struct bs_shim_batch_hdr) + REC };
+	struct record_opts o = {};
+	struct record_ctx ctx = { .opts = &o };
+	const struct shim_proc *p;
+	struct bs_shim_batch_hdr *bh;
+	struct bs_shim_batch *b;
+	struct shim_unpack *u;
+	struct bs_hdr *k;
+
+	b = calloc(1, sizeof(*b) + LEN);
+	u = shim_unpack__new(&ctx, SHIM_WANT_GPU | SHIM_WANT_NVTX, -1);
+	if (!ASSERT_TRUE(b && u, "alloc"))
+		goto cleanup;
+	hdr(&b->h, BS_REC_SHIM_BATCH, sizeof(*b) + LEN, 4242, 1000);
+	b->len = LEN;
+	bh = (void *)(b + 1);
+	*bh = (struct bs_shim_batch_hdr){ BS_SHIM_MAGIC, BS_SHIM_VERSION, 1, REC, 1 };
+	k = (void *)(bh + 1);
+	k->type = BS_REC_GPU_KERNEL;
+	k->size = REC;
+	ASSERT_EQ(shim_unpack__record(u, &b->h), 1, "a batch is consumed");
+	ASSERT_EQ(ctx.lost_user[BS_LOSS_SHIM], 1, "dropped as one lost record");
+	p = shim_unpack__proc(u, 4242);
+	ASSERT_TRUE(!p || !p->records, "no record of it unpacked");
+cleanup:
+	shim_unpack__free(u);
+	free(b);
+}
+
 int main(void)
 {
 	RUN_TEST(test_time_pct_past_2_64);
+	RUN_TEST(test_shim_ring_len_past_batch_max);
 	return UNIT_EXIT();
 }
