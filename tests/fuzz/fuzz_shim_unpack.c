@@ -14,7 +14,8 @@
  *           1 the same after a failed read (BS_SHIM_BATCH_FAULT, header only);
  *           2 a ring record with the bytes' first 8 as its len and flags (one BPF never
  *             makes: the unpacker still must not trust it);
- *           3 a CUDA_CALL record (the launch join's other input), the bytes over its fields;
+ *           3 a CUDA_CALL record (the launch join's other input): u32 tid, u64 ts, then
+ *             the bytes over the fields after the header (dur, ret, out, fn, depth, ...);
  *           4 EXEC, 5 EXIT (group_dead = first byte), of the frame's process;
  *           6 a housekeeping tick at the time in the first 8 bytes;
  *           7 another family joins: want |= first byte.
@@ -133,10 +134,13 @@ static void other(struct shim_unpack *u, __u8 op, __u32 pid, const __u8 *p, size
 	memcpy(&v, p, n < 8 ? n : 8);
 	switch (op) {
 	case 3:
-		memcpy(&r.c.dur, p, n < sizeof(r.c) - sizeof(r.h) ? n : sizeof(r.c) - sizeof(r.h));
 		hdr(&r.h, BS_REC_CUDA_CALL, sizeof(r.c), pid);
-		if (n >= 12)
-			memcpy(&r.h.tid, p + 8, 4); /* threads other than the main one */
+		if (n < 12)
+			break;
+		memcpy(&r.h.tid, p, 4);
+		memcpy(&r.h.ts, p + 4, 8);
+		n -= 12;
+		memcpy(&r.c.dur, p + 12, n < sizeof(r.c) - sizeof(r.h) ? n : sizeof(r.c) - sizeof(r.h));
 		break;
 	case 4:
 		hdr(&r.h, BS_REC_EXEC, sizeof(struct bs_exec), pid);
