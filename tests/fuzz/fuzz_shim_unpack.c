@@ -255,6 +255,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		abort();
 	check_trace(trace_writer__records(ctx.writer));
 	trace_writer__free(ctx.writer);
+	unlink(path);
 	string_pool__free(ctx.strings);
 	capture_gate__free(ctx.gate);
 	return 0;
