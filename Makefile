@@ -50,6 +50,12 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/tests/%,$(WORKLOAD_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNITS	 := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 FUZZER	 := $(OUT)/tests/fuzz_reader
+# The decoder and shim-unpack fuzzers link every user object but main.o, rebuilt with clang's
+# coverage and sanitizers (under $(OUT)/fuzz-obj: the plain objects stay gcc's).
+# UB stops the run (as a crash): recovered, it would only be printed and make check pass.
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(OUT)/obj/shim_embed.o,$(LIB_OBJS)))
+FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack
 
 .PHONY: all deps vmlinux check test-build demo fuzz bench bench-build clean help
 all: $(OUT)/bpfsight
@@ -59,7 +65,8 @@ help:
 	@echo 'make deps       install the Debian packages the build and tests need'
 	@echo 'make demo       build, record the bundled demo workload, print its stats'
 	@echo 'make check      build and run the whole test suite (as root)'
-	@echo 'make fuzz       long libFuzzer run of the trace reader (FUZZ_SECONDS=600)'
+	@echo 'make fuzz       long libFuzzer runs of the trace reader, the record decoders and the'
+	@echo '                cupti-shim batch unpacker (FUZZ_SECONDS=600 each)'
 	@echo 'make bench      overhead and throughput benchmarks -> bench/RESULTS.md (< 10 min;'
 	@echo '                BENCH_ARGS=--quick: < 1 min, indicative only)'
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
@@ -170,8 +177,20 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
 
 $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_OBJS)) | $(OUT)/tests
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -std=gnu11 \
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) -D_GNU_SOURCE -std=gnu11 \
 		-Iuser -Ibpf $^ -o $@ -lzstd -lz
+
+$(OUT)/fuzz-obj/%.o: user/%.c | $(OUT)/fuzz-obj $(SKELS)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE \
+		-MMD -MP -I$(OUT) -Iuser -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
+
+# Dynamically linked like the unit tests; shim_embed.o carries no code to instrument.
+$(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack: $(OUT)/tests/%: tests/fuzz/%.c \
+		$(FUZZ_OBJS) $(OUT)/obj/shim_embed.o | $(OUT)/tests
+	$(call msg,FUZZ-LD,$@)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE -I$(OUT) \
+		-Iuser -Ibpf $^ -o $@ $(LDLIBS)
 
 # ELF fixtures for the elf_syms/probe_site tests (built with -g: static functions in .symtab).
 ELF_FIXTURES := $(patsubst tests/fixtures/elf/%.c,$(OUT)/tests/fixtures/%, \
@@ -203,15 +222,20 @@ $(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
 
 # tests/e2e/test_sched.py runs bench/pingpong.
-test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZER) $(ELF_FIXTURES) $(OUT)/tests/bst_write \
+test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZERS) $(ELF_FIXTURES) $(OUT)/tests/bst_write \
 	$(OUT)/bench/pingpong
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)
 
-fuzz: $(FUZZER)
-	$(Q)mkdir -p fuzz-corpus
-	$(Q)$(FUZZER) -max_total_time=$${FUZZ_SECONDS:-600} -timeout=10 fuzz-corpus tests/fuzz/seeds
+# One corpus per fuzzer, grown from its committed seeds (tests/fuzz/seeds[-NAME]).
+fuzz: $(FUZZERS)
+	$(Q)for f in reader decode shim_unpack; do \
+		s=tests/fuzz/seeds; [ $$f = reader ] || s=$$s-$$f; \
+		mkdir -p fuzz-corpus/$$f && \
+		$(OUT)/tests/fuzz_$$f -max_total_time=$${FUZZ_SECONDS:-600} -timeout=10 \
+			-rss_limit_mb=2048 fuzz-corpus/$$f $$s || exit 1; \
+	done
 
 demo: $(OUT)/bpfsight $(WORKLOADS)
 	$(Q)tests/demo.sh $(OUT)
@@ -273,11 +297,11 @@ $(OUT)/obj/shim_embed.o: user/shim_embed.S $(SHIM_EMBED) | $(OUT)/obj
 	$(call msg,AS,$@)
 	$(Q)$(CC) -c $(if $(SHIM_EMBED),-DSHIM_SO='"$(SHIM_EMBED)"') $< -o $@
 
-$(OUT)/bpf $(OUT)/obj $(OUT)/tests:
+$(OUT)/bpf $(OUT)/obj $(OUT)/tests $(OUT)/fuzz-obj:
 	$(Q)mkdir -p $@
 
 clean:
 	$(call msg,CLEAN,$(OUT))
 	$(Q)rm -rf $(OUT)
 
--include $(wildcard $(OUT)/obj/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d)
+-include $(wildcard $(OUT)/obj/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d $(OUT)/fuzz-obj/*.d)

@@ -2,7 +2,8 @@
 """bpfsight's test runner (make check).
 
 Runs, in order: the C unit-test binaries (build/tests/test_*; each prints "ok - NAME" or
-"not ok - NAME: why" per case), a short libFuzzer run of the trace reader, and the end-to-end
+"not ok - NAME: why" per case), short libFuzzer runs of the trace reader, the record
+decoders and reports, and the cupti-shim batch unpacker (FUZZERS), and the end-to-end
 tests (tests/e2e/test_*.py: every function named test_*), which drive the real
 build/bpfsight against the real kernel. Prints one line per test and ends with
 "N passed, N failed" (", N skipped" when some were skipped).
@@ -76,25 +77,33 @@ def run_units(build, res, pattern):
             res.fail(b, f"crashed (exit {p.returncode}): {p.stderr.strip()[-500:]}")
 
 
+# (fuzzer, its seeds under tests/fuzz, seconds): every seed runs first, then new inputs. A
+# failing input is kept as build/tests/FUZZER-crash-* (the output names it).
+FUZZERS = [("fuzz_reader", "seeds", 20), ("fuzz_decode", "seeds-decode", 10),
+           ("fuzz_shim_unpack", "seeds-shim_unpack", 10)]
+
+
 def run_fuzz(build, res, pattern):
-    name = "fuzz_reader:short"
-    if pattern and pattern not in name:
-        return
-    fuzzer = os.path.join(build, "tests", "fuzz_reader")
-    if not os.path.exists(fuzzer):
-        res.fail(name, f"{fuzzer} missing: run make test-build")
-        return
     import tempfile
-    with tempfile.TemporaryDirectory() as corpus:
-        seeds = os.path.join(ROOT, "tests", "fuzz", "seeds")
-        t0 = time.time()
-        p = subprocess.run([fuzzer, "-max_total_time=20", "-timeout=10", "-rss_limit_mb=2048",
-                            corpus, seeds], capture_output=True, text=True, timeout=300)
-        if p.returncode == 0:
-            last = [l for l in p.stderr.splitlines() if l.startswith("Done")]
-            res.ok(f"{name} {last[-1] if last else ''}".strip(), time.time() - t0)
-        else:
-            res.fail(name, p.stderr.strip()[-1500:])
+    for fz, seeds, secs in FUZZERS:
+        name = f"{fz}:short"
+        if pattern and pattern not in name:
+            continue
+        fuzzer = os.path.join(build, "tests", fz)
+        if not os.path.exists(fuzzer):
+            res.fail(name, f"{fuzzer} missing: run make test-build")
+            continue
+        with tempfile.TemporaryDirectory() as corpus:
+            t0 = time.time()
+            p = subprocess.run([fuzzer, f"-max_total_time={secs}", "-timeout=10",
+                                "-rss_limit_mb=2048", f"-artifact_prefix={fuzzer}-", corpus,
+                                os.path.join(ROOT, "tests", "fuzz", seeds)],
+                               capture_output=True, text=True, timeout=300)
+            if p.returncode == 0:
+                last = [l for l in p.stderr.splitlines() if l.startswith("Done")]
+                res.ok(f"{name} {last[-1] if last else ''}".strip(), time.time() - t0)
+            else:
+                res.fail(name, p.stderr.strip()[-1500:])
 
 
 def load_module(path):

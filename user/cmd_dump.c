@@ -110,7 +110,7 @@ static int dump_want_kind(const struct dump_opts *o, const char *kind)
 	return 0;
 }
 
-static void dump_event(FILE *out, const struct event *ev)
+void dump_event(FILE *out, const struct event *ev)
 {
 	struct json j;
 

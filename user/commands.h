@@ -3,12 +3,18 @@
 #ifndef BPFSIGHT_COMMANDS_H
 #define BPFSIGHT_COMMANDS_H
 
+#include <stdio.h>
+
 int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_shim(int argc, char **argv);
+
+struct event; /* event.h */
+/* dump's NDJSON line for one event (shared with tests/fuzz/fuzz_decode.c). */
+void dump_event(FILE *out, const struct event *ev);
 
 /* Exit statuses of the reading commands (info, dump, stats). */
 #define EXIT_READ_OK	  0 /* clean, or truncated by a crash and recovered (warned on stderr) */

@@ -19,8 +19,9 @@
  * The busy counter is the fraction of each PF_BIN_NS bin in which an operation ran,
  * assuming a device's operations do not overlap: concurrent streams count their overlap twice,
  * so it is clamped at 1 (stats -r gpu_idle_sum has the exact union). Bins (time_bins.h) fill in
- * any order, so they are written at the end. Memory: 8 bytes per bin per device, i.e. trace
- * duration / 10 ms (2.9 MB per device-hour), plus a few words per stream, lane and NVTX track.
+ * any order, so they are written at the end. Memory: at most 8 bytes per bin per device, i.e.
+ * trace duration / 10 ms (2.9 MB per device-hour; time_bins.h keeps only the pages where
+ * operations begin or end), plus a few words per stream, lane and NVTX track.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -273,7 +274,7 @@ int pf_gpu__finish(struct pf *pf)
 	int err = 0;
 
 	while (!err && (d = hmap__next(pf->gpu->devs, &it, NULL)))
-		if (d->busy.n)
+		if (time_bins__used(&d->busy))
 			err = pf__bins_counter(
 				pf, d->uuid, "GPU busy",
 				"Fraction of each 10 ms in which a kernel, copy or memset ran on this "

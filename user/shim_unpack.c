@@ -530,7 +530,8 @@ static void batch(struct shim_unpack *u, const struct bs_shim_batch *b)
 	const char *why;
 	struct proc *p;
 
-	if (b->h.size < sizeof(*b) || b->len > b->h.size - sizeof(*b)) {
+	/* BPF cuts a batch at BATCH_BYTES: more would overrun u->buf with a record's copy. */
+	if (b->h.size < sizeof(*b) || b->len > b->h.size - sizeof(*b) || b->len > BATCH_BYTES) {
 		drop_batch(u, b->h.pid, 1, "its ring record is malformed");
 		return;
 	}

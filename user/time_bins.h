@@ -2,22 +2,32 @@
 /*
  * Time spent per fixed-width bin: intervals are added in any order, each bin sums the part of
  * every interval that falls in it. The exports draw counters from them (GPU busy, GIL
- * contention): value = ns in the bin / bin width. Memory: 8 bytes per bin from the origin to
- * the latest interval's end, growing by doubling; intervals past TIME_BINS_MAX bins are not
+ * contention): value = ns in the bin / bin width. Intervals past TIME_BINS_MAX bins are not
  * counted (at 10 ms bins, 46 hours).
+ *
+ * Bins live in pages of TIME_BINS_PAGE, allocated when an interval starts or ends in them;
+ * the whole pages an interval covers only get a difference mark (a page's bins all gain the
+ * width). So adding costs at most two pages' bins, memory follows the pages where intervals
+ * begin and end (8 KiB each, plus 16 bytes per page up to the latest), and walking the bins
+ * skips the pages never allocated: a corrupt trace's hours-long intervals or far timestamps
+ * cost neither hours of bins nor their memory.
  */
 #ifndef BPFSIGHT_TIME_BINS_H
 #define BPFSIGHT_TIME_BINS_H
 
 #include <linux/types.h>
 
-#define TIME_BINS_MAX (1u << 24)
+#define TIME_BINS_MAX  (1u << 24)
+#define TIME_BINS_PAGE 1024u /* bins per page */
 
 struct time_bins {
 	__u64 origin; /* start of bin 0 */
 	__u64 width;  /* ns per bin */
-	__u64 *ns;    /* ns of intervals per bin */
-	__u32 n;      /* bins allocated (zero past the last interval's end) */
+	__u64 **part; /* per page: ns of intervals per bin (NULL: no interval began or ended) */
+	__s64 *mark;  /* per page: + width from this page on, - after the last page covered */
+	__u32 npages; /* entries of part and mark */
+	__u32 used;   /* bins up to the last non-zero one */
+	__u32 alloc;  /* pages of bins allocated */
 };
 
 /* An empty set of bins of WIDTH ns starting at ORIGIN (no allocation yet). */
@@ -26,6 +36,8 @@ void time_bins__init(struct time_bins *b, __u64 origin, __u64 width);
 int time_bins__add(struct time_bins *b, __u64 ts, __u64 dur);
 /* Bins up to the last non-zero one. */
 __u32 time_bins__used(const struct time_bins *b);
+/* ns of intervals in bin I (0 past the end). */
+__u64 time_bins__ns(const struct time_bins *b, __u32 i);
 /* Bin I's time over the bin's width (0 past the end): e.g. the average busy streams. */
 double time_bins__ratio(const struct time_bins *b, __u32 i);
 void time_bins__free(struct time_bins *b);
@@ -37,6 +49,7 @@ void time_bins__free(struct time_bins *b);
  */
 struct time_bins_iter {
 	__u32 i, n;
+	__s64 marks; /* the page marks summed up to bin i's page */
 	double last;
 	int done;
 };

@@ -22,7 +22,7 @@ void time_sum__cols_counting(struct table *t, int *c, const char *count_title)
 }
 
 void time_sum__set(struct table *t, const int *c, __u64 count, __u64 total, __u64 min, __u64 max,
-		   struct samples *s, __u64 grand)
+		   struct samples *s, long double grand)
 {
 	/* long double: a percentage of sums near 2^64 must not lose the small rows. */
 	table__set_double(t, c[0], grand > 0 ? (double)(total * 100.0L / grand) : 0);

@@ -17,8 +17,11 @@ struct table;
 void time_sum__cols(struct table *t, int *c);
 /* The same, with nsys's title for what is counted ("Instances" for kernels and ranges). */
 void time_sum__cols_counting(struct table *t, int *c, const char *count_title);
-/* Fill them in T's current row for one group; GRAND = total_ns over all rows (for time_pct). */
+/*
+ * Fill them in T's current row for one group; GRAND = total_ns over all rows (for time_pct),
+ * a long double: the totals of a corrupt or hand-made trace may sum past 2^64.
+ */
 void time_sum__set(struct table *t, const int *c, __u64 count, __u64 total, __u64 min, __u64 max,
-		   struct samples *s, __u64 grand);
+		   struct samples *s, long double grand);
 
 #endif /* BPFSIGHT_TIME_SUM_H */

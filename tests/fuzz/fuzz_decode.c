@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libFuzzer target for everything that reads a record after the trace reader handed it over:
+ * the trace model and every family's walk hooks, every decoder with dump's JSON line, every
+ * stats report (add, then emit and the three table printers), and optionally the exports.
+ * `make fuzz`, or
+ *   build/tests/fuzz_decode -runs=100000 CORPUS_DIR tests/fuzz/seeds-decode
+ *
+ * Input: one options byte (bit 0: chrome export, bit 1: perfetto, bit 2: sqlite), then
+ * records as they lie in memory (struct bs_hdr first), back to back. The harness frames them
+ * the way trace_reader__next hands them over, so nothing the reader would refuse reaches a
+ * decoder: type modulo BS_REC_TYPE_MAX (FOOTER and CHUNK_INDEX skipped), size rounded down
+ * to a multiple of 8, at least the header, at most what is left. Each record is a fresh
+ * allocation of exactly its size, freed after use: a decoder or report that reads past a
+ * record's size, or keeps a pointer into it, trips ASan. Records shorter than their
+ * decoder's min_size are set aside as trace_walk__next does.
+ *
+ * Seeds: tests/fuzz/seeds-decode, raw records of real recordings (tests/fuzz/trace_records.c).
+ * The production code's warnings go to /dev/null (BPFSIGHT_FUZZ_VERBOSE=1 keeps them);
+ * sanitizer and libFuzzer output do not use the stderr stream and are not affected.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "commands.h"
+#include "event.h"
+#include "export.h"
+#include "family.h"
+#include "json.h"
+#include "report.h"
+#include "table.h"
+#include "trace_format.h"
+#include "trace_model.h"
+
+#define OPT_CHROME   0x1
+#define OPT_PERFETTO 0x2
+#define OPT_SQLITE   0x4
+#define MAX_REPORTS  64
+
+static const struct exporter *const exporters[] = { &export_chrome, &export_perfetto,
+						    &export_sqlite };
+static const struct report *reports[MAX_REPORTS];
+static int nreports;
+static FILE *sink;
+static char out_path[3][64];
+
+static struct trace_meta meta = {
+	.version = 1,
+	.hostname = "fuzz",
+	.kernel = "6.18.0",
+	.families = "proc,osrt,sched,gil,cuda,nccl,gpu,nvtx",
+	.target = "launch",
+	.tool_version = "fuzz",
+	.start = { 0, 1700000000000000000ull, 0 }, /* mono: the first record's time */
+};
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *v = getenv("BPFSIGHT_FUZZ_VERBOSE");
+	const struct report *const *rp;
+	const char *dir = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+
+	for (int f = 0; families[f]; f++)
+		for (rp = families[f]->reports; rp && *rp; rp++)
+			if (nreports < MAX_REPORTS)
+				reports[nreports++] = *rp;
+	for (int i = 0; i < 3; i++)
+		snprintf(out_path[i], sizeof(out_path[i]), "%s/fuzz_decode.%d.%d", dir,
+			 (int)getpid(), i);
+	sink = fopen("/dev/null", "w");
+	if (!sink)
+		abort();
+	if (!v || strcmp(v, "1"))
+		stderr = sink; /* libFuzzer and the sanitizers write to their own descriptors */
+	return 0;
+}
+
+/* The next record of IN framed as the reader would hand it over; 0 at the end. */
+static size_t next_record(const __u8 *in, size_t left, struct bs_hdr **out)
+{
+	struct bs_hdr h;
+	size_t size;
+
+	*out = NULL;
+	if (left < sizeof(h))
+		return 0;
+	memcpy(&h, in, sizeof(h));
+	size = h.size & ~7u;
+	if (size < sizeof(h))
+		size = sizeof(h);
+	if (size > left)
+		size = left & ~(size_t)7;
+	h.type %= BS_REC_TYPE_MAX;
+	if (h.type == BS_REC_FOOTER || h.type == BS_REC_CHUNK_INDEX)
+		return size; /* the reader consumes these itself */
+	*out = malloc(size);
+	if (!*out)
+		abort();
+	memcpy(*out, in, size);
+	(*out)->type = h.type;
+	(*out)->size = (__u16)size;
+	return size;
+}
+
+static void emit_reports(void **st, const struct trace_model *m)
+{
+	struct json j;
+	int err;
+
+	for (int i = 0; i < nreports; i++) {
+		struct table *t = table__new(reports[i]->name);
+
+		if (!t)
+			abort();
+		err = reports[i]->emit(st[i], m, t);
+		if (err && err != -ENOMEM)
+			abort(); /* emit fails only when memory does */
+		table__print(t, sink);
+		table__print_csv(t, sink);
+		json__init(&j, sink, 1);
+		table__print_json(t, &j);
+		table__free(t);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
+{
+	struct trace_status status = { .clean_close = 1, .has_end = 1 };
+	void *rst[MAX_REPORTS] = {}, *xst[3] = {};
+	const struct rec_decoder *dec;
+	struct trace_model *m;
+	struct bs_hdr *rec;
+	struct event ev;
+	size_t off, n;
+	__u8 opts;
+	int ret, err;
+
+	if (!size)
+		return 0;
+	opts = data[0];
+	m = trace_model__new();
+	if (!m)
+		abort();
+	for (int i = 0; i < nreports; i++)
+		if (!(rst[i] = reports[i]->new()))
+			abort();
+	/* A recording starts just before its first record: the exports' origin of time. */
+	meta.start.mono_ns = 0;
+	if (size >= 1 + sizeof(*rec))
+		memcpy(&meta.start.mono_ns, data + 1 + offsetof(struct bs_hdr, ts), 8);
+	meta.start.boottime_ns = meta.start.mono_ns;
+	for (int i = 0; i < 3; i++) {
+		if (!(opts & (1u << i)))
+			continue;
+		unlink(out_path[i]);
+		xst[i] = exporters[i]->open(out_path[i], &meta, &err);
+		if (!xst[i])
+			abort();
+	}
+
+	for (off = 1; (n = next_record(data + off, size - off, &rec)); off += n) {
+		const struct event *evp = NULL;
+
+		if (!rec)
+			continue;
+		dec = family__decoder(rec->type);
+		if (dec && rec->size < dec->min_size) {
+			free(rec); /* trace_walk__next: counted and skipped, never decoded */
+			continue;
+		}
+		trace_model__observe(m, rec);
+		if (!status.records || rec->ts < status.first_ts)
+			status.first_ts = rec->ts;
+		if (!status.records || rec->ts > status.last_ts)
+			status.last_ts = rec->ts;
+		status.records++;
+		if (dec) {
+			ret = family__decode(rec, m, &ev);
+			if (ret < 0)
+				abort(); /* the size was checked: decoders have no other failure */
+			if (ret == 1) {
+				dump_event(sink, &ev);
+				evp = &ev;
+			}
+		}
+		for (int i = 0; i < nreports; i++)
+			reports[i]->add(rst[i], rec, m);
+		for (int i = 0; i < 3; i++) {
+			if (xst[i] && exporters[i]->record(xst[i], rec, evp, m)) {
+				exporters[i]->abort(xst[i]); /* a write failed: what export does */
+				xst[i] = NULL;
+			}
+		}
+		free(rec);
+	}
+
+	emit_reports(rst, m);
+	status.end.mono_ns = status.last_ts;
+	for (int i = 0; i < 3; i++) {
+		if (xst[i])
+			exporters[i]->finish(xst[i], m, &status);
+		unlink(out_path[i]);
+	}
+	for (int i = 0; i < nreports; i++)
+		reports[i]->free(rst[i]);
+	trace_model__free(m);
+	return 0;
+}

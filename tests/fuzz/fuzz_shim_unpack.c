@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libFuzzer target for the cupti-shim batch unpacker (user/shim_unpack.c, shim_join.c): the
+ * bytes of a batch come from the traced application's memory, so they are untrusted input.
+ * `make fuzz`, or
+ *   build/tests/fuzz_shim_unpack -runs=100000 CORPUS_DIR tests/fuzz/seeds-shim_unpack
+ *
+ * Input: one options byte, then frames: u8 op, u8 pid, u16 len, LEN bytes (fewer at the end).
+ *   options: bits 0-1 what the families want (SHIM_WANT_GPU | SHIM_WANT_NVTX, 0 = both);
+ *            bit 2 --capture-range=nvtx:middle, bits 3-4 its domain form (none, "@*",
+ *            "@bpfsight.test", a bare "@").
+ *   op & 7: 0 a SHIM_BATCH ring record whose payload is the bytes, as bpf/shim.bpf.c builds
+ *             it (len cut at a batch's maximum with BS_SHIM_BATCH_CLAMP, padding zeroed);
+ *           1 the same after a failed read (BS_SHIM_BATCH_FAULT, header only);
+ *           2 a ring record with the bytes' first 8 as its len and flags (one BPF never
+ *             makes: the unpacker still must not trust it);
+ *           3 a CUDA_CALL record (the launch join's other input): u32 tid, u64 ts, then
+ *             the bytes over the fields after the header (dur, ret, out, fn, depth, ...);
+ *           4 EXEC, 5 EXIT (group_dead = first byte), of the frame's process;
+ *           6 a housekeeping tick at the time in the first 8 bytes;
+ *           7 another family joins: want |= first byte.
+ *   pid: the process is 1000 + (pid & 15).
+ * A BPFSIGHT_SHIM_DUMP file (the batches a shim sent) becomes a seed with
+ * tests/fuzz/shim_seed.py.
+ *
+ * The unpacker writes into a real trace file (tmpfs) that is read back after
+ * shim_unpack__finish: every record in it must be one the shim channel writes, of its
+ * decoder's size, of a process the input named, and decode.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "capture_gate.h"
+#include "event.h"
+#include "family.h"
+#include "recorder.h"
+#include "shim_unpack.h"
+#include "string_pool.h"
+#include "trace_model.h"
+#include "trace_reader.h"
+#include "trace_writer.h"
+
+#define BATCH_BYTES  (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
+#define FRAME_HDR    4
+#define PID_BASE     1000
+#define NPIDS	     16
+/* The largest ring record a u16 size allows, less its header. */
+#define RAW_MAX	     (0xfff8 - sizeof(struct bs_shim_batch))
+
+static const struct trace_meta meta = {
+	.version = 1,
+	.hostname = "fuzz",
+	.families = "proc,gpu,nvtx",
+	.tool_version = "fuzz",
+	.start = { 1000000000, 1700000000000000000ull, 1000000500 },
+};
+static const char *const cap_forms[] = { "middle", "middle@*", "middle@bpfsight.test",
+					 "middle@" };
+static char path[64];
+static __u64 ring[0x10000 / 8];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *v = getenv("BPFSIGHT_FUZZ_VERBOSE");
+	const char *dir = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+
+	snprintf(path, sizeof(path), "%s/fuzz_shim_unpack.%d", dir, (int)getpid());
+	if (!v || strcmp(v, "1"))
+		stderr = fopen("/dev/null", "w"); /* sanitizers and libFuzzer keep their own fd */
+	if (!stderr)
+		abort();
+	return 0;
+}
+
+static void hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid)
+{
+	static __u64 ts = 1000000000;
+
+	memset(h, 0, sizeof(*h));
+	h->type = type;
+	h->size = size;
+	h->pid = pid;
+	h->tid = pid;
+	h->ts = ts += 1000;
+}
+
+/* A SHIM_BATCH ring record around P[0..N) as op OP makes it. */
+static struct bs_hdr *batch(__u8 op, __u32 pid, const __u8 *p, size_t n)
+{
+	struct bs_shim_batch *b = (void *)ring;
+	__u32 len = n, flags = 0;
+
+	if (op == 2) {
+		/* Ring fields BPF never writes: len and flags from the bytes, any size. */
+		if (n < 8)
+			return batch(0, pid, p, n);
+		len = n - 8 > RAW_MAX ? RAW_MAX : n - 8;
+		memset(ring, 0, sizeof(*b) + ((len + 7) & ~7u));
+		hdr(&b->h, BS_REC_SHIM_BATCH, sizeof(*b) + ((len + 7) & ~7u), pid);
+		memcpy(&b->len, p, 4);
+		memcpy(&b->flags, p + 4, 4);
+		memcpy(b + 1, p + 8, len);
+		return &b->h;
+	}
+	if (op == 1) {
+		flags = BS_SHIM_BATCH_FAULT;
+		len = n >= sizeof(struct bs_shim_batch_hdr) ? sizeof(struct bs_shim_batch_hdr) : 0;
+	} else if (len > BATCH_BYTES) {
+		flags = BS_SHIM_BATCH_CLAMP;
+		len = BATCH_BYTES;
+	}
+	memset(ring, 0, sizeof(*b) + ((len + 7) & ~7u));
+	hdr(&b->h, BS_REC_SHIM_BATCH, sizeof(*b) + ((len + 7) & ~7u), pid);
+	memcpy(b + 1, p, len);
+	b->len = len;
+	b->flags = flags;
+	return &b->h;
+}
+
+static void other(struct shim_unpack *u, __u8 op, __u32 pid, const __u8 *p, size_t n)
+{
+	union {
+		struct bs_hdr h;
+		struct bs_ucall c;
+		struct bs_exit x;
+		__u64 v;
+		__u8 b[256];
+	} r;
+	__u64 v = 0;
+
+	memset(&r, 0, sizeof(r));
+	memcpy(&v, p, n < 8 ? n : 8);
+	switch (op) {
+	case 3:
+		hdr(&r.h, BS_REC_CUDA_CALL, sizeof(r.c), pid);
+		if (n < 12)
+			break;
+		memcpy(&r.h.tid, p, 4);
+		memcpy(&r.h.ts, p + 4, 8);
+		n -= 12;
+		memcpy(&r.c.dur, p + 12, n < sizeof(r.c) - sizeof(r.h) ? n : sizeof(r.c) - sizeof(r.h));
+		break;
+	case 4:
+		hdr(&r.h, BS_REC_EXEC, sizeof(struct bs_exec), pid);
+		break;
+	case 5:
+		hdr(&r.h, BS_REC_EXIT, sizeof(r.x), pid);
+		r.x.group_dead = n ? p[0] : 1;
+		break;
+	case 6:
+		shim_unpack__tick(u, v);
+		return;
+	default:
+		shim_unpack__want(u, v & (SHIM_WANT_GPU | SHIM_WANT_NVTX));
+		return;
+	}
+	if (shim_unpack__record(u, &r.h))
+		abort(); /* only batches are consumed */
+}
+
+/* What the unpacker wrote: records the shim channel writes, well-formed, decodable. */
+static void check_trace(__u64 written)
+{
+	const struct rec_decoder *dec;
+	const struct bs_hdr *h;
+	struct trace_reader *r;
+	struct trace_model *m;
+	char err[256];
+	struct event ev;
+	__u64 n = 0;
+	int e = 0;
+
+	r = trace_reader__open(path, err, sizeof(err), &e);
+	m = trace_model__new();
+	if (!r || !m)
+		abort();
+	while (trace_reader__next(r, &h) == 1) {
+		n++;
+		switch (h->type) {
+		case BS_REC_STRING:
+			if (h->pid)
+				abort(); /* the file's strings are the recorder's own */
+			break;
+		case BS_REC_SHIM_STATUS:
+		case BS_REC_GPU_KERNEL:
+		case BS_REC_GPU_MEMCPY:
+		case BS_REC_GPU_MEMSET:
+		case BS_REC_GPU_API:
+		case BS_REC_NVTX_RANGE:
+		case BS_REC_NVTX_MARK:
+		case BS_REC_NVTX_NAME:
+		case BS_REC_NVTX_BEGIN:
+			if (h->pid < PID_BASE || h->pid >= PID_BASE + NPIDS || h->cpu)
+				abort(); /* the pid BPF saw, cpu 0 */
+			break;
+		default:
+			abort();
+		}
+		dec = family__decoder(h->type);
+		if (!dec || h->size < dec->min_size)
+			abort();
+		trace_model__observe(m, h);
+		if (family__decode(h, m, &ev) < 0)
+			abort();
+	}
+	if (n != written || trace_reader__status(r)->corrupt_chunks)
+		abort();
+	trace_model__free(m);
+	trace_reader__free(r);
+}
+
+int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
+{
+	struct record_opts o = { .capture_range = RECORD_CAPTURE_ALL };
+	struct record_ctx ctx = { .opts = &o, .self_pid = 1 };
+	struct shim_unpack *u;
+	size_t off, n;
+	__u32 want;
+	int err = 0;
+
+	if (!size)
+		return 0;
+	want = data[0] & 3 ? data[0] & 3 : SHIM_WANT_GPU | SHIM_WANT_NVTX;
+	if (data[0] & 4) {
+		o.capture_range = RECORD_CAPTURE_NVTX;
+		o.capture_nvtx = cap_forms[(data[0] >> 3) & 3];
+		ctx.gate = capture_gate__new();
+	}
+	ctx.strings = string_pool__new();
+	ctx.writer = trace_writer__open(path, &meta, TRACE_WRITER_FORCE, &err);
+	u = ctx.writer && ctx.strings ? shim_unpack__new(&ctx, want, -1) : NULL;
+	if (!u || ((data[0] & 4) && !ctx.gate))
+		abort();
+
+	for (off = 1; off + FRAME_HDR <= size; off += FRAME_HDR + n) {
+		__u8 op = data[off] & 7;
+		__u32 pid = PID_BASE + (data[off + 1] & (NPIDS - 1));
+		const __u8 *p = data + off + FRAME_HDR;
+
+		n = data[off + 2] | data[off + 3] << 8;
+		if (n > size - off - FRAME_HDR)
+			n = size - off - FRAME_HDR;
+		if (op <= 2) {
+			if (!shim_unpack__record(u, batch(op, pid, p, n)))
+				abort(); /* a batch is always consumed */
+		} else {
+			other(u, op, pid, p, n);
+		}
+	}
+	shim_unpack__finish(u);
+	shim_unpack__free(u);
+	if (ctx.write_err || trace_writer__flush(ctx.writer))
+		abort();
+	check_trace(trace_writer__records(ctx.writer));
+	trace_writer__free(ctx.writer);
+	unlink(path);
+	string_pool__free(ctx.strings);
+	capture_gate__free(ctx.gate);
+	return 0;
+}

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Regressions found by the fuzzers (tests/fuzz/): each case rebuilds the input that broke
+ * a reader and checks the right answer in the ordinary build, where the sanitizers that
+ * caught the bug are not there. The fuzzers' own inputs are kept with their seeds too
+ * (the regress-* files in tests/fuzz/seeds-decode and tests/fuzz/seeds-shim_unpack).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "family.h"
+#include "recorder.h"
+#include "report.h"
+#include "shim_unpack.h"
+#include "table.h"
+#include "trace_model.h"
+#include "unit.h"
+
+static const struct report *find_report(const char *name)
+{
+	const struct report *const *rp;
+
+	for (int f = 0; families[f]; f++)
+		for (rp = families[f]->reports; rp && *rp; rp++)
+			if (!strcmp((*rp)->name, name))
+				return *rp;
+	return NULL;
+}
+
+/* Feed RECS (N pointers) to report NAME as `stats` does; its table, or NULL. */
+static struct table *run_report(const char *name, const struct bs_hdr *const *recs, int n)
+{
+	const struct report *rep = find_report(name);
+	struct trace_model *m = trace_model__new();
+	struct table *t = table__new(name);
+	void *st = rep ? rep->new() : NULL;
+
+	if (!st || !m || !t)
+		goto fail;
+	for (int i = 0; i < n; i++) {
+		trace_model__observe(m, recs[i]);
+		rep->add(st, recs[i], m);
+	}
+	if (rep->emit(st, m, t))
+		goto fail;
+	rep->free(st);
+	trace_model__free(m);
+	return t;
+fail:
+	if (st)
+		rep->free(st);
+	trace_model__free(m);
+	table__free(t);
+	return NULL;
+}
+
+static void hdr(struct bs_hdr *h, __u16 type, __u16 size, __u32 pid, __u64 ts)
+{
+	memset(h, 0, size);
+	h->type = type;
+	h->size = size;
+	h->pid = pid;
+	h->tid = pid;
+	h->ts = ts;
+}
+
+/*
+ * Totals summing past 2^64 (a corrupt trace): time_pct was computed from a grand total
+ * converted to u64 out of range (UB: garbage percentages). Each of two equal rows is 50 %.
+ */
+static void test_time_pct_past_2_64(void)
+{
+	struct bs_syscall a, b;
+	const struct bs_hdr *recs[] = { &a.h, &b.h };
+	struct table *t;
+	int c;
+
+	hdr(&a.h, BS_REC_SYSCALL, sizeof(a), 10, 1000);
+	a.nr = 0;
+	a.dur = 0xc000000000000000ull;
+	hdr(&b.h, BS_REC_SYSCALL, sizeof(b), 10, 2000);
+	b.nr = 1;
+	b.dur = 0xc000000000000000ull;
+	t = run_report("osrt_sum", recs, 2);
+	if (!ASSERT_TRUE(t, "osrt_sum") || !ASSERT_EQ(table__nrows(t), 2, "rows"))
+		goto cleanup;
+	c = table__col(t, "time_pct");
+	ASSERT_NEAR(table__get_double(t, 0, c), 50.0, 1e-9, "row 0 time_pct");
+	ASSERT_NEAR(table__get_double(t, 1, c), 50.0, 1e-9, "row 1 time_pct");
+cleanup:
+	table__free(t);
+}
+
+/*
+ * A SHIM_BATCH ring record longer than a batch may be (BPF cuts at the header plus
+ * BS_SHIM_BATCH_MAX; only a broken or foreign producer sends more) with one 20000-byte
+ * kernel record: its copy overran the unpacker's one-batch buffer. It must be dropped whole
+ * as malformed, counted as one lost record, and nothing of it unpacked.
+ */
+static void test_shim_ring_len_past_batch_max(void)
+{
+	enum { REC = 20000, LEN = sizeof(struct bs_shim_batch_hdr) + REC };
+	struct record_opts o = {};
+	struct record_ctx ctx = { .opts = &o };
+	const struct shim_proc *p;
+	struct bs_shim_batch_hdr *bh;
+	struct bs_shim_batch *b;
+	struct shim_unpack *u;
+	struct bs_hdr *k;
+
+	b = calloc(1, sizeof(*b) + LEN);
+	u = shim_unpack__new(&ctx, SHIM_WANT_GPU | SHIM_WANT_NVTX, -1);
+	if (!ASSERT_TRUE(b && u, "alloc"))
+		goto cleanup;
+	hdr(&b->h, BS_REC_SHIM_BATCH, sizeof(*b) + LEN, 4242, 1000);
+	b->len = LEN;
+	bh = (void *)(b + 1);
+	*bh = (struct bs_shim_batch_hdr){ BS_SHIM_MAGIC, BS_SHIM_VERSION, 1, REC, 1 };
+	k = (void *)(bh + 1);
+	k->type = BS_REC_GPU_KERNEL;
+	k->size = REC;
+	ASSERT_EQ(shim_unpack__record(u, &b->h), 1, "a batch is consumed");
+	ASSERT_EQ(ctx.lost_user[BS_LOSS_SHIM], 1, "dropped as one lost record");
+	p = shim_unpack__proc(u, 4242);
+	ASSERT_TRUE(!p || !p->records, "no record of it unpacked");
+cleanup:
+	shim_unpack__free(u);
+	free(b);
+}
+
+int main(void)
+{
+	RUN_TEST(test_time_pct_past_2_64);
+	RUN_TEST(test_shim_ring_len_past_batch_max);
+	return UNIT_EXIT();
+}
