@@ -587,6 +587,10 @@ int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec)
 		batch(u, (const void *)rec);
 		return 1;
 	case BS_REC_CUDA_CALL:
+		/* From the first call on, not the first batch: a process launches work well
+		 * before its shim's first batch arrives (up to a flush period later). */
+		if (!u->join && (u->want & SHIM_WANT_GPU))
+			u->join = shim_join__new(emit, u);
 		if (u->join)
 			shim_join__cuda_call(u->join, rec);
 		return 0;
