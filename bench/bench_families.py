@@ -40,6 +40,17 @@ def record_cmd(ctx, families, extra=()):
         list(extra) + ["--"]
 
 
+def config_cmd(ctx, c, load, floor_args, family, extra=()):
+    """(trace or None, command) of LOAD under config C: untraced, floor (bench/floor with
+    FLOOR_ARGS) or bpfsight recording FAMILY."""
+    if c == "untraced":
+        return None, load
+    if c == "floor":
+        return None, [ctx.r.bench_bin("floor")] + floor_args + ["--"] + load
+    trace, cmd = record_cmd(ctx, family, extra)
+    return trace, cmd + load
+
+
 def interleaved(ctx, label, rounds, configs, measure, kinds):
     """Run every config once per round, in turn, on a machine quiet on KINDS (Quiet);
     returns {config: [result, ...]}."""
@@ -77,15 +88,8 @@ def osrt_loadgen(ctx):
     shown = {}
 
     def measure(c):
-        trace = None
-        if c == "untraced":
-            cmd = load
-        elif c == "floor":
-            cmd = [r.bench_bin("floor"), "--syscalls", "--"] + load
-        else:
-            trace, cmd = record_cmd(ctx, "osrt", ["--osrt-threshold", "0"]
-                                    if c == "osrt, threshold 0" else [])
-            cmd += load
+        trace, cmd = config_cmd(ctx, c, load, ["--syscalls"], "osrt",
+                                ["--osrt-threshold", "0"] if c == "osrt, threshold 0" else [])
         res = last_json(r.run(cmd).stdout, cmd)
         shown[c] = r.show_cmd(cmd)
         lost = None
@@ -111,14 +115,7 @@ def osrt_find(ctx):
     r.run(load)  # warm the dentry and inode caches: every timed run then sees the same
 
     def measure(c):
-        trace = None
-        if c == "untraced":
-            cmd = load
-        elif c == "floor":
-            cmd = [r.bench_bin("floor"), "--syscalls", "--"] + load
-        else:
-            trace, cmd = record_cmd(ctx, "osrt")
-            cmd += load
+        trace, cmd = config_cmd(ctx, c, load, ["--syscalls"], "osrt")
         res = last_json(r.run(cmd).stdout, cmd)
         shown[c] = r.show_cmd(cmd)
         out = {"seconds": res["seconds"], "rate": 1.0 / res["seconds"], "syscalls": None}
@@ -150,14 +147,7 @@ def sched_pingpong(ctx):
     shown = {}
 
     def measure(c):
-        trace = None
-        if c == "untraced":
-            cmd = load
-        elif c == "floor":
-            cmd = [r.bench_bin("floor"), "--sched", "--"] + load
-        else:
-            trace, cmd = record_cmd(ctx, "sched")
-            cmd += load
+        trace, cmd = config_cmd(ctx, c, load, ["--sched"], "sched")
         res = last_json(r.run(cmd).stdout, cmd)
         shown[c] = r.show_cmd(cmd)
         out = {"rate": res["round_trips_per_s"], "trips": res["round_trips"], "offcpu": None,
@@ -204,13 +194,8 @@ def call_loop(ctx, family, loop_name, fn, soname, symbol, report):
 
     def measure(c):
         out = r.tmpfile(".json")
-        cmd = load + ["-o", out, fn]
-        trace = None
-        if c == "floor":
-            cmd = [r.bench_bin("floor"), "-u", f"{lib}:{symbol}", "--"] + cmd
-        elif c == family:
-            trace, rec = record_cmd(ctx, family)
-            cmd = rec + cmd
+        trace, cmd = config_cmd(ctx, c, load + ["-o", out, fn], ["-u", f"{lib}:{symbol}"],
+                                family)
         r.run(cmd)
         res = last_json(open(out).read(), cmd)
         shown[c] = r.show_cmd(cmd, {out: "OUT.json"})
