@@ -57,7 +57,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(OUT)/obj/shim_embed.o,$(LIB_OBJS)))
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack
 
-.PHONY: all deps vmlinux check test-build demo fuzz bench bench-build clean help
+.PHONY: all deps vmlinux check test-build demo fuzz bench bench-build clean help format
 all: $(OUT)/bpfsight
 
 help:
@@ -70,11 +70,14 @@ help:
 	@echo 'make bench      overhead and throughput benchmarks -> bench/RESULTS.md (< 10 min;'
 	@echo '                BENCH_ARGS=--quick: < 1 min, indicative only)'
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
+	@echo 'make format     clang-format every C file git tracks (.clang-format; make check'
+	@echo '                fails on an unformatted one)'
 	@echo 'V=1             show full commands'
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
-	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch
+	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch clang-format \
+	     libcap2-bin
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -84,6 +87,11 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 			apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all installed"; fi
+
+# Every C source and header git tracks (vmlinux.h is generated), as make check's test_format
+# checks them.
+format:
+	$(Q)git ls-files -z -- '*.c' '*.h' ':!vmlinux/*' | xargs -0 clang-format -i
 
 vmlinux:
 	$(call msg,GEN,vmlinux/vmlinux.h)

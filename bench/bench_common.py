@@ -312,15 +312,15 @@ def uprobe_multi_path(link_id):
         os.close(fd)
 
 
-def prog_ids(pid):
-    """The ids of the BPF programs process PID holds (its fds' fdinfo), each once (a
-    program can have several fds)."""
+def prog_ids(pid, field="prog_id"):
+    """The ids of the BPF programs (FIELD "map_id": maps) process PID holds (its fds'
+    fdinfo), each once (an object can have several fds)."""
     ids = set()
     d = f"/proc/{pid}/fdinfo"
     for fd in os.listdir(d):
         try:
             with open(os.path.join(d, fd)) as f:
-                m = re.search(r"^prog_id:\s+(\d+)", f.read(), re.M)
+                m = re.search(rf"^{field}:\s+(\d+)", f.read(), re.M)
         except OSError:
             continue
         if m:

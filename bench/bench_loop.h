@@ -27,9 +27,9 @@
 #include <string.h>
 #include <time.h>
 
-#define BENCH_BATCH 16
+#define BENCH_BATCH	 16
 #define BENCH_MAX_ROUNDS 100
-#define BENCH_WARMUP 200 /* calls per function before the first round (first hits) */
+#define BENCH_WARMUP	 200 /* calls per function before the first round (first hits) */
 
 struct bench_fn {
 	const char *name;
@@ -70,10 +70,12 @@ static inline uint64_t bench_run_fn(long (*volatile fn)(long), double ms, uint64
 
 static inline void bench_usage(FILE *f, const char *prog, const struct bench_fn *fns, int nfns)
 {
-	fprintf(f, "Usage: %s [-m MS] [-r ROUNDS] [-o FILE] [NAME...]\n\n"
-		   "Calls each NAME in a tight loop for MS milliseconds (default 200), in turn,\n"
-		   "ROUNDS times (default 5), and prints ns per call as JSON (to FILE if given).\n"
-		   "Functions:", prog);
+	fprintf(f,
+		"Usage: %s [-m MS] [-r ROUNDS] [-o FILE] [NAME...]\n\n"
+		"Calls each NAME in a tight loop for MS milliseconds (default 200), in turn,\n"
+		"ROUNDS times (default 5), and prints ns per call as JSON (to FILE if given).\n"
+		"Functions:",
+		prog);
 	for (int i = 0; i < nfns; i++)
 		fprintf(f, " %s", fns[i].name);
 	fprintf(f, "\n");

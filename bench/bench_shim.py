@@ -52,6 +52,8 @@ WAIT_ATTACH_S = 10
 def paths(ctx):
     b = ctx.r.build
     return {"shim": os.path.join(b, "libbpfsight-shim.so"),
+            # cupti_feed's hook is in the test variant only
+            "shim_test": os.path.join(b, "tests", "shim", "libbpfsight-shim-test.so"),
             "nvtx_bench": os.path.join(b, "tests", "shim", "nvtx_bench"),
             "cupti_feed": os.path.join(b, "tests", "shim", "cupti_feed")}
 
@@ -211,7 +213,7 @@ def gpu(ctx, p):
 
     def measure(c):
         extra = FEEDS[c]
-        load = [p["cupti_feed"], "--extra", str(extra), p["shim"]]
+        load = [p["cupti_feed"], "--extra", str(extra), p["shim_test"]]
         got = recorded(ctx, load, base_env(), "gpu")
         shown[c] = (f"{r.show_cmd(got['cmd'])} &\n"
                     f"{r.show_cmd(got['rcmd'][:-1] + ['PID'])}")
@@ -234,7 +236,7 @@ def gpu(ctx, p):
         return out
 
     runs = interleaved(ctx, "gpu", ctx.params["shim_rounds"], list(FEEDS), measure,
-                       [p["shim"]])
+                       [p["shim_test"]])
     return {"runs": runs, "commands": shown}
 
 

@@ -134,7 +134,7 @@ static __always_inline void body_read(struct pt_regs *ctx, __u32 words)
 }
 
 /* The part runs once per call: at entry (BODY_AT_ENTRY) or at return (BODY_AT_RETURN). */
-#define BODY(name, entry_stmt, return_stmt)                                                      \
+#define BODY(name, entry_stmt, return_stmt)                                                        \
 	SEC("uprobe") int b_##name##_ent(struct pt_regs *ctx)                                      \
 	{                                                                                          \
 		entry_stmt;                                                                        \

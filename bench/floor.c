@@ -207,8 +207,9 @@ static int attach_uprobe(struct floor_bpf *skel, char *spec, int multi)
 	if (err)
 		return err;
 	opts.retprobe = true;
-	return keep(bpf_program__attach_uprobe_opts(skel->progs.floor_uretprobe, -1, spec, 0,
-						     &opts), colon + 1);
+	return keep(
+		bpf_program__attach_uprobe_opts(skel->progs.floor_uretprobe, -1, spec, 0, &opts),
+		colon + 1);
 }
 
 /* "BIN:PROVIDER:NAME" -> a USDT probe. */
@@ -223,8 +224,9 @@ static int attach_usdt(struct floor_bpf *skel, char *spec)
 	if (!provider || provider == spec || !*name)
 		goto bad;
 	*provider++ = 0;
-	return keep(bpf_program__attach_usdt(skel->progs.floor_usdt, -1, spec, provider, name,
-					     NULL), name);
+	return keep(
+		bpf_program__attach_usdt(skel->progs.floor_usdt, -1, spec, provider, name, NULL),
+		name);
 bad:
 	fprintf(stderr, "floor: -U wants BIN:PROVIDER:NAME\n");
 	return -EINVAL;
@@ -330,8 +332,9 @@ int main(int argc, char **argv)
 	}
 	if (!err && sched) {
 		err = keep(bpf_program__attach(skel->progs.floor_sched_switch), "sched_switch");
-		err = err ?: keep(bpf_program__attach(skel->progs.floor_sched_wakeup),
-				  "sched_wakeup");
+		err = err
+			      ?: keep(bpf_program__attach(skel->progs.floor_sched_wakeup),
+				      "sched_wakeup");
 	}
 	for (int i = 0; !err && i < nup; i++)
 		err = attach_uprobe(skel, uprobes[i], multi);

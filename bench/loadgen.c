@@ -30,14 +30,14 @@
 
 struct worker {
 	pthread_t thread;
-	uint64_t max_calls;	/* 0: no limit */
-	uint64_t interval_ns;	/* 0: unpaced */
+	uint64_t max_calls;   /* 0: no limit */
+	uint64_t interval_ns; /* 0: unpaced */
 	uint64_t calls;
 	uint64_t start_ns, end_ns;
 };
 
 static uint64_t duration_ns;
-static uint64_t go_ns;		/* common start time, set before the threads start */
+static uint64_t go_ns; /* common start time, set before the threads start */
 
 static uint64_t now_ns(void)
 {
@@ -177,7 +177,8 @@ int main(int argc, char **argv)
 	}
 	for (long i = 0; i < threads; i++) {
 		if (total_calls)
-			w[i].max_calls = total_calls / threads + ((unsigned long long)i < total_calls % threads);
+			w[i].max_calls = total_calls / threads +
+					 ((unsigned long long)i < total_calls % threads);
 		if (rate)
 			w[i].interval_ns = (uint64_t)(1e9 * threads / rate);
 		if (rate && !w[i].interval_ns)

@@ -128,8 +128,8 @@ int main(int argc, char **argv)
 	close(ping[1]);
 	pthread_join(thread, NULL);
 	printf("{\"cpu\": %d, \"round_trips\": %llu, \"seconds\": %.6f, "
-	       "\"round_trips_per_s\": %.0f}\n", cpu, n, (end - start) / 1e9,
-	       n * 1e9 / (end - start));
+	       "\"round_trips_per_s\": %.0f}\n",
+	       cpu, n, (end - start) / 1e9, n * 1e9 / (end - start));
 	return fflush(stdout) ? 1 : 0;
 
 bad:

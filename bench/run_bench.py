@@ -18,6 +18,9 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
              per batch, every record in the file (bench_shim.py)
   pipeline   record pipeline: events/s with zero loss, bytes/event, recorder CPU and RSS,
              saturation (bench_pipeline.py)
+  soak       osrt under process churn (-a, 50,000 short children and a /bin/true loop):
+             aggregate map entries and recorder RSS every second stay flat, every call
+             counted (bench_soak.py; ~30 s)
 
 The summary block lists every figure with a goal; a run of some sections (--only) replaces
 their rows and keeps the other sections' rows, their runs and any notes, each row dated.
@@ -42,13 +45,14 @@ import bench_families  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_probes  # noqa: E402
 import bench_shim  # noqa: E402
+import bench_soak  # noqa: E402
 from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  # noqa: E402
                           end, machine, machine_line, write_block)
 
 SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
-            "pipeline": bench_pipeline}
+            "pipeline": bench_pipeline, "soak": bench_soak}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
-ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline"]
+ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "soak"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,
@@ -209,7 +213,7 @@ def parse_args():
                     help="under a minute, indicative only; prints without writing "
                          "RESULTS.md unless --results is given")
     ap.add_argument("--only", help="comma-separated sections: probes, families, shim, "
-                                   "pipeline, gil (default: all)")
+                                   "pipeline, soak, gil (default: all)")
     ap.add_argument("--runs", type=int, help="repeats per figure in families, shim and "
                                              "pipeline (default 5, quick 2-3)")
     ap.add_argument("--duration", type=float,

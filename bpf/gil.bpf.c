@@ -62,9 +62,9 @@ struct gil_thr {
 	__u64 hold_start;  /* full mode: holds the GIL since (take_gil returned) */
 	__u32 holder;	   /* holder tid of the current segment */
 	__u32 first_holder;
-	__u32 in_cond;	   /* inside the GIL's condition wait */
+	__u32 in_cond; /* inside the GIL's condition wait */
 	__u16 rounds;
-	__u16 flags;	   /* BS_GIL_WAIT_* */
+	__u16 flags; /* BS_GIL_WAIT_* */
 };
 
 struct {

@@ -31,17 +31,27 @@ struct {
 
 const volatile __u32 stop_on_new_code = 0;
 
-static __always_inline void report(__u32 flags, __u64 dev, __u64 ino)
+/* An exec's record carries the program's file name after it (records.h). */
+struct map_exec_path {
+	struct bs_map_exec r;
+	char path[BS_EXEC_PATH_LEN];
+};
+
+static __always_inline void report(__u32 flags, __u64 dev, __u64 ino, const char *path)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 size = path ? sizeof(struct map_exec_path) : sizeof(struct bs_map_exec);
 	struct bs_map_exec *r;
 
-	r = bs_reserve(BS_REC_MAP_EXEC, sizeof(*r), id >> 32, (__u32)id, bpf_ktime_get_ns());
+	r = bs_reserve(BS_REC_MAP_EXEC, size, id >> 32, (__u32)id, bpf_ktime_get_ns());
 	if (!r)
 		return; /* never stop a process user space will not hear about */
 	r->ino = ino;
 	r->dev = dev;
 	r->flags = flags;
+	if (path && bpf_probe_read_kernel_str(((struct map_exec_path *)r)->path, BS_EXEC_PATH_LEN,
+					      path) < 0)
+		((struct map_exec_path *)r)->path[0] = 0;
 	if (stop_on_new_code && !bpf_send_signal(SIGSTOP_NR))
 		r->flags |= BS_MAP_EXEC_STOPPED;
 	/* Wake user space now: the new code is about to run (a stopped process waits for
@@ -63,7 +73,7 @@ static __always_inline void on_exec(struct linux_binprm *bprm)
 	/* A known executable still loads libraries: ld.so's hook reports those. */
 	if (bpf_map_lookup_elem(&known_files, &key))
 		return;
-	report(BS_MAP_EXEC_EXEC, key.dev, key.ino);
+	report(BS_MAP_EXEC_EXEC, key.dev, key.ino, BPF_CORE_READ(bprm, filename));
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -85,6 +95,6 @@ SEC("uprobe")
 int dl_debug_state(struct pt_regs *ctx)
 {
 	if (bs_is_target(bpf_get_current_pid_tgid() >> 32))
-		report(BS_MAP_EXEC_DLOPEN, 0, 0);
+		report(BS_MAP_EXEC_DLOPEN, 0, 0, NULL);
 	return 0;
 }

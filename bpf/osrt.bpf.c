@@ -11,6 +11,11 @@
  * ~450 ns the programs took per call on the benchmark VM, bench/RESULTS.md); the slot
  * costs a pointer walk. Kernels without BTF (the _raw programs) cannot use task storage,
  * so they keep the hash, cleaned up when a thread dies inside a call.
+ *
+ * Aggregates live as long as their thread: when a thread that has aggregates exits, its
+ * identity goes into sys_dead, and user space (user/osrt.c) writes the thread's final totals
+ * and deletes its keys and the mark. The key carries the thread's start time (gen), so a
+ * recycled tid never adds to the keys of the thread that had it before.
  */
 #include "common.bpf.h"
 
@@ -18,7 +23,10 @@ const volatile __u64 threshold_ns = 1000;
 
 struct sys_start {
 	__u64 ts; /* entry time of the call in flight; 0: none (returned, or never seen) */
-	__u64 nr;
+	__u32 nr;
+	__u32 gen;     /* low bits of the thread's start time (bs_syscall_agg_key.gen) */
+	__u32 has_agg; /* task storage only: the thread has sys_agg keys (mark them on exit) */
+	__u32 _pad;
 };
 
 /* task -> the call in flight (tp_btf programs). */
@@ -37,16 +45,32 @@ struct {
 	__type(value, struct sys_start);
 } sys_start SEC(".maps");
 
+/*
+ * (pid, tid, nr, gen) -> the thread's short calls. Not preallocated: an insert happens once
+ * per thread and syscall number, and memory follows the live threads, so user space can set a
+ * cap sized to the machine.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, struct bs_syscall_agg_key);
 	__type(value, struct bs_syscall_agg_val);
 } sys_agg SEC(".maps");
 
-static __always_inline void aggregate(__u32 pid, __u32 tid, __u32 nr, __u64 dur)
+/* (pid, tid, 0, gen) of threads that exited with keys in sys_agg; user space empties it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct bs_syscall_agg_key);
+	__type(value, __u8);
+} sys_dead SEC(".maps");
+
+/* Returns 1 when it created the key (the thread's first short call of NR). */
+static __always_inline int aggregate(__u32 pid, __u32 tid, __u32 gen, __u32 nr, __u64 dur)
 {
-	struct bs_syscall_agg_key key = { .pid = pid, .tid = tid, .nr = nr };
+	struct bs_syscall_agg_key key = { .pid = pid, .tid = tid, .nr = nr, .gen = gen };
 	struct bs_syscall_agg_val *v, init;
 
 	/* Only this thread updates its keys, so plain adds are race-free. */
@@ -58,33 +82,52 @@ static __always_inline void aggregate(__u32 pid, __u32 tid, __u32 nr, __u64 dur)
 			v->min_ns = dur;
 		if (dur > v->max_ns)
 			v->max_ns = dur;
-		return;
+		return 0;
 	}
 	init.count = 1;
 	init.total_ns = init.min_ns = init.max_ns = dur;
-	if (bpf_map_update_elem(&sys_agg, &key, &init, BPF_NOEXIST))
+	if (bpf_map_update_elem(&sys_agg, &key, &init, BPF_NOEXIST)) {
 		bs_count_loss(BS_LOSS_AGG_MAP);
+		return 0;
+	}
+	return 1;
 }
 
-/* A call of this thread that began at START returned now with RET. */
-static __always_inline void emit(__u64 pid_tgid, __u64 start, __u32 nr, long ret)
+/*
+ * A call of this thread that began at START returned now with RET. Returns 1 when a short
+ * call created an aggregate key.
+ */
+static __always_inline int emit(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen, long ret)
 {
 	__u32 tid = (__u32)pid_tgid, pid = pid_tgid >> 32;
 	__u64 dur = bpf_ktime_get_ns() - start;
 	struct bs_syscall *r;
 
-	if (dur < threshold_ns) {
-		aggregate(pid, tid, nr, dur);
-		return;
-	}
+	if (dur < threshold_ns)
+		return aggregate(pid, tid, gen, nr, dur);
 	r = bs_reserve(BS_REC_SYSCALL, sizeof(*r), pid, tid, start);
 	if (!r)
-		return;
+		return 0;
 	r->dur = dur;
 	r->ret = ret;
 	r->nr = nr;
 	r->_pad = 0;
 	bs_submit(r);
+	return 0;
+}
+
+/* The thread P exited: user space writes its aggregates' final totals and deletes them. */
+static __always_inline void mark_dead(struct task_struct *p, __u32 gen)
+{
+	struct bs_syscall_agg_key key = {
+		.pid = BPF_CORE_READ(p, tgid),
+		.tid = BPF_CORE_READ(p, pid),
+		.gen = gen,
+	};
+	__u8 one = 1;
+
+	/* Full (user space far behind): the keys stay until evicted as idle (user/osrt.c). */
+	bpf_map_update_elem(&sys_dead, &key, &one, BPF_ANY);
 }
 
 /*
@@ -107,6 +150,7 @@ static __always_inline int task_enter(long id)
 			bs_count_loss(BS_LOSS_TASK_MAP);
 			return 0;
 		}
+		st->gen = (__u32)task->start_time;
 	}
 	st->nr = id;
 	st->ts = bpf_ktime_get_ns();
@@ -124,7 +168,8 @@ static __always_inline int task_exit(long ret)
 		return 0;
 	start = st->ts;
 	st->ts = 0;
-	emit(bpf_get_current_pid_tgid(), start, st->nr, ret);
+	if (emit(bpf_get_current_pid_tgid(), start, st->nr, st->gen, ret))
+		st->has_agg = 1;
 	return 0;
 }
 
@@ -140,6 +185,16 @@ int BPF_PROG(osrt_exit_btf, struct pt_regs *regs, long ret)
 	return task_exit(ret);
 }
 
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(osrt_task_exit_btf, struct task_struct *p)
+{
+	struct sys_start *st = bpf_task_storage_get(&sys_start_task, p, NULL, 0);
+
+	if (st && st->has_agg)
+		mark_dead(p, st->gen);
+	return 0;
+}
+
 /* raw_tp + hash: the same semantics without BTF. */
 static __always_inline int hash_enter(long id)
 {
@@ -151,6 +206,8 @@ static __always_inline int hash_enter(long id)
 		return 0;
 	st.ts = bpf_ktime_get_ns();
 	st.nr = id;
+	st.gen = (__u32)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), start_time);
+	st.has_agg = st._pad = 0;
 	if (bpf_map_update_elem(&sys_start, &tid, &st, BPF_ANY))
 		bs_count_loss(BS_LOSS_TASK_MAP);
 	return 0;
@@ -161,16 +218,17 @@ static __always_inline int hash_exit(long ret)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
 	struct sys_start *st;
+	__u32 nr, gen;
 	__u64 start;
-	__u32 nr;
 
 	st = bpf_map_lookup_elem(&sys_start, &tid);
 	if (!st)
 		return 0;
 	start = st->ts;
 	nr = st->nr;
+	gen = st->gen;
 	bpf_map_delete_elem(&sys_start, &tid);
-	emit(pid_tgid, start, nr, ret);
+	emit(pid_tgid, start, nr, gen, ret);
 	return 0;
 }
 
@@ -188,7 +246,9 @@ int BPF_PROG(osrt_exit_raw, struct pt_regs *regs, long ret)
 
 /*
  * A thread that dies inside a call (exit_group, a fatal signal) never returns from it: its
- * hash entry would stay forever. Task storage needs no such program (freed with the task).
+ * hash entry would stay forever (task storage is freed with the task). Without a slot that
+ * remembers whether the thread has aggregates, every exiting thread is marked (the target
+ * check cannot be used: proc.bpf.c already removed a dead process from the targets).
  */
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(osrt_task_exit_raw, struct task_struct *p)
@@ -196,5 +256,6 @@ int BPF_PROG(osrt_task_exit_raw, struct task_struct *p)
 	__u32 tid = BPF_CORE_READ(p, pid);
 
 	bpf_map_delete_elem(&sys_start, &tid);
+	mark_dead(p, (__u32)BPF_CORE_READ(p, start_time));
 	return 0;
 }

@@ -21,29 +21,29 @@
 #define BS_COMM_LEN   16
 
 /* Record types. Values are part of the file format: never renumber. */
-#define BS_REC_STRING	    0x01 /* interned string (user space) */
-#define BS_REC_PROCESS	    0x02 /* process metadata snapshot (user space) */
-#define BS_REC_THREAD	    0x03 /* thread metadata snapshot (user space) */
-#define BS_REC_LOSS	    0x04 /* events lost since the previous loss record of the cause */
-#define BS_REC_FORK	    0x05 /* new process or thread (BPF, always on) */
-#define BS_REC_EXEC	    0x06 /* successful execve (BPF, always on) */
-#define BS_REC_EXIT	    0x07 /* thread exit (BPF, always on) */
-#define BS_REC_COMM	    0x08 /* thread renamed (BPF, always on) */
-#define BS_REC_SYMBOL	    0x09 /* name of a code address or handle in a process (user space) */
-#define BS_REC_MAP_EXEC	    0x0a /* new code may be mapped: exec, dlopen (BPF; uprobe discovery) */
-#define BS_REC_SYSCALL	    0x10 /* osrt: one system call at or above the threshold */
-#define BS_REC_SYSCALL_AGG  0x11 /* osrt: cumulative in-kernel aggregate per thread+syscall */
-#define BS_REC_OFFCPU	    0x20 /* sched: one off-CPU interval of a thread */
-#define BS_REC_CUDA_CALL    0x30 /* cuda: one runtime or driver API call (struct bs_ucall) */
-#define BS_REC_NCCL_CALL    0x40 /* nccl: one API call (struct bs_ucall) */
+#define BS_REC_STRING	   0x01 /* interned string (user space) */
+#define BS_REC_PROCESS	   0x02 /* process metadata snapshot (user space) */
+#define BS_REC_THREAD	   0x03 /* thread metadata snapshot (user space) */
+#define BS_REC_LOSS	   0x04 /* events lost since the previous loss record of the cause */
+#define BS_REC_FORK	   0x05 /* new process or thread (BPF, always on) */
+#define BS_REC_EXEC	   0x06 /* successful execve (BPF, always on) */
+#define BS_REC_EXIT	   0x07 /* thread exit (BPF, always on) */
+#define BS_REC_COMM	   0x08 /* thread renamed (BPF, always on) */
+#define BS_REC_SYMBOL	   0x09 /* name of a code address or handle in a process (user space) */
+#define BS_REC_MAP_EXEC	   0x0a /* new code may be mapped: exec, dlopen (BPF; uprobe discovery) */
+#define BS_REC_SYSCALL	   0x10 /* osrt: one system call at or above the threshold */
+#define BS_REC_SYSCALL_AGG 0x11 /* osrt: cumulative in-kernel aggregate per thread+syscall */
+#define BS_REC_OFFCPU	   0x20 /* sched: one off-CPU interval of a thread */
+#define BS_REC_CUDA_CALL   0x30 /* cuda: one runtime or driver API call (struct bs_ucall) */
+#define BS_REC_NCCL_CALL   0x40 /* nccl: one API call (struct bs_ucall) */
 /* 0x50-0x5f: gil family (see its block below) */
-#define BS_REC_GIL_WAIT	    0x50 /* gil: one wait for the GIL at or above the threshold */
-#define BS_REC_GIL_HOLD	    0x51 /* gil (full mode): one hold of the GIL at or above it */
-#define BS_REC_GIL_AGG	    0x52 /* gil: cumulative per-thread totals of every wait and hold */
-#define BS_REC_GIL_BLAME    0x53 /* gil: cumulative wait time per (waiter, holder) thread pair */
-#define BS_REC_GIL_PROC	    0x54 /* gil: how one python process is measured (user space) */
+#define BS_REC_GIL_WAIT	 0x50 /* gil: one wait for the GIL at or above the threshold */
+#define BS_REC_GIL_HOLD	 0x51 /* gil (full mode): one hold of the GIL at or above it */
+#define BS_REC_GIL_AGG	 0x52 /* gil: cumulative per-thread totals of every wait and hold */
+#define BS_REC_GIL_BLAME 0x53 /* gil: cumulative wait time per (waiter, holder) thread pair */
+#define BS_REC_GIL_PROC	 0x54 /* gil: how one python process is measured (user space) */
 /* 0x60-0x6f: gpu family and the cupti-shim channel, 0x70-0x7f: nvtx (blocks below) */
-#define BS_REC_TYPE_MAX	    0x100 /* exclusive bound a reader accepts in this version */
+#define BS_REC_TYPE_MAX 0x100 /* exclusive bound a reader accepts in this version */
 
 /* Loss causes (BS_REC_LOSS.cause and the index of the `lost` BPF array). */
 #define BS_LOSS_RINGBUF_FULL 0 /* bpf_ringbuf_reserve failed: consumer too slow */
@@ -70,7 +70,7 @@ struct bs_string {
 	struct bs_hdr h;
 	__u32 id;
 	__u32 len; /* bytes of text, without padding or terminator */
-	/* char text[]; */
+		   /* char text[]; */
 };
 
 /* Process snapshot written when a process is first seen and after each exec. */
@@ -114,7 +114,7 @@ struct bs_exec {
 
 struct bs_exit {
 	struct bs_hdr h;
-	__u32 exit_code; /* task->exit_code: (status << 8) | signal */
+	__u32 exit_code;  /* task->exit_code: (status << 8) | signal */
 	__u32 group_dead; /* 1 when the last thread of the process exits */
 };
 
@@ -135,12 +135,15 @@ struct bs_syscall {
 /*
  * osrt: calls shorter than the threshold, summed in the kernel. Cumulative since recording
  * started; user space writes a new snapshot of a key whenever it changed, a reader keeps the
- * last one per (pid, tid, nr). hdr.ts = snapshot time.
+ * last one per (pid, tid, nr). hdr.ts = snapshot time. A snapshot with BS_AGG_FINAL closes
+ * the key: the thread exited (or the idle entry was evicted), a reader adds it to its totals
+ * and a later snapshot of the same key (a recycled tid) counts from zero.
  */
+#define BS_AGG_FINAL 1
 struct bs_syscall_agg {
 	struct bs_hdr h;
 	__u32 nr;
-	__u32 _pad;
+	__u32 flags; /* BS_AGG_* */
 	__u64 count;
 	__u64 total_ns;
 	__u64 min_ns;
@@ -155,8 +158,8 @@ struct bs_offcpu {
 	struct bs_hdr h;
 	__u64 dur;
 	__u64 runnable_ns;
-	__u64 oncpu_ns; /* the run slice that ended at hdr.ts (0 if it began before tracing) */
-	__u32 state;	/* prev_state at switch-out: 0 = preempted, else TASK_* bits */
+	__u64 oncpu_ns;	 /* the run slice that ended at hdr.ts (0 if it began before tracing) */
+	__u32 state;	 /* prev_state at switch-out: 0 = preempted, else TASK_* bits */
 	__u32 waker_tid; /* who woke it (0 = preempted or not seen) */
 };
 
@@ -187,6 +190,13 @@ struct bs_map_exec {
 	__u32 dev;   /* kernel dev_t: major << 20 | minor */
 	__u32 flags; /* BS_MAP_EXEC_* */
 };
+
+/*
+ * A MAP_EXEC from exec is followed by the file name the program was started with
+ * (linux_binprm's filename, NUL-terminated, at most BS_EXEC_PATH_LEN bytes): user space
+ * examines that file even when the process has exited before it could read /proc/PID/exe.
+ */
+#define BS_EXEC_PATH_LEN 256
 
 #define BS_MAP_EXEC_STOPPED 0x1 /* BPF sent SIGSTOP: user space probes, then sends SIGCONT */
 #define BS_MAP_EXEC_EXEC    0x2 /* from exec */
@@ -227,15 +237,15 @@ struct bs_ucall {
  *   bit  30    stack    the function takes more than 6 argument words: copy the stack ones
  */
 #define BS_DEREF_ARG_STACK 15
-#define BS_DEREF_NONE	0
-#define BS_DEREF_STRUCT 1
-#define BS_DEREF_STRING 2
+#define BS_DEREF_NONE	   0
+#define BS_DEREF_STRUCT	   1
+#define BS_DEREF_STRING	   2
 
 #define BS_UCOOKIE(fn, deref_arg1, off8, mode, out_arg1)                                           \
-	((__u64)(fn) | (__u64)(deref_arg1) << 12 | (__u64)(off8) << 16 | (__u64)(mode) << 24 |   \
+	((__u64)(fn) | (__u64)(deref_arg1) << 12 | (__u64)(off8) << 16 | (__u64)(mode) << 24 |     \
 	 (__u64)(out_arg1) << 26)
 #define BS_UCOOKIE_STACK	(1ull << 30)
-#define BS_UCOOKIE_FN(c)	((__u32)(c) & 0xfff)
+#define BS_UCOOKIE_FN(c)	((__u32)(c)&0xfff)
 #define BS_UCOOKIE_DEREF_ARG(c) (((__u32)(c) >> 12) & 0xf)
 #define BS_UCOOKIE_DEREF_OFF(c) ((((__u32)(c) >> 16) & 0xff) * 8)
 #define BS_UCOOKIE_MODE(c)	(((__u32)(c) >> 24) & 0x3)
@@ -246,7 +256,7 @@ struct bs_syscall_agg_key {
 	__u32 pid;
 	__u32 tid;
 	__u32 nr;
-	__u32 _pad;
+	__u32 gen; /* low bits of the thread's start time: a recycled tid gets new keys */
 };
 
 struct bs_syscall_agg_val {
@@ -257,7 +267,7 @@ struct bs_syscall_agg_val {
 };
 
 #define BS_ASSERT_RECORD(t, sz)                                                                    \
-	_Static_assert(sizeof(struct t) == (sz), #t " size is part of the format");              \
+	_Static_assert(sizeof(struct t) == (sz), #t " size is part of the format");                \
 	_Static_assert(sizeof(struct t) % 8 == 0, #t " must be a multiple of 8 bytes")
 
 BS_ASSERT_RECORD(bs_hdr, 24);
@@ -330,7 +340,7 @@ struct bs_gil_blame {
 	struct bs_hdr h;
 	__u32 holder_tid; /* 0 = unknown */
 	__u32 _pad;
-	__u64 count;	/* wait segments: a wait during which the holder changed counts for each */
+	__u64 count; /* wait segments: a wait during which the holder changed counts for each */
 	__u64 total_ns;
 };
 
@@ -348,8 +358,8 @@ struct bs_gil_blame_val {
 
 /* What user space found in a python process, written on discovery and on every change. */
 struct bs_gil_proc {
-	struct bs_hdr h; /* pid = the process */
-	__u64 gil_addr;	 /* struct _gil_runtime_state in the process (0 = none) */
+	struct bs_hdr h;  /* pid = the process */
+	__u64 gil_addr;	  /* struct _gil_runtime_state in the process (0 = none) */
 	__u32 py_version; /* PY_VERSION_HEX (0 = unknown) */
 	__u32 method;	  /* BS_GIL_METHOD_* */
 	__u32 flags;	  /* BS_GIL_PROC_* */
@@ -370,10 +380,10 @@ struct bs_gil_proc {
 
 /* BPF map value, per process: where its GIL is, and how to read a thread state's tid. */
 struct bs_gil_cfg {
-	__u64 cond;   /* &gil->cond: the only condition variable that counts */
-	__u64 mutex;  /* &gil->mutex (its futex word is at offset 0) */
-	__u64 locked; /* &gil->locked (int) */
-	__u64 holder; /* &gil->last_holder (PyThreadState *) */
+	__u64 cond;	       /* &gil->cond: the only condition variable that counts */
+	__u64 mutex;	       /* &gil->mutex (its futex word is at offset 0) */
+	__u64 locked;	       /* &gil->locked (int) */
+	__u64 holder;	       /* &gil->last_holder (PyThreadState *) */
 	__u32 tid_off;	       /* PyThreadState: native_thread_id, or thread_id (pthread_t) */
 	__u32 pthread_tid_off; /* 0: tid_off is native_thread_id; else tid's offset in pthread */
 	__u32 flags;	       /* BS_GIL_CFG_* */
@@ -444,7 +454,7 @@ struct bs_shim_batch {
 	struct bs_hdr h;
 	__u32 len;   /* bytes that follow: the shim's bs_shim_batch_hdr + its records */
 	__u32 flags; /* BS_SHIM_BATCH_* */
-	/* struct bs_shim_batch_hdr; records */
+		     /* struct bs_shim_batch_hdr; records */
 };
 
 #define BS_SHIM_BATCH_FAULT 0x1 /* the user-memory read failed: content zeroed, records lost */
@@ -520,7 +530,7 @@ struct bs_gpu_memcpy {
 	__u8 copy_kind; /* 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP */
 	__u8 src_kind;
 	__u8 dst_kind;
-	__u8 async; /* CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC */
+	__u8 async;  /* CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC */
 	__u16 flags; /* BS_GPU_* */
 	__u16 _pad;
 	__u32 src_device; /* peer copies (MEMCPY2); else = device */
@@ -555,13 +565,13 @@ struct bs_gpu_memset {
 struct bs_gpu_api {
 	struct bs_hdr h;
 	__u64 dur;
-	__u64 call_ts;	   /* entry of the cuda-family event containing it (0 = none) */
+	__u64 call_ts; /* entry of the cuda-family event containing it (0 = none) */
 	__u32 correlation;
-	__u32 cbid;	   /* CUPTI callback id in its domain */
-	__u32 name_id;	   /* string: cuptiGetCallbackName */
-	__u32 ret;	   /* cudaError_t or CUresult */
-	__u16 domain;	   /* 1 = driver, 2 = runtime (CUpti_CallbackDomain) */
-	__u16 flags;	   /* BS_GPU_CALL_CUDA when call_ts was found */
+	__u32 cbid;    /* CUPTI callback id in its domain */
+	__u32 name_id; /* string: cuptiGetCallbackName */
+	__u32 ret;     /* cudaError_t or CUresult */
+	__u16 domain;  /* 1 = driver, 2 = runtime (CUpti_CallbackDomain) */
+	__u16 flags;   /* BS_GPU_CALL_CUDA when call_ts was found */
 	__u32 _pad;
 };
 
@@ -589,9 +599,9 @@ struct bs_nvtx_range {
 	__u32 domain_id; /* string: the domain's name (0 = the default domain) */
 	__u32 end_tid;	 /* the thread that ended it (= hdr.tid for push/pop) */
 	__u32 category;
-	__u32 color;	 /* ARGB (BS_NVTX_COLOR) */
-	__u16 depth;	 /* push/pop: ranges of the domain open on the thread around it */
-	__u16 flags;	 /* BS_NVTX_* */
+	__u32 color; /* ARGB (BS_NVTX_COLOR) */
+	__u16 depth; /* push/pop: ranges of the domain open on the thread around it */
+	__u16 flags; /* BS_NVTX_* */
 };
 
 /* hdr.ts = the mark, hdr.tid = the thread. */
@@ -628,18 +638,18 @@ struct bs_nvtx_begin {
 	__u32 domain_id;
 };
 
-#define BS_NVTX_PUSHPOP	      0x001 /* nvtxRangePush/Pop (else start/end) */
-#define BS_NVTX_OPEN	      0x002 /* not ended when the recording stopped */
-#define BS_NVTX_COLOR	      0x004 /* color holds an ARGB value */
-#define BS_NVTX_PAYLOAD_MASK  0x070
-#define BS_NVTX_PAYLOAD_NONE  0x000
-#define BS_NVTX_PAYLOAD_U64   0x010
-#define BS_NVTX_PAYLOAD_I64   0x020
-#define BS_NVTX_PAYLOAD_F64   0x030
-#define BS_NVTX_PAYLOAD_U32   0x040
-#define BS_NVTX_PAYLOAD_I32   0x050
-#define BS_NVTX_PAYLOAD_F32   0x060
-#define BS_NVTX_REGISTERED    0x080 /* the message was a registered string handle */
+#define BS_NVTX_PUSHPOP	     0x001 /* nvtxRangePush/Pop (else start/end) */
+#define BS_NVTX_OPEN	     0x002 /* not ended when the recording stopped */
+#define BS_NVTX_COLOR	     0x004 /* color holds an ARGB value */
+#define BS_NVTX_PAYLOAD_MASK 0x070
+#define BS_NVTX_PAYLOAD_NONE 0x000
+#define BS_NVTX_PAYLOAD_U64  0x010
+#define BS_NVTX_PAYLOAD_I64  0x020
+#define BS_NVTX_PAYLOAD_F64  0x030
+#define BS_NVTX_PAYLOAD_U32  0x040
+#define BS_NVTX_PAYLOAD_I32  0x050
+#define BS_NVTX_PAYLOAD_F32  0x060
+#define BS_NVTX_REGISTERED   0x080 /* the message was a registered string handle */
 
 BS_ASSERT_RECORD(bs_nvtx_range, 72);
 BS_ASSERT_RECORD(bs_nvtx_mark, 56);

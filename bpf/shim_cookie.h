@@ -32,16 +32,16 @@
 #define SHIM_ARG_VAL_MAX ((1 << 19) - 1)
 
 #define SHIM_ARG(kind, reg, log2size, is_signed, val)                                              \
-	((__u64)(kind) | (__u64)(reg) << 2 | (__u64)(log2size) << 7 | (__u64)(is_signed) << 9 |   \
-	 ((__u64)(val) & 0xfffff) << 10)
+	((__u64)(kind) | (__u64)(reg) << 2 | (__u64)(log2size) << 7 | (__u64)(is_signed) << 9 |    \
+	 ((__u64)(val)&0xfffff) << 10)
 #define SHIM_COOKIE(probe, arg0, arg1) ((__u64)(probe) | (__u64)(arg0) << 4 | (__u64)(arg1) << 34)
 
-#define SHIM_COOKIE_PROBE(c) ((__u32)(c) & 0xf)
+#define SHIM_COOKIE_PROBE(c)  ((__u32)(c)&0xf)
 #define SHIM_COOKIE_ARG(c, i) ((__u32)(((c) >> ((i) ? 34 : 4)) & 0x3fffffff))
-#define SHIM_ARG_KIND(a)     ((a) & 0x3)
-#define SHIM_ARG_REG_SLOT(a) (((a) >> 2) & 0x1f)
-#define SHIM_ARG_LOG2SIZE(a) (((a) >> 7) & 0x3)
-#define SHIM_ARG_SIGNED(a)   (((a) >> 9) & 0x1)
-#define SHIM_ARG_VAL(a)	     (((__s32)((a) << 2)) >> 12) /* sign-extend bits 10-29 */
+#define SHIM_ARG_KIND(a)      ((a)&0x3)
+#define SHIM_ARG_REG_SLOT(a)  (((a) >> 2) & 0x1f)
+#define SHIM_ARG_LOG2SIZE(a)  (((a) >> 7) & 0x3)
+#define SHIM_ARG_SIGNED(a)    (((a) >> 9) & 0x1)
+#define SHIM_ARG_VAL(a)	      (((__s32)((a) << 2)) >> 12) /* sign-extend bits 10-29 */
 
 #endif /* BPFSIGHT_SHIM_COOKIE_H */

@@ -137,7 +137,7 @@ static __always_inline __u32 ucall_unwind(struct ucall_thread *t, __u64 below)
 	/* Frames past the last kept one went with it, if it went. */
 	if (d > UCALL_MAX_DEPTH && t->f[UCALL_MAX_DEPTH - 1].sp >= below)
 		return d;
-	/* From the top: the first frame still running is the new top. */
+		/* From the top: the first frame still running is the new top. */
 #pragma unroll
 	for (__u32 i = UCALL_MAX_DEPTH; i > 0; i--)
 		if (i <= d && t->f[i - 1].sp >= below)
@@ -205,8 +205,8 @@ static __always_inline struct bs_ucall *ucall_reserve(const struct ucall_frame *
 						      struct pt_regs *ctx, __u64 id, __u64 now,
 						      __u32 depth, __u32 len)
 {
-	struct bs_ucall *r = bs_reserve(UCALL_REC_TYPE, sizeof(*r) + len, id >> 32, (__u32)id,
-					f->ts);
+	struct bs_ucall *r =
+		bs_reserve(UCALL_REC_TYPE, sizeof(*r) + len, id >> 32, (__u32)id, f->ts);
 	__u32 out = BS_UCOOKIE_OUT_ARG(f->cookie);
 
 	if (!r)

@@ -77,8 +77,7 @@ void **shim_thread__nvtx(struct shim_thread *t);
  * Copy one record into t's batch (t locked), sending the batch first when the record does
  * not fit. False when SESSION is over: the record is discarded.
  */
-bool shim_thread__append(struct shim_thread *t, uint32_t session, const void *rec,
-			 uint32_t size);
+bool shim_thread__append(struct shim_thread *t, uint32_t session, const void *rec, uint32_t size);
 void shim_thread__flush(struct shim_thread *t); /* t locked */
 void shim_buf__flush_all(void);
 void shim_buf__drop_all(void);
@@ -125,8 +124,8 @@ void shim_nvtx__atfork_child(void);
 
 /* ---- shim_cupti.c ---- */
 
-void shim_cupti__init(void);	  /* InitializeInjection */
-int shim_cupti__load(void);	  /* find and bind libcupti once; 0 or -errno */
+void shim_cupti__init(void);	    /* InitializeInjection */
+int shim_cupti__load(void);	    /* find and bind libcupti once; 0 or -errno */
 uint32_t shim_cupti__version(void); /* 0 = not loaded */
 /* Poller: GPU activity wanted or not; periodic flush. */
 void shim_cupti__poll(bool want, uint64_t now);

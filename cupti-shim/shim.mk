@@ -14,14 +14,18 @@ SHIM_OBJS  := $(patsubst cupti-shim/%.c,$(OUT)/shim/%.o,$(SHIM_SRCS))
 SHIM_CFLAGS := -g -O2 -fPIC -fvisibility=hidden -mtls-dialect=gnu2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	       -Ibpf -isystem $(CUDA_HOME)/include
 SHIM_WL	   := $(OUT)/tests/shim
+# The test variant: the same library plus bpfsight_shim_test_feed (CUPTI records fed by
+# cupti_feed through the real decode path); shim_cupti.c is the one object that differs.
+SHIM_TEST_LIB := $(SHIM_WL)/libbpfsight-shim-test.so
+SHIM_TEST_OBJS := $(filter-out $(OUT)/shim/shim_cupti.o,$(SHIM_OBJS)) $(OUT)/shim-test/shim_cupti.o
 SHIM_WORKLOADS := $(addprefix $(SHIM_WL)/,nvtx_ranges libnvtx_second.so libnvtx_chain.so \
-		    cupti_feed nvtx_bench)
+		    cupti_feed nvtx_bench) $(SHIM_TEST_LIB)
 
 ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
 all: $(SHIM_LIB)
 test-build: $(SHIM_LIB) $(SHIM_WORKLOADS)
 # bench/bench_shim.py: NVTX pairs and CUPTI records through the shim and its channel.
-bench bench-build: $(SHIM_LIB) $(SHIM_WL)/nvtx_bench $(SHIM_WL)/cupti_feed
+bench bench-build: $(SHIM_LIB) $(SHIM_WL)/nvtx_bench $(SHIM_WL)/cupti_feed $(SHIM_TEST_LIB)
 else
 all test-build: shim-skipped
 .PHONY: shim-skipped
@@ -38,7 +42,16 @@ $(SHIM_LIB): $(SHIM_OBJS) cupti-shim/exports.map
 	$(Q)$(CC) -shared -Wl,--version-script=cupti-shim/exports.map -Wl,-z,nodelete \
 		-Wl,-z,now -Wl,--no-undefined $(SHIM_OBJS) -o $@ -lpthread -ldl
 
-$(OUT)/shim $(SHIM_WL):
+$(OUT)/shim-test/shim_cupti.o: cupti-shim/shim_cupti.c | $(OUT)/shim-test
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SHIM_CFLAGS) -DSHIM_TEST_HOOK -c $< -o $@
+
+$(SHIM_TEST_LIB): $(SHIM_TEST_OBJS) cupti-shim/exports-test.map | $(SHIM_WL)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -shared -Wl,--version-script=cupti-shim/exports-test.map -Wl,-z,nodelete \
+		-Wl,-z,now -Wl,--no-undefined $(SHIM_TEST_OBJS) -o $@ -lpthread -ldl
+
+$(OUT)/shim $(OUT)/shim-test $(SHIM_WL):
 	$(Q)mkdir -p $@
 
 # Workloads (tests/workloads/shim/): NVTX programs use the header-only nvtx3 (the shim
@@ -68,4 +81,4 @@ $(SHIM_WL)/cupti_feed: tests/workloads/shim/cupti_feed.c | $(SHIM_WL)
 	$(Q)$(CC) $(SHIM_WL_CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,-rpath,$(CUDA_HOME)/lib64 -ldl
 
--include $(wildcard $(OUT)/shim/*.d $(SHIM_WL)/*.d)
+-include $(wildcard $(OUT)/shim/*.d $(OUT)/shim-test/*.d $(SHIM_WL)/*.d)

@@ -47,12 +47,16 @@ static void thread_gone(void *arg);
 
 void shim_buf__init(void)
 {
-	const char *dump = getenv("BPFSIGHT_SHIM_DUMP");
+	const char *dump = secure_getenv("BPFSIGHT_SHIM_DUMP");
 
 	if (pthread_key_create(&thread_key, thread_gone))
 		shim_log("no pthread key: thread-exit flush off");
+	/*
+	 * The shim runs inside other people's programs, setuid ones too: secure_getenv (no
+	 * dump in a secure-execution process), never through a link, never readable by others.
+	 */
 	if (dump && *dump) {
-		dump_fd = open(dump, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		dump_fd = open(dump, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (dump_fd < 0)
 			shim_log("BPFSIGHT_SHIM_DUMP %s: %s", dump, strerror(errno));
 	}
@@ -256,7 +260,8 @@ static void flush_one(struct shim_thread *t, void *arg)
 
 void shim_buf__flush_all(void)
 {
-	shim_buf__for_each(flush_one, NULL);
+	shim_buf__for_each(flush_one, NULL)
+		;
 	pthread_mutex_lock(&send_lock);
 	fire(&strings);
 	pthread_mutex_unlock(&send_lock);
@@ -270,7 +275,8 @@ static void drop_one(struct shim_thread *t, void *arg)
 
 void shim_buf__drop_all(void)
 {
-	shim_buf__for_each(drop_one, NULL);
+	shim_buf__for_each(drop_one, NULL)
+		;
 	pthread_mutex_lock(&send_lock);
 	drop_one(&strings, NULL);
 	pthread_mutex_unlock(&send_lock);

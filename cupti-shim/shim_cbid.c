@@ -17,8 +17,14 @@
 
 #include "shim.h"
 
-#define RT(n)  { CUPTI_RUNTIME_TRACE_CBID_##n, #n }
-#define DRV(n) { CUPTI_DRIVER_TRACE_CBID_##n, #n }
+#define RT(n)                                                                                      \
+	{                                                                                          \
+		CUPTI_RUNTIME_TRACE_CBID_##n, #n                                                   \
+	}
+#define DRV(n)                                                                                     \
+	{                                                                                          \
+		CUPTI_DRIVER_TRACE_CBID_##n, #n                                                    \
+	}
 
 const struct shim_cbid shim_cbid_runtime[] = {
 	RT(cudaLaunch_v3020),

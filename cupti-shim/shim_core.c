@@ -48,12 +48,12 @@ static _Atomic uint64_t dropped;
 /* The poller's view, under ctl (the exit handler and fork take it too). */
 static pthread_mutex_t ctl = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-	bool started;	 /* a poller runs in this process */
+	bool started; /* a poller runs in this process */
 	bool attached;
 	bool drain_seen; /* the drain semaphore was set at the previous poll */
 	bool exiting;
-	bool forked; /* a forked child: CUDA is unusable here, GPU stays off */
-	uint32_t gen;	/* the last session number handed out */
+	bool forked;	     /* a forked child: CUDA is unusable here, GPU stays off */
+	uint32_t gen;	     /* the last session number handed out */
 	uint32_t sent_state; /* state bits in the last STATUS */
 	uint64_t last_flush;
 } P;
@@ -353,12 +353,12 @@ static void fork_child(void)
 	atomic_store(&shim_session, 0);
 	atomic_store(&shim_hot, SHIM_HOT_RESTART);
 	shim_core__set_state(0, BS_SHIM_ST_GPU_ON | BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_SYNC |
-				     BS_SHIM_ST_CUPTI_BUSY);
+					BS_SHIM_ST_CUPTI_BUSY);
 }
 
 static void init_once(void)
 {
-	const char *d = getenv("BPFSIGHT_SHIM_DEBUG");
+	const char *d = secure_getenv("BPFSIGHT_SHIM_DEBUG");
 
 	debug = d && *d && strcmp(d, "0");
 	shim_pid = (uint32_t)getpid();

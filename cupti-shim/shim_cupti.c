@@ -26,11 +26,11 @@
 
 #include "shim.h"
 
-#define BUF_SIZE       (4u << 20) /* one CUPTI activity buffer */
-#define FLUSH_MS       1000
-#define RETRY_MS       5000
-#define MAX_ERRORS     32
-#define VERSION_MAJOR  13 /* the record layouts shim_decode.c reads */
+#define BUF_SIZE      (4u << 20) /* one CUPTI activity buffer */
+#define FLUSH_MS      1000
+#define RETRY_MS      5000
+#define MAX_ERRORS    32
+#define VERSION_MAJOR 13 /* the record layouts shim_decode.c reads */
 
 /* The CUPTI functions the shim uses, bound by dlsym. */
 static struct {
@@ -62,8 +62,7 @@ static const struct {
 	{ "cuptiSubscribe", (void **)&C.Subscribe },
 	{ "cuptiUnsubscribe", (void **)&C.Unsubscribe },
 	{ "cuptiSetThreadIdType", (void **)&C.SetThreadIdType },
-	{ "cuptiActivityRegisterTimestampCallback",
-	  (void **)&C.ActivityRegisterTimestampCallback },
+	{ "cuptiActivityRegisterTimestampCallback", (void **)&C.ActivityRegisterTimestampCallback },
 	{ "cuptiActivityRegisterCallbacks", (void **)&C.ActivityRegisterCallbacks },
 	{ "cuptiActivityEnable", (void **)&C.ActivityEnable },
 	{ "cuptiActivityDisable", (void **)&C.ActivityDisable },
@@ -404,8 +403,10 @@ void shim_cupti__flush(bool forced)
 		   "cuptiActivityFlushAll");
 }
 
+#ifdef SHIM_TEST_HOOK
 /*
- * Test hook: the bufferCompleted decode path on a caller-made buffer of CUPTI 13 records.
+ * Test hook, only in the test variant (libbpfsight-shim-test.so, exports-test.map; the
+ * shipped library exports the two injection entry points alone): the bufferCompleted decode path on a caller-made buffer of CUPTI 13 records.
  * Records are written only while a tracer is attached, as always. Returns the records
  * written, or -1 without libcupti (its record iterator is what walks the buffer).
  */
@@ -415,3 +416,4 @@ SHIM_EXPORT int bpfsight_shim_test_feed(const uint8_t *buf, size_t valid)
 		return -1;
 	return shim_cupti__consume((uint8_t *)buf, valid);
 }
+#endif

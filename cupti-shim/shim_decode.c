@@ -51,28 +51,28 @@ static int kernel(struct shim_thread *t, uint32_t session, const CUpti_ActivityK
  * CUpti_ActivityMemcpy6 and CUpti_ActivityMemcpyPtoP4 name their common fields alike (the
  * layouts differ): one body for both. SRC, DST: the devices copied between.
  */
-#define COPY(t, session, m, src, dst)                                               \
-	({                                                                         \
-		struct bs_gpu_memcpy r_;                                           \
-                                                                                   \
-		memset(&r_, 0, sizeof(r_));                                        \
-		shim_hdr(&r_.h, BS_REC_GPU_MEMCPY, sizeof(r_), 0, (m)->start);     \
-		r_.dur = dur_of((m)->start, (m)->end);                             \
-		r_.bytes = (m)->bytes;                                             \
-		r_.correlation = (m)->correlationId;                               \
-		r_.device = (m)->deviceId;                                         \
-		r_.context = (m)->contextId;                                       \
-		r_.stream = (m)->streamId;                                         \
-		r_.copy_kind = (m)->copyKind;                                      \
-		r_.src_kind = (m)->srcKind;                                        \
-		r_.dst_kind = (m)->dstKind;                                        \
-		r_.async = !!((m)->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC);      \
-		r_.src_device = (src);                                             \
-		r_.dst_device = (dst);                                             \
-		r_.graph_id = (m)->graphId;                                        \
-		r_.graph_node_id = (m)->graphNodeId;                               \
-		r_.flags = (m)->graphId ? BS_GPU_GRAPH : 0;                        \
-		shim_thread__append((t), (session), &r_, sizeof(r_));              \
+#define COPY(t, session, m, src, dst)                                                              \
+	({                                                                                         \
+		struct bs_gpu_memcpy r_;                                                           \
+                                                                                                   \
+		memset(&r_, 0, sizeof(r_));                                                        \
+		shim_hdr(&r_.h, BS_REC_GPU_MEMCPY, sizeof(r_), 0, (m)->start);                     \
+		r_.dur = dur_of((m)->start, (m)->end);                                             \
+		r_.bytes = (m)->bytes;                                                             \
+		r_.correlation = (m)->correlationId;                                               \
+		r_.device = (m)->deviceId;                                                         \
+		r_.context = (m)->contextId;                                                       \
+		r_.stream = (m)->streamId;                                                         \
+		r_.copy_kind = (m)->copyKind;                                                      \
+		r_.src_kind = (m)->srcKind;                                                        \
+		r_.dst_kind = (m)->dstKind;                                                        \
+		r_.async = !!((m)->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC);                      \
+		r_.src_device = (src);                                                             \
+		r_.dst_device = (dst);                                                             \
+		r_.graph_id = (m)->graphId;                                                        \
+		r_.graph_node_id = (m)->graphNodeId;                                               \
+		r_.flags = (m)->graphId ? BS_GPU_GRAPH : 0;                                        \
+		shim_thread__append((t), (session), &r_, sizeof(r_));                              \
 	})
 
 static int copy(struct shim_thread *t, uint32_t session, const CUpti_ActivityMemcpy6 *m)
@@ -106,8 +106,7 @@ static int set(struct shim_thread *t, uint32_t session, const CUpti_ActivityMems
 	return shim_thread__append(t, session, &r, sizeof(r));
 }
 
-static int api(struct shim_thread *t, uint32_t session, const CUpti_ActivityAPI *a,
-	       uint32_t domain)
+static int api(struct shim_thread *t, uint32_t session, const CUpti_ActivityAPI *a, uint32_t domain)
 {
 	struct bs_gpu_api r;
 
@@ -117,8 +116,7 @@ static int api(struct shim_thread *t, uint32_t session, const CUpti_ActivityAPI 
 	r.dur = dur_of(a->start, a->end);
 	r.correlation = a->correlationId;
 	r.cbid = a->cbid;
-	r.name_id = shim_str__use(shim_cbid__name(domain, a->cbid), session,
-				  shim_thread__tid(t));
+	r.name_id = shim_str__use(shim_cbid__name(domain, a->cbid), session, shim_thread__tid(t));
 	r.ret = a->returnValue;
 	r.domain = (uint16_t)domain;
 	return shim_thread__append(t, session, &r, sizeof(r));

@@ -95,7 +95,7 @@ static void *beside_home_dir(const char *home)
 
 void *shim_find__cupti(void)
 {
-	const char *env = getenv("BPFSIGHT_CUPTI_PATH");
+	const char *env = secure_getenv("BPFSIGHT_CUPTI_PATH");
 	struct search s = { NULL };
 	void *h;
 
@@ -111,7 +111,7 @@ void *shim_find__cupti(void)
 	dl_iterate_phdr(beside_loaded, &s);
 	if (s.handle)
 		return s.handle;
-	h = beside_home_dir(getenv("CUDA_HOME"));
+	h = beside_home_dir(secure_getenv("CUDA_HOME"));
 	if (!h)
 		h = beside_home_dir("/usr/local/cuda");
 	if (!h)

@@ -17,8 +17,8 @@
 
 #include "shim_nvtx.h"
 
-#define STACK_MAX 128	/* recorded push/pop ranges open on one thread */
-#define RANGES_MAX 65536 /* recorded start/end ranges open in the process */
+#define STACK_MAX     128   /* recorded push/pop ranges open on one thread */
+#define RANGES_MAX    65536 /* recorded start/end ranges open in the process */
 #define RANGE_BUCKETS 4096
 
 /* What a range or mark says. */
@@ -518,7 +518,8 @@ void shim_nvtx__send_open(uint32_t session, uint64_t now)
 
 	if (!t || !(shim_core__state() & BS_SHIM_ST_NVTX_ON))
 		return;
-	shim_buf__for_each(collect_stack, &l);
+	shim_buf__for_each(collect_stack, &l)
+		;
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < RANGE_BUCKETS; i++)
 		for (s = started[i]; s; s = s->next)
@@ -548,8 +549,8 @@ nvtxDomainHandle_t shim_nvtx__domain(struct shim_str *text)
 		if (d) {
 			d->name = text;
 			/* Past the slots, domains share the last: their depths mix. */
-			d->slot = ndomains + 1 < SHIM_NVTX_DOMAINS ? ++ndomains :
-								     SHIM_NVTX_DOMAINS - 1;
+			d->slot = ndomains + 1 < SHIM_NVTX_DOMAINS ? ++ndomains
+								   : SHIM_NVTX_DOMAINS - 1;
 			d->next = domains;
 			domains = d;
 		}

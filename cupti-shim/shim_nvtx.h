@@ -20,7 +20,7 @@
 struct nvtxDomainRegistration_st {
 	struct nvtxDomainRegistration_st *next;
 	struct shim_str *name;
-	uint32_t slot; /* in shim_nvtx_depth */
+	uint32_t slot;		    /* in shim_nvtx_depth */
 	nvtxDomainHandle_t chained; /* the chained library's handle for it */
 };
 
@@ -89,15 +89,15 @@ static inline int shim_nvtx__pop(nvtxDomainHandle_t d)
  * CHAINED_ID: the id the chained library gave the range (0: none). Its ids then become
  * ours, so that the end call, which carries one id, can go to both of us.
  */
-static inline nvtxRangeId_t shim_nvtx__start(nvtxDomainHandle_t d,
-					     const struct shim_nvtx_src *src, uint64_t chained_id)
+static inline nvtxRangeId_t shim_nvtx__start(nvtxDomainHandle_t d, const struct shim_nvtx_src *src,
+					     uint64_t chained_id)
 {
 	uint64_t id = chained_id;
 	uint32_t hot;
 
 	if (!id)
-		id = atomic_fetch_add_explicit(&shim_nvtx_last_range_id, 1,
-					       memory_order_relaxed) + 1;
+		id = atomic_fetch_add_explicit(&shim_nvtx_last_range_id, 1, memory_order_relaxed) +
+		     1;
 	hot = shim_nvtx__hot();
 	if (hot)
 		shim_nvtx__start_slow(d, src, id, hot);

@@ -18,11 +18,11 @@
 static pthread_mutex_t chain_lock = PTHREAD_MUTEX_INITIALIZER;
 static NvtxFunctionPointer chain_core[NVTX_CBID_CORE_SIZE];
 static NvtxFunctionPointer chain_core2[NVTX_CBID_CORE2_SIZE];
-#define CORE_FN(name)                                                                  \
-	((nvtx##name##_impl_fntype)__atomic_load_n(&chain_core[NVTX_CBID_CORE_##name], \
+#define CORE_FN(name)                                                                              \
+	((nvtx##name##_impl_fntype)__atomic_load_n(&chain_core[NVTX_CBID_CORE_##name],             \
 						   __ATOMIC_RELAXED))
-#define CORE2_FN(name)                                                                   \
-	((nvtx##name##_impl_fntype)__atomic_load_n(&chain_core2[NVTX_CBID_CORE2_##name], \
+#define CORE2_FN(name)                                                                             \
+	((nvtx##name##_impl_fntype)__atomic_load_n(&chain_core2[NVTX_CBID_CORE2_##name],           \
 						   __ATOMIC_RELAXED))
 
 static nvtxDomainHandle_t chained_domain(nvtxDomainHandle_t d)
@@ -247,8 +247,7 @@ static void NVTX_API h_DomainNameCategoryA(nvtxDomainHandle_t d, uint32_t cat, c
 		f(chained_domain(d), cat, text);
 }
 
-static void NVTX_API h_DomainNameCategoryW(nvtxDomainHandle_t d, uint32_t cat,
-					  const wchar_t *text)
+static void NVTX_API h_DomainNameCategoryW(nvtxDomainHandle_t d, uint32_t cat, const wchar_t *text)
 {
 	nvtxDomainNameCategoryW_impl_fntype f = CORE2_FN(DomainNameCategoryW);
 
@@ -257,8 +256,7 @@ static void NVTX_API h_DomainNameCategoryW(nvtxDomainHandle_t d, uint32_t cat,
 		f(chained_domain(d), cat, text);
 }
 
-static nvtxStringHandle_t NVTX_API h_DomainRegisterStringA(nvtxDomainHandle_t d,
-							    const char *text)
+static nvtxStringHandle_t NVTX_API h_DomainRegisterStringA(nvtxDomainHandle_t d, const char *text)
 {
 	nvtxDomainRegisterStringA_impl_fntype f = CORE2_FN(DomainRegisterStringA);
 	nvtxStringHandle_t r = shim_nvtx__register(d, shim_str__intern_c(text));
@@ -269,7 +267,7 @@ static nvtxStringHandle_t NVTX_API h_DomainRegisterStringA(nvtxDomainHandle_t d,
 }
 
 static nvtxStringHandle_t NVTX_API h_DomainRegisterStringW(nvtxDomainHandle_t d,
-							    const wchar_t *text)
+							   const wchar_t *text)
 {
 	nvtxDomainRegisterStringW_impl_fntype f = CORE2_FN(DomainRegisterStringW);
 	nvtxStringHandle_t r = shim_nvtx__register(d, shim_str__intern_wide(text));
@@ -329,17 +327,24 @@ static const NvtxFunctionPointer core_handlers[NVTX_CBID_CORE_SIZE] = {
 };
 
 static const NvtxFunctionPointer core2_handlers[NVTX_CBID_CORE2_SIZE] = {
-	H(CORE2, DomainMarkEx),		 H(CORE2, DomainRangeStartEx),
-	H(CORE2, DomainRangeEnd),	 H(CORE2, DomainRangePushEx),
-	H(CORE2, DomainRangePop),	 H(CORE2, DomainNameCategoryA),
-	H(CORE2, DomainNameCategoryW),	 H(CORE2, DomainRegisterStringA),
-	H(CORE2, DomainRegisterStringW), H(CORE2, DomainCreateA),
-	H(CORE2, DomainCreateW),	 H(CORE2, DomainDestroy),
+	H(CORE2, DomainMarkEx),
+	H(CORE2, DomainRangeStartEx),
+	H(CORE2, DomainRangeEnd),
+	H(CORE2, DomainRangePushEx),
+	H(CORE2, DomainRangePop),
+	H(CORE2, DomainNameCategoryA),
+	H(CORE2, DomainNameCategoryW),
+	H(CORE2, DomainRegisterStringA),
+	H(CORE2, DomainRegisterStringW),
+	H(CORE2, DomainCreateA),
+	H(CORE2, DomainCreateW),
+	H(CORE2, DomainDestroy),
 	H(CORE2, Initialize),
 };
 
-#define TABLE_MAX ((int)NVTX_CBID_CORE_SIZE > (int)NVTX_CBID_CORE2_SIZE ? \
-		   (int)NVTX_CBID_CORE_SIZE : (int)NVTX_CBID_CORE2_SIZE)
+#define TABLE_MAX                                                                                  \
+	((int)NVTX_CBID_CORE_SIZE > (int)NVTX_CBID_CORE2_SIZE ? (int)NVTX_CBID_CORE_SIZE           \
+							      : (int)NVTX_CBID_CORE2_SIZE)
 
 /* One NVTX module table of an instance: N slots, each a pointer to a function pointer. */
 struct table {
@@ -361,7 +366,7 @@ static void chain_instance(NvtxGetExportTableFunc_t get, struct table *tabs, int
 	static NvtxInitializeInjectionNvtxFunc_t init;
 	static bool tried;
 	NvtxFunctionPointer before[2][TABLE_MAX];
-	const char *path = getenv("BPFSIGHT_NVTX_CHAIN");
+	const char *path = secure_getenv("BPFSIGHT_NVTX_CHAIN");
 	NvtxFunctionPointer now;
 	unsigned int i;
 	void *lib;

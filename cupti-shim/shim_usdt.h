@@ -24,11 +24,11 @@ extern unsigned short bpfsight_drain_semaphore;
 /* The kernel writes the semaphores behind the compiler's back: always read them afresh. */
 #define SHIM_SEM(name) (*(volatile unsigned short *)&bpfsight_##name##_semaphore)
 
-#define SHIM_PROBE_BATCH(buf, bytes) \
+#define SHIM_PROBE_BATCH(buf, bytes)                                                               \
 	STAP_PROBE2(bpfsight, batch, (uint64_t)(uintptr_t)(buf), (uint64_t)(bytes))
-#define SHIM_PROBE_GPU(state)	 STAP_PROBE1(bpfsight, gpu, (uint64_t)(state))
-#define SHIM_PROBE_NVTX(state)	 STAP_PROBE1(bpfsight, nvtx, (uint64_t)(state))
-#define SHIM_PROBE_SYNC()	 STAP_PROBE1(bpfsight, sync, (uint64_t)0)
-#define SHIM_PROBE_DRAIN(seq)	 STAP_PROBE1(bpfsight, drain, (uint64_t)(seq))
+#define SHIM_PROBE_GPU(state)  STAP_PROBE1(bpfsight, gpu, (uint64_t)(state))
+#define SHIM_PROBE_NVTX(state) STAP_PROBE1(bpfsight, nvtx, (uint64_t)(state))
+#define SHIM_PROBE_SYNC()      STAP_PROBE1(bpfsight, sync, (uint64_t)0)
+#define SHIM_PROBE_DRAIN(seq)  STAP_PROBE1(bpfsight, drain, (uint64_t)(seq))
 
 #endif /* BPFSIGHT_SHIM_USDT_H */

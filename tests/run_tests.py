@@ -5,8 +5,10 @@ Runs, in order: the C unit-test binaries (build/tests/test_*; each prints "ok - 
 "not ok - NAME: why" per case), short libFuzzer runs of the trace reader, the record
 decoders and reports, and the cupti-shim batch unpacker (FUZZERS), and the end-to-end
 tests (tests/e2e/test_*.py: every function named test_*), which drive the real
-build/bpfsight against the real kernel. Prints one line per test and ends with
-"N passed, N failed" (", N skipped" when some were skipped).
+build/bpfsight against the real kernel. Prints one line per test; then, when some were
+skipped, how many for each cause (the reason a test gave); and ends with "N passed, N failed"
+(", N skipped" when some were skipped). A unit case that prints "skip - NAME: why" (UNIT_SKIP
+in tests/unit/unit.h) counts as skipped, never as passed.
 
   tests/run_tests.py [--build DIR] [-k SUBSTRING] [--no-unit] [--no-fuzz] [--no-e2e]
 """
@@ -30,6 +32,7 @@ class Results:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []
+        self.skips = {}  # cause -> names of the tests it skipped
 
     def ok(self, name, secs=None):
         self.passed += 1
@@ -42,7 +45,18 @@ class Results:
 
     def skip(self, name, why):
         self.skipped += 1
+        self.skips.setdefault(why, []).append(name)
         print(f"SKIP {name}: {why}", flush=True)
+
+    def skip_summary(self):
+        """Skips by cause, most first: a green run that skipped something says what."""
+        if not self.skips:
+            return
+        print(f"# {self.skipped} skipped, by cause:")
+        for why, names in sorted(self.skips.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            shown = ", ".join(names[:3]) + (f", ... ({len(names) - 3} more)"
+                                             if len(names) > 3 else "")
+            print(f"#   {len(names):3d}  {why}: {shown}")
 
 
 def run_units(build, res, pattern):
@@ -68,6 +82,10 @@ def run_units(build, res, pattern):
             elif line.startswith("not ok - "):
                 name, _, why = line[9:].partition(": ")
                 res.fail(f"{b}:{name}", why)
+                cases += 1
+            elif line.startswith("skip - "):
+                name, _, why = line[7:].partition(": ")
+                res.skip(f"{b}:{name}", why)
                 cases += 1
             elif line.startswith("# "):
                 print(f"     {b} {line}")
@@ -158,6 +176,7 @@ def main():
         run_fuzz(args.build, res, args.pattern)
     if not args.no_e2e:
         run_e2e(args.build, res, args.pattern)
+    res.skip_summary()
     print(f"# {time.time() - t0:.0f} s" + (f"; failed: {', '.join(res.failures)}"
                                           if res.failures else ""))
     line = f"{res.passed} passed, {res.failed} failed"

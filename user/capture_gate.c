@@ -12,8 +12,8 @@ struct range {
 struct capture_gate {
 	struct range *closed;
 	__u32 nclosed;
-	__u32 depth;	   /* open nesting */
-	__u64 open_start;  /* valid while depth > 0 */
+	__u32 depth;	  /* open nesting */
+	__u64 open_start; /* valid while depth > 0 */
 	__u64 dropped;
 };
 

@@ -29,6 +29,8 @@ static void dump_list_kinds(char *buf, size_t len)
 	buf[0] = 0;
 	for (f = 0; families[f]; f++) {
 		for (d = families[f]->decoders; d && d->kind; d++) {
+			if (d->decode == family__decode_meta)
+				continue; /* never printed: not offered */
 			n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", d->kind);
 			if (n < 0 || (size_t)n >= len - used)
 				return;
@@ -56,15 +58,13 @@ static void dump_usage(FILE *f)
 		kinds);
 }
 
-static int dump_kind_known(const char *kind)
+/* A kind of records that feed the model and the reports, not dump (syscall_agg, string). */
+static int dump_kind_is_meta(const char *kind)
 {
-	const struct rec_decoder *d;
-	int f;
-
-	for (f = 0; families[f]; f++)
-		for (d = families[f]->decoders; d && d->kind; d++)
+	for (int f = 0; families[f]; f++)
+		for (const struct rec_decoder *d = families[f]->decoders; d && d->kind; d++)
 			if (!strcmp(d->kind, kind))
-				return 1;
+				return d->decode == family__decode_meta;
 	return 0;
 }
 
@@ -83,10 +83,12 @@ static int dump_parse_kinds(struct dump_opts *o, const char *list)
 		o->kindbuf[used++] = 0;
 	strcpy(o->kindbuf + used, list);
 	for (tok = strtok_r(o->kindbuf + used, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (!dump_kind_known(tok)) {
+		if (!family__kind_is_event(tok)) {
 			dump_list_kinds(kinds, sizeof(kinds));
-			fprintf(stderr, "bpfsight dump: unknown kind '%s' (kinds: %s)\n", tok,
-				kinds);
+			fprintf(stderr, "bpfsight dump: %s '%s' (kinds: %s)\n",
+				dump_kind_is_meta(tok) ? "no events are of the metadata kind"
+						       : "unknown kind",
+				tok, kinds);
 			return -EINVAL;
 		}
 		if (o->nkinds == DUMP_MAX_KINDS) {

@@ -13,6 +13,7 @@
 #include "export.h"
 #include "family.h"
 #include "trace_walk.h"
+#include "mono_clock.h"
 
 static const struct exporter *const exporters[] = {
 	&export_perfetto,
@@ -57,14 +58,6 @@ static void export_usage(FILE *f)
 		"chunks of FILE were skipped.\n");
 }
 
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 struct export_progress {
 	int on; /* stderr is a terminal */
 	const struct trace_reader *r;
@@ -85,12 +78,12 @@ static void export_progress_init(struct export_progress *p, const char *path,
 		return;
 	if (!stat(path, &st) && S_ISREG(st.st_mode))
 		p->size = st.st_size;
-	p->start = p->last = mono_ns();
+	p->start = p->last = mono_now_ns();
 }
 
 static void export_progress_draw(struct export_progress *p, __u64 events)
 {
-	__u64 now = mono_ns();
+	__u64 now = mono_now_ns();
 	double secs;
 	off_t pos;
 

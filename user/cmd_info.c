@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* bpfsight info [--json] FILE: what a trace holds, where it came from, what it lost. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "commands.h"
 #include "family.h"
 #include "gpu_decode.h"
@@ -20,7 +23,7 @@ struct info {
 	__u64 duration_ns;
 	int duration_estimated;
 	char start_time[40];
-	void *shim;	     /* shim_sum's state: per process, what its cupti-shim did */
+	void *shim;	      /* shim_sum's state: per process, what its cupti-shim did */
 	struct table *shim_t; /* its table, when the trace has shim records */
 };
 
@@ -127,7 +130,11 @@ static void info_print_text(const struct trace_walk *w, const struct info *in,
 		printf("  none\n");
 	for (k = 0; k < nkinds; k++)
 		printf("  %-14s %llu\n", kinds[k].name, (unsigned long long)kinds[k].count);
-	if (!w->lost_total) {
+	if (!w->lost_total && !st->clean_close) {
+		/* No end: whatever came after the last complete chunk is not accounted for. */
+		printf("lost:            none recorded, but the file has no end (recorder killed, "
+		       "or its disk full): what came after the last chunk is unknown\n");
+	} else if (!w->lost_total) {
 		printf("lost:            none\n");
 	} else {
 		printf("lost:            %llu events\n", (unsigned long long)w->lost_total);
@@ -226,6 +233,54 @@ static int info_shim(struct info *in, const struct trace_model *m)
 	return 0;
 }
 
+/*
+ * info reads the trace twice (its summary, then the gil_procs report): a pipe or FIFO
+ * (`cat t.bst | bpfsight info /dev/stdin`) is copied to an unlinked temporary file first.
+ * Returns its fd with OUT naming it, -1 when PATH is a regular file (or cannot be
+ * inspected: the reader says why), < -1 after printing an error.
+ */
+static int spool_if_stream(const char *path, char *out, size_t len)
+{
+	char buf[1 << 16];
+	struct stat st;
+	ssize_t n;
+	int in, fd;
+	FILE *tmp;
+
+	if (stat(path, &st) || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+		return -1;
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	tmp = tmpfile();
+	if (in < 0 || !tmp) {
+		fprintf(stderr, "bpfsight info: %s: cannot %s: %s\n", path,
+			in < 0 ? "open it" : "create a temporary copy", strerror(errno));
+		goto fail;
+	}
+	fd = fileno(tmp);
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(fd, buf, n) != n) {
+			fprintf(stderr, "bpfsight info: %s: copying the stream failed: %s\n", path,
+				strerror(errno));
+			goto fail;
+		}
+	}
+	close(in);
+	fd = dup(fd);
+	fclose(tmp);
+	if (fd < 0)
+		return -2;
+	snprintf(out, len, "/proc/self/fd/%d", fd);
+	return fd;
+fail:
+	if (in >= 0)
+		close(in);
+	if (tmp)
+		fclose(tmp);
+	return -2;
+}
+
 int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -241,6 +296,9 @@ int cmd_info(int argc, char **argv)
 	int c, as_json = 0, nkinds, status, ret;
 	struct trace_walk w;
 	struct info in = {};
+	char spooled[64];
+	const char *path;
+	int spool;
 	__u64 end;
 
 	optind = 1;
@@ -263,8 +321,17 @@ int cmd_info(int argc, char **argv)
 		info_usage(stderr);
 		return EXIT_READ_FAIL;
 	}
-	if (trace_walk__open(&w, "info", argv[optind]))
+	path = argv[optind];
+	spool = spool_if_stream(path, spooled, sizeof(spooled));
+	if (spool < -1)
 		return EXIT_READ_FAIL;
+	if (spool >= 0)
+		path = spooled;
+	if (trace_walk__open_as(&w, "info", path, argv[optind])) {
+		if (spool >= 0)
+			close(spool);
+		return EXIT_READ_FAIL;
+	}
 
 	/* Every record counts once, under its kind, metadata and too-short ones included. */
 	in.shim = shim_sum.new();
@@ -302,7 +369,7 @@ int cmd_info(int argc, char **argv)
 		/* Per python process: how its GIL was measured and what that cannot see. */
 		if (in.by_type[BS_REC_GIL_PROC]) {
 			fflush(stdout);
-			stats__run(argv[optind], "gil_procs", STATS_FORMAT_TABLE, stdout);
+			stats__run(path, "gil_procs", STATS_FORMAT_TABLE, stdout);
 		}
 	}
 	if (fflush(stdout) || ferror(stdout)) {
@@ -312,5 +379,7 @@ int cmd_info(int argc, char **argv)
 	table__free(in.shim_t);
 	shim_sum.free(in.shim);
 	trace_walk__close(&w);
+	if (spool >= 0)
+		close(spool);
 	return status;
 }

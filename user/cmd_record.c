@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
@@ -153,13 +154,29 @@ static int parse_pids(const char *arg, struct record_opts *o)
 		}
 		/* A thread id names its process: attach to the whole process. */
 		tgid = proc_meta__tgid(pid);
-		if (tgid < 0 || !proc_meta__alive(tgid)) {
+		if (tgid < 0) {
 			ret = fail("no such process: %ld (is it still running? see `ps -p %ld`)",
 				   pid, pid);
 			break;
 		}
+		if (!proc_meta__alive(tgid)) {
+			ret = fail("process %ld has exited (a zombie until its parent reaps it): "
+				   "nothing is left to trace",
+				   pid);
+			break;
+		}
+		if (tgid == getpid()) {
+			ret = fail("-p %ld is bpfsight itself, which never traces itself", pid);
+			break;
+		}
 		if (o->npids == RECORD_MAX_PIDS) {
 			ret = fail("too many -p (at most %d); use -a instead", RECORD_MAX_PIDS);
+			break;
+		}
+		/* The start time tells the target from a later process given its recycled pid. */
+		if (proc_meta__start(tgid, &o->pid_start[o->npids])) {
+			ret = fail("no such process: %ld (is it still running? see `ps -p %ld`)",
+				   pid, pid);
 			break;
 		}
 		o->pids[o->npids++] = tgid;
@@ -173,8 +190,9 @@ static int parse_signal(const char *s, int *sig)
 	static const struct {
 		const char *name;
 		int sig;
-	} sigs[] = { { "none", 0 }, { "TERM", SIGTERM }, { "INT", SIGINT }, { "KILL", SIGKILL },
-		     { "HUP", SIGHUP }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 } };
+	} sigs[] = { { "none", 0 },	  { "TERM", SIGTERM }, { "INT", SIGINT },
+		     { "KILL", SIGKILL }, { "HUP", SIGHUP },   { "USR1", SIGUSR1 },
+		     { "USR2", SIGUSR2 } };
 
 	if (!strncasecmp(s, "SIG", 3))
 		s += 3;
@@ -184,6 +202,29 @@ static int parse_signal(const char *s, int *sig)
 			return 0;
 		}
 	return -EINVAL;
+}
+
+/*
+ * What the writer would refuse with a bare errno (ELOOP, EINVAL), said plainly before
+ * anything starts. An existing regular file is the writer's to judge (--force).
+ */
+static int check_output(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return 0; /* does not exist (or the writer says why it cannot be created) */
+	if (S_ISLNK(st.st_mode))
+		return fail("%s is a symbolic link: bpfsight never writes a trace through a "
+			    "link (give the path it points to, or remove it)",
+			    path);
+	if (S_ISDIR(st.st_mode))
+		return fail("%s is a directory: give a file name, e.g. -o %s/run.bst", path, path);
+	if (!S_ISREG(st.st_mode))
+		return fail("%s is not a regular file (a FIFO, device or socket): a trace is "
+			    "a crash-safe file on a filesystem, give its path",
+			    path);
+	return 0;
 }
 
 /* nsys-like default name: report1.bst, report2.bst, ... first that does not exist. */
@@ -287,7 +328,13 @@ int cmd_record(int argc, char **argv)
 			o.system_wide = 1;
 			break;
 		case 'd':
-			if (parse_duration_ns(optarg, &o.duration_ns)) {
+			ret = parse_duration_ns(optarg, &o.duration_ns);
+			if (ret == -ERANGE) {
+				fail("duration '%s' is out of range: at most 584 years (2^64 ns)",
+				     optarg);
+				goto err;
+			}
+			if (ret) {
 				fail("bad duration '%s': use e.g. 10, 10s, 500ms or 2m", optarg);
 				goto err;
 			}
@@ -301,7 +348,8 @@ int cmd_record(int argc, char **argv)
 			break;
 		case OPT_THRESHOLD:
 			if (parse_threshold_ns(optarg, &o.osrt_threshold_ns)) {
-				fail("bad --osrt-threshold '%s': use e.g. 0, 500ns, 1us or 2ms", optarg);
+				fail("bad --osrt-threshold '%s': use e.g. 0, 500ns, 1us or 2ms",
+				     optarg);
 				goto err;
 			}
 			break;
@@ -312,11 +360,23 @@ int cmd_record(int argc, char **argv)
 				     optarg);
 				goto err;
 			}
+			/* The map's max_entries is a u32: 4G would wrap to 0. */
+			if (o.ringbuf_bytes > RECORD_MAX_RINGBUF) {
+				fail("--buffer-size '%s' is too big: the kernel's ring buffer holds at "
+				     "most 2G",
+				     optarg);
+				goto err;
+			}
 			break;
 		case OPT_CAPTURE:
+			if (o.capture_range != RECORD_CAPTURE_ALL) {
+				fail("--capture-range given twice: one range kind per recording");
+				goto err;
+			}
 			if (parse_capture(optarg, &o)) {
 				fail("bad --capture-range '%s': use cudaProfilerApi or nvtx:NAME "
-				     "(NAME@DOMAIN, NAME@* for any domain)", optarg);
+				     "(NAME@DOMAIN, NAME@* for any domain)",
+				     optarg);
 				goto err;
 			}
 			break;
@@ -352,6 +412,13 @@ int cmd_record(int argc, char **argv)
 		usage(stderr);
 		goto err;
 	}
+	if (o.system_wide && o.npids) {
+		fail("-a traces every process already: drop -p, or drop -a to trace only the "
+		     "-p processes and their children");
+		goto err;
+	}
+	if (!o.dry_run && o.output && check_output(o.output))
+		goto err;
 	if (trace) {
 		if (parse_families(trace, &o.families))
 			goto err;

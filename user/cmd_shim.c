@@ -19,7 +19,8 @@ static void usage(FILE *f)
 		"usage: bpfsight shim [--install DIR] [--print-env]\n"
 		"\n"
 		"Writes the cupti-shim built into bpfsight as DIR/" SHIM_FILE_NAME " (default\n"
-		"DIR " SHIM_INSTALL_DIR "; an identical file is left as it is) and prints its path\n"
+		"DIR " SHIM_INSTALL_DIR
+		"; an identical file is left as it is) and prints its path\n"
 		"and the environment a job needs to be traced later without a restart:\n"
 		"  export CUDA_INJECTION64_PATH=DIR/" SHIM_FILE_NAME "\n"
 		"  export NVTX_INJECTION64_PATH=DIR/" SHIM_FILE_NAME "\n"
@@ -73,14 +74,15 @@ int cmd_shim(int argc, char **argv)
 	}
 	err = shim_blob__install(dir, SHIM_FILE_NAME, 0, path, sizeof(path));
 	if (err == -ENOENT && !shim_blob__size()) {
-		fprintf(stderr, "bpfsight shim: this bpfsight was built without the cupti-shim (no "
+		fprintf(stderr,
+			"bpfsight shim: this bpfsight was built without the cupti-shim (no "
 			"$CUDA_HOME/include/cupti.h at build time): rebuild with the CUDA toolkit\n");
 		return 1;
 	}
 	if (err) {
 		fprintf(stderr, "bpfsight shim: cannot write %s/%s: %s%s\n", dir, SHIM_FILE_NAME,
-			strerror(-err), err == -EACCES ? " (run it as root, or give --install DIR)"
-						       : "");
+			strerror(-err),
+			err == -EACCES ? " (run it as root, or give --install DIR)" : "");
 		return 1;
 	}
 	if (!env_only)

@@ -10,7 +10,7 @@
 #include "capture_gate.h"
 #include "cuda.h"
 #include "elf_syms.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "ucall_family.h"
 #include "ucall_symbols.h"
 #include "cuda.skel.h"

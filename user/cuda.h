@@ -15,11 +15,11 @@
 /* ucall_api.group of a cuda API. */
 enum cuda_group {
 	CUDA_GRP_OTHER = 0,
-	CUDA_GRP_LAUNCH,   /* kernel and host-function launches */
-	CUDA_GRP_GRAPH,	   /* graph launch, instantiate, stream capture */
+	CUDA_GRP_LAUNCH, /* kernel and host-function launches */
+	CUDA_GRP_GRAPH,	 /* graph launch, instantiate, stream capture */
 	CUDA_GRP_MEMCPY,
 	CUDA_GRP_MEMSET,
-	CUDA_GRP_ALLOC,	   /* malloc-like: device, host, managed, async, pool */
+	CUDA_GRP_ALLOC, /* malloc-like: device, host, managed, async, pool */
 	CUDA_GRP_FREE,
 	CUDA_GRP_SYNC,	   /* synchronize, wait, query, event record */
 	CUDA_GRP_PROFILER, /* cudaProfilerStart/Stop, cuProfilerStart/Stop */
@@ -31,15 +31,15 @@ enum cuda_group {
 #define CUDA_F_PROFILER_START 0x0002 /* opens a --capture-range=cudaProfilerApi range */
 #define CUDA_F_PROFILER_STOP  0x0004 /* closes it */
 /* out (the handle the call returned) is named by the NUL-terminated deref string. */
-#define CUDA_F_NAMES_OUT      0x0008
+#define CUDA_F_NAMES_OUT 0x0008
 /* out is another handle for the function named by handle arg CUDA_F_FUNC_ARG. */
-#define CUDA_F_ALIAS_OUT      0x0010
+#define CUDA_F_ALIAS_OUT 0x0010
 /*
  * Argument index + 1 (bits 8-11) holding the function the call launches or refers to: a
  * host address (runtime: kernel stub, host function; symbolized from the process's ELF
  * files) or a driver handle (CUDA_F_DRIVER: named by an earlier CUDA_F_NAMES_OUT call).
  */
-#define CUDA_F_FUNC_ARG(i)    ((__u16)(((i) + 1) << 8))
+#define CUDA_F_FUNC_ARG(i)	((__u16)(((i) + 1) << 8))
 #define CUDA_FUNC_ARG_OF(flags) ((int)(((flags) >> 8) & 0xf) - 1) /* -1 = none */
 
 extern const struct ucall_table cuda_table; /* cuda_api.c */

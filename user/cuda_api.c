@@ -44,6 +44,8 @@
  */
 #include "cuda.h"
 
+/* The table is aligned by hand: one function a line, its spec beside it. */
+// clang-format off
 #define A(n, grp, fl, a, ...) { .name = n, .group = grp, .flags = (fl), .args = a, __VA_ARGS__ }
 /* A function and its per-thread default stream variant (SFX "_ptsz" or "_ptds"). */
 #define A2(n, sfx, grp, fl, a, ...) A(n, grp, fl, a, __VA_ARGS__), A(n sfx, grp, fl, a, __VA_ARGS__)
@@ -336,6 +338,7 @@ static const struct ucall_api cuda_apis[] = {
 	  OUT(1)),
 	/* Append new entries here: the index of an entry is in trace files. */
 };
+// clang-format on
 
 const struct ucall_table cuda_table = {
 	.family = "cuda",

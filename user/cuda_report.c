@@ -421,14 +421,14 @@ static int api_check(const struct ucall_api *a, const struct cuda_spec *s, char 
 	case CUDA_GRP_LAUNCH:
 		if (has_key(s, K_FUNC))
 			break;
-		if (!has_key(s, K_KERNEL) || !has_key(s, K_STREAM) ||
-		    !has_key(s, K_SHARED_BYTES) ||
-		    !(has_key(s, K_GRID) || (has_key(s, K_GRID_X) && has_key(s, K_GRID_Y) &&
-					     has_key(s, K_GRID_Z))) ||
-		    !(has_key(s, K_BLOCK) || (has_key(s, K_BLOCK_X) && has_key(s, K_BLOCK_Y) &&
-					      has_key(s, K_BLOCK_Z))))
-			return spec_err(err, len, "a launch needs kernel, grid, block, "
-						  "shared_bytes and stream");
+		if (!has_key(s, K_KERNEL) || !has_key(s, K_STREAM) || !has_key(s, K_SHARED_BYTES) ||
+		    !(has_key(s, K_GRID) ||
+		      (has_key(s, K_GRID_X) && has_key(s, K_GRID_Y) && has_key(s, K_GRID_Z))) ||
+		    !(has_key(s, K_BLOCK) ||
+		      (has_key(s, K_BLOCK_X) && has_key(s, K_BLOCK_Y) && has_key(s, K_BLOCK_Z))))
+			return spec_err(err, len,
+					"a launch needs kernel, grid, block, "
+					"shared_bytes and stream");
 		break;
 	case CUDA_GRP_MEMCPY:
 		if (!has_key(s, K_KIND) && !(has_key(s, K_SRC_MT) && has_key(s, K_DST_MT)))
@@ -693,9 +693,9 @@ static int decode_call(const struct bs_hdr *rec, const struct trace_model *m, st
 		if (err) {
 			event__arg_str(ev, "error", err);
 		} else {
-			const char *prefix = !c.api			  ? "error_" :
-					     c.api->flags & CUDA_F_DRIVER ? "CUresult_" :
-									    "cudaError_";
+			const char *prefix = !c.api			    ? "error_"
+					     : c.api->flags & CUDA_F_DRIVER ? "CUresult_"
+									    : "cudaError_";
 
 			snprintf(buf, sizeof(buf), "%s%d", prefix, c.code);
 			event__arg_strn(ev, "error", buf, sizeof(buf));
@@ -725,7 +725,8 @@ static int decode_call(const struct bs_hdr *rec, const struct trace_model *m, st
 			event__arg_hex(ev, key, c.v[k]);
 			break;
 		case SHOW_KIND:
-			event__arg_str(ev, key, kind_names[c.v[k] < KIND_NR ? c.v[k] : KIND_NR - 1]);
+			event__arg_str(ev, key,
+				       kind_names[c.v[k] < KIND_NR ? c.v[k] : KIND_NR - 1]);
 			break;
 		case SHOW_NAME:
 			name = func_name(m, rec->pid, c.v[k], buf, sizeof(buf));
@@ -925,8 +926,8 @@ static int launch_row_is(const struct launch_row *r, const char *name, const __u
 	       !memcmp(r->block, block, sizeof(r->block)) && r->shared == shared;
 }
 
-static struct launch_row *launch_row_get(struct launch_sum *st, const char *name,
-					 const __u32 *grid, const __u32 *block, __u64 shared)
+static struct launch_row *launch_row_get(struct launch_sum *st, const char *name, const __u32 *grid,
+					 const __u32 *block, __u64 shared)
 {
 	__u64 shape = fnv64(fnv64(fnv64(0xcbf29ce484222325ull, grid, 12), block, 12), &shared, 8);
 	struct hkey key = { fnv64(0xcbf29ce484222325ull, name, strlen(name)), shape };
@@ -1276,9 +1277,9 @@ static int err_sum__emit(void *vst, const struct trace_model *m, struct table *t
 		table__set_u64(t, c[0], rows[i].count);
 		table__set_s64(t, c[1], rows[i].code);
 		if (api)
-			table__set_str(t, c[2], api->flags & CUDA_F_DRIVER ?
-							cuda_result_name(rows[i].code) :
-							cuda_error_name(rows[i].code));
+			table__set_str(t, c[2],
+				       api->flags & CUDA_F_DRIVER ? cuda_result_name(rows[i].code)
+								  : cuda_error_name(rows[i].code));
 		table__set_str(t, c[3], rows[i].name);
 	}
 	err = table__err(t);
@@ -1306,9 +1307,5 @@ static const struct report cuda_err_sum = {
 };
 
 const struct report *const cuda_reports[] = {
-	&cuda_api_sum,
-	&cuda_launch_sum,
-	&cuda_memcpy_sum,
-	&cuda_err_sum,
-	NULL,
+	&cuda_api_sum, &cuda_launch_sum, &cuda_memcpy_sum, &cuda_err_sum, NULL,
 };

@@ -32,12 +32,12 @@ struct seg {
 struct sym {
 	__u64 vaddr;
 	__u64 size;
-	__u32 name;   /* offset in names */
-	__u32 next;   /* next symbol with the same name, or NONE */
-	__u32 hash;   /* name_hash() of the name */
-	__u8 src;     /* enum sym_src */
-	__u8 hidden;  /* a non-default version ("foo@VER", not "foo@@VER") */
-	__u8 local;   /* STB_LOCAL */
+	__u32 name;  /* offset in names */
+	__u32 next;  /* next symbol with the same name, or NONE */
+	__u32 hash;  /* name_hash() of the name */
+	__u8 src;    /* enum sym_src */
+	__u8 hidden; /* a non-default version ("foo@VER", not "foo@@VER") */
+	__u8 local;  /* STB_LOCAL */
 	__u8 pad;
 };
 
@@ -219,8 +219,10 @@ static int read_segments(struct elf_syms *s, Elf *elf)
 			return -ENOEXEC;
 		if (ph.p_type != PT_LOAD)
 			continue;
-		s->segs[s->nsegs++] = (struct seg){ .vaddr = ph.p_vaddr, .memsz = ph.p_memsz,
-						    .off = ph.p_offset, .filesz = ph.p_filesz,
+		s->segs[s->nsegs++] = (struct seg){ .vaddr = ph.p_vaddr,
+						    .memsz = ph.p_memsz,
+						    .off = ph.p_offset,
+						    .filesz = ph.p_filesz,
 						    .flags = ph.p_flags };
 	}
 	return 0;
@@ -446,8 +448,8 @@ static void inner_path(const char *path, const char *root, char *out, size_t out
 }
 
 /* The separate debug file: by build-id, then by .gnu_debuglink next to the file. */
-static int find_debug_file(const struct elf_syms *s, Elf *elf, const char *path,
-			   const char *root, struct dbg *d)
+static int find_debug_file(const struct elf_syms *s, Elf *elf, const char *path, const char *root,
+			   struct dbg *d)
 {
 	char p[PATH_MAX], inner[PATH_MAX], *slash;
 	const char *link = NULL;
@@ -680,8 +682,8 @@ int elf_syms__find(const struct elf_syms *s, const char *name, struct elf_sym *o
 	return 0;
 }
 
-int elf_syms__for_each(const struct elf_syms *s,
-		       int (*cb)(const struct elf_sym *sym, void *arg), void *arg)
+int elf_syms__for_each(const struct elf_syms *s, int (*cb)(const struct elf_sym *sym, void *arg),
+		       void *arg)
 {
 	struct elf_sym e;
 	__u32 i;
@@ -724,8 +726,8 @@ int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
 	while (first && s->syms[s->by_addr[first - 1]].vaddr == s->syms[s->by_addr[lo - 1]].vaddr)
 		first--;
 	/* The group's first entry is the preferred name; its extent is the largest size. */
-	for (i = first; i < s->nsyms && s->syms[s->by_addr[i]].vaddr ==
-						s->syms[s->by_addr[first]].vaddr; i++)
+	for (i = first;
+	     i < s->nsyms && s->syms[s->by_addr[i]].vaddr == s->syms[s->by_addr[first]].vaddr; i++)
 		if (s->syms[s->by_addr[i]].size > size)
 			size = s->syms[s->by_addr[i]].size;
 	if (!size) {

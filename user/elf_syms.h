@@ -24,7 +24,7 @@ struct elf_sym {
 	const char *name; /* as in the table (unversioned); valid until elf_syms__free */
 	__u64 vaddr;	  /* st_value: ELF virtual address */
 	__u64 size;
-	__u64 file_off; /* where the function's first byte is in the file (uprobe offset) */
+	__u64 file_off;	    /* where the function's first byte is in the file (uprobe offset) */
 	const char *source; /* "dynsym", "symtab" or "debug" */
 };
 
@@ -43,8 +43,8 @@ int elf_syms__find(const struct elf_syms *s, const char *name, struct elf_sym *o
  * Call CB for every defined function symbol, by address; stops when CB returns non-zero
  * (returned).
  */
-int elf_syms__for_each(const struct elf_syms *s,
-		       int (*cb)(const struct elf_sym *sym, void *arg), void *arg);
+int elf_syms__for_each(const struct elf_syms *s, int (*cb)(const struct elf_sym *sym, void *arg),
+		       void *arg);
 /*
  * The function containing VADDR (an ELF address); 0 or -ENOENT. OUT->vaddr is its start; a
  * symbol of size 0 extends to the next symbol (OUT->size says how far). Of aliases, the

@@ -53,8 +53,8 @@ struct event {
 	const char *name; /* e.g. "nanosleep" */
 	__u32 nargs;
 	struct event_arg args[EVENT_MAX_ARGS];
-	char namebuf[64];  /* for names a decoder formats */
-	char strbuf[256];  /* for string args a decoder formats */
+	char namebuf[64]; /* for names a decoder formats */
+	char strbuf[256]; /* for string args a decoder formats */
 	__u32 strbuf_used;
 };
 

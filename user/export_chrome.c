@@ -68,11 +68,10 @@ static const struct chrome_kind chrome_kinds[] = {
 /* The rank a process showed in its largest NCCL communicator (its world, in torch terms). */
 struct chrome_rank {
 	__s32 rank;
-	__s32 nranks;	 /* -1 = unknown (only ncclCommUserRank was seen) */
+	__s32 nranks; /* -1 = unknown (only ncclCommUserRank was seen) */
 	__u32 have;
 	__u32 ambiguous; /* two communicators of that size gave different ranks */
 };
-
 
 static int write_all(int fd, const void *buf, size_t n, int *errp)
 {
@@ -200,8 +199,7 @@ static int chrome_create(const char *out, struct chrome_out *o)
 		return 0;
 	o->gz = 1;
 	/* Raw deflate (-15): the gzip header, the stored header text and the trailer are ours. */
-	if (deflateInit2(&o->zs, CHROME_GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
-	    Z_OK) {
+	if (deflateInit2(&o->zs, CHROME_GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 		close(o->fd);
 		return -ENOMEM;
 	}
@@ -218,8 +216,9 @@ static int chrome_create(const char *out, struct chrome_out *o)
  */
 static unsigned char *chrome_header_bytes(const struct chrome *c, size_t *lenp)
 {
-	static const unsigned char gz_hdr[CHROME_GZ_HDR_LEN] = { 0x1f, 0x8b, 8, 0, 0, 0,
-								 0,    0,    0, 3 };
+	static const unsigned char gz_hdr[CHROME_GZ_HDR_LEN] = {
+		0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3
+	};
 	size_t nblocks, n, at = 0, left, part;
 	const char *p = c->hdr;
 	unsigned char *b;
@@ -600,8 +599,8 @@ static int chrome_args(struct chrome *c, const struct event *ev, __u64 flow)
 /* Kineto's category of a CUDA call: the driver API is cu*, the runtime cuda* and __cuda*. */
 static const char *chrome_cuda_cat(const char *name)
 {
-	return name && !strncmp(name, "cu", 2) && strncmp(name, "cuda", 4) ? "cuda_driver" :
-									      "cuda_runtime";
+	return name && !strncmp(name, "cu", 2) && strncmp(name, "cuda", 4) ? "cuda_driver"
+									   : "cuda_runtime";
 }
 
 /* A cumulative counter per cause beside each loss instant: the UI draws loss over time. */
@@ -686,8 +685,8 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 	return ferror(c->f) ? chrome_err(c) : 0;
 }
 
-void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid,
-		       const char *name, __u64 sort_index)
+void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid, const char *name,
+		       __u64 sort_index)
 {
 	FILE *f = c->f;
 

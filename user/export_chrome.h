@@ -14,9 +14,9 @@
 #include "stats_math.h"
 
 /* gzip level: 1 keeps a 100 M-event export CPU-bound on JSON formatting, not on deflate. */
-#define CHROME_GZ_LEVEL	    1
-#define CHROME_BUF_SIZE	    (1 << 16)
-#define CHROME_GIL_BIN_NS   10000000ull /* 10 ms, the Perfetto export's bins */
+#define CHROME_GZ_LEVEL	  1
+#define CHROME_BUF_SIZE	  (1 << 16)
+#define CHROME_GIL_BIN_NS 10000000ull /* 10 ms, the Perfetto export's bins */
 
 /*
  * How each kind of event is drawn (chrome_kinds[] in export_chrome.c). A family that lands adds
@@ -45,7 +45,7 @@ struct chrome_out {
 	__u64 len;     /* and their count */
 	__u32 hdr_crc; /* CRC-32 of the header's text as last written */
 	__u32 hdr_len;
-	int err;       /* positive errno of the first failed write or close */
+	int err; /* positive errno of the first failed write or close */
 	unsigned char zbuf[CHROME_BUF_SIZE];
 };
 
@@ -53,14 +53,14 @@ struct chrome {
 	FILE *f;
 	struct chrome_out out; /* the stream's cookie */
 	const char *path;
-	char *hdr;			/* the header's text, "{" to "traceEvents":[ */
+	char *hdr; /* the header's text, "{" to "traceEvents":[ */
 	size_t hdr_len;
-	long dist_off;			/* where distributedInfo's blanks are in hdr; -1 = none */
-	struct hmap *threads;		/* {pid, tid} -> u8: every thread an event was drawn on */
-	struct hmap *procs;		/* {pid, 0} -> u8 */
-	struct hmap *ranks;		/* {pid, 0} -> struct chrome_rank (NCCL traces) */
-	struct hmap *gpu_streams;	/* {device, stream} -> u8: GPU "threads" drawn on */
-	FILE *scratch;			/* an event's args, when Kineto's keys are added */
+	long dist_off;		  /* where distributedInfo's blanks are in hdr; -1 = none */
+	struct hmap *threads;	  /* {pid, tid} -> u8: every thread an event was drawn on */
+	struct hmap *procs;	  /* {pid, 0} -> u8 */
+	struct hmap *ranks;	  /* {pid, 0} -> struct chrome_rank (NCCL traces) */
+	struct hmap *gpu_streams; /* {device, stream} -> u8: GPU "threads" drawn on */
+	FILE *scratch;		  /* an event's args, when Kineto's keys are added */
 	char *scratch_buf;
 	size_t scratch_size;
 	__u64 lost[BS_LOSS_NR + 1];	/* cumulative per cause, for the "events lost" counter */
@@ -84,8 +84,8 @@ int chrome_err(const struct chrome *c);
  * was written inside (a key needs a comma first), or a negative errno.
  */
 int chrome_args_open(struct chrome *c, const struct event *ev);
-void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid,
-		       const char *name, __u64 sort_index);
+void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid, const char *name,
+		       __u64 sort_index);
 
 /* export_chrome_gpu.c */
 /* Draw a gpu or nvtx family event: 1 when EV was one (written), 0 when not, or -errno. */

@@ -36,7 +36,6 @@
 #include <zlib.h>
 #include "export_perfetto.h"
 
-
 /*
  * What is family-specific: the display name and help text of a kind's track, or that the
  * kind's slices belong on the thread track itself. Kinds not in the table get a track named
@@ -68,7 +67,6 @@ static const struct pf_style pf_styles[] = {
 	  "CUPTI's record of a CUDA call that put work on the GPU, where no cuda-family event was "
 	  "matched to it (-t gpu without cuda): the start of its launch -> GPU flow." },
 };
-
 
 static int pf__write(struct pf *pf, const void *buf, size_t len)
 {
@@ -256,8 +254,7 @@ static int pf__describe_track(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent,
  * when the model learnt a new name (exec, prctl(PR_SET_NAME)). Returns the thread's uuid in
  * *uuid, or a negative errno.
  */
-int pf__process_track(struct pf *pf, __u32 pid, __u64 ts, const struct trace_model *m,
-		      __u64 *uuid)
+int pf__process_track(struct pf *pf, __u32 pid, __u64 ts, const struct trace_model *m, __u64 *uuid)
 {
 	const char *pname = trace_model__process_name(m, pid);
 	const char *cmdline = trace_model__cmdline(m, pid);
@@ -333,9 +330,9 @@ static int pf__kind_track(struct pf *pf, const struct event *ev, __u64 parent, _
 	k = pf__kind(pf, ev->kind ? ev->kind : "event", &idx);
 	if (!k)
 		return -E2BIG;
-	u = hmap__get(pf->children,
-		      (struct hkey){ .a = parent ? (__u64)ev->pid << 32 | ev->tid : 0, .b = idx + 1 },
-		      1);
+	u = hmap__get(
+		pf->children,
+		(struct hkey){ .a = parent ? (__u64)ev->pid << 32 | ev->tid : 0, .b = idx + 1 }, 1);
 	if (!u)
 		return -ENOMEM;
 	if (!*u) {

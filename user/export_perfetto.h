@@ -135,8 +135,8 @@ struct pf {
 	__u64 next_uuid;
 	__u64 lost_uuid, lost_total;
 	__u64 start_mono;
-	__u64 bins_origin; /* time of bin 0 of every binned counter */
-	struct pf_gpu *gpu; /* export_perfetto_gpu.c's state: GPU and NVTX tracks */
+	__u64 bins_origin;	    /* time of bin 0 of every binned counter */
+	struct pf_gpu *gpu;	    /* export_perfetto_gpu.c's state: GPU and NVTX tracks */
 	struct gil_contention *gil; /* waiting time per python process, for its counter */
 	/* Interned strings first used by the packet being written. */
 	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
@@ -149,8 +149,7 @@ void pf__packet_begin(struct pf *pf, __u64 ts, __u32 flags);
 /* Close a packet; write the buffer out once it is big enough. */
 int pf__packet_end(struct pf *pf);
 /* The track of process PID, described the first time (and when renamed). */
-int pf__process_track(struct pf *pf, __u32 pid, __u64 ts, const struct trace_model *m,
-		      __u64 *uuid);
+int pf__process_track(struct pf *pf, __u32 pid, __u64 ts, const struct trace_model *m, __u64 *uuid);
 /* The process and thread tracks of EV; the thread's uuid in *UUID. */
 int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_model *m,
 		     __u64 *uuid);

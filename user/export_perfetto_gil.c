@@ -26,13 +26,14 @@ int pf_gil__finish(struct pf *pf, const struct trace_model *m)
 	__u32 pid;
 	int err = 0;
 
-	snprintf(desc, sizeof(desc),
-		 "Average number of this process's threads waiting for the Python GIL in each "
-		 "%llu ms: their waiting time in the bin / %llu ms (2 = two threads waited all "
-		 "along). Only waits of at least %llu us (the recording's threshold) have a record "
-		 "and count here; shorter ones are only in the per-thread totals (bpfsight stats -r "
-		 "gil_sum).",
-		 PF_BIN_NS / 1000000, PF_BIN_NS / 1000000, GIL_THRESHOLD_NS / 1000);
+	snprintf(
+		desc, sizeof(desc),
+		"Average number of this process's threads waiting for the Python GIL in each "
+		"%llu ms: their waiting time in the bin / %llu ms (2 = two threads waited all "
+		"along). Only waits of at least %llu us (the recording's threshold) have a record "
+		"and count here; shorter ones are only in the per-thread totals (bpfsight stats -r "
+		"gil_sum).",
+		PF_BIN_NS / 1000000, PF_BIN_NS / 1000000, GIL_THRESHOLD_NS / 1000);
 	while (!err && (b = gil_contention__next(pf->gil, &it, &pid))) {
 		/* The waits described the process already: never describe it again here. */
 		p = hmap__get(pf->procs, (struct hkey){ .a = pid }, 0);

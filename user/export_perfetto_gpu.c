@@ -47,10 +47,10 @@ struct pf_dev {
 };
 
 struct pf_gpu {
-	struct hmap *devs;	 /* {pid, device} -> pf_dev */
-	struct hmap *streams;	 /* {pid << 32 | device, stream} -> pf_lanes */
+	struct hmap *devs;	  /* {pid, device} -> pf_dev */
+	struct hmap *streams;	  /* {pid << 32 | device, stream} -> pf_lanes */
 	struct hmap *nvtx_thread; /* {pid << 32 | tid, domain id} -> track uuid */
-	struct hmap *nvtx_async; /* {pid, domain id} -> pf_lanes */
+	struct hmap *nvtx_async;  /* {pid, domain id} -> pf_lanes */
 };
 
 struct pf_gpu *pf_gpu__new(void)

@@ -105,7 +105,6 @@ static const char sq_indexes[] =
 	"CREATE INDEX BPFSIGHT_NCCL_start ON BPFSIGHT_NCCL(start);"
 	"CREATE INDEX BPFSIGHT_NCCL_globalTid ON BPFSIGHT_NCCL(globalTid);";
 
-
 static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_META] = "INSERT OR REPLACE INTO META VALUES (?, ?)",
 	[SQ_STRING] = "INSERT INTO StringIds VALUES (?, ?)",
@@ -114,7 +113,8 @@ static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_SCHED] = "INSERT INTO SCHED_EVENTS VALUES (?, ?, ?, ?, ?, NULL)",
 	[SQ_OFFCPU] = "INSERT INTO BPFSIGHT_OFFCPU VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	/* Snapshots are cumulative: the last one per key is the one that counts. */
-	[SQ_AGG] = "INSERT OR REPLACE INTO BPFSIGHT_SYSCALL_AGG VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[SQ_AGG] =
+		"INSERT OR REPLACE INTO BPFSIGHT_SYSCALL_AGG VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[SQ_LOSS] = "INSERT INTO BPFSIGHT_LOSS VALUES (?, ?, ?, ?)",
 	/* A process is snapshotted again after each exec: keep the latest. */
 	[SQ_PROCESS] = "INSERT INTO BPFSIGHT_PROCESSES VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -132,7 +132,6 @@ static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_NCCL] = "INSERT INTO BPFSIGHT_NCCL VALUES"
 		    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
-
 
 __s64 global_tid(__u32 pid, __u32 tid)
 {
@@ -284,6 +283,7 @@ static void sq_free(struct sq *s)
 	sqlite3_close(s->db);
 	string_pool__free(s->strings);
 	hmap__free(s->threads);
+	hmap__free(s->agg_closed);
 	free(s);
 }
 
@@ -311,7 +311,8 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 	s->path = out;
 	s->strings = string_pool__new();
 	s->threads = hmap__new(1);
-	if (!s->strings || !s->threads) {
+	s->agg_closed = hmap__new(sizeof(struct bs_syscall_agg_val));
+	if (!s->strings || !s->threads || !s->agg_closed) {
 		*err = -ENOMEM;
 		goto err_free;
 	}
@@ -389,18 +390,37 @@ static int sq_syscall_agg(struct sq *s, const struct bs_hdr *rec)
 	int err = 0;
 	__u32 name;
 
+	struct bs_syscall_agg_val *closed, row;
+
 	name = sq_syscall_name(s, a->nr, &err);
 	if (!name)
 		return err;
+	/*
+	 * The row is the key's closed totals (BS_AGG_FINAL: exited threads whose tid came back,
+	 * evicted entries) plus its current snapshot.
+	 */
+	closed = hmap__get(s->agg_closed, (struct hkey){ (__u64)rec->pid << 32 | rec->tid, a->nr },
+			   1);
+	if (!closed)
+		return -ENOMEM;
+	row = *closed;
+	if (a->count) {
+		row.min_ns = row.count && row.min_ns < a->min_ns ? row.min_ns : a->min_ns;
+		row.max_ns = row.count && row.max_ns > a->max_ns ? row.max_ns : a->max_ns;
+		row.count += a->count;
+		row.total_ns += a->total_ns;
+	}
+	if (a->flags & BS_AGG_FINAL)
+		*closed = row;
 	sqlite3_bind_int64(st, 1, rec->pid);
 	sqlite3_bind_int64(st, 2, rec->tid);
 	sqlite3_bind_int64(st, 3, a->nr);
 	sqlite3_bind_int64(st, 4, global_tid(rec->pid, rec->tid));
 	sqlite3_bind_int64(st, 5, name);
-	sqlite3_bind_int64(st, 6, (__s64)a->count);
-	sqlite3_bind_int64(st, 7, (__s64)a->total_ns);
-	sqlite3_bind_int64(st, 8, (__s64)a->min_ns);
-	sqlite3_bind_int64(st, 9, (__s64)a->max_ns);
+	sqlite3_bind_int64(st, 6, (__s64)row.count);
+	sqlite3_bind_int64(st, 7, (__s64)row.total_ns);
+	sqlite3_bind_int64(st, 8, (__s64)row.min_ns);
+	sqlite3_bind_int64(st, 9, (__s64)row.max_ns);
 	sqlite3_bind_int64(st, 10, rec->ts);
 	return sq_step(s, SQ_AGG);
 }
@@ -511,7 +531,6 @@ static int sq_proc_event(struct sq *s, const struct bs_hdr *rec, const struct ev
 	return sq_step(s, SQ_PROC_EVENT);
 }
 
-
 /*
  * Bind EV's argument KEY to column COL as dump shows it: numbers and handles as integers
  * (a u64 above 2^63 reads back negative: SQLite integers are signed), text as text. NULL
@@ -559,8 +578,8 @@ static __s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt)
 /* nsys's class of a CUDA call: the driver API is cu*, the runtime cuda* and __cuda*. */
 static int sq_cuda_class(const char *name)
 {
-	return !strncmp(name, "cu", 2) && strncmp(name, "cuda", 4) ? SQ_CUDA_DRIVER_CLASS :
-								       SQ_CUDA_RUNTIME_CLASS;
+	return !strncmp(name, "cu", 2) && strncmp(name, "cuda", 4) ? SQ_CUDA_DRIVER_CLASS
+								   : SQ_CUDA_RUNTIME_CLASS;
 }
 
 /*
@@ -570,9 +589,9 @@ static int sq_cuda_class(const char *name)
  */
 static int sq_cuda_args(struct sq *s, const struct event *ev, __s64 call)
 {
-	static const char *const cols[] = { "grid_x",	"grid_y",  "grid_z", "block_x",
-					    "block_y",	"block_z", "shared_bytes", "bytes",
-					    "kind",	"stream",  "dst",	   "src",
+	static const char *const cols[] = { "grid_x",  "grid_y",  "grid_z",	  "block_x",
+					    "block_y", "block_z", "shared_bytes", "bytes",
+					    "kind",    "stream",  "dst",	  "src",
 					    "ptr" };
 	sqlite3_stmt *st = s->stmt[SQ_CUDA_ARGS];
 	const struct event_arg *fn = event__arg(ev, "kernel");
@@ -623,9 +642,8 @@ static int sq_cuda(struct sq *s, const struct bs_hdr *rec, const struct event *e
 /* One NCCL API call, with what dump shows: the communicator's rank joined by the decoder. */
 static int sq_nccl(struct sq *s, const struct bs_hdr *rec, const struct event *ev)
 {
-	static const char *const cols[] = { "comm",  "rank",	"nranks", "count",
-					    "bytes", "datatype", "op",	   "root",
-					    "peer",  "stream" };
+	static const char *const cols[] = { "comm",	"rank", "nranks", "count", "bytes",
+					    "datatype", "op",	"root",	  "peer",  "stream" };
 	sqlite3_stmt *st = s->stmt[SQ_NCCL];
 	int err = 0;
 	__u32 name;
@@ -660,7 +678,8 @@ static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event
 	if (!dec || rec->size < dec->min_size)
 		return 0;
 	/* pid 0 / tid 0: records of the recorder itself (strings, loss), not a thread. */
-	if ((rec->pid || rec->tid) && !hmap__get(s->threads, (struct hkey){ rec->pid, rec->tid }, 1))
+	if ((rec->pid || rec->tid) &&
+	    !hmap__get(s->threads, (struct hkey){ rec->pid, rec->tid }, 1))
 		return -ENOMEM;
 	/* The gil family's rows, and the threads it may list (THREAD, FORK). */
 	err = sq_gil__record(s, rec, m);

@@ -10,11 +10,11 @@
 #include <sqlite3.h>
 #include "export.h"
 
-#define SQ_CACHE_KIB  32768 /* SQLite page cache; dirty pages past it spill to the file */
-#define SQ_NR_CACHE   1024  /* syscall numbers whose name id is cached in an array */
+#define SQ_CACHE_KIB 32768 /* SQLite page cache; dirty pages past it spill to the file */
+#define SQ_NR_CACHE  1024  /* syscall numbers whose name id is cached in an array */
 /* nsys's ENUM_NSYS_EVENT_CLASS values (the table is written with the rows we use). */
-#define SQ_CUDA_RUNTIME_CLASS 0 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
-#define SQ_CUDA_DRIVER_CLASS  1 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
+#define SQ_CUDA_RUNTIME_CLASS 0	 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
+#define SQ_CUDA_DRIVER_CLASS  1	 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
 #define SQ_OSRT_CLASS	      27 /* TRACE_PROCESS_EVENT_OS_RUNTIME */
 
 enum sq_stmt {
@@ -45,6 +45,7 @@ struct sq {
 	sqlite3_stmt *stmt[SQ_NSTMT];
 	struct string_pool *strings; /* text -> StringIds.id */
 	struct hmap *threads;	     /* {pid, tid} -> u8: every thread a record named */
+	struct hmap *agg_closed;     /* {pid << 32 | tid, nr} -> bs_syscall_agg_val: finals */
 	__u32 nr_name[SQ_NR_CACHE];  /* syscall nr -> StringIds.id, 0 = not yet */
 	__s64 cuda_calls;	     /* CUPTI_ACTIVITY_KIND_RUNTIME.id of the last row */
 	struct sq_gpu *gpu;	     /* export_sqlite_gpu.c's statements and state */
@@ -61,7 +62,7 @@ void sq_bind_text(sqlite3_stmt *st, int col, const char *text); /* NULL binds NU
 __u32 sq_intern(struct sq *s, const char *text, int *err);
 
 /* export_sqlite_gpu.c */
-int sq_gpu__open(struct sq *s);	 /* its tables and statements, inside the transaction */
+int sq_gpu__open(struct sq *s); /* its tables and statements, inside the transaction */
 /* A gpu or nvtx family record: its rows (0), or -errno. */
 int sq_gpu__record(struct sq *s, const struct bs_hdr *rec, const struct event *ev,
 		   const struct trace_model *m);

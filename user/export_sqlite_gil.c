@@ -68,8 +68,9 @@ static const char *const gil_sql[L_NSTMT] = {
 	[L_PROC] = "INSERT OR REPLACE INTO BPFSIGHT_GIL_PROCESSES VALUES"
 		   " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	/* At the end: a thread's name, and its row when no aggregate came. */
-	[L_THREAD] = "INSERT INTO BPFSIGHT_GIL_THREADS (pid, tid, globalTid, name)"
-		     " VALUES (?, ?, ?, ?) ON CONFLICT (pid, tid) DO UPDATE SET name = excluded.name",
+	[L_THREAD] =
+		"INSERT INTO BPFSIGHT_GIL_THREADS (pid, tid, globalTid, name)"
+		" VALUES (?, ?, ?, ?) ON CONFLICT (pid, tid) DO UPDATE SET name = excluded.name",
 };
 
 #define GT_SEEN 0x1 /* a THREAD, FORK (the child) or gil record named it */

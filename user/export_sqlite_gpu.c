@@ -133,7 +133,8 @@ static const char *const gpu_sql[G_NSTMT] = {
 		   " ?, NULL, NULL, NULL)",
 	/* A kernel of a graph launch shares its call, and its correlation id, with the others. */
 	[G_LINK] = "INSERT OR IGNORE INTO gpu_link VALUES (?, ?, ?)",
-	[G_API] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, 1)",
+	[G_API] =
+		"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, 1)",
 };
 
 struct sq_gpu {
@@ -206,8 +207,7 @@ static int nsys_mem_kind(__u32 k)
  * ours it ends with (globalTid, apiStart, graphId) at END_COL; the link of a cuda-matched
  * launch. Returns the next column after globalPid.
  */
-static int bind_gpu_common(sqlite3_stmt *st, const struct gpu_op *op, int end_col,
-			   __u32 graph_id)
+static int bind_gpu_common(sqlite3_stmt *st, const struct gpu_op *op, int end_col, __u32 graph_id)
 {
 	sqlite3_bind_int64(st, 1, op->ts);
 	sqlite3_bind_int64(st, 2, op->ts + op->dur);
@@ -434,8 +434,10 @@ static int nvtx_event(struct sq *s, const struct bs_hdr *rec, const struct event
 	sqlite3_bind_int64(st, 1, rec->ts);
 	if (range && !(flags & BS_NVTX_OPEN))
 		sqlite3_bind_int64(st, 2, rec->ts + r->dur);
-	sqlite3_bind_int(st, 3, !range ? NVTX_T_MARK : flags & BS_NVTX_PUSHPOP ? NVTX_T_PUSHPOP :
-										NVTX_T_STARTEND);
+	sqlite3_bind_int(st, 3,
+			 !range			   ? NVTX_T_MARK
+			 : flags & BS_NVTX_PUSHPOP ? NVTX_T_PUSHPOP
+						   : NVTX_T_STARTEND);
 	if (range && !(flags & BS_NVTX_PUSHPOP))
 		sqlite3_bind_int64(st, 4, (__s64)r->range_id);
 	sqlite3_bind_int64(st, 5, range ? r->category : k->category);

@@ -15,14 +15,8 @@
 
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
-	&family_osrt,
-	&family_sched,
-	&family_gil,
-	&family_cuda,
-	&family_nccl,
-	&family_gpu,
-	&family_nvtx,
-	NULL,
+	&family_osrt, &family_sched, &family_gil,  &family_cuda,
+	&family_nccl, &family_gpu,   &family_nvtx, NULL,
 };
 
 const struct family *family__find(const char *name)
@@ -52,6 +46,20 @@ int family__decode(const struct bs_hdr *rec, const struct trace_model *m, struct
 		return -EINVAL;
 	event__init(ev, rec, d->kind);
 	return d->decode(rec, m, ev);
+}
+
+int family__decode_meta(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	return 0;
+}
+
+int family__kind_is_event(const char *kind)
+{
+	for (int i = 0; families[i]; i++)
+		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+			if (d->kind && !strcmp(d->kind, kind) && d->decode != family__decode_meta)
+				return 1;
+	return 0;
 }
 
 void family__list_selectable(char *buf, __u32 len)

@@ -12,9 +12,9 @@
 #include "event.h"
 #include "trace_model.h"
 
-struct record_ctx;  /* recorder.h */
-struct record_opts; /* recorder.h */
-struct report;	   /* report.h */
+struct record_ctx;  /* record_ctx.h */
+struct record_opts; /* record_ctx.h */
+struct report;	    /* report.h */
 
 struct rec_decoder {
 	__u16 type;	/* BS_REC_* */
@@ -24,6 +24,14 @@ struct rec_decoder {
 	int (*decode)(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
 };
 
+/*
+ * The decode function of records that are not events (strings, cumulative snapshots, ...):
+ * they feed the model and the reports, never dump's lines; `dump --kind` does not offer them.
+ */
+int family__decode_meta(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
+/* 1 when records of KIND become events (dump prints them), 0 for metadata or unknown kinds. */
+int family__kind_is_event(const char *kind);
+
 #define FAMILY_ALWAYS 0x1 /* always recorded, not selectable with -t (process lifecycle) */
 
 struct family {
@@ -32,7 +40,7 @@ struct family {
 	__u32 flags;
 	/* Record side. attach() loads and attaches; its state goes into *state. */
 	int (*attach)(struct record_ctx *ctx, void **state);
-	int (*poll)(struct record_ctx *ctx, void *state);   /* periodic, may be NULL */
+	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
 	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
 	/*
 	 * Every ring-buffer record (of any family), before it is written; may be NULL. May write

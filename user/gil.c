@@ -26,19 +26,20 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "kdev.h"
 #include "elf_syms.h"
 #include "gil.h"
 #include "gil_python.h"
 #include "probe_site.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "stats_math.h"
 #include "uprobe_multi.h"
 #include "gil.skel.h"
 
-#define NEW_WINDOW_NS	 5000000000ull /* a new process may still map libpython */
-#define RECHECK_GAP_NS	 50000000ull   /* at most one look at a process per 50 ms */
-#define CODE_PEEK	 64
-#define MAX_PROBES	 8 /* take_gil/drop_gil and their clones per file */
+#define NEW_WINDOW_NS	      5000000000ull /* a new process may still map libpython */
+#define RECHECK_GAP_NS	      50000000ull   /* at most one look at a process per 50 ms */
+#define CODE_PEEK	      64
+#define MAX_PROBES	      8 /* take_gil/drop_gil and their clones per file */
 #define MUTEX_ATTACH_PER_POLL 4 /* processes; each attach costs ~0.2 s on a VM */
 
 /* An attached probe: a uprobe_multi link (its fd) or, before Linux 6.6, a perf-event uprobe. */
@@ -50,12 +51,12 @@ struct gil_probe {
 /* An ELF file mapped by traced pythons: glibc (condition wait, mutex) or an interpreter. */
 struct gil_file {
 	int examined;
-	int is_libc;	  /* defines pthread_cond_timedwait */
-	__u64 cond_off;	  /* file offsets of the probe sites */
-	__u64 lll_off;	  /* 0 = __lll_lock_wait unknown (no symtab or debug file) */
-	int cond_ok;	  /* both condition-wait probes attached */
+	int is_libc;	/* defines pthread_cond_timedwait */
+	__u64 cond_off; /* file offsets of the probe sites */
+	__u64 lll_off;	/* 0 = __lll_lock_wait unknown (no symtab or debug file) */
+	int cond_ok;	/* both condition-wait probes attached */
 	int full_examined;
-	int full_ok;	  /* take_gil (entry, return) and drop_gil probes attached */
+	int full_ok; /* take_gil (entry, return) and drop_gil probes attached */
 	struct gil_probe *probes;
 	__u32 nprobes;
 };
@@ -126,9 +127,8 @@ static void file_free(struct gil_file *f)
 	free(f);
 }
 
-static struct bpf_link *attach(struct record_ctx *ctx, struct bpf_program *prog, int ret,
-			       pid_t pid, const char *path, __u64 off, const char *what,
-			       const char *object)
+static struct bpf_link *attach(struct record_ctx *ctx, struct bpf_program *prog, int ret, pid_t pid,
+			       const char *path, __u64 off, const char *what, const char *object)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
 	struct bpf_link *l;
@@ -161,8 +161,8 @@ static int file_probe(struct gil_state *st, struct record_ctx *ctx, struct gil_f
 	if (st->multi) {
 		pr.fd = uprobe_multi__attach(prog, path, &off, NULL, 1, ret);
 		if (pr.fd < 0) {
-			snprintf(msg, sizeof(msg), "%s %s in %s",
-				 ret ? "uretprobe" : "uprobe", what, object);
+			snprintf(msg, sizeof(msg), "%s %s in %s", ret ? "uretprobe" : "uprobe",
+				 what, object);
 			record_ctx__attach_failed(ctx, msg, pr.fd);
 			return pr.fd;
 		}
@@ -295,8 +295,8 @@ static void libc_attach(struct gil_state *st, struct record_ctx *ctx, struct gil
  * glibc in PID (it may be a container's, or linked into the executable): the file that
  * defines pthread_cond_timedwait, with the condition-wait probes attached once for all.
  */
-static struct gil_file *libc_of(struct gil_state *st, struct record_ctx *ctx, pid_t pid,
-				char *path, size_t pathlen)
+static struct gil_file *libc_of(struct gil_state *st, struct record_ctx *ctx, pid_t pid, char *path,
+				size_t pathlen)
 {
 	char maps[64], line[PATH_MAX + 128], exe[PATH_MAX], root[64];
 	unsigned long long start, end, off, ino;
@@ -493,8 +493,8 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 		flags |= BS_GIL_PROC_FREE_THREADED;
 	if (py->status != GIL_PY_READY) {
 		proc_unconfigure(st, p);
-		write_proc(ctx, p, py, py->status == GIL_PY_NO_GIL ? BS_GIL_METHOD_NO_GIL :
-								     BS_GIL_METHOD_NONE,
+		write_proc(ctx, p, py,
+			   py->status == GIL_PY_NO_GIL ? BS_GIL_METHOD_NO_GIL : BS_GIL_METHOD_NONE,
 			   flags, py->note);
 		return;
 	}
@@ -503,8 +503,8 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 	if (!libc || !libc->cond_ok) {
 		proc_unconfigure(st, p);
 		write_proc(ctx, p, py, BS_GIL_METHOD_NONE, flags,
-			   libc ? "the condition-wait probe failed to attach" :
-				  "no pthread_cond_timedwait found (glibc/musl)");
+			   libc ? "the condition-wait probe failed to attach"
+				: "no pthread_cond_timedwait found (glibc/musl)");
 		return;
 	}
 	cfg = py->cfg;
@@ -532,7 +532,8 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 			cfg.flags |= BS_GIL_CFG_FULL;
 			method = BS_GIL_METHOD_TAKE_GIL;
 		} else {
-			note_add(note, sizeof(note), "full mode unavailable: take_gil/drop_gil not "
+			note_add(note, sizeof(note),
+				 "full mode unavailable: take_gil/drop_gil not "
 				 "found (stripped, no debug file): holds not measured");
 		}
 	} else {
@@ -563,10 +564,12 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 		}
 	}
 	if (!(flags & BS_GIL_PROC_MUTEX))
-		note_add(note, sizeof(note),
-			 p->mutex_wanted ? "waits on the GIL's mutex not seen yet (probe pending)" :
-			 libc->lll_off	 ? "waits on the GIL's mutex not seen" :
-			 "waits on the GIL's mutex not seen (no symbols for __lll_lock_wait)");
+		note_add(
+			note, sizeof(note),
+			p->mutex_wanted ? "waits on the GIL's mutex not seen yet (probe pending)"
+			: libc->lll_off
+				? "waits on the GIL's mutex not seen"
+				: "waits on the GIL's mutex not seen (no symbols for __lll_lock_wait)");
 	if (cfg_write(st, p, &cfg)) {
 		write_proc(ctx, p, py, BS_GIL_METHOD_NONE, flags,
 			   "too many python processes (gil_procs map full)");
@@ -708,12 +711,6 @@ static void scan_all(struct gil_state *st, struct record_ctx *ctx)
 	closedir(dir);
 }
 
-/* The kernel's dev_t encoding, as /proc/PID/maps and BPF show it. */
-static __u64 kdev_of(dev_t d)
-{
-	return (__u64)major(d) << 20 | minor(d);
-}
-
 /*
  * The host's glibc, probed before anything runs: an attach walks every process that maps
  * the file (~0.3 s here), better spent now than when the first python shows up.
@@ -721,9 +718,14 @@ static __u64 kdev_of(dev_t d)
 static void preattach_libc(struct gil_state *st, struct record_ctx *ctx)
 {
 	static const char *const paths[] = {
-		"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6",
-		"/lib/aarch64-linux-gnu/libc.so.6", "/usr/lib/aarch64-linux-gnu/libc.so.6",
-		"/lib64/libc.so.6", "/usr/lib64/libc.so.6", "/lib/libc.so.6", "/usr/lib/libc.so.6",
+		"/lib/x86_64-linux-gnu/libc.so.6",
+		"/usr/lib/x86_64-linux-gnu/libc.so.6",
+		"/lib/aarch64-linux-gnu/libc.so.6",
+		"/usr/lib/aarch64-linux-gnu/libc.so.6",
+		"/lib64/libc.so.6",
+		"/usr/lib64/libc.so.6",
+		"/lib/libc.so.6",
+		"/usr/lib/libc.so.6",
 	};
 	struct gil_file *f;
 	struct stat sb;

@@ -12,9 +12,9 @@
 #include "gil_python.h"
 #include "stats_math.h"
 
-#define MAX_TASKS    4096 /* threads of one process looked at to check thread ids */
-#define MAX_TSTATES  256  /* thread states walked */
-#define MAX_INTERPS  64
+#define MAX_TASKS     4096 /* threads of one process looked at to check thread ids */
+#define MAX_TSTATES   256  /* thread states walked */
+#define MAX_INTERPS   64
 #define GLIBC_TID_OFF 0x2d0 /* struct pthread's tid on x86-64 glibc 2.x (fs:0x2d0) */
 
 /*
@@ -43,15 +43,15 @@ static const struct py_layout layouts[] = {
 };
 
 /* struct _gil_runtime_state, the same from 3.8 to 3.14 (after `int enabled` when free-threaded). */
-#define GIL_INTERVAL 0
-#define GIL_HOLDER   8
-#define GIL_LOCKED   16
-#define GIL_COND     32
-#define GIL_MUTEX    80 /* after a 48-byte pthread_cond_t */
+#define GIL_INTERVAL	 0
+#define GIL_HOLDER	 8
+#define GIL_LOCKED	 16
+#define GIL_COND	 32
+#define GIL_MUTEX	 80  /* after a 48-byte pthread_cond_t */
 #define GIL_SWITCH_MUTEX 168 /* after switch_cond (FORCE_SWITCHING, always on) */
-#define GIL_SPAN     208
-#define TS_NEXT	     8 /* PyThreadState: prev, next, interp: the same in every version */
-#define TS_INTERP    16
+#define GIL_SPAN	 208
+#define TS_NEXT		 8 /* PyThreadState: prev, next, interp: the same in every version */
+#define TS_INTERP	 16
 
 /* What one ELF file says about python, remembered per (dev, inode). */
 struct elf_info {
@@ -640,8 +640,8 @@ static int find_runtime(struct gil_finder *f, pid_t pid, struct gil_py *py, stru
 			struct elf_info tmp = { 0 };
 
 			snprintf(py->open_path, sizeof(py->open_path),
-				 "/proc/%d/map_files/%llx-%llx", pid,
-				 (unsigned long long)mp->start, (unsigned long long)mp->end);
+				 "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)mp->start,
+				 (unsigned long long)mp->end);
 			elf_read_info(py->open_path, &tmp);
 			tmp.name_minor = name_minor(mp->path, &tmp.name_ft);
 			ei = hmap__get(f->elves, (struct hkey){ mp->dev, mp->ino }, 1);
@@ -805,8 +805,7 @@ int gil_finder__inspect(struct gil_finder *f, pid_t pid, struct gil_py *py)
 	m.fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (m.fd < 0)
 		return -errno;
-	if (!mem_read(&m, py->runtime, cookie, sizeof(cookie)) &&
-	    !memcmp(cookie, "xdebugpy", 8)) {
+	if (!mem_read(&m, py->runtime, cookie, sizeof(cookie)) && !memcmp(cookie, "xdebugpy", 8)) {
 		inspect_debug_offsets(pid, &m, py);
 		goto out;
 	}

@@ -34,8 +34,8 @@ struct gil_py {
 	__u64 runtime;	       /* &_PyRuntime in the process */
 	__u32 version;	       /* PY_VERSION_HEX, or 3 << 24 | minor << 16 (only 3.X known) */
 	int free_threaded;
-	int initialized; /* the main interpreter exists */
-	int verified;	 /* the GIL's address and fields were checked against live memory */
+	int initialized;  /* the main interpreter exists */
+	int verified;	  /* the GIL's address and fields were checked against live memory */
 	int holder_known; /* cfg.tid_off is usable */
 	const char *how;  /* "offsets", "debug_offsets", "search": how the GIL was found */
 	__u64 gil;	  /* &struct _gil_runtime_state */
@@ -69,7 +69,7 @@ struct gil_debug_offsets {
 	__u64 free_threaded;
 	__u64 interpreters_head; /* runtime offsets */
 	__u64 interp_next;
-	__u64 ceval_gil;	 /* interpreter offsets */
+	__u64 ceval_gil; /* interpreter offsets */
 	__u64 gil_runtime_state;
 	__u64 gil_locked;
 	__u64 gil_holder;

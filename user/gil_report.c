@@ -63,11 +63,6 @@ static int decode_hold(const struct bs_hdr *rec, const struct trace_model *m, st
 	return 1;
 }
 
-static int decode_meta(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
-{
-	return 0; /* cumulative snapshots: only the reports read them */
-}
-
 void gil_version_str(__u32 v, char *buf, size_t len)
 {
 	if (!v)
@@ -103,8 +98,9 @@ static int decode_proc(const struct bs_hdr *rec, const struct trace_model *m, st
 const struct rec_decoder gil_decoders[] = {
 	{ BS_REC_GIL_WAIT, sizeof(struct bs_gil_wait), "gil_wait", decode_wait },
 	{ BS_REC_GIL_HOLD, sizeof(struct bs_gil_hold), "gil_hold", decode_hold },
-	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", decode_meta },
-	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", decode_meta },
+	/* Cumulative snapshots: only the reports read them. */
+	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", family__decode_meta },
+	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", family__decode_meta },
 	{ BS_REC_GIL_PROC, sizeof(struct bs_gil_proc), "gil_python", decode_proc },
 	{ 0 },
 };
@@ -127,9 +123,9 @@ struct gil_pinfo {
 };
 
 struct gil_data {
-	struct hmap *threads; /* {pid, tid} -> struct gil_thread */
-	struct hmap *procs;   /* {pid, 0} -> struct gil_pinfo */
-	struct hmap *blame;   /* {pid << 32 | waiter, holder} -> struct bs_gil_blame_val */
+	struct hmap *threads;  /* {pid, tid} -> struct gil_thread */
+	struct hmap *procs;    /* {pid, 0} -> struct gil_pinfo */
+	struct hmap *blame;    /* {pid << 32 | waiter, holder} -> struct bs_gil_blame_val */
 	struct hmap *ev_blame; /* the same from wait records, when no BLAME record came */
 	__u64 first_ts, last_ts;
 	int err;

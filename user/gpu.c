@@ -5,7 +5,7 @@
  * CUPTI's CONCURRENT_KERNEL, MEMCPY and MEMSET on in those processes only.
  */
 #include "gpu.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "shim_link.h"
 
 static int gpu_attach(struct record_ctx *ctx, void **state)

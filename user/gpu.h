@@ -11,8 +11,8 @@
 #include "family.h"
 #include "report.h"
 
-extern const struct rec_decoder gpu_decoders[];	  /* gpu_decode.c */
+extern const struct rec_decoder gpu_decoders[];	 /* gpu_decode.c */
 extern const struct report *const gpu_reports[]; /* gpu_report.c */
-extern const struct family family_gpu;		  /* gpu.c */
+extern const struct family family_gpu;		 /* gpu.c */
 
 #endif /* BPFSIGHT_GPU_H */

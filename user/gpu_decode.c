@@ -29,8 +29,8 @@ static const struct {
 
 /* CUpti_ActivityMemoryKind 0..7. */
 static const char *const mem_kinds[] = {
-	"unknown", "pageable", "pinned", "device", "array", "managed", "device_static",
-	"managed_static",
+	"unknown", "pageable", "pinned",	"device",
+	"array",   "managed",  "device_static", "managed_static",
 };
 
 const char *const shim_state_names[] = {
@@ -39,9 +39,9 @@ const char *const shim_state_names[] = {
 const __u32 shim_state_nnames = sizeof(shim_state_names) / sizeof(shim_state_names[0]);
 
 static const char *const shim_events[] = {
-	[BS_SHIM_EV_ATTACH] = "attach",	  [BS_SHIM_EV_STATE] = "state",
+	[BS_SHIM_EV_ATTACH] = "attach",		  [BS_SHIM_EV_STATE] = "state",
 	[BS_SHIM_EV_CUPTI_ERROR] = "cupti_error", [BS_SHIM_EV_DRAINED] = "drained",
-	[BS_SHIM_EV_DROPPED] = "dropped", [BS_SHIM_EV_EXIT] = "exit",
+	[BS_SHIM_EV_DROPPED] = "dropped",	  [BS_SHIM_EV_EXIT] = "exit",
 };
 
 const char *gpu_copy_kind_name(__u32 kind)
@@ -51,8 +51,8 @@ const char *gpu_copy_kind_name(__u32 kind)
 
 const char *gpu_copy_op_name(__u32 kind)
 {
-	return kind < NCOPY_KINDS && copy_kinds[kind].op ? copy_kinds[kind].op :
-							   "[CUDA memcpy Unknown]";
+	return kind < NCOPY_KINDS && copy_kinds[kind].op ? copy_kinds[kind].op
+							 : "[CUDA memcpy Unknown]";
 }
 
 const char *gpu_mem_kind_name(__u32 kind)
@@ -260,8 +260,10 @@ static int decode_api(const struct bs_hdr *rec, const struct trace_model *m, str
 	event__arg_u64(ev, "correlation", a->correlation);
 	event__arg_u64(ev, "cbid", a->cbid);
 	/* CUpti_CallbackDomain: 1 driver, 2 runtime. */
-	event__arg_str(ev, "domain", a->domain == 1 ? "driver" : a->domain == 2 ? "runtime" :
-										   "unknown");
+	event__arg_str(ev, "domain",
+		       a->domain == 1	? "driver"
+		       : a->domain == 2 ? "runtime"
+					: "unknown");
 	event__arg_s64(ev, "ret", (__s32)a->ret);
 	if (a->flags & BS_GPU_CALL_CUDA)
 		event__arg_u64(ev, "call_ts", a->call_ts);

@@ -35,8 +35,8 @@ struct exec_kernel {
 };
 
 struct exec_sum {
-	struct hmap *cuda;	   /* {pid << 32 | tid, ts} -> exec_call, launching cuda calls */
-	struct hmap *api;	   /* the same for GPU_API records */
+	struct hmap *cuda; /* {pid << 32 | tid, ts} -> exec_call, launching cuda calls */
+	struct hmap *api;  /* the same for GPU_API records */
 	struct exec_kernel *kernels;
 	size_t n, cap;
 	int err;
@@ -74,8 +74,8 @@ static void exec_sum__free(void *vst)
 static void exec_call_put(struct exec_sum *st, struct hmap *map, const struct bs_hdr *rec,
 			  const char *name, __u64 dur)
 {
-	struct exec_call *c = hmap__get(map, (struct hkey){ (__u64)rec->pid << 32 | rec->tid,
-							    rec->ts }, 1);
+	struct exec_call *c =
+		hmap__get(map, (struct hkey){ (__u64)rec->pid << 32 | rec->tid, rec->ts }, 1);
 
 	if (!c) {
 		st->err = -ENOMEM;
@@ -116,18 +116,19 @@ static void exec_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 		st->cap = cap;
 	}
 	k = &st->kernels[st->n++];
-	*k = (struct exec_kernel){ op.pid, op.tid, op.flags, op.call_ts, op.ts, op.dur,
-				   gpu_op__name(&op, m) };
+	*k = (struct exec_kernel){
+		op.pid, op.tid, op.flags, op.call_ts, op.ts, op.dur, gpu_op__name(&op, m)
+	};
 }
 
 /* The launching call of K, NULL when the trace does not have it. */
-static const struct exec_call *exec_call_of(const struct exec_sum *st,
-					    const struct exec_kernel *k, __u64 *call_ts)
+static const struct exec_call *exec_call_of(const struct exec_sum *st, const struct exec_kernel *k,
+					    __u64 *call_ts)
 {
 	struct hkey key = { (__u64)k->pid << 32 | k->tid, k->call_ts };
-	struct hmap *map = k->flags & BS_GPU_CALL_CUDA ? st->cuda :
-			   k->flags & BS_GPU_CALL_API  ? st->api :
-							 NULL;
+	struct hmap *map = k->flags & BS_GPU_CALL_CUDA	? st->cuda
+			   : k->flags & BS_GPU_CALL_API ? st->api
+							: NULL;
 
 	*call_ts = k->call_ts;
 	return map && k->call_ts ? hmap__get(map, key, 0) : NULL;

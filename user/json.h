@@ -15,9 +15,9 @@
 
 struct json {
 	FILE *f;
-	int pretty;	 /* newline + indent per member; 0 = compact (NDJSON) */
-	int depth;	 /* deeper nesting is written but no longer indented */
-	int after_key;	 /* a key was written: the next value is its value */
+	int pretty;	/* newline + indent per member; 0 = compact (NDJSON) */
+	int depth;	/* deeper nesting is written but no longer indented */
+	int after_key;	/* a key was written: the next value is its value */
 	__u64 nonempty; /* bit d: the container at depth d has a member (depth < 64 only) */
 };
 

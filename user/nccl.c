@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 #include "nccl.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "ucall_family.h"
 #include "nccl.skel.h"
 

@@ -16,11 +16,11 @@
 /* ucall_api.group of an nccl API. */
 enum nccl_group {
 	NCCL_GRP_OTHER = 0,
-	NCCL_GRP_INIT,	   /* creates communicators: ncclCommInit*, ncclCommSplit, ncclCommShrink */
-	NCCL_GRP_COMM,	   /* queries, registration and teardown of a communicator */
-	NCCL_GRP_GROUP,	   /* ncclGroupStart / ncclGroupEnd */
-	NCCL_GRP_COLL,	   /* collectives */
-	NCCL_GRP_P2P,	   /* ncclSend / ncclRecv */
+	NCCL_GRP_INIT,	/* creates communicators: ncclCommInit*, ncclCommSplit, ncclCommShrink */
+	NCCL_GRP_COMM,	/* queries, registration and teardown of a communicator */
+	NCCL_GRP_GROUP, /* ncclGroupStart / ncclGroupEnd */
+	NCCL_GRP_COLL,	/* collectives */
+	NCCL_GRP_P2P,	/* ncclSend / ncclRecv */
 };
 
 /* ucall_api.flags of an nccl API. */
@@ -61,12 +61,12 @@ struct nccl_walk;
 /* One communicator as the walk knows it. A pointer reused after a destroy is a new one. */
 struct nccl_comm {
 	__u64 comm;
-	__u64 id_hash;	 /* valid when have_hash */
+	__u64 id_hash; /* valid when have_hash */
 	__u32 pid;
-	__u32 serial;	 /* 1, 2, ... in order of first sight in the walk */
-	__s32 rank;	 /* -1 = unknown */
-	__s32 nranks;	 /* -1 = unknown */
-	__u64 parent;	 /* the communicator it was split or shrunk from, 0 = none */
+	__u32 serial; /* 1, 2, ... in order of first sight in the walk */
+	__s32 rank;   /* -1 = unknown */
+	__s32 nranks; /* -1 = unknown */
+	__u64 parent; /* the communicator it was split or shrunk from, 0 = none */
 	__u32 have_hash;
 	__u32 _pad;
 };

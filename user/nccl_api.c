@@ -35,6 +35,8 @@
  */
 #include "nccl.h"
 
+/* The table is aligned by hand: one function a line, its spec beside it. */
+// clang-format off
 #define A(n, grp, fl, a, ...) { .name = n, .group = grp, .flags = (fl), .args = a, __VA_ARGS__ }
 
 #define OUT(i1)	    .out_arg = (i1)
@@ -84,6 +86,7 @@ static const struct ucall_api nccl_apis[] = {
 	A("ncclSend", NCCL_GRP_P2P, 0, "sendbuff count datatype peer comm stream"),
 	A("ncclRecv", NCCL_GRP_P2P, 0, "recvbuff count datatype peer comm stream"),
 };
+// clang-format on
 
 const struct ucall_table nccl_table = {
 	.family = "nccl",

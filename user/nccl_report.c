@@ -19,8 +19,9 @@ static const char *const result_names[] = {
 	"ncclInvalidArgument", "ncclInvalidUsage",	 "ncclRemoteError", "ncclInProgress",
 };
 static const char *const datatype_names[] = {
-	"ncclInt8",    "ncclUint8",   "ncclInt32",   "ncclUint32",    "ncclInt64",	 "ncclUint64",
-	"ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2",
+	"ncclInt8",    "ncclUint8",    "ncclInt32",	 "ncclUint32",
+	"ncclInt64",   "ncclUint64",   "ncclFloat16",	 "ncclFloat32",
+	"ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2",
 };
 static const __u8 datatype_sizes[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
 static const char *const op_names[] = { "ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg" };
@@ -139,7 +140,7 @@ struct nccl_call {
 	__u64 v[K_NR];		     /* K_UNIQUE_ID: the hash; K_COMMS: how many follow */
 	__u8 order[NCCL_MAX_FIELDS]; /* the fields in args order */
 	__u32 nfields;
-	int out_key; /* the field shown from bs_ucall.out, -1 = none */
+	int out_key;	   /* the field shown from bs_ucall.out, -1 = none */
 	const __u8 *deref; /* NULL when the record has no (complete) copy */
 	__u32 deref_len;
 };
@@ -172,8 +173,7 @@ static void call__set_id(struct nccl_call *c)
 {
 	static const __u8 zero[NCCL_ID_BYTES];
 
-	if (!c->deref || c->deref_len < NCCL_ID_BYTES ||
-	    !memcmp(c->deref, zero, NCCL_ID_BYTES))
+	if (!c->deref || c->deref_len < NCCL_ID_BYTES || !memcmp(c->deref, zero, NCCL_ID_BYTES))
 		return;
 	call__set(c, K_UNIQUE_ID, nccl__id_hash(c->deref));
 }
@@ -288,7 +288,8 @@ int nccl_api__check(const struct ucall_api *a, char *why, size_t len)
 				FAIL("%s: only unique_id is passed by value", a->name);
 			if (a->deref_arg != BS_DEREF_ARG_STACK || a->deref_off8 ||
 			    a->deref_mode != BS_DEREF_STRUCT)
-				FAIL("%s: a by-value id needs deref_arg BS_DEREF_ARG_STACK", a->name);
+				FAIL("%s: a by-value id needs deref_arg BS_DEREF_ARG_STACK",
+				     a->name);
 			stack += NCCL_ID_BYTES / 8;
 			nbyval++;
 			continue;
@@ -303,7 +304,8 @@ int nccl_api__check(const struct ucall_api *a, char *why, size_t len)
 				FAIL("%s: &%s is argument word %u: deref_arg must be %u", a->name,
 				     keys[k].name, word, word + 1);
 			if (k != K_UNIQUE_ID && k != K_COMMS)
-				FAIL("%s: only unique_id and comms are read from the copy", a->name);
+				FAIL("%s: only unique_id and comms are read from the copy",
+				     a->name);
 			nderef++;
 		} else if (written) {
 			if (a->out_arg != word + 1)
@@ -362,11 +364,11 @@ struct nccl_thread {
 
 /* What the walk knew about the record it observed last. */
 struct nccl_ctx {
-	__u64 ts;	/* identifies the record: ts, pid, tid */
+	__u64 ts; /* identifies the record: ts, pid, tid */
 	__u32 pid, tid;
 	__u32 group_depth;
 	__u32 have_comm;
-	__u64 group_start_ts; /* ncclGroupEnd: entry of the matching ncclGroupStart, 0 = unknown */
+	__u64 group_start_ts;  /* ncclGroupEnd: entry of the matching ncclGroupStart, 0 = unknown */
 	struct nccl_comm comm; /* the comm argument, when have_comm */
 };
 
@@ -704,8 +706,7 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
  * "Communicators"): calls then show what they say themselves, without rank/nranks joins
  * or group depth.
  */
-static int decode_nccl_call(const struct bs_hdr *rec, const struct trace_model *m,
-			    struct event *ev)
+static int decode_nccl_call(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	return nccl__decode(rec, m, trace_model__walk(m, &family_nccl), ev);
 }

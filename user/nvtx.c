@@ -5,7 +5,7 @@
  * also raises sync, so that a range's start reaches us as it happens.
  */
 #include "nvtx.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "shim_link.h"
 
 static int nvtx_attach(struct record_ctx *ctx, void **state)

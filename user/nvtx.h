@@ -11,8 +11,8 @@
 #include "family.h"
 #include "report.h"
 
-extern const struct rec_decoder nvtx_decoders[];   /* nvtx_decode.c */
+extern const struct rec_decoder nvtx_decoders[];  /* nvtx_decode.c */
 extern const struct report *const nvtx_reports[]; /* nvtx_report.c */
-extern const struct family family_nvtx;		   /* nvtx.c */
+extern const struct family family_nvtx;		  /* nvtx.c */
 
 #endif /* BPFSIGHT_NVTX_H */

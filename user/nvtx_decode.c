@@ -108,24 +108,20 @@ static int decode_name(const struct bs_hdr *rec, const struct trace_model *m, st
 	const struct bs_nvtx_name *n = (const void *)rec;
 
 	ev->name = nvtx_message(m, n->name_id);
-	event__arg_str(ev, "what", n->kind == BS_NVTX_NAME_THREAD	? "thread" :
-				   n->kind == BS_NVTX_NAME_CATEGORY ? "category" :
-								      "unknown");
+	event__arg_str(ev, "what",
+		       n->kind == BS_NVTX_NAME_THREAD	  ? "thread"
+		       : n->kind == BS_NVTX_NAME_CATEGORY ? "category"
+							  : "unknown");
 	event__arg_u64(ev, "key", n->key);
 	event__arg_str(ev, "domain", nvtx_domain_name(m, n->domain_id));
 	return 1;
-}
-
-/* A range began: --capture-range=nvtx's signal, not an event (its RANGE record is). */
-static int decode_begin(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
-{
-	return 0;
 }
 
 const struct rec_decoder nvtx_decoders[] = {
 	{ BS_REC_NVTX_RANGE, sizeof(struct bs_nvtx_range), "nvtx_range", decode_range },
 	{ BS_REC_NVTX_MARK, sizeof(struct bs_nvtx_mark), "nvtx_mark", decode_mark },
 	{ BS_REC_NVTX_NAME, sizeof(struct bs_nvtx_name), "nvtx_name", decode_name },
-	{ BS_REC_NVTX_BEGIN, sizeof(struct bs_nvtx_begin), "nvtx_begin", decode_begin },
+	/* A range began: --capture-range=nvtx's signal, not an event (its RANGE record is). */
+	{ BS_REC_NVTX_BEGIN, sizeof(struct bs_nvtx_begin), "nvtx_begin", family__decode_meta },
 	{ 0 },
 };

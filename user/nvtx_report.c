@@ -188,13 +188,19 @@ static void proj_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 	struct gpu_op op;
 
 	if (r) {
-		if (grow((void **)&st->ranges, &st->nranges, &st->cap_ranges, sizeof(*st->ranges))) {
+		if (grow((void **)&st->ranges, &st->nranges, &st->cap_ranges,
+			 sizeof(*st->ranges))) {
 			st->err = -ENOMEM;
 			return;
 		}
 		st->ranges[st->nranges++] = (struct proj_range){
-			rec->pid, rec->tid, rec->ts, r->dur, nvtx_domain_name(m, r->domain_id),
-			nvtx_message(m, r->name_id), r->flags,
+			rec->pid,
+			rec->tid,
+			rec->ts,
+			r->dur,
+			nvtx_domain_name(m, r->domain_id),
+			nvtx_message(m, r->name_id),
+			r->flags,
 		};
 		return;
 	}
@@ -264,8 +270,9 @@ static int proj_sum__join(struct proj_sum *st, struct tgroups *g)
 			continue;
 		t = tgroups__get(g, range_name(r->domain, r->text, buf, sizeof(buf)),
 				 style_name(r->flags), 0);
-		if (!t || tgroup__add(t, PJ_PROJ, last - first) || tgroup__add(t, PJ_RANGE, r->dur) ||
-		    tgroup__add(t, PJ_OPS, nops) || tgroup__add(t, PJ_GPU, gpu))
+		if (!t || tgroup__add(t, PJ_PROJ, last - first) ||
+		    tgroup__add(t, PJ_RANGE, r->dur) || tgroup__add(t, PJ_OPS, nops) ||
+		    tgroup__add(t, PJ_GPU, gpu))
 			return -ENOMEM;
 	}
 	return 0;

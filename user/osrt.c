@@ -9,15 +9,60 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "osrt.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "stats_math.h"
 #include "osrt.skel.h"
 
+/* Defaults: a cap sized to the machine (map memory follows the live keys, not the cap). */
+#define AGG_MIN_ENTRIES	  131072u
+#define AGG_MAX_ENTRIES	  (1u << 21)
+#define AGG_PER_CPU	  65536u
+#define EVICT_IDLE_POLLS  3 /* polls (s) a key must stay unchanged to be evicted */
+#define EVICT_PRESSURE(n) ((n) / 4 * 3)
+
+struct agg_seen {
+	__u64 count; /* last written */
+	__u64 idle;  /* polls since it changed */
+};
+
+struct agg_ent {
+	struct bs_syscall_agg_key key;
+	struct bs_syscall_agg_val val;
+};
+
 struct osrt_state {
 	struct osrt_bpf *skel;
-	/* (pid, tid, nr) -> count last written, so only changed aggregates are written. */
+	/*
+	 * Live keys {pid << 32 | tid, gen << 32 | nr} -> struct agg_seen: only changed aggregates
+	 * are written. Rebuilt every poll, so it holds the live keys only.
+	 */
 	struct hmap *written;
+	struct agg_ent *ents; /* one poll's copy of sys_agg */
+	size_t cap;
+	__u32 max_entries;
+	__u32 exits; /* thread exits seen since the last flush */
 };
+
+/* sys_agg's cap: BPFSIGHT_OSRT_AGG_ENTRIES (tests force a small map), else per CPU. */
+static __u32 agg_entries(void)
+{
+	const char *env = secure_getenv("BPFSIGHT_OSRT_AGG_ENTRIES");
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 n;
+
+	if (env && *env)
+		return (__u32)strtoul(env, NULL, 0) ?: 1;
+	n = (__u64)(ncpu > 0 ? ncpu : 1) * AGG_PER_CPU;
+	return n < AGG_MIN_ENTRIES ? AGG_MIN_ENTRIES : n > AGG_MAX_ENTRIES ? AGG_MAX_ENTRIES : n;
+}
+
+static void osrt_state__free(struct osrt_state *st)
+{
+	osrt_bpf__destroy(st->skel);
+	hmap__free(st->written);
+	free(st->ents);
+	free(st);
+}
 
 static int osrt_attach(struct record_ctx *ctx, void **state)
 {
@@ -26,18 +71,19 @@ static int osrt_attach(struct record_ctx *ctx, void **state)
 
 	if (!st)
 		return -ENOMEM;
-	st->written = hmap__new(sizeof(__u64));
+	st->written = hmap__new(sizeof(struct agg_seen));
 	st->skel = osrt_bpf__open();
 	if (!st->skel || !st->written) {
 		err = st->skel ? -ENOMEM : -errno;
-		osrt_bpf__destroy(st->skel);
-		hmap__free(st->written);
-		free(st);
+		osrt_state__free(st);
 		return err;
 	}
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
 	st->skel->rodata->threshold_ns = ctx->opts->osrt_threshold_ns;
-	err = record_ctx__prepare(ctx, st->skel->obj);
+	st->max_entries = agg_entries();
+	err = bpf_map__set_max_entries(st->skel->maps.sys_agg, st->max_entries);
+	if (!err)
+		err = record_ctx__prepare(ctx, st->skel->obj);
 	if (!err)
 		/* The call in flight: task storage (tp_btf) or a hash (raw_tp). */
 		err = record_ctx__pick_task_storage(ctx, st->skel->obj,
@@ -48,44 +94,192 @@ static int osrt_attach(struct record_ctx *ctx, void **state)
 	if (!err)
 		err = osrt_bpf__attach(st->skel);
 	if (err) {
-		osrt_bpf__destroy(st->skel);
-		hmap__free(st->written);
-		free(st);
+		osrt_state__free(st);
 		return err;
 	}
 	*state = st;
 	return 0;
 }
 
-static int osrt_poll(struct record_ctx *ctx, void *state)
+static struct hkey agg_hkey(const struct bs_syscall_agg_key *k)
 {
-	struct osrt_state *st = state;
-	int fd = bpf_map__fd(st->skel->maps.sys_agg);
+	return (struct hkey){ (__u64)k->pid << 32 | k->tid, (__u64)k->gen << 32 | k->nr };
+}
+
+static void write_agg(struct record_ctx *ctx, const struct bs_syscall_agg_key *k,
+		      const struct bs_syscall_agg_val *v, __u32 flags)
+{
+	struct bs_syscall_agg r = {
+		.nr = k->nr,
+		.flags = flags,
+		.count = v->count,
+		.total_ns = v->total_ns,
+		.min_ns = v->min_ns,
+		.max_ns = v->max_ns,
+	};
+
+	record_ctx__hdr(&r.h, BS_REC_SYSCALL_AGG, sizeof(r), k->pid, k->tid, 0);
+	record_ctx__write(ctx, &r);
+}
+
+/* Copy sys_agg into st->ents; returns the number of entries or -ENOMEM. */
+static long osrt_read_aggs(struct osrt_state *st, int fd)
+{
 	struct bs_syscall_agg_key key, next, *prev = NULL;
-	struct bs_syscall_agg_val val;
+	size_t n = 0;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &val))
-			continue;
-		struct hkey hk = { .a = (__u64)key.pid << 32 | key.tid, .b = key.nr };
-		__u64 *last = hmap__get(st->written, hk, 1);
+		if (n == st->cap) {
+			size_t cap = st->cap ? st->cap * 2 : 1024;
+			struct agg_ent *e = realloc(st->ents, cap * sizeof(*e));
 
-		if (!last || *last == val.count)
+			if (!e)
+				return -ENOMEM;
+			st->ents = e;
+			st->cap = cap;
+		}
+		if (bpf_map_lookup_elem(fd, &key, &st->ents[n].val))
 			continue;
-		*last = val.count;
-		struct bs_syscall_agg r = {
-			.nr = key.nr,
-			.count = val.count,
-			.total_ns = val.total_ns,
-			.min_ns = val.min_ns,
-			.max_ns = val.max_ns,
-		};
-		record_ctx__hdr(&r.h, BS_REC_SYSCALL_AGG, sizeof(r), key.pid, key.tid, 0);
-		record_ctx__write(ctx, &r);
+		st->ents[n++].key = key;
 	}
+	return (long)n;
+}
+
+/*
+ * Threads marked dead (sys_dead) before the aggregates are read: their values are final.
+ * Returns the set {pid << 32 | tid, gen} (NULL when out of memory).
+ */
+static struct hmap *osrt_read_dead(int fd)
+{
+	struct bs_syscall_agg_key key, next, *prev = NULL;
+	struct hmap *dead = hmap__new(1);
+
+	while (dead && !bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (!hmap__get(dead, (struct hkey){ (__u64)key.pid << 32 | key.tid, key.gen }, 1)) {
+			hmap__free(dead);
+			return NULL;
+		}
+	}
+	return dead;
+}
+
+/*
+ * Under pressure (the map 3/4 full of live threads' keys; leaked keys of threads whose exit
+ * mark did not fit in sys_dead look the same), evict the keys unchanged for EVICT_IDLE_POLLS
+ * polls: their totals are written as final and the thread's next call of that number counts
+ * from zero in a new key. The value is taken and deleted in one step; only a call returning in
+ * the instant between a BPF program's lookup and its add could be lost.
+ */
+static void osrt_evict_idle(struct record_ctx *ctx, struct osrt_state *st, int fd, size_t n)
+{
+	struct bs_syscall_agg_val v;
+	struct agg_seen *seen;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct agg_ent *e = &st->ents[i];
+
+		if (!e->val.count)
+			continue;
+		seen = hmap__get(st->written, agg_hkey(&e->key), 0);
+		if (!seen || seen->idle < EVICT_IDLE_POLLS)
+			continue;
+		if (bpf_map_lookup_and_delete_elem(fd, &e->key, &v))
+			continue; /* gone meanwhile, or a kernel before 5.14 */
+		write_agg(ctx, &e->key, &v, BS_AGG_FINAL);
+		seen->count = seen->idle = 0;
+	}
+}
+
+/*
+ * Write the aggregates that changed, and end the life of the keys that are done: a thread
+ * that exited gets its final totals written (BS_AGG_FINAL) and its keys deleted, so a map
+ * sized for the live threads never fills with dead ones. Finals go first: a recycled tid's
+ * new keys must follow the old thread's final in the file.
+ */
+static int osrt_flush(struct record_ctx *ctx, struct osrt_state *st, int timed)
+{
+	int fd = bpf_map__fd(st->skel->maps.sys_agg);
+	int dead_fd = bpf_map__fd(st->skel->maps.sys_dead);
+	struct hmap *dead, *written;
+	size_t it = 0, i, live;
+	struct hkey hk;
+	long n;
+
+	dead = osrt_read_dead(dead_fd);
+	written = hmap__new(sizeof(struct agg_seen));
+	n = osrt_read_aggs(st, fd);
+	if (!dead || !written || n < 0) {
+		hmap__free(dead);
+		hmap__free(written);
+		return -ENOMEM;
+	}
+	for (i = 0; i < (size_t)n; i++) {
+		struct agg_ent *e = &st->ents[i];
+
+		if (!hmap__get(dead,
+			       (struct hkey){ (__u64)e->key.pid << 32 | e->key.tid, e->key.gen },
+			       0))
+			continue;
+		write_agg(ctx, &e->key, &e->val, BS_AGG_FINAL);
+		bpf_map_delete_elem(fd, &e->key);
+		e->val.count = 0; /* done: skipped below */
+	}
+	for (i = 0, live = 0; i < (size_t)n; i++) {
+		struct agg_ent *e = &st->ents[i];
+		struct agg_seen *old, *seen;
+		struct agg_seen now = { e->val.count, 0 };
+
+		if (!e->val.count)
+			continue;
+		live++;
+		old = hmap__get(st->written, agg_hkey(&e->key), 0);
+		if (old && old->count == now.count)
+			now.idle = old->idle + timed; /* idle time counts in timed polls only */
+		else
+			write_agg(ctx, &e->key, &e->val, 0);
+		seen = hmap__get(written, agg_hkey(&e->key), 1);
+		if (!seen)
+			break;
+		*seen = now;
+	}
+	hmap__free(st->written);
+	st->written = written;
+	/* The marks read above are handled (also those of threads without aggregates). */
+	while (hmap__next(dead, &it, &hk)) {
+		struct bs_syscall_agg_key key = { hk.a >> 32, (__u32)hk.a, 0, (__u32)hk.b };
+
+		bpf_map_delete_elem(dead_fd, &key);
+	}
+	hmap__free(dead);
+	st->exits = 0;
+	if (live > EVICT_PRESSURE(st->max_entries))
+		osrt_evict_idle(ctx, st, fd, (size_t)n);
 	return 0;
+}
+
+static int osrt_poll(struct record_ctx *ctx, void *state)
+{
+	return osrt_flush(ctx, state, 1);
+}
+
+/*
+ * Churn: the keys of exited threads wait for a flush, once a second; a burst of short
+ * processes (or a recorder slowed by a loaded machine) could fill the map with them before
+ * that. So every MAX_ENTRIES / 8 thread exits the recorder reads also flush early: the map
+ * is emptied of dead keys at the pace the exits are read, a whole-map walk per 1/8 of its
+ * size of exits.
+ */
+static void osrt_observe(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
+{
+	struct osrt_state *st = state;
+
+	if (rec->type == BS_REC_EXIT && ++st->exits >= st->max_entries / 8 + 1)
+		osrt_flush(ctx, st, 0);
 }
 
 static void osrt_detach(struct record_ctx *ctx, void *state)
@@ -94,9 +288,7 @@ static void osrt_detach(struct record_ctx *ctx, void *state)
 
 	osrt_bpf__detach(st->skel);
 	osrt_poll(ctx, st); /* final values, after the last probe ran */
-	osrt_bpf__destroy(st->skel);
-	hmap__free(st->written);
-	free(st);
+	osrt_state__free(st);
 }
 
 const struct family family_osrt = {
@@ -105,6 +297,7 @@ const struct family family_osrt = {
 	.attach = osrt_attach,
 	.poll = osrt_poll,
 	.detach = osrt_detach,
+	.observe = osrt_observe,
 	.decoders = osrt_decoders,
 	.reports = osrt_reports,
 };

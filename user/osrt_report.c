@@ -32,15 +32,10 @@ static int decode_syscall(const struct bs_hdr *rec, const struct trace_model *m,
 	return 1;
 }
 
-static int decode_syscall_agg(const struct bs_hdr *rec, const struct trace_model *m,
-			      struct event *ev)
-{
-	return 0; /* a cumulative snapshot, not a call: only osrt_sum reads it */
-}
-
 const struct rec_decoder osrt_decoders[] = {
 	{ BS_REC_SYSCALL, sizeof(struct bs_syscall), "syscall", decode_syscall },
-	{ BS_REC_SYSCALL_AGG, sizeof(struct bs_syscall_agg), "syscall_agg", decode_syscall_agg },
+	/* A cumulative snapshot, not a call: only osrt_sum reads it. */
+	{ BS_REC_SYSCALL_AGG, sizeof(struct bs_syscall_agg), "syscall_agg", family__decode_meta },
 	{ 0 },
 };
 
@@ -59,7 +54,7 @@ struct osrt_nr {
 };
 
 struct osrt_sum {
-	struct hmap *by_nr;	/* {nr, 0} -> struct osrt_nr (individual calls) */
+	struct hmap *by_nr;    /* {nr, 0} -> struct osrt_nr (individual calls) */
 	struct hmap *last_agg; /* {pid << 32 | tid, nr} -> struct bs_syscall_agg_val */
 	int err;
 };
@@ -91,6 +86,18 @@ static void osrt_nr__add(struct osrt_nr *n, __u64 count, __u64 total, __u64 min,
 	n->total += total;
 }
 
+/* An aggregate's calls, as COUNT samples of their mean (the kernel keeps no distribution). */
+static int osrt_nr__add_agg(struct osrt_sum *st, __u32 nr, __u64 count, __u64 total, __u64 min,
+			    __u64 max)
+{
+	struct osrt_nr *n = hmap__get(st->by_nr, (struct hkey){ nr, 0 }, 1);
+
+	if (!n || samples__add(&n->samples, (double)total / count, count))
+		return -ENOMEM;
+	osrt_nr__add(n, count, total, min, max);
+	return 0;
+}
+
 static void osrt_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	const struct bs_syscall_agg *a = (const void *)rec;
@@ -114,6 +121,14 @@ static void osrt_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 			      (struct hkey){ (__u64)rec->pid << 32 | rec->tid, a->nr }, 1);
 		if (!v) {
 			st->err = -ENOMEM;
+			return;
+		}
+		if (a->flags & BS_AGG_FINAL) {
+			/* Closed (thread exited): count it now; a recycled tid starts over. */
+			v->count = 0;
+			if (a->count && osrt_nr__add_agg(st, a->nr, a->count, a->total_ns,
+							 a->min_ns, a->max_ns))
+				st->err = -ENOMEM;
 			return;
 		}
 		v->count = a->count;
@@ -158,10 +173,9 @@ static int osrt_sum__emit(void *vst, const struct trace_model *m, struct table *
 	while ((v = hmap__next(st->last_agg, &it, &key))) {
 		if (!v->count)
 			continue;
-		n = hmap__get(st->by_nr, (struct hkey){ key.b, 0 }, 1);
-		if (!n || samples__add(&n->samples, (double)v->total_ns / v->count, v->count))
-			return -ENOMEM;
-		osrt_nr__add(n, v->count, v->total_ns, v->min_ns, v->max_ns);
+		err = osrt_nr__add_agg(st, key.b, v->count, v->total_ns, v->min_ns, v->max_ns);
+		if (err)
+			return err;
 	}
 
 	rows = calloc(hmap__count(st->by_nr) + 1, sizeof(*rows));

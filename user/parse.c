@@ -10,8 +10,7 @@ struct unit {
 };
 
 /* A non-negative decimal (fractions allowed) with one of UNITS; "" uses DEFAULT_MULT. */
-static int parse_with_units(const char *s, const struct unit *units, __u64 default_mult,
-			    __u64 *out)
+static int parse_with_units(const char *s, const struct unit *units, __u64 default_mult, __u64 *out)
 {
 	char *end;
 	double v;
@@ -23,6 +22,8 @@ static int parse_with_units(const char *s, const struct unit *units, __u64 defau
 	if (errno || end == s || v < 0)
 		return -EINVAL;
 	if (!*end) {
+		if (v * default_mult > 1.8e19)
+			return -ERANGE; /* past 2^64: the conversion would be undefined */
 		*out = (__u64)(v * default_mult);
 		return 0;
 	}
@@ -38,8 +39,14 @@ static int parse_with_units(const char *s, const struct unit *units, __u64 defau
 }
 
 static const struct unit time_units[] = {
-	{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000ull },
-	{ "m", 60000000000ull }, { "min", 60000000000ull }, { "h", 3600000000000ull }, { NULL, 0 },
+	{ "ns", 1 },
+	{ "us", 1000 },
+	{ "ms", 1000000 },
+	{ "s", 1000000000ull },
+	{ "m", 60000000000ull },
+	{ "min", 60000000000ull },
+	{ "h", 3600000000000ull },
+	{ NULL, 0 },
 };
 
 int parse_duration_ns(const char *s, __u64 *ns)
@@ -59,7 +66,7 @@ int parse_threshold_ns(const char *s, __u64 *ns)
 int parse_size(const char *s, __u64 *bytes)
 {
 	static const struct unit units[] = {
-		{ "K", 1024 }, { "KiB", 1024 }, { "M", 1 << 20 }, { "MiB", 1 << 20 },
+		{ "K", 1024 },	     { "KiB", 1024 },	    { "M", 1 << 20 }, { "MiB", 1 << 20 },
 		{ "G", 1ull << 30 }, { "GiB", 1ull << 30 }, { NULL, 0 },
 	};
 

@@ -35,9 +35,10 @@ static const __u8 kernel_nops[9][8] = {
 
 static const char *const reg64[16] = { "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 				       "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15" };
-static const char *const reg32[16] = { "eax", "ecx",  "edx",  "ebx",  "esp",  "ebp",
-				       "esi", "edi",  "r8d",  "r9d",  "r10d", "r11d",
-				       "r12d", "r13d", "r14d", "r15d" };
+static const char *const reg32[16] = {
+	"eax", "ecx", "edx",  "ebx",  "esp",  "ebp",  "esi",  "edi",
+	"r8d", "r9d", "r10d", "r11d", "r12d", "r13d", "r14d", "r15d"
+};
 static const char *const jcc_name[16] = { "jo", "jno", "jb", "jae", "je", "jne", "jbe", "ja",
 					  "js", "jns", "jp", "jnp", "jl", "jge", "jle", "jg" };
 
@@ -51,8 +52,8 @@ static int is_arg_reg(int r)
 
 /* One decoded instruction; only the fields the walk needs. */
 struct insn {
-	size_t len;	/* 0: could not be decoded */
-	int npfx;	/* legacy prefixes */
+	size_t len; /* 0: could not be decoded */
+	int npfx;   /* legacy prefixes */
 	int has66;
 	int bad_pfx;	/* es/cs/ss/ds/lock: the kernel refuses to probe it at all */
 	__u8 rex;	/* 0 if none */
@@ -62,6 +63,8 @@ struct insn {
 	int has_modrm;
 };
 
+/* Opcode tables, aligned by hand as the manuals print them. */
+// clang-format off
 static int has_modrm_1b(__u8 op)
 {
 	if (op < 0x40)
@@ -154,6 +157,7 @@ static int imm_0f(__u8 op)
 	}
 	return 0;
 }
+// clang-format on
 
 /* Bytes taken by ModRM + SIB + displacement at P (REM bytes left); -1 when short. */
 static int modrm_len(const __u8 *p, size_t rem)
@@ -300,7 +304,9 @@ static int emulated(const __u8 *code, const struct insn *in, char *text, size_t 
 	}
 	if (in->map == 0 && !in->has66 && (op == 0xeb || op == 0xe9 || op == 0xe8)) {
 		snprintf(text, tlen, "%s",
-			 op == 0xe8 ? "call rel32" : op == 0xe9 ? "jmp rel32" : "jmp rel8");
+			 op == 0xe8   ? "call rel32"
+			 : op == 0xe9 ? "jmp rel32"
+				      : "jmp rel8");
 		return 1;
 	}
 	if (in->map == 0 && !in->has66 && op >= 0x70 && op <= 0x7f) {
@@ -393,8 +399,8 @@ static void classify(const __u8 *code, size_t len, __u32 off, struct probe_site 
 	}
 	out->cost = PROBE_SINGLE_STEP;
 	if (!skippable(code + off, &in, out->insn, sizeof(out->insn)))
-		bytes_text(code + off, in.len ? in.len : (len - off < 8 ? len - off : 8),
-			   out->insn, sizeof(out->insn));
+		bytes_text(code + off, in.len ? in.len : (len - off < 8 ? len - off : 8), out->insn,
+			   sizeof(out->insn));
 }
 
 /* How far the walk may go: real prologues reach their first push within a few insns. */

@@ -15,14 +15,14 @@
 #include <stddef.h>
 
 enum probe_cost {
-	PROBE_EMULATED = 0,	/* the kernel emulates the instruction: cheap */
-	PROBE_SINGLE_STEP = 1,	/* executed out of line with a single step: ~20x dearer */
+	PROBE_EMULATED = 0,    /* the kernel emulates the instruction: cheap */
+	PROBE_SINGLE_STEP = 1, /* executed out of line with a single step: ~20x dearer */
 };
 
 struct probe_site {
-	__u32 offset;	  /* bytes from the function's start */
-	__u32 insn_len;	  /* 0 when the instruction could not be decoded */
-	char insn[40];	  /* e.g. "push %rbp", "endbr64", "nop", "bytes 48 8d 05 .." */
+	__u32 offset;	/* bytes from the function's start */
+	__u32 insn_len; /* 0 when the instruction could not be decoded */
+	char insn[40];	/* e.g. "push %rbp", "endbr64", "nop", "bytes 48 8d 05 .." */
 	enum probe_cost cost;
 };
 

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "proc.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "proc.skel.h"
 
 static int proc_attach(struct record_ctx *ctx, void **state)

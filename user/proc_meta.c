@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "proc_meta.h"
-#include "recorder.h"
+#include "record_ctx.h"
 
 /* Read a small /proc file into BUF (NUL-terminated); returns bytes or negative errno. */
 static ssize_t read_small(const char *path, char *buf, size_t len)
@@ -34,33 +34,42 @@ static void copy_comm(char *dst, const char *src)
 	memcpy(dst, src, n < BS_COMM_LEN - 1 ? n : BS_COMM_LEN - 1);
 }
 
-/* /proc/PID/stat: fields after the comm's closing paren: state ppid ... starttime (22). */
-static int parse_stat(pid_t pid, __u32 *ppid, __u64 *start_ticks, char *state)
+int proc_meta__parse_stat(const char *buf, __u32 *ppid, __u64 *start_ticks, char *state)
 {
-	char path[64], buf[1024], *p;
+	const char *p = strrchr(buf, ')');
 	unsigned long long v;
+	char *end;
 	int field;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
-		return -ENOENT;
-	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
 		return -EINVAL;
 	p += 2;
 	*state = *p;
 	for (field = 3; *p && field <= 22; field++) {
-		v = strtoull(p, &p, 10);
+		v = strtoull(p, &end, 10);
+		p = end;
 		if (field == 3) /* the state letter: strtoull read nothing */
 			v = 0, p++;
 		if (field == 4)
 			*ppid = v;
-		if (field == 22)
+		if (field == 22) {
 			*start_ticks = v;
+			return 0;
+		}
 		while (*p == ' ')
 			p++;
 	}
-	return 0;
+	return -EINVAL;
+}
+
+static int parse_stat(pid_t pid, __u32 *ppid, __u64 *start_ticks, char *state)
+{
+	char path[64], buf[1024];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return -ENOENT;
+	return proc_meta__parse_stat(buf, ppid, start_ticks, state);
 }
 
 pid_t proc_meta__tgid(pid_t tid)
@@ -76,15 +85,28 @@ pid_t proc_meta__tgid(pid_t tid)
 	return (pid_t)strtol(p + 6, NULL, 10);
 }
 
+int proc_meta__start(pid_t pid, __u64 *start_ticks)
+{
+	char state = 0;
+	__u32 ppid;
+
+	if (parse_stat(pid, &ppid, start_ticks, &state))
+		return -ESRCH;
+	return state != 'Z' && state != 'X' ? 0 : -ESRCH;
+}
+
 int proc_meta__alive(pid_t pid)
 {
-	__u32 ppid;
 	__u64 start;
-	char state = 0;
 
-	if (parse_stat(pid, &ppid, &start, &state))
-		return 0;
-	return state != 'Z' && state != 'X';
+	return !proc_meta__start(pid, &start);
+}
+
+int proc_meta__alive_since(pid_t pid, __u64 start_ticks)
+{
+	__u64 start;
+
+	return !proc_meta__start(pid, &start) && start == start_ticks;
 }
 
 /* Convert /proc start ticks (since boot, BOOTTIME) to CLOCK_MONOTONIC ns. */

@@ -18,5 +18,14 @@ void proc_meta__observe(struct record_ctx *ctx, const struct bs_hdr *rec);
 pid_t proc_meta__tgid(pid_t tid);
 /* 1 while PID exists and is not a zombie. */
 int proc_meta__alive(pid_t pid);
+/* 0 and PID's start time (clock ticks since boot) while it is alive; -ESRCH if not. */
+int proc_meta__start(pid_t pid, __u64 *start_ticks);
+/*
+ * 1 while PID is alive and is the process that started at START_TICKS: a pid the kernel
+ * recycled for another process (its start time differs) is not it.
+ */
+int proc_meta__alive_since(pid_t pid, __u64 start_ticks);
+/* Parse a /proc/PID/stat line: state, ppid and starttime (field 22); -EINVAL if malformed. */
+int proc_meta__parse_stat(const char *buf, __u32 *ppid, __u64 *start_ticks, char *state);
 
 #endif

@@ -15,14 +15,6 @@ const char *loss_cause_name(__u32 cause)
 	return cause < BS_LOSS_NR && loss_causes[cause] ? loss_causes[cause] : "unknown";
 }
 
-/* Strings and symbol names: the model keeps them, events refer to them; new-code records
- * are kept for `info`. None of them is an event. */
-static int decode_metadata(const struct bs_hdr *rec, const struct trace_model *m,
-			   struct event *ev)
-{
-	return 0;
-}
-
 static int decode_process(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	const struct bs_process *p = (const void *)rec;
@@ -104,7 +96,8 @@ static int decode_comm(const struct bs_hdr *rec, const struct trace_model *m, st
 }
 
 const struct rec_decoder proc_decoders[] = {
-	{ BS_REC_STRING, sizeof(struct bs_string), "string", decode_metadata },
+	/* Strings and symbol names: the model keeps them; new-code records are kept for `info`. */
+	{ BS_REC_STRING, sizeof(struct bs_string), "string", family__decode_meta },
 	{ BS_REC_PROCESS, sizeof(struct bs_process), "process", decode_process },
 	{ BS_REC_THREAD, sizeof(struct bs_thread), "thread", decode_thread },
 	{ BS_REC_LOSS, sizeof(struct bs_loss), "loss", decode_loss },
@@ -112,8 +105,8 @@ const struct rec_decoder proc_decoders[] = {
 	{ BS_REC_EXEC, sizeof(struct bs_exec), "exec", decode_exec },
 	{ BS_REC_EXIT, sizeof(struct bs_exit), "exit", decode_exit },
 	{ BS_REC_COMM, sizeof(struct bs_comm), "comm", decode_comm },
-	{ BS_REC_SYMBOL, sizeof(struct bs_symbol), "symbol", decode_metadata },
-	{ BS_REC_MAP_EXEC, sizeof(struct bs_map_exec), "new_code", decode_metadata },
+	{ BS_REC_SYMBOL, sizeof(struct bs_symbol), "symbol", family__decode_meta },
+	{ BS_REC_MAP_EXEC, sizeof(struct bs_map_exec), "new_code", family__decode_meta },
 	{ 0 },
 };
 

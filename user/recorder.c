@@ -23,157 +23,16 @@
 #include "trace_writer.h"
 #include "uprobe_mgr.h"
 
-#define POLL_MS		20  /* ring buffer drain period when no wakeup comes */
-#define HOUSEKEEP_NS	100000000ull /* losses, targets, chunk age */
-#define FAMILY_POLL_NS	1000000000ull
-#define STATUS_NS	1000000000ull
+#define POLL_MS	       20	    /* ring buffer drain period when no wakeup comes */
+#define HOUSEKEEP_NS   100000000ull /* losses, targets, chunk age */
+#define FAMILY_POLL_NS 1000000000ull
+#define STATUS_NS      1000000000ull
 
 static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-__u64 mono_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts)
-{
-	h->type = type;
-	h->size = size;
-	h->cpu = 0;
-	h->pid = pid;
-	h->tid = tid;
-	h->ts = ts ? ts : mono_now_ns();
-}
-
-int record_ctx__write(struct record_ctx *ctx, const void *rec)
-{
-	int err;
-
-	if (!ctx->writer)
-		return 0; /* --dry-run */
-	err = trace_writer__append(ctx->writer, rec);
-
-	if (err && !ctx->write_err)
-		ctx->write_err = err;
-	return err;
-}
-
-__u32 record_ctx__intern(struct record_ctx *ctx, const char *s)
-{
-	struct bs_string *r;
-	int is_new;
-	__u32 id, len, size;
-
-	if (!s || !*s)
-		return 0;
-	id = string_pool__intern(ctx->strings, s, &is_new);
-	if (!id || !is_new)
-		return id;
-	len = strlen(s);
-	if (len > 60000) /* a record's size is a u16 */
-		len = 60000;
-	size = (sizeof(*r) + len + 7) & ~7u;
-	r = calloc(1, size);
-	if (!r)
-		return 0;
-	record_ctx__hdr(&r->h, BS_REC_STRING, size, 0, 0, 0);
-	r->id = id;
-	r->len = len;
-	memcpy(r + 1, s, len);
-	record_ctx__write(ctx, r);
-	free(r);
-	return id;
-}
-
-void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n)
-{
-	if (cause < BS_LOSS_NR)
-		ctx->lost_user[cause] += n;
-}
-
-int record_ctx__poll(struct record_ctx *ctx, int timeout_ms)
-{
-	int n;
-
-	if (!ctx->rb)
-		return 0;
-	n = ring_buffer__poll(ctx->rb, timeout_ms);
-	if (n >= 0 || n == -EINTR)
-		n = ring_buffer__consume(ctx->rb);
-	return n;
-}
-
-void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err)
-{
-	fprintf(stderr, "bpfsight record: warning: cannot attach %s: %s\n", what, strerror(-err));
-	ctx->attach_failures++;
-}
-
-int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
-{
-	struct bpf_program *prog;
-	struct bpf_map *map;
-	int err;
-
-	bpf_object__for_each_program(prog, obj) {
-		const char *name = bpf_program__name(prog);
-		size_t n = strlen(name);
-		int is_btf = n > 4 && !strcmp(name + n - 4, "_btf");
-		int is_raw = n > 4 && !strcmp(name + n - 4, "_raw");
-
-		if ((is_btf && !ctx->use_btf) || (is_raw && ctx->use_btf))
-			bpf_program__set_autoload(prog, false);
-	}
-	bpf_object__for_each_map(map, obj) {
-		const char *name = bpf_map__name(map);
-		int fd = -1;
-
-		if (!strcmp(name, "events"))
-			fd = ctx->events_fd;
-		else if (!strcmp(name, "targets"))
-			fd = ctx->targets_fd;
-		else if (!strcmp(name, "lost"))
-			fd = ctx->lost_fd;
-		if (fd < 0)
-			continue;
-		err = bpf_map__reuse_fd(map, fd);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj,
-				  struct bpf_map *task_map, struct bpf_map *hash_map)
-{
-	struct bpf_program *prog;
-	int task_storage, err;
-
-	task_storage = ctx->use_btf &&
-		       libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) > 0;
-	if (ctx->use_btf && !task_storage) {
-		bpf_object__for_each_program(prog, obj) {
-			const char *name = bpf_program__name(prog);
-			size_t n = strlen(name);
-			int raw = n > 4 && !strcmp(name + n - 4, "_raw");
-
-			err = bpf_program__set_autoload(prog, raw);
-			if (err)
-				return err;
-		}
-	}
-	err = bpf_map__set_autocreate(task_map, task_storage);
-	if (!err)
-		err = bpf_map__set_autocreate(hash_map, !task_storage);
-	return err;
 }
 
 /* The maps every family shares live as long as the recording, independent of families. */
@@ -321,18 +180,73 @@ static void print_status(struct record_ctx *ctx, __u64 start, __u64 now, __u64 l
 	__u64 ev = trace_writer__records(ctx->writer);
 
 	fprintf(stderr, "\r\033[K[bpfsight] %.1fs  %llu events  %.0f ev/s  lost %llu  %.1f MiB%s",
-		secs, (unsigned long long)ev, secs > 0 ? ev / secs : 0.0,
-		(unsigned long long)lost, trace_writer__bytes(ctx->writer) / 1048576.0,
-		final ? "\n" : "");
+		secs, (unsigned long long)ev, secs > 0 ? ev / secs : 0.0, (unsigned long long)lost,
+		trace_writer__bytes(ctx->writer) / 1048576.0, final ? "\n" : "");
+}
+
+/*
+ * Let CMD run, unless a stop signal came during start-up: then it never runs (the gate
+ * closes and the held child exits 127). Signals are blocked from the check to the release,
+ * so a stop either comes before (CMD never runs) or after (CMD is stopped like any target).
+ */
+static void release_cmd(struct launch *l)
+{
+	sigset_t stops, old;
+
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &old);
+	if (stop_signal) {
+		launch__abort(l);
+		fprintf(stderr,
+			"bpfsight record: stopped (%s) during start-up: CMD was not run "
+			"(exit status 127)\n",
+			strsignal(stop_signal));
+	} else
+		launch__go(l);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * Writing failed (a full disk): the chunk that failed was cut off again, so the file's small
+ * end (a loss record counting what was dropped, the footer) often still fits. Then the file
+ * is closed cleanly and says what it misses (write_failed); else it ends without a footer.
+ */
+static void close_after_write_error(struct record_ctx *ctx, const char *path)
+{
+	struct bs_loss r = { .cause = BS_LOSS_WRITE };
+	int err;
+
+	/* What is pending first: if it fails too, it is counted in the loss record. */
+	trace_writer__flush(ctx->writer);
+	r.count = trace_writer__dropped(ctx->writer);
+	record_ctx__hdr(&r.h, BS_REC_LOSS, sizeof(r), 0, 0, 0);
+	/* A footer without the loss record would claim a complete file. */
+	err = trace_writer__append(ctx->writer, &r.h);
+	if (!err)
+		err = trace_writer__flush(ctx->writer);
+	if (err)
+		trace_writer__free(ctx->writer);
+	else
+		err = trace_writer__close(ctx->writer, NULL);
+	ctx->writer = NULL;
+	fprintf(stderr, "bpfsight record: writing %s failed: %s; %llu records dropped; %s\n", path,
+		strerror(-ctx->write_err), (unsigned long long)r.count,
+		err ? "the file holds the chunks written before, without its end (readers say "
+		      "it was not closed cleanly)"
+		    : "the file is closed and counts them as lost (write_failed)");
 }
 
 /* 1 while some -p target (or the launched CMD) is still alive. */
+/* Launch mode ends with CMD, whatever -p processes are traced beside it. */
 static int targets_alive(const struct record_opts *o, struct launch *l)
 {
-	if (o->cmd && !launch__reap(l, 0))
-		return 1;
+	if (o->cmd)
+		return !launch__reap(l, 0);
 	for (__u32 i = 0; i < o->npids; i++)
-		if (proc_meta__alive(o->pids[i]))
+		if (proc_meta__alive_since(o->pids[i], o->pid_start[i]))
 			return 1;
 	return 0;
 }
@@ -368,8 +282,8 @@ int recorder__run(const struct record_opts *o)
 			goto out;
 	}
 	if (!o->dry_run)
-		ctx.writer = trace_writer__open(o->output, &meta,
-						o->force ? TRACE_WRITER_FORCE : 0, &err);
+		ctx.writer = trace_writer__open(o->output, &meta, o->force ? TRACE_WRITER_FORCE : 0,
+						&err);
 	if (!o->dry_run && !ctx.writer) {
 		fprintf(stderr, "bpfsight record: cannot create %s: %s%s\n", o->output,
 			strerror(-err), err == -EEXIST ? " (use --force to overwrite)" : "");
@@ -438,7 +352,7 @@ int recorder__run(const struct record_opts *o)
 		proc_meta__snapshot(&ctx, o->pids[i], 1);
 	if (launched) {
 		proc_meta__snapshot(&ctx, launch.pid, 1);
-		launch__go(&launch);
+		release_cmd(&launch);
 	}
 
 	/* Scripts wait for this line: every probe is live from here on. */
@@ -507,10 +421,7 @@ int recorder__run(const struct record_opts *o)
 	if (tty)
 		print_status(&ctx, start, now, lost_total, 1);
 	if (ctx.write_err) {
-		fprintf(stderr, "bpfsight record: writing %s failed: %s; the file holds what was "
-			"written before\n", o->output, strerror(-ctx.write_err));
-		trace_writer__free(ctx.writer);
-		ctx.writer = NULL;
+		close_after_write_error(&ctx, o->output);
 		goto out;
 	}
 	trace_clocks__now(&end);
@@ -528,7 +439,8 @@ int recorder__run(const struct record_opts *o)
 			o->output, (unsigned long long)nrec, (unsigned long long)lost_total,
 			stop_signal ? " (stopped by signal)" : "");
 		if (ctx.gate)
-			fprintf(stderr, "bpfsight record: --capture-range: %llu events outside the "
+			fprintf(stderr,
+				"bpfsight record: --capture-range: %llu events outside the "
 				"ranges were not kept\n",
 				(unsigned long long)capture_gate__dropped(ctx.gate));
 	}

@@ -2,7 +2,7 @@
 /* sched family, record side: off-CPU intervals (bpf/sched.bpf.c). */
 #include <errno.h>
 #include "sched.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "sched.skel.h"
 
 static int sched_attach(struct record_ctx *ctx, void **state)

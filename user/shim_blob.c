@@ -155,7 +155,8 @@ int shim_blob__path(char *path, size_t len)
 	}
 	err = shim_blob__install(SHIM_RUN_DIR, NULL, 1, path, len);
 	if (err == -EPERM)
-		fprintf(stderr, "bpfsight record: %s is writable by others than root: not putting "
+		fprintf(stderr,
+			"bpfsight record: %s is writable by others than root: not putting "
 			"the cupti-shim there (fix its owner and mode, or set BPFSIGHT_SHIM)\n",
 			SHIM_RUN_DIR);
 	else if (err && err != -ENOENT)

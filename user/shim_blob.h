@@ -10,9 +10,9 @@
 
 #include <stddef.h>
 
-#define SHIM_RUN_DIR	  "/run/bpfsight"
-#define SHIM_INSTALL_DIR  "/usr/local/lib/bpfsight"
-#define SHIM_FILE_NAME	  "libbpfsight-shim.so"
+#define SHIM_RUN_DIR	 "/run/bpfsight"
+#define SHIM_INSTALL_DIR "/usr/local/lib/bpfsight"
+#define SHIM_FILE_NAME	 "libbpfsight-shim.so"
 
 /* Bytes of the embedded shim: 0 when this build has none. */
 size_t shim_blob__size(void);

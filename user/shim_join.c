@@ -231,7 +231,8 @@ void shim_join__api(struct shim_join *j, struct bs_gpu_api *r)
 	if (!s)
 		return;
 	idx = s->pend;
-	*s = (struct corr_slot){ .corr = r->correlation, .tid = r->h.tid,
+	*s = (struct corr_slot){ .corr = r->correlation,
+				 .tid = r->h.tid,
 				 .call_ts = call ? call : r->h.ts,
 				 .flags = call ? BS_GPU_CALL_CUDA : BS_GPU_CALL_API };
 	/* The GPU records that came first, newest to oldest along the slot's chain. */
@@ -286,8 +287,12 @@ void shim_join__gpu(struct shim_join *j, struct bs_hdr *rec, __u64 now)
 		pop_oldest(j);
 	idx = (j->head + j->count++) % JOIN_PENDING;
 	p = &j->pend[idx];
-	*p = (struct pending){ .since = now, .gen = ++j->gen, .pid = rec->pid, .corr = *f.corr,
-			       .prev = s->pend, .live = 1 };
+	*p = (struct pending){ .since = now,
+			       .gen = ++j->gen,
+			       .pid = rec->pid,
+			       .corr = *f.corr,
+			       .prev = s->pend,
+			       .live = 1 };
 	memcpy(p->rec, rec, rec->size);
 	if (s->corr != *f.corr) /* the slot held an older id: this one takes it over */
 		*s = (struct corr_slot){ .corr = *f.corr, .pend = s->pend };
@@ -296,8 +301,8 @@ void shim_join__gpu(struct shim_join *j, struct bs_hdr *rec, __u64 now)
 
 void shim_join__expire(struct shim_join *j, __u64 now, int all)
 {
-	while (j->count && (all || j->pend[j->head].since + JOIN_PENDING_NS <= now ||
-			    !j->pend[j->head].live))
+	while (j->count &&
+	       (all || j->pend[j->head].since + JOIN_PENDING_NS <= now || !j->pend[j->head].live))
 		pop_oldest(j);
 }
 

@@ -23,11 +23,11 @@
 #include <linux/types.h>
 #include "records.h"
 
-#define JOIN_HIST	  2048
-#define JOIN_MAX_THREADS  2048
-#define JOIN_CORR_SLOTS	  (1u << 17)
-#define JOIN_PENDING	  8192
-#define JOIN_PENDING_NS	  2000000000ull
+#define JOIN_HIST	 2048
+#define JOIN_MAX_THREADS 2048
+#define JOIN_CORR_SLOTS	 (1u << 17)
+#define JOIN_PENDING	 8192
+#define JOIN_PENDING_NS	 2000000000ull
 
 struct shim_join;
 

@@ -13,7 +13,7 @@
 #include <bpf/libbpf.h>
 #include "family.h"
 #include "proc_meta.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "shim_blob.h"
 #include "shim_cookie.h"
 #include "shim_link.h"
@@ -34,8 +34,8 @@ struct sites {
 struct shim_file {
 	int fd; /* held open: attaches later (per pid, drain) name it /proc/self/fd/N */
 	char *shown;
-	struct sites base;  /* batch + the control probes wanted */
-	struct sites drain; /* attached only at the end */
+	struct sites base;		    /* batch + the control probes wanted */
+	struct sites drain;		    /* attached only at the end */
 	struct uprobe_links all, all_drain; /* -a: every process */
 };
 
@@ -68,8 +68,10 @@ struct shim_user {
 
 static int probe_id(const char *name)
 {
-	static const char *const names[] = { [SHIM_PROBE_BATCH] = "batch", [SHIM_PROBE_GPU] = "gpu",
-					     [SHIM_PROBE_NVTX] = "nvtx", [SHIM_PROBE_SYNC] = "sync",
+	static const char *const names[] = { [SHIM_PROBE_BATCH] = "batch",
+					     [SHIM_PROBE_GPU] = "gpu",
+					     [SHIM_PROBE_NVTX] = "nvtx",
+					     [SHIM_PROBE_SYNC] = "sync",
 					     [SHIM_PROBE_DRAIN] = "drain" };
 
 	for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
@@ -161,7 +163,8 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 			/* The one probe whose arguments BPF reads: they must be understood. */
 			if (u->args_err || u->nargs < 2 || !(a0 = arg_spec(&u->arg[0])) ||
 			    !(a1 = arg_spec(&u->arg[1]))) {
-				fprintf(stderr, "bpfsight record: warning: %s: bpfsight:batch "
+				fprintf(stderr,
+					"bpfsight record: warning: %s: bpfsight:batch "
 					"arguments '%s' are not understood; site skipped\n",
 					f->shown, u->args);
 				continue;
@@ -183,7 +186,8 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 static int links_attach(struct shim_link *l, struct uprobe_links *links, const struct sites *s,
 			int fd, pid_t pid)
 {
-	struct uprobe_multi_opts o = { .cookies = s->cookie, .ref_ctr_offsets = s->ref,
+	struct uprobe_multi_opts o = { .cookies = s->cookie,
+				       .ref_ctr_offsets = s->ref,
 				       .pid = pid };
 	char path[64];
 
@@ -214,7 +218,8 @@ static void *on_file(void *arg, const char *path, const char *shown)
 		err = -ENOMEM;
 	if (err) {
 		if (err == -ENOENT)
-			fprintf(stderr, "bpfsight record: warning: %s has bpfsight probes but no "
+			fprintf(stderr,
+				"bpfsight record: warning: %s has bpfsight probes but no "
 				"usable bpfsight:batch: not a cupti-shim this bpfsight can read\n",
 				shown);
 		file_free(f);
@@ -227,7 +232,8 @@ static void *on_file(void *arg, const char *path, const char *shown)
 		/* Every process mapping it, now and later: the semaphores follow the file. */
 		err = links_attach(l, &f->all, &f->base, f->fd, 0);
 		if (err) {
-			snprintf(what, sizeof(what), "%u cupti-shim probes in %s", f->base.n, shown);
+			snprintf(what, sizeof(what), "%u cupti-shim probes in %s", f->base.n,
+				 shown);
 			record_ctx__attach_failed(l->ctx, what, err);
 			l->ctx->attach_failures += f->base.n - 1; /* losses count probes */
 		}
@@ -243,7 +249,8 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path)
 	struct shim_link *l = arg;
 	struct shim_file *f = cookie;
 	/* Per (process, file): a process may map two shims (one per exec'd image, say). */
-	struct shim_pid *p = hmap__get(l->pids, (struct hkey){ (__u64)pid, (__u64)(uintptr_t)f }, 1);
+	struct shim_pid *p =
+		hmap__get(l->pids, (struct hkey){ (__u64)pid, (__u64)(uintptr_t)f }, 1);
 	char what[PATH_MAX + 64];
 	int err;
 
@@ -333,8 +340,7 @@ fail:
 	return NULL;
 }
 
-int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want,
-		      void **state)
+int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want, void **state)
 {
 	struct shim_user *u = calloc(1, sizeof(*u));
 	struct shim_link *l = ctx->shim;
@@ -451,11 +457,13 @@ static void warn_targets(struct shim_link *l)
 			if (!(l->want & needs[k].want))
 				continue;
 			if (!environ_get(o->pids[i], needs[k].var, val, sizeof(val)))
-				fprintf(stderr, "bpfsight record: note: pid %d has %s=%s but has not "
+				fprintf(stderr,
+					"bpfsight record: note: pid %d has %s=%s but has not "
 					"loaded it yet (it does at cuInit or the first NVTX call)\n",
 					o->pids[i], needs[k].var, val);
 			else
-				fprintf(stderr, "bpfsight record: warning: pid %d was not started "
+				fprintf(stderr,
+					"bpfsight record: warning: pid %d was not started "
 					"with the cupti-shim: %s cannot be recorded from it. Start the "
 					"job with %s=<shim> in its environment once (`bpfsight shim "
 					"--print-env` installs the shim and prints the lines); later "
@@ -479,8 +487,8 @@ int shim_link__poll(struct record_ctx *ctx, void *state)
 /* 1 while P still owes us its final flush. */
 static int owes_drain(const struct shim_proc *p)
 {
-	return (p->flags & SHIM_PROC_SENT) && !(p->flags & (SHIM_PROC_DRAINED | SHIM_PROC_EXITED)) &&
-	       proc_meta__alive(p->pid);
+	return (p->flags & SHIM_PROC_SENT) &&
+	       !(p->flags & (SHIM_PROC_DRAINED | SHIM_PROC_EXITED)) && proc_meta__alive(p->pid);
 }
 
 static int drain_attach(struct shim_link *l)
@@ -533,7 +541,8 @@ void shim_link__stop(struct record_ctx *ctx, void *state)
 	it = 0;
 	while ((sp = shim_unpack__next(l->unpack, &it)))
 		if (owes_drain(sp))
-			fprintf(stderr, "bpfsight record: warning: pid %u did not confirm its "
+			fprintf(stderr,
+				"bpfsight record: warning: pid %u did not confirm its "
 				"cupti-shim flush within %d ms: what it still held is lost\n",
 				sp->pid, SHIM_DRAIN_MS);
 }
@@ -555,10 +564,11 @@ int shim_link__prelaunch(const struct record_opts *o, const char *family, const 
 			return 0; /* the default family set: programs without CUDA lose nothing */
 		if (err != -ENOENT)
 			return err; /* said by shim_blob__path */
-		fprintf(stderr, "bpfsight record: -t %s needs the cupti-shim, and this bpfsight "
+		fprintf(stderr,
+			"bpfsight record: -t %s needs the cupti-shim, and this bpfsight "
 			"was built without it (no %s/include/cupti.h at build time): set "
-			"BPFSIGHT_SHIM=/path/to/libbpfsight-shim.so, or drop %s from -t\n", family,
-			"$CUDA_HOME", family);
+			"BPFSIGHT_SHIM=/path/to/libbpfsight-shim.so, or drop %s from -t\n",
+			family, "$CUDA_HOME", family);
 		return -ENOENT;
 	}
 	if (cur && *cur && strcmp(cur, path)) {
@@ -568,11 +578,14 @@ int shim_link__prelaunch(const struct record_opts *o, const char *family, const 
 		usdt_notes__free(n);
 		if (is_shim)
 			return 0; /* the job's own copy of a shim: it answers us just the same */
-		fprintf(stderr, "bpfsight record: warning: %s is already set to %s: keeping it, so "
-			"%s records nothing from this command%s\n", var, cur, family,
-			strcmp(var, "NVTX_INJECTION64_PATH") ? "" :
-			" (to keep both, set NVTX_INJECTION64_PATH to the cupti-shim and "
-			"BPFSIGHT_NVTX_CHAIN to the other library)");
+		fprintf(stderr,
+			"bpfsight record: warning: %s is already set to %s: keeping it, so "
+			"%s records nothing from this command%s\n",
+			var, cur, family,
+			strcmp(var, "NVTX_INJECTION64_PATH")
+				? ""
+				: " (to keep both, set NVTX_INJECTION64_PATH to the cupti-shim and "
+				  "BPFSIGHT_NVTX_CHAIN to the other library)");
 		return 0;
 	}
 	if (setenv(var, path, 1))

@@ -33,8 +33,7 @@ struct record_ctx;
 struct record_opts;
 
 /* The family hooks of gpu and nvtx: WANT is SHIM_WANT_GPU or SHIM_WANT_NVTX. */
-int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want,
-		      void **state);
+int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want, void **state);
 void shim_link__detach(struct record_ctx *ctx, void *state);
 int shim_link__consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
 int shim_link__poll(struct record_ctx *ctx, void *state);

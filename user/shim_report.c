@@ -27,8 +27,8 @@ enum shim_count {
 };
 
 static const char *const count_keys[SC_NR][2] = {
-	[SC_KERNEL] = { "kernels", "Kernels" },	  [SC_MEMCPY] = { "memcpys", "Copies" },
-	[SC_MEMSET] = { "memsets", "Memsets" },	  [SC_API] = { "gpu_api", "API Records" },
+	[SC_KERNEL] = { "kernels", "Kernels" },	       [SC_MEMCPY] = { "memcpys", "Copies" },
+	[SC_MEMSET] = { "memsets", "Memsets" },	       [SC_API] = { "gpu_api", "API Records" },
 	[SC_RANGE] = { "nvtx_ranges", "NVTX Ranges" }, [SC_OPEN] = { "open_ranges", "Open Ranges" },
 	[SC_MARK] = { "nvtx_marks", "NVTX Marks" },
 };
@@ -113,8 +113,8 @@ static int shim_count_of(const struct bs_hdr *rec)
 	case BS_REC_GPU_API:
 		return SC_API;
 	case BS_REC_NVTX_RANGE:
-		return ((const struct bs_nvtx_range *)rec)->flags & BS_NVTX_OPEN ? SC_OPEN :
-										  SC_RANGE;
+		return ((const struct bs_nvtx_range *)rec)->flags & BS_NVTX_OPEN ? SC_OPEN
+										 : SC_RANGE;
 	case BS_REC_NVTX_MARK:
 		return SC_MARK;
 	default:
@@ -144,7 +144,8 @@ static void shim_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 
 static int proc_cmp(const void *x, const void *y)
 {
-	const struct shim_proc *a = *(struct shim_proc *const *)x, *b = *(struct shim_proc *const *)y;
+	const struct shim_proc *a = *(struct shim_proc *const *)x,
+			       *b = *(struct shim_proc *const *)y;
 
 	return (a->pid > b->pid) - (a->pid < b->pid);
 }
@@ -159,10 +160,10 @@ static void state_text(__u32 state, char *buf, size_t len)
 	for (__u32 b = 0; b < 32 && used < len; b++) {
 		if (!(state & (1u << b)))
 			continue;
-		n = b < shim_state_nnames ?
-			    snprintf(buf + used, len - used, "%s%s", used ? "," : "",
-				     shim_state_names[b]) :
-			    snprintf(buf + used, len - used, "%sbit_%u", used ? "," : "", b);
+		n = b < shim_state_nnames
+			    ? snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+				       shim_state_names[b])
+			    : snprintf(buf + used, len - used, "%sbit_%u", used ? "," : "", b);
 		if (n < 0)
 			break;
 		used += n;

@@ -7,14 +7,14 @@
 #include <bpf/bpf.h>
 #include "capture_gate.h"
 #include "elf_syms.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "shim_join.h"
 #include "shim_unpack.h"
 #include "stats_math.h"
 
-#define BATCH_BYTES   (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
-#define MAX_OPEN      256  /* capture ranges open at once */
-#define SEQ_WINDOW    64
+#define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
+#define MAX_OPEN    256 /* capture ranges open at once */
+#define SEQ_WINDOW  64
 
 struct str {
 	char *text;
@@ -139,6 +139,19 @@ static void count_holes(struct shim_unpack *u, struct proc *p, __u64 holes)
 		u->lost_batches += holes - explained;
 		record_ctx__lost(u->ctx, BS_LOSS_SHIM, holes - explained);
 	}
+}
+
+/*
+ * P exited and its holes are settled: BPF's gap count of its pid goes, so that a process
+ * given the recycled pid does not start with the dead one's gaps.
+ */
+static void gaps_forget(struct shim_unpack *u, struct proc *p)
+{
+	__u32 key = p->pub.pid;
+
+	if (u->gaps_fd >= 0)
+		bpf_map_delete_elem(u->gaps_fd, &key);
+	p->pub.gaps_used = 0;
 }
 
 /* Batch SEQ of P arrived: settle what fell out of the reordering window. */
@@ -348,7 +361,8 @@ static void drop_batch(struct shim_unpack *u, __u32 pid, __u64 nrec, const char 
 	record_ctx__lost(u->ctx, BS_LOSS_SHIM, nrec);
 	u->bad_batches++;
 	if (why && !u->warned_bad++)
-		fprintf(stderr, "bpfsight record: warning: dropped a cupti-shim batch from pid %u: "
+		fprintf(stderr,
+			"bpfsight record: warning: dropped a cupti-shim batch from pid %u: "
 			"%s (%llu records counted lost; further bad batches are only counted)\n",
 			pid, why, (unsigned long long)nrec);
 }
@@ -556,9 +570,9 @@ static void batch(struct shim_unpack *u, const struct bs_shim_batch *b)
 		drop_batch(u, b->h.pid, bh->nrec, NULL); /* unreadable: counted, not a defect */
 		return;
 	}
-	why = b->flags & BS_SHIM_BATCH_CLAMP ? "larger than a batch may be"
+	why = b->flags & BS_SHIM_BATCH_CLAMP	? "larger than a batch may be"
 	      : bh->len != b->len - sizeof(*bh) ? "its length disagrees with what was sent"
-						 : check_records(bh, bh->len);
+						: check_records(bh, bh->len);
 	if (why) {
 		drop_batch(u, b->h.pid, bh->nrec, why);
 		return;
@@ -606,10 +620,11 @@ int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec)
 		}
 		return 0;
 	case BS_REC_EXIT:
-		if (rec->size >= sizeof(struct bs_exit) && ((const struct bs_exit *)rec)->group_dead &&
-		    (p = proc_get(u, rec->pid, 0))) {
+		if (rec->size >= sizeof(struct bs_exit) &&
+		    ((const struct bs_exit *)rec)->group_dead && (p = proc_get(u, rec->pid, 0))) {
 			seq_settle(u, p);
 			p->pub.flags |= SHIM_PROC_EXITED;
+			gaps_forget(u, p);
 		}
 		return 0;
 	}
@@ -643,20 +658,25 @@ static void summary(const struct shim_unpack *u)
 	if (u->join)
 		shim_join__stats(u->join, &js);
 	if (js.linked_cuda || js.linked_api || js.unlinked)
-		fprintf(stderr, "bpfsight record: GPU records: %llu linked to their cuda call, "
+		fprintf(stderr,
+			"bpfsight record: GPU records: %llu linked to their cuda call, "
 			"%llu to CUPTI's API record only, %llu unlinked\n",
 			(unsigned long long)js.linked_cuda, (unsigned long long)js.linked_api,
 			(unsigned long long)js.unlinked);
 	if (u->lost_records || u->lost_batches)
-		fprintf(stderr, "bpfsight record: cupti-shim: %llu records and %llu whole batches "
-			"lost (%llu bad batches dropped)\n", (unsigned long long)u->lost_records,
-			(unsigned long long)u->lost_batches, (unsigned long long)u->bad_batches);
+		fprintf(stderr,
+			"bpfsight record: cupti-shim: %llu records and %llu whole batches "
+			"lost (%llu bad batches dropped)\n",
+			(unsigned long long)u->lost_records, (unsigned long long)u->lost_batches,
+			(unsigned long long)u->bad_batches);
 	if (u->unresolved)
-		fprintf(stderr, "bpfsight record: warning: %llu cupti-shim names could not be "
+		fprintf(stderr,
+			"bpfsight record: warning: %llu cupti-shim names could not be "
 			"resolved (string text missing or over %u MiB)\n",
 			(unsigned long long)u->unresolved, UNPACK_MAX_STRING_BYTES >> 20);
 	if (u->procs_dropped)
-		fprintf(stderr, "bpfsight record: warning: batches of %llu processes past the "
-			"first %u were dropped\n", (unsigned long long)u->procs_dropped,
-			UNPACK_MAX_PROCS);
+		fprintf(stderr,
+			"bpfsight record: warning: batches of %llu processes past the "
+			"first %u were dropped\n",
+			(unsigned long long)u->procs_dropped, UNPACK_MAX_PROCS);
 }

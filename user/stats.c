@@ -103,12 +103,13 @@ static struct stats *stats__new(void)
 static int stats__select(struct stats *s, const char *list)
 {
 	char names[512], *copy, *tok, *save = NULL;
-	int i, found, err = 0;
+	int i, found, err = 0, named = 0;
 
 	copy = strdup(list);
 	if (!copy)
 		return -ENOMEM;
 	for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		named++;
 		found = 0;
 		for (i = 0; i < s->n; i++) {
 			if (!strcmp(s->reps[i].rep->name, tok)) {
@@ -125,6 +126,12 @@ static int stats__select(struct stats *s, const char *list)
 		}
 	}
 	free(copy);
+	if (!err && !named) {
+		/* `-r ,,,` or `-r ""`: a mistake, not a request for nothing. */
+		stats__list_reports(names, sizeof(names));
+		fprintf(stderr, "bpfsight stats: -r names no report (reports: %s)\n", names);
+		err = -ENOENT;
+	}
 	return err;
 }
 
@@ -206,7 +213,7 @@ struct stats *stats__collect(const char *path, const char *reports, int *status)
 	stats__type_families(fam_of_type);
 	/* Every report runs: which ones the default shows is only known after the pass. */
 	for (i = 0; i < s->n; i++) {
-		s->reps[i].st = s->reps[i].rep->new();
+		s->reps[i].st = s->reps[i].rep->new ();
 		if (!s->reps[i].st)
 			goto err_nomem;
 	}
@@ -333,12 +340,14 @@ int stats__run(const char *path, const char *reports, enum stats_format fmt, FIL
 		return status;
 	/* Loss is never silent; JSON and CSV stay parseable, so it goes to stderr there. */
 	if (s->lost && fmt == STATS_FORMAT_TABLE)
-		fprintf(out, "WARNING: %llu events were lost while recording (%s): the numbers "
-			     "below undercount.\n\n",
+		fprintf(out,
+			"WARNING: %llu events were lost while recording (%s): the numbers "
+			"below undercount.\n\n",
 			s->lost, s->loss);
 	else if (s->lost)
-		fprintf(stderr, "bpfsight stats: warning: %s: %llu events were lost while "
-				"recording (%s): the numbers undercount\n",
+		fprintf(stderr,
+			"bpfsight stats: warning: %s: %llu events were lost while "
+			"recording (%s): the numbers undercount\n",
 			path, s->lost, s->loss);
 	stats__print(s, fmt, !reports, out);
 	if (fflush(out) || ferror(out)) {

@@ -224,8 +224,8 @@ int table__col(const struct table *t, const char *key)
 static const struct table_cell *table__cell(const struct table *t, int row, int col,
 					    enum table_type type)
 {
-	if (row < 0 || row >= t->nrows || col < 0 || col >= t->ncols ||
-	    t->cols[col].type != type || !t->rows[row][col].set)
+	if (row < 0 || row >= t->nrows || col < 0 || col >= t->ncols || t->cols[col].type != type ||
+	    !t->rows[row][col].set)
 		return NULL;
 	return &t->rows[row][col];
 }

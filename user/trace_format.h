@@ -22,7 +22,7 @@
 #define BS_TRAILER_MAGIC    "BSTRAILR"
 #define BS_CHUNK_MAGIC	    0x4b435342u /* "BSCK" */
 #define BS_CHUNK_FOOTER	    0x1u
-#define BS_CHUNK_TARGET_RAW (1u << 20) /* close a chunk at ~1 MiB of encoded records... */
+#define BS_CHUNK_TARGET_RAW (1u << 20)	  /* close a chunk at ~1 MiB of encoded records... */
 #define BS_CHUNK_TARGET_NS  1000000000ull /* ...or 1 s after its first record */
 #define BS_CHUNK_MAX_RAW    (64u << 20)	  /* a reader refuses bigger chunks */
 #define BS_META_MAX	    (1u << 20)	  /* a reader refuses a bigger file header */

@@ -37,14 +37,14 @@ struct tlv_text {
 };
 
 static const struct tlv_text tlv_texts[] = {
-    {BS_META_HOSTNAME, offsetof(struct trace_meta, hostname)},
-    {BS_META_KERNEL, offsetof(struct trace_meta, kernel)},
-    {BS_META_BOOT_ID, offsetof(struct trace_meta, boot_id)},
-    {BS_META_CMDLINE, offsetof(struct trace_meta, cmdline)},
-    {BS_META_FAMILIES, offsetof(struct trace_meta, families)},
-    {BS_META_TARGET, offsetof(struct trace_meta, target)},
-    {BS_META_VERSION, offsetof(struct trace_meta, tool_version)},
-    {BS_META_OPTIONS, offsetof(struct trace_meta, options)},
+	{ BS_META_HOSTNAME, offsetof(struct trace_meta, hostname) },
+	{ BS_META_KERNEL, offsetof(struct trace_meta, kernel) },
+	{ BS_META_BOOT_ID, offsetof(struct trace_meta, boot_id) },
+	{ BS_META_CMDLINE, offsetof(struct trace_meta, cmdline) },
+	{ BS_META_FAMILIES, offsetof(struct trace_meta, families) },
+	{ BS_META_TARGET, offsetof(struct trace_meta, target) },
+	{ BS_META_VERSION, offsetof(struct trace_meta, tool_version) },
+	{ BS_META_OPTIONS, offsetof(struct trace_meta, options) },
 };
 
 #define NTEXTS	   (sizeof(tlv_texts) / sizeof(tlv_texts[0]))
@@ -67,8 +67,8 @@ static size_t put_tlv(__u8 *p, __u16 key, const void *val, __u32 len)
 
 int trace_meta__encode_header(const struct trace_meta *meta, __u8 **bufp, size_t *lenp)
 {
-	size_t meta_len = TLV_HDR + CLOCKS_LEN, slen[NTEXTS] = {0}, n, i;
-	const char *s[NTEXTS] = {NULL};
+	size_t meta_len = TLV_HDR + CLOCKS_LEN, slen[NTEXTS] = { 0 }, n, i;
+	const char *s[NTEXTS] = { NULL };
 	__u8 clocks[CLOCKS_LEN], *buf;
 
 	for (i = 0; meta && i < NTEXTS; i++) {

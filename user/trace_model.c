@@ -48,7 +48,7 @@ struct trace_model {
 	struct map strings;
 	struct map procs;
 	struct map threads;
-	struct hmap *symbols; /* (pid, addr) -> string id, from SYMBOL records */
+	struct hmap *symbols;		 /* (pid, addr) -> string id, from SYMBOL records */
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom; /* an allocation failed: some names are unknown (lookups say NULL) */
 };

@@ -7,8 +7,10 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 #include "trace_codec.h"
@@ -20,7 +22,8 @@
 #define TRAILER_LEN   16
 #define READ_BLOCK    (64u << 10)
 #define ZSTD_MAGIC    0xfd2fb528u
-#define MIN_REC_BYTES 5 /* type, nwords and three one-byte words */
+#define PROGRESS_STEP (1ull << 30) /* a damaged region this long gets a progress line */
+#define MIN_REC_BYTES 5		   /* type, nwords and three one-byte words */
 
 struct trace_reader {
 	FILE *f;
@@ -39,8 +42,10 @@ struct trace_reader {
 	struct trace_codec *codec;
 	__u8 *raw; /* the decompressed chunk being returned */
 	size_t raw_cap, raw_len, raw_pos;
-	__u32 left;   /* records of it not decoded yet */
-	__u64 *words; /* the record last returned */
+	__u32 left;	     /* records of it not decoded yet */
+	__u64 *words;	     /* the record last returned */
+	__u64 progress_next; /* resync: bytes skipped before the next progress line */
+	int progress_shown;
 };
 
 static __u64 cur_off(const struct trace_reader *r)
@@ -114,13 +119,61 @@ static int chunk_hdr_ok(const __u8 *p, struct chunk *c)
 }
 
 /*
+ * Resync reads on from the end of the window: where that is inside a hole of a sparse file
+ * (a trace whose writer was cut off, then the file extended), jump to the next data. No
+ * chunk magic can span into a hole (its bytes are not zero), so the kept prefix can go.
+ */
+static void skip_hole(struct trace_reader *r)
+{
+	__u64 at = r->base + r->end;
+	off_t next;
+
+	if (r->eof || !r->f || ftello(r->f) != (off_t)at)
+		return; /* not seekable (a pipe), or stdio's position is not ours */
+	next = lseek(fileno(r->f), (off_t)at, SEEK_DATA);
+	if (next < 0) {
+		if (errno == ENXIO) /* only a hole up to the end of the file */
+			next = lseek(fileno(r->f), 0, SEEK_END);
+		if (next < 0)
+			return;
+	}
+	if ((__u64)next <= at + READ_BLOCK || fseeko(r->f, next, SEEK_SET))
+		return; /* no hole worth a seek; or cannot seek: read on */
+	r->base = (__u64)next;
+	r->pos = r->end = 0;
+}
+
+/* A long scan over damaged bytes says how far it got, on a terminal. */
+static void scan_progress(struct trace_reader *r, __u64 start)
+{
+	__u64 done = cur_off(r) - start;
+
+	if (done < r->progress_next || !isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr,
+		"\rbpfsight: looking for readable data after a damaged region: "
+		"%.1f GiB skipped",
+		done / 1073741824.0);
+	r->progress_next = done + PROGRESS_STEP;
+	r->progress_shown = 1;
+}
+
+static void scan_progress_end(struct trace_reader *r)
+{
+	if (r->progress_shown)
+		fputc('\n', stderr);
+	r->progress_shown = 0;
+	r->progress_next = PROGRESS_STEP;
+}
+
+/*
  * The chunk at pos failed a check: look for the next header that passes, byte by byte.
  * Returns 0 with pos at that header, or -ENODATA with the rest of the file skipped.
  */
 static int resync(struct trace_reader *r)
 {
-	static const __u8 magic[4] = {BS_CHUNK_MAGIC & 0xff, (BS_CHUNK_MAGIC >> 8) & 0xff,
-				      (BS_CHUNK_MAGIC >> 16) & 0xff, BS_CHUNK_MAGIC >> 24};
+	static const __u8 magic[4] = { BS_CHUNK_MAGIC & 0xff, (BS_CHUNK_MAGIC >> 8) & 0xff,
+				       (BS_CHUNK_MAGIC >> 16) & 0xff, BS_CHUNK_MAGIC >> 24 };
 	__u64 start = cur_off(r);
 	struct chunk c;
 	__u8 *p;
@@ -142,9 +195,12 @@ static int resync(struct trace_reader *r)
 		/* Keep a possible magic prefix across the refill. */
 		if (r->end - r->pos > sizeof(magic) - 1)
 			r->pos = r->end - (sizeof(magic) - 1);
+		skip_hole(r);
+		scan_progress(r, start);
 		if (fill(r, r->end - r->pos + 1))
 			break;
 	}
+	scan_progress_end(r);
 	r->pos = r->end;
 	r->st.skipped_bytes += cur_off(r) - start;
 	return -ENODATA;
@@ -424,6 +480,7 @@ struct trace_reader *trace_reader__open_file(FILE *f, char *err, size_t errlen, 
 		goto fail;
 	}
 	r->f = f;
+	r->progress_next = PROGRESS_STEP;
 	r->dctx = ZSTD_createDCtx();
 	r->codec = trace_codec__new();
 	r->words = malloc(TRACE_CODEC_MAX_WORDS * sizeof(*r->words));

@@ -19,9 +19,9 @@ struct trace_status {
 	__u32 corrupt_chunks; /* chunks skipped because a check failed */
 	__u64 skipped_bytes;  /* bytes passed over while resynchronizing */
 	__u64 records;
-	int clean_close;      /* footer and trailer present and valid */
-	int truncated;	      /* no valid trailer: the writer did not close the file */
-	int has_end;	      /* end clocks known (from the footer) */
+	int clean_close; /* footer and trailer present and valid */
+	int truncated;	 /* no valid trailer: the writer did not close the file */
+	int has_end;	 /* end clocks known (from the footer) */
 	struct trace_clocks end;
 	__u64 first_ts, last_ts; /* over records decoded */
 };

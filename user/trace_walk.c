@@ -9,21 +9,26 @@
 
 int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 {
+	return trace_walk__open_as(w, cmd, path, path);
+}
+
+int trace_walk__open_as(struct trace_walk *w, const char *cmd, const char *path, const char *shown)
+{
 	char err[256] = "";
 	int e = 0;
 
 	memset(w, 0, sizeof(*w));
 	w->cmd = cmd;
-	w->path = path;
+	w->path = shown;
 	w->r = trace_reader__open(path, err, sizeof(err), &e);
 	if (!w->r) {
-		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, path,
+		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, shown,
 			err[0] ? err : strerror(e < 0 ? -e : EIO));
 		return EXIT_READ_FAIL;
 	}
 	w->m = trace_model__new();
 	if (!w->m) {
-		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, path, strerror(ENOMEM));
+		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, shown, strerror(ENOMEM));
 		trace_reader__free(w->r);
 		w->r = NULL;
 		return EXIT_READ_FAIL;
@@ -99,7 +104,8 @@ int trace_walk__finish(struct trace_walk *w)
 
 	if (st->truncated)
 		fprintf(stderr,
-			"bpfsight %s: warning: %s was not closed cleanly (recorder killed?): "
+			"bpfsight %s: warning: %s was not closed cleanly (recorder killed, or its disk "
+			"full?): "
 			"showing the %u complete chunks\n",
 			w->cmd, w->path, st->chunks);
 	if (st->corrupt_chunks) {
@@ -110,8 +116,9 @@ int trace_walk__finish(struct trace_walk *w)
 		status = EXIT_READ_CORRUPT;
 	}
 	if (w->short_records) {
-		fprintf(stderr, "bpfsight %s: warning: %s: %llu records too short for their type "
-				"were skipped\n",
+		fprintf(stderr,
+			"bpfsight %s: warning: %s: %llu records too short for their type "
+			"were skipped\n",
 			w->cmd, w->path, (unsigned long long)w->short_records);
 		status = EXIT_READ_CORRUPT;
 	}

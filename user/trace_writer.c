@@ -19,6 +19,7 @@
 #include "trace_format.h"
 #include "trace_meta_io.h"
 #include "trace_writer.h"
+#include "mono_clock.h"
 
 /*
  * Level 3: on syscall streams it is 6-10% smaller than level 1 and still compresses
@@ -52,14 +53,6 @@ struct trace_writer {
 	struct bs_chunk_index *idx;
 	size_t nidx, idx_cap;
 };
-
-static __u64 mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
 
 static int write_all(struct trace_writer *w, const __u8 *buf, size_t len)
 {
@@ -190,7 +183,7 @@ int trace_writer__append(struct trace_writer *w, const struct bs_hdr *rec)
 		return n;
 	if (!w->nrec) {
 		w->first_ts = w->last_ts = rec->ts;
-		w->first_mono = mono_now();
+		w->first_mono = mono_now_ns();
 	} else if (rec->ts < w->first_ts) {
 		w->first_ts = rec->ts;
 	} else if (rec->ts > w->last_ts) {
@@ -222,19 +215,24 @@ __u64 trace_writer__records(const struct trace_writer *w)
 	return w->appended;
 }
 
+__u64 trace_writer__dropped(const struct trace_writer *w)
+{
+	return w->appended - w->written - w->nrec;
+}
+
 /* Footer chunk: one bs_footer, then the index of every data chunk that reached the file. */
 static int write_footer(struct trace_writer *w, const struct trace_clocks *end)
 {
 	size_t nidx = w->nidx, raw_cap, raw_len = 0, out_cap, i;
-	struct bs_footer f = {0};
+	struct bs_footer f = { 0 };
 	__u8 *raw = NULL, *out = NULL;
 	int n, err;
 
 	/* A footer past what a reader accepts would hide the whole end: drop index entries. */
 	if (nidx > BS_CHUNK_MAX_RAW / TRACE_CODEC_ENC_MAX(sizeof(*w->idx) / 8) - 2)
 		nidx = BS_CHUNK_MAX_RAW / TRACE_CODEC_ENC_MAX(sizeof(*w->idx) / 8) - 2;
-	raw_cap =
-	    TRACE_CODEC_ENC_MAX(sizeof(f) / 8) + nidx * TRACE_CODEC_ENC_MAX(sizeof(*w->idx) / 8);
+	raw_cap = TRACE_CODEC_ENC_MAX(sizeof(f) / 8) +
+		  nidx * TRACE_CODEC_ENC_MAX(sizeof(*w->idx) / 8);
 	out_cap = CHUNK_HDR_LEN + ZSTD_compressBound(raw_cap) + TRAILER_LEN;
 	raw = malloc(raw_cap);
 	out = malloc(out_cap);
@@ -268,8 +266,8 @@ static int write_footer(struct trace_writer *w, const struct trace_clocks *end)
 		raw_len += (size_t)n;
 	}
 	/* Footer records have no timestamp word: first_ts and last_ts are 0. */
-	err =
-	    write_chunk(w, raw, raw_len, (__u32)(1 + nidx), 0, 0, BS_CHUNK_FOOTER, out, out_cap, 1);
+	err = write_chunk(w, raw, raw_len, (__u32)(1 + nidx), 0, 0, BS_CHUNK_FOOTER, out, out_cap,
+			  1);
 cleanup:
 	free(raw);
 	free(out);
@@ -279,7 +277,7 @@ cleanup:
 int trace_writer__close(struct trace_writer *w, const struct trace_clocks *end)
 {
 	struct trace_clocks now;
-	int err, err2;
+	int err;
 
 	if (!w)
 		return -EINVAL;
@@ -287,11 +285,15 @@ int trace_writer__close(struct trace_writer *w, const struct trace_clocks *end)
 		trace_clocks__now(&now);
 		end = &now;
 	}
-	/* Keep going after a failed flush: the footer still tells a reader where it ends. */
+	/*
+	 * A footer says the file is complete. After a failed last flush (a full disk) the
+	 * records of that chunk are gone and nothing in the file would count them: no footer
+	 * then, and the file reads as not closed cleanly (its complete chunks recovered), as
+	 * after a write that fails while recording.
+	 */
 	err = trace_writer__flush(w);
-	err2 = write_footer(w, end);
 	if (!err)
-		err = err2;
+		err = write_footer(w, end);
 	if (fsync(w->fd) && !err)
 		err = -errno;
 	if (close(w->fd) && !err)
@@ -343,7 +345,7 @@ static int create_file(const char *path, __u32 flags)
 struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta,
 					__u32 flags, int *errp)
 {
-	struct trace_meta m = {0};
+	struct trace_meta m = { 0 };
 	struct trace_writer *w;
 	__u8 *hdr = NULL;
 	size_t hdr_len;
@@ -365,7 +367,7 @@ struct trace_writer *trace_writer__open(const char *path, const struct trace_met
 		goto fail;
 	}
 	if (ZSTD_isError(
-		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, WRITER_ZSTD_LEVEL)) ||
+		    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, WRITER_ZSTD_LEVEL)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1))) {
 		err = -EINVAL;
 		goto fail;

@@ -27,8 +27,10 @@ int trace_writer__append(struct trace_writer *w, const struct bs_hdr *rec);
 int trace_writer__flush(struct trace_writer *w);
 /* Close the current chunk if its first record was appended >= 1 s ago (CLOCK_MONOTONIC). */
 int trace_writer__tick(struct trace_writer *w, __u64 now_mono_ns);
-__u64 trace_writer__bytes(const struct trace_writer *w);	/* bytes in the file so far */
+__u64 trace_writer__bytes(const struct trace_writer *w);   /* bytes in the file so far */
 __u64 trace_writer__records(const struct trace_writer *w); /* records appended */
+/* Records dropped with chunks that failed to write (neither in the file nor pending). */
+__u64 trace_writer__dropped(const struct trace_writer *w);
 /* Flush, write footer + trailer, fsync, close and free. END = clocks at close. */
 int trace_writer__close(struct trace_writer *w, const struct trace_clocks *end);
 /* Free without a footer (what a crash leaves). NULL is fine. */

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <bpf/libbpf.h>
-#include "recorder.h"
+#include "record_ctx.h"
 #include "ucall_family.h"
 #include "uprobe_mgr.h"
 #include "uprobe_multi.h"
@@ -29,8 +29,8 @@ int ucall_family__load(struct record_ctx *ctx, const struct ucall_table *table,
 		*exit_link = bpf_program__attach(exit);
 		if (!*exit_link) {
 			err = -errno;
-			fprintf(stderr, "bpfsight record: %s: cannot attach %s: %s\n", table->family,
-				bpf_program__name(exit), strerror(-err));
+			fprintf(stderr, "bpfsight record: %s: cannot attach %s: %s\n",
+				table->family, bpf_program__name(exit), strerror(-err));
 			return err;
 		}
 	}

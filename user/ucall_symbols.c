@@ -2,7 +2,7 @@
 /* SYMBOL records of uprobe families, written once per (pid, address, name). */
 #include <stdlib.h>
 #include <string.h>
-#include "recorder.h"
+#include "record_ctx.h"
 #include "stats_math.h"
 #include "ucall_symbols.h"
 #include "uprobe_mgr.h"

@@ -27,19 +27,21 @@
 #include <sys/sysmacros.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "kdev.h"
 #include "elf_syms.h"
 #include "probe_site.h"
-#include "recorder.h"
+#include "record_ctx.h"
 #include "stats_math.h"
 #include "uprobe_mgr.h"
 #include "uprobe_multi.h"
+#include "scan_cache.h"
 #include "libmap.skel.h"
 
-#define MAX_FAMILIES	  4
-#define MAX_LISTENERS	  2
-#define MAX_PENDING	  1024
-#define CODE_PEEK	  64 /* prologue bytes given to probe_site__choose */
-#define STOP_WAIT_MS	  200 /* for a process BPF stopped to reach the stopped state */
+#define MAX_FAMILIES  4
+#define MAX_LISTENERS 2
+#define MAX_PENDING   1024
+#define CODE_PEEK     64  /* prologue bytes given to probe_site__choose */
+#define STOP_WAIT_MS  200 /* for a process BPF stopped to reach the stopped state */
 
 struct site {
 	const struct ucall_table *table;
@@ -85,17 +87,12 @@ struct uprobe_mgr {
 	__u32 nfams;
 	struct uprobe_listener listeners[MAX_LISTENERS];
 	__u32 nlisteners;
-	struct hmap *objs;  /* (dev, ino) -> struct obj * */
-	struct hmap *pids;  /* (pid, 0) -> struct pid_maps * (last scan) */
+	struct hmap *objs;	    /* (dev, ino) -> struct obj * */
+	struct hmap *pids;	    /* (pid, 0) -> struct pid_maps * (last scan) */
 	pid_t pending[MAX_PENDING]; /* pids to rescan; 0 = every process */
 	__u32 npending;
+	struct scan_cache *cache; /* files with probe sites, across recordings (-a) */
 };
-
-/* The kernel's internal dev_t (what BPF reads from s_dev): major << 20 | minor. */
-static __u64 kdev(unsigned int major, unsigned int minor)
-{
-	return (__u64)major << 20 | minor;
-}
 
 struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 {
@@ -106,7 +103,8 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 	m->ctx = ctx;
 	m->objs = hmap__new(sizeof(struct obj *));
 	m->pids = hmap__new(sizeof(struct pid_maps *));
-	if (!m->objs || !m->pids) {
+	m->cache = scan_cache__load();
+	if (!m->objs || !m->pids || !m->cache) {
 		uprobe_mgr__free(m);
 		return NULL;
 	}
@@ -191,6 +189,10 @@ void uprobe_mgr__free(struct uprobe_mgr *m)
 	}
 	hmap__free(m->objs);
 	hmap__free(m->pids);
+	/* What this recording found is there at the next one's start (a failure costs nothing
+	 * but that). */
+	scan_cache__save(m->cache);
+	scan_cache__free(m->cache);
 	libmap_bpf__destroy(m->libmap);
 	free(m);
 }
@@ -316,7 +318,8 @@ static void obj_attach(struct uprobe_mgr *m, struct obj *o, const char *path)
 	for (__u32 i = 0; i < o->nsites; i++) {
 		const struct site *s = &o->sites[i];
 		const struct fam *f = fam_of(m, s->table);
-		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = ucall_api__cookie(s->table, s->fn));
+		LIBBPF_OPTS(bpf_uprobe_opts, opts,
+			    .bpf_cookie = ucall_api__cookie(s->table, s->fn));
 		struct bpf_link *l;
 		char what[PATH_MAX + 128];
 
@@ -328,8 +331,9 @@ static void obj_attach(struct uprobe_mgr *m, struct obj *o, const char *path)
 				int err = l ? -ENOMEM : -errno;
 
 				bpf_link__destroy(l);
-				snprintf(what, sizeof(what), "%s %s in %s", ret ? "uretprobe" : "uprobe",
-					 s->table->apis[s->fn].name, o->path);
+				snprintf(what, sizeof(what), "%s %s in %s",
+					 ret ? "uretprobe" : "uprobe", s->table->apis[s->fn].name,
+					 o->path);
 				record_ctx__attach_failed(m->ctx, what, err);
 			}
 		}
@@ -354,8 +358,10 @@ static void dl_hook_attach(struct uprobe_mgr *m, struct obj *o, struct elf_syms 
 			return;
 		if (fd >= 0)
 			close(fd);
-		snprintf(what, sizeof(what), "uprobe _dl_debug_state in %s (libraries loaded "
-			 "later will not be found)", o->path);
+		snprintf(what, sizeof(what),
+			 "uprobe _dl_debug_state in %s (libraries loaded "
+			 "later will not be found)",
+			 o->path);
 		record_ctx__attach_failed(m->ctx, what, fd < 0 ? fd : -ENOMEM);
 		return;
 	}
@@ -365,8 +371,10 @@ static void dl_hook_attach(struct uprobe_mgr *m, struct obj *o, struct elf_syms 
 		int err = l ? -ENOMEM : -errno;
 
 		bpf_link__destroy(l);
-		snprintf(what, sizeof(what), "uprobe _dl_debug_state in %s (libraries loaded "
-			 "later will not be found)", o->path);
+		snprintf(what, sizeof(what),
+			 "uprobe _dl_debug_state in %s (libraries loaded "
+			 "later will not be found)",
+			 o->path);
 		record_ctx__attach_failed(m->ctx, what, err);
 	}
 }
@@ -374,7 +382,9 @@ static void dl_hook_attach(struct uprobe_mgr *m, struct obj *o, struct elf_syms 
 /* Look up every family's functions in a file not seen before; probe what it defines. */
 static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *open_path, pid_t pid)
 {
-	struct { __u64 dev, ino; } key = { o->dev, o->ino };
+	struct {
+		__u64 dev, ino;
+	} key = { o->dev, o->ino };
 	char root[64], path[64];
 	struct elf_syms *syms;
 	__u8 one = 1;
@@ -412,8 +422,8 @@ static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *open_pa
 			memset(code, 0, sizeof(code));
 			if (elf_syms__read(syms, s.vaddr, code, sizeof(code)))
 				continue; /* no code bytes (e.g. an undefined import) */
-			probe_site__choose(code, s.size && s.size < sizeof(code) ? s.size : sizeof(code),
-					   &ps);
+			probe_site__choose(
+				code, s.size && s.size < sizeof(code) ? s.size : sizeof(code), &ps);
 			if (site_add(o, t, fn, &s, &ps))
 				break;
 		}
@@ -424,6 +434,8 @@ static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *open_pa
 		o->heard[i] = m->listeners[i].file(m->listeners[i].arg, path, o->path);
 	if (o->nsites && !m->ctx->opts->dry_run)
 		obj_attach(m, o, path);
+	if (o->nsites)
+		scan_cache__add(m->cache, o->path, o->dev, o->ino);
 	close(fd);
 }
 
@@ -501,7 +513,8 @@ static int scan_pid(struct uprobe_mgr *m, pid_t pid)
 
 		path[0] = 0;
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]", &start, &end, perms,
-			   &pgoff, &major, &minor, &ino, path) < 7 || !ino || path[0] != '/')
+			   &pgoff, &major, &minor, &ino, path) < 7 ||
+		    !ino || path[0] != '/')
 			continue;
 		mp = (struct mapping){ start, end, pgoff, kdev(major, minor), ino, NULL };
 		if (perms[2] != 'x')
@@ -546,6 +559,20 @@ static const char *const well_known[] = {
 	"/opt/conda/lib/python3*/site-packages/torch/lib/libtorch_cuda.so",
 };
 
+/* Examine the file at PATH before any process maps it (its probes are on its inode). */
+static void prescan_path(void *arg, const char *path)
+{
+	struct uprobe_mgr *m = arg;
+	struct stat st;
+	struct obj *o;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
+	o = obj_get(m, kdev_of(st.st_dev), st.st_ino, path);
+	if (o && !o->examined)
+		obj_examine(m, o, path, getpid());
+}
+
 static void prescan_well_known(struct uprobe_mgr *m)
 {
 	for (size_t i = 0; i < sizeof(well_known) / sizeof(well_known[0]); i++) {
@@ -553,19 +580,12 @@ static void prescan_well_known(struct uprobe_mgr *m)
 
 		if (glob(well_known[i], GLOB_BRACE | GLOB_NOSORT, NULL, &g))
 			continue;
-		for (size_t j = 0; j < g.gl_pathc; j++) {
-			struct stat st;
-			struct obj *o;
-
-			if (stat(g.gl_pathv[j], &st) || !S_ISREG(st.st_mode))
-				continue;
-			o = obj_get(m, kdev(major(st.st_dev), minor(st.st_dev)), st.st_ino,
-				    g.gl_pathv[j]);
-			if (o && !o->examined)
-				obj_examine(m, o, g.gl_pathv[j], getpid());
-		}
+		for (size_t j = 0; j < g.gl_pathc; j++)
+			prescan_path(m, g.gl_pathv[j]);
 		globfree(&g);
 	}
+	/* And every file earlier recordings found code in: short programs seen before. */
+	scan_cache__for_each(m->cache, prescan_path, m);
 }
 
 int uprobe_mgr__start(struct uprobe_mgr *m)
@@ -661,6 +681,43 @@ static void inherit_maps(struct uprobe_mgr *m, pid_t parent, pid_t child)
 		notify_mapped(m, child, &(*slot)->v[i]);
 }
 
+/*
+ * A program that exited before its maps could be read (a few ms is enough): its file is
+ * still examined, by the name it was started with, so that its next run in this recording,
+ * and (through the scan cache) in later ones, is traced from the first call. A relative
+ * name is not resolved: the process's working directory is gone with it.
+ */
+static void exec_file_examine(struct uprobe_mgr *m, const struct bs_map_exec *x)
+{
+	const char *path = (const char *)(x + 1);
+	size_t room = x->h.size - sizeof(*x);
+	struct obj **slot = hmap__get(m->objs, (struct hkey){ x->dev, x->ino }, 0);
+	struct stat st;
+
+	if ((slot && *slot && (*slot)->examined) || x->h.size <= sizeof(*x) ||
+	    !memchr(path, 0, room) || path[0] != '/')
+		return;
+	if (stat(path, &st) || kdev_of(st.st_dev) != x->dev || st.st_ino != x->ino)
+		return; /* replaced since: not the file that ran */
+	prescan_path(m, path);
+}
+
+/* -v: how late the probes of a new program were live (docs/CUDA.md quotes it). */
+static void verbose_exec_scanned(const struct bs_hdr *rec)
+{
+	char fn[64], exe[PATH_MAX];
+	__u64 late = mono_now_ns() - rec->ts;
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", rec->pid);
+	n = readlink(fn, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	fprintf(stderr,
+		"bpfsight record: pid %d (%s): new program scanned and probed %.2f ms "
+		"after its exec\n",
+		rec->pid, n > 0 ? exe : "exited", late / 1e6);
+}
+
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
 {
 	const struct bs_map_exec *x = (const void *)rec;
@@ -679,6 +736,15 @@ void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
 		wait_stopped(rec->pid, rec->tid);
 		scan_pid(m, rec->pid);
 		kill(rec->pid, SIGCONT);
+	} else if (x->flags & BS_MAP_EXEC_EXEC) {
+		/*
+		 * A new program runs meanwhile (-p, -a): probe it before the ring's other
+		 * records, not after the drain. -v says how late its probes were live.
+		 */
+		scan_pid(m, rec->pid);
+		exec_file_examine(m, x);
+		if (m->ctx->opts->verbose)
+			verbose_exec_scanned(rec);
 	} else {
 		queue(m, rec->pid);
 	}

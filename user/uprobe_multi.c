@@ -50,12 +50,12 @@ int uprobe_multi__supported(void)
 
 int uprobe_multi__prepare(struct bpf_program *prog)
 {
-	return bpf_program__set_expected_attach_type(prog,
-						     (enum bpf_attach_type)ATTACH_TRACE_UPROBE_MULTI);
+	return bpf_program__set_expected_attach_type(
+		prog, (enum bpf_attach_type)ATTACH_TRACE_UPROBE_MULTI);
 }
 
-int uprobe_multi__attach(const struct bpf_program *prog, const char *path,
-			 const __u64 *offsets, const __u64 *cookies, __u32 cnt, int retprobe)
+int uprobe_multi__attach(const struct bpf_program *prog, const char *path, const __u64 *offsets,
+			 const __u64 *cookies, __u32 cnt, int retprobe)
 {
 	struct uprobe_multi_opts o = { .cookies = cookies, .retprobe = retprobe };
 
@@ -86,9 +86,8 @@ int uprobe_multi__attach_opts(const struct bpf_program *prog, const char *path,
 	return fd < 0 ? -errno : fd;
 }
 
-int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog,
-			 const char *path, const __u64 *offsets, __u32 cnt,
-			 const struct uprobe_multi_opts *o)
+int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog, const char *path,
+			 const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o)
 {
 	int err;
 

@@ -24,8 +24,8 @@ int uprobe_multi__prepare(struct bpf_program *prog);
  * (may be NULL); RETPROBE for a return probe. Returns the link fd (close() detaches) or a
  * negative errno.
  */
-int uprobe_multi__attach(const struct bpf_program *prog, const char *path,
-			 const __u64 *offsets, const __u64 *cookies, __u32 cnt, int retprobe);
+int uprobe_multi__attach(const struct bpf_program *prog, const char *path, const __u64 *offsets,
+			 const __u64 *cookies, __u32 cnt, int retprobe);
 
 struct uprobe_multi_opts {
 	const __u64 *cookies;	      /* NULL: every cookie 0 */
@@ -54,9 +54,8 @@ struct uprobe_links {
 };
 
 /* Attach into L (zeroed, or detached): 0 or a negative errno (nothing stays attached). */
-int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog,
-			 const char *path, const __u64 *offsets, __u32 cnt,
-			 const struct uprobe_multi_opts *o);
+int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog, const char *path,
+			 const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o);
 /* Detach everything in L (a zeroed L is fine); L can be attached again. */
 void uprobe_links__detach(struct uprobe_links *l);
 

@@ -20,12 +20,12 @@ enum usdt_arg_kind {
 };
 
 struct usdt_arg {
-	__u8 kind;	/* enum usdt_arg_kind */
-	__u8 size;	/* 1, 2, 4 or 8 bytes */
+	__u8 kind; /* enum usdt_arg_kind */
+	__u8 size; /* 1, 2, 4 or 8 bytes */
 	__u8 is_signed;
-	__u8 reg;	/* struct pt_regs slot: byte offset / 8 (REG, MEM) */
+	__u8 reg; /* struct pt_regs slot: byte offset / 8 (REG, MEM) */
 	__u32 _pad;
-	__s64 val;	/* MEM: displacement; CONST: the value */
+	__s64 val; /* MEM: displacement; CONST: the value */
 };
 
 struct usdt_note {

@@ -1,4 +1,5 @@
 """Helpers for bpfsight's end-to-end tests: run the real binary on the real kernel."""
+import atexit
 import json
 import re
 import os
@@ -16,6 +17,12 @@ Skip = Exception  # replaced by the runner's Skip
 
 _tmpdirs = []
 _procs = []
+
+# Recordings under test keep their scan cache (scan_cache.h) to themselves, never the
+# machine's /var/cache/bpfsight: one test's programs must not make another's exact.
+if "BPFSIGHT_CACHE_DIR" not in os.environ:
+    os.environ["BPFSIGHT_CACHE_DIR"] = tempfile.mkdtemp(prefix="bpfsight-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["BPFSIGHT_CACHE_DIR"], True)
 
 
 def workload(name):

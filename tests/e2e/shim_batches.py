@@ -129,3 +129,28 @@ def decode(data):
 def records(data):
     """Every record of a dump, in order."""
     return [r for _, recs in decode(data) for r in recs]
+
+
+def wait_status(path, pid, pred, what, timeout=30):
+    """Wait until the shim of PID, dumping its batches to PATH (BPFSIGHT_SHIM_DUMP), sent a
+    status record for which PRED is true (e.g. its attach: its poller saw a tracer's
+    semaphores): the race-free start for a test that attaches with -p, where a fixed sleep is
+    too short on a loaded machine."""
+    import os
+    import time
+
+    def seen():
+        if not os.path.exists(path):
+            return False
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            return any(r["kind"] == "status" and r["pid"] == pid and pred(r)
+                       for r in records(data))
+        except (AssertionError, struct.error):
+            return False  # a batch being written
+    end = time.time() + timeout
+    while not seen():
+        if time.time() > end:
+            raise AssertionError(f"the shim of pid {pid}: no {what} status in {timeout} s")
+        time.sleep(0.02)

@@ -21,6 +21,7 @@ BST_WRITE = os.path.join(BUILD, "tests", "bst_write")
 
 # Record types and flags (records.h).
 STRING, PROCESS, THREAD, LOSS, FORK, EXIT = 0x01, 0x02, 0x03, 0x04, 0x05, 0x07
+SYSCALL_AGG, AGG_FINAL = 0x11, 0x1
 CUDA_CALL = 0x30
 SHIM_STATUS, GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_API = 0x61, 0x62, 0x63, 0x64, 0x65
 NVTX_RANGE, NVTX_MARK, NVTX_NAME, NVTX_BEGIN = 0x70, 0x71, 0x72, 0x73
@@ -207,6 +208,11 @@ class Trace:
     def begin(self, pid, tid, ts, text, range_id=0, domain=None):
         n, d = self.string(text, pid), self.string(domain, pid)
         self.recs.append(_rec(NVTX_BEGIN, pid, tid, ts, "QII", range_id, n, d))
+
+    # -- osrt family --
+    def syscall_agg(self, pid, tid, ts, nr, count, total, mn, mx, flags=0):
+        self.recs.append(_rec(SYSCALL_AGG, pid, tid, ts, "IIQQQQ", nr, flags, count, total,
+                              mn, mx))
 
     def raw(self, data):
         self.recs.append(data)

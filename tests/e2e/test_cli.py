@@ -1,5 +1,6 @@
 """The CLI's contract: clear errors with a non-zero exit, exit statuses passed through."""
 import os
+import re
 import time
 
 from helpers import (BPFSIGHT, Recorder, check, eq, info, need_root, record, run, spawn,
@@ -57,6 +58,15 @@ def test_help_everywhere():
         eq(p.returncode, 0, f"{cmd} --help")
         check("usage:" in p.stdout.lower(), f"{cmd} --help prints usage")
     eq(run([BPFSIGHT, "--help"]).returncode, 0, "bpfsight --help")
+    # record --help lists the families -t accepts: the same list as its error for a bad one,
+    # each of which records
+    helped = re.search(r"available: (.*)", run([BPFSIGHT, "record", "--help"]).stdout)
+    check(helped, "record --help lists the families")
+    bad = run([BPFSIGHT, "record", "-t", "bogus", "-o", os.path.join(tmpdir(), "x.bst"),
+               "--", "true"])
+    valid = re.search(r"valid families: (.*)", bad.stderr)
+    check(valid, bad.stderr)
+    eq(helped.group(1).strip().split(", "), valid.group(1).strip().split(", "), "families")
 
 
 def test_not_root_is_refused_clearly():

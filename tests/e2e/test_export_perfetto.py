@@ -22,10 +22,17 @@ _cache_dir = None
 
 
 def need_protoc():
+    """protoc and Perfetto's schema, or a skip; in CI (CI=true), where `make deps` installs
+    protoc and shared/ lies beside the clone, their absence is a failure, not a green run."""
+    why = None
     if not shutil.which("protoc"):
-        raise helpers.Skip("protoc missing (apt-get install protobuf-compiler)")
-    if not os.path.exists(os.path.join(SCHEMAS, PROTO)):
-        raise helpers.Skip(f"{PROTO} missing in {SCHEMAS}")
+        why = "protoc missing (apt-get install protobuf-compiler)"
+    elif not os.path.exists(os.path.join(SCHEMAS, PROTO)):
+        why = f"{PROTO} missing in {SCHEMAS} (shared/ beside the checkout)"
+    if why and os.environ.get("CI") == "true":
+        raise AssertionError(f"{why}: CI must have it")
+    if why:
+        raise helpers.Skip(why)
 
 
 def recorded(name, cmd, *opts):

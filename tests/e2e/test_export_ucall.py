@@ -458,7 +458,9 @@ def test_docs_queries_run():
     traces = [cuda_trace()]
     if not GPU:
         traces.append(nccl_trace())
-    for trace in traces:
+    named = [("cuda_api_sum", "cuda_launch_sum", "cuda_memcpy_sum", "cuda_err_sum"),
+             ("nccl_sum",)]
+    for trace, names in zip(traces, named):
         db = sqlite3.connect(export(trace, "sqlite", os.path.join(tmpdir(), "t.sqlite")))
         for block in blocks:
             for sql in (s for s in block.split(";") if s.strip()):
@@ -466,4 +468,17 @@ def test_docs_queries_run():
                     db.execute(sql).fetchall()
                 except sqlite3.Error as e:
                     raise AssertionError(f"docs query fails ({e}): {sql.strip()[:200]}")
+        # The queries that say they give a report's numbers give them, row for row.
+        db.row_factory = sqlite3.Row
+        st = stats(trace, ",".join(names))
+        for name in names:
+            got = [dict(r) for r in db.execute(docs_query(name))]
+            # cuda_memcpy_sum's query gives the copy rows, not memset's
+            want = [r for r in st[name] if name != "cuda_memcpy_sum" or r["name"] != "memset"]
+            check(want, f"{name}: the recording has rows")
+            eq(len(got), len(want), f"{name}: rows")
+            cols = [c for c in got[0] if c in want[0] and c != "avg_ns"]
+            check({"name", "count"} <= set(cols), f"{name}: columns {cols}")
+            eq(sorted(tuple(r[c] for c in cols) for r in got),
+               sorted(tuple(r[c] for c in cols) for r in want), f"{name} ({cols})")
         db.close()

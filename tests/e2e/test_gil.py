@@ -50,11 +50,19 @@ def debian_python():
     return real if p.returncode == 0 and ".symtab" not in p.stdout else None
 
 
-def need_pyenv(minor=11):
+def need_pyenv(minor=11, full=False):
+    """pyenv's python3.MINOR; without it, for a test of the default mode (FULL false), Debian's
+    stripped python3 (`make deps` installs it, and the default mode needs no symbols)."""
     py = pyenv_python(minor)
-    if not py:
-        raise Skip(f"no pyenv CPython 3.{minor} under {PYENV}/versions")
-    return py
+    if py:
+        return py
+    if not full:
+        py = debian_python()
+        if py:
+            return py
+        raise Skip(f"no pyenv CPython 3.{minor} under {PYENV}/versions, no Debian python3")
+    raise Skip(f"needs a CPython with symbols (take_gil): no pyenv CPython 3.{minor} under "
+               f"{PYENV}/versions")
 
 
 def truth_of(stdout):
@@ -90,7 +98,8 @@ def test_gil_single_thread_never_waits():
     eq(main["method"], "condwait", "method")
     eq(blocked_by, [], "nobody blocks anybody")
     p = row(procs, pid=truth["pid"])
-    check(p["python"].startswith("3.11"), f"version {p['python']}")
+    minor = re.search(r"python3\.(\d+)", py).group(1)
+    check(p["python"].startswith(f"3.{minor}"), f"version {p['python']}")
     eq((p["method"], p["holder"], p["verified"], p["free_threaded"]), ("condwait", 1, 1, 0),
        "how it was measured")
     eq([e for e in dump(out) if e["kind"] == "gil_wait"], [], "no wait events")
@@ -200,7 +209,7 @@ def test_gil_uncontended_io_loop_costs_no_wait_and_every_hold_is_counted():
     each of the 2 N holds, all of them a microsecond or so, so nearly none gets a record: the
     in-kernel count is what makes them exact."""
     need_root()
-    py = need_pyenv()
+    py = need_pyenv(full=True)
     n = 20000
     truth, out = run_with_go(py, ["ioloop", str(n)])
     pid = truth["pid"]
@@ -220,7 +229,7 @@ def test_gil_matches_bpftrace_take_gil_on_a_running_process():
     """The issue's cross-check: total wait within 5% of take_gil's latency measured by bpftrace
     on the same process in the same run; bpfsight attaches with -p to a running process."""
     need_root()
-    py = need_pyenv()
+    py = need_pyenv(full=True)  # bpftrace needs take_gil in .symtab
     lib = libpython_of(py)
     if not shutil.which("bpftrace") or not lib or not os.path.exists(LIBC):
         raise Skip("needs bpftrace, glibc and a libpython with take_gil in .symtab")
@@ -295,7 +304,7 @@ def test_gil_every_interpreter_here():
 
 def test_gil_full_mode_times_every_hold():
     need_root()
-    py = need_pyenv()
+    py = need_pyenv(full=True)
     n, secs = 3, 1.5
     truth, out = record_py(py, "cpu", str(n), str(secs), opts=("-t", "gil", "--gil-mode=full"))
     gil_sum, _, procs = gil_reports(out)

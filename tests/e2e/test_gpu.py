@@ -11,12 +11,14 @@ the cuda-family event of the call that launched it (same thread, call_ts = its s
 import json
 import os
 import stat
-import time
+import shim_batches
 
 from helpers import (BPFSIGHT, BUILD, Recorder, check, dump, eq, info, need_root, run, spawn,
                      stats, tmpdir, workload)
 
 SHIM = os.path.join(BUILD, "libbpfsight-shim.so")
+# cupti_feed feeds CUPTI records through the test variant's hook (not in the shipped shim).
+SHIM_TEST = workload("shim/libbpfsight-shim-test.so")
 FEED = workload("shim/cupti_feed")
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 
@@ -34,7 +36,7 @@ GPU_KINDS = ("gpu_kernel", "gpu_memcpy", "gpu_memset", "gpu_api")
 
 def need_feed():
     need_root()
-    for p in (SHIM, FEED, CUDART):
+    for p in (SHIM, SHIM_TEST, FEED, CUDART):
         check(os.path.exists(p), f"{p} missing: run make test-build (needs the CUDA toolkit)")
 
 
@@ -132,7 +134,7 @@ def check_status(events, pid, what):
 def test_feed_launch_exact_and_linked():
     need_feed()
     out = os.path.join(tmpdir(), "t.bst")
-    p = run([BPFSIGHT, "record", "-o", out, "-t", "cuda,gpu", "--", FEED, SHIM])
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "cuda,gpu", "--", FEED, SHIM_TEST])
     eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
     head, fed = parse(p.stdout)
     eq(fed["fed"], len(fed["records"]), "the shim decoded every record fed")
@@ -150,7 +152,7 @@ def test_feed_gpu_only_links_through_cupti():
     record's."""
     need_feed()
     out = os.path.join(tmpdir(), "t.bst")
-    p = run([BPFSIGHT, "record", "-o", out, "-t", "gpu", "--", FEED, SHIM])
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "gpu", "--", FEED, SHIM_TEST])
     eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
     head, fed = parse(p.stdout)
     compare(got(dump(out), head["pid"]), expected(head, fed, None), "gpu only")
@@ -158,12 +160,15 @@ def test_feed_gpu_only_links_through_cupti():
 
 def test_feed_attach_pid():
     need_feed()
-    go = os.path.join(tmpdir(), "go")
-    w = spawn([FEED, "--wait-file", go, SHIM])
+    d = tmpdir()
+    go, batches = os.path.join(d, "go"), os.path.join(d, "batches.bin")
+    w = spawn([FEED, "--wait-file", go, SHIM_TEST],
+              env=dict(os.environ, BPFSIGHT_SHIM_DUMP=batches))
     head = json.loads(w.stdout.readline())
     r = Recorder("-t", "cuda,gpu", "-p", str(head["pid"]))
     r.wait_ready()
-    time.sleep(0.3)  # the shim's poller sees the semaphores within 50 ms
+    shim_batches.wait_status(batches, head["pid"], lambda r: r["event_name"] == "attach",
+                             "attach")  # its poller saw the recorder
     open(go, "w").close()
     eq(w.wait(60), 0, "feed exit")
     eq(r.wait(60), 0, f"recorder exit ({r.stderr})")
@@ -177,7 +182,7 @@ def test_batches_carry_many_records():
     """3000 more kernels: every one arrives, in batches of well over 64 records."""
     need_feed()
     out = os.path.join(tmpdir(), "t.bst")
-    p = run([BPFSIGHT, "record", "-o", out, "-t", "gpu", "--", FEED, "--extra", "3000", SHIM])
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "gpu", "--", FEED, "--extra", "3000", SHIM_TEST])
     eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
     head, fed = parse(p.stdout)
     events = dump(out)

@@ -1,7 +1,9 @@
 """Loss is never silent: a ring buffer too small for the load loses events, and says how many."""
+import os
 import re
+import subprocess
 
-from helpers import check, dump, eq, info, need_root, record, stats, workload
+from helpers import check, dump, eq, info, need_root, record, stats, tmpdir, workload
 
 SYSCALLS = workload("syscalls")
 CALLS = 500_000
@@ -38,7 +40,47 @@ def test_default_threshold_keeps_counts_exact_without_events():
     # count, and nothing lost even with a small ring.
     p, out = record([SYSCALLS, str(CALLS), "0"], "-t", "osrt", "--buffer-size", "64K")
     eq(p.returncode, 0, f"record exit ({p.stderr})")
-    eq(stats(out, "osrt_sum")["osrt_sum"][0]["name"] != "", True, "report has rows")
-    gp = [r for r in stats(out, "osrt_sum")["osrt_sum"] if r["name"] == "getppid"][0]
-    eq(gp["count"], CALLS, "getppid count from in-kernel aggregates")
+    rows = stats(out, "osrt_sum")["osrt_sum"]
+    gp = [r for r in rows if r["name"] == "getppid"]
+    eq([r["count"] for r in gp], [CALLS], "getppid: one row, the count from in-kernel aggregates")
+    # the workload made CALLS getppid and nothing that slow: no event of them
+    eq(sum(1 for e in dump(out) if e["kind"] == "syscall" and e["name"] == "getppid"
+           and e["dur"] < 1000), 0, "no getppid event under the threshold")
     eq(info(out)["lost_total"], 0, "nothing lost")
+
+
+def test_full_disk_is_never_a_clean_file():
+    """A trace on a full filesystem (a small tmpfs): the recorder fails with the reason, and
+    the file either holds every record, or reads as not closed cleanly (its complete chunks
+    recovered), or is closed with a write_failed loss counting what it dropped (the
+    recording ends at the failure); never a clean file silently missing records. 64 KiB
+    fills while recording; 200 KiB is about the size of the whole trace, so it fills at the
+    last chunk as the recording closes, or (compression varies from run to run) just fits:
+    then the file must be whole."""
+    need_root()
+    n = 200000
+    full = 0
+    for size in ("64k", "200k"):
+        mnt = tmpdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", mnt],
+                       check=True)
+        try:
+            p, out = record([SYSCALLS, str(n), "0"], "-t", "osrt", "--osrt-threshold", "0",
+                            out=os.path.join(mnt, "t.bst"))
+            i = info(out, check=False)
+            got = sum(1 for e in dump(out, check=False)
+                      if e["kind"] == "syscall" and e["name"] == "getppid")
+        finally:
+            subprocess.run(["umount", mnt], check=True)
+        if p.returncode == 0 and size == "200k":
+            eq((got, i["clean_close"], i["lost_total"]), (n, True, 0),
+               f"{size}: it fit: every call, closed cleanly, nothing lost")
+            continue
+        full += 1
+        eq(p.returncode, 1, f"{size}: exit status ({p.stderr[-300:]})")
+        check("No space left on device" in p.stderr, f"{size}: {p.stderr[-300:]}")
+        check(got == n or not i["clean_close"] or i["lost"].get("write_failed", 0) > 0,
+              f"{size}: a clean file with {got} of {n} calls and no write_failed loss "
+              f"(lost {i['lost']})")
+        check(got < n, f"{size}: the disk was full ({got} calls)")
+    check(full >= 1, "no recording filled its disk")

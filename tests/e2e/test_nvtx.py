@@ -12,6 +12,7 @@ import os
 import signal
 import time
 
+import shim_batches
 from helpers import (BPFSIGHT, BUILD, Recorder, check, dump, eq, info, need_root, run, spawn,
                      tmpdir, workload)
 
@@ -158,19 +159,20 @@ def test_launch_second_dso_and_fork_child():
     check(10 * MS <= cev[0]["dur"] < 500 * MS, f"child range lasted {cev[0]['dur']}")
 
 
-def attach_run(loops, duration=None, extra_wait=0.3):
+def attach_run(loops, duration=None):
     """nvtx_ranges started with the shim in its environment, -p attached after it loaded
     it; (recorder, pid, main, loops, proc)."""
     d = tmpdir()
-    go = os.path.join(d, "go")
+    go, batches = os.path.join(d, "go"), os.path.join(d, "batches.bin")
     # line-buffered: the loop lines of a process killed mid-run are wanted too
     w = spawn(["stdbuf", "-oL", RANGES, "--loops", str(loops), "--wait-file", go],
-              env=shim_env())
+              env=shim_env(BPFSIGHT_SHIM_DUMP=batches))
     head = json.loads(w.stdout.readline())
     opts = ["-t", "nvtx", "-p", str(head["pid"])] + (["-d", duration] if duration else [])
     r = Recorder(*opts)
     r.wait_ready()
-    time.sleep(extra_wait)  # the shim's poller sees the semaphores within 50 ms
+    shim_batches.wait_status(batches, head["pid"], lambda r: "nvtx_on" in r["state_bits"],
+                             "nvtx_on")  # its poller saw the recorder
     open(go, "w").close()
     return r, head["pid"], head["main"], w
 
@@ -307,3 +309,44 @@ def test_program_without_nvtx():
     p = run([BPFSIGHT, "record", "-o", out, "--", "sh", "-c", "echo hello; exit 3"])
     eq((p.returncode, p.stdout), (3, "hello\n"), "CMD's exit status and output")
     check(not [e for e in dump(out) if e["kind"] in NVTX_KINDS], "no NVTX records")
+
+
+def test_chaining_forwards_every_call_under_stress():
+    """Threads, a fork and recordings that start and stop meanwhile: the chained library gets
+    every call of the parent and of the child, exactly (nvtx_bench --fork: each process runs
+    THREADS threads of ITERS timed and ITERS / 10 warm-up push/pop pairs, a mark and a 20 ms
+    sleep every 1000: about a second, for recordings to come and go)."""
+    need_shim()
+    bench = workload("shim/nvtx_bench")
+    iters, threads = 40000, 4
+    d = tmpdir()
+    go, counts = os.path.join(d, "go"), os.path.join(d, "counts.json")
+    w = spawn([bench, "--iters", str(iters), "--threads", str(threads), "--marks",
+               "--pace", "20", "--wait-file", go, "--fork"],
+              env=shim_env(BPFSIGHT_NVTX_CHAIN=CHAIN, BPFSIGHT_TEST_CHAIN_OUT=counts))
+    pid = json.loads(w.stdout.readline())["pid"]
+    recordings = 0
+    while True:
+        r = Recorder("-t", "nvtx", "-p", str(pid))
+        r.wait_ready()
+        if recordings == 0:
+            open(go, "w").close()  # the work, and the fork, start while this one records
+        recordings += 1
+        eq(r.stop(), 0, f"recording {recordings} exit ({r.stderr[-400:]})")
+        if w.poll() is not None:
+            break
+    out, err = w.communicate(timeout=120)
+    eq(w.returncode, 0, f"nvtx_bench exit: {err[-300:]}")
+    procs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    eq(len(procs), 2, f"the parent and the child report: {out[-300:]}")
+    pairs = threads * (iters + iters // 10)
+    want = {"inits": 1, "push": pairs, "pop": pairs, "mark": threads * (iters // 1000),
+            "start": 0, "end": 0, "name_thread": 0, "domain_create": 0, "register_string": 0,
+            "domain_push": 0, "domain_pop": 0, "domain_mark": 0, "domain_start": 0,
+            "domain_end": 0, "bad_handle": 0}
+    for p in procs:
+        path = counts if p["pid"] == pid else f"{counts}.{p['pid']}"
+        with open(path) as f:
+            who = "parent" if p["pid"] == pid else "child"
+            eq(json.load(f), want, f"calls of the {who} (pid {p['pid']}) that reached the "
+               f"chained library, {recordings} recordings")

@@ -22,6 +22,8 @@ import shim_batches as sb
 from helpers import BUILD, Skip, check, eq, need_root, run, spawn, tmpdir, wait_for, workload
 
 SHIM = os.path.abspath(os.path.join(BUILD, "libbpfsight-shim.so"))
+# The test variant: the same shim plus the hook cupti_feed feeds CUPTI records through.
+SHIM_TEST = os.path.abspath(workload("shim/libbpfsight-shim-test.so"))
 NVTX_RANGES = workload("shim/nvtx_ranges")
 CHAIN = os.path.abspath(workload("shim/libnvtx_chain.so"))
 CUPTI_FEED = workload("shim/cupti_feed")
@@ -95,7 +97,7 @@ class Bpftrace:
     """bpftrace on the shim's probes: @NAME counts each probe's hits, @batch_bytes sums the
     bytes the batch probe carried, drain hits print their sequence argument."""
 
-    def __init__(self, probes, pid=None):
+    def __init__(self, probes, pid=None, lib=SHIM):
         prog = []
         for p in probes:
             body = f"@{p} = count();"
@@ -103,7 +105,7 @@ class Bpftrace:
                 body += " @batch_bytes = sum(arg1);"
             if p == "drain":
                 body += ' printf("drain %d\\n", arg0);'
-            prog.append(f"usdt:{SHIM}:bpfsight:{p} {{ {body} }}")
+            prog.append(f"usdt:{lib}:bpfsight:{p} {{ {body} }}")
         args = ["bpftrace"] + (["-p", str(pid)] if pid else ["--usdt-file-activation"])
         self.p = spawn(args + ["-e", " ".join(prog)])
         self.lines = []
@@ -137,9 +139,9 @@ class Bpftrace:
         return maps
 
 
-def attach(w, probes, file_activation=False):
-    """bpftrace on W's shim, and the shim's ATTACH (and NVTX on) seen in its dump."""
-    bt = Bpftrace(probes, None if file_activation else w.pid)
+def attach(w, probes, file_activation=False, lib=SHIM):
+    """bpftrace on W's shim (LIB), and the shim's ATTACH (and NVTX on) seen in its dump."""
+    bt = Bpftrace(probes, None if file_activation else w.pid, lib)
     w.wait_status(lambda r: r["event_name"] == "attach" and r["pid"] == w.pid, "shim attach")
     if "nvtx" in probes:
         w.wait_status(lambda r: "nvtx_on" in r["state_bits"] and r["pid"] == w.pid,
@@ -239,13 +241,19 @@ def check_nvtx_times(recs, t0, t1):
 
 
 def test_shim_library_shape():
-    """Exports the two entry points and the test hook only; needs nothing but libc."""
+    """Exports the two entry points only (the test hook is in the test variant alone);
+    needs nothing but libc."""
     need_shim()
+
+    def exported(lib):
+        out = run(["objdump", "-T", lib], check=True).stdout
+        return sorted(l.split()[-1] for l in out.splitlines()
+                      if re.match(r"^[0-9a-f]+ g\s+DF \.text", l))
+    eq(exported(SHIM), ["InitializeInjection", "InitializeInjectionNvtx2"], "exported functions")
+    eq(exported(SHIM_TEST),
+       ["InitializeInjection", "InitializeInjectionNvtx2", "bpfsight_shim_test_feed"],
+       "the test variant's exported functions")
     p = run(["objdump", "-T", SHIM], check=True)
-    defined = sorted(l.split()[-1] for l in p.stdout.splitlines()
-                     if re.match(r"^[0-9a-f]+ g\s+DF \.text", l))
-    eq(defined, ["InitializeInjection", "InitializeInjectionNvtx2", "bpfsight_shim_test_feed"],
-       "exported functions")
     versions = {tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_([0-9.]+)",
                                                                         p.stdout)}
     check(max(versions) <= (2, 34), f"needs glibc {max(versions)} (> 2.34: Ubuntu 22.04)")
@@ -265,6 +273,54 @@ def test_shim_library_shape():
         eq(len(args), want, f"{name} arguments {spec}")
         check(all(re.match(r"^8@(%\w+|\$-?\d+)$", a) for a in args),
               f"{name}: plain 64-bit register arguments, got {spec}")
+
+
+def test_shim_dump_never_follows_a_link():
+    """BPFSIGHT_SHIM_DUMP through a planted symlink: the shim refuses (O_NOFOLLOW) and says
+    so; the program runs on unharmed and the link's target is never created."""
+    need_shim()
+    d = tmpdir()
+    target = os.path.join(d, "victim")
+    link = os.path.join(d, "dump.bin")
+    os.symlink(target, link)
+    env = dict(os.environ, NVTX_INJECTION64_PATH=SHIM, BPFSIGHT_SHIM_DUMP=link,
+               BPFSIGHT_SHIM_DEBUG="1")
+    p = run([NVTX_RANGES, "--loops", "2"], env=env)
+    eq(p.returncode, 0, f"exit status: {p.stderr[-300:]}")
+    check(not os.path.exists(target), "the dump was written through the link")
+    check(f"BPFSIGHT_SHIM_DUMP {link}: Too many levels of symbolic links" in p.stderr,
+          f"no word of the refused dump: {p.stderr[-500:]}")
+
+
+def test_shim_ignores_its_variables_in_a_secure_process():
+    """A program with file capabilities run by an unprivileged user executes in secure mode
+    (AT_SECURE): the shim loads and initializes, but reads none of its variables there
+    (secure_getenv), so BPFSIGHT_SHIM_DUMP cannot make a privileged program write a file.
+    The same program without capabilities writes the dump: the switch is the secure mode."""
+    need_shim()
+    need_root()
+    if not shutil.which("setcap") or not shutil.which("setpriv"):
+        raise Skip("no setcap/setpriv (libcap2-bin, util-linux)")
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    feed, lib = os.path.join(d, "cupti_feed"), os.path.join(d, "shim.so")
+    shutil.copy(CUPTI_FEED, feed)
+    shutil.copy(SHIM_TEST, lib)
+    os.chmod(feed, 0o755)
+    os.chmod(lib, 0o755)
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "env"]
+
+    def feed_with_dump(dump):
+        p = run(nobody + [f"BPFSIGHT_SHIM_DUMP={dump}", feed, lib])
+        eq(json.loads(p.stdout.splitlines()[0])["init"], 1,
+           f"InitializeInjection's return: {p.stderr[-300:]}")
+
+    feed_with_dump(os.path.join(d, "plain.bin"))
+    check(os.path.exists(os.path.join(d, "plain.bin")), "no dump from the plain program")
+    run(["setcap", "cap_net_raw=ep", feed], check=True)
+    feed_with_dump(os.path.join(d, "secure.bin"))
+    check(not os.path.exists(os.path.join(d, "secure.bin")),
+          "the shim read BPFSIGHT_SHIM_DUMP in a secure-execution process")
 
 
 def test_shim_idle_nvtx():
@@ -293,7 +349,7 @@ def test_shim_idle_cuda():
     d = tmpdir()
     dump = os.path.join(d, "dump.bin")
     env = dict(os.environ, BPFSIGHT_SHIM_DUMP=dump, BPFSIGHT_SHIM_DEBUG="1")
-    p = run([CUPTI_FEED, SHIM], env=env)
+    p = run([CUPTI_FEED, SHIM_TEST], env=env)
     eq(p.returncode, 0, f"cupti_feed exit: {p.stderr[-300:]}")
     hello = json.loads(p.stdout.splitlines()[0])
     eq(hello["init"], 1, "InitializeInjection's return")
@@ -463,7 +519,8 @@ def test_shim_detach_reattach():
     """A tracer leaving stops recording and drops what was unsent; the next one starts a new
     session: ATTACH, names given earlier sent again, every string re-sent before use."""
     need_bpftrace()
-    w = Workload([NVTX_RANGES, "--hold", "2500"], {"NVTX_INJECTION64_PATH": SHIM})
+    # held long enough for a tracer to stop and the next to attach on a loaded machine
+    w = Workload([NVTX_RANGES, "--hold", "6000"], {"NVTX_INJECTION64_PATH": SHIM})
     bt = attach(w, ["batch", "nvtx"])
     w.go()
     w.p.stdout.readline()
@@ -474,9 +531,16 @@ def test_shim_detach_reattach():
     maps1 = bt.stop()
     n1 = len(sb.decode(w.data()))
     eq(maps1.get("batch"), n1, "first session's batches")
-    time.sleep(0.3)  # the poller sees the semaphore drop
+    # the poller saw the semaphore drop (BPFSIGHT_SHIM_DEBUG logs it) before the next tracer
+    early = []
+    for line in w.p.stderr:
+        early.append(line)
+        if line.rstrip().endswith("detached"):
+            break
+    check(early and early[-1].rstrip().endswith("detached"), f"no detach: {''.join(early)}")
     bt2 = attach(w, ["batch", "nvtx"])
     rc, out, err = w.finish()
+    err = "".join(early) + err
     maps2 = bt2.stop()
     eq(rc, 0, f"nvtx_ranges exit: {err[-300:]}")
     eq(maps2.get("batch"), len(sb.decode(w.data())) - n1, "second session's batches")
@@ -587,9 +651,9 @@ def test_shim_cupti_feed():
     """CUPTI 13 records through the shim's one decode path: every field, the launching
     thread and call of each API record, the CUPTI failures of a GPU-less box reported once."""
     need_bpftrace()
-    w = Workload([CUPTI_FEED, "--extra", "1000", SHIM])
+    w = Workload([CUPTI_FEED, "--extra", "1000", SHIM_TEST])
     eq(w.hello["init"], 1, "InitializeInjection's return")
-    bt = attach(w, ["batch", "gpu"])
+    bt = attach(w, ["batch", "gpu"], lib=SHIM_TEST)
     w.go()
     rc, out, err = w.finish(json_lines=False)
     maps = bt.stop()

@@ -161,14 +161,11 @@ def test_pid_attach_touches_only_that_process():
     eq(sems[0], {"batch": 1, "gpu": 1, "nvtx": 1, "sync": 0, "drain": 0}, "traced process")
     eq(sems[1], {"batch": 0, "gpu": 0, "nvtx": 0, "sync": 0, "drain": 0}, "other process")
     time.sleep(0.3)
-    t0 = time.time()
     eq(r.stop(signal.SIGINT), 0, f"recorder exit ({r.stderr})")
-    took = time.time() - t0
     outs = finish(procs, hold)
     eq(outs[0]["end"], {"batch": 0, "gpu": 0, "nvtx": 0, "sync": 0, "drain": 0},
        "detached at the end: the shim goes idle")
     eq(outs[1]["end"]["batch"], 0, "the other process never saw a tracer")
-    check(took < 1.8, f"the drain was confirmed, not timed out ({took:.2f} s): {r.stderr}")
     evs = shim_events(dump(r.out), a)
     eq([e["name"] for e in evs if e["kind"] == "shim_status"], ["attach", "dropped", "drained"],
        "statuses, the drain confirmed last")
@@ -193,9 +190,7 @@ def test_system_wide_attaches_every_process():
     for p in procs:
         eq(parse(p.stdout.readline())["sent"], [(1, 13)], "its batch")
     time.sleep(0.3)
-    t0 = time.time()
     eq(r.stop(), 0, f"recorder exit ({r.stderr})")
-    took = time.time() - t0
     outs = finish(procs, hold)
     for o in outs:
         eq(o["end"]["batch"], 0, "-a detached at the end")
@@ -203,7 +198,8 @@ def test_system_wide_attaches_every_process():
     for pid in pids:
         st = [e["name"] for e in shim_events(events, pid) if e["kind"] == "shim_status"]
         eq(st, ["attach", "dropped", "drained"], f"pid {pid}: statuses")
-    check(took < 1.8 and "did not confirm" not in r.stderr, f"drained in {took:.2f} s")
+    # confirmed, not timed out (how long it took depends on the machine's load)
+    check("did not confirm" not in r.stderr, r.stderr)
 
 
 def test_pid_without_shim_warns():

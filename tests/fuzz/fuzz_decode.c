@@ -145,7 +145,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	if (!m)
 		abort();
 	for (int i = 0; i < nreports; i++)
-		if (!(rst[i] = reports[i]->new()))
+		if (!(rst[i] = reports[i]->new ()))
 			abort();
 	/* A recording starts just before its first record: the exports' origin of time. */
 	meta.start.mono_ns = 0;

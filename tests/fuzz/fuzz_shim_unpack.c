@@ -42,12 +42,12 @@
 #include "trace_reader.h"
 #include "trace_writer.h"
 
-#define BATCH_BYTES  (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
-#define FRAME_HDR    4
-#define PID_BASE     1000
-#define NPIDS	     16
+#define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
+#define FRAME_HDR   4
+#define PID_BASE    1000
+#define NPIDS	    16
 /* The largest ring record a u16 size allows, less its header. */
-#define RAW_MAX	     (0xfff8 - sizeof(struct bs_shim_batch))
+#define RAW_MAX (0xfff8 - sizeof(struct bs_shim_batch))
 
 static const struct trace_meta meta = {
 	.version = 1,
@@ -56,8 +56,7 @@ static const struct trace_meta meta = {
 	.tool_version = "fuzz",
 	.start = { 1000000000, 1700000000000000000ull, 1000000500 },
 };
-static const char *const cap_forms[] = { "middle", "middle@*", "middle@bpfsight.test",
-					 "middle@" };
+static const char *const cap_forms[] = { "middle", "middle@*", "middle@bpfsight.test", "middle@" };
 static char path[64];
 static __u64 ring[0x10000 / 8];
 
@@ -140,7 +139,8 @@ static void other(struct shim_unpack *u, __u8 op, __u32 pid, const __u8 *p, size
 		memcpy(&r.h.tid, p, 4);
 		memcpy(&r.h.ts, p + 4, 8);
 		n -= 12;
-		memcpy(&r.c.dur, p + 12, n < sizeof(r.c) - sizeof(r.h) ? n : sizeof(r.c) - sizeof(r.h));
+		memcpy(&r.c.dur, p + 12,
+		       n < sizeof(r.c) - sizeof(r.h) ? n : sizeof(r.c) - sizeof(r.h));
 		break;
 	case 4:
 		hdr(&r.h, BS_REC_EXEC, sizeof(struct bs_exec), pid);

@@ -16,18 +16,18 @@
 #include "trace_writer.h"
 
 static const struct trace_meta meta = {
-    .hostname = "seed",
-    .kernel = "6.18.0",
-    .families = "osrt,sched",
-    .target = "system-wide",
-    .tool_version = "seed",
-    .start = {1000000000, 1700000000000000000ull, 1000000500},
+	.hostname = "seed",
+	.kernel = "6.18.0",
+	.families = "osrt,sched",
+	.target = "system-wide",
+	.tool_version = "seed",
+	.start = { 1000000000, 1700000000000000000ull, 1000000500 },
 };
 
 /* Three chunks holding one record of most types; returns the chunk end offsets. */
 static int write_trace(const char *path, long *ends)
 {
-	struct trace_clocks end = {2000000000, 1700000001000000000ull, 2000000500};
+	struct trace_clocks end = { 2000000000, 1700000001000000000ull, 2000000500 };
 	struct trace_writer *w;
 	__u64 ts = 1000001000;
 	int err = 0, c;
@@ -37,31 +37,31 @@ static int write_trace(const char *path, long *ends)
 	if (!w)
 		return err;
 	for (c = 0; c < 3; c++) {
-		struct bs_syscall sc = {.h = {BS_REC_SYSCALL, sizeof(sc), 1, 100, 101, ts++},
-					.dur = 300,
-					.ret = -11,
-					.nr = 7};
-		struct bs_offcpu oc = {.h = {BS_REC_OFFCPU, sizeof(oc), 2, 100, 102, ts++},
-				       .dur = 5000,
-				       .runnable_ns = 100,
-				       .oncpu_ns = 700,
-				       .state = 1,
-				       .waker_tid = 101};
-		struct bs_fork fk = {.h = {BS_REC_FORK, sizeof(fk), 0, 100, 101, ts++},
-				     .child_pid = 100,
-				     .child_tid = 103,
-				     .comm = "worker"};
-		struct bs_loss ls = {.h = {BS_REC_LOSS, sizeof(ls), 0, 0, 0, ts++},
-				     .cause = BS_LOSS_RINGBUF_FULL,
-				     .count = 3};
-		struct bs_syscall_agg ag = {
-		    .h = {BS_REC_SYSCALL_AGG, sizeof(ag), 0, 100, 101, ts++},
-		    .nr = 0,
-		    .count = 10,
-		    .total_ns = 900,
-		    .min_ns = 50,
-		    .max_ns = 200};
-		const struct bs_hdr *recs[] = {&sc.h, &oc.h, &fk.h, &ls.h, &ag.h, &sc.h};
+		struct bs_syscall sc = { .h = { BS_REC_SYSCALL, sizeof(sc), 1, 100, 101, ts++ },
+					 .dur = 300,
+					 .ret = -11,
+					 .nr = 7 };
+		struct bs_offcpu oc = { .h = { BS_REC_OFFCPU, sizeof(oc), 2, 100, 102, ts++ },
+					.dur = 5000,
+					.runnable_ns = 100,
+					.oncpu_ns = 700,
+					.state = 1,
+					.waker_tid = 101 };
+		struct bs_fork fk = { .h = { BS_REC_FORK, sizeof(fk), 0, 100, 101, ts++ },
+				      .child_pid = 100,
+				      .child_tid = 103,
+				      .comm = "worker" };
+		struct bs_loss ls = { .h = { BS_REC_LOSS, sizeof(ls), 0, 0, 0, ts++ },
+				      .cause = BS_LOSS_RINGBUF_FULL,
+				      .count = 3 };
+		struct bs_syscall_agg ag = { .h = { BS_REC_SYSCALL_AGG, sizeof(ag), 0, 100, 101,
+						    ts++ },
+					     .nr = 0,
+					     .count = 10,
+					     .total_ns = 900,
+					     .min_ns = 50,
+					     .max_ns = 200 };
+		const struct bs_hdr *recs[] = { &sc.h, &oc.h, &fk.h, &ls.h, &ag.h, &sc.h };
 		unsigned int i;
 
 		for (i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
@@ -98,8 +98,8 @@ static int save(const char *dir, const char *name, const void *data, size_t len)
 /* The fuzzer's synthetic-chunk input: 0xfe, chunk fields, then encoded records. */
 static int synth_seed(const char *dir)
 {
-	struct bs_exit ex = {.h = {BS_REC_EXIT, sizeof(ex), 0, 5, 6, 900}, .exit_code = 256};
-	struct bs_comm cm = {.h = {BS_REC_COMM, sizeof(cm), 0, 5, 6, 950}, .comm = "pt_main"};
+	struct bs_exit ex = { .h = { BS_REC_EXIT, sizeof(ex), 0, 5, 6, 900 }, .exit_code = 256 };
+	struct bs_comm cm = { .h = { BS_REC_COMM, sizeof(cm), 0, 5, 6, 950 }, .comm = "pt_main" };
 	struct trace_codec *c = trace_codec__new();
 	__u8 buf[512];
 	__u32 flags = 0, nrec = 3;

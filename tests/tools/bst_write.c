@@ -85,7 +85,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (read_full(rec.b + sizeof(rec.h), rec.h.size - sizeof(rec.h))) {
-			fprintf(stderr, "bst_write: record %llu: cut short\n", (unsigned long long)n);
+			fprintf(stderr, "bst_write: record %llu: cut short\n",
+				(unsigned long long)n);
 			trace_writer__free(w);
 			return 1;
 		}

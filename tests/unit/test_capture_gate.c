@@ -59,8 +59,9 @@ static void test_symbol_model(void)
 		struct bs_string s;
 		char text[8];
 	} str = { { { BS_REC_STRING, sizeof(str), 0, 0, 0, 1 }, 7, 6 }, "kern_a" };
-	struct bs_symbol sym = { { BS_REC_SYMBOL, sizeof(sym), 0, 42, 42, 2 }, 0x401000, 7,
-				 BS_SYM_HOST_FUNC };
+	struct bs_symbol sym = {
+		{ BS_REC_SYMBOL, sizeof(sym), 0, 42, 42, 2 }, 0x401000, 7, BS_SYM_HOST_FUNC
+	};
 
 	trace_model__observe(m, &str.s.h);
 	trace_model__observe(m, &sym.h);

@@ -25,8 +25,8 @@
 #define LIBCUDA	 "/usr/local/cuda/lib64/stubs/libcuda.so"
 
 /* The CUDA headers are only needed here; "cuda.h" alone would be bpfsight's own. */
-#if __has_include("/usr/local/cuda/include/cuda.h") &&                                          \
-	__has_include("/usr/local/cuda/include/cuda_runtime_api.h")
+#if __has_include("/usr/local/cuda/include/cuda.h") &&                                             \
+		  __has_include("/usr/local/cuda/include/cuda_runtime_api.h")
 #define HAVE_CUDA_HEADERS 1
 #include "/usr/local/cuda/include/cuda.h"
 #include "/usr/local/cuda/include/cuda_runtime_api.h"
@@ -120,7 +120,7 @@ static void test_table_check(void)
 	if (cuda_table__check(&cuda_table, err, sizeof(err)))
 		unit_fail("cuda_table__check: %s", err);
 	for (__u32 i = 0; i < cuda_table.napis; i++)
-		cuda_table.apis[i].flags & CUDA_F_DRIVER ? drv++ : rt++;
+		cuda_table.apis[i].flags &CUDA_F_DRIVER ? drv++ : rt++;
 	printf("# cuda_table: %u functions, %d runtime, %d driver\n", cuda_table.napis, rt, drv);
 }
 
@@ -128,7 +128,10 @@ static void test_table_check(void)
 static void test_table_check_catches(void)
 {
 	struct ucall_api bad[2] = {
-		{ .name = "cudaMalloc", .group = CUDA_GRP_ALLOC, .args = "*ptr bytes", .out_arg = 1 },
+		{ .name = "cudaMalloc",
+		  .group = CUDA_GRP_ALLOC,
+		  .args = "*ptr bytes",
+		  .out_arg = 1 },
 	};
 	struct ucall_table t = { "cuda", BS_REC_CUDA_CALL, bad, 1 };
 	char err[256];
@@ -149,7 +152,8 @@ static void test_table_check_catches(void)
 	t.napis = 2;
 	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), -EINVAL, "duplicate");
 	ASSERT_TRUE(strstr(err, "twice"), "duplicate message");
-	bad[1] = (struct ucall_api){ .name = "cuLaunchKernel", .group = CUDA_GRP_LAUNCH,
+	bad[1] = (struct ucall_api){ .name = "cuLaunchKernel",
+				     .group = CUDA_GRP_LAUNCH,
 				     .flags = CUDA_F_DRIVER | CUDA_F_FUNC_ARG(1),
 				     .args = "kernel:fn grid_x grid_y grid_z block_x block_y "
 					     "block_z shared_bytes stream" };
@@ -196,7 +200,7 @@ static void test_table_symbols_exist(void)
 	int missing = 0;
 
 	if (access(CUDART, R_OK) || access(LIBCUDA, R_OK)) {
-		printf("# SKIP test_table_symbols_exist: no CUDA 13 libraries here\n");
+		UNIT_SKIP("no CUDA 13 libraries here (" CUDART ")");
 		return;
 	}
 	rt = nm_symbols(CUDART);
@@ -238,9 +242,9 @@ static long deref_off(const char *name, const char *key, int nth, int *size)
 		    (*end == ':' || *end == '@')) {
 			at = strchr(p, '@');
 			if (at && at < p + strcspn(p, " ") && nth-- == 0) {
-				*size = !strncmp(end, ":u32", 4) || !strncmp(end, ":s32", 4) ? 4 :
-					!strncmp(end, ":dim3", 5)			   ? 12 :
-												     8;
+				*size = !strncmp(end, ":u32", 4) || !strncmp(end, ":s32", 4) ? 4
+					: !strncmp(end, ":dim3", 5)			     ? 12
+											     : 8;
 				return atol(at + 1) + cuda_table.apis[fn].deref_off8 * 8;
 			}
 		}
@@ -365,7 +369,7 @@ static void test_table_layouts(void)
 	ASSERT_EQ(CU_MEMORYTYPE_ARRAY, 3, "CU_MEMORYTYPE_ARRAY");
 	ASSERT_EQ(CU_MEMORYTYPE_UNIFIED, 4, "CU_MEMORYTYPE_UNIFIED");
 #else
-	printf("# SKIP test_table_layouts: no CUDA headers in " CUDA_INC "\n");
+	UNIT_SKIP("no CUDA headers in " CUDA_INC);
 #endif
 }
 
@@ -384,7 +388,7 @@ static void test_error_names(void)
 	ASSERT_TRUE(!cuda_error_name(12345) && !cuda_result_name(-1), "unknown codes");
 	h = dlopen(CUDART, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		printf("# SKIP test_error_names: %s\n", dlerror());
+		UNIT_SKIP("no CUDA runtime: %s", dlerror());
 		return;
 	}
 	get_name = (const char *(*)(int))dlsym(h, "cudaGetErrorName");
@@ -479,9 +483,9 @@ static void rec_captured(struct rec *r, const char *name, __s64 ret, __u64 out)
 		strncpy(r->deref, (const char *)r->u.args[a->deref_arg - 1], sizeof(r->deref) - 1);
 		rec_deref(r, r->deref, BS_UCALL_DEREF_STRING);
 	} else if (a->deref_mode == BS_DEREF_STRUCT) {
-		const char *src = a->deref_arg == BS_DEREF_ARG_STACK ?
-					  (const char *)cap_stack :
-					  (const char *)r->u.args[a->deref_arg - 1];
+		const char *src = a->deref_arg == BS_DEREF_ARG_STACK
+					  ? (const char *)cap_stack
+					  : (const char *)r->u.args[a->deref_arg - 1];
 
 		rec_deref(r, src + a->deref_off8 * 8, BS_UCALL_DEREF_STRUCT);
 	}
@@ -563,8 +567,8 @@ static void test_abi_runtime(void)
 	ASSERT_HEX(&ev, "stream", 0x7000);
 	ASSERT_EQ(ev.nargs, 6, "ret dst src bytes kind stream");
 
-	CAP(cudaMemcpy2DArrayToArray, (cudaArray_t)0xa2, 1, 2, (cudaArray_const_t)0xb2, 3, 4, 16,
-	    4, cudaMemcpyDeviceToDevice);
+	CAP(cudaMemcpy2DArrayToArray, (cudaArray_t)0xa2, 1, 2, (cudaArray_const_t)0xb2, 3, 4, 16, 4,
+	    cudaMemcpyDeviceToDevice);
 	rec_captured(&r, "cudaMemcpy2DArrayToArray", 0, 0);
 	decode(&r, m, &ev);
 	ASSERT_HEX(&ev, "dst", 0xa2);
@@ -685,8 +689,8 @@ static void test_abi_runtime(void)
 	ASSERT_HEX(&ev, "graph_exec", 0x8100);
 	ASSERT_U64(&ev, "flags", 1);
 
-	CAP(cudaStreamBeginCaptureToGraph, (cudaStream_t)0x7700, (cudaGraph_t)0x8200, NULL, NULL,
-	    0, cudaStreamCaptureModeRelaxed);
+	CAP(cudaStreamBeginCaptureToGraph, (cudaStream_t)0x7700, (cudaGraph_t)0x8200, NULL, NULL, 0,
+	    cudaStreamCaptureModeRelaxed);
 	rec_captured(&r, "cudaStreamBeginCaptureToGraph", 0, 0);
 	decode(&r, m, &ev);
 	ASSERT_HEX(&ev, "stream", 0x7700);
@@ -716,8 +720,8 @@ static void test_abi_driver(void)
 	struct rec r;
 	size_t pitch;
 
-	CAP(cuLaunchKernel, (CUfunction)0x9000, 10, 20, 30, 64, 2, 1, 8192, (CUstream)0x5100,
-	    NULL, NULL);
+	CAP(cuLaunchKernel, (CUfunction)0x9000, 10, 20, 30, 64, 2, 1, 8192, (CUstream)0x5100, NULL,
+	    NULL);
 	rec_captured(&r, "cuLaunchKernel", 34, 0);
 	decode(&r, m, &ev);
 	ASSERT_STR(&ev, "kernel", "0x9000");
@@ -822,8 +826,7 @@ static void test_abi_driver(void)
 	ASSERT_STR(&ev, "kind", "DtoH");
 	ASSERT_HEX(&ev, "stream", 0x5600);
 
-	CAP(cuMemcpyPeerAsync, 0xd1, (CUcontext)0x11, 0xd2, (CUcontext)0x12, 777,
-	    (CUstream)0x5700);
+	CAP(cuMemcpyPeerAsync, 0xd1, (CUcontext)0x11, 0xd2, (CUcontext)0x12, 777, (CUstream)0x5700);
 	rec_captured(&r, "cuMemcpyPeerAsync", 0, 0);
 	decode(&r, m, &ev);
 	ASSERT_HEX(&ev, "dst", 0xd1);
@@ -885,12 +888,12 @@ static void test_abi_driver(void)
 #else
 static void test_abi_runtime(void)
 {
-	printf("# SKIP test_abi_runtime: no CUDA headers in " CUDA_INC "\n");
+	UNIT_SKIP("no CUDA headers in " CUDA_INC);
 }
 
 static void test_abi_driver(void)
 {
-	printf("# SKIP test_abi_driver: no CUDA headers in " CUDA_INC "\n");
+	UNIT_SKIP("no CUDA headers in " CUDA_INC);
 }
 #endif
 
@@ -1056,7 +1059,7 @@ static void test_decode_garbage(void)
 	int n = 0;
 
 	for (rp = cuda_reports; *rp; rp++, n++)
-		st[n] = (*rp)->new();
+		st[n] = (*rp)->new ();
 	for (int i = 0; i < 20000; i++) {
 		unsigned char *p = (unsigned char *)&r;
 
@@ -1115,8 +1118,8 @@ static void put(struct trace_writer *w, struct rec *r)
 	trace_writer__append(w, &r->u.h);
 }
 
-static void put_launch(struct trace_writer *w, const char *name, __u16 depth, __u64 dur,
-		       __s64 ret, __u64 func, __u32 gx, __u32 bx, __u64 shmem)
+static void put_launch(struct trace_writer *w, const char *name, __u16 depth, __u64 dur, __s64 ret,
+		       __u64 func, __u32 gx, __u32 bx, __u64 shmem)
 {
 	struct rec r;
 
@@ -1132,8 +1135,8 @@ static void put_launch(struct trace_writer *w, const char *name, __u16 depth, __
 	put(w, &r);
 }
 
-static void put_copy(struct trace_writer *w, const char *name, __u16 depth, __u64 dur,
-		     __u64 bytes, int kind)
+static void put_copy(struct trace_writer *w, const char *name, __u16 depth, __u64 dur, __u64 bytes,
+		     int kind)
 {
 	struct rec r;
 
@@ -1256,7 +1259,8 @@ static void test_reports(void)
 	ASSERT_EQ(U64_AT(t, 0, "count"), 5, "cudaMemcpy count");
 	ASSERT_EQ(U64_AT(t, 0, "total_ns"), 16500, "cudaMemcpy total");
 	ASSERT_NEAR(DBL_AT(t, 0, "avg_ns"), 3300, 1e-9, "cudaMemcpy avg");
-	ASSERT_NEAR(DBL_AT(t, 0, "med_ns"), 2000, 1e-9, "cudaMemcpy med (500 1000 2000 3000 10000)");
+	ASSERT_NEAR(DBL_AT(t, 0, "med_ns"), 2000, 1e-9,
+		    "cudaMemcpy med (500 1000 2000 3000 10000)");
 	ASSERT_EQ(U64_AT(t, 0, "min_ns"), 500, "cudaMemcpy min");
 	ASSERT_EQ(U64_AT(t, 0, "max_ns"), 10000, "cudaMemcpy max");
 	/* population: mean 3300, squared deviations 7.84e6 5.29e6 1.69e6 0.09e6 44.89e6 */
@@ -1289,7 +1293,8 @@ static void test_reports(void)
 	ASSERT_STREQ(STR_AT(t, 0, "block"), "256x1x1", "row 0 block");
 	ASSERT_EQ(U64_AT(t, 0, "shared_bytes"), 0, "row 0 shared");
 	ASSERT_EQ(U64_AT(t, 0, "total_ns"), 600, "row 0 total");
-	ASSERT_STREQ(STR_AT(t, 1, "name"), "gemm", "row 1: gemm, from cuLaunchKernel and its _ptsz");
+	ASSERT_STREQ(STR_AT(t, 1, "name"), "gemm",
+		     "row 1: gemm, from cuLaunchKernel and its _ptsz");
 	ASSERT_EQ(U64_AT(t, 1, "count"), 2, "row 1 count");
 	ASSERT_STREQ(STR_AT(t, 1, "grid"), "1x1x1", "row 1 grid");
 	ASSERT_STREQ(STR_AT(t, 1, "block"), "128x1x1", "row 1 block");
@@ -1370,8 +1375,8 @@ static void test_report_columns(void)
 	if (!ASSERT_EQ(write_cuda_trace(path), 0, "write trace"))
 		return;
 	f = open_memstream(&buf, &len);
-	ASSERT_EQ(stats__run(path, "cuda_launch_sum,cuda_memcpy_sum,cuda_err_sum",
-			     STATS_FORMAT_CSV, f),
+	ASSERT_EQ(stats__run(path, "cuda_launch_sum,cuda_memcpy_sum,cuda_err_sum", STATS_FORMAT_CSV,
+			     f),
 		  EXIT_READ_OK, "csv status");
 	fclose(f);
 	/* Compared by hand: the expected text is longer than unit.h's message buffer. */

@@ -17,7 +17,7 @@
 #include "unit.h"
 
 #define CUDART "/usr/local/cuda/lib64/libcudart.so.13"
-#define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
+#define LIBC   "/lib/x86_64-linux-gnu/libc.so.6"
 
 static char fixture[512];
 static char tmp[64];
@@ -317,8 +317,9 @@ static void test_fixture_symtab(void)
 	if (!ASSERT_TRUE(s, "open fixture"))
 		return;
 	ASSERT_EQ(elf_syms__has_symtab(s), 1, "has .symtab");
-	if (ASSERT_TRUE(sh_line(line, sizeof(line), "nm -S %s | grep ' t fx_local_helper$'",
-				fixture), "nm fx_local_helper") &&
+	if (ASSERT_TRUE(
+		    sh_line(line, sizeof(line), "nm -S %s | grep ' t fx_local_helper$'", fixture),
+		    "nm fx_local_helper") &&
 	    ASSERT_EQ(sscanf(line, "%llx %llx", &va, &size), 2, "nm line") &&
 	    ASSERT_EQ(elf_syms__find(s, "fx_local_helper", &sym), 0, "find")) {
 		ASSERT_EQ(sym.vaddr, va, "vaddr");
@@ -564,8 +565,9 @@ static void test_large_library(void)
 		fprintf(f, ".type big_fn_%llu,@function\nbig_fn_%llu:\n", (unsigned long long)i,
 			(unsigned long long)i);
 		if (i % 7 == 0)
-			fprintf(f, ".globl big_alias_%llu\n.type big_alias_%llu,@function\n"
-				   "big_alias_%llu:\n",
+			fprintf(f,
+				".globl big_alias_%llu\n.type big_alias_%llu,@function\n"
+				"big_alias_%llu:\n",
 				(unsigned long long)i, (unsigned long long)i,
 				(unsigned long long)i);
 		fprintf(f, "push %%rbp\npop %%rbp\nret\n");

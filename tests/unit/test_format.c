@@ -103,18 +103,18 @@ static void recs_free(struct recs *rs)
 }
 
 static const __u64 extremes[] = {
-    0,
-    1,
-    ~0ull,
-    1ull << 63,
-    (1ull << 63) - 1,
-    0x8000000000000001ull,
-    0xffffffffull,
-    0x100000000ull,
-    0x7f,
-    0x80,
-    0x3fff,
-    0x4000,
+	0,
+	1,
+	~0ull,
+	1ull << 63,
+	(1ull << 63) - 1,
+	0x8000000000000001ull,
+	0xffffffffull,
+	0x100000000ull,
+	0x7f,
+	0x80,
+	0x3fff,
+	0x4000,
 };
 
 static __u64 pick_word(void)
@@ -192,17 +192,17 @@ static int write_whole(const char *path, const void *data, size_t len)
 }
 
 static const struct trace_meta small_meta = {
-    .hostname = "host",
-    .families = "osrt",
-    .target = "system-wide",
-    .start = {1000, 2000, 3000},
+	.hostname = "host",
+	.families = "osrt",
+	.target = "system-wide",
+	.start = { 1000, 2000, 3000 },
 };
 
 /* A small file of three data chunks (3, 2 and 4 records), closed cleanly. */
 static int make_small_file(struct test_file *tf)
 {
-	static const int per_chunk[3] = {3, 2, 4};
-	struct trace_clocks end = {5000, 6000, 7000};
+	static const int per_chunk[3] = { 3, 2, 4 };
+	struct trace_clocks end = { 5000, 6000, 7000 };
 	struct trace_writer *w;
 	__u64 buf[8];
 	int err = 0, c, i;
@@ -294,8 +294,9 @@ static void read_check(const char *path, const struct recs *rs, const size_t *ex
 
 static void test_varint(void)
 {
-	static const __u64 vals[] = {0,		 1,    127, 128, 16383, 16384, 0xffffffffull,
-				     1ull << 63, ~0ull};
+	static const __u64 vals[] = {
+		0, 1, 127, 128, 16383, 16384, 0xffffffffull, 1ull << 63, ~0ull
+	};
 	__u8 buf[16];
 	size_t i, n;
 	__u64 v;
@@ -379,27 +380,28 @@ cleanup:
 static void test_roundtrip(void)
 {
 	static const __u16 types[] = {
-	    BS_REC_STRING, BS_REC_PROCESS, BS_REC_THREAD, BS_REC_LOSS,	  BS_REC_FORK,
-	    BS_REC_EXEC,   BS_REC_EXIT,	   BS_REC_COMM,	  BS_REC_SYSCALL, BS_REC_SYSCALL_AGG,
-	    BS_REC_OFFCPU, 0x55,	   0x7f,	  0x80,		  0xff};
-	struct trace_meta meta = {
-	    .hostname = "gpu-node-7",
-	    .kernel = "6.18.0 #1 SMP",
-	    .boot_id = "0b7b8c9e-1111-2222-3333-444455556666",
-	    .cmdline = "bpfsight record -t osrt,sched -o x.bst -- python train.py",
-	    .families = "osrt,sched",
-	    .target = "launch: python train.py",
-	    .options = "threshold=10us buffer=64M",
-	    .tool_version = "0.1-test",
-	    .start = {123456789, 1700000000123456789ull, 223456789},
+		BS_REC_STRING, BS_REC_PROCESS, BS_REC_THREAD, BS_REC_LOSS,    BS_REC_FORK,
+		BS_REC_EXEC,   BS_REC_EXIT,    BS_REC_COMM,   BS_REC_SYSCALL, BS_REC_SYSCALL_AGG,
+		BS_REC_OFFCPU, 0x55,	       0x7f,	      0x80,	      0xff
 	};
-	struct trace_clocks end = {999999999, 1700000001000000000ull, 1099999999};
+	struct trace_meta meta = {
+		.hostname = "gpu-node-7",
+		.kernel = "6.18.0 #1 SMP",
+		.boot_id = "0b7b8c9e-1111-2222-3333-444455556666",
+		.cmdline = "bpfsight record -t osrt,sched -o x.bst -- python train.py",
+		.families = "osrt,sched",
+		.target = "launch: python train.py",
+		.options = "threshold=10us buffer=64M",
+		.tool_version = "0.1-test",
+		.start = { 123456789, 1700000000123456789ull, 223456789 },
+	};
+	struct trace_clocks end = { 999999999, 1700000001000000000ull, 1099999999 };
 	static __u64 buf[TRACE_CODEC_MAX_WORDS];
 	const struct trace_meta *m;
 	struct trace_writer *w = NULL;
 	struct trace_reader *r = NULL;
 	const struct bs_hdr *h;
-	struct recs rs = {0};
+	struct recs rs = { 0 };
 	__u64 ts = 5000000, lo = ~0ull, hi = 0, last_bytes;
 	char path[128], err[256];
 	size_t i, nread = 0, nchunks = 0;
@@ -486,7 +488,7 @@ cleanup:
 
 static void test_meta_absent(void)
 {
-	struct trace_meta meta = {.hostname = "h", .kernel = ""};
+	struct trace_meta meta = { .hostname = "h", .kernel = "" };
 	struct trace_writer *w;
 	struct trace_reader *r = NULL;
 	const struct trace_meta *m;
@@ -550,7 +552,8 @@ static void test_truncation_every_byte(void)
 		if (L < tf.hdr_len) {
 			bad |= !ASSERT_TRUE(res.open_err < 0, "cut header fails to open");
 			bad |= !ASSERT_TRUE(
-			    strstr(res.err, L ? "truncated file header" : "empty file"), res.err);
+				strstr(res.err, L ? "truncated file header" : "empty file"),
+				res.err);
 			continue;
 		}
 		want = 0;
@@ -574,7 +577,7 @@ cleanup:
 /* Flip bits at every offset: the damaged chunk goes, every other chunk stays. */
 static void test_corruption_every_byte(void)
 {
-	static const __u8 masks[] = {0x01, 0x80, 0xff};
+	static const __u8 masks[] = { 0x01, 0x80, 0xff };
 	struct test_file tf;
 	struct read_result res;
 	size_t expect[16], ne, off, i;
@@ -610,8 +613,8 @@ static void test_corruption_every_byte(void)
 			read_check(path, &tf.recs, expect, ne, &res);
 			bad |= !ASSERT_TRUE(!res.bad_invariant, "reader invariants");
 			if (off < tf.hdr_len) {
-				bad |=
-				    !ASSERT_TRUE(res.open_err < 0 && res.err[0], "header damage");
+				bad |= !ASSERT_TRUE(res.open_err < 0 && res.err[0],
+						    "header damage");
 				goto next;
 			}
 			bad |= !ASSERT_EQ(res.open_err, 0, res.err);
@@ -619,7 +622,7 @@ static void test_corruption_every_byte(void)
 			bad |= !ASSERT_EQ(res.n, ne, "every undamaged chunk returned");
 			bad |= !ASSERT_EQ(res.st.corrupt_chunks, 1, "damage reported");
 			bad |= !ASSERT_EQ(res.st.clean_close, hit >= 0, "clean close");
-		next:
+next:
 			if (bad)
 				fprintf(stderr, "# failing flip at %zu mask %#x of %zu bytes\n",
 					off, masks[mi], tf.len);
@@ -794,7 +797,7 @@ static void test_open_flags(void)
 
 static void test_tick(void)
 {
-	struct bs_syscall s = {.h = {.type = BS_REC_SYSCALL, .size = sizeof(s), .ts = 1}};
+	struct bs_syscall s = { .h = { .type = BS_REC_SYSCALL, .size = sizeof(s), .ts = 1 } };
 	struct trace_writer *w;
 	__u64 t0, t1, b;
 	char path[128];
@@ -823,7 +826,7 @@ static void test_tick(void)
 
 static void test_append_invalid(void)
 {
-	__u64 buf[8] = {0};
+	__u64 buf[8] = { 0 };
 	struct bs_hdr *h = (struct bs_hdr *)buf;
 	struct trace_writer *w;
 	char path[128];
@@ -833,7 +836,7 @@ static void test_append_invalid(void)
 	w = trace_writer__open(path, NULL, 0, &e);
 	if (!ASSERT_TRUE(w, "open"))
 		return;
-	*h = (struct bs_hdr){.type = BS_REC_EXIT, .size = 16};
+	*h = (struct bs_hdr){ .type = BS_REC_EXIT, .size = 16 };
 	ASSERT_EQ(trace_writer__append(w, h), -EINVAL, "size < 24");
 	h->size = 36;
 	ASSERT_EQ(trace_writer__append(w, h), -EINVAL, "size % 8");
@@ -860,7 +863,7 @@ static void test_write_error(void)
 	struct read_result res;
 	struct trace_writer *w = NULL;
 	static __u64 buf[512];
-	struct recs rs = {0};
+	struct recs rs = { 0 };
 	size_t expect[8], i;
 	void (*oldsig)(int);
 	char path[128];
@@ -915,8 +918,11 @@ cleanup:
 static void test_syscall_compression(void)
 {
 	const size_t n = 100000;
-	struct bs_syscall s = {
-	    .h = {.type = BS_REC_SYSCALL, .size = sizeof(s), .cpu = 3, .pid = 4242, .tid = 4243}};
+	struct bs_syscall s = { .h = { .type = BS_REC_SYSCALL,
+				       .size = sizeof(s),
+				       .cpu = 3,
+				       .pid = 4242,
+				       .tid = 4243 } };
 	struct trace_writer *w;
 	struct stat st;
 	char path[128];

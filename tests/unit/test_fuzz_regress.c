@@ -32,7 +32,7 @@ static struct table *run_report(const char *name, const struct bs_hdr *const *re
 	const struct report *rep = find_report(name);
 	struct trace_model *m = trace_model__new();
 	struct table *t = table__new(name);
-	void *st = rep ? rep->new() : NULL;
+	void *st = rep ? rep->new () : NULL;
 
 	if (!st || !m || !t)
 		goto fail;

@@ -39,8 +39,11 @@ static void put_kernel(struct tb *b, __u32 tid, __u64 ts, __u64 dur, const char 
 		       __u64 call_ts, __u16 flags, __u32 device, __u32 stream)
 {
 	struct bs_gpu_kernel k = {
-		.h = { .type = BS_REC_GPU_KERNEL, .size = sizeof(k),
-		       .pid = PID, .tid = tid, .ts = ts },
+		.h = { .type = BS_REC_GPU_KERNEL,
+		       .size = sizeof(k),
+		       .pid = PID,
+		       .tid = tid,
+		       .ts = ts },
 		.dur = dur,
 		.call_ts = call_ts,
 		.correlation = (__u32)ts,
@@ -59,8 +62,11 @@ static void put_kernel(struct tb *b, __u32 tid, __u64 ts, __u64 dur, const char 
 static void put_memcpy(struct tb *b, __u64 ts, __u64 dur, __u64 bytes, __u8 kind, __u32 device)
 {
 	struct bs_gpu_memcpy c = {
-		.h = { .type = BS_REC_GPU_MEMCPY, .size = sizeof(c),
-		       .pid = PID, .tid = TID, .ts = ts },
+		.h = { .type = BS_REC_GPU_MEMCPY,
+		       .size = sizeof(c),
+		       .pid = PID,
+		       .tid = TID,
+		       .ts = ts },
 		.dur = dur,
 		.bytes = bytes,
 		.device = device,
@@ -76,8 +82,11 @@ static void put_memcpy(struct tb *b, __u64 ts, __u64 dur, __u64 bytes, __u8 kind
 static void put_memset(struct tb *b, __u64 ts, __u64 dur, __u64 bytes)
 {
 	struct bs_gpu_memset s = {
-		.h = { .type = BS_REC_GPU_MEMSET, .size = sizeof(s),
-		       .pid = PID, .tid = TID, .ts = ts },
+		.h = { .type = BS_REC_GPU_MEMSET,
+		       .size = sizeof(s),
+		       .pid = PID,
+		       .tid = TID,
+		       .ts = ts },
 		.dur = dur,
 		.bytes = bytes,
 		.stream = 7,
@@ -90,8 +99,11 @@ static void put_memset(struct tb *b, __u64 ts, __u64 dur, __u64 bytes)
 static void put_launch(struct tb *b, __u32 tid, __u64 ts, __u64 dur)
 {
 	struct bs_ucall u = {
-		.h = { .type = BS_REC_CUDA_CALL, .size = sizeof(u),
-		       .pid = PID, .tid = tid, .ts = ts },
+		.h = { .type = BS_REC_CUDA_CALL,
+		       .size = sizeof(u),
+		       .pid = PID,
+		       .tid = tid,
+		       .ts = ts },
 		.dur = dur,
 		.fn = fn_of("cudaLaunchKernel"),
 	};
@@ -103,8 +115,11 @@ static void put_api(struct tb *b, __u32 tid, __u64 ts, __u64 dur, const char *na
 		    __u64 call_ts)
 {
 	struct bs_gpu_api a = {
-		.h = { .type = BS_REC_GPU_API, .size = sizeof(a),
-		       .pid = PID, .tid = tid, .ts = ts },
+		.h = { .type = BS_REC_GPU_API,
+		       .size = sizeof(a),
+		       .pid = PID,
+		       .tid = tid,
+		       .ts = ts },
 		.dur = dur,
 		.call_ts = call_ts,
 		.correlation = 77,
@@ -139,7 +154,10 @@ static void put_status(struct tb *b, __u32 event, __u32 state, __s32 result, con
 static void test_decode_kernel(void)
 {
 	struct bs_gpu_kernel k = {
-		.h = { .type = BS_REC_GPU_KERNEL, .size = sizeof(k), .pid = PID, .tid = TID,
+		.h = { .type = BS_REC_GPU_KERNEL,
+		       .size = sizeof(k),
+		       .pid = PID,
+		       .tid = TID,
 		       .ts = 5000 },
 		.dur = 1234,
 		.call_ts = 4000,
@@ -213,8 +231,11 @@ static void test_decode_kernel(void)
 static void test_decode_memcpy_memset(void)
 {
 	struct bs_gpu_memcpy c = {
-		.h = { .type = BS_REC_GPU_MEMCPY, .size = sizeof(c),
-		       .pid = PID, .tid = TID, .ts = 10 },
+		.h = { .type = BS_REC_GPU_MEMCPY,
+		       .size = sizeof(c),
+		       .pid = PID,
+		       .tid = TID,
+		       .ts = 10 },
 		.dur = 20,
 		.call_ts = 5,
 		.bytes = 1 << 20,
@@ -231,8 +252,11 @@ static void test_decode_memcpy_memset(void)
 		.dst_device = 2,
 	};
 	struct bs_gpu_memset s = {
-		.h = { .type = BS_REC_GPU_MEMSET, .size = sizeof(s),
-		       .pid = PID, .tid = 0, .ts = 30 },
+		.h = { .type = BS_REC_GPU_MEMSET,
+		       .size = sizeof(s),
+		       .pid = PID,
+		       .tid = 0,
+		       .ts = 30 },
 		.dur = 3,
 		.bytes = 4096,
 		.value = 0xab,
@@ -302,8 +326,11 @@ static void test_decode_memcpy_memset(void)
 static void test_decode_api_status(void)
 {
 	struct bs_gpu_api a = {
-		.h = { .type = BS_REC_GPU_API, .size = sizeof(a),
-		       .pid = PID, .tid = TID, .ts = 50 },
+		.h = { .type = BS_REC_GPU_API,
+		       .size = sizeof(a),
+		       .pid = PID,
+		       .tid = TID,
+		       .ts = 50 },
 		.dur = 7,
 		.call_ts = 45,
 		.correlation = 3,
@@ -357,8 +384,7 @@ static void test_decode_api_status(void)
 		ASSERT_EQ(st->flags.bits, s.state, "state bits");
 		ASSERT_STREQ(event_flags__name(&st->flags, 0, buf, sizeof(buf)), "cuda_injected",
 			     "bit 0");
-		ASSERT_STREQ(event_flags__name(&st->flags, 2, buf, sizeof(buf)), "gpu_on",
-			     "bit 2");
+		ASSERT_STREQ(event_flags__name(&st->flags, 2, buf, sizeof(buf)), "gpu_on", "bit 2");
 		ASSERT_STREQ(event_flags__name(&st->flags, 4, buf, sizeof(buf)), "cupti_busy",
 			     "bit 4");
 		ASSERT_STREQ(event_flags__name(&st->flags, 6, buf, sizeof(buf)), "nvtx_chained",
@@ -481,14 +507,14 @@ static int write_gpu_trace(const char *path)
 	put_memset(&b, 1013050, 50, 256); /* after a gap of exactly 1 ms */
 	put_memcpy(&b, 4000, 300, 8192, 8, 1);
 	/* The shim's story. */
-	put_status(&b, BS_SHIM_EV_ATTACH, BS_SHIM_ST_CUDA_INJECTED | BS_SHIM_ST_GPU_ON, 0, NULL,
-		   0, 1, 130000);
+	put_status(&b, BS_SHIM_EV_ATTACH, BS_SHIM_ST_CUDA_INJECTED | BS_SHIM_ST_GPU_ON, 0, NULL, 0,
+		   1, 130000);
 	put_status(&b, BS_SHIM_EV_CUPTI_ERROR, BS_SHIM_ST_CUDA_INJECTED | BS_SHIM_ST_GPU_ON, 999,
 		   "cuptiActivityEnable", 0, 2, 0);
-	put_status(&b, BS_SHIM_EV_DROPPED, BS_SHIM_ST_CUDA_INJECTED | BS_SHIM_ST_GPU_ON, 0, NULL,
-		   5, 3, 0);
-	put_status(&b, BS_SHIM_EV_DROPPED, BS_SHIM_ST_CUDA_INJECTED | BS_SHIM_ST_GPU_ON, 0, NULL,
-		   7, 4, 0);
+	put_status(&b, BS_SHIM_EV_DROPPED, BS_SHIM_ST_CUDA_INJECTED | BS_SHIM_ST_GPU_ON, 0, NULL, 5,
+		   3, 0);
+	put_status(&b, BS_SHIM_EV_DROPPED, BS_SHIM_ST_CUDA_INJECTED | BS_SHIM_ST_GPU_ON, 0, NULL, 7,
+		   4, 0);
 	put_status(&b, BS_SHIM_EV_EXIT, BS_SHIM_ST_CUDA_INJECTED, 0, NULL, 0, 9, 0);
 	return tb_close(&b, 2000000);
 }
@@ -592,8 +618,7 @@ static void check_idle_sum(const struct table *t)
 	ASSERT_EQ(U64_AT(t, 0, "busy_ns"), 1550 + 400 + 500 + 100 + 200 + 50 + 50,
 		  "busy: the union, overlap counted once");
 	ASSERT_EQ(U64_AT(t, 0, "idle_ns"), 1012100 - 2850, "idle");
-	ASSERT_NEAR(DBL_AT(t, 0, "idle_pct"), 100.0 * (1012100 - 2850) / 1012100, 1e-9,
-		    "idle_pct");
+	ASSERT_NEAR(DBL_AT(t, 0, "idle_pct"), 100.0 * (1012100 - 2850) / 1012100, 1e-9, "idle_pct");
 	ASSERT_EQ(U64_AT(t, 0, "gaps"), 6, "gaps");
 	ASSERT_EQ(U64_AT(t, 0, "gaps_1ms"), 1, "gaps of 1 ms or more");
 	ASSERT_EQ(U64_AT(t, 0, "max_gap_ns"), 1000000, "longest gap");
@@ -656,20 +681,21 @@ out:
 /* The reports on a trace with no GPU record: empty tables, never a failure. */
 static void test_reports_empty(void)
 {
-	static const char *const names[] = { "cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum",
+	static const char *const names[] = { "cuda_gpu_kern_sum",     "cuda_gpu_mem_time_sum",
 					     "cuda_gpu_mem_size_sum", "cuda_kern_exec_sum",
-					     "gpu_idle_sum", "shim_sum" };
+					     "gpu_idle_sum",	      "shim_sum" };
 	struct stats *s;
 	char path[128];
 	struct tb b;
 	int status;
 
 	snprintf(path, sizeof(path), "%s/empty.bst", tmp_dir);
-	if (!ASSERT_EQ(tb_open(&b, path, "gpu"), 0, "open") || !ASSERT_EQ(tb_close(&b, 5000), 0,
-									    "close"))
+	if (!ASSERT_EQ(tb_open(&b, path, "gpu"), 0, "open") ||
+	    !ASSERT_EQ(tb_close(&b, 5000), 0, "close"))
 		return;
-	s = stats__collect(path, "cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,"
-				 "cuda_kern_exec_sum,gpu_idle_sum,shim_sum",
+	s = stats__collect(path,
+			   "cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,"
+			   "cuda_kern_exec_sum,gpu_idle_sum,shim_sum",
 			   &status);
 	if (ASSERT_TRUE(s, "collect"))
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

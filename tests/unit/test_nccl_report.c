@@ -74,10 +74,10 @@ static const struct event_arg *arg(const struct event *ev, const char *key)
 	return NULL;
 }
 
-#define ARG_U(ev, key, v) ASSERT_TRUE(arg(ev, key) && arg(ev, key)->u == (__u64)(v), key)
-#define ARG_S(ev, key, v) ASSERT_TRUE(arg(ev, key) && arg(ev, key)->s == (__s64)(v), key)
+#define ARG_U(ev, key, v)   ASSERT_TRUE(arg(ev, key) && arg(ev, key)->u == (__u64)(v), key)
+#define ARG_S(ev, key, v)   ASSERT_TRUE(arg(ev, key) && arg(ev, key)->s == (__s64)(v), key)
 #define ARG_STR(ev, key, v) ASSERT_STREQ(arg(ev, key) ? arg(ev, key)->str : NULL, v, key)
-#define NO_ARG(ev, key) ASSERT_TRUE(!arg(ev, key), "no " key)
+#define NO_ARG(ev, key)	    ASSERT_TRUE(!arg(ev, key), "no " key)
 
 static int decode(const struct rec *r, const struct nccl_walk *w, struct event *ev)
 {
@@ -193,18 +193,27 @@ static void test_enums_match_header(void)
 		const char *name;
 		int size;
 	} dts[] = {
-		{ ncclInt8, "ncclInt8", 1 },	     { ncclUint8, "ncclUint8", 1 },
-		{ ncclInt32, "ncclInt32", 4 },	     { ncclUint32, "ncclUint32", 4 },
-		{ ncclInt64, "ncclInt64", 8 },	     { ncclUint64, "ncclUint64", 8 },
-		{ ncclFloat16, "ncclFloat16", 2 },   { ncclFloat32, "ncclFloat32", 4 },
-		{ ncclFloat64, "ncclFloat64", 8 },   { ncclBfloat16, "ncclBfloat16", 2 },
-		{ ncclFloat8e4m3, "ncclFloat8e4m3", 1 }, { ncclFloat8e5m2, "ncclFloat8e5m2", 1 },
+		{ ncclInt8, "ncclInt8", 1 },
+		{ ncclUint8, "ncclUint8", 1 },
+		{ ncclInt32, "ncclInt32", 4 },
+		{ ncclUint32, "ncclUint32", 4 },
+		{ ncclInt64, "ncclInt64", 8 },
+		{ ncclUint64, "ncclUint64", 8 },
+		{ ncclFloat16, "ncclFloat16", 2 },
+		{ ncclFloat32, "ncclFloat32", 4 },
+		{ ncclFloat64, "ncclFloat64", 8 },
+		{ ncclBfloat16, "ncclBfloat16", 2 },
+		{ ncclFloat8e4m3, "ncclFloat8e4m3", 1 },
+		{ ncclFloat8e5m2, "ncclFloat8e5m2", 1 },
 	};
 	static const struct {
 		int v;
 		const char *name;
-	} ops[] = { { ncclSum, "ncclSum" }, { ncclProd, "ncclProd" }, { ncclMax, "ncclMax" },
-		    { ncclMin, "ncclMin" }, { ncclAvg, "ncclAvg" } },
+	} ops[] = { { ncclSum, "ncclSum" },
+		    { ncclProd, "ncclProd" },
+		    { ncclMax, "ncclMax" },
+		    { ncclMin, "ncclMin" },
+		    { ncclAvg, "ncclAvg" } },
 	  res[] = { { ncclSuccess, "ncclSuccess" },
 		    { ncclUnhandledCudaError, "ncclUnhandledCudaError" },
 		    { ncclSystemError, "ncclSystemError" },
@@ -248,8 +257,8 @@ static void test_id_hash(void)
 /* ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream): stream on the stack. */
 static void test_decode_allreduce(void)
 {
-	const __u64 w[] = { 0x5e000000, 0x7ec00000, 1024, I(ncclFloat32), I(ncclSum),
-			    0x7f0000c00000, 0x57a0001 };
+	const __u64 w[] = { 0x5e000000, 0x7ec00000,	1024,	  I(ncclFloat32),
+			    I(ncclSum), 0x7f0000c00000, 0x57a0001 };
 	struct event ev;
 	struct rec r;
 
@@ -615,7 +624,7 @@ static struct table *run_report(const char *name, struct rec *recs, int n)
 
 	if (!ASSERT_TRUE(rep, name))
 		return NULL;
-	st = rep->new();
+	st = rep->new ();
 	if (!ASSERT_TRUE(st, "new"))
 		return NULL;
 	for (int i = 0; i < n; i++)
@@ -780,9 +789,9 @@ static void test_nccl_comm_sum(void)
 	ASSERT_STREQ(table__get_str(t, 2, table__col(t, "comm")), "0xc0", "row 2: reused address");
 	ASSERT_EQ(table__get_s64(t, 2, table__col(t, "rank")), 0, "row 2 rank");
 	ASSERT_EQ(table__get_s64(t, 2, table__col(t, "nranks")), 1, "row 2 nranks");
-	ASSERT_TRUE(strcmp(table__get_str(t, 2, table__col(t, "unique_id_hash")),
-			   "356c6cc8137514a5"),
-		    "row 2: another id");
+	ASSERT_TRUE(
+		strcmp(table__get_str(t, 2, table__col(t, "unique_id_hash")), "356c6cc8137514a5"),
+		"row 2: another id");
 	ASSERT_EQ(CELL_U(t, 2, "operations"), 1, "row 2 operations");
 	ASSERT_EQ(CELL_U(t, 2, "bytes"), 16, "row 2 bytes");
 cleanup:

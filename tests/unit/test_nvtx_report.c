@@ -23,8 +23,11 @@ static void put_range(struct tb *b, __u32 tid, __u64 ts, __u64 dur, const char *
 		      const char *domain, __u16 flags, __u16 depth, __u32 end_tid, __u64 range_id)
 {
 	struct bs_nvtx_range r = {
-		.h = { .type = BS_REC_NVTX_RANGE, .size = sizeof(r),
-		       .pid = PID, .tid = tid, .ts = ts },
+		.h = { .type = BS_REC_NVTX_RANGE,
+		       .size = sizeof(r),
+		       .pid = PID,
+		       .tid = tid,
+		       .ts = ts },
 		.dur = dur,
 		.range_id = range_id,
 		.name_id = tb_str(b, text),
@@ -40,8 +43,11 @@ static void put_range(struct tb *b, __u32 tid, __u64 ts, __u64 dur, const char *
 static void put_kernel(struct tb *b, __u32 tid, __u64 ts, __u64 dur, __u64 call_ts, __u16 flags)
 {
 	struct bs_gpu_kernel k = {
-		.h = { .type = BS_REC_GPU_KERNEL, .size = sizeof(k),
-		       .pid = PID, .tid = tid, .ts = ts },
+		.h = { .type = BS_REC_GPU_KERNEL,
+		       .size = sizeof(k),
+		       .pid = PID,
+		       .tid = tid,
+		       .ts = ts },
 		.dur = dur,
 		.call_ts = call_ts,
 		.name_id = tb_str(b, "k"),
@@ -56,8 +62,11 @@ static void put_kernel(struct tb *b, __u32 tid, __u64 ts, __u64 dur, __u64 call_
 static void test_decode_range(void)
 {
 	struct bs_nvtx_range r = {
-		.h = { .type = BS_REC_NVTX_RANGE, .size = sizeof(r),
-		       .pid = PID, .tid = T1, .ts = 1000 },
+		.h = { .type = BS_REC_NVTX_RANGE,
+		       .size = sizeof(r),
+		       .pid = PID,
+		       .tid = T1,
+		       .ts = 1000 },
 		.dur = 500,
 		.payload = 42,
 		.end_tid = T1,
@@ -113,8 +122,11 @@ static void test_decode_range(void)
 static void test_decode_payloads(void)
 {
 	struct bs_nvtx_mark k = {
-		.h = { .type = BS_REC_NVTX_MARK, .size = sizeof(k),
-		       .pid = PID, .tid = T1, .ts = 7 },
+		.h = { .type = BS_REC_NVTX_MARK,
+		       .size = sizeof(k),
+		       .pid = PID,
+		       .tid = T1,
+		       .ts = 7 },
 		.category = 9,
 	};
 	double d = -2.5;
@@ -167,14 +179,20 @@ static void test_decode_payloads(void)
 static void test_decode_names(void)
 {
 	struct bs_nvtx_name n = {
-		.h = { .type = BS_REC_NVTX_NAME, .size = sizeof(n),
-		       .pid = PID, .tid = T1, .ts = 3 },
+		.h = { .type = BS_REC_NVTX_NAME,
+		       .size = sizeof(n),
+		       .pid = PID,
+		       .tid = T1,
+		       .ts = 3 },
 		.key = T2,
 		.kind = BS_NVTX_NAME_THREAD,
 	};
 	struct bs_nvtx_begin g = {
-		.h = { .type = BS_REC_NVTX_BEGIN, .size = sizeof(g),
-		       .pid = PID, .tid = T1, .ts = 4 },
+		.h = { .type = BS_REC_NVTX_BEGIN,
+		       .size = sizeof(g),
+		       .pid = PID,
+		       .tid = T1,
+		       .ts = 4 },
 	};
 	struct bs_comm c = {
 		.h = { .type = BS_REC_COMM, .size = sizeof(c), .pid = PID, .tid = T2 },

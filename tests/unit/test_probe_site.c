@@ -13,13 +13,13 @@
 #include "unit.h"
 
 #define CUDART "/usr/local/cuda/lib64/libcudart.so.13"
-#define NCCL "/usr/local/cuda/lib64/libnccl.so.2"
-#define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
+#define NCCL   "/usr/local/cuda/lib64/libnccl.so.2"
+#define LIBC   "/lib/x86_64-linux-gnu/libc.so.6"
 
 static char fixture[512];
 
-static bool site_is(const __u8 *code, size_t len, __u32 off, __u32 insn_len,
-		    enum probe_cost cost, const char *text)
+static bool site_is(const __u8 *code, size_t len, __u32 off, __u32 insn_len, enum probe_cost cost,
+		    const char *text)
 {
 	struct probe_site s;
 
@@ -107,12 +107,12 @@ static void test_branches_are_emulated(void)
 
 static void test_lea_single_steps(void)
 {
-	SITE(0, 7, PROBE_SINGLE_STEP, "bytes 48 8d 05 00 10 00 00", 0x48, 0x8d, 0x05, 0, 0x10, 0,
-	     0, 0xc3);
+	SITE(0, 7, PROBE_SINGLE_STEP, "bytes 48 8d 05 00 10 00 00", 0x48, 0x8d, 0x05, 0, 0x10, 0, 0,
+	     0xc3);
 	/* lea 0x10(%rip),%rax writes rax, fine, but it is no emulated instruction: the walk
 	 * stops at it (only endbr64, mov reg,reg and mov $imm are stepped over). */
-	SITE(0, 4, PROBE_SINGLE_STEP, "endbr64", 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x8d, 0x05, 0x10,
-	     0, 0, 0, 0x55);
+	SITE(0, 4, PROBE_SINGLE_STEP, "endbr64", 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x8d, 0x05, 0x10, 0,
+	     0, 0, 0x55);
 }
 
 static void test_nop_forms(void)
@@ -125,8 +125,8 @@ static void test_nop_forms(void)
 	SITE(0, 6, PROBE_EMULATED, "nop", 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00);
 	SITE(0, 8, PROBE_EMULATED, "nop", 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0);
 	SITE(0, 2, PROBE_EMULATED, "pause", 0xf3, 0x90);
-	SITE(0, 9, PROBE_SINGLE_STEP, "bytes 66 0f 1f 84 00 00 00 00 00", 0x66, 0x0f, 0x1f,
-	     0x84, 0, 0, 0, 0, 0);
+	SITE(0, 9, PROBE_SINGLE_STEP, "bytes 66 0f 1f 84 00 00 00 00 00", 0x66, 0x0f, 0x1f, 0x84, 0,
+	     0, 0, 0, 0);
 	/* endbr64; nopl 0(%rax,%rax): the nop is the cheap site */
 	SITE(4, 5, PROBE_EMULATED, "nop", 0xf3, 0x0f, 0x1e, 0xfa, 0x0f, 0x1f, 0x44, 0x00, 0x00);
 }
@@ -145,8 +145,8 @@ static void test_short_input(void)
 	SITE(0, 0, PROBE_SINGLE_STEP, "bytes 48 8d", 0x48, 0x8d);
 	SITE(0, 0, PROBE_SINGLE_STEP, "bytes f3 0f 1e", 0xf3, 0x0f, 0x1e);
 	/* Twelve undecodable bytes: the text ends in ".." where it would not fit */
-	SITE(0, 0, PROBE_SINGLE_STEP, "bytes 06 06 06 06 06 06 06 06", 6, 6, 6, 6, 6, 6, 6, 6, 6,
-	     6, 6, 6);
+	SITE(0, 0, PROBE_SINGLE_STEP, "bytes 06 06 06 06 06 06 06 06", 6, 6, 6, 6, 6, 6, 6, 6, 6, 6,
+	     6, 6);
 	site_is(NULL, 0, 0, 0, PROBE_SINGLE_STEP, "bytes");
 }
 

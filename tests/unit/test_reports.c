@@ -72,18 +72,25 @@ static void put_syscall(struct trace_writer *w, __u32 pid, __u32 tid, __u32 nr, 
 	trace_writer__append(w, &s.h);
 }
 
-static void put_agg(struct trace_writer *w, __u32 pid, __u32 tid, __u32 nr, __u64 count,
-		    __u64 total, __u64 min, __u64 max)
+static void put_agg_flags(struct trace_writer *w, __u32 pid, __u32 tid, __u32 nr, __u64 count,
+			  __u64 total, __u64 min, __u64 max, __u32 flags)
 {
 	struct bs_syscall_agg a;
 
 	hdr(&a.h, BS_REC_SYSCALL_AGG, sizeof(a), pid, tid, 5000);
 	a.nr = nr;
+	a.flags = flags;
 	a.count = count;
 	a.total_ns = total;
 	a.min_ns = min;
 	a.max_ns = max;
 	trace_writer__append(w, &a.h);
+}
+
+static void put_agg(struct trace_writer *w, __u32 pid, __u32 tid, __u32 nr, __u64 count,
+		    __u64 total, __u64 min, __u64 max)
+{
+	put_agg_flags(w, pid, tid, nr, count, total, min, max, 0);
 }
 
 static int write_osrt_trace(const char *path)
@@ -103,7 +110,7 @@ static int write_osrt_trace(const char *path)
 	put_agg(w, 10, 10, 35, 4, 120, 10, 50);
 	/* ...and another thread's aggregate of the same call. */
 	put_agg(w, 10, 11, 35, 2, 40, 15, 25);
-	put_syscall(w, 10, 10, 0, 500); /* read */
+	put_syscall(w, 10, 10, 0, 500);	   /* read */
 	put_agg(w, 10, 10, 1, 1, 7, 7, 7); /* write: superseded */
 	put_agg(w, 10, 10, 1, 3, 30, 5, 15);
 	put_syscall(w, 10, 10, 999, 10); /* a number the table does not know */
@@ -161,6 +168,44 @@ static void test_osrt_sum(void)
 	ASSERT_NEAR(table__get_double(t, 2, table__col(t, "avg_ns")), 10, 1e-9, "write avg");
 	ASSERT_NEAR(table__get_double(t, 3, table__col(t, "time_pct")), 10 * 100.0 / 2300, 1e-9,
 		    "syscall_999 time_pct");
+cleanup:
+	stats__free(s);
+	unlink(path);
+}
+
+/*
+ * BS_AGG_FINAL closes a key: its totals count, and a later snapshot of the same (pid, tid, nr)
+ * -- a recycled tid, or the thread after an eviction -- counts from zero on top.
+ */
+static void test_osrt_sum_final(void)
+{
+	struct trace_writer *w;
+	const struct table *t;
+	struct stats *s = NULL;
+	char path[128];
+	int status;
+
+	tmp_path(path, sizeof(path));
+	w = open_trace(path, "osrt");
+	if (!ASSERT_TRUE(w, "open"))
+		return;
+	put_agg(w, 10, 10, 35, 2, 20, 5, 15);			  /* superseded by the final */
+	put_agg_flags(w, 10, 10, 35, 5, 50, 5, 20, BS_AGG_FINAL); /* the thread exited */
+	put_agg(w, 10, 10, 35, 1, 2, 2, 2);			  /* tid recycled: superseded */
+	put_agg(w, 10, 10, 35, 3, 9, 2, 4);
+	put_agg_flags(w, 20, 20, 35, 1, 100, 100, 100, BS_AGG_FINAL); /* only a final */
+	if (!ASSERT_EQ(close_trace(w), 0, "close"))
+		goto cleanup;
+	s = stats__collect(path, NULL, &status);
+	if (!ASSERT_TRUE(s, "collect") || !ASSERT_EQ(status, EXIT_READ_OK, "status"))
+		goto cleanup;
+	t = stats__table(s, "osrt_sum");
+	if (!ASSERT_TRUE(t, "osrt_sum") || !ASSERT_EQ(table__nrows(t), 1, "rows"))
+		goto cleanup;
+	ASSERT_EQ(table__get_u64(t, 0, table__col(t, "count")), 5 + 3 + 1, "count");
+	ASSERT_EQ(table__get_u64(t, 0, table__col(t, "total_ns")), 50 + 9 + 100, "total");
+	ASSERT_EQ(table__get_u64(t, 0, table__col(t, "min_ns")), 2, "min");
+	ASSERT_EQ(table__get_u64(t, 0, table__col(t, "max_ns")), 100, "max");
 cleanup:
 	stats__free(s);
 	unlink(path);
@@ -576,6 +621,7 @@ int main(void)
 	}
 	RUN_TEST(test_osrt_sum);
 	RUN_TEST(test_osrt_sum_formats);
+	RUN_TEST(test_osrt_sum_final);
 	RUN_TEST(test_sched_sum);
 	RUN_TEST(test_model_names);
 	RUN_TEST(test_decoders);

@@ -41,7 +41,8 @@ static void test_bounded(void)
 	time_bins__init(&b, 0, W);
 	ASSERT_EQ(time_bins__add(&b, (__u64)TIME_BINS_MAX * W, 5 * W), 0, "past the last bin");
 	ASSERT_EQ(b.npages + b.alloc + time_bins__used(&b), 0, "nothing allocated for it");
-	ASSERT_EQ(time_bins__add(&b, (__u64)(TIME_BINS_MAX - 1) * W, 3 * W), 0, "into the last bin");
+	ASSERT_EQ(time_bins__add(&b, (__u64)(TIME_BINS_MAX - 1) * W, 3 * W), 0,
+		  "into the last bin");
 	ASSERT_EQ(time_bins__used(&b), TIME_BINS_MAX, "the last bin, no further");
 	ASSERT_EQ(time_bins__ns(&b, TIME_BINS_MAX - 1), W, "only the last bin's part is counted");
 	ASSERT_EQ(b.alloc, 1, "one page of bins");
@@ -103,9 +104,18 @@ static void test_pages_exact(void)
 	static __u64 ref[REF_BINS];
 	const __u64 P = (__u64)TIME_BINS_PAGE * W;
 	const __u64 iv[][2] = {
-		{ 5, 10 }, { W - 1, 2 }, { P - 3 * W, 6 * W }, { 0, 3 * P }, { P, P },
-		{ P + 1, 2 * P - 2 }, { 2 * P - 1, 1 }, { 2 * P - W, 2 * P + W }, { 4 * P, P + 17 * W },
-		{ 123457, 3 * P + 4321 }, { 3 * P, 1 }, { P - 1, P + 2 },
+		{ 5, 10 },
+		{ W - 1, 2 },
+		{ P - 3 * W, 6 * W },
+		{ 0, 3 * P },
+		{ P, P },
+		{ P + 1, 2 * P - 2 },
+		{ 2 * P - 1, 1 },
+		{ 2 * P - W, 2 * P + W },
+		{ 4 * P, P + 17 * W },
+		{ 123457, 3 * P + 4321 },
+		{ 3 * P, 1 },
+		{ P - 1, P + 2 },
 	};
 	struct time_bins_iter it;
 	struct time_bins b;
@@ -195,11 +205,17 @@ static void test_corrupt_spans(void)
 static void test_gil_contention(void)
 {
 	struct gil_contention *gc = gil_contention__new(W);
-	struct bs_gil_wait w = { .h = { .type = BS_REC_GIL_WAIT, .size = sizeof(w), .pid = 10,
-					.tid = 11, .ts = 100 },
+	struct bs_gil_wait w = { .h = { .type = BS_REC_GIL_WAIT,
+					.size = sizeof(w),
+					.pid = 10,
+					.tid = 11,
+					.ts = 100 },
 				 .dur = 1500 };
-	struct bs_gil_hold h = { .h = { .type = BS_REC_GIL_HOLD, .size = sizeof(h), .pid = 10,
-					.tid = 12, .ts = 100 },
+	struct bs_gil_hold h = { .h = { .type = BS_REC_GIL_HOLD,
+					.size = sizeof(h),
+					.pid = 10,
+					.tid = 12,
+					.ts = 100 },
 				 .dur = 5000 };
 	const struct time_bins *b;
 	size_t it = 0;

@@ -54,7 +54,8 @@ static int readelf_notes(const char *path, struct rnote *v, int max)
 		} else if (n >= 0 && n < max && (p = strstr(line, "Name: "))) {
 			snprintf(v[n].name, sizeof(v[n].name), "%s", p + 6);
 		} else if (n >= 0 && n < max && (p = strstr(line, "Location: "))) {
-			sscanf(p, "Location: %llx, Base: %*x, Semaphore: %llx", &v[n].pc, &v[n].sema);
+			sscanf(p, "Location: %llx, Base: %*x, Semaphore: %llx", &v[n].pc,
+			       &v[n].sema);
 		} else if (n >= 0 && n < max && (p = strstr(line, "Arguments: "))) {
 			snprintf(v[n].args, sizeof(v[n].args), "%s", p + 11);
 		}
@@ -100,8 +101,8 @@ static bool same_notes(const char *path, const struct usdt_notes *n, int *count)
 
 		if (!ASSERT_STREQ(u->provider, r[i].provider, "provider") ||
 		    !ASSERT_STREQ(u->name, r[i].name, "name") ||
-		    !ASSERT_STREQ(u->args, r[i].args, "args") ||
-		    !ASSERT_EQ(u->pc, r[i].pc, "pc") || !ASSERT_EQ(u->sema, r[i].sema, "sema") ||
+		    !ASSERT_STREQ(u->args, r[i].args, "args") || !ASSERT_EQ(u->pc, r[i].pc, "pc") ||
+		    !ASSERT_EQ(u->sema, r[i].sema, "sema") ||
 		    !ASSERT_EQ(u->args_err, 0, "args parsed"))
 			return false;
 	}
@@ -230,7 +231,8 @@ static void test_moved_base(void)
 	    !ASSERT_EQ(usdt_notes__count(moved), usdt_notes__count(orig), "count"))
 		goto out;
 	for (__u32 i = 0; i < usdt_notes__count(orig); i++) {
-		const struct usdt_note *a = usdt_notes__get(orig, i), *b = usdt_notes__get(moved, i);
+		const struct usdt_note *a = usdt_notes__get(orig, i),
+				       *b = usdt_notes__get(moved, i);
 
 		if (!ASSERT_EQ(b->pc, a->pc - 2, "pc moved") ||
 		    !ASSERT_EQ(b->pc_off, a->pc_off - 2, "pc_off moved") ||
@@ -306,7 +308,7 @@ static void test_shim(void)
 	int count;
 
 	if (access(shim, R_OK)) {
-		printf("# test_shim: %s not built, skipped\n", shim);
+		UNIT_SKIP("%s not built (needs the CUPTI headers)", shim);
 		return;
 	}
 	n = usdt_notes__open(shim);
@@ -353,7 +355,8 @@ static void test_bad_files(void)
 	/* Cut anywhere: NULL or a subset of the notes, never a crash. */
 	for (off_t len = 0; len < st.st_size; len += 61) {
 		snprintf(path, sizeof(path), "%s/cut", tmp);
-		snprintf(cmd, sizeof(cmd), "head -c %lld '%s' > '%s'", (long long)len, fixture, path);
+		snprintf(cmd, sizeof(cmd), "head -c %lld '%s' > '%s'", (long long)len, fixture,
+			 path);
 		if (!ASSERT_EQ(system(cmd), 0, "cut"))
 			return;
 		n = usdt_notes__open(path);

@@ -146,8 +146,8 @@ static inline const struct event_arg *tb_arg(const struct event *ev, const char 
 #define ASSERT_NO_ARG(ev, key) ASSERT_TRUE(!tb_arg(ev, key), "no arg " key)
 
 /* The row of T whose column COL reads NAME (and COL2 reads NAME2, when given); -1 if none. */
-static inline int tb_row(const struct table *t, const char *col, const char *name,
-			 const char *col2, const char *name2)
+static inline int tb_row(const struct table *t, const char *col, const char *name, const char *col2,
+			 const char *name2)
 {
 	int c = table__col(t, col), c2 = col2 ? table__col(t, col2) : -1;
 

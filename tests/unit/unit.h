@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Minimal test_progs-style harness for C unit tests. Each TEST() prints one line,
- * "ok - NAME" or "not ok - NAME: reason", which tests/run_tests.py counts. ASSERT_*
- * return bool so a test can `goto cleanup` on failure.
+ * "ok - NAME", "not ok - NAME: reason" or "skip - NAME: reason", which tests/run_tests.py
+ * counts (a skipped case is counted as skipped, never as passed). ASSERT_* return bool so a
+ * test can `goto cleanup` on failure; UNIT_SKIP() marks the case skipped, and the case
+ * returns.
  */
 #ifndef BPFSIGHT_UNIT_H
 #define BPFSIGHT_UNIT_H
@@ -14,6 +16,7 @@
 
 static int unit_failed_total;
 static int unit_case_failed;
+static int unit_case_skipped;
 static char unit_reason[512];
 
 #define unit_fail(...)                                                                             \
@@ -62,15 +65,25 @@ static char unit_reason[512];
 		___ok;                                                                             \
 	})
 
-/* Run FN (void fn(void)) as one test case. */
+/* The case cannot run here (what it needs is missing): say why; the caller then returns. */
+#define UNIT_SKIP(...)                                                                             \
+	do {                                                                                       \
+		if (!unit_case_failed && !unit_case_skipped)                                       \
+			snprintf(unit_reason, sizeof(unit_reason), __VA_ARGS__);                   \
+		unit_case_skipped = 1;                                                             \
+	} while (0)
+
+/* Run FN (void fn(void)) as one test case. A failure before a skip is still a failure. */
 #define RUN_TEST(fn)                                                                               \
 	do {                                                                                       \
-		unit_case_failed = 0;                                                              \
+		unit_case_failed = unit_case_skipped = 0;                                          \
 		unit_reason[0] = 0;                                                                \
 		fn();                                                                              \
 		if (unit_case_failed) {                                                            \
 			printf("not ok - %s: %s\n", #fn, unit_reason);                             \
 			unit_failed_total++;                                                       \
+		} else if (unit_case_skipped) {                                                    \
+			printf("skip - %s: %s\n", #fn, unit_reason);                               \
 		} else {                                                                           \
 			printf("ok - %s\n", #fn);                                                  \
 		}                                                                                  \

@@ -7,6 +7,14 @@
  *   --threads T    T threads each make the calls (pthread names "worker-I")
  *   --exit CODE    exit with CODE
  *   --kill-self    end by SIGKILL (exit status 137 through bpfsight)
+ *   --sched        (one thread) also print the kernel's own accounting of the calls, the
+ *                  ground truth for the sched family: "sched {JSON}" with t0, t1 (CLOCK_MONOTONIC
+ *                  ns around the calls), the context switches and preemptions (nvcsw + nivcsw,
+ *                  nivcsw: getrusage RUSAGE_THREAD) between t0 and t1 as [at least, at most]
+ *                  (counted inside and outside the clock reads: a switch between a clock read
+ *                  and a count is in one and not the other), cpu_ns (CLOCK_THREAD_CPUTIME_ID)
+ *                  and delay_ns (time runnable, waiting for a CPU: run_delay of
+ *                  /proc/thread-self/schedstat) over the calls
  * Prints "pid P" (and "child C" with --fork) on stdout.
  */
 #include <pthread.h>
@@ -16,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -23,7 +32,8 @@ static long n_getppid, n_sleep, sleep_us = 1000;
 
 static void calls(void)
 {
-	struct timespec ts = { .tv_sec = sleep_us / 1000000, .tv_nsec = (sleep_us % 1000000) * 1000 };
+	struct timespec ts = { .tv_sec = sleep_us / 1000000,
+			       .tv_nsec = (sleep_us % 1000000) * 1000 };
 
 	for (long i = 0; i < n_getppid; i++)
 		syscall(SYS_getppid);
@@ -41,9 +51,60 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+struct acct {
+	long switches, preemptions;
+	unsigned long long cpu_ns, delay_ns;
+};
+
+static unsigned long long clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void thread_acct(struct acct *a)
+{
+	unsigned long long run_ns = 0;
+	struct rusage ru;
+	FILE *f;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	a->switches = ru.ru_nvcsw + ru.ru_nivcsw;
+	a->preemptions = ru.ru_nivcsw;
+	a->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	a->delay_ns = 0;
+	f = fopen("/proc/thread-self/schedstat", "r");
+	if (!f || fscanf(f, "%llu %llu", &run_ns, &a->delay_ns) != 2)
+		a->delay_ns = ~0ULL; /* says so in the output rather than a plausible 0 */
+	if (f)
+		fclose(f);
+}
+
+/* calls() between two clock reads, each with the thread's counts on both sides of it. */
+static void sched_calls(void)
+{
+	struct acct a, b, c, d;
+	unsigned long long t0, t1;
+
+	thread_acct(&a);
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	thread_acct(&b);
+	calls();
+	thread_acct(&c);
+	t1 = clock_ns(CLOCK_MONOTONIC);
+	thread_acct(&d);
+	printf("sched {\"t0\": %llu, \"t1\": %llu, \"switches\": [%ld, %ld], "
+	       "\"preemptions\": [%ld, %ld], \"cpu_ns\": %llu, \"delay_ns\": %llu}\n",
+	       t0, t1, c.switches - b.switches, d.switches - a.switches,
+	       c.preemptions - b.preemptions, d.preemptions - a.preemptions, c.cpu_ns - b.cpu_ns,
+	       c.delay_ns - b.delay_ns);
+}
+
 int main(int argc, char **argv)
 {
-	int wait_stdin = 0, do_fork = 0, code = 0, kill_self = 0;
+	int wait_stdin = 0, do_fork = 0, code = 0, kill_self = 0, sched = 0;
 	long threads = 0;
 	int i;
 
@@ -54,13 +115,16 @@ int main(int argc, char **argv)
 			do_fork = 1;
 		else if (!strcmp(argv[i], "--kill-self"))
 			kill_self = 1;
+		else if (!strcmp(argv[i], "--sched"))
+			sched = 1;
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--exit") && i + 1 < argc)
 			code = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: syscalls [--wait-stdin] [--fork] [--threads T] "
-					"[--exit CODE] [--kill-self] N_GETPPID N_NANOSLEEP [SLEEP_US]\n");
+			fprintf(stderr,
+				"usage: syscalls [--wait-stdin] [--fork] [--threads T] "
+				"[--exit CODE] [--kill-self] [--sched] N_GETPPID N_NANOSLEEP [SLEEP_US]\n");
 			return 2;
 		}
 	}
@@ -96,6 +160,8 @@ int main(int argc, char **argv)
 			pthread_create(&t[k], NULL, worker, (void *)k);
 		for (long k = 0; k < threads && k < 64; k++)
 			pthread_join(t[k], NULL);
+	} else if (sched) {
+		sched_calls();
 	} else {
 		calls();
 	}

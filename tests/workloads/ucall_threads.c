@@ -145,14 +145,16 @@ int main(int argc, char **argv)
 			ws[i].idx = i;
 			err = place(&ws[i], residue, mod, pid_max, &next);
 			if (err) {
-				fprintf(stderr, "%s: cannot start a thread with a tid = %ld mod %ld: %s\n",
+				fprintf(stderr,
+					"%s: cannot start a thread with a tid = %ld mod %ld: %s\n",
 					argv[0], residue, mod, strerror(-err));
 				return 1;
 			}
 		}
 		pthread_barrier_wait(&called);
 		for (int i = 0; i < nthreads; i++)
-			printf("tid %d %d %d %#lx\n", wave, i, ws[i].tid, 0x51000ul + wave * 0x100 + i);
+			printf("tid %d %d %d %#lx\n", wave, i, ws[i].tid,
+			       0x51000ul + wave * 0x100 + i);
 		printf("wave %d called\n", wave);
 		fflush(stdout);
 		wait_line();

@@ -27,8 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define P_DBUF	0xd0000000UL
-#define HTOD	1 /* cudaMemcpyHostToDevice */
+#define P_DBUF 0xd0000000UL
+#define HTOD   1 /* cudaMemcpyHostToDevice */
 
 typedef int (*malloc_fn)(void **, size_t);
 typedef int (*memcpy_fn)(void *, const void *, size_t, int);

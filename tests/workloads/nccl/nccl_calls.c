@@ -35,9 +35,9 @@
 #include <nccl.h>
 
 /* Distinctive values that the e2e test finds again in the decoded arguments. */
-#define SEND_BUF ((void *)0x5e000000)
-#define RECV_BUF ((void *)0x7ec00000)
-#define STREAM	 ((cudaStream_t)0x57a0001)
+#define SEND_BUF	((void *)0x5e000000)
+#define RECV_BUF	((void *)0x7ec00000)
+#define STREAM		((cudaStream_t)0x57a0001)
 #define FAKE_COMM_BYTES (16u << 20) /* struct ncclComm is ~1 MiB in NCCL 2.28 */
 
 static uint64_t fnv1a64(const void *p, size_t n)

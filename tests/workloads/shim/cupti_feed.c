@@ -96,9 +96,8 @@ static void api(const struct call *c, CUpti_ActivityKind kind, uint32_t corr)
 	sep();
 	printf("{\"type\": \"api\", \"ts\": %llu, \"dur\": %llu, \"tid\": %u, \"correlation\": %u, "
 	       "\"cbid\": %u, \"domain\": %d, \"name\": \"%s\", \"ret\": %u}",
-	       (unsigned long long)a.start, (unsigned long long)(a.end - a.start), a.threadId,
-	       corr, c->cbid, kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 2 : 1, c->name,
-	       a.returnValue);
+	       (unsigned long long)a.start, (unsigned long long)(a.end - a.start), a.threadId, corr,
+	       c->cbid, kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 2 : 1, c->name, a.returnValue);
 }
 
 struct kdesc {
@@ -144,9 +143,9 @@ static void kernel(const struct kdesc *k, uint32_t corr, uint64_t start, uint64_
 	       "\"shmem_static\": %d, \"registers\": %u, \"graph_id\": %u, "
 	       "\"graph_node_id\": %llu}",
 	       (unsigned long long)start, (unsigned long long)dur, corr, k->name, k->device,
-	       k->context, k->stream, k->grid[0], k->grid[1], k->grid[2], k->block[0],
-	       k->block[1], k->block[2], k->shmem_dynamic, k->shmem_static, k->registers,
-	       k->graph_id, (unsigned long long)k->graph_node_id);
+	       k->context, k->stream, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+	       k->block[2], k->shmem_dynamic, k->shmem_static, k->registers, k->graph_id,
+	       (unsigned long long)k->graph_node_id);
 }
 
 struct cdesc {
@@ -215,8 +214,8 @@ static void copy_peer(const struct cdesc *c, uint32_t corr, uint64_t start, uint
 	print_copy(c, corr, start, dur, c->src_device, c->dst_device);
 }
 
-static void set(uint32_t value, uint64_t bytes, uint32_t device, uint32_t context,
-		uint32_t stream, int async, uint32_t corr, uint64_t start, uint64_t dur)
+static void set(uint32_t value, uint64_t bytes, uint32_t device, uint32_t context, uint32_t stream,
+		int async, uint32_t corr, uint64_t start, uint64_t dur)
 {
 	CUpti_ActivityMemset4 r;
 
@@ -237,22 +236,21 @@ static void set(uint32_t value, uint64_t bytes, uint32_t device, uint32_t contex
 	printf("{\"type\": \"memset\", \"ts\": %llu, \"dur\": %llu, \"correlation\": %u, "
 	       "\"bytes\": %llu, \"value\": %u, \"mem_kind\": %u, \"device\": %u, "
 	       "\"context\": %u, \"stream\": %u}",
-	       (unsigned long long)start, (unsigned long long)dur, corr,
-	       (unsigned long long)bytes, value, (unsigned)CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-	       device, context, stream);
+	       (unsigned long long)start, (unsigned long long)dur, corr, (unsigned long long)bytes,
+	       value, (unsigned)CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, device, context, stream);
 }
 
 static void dummy_kernel(void)
 {
 }
 
-#define TIMED(c, nm, id, expr)                                     \
-	do {                                                       \
-		(c)->name = (nm);                                  \
-		(c)->cbid = CUPTI_RUNTIME_TRACE_CBID_##id;         \
-		(c)->t0 = now();                                   \
-		(c)->ret = (int)(expr);                            \
-		(c)->t1 = now();                                   \
+#define TIMED(c, nm, id, expr)                                                                     \
+	do {                                                                                       \
+		(c)->name = (nm);                                                                  \
+		(c)->cbid = CUPTI_RUNTIME_TRACE_CBID_##id;                                         \
+		(c)->t0 = now();                                                                   \
+		(c)->ret = (int)(expr);                                                            \
+		(c)->t1 = now();                                                                   \
 	} while (0)
 
 int main(int argc, char **argv)
@@ -328,11 +326,29 @@ int main(int argc, char **argv)
 	printf("{\"records\": [");
 	{
 		const struct kdesc k[] = {
-			{ "_Z8kernel_av", 0, 1, 7, { 4, 2, 1 }, { 128, 1, 1 }, 256, 1024, 32, 0,
+			{ "_Z8kernel_av",
+			  0,
+			  1,
+			  7,
+			  { 4, 2, 1 },
+			  { 128, 1, 1 },
+			  256,
+			  1024,
+			  32,
+			  0,
 			  0 },
 			{ "_Z8kernel_bPfi", 1, 2, 13, { 16, 1, 1 }, { 256, 1, 1 }, 0, 0, 40, 0, 0 },
 			{ "_Z8kernel_cv", 0, 1, 14, { 1, 1, 1 }, { 32, 4, 2 }, 0, 48, 16, 0, 0 },
-			{ "_Z10graph_nodev", 0, 1, 7, { 2, 2, 2 }, { 8, 8, 8 }, 64, 0, 24, 5,
+			{ "_Z10graph_nodev",
+			  0,
+			  1,
+			  7,
+			  { 2, 2, 2 },
+			  { 8, 8, 8 },
+			  64,
+			  0,
+			  24,
+			  5,
 			  0x123456789abcull },
 			{ "_Z8kernel_dv", 1, 2, 13, { 3, 1, 1 }, { 64, 1, 1 }, 0, 0, 8, 0, 0 },
 			{ "_Z8orphan_v", 0, 1, 14, { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, 4, 0, 0 },
@@ -353,8 +369,9 @@ int main(int argc, char **argv)
 		};
 		struct call drv = { "cuLaunchKernel", CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, 0,
 				    0 };
-		struct kdesc x = { "_Z5extrai", 0, 1, 7, { 1, 1, 1 }, { 32, 1, 1 }, 0, 0, 10, 0,
-				   0 };
+		struct kdesc x = {
+			"_Z5extrai", 0, 1, 7, { 1, 1, 1 }, { 32, 1, 1 }, 0, 0, 10, 0, 0
+		};
 		uint64_t end;
 
 		for (i = 0; i < 4; i++) {

@@ -3,16 +3,19 @@
  * Cost of one nvtxRangePushA + nvtxRangePop pair, for the shim's numbers (no injection,
  * shim idle, shim recording), and its stress test with several threads.
  *
- *   nvtx_bench [--iters N] [--threads T] [--marks] [--wait-file PATH]
+ *   nvtx_bench [--iters N] [--threads T] [--marks] [--pace MS] [--wait-file PATH] [--fork]
  *
  * Loads the injection (nvtxInitialize), prints {"pid": P}, waits for PATH if given. Then
  * each of T threads (default 1) warms up with N/10 pairs, waits for the others, and times N
  * pairs (default 1000000) of push A "bench" / pop on CLOCK_MONOTONIC. With --marks, after
  * every 1000th timed pair (I = 999, 1999, ...) a thread K (from 0) also marks A "m-K-I": a
  * new string each time, interned by the threads concurrently (the stress test; it costs
- * the timing about 0.4 ns per pair). Prints
- * {"iters": N, "threads": T, "ns_per_pair": X, "tids": [...]}, X the mean over threads of
- * each thread's time per pair.
+ * the timing about 0.4 ns per pair). --pace MS sleeps MS ms after every 1000th timed pair
+ * (a run long enough for recordings to come and go meanwhile). With --fork the process forks once after the wait,
+ * and the child does all of that too, at the same time (the parent waits for it; exit 1 if
+ * it failed). Each prints
+ * {"pid": P, "iters": N, "threads": T, "ns_per_pair": X, "tids": [...]}, X the mean over
+ * threads of each thread's time per pair.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -20,13 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_THREADS 64
 
 static long iters = 1000000;
-static int marks;
+static int marks, pace_ms;
 static pthread_barrier_t start;
 
 struct worker {
@@ -64,6 +68,11 @@ static void *run(void *arg)
 			snprintf(mark, sizeof(mark), "m-%d-%ld", w->k, i);
 			nvtxMarkA(mark);
 		}
+		if (pace_ms && i % 1000 == 999) {
+			struct timespec ts = { pace_ms / 1000, (pace_ms % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
 	}
 	w->ns = (now_ns() - t0) / (double)iters;
 	return NULL;
@@ -75,7 +84,8 @@ int main(int argc, char **argv)
 	struct worker w[MAX_THREADS];
 	pthread_t th[MAX_THREADS];
 	const char *wait_file = NULL;
-	int threads = 1, k;
+	int threads = 1, do_fork = 0, status, k;
+	pid_t child = 0;
 	double sum = 0;
 	struct stat st;
 
@@ -86,11 +96,15 @@ int main(int argc, char **argv)
 			threads = atoi(argv[++k]);
 		} else if (!strcmp(argv[k], "--marks")) {
 			marks = 1;
+		} else if (!strcmp(argv[k], "--pace") && k + 1 < argc) {
+			pace_ms = atoi(argv[++k]);
 		} else if (!strcmp(argv[k], "--wait-file") && k + 1 < argc) {
 			wait_file = argv[++k];
+		} else if (!strcmp(argv[k], "--fork")) {
+			do_fork = 1;
 		} else {
 			fprintf(stderr, "usage: nvtx_bench [--iters N] [--threads T] [--marks] "
-					"[--wait-file PATH]\n");
+					"[--pace MS] [--wait-file PATH] [--fork]\n");
 			return 2;
 		}
 	}
@@ -103,6 +117,10 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	while (wait_file && stat(wait_file, &st))
 		nanosleep(&tick, NULL);
+	if (do_fork && (child = fork()) < 0) {
+		perror("nvtx_bench: fork");
+		return 1;
+	}
 	pthread_barrier_init(&start, NULL, (unsigned)threads);
 	for (k = 0; k < threads; k++) {
 		w[k].k = k;
@@ -115,10 +133,15 @@ int main(int argc, char **argv)
 		pthread_join(th[k], NULL);
 		sum += w[k].ns;
 	}
-	printf("{\"iters\": %ld, \"threads\": %d, \"ns_per_pair\": %.2f, \"tids\": [", iters,
-	       threads, sum / threads);
+	printf("{\"pid\": %d, \"iters\": %ld, \"threads\": %d, \"ns_per_pair\": %.2f, "
+	       "\"tids\": [",
+	       (int)getpid(), iters, threads, sum / threads);
 	for (k = 0; k < threads; k++)
 		printf("%s%d", k ? ", " : "", (int)w[k].tid);
 	printf("]}\n");
+	fflush(stdout);
+	if (child > 0 &&
+	    (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status)))
+		return 1;
 	return 0;
 }

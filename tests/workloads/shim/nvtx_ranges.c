@@ -195,8 +195,7 @@ static void loop(int i, nvtxDomainHandle_t d, nvtxStringHandle_t r1, nvtxStringH
 	if (second)
 		nvtx_second_work(i);
 	printf("{\"loop\": %d, \"w1\": %d, \"w2\": %d, \"cross\": %llu, \"domain_range\": %llu}\n",
-	       i, (int)w[0].tid, (int)w[1].tid, (unsigned long long)cross,
-	       (unsigned long long)e);
+	       i, (int)w[0].tid, (int)w[1].tid, (unsigned long long)cross, (unsigned long long)e);
 }
 
 static void child(void)
@@ -269,8 +268,7 @@ int main(int argc, char **argv)
 		}
 		if (pid == 0)
 			child();
-		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-		    WEXITSTATUS(status)) {
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
 			fprintf(stderr, "nvtx_ranges: child failed\n");
 			return 1;
 		}

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The services a family calls during a recording: write and intern records, count losses,
+ * drain the ring buffer from a stop hook, prepare a BPF object to share the common maps.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "record_ctx.h"
+#include "string_pool.h"
+#include "trace_writer.h"
+
+void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts)
+{
+	h->type = type;
+	h->size = size;
+	h->cpu = 0;
+	h->pid = pid;
+	h->tid = tid;
+	h->ts = ts ? ts : mono_now_ns();
+}
+
+int record_ctx__write(struct record_ctx *ctx, const void *rec)
+{
+	int err;
+
+	if (!ctx->writer)
+		return 0; /* --dry-run */
+	err = trace_writer__append(ctx->writer, rec);
+
+	if (err && !ctx->write_err)
+		ctx->write_err = err;
+	return err;
+}
+
+__u32 record_ctx__intern(struct record_ctx *ctx, const char *s)
+{
+	struct bs_string *r;
+	int is_new;
+	__u32 id, len, size;
+
+	if (!s || !*s)
+		return 0;
+	id = string_pool__intern(ctx->strings, s, &is_new);
+	if (!id || !is_new)
+		return id;
+	len = strlen(s);
+	if (len > 60000) /* a record's size is a u16 */
+		len = 60000;
+	size = (sizeof(*r) + len + 7) & ~7u;
+	r = calloc(1, size);
+	if (!r)
+		return 0;
+	record_ctx__hdr(&r->h, BS_REC_STRING, size, 0, 0, 0);
+	r->id = id;
+	r->len = len;
+	memcpy(r + 1, s, len);
+	record_ctx__write(ctx, r);
+	free(r);
+	return id;
+}
+
+void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n)
+{
+	if (cause < BS_LOSS_NR)
+		ctx->lost_user[cause] += n;
+}
+
+int record_ctx__poll(struct record_ctx *ctx, int timeout_ms)
+{
+	int n;
+
+	if (!ctx->rb)
+		return 0;
+	n = ring_buffer__poll(ctx->rb, timeout_ms);
+	if (n >= 0 || n == -EINTR)
+		n = ring_buffer__consume(ctx->rb);
+	return n;
+}
+
+void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err)
+{
+	fprintf(stderr, "bpfsight record: warning: cannot attach %s: %s\n", what, strerror(-err));
+	ctx->attach_failures++;
+}
+
+int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	int err;
+
+	bpf_object__for_each_program(prog, obj) {
+		const char *name = bpf_program__name(prog);
+		size_t n = strlen(name);
+		int is_btf = n > 4 && !strcmp(name + n - 4, "_btf");
+		int is_raw = n > 4 && !strcmp(name + n - 4, "_raw");
+
+		if ((is_btf && !ctx->use_btf) || (is_raw && ctx->use_btf))
+			bpf_program__set_autoload(prog, false);
+	}
+	bpf_object__for_each_map(map, obj) {
+		const char *name = bpf_map__name(map);
+		int fd = -1;
+
+		if (!strcmp(name, "events"))
+			fd = ctx->events_fd;
+		else if (!strcmp(name, "targets"))
+			fd = ctx->targets_fd;
+		else if (!strcmp(name, "lost"))
+			fd = ctx->lost_fd;
+		if (fd < 0)
+			continue;
+		err = bpf_map__reuse_fd(map, fd);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj,
+				  struct bpf_map *task_map, struct bpf_map *hash_map)
+{
+	struct bpf_program *prog;
+	int task_storage, err;
+
+	task_storage =
+		ctx->use_btf && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) > 0;
+	if (ctx->use_btf && !task_storage) {
+		bpf_object__for_each_program(prog, obj) {
+			const char *name = bpf_program__name(prog);
+			size_t n = strlen(name);
+			int raw = n > 4 && !strcmp(name + n - 4, "_raw");
+
+			err = bpf_program__set_autoload(prog, raw);
+			if (err)
+				return err;
+		}
+	}
+	err = bpf_map__set_autocreate(task_map, task_storage);
+	if (!err)
+		err = bpf_map__set_autocreate(hash_map, !task_storage);
+	return err;
+}

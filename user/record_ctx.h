@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What a family sees of a recording: the options, the shared BPF maps every family reuses,
+ * the writer, and the services families call (record_ctx__*). The session that drives them
+ * is recorder.c; families include this header, never recorder.h.
+ */
+#ifndef BPFSIGHT_RECORD_CTX_H
+#define BPFSIGHT_RECORD_CTX_H
+
+#include <linux/types.h>
+#include <sys/types.h>
+#include "records.h"
+#include "mono_clock.h"
+
+struct bpf_map;
+struct bpf_object;
+struct trace_writer;
+struct string_pool;
+
+#define RECORD_MAX_PIDS	   256
+#define RECORD_MAX_RINGBUF (2ull << 30) /* BPF_MAP_TYPE_RINGBUF max_entries is a u32 */
+
+struct record_opts {
+	const char *output;
+	__u32 force;
+	__u64 families; /* bit i = families[i] */
+	pid_t pids[RECORD_MAX_PIDS];
+	__u64 pid_start
+		[RECORD_MAX_PIDS]; /* each -p target's start time: a recycled pid is not it */
+	__u32 npids;
+	__u32 system_wide;
+	__u64 duration_ns; /* 0 = until the targets exit or a signal */
+	__u64 osrt_threshold_ns;
+	__u64 ringbuf_bytes;
+	int kill_signal;     /* sent to a launched CMD when -d ends; 0 = none */
+	char **cmd;	     /* launch mode when non-NULL */
+	const char *cmdline; /* bpfsight's own command line, for the file header */
+	__u32 verbose;
+	__u32 dry_run;		  /* --dry-run: find and list probe sites, record nothing */
+	__u32 capture_range;	  /* RECORD_CAPTURE_* */
+	const char *capture_nvtx; /* --capture-range=nvtx:NAME */
+	__u32 gil_mode;		  /* RECORD_GIL_* */
+	__u32 families_explicit;  /* -t named the families (else: every family, by default) */
+};
+
+#define RECORD_CAPTURE_ALL	    0 /* everything from start to stop */
+#define RECORD_CAPTURE_PROFILER_API 1 /* only between cudaProfilerStart and cudaProfilerStop */
+#define RECORD_CAPTURE_NVTX	    2 /* only inside NVTX ranges named capture_nvtx */
+
+#define RECORD_GIL_DEFAULT 0 /* contended path only (production) */
+#define RECORD_GIL_FULL	   1 /* every take_gil/drop_gil too */
+
+struct capture_gate; /* capture_gate.h */
+struct uprobe_mgr;   /* uprobe_mgr.h */
+struct shim_link;    /* shim_link.h */
+struct ring_buffer;  /* libbpf */
+#define RECORD_MAX_FAMILIES 64
+
+struct record_ctx {
+	const struct record_opts *opts;
+	struct trace_writer *writer;
+	struct string_pool *strings;
+	pid_t self_pid;
+	/* Shared maps, created by the proc family, reused by every other family. */
+	int events_fd, targets_fd, lost_fd;
+	int use_btf; /* tp_btf programs, else raw_tp */
+	__u64 attach_failures;
+	int write_err;	  /* first error from the writer: recording stops on it */
+	pid_t launch_pid; /* the launched CMD (already a target when families attach), or 0 */
+	/* Family states, for the observe hooks (index = families[] index). */
+	void *states[RECORD_MAX_FAMILIES];
+	int attached[RECORD_MAX_FAMILIES];
+	struct capture_gate *gate;   /* NULL unless --capture-range */
+	struct uprobe_mgr *uprobes;  /* created by the first uprobe family that attaches */
+	struct shim_link *shim;	     /* the cupti-shim channel (gpu, nvtx), shared */
+	struct ring_buffer *rb;	     /* for record_ctx__poll */
+	__u64 lost_user[BS_LOSS_NR]; /* losses user space found, added to BPF's counts */
+};
+
+/*
+ * Prepare a family's BPF object between open and load: reuse the shared maps (when they
+ * exist yet), and keep only the tp_btf or only the raw_tp variant of each program.
+ */
+int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj);
+/*
+ * After record_ctx__prepare, for a family whose tp_btf programs keep per-thread state in
+ * TASK_MAP (task storage) and whose raw_tp ones in HASH_MAP (osrt, sched): a kernel with
+ * BTF but without task storage for tracing programs (before 5.12) gets the raw_tp programs
+ * too, and only the map the chosen programs use is created (a hash preallocates).
+ */
+int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj,
+				  struct bpf_map *task_map, struct bpf_map *hash_map);
+/* Append a user-space record; a failure is remembered in write_err and counted as loss. */
+int record_ctx__write(struct record_ctx *ctx, const void *rec);
+/* Intern S (writing its STRING record the first time); 0 for NULL/empty. */
+__u32 record_ctx__intern(struct record_ctx *ctx, const char *s);
+/* Count N events lost for CAUSE that user space noticed: they join the LOSS records. */
+void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n);
+/*
+ * Drain the ring buffer (every record through the observe hooks into the file), waiting up
+ * to TIMEOUT_MS for the first record. For stop hooks; returns records seen or -errno.
+ */
+int record_ctx__poll(struct record_ctx *ctx, int timeout_ms);
+/* Count probes that failed to attach: they become a BS_LOSS_ATTACH record. */
+void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err);
+/* Fill a header for a record user space writes; ts = CLOCK_MONOTONIC now if 0. */
+void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts);
+
+/* Set the rodata every family object shares (common.bpf.h). */
+#define RECORD_CTX_SET_COMMON_RODATA(skel, ctx)                                                    \
+	do {                                                                                       \
+		(skel)->rodata->trace_all = (ctx)->opts->system_wide;                              \
+		(skel)->rodata->self_pid = (ctx)->self_pid;                                        \
+		(skel)->rodata->wakeup_bytes = (ctx)->opts->ringbuf_bytes / 4;                     \
+	} while (0)
+
+#endif /* BPFSIGHT_RECORD_CTX_H */
