@@ -283,8 +283,9 @@ static int mutex_shape(const __u8 *b)
 /*
  * Is there a struct _gil_runtime_state at BASE (after `enabled` when free-threaded)? Its
  * interval is sane, locked is 0 or 1, both mutexes look like fresh default mutexes, and the
- * last holder is a thread state of INTERP. Returns 1 yes, 0 no, -EAGAIN when there is no
- * holder yet (the interpreter is starting).
+ * last holder is a thread state of INTERP. Returns 1 yes, 0 no, -EAGAIN when the GIL is not
+ * created yet (locked is -1 from _gil_initialize until create_gil) or has no holder yet: the
+ * interpreter is starting.
  */
 static int gil_shape(const struct mem *m, __u64 base, __u64 interp)
 {
@@ -298,6 +299,8 @@ static int gil_shape(const struct mem *m, __u64 base, __u64 interp)
 	memcpy(&holder, b + GIL_HOLDER, 8);
 	memcpy(&locked, b + GIL_LOCKED, 4);
 	memcpy(&pad, b + GIL_LOCKED + 4, 4);
+	if (locked == -1 && !pad && interval >= 1 && interval <= 1000000000ull)
+		return -EAGAIN;
 	if (interval < 1 || interval > 1000000000ull || (locked != 0 && locked != 1) || pad ||
 	    holder & 7 || !mutex_shape(b + GIL_MUTEX) || !mutex_shape(b + GIL_SWITCH_MUTEX))
 		return 0;
@@ -495,6 +498,11 @@ static void inspect_debug_offsets(pid_t pid, const struct mem *m, struct gil_py 
 	}
 	py->initialized = 1;
 	gil = mem_u64(m, interp + o.ceval_gil);
+	if (!gil) {
+		/* Between the main interpreter's creation and _PyEval_InitGIL. */
+		set_status(py, GIL_PY_PENDING, "interpreter starting: no GIL yet");
+		return;
+	}
 	if (gil != interp + o.gil_runtime_state) {
 		set_status(py, GIL_PY_UNSUPPORTED, "the main interpreter does not own its GIL");
 		return;
@@ -532,7 +540,7 @@ static void inspect_layout(pid_t pid, const struct mem *m, struct gil_py *py,
 			   const struct elf_info *ei)
 {
 	const struct py_layout *l = layout_of(py->version >> 16 & 0xff);
-	__u64 interp, gil;
+	__u64 interp, gil, ceval_gil;
 	__u8 *buf;
 	int shape;
 
@@ -544,7 +552,10 @@ static void inspect_layout(pid_t pid, const struct mem *m, struct gil_py *py,
 	gil = py->runtime + l->rt_gil;
 	interp = mem_u64(m, py->runtime + l->rt_interp_main);
 	py->initialized = interp != 0;
-	if (l->interp_ceval_gil && interp && mem_u64(m, interp + l->interp_ceval_gil) != gil)
+	ceval_gil = l->interp_ceval_gil && interp ? mem_u64(m, interp + l->interp_ceval_gil) : gil;
+	if (!ceval_gil)
+		shape = -EAGAIN; /* 3.12: before _PyEval_InitGIL set interp->ceval.gil */
+	else if (ceval_gil != gil)
 		shape = 0;
 	else
 		shape = interp ? gil_shape(m, gil, interp) : -EAGAIN;

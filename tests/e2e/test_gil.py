@@ -302,6 +302,59 @@ def test_gil_every_interpreter_here():
         check(b["total_ns"] >= holder["call_ns"], f"{py}: blamed on the holder {b['total_ns']}")
 
 
+def stopped_at(lib, symbol, cmd):
+    """Start CMD under `sh` held at a gate, stopped by bpftrace (SIGSTOP from a uprobe) on its
+    first call of SYMBOL in LIB: a process caught at a chosen point of its start. Returns the
+    spawned process, whose pid is CMD's."""
+    w = spawn(["sh", "-c", 'read _ && exec "$@"', "sh", *cmd])
+    prog = (f"uprobe:{lib}:{symbol} /pid == {w.pid}/ {{ signal(\"SIGSTOP\"); exit(); }}\n"
+            'BEGIN { printf("live\\n"); }\n')
+    bt = subprocess.Popen(["bpftrace", "--unsafe", "-e", prog], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    helpers._procs.append(bt)
+    head = ""
+    for line in bt.stdout:  # BEGIN runs once every probe is attached
+        head += line
+        if line.strip() == "live":
+            break
+    check(head.endswith("live\n"), f"bpftrace did not start: {head[-600:]}")
+    w.stdin.write("\n")
+    w.stdin.flush()
+    wait_for(lambda: open(f"/proc/{w.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T",
+             60, f"{cmd[0]} stopped in {symbol}")
+    bt.wait(30)
+    return w
+
+
+def test_gil_interpreter_caught_while_it_creates_its_gil():
+    """An interpreter examined between the creation of its main interpreter and of its GIL
+    (3.12+: interp->ceval.gil still NULL) is starting, not of an unknown layout: once it runs,
+    its GIL is found and verified. Each pyenv interpreter is stopped in create_gil (a CI run
+    once examined a starting 3.12 there by chance and gave up on it for good)."""
+    need_root()
+    pythons = [p for p in (pyenv_python(m) for m in range(8, 15)) if p and libpython_of(p)]
+    if not shutil.which("bpftrace") or not pythons:
+        raise Skip("needs bpftrace and a pyenv libpython with create_gil in .symtab")
+    for py in pythons:
+        w = stopped_at(libpython_of(py), "create_gil", [py, WORK, "--go", "hold", "200"])
+        rec = Recorder("-t", "gil", "-p", str(w.pid))
+        rec.wait_ready()
+        os.kill(w.pid, signal.SIGCONT)
+        check(w.stdout.readline().startswith("ready"), f"{py}: workload started")
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        truth = truth_of(w.stdout.read())
+        w.wait(60)
+        eq(rec.wait(60), 0, f"record exit ({rec.stderr[-400:]})")
+        gil_sum, blocked_by, procs = gil_reports(rec.out)
+        p = row(procs, pid=w.pid)
+        eq((p["method"], p["verified"], p["holder"]), ("condwait", 1, 1),
+           f"{py}: how it was measured ({p['note']})")
+        holder, spinner = truth["threads"]["holder"], truth["threads"]["spinner"]
+        b = row(blocked_by, waiter_tid=spinner["tid"], holder_tid=holder["tid"])
+        check(b["total_ns"] >= holder["call_ns"], f"{py}: blamed on the holder {b['total_ns']}")
+
+
 def test_gil_full_mode_times_every_hold():
     need_root()
     py = need_pyenv(full=True)
