@@ -28,11 +28,17 @@
 #define FAMILY_POLL_NS 1000000000ull
 #define STATUS_NS      1000000000ull
 
-static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_signal, flush_signal;
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+/* SIGUSR1/SIGUSR2: make what was recorded so far readable on disk, and go on recording. */
+static void on_flush_signal(int sig)
+{
+	flush_signal = sig;
 }
 
 /* The maps every family shares live as long as the recording, independent of families. */
@@ -251,6 +257,32 @@ static int targets_alive(const struct record_opts *o, struct launch *l)
 	return 0;
 }
 
+/*
+ * SIGUSR1/SIGUSR2 (the ring buffer was just drained): losses and the families' in-kernel
+ * totals are written as on a poll, and the open chunk goes to disk, so the file read now (it
+ * has no footer yet: readers take it as a recording in progress) holds everything up to
+ * the signal. The signal is not passed on to CMD.
+ */
+static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_total)
+{
+	int err;
+
+	account_losses(ctx, seen_lost, lost_total);
+	for (int i = 0; families[i]; i++)
+		if (ctx->attached[i] && families[i]->poll)
+			families[i]->poll(ctx, ctx->states[i]);
+	if (!ctx->writer)
+		return;
+	err = trace_writer__flush(ctx->writer);
+	if (err) {
+		if (!ctx->write_err)
+			ctx->write_err = err; /* ends the recording as any failed write does */
+		return;
+	}
+	fprintf(stderr, "bpfsight record: flushed %llu records to %s\n",
+		(unsigned long long)trace_writer__records(ctx->writer), ctx->opts->output);
+}
+
 int recorder__run(const struct record_opts *o)
 {
 	struct record_ctx ctx = { .opts = o, .events_fd = -1, .targets_fd = -1, .lost_fd = -1 };
@@ -265,7 +297,7 @@ int recorder__run(const struct record_opts *o)
 	struct utsname uts;
 	char fams[256], target[1024], options[256], kernel[512], boot_id[64];
 	int tty = isatty(STDERR_FILENO), err, ret = 1, launched = 0;
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_handler = on_signal }, fsa = { .sa_handler = on_flush_signal };
 
 	ctx.self_pid = getpid();
 	ctx.use_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
@@ -294,6 +326,9 @@ int recorder__run(const struct record_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigemptyset(&fsa.sa_mask);
+	sigaction(SIGUSR1, &fsa, NULL);
+	sigaction(SIGUSR2, &fsa, NULL);
 	if (o->cmd) {
 		err = launch__start(&launch, o->cmd);
 		if (err) {
@@ -373,6 +408,11 @@ int recorder__run(const struct record_opts *o)
 			uprobe_mgr__poll(ctx.uprobes); /* files mapped since: bounded by POLL_MS */
 		if (o->duration_ns && now - start >= o->duration_ns)
 			break;
+		if (flush_signal) {
+			flush_signal = 0;
+			flush_now(&ctx, seen_lost, &lost_total);
+			continue;
+		}
 		if (now - last_keep < HOUSEKEEP_NS)
 			continue;
 		last_keep = now;

@@ -11,7 +11,7 @@ import sys
 import time
 
 from helpers import (BPFSIGHT, BUILD, Recorder, check, dump, eq, info, need_root, record, run,
-                     spawn, tmpdir, workload)
+                     spawn, tmpdir, wait_for, workload)
 
 SYSCALLS = workload("syscalls")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -155,6 +155,45 @@ def test_signals_end_a_recording_cleanly_and_reach_cmd():
         check(info(r.out)["clean_close"], f"-p, {sig.name}: closed cleanly")
         check(w.poll() is None, f"-p, {sig.name}: the process is left running")
         release(w)
+
+
+CALLS_THEN_WAIT = r"""
+import os, sys
+print(os.getpid(), flush=True)
+sys.stdin.readline()
+for _ in range(int(sys.argv[1])):
+    os.getppid()
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_sigusr1_flushes_and_the_recording_goes_on():
+    """SIGUSR1 (and SIGUSR2) to a recorder: what was recorded so far is on disk, readable while
+    it goes on (every one of the target's 25 getppid calls), and the recording then ends
+    cleanly with the same calls; the target never sees the signal."""
+    need_root()
+    n = 25
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        w = spawn([PY, "-c", CALLS_THEN_WAIT, str(n)])
+        pid = int(w.stdout.readline())
+        r = Recorder("-t", "osrt", "--osrt-threshold", "0", "-p", str(pid))
+        r.wait_ready()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        eq(w.stdout.readline().strip(), "done", "the calls are made")
+        r.p.send_signal(sig)
+        wait_for(lambda: "flushed" in r.stderr, 30, f"{sig.name}: the recorder's flush")
+        check(r.p.poll() is None, f"{sig.name}: the recorder goes on ({r.stderr[-300:]})")
+        got = [l for l in run([BPFSIGHT, "dump", "--pid", str(pid), r.out]).stdout.splitlines()
+               if '"name":"getppid"' in l.replace(" ", "")]
+        eq(len(got), n, f"{sig.name}: getppid calls readable during the recording")
+        w.stdin.write("end\n")
+        w.stdin.flush()
+        eq(w.wait(30), 0, f"{sig.name}: the target's exit")
+        eq(r.wait(60), 0, f"{sig.name}: recorder exit ({r.stderr[-300:]})")
+        check(info(r.out)["clean_close"], f"{sig.name}: closed cleanly")
+        eq(names(dump(r.out), pid).count("getppid"), n, f"{sig.name}: getppid in the file")
 
 
 def test_duration_forms():
