@@ -657,4 +657,65 @@ BS_ASSERT_RECORD(bs_nvtx_name, 48);
 BS_ASSERT_RECORD(bs_nvtx_begin, 40);
 /* ---- end of the cupti-shim channel, gpu and nvtx families ---- */
 
+/* ---- stacks (any family's events) and the cpu family: user/stack_*.c, docs/STACKS.md ---- */
+
+/*
+ * One call stack, interned by the recorder: written once, before the first record that names
+ * its id. Frames follow the header, innermost first. Native frames are symbolized while the
+ * process lives (module, function, address relative to the module), so a file never needs the
+ * traced machine to be read. hdr.pid/tid/ts: of the first record that used it.
+ */
+#define BS_REC_STACK 0x0b
+
+struct bs_stack {
+	struct bs_hdr h;
+	__u32 id; /* > 0, unique in the file */
+	__u16 nframes;
+	__u16 flags; /* BS_STACK_* */
+		     /* struct bs_frame frames[nframes]; */
+};
+
+#define BS_STACK_TRUNCATED 0x1 /* deeper frames were cut at the depth cap */
+
+struct bs_frame {
+	__u64 addr;    /* native: the module's ELF address (or the raw address when unknown) */
+	__u32 func_id; /* string id of the function (demangled), 0 = unknown */
+	__u32 file_id; /* string id of the module (native) or source file (python), 0 = unknown */
+	__u32 line;    /* python: line number; else 0 */
+	__u32 kind;    /* BS_FRAME_* */
+};
+
+#define BS_FRAME_NATIVE 1 /* user-space machine code */
+#define BS_FRAME_PYTHON 2 /* a Python function (file, line) */
+#define BS_FRAME_CUT                                                                               \
+	3 /* marker: the unwind stopped here (file_id = the module without frame pointers) */
+
+#define BS_STACK_MAX_FRAMES 128 /* frames kept per stack: deeper ones are cut (TRUNCATED) */
+
+/* cpu family: timer samples of traced threads (perf_event). Block 0x80. */
+#define BS_REC_CPU_SAMPLE_RAW 0x80 /* ring only: a sample and its raw user stack (never on disk) */
+#define BS_REC_CPU_SAMPLE     0x81 /* one on-CPU sample of a thread */
+
+struct bs_cpu_sample_raw {
+	struct bs_hdr h;
+	__u32 nips;  /* user-space return addresses that follow, innermost first */
+	__u32 flags; /* BS_CPU_* */
+		     /* __u64 ips[nips]; */
+};
+
+struct bs_cpu_sample {
+	struct bs_hdr h;
+	__u32 stack_id; /* bs_stack id, 0 = no user stack (a kernel thread, or none could be read) */
+	__u32 flags;	/* BS_CPU_* */
+};
+
+#define BS_CPU_KERNEL                                                                              \
+	0x1 /* the sample hit kernel code (the stack is where user space entered it) */
+
+BS_ASSERT_RECORD(bs_stack, 32);
+BS_ASSERT_RECORD(bs_frame, 24);
+BS_ASSERT_RECORD(bs_cpu_sample_raw, 32);
+BS_ASSERT_RECORD(bs_cpu_sample, 32);
+/* ---- end of stacks and the cpu family ---- */
+
 #endif /* BPFSIGHT_RECORDS_H */

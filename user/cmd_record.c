@@ -37,7 +37,8 @@ static void usage(FILE *f)
 		"\n"
 		"  -o, --output FILE        trace file (default: reportN.bst, first unused N)\n"
 		"  -f, --force              overwrite FILE if it exists\n"
-		"  -t, --trace LIST         families to record, comma-separated (default: all)\n"
+		"  -t, --trace LIST         families to record, comma-separated (default: all but\n"
+		"                           cpu)\n"
 		"                           available: %s\n"
 		"  -p, --pid PID            attach to PID (repeatable, or comma-separated); its\n"
 		"                           threads and future children are traced\n"
@@ -61,6 +62,8 @@ static void usage(FILE *f)
 		"                           (~1.8 us here) per GIL release/acquire, an I/O loop\n"
 		"                           releasing the GIL twice per iteration ran 7x slower;\n"
 		"                           CPU-bound contention is unaffected\n"
+		"      --sample-rate HZ     cpu: samples per second of each CPU (default 99, 1 to\n"
+		"                           10000); the cpu family is recorded only when -t names it\n"
 		"      --dry-run            find and list every uprobe site (object, symbol,\n"
 		"                           offset, instruction, cost class); record nothing.\n"
 		"                           With CMD, runs it and lists what was found\n"
@@ -262,7 +265,15 @@ static int nvtx_index(void)
 	return 63;
 }
 
-enum { OPT_THRESHOLD = 256, OPT_BUFFER, OPT_KILL, OPT_CAPTURE, OPT_GIL_MODE, OPT_DRY_RUN };
+enum {
+	OPT_THRESHOLD = 256,
+	OPT_BUFFER,
+	OPT_KILL,
+	OPT_CAPTURE,
+	OPT_GIL_MODE,
+	OPT_DRY_RUN,
+	OPT_SAMPLE_RATE
+};
 
 static int parse_capture(const char *s, struct record_opts *o)
 {
@@ -293,6 +304,7 @@ int cmd_record(int argc, char **argv)
 		{ "capture-range", required_argument, NULL, OPT_CAPTURE },
 		{ "gil-mode", required_argument, NULL, OPT_GIL_MODE },
 		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+		{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -301,6 +313,7 @@ int cmd_record(int argc, char **argv)
 		.osrt_threshold_ns = 1000,
 		.ringbuf_bytes = 16 << 20,
 		.kill_signal = SIGTERM,
+		.sample_rate = 99,
 	};
 	char outbuf[64], *cmdline;
 	const char *trace = NULL;
@@ -393,6 +406,21 @@ int cmd_record(int argc, char **argv)
 		case OPT_DRY_RUN:
 			o.dry_run = 1;
 			break;
+		case OPT_SAMPLE_RATE: {
+			char *end;
+			unsigned long hz;
+
+			errno = 0;
+			hz = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || hz < 1 || hz > 10000) {
+				fail("bad --sample-rate '%s': samples per second, 1 to 10000 "
+				     "(default 99)",
+				     optarg);
+				goto err;
+			}
+			o.sample_rate = hz;
+			break;
+		}
 		case 'v':
 			o.verbose = 1;
 			break;
@@ -425,7 +453,8 @@ int cmd_record(int argc, char **argv)
 		o.families_explicit = 1;
 	} else {
 		for (int i = 0; families[i]; i++)
-			o.families |= 1ull << i;
+			if (!(families[i]->flags & FAMILY_OPT_IN))
+				o.families |= 1ull << i;
 	}
 	for (int i = 0; families[i]; i++) /* always-on families cannot be deselected */
 		if (families[i]->flags & FAMILY_ALWAYS)

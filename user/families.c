@@ -12,11 +12,12 @@
 #include "nccl.h"
 #include "gpu.h"
 #include "nvtx.h"
+#include "cpu.h"
 
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
-	&family_osrt, &family_sched, &family_gil,  &family_cuda,
-	&family_nccl, &family_gpu,   &family_nvtx, NULL,
+	&family_osrt, &family_sched, &family_gil, &family_cuda, &family_nccl,
+	&family_gpu,  &family_nvtx,  &family_cpu, NULL,
 };
 
 const struct family *family__find(const char *name)

@@ -33,6 +33,7 @@ int family__decode_meta(const struct bs_hdr *rec, const struct trace_model *m, s
 int family__kind_is_event(const char *kind);
 
 #define FAMILY_ALWAYS 0x1 /* always recorded, not selectable with -t (process lifecycle) */
+#define FAMILY_OPT_IN 0x2 /* only when -t names it: not in the default set (cpu sampling) */
 
 struct family {
 	const char *name;

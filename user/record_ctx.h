@@ -41,6 +41,7 @@ struct record_opts {
 	const char *capture_nvtx; /* --capture-range=nvtx:NAME */
 	__u32 gil_mode;		  /* RECORD_GIL_* */
 	__u32 families_explicit;  /* -t named the families (else: every family, by default) */
+	__u32 sample_rate;	  /* cpu: samples per second per CPU (--sample-rate) */
 };
 
 #define RECORD_CAPTURE_ALL	    0 /* everything from start to stop */

@@ -83,6 +83,8 @@ static int on_record(void *arg, void *data, size_t size)
 			consumed = families[i]->consume(ctx, ctx->states[i], h);
 	if (consumed)
 		return 0;
+	if (h->type == BS_REC_CPU_SAMPLE_RAW || h->type == BS_REC_SHIM_BATCH)
+		return 0; /* ring-only, and the family that unpacks it is gone: never on disk */
 	for (int i = 0; families[i]; i++)
 		if (ctx->attached[i] && families[i]->observe)
 			families[i]->observe(ctx, ctx->states[i], h);

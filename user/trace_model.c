@@ -49,6 +49,7 @@ struct trace_model {
 	struct map procs;
 	struct map threads;
 	struct hmap *symbols;		 /* (pid, addr) -> string id, from SYMBOL records */
+	struct hmap *stacks;		 /* id -> struct trace_stack *, from STACK records */
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom; /* an allocation failed: some names are unknown (lookups say NULL) */
 };
@@ -205,6 +206,14 @@ void trace_model__free(struct trace_model *m)
 	free(m->procs.ents);
 	free(m->threads.ents);
 	hmap__free(m->symbols);
+	if (m->stacks) {
+		size_t it = 0;
+		void *v;
+
+		while ((v = hmap__next(m->stacks, &it, NULL)))
+			free(*(struct trace_stack **)v);
+		hmap__free(m->stacks);
+	}
 	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++)
 		if (m->walks[i])
 			families[i]->walk_free(m->walks[i]);
@@ -359,6 +368,33 @@ static void model__symbol(struct trace_model *m, const struct bs_hdr *rec)
 	*id = s->name_id;
 }
 
+/* A STACK record: kept whole (the first definition of an id wins: ids are never reused). */
+static void model__stack(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_stack *s = (const void *)rec;
+	struct trace_stack **slot, *t;
+	struct bs_frame *frames;
+
+	if (rec->size < sizeof(*s) || !s->id ||
+	    (rec->size - sizeof(*s)) / sizeof(struct bs_frame) < s->nframes)
+		return;
+	if (!m->stacks)
+		m->stacks = hmap__new(sizeof(struct trace_stack *));
+	slot = m->stacks ? hmap__get(m->stacks, (struct hkey){ s->id, 0 }, 1) : NULL;
+	if (slot && *slot)
+		return;
+	t = malloc(sizeof(*t) + (size_t)s->nframes * sizeof(*frames));
+	if (!slot || !t) {
+		free(t);
+		m->oom = 1;
+		return;
+	}
+	frames = (struct bs_frame *)(t + 1);
+	memcpy(frames, s + 1, (size_t)s->nframes * sizeof(*frames));
+	*t = (struct trace_stack){ s->id, s->nframes, s->flags, frames };
+	*slot = t;
+}
+
 void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 {
 	if (!m || !rec || rec->size < sizeof(*rec))
@@ -396,6 +432,9 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		break;
 	case BS_REC_SYMBOL:
 		model__symbol(m, rec);
+		break;
+	case BS_REC_STACK:
+		model__stack(m, rec);
 		break;
 	case BS_REC_NVTX_NAME:
 		model__nvtx_name(m, rec);
@@ -448,6 +487,16 @@ const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 ad
 		return NULL;
 	id = hmap__get(m->symbols, (struct hkey){ pid, addr }, 0);
 	return id ? trace_model__string(m, *id) : NULL;
+}
+
+const struct trace_stack *trace_model__stack(const struct trace_model *m, __u32 id)
+{
+	struct trace_stack **slot;
+
+	if (!m || !m->stacks || !id)
+		return NULL;
+	slot = hmap__get(m->stacks, (struct hkey){ id, 0 }, 0);
+	return slot ? *slot : NULL;
 }
 
 void *trace_model__walk(const struct trace_model *m, const struct family *f)
