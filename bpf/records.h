@@ -700,7 +700,56 @@ struct bs_cpu_sample_raw {
 	struct bs_hdr h;
 	__u32 nips;  /* user-space return addresses that follow, innermost first */
 	__u32 flags; /* BS_CPU_* */
-		     /* __u64 ips[nips]; */
+	__u32 npy;   /* Python frames after the addresses (struct bs_py_frame), innermost first */
+	__u32 _pad;
+	/* __u64 ips[nips]; struct bs_py_frame py[npy]; */
+};
+
+/*
+ * One Python frame as BPF saw it: the code object, the instruction it was at, and what
+ * identifies the code object when user space reads it later (BS_PY_NAME_ID, BS_PY_FILE_ID):
+ * its name and file objects' addresses mixed with the name's hash and the first line. A
+ * code object freed meanwhile and its memory reused (pymalloc reuses the last freed block
+ * first, for the code object and its strings alike) is named only when the new one has the
+ * same name, file object and first line.
+ */
+struct bs_py_frame {
+	__u64 code;
+	__u64 instr; /* prev_instr (3.11, 3.12) or instr_ptr (3.13+) */
+	__u64 name;  /* co_name ^ co_name->hash */
+	__u64 file;  /* co_filename ^ co_firstlineno << 40; bit 0: its eval-loop call's first */
+};
+
+#define BS_PY_NAME_ID(name_ptr, name_hash) ((name_ptr) ^ (name_hash))
+#define BS_PY_FILE_ID(file_ptr, firstlineno)                                                       \
+	(((file_ptr) ^ ((__u64)(__u32)(firstlineno) << 40)) & ~BS_PY_FRAME_ENTRY)
+#define BS_PY_STR_HASH 24 /* PyASCIIObject: hash (3.11+) */
+
+#define BS_PY_FRAME_ENTRY 0x1ull /* in bs_py_frame.file: the eval loop was entered here */
+#define BS_PY_MAX_FRAMES  64	 /* Python frames read per sample: deeper ones are cut */
+#define BS_PY_NONE	  0xffffffffu
+
+/*
+ * How BPF reads one process's Python frames (user/py_stack.c fills it from the version):
+ * the thread holding the GIL is the one whose Python frames are read.
+ */
+struct bs_py_cfg {
+	__u64 locked;	       /* &gil->locked (int) */
+	__u64 holder;	       /* &gil->last_holder (PyThreadState *) */
+	__u32 tid_off;	       /* PyThreadState: native_thread_id, or thread_id (pthread_t) */
+	__u32 pthread_tid_off; /* 0: tid_off is native_thread_id; else tid's offset in pthread */
+	__u32 ts_frame;	       /* PyThreadState: cframe (3.11, 3.12) or current_frame (3.13+) */
+	__u32 cframe_frame;    /* _PyCFrame: current_frame; BS_PY_NONE when ts_frame is it */
+	__u32 fr_code;	       /* _PyInterpreterFrame: f_code / f_executable */
+	__u32 fr_prev;	       /* previous */
+	__u32 fr_instr;	       /* prev_instr / instr_ptr */
+	__u32 fr_owner;	       /* owner (char) */
+	__u32 fr_entry;	       /* is_entry (3.11, bool); BS_PY_NONE */
+	__u32 owner_cstack;    /* owner of the eval loop's entry frames (3.12+: 3); BS_PY_NONE */
+	__u32 co_name;	       /* PyCodeObject: co_name */
+	__u32 co_filename;     /* co_filename */
+	__u32 co_firstlineno;  /* co_firstlineno (int) */
+	__u32 _pad;
 };
 
 struct bs_cpu_sample {
@@ -709,12 +758,18 @@ struct bs_cpu_sample {
 	__u32 flags;	/* BS_CPU_* */
 };
 
-#define BS_CPU_KERNEL                                                                              \
-	0x1 /* the sample hit kernel code (the stack is where user space entered it) */
+/* The sample hit kernel code: its stack is where user space entered the kernel. */
+#define BS_CPU_KERNEL 0x1
+/* A Python thread holding the GIL: its Python frames were read. */
+#define BS_CPU_GIL 0x2
+/* A thread of a Python process whose frames bpfsight can read (BS_CPU_GIL says if it held it). */
+#define BS_CPU_PYTHON 0x4
 
 BS_ASSERT_RECORD(bs_stack, 32);
 BS_ASSERT_RECORD(bs_frame, 24);
-BS_ASSERT_RECORD(bs_cpu_sample_raw, 32);
+BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);
+BS_ASSERT_RECORD(bs_py_frame, 32);
+BS_ASSERT_RECORD(bs_py_cfg, 72);
 BS_ASSERT_RECORD(bs_cpu_sample, 32);
 /* ---- end of stacks and the cpu family ---- */
 

@@ -21,6 +21,9 @@ static int decode_sample(const struct bs_hdr *rec, const struct trace_model *m, 
 	ev->stack = trace_model__stack(m, s->stack_id);
 	event__arg_u64(ev, "cpu", rec->cpu);
 	event__arg_u64(ev, "stack_id", s->stack_id);
+	/* Only in the processes whose interpreter bpfsight reads: elsewhere it is unknown. */
+	if (s->flags & BS_CPU_PYTHON)
+		event__arg_bool(ev, "gil", !!(s->flags & BS_CPU_GIL));
 	return 1;
 }
 
@@ -84,7 +87,8 @@ struct cpu_row {
 
 static int cpu_row_cmp(const void *a, const void *b)
 {
-	const struct cpu_func *x = ((const struct cpu_row *)a)->f, *y = ((const struct cpu_row *)b)->f;
+	const struct cpu_func *x = ((const struct cpu_row *)a)->f,
+			      *y = ((const struct cpu_row *)b)->f;
 
 	if (x->self != y->self)
 		return x->self < y->self ? 1 : -1;
@@ -93,8 +97,7 @@ static int cpu_row_cmp(const void *a, const void *b)
 	return x->frame->addr < y->frame->addr ? -1 : x->frame->addr > y->frame->addr;
 }
 
-static void add_stack(struct hmap *funcs, const struct trace_stack *s, __u64 id, __u64 n,
-		      int *err)
+static void add_stack(struct hmap *funcs, const struct trace_stack *s, __u64 id, __u64 n, int *err)
 {
 	for (__u32 i = 0; i < s->nframes; i++) {
 		struct cpu_func *f = hmap__get(funcs, func_key(&s->frames[i]), 1);

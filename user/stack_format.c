@@ -33,6 +33,12 @@ const char *stack_frame__func(const struct bs_frame *f, const struct trace_model
 	}
 	if (func && *func)
 		return func;
+	if (f->kind == BS_FRAME_PYTHON) {
+		/* Freed (or its process gone) before the recorder could read it: unnamed. */
+		snprintf(buf, len, "[python code 0x%llx: gone before it was read]",
+			 (unsigned long long)f->addr);
+		return buf;
+	}
 	snprintf(buf, len, "[%s+0x%llx]", *file ? base_name(file) : "unknown",
 		 (unsigned long long)f->addr);
 	return buf;

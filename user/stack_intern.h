@@ -26,6 +26,23 @@ void stack_intern__free(struct stack_intern *s);
  */
 __u32 stack_intern__native(struct stack_intern *s, struct record_ctx *ctx, struct uprobe_mgr *m,
 			   pid_t pid, __u32 tid, __u64 ts, const __u64 *ips, __u32 n, int capped);
+/*
+ * The steps of stack_intern__native, for stacks made of more than native frames. Symbolize
+ * native addresses IPS into FRAMES (room for N + 1): how many frames, a cut marker included
+ * (a frame that cannot be real, or a walk that ended before a thread's first function
+ * without being CAPPED at the depth limit).
+ */
+__u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, struct uprobe_mgr *m,
+			      pid_t pid, const __u64 *ips, __u32 n, int capped,
+			      struct bs_frame *frames);
+/* The id of FRAMES (BS_STACK_* FLAGS), writing its STACK record when new; 0 on failure. */
+__u32 stack_intern__frames(struct stack_intern *s, struct record_ctx *ctx,
+			   const struct bs_frame *frames, __u32 n, __u32 flags, pid_t pid,
+			   __u32 tid, __u64 ts);
+/* The id cached for PID's raw words W[0..N) (TAG: anything else that decided it), or 0. */
+__u32 stack_intern__cached(struct stack_intern *s, pid_t pid, const __u64 *w, __u32 n, __u32 tag);
+void stack_intern__cache(struct stack_intern *s, pid_t pid, const __u64 *w, __u32 n, __u32 tag,
+			 __u32 id);
 /* PID's code changed (exec, dlopen, dlclose) or it ended: its addresses mean other things now. */
 void stack_intern__forget(struct stack_intern *s, pid_t pid);
 
