@@ -32,7 +32,10 @@ const struct rec_decoder cpu_decoders[] = {
 	{ 0 },
 };
 
-/* A function of cpu_sum: a named frame's (function, file), an unnamed one's address. */
+/*
+ * A row of cpu_sum: a native function (module, name), a Python line (file, function, line:
+ * py-spy top's rows), or an unnamed frame's address.
+ */
 struct cpu_func {
 	const struct bs_frame *frame; /* the first frame seen of it (the model's) */
 	__u64 self, total;
@@ -76,6 +79,9 @@ static void cpu_sum__add(void *vst, const struct bs_hdr *rec, const struct trace
 
 static struct hkey func_key(const struct bs_frame *f)
 {
+	if (f->func_id && f->kind == BS_FRAME_PYTHON)
+		return (struct hkey){ f->func_id | (__u64)f->line << 32,
+				      (__u64)f->file_id << 32 | f->kind };
 	if (f->func_id)
 		return (struct hkey){ f->func_id, (__u64)f->file_id << 32 | f->kind };
 	return (struct hkey){ f->addr, (__u64)f->file_id << 32 | f->kind };
