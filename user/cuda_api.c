@@ -2,7 +2,8 @@
 /*
  * The cuda family's API table: which runtime (libcudart) and driver (libcuda) functions are
  * probed, and for each its argument spec (args): what the BPF side captures and how the
- * decoder shows it. An entry's index is bs_ucall.fn in trace files: APPEND ONLY, never reorder or remove.
+ * decoder shows it. An entry's index is bs_ucall.fn in trace files: APPEND ONLY, never
+ * reorder or remove.
  *
  * Symbols are the ones CUDA 13 exports (nm -D libcudart.so.13, stubs/libcuda.so) and that code
  * built against CUDA 13's headers calls: cuda.h #defines cuMemAlloc to cuMemAlloc_v2, so the

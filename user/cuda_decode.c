@@ -12,24 +12,55 @@
 
 enum cuda_show { SHOW_NUM, SHOW_HEX, SHOW_NAME, SHOW_KIND, SHOW_NONE };
 
-/* How the event shows each key (the others feed derived values: SHOW_NONE). */
+/* How the event shows each key (the others feed derived values: SHOW_NONE), one a line. */
+// clang-format off
 static const __u8 shows[K_NR] = {
-	[K_KERNEL] = SHOW_NAME,	      [K_FUNC] = SHOW_NAME,	 [K_NAME] = SHOW_NAME,
-	[K_HANDLE] = SHOW_HEX,	      [K_GRID_X] = SHOW_NUM,	 [K_GRID_Y] = SHOW_NUM,
-	[K_GRID_Z] = SHOW_NUM,	      [K_BLOCK_X] = SHOW_NUM,	 [K_BLOCK_Y] = SHOW_NUM,
-	[K_BLOCK_Z] = SHOW_NUM,	      [K_SHARED_BYTES] = SHOW_NUM, [K_DST] = SHOW_HEX,
-	[K_DST_DEVICE] = SHOW_NUM,    [K_DST_CTX] = SHOW_HEX,	 [K_SRC] = SHOW_HEX,
-	[K_SRC_DEVICE] = SHOW_NUM,    [K_SRC_CTX] = SHOW_HEX,	 [K_BYTES] = SHOW_NUM,
-	[K_VALUE] = SHOW_NUM,	      [K_KIND] = SHOW_KIND,	 [K_COUNT] = SHOW_NUM,
-	[K_PTR] = SHOW_HEX,	      [K_WIDTH] = SHOW_NUM,	 [K_HEIGHT] = SHOW_NUM,
-	[K_DEPTH] = SHOW_NUM,	      [K_ADDR] = SHOW_HEX,	 [K_POOL] = SHOW_HEX,
-	[K_MODULE] = SHOW_HEX,	      [K_LIBRARY] = SHOW_HEX,	 [K_GRAPH] = SHOW_HEX,
-	[K_GRAPH_EXEC] = SHOW_HEX,    [K_MODE] = SHOW_NUM,	 [K_FLAGS] = SHOW_NUM,
-	[K_CTX] = SHOW_HEX,	      [K_STREAM] = SHOW_HEX,	 [K_EVENT] = SHOW_HEX,
-	[K_GRID] = SHOW_NONE,	      [K_BLOCK] = SHOW_NONE,	 [K_SRC_MT] = SHOW_NONE,
-	[K_DST_MT] = SHOW_NONE,	      [K_SRC_HOST] = SHOW_NONE,	 [K_DST_HOST] = SHOW_NONE,
-	[K_SRC_ARR] = SHOW_NONE,      [K_DST_ARR] = SHOW_NONE,
+	[K_KERNEL] = SHOW_NAME,
+	[K_FUNC] = SHOW_NAME,
+	[K_NAME] = SHOW_NAME,
+	[K_HANDLE] = SHOW_HEX,
+	[K_GRID_X] = SHOW_NUM,
+	[K_GRID_Y] = SHOW_NUM,
+	[K_GRID_Z] = SHOW_NUM,
+	[K_BLOCK_X] = SHOW_NUM,
+	[K_BLOCK_Y] = SHOW_NUM,
+	[K_BLOCK_Z] = SHOW_NUM,
+	[K_SHARED_BYTES] = SHOW_NUM,
+	[K_DST] = SHOW_HEX,
+	[K_DST_DEVICE] = SHOW_NUM,
+	[K_DST_CTX] = SHOW_HEX,
+	[K_SRC] = SHOW_HEX,
+	[K_SRC_DEVICE] = SHOW_NUM,
+	[K_SRC_CTX] = SHOW_HEX,
+	[K_BYTES] = SHOW_NUM,
+	[K_VALUE] = SHOW_NUM,
+	[K_KIND] = SHOW_KIND,
+	[K_COUNT] = SHOW_NUM,
+	[K_PTR] = SHOW_HEX,
+	[K_WIDTH] = SHOW_NUM,
+	[K_HEIGHT] = SHOW_NUM,
+	[K_DEPTH] = SHOW_NUM,
+	[K_ADDR] = SHOW_HEX,
+	[K_POOL] = SHOW_HEX,
+	[K_MODULE] = SHOW_HEX,
+	[K_LIBRARY] = SHOW_HEX,
+	[K_GRAPH] = SHOW_HEX,
+	[K_GRAPH_EXEC] = SHOW_HEX,
+	[K_MODE] = SHOW_NUM,
+	[K_FLAGS] = SHOW_NUM,
+	[K_CTX] = SHOW_HEX,
+	[K_STREAM] = SHOW_HEX,
+	[K_EVENT] = SHOW_HEX,
+	[K_GRID] = SHOW_NONE,
+	[K_BLOCK] = SHOW_NONE,
+	[K_SRC_MT] = SHOW_NONE,
+	[K_DST_MT] = SHOW_NONE,
+	[K_SRC_HOST] = SHOW_NONE,
+	[K_DST_HOST] = SHOW_NONE,
+	[K_SRC_ARR] = SHOW_NONE,
+	[K_DST_ARR] = SHOW_NONE,
 };
+// clang-format on
 
 /* CUmemorytype */
 #define MT_HOST	   1
@@ -137,8 +168,10 @@ void cuda_call__read(const struct bs_hdr *rec, struct cuda_call *c)
 		switch (f->src) {
 		case UCALL_SRC_WORD:
 			if (f->type == UCALL_T_DIM3) {
-				call_set(c, dim_key(f->key, 0), (__u32)u->args[f->word], UCALL_T_U64);
-				call_set(c, dim_key(f->key, 1), u->args[f->word] >> 32, UCALL_T_U64);
+				call_set(c, dim_key(f->key, 0), (__u32)u->args[f->word],
+					 UCALL_T_U64);
+				call_set(c, dim_key(f->key, 1), u->args[f->word] >> 32,
+					 UCALL_T_U64);
 				call_set(c, dim_key(f->key, 2), (__u32)u->args[f->word + 1],
 					 UCALL_T_U64);
 				continue;
@@ -166,10 +199,12 @@ void cuda_call__read(const struct bs_hdr *rec, struct cuda_call *c)
 			if (f->type == UCALL_T_DIM3) {
 				for (int d = 0; d < 3; d++)
 					call_set(c, dim_key(f->key, d),
-						 le_read(deref + f->off - base + 4 * d, 4), UCALL_T_U64);
+						 le_read(deref + f->off - base + 4 * d, 4),
+						 UCALL_T_U64);
 				continue;
 			}
-			v = narrow(le_read(deref + f->off - base, ucall_type_size[f->type]), f->type);
+			v = narrow(le_read(deref + f->off - base, ucall_type_size[f->type]),
+				   f->type);
 			break;
 		}
 		if (f->key == K_BYTES) {

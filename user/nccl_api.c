@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The nccl family's API table: which libnccl functions are probed, what the BPF side captures
- * for each and how the decoder reads their arguments (args, the argument spec). An entry's index is
- * bs_ucall.fn in trace files: APPEND ONLY, never reorder or remove.
+ * The nccl family's API table: which libnccl functions are probed, and for each its argument
+ * spec (args): what the BPF side captures and how the decoder reads the arguments. An entry's
+ * index is bs_ucall.fn in trace files: APPEND ONLY, never reorder or remove.
  *
  * Symbols are the ncclX ones libnccl exports (nm -D, NCCL 2.28). NCCL also exports a pncclX
  * profiling alias of each at the same address, so probing ncclX sees calls made through

@@ -185,6 +185,14 @@ int nccl_call__is_op(const struct nccl_call *c)
 	return c->api && (c->api->group == NCCL_GRP_COLL || c->api->group == NCCL_GRP_P2P);
 }
 
+#define NCCL_GROUP_TS_MAX 16
+
+struct nccl_thread {
+	__u32 group_depth;
+	__u32 _pad;
+	__u64 start_ts[NCCL_GROUP_TS_MAX]; /* entry time of each open ncclGroupStart */
+};
+
 struct nccl_walk *nccl_walk__new(void)
 {
 	struct nccl_walk *w = calloc(1, sizeof(*w));

@@ -72,13 +72,6 @@ int nccl_call__is_op(const struct nccl_call *c);
  * The walk. Records are written at return, so a thread's records come in the order its calls
  * returned: a group's ncclGroupStart before the calls inside it, its ncclGroupEnd after them.
  */
-#define NCCL_GROUP_TS_MAX 16
-
-struct nccl_thread {
-	__u32 group_depth;
-	__u32 _pad;
-	__u64 start_ts[NCCL_GROUP_TS_MAX]; /* entry time of each open ncclGroupStart */
-};
 
 /* What the walk knew about the record it observed last. */
 struct nccl_ctx {
