@@ -324,4 +324,5 @@ clean:
 	$(call msg,CLEAN,$(OUT))
 	$(Q)rm -rf $(OUT)
 
--include $(wildcard $(OUT)/obj/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d $(OUT)/fuzz-obj/*.d)
+-include $(wildcard $(OUT)/obj/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d $(OUT)/fuzz-obj/*.d \
+		    $(OUT)/check_specs.d)
