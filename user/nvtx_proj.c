@@ -70,8 +70,8 @@ int nvtx_proj__add(struct nvtx_proj *p, const struct bs_hdr *rec, const struct t
 		return 0;
 	if (grow((void **)&p->ops, &p->nops, &p->cap_ops, sizeof(*p->ops)))
 		return -ENOMEM;
-	p->ops[p->nops++] = (struct nvtx_proj_op){ op.pid,    op.tid,	 op.call_ts, op.ts,
-						   op.dur,    op.device, op.stream };
+	p->ops[p->nops++] = (struct nvtx_proj_op){ op.pid, op.tid,    op.call_ts, op.ts,
+						   op.dur, op.device, op.stream };
 	return 0;
 }
 
