@@ -16,9 +16,10 @@ traces and the commands):
   launched inside it, 1 ns wider on each side (Kineto's), the same projection as stats'
   nvtx_gpu_proj_sum.
 
-On two traces: the real cupti_feed workload through the shim (tests/e2e/test_gpu.py), recorded
-with -t cuda,gpu,nvtx,osrt, whose every call and record is known, and the synthetic trace of
-test_export_gpu.py (every link kind, two devices, nested and cross-thread NVTX ranges).
+On two traces: the real cupti_feed workload through the shim (tests/e2e/test_gpu.py), with
+its NVTX ranges (--nvtx), recorded with -t cuda,gpu,nvtx,osrt, whose every call and record is
+known, and the synthetic trace of test_export_gpu.py (every link kind, two devices, nested and
+cross-thread NVTX ranges).
 """
 import collections
 import decimal
@@ -161,11 +162,13 @@ def test_kineto_synthetic_every_link_kind():
 
 
 def test_kineto_real_feed_through_the_shim():
-    """cupti_feed: 12 traced calls with their GPU work, kernel_d launched through the driver
-    with only CUPTI's API record, orphan_v (correlation 300) with no launch known."""
+    """cupti_feed --nvtx: 12 traced calls with their GPU work inside the NVTX range "step",
+    the three cudaLaunchKernel in "fwd" inside it, kernel_d launched through the driver with
+    only CUPTI's API record, orphan_v (correlation 300) with no launch known."""
     need_feed()
     out = os.path.join(tmpdir(), "t.bst")
-    p = run([BPFSIGHT, "record", "-o", out, "-t", "cuda,gpu,nvtx,osrt", "--", FEED, SHIM_TEST])
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "cuda,gpu,nvtx,osrt", "--", FEED, "--nvtx",
+             SHIM_TEST])
     eq(p.returncode, 0, f"record exit ({p.stderr[-500:]})")
     head, fed = parse(p.stdout)
     text, doc = export_chrome(out)
@@ -194,4 +197,17 @@ def test_kineto_real_feed_through_the_shim():
                "Memcpy DtoD (Device -> Device)", "Memcpy HtoH (Pinned -> Pinned)",
                "Memcpy HtoD (Pinned -> Device)", "Memcpy PtoP (Device -> Device)",
                "Memset (Device)", "Memset (Device)"]), "Kineto's copy and memset names")
-    eq(annotations(doc), collections.Counter(), "no NVTX range: no gpu_user_annotation")
+    ann = annotations(doc)
+    want, total = projection(evs)
+    eq(ann, want, "gpu_user_annotation: ranges projected onto their streams")
+    kern = {e["name"]: e for e in gpu if e["cat"] == "kernel"}
+    eq(sorted(k for k in ann if k[0] == "fwd"),
+       sorted(("fwd", kern[n]["pid"], kern[n]["tid"], ns(kern[n]["ts"]) - 1, dur + 2)
+              for n, dur in (("kernel_a()", 10000), ("kernel_b(float*, int)", 20000),
+                             ("kernel_c()", 30000))),
+       "fwd: one per stream of its three kernels, 1 ns wider on each side")
+    eq(sorted((k[1], k[2]) for k in ann if k[0] == "step"), [(0, 7), (0, 14), (1, 13)],
+       "step: the three streams of its twelve calls' work")
+    eq(total, collections.Counter({(r["name"], r["style"]): r["total_proj_ns"] for r in
+                                   stats(out, "nvtx_gpu_proj_sum")["nvtx_gpu_proj_sum"]}),
+       "the projected time of nvtx_gpu_proj_sum")
