@@ -11,7 +11,9 @@
  * contention" counter per python process (export_chrome_gil.c). Streamed: every event is
  * written as it comes; memory holds only the set of processes and threads seen (for their
  * name events at the end), the (device, stream) pairs, for NCCL traces a rank per process,
- * and for GIL traces the contention bins (8 bytes per 10 ms per python process that waited).
+ * for GIL traces the contention bins (8 bytes per 10 ms per python process that waited), and
+ * for traces of both gpu and nvtx every closed range and linked GPU operation: the one use
+ * that grows with events, since Kineto's gpu_user_annotation needs them all (written last).
  * OUT ending in ".gz" is gzip-compressed on the fly.
  *
  * distributedInfo (Kineto's {"backend": "nccl", "rank": R, "world_size": W}) must come before
