@@ -114,9 +114,21 @@ $(OUT)/obj/%.o: user/%.c | $(OUT)/obj $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(OUT)/bpfsight: $(USER_OBJS)
+# Linked once every argument spec of the uprobe families compiles (tools/check_specs.c).
+$(OUT)/bpfsight: $(USER_OBJS) $(OUT)/specs.ok
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $(USER_OBJS) $(LDLIBS) -o $@
+
+# The API tables and the spec compiler alone: a malformed spec fails the build here, with
+# its function's name and what is wrong.
+SPEC_OBJS := $(addprefix $(OUT)/obj/,ucall_spec.o ucall_api.o cuda_api.o nccl_api.o)
+$(OUT)/check_specs: tools/check_specs.c $(SPEC_OBJS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(SPEC_OBJS) -o $@
+
+$(OUT)/specs.ok: $(OUT)/check_specs
+	$(call msg,CHECK,argument specs)
+	$(Q)$< && touch $@
 
 # Workloads are ordinary dynamically linked programs, as a user's would be.
 $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
@@ -315,4 +327,5 @@ clean:
 	$(call msg,CLEAN,$(OUT))
 	$(Q)rm -rf $(OUT)
 
--include $(wildcard $(OUT)/obj/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d $(OUT)/fuzz-obj/*.d)
+-include $(wildcard $(OUT)/obj/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d $(OUT)/fuzz-obj/*.d \
+		    $(OUT)/check_specs.d)

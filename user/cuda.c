@@ -76,7 +76,9 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 {
 	const struct bs_ucall *r = (const void *)rec;
 	struct cuda_state *st = state;
+	const struct ucall_spec *spec;
 	const struct ucall_api *api;
+	struct ucall_spec tmp;
 	const char *name;
 	char buf[4096];
 	int arg, ok;
@@ -94,7 +96,8 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 			capture_gate__close(ctx->gate, rec->ts + r->dur);
 	}
 	ok = (__s32)r->ret == 0; /* the code is in eax: rax's upper half is undefined */
-	arg = CUDA_FUNC_ARG_OF(api->flags);
+	spec = ucall_table__spec(&cuda_table, r->fn, &tmp);
+	arg = spec->fn_word; /* the kernel, host function or handle the call names */
 	if (arg >= 0 && arg < BS_UCALL_NARGS && r->args[arg]) {
 		__u64 fn = r->args[arg];
 

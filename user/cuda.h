@@ -2,7 +2,7 @@
 /*
  * cuda family: CUDA runtime (libcudart, shared or static) and driver (libcuda) API calls,
  * traced by uprobes wherever the code is mapped. Record side in cuda.c, the API table in
- * cuda_api.c, decoders and reports in cuda_report.c.
+ * cuda_api.c, the decoder in cuda_decode.c, the reports in cuda_report.c.
  */
 #ifndef BPFSIGHT_CUDA_H
 #define BPFSIGHT_CUDA_H
@@ -32,19 +32,10 @@ enum cuda_group {
 #define CUDA_F_PROFILER_STOP  0x0004 /* closes it */
 /* out (the handle the call returned) is named by the NUL-terminated deref string. */
 #define CUDA_F_NAMES_OUT 0x0008
-/* out is another handle for the function named by handle arg CUDA_F_FUNC_ARG. */
+/* out is another handle for the function its fn field names (name:fn). */
 #define CUDA_F_ALIAS_OUT 0x0010
-/*
- * Argument index + 1 (bits 8-11) holding the function the call launches or refers to: a
- * host address (runtime: kernel stub, host function; symbolized from the process's ELF
- * files) or a driver handle (CUDA_F_DRIVER: named by an earlier CUDA_F_NAMES_OUT call).
- */
-#define CUDA_F_FUNC_ARG(i)	((__u16)(((i) + 1) << 8))
-#define CUDA_FUNC_ARG_OF(flags) ((int)(((flags) >> 8) & 0xf) - 1) /* -1 = none */
 
 extern const struct ucall_table cuda_table; /* cuda_api.c */
-/* Check every entry's args string against its flags and deref fields (cuda_report.c). */
-int cuda_table__check(const struct ucall_table *t, char *err, size_t len);
 extern const struct rec_decoder cuda_decoders[];
 extern const struct report *const cuda_reports[];
 extern const struct family family_cuda;

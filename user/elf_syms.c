@@ -38,7 +38,7 @@ struct sym {
 	__u8 src;    /* enum sym_src */
 	__u8 hidden; /* a non-default version ("foo@VER", not "foo@@VER") */
 	__u8 local;  /* STB_LOCAL */
-	__u8 pad;
+	__u8 object; /* an exported variable (elf_syms__find_data), not a function */
 };
 
 struct elf_syms {
@@ -48,8 +48,9 @@ struct elf_syms {
 	size_t nsegs;
 	struct sym *syms;
 	__u32 nsyms;
-	__u32 *by_addr; /* indices into syms, by (vaddr, preference) */
-	__u32 *hash;	/* name hash -> first symbol of that name */
+	__u32 *by_addr; /* indices of the functions in syms, by (vaddr, preference) */
+	__u32 nfuncs;
+	__u32 *hash; /* name hash -> first symbol of that name */
 	__u32 hmask;
 	char *names;
 	size_t names_len, names_cap;
@@ -278,12 +279,22 @@ static int find_table(Elf *elf, Elf64_Word type, enum sym_src src, struct table 
 	return t->syms ? 1 : 0;
 }
 
+/* Is VADDR in a PT_LOAD segment's memory (.bss included)? */
+static int in_image(const struct elf_syms *s, __u64 vaddr)
+{
+	for (size_t i = 0; i < s->nsegs; i++)
+		if (vaddr >= s->segs[i].vaddr && vaddr - s->segs[i].vaddr < s->segs[i].memsz)
+			return 1;
+	return 0;
+}
+
 /*
- * Symbol I of T if it is a defined function in the main file's code: its name (without a
- * "@VER"/"@@VER" suffix), that name's length, whether it is a non-default version.
+ * Symbol I of T if it is a defined function in the main file's code, or a variable .dynsym
+ * exports (*OBJECT): its name (without a "@VER"/"@@VER" suffix), that name's length, whether
+ * it is a non-default version.
  */
 static int candidate(const struct elf_syms *s, const struct table *t, size_t i, GElf_Sym *sym,
-		     const char **name, size_t *len, int *hidden)
+		     const char **name, size_t *len, int *hidden, int *object)
 {
 	const char *str, *at, *end;
 	const struct seg *seg;
@@ -292,13 +303,14 @@ static int candidate(const struct elf_syms *s, const struct table *t, size_t i, 
 	if (!gelf_getsym(t->syms, (int)i, sym))
 		return 0;
 	type = GELF_ST_TYPE(sym->st_info);
-	if (type != STT_FUNC && type != STT_GNU_IFUNC)
+	*object = type == STT_OBJECT && t->src == SRC_DYNSYM;
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && !*object)
 		return 0;
 	if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || !sym->st_value ||
 	    sym->st_name >= t->strs->d_size)
 		return 0;
 	seg = seg_of(s, sym->st_value);
-	if (!seg || !(seg->flags & PF_X))
+	if (*object ? !in_image(s, sym->st_value) : !seg || !(seg->flags & PF_X))
 		return 0;
 	str = (const char *)t->strs->d_buf + sym->st_name;
 	end = memchr(str, 0, t->strs->d_size - sym->st_name);
@@ -326,7 +338,7 @@ static int candidate(const struct elf_syms *s, const struct table *t, size_t i, 
 
 /* Add one symbol: a (name, vaddr) already present is kept once, as first seen. */
 static void add_sym(struct elf_syms *s, const char *name, size_t len, const GElf_Sym *sym,
-		    enum sym_src src, int hidden)
+		    enum sym_src src, int hidden, int object)
 {
 	__u32 h = name_hash(name, len), slot = h & s->hmask, head, k;
 	struct sym *y;
@@ -349,6 +361,7 @@ static void add_sym(struct elf_syms *s, const char *name, size_t len, const GElf
 	y->src = src;
 	y->hidden = !!hidden;
 	y->local = GELF_ST_BIND(sym->st_info) == STB_LOCAL;
+	y->object = !!object;
 	if (head == NONE) {
 		if (s->names_len + len + 1 > s->names_cap) {
 			/* Linkers merge string tails ("bar" inside "foobar"), so names may outgrow
@@ -382,11 +395,11 @@ static void add_table(struct elf_syms *s, const struct table *t)
 	const char *name;
 	size_t i, len;
 	GElf_Sym sym;
-	int hidden;
+	int hidden, object;
 
 	for (i = 0; i < t->n; i++)
-		if (candidate(s, t, i, &sym, &name, &len, &hidden))
-			add_sym(s, name, len, &sym, t->src, hidden);
+		if (candidate(s, t, i, &sym, &name, &len, &hidden, &object))
+			add_sym(s, name, len, &sym, t->src, hidden, object);
 }
 
 /* Open PATH as the debug file of S: an ELF with a .symtab whose build-id matches. */
@@ -563,8 +576,9 @@ static int build(struct elf_syms *s, struct table *tabs, size_t ntabs)
 	if (!s->by_addr)
 		return -ENOMEM;
 	for (i = 0; i < s->nsyms; i++)
-		s->by_addr[i] = (__u32)i;
-	qsort_r(s->by_addr, s->nsyms, sizeof(*s->by_addr), by_addr_cmp, s);
+		if (!s->syms[i].object)
+			s->by_addr[s->nfuncs++] = (__u32)i;
+	qsort_r(s->by_addr, s->nfuncs, sizeof(*s->by_addr), by_addr_cmp, s);
 	return 0;
 }
 
@@ -653,7 +667,8 @@ static void fill(const struct elf_syms *s, const struct sym *y, __u64 size, stru
 	out->source = src_names[y->src];
 }
 
-int elf_syms__find(const struct elf_syms *s, const char *name, struct elf_sym *out)
+/* The best symbol NAME of the kind asked for (a function, or a variable when OBJECT). */
+static int find_kind(const struct elf_syms *s, const char *name, int object, struct elf_sym *out)
 {
 	const struct sym *best = NULL;
 	__u32 slot, k, h;
@@ -671,7 +686,8 @@ int elf_syms__find(const struct elf_syms *s, const char *name, struct elf_sym *o
 		    s->names[y->name + len])
 			continue;
 		for (k = s->hash[slot]; k != NONE; k = s->syms[k].next)
-			if (!best || sym_score(&s->syms[k]) < sym_score(best))
+			if (s->syms[k].object == object &&
+			    (!best || sym_score(&s->syms[k]) < sym_score(best)))
 				best = &s->syms[k];
 		break;
 	}
@@ -680,6 +696,16 @@ int elf_syms__find(const struct elf_syms *s, const char *name, struct elf_sym *o
 	if (out)
 		fill(s, best, best->size, out);
 	return 0;
+}
+
+int elf_syms__find(const struct elf_syms *s, const char *name, struct elf_sym *out)
+{
+	return find_kind(s, name, 0, out);
+}
+
+int elf_syms__find_data(const struct elf_syms *s, const char *name, struct elf_sym *out)
+{
+	return find_kind(s, name, 1, out);
 }
 
 int elf_syms__for_each(const struct elf_syms *s, int (*cb)(const struct elf_sym *sym, void *arg),
@@ -691,7 +717,7 @@ int elf_syms__for_each(const struct elf_syms *s, int (*cb)(const struct elf_sym 
 
 	if (!s || !cb)
 		return -EINVAL;
-	for (i = 0; i < s->nsyms; i++) {
+	for (i = 0; i < s->nfuncs; i++) {
 		const struct sym *y = &s->syms[s->by_addr[i]];
 
 		fill(s, y, y->size, &e);
@@ -710,7 +736,7 @@ int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
 
 	if (!s)
 		return -EINVAL;
-	hi = s->nsyms;
+	hi = s->nfuncs;
 	/* The last symbol starting at or below VADDR. */
 	while (lo < hi) {
 		__u32 mid = lo + (hi - lo) / 2;
@@ -727,13 +753,13 @@ int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
 		first--;
 	/* The group's first entry is the preferred name; its extent is the largest size. */
 	for (i = first;
-	     i < s->nsyms && s->syms[s->by_addr[i]].vaddr == s->syms[s->by_addr[first]].vaddr; i++)
+	     i < s->nfuncs && s->syms[s->by_addr[i]].vaddr == s->syms[s->by_addr[first]].vaddr; i++)
 		if (s->syms[s->by_addr[i]].size > size)
 			size = s->syms[s->by_addr[i]].size;
 	if (!size) {
 		/* Size 0 (assembly, stripped sizes): up to the next symbol or the segment's end. */
 		seg = seg_of(s, s->syms[s->by_addr[first]].vaddr);
-		end = i < s->nsyms ? s->syms[s->by_addr[i]].vaddr : 0;
+		end = i < s->nfuncs ? s->syms[s->by_addr[i]].vaddr : 0;
 		if (seg && (!end || end > seg->vaddr + seg->filesz))
 			end = seg->vaddr + seg->filesz;
 		size = end - s->syms[s->by_addr[first]].vaddr;
@@ -784,6 +810,17 @@ int elf_syms__off_to_vaddr(const struct elf_syms *s, __u64 off, __u64 *vaddr)
 		}
 	}
 	return -ENOENT;
+}
+
+size_t elf_syms__code_segments(const struct elf_syms *s, struct elf_seg *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; s && i < s->nsegs; i++)
+		if ((s->segs[i].flags & PF_X) && n++ < max)
+			out[n - 1] = (struct elf_seg){ s->segs[i].vaddr, s->segs[i].off,
+						       s->segs[i].filesz };
+	return n;
 }
 
 const char *elf_syms__build_id(const struct elf_syms *s)

@@ -3,10 +3,10 @@
  * The function symbols of one ELF file, for probe discovery and symbolization: .dynsym, then
  * .symtab, or when the file has no .symtab a separate debug file found by build-id
  * (ROOT/usr/lib/debug/.build-id/xx/yyy.debug) or by .gnu_debuglink (ROOT/usr/lib/debug/DIR/,
- * DIR/.debug/, DIR/; matched by build-id, else by the link's CRC). Symbols come from the
- * debug file, code bytes and segments from the file itself. Opened once per file (dev,
- * inode) and kept: lookups are by exact name (a versioned "foo@@VER" matches "foo") and by
- * address. A name defined more than once (a default and a compat version, statics in
+ * DIR/.debug/, DIR/; matched by build-id, else by the link's CRC); and the variables .dynsym
+ * exports, looked up apart (elf_syms__find_data). Symbols come from the debug file, code
+ * bytes and segments from the file itself. Opened once per file (dev, inode) and kept:
+ * lookups are by exact name (a versioned "foo@@VER" matches "foo") and by address. A name defined more than once (a default and a compat version, statics in
  * different files) is one entry per address; find() prefers global over local and the
  * default version ("@@") over compat ones, which is what callers bind to. STT_GNU_IFUNC
  * symbols are their resolvers. The open handle keeps one fd (for elf_syms__read) and copies
@@ -40,6 +40,11 @@ void elf_syms__free(struct elf_syms *s);
 /* Find the function NAME (defined, STT_FUNC or STT_GNU_IFUNC, size may be 0). 0 or -ENOENT. */
 int elf_syms__find(const struct elf_syms *s, const char *name, struct elf_sym *out);
 /*
+ * Find the variable NAME the file exports (.dynsym, STT_OBJECT: a python's _PyRuntime): 0 or
+ * -ENOENT. OUT->file_off is 0 when it lies past the file-backed part (.bss).
+ */
+int elf_syms__find_data(const struct elf_syms *s, const char *name, struct elf_sym *out);
+/*
  * Call CB for every defined function symbol, by address; stops when CB returns non-zero
  * (returned).
  */
@@ -59,6 +64,16 @@ int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out);
 int elf_syms__read(const struct elf_syms *s, __u64 vaddr, void *buf, size_t len);
 /* ELF vaddr of file offset OFF in a PT_LOAD segment (for address -> symbol); 0 or -ENOENT. */
 int elf_syms__off_to_vaddr(const struct elf_syms *s, __u64 off, __u64 *vaddr);
+/* Where a PT_LOAD segment's bytes are in the file and in the ELF address space. */
+struct elf_seg {
+	__u64 vaddr, off, filesz;
+};
+
+/*
+ * The executable PT_LOAD segments, in file order: up to MAX into OUT; returns how many there
+ * are (a mapping of code in /proc/PID/maps is one of them: its load bias follows).
+ */
+size_t elf_syms__code_segments(const struct elf_syms *s, struct elf_seg *out, size_t max);
 /* Lower-case hex build-id, or "" when the file has none. */
 const char *elf_syms__build_id(const struct elf_syms *s);
 /* 1 when symbols came from .symtab or a debug file too (not only .dynsym). */

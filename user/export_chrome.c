@@ -11,7 +11,9 @@
  * contention" counter per python process (export_chrome_gil.c). Streamed: every event is
  * written as it comes; memory holds only the set of processes and threads seen (for their
  * name events at the end), the (device, stream) pairs, for NCCL traces a rank per process,
- * and for GIL traces the contention bins (8 bytes per 10 ms per python process that waited).
+ * for GIL traces the contention bins (8 bytes per 10 ms per python process that waited), and
+ * for traces of both gpu and nvtx every closed range and linked GPU operation: the one use
+ * that grows with events, since Kineto's gpu_user_annotation needs them all (written last).
  * OUT ending in ".gz" is gzip-compressed on the fly.
  *
  * distributedInfo (Kineto's {"backend": "nccl", "rank": R, "world_size": W}) must come before
@@ -351,6 +353,10 @@ static int chrome_header(struct chrome *c, const struct trace_meta *meta)
 	}
 	json__kv_str(&j, "traceName", c->path);
 	json__kv_str(&j, "displayTimeUnit", "ns");
+	/* Kineto's: ts + this = wall-clock (ns since the epoch): REALTIME - MONOTONIC at start. */
+	if (meta->start.realtime_ns > meta->start.mono_ns)
+		json__kv_u64(&j, "baseTimeNanoseconds",
+			     meta->start.realtime_ns - meta->start.mono_ns);
 	/* Ours: where the trace comes from, and the clocks to turn ts into wall time. */
 	json__key(&j, "bpfsight");
 	json__begin_object(&j);
@@ -438,6 +444,7 @@ static void chrome_free(struct chrome *c)
 	hmap__free(c->procs);
 	hmap__free(c->ranks);
 	hmap__free(c->gpu_streams);
+	nvtx_proj__free(c->proj);
 	gil_contention__free(c->gil);
 	if (c->scratch)
 		fclose(c->scratch);
@@ -461,6 +468,12 @@ static void *chrome__open(const char *out, const struct trace_meta *meta, int *e
 	c->ranks = hmap__new(sizeof(struct chrome_rank));
 	c->gpu_streams = hmap__new(1);
 	c->gil = gil_contention__new(CHROME_GIL_BIN_NS);
+	/* Only traces that can project ranges onto the GPU hold them until the end. */
+	if (has_family(meta->families, "gpu") && has_family(meta->families, "nvtx") &&
+	    !(c->proj = nvtx_proj__new())) {
+		*err = -ENOMEM;
+		goto err_free;
+	}
 	c->start_mono = meta->start.mono_ns;
 	c->scratch = open_memstream(&c->scratch_buf, &c->scratch_size);
 	if (!c->threads || !c->procs || !c->ranks || !c->gpu_streams || !c->gil || !c->scratch) {
@@ -649,7 +662,7 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 		return err;
 	if (!ev)
 		return 0;
-	err = chrome_gpu__record(c, rec, ev);
+	err = chrome_gpu__record(c, rec, ev, m);
 	if (err)
 		return err < 0 ? err : ferror(c->f) ? chrome_err(c) : 0;
 	k = chrome_kind_of(c, ev->kind);
@@ -734,9 +747,11 @@ static int chrome__finish(void *st, const struct trace_model *m, const struct tr
 	int err = 0;
 
 	chrome_gil__counters(c);
-	chrome_names(c, m);
+	err = chrome_gpu__annotations(c);
+	if (!err)
+		chrome_names(c, m);
 	fputs("\n]}\n", c->f);
-	if (fflush(c->f) || ferror(c->f))
+	if (!err && (fflush(c->f) || ferror(c->f)))
 		err = chrome_err(c);
 	/* Before the stream closes: a .gz trailer's CRC covers the final header. */
 	if (!err && c->dist_off >= 0) {

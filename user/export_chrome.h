@@ -11,6 +11,7 @@
 #include <zlib.h>
 #include "export.h"
 #include "gil_contention.h"
+#include "nvtx_proj.h"
 #include "stats_math.h"
 
 /* gzip level: 1 keeps a 100 M-event export CPU-bound on JSON formatting, not on deflate. */
@@ -60,6 +61,7 @@ struct chrome {
 	struct hmap *procs;	  /* {pid, 0} -> u8 */
 	struct hmap *ranks;	  /* {pid, 0} -> struct chrome_rank (NCCL traces) */
 	struct hmap *gpu_streams; /* {device, stream} -> u8: GPU "threads" drawn on */
+	struct nvtx_proj *proj;	  /* NVTX ranges and GPU work (gpu and nvtx traces), or NULL */
 	FILE *scratch;		  /* an event's args, when Kineto's keys are added */
 	char *scratch_buf;
 	size_t scratch_size;
@@ -89,7 +91,10 @@ void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid,
 
 /* export_chrome_gpu.c */
 /* Draw a gpu or nvtx family event: 1 when EV was one (written), 0 when not, or -errno. */
-int chrome_gpu__record(struct chrome *c, const struct bs_hdr *rec, const struct event *ev);
+int chrome_gpu__record(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
+		       const struct trace_model *m);
+/* The gpu_user_annotation events (NVTX ranges on the GPU), once every record was seen. */
+int chrome_gpu__annotations(struct chrome *c);
 /* The flow id a cuda call starts when it can put work on the GPU, else 0. */
 __u64 chrome_gpu__launch_flow(const struct bs_hdr *rec);
 /* An ac2g flow event: 's' at a launch, 'f' (bound to the enclosing slice) at its GPU work. */

@@ -4,25 +4,36 @@
  * Trace Analysis reads them:
  *   - kernels, copies and memsets: "ph":"X" of cat "kernel", "gpu_memcpy", "gpu_memset" on
  *     pid = device, tid = stream (named "GPU N" and "stream S"), with dump's args plus Kineto's
- *     "correlation", "registers per thread", "shared memory", "memory bandwidth (GB/s)";
- *   - the launching call (a cuda_api event of a launch, graph, copy or memset API, or CUPTI's
- *     gpu_api record when no cuda event was matched) carries the same "correlation", and an
- *     "ac2g" flow goes from it ("ph":"s") to its GPU work ("ph":"f", "bp":"e");
+ *     "correlation", "registers per thread", "shared memory", "memory bandwidth (GB/s)"; copies
+ *     and memsets under Kineto's names ("Memcpy HtoD (Pageable -> Device)", "Memset (Device)":
+ *     HTA tells memory work from compute by them), not nsys's that dump, SQLite and stats keep;
+ *   - one event per launching call, as Kineto writes one runtime event per call: the cuda_api
+ *     event when one was matched to CUPTI's API record of the call (the API record is then
+ *     not written), else the API record itself. It carries the same "correlation" as its GPU
+ *     work, and an "ac2g" flow goes from it ("ph":"s") to its GPU work ("ph":"f", "bp":"e");
  *   - NVTX push/pop ranges: "ph":"X" of cat "user_annotation" on their thread; start/end ranges:
  *     async "ph":"b" on the starting thread and "ph":"e" on the ending one ("id2" local to the
- *     process: the range id).
+ *     process: the range id);
+ *   - each range projected onto the streams that ran the GPU work its thread launched inside
+ *     it (nvtx_proj.c, nvtx_gpu_proj_sum's projection): "ph":"X" of cat "gpu_user_annotation"
+ *     per (range, device, stream), from the first operation's start to the last one's end, 1 ns
+ *     wider on each side as Kineto draws them (so they enclose their kernels in the viewers).
+ *     Written at the end: the projection needs every range and operation.
  *
  * Kineto's correlation is CUPTI's id, which both sides know. Here the launching call is
  * written before its GPU work is read (the export streams), and CUPTI's id is not in the
  * call's record: both sides carry instead the id made from what they share, the launching
- * thread and the call's entry time (gpu_flow_id: 53 bits, exact in JSON). CUPTI's own id is
- * the GPU event's "cupti_correlation".
+ * thread and the call's entry time (gpu_flow_id: 53 bits, exact in JSON). An operation whose
+ * launching call is not known keeps CUPTI's id as its correlation (Kineto's, never 0), so every
+ * GPU event has one. CUPTI's own id is the GPU event's "cupti_correlation".
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "export_chrome.h"
 #include "gpu_decode.h"
 #include "json.h"
+#include "nvtx_proj.h"
 
 static const char *gpu_cat(__u16 type)
 {
@@ -34,6 +45,41 @@ static const char *gpu_cat(__u16 type)
 	default:
 		return "gpu_memset";
 	}
+}
+
+/* CUpti_ActivityMemoryKind 0..7 as Kineto names them (its memoryKindString). */
+static const char *kineto_mem_kind(__u32 kind)
+{
+	static const char *const names[] = {
+		"Unknown", "Pageable", "Pinned",	"Device",
+		"Array",   "Managed",  "Device Static", "Managed Static",
+	};
+
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "Unrecognized";
+}
+
+/*
+ * Kineto's name of a copy or memset ("Memcpy HtoD (Pageable -> Device)", "Memset (Device)")
+ * into BUF; NULL for a kernel or a record too short.
+ */
+static const char *kineto_name(const struct bs_hdr *rec, char *buf, size_t len)
+{
+	const struct bs_gpu_memcpy *c = (const void *)rec;
+	const struct bs_gpu_memset *s = (const void *)rec;
+	const char *kind;
+
+	if (rec->type == BS_REC_GPU_MEMCPY && rec->size >= sizeof(*c)) {
+		kind = gpu_copy_kind_name(c->copy_kind);
+		snprintf(buf, len, "Memcpy %s (%s -> %s)",
+			 strcmp(kind, "unknown") ? kind : "<unknown>", kineto_mem_kind(c->src_kind),
+			 kineto_mem_kind(c->dst_kind));
+		return buf;
+	}
+	if (rec->type == BS_REC_GPU_MEMSET && rec->size >= sizeof(*s)) {
+		snprintf(buf, len, "Memset (%s)", kineto_mem_kind(s->mem_kind));
+		return buf;
+	}
+	return NULL;
 }
 
 __u64 chrome_gpu__launch_flow(const struct bs_hdr *rec)
@@ -82,12 +128,15 @@ static void key_u64(struct chrome *c, int *nonempty, const char *key, __u64 v)
 }
 
 /* A kernel, copy or memset on its device and stream, and the end of its launch's flow. */
-static int chrome_gpu_op(struct chrome *c, const struct bs_hdr *rec, const struct event *ev)
+static int chrome_gpu_op(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
+			 const struct trace_model *m)
 {
 	const struct bs_gpu_kernel *k = (const void *)rec;
+	const char *name;
 	struct gpu_op op;
 	struct event e;
 	__u64 flow = 0;
+	char buf[64];
 	int nonempty;
 
 	if (!gpu_op__read(rec, &op))
@@ -96,14 +145,17 @@ static int chrome_gpu_op(struct chrome *c, const struct bs_hdr *rec, const struc
 		flow = gpu_flow_id(op.pid, op.tid, op.call_ts);
 	if (!hmap__get(c->gpu_streams, (struct hkey){ op.device, op.stream }, 1))
 		return -ENOMEM;
-	chrome_x(c, gpu_cat(op.type), ev->name, op.device, op.stream, op.ts, op.dur);
+	if (c->proj && nvtx_proj__add(c->proj, rec, m))
+		return -ENOMEM;
+	name = kineto_name(rec, buf, sizeof(buf));
+	chrome_x(c, gpu_cat(op.type), name ? name : ev->name, op.device, op.stream, op.ts, op.dur);
 	e = *ev;
 	cupti_correlation(&e);
 	nonempty = chrome_args_open(c, &e);
 	if (nonempty < 0)
 		return nonempty;
-	if (flow)
-		key_u64(c, &nonempty, "correlation", flow);
+	/* Unlinked: CUPTI's id, as Kineto's, where no launching event can claim it. */
+	key_u64(c, &nonempty, "correlation", flow ? flow : op.correlation);
 	if (op.type == BS_REC_GPU_KERNEL) {
 		key_u64(c, &nonempty, "registers per thread", k->registers);
 		key_u64(c, &nonempty, "shared memory", (__u64)k->shmem_dynamic + k->shmem_static);
@@ -119,27 +171,31 @@ static int chrome_gpu_op(struct chrome *c, const struct bs_hdr *rec, const struc
 }
 
 /*
- * CUPTI's record of a launching call, on its thread. It starts the flow only when no cuda_api
- * event was matched to it (that event carries the flow then, and the same id).
+ * CUPTI's record of a launching call, on its thread, when no cuda_api event was matched to it:
+ * it is then the call's one event, and starts the flow. A matched one is left out (the
+ * cuda_api event stands for the call, with the same correlation), as Kineto writes one
+ * runtime event per call.
  */
 static int chrome_gpu_api(struct chrome *c, const struct bs_hdr *rec, const struct event *ev)
 {
 	const struct bs_gpu_api *a = (const void *)rec;
-	__u64 flow = a->flags & BS_GPU_CALL_CUDA ? 0 : gpu_flow_id(rec->pid, rec->tid, rec->ts);
+	__u64 flow = gpu_flow_id(rec->pid, rec->tid, rec->ts);
 	struct event e = *ev;
 	int nonempty;
 
+	if (rec->size < sizeof(*a))
+		return 0;
+	if (a->flags & BS_GPU_CALL_CUDA)
+		return 1;
 	chrome_x(c, a->domain == 1 ? "cuda_driver" : "cuda_runtime", ev->name, ev->pid, ev->tid,
 		 ev->ts, ev->dur);
 	cupti_correlation(&e);
 	nonempty = chrome_args_open(c, &e);
 	if (nonempty < 0)
 		return nonempty;
-	if (flow)
-		key_u64(c, &nonempty, "correlation", flow);
+	key_u64(c, &nonempty, "correlation", flow);
 	fputs("}}", c->f);
-	if (flow)
-		chrome_gpu__flow(c, 's', flow, ev->pid, ev->tid, ev->ts);
+	chrome_gpu__flow(c, 's', flow, ev->pid, ev->tid, ev->ts);
 	return 1;
 }
 
@@ -153,9 +209,13 @@ static void chrome_plain_args(struct chrome *c, const struct event *ev)
 }
 
 /* A push/pop range on its thread; a start/end range as an async pair across threads. */
-static int chrome_nvtx_range(struct chrome *c, const struct bs_hdr *rec, const struct event *ev)
+static int chrome_nvtx_range(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
+			     const struct trace_model *m)
 {
 	const struct bs_nvtx_range *r = (const void *)rec;
+
+	if (c->proj && nvtx_proj__add(c->proj, rec, m))
+		return -ENOMEM;
 
 	if (r->flags & BS_NVTX_PUSHPOP) {
 		chrome_x(c, "user_annotation", ev->name, ev->pid, ev->tid, ev->ts, ev->dur);
@@ -177,20 +237,84 @@ static int chrome_nvtx_range(struct chrome *c, const struct bs_hdr *rec, const s
 	return 1;
 }
 
-int chrome_gpu__record(struct chrome *c, const struct bs_hdr *rec, const struct event *ev)
+int chrome_gpu__record(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
+		       const struct trace_model *m)
 {
 	switch (rec->type) {
 	case BS_REC_GPU_KERNEL:
 	case BS_REC_GPU_MEMCPY:
 	case BS_REC_GPU_MEMSET:
-		return chrome_gpu_op(c, rec, ev);
+		return chrome_gpu_op(c, rec, ev, m);
 	case BS_REC_GPU_API:
 		return chrome_gpu_api(c, rec, ev);
 	case BS_REC_NVTX_RANGE:
-		return chrome_nvtx_range(c, rec, ev);
+		return chrome_nvtx_range(c, rec, ev, m);
 	default:
 		return 0; /* marks, names, shim status: instants by chrome_kinds[] */
 	}
+}
+
+/* Operations of one range, grouped by (device, stream) to project it stream by stream. */
+struct chrome_proj {
+	struct chrome *c;
+	struct nvtx_proj_op *ops;
+	size_t cap;
+};
+
+static int stream_cmp(const void *x, const void *y)
+{
+	const struct nvtx_proj_op *a = x, *b = y;
+
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	return (a->stream > b->stream) - (a->stream < b->stream);
+}
+
+/* Kineto's gpu_user_annotation events of range R: one per stream its operations ran on. */
+static int chrome_annotation(void *arg, const struct nvtx_proj_range *r,
+			     const struct nvtx_proj_op *ops, size_t n)
+{
+	struct chrome_proj *p = arg;
+	struct chrome *c = p->c;
+
+	if (n > p->cap) {
+		struct nvtx_proj_op *v = realloc(p->ops, n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->ops = v;
+		p->cap = n;
+	}
+	memcpy(p->ops, ops, n * sizeof(*ops));
+	qsort(p->ops, n, sizeof(*p->ops), stream_cmp);
+	for (size_t i = 0, j; i < n; i = j) {
+		__u64 first = p->ops[i].ts, last = p->ops[i].ts + p->ops[i].dur;
+
+		for (j = i + 1; j < n && !stream_cmp(&p->ops[i], &p->ops[j]); j++) {
+			first = p->ops[j].ts < first ? p->ops[j].ts : first;
+			if (p->ops[j].ts + p->ops[j].dur > last)
+				last = p->ops[j].ts + p->ops[j].dur;
+		}
+		/* 1 ns earlier and later, as Kineto writes them: the viewers then nest the
+		 * kernels that start or end with the range inside it. */
+		first -= first ? 1 : 0;
+		chrome_x(c, "gpu_user_annotation", r->text, p->ops[i].device, p->ops[i].stream,
+			 first, last + 1 - first);
+		fputs(",\"args\":{}}", c->f);
+	}
+	return ferror(c->f) ? chrome_err(c) : 0;
+}
+
+int chrome_gpu__annotations(struct chrome *c)
+{
+	struct chrome_proj p = { c, NULL, 0 };
+	int err;
+
+	if (!c->proj)
+		return 0;
+	err = nvtx_proj__join(c->proj, chrome_annotation, &p);
+	free(p.ops);
+	return err;
 }
 
 void chrome_gpu__names(struct chrome *c)

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * gil family, record side: finds the python processes among the targets (gil_python.c),
- * tells BPF where each one's GIL is (gil_procs), attaches the probes (bpf/gil.bpf.c) and
- * copies the in-kernel totals into the trace.
+ * gil family, record side: finds the python processes among the targets, tells BPF where
+ * each one's GIL is (gil_procs), attaches the probes (bpf/gil.bpf.c) and copies the
+ * in-kernel totals into the trace.
+ *
+ * Which process maps which file is the uprobe manager's discovery (uprobe_mgr.h): gil is one
+ * of its listeners. Of every ELF file examined it keeps glibc's (the file defining
+ * pthread_cond_timedwait) and the interpreters' (defining _PyRuntime), and a look at a
+ * process is a scan of its maps by the manager, which names the files it maps and where.
+ * What a process's memory says about its GIL is gil_python.c's.
  *
  * Probes go on files, for every process that maps them (pid -1): glibc's condition wait, and
  * in full mode take_gil/drop_gil of each interpreter file. So a process is measured from its
@@ -18,47 +24,55 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "kdev.h"
 #include "elf_syms.h"
 #include "gil.h"
 #include "gil_python.h"
 #include "probe_site.h"
 #include "record_ctx.h"
 #include "stats_math.h"
+#include "uprobe_mgr.h"
 #include "uprobe_multi.h"
 #include "gil.skel.h"
 
 #define NEW_WINDOW_NS	      5000000000ull /* a new process may still map libpython */
 #define RECHECK_GAP_NS	      50000000ull   /* at most one look at a process per 50 ms */
-#define CODE_PEEK	      64
-#define MAX_PROBES	      8 /* take_gil/drop_gil and their clones per file */
-#define MUTEX_ATTACH_PER_POLL 4 /* processes; each attach costs ~0.2 s on a VM */
+#define MAX_PROBES	      8		    /* take_gil/drop_gil and their clones per file */
+#define MUTEX_ATTACH_PER_POLL 4		    /* processes; each attach costs ~0.2 s on a VM */
 
-/* An attached probe: a uprobe_multi link (its fd) or, before Linux 6.6, a perf-event uprobe. */
-struct gil_probe {
-	struct bpf_link *link;
-	int fd;
-};
+enum { L_COND, L_COND_RET, L_TAKE, L_TAKE_RET, L_DROP, NLINKS };
 
-/* An ELF file mapped by traced pythons: glibc (condition wait, mutex) or an interpreter. */
+/*
+ * A file gil reads or probes (the uprobe manager keeps it as gil's pointer): glibc (condition
+ * wait, mutex) or an interpreter. Both at once when python and libc are linked statically.
+ */
 struct gil_file {
-	int examined;
-	int is_libc;	/* defines pthread_cond_timedwait */
+	int cond;	/* defines pthread_cond_timedwait */
 	__u64 cond_off; /* file offsets of the probe sites */
 	__u64 lll_off;	/* 0 = __lll_lock_wait unknown (no symtab or debug file) */
-	int cond_ok;	/* both condition-wait probes attached */
-	int full_examined;
-	int full_ok; /* take_gil (entry, return) and drop_gil probes attached */
-	struct gil_probe *probes;
-	__u32 nprobes;
+	int python;	/* defines _PyRuntime */
+	struct gil_pyfile py;
+	__u64 take[MAX_PROBES], drop[MAX_PROBES]; /* full mode: take_gil/drop_gil sites */
+	__u32 ntake, ndrop;
+	int cond_tried, cond_ok; /* both condition-wait probes attached */
+	int full_ok;		 /* take_gil (entry, return) and drop_gil probes attached */
+	struct uprobe_links links[NLINKS];
+	struct gil_file *next;
+};
+
+/* What one look at a process found (through the manager's scan of its maps). */
+struct gil_look {
+	pid_t pid; /* the process looked at; 0 between looks */
+	char exe[PATH_MAX];
+	struct gil_file *py, *libc;		       /* the first interpreter and glibc mapped */
+	__u64 py_bias;				       /* the interpreter's load bias */
+	char libc_path[PATH_MAX + 64];		       /* opens it now */
+	char py_shown[PATH_MAX], libc_shown[PATH_MAX]; /* as the maps name them */
 };
 
 struct gil_proc {
@@ -67,11 +81,12 @@ struct gil_proc {
 	__u64 first_seen_ns, last_check_ns;
 	int configured; /* in gil_procs */
 	struct bs_gil_cfg cfg;
-	struct bpf_link *mutex_links[2];
+	struct uprobe_links mutex[2];
+	int mutex_on;	  /* both attached */
 	int mutex_wanted; /* attach the mutex probes at the next poll (it takes a while) */
 	int mutex_failed; /* and do not try again */
 	__u64 lll_off;
-	char libc_path[96];
+	char *libc_path;
 	/* The last BS_REC_GIL_PROC written, to write again only on change. */
 	int written;
 	__u32 w_method, w_flags;
@@ -80,144 +95,53 @@ struct gil_proc {
 };
 
 struct gil_state {
+	struct record_ctx *ctx;
 	struct gil_bpf *skel;
-	struct gil_finder *finder;
-	struct hmap *files;   /* (dev, ino) -> struct gil_file * */
+	int listener; /* gil's id with the manager (ctx->uprobes) */
+	struct gil_file *files;
 	struct hmap *procs;   /* (pid, 0) -> struct gil_proc * */
 	struct hmap *agg_w;   /* (pid << 32 | tid, 0) -> wait_count + hold_count last written */
 	struct hmap *blame_w; /* (pid << 32 | waiter, holder) -> count last written */
 	struct gil_py py;     /* scratch: big */
+	struct gil_look look; /* scratch: big */
 	int full;
-	int multi;    /* pid -1 probes are uprobe_multi links: one grace period, not 2 each */
-	int starting; /* in attach(): nothing is being drained yet, attach everything now */
+	int starting; /* recording starts: nothing is being drained yet, attach everything now */
 };
-
-static struct gil_file *file_get(struct gil_state *st, __u64 dev, __u64 ino)
-{
-	struct gil_file **slot = hmap__get(st->files, (struct hkey){ dev, ino }, 1);
-
-	if (!slot)
-		return NULL;
-	if (!*slot)
-		*slot = calloc(1, sizeof(**slot));
-	return *slot;
-}
-
-static void probe_free(struct gil_probe *p)
-{
-	bpf_link__destroy(p->link);
-	if (p->fd >= 0)
-		close(p->fd);
-	p->link = NULL;
-	p->fd = -1;
-}
-
-static void file_unprobe(struct gil_file *f, __u32 keep)
-{
-	while (f->nprobes > keep)
-		probe_free(&f->probes[--f->nprobes]);
-}
 
 static void file_free(struct gil_file *f)
 {
-	if (!f)
-		return;
-	file_unprobe(f, 0);
-	free(f->probes);
+	for (int i = 0; i < NLINKS; i++)
+		uprobe_links__detach(&f->links[i]);
 	free(f);
 }
 
-static struct bpf_link *attach(struct record_ctx *ctx, struct bpf_program *prog, int ret, pid_t pid,
-			       const char *path, __u64 off, const char *what, const char *object)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
-	struct bpf_link *l;
-	char msg[PATH_MAX + 128];
-
-	l = bpf_program__attach_uprobe_opts(prog, pid, path, off, &opts);
-	if (!l) {
-		int err = -errno;
-
-		if (pid > 0 && err == -ESRCH)
-			return NULL; /* the process ended meanwhile: nothing was missed */
-		snprintf(msg, sizeof(msg), "%s %s in %s", ret ? "uretprobe" : "uprobe", what,
-			 object);
-		record_ctx__attach_failed(ctx, msg, err);
-	}
-	return l;
-}
-
 /*
- * PROG at file offset OFF of the file at PATH, for every process that maps it (pid -1):
- * a uprobe_multi link where the kernel has them, else a perf-event uprobe. 0 or -errno.
+ * PROG at the CNT file offsets OFFS of the file at PATH, for process PID (0: every process
+ * that maps it), into L. 0, or -errno once said (a process that ended meanwhile missed
+ * nothing: not said).
  */
-static int file_probe(struct gil_state *st, struct record_ctx *ctx, struct gil_file *f,
-		      struct bpf_program *prog, int ret, const char *path, __u64 off,
-		      const char *what, const char *object)
+static int probe(struct record_ctx *ctx, struct uprobe_links *l, const struct bpf_program *prog,
+		 int ret, pid_t pid, const char *path, const __u64 *offs, __u32 cnt,
+		 const char *what, const char *object)
 {
-	struct gil_probe pr = { .fd = -1 }, *np;
+	struct uprobe_multi_opts o = { .pid = pid, .retprobe = ret };
 	char msg[PATH_MAX + 128];
+	int err = uprobe_links__attach(l, prog, path, offs, cnt, &o);
 
-	if (st->multi) {
-		pr.fd = uprobe_multi__attach(prog, path, &off, NULL, 1, ret);
-		if (pr.fd < 0) {
-			snprintf(msg, sizeof(msg), "%s %s in %s", ret ? "uretprobe" : "uprobe",
-				 what, object);
-			record_ctx__attach_failed(ctx, msg, pr.fd);
-			return pr.fd;
-		}
-	} else {
-		pr.link = attach(ctx, prog, ret, -1, path, off, what, object);
-		if (!pr.link)
-			return -ENOENT;
-	}
-	np = realloc(f->probes, (f->nprobes + 1) * sizeof(*np));
-	if (!np) {
-		probe_free(&pr);
-		return -ENOMEM;
-	}
-	f->probes = np;
-	f->probes[f->nprobes++] = pr;
-	return 0;
+	if (!err || (pid > 0 && err == -ESRCH))
+		return err;
+	snprintf(msg, sizeof(msg), "%s %s in %s", ret ? "uretprobe" : "uprobe", what, object);
+	record_ctx__attach_failed(ctx, msg, err);
+	return err;
 }
 
 /* Where to probe function SYM: its cheapest safe site (probe_site.h). */
 static __u64 site_of(const struct elf_syms *s, const struct elf_sym *sym)
 {
 	struct probe_site ps;
-	__u8 code[CODE_PEEK];
-	size_t len = sym->size && sym->size < sizeof(code) ? sym->size : sizeof(code);
 
-	if (elf_syms__read(s, sym->vaddr, code, len))
-		return sym->file_off;
-	probe_site__choose(code, len, &ps);
-	return sym->file_off + ps.offset;
+	return uprobe_mgr__site(s, sym, &ps) ? sym->file_off : sym->file_off + ps.offset;
 }
-
-/* Does the file at PATH define the condition wait (and the mutex slow path)? */
-static void libc_examine(struct gil_file *f, const char *path, const char *root)
-{
-	struct elf_syms *s = elf_syms__open(path, root);
-	struct elf_sym sym;
-
-	f->examined = 1;
-	if (!s)
-		return;
-	/* The default version, pthread_cond_timedwait@@GLIBC_2.3.2, is what programs call. */
-	if (!elf_syms__find(s, "pthread_cond_timedwait", &sym)) {
-		f->is_libc = 1;
-		f->cond_off = site_of(s, &sym);
-		if (!elf_syms__find(s, "__lll_lock_wait", &sym))
-			f->lll_off = site_of(s, &sym);
-	}
-	elf_syms__free(s);
-}
-
-struct full_scan {
-	const struct elf_syms *s;
-	__u64 take[MAX_PROBES], drop[MAX_PROBES];
-	__u32 ntake, ndrop;
-};
 
 static int is_fn(const char *name, const char *fn)
 {
@@ -236,132 +160,167 @@ static void add_site(__u64 *v, __u32 *n, __u64 off)
 		v[(*n)++] = off;
 }
 
+struct full_scan {
+	const struct elf_syms *s;
+	struct gil_file *f;
+};
+
 static int full_cb(const struct elf_sym *sym, void *arg)
 {
 	struct full_scan *fs = arg;
 
 	if (is_fn(sym->name, "take_gil"))
-		add_site(fs->take, &fs->ntake, site_of(fs->s, sym));
+		add_site(fs->f->take, &fs->f->ntake, site_of(fs->s, sym));
 	else if (is_fn(sym->name, "drop_gil"))
-		add_site(fs->drop, &fs->ndrop, site_of(fs->s, sym));
+		add_site(fs->f->drop, &fs->f->ndrop, site_of(fs->s, sym));
 	return 0;
 }
 
-/* Full mode: take_gil/drop_gil in the interpreter file (.symtab or a build-id debug file). */
+/* Full mode: take_gil/drop_gil of interpreter F (at PATH), for every process that maps it. */
 static void full_attach(struct gil_state *st, struct record_ctx *ctx, struct gil_file *f,
-			const char *path, const char *root, const char *object)
+			const char *path, const char *object)
 {
-	struct full_scan fs = { 0 };
-	__u32 before, i;
+	struct uprobe_links *l = f->links;
 
-	f->full_examined = 1;
-	fs.s = elf_syms__open(path, root);
-	if (!fs.s)
+	if (!f->ntake || !f->ndrop)
 		return;
-	elf_syms__for_each(fs.s, full_cb, &fs);
-	elf_syms__free((struct elf_syms *)fs.s);
-	if (!fs.ntake || !fs.ndrop)
+	if (probe(ctx, &l[L_TAKE], st->skel->progs.gil_take_enter, 0, 0, path, f->take, f->ntake,
+		  "take_gil", object) ||
+	    probe(ctx, &l[L_TAKE_RET], st->skel->progs.gil_take_exit, 1, 0, path, f->take, f->ntake,
+		  "take_gil", object) ||
+	    probe(ctx, &l[L_DROP], st->skel->progs.gil_drop_enter, 0, 0, path, f->drop, f->ndrop,
+		  "drop_gil", object)) {
+		/* Half of take/drop would make nonsense holds. */
+		for (int i = L_TAKE; i <= L_DROP; i++)
+			uprobe_links__detach(&l[i]);
 		return;
-	before = f->nprobes;
-	for (i = 0; i < fs.ntake; i++) {
-		if (file_probe(st, ctx, f, st->skel->progs.gil_take_enter, 0, path, fs.take[i],
-			       "take_gil", object) ||
-		    file_probe(st, ctx, f, st->skel->progs.gil_take_exit, 1, path, fs.take[i],
-			       "take_gil", object))
-			goto fail;
 	}
-	for (i = 0; i < fs.ndrop; i++)
-		if (file_probe(st, ctx, f, st->skel->progs.gil_drop_enter, 0, path, fs.drop[i],
-			       "drop_gil", object))
-			goto fail;
 	f->full_ok = 1;
-	return;
-fail:
-	/* Half of take/drop would make nonsense holds. */
-	file_unprobe(f, before);
+}
+
+/*
+ * The manager's listener: a file examined for the first time. Kept if glibc or python. In
+ * full mode an interpreter's take_gil/drop_gil are probed now, for every process that maps
+ * it: in launch mode CMD is stopped until they are (before its interpreter runs).
+ */
+static void *on_file(void *arg, const char *path, const char *shown, const struct elf_syms *syms)
+{
+	struct gil_state *st = arg;
+	struct gil_file *f = calloc(1, sizeof(*f));
+	struct full_scan fs = { syms, f };
+	struct elf_sym sym;
+
+	if (!f)
+		return NULL;
+	/* The default version, pthread_cond_timedwait@@GLIBC_2.3.2, is what programs call. */
+	if (!elf_syms__find(syms, "pthread_cond_timedwait", &sym)) {
+		f->cond = 1;
+		f->cond_off = site_of(syms, &sym);
+		if (!elf_syms__find(syms, "__lll_lock_wait", &sym))
+			f->lll_off = site_of(syms, &sym);
+	}
+	f->python = !gil_pyfile__read(syms, shown, &f->py);
+	if (!f->cond && !f->python) {
+		free(f);
+		return NULL;
+	}
+	/* Full mode: take_gil/drop_gil in the interpreter (.symtab or a build-id debug file). */
+	if (f->python && st->full) {
+		elf_syms__for_each(syms, full_cb, &fs);
+		full_attach(st, st->ctx, f, path, shown);
+	}
+	f->next = st->files;
+	st->files = f;
+	return f;
+}
+
+static int is_libc_name(const char *base)
+{
+	return !strncmp(base, "libc.", 5) || !strncmp(base, "libc-", 5) ||
+	       !strncmp(base, "libpthread", 10) || !strncmp(base, "ld-musl", 7);
+}
+
+/*
+ * The manager's listener: PID maps F. During a look at PID, the first interpreter (the
+ * executable, or a file named like python: libpython3.X.so) and the first glibc (by its
+ * name, or linked into the executable) in address order are the ones; the manager's own
+ * scans are not looks (gil looks when it has a reason to).
+ */
+static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
+		      const struct uprobe_mapping *mp)
+{
+	struct gil_state *st = arg;
+	struct gil_look *lk = &st->look;
+	struct gil_file *f = cookie;
+	const char *base = strrchr(mp->shown, '/');
+	int exe = !strcmp(mp->shown, lk->exe);
+
+	if (pid != lk->pid)
+		return;
+	base = base ? base + 1 : mp->shown;
+	if (f->python && !lk->py && (exe || strstr(base, "python"))) {
+		lk->py = f;
+		lk->py_bias = mp->bias;
+		snprintf(lk->py_shown, sizeof(lk->py_shown), "%s", mp->shown);
+	}
+	if (f->cond && !lk->libc && (exe || is_libc_name(base))) {
+		lk->libc = f;
+		snprintf(lk->libc_path, sizeof(lk->libc_path), "%s", path);
+		snprintf(lk->libc_shown, sizeof(lk->libc_shown), "%s", mp->shown);
+	}
+}
+
+/* Look at what PID maps (into st->look): -errno when PID is gone. */
+static int look(struct gil_state *st, pid_t pid)
+{
+	struct gil_look *lk = &st->look;
+	char fn[64];
+	ssize_t n;
+	int err;
+
+	lk->py = lk->libc = NULL;
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", pid);
+	n = readlink(fn, lk->exe, sizeof(lk->exe) - 1);
+	lk->exe[n > 0 ? n : 0] = 0;
+	lk->pid = pid;
+	err = uprobe_mgr__scan(st->ctx->uprobes, pid);
+	lk->pid = 0;
+	return err;
 }
 
 /* The condition-wait probes on glibc file F (at PATH), for every process that maps it. */
 static void libc_attach(struct gil_state *st, struct record_ctx *ctx, struct gil_file *f,
 			const char *path, const char *name)
 {
-	f->cond_ok = !file_probe(st, ctx, f, st->skel->progs.gil_cond_enter, 0, path, f->cond_off,
-				 "pthread_cond_timedwait", name) &&
-		     !file_probe(st, ctx, f, st->skel->progs.gil_cond_exit, 1, path, f->cond_off,
-				 "pthread_cond_timedwait", name);
-}
-
-/*
- * glibc in PID (it may be a container's, or linked into the executable): the file that
- * defines pthread_cond_timedwait, with the condition-wait probes attached once for all.
- */
-static struct gil_file *libc_of(struct gil_state *st, struct record_ctx *ctx, pid_t pid, char *path,
-				size_t pathlen)
-{
-	char maps[64], line[PATH_MAX + 128], exe[PATH_MAX], root[64];
-	unsigned long long start, end, off, ino;
-	unsigned int major, minor;
-	struct gil_file *f, *found = NULL;
-	char perms[8], file[PATH_MAX];
-	ssize_t n;
-	FILE *fp;
-
-	snprintf(maps, sizeof(maps), "/proc/%d/exe", pid);
-	n = readlink(maps, exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = 0;
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	fp = fopen(maps, "re");
-	if (!fp)
-		return NULL;
-	while (!found && fgets(line, sizeof(line), fp)) {
-		const char *base;
-
-		file[0] = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]", &start, &end, perms,
-			   &off, &major, &minor, &ino, file) < 8 ||
-		    perms[2] != 'x' || file[0] != '/')
-			continue;
-		base = strrchr(file, '/') + 1;
-		if (strncmp(base, "libc.", 5) && strncmp(base, "libc-", 5) &&
-		    strncmp(base, "libpthread", 10) && strncmp(base, "ld-musl", 7) &&
-		    strcmp(file, exe))
-			continue;
-		f = file_get(st, (__u64)major << 20 | minor, ino);
-		if (!f)
-			break;
-		snprintf(path, pathlen, "/proc/%d/map_files/%llx-%llx", pid, start, end);
-		if (!f->examined)
-			libc_examine(f, path, root);
-		if (!f->is_libc)
-			continue;
-		if (!f->cond_ok && !f->nprobes)
-			libc_attach(st, ctx, f, path, file);
-		found = f;
-	}
-	fclose(fp);
-	return found;
+	f->cond_tried = 1;
+	f->cond_ok = !probe(ctx, &f->links[L_COND], st->skel->progs.gil_cond_enter, 0, 0, path,
+			    &f->cond_off, 1, "pthread_cond_timedwait", name) &&
+		     !probe(ctx, &f->links[L_COND_RET], st->skel->progs.gil_cond_exit, 1, 0, path,
+			    &f->cond_off, 1, "pthread_cond_timedwait", name);
 }
 
 static void proc_unlink_mutex(struct gil_proc *p)
 {
-	for (int i = 0; i < 2; i++) {
-		bpf_link__destroy(p->mutex_links[i]);
-		p->mutex_links[i] = NULL;
-	}
+	for (int i = 0; i < 2; i++)
+		uprobe_links__detach(&p->mutex[i]);
+	p->mutex_on = 0;
 	p->mutex_wanted = 0;
 }
 
 /* The per-process mutex probes proc_check asked for; 0 when attached. */
 static int proc_link_mutex(struct gil_state *st, struct record_ctx *ctx, struct gil_proc *p)
 {
+	int enter, exit;
+
 	p->mutex_wanted = 0;
-	p->mutex_links[0] = attach(ctx, st->skel->progs.gil_mutex_enter, 0, p->pid, p->libc_path,
-				   p->lll_off, "__lll_lock_wait", p->libc_path);
-	p->mutex_links[1] = attach(ctx, st->skel->progs.gil_mutex_exit, 1, p->pid, p->libc_path,
-				   p->lll_off, "__lll_lock_wait", p->libc_path);
-	if (p->mutex_links[0] && p->mutex_links[1])
+	enter = probe(ctx, &p->mutex[0], st->skel->progs.gil_mutex_enter, 0, p->pid, p->libc_path,
+		      &p->lll_off, 1, "__lll_lock_wait", p->libc_path);
+	exit = probe(ctx, &p->mutex[1], st->skel->progs.gil_mutex_exit, 1, p->pid, p->libc_path,
+		     &p->lll_off, 1, "__lll_lock_wait", p->libc_path);
+	if (!enter && !exit) {
+		p->mutex_on = 1;
 		return 0;
+	}
 	proc_unlink_mutex(p);
 	p->mutex_failed = 1;
 	return -ENOENT;
@@ -404,6 +363,15 @@ static void proc_reset(struct gil_state *st, struct gil_proc *p)
 	p->last_check_ns = 0;
 }
 
+static void proc_free(struct gil_proc *p)
+{
+	if (!p)
+		return;
+	proc_unlink_mutex(p);
+	free(p->libc_path);
+	free(p);
+}
+
 /* PID exited: free what user space kept about it (the slot stays, for a recycled pid). */
 static void proc_forget(struct gil_state *st, pid_t pid)
 {
@@ -411,9 +379,7 @@ static void proc_forget(struct gil_state *st, pid_t pid)
 
 	if (!slot || !*slot)
 		return;
-	(*slot)->configured = 0;
-	proc_unlink_mutex(*slot);
-	free(*slot);
+	proc_free(*slot);
 	*slot = NULL;
 }
 
@@ -470,22 +436,33 @@ static int cfg_write(struct gil_state *st, struct gil_proc *p, const struct bs_g
 /* Look at PID now: configure BPF and the probes, say how it is measured. */
 static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 {
+	struct gil_look *lk = &st->look;
 	struct gil_py *py = &st->py;
-	struct gil_file *libc, *obj;
-	char path[96], root[64], note[256] = "";
+	struct gil_file *libc;
+	char note[256] = "";
 	__u32 method = BS_GIL_METHOD_NONE, flags = 0;
 	struct gil_proc *p;
 	struct bs_gil_cfg cfg;
 
+	/* The manager is gone (recording stops, the last records drain): no more looks. */
+	if (!ctx->uprobes)
+		return;
 	p = proc_get(st, pid, 1);
 	if (!p)
 		return;
 	p->last_check_ns = mono_now_ns();
-	if (gil_finder__inspect(st->finder, pid, py)) {
+	if (look(st, pid) ||
+	    (lk->py &&
+	     gil_python__inspect(pid, &lk->py->py, lk->py_bias + lk->py->py.rt_vaddr, py))) {
 		proc_unconfigure(st, p); /* gone */
 		p->status = GIL_PY_NOT_PYTHON;
 		return;
 	}
+	if (!lk->py) {
+		p->status = GIL_PY_NOT_PYTHON;
+		return;
+	}
+	snprintf(py->object, sizeof(py->object), "%s", lk->py_shown);
 	p->status = py->status;
 	if (py->status == GIL_PY_NOT_PYTHON || py->status == GIL_PY_PENDING)
 		return;
@@ -498,8 +475,10 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 			   flags, py->note);
 		return;
 	}
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	libc = libc_of(st, ctx, pid, path, sizeof(path));
+	/* glibc (a container's, or linked into the executable): probed once for all. */
+	libc = lk->libc;
+	if (libc && !libc->cond_tried)
+		libc_attach(st, ctx, libc, lk->libc_path, lk->libc_shown);
 	if (!libc || !libc->cond_ok) {
 		proc_unconfigure(st, p);
 		write_proc(ctx, p, py, BS_GIL_METHOD_NONE, flags,
@@ -525,10 +504,7 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 		note_add(note, sizeof(note), "GIL address not verified yet");
 	method = BS_GIL_METHOD_CONDWAIT;
 	if (st->full) {
-		obj = file_get(st, py->dev, py->ino);
-		if (obj && !obj->full_examined)
-			full_attach(st, ctx, obj, py->open_path, root, py->object);
-		if (obj && obj->full_ok) {
+		if (lk->py->full_ok) {
 			cfg.flags |= BS_GIL_CFG_FULL;
 			method = BS_GIL_METHOD_TAKE_GIL;
 		} else {
@@ -551,14 +527,17 @@ static void proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 	 * measured meanwhile.
 	 */
 	if (libc->lll_off && py->holder_known && py->verified) {
-		if (!p->mutex_links[0] && !p->mutex_wanted && !p->mutex_failed) {
+		if (!p->mutex_on && !p->mutex_wanted && !p->mutex_failed) {
 			p->mutex_wanted = 1;
 			p->lll_off = libc->lll_off;
-			snprintf(p->libc_path, sizeof(p->libc_path), "%s", path);
-			if (st->starting || !ctx->opts->system_wide)
+			free(p->libc_path);
+			p->libc_path = strdup(lk->libc_path);
+			if (!p->libc_path)
+				p->mutex_wanted = 0, p->mutex_failed = 1;
+			else if (st->starting || !ctx->opts->system_wide)
 				proc_link_mutex(st, ctx, p);
 		}
-		if (p->mutex_links[0] && p->mutex_links[1]) {
+		if (p->mutex_on) {
 			cfg.flags |= BS_GIL_CFG_MUTEX;
 			flags |= BS_GIL_PROC_MUTEX;
 		}
@@ -728,133 +707,85 @@ static void preattach_libc(struct gil_state *st, struct record_ctx *ctx)
 		"/usr/lib/libc.so.6",
 	};
 	struct gil_file *f;
-	struct stat sb;
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		if (stat(paths[i], &sb) || !(f = file_get(st, kdev_of(sb.st_dev), sb.st_ino)))
-			continue;
-		if (!f->examined)
-			libc_examine(f, paths[i], NULL);
-		if (f->is_libc && !f->nprobes)
+		f = uprobe_mgr__examine(ctx->uprobes, st->listener, paths[i]);
+		if (f && f->cond && !f->cond_tried)
 			libc_attach(st, ctx, f, paths[i], paths[i]);
 	}
 }
 
-/* NAME as execvp would find it; 0 with its real path in OUT. */
-static int find_exe(const char *name, char *out)
-{
-	const char *p = getenv("PATH");
-	char cand[PATH_MAX];
-	size_t n;
-
-	if (strchr(name, '/'))
-		return realpath(name, out) ? 0 : -errno;
-	for (p = p ? p : "/usr/local/bin:/usr/bin:/bin"; *p; p += n + (p[n] == ':')) {
-		n = strcspn(p, ":");
-		snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, p, name);
-		if (n && !access(cand, X_OK) && realpath(cand, out))
-			return 0;
-	}
-	return -ENOENT;
-}
-
-/* The interpreter file CMD will run (through a #! line and env too), or -ENOENT. */
-static int launch_interpreter(const char *cmd, char *out, size_t len)
-{
-	char exe[PATH_MAX], line[PATH_MAX], *interp, *arg, *save = NULL;
-	const char *base;
-	FILE *fp;
-
-	if (find_exe(cmd, exe))
-		return -ENOENT;
-	fp = fopen(exe, "re");
-	if (!fp)
-		return -errno;
-	if (fgets(line, sizeof(line), fp) && !strncmp(line, "#!", 2)) {
-		interp = strtok_r(line + 2, " \t\n", &save);
-		arg = strtok_r(NULL, " \t\n", &save);
-		base = interp && strrchr(interp, '/') ? strrchr(interp, '/') + 1 : interp;
-		if (base && arg && !strcmp(base, "env")) {
-			while (arg && arg[0] == '-') /* env -S python3 */
-				arg = strtok_r(NULL, " \t\n", &save);
-			interp = arg;
-		}
-		if (!interp || find_exe(interp, exe)) {
-			fclose(fp);
-			return -ENOENT;
-		}
-	}
-	fclose(fp);
-	return gil_python__interpreter_file(exe, out, len);
-}
-
-/* Full mode, launch mode: take_gil/drop_gil of CMD's interpreter, before CMD runs. */
-static void preattach_launch(struct gil_state *st, struct record_ctx *ctx)
-{
-	char path[PATH_MAX];
-	struct gil_file *f;
-	struct stat sb;
-
-	if (launch_interpreter(ctx->opts->cmd[0], path, sizeof(path)) || stat(path, &sb))
-		return;
-	f = file_get(st, kdev_of(sb.st_dev), sb.st_ino);
-	if (f && !f->full_examined)
-		full_attach(st, ctx, f, path, NULL, path);
-}
-
 static void gil_state_free(struct gil_state *st)
 {
-	struct gil_file **f;
 	struct gil_proc **p;
+	struct gil_file *f;
 	size_t it = 0;
 
 	if (!st)
 		return;
-	while (st->procs && (p = hmap__next(st->procs, &it, NULL))) {
-		if (*p)
-			proc_unlink_mutex(*p);
-		free(*p);
+	while (st->procs && (p = hmap__next(st->procs, &it, NULL)))
+		proc_free(*p);
+	while ((f = st->files)) {
+		st->files = f->next;
+		file_free(f);
 	}
-	it = 0;
-	while (st->files && (f = hmap__next(st->files, &it, NULL)))
-		file_free(*f);
 	hmap__free(st->procs);
-	hmap__free(st->files);
 	hmap__free(st->agg_w);
 	hmap__free(st->blame_w);
-	gil_finder__free(st->finder);
 	gil_bpf__destroy(st->skel);
 	free(st);
+}
+
+/*
+ * The manager's listener: its first scan is done, with every family's files examined. Now
+ * the probes that are better attached before anything runs, and the first look at the
+ * targets.
+ */
+static void on_started(void *arg)
+{
+	struct gil_state *st = arg;
+	struct record_ctx *ctx = st->ctx;
+
+	st->starting = 1;
+	preattach_libc(st, ctx);
+	if (ctx->opts->system_wide)
+		scan_all(st, ctx);
+	if (ctx->launch_pid)
+		proc_check(st, ctx, ctx->launch_pid);
+	for (__u32 i = 0; i < ctx->opts->npids; i++)
+		proc_check_old(st, ctx, ctx->opts->pids[i]);
+	st->starting = 0;
 }
 
 static int gil_attach(struct record_ctx *ctx, void **state)
 {
 	struct gil_state *st = calloc(1, sizeof(*st));
+	struct uprobe_listener lis = {
+		.file = on_file, .mapped = on_mapped, .started = on_started, .arg = st
+	};
 	int err;
 
 	if (!st)
 		return -ENOMEM;
+	st->ctx = ctx;
 	st->full = ctx->opts->gil_mode == RECORD_GIL_FULL;
-	st->finder = gil_finder__new();
-	st->files = hmap__new(sizeof(struct gil_file *));
 	st->procs = hmap__new(sizeof(struct gil_proc *));
 	st->agg_w = hmap__new(sizeof(__u64));
 	st->blame_w = hmap__new(sizeof(__u64));
 	st->skel = gil_bpf__open();
-	if (!st->skel || !st->finder || !st->files || !st->procs || !st->agg_w || !st->blame_w) {
+	if (!st->skel || !st->procs || !st->agg_w || !st->blame_w) {
 		err = st->skel ? -ENOMEM : -errno;
 		goto fail;
 	}
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
 	st->skel->rodata->threshold_ns = GIL_THRESHOLD_NS;
-	/* The mutex probes stay perf-event uprobes: they are attached per process. */
-	st->multi = uprobe_multi__supported();
 	err = 0;
-	if (st->multi) {
+	if (uprobe_multi__supported()) {
 		struct bpf_program *progs[] = {
 			st->skel->progs.gil_cond_enter, st->skel->progs.gil_cond_exit,
 			st->skel->progs.gil_take_enter, st->skel->progs.gil_take_exit,
-			st->skel->progs.gil_drop_enter,
+			st->skel->progs.gil_drop_enter, st->skel->progs.gil_mutex_enter,
+			st->skel->progs.gil_mutex_exit,
 		};
 
 		for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]) && !err; i++)
@@ -866,20 +797,17 @@ static int gil_attach(struct record_ctx *ctx, void **state)
 	if (!err)
 		err = gil_bpf__load(st->skel);
 	if (!err)
-		err = gil_bpf__attach(st->skel); /* the lifecycle tracepoints; uprobes come below */
+		err = gil_bpf__attach(st->skel); /* the lifecycle tracepoints; uprobes come later */
 	if (err)
 		goto fail;
-	st->starting = 1;
-	preattach_libc(st, ctx);
-	if (st->full && ctx->opts->cmd)
-		preattach_launch(st, ctx);
-	if (ctx->opts->system_wide)
-		scan_all(st, ctx);
-	if (ctx->launch_pid)
-		proc_check(st, ctx, ctx->launch_pid);
-	for (__u32 i = 0; i < ctx->opts->npids; i++)
-		proc_check_old(st, ctx, ctx->opts->pids[i]);
-	st->starting = 0;
+	/* Last: the manager keeps ST from here on, and nothing below can fail. */
+	if (!uprobe_mgr__get(ctx, &err))
+		goto fail;
+	st->listener = uprobe_mgr__add_listener(ctx->uprobes, &lis);
+	if (st->listener < 0) {
+		err = st->listener;
+		goto fail;
+	}
 	*state = st;
 	return 0;
 fail:
@@ -917,9 +845,15 @@ static void gil_observe(struct record_ctx *ctx, void *state, const struct bs_hdr
 			proc_check(st, ctx, rec->pid);
 		break;
 	case BS_REC_MAP_EXEC:
-		/* New code (dlopen of libpython), reported when a uprobe family loaded libmap. */
+		/*
+		 * New code (dlopen of libpython), reported by the uprobe manager's libmap. Its
+		 * records come at once (launch mode: the process waits), so an interpreter is often
+		 * first seen before it starts: like a new thread, a later dlopen (an extension
+		 * module) is a chance to verify it.
+		 */
 		p = proc_get(st, rec->pid, 1);
-		if (p && p->status != GIL_PY_READY && rec->ts > p->last_check_ns)
+		if (p && rec->ts > p->last_check_ns &&
+		    (p->status != GIL_PY_READY || proc_needs_check(p, mono_now_ns(), rec->ts)))
 			proc_check(st, ctx, rec->pid);
 		break;
 	case BS_REC_EXIT:
@@ -973,7 +907,6 @@ static int gil_poll(struct record_ctx *ctx, void *state)
 static void gil_detach(struct record_ctx *ctx, void *state)
 {
 	struct gil_state *st = state;
-	struct gil_file **f;
 	struct gil_proc **p;
 	size_t it = 0;
 
@@ -982,9 +915,9 @@ static void gil_detach(struct record_ctx *ctx, void *state)
 	while ((p = hmap__next(st->procs, &it, NULL)))
 		if (*p)
 			proc_unlink_mutex(*p);
-	it = 0;
-	while ((f = hmap__next(st->files, &it, NULL)))
-		file_unprobe(*f, 0);
+	for (struct gil_file *f = st->files; f; f = f->next)
+		for (int i = 0; i < NLINKS; i++)
+			uprobe_links__detach(&f->links[i]);
 	flush_agg(st, ctx);
 	flush_blame(st, ctx, 0);
 	gil_state_free(st);

@@ -3,14 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "elf_syms.h"
 #include "gil_python.h"
-#include "stats_math.h"
 
 #define MAX_TASKS     4096 /* threads of one process looked at to check thread ids */
 #define MAX_TSTATES   256  /* thread states walked */
@@ -53,46 +51,6 @@ static const struct py_layout layouts[] = {
 #define TS_NEXT		 8 /* PyThreadState: prev, next, interp: the same in every version */
 #define TS_INTERP	 16
 
-/* What one ELF file says about python, remembered per (dev, inode). */
-struct elf_info {
-	int has_runtime;
-	__u64 rt_vaddr, rt_size;
-	__u64 pyver_vaddr; /* Py_Version (3.11+), 0 = none */
-	__u64 load_vaddr;  /* p_vaddr of the first PT_LOAD */
-	__u32 name_minor;  /* 3.X from the file name, 0 = none */
-	int name_ft;	   /* "python3.13t" */
-};
-
-struct gil_finder {
-	struct hmap *elves; /* (dev, ino) -> struct elf_info */
-};
-
-struct gil_finder *gil_finder__new(void)
-{
-	struct gil_finder *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		return NULL;
-	f->elves = hmap__new(sizeof(struct elf_info));
-	if (!f->elves) {
-		free(f);
-		return NULL;
-	}
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		gil_finder__free(f);
-		return NULL;
-	}
-	return f;
-}
-
-void gil_finder__free(struct gil_finder *f)
-{
-	if (!f)
-		return;
-	hmap__free(f->elves);
-	free(f);
-}
-
 /* "libpython3.11.so.1.0", "python3.13t", "libpython3.8d.so": the minor version, or 0. */
 static __u32 name_minor(const char *path, int *ft)
 {
@@ -109,93 +67,18 @@ static __u32 name_minor(const char *path, int *ft)
 	return minor;
 }
 
-static int elf_read_info(const char *path, struct elf_info *info)
+int gil_pyfile__read(const struct elf_syms *syms, const char *shown, struct gil_pyfile *pf)
 {
-	size_t shnum, i, n;
-	GElf_Shdr sh;
-	GElf_Phdr ph;
-	GElf_Sym sym;
-	Elf_Scn *scn = NULL;
-	Elf_Data *data;
-	const char *name;
-	int fd, err = 0, found_load = 0;
-	Elf *e;
+	struct elf_sym sym;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF) {
-		err = -ENOEXEC;
-		goto out;
-	}
-	if (elf_getphdrnum(e, &n) == 0) {
-		for (i = 0; i < n && !found_load; i++) {
-			if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_LOAD) {
-				info->load_vaddr = ph.p_vaddr;
-				found_load = 1;
-			}
-		}
-	}
-	if (elf_getshdrnum(e, &shnum)) {
-		err = -ENOEXEC;
-		goto out;
-	}
-	while ((scn = elf_nextscn(e, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		for (i = 0; i < n; i++) {
-			if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF)
-				continue;
-			name = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (!name || (name[0] != '_' && name[0] != 'P'))
-				continue;
-			if (!strcmp(name, "_PyRuntime")) {
-				info->has_runtime = 1;
-				info->rt_vaddr = sym.st_value;
-				info->rt_size = sym.st_size;
-			} else if (!strcmp(name, "Py_Version")) {
-				info->pyver_vaddr = sym.st_value;
-			}
-		}
-	}
-	if (!found_load)
-		info->has_runtime = 0;
-out:
-	if (e)
-		elf_end(e);
-	close(fd);
-	return err;
-}
-
-struct mapping {
-	__u64 start, end, off, dev, ino;
-	int exec;
-	char path[PATH_MAX];
-};
-
-static int parse_maps_line(const char *line, struct mapping *m)
-{
-	unsigned long long start, end, off, ino;
-	unsigned int major, minor;
-	char perms[8];
-	int pos = 0;
-
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &major,
-		   &minor, &ino, &pos) < 7)
-		return -EINVAL;
-	m->start = start;
-	m->end = end;
-	m->off = off;
-	m->dev = (__u64)major << 20 | minor;
-	m->ino = ino;
-	m->exec = perms[2] == 'x';
-	snprintf(m->path, sizeof(m->path), "%s", pos ? line + pos : "");
-	m->path[strcspn(m->path, "\n")] = 0;
+	memset(pf, 0, sizeof(*pf));
+	if (elf_syms__find_data(syms, "_PyRuntime", &sym))
+		return -ENOENT;
+	pf->rt_vaddr = sym.vaddr;
+	pf->rt_size = sym.size;
+	if (!elf_syms__find_data(syms, "Py_Version", &sym))
+		pf->pyver_vaddr = sym.vaddr;
+	pf->name_minor = name_minor(shown, &pf->name_ft);
 	return 0;
 }
 
@@ -537,7 +420,7 @@ static void inspect_debug_offsets(pid_t pid, const struct mem *m, struct gil_py 
 
 /* 3.8-3.12: the per-version table, checked live; a search when the check fails. */
 static void inspect_layout(pid_t pid, const struct mem *m, struct gil_py *py,
-			   const struct elf_info *ei)
+			   const struct gil_pyfile *pf)
 {
 	const struct py_layout *l = layout_of(py->version >> 16 & 0xff);
 	__u64 interp, gil, ceval_gil;
@@ -570,9 +453,9 @@ static void inspect_layout(pid_t pid, const struct mem *m, struct gil_py *py,
 	}
 	if (shape != 1) {
 		gil = 0;
-		if (ei->rt_size && ei->rt_size <= (16u << 20) && (buf = malloc(ei->rt_size))) {
-			if (!mem_read(m, py->runtime, buf, ei->rt_size))
-				gil = gil_search(m, py->runtime, buf, ei->rt_size, interp);
+		if (pf->rt_size && pf->rt_size <= (16u << 20) && (buf = malloc(pf->rt_size))) {
+			if (!mem_read(m, py->runtime, buf, pf->rt_size))
+				gil = gil_search(m, py->runtime, buf, pf->rt_size, interp);
 			free(buf);
 		}
 		if (!gil) {
@@ -589,229 +472,14 @@ static void inspect_layout(pid_t pid, const struct mem *m, struct gil_py *py,
 	set_status(py, GIL_PY_READY, py->holder_known ? "" : "holder threads unknown");
 }
 
-/* Every file-backed mapping of PID, in address order. Returns how many, or negative errno. */
-static int read_maps(pid_t pid, struct mapping **out)
+int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, struct gil_py *py)
 {
-	char path[64], line[PATH_MAX + 128];
-	struct mapping *v = NULL, *nv;
-	int n = 0, cap = 0;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return -errno;
-	while (fgets(line, sizeof(line), fp)) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				fclose(fp);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		if (!parse_maps_line(line, &v[n]) && v[n].ino && v[n].path[0] == '/')
-			n++;
-	}
-	fclose(fp);
-	*out = v;
-	return n;
-}
-
-/*
- * The file that defines _PyRuntime among PID's executable mappings: the executable itself
- * (python with libpython linked in) or a file named like python (libpython3.X.so). Returns 1
- * when found, 0 when PID is no python, negative errno.
- */
-static int find_runtime(struct gil_finder *f, pid_t pid, struct gil_py *py, struct elf_info *out)
-{
-	char path[64], exe[PATH_MAX];
-	struct mapping *maps = NULL, *mp;
-	struct elf_info *ei;
-	__u64 start;
-	int n, i, j, found = 0;
-	ssize_t len;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	len = readlink(path, exe, sizeof(exe) - 1);
-	exe[len > 0 ? len : 0] = 0;
-	n = read_maps(pid, &maps);
-	if (n < 0)
-		return n;
-	for (i = 0; i < n && !found; i++) {
-		const char *base = strrchr(maps[i].path, '/') + 1;
-
-		mp = &maps[i];
-		if (!mp->exec || (strcmp(mp->path, exe) && !strstr(base, "python")))
-			continue;
-		ei = hmap__get(f->elves, (struct hkey){ mp->dev, mp->ino }, 0);
-		if (!ei) {
-			struct elf_info tmp = { 0 };
-
-			snprintf(py->open_path, sizeof(py->open_path),
-				 "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)mp->start,
-				 (unsigned long long)mp->end);
-			elf_read_info(py->open_path, &tmp);
-			tmp.name_minor = name_minor(mp->path, &tmp.name_ft);
-			ei = hmap__get(f->elves, (struct hkey){ mp->dev, mp->ino }, 1);
-			if (!ei) {
-				free(maps);
-				return -ENOMEM;
-			}
-			*ei = tmp;
-		}
-		if (!ei->has_runtime)
-			continue;
-		/* The lowest mapping of the file at offset 0 is where its first PT_LOAD went. */
-		start = 0;
-		for (j = 0; j < n; j++)
-			if (maps[j].ino == mp->ino && maps[j].dev == mp->dev && !maps[j].off &&
-			    (!start || maps[j].start < start))
-				start = maps[j].start;
-		if (!start)
-			continue;
-		*out = *ei;
-		snprintf(py->open_path, sizeof(py->open_path), "/proc/%d/map_files/%llx-%llx", pid,
-			 (unsigned long long)mp->start, (unsigned long long)mp->end);
-		snprintf(py->object, sizeof(py->object), "%s", mp->path);
-		py->dev = mp->dev;
-		py->ino = mp->ino;
-		/* ET_EXEC maps at its link address (bias 0); ET_DYN (PIE, .so) anywhere. */
-		py->runtime = start - (ei->load_vaddr & ~0xfffull) + ei->rt_vaddr;
-		found = 1;
-	}
-	free(maps);
-	if (!found)
-		py->open_path[0] = 0;
-	return found;
-}
-
-/* Does the ELF file at PATH define _PyRuntime? If not, its libpython (DT_NEEDED) into LIB. */
-static int exe_runtime(const char *path, char *lib, size_t len, char *runpath, size_t rlen)
-{
-	struct elf_info info = { 0 };
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	GElf_Dyn dyn;
-	Elf_Data *data;
-	const char *name;
-	int fd, found = 0;
-	size_t i;
-	Elf *e;
-
-	if (elf_read_info(path, &info))
-		return -ENOEXEC;
-	if (info.has_runtime)
-		return 1;
-	lib[0] = runpath[0] = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	while (e && (scn = elf_nextscn(e, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		for (i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
-			if (!gelf_getdyn(data, i, &dyn))
-				continue;
-			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH &&
-			    dyn.d_tag != DT_RPATH)
-				continue;
-			name = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
-			if (!name)
-				continue;
-			if (dyn.d_tag == DT_NEEDED && strstr(name, "libpython3.")) {
-				snprintf(lib, len, "%s", name);
-				found = 1;
-			} else if (dyn.d_tag != DT_NEEDED) {
-				snprintf(runpath, rlen, "%s", name);
-			}
-		}
-	}
-	if (e)
-		elf_end(e);
-	close(fd);
-	return found ? 0 : -ENOENT;
-}
-
-/* Try DIR/NAME ($ORIGIN in DIR = ORIGIN): 0 with OUT filled when it defines _PyRuntime. */
-static int try_lib(const char *dir, size_t dlen, const char *origin, const char *name, char *out,
-		   size_t len)
-{
-	struct elf_info info = { 0 };
-	char d[PATH_MAX];
-
-	if (dlen >= 7 && !strncmp(dir, "$ORIGIN", 7))
-		snprintf(d, sizeof(d), "%s%.*s", origin, (int)(dlen - 7), dir + 7);
-	else if (dlen >= 9 && !strncmp(dir, "${ORIGIN}", 9))
-		snprintf(d, sizeof(d), "%s%.*s", origin, (int)(dlen - 9), dir + 9);
-	else
-		snprintf(d, sizeof(d), "%.*s", (int)dlen, dir);
-	snprintf(out, len, "%s/%s", d, name);
-	return !elf_read_info(out, &info) && info.has_runtime ? 0 : -ENOENT;
-}
-
-static int search_dirs(const char *list, const char *origin, const char *name, char *out,
-		       size_t len)
-{
-	const char *p = list;
-	size_t n;
-
-	while (p && *p) {
-		n = strcspn(p, ":");
-		if (n && !try_lib(p, n, origin, name, out, len))
-			return 0;
-		p += n + (p[n] == ':');
-	}
-	return -ENOENT;
-}
-
-int gil_python__interpreter_file(const char *exe, char *out, size_t len)
-{
-	static const char *const dirs = "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:"
-					"/lib/aarch64-linux-gnu:/usr/lib/aarch64-linux-gnu:"
-					"/lib64:/usr/lib64:/lib:/usr/lib:/usr/local/lib";
-	char lib[256], runpath[PATH_MAX], origin[PATH_MAX], *slash;
-	int err;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	err = exe_runtime(exe, lib, sizeof(lib), runpath, sizeof(runpath));
-	if (err == 1) {
-		snprintf(out, len, "%s", exe);
-		return 0;
-	}
-	if (err)
-		return err;
-	snprintf(origin, sizeof(origin), "%s", exe);
-	slash = strrchr(origin, '/');
-	if (slash)
-		*slash = 0;
-	/* ld.so's order, near enough: RUNPATH/RPATH, LD_LIBRARY_PATH, the default directories. */
-	if (!search_dirs(runpath, origin, lib, out, len) ||
-	    !search_dirs(getenv("LD_LIBRARY_PATH"), origin, lib, out, len) ||
-	    !search_dirs(dirs, origin, lib, out, len))
-		return 0;
-	return -ENOENT;
-}
-
-int gil_finder__inspect(struct gil_finder *f, pid_t pid, struct gil_py *py)
-{
-	struct elf_info ei;
 	struct mem m;
 	char path[64], cookie[8];
 	__u32 minor;
-	int err;
 
 	memset(py, 0, sizeof(*py));
-	err = find_runtime(f, pid, py, &ei);
-	if (err <= 0) {
-		py->status = GIL_PY_NOT_PYTHON;
-		return err;
-	}
+	py->runtime = runtime;
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
 	m.fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (m.fd < 0)
@@ -820,18 +488,18 @@ int gil_finder__inspect(struct gil_finder *f, pid_t pid, struct gil_py *py)
 		inspect_debug_offsets(pid, &m, py);
 		goto out;
 	}
-	if (ei.pyver_vaddr)
-		mem_read(&m, ei.pyver_vaddr - ei.rt_vaddr + py->runtime, &py->version, 4);
+	if (pf->pyver_vaddr)
+		mem_read(&m, pf->pyver_vaddr - pf->rt_vaddr + py->runtime, &py->version, 4);
 	minor = py->version >> 16 & 0xff;
 	if ((py->version >> 24) != 3) {
-		minor = ei.name_minor;
+		minor = pf->name_minor;
 		/* No version in the name: the size of _PyRuntime tells 3.8/3.9/3.10 apart. */
 		for (size_t i = 0; !minor && i < sizeof(layouts) / sizeof(layouts[0]); i++)
-			if (layouts[i].rt_size == ei.rt_size)
+			if (layouts[i].rt_size == pf->rt_size)
 				minor = layouts[i].minor;
 		py->version = minor ? (3u << 24 | minor << 16) : 0;
 	}
-	py->free_threaded = ei.name_ft;
+	py->free_threaded = pf->name_ft;
 	if (!minor)
 		set_status(py, GIL_PY_UNSUPPORTED, "unknown CPython version");
 	else if (minor < 8)
@@ -839,7 +507,7 @@ int gil_finder__inspect(struct gil_finder *f, pid_t pid, struct gil_py *py)
 	else if (minor >= 13)
 		set_status(py, GIL_PY_UNSUPPORTED, "CPython 3.13+ without _Py_DebugOffsets");
 	else
-		inspect_layout(pid, &m, py, &ei);
+		inspect_layout(pid, &m, py, pf);
 out:
 	close(m.fd);
 	return 0;

@@ -26,11 +26,22 @@ enum gil_py_status {
 	GIL_PY_UNSUPPORTED,    /* python, but its GIL cannot be located: note says why */
 };
 
+struct elf_syms;
+
+/* What an interpreter file says about python (its symbols and name), read once per file. */
+struct gil_pyfile {
+	__u64 rt_vaddr, rt_size; /* _PyRuntime */
+	__u64 pyver_vaddr;	 /* Py_Version (3.11+), 0 = none */
+	__u32 name_minor;	 /* 3.X from the file name, 0 = none */
+	int name_ft;		 /* "python3.13t" */
+};
+
+/* 0 with PF filled when SYMS (of the file named SHOWN) define _PyRuntime, else -ENOENT. */
+int gil_pyfile__read(const struct elf_syms *syms, const char *shown, struct gil_pyfile *pf);
+
 struct gil_py {
 	enum gil_py_status status;
 	char object[PATH_MAX]; /* the ELF file with _PyRuntime, as /proc/PID/maps names it */
-	char open_path[64];    /* /proc/PID/map_files/START-END: opens it, even in a container */
-	__u64 dev, ino;	       /* kernel dev_t (major << 20 | minor) and inode of the file */
 	__u64 runtime;	       /* &_PyRuntime in the process */
 	__u32 version;	       /* PY_VERSION_HEX, or 3 << 24 | minor << 16 (only 3.X known) */
 	int free_threaded;
@@ -43,22 +54,12 @@ struct gil_py {
 	char note[192]; /* what is missing or why nothing is measured ("" when nothing) */
 };
 
-struct gil_finder;
-
-struct gil_finder *gil_finder__new(void);
-void gil_finder__free(struct gil_finder *f);
 /*
- * Look at process PID and fill PY (status first). Cheap to repeat: which files define
- * _PyRuntime is remembered per (dev, inode). Negative errno only when PID cannot be read.
+ * Look at process PID, which maps the interpreter file PF with _PyRuntime at RUNTIME, and
+ * fill PY (status first; not OBJECT). Negative errno only when PID's memory cannot be read.
+ * Which process maps which file is the caller's (uprobe_mgr's discovery, in user/gil.c).
  */
-int gil_finder__inspect(struct gil_finder *f, pid_t pid, struct gil_py *py);
-
-/*
- * The file holding the interpreter of executable EXE, before it runs: EXE itself when it
- * defines _PyRuntime, else the libpython3.X it needs, found as ld.so would (RUNPATH/RPATH with
- * $ORIGIN, LD_LIBRARY_PATH, the usual directories). 0, or -ENOENT when EXE is no python.
- */
-int gil_python__interpreter_file(const char *exe, char *out, size_t len);
+int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, struct gil_py *py);
 
 /*
  * The _Py_DebugOffsets of 3.13+ (the start of _PyRuntime, LEN bytes of it), decoded into

@@ -2,7 +2,7 @@
 /*
  * nccl family, record side: the generic uprobe pair (bpf/nccl.bpf.c) on every function of
  * nccl_table wherever libnccl code is mapped (shared, or linked into libtorch_cuda.so).
- * Communicators are joined with their rank on the reading side (nccl_report.c's walk).
+ * Communicators are joined with their rank on the reading side (nccl_decode.c's walk).
  */
 #include <errno.h>
 #include "nccl.h"

@@ -2,8 +2,9 @@
 /*
  * nccl family: NCCL API calls (collectives, point-to-point, groups, communicator lifetime),
  * traced by uprobes on libnccl wherever it is mapped (shared, or linked into e.g.
- * libtorch_cuda.so). Record side in nccl.c, the API table in nccl_api.c, decoders, the
- * communicator/group walk and the reports in nccl_report.c. docs/NCCL.md for users.
+ * libtorch_cuda.so). Record side in nccl.c, the API table in nccl_api.c, the decoder and
+ * the communicator/group walk in nccl_decode.c, the reports in nccl_report.c. docs/NCCL.md
+ * for users.
  */
 #ifndef BPFSIGHT_NCCL_H
 #define BPFSIGHT_NCCL_H
@@ -45,9 +46,6 @@ int nccl__datatype_size(int dt);	 /* bytes per element, 0 when unknown */
 const char *nccl__op_name(int op);
 /* 64-bit FNV-1a of a ncclUniqueId's 128 bytes: equal on every rank of one communicator. */
 __u64 nccl__id_hash(const void *id);
-
-/* 0 when A's args string agrees with its deref/out and names known keys; else -EINVAL, WHY. */
-int nccl_api__check(const struct ucall_api *a, char *why, size_t len);
 
 /*
  * What a reader learns from the calls it has seen, in file order: which communicator a

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The nccl family's API table: which libnccl functions are probed, what the BPF side captures
- * for each (deref, out) and how the decoder reads their arguments (args). An entry's index is
- * bs_ucall.fn in trace files: APPEND ONLY, never reorder or remove.
+ * The nccl family's API table: which libnccl functions are probed, and for each its argument
+ * spec (args): what the BPF side captures and how the decoder reads the arguments. An entry's
+ * index is bs_ucall.fn in trace files: APPEND ONLY, never reorder or remove.
  *
  * Symbols are the ncclX ones libnccl exports (nm -D, NCCL 2.28). NCCL also exports a pncclX
  * profiling alias of each at the same address, so probing ncclX sees calls made through
@@ -12,61 +12,51 @@
  * does not define (older NCCL has no ncclAlltoAll/Gather/Scatter, ncclCommShrink or
  * ncclCommInitRankScalable) are simply not probed there.
  *
- * args: one field per argument, in order; x86-64 SysV puts integer and pointer arguments in
- * rdi rsi rdx rcx r8 r9 (args[0..5]) and the rest in stack words (args[6..11]):
- *   KEY    the next argument word (a register while one is left, else the next stack word)
- *   *KEY   the next argument is the out pointer (out_arg = its word's index + 1): KEY shows
- *          the value it points to at return (bs_ucall.out), only when the call succeeded
- *          (ncclSuccess, or ncclInProgress for a nonblocking communicator)
- *   &KEY   the next argument points to what is copied at return (deref_arg = its word's
- *          index + 1); &*KEY: the call writes it, so it is shown only when it succeeded
- *   KEY!   a ncclUniqueId passed by value: 128 bytes of memory class, so 16 stack words and
- *          no register (the next integer argument still gets the next register: the rank of
- *          ncclCommInitRank is in rdx); copied from the stack-argument area
- *          (deref_arg = BS_DEREF_ARG_STACK)
- * KEYs (nccl_report.c): sendbuff recvbuff buff count datatype op root peer comm stream rank
- *   nranks ndev devlist color key config exclude nexclude nid flags size handle device
- *   newcomm unique_id comms. Integer keys (datatype op root peer rank nranks ndev color key
- *   nexclude nid flags device) are C ints: only the low 32 bits of their word are defined.
+ * args: the argument spec (the grammar is ucall_spec.h's, shared with cuda), in nccl_keys:
+ *   sendbuff recvbuff buff count datatype op root peer comm stream rank nranks ndev devlist
+ *   color key config exclude nexclude nid flags size handle device newcomm unique_id comms.
+ *   Integer keys (datatype op root peer rank nranks ndev color key nexclude nid flags device)
+ *   are C ints, type s32: only the low 32 bits of their word are defined. unique_id and
+ *   comms are type mem, the copy: a ncclUniqueId (by pointer, &unique_id, or by value,
+ *   unique_id!16: 128 bytes of memory class, 16 stack words and no register, so the rank of
+ *   ncclCommInitRank is still in rdx) and ncclCommInitAll's comms[ndev] (the first 24).
  *   count is the element count the function takes (ncclAllGather's sendcount,
  *   ncclReduceScatter's recvcount, per peer for ncclAlltoAll); bytes = count x type size.
- * tests/unit/test_nccl_report.c checks every string against deref/out, every symbol against
+ *   An out value (*comm) or a written copy (&*unique_id) is shown only when the call
+ *   succeeded: ncclSuccess, or ncclInProgress for a nonblocking communicator.
+ * Every spec is compiled and checked (nccl_api__check) when bpfsight is built
+ * (tools/check_specs.c); tests/unit/test_nccl_report.c checks every symbol against
  * libnccl.so and the enum values against nccl.h.
  */
-#include "nccl.h"
+#include <errno.h>
+#include <stdio.h>
+#include "nccl_decode.h"
 
 /* The table is aligned by hand: one function a line, its spec beside it. */
 // clang-format off
-#define A(n, grp, fl, a, ...) { .name = n, .group = grp, .flags = (fl), .args = a, __VA_ARGS__ }
-
-#define OUT(i1)	    .out_arg = (i1)
-#define DEREF(i1)   .deref_arg = (i1), .deref_mode = BS_DEREF_STRUCT
-#define DEREF_STACK DEREF(BS_DEREF_ARG_STACK)
+#define A(n, grp, fl, a) { .name = n, .group = grp, .flags = (fl), .args = a }
 
 static const struct ucall_api nccl_apis[] = {
 	/* Communicator creation. */
-	A("ncclGetUniqueId", NCCL_GRP_OTHER, 0, "&*unique_id", DEREF(1)),
-	A("ncclCommInitRank", NCCL_GRP_INIT, 0, "*comm nranks unique_id! rank", OUT(1),
-	  DEREF_STACK),
-	A("ncclCommInitRankConfig", NCCL_GRP_INIT, 0, "*comm nranks unique_id! rank config", OUT(1),
-	  DEREF_STACK),
+	A("ncclGetUniqueId", NCCL_GRP_OTHER, 0, "&*unique_id"),
+	A("ncclCommInitRank", NCCL_GRP_INIT, 0, "*comm nranks unique_id!16 rank"),
+	A("ncclCommInitRankConfig", NCCL_GRP_INIT, 0, "*comm nranks unique_id!16 rank config"),
 	/* comms[ndev]: the copy holds the first 24 handles (comms[i] is rank i of ndev). */
-	A("ncclCommInitAll", NCCL_GRP_INIT, 0, "&*comms ndev devlist", DEREF(1)),
+	A("ncclCommInitAll", NCCL_GRP_INIT, 0, "&*comms ndev devlist"),
 	/* commIds[nid]: the copy starts with the first id, the one hashed. */
-	A("ncclCommInitRankScalable", NCCL_GRP_INIT, 0, "*comm nranks rank nid &unique_id config",
-	  OUT(1), DEREF(5)),
-	A("ncclCommSplit", NCCL_GRP_INIT, 0, "comm color key *newcomm config", OUT(4)),
-	A("ncclCommShrink", NCCL_GRP_INIT, 0, "comm exclude nexclude *newcomm config flags", OUT(4)),
+	A("ncclCommInitRankScalable", NCCL_GRP_INIT, 0, "*comm nranks rank nid &unique_id config"),
+	A("ncclCommSplit", NCCL_GRP_INIT, 0, "comm color key *newcomm config"),
+	A("ncclCommShrink", NCCL_GRP_INIT, 0, "comm exclude nexclude *newcomm config flags"),
 	/* Teardown. */
 	A("ncclCommFinalize", NCCL_GRP_COMM, 0, "comm"),
 	A("ncclCommDestroy", NCCL_GRP_COMM, 0, "comm"),
 	A("ncclCommAbort", NCCL_GRP_COMM, 0, "comm"),
 	/* Queries: how a recording that began after the init learns rank and nranks. */
-	A("ncclCommCount", NCCL_GRP_COMM, 0, "comm *nranks", OUT(2)),
-	A("ncclCommUserRank", NCCL_GRP_COMM, 0, "comm *rank", OUT(2)),
-	A("ncclCommCuDevice", NCCL_GRP_COMM, 0, "comm *device", OUT(2)),
+	A("ncclCommCount", NCCL_GRP_COMM, 0, "comm *nranks"),
+	A("ncclCommUserRank", NCCL_GRP_COMM, 0, "comm *rank"),
+	A("ncclCommCuDevice", NCCL_GRP_COMM, 0, "comm *device"),
 	/* User buffer registration. */
-	A("ncclCommRegister", NCCL_GRP_COMM, 0, "comm buff size *handle", OUT(4)),
+	A("ncclCommRegister", NCCL_GRP_COMM, 0, "comm buff size *handle"),
 	A("ncclCommDeregister", NCCL_GRP_COMM, 0, "comm handle"),
 	/* Groups: the calls between them are queued, and launched by the outermost End. */
 	A("ncclGroupStart", NCCL_GRP_GROUP, NCCL_F_GROUP_START, ""),
@@ -88,9 +78,60 @@ static const struct ucall_api nccl_apis[] = {
 };
 // clang-format on
 
+#define U64 1u << UCALL_T_U64, UCALL_T_U64
+#define INT 1u << UCALL_T_S32, UCALL_T_S32
+#define MEM 1u << UCALL_T_MEM, UCALL_T_MEM
+/* What nccl specs may name, each with the one type its C parameter has. */
+const struct ucall_key nccl_keys[K_NR] = {
+	[K_SENDBUFF] = { "sendbuff", U64 },
+	[K_RECVBUFF] = { "recvbuff", U64 },
+	[K_BUFF] = { "buff", U64 },
+	[K_COUNT] = { "count", U64 }, /* size_t */
+	[K_DATATYPE] = { "datatype", INT },
+	[K_OP] = { "op", INT },
+	[K_ROOT] = { "root", INT },
+	[K_PEER] = { "peer", INT },
+	[K_COMM] = { "comm", U64 },
+	[K_NEWCOMM] = { "newcomm", U64 },
+	[K_STREAM] = { "stream", U64 },
+	[K_RANK] = { "rank", INT },
+	[K_NRANKS] = { "nranks", INT },
+	[K_NDEV] = { "ndev", INT },
+	[K_DEVLIST] = { "devlist", U64 },
+	[K_COLOR] = { "color", INT },
+	[K_KEY] = { "key", INT },
+	[K_CONFIG] = { "config", U64 },
+	[K_EXCLUDE] = { "exclude", U64 },
+	[K_NEXCLUDE] = { "nexclude", INT },
+	[K_NID] = { "nid", INT },
+	[K_FLAGS] = { "flags", INT },
+	[K_SIZE] = { "size", U64 }, /* size_t */
+	[K_HANDLE] = { "handle", U64 },
+	[K_DEVICE] = { "device", INT },
+	[K_UNIQUE_ID] = { "unique_id", MEM },
+	[K_COMMS] = { "comms", MEM },
+};
+
+/* What the decoder and the walk rely on beyond the grammar, per entry. */
+static int nccl_api__check(const struct ucall_api *a, const struct ucall_spec *s, char *err,
+			   size_t len)
+{
+	if (ucall_spec__has(s, K_COMMS) && !ucall_spec__has(s, K_NDEV))
+		return snprintf(err, len, "comms needs ndev"), -EINVAL;
+	if ((a->flags & (NCCL_F_GROUP_START | NCCL_F_GROUP_END)) && (s->nfields || s->nwords))
+		return snprintf(err, len, "group calls take no arguments"), -EINVAL;
+	return 0;
+}
+
+static struct ucall_spec *nccl_compiled;
+
 const struct ucall_table nccl_table = {
 	.family = "nccl",
 	.rec_type = BS_REC_NCCL_CALL,
 	.apis = nccl_apis,
 	.napis = sizeof(nccl_apis) / sizeof(nccl_apis[0]),
+	.keys = nccl_keys,
+	.nkeys = K_NR,
+	.check = nccl_api__check,
+	.compiled = &nccl_compiled,
 };

@@ -2,9 +2,9 @@
 /*
  * The nvtx family's reports, nsys's:
  *   nvtx_sum           ranges per (text, style): nsys's timing columns over their durations
- *   nvtx_gpu_proj_sum  ranges projected onto the GPU: per (text, style), the span from the
- *                      first to the last GPU operation launched by calls inside each instance
- *                      on its thread, how many operations, and their GPU time
+ *   nvtx_gpu_proj_sum  ranges projected onto the GPU (nvtx_proj.c): per (text, style), the
+ *                      span from the first to the last GPU operation launched by calls inside
+ *                      each instance on its thread, how many operations, and their GPU time
  * A range's name is its text, "DOMAIN:text" in a domain other than the default one (nsys's
  * convention). Ranges still open when the recording stopped (BS_NVTX_OPEN) are counted in
  * neither: their duration is only a lower bound.
@@ -12,9 +12,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "gpu_decode.h"
 #include "nvtx.h"
 #include "nvtx_decode.h"
+#include "nvtx_proj.h"
 #include "table.h"
 #include "tgroups.h"
 #include "time_sum.h"
@@ -128,23 +128,8 @@ static const struct report nvtx_sum = {
 };
 
 /* ---- nvtx_gpu_proj_sum ---- */
-struct proj_range {
-	__u32 pid, tid;
-	__u64 ts, dur;
-	const char *domain, *text; /* model strings */
-	__u16 flags;
-};
-
-struct proj_op {
-	__u32 pid, tid;
-	__u64 call_ts, ts, dur;
-};
-
 struct proj_sum {
-	struct proj_range *ranges;
-	size_t nranges, cap_ranges;
-	struct proj_op *ops;
-	size_t nops, cap_ops;
+	struct nvtx_proj *p;
 	int err;
 };
 
@@ -152,7 +137,16 @@ enum { PJ_PROJ, PJ_RANGE, PJ_OPS, PJ_GPU };
 
 static void *proj_sum__new(void)
 {
-	return calloc(1, sizeof(struct proj_sum));
+	struct proj_sum *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->p = nvtx_proj__new();
+	if (!st->p) {
+		free(st);
+		return NULL;
+	}
+	return st;
 }
 
 static void proj_sum__free(void *vst)
@@ -161,120 +155,37 @@ static void proj_sum__free(void *vst)
 
 	if (!st)
 		return;
-	free(st->ranges);
-	free(st->ops);
+	nvtx_proj__free(st->p);
 	free(st);
-}
-
-/* Room for one more element of SIZE bytes in *V (count *N, capacity *CAP); 0 or -ENOMEM. */
-static int grow(void **v, size_t *n, size_t *cap, size_t size)
-{
-	void *nv;
-
-	if (*n < *cap)
-		return 0;
-	nv = realloc(*v, (*cap ? *cap * 2 : 256) * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = *cap ? *cap * 2 : 256;
-	return 0;
 }
 
 static void proj_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
 {
-	const struct bs_nvtx_range *r = as_closed_range(rec);
 	struct proj_sum *st = vst;
-	struct gpu_op op;
 
-	if (r) {
-		if (grow((void **)&st->ranges, &st->nranges, &st->cap_ranges,
-			 sizeof(*st->ranges))) {
-			st->err = -ENOMEM;
-			return;
-		}
-		st->ranges[st->nranges++] = (struct proj_range){
-			rec->pid,
-			rec->tid,
-			rec->ts,
-			r->dur,
-			nvtx_domain_name(m, r->domain_id),
-			nvtx_message(m, r->name_id),
-			r->flags,
-		};
-		return;
-	}
-	/* Only operations whose launching call is known can be placed inside a range. */
-	if (!gpu_op__read(rec, &op) || !op.call_ts ||
-	    !(op.flags & (BS_GPU_CALL_CUDA | BS_GPU_CALL_API)))
-		return;
-	if (grow((void **)&st->ops, &st->nops, &st->cap_ops, sizeof(*st->ops))) {
-		st->err = -ENOMEM;
-		return;
-	}
-	st->ops[st->nops++] = (struct proj_op){ op.pid, op.tid, op.call_ts, op.ts, op.dur };
+	if (!st->err)
+		st->err = nvtx_proj__add(st->p, rec, m);
 }
 
-static int op_cmp(const void *x, const void *y)
+/* One range's projection: the span from its first operation's start to its last's end. */
+static int proj_sum__range(void *arg, const struct nvtx_proj_range *r,
+			   const struct nvtx_proj_op *ops, size_t n)
 {
-	const struct proj_op *a = x, *b = y;
-
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	return (a->call_ts > b->call_ts) - (a->call_ts < b->call_ts);
-}
-
-/* The first op of (PID, TID) launched at or after TS. */
-static size_t op_lower_bound(const struct proj_sum *st, __u32 pid, __u32 tid, __u64 ts)
-{
-	struct proj_op key = { pid, tid, ts, 0, 0 };
-	size_t lo = 0, hi = st->nops;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (op_cmp(&st->ops[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Project each range onto the GPU operations its thread launched inside it. */
-static int proj_sum__join(struct proj_sum *st, struct tgroups *g)
-{
+	__u64 first = ~0ull, last = 0, gpu = 0;
+	struct tgroups *g = arg;
+	struct tgroup *t;
 	char buf[512];
 
-	if (st->nops)
-		qsort(st->ops, st->nops, sizeof(*st->ops), op_cmp);
-	for (size_t i = 0; i < st->nranges; i++) {
-		const struct proj_range *r = &st->ranges[i];
-		__u64 end = r->ts + r->dur, first = ~0ull, last = 0, gpu = 0, nops = 0;
-		struct tgroup *t;
-
-		for (size_t k = op_lower_bound(st, r->pid, r->tid, r->ts);
-		     k < st->nops && st->ops[k].pid == r->pid && st->ops[k].tid == r->tid &&
-		     st->ops[k].call_ts <= end;
-		     k++) {
-			const struct proj_op *o = &st->ops[k];
-
-			first = o->ts < first ? o->ts : first;
-			last = o->ts + o->dur > last ? o->ts + o->dur : last;
-			gpu += o->dur;
-			nops++;
-		}
-		if (!nops)
-			continue;
-		t = tgroups__get(g, range_name(r->domain, r->text, buf, sizeof(buf)),
-				 style_name(r->flags), 0);
-		if (!t || tgroup__add(t, PJ_PROJ, last - first) ||
-		    tgroup__add(t, PJ_RANGE, r->dur) || tgroup__add(t, PJ_OPS, nops) ||
-		    tgroup__add(t, PJ_GPU, gpu))
-			return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		first = ops[k].ts < first ? ops[k].ts : first;
+		last = ops[k].ts + ops[k].dur > last ? ops[k].ts + ops[k].dur : last;
+		gpu += ops[k].dur;
 	}
+	t = tgroups__get(g, range_name(r->domain, r->text, buf, sizeof(buf)), style_name(r->flags),
+			 0);
+	if (!t || tgroup__add(t, PJ_PROJ, last - first) || tgroup__add(t, PJ_RANGE, r->dur) ||
+	    tgroup__add(t, PJ_OPS, n) || tgroup__add(t, PJ_GPU, gpu))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -291,7 +202,7 @@ static int proj_sum__emit(void *vst, const struct trace_model *m, struct table *
 	g = tgroups__new();
 	if (!g)
 		return -ENOMEM;
-	err = proj_sum__join(st, g);
+	err = nvtx_proj__join(st->p, proj_sum__range, g);
 	if (!err) {
 		rows = tgroups__sorted(g, PJ_PROJ, &n);
 		err = rows ? 0 : -ENOMEM;

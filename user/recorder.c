@@ -499,6 +499,7 @@ int recorder__run(const struct record_opts *o)
 	}
 out:
 	uprobe_mgr__free(ctx.uprobes);
+	ctx.uprobes = NULL; /* families' detach must not use it (gil checks) */
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
 		if (attached[i])
 			families[i]->detach(&ctx, states[i]);

@@ -197,7 +197,7 @@ static int links_attach(struct shim_link *l, struct uprobe_links *links, const s
 
 /* ---- the uprobe manager's listener ---- */
 
-static void *on_file(void *arg, const char *path, const char *shown)
+static void *on_file(void *arg, const char *path, const char *shown, const struct elf_syms *syms)
 {
 	struct shim_link *l = arg;
 	struct usdt_notes *n = usdt_notes__open(path);
@@ -244,7 +244,8 @@ out:
 }
 
 /* PATH is not needed: the file is attached through the fd held since on_file. */
-static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path)
+static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
+		      const struct uprobe_mapping *mp)
 {
 	struct shim_link *l = arg;
 	struct shim_file *f = cookie;
@@ -304,7 +305,7 @@ static void link_free(struct shim_link *l)
 static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 {
 	struct shim_link *l = calloc(1, sizeof(*l));
-	struct uprobe_listener lis = { on_file, on_mapped, l };
+	struct uprobe_listener lis = { .file = on_file, .mapped = on_mapped, .arg = l };
 	struct uprobe_mgr *mgr;
 
 	*err = -ENOMEM;
@@ -332,8 +333,12 @@ static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 		goto fail;
 	}
 	mgr = uprobe_mgr__get(ctx, err);
-	if (!mgr || (*err = uprobe_mgr__add_listener(mgr, &lis)))
+	if (!mgr)
 		goto fail;
+	*err = uprobe_mgr__add_listener(mgr, &lis);
+	if (*err < 0)
+		goto fail;
+	*err = 0;
 	return l;
 fail:
 	link_free(l);

@@ -1,24 +1,23 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * An API table of a uprobe family (cuda, nccl): the functions it probes, what the generic
- * BPF programs (bpf/ucall.bpf.h) capture for each, and how a decoder reads their arguments.
- * The index of an entry is bs_ucall.fn in trace files: tables are append-only.
+ * An API table of a uprobe family (cuda, nccl): the functions it probes and, for each, its
+ * argument spec (ucall_spec.h: what the generic BPF programs of bpf/ucall.bpf.h capture, and
+ * how a decoder reads the arguments). The index of an entry is bs_ucall.fn in trace files:
+ * tables are append-only.
  */
 #ifndef BPFSIGHT_UCALL_API_H
 #define BPFSIGHT_UCALL_API_H
 
+#include <stddef.h>
 #include <linux/types.h>
 #include "records.h"
+#include "ucall_spec.h"
 
 struct ucall_api {
 	const char *name; /* the exported symbol, also the name shown (cudaLaunchKernel) */
-	__u8 deref_arg;	  /* argument index + 1 whose pointee is copied at return (0 = none) */
-	__u8 deref_off8;  /* byte offset / 8 into that pointee */
-	__u8 deref_mode;  /* BS_DEREF_* */
-	__u8 out_arg;	  /* argument index + 1 whose u64 pointee is read at return (0 = none) */
 	__u16 group;	  /* family-defined category (launch, memcpy, sync, ...) */
 	__u16 flags;	  /* family-defined */
-	const char *args; /* family-defined description of the arguments, for its decoder */
+	const char *args; /* the argument spec, in the family's keys */
 };
 
 struct ucall_table {
@@ -26,54 +25,34 @@ struct ucall_table {
 	__u16 rec_type;	    /* BS_REC_CUDA_CALL */
 	const struct ucall_api *apis;
 	__u32 napis;
+	const struct ucall_key *keys; /* what the specs may name: ucall_field.key indexes it */
+	__u32 nkeys;
+	/* What else the family requires of an entry and its compiled spec: 0, or -EINVAL. */
+	int (*check)(const struct ucall_api *a, const struct ucall_spec *s, char *err, size_t len);
+	struct ucall_spec **compiled; /* the specs, compiled on first use (ucall_table__spec) */
 };
-
-/*
- * Argument words A's args string consumes, for both families' grammars: every token but
- * constants ("k=v") and fields read from a pointee ("k@n"); a by-value dim3 takes two.
- * Without a description, assume the most.
- */
-static inline int ucall_api__words(const struct ucall_api *a)
-{
-	const char *p = a->args;
-	int words = 0;
-
-	if (!p)
-		return BS_UCALL_NARGS;
-	while (*p) {
-		const char *tok = p;
-		int skip = 0, dim3 = 0;
-
-		while (*p == ' ')
-			tok = ++p;
-		if (!*p)
-			break;
-		for (; *p && *p != ' '; p++) {
-			if (*p == '=' || *p == '@')
-				skip = 1;
-			if (*p == ':' && !__builtin_strncmp(p + 1, "dim3", 4))
-				dim3 = 1;
-		}
-		if (p > tok && !skip)
-			words += dim3 ? 2 : 1;
-	}
-	return words;
-}
-
-static inline __u64 ucall_api__cookie(const struct ucall_table *t, __u32 fn)
-{
-	const struct ucall_api *a = &t->apis[fn];
-	__u64 c = BS_UCOOKIE(fn, a->deref_arg, a->deref_off8, a->deref_mode, a->out_arg);
-
-	if (ucall_api__words(a) > 6 || a->deref_arg == BS_DEREF_ARG_STACK)
-		c |= BS_UCOOKIE_STACK;
-	return c;
-}
 
 /* The entry of REC's fn, or NULL when the trace was written by a newer table. */
 static inline const struct ucall_api *ucall_table__api(const struct ucall_table *t, __u32 fn)
 {
 	return fn < t->napis ? &t->apis[fn] : (const struct ucall_api *)0;
 }
+
+/*
+ * The compiled spec of entry FN, or NULL when FN is not in the table. The table is compiled
+ * once; if memory runs out, FN alone is compiled into *TMP. An entry that does not compile
+ * (the build checks that none does) has no fields and every argument word.
+ */
+const struct ucall_spec *ucall_table__spec(const struct ucall_table *t, __u32 fn,
+					   struct ucall_spec *tmp);
+
+/* The bpf_cookie of entry FN's probes. */
+__u64 ucall_api__cookie(const struct ucall_table *t, __u32 fn);
+
+/*
+ * Check the whole table: unique names, every spec compiled, the family's own check.
+ * 0, or -EINVAL with the first problem in ERR ("cudaMalloc: '*ptr': ...").
+ */
+int ucall_table__check(const struct ucall_table *t, char *err, size_t len);
 
 #endif /* BPFSIGHT_UCALL_API_H */

@@ -38,7 +38,8 @@
 #include "libmap.skel.h"
 
 #define MAX_FAMILIES  4
-#define MAX_LISTENERS 2
+#define MAX_LISTENERS 3
+#define MAX_CODE_SEGS 4 /* executable segments of a file kept (for load biases) */
 #define MAX_PENDING   1024
 #define CODE_PEEK     64  /* prologue bytes given to probe_site__choose */
 #define STOP_WAIT_MS  200 /* for a process BPF stopped to reach the stopped state */
@@ -63,6 +64,8 @@ struct obj {
 	struct elf_syms *syms; /* opened lazily for symbolization, then kept */
 	int syms_failed;
 	void *heard[MAX_LISTENERS]; /* what each listener's file() returned */
+	struct elf_seg code[MAX_CODE_SEGS];
+	__u32 ncode;
 };
 
 struct mapping {
@@ -210,8 +213,8 @@ int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener 
 {
 	if (m->nlisteners == MAX_LISTENERS)
 		return -E2BIG;
-	m->listeners[m->nlisteners++] = *l;
-	return 0;
+	m->listeners[m->nlisteners] = *l;
+	return (int)m->nlisteners++;
 }
 
 /* A path that opens PID's mapping even inside a container or after the file was replaced. */
@@ -379,6 +382,18 @@ static void dl_hook_attach(struct uprobe_mgr *m, struct obj *o, struct elf_syms 
 	}
 }
 
+int uprobe_mgr__site(const struct elf_syms *syms, const struct elf_sym *sym, struct probe_site *ps)
+{
+	__u8 code[CODE_PEEK];
+
+	memset(code, 0, sizeof(code));
+	if (elf_syms__read(syms, sym->vaddr, code, sizeof(code)))
+		return -ENOENT; /* no code bytes (e.g. an undefined import) */
+	probe_site__choose(code, sym->size && sym->size < sizeof(code) ? sym->size : sizeof(code),
+			   ps);
+	return 0;
+}
+
 /* Look up every family's functions in a file not seen before; probe what it defines. */
 static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *open_path, pid_t pid)
 {
@@ -415,23 +430,21 @@ static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *open_pa
 		for (__u32 fn = 0; fn < t->napis; fn++) {
 			struct elf_sym s;
 			struct probe_site ps;
-			__u8 code[CODE_PEEK];
 
-			if (elf_syms__find(syms, t->apis[fn].name, &s))
+			if (elf_syms__find(syms, t->apis[fn].name, &s) ||
+			    uprobe_mgr__site(syms, &s, &ps))
 				continue;
-			memset(code, 0, sizeof(code));
-			if (elf_syms__read(syms, s.vaddr, code, sizeof(code)))
-				continue; /* no code bytes (e.g. an undefined import) */
-			probe_site__choose(
-				code, s.size && s.size < sizeof(code) ? s.size : sizeof(code), &ps);
 			if (site_add(o, t, fn, &s, &ps))
 				break;
 		}
 	}
 	dl_hook_attach(m, o, syms, path); /* --dry-run too: it finds what CMD loads */
-	elf_syms__free(syms);
+	o->ncode = elf_syms__code_segments(syms, o->code, MAX_CODE_SEGS);
+	if (o->ncode > MAX_CODE_SEGS)
+		o->ncode = MAX_CODE_SEGS;
 	for (__u32 i = 0; i < m->nlisteners; i++)
-		o->heard[i] = m->listeners[i].file(m->listeners[i].arg, path, o->path);
+		o->heard[i] = m->listeners[i].file(m->listeners[i].arg, path, o->path, syms);
+	elf_syms__free(syms);
 	if (o->nsites && !m->ctx->opts->dry_run)
 		obj_attach(m, o, path);
 	if (o->nsites)
@@ -459,18 +472,38 @@ static struct obj *obj_get(struct uprobe_mgr *m, __u64 dev, __u64 ino, const cha
 	return *slot;
 }
 
-/* Tell the listeners that asked for MP's file that PID maps it. */
-static void notify_mapped(struct uprobe_mgr *m, pid_t pid, const struct mapping *mp)
+/*
+ * The load bias of code mapping MP: the file offsets it maps are those of one executable
+ * segment, whose addresses are its file offsets plus (vaddr - off).
+ */
+static __u64 mapping_bias(const struct mapping *mp)
+{
+	const struct obj *o = mp->obj;
+
+	for (__u32 i = 0; i < o->ncode; i++)
+		if (o->code[i].off < mp->pgoff + (mp->end - mp->start) &&
+		    o->code[i].off + o->code[i].filesz > mp->pgoff)
+			return mp->start - mp->pgoff - (o->code[i].vaddr - o->code[i].off);
+	return mp->start - mp->pgoff; /* no such segment: as if vaddr == offset */
+}
+
+/* Tell the listeners that asked for MP's file that PID maps it (as SHOWN). */
+static void notify_mapped(struct uprobe_mgr *m, pid_t pid, const struct mapping *mp,
+			  const char *shown)
 {
 	char open_path[PATH_MAX + 64];
+	struct uprobe_mapping um;
 	int have_path = 0;
 
 	for (__u32 i = 0; i < m->nlisteners && mp->obj; i++) {
 		if (!mp->obj->heard[i])
 			continue;
-		if (!have_path++)
+		if (!have_path++) {
 			mapping_path(open_path, sizeof(open_path), pid, mp, mp->obj->path);
-		m->listeners[i].mapped(m->listeners[i].arg, mp->obj->heard[i], pid, open_path);
+			um = (struct uprobe_mapping){ mp->start, mp->end, mp->pgoff,
+						      mapping_bias(mp), shown };
+		}
+		m->listeners[i].mapped(m->listeners[i].arg, mp->obj->heard[i], pid, open_path, &um);
 	}
 }
 
@@ -527,7 +560,7 @@ static int scan_pid(struct uprobe_mgr *m, pid_t pid)
 			mapping_path(open_path, sizeof(open_path), pid, &mp, path);
 			obj_examine(m, o, open_path, pid);
 		}
-		notify_mapped(m, pid, &mp);
+		notify_mapped(m, pid, &mp, path);
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
 			nv = realloc(v, cap * sizeof(*v));
@@ -560,17 +593,29 @@ static const char *const well_known[] = {
 };
 
 /* Examine the file at PATH before any process maps it (its probes are on its inode). */
-static void prescan_path(void *arg, const char *path)
+static struct obj *prescan(struct uprobe_mgr *m, const char *path)
 {
-	struct uprobe_mgr *m = arg;
 	struct stat st;
 	struct obj *o;
 
 	if (stat(path, &st) || !S_ISREG(st.st_mode))
-		return;
+		return NULL;
 	o = obj_get(m, kdev_of(st.st_dev), st.st_ino, path);
 	if (o && !o->examined)
 		obj_examine(m, o, path, getpid());
+	return o;
+}
+
+static void prescan_path(void *arg, const char *path)
+{
+	prescan(arg, path);
+}
+
+void *uprobe_mgr__examine(struct uprobe_mgr *m, int listener, const char *path)
+{
+	struct obj *o = prescan(m, path);
+
+	return o && listener >= 0 && (__u32)listener < m->nlisteners ? o->heard[listener] : NULL;
 }
 
 static void prescan_well_known(struct uprobe_mgr *m)
@@ -591,16 +636,21 @@ static void prescan_well_known(struct uprobe_mgr *m)
 int uprobe_mgr__start(struct uprobe_mgr *m)
 {
 	const struct record_opts *o = m->ctx->opts;
+	int err = 0;
 
 	if (o->system_wide) {
 		prescan_well_known(m);
-		return uprobe_mgr__scan(m, 0);
+		err = uprobe_mgr__scan(m, 0);
+	} else {
+		if (m->ctx->launch_pid)
+			uprobe_mgr__scan(m, m->ctx->launch_pid);
+		for (__u32 i = 0; i < o->npids; i++)
+			uprobe_mgr__scan(m, o->pids[i]);
 	}
-	if (m->ctx->launch_pid)
-		uprobe_mgr__scan(m, m->ctx->launch_pid);
-	for (__u32 i = 0; i < o->npids; i++)
-		uprobe_mgr__scan(m, o->pids[i]);
-	return 0;
+	for (__u32 i = 0; i < m->nlisteners; i++)
+		if (m->listeners[i].started)
+			m->listeners[i].started(m->listeners[i].arg);
+	return err;
 }
 
 int uprobe_mgr__scan(struct uprobe_mgr *m, pid_t pid)
@@ -678,7 +728,7 @@ static void inherit_maps(struct uprobe_mgr *m, pid_t parent, pid_t child)
 	pid_maps_set(m, child, v, (*slot)->n); /* may move *slot: not used after */
 	slot = hmap__get(m->pids, (struct hkey){ (__u64)child, 0 }, 0);
 	for (__u32 i = 0; slot && *slot && i < (*slot)->n; i++)
-		notify_mapped(m, child, &(*slot)->v[i]);
+		notify_mapped(m, child, &(*slot)->v[i], (*slot)->v[i].obj->path);
 }
 
 /*

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Finds and probes the code of uprobe families (cuda, nccl) in traced processes: every ELF
+ * Finds and probes the code of uprobe families (cuda, nccl) in traced processes, and tells
+ * listeners (the cupti-shim channel, the gil family) what it finds: every ELF
  * file mapped executable (/proc/PID/maps, opened through /proc/PID/map_files), looked up
  * once per (dev, inode); each function of a family's table it defines gets an entry and a
  * return probe on the family's generic programs (bpf/ucall.bpf.h), attached for every
@@ -18,6 +19,9 @@
 #include "ucall_api.h"
 
 struct bpf_program;
+struct elf_sym;
+struct elf_syms;
+struct probe_site;
 struct record_ctx;
 struct uprobe_mgr;
 
@@ -29,27 +33,50 @@ void uprobe_mgr__free(struct uprobe_mgr *m); /* detaches everything */
 /* Probe TABLE's functions with ENTRY/RET wherever they are found from now on. */
 int uprobe_mgr__add_family(struct uprobe_mgr *m, const struct ucall_table *table,
 			   struct bpf_program *entry, struct bpf_program *ret);
+/* An executable mapping of a file in a process. */
+struct uprobe_mapping {
+	__u64 start, end, pgoff; /* as /proc/PID/maps shows it */
+	__u64 bias;		 /* load bias: the file's ELF address V is at V + bias */
+	const char *shown;	 /* the file's path in the process's maps */
+};
+
 /*
  * A user of the manager's discovery that probes something else than API functions (the
- * cupti-shim channel): told about every ELF file examined, and about every process mapping
- * a file it asked for.
+ * cupti-shim channel, the gil family): told about every ELF file examined, and about every
+ * process mapping a file it asked for.
  */
 struct uprobe_listener {
 	/*
 	 * A file examined for the first time. PATH opens it during the call (the manager holds
-	 * it open: /proc/self/fd/N); SHOWN is its path in the first process that mapped it.
-	 * Return non-NULL to hear about the file's mappings: the pointer is kept with the file.
+	 * it open: /proc/self/fd/N); SHOWN is its path in the first process that mapped it;
+	 * SYMS its symbols, valid during the call. Return non-NULL to hear about the file's
+	 * mappings: the pointer is kept with the file.
 	 */
-	void *(*file)(void *arg, const char *path, const char *shown);
+	void *(*file)(void *arg, const char *path, const char *shown, const struct elf_syms *syms);
 	/*
-	 * PID maps a file FILE() kept a pointer for (COOKIE), found by a scan or inherited by a
-	 * fork; told again on later scans (the listener dedups). PATH opens the file now.
+	 * PID maps a file FILE() kept a pointer for (COOKIE) at MP, found by a scan or inherited
+	 * by a fork; told again on later scans (the listener dedups). PATH opens the file now.
 	 */
-	void (*mapped)(void *arg, void *cookie, pid_t pid, const char *path);
+	void (*mapped)(void *arg, void *cookie, pid_t pid, const char *path,
+		       const struct uprobe_mapping *mp);
+	/* Optional: the first scan (uprobe_mgr__start) is done; every family is added. */
+	void (*started)(void *arg);
 	void *arg;
 };
 
+/* Returns the listener's id (for uprobe_mgr__examine), or a negative errno. */
 int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener *l);
+/*
+ * Examine the file at PATH now, before a process maps it (probes on its inode cover every
+ * process that will), if it was not already. Returns what listener LISTENER's file() kept
+ * for it, or NULL.
+ */
+void *uprobe_mgr__examine(struct uprobe_mgr *m, int listener, const char *path);
+/*
+ * Where to probe function SYM of SYMS: its cheapest safe site (probe_site.h; SYM's file_off
+ * plus PS->offset). 0, or -ENOENT when its code cannot be read.
+ */
+int uprobe_mgr__site(const struct elf_syms *syms, const struct elf_sym *sym, struct probe_site *ps);
 /* The first scan, once every family is added: the targets (-p, launch) or all (-a). */
 int uprobe_mgr__start(struct uprobe_mgr *m);
 /* Examine every executable mapping of PID (0 = every process, for -a). */

@@ -52,10 +52,15 @@ def check_chrome_matches_dump(text, trace):
     doc = load_chrome(text)
     # Kineto/HTA conventions: the metadata keys come before the events in the text.
     te = text.index('"traceEvents"')
-    for k in ("schemaVersion", "deviceProperties", "traceName", "displayTimeUnit"):
+    for k in ("schemaVersion", "deviceProperties", "traceName", "displayTimeUnit",
+              "baseTimeNanoseconds"):
         check(0 <= text.find(f'"{k}"') < te, f"metadata key {k} before traceEvents")
     eq(doc["schemaVersion"], 1, "schemaVersion")
     eq(doc["displayTimeUnit"], "ns", "displayTimeUnit")
+    b = doc["bpfsight"]
+    eq(b["start_realtime_ns"], info(trace)["start_realtime_ns"], "the header's clock")
+    eq(doc["baseTimeNanoseconds"], b["start_realtime_ns"] - b["start_monotonic_ns"],
+       "Kineto's baseTimeNanoseconds: ts + it = wall-clock time")
     evs = doc["traceEvents"]
     for e in evs:
         if e["ph"] == "X":

@@ -424,6 +424,22 @@ def check_busy(pf, evs):
 
 # ---- Chrome ----
 
+MEM_KINETO = {"unknown": "Unknown", "pageable": "Pageable", "pinned": "Pinned",
+              "device": "Device", "array": "Array", "managed": "Managed",
+              "device_static": "Device Static", "managed_static": "Managed Static"}
+
+
+def kineto_name(e):
+    """Kineto's name of a GPU operation in dump (libkineto's memcpyName, Memset's name)."""
+    a = e["args"]
+    if e["kind"] == "gpu_memcpy":
+        return (f"Memcpy {a['copy_kind']} ({MEM_KINETO[a['src_kind']]} -> "
+                f"{MEM_KINETO[a['dst_kind']]})")
+    if e["kind"] == "gpu_memset":
+        return f"Memset ({MEM_KINETO[a['mem_kind']]})"
+    return e["name"]
+
+
 def test_chrome_kineto_gpu_conventions():
     trace = gpu_trace()
     with open(export(trace, "chrome", "t.json")) as f:
@@ -445,7 +461,7 @@ def test_chrome_kineto_gpu_conventions():
     for e in evs:
         a = e["args"]
         if e["kind"] in GPU_KINDS:
-            (c,) = x[("X", e["name"], us(e["ts"]))]
+            (c,) = x[("X", kineto_name(e), us(e["ts"]))]
             eq((c["cat"], c["pid"], c["tid"], c["dur"]),
                (cats[e["kind"]], a["device"], a["stream"], us(e["dur"])),
                "GPU event on pid = device, tid = stream")
@@ -460,7 +476,9 @@ def test_chrome_kineto_gpu_conventions():
                 check(abs(float(c["args"]["memory bandwidth (GB/s)"]) - a["bytes"] / e["dur"])
                       < 1e-6, "bandwidth")
             if a["link"] == "none":
-                check("correlation" not in c["args"], "unlinked: no correlation")
+                eq(c["args"]["correlation"], a["correlation"], "unlinked: CUPTI's id")
+                check(not flows[("f", a["correlation"], a["device"], a["stream"], us(e["ts"]))],
+                      "unlinked: no flow")
                 continue
             fid = synth.flow_id(PID, e["tid"], a["call_ts"])
             eq(c["args"]["correlation"], fid, "Kineto's correlation: the flow id")
@@ -470,12 +488,14 @@ def test_chrome_kineto_gpu_conventions():
                          l["tid"] == e["tid"] and l["args"].get("correlation") == fid]
             eq(launch["cat"], "cuda_runtime" if launch["name"].startswith("cuda") else
                "cuda_driver", "the launching call's category")
+        elif e["kind"] == "gpu_api" and "call_ts" in a:
+            eq(x[("X", e["name"], us(e["ts"]))], [], "CUPTI's record of a traced call left out")
         elif e["kind"] == "gpu_api":
             (c,) = x[("X", e["name"], us(e["ts"]))]
             eq((c["pid"], c["tid"], c["cat"]), (PID, e["tid"], "cuda_driver" if a["domain"] ==
                                                  "driver" else "cuda_runtime"), "gpu_api")
-            check(("correlation" in c["args"]) == ("call_ts" not in a),
-                  "CUPTI's record carries the flow only when no cuda event does")
+            eq(c["args"]["correlation"], synth.flow_id(PID, e["tid"], e["ts"]),
+               "CUPTI's record of an untraced call is the launching event")
         elif e["kind"] == "nvtx_range" and a["style"] == "PushPop":
             (c,) = x[("X", e["name"], us(e["ts"]))]
             eq((c["cat"], c["pid"], c["tid"], c["dur"]),

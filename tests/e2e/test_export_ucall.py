@@ -288,7 +288,8 @@ def check_chrome(trace, path):
         if e.get("cat") in ("cuda_runtime", "cuda_driver", "nccl"):
             eq(e["ph"], "X", f"API calls are complete events: {e}")
     te = text.index('"traceEvents"')
-    for k in ("schemaVersion", "deviceProperties", "traceName", "displayTimeUnit"):
+    for k in ("schemaVersion", "deviceProperties", "traceName", "displayTimeUnit",
+              "baseTimeNanoseconds"):
         check(0 <= text.find(f'"{k}"') < te, f"metadata key {k} before traceEvents")
     return text, doc
 

@@ -32,9 +32,6 @@
 #include "/usr/local/cuda/include/cuda_runtime_api.h"
 #endif
 
-/* Defined in cuda_report.c; declared here until cuda.h carries it. */
-int cuda_table__check(const struct ucall_table *t, char *err, size_t len);
-
 static char tmp_dir[64];
 
 static int fn_of(const char *name)
@@ -117,51 +114,69 @@ static void test_table_check(void)
 	ASSERT_TRUE(cuda_table.napis > 0, "table has entries");
 	ASSERT_EQ(cuda_table.rec_type, BS_REC_CUDA_CALL, "record type");
 	ASSERT_STREQ(cuda_table.family, "cuda", "family");
-	if (cuda_table__check(&cuda_table, err, sizeof(err)))
-		unit_fail("cuda_table__check: %s", err);
+	if (ucall_table__check(&cuda_table, err, sizeof(err)))
+		unit_fail("ucall_table__check: %s", err);
 	for (__u32 i = 0; i < cuda_table.napis; i++)
 		cuda_table.apis[i].flags &CUDA_F_DRIVER ? drv++ : rt++;
 	printf("# cuda_table: %u functions, %d runtime, %d driver\n", cuda_table.napis, rt, drv);
 }
 
-/* The checker itself must catch what it claims to. */
+/* cuda's own check (cuda_api.c), after the grammar (test_ucall_spec.c), catches its cases. */
 static void test_table_check_catches(void)
 {
 	struct ucall_api bad[2] = {
-		{ .name = "cudaMalloc",
-		  .group = CUDA_GRP_ALLOC,
-		  .args = "*ptr bytes",
-		  .out_arg = 1 },
+		{ .name = "cudaMalloc", .group = CUDA_GRP_ALLOC, .args = "*ptr bytes" },
 	};
-	struct ucall_table t = { "cuda", BS_REC_CUDA_CALL, bad, 1 };
+	static struct ucall_spec *compiled; /* not cuda_table's */
+	struct ucall_table t = cuda_table;
 	char err[256];
 
-	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), 0, "good entry");
-	bad[0].out_arg = 2;
-	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), -EINVAL, "out_arg off by one");
-	bad[0].out_arg = 1;
+	t.apis = bad;
+	t.napis = 1;
+	t.compiled = &compiled;
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), 0, "good entry");
+	bad[0].args = "*ptr *bytes";
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "two out fields");
+	ASSERT_STREQ(err, "cudaMalloc: '*bytes': two out fields", "two out fields message");
+	bad[0].args = "*ptr bytes";
 	bad[0].flags = CUDA_F_DRIVER;
-	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), -EINVAL, "driver flag on cuda*");
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "driver flag on cuda*");
+	ASSERT_STREQ(err, "cudaMalloc: CUDA_F_DRIVER does not match the name", "driver message");
 	bad[0].flags = 0;
 	bad[0].args = "*ptr bytez";
-	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), -EINVAL, "unknown key");
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "unknown key");
+	ASSERT_STREQ(err, "cudaMalloc: 'bytez': unknown key 'bytez'", "unknown key message");
 	bad[0].args = "*ptr bytes@8";
-	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), -EINVAL, "@ without deref_mode");
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "@ without a copy");
+	bad[0].args = "*ptr";
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "allocation without a size");
+	ASSERT_STREQ(err, "cudaMalloc: an allocation needs a size", "size message");
 	bad[0].args = "*ptr bytes";
 	bad[1] = bad[0];
 	t.napis = 2;
-	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), -EINVAL, "duplicate");
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "duplicate");
 	ASSERT_TRUE(strstr(err, "twice"), "duplicate message");
 	bad[1] = (struct ucall_api){ .name = "cuLaunchKernel",
 				     .group = CUDA_GRP_LAUNCH,
-				     .flags = CUDA_F_DRIVER | CUDA_F_FUNC_ARG(1),
+				     .flags = CUDA_F_DRIVER,
 				     .args = "kernel:fn grid_x grid_y grid_z block_x block_y "
 					     "block_z shared_bytes stream" };
-	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), -EINVAL, "FUNC_ARG on the wrong word");
-	bad[1].flags = CUDA_F_DRIVER | CUDA_F_FUNC_ARG(0);
-	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), 0, "launch fixed");
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), 0, "launch");
 	bad[1].args = "kernel:fn grid_x grid_y grid_z block_x block_y block_z stream";
-	ASSERT_EQ(cuda_table__check(&t, err, sizeof(err)), -EINVAL, "launch without shared_bytes");
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "launch without shared_bytes");
+	ASSERT_STREQ(err,
+		     "cuLaunchKernel: a launch needs kernel, grid, block, shared_bytes and stream",
+		     "launch message");
+	bad[1] = (struct ucall_api){ .name = "cuModuleGetFunction",
+				     .group = CUDA_GRP_MODULE,
+				     .flags = CUDA_F_DRIVER | CUDA_F_NAMES_OUT,
+				     .args = "*handle module &name:str" };
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), 0, "naming call");
+	bad[1].args = "*handle module - name:fn";
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "NAMES_OUT without a string");
+	ASSERT_STREQ(err,
+		     "cuModuleGetFunction: CUDA_F_NAMES_OUT needs *handle and &name:str, and back",
+		     "NAMES_OUT message");
 }
 
 /* Defined symbols of LIB (nm -D), as one "\nname\n" string for strstr. */
@@ -225,30 +240,28 @@ out:
 
 /* ---- The args strings against CUDA 13's struct layouts. ---- */
 
-/* The deref offset of the NTH KEY@ field of NAME's args, relative to the struct. */
+/* The spec of table entry NAME, compiled. */
+static const struct ucall_spec *spec_of(const char *name)
+{
+	static struct ucall_spec tmp;
+	int fn = fn_of(name);
+
+	return fn < 0 ? NULL : ucall_table__spec(&cuda_table, fn, &tmp);
+}
+
+/* The offset in the copied struct of the NTH KEY@ field of NAME's spec, and its size. */
 static long deref_off(const char *name, const char *key, int nth, int *size)
 {
-	int fn = fn_of(name);
-	const char *p;
-	size_t klen = strlen(key);
+	const struct ucall_spec *s = spec_of(name);
 
-	if (fn < 0)
-		return -1;
-	p = cuda_table.apis[fn].args;
-	while ((p = strstr(p, key))) {
-		const char *end = p + klen, *at;
+	for (int i = 0; s && i < s->nfields; i++) {
+		const struct ucall_field *f = &s->f[i];
 
-		if ((p == cuda_table.apis[fn].args || p[-1] == ' ' || p[-1] == '*') &&
-		    (*end == ':' || *end == '@')) {
-			at = strchr(p, '@');
-			if (at && at < p + strcspn(p, " ") && nth-- == 0) {
-				*size = !strncmp(end, ":u32", 4) || !strncmp(end, ":s32", 4) ? 4
-					: !strncmp(end, ":dim3", 5)			     ? 12
-											     : 8;
-				return atol(at + 1) + cuda_table.apis[fn].deref_off8 * 8;
-			}
+		if (f->src == UCALL_SRC_AT && !strcmp(cuda_table.keys[f->key].name, key) &&
+		    nth-- == 0) {
+			*size = ucall_type_size[f->type];
+			return f->off;
 		}
-		p = end;
 	}
 	return -1;
 }
@@ -347,8 +360,7 @@ static void test_table_layouts(void)
 		ASSERT_OFF(drv3d[i], "bytes", 2, CUDA_MEMCPY3D, Depth);
 		/* The copy starts at +32 and holds 192 bytes: Depth must be inside it. */
 		ASSERT_TRUE(offsetof(CUDA_MEMCPY3D, Depth) + 8 <=
-				    cuda_table.apis[fn_of(drv3d[i])].deref_off8 * 8u +
-					    BS_UCALL_DEREF_STRUCT,
+				    spec_of(drv3d[i])->copy_off8 * 8u + BS_UCALL_DEREF_STRUCT,
 			    "CUDA_MEMCPY3D.Depth inside the copy");
 	}
 	/* The peer struct shares CUDA_MEMCPY3D's layout where the table reads both. */
@@ -469,25 +481,23 @@ static void (*volatile cap_ptr)(void) = cap_call;
  */
 static void rec_captured(struct rec *r, const char *name, __s64 ret, __u64 out)
 {
-	const struct ucall_api *a;
-	int fn = fn_of(name);
+	const struct ucall_spec *s = spec_of(name);
 
 	rec_init(r, name, 77, 1000, 10, ret);
-	if (fn < 0)
+	if (!s)
 		return;
-	a = &cuda_table.apis[fn];
 	memcpy(r->u.args, cap_regs, sizeof(cap_regs));
 	memcpy(r->u.args + 6, cap_stack, 6 * sizeof(__u64));
 	r->u.out = out;
-	if (a->deref_mode == BS_DEREF_STRING) {
-		strncpy(r->deref, (const char *)r->u.args[a->deref_arg - 1], sizeof(r->deref) - 1);
+	if (s->copy_mode == BS_DEREF_STRING) {
+		strncpy(r->deref, (const char *)r->u.args[s->copy_arg - 1], sizeof(r->deref) - 1);
 		rec_deref(r, r->deref, BS_UCALL_DEREF_STRING);
-	} else if (a->deref_mode == BS_DEREF_STRUCT) {
-		const char *src = a->deref_arg == BS_DEREF_ARG_STACK
+	} else if (s->copy_mode == BS_DEREF_STRUCT) {
+		const char *src = s->copy_arg == BS_DEREF_ARG_STACK
 					  ? (const char *)cap_stack
-					  : (const char *)r->u.args[a->deref_arg - 1];
+					  : (const char *)r->u.args[s->copy_arg - 1];
 
-		rec_deref(r, src + a->deref_off8 * 8, BS_UCALL_DEREF_STRUCT);
+		rec_deref(r, src + s->copy_off8 * 8, BS_UCALL_DEREF_STRUCT);
 	}
 }
 

@@ -276,6 +276,56 @@ static void test_glibc_default_version(void)
 	elf_syms__free(s);
 }
 
+/* Exported variables (how gil finds _PyRuntime) are found apart from functions. */
+static void test_glibc_exported_variables(void)
+{
+	struct elf_syms *s = elf_syms__open(LIBC, NULL);
+	__u64 pin = nm_addr("-D --defined-only", LIBC, " [DV] program_invocation_name@@"),
+	      env = nm_addr("-D --defined-only", LIBC, " B __environ@@");
+	struct elf_sym sym;
+
+	if (!ASSERT_TRUE(s, "open libc") || !ASSERT_TRUE(pin && env, "nm -D: the variables"))
+		goto out;
+	if (ASSERT_EQ(elf_syms__find_data(s, "program_invocation_name", &sym), 0, "find_data")) {
+		ASSERT_EQ(sym.vaddr, pin, "vaddr");
+		ASSERT_EQ(sym.size, 8, "a pointer");
+		ASSERT_EQ(sym.file_off, readelf_off(LIBC, pin), "file_off (.data)");
+	}
+	if (ASSERT_EQ(elf_syms__find_data(s, "__environ", &sym), 0, "find_data .bss")) {
+		ASSERT_EQ(sym.vaddr, env, "vaddr");
+		ASSERT_EQ(sym.file_off, 0, "no file bytes (.bss)");
+	}
+	ASSERT_EQ(elf_syms__find(s, "__environ", NULL), -ENOENT, "a variable is no function");
+	ASSERT_EQ(elf_syms__find_data(s, "malloc", NULL), -ENOENT, "a function is no variable");
+	ASSERT_EQ(elf_syms__at(s, env, NULL), -ENOENT, "variables are not named by address");
+out:
+	elf_syms__free(s);
+}
+
+/* The executable segments, as readelf lists them: what a code mapping's load bias needs. */
+static void test_glibc_code_segments(void)
+{
+	struct elf_syms *s = elf_syms__open(LIBC, NULL);
+	unsigned long long off, va, pa, fsz;
+	struct elf_seg seg[4];
+	char line[512];
+
+	if (!ASSERT_TRUE(s, "open libc") ||
+	    !ASSERT_TRUE(sh_line(line, sizeof(line), "readelf -lW %s | grep ' LOAD .* R E '", LIBC),
+			 "readelf: the code segment") ||
+	    !ASSERT_EQ(sscanf(line, " LOAD 0x%llx 0x%llx 0x%llx 0x%llx", &off, &va, &pa, &fsz), 4,
+		       "parse readelf"))
+		goto out;
+	if (ASSERT_EQ(elf_syms__code_segments(s, seg, 4), 1, "one executable segment")) {
+		ASSERT_EQ(seg[0].off, off, "file offset");
+		ASSERT_EQ(seg[0].vaddr, va, "vaddr");
+		ASSERT_EQ(seg[0].filesz, fsz, "file size");
+	}
+	ASSERT_EQ(elf_syms__code_segments(s, seg, 0), 1, "counted past MAX");
+out:
+	elf_syms__free(s);
+}
+
 /* The same file through /proc/self/map_files, as the tracer opens a traced process's maps. */
 static void test_map_files_path(void)
 {
@@ -660,6 +710,8 @@ int main(void)
 	RUN_TEST(test_cudart_launch_kernel);
 	RUN_TEST(test_build_id_matches_readelf);
 	RUN_TEST(test_glibc_default_version);
+	RUN_TEST(test_glibc_exported_variables);
+	RUN_TEST(test_glibc_code_segments);
 	RUN_TEST(test_map_files_path);
 	RUN_TEST(test_fixture_symtab);
 	RUN_TEST(test_fixture_debug_by_build_id);

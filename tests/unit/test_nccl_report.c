@@ -145,18 +145,20 @@ cleanup:
 	close(fd);
 }
 
-/* Every args string agrees with its deref/out and uses known keys; index is the format. */
+/* Every spec compiles and passes nccl's check; the index is the format. */
 static void test_table_args(void)
 {
 	static const char *const first[] = { "ncclGetUniqueId", "ncclCommInitRank",
 					     "ncclCommInitRankConfig" };
+	static struct ucall_spec *compiled; /* not nccl_table's */
+	struct ucall_api bad = { .name = "x", .args = "comm *rank" };
+	struct ucall_table t = nccl_table;
 	char why[256];
 
 	ASSERT_STREQ(nccl_table.family, "nccl", "family");
 	ASSERT_EQ(nccl_table.rec_type, BS_REC_NCCL_CALL, "record type");
-	for (__u32 f = 0; f < nccl_table.napis; f++)
-		if (nccl_api__check(&nccl_table.apis[f], why, sizeof(why)))
-			unit_fail("%s", why);
+	if (ucall_table__check(&nccl_table, why, sizeof(why)))
+		unit_fail("%s", why);
 	/* The file format: indexes never move (append only). */
 	for (__u32 f = 0; f < 3; f++)
 		ASSERT_STREQ(nccl_table.apis[f].name, first[f], "append-only order");
@@ -170,19 +172,29 @@ static void test_table_args(void)
 		  BS_UCOOKIE_STACK, "AllReduce copies its stack arguments");
 	ASSERT_EQ(ucall_api__cookie(&nccl_table, fn_of("ncclCommUserRank")),
 		  BS_UCOOKIE(fn_of("ncclCommUserRank"), 0, 0, 0, 2), "UserRank cookie");
+	ASSERT_EQ(ucall_api__cookie(&nccl_table, fn_of("ncclCommInitRankScalable")),
+		  BS_UCOOKIE(fn_of("ncclCommInitRankScalable"), 5, 0, BS_DEREF_STRUCT, 1),
+		  "InitRankScalable cookie (&unique_id is word 4)");
 	ASSERT_TRUE(!ucall_table__api(&nccl_table, nccl_table.napis), "past the end");
-	/* A broken string is caught. */
-	{
-		struct ucall_api bad = { .name = "x", .args = "comm *rank" };
-
-		ASSERT_EQ(nccl_api__check(&bad, why, sizeof(why)), -EINVAL, "out_arg missing");
-		bad.out_arg = 2;
-		ASSERT_EQ(nccl_api__check(&bad, why, sizeof(why)), 0, "out_arg 2");
-		bad.args = "comm *rank bogus";
-		ASSERT_EQ(nccl_api__check(&bad, why, sizeof(why)), -EINVAL, "unknown key");
-		bad.args = "comm *rank unique_id!";
-		ASSERT_EQ(nccl_api__check(&bad, why, sizeof(why)), -EINVAL, "by value w/o stack");
-	}
+	/* A broken spec is caught, with nccl's keys and nccl's own check. */
+	t.apis = &bad;
+	t.napis = 1;
+	t.compiled = &compiled;
+	ASSERT_EQ(ucall_table__check(&t, why, sizeof(why)), 0, "good spec");
+	bad.args = "comm *rank bogus";
+	ASSERT_EQ(ucall_table__check(&t, why, sizeof(why)), -EINVAL, "unknown key");
+	ASSERT_STREQ(why, "x: 'bogus': unknown key 'bogus'", "unknown key message");
+	bad.args = "comm rank:u64";
+	ASSERT_EQ(ucall_table__check(&t, why, sizeof(why)), -EINVAL, "rank is a C int");
+	bad.args = "comm unique_id";
+	ASSERT_EQ(ucall_table__check(&t, why, sizeof(why)), -EINVAL, "an id is a copy");
+	ASSERT_STREQ(why, "x: 'unique_id': a mem is the copy: '&' or '!'", "id message");
+	bad.args = "&*comms devlist";
+	ASSERT_EQ(ucall_table__check(&t, why, sizeof(why)), -EINVAL, "comms without ndev");
+	ASSERT_STREQ(why, "x: comms needs ndev", "comms message");
+	bad = (struct ucall_api){ .name = "g", .flags = NCCL_F_GROUP_END, .args = "comm" };
+	ASSERT_EQ(ucall_table__check(&t, why, sizeof(why)), -EINVAL, "group with an argument");
+	ASSERT_STREQ(why, "g: group calls take no arguments", "group message");
 }
 
 /* The names and sizes the decoder uses are nccl.h's. */

@@ -4,13 +4,16 @@
  * the exact decode path of CUPTI's bufferCompleted (bpfsight_shim_test_feed), so the GPU record
  * path is tested without a GPU.
  *
- *   cupti_feed [--wait-file PATH] [--extra N] [SHIM]     (SHIM defaults to $BPFSIGHT_SHIM)
+ *   cupti_feed [--wait-file PATH] [--extra N] [--nvtx] [SHIM]  (SHIM: default $BPFSIGHT_SHIM)
  *
  * 1. dlopen()s the shim and calls InitializeInjection() as libcuda would (without a GPU
  *    CUPTI fails: the shim must report it and carry on; we must exit 0).
  * 2. Prints {"pid": P, "tid": T, "init": RET} and waits for PATH (a tracer attaches).
  * 3. Makes twelve real CUDA runtime calls (libcudart, which the cuda family probes; they fail
  *    here), timing each: t0 just before, t1 just after.
+ *    With --nvtx, NVTX push/pop ranges around them, through SHIM as the NVTX injection
+ *    (NVTX_INJECTION64_PATH set to it before the first NVTX call): "step" around the twelve,
+ *    "fwd" inside it around the three cudaLaunchKernel calls.
  * 4. Builds one buffer: per call, the CUpti_ActivityAPI record of that call (runtime domain,
  *    its cbid, start t0+1, end t1-1, this thread, correlation 101..112, the call's return
  *    value) and the GPU record it launched (same correlation), after it in time:
@@ -32,6 +35,7 @@
  */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
+#include <nvtx3/nvToolsExt.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,6 +268,7 @@ int main(int argc, char **argv)
 	dim3 grid = { 4, 2, 1 }, block = { 128, 1, 1 };
 	void *args[1] = { NULL };
 	long extra = 0, j;
+	int nvtx = 0;
 	struct stat st;
 	void *h;
 	uint64_t feed_ns;
@@ -274,13 +279,15 @@ int main(int argc, char **argv)
 			wait_file = argv[++i];
 		else if (!strcmp(argv[i], "--extra") && i + 1 < argc)
 			extra = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--nvtx"))
+			nvtx = 1;
 		else if (argv[i][0] != '-')
 			shim = argv[i];
 		else
 			shim = NULL, i = argc;
 	}
 	if (!shim) {
-		fprintf(stderr, "usage: cupti_feed [--wait-file PATH] [--extra N] SHIM\n");
+		fprintf(stderr, "usage: cupti_feed [--wait-file PATH] [--extra N] [--nvtx] SHIM\n");
 		return 2;
 	}
 	h = dlopen(shim, RTLD_NOW | RTLD_LOCAL);
@@ -300,12 +307,24 @@ int main(int argc, char **argv)
 	while (wait_file && stat(wait_file, &st))
 		nanosleep(&tick, NULL);
 
+	/* The shim already loaded, as the NVTX injection too: NVTX reads the variable at its
+	 * first call, and dlopen of the same file returns the same object. */
+	if (nvtx && setenv("NVTX_INJECTION64_PATH", shim, 1)) {
+		perror("cupti_feed: setenv");
+		return 1;
+	}
+	if (nvtx) {
+		nvtxRangePushA("step");
+		nvtxRangePushA("fwd");
+	}
 	TIMED(&c[0], "cudaLaunchKernel", cudaLaunchKernel_v7000,
 	      cudaLaunchKernel((const void *)dummy_kernel, grid, block, args, 256, NULL));
 	TIMED(&c[1], "cudaLaunchKernel", cudaLaunchKernel_v7000,
 	      cudaLaunchKernel((const void *)dummy_kernel, grid, block, args, 0, NULL));
 	TIMED(&c[2], "cudaLaunchKernel", cudaLaunchKernel_v7000,
 	      cudaLaunchKernel((const void *)dummy_kernel, grid, block, args, 0, NULL));
+	if (nvtx)
+		nvtxRangePop(); /* fwd */
 	TIMED(&c[3], "cudaGraphLaunch", cudaGraphLaunch_v10000, cudaGraphLaunch(NULL, NULL));
 	TIMED(&c[4], "cudaMemcpy", cudaMemcpy_v3020,
 	      cudaMemcpy(host2, host, 4096, cudaMemcpyHostToDevice));
@@ -322,6 +341,8 @@ int main(int argc, char **argv)
 	TIMED(&c[10], "cudaMemset", cudaMemset_v3020, cudaMemset(host2, 0x5a, 1000));
 	TIMED(&c[11], "cudaMemsetAsync", cudaMemsetAsync_v3020,
 	      cudaMemsetAsync(host2, 0xa5, 2000, NULL));
+	if (nvtx)
+		nvtxRangePop(); /* step */
 
 	printf("{\"records\": [");
 	{

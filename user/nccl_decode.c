@@ -1,0 +1,526 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Decode side of nccl: API-call records read through their compiled argument specs (the
+ * grammar is ucall_spec.h's, the keys nccl_api.c's), the walk that joins communicator pointers
+ * with their rank/nranks and tracks group nesting, and the event a call shows.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nccl_decode.h"
+
+/* nccl.h's enums, by value. */
+static const char *const result_names[] = {
+	"ncclSuccess",	       "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+	"ncclInvalidArgument", "ncclInvalidUsage",	 "ncclRemoteError", "ncclInProgress",
+};
+static const char *const datatype_names[] = {
+	"ncclInt8",    "ncclUint8",    "ncclInt32",	 "ncclUint32",
+	"ncclInt64",   "ncclUint64",   "ncclFloat16",	 "ncclFloat32",
+	"ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2",
+};
+static const __u8 datatype_sizes[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
+static const char *const op_names[] = { "ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg" };
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *nccl__result_name(int ret)
+{
+	return ret >= 0 && (unsigned)ret < NELEMS(result_names) ? result_names[ret] : NULL;
+}
+
+const char *nccl__datatype_name(int dt)
+{
+	return dt >= 0 && (unsigned)dt < NELEMS(datatype_names) ? datatype_names[dt] : NULL;
+}
+
+int nccl__datatype_size(int dt)
+{
+	return dt >= 0 && (unsigned)dt < NELEMS(datatype_sizes) ? datatype_sizes[dt] : 0;
+}
+
+const char *nccl__op_name(int op)
+{
+	return op >= 0 && (unsigned)op < NELEMS(op_names) ? op_names[op] : NULL;
+}
+
+__u64 nccl__id_hash(const void *id)
+{
+	const __u8 *b = id;
+	__u64 h = 0xcbf29ce484222325ull; /* FNV-1a 64 offset basis and prime */
+
+	for (int i = 0; i < NCCL_ID_BYTES; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+enum nccl_show { SHOW_HEX, SHOW_U64, SHOW_S32, SHOW_DATATYPE, SHOW_OP, SHOW_ID, SHOW_COMMS };
+
+/* How the event shows each key: its arg's key and value. */
+static const struct {
+	const char *shown;
+	__u8 show;
+} shows[K_NR] = {
+	[K_SENDBUFF] = { "sendbuff", SHOW_HEX },
+	[K_RECVBUFF] = { "recvbuff", SHOW_HEX },
+	[K_BUFF] = { "buff", SHOW_HEX },
+	[K_COUNT] = { "count", SHOW_U64 },
+	[K_DATATYPE] = { "datatype", SHOW_DATATYPE },
+	[K_OP] = { "op", SHOW_OP },
+	[K_ROOT] = { "root", SHOW_S32 },
+	[K_PEER] = { "peer", SHOW_S32 },
+	[K_COMM] = { "comm", SHOW_HEX },
+	[K_NEWCOMM] = { "newcomm", SHOW_HEX },
+	[K_STREAM] = { "stream", SHOW_HEX },
+	[K_RANK] = { "rank", SHOW_S32 },
+	[K_NRANKS] = { "nranks", SHOW_S32 },
+	[K_NDEV] = { "ndev", SHOW_S32 },
+	[K_DEVLIST] = { "devlist", SHOW_HEX },
+	[K_COLOR] = { "color", SHOW_S32 },
+	[K_KEY] = { "key", SHOW_S32 },
+	[K_CONFIG] = { "config", SHOW_HEX },
+	[K_EXCLUDE] = { "exclude", SHOW_HEX },
+	[K_NEXCLUDE] = { "nexclude", SHOW_S32 },
+	[K_NID] = { "nid", SHOW_S32 },
+	[K_FLAGS] = { "flags", SHOW_S32 },
+	[K_SIZE] = { "size", SHOW_U64 },
+	[K_HANDLE] = { "handle", SHOW_HEX },
+	[K_DEVICE] = { "device", SHOW_S32 },
+	[K_UNIQUE_ID] = { "unique_id_hash", SHOW_ID },
+	[K_COMMS] = { "comms", SHOW_COMMS },
+};
+
+static void call__set(struct nccl_call *c, int k, __u64 v)
+{
+	if (nccl_keys[k].type == UCALL_T_S32)
+		v = (__u64)(__s64)(__s32)v; /* a C int: the low half of its word */
+	c->v[k] = v;
+	if (!(c->have & (1u << k)) && c->nfields < NCCL_MAX_FIELDS)
+		c->order[c->nfields++] = (__u8)k;
+	c->have |= 1u << k;
+}
+
+/* A deref'd ncclUniqueId: hashed unless missing or all zero (the copy faulted). */
+static void call__set_id(struct nccl_call *c)
+{
+	static const __u8 zero[NCCL_ID_BYTES];
+
+	if (!c->deref || c->deref_len < NCCL_ID_BYTES || !memcmp(c->deref, zero, NCCL_ID_BYTES))
+		return;
+	call__set(c, K_UNIQUE_ID, nccl__id_hash(c->deref));
+}
+
+void nccl_call__parse(const struct bs_hdr *rec, struct nccl_call *c)
+{
+	const struct bs_ucall *r = (const void *)rec;
+	const struct ucall_spec *s;
+	struct ucall_spec tmp;
+
+	memset(c, 0, sizeof(*c));
+	c->r = r;
+	c->api = ucall_table__api(&nccl_table, r->fn);
+	c->ret = (__s32)r->ret;
+	c->ok = c->ret == NCCL_SUCCESS || c->ret == NCCL_IN_PROGRESS;
+	c->out_key = -1;
+	if (r->deref_len && rec->size >= sizeof(*r) + (__u32)r->deref_len) {
+		c->deref = (const __u8 *)(r + 1);
+		c->deref_len = r->deref_len;
+	}
+	if (!c->api)
+		return;
+	s = ucall_table__spec(&nccl_table, r->fn, &tmp);
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ucall_field *f = &s->f[i];
+
+		if (f->src == UCALL_SRC_OUT)
+			c->out_key = f->key;
+		if (f->written && !c->ok)
+			continue; /* nothing written */
+		switch (f->src) {
+		case UCALL_SRC_WORD:
+			call__set(c, f->key, r->args[f->word]);
+			break;
+		case UCALL_SRC_OUT:
+			call__set(c, f->key, r->out);
+			break;
+		case UCALL_SRC_COPY: /* unique_id or comms: the only keys of type mem */
+			if (f->key == K_UNIQUE_ID)
+				call__set_id(c);
+			else if (c->deref)
+				call__set(c, K_COMMS, 0); /* counted once ndev is known */
+			break;
+		default: /* no nccl key is read at an offset or constant */
+			break;
+		}
+	}
+	if (c->have & (1u << K_COMMS)) {
+		__s64 ndev = (c->have & (1u << K_NDEV)) ? (__s64)c->v[K_NDEV] : 0;
+		__u32 max = c->deref_len / 8;
+
+		c->v[K_COMMS] = ndev < 0 ? 0 : (__u64)ndev < max ? (__u64)ndev : max;
+	}
+}
+
+static __u64 call__comms(const struct nccl_call *c, __u32 i)
+{
+	__u64 v;
+
+	memcpy(&v, c->deref + i * 8, sizeof(v)); /* the copy is only 8-byte aligned by luck */
+	return v;
+}
+
+__u64 nccl_call__bytes(const struct nccl_call *c, int *known)
+{
+	int size = (c->have & (1u << K_DATATYPE)) ? nccl__datatype_size((int)c->v[K_DATATYPE]) : 0;
+
+	*known = size && (c->have & (1u << K_COUNT));
+	return *known ? c->v[K_COUNT] * (__u64)size : 0;
+}
+
+int nccl_call__is_op(const struct nccl_call *c)
+{
+	return c->api && (c->api->group == NCCL_GRP_COLL || c->api->group == NCCL_GRP_P2P);
+}
+
+#define NCCL_GROUP_TS_MAX 16
+
+struct nccl_thread {
+	__u32 group_depth;
+	__u32 _pad;
+	__u64 start_ts[NCCL_GROUP_TS_MAX]; /* entry time of each open ncclGroupStart */
+};
+
+struct nccl_walk *nccl_walk__new(void)
+{
+	struct nccl_walk *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->by_ptr = hmap__new(sizeof(__u32));
+	w->by_serial = hmap__new(sizeof(struct nccl_comm));
+	w->threads = hmap__new(sizeof(struct nccl_thread));
+	if (!w->by_ptr || !w->by_serial || !w->threads) {
+		nccl_walk__free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void nccl_walk__free(struct nccl_walk *w)
+{
+	if (!w)
+		return;
+	hmap__free(w->by_ptr);
+	hmap__free(w->by_serial);
+	hmap__free(w->threads);
+	free(w);
+}
+
+int nccl_walk__err(const struct nccl_walk *w)
+{
+	return w ? w->err : -EINVAL;
+}
+
+const struct nccl_comm *nccl_walk__comm(const struct nccl_walk *w, __u32 pid, __u64 comm)
+{
+	const __u32 *serial;
+
+	if (!w || !comm)
+		return NULL;
+	serial = hmap__get(w->by_ptr, (struct hkey){ pid, comm }, 0);
+	return serial ? hmap__get(w->by_serial, (struct hkey){ *serial, 0 }, 0) : NULL;
+}
+
+/* A new communicator at COMM in PID (an init returned it): replaces an earlier one there. */
+static struct nccl_comm *walk__new_comm(struct nccl_walk *w, __u32 pid, __u64 comm)
+{
+	struct nccl_comm *c;
+	__u32 *serial;
+
+	serial = hmap__get(w->by_ptr, (struct hkey){ pid, comm }, 1);
+	if (!serial)
+		goto oom;
+	*serial = ++w->next_serial;
+	c = hmap__get(w->by_serial, (struct hkey){ *serial, 0 }, 1);
+	if (!c)
+		goto oom;
+	c->comm = comm;
+	c->pid = pid;
+	c->serial = w->next_serial;
+	c->rank = -1;
+	c->nranks = -1;
+	return c;
+oom:
+	w->err = -ENOMEM;
+	return NULL;
+}
+
+/* The communicator at COMM in PID, first seen now when the walk never saw its init. */
+static struct nccl_comm *walk__comm(struct nccl_walk *w, __u32 pid, __u64 comm)
+{
+	__u32 *serial;
+
+	if (!comm)
+		return NULL;
+	serial = hmap__get(w->by_ptr, (struct hkey){ pid, comm }, 0);
+	if (serial)
+		return hmap__get(w->by_serial, (struct hkey){ *serial, 0 }, 0);
+	return walk__new_comm(w, pid, comm);
+}
+
+/* Communicators the call created or described. */
+static void walk__learn(struct nccl_walk *w, const struct nccl_call *c, __u32 pid)
+{
+	struct nccl_comm *nc;
+
+	if (!c->ok)
+		return;
+	switch (c->out_key) {
+	case K_COMM: /* ncclCommInitRank and friends: out is the new communicator */
+		nc = c->v[K_COMM] ? walk__new_comm(w, pid, c->v[K_COMM]) : NULL;
+		if (!nc)
+			break;
+		nc->rank = (c->have & (1u << K_RANK)) ? (__s32)c->v[K_RANK] : -1;
+		nc->nranks = (c->have & (1u << K_NRANKS)) ? (__s32)c->v[K_NRANKS] : -1;
+		nc->have_hash = !!(c->have & (1u << K_UNIQUE_ID));
+		nc->id_hash = c->v[K_UNIQUE_ID];
+		break;
+	case K_NEWCOMM: /* split/shrink: rank and size depend on every rank's arguments */
+		nc = c->v[K_NEWCOMM] ? walk__new_comm(w, pid, c->v[K_NEWCOMM]) : NULL;
+		if (nc)
+			nc->parent = (c->have & (1u << K_COMM)) ? c->v[K_COMM] : 0;
+		break;
+	case K_NRANKS: /* ncclCommCount */
+	case K_RANK:   /* ncclCommUserRank */
+		nc = (c->have & (1u << K_COMM)) ? walk__comm(w, pid, c->v[K_COMM]) : NULL;
+		if (nc && c->out_key == K_NRANKS)
+			nc->nranks = (__s32)c->v[K_NRANKS];
+		else if (nc)
+			nc->rank = (__s32)c->v[K_RANK];
+		break;
+	default:
+		break;
+	}
+	/* ncclCommInitAll: comms[i] is rank i of ndev. */
+	for (__u32 i = 0; (c->have & (1u << K_COMMS)) && i < c->v[K_COMMS]; i++) {
+		__u64 comm = call__comms(c, i);
+
+		nc = comm ? walk__new_comm(w, pid, comm) : NULL;
+		if (nc) {
+			nc->rank = (__s32)i;
+			nc->nranks = (__s32)c->v[K_NDEV];
+		}
+	}
+}
+
+static void walk__groups(struct nccl_walk *w, const struct nccl_call *c, const struct bs_hdr *rec)
+{
+	struct nccl_thread *t = hmap__get(w->threads, (struct hkey){ rec->pid, rec->tid }, 1);
+
+	if (!t) {
+		w->err = -ENOMEM;
+		return;
+	}
+	if (c->api && (c->api->flags & NCCL_F_GROUP_START)) {
+		/* NCCL counts the group even when ncclGroupStart reports an error. */
+		w->last.group_depth = t->group_depth;
+		if (t->group_depth < NCCL_GROUP_TS_MAX)
+			t->start_ts[t->group_depth] = rec->ts;
+		t->group_depth++;
+	} else if (c->api && (c->api->flags & NCCL_F_GROUP_END)) {
+		/* Without an open group NCCL refuses the End (ncclInvalidUsage) and counts nothing. */
+		if (t->group_depth) {
+			t->group_depth--;
+			if (t->group_depth < NCCL_GROUP_TS_MAX)
+				w->last.group_start_ts = t->start_ts[t->group_depth];
+		}
+		w->last.group_depth = t->group_depth;
+	} else {
+		w->last.group_depth = t->group_depth;
+	}
+}
+
+void nccl_walk__observe(struct nccl_walk *w, const struct bs_hdr *rec)
+{
+	const struct nccl_comm *comm;
+	struct nccl_call *c;
+
+	if (!w || !rec || rec->type != BS_REC_NCCL_CALL || rec->size < sizeof(struct bs_ucall))
+		return;
+	c = &w->call;
+	nccl_call__parse(rec, c);
+	memset(&w->last, 0, sizeof(w->last));
+	w->last.ts = rec->ts;
+	w->last.pid = rec->pid;
+	w->last.tid = rec->tid;
+	w->have_last = 1;
+	walk__groups(w, c, rec);
+	if (!c->api)
+		return;
+	walk__learn(w, c, rec->pid);
+	comm = (c->have & (1u << K_COMM)) && c->v[K_COMM] ? walk__comm(w, rec->pid, c->v[K_COMM])
+							  : NULL;
+	if (comm) {
+		w->last.comm = *comm;
+		w->last.have_comm = 1;
+	}
+}
+
+const struct nccl_ctx *nccl_walk__ctx(const struct nccl_walk *w, const struct bs_hdr *rec)
+{
+	if (!w || !w->have_last || w->last.ts != rec->ts || w->last.pid != rec->pid ||
+	    w->last.tid != rec->tid)
+		return NULL;
+	return &w->last;
+}
+
+/* Decoder. */
+static void arg_fmt(struct event *ev, const char *key, const char *fmt, long long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), fmt, v);
+	event__arg_strn(ev, key, buf, sizeof(buf));
+}
+
+static void arg_hash(struct event *ev, const char *key, __u64 h)
+{
+	char buf[20];
+
+	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)h);
+	event__arg_strn(ev, key, buf, sizeof(buf));
+}
+
+static int ev_has(const struct event *ev, const char *key)
+{
+	for (__u32 i = 0; i < ev->nargs; i++)
+		if (!strcmp(ev->args[i].key, key))
+			return 1;
+	return 0;
+}
+
+static void decode_comms(struct event *ev, const struct nccl_call *c)
+{
+	char buf[sizeof(ev->strbuf)];
+	size_t used = 0;
+	int n;
+
+	buf[0] = 0;
+	for (__u32 i = 0; i < c->v[K_COMMS]; i++) {
+		n = snprintf(buf + used, sizeof(buf) - used, "%s0x%llx", i ? "," : "",
+			     (unsigned long long)call__comms(c, i));
+		if (n < 0 || (size_t)n >= sizeof(buf) - used) {
+			buf[used] = 0; /* whole handles only */
+			break;
+		}
+		used += n;
+	}
+	event__arg_strn(ev, "comms", buf, sizeof(buf));
+}
+
+static void decode_field(struct event *ev, const struct nccl_call *c, int k)
+{
+	const char *key = shows[k].shown, *name;
+	__u64 v = c->v[k], bytes;
+	int known;
+
+	switch (shows[k].show) {
+	case SHOW_HEX:
+		event__arg_hex(ev, key, v);
+		break;
+	case SHOW_U64:
+		event__arg_u64(ev, key, v);
+		break;
+	case SHOW_S32:
+		event__arg_s64(ev, key, (__s32)v);
+		break;
+	case SHOW_DATATYPE:
+		name = nccl__datatype_name((__s32)v);
+		if (name)
+			event__arg_str(ev, key, name);
+		else
+			arg_fmt(ev, key, "ncclDataType_%lld", (__s32)v);
+		bytes = nccl_call__bytes(c, &known);
+		if (known)
+			event__arg_u64(ev, "bytes", bytes);
+		break;
+	case SHOW_OP:
+		name = nccl__op_name((__s32)v);
+		if (name)
+			event__arg_str(ev, key, name);
+		else /* ncclRedOpCreatePreMulSum's, numbered from ncclNumOps */
+			arg_fmt(ev, key, "ncclRedOp_%lld", (__s32)v);
+		break;
+	case SHOW_ID:
+		arg_hash(ev, key, v);
+		break;
+	case SHOW_COMMS:
+		decode_comms(ev, c);
+		break;
+	}
+}
+
+int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const struct nccl_walk *w,
+		 struct event *ev)
+{
+	const struct nccl_ctx *ctx = nccl_walk__ctx(w, rec);
+	struct nccl_call c;
+	const char *err;
+
+	nccl_call__parse(rec, &c);
+	if (c.api) {
+		ev->name = c.api->name;
+	} else {
+		snprintf(ev->namebuf, sizeof(ev->namebuf), "nccl_fn_%u", c.r->fn);
+		ev->name = ev->namebuf;
+	}
+	ev->dur = c.r->dur;
+	event__arg_s64(ev, "ret", c.ret);
+	if (c.ret != NCCL_SUCCESS) {
+		err = nccl__result_name(c.ret);
+		if (err)
+			event__arg_str(ev, "error", err);
+		else
+			arg_fmt(ev, "error", "ncclResult_%lld", c.ret);
+	}
+	for (__u32 i = 0; i < c.nfields; i++)
+		decode_field(ev, &c, c.order[i]);
+	if (c.r->depth)
+		event__arg_u64(ev, "depth", c.r->depth);
+	if (!ctx)
+		return 1;
+	/* The communicator's identity, where the call itself does not say it. */
+	if (ctx->have_comm) {
+		if (ctx->comm.rank >= 0 && !ev_has(ev, "rank"))
+			event__arg_s64(ev, "rank", ctx->comm.rank);
+		if (ctx->comm.nranks >= 0 && !ev_has(ev, "nranks"))
+			event__arg_s64(ev, "nranks", ctx->comm.nranks);
+		if (ctx->comm.have_hash && !ev_has(ev, "unique_id_hash"))
+			arg_hash(ev, "unique_id_hash", ctx->comm.id_hash);
+		if (ctx->comm.parent && !ev_has(ev, "parent"))
+			event__arg_hex(ev, "parent", ctx->comm.parent);
+	}
+	if (ctx->group_depth)
+		event__arg_u64(ev, "group_depth", ctx->group_depth);
+	if (ctx->group_start_ts && c.r->h.ts + c.r->dur >= ctx->group_start_ts)
+		event__arg_u64(ev, "group_ns", c.r->h.ts + c.r->dur - ctx->group_start_ts);
+	return 1;
+}
+
+/*
+ * Registered decoder: stateless until the readers hand decoders a walk (see docs/NCCL.md,
+ * "Communicators"): calls then show what they say themselves, without rank/nranks joins
+ * or group depth.
+ */
+static int decode_nccl_call(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	return nccl__decode(rec, m, trace_model__walk(m, &family_nccl), ev);
+}
+
+const struct rec_decoder nccl_decoders[] = {
+	{ BS_REC_NCCL_CALL, sizeof(struct bs_ucall), "nccl_api", decode_nccl_call },
+	{ 0 },
+};

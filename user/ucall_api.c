@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* What every uprobe family's API table offers: its compiled specs, cookies and checks. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ucall_api.h"
+
+static void compile(const struct ucall_table *t, __u32 fn, struct ucall_spec *s)
+{
+	if (ucall_spec__compile(t->apis[fn].args, t->keys, t->nkeys, s, NULL, 0))
+		s->nwords = BS_UCALL_NARGS; /* without a description, capture the most */
+}
+
+/*
+ * Compiled once: dump decodes every call, and the specs never change. (pthread_once is out of
+ * reach: -Iuser makes <pthread.h> include user/sched.h.) Racing first callers each compile,
+ * one publishes, the others free theirs.
+ */
+const struct ucall_spec *ucall_table__spec(const struct ucall_table *t, __u32 fn,
+					   struct ucall_spec *tmp)
+{
+	struct ucall_spec *s, *expected = NULL;
+
+	if (fn >= t->napis)
+		return NULL;
+	s = __atomic_load_n(t->compiled, __ATOMIC_ACQUIRE);
+	if (!s) {
+		s = calloc(t->napis, sizeof(*s));
+		if (!s) { /* out of memory: the slow way */
+			compile(t, fn, tmp);
+			return tmp;
+		}
+		for (__u32 i = 0; i < t->napis; i++)
+			compile(t, i, &s[i]);
+		if (!__atomic_compare_exchange_n(t->compiled, &expected, s, 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE)) {
+			free(s);
+			s = expected;
+		}
+	}
+	return &s[fn];
+}
+
+__u64 ucall_api__cookie(const struct ucall_table *t, __u32 fn)
+{
+	const struct ucall_spec *s;
+	struct ucall_spec tmp;
+
+	s = ucall_table__spec(t, fn, &tmp);
+	return s ? ucall_spec__cookie(s, fn) : (__u64)fn | BS_UCOOKIE_STACK;
+}
+
+int ucall_table__check(const struct ucall_table *t, char *err, size_t len)
+{
+	struct ucall_spec s;
+	char why[192];
+
+#define FAIL(...) return snprintf(err, len, __VA_ARGS__), -EINVAL
+	if (t->napis > 0x1000)
+		FAIL("%s: %u entries: fn has 12 bits", t->family, t->napis);
+	for (__u32 i = 0; i < t->napis; i++) {
+		const struct ucall_api *a = &t->apis[i];
+
+		if (!a->name || !a->name[0])
+			FAIL("%s: entry %u has no name", t->family, i);
+		for (__u32 j = 0; j < i; j++)
+			if (!strcmp(t->apis[j].name, a->name))
+				FAIL("%s: listed twice (%u, %u)", a->name, j, i);
+		if (!a->args)
+			FAIL("%s: no argument spec", a->name);
+		if (ucall_spec__compile(a->args, t->keys, t->nkeys, &s, why, sizeof(why)) ||
+		    (t->check && t->check(a, &s, why, sizeof(why))))
+			FAIL("%s: %s", a->name, why);
+	}
+#undef FAIL
+	return 0;
+}

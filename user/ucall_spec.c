@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The compiler of argument specs (ucall_spec.h documents the grammar). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ucall_spec.h"
+
+static const char *const type_names[UCALL_T_NR] = {
+	"u64", "u32", "s32", "u16", "u8", "dim3", "fn", "str", "mem",
+};
+const __u8 ucall_type_size[UCALL_T_NR] = { 8, 4, 4, 2, 1, 12, 8, 0, 0 };
+
+#define NREGS 6 /* rdi rsi rdx rcx r8 r9 */
+
+/* Compilation state beyond the spec itself. */
+struct compiler {
+	const struct ucall_key *keys;
+	__u32 nkeys;
+	struct ucall_spec *s;
+	int regs, stack; /* argument registers and stack words taken */
+	int byval;	 /* '!' fields seen */
+	int min_at;	 /* lowest @ offset, -1: none */
+	char *err;
+	size_t len;
+};
+
+static int fail(struct compiler *c, const char *tok, const char *fmt, ...)
+{
+	char why[128];
+	va_list ap;
+
+	if (c->err && c->len) {
+		va_start(ap, fmt);
+		vsnprintf(why, sizeof(why), fmt, ap);
+		va_end(ap);
+		if (tok)
+			snprintf(c->err, c->len, "'%s': %s", tok, why);
+		else
+			snprintf(c->err, c->len, "%s", why);
+	}
+	return -EINVAL;
+}
+
+/* The next argument word(s) of an argument of N words (1, or 2 for a dim3), or -1. */
+static int take_words(struct compiler *c, int n)
+{
+	int word;
+
+	if (c->regs + n <= NREGS) {
+		word = c->regs;
+		c->regs += n;
+	} else {
+		word = NREGS + c->stack;
+		c->stack += n;
+	}
+	return word + n <= BS_UCALL_NARGS ? word : -1;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	*v = strtoul(s, &end, 10);
+	return *end || *v > max ? -1 : 0;
+}
+
+/* KEY=VALUE */
+static int constant(struct compiler *c, const char *tok, const char *eq, struct ucall_field *f)
+{
+	const struct ucall_key *k = &c->keys[f->key];
+	const char *v = eq + 1;
+	char *end;
+
+	f->src = UCALL_SRC_CONST;
+	f->type = k->type;
+	if (!(1u << f->type & UCALL_T_INTS))
+		return fail(c, tok, "a constant needs an integer key");
+	if (k->values) {
+		for (__u32 i = 0; i < k->nvalues; i++)
+			if (!strcmp(k->values[i], v)) {
+				f->konst = i;
+				return 0;
+			}
+		return fail(c, tok, "unknown value of %s", k->name);
+	}
+	f->konst = strtoull(v, &end, 0);
+	if (end == v || *end || *v == '-')
+		return fail(c, tok, "bad number");
+	return 0;
+}
+
+static int field(struct compiler *c, const char *tok)
+{
+	struct ucall_spec *s = c->s;
+	struct ucall_field f = { 0 };
+	const char *p = tok, *eq, *name;
+	int copy = 0, key = -1, has_type = 0, word;
+	unsigned long at = 0, words = 0;
+	size_t n;
+
+	if (*p == '&') {
+		copy = 1;
+		p++;
+	}
+	if (*p == '*') {
+		f.written = 1;
+		p++;
+	}
+	name = p;
+	n = strcspn(p, ":@!=");
+	if (!(n == 1 && *p == '-')) {
+		for (__u32 k = 0; k < c->nkeys; k++)
+			if (strlen(c->keys[k].name) == n && !strncmp(c->keys[k].name, p, n))
+				key = k;
+		if (key < 0)
+			return fail(c, tok, "unknown key '%.*s'", (int)n, name);
+		f.key = key;
+		f.type = c->keys[key].type;
+	}
+	p += n;
+	eq = *p == '=' ? p : NULL;
+	if (eq) {
+		if (key < 0 || copy || f.written)
+			return fail(c, tok, "a constant is KEY=VALUE");
+		if (constant(c, tok, eq, &f))
+			return -EINVAL;
+		goto add;
+	}
+	if (*p == ':') {
+		size_t tn = strcspn(++p, "@!");
+		int t = -1;
+
+		for (int i = 0; i < UCALL_T_NR; i++)
+			if (strlen(type_names[i]) == tn && !strncmp(type_names[i], p, tn))
+				t = i;
+		if (t < 0)
+			return fail(c, tok, "unknown type '%.*s'", (int)tn, p);
+		if (key < 0)
+			return fail(c, tok, "'-' has no type");
+		f.type = t;
+		has_type = 1;
+		p += tn;
+	}
+	if (key >= 0 && !(c->keys[key].types & 1u << f.type))
+		return fail(c, tok, "%s cannot be %s", c->keys[key].name, type_names[f.type]);
+	if (*p == '@') {
+		if (parse_uint(p + 1, 0xffff, &at))
+			return fail(c, tok, "bad offset");
+		p += strlen(p);
+		if (key < 0 || copy || f.written)
+			return fail(c, tok, "an '@' field is KEY[:TYPE]@N");
+		if (!ucall_type_size[f.type])
+			return fail(c, tok, "a %s is not read at an offset", type_names[f.type]);
+		if (f.type == UCALL_T_FN)
+			return fail(c, tok, "fn must be an argument word");
+		f.src = UCALL_SRC_AT;
+		f.off = at;
+		if (c->min_at < 0 || (int)at < c->min_at)
+			c->min_at = at;
+		goto add;
+	}
+	if (*p == '!') {
+		if (parse_uint(p + 1, 0xff, &words) || !words)
+			return fail(c, tok, "bad word count");
+		p += strlen(p);
+		if (copy || f.written || has_type)
+			return fail(c, tok, "a by-value struct is KEY!N or -!N");
+		if (key >= 0 && f.type != UCALL_T_MEM)
+			return fail(c, tok, "a by-value struct is type mem");
+		if (s->copy_arg && s->copy_arg != BS_DEREF_ARG_STACK)
+			return fail(c, tok, "two copies");
+		c->stack += words; /* memory class: stack words only, no register */
+		c->byval++;
+		s->copy_arg = BS_DEREF_ARG_STACK;
+		s->copy_mode = BS_DEREF_STRUCT;
+		if (key < 0)
+			return 0;
+		f.src = UCALL_SRC_COPY;
+		goto add;
+	}
+	if (*p)
+		return fail(c, tok, "trailing '%s'", p);
+
+	/* A field of the next argument word(s). */
+	word = take_words(c, f.type == UCALL_T_DIM3 ? 2 : 1);
+	if (word < 0)
+		return fail(c, tok, "past argument word %d", BS_UCALL_NARGS);
+	f.word = word;
+	if (copy) {
+		if (key >= 0 && f.type != UCALL_T_STR && f.type != UCALL_T_MEM)
+			return fail(c, tok, "a '&' field is type str or mem");
+		if (s->copy_arg)
+			return fail(c, tok, "two copies");
+		s->copy_arg = f.word + 1;
+		s->copy_mode = f.type == UCALL_T_STR ? BS_DEREF_STRING : BS_DEREF_STRUCT;
+		if (key < 0)
+			return f.written ? fail(c, tok, "'&*' needs a key") : 0;
+		f.src = UCALL_SRC_COPY;
+		goto add;
+	}
+	if (key < 0)
+		return f.written ? fail(c, tok, "'*' needs a key") : 0;
+	if (f.type == UCALL_T_STR || f.type == UCALL_T_MEM)
+		return fail(c, tok, "a %s is the copy: '&' or '!'", type_names[f.type]);
+	if (f.written) {
+		if (!(1u << f.type & UCALL_T_INTS))
+			return fail(c, tok, "an out value is an integer");
+		if (s->out_word >= 0)
+			return fail(c, tok, "two out fields");
+		s->out_word = f.word;
+		f.src = UCALL_SRC_OUT;
+		goto add;
+	}
+	if (f.type == UCALL_T_FN) {
+		if (s->fn_word >= 0)
+			return fail(c, tok, "two fn fields");
+		s->fn_word = f.word;
+	}
+	f.src = UCALL_SRC_WORD;
+add:
+	if (s->keys & (1ull << f.key) && !c->keys[f.key].repeat)
+		return fail(c, tok, "%s given twice", c->keys[f.key].name);
+	if (s->nfields >= UCALL_SPEC_MAX_FIELDS)
+		return fail(c, tok, "more than %d fields", UCALL_SPEC_MAX_FIELDS);
+	s->keys |= 1ull << f.key;
+	s->f[s->nfields++] = f;
+	return 0;
+}
+
+/* Where the copy starts, and that it holds every @ field. */
+static int place_copy(struct compiler *c)
+{
+	struct ucall_spec *s = c->s;
+	int start;
+
+	if (c->min_at < 0)
+		return 0;
+	if (!s->copy_arg)
+		return fail(c, NULL, "'@' fields need a '&' or '!' field");
+	if (s->copy_mode != BS_DEREF_STRUCT)
+		return fail(c, NULL, "'@' fields read a struct copy, not a string");
+	/*
+	 * From the object's start when the copy reaches every field from there (a mem field is
+	 * the copy from the start), else from the lowest field on.
+	 */
+	start = 0;
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ucall_field *f = &s->f[i];
+
+		if (f->src == UCALL_SRC_AT &&
+		    f->off + ucall_type_size[f->type] > BS_UCALL_DEREF_STRUCT)
+			start = c->min_at / 8 * 8;
+	}
+	for (int i = 0; i < s->nfields; i++)
+		if (s->f[i].src == UCALL_SRC_COPY)
+			start = 0;
+	if (start / 8 > 0xff)
+		return fail(c, NULL, "the copy starts past byte %d", 0xff * 8);
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ucall_field *f = &s->f[i];
+
+		if (f->src == UCALL_SRC_AT &&
+		    f->off + ucall_type_size[f->type] > start + BS_UCALL_DEREF_STRUCT)
+			return fail(c, NULL, "%s@%u is past the copy (%d bytes from %d)",
+				    c->keys[f->key].name, f->off, BS_UCALL_DEREF_STRUCT, start);
+	}
+	s->copy_off8 = start / 8;
+	return 0;
+}
+
+int ucall_spec__compile(const char *args, const struct ucall_key *keys, __u32 nkeys,
+			struct ucall_spec *s, char *err, size_t len)
+{
+	struct compiler c = { keys, nkeys, s, 0, 0, 0, -1, err, len };
+	const char *p = args ? args : "";
+	char tok[64];
+	int ret = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->out_word = s->fn_word = -1;
+	if (nkeys > UCALL_MAX_KEYS)
+		return fail(&c, NULL, "more than %d keys", UCALL_MAX_KEYS);
+	while (!ret && *p) {
+		size_t n;
+
+		p += strspn(p, " ");
+		n = strcspn(p, " ");
+		if (!n)
+			break;
+		if (n >= sizeof(tok))
+			return fail(&c, NULL, "field '%.20s...' too long", p);
+		memcpy(tok, p, n);
+		tok[n] = 0;
+		p += n;
+		ret = field(&c, tok);
+	}
+	if (!ret)
+		ret = place_copy(&c);
+	if (ret) {
+		memset(s, 0, sizeof(*s));
+		s->out_word = s->fn_word = -1;
+		return ret;
+	}
+	s->nwords = c.stack ? NREGS + c.stack : c.regs;
+	return 0;
+}
+
+__u64 ucall_spec__cookie(const struct ucall_spec *s, __u32 fn)
+{
+	__u64 c = BS_UCOOKIE(fn, s->copy_arg, s->copy_off8, s->copy_mode, s->out_word + 1);
+
+	/* The stack words are copied at entry only for functions that have them. */
+	if (s->nwords > NREGS || s->copy_arg == BS_DEREF_ARG_STACK)
+		c |= BS_UCOOKIE_STACK;
+	return c;
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The argument spec of a uprobe family's API function (ucall_api.args): one grammar for every
+ * family (cuda, nccl), one compiler. The compiled spec says what the generic BPF programs
+ * capture (the bpf_cookie: the out pointer, the copy, the stack words) and how a decoder
+ * reads each argument back; nothing else restates it. Every table entry is compiled at build
+ * time (tools/check_specs.c), so a malformed spec fails `make`, not a recording.
+ *
+ * A spec is fields separated by spaces, one per argument in order, as x86-64 SysV passes
+ * them: an argument word goes in the next of rdi rsi rdx rcx r8 r9 (args[0..5]) while one is
+ * left, else in the next stack word (args[6..11], the 7th.. words above the return address).
+ *
+ *   -            an argument word not shown
+ *   KEY[:TYPE]   the next argument word (dim3: the next two, both in registers if two are
+ *                left, else both on the stack)
+ *   *KEY[:TYPE]  the next word points to the u64 the call writes: KEY shows it as read at
+ *                return (bs_ucall.out), only when the call succeeded. At most one.
+ *   &KEY[:TYPE]  the next word points to what is copied at return (the copy, bs_ucall's
+ *   &-           deref): 192 bytes, or with TYPE str a NUL-terminated string of up to 512.
+ *                KEY (type str or mem) shows the copy; '-' shows nothing (the @ fields read
+ *                it). &*KEY: the call writes it, so it is shown only when the call succeeded.
+ *   KEY!N  -!N   a struct passed by value in N stack words (memory class, more than 16 bytes):
+ *                it takes no register, and the stack-argument area is the copy (KEY: type mem)
+ *   KEY[:TYPE]@N N bytes into the copied object; takes no word. The copy (192 bytes) starts
+ *                at the object when that reaches every @ field, else at the 8-byte boundary
+ *                at or below the lowest N (the cookie's off8), and must then reach them all.
+ *   KEY=VALUE    a constant: a number, or one of the key's names (kind=HtoD)
+ *
+ * TYPE: u64 u32 s32 u16 u8 (the word's low bits, or that many bytes of the copy), dim3 (two
+ * words x | y << 32 and z, or 12 bytes of the copy), fn (a function or handle shown by name:
+ * an argument word, at most one), str and mem (the copy itself, '&' and '!' fields only).
+ * Without :TYPE a field has its key's type. One copy per spec: one '&' field, or '!' fields.
+ * KEYs and their types are the family's (ucall_table.keys); a key appears once unless the
+ * family lets it repeat (cuda's bytes: the sizes multiply).
+ */
+#ifndef BPFSIGHT_UCALL_SPEC_H
+#define BPFSIGHT_UCALL_SPEC_H
+
+#include <stddef.h>
+#include <linux/types.h>
+#include "records.h"
+
+enum ucall_type {
+	UCALL_T_U64,
+	UCALL_T_U32,
+	UCALL_T_S32,
+	UCALL_T_U16,
+	UCALL_T_U8,
+	UCALL_T_DIM3,
+	UCALL_T_FN,
+	UCALL_T_STR,
+	UCALL_T_MEM,
+	UCALL_T_NR,
+};
+
+#define UCALL_T_INTS                                                                               \
+	(1u << UCALL_T_U64 | 1u << UCALL_T_U32 | 1u << UCALL_T_S32 | 1u << UCALL_T_U16 |           \
+	 1u << UCALL_T_U8)
+
+/* Bytes a field of TYPE reads from the copy (0: str and mem, the copy itself). */
+extern const __u8 ucall_type_size[UCALL_T_NR];
+
+/* A key a family's specs may name; its index is ucall_field.key. */
+struct ucall_key {
+	const char *name;
+	__u16 types;		   /* 1 << UCALL_T_* it may have */
+	__u8 type;		   /* its type without :TYPE */
+	__u8 repeat;		   /* it may appear more than once */
+	const char *const *values; /* names a constant may use (KEY=NAME: its index) */
+	__u32 nvalues;
+};
+
+#define UCALL_MAX_KEYS 64 /* ucall_spec.keys is a mask */
+
+enum ucall_src {
+	UCALL_SRC_WORD,	 /* args[word] (dim3: args[word], args[word + 1]) */
+	UCALL_SRC_OUT,	 /* bs_ucall.out, read through args[word] at return */
+	UCALL_SRC_COPY,	 /* the copy itself (type str or mem) */
+	UCALL_SRC_AT,	 /* bytes of the copied object at off */
+	UCALL_SRC_CONST, /* konst */
+};
+
+struct ucall_field {
+	__u8 key;
+	__u8 type;    /* enum ucall_type */
+	__u8 src;     /* enum ucall_src */
+	__u8 word;    /* WORD, OUT; COPY through '&': the pointer's word */
+	__u8 written; /* '*', '&*': shown only when the call succeeded */
+	__u8 _pad;
+	__u16 off; /* AT: bytes into the copied object; the copy holds it from copy_off8 * 8 */
+	__u64 konst;
+};
+
+#define UCALL_SPEC_MAX_FIELDS 24
+
+/* A compiled spec. */
+struct ucall_spec {
+	__u8 nfields;
+	__u8 nwords;	/* argument words it reaches: registers, then 6 + stack words */
+	__s8 out_word;	/* the '*' field's word, -1: none */
+	__s8 fn_word;	/* the fn field's word, -1: none */
+	__u8 copy_arg;	/* the cookie's deref: '&' word + 1, BS_DEREF_ARG_STACK, 0: no copy */
+	__u8 copy_mode; /* BS_DEREF_* */
+	__u8 copy_off8; /* where the copy starts in the copied object, / 8 */
+	__u8 _pad;
+	__u64 keys; /* 1 << key of every field */
+	struct ucall_field f[UCALL_SPEC_MAX_FIELDS];
+};
+
+/*
+ * Compile ARGS (NULL: "") naming KEYS[NKEYS] into *S. 0, or -EINVAL with the first problem
+ * in ERR ("'bytes@8': '@' fields need a '&' or '!' field"); *S is then empty.
+ */
+int ucall_spec__compile(const char *args, const struct ucall_key *keys, __u32 nkeys,
+			struct ucall_spec *s, char *err, size_t len);
+
+/* Does S have a field of KEY? */
+static inline int ucall_spec__has(const struct ucall_spec *s, int key)
+{
+	return !!(s->keys & (1ull << key));
+}
+
+/* The bpf_cookie of function FN (its table index) whose spec is S. */
+__u64 ucall_spec__cookie(const struct ucall_spec *s, __u32 fn);
+
+#endif /* BPFSIGHT_UCALL_SPEC_H */
