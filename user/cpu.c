@@ -16,6 +16,7 @@
 #include "cpu.h"
 #include "gil_python.h"
 #include "mono_clock.h"
+#include "py_find.h"
 #include "py_stack.h"
 #include "record_ctx.h"
 #include "stack_intern.h"
@@ -40,9 +41,9 @@ struct cpu_state {
 	struct bpf_link **links; /* one per CPU that has a perf event */
 	int nlinks;
 	struct stack_intern *stacks;
-	struct uprobe_mgr *mgr;	   /* discovery and symbols of every traced process's code */
-	__u32 max_depth;	   /* the kernel's unwinding limit (perf_event_max_stack) */
-	struct gil_finder *finder; /* which processes are CPython, and where their GIL is */
+	struct uprobe_mgr *mgr; /* discovery and symbols of every traced process's code */
+	__u32 max_depth;	/* the kernel's unwinding limit (perf_event_max_stack) */
+	struct py_find *finder; /* which processes are CPython, and where their GIL is */
 	struct py_stack *py;
 	struct hmap *procs; /* pid -> struct py_proc */
 	struct gil_py scratch;
@@ -87,7 +88,7 @@ static void cpu_detach(struct record_ctx *ctx, void *state)
 	free(st->links);
 	cpu_bpf__destroy(st->skel);
 	stack_intern__free(st->stacks);
-	gil_finder__free(st->finder);
+	py_find__free(st->finder);
 	py_stack__free(st->py);
 	hmap__free(st->procs);
 	free(st);
@@ -141,11 +142,10 @@ static int cpu_attach(struct record_ctx *ctx, void **state)
 		return -ENOMEM;
 	st->max_depth = unwind_limit();
 	st->stacks = stack_intern__new();
-	st->finder = gil_finder__new();
 	st->py = py_stack__new();
 	st->procs = hmap__new(sizeof(struct py_proc));
 	st->skel = cpu_bpf__open();
-	if (!st->stacks || !st->skel || !st->finder || !st->py || !st->procs) {
+	if (!st->stacks || !st->skel || !st->py || !st->procs) {
 		cpu_detach(ctx, st);
 		return -ENOMEM;
 	}
@@ -155,6 +155,8 @@ static int cpu_attach(struct record_ctx *ctx, void **state)
 		err = cpu_bpf__load(st->skel);
 	if (!err)
 		st->mgr = uprobe_mgr__get(ctx, &err);
+	if (!err)
+		st->finder = py_find__new(st->mgr, &err);
 	if (!err)
 		err = open_samplers(ctx, st);
 	if (err) {
@@ -170,7 +172,7 @@ static int cpu_attach(struct record_ctx *ctx, void **state)
  * interpreter starts, and after an exec; a yes goes into py_procs. The samples before that
  * have native frames only.
  */
-static struct py_proc *python_of(struct cpu_state *st, pid_t pid)
+static struct py_proc *python_of(struct record_ctx *ctx, struct cpu_state *st, pid_t pid)
 {
 	struct py_proc *p = hmap__get(st->procs, (struct hkey){ (__u64)pid, 0 }, 1);
 	struct gil_py *py = &st->scratch;
@@ -183,8 +185,8 @@ static struct py_proc *python_of(struct cpu_state *st, pid_t pid)
 	if (!p->first_ns)
 		p->first_ns = now;
 	p->next_ns = now + PY_RECHECK_NS;
-	if (gil_finder__inspect(st->finder, pid, py) || py->status == GIL_PY_UNSUPPORTED ||
-	    py->status == GIL_PY_NO_GIL) {
+	if (!ctx->uprobes || py_find__inspect(st->finder, pid, py) ||
+	    py->status == GIL_PY_UNSUPPORTED || py->status == GIL_PY_NO_GIL) {
 		p->final = 1;
 		return p;
 	}
@@ -286,7 +288,7 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 		npy = (rec->size - sizeof(*r) - n * 8) / sizeof(struct bs_py_frame);
 	if (npy > BS_PY_MAX_FRAMES)
 		npy = BS_PY_MAX_FRAMES;
-	p = python_of(st, rec->pid);
+	p = python_of(ctx, st, rec->pid);
 	record_ctx__hdr(&s.h, BS_REC_CPU_SAMPLE, sizeof(s), rec->pid, rec->tid, rec->ts);
 	s.h.cpu = rec->cpu;
 	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_GIL | BS_CPU_PYTHON);

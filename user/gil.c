@@ -258,7 +258,7 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 	if (pid != lk->pid)
 		return;
 	base = base ? base + 1 : mp->shown;
-	if (f->python && !lk->py && (exe || strstr(base, "python"))) {
+	if (f->python && !lk->py && gil_python__is_interpreter(mp->shown, lk->exe)) {
 		lk->py = f;
 		lk->py_bias = mp->bias;
 		snprintf(lk->py_shown, sizeof(lk->py_shown), "%s", mp->shown);

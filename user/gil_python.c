@@ -512,3 +512,10 @@ out:
 	close(m.fd);
 	return 0;
 }
+
+int gil_python__is_interpreter(const char *shown, const char *exe)
+{
+	const char *base = strrchr(shown, '/');
+
+	return !strcmp(shown, exe) || strstr(base ? base + 1 : shown, "python");
+}

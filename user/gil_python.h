@@ -60,6 +60,13 @@ struct gil_py {
  * Which process maps which file is the caller's (uprobe_mgr's discovery, in user/gil.c).
  */
 int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, struct gil_py *py);
+/*
+ * Of the files defining _PyRuntime that a process maps (SHOWN: as its maps name it), the
+ * interpreter is the executable EXE itself or a file named like python (libpython3.X.so):
+ * an extension module embedding another runtime is neither. Callers take the first in
+ * address order.
+ */
+int gil_python__is_interpreter(const char *shown, const char *exe);
 
 /*
  * The _Py_DebugOffsets of 3.13+ (the start of _PyRuntime, LEN bytes of it), decoded into

@@ -18,7 +18,7 @@
  */
 struct py_layout {
 	__u32 minor;
-	__u32 ts_frame, cframe_frame;			    /* thread state -> current frame */
+	__u32 ts_frame, cframe_frame;			      /* thread state -> current frame */
 	__u32 fr_code, fr_prev, fr_instr, fr_owner, fr_entry; /* _PyInterpreterFrame */
 	__u32 owner_cstack;
 	__u32 co_name, co_filename, co_qualname, co_linetable, co_firstlineno, co_code;
