@@ -41,7 +41,8 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS	 := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(OUT)/obj/shim_embed.o
-LIB_OBJS := $(filter-out $(OUT)/obj/main.o,$(USER_OBJS))
+# cmd_complete.o lists main.o's dispatch table: neither is linked into the tests.
+LIB_OBJS := $(filter-out $(OUT)/obj/main.o $(OUT)/obj/cmd_complete.o,$(USER_OBJS))
 # The trace-format core, linked into the unit tests and the fuzzer without the BPF side.
 FORMAT_OBJS := $(addprefix $(OUT)/obj/,trace_writer.o trace_reader.o trace_codec.o trace_meta.o)
 

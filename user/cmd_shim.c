@@ -34,20 +34,22 @@ static void usage(FILE *f)
 		"set BPFSIGHT_NVTX_CHAIN=/path/to/it (the shim passes every NVTX call on).\n");
 }
 
+/* Also printed by `bpfsight __complete options shim`: completion and the docs test read it. */
+const struct option shim_options[] = {
+	{ "install", required_argument, NULL, 'i' },
+	{ "print-env", no_argument, NULL, 'e' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 int cmd_shim(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "install", required_argument, NULL, 'i' },
-		{ "print-env", no_argument, NULL, 'e' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *dir = SHIM_INSTALL_DIR;
 	char path[PATH_MAX];
 	int c, env_only = 0, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:eh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:eh", shim_options, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			dir = optarg;
