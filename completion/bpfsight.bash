@@ -101,7 +101,7 @@ _bpfsight()
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return 0
 		;;
-	record:-o | record:--output | export:-o | export:--output)
+	record:-o | record:--output | export:-o | export:--output | report:-o | report:--output)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return 0
 		;;

@@ -12,11 +12,12 @@ int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_shim(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_complete(int argc, char **argv);
 
 /* Each command's getopt_long table (cmd_*.c). */
 extern const struct option record_options[], info_options[], dump_options[], stats_options[],
-	export_options[], shim_options[];
+	export_options[], shim_options[], report_options[];
 
 /* main.c's dispatch table, NULL-terminated; a command with no help is hidden from usage. */
 struct bpfsight_cmd {

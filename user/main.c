@@ -15,6 +15,8 @@ const struct bpfsight_cmd bpfsight_cmds[] = {
 	  "convert to Perfetto, Chrome JSON (Kineto) or SQLite" },
 	{ "shim", cmd_shim, shim_options,
 	  "install the cupti-shim and print a job's environment for it" },
+	{ "report", cmd_report, report_options,
+	  "one self-contained HTML page: summary, timelines, reports" },
 	/* Hidden: what the shell completions ask (commands, options, families, reports). */
 	{ "__complete", cmd_complete, NULL, NULL },
 	{ NULL, NULL, NULL, NULL },
