@@ -23,18 +23,19 @@
 
 static void report_usage(FILE *f)
 {
-	fprintf(f, "Usage: bpfsight report FILE [-o OUT] [--force]\n"
-		   "\n"
-		   "One self-contained HTML page of a trace (no network, no script): info's summary,\n"
-		   "timelines (GPU busy, GIL contention, off-CPU, system calls, loss) and the top\n"
-		   "rows of every stats report with data. Opens in any browser, offline.\n"
-		   "\n"
-		   "  -o, --output OUT   default: FILE with .bst replaced by .html\n"
-		   "      --force        replace OUT if it exists\n"
-		   "  -h, --help         this help\n"
-		   "\n"
-		   "Exit status: 0 done, 1 failed (nothing is left at OUT), 3 written but corrupt\n"
-		   "chunks of FILE were skipped.\n");
+	fprintf(f,
+		"Usage: bpfsight report FILE [-o OUT] [--force]\n"
+		"\n"
+		"One self-contained HTML page of a trace (no network, no script): info's summary,\n"
+		"timelines (GPU busy, GIL contention, off-CPU, system calls, loss) and the top\n"
+		"rows of every stats report with data. Opens in any browser, offline.\n"
+		"\n"
+		"  -o, --output OUT   default: FILE with .bst replaced by .html\n"
+		"      --force        replace OUT if it exists\n"
+		"  -h, --help         this help\n"
+		"\n"
+		"Exit status: 0 done, 1 failed (nothing is left at OUT), 3 written but corrupt\n"
+		"chunks of FILE were skipped.\n");
 }
 
 /* Also printed by `bpfsight __complete options report`: completion and the docs test read it. */
@@ -94,8 +95,8 @@ static char *info_text(const char *path)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	/* 3: corrupt chunks skipped, the report says so too; 1: info said why on stderr. */
-	if (!WIFEXITED(st) || (WEXITSTATUS(st) != EXIT_READ_OK &&
-			       WEXITSTATUS(st) != EXIT_READ_CORRUPT)) {
+	if (!WIFEXITED(st) ||
+	    (WEXITSTATUS(st) != EXIT_READ_OK && WEXITSTATUS(st) != EXIT_READ_CORRUPT)) {
 		free(buf);
 		return NULL;
 	}
@@ -164,8 +165,8 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!lstat(out, &st) && (!force || !S_ISREG(st.st_mode))) {
 		fprintf(stderr, "bpfsight report: %s exists%s\n", out,
-			S_ISREG(st.st_mode) ? ": use --force to replace it" :
-					      " and is not a regular file");
+			S_ISREG(st.st_mode) ? ": use --force to replace it"
+					    : " and is not a regular file");
 		goto done;
 	}
 

@@ -34,6 +34,7 @@ struct timelines {
 	struct time_bins gpu[MAX_GPUS];
 	__u32 gpu_dev[MAX_GPUS], ngpu, gpu_dropped;
 	struct gil_contention *gil;
+	char (*gil_names)[32]; /* each GIL process's name, in gil_contention__next's order */
 	struct time_bins blocked, preempted, syscalls;
 	struct loss_mark *loss;
 	size_t nloss, loss_cap;
@@ -81,7 +82,8 @@ static int add_record(struct timelines *tl, const struct bs_hdr *rec)
 {
 	switch (rec->type) {
 	case BS_REC_SYSCALL:
-		return time_bins__add(&tl->syscalls, rec->ts, ((const struct bs_syscall *)rec)->dur);
+		return time_bins__add(&tl->syscalls, rec->ts,
+				      ((const struct bs_syscall *)rec)->dur);
 	case BS_REC_OFFCPU: {
 		const struct bs_offcpu *o = (const void *)rec;
 
@@ -102,6 +104,7 @@ static void timelines_free(struct timelines *tl)
 	for (__u32 i = 0; i < tl->ngpu; i++)
 		time_bins__free(&tl->gpu[i]);
 	gil_contention__free(tl->gil);
+	free(tl->gil_names);
 	time_bins__free(&tl->blocked);
 	time_bins__free(&tl->preempted);
 	time_bins__free(&tl->syscalls);
@@ -136,6 +139,18 @@ static int collect(struct timelines *tl, const char *path)
 		}
 	}
 	status = trace_walk__finish(&w);
+	/* The names while the model is here: the legend says "pid 42 (python3)". */
+	{
+		size_t it = 0, n = 0;
+		__u32 pid;
+
+		while (gil_contention__next(tl->gil, &it, &pid))
+			n++;
+		tl->gil_names = calloc(n ? n : 1, sizeof(*tl->gil_names));
+		for (it = 0, n = 0; tl->gil_names && gil_contention__next(tl->gil, &it, &pid); n++)
+			snprintf(tl->gil_names[n], sizeof(tl->gil_names[n]), "%s",
+				 trace_model__process_name(w.m, pid) ?: "");
+	}
 	st = trace_walk__status(&w);
 	tl->end = st->has_end ? st->end.mono_ns : st->last_ts;
 	if (tl->end < tl->origin)
@@ -147,11 +162,11 @@ static int collect(struct timelines *tl, const char *path)
 static void esc(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
-		const char *e = *s == '&'  ? "&amp;" :
-				*s == '<'  ? "&lt;" :
-				*s == '>'  ? "&gt;" :
-				*s == '"' ? "&quot;" :
-					     NULL;
+		const char *e = *s == '&'   ? "&amp;"
+				: *s == '<' ? "&lt;"
+				: *s == '>' ? "&gt;"
+				: *s == '"' ? "&quot;"
+					    : NULL;
 
 		if (e)
 			fputs(e, f);
@@ -207,7 +222,10 @@ static void axis(FILE *f, const struct timelines *tl, double ymax, const char *u
 		fmt_secs(buf, sizeof(buf), secs * t / 4);
 		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">%s</text>",
 			PLOT_X + PLOT_W * t / 4, SVG_H - 8,
-			t == 0 ? "start" : t == 4 ? "end" : "middle", buf);
+			t == 0	 ? "start"
+			: t == 4 ? "end"
+				 : "middle",
+			buf);
 	}
 	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3g%s</text>", PLOT_X - 4,
 		PLOT_Y + 10, ymax, unit);
@@ -236,8 +254,8 @@ static void chart(FILE *f, const struct timelines *tl, const char *id, const cha
 	if (ymax <= 0) {
 		for (__u32 k = 0; k < shown; k++)
 			for (__u32 c = 0; c < cols; c++) {
-				v = column(s[k].bins, (__u64)c * bins / cols, (__u64)(c + 1) * bins / cols,
-					   0);
+				v = column(s[k].bins, (__u64)c * bins / cols,
+					   (__u64)(c + 1) * bins / cols, 0);
 				ymax = v > ymax ? v : ymax;
 			}
 	}
@@ -247,8 +265,10 @@ static void chart(FILE *f, const struct timelines *tl, const char *id, const cha
 	esc(f, title);
 	fprintf(f, " <span class=\"what\">");
 	esc(f, what);
-	fprintf(f, "</span></figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
-		   "viewBox=\"0 0 " "%d %d\" role=\"img\">\n",
+	fprintf(f,
+		"</span></figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+		"viewBox=\"0 0 "
+		"%d %d\" role=\"img\">\n",
 		SVG_W, SVG_H);
 	axis(f, tl, ymax, unit);
 	for (__u32 k = 0; k < shown; k++) {
@@ -310,10 +330,11 @@ static void loss_chart(FILE *f, const struct timelines *tl)
 		cols[c] += tl->loss[i].count;
 		max = cols[c] > max ? cols[c] : max;
 	}
-	fprintf(f, "<figure class=\"timeline\" id=\"tl-loss\"><figcaption>Loss <span "
-		   "class=\"what\">events lost, %llu in all (bpfsight info: by cause)</span>"
-		   "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
-		   "role=\"img\">\n",
+	fprintf(f,
+		"<figure class=\"timeline\" id=\"tl-loss\"><figcaption>Loss <span "
+		"class=\"what\">events lost, %llu in all (bpfsight info: by cause)</span>"
+		"</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
+		"role=\"img\">\n",
 		(unsigned long long)tl->lost, SVG_W, SVG_H);
 	axis(f, tl, (double)max, "");
 	for (int c = 0; c < REPORT_COLUMNS; c++) {
@@ -322,11 +343,12 @@ static void loss_chart(FILE *f, const struct timelines *tl)
 		if (!cols[c])
 			continue;
 		h = (double)cols[c] / max * PLOT_H;
-		fprintf(f, "<rect class=\"loss\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
-			   "<title>%llu lost</title></rect>",
+		fprintf(f,
+			"<rect class=\"loss\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
+			"<title>%llu lost</title></rect>",
 			PLOT_X + (double)PLOT_W * c / REPORT_COLUMNS, PLOT_Y + PLOT_H - h,
-			(double)PLOT_W / REPORT_COLUMNS > 2 ? (double)PLOT_W / REPORT_COLUMNS : 2, h,
-			(unsigned long long)cols[c]);
+			(double)PLOT_W / REPORT_COLUMNS > 2 ? (double)PLOT_W / REPORT_COLUMNS : 2,
+			h, (unsigned long long)cols[c]);
 	}
 	fprintf(f, "</svg></figure>\n");
 }
@@ -359,13 +381,18 @@ static void timelines_html(FILE *f, const struct timelines *tl)
 
 		while ((b = gil_contention__next(tl->gil, &it, &pid))) {
 			if (ng == cap) {
-				struct series *t = realloc(g, (cap = cap ? 2 * cap : 8) * sizeof(*g));
+				struct series *t =
+					realloc(g, (cap = cap ? 2 * cap : 8) * sizeof(*g));
 
 				if (!t)
 					break;
 				g = t;
 			}
-			snprintf(g[ng].label, sizeof(g[ng].label), "pid %u", pid);
+			if (tl->gil_names && tl->gil_names[ng][0])
+				snprintf(g[ng].label, sizeof(g[ng].label), "pid %u (%s)", pid,
+					 tl->gil_names[ng]);
+			else
+				snprintf(g[ng].label, sizeof(g[ng].label), "pid %u", pid);
 			g[ng].bins = b;
 			g[ng++].total = total(b);
 		}
@@ -387,8 +414,8 @@ static void timelines_html(FILE *f, const struct timelines *tl)
 		snprintf(s[n].label, sizeof(s[n].label), "preempted (runnable)");
 		s[n].bins = &tl->preempted;
 		s[n++].total = total(&tl->preempted);
-		chart(f, tl, "tl-offcpu", "Off-CPU", "traced threads off the CPU, by state", s, n, 0,
-		      "");
+		chart(f, tl, "tl-offcpu", "Off-CPU", "traced threads off the CPU, by state", s, n,
+		      0, "");
 	} else {
 		no_data(f, "tl-offcpu", "Off-CPU", "no off-CPU interval recorded (sched family)");
 	}
@@ -398,8 +425,8 @@ static void timelines_html(FILE *f, const struct timelines *tl)
 		s[0].bins = &tl->syscalls;
 		s[0].total = total(&tl->syscalls);
 		chart(f, tl, "tl-syscall", "System calls",
-		      "threads inside a recorded system call (calls of at least --osrt-threshold)", s,
-		      1, 0, "");
+		      "threads inside a recorded system call (calls of at least --osrt-threshold)",
+		      s, 1, 0, "");
 	} else {
 		no_data(f, "tl-syscall", "System calls", "no system call recorded (osrt family)");
 	}
@@ -413,8 +440,9 @@ static void table_html(FILE *f, const struct table *t)
 	char buf[64];
 
 	shown = rows < REPORT_ROWS ? rows : REPORT_ROWS;
-	fprintf(f, "<div class=\"report\" id=\"r-%s\"><h3>%s</h3>\n<div class=\"scroll\"><table>"
-		   "<thead><tr>",
+	fprintf(f,
+		"<div class=\"report\" id=\"r-%s\"><h3>%s</h3>\n<div class=\"scroll\"><table>"
+		"<thead><tr>",
 		table__name(t), table__name(t));
 	for (int c = 0; c < cols; c++) {
 		fprintf(f, "<th%s>", table__col_numeric(t, c) ? " class=\"n\"" : "");
@@ -503,8 +531,9 @@ int report_html__write(const struct report_input *in, FILE *f)
 		   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
 		   "<title>bpfsight report: ");
 	esc(f, in->path);
-	fprintf(f, "</title>\n<style>\n%s</style></head>\n<body>\n<header><h1>bpfsight report</h1>"
-		   "<p class=\"sub\">",
+	fprintf(f,
+		"</title>\n<style>\n%s</style></head>\n<body>\n<header><h1>bpfsight report</h1>"
+		"<p class=\"sub\">",
 		style);
 	esc(f, in->path);
 	fprintf(f, "</p></header>\n<section id=\"info\"><h2>Recording</h2>\n<pre>");
@@ -514,10 +543,11 @@ int report_html__write(const struct report_input *in, FILE *f)
 	reports_html(f, in->stats, &reports);
 	fprintf(f, "<footer>Summarized by bpfsight ");
 	esc(f, in->version);
-	fprintf(f, ": the whole recording (%.3f s) in %llu ms bins, at most %d points per line and "
-		   "%d lines per timeline (the largest), the first %d rows of each of the %d "
-		   "reports with rows%s. The full data: <code>bpfsight stats</code>, "
-		   "<code>bpfsight export</code>.</footer>\n</body></html>\n",
+	fprintf(f,
+		": the whole recording (%.3f s) in %llu ms bins, at most %d points per line and "
+		"%d lines per timeline (the largest), the first %d rows of each of the %d "
+		"reports with rows%s. The full data: <code>bpfsight stats</code>, "
+		"<code>bpfsight export</code>.</footer>\n</body></html>\n",
 		(double)(tl.end - tl.origin) / 1e9, REPORT_BIN_NS / 1000000, REPORT_COLUMNS,
 		REPORT_SERIES, REPORT_ROWS, reports,
 		tl.gpu_dropped ? "; GPU operations of devices past the 64th are not drawn" : "");

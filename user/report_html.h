@@ -19,9 +19,9 @@
 struct stats;
 
 struct report_input {
-	const char *path;	  /* the trace, as the user named it */
-	const char *version;	  /* bpfsight's */
-	const char *info_text;	  /* `bpfsight info FILE`'s output */
+	const char *path;	   /* the trace, as the user named it */
+	const char *version;	   /* bpfsight's */
+	const char *info_text;	   /* `bpfsight info FILE`'s output */
 	const struct stats *stats; /* every report of the recorded families */
 };
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # make check-deb: the Debian package from `make deb`, installed into a clean Debian 12 root
-# with `apt install ./bpfsight_*.deb` and run there: --version, a recording, stats, the man
+# with `apt install ./bpfsight_*.deb` and run there: --version, a recording, stats, report, the man
 # page and completion files, `bpfsight shim` finding the installed shim; then removed.
 # The root is made once by debootstrap from Debian's mirror and cached (ROOT_CACHE); each
 # run works on an overlay of it, so the cache stays clean.
@@ -78,6 +78,12 @@ count_of() {
 step "stats -r osrt_sum: execve 1, mmap $(count_of mmap), $(($(wc -l <<<"$stats") - 2)) syscalls"
 info=$(in_root bpfsight info /tmp/t.bst) || fail "info"
 grep -q '^clean close: *yes' <<<"$info" || fail "info: not closed cleanly: $info"
+
+in_root bpfsight report /tmp/t.bst -o /tmp/t.html > "$work/report.log" 2>&1 ||
+	fail "report: $(cat "$work/report.log")"
+grep -q '<figure class="timeline" id="tl-syscall">' "$root/tmp/t.html" ||
+	fail "report: no system call timeline in /tmp/t.html"
+step "report -o /tmp/t.html: $(wc -c < "$root/tmp/t.html") bytes, with its system call timeline"
 
 for f in /usr/share/man/man1/bpfsight.1.gz /usr/share/man/man1/bpfsight-record.1.gz \
 	/usr/share/bash-completion/completions/bpfsight /usr/share/zsh/vendor-completions/_bpfsight \

@@ -140,7 +140,9 @@ def test_report_of_a_gil_trace():
     check_page(trace, page)
     cls, body = figure(page, "tl-gil")
     eq(cls, "timeline", "GIL contention drawn")
-    eq(re.findall(r'<li class="s\d">(.*?)</li>', body), [f"pid {truth['pid']}"], "one process")
+    proc = [r for r in stats_json(trace)["gil_procs"] if r["pid"] == truth["pid"]]
+    eq(re.findall(r'<li class="s\d">(.*?)</li>', body),
+       [f"pid {truth['pid']} ({proc[0]['process']})"], "one process, named as gil_procs names it")
     for empty in ("tl-gpu", "tl-offcpu", "tl-syscall"):
         eq(figure(page, empty)[0], "timeline empty", f"{empty}: family not recorded")
     check('id="r-gil_sum"' in page, "gil_sum shown")
