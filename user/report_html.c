@@ -178,7 +178,9 @@ static void esc(FILE *f, const char *s)
 /* "1.5 s", "250 ms": an axis label. */
 static void fmt_secs(char *buf, size_t len, double s)
 {
-	if (s >= 1 || s == 0)
+	if (s >= 100)
+		snprintf(buf, len, "%.0f s", s);
+	else if (s >= 1 || s == 0)
 		snprintf(buf, len, "%.3g s", s);
 	else
 		snprintf(buf, len, "%.3g ms", s * 1e3);
@@ -227,8 +229,8 @@ static void axis(FILE *f, const struct timelines *tl, double ymax, const char *u
 				 : "middle",
 			buf);
 	}
-	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3g%s</text>", PLOT_X - 4,
-		PLOT_Y + 10, ymax, unit);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.*f%s</text>", PLOT_X - 4,
+		PLOT_Y + 10, ymax >= 100 ? 0 : 2, ymax, unit);
 	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text></g>\n", PLOT_X - 4,
 		PLOT_Y + PLOT_H);
 }
