@@ -74,6 +74,7 @@ help:
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo 'make format     clang-format every C file git tracks (.clang-format; make check'
 	@echo '                fails on an unformatted one)'
+	@echo 'make man        the man pages, from docs/USAGE.md -> $(OUT)/man (part of make)'
 	@echo 'make install    install the binary, cupti-shim, man pages, bash/zsh completion and docs'
 	@echo '                (PREFIX=/usr/local, DESTDIR=); make uninstall removes them'
 	@echo 'make deb        the Debian package -> $(OUT)/deb/bpfsight_*.deb'
