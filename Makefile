@@ -41,7 +41,8 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS	 := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(OUT)/obj/shim_embed.o
-LIB_OBJS := $(filter-out $(OUT)/obj/main.o,$(USER_OBJS))
+# cmd_complete.o lists main.o's dispatch table: neither is linked into the tests.
+LIB_OBJS := $(filter-out $(OUT)/obj/main.o $(OUT)/obj/cmd_complete.o,$(USER_OBJS))
 # The trace-format core, linked into the unit tests and the fuzzer without the BPF side.
 FORMAT_OBJS := $(addprefix $(OUT)/obj/,trace_writer.o trace_reader.o trace_codec.o trace_meta.o)
 
@@ -57,8 +58,9 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(OUT)/obj/shim_embed.o,$(LIB_OBJS)))
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack
 
-.PHONY: all deps vmlinux check test-build demo fuzz bench bench-build clean help format
-all: $(OUT)/bpfsight
+.PHONY: all deps vmlinux check test-build demo fuzz bench bench-build clean help format \
+	man install uninstall deb check-deb
+all: $(OUT)/bpfsight man
 
 help:
 	@echo 'make            build build/bpfsight'
@@ -72,12 +74,18 @@ help:
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo 'make format     clang-format every C file git tracks (.clang-format; make check'
 	@echo '                fails on an unformatted one)'
+	@echo 'make man        the man pages, from docs/USAGE.md -> $(OUT)/man (part of make)'
+	@echo 'make install    install the binary, cupti-shim, man pages, bash/zsh completion and docs'
+	@echo '                (PREFIX=/usr/local, DESTDIR=); make uninstall removes them'
+	@echo 'make deb        the Debian package -> $(OUT)/deb/bpfsight_*.deb'
+	@echo 'make check-deb  build it, install it into a clean Debian 12 root (debootstrap, cached'
+	@echo '                in /var/cache/bpfsight) and record with the installed binary there'
 	@echo 'V=1             show full commands'
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
 	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch clang-format \
-	     libcap2-bin
+	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -247,6 +255,57 @@ $(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
 # tests/e2e/test_sched.py runs bench/pingpong.
 test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZERS) $(ELF_FIXTURES) $(OUT)/tests/bst_write \
 	$(OUT)/bench/pingpong
+
+# The man pages, made from docs/USAGE.md and the binary's own --help lines (tools/mkman.py).
+MAN_DIR	 := $(OUT)/man
+$(MAN_DIR)/.stamp: docs/USAGE.md tools/mkman.py $(OUT)/bpfsight
+	$(call msg,MAN,$(MAN_DIR))
+	$(Q)rm -rf $(MAN_DIR) && mkdir -p $(MAN_DIR)
+	$(Q)$(PYTHON) tools/mkman.py $(OUT)/bpfsight docs/USAGE.md $(MAN_DIR)
+	$(Q)touch $@
+man: $(MAN_DIR)/.stamp
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the layout the Debian package has with
+# PREFIX=/usr. bpfsight shim finds the shim as PREFIX/lib/bpfsight beside PREFIX/bin.
+PREFIX	 ?= /usr/local
+BINDIR	 ?= $(PREFIX)/bin
+LIBDIR	 ?= $(PREFIX)/lib/bpfsight
+MANDIR	 ?= $(PREFIX)/share/man
+DOCDIR	 ?= $(PREFIX)/share/doc/bpfsight
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+INSTALL	 ?= install
+DOCS	 := README.md $(wildcard docs/*.md)
+
+install: $(OUT)/bpfsight man
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	$(Q)$(INSTALL) -m 0755 $(OUT)/bpfsight $(DESTDIR)$(BINDIR)/bpfsight
+	$(Q)if [ -f $(SHIM_LIB) ]; then $(INSTALL) -d $(DESTDIR)$(LIBDIR) && \
+		$(INSTALL) -m 0755 $(SHIM_LIB) $(DESTDIR)$(LIBDIR)/libbpfsight-shim.so; fi
+	$(Q)$(INSTALL) -m 0644 $(MAN_DIR)/*.1 $(DESTDIR)$(MANDIR)/man1/
+	$(Q)$(INSTALL) -m 0644 completion/bpfsight.bash $(DESTDIR)$(BASHCOMPDIR)/bpfsight
+	$(Q)$(INSTALL) -m 0644 completion/_bpfsight $(DESTDIR)$(ZSHCOMPDIR)/_bpfsight
+	$(Q)$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+
+# Removes exactly what install put there (the man pages by the names mkman makes).
+uninstall:
+	$(call msg,UNINST,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/bpfsight $(DESTDIR)$(LIBDIR)/libbpfsight-shim.so \
+		$(DESTDIR)$(MANDIR)/man1/bpfsight.1 $(DESTDIR)$(MANDIR)/man1/bpfsight-*.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/bpfsight $(DESTDIR)$(ZSHCOMPDIR)/_bpfsight \
+		$(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
+	$(Q)rmdir $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+# The Debian package, built by dpkg-buildpackage from a copy of the tree (tracked and new
+# files, not build outputs) in $(OUT)/deb, which is also where the .deb lands.
+deb:
+	$(Q)VERSION=$(VERSION) tools/make_deb.sh $(OUT)/deb
+
+# Slow (a Debian root is bootstrapped once, then cached): not part of make check.
+check-deb: deb
+	$(Q)tests/deb/check_deb.sh $(OUT)/deb
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)

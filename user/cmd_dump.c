@@ -21,7 +21,7 @@ struct dump_opts {
 	char kindbuf[512];
 };
 
-static void dump_list_kinds(char *buf, size_t len)
+void dump__list_kinds(char *buf, size_t len)
 {
 	const struct rec_decoder *d;
 	size_t used = 0;
@@ -44,7 +44,7 @@ static void dump_usage(FILE *f)
 {
 	char kinds[512];
 
-	dump_list_kinds(kinds, sizeof(kinds));
+	dump__list_kinds(kinds, sizeof(kinds));
 	fprintf(f,
 		"Usage: bpfsight dump [--kind K[,K]] [--pid P] FILE\n"
 		"\n"
@@ -85,7 +85,7 @@ static int dump_parse_kinds(struct dump_opts *o, const char *list)
 	strcpy(o->kindbuf + used, list);
 	for (tok = strtok_r(o->kindbuf + used, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!family__kind_is_event(tok)) {
-			dump_list_kinds(kinds, sizeof(kinds));
+			dump__list_kinds(kinds, sizeof(kinds));
 			fprintf(stderr, "bpfsight dump: %s '%s' (kinds: %s)\n",
 				dump_kind_is_meta(tok) ? "no events are of the metadata kind"
 						       : "unknown kind",
@@ -135,14 +135,16 @@ void dump_event(FILE *out, const struct event *ev, const struct trace_model *m)
 	fputc('\n', out);
 }
 
+/* Also printed by `bpfsight __complete options dump`: completion and the docs test read it. */
+const struct option dump_options[] = {
+	{ "kind", required_argument, NULL, 'k' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "help", no_argument, NULL, 'h' },
+	{},
+};
+
 int cmd_dump(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "kind", required_argument, NULL, 'k' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	static char outbuf[1 << 16];
 	const struct rec_decoder *dec;
 	const struct bs_hdr *rec;
@@ -154,7 +156,7 @@ int cmd_dump(int argc, char **argv)
 	char *end;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "k:p:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:p:h", dump_options, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			if (dump_parse_kinds(&o, optarg))

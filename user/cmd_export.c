@@ -36,6 +36,21 @@ static void export_on_signal(int sig)
 	export_stop = sig;
 }
 
+void export__list_formats(char *buf, size_t len)
+{
+	size_t used = 0;
+	int n;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < NEXPORTERS; i++) {
+		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+			     exporters[i]->format);
+		if (n < 0 || (size_t)n >= len - used)
+			return;
+		used += n;
+	}
+}
+
 static void export_usage(FILE *f)
 {
 	size_t i;
@@ -170,15 +185,17 @@ static const struct exporter *export_find(const char *format, const char **suffi
 	return NULL;
 }
 
+/* Also printed by `bpfsight __complete options export`: completion and the docs test read it. */
+const struct option export_options[] = {
+	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, 'F' },
+	{ "help", no_argument, NULL, 'h' },
+	{},
+};
+
 int cmd_export(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, 'F' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	const char *format = NULL, *out_arg = NULL, *suffix = NULL, *file;
 	struct sigaction sa = {}, old_int, old_term;
 	const struct exporter *ex = NULL;
@@ -194,7 +211,7 @@ int cmd_export(int argc, char **argv)
 	size_t i;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:h", export_options, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			format = optarg;

@@ -281,13 +281,15 @@ fail:
 	return -2;
 }
 
+/* Also printed by `bpfsight __complete options info`: completion and the docs test read it. */
+const struct option info_options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{},
+};
+
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	struct info_kind kinds[BS_REC_TYPE_MAX];
 	const struct trace_status *st;
 	const struct trace_meta *m;
@@ -302,7 +304,7 @@ int cmd_info(int argc, char **argv)
 	__u64 end;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jh", info_options, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			as_json = 1;

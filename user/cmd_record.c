@@ -289,26 +289,28 @@ static int parse_capture(const char *s, struct record_opts *o)
 	return -EINVAL;
 }
 
+/* Also printed by `bpfsight __complete options record`: completion and the docs test read it. */
+const struct option record_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, 'f' },
+	{ "trace", required_argument, NULL, 't' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "system-wide", no_argument, NULL, 'a' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "kill", required_argument, NULL, OPT_KILL },
+	{ "osrt-threshold", required_argument, NULL, OPT_THRESHOLD },
+	{ "buffer-size", required_argument, NULL, OPT_BUFFER },
+	{ "capture-range", required_argument, NULL, OPT_CAPTURE },
+	{ "gil-mode", required_argument, NULL, OPT_GIL_MODE },
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 int cmd_record(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "trace", required_argument, NULL, 't' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "system-wide", no_argument, NULL, 'a' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "kill", required_argument, NULL, OPT_KILL },
-		{ "osrt-threshold", required_argument, NULL, OPT_THRESHOLD },
-		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
-		{ "capture-range", required_argument, NULL, OPT_CAPTURE },
-		{ "gil-mode", required_argument, NULL, OPT_GIL_MODE },
-		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
-		{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct record_opts o = {
 		.osrt_threshold_ns = 1000,
 		.ringbuf_bytes = 16 << 20,
@@ -322,7 +324,7 @@ int cmd_record(int argc, char **argv)
 	o.cmdline = cmdline = join_args(argc, argv);
 	optind = 1;
 	/* '+': options stop at CMD, so CMD's own options are left alone. */
-	while ((c = getopt_long(argc, argv, "+o:ft:p:ad:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:ft:p:ad:vh", record_options, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.output = optarg;

@@ -10,17 +10,41 @@
 #include <stdio.h>
 #include <string.h>
 #include <limits.h>
+#include <unistd.h>
 #include "commands.h"
 #include "shim_blob.h"
 
+/*
+ * Where `make install` and the Debian package put the shim: PREFIX/lib/bpfsight beside
+ * PREFIX/bin/bpfsight, so an installed bpfsight finds its own copy (identical: left as it
+ * is, no root needed) whatever the PREFIX. A binary elsewhere (build/) keeps the old default.
+ */
+static const char *default_dir(char *buf, size_t len)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return SHIM_INSTALL_DIR;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash || slash - exe < 4 || strncmp(slash - 4, "/bin", 4))
+		return SHIM_INSTALL_DIR;
+	slash[-4] = 0; /* exe is now PREFIX ("" for /bin/bpfsight) */
+	if (snprintf(buf, len, "%s/lib/bpfsight", exe) >= (int)len)
+		return SHIM_INSTALL_DIR;
+	return buf;
+}
+
 static void usage(FILE *f)
 {
+	char buf[PATH_MAX];
+
 	fprintf(f,
 		"usage: bpfsight shim [--install DIR] [--print-env]\n"
 		"\n"
 		"Writes the cupti-shim built into bpfsight as DIR/" SHIM_FILE_NAME " (default\n"
-		"DIR " SHIM_INSTALL_DIR
-		"; an identical file is left as it is) and prints its path\n"
+		"DIR %s; an identical file is left as it is) and prints its path\n"
 		"and the environment a job needs to be traced later without a restart:\n"
 		"  export CUDA_INJECTION64_PATH=DIR/" SHIM_FILE_NAME "\n"
 		"  export NVTX_INJECTION64_PATH=DIR/" SHIM_FILE_NAME "\n"
@@ -31,23 +55,26 @@ static void usage(FILE *f)
 		"\n"
 		"The shim does nothing until a tracer attaches (bpfsight record -p PID -t gpu,nvtx\n"
 		"or -a), and stops when it detaches. To keep another NVTX injection library too,\n"
-		"set BPFSIGHT_NVTX_CHAIN=/path/to/it (the shim passes every NVTX call on).\n");
+		"set BPFSIGHT_NVTX_CHAIN=/path/to/it (the shim passes every NVTX call on).\n",
+		default_dir(buf, sizeof(buf)));
 }
+
+/* Also printed by `bpfsight __complete options shim`: completion and the docs test read it. */
+const struct option shim_options[] = {
+	{ "install", required_argument, NULL, 'i' },
+	{ "print-env", no_argument, NULL, 'e' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
 
 int cmd_shim(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "install", required_argument, NULL, 'i' },
-		{ "print-env", no_argument, NULL, 'e' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *dir = SHIM_INSTALL_DIR;
-	char path[PATH_MAX];
+	char path[PATH_MAX], buf[PATH_MAX];
+	const char *dir = default_dir(buf, sizeof(buf));
 	int c, env_only = 0, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:eh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:eh", shim_options, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			dir = optarg;

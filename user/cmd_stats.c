@@ -24,20 +24,22 @@ static void stats_usage(FILE *f)
 		names);
 }
 
+/* Also printed by `bpfsight __complete options stats`: completion and the docs test read it. */
+const struct option stats_options[] = {
+	{ "report", required_argument, NULL, 'r' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "help", no_argument, NULL, 'h' },
+	{},
+};
+
 int cmd_stats(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "report", required_argument, NULL, 'r' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	enum stats_format fmt = STATS_FORMAT_TABLE;
 	char *reports = NULL, *tmp;
 	int c, status;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:f:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:f:h", stats_options, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			/* -r may repeat: the lists add up. */

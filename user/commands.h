@@ -3,6 +3,7 @@
 #ifndef BPFSIGHT_COMMANDS_H
 #define BPFSIGHT_COMMANDS_H
 
+#include <getopt.h>
 #include <stdio.h>
 
 int cmd_record(int argc, char **argv);
@@ -11,6 +12,25 @@ int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_shim(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_complete(int argc, char **argv);
+
+/* Each command's getopt_long table (cmd_*.c). */
+extern const struct option record_options[], info_options[], dump_options[], stats_options[],
+	export_options[], shim_options[], report_options[];
+
+/* main.c's dispatch table, NULL-terminated; a command with no help is hidden from usage. */
+struct bpfsight_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const struct option *opts;
+	const char *help;
+};
+extern const struct bpfsight_cmd bpfsight_cmds[];
+
+/* "a, b, c" lists of what an option accepts, for errors, --help and completion. */
+void dump__list_kinds(char *buf, size_t len);	  /* cmd_dump.c: dump --kind */
+void export__list_formats(char *buf, size_t len); /* cmd_export.c: export --format */
 
 struct event;	    /* event.h */
 struct trace_model; /* trace_model.h */

@@ -4,25 +4,30 @@
 #include <string.h>
 #include "commands.h"
 
-static const struct cmd {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *help;
-} cmds[] = {
-	{ "record", cmd_record, "trace a command, running processes (-p) or the system (-a)" },
-	{ "info", cmd_info, "what a trace file holds: host, targets, events, losses" },
-	{ "dump", cmd_dump, "every event as NDJSON" },
-	{ "stats", cmd_stats, "summary reports (osrt_sum, sched_sum, ...)" },
-	{ "export", cmd_export, "convert to Perfetto, Chrome JSON (Kineto) or SQLite" },
-	{ "shim", cmd_shim, "install the cupti-shim and print a job's environment for it" },
-	{ NULL, NULL, NULL },
+const struct bpfsight_cmd bpfsight_cmds[] = {
+	{ "record", cmd_record, record_options,
+	  "trace a command, running processes (-p) or the system (-a)" },
+	{ "info", cmd_info, info_options,
+	  "what a trace file holds: host, targets, events, losses" },
+	{ "dump", cmd_dump, dump_options, "every event as NDJSON" },
+	{ "stats", cmd_stats, stats_options, "summary reports (osrt_sum, sched_sum, ...)" },
+	{ "export", cmd_export, export_options,
+	  "convert to Perfetto, Chrome JSON (Kineto) or SQLite" },
+	{ "shim", cmd_shim, shim_options,
+	  "install the cupti-shim and print a job's environment for it" },
+	{ "report", cmd_report, report_options,
+	  "one self-contained HTML page: summary, timelines, reports" },
+	/* Hidden: what the shell completions ask (commands, options, families, reports). */
+	{ "__complete", cmd_complete, NULL, NULL },
+	{ NULL, NULL, NULL, NULL },
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: bpfsight COMMAND [ARGS]   (bpfsight COMMAND --help for details)\n\n");
-	for (const struct cmd *c = cmds; c->name; c++)
-		fprintf(f, "  %-8s %s\n", c->name, c->help);
+	for (const struct bpfsight_cmd *c = bpfsight_cmds; c->name; c++)
+		if (c->help)
+			fprintf(f, "  %-8s %s\n", c->name, c->help);
 	fprintf(f, "\nExample: sudo bpfsight record -o run.bst -- python3 train.py\n"
 		   "         bpfsight stats run.bst\n");
 }
@@ -41,7 +46,7 @@ int main(int argc, char **argv)
 		printf("bpfsight %s\n", BPFSIGHT_VERSION);
 		return 0;
 	}
-	for (const struct cmd *c = cmds; c->name; c++)
+	for (const struct bpfsight_cmd *c = bpfsight_cmds; c->name; c++)
 		if (!strcmp(argv[1], c->name))
 			return c->fn(argc - 1, argv + 1);
 	fprintf(stderr, "bpfsight: unknown command '%s'\n\n", argv[1]);

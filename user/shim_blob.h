@@ -10,7 +10,8 @@
 
 #include <stddef.h>
 
-#define SHIM_RUN_DIR	 "/run/bpfsight"
+#define SHIM_RUN_DIR "/run/bpfsight"
+/* bpfsight shim's default DIR for a binary not in a PREFIX/bin (cmd_shim.c). */
 #define SHIM_INSTALL_DIR "/usr/local/lib/bpfsight"
 #define SHIM_FILE_NAME	 "libbpfsight-shim.so"
 

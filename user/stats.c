@@ -26,17 +26,32 @@ struct stats {
 	char loss[256];
 };
 
+/* Indexed by enum stats_format. */
+static const char *const format_names[] = { "table", "json", "csv" };
+
 int stats__parse_format(const char *s, enum stats_format *fmt)
 {
-	if (!strcmp(s, "table"))
-		*fmt = STATS_FORMAT_TABLE;
-	else if (!strcmp(s, "json"))
-		*fmt = STATS_FORMAT_JSON;
-	else if (!strcmp(s, "csv"))
-		*fmt = STATS_FORMAT_CSV;
-	else
-		return -EINVAL;
-	return 0;
+	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++) {
+		if (!strcmp(s, format_names[i])) {
+			*fmt = (enum stats_format)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+void stats__list_formats(char *buf, size_t len)
+{
+	size_t used = 0;
+	int n;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++) {
+		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", format_names[i]);
+		if (n < 0 || (size_t)n >= len - used)
+			return;
+		used += n;
+	}
 }
 
 void stats__list_reports(char *buf, size_t len)

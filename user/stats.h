@@ -21,6 +21,8 @@ enum stats_format {
 int stats__parse_format(const char *s, enum stats_format *fmt);
 /* "osrt_sum, sched_sum": every report name, for errors and --help. */
 void stats__list_reports(char *buf, size_t len);
+/* "table, json, csv": the names --format accepts. */
+void stats__list_formats(char *buf, size_t len);
 
 struct stats;
 

@@ -288,6 +288,25 @@ static const char *table__fmt(const struct table *t, int row, int col, char *buf
 	return buf;
 }
 
+const char *table__cell_text(const struct table *t, int row, int col, char *buf, size_t len)
+{
+	if (row < 0 || row >= t->nrows || col < 0 || col >= t->ncols) {
+		buf[0] = 0;
+		return buf;
+	}
+	return table__fmt(t, row, col, buf, len);
+}
+
+const char *table__col_title(const struct table *t, int col)
+{
+	return col >= 0 && col < t->ncols ? t->cols[col].title : NULL;
+}
+
+int table__col_numeric(const struct table *t, int col)
+{
+	return col >= 0 && col < t->ncols && t->cols[col].type != TABLE_STR;
+}
+
 /* Display width of S: UTF-8 continuation bytes take no column. */
 static int text_width(const char *s)
 {

@@ -48,6 +48,10 @@ __s64 table__get_s64(const struct table *t, int row, int col);
 double table__get_double(const struct table *t, int row, int col);
 const char *table__get_str(const struct table *t, int row, int col);
 int table__is_set(const struct table *t, int row, int col);
+/* A cell as the human table prints it ("" unset); BUF holds numbers, strings are the cell's. */
+const char *table__cell_text(const struct table *t, int row, int col, char *buf, size_t len);
+const char *table__col_title(const struct table *t, int col); /* NULL past the columns */
+int table__col_numeric(const struct table *t, int col);	      /* 1: right-aligned */
 
 void table__print(const struct table *t, FILE *f);
 void table__print_csv(const struct table *t, FILE *f);

@@ -10,11 +10,12 @@ import collections
 import json
 import os
 import signal
+import struct
 import time
 
 import shim_batches
 from helpers import (BPFSIGHT, BUILD, Recorder, check, dump, eq, info, need_root, run, spawn,
-                     tmpdir, workload)
+                     tmpdir, wait_for, workload)
 
 SHIM = os.path.join(BUILD, "libbpfsight-shim.so")
 RANGES = workload("shim/nvtx_ranges")
@@ -159,9 +160,10 @@ def test_launch_second_dso_and_fork_child():
     check(10 * MS <= cev[0]["dur"] < 500 * MS, f"child range lasted {cev[0]['dur']}")
 
 
-def attach_run(loops, duration=None):
+def attach_run(loops, duration=None, batches_out=None):
     """nvtx_ranges started with the shim in its environment, -p attached after it loaded
-    it; (recorder, pid, main, loops, proc)."""
+    it; (recorder, pid, main, loops, proc). BATCHES_OUT (a list) gets the path of the
+    shim's batch dump."""
     d = tmpdir()
     go, batches = os.path.join(d, "go"), os.path.join(d, "batches.bin")
     # line-buffered: the loop lines of a process killed mid-run are wanted too
@@ -174,6 +176,8 @@ def attach_run(loops, duration=None):
     shim_batches.wait_status(batches, head["pid"], lambda r: "nvtx_on" in r["state_bits"],
                              "nvtx_on")  # its poller saw the recorder
     open(go, "w").close()
+    if batches_out is not None:
+        batches_out.append(batches)
     return r, head["pid"], head["main"], w
 
 
@@ -196,12 +200,16 @@ def test_attach_pid_after_start():
     check(any("nvtx_on" in e["args"]["state"] for e in st), "then recording")
 
 
-def test_duration_ends_while_running_drains():
-    """-d ends mid-run: the shim flushes (drained), ranges still open are written flagged
-    open, every loop that ended is complete; a later recording finds the shim idle again."""
+def test_recording_ends_while_running_drains():
+    """The recording ends mid-run (once the workload has done 3 loops: -d and signals stop
+    it the same way): the shim flushes (drained), ranges still open are written flagged open,
+    every loop that ended is complete; a later recording finds the shim idle again."""
     need_shim()
-    r, pid, main, w = attach_run(40, duration="700ms")
-    eq(r.wait(60), 0, f"recorder exit ({r.stderr})")
+    batches = []
+    r, pid, main, w = attach_run(40, batches_out=batches)
+    lines = [w.stdout.readline() for _ in range(3)]  # 3 loops done (line-buffered)
+    check(all('"loop"' in l for l in lines), f"loop lines {lines}")
+    eq(r.stop(signal.SIGINT), 0, f"recorder exit ({r.stderr})")
     check(w.poll() is None, "the workload outlives the recording")
     events = dump(r.out)
     evs = got_events(events, pid)
@@ -210,22 +218,34 @@ def test_duration_ends_while_running_drains():
     check("did not confirm" not in r.stderr, r.stderr)
     open_ = [e for e in evs if e["args"].get("open")]
     done = [e for e in by_name(evs, "outer") if not e["args"].get("open")]
-    check(len(done) >= 3, f"loops done in 700 ms: {len(done)}")
+    check(len(done) >= 3, f"loops done before the stop: {len(done)}")
     check([e["name"] for e in open_ if e["name"] == "outer"] == ["outer"],
           f"the loop running at the end is open: {[e['name'] for e in open_]}")
     done_ts = done[-1]["ts"] + done[-1]["dur"]
     for e in open_:
         check(e["ts"] + e["dur"] >= done_ts, f"open {e['name']} lasts until the drain")
-    # a second recording: the shim had stopped recording NVTX when the first one ended
-    r2 = Recorder("-t", "nvtx", "-p", str(pid), "-d", "300ms")
-    eq(r2.wait(60), 0, f"second recorder ({r2.stderr})")
+    # a second recording: the shim had stopped recording NVTX when the first one ended. It
+    # ends once the shim has told it so (its second attach status, in the batch dump).
+    r2 = Recorder("-t", "nvtx", "-p", str(pid))
+    r2.wait_ready()
+
+    def attaches():
+        try:
+            data = open(batches[0], "rb").read()
+            return sum(1 for x in shim_batches.records(data)
+                       if x["kind"] == "status" and x["event_name"] == "attach")
+        except (AssertionError, struct.error):
+            return 0  # a batch being written
+    wait_for(lambda: attaches() >= 2, 30, "the shim's attach status for the second recorder")
+    eq(r2.stop(signal.SIGINT), 0, f"second recorder ({r2.stderr})")
     st2 = [e for e in dump(r2.out) if e["pid"] == pid and e["kind"] == "shim_status"]
     check(st2 and st2[0]["name"] == "attach" and "nvtx_on" not in st2[0]["args"]["state"],
           f"the shim stopped after the first recording: {st2[:1]}")
     w.send_signal(signal.SIGKILL)
     w.wait(10)
     # every loop that ended before the drain is exact
-    _, _, loops, _ = parse(json.dumps({"pid": pid, "main": main}) + "\n" + w.stdout.read())
+    _, _, loops, _ = parse(json.dumps({"pid": pid, "main": main}) + "\n" + "".join(lines) +
+                           w.stdout.read())
     exp = names(main)
     for l in loops[:len(done)]:
         exp += loop_events(main, l)

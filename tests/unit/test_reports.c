@@ -529,6 +529,20 @@ static void test_table_csv(void)
 		     " 333  say \"hi\"?bye      \n",
 		     "human table");
 	free(buf);
+
+	/* The cells as the HTML report reads them: as the human table prints them. */
+	char cell[32];
+
+	ASSERT_STREQ(table__cell_text(t, 0, d, cell, sizeof(cell)), "1.00", "double's precision");
+	ASSERT_STREQ(table__cell_text(t, 2, n, cell, sizeof(cell)), "333", "u64");
+	ASSERT_STREQ(table__cell_text(t, 1, s, cell, sizeof(cell)), "a,b", "string");
+	ASSERT_STREQ(table__cell_text(t, 1, d, cell, sizeof(cell)), "", "unset");
+	ASSERT_STREQ(table__cell_text(t, 3, n, cell, sizeof(cell)), "", "past the rows");
+	ASSERT_STREQ(table__col_title(t, s), "Text", "title");
+	ASSERT_TRUE(!table__col_title(t, 3), "past the columns");
+	ASSERT_TRUE(table__col_numeric(t, n) && table__col_numeric(t, d) &&
+			    !table__col_numeric(t, s),
+		    "numeric columns");
 	table__free(t);
 }
 

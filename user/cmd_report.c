@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * bpfsight report FILE [-o OUT.html] [--force]: one self-contained HTML page of a trace, for
+ * a machine with no GUI (report_html.h). The summary is `bpfsight info`'s own output (this
+ * binary run as `info FILE`, so the page says exactly what info says), the tables are the
+ * stats reports', the timelines come from one more walk of the trace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "commands.h"
+#include "report_html.h"
+#include "stats.h"
+
+#define INFO_MAX (256 * 1024) /* info's text is a few KiB; more is cut, and says so */
+
+static void report_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: bpfsight report FILE [-o OUT] [--force]\n"
+		"\n"
+		"One self-contained HTML page of a trace (no network, no script): info's summary,\n"
+		"timelines (GPU busy, GIL contention, off-CPU, system calls, loss) and the top\n"
+		"rows of every stats report with data. Opens in any browser, offline.\n"
+		"\n"
+		"  -o, --output OUT   default: FILE with .bst replaced by .html\n"
+		"      --force        replace OUT if it exists\n"
+		"  -h, --help         this help\n"
+		"\n"
+		"Exit status: 0 done, 1 failed (nothing is left at OUT), 3 written but corrupt\n"
+		"chunks of FILE were skipped.\n");
+}
+
+/* Also printed by `bpfsight __complete options report`: completion and the docs test read it. */
+const struct option report_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, 'F' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* `bpfsight info PATH`'s stdout into a string (NULL after a message on failure). */
+static char *info_text(const char *path)
+{
+	char *argv[] = { "bpfsight", "info", (char *)path, NULL };
+	size_t len = 0, cap = 8192;
+	char *buf = malloc(cap + 64);
+	int fds[2], st;
+	pid_t pid;
+	ssize_t n;
+
+	if (!buf || pipe2(fds, O_CLOEXEC)) {
+		free(buf);
+		fprintf(stderr, "bpfsight report: %s\n", strerror(errno));
+		return NULL;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		if (dup2(fds[1], STDOUT_FILENO) >= 0)
+			execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		free(buf);
+		fprintf(stderr, "bpfsight report: cannot run bpfsight info: %s\n", strerror(errno));
+		return NULL;
+	}
+	while ((n = read(fds[0], buf + len, cap - len)) > 0 || (n < 0 && errno == EINTR)) {
+		if (n < 0)
+			continue;
+		len += n;
+		if (len == cap) {
+			char *t = cap < INFO_MAX ? realloc(buf, 2 * cap + 64) : NULL;
+
+			if (!t)
+				break;
+			buf = t;
+			cap *= 2;
+		}
+	}
+	close(fds[0]); /* info, if still writing, gets EPIPE */
+	buf[len] = 0;
+	if (len == cap)
+		strcat(buf, "\n[... cut]\n");
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* 3: corrupt chunks skipped, the report says so too; 1: info said why on stderr. */
+	if (!WIFEXITED(st) ||
+	    (WEXITSTATUS(st) != EXIT_READ_OK && WEXITSTATUS(st) != EXIT_READ_CORRUPT)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static char *default_out(const char *file)
+{
+	size_t n = strlen(file);
+	char *out;
+
+	if (n > 4 && !strcmp(file + n - 4, ".bst"))
+		n -= 4;
+	if (asprintf(&out, "%.*s.html", (int)n, file) < 0)
+		return NULL;
+	return out;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	char *out = NULL, *info = NULL, tmp[PATH_MAX];
+	const char *file, *out_arg = NULL;
+	struct stats *stats = NULL;
+	int c, force = 0, status = EXIT_READ_FAIL, fd = -1;
+	FILE *f = NULL;
+	struct stat st;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", report_options, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out_arg = optarg;
+			break;
+		case 'F':
+			force = 1;
+			break;
+		case 'h':
+			report_usage(stdout);
+			return 0;
+		default:
+			report_usage(stderr);
+			return EXIT_READ_FAIL;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "bpfsight report: %s\n",
+			optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
+		report_usage(stderr);
+		return EXIT_READ_FAIL;
+	}
+	file = argv[optind];
+	/* Read three times (info, stats, timelines): a pipe cannot be. */
+	if (stat(file, &st)) {
+		fprintf(stderr, "bpfsight report: %s: %s\n", file, strerror(errno));
+		return EXIT_READ_FAIL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "bpfsight report: %s: not a regular file (a pipe? save it first)\n",
+			file);
+		return EXIT_READ_FAIL;
+	}
+	out = out_arg ? strdup(out_arg) : default_out(file);
+	if (!out || snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "bpfsight report: %s\n", strerror(out ? ENAMETOOLONG : ENOMEM));
+		goto done;
+	}
+	if (!lstat(out, &st) && (!force || !S_ISREG(st.st_mode))) {
+		fprintf(stderr, "bpfsight report: %s exists%s\n", out,
+			S_ISREG(st.st_mode) ? ": use --force to replace it"
+					    : " and is not a regular file");
+		goto done;
+	}
+
+	info = info_text(file);
+	if (!info)
+		goto done;
+	stats = stats__collect(file, NULL, &status);
+	if (!stats)
+		goto done;
+	/* Written to a temporary name beside OUT, renamed once complete: never half a page. */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {
+		fprintf(stderr, "bpfsight report: cannot create %s: %s\n", out, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		status = EXIT_READ_FAIL;
+		goto done;
+	}
+	struct report_input in = { file, BPFSIGHT_VERSION, info, stats };
+	int walk = report_html__write(&in, f);
+
+	if (walk == EXIT_READ_FAIL || fflush(f) || ferror(f) || fsync(fd)) {
+		if (walk != EXIT_READ_FAIL)
+			fprintf(stderr, "bpfsight report: writing %s failed: %s\n", out,
+				strerror(errno));
+		fclose(f);
+		unlink(tmp);
+		status = EXIT_READ_FAIL;
+		goto done;
+	}
+	fclose(f);
+	if (rename(tmp, out)) {
+		fprintf(stderr, "bpfsight report: cannot write %s: %s\n", out, strerror(errno));
+		unlink(tmp);
+		status = EXIT_READ_FAIL;
+		goto done;
+	}
+	if (walk > status)
+		status = walk;
+	fprintf(stderr, "bpfsight report: wrote %s\n", out);
+done:
+	stats__free(stats);
+	free(info);
+	free(out);
+	return status;
+}

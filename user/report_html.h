@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * bpfsight report's page: one self-contained HTML file (inline CSS and SVG, no script, no
+ * font, no link that loads anything) that any browser opens offline. Its size is bounded
+ * whatever the trace: each timeline is drawn with at most REPORT_COLUMNS points per series
+ * and REPORT_SERIES series, each stats report shows its top REPORT_ROWS rows, and the page
+ * says so.
+ */
+#ifndef BPFSIGHT_REPORT_HTML_H
+#define BPFSIGHT_REPORT_HTML_H
+
+#include <stdio.h>
+
+#define REPORT_BIN_NS  10000000ull /* timelines are summed in 10 ms bins (as the exports) */
+#define REPORT_COLUMNS 600	   /* points per drawn series */
+#define REPORT_SERIES  8	   /* series per timeline: the largest by total */
+#define REPORT_ROWS    20	   /* rows per stats report */
+
+struct stats;
+
+struct report_input {
+	const char *path;	   /* the trace, as the user named it */
+	const char *version;	   /* bpfsight's */
+	const char *info_text;	   /* `bpfsight info FILE`'s output */
+	const struct stats *stats; /* every report of the recorded families */
+};
+
+/*
+ * Walk PATH once for the timelines (GPU busy per device, GIL contention per process, off-CPU
+ * by state, time in system calls, losses) and write the page to OUT. Returns the walk's exit
+ * status (EXIT_READ_OK, EXIT_READ_CORRUPT) or EXIT_READ_FAIL after a message on stderr.
+ */
+int report_html__write(const struct report_input *in, FILE *out);
+
+#endif /* BPFSIGHT_REPORT_HTML_H */
