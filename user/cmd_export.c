@@ -16,14 +16,11 @@
 #include "mono_clock.h"
 
 static const struct exporter *const exporters[] = {
-	&export_perfetto,
-	&export_chrome,
-	&export_sqlite,
-	&export_folded,
+	&export_perfetto, &export_chrome, &export_sqlite, &export_folded, &export_pprof,
 };
 
 /* The suffix that replaces FILE's .bst when -o is not given. */
-static const char *const default_suffix[] = { ".pftrace", ".json", ".sqlite", ".folded" };
+static const char *const default_suffix[] = { ".pftrace", ".json", ".sqlite", ".folded", ".pb.gz" };
 
 #define NEXPORTERS     (sizeof(exporters) / sizeof(exporters[0]))
 #define PROGRESS_NS    500000000ull /* redraw at most twice a second */
@@ -64,8 +61,8 @@ static void export_usage(FILE *f)
 		"\n"
 		"  -f, --format FORMAT  one of the above (required)\n"
 		"  -o, --output OUT     default: FILE with .bst replaced by .pftrace, .json,\n"
-		"                       .sqlite or .folded; an OUT ending in .gz is gzip-compressed\n"
-		"                       (perfetto, chrome)\n"
+		"                       .sqlite, .folded or .pb.gz; an OUT ending in .gz is\n"
+		"                       gzip-compressed (perfetto, chrome; pprof always is)\n"
 		"      --force          replace OUT if it exists (a symlink is never followed or\n"
 		"                       replaced)\n"
 		"  -h, --help           this help\n"
@@ -239,7 +236,7 @@ int cmd_export(int argc, char **argv)
 	file = argv[optind];
 	if (!format) {
 		fprintf(stderr, "bpfsight export: which format? --format perfetto, chrome, "
-				"sqlite or folded\n");
+				"sqlite, folded or pprof\n");
 		return EXIT_READ_FAIL;
 	}
 	ex = export_find(format, &suffix);

@@ -39,11 +39,11 @@ const struct rec_decoder cpu_decoders[] = {
 struct cpu_func {
 	const struct bs_frame *frame; /* the first frame seen of it (the model's) */
 	__u64 self, total;
-	__u64 last; /* the stack that counted it in total last: recursion counts once */
+	__u64 last; /* the (stack << 1 | kernel) that counted it in total last: once per stack */
 };
 
 struct cpu_sum {
-	struct hmap *per_stack; /* stack id -> __u64 samples */
+	struct hmap *per_stack; /* (stack id, kernel) -> __u64 samples */
 	__u64 samples;
 	int err;
 };
@@ -69,7 +69,7 @@ static void cpu_sum__add(void *vst, const struct bs_hdr *rec, const struct trace
 	if (rec->type != BS_REC_CPU_SAMPLE)
 		return;
 	st->samples++;
-	n = hmap__get(st->per_stack, (struct hkey){ s->stack_id, 0 }, 1);
+	n = hmap__get(st->per_stack, (struct hkey){ s->stack_id, !!(s->flags & BS_CPU_KERNEL) }, 1);
 	if (!n) {
 		st->err = -ENOMEM;
 		return;
@@ -100,12 +100,32 @@ static int cpu_row_cmp(const void *a, const void *b)
 		return x->self < y->self ? 1 : -1;
 	if (x->total != y->total)
 		return x->total < y->total ? 1 : -1;
+	if (x->frame->kind != y->frame->kind)
+		return x->frame->kind < y->frame->kind ? -1 : 1;
+	if (x->frame->func_id != y->frame->func_id)
+		return x->frame->func_id < y->frame->func_id ? -1 : 1;
 	return x->frame->addr < y->frame->addr ? -1 : x->frame->addr > y->frame->addr;
 }
 
-static void add_stack(struct hmap *funcs, const struct trace_stack *s, __u64 id, __u64 n, int *err)
+/* Samples taken in kernel code: their own row, the leaf of their stacks (as in the exports). */
+static const struct bs_frame kernel_frame = { .kind = STACK_FRAME_KERNEL };
+
+static void add_stack(struct hmap *funcs, const struct trace_stack *s, __u64 id, int kernel,
+		      __u64 n, int *err)
 {
-	for (__u32 i = 0; i < s->nframes; i++) {
+	struct cpu_func *kf;
+
+	if (kernel) {
+		kf = hmap__get(funcs, func_key(&kernel_frame), 1);
+		if (!kf) {
+			*err = -ENOMEM;
+			return;
+		}
+		kf->frame = &kernel_frame;
+		kf->self += n;
+		kf->total += n;
+	}
+	for (__u32 i = 0; s && i < s->nframes; i++) {
 		struct cpu_func *f = hmap__get(funcs, func_key(&s->frames[i]), 1);
 
 		if (!f) {
@@ -114,7 +134,7 @@ static void add_stack(struct hmap *funcs, const struct trace_stack *s, __u64 id,
 		}
 		if (!f->frame)
 			f->frame = &s->frames[i];
-		if (i == 0)
+		if (i == 0 && !kernel)
 			f->self += n;
 		if (f->last != id) {
 			f->last = id;
@@ -140,8 +160,8 @@ static int cpu_sum__emit(void *vst, const struct trace_model *m, struct table *t
 	while (!err && (cnt = hmap__next(st->per_stack, &it, &key))) {
 		const struct trace_stack *s = trace_model__stack(m, (__u32)key.a);
 
-		if (s)
-			add_stack(funcs, s, key.a, *cnt, &err);
+		if (s || key.b)
+			add_stack(funcs, s, key.a << 1 | key.b, (int)key.b, *cnt, &err);
 	}
 	rows = err ? NULL : calloc(hmap__count(funcs) + 1, sizeof(*rows));
 	if (!err && !rows)

@@ -167,9 +167,10 @@ static void fill_meta(struct trace_meta *m, const struct record_opts *o, char *b
 			used += snprintf(target + used, target_len - used, "%s%d",
 					 i ? "," : (used ? "; pid: " : "pid: "), o->pids[i]);
 	}
-	snprintf(options, options_len, "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu",
+	snprintf(options, options_len,
+		 "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu sample_rate=%u",
 		 (unsigned long long)o->osrt_threshold_ns, (unsigned long long)o->ringbuf_bytes,
-		 (unsigned long long)o->duration_ns);
+		 (unsigned long long)o->duration_ns, o->sample_rate);
 	m->version = 1;
 	m->hostname = u->nodename;
 	m->kernel = kernel;

@@ -26,6 +26,8 @@ const char *stack_frame__func(const struct bs_frame *f, const struct trace_model
 	const char *func = f->func_id ? trace_model__string(m, f->func_id) : NULL;
 	const char *file = stack_frame__file(f, m);
 
+	if (f->kind == STACK_FRAME_KERNEL)
+		return "[kernel]";
 	if (f->kind == BS_FRAME_CUT) {
 		snprintf(buf, len, "[unwind stopped in %s: no frame pointers]",
 			 *file ? base_name(file) : "unknown code");

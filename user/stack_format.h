@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include "records.h"
 
+/* A frame kind that is never on disk: the kernel part of a sample taken in kernel code. */
+#define STACK_FRAME_KERNEL 0x100
+
 struct json;
 struct trace_model;
 struct trace_stack;

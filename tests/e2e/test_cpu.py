@@ -6,7 +6,7 @@ import json
 import os
 import re
 
-from helpers import (BPFSIGHT, Recorder, check, dump, eq, need_root, record, run, spawn,
+from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, record, run, spawn,
                      stats, tmpdir, workload)
 
 CPU_SPLIT = workload("cpu_split")
@@ -145,3 +145,33 @@ def test_bad_sample_rate_is_refused():
         p = run([BPFSIGHT, "record", "-t", "cpu", "--sample-rate", bad, "--", "/bin/true"])
         eq(p.returncode, 1, f"--sample-rate {bad!r} exit")
         check("--sample-rate" in p.stderr, f"--sample-rate {bad!r}: {p.stderr[-200:]}")
+
+
+def go_pprof():
+    """`go tool pprof` (make deps installs golang-go): the reader the pprof export is for."""
+    import shutil
+    if shutil.which("go"):
+        return ["go", "tool", "pprof"]
+    if os.environ.get("CI") == "true":
+        raise AssertionError("no go tool pprof in CI: make deps installs golang-go")
+    raise Skip("no go tool pprof (apt-get install golang-go, as make deps does)")
+
+
+def test_pprof_export_read_by_go_tool_pprof():
+    """go tool pprof reads the pprof export: every sample is there, and each function's flat
+    and cumulative sample counts are cpu_sum's self and total samples."""
+    need_root()
+    tool = go_pprof()
+    pid, _, out = record_split("split", "1")
+    prof = os.path.join(tmpdir(), "t.pb.gz")
+    run([BPFSIGHT, "export", out, "--format", "pprof", "-o", prof], check=True)
+    p = run(tool + ["-sample_index=samples", "-top", "-nodecount=1000", prof], check=True)
+    total = int(re.search(r"of (\d+) total", p.stdout).group(1))
+    eq(total, len(samples(out, pid)), "samples in the profile")
+    rows = {m.group(5).strip(): (int(m.group(1)), int(m.group(3)))
+            for m in re.finditer(r"^\s*(\d+)\s+([\d.]+)%\s+[\d.]+%\s+(\d+)\s+([\d.]+)%\s+(.+)$",
+                                 p.stdout, re.M)}
+    for r in stats(out, "cpu_sum")["cpu_sum"]:
+        if r["func"] in ("burn", "burn_a", "burn_b", "run_split", "main"):
+            eq(rows[r["func"]], (r["self_samples"], r["total_samples"]),
+               f"{r['func']}: pprof's flat/cum vs cpu_sum's self/total")
