@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cpu_samples.h"
 #include "export.h"
 #include "stack_format.h"
-#include "stats_math.h"
 
 struct folded {
 	FILE *f;
-	struct hmap *counts; /* (stack id, flags) -> __u64 samples */
+	struct cpu_samples *counts;
 };
 
 static void *folded_open(const char *out, const struct trace_meta *meta, int *err)
@@ -25,7 +25,7 @@ static void *folded_open(const char *out, const struct trace_meta *meta, int *er
 	struct folded *st = calloc(1, sizeof(*st));
 	int fd;
 
-	if (!st || !(st->counts = hmap__new(sizeof(__u64)))) {
+	if (!st || !(st->counts = cpu_samples__new())) {
 		free(st);
 		*err = -ENOMEM;
 		return NULL;
@@ -37,7 +37,7 @@ static void *folded_open(const char *out, const struct trace_meta *meta, int *er
 		*err = -errno;
 		if (fd >= 0)
 			close(fd);
-		hmap__free(st->counts);
+		cpu_samples__free(st->counts);
 		free(st);
 		return NULL;
 	}
@@ -47,17 +47,9 @@ static void *folded_open(const char *out, const struct trace_meta *meta, int *er
 static int folded_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
 			 const struct trace_model *m)
 {
-	const struct bs_cpu_sample *s = (const void *)rec;
 	struct folded *st = vst;
-	__u64 *n;
 
-	if (!ev || rec->type != BS_REC_CPU_SAMPLE)
-		return 0;
-	n = hmap__get(st->counts, (struct hkey){ s->stack_id, s->flags & BS_CPU_KERNEL }, 1);
-	if (!n)
-		return -ENOMEM;
-	(*n)++;
-	return 0;
+	return ev ? cpu_samples__add(st->counts, rec) : 0;
 }
 
 /* Append TEXT to the line in *BUF (LEN used, CAP allocated): ';' separates frames. */
@@ -127,15 +119,23 @@ static int line_cmp(const void *a, const void *b)
 static int folded_finish(void *vst, const struct trace_model *m, const struct trace_status *status)
 {
 	struct folded *st = vst;
-	struct folded_line *lines = calloc(hmap__count(st->counts) + 1, sizeof(*lines));
-	size_t it = 0, n = 0, i, j;
-	struct hkey key;
-	int err = lines ? 0 : -ENOMEM;
-	__u64 *cnt;
+	struct folded_line *lines = NULL, *nl;
+	size_t it = 0, n = 0, cap = 0, i, j;
+	__u32 stack_id;
+	int err = 0, kernel;
+	__u64 cnt;
 
-	while (!err && (cnt = hmap__next(st->counts, &it, &key))) {
-		lines[n].text = fold(trace_model__stack(m, (__u32)key.a), key.b != 0, m);
-		lines[n].n = *cnt;
+	while (!err && cpu_samples__next(st->counts, &it, &stack_id, &kernel, &cnt)) {
+		if (n == cap) {
+			nl = realloc(lines, (cap = cap * 2 + 64) * sizeof(*lines));
+			if (!nl) {
+				err = -ENOMEM;
+				break;
+			}
+			lines = nl;
+		}
+		lines[n].text = fold(trace_model__stack(m, stack_id), kernel, m);
+		lines[n].n = cnt;
 		err = lines[n++].text ? 0 : -ENOMEM;
 	}
 	if (!err)
@@ -154,7 +154,7 @@ static int folded_finish(void *vst, const struct trace_model *m, const struct tr
 		err = -EIO;
 	if (fclose(st->f) && !err)
 		err = -errno;
-	hmap__free(st->counts);
+	cpu_samples__free(st->counts);
 	free(st);
 	return err;
 }
@@ -166,7 +166,7 @@ static void folded_abort(void *vst)
 	if (!st)
 		return;
 	fclose(st->f);
-	hmap__free(st->counts);
+	cpu_samples__free(st->counts);
 	free(st);
 }
 

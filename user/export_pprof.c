@@ -255,10 +255,9 @@ static int pprof_finish(void *st, const struct trace_model *m, const struct trac
 	p->strs = hmap__new(sizeof(__u64));
 	p->funcs = hmap__new(sizeof(__u64));
 	p->locs = hmap__new(sizeof(__u64));
-	err = !p->strs || !p->funcs || !p->locs || pb__init(&body, 0) ||
-			      pb__init(&p->tables, 0) ?
-		      -ENOMEM :
-		      0;
+	err = !p->strs || !p->funcs || !p->locs || pb__init(&body, 0) || pb__init(&p->tables, 0)
+		      ? -ENOMEM
+		      : 0;
 	if (!err) {
 		pprof_write(p, m, &body);
 		value_type(p, &body, P_PERIOD_TYPE, "cpu", "nanoseconds");

@@ -175,3 +175,24 @@ def test_pprof_export_read_by_go_tool_pprof():
         if r["func"] in ("burn", "burn_a", "burn_b", "run_split", "main"):
             eq(rows[r["func"]], (r["self_samples"], r["total_samples"]),
                f"{r['func']}: pprof's flat/cum vs cpu_sum's self/total")
+
+
+def test_svg_flame_graph():
+    """export --format svg: a standalone SVG flame graph (no script) whose frames are as wide
+    as their samples: burn_a's, burn_b's and main's tooltips say cpu_sum's totals."""
+    import html as htmlmod
+    import xml.etree.ElementTree as ET
+    need_root()
+    pid, _, out = record_split("split", "1")
+    svg = os.path.join(tmpdir(), "t.svg")
+    run([BPFSIGHT, "export", out, "--format", "svg", "-o", svg], check=True)
+    text = open(svg).read()
+    root = ET.fromstring(text.encode())  # well-formed XML
+    check(root.tag.endswith("svg") and "<script" not in text, "an SVG without script")
+    counts = {}
+    for name, n in re.findall(r"<title>(.*?) \((\d+) samples, [\d.]+%\)</title>", text):
+        counts[htmlmod.unescape(name)] = counts.get(htmlmod.unescape(name), 0) + int(n)
+    rows = {r["func"]: r for r in stats(out, "cpu_sum")["cpu_sum"]}
+    for f in ("burn_a", "burn_b", "main"):
+        eq(counts.get(f), rows[f]["total_samples"], f"{f}: its frame's samples")
+    check(f"{len(samples(out, pid))} samples;" in text, "the total in the footer")

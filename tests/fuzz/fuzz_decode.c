@@ -7,7 +7,7 @@
  *   build/tests/fuzz_decode -runs=100000 CORPUS_DIR tests/fuzz/seeds-decode
  *
  * Input: one options byte (bit 0: chrome export, bit 1: perfetto, bit 2: sqlite, bit 3:
- * folded, bit 4: pprof), then records as they lie in memory (struct bs_hdr first), back to back. The harness frames them
+ * folded, bit 4: pprof, bit 5: svg), then records as they lie in memory (struct bs_hdr first), back to back. The harness frames them
  * the way trace_reader__next hands them over, so nothing the reader would refuse reaches a
  * decoder: type modulo BS_REC_TYPE_MAX (FOOTER and CHUNK_INDEX skipped), size rounded down
  * to a multiple of 8, at least the header, at most what is left. Each record is a fresh
@@ -40,12 +40,13 @@
 #define OPT_SQLITE   0x4
 #define OPT_FOLDED   0x8
 #define OPT_PPROF    0x10
-#define NEXPORTERS   5
+#define OPT_SVG	     0x20
+#define NEXPORTERS   6
 #define MAX_REPORTS  64
 
 static const struct exporter *const exporters[NEXPORTERS] = { &export_chrome, &export_perfetto,
 							      &export_sqlite, &export_folded,
-							      &export_pprof };
+							      &export_pprof,  &export_svg };
 static const struct report *reports[MAX_REPORTS];
 static int nreports;
 static FILE *sink;
