@@ -693,6 +693,34 @@ struct bs_frame {
 
 #define BS_STACK_MAX_FRAMES 128 /* frames kept per stack: deeper ones are cut (TRUNCATED) */
 
+/*
+ * An event's stack (--stacks), as BPF read it (ring only, never on disk): written just
+ * before the event's own record; hdr.pid/tid/ts are the event's. The recorder symbolizes it
+ * and writes a STACK_REF in its place. Addresses and Python frames follow as in
+ * bs_cpu_sample_raw.
+ */
+#define BS_REC_STACK_RAW 0x0c
+
+struct bs_stack_raw {
+	struct bs_hdr h;
+	__u32 nips;
+	__u32 flags; /* BS_CPU_GIL: Python frames were read (the thread held the GIL) */
+	__u32 npy;
+	__u16 event_type; /* the BS_REC_* of the event it belongs to */
+	__u16 _pad;
+	/* __u64 ips[nips]; struct bs_py_frame py[npy]; */
+};
+
+/* The stack of one event: the record of type EVENT_TYPE with this hdr.tid and hdr.ts. */
+#define BS_REC_STACK_REF 0x0d
+
+struct bs_stack_ref {
+	struct bs_hdr h;
+	__u32 stack_id;	  /* bs_stack id */
+	__u16 event_type; /* BS_REC_* */
+	__u16 flags;	  /* BS_CPU_GIL when the thread held the GIL */
+};
+
 /* cpu family: timer samples of traced threads (perf_event). Block 0x80. */
 #define BS_REC_CPU_SAMPLE_RAW 0x80 /* ring only: a sample and its raw user stack (never on disk) */
 #define BS_REC_CPU_SAMPLE     0x81 /* one on-CPU sample of a thread */
@@ -767,6 +795,8 @@ struct bs_cpu_sample {
 #define BS_CPU_PYTHON 0x4
 
 BS_ASSERT_RECORD(bs_stack, 32);
+BS_ASSERT_RECORD(bs_stack_raw, 40);
+BS_ASSERT_RECORD(bs_stack_ref, 32);
 BS_ASSERT_RECORD(bs_frame, 24);
 BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);
 BS_ASSERT_RECORD(bs_py_frame, 32);

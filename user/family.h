@@ -34,6 +34,7 @@ int family__kind_is_event(const char *kind);
 
 #define FAMILY_ALWAYS 0x1 /* always recorded, not selectable with -t (process lifecycle) */
 #define FAMILY_OPT_IN 0x2 /* only when -t names it: not in the default set (cpu sampling) */
+#define FAMILY_STACKS 0x4 /* reads stacks: the stack service starts before families attach */
 
 struct family {
 	const char *name;

@@ -8,11 +8,11 @@
 #include "stack_format.h"
 #include "trace_model.h"
 
-#define WIDTH	 1200.0
-#define ROW	 17
-#define MIN_PX	 0.1 /* standalone (export --format svg): every frame a viewer can zoom to */
+#define WIDTH		1200.0
+#define ROW		17
+#define MIN_PX		0.1 /* standalone (export --format svg): every frame a viewer can zoom to */
 #define MIN_PX_EMBEDDED 0.5 /* in the report: bounded by its width, not by the stacks */
-#define MAX_ROWS 256
+#define MAX_ROWS	256
 
 struct node {
 	char *name;
@@ -185,8 +185,9 @@ static __u64 draw(FILE *f, const struct node *n, double x, int row, int rows, do
 		colour(c, fill, sizeof(fill));
 		fprintf(f, "<g><title>");
 		esc(f, c->name);
-		fprintf(f, " (%llu samples, %.2f%%)</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
-			   "height=\"%d\" fill=\"%s\"/>",
+		fprintf(f,
+			" (%llu samples, %.2f%%)</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+			"height=\"%d\" fill=\"%s\"/>",
 			(unsigned long long)c->count, 100.0 * c->count / total, x, (int)y, w,
 			ROW - 1, fill);
 		if (w > 30) { /* text that fits: about 7 px a character */
@@ -230,10 +231,11 @@ int flamegraph__svg(const struct flamegraph *g, FILE *f, const char *title, int 
 	esc(f, title);
 	fprintf(f, "</text>\n<g transform=\"translate(0,24)\">\n");
 	hidden = total ? draw(f, &g->root, 0, 0, rows - 1, WIDTH / total, total,
-			      standalone ? MIN_PX : MIN_PX_EMBEDDED) :
-			 0;
-	fprintf(f, "</g>\n<text x=\"0\" y=\"%d\" font-size=\"10\">%llu samples; width = samples, "
-		   "callers below callees%s",
+			      standalone ? MIN_PX : MIN_PX_EMBEDDED)
+		       : 0;
+	fprintf(f,
+		"</g>\n<text x=\"0\" y=\"%d\" font-size=\"10\">%llu samples; width = samples, "
+		"callers below callees%s",
 		height - 4, (unsigned long long)total,
 		hidden ? "; frames too narrow to see (with their callees) not drawn: " : "");
 	if (hidden)

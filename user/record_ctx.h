@@ -44,6 +44,9 @@ struct record_opts {
 	__u32 sample_rate;	  /* cpu: samples per second per CPU (--sample-rate) */
 };
 
+/* Whether the recording reads stacks (the cpu family, --stacks): record_ctx.c. */
+int record_opts__wants_stacks(const struct record_opts *o);
+
 #define RECORD_CAPTURE_ALL	    0 /* everything from start to stop */
 #define RECORD_CAPTURE_PROFILER_API 1 /* only between cudaProfilerStart and cudaProfilerStop */
 #define RECORD_CAPTURE_NVTX	    2 /* only inside NVTX ranges named capture_nvtx */
@@ -54,6 +57,7 @@ struct record_opts {
 struct capture_gate; /* capture_gate.h */
 struct uprobe_mgr;   /* uprobe_mgr.h */
 struct shim_link;    /* shim_link.h */
+struct stack_svc;    /* stack_svc.h */
 struct ring_buffer;  /* libbpf */
 #define RECORD_MAX_FAMILIES 64
 
@@ -64,7 +68,8 @@ struct record_ctx {
 	pid_t self_pid;
 	/* Shared maps, created by the proc family, reused by every other family. */
 	int events_fd, targets_fd, lost_fd;
-	int use_btf; /* tp_btf programs, else raw_tp */
+	int py_procs_fd; /* Python processes whose frames BPF reads (bpf/stack.bpf.h) */
+	int use_btf;	 /* tp_btf programs, else raw_tp */
 	__u64 attach_failures;
 	int write_err;	  /* first error from the writer: recording stops on it */
 	pid_t launch_pid; /* the launched CMD (already a target when families attach), or 0 */
@@ -73,6 +78,7 @@ struct record_ctx {
 	int attached[RECORD_MAX_FAMILIES];
 	struct capture_gate *gate;   /* NULL unless --capture-range */
 	struct uprobe_mgr *uprobes;  /* created by the first uprobe family that attaches */
+	struct stack_svc *stacks;    /* made before the families attach when stacks are wanted */
 	struct shim_link *shim;	     /* the cupti-shim channel (gpu, nvtx), shared */
 	struct ring_buffer *rb;	     /* for record_ctx__poll */
 	__u64 lost_user[BS_LOSS_NR]; /* losses user space found, added to BPF's counts */

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Stacks read in BPF, for any program that wants the current thread's (cpu samples, events
+ * with --stacks): its user stack unwound by frame pointers (bpf_get_stack), and, in a Python
+ * process described in py_procs (user space: user/stack_svc.c), the Python frames of the
+ * thread when it holds the GIL (the GIL's last holder is its thread state): per frame the
+ * code object, the instruction and the code object's identity (records.h, bs_py_frame).
+ * Nothing is symbolized here. The words go into a per-CPU scratch buffer: addresses first,
+ * the Python frames right after them.
+ */
+#ifndef BPFSIGHT_STACK_BPF_H
+#define BPFSIGHT_STACK_BPF_H
+
+#include "common.bpf.h"
+
+#define STACK_WORDS (BS_STACK_MAX_FRAMES + 4 * BS_PY_MAX_FRAMES)
+
+struct stack_scratch {
+	struct bs_hdr h; /* the raw record's header, then its 16 bytes of counts */
+	__u32 nips, flags, npy, type;
+	__u64 w[STACK_WORDS];
+};
+
+/* A stack is bigger than the BPF stack allows: built here, copied out whole. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_scratch);
+} stack_scratch SEC(".maps");
+
+/* Python processes: pid -> how to read their frames. One map, shared by every object. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct bs_py_cfg);
+} py_procs SEC(".maps");
+
+static __always_inline __u64 stack_read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (const void *)addr);
+	return v;
+}
+
+/* The PyThreadState of TID when it holds its interpreter's GIL, else 0. */
+static __always_inline __u64 stack_gil_tstate(const struct bs_py_cfg *c, __u32 tid)
+{
+	__u64 ts, t;
+	__s32 locked = 0;
+	__u32 ptid = 0;
+
+	bpf_probe_read_user(&locked, sizeof(locked), (const void *)c->locked);
+	if (locked != 1)
+		return 0;
+	ts = stack_read_u64(c->holder);
+	if (!ts)
+		return 0;
+	t = stack_read_u64(ts + c->tid_off);
+	if (c->pthread_tid_off) {
+		bpf_probe_read_user(&ptid, sizeof(ptid), (const void *)(t + c->pthread_tid_off));
+		t = ptid;
+	}
+	return (__u32)t == tid ? ts : 0;
+}
+
+struct stack_py_walk {
+	const struct bs_py_cfg *c;
+	struct stack_scratch *s;
+	__u64 fr;
+	__u32 n; /* words of addresses before the frames */
+	__u32 k; /* frames written */
+};
+
+/* One _PyInterpreterFrame (bpf_loop's body: the verifier checks it once). */
+static long stack_py_frame(__u32 i, void *arg)
+{
+	struct stack_py_walk *p = arg;
+	const struct bs_py_cfg *c = p->c;
+	__u64 fr = p->fr, code, *w = p->s->w;
+	__u64 at = (__u64)p->n + 4 * (__u64)p->k;
+	__u8 owner = 0, entry = 0;
+
+	if (!fr || p->k >= BS_PY_MAX_FRAMES)
+		return 1;
+	bpf_probe_read_user(&owner, 1, (const void *)(fr + c->fr_owner));
+	p->fr = stack_read_u64(fr + c->fr_prev);
+	if (c->owner_cstack != BS_PY_NONE && owner == c->owner_cstack) {
+		/* The eval loop's entry frame: the frame before it was the first it ran. */
+		if (p->k && at >= 1 && at <= STACK_WORDS)
+			w[at - 1] |= BS_PY_FRAME_ENTRY;
+		return 0;
+	}
+	if (at >= STACK_WORDS - 3)
+		return 1;
+	code = stack_read_u64(fr + c->fr_code);
+	w[at] = code;
+	w[at + 1] = stack_read_u64(fr + c->fr_instr);
+	w[at + 2] = 0;
+	w[at + 3] = 0;
+	if (code) {
+		__u64 name = stack_read_u64(code + c->co_name);
+		__u64 file = stack_read_u64(code + c->co_filename);
+		__s32 first = 0;
+
+		bpf_probe_read_user(&first, sizeof(first), (const void *)(code + c->co_firstlineno));
+		w[at + 2] = BS_PY_NAME_ID(name, name ? stack_read_u64(name + BS_PY_STR_HASH) : 0);
+		w[at + 3] = BS_PY_FILE_ID(file, first);
+	}
+	if (c->fr_entry != BS_PY_NONE) {
+		bpf_probe_read_user(&entry, 1, (const void *)(fr + c->fr_entry));
+		if (entry)
+			w[at + 3] |= BS_PY_FRAME_ENTRY;
+	}
+	p->k++;
+	return 0;
+}
+
+/*
+ * The current thread's stack into S: its user addresses, then its Python frames when PID is
+ * a Python process and TID holds the GIL. Sets s->nips, s->npy and BS_CPU_PYTHON/GIL in
+ * s->flags (other flags are the caller's); returns the record's size in bytes.
+ */
+static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u32 pid, __u32 tid)
+{
+	struct stack_py_walk p = { .s = s };
+	const struct bs_py_cfg *c;
+	__u64 ts, size, npy = 0;
+	long n;
+
+	n = bpf_get_stack(ctx, s->w, BS_STACK_MAX_FRAMES * 8, BPF_F_USER_STACK);
+	n = n < 0 ? 0 : (__u64)n / 8; /* BPF has no signed division */
+	if (n > BS_STACK_MAX_FRAMES)
+		n = BS_STACK_MAX_FRAMES;
+	s->nips = n;
+	s->npy = 0;
+	c = bpf_map_lookup_elem(&py_procs, &pid);
+	if (c) {
+		s->flags |= BS_CPU_PYTHON;
+		ts = stack_gil_tstate(c, tid);
+		if (ts) {
+			s->flags |= BS_CPU_GIL;
+			p.c = c;
+			p.n = n;
+			p.fr = stack_read_u64(ts + c->ts_frame);
+			if (c->cframe_frame != BS_PY_NONE)
+				p.fr = p.fr ? stack_read_u64(p.fr + c->cframe_frame) : 0;
+			/* Entry frames are skipped, not counted: room for a few of them. */
+			bpf_loop(BS_PY_MAX_FRAMES + 32, stack_py_frame, &p, 0);
+			npy = p.k > BS_PY_MAX_FRAMES ? BS_PY_MAX_FRAMES : p.k;
+			s->npy = npy;
+		}
+	}
+	/* From the locals, whose bounds the verifier knows (n <= 128, npy <= 64). */
+	size = sizeof(s->h) + 16 + ((__u64)n + 4 * npy) * 8;
+	return size > sizeof(*s) ? sizeof(*s) : size;
+}
+
+/* The scratch buffer of this CPU, or NULL. */
+static __always_inline struct stack_scratch *stack_scratch_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&stack_scratch, &zero);
+}
+
+/* Emit the current thread's stack for the event of TYPE it is about to write at TS. */
+static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 tid, __u64 ts)
+{
+	struct stack_scratch *s = stack_scratch_get();
+	__u32 size;
+
+	if (!s)
+		return;
+	s->flags = 0;
+	size = stack_read(ctx, s, pid, tid);
+	s->h.type = BS_REC_STACK_RAW;
+	s->h.size = size;
+	s->h.cpu = bpf_get_smp_processor_id();
+	s->h.pid = pid;
+	s->h.tid = tid;
+	s->h.ts = ts;
+	s->type = type;
+	if (bpf_ringbuf_output(&events, s, size, bs_wakeup_flags()))
+		bs_count_loss(BS_LOSS_RINGBUF_FULL);
+}
+
+#endif /* BPFSIGHT_STACK_BPF_H */
