@@ -704,7 +704,7 @@ struct bs_frame {
 struct bs_stack_raw {
 	struct bs_hdr h;
 	__u32 nips;
-	__u32 flags; /* BS_CPU_GIL: Python frames were read (the thread held the GIL) */
+	__u32 flags; /* BS_CPU_PYTHON, BS_CPU_GIL (the thread held the GIL) */
 	__u32 npy;
 	__u16 event_type; /* the BS_REC_* of the event it belongs to */
 	__u16 _pad;
@@ -778,7 +778,9 @@ struct bs_py_cfg {
 	__u32 co_name;	       /* PyCodeObject: co_name */
 	__u32 co_filename;     /* co_filename */
 	__u32 co_firstlineno;  /* co_firstlineno (int) */
-	__u32 _pad;
+	__u32 threads_head;    /* PyInterpreterState: threads.head (0 = no list walk) */
+	__u64 interp;	       /* the main interpreter: its thread states find the threads
+				* that released the GIL (native_thread_id only: 3.11+) */
 };
 
 struct bs_cpu_sample {
@@ -789,7 +791,7 @@ struct bs_cpu_sample {
 
 /* The sample hit kernel code: its stack is where user space entered the kernel. */
 #define BS_CPU_KERNEL 0x1
-/* A Python thread holding the GIL: its Python frames were read. */
+/* A Python thread holding the GIL. */
 #define BS_CPU_GIL 0x2
 /* A thread of a Python process whose frames bpfsight can read (BS_CPU_GIL says if it held it). */
 #define BS_CPU_PYTHON 0x4
@@ -800,7 +802,7 @@ BS_ASSERT_RECORD(bs_stack_ref, 32);
 BS_ASSERT_RECORD(bs_frame, 24);
 BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);
 BS_ASSERT_RECORD(bs_py_frame, 32);
-BS_ASSERT_RECORD(bs_py_cfg, 72);
+BS_ASSERT_RECORD(bs_py_cfg, 80);
 BS_ASSERT_RECORD(bs_cpu_sample, 32);
 /* ---- end of stacks and the cpu family ---- */
 

@@ -3,7 +3,8 @@
  * Stacks read in BPF, for any program that wants the current thread's (cpu samples, events
  * with --stacks): its user stack unwound by frame pointers (bpf_get_stack), and, in a Python
  * process described in py_procs (user space: user/stack_svc.c), the Python frames of the
- * thread when it holds the GIL (the GIL's last holder is its thread state): per frame the
+ * thread (its thread state: the GIL's last holder when it holds the GIL, else found in the
+ * interpreter's list of thread states by its native thread id): per frame the
  * code object, the instruction and the code object's identity (records.h, bs_py_frame).
  * Nothing is symbolized here. The words go into a per-CPU scratch buffer: addresses first,
  * the Python frames right after them.
@@ -67,6 +68,43 @@ static __always_inline __u64 stack_gil_tstate(const struct bs_py_cfg *c, __u32 t
 	return (__u32)t == tid ? ts : 0;
 }
 
+struct stack_ts_find {
+	const struct bs_py_cfg *c;
+	__u64 ts; /* the thread state looked at, then the one found (0: none) */
+	__u32 tid;
+	__u32 found;
+};
+
+/* One thread state of the interpreter's list (bpf_loop's body). */
+static long stack_ts_next(__u32 i, void *arg)
+{
+	struct stack_ts_find *f = arg;
+
+	if (!f->ts)
+		return 1;
+	if ((__u32)stack_read_u64(f->ts + f->c->tid_off) == f->tid) {
+		f->found = 1;
+		return 1;
+	}
+	f->ts = stack_read_u64(f->ts + 8); /* PyThreadState.next, in every version */
+	return 0;
+}
+
+/*
+ * The PyThreadState of TID from the interpreter's list: for a thread that released the GIL
+ * (I/O, a C extension computing without it), whose Python frames still say where it is.
+ */
+static __always_inline __u64 stack_list_tstate(const struct bs_py_cfg *c, __u32 tid)
+{
+	struct stack_ts_find f = { .c = c, .tid = tid };
+
+	if (!c->interp || !c->threads_head)
+		return 0;
+	f.ts = stack_read_u64(c->interp + c->threads_head);
+	bpf_loop(256, stack_ts_next, &f, 0);
+	return f.found ? f.ts : 0;
+}
+
 struct stack_py_walk {
 	const struct bs_py_cfg *c;
 	struct stack_scratch *s;
@@ -106,7 +144,8 @@ static long stack_py_frame(__u32 i, void *arg)
 		__u64 file = stack_read_u64(code + c->co_filename);
 		__s32 first = 0;
 
-		bpf_probe_read_user(&first, sizeof(first), (const void *)(code + c->co_firstlineno));
+		bpf_probe_read_user(&first, sizeof(first),
+				    (const void *)(code + c->co_firstlineno));
 		w[at + 2] = BS_PY_NAME_ID(name, name ? stack_read_u64(name + BS_PY_STR_HASH) : 0);
 		w[at + 3] = BS_PY_FILE_ID(file, first);
 	}
@@ -141,8 +180,11 @@ static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u3
 	if (c) {
 		s->flags |= BS_CPU_PYTHON;
 		ts = stack_gil_tstate(c, tid);
-		if (ts) {
+		if (ts)
 			s->flags |= BS_CPU_GIL;
+		else
+			ts = stack_list_tstate(c, tid);
+		if (ts) {
 			p.c = c;
 			p.n = n;
 			p.fr = stack_read_u64(ts + c->ts_frame);

@@ -45,11 +45,13 @@ struct gil_py {
 	__u64 runtime;	       /* &_PyRuntime in the process */
 	__u32 version;	       /* PY_VERSION_HEX, or 3 << 24 | minor << 16 (only 3.X known) */
 	int free_threaded;
-	int initialized;  /* the main interpreter exists */
-	int verified;	  /* the GIL's address and fields were checked against live memory */
-	int holder_known; /* cfg.tid_off is usable */
-	const char *how;  /* "offsets", "debug_offsets", "search": how the GIL was found */
-	__u64 gil;	  /* &struct _gil_runtime_state */
+	int initialized;	/* the main interpreter exists */
+	int verified;		/* the GIL's address and fields were checked against live memory */
+	int holder_known;	/* cfg.tid_off is usable */
+	const char *how;	/* "offsets", "debug_offsets", "search": how the GIL was found */
+	__u64 gil;		/* &struct _gil_runtime_state */
+	__u64 interp;		/* the main PyInterpreterState (verified), 0 = unknown */
+	__u32 threads_head_off; /* its threads.head: the list of its thread states */
 	struct bs_gil_cfg cfg;
 	char note[192]; /* what is missing or why nothing is measured ("" when nothing) */
 };

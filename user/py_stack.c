@@ -72,6 +72,9 @@ int py_stack__cfg(const struct gil_py *py, struct bs_py_cfg *out)
 		.co_name = l->co_name,
 		.co_filename = l->co_filename,
 		.co_firstlineno = l->co_firstlineno,
+		/* native_thread_id (pthread_tid_off 0) identifies a thread state directly. */
+		.interp = py->cfg.pthread_tid_off ? 0 : py->interp,
+		.threads_head = py->cfg.pthread_tid_off ? 0 : py->threads_head_off,
 	};
 	return 0;
 }

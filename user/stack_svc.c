@@ -29,12 +29,12 @@ struct py_proc {
 
 struct stack_svc {
 	struct stack_intern *intern;
-	struct uprobe_mgr *mgr;	  /* discovery and symbols of every traced process's code */
-	struct py_find *finder;	  /* which processes are CPython, and where their GIL is */
-	struct py_stack *py;	  /* names Python frames */
-	struct hmap *procs;	  /* pid -> struct py_proc */
-	int py_procs_fd;	  /* the BPF map every stack reader shares */
-	__u32 max_depth;	  /* the kernel's unwinding limit (perf_event_max_stack) */
+	struct uprobe_mgr *mgr; /* discovery and symbols of every traced process's code */
+	struct py_find *finder; /* which processes are CPython, and where their GIL is */
+	struct py_stack *py;	/* names Python frames */
+	struct hmap *procs;	/* pid -> struct py_proc */
+	int py_procs_fd;	/* the BPF map every stack reader shares */
+	__u32 max_depth;	/* the kernel's unwinding limit (perf_event_max_stack) */
 	struct gil_py scratch;
 };
 
@@ -187,8 +187,8 @@ static __u32 merge(struct record_ctx *ctx, const struct bs_frame *nf, __u32 nn,
 	return k;
 }
 
-__u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid,
-		       __u64 ts, const __u64 *w, __u32 n, __u32 npy)
+__u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid, __u64 ts,
+		       const __u64 *w, __u32 n, __u32 npy)
 {
 	struct bs_frame nf[BS_STACK_MAX_FRAMES + 1], pf[BS_PY_MAX_FRAMES],
 		all[BS_STACK_MAX_FRAMES + 1];
@@ -213,9 +213,9 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 		np = name_python(ctx, s, pid, p->minor, (const struct bs_py_frame *)(w + n), npy,
 				 pf, entry);
 	k = merge(ctx, nf, nn, pf, entry, np, all);
-	flags = (capped && !(nn && nf[nn - 1].kind == BS_FRAME_CUT)) || npy >= BS_PY_MAX_FRAMES ?
-			BS_STACK_TRUNCATED :
-			0;
+	flags = (capped && !(nn && nf[nn - 1].kind == BS_FRAME_CUT)) || npy >= BS_PY_MAX_FRAMES
+			? BS_STACK_TRUNCATED
+			: 0;
 	id = stack_intern__frames(s->intern, ctx, all, k, flags, pid, tid, ts);
 	stack_intern__cache(s->intern, pid, w, n + 4 * npy, tag, id);
 	return id;
@@ -231,13 +231,13 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 	if (rec->size < sizeof(*r))
 		return;
 	n = r->nips < room / 8 ? r->nips : room / 8;
-	npy = r->npy < (room - n * 8) / sizeof(struct bs_py_frame) ?
-		      r->npy :
-		      (room - n * 8) / sizeof(struct bs_py_frame);
+	npy = r->npy < (room - n * 8) / sizeof(struct bs_py_frame)
+		      ? r->npy
+		      : (room - n * 8) / sizeof(struct bs_py_frame);
 	record_ctx__hdr(&ref.h, BS_REC_STACK_REF, sizeof(ref), rec->pid, rec->tid, rec->ts);
 	ref.h.cpu = rec->cpu;
-	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts,
-					(const __u64 *)(r + 1), n, npy);
+	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, (const __u64 *)(r + 1),
+					n, npy);
 	ref.event_type = r->event_type;
 	ref.flags = r->flags & BS_CPU_GIL;
 	if (ref.stack_id)

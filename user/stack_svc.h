@@ -28,8 +28,8 @@ void stack_svc__free(struct stack_svc *s);
  * TID of PID at TS (the STACK record's own pid/tid/ts); FLAGS: BS_CPU_GIL when the Python
  * frames were read. 0 when there is no frame at all.
  */
-__u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid,
-		       __u64 ts, const __u64 *w, __u32 nips, __u32 npy);
+__u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid, __u64 ts,
+		       const __u64 *w, __u32 nips, __u32 npy);
 /* A STACK_RAW record: its STACK_REF is written (and the STACK first, when new). */
 void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec);
 /* Every ring-buffer record: an exec, a new mapping, an exit change what addresses mean. */

@@ -160,3 +160,21 @@ def test_attached_to_a_running_python():
     named = [e for e in evs if py_frames(e)[:1] and py_frames(e)[0]["func"] in
              ("inner_a", "inner_b")]
     check(len(named) >= 0.8 * len(evs), f"{len(named)} of {len(evs)} samples named")
+
+
+def test_a_thread_that_released_the_gil_still_names_its_python_code():
+    """A thread compressing with zlib (which releases the GIL) while the main thread spins in
+    Python: its samples say it did not hold the GIL, and still name compress_loop at the
+    line of the zlib call (its thread state found in the interpreter's list)."""
+    need_root()
+    line = marker_lines("NOGIL")
+    for py in pythons():
+        pid, truth, out = run_py(py, "nogil", "1")
+        mine = [e for e in samples(out, pid) if e["tid"] == truth["tid"]]
+        free = [e for e in mine if e["args"].get("gil") is False]
+        check(len(free) >= 0.5 * len(mine), f"{py}: {len(free)} of {len(mine)} samples "
+              f"without the GIL")
+        named = [e for e in free if py_frames(e)[:1] and py_frames(e)[0]["func"] ==
+                 "compress_loop" and py_frames(e)[0]["line"] in line]
+        check(len(named) >= 0.9 * len(free), f"{py}: {len(named)} of {len(free)} samples "
+              f"without the GIL name compress_loop at the zlib call")

@@ -10,6 +10,8 @@ known. Prints "pid P tid T" first, then its ground truth as one JSON line.
     py_stacks.py deep D SECS   recurse D calls deep, then spin SECS
     py_stacks.py gen SECS      a generator and a coroutine spin in turn (frames not owned by
                                a thread's C stack)
+    py_stacks.py nogil SECS    a thread compresses in zlib (which releases the GIL) while the
+                               main thread spins in Python: {"tid": the compressing thread}
 
 Lines the tests look for carry markers in comments (BURN_A, BURN_B, CALL_A, CALL_B).
 """
@@ -94,6 +96,24 @@ def generators(total):
     return {}
 
 
+def compress_loop(secs, out):
+    import zlib
+    data = os.urandom(1 << 20)
+    out["tid"] = threading.get_native_id()
+    t0 = thread_time()
+    while thread_time() - t0 < secs:
+        zlib.compress(data, 9)  # NOGIL
+
+
+def nogil(secs):
+    out = {}
+    t = threading.Thread(target=compress_loop, args=(secs, out), name="compressor")
+    t.start()
+    spin(secs)
+    t.join()
+    return out
+
+
 def main():
     print(f"pid {os.getpid()} tid {threading.get_native_id()}", flush=True)
     mode, args = sys.argv[1], sys.argv[2:]
@@ -106,6 +126,8 @@ def main():
         truth = {"depth": recurse(int(args[0]), float(args[1]))}
     elif mode == "gen":
         truth = generators(float(args[0]))
+    elif mode == "nogil":
+        truth = nogil(float(args[0]))
     else:
         sys.exit(f"unknown mode {mode}")
     print(json.dumps(truth), flush=True)
