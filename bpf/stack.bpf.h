@@ -226,7 +226,9 @@ static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 t
 	s->h.tid = tid;
 	s->h.ts = ts;
 	s->type = type;
-	if (bpf_ringbuf_output(&events, s, size, bs_wakeup_flags()))
+	/* Woken at once: its Python frames are named from the process's memory, which must
+	 * still hold them (a short process may exit right after the event). */
+	if (bpf_ringbuf_output(&events, s, size, BPF_RB_FORCE_WAKEUP))
 		bs_count_loss(BS_LOSS_RINGBUF_FULL);
 }
 

@@ -39,5 +39,6 @@ extern const struct ucall_table cuda_table; /* cuda_api.c */
 extern const struct rec_decoder cuda_decoders[];
 extern const struct report *const cuda_reports[];
 extern const struct family family_cuda;
+extern const struct report cuda_callsites; /* callsites_report.c: CUDA and NCCL calls */
 
 #endif /* BPFSIGHT_CUDA_H */

@@ -138,7 +138,7 @@ static int folded_finish(void *vst, const struct trace_model *m, const struct tr
 		lines[n].n = cnt;
 		err = lines[n++].text ? 0 : -ENOMEM;
 	}
-	if (!err)
+	if (!err && n)
 		qsort(lines, n, sizeof(*lines), line_cmp);
 	for (i = 0; !err && i < n; i = j) {
 		__u64 total = 0;

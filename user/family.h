@@ -40,6 +40,11 @@ struct family {
 	const char *name;
 	const char *desc;
 	__u32 flags;
+	/*
+	 * --stacks FAMILY[:THRESHOLD]: its events of at least THRESHOLD get the thread's stack,
+	 * this default when none is given; 0 = the family takes no --stacks.
+	 */
+	__u64 stack_default_ns;
 	/* Record side. attach() loads and attaches; its state goes into *state. */
 	int (*attach)(struct record_ctx *ctx, void **state);
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */

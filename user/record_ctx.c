@@ -151,7 +151,16 @@ int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj
 int record_opts__wants_stacks(const struct record_opts *o)
 {
 	for (int i = 0; families[i]; i++)
-		if ((families[i]->flags & FAMILY_STACKS) && (o->families & (1ull << i)))
+		if (((families[i]->flags & FAMILY_STACKS) || o->stack_ns[i] != RECORD_STACKS_OFF) &&
+		    (o->families & (1ull << i)))
 			return 1;
 	return 0;
+}
+
+__u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f)
+{
+	for (int i = 0; families[i]; i++)
+		if (families[i] == f)
+			return o->stack_ns[i];
+	return RECORD_STACKS_OFF;
 }

@@ -17,8 +17,10 @@ struct bpf_object;
 struct trace_writer;
 struct string_pool;
 
-#define RECORD_MAX_PIDS	   256
-#define RECORD_MAX_RINGBUF (2ull << 30) /* BPF_MAP_TYPE_RINGBUF max_entries is a u32 */
+#define RECORD_MAX_PIDS	    256
+#define RECORD_MAX_FAMILIES 64
+#define RECORD_STACKS_OFF   (~0ull)	 /* --stacks: the family's events carry none */
+#define RECORD_MAX_RINGBUF  (2ull << 30) /* BPF_MAP_TYPE_RINGBUF max_entries is a u32 */
 
 struct record_opts {
 	const char *output;
@@ -42,10 +44,15 @@ struct record_opts {
 	__u32 gil_mode;		  /* RECORD_GIL_* */
 	__u32 families_explicit;  /* -t named the families (else: every family, by default) */
 	__u32 sample_rate;	  /* cpu: samples per second per CPU (--sample-rate) */
+	/* --stacks: per families[] index, the events of at least this many ns get a stack */
+	__u64 stack_ns[RECORD_MAX_FAMILIES];
 };
 
 /* Whether the recording reads stacks (the cpu family, --stacks): record_ctx.c. */
 int record_opts__wants_stacks(const struct record_opts *o);
+struct family;
+/* --stacks for family F: the threshold of its events that get a stack, RECORD_STACKS_OFF. */
+__u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f);
 
 #define RECORD_CAPTURE_ALL	    0 /* everything from start to stop */
 #define RECORD_CAPTURE_PROFILER_API 1 /* only between cudaProfilerStart and cudaProfilerStop */
@@ -59,7 +66,6 @@ struct uprobe_mgr;   /* uprobe_mgr.h */
 struct shim_link;    /* shim_link.h */
 struct stack_svc;    /* stack_svc.h */
 struct ring_buffer;  /* libbpf */
-#define RECORD_MAX_FAMILIES 64
 
 struct record_ctx {
 	const struct record_opts *opts;

@@ -98,7 +98,7 @@ static int on_record(void *arg, void *data, size_t size)
 	if (h->type == BS_REC_CPU_SAMPLE_RAW || h->type == BS_REC_SHIM_BATCH)
 		return 0; /* ring-only, and the family that unpacks it is gone: never on disk */
 	if (ctx->stacks)
-		stack_svc__observe(ctx->stacks, h);
+		stack_svc__observe(ctx, ctx->stacks, h);
 	for (int i = 0; families[i]; i++)
 		if (ctx->attached[i] && families[i]->observe)
 			families[i]->observe(ctx, ctx->states[i], h);
@@ -393,6 +393,8 @@ int recorder__run(const struct record_opts *o)
 	}
 	if (ctx.uprobes)
 		uprobe_mgr__start(ctx.uprobes);
+	if (ctx.stacks)
+		stack_svc__start(&ctx, ctx.stacks);
 	if (o->dry_run && !launched) {
 		/* -p / -a: what is mapped now is all there is to list. */
 		uprobe_mgr__print_sites(ctx.uprobes, stdout);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The recording's stack service (stack_svc.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,7 +245,7 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 		record_ctx__write(ctx, &ref);
 }
 
-void stack_svc__observe(struct stack_svc *s, const struct bs_hdr *rec)
+void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
 {
 	struct py_proc *p;
 	__u32 key = rec->pid;
@@ -266,4 +267,33 @@ void stack_svc__observe(struct stack_svc *s, const struct bs_hdr *rec)
 			*p = (struct py_proc){ 0 };
 		bpf_map_delete_elem(s->py_procs_fd, &key);
 	}
+	/*
+	 * Look now, not at the first stack: an event's stack is read by BPF when the event
+	 * happens, so a Python process must be in py_procs before its first one. New code and
+	 * new threads are when an interpreter appears or becomes ready (launch mode: the
+	 * process waits at its exec and link-map changes while this runs).
+	 */
+	if (rec->type == BS_REC_MAP_EXEC || (rec->type == BS_REC_FORK && rec->pid != rec->tid))
+		python_of(ctx, s, rec->pid);
+}
+
+void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s)
+{
+	const struct record_opts *o = ctx->opts;
+	struct dirent *d;
+	DIR *proc;
+
+	for (__u32 i = 0; i < o->npids; i++)
+		python_of(ctx, s, o->pids[i]);
+	if (!o->system_wide)
+		return;
+	proc = opendir("/proc");
+	while (proc && (d = readdir(proc))) {
+		pid_t pid = atoi(d->d_name);
+
+		if (pid > 0 && pid != ctx->self_pid)
+			python_of(ctx, s, pid);
+	}
+	if (proc)
+		closedir(proc);
 }

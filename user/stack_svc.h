@@ -32,7 +32,12 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 		       const __u64 *w, __u32 nips, __u32 npy);
 /* A STACK_RAW record: its STACK_REF is written (and the STACK first, when new). */
 void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec);
+/*
+ * Once every probe is attached: the running targets (-p, or every process with -a) are
+ * looked at now, so BPF reads the Python frames of their first events.
+ */
+void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s);
 /* Every ring-buffer record: an exec, a new mapping, an exit change what addresses mean. */
-void stack_svc__observe(struct stack_svc *s, const struct bs_hdr *rec);
+void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec);
 
 #endif /* BPFSIGHT_STACK_SVC_H */

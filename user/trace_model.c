@@ -48,8 +48,9 @@ struct trace_model {
 	struct map strings;
 	struct map procs;
 	struct map threads;
-	struct hmap *symbols;		 /* (pid, addr) -> string id, from SYMBOL records */
-	struct hmap *stacks;		 /* id -> struct trace_stack *, from STACK records */
+	struct hmap *symbols;	   /* (pid, addr) -> string id, from SYMBOL records */
+	struct hmap *stacks;	   /* id -> struct trace_stack *, from STACK records */
+	struct hmap *event_stacks; /* (tid, ts) -> type << 32 | stack id, from STACK_REF records */
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom; /* an allocation failed: some names are unknown (lookups say NULL) */
 };
@@ -206,6 +207,7 @@ void trace_model__free(struct trace_model *m)
 	free(m->procs.ents);
 	free(m->threads.ents);
 	hmap__free(m->symbols);
+	hmap__free(m->event_stacks);
 	if (m->stacks) {
 		size_t it = 0;
 		void *v;
@@ -395,6 +397,25 @@ static void model__stack(struct trace_model *m, const struct bs_hdr *rec)
 	*slot = t;
 }
 
+/* A STACK_REF: the event of its type at (tid, ts) has that stack. */
+static void model__stack_ref(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_stack_ref *r = (const void *)rec;
+	__u64 *v;
+
+	if (rec->size < sizeof(*r) || !r->stack_id)
+		return;
+	if (!m->event_stacks)
+		m->event_stacks = hmap__new(sizeof(__u64));
+	v = m->event_stacks ? hmap__get(m->event_stacks, (struct hkey){ rec->tid, rec->ts }, 1)
+			    : NULL;
+	if (!v) {
+		m->oom = 1;
+		return;
+	}
+	*v = (__u64)r->event_type << 32 | r->stack_id;
+}
+
 void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 {
 	if (!m || !rec || rec->size < sizeof(*rec))
@@ -435,6 +456,9 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		break;
 	case BS_REC_STACK:
 		model__stack(m, rec);
+		break;
+	case BS_REC_STACK_REF:
+		model__stack_ref(m, rec);
 		break;
 	case BS_REC_NVTX_NAME:
 		model__nvtx_name(m, rec);
@@ -497,6 +521,17 @@ const struct trace_stack *trace_model__stack(const struct trace_model *m, __u32 
 		return NULL;
 	slot = hmap__get(m->stacks, (struct hkey){ id, 0 }, 0);
 	return slot ? *slot : NULL;
+}
+
+const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
+						   const struct bs_hdr *rec)
+{
+	__u64 *v;
+
+	if (!m || !m->event_stacks)
+		return NULL;
+	v = hmap__get(m->event_stacks, (struct hkey){ rec->tid, rec->ts }, 0);
+	return v && *v >> 32 == rec->type ? trace_model__stack(m, (__u32)*v) : NULL;
 }
 
 void *trace_model__walk(const struct trace_model *m, const struct family *f)

@@ -35,6 +35,9 @@ struct trace_stack {
 
 /* The stack a STACK record defined with ID, or NULL. Valid until trace_model__free. */
 const struct trace_stack *trace_model__stack(const struct trace_model *m, __u32 id);
+/* The stack a STACK_REF gave the event record REC (--stacks), or NULL. */
+const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
+						   const struct bs_hdr *rec);
 struct family;
 /* F's walk state (family.h walk_new), or NULL when F keeps none. */
 void *trace_model__walk(const struct trace_model *m, const struct family *f);

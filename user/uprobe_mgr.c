@@ -571,6 +571,12 @@ static int scan_pid(struct uprobe_mgr *m, pid_t pid)
 		v[n++] = mp;
 	}
 	fclose(f);
+	/* A process that exited (a zombie shows no maps) keeps the maps it had: its last
+	 * stacks are named after they drain. */
+	if (!n) {
+		free(v);
+		return 0;
+	}
 	pid_maps_set(m, pid, v, n);
 	return 0;
 }
