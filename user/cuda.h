@@ -47,6 +47,8 @@ extern const struct ucall_table cuda_table; /* cuda_api.c */
 int cuda_table__check(const struct ucall_table *t, char *err, size_t len);
 extern const struct rec_decoder cuda_decoders[];
 extern const struct report *const cuda_reports[];
+extern const struct chrome_family cuda_chrome; /* export_chrome_ucall.c */
+extern const struct sqlite_family cuda_sqlite; /* export_sqlite_ucall.c */
 extern const struct family family_cuda;
 
 #endif /* BPFSIGHT_CUDA_H */
