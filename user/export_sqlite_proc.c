@@ -34,8 +34,9 @@ static const char *const proc_sql[P_NSTMT] = {
 		      " ON CONFLICT(pid) DO UPDATE SET ppid = excluded.ppid, name = excluded.name,"
 		      " cmdline = excluded.cmdline, exe = excluded.exe, uid = excluded.uid,"
 		      " startNs = excluded.startNs",
-	[P_NAME] = "INSERT INTO BPFSIGHT_PROCESSES (pid, name) VALUES (?, ?)"
-		   " ON CONFLICT(pid) DO UPDATE SET name = coalesce(excluded.name, name)",
+	/* (Parenthesized: one string, not two elements missing a comma.) */
+	[P_NAME] = ("INSERT INTO BPFSIGHT_PROCESSES (pid, name) VALUES (?, ?)"
+		    " ON CONFLICT(pid) DO UPDATE SET name = coalesce(excluded.name, name)"),
 	[P_EVENT] = "INSERT INTO BPFSIGHT_PROC_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
