@@ -105,6 +105,25 @@ void sq_finalize(sqlite3_stmt **st, int n)
 	}
 }
 
+int sq_stmts__open(struct sq *s, const char *const *sql, int n, void **st)
+{
+	struct sq_stmts *t = calloc(1, sizeof(*t) + n * sizeof(t->stmt[0]));
+
+	if (!t)
+		return -ENOMEM;
+	t->n = n;
+	*st = t;
+	return sq_prepare(s, sql, t->stmt, n);
+}
+
+void sq_stmts__free(void *st)
+{
+	struct sq_stmts *t = st;
+
+	sq_finalize(t->stmt, t->n);
+	free(t);
+}
+
 int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid)
 {
 	struct hkey key;

@@ -74,6 +74,17 @@ int sq_prepare(struct sq *s, const char *const *sql, sqlite3_stmt **st, int n);
 void sq_finalize(sqlite3_stmt **st, int n);
 /* Run ST with what was bound, then reset it and clear its bindings for the next row. */
 int sq_run(struct sq *s, sqlite3_stmt *st);
+/*
+ * The state of a family whose hooks need nothing but their statements: N statements of SQL,
+ * prepared by sq_stmts__open (an open hook's whole work), finalized by sq_stmts__free (a free
+ * hook).
+ */
+struct sq_stmts {
+	int n;
+	sqlite3_stmt *stmt[];
+};
+int sq_stmts__open(struct sq *s, const char *const *sql, int n, void **st);
+void sq_stmts__free(void *st);
 /* Every thread a record named so far ({pid, tid}): 1 and *PID, *TID, 0 at the end. */
 int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid);
 /*

@@ -116,31 +116,14 @@ static const char *const gpu_sql[G_NSTMT] = {
 		  " (?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, 1)",
 };
 
-struct sq_gpu {
-	sqlite3_stmt *stmt[G_NSTMT];
-};
-
-static int gpu_step(struct sq *s, struct sq_gpu *g, enum gpu_stmt i)
+static int gpu_step(struct sq *s, struct sq_stmts *g, enum gpu_stmt i)
 {
 	return sq_run(s, g->stmt[i]);
 }
 
-static void gpu_free(void *st)
-{
-	struct sq_gpu *g = st;
-
-	sq_finalize(g->stmt, G_NSTMT);
-	free(g);
-}
-
 static int gpu_open(struct sq *s, void **st)
 {
-	struct sq_gpu *g = calloc(1, sizeof(*g));
-
-	if (!g)
-		return -ENOMEM;
-	*st = g;
-	return sq_prepare(s, gpu_sql, g->stmt, G_NSTMT);
+	return sq_stmts__open(s, gpu_sql, G_NSTMT, st);
 }
 
 static int gpu_finish(struct sq *s, void *st, const struct trace_model *m)
@@ -182,7 +165,7 @@ static int bind_gpu_common(sqlite3_stmt *st, const struct gpu_op *op, int end_co
 	return 8;
 }
 
-static int gpu_link(struct sq *s, struct sq_gpu *g, __u32 pid, __u32 tid, __u64 call_ts,
+static int gpu_link(struct sq *s, struct sq_stmts *g, __u32 pid, __u32 tid, __u64 call_ts,
 		    __u32 correlation)
 {
 	sqlite3_stmt *st = g->stmt[G_LINK];
@@ -226,7 +209,7 @@ static const char *short_name(const char *name, char *buf, size_t len)
 	return buf;
 }
 
-static int gpu_kernel(struct sq *s, struct sq_gpu *g, const struct bs_hdr *rec,
+static int gpu_kernel(struct sq *s, struct sq_stmts *g, const struct bs_hdr *rec,
 		      const struct event *ev, const struct gpu_op *op)
 {
 	const struct bs_gpu_kernel *k = (const void *)rec;
@@ -254,7 +237,7 @@ static int gpu_kernel(struct sq *s, struct sq_gpu *g, const struct bs_hdr *rec,
 	return gpu_step(s, g, G_KERNEL);
 }
 
-static int gpu_memcpy(struct sq *s, struct sq_gpu *g, const struct bs_hdr *rec,
+static int gpu_memcpy(struct sq *s, struct sq_stmts *g, const struct bs_hdr *rec,
 		      const struct gpu_op *op)
 {
 	const struct bs_gpu_memcpy *m = (const void *)rec;
@@ -273,7 +256,7 @@ static int gpu_memcpy(struct sq *s, struct sq_gpu *g, const struct bs_hdr *rec,
 	return gpu_step(s, g, G_MEMCPY);
 }
 
-static int gpu_memset(struct sq *s, struct sq_gpu *g, const struct bs_hdr *rec,
+static int gpu_memset(struct sq *s, struct sq_stmts *g, const struct bs_hdr *rec,
 		      const struct gpu_op *op)
 {
 	const struct bs_gpu_memset *m = (const void *)rec;
@@ -288,7 +271,8 @@ static int gpu_memset(struct sq *s, struct sq_gpu *g, const struct bs_hdr *rec,
 }
 
 /* CUPTI's record of a launching call: a link to its cuda event's row, or a row of its own. */
-static int gpu_api(struct sq *s, struct sq_gpu *g, const struct bs_hdr *rec, const struct event *ev)
+static int gpu_api(struct sq *s, struct sq_stmts *g, const struct bs_hdr *rec,
+		   const struct event *ev)
 {
 	const struct bs_gpu_api *a = (const void *)rec;
 	sqlite3_stmt *st = g->stmt[G_API];
@@ -314,7 +298,7 @@ static int gpu_api(struct sq *s, struct sq_gpu *g, const struct bs_hdr *rec, con
 static int gpu_record(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
 		      const struct trace_model *m)
 {
-	struct sq_gpu *g = st;
+	struct sq_stmts *g = st;
 	struct gpu_op op;
 	int err;
 
@@ -339,7 +323,7 @@ const struct sqlite_family gpu_sqlite = {
 	.schema = gpu_schema,
 	.indexes = gpu_indexes,
 	.open = gpu_open,
-	.free = gpu_free,
+	.free = sq_stmts__free,
 	.record = gpu_record,
 	.finish = gpu_finish,
 };

@@ -40,26 +40,9 @@ static const char *const proc_sql[P_NSTMT] = {
 	[P_EVENT] = "INSERT INTO BPFSIGHT_PROC_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
-struct sq_proc {
-	sqlite3_stmt *stmt[P_NSTMT];
-};
-
-static void proc_free(void *st)
-{
-	struct sq_proc *p = st;
-
-	sq_finalize(p->stmt, P_NSTMT);
-	free(p);
-}
-
 static int proc_open(struct sq *s, void **st)
 {
-	struct sq_proc *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return -ENOMEM;
-	*st = p;
-	return sq_prepare(s, proc_sql, p->stmt, P_NSTMT);
+	return sq_stmts__open(s, proc_sql, P_NSTMT, st);
 }
 
 /* NUL-padded comm arrays may fill all 16 bytes without a terminator. */
@@ -68,7 +51,7 @@ static void sq_bind_comm(sqlite3_stmt *st, int col, const char *comm)
 	sqlite3_bind_text(st, col, comm, strnlen(comm, BS_COMM_LEN), SQLITE_TRANSIENT);
 }
 
-static int proc_loss(struct sq *s, struct sq_proc *p, const struct bs_hdr *rec,
+static int proc_loss(struct sq *s, struct sq_stmts *p, const struct bs_hdr *rec,
 		     const struct event *ev)
 {
 	const struct bs_loss *l = (const void *)rec;
@@ -81,7 +64,7 @@ static int proc_loss(struct sq *s, struct sq_proc *p, const struct bs_hdr *rec,
 	return sq_run(s, st);
 }
 
-static int proc_process(struct sq *s, struct sq_proc *sp, const struct bs_hdr *rec,
+static int proc_process(struct sq *s, struct sq_stmts *sp, const struct bs_hdr *rec,
 			const struct trace_model *m)
 {
 	const struct bs_process *p = (const void *)rec;
@@ -101,7 +84,7 @@ static int proc_process(struct sq *s, struct sq_proc *sp, const struct bs_hdr *r
 }
 
 /* fork, clone_thread, exec, exit, comm: what happened to a thread, and when. */
-static int proc_event(struct sq *s, struct sq_proc *p, const struct bs_hdr *rec,
+static int proc_event(struct sq *s, struct sq_stmts *p, const struct bs_hdr *rec,
 		      const struct event *ev)
 {
 	sqlite3_stmt *st = p->stmt[P_EVENT];
@@ -150,7 +133,7 @@ static int proc_record(struct sq *s, void *st, const struct bs_hdr *rec, const s
 /* Every process a record named (its main thread), named as the model knows it at the end. */
 static int proc_finish(struct sq *s, void *st, const struct trace_model *m)
 {
-	struct sq_proc *p = st;
+	struct sq_stmts *p = st;
 	sqlite3_stmt *q = p->stmt[P_NAME];
 	__u32 pid, tid;
 	size_t it = 0;
@@ -170,7 +153,7 @@ const struct sqlite_family proc_sqlite = {
 	.schema = proc_schema,
 	.indexes = proc_indexes,
 	.open = proc_open,
-	.free = proc_free,
+	.free = sq_stmts__free,
 	.record = proc_record,
 	.finish = proc_finish,
 };

@@ -29,29 +29,12 @@ static const char *const sched_sql[S_NSTMT] = {
 	[S_OFFCPU] = "INSERT INTO BPFSIGHT_OFFCPU VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
-struct sq_sched {
-	sqlite3_stmt *stmt[S_NSTMT];
-};
-
-static void sched_free(void *st)
-{
-	struct sq_sched *c = st;
-
-	sq_finalize(c->stmt, S_NSTMT);
-	free(c);
-}
-
 static int sched_open(struct sq *s, void **st)
 {
-	struct sq_sched *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return -ENOMEM;
-	*st = c;
-	return sq_prepare(s, sched_sql, c->stmt, S_NSTMT);
+	return sq_stmts__open(s, sched_sql, S_NSTMT, st);
 }
 
-static int sched_row(struct sq *s, struct sq_sched *c, __u64 ts, const __u32 *cpu, int in,
+static int sched_row(struct sq *s, struct sq_stmts *c, __u64 ts, const __u32 *cpu, int in,
 		     __s64 gtid, const __u32 *state)
 {
 	sqlite3_stmt *st = c->stmt[S_SWITCH];
@@ -75,7 +58,7 @@ static int sched_row(struct sq *s, struct sq_sched *c, __u64 ts, const __u32 *cp
  * is not recorded: the switch-in row has cpu NULL. runnableNs is clamped to the interval as
  * sched_sum does, so blockedNs + runnableNs = end - start.
  */
-static int sched_offcpu(struct sq *s, struct sq_sched *c, const struct bs_hdr *rec)
+static int sched_offcpu(struct sq *s, struct sq_stmts *c, const struct bs_hdr *rec)
 {
 	const struct bs_offcpu *o = (const void *)rec;
 	sqlite3_stmt *st = c->stmt[S_OFFCPU];
@@ -110,6 +93,6 @@ const struct sqlite_family sched_sqlite = {
 	.schema = sched_schema,
 	.indexes = sched_indexes,
 	.open = sched_open,
-	.free = sched_free,
+	.free = sq_stmts__free,
 	.record = sched_record,
 };

@@ -48,26 +48,9 @@ static const char *const cuda_sql[U_NSTMT] = {
 		   " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
-struct sq_cuda {
-	sqlite3_stmt *stmt[U_NSTMT];
-};
-
-static void cuda_free(void *st)
-{
-	struct sq_cuda *c = st;
-
-	sq_finalize(c->stmt, U_NSTMT);
-	free(c);
-}
-
 static int cuda_open(struct sq *s, void **st)
 {
-	struct sq_cuda *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return -ENOMEM;
-	*st = c;
-	return sq_prepare(s, cuda_sql, c->stmt, U_NSTMT);
+	return sq_stmts__open(s, cuda_sql, U_NSTMT, st);
 }
 
 /* nsys's class of a CUDA call: the driver API is cu*, the runtime cuda* and __cuda*. */
@@ -82,7 +65,7 @@ static int cuda_class(const char *name)
  * StringIds), launch shape, sizes, copy direction, stream and pointers. Only calls that have
  * one of them get a row.
  */
-static int cuda_args(struct sq *s, struct sq_cuda *c, const struct event *ev, __s64 call)
+static int cuda_args(struct sq *s, struct sq_stmts *c, const struct event *ev, __s64 call)
 {
 	static const char *const cols[] = { "grid_x",  "grid_y",  "grid_z",	  "block_x",
 					    "block_y", "block_z", "shared_bytes", "bytes",
@@ -114,7 +97,7 @@ static int cuda_args(struct sq *s, struct sq_cuda *c, const struct event *ev, __
 static int cuda_record(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
 		       const struct trace_model *m)
 {
-	struct sq_cuda *c = st;
+	struct sq_stmts *c = st;
 	sqlite3_stmt *q = c->stmt[U_CUDA];
 	int err = 0;
 	__u32 name;
@@ -139,7 +122,7 @@ const struct sqlite_family cuda_sqlite = {
 	.schema = cuda_schema,
 	.indexes = cuda_indexes,
 	.open = cuda_open,
-	.free = cuda_free,
+	.free = sq_stmts__free,
 	.record = cuda_record,
 };
 
@@ -160,26 +143,9 @@ static const char *const nccl_sql[] = {
 	" (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
-struct sq_nccl {
-	sqlite3_stmt *stmt;
-};
-
-static void nccl_free(void *st)
-{
-	struct sq_nccl *c = st;
-
-	sq_finalize(&c->stmt, 1);
-	free(c);
-}
-
 static int nccl_open(struct sq *s, void **st)
 {
-	struct sq_nccl *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return -ENOMEM;
-	*st = c;
-	return sq_prepare(s, nccl_sql, &c->stmt, 1);
+	return sq_stmts__open(s, nccl_sql, 1, st);
 }
 
 /* One NCCL API call, with what dump shows: the communicator's rank joined by the decoder. */
@@ -188,8 +154,8 @@ static int nccl_record(struct sq *s, void *st, const struct bs_hdr *rec, const s
 {
 	static const char *const cols[] = { "comm",	"rank", "nranks", "count", "bytes",
 					    "datatype", "op",	"root",	  "peer",  "stream" };
-	struct sq_nccl *c = st;
-	sqlite3_stmt *q = c->stmt;
+	struct sq_stmts *c = st;
+	sqlite3_stmt *q = c->stmt[0];
 	int err = 0;
 	__u32 name;
 
@@ -216,6 +182,6 @@ const struct sqlite_family nccl_sqlite = {
 	.schema = nccl_schema,
 	.indexes = nccl_indexes,
 	.open = nccl_open,
-	.free = nccl_free,
+	.free = sq_stmts__free,
 	.record = nccl_record,
 };

@@ -159,27 +159,17 @@ static const struct perfetto_family toy_perfetto = {
 };
 
 /* SQLite: a table of its own, a row per tick. */
+static const char *const toy_sql[] = { "INSERT INTO TOY_TICKS VALUES (?, ?, ?, ?)" };
+
 static int toy_sq_open(struct sq *s, void **st)
 {
-	static const char *const sql[] = { "INSERT INTO TOY_TICKS VALUES (?, ?, ?, ?)" };
-	sqlite3_stmt **stmt = calloc(1, sizeof(*stmt));
-
-	if (!stmt)
-		return -ENOMEM;
-	*st = stmt;
-	return sq_prepare(s, sql, stmt, 1);
-}
-
-static void toy_sq_free(void *st)
-{
-	sq_finalize(st, 1);
-	free(st);
+	return sq_stmts__open(s, toy_sql, 1, st);
 }
 
 static int toy_sq_record(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
 			 const struct trace_model *m)
 {
-	sqlite3_stmt *q = *(sqlite3_stmt **)st;
+	sqlite3_stmt *q = ((struct sq_stmts *)st)->stmt[0];
 
 	sqlite3_bind_int64(q, 1, ev->ts);
 	sqlite3_bind_int64(q, 2, ev->ts + ev->dur);
@@ -193,7 +183,7 @@ static const struct sqlite_family toy_sqlite = {
 		  " globalTid INTEGER NOT NULL, value INTEGER NOT NULL);",
 	.indexes = "CREATE INDEX TOY_TICKS_start ON TOY_TICKS(start);",
 	.open = toy_sq_open,
-	.free = toy_sq_free,
+	.free = sq_stmts__free,
 	.record = toy_sq_record,
 };
 
