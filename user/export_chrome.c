@@ -342,7 +342,10 @@ static int chrome_header(struct chrome *c, const struct trace_meta *meta)
 	return fclose(m) ? -ENOMEM : 0;
 }
 
-/* The families' keys, written over the blanks the header kept. 1 when there were blanks. */
+/*
+ * The families' keys, written over the blanks the header kept: 1 when there were blanks (the
+ * header must be written again), 0 when none, -ENOMEM.
+ */
 static int chrome_header_keys(struct chrome *c)
 {
 	const struct chrome_family *h;
@@ -354,9 +357,11 @@ static int chrome_header_keys(struct chrome *c)
 			continue;
 		any = 1;
 		h = families[i]->chrome;
-		buf = h->header ? malloc(h->header_space + 1) : NULL;
-		if (!buf)
+		if (!h->header)
 			continue;
+		buf = malloc(h->header_space + 1);
+		if (!buf)
+			return -ENOMEM;
 		len = h->header(c->fst[i], buf, h->header_space);
 		if (len > 0 && (size_t)len <= h->header_space)
 			memcpy(c->hdr + c->hdr_off[i], buf, len);
@@ -684,7 +689,8 @@ static int chrome__finish(void *st, const struct trace_model *m, const struct tr
 	struct chrome *c = st;
 	int err = 0;
 
-	for (int i = 0; i < c->nfam; i++)
+	/* Last registered first, as teardown goes (and as the other exporters do). */
+	for (int i = c->nfam - 1; i >= 0; i--)
 		if (families[i]->chrome && families[i]->chrome->finish)
 			families[i]->chrome->finish(c, c->fst[i]);
 	chrome_names(c, m);
@@ -692,7 +698,9 @@ static int chrome__finish(void *st, const struct trace_model *m, const struct tr
 	if (fflush(c->f) || ferror(c->f))
 		err = chrome_err(c);
 	/* Before the stream closes: a .gz trailer's CRC covers the final header. */
-	if (!err && chrome_header_keys(c))
+	if (!err)
+		err = chrome_header_keys(c);
+	if (err > 0)
 		err = chrome_put_header(c, 0);
 	if (fclose(c->f) && !err)
 		err = chrome_err(c);
