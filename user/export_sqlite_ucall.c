@@ -93,22 +93,36 @@ static int cuda_args(struct sq *s, struct sq_stmts *c, const struct event *ev, _
 	return any ? sq_run(s, st) : 0;
 }
 
+/*
+ * The start of a call's row, alike in both families' tables: its start and end in columns 1
+ * and 2, its name's id returned (0: no row to write, *ERR 0, or a failure, *ERR set).
+ */
+static __u32 call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *err)
+{
+	__u32 name;
+
+	*err = 0;
+	if (!ev || !ev->name)
+		return 0;
+	name = sq_intern(s, ev->name, err);
+	if (name) {
+		sqlite3_bind_int64(q, 1, ev->ts);
+		sqlite3_bind_int64(q, 2, ev->ts + ev->dur);
+	}
+	return name;
+}
+
 /* One CUDA API call: nsys's row, then its arguments. */
 static int cuda_record(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
 		       const struct trace_model *m)
 {
 	struct sq_stmts *c = st;
 	sqlite3_stmt *q = c->stmt[U_CUDA];
-	int err = 0;
-	__u32 name;
+	int err;
+	__u32 name = call_row(s, q, ev, &err);
 
-	if (!ev || !ev->name)
-		return 0;
-	name = sq_intern(s, ev->name, &err);
 	if (!name)
 		return err;
-	sqlite3_bind_int64(q, 1, ev->ts);
-	sqlite3_bind_int64(q, 2, ev->ts + ev->dur);
 	sqlite3_bind_int(q, 3, cuda_class(ev->name));
 	sqlite3_bind_int64(q, 4, global_tid(rec->pid, rec->tid));
 	sqlite3_bind_int64(q, 5, name);
@@ -156,16 +170,11 @@ static int nccl_record(struct sq *s, void *st, const struct bs_hdr *rec, const s
 					    "datatype", "op",	"root",	  "peer",  "stream" };
 	struct sq_stmts *c = st;
 	sqlite3_stmt *q = c->stmt[0];
-	int err = 0;
-	__u32 name;
+	int err;
+	__u32 name = call_row(s, q, ev, &err);
 
-	if (!ev || !ev->name)
-		return 0;
-	name = sq_intern(s, ev->name, &err);
 	if (!name)
 		return err;
-	sqlite3_bind_int64(q, 1, ev->ts);
-	sqlite3_bind_int64(q, 2, ev->ts + ev->dur);
 	sqlite3_bind_int64(q, 3, global_tid(rec->pid, rec->tid));
 	sqlite3_bind_int64(q, 4, name);
 	sqlite3_bind_int64(q, 5, sq_arg_int(ev, "ret", 0));
