@@ -207,6 +207,12 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(LIB_OBJS) -o $@ $(LDLIBS)
 
+# The toy-family test brings its own registry (families[]): every user object but families.o.
+TOY_OBJS := $(filter-out $(OUT)/obj/families.o,$(LIB_OBJS))
+$(OUT)/tests/test_family_toy: tests/unit/test_family_toy.c $(TOY_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(TOY_OBJS) -o $@ $(LDLIBS)
+
 $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_OBJS)) | $(OUT)/tests
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) -D_GNU_SOURCE -std=gnu11 \

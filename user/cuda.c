@@ -128,4 +128,6 @@ const struct family family_cuda = {
 	.observe = cuda_observe,
 	.decoders = cuda_decoders,
 	.reports = cuda_reports,
+	.chrome = &cuda_chrome,
+	.sqlite = &cuda_sqlite,
 };

@@ -327,7 +327,13 @@ static int decode_call(const struct bs_hdr *rec, const struct trace_model *m, st
 	return 1;
 }
 
+/*
+ * "cuda_driver" for cu* calls (the Chrome export's cuda hook). A call made by an enclosing
+ * traced call (depth > 0) lies inside it in time: on the thread's track.
+ */
+static const struct export_style call_style = { .cat = "cuda_runtime", .ph = 'X', .on_thread = 1 };
+
 const struct rec_decoder cuda_decoders[] = {
-	{ BS_REC_CUDA_CALL, sizeof(struct bs_ucall), "cuda_api", decode_call },
+	{ BS_REC_CUDA_CALL, sizeof(struct bs_ucall), "cuda_api", decode_call, &call_style },
 	{ 0 },
 };

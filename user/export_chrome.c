@@ -6,26 +6,26 @@
  * microseconds carrying the nanoseconds as three decimals, a "cat" per kind following Kineto's
  * names where Kineto has one, process/thread names as "ph":"M" events.
  *
- * GPU and NVTX events follow Kineto too (export_chrome_gpu.c: pid = device, tid = stream,
- * ac2g flows from launches). GIL waits and holds are "X" events of cat "gil", with a "GIL
- * contention" counter per python process (export_chrome_gil.c). Streamed: every event is
- * written as it comes; memory holds only the set of processes and threads seen (for their
- * name events at the end), the (device, stream) pairs, for NCCL traces a rank per process,
- * for GIL traces the contention bins (8 bytes per 10 ms per python process that waited), and
- * for traces of both gpu and nvtx every closed range and linked GPU operation: the one use
- * that grows with events, since Kineto's gpu_user_annotation needs them all (written last).
- * OUT ending in ".gz" is gzip-compressed on the fly.
+ * Nothing here knows a family: each kind is drawn by its decoder's style (struct
+ * export_style: category, phase), and what a family needs beyond that is its hooks' (struct
+ * chrome_family, in export_chrome_FAMILY.c): GPU and NVTX events as Kineto draws them (pid =
+ * device, tid = stream, ac2g flows from launches), the GIL contention counters, the loss
+ * counter, NCCL's distributedInfo. Streamed: every event is written as it comes; memory holds
+ * only the set of processes and threads seen (for their name events at the end) and what the
+ * families' hooks keep (bounded by processes, streams and time bins, except NVTX's projection
+ * onto the GPU in traces of both gpu and nvtx: every closed range and linked GPU operation,
+ * since Kineto's gpu_user_annotation needs them all). OUT ending in ".gz" is gzip-compressed
+ * on the fly.
  *
- * distributedInfo (Kineto's {"backend": "nccl", "rank": R, "world_size": W}) must come before
- * traceEvents (HTA reads the metadata by scanning the text up to them), but the NCCL calls
- * that tell the rank come later in the trace, and only the whole trace says whether exactly
- * one process has one. So the write is deferred: when the trace recorded nccl, the header
- * reserves CHROME_DIST_RESERVE bytes of blanks (valid JSON whitespace) where the key goes,
- * and finish() writes the key over them in place. The .gz output is one gzip member made by
- * hand so that this works there too: the header is stored uncompressed (stored deflate
- * blocks, at a known offset), the events follow as ordinary deflate blocks, and the trailer's
- * CRC-32 is combined from the header's final bytes and the events' (crc32_combine). A first
- * pass over FILE would read it twice, and the exporter is only given OUT.
+ * Some metadata keys (Kineto's distributedInfo) must come before traceEvents (HTA reads the
+ * metadata by scanning the text up to them), but only the whole trace tells them. So the
+ * write is deferred: the header keeps the family's blanks (valid JSON whitespace) where the
+ * key goes, and finish() writes the key over them in place. The .gz output is one gzip
+ * member made by hand so that this works there too: the header is stored uncompressed
+ * (stored deflate blocks, at a known offset), the events follow as ordinary deflate blocks,
+ * and the trailer's CRC-32 is combined from the header's final bytes and the events'
+ * (crc32_combine). A first pass over FILE would read it twice, and the exporter is only given
+ * OUT.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,45 +35,11 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "export_chrome.h"
+#include "family.h"
 #include "json.h"
-#include "nccl.h"
 
-#define CHROME_DIST_RESERVE 128 /* bytes kept for distributedInfo (it needs at most 87) */
-#define CHROME_GZ_HDR_LEN   10
-#define CHROME_STORED_MAX   65535 /* bytes of one stored deflate block */
-
-static const struct chrome_kind chrome_kinds[] = {
-	{ "syscall", "os_runtime", 'X' },
-	{ "offcpu", "sched", 'X' },
-	{ "fork", "process", 'i' },
-	{ "exec", "process", 'i' },
-	{ "exit", "process", 'i' },
-	{ "comm", "process", 'i' },
-	{ "process", "process", 'i' },
-	{ "thread", "process", 'i' },
-	{ "loss", "loss", 'i' },
-	{ "cuda_api", "cuda_runtime", 'X' }, /* "cuda_driver" for cu* calls */
-	/* Kineto has no host-side NCCL category (torch records its own ops as cpu_op; HTA reads
-	 * collectives from the GPU's ncclDevKernel_* kernels): the calls get their own. */
-	{ "nccl_api", "nccl", 'X' },
-	/* The gpu and nvtx families' instants; their intervals are export_chrome_gpu.c's. */
-	{ "nvtx_mark", "user_annotation", 'i' },
-	{ "nvtx_name", "nvtx", 'i' },
-	{ "shim_status", "shim", 'i' },
-	/* Kineto has no GIL category (torch.profiler does not see the GIL): the gil family's. */
-	{ "gil_wait", "gil", 'X' },
-	{ "gil_hold", "gil", 'X' },
-	{ "gil_python", "gil", 'i' },
-	{ NULL },
-};
-
-/* The rank a process showed in its largest NCCL communicator (its world, in torch terms). */
-struct chrome_rank {
-	__s32 rank;
-	__s32 nranks; /* -1 = unknown (only ncclCommUserRank was seen) */
-	__u32 have;
-	__u32 ambiguous; /* two communicators of that size gave different ranks */
-};
+#define CHROME_GZ_HDR_LEN 10
+#define CHROME_STORED_MAX 65535 /* bytes of one stored deflate block */
 
 static int write_all(int fd, const void *buf, size_t n, int *errp)
 {
@@ -317,20 +283,19 @@ void chrome_str(FILE *f, const char *s)
 	json_write_string(f, s ? s : "", s ? strlen(s) : 0);
 }
 
-/* Did the recording ask for FAMILY ("proc,cuda,nccl")? */
-static int has_family(const char *families, const char *family)
+int chrome_has_family(const struct trace_meta *meta, const char *family)
 {
 	size_t n = strlen(family);
 
-	for (const char *p = families; p && *p; p += strcspn(p, ",") + !!p[strcspn(p, ",")])
+	for (const char *p = meta->families; p && *p; p += strcspn(p, ",") + !!p[strcspn(p, ",")])
 		if (strcspn(p, ",") == n && !strncmp(p, family, n))
 			return 1;
 	return 0;
 }
 
 /*
- * The header, "{" up to "traceEvents":[, into c->hdr. When nccl was recorded, distributedInfo
- * gets CHROME_DIST_RESERVE blanks at c->dist_off, filled in by chrome_distributed_info.
+ * The header, "{" up to "traceEvents":[, into c->hdr. A family recorded with a key told at the
+ * end gets its blanks at c->hdr_off[family], filled in by chrome_header_keys.
  */
 static int chrome_header(struct chrome *c, const struct trace_meta *meta)
 {
@@ -345,11 +310,15 @@ static int chrome_header(struct chrome *c, const struct trace_meta *meta)
 	json__key(&j, "deviceProperties");
 	json__begin_array(&j);
 	json__end_array(&j);
-	c->dist_off = -1;
-	if (has_family(meta->families, "nccl")) {
+	for (int i = 0; i < c->nfam; i++) {
+		const struct chrome_family *h = families[i]->chrome;
+
+		c->hdr_off[i] = -1;
+		if (!h || !h->header_space || !chrome_has_family(meta, families[i]->name))
+			continue;
 		fflush(m);
-		c->dist_off = ftell(m);
-		fprintf(m, "%*s", CHROME_DIST_RESERVE, "");
+		c->hdr_off[i] = ftell(m);
+		fprintf(m, "%*s", (int)h->header_space, "");
 	}
 	json__kv_str(&j, "traceName", c->path);
 	json__kv_str(&j, "displayTimeUnit", "ns");
@@ -379,73 +348,42 @@ static int chrome_header(struct chrome *c, const struct trace_meta *meta)
 }
 
 /*
- * A communicator an NCCL call used, as the nccl walk knows it now (the init that made it, or
- * ncclCommUserRank/ncclCommCount): the rank of the call's process, kept from its largest
- * communicator. A failed init's rank argument is only a request and never counts.
+ * The families' keys, written over the blanks the header kept: 1 when there were blanks (the
+ * header must be written again), 0 when none, -ENOMEM.
  */
-static int chrome_note_rank(struct chrome *c, const struct event *ev, const struct trace_model *m)
+static int chrome_header_keys(struct chrome *c)
 {
-	const struct nccl_walk *w = trace_model__walk(m, &family_nccl);
-	const struct nccl_comm *cm = NULL;
-	struct chrome_rank *r;
+	const struct chrome_family *h;
+	int any = 0, len;
+	char *buf;
 
-	for (__u32 i = 0; i < ev->nargs && i < EVENT_MAX_ARGS; i++)
-		if (ev->args[i].kind == EVENT_ARG_HEX && !strcmp(ev->args[i].key, "comm"))
-			cm = nccl_walk__comm(w, ev->pid, ev->args[i].u);
-	if (!cm || cm->rank < 0)
-		return 0;
-	r = hmap__get(c->ranks, (struct hkey){ ev->pid, 0 }, 1);
-	if (!r)
-		return -ENOMEM;
-	if (!r->have || cm->nranks > r->nranks) {
-		*r = (struct chrome_rank){ cm->rank, cm->nranks, 1, 0 };
-	} else if (cm->nranks == r->nranks && cm->rank != r->rank) {
-		r->ambiguous = 1;
+	for (int i = 0; i < c->nfam; i++) {
+		if (c->hdr_off[i] < 0)
+			continue;
+		any = 1;
+		h = families[i]->chrome;
+		if (!h->header)
+			continue;
+		buf = malloc(h->header_space + 1);
+		if (!buf)
+			return -ENOMEM;
+		len = h->header(c->fst[i], buf, h->header_space);
+		if (len > 0 && (size_t)len <= h->header_space)
+			memcpy(c->hdr + c->hdr_off[i], buf, len);
+		free(buf);
 	}
-	return 0;
-}
-
-/*
- * Kineto's distributedInfo, written over the blanks the header kept: only when exactly one
- * process of the trace has a known rank, and one rank in its largest communicator. Kineto's
- * spacing ("rank": R), which tools matching the text expect.
- */
-static void chrome_distributed_info(struct chrome *c)
-{
-	const struct chrome_rank *r, *one = NULL;
-	char buf[CHROME_DIST_RESERVE + 1];
-	size_t it = 0, n = 0;
-	int len;
-
-	if (c->dist_off < 0)
-		return;
-	while ((r = hmap__next(c->ranks, &it, NULL))) {
-		one = r;
-		n++;
-	}
-	if (n != 1 || one->ambiguous)
-		return;
-	if (one->nranks >= 0)
-		len = snprintf(buf, sizeof(buf),
-			       ",\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, "
-			       "\"world_size\": %d}",
-			       one->rank, one->nranks);
-	else
-		len = snprintf(buf, sizeof(buf),
-			       ",\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d}",
-			       one->rank);
-	if (len > 0 && len <= CHROME_DIST_RESERVE)
-		memcpy(c->hdr + c->dist_off, buf, len);
+	return any;
 }
 
 static void chrome_free(struct chrome *c)
 {
+	for (int i = 0; c->fst && i < c->nfam; i++)
+		if (c->fst[i] && families[i]->chrome->free)
+			families[i]->chrome->free(c->fst[i]);
+	free(c->fst);
+	free(c->hdr_off);
 	hmap__free(c->threads);
 	hmap__free(c->procs);
-	hmap__free(c->ranks);
-	hmap__free(c->gpu_streams);
-	nvtx_proj__free(c->proj);
-	gil_contention__free(c->gil);
 	if (c->scratch)
 		fclose(c->scratch);
 	free(c->scratch_buf);
@@ -465,20 +403,22 @@ static void *chrome__open(const char *out, const struct trace_meta *meta, int *e
 	c->out.fd = -1;
 	c->threads = hmap__new(1);
 	c->procs = hmap__new(1);
-	c->ranks = hmap__new(sizeof(struct chrome_rank));
-	c->gpu_streams = hmap__new(1);
-	c->gil = gil_contention__new(CHROME_GIL_BIN_NS);
-	/* Only traces that can project ranges onto the GPU hold them until the end. */
-	if (has_family(meta->families, "gpu") && has_family(meta->families, "nvtx") &&
-	    !(c->proj = nvtx_proj__new())) {
+	c->start_mono = meta->start.mono_ns;
+	c->nfam = family__count();
+	c->last_fam = -1;
+	c->fst = calloc(c->nfam + 1, sizeof(*c->fst));
+	c->hdr_off = calloc(c->nfam + 1, sizeof(*c->hdr_off));
+	c->scratch = open_memstream(&c->scratch_buf, &c->scratch_size);
+	if (!c->threads || !c->procs || !c->fst || !c->hdr_off || !c->scratch) {
 		*err = -ENOMEM;
 		goto err_free;
 	}
-	c->start_mono = meta->start.mono_ns;
-	c->scratch = open_memstream(&c->scratch_buf, &c->scratch_size);
-	if (!c->threads || !c->procs || !c->ranks || !c->gpu_streams || !c->gil || !c->scratch) {
-		*err = -ENOMEM;
-		goto err_free;
+	for (int i = 0; i < c->nfam; i++) {
+		const struct chrome_family *h = families[i]->chrome;
+
+		*err = h && h->open ? h->open(c, meta, &c->fst[i]) : 0;
+		if (*err)
+			goto err_free;
 	}
 	*err = chrome_header(c, meta);
 	if (*err)
@@ -503,19 +443,13 @@ err_free:
 	return NULL;
 }
 
-static const struct chrome_kind *chrome_kind_of(struct chrome *c, const char *kind)
+/* The decoder of TYPE and its family's index (-1: none). */
+static const struct rec_decoder *chrome_decoder(struct chrome *c, __u16 type, int *fam)
 {
-	const struct chrome_kind *k;
-
-	if (c->last && c->last->kind == kind)
-		return c->last;
-	for (k = chrome_kinds; k->kind; k++) {
-		if (!strcmp(k->kind, kind)) {
-			c->last = k;
-			return k;
-		}
-	}
-	return NULL;
+	if (!c->last || c->last->type != type)
+		c->last = family__decoder_at(type, &c->last_fam);
+	*fam = c->last_fam;
+	return c->last;
 }
 
 /* The common fields of every event object, opened and left open. */
@@ -531,6 +465,25 @@ void chrome_begin(struct chrome *c, char ph, const char *cat, const char *name, 
 	fputs(",\"name\":", f);
 	chrome_str(f, name);
 	fprintf(f, ",\"pid\":%u,\"tid\":%u", pid, tid);
+}
+
+void chrome_complete(struct chrome *c, const char *cat, const char *name, __u32 pid, __u32 tid,
+		     __u64 ts, __u64 dur)
+{
+	chrome_begin(c, 'X', cat, name, pid, tid);
+	fputs(",\"ts\":", c->f);
+	chrome_us(c->f, ts);
+	fputs(",\"dur\":", c->f);
+	chrome_us(c->f, dur);
+}
+
+void chrome_plain_args(struct chrome *c, const struct event *ev)
+{
+	struct json j;
+
+	fputs(",\"args\":", c->f);
+	json__init(&j, c->f, 0);
+	event__json_args(ev, &j);
 }
 
 /* EV's u64 argument KEY into *V; 0 when it has none. */
@@ -583,13 +536,10 @@ static int chrome_args(struct chrome *c, const struct event *ev, __u64 flow)
 {
 	int dims, nonempty;
 	__u64 d[6];
-	struct json j;
 
 	dims = chrome_dims(ev, d);
 	if (!dims && !flow) {
-		fputs(",\"args\":", c->f);
-		json__init(&j, c->f, 0);
-		event__json_args(ev, &j);
+		chrome_plain_args(c, ev);
 		return 0;
 	}
 	nonempty = chrome_args_open(c, ev);
@@ -609,29 +559,9 @@ static int chrome_args(struct chrome *c, const struct event *ev, __u64 flow)
 	return 0;
 }
 
-/* Kineto's category of a CUDA call: the driver API is cu*, the runtime cuda* and __cuda*. */
-static const char *chrome_cuda_cat(const char *name)
+int chrome_thread(struct chrome *c, __u32 pid, __u32 tid)
 {
-	return name && !strncmp(name, "cu", 2) && strncmp(name, "cuda", 4) ? "cuda_driver"
-									   : "cuda_runtime";
-}
-
-/* A cumulative counter per cause beside each loss instant: the UI draws loss over time. */
-static void chrome_loss_counter(struct chrome *c, const struct bs_hdr *rec, const struct event *ev)
-{
-	const struct bs_loss *l = (const void *)rec;
-	__u32 slot;
-
-	if (rec->size < sizeof(*l))
-		return;
-	slot = l->cause < BS_LOSS_NR ? l->cause : BS_LOSS_NR;
-	c->lost[slot] += l->count;
-	chrome_begin(c, 'C', "loss", "events lost", ev->pid, ev->tid);
-	fputs(",\"ts\":", c->f);
-	chrome_us(c->f, ev->ts);
-	fputs(",\"args\":{", c->f);
-	chrome_str(c->f, ev->name);
-	fprintf(c->f, ":%llu}}", (unsigned long long)c->lost[slot]);
+	return hmap__get(c->threads, (struct hkey){ pid, tid }, 1) ? 0 : -ENOMEM;
 }
 
 static int chrome_seen(struct chrome *c, __u32 pid, __u32 tid)
@@ -645,38 +575,33 @@ static int chrome_seen(struct chrome *c, __u32 pid, __u32 tid)
 	return 0;
 }
 
-static int chrome__record(void *st, const struct bs_hdr *rec, const struct event *ev,
-			  const struct trace_model *m)
+void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts)
 {
-	const struct chrome_kind *k;
-	struct chrome *c = st;
-	__u64 flow = 0;
-	const char *cat;
-	char ph;
-	int err;
+	chrome_begin(c, ph, "ac2g", "ac2g", pid, tid);
+	fprintf(c->f, ",\"id\":%llu,\"ts\":", (unsigned long long)id);
+	chrome_us(c->f, ts);
+	if (ph == 'f')
+		fputs(",\"bp\":\"e\"", c->f); /* bind to the slice that encloses ts: the kernel */
+	fputc('}', c->f);
+}
 
-	err = chrome_seen(c, rec->pid, rec->tid);
-	if (!err)
-		err = chrome_gil__record(c, rec);
-	if (err)
-		return err;
-	if (!ev)
-		return 0;
-	err = chrome_gpu__record(c, rec, ev, m);
-	if (err)
-		return err < 0 ? err : ferror(c->f) ? chrome_err(c) : 0;
-	k = chrome_kind_of(c, ev->kind);
-	cat = k ? k->cat : ev->kind;
-	ph = k ? k->ph : ev->dur ? 'X' : 'i';
-	if (rec->type == BS_REC_CUDA_CALL) {
-		cat = chrome_cuda_cat(ev->name);
-		flow = chrome_gpu__launch_flow(rec);
-	}
-	if (rec->type == BS_REC_NCCL_CALL && c->dist_off >= 0) {
-		err = chrome_note_rank(c, ev, m);
-		if (err)
-			return err;
-	}
+int chrome_event(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
+		 const char *cat)
+{
+	const struct export_style *k;
+	const struct rec_decoder *d;
+	__u64 flow = 0;
+	int err, fam;
+	char ph;
+
+	d = chrome_decoder(c, rec->type, &fam);
+	k = d ? d->style : NULL;
+	if (!cat)
+		cat = k && k->cat ? k->cat : ev->kind;
+	ph = k && k->ph ? k->ph : ev->dur ? 'X' : 'i';
+	for (int i = 0; i < c->nfam && !flow; i++)
+		if (families[i]->chrome && families[i]->chrome->flow)
+			flow = families[i]->chrome->flow(rec);
 
 	chrome_begin(c, ph, cat, ev->name ? ev->name : ev->kind, ev->pid, ev->tid);
 	fputs(",\"ts\":", c->f);
@@ -692,10 +617,31 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 		return err;
 	fputc('}', c->f);
 	if (flow)
-		chrome_gpu__flow(c, 's', flow, ev->pid, ev->tid, ev->ts);
-	if (rec->type == BS_REC_LOSS)
-		chrome_loss_counter(c, rec, ev);
-	return ferror(c->f) ? chrome_err(c) : 0;
+		chrome_flow(c, 's', flow, ev->pid, ev->tid, ev->ts);
+	return 0;
+}
+
+static int chrome__record(void *st, const struct bs_hdr *rec, const struct event *ev,
+			  const struct trace_model *m)
+{
+	const struct chrome_family *h;
+	struct chrome *c = st;
+	int err, fam;
+
+	err = chrome_seen(c, rec->pid, rec->tid);
+	for (int i = 0; !err && i < c->nfam; i++)
+		if (families[i]->chrome && families[i]->chrome->observe)
+			err = families[i]->chrome->observe(c, c->fst[i], rec, m);
+	if (err)
+		return err;
+	if (!ev)
+		return 0;
+	chrome_decoder(c, rec->type, &fam);
+	h = fam >= 0 ? families[fam]->chrome : NULL;
+	err = h && h->draw ? h->draw(c, c->fst[fam], rec, ev, m) : 0;
+	if (!err)
+		err = chrome_event(c, rec, ev, NULL);
+	return err < 0 ? err : ferror(c->f) ? chrome_err(c) : 0;
 }
 
 void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid, const char *name,
@@ -738,7 +684,9 @@ static void chrome_names(struct chrome *c, const struct trace_model *m)
 			chrome_meta_event(c, "thread_name", key.a, key.b, name, 0);
 		chrome_meta_event(c, "thread_sort_index", key.a, key.b, NULL, key.b);
 	}
-	chrome_gpu__names(c);
+	for (int i = 0; i < c->nfam; i++)
+		if (families[i]->chrome && families[i]->chrome->names)
+			families[i]->chrome->names(c, c->fst[i]);
 }
 
 static int chrome__finish(void *st, const struct trace_model *m, const struct trace_status *status)
@@ -746,18 +694,23 @@ static int chrome__finish(void *st, const struct trace_model *m, const struct tr
 	struct chrome *c = st;
 	int err = 0;
 
-	chrome_gil__counters(c);
-	err = chrome_gpu__annotations(c);
+	/*
+	 * In registry order, unlike the other exporters' teardown: these write events, and the
+	 * array keeps the order it has always had (GIL's counters, then NVTX's GPU annotations).
+	 */
+	for (int i = 0; !err && i < c->nfam; i++)
+		if (families[i]->chrome && families[i]->chrome->finish)
+			err = families[i]->chrome->finish(c, c->fst[i]);
 	if (!err)
 		chrome_names(c, m);
 	fputs("\n]}\n", c->f);
 	if (!err && (fflush(c->f) || ferror(c->f)))
 		err = chrome_err(c);
 	/* Before the stream closes: a .gz trailer's CRC covers the final header. */
-	if (!err && c->dist_off >= 0) {
-		chrome_distributed_info(c);
+	if (!err)
+		err = chrome_header_keys(c);
+	if (err > 0)
 		err = chrome_put_header(c, 0);
-	}
 	if (fclose(c->f) && !err)
 		err = chrome_err(c);
 	chrome_free(c);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Inside the Chrome exporter: its state and the writers export_chrome.c (the format, the
- * host-side events), export_chrome_gpu.c (GPU and NVTX events, launch flows) and
- * export_chrome_gil.c (GIL contention counters) share.
+ * Inside the Chrome exporter: its state, the writers export_chrome.c (the format, every
+ * event drawn by its kind's style) shares with the families' hooks (struct chrome_family:
+ * export_chrome_FAMILY.c), and those hooks.
  */
 #ifndef BPFSIGHT_EXPORT_CHROME_H
 #define BPFSIGHT_EXPORT_CHROME_H
@@ -10,26 +10,46 @@
 #include <stdio.h>
 #include <zlib.h>
 #include "export.h"
-#include "gil_contention.h"
-#include "nvtx_proj.h"
 #include "stats_math.h"
 
 /* gzip level: 1 keeps a 100 M-event export CPU-bound on JSON formatting, not on deflate. */
-#define CHROME_GZ_LEVEL	  1
-#define CHROME_BUF_SIZE	  (1 << 16)
-#define CHROME_GIL_BIN_NS 10000000ull /* 10 ms, the Perfetto export's bins */
+#define CHROME_GZ_LEVEL 1
+#define CHROME_BUF_SIZE (1 << 16)
+
+struct chrome;
 
 /*
- * How each kind of event is drawn (chrome_kinds[] in export_chrome.c). A family that lands adds
- * its kinds there with Kineto's category where Kineto has one. A kind missing there still
- * exports: its cat is its kind, drawn as X when it has a duration. cuda_api is "cuda_runtime"
- * or "cuda_driver" by name (chrome_cuda_cat); the gpu and nvtx kinds are drawn by
- * export_chrome_gpu.c (GPU events on pid = device, tid = stream; ac2g flows; NVTX ranges).
+ * What a family adds to the Chrome export beyond its kinds' styles (struct family.chrome).
+ * Every hook may be NULL. ST is the family's state for this export, made by open (else NULL).
  */
-struct chrome_kind {
-	const char *kind; /* struct event.kind, as the decoders name it */
-	const char *cat;
-	char ph; /* 'X' complete, 'i' instant */
+struct chrome_family {
+	int (*open)(struct chrome *c, const struct trace_meta *meta, void **st);
+	void (*free)(void *st);
+	/* Every record of any family, in file order, before its event (if any) is drawn. */
+	int (*observe)(struct chrome *c, void *st, const struct bs_hdr *rec,
+		       const struct trace_model *m);
+	/*
+	 * An event of the family's own records: 1 when the hook drew it, 0 to draw it by its
+	 * style (chrome_event), or a negative errno.
+	 */
+	int (*draw)(struct chrome *c, void *st, const struct bs_hdr *rec, const struct event *ev,
+		    const struct trace_model *m);
+	/* The id of the ac2g flow an event of any family starts (a launch), 0 = none. */
+	__u64 (*flow)(const struct bs_hdr *rec);
+	/*
+	 * After the last record: events written at the end (counters, what needs every record),
+	 * before the names. 0, or a negative errno that fails the export.
+	 */
+	int (*finish)(struct chrome *c, void *st);
+	/* Name ("ph":"M") events of the family's own pids and tids, after the threads'. */
+	void (*names)(struct chrome *c, void *st);
+	/*
+	 * A metadata key only the whole trace tells (HTA reads metadata before "traceEvents"):
+	 * when the trace recorded the family, the header keeps HEADER_SPACE blanks for it, and
+	 * header() fills BUF (SPACE + 1 bytes) at the end; it returns the length, 0 = no key.
+	 */
+	size_t header_space;
+	int (*header)(void *st, char *buf, size_t space);
 };
 
 /*
@@ -56,21 +76,20 @@ struct chrome {
 	const char *path;
 	char *hdr; /* the header's text, "{" to "traceEvents":[ */
 	size_t hdr_len;
-	long dist_off;		  /* where distributedInfo's blanks are in hdr; -1 = none */
-	struct hmap *threads;	  /* {pid, tid} -> u8: every thread an event was drawn on */
-	struct hmap *procs;	  /* {pid, 0} -> u8 */
-	struct hmap *ranks;	  /* {pid, 0} -> struct chrome_rank (NCCL traces) */
-	struct hmap *gpu_streams; /* {device, stream} -> u8: GPU "threads" drawn on */
-	struct nvtx_proj *proj;	  /* NVTX ranges and GPU work (gpu and nvtx traces), or NULL */
-	FILE *scratch;		  /* an event's args, when Kineto's keys are added */
+	long *hdr_off;	      /* per family: where its header key's blanks are in hdr; -1 = none */
+	struct hmap *threads; /* {pid, tid} -> u8: every thread an event was drawn on */
+	struct hmap *procs;   /* {pid, 0} -> u8 */
+	FILE *scratch;	      /* an event's args, when Kineto's keys are added */
 	char *scratch_buf;
 	size_t scratch_size;
-	__u64 lost[BS_LOSS_NR + 1];	/* cumulative per cause, for the "events lost" counter */
-	__u64 nevents;			/* objects written into traceEvents */
-	struct gil_contention *gil;	/* GIL waiting time per python process and bin */
-	__u64 start_mono, bins_origin;	/* recording start; start of the counters' bin 0 */
-	char buf[CHROME_BUF_SIZE];	/* stdio's buffer (glibc ignores a size without one) */
-	const struct chrome_kind *last; /* kinds come in runs: skip the lookup */
+	__u64 nevents;	  /* objects written into traceEvents */
+	__u64 start_mono; /* recording start (0: unknown) */
+	void **fst;	  /* per family (families[] order): its hooks' state */
+	int nfam;
+	/* Records come in runs of one type: skip the decoder's lookup. */
+	const struct rec_decoder *last;
+	int last_fam;
+	char buf[CHROME_BUF_SIZE]; /* stdio's buffer (glibc ignores a size without one) */
 };
 
 /* The common fields of every event object, opened and left open. */
@@ -88,24 +107,23 @@ int chrome_err(const struct chrome *c);
 int chrome_args_open(struct chrome *c, const struct event *ev);
 void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid, const char *name,
 		       __u64 sort_index);
+/* Did the recording ask for FAMILY (META's "proc,cuda,nccl")? */
+int chrome_has_family(const struct trace_meta *meta, const char *family);
 
-/* export_chrome_gpu.c */
-/* Draw a gpu or nvtx family event: 1 when EV was one (written), 0 when not, or -errno. */
-int chrome_gpu__record(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
-		       const struct trace_model *m);
-/* The gpu_user_annotation events (NVTX ranges on the GPU), once every record was seen. */
-int chrome_gpu__annotations(struct chrome *c);
-/* The flow id a cuda call starts when it can put work on the GPU, else 0. */
-__u64 chrome_gpu__launch_flow(const struct bs_hdr *rec);
+/*
+ * Draw EV by its kind's style: its category CAT (NULL: the style's), dump's args, Kineto's
+ * grid/block, and the flow a family starts from it (chrome_family.flow).
+ */
+int chrome_event(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
+		 const char *cat);
+/* A complete event ("ph":"X"), left open for its args. */
+void chrome_complete(struct chrome *c, const char *cat, const char *name, __u32 pid, __u32 tid,
+		     __u64 ts, __u64 dur);
+/* ,"args": and dump's args of EV, closed. */
+void chrome_plain_args(struct chrome *c, const struct event *ev);
+/* Note thread TID of PID as drawn on (its name events at the end). */
+int chrome_thread(struct chrome *c, __u32 pid, __u32 tid);
 /* An ac2g flow event: 's' at a launch, 'f' (bound to the enclosing slice) at its GPU work. */
-void chrome_gpu__flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts);
-/* "GPU N" and "stream S" names of the GPU events' pid and tid. */
-void chrome_gpu__names(struct chrome *c);
-
-/* export_chrome_gil.c */
-/* Count a GIL wait towards its process's contention counter (other records: nothing). */
-int chrome_gil__record(struct chrome *c, const struct bs_hdr *rec);
-/* The "GIL contention" counter events of every process that waited. */
-void chrome_gil__counters(struct chrome *c);
+void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts);
 
 #endif /* BPFSIGHT_EXPORT_CHROME_H */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * GPU and NVTX events in the Chrome export, as Kineto (torch.profiler) writes them, so Holistic
- * Trace Analysis reads them:
+ * The gpu family's events in the Chrome export, as Kineto (torch.profiler) writes them, so
+ * Holistic Trace Analysis reads them:
  *   - kernels, copies and memsets: "ph":"X" of cat "kernel", "gpu_memcpy", "gpu_memset" on
  *     pid = device, tid = stream (named "GPU N" and "stream S"), with dump's args plus Kineto's
  *     "correlation", "registers per thread", "shared memory", "memory bandwidth (GB/s)"; copies
@@ -10,15 +10,10 @@
  *   - one event per launching call, as Kineto writes one runtime event per call: the cuda_api
  *     event when one was matched to CUPTI's API record of the call (the API record is then
  *     not written), else the API record itself. It carries the same "correlation" as its GPU
- *     work, and an "ac2g" flow goes from it ("ph":"s") to its GPU work ("ph":"f", "bp":"e");
- *   - NVTX push/pop ranges: "ph":"X" of cat "user_annotation" on their thread; start/end ranges:
- *     async "ph":"b" on the starting thread and "ph":"e" on the ending one ("id2" local to the
- *     process: the range id);
- *   - each range projected onto the streams that ran the GPU work its thread launched inside
- *     it (nvtx_proj.c, nvtx_gpu_proj_sum's projection): "ph":"X" of cat "gpu_user_annotation"
- *     per (range, device, stream), from the first operation's start to the last one's end, 1 ns
- *     wider on each side as Kineto draws them (so they enclose their kernels in the viewers).
- *     Written at the end: the projection needs every range and operation.
+ *     work, and an "ac2g" flow goes from it ("ph":"s") to its GPU work ("ph":"f", "bp":"e")
+ *     (the flow of a cuda_api event is this family's flow hook, drawn with the event).
+ * The NVTX ranges projected onto these streams (gpu_user_annotation) are the nvtx family's
+ * (export_chrome_nvtx.c).
  *
  * Kineto's correlation is CUPTI's id, which both sides know. Here the launching call is
  * written before its GPU work is read (the export streams), and CUPTI's id is not in the
@@ -28,12 +23,11 @@
  * GPU event has one. CUPTI's own id is the GPU event's "cupti_correlation".
  */
 #include <errno.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include "export_chrome.h"
 #include "gpu_decode.h"
-#include "json.h"
-#include "nvtx_proj.h"
+#include "gpu.h"
 
 static const char *gpu_cat(__u16 type)
 {
@@ -82,21 +76,24 @@ static const char *kineto_name(const struct bs_hdr *rec, char *buf, size_t len)
 	return NULL;
 }
 
-__u64 chrome_gpu__launch_flow(const struct bs_hdr *rec)
+/* A launching call (cuda family) starts a flow to its GPU work. */
+static __u64 gpu_launch_flow(const struct bs_hdr *rec)
 {
 	const char *name;
 
 	return gpu_is_launching_call(rec, &name) ? gpu_flow_id(rec->pid, rec->tid, rec->ts) : 0;
 }
 
-void chrome_gpu__flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts)
+/* The state: {device, stream} -> u8, the GPU "threads" drawn on. */
+static int gpu_open(struct chrome *c, const struct trace_meta *meta, void **st)
 {
-	chrome_begin(c, ph, "ac2g", "ac2g", pid, tid);
-	fprintf(c->f, ",\"id\":%llu,\"ts\":", (unsigned long long)id);
-	chrome_us(c->f, ts);
-	if (ph == 'f')
-		fputs(",\"bp\":\"e\"", c->f); /* bind to the slice that encloses ts: the kernel */
-	fputc('}', c->f);
+	*st = hmap__new(1);
+	return *st ? 0 : -ENOMEM;
+}
+
+static void gpu_free(void *st)
+{
+	hmap__free(st);
 }
 
 /*
@@ -110,17 +107,6 @@ static void cupti_correlation(struct event *e)
 			e->args[i].key = "cupti_correlation";
 }
 
-/* A complete event ("ph":"X"), left open for its args. */
-static void chrome_x(struct chrome *c, const char *cat, const char *name, __u32 pid, __u32 tid,
-		     __u64 ts, __u64 dur)
-{
-	chrome_begin(c, 'X', cat, name, pid, tid);
-	fputs(",\"ts\":", c->f);
-	chrome_us(c->f, ts);
-	fputs(",\"dur\":", c->f);
-	chrome_us(c->f, dur);
-}
-
 static void key_u64(struct chrome *c, int *nonempty, const char *key, __u64 v)
 {
 	fprintf(c->f, "%s\"%s\":%llu", *nonempty ? "," : "", key, (unsigned long long)v);
@@ -128,8 +114,8 @@ static void key_u64(struct chrome *c, int *nonempty, const char *key, __u64 v)
 }
 
 /* A kernel, copy or memset on its device and stream, and the end of its launch's flow. */
-static int chrome_gpu_op(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
-			 const struct trace_model *m)
+static int chrome_gpu_op(struct chrome *c, struct hmap *streams, const struct bs_hdr *rec,
+			 const struct event *ev)
 {
 	const struct bs_gpu_kernel *k = (const void *)rec;
 	const char *name;
@@ -143,12 +129,11 @@ static int chrome_gpu_op(struct chrome *c, const struct bs_hdr *rec, const struc
 		return 0;
 	if (op.call_ts && op.flags & (BS_GPU_CALL_CUDA | BS_GPU_CALL_API))
 		flow = gpu_flow_id(op.pid, op.tid, op.call_ts);
-	if (!hmap__get(c->gpu_streams, (struct hkey){ op.device, op.stream }, 1))
-		return -ENOMEM;
-	if (c->proj && nvtx_proj__add(c->proj, rec, m))
+	if (!hmap__get(streams, (struct hkey){ op.device, op.stream }, 1))
 		return -ENOMEM;
 	name = kineto_name(rec, buf, sizeof(buf));
-	chrome_x(c, gpu_cat(op.type), name ? name : ev->name, op.device, op.stream, op.ts, op.dur);
+	chrome_complete(c, gpu_cat(op.type), name ? name : ev->name, op.device, op.stream, op.ts,
+			op.dur);
 	e = *ev;
 	cupti_correlation(&e);
 	nonempty = chrome_args_open(c, &e);
@@ -166,7 +151,7 @@ static int chrome_gpu_op(struct chrome *c, const struct bs_hdr *rec, const struc
 	}
 	fputs("}}", c->f);
 	if (flow)
-		chrome_gpu__flow(c, 'f', flow, op.device, op.stream, op.ts);
+		chrome_flow(c, 'f', flow, op.device, op.stream, op.ts);
 	return 1;
 }
 
@@ -187,144 +172,42 @@ static int chrome_gpu_api(struct chrome *c, const struct bs_hdr *rec, const stru
 		return 0;
 	if (a->flags & BS_GPU_CALL_CUDA)
 		return 1;
-	chrome_x(c, a->domain == 1 ? "cuda_driver" : "cuda_runtime", ev->name, ev->pid, ev->tid,
-		 ev->ts, ev->dur);
+	chrome_complete(c, a->domain == 1 ? "cuda_driver" : "cuda_runtime", ev->name, ev->pid,
+			ev->tid, ev->ts, ev->dur);
 	cupti_correlation(&e);
 	nonempty = chrome_args_open(c, &e);
 	if (nonempty < 0)
 		return nonempty;
 	key_u64(c, &nonempty, "correlation", flow);
 	fputs("}}", c->f);
-	chrome_gpu__flow(c, 's', flow, ev->pid, ev->tid, ev->ts);
+	chrome_flow(c, 's', flow, ev->pid, ev->tid, ev->ts);
 	return 1;
 }
 
-static void chrome_plain_args(struct chrome *c, const struct event *ev)
-{
-	struct json j;
-
-	fputs(",\"args\":", c->f);
-	json__init(&j, c->f, 0);
-	event__json_args(ev, &j);
-}
-
-/* A push/pop range on its thread; a start/end range as an async pair across threads. */
-static int chrome_nvtx_range(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
-			     const struct trace_model *m)
-{
-	const struct bs_nvtx_range *r = (const void *)rec;
-
-	if (c->proj && nvtx_proj__add(c->proj, rec, m))
-		return -ENOMEM;
-
-	if (r->flags & BS_NVTX_PUSHPOP) {
-		chrome_x(c, "user_annotation", ev->name, ev->pid, ev->tid, ev->ts, ev->dur);
-		chrome_plain_args(c, ev);
-		fputc('}', c->f);
-		return 1;
-	}
-	if (!hmap__get(c->threads, (struct hkey){ rec->pid, r->end_tid }, 1))
-		return -ENOMEM;
-	chrome_begin(c, 'b', "user_annotation", ev->name, ev->pid, ev->tid);
-	fprintf(c->f, ",\"id2\":{\"local\":\"0x%llx\"},\"ts\":", (unsigned long long)r->range_id);
-	chrome_us(c->f, ev->ts);
-	chrome_plain_args(c, ev);
-	fputc('}', c->f);
-	chrome_begin(c, 'e', "user_annotation", ev->name, ev->pid, r->end_tid);
-	fprintf(c->f, ",\"id2\":{\"local\":\"0x%llx\"},\"ts\":", (unsigned long long)r->range_id);
-	chrome_us(c->f, ev->ts + ev->dur);
-	fputc('}', c->f);
-	return 1;
-}
-
-int chrome_gpu__record(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
-		       const struct trace_model *m)
+static int gpu_draw(struct chrome *c, void *st, const struct bs_hdr *rec, const struct event *ev,
+		    const struct trace_model *m)
 {
 	switch (rec->type) {
 	case BS_REC_GPU_KERNEL:
 	case BS_REC_GPU_MEMCPY:
 	case BS_REC_GPU_MEMSET:
-		return chrome_gpu_op(c, rec, ev, m);
+		return chrome_gpu_op(c, st, rec, ev);
 	case BS_REC_GPU_API:
 		return chrome_gpu_api(c, rec, ev);
-	case BS_REC_NVTX_RANGE:
-		return chrome_nvtx_range(c, rec, ev, m);
 	default:
-		return 0; /* marks, names, shim status: instants by chrome_kinds[] */
+		return 0; /* shim status: an instant by its style */
 	}
 }
 
-/* Operations of one range, grouped by (device, stream) to project it stream by stream. */
-struct chrome_proj {
-	struct chrome *c;
-	struct nvtx_proj_op *ops;
-	size_t cap;
-};
-
-static int stream_cmp(const void *x, const void *y)
-{
-	const struct nvtx_proj_op *a = x, *b = y;
-
-	if (a->device != b->device)
-		return a->device < b->device ? -1 : 1;
-	return (a->stream > b->stream) - (a->stream < b->stream);
-}
-
-/* Kineto's gpu_user_annotation events of range R: one per stream its operations ran on. */
-static int chrome_annotation(void *arg, const struct nvtx_proj_range *r,
-			     const struct nvtx_proj_op *ops, size_t n)
-{
-	struct chrome_proj *p = arg;
-	struct chrome *c = p->c;
-
-	if (n > p->cap) {
-		struct nvtx_proj_op *v = realloc(p->ops, n * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		p->ops = v;
-		p->cap = n;
-	}
-	memcpy(p->ops, ops, n * sizeof(*ops));
-	qsort(p->ops, n, sizeof(*p->ops), stream_cmp);
-	for (size_t i = 0, j; i < n; i = j) {
-		__u64 first = p->ops[i].ts, last = p->ops[i].ts + p->ops[i].dur;
-
-		for (j = i + 1; j < n && !stream_cmp(&p->ops[i], &p->ops[j]); j++) {
-			first = p->ops[j].ts < first ? p->ops[j].ts : first;
-			if (p->ops[j].ts + p->ops[j].dur > last)
-				last = p->ops[j].ts + p->ops[j].dur;
-		}
-		/* 1 ns earlier and later, as Kineto writes them: the viewers then nest the
-		 * kernels that start or end with the range inside it. */
-		first -= first ? 1 : 0;
-		chrome_x(c, "gpu_user_annotation", r->text, p->ops[i].device, p->ops[i].stream,
-			 first, last + 1 - first);
-		fputs(",\"args\":{}}", c->f);
-	}
-	return ferror(c->f) ? chrome_err(c) : 0;
-}
-
-int chrome_gpu__annotations(struct chrome *c)
-{
-	struct chrome_proj p = { c, NULL, 0 };
-	int err;
-
-	if (!c->proj)
-		return 0;
-	err = nvtx_proj__join(c->proj, chrome_annotation, &p);
-	free(p.ops);
-	return err;
-}
-
-void chrome_gpu__names(struct chrome *c)
+/* "GPU N" and "stream S" names of the GPU events' pid and tid. */
+static void gpu_names(struct chrome *c, void *st)
 {
 	struct hmap *devices = hmap__new(1);
 	struct hkey key;
 	char name[32];
 	size_t it = 0;
 
-	while (hmap__next(c->gpu_streams, &it, &key)) {
+	while (hmap__next(st, &it, &key)) {
 		/* Once per device (without memory, once per stream: still valid, only longer). */
 		if (!devices || !hmap__get(devices, (struct hkey){ key.a, 0 }, 0)) {
 			if (devices)
@@ -341,3 +224,11 @@ void chrome_gpu__names(struct chrome *c)
 	}
 	hmap__free(devices);
 }
+
+const struct chrome_family gpu_chrome = {
+	.open = gpu_open,
+	.free = gpu_free,
+	.draw = gpu_draw,
+	.flow = gpu_launch_flow,
+	.names = gpu_names,
+};

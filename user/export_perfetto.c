@@ -8,7 +8,7 @@
  * track per event kind that has durations ("syscalls", "off-CPU", ...): Perfetto nests the
  * slices of one track by time, and a thread's system calls and off-CPU intervals overlap, so
  * they cannot share one. Events of no thread (pid 0, tid 0: loss markers) go on a root track
- * per kind, and losses also feed an "events lost" counter.
+ * per kind.
  *
  * Every event is written the moment it is read: a slice as a BEGIN packet at ts and an END
  * packet at ts + dur. Trace processor sorts packets by timestamp before it builds slices, so
@@ -17,16 +17,17 @@
  * on one packet sequence, so each is written once. Memory is O(processes + threads x kinds +
  * distinct names), never O(events).
  *
- * API calls (cuda, nccl) are the exception: they go on the thread track itself, as the slices
- * of a thread do in every Perfetto and Chrome trace. Calls of one thread nest by time (a
- * driver call made by the runtime, cudaLaunchKernel made inside ncclAllReduce, ncclBroadcast
- * inside ncclBcast), so they share a track and the UI draws each call under its caller.
+ * Kinds whose style says on_thread (API calls: cuda, nccl) are the exception: they go on the
+ * thread track itself, as the slices of a thread do in every Perfetto and Chrome trace. Calls
+ * of one thread nest by time (a driver call made by the runtime, cudaLaunchKernel made inside
+ * ncclAllReduce, ncclBroadcast inside ncclBcast), so they share a track and the UI draws each
+ * call under its caller.
  *
- * Nothing here knows a family beyond a small table of track names: a new family's events
- * appear on a track named after their kind without changes to this file. The gpu and nvtx
- * families are the exception, in export_perfetto_gpu.c: GPU work goes on per-device stream
- * tracks, NVTX on tracks of its own, and flows tie launching calls to their GPU work. The gil
- * family adds a contention counter per process (export_perfetto_gil.c).
+ * Nothing here knows a family: a kind's track name, description and nesting are its decoder's
+ * style (struct export_style; a kind without one gets a track named after itself), and what a
+ * family needs beyond that is its hooks' (struct perfetto_family, export_perfetto_FAMILY.c):
+ * GPU work on per-device stream tracks, NVTX on tracks of its own, flows from launching calls
+ * to their GPU work, the loss, GPU busy and GIL contention counters.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,38 +36,6 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "export_perfetto.h"
-
-/*
- * What is family-specific: the display name and help text of a kind's track, or that the
- * kind's slices belong on the thread track itself. Kinds not in the table get a track named
- * after the kind itself.
- */
-static const struct pf_style pf_styles[] = {
-	{ "syscall", "syscalls",
-	  "System calls of this thread that lasted at least the recording's --osrt-threshold "
-	  "(osrt). Shorter ones are only counted (bpfsight stats -r osrt_sum)." },
-	{ "offcpu", "off-CPU",
-	  "Intervals this thread was off the CPU (sched): 'blocked' = it slept, 'preempted' = "
-	  "it stayed runnable. runnable_ns = time from wakeup to running again." },
-	{ "loss", "bpfsight: loss markers",
-	  "Where the recorder noticed lost events; count and cause in the arguments." },
-	/* A call made by an enclosing traced call (depth > 0) lies inside it in time. */
-	{ "cuda_api", NULL, NULL, 1 },
-	{ "nccl_api", NULL, NULL, 1 },
-	{ "gil_wait", "GIL waits",
-	  "Waits of this thread for the Python GIL (gil family) that lasted at least the "
-	  "recording's threshold (50 us); shorter ones are only counted (bpfsight stats -r "
-	  "gil_sum). holder = the thread that held the GIL when the wait began, rounds = the 5 ms "
-	  "condition waits it took, handoff = the holder changed meanwhile (bpfsight stats -r "
-	  "gil_blocked_by splits the time between holders)." },
-	{ "gil_hold", "GIL holds",
-	  "Times this thread held the Python GIL (--gil-mode=full), from take_gil's return to "
-	  "drop_gil, of at least the recording's threshold (50 us); shorter ones are only "
-	  "counted (bpfsight stats -r gil_sum)." },
-	{ "gpu_api", "CUDA API (CUPTI)",
-	  "CUPTI's record of a CUDA call that put work on the GPU, where no cuda-family event was "
-	  "matched to it (-t gpu without cuda): the start of its launch -> GPU flow." },
-};
 
 static int pf__write(struct pf *pf, const void *buf, size_t len)
 {
@@ -167,7 +136,7 @@ static int pf__clock_snapshot(struct pf *pf, const struct trace_clocks *c, int f
 
 static struct pf_kind *pf__kind(struct pf *pf, const char *kind, __u32 *idx)
 {
-	__u32 i, s;
+	__u32 i;
 
 	for (i = 0; i < pf->nkinds; i++)
 		if (pf->kinds[i].kind == kind || !strcmp(pf->kinds[i].kind, kind))
@@ -175,10 +144,7 @@ static struct pf_kind *pf__kind(struct pf *pf, const char *kind, __u32 *idx)
 	if (pf->nkinds == PF_MAX_KINDS)
 		return NULL;
 	pf->kinds[i].kind = kind;
-	pf->kinds[i].style = NULL;
-	for (s = 0; s < sizeof(pf_styles) / sizeof(pf_styles[0]); s++)
-		if (!strcmp(pf_styles[s].kind, kind))
-			pf->kinds[i].style = &pf_styles[s];
+	pf->kinds[i].style = family__kind_style(kind);
 	pf->nkinds++;
 found:
 	*idx = i;
@@ -310,7 +276,7 @@ int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_m
 	return 0;
 }
 
-/* Do EV's slices go on its thread's own track (pf_style.on_thread)? */
+/* Do EV's slices go on its thread's own track (export_style.on_thread)? */
 static int pf__on_thread(struct pf *pf, const struct event *ev)
 {
 	const struct pf_kind *k;
@@ -519,37 +485,28 @@ int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *
 	return err;
 }
 
-/* The "events lost" counter: cumulative over every cause, one value per loss record. */
-static int pf__loss(struct pf *pf, const struct bs_hdr *rec)
+int pf__lanes_pick(struct pf *pf, struct pf_lanes *l, __u64 start, __u64 end, __u64 parent,
+		   const char *name, const char *desc, __u64 *uuid)
 {
-	const struct bs_loss *l = (const void *)rec;
-	struct pb *pb = &pf->pb;
+	__u32 i;
 	int err;
 
-	if (rec->size < sizeof(*l))
-		return 0;
-	if (!pf->lost_uuid) {
-		pf->lost_uuid = pf->next_uuid++;
-		pf__packet_begin(pf, rec->ts, 0);
-		pb__begin(pb, PKT_TRACK_DESCRIPTOR);
-		pb__uint(pb, TD_UUID, pf->lost_uuid);
-		pb__string(pb, TD_NAME, "events lost");
-		pb__string(pb, TD_DESCRIPTION,
-			   "Events the recorder lost so far, every cause together (bpfsight info "
-			   "shows them by cause).");
-		pb__begin(pb, TD_COUNTER);
-		pb__uint(pb, CD_UNIT, CD_UNIT_COUNT);
-		pb__end(pb);
-		pb__end(pb);
-		err = pf__packet_end(pf);
-		/* Start the line at zero where recording started, so the first step shows. */
-		if (!err && pf->start_mono && pf->start_mono < rec->ts)
-			err = pf__counter(pf, pf->start_mono, pf->lost_uuid, 0, NULL);
+	for (i = 0; i < l->n && l->end[i] > start; i++)
+		;
+	if (i == l->n && l->n < PF_MAX_LANES) {
+		l->uuid[i] = pf->next_uuid++;
+		l->end[i] = 0;
+		l->n++;
+		err = pf__describe_named(pf, start, l->uuid[i], parent, name, desc);
 		if (err)
 			return err;
+	} else if (i == l->n) {
+		i = l->n - 1;
 	}
-	pf->lost_total += l->count;
-	return pf__counter(pf, rec->ts, pf->lost_uuid, (__s64)pf->lost_total, NULL);
+	if (end > l->end[i])
+		l->end[i] = end;
+	*uuid = l->uuid[i];
+	return 0;
 }
 
 static void pf__free(struct pf *pf)
@@ -567,8 +524,10 @@ static void pf__free(struct pf *pf)
 	hmap__free(pf->procs);
 	hmap__free(pf->threads);
 	hmap__free(pf->children);
-	pf_gpu__free(pf->gpu);
-	gil_contention__free(pf->gil);
+	for (int i = 0; pf->fst && i < pf->nfam; i++)
+		if (pf->fst[i] && families[i]->perfetto->free)
+			families[i]->perfetto->free(pf->fst[i]);
+	free(pf->fst);
 	free(pf);
 }
 
@@ -596,11 +555,19 @@ static void *perfetto_open(const char *out, const struct trace_meta *meta, int *
 	pf->procs = hmap__new(sizeof(struct pf_proc));
 	pf->threads = hmap__new(sizeof(struct pf_thread));
 	pf->children = hmap__new(sizeof(__u64));
-	pf->gpu = pf_gpu__new();
-	pf->gil = gil_contention__new(PF_BIN_NS);
+	pf->nfam = family__count();
+	pf->fst = calloc(pf->nfam + 1, sizeof(*pf->fst));
 	if (!pf->names || !pf->cats || !pf->keys || !pf->procs || !pf->threads || !pf->children ||
-	    !pf->gpu || !pf->gil)
+	    !pf->fst)
 		goto fail;
+	for (int i = 0; i < pf->nfam; i++) {
+		const struct perfetto_family *h = families[i]->perfetto;
+
+		err = h && h->open ? h->open(pf, &pf->fst[i]) : 0;
+		if (err)
+			goto fail;
+	}
+	err = -ENOMEM;
 	/* cmd_export removed any old OUT; never write through a symlink planted meanwhile. */
 	pf->fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (pf->fd < 0) {
@@ -627,16 +594,37 @@ fail:
 	return NULL;
 }
 
+/* A family's own track for EV (GPU streams, NVTX tracks): 1 and *TRACK, 0, or -errno. */
+static int pf__family_track(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
+			    const struct trace_model *m, __u64 *track)
+{
+	const struct perfetto_family *h;
+	int fam;
+
+	if (!family__decoder_at(rec->type, &fam))
+		return 0;
+	h = families[fam]->perfetto;
+	return h && h->track ? h->track(pf, pf->fst[fam], rec, ev, m, track) : 0;
+}
+
+/* The flows REC starts and ends, as the families tie them (a launch to its GPU work). */
+static void pf__flows(struct pf *pf, const struct bs_hdr *rec, __u64 *out, __u64 *in)
+{
+	*out = *in = 0;
+	for (int i = 0; i < pf->nfam && !*out && !*in; i++)
+		if (families[i]->perfetto && families[i]->perfetto->flows)
+			families[i]->perfetto->flows(rec, out, in);
+}
+
 static int perfetto_record(void *st, const struct bs_hdr *rec, const struct event *ev,
 			   const struct trace_model *m)
 {
 	struct pf *pf = st;
 	__u64 thread = 0, track, flow_out, flow_in;
-	int err;
+	int err = 0;
 
 	if (ev) {
-		/* GPU operations go on their device's streams, NVTX on its own tracks. */
-		err = pf_gpu__track(pf, rec, ev, m, &track);
+		err = pf__family_track(pf, rec, ev, m, &track);
 		if (err < 0)
 			return err;
 		if (!err && (ev->pid || ev->tid)) {
@@ -652,16 +640,15 @@ static int perfetto_record(void *st, const struct bs_hdr *rec, const struct even
 			track = thread;
 		else if ((err = pf__kind_track(pf, ev, thread, &track)))
 			return err;
-		pf_gpu__flows(rec, &flow_out, &flow_in);
+		pf__flows(pf, rec, &flow_out, &flow_in);
 		err = pf__event_start(pf, ev, track, flow_out, flow_in);
 		if (!err && ev->dur)
 			err = pf__event_end(pf, ev->ts + ev->dur, track);
-		if (err)
-			return err;
 	}
-	if (rec->type == BS_REC_LOSS)
-		return pf__loss(pf, rec);
-	return pf_gil__record(pf, rec);
+	for (int i = 0; !err && i < pf->nfam; i++)
+		if (families[i]->perfetto && families[i]->perfetto->observe)
+			err = families[i]->perfetto->observe(pf, pf->fst[i], rec);
+	return err;
 }
 
 static int perfetto_finish(void *st, const struct trace_model *m, const struct trace_status *status)
@@ -669,9 +656,10 @@ static int perfetto_finish(void *st, const struct trace_model *m, const struct t
 	struct pf *pf = st;
 	int err = 0, e;
 
-	err = pf_gpu__finish(pf);
-	if (!err)
-		err = pf_gil__finish(pf, m);
+	/* Last registered first, as teardown goes (the GPU's counters before the GIL's). */
+	for (int i = pf->nfam - 1; !err && i >= 0; i--)
+		if (families[i]->perfetto && families[i]->perfetto->finish)
+			err = families[i]->perfetto->finish(pf, pf->fst[i], m);
 	if (!err && status && status->has_end)
 		err = pf__clock_snapshot(pf, &status->end, 0);
 	if (!err)

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Inside the Perfetto exporter: its state, the protobuf field numbers and the packet writers
- * export_perfetto.c (the format, host-side tracks) and export_perfetto_gpu.c (GPU devices and
- * streams, NVTX tracks, launch flows, GPU busy counters) and export_perfetto_gil.c (GIL
- * contention counters) share.
+ * Inside the Perfetto exporter: its state, the protobuf field numbers, the packet writers
+ * export_perfetto.c (the format, the tracks of threads and kinds) shares with the families'
+ * hooks (struct perfetto_family: export_perfetto_FAMILY.c), and those hooks.
  */
 #ifndef BPFSIGHT_EXPORT_PERFETTO_H
 #define BPFSIGHT_EXPORT_PERFETTO_H
 
 #include <zlib.h>
 #include "export.h"
-#include "gil_contention.h"
+#include "family.h"
 #include "pb.h"
 #include "stats_math.h"
 #include "string_pool.h"
@@ -93,16 +92,32 @@
 /* Width of the bins of the counters drawn from time sums (GPU busy, GIL contention). */
 #define PF_BIN_NS 10000000ull /* 10 ms */
 
-struct pf_style {
-	const char *kind;
-	const char *track;
-	const char *desc;
-	int on_thread; /* slices nest with the thread's other calls: on the thread track */
+struct pf;
+
+/*
+ * What a family adds to the Perfetto export beyond its kinds' styles (struct family.perfetto).
+ * Every hook may be NULL. ST is the family's state for this export, made by open (else NULL).
+ */
+struct perfetto_family {
+	int (*open)(struct pf *pf, void **st);
+	void (*free)(void *st);
+	/*
+	 * The track of an event of the family's own records, when it is neither its thread's nor
+	 * its kind's: 1 and *TRACK set, 0 for the usual one, or a negative errno.
+	 */
+	int (*track)(struct pf *pf, void *st, const struct bs_hdr *rec, const struct event *ev,
+		     const struct trace_model *m, __u64 *track);
+	/* The flows a record of any family starts (OUT) or ends (IN), left 0 when none. */
+	void (*flows)(const struct bs_hdr *rec, __u64 *out, __u64 *in);
+	/* Every record of any family, in file order, after its event (if any) was written. */
+	int (*observe)(struct pf *pf, void *st, const struct bs_hdr *rec);
+	/* After the last record (counters whose bins fill in any order). */
+	int (*finish)(struct pf *pf, void *st, const struct trace_model *m);
 };
 
 struct pf_kind {
 	const char *kind; /* the decoder's string: stable for the whole export */
-	const struct pf_style *style;
+	const struct export_style *style;
 };
 
 struct pf_proc {
@@ -133,17 +148,14 @@ struct pf {
 	struct pf_kind kinds[PF_MAX_KINDS];
 	__u32 nkinds;
 	__u64 next_uuid;
-	__u64 lost_uuid, lost_total;
 	__u64 start_mono;
-	__u64 bins_origin;	    /* time of bin 0 of every binned counter */
-	struct pf_gpu *gpu;	    /* export_perfetto_gpu.c's state: GPU and NVTX tracks */
-	struct gil_contention *gil; /* waiting time per python process, for its counter */
+	__u64 bins_origin; /* time of bin 0 of every binned counter */
+	void **fst;	   /* per family (families[] order): its hooks' state */
+	int nfam;
 	/* Interned strings first used by the packet being written. */
 	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
 	__u32 nfresh;
 };
-
-struct pf_gpu;
 
 void pf__packet_begin(struct pf *pf, __u64 ts, __u32 flags);
 /* Close a packet; write the buffer out once it is big enough. */
@@ -178,24 +190,24 @@ __u64 pf__bins_origin(struct pf *pf, __u64 ts);
 int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *desc,
 		     const struct time_bins *b, double cap);
 
-/* export_perfetto_gpu.c */
-struct pf_gpu *pf_gpu__new(void);
-void pf_gpu__free(struct pf_gpu *g);
-/*
- * The track of a GPU operation (its device's stream) or an NVTX range or mark (the NVTX
- * tracks of its thread or process): 1 and *TRACK set, 0 for other events, or -errno.
- */
-int pf_gpu__track(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
-		  const struct trace_model *m, __u64 *track);
-/* The flows REC starts (a launching call) and ends (its GPU work), 0 = none. */
-void pf_gpu__flows(const struct bs_hdr *rec, __u64 *out, __u64 *in);
-/* Write the GPU busy counters (at the end: bins fill in any order). */
-int pf_gpu__finish(struct pf *pf);
+#define PF_MAX_LANES 32
 
-/* export_perfetto_gil.c */
-/* Count a GIL wait towards its process's contention counter (other records: nothing). */
-int pf_gil__record(struct pf *pf, const struct bs_hdr *rec);
-/* Write the contention counters (at the end: bins fill in any order). */
-int pf_gil__finish(struct pf *pf, const struct trace_model *m);
+/*
+ * Sibling tracks of one name (Perfetto shows them as one track) for slices that may overlap
+ * (concurrent GPU work, NVTX start/end ranges): slices of one track must nest.
+ */
+struct pf_lanes {
+	__u64 uuid[PF_MAX_LANES];
+	__u64 end[PF_MAX_LANES]; /* the latest end of a slice on the lane */
+	__u32 n;
+};
+
+/*
+ * The lane of a slice [START, END) in L: the first whose slices all end by START, a new one
+ * (described as NAME under PARENT) when none does, the last one past PF_MAX_LANES (where a
+ * slice may be drawn misnested).
+ */
+int pf__lanes_pick(struct pf *pf, struct pf_lanes *l, __u64 start, __u64 end, __u64 parent,
+		   const char *name, const char *desc, __u64 *uuid);
 
 #endif /* BPFSIGHT_EXPORT_PERFETTO_H */

@@ -1,43 +1,54 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Inside the SQLite exporter: its state and the helpers export_sqlite.c (the database, the
- * host-side tables), export_sqlite_gpu.c (nsys's GPU and NVTX tables) and export_sqlite_gil.c
- * (the GIL tables) share.
+ * Inside the SQLite exporter: its state, the helpers export_sqlite.c (the database, the tables
+ * every trace has) shares with the families' hooks (struct sqlite_family:
+ * export_sqlite_FAMILY.c, each with its own tables), and those hooks.
  */
 #ifndef BPFSIGHT_EXPORT_SQLITE_H
 #define BPFSIGHT_EXPORT_SQLITE_H
 
 #include <sqlite3.h>
 #include "export.h"
+#include "family.h"
 
 #define SQ_CACHE_KIB 32768 /* SQLite page cache; dirty pages past it spill to the file */
-#define SQ_NR_CACHE  1024  /* syscall numbers whose name id is cached in an array */
-/* nsys's ENUM_NSYS_EVENT_CLASS values (the table is written with the rows we use). */
-#define SQ_CUDA_RUNTIME_CLASS 0	 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
-#define SQ_CUDA_DRIVER_CLASS  1	 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
-#define SQ_OSRT_CLASS	      27 /* TRACE_PROCESS_EVENT_OS_RUNTIME */
+/*
+ * nsys's ENUM_NSYS_EVENT_CLASS values of CUDA calls (the cuda family's rows and CUPTI's own
+ * records of the gpu family). The table is the export's; each family adds the rows it uses.
+ */
+#define SQ_CUDA_RUNTIME_CLASS 0 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
+#define SQ_CUDA_DRIVER_CLASS  1 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
+
+struct sq;
+
+/*
+ * What a family adds to the SQLite export: its tables and their rows (struct family.sqlite).
+ * Every member may be NULL. ST is the family's state for this export, made by open (else NULL).
+ */
+struct sqlite_family {
+	/* Its tables (and its rows of the export's enum tables), created at open. */
+	const char *schema;
+	/* Its indexes, built after the last row, before any finish hook. */
+	const char *indexes;
+	/* After the schema, inside the export's one transaction: statements, state. */
+	int (*open)(struct sq *s, void **st);
+	void (*free)(void *st);
+	/* Every record of any family, in file order, before its own family's record hook. */
+	int (*observe)(struct sq *s, void *st, const struct bs_hdr *rec);
+	/* A record of the family's own (EV: its event, or NULL for metadata): its rows. */
+	int (*record)(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
+		      const struct trace_model *m);
+	/* After every family's indexes: rows and links only the whole trace tells. */
+	int (*finish)(struct sq *s, void *st, const struct trace_model *m);
+};
 
 enum sq_stmt {
 	SQ_META,
 	SQ_STRING,
 	SQ_THREAD_NAME,
-	SQ_OSRT,
-	SQ_SCHED,
-	SQ_OFFCPU,
-	SQ_AGG,
-	SQ_LOSS,
-	SQ_PROCESS,
-	SQ_PROCESS_NAME,
 	SQ_THREAD,
-	SQ_PROC_EVENT,
-	SQ_CUDA,
-	SQ_CUDA_ARGS,
-	SQ_NCCL,
 	SQ_NSTMT,
 };
-
-struct sq_gpu;
-struct sq_gil;
 
 struct sq {
 	sqlite3 *db;
@@ -45,11 +56,8 @@ struct sq {
 	sqlite3_stmt *stmt[SQ_NSTMT];
 	struct string_pool *strings; /* text -> StringIds.id */
 	struct hmap *threads;	     /* {pid, tid} -> u8: every thread a record named */
-	struct hmap *agg_closed;     /* {pid << 32 | tid, nr} -> bs_syscall_agg_val: finals */
-	__u32 nr_name[SQ_NR_CACHE];  /* syscall nr -> StringIds.id, 0 = not yet */
-	__s64 cuda_calls;	     /* CUPTI_ACTIVITY_KIND_RUNTIME.id of the last row */
-	struct sq_gpu *gpu;	     /* export_sqlite_gpu.c's statements and state */
-	struct sq_gil *gil;	     /* export_sqlite_gil.c's */
+	void **fst;		     /* per family (families[] order): its hooks' state */
+	int nfam;
 };
 
 /* nsys's thread id: pid << 24 | tid. */
@@ -61,19 +69,29 @@ void sq_bind_text(sqlite3_stmt *st, int col, const char *text); /* NULL binds NU
 /* The StringIds id of TEXT, inserting it the first time; 0 on failure (*ERR set). */
 __u32 sq_intern(struct sq *s, const char *text, int *err);
 
-/* export_sqlite_gpu.c */
-int sq_gpu__open(struct sq *s); /* its tables and statements, inside the transaction */
-/* A gpu or nvtx family record: its rows (0), or -errno. */
-int sq_gpu__record(struct sq *s, const struct bs_hdr *rec, const struct event *ev,
-		   const struct trace_model *m);
-int sq_gpu__finish(struct sq *s); /* indexes, CUPTI's correlation ids on the launching calls */
-void sq_gpu__free(struct sq *s);
-
-/* export_sqlite_gil.c */
-int sq_gil__open(struct sq *s); /* its tables and statements, inside the transaction */
-/* Any record: the gil family's rows, the threads it may list (0), or -errno. */
-int sq_gil__record(struct sq *s, const struct bs_hdr *rec, const struct trace_model *m);
-int sq_gil__finish(struct sq *s, const struct trace_model *m); /* thread rows, indexes */
-void sq_gil__free(struct sq *s);
+/* Prepare N statements of SQL into ST (all NULL first); finalize them. */
+int sq_prepare(struct sq *s, const char *const *sql, sqlite3_stmt **st, int n);
+void sq_finalize(sqlite3_stmt **st, int n);
+/* Run ST with what was bound, then reset it and clear its bindings for the next row. */
+int sq_run(struct sq *s, sqlite3_stmt *st);
+/*
+ * The state of a family whose hooks need nothing but their statements: N statements of SQL,
+ * prepared by sq_stmts__open (an open hook's whole work), finalized by sq_stmts__free (a free
+ * hook).
+ */
+struct sq_stmts {
+	int n;
+	sqlite3_stmt *stmt[];
+};
+int sq_stmts__open(struct sq *s, const char *const *sql, int n, void **st);
+void sq_stmts__free(void *st);
+/* Every thread a record named so far ({pid, tid}): 1 and *PID, *TID, 0 at the end. */
+int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid);
+/*
+ * Bind EV's argument KEY to column COL as dump shows it (NULL when absent): returns whether it
+ * was there. sq_arg_int: the argument as an integer, DFLT when absent or text.
+ */
+int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key);
+__s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt);
 
 #endif /* BPFSIGHT_EXPORT_SQLITE_H */

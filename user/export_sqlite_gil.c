@@ -82,52 +82,38 @@ struct sq_gil {
 	struct hmap *pythons; /* {pid, 0} -> u8: a GIL_PROC record came */
 };
 
-static int gil_step(struct sq *s, enum gil_stmt i)
+static int gil_step(struct sq *s, struct sq_gil *g, enum gil_stmt i)
 {
-	sqlite3_stmt *st = s->gil->stmt[i];
-	int rc = sqlite3_step(st);
-
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_DONE)
-		return sq_fail(s, gil_sql[i]);
-	return 0;
+	return sq_run(s, g->stmt[i]);
 }
 
-int sq_gil__open(struct sq *s)
+static void gil_free(void *st)
 {
-	int err;
+	struct sq_gil *g = st;
 
-	s->gil = calloc(1, sizeof(*s->gil));
-	if (!s->gil)
+	sq_finalize(g->stmt, L_NSTMT);
+	hmap__free(g->threads);
+	hmap__free(g->pythons);
+	free(g);
+}
+
+static int gil_open(struct sq *s, void **st)
+{
+	struct sq_gil *g = calloc(1, sizeof(*g));
+
+	if (!g)
 		return -ENOMEM;
-	s->gil->threads = hmap__new(1);
-	s->gil->pythons = hmap__new(1);
-	if (!s->gil->threads || !s->gil->pythons)
+	*st = g;
+	g->threads = hmap__new(1);
+	g->pythons = hmap__new(1);
+	if (!g->threads || !g->pythons)
 		return -ENOMEM;
-	err = sq_exec(s, gil_schema, "creating the GIL tables");
-	for (int i = 0; !err && i < L_NSTMT; i++)
-		if (sqlite3_prepare_v3(s->db, gil_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-				       &s->gil->stmt[i], NULL) != SQLITE_OK)
-			err = sq_fail(s, gil_sql[i]);
-	return err;
+	return sq_prepare(s, gil_sql, g->stmt, L_NSTMT);
 }
 
-void sq_gil__free(struct sq *s)
+static int gil_thread(struct sq_gil *g, __u32 pid, __u32 tid, __u8 flags)
 {
-	if (!s->gil)
-		return;
-	for (int i = 0; i < L_NSTMT; i++)
-		sqlite3_finalize(s->gil->stmt[i]);
-	hmap__free(s->gil->threads);
-	hmap__free(s->gil->pythons);
-	free(s->gil);
-	s->gil = NULL;
-}
-
-static int gil_thread(struct sq *s, __u32 pid, __u32 tid, __u8 flags)
-{
-	__u8 *f = hmap__get(s->gil->threads, (struct hkey){ pid, tid }, 1);
+	__u8 *f = hmap__get(g->threads, (struct hkey){ pid, tid }, 1);
 
 	if (!f)
 		return -ENOMEM;
@@ -143,11 +129,11 @@ static void bind_holder(sqlite3_stmt *st, int col, __u32 pid, __u32 holder)
 		sqlite3_bind_null(st, col);
 }
 
-static int gil_wait(struct sq *s, const struct bs_hdr *rec)
+static int gil_wait(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec)
 {
 	const struct bs_gil_wait *w = (const void *)rec;
-	sqlite3_stmt *st = s->gil->stmt[L_WAIT];
-	int err = gil_thread(s, rec->pid, rec->tid, GT_DATA);
+	sqlite3_stmt *st = g->stmt[L_WAIT];
+	int err = gil_thread(g, rec->pid, rec->tid, GT_DATA);
 
 	if (err)
 		return err;
@@ -157,27 +143,28 @@ static int gil_wait(struct sq *s, const struct bs_hdr *rec)
 	bind_holder(st, 4, rec->pid, w->holder_tid);
 	sqlite3_bind_int64(st, 5, w->rounds);
 	sqlite3_bind_int64(st, 6, w->flags);
-	return gil_step(s, L_WAIT);
+	return gil_step(s, g, L_WAIT);
 }
 
-static int gil_hold(struct sq *s, const struct bs_hdr *rec)
+static int gil_hold(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec)
 {
 	const struct bs_gil_hold *h = (const void *)rec;
-	sqlite3_stmt *st = s->gil->stmt[L_HOLD];
-	int err = gil_thread(s, rec->pid, rec->tid, 0);
+	sqlite3_stmt *st = g->stmt[L_HOLD];
+	int err = gil_thread(g, rec->pid, rec->tid, 0);
 
 	if (err)
 		return err;
 	sqlite3_bind_int64(st, 1, rec->ts);
 	sqlite3_bind_int64(st, 2, rec->ts + h->dur);
 	sqlite3_bind_int64(st, 3, global_tid(rec->pid, rec->tid));
-	return gil_step(s, L_HOLD);
+	return gil_step(s, g, L_HOLD);
 }
 
 /* The histogram's buckets that counted a wait: bucket i holds [2^i, 2^(i+1)) ns, 0 from 0. */
-static int gil_short_waits(struct sq *s, const struct bs_hdr *rec, const struct bs_gil_agg *a)
+static int gil_short_waits(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec,
+			   const struct bs_gil_agg *a)
 {
-	sqlite3_stmt *st = s->gil->stmt[L_SHORT];
+	sqlite3_stmt *st = g->stmt[L_SHORT];
 	int err = 0;
 
 	for (int i = 0; !err && i < BS_GIL_HIST; i++) {
@@ -190,16 +177,16 @@ static int gil_short_waits(struct sq *s, const struct bs_hdr *rec, const struct 
 		sqlite3_bind_int64(st, 5, i ? 1ll << i : 0);
 		sqlite3_bind_int64(st, 6, 1ll << (i + 1));
 		sqlite3_bind_int64(st, 7, (__s64)a->v.short_hist[i]);
-		err = gil_step(s, L_SHORT);
+		err = gil_step(s, g, L_SHORT);
 	}
 	return err;
 }
 
-static int gil_agg(struct sq *s, const struct bs_hdr *rec)
+static int gil_agg(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec)
 {
 	const struct bs_gil_agg *a = (const void *)rec;
-	sqlite3_stmt *st = s->gil->stmt[L_AGG];
-	int err = gil_thread(s, rec->pid, rec->tid, GT_DATA);
+	sqlite3_stmt *st = g->stmt[L_AGG];
+	int err = gil_thread(g, rec->pid, rec->tid, GT_DATA);
 
 	if (err)
 		return err;
@@ -214,14 +201,14 @@ static int gil_agg(struct sq *s, const struct bs_hdr *rec)
 	sqlite3_bind_int64(st, 9, (__s64)a->v.hold_max_ns);
 	sqlite3_bind_int64(st, 10, (__s64)a->threshold_ns);
 	sqlite3_bind_int64(st, 11, rec->ts);
-	err = gil_step(s, L_AGG);
-	return err ? err : gil_short_waits(s, rec, a);
+	err = gil_step(s, g, L_AGG);
+	return err ? err : gil_short_waits(s, g, rec, a);
 }
 
-static int gil_blame(struct sq *s, const struct bs_hdr *rec)
+static int gil_blame(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec)
 {
 	const struct bs_gil_blame *b = (const void *)rec;
-	sqlite3_stmt *st = s->gil->stmt[L_BLAME];
+	sqlite3_stmt *st = g->stmt[L_BLAME];
 
 	sqlite3_bind_int64(st, 1, rec->pid);
 	sqlite3_bind_int64(st, 2, rec->tid);
@@ -231,16 +218,17 @@ static int gil_blame(struct sq *s, const struct bs_hdr *rec)
 	sqlite3_bind_int64(st, 6, (__s64)b->count);
 	sqlite3_bind_int64(st, 7, (__s64)b->total_ns);
 	sqlite3_bind_int64(st, 8, rec->ts);
-	return gil_step(s, L_BLAME);
+	return gil_step(s, g, L_BLAME);
 }
 
-static int gil_proc(struct sq *s, const struct bs_hdr *rec, const struct trace_model *m)
+static int gil_proc(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec,
+		    const struct trace_model *m)
 {
 	const struct bs_gil_proc *p = (const void *)rec;
-	sqlite3_stmt *st = s->gil->stmt[L_PROC];
+	sqlite3_stmt *st = g->stmt[L_PROC];
 	char ver[32];
 
-	if (!hmap__get(s->gil->pythons, (struct hkey){ rec->pid, 0 }, 1))
+	if (!hmap__get(g->pythons, (struct hkey){ rec->pid, 0 }, 1))
 		return -ENOMEM;
 	gil_version_str(p->py_version, ver, sizeof(ver));
 	sqlite3_bind_int64(st, 1, rec->pid);
@@ -256,29 +244,38 @@ static int gil_proc(struct sq *s, const struct bs_hdr *rec, const struct trace_m
 	sq_bind_text(st, 11, trace_model__string(m, p->note_id));
 	sqlite3_bind_int64(st, 12, (__s64)p->gil_addr);
 	sqlite3_bind_int64(st, 13, rec->ts);
-	return gil_step(s, L_PROC);
+	return gil_step(s, g, L_PROC);
 }
 
-int sq_gil__record(struct sq *s, const struct bs_hdr *rec, const struct trace_model *m)
+static int gil_record(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
+		      const struct trace_model *m)
+{
+	switch (rec->type) {
+	case BS_REC_GIL_WAIT:
+		return gil_wait(s, st, rec);
+	case BS_REC_GIL_HOLD:
+		return gil_hold(s, st, rec);
+	case BS_REC_GIL_AGG:
+		return gil_agg(s, st, rec);
+	case BS_REC_GIL_BLAME:
+		return gil_blame(s, st, rec);
+	case BS_REC_GIL_PROC:
+		return gil_proc(s, st, rec, m);
+	default:
+		return 0;
+	}
+}
+
+/* The threads gil_sum may list: those the trace names, before it knows which are python. */
+static int gil_observe(struct sq *s, void *st, const struct bs_hdr *rec)
 {
 	const struct bs_fork *f = (const void *)rec;
 
 	switch (rec->type) {
-	case BS_REC_GIL_WAIT:
-		return gil_wait(s, rec);
-	case BS_REC_GIL_HOLD:
-		return gil_hold(s, rec);
-	case BS_REC_GIL_AGG:
-		return gil_agg(s, rec);
-	case BS_REC_GIL_BLAME:
-		return gil_blame(s, rec);
-	case BS_REC_GIL_PROC:
-		return gil_proc(s, rec, m);
-	/* The threads gil_sum may list: those the trace names, before it knows which are python. */
 	case BS_REC_THREAD:
-		return gil_thread(s, rec->pid, rec->tid, 0);
+		return gil_thread(st, rec->pid, rec->tid, 0);
 	case BS_REC_FORK:
-		return rec->size >= sizeof(*f) ? gil_thread(s, f->child_pid, f->child_tid, 0) : 0;
+		return rec->size >= sizeof(*f) ? gil_thread(st, f->child_pid, f->child_tid, 0) : 0;
 	default:
 		return 0;
 	}
@@ -286,27 +283,38 @@ int sq_gil__record(struct sq *s, const struct bs_hdr *rec, const struct trace_mo
 
 /*
  * The rows of the threads gil_sum lists (of a python process, or with GIL data of their own),
- * named as stats names them; then the indexes.
+ * named as stats names them.
  */
-int sq_gil__finish(struct sq *s, const struct trace_model *m)
+static int gil_finish(struct sq *s, void *gst, const struct trace_model *m)
 {
-	sqlite3_stmt *st = s->gil->stmt[L_THREAD];
+	struct sq_gil *g = gst;
+	sqlite3_stmt *st = g->stmt[L_THREAD];
 	struct hkey key;
 	size_t it = 0;
 	__u8 *flags;
 	__u32 pid, tid;
 	int err = 0;
 
-	while (!err && (flags = hmap__next(s->gil->threads, &it, &key))) {
+	while (!err && (flags = hmap__next(g->threads, &it, &key))) {
 		pid = (__u32)key.a;
 		tid = (__u32)key.b;
-		if (!(*flags & GT_DATA) && !hmap__get(s->gil->pythons, (struct hkey){ pid, 0 }, 0))
+		if (!(*flags & GT_DATA) && !hmap__get(g->pythons, (struct hkey){ pid, 0 }, 0))
 			continue;
 		sqlite3_bind_int64(st, 1, pid);
 		sqlite3_bind_int64(st, 2, tid);
 		sqlite3_bind_int64(st, 3, global_tid(pid, tid));
 		sq_bind_text(st, 4, trace_model__thread_name(m, tid));
-		err = gil_step(s, L_THREAD);
+		err = gil_step(s, g, L_THREAD);
 	}
-	return err ? err : sq_exec(s, gil_indexes, "indexing the GIL tables");
+	return err;
 }
+
+const struct sqlite_family gil_sqlite = {
+	.schema = gil_schema,
+	.indexes = gil_indexes,
+	.open = gil_open,
+	.free = gil_free,
+	.observe = gil_observe,
+	.record = gil_record,
+	.finish = gil_finish,
+};

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * nsys's GPU and NVTX tables in the SQLite export: CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET
- * and NVTX_EVENTS with nsys's columns in nsys's order (then a few of ours), and the enum tables
- * their numbers refer to (ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND, ENUM_NSYS_EVENT_TYPE,
- * nsys's values: its memory kinds are CUPTI's minus one, unknown last).
+ * The gpu family's tables in the SQLite export, nsys's: CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY and
+ * _MEMSET with nsys's columns in nsys's order (then a few of ours), and the enum tables their
+ * numbers refer to (ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND, nsys's values: its memory kinds
+ * are CUPTI's minus one, unknown last).
  *
  * What CUPTI does not tell the shim is NULL, even where nsys declares NOT NULL (local memory,
  * grid id, cache config). Ours at the end of each GPU table: globalTid (the launching thread),
@@ -16,24 +16,16 @@
  * them at the end, with the indexes built. A CUPTI API record no cuda event was matched to
  * (-t gpu without cuda) becomes a RUNTIME row of its own, cuptiOnly = 1.
  *
- * Memory: the prepared statements and the set of NVTX domains per process; the links and rows
- * live in the database (its page cache is bounded: SQ_CACHE_KIB).
+ * Memory: the prepared statements; the links and rows live in the database (its page cache is
+ * bounded: SQ_CACHE_KIB).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "export_sqlite.h"
 #include "gpu_decode.h"
-#include "nvtx_decode.h"
+#include "gpu.h"
 #include "stats_math.h"
-
-/* nsys's ENUM_NSYS_EVENT_TYPE values for NVTX. */
-#define NVTX_T_CATEGORY	     33
-#define NVTX_T_MARK	     34
-#define NVTX_T_THREAD	     39
-#define NVTX_T_PUSHPOP	     59
-#define NVTX_T_STARTEND	     60
-#define NVTX_T_DOMAIN_CREATE 75
 
 static const char gpu_schema[] =
 	"CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT,"
@@ -55,12 +47,6 @@ static const char gpu_schema[] =
 	" (5, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC', 'Device Static'),"
 	" (6, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC', 'Managed Static'),"
 	" (7, 'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN', 'Unknown');"
-	"CREATE TABLE ENUM_NSYS_EVENT_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
-	"INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES (33, 'NvtxCategory', 'NvtxCategory'),"
-	" (34, 'NvtxMark', 'NvtxMark'), (39, 'NvtxThread', 'NvtxThread'),"
-	" (59, 'NvtxPushPopRange', 'NvtxPushPopRange'),"
-	" (60, 'NvtxStartEndRange', 'NvtxStartEndRange'),"
-	" (75, 'NvtxDomainCreate', 'NvtxDomainCreate');"
 	"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,"
 	" deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
 	" streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
@@ -88,16 +74,10 @@ static const char gpu_schema[] =
 	" value INTEGER NOT NULL, bytes INTEGER NOT NULL, graphNodeId INTEGER,"
 	" memKind INTEGER REFERENCES ENUM_CUDA_MEM_KIND(id), globalTid INTEGER, apiStart INTEGER,"
 	" graphId INTEGER);"
-	"CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER,"
-	" eventType INTEGER NOT NULL REFERENCES ENUM_NSYS_EVENT_TYPE(id), rangeId INTEGER,"
-	" category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER,"
-	" textId INTEGER REFERENCES StringIds(id), domainId INTEGER, uint64Value INTEGER,"
-	" int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER,"
-	" floatValue REAL, jsonTextId INTEGER, jsonText TEXT, binaryData TEXT);"
 	"CREATE TEMP TABLE gpu_link (globalTid INTEGER NOT NULL, start INTEGER NOT NULL,"
 	" correlationId INTEGER NOT NULL, PRIMARY KEY (globalTid, start)) WITHOUT ROWID;";
 
-static const char gpu_finish[] =
+static const char gpu_indexes[] =
 	"CREATE INDEX CUPTI_ACTIVITY_KIND_KERNEL_start ON CUPTI_ACTIVITY_KIND_KERNEL(start);"
 	"CREATE INDEX CUPTI_ACTIVITY_KIND_KERNEL_stream"
 	" ON CUPTI_ACTIVITY_KIND_KERNEL(globalPid, deviceId, streamId);"
@@ -108,10 +88,10 @@ static const char gpu_finish[] =
 	" ON CUPTI_ACTIVITY_KIND_MEMCPY(globalPid, deviceId, streamId);"
 	"CREATE INDEX CUPTI_ACTIVITY_KIND_MEMSET_start ON CUPTI_ACTIVITY_KIND_MEMSET(start);"
 	"CREATE INDEX CUPTI_ACTIVITY_KIND_MEMSET_stream"
-	" ON CUPTI_ACTIVITY_KIND_MEMSET(globalPid, deviceId, streamId);"
-	"CREATE INDEX NVTX_EVENTS_start ON NVTX_EVENTS(start);"
-	"CREATE INDEX NVTX_EVENTS_globalTid ON NVTX_EVENTS(globalTid);"
-	/* The links, now that RUNTIME has its indexes (export_sqlite.c built them). */
+	" ON CUPTI_ACTIVITY_KIND_MEMSET(globalPid, deviceId, streamId);";
+
+/* The links, now that RUNTIME has its indexes (the cuda family's, built before any finish). */
+static const char gpu_links[] =
 	"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME AS r SET correlationId = l.correlationId"
 	" FROM gpu_link AS l WHERE r.globalTid = l.globalTid AND r.start = l.start"
 	" AND r.cuptiOnly = 0;"
@@ -119,7 +99,7 @@ static const char gpu_finish[] =
 	" ON CUPTI_ACTIVITY_KIND_RUNTIME(correlationId);"
 	"DROP TABLE gpu_link;";
 
-enum gpu_stmt { G_KERNEL, G_MEMCPY, G_MEMSET, G_NVTX, G_LINK, G_API, G_NSTMT };
+enum gpu_stmt { G_KERNEL, G_MEMCPY, G_MEMSET, G_LINK, G_API, G_NSTMT };
 
 static const char *const gpu_sql[G_NSTMT] = {
 	[G_KERNEL] = "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?,"
@@ -129,63 +109,26 @@ static const char *const gpu_sql[G_NSTMT] = {
 		     " ?, NULL, ?, ?, ?, NULL, ?, NULL, NULL, ?, NULL, ?, ?, ?, ?)",
 	[G_MEMSET] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?,"
 		     " ?, ?, ?, ?, ?, ?)",
-	[G_NVTX] = "INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-		   " ?, NULL, NULL, NULL)",
 	/* A kernel of a graph launch shares its call, and its correlation id, with the others. */
 	[G_LINK] = "INSERT OR IGNORE INTO gpu_link VALUES (?, ?, ?)",
-	[G_API] =
-		"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, 1)",
+	/* id NULL: the next of the table's, shared with the cuda family's rows. */
+	[G_API] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES"
+		  " (?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, 1)",
 };
 
-struct sq_gpu {
-	sqlite3_stmt *stmt[G_NSTMT];
-	struct hmap *domains; /* {pid, domain id} -> u8: NvtxDomainCreate written */
-};
-
-static int gpu_step(struct sq *s, enum gpu_stmt i)
+static int gpu_step(struct sq *s, struct sq_stmts *g, enum gpu_stmt i)
 {
-	sqlite3_stmt *st = s->gpu->stmt[i];
-	int rc = sqlite3_step(st);
-
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_DONE)
-		return sq_fail(s, gpu_sql[i]);
-	return 0;
+	return sq_run(s, g->stmt[i]);
 }
 
-int sq_gpu__open(struct sq *s)
+static int gpu_open(struct sq *s, void **st)
 {
-	int err;
-
-	s->gpu = calloc(1, sizeof(*s->gpu));
-	if (!s->gpu)
-		return -ENOMEM;
-	s->gpu->domains = hmap__new(1);
-	if (!s->gpu->domains)
-		return -ENOMEM;
-	err = sq_exec(s, gpu_schema, "creating the GPU and NVTX tables");
-	for (int i = 0; !err && i < G_NSTMT; i++)
-		if (sqlite3_prepare_v3(s->db, gpu_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-				       &s->gpu->stmt[i], NULL) != SQLITE_OK)
-			err = sq_fail(s, gpu_sql[i]);
-	return err;
+	return sq_stmts__open(s, gpu_sql, G_NSTMT, st);
 }
 
-void sq_gpu__free(struct sq *s)
+static int gpu_finish(struct sq *s, void *st, const struct trace_model *m)
 {
-	if (!s->gpu)
-		return;
-	for (int i = 0; i < G_NSTMT; i++)
-		sqlite3_finalize(s->gpu->stmt[i]);
-	hmap__free(s->gpu->domains);
-	free(s->gpu);
-	s->gpu = NULL;
-}
-
-int sq_gpu__finish(struct sq *s)
-{
-	return sq_exec(s, gpu_finish, "indexing the GPU tables and linking launches");
+	return sq_exec(s, gpu_links, "linking launches to their GPU work");
 }
 
 static void bind_u64_or_null(sqlite3_stmt *st, int col, int have, __u64 v)
@@ -222,14 +165,15 @@ static int bind_gpu_common(sqlite3_stmt *st, const struct gpu_op *op, int end_co
 	return 8;
 }
 
-static int gpu_link(struct sq *s, __u32 pid, __u32 tid, __u64 call_ts, __u32 correlation)
+static int gpu_link(struct sq *s, struct sq_stmts *g, __u32 pid, __u32 tid, __u64 call_ts,
+		    __u32 correlation)
 {
-	sqlite3_stmt *st = s->gpu->stmt[G_LINK];
+	sqlite3_stmt *st = g->stmt[G_LINK];
 
 	sqlite3_bind_int64(st, 1, global_tid(pid, tid));
 	sqlite3_bind_int64(st, 2, call_ts);
 	sqlite3_bind_int64(st, 3, correlation);
-	return gpu_step(s, G_LINK);
+	return gpu_step(s, g, G_LINK);
 }
 
 /*
@@ -265,11 +209,11 @@ static const char *short_name(const char *name, char *buf, size_t len)
 	return buf;
 }
 
-static int gpu_kernel(struct sq *s, const struct bs_hdr *rec, const struct event *ev,
-		      const struct gpu_op *op)
+static int gpu_kernel(struct sq *s, struct sq_stmts *g, const struct bs_hdr *rec,
+		      const struct event *ev, const struct gpu_op *op)
 {
 	const struct bs_gpu_kernel *k = (const void *)rec;
-	sqlite3_stmt *st = s->gpu->stmt[G_KERNEL];
+	sqlite3_stmt *st = g->stmt[G_KERNEL];
 	__u32 name, shrt;
 	char buf[256];
 	int err = 0, c;
@@ -290,13 +234,14 @@ static int gpu_kernel(struct sq *s, const struct bs_hdr *rec, const struct event
 	sqlite3_bind_int64(st, c++, k->shmem_static);
 	sqlite3_bind_int64(st, c++, k->shmem_dynamic);
 	bind_u64_or_null(st, c, k->flags & BS_GPU_GRAPH, k->graph_node_id);
-	return gpu_step(s, G_KERNEL);
+	return gpu_step(s, g, G_KERNEL);
 }
 
-static int gpu_memcpy(struct sq *s, const struct bs_hdr *rec, const struct gpu_op *op)
+static int gpu_memcpy(struct sq *s, struct sq_stmts *g, const struct bs_hdr *rec,
+		      const struct gpu_op *op)
 {
 	const struct bs_gpu_memcpy *m = (const void *)rec;
-	sqlite3_stmt *st = s->gpu->stmt[G_MEMCPY];
+	sqlite3_stmt *st = g->stmt[G_MEMCPY];
 	int c = bind_gpu_common(st, op, 15, m->graph_id);
 
 	sqlite3_bind_int64(st, c++, (__s64)m->bytes);
@@ -308,32 +253,35 @@ static int gpu_memcpy(struct sq *s, const struct bs_hdr *rec, const struct gpu_o
 	sqlite3_bind_int64(st, c++, m->dst_device);
 	bind_u64_or_null(st, c, m->flags & BS_GPU_GRAPH, m->graph_node_id);
 	sqlite3_bind_int64(st, 18, m->async);
-	return gpu_step(s, G_MEMCPY);
+	return gpu_step(s, g, G_MEMCPY);
 }
 
-static int gpu_memset(struct sq *s, const struct bs_hdr *rec, const struct gpu_op *op)
+static int gpu_memset(struct sq *s, struct sq_stmts *g, const struct bs_hdr *rec,
+		      const struct gpu_op *op)
 {
 	const struct bs_gpu_memset *m = (const void *)rec;
-	sqlite3_stmt *st = s->gpu->stmt[G_MEMSET];
+	sqlite3_stmt *st = g->stmt[G_MEMSET];
 	int c = bind_gpu_common(st, op, 12, m->graph_id);
 
 	sqlite3_bind_int64(st, c++, m->value);
 	sqlite3_bind_int64(st, c++, (__s64)m->bytes);
 	bind_u64_or_null(st, c++, m->flags & BS_GPU_GRAPH, m->graph_node_id);
 	sqlite3_bind_int64(st, c, nsys_mem_kind(m->mem_kind));
-	return gpu_step(s, G_MEMSET);
+	return gpu_step(s, g, G_MEMSET);
 }
 
 /* CUPTI's record of a launching call: a link to its cuda event's row, or a row of its own. */
-static int gpu_api(struct sq *s, const struct bs_hdr *rec, const struct event *ev)
+static int gpu_api(struct sq *s, struct sq_stmts *g, const struct bs_hdr *rec,
+		   const struct event *ev)
 {
 	const struct bs_gpu_api *a = (const void *)rec;
-	sqlite3_stmt *st = s->gpu->stmt[G_API];
+	sqlite3_stmt *st = g->stmt[G_API];
 	int err = 0;
 	__u32 name;
 
 	if (a->flags & BS_GPU_CALL_CUDA)
-		return a->call_ts ? gpu_link(s, rec->pid, rec->tid, a->call_ts, a->correlation) : 0;
+		return a->call_ts ? gpu_link(s, g, rec->pid, rec->tid, a->call_ts, a->correlation)
+				  : 0;
 	name = sq_intern(s, ev->name, &err);
 	if (!name)
 		return err;
@@ -344,174 +292,38 @@ static int gpu_api(struct sq *s, const struct bs_hdr *rec, const struct event *e
 	sqlite3_bind_int64(st, 5, a->correlation);
 	sqlite3_bind_int64(st, 6, name);
 	sqlite3_bind_int64(st, 7, (__s32)a->ret);
-	sqlite3_bind_int64(st, 8, ++s->cuda_calls);
-	return gpu_step(s, G_API);
+	return gpu_step(s, g, G_API);
 }
 
-/* The NvtxDomainCreate row of a domain, the first time a process uses it. */
-static int nvtx_domain(struct sq *s, const struct bs_hdr *rec, __u32 domain_id,
-		       const struct trace_model *m)
-{
-	sqlite3_stmt *st = s->gpu->stmt[G_NVTX];
-	struct hkey key = { rec->pid, domain_id };
-
-	if (!domain_id || hmap__get(s->gpu->domains, key, 0))
-		return 0;
-	if (!hmap__get(s->gpu->domains, key, 1))
-		return -ENOMEM;
-	sqlite3_bind_int64(st, 1, rec->ts);
-	sqlite3_bind_int(st, 3, NVTX_T_DOMAIN_CREATE);
-	sq_bind_text(st, 7, nvtx_domain_name(m, domain_id));
-	sqlite3_bind_int64(st, 8, global_tid(rec->pid, rec->tid));
-	sqlite3_bind_int64(st, 11, domain_id);
-	return gpu_step(s, G_NVTX);
-}
-
-/* The message, inline (text) or, for a registered string, by StringIds (textId), as nsys. */
-static int nvtx_text(struct sq *s, sqlite3_stmt *st, const char *text, int registered)
-{
-	int err = 0;
-	__u32 id;
-
-	if (!registered) {
-		sq_bind_text(st, 7, text);
-		return 0;
-	}
-	id = sq_intern(s, text, &err);
-	if (!id)
-		return err;
-	sqlite3_bind_int64(st, 10, id);
-	return 0;
-}
-
-static void nvtx_payload(sqlite3_stmt *st, __u16 flags, __u64 raw)
-{
-	__u32 lo = (__u32)raw;
-	double d;
-	float f;
-
-	switch (flags & BS_NVTX_PAYLOAD_MASK) {
-	case BS_NVTX_PAYLOAD_U64:
-		sqlite3_bind_int64(st, 12, (__s64)raw);
-		break;
-	case BS_NVTX_PAYLOAD_I64:
-		sqlite3_bind_int64(st, 13, (__s64)raw);
-		break;
-	case BS_NVTX_PAYLOAD_F64:
-		memcpy(&d, &raw, sizeof(d));
-		sqlite3_bind_double(st, 14, d);
-		break;
-	case BS_NVTX_PAYLOAD_U32:
-		sqlite3_bind_int64(st, 15, lo);
-		break;
-	case BS_NVTX_PAYLOAD_I32:
-		sqlite3_bind_int64(st, 16, (__s32)lo);
-		break;
-	case BS_NVTX_PAYLOAD_F32:
-		memcpy(&f, &lo, sizeof(f));
-		sqlite3_bind_double(st, 17, f);
-		break;
-	default:
-		break;
-	}
-}
-
-/* A range or a mark. An open range (recording stopped first) has no end: NULL. */
-static int nvtx_event(struct sq *s, const struct bs_hdr *rec, const struct event *ev,
+static int gpu_record(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
 		      const struct trace_model *m)
 {
-	const struct bs_nvtx_range *r = (const void *)rec;
-	const struct bs_nvtx_mark *k = (const void *)rec;
-	sqlite3_stmt *st = s->gpu->stmt[G_NVTX];
-	int range = rec->type == BS_REC_NVTX_RANGE;
-	__u32 domain = range ? r->domain_id : k->domain_id;
-	__u16 flags = range ? r->flags : k->flags;
-	int err;
-
-	err = nvtx_domain(s, rec, domain, m);
-	if (err)
-		return err;
-	sqlite3_bind_int64(st, 1, rec->ts);
-	if (range && !(flags & BS_NVTX_OPEN))
-		sqlite3_bind_int64(st, 2, rec->ts + r->dur);
-	sqlite3_bind_int(st, 3,
-			 !range			   ? NVTX_T_MARK
-			 : flags & BS_NVTX_PUSHPOP ? NVTX_T_PUSHPOP
-						   : NVTX_T_STARTEND);
-	if (range && !(flags & BS_NVTX_PUSHPOP))
-		sqlite3_bind_int64(st, 4, (__s64)r->range_id);
-	sqlite3_bind_int64(st, 5, range ? r->category : k->category);
-	if (flags & BS_NVTX_COLOR)
-		sqlite3_bind_int64(st, 6, range ? r->color : k->color);
-	err = nvtx_text(s, st, ev->name, !!(flags & BS_NVTX_REGISTERED));
-	if (err) {
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
-		return err;
-	}
-	sqlite3_bind_int64(st, 8, global_tid(rec->pid, rec->tid));
-	if (range)
-		sqlite3_bind_int64(st, 9, global_tid(rec->pid, r->end_tid));
-	sqlite3_bind_int64(st, 11, domain);
-	nvtx_payload(st, flags, range ? r->payload : k->payload);
-	return gpu_step(s, G_NVTX);
-}
-
-/* nvtxNameOsThread and nvtxNameCategory, as nsys keeps them. */
-static int nvtx_name(struct sq *s, const struct bs_hdr *rec, const struct event *ev,
-		     const struct trace_model *m)
-{
-	const struct bs_nvtx_name *n = (const void *)rec;
-	sqlite3_stmt *st = s->gpu->stmt[G_NVTX];
-	int err;
-
-	if (n->kind != BS_NVTX_NAME_THREAD && n->kind != BS_NVTX_NAME_CATEGORY)
-		return 0;
-	err = nvtx_domain(s, rec, n->domain_id, m);
-	if (err)
-		return err;
-	sqlite3_bind_int64(st, 1, rec->ts);
-	if (n->kind == BS_NVTX_NAME_THREAD) {
-		sqlite3_bind_int(st, 3, NVTX_T_THREAD);
-		sqlite3_bind_int64(st, 8, global_tid(rec->pid, (__u32)n->key));
-	} else {
-		sqlite3_bind_int(st, 3, NVTX_T_CATEGORY);
-		sqlite3_bind_int64(st, 5, (__s64)n->key);
-		sqlite3_bind_int64(st, 8, global_tid(rec->pid, rec->tid));
-	}
-	sq_bind_text(st, 7, ev->name);
-	sqlite3_bind_int64(st, 11, n->domain_id);
-	return gpu_step(s, G_NVTX);
-}
-
-int sq_gpu__record(struct sq *s, const struct bs_hdr *rec, const struct event *ev,
-		   const struct trace_model *m)
-{
+	struct sq_stmts *g = st;
 	struct gpu_op op;
 	int err;
 
 	if (!ev)
 		return 0;
-	switch (rec->type) {
-	case BS_REC_GPU_API:
-		return gpu_api(s, rec, ev);
-	case BS_REC_NVTX_RANGE:
-	case BS_REC_NVTX_MARK:
-		return nvtx_event(s, rec, ev, m);
-	case BS_REC_NVTX_NAME:
-		return nvtx_name(s, rec, ev, m);
-	default:
-		break;
-	}
+	if (rec->type == BS_REC_GPU_API)
+		return gpu_api(s, g, rec, ev);
 	if (!gpu_op__read(rec, &op))
 		return 0;
 	if (op.type == BS_REC_GPU_KERNEL)
-		err = gpu_kernel(s, rec, ev, &op);
+		err = gpu_kernel(s, g, rec, ev, &op);
 	else if (op.type == BS_REC_GPU_MEMCPY)
-		err = gpu_memcpy(s, rec, &op);
+		err = gpu_memcpy(s, g, rec, &op);
 	else
-		err = gpu_memset(s, rec, &op);
+		err = gpu_memset(s, g, rec, &op);
 	if (!err && op.flags & BS_GPU_CALL_CUDA && op.call_ts)
-		err = gpu_link(s, op.pid, op.tid, op.call_ts, op.correlation);
+		err = gpu_link(s, g, op.pid, op.tid, op.call_ts, op.correlation);
 	return err;
 }
+
+const struct sqlite_family gpu_sqlite = {
+	.schema = gpu_schema,
+	.indexes = gpu_indexes,
+	.open = gpu_open,
+	.free = sq_stmts__free,
+	.record = gpu_record,
+	.finish = gpu_finish,
+};

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * A probe family is one unit: how it records (attach/poll/detach), how its records decode
- * into events, and which stats reports it offers. Adding a family = its own files plus one
- * line in families.c.
+ * into events, which stats reports it offers and how the exports draw its events. Adding a
+ * family = its own files plus one line in families.c.
  */
 #ifndef BPFSIGHT_FAMILY_H
 #define BPFSIGHT_FAMILY_H
@@ -12,9 +12,26 @@
 #include "event.h"
 #include "trace_model.h"
 
-struct record_ctx;  /* record_ctx.h */
-struct record_opts; /* record_ctx.h */
-struct report;	    /* report.h */
+struct record_ctx;	/* record_ctx.h */
+struct record_opts;	/* record_ctx.h */
+struct report;		/* report.h */
+struct chrome_family;	/* export_chrome.h */
+struct perfetto_family; /* export_perfetto.h */
+struct sqlite_family;	/* export_sqlite.h */
+
+/*
+ * How the exports draw the events of one kind (docs/EXPORT.md). Without one, or where a field
+ * is zero: Chrome's category is the kind, "X" when the event has a duration, else an instant;
+ * Perfetto's intervals go on a track named after the kind under their thread.
+ */
+struct export_style {
+	const char *cat;   /* Chrome: Kineto's category, where Kineto has one */
+	char ph;	   /* Chrome: 'X' complete or 'i' instant, whatever the duration */
+	const char *track; /* Perfetto: the name of the kind's track under a thread */
+	const char *desc;  /* Perfetto: that track's description */
+	/* Perfetto: slices nest with the thread's other calls, on the thread's own track. */
+	__u8 on_thread;
+};
 
 struct rec_decoder {
 	__u16 type;	/* BS_REC_* */
@@ -22,6 +39,7 @@ struct rec_decoder {
 	const char *kind;
 	/* Fill EV (already event__init'ed). Return 1 to emit the event, 0 for metadata. */
 	int (*decode)(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
+	const struct export_style *style; /* NULL: the defaults above */
 };
 
 /*
@@ -82,13 +100,30 @@ struct family {
 	/* Decode side; arrays end with a zeroed entry. */
 	const struct rec_decoder *decoders;
 	const struct report *const *reports;
+	/*
+	 * Export side: what the family's events need beyond their decoders' styles (tracks of
+	 * their own, counters, flows, tables), one hook table per format. May be NULL.
+	 */
+	const struct chrome_family *chrome;
+	const struct perfetto_family *perfetto;
+	const struct sqlite_family *sqlite;
 };
 
-extern const struct family *const families[]; /* NULL-terminated, families.c */
+/*
+ * The registry, NULL-terminated: families.c, the one list of the product. A test that links
+ * every object but families.o brings its own (tests/unit/test_family_toy.c).
+ */
+extern const struct family *const families[];
 
 const struct family *family__find(const char *name);
+/* How many families the registry has. */
+int family__count(void);
 /* The decoder of a record type, or NULL. */
 const struct rec_decoder *family__decoder(__u16 type);
+/* The same, and the index in families[] of the family that decodes it (-1 with NULL). */
+const struct rec_decoder *family__decoder_at(__u16 type, int *family);
+/* The style of the events of KIND (a decoder's kind), or NULL. */
+const struct export_style *family__kind_style(const char *kind);
 /*
  * Decode REC into EV with the decoder of its type. Returns 1 for an event, 0 for a
  * metadata record or an unknown type, -EINVAL for a record shorter than its type needs.

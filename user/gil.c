@@ -932,4 +932,7 @@ const struct family family_gil = {
 	.observe = gil_observe,
 	.decoders = gil_decoders,
 	.reports = gil_reports,
+	.chrome = &gil_chrome,
+	.perfetto = &gil_perfetto,
+	.sqlite = &gil_sqlite,
 };

@@ -95,13 +95,34 @@ static int decode_proc(const struct bs_hdr *rec, const struct trace_model *m, st
 	return 1;
 }
 
+/* Kineto has no GIL category (torch.profiler does not see the GIL): the gil family's. */
+static const struct export_style wait_style = {
+	.cat = "gil",
+	.ph = 'X',
+	.track = "GIL waits",
+	.desc = "Waits of this thread for the Python GIL (gil family) that lasted at least the "
+		"recording's threshold (50 us); shorter ones are only counted (bpfsight stats -r "
+		"gil_sum). holder = the thread that held the GIL when the wait began, rounds = the 5 "
+		"ms condition waits it took, handoff = the holder changed meanwhile (bpfsight stats "
+		"-r gil_blocked_by splits the time between holders).",
+};
+static const struct export_style hold_style = {
+	.cat = "gil",
+	.ph = 'X',
+	.track = "GIL holds",
+	.desc = "Times this thread held the Python GIL (--gil-mode=full), from take_gil's return "
+		"to drop_gil, of at least the recording's threshold (50 us); shorter ones are only "
+		"counted (bpfsight stats -r gil_sum).",
+};
+static const struct export_style python_style = { .cat = "gil", .ph = 'i' };
+
 const struct rec_decoder gil_decoders[] = {
-	{ BS_REC_GIL_WAIT, sizeof(struct bs_gil_wait), "gil_wait", decode_wait },
-	{ BS_REC_GIL_HOLD, sizeof(struct bs_gil_hold), "gil_hold", decode_hold },
+	{ BS_REC_GIL_WAIT, sizeof(struct bs_gil_wait), "gil_wait", decode_wait, &wait_style },
+	{ BS_REC_GIL_HOLD, sizeof(struct bs_gil_hold), "gil_hold", decode_hold, &hold_style },
 	/* Cumulative snapshots: only the reports read them. */
 	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", family__decode_meta },
 	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", family__decode_meta },
-	{ BS_REC_GIL_PROC, sizeof(struct bs_gil_proc), "gil_python", decode_proc },
+	{ BS_REC_GIL_PROC, sizeof(struct bs_gil_proc), "gil_python", decode_proc, &python_style },
 	{ 0 },
 };
 

@@ -29,4 +29,7 @@ const struct family family_gpu = {
 	.prelaunch = gpu_prelaunch,
 	.decoders = gpu_decoders,
 	.reports = gpu_reports,
+	.chrome = &gpu_chrome,
+	.perfetto = &gpu_perfetto,
+	.sqlite = &gpu_sqlite,
 };

@@ -11,8 +11,11 @@
 #include "family.h"
 #include "report.h"
 
-extern const struct rec_decoder gpu_decoders[];	 /* gpu_decode.c */
-extern const struct report *const gpu_reports[]; /* gpu_report.c */
-extern const struct family family_gpu;		 /* gpu.c */
+extern const struct rec_decoder gpu_decoders[];	  /* gpu_decode.c */
+extern const struct report *const gpu_reports[];  /* gpu_report.c */
+extern const struct chrome_family gpu_chrome;	  /* export_chrome_gpu.c */
+extern const struct perfetto_family gpu_perfetto; /* export_perfetto_gpu.c */
+extern const struct sqlite_family gpu_sqlite;	  /* export_sqlite_gpu.c */
+extern const struct family family_gpu;		  /* gpu.c */
 
 #endif /* BPFSIGHT_GPU_H */

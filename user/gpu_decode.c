@@ -291,11 +291,20 @@ static int decode_status(const struct bs_hdr *rec, const struct trace_model *m, 
 	return 1;
 }
 
+/* GPU work and CUPTI's calls are drawn by the gpu export hooks (export_*_gpu.c). */
+static const struct export_style status_style = { .cat = "shim", .ph = 'i' };
+static const struct export_style api_style = {
+	.track = "CUDA API (CUPTI)",
+	.desc = "CUPTI's record of a CUDA call that put work on the GPU, where no cuda-family event "
+		"was matched to it (-t gpu without cuda): the start of its launch -> GPU flow.",
+};
+
 const struct rec_decoder gpu_decoders[] = {
-	{ BS_REC_SHIM_STATUS, sizeof(struct bs_shim_status), "shim_status", decode_status },
+	{ BS_REC_SHIM_STATUS, sizeof(struct bs_shim_status), "shim_status", decode_status,
+	  &status_style },
 	{ BS_REC_GPU_KERNEL, sizeof(struct bs_gpu_kernel), "gpu_kernel", decode_kernel },
 	{ BS_REC_GPU_MEMCPY, sizeof(struct bs_gpu_memcpy), "gpu_memcpy", decode_memcpy },
 	{ BS_REC_GPU_MEMSET, sizeof(struct bs_gpu_memset), "gpu_memset", decode_memset },
-	{ BS_REC_GPU_API, sizeof(struct bs_gpu_api), "gpu_api", decode_api },
+	{ BS_REC_GPU_API, sizeof(struct bs_gpu_api), "gpu_api", decode_api, &api_style },
 	{ 0 },
 };

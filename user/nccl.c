@@ -61,4 +61,6 @@ const struct family family_nccl = {
 	.walk_free = nccl_walk_free,
 	.decoders = nccl_decoders,
 	.reports = nccl_reports,
+	.chrome = &nccl_chrome,
+	.sqlite = &nccl_sqlite,
 };

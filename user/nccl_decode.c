@@ -521,7 +521,14 @@ static int decode_nccl_call(const struct bs_hdr *rec, const struct trace_model *
 	return nccl__decode(rec, m, trace_model__walk(m, &family_nccl), ev);
 }
 
+/*
+ * Kineto has no host-side NCCL category (torch records its own ops as cpu_op; HTA reads
+ * collectives from the GPU's ncclDevKernel_* kernels): the calls get their own. They nest like
+ * CUDA calls (ncclBroadcast inside ncclBcast): on the thread's track.
+ */
+static const struct export_style call_style = { .cat = "nccl", .ph = 'X', .on_thread = 1 };
+
 const struct rec_decoder nccl_decoders[] = {
-	{ BS_REC_NCCL_CALL, sizeof(struct bs_ucall), "nccl_api", decode_nccl_call },
+	{ BS_REC_NCCL_CALL, sizeof(struct bs_ucall), "nccl_api", decode_nccl_call, &call_style },
 	{ 0 },
 };

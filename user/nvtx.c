@@ -29,4 +29,7 @@ const struct family family_nvtx = {
 	.prelaunch = nvtx_prelaunch,
 	.decoders = nvtx_decoders,
 	.reports = nvtx_reports,
+	.chrome = &nvtx_chrome,
+	.perfetto = &nvtx_perfetto,
+	.sqlite = &nvtx_sqlite,
 };

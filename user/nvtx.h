@@ -11,8 +11,11 @@
 #include "family.h"
 #include "report.h"
 
-extern const struct rec_decoder nvtx_decoders[];  /* nvtx_decode.c */
-extern const struct report *const nvtx_reports[]; /* nvtx_report.c */
-extern const struct family family_nvtx;		  /* nvtx.c */
+extern const struct rec_decoder nvtx_decoders[];   /* nvtx_decode.c */
+extern const struct report *const nvtx_reports[];  /* nvtx_report.c */
+extern const struct chrome_family nvtx_chrome;	   /* export_chrome_nvtx.c */
+extern const struct perfetto_family nvtx_perfetto; /* export_perfetto_nvtx.c */
+extern const struct sqlite_family nvtx_sqlite;	   /* export_sqlite_nvtx.c */
+extern const struct family family_nvtx;		   /* nvtx.c */
 
 #endif /* BPFSIGHT_NVTX_H */

@@ -117,10 +117,14 @@ static int decode_name(const struct bs_hdr *rec, const struct trace_model *m, st
 	return 1;
 }
 
+/* The instants; ranges are drawn by the nvtx export hooks (export_*_nvtx.c). */
+static const struct export_style mark_style = { .cat = "user_annotation", .ph = 'i' };
+static const struct export_style name_style = { .cat = "nvtx", .ph = 'i' };
+
 const struct rec_decoder nvtx_decoders[] = {
 	{ BS_REC_NVTX_RANGE, sizeof(struct bs_nvtx_range), "nvtx_range", decode_range },
-	{ BS_REC_NVTX_MARK, sizeof(struct bs_nvtx_mark), "nvtx_mark", decode_mark },
-	{ BS_REC_NVTX_NAME, sizeof(struct bs_nvtx_name), "nvtx_name", decode_name },
+	{ BS_REC_NVTX_MARK, sizeof(struct bs_nvtx_mark), "nvtx_mark", decode_mark, &mark_style },
+	{ BS_REC_NVTX_NAME, sizeof(struct bs_nvtx_name), "nvtx_name", decode_name, &name_style },
 	/* A range began: --capture-range=nvtx's signal, not an event (its RANGE record is). */
 	{ BS_REC_NVTX_BEGIN, sizeof(struct bs_nvtx_begin), "nvtx_begin", family__decode_meta },
 	{ 0 },

@@ -300,4 +300,5 @@ const struct family family_osrt = {
 	.observe = osrt_observe,
 	.decoders = osrt_decoders,
 	.reports = osrt_reports,
+	.sqlite = &osrt_sqlite,
 };

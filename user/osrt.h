@@ -6,5 +6,6 @@
 #include "report.h"
 extern const struct rec_decoder osrt_decoders[];
 extern const struct report *const osrt_reports[];
+extern const struct sqlite_family osrt_sqlite; /* export_sqlite_osrt.c */
 extern const struct family family_osrt;
 #endif

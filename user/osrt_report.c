@@ -32,8 +32,16 @@ static int decode_syscall(const struct bs_hdr *rec, const struct trace_model *m,
 	return 1;
 }
 
+static const struct export_style syscall_style = {
+	.cat = "os_runtime",
+	.ph = 'X',
+	.track = "syscalls",
+	.desc = "System calls of this thread that lasted at least the recording's --osrt-threshold "
+		"(osrt). Shorter ones are only counted (bpfsight stats -r osrt_sum).",
+};
+
 const struct rec_decoder osrt_decoders[] = {
-	{ BS_REC_SYSCALL, sizeof(struct bs_syscall), "syscall", decode_syscall },
+	{ BS_REC_SYSCALL, sizeof(struct bs_syscall), "syscall", decode_syscall, &syscall_style },
 	/* A cumulative snapshot, not a call: only osrt_sum reads it. */
 	{ BS_REC_SYSCALL_AGG, sizeof(struct bs_syscall_agg), "syscall_agg", family__decode_meta },
 	{ 0 },

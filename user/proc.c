@@ -41,4 +41,7 @@ const struct family family_proc = {
 	.detach = proc_detach,
 	.decoders = proc_decoders,
 	.reports = proc_reports,
+	.chrome = &proc_chrome,
+	.perfetto = &proc_perfetto,
+	.sqlite = &proc_sqlite,
 };

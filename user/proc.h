@@ -10,6 +10,9 @@
 #include "report.h"
 extern const struct rec_decoder proc_decoders[];
 extern const struct report *const proc_reports[];
+extern const struct chrome_family proc_chrome;	   /* export_chrome_proc.c */
+extern const struct perfetto_family proc_perfetto; /* export_perfetto_proc.c */
+extern const struct sqlite_family proc_sqlite;	   /* export_sqlite_proc.c */
 extern const struct family family_proc;
 /* Name of a BS_LOSS_* cause ("ringbuf_full", ...), "unknown" otherwise. */
 const char *loss_cause_name(__u32 cause);

@@ -95,16 +95,25 @@ static int decode_comm(const struct bs_hdr *rec, const struct trace_model *m, st
 	return 1;
 }
 
+/* Kineto's category of process events; the loss markers' own. */
+static const struct export_style lifecycle_style = { .cat = "process", .ph = 'i' };
+static const struct export_style loss_style = {
+	.cat = "loss",
+	.ph = 'i',
+	.track = "bpfsight: loss markers",
+	.desc = "Where the recorder noticed lost events; count and cause in the arguments.",
+};
+
 const struct rec_decoder proc_decoders[] = {
 	/* Strings and symbol names: the model keeps them; new-code records are kept for `info`. */
 	{ BS_REC_STRING, sizeof(struct bs_string), "string", family__decode_meta },
-	{ BS_REC_PROCESS, sizeof(struct bs_process), "process", decode_process },
-	{ BS_REC_THREAD, sizeof(struct bs_thread), "thread", decode_thread },
-	{ BS_REC_LOSS, sizeof(struct bs_loss), "loss", decode_loss },
-	{ BS_REC_FORK, sizeof(struct bs_fork), "fork", decode_fork },
-	{ BS_REC_EXEC, sizeof(struct bs_exec), "exec", decode_exec },
-	{ BS_REC_EXIT, sizeof(struct bs_exit), "exit", decode_exit },
-	{ BS_REC_COMM, sizeof(struct bs_comm), "comm", decode_comm },
+	{ BS_REC_PROCESS, sizeof(struct bs_process), "process", decode_process, &lifecycle_style },
+	{ BS_REC_THREAD, sizeof(struct bs_thread), "thread", decode_thread, &lifecycle_style },
+	{ BS_REC_LOSS, sizeof(struct bs_loss), "loss", decode_loss, &loss_style },
+	{ BS_REC_FORK, sizeof(struct bs_fork), "fork", decode_fork, &lifecycle_style },
+	{ BS_REC_EXEC, sizeof(struct bs_exec), "exec", decode_exec, &lifecycle_style },
+	{ BS_REC_EXIT, sizeof(struct bs_exit), "exit", decode_exit, &lifecycle_style },
+	{ BS_REC_COMM, sizeof(struct bs_comm), "comm", decode_comm, &lifecycle_style },
 	{ BS_REC_SYMBOL, sizeof(struct bs_symbol), "symbol", family__decode_meta },
 	{ BS_REC_STACK, sizeof(struct bs_stack), "stack", family__decode_meta },
 	{ BS_REC_STACK_REF, sizeof(struct bs_stack_ref), "stack_ref", family__decode_meta },

@@ -42,4 +42,5 @@ const struct family family_sched = {
 	.detach = sched_detach,
 	.decoders = sched_decoders,
 	.reports = sched_reports,
+	.sqlite = &sched_sqlite,
 };

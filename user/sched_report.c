@@ -27,8 +27,16 @@ static int decode_offcpu(const struct bs_hdr *rec, const struct trace_model *m, 
 	return 1;
 }
 
+static const struct export_style offcpu_style = {
+	.cat = "sched",
+	.ph = 'X',
+	.track = "off-CPU",
+	.desc = "Intervals this thread was off the CPU (sched): 'blocked' = it slept, 'preempted' = "
+		"it stayed runnable. runnable_ns = time from wakeup to running again.",
+};
+
 const struct rec_decoder sched_decoders[] = {
-	{ BS_REC_OFFCPU, sizeof(struct bs_offcpu), "offcpu", decode_offcpu },
+	{ BS_REC_OFFCPU, sizeof(struct bs_offcpu), "offcpu", decode_offcpu, &offcpu_style },
 	{ 0 },
 };
 

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Lookups in the family registry (families[], families.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "family.h"
+
+const struct family *family__find(const char *name)
+{
+	for (int i = 0; families[i]; i++)
+		if (!strcmp(families[i]->name, name))
+			return families[i];
+	return NULL;
+}
+
+int family__count(void)
+{
+	int n = 0;
+
+	while (families[n])
+		n++;
+	return n;
+}
+
+const struct rec_decoder *family__decoder_at(__u16 type, int *family)
+{
+	for (int i = 0; families[i]; i++) {
+		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++) {
+			if (d->type == type) {
+				*family = i;
+				return d;
+			}
+		}
+	}
+	*family = -1;
+	return NULL;
+}
+
+const struct rec_decoder *family__decoder(__u16 type)
+{
+	int f;
+
+	return family__decoder_at(type, &f);
+}
+
+const struct export_style *family__kind_style(const char *kind)
+{
+	for (int i = 0; families[i]; i++)
+		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+			if (d->kind && !strcmp(d->kind, kind))
+				return d->style;
+	return NULL;
+}
+
+int family__decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct rec_decoder *d = family__decoder(rec->type);
+
+	if (!d)
+		return 0;
+	if (rec->size < d->min_size)
+		return -EINVAL;
+	event__init(ev, rec, d->kind);
+	return d->decode(rec, m, ev);
+}
+
+int family__decode_meta(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	return 0;
+}
+
+int family__kind_is_event(const char *kind)
+{
+	for (int i = 0; families[i]; i++)
+		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+			if (d->kind && !strcmp(d->kind, kind) && d->decode != family__decode_meta)
+				return 1;
+	return 0;
+}
+
+void family__list_selectable(char *buf, __u32 len)
+{
+	__u32 used = 0;
+
+	buf[0] = 0;
+	for (int i = 0; families[i] && used < len; i++) {
+		if (families[i]->flags & FAMILY_ALWAYS)
+			continue;
+		used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+				 families[i]->name);
+	}
+}
