@@ -37,11 +37,12 @@
 #define BS_REC_CUDA_CALL   0x30 /* cuda: one runtime or driver API call (struct bs_ucall) */
 #define BS_REC_NCCL_CALL   0x40 /* nccl: one API call (struct bs_ucall) */
 /* 0x50-0x5f: gil family (see its block below) */
-#define BS_REC_GIL_WAIT	 0x50 /* gil: one wait for the GIL at or above the threshold */
-#define BS_REC_GIL_HOLD	 0x51 /* gil (full mode): one hold of the GIL at or above it */
-#define BS_REC_GIL_AGG	 0x52 /* gil: cumulative per-thread totals of every wait and hold */
-#define BS_REC_GIL_BLAME 0x53 /* gil: cumulative wait time per (waiter, holder) thread pair */
-#define BS_REC_GIL_PROC	 0x54 /* gil: how one python process is measured (user space) */
+#define BS_REC_GIL_WAIT	  0x50 /* gil: one wait for the GIL at or above the threshold */
+#define BS_REC_GIL_HOLD	  0x51 /* gil (full mode): one hold of the GIL at or above it */
+#define BS_REC_GIL_AGG	  0x52 /* gil: cumulative per-thread totals of every wait and hold */
+#define BS_REC_GIL_BLAME  0x53 /* gil: cumulative wait time per (waiter, holder) thread pair */
+#define BS_REC_GIL_PROC	  0x54 /* gil: how one python process is measured (user space) */
+#define BS_REC_GIL_HOLDER 0x55 /* gil (--stacks=gil): a round of a wait, the holder's code */
 /* 0x60-0x6f: gpu family and the cupti-shim channel, 0x70-0x7f: nvtx (blocks below) */
 #define BS_REC_TYPE_MAX 0x100 /* exclusive bound a reader accepts in this version */
 
@@ -303,6 +304,18 @@ struct bs_gil_wait {
 	__u16 flags;	  /* BS_GIL_WAIT_* */
 };
 
+/*
+ * --stacks=gil: one round of a GIL wait (a timed condition wait) of at least the threshold,
+ * hdr.tid = the waiter, hdr.ts = the round's start; its STACK_REF (same tid, ts) is the
+ * holder's Python stack read when the round ended (what the holder was running then).
+ */
+struct bs_gil_holder {
+	struct bs_hdr h;
+	__u64 dur;
+	__u32 holder_tid;
+	__u32 _pad;
+};
+
 #define BS_GIL_WAIT_MUTEX    0x1 /* it began blocked on the GIL's mutex */
 #define BS_GIL_WAIT_TAKE_GIL 0x2 /* timed from take_gil's entry to its return (full mode) */
 #define BS_GIL_WAIT_HANDOFF  0x4 /* the holder changed meanwhile: BLAME splits the time */
@@ -396,6 +409,7 @@ struct bs_gil_cfg {
 #define BS_GIL_CFG_OFF	 0x4 /* known python without a GIL to watch (free-threaded) */
 
 BS_ASSERT_RECORD(bs_gil_wait, 40);
+BS_ASSERT_RECORD(bs_gil_holder, 40);
 BS_ASSERT_RECORD(bs_gil_hold, 32);
 BS_ASSERT_RECORD(bs_gil_agg_val, 304);
 BS_ASSERT_RECORD(bs_gil_agg, 336);

@@ -109,8 +109,9 @@ struct stack_py_walk {
 	const struct bs_py_cfg *c;
 	struct stack_scratch *s;
 	__u64 fr;
-	__u32 n; /* words of addresses before the frames */
-	__u32 k; /* frames written */
+	__u32 n;   /* words of addresses before the frames */
+	__u32 k;   /* frames written */
+	__u32 max; /* frames wanted (0: BS_PY_MAX_FRAMES) */
 };
 
 /* One _PyInterpreterFrame (bpf_loop's body: the verifier checks it once). */
@@ -122,7 +123,7 @@ static long stack_py_frame(__u32 i, void *arg)
 	__u64 at = (__u64)p->n + 4 * (__u64)p->k;
 	__u8 owner = 0, entry = 0;
 
-	if (!fr || p->k >= BS_PY_MAX_FRAMES)
+	if (!fr || p->k >= BS_PY_MAX_FRAMES || (p->max && p->k >= p->max))
 		return 1;
 	bpf_probe_read_user(&owner, 1, (const void *)(fr + c->fr_owner));
 	p->fr = stack_read_u64(fr + c->fr_prev);
@@ -199,6 +200,56 @@ static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u3
 	/* From the locals, whose bounds the verifier knows (n <= 128, npy <= 64). */
 	size = sizeof(s->h) + 16 + ((__u64)n + 4 * npy) * 8;
 	return size > sizeof(*s) ? sizeof(*s) : size;
+}
+
+/*
+ * The innermost MAX Python frames of thread state TSTATE (another thread of the process: the
+ * GIL's holder) into S's words from 0 on, with PID's layout; returns how many.
+ */
+static __always_inline __u32 stack_read_python(__u32 pid, __u64 tstate, struct stack_scratch *s,
+					       __u32 max)
+{
+	const struct bs_py_cfg *c = bpf_map_lookup_elem(&py_procs, &pid);
+	struct stack_py_walk p = { .c = c, .s = s, .max = max };
+
+	if (!c || !tstate)
+		return 0;
+	p.fr = stack_read_u64(tstate + c->ts_frame);
+	if (c->cframe_frame != BS_PY_NONE)
+		p.fr = p.fr ? stack_read_u64(p.fr + c->cframe_frame) : 0;
+	bpf_loop(2 * max + 2, stack_py_frame, &p, 0);
+	return p.k > max ? max : p.k;
+}
+
+/*
+ * S's first NPY Python frames (read by stack_read_python, or copied back there) as the
+ * STACK_RAW of the event of TYPE of thread TID of PID at TS: no native frames (they would
+ * be another thread's registers).
+ */
+static __always_inline void stack_emit_python(struct stack_scratch *s, __u32 npy, __u16 type,
+					      __u32 pid, __u32 tid, __u64 ts)
+{
+	__u64 size;
+
+	if (!npy)
+		return;
+	if (npy > BS_PY_MAX_FRAMES)
+		npy = BS_PY_MAX_FRAMES;
+	size = sizeof(s->h) + 16 + 4 * (__u64)npy * 8;
+	if (size > sizeof(*s))
+		size = sizeof(*s);
+	s->h.type = BS_REC_STACK_RAW;
+	s->h.size = size;
+	s->h.cpu = bpf_get_smp_processor_id();
+	s->h.pid = pid;
+	s->h.tid = tid;
+	s->h.ts = ts;
+	s->nips = 0;
+	s->npy = npy;
+	s->flags = BS_CPU_PYTHON;
+	s->type = type;
+	if (bpf_ringbuf_output(&events, s, size, BPF_RB_FORCE_WAKEUP))
+		bs_count_loss(BS_LOSS_RINGBUF_FULL);
 }
 
 /* The scratch buffer of this CPU, or NULL. */

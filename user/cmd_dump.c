@@ -131,6 +131,10 @@ void dump_event(FILE *out, const struct event *ev, const struct trace_model *m)
 		json__key(&j, "stack");
 		stack__json(ev->stack, m, &j);
 	}
+	if (ev->holder_stack) {
+		json__key(&j, "holder_stack");
+		stack__json(ev->holder_stack, m, &j);
+	}
 	json__end_object(&j);
 	fputc('\n', out);
 }

@@ -374,7 +374,7 @@ int cmd_record(int argc, char **argv)
 	};
 	char outbuf[64], *cmdline;
 	const char *trace = NULL;
-	int c, ret;
+	int c, ret, stacks_given = 0;
 
 	o.cmdline = cmdline = join_args(argc, argv);
 	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
@@ -468,6 +468,7 @@ int cmd_record(int argc, char **argv)
 		case OPT_STACKS:
 			if (parse_stacks(optarg, &o))
 				goto err;
+			stacks_given = 1;
 			break;
 		case OPT_SAMPLE_RATE: {
 			char *end;
@@ -522,6 +523,11 @@ int cmd_record(int argc, char **argv)
 	for (int i = 0; families[i]; i++) /* always-on families cannot be deselected */
 		if (families[i]->flags & FAMILY_ALWAYS)
 			o.families |= 1ull << i;
+	if (!stacks_given) /* the families whose stacks are on by default (gil) */
+		for (int i = 0; families[i]; i++)
+			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&
+			    (o.families & (1ull << i)))
+				o.stack_ns[i] = families[i]->stack_default_ns;
 	for (int i = 0; families[i]; i++)
 		if (o.stack_ns[i] != RECORD_STACKS_OFF && !(o.families & (1ull << i))) {
 			fail("--stacks=%s: the %s family is not recorded: add it to -t",

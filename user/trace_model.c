@@ -50,7 +50,7 @@ struct trace_model {
 	struct map threads;
 	struct hmap *symbols;	   /* (pid, addr) -> string id, from SYMBOL records */
 	struct hmap *stacks;	   /* id -> struct trace_stack *, from STACK records */
-	struct hmap *event_stacks; /* (tid, ts) -> type << 32 | stack id, from STACK_REF records */
+	struct hmap *event_stacks; /* (type << 32 | tid, ts) -> stack id, from STACK_REF records */
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom; /* an allocation failed: some names are unknown (lookups say NULL) */
 };
@@ -407,13 +407,16 @@ static void model__stack_ref(struct trace_model *m, const struct bs_hdr *rec)
 		return;
 	if (!m->event_stacks)
 		m->event_stacks = hmap__new(sizeof(__u64));
-	v = m->event_stacks ? hmap__get(m->event_stacks, (struct hkey){ rec->tid, rec->ts }, 1)
-			    : NULL;
+	/* Keyed by the event's type too: a GIL wait and its first round share (tid, ts). */
+	v = m->event_stacks
+		    ? hmap__get(m->event_stacks,
+				(struct hkey){ rec->tid | (__u64)r->event_type << 32, rec->ts }, 1)
+		    : NULL;
 	if (!v) {
 		m->oom = 1;
 		return;
 	}
-	*v = (__u64)r->event_type << 32 | r->stack_id;
+	*v = r->stack_id;
 }
 
 void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
@@ -523,15 +526,21 @@ const struct trace_stack *trace_model__stack(const struct trace_model *m, __u32 
 	return slot ? *slot : NULL;
 }
 
-const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
-						   const struct bs_hdr *rec)
+const struct trace_stack *trace_model__stack_of(const struct trace_model *m, __u16 type, __u32 tid,
+						__u64 ts)
 {
 	__u64 *v;
 
 	if (!m || !m->event_stacks)
 		return NULL;
-	v = hmap__get(m->event_stacks, (struct hkey){ rec->tid, rec->ts }, 0);
-	return v && *v >> 32 == rec->type ? trace_model__stack(m, (__u32)*v) : NULL;
+	v = hmap__get(m->event_stacks, (struct hkey){ tid | (__u64)type << 32, ts }, 0);
+	return v ? trace_model__stack(m, (__u32)*v) : NULL;
+}
+
+const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
+						   const struct bs_hdr *rec)
+{
+	return trace_model__stack_of(m, rec->type, rec->tid, rec->ts);
 }
 
 void *trace_model__walk(const struct trace_model *m, const struct family *f)

@@ -38,6 +38,9 @@ const struct trace_stack *trace_model__stack(const struct trace_model *m, __u32 
 /* The stack a STACK_REF gave the event record REC (--stacks), or NULL. */
 const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
 						   const struct bs_hdr *rec);
+/* The stack a STACK_REF gave the record of TYPE of thread TID at TS, or NULL. */
+const struct trace_stack *trace_model__stack_of(const struct trace_model *m, __u16 type, __u32 tid,
+						__u64 ts);
 struct family;
 /* F's walk state (family.h walk_new), or NULL when F keeps none. */
 void *trace_model__walk(const struct trace_model *m, const struct family *f);
