@@ -15,12 +15,34 @@
 #include "common.bpf.h"
 
 #define STACK_WORDS (BS_STACK_MAX_FRAMES + 4 * BS_PY_MAX_FRAMES)
+#define STACK_HDR   128 /* bytes of a frame (and of a code object) read in one copy */
 
 struct stack_scratch {
 	struct bs_hdr h; /* the raw record's header, then its 16 bytes of counts */
 	__u32 nips, flags, npy, type;
 	__u64 w[STACK_WORDS];
+	/* Not sent: a frame's and a code object's first bytes, read in one copy each. */
+	__u8 fr[STACK_HDR], co[STACK_HDR];
+	__u64 woken; /* when this CPU last woke the recorder for a stack */
 };
+
+#define STACK_WAKE_NS 5000000 /* a stack wakes the recorder at most every 5 ms per CPU */
+
+/*
+ * The flags of a stack's output: its Python frames are named from the process's memory,
+ * which a short process may not keep for long, so a stack wakes the recorder, but not at
+ * every event (a wakeup costs ~15 us of the traced thread's time here): at most every
+ * STACK_WAKE_NS on a CPU, else as any record.
+ */
+static __always_inline __u64 stack_wakeup(struct stack_scratch *s)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	if (now - s->woken < STACK_WAKE_NS)
+		return bs_wakeup_flags();
+	s->woken = now;
+	return BPF_RB_FORCE_WAKEUP;
+}
 
 /* A stack is bigger than the BPF stack allows: built here, copied out whole. */
 struct {
@@ -114,20 +136,45 @@ struct stack_py_walk {
 	__u32 max; /* frames wanted (0: BS_PY_MAX_FRAMES) */
 };
 
-/* One _PyInterpreterFrame (bpf_loop's body: the verifier checks it once). */
+/*
+ * The u64 at byte OFF of a copied header (a frame's, a code object's): the offsets come from
+ * py_procs, so each read is bounded for the verifier (one out of range reads 0).
+ */
+static __always_inline __u64 hdr_u64(const __u8 *h, __u32 off)
+{
+	if (off > STACK_HDR - 8)
+		return 0;
+	return *(const __u64 *)(h + off);
+}
+
+static __always_inline __u8 hdr_u8(const __u8 *h, __u32 off)
+{
+	return off < STACK_HDR ? h[off] : 0;
+}
+
+/*
+ * One _PyInterpreterFrame (bpf_loop's body: the verifier checks it once). A user-memory
+ * read costs ~100-200 ns on the benchmark VM: the frame is read in one copy of its first
+ * STACK_HDR bytes (code, previous, instruction, owner, is_entry all lie there in 3.11-3.13),
+ * and the code object's identity in one copy from co_firstlineno to co_name.
+ */
 static long stack_py_frame(__u32 i, void *arg)
 {
 	struct stack_py_walk *p = arg;
 	const struct bs_py_cfg *c = p->c;
 	__u64 fr = p->fr, code, *w = p->s->w;
 	__u64 at = (__u64)p->n + 4 * (__u64)p->k;
-	__u8 owner = 0, entry = 0;
+	__u8 *h = p->s->fr, *co = p->s->co;
+	__u32 base;
 
 	if (!fr || p->k >= BS_PY_MAX_FRAMES || (p->max && p->k >= p->max))
 		return 1;
-	bpf_probe_read_user(&owner, 1, (const void *)(fr + c->fr_owner));
-	p->fr = stack_read_u64(fr + c->fr_prev);
-	if (c->owner_cstack != BS_PY_NONE && owner == c->owner_cstack) {
+	/* A frame may end short of STACK_HDR bytes at a page's end: then read the least. */
+	if (bpf_probe_read_user(h, STACK_HDR, (const void *)fr) &&
+	    bpf_probe_read_user(h, 80, (const void *)fr))
+		return 1;
+	p->fr = hdr_u64(h, c->fr_prev);
+	if (c->owner_cstack != BS_PY_NONE && hdr_u8(h, c->fr_owner) == c->owner_cstack) {
 		/* The eval loop's entry frame: the frame before it was the first it ran. */
 		if (p->k && at >= 1 && at <= STACK_WORDS)
 			w[at - 1] |= BS_PY_FRAME_ENTRY;
@@ -135,26 +182,23 @@ static long stack_py_frame(__u32 i, void *arg)
 	}
 	if (at >= STACK_WORDS - 3)
 		return 1;
-	code = stack_read_u64(fr + c->fr_code);
+	code = hdr_u64(h, c->fr_code);
 	w[at] = code;
-	w[at + 1] = stack_read_u64(fr + c->fr_instr);
+	w[at + 1] = hdr_u64(h, c->fr_instr);
 	w[at + 2] = 0;
 	w[at + 3] = 0;
-	if (code) {
-		__u64 name = stack_read_u64(code + c->co_name);
-		__u64 file = stack_read_u64(code + c->co_filename);
-		__s32 first = 0;
+	/* The code object from its first line to its name: 64 bytes from an 8-aligned start. */
+	base = c->co_firstlineno & ~7u;
+	if (code && !bpf_probe_read_user(co, 64, (const void *)(code + base))) {
+		__u64 name = hdr_u64(co, c->co_name - base);
+		__u64 file = hdr_u64(co, c->co_filename - base);
+		__u32 first = (__u32)(hdr_u64(co, 0) >> (8 * (c->co_firstlineno & 7)));
 
-		bpf_probe_read_user(&first, sizeof(first),
-				    (const void *)(code + c->co_firstlineno));
 		w[at + 2] = BS_PY_NAME_ID(name, name ? stack_read_u64(name + BS_PY_STR_HASH) : 0);
 		w[at + 3] = BS_PY_FILE_ID(file, first);
 	}
-	if (c->fr_entry != BS_PY_NONE) {
-		bpf_probe_read_user(&entry, 1, (const void *)(fr + c->fr_entry));
-		if (entry)
-			w[at + 3] |= BS_PY_FRAME_ENTRY;
-	}
+	if (c->fr_entry != BS_PY_NONE && hdr_u8(h, c->fr_entry))
+		w[at + 3] |= BS_PY_FRAME_ENTRY;
 	p->k++;
 	return 0;
 }
@@ -248,7 +292,7 @@ static __always_inline void stack_emit_python(struct stack_scratch *s, __u32 npy
 	s->npy = npy;
 	s->flags = BS_CPU_PYTHON;
 	s->type = type;
-	if (bpf_ringbuf_output(&events, s, size, BPF_RB_FORCE_WAKEUP))
+	if (bpf_ringbuf_output(&events, s, size, stack_wakeup(s)))
 		bs_count_loss(BS_LOSS_RINGBUF_FULL);
 }
 
@@ -277,9 +321,7 @@ static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 t
 	s->h.tid = tid;
 	s->h.ts = ts;
 	s->type = type;
-	/* Woken at once: its Python frames are named from the process's memory, which must
-	 * still hold them (a short process may exit right after the event). */
-	if (bpf_ringbuf_output(&events, s, size, BPF_RB_FORCE_WAKEUP))
+	if (bpf_ringbuf_output(&events, s, size, stack_wakeup(s)))
 		bs_count_loss(BS_LOSS_RINGBUF_FULL);
 }
 
