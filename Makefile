@@ -85,7 +85,8 @@ help:
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
 	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch clang-format \
-	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium
+	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
+	     golang-go
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -143,6 +144,9 @@ $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
 		$(WL_EXTRA) $< -o $@ -lpthread -ldl
+
+# The cpu family's workload has frame pointers, as a program built for native stacks has.
+$(OUT)/tests/cpu_split: WL_EXTRA := -fno-omit-frame-pointer -fno-optimize-sibling-calls
 
 # The demo marks its phases with NVTX when the toolkit's header-only nvtx3 is there.
 ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)

@@ -21,6 +21,8 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
   soak       osrt under process churn (-a, 50,000 short children and a /bin/true loop):
              aggregate map entries and recorder RSS every second stay flat, every call
              counted (bench_soak.py; ~30 s)
+  cpu        the cpu family: a CPU-bound Python loop sampled at 99 and 999 Hz against
+             untraced runs, recorder CPU, bytes per sample (bench_cpu.py; ~1 min)
 
 The summary block lists every figure with a goal; a run of some sections (--only) replaces
 their rows and keeps the other sections' rows, their runs and any notes, each row dated.
@@ -41,6 +43,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import bench_cpu  # noqa: E402
 import bench_families  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_probes  # noqa: E402
@@ -50,9 +53,9 @@ from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  #
                           end, machine, machine_line, write_block)
 
 SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
-            "pipeline": bench_pipeline, "soak": bench_soak}
+            "pipeline": bench_pipeline, "soak": bench_soak, "cpu": bench_cpu}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
-ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "soak"]
+ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "soak", "cpu"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,

@@ -21,9 +21,13 @@
  * summed in gil_agg per thread (count, total, max, log2 histogram of the short ones) and
  * its time blamed on the holder in gil_blame, so totals stay exact at any rate.
  */
-#include "common.bpf.h"
+#include "stack.bpf.h"
 
 const volatile __u64 threshold_ns = 50000;
+/* The holder's Python frames kept per waiter while a round lasts (task storage). */
+#define GIL_HOLDER_FRAMES 8
+/* --stacks=gil: waits (and rounds of waits) of at least this carry stacks; ~0 = none. */
+const volatile __u64 gil_stack_ns = ~0ull;
 
 /* tgid -> where its GIL is (user space fills it when it finds the interpreter). */
 struct {
@@ -60,7 +64,11 @@ struct gil_thr {
 	__u64 mutex_start; /* inside __lll_lock_wait on the GIL's mutex, outside a wait */
 	__u64 take_start;  /* full mode: inside take_gil since */
 	__u64 hold_start;  /* full mode: holds the GIL since (take_gil returned) */
-	__u32 holder;	   /* holder tid of the current segment */
+	__u64 round_start; /* the current condition wait's start (--stacks=gil) */
+	__u32 hframes;	   /* the holder's innermost Python frames read at round_start */
+	__u32 _pad2;
+	__u64 hw[4 * GIL_HOLDER_FRAMES]; /* ... as bs_py_frame words */
+	__u32 holder;			 /* holder tid of the current segment */
 	__u32 first_holder;
 	__u32 in_cond; /* inside the GIL's condition wait */
 	__u16 rounds;
@@ -208,7 +216,7 @@ static __always_inline void wait_begin(struct gil_thr *st, const struct bs_gil_c
 	st->flags = flags;
 }
 
-static __always_inline void wait_end(struct gil_thr *st, __u32 pid, __u32 tid, __u64 end)
+static __always_inline void wait_end(void *ctx, struct gil_thr *st, __u32 pid, __u32 tid, __u64 end)
 {
 	__u64 start = st->wait_start, dur = end - start;
 	struct bs_gil_agg_val *a;
@@ -227,6 +235,9 @@ static __always_inline void wait_end(struct gil_thr *st, __u32 pid, __u32 tid, _
 	}
 	if (dur < threshold_ns)
 		return;
+	/* The waiter's own stack, before its record (STACK_REF). */
+	if (dur >= gil_stack_ns)
+		stack_emit(ctx, BS_REC_GIL_WAIT, pid, tid, start);
 	r = bs_reserve(BS_REC_GIL_WAIT, sizeof(*r), pid, tid, start);
 	if (!r)
 		return;
@@ -234,6 +245,45 @@ static __always_inline void wait_end(struct gil_thr *st, __u32 pid, __u32 tid, _
 	r->holder_tid = st->first_holder;
 	r->rounds = st->rounds;
 	r->flags = st->flags;
+	bs_submit(r);
+}
+
+/*
+ * A round begins: the holder's innermost Python frames, read now from its thread state (it
+ * is running the code that keeps the GIL), kept until the round ends.
+ */
+static __always_inline void holder_read(const struct bs_gil_cfg *c, struct gil_thr *st, __u32 pid)
+{
+	struct stack_scratch *s = stack_scratch_get();
+	__u32 k;
+
+	st->hframes = 0;
+	if (!s)
+		return;
+	k = stack_read_python(pid, read_u64(c->holder), s, GIL_HOLDER_FRAMES);
+	if (k > GIL_HOLDER_FRAMES)
+		k = GIL_HOLDER_FRAMES;
+	__builtin_memcpy(st->hw, s->w, sizeof(st->hw));
+	st->hframes = k;
+}
+
+/* A round of a wait (round_start..NOW) and the holder's Python frames (bs_gil_holder). */
+static __always_inline void holder_round(const struct bs_gil_cfg *c, struct gil_thr *st, __u32 pid,
+					 __u32 tid, __u64 now)
+{
+	struct stack_scratch *s = stack_scratch_get();
+	struct bs_gil_holder *r;
+
+	if (s && st->hframes) {
+		__builtin_memcpy(s->w, st->hw, sizeof(st->hw));
+		stack_emit_python(s, st->hframes, BS_REC_GIL_HOLDER, pid, tid, st->round_start);
+	}
+	r = bs_reserve(BS_REC_GIL_HOLDER, sizeof(*r), pid, tid, st->round_start);
+	if (!r)
+		return;
+	r->dur = now - st->round_start;
+	r->holder_tid = st->holder;
+	r->_pad = 0;
 	bs_submit(r);
 }
 
@@ -258,6 +308,9 @@ int BPF_KPROBE(gil_cond_enter, void *cond)
 	if (!st->wait_start)
 		wait_begin(st, c, now, holder_tid(c), 0);
 	st->in_cond = 1;
+	st->round_start = now;
+	if (gil_stack_ns != ~0ull)
+		holder_read(c, st, id >> 32);
 	if (st->rounds < 0xffff)
 		st->rounds++;
 	return 0;
@@ -279,6 +332,12 @@ int BPF_KRETPROBE(gil_cond_exit)
 	if (!c || !st->wait_start)
 		return 0;
 	now = bpf_ktime_get_ns();
+	/*
+	 * --stacks=gil: a long round is blamed on the holder's code, read from its thread state
+	 * now (the GIL's last holder, still running it, or just having let go of it).
+	 */
+	if (st->round_start && now - st->round_start >= gil_stack_ns)
+		holder_round(c, st, pid, tid, now);
 	/* Back with the mutex held: still locked means take_gil waits another round. */
 	if (gil_locked(c)) {
 		h = holder_tid(c);
@@ -293,7 +352,7 @@ int BPF_KRETPROBE(gil_cond_exit)
 	/* The GIL is ours. Full mode ends the wait where take_gil returns. */
 	if (st->take_start && (c->flags & BS_GIL_CFG_FULL))
 		return 0;
-	wait_end(st, pid, tid, now);
+	wait_end(ctx, st, pid, tid, now);
 	return 0;
 }
 
@@ -343,7 +402,7 @@ int BPF_KRETPROBE(gil_mutex_exit)
 	/* Locked: take_gil goes on to the condition wait, which continues this wait. */
 	if (locked || (st->take_start && (c->flags & BS_GIL_CFG_FULL)))
 		return 0;
-	wait_end(st, pid, tid, now);
+	wait_end(ctx, st, pid, tid, now);
 	return 0;
 }
 
@@ -379,7 +438,7 @@ int BPF_KRETPROBE(gil_take_exit)
 	now = bpf_ktime_get_ns();
 	if (st->wait_start) {
 		st->flags |= BS_GIL_WAIT_TAKE_GIL;
-		wait_end(st, pid, tid, now);
+		wait_end(ctx, st, pid, tid, now);
 	}
 	st->take_start = 0;
 	st->hold_start = now;

@@ -37,11 +37,12 @@
 #define BS_REC_CUDA_CALL   0x30 /* cuda: one runtime or driver API call (struct bs_ucall) */
 #define BS_REC_NCCL_CALL   0x40 /* nccl: one API call (struct bs_ucall) */
 /* 0x50-0x5f: gil family (see its block below) */
-#define BS_REC_GIL_WAIT	 0x50 /* gil: one wait for the GIL at or above the threshold */
-#define BS_REC_GIL_HOLD	 0x51 /* gil (full mode): one hold of the GIL at or above it */
-#define BS_REC_GIL_AGG	 0x52 /* gil: cumulative per-thread totals of every wait and hold */
-#define BS_REC_GIL_BLAME 0x53 /* gil: cumulative wait time per (waiter, holder) thread pair */
-#define BS_REC_GIL_PROC	 0x54 /* gil: how one python process is measured (user space) */
+#define BS_REC_GIL_WAIT	  0x50 /* gil: one wait for the GIL at or above the threshold */
+#define BS_REC_GIL_HOLD	  0x51 /* gil (full mode): one hold of the GIL at or above it */
+#define BS_REC_GIL_AGG	  0x52 /* gil: cumulative per-thread totals of every wait and hold */
+#define BS_REC_GIL_BLAME  0x53 /* gil: cumulative wait time per (waiter, holder) thread pair */
+#define BS_REC_GIL_PROC	  0x54 /* gil: how one python process is measured (user space) */
+#define BS_REC_GIL_HOLDER 0x55 /* gil (--stacks=gil): a round of a wait, the holder's code */
 /* 0x60-0x6f: gpu family and the cupti-shim channel, 0x70-0x7f: nvtx (blocks below) */
 #define BS_REC_TYPE_MAX 0x100 /* exclusive bound a reader accepts in this version */
 
@@ -303,6 +304,18 @@ struct bs_gil_wait {
 	__u16 flags;	  /* BS_GIL_WAIT_* */
 };
 
+/*
+ * --stacks=gil: one round of a GIL wait (a timed condition wait) of at least the threshold,
+ * hdr.tid = the waiter, hdr.ts = the round's start; its STACK_REF (same tid, ts) is the
+ * holder's Python stack read when the round ended (what the holder was running then).
+ */
+struct bs_gil_holder {
+	struct bs_hdr h;
+	__u64 dur;
+	__u32 holder_tid;
+	__u32 _pad;
+};
+
 #define BS_GIL_WAIT_MUTEX    0x1 /* it began blocked on the GIL's mutex */
 #define BS_GIL_WAIT_TAKE_GIL 0x2 /* timed from take_gil's entry to its return (full mode) */
 #define BS_GIL_WAIT_HANDOFF  0x4 /* the holder changed meanwhile: BLAME splits the time */
@@ -396,6 +409,7 @@ struct bs_gil_cfg {
 #define BS_GIL_CFG_OFF	 0x4 /* known python without a GIL to watch (free-threaded) */
 
 BS_ASSERT_RECORD(bs_gil_wait, 40);
+BS_ASSERT_RECORD(bs_gil_holder, 40);
 BS_ASSERT_RECORD(bs_gil_hold, 32);
 BS_ASSERT_RECORD(bs_gil_agg_val, 304);
 BS_ASSERT_RECORD(bs_gil_agg, 336);
@@ -657,5 +671,153 @@ BS_ASSERT_RECORD(bs_nvtx_mark, 56);
 BS_ASSERT_RECORD(bs_nvtx_name, 48);
 BS_ASSERT_RECORD(bs_nvtx_begin, 40);
 /* ---- end of the cupti-shim channel, gpu and nvtx families ---- */
+
+/* ---- stacks (any family's events) and the cpu family: user/stack_*.c, docs/STACKS.md ---- */
+
+/*
+ * One call stack, interned by the recorder: written once, before the first record that names
+ * its id. Frames follow the header, innermost first. Native frames are symbolized while the
+ * process lives (module, function, address relative to the module), so a file never needs the
+ * traced machine to be read. hdr.pid/tid/ts: of the first record that used it.
+ */
+#define BS_REC_STACK 0x0b
+
+struct bs_stack {
+	struct bs_hdr h;
+	__u32 id; /* > 0, unique in the file */
+	__u16 nframes;
+	__u16 flags; /* BS_STACK_* */
+		     /* struct bs_frame frames[nframes]; */
+};
+
+#define BS_STACK_TRUNCATED 0x1 /* deeper frames were cut at the depth cap */
+
+struct bs_frame {
+	__u64 addr;    /* native: the module's ELF address (or the raw address when unknown) */
+	__u32 func_id; /* string id of the function (demangled), 0 = unknown */
+	__u32 file_id; /* string id of the module (native) or source file (python), 0 = unknown */
+	__u32 line;    /* python: line number; else 0 */
+	__u32 kind;    /* BS_FRAME_* */
+};
+
+#define BS_FRAME_NATIVE 1 /* user-space machine code */
+#define BS_FRAME_PYTHON 2 /* a Python function (file, line) */
+#define BS_FRAME_CUT                                                                               \
+	3 /* marker: the unwind stopped here (file_id = the module without frame pointers) */
+
+#define BS_STACK_MAX_FRAMES 128 /* frames kept per stack: deeper ones are cut (TRUNCATED) */
+
+/*
+ * An event's stack (--stacks), as BPF read it (ring only, never on disk): written just
+ * before the event's own record; hdr.pid/tid/ts are the event's. The recorder symbolizes it
+ * and writes a STACK_REF in its place. Addresses and Python frames follow as in
+ * bs_cpu_sample_raw.
+ */
+#define BS_REC_STACK_RAW 0x0c
+
+struct bs_stack_raw {
+	struct bs_hdr h;
+	__u32 nips;
+	__u32 flags; /* BS_CPU_PYTHON, BS_CPU_GIL (the thread held the GIL) */
+	__u32 npy;
+	__u16 event_type; /* the BS_REC_* of the event it belongs to */
+	__u16 _pad;
+	/* __u64 ips[nips]; struct bs_py_frame py[npy]; */
+};
+
+/* The stack of one event: the record of type EVENT_TYPE with this hdr.tid and hdr.ts. */
+#define BS_REC_STACK_REF 0x0d
+
+struct bs_stack_ref {
+	struct bs_hdr h;
+	__u32 stack_id;	  /* bs_stack id */
+	__u16 event_type; /* BS_REC_* */
+	__u16 flags;	  /* BS_CPU_GIL when the thread held the GIL */
+};
+
+/* cpu family: timer samples of traced threads (perf_event). Block 0x80. */
+#define BS_REC_CPU_SAMPLE_RAW 0x80 /* ring only: a sample and its raw user stack (never on disk) */
+#define BS_REC_CPU_SAMPLE     0x81 /* one on-CPU sample of a thread */
+
+struct bs_cpu_sample_raw {
+	struct bs_hdr h;
+	__u32 nips;  /* user-space return addresses that follow, innermost first */
+	__u32 flags; /* BS_CPU_* */
+	__u32 npy;   /* Python frames after the addresses (struct bs_py_frame), innermost first */
+	__u32 _pad;
+	/* __u64 ips[nips]; struct bs_py_frame py[npy]; */
+};
+
+/*
+ * One Python frame as BPF saw it: the code object, the instruction it was at, and what
+ * identifies the code object when user space reads it later (BS_PY_NAME_ID, BS_PY_FILE_ID):
+ * its name and file objects' addresses mixed with the name's hash and the first line. A
+ * code object freed meanwhile and its memory reused (pymalloc reuses the last freed block
+ * first, for the code object and its strings alike) is named only when the new one has the
+ * same name, file object and first line.
+ */
+struct bs_py_frame {
+	__u64 code;
+	__u64 instr; /* prev_instr (3.11, 3.12) or instr_ptr (3.13+) */
+	__u64 name;  /* co_name ^ co_name->hash */
+	__u64 file;  /* co_filename ^ co_firstlineno << 40; bit 0: its eval-loop call's first */
+};
+
+#define BS_PY_NAME_ID(name_ptr, name_hash) ((name_ptr) ^ (name_hash))
+#define BS_PY_FILE_ID(file_ptr, firstlineno)                                                       \
+	(((file_ptr) ^ ((__u64)(__u32)(firstlineno) << 40)) & ~BS_PY_FRAME_ENTRY)
+#define BS_PY_STR_HASH 24 /* PyASCIIObject: hash (3.11+) */
+
+#define BS_PY_FRAME_ENTRY 0x1ull /* in bs_py_frame.file: the eval loop was entered here */
+#define BS_PY_MAX_FRAMES  64	 /* Python frames read per sample: deeper ones are cut */
+#define BS_PY_NONE	  0xffffffffu
+
+/*
+ * How BPF reads one process's Python frames (user/py_stack.c fills it from the version):
+ * the thread holding the GIL is the one whose Python frames are read.
+ */
+struct bs_py_cfg {
+	__u64 locked;	       /* &gil->locked (int) */
+	__u64 holder;	       /* &gil->last_holder (PyThreadState *) */
+	__u32 tid_off;	       /* PyThreadState: native_thread_id, or thread_id (pthread_t) */
+	__u32 pthread_tid_off; /* 0: tid_off is native_thread_id; else tid's offset in pthread */
+	__u32 ts_frame;	       /* PyThreadState: cframe (3.11, 3.12) or current_frame (3.13+) */
+	__u32 cframe_frame;    /* _PyCFrame: current_frame; BS_PY_NONE when ts_frame is it */
+	__u32 fr_code;	       /* _PyInterpreterFrame: f_code / f_executable */
+	__u32 fr_prev;	       /* previous */
+	__u32 fr_instr;	       /* prev_instr / instr_ptr */
+	__u32 fr_owner;	       /* owner (char) */
+	__u32 fr_entry;	       /* is_entry (3.11, bool); BS_PY_NONE */
+	__u32 owner_cstack;    /* owner of the eval loop's entry frames (3.12+: 3); BS_PY_NONE */
+	__u32 co_name;	       /* PyCodeObject: co_name */
+	__u32 co_filename;     /* co_filename */
+	__u32 co_firstlineno;  /* co_firstlineno (int) */
+	__u32 threads_head;    /* PyInterpreterState: threads.head (0 = no list walk) */
+	__u64 interp;	       /* the main interpreter: its thread states find the threads
+				* that released the GIL (native_thread_id only: 3.11+) */
+};
+
+struct bs_cpu_sample {
+	struct bs_hdr h;
+	__u32 stack_id; /* bs_stack id, 0 = no user stack (a kernel thread, or none could be read) */
+	__u32 flags;	/* BS_CPU_* */
+};
+
+/* The sample hit kernel code: its stack is where user space entered the kernel. */
+#define BS_CPU_KERNEL 0x1
+/* A Python thread holding the GIL. */
+#define BS_CPU_GIL 0x2
+/* A thread of a Python process whose frames bpfsight can read (BS_CPU_GIL says if it held it). */
+#define BS_CPU_PYTHON 0x4
+
+BS_ASSERT_RECORD(bs_stack, 32);
+BS_ASSERT_RECORD(bs_stack_raw, 40);
+BS_ASSERT_RECORD(bs_stack_ref, 32);
+BS_ASSERT_RECORD(bs_frame, 24);
+BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);
+BS_ASSERT_RECORD(bs_py_frame, 32);
+BS_ASSERT_RECORD(bs_py_cfg, 80);
+BS_ASSERT_RECORD(bs_cpu_sample, 32);
+/* ---- end of stacks and the cpu family ---- */
 
 #endif /* BPFSIGHT_RECORDS_H */

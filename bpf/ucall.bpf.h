@@ -22,11 +22,14 @@
 #ifndef BPFSIGHT_UCALL_BPF_H
 #define BPFSIGHT_UCALL_BPF_H
 
-#include "common.bpf.h"
+#include "stack.bpf.h"
 
 #ifndef UCALL_REC_TYPE
 #error "define UCALL_REC_TYPE (BS_REC_*) before including ucall.bpf.h"
 #endif
+
+/* --stacks: calls (outermost ones) lasting at least this get the caller's stack; ~0 = none. */
+const volatile __u64 ucall_stack_ns = ~0ull;
 
 #define UCALL_MAX_DEPTH 8
 #define UCALL_SLOTS	1024 /* a power of two; 976 KB, preallocated */
@@ -258,6 +261,10 @@ int ucall_return(struct pt_regs *ctx)
 		return 0;
 	}
 	t->depth = --d;
+	/* Before the call's record, which then follows its stack in the ring (STACK_REF). At
+	 * return the stack begins at the caller: the return address is its instruction. */
+	if (!d && now - f->ts >= ucall_stack_ns)
+		stack_emit(ctx, UCALL_REC_TYPE, id >> 32, (__u32)id, f->ts);
 	mode = BS_UCOOKIE_MODE(f->cookie);
 	src = ucall_deref_src(f, sp);
 	if (mode == BS_DEREF_STRUCT && src) {

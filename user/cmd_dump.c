@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "family.h"
 #include "json.h"
+#include "stack_format.h"
 #include "trace_walk.h"
 
 #define DUMP_MAX_KINDS 32
@@ -112,7 +113,7 @@ static int dump_want_kind(const struct dump_opts *o, const char *kind)
 	return 0;
 }
 
-void dump_event(FILE *out, const struct event *ev)
+void dump_event(FILE *out, const struct event *ev, const struct trace_model *m)
 {
 	struct json j;
 
@@ -126,6 +127,14 @@ void dump_event(FILE *out, const struct event *ev)
 	json__kv_str(&j, "name", ev->name ? ev->name : "");
 	json__key(&j, "args");
 	event__json_args(ev, &j);
+	if (ev->stack) {
+		json__key(&j, "stack");
+		stack__json(ev->stack, m, &j);
+	}
+	if (ev->holder_stack) {
+		json__key(&j, "holder_stack");
+		stack__json(ev->holder_stack, m, &j);
+	}
 	json__end_object(&j);
 	fputc('\n', out);
 }
@@ -192,7 +201,7 @@ int cmd_dump(int argc, char **argv)
 			continue;
 		event__init(&ev, rec, dec->kind);
 		if (dec->decode(rec, w.m, &ev) == 1)
-			dump_event(stdout, &ev);
+			dump_event(stdout, &ev, w.m);
 	}
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "bpfsight dump: writing the output failed: %s\n", strerror(errno));

@@ -15,14 +15,17 @@
 #include "trace_walk.h"
 #include "mono_clock.h"
 
+// clang-format off
 static const struct exporter *const exporters[] = {
-	&export_perfetto,
-	&export_chrome,
-	&export_sqlite,
+	&export_perfetto, &export_chrome, &export_sqlite, &export_folded, &export_pprof,
+	&export_svg,
 };
 
 /* The suffix that replaces FILE's .bst when -o is not given. */
-static const char *const default_suffix[] = { ".pftrace", ".json", ".sqlite" };
+static const char *const default_suffix[] = {
+	".pftrace", ".json", ".sqlite", ".folded", ".pb.gz", ".svg",
+};
+// clang-format on
 
 #define NEXPORTERS     (sizeof(exporters) / sizeof(exporters[0]))
 #define PROGRESS_NS    500000000ull /* redraw at most twice a second */
@@ -62,9 +65,9 @@ static void export_usage(FILE *f)
 	fprintf(f,
 		"\n"
 		"  -f, --format FORMAT  one of the above (required)\n"
-		"  -o, --output OUT     default: FILE with .bst replaced by .pftrace, .json or\n"
-		"                       .sqlite; an OUT ending in .gz is gzip-compressed (perfetto,\n"
-		"                       chrome)\n"
+		"  -o, --output OUT     default: FILE with .bst replaced by .pftrace, .json,\n"
+		"                       .sqlite, .folded, .pb.gz or .svg; an OUT ending in .gz is\n"
+		"                       gzip-compressed (perfetto, chrome; pprof always is)\n"
 		"      --force          replace OUT if it exists (a symlink is never followed or\n"
 		"                       replaced)\n"
 		"  -h, --help           this help\n"
@@ -237,8 +240,8 @@ int cmd_export(int argc, char **argv)
 	}
 	file = argv[optind];
 	if (!format) {
-		fprintf(stderr, "bpfsight export: which format? --format perfetto, chrome or "
-				"sqlite\n");
+		fprintf(stderr, "bpfsight export: which format? --format perfetto, chrome, "
+				"sqlite, folded, pprof or svg\n");
 		return EXIT_READ_FAIL;
 	}
 	ex = export_find(format, &suffix);

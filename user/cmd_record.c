@@ -37,7 +37,8 @@ static void usage(FILE *f)
 		"\n"
 		"  -o, --output FILE        trace file (default: reportN.bst, first unused N)\n"
 		"  -f, --force              overwrite FILE if it exists\n"
-		"  -t, --trace LIST         families to record, comma-separated (default: all)\n"
+		"  -t, --trace LIST         families to record, comma-separated (default: all but\n"
+		"                           cpu)\n"
 		"                           available: %s\n"
 		"  -p, --pid PID            attach to PID (repeatable, or comma-separated); its\n"
 		"                           threads and future children are traced\n"
@@ -61,6 +62,12 @@ static void usage(FILE *f)
 		"                           (~1.8 us here) per GIL release/acquire, an I/O loop\n"
 		"                           releasing the GIL twice per iteration ran 7x slower;\n"
 		"                           CPU-bound contention is unaffected\n"
+		"      --stacks LIST        events that carry the calling thread's stack (native and\n"
+		"                           Python): FAMILY[:THRESHOLD],... (cuda, nccl: calls of\n"
+		"                           at least THRESHOLD, default 100us; :0 every call) or\n"
+		"                           none (the default)\n"
+		"      --sample-rate HZ     cpu: samples per second of each CPU (default 99, 1 to\n"
+		"                           10000); the cpu family is recorded only when -t names it\n"
 		"      --dry-run            find and list every uprobe site (object, symbol,\n"
 		"                           offset, instruction, cost class); record nothing.\n"
 		"                           With CMD, runs it and lists what was found\n"
@@ -134,6 +141,55 @@ static int parse_families(const char *list, __u64 *mask)
 	free(copy);
 	if (!ret && !*mask)
 		ret = fail("-t needs at least one family");
+	return ret;
+}
+
+/* The families --stacks takes, for its errors: "cuda, nccl". */
+static void stack_families(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (int i = 0; families[i] && used < len; i++)
+		if (families[i]->stack_default_ns)
+			used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+					 families[i]->name);
+}
+
+/* --stacks LIST: "none", or FAMILY[:THRESHOLD] entries (docs/STACKS.md). */
+static int parse_stacks(const char *list, struct record_opts *o)
+{
+	char *copy = strdup(list), *save = NULL, *tok, *colon, fams[256];
+	int ret = 0;
+
+	if (!copy)
+		return 1;
+	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
+		o->stack_ns[i] = RECORD_STACKS_OFF;
+	if (!strcmp(list, "none")) {
+		free(copy);
+		return 0;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		int i;
+
+		colon = strchr(tok, ':');
+		if (colon)
+			*colon++ = 0;
+		for (i = 0; families[i] && strcmp(families[i]->name, tok); i++)
+			;
+		if (!families[i] || !families[i]->stack_default_ns) {
+			stack_families(fams, sizeof(fams));
+			ret = fail("--stacks: '%s' takes no stacks; families that do: %s (or none)",
+				   tok, fams);
+			break;
+		}
+		o->stack_ns[i] = families[i]->stack_default_ns;
+		if (colon && parse_threshold_ns(colon, &o->stack_ns[i]))
+			ret = fail("--stacks: bad threshold '%s' for %s: use e.g. 0, 100us or 5ms",
+				   colon, tok);
+	}
+	free(copy);
 	return ret;
 }
 
@@ -262,7 +318,16 @@ static int nvtx_index(void)
 	return 63;
 }
 
-enum { OPT_THRESHOLD = 256, OPT_BUFFER, OPT_KILL, OPT_CAPTURE, OPT_GIL_MODE, OPT_DRY_RUN };
+enum {
+	OPT_THRESHOLD = 256,
+	OPT_BUFFER,
+	OPT_KILL,
+	OPT_CAPTURE,
+	OPT_GIL_MODE,
+	OPT_DRY_RUN,
+	OPT_SAMPLE_RATE,
+	OPT_STACKS,
+};
 
 static int parse_capture(const char *s, struct record_opts *o)
 {
@@ -292,6 +357,8 @@ const struct option record_options[] = {
 	{ "capture-range", required_argument, NULL, OPT_CAPTURE },
 	{ "gil-mode", required_argument, NULL, OPT_GIL_MODE },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
+	{ "stacks", required_argument, NULL, OPT_STACKS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -303,12 +370,15 @@ int cmd_record(int argc, char **argv)
 		.osrt_threshold_ns = 1000,
 		.ringbuf_bytes = 16 << 20,
 		.kill_signal = SIGTERM,
+		.sample_rate = 99,
 	};
 	char outbuf[64], *cmdline;
 	const char *trace = NULL;
-	int c, ret;
+	int c, ret, stacks_given = 0;
 
 	o.cmdline = cmdline = join_args(argc, argv);
+	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
+		o.stack_ns[i] = RECORD_STACKS_OFF; /* stacks are asked for (docs/STACKS.md) */
 	optind = 1;
 	/* '+': options stop at CMD, so CMD's own options are left alone. */
 	while ((c = getopt_long(argc, argv, "+o:ft:p:ad:vh", record_options, NULL)) != -1) {
@@ -395,6 +465,26 @@ int cmd_record(int argc, char **argv)
 		case OPT_DRY_RUN:
 			o.dry_run = 1;
 			break;
+		case OPT_STACKS:
+			if (parse_stacks(optarg, &o))
+				goto err;
+			stacks_given = 1;
+			break;
+		case OPT_SAMPLE_RATE: {
+			char *end;
+			unsigned long hz;
+
+			errno = 0;
+			hz = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || hz < 1 || hz > 10000) {
+				fail("bad --sample-rate '%s': samples per second, 1 to 10000 "
+				     "(default 99)",
+				     optarg);
+				goto err;
+			}
+			o.sample_rate = hz;
+			break;
+		}
 		case 'v':
 			o.verbose = 1;
 			break;
@@ -427,11 +517,23 @@ int cmd_record(int argc, char **argv)
 		o.families_explicit = 1;
 	} else {
 		for (int i = 0; families[i]; i++)
-			o.families |= 1ull << i;
+			if (!(families[i]->flags & FAMILY_OPT_IN))
+				o.families |= 1ull << i;
 	}
 	for (int i = 0; families[i]; i++) /* always-on families cannot be deselected */
 		if (families[i]->flags & FAMILY_ALWAYS)
 			o.families |= 1ull << i;
+	if (!stacks_given) /* the families whose stacks are on by default (gil) */
+		for (int i = 0; families[i]; i++)
+			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&
+			    (o.families & (1ull << i)))
+				o.stack_ns[i] = families[i]->stack_default_ns;
+	for (int i = 0; families[i]; i++)
+		if (o.stack_ns[i] != RECORD_STACKS_OFF && !(o.families & (1ull << i))) {
+			fail("--stacks=%s: the %s family is not recorded: add it to -t",
+			     families[i]->name, families[i]->name);
+			goto err;
+		}
 	if (o.capture_range == RECORD_CAPTURE_NVTX && !(o.families & (1ull << nvtx_index()))) {
 		fail("--capture-range=nvtx:%s needs the nvtx family: add nvtx to -t",
 		     o.capture_nvtx);

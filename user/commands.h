@@ -32,9 +32,10 @@ extern const struct bpfsight_cmd bpfsight_cmds[];
 void dump__list_kinds(char *buf, size_t len);	  /* cmd_dump.c: dump --kind */
 void export__list_formats(char *buf, size_t len); /* cmd_export.c: export --format */
 
-struct event; /* event.h */
-/* dump's NDJSON line for one event (shared with tests/fuzz/fuzz_decode.c). */
-void dump_event(FILE *out, const struct event *ev);
+struct event;	    /* event.h */
+struct trace_model; /* trace_model.h */
+/* dump's NDJSON line for one event (shared with tests/fuzz/fuzz_decode.c); M names its stack. */
+void dump_event(FILE *out, const struct event *ev, const struct trace_model *m);
 
 /* Exit statuses of the reading commands (info, dump, stats). */
 #define EXIT_READ_OK	  0 /* clean, or truncated by a crash and recovered (warned on stderr) */

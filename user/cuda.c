@@ -43,6 +43,7 @@ static int cuda_attach(struct record_ctx *ctx, void **state)
 		goto fail;
 	}
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
+	st->skel->rodata->ucall_stack_ns = record_opts__stack_ns(ctx->opts, &family_cuda);
 	err = ucall_family__load(ctx, &cuda_table, st->skel->obj, st->skel->progs.ucall_entry,
 				 st->skel->progs.ucall_return, st->skel->progs.ucall_exit_btf,
 				 &st->skel->links.ucall_exit_btf);
@@ -121,6 +122,7 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 const struct family family_cuda = {
 	.name = "cuda",
 	.desc = "CUDA runtime and driver API calls (uprobes on libcudart/libcuda, static too)",
+	.stack_default_ns = 100000, /* --stacks=cuda: calls of 100 us or more (nsys: 80 us) */
 	.attach = cuda_attach,
 	.detach = cuda_detach,
 	.observe = cuda_observe,

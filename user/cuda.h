@@ -41,5 +41,6 @@ extern const struct report *const cuda_reports[];
 extern const struct chrome_family cuda_chrome; /* export_chrome_ucall.c */
 extern const struct sqlite_family cuda_sqlite; /* export_sqlite_ucall.c */
 extern const struct family family_cuda;
+extern const struct report cuda_callsites; /* callsites_report.c: CUDA and NCCL calls */
 
 #endif /* BPFSIGHT_CUDA_H */

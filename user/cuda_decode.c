@@ -271,6 +271,7 @@ static int decode_call(const struct bs_hdr *rec, const struct trace_model *m, st
 	cuda_call__read(rec, &c);
 	ev->name = call_name(u, &c, ev->namebuf, sizeof(ev->namebuf));
 	ev->dur = u->dur;
+	ev->stack = trace_model__event_stack(m, rec); /* --stacks=cuda */
 	event__arg_s64(ev, "ret", c.code);
 	if (c.code) {
 		err = code_name(&c);

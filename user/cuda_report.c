@@ -573,5 +573,5 @@ static const struct report cuda_err_sum = {
 };
 
 const struct report *const cuda_reports[] = {
-	&cuda_api_sum, &cuda_launch_sum, &cuda_memcpy_sum, &cuda_err_sum, NULL,
+	&cuda_api_sum, &cuda_launch_sum, &cuda_memcpy_sum, &cuda_err_sum, &cuda_callsites, NULL,
 };

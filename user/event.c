@@ -16,6 +16,8 @@ void event__init(struct event *ev, const struct bs_hdr *rec, const char *kind)
 	ev->kind = kind;
 	ev->name = kind;
 	ev->nargs = 0;
+	ev->stack = NULL;
+	ev->holder_stack = NULL;
 	ev->namebuf[0] = 0;
 	ev->strbuf[0] = 0;
 	ev->strbuf_used = 0;

@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-struct bs_hdr; /* records.h */
+struct bs_hdr;	    /* records.h */
+struct trace_stack; /* trace_model.h */
 
 #define EVENT_MAX_ARGS 16
 
@@ -53,8 +54,10 @@ struct event {
 	const char *name; /* e.g. "nanosleep" */
 	__u32 nargs;
 	struct event_arg args[EVENT_MAX_ARGS];
-	char namebuf[64]; /* for names a decoder formats */
-	char strbuf[256]; /* for string args a decoder formats */
+	const struct trace_stack *stack;	/* where in the code (the model's), or NULL */
+	const struct trace_stack *holder_stack; /* gil_wait: the GIL holder's code, or NULL */
+	char namebuf[64];			/* for names a decoder formats */
+	char strbuf[256];			/* for string args a decoder formats */
 	__u32 strbuf_used;
 };
 

@@ -32,5 +32,8 @@ struct exporter {
 extern const struct exporter export_perfetto; /* export_perfetto.c */
 extern const struct exporter export_chrome;   /* export_chrome.c */
 extern const struct exporter export_sqlite;   /* export_sqlite.c */
+extern const struct exporter export_folded;   /* export_folded.c */
+extern const struct exporter export_pprof;    /* export_pprof.c */
+extern const struct exporter export_svg;      /* export_svg.c */
 
 #endif /* BPFSIGHT_EXPORT_H */

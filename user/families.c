@@ -14,9 +14,16 @@
 #include "nccl.h"
 #include "gpu.h"
 #include "nvtx.h"
+#include "cpu.h"
 
+/*
+ * Families attach in this order. cpu comes before gil: the uprobe manager tells a listener
+ * only of the files examined after it joined, and gil examines interpreters as it attaches.
+ */
+// clang-format off
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
-	&family_osrt, &family_sched, &family_gil,  &family_cuda,
-	&family_nccl, &family_gpu,   &family_nvtx, NULL,
+	&family_osrt, &family_sched, &family_cpu, &family_gil, &family_cuda, &family_nccl,
+	&family_gpu, &family_nvtx, NULL,
 };
+// clang-format on

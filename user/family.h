@@ -50,12 +50,20 @@ int family__decode_meta(const struct bs_hdr *rec, const struct trace_model *m, s
 /* 1 when records of KIND become events (dump prints them), 0 for metadata or unknown kinds. */
 int family__kind_is_event(const char *kind);
 
-#define FAMILY_ALWAYS 0x1 /* always recorded, not selectable with -t (process lifecycle) */
+#define FAMILY_ALWAYS	      0x1 /* always recorded, not selectable with -t (process lifecycle) */
+#define FAMILY_OPT_IN	      0x2 /* only when -t names it: not in the default set (cpu sampling) */
+#define FAMILY_STACKS	      0x4 /* reads stacks: the stack service starts before families attach */
+#define FAMILY_STACKS_DEFAULT 0x8 /* its events carry stacks unless --stacks says otherwise */
 
 struct family {
 	const char *name;
 	const char *desc;
 	__u32 flags;
+	/*
+	 * --stacks FAMILY[:THRESHOLD]: its events of at least THRESHOLD get the thread's stack,
+	 * this default when none is given; 0 = the family takes no --stacks.
+	 */
+	__u64 stack_default_ns;
 	/* Record side. attach() loads and attaches; its state goes into *state. */
 	int (*attach)(struct record_ctx *ctx, void **state);
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */

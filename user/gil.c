@@ -258,7 +258,7 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 	if (pid != lk->pid)
 		return;
 	base = base ? base + 1 : mp->shown;
-	if (f->python && !lk->py && (exe || strstr(base, "python"))) {
+	if (f->python && !lk->py && gil_python__is_interpreter(mp->shown, lk->exe)) {
 		lk->py = f;
 		lk->py_bias = mp->bias;
 		snprintf(lk->py_shown, sizeof(lk->py_shown), "%s", mp->shown);
@@ -779,6 +779,7 @@ static int gil_attach(struct record_ctx *ctx, void **state)
 	}
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
 	st->skel->rodata->threshold_ns = GIL_THRESHOLD_NS;
+	st->skel->rodata->gil_stack_ns = record_opts__stack_ns(ctx->opts, &family_gil);
 	err = 0;
 	if (uprobe_multi__supported()) {
 		struct bpf_program *progs[] = {
@@ -926,6 +927,8 @@ static void gil_detach(struct record_ctx *ctx, void *state)
 const struct family family_gil = {
 	.name = "gil",
 	.desc = "CPython GIL waits per thread and who held it (uprobes on glibc/libpython)",
+	.flags = FAMILY_STACKS_DEFAULT,
+	.stack_default_ns = GIL_THRESHOLD_NS, /* every wait with a record, and its rounds */
 	.attach = gil_attach,
 	.poll = gil_poll,
 	.detach = gil_detach,

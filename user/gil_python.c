@@ -413,6 +413,8 @@ static void inspect_debug_offsets(pid_t pid, const struct mem *m, struct gil_py 
 		return;
 	}
 	py->verified = 1;
+	py->interp = interp;
+	py->threads_head_off = (__u32)o.threads_head;
 	learn_tids(pid, m, py, interp, o.threads_head, (__u32)o.ts_thread_id,
 		   (__u32)o.ts_native_thread_id);
 	set_status(py, GIL_PY_READY, "");
@@ -468,6 +470,8 @@ static void inspect_layout(pid_t pid, const struct mem *m, struct gil_py *py,
 	py->gil = gil;
 	py->verified = 1;
 	fill_cfg(py, gil);
+	py->interp = interp;
+	py->threads_head_off = l->interp_threads_head;
 	learn_tids(pid, m, py, interp, l->interp_threads_head, l->ts_thread_id, l->ts_native);
 	set_status(py, GIL_PY_READY, py->holder_known ? "" : "holder threads unknown");
 }
@@ -511,4 +515,11 @@ int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, s
 out:
 	close(m.fd);
 	return 0;
+}
+
+int gil_python__is_interpreter(const char *shown, const char *exe)
+{
+	const char *base = strrchr(shown, '/');
+
+	return !strcmp(shown, exe) || strstr(base ? base + 1 : shown, "python");
 }

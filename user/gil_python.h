@@ -45,11 +45,13 @@ struct gil_py {
 	__u64 runtime;	       /* &_PyRuntime in the process */
 	__u32 version;	       /* PY_VERSION_HEX, or 3 << 24 | minor << 16 (only 3.X known) */
 	int free_threaded;
-	int initialized;  /* the main interpreter exists */
-	int verified;	  /* the GIL's address and fields were checked against live memory */
-	int holder_known; /* cfg.tid_off is usable */
-	const char *how;  /* "offsets", "debug_offsets", "search": how the GIL was found */
-	__u64 gil;	  /* &struct _gil_runtime_state */
+	int initialized;	/* the main interpreter exists */
+	int verified;		/* the GIL's address and fields were checked against live memory */
+	int holder_known;	/* cfg.tid_off is usable */
+	const char *how;	/* "offsets", "debug_offsets", "search": how the GIL was found */
+	__u64 gil;		/* &struct _gil_runtime_state */
+	__u64 interp;		/* the main PyInterpreterState (verified), 0 = unknown */
+	__u32 threads_head_off; /* its threads.head: the list of its thread states */
 	struct bs_gil_cfg cfg;
 	char note[192]; /* what is missing or why nothing is measured ("" when nothing) */
 };
@@ -60,6 +62,13 @@ struct gil_py {
  * Which process maps which file is the caller's (uprobe_mgr's discovery, in user/gil.c).
  */
 int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, struct gil_py *py);
+/*
+ * Of the files defining _PyRuntime that a process maps (SHOWN: as its maps name it), the
+ * interpreter is the executable EXE itself or a file named like python (libpython3.X.so):
+ * an extension module embedding another runtime is neither. Callers take the first in
+ * address order.
+ */
+int gil_python__is_interpreter(const char *shown, const char *exe);
 
 /*
  * The _Py_DebugOffsets of 3.13+ (the start of _PyRuntime, LEN bytes of it), decoded into

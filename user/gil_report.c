@@ -41,6 +41,9 @@ static int decode_wait(const struct bs_hdr *rec, const struct trace_model *m, st
 
 	ev->name = "gil_wait";
 	ev->dur = w->dur;
+	/* --stacks=gil: the waiter's stack, and the holder's code in the wait's first round. */
+	ev->stack = trace_model__event_stack(m, rec);
+	ev->holder_stack = trace_model__stack_of(m, BS_REC_GIL_HOLDER, rec->tid, rec->ts);
 	event__arg_u64(ev, "holder_tid", w->holder_tid);
 	if (holder)
 		event__arg_str(ev, "holder", holder);
@@ -123,6 +126,8 @@ const struct rec_decoder gil_decoders[] = {
 	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", family__decode_meta },
 	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", family__decode_meta },
 	{ BS_REC_GIL_PROC, sizeof(struct bs_gil_proc), "gil_python", decode_proc, &python_style },
+	/* Rounds of waits with the holder's stack: gil_stacks reads them. */
+	{ BS_REC_GIL_HOLDER, sizeof(struct bs_gil_holder), "gil_holder", family__decode_meta },
 	{ 0 },
 };
 
@@ -576,4 +581,5 @@ static const struct report gil_procs = {
 	.free = gil_data__free,
 };
 
-const struct report *const gil_reports[] = { &gil_sum, &gil_blocked_by, &gil_procs, NULL };
+const struct report *const gil_reports[] = { &gil_sum, &gil_blocked_by, &gil_procs, &gil_stacks,
+					     NULL };

@@ -18,6 +18,7 @@ static int nccl_attach(struct record_ctx *ctx, void **state)
 	if (!skel)
 		return -errno;
 	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
+	skel->rodata->ucall_stack_ns = record_opts__stack_ns(ctx->opts, &family_nccl);
 	err = ucall_family__load(ctx, &nccl_table, skel->obj, skel->progs.ucall_entry,
 				 skel->progs.ucall_return, skel->progs.ucall_exit_btf,
 				 &skel->links.ucall_exit_btf);
@@ -52,6 +53,7 @@ static void nccl_walk_free(void *w)
 const struct family family_nccl = {
 	.name = "nccl",
 	.desc = "NCCL calls: collectives, point-to-point, groups, communicators (uprobes)",
+	.stack_default_ns = 100000, /* --stacks=nccl: calls of 100 us or more */
 	.attach = nccl_attach,
 	.detach = nccl_detach,
 	.walk_new = nccl_walk_new,

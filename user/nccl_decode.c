@@ -517,6 +517,7 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
  */
 static int decode_nccl_call(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
+	ev->stack = trace_model__event_stack(m, rec); /* --stacks=nccl */
 	return nccl__decode(rec, m, trace_model__walk(m, &family_nccl), ev);
 }
 

@@ -115,6 +115,8 @@ const struct rec_decoder proc_decoders[] = {
 	{ BS_REC_EXIT, sizeof(struct bs_exit), "exit", decode_exit, &lifecycle_style },
 	{ BS_REC_COMM, sizeof(struct bs_comm), "comm", decode_comm, &lifecycle_style },
 	{ BS_REC_SYMBOL, sizeof(struct bs_symbol), "symbol", family__decode_meta },
+	{ BS_REC_STACK, sizeof(struct bs_stack), "stack", family__decode_meta },
+	{ BS_REC_STACK_REF, sizeof(struct bs_stack_ref), "stack_ref", family__decode_meta },
 	{ BS_REC_MAP_EXEC, sizeof(struct bs_map_exec), "new_code", family__decode_meta },
 	{ 0 },
 };

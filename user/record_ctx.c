@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
+#include "family.h"
 #include "record_ctx.h"
 #include "string_pool.h"
 #include "trace_writer.h"
@@ -111,6 +112,8 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
 			fd = ctx->targets_fd;
 		else if (!strcmp(name, "lost"))
 			fd = ctx->lost_fd;
+		else if (!strcmp(name, "py_procs"))
+			fd = ctx->py_procs_fd;
 		if (fd < 0)
 			continue;
 		err = bpf_map__reuse_fd(map, fd);
@@ -143,4 +146,21 @@ int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj
 	if (!err)
 		err = bpf_map__set_autocreate(hash_map, !task_storage);
 	return err;
+}
+
+int record_opts__wants_stacks(const struct record_opts *o)
+{
+	for (int i = 0; families[i]; i++)
+		if (((families[i]->flags & FAMILY_STACKS) || o->stack_ns[i] != RECORD_STACKS_OFF) &&
+		    (o->families & (1ull << i)))
+			return 1;
+	return 0;
+}
+
+__u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f)
+{
+	for (int i = 0; families[i]; i++)
+		if (families[i] == f)
+			return o->stack_ns[i];
+	return RECORD_STACKS_OFF;
 }

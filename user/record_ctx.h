@@ -17,8 +17,10 @@ struct bpf_object;
 struct trace_writer;
 struct string_pool;
 
-#define RECORD_MAX_PIDS	   256
-#define RECORD_MAX_RINGBUF (2ull << 30) /* BPF_MAP_TYPE_RINGBUF max_entries is a u32 */
+#define RECORD_MAX_PIDS	    256
+#define RECORD_MAX_FAMILIES 64
+#define RECORD_STACKS_OFF   (~0ull)	 /* --stacks: the family's events carry none */
+#define RECORD_MAX_RINGBUF  (2ull << 30) /* BPF_MAP_TYPE_RINGBUF max_entries is a u32 */
 
 struct record_opts {
 	const char *output;
@@ -41,7 +43,16 @@ struct record_opts {
 	const char *capture_nvtx; /* --capture-range=nvtx:NAME */
 	__u32 gil_mode;		  /* RECORD_GIL_* */
 	__u32 families_explicit;  /* -t named the families (else: every family, by default) */
+	__u32 sample_rate;	  /* cpu: samples per second per CPU (--sample-rate) */
+	/* --stacks: per families[] index, the events of at least this many ns get a stack */
+	__u64 stack_ns[RECORD_MAX_FAMILIES];
 };
+
+/* Whether the recording reads stacks (the cpu family, --stacks): record_ctx.c. */
+int record_opts__wants_stacks(const struct record_opts *o);
+struct family;
+/* --stacks for family F: the threshold of its events that get a stack, RECORD_STACKS_OFF. */
+__u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f);
 
 #define RECORD_CAPTURE_ALL	    0 /* everything from start to stop */
 #define RECORD_CAPTURE_PROFILER_API 1 /* only between cudaProfilerStart and cudaProfilerStop */
@@ -53,8 +64,8 @@ struct record_opts {
 struct capture_gate; /* capture_gate.h */
 struct uprobe_mgr;   /* uprobe_mgr.h */
 struct shim_link;    /* shim_link.h */
+struct stack_svc;    /* stack_svc.h */
 struct ring_buffer;  /* libbpf */
-#define RECORD_MAX_FAMILIES 64
 
 struct record_ctx {
 	const struct record_opts *opts;
@@ -63,7 +74,8 @@ struct record_ctx {
 	pid_t self_pid;
 	/* Shared maps, created by the proc family, reused by every other family. */
 	int events_fd, targets_fd, lost_fd;
-	int use_btf; /* tp_btf programs, else raw_tp */
+	int py_procs_fd; /* Python processes whose frames BPF reads (bpf/stack.bpf.h) */
+	int use_btf;	 /* tp_btf programs, else raw_tp */
 	__u64 attach_failures;
 	int write_err;	  /* first error from the writer: recording stops on it */
 	pid_t launch_pid; /* the launched CMD (already a target when families attach), or 0 */
@@ -72,6 +84,7 @@ struct record_ctx {
 	int attached[RECORD_MAX_FAMILIES];
 	struct capture_gate *gate;   /* NULL unless --capture-range */
 	struct uprobe_mgr *uprobes;  /* created by the first uprobe family that attaches */
+	struct stack_svc *stacks;    /* made before the families attach when stacks are wanted */
 	struct shim_link *shim;	     /* the cupti-shim channel (gpu, nvtx), shared */
 	struct ring_buffer *rb;	     /* for record_ctx__poll */
 	__u64 lost_user[BS_LOSS_NR]; /* losses user space found, added to BPF's counts */

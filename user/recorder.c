@@ -19,6 +19,7 @@
 #include "launch.h"
 #include "proc_meta.h"
 #include "recorder.h"
+#include "stack_svc.h"
 #include "string_pool.h"
 #include "trace_writer.h"
 #include "uprobe_mgr.h"
@@ -44,6 +45,8 @@ static void on_flush_signal(int sig)
 /* The maps every family shares live as long as the recording, independent of families. */
 static int create_shared_maps(struct record_ctx *ctx)
 {
+	LIBBPF_OPTS(bpf_map_create_opts, no_prealloc, .map_flags = BPF_F_NO_PREALLOC);
+
 	ctx->events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "events", 0, 0,
 					ctx->opts->ringbuf_bytes, NULL);
 	if (ctx->events_fd < 0)
@@ -55,6 +58,10 @@ static int create_shared_maps(struct record_ctx *ctx)
 	ctx->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "lost", sizeof(__u32),
 				      sizeof(__u64), BS_LOSS_NR, NULL);
 	if (ctx->lost_fd < 0)
+		return -errno;
+	ctx->py_procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "py_procs", sizeof(__u32),
+					  sizeof(struct bs_py_cfg), 4096, &no_prealloc);
+	if (ctx->py_procs_fd < 0)
 		return -errno;
 	return 0;
 }
@@ -83,6 +90,15 @@ static int on_record(void *arg, void *data, size_t size)
 			consumed = families[i]->consume(ctx, ctx->states[i], h);
 	if (consumed)
 		return 0;
+	if (h->type == BS_REC_STACK_RAW) {
+		if (ctx->stacks)
+			stack_svc__consume(ctx, ctx->stacks, h);
+		return 0;
+	}
+	if (h->type == BS_REC_CPU_SAMPLE_RAW || h->type == BS_REC_SHIM_BATCH)
+		return 0; /* ring-only, and the family that unpacks it is gone: never on disk */
+	if (ctx->stacks)
+		stack_svc__observe(ctx, ctx->stacks, h);
 	for (int i = 0; families[i]; i++)
 		if (ctx->attached[i] && families[i]->observe)
 			families[i]->observe(ctx, ctx->states[i], h);
@@ -165,9 +181,10 @@ static void fill_meta(struct trace_meta *m, const struct record_opts *o, char *b
 			used += snprintf(target + used, target_len - used, "%s%d",
 					 i ? "," : (used ? "; pid: " : "pid: "), o->pids[i]);
 	}
-	snprintf(options, options_len, "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu",
+	snprintf(options, options_len,
+		 "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu sample_rate=%u",
 		 (unsigned long long)o->osrt_threshold_ns, (unsigned long long)o->ringbuf_bytes,
-		 (unsigned long long)o->duration_ns);
+		 (unsigned long long)o->duration_ns, o->sample_rate);
 	m->version = 1;
 	m->hostname = u->nodename;
 	m->kernel = kernel;
@@ -285,7 +302,9 @@ static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_tota
 
 int recorder__run(const struct record_opts *o)
 {
-	struct record_ctx ctx = { .opts = o, .events_fd = -1, .targets_fd = -1, .lost_fd = -1 };
+	struct record_ctx ctx = {
+		.opts = o, .events_fd = -1, .targets_fd = -1, .lost_fd = -1, .py_procs_fd = -1
+	};
 	void **states = ctx.states;
 	int *attached = ctx.attached;
 	struct launch launch = { .pid = -1, .gate_fd = -1 };
@@ -355,6 +374,12 @@ int recorder__run(const struct record_opts *o)
 		if (add_target(&ctx, o->pids[i]))
 			goto out;
 	}
+	/* Before the families: the service hears only of code examined after it exists. */
+	if (record_opts__wants_stacks(o) && !stack_svc__get(&ctx, &err)) {
+		fprintf(stderr, "bpfsight record: cannot start the stack service: %s\n",
+			strerror(-err));
+		goto out;
+	}
 	for (int i = 0; families[i]; i++) {
 		if (!(o->families & (1ull << i)))
 			continue;
@@ -368,6 +393,8 @@ int recorder__run(const struct record_opts *o)
 	}
 	if (ctx.uprobes)
 		uprobe_mgr__start(ctx.uprobes);
+	if (ctx.stacks)
+		stack_svc__start(&ctx, ctx.stacks);
 	if (o->dry_run && !launched) {
 		/* -p / -a: what is mapped now is all there is to list. */
 		uprobe_mgr__print_sites(ctx.uprobes, stdout);
@@ -447,6 +474,8 @@ int recorder__run(const struct record_opts *o)
 	for (int i = 0; families[i]; i++)
 		if (attached[i] && families[i]->stop)
 			families[i]->stop(&ctx, states[i]);
+	/* Stacks in the ring are named while the processes' code is still known. */
+	ring_buffer__consume(rb);
 	/* Stop the probes first (each family writes its final state), then drain. */
 	uprobe_mgr__free(ctx.uprobes);
 	ctx.uprobes = NULL;
@@ -502,6 +531,7 @@ out:
 		if (attached[i])
 			families[i]->detach(&ctx, states[i]);
 	capture_gate__free(ctx.gate);
+	stack_svc__free(ctx.stacks);
 	ring_buffer__free(rb);
 	if (launched)
 		launch__abort(&launch);
@@ -512,6 +542,8 @@ out:
 		close(ctx.targets_fd);
 	if (ctx.lost_fd >= 0)
 		close(ctx.lost_fd);
+	if (ctx.py_procs_fd >= 0)
+		close(ctx.py_procs_fd);
 	string_pool__free(ctx.strings);
 	return ret;
 }

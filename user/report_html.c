@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "commands.h"
+#include "cpu_samples.h"
+#include "flamegraph.h"
 #include "gil_contention.h"
 #include "gpu_decode.h"
 #include "records.h"
@@ -39,6 +41,8 @@ struct timelines {
 	struct loss_mark *loss;
 	size_t nloss, loss_cap;
 	__u64 lost;
+	struct cpu_samples *samples; /* cpu family: counted per stack while walking */
+	struct flamegraph *flame;    /* then drawn from them, while the trace's names are known */
 };
 
 static int add_gpu(struct timelines *tl, const struct bs_hdr *rec)
@@ -109,6 +113,8 @@ static void timelines_free(struct timelines *tl)
 	time_bins__free(&tl->preempted);
 	time_bins__free(&tl->syscalls);
 	free(tl->loss);
+	cpu_samples__free(tl->samples);
+	flamegraph__free(tl->flame);
 }
 
 static int collect(struct timelines *tl, const char *path)
@@ -123,7 +129,9 @@ static int collect(struct timelines *tl, const char *path)
 		return EXIT_READ_FAIL;
 	tl->origin = trace_walk__meta(&w)->start.mono_ns;
 	tl->gil = gil_contention__new(REPORT_BIN_NS);
-	if (!tl->gil) {
+	tl->samples = cpu_samples__new();
+	tl->flame = flamegraph__new();
+	if (!tl->gil || !tl->samples || !tl->flame) {
 		trace_walk__close(&w);
 		fprintf(stderr, "bpfsight report: %s\n", strerror(ENOMEM));
 		return EXIT_READ_FAIL;
@@ -132,7 +140,7 @@ static int collect(struct timelines *tl, const char *path)
 	time_bins__init(&tl->preempted, tl->origin, REPORT_BIN_NS);
 	time_bins__init(&tl->syscalls, tl->origin, REPORT_BIN_NS);
 	while ((ret = trace_walk__next(&w, &rec, &dec))) {
-		if (ret == 1 && add_record(tl, rec)) {
+		if (ret == 1 && (add_record(tl, rec) || cpu_samples__add(tl->samples, rec))) {
 			trace_walk__close(&w);
 			fprintf(stderr, "bpfsight report: %s\n", strerror(ENOMEM));
 			return EXIT_READ_FAIL;
@@ -140,6 +148,17 @@ static int collect(struct timelines *tl, const char *path)
 	}
 	status = trace_walk__finish(&w);
 	/* The names while the model is here: the legend says "pid 42 (python3)". */
+	{
+		size_t it = 0;
+		__u32 stack_id;
+		int kernel;
+		__u64 n;
+
+		while (cpu_samples__next(tl->samples, &it, &stack_id, &kernel, &n))
+			if (flamegraph__add(tl->flame, trace_model__stack(w.m, stack_id), kernel, n,
+					    w.m))
+				break;
+	}
 	{
 		size_t it = 0, n = 0;
 		__u32 pid;
@@ -542,6 +561,11 @@ int report_html__write(const struct report_input *in, FILE *f)
 	esc(f, in->info_text);
 	fprintf(f, "</pre></section>\n");
 	timelines_html(f, &tl);
+	if (flamegraph__samples(tl.flame)) {
+		fprintf(f, "<section id=\"flame\"><h2>CPU samples</h2>\n<div class=\"scroll\">");
+		flamegraph__svg(tl.flame, f, "CPU samples (flame graph)", 0);
+		fprintf(f, "</div></section>\n");
+	}
 	reports_html(f, in->stats, &reports);
 	fprintf(f, "<footer>Summarized by bpfsight ");
 	esc(f, in->version);

@@ -48,7 +48,9 @@ struct trace_model {
 	struct map strings;
 	struct map procs;
 	struct map threads;
-	struct hmap *symbols;		 /* (pid, addr) -> string id, from SYMBOL records */
+	struct hmap *symbols;	   /* (pid, addr) -> string id, from SYMBOL records */
+	struct hmap *stacks;	   /* id -> struct trace_stack *, from STACK records */
+	struct hmap *event_stacks; /* (type << 32 | tid, ts) -> stack id, from STACK_REF records */
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom; /* an allocation failed: some names are unknown (lookups say NULL) */
 };
@@ -205,6 +207,15 @@ void trace_model__free(struct trace_model *m)
 	free(m->procs.ents);
 	free(m->threads.ents);
 	hmap__free(m->symbols);
+	hmap__free(m->event_stacks);
+	if (m->stacks) {
+		size_t it = 0;
+		void *v;
+
+		while ((v = hmap__next(m->stacks, &it, NULL)))
+			free(*(struct trace_stack **)v);
+		hmap__free(m->stacks);
+	}
 	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++)
 		if (m->walks[i])
 			families[i]->walk_free(m->walks[i]);
@@ -359,6 +370,55 @@ static void model__symbol(struct trace_model *m, const struct bs_hdr *rec)
 	*id = s->name_id;
 }
 
+/* A STACK record: kept whole (the first definition of an id wins: ids are never reused). */
+static void model__stack(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_stack *s = (const void *)rec;
+	struct trace_stack **slot, *t;
+	struct bs_frame *frames;
+
+	if (rec->size < sizeof(*s) || !s->id ||
+	    (rec->size - sizeof(*s)) / sizeof(struct bs_frame) < s->nframes)
+		return;
+	if (!m->stacks)
+		m->stacks = hmap__new(sizeof(struct trace_stack *));
+	slot = m->stacks ? hmap__get(m->stacks, (struct hkey){ s->id, 0 }, 1) : NULL;
+	if (slot && *slot)
+		return;
+	t = malloc(sizeof(*t) + (size_t)s->nframes * sizeof(*frames));
+	if (!slot || !t) {
+		free(t);
+		m->oom = 1;
+		return;
+	}
+	frames = (struct bs_frame *)(t + 1);
+	memcpy(frames, s + 1, (size_t)s->nframes * sizeof(*frames));
+	*t = (struct trace_stack){ s->id, s->nframes, s->flags, frames };
+	*slot = t;
+}
+
+/* A STACK_REF: the event of its type at (tid, ts) has that stack. */
+static void model__stack_ref(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_stack_ref *r = (const void *)rec;
+	__u64 *v;
+
+	if (rec->size < sizeof(*r) || !r->stack_id)
+		return;
+	if (!m->event_stacks)
+		m->event_stacks = hmap__new(sizeof(__u64));
+	/* Keyed by the event's type too: a GIL wait and its first round share (tid, ts). */
+	v = m->event_stacks
+		    ? hmap__get(m->event_stacks,
+				(struct hkey){ rec->tid | (__u64)r->event_type << 32, rec->ts }, 1)
+		    : NULL;
+	if (!v) {
+		m->oom = 1;
+		return;
+	}
+	*v = r->stack_id;
+}
+
 void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 {
 	if (!m || !rec || rec->size < sizeof(*rec))
@@ -396,6 +456,12 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		break;
 	case BS_REC_SYMBOL:
 		model__symbol(m, rec);
+		break;
+	case BS_REC_STACK:
+		model__stack(m, rec);
+		break;
+	case BS_REC_STACK_REF:
+		model__stack_ref(m, rec);
 		break;
 	case BS_REC_NVTX_NAME:
 		model__nvtx_name(m, rec);
@@ -448,6 +514,33 @@ const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 ad
 		return NULL;
 	id = hmap__get(m->symbols, (struct hkey){ pid, addr }, 0);
 	return id ? trace_model__string(m, *id) : NULL;
+}
+
+const struct trace_stack *trace_model__stack(const struct trace_model *m, __u32 id)
+{
+	struct trace_stack **slot;
+
+	if (!m || !m->stacks || !id)
+		return NULL;
+	slot = hmap__get(m->stacks, (struct hkey){ id, 0 }, 0);
+	return slot ? *slot : NULL;
+}
+
+const struct trace_stack *trace_model__stack_of(const struct trace_model *m, __u16 type, __u32 tid,
+						__u64 ts)
+{
+	__u64 *v;
+
+	if (!m || !m->event_stacks)
+		return NULL;
+	v = hmap__get(m->event_stacks, (struct hkey){ tid | (__u64)type << 32, ts }, 0);
+	return v ? trace_model__stack(m, (__u32)*v) : NULL;
+}
+
+const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
+						   const struct bs_hdr *rec)
+{
+	return trace_model__stack_of(m, rec->type, rec->tid, rec->ts);
 }
 
 void *trace_model__walk(const struct trace_model *m, const struct family *f)

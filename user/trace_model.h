@@ -3,7 +3,8 @@
  * What a reader learns while walking a trace: interned strings and the names of processes
  * and threads, from STRING, PROCESS, THREAD, FORK, EXEC and COMM records (a name the
  * application gave a thread with nvtxNameOsThread, NVTX_NAME, wins over its comm), and the
- * names of code addresses and handles from SYMBOL records. Feed it every
+ * names of code addresses and handles from SYMBOL records, call stacks from STACK records.
+ * Feed it every
  * record in file order before decoding that record.
  */
 #ifndef BPFSIGHT_TRACE_MODEL_H
@@ -24,6 +25,22 @@ const char *trace_model__cmdline(const struct trace_model *m, __u32 pid);
 const char *trace_model__thread_name(const struct trace_model *m, __u32 tid);
 /* The name a SYMBOL record gave ADDR in process PID (a kernel's host stub, a CUfunction). */
 const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 addr);
+/* An interned call stack (STACK record): frames innermost first (records.h struct bs_frame). */
+struct trace_stack {
+	__u32 id;
+	__u16 nframes;
+	__u16 flags; /* BS_STACK_* */
+	const struct bs_frame *frames;
+};
+
+/* The stack a STACK record defined with ID, or NULL. Valid until trace_model__free. */
+const struct trace_stack *trace_model__stack(const struct trace_model *m, __u32 id);
+/* The stack a STACK_REF gave the event record REC (--stacks), or NULL. */
+const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
+						   const struct bs_hdr *rec);
+/* The stack a STACK_REF gave the record of TYPE of thread TID at TS, or NULL. */
+const struct trace_stack *trace_model__stack_of(const struct trace_model *m, __u16 type, __u32 tid,
+						__u64 ts);
 struct family;
 /* F's walk state (family.h walk_new), or NULL when F keeps none. */
 void *trace_model__walk(const struct trace_model *m, const struct family *f);

@@ -571,6 +571,12 @@ static int scan_pid(struct uprobe_mgr *m, pid_t pid)
 		v[n++] = mp;
 	}
 	fclose(f);
+	/* A process that exited (a zombie shows no maps) keeps the maps it had: its last
+	 * stacks are named after they drain. */
+	if (!n) {
+		free(v);
+		return 0;
+	}
 	pid_maps_set(m, pid, v, n);
 	return 0;
 }
@@ -861,12 +867,14 @@ static const struct mapping *pid_mapping(struct uprobe_mgr *m, pid_t pid, __u64 
 	return NULL;
 }
 
-char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+/*
+ * The file mapped at ADDR in PID with its symbols opened, and ADDR as the file's ELF vaddr;
+ * NULL when ADDR is in no file mapped executable (or the file cannot be read).
+ */
+static struct obj *obj_at(struct uprobe_mgr *m, pid_t pid, __u64 addr, __u64 *vaddr)
 {
 	const struct mapping *mp = pid_mapping(m, pid, addr);
-	char open_path[PATH_MAX + 64], root[64], buf[4096];
-	struct elf_sym s;
-	__u64 vaddr;
+	char open_path[PATH_MAX + 64], root[64];
 
 	if (!mp) {
 		scan_pid(m, pid); /* a mapping newer than the last scan */
@@ -883,9 +891,71 @@ char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
 		mp->obj->syms_failed = !mp->obj->syms;
 	}
 	if (!mp->obj->syms ||
-	    elf_syms__off_to_vaddr(mp->obj->syms, addr - mp->start + mp->pgoff, &vaddr) ||
-	    elf_syms__at(mp->obj->syms, vaddr, &s))
+	    elf_syms__off_to_vaddr(mp->obj->syms, addr - mp->start + mp->pgoff, vaddr))
+		return NULL;
+	return mp->obj;
+}
+
+char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+{
+	struct obj *o = obj_at(m, pid, addr, &addr);
+	char buf[4096];
+	struct elf_sym s;
+
+	if (!o || elf_syms__at(o->syms, addr, &s))
 		return NULL;
 	demangle(s.name, buf, sizeof(buf));
 	return strdup(buf);
+}
+
+/*
+ * Does a call instruction end right before VADDR? A return address always follows one; an
+ * address a frame-pointer walk read from a frame that had no frame pointer is, nearly always,
+ * not. Forms: E8 rel32, and FF /2 (call r/m64, with a REX prefix or not) of every length.
+ */
+static int call_before(const struct elf_syms *s, __u64 vaddr)
+{
+	__u8 b[8];
+
+	if (vaddr < sizeof(b) || elf_syms__read(s, vaddr - sizeof(b), b, sizeof(b)))
+		return 0;
+	if (b[3] == 0xe8)
+		return 1;
+	for (int at = 0; at <= 6; at++) {
+		__u8 modrm = b[at + 1], mod = modrm >> 6, rm = modrm & 7;
+		int len = 2;
+
+		if (b[at] != 0xff || ((modrm >> 3) & 7) != 2)
+			continue;
+		if (mod != 3 && rm == 4) { /* SIB */
+			len++;
+			if (mod == 0 && at + 2 < 8 && (b[at + 2] & 7) == 5)
+				len += 4;
+		}
+		if (mod == 0 && rm == 5)
+			len += 4; /* rip-relative */
+		len += mod == 1 ? 1 : mod == 2 ? 4 : 0;
+		if (at + len == 8)
+			return 1;
+	}
+	return 0;
+}
+
+int uprobe_mgr__frame(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,
+		      struct uprobe_frame *out)
+{
+	__u64 vaddr;
+	struct obj *o = obj_at(m, pid, addr, &vaddr);
+	struct elf_sym s;
+
+	memset(out, 0, sizeof(*out));
+	if (!o)
+		return -ENOENT;
+	out->module = o->path;
+	out->vaddr = vaddr;
+	out->valid = !is_return || call_before(o->syms, vaddr);
+	/* A return address may be past the end of a function that ends in its call. */
+	if (!elf_syms__at(o->syms, is_return ? vaddr - 1 : vaddr, &s))
+		demangle(s.name, out->func, sizeof(out->func));
+	return 0;
 }

@@ -94,4 +94,21 @@ void uprobe_mgr__print_sites(const struct uprobe_mgr *m, FILE *out);
  */
 char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr);
 
+/* One native frame of a stack, as uprobe_mgr__frame finds it. */
+struct uprobe_frame {
+	const char *module; /* the file's path as first seen (kept by the manager) */
+	__u64 vaddr;	    /* the address in the file's ELF image */
+	char func[512];	    /* demangled function, "" when no symbol covers it */
+	int valid;	    /* a return address that follows a call instruction */
+};
+
+/*
+ * Frame ADDR of a stack of PID: its file, ELF address and function. IS_RETURN: ADDR is a
+ * return address (every frame but the innermost): its function is the one containing the
+ * call, and VALID says whether a call precedes it (else the unwind went astray: code without
+ * frame pointers). Returns 0, or -ENOENT when ADDR is in no file-backed executable mapping.
+ */
+int uprobe_mgr__frame(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,
+		      struct uprobe_frame *out);
+
 #endif /* BPFSIGHT_UPROBE_MGR_H */

@@ -239,9 +239,11 @@ def test_bash_completion():
     eq(complete("record", "--pid", "=", ""), [], "--pid=: nothing to offer")
     eq(complete("stats", "-r", "gil_"), [r for r in lines("reports") if r.startswith("gil_")],
        "-r gil_")
-    check(len(complete("stats", "-r", "gil_")) == 3, "gil_sum, gil_blocked_by, gil_procs")
+    check(len(complete("stats", "-r", "gil_")) == 4,
+          "gil_sum, gil_blocked_by, gil_procs, gil_stacks")
     eq(complete("stats", "--format", "=", ""), ["table", "json", "csv"], "stats --format")
-    eq(complete("export", "-f", ""), ["perfetto", "chrome", "sqlite"], "export formats")
+    eq(complete("export", "-f", ""), ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg"],
+       "export formats")
     eq(complete("dump", "-k", "gpu_me"), ["gpu_memcpy", "gpu_memset"], "dump kinds")
     eq(complete("info", "docs/USA"), ["docs/USAGE.md"], "a file argument")
     eq(complete("shim", "-i", "complet"), ["completion"], "shim --install: a directory")

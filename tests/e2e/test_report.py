@@ -149,6 +149,36 @@ def test_report_of_a_gil_trace():
     check_browser(path, {"tl-gil": 1})
 
 
+def flame_counts(svg):
+    """{frame name: samples} of a flame graph's frames (their tooltips), summed over paths."""
+    counts = {}
+    for name, n in re.findall(r"<title>(.*?) \((\d+) samples, [\d.]+%\)</title>", svg):
+        name = html.unescape(name)
+        counts[name] = counts.get(name, 0) + int(n)
+    return counts
+
+
+def test_report_of_a_cpu_trace():
+    """A cpu trace's page has its flame graph: each function drawn as wide as its samples
+    (burn_a's tooltip says cpu_sum's total), rendered by the browser."""
+    need_root()
+    chromium()
+    p, trace = record([workload("cpu_split"), "split", "1"], "-t", "cpu", "--sample-rate",
+                      "999")
+    eq(p.returncode, 0, f"record ({p.stderr[-400:]})")
+    path, page = report(trace)
+    check_page(trace, page)
+    sec = re.search(r'<section id="flame"><h2>CPU samples</h2>(.*?)</section>', page, re.S)
+    check(sec, "the flame graph section")
+    counts = flame_counts(sec.group(1))
+    rows = {r["func"]: r for r in stats_json(trace)["cpu_sum"]}
+    for f in ("burn_a", "burn_b", "main"):
+        eq(counts.get(f), rows[f]["total_samples"], f"{f}: its frame's samples")
+    check_browser(path, {})
+    dom, _ = browse(path, "--dump-dom")
+    check(re.search(r'<section id="flame">.*<rect ', dom, re.S), "flame graph rendered")
+
+
 def test_report_bad_input():
     d = tmpdir()
     p = run([BPFSIGHT, "report", os.path.join(d, "none.bst")])

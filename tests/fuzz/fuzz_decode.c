@@ -6,8 +6,8 @@
  * `make fuzz`, or
  *   build/tests/fuzz_decode -runs=100000 CORPUS_DIR tests/fuzz/seeds-decode
  *
- * Input: one options byte (bit 0: chrome export, bit 1: perfetto, bit 2: sqlite), then
- * records as they lie in memory (struct bs_hdr first), back to back. The harness frames them
+ * Input: one options byte (bit 0: chrome export, bit 1: perfetto, bit 2: sqlite, bit 3:
+ * folded, bit 4: pprof, bit 5: svg), then records as they lie in memory (struct bs_hdr first), back to back. The harness frames them
  * the way trace_reader__next hands them over, so nothing the reader would refuse reaches a
  * decoder: type modulo BS_REC_TYPE_MAX (FOOTER and CHUNK_INDEX skipped), size rounded down
  * to a multiple of 8, at least the header, at most what is left. Each record is a fresh
@@ -38,14 +38,19 @@
 #define OPT_CHROME   0x1
 #define OPT_PERFETTO 0x2
 #define OPT_SQLITE   0x4
+#define OPT_FOLDED   0x8
+#define OPT_PPROF    0x10
+#define OPT_SVG	     0x20
+#define NEXPORTERS   6
 #define MAX_REPORTS  64
 
-static const struct exporter *const exporters[] = { &export_chrome, &export_perfetto,
-						    &export_sqlite };
+static const struct exporter *const exporters[NEXPORTERS] = { &export_chrome, &export_perfetto,
+							      &export_sqlite, &export_folded,
+							      &export_pprof,  &export_svg };
 static const struct report *reports[MAX_REPORTS];
 static int nreports;
 static FILE *sink;
-static char out_path[3][64];
+static char out_path[NEXPORTERS][64];
 
 static struct trace_meta meta = {
 	.version = 1,
@@ -67,7 +72,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		for (rp = families[f]->reports; rp && *rp; rp++)
 			if (nreports < MAX_REPORTS)
 				reports[nreports++] = *rp;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < NEXPORTERS; i++)
 		snprintf(out_path[i], sizeof(out_path[i]), "%s/fuzz_decode.%d.%d", dir,
 			 (int)getpid(), i);
 	sink = fopen("/dev/null", "w");
@@ -129,7 +134,7 @@ static void emit_reports(void **st, const struct trace_model *m)
 int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 {
 	struct trace_status status = { .clean_close = 1, .has_end = 1 };
-	void *rst[MAX_REPORTS] = {}, *xst[3] = {};
+	void *rst[MAX_REPORTS] = {}, *xst[NEXPORTERS] = {};
 	const struct rec_decoder *dec;
 	struct trace_model *m;
 	struct bs_hdr *rec;
@@ -152,7 +157,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	if (size >= 1 + sizeof(*rec))
 		memcpy(&meta.start.mono_ns, data + 1 + offsetof(struct bs_hdr, ts), 8);
 	meta.start.boottime_ns = meta.start.mono_ns;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NEXPORTERS; i++) {
 		if (!(opts & (1u << i)))
 			continue;
 		unlink(out_path[i]);
@@ -182,13 +187,13 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 			if (ret < 0)
 				abort(); /* the size was checked: decoders have no other failure */
 			if (ret == 1) {
-				dump_event(sink, &ev);
+				dump_event(sink, &ev, m);
 				evp = &ev;
 			}
 		}
 		for (int i = 0; i < nreports; i++)
 			reports[i]->add(rst[i], rec, m);
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < NEXPORTERS; i++) {
 			if (xst[i] && exporters[i]->record(xst[i], rec, evp, m)) {
 				exporters[i]->abort(xst[i]); /* a write failed: what export does */
 				xst[i] = NULL;
@@ -199,7 +204,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 
 	emit_reports(rst, m);
 	status.end.mono_ns = status.last_ts;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NEXPORTERS; i++) {
 		if (xst[i])
 			exporters[i]->finish(xst[i], m, &status);
 		unlink(out_path[i]);

@@ -1067,7 +1067,20 @@ static void test_decode_garbage(void)
 	struct event ev;
 	struct rec r;
 	int n = 0;
+	/* Three call sites for cuda_callsites: stacks of one Python frame on lines 1-3. */
+	struct {
+		struct bs_stack h;
+		struct bs_frame f;
+	} stk = {};
+	struct bs_stack_ref ref = {};
 
+	for (__u32 id = 1; id <= 3; id++) {
+		stk.h.h = (struct bs_hdr){ .type = BS_REC_STACK, .size = sizeof(stk) };
+		stk.h.id = id;
+		stk.h.nframes = 1;
+		stk.f = (struct bs_frame){ .kind = BS_FRAME_PYTHON, .line = id };
+		trace_model__observe(m, &stk.h.h);
+	}
 	for (rp = cuda_reports; *rp; rp++, n++)
 		st[n] = (*rp)->new ();
 	for (int i = 0; i < 20000; i++) {
@@ -1082,6 +1095,15 @@ static void test_decode_garbage(void)
 			r.u.deref_len = i & 2 ? BS_UCALL_DEREF_STRUCT : BS_UCALL_DEREF_STRING;
 		if (i & 4)
 			r.u.depth = 0; /* what the reports count */
+		if (!(i & 8)) {	       /* the call carries one of the three stacks */
+			ref.h = (struct bs_hdr){ .type = BS_REC_STACK_REF,
+						 .size = sizeof(ref),
+						 .tid = r.u.h.tid,
+						 .ts = r.u.h.ts };
+			ref.stack_id = 1 + i % 3;
+			ref.event_type = BS_REC_CUDA_CALL;
+			trace_model__observe(m, &ref.h);
+		}
 		if (!ASSERT_EQ(decode(&r, m, &ev), 1, "decodes"))
 			break;
 		ASSERT_TRUE(ev.nargs <= EVENT_MAX_ARGS && ev.strbuf_used <= sizeof(ev.strbuf),

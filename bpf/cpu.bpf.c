@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * cpu: timer samples of traced threads. A software cpu-clock perf event per CPU runs this
+ * program SAMPLE_RATE times a second on whatever runs there; a sample of a traced thread
+ * carries its stack as stack.bpf.h reads it (user addresses by frame pointers, Python frames
+ * when it holds the GIL). The recorder symbolizes and interns the stacks while the process
+ * lives (user/cpu.c, stack_svc.c): nothing is symbolized in here.
+ */
+#include "stack.bpf.h"
+
+SEC("perf_event")
+int cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id, size;
+	struct stack_scratch *s;
+
+	if (!bs_is_target(pid) || !tid)
+		return 0;
+	s = stack_scratch_get();
+	if (!s)
+		return 0;
+	/* Kernel mode: the user stack is where the thread entered the kernel. The context
+	 * is read in whole words only (cs shares its word with padding). */
+	s->flags = (*(volatile __u64 *)((void *)ctx +
+					__builtin_offsetof(struct bpf_perf_event_data, regs.cs)) &
+		    3)
+			   ? 0
+			   : BS_CPU_KERNEL;
+	size = stack_read(ctx, s, pid, tid);
+	s->h.type = BS_REC_CPU_SAMPLE_RAW;
+	s->h.size = size;
+	s->h.cpu = bpf_get_smp_processor_id();
+	s->h.pid = pid;
+	s->h.tid = tid;
+	s->h.ts = bpf_ktime_get_ns();
+	s->type = 0;
+	if (bpf_ringbuf_output(&events, s, size, bs_wakeup_flags()))
+		bs_count_loss(BS_LOSS_RINGBUF_FULL);
+	return 0;
+}

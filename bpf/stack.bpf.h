@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Stacks read in BPF, for any program that wants the current thread's (cpu samples, events
+ * with --stacks): its user stack unwound by frame pointers (bpf_get_stack), and, in a Python
+ * process described in py_procs (user space: user/stack_svc.c), the Python frames of the
+ * thread (its thread state: the GIL's last holder when it holds the GIL, else found in the
+ * interpreter's list of thread states by its native thread id): per frame the
+ * code object, the instruction and the code object's identity (records.h, bs_py_frame).
+ * Nothing is symbolized here. The words go into a per-CPU scratch buffer: addresses first,
+ * the Python frames right after them.
+ */
+#ifndef BPFSIGHT_STACK_BPF_H
+#define BPFSIGHT_STACK_BPF_H
+
+#include "common.bpf.h"
+
+#define STACK_WORDS (BS_STACK_MAX_FRAMES + 4 * BS_PY_MAX_FRAMES)
+#define STACK_HDR   128 /* bytes of a frame (and of a code object) read in one copy */
+
+struct stack_scratch {
+	struct bs_hdr h; /* the raw record's header, then its 16 bytes of counts */
+	__u32 nips, flags, npy, type;
+	__u64 w[STACK_WORDS];
+	/* Not sent: a frame's and a code object's first bytes, read in one copy each. */
+	__u8 fr[STACK_HDR], co[STACK_HDR];
+	__u64 woken; /* when this CPU last woke the recorder for a stack */
+};
+
+#define STACK_WAKE_NS 5000000 /* a stack wakes the recorder at most every 5 ms per CPU */
+
+/*
+ * The flags of a stack's output: its Python frames are named from the process's memory,
+ * which a short process may not keep for long, so a stack wakes the recorder, but not at
+ * every event (a wakeup costs ~15 us of the traced thread's time here): at most every
+ * STACK_WAKE_NS on a CPU, else as any record.
+ */
+static __always_inline __u64 stack_wakeup(struct stack_scratch *s)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	if (now - s->woken < STACK_WAKE_NS)
+		return bs_wakeup_flags();
+	s->woken = now;
+	return BPF_RB_FORCE_WAKEUP;
+}
+
+/* A stack is bigger than the BPF stack allows: built here, copied out whole. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_scratch);
+} stack_scratch SEC(".maps");
+
+/* Python processes: pid -> how to read their frames. One map, shared by every object. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct bs_py_cfg);
+} py_procs SEC(".maps");
+
+static __always_inline __u64 stack_read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (const void *)addr);
+	return v;
+}
+
+/* The PyThreadState of TID when it holds its interpreter's GIL, else 0. */
+static __always_inline __u64 stack_gil_tstate(const struct bs_py_cfg *c, __u32 tid)
+{
+	__u64 ts, t;
+	__s32 locked = 0;
+	__u32 ptid = 0;
+
+	bpf_probe_read_user(&locked, sizeof(locked), (const void *)c->locked);
+	if (locked != 1)
+		return 0;
+	ts = stack_read_u64(c->holder);
+	if (!ts)
+		return 0;
+	t = stack_read_u64(ts + c->tid_off);
+	if (c->pthread_tid_off) {
+		bpf_probe_read_user(&ptid, sizeof(ptid), (const void *)(t + c->pthread_tid_off));
+		t = ptid;
+	}
+	return (__u32)t == tid ? ts : 0;
+}
+
+struct stack_ts_find {
+	const struct bs_py_cfg *c;
+	__u64 ts; /* the thread state looked at, then the one found (0: none) */
+	__u32 tid;
+	__u32 found;
+};
+
+/* One thread state of the interpreter's list (bpf_loop's body). */
+static long stack_ts_next(__u32 i, void *arg)
+{
+	struct stack_ts_find *f = arg;
+
+	if (!f->ts)
+		return 1;
+	if ((__u32)stack_read_u64(f->ts + f->c->tid_off) == f->tid) {
+		f->found = 1;
+		return 1;
+	}
+	f->ts = stack_read_u64(f->ts + 8); /* PyThreadState.next, in every version */
+	return 0;
+}
+
+/*
+ * The PyThreadState of TID from the interpreter's list: for a thread that released the GIL
+ * (I/O, a C extension computing without it), whose Python frames still say where it is.
+ */
+static __always_inline __u64 stack_list_tstate(const struct bs_py_cfg *c, __u32 tid)
+{
+	struct stack_ts_find f = { .c = c, .tid = tid };
+
+	if (!c->interp || !c->threads_head)
+		return 0;
+	f.ts = stack_read_u64(c->interp + c->threads_head);
+	bpf_loop(256, stack_ts_next, &f, 0);
+	return f.found ? f.ts : 0;
+}
+
+struct stack_py_walk {
+	const struct bs_py_cfg *c;
+	struct stack_scratch *s;
+	__u64 fr;
+	__u32 n;   /* words of addresses before the frames */
+	__u32 k;   /* frames written */
+	__u32 max; /* frames wanted (0: BS_PY_MAX_FRAMES) */
+};
+
+/*
+ * The u64 at byte OFF of a copied header (a frame's, a code object's): the offsets come from
+ * py_procs, so each read is bounded for the verifier (one out of range reads 0).
+ */
+static __always_inline __u64 hdr_u64(const __u8 *h, __u32 off)
+{
+	if (off > STACK_HDR - 8)
+		return 0;
+	return *(const __u64 *)(h + off);
+}
+
+static __always_inline __u8 hdr_u8(const __u8 *h, __u32 off)
+{
+	return off < STACK_HDR ? h[off] : 0;
+}
+
+/*
+ * One _PyInterpreterFrame (bpf_loop's body: the verifier checks it once). A user-memory
+ * read costs ~100-200 ns on the benchmark VM: the frame is read in one copy of its first
+ * STACK_HDR bytes (code, previous, instruction, owner, is_entry all lie there in 3.11-3.13),
+ * and the code object's identity in one copy from co_firstlineno to co_name.
+ */
+static long stack_py_frame(__u32 i, void *arg)
+{
+	struct stack_py_walk *p = arg;
+	const struct bs_py_cfg *c = p->c;
+	__u64 fr = p->fr, code, *w = p->s->w;
+	__u64 at = (__u64)p->n + 4 * (__u64)p->k;
+	__u8 *h = p->s->fr, *co = p->s->co;
+	__u32 base;
+
+	if (!fr || p->k >= BS_PY_MAX_FRAMES || (p->max && p->k >= p->max))
+		return 1;
+	/* A frame may end short of STACK_HDR bytes at a page's end: then read the least. */
+	if (bpf_probe_read_user(h, STACK_HDR, (const void *)fr) &&
+	    bpf_probe_read_user(h, 80, (const void *)fr))
+		return 1;
+	p->fr = hdr_u64(h, c->fr_prev);
+	if (c->owner_cstack != BS_PY_NONE && hdr_u8(h, c->fr_owner) == c->owner_cstack) {
+		/* The eval loop's entry frame: the frame before it was the first it ran. */
+		if (p->k && at >= 1 && at <= STACK_WORDS)
+			w[at - 1] |= BS_PY_FRAME_ENTRY;
+		return 0;
+	}
+	if (at >= STACK_WORDS - 3)
+		return 1;
+	code = hdr_u64(h, c->fr_code);
+	w[at] = code;
+	w[at + 1] = hdr_u64(h, c->fr_instr);
+	w[at + 2] = 0;
+	w[at + 3] = 0;
+	/* The code object from its first line to its name: 64 bytes from an 8-aligned start. */
+	base = c->co_firstlineno & ~7u;
+	if (code && !bpf_probe_read_user(co, 64, (const void *)(code + base))) {
+		__u64 name = hdr_u64(co, c->co_name - base);
+		__u64 file = hdr_u64(co, c->co_filename - base);
+		__u32 first = (__u32)(hdr_u64(co, 0) >> (8 * (c->co_firstlineno & 7)));
+
+		w[at + 2] = BS_PY_NAME_ID(name, name ? stack_read_u64(name + BS_PY_STR_HASH) : 0);
+		w[at + 3] = BS_PY_FILE_ID(file, first);
+	}
+	if (c->fr_entry != BS_PY_NONE && hdr_u8(h, c->fr_entry))
+		w[at + 3] |= BS_PY_FRAME_ENTRY;
+	p->k++;
+	return 0;
+}
+
+/*
+ * The current thread's stack into S: its user addresses, then its Python frames when PID is
+ * a Python process and TID holds the GIL. Sets s->nips, s->npy and BS_CPU_PYTHON/GIL in
+ * s->flags (other flags are the caller's); returns the record's size in bytes.
+ */
+static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u32 pid, __u32 tid)
+{
+	struct stack_py_walk p = { .s = s };
+	const struct bs_py_cfg *c;
+	__u64 ts, size, npy = 0;
+	long n;
+
+	n = bpf_get_stack(ctx, s->w, BS_STACK_MAX_FRAMES * 8, BPF_F_USER_STACK);
+	n = n < 0 ? 0 : (__u64)n / 8; /* BPF has no signed division */
+	if (n > BS_STACK_MAX_FRAMES)
+		n = BS_STACK_MAX_FRAMES;
+	s->nips = n;
+	s->npy = 0;
+	c = bpf_map_lookup_elem(&py_procs, &pid);
+	if (c) {
+		s->flags |= BS_CPU_PYTHON;
+		ts = stack_gil_tstate(c, tid);
+		if (ts)
+			s->flags |= BS_CPU_GIL;
+		else
+			ts = stack_list_tstate(c, tid);
+		if (ts) {
+			p.c = c;
+			p.n = n;
+			p.fr = stack_read_u64(ts + c->ts_frame);
+			if (c->cframe_frame != BS_PY_NONE)
+				p.fr = p.fr ? stack_read_u64(p.fr + c->cframe_frame) : 0;
+			/* Entry frames are skipped, not counted: room for a few of them. */
+			bpf_loop(BS_PY_MAX_FRAMES + 32, stack_py_frame, &p, 0);
+			npy = p.k > BS_PY_MAX_FRAMES ? BS_PY_MAX_FRAMES : p.k;
+			s->npy = npy;
+		}
+	}
+	/* From the locals, whose bounds the verifier knows (n <= 128, npy <= 64). */
+	size = sizeof(s->h) + 16 + ((__u64)n + 4 * npy) * 8;
+	return size > sizeof(*s) ? sizeof(*s) : size;
+}
+
+/*
+ * The innermost MAX Python frames of thread state TSTATE (another thread of the process: the
+ * GIL's holder) into S's words from 0 on, with PID's layout; returns how many.
+ */
+static __always_inline __u32 stack_read_python(__u32 pid, __u64 tstate, struct stack_scratch *s,
+					       __u32 max)
+{
+	const struct bs_py_cfg *c = bpf_map_lookup_elem(&py_procs, &pid);
+	struct stack_py_walk p = { .c = c, .s = s, .max = max };
+
+	if (!c || !tstate)
+		return 0;
+	p.fr = stack_read_u64(tstate + c->ts_frame);
+	if (c->cframe_frame != BS_PY_NONE)
+		p.fr = p.fr ? stack_read_u64(p.fr + c->cframe_frame) : 0;
+	bpf_loop(2 * max + 2, stack_py_frame, &p, 0);
+	return p.k > max ? max : p.k;
+}
+
+/*
+ * S's first NPY Python frames (read by stack_read_python, or copied back there) as the
+ * STACK_RAW of the event of TYPE of thread TID of PID at TS: no native frames (they would
+ * be another thread's registers).
+ */
+static __always_inline void stack_emit_python(struct stack_scratch *s, __u32 npy, __u16 type,
+					      __u32 pid, __u32 tid, __u64 ts)
+{
+	__u64 size;
+
+	if (!npy)
+		return;
+	if (npy > BS_PY_MAX_FRAMES)
+		npy = BS_PY_MAX_FRAMES;
+	size = sizeof(s->h) + 16 + 4 * (__u64)npy * 8;
+	if (size > sizeof(*s))
+		size = sizeof(*s);
+	s->h.type = BS_REC_STACK_RAW;
+	s->h.size = size;
+	s->h.cpu = bpf_get_smp_processor_id();
+	s->h.pid = pid;
+	s->h.tid = tid;
+	s->h.ts = ts;
+	s->nips = 0;
+	s->npy = npy;
+	s->flags = BS_CPU_PYTHON;
+	s->type = type;
+	if (bpf_ringbuf_output(&events, s, size, stack_wakeup(s)))
+		bs_count_loss(BS_LOSS_RINGBUF_FULL);
+}
+
+/* The scratch buffer of this CPU, or NULL. */
+static __always_inline struct stack_scratch *stack_scratch_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&stack_scratch, &zero);
+}
+
+/* Emit the current thread's stack for the event of TYPE it is about to write at TS. */
+static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 tid, __u64 ts)
+{
+	struct stack_scratch *s = stack_scratch_get();
+	__u32 size;
+
+	if (!s)
+		return;
+	s->flags = 0;
+	size = stack_read(ctx, s, pid, tid);
+	s->h.type = BS_REC_STACK_RAW;
+	s->h.size = size;
+	s->h.cpu = bpf_get_smp_processor_id();
+	s->h.pid = pid;
+	s->h.tid = tid;
+	s->h.ts = ts;
+	s->type = type;
+	if (bpf_ringbuf_output(&events, s, size, stack_wakeup(s)))
+		bs_count_loss(BS_LOSS_RINGBUF_FULL);
+}
+
+#endif /* BPFSIGHT_STACK_BPF_H */

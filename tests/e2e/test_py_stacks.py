@@ -1,0 +1,180 @@
+"""Python stacks of the cpu family: frames read by BPF from the interpreter of CPython 3.11,
+3.12 and 3.13 (pyenv's, with symbols) and Debian's stripped python3.11, named by the
+recorder from the code objects. Workload: tests/workloads/py_stacks.py, whose functions,
+lines and CPU split are known (it measures its split with time.thread_time)."""
+import ast
+import json
+import os
+import re
+
+from helpers import (Recorder, check, dump, eq, need_root, record, spawn, stats, wait_for)
+from test_gil import debian_python, pyenv_python
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORK = os.path.realpath(os.path.join(HERE, "..", "workloads", "py_stacks.py"))
+RATE = 999
+
+
+def marker_lines(tag):
+    with open(WORK) as f:
+        return {i + 1 for i, l in enumerate(f) if f"# {tag}" in l}
+
+
+def body_lines(func):
+    """The lines of FUNC in the workload, its def line included (a frame that has not run
+    its first instruction yet is at its first line, as CPython reports it)."""
+    with open(WORK) as f:
+        tree = ast.parse(f.read())
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == func)
+    return set(range(node.lineno, node.end_lineno + 1))
+
+
+def pythons():
+    found = [pyenv_python(m) for m in (11, 12, 13)] + [debian_python()]
+    return [p for p in found if p and re.search(r"python3\.1[123]$", p)]
+
+
+def run_py(py, *args):
+    p, out = record([py, WORK, *args], "-t", "cpu", "--sample-rate", str(RATE))
+    eq(p.returncode, 0, f"{py}: record exit ({p.stderr[-600:]})")
+    m = re.search(r"^pid (\d+) tid (\d+)$", p.stdout, re.M)
+    check(m, f"{py}: no pid line {p.stdout[:200]!r}")
+    truth = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])
+    return int(m.group(1)), truth, out
+
+
+def py_frames(e):
+    return [f for f in e.get("stack", []) if "line" in f]
+
+
+def samples(out, pid):
+    return [e for e in dump(out) if e["kind"] == "cpu_sample" and e["pid"] == pid]
+
+
+def test_python_frames_name_function_file_and_line_in_every_interpreter():
+    """inner_a runs 7 parts of the thread's CPU time, inner_b 3: the samples holding the GIL
+    in each are their share within 5 points; each such stack is inner_X <- outer <- main <-
+    <module> of the workload's file, at the lines the source marks (the loop of inner_X,
+    outer's call of it); cpu_sum names the lines."""
+    need_root()
+    pys = pythons()
+    check(pys, "no CPython 3.11-3.13 here (make deps installs Debian's python3)")
+    burn = {"inner_a": body_lines("inner_a"), "inner_b": body_lines("inner_b")}
+    loop = {"inner_a": marker_lines("BURN_A"), "inner_b": marker_lines("BURN_B")}
+    call = {"inner_a": marker_lines("CALL_A"), "inner_b": marker_lines("CALL_B")}
+    for py in pys:
+        pid, truth, out = run_py(py, "split", "1")
+        evs = samples(out, pid)
+        held = [e for e in evs if e["args"].get("gil")]
+        check(len(held) >= 0.8 * len(evs), f"{py}: {len(held)} of {len(evs)} samples held "
+              f"the GIL")
+        n = {"inner_a": 0, "inner_b": 0}
+        in_loop = 0
+        for e in held:
+            fr = py_frames(e)
+            if not fr or fr[0]["func"] not in n:
+                continue
+            f = fr[0]["func"]
+            n[f] += 1
+            eq([x["func"] for x in fr], [f, "outer", "main", "<module>"], f"{py}: stack")
+            check(all(x["file"] == WORK for x in fr), f"{py}: files {[x['file'] for x in fr]}")
+            check(fr[0]["line"] in burn[f], f"{py}: {f} at line {fr[0]['line']}")
+            in_loop += fr[0]["line"] in loop[f]
+            check(fr[1]["line"] in call[f], f"{py}: outer at line {fr[1]['line']} calls {f}")
+        share = 100.0 * truth["a"] / (truth["a"] + truth["b"])
+        got = 100.0 * n["inner_a"] / max(1, n["inner_a"] + n["inner_b"])
+        check(n["inner_a"] + n["inner_b"] >= 0.7 * len(evs), f"{py}: {n} of {len(evs)}")
+        check(in_loop >= 0.9 * (n["inner_a"] + n["inner_b"]), f"{py}: {in_loop} samples in "
+              f"the loops")
+        check(abs(got - share) <= 5.0, f"{py}: inner_a {got:.1f}% of samples, {share:.1f}% "
+              f"of CPU time")
+        rows = [r for r in stats(out, "cpu_sum")["cpu_sum"] if r["func"] == "inner_a"]
+        check(rows and all(r["file"] == WORK and r["line"] in burn["inner_a"] for r in rows)
+              and any(r["line"] in loop["inner_a"] for r in rows),
+              f"{py}: cpu_sum rows of inner_a {rows}")
+
+
+def test_code_compiled_and_freed_in_a_loop_is_never_misnamed():
+    """100 functions f_K, each from new source (defined on line K + 1 of gen_K.py, its body on
+    the 3 lines after), each run for 20 ms of CPU and freed, one after the other, so their
+    code objects, names and line tables reuse the same memory, often before the recorder
+    reads them (samples drain every 20 ms): every frame named f_K is in gen_K.py at one of
+    f_K's own lines, and most are named (those read after the free are not)."""
+    need_root()
+    for py in pythons():
+        pid, _, out = run_py(py, "exec", "100", "0.02")
+        named = bad = 0
+        for e in samples(out, pid):
+            for f in py_frames(e):
+                m = re.fullmatch(r"f_(\d+)", f["func"])
+                if not m:
+                    continue
+                k = int(m.group(1))
+                named += 1
+                if f["file"] != f"gen_{k}.py" or f["line"] not in (k + 1, k + 2, k + 3, k + 4):
+                    bad += 1
+        check(named >= 500, f"{py}: {named} frames of the generated functions")
+        eq(bad, 0, f"{py}: frames named after another function")
+
+
+def test_deep_python_recursion_is_truncated_with_a_marker():
+    """150 Python calls deep: 64 Python frames are read; the stack says it was cut."""
+    need_root()
+    py = pythons()[0]
+    pid, _, out = run_py(py, "deep", "150", "0.5")
+    deep = [e for e in samples(out, pid) if [f["func"] for f in py_frames(e)][:2] ==
+            ["spin", "recurse"]]
+    check(len(deep) > 50, f"{len(deep)} samples in spin")
+    for e in deep:
+        names = [f["func"] for f in py_frames(e)]
+        eq(len(names), 64, "Python frames read")
+        eq(set(names[1:]), {"recurse"}, "below spin")
+        eq(e["stack"][-1]["func"], "[truncated]", "marker")
+
+
+def test_generators_and_coroutines_show_their_callers():
+    """A generator's and a coroutine's frames are not owned by the thread's C stack: both
+    show spin on top and generators() below."""
+    need_root()
+    for py in pythons():
+        pid, _, out = run_py(py, "gen", "0.6")
+        chains = [[f["func"] for f in py_frames(e)] for e in samples(out, pid)]
+        gen = [c for c in chains if c[:2] == ["spin", "gen_spin"]]
+        coro = [c for c in chains if c[:2] == ["spin", "coro_spin"]]
+        check(len(gen) > 20 and len(coro) > 20, f"{py}: {len(gen)} generator and "
+              f"{len(coro)} coroutine samples")
+        check(all(c[2:4] == ["generators", "main"] for c in gen), f"{py}: {gen[:1]}")
+        check(all("generators" in c for c in coro), f"{py}: {coro[:1]}")
+
+
+def test_attached_to_a_running_python():
+    """-p on a python already running: its frames are named from the first inspection on."""
+    need_root()
+    py = pythons()[-1]
+    w = spawn([py, WORK, "split", "4"])
+    pid = int(w.stdout.readline().split()[1])
+    r = Recorder("-t", "cpu", "--sample-rate", str(RATE), "-p", str(pid), "-d", "1")
+    r.wait_ready()
+    eq(r.wait(60), 0, f"recorder exit ({r.stderr[-400:]})")
+    evs = samples(r.out, pid)
+    named = [e for e in evs if py_frames(e)[:1] and py_frames(e)[0]["func"] in
+             ("inner_a", "inner_b")]
+    check(len(named) >= 0.8 * len(evs), f"{len(named)} of {len(evs)} samples named")
+
+
+def test_a_thread_that_released_the_gil_still_names_its_python_code():
+    """A thread compressing with zlib (which releases the GIL) while the main thread spins in
+    Python: its samples say it did not hold the GIL, and still name compress_loop at the
+    line of the zlib call (its thread state found in the interpreter's list)."""
+    need_root()
+    line = marker_lines("NOGIL")
+    for py in pythons():
+        pid, truth, out = run_py(py, "nogil", "1")
+        mine = [e for e in samples(out, pid) if e["tid"] == truth["tid"]]
+        free = [e for e in mine if e["args"].get("gil") is False]
+        check(len(free) >= 0.5 * len(mine), f"{py}: {len(free)} of {len(mine)} samples "
+              f"without the GIL")
+        named = [e for e in free if py_frames(e)[:1] and py_frames(e)[0]["func"] ==
+                 "compress_loop" and py_frames(e)[0]["line"] in line]
+        check(len(named) >= 0.9 * len(free), f"{py}: {len(named)} of {len(free)} samples "
+              f"without the GIL name compress_loop at the zlib call")

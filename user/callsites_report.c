@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * cuda_callsites: the Python lines that made CUDA and NCCL calls, from the calls that carry a
+ * stack (--stacks=cuda, --stacks=nccl): per (API, innermost Python line of the call's stack,
+ * or the native function that made it when it has none), the calls and their time.
+ */
+#include <stdlib.h>
+#include "cuda.h"
+#include "family.h"
+#include "frame_sum.h"
+#include "trace_model.h"
+
+static void *callsites__new(void)
+{
+	return calloc(1, sizeof(struct frame_sum));
+}
+
+static void callsites__add(void *st, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	const struct bs_ucall *u = (const void *)rec;
+	const struct bs_frame *f;
+	struct event ev;
+
+	if ((rec->type != BS_REC_CUDA_CALL && rec->type != BS_REC_NCCL_CALL) || u->depth)
+		return;
+	f = frame_sum__site(trace_model__event_stack(m, rec));
+	if (f && family__decode(rec, m, &ev) == 1 && ev.name)
+		frame_sum__add(st, ev.name, f, u->dur);
+}
+
+static int callsites__emit(void *st, const struct trace_model *m, struct table *t)
+{
+	return frame_sum__emit(st, m, t, "api", "API");
+}
+
+static void callsites__free(void *st)
+{
+	if (st)
+		frame_sum__free(st);
+	free(st);
+}
+
+const struct report cuda_callsites = {
+	.name = "cuda_callsites",
+	.desc = "CUDA and NCCL Call Sites (calls with --stacks)",
+	.new = callsites__new,
+	.add = callsites__add,
+	.emit = callsites__emit,
+	.free = callsites__free,
+};

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * cpu family, record side: a cpu-clock perf event per CPU at --sample-rate runs
+ * bpf/cpu.bpf.c; each sample's raw stack is symbolized and interned by the recording's stack
+ * service while the process lives (stack_svc.h), and the sample is written with its stack's
+ * id.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <bpf/libbpf.h>
+#include "cpu.h"
+#include "record_ctx.h"
+#include "stack_svc.h"
+#include "cpu.skel.h"
+
+struct cpu_state {
+	struct cpu_bpf *skel;
+	struct bpf_link **links; /* one per CPU that has a perf event */
+	int nlinks;
+	struct stack_svc *stacks;
+};
+
+static void stop_samplers(struct cpu_state *st)
+{
+	for (int i = 0; i < st->nlinks; i++)
+		bpf_link__destroy(st->links[i]);
+	st->nlinks = 0;
+}
+
+/* The end: no more samples, and those in the ring are symbolized while the processes' code
+ * is still known (the discovery is freed before the families detach). */
+static void cpu_stop(struct record_ctx *ctx, void *state)
+{
+	stop_samplers(state);
+	record_ctx__poll(ctx, 0);
+}
+
+static void cpu_detach(struct record_ctx *ctx, void *state)
+{
+	struct cpu_state *st = state;
+
+	if (!st)
+		return;
+	stop_samplers(st);
+	free(st->links);
+	cpu_bpf__destroy(st->skel);
+	free(st);
+}
+
+/* A software cpu-clock event on every online CPU, all running the sampler. */
+static int open_samplers(struct record_ctx *ctx, struct cpu_state *st)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd, err = 0;
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(a),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.freq = 1,
+		.sample_freq = ctx->opts->sample_rate,
+	};
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	st->links = calloc(ncpu, sizeof(*st->links));
+	if (!st->links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		fd = syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue; /* a possible CPU that is not online */
+			err = -errno;
+			fprintf(stderr, "bpfsight record: cpu: perf_event_open on CPU %d: %s\n",
+				cpu, strerror(errno));
+			return err;
+		}
+		st->links[st->nlinks] =
+			bpf_program__attach_perf_event(st->skel->progs.cpu_sample, fd);
+		if (!st->links[st->nlinks]) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		st->nlinks++;
+	}
+	return st->nlinks ? 0 : -ENODEV;
+}
+
+static int cpu_attach(struct record_ctx *ctx, void **state)
+{
+	struct cpu_state *st = calloc(1, sizeof(*st));
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	st->skel = cpu_bpf__open();
+	if (!st->skel) {
+		cpu_detach(ctx, st);
+		return -ENOMEM;
+	}
+	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
+	err = record_ctx__prepare(ctx, st->skel->obj);
+	if (!err)
+		err = cpu_bpf__load(st->skel);
+	if (!err)
+		st->stacks = stack_svc__get(ctx, &err);
+	if (!err)
+		err = open_samplers(ctx, st);
+	if (err) {
+		cpu_detach(ctx, st);
+		return err;
+	}
+	*state = st;
+	return 0;
+}
+
+static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
+{
+	const struct bs_cpu_sample_raw *r = (const void *)rec;
+	struct cpu_state *st = state;
+	struct bs_cpu_sample s;
+	size_t room;
+	__u32 n, npy;
+
+	if (rec->type != BS_REC_CPU_SAMPLE_RAW)
+		return 0;
+	if (rec->size < sizeof(*r))
+		return 1; /* not from our program: nothing to keep */
+	room = rec->size - sizeof(*r);
+	n = r->nips < room / 8 ? r->nips : room / 8;
+	npy = r->npy < (room - n * 8) / sizeof(struct bs_py_frame)
+		      ? r->npy
+		      : (room - n * 8) / sizeof(struct bs_py_frame);
+	record_ctx__hdr(&s.h, BS_REC_CPU_SAMPLE, sizeof(s), rec->pid, rec->tid, rec->ts);
+	s.h.cpu = rec->cpu;
+	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_GIL | BS_CPU_PYTHON);
+	s.stack_id = stack_svc__stack(ctx, st->stacks, rec->pid, rec->tid, rec->ts,
+				      (const __u64 *)(r + 1), n, npy);
+	record_ctx__write(ctx, &s);
+	return 1;
+}
+
+const struct family family_cpu = {
+	.name = "cpu",
+	.desc = "CPU sampling: on-CPU samples of the traced threads with their stacks",
+	.flags = FAMILY_OPT_IN | FAMILY_STACKS,
+	.attach = cpu_attach,
+	.detach = cpu_detach,
+	.consume = cpu_consume,
+	.stop = cpu_stop,
+	.decoders = cpu_decoders,
+	.reports = cpu_reports,
+};

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* CPU samples counted per (stack, kernel or user) (cpu_samples.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include "cpu_samples.h"
+#include "records.h"
+#include "stats_math.h"
+
+struct cpu_samples {
+	struct hmap *counts; /* (stack id, kernel) -> __u64 */
+};
+
+struct cpu_samples *cpu_samples__new(void)
+{
+	struct cpu_samples *c = calloc(1, sizeof(*c));
+
+	if (c && !(c->counts = hmap__new(sizeof(__u64)))) {
+		free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+void cpu_samples__free(struct cpu_samples *c)
+{
+	if (!c)
+		return;
+	hmap__free(c->counts);
+	free(c);
+}
+
+int cpu_samples__add(struct cpu_samples *c, const struct bs_hdr *rec)
+{
+	const struct bs_cpu_sample *s = (const void *)rec;
+	__u64 *n;
+
+	if (rec->type != BS_REC_CPU_SAMPLE || rec->size < sizeof(*s))
+		return 0;
+	n = hmap__get(c->counts, (struct hkey){ s->stack_id, !!(s->flags & BS_CPU_KERNEL) }, 1);
+	if (!n)
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+int cpu_samples__next(const struct cpu_samples *c, size_t *it, __u32 *stack_id, int *kernel,
+		      __u64 *count)
+{
+	struct hkey key;
+	__u64 *n = hmap__next(c->counts, it, &key);
+
+	if (!n)
+		return 0;
+	*stack_id = (__u32)key.a;
+	*kernel = (int)key.b;
+	*count = *n;
+	return 1;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The CPU samples of a trace counted per (stack, kernel or user): what the folded and svg
+ * exports and the report's flame graph draw. Grows with distinct stacks, not samples.
+ */
+#ifndef BPFSIGHT_CPU_SAMPLES_H
+#define BPFSIGHT_CPU_SAMPLES_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+struct bs_hdr;
+struct cpu_samples;
+
+struct cpu_samples *cpu_samples__new(void);
+void cpu_samples__free(struct cpu_samples *c);
+/* Count REC when it is a cpu sample. 0, or -ENOMEM. */
+int cpu_samples__add(struct cpu_samples *c, const struct bs_hdr *rec);
+/* Iterate (start with *it = 0): 1 and the next (stack id, kernel, count), 0 at the end. */
+int cpu_samples__next(const struct cpu_samples *c, size_t *it, __u32 *stack_id, int *kernel,
+		      __u64 *count);
+
+#endif /* BPFSIGHT_CPU_SAMPLES_H */

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * export --format folded: the CPU samples as folded stacks, one line per distinct stack,
+ * root first: "main;run;burn 1234" (Brendan Gregg's flamegraph.pl, inferno, speedscope).
+ * A sample taken in kernel code ends with a "[kernel]" frame; a sample without a user stack
+ * is "[no user stack]". Memory grows with distinct stacks, never with samples.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cpu_samples.h"
+#include "export.h"
+#include "stack_format.h"
+
+struct folded {
+	FILE *f;
+	struct cpu_samples *counts;
+};
+
+static void *folded_open(const char *out, const struct trace_meta *meta, int *err)
+{
+	struct folded *st = calloc(1, sizeof(*st));
+	int fd;
+
+	if (!st || !(st->counts = cpu_samples__new())) {
+		free(st);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	/* As every export: a new file, never through a symlink, private to its owner. */
+	fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	st->f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!st->f) {
+		*err = -errno;
+		if (fd >= 0)
+			close(fd);
+		cpu_samples__free(st->counts);
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static int folded_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
+			 const struct trace_model *m)
+{
+	struct folded *st = vst;
+
+	return ev ? cpu_samples__add(st->counts, rec) : 0;
+}
+
+/* Append TEXT to the line in *BUF (LEN used, CAP allocated): ';' separates frames. */
+static int put(char **buf, size_t *len, size_t *cap, const char *text)
+{
+	size_t n = strlen(text);
+	char *nb;
+
+	if (*len + n + 1 > *cap) {
+		*cap = (*len + n + 1) * 2;
+		nb = realloc(*buf, *cap);
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+	}
+	for (size_t i = 0; i < n; i++)
+		(*buf)[(*len)++] = text[i] == ';' ? ':' : text[i] == '\n' ? ' ' : text[i];
+	(*buf)[*len] = 0;
+	return 0;
+}
+
+/* One stack's folded text, root first. */
+static char *fold(const struct trace_stack *s, int kernel, const struct trace_model *m)
+{
+	size_t len = 0, cap = 0;
+	char *line = NULL, buf[512];
+	int err = 0;
+
+	if (!s || !s->nframes)
+		err = put(&line, &len, &cap, "[no user stack]");
+	if (s && (s->flags & BS_STACK_TRUNCATED))
+		err = err ?: put(&line, &len, &cap, "[truncated]");
+	for (int i = s ? (int)s->nframes - 1 : -1; i >= 0 && !err; i--) {
+		const struct bs_frame *fr = &s->frames[i];
+
+		if (len)
+			err = put(&line, &len, &cap, "\x01"); /* a separator, made ';' below */
+		err = err ?: put(&line, &len, &cap, stack_frame__func(fr, m, buf, sizeof(buf)));
+		if (!err && fr->kind == BS_FRAME_PYTHON) {
+			snprintf(buf, sizeof(buf), " (%s:%u)", stack_frame__file(fr, m), fr->line);
+			err = put(&line, &len, &cap, buf);
+		}
+	}
+	if (!err && kernel)
+		err = put(&line, &len, &cap, "\x01[kernel]");
+	if (err) {
+		free(line);
+		return NULL;
+	}
+	for (size_t i = 0; i < len; i++)
+		if (line[i] == '\x01')
+			line[i] = ';';
+	return line;
+}
+
+struct folded_line {
+	char *text;
+	__u64 n;
+};
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
+}
+
+/* Stacks that read the same (return addresses differ, frames do not) are one line, sorted. */
+static int folded_finish(void *vst, const struct trace_model *m, const struct trace_status *status)
+{
+	struct folded *st = vst;
+	struct folded_line *lines = NULL, *nl;
+	size_t it = 0, n = 0, cap = 0, i, j;
+	__u32 stack_id;
+	int err = 0, kernel;
+	__u64 cnt;
+
+	while (!err && cpu_samples__next(st->counts, &it, &stack_id, &kernel, &cnt)) {
+		if (n == cap) {
+			nl = realloc(lines, (cap = cap * 2 + 64) * sizeof(*lines));
+			if (!nl) {
+				err = -ENOMEM;
+				break;
+			}
+			lines = nl;
+		}
+		lines[n].text = fold(trace_model__stack(m, stack_id), kernel, m);
+		lines[n].n = cnt;
+		err = lines[n++].text ? 0 : -ENOMEM;
+	}
+	if (!err && n)
+		qsort(lines, n, sizeof(*lines), line_cmp);
+	for (i = 0; !err && i < n; i = j) {
+		__u64 total = 0;
+
+		for (j = i; j < n && !strcmp(lines[j].text, lines[i].text); j++)
+			total += lines[j].n;
+		fprintf(st->f, "%s %llu\n", lines[i].text, (unsigned long long)total);
+	}
+	for (i = 0; lines && i < n; i++)
+		free(lines[i].text);
+	free(lines);
+	if (!err && ferror(st->f))
+		err = -EIO;
+	if (fclose(st->f) && !err)
+		err = -errno;
+	cpu_samples__free(st->counts);
+	free(st);
+	return err;
+}
+
+static void folded_abort(void *vst)
+{
+	struct folded *st = vst;
+
+	if (!st)
+		return;
+	fclose(st->f);
+	cpu_samples__free(st->counts);
+	free(st);
+}
+
+const struct exporter export_folded = {
+	.format = "folded",
+	.desc = "CPU samples as folded stacks (flamegraph.pl, inferno, speedscope)",
+	.open = folded_open,
+	.record = folded_record,
+	.finish = folded_finish,
+	.abort = folded_abort,
+};

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Flame graphs of the CPU samples (export --format svg, bpfsight report): the samples'
+ * stacks merged into a tree (root first, a frame per name), drawn as SVG without script:
+ * width = samples, callers below callees, a tooltip per frame (its samples and share).
+ */
+#ifndef BPFSIGHT_FLAMEGRAPH_H
+#define BPFSIGHT_FLAMEGRAPH_H
+
+#include <stdio.h>
+#include <linux/types.h>
+
+struct trace_model;
+struct trace_stack;
+struct flamegraph;
+
+struct flamegraph *flamegraph__new(void);
+void flamegraph__free(struct flamegraph *g);
+/* COUNT samples of stack S (NULL: none could be read), taken in kernel code if KERNEL. */
+int flamegraph__add(struct flamegraph *g, const struct trace_stack *s, int kernel, __u64 count,
+		    const struct trace_model *m);
+__u64 flamegraph__samples(const struct flamegraph *g);
+/*
+ * Draw it WIDTH pixels wide. STANDALONE: a whole SVG document (else an <svg> element for an
+ * HTML page, sized by its container). Frames narrower than a tenth of a pixel (standalone)
+ * or half a pixel (embedded: the page's size is bounded by its width) are left out, the
+ * footer line says how many. 0, or -EIO when writing failed.
+ */
+int flamegraph__svg(const struct flamegraph *g, FILE *f, const char *title, int standalone);
+
+#endif /* BPFSIGHT_FLAMEGRAPH_H */

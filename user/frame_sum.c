@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Time summed per (label, code location) (frame_sum.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "frame_sum.h"
+#include "stack_format.h"
+#include "table.h"
+#include "trace_model.h"
+
+const struct bs_frame *frame_sum__site(const struct trace_stack *s)
+{
+	if (!s || !s->nframes)
+		return NULL;
+	for (__u32 i = 0; i < s->nframes; i++)
+		if (s->frames[i].kind == BS_FRAME_PYTHON)
+			return &s->frames[i];
+	return &s->frames[0];
+}
+
+static int same_frame(const struct bs_frame *a, const struct bs_frame *b)
+{
+	return a->kind == b->kind && a->func_id == b->func_id && a->file_id == b->file_id &&
+	       (a->kind == BS_FRAME_PYTHON ? a->line == b->line : a->addr == b->addr);
+}
+
+void frame_sum__add(struct frame_sum *fs, const char *label, const struct bs_frame *f, __u64 dur)
+{
+	struct frame_sum_row *row = NULL;
+
+	if (!f || fs->err)
+		return;
+	for (__u64 i = 0; i < fs->n && !row; i++)
+		if (!strcmp(fs->v[i].label, label) && same_frame(fs->v[i].frame, f))
+			row = &fs->v[i];
+	if (!row) {
+		if (fs->n == fs->cap) {
+			struct frame_sum_row *nv =
+				realloc(fs->v, (fs->cap = fs->cap * 2 + 16) * sizeof(*nv));
+
+			if (!nv) {
+				fs->err = -ENOMEM;
+				return;
+			}
+			fs->v = nv;
+		}
+		row = &fs->v[fs->n];
+		*row = (struct frame_sum_row){ .label = strdup(label), .frame = f };
+		if (!row->label) {
+			fs->err = -ENOMEM;
+			return;
+		}
+		fs->n++;
+	}
+	row->count++;
+	row->total_ns += dur;
+}
+
+static int by_total(const void *a, const void *b)
+{
+	const struct frame_sum_row *x = a, *y = b;
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
+	return strcmp(x->label, y->label);
+}
+
+int frame_sum__emit(struct frame_sum *fs, const struct trace_model *m, struct table *t,
+		    const char *label_key, const char *label_title)
+{
+	char buf[512];
+	int c[6];
+
+	if (fs->err)
+		return fs->err;
+	if (fs->n)
+		qsort(fs->v, fs->n, sizeof(*fs->v), by_total);
+	c[0] = table__add_col(t, label_key, label_title, TABLE_STR);
+	c[1] = table__add_col(t, "func", "Function", TABLE_STR);
+	c[2] = table__add_col(t, "file", "File", TABLE_STR);
+	c[3] = table__add_col(t, "line", "Line", TABLE_U64);
+	c[4] = table__add_col(t, "count", "Count", TABLE_U64);
+	c[5] = table__add_col(t, "total_ns", "Total (ns)", TABLE_U64);
+	for (__u64 i = 0; i < fs->n; i++) {
+		const struct bs_frame *f = fs->v[i].frame;
+
+		table__row(t);
+		table__set_str(t, c[0], fs->v[i].label);
+		table__set_str(t, c[1], stack_frame__func(f, m, buf, sizeof(buf)));
+		table__set_str(t, c[2], stack_frame__file(f, m));
+		table__set_u64(t, c[3], f->kind == BS_FRAME_PYTHON ? f->line : 0);
+		table__set_u64(t, c[4], fs->v[i].count);
+		table__set_u64(t, c[5], fs->v[i].total_ns);
+	}
+	return table__err(t);
+}
+
+void frame_sum__free(struct frame_sum *fs)
+{
+	for (__u64 i = 0; i < fs->n; i++)
+		free(fs->v[i].label);
+	free(fs->v);
+	memset(fs, 0, sizeof(*fs));
+}

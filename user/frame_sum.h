@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Time and counts summed per (label, code location) for the reports that say where in the
+ * code something happened (cuda_callsites, gil_stacks): the location is a stack's innermost
+ * Python frame (a line), or its first frame when it has none.
+ */
+#ifndef BPFSIGHT_FRAME_SUM_H
+#define BPFSIGHT_FRAME_SUM_H
+
+#include <linux/types.h>
+#include "records.h"
+
+struct table;
+struct trace_model;
+struct trace_stack;
+
+struct frame_sum_row {
+	char *label;
+	const struct bs_frame *frame; /* the model's */
+	__u64 count, total_ns;
+};
+
+struct frame_sum {
+	struct frame_sum_row *v;
+	__u64 n, cap;
+	int err;
+};
+
+/* The frame a stack is summed under: its innermost Python frame, else its first. */
+const struct bs_frame *frame_sum__site(const struct trace_stack *s);
+/* Add one occurrence of DUR ns under (LABEL, F). */
+void frame_sum__add(struct frame_sum *fs, const char *label, const struct bs_frame *f, __u64 dur);
+/* Rows by total, largest first: columns LABEL_KEY (LABEL_TITLE), func, file, line, count,
+ * total_ns. */
+int frame_sum__emit(struct frame_sum *fs, const struct trace_model *m, struct table *t,
+		    const char *label_key, const char *label_title);
+void frame_sum__free(struct frame_sum *fs);
+
+#endif /* BPFSIGHT_FRAME_SUM_H */

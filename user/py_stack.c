@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Python frames: the per-version layout BPF walks, and naming frames (py_stack.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "gil_python.h"
+#include "py_stack.h"
+#include "stats_math.h"
+
+/*
+ * Offsets from each version's internal headers (pycore_frame.h, cpython/code.h,
+ * cpython/pystate.h, cpython/unicodeobject.h), x86-64, default (GIL) build; the same in
+ * every patch release of a minor version. A wrong one never names a frame wrongly: the
+ * code object's name and file pointers BPF read must match what is read here.
+ */
+struct py_layout {
+	__u32 minor;
+	__u32 ts_frame, cframe_frame;			      /* thread state -> current frame */
+	__u32 fr_code, fr_prev, fr_instr, fr_owner, fr_entry; /* _PyInterpreterFrame */
+	__u32 owner_cstack;
+	__u32 co_name, co_filename, co_qualname, co_linetable, co_firstlineno, co_code;
+	__u32 ascii_size, compact_size; /* sizeof(PyASCIIObject), (PyCompactUnicodeObject) */
+	int instr_is_prev;		/* prev_instr: the last instruction run (3.11, 3.12) */
+};
+
+// clang-format off
+static const struct py_layout layouts[] = {
+	{ 11, 56, 8,           32, 48, 56, 69, 68,          BS_PY_NONE,
+	  120, 112, 128, 136, 72, 184,   48, 72,   1 },
+	{ 12, 56, 0,           0, 8, 56, 70, BS_PY_NONE,    3,
+	  120, 112, 128, 136, 68, 192,   40, 56,   1 },
+	{ 13, 72, BS_PY_NONE,  0, 8, 56, 70, BS_PY_NONE,    3,
+	  120, 112, 128, 136, 68, 200,   40, 56,   0 },
+};
+// clang-format on
+
+#define BYTES_DATA 32	      /* PyBytesObject: ob_sval */
+#define VAR_SIZE   16	      /* PyVarObject: ob_size */
+#define STR_MAX	   1024	      /* characters of a name or a file kept */
+#define TABLE_MAX  (1u << 20) /* bytes of a location table read */
+
+static const struct py_layout *layout_of(__u32 minor)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (layouts[i].minor == minor)
+			return &layouts[i];
+	return NULL;
+}
+
+int py_stack__cfg(const struct gil_py *py, struct bs_py_cfg *out)
+{
+	const struct py_layout *l = layout_of(py->version >> 16 & 0xff);
+
+	if (!l || (py->version >> 24) != 3 || py->free_threaded)
+		return -ENOTSUP;
+	*out = (struct bs_py_cfg){
+		.locked = py->cfg.locked,
+		.holder = py->cfg.holder,
+		.tid_off = py->cfg.tid_off,
+		.pthread_tid_off = py->cfg.pthread_tid_off,
+		.ts_frame = l->ts_frame,
+		.cframe_frame = l->cframe_frame,
+		.fr_code = l->fr_code,
+		.fr_prev = l->fr_prev,
+		.fr_instr = l->fr_instr,
+		.fr_owner = l->fr_owner,
+		.fr_entry = l->fr_entry,
+		.owner_cstack = l->owner_cstack,
+		.co_name = l->co_name,
+		.co_filename = l->co_filename,
+		.co_firstlineno = l->co_firstlineno,
+		/* native_thread_id (pthread_tid_off 0) identifies a thread state directly. */
+		.interp = py->cfg.pthread_tid_off ? 0 : py->interp,
+		.threads_head = py->cfg.pthread_tid_off ? 0 : py->threads_head_off,
+	};
+	return 0;
+}
+
+/* A code object read once: its names, first line and location table. */
+struct code_ent {
+	__u64 name, file; /* the pointers it had (identity) */
+	__u32 pid, first;
+	char *func, *path;
+	__u8 *table;
+	size_t table_len;
+};
+
+struct py_stack {
+	struct hmap *codes; /* (code address, pid) -> struct code_ent */
+	struct hmap *types; /* (type address, pid) -> __u32 KIND_* + 1 it was checked to be */
+	pid_t mem_pid;	    /* whose /proc/PID/mem mem_fd is */
+	int mem_fd;
+};
+
+struct py_stack *py_stack__new(void)
+{
+	struct py_stack *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	ps->mem_fd = -1;
+	ps->codes = hmap__new(sizeof(struct code_ent));
+	ps->types = hmap__new(sizeof(__u32));
+	if (!ps->codes || !ps->types) {
+		hmap__free(ps->codes);
+		free(ps);
+		return NULL;
+	}
+	return ps;
+}
+
+static void code_clear(struct code_ent *e)
+{
+	free(e->func);
+	free(e->path);
+	free(e->table);
+	memset(e, 0, sizeof(*e));
+}
+
+void py_stack__free(struct py_stack *ps)
+{
+	size_t it = 0;
+	struct code_ent *e;
+
+	if (!ps)
+		return;
+	while ((e = hmap__next(ps->codes, &it, NULL)))
+		code_clear(e);
+	hmap__free(ps->codes);
+	hmap__free(ps->types);
+	if (ps->mem_fd >= 0)
+		close(ps->mem_fd);
+	free(ps);
+}
+
+void py_stack__forget(struct py_stack *ps, pid_t pid)
+{
+	size_t it = 0;
+	struct code_ent *e;
+
+	struct hkey key;
+	__u32 *t;
+
+	while ((e = hmap__next(ps->codes, &it, NULL)))
+		if (e->pid == (__u32)pid)
+			code_clear(e); /* an empty entry: a miss from now on */
+	for (it = 0; (t = hmap__next(ps->types, &it, &key));)
+		if (key.b == (__u64)pid)
+			*t = 0;
+	if (ps->mem_pid == pid && ps->mem_fd >= 0) {
+		close(ps->mem_fd);
+		ps->mem_fd = -1;
+	}
+}
+
+static int mem_read(struct py_stack *ps, pid_t pid, __u64 addr, void *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	if (ps->mem_pid != pid || ps->mem_fd < 0) {
+		if (ps->mem_fd >= 0)
+			close(ps->mem_fd);
+		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+		ps->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+		ps->mem_pid = pid;
+		if (ps->mem_fd < 0)
+			return -errno;
+	}
+	n = pread(ps->mem_fd, buf, len, (off_t)addr);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+static int mem_u64(struct py_stack *ps, pid_t pid, __u64 addr, __u64 *v)
+{
+	return mem_read(ps, pid, addr, v, sizeof(*v));
+}
+
+enum { KIND_CODE, KIND_STR, KIND_BYTES };
+
+static const char *const kind_names[] = { "code", "str", "bytes" };
+
+/*
+ * Is there a live object of KIND at ADDR? Its reference count is 1..2^32 (immortal ones
+ * included): pymalloc stores a pointer, or NULL, in a freed block's first word. Its type is
+ * the one named KIND (tp_name, checked once per type object).
+ */
+static int live_object(struct py_stack *ps, pid_t pid, __u64 addr, int kind)
+{
+	__u64 head[2], tp_name;
+	char name[8] = "";
+	__u32 *t;
+
+	if (!addr || mem_read(ps, pid, addr, head, sizeof(head)) || !head[0] ||
+	    head[0] > 0xffffffffull || !head[1])
+		return 0;
+	t = hmap__get(ps->types, (struct hkey){ head[1], (__u64)pid }, 1);
+	if (!t)
+		return 0;
+	if (!*t) {
+		/* PyTypeObject: PyVarObject (24 bytes), then tp_name. */
+		if (mem_u64(ps, pid, head[1] + 24, &tp_name) ||
+		    mem_read(ps, pid, tp_name, name, sizeof(name) - 1))
+			return 0;
+		for (int k = 0; k < 3; k++)
+			if (!strcmp(name, kind_names[k]))
+				*t = k + 1;
+		if (!*t)
+			*t = 4; /* another type */
+	}
+	return *t == (__u32)kind + 1;
+}
+
+/* Append code point CP as UTF-8. */
+static size_t put_utf8(char *out, __u32 cp)
+{
+	if (cp < 0x80) {
+		out[0] = cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = 0xc0 | cp >> 6;
+		out[1] = 0x80 | (cp & 0x3f);
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = 0xe0 | cp >> 12;
+		out[1] = 0x80 | (cp >> 6 & 0x3f);
+		out[2] = 0x80 | (cp & 0x3f);
+		return 3;
+	}
+	out[0] = 0xf0 | (cp >> 18 & 7);
+	out[1] = 0x80 | (cp >> 12 & 0x3f);
+	out[2] = 0x80 | (cp >> 6 & 0x3f);
+	out[3] = 0x80 | (cp & 0x3f);
+	return 4;
+}
+
+/* The text of the str object at ADDR (compact strings: every name and file), malloc'ed. */
+static char *read_str(struct py_stack *ps, pid_t pid, const struct py_layout *l, __u64 addr)
+{
+	__u8 raw[STR_MAX * 4];
+	__u64 len;
+	__u32 state, kind, nbytes;
+	char *out, *p;
+
+	if (!live_object(ps, pid, addr, KIND_STR) || mem_u64(ps, pid, addr + 16, &len) ||
+	    mem_read(ps, pid, addr + 32, &state, sizeof(state)))
+		return NULL;
+	kind = state >> 2 & 7;
+	if (!(state >> 5 & 1) || (kind != 1 && kind != 2 && kind != 4))
+		return NULL; /* not compact (a legacy string): not a name CPython makes */
+	if (len > STR_MAX)
+		len = STR_MAX;
+	nbytes = len * kind;
+	if (mem_read(ps, pid, addr + ((state >> 6 & 1) ? l->ascii_size : l->compact_size), raw,
+		     nbytes))
+		return NULL;
+	out = p = malloc(len * 4 + 1);
+	if (!out)
+		return NULL;
+	for (__u32 i = 0; i < len; i++) {
+		__u32 cp = kind == 1 ? raw[i] : kind == 2 ? ((__u16 *)raw)[i] : ((__u32 *)raw)[i];
+
+		p += put_utf8(p, cp > 0x10ffff ? 0xfffd : cp);
+	}
+	*p = 0;
+	return out;
+}
+
+static __u32 varint(const __u8 *t, size_t len, size_t *pos)
+{
+	__u32 v = 0, shift = 0;
+	__u8 b;
+
+	do {
+		if (*pos >= len || shift > 28)
+			return v;
+		b = t[(*pos)++];
+		v |= (__u32)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	return v;
+}
+
+static __s32 svarint(const __u8 *t, size_t len, size_t *pos)
+{
+	__u32 v = varint(t, len, pos);
+
+	return v & 1 ? -(__s32)(v >> 1) : (__s32)(v >> 1);
+}
+
+/*
+ * CPython 3.11+'s location table (Objects/locations.md): entries of 1-8 code units, each a
+ * header byte (bit 7 set, code in bits 3-6, length - 1 in bits 0-2) and its data: 15 no
+ * location, 14 long form (line delta, end line, columns), 13 line delta only, 10-12 one
+ * line (delta code - 10) with two column bytes, 0-9 the same line with one column byte.
+ */
+__u32 py_stack__line(const __u8 *t, size_t len, __u32 first, __s64 index)
+{
+	__s64 line = first, addr = 0;
+	size_t pos = 0;
+
+	if (index < 0)
+		return first; /* not started yet: its first line */
+	while (pos < len) {
+		__u8 h = t[pos++];
+		int code = h >> 3 & 15, n = (h & 7) + 1, none = 0;
+
+		if (!(h & 0x80))
+			return 0; /* out of step: no answer rather than a wrong one */
+		switch (code) {
+		case 15:
+			none = 1;
+			break;
+		case 14:
+			line += svarint(t, len, &pos);
+			varint(t, len, &pos);
+			varint(t, len, &pos);
+			varint(t, len, &pos);
+			break;
+		case 13:
+			line += svarint(t, len, &pos);
+			break;
+		case 10:
+		case 11:
+		case 12:
+			line += code - 10;
+			pos += 2;
+			break;
+		default:
+			pos += 1;
+			break;
+		}
+		if (index < addr + n)
+			return none || line <= 0 ? 0 : (__u32)line;
+		addr += n;
+	}
+	return 0;
+}
+
+/* The code object's identity now: 0, or -ESTALE when it is not the one F saw. */
+static int code_same(struct py_stack *ps, pid_t pid, const struct py_layout *l,
+		     const struct bs_py_frame *f, __u64 file, __u64 *name, __u64 *path)
+{
+	__u64 hash = 0;
+	__s32 first = 0;
+
+	if (!live_object(ps, pid, f->code, KIND_CODE))
+		return -ESTALE;
+	if (mem_u64(ps, pid, f->code + l->co_name, name) ||
+	    mem_u64(ps, pid, f->code + l->co_filename, path) ||
+	    mem_read(ps, pid, f->code + l->co_firstlineno, &first, sizeof(first)) ||
+	    mem_u64(ps, pid, *name + BS_PY_STR_HASH, &hash))
+		return -EIO;
+	if (BS_PY_NAME_ID(*name, hash) != f->name || BS_PY_FILE_ID(*path, first) != file)
+		return -ESTALE; /* another object lives there now */
+	return 0;
+}
+
+/*
+ * Read the code object at F->code into E: only while it is alive and the one BPF saw, before
+ * and after every read (the process runs meanwhile: it may free it, and pymalloc reuses the
+ * memory for the next object of its size).
+ */
+static int code_read(struct py_stack *ps, pid_t pid, const struct py_layout *l,
+		     const struct bs_py_frame *f, __u64 file, struct code_ent *e)
+{
+	__u64 name = 0, path = 0, qual = 0, table = 0, tlen = 0, n2, p2;
+	__s32 first = 0;
+	int err = code_same(ps, pid, l, f, file, &name, &path);
+
+	if (err)
+		return err;
+	if (mem_read(ps, pid, f->code + l->co_firstlineno, &first, sizeof(first)) ||
+	    mem_u64(ps, pid, f->code + l->co_qualname, &qual) ||
+	    mem_u64(ps, pid, f->code + l->co_linetable, &table) ||
+	    !live_object(ps, pid, table, KIND_BYTES) || mem_u64(ps, pid, table + VAR_SIZE, &tlen))
+		return -EIO;
+	e->func = read_str(ps, pid, l, qual ? qual : name);
+	e->path = read_str(ps, pid, l, path);
+	if (tlen && tlen <= TABLE_MAX && (e->table = malloc(tlen))) {
+		if (mem_read(ps, pid, table + BYTES_DATA, e->table, tlen)) {
+			free(e->table);
+			e->table = NULL;
+		} else {
+			e->table_len = tlen;
+		}
+	}
+	if (!e->func || !e->path) {
+		code_clear(e);
+		return -EIO;
+	}
+	err = code_same(ps, pid, l, f, file, &n2, &p2);
+	if (err || n2 != name || p2 != path) {
+		code_clear(e);
+		return err ? err : -ESTALE;
+	}
+	e->name = f->name;
+	e->file = file;
+	e->pid = pid;
+	e->first = first > 0 ? first : 0;
+	return 0;
+}
+
+int py_stack__name(struct py_stack *ps, pid_t pid, __u32 minor, const struct bs_py_frame *f,
+		   struct py_frame_name *out)
+{
+	const struct py_layout *l = layout_of(minor);
+	__u64 file = f->file & ~BS_PY_FRAME_ENTRY;
+	struct code_ent *e;
+	__s64 index;
+	int err;
+
+	if (!l || !f->code)
+		return -ENOTSUP;
+	e = hmap__get(ps->codes, (struct hkey){ f->code, (__u64)pid }, 1);
+	if (!e)
+		return -ENOMEM;
+	if (!e->func || e->name != f->name || e->file != file) {
+		code_clear(e);
+		err = code_read(ps, pid, l, f, file, e);
+		if (err)
+			return err;
+	}
+	index = ((__s64)f->instr - (__s64)(f->code + l->co_code)) / 2;
+	out->func = e->func;
+	out->file = e->path;
+	out->line = e->table ? py_stack__line(e->table, e->table_len, e->first, index) : 0;
+	return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Python frames: how BPF walks a CPython's frames (bs_py_cfg, per version from each
+ * version's own headers), and naming the frames it saw by reading their code objects from
+ * the process while it lives: qualified name, file, and the line of the instruction (the
+ * location table). 3.11, 3.12 and 3.13 (docs/STACKS.md says what else is planned).
+ */
+#ifndef BPFSIGHT_PY_STACK_H
+#define BPFSIGHT_PY_STACK_H
+
+#include <sys/types.h>
+#include <linux/types.h>
+#include "records.h"
+
+struct gil_py; /* gil_python.h */
+struct py_stack;
+
+struct py_stack *py_stack__new(void);
+void py_stack__free(struct py_stack *ps);
+/* How BPF reads the frames of the interpreter PY describes. 0, or -ENOTSUP (version). */
+int py_stack__cfg(const struct gil_py *py, struct bs_py_cfg *out);
+
+struct py_frame_name {
+	const char *func; /* co_qualname; valid until the next call */
+	const char *file; /* co_filename */
+	__u32 line;	  /* 0 when the instruction has no line */
+};
+
+/*
+ * Name frame F of process PID running CPython 3.MINOR. 0, or -ESTALE when the code object
+ * at F->code is not the one BPF saw (freed and its memory reused: never named after the new
+ * one), or another negative errno when it cannot be read (the process is gone).
+ */
+int py_stack__name(struct py_stack *ps, pid_t pid, __u32 minor, const struct bs_py_frame *f,
+		   struct py_frame_name *out);
+/* PID exec'd or exited: its code objects and its memory are gone. */
+void py_stack__forget(struct py_stack *ps, pid_t pid);
+
+/*
+ * The line of code unit INDEX in a 3.11+ location table (co_linetable) starting at line
+ * FIRST: 0 when INDEX has no line or lies past the table. Exposed for the unit test.
+ */
+__u32 py_stack__line(const __u8 *table, size_t len, __u32 first, __s64 index);
+
+#endif /* BPFSIGHT_PY_STACK_H */

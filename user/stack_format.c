@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* How a stack of the trace reads: frames as text and as dump's JSON (docs/STACKS.md). */
+#include <stdio.h>
+#include <string.h>
+#include "json.h"
+#include "stack_format.h"
+#include "trace_model.h"
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+const char *stack_frame__file(const struct bs_frame *f, const struct trace_model *m)
+{
+	const char *file = f->file_id ? trace_model__string(m, f->file_id) : NULL;
+
+	return file ? file : "";
+}
+
+const char *stack_frame__func(const struct bs_frame *f, const struct trace_model *m, char *buf,
+			      size_t len)
+{
+	const char *func = f->func_id ? trace_model__string(m, f->func_id) : NULL;
+	const char *file = stack_frame__file(f, m);
+
+	if (f->kind == STACK_FRAME_KERNEL)
+		return "[kernel]";
+	if (f->kind == BS_FRAME_CUT) {
+		snprintf(buf, len, "[unwind stopped in %s: no frame pointers]",
+			 *file ? base_name(file) : "unknown code");
+		return buf;
+	}
+	if (func && *func)
+		return func;
+	if (f->kind == BS_FRAME_PYTHON) {
+		/* Freed (or its process gone) before the recorder could read it: unnamed. */
+		snprintf(buf, len, "[python code 0x%llx: gone before it was read]",
+			 (unsigned long long)f->addr);
+		return buf;
+	}
+	snprintf(buf, len, "[%s+0x%llx]", *file ? base_name(file) : "unknown",
+		 (unsigned long long)f->addr);
+	return buf;
+}
+
+void stack__json(const struct trace_stack *s, const struct trace_model *m, struct json *j)
+{
+	char buf[512];
+
+	json__begin_array(j);
+	for (__u32 i = 0; i < s->nframes; i++) {
+		const struct bs_frame *f = &s->frames[i];
+
+		json__begin_object(j);
+		json__kv_str(j, "func", stack_frame__func(f, m, buf, sizeof(buf)));
+		json__kv_str(j, "file", stack_frame__file(f, m));
+		if (f->kind == BS_FRAME_PYTHON)
+			json__kv_u64(j, "line", f->line);
+		else if (f->kind == BS_FRAME_NATIVE) {
+			snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)f->addr);
+			json__kv_str(j, "addr", buf);
+		}
+		json__end_object(j);
+	}
+	if (s->flags & BS_STACK_TRUNCATED) {
+		json__begin_object(j);
+		json__kv_str(j, "func", "[truncated]");
+		json__kv_str(j, "file", "");
+		json__end_object(j);
+	}
+	json__end_array(j);
+}

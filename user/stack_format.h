@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * How a stack of the trace reads (dump's "stack", the reports, the folded export): a frame's
+ * function, file and line or address, and a marker frame's text. docs/STACKS.md.
+ */
+#ifndef BPFSIGHT_STACK_FORMAT_H
+#define BPFSIGHT_STACK_FORMAT_H
+
+#include <stddef.h>
+#include "records.h"
+
+/* A frame kind that is never on disk: the kernel part of a sample taken in kernel code. */
+#define STACK_FRAME_KERNEL 0x100
+
+struct json;
+struct trace_model;
+struct trace_stack;
+
+/*
+ * FRAME's function for people: its name; "[MODULE+0xADDR]" when it has none; a marker's
+ * "[unwind stopped in MODULE: no frame pointers]" or "[truncated]". Uses BUF (LEN bytes).
+ */
+const char *stack_frame__func(const struct bs_frame *f, const struct trace_model *m, char *buf,
+			      size_t len);
+/* FRAME's file: the source file (python) or the module's path (native); "" when unknown. */
+const char *stack_frame__file(const struct bs_frame *f, const struct trace_model *m);
+/* The frames of S as a JSON list, innermost first; a truncated stack ends with a marker. */
+void stack__json(const struct trace_stack *s, const struct trace_model *m, struct json *j);
+
+#endif /* BPFSIGHT_STACK_FORMAT_H */

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The recording's stack service (stack_svc.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "gil_python.h"
+#include "mono_clock.h"
+#include "py_find.h"
+#include "py_stack.h"
+#include "record_ctx.h"
+#include "stack_intern.h"
+#include "stack_svc.h"
+#include "stats_math.h"
+#include "uprobe_mgr.h"
+
+#define PY_RECHECK_NS	100000000ull   /* a python still starting is looked at again after this */
+#define NOPY_RECHECK_NS 1000000000ull  /* a process without python yet, while it is new */
+#define NOPY_NEW_NS	10000000000ull /* how long a process is new */
+
+/* What the service knows of a process's Python (py_procs holds its BPF side). */
+struct py_proc {
+	__u64 first_ns; /* first looked at (since its exec) */
+	__u64 next_ns;	/* when to look again (0: at the next stack) */
+	__u32 minor;	/* 3.minor when its frames are read, else 0 */
+	__u32 final;	/* decided: not inspected again until an exec or a new mapping */
+};
+
+struct stack_svc {
+	struct stack_intern *intern;
+	struct uprobe_mgr *mgr; /* discovery and symbols of every traced process's code */
+	struct py_find *finder; /* which processes are CPython, and where their GIL is */
+	struct py_stack *py;	/* names Python frames */
+	struct hmap *procs;	/* pid -> struct py_proc */
+	int py_procs_fd;	/* the BPF map every stack reader shares */
+	__u32 max_depth;	/* the kernel's unwinding limit (perf_event_max_stack) */
+	struct gil_py scratch;
+};
+
+/* The kernel stops a user stack at kernel.perf_event_max_stack frames (127 by default). */
+static __u32 unwind_limit(void)
+{
+	unsigned int v = 127;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_stack", "re");
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 127;
+		fclose(f);
+	}
+	return v < BS_STACK_MAX_FRAMES ? v : BS_STACK_MAX_FRAMES;
+}
+
+void stack_svc__free(struct stack_svc *s)
+{
+	if (!s)
+		return;
+	stack_intern__free(s->intern);
+	py_find__free(s->finder);
+	py_stack__free(s->py);
+	hmap__free(s->procs);
+	free(s);
+}
+
+struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
+{
+	struct stack_svc *s = ctx->stacks;
+
+	*err = 0;
+	if (s)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	s->max_depth = unwind_limit();
+	s->py_procs_fd = ctx->py_procs_fd;
+	s->intern = stack_intern__new();
+	s->py = py_stack__new();
+	s->procs = hmap__new(sizeof(struct py_proc));
+	if (!s->intern || !s->py || !s->procs)
+		*err = -ENOMEM;
+	if (!*err)
+		s->mgr = uprobe_mgr__get(ctx, err);
+	if (!*err)
+		s->finder = py_find__new(s->mgr, err);
+	if (*err) {
+		stack_svc__free(s);
+		return NULL;
+	}
+	ctx->stacks = s;
+	return s;
+}
+
+/*
+ * Is PID a CPython whose frames BPF can read? Looked at on its first stack, again while its
+ * interpreter starts, and after new code is mapped; a yes goes into py_procs. The stacks
+ * before that have native frames only.
+ */
+static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pid_t pid)
+{
+	struct py_proc *p = hmap__get(s->procs, (struct hkey){ (__u64)pid, 0 }, 1);
+	struct gil_py *py = &s->scratch;
+	struct bs_py_cfg cfg;
+	__u64 now = mono_now_ns();
+	__u32 key = pid;
+
+	if (!p || p->final || now < p->next_ns)
+		return p;
+	if (!p->first_ns)
+		p->first_ns = now;
+	p->next_ns = now + PY_RECHECK_NS;
+	/* The manager is gone (the recording stops, the last records drain): no more looks. */
+	if (!ctx->uprobes || py_find__inspect(s->finder, pid, py) ||
+	    py->status == GIL_PY_UNSUPPORTED || py->status == GIL_PY_NO_GIL) {
+		p->final = 1;
+		return p;
+	}
+	if (py->status == GIL_PY_NOT_PYTHON) {
+		/* Right after an exec the loader has not mapped libpython yet: look again. */
+		p->next_ns = now + NOPY_RECHECK_NS;
+		p->final = now - p->first_ns >= NOPY_NEW_NS;
+		return p;
+	}
+	if (py->status != GIL_PY_READY || !py->holder_known || !py->verified)
+		return p; /* starting: not yet */
+	p->final = 1;
+	if (py_stack__cfg(py, &cfg) || bpf_map_update_elem(s->py_procs_fd, &key, &cfg, BPF_ANY))
+		return p;
+	p->minor = py->version >> 16 & 0xff;
+	return p;
+}
+
+/* The Python frames BPF read, named, innermost first, into OUT; how many. */
+static __u32 name_python(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 minor,
+			 const struct bs_py_frame *f, __u32 n, struct bs_frame *out, __u32 *entry)
+{
+	struct py_frame_name nm;
+
+	for (__u32 i = 0; i < n; i++) {
+		entry[i] = !!(f[i].file & BS_PY_FRAME_ENTRY);
+		if (py_stack__name(s->py, pid, minor, &f[i], &nm)) {
+			/* Freed or unreadable since: an honest unknown, never a guess. */
+			out[i] = (struct bs_frame){ .kind = BS_FRAME_PYTHON, .addr = f[i].code };
+			continue;
+		}
+		out[i] = (struct bs_frame){ .kind = BS_FRAME_PYTHON,
+					    .func_id = record_ctx__intern(ctx, nm.func),
+					    .file_id = record_ctx__intern(ctx, nm.file),
+					    .line = nm.line };
+	}
+	return n;
+}
+
+/*
+ * One stack of native frames N[0..nn) and Python frames P[0..np), both innermost first:
+ * each native frame of the eval loop (_PyEval_EvalFrameDefault) stands for the Python
+ * frames it ran, which replace it (py-spy's --native); Python frames without an eval-loop
+ * frame to stand in for (a native stack cut short, a stripped interpreter) follow the
+ * native ones. Returns the frames in OUT.
+ */
+static __u32 merge(struct record_ctx *ctx, const struct bs_frame *nf, __u32 nn,
+		   const struct bs_frame *pf, const __u32 *entry, __u32 np, struct bs_frame *out)
+{
+	__u32 eval_id = record_ctx__intern(ctx, "_PyEval_EvalFrameDefault"), k = 0, j = 0;
+
+	for (__u32 i = 0; i < nn && k < BS_STACK_MAX_FRAMES; i++) {
+		if (nf[i].kind == BS_FRAME_CUT) {
+			out[k++] = nf[i]; /* native frames stop here; Python's go on */
+			break;
+		}
+		if (nf[i].kind != BS_FRAME_NATIVE || nf[i].func_id != eval_id || j >= np) {
+			out[k++] = nf[i];
+			continue;
+		}
+		/* One eval-loop call: its frames up to the one it was entered with. */
+		while (j < np && k < BS_STACK_MAX_FRAMES) {
+			out[k++] = pf[j];
+			if (entry[j++])
+				break;
+		}
+	}
+	while (j < np && k < BS_STACK_MAX_FRAMES + 1)
+		out[k++] = pf[j++];
+	return k;
+}
+
+__u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid, __u64 ts,
+		       const __u64 *w, __u32 n, __u32 npy)
+{
+	struct bs_frame nf[BS_STACK_MAX_FRAMES + 1], pf[BS_PY_MAX_FRAMES],
+		all[BS_STACK_MAX_FRAMES + 1];
+	__u32 nn, np = 0, k, entry[BS_PY_MAX_FRAMES], tag, flags, id;
+	struct py_proc *p = python_of(ctx, s, pid);
+	int capped = n >= s->max_depth;
+
+	if (n > BS_STACK_MAX_FRAMES)
+		n = BS_STACK_MAX_FRAMES;
+	if (npy > BS_PY_MAX_FRAMES)
+		npy = BS_PY_MAX_FRAMES;
+	if (!n && !npy)
+		return 0;
+	tag = capped | (npy && p ? p->minor << 1 : 0);
+	id = stack_intern__cached(s->intern, pid, w, n + 4 * npy, tag);
+	if (id)
+		return id;
+	/* The manager is freed before the families detach: the last stacks go unnamed. */
+	nn = stack_intern__symbolize(s->intern, ctx, ctx->uprobes ? s->mgr : NULL, pid, w, n,
+				     capped, nf);
+	if (npy && p && p->minor)
+		np = name_python(ctx, s, pid, p->minor, (const struct bs_py_frame *)(w + n), npy,
+				 pf, entry);
+	k = merge(ctx, nf, nn, pf, entry, np, all);
+	flags = (capped && !(nn && nf[nn - 1].kind == BS_FRAME_CUT)) || npy >= BS_PY_MAX_FRAMES
+			? BS_STACK_TRUNCATED
+			: 0;
+	id = stack_intern__frames(s->intern, ctx, all, k, flags, pid, tid, ts);
+	stack_intern__cache(s->intern, pid, w, n + 4 * npy, tag, id);
+	return id;
+}
+
+void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
+{
+	const struct bs_stack_raw *r = (const void *)rec;
+	size_t room = rec->size - sizeof(*r);
+	struct bs_stack_ref ref;
+	__u32 n, npy;
+
+	if (rec->size < sizeof(*r))
+		return;
+	n = r->nips < room / 8 ? r->nips : room / 8;
+	npy = r->npy < (room - n * 8) / sizeof(struct bs_py_frame)
+		      ? r->npy
+		      : (room - n * 8) / sizeof(struct bs_py_frame);
+	record_ctx__hdr(&ref.h, BS_REC_STACK_REF, sizeof(ref), rec->pid, rec->tid, rec->ts);
+	ref.h.cpu = rec->cpu;
+	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, (const __u64 *)(r + 1),
+					n, npy);
+	ref.event_type = r->event_type;
+	ref.flags = r->flags & BS_CPU_GIL;
+	if (ref.stack_id)
+		record_ctx__write(ctx, &ref);
+}
+
+void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
+{
+	struct py_proc *p;
+	__u32 key = rec->pid;
+
+	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
+	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid))
+		stack_intern__forget(s->intern, rec->pid);
+	/* New code mapped (libpython dlopen()ed, or loaded at start): look again. */
+	if (rec->type == BS_REC_MAP_EXEC) {
+		p = hmap__get(s->procs, (struct hkey){ rec->pid, 0 }, 0);
+		if (p && !p->minor)
+			p->final = p->next_ns = 0;
+	}
+	/* A new program (or the end): whether it is a python is decided again. */
+	if (rec->type == BS_REC_EXEC || (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {
+		py_stack__forget(s->py, rec->pid);
+		p = hmap__get(s->procs, (struct hkey){ rec->pid, 0 }, 0);
+		if (p)
+			*p = (struct py_proc){ 0 };
+		bpf_map_delete_elem(s->py_procs_fd, &key);
+	}
+	/*
+	 * Look now, not at the first stack: an event's stack is read by BPF when the event
+	 * happens, so a Python process must be in py_procs before its first one. New code and
+	 * new threads are when an interpreter appears or becomes ready (launch mode: the
+	 * process waits at its exec and link-map changes while this runs).
+	 */
+	if (rec->type == BS_REC_MAP_EXEC || (rec->type == BS_REC_FORK && rec->pid != rec->tid))
+		python_of(ctx, s, rec->pid);
+}
+
+void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s)
+{
+	const struct record_opts *o = ctx->opts;
+	struct dirent *d;
+	DIR *proc;
+
+	for (__u32 i = 0; i < o->npids; i++)
+		python_of(ctx, s, o->pids[i]);
+	if (!o->system_wide)
+		return;
+	proc = opendir("/proc");
+	while (proc && (d = readdir(proc))) {
+		pid_t pid = atoi(d->d_name);
+
+		if (pid > 0 && pid != ctx->self_pid)
+			python_of(ctx, s, pid);
+	}
+	if (proc)
+		closedir(proc);
+}

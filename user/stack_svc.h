@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The recording's stack service: turns the stacks BPF read (bpf/stack.bpf.h: user addresses,
+ * Python frames) into interned STACK records while the processes live. It finds the CPython
+ * processes (py_find) and describes them to BPF (the shared py_procs map), names their
+ * frames (py_stack), symbolizes native frames (uprobe_mgr) and merges the two
+ * (docs/STACKS.md). Used by the cpu family for its samples and by the recorder for the
+ * STACK_RAW records of events with --stacks, which it replaces by STACK_REF records.
+ */
+#ifndef BPFSIGHT_STACK_SVC_H
+#define BPFSIGHT_STACK_SVC_H
+
+#include <sys/types.h>
+#include <linux/types.h>
+
+struct record_ctx;
+struct bs_hdr;
+struct stack_svc;
+
+/*
+ * The recording's service (ctx->stacks), made on first use with the uprobe manager's
+ * discovery. Make it before the families attach: it hears only of files examined after.
+ */
+struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err);
+void stack_svc__free(struct stack_svc *s);
+/*
+ * The stack id of what BPF read into W (NIPS addresses, then NPY Python frames) for thread
+ * TID of PID at TS (the STACK record's own pid/tid/ts); FLAGS: BS_CPU_GIL when the Python
+ * frames were read. 0 when there is no frame at all.
+ */
+__u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid, __u64 ts,
+		       const __u64 *w, __u32 nips, __u32 npy);
+/* A STACK_RAW record: its STACK_REF is written (and the STACK first, when new). */
+void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec);
+/*
+ * Once every probe is attached: the running targets (-p, or every process with -a) are
+ * looked at now, so BPF reads the Python frames of their first events.
+ */
+void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s);
+/* Every ring-buffer record: an exec, a new mapping, an exit change what addresses mean. */
+void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec);
+
+#endif /* BPFSIGHT_STACK_SVC_H */
