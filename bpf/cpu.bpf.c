@@ -28,14 +28,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 			   ? 0
 			   : BS_CPU_KERNEL;
 	size = stack_read(ctx, s, pid, tid);
-	s->h.type = BS_REC_CPU_SAMPLE_RAW;
-	s->h.size = size;
-	s->h.cpu = bpf_get_smp_processor_id();
-	s->h.pid = pid;
-	s->h.tid = tid;
-	s->h.ts = bpf_ktime_get_ns();
 	s->type = 0;
-	if (bpf_ringbuf_output(&events, s, size, bs_wakeup_flags()))
-		bs_count_loss(BS_LOSS_RINGBUF_FULL);
+	stack_send(s, size, BS_REC_CPU_SAMPLE_RAW, pid, tid, bpf_ktime_get_ns(), bs_wakeup_flags());
 	return 0;
 }

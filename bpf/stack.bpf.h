@@ -61,6 +61,28 @@ struct {
 	__type(value, struct bs_py_cfg);
 } py_procs SEC(".maps");
 
+/* The scratch buffer of this CPU, or NULL. */
+static __always_inline struct stack_scratch *stack_scratch_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&stack_scratch, &zero);
+}
+
+/* S's first SIZE bytes sent as a record of REC_TYPE of thread TID of PID at TS. */
+static __always_inline void stack_send(struct stack_scratch *s, __u64 size, __u16 rec_type,
+				       __u32 pid, __u32 tid, __u64 ts, __u64 flags)
+{
+	s->h.type = rec_type;
+	s->h.size = size;
+	s->h.cpu = bpf_get_smp_processor_id();
+	s->h.pid = pid;
+	s->h.tid = tid;
+	s->h.ts = ts;
+	if (bpf_ringbuf_output(&events, s, size, flags))
+		bs_count_loss(BS_LOSS_RINGBUF_FULL);
+}
+
 static __always_inline __u64 stack_read_u64(__u64 addr)
 {
 	__u64 v = 0;
@@ -282,26 +304,11 @@ static __always_inline void stack_emit_python(struct stack_scratch *s, __u32 npy
 	size = sizeof(s->h) + 16 + 4 * (__u64)npy * 8;
 	if (size > sizeof(*s))
 		size = sizeof(*s);
-	s->h.type = BS_REC_STACK_RAW;
-	s->h.size = size;
-	s->h.cpu = bpf_get_smp_processor_id();
-	s->h.pid = pid;
-	s->h.tid = tid;
-	s->h.ts = ts;
 	s->nips = 0;
 	s->npy = npy;
 	s->flags = BS_CPU_PYTHON;
 	s->type = type;
-	if (bpf_ringbuf_output(&events, s, size, stack_wakeup(s)))
-		bs_count_loss(BS_LOSS_RINGBUF_FULL);
-}
-
-/* The scratch buffer of this CPU, or NULL. */
-static __always_inline struct stack_scratch *stack_scratch_get(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&stack_scratch, &zero);
+	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
 }
 
 /* Emit the current thread's stack for the event of TYPE it is about to write at TS. */
@@ -314,15 +321,8 @@ static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 t
 		return;
 	s->flags = 0;
 	size = stack_read(ctx, s, pid, tid);
-	s->h.type = BS_REC_STACK_RAW;
-	s->h.size = size;
-	s->h.cpu = bpf_get_smp_processor_id();
-	s->h.pid = pid;
-	s->h.tid = tid;
-	s->h.ts = ts;
 	s->type = type;
-	if (bpf_ringbuf_output(&events, s, size, stack_wakeup(s)))
-		bs_count_loss(BS_LOSS_RINGBUF_FULL);
+	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
 }
 
 #endif /* BPFSIGHT_STACK_BPF_H */

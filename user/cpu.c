@@ -124,18 +124,13 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 	const struct bs_cpu_sample_raw *r = (const void *)rec;
 	struct cpu_state *st = state;
 	struct bs_cpu_sample s;
-	size_t room;
 	__u32 n, npy;
 
 	if (rec->type != BS_REC_CPU_SAMPLE_RAW)
 		return 0;
 	if (rec->size < sizeof(*r))
 		return 1; /* not from our program: nothing to keep */
-	room = rec->size - sizeof(*r);
-	n = r->nips < room / 8 ? r->nips : room / 8;
-	npy = r->npy < (room - n * 8) / sizeof(struct bs_py_frame)
-		      ? r->npy
-		      : (room - n * 8) / sizeof(struct bs_py_frame);
+	stack_svc__raw_counts(rec->size - sizeof(*r), r->nips, r->npy, &n, &npy);
 	record_ctx__hdr(&s.h, BS_REC_CPU_SAMPLE, sizeof(s), rec->pid, rec->tid, rec->ts);
 	s.h.cpu = rec->cpu;
 	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_GIL | BS_CPU_PYTHON);

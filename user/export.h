@@ -29,6 +29,9 @@ struct exporter {
 	void (*abort)(void *st);
 };
 
+/* OUT created for an export: a new file, never through a symlink, mode 0600. fd or -errno. */
+int export__create(const char *out);
+
 extern const struct exporter export_perfetto; /* export_perfetto.c */
 extern const struct exporter export_chrome;   /* export_chrome.c */
 extern const struct exporter export_sqlite;   /* export_sqlite.c */

@@ -160,7 +160,7 @@ static int has_suffix(const char *s, const char *suffix)
 /* OUT must be new: O_EXCL and O_NOFOLLOW so a planted symlink is never written through. */
 static int chrome_create(const char *out, struct chrome_out *o)
 {
-	o->fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	o->fd = export__create(out);
 	if (o->fd < 0)
 		return -errno;
 	if (!has_suffix(out, ".gz"))

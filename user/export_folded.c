@@ -6,51 +6,12 @@
  * is "[no user stack]". Memory grows with distinct stacks, never with samples.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "cpu_samples.h"
-#include "export.h"
+#include "export_samples.h"
 #include "stack_format.h"
-
-struct folded {
-	FILE *f;
-	struct cpu_samples *counts;
-};
-
-static void *folded_open(const char *out, const struct trace_meta *meta, int *err)
-{
-	struct folded *st = calloc(1, sizeof(*st));
-	int fd;
-
-	if (!st || !(st->counts = cpu_samples__new())) {
-		free(st);
-		*err = -ENOMEM;
-		return NULL;
-	}
-	/* As every export: a new file, never through a symlink, private to its owner. */
-	fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	st->f = fd < 0 ? NULL : fdopen(fd, "w");
-	if (!st->f) {
-		*err = -errno;
-		if (fd >= 0)
-			close(fd);
-		cpu_samples__free(st->counts);
-		free(st);
-		return NULL;
-	}
-	return st;
-}
-
-static int folded_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
-			 const struct trace_model *m)
-{
-	struct folded *st = vst;
-
-	return ev ? cpu_samples__add(st->counts, rec) : 0;
-}
 
 /* Append TEXT to the line in *BUF (LEN used, CAP allocated): ';' separates frames. */
 static int put(char **buf, size_t *len, size_t *cap, const char *text)
@@ -118,7 +79,7 @@ static int line_cmp(const void *a, const void *b)
 /* Stacks that read the same (return addresses differ, frames do not) are one line, sorted. */
 static int folded_finish(void *vst, const struct trace_model *m, const struct trace_status *status)
 {
-	struct folded *st = vst;
+	struct samples_export *st = vst;
 	struct folded_line *lines = NULL, *nl;
 	size_t it = 0, n = 0, cap = 0, i, j;
 	__u32 stack_id;
@@ -150,31 +111,14 @@ static int folded_finish(void *vst, const struct trace_model *m, const struct tr
 	for (i = 0; lines && i < n; i++)
 		free(lines[i].text);
 	free(lines);
-	if (!err && ferror(st->f))
-		err = -EIO;
-	if (fclose(st->f) && !err)
-		err = -errno;
-	cpu_samples__free(st->counts);
-	free(st);
-	return err;
-}
-
-static void folded_abort(void *vst)
-{
-	struct folded *st = vst;
-
-	if (!st)
-		return;
-	fclose(st->f);
-	cpu_samples__free(st->counts);
-	free(st);
+	return samples_export__close(st, err);
 }
 
 const struct exporter export_folded = {
 	.format = "folded",
 	.desc = "CPU samples as folded stacks (flamegraph.pl, inferno, speedscope)",
-	.open = folded_open,
-	.record = folded_record,
+	.open = samples_export__open,
+	.record = samples_export__record,
 	.finish = folded_finish,
-	.abort = folded_abort,
+	.abort = samples_export__abort,
 };

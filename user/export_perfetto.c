@@ -569,7 +569,7 @@ static void *perfetto_open(const char *out, const struct trace_meta *meta, int *
 	}
 	err = -ENOMEM;
 	/* cmd_export removed any old OUT; never write through a symlink planted meanwhile. */
-	pf->fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	pf->fd = export__create(out);
 	if (pf->fd < 0) {
 		err = -errno;
 		goto fail;

@@ -7,7 +7,6 @@
  * function per (name, file). Memory grows with distinct stacks and frames, not samples.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,10 +104,10 @@ static void *pprof_open(const char *out, const struct trace_meta *meta, int *err
 	p->period_ns = 1000000000ull / meta_rate(meta);
 	p->start_realtime = meta->start.realtime_ns;
 	p->start_mono = meta->start.mono_ns;
-	fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = export__create(out);
 	p->gz = fd < 0 ? NULL : gzdopen(fd, "wb");
 	if (!p->gz) {
-		*err = fd < 0 ? -errno : -ENOMEM;
+		*err = fd < 0 ? fd : -ENOMEM;
 		if (fd >= 0)
 			close(fd);
 		hmap__free(p->samples);

@@ -278,7 +278,7 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 	 * Create OUT ourselves (new, never through a symlink, 0600); SQLite then opens the empty
 	 * file as an empty database, and O_NOFOLLOW again in case it was swapped meanwhile.
 	 */
-	fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = export__create(out);
 	if (fd < 0) {
 		*err = -errno;
 		goto err_free;

@@ -225,16 +225,12 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
 {
 	const struct bs_stack_raw *r = (const void *)rec;
-	size_t room = rec->size - sizeof(*r);
 	struct bs_stack_ref ref;
 	__u32 n, npy;
 
 	if (rec->size < sizeof(*r))
 		return;
-	n = r->nips < room / 8 ? r->nips : room / 8;
-	npy = r->npy < (room - n * 8) / sizeof(struct bs_py_frame)
-		      ? r->npy
-		      : (room - n * 8) / sizeof(struct bs_py_frame);
+	stack_svc__raw_counts(rec->size - sizeof(*r), r->nips, r->npy, &n, &npy);
 	record_ctx__hdr(&ref.h, BS_REC_STACK_REF, sizeof(ref), rec->pid, rec->tid, rec->ts);
 	ref.h.cpu = rec->cpu;
 	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, (const __u64 *)(r + 1),

@@ -10,12 +10,25 @@
 #ifndef BPFSIGHT_STACK_SVC_H
 #define BPFSIGHT_STACK_SVC_H
 
+#include <stddef.h>
 #include <sys/types.h>
 #include <linux/types.h>
+#include "records.h"
 
 struct record_ctx;
 struct bs_hdr;
 struct stack_svc;
+
+/*
+ * Of a raw stack's NIPS addresses and NPY Python frames, how many ROOM bytes after its
+ * header really hold (BPF wrote it, but the contract is checked on both sides).
+ */
+static inline void stack_svc__raw_counts(size_t room, __u32 nips, __u32 npy, __u32 *n, __u32 *np)
+{
+	*n = nips < room / 8 ? nips : room / 8;
+	room -= *n * 8;
+	*np = npy < room / sizeof(struct bs_py_frame) ? npy : room / sizeof(struct bs_py_frame);
+}
 
 /*
  * The recording's service (ctx->stacks), made on first use with the uprobe manager's

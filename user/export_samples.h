@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What the exports of the CPU samples to one text file share (folded, svg): OUT created, the
+ * samples counted per stack as they come (cpu_samples.h); each export writes in its finish.
+ */
+#ifndef BPFSIGHT_EXPORT_SAMPLES_H
+#define BPFSIGHT_EXPORT_SAMPLES_H
+
+#include <stdio.h>
+#include "export.h"
+
+struct cpu_samples;
+
+struct samples_export {
+	FILE *f;
+	struct cpu_samples *counts;
+	char title[128]; /* "CPU samples: <the recording's target>" */
+};
+
+/* An exporter's open/record/abort hooks. */
+void *samples_export__open(const char *out, const struct trace_meta *meta, int *err);
+int samples_export__record(void *st, const struct bs_hdr *rec, const struct event *ev,
+			   const struct trace_model *m);
+void samples_export__abort(void *st);
+/* For finish: close OUT and free ST. Returns ERR, else the close's error. */
+int samples_export__close(struct samples_export *st, int err);
+
+#endif /* BPFSIGHT_EXPORT_SAMPLES_H */
