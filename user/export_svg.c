@@ -11,7 +11,7 @@
 static int svg_finish(void *vst, const struct trace_model *m, const struct trace_status *status)
 {
 	struct samples_export *st = vst;
-	struct flamegraph *g = flamegraph__new();
+	struct flamegraph *g = flamegraph__new("samples");
 	size_t it = 0;
 	__u32 stack_id;
 	int kernel, err = g ? 0 : -ENOMEM;

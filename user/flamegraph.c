@@ -23,15 +23,16 @@ struct node {
 
 struct flamegraph {
 	struct node root;
-	int depth; /* the deepest stack, in frames */
+	int depth;	  /* the deepest stack, in frames */
+	const char *unit; /* what the counts are */
 };
 
-struct flamegraph *flamegraph__new(void)
+struct flamegraph *flamegraph__new(const char *unit)
 {
 	struct flamegraph *g = calloc(1, sizeof(*g));
 
 	if (g)
-		g->root.name = NULL;
+		g->unit = unit;
 	return g;
 }
 
@@ -170,7 +171,7 @@ static void colour(const struct node *n, char *buf, size_t len)
 
 /* Draw N's children from X (pixels) at row ROW (0 = the bottom); returns frames left out. */
 static __u64 draw(FILE *f, const struct node *n, double x, int row, int rows, double scale,
-		  __u64 total, double min_px)
+		  __u64 total, double min_px, const char *unit)
 {
 	__u64 hidden = 0;
 	char fill[48];
@@ -186,9 +187,9 @@ static __u64 draw(FILE *f, const struct node *n, double x, int row, int rows, do
 		fprintf(f, "<g><title>");
 		esc(f, c->name);
 		fprintf(f,
-			" (%llu samples, %.2f%%)</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+			" (%llu %s, %.2f%%)</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
 			"height=\"%d\" fill=\"%s\"/>",
-			(unsigned long long)c->count, 100.0 * c->count / total, x, (int)y, w,
+			(unsigned long long)c->count, unit, 100.0 * c->count / total, x, (int)y, w,
 			ROW - 1, fill);
 		if (w > 30) { /* text that fits: about 7 px a character */
 			int chars = (int)(w / 7) - 1;
@@ -205,7 +206,7 @@ static __u64 draw(FILE *f, const struct node *n, double x, int row, int rows, do
 			fprintf(f, "</text>");
 		}
 		fprintf(f, "</g>\n");
-		hidden += draw(f, c, x, row + 1, rows, scale, total, min_px);
+		hidden += draw(f, c, x, row + 1, rows, scale, total, min_px, unit);
 		x += w;
 	}
 	return hidden;
@@ -231,12 +232,12 @@ int flamegraph__svg(const struct flamegraph *g, FILE *f, const char *title, int 
 	esc(f, title);
 	fprintf(f, "</text>\n<g transform=\"translate(0,24)\">\n");
 	hidden = total ? draw(f, &g->root, 0, 0, rows - 1, WIDTH / total, total,
-			      standalone ? MIN_PX : MIN_PX_EMBEDDED)
+			      standalone ? MIN_PX : MIN_PX_EMBEDDED, g->unit)
 		       : 0;
 	fprintf(f,
-		"</g>\n<text x=\"0\" y=\"%d\" font-size=\"10\">%llu samples; width = samples, "
+		"</g>\n<text x=\"0\" y=\"%d\" font-size=\"10\">%llu %s; width = %s, "
 		"callers below callees%s",
-		height - 4, (unsigned long long)total,
+		height - 4, (unsigned long long)total, g->unit, g->unit,
 		hidden ? "; frames too narrow to see (with their callees) not drawn: " : "");
 	if (hidden)
 		fprintf(f, "%llu", (unsigned long long)hidden);

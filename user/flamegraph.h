@@ -14,9 +14,10 @@ struct trace_model;
 struct trace_stack;
 struct flamegraph;
 
-struct flamegraph *flamegraph__new(void);
+/* UNIT names what the widths count ("samples", "us of GIL waits"); it must outlive G. */
+struct flamegraph *flamegraph__new(const char *unit);
 void flamegraph__free(struct flamegraph *g);
-/* COUNT samples of stack S (NULL: none could be read), taken in kernel code if KERNEL. */
+/* COUNT (in the graph's unit) of stack S (NULL: none could be read); KERNEL: a [kernel] leaf. */
 int flamegraph__add(struct flamegraph *g, const struct trace_stack *s, int kernel, __u64 count,
 		    const struct trace_model *m);
 __u64 flamegraph__samples(const struct flamegraph *g);

@@ -41,8 +41,9 @@ struct timelines {
 	struct loss_mark *loss;
 	size_t nloss, loss_cap;
 	__u64 lost;
-	struct cpu_samples *samples; /* cpu family: counted per stack while walking */
-	struct flamegraph *flame;    /* then drawn from them, while the trace's names are known */
+	struct cpu_samples *samples;  /* cpu family: counted per stack while walking */
+	struct flamegraph *flame;     /* then drawn from them, while the trace's names are known */
+	struct flamegraph *gil_flame; /* the GIL holders' code, by the waits it caused (us) */
 };
 
 static int add_gpu(struct timelines *tl, const struct bs_hdr *rec)
@@ -103,6 +104,21 @@ static int add_record(struct timelines *tl, const struct bs_hdr *rec)
 	return add_gpu(tl, rec);
 }
 
+/* --stacks=gil: a round of a wait, as wide as it lasted, under the holder's code. */
+static int add_gil_holder(struct timelines *tl, const struct bs_hdr *rec,
+			  const struct trace_model *m)
+{
+	const struct trace_stack *s;
+
+	if (rec->type != BS_REC_GIL_HOLDER || rec->size < sizeof(struct bs_gil_holder))
+		return 0;
+	s = trace_model__event_stack(m, rec);
+	if (!s)
+		return 0;
+	return flamegraph__add(tl->gil_flame, s, 0,
+			       ((const struct bs_gil_holder *)rec)->dur / 1000 ?: 1, m);
+}
+
 static void timelines_free(struct timelines *tl)
 {
 	for (__u32 i = 0; i < tl->ngpu; i++)
@@ -115,6 +131,7 @@ static void timelines_free(struct timelines *tl)
 	free(tl->loss);
 	cpu_samples__free(tl->samples);
 	flamegraph__free(tl->flame);
+	flamegraph__free(tl->gil_flame);
 }
 
 static int collect(struct timelines *tl, const char *path)
@@ -130,8 +147,9 @@ static int collect(struct timelines *tl, const char *path)
 	tl->origin = trace_walk__meta(&w)->start.mono_ns;
 	tl->gil = gil_contention__new(REPORT_BIN_NS);
 	tl->samples = cpu_samples__new();
-	tl->flame = flamegraph__new();
-	if (!tl->gil || !tl->samples || !tl->flame) {
+	tl->flame = flamegraph__new("samples");
+	tl->gil_flame = flamegraph__new("us of GIL waits");
+	if (!tl->gil || !tl->samples || !tl->flame || !tl->gil_flame) {
 		trace_walk__close(&w);
 		fprintf(stderr, "bpfsight report: %s\n", strerror(ENOMEM));
 		return EXIT_READ_FAIL;
@@ -140,7 +158,8 @@ static int collect(struct timelines *tl, const char *path)
 	time_bins__init(&tl->preempted, tl->origin, REPORT_BIN_NS);
 	time_bins__init(&tl->syscalls, tl->origin, REPORT_BIN_NS);
 	while ((ret = trace_walk__next(&w, &rec, &dec))) {
-		if (ret == 1 && (add_record(tl, rec) || cpu_samples__add(tl->samples, rec))) {
+		if (ret == 1 && (add_record(tl, rec) || cpu_samples__add(tl->samples, rec) ||
+				 add_gil_holder(tl, rec, w.m))) {
 			trace_walk__close(&w);
 			fprintf(stderr, "bpfsight report: %s\n", strerror(ENOMEM));
 			return EXIT_READ_FAIL;
@@ -564,6 +583,14 @@ int report_html__write(const struct report_input *in, FILE *f)
 	if (flamegraph__samples(tl.flame)) {
 		fprintf(f, "<section id=\"flame\"><h2>CPU samples</h2>\n<div class=\"scroll\">");
 		flamegraph__svg(tl.flame, f, "CPU samples (flame graph)", 0);
+		fprintf(f, "</div></section>\n");
+	}
+	if (flamegraph__samples(tl.gil_flame)) {
+		fprintf(f, "<section id=\"gil-flame\"><h2>GIL waits by the holder's code</h2>\n"
+			   "<div class=\"scroll\">");
+		flamegraph__svg(
+			tl.gil_flame, f,
+			"What held the GIL while others waited (the holders' Python frames)", 0);
 		fprintf(f, "</div></section>\n");
 	}
 	reports_html(f, in->stats, &reports);

@@ -146,13 +146,24 @@ def test_report_of_a_gil_trace():
     for empty in ("tl-gpu", "tl-offcpu", "tl-syscall"):
         eq(figure(page, empty)[0], "timeline empty", f"{empty}: family not recorded")
     check('id="r-gil_sum"' in page, "gil_sum shown")
+    # The holders' code by the waiting it caused: as wide as gil_stacks' holder rows, in us
+    # (each round rounded down to a whole us, at least 1).
+    sec = re.search(r'<section id="gil-flame">.*?</section>', page, re.S)
+    check(sec, "the GIL holders' flame graph")
+    shown = int(re.search(r"(\d+) us of GIL waits; width", sec.group(0)).group(1))
+    rows = [r for r in stats_json(trace)["gil_stacks"] if r["role"] == "holder"]
+    ns, rounds = sum(r["total_ns"] for r in rows), sum(r["count"] for r in rows)
+    check(ns // 1000 - rounds <= shown <= ns // 1000 + rounds,
+          f"{shown} us drawn for {ns} ns in {rounds} rounds")
+    check(any(f.startswith("spin_until (") for f in flame_counts(sec.group(0))),
+          "spin_until holds the GIL")
     check_browser(path, {"tl-gil": 1})
 
 
 def flame_counts(svg):
-    """{frame name: samples} of a flame graph's frames (their tooltips), summed over paths."""
+    """{frame name: count} of a flame graph's frames (their tooltips), summed over paths."""
     counts = {}
-    for name, n in re.findall(r"<title>(.*?) \((\d+) samples, [\d.]+%\)</title>", svg):
+    for name, n in re.findall(r"<title>(.*?) \((\d+) [a-zA-Z ]+, [\d.]+%\)</title>", svg):
         name = html.unescape(name)
         counts[name] = counts.get(name, 0) + int(n)
     return counts
