@@ -17,9 +17,11 @@
  * and deletes its keys and the mark. The key carries the thread's start time (gen), so a
  * recycled tid never adds to the keys of the thread that had it before.
  */
-#include "common.bpf.h"
+#include "stack.bpf.h"
 
 const volatile __u64 threshold_ns = 1000;
+/* --stacks=osrt: calls of at least this (and recorded) carry the caller's stack; ~0 = none. */
+const volatile __u64 osrt_stack_ns = ~0ull;
 
 struct sys_start {
 	__u64 ts; /* entry time of the call in flight; 0: none (returned, or never seen) */
@@ -97,7 +99,8 @@ static __always_inline int aggregate(__u32 pid, __u32 tid, __u32 gen, __u32 nr, 
  * A call of this thread that began at START returned now with RET. Returns 1 when a short
  * call created an aggregate key.
  */
-static __always_inline int emit(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen, long ret)
+static __always_inline int emit(void *ctx, __u64 pid_tgid, __u64 start, __u32 nr, __u32 gen,
+				long ret)
 {
 	__u32 tid = (__u32)pid_tgid, pid = pid_tgid >> 32;
 	__u64 dur = bpf_ktime_get_ns() - start;
@@ -105,6 +108,9 @@ static __always_inline int emit(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen
 
 	if (dur < threshold_ns)
 		return aggregate(pid, tid, gen, nr, dur);
+	/* Before the call's record (STACK_REF): where user space made the call. */
+	if (dur >= osrt_stack_ns)
+		stack_emit(ctx, BS_REC_SYSCALL, pid, tid, start);
 	r = bs_reserve(BS_REC_SYSCALL, sizeof(*r), pid, tid, start);
 	if (!r)
 		return 0;
@@ -157,7 +163,7 @@ static __always_inline int task_enter(long id)
 	return 0;
 }
 
-static __always_inline int task_exit(long ret)
+static __always_inline int task_exit(void *ctx, long ret)
 {
 	struct sys_start *st;
 	__u64 start;
@@ -168,7 +174,7 @@ static __always_inline int task_exit(long ret)
 		return 0;
 	start = st->ts;
 	st->ts = 0;
-	if (emit(bpf_get_current_pid_tgid(), start, st->nr, st->gen, ret))
+	if (emit(ctx, bpf_get_current_pid_tgid(), start, st->nr, st->gen, ret))
 		st->has_agg = 1;
 	return 0;
 }
@@ -182,7 +188,7 @@ int BPF_PROG(osrt_enter_btf, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(osrt_exit_btf, struct pt_regs *regs, long ret)
 {
-	return task_exit(ret);
+	return task_exit(ctx, ret);
 }
 
 SEC("tp_btf/sched_process_exit")
@@ -213,7 +219,7 @@ static __always_inline int hash_enter(long id)
 	return 0;
 }
 
-static __always_inline int hash_exit(long ret)
+static __always_inline int hash_exit(void *ctx, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
@@ -228,7 +234,7 @@ static __always_inline int hash_exit(long ret)
 	nr = st->nr;
 	gen = st->gen;
 	bpf_map_delete_elem(&sys_start, &tid);
-	emit(pid_tgid, start, nr, gen, ret);
+	emit(ctx, pid_tgid, start, nr, gen, ret);
 	return 0;
 }
 
@@ -241,7 +247,7 @@ int BPF_PROG(osrt_enter_raw, struct pt_regs *regs, long id)
 SEC("raw_tp/sys_exit")
 int BPF_PROG(osrt_exit_raw, struct pt_regs *regs, long ret)
 {
-	return hash_exit(ret);
+	return hash_exit(ctx, ret);
 }
 
 /*

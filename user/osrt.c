@@ -80,6 +80,7 @@ static int osrt_attach(struct record_ctx *ctx, void **state)
 	}
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
 	st->skel->rodata->threshold_ns = ctx->opts->osrt_threshold_ns;
+	st->skel->rodata->osrt_stack_ns = record_opts__stack_ns(ctx->opts, &family_osrt);
 	st->max_entries = agg_entries();
 	err = bpf_map__set_max_entries(st->skel->maps.sys_agg, st->max_entries);
 	if (!err)
@@ -294,6 +295,7 @@ static void osrt_detach(struct record_ctx *ctx, void *state)
 const struct family family_osrt = {
 	.name = "osrt",
 	.desc = "system call latency (raw_syscalls tracepoints)",
+	.stack_default_ns = 80000, /* --stacks=osrt: calls of 80 us or more (nsys's default) */
 	.attach = osrt_attach,
 	.poll = osrt_poll,
 	.detach = osrt_detach,

@@ -27,6 +27,7 @@ static int decode_syscall(const struct bs_hdr *rec, const struct trace_model *m,
 
 	ev->name = osrt__name(s->nr, ev->namebuf, sizeof(ev->namebuf));
 	ev->dur = s->dur;
+	ev->stack = trace_model__event_stack(m, rec); /* --stacks=osrt */
 	event__arg_u64(ev, "nr", s->nr);
 	event__arg_s64(ev, "ret", s->ret);
 	return 1;

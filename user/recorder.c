@@ -433,6 +433,8 @@ int recorder__run(const struct record_opts *o)
 			break;
 		if (ctx.uprobes)
 			uprobe_mgr__poll(ctx.uprobes); /* files mapped since: bounded by POLL_MS */
+		if (ctx.stacks)
+			stack_svc__poll(&ctx, ctx.stacks); /* pythons still starting */
 		if (o->duration_ns && now - start >= o->duration_ns)
 			break;
 		if (flush_signal) {

@@ -16,7 +16,7 @@
 #include "stats_math.h"
 #include "uprobe_mgr.h"
 
-#define PY_RECHECK_NS	100000000ull   /* a python still starting is looked at again after this */
+#define PY_RECHECK_NS	20000000ull    /* a python still starting is looked at again after this */
 #define NOPY_RECHECK_NS 1000000000ull  /* a process without python yet, while it is new */
 #define NOPY_NEW_NS	10000000000ull /* how long a process is new */
 
@@ -269,7 +269,8 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 	 * new threads are when an interpreter appears or becomes ready (launch mode: the
 	 * process waits at its exec and link-map changes while this runs).
 	 */
-	if (rec->type == BS_REC_MAP_EXEC || (rec->type == BS_REC_FORK && rec->pid != rec->tid))
+	if (rec->type == BS_REC_MAP_EXEC || rec->type == BS_REC_EXEC ||
+	    (rec->type == BS_REC_FORK && rec->pid != rec->tid))
 		python_of(ctx, s, rec->pid);
 }
 
@@ -292,4 +293,21 @@ void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s)
 	}
 	if (proc)
 		closedir(proc);
+}
+
+void stack_svc__poll(struct record_ctx *ctx, struct stack_svc *s)
+{
+	__u64 now = mono_now_ns();
+	struct py_proc *p;
+	struct hkey key;
+	size_t it = 0;
+	pid_t due[64];
+	int n = 0;
+
+	/* Collected first: python_of may insert (and move the map's values). */
+	while (n < 64 && (p = hmap__next(s->procs, &it, &key)))
+		if (!p->final && p->first_ns && now >= p->next_ns)
+			due[n++] = (pid_t)key.a;
+	for (int i = 0; i < n; i++)
+		python_of(ctx, s, due[i]);
 }

@@ -50,6 +50,11 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
  * looked at now, so BPF reads the Python frames of their first events.
  */
 void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s);
+/*
+ * Often (the recorder's loop): processes whose interpreter was still starting are looked at
+ * again, so their frames are read from their first events after Py_Initialize on.
+ */
+void stack_svc__poll(struct record_ctx *ctx, struct stack_svc *s);
 /* Every ring-buffer record: an exec, a new mapping, an exit change what addresses mean. */
 void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec);
 

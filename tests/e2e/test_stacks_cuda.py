@@ -114,8 +114,9 @@ def test_python_callers_through_ctypes():
 
 def test_bad_stacks_option():
     """--stacks names families that take stacks, recorded ones, with thresholds."""
-    for arg, what in (("osrtx", "takes no stacks"), ("osrt", "takes no stacks"),
-                      ("cuda:fast", "bad threshold"), ("nccl", "not recorded")):
+    for arg, what in (("osrtx", "takes no stacks"), ("nvtx", "takes no stacks"),
+                      ("cuda:fast", "bad threshold"), ("nccl", "not recorded"),
+                      ("osrt", "not recorded")):
         p = run([BPFSIGHT, "record", "-t", "cuda", f"--stacks={arg}", "--", "/bin/true"])
         eq(p.returncode, 1, f"--stacks={arg}")
         check(what in p.stderr, f"--stacks={arg}: {p.stderr}")

@@ -1,0 +1,54 @@
+"""--stacks=osrt: slow system calls (80 us or more by default) carry the calling thread's
+stack: native frames, then its Python frames (time.sleep releases the GIL: the thread
+state comes from the interpreter's list)."""
+import json
+import re
+import signal
+
+from helpers import Recorder, check, dump, eq, need_root, record, spawn, wait_for
+from test_gil import debian_python, pyenv_python
+
+SLEEPER = r"""
+import os, sys, time
+def nap(n, secs):
+    for _ in range(n):
+        time.sleep(secs)  # NAP
+print(os.getpid(), flush=True)
+sys.stdin.readline()
+nap(int(sys.argv[1]), 0.005)  # CALL
+print("done", flush=True)
+sys.stdin.readline()
+"""
+NAP_LINE = [i + 1 for i, l in enumerate(SLEEPER.splitlines()) if "# NAP" in l][0]
+CALL_LINE = [i + 1 for i, l in enumerate(SLEEPER.splitlines()) if "# CALL" in l][0]
+
+
+def test_every_slow_call_names_its_python_line():
+    """A python attached with -p sleeps 12 times 5 ms in nap(): each clock_nanosleep carries
+    nap() at the sleep's line over <module>; calls under the threshold carry none."""
+    need_root()
+    pys = [p for p in (pyenv_python(12), pyenv_python(13), debian_python()) if p]
+    check(pys, "no CPython 3.11+")
+    n = 12
+    for py in pys:
+        w = spawn([py, "-c", SLEEPER, str(n)])
+        pid = int(w.stdout.readline())
+        r = Recorder("-t", "osrt", "--stacks=osrt", "-p", str(pid))
+        r.wait_ready()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        eq(w.stdout.readline().strip(), "done", f"{py}: the naps")
+        r.p.send_signal(signal.SIGUSR1)  # named while the process lives
+        wait_for(lambda: "flushed" in r.stderr, 30, "the flush")
+        w.stdin.write("end\n")
+        w.stdin.flush()
+        eq(w.wait(30), 0, f"{py}: exit")
+        eq(r.wait(60), 0, f"{py}: recorder ({r.stderr[-300:]})")
+        evs = [e for e in dump(r.out) if e["kind"] == "syscall" and e["pid"] == pid]
+        naps = [e for e in evs if re.fullmatch(r"(clock_)?nanosleep", e["name"])]
+        eq(len(naps), n, f"{py}: sleeps")
+        for e in naps:
+            pyf = [(f["func"], f["line"]) for f in e.get("stack", []) if "line" in f]
+            eq(pyf[:2], [("nap", NAP_LINE), ("<module>", CALL_LINE)], f"{py}: a nap's stack")
+        eq([e["name"] for e in evs if "stack" in e and e["dur"] < 80_000], [],
+           f"{py}: stacks on calls under the threshold")
