@@ -56,7 +56,8 @@ FUZZER	 := $(OUT)/tests/fuzz_reader
 # UB stops the run (as a crash): recovered, it would only be printed and make check pass.
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(OUT)/obj/shim_embed.o,$(LIB_OBJS)))
-FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack
+FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
+	    $(OUT)/tests/fuzz_pylines
 
 .PHONY: all deps vmlinux check test-build demo fuzz bench bench-build clean help format \
 	man install uninstall deb check-deb
@@ -224,7 +225,8 @@ $(OUT)/fuzz-obj/%.o: user/%.c | $(OUT)/fuzz-obj $(SKELS)
 		-MMD -MP -I$(OUT) -Iuser -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
 
 # Dynamically linked like the unit tests; shim_embed.o carries no code to instrument.
-$(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack: $(OUT)/tests/%: tests/fuzz/%.c \
+$(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines: \
+		$(OUT)/tests/%: tests/fuzz/%.c \
 		$(FUZZ_OBJS) $(OUT)/obj/shim_embed.o | $(OUT)/tests
 	$(call msg,FUZZ-LD,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE -I$(OUT) \
@@ -319,7 +321,7 @@ check: test-build
 
 # One corpus per fuzzer, grown from its committed seeds (tests/fuzz/seeds[-NAME]).
 fuzz: $(FUZZERS)
-	$(Q)for f in reader decode shim_unpack; do \
+	$(Q)for f in reader decode shim_unpack pylines; do \
 		s=tests/fuzz/seeds; [ $$f = reader ] || s=$$s-$$f; \
 		mkdir -p fuzz-corpus/$$f && \
 		$(OUT)/tests/fuzz_$$f -max_total_time=$${FUZZ_SECONDS:-600} -timeout=10 \

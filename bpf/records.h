@@ -771,6 +771,7 @@ struct bs_py_frame {
 #define BS_PY_FRAME_ENTRY 0x1ull /* in bs_py_frame.file: the eval loop was entered here */
 #define BS_PY_MAX_FRAMES  64	 /* Python frames read per sample: deeper ones are cut */
 #define BS_PY_NONE	  0xffffffffu
+#define BS_PY_ALL	  0xfffffffeu /* fr_entry: every frame is its own eval-loop call (<= 3.10) */
 
 /*
  * How BPF reads one process's Python frames (user/py_stack.c fills it from the version):

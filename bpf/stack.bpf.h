@@ -209,9 +209,9 @@ static long stack_py_frame(__u32 i, void *arg)
 	w[at + 1] = hdr_u64(h, c->fr_instr);
 	w[at + 2] = 0;
 	w[at + 3] = 0;
-	/* The code object from its first line to its name: 64 bytes from an 8-aligned start. */
+	/* The code object from its first line to its name (up to 128 bytes, 8-aligned start). */
 	base = c->co_firstlineno & ~7u;
-	if (code && !bpf_probe_read_user(co, 64, (const void *)(code + base))) {
+	if (code && !bpf_probe_read_user(co, STACK_HDR, (const void *)(code + base))) {
 		__u64 name = hdr_u64(co, c->co_name - base);
 		__u64 file = hdr_u64(co, c->co_filename - base);
 		__u32 first = (__u32)(hdr_u64(co, 0) >> (8 * (c->co_firstlineno & 7)));
@@ -219,7 +219,7 @@ static long stack_py_frame(__u32 i, void *arg)
 		w[at + 2] = BS_PY_NAME_ID(name, name ? stack_read_u64(name + BS_PY_STR_HASH) : 0);
 		w[at + 3] = BS_PY_FILE_ID(file, first);
 	}
-	if (c->fr_entry != BS_PY_NONE && hdr_u8(h, c->fr_entry))
+	if (c->fr_entry == BS_PY_ALL || (c->fr_entry != BS_PY_NONE && hdr_u8(h, c->fr_entry)))
 		w[at + 3] |= BS_PY_FRAME_ENTRY;
 	p->k++;
 	return 0;

@@ -98,7 +98,7 @@ def run_units(build, res, pattern):
 # (fuzzer, its seeds under tests/fuzz, seconds): every seed runs first, then new inputs. A
 # failing input is kept as build/tests/FUZZER-crash-* (the output names it).
 FUZZERS = [("fuzz_reader", "seeds", 20), ("fuzz_decode", "seeds-decode", 10),
-           ("fuzz_shim_unpack", "seeds-shim_unpack", 10)]
+           ("fuzz_shim_unpack", "seeds-shim_unpack", 10), ("fuzz_pylines", "seeds-pylines", 5)]
 
 
 def run_fuzz(build, res, pattern):

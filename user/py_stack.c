@@ -16,24 +16,38 @@
  * every patch release of a minor version. A wrong one never names a frame wrongly: the
  * code object's name and file pointers BPF read must match what is read here.
  */
+enum py_lines {
+	LINES_LNOTAB,	 /* 3.8, 3.9: co_lnotab, f_lasti in bytes */
+	LINES_LINETABLE, /* 3.10: co_linetable (PEP 626), f_lasti in code units */
+	LINES_LOCATIONS, /* 3.11+: co_linetable (locations.md), an instruction pointer */
+};
+
 struct py_layout {
 	__u32 minor;
-	__u32 ts_frame, cframe_frame;			      /* thread state -> current frame */
-	__u32 fr_code, fr_prev, fr_instr, fr_owner, fr_entry; /* _PyInterpreterFrame */
+	__u32 ts_frame, cframe_frame; /* thread state -> current frame */
+	/* _PyInterpreterFrame (3.11+) or PyFrameObject (3.8-3.10) */
+	__u32 fr_code, fr_prev, fr_instr, fr_owner, fr_entry;
 	__u32 owner_cstack;
 	__u32 co_name, co_filename, co_qualname, co_linetable, co_firstlineno, co_code;
 	__u32 ascii_size, compact_size; /* sizeof(PyASCIIObject), (PyCompactUnicodeObject) */
-	int instr_is_prev;		/* prev_instr: the last instruction run (3.11, 3.12) */
+	enum py_lines lines;		/* how fr_instr and co_linetable say the line */
 };
 
 // clang-format off
 static const struct py_layout layouts[] = {
+	/* 3.8-3.10: tstate->frame, f_back, f_code, f_lasti (an int); no qualname. */
+	{  8, 24, BS_PY_NONE,  32, 24, 104, BS_PY_NONE, BS_PY_ALL, BS_PY_NONE,
+	  112, 104, 0, 120, 40, 48,   48, 72,   LINES_LNOTAB },
+	{  9, 24, BS_PY_NONE,  32, 24, 104, BS_PY_NONE, BS_PY_ALL, BS_PY_NONE,
+	  112, 104, 0, 120, 40, 48,   48, 72,   LINES_LNOTAB },
+	{ 10, 24, BS_PY_NONE,  32, 24, 96,  BS_PY_NONE, BS_PY_ALL, BS_PY_NONE,
+	  112, 104, 0, 120, 40, 48,   48, 72,   LINES_LINETABLE },
 	{ 11, 56, 8,           32, 48, 56, 69, 68,          BS_PY_NONE,
-	  120, 112, 128, 136, 72, 184,   48, 72,   1 },
+	  120, 112, 128, 136, 72, 184,   48, 72,   LINES_LOCATIONS },
 	{ 12, 56, 0,           0, 8, 56, 70, BS_PY_NONE,    3,
-	  120, 112, 128, 136, 68, 192,   40, 56,   1 },
+	  120, 112, 128, 136, 68, 192,   40, 56,   LINES_LOCATIONS },
 	{ 13, 72, BS_PY_NONE,  0, 8, 56, 70, BS_PY_NONE,    3,
-	  120, 112, 128, 136, 68, 200,   40, 56,   0 },
+	  120, 112, 128, 136, 68, 200,   40, 56,   LINES_LOCATIONS },
 };
 // clang-format on
 
@@ -344,6 +358,48 @@ __u32 py_stack__line(const __u8 *t, size_t len, __u32 first, __s64 index)
 	return 0;
 }
 
+/*
+ * 3.10's co_linetable (PEP 626, Objects/lnotab_notes.txt): pairs of an unsigned bytecode
+ * delta and a signed line delta (-128: no line) from line FIRST; the line of byte OFF.
+ */
+__u32 py_stack__line310(const __u8 *t, size_t len, __u32 first, __s64 off)
+{
+	__s64 line = first, addr = 0;
+
+	if (off < 0)
+		return first;
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		__s64 end = addr + t[i];
+		__s8 dl = (__s8)t[i + 1];
+
+		if (dl != -128)
+			line += dl;
+		if (off >= addr && off < end)
+			return dl == -128 || line <= 0 ? 0 : (__u32)line;
+		addr = end;
+	}
+	return 0;
+}
+
+/*
+ * 3.8-3.9's co_lnotab: pairs of an unsigned bytecode increment and a signed line increment
+ * from line FIRST; the line of byte OFF (the last pair whose address is not past it).
+ */
+__u32 py_stack__lnotab(const __u8 *t, size_t len, __u32 first, __s64 off)
+{
+	__s64 line = first, addr = 0;
+
+	if (off < 0)
+		return first;
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		addr += t[i];
+		if (addr > off)
+			break;
+		line += (__s8)t[i + 1];
+	}
+	return line <= 0 ? 0 : (__u32)line;
+}
+
 /* The code object's identity now: 0, or -ESTALE when it is not the one F saw. */
 static int code_same(struct py_stack *ps, pid_t pid, const struct py_layout *l,
 		     const struct bs_py_frame *f, __u64 file, __u64 *name, __u64 *path)
@@ -378,7 +434,7 @@ static int code_read(struct py_stack *ps, pid_t pid, const struct py_layout *l,
 	if (err)
 		return err;
 	if (mem_read(ps, pid, f->code + l->co_firstlineno, &first, sizeof(first)) ||
-	    mem_u64(ps, pid, f->code + l->co_qualname, &qual) ||
+	    (l->co_qualname && mem_u64(ps, pid, f->code + l->co_qualname, &qual)) ||
 	    mem_u64(ps, pid, f->code + l->co_linetable, &table) ||
 	    !live_object(ps, pid, table, KIND_BYTES) || mem_u64(ps, pid, table + VAR_SIZE, &tlen))
 		return -EIO;
@@ -428,9 +484,23 @@ int py_stack__name(struct py_stack *ps, pid_t pid, __u32 minor, const struct bs_
 		if (err)
 			return err;
 	}
-	index = ((__s64)f->instr - (__s64)(f->code + l->co_code)) / 2;
 	out->func = e->func;
 	out->file = e->path;
-	out->line = e->table ? py_stack__line(e->table, e->table_len, e->first, index) : 0;
+	out->line = 0;
+	if (!e->table)
+		return 0;
+	switch (l->lines) {
+	case LINES_LOCATIONS: /* the code unit the instruction pointer is at */
+		index = ((__s64)f->instr - (__s64)(f->code + l->co_code)) / 2;
+		out->line = py_stack__line(e->table, e->table_len, e->first, index);
+		break;
+	case LINES_LINETABLE: /* f_lasti (an int; BPF read a word) counts code units */
+		out->line = py_stack__line310(e->table, e->table_len, e->first,
+					      2 * (__s64)(__s32)f->instr);
+		break;
+	case LINES_LNOTAB: /* f_lasti counts bytes */
+		out->line = py_stack__lnotab(e->table, e->table_len, e->first, (__s32)f->instr);
+		break;
+	}
 	return 0;
 }

@@ -3,7 +3,7 @@
  * Python frames: how BPF walks a CPython's frames (bs_py_cfg, per version from each
  * version's own headers), and naming the frames it saw by reading their code objects from
  * the process while it lives: qualified name, file, and the line of the instruction (the
- * location table). 3.11, 3.12 and 3.13 (docs/STACKS.md says what else is planned).
+ * location table). 3.8 to 3.13 (docs/STACKS.md says what else is planned).
  */
 #ifndef BPFSIGHT_PY_STACK_H
 #define BPFSIGHT_PY_STACK_H
@@ -41,5 +41,8 @@ void py_stack__forget(struct py_stack *ps, pid_t pid);
  * FIRST: 0 when INDEX has no line or lies past the table. Exposed for the unit test.
  */
 __u32 py_stack__line(const __u8 *table, size_t len, __u32 first, __s64 index);
+/* 3.10's co_linetable and 3.8-3.9's co_lnotab: the line of bytecode byte OFF. */
+__u32 py_stack__line310(const __u8 *table, size_t len, __u32 first, __s64 off);
+__u32 py_stack__lnotab(const __u8 *table, size_t len, __u32 first, __s64 off);
 
 #endif /* BPFSIGHT_PY_STACK_H */

@@ -1,6 +1,6 @@
-"""Python stacks of the cpu family: frames read by BPF from the interpreter of CPython 3.11,
-3.12 and 3.13 (pyenv's, with symbols) and Debian's stripped python3.11, named by the
-recorder from the code objects. Workload: tests/workloads/py_stacks.py, whose functions,
+"""Python stacks of the cpu family: frames read by BPF from the interpreter of CPython 3.8 to
+3.13 (pyenv's, with symbols) and Debian's stripped python3.11, named by the recorder from
+the code objects. Workload: tests/workloads/py_stacks.py, whose functions,
 lines and CPU split are known (it measures its split with time.thread_time)."""
 import ast
 import json
@@ -29,9 +29,11 @@ def body_lines(func):
     return set(range(node.lineno, node.end_lineno + 1))
 
 
-def pythons():
-    found = [pyenv_python(m) for m in (11, 12, 13)] + [debian_python()]
-    return [p for p in found if p and re.search(r"python3\.1[123]$", p)]
+def pythons(first=8):
+    """pyenv's CPython 3.FIRST..3.13 and Debian's stripped python3.11."""
+    found = [pyenv_python(m) for m in range(first, 14)] + [debian_python()]
+    return [p for p in found
+            if p and int(re.search(r"python3\.(\d+)$", p).group(1)) >= first]
 
 
 def run_py(py, *args):
@@ -58,7 +60,7 @@ def test_python_frames_name_function_file_and_line_in_every_interpreter():
     outer's call of it); cpu_sum names the lines."""
     need_root()
     pys = pythons()
-    check(pys, "no CPython 3.11-3.13 here (make deps installs Debian's python3)")
+    check(pys, "no CPython 3.8-3.13 here (make deps installs Debian's python3)")
     burn = {"inner_a": body_lines("inner_a"), "inner_b": body_lines("inner_b")}
     loop = {"inner_a": marker_lines("BURN_A"), "inner_b": marker_lines("BURN_B")}
     call = {"inner_a": marker_lines("CALL_A"), "inner_b": marker_lines("CALL_B")}
@@ -168,7 +170,7 @@ def test_a_thread_that_released_the_gil_still_names_its_python_code():
     line of the zlib call (its thread state found in the interpreter's list)."""
     need_root()
     line = marker_lines("NOGIL")
-    for py in pythons():
+    for py in pythons(11):  # native_thread_id in thread states: 3.11+
         pid, truth, out = run_py(py, "nogil", "1")
         mine = [e for e in samples(out, pid) if e["tid"] == truth["tid"]]
         free = [e for e in mine if e["args"].get("gil") is False]
