@@ -25,7 +25,8 @@ struct py_proc {
 	__u64 first_ns; /* first looked at (since its exec) */
 	__u64 next_ns;	/* when to look again (0: at the next stack) */
 	__u32 minor;	/* 3.minor when its frames are read, else 0 */
-	__u32 final;	/* decided: not inspected again until an exec or a new mapping */
+	__u16 final;	/* decided: not inspected again until an exec or a new mapping */
+	__u16 pending;	/* an interpreter not ready yet: stack_svc__poll looks again */
 };
 
 struct stack_svc {
@@ -113,6 +114,7 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 	if (!p->first_ns)
 		p->first_ns = now;
 	p->next_ns = now + PY_RECHECK_NS;
+	p->pending = 0;
 	/* The manager is gone (the recording stops, the last records drain): no more looks. */
 	if (!ctx->uprobes || py_find__inspect(s->finder, pid, py) ||
 	    py->status == GIL_PY_UNSUPPORTED || py->status == GIL_PY_NO_GIL) {
@@ -125,8 +127,10 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 		p->final = now - p->first_ns >= NOPY_NEW_NS;
 		return p;
 	}
-	if (py->status != GIL_PY_READY || !py->holder_known || !py->verified)
-		return p; /* starting: not yet */
+	if (py->status != GIL_PY_READY || !py->holder_known || !py->verified) {
+		p->pending = 1; /* starting: not yet */
+		return p;
+	}
 	p->final = 1;
 	if (py_stack__cfg(py, &cfg) || bpf_map_update_elem(s->py_procs_fd, &key, &cfg, BPF_ANY))
 		return p;
@@ -304,9 +308,13 @@ void stack_svc__poll(struct record_ctx *ctx, struct stack_svc *s)
 	pid_t due[64];
 	int n = 0;
 
-	/* Collected first: python_of may insert (and move the map's values). */
+	/*
+	 * Only interpreters still starting: a process without one is looked at again when new
+	 * code is mapped (its exec, a dlopen of libpython), not polled. Collected first:
+	 * python_of may insert (and move the map's values).
+	 */
 	while (n < 64 && (p = hmap__next(s->procs, &it, &key)))
-		if (!p->final && p->first_ns && now >= p->next_ns)
+		if (p->pending && !p->final && now >= p->next_ns)
 			due[n++] = (pid_t)key.a;
 	for (int i = 0; i < n; i++)
 		python_of(ctx, s, due[i]);
