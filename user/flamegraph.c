@@ -60,9 +60,8 @@ void flamegraph__free(struct flamegraph *g)
 static struct node *child_of(struct node *n, const char *name, int kind)
 {
 	struct node **at = &n->child, *c;
-	int cmp = 1;
 
-	for (; *at && (cmp = strcmp((*at)->name, name)) < 0; at = &(*at)->next)
+	for (; *at && strcmp((*at)->name, name) < 0; at = &(*at)->next)
 		;
 	for (c = *at; c && !strcmp(c->name, name); c = c->next)
 		if (c->kind == kind)
@@ -75,7 +74,6 @@ static struct node *child_of(struct node *n, const char *name, int kind)
 	c->kind = kind;
 	c->next = *at;
 	*at = c;
-	(void)cmp;
 	return c;
 }
 
