@@ -236,7 +236,7 @@ static __always_inline void wait_end(void *ctx, struct gil_thr *st, __u32 pid, _
 	if (dur < threshold_ns)
 		return;
 	/* The waiter's own stack, before its record (STACK_REF). */
-	if (dur >= gil_stack_ns)
+	if (gil_stack_ns != ~0ull && dur >= gil_stack_ns)
 		stack_emit(ctx, BS_REC_GIL_WAIT, pid, tid, start);
 	r = bs_reserve(BS_REC_GIL_WAIT, sizeof(*r), pid, tid, start);
 	if (!r)
@@ -336,7 +336,7 @@ int BPF_KRETPROBE(gil_cond_exit)
 	 * --stacks=gil: a long round is blamed on the holder's code, read from its thread state
 	 * now (the GIL's last holder, still running it, or just having let go of it).
 	 */
-	if (st->round_start && now - st->round_start >= gil_stack_ns)
+	if (gil_stack_ns != ~0ull && st->round_start && now - st->round_start >= gil_stack_ns)
 		holder_round(c, st, pid, tid, now);
 	/* Back with the mutex held: still locked means take_gil waits another round. */
 	if (gil_locked(c)) {

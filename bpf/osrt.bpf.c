@@ -109,7 +109,7 @@ static __always_inline int emit(void *ctx, __u64 pid_tgid, __u64 start, __u32 nr
 	if (dur < threshold_ns)
 		return aggregate(pid, tid, gen, nr, dur);
 	/* Before the call's record (STACK_REF): where user space made the call. */
-	if (dur >= osrt_stack_ns)
+	if (osrt_stack_ns != ~0ull && dur >= osrt_stack_ns)
 		stack_emit(ctx, BS_REC_SYSCALL, pid, tid, start);
 	r = bs_reserve(BS_REC_SYSCALL, sizeof(*r), pid, tid, start);
 	if (!r)

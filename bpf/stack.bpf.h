@@ -8,6 +8,10 @@
  * code object, the instruction and the code object's identity (records.h, bs_py_frame).
  * Nothing is symbolized here. The words go into a per-CPU scratch buffer: addresses first,
  * the Python frames right after them.
+ *
+ * bpf_loop needs Linux 5.17: a program that includes this header keeps its stack code behind
+ * a test of a const volatile (rodata) threshold against ~0 (off), which the verifier knows
+ * and prunes, so with stacks off it loads where bpf_loop does not exist.
  */
 #ifndef BPFSIGHT_STACK_BPF_H
 #define BPFSIGHT_STACK_BPF_H

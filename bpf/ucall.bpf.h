@@ -263,7 +263,7 @@ int ucall_return(struct pt_regs *ctx)
 	t->depth = --d;
 	/* Before the call's record, which then follows its stack in the ring (STACK_REF). At
 	 * return the stack begins at the caller: the return address is its instruction. */
-	if (!d && now - f->ts >= ucall_stack_ns)
+	if (ucall_stack_ns != ~0ull && !d && now - f->ts >= ucall_stack_ns)
 		stack_emit(ctx, UCALL_REC_TYPE, id >> 32, (__u32)id, f->ts);
 	mode = BS_UCOOKIE_MODE(f->cookie);
 	src = ucall_deref_src(f, sp);

@@ -156,6 +156,39 @@ static void stack_families(char *buf, size_t len)
 					 families[i]->name);
 }
 
+/*
+ * Stacks are read in a bpf_loop (Linux 5.17+), probed here (BPFSIGHT_NO_BPF_LOOP=1 forces
+ * its absence, for the tests). Without it, the stacks a family takes by default are off
+ * (said once), and the ones asked for (--stacks, -t cpu) are refused with the reason.
+ */
+static int check_stacks(struct record_opts *o, int stacks_given)
+{
+	const char *force = getenv("BPFSIGHT_NO_BPF_LOOP");
+	int asked = 0, have;
+
+	for (int i = 0; families[i]; i++) {
+		if (!(o->families & (1ull << i)))
+			continue;
+		if ((families[i]->flags & FAMILY_STACKS) ||
+		    (stacks_given && o->stack_ns[i] != RECORD_STACKS_OFF))
+			asked = 1;
+	}
+	if (!record_opts__wants_stacks(o))
+		return 0;
+	have = !(force && *force == '1') &&
+	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) == 1;
+	if (have)
+		return 0;
+	if (asked)
+		return fail("stacks need the bpf_loop helper (Linux 5.17 or later), which this "
+			    "kernel lacks: drop --stacks and -t cpu");
+	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
+		o->stack_ns[i] = RECORD_STACKS_OFF;
+	fprintf(stderr, "bpfsight record: no stacks on GIL waits: this kernel has no bpf_loop "
+			"(Linux 5.17 or later)\n");
+	return 0;
+}
+
 /* --stacks LIST: "none", or FAMILY[:THRESHOLD] entries (docs/STACKS.md). */
 static int parse_stacks(const char *list, struct record_opts *o)
 {
@@ -543,6 +576,8 @@ int cmd_record(int argc, char **argv)
 		fail("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
 		goto err;
 	}
+	if (check_stacks(&o, stacks_given))
+		goto err;
 	if (o.dry_run)
 		o.output = NULL; /* nothing is written */
 	else if (!o.output)

@@ -74,3 +74,27 @@ def test_stacks_none_turns_them_off():
     evs = dump(out)
     eq([e for e in evs if "stack" in e or "holder_stack" in e], [], "no stacks")
     eq(stats(out, "gil_stacks")["gil_stacks"], [], "no gil_stacks rows")
+
+
+def test_without_bpf_loop_gil_records_without_stacks_and_asked_stacks_are_refused():
+    """Stacks need bpf_loop (Linux 5.17+). Its absence forced (BPFSIGHT_NO_BPF_LOOP=1, the
+    switch the feature probe honours): -t gil records its waits without stacks and says so;
+    --stacks and -t cpu are refused, saying why."""
+    import subprocess
+    from helpers import BPFSIGHT, tmpdir
+    need_root()
+    py = need_pyenv()
+    env = dict(os.environ, BPFSIGHT_NO_BPF_LOOP="1")
+    out = os.path.join(tmpdir(), "t.bst")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "gil", "--", py, WORK, "hold",
+                        "100"], capture_output=True, text=True, env=env, timeout=120)
+    eq(p.returncode, 0, f"record ({p.stderr[-300:]})")
+    check("no stacks on GIL waits" in p.stderr, p.stderr)
+    evs = dump(out)
+    check([e for e in evs if e["kind"] == "gil_wait"], "waits recorded")
+    eq([e for e in evs if "stack" in e or "holder_stack" in e], [], "no stacks")
+    for opts in (["-t", "gil", "--stacks=gil"], ["-t", "cpu"]):
+        p = subprocess.run([BPFSIGHT, "record", "-o", out, "-f", *opts, "--", "/bin/true"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        eq(p.returncode, 1, f"{opts}")
+        check("bpf_loop" in p.stderr and "5.17" in p.stderr, f"{opts}: {p.stderr}")
