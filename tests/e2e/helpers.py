@@ -94,6 +94,11 @@ class Recorder:
             self.p.send_signal(sig)
         return self.wait(timeout)
 
+    def flush(self, sig=signal.SIGUSR1, timeout=30):
+        """Ask for a flush (SIGUSR1 or SIGUSR2) and wait until the recorder says it is done."""
+        self.p.send_signal(sig)
+        wait_for(lambda: "flushed" in self.stderr, timeout, f"{sig.name}: the recorder's flush")
+
     def wait(self, timeout=60):
         rc = self.p.wait(timeout)
         self._reader.join(5)
@@ -109,6 +114,12 @@ def spawn(args, **kw):
                          stderr=subprocess.PIPE, text=True, **kw)
     _procs.append(p)
     return p
+
+
+def tell(p, line):
+    """One line to a spawned workload's stdin (its cue to go on)."""
+    p.stdin.write(line + "\n")
+    p.stdin.flush()
 
 
 def stats(path, reports=None, check=True):

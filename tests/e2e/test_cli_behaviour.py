@@ -11,7 +11,7 @@ import sys
 import time
 
 from helpers import (BPFSIGHT, BUILD, Recorder, check, dump, eq, info, need_root, record, run,
-                     spawn, tmpdir, wait_for, workload)
+                     spawn, tell, tmpdir, workload)
 
 SYSCALLS = workload("syscalls")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -179,17 +179,14 @@ def test_sigusr1_flushes_and_the_recording_goes_on():
         pid = int(w.stdout.readline())
         r = Recorder("-t", "osrt", "--osrt-threshold", "0", "-p", str(pid))
         r.wait_ready()
-        w.stdin.write("go\n")
-        w.stdin.flush()
+        tell(w, "go")
         eq(w.stdout.readline().strip(), "done", "the calls are made")
-        r.p.send_signal(sig)
-        wait_for(lambda: "flushed" in r.stderr, 30, f"{sig.name}: the recorder's flush")
+        r.flush(sig)
         check(r.p.poll() is None, f"{sig.name}: the recorder goes on ({r.stderr[-300:]})")
         got = [l for l in run([BPFSIGHT, "dump", "--pid", str(pid), r.out]).stdout.splitlines()
                if '"name":"getppid"' in l.replace(" ", "")]
         eq(len(got), n, f"{sig.name}: getppid calls readable during the recording")
-        w.stdin.write("end\n")
-        w.stdin.flush()
+        tell(w, "end")
         eq(w.wait(30), 0, f"{sig.name}: the target's exit")
         eq(r.wait(60), 0, f"{sig.name}: recorder exit ({r.stderr[-300:]})")
         check(info(r.out)["clean_close"], f"{sig.name}: closed cleanly")

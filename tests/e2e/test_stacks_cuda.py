@@ -5,10 +5,9 @@ each call: its frames are found in the interpreter's list of thread states)."""
 import json
 import os
 import re
-import signal
 
 from helpers import (BPFSIGHT, Recorder, check, dump, eq, need_root, record, run, spawn,
-                     stats, wait_for, workload)
+                     stats, tell, workload)
 from test_gil import debian_python, pyenv_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -85,14 +84,11 @@ def test_python_callers_through_ctypes():
         pid = int(w.stdout.readline().split()[1])
         r = Recorder("-t", "cuda", "--stacks=cuda:0", "-p", str(pid))
         r.wait_ready()
-        w.stdin.write("go\n")
-        w.stdin.flush()
+        tell(w, "go")
         truth = json.loads(w.stdout.readline())
         eq(truth["codes"], [35], f"{py}: cudaErrorInsufficientDriver (no GPU)")
-        r.p.send_signal(signal.SIGUSR1)  # named while the process lives
-        wait_for(lambda: "flushed" in r.stderr, 30, "the flush")
-        w.stdin.write("end\n")
-        w.stdin.flush()
+        r.flush()  # named while the process lives
+        tell(w, "end")
         eq(w.wait(30), 0, f"{py}: workload exit")
         eq(r.wait(60), 0, f"{py}: recorder ({r.stderr[-300:]})")
         evs = [e for e in calls(r.out) if e["name"] in lines and e["pid"] == pid]

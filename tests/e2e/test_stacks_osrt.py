@@ -3,9 +3,8 @@ stack: native frames, then its Python frames (time.sleep releases the GIL: the t
 state comes from the interpreter's list)."""
 import json
 import re
-import signal
 
-from helpers import Recorder, check, dump, eq, need_root, record, spawn, wait_for
+from helpers import Recorder, check, dump, eq, need_root, record, spawn, tell
 from test_gil import debian_python, pyenv_python
 
 SLEEPER = r"""
@@ -35,13 +34,10 @@ def test_every_slow_call_names_its_python_line():
         pid = int(w.stdout.readline())
         r = Recorder("-t", "osrt", "--stacks=osrt", "-p", str(pid))
         r.wait_ready()
-        w.stdin.write("go\n")
-        w.stdin.flush()
+        tell(w, "go")
         eq(w.stdout.readline().strip(), "done", f"{py}: the naps")
-        r.p.send_signal(signal.SIGUSR1)  # named while the process lives
-        wait_for(lambda: "flushed" in r.stderr, 30, "the flush")
-        w.stdin.write("end\n")
-        w.stdin.flush()
+        r.flush()  # named while the process lives
+        tell(w, "end")
         eq(w.wait(30), 0, f"{py}: exit")
         eq(r.wait(60), 0, f"{py}: recorder ({r.stderr[-300:]})")
         evs = [e for e in dump(r.out) if e["kind"] == "syscall" and e["pid"] == pid]
