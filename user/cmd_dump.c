@@ -153,6 +153,7 @@ int cmd_dump(int argc, char **argv)
 	const struct rec_decoder *dec;
 	const struct bs_hdr *rec;
 	struct dump_opts o = {};
+	const char *file;
 	struct trace_walk w;
 	unsigned long v;
 	struct event ev;
@@ -184,13 +185,8 @@ int cmd_dump(int argc, char **argv)
 			return EXIT_READ_FAIL;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "bpfsight dump: %s\n",
-			optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
-		dump_usage(stderr);
-		return EXIT_READ_FAIL;
-	}
-	if (trace_walk__open(&w, "dump", argv[optind]))
+	file = cmd__trace_arg("dump", argc, argv, dump_usage);
+	if (!file || trace_walk__open(&w, "dump", file))
 		return EXIT_READ_FAIL;
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 

@@ -232,13 +232,9 @@ int cmd_export(int argc, char **argv)
 			return EXIT_READ_FAIL;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "bpfsight export: %s\n",
-			optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
-		export_usage(stderr);
+	file = cmd__trace_arg("export", argc, argv, export_usage);
+	if (!file)
 		return EXIT_READ_FAIL;
-	}
-	file = argv[optind];
 	if (!format) {
 		fprintf(stderr, "bpfsight export: which format? --format perfetto, chrome, "
 				"sqlite, folded, pprof or svg\n");

@@ -317,13 +317,9 @@ int cmd_info(int argc, char **argv)
 			return EXIT_READ_FAIL;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "bpfsight info: %s\n",
-			optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
-		info_usage(stderr);
+	path = cmd__trace_arg("info", argc, argv, info_usage);
+	if (!path)
 		return EXIT_READ_FAIL;
-	}
-	path = argv[optind];
 	spool = spool_if_stream(path, spooled, sizeof(spooled));
 	if (spool < -1)
 		return EXIT_READ_FAIL;

@@ -141,13 +141,9 @@ int cmd_report(int argc, char **argv)
 			return EXIT_READ_FAIL;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "bpfsight report: %s\n",
-			optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
-		report_usage(stderr);
+	file = cmd__trace_arg("report", argc, argv, report_usage);
+	if (!file)
 		return EXIT_READ_FAIL;
-	}
-	file = argv[optind];
 	/* Read three times (info, stats, timelines): a pipe cannot be. */
 	if (stat(file, &st)) {
 		fprintf(stderr, "bpfsight report: %s: %s\n", file, strerror(errno));

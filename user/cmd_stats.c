@@ -36,6 +36,7 @@ int cmd_stats(int argc, char **argv)
 {
 	enum stats_format fmt = STATS_FORMAT_TABLE;
 	char *reports = NULL, *tmp;
+	const char *file;
 	int c, status;
 
 	optind = 1;
@@ -75,14 +76,8 @@ int cmd_stats(int argc, char **argv)
 			return EXIT_READ_FAIL;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "bpfsight stats: %s\n",
-			optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
-		stats_usage(stderr);
-		free(reports);
-		return EXIT_READ_FAIL;
-	}
-	status = stats__run(argv[optind], reports, fmt, stdout);
+	file = cmd__trace_arg("stats", argc, argv, stats_usage);
+	status = file ? stats__run(file, reports, fmt, stdout) : EXIT_READ_FAIL;
 	free(reports);
 	return status;
 }

@@ -32,6 +32,10 @@ extern const struct bpfsight_cmd bpfsight_cmds[];
 void dump__list_kinds(char *buf, size_t len);	  /* cmd_dump.c: dump --kind */
 void export__list_formats(char *buf, size_t len); /* cmd_export.c: export --format */
 
+/* After getopt: argv's one FILE (info, dump, stats, export, report); NULL when there is none or
+ * more than one, said on stderr with CMD's usage. */
+const char *cmd__trace_arg(const char *cmd, int argc, char **argv, void (*usage)(FILE *f));
+
 struct event;	    /* event.h */
 struct trace_model; /* trace_model.h */
 /* dump's NDJSON line for one event (shared with tests/fuzz/fuzz_decode.c); M names its stack. */
