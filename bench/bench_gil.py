@@ -9,7 +9,9 @@ start-up and attach time are not counted:
            iteration, never contended (the issue's cost trap); metric: ns per iteration
   cpu3     3 threads, a fixed amount of pure-Python work each, contending for the GIL all the
            time; metric: wall time of the run
-Modes: untraced; `record -t gil -p PID` (default mode); the same with --gil-mode=full. The
+Modes: untraced; `record -t gil --stacks=none -p PID` (nostacks: the default mode without the
+GIL holder's stacks); `record -t gil -p PID` (default mode, holder stacks on); the same with
+--gil-mode=full. The
 workload starts, bpfsight attaches with -p, then the workload is released (--go), so every
 mode measures the steady state. Modes are interleaved and rotated on every repetition, and
 the median of the repetitions is compared, because this machine's 2 cores are shared.
@@ -30,7 +32,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, "tests", "workloads", "gil_work.py")
-MODES = ("untraced", "default", "full")
+MODES = ("untraced", "nostacks", "default", "full")
 
 
 def default_python():
@@ -81,6 +83,8 @@ def run_once(bpfsight, py, mode, args, tmp):
         cmd = [bpfsight, "record", "-f", "-o", out, "-t", "gil", "-p", str(pid)]
         if mode == "full":
             cmd.append("--gil-mode=full")
+        if mode == "nostacks":
+            cmd.append("--stacks=none")
         rec = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
         for line in rec.stderr:
             if "recording" in line and "Ctrl-C" in line:
@@ -114,7 +118,7 @@ def bench(bpfsight, py, name, args, metric, reps):
     disturbed = [0]
     with tempfile.TemporaryDirectory(prefix="bench-gil-") as tmp:
         for rep in range(reps):
-            order = MODES[rep % 3:] + MODES[:rep % 3]
+            order = MODES[rep % len(MODES):] + MODES[:rep % len(MODES)]
             for mode in order:
                 for attempt in range(5):
                     waited = wait_quiet()
@@ -171,8 +175,8 @@ def main():
         print(json.dumps(res, indent=2))
         return
     print(f"python: {a.python}, {reps} repetitions")
-    print(f"{'workload':10s} {'metric':18s} {'untraced':>10s} {'default':>10s} {'full':>10s}"
-          f" {'default %':>10s} {'full %':>10s}")
+    print(f"{'workload':10s} {'metric':18s} {'untraced':>10s} {'nostacks':>10s} {'default':>10s}"
+          f" {'full':>10s} {'nostacks %':>10s} {'default %':>10s} {'full %':>10s}")
     for name, unit in (("ioloop", "ns/iteration"), ("cpu3", "ms/run")):
         if name not in res:
             continue
@@ -180,8 +184,8 @@ def main():
         for stat, slow in (("median", "slowdown_pct"), ("min", "slowdown_min_pct")):
             m, s = r[stat], r[slow]
             print(f"{name:10s} {unit + ' ' + stat:18s} {m['untraced']:10.1f} "
-                  f"{m['default']:10.1f} {m['full']:10.1f} {s['default']:+10.2f} "
-                  f"{s['full']:+10.2f}")
+                  f"{m['nostacks']:10.1f} {m['default']:10.1f} {m['full']:10.1f} "
+                  f"{s['nostacks']:+10.2f} {s['default']:+10.2f} {s['full']:+10.2f}")
         for mode, g in r["gil"].items():
             print(f"{'':10s} {mode}: {g['waits']} GIL waits ({g['wait_ns'] / 1e6:.1f} ms), "
                   f"{g['holds']} holds")
