@@ -33,7 +33,8 @@ def funcs(e):
 def test_cpu_split_matches_the_threads_own_cpu_time():
     """burn_a runs 7 parts of the thread's CPU time, burn_b 3: cpu_sum's total share of each
     is the thread's own measured share within 3 points (about 2000 samples), burn is where
-    the samples land (self), and run_split, main hold them all (total)."""
+    the samples land (self; its callers own at most 0.5%), and run_split, main hold them all
+    (total)."""
     need_root()
     pid, truth, out = record_split("split", "2")
     a, b = truth["a_ns"], truth["b_ns"]
@@ -45,7 +46,10 @@ def test_cpu_split_matches_the_threads_own_cpu_time():
           f"{n} samples for {(a + b) / 1e9:.2f} s on CPU at {RATE} Hz")
     for f in ("main", "run_split"):
         check(rows[f]["total_pct"] >= 98.0, f"{f} on the stack of {rows[f]['total_pct']}%")
-        eq(rows[f]["self_samples"], 0, f"{f}'s own samples")
+        # Not 0: run_split runs a few instructions between burns, just after the clock
+        # read's system call returns, where a timer sample is delivered most often (one in
+        # a full run under load landed there). A share, though, would be a misplaced leaf.
+        check(rows[f]["self_samples"] <= n // 200, f"{f}'s own samples: {rows[f]['self_samples']}")
         eq(os.path.basename(rows[f]["file"]), "cpu_split", f"{f}'s module")
     check(abs(rows["burn_a"]["total_pct"] - share_a) <= 3.0,
           f"burn_a {rows['burn_a']['total_pct']:.1f}% of samples, {share_a:.1f}% of CPU time")
