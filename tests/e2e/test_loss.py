@@ -3,7 +3,7 @@ import os
 import re
 import subprocess
 
-from helpers import check, dump, eq, info, need_root, record, stats, tmpdir, workload
+from helpers import BPFSIGHT, check, dump, eq, info, need_root, record, stats, tmpdir, workload
 
 SYSCALLS = workload("syscalls")
 CALLS = 500_000
@@ -84,3 +84,30 @@ def test_full_disk_is_never_a_clean_file():
               f"(lost {i['lost']})")
         check(got < n, f"{size}: the disk was full ({got} calls)")
     check(full >= 1, "no recording filled its disk")
+
+
+def test_a_child_the_full_target_map_cannot_hold_is_counted():
+    """A process whose child cannot be followed: the target map (BPFSIGHT_MAP_ENTRIES shrinks
+    it to the one entry CMD takes) is full when CMD forks, so the child is not traced, and
+    that is one target_map_full loss: the parent's calls exact, none of the child's."""
+    need_root()
+    out = os.path.join(tmpdir(), "t.bst")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--osrt-threshold", "0",
+                        "--", SYSCALLS, "--fork", "300", "5", "500"], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, BPFSIGHT_MAP_ENTRIES="targets=1"))
+    eq(p.returncode, 0, f"record exit ({p.stderr})")
+    parent = int(re.search(r"^pid (\d+)", p.stdout, re.M).group(1))
+    child = int(re.search(r"^child (\d+)", p.stdout, re.M).group(1))
+    eq(info(out)["lost"], {"target_map_full": 1}, "losses")
+    evs = [e for e in dump(out) if e["kind"] == "syscall"]
+    eq(sum(e["name"] == "getppid" for e in evs if e["pid"] == parent), 300, "parent's getppid")
+    eq([e for e in evs if e["pid"] == child], [], "the child's calls (not followed)")
+    check("1 events lost" in p.stderr, f"the end-of-run line says so: {p.stderr}")
+    # Without the cap the same run follows the child: the loss above is the map's.
+    p = subprocess.run([BPFSIGHT, "record", "-f", "-o", out, "-t", "osrt", "--osrt-threshold",
+                        "0", "--", SYSCALLS, "--fork", "300", "5", "500"], capture_output=True,
+                       text=True, timeout=120)
+    child = int(re.search(r"^child (\d+)", p.stdout, re.M).group(1))
+    eq(info(out)["lost"], {}, "losses with the default cap")
+    eq(sum(e["name"] == "getppid" for e in dump(out) if e["kind"] == "syscall"
+           and e["pid"] == child), 300, "the child's getppid with the default cap")
