@@ -391,6 +391,8 @@ def test_system_wide_sees_new_processes():
     # exec is seen, or from the start if the scan cache knows it from an earlier run.
     probed(r, r"probed \d+ sites in \S*libcudart\.so", "libcudart")
     probed(r, rf"probed \d+ sites in {re.escape(API_STATIC)}\n", "the static program")
+    # The shared one's kernels are named from its executable's symbols: scanned at its exec.
+    probed(r, rf"pid {pids[0]} \(.*\): new program scanned and probed", "the shared program")
     outs = []
     for w, pid in zip(ws, pids):
         poke(w)
