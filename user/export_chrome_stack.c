@@ -25,7 +25,7 @@ struct chrome_stacks {
 	struct sf_node {
 		__u64 parent; /* 0: a root */
 		const struct bs_frame *frame;
-	} *v;
+	} * v;
 	__u64 n, cap;
 	char *text; /* a "Call stack" string being built */
 	size_t len, size;
@@ -155,7 +155,8 @@ int chrome_sample_frame(struct chrome *c, const struct event *ev, __u64 *sf)
 	__u64 node = 0;
 
 	*sf = 0;
-	if (s && (s->flags & BS_STACK_TRUNCATED) && !(node = chrome_node(st, 0, &stack_frame_truncated)))
+	if (s && (s->flags & BS_STACK_TRUNCATED) &&
+	    !(node = chrome_node(st, 0, &stack_frame_truncated)))
 		return -ENOMEM;
 	/* Root first: a node's parent is its caller. */
 	for (__u32 i = s ? s->nframes : 0; i-- > 0;)
