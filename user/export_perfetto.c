@@ -396,27 +396,21 @@ static int pf__annotation(struct pf *pf, const struct event_arg *a)
 
 /*
  * A GIL wait's holder stack: a TrackEvent has one callstack (the waiter's), so the holder's
- * frames go in an annotation, innermost first, one "FILE(LINE): FUNC" string each.
+ * frames go in an annotation, innermost first, one "FILE(LINE): FUNC" string each, interned
+ * (IIDS: pf__stack_strings's).
  */
-static int pf__holder_annotation(struct pf *pf, const struct trace_stack *s)
+static int pf__holder_annotation(struct pf *pf, const struct trace_stack *s, const __u64 *iids)
 {
 	struct pb *pb = &pf->pb;
 	__u32 iid = pf__intern(pf, pf->keys, ID_DEBUG_ANNOTATION_NAMES, "holder_stack");
-	char buf[1024];
 
 	if (!iid)
 		return -ENOMEM;
 	pb__begin(pb, TE_DEBUG_ANNOTATIONS);
 	pb__uint(pb, DA_NAME_IID, iid);
-	for (__u32 i = 0; i < s->nframes; i++) {
+	for (__u32 i = 0; i < s->nframes + (__u32) !!(s->flags & BS_STACK_TRUNCATED); i++) {
 		pb__begin(pb, DA_ARRAY_VALUES);
-		pb__string(pb, DA_STRING_VALUE,
-			   stack_frame__line(&s->frames[i], pf->model, buf, sizeof(buf)));
-		pb__end(pb);
-	}
-	if (s->flags & BS_STACK_TRUNCATED) {
-		pb__begin(pb, DA_ARRAY_VALUES);
-		pb__string(pb, DA_STRING_VALUE, "[truncated]");
+		pb__uint(pb, DA_STRING_IID, iids[i]);
 		pb__end(pb);
 	}
 	pb__end(pb);
@@ -428,16 +422,21 @@ int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 fl
 {
 	struct pb *pb = &pf->pb;
 	__u32 name_iid, cat_iid, i;
-	__u64 stack_iid = 0;
+	__u64 stack_iid = 0, holder[BS_STACK_MAX_FRAMES + 1];
+	const struct trace_stack *hs = pf->model ? ev->holder_stack : NULL;
 	int err;
 
-	/* Its stack's interned data first, in a packet of its own. */
+	/* Its stacks' interned data first, in packets of their own. */
 	if (ev->stack && pf->model) {
 		err = pf__callstack(pf, ev->stack, ev->stack_in_kernel, ev->ts, pf->model,
 				    &stack_iid);
 		if (err)
 			return err;
 	}
+	if (hs && hs->nframes > BS_STACK_MAX_FRAMES)
+		hs = NULL; /* the model keeps at most that many */
+	if (hs && (err = pf__stack_strings(pf, hs, ev->ts, pf->model, holder)))
+		return err;
 	pf->nfresh = 0;
 	name_iid = pf__intern(pf, pf->names, ID_EVENT_NAMES, ev->name);
 	cat_iid = pf__intern(pf, pf->cats, ID_EVENT_CATEGORIES, ev->kind);
@@ -454,8 +453,8 @@ int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 fl
 		if (err)
 			return err;
 	}
-	if (ev->holder_stack && pf->model) {
-		err = pf__holder_annotation(pf, ev->holder_stack);
+	if (hs) {
+		err = pf__holder_annotation(pf, hs, holder);
 		if (err)
 			return err;
 	}

@@ -75,6 +75,7 @@
 #define DA_UINT_VALUE	 3
 #define DA_INT_VALUE	 4
 #define DA_STRING_VALUE	 6
+#define DA_STRING_IID	 17
 #define DA_DOUBLE_VALUE	 5
 #define DA_POINTER_VALUE 7
 #define DA_ARRAY_VALUES	 12
@@ -156,7 +157,7 @@ struct pf {
 	const struct trace_model *model; /* the record's being written */
 	/* Interned stacks (export_perfetto_stack.c): functions, path parts, mappings, source
 	 * files, {frame} -> frame iid, {stack id, kernel} -> callstack iid. */
-	struct string_pool *funcs, *paths, *maps, *srcs;
+	struct string_pool *funcs, *paths, *maps, *srcs, *annos;
 	struct hmap *frames, *stacks;
 	/* Interned strings first used by the packet being written. */
 	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
@@ -205,6 +206,12 @@ void pf_stacks__free(struct pf *pf);
  */
 int pf__callstack(struct pf *pf, const struct trace_stack *s, int kernel, __u64 ts,
 		  const struct trace_model *m, __u64 *iid);
+/*
+ * The frames of S as interned annotation strings ("FILE(LINE): FUNC", a truncated stack's
+ * marker last) into IIDS (nframes + 1 entries); new ones written first, as a packet at TS.
+ */
+int pf__stack_strings(struct pf *pf, const struct trace_stack *s, __u64 ts,
+		      const struct trace_model *m, __u64 *iids);
 /* EV, a sample of its thread's stack (export_style.sample), as a PerfSample packet. */
 int pf__sample(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
 	       const struct trace_model *m);

@@ -33,12 +33,13 @@
 #define CPU_MODE_KERNEL	 1
 #define CPU_MODE_USER	 2
 
-#define ID_FUNCTION_NAMES 5
-#define ID_FRAMES	  6
-#define ID_CALLSTACKS	  7
-#define ID_MAPPING_PATHS  17
-#define ID_SOURCE_PATHS	  18
-#define ID_MAPPINGS	  19
+#define ID_FUNCTION_NAMES     5
+#define ID_FRAMES	      6
+#define ID_CALLSTACKS	      7
+#define ID_MAPPING_PATHS      17
+#define ID_SOURCE_PATHS	      18
+#define ID_MAPPINGS	      19
+#define ID_ANNOTATION_STRINGS 29 /* debug_annotation_string_values */
 
 #define MAPPING_IID	  1
 #define MAPPING_PATH_IDS  7
@@ -57,10 +58,13 @@ int pf_stacks__init(struct pf *pf)
 	pf->paths = string_pool__new();
 	pf->maps = string_pool__new();
 	pf->srcs = string_pool__new();
+	pf->annos = string_pool__new();
 	pf->frames = hmap__new(sizeof(__u64));
 	pf->stacks = hmap__new(sizeof(__u64));
-	return pf->funcs && pf->paths && pf->maps && pf->srcs && pf->frames && pf->stacks ? 0
-											  : -ENOMEM;
+	return pf->funcs && pf->paths && pf->maps && pf->srcs && pf->annos && pf->frames &&
+			       pf->stacks
+		       ? 0
+		       : -ENOMEM;
 }
 
 void pf_stacks__free(struct pf *pf)
@@ -69,6 +73,7 @@ void pf_stacks__free(struct pf *pf)
 	string_pool__free(pf->paths);
 	string_pool__free(pf->maps);
 	string_pool__free(pf->srcs);
+	string_pool__free(pf->annos);
 	hmap__free(pf->frames);
 	hmap__free(pf->stacks);
 }
@@ -235,5 +240,38 @@ int pf__sample(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
 		pb__uint(pb, PS_CALLSTACK_IID, iid);
 	pb__uint(pb, PS_CPU_MODE, ev->stack_in_kernel ? CPU_MODE_KERNEL : CPU_MODE_USER);
 	pb__end(pb);
+	return pf__packet_end(pf);
+}
+
+int pf__stack_strings(struct pf *pf, const struct trace_stack *s, __u64 ts,
+		      const struct trace_model *m, __u64 *iids)
+{
+	__u32 n = s->nframes + !!(s->flags & BS_STACK_TRUNCATED);
+	int is_new, open = 0;
+	char buf[1024];
+
+	for (__u32 i = 0; i < n; i++) {
+		const char *text = i < s->nframes
+					   ? stack_frame__line(&s->frames[i], m, buf, sizeof(buf))
+					   : "[truncated]";
+
+		iids[i] = string_pool__intern(pf->annos, text, &is_new);
+		if (!iids[i])
+			return -ENOMEM;
+		if (!is_new)
+			continue;
+		if (!open) {
+			pf__packet_begin(pf, ts, SEQ_NEEDS_INCREMENTAL_STATE);
+			pb__begin(&pf->pb, PKT_INTERNED_DATA);
+			open = 1;
+		}
+		pb__begin(&pf->pb, ID_ANNOTATION_STRINGS);
+		pb__uint(&pf->pb, INTERNED_IID, iids[i]);
+		pb__string(&pf->pb, INTERNED_NAME, text);
+		pb__end(&pf->pb);
+	}
+	if (!open)
+		return 0;
+	pb__end(&pf->pb);
 	return pf__packet_end(pf);
 }

@@ -1,8 +1,8 @@
 """Stacks in the timeline exports, checked against stats and dump of the same recording:
 - Perfetto (decoded by protoc against ../shared/schemas): cpu samples are PerfSample packets
   whose interned callstacks give cpu_sum's per-function self and total counts exactly; a
-  CUDA call's TrackEvent.callstack_iid and a GIL wait's holder_stack annotation are dump's
-  frames, function, file and line;
+  CUDA call's TrackEvent.callstack_iid and a GIL wait's holder_stack annotation (interned
+  strings) are dump's frames, function, file and line;
 - Chrome JSON: Kineto's "Call stack" (and "Holder call stack") strings are dump's frames;
   samples' "sf" nodes of "stackFrames" give cpu_sum's counts;
 - SQLite: docs/EXPORT.md's cpu_sum, cuda_callsites and gil_stacks queries give stats' rows
@@ -269,11 +269,14 @@ def test_gil_holder_stacks_in_every_export():
     # Perfetto: the waiter's callstack, the holder's frames as an annotation.
     packets = decode(export(out, "perfetto", "t.pftrace"))
     stacks = Stacks(packets)
-    keys, tracks, seen = {}, {}, 0
+    keys, strs, tracks, seen = {}, {}, {}, 0
     for pk in packets:
         for idata in pk.get("interned_data", []):
             for e in idata.get("debug_annotation_names", []):
                 keys[one(e, "iid")] = one(e, "name")
+            for e in idata.get("debug_annotation_string_values", []):
+                check(one(e, "iid") not in strs, "an annotation string interned twice")
+                strs[one(e, "iid")] = one(e, "str")
         for td in pk.get("track_descriptor", []):
             tracks[one(td, "uuid")] = td
         for te in pk.get("track_event", []):
@@ -285,7 +288,7 @@ def test_gil_holder_stacks_in_every_export():
             while "thread" not in td:
                 td = tracks[one(td, "parent_uuid")]
             w = by_ts[(one(pk, "timestamp"), one(td["thread"][0], "tid"))]
-            eq([one(v, "string_value") for v in holder[0]["array_values"]],
+            eq([strs[one(v, "string_value_iid")] for v in holder[0]["array_values"]],
                [frame_text(f) for f in w["holder_stack"]], "perfetto: holder_stack")
             eq(stacks.stacks[one(te, "callstack_iid")], dump_frames(w["stack"]),
                "perfetto: the waiter's stack")
