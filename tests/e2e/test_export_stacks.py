@@ -319,6 +319,50 @@ def test_gil_holder_stacks_in_every_export():
         eq(frames, dump_frames(by_ts[(start, tid)]["holder_stack"]), "sqlite: holder frames")
 
 
+def test_syscall_stacks_in_every_export():
+    """--stacks=osrt:0 on the syscalls workload: every system call's stack (libc's syscall(),
+    then the unwind marker: libc keeps no frame pointers) is dump's in Perfetto's slices,
+    Chrome's "Call stack" and SQLite's OSRT_API.callchainId."""
+    need_root()
+    need_protoc()
+    p, out = record([workload("syscalls"), "20", "2"], "-t", "osrt", "--osrt-threshold", "0",
+                    "--stacks=osrt:0")
+    eq(p.returncode, 0, f"record ({p.stderr[-400:]})")
+    calls = {(e["ts"], e["tid"]): e for e in dump(out)
+             if e["kind"] == "syscall" and e.get("stack")}
+    check(len([e for e in calls.values() if e["name"] == "getppid"]) == 20,
+          "the workload's 20 getppid calls have a stack")
+
+    packets = decode(export(out, "perfetto", "t.pftrace"))
+    stacks = Stacks(packets)
+    tracks, seen = {}, 0
+    for pk in packets:
+        for td in pk.get("track_descriptor", []):
+            tracks[one(td, "uuid")] = td
+        for te in pk.get("track_event", []):
+            if one(te, "callstack_iid") is None:
+                continue
+            td = tracks[one(te, "track_uuid")]
+            while "thread" not in td:
+                td = tracks[one(td, "parent_uuid")]
+            e = calls[(one(pk, "timestamp"), one(td["thread"][0], "tid"))]
+            eq(stacks.stacks[one(te, "callstack_iid")], dump_frames(e["stack"]),
+               f"perfetto: {e['name']}")
+            seen += 1
+    eq(seen, len(calls), "perfetto: calls with a callstack")
+
+    doc = json.load(open(export(out, "chrome", "t.json")))
+    got = {(round(float(c["ts"]) * 1000), c["tid"]): c["args"]["Call stack"]
+           for c in doc["traceEvents"] if "Call stack" in c.get("args", {})}
+    eq(got, {k: kineto_stack(e["stack"]) for k, e in calls.items()}, "chrome: Call stack")
+
+    db = sqlite3.connect(export(out, "sqlite", "t.sqlite"))
+    got = {(start, tid): sql_frames(db, chain) for start, tid, chain in db.execute(
+        "SELECT start, globalTid & 0xffffff, callchainId FROM OSRT_API"
+        " WHERE callchainId IS NOT NULL")}
+    eq(got, {k: dump_frames(e["stack"]) for k, e in calls.items()}, "sqlite: callchains")
+
+
 def test_stack_queries_run_on_every_trace():
     """On a trace without stacks the three queries run and give nothing."""
     need_root()
