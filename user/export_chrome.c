@@ -15,7 +15,8 @@
  * families' hooks keep (bounded by processes, streams and time bins, except NVTX's projection
  * onto the GPU in traces of both gpu and nvtx: every closed range and linked GPU operation,
  * since Kineto's gpu_user_annotation needs them all). OUT ending in ".gz" is gzip-compressed
- * on the fly.
+ * on the fly. Stacks (export_chrome_stack.c): Kineto's "Call stack" in an event's args,
+ * and for samples (a style's `sample`) a "stackFrames" node.
  *
  * Some metadata keys (Kineto's distributedInfo) must come before traceEvents (HTA reads the
  * metadata by scanning the text up to them), but only the whole trace tells them. So the

@@ -28,6 +28,10 @@
  * family needs beyond that is its hooks' (struct perfetto_family, export_perfetto_FAMILY.c):
  * GPU work on per-device stream tracks, NVTX on tracks of its own, flows from launching calls
  * to their GPU work, the loss, GPU busy and GIL contention counters.
+ *
+ * Stacks (export_perfetto_stack.c) are any event's: ev->stack becomes the event's interned
+ * callstack, a GIL wait's holder_stack an annotation, and a kind whose style says `sample`
+ * becomes PerfSample packets instead of instants.
  */
 #include <errno.h>
 #include <fcntl.h>
