@@ -150,6 +150,7 @@ static __u64 pf_stacks__frame(struct pf *pf, const struct bs_frame *f, const str
 	__u64 func, map, src = 0;
 	const char *file;
 	char buf[512];
+	int named;
 
 	if (!iid)
 		return 0;
@@ -158,12 +159,14 @@ static __u64 pf_stacks__frame(struct pf *pf, const struct bs_frame *f, const str
 	file = f->kind == STACK_FRAME_KERNEL ? "[kernel.kallsyms]" : stack_frame__file(f, m);
 	func = pf_stacks__string(pf, pf->funcs, ID_FUNCTION_NAMES,
 				 stack_frame__func(f, m, buf, sizeof(buf)));
-	if (!*file)
+	/* A Python frame whose code was never named (docs/STACKS.md) has no source file. */
+	named = *file != 0;
+	if (f->kind == BS_FRAME_PYTHON && named)
+		src = pf_stacks__string(pf, pf->srcs, ID_SOURCE_PATHS, file);
+	if (!named)
 		file = "[unknown]";
 	map = pf_stacks__mapping(pf, file);
-	if (f->kind == BS_FRAME_PYTHON)
-		src = pf_stacks__string(pf, pf->srcs, ID_SOURCE_PATHS, file);
-	if (!func || !map || (f->kind == BS_FRAME_PYTHON && !src))
+	if (!func || !map || (f->kind == BS_FRAME_PYTHON && named && !src))
 		return 0;
 	*iid = hmap__count(pf->frames);
 	pb__begin(&pf->pb, ID_FRAMES);
