@@ -210,7 +210,7 @@ def test_complete_lists_come_from_the_registries():
     eq(", ".join(lines("reports")), re.search(r"reports: (.*)", st).group(1),
        "reports = stats --help's")
     ex = run([BPFSIGHT, "export", "--help"]).stdout
-    eq(lines("export-formats"), re.findall(r"^  (\w+) {2,}\S", ex.split("\n\n")[1], re.M),
+    eq(lines("export-formats"), re.findall(r"^  ([\w-]+) {2,}\S", ex.split("\n\n")[1], re.M),
        "export formats = export --help's")
     eq(lines("stats-formats"), ["table", "json", "csv"], "stats formats")
     dm = run([BPFSIGHT, "dump", "--help"]).stdout

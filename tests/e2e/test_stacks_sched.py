@@ -8,7 +8,8 @@ import fcntl
 import os
 import time
 
-from helpers import Recorder, check, dump, eq, need_root, spawn, tell, tmpdir, wait_for
+from helpers import (BPFSIGHT, Recorder, check, dump, eq, need_root, run, spawn, stats, tell,
+                     tmpdir, wait_for)
 from test_gil import debian_python, pyenv_python
 
 BLOCKER = r"""
@@ -135,3 +136,22 @@ def test_long_blocks_name_where_the_thread_blocked():
               f"{py}: quick sleeps")
         check(any(e["args"]["state"] and e["dur"] < THRESHOLD_NS for e in evs),
               f"{py}: some blocks under the threshold (quick)")
+        check_reports(py, r.out, pid, evs)
+
+
+def check_reports(py, out, pid, evs):
+    """offcpu_stacks and the folded-offcpu export add up the intervals of each site."""
+    rows = stats(out, "offcpu_stacks")["offcpu_stacks"]
+    folded = os.path.join(tmpdir(), "t.offcpu.folded")
+    run([BPFSIGHT, "export", out, "--format", "folded-offcpu", "-o", folded], check=True)
+    lines = [l.rsplit(" ", 1) for l in open(folded).read().splitlines()]
+    for func, tag in (("nap", "NAP"), ("pipe_wait", "READ"), ("lock_wait", "LOCK")):
+        mine = [e for e in evs if site(e) == (func, "<string>", line_of(tag))]
+        total = sum(e["dur"] for e in mine)
+        row = [x for x in rows if (x["func"], x["file"], x["line"]) == site(mine[0])]
+        eq([(x["count"], x["total_ns"]) for x in row], [(N, total)], f"{py}: offcpu_stacks {func}")
+        frame = f"{func} (<string>:{line_of(tag)})"
+        # Root first: the site is the last Python frame of its lines (native ones follow).
+        us = [int(n) for text, n in lines if frame in text.split(";")]
+        check(us and abs(sum(us) - total // 1000) <= len(us),
+              f"{py}: folded-offcpu {func}: {us} us for {total} ns")
