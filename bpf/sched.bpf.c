@@ -291,6 +291,26 @@ int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 	return 0;
 }
 
+/*
+ * --stacks=sched, when the recording stops: every thread's held intervals are written (the
+ * recorder runs this task iterator once its other programs are detached, so nothing else
+ * writes them meanwhile). Without it, a thread that blocked outside a system call and then
+ * ran without one or a switch until the end would keep its records.
+ */
+SEC("iter/task")
+int sched_held_iter_btf(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct thread_sched *ts;
+
+	if (!t)
+		return 0;
+	ts = bpf_task_storage_get(&thread_sched_task, t, 0, 0);
+	if (ts && ts->nheld)
+		held_flush(NULL, ts, held_of(ts), t->tgid, t->pid, 0);
+	return 0;
+}
+
 /* raw_tp + hash: the same semantics without BTF. */
 static __always_inline struct thread_sched *hash_state(struct task_struct *t, bool create)
 {

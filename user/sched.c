@@ -2,6 +2,9 @@
 /* sched family, record side: off-CPU intervals (bpf/sched.bpf.c). */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
 #include "sched.h"
 #include "record_ctx.h"
 #include "sched.skel.h"
@@ -26,7 +29,41 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
 		err = bpf_program__set_autoload(skel->progs.sched_sys_exit_btf, false);
 	if (!err && ns == RECORD_STACKS_OFF)
 		err = bpf_program__set_autoload(skel->progs.sched_held_exit_btf, false);
+	if (!err && ns == RECORD_STACKS_OFF)
+		err = bpf_program__set_autoload(skel->progs.sched_held_iter_btf, false);
 	return err;
+}
+
+/*
+ * --stacks=sched: the intervals still held when the recording stops are written by the task
+ * iterator, once the programs that hold and write them are detached (no thread writes its own
+ * meanwhile). Failing that, a warning says they are missing.
+ */
+static void sched_write_held(struct record_ctx *ctx, struct sched_bpf *skel)
+{
+	struct bpf_link **stop[] = { &skel->links.sched_switch_btf, &skel->links.sched_wakeup_btf,
+				     &skel->links.sched_sys_exit_btf,
+				     &skel->links.sched_held_exit_btf };
+	char buf[64];
+	int fd;
+
+	if (!skel->links.sched_held_iter_btf)
+		return;
+	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++) {
+		bpf_link__destroy(*stop[i]);
+		*stop[i] = NULL;
+	}
+	fd = bpf_iter_create(bpf_link__fd(skel->links.sched_held_iter_btf));
+	if (fd < 0) {
+		fprintf(stderr,
+			"bpfsight record: warning: cannot write the off-CPU intervals "
+			"still waiting for their stack: %s\n",
+			strerror(errno));
+		return;
+	}
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
 }
 
 static int sched_attach(struct record_ctx *ctx, void **state)
@@ -58,6 +95,7 @@ static int sched_attach(struct record_ctx *ctx, void **state)
 
 static void sched_detach(struct record_ctx *ctx, void *state)
 {
+	sched_write_held(ctx, state);
 	sched_bpf__destroy(state);
 }
 

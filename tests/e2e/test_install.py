@@ -242,7 +242,8 @@ def test_bash_completion():
     check(len(complete("stats", "-r", "gil_")) == 4,
           "gil_sum, gil_blocked_by, gil_procs, gil_stacks")
     eq(complete("stats", "--format", "=", ""), ["table", "json", "csv"], "stats --format")
-    eq(complete("export", "-f", ""), ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg"],
+    eq(complete("export", "-f", ""),
+       ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg", "folded-offcpu"],
        "export formats")
     eq(complete("dump", "-k", "gpu_me"), ["gpu_memcpy", "gpu_memset"], "dump kinds")
     eq(complete("info", "docs/USA"), ["docs/USAGE.md"], "a file argument")
