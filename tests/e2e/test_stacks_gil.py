@@ -108,13 +108,13 @@ def test_torch_trainer_waits_on_tokenize():
     """Issue 13's case: Debian's python3-torch (CPU, stripped /usr/bin/python3.11) trains while
     a thread runs a pure-Python tokenize(); attached with -p, gil_blocked_by says the trainer
     waited on the tokenizer thread and the holder stacks name tokenize() in its file as the
-    code it waited on (most of the trainer's wait; gil_stacks's top holder function)."""
+    code it waited on (most of the trainer's wait; a holder row of gil_stacks)."""
     need_root()
     py = debian_python()
     if not py or run([py, "-c", "import torch"]).returncode != 0:
         raise Skip("Debian's python3-torch is not installed (apt-get install python3-torch, "
                    "or make deps)")
-    w = spawn([py, TORCH_TOKENIZE, "--go", "2"])
+    w = spawn([py, TORCH_TOKENIZE, "--go", "60"])
     line = w.stdout.readline()
     check(line.startswith("ready"), f"workload: {line} {'' if line else w.stderr.read()[-300:]}")
     pid = int(line.split()[1])
@@ -126,7 +126,7 @@ def test_torch_trainer_waits_on_tokenize():
     tell(w, "end")
     eq(w.wait(60), 0, "workload exit")
     eq(rec.wait(60), 0, f"record exit ({rec.stderr[-400:]})")
-    check(truth["steps"] > 0, "training steps")
+    eq(truth["steps"], 60, "training steps")
     trainer, tokenizer = truth["threads"]["trainer"], truth["threads"]["tokenizer"]
     s = stats(rec.out, "gil_blocked_by,gil_stacks")
     by = {(b["waiter_tid"], b["holder_tid"]): b for b in s["gil_blocked_by"] if b["pid"] == pid}
@@ -140,13 +140,16 @@ def test_torch_trainer_waits_on_tokenize():
             key = (f["func"], os.path.realpath(f["file"]))
             rounds[key] = rounds.get(key, 0) + e["dur"]
     check(rounds, "holder stacks on the trainer's waits")
+    waits = by[(trainer, tokenizer)]["wait_count"]
+    check(waits >= 10, f"the trainer waited on the tokenizer {waits} times (60 steps)")
     top = max(rounds, key=rounds.get)
     eq(top, ("tokenize", TORCH_TOKENIZE), f"the code the trainer waited on most: {rounds}")
     check(rounds[top] >= 0.5 * sum(rounds.values()), f"tokenize's share: {rounds}")
-    holders = {}
-    for r in s["gil_stacks"]:
-        if r["role"] == "holder":
-            holders[r["func"]] = holders.get(r["func"], 0) + r["total_ns"]
-    eq(max(holders, key=holders.get), "tokenize", f"gil_stacks's top holder: {holders}")
-    eq({os.path.realpath(r["file"]) for r in s["gil_stacks"] if r["func"] == "tokenize"},
-       {TORCH_TOKENIZE}, "tokenize's file")
+    print(f"  trainer: {waits} waits on the tokenizer; by holder code: {rounds}")
+    # gil_stacks sums every waiter's rounds (the tokenizer also waits, on the trainer's
+    # queue code): tokenize is among its holder rows, in its file, with a real share.
+    holders = [r for r in s["gil_stacks"] if r["role"] == "holder"]
+    tok = [r for r in holders if r["func"] == "tokenize"]
+    eq({os.path.realpath(r["file"]) for r in tok}, {TORCH_TOKENIZE}, "gil_stacks: tokenize")
+    check(sum(r["total_ns"] for r in tok) >= 0.1 * sum(r["total_ns"] for r in holders),
+          f"gil_stacks: tokenize's share of the holders' time: {holders}")

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """A PyTorch (CPU) training loop fed by a thread running a pure-Python tokenize().
 
-    torch_tokenize.py [--go] SECS
+    torch_tokenize.py [--go] STEPS
 
 The main thread ("trainer") trains a small MLP on batches a second thread ("tokenizer")
 makes: tokenize() splits generated text into words and maps them to ids in Python, holding
 the GIL; torch's operators release it, and the trainer waits to take it back while
-tokenize() runs: the holder code issue 13 asks bpfsight to name. With --go it prints
+tokenize() runs: the holder code issue 13 asks bpfsight to name. The tokenizer is the slower
+of the two (whole documents tokenized, then cut to SEQ ids), so it runs all along and the
+trainer's waits are mostly on tokenize(), whatever the machine's speed; STEPS, not seconds,
+so a loaded machine gives as many waits as an idle one. With --go it prints
 "ready PID" and waits for a line on stdin, so a tracer can attach with -p first, and after
 its JSON line ({"pid", "steps", "threads": {name: tid}}) waits for another before it exits,
 so the tracer names its frames while it lives.
@@ -18,12 +21,11 @@ import queue
 import random
 import sys
 import threading
-import time
 
 import torch
 
 libc = ctypes.CDLL(None)
-BATCH, SEQ = 32, 64
+BATCH, SEQ, DOC = 32, 64, 256
 WORDS = ["the", "model", "learns", "from", "tokens", "that", "a", "thread", "makes", "in",
          "python", "while", "holding", "gil", "and", "torch", "waits"]
 
@@ -50,7 +52,7 @@ def tokenizer(out, stop, tids):
     set_name("tokenizer")
     tids["tokenizer"] = threading.get_native_id()
     rng, vocab = random.Random(1), {}
-    corpus = [" ".join(rng.choice(WORDS) for _ in range(SEQ)) for _ in range(4 * BATCH)]
+    corpus = [" ".join(rng.choice(WORDS) for _ in range(DOC)) for _ in range(4 * BATCH)]
     while not stop.is_set():
         rows = [tokenize(t, vocab) for t in rng.sample(corpus, BATCH)]
         out.put(torch.tensor(rows, dtype=torch.float32) / 1000.0)
@@ -59,7 +61,7 @@ def tokenizer(out, stop, tids):
 def main():
     args = sys.argv[1:]
     go = args and args[0] == "--go"
-    secs = float(args[1 if go else 0])
+    nsteps = int(args[1 if go else 0])
     torch.set_num_threads(1)
     set_name("trainer")
     tids = {"trainer": threading.get_native_id()}
@@ -73,8 +75,8 @@ def main():
         sys.stdin.readline()
     t = threading.Thread(target=tokenizer, args=(batches, stop, tids), daemon=True)
     t.start()
-    end, steps = time.monotonic() + secs, 0
-    while time.monotonic() < end:
+    steps = 0
+    while steps < nsteps:
         x = batches.get()
         loss = torch.nn.functional.mse_loss(model(x), x.mean(dim=1, keepdim=True))
         opt.zero_grad()
