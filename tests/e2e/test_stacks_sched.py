@@ -6,10 +6,11 @@ pipe (the test writes the byte once the reader sleeps in the pipe read), flock o
 the test holds (released once the child sleeps in the lock)."""
 import fcntl
 import os
+import sys
 import time
 
-from helpers import (BPFSIGHT, Recorder, check, dump, eq, need_root, run, spawn, stats, tell,
-                     tmpdir, wait_for)
+from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, run, spawn, stats,
+                     tell, tmpdir, wait_for)
 from test_gil import debian_python, pyenv_python
 
 BLOCKER = r"""
@@ -126,8 +127,8 @@ def test_long_blocks_name_where_the_thread_blocked():
            f"{py}: stacks on intervals under the threshold")
         eq([e["dur"] for e in evs if "stack" in e and e["args"]["state"] == 0], [],
            f"{py}: stacks on preempted intervals")
-        # Interruptible sleeps are system calls; a page fault waiting for I/O (uninterruptible,
-        # no sys_exit: documented without a stack) may happen on a loaded machine.
+        # This program's interruptible sleeps are system calls; a page fault waiting for I/O
+        # (uninterruptible, no sys_exit: no stack) may happen on a loaded machine.
         long_blocks = [e for e in evs if e["args"]["state"] & 1 and e["dur"] >= THRESHOLD_NS]
         eq([(e["ts"], e["dur"], e["args"]) for e in long_blocks if "stack" not in e], [],
            f"{py}: long interruptible blocks without a stack")
@@ -155,3 +156,62 @@ def check_reports(py, out, pid, evs):
         us = [int(n) for text, n in lines if frame in text.split(";")]
         check(us and abs(sum(us) - total // 1000) <= len(us),
               f"{py}: folded-offcpu {func}: {us} us for {total} ns")
+
+
+FAULTER = r"""
+import ctypes, fcntl, os, struct, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+PAGE = 4096
+uffd = libc.syscall(323, os.O_CLOEXEC)  # userfaultfd(2)
+if uffd < 0:
+    print("no userfaultfd: errno", ctypes.get_errno(), flush=True)
+    sys.exit(3)
+fcntl.ioctl(uffd, 0xc018aa3f, bytearray(struct.pack("QQQ", 0xAA, 0, 0)))  # UFFDIO_API
+addr = libc.mmap(None, PAGE, 3, 0x22, -1, 0)  # PROT_READ|WRITE, MAP_PRIVATE|ANONYMOUS
+# UFFDIO_REGISTER, MODE_MISSING: the first touch of the page waits for us
+fcntl.ioctl(uffd, 0xc020aa00, bytearray(struct.pack("QQQQ", addr, PAGE, 1, 0)))
+tids = {"main": threading.get_native_id()}
+def handler():
+    tids["handler"] = threading.get_native_id()
+    os.read(uffd, 32)  # the fault's message: main is blocked in it
+    time.sleep(0.05)
+    fcntl.ioctl(uffd, 0xc020aa04, bytearray(struct.pack("QQQq", addr, PAGE, 0, 0)))  # ZEROPAGE
+print(os.getpid(), flush=True)
+sys.stdin.readline()
+t = threading.Thread(target=handler)
+t.start()
+ctypes.memmove(ctypes.create_string_buffer(8), addr, 8)  # faults (the GIL released)
+t.join()
+print(tids["main"], tids["handler"], flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_block_outside_a_system_call_has_no_stack_and_is_kept():
+    """A page fault that blocks (userfaultfd: the process's own handler thread resolves it
+    50 ms later) has no sys_exit where its stack could be read: its interval, woken by the
+    handler, is recorded, blocked, 50 ms or more, without a stack (never another call's)."""
+    need_root()
+    w = spawn([sys.executable, "-c", FAULTER])
+    line = w.stdout.readline()
+    if line.startswith("no userfaultfd"):
+        w.wait(30)
+        raise Skip(f"this kernel refuses userfaultfd(2) ({line.strip()})")
+    check(line.strip().isdigit(), f"faulter: {line}")
+    pid = int(line)
+    r = Recorder("-t", "sched", "--stacks=sched:10ms", "-p", str(pid))
+    r.wait_ready()
+    tell(w, "go")
+    main, handler = map(int, w.stdout.readline().split())
+    r.flush()
+    tell(w, "end")
+    eq(w.wait(30), 0, "faulter exit")
+    eq(r.wait(60), 0, f"recorder ({r.stderr[-300:]})")
+    woken = [e for e in dump(r.out) if e["kind"] == "offcpu" and e["tid"] == main and
+             e["args"]["waker_tid"] == handler and e["dur"] >= 50_000_000]
+    eq(len(woken), 1, "main's block in the fault, woken by the handler")
+    check(woken[0]["args"]["state"] != 0, "blocked")
+    check("stack" not in woken[0], f"no stack on the fault's block: {woken[0].get('stack')}")
