@@ -12,6 +12,9 @@
  * tgid: the programs took ~450 ns per switch and ~200 ns per wakeup on the benchmark VM
  * (bench/RESULTS.md, pingpong). Kernels without BTF (the _raw programs) cannot use task
  * storage, so they keep the hash, cleaned up when a thread exits.
+ *
+ * --stacks=sched (below, "held" intervals): a long blocked interval's record waits in the
+ * thread's slot for the stack read when the thread returns from the system call it blocked in.
  */
 #include "stack.bpf.h"
 
@@ -260,9 +263,8 @@ int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct ta
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct thread_sched *ts;
-
 	struct held_interval iv;
+	struct thread_sched *ts;
 
 	ts = task_state(prev, true);
 	if (ts) {

@@ -6,6 +6,7 @@ pipe (the test writes the byte once the reader sleeps in the pipe read), flock o
 the test holds (released once the child sleeps in the lock)."""
 import fcntl
 import os
+import re
 import sys
 import time
 
@@ -84,41 +85,68 @@ def site(e):
     return None
 
 
+def switches(pid):
+    """(now, the kernel's count of the thread PID's context switches so far)."""
+    with open(f"/proc/{pid}/task/{pid}/status") as f:
+        st = f.read()
+    n = sum(int(m) for m in re.findall(r"^(?:non)?voluntary_ctxt_switches:\s+(\d+)", st, re.M))
+    return time.monotonic_ns(), n
+
+
+def blocking_run(py, lock_path):
+    """BLOCKER under `record -t sched --stacks=sched:10ms -p`: (its offcpu events, the trace,
+    its pid), or None when the recording missed one of its switches (the sched family's
+    known gap, docs/USAGE.md: the records between two reads of the kernel's count of the
+    thread's switches are fewer than the switches)."""
+    w = spawn([py, "-c", BLOCKER])
+    pid = int(w.stdout.readline())
+    r = Recorder("-t", "sched", "--stacks=sched:10ms", "-p", str(pid))
+    r.wait_ready()
+    wait_for(lambda: blocked_in(pid, "pipe_read"), 20, "child waiting for a command")
+    t0, n0 = switches(pid)
+    tell(w, f"nap {N}")
+    eq(w.stdout.readline().strip(), "ok", f"{py}: naps")
+    for _ in range(N):
+        tell(w, "read")
+        hold_then_release(w, pid, "reading", "pipe_read",
+                          lambda: os.write(w.stdin.fileno(), b"x"))
+    with open(lock_path) as held:
+        for _ in range(N):
+            fcntl.flock(held, fcntl.LOCK_EX)
+            tell(w, f"lock {lock_path}")
+            hold_then_release(w, pid, "locking", "lock",
+                              lambda: fcntl.flock(held, fcntl.LOCK_UN))
+    tell(w, "quick 20")
+    eq(w.stdout.readline().strip(), "ok", f"{py}: quick sleeps")
+    wait_for(lambda: blocked_in(pid, "pipe_read"), 20, "child waiting for a command")
+    t1, n1 = switches(pid)
+    r.flush()  # named while the process lives
+    tell(w, "end")
+    eq(w.wait(30), 0, f"{py}: exit")
+    eq(r.wait(60), 0, f"{py}: recorder ({r.stderr[-300:]})")
+    evs = [e for e in dump(r.out) if e["kind"] == "offcpu" and e["pid"] == pid]
+    seen = len([e for e in evs if e["tid"] == pid and t0 <= e["ts"] <= t1])
+    return (evs, r.out, pid) if seen == n1 - n0 else None
+
+
 def test_long_blocks_name_where_the_thread_blocked():
     """Five 50 ms blocks in each of nap() (time.sleep), pipe_wait() (os.read of an empty
     pipe) and lock_wait() (flock): exactly five stacked intervals name each function, file
     and line; 20 sleeps of 0.1 ms (quick()) and every other interval under 10 ms carry none;
-    every interruptible block (a system call's) over it carries one."""
+    every interruptible block (a system call's) over it carries one. A recording that missed
+    one of the thread's switches (the known gap) is made again, three times at most."""
     need_root()
     pys = [p for p in (pyenv_python(12), debian_python()) if p]
     check(pys, "no CPython 3.11+")
     lock_path = os.path.join(tmpdir(), "sched_stacks.lock")
     open(lock_path, "w").close()
     for py in pys:
-        w = spawn([py, "-c", BLOCKER])
-        pid = int(w.stdout.readline())
-        r = Recorder("-t", "sched", "--stacks=sched:10ms", "-p", str(pid))
-        r.wait_ready()
-        tell(w, f"nap {N}")
-        eq(w.stdout.readline().strip(), "ok", f"{py}: naps")
-        for _ in range(N):
-            tell(w, "read")
-            hold_then_release(w, pid, "reading", "pipe_read",
-                              lambda: os.write(w.stdin.fileno(), b"x"))
-        with open(lock_path) as held:
-            for _ in range(N):
-                fcntl.flock(held, fcntl.LOCK_EX)
-                tell(w, f"lock {lock_path}")
-                hold_then_release(w, pid, "locking", "lock",
-                                  lambda: fcntl.flock(held, fcntl.LOCK_UN))
-        tell(w, "quick 20")
-        eq(w.stdout.readline().strip(), "ok", f"{py}: quick sleeps")
-        r.flush()  # named while the process lives
-        tell(w, "end")
-        eq(w.wait(30), 0, f"{py}: exit")
-        eq(r.wait(60), 0, f"{py}: recorder ({r.stderr[-300:]})")
-
-        evs = [e for e in dump(r.out) if e["kind"] == "offcpu" and e["pid"] == pid]
+        for _ in range(3):
+            run_ = blocking_run(py, lock_path)
+            if run_:
+                break
+        check(run_, f"{py}: 3 recordings, each missing a switch of the thread")
+        evs, out, pid = run_
         sites = [site(e) for e in evs if "stack" in e]
         for func, tag in (("nap", "NAP"), ("pipe_wait", "READ"), ("lock_wait", "LOCK")):
             eq(sites.count((func, "<string>", line_of(tag))), N,
@@ -137,7 +165,7 @@ def test_long_blocks_name_where_the_thread_blocked():
               f"{py}: quick sleeps")
         check(any(e["args"]["state"] and e["dur"] < THRESHOLD_NS for e in evs),
               f"{py}: some blocks under the threshold (quick)")
-        check_reports(py, r.out, pid, evs)
+        check_reports(py, out, pid, evs)
 
 
 def check_reports(py, out, pid, evs):
@@ -192,8 +220,8 @@ sys.stdin.readline()
 
 def test_a_block_outside_a_system_call_has_no_stack_and_is_kept():
     """A page fault that blocks (userfaultfd: the process's own handler thread resolves it
-    50 ms later) has no sys_exit where its stack could be read: its interval, woken by the
-    handler, is recorded, blocked, 50 ms or more, without a stack (never another call's)."""
+    50 ms later) has no sys_exit where its stack could be read: its interval is recorded,
+    blocked, 50 ms or more, without a stack (never the next system call's)."""
     need_root()
     w = spawn([sys.executable, "-c", FAULTER])
     line = w.stdout.readline()
@@ -210,8 +238,11 @@ def test_a_block_outside_a_system_call_has_no_stack_and_is_kept():
     tell(w, "end")
     eq(w.wait(30), 0, "faulter exit")
     eq(r.wait(60), 0, f"recorder ({r.stderr[-300:]})")
-    woken = [e for e in dump(r.out) if e["kind"] == "offcpu" and e["tid"] == main and
-             e["args"]["waker_tid"] == handler and e["dur"] >= 50_000_000]
-    eq(len(woken), 1, "main's block in the fault, woken by the handler")
-    check(woken[0]["args"]["state"] != 0, "blocked")
-    check("stack" not in woken[0], f"no stack on the fault's block: {woken[0].get('stack')}")
+    # main's blocks of 50 ms or more: the fault's (its last read of stdin is short).
+    long = [e for e in dump(r.out) if e["kind"] == "offcpu" and e["tid"] == main and
+            e["args"]["state"] and e["dur"] >= 50_000_000]
+    bare = [e for e in long if "stack" not in e]
+    eq(len(bare), 1, f"main's long blocks without a stack (the fault's): {long}")
+    # The waker is best effort (a wakeup deferred to the target CPU is not seen).
+    check(bare[0]["args"]["waker_tid"] in (handler, 0), f"woken by the handler: {bare[0]}")
+
