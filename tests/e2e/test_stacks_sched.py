@@ -7,11 +7,14 @@ the test holds (released once the child sleeps in the lock)."""
 import fcntl
 import os
 import re
+import sqlite3
 import sys
 import time
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, run, spawn, stats,
-                     tell, tmpdir, wait_for)
+from helpers import (BPFSIGHT, Recorder, Skip, check, docs_query, dump, eq, need_root, run,
+                     spawn, stats, tell, tmpdir, wait_for)
+from test_export_gil import rows as sql_rows
+from test_export_gil import same_rows
 from test_gil import debian_python, pyenv_python
 
 BLOCKER = r"""
@@ -169,8 +172,13 @@ def test_long_blocks_name_where_the_thread_blocked():
 
 
 def check_reports(py, out, pid, evs):
-    """offcpu_stacks and the folded-offcpu export add up the intervals of each site."""
+    """offcpu_stacks and the folded-offcpu export add up the intervals of each site; the
+    SQLite export's documented query gives offcpu_stacks row for row."""
     rows = stats(out, "offcpu_stacks")["offcpu_stacks"]
+    db = os.path.join(tmpdir(), "t.sqlite")
+    run([BPFSIGHT, "export", out, "--format", "sqlite", "-o", db], check=True)
+    same_rows(sql_rows(sqlite3.connect(db), docs_query("offcpu_stacks")), rows,
+              f"{py}: offcpu_stacks from SQLite")
     folded = os.path.join(tmpdir(), "t.offcpu.folded")
     run([BPFSIGHT, "export", out, "--format", "folded-offcpu", "-o", folded], check=True)
     lines = [l.rsplit(" ", 1) for l in open(folded).read().splitlines()]
