@@ -104,6 +104,12 @@ struct family {
 	void *(*walk_new)(void);
 	void (*walk_observe)(void *w, const struct bs_hdr *rec);
 	void (*walk_free)(void *w);
+	/*
+	 * Record types (0-terminated) that describe state its later events need to be read
+	 * (a process's GIL method, an NVTX thread name): a flight-recorder dump repeats the
+	 * latest of each before its window, as it does strings, names and stacks. May be NULL.
+	 */
+	const __u16 *state_records;
 	/* Decode side; arrays end with a zeroed entry. */
 	const struct rec_decoder *decoders;
 	const struct report *const *reports;
