@@ -17,8 +17,8 @@
 
 struct meta_entry {
 	struct hkey key;
-	__u32 seq;	 /* window chunk the record went into */
-	__u64 ref_ts;	 /* stacks: the latest event that referred to it */
+	__u32 seq;    /* window chunk the record went into */
+	__u64 ref_ts; /* stacks: the latest event that referred to it */
 	struct bs_hdr *rec;
 };
 

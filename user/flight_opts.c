@@ -55,7 +55,7 @@ static int parse_window(struct flight_opts *fo, const char *arg, const char *cmd
 		return bad(cmd, "bad --flight-recorder '%s': use DUR[,SIZE], e.g. 60s or 60s,256M",
 			   arg);
 	if (comma && (parse_size(comma + 1, &fo->size_bytes) || fo->size_bytes < FLIGHT_MIN_SIZE))
-		return bad(cmd, "bad --flight-recorder size in '%s': at least 16M, e.g. 256M", arg);
+		return bad(cmd, "bad --flight-recorder size in '%s': at least 1M, e.g. 256M", arg);
 	fo->text = arg;
 	return 0;
 }
@@ -72,7 +72,8 @@ static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cm
 		return bad(cmd, "too many --trigger (at most 16): '%s'", arg);
 	if (!colon || !gt || gt < colon || colon == arg || gt == colon + 1 ||
 	    (size_t)(colon - arg) >= sizeof(fam) || (size_t)(gt - colon - 1) >= sizeof(t->name))
-		return bad(cmd, "bad --trigger '%s': use FAMILY:NAME>DUR, e.g. osrt:nanosleep>250ms",
+		return bad(cmd,
+			   "bad --trigger '%s': use FAMILY:NAME>DUR, e.g. osrt:nanosleep>250ms",
 			   arg);
 	t = &fo->triggers[fo->ntriggers];
 	memcpy(fam, arg, colon - arg);

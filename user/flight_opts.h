@@ -13,19 +13,24 @@
 #define FLIGHT_DEFAULT_SIZE	   (256ull << 20)
 #define FLIGHT_DEFAULT_COOLDOWN_NS (10 * 1000000000ull)
 #define FLIGHT_DEFAULT_MAX_DUMPS   10
-#define FLIGHT_MIN_SIZE		   (16ull << 20) /* the fixed buffers (10M), then chunks */
+#define FLIGHT_MIN_SIZE		   (1ull << 20) /* about one chunk of compressed records */
 
 /* --trigger=FAMILY:NAME>DUR: an event of FAMILY named NAME ("*": any) lasting over DUR. */
 struct flight_trigger {
-	int family;	   /* index in families[] */
-	char name[64];	   /* the event's name or kind; "*" = any */
-	__u64 min_dur_ns;  /* fires when the event's duration is > this */
-	const char *text;  /* as given, for messages and the dump's options */
+	int family;	  /* index in families[] */
+	char name[64];	  /* the event's name or kind; "*" = any */
+	__u64 min_dur_ns; /* fires when the event's duration is > this */
+	const char *text; /* as given, for messages and the dump's options */
 };
 
 struct flight_opts {
-	__u64 window_ns;   /* --flight-recorder DUR; 0 = no flight recorder */
-	__u64 size_bytes;  /* ,SIZE: memory for the window (compressed chunks + metadata) */
+	__u64 window_ns; /* --flight-recorder DUR; 0 = no flight recorder */
+	/*
+	 * ,SIZE: memory for the window (compressed chunks + metadata). On top, whatever SIZE
+	 * and the rate: the writer's open chunk and zstd (~4 MiB), and while a dump is written
+	 * its writer and the cut of its first chunk (~5 MiB): docs/PRODUCTION.md.
+	 */
+	__u64 size_bytes;
 	__u64 after_ns;	   /* --trigger-after: keep recording this long before writing */
 	__u64 cooldown_ns; /* --trigger-cooldown: no new dump this long after one is written */
 	__u32 max_dumps;   /* --max-dumps: 0 = no limit */
@@ -48,7 +53,9 @@ enum {
 		{ "trigger", required_argument, NULL, OPT_FLIGHT_TRIGGER },                        \
 		{ "trigger-after", required_argument, NULL, OPT_FLIGHT_AFTER },                    \
 		{ "trigger-cooldown", required_argument, NULL, OPT_FLIGHT_COOLDOWN },              \
-		{ "max-dumps", required_argument, NULL, OPT_FLIGHT_MAX_DUMPS }
+	{                                                                                          \
+		"max-dumps", required_argument, NULL, OPT_FLIGHT_MAX_DUMPS                         \
+	}
 
 /* The --help lines of those options. */
 extern const char flight_opts_help[];

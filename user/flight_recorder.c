@@ -20,14 +20,7 @@
 #include "trace_format.h"
 #include "trace_writer.h"
 
-/*
- * Memory the window has beside its chunks, whatever the rate: the writer's open chunk
- * (1 MiB of records and room to compress them), zstd's context, and while a dump is written
- * its own writer and the cut of its first chunk.
- * SIZE pays for it first; what is left holds chunks and metadata.
- */
-#define FLIGHT_FIXED_BYTES (10ull << 20)
-#define SIZE_DROPS_MAX	   4096 /* chunks cut by SIZE remembered (one per 1 MiB of records) */
+#define SIZE_DROPS_MAX 4096 /* chunks cut by SIZE remembered (one per 1 MiB of records) */
 
 struct stored_chunk {
 	__u8 *data; /* chunk header + zstd frame, as the writer made it */
@@ -59,9 +52,9 @@ struct flight_recorder {
 	size_t drop_head, ndrops;
 	__u64 dropped_total; /* records SIZE cut out of the window, whole recording */
 
-	int pending;	     /* a dump was triggered and is not written yet */
-	__u64 due_ns;	     /* ... to be written at */
-	char reason[128];    /* what triggered it */
+	int pending;	  /* a dump was triggered and is not written yet */
+	__u64 due_ns;	  /* ... to be written at */
+	char reason[128]; /* what triggered it */
 	__u64 cooldown_until;
 	__u32 ndumps, nfailed;
 	__u64 coalesced, cooled, capped; /* triggers that did not make a dump of their own */
@@ -165,7 +158,7 @@ struct flight_recorder *flight__new(const struct flight_opts *fo, const struct t
 	fr->output = output;
 	fr->force = force;
 	fr->cmd = cmd;
-	fr->budget = fo->size_bytes > FLIGHT_FIXED_BYTES ? fo->size_bytes - FLIGHT_FIXED_BYTES : 0;
+	fr->budget = fo->size_bytes;
 	fr->fm = flight_meta__new();
 	if (!fr->fm)
 		goto fail;
@@ -361,9 +354,9 @@ static int write_dump(struct flight_recorder *fr, const char *path, __u64 now, _
 	w = trace_writer__open(path, &m, fr->force ? TRACE_WRITER_FORCE : 0, &err);
 	if (!w)
 		return err;
-	nmeta = flight_meta__write(fr->fm, w,
-				   from, first < fr->n ? chunk_at(fr, first)->info.seq
-						       : trace_writer__seq(fr->w));
+	nmeta = flight_meta__write(fr->fm, w, from,
+				   first < fr->n ? chunk_at(fr, first)->info.seq
+						 : trace_writer__seq(fr->w));
 	err = nmeta < 0 ? (int)nmeta : 0;
 	if (!err && lost) {
 		/* Never silent: what SIZE cut out of this window, before its first record. */

@@ -6,10 +6,12 @@
  * calls, N = calls made) once the calls are done:
  *   g N        N getppid
  *   s US K     K nanosleep of US microseconds
- *   b MS       getppid as fast as it can for MS milliseconds (N = how many)
+ *   b MS [T]   getppid as fast as it can for MS milliseconds, in T threads (default 1;
+ *              N = how many, all threads)
  *   q          exit
  * Prints "pid P" first. Calls go through syscall() so libc adds none.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -22,6 +24,22 @@ static unsigned long long now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct busy {
+	pthread_t t;
+	unsigned long long end;
+	long n;
+};
+
+static void *busy(void *arg)
+{
+	struct busy *b = arg;
+
+	while (now_ns() < b->end)
+		for (int i = 0; i < 1000; i++, b->n++)
+			syscall(SYS_getppid);
+	return NULL;
 }
 
 int main(void)
@@ -41,15 +59,27 @@ int main(void)
 			for (; n < a; n++)
 				syscall(SYS_getppid);
 		} else if (cmd == 's') {
-			struct timespec ts = { .tv_sec = a / 1000000, .tv_nsec = (a % 1000000) * 1000 };
+			struct timespec ts = { .tv_sec = a / 1000000,
+					       .tv_nsec = (a % 1000000) * 1000 };
 
 			for (; n < b; n++)
 				syscall(SYS_nanosleep, &ts, NULL);
 		} else if (cmd == 'b') {
+			struct busy th[16] = {};
+			long nt = b < 1 ? 1 : b > 16 ? 16 : b;
+
 			end = t0 + (unsigned long long)a * 1000000ull;
-			while (now_ns() < end)
-				for (int i = 0; i < 1000; i++, n++)
-					syscall(SYS_getppid);
+			for (long i = 0; i < nt; i++) {
+				th[i].end = end;
+				if (i && pthread_create(&th[i].t, NULL, busy, &th[i]))
+					return 1;
+			}
+			busy(&th[0]);
+			for (long i = 0; i < nt; i++) {
+				if (i)
+					pthread_join(th[i].t, NULL);
+				n += th[i].n;
+			}
 		}
 		printf("ok %llu %llu %ld\n", t0, now_ns(), n);
 	}
