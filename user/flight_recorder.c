@@ -345,11 +345,11 @@ static int write_dump(struct flight_recorder *fr, const char *path, __u64 now, _
 	snprintf(options, sizeof(options),
 		 "%s%sflight_recorder=%s dump=%u trigger=\"%s\" window_start_ns=%llu "
 		 "window_end_ns=%llu size_dropped_records=%llu triggers_coalesced=%llu "
-		 "triggers_in_cooldown=%llu",
+		 "triggers_in_cooldown=%llu cumulative_since_ns=%llu",
 		 m.options ? m.options : "", m.options ? " " : "", fr->fo.text, fr->ndumps + 1,
 		 fr->reason, (unsigned long long)from, (unsigned long long)now,
 		 (unsigned long long)lost, (unsigned long long)fr->since_coalesced,
-		 (unsigned long long)fr->since_cooled);
+		 (unsigned long long)fr->since_cooled, (unsigned long long)fr->meta->start.mono_ns);
 	m.options = options;
 	w = trace_writer__open(path, &m, fr->force ? TRACE_WRITER_FORCE : 0, &err);
 	if (!w)
