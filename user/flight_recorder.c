@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include "flight_cumul.h"
 #include "flight_meta.h"
 #include "flight_recorder.h"
 #include "flight_trigger.h"
@@ -41,6 +42,7 @@ struct flight_recorder {
 	int force;
 	struct trace_writer *w;
 	struct flight_meta *fm;
+	struct flight_cumul *fc;
 	struct flight_triggers *ft;
 
 	struct stored_chunk *c; /* ring of chunks, oldest at head */
@@ -51,6 +53,8 @@ struct flight_recorder {
 	struct size_drop drops[SIZE_DROPS_MAX];
 	size_t drop_head, ndrops;
 	__u64 dropped_total; /* records SIZE cut out of the window, whole recording */
+
+	__u64 pruned_at; /* first_ts of the oldest chunk when the stores were last pruned */
 
 	int pending;	  /* a dump was triggered and is not written yet */
 	__u64 due_ns;	  /* ... to be written at */
@@ -116,7 +120,7 @@ static void drop_for_size(struct flight_recorder *fr, __u64 now)
 
 static __u64 held(const struct flight_recorder *fr)
 {
-	return fr->chunk_bytes + flight_meta__bytes(fr->fm);
+	return fr->chunk_bytes + flight_meta__bytes(fr->fm) + flight_cumul__bytes(fr->fc);
 }
 
 static int on_chunk(void *arg, const __u8 *chunk, size_t len, const struct trace_chunk_info *info)
@@ -160,7 +164,8 @@ struct flight_recorder *flight__new(const struct flight_opts *fo, const struct t
 	fr->cmd = cmd;
 	fr->budget = fo->size_bytes;
 	fr->fm = flight_meta__new();
-	if (!fr->fm)
+	fr->fc = flight_cumul__new();
+	if (!fr->fm || !fr->fc)
 		goto fail;
 	fr->ft = flight_triggers__new(&fr->fo, err);
 	if (*err)
@@ -210,18 +215,21 @@ void flight__trigger(struct flight_recorder *fr, const char *reason)
 		fr->fo.after_ns ? ", writing after --trigger-after" : "");
 }
 
-void flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec)
+int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec)
 {
 	const struct flight_trigger *t;
 	char why[160];
 
 	/* Out of memory here costs names in a later dump, never the recording. */
 	flight_meta__observe(fr->fm, rec, trace_writer__seq(fr->w));
+	if (flight_cumul__observe(fr->fc, rec))
+		return 1;
 	t = flight_triggers__match(fr->ft, rec);
 	if (!t)
-		return;
+		return 0;
 	snprintf(why, sizeof(why), "%s (pid %u tid %u)", t->text, rec->pid, rec->tid);
 	flight__trigger(fr, why);
+	return 0;
 }
 
 int flight__due(const struct flight_recorder *fr, __u64 now)
@@ -232,20 +240,21 @@ int flight__due(const struct flight_recorder *fr, __u64 now)
 void flight__tick(struct flight_recorder *fr, __u64 now)
 {
 	__u64 start = now > fr->fo.window_ns ? now - fr->fo.window_ns : 0;
-	int dropped = 0;
 
 	trace_writer__tick(fr->w, now);
 	/* Keep at least DUR: the oldest goes once the next one alone reaches back to DUR. */
-	while (fr->n >= 2 && chunk_at(fr, 1)->info.first_ts <= start) {
+	while (fr->n >= 2 && chunk_at(fr, 1)->info.first_ts <= start)
 		drop_oldest(fr);
-		dropped = 1;
-	}
 	while (fr->ndrops && fr->drops[fr->drop_head].last_ts < start) {
 		fr->drop_head = (fr->drop_head + 1) % SIZE_DROPS_MAX;
 		fr->ndrops--;
 	}
-	if (dropped && fr->n)
-		flight_meta__prune(fr->fm, chunk_at(fr, 0)->info.first_ts);
+	/* The oldest chunk changed (DUR or SIZE): what only older records needed goes. */
+	if (fr->n && chunk_at(fr, 0)->info.first_ts != fr->pruned_at) {
+		fr->pruned_at = chunk_at(fr, 0)->info.first_ts;
+		flight_meta__prune(fr->fm, fr->pruned_at);
+		flight_cumul__prune(fr->fc, fr->pruned_at);
+	}
 	while (fr->n > 1 && held(fr) > fr->budget) /* the metadata grew */
 		drop_for_size(fr, now);
 }
@@ -345,11 +354,11 @@ static int write_dump(struct flight_recorder *fr, const char *path, __u64 now, _
 	snprintf(options, sizeof(options),
 		 "%s%sflight_recorder=%s dump=%u trigger=\"%s\" window_start_ns=%llu "
 		 "window_end_ns=%llu size_dropped_records=%llu triggers_coalesced=%llu "
-		 "triggers_in_cooldown=%llu cumulative_since_ns=%llu",
+		 "triggers_in_cooldown=%llu",
 		 m.options ? m.options : "", m.options ? " " : "", fr->fo.text, fr->ndumps + 1,
 		 fr->reason, (unsigned long long)from, (unsigned long long)now,
 		 (unsigned long long)lost, (unsigned long long)fr->since_coalesced,
-		 (unsigned long long)fr->since_cooled, (unsigned long long)fr->meta->start.mono_ns);
+		 (unsigned long long)fr->since_cooled);
 	m.options = options;
 	w = trace_writer__open(path, &m, fr->force ? TRACE_WRITER_FORCE : 0, &err);
 	if (!w)
@@ -367,6 +376,12 @@ static int write_dump(struct flight_recorder *fr, const char *path, __u64 now, _
 	}
 	if (!err)
 		err = append_window(fr, w, first, from);
+	if (!err) {
+		/* Counting from the window's start (kept out of the chunks: flight_cumul.c). */
+		long n = flight_cumul__write(fr->fc, w, from);
+
+		err = n < 0 ? (int)n : 0;
+	}
 	*nrec = trace_writer__records(w);
 	if (err) {
 		trace_writer__free(w);
@@ -435,6 +450,7 @@ void flight__free(struct flight_recorder *fr)
 		drop_oldest(fr);
 	free(fr->c);
 	flight_meta__free(fr->fm);
+	flight_cumul__free(fr->fc);
 	flight_triggers__free(fr->ft);
 	free(fr);
 }

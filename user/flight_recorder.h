@@ -6,7 +6,8 @@
  *
  * What a recording loop calls (record, monitor):
  *   flight__new             before recording; its writer is the recording's writer
- *   flight__observe         every record, before it is appended (record_ctx__write does it)
+ *   flight__observe         every record, before it is appended (record_ctx__write does it);
+ *                           when it returns 1 the record is kept by it, not appended
  *   flight__trigger         SIGUSR1, or any reason from outside
  *   flight__due + dump      each turn of the loop: when due, bring the in-kernel totals and
  *                           losses up to date (as for a flush), then flight__dump
@@ -33,8 +34,11 @@ struct flight_recorder *flight__new(const struct flight_opts *fo, const struct t
 				    const char *output, int force, const char *cmd, int *err);
 /* The in-memory writer the recording appends to (owned by the flight recorder). */
 struct trace_writer *flight__writer(struct flight_recorder *fr);
-/* Every record, before it is appended: keeps state records, evaluates --trigger. */
-void flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec);
+/*
+ * Every record, before it is appended: keeps state records, evaluates --trigger. Returns 1
+ * for a cumulative snapshot, which it keeps itself (the caller does not append it), else 0.
+ */
+int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec);
 /* Ask for a dump (REASON says why, e.g. "SIGUSR1"): may be coalesced, cooled down, capped. */
 void flight__trigger(struct flight_recorder *fr, const char *reason);
 /* 1 when a triggered dump is to be written now (its --trigger-after is over). */

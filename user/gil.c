@@ -933,6 +933,7 @@ const struct family family_gil = {
 	.flags = FAMILY_STACKS_DEFAULT,
 	.stack_default_ns = GIL_THRESHOLD_NS, /* every wait with a record, and its rounds */
 	.state_records = gil_state_records,
+	.cumulative = gil_cumulative,
 	.attach = gil_attach,
 	.poll = gil_poll,
 	.detach = gil_detach,

@@ -538,6 +538,9 @@ int recorder__run(const struct record_opts *o)
 	if (ctx.flight) {
 		/* A dump still waiting for its --trigger-after is written with what there is. */
 		flight__finish(ctx.flight);
+		fprintf(stderr, "bpfsight record: recorded %llu records, %llu events lost%s\n",
+			(unsigned long long)trace_writer__records(ctx.writer),
+			(unsigned long long)lost_total, stop_signal ? " (stopped by signal)" : "");
 		ret = ctx.write_err ? 1 : 0;
 		goto finish_launched;
 	}

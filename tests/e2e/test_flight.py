@@ -105,6 +105,26 @@ def test_flight_dump_holds_exactly_the_window():
     f.stop()
 
 
+def test_flight_short_calls_count_from_the_window():
+    need_root()
+    # Default --osrt-threshold: getppid is only counted in the kernel, in snapshots since
+    # the recording began; a dump's osrt_sum counts from its window's start.
+    f = Flight("--flight-recorder", "3s", families=("-t", "osrt"))
+    a = f.phase("g 1000")
+    wait_until_mono(a[1] + 5000 * MS)  # phase A's snapshot (within 1 s) is before the window
+    f.phase("g 300")
+    f.r.p.send_signal(signal.SIGUSR1)
+    path = f.wait_dumps(1)[0]
+    eq(row(stats(path, "osrt_sum")["osrt_sum"], name="getppid")["count"], 300,
+       "getppid in the dump: phase B's 300, not phase A's 1000")
+    f.phase("g 40")
+    f.r.p.send_signal(signal.SIGUSR1)
+    f.phase("g 1")
+    err = f.stop()
+    eq(len(f.dumps()), 1, "one dump: the second SIGUSR1 came within the 10 s cool-down")
+    check("1 in cool-down" in err, err[-300:])
+
+
 def test_flight_trigger_fires_once_per_slow_call():
     need_root()
     # 3 nanosleeps over 200 ms, each its own dump (no cool-down); short ones trigger nothing.
