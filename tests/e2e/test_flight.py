@@ -261,3 +261,24 @@ def test_flight_hundreds_of_dumps_flat_memory():
     for path in f.dumps()[::40]:
         check(info(path)["clean_close"], f"{path} closed cleanly")
     check(f"{n} dumps written" in err, err[-300:])
+
+
+def test_flight_bad_options_are_refused():
+    cases = [
+        (["--flight-recorder", "soon"], "bad --flight-recorder 'soon'"),
+        (["--flight-recorder", "60s,1K"], "at least 1M"),
+        (["--flight-recorder", "60s", "--trigger", "osrt:nanosleep"], "use FAMILY:NAME>DUR"),
+        (["--flight-recorder", "60s", "--trigger", "disk:read>1s"], "no such family"),
+        (["--flight-recorder", "60s", "--trigger", "osrt:read>fast"], "bad --trigger duration"),
+        (["--trigger", "osrt:read>1s"], "needs --flight-recorder"),
+        (["--trigger-after", "1s"], "needs --flight-recorder"),
+        (["--flight-recorder", "60s", "--max-dumps", "many"], "bad --max-dumps"),
+        (["--flight-recorder", "60s", "--trigger-cooldown", "10"], "bad --trigger-cooldown"),
+        (["--flight-recorder", "60s", "--dry-run"], "--dry-run records nothing"),
+    ]
+    d = tmpdir()
+    for opts, msg in cases:
+        p = run([BPFSIGHT, "record", "-o", os.path.join(d, "fr.bst"), *opts, "--", "true"])
+        eq(p.returncode, 1, f"{opts}: exit status")
+        check(msg in p.stderr, f"{opts}: '{msg}' in {p.stderr.strip()!r}")
+    eq(os.listdir(d), [], "nothing written")
