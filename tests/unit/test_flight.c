@@ -46,19 +46,28 @@ static void put(struct flight_recorder *fr, const void *rec)
 
 static void syscall_at(struct flight_recorder *fr, __u64 ts, __u32 nr)
 {
-	struct bs_syscall r = { .h = { .type = BS_REC_SYSCALL, .size = sizeof(r), .pid = 7,
-				       .tid = 7, .ts = ts },
-				.dur = 10, .nr = nr };
+	struct bs_syscall r = {
+		.h = { .type = BS_REC_SYSCALL, .size = sizeof(r), .pid = 7, .tid = 7, .ts = ts },
+		.dur = 10,
+		.nr = nr
+	};
 
 	put(fr, &r);
 }
 
 static void agg_at(struct flight_recorder *fr, __u64 ts, __u64 count, __u32 flags)
 {
-	struct bs_syscall_agg r = { .h = { .type = BS_REC_SYSCALL_AGG, .size = sizeof(r),
-					   .pid = 7, .tid = 7, .ts = ts },
-				    .nr = 39, .flags = flags, .count = count,
-				    .total_ns = count * 100, .min_ns = 90, .max_ns = 200 };
+	struct bs_syscall_agg r = { .h = { .type = BS_REC_SYSCALL_AGG,
+					   .size = sizeof(r),
+					   .pid = 7,
+					   .tid = 7,
+					   .ts = ts },
+				    .nr = 39,
+				    .flags = flags,
+				    .count = count,
+				    .total_ns = count * 100,
+				    .min_ns = 90,
+				    .max_ns = 200 };
 
 	put(fr, &r);
 }
@@ -97,9 +106,10 @@ static void free_recs(struct bs_hdr **recs, int n)
 
 static void test_window_cut_and_state(void)
 {
-	struct named_string str = { .s = { .h = { .type = BS_REC_STRING, .size = sizeof(str) },
-					   .id = 1, .len = 4 },
-				    .text = "prog" };
+	struct named_string str = {
+		.s = { .h = { .type = BS_REC_STRING, .size = sizeof(str) }, .id = 1, .len = 4 },
+		.text = "prog"
+	};
 	struct trace_meta meta;
 	struct flight_recorder *fr = start("cut", 5 * S, &meta);
 	struct bs_hdr *recs[64];
