@@ -138,14 +138,14 @@ def soak(ctx, seconds):
 def run(ctx):
     seconds = 2 if ctx.quick else 5
     pairs = []
-    for _ in range(2 if ctx.quick else 4):
+    for _ in range(2 if ctx.quick else 3):
         plain = cpu_pair(ctx, False, seconds)
         fl = cpu_pair(ctx, True, seconds)
         pairs.append((plain, fl))
         ctx.progress("flight cpu", len(pairs), "-", f"plain {plain['cpu']:.2f} s, flight "
                      f"{fl['cpu']:.2f} s")
     lat = latency(ctx, 10 if ctx.quick else 60)
-    sk = soak(ctx, 10 if ctx.quick else 60)
+    sk = soak(ctx, 10 if ctx.quick else 40)
     return {"pairs": pairs, "latency": lat, "soak": sk, "seconds": seconds}
 
 
@@ -197,7 +197,8 @@ def markdown(ctx, res):
     out = block_head(ctx, NAME, "Flight recorder")
     out.append("```")
     out.append(f"# CPU, {len(pairs)} pairs alternating, the recorder's own utime+stime while "
-               f"loadgen runs ({res['seconds']} s at 1 M calls/s, 2 threads):")
+               f"loadgen runs ({res['seconds']} s paced at 1 M calls/s, 2 threads; what "
+               f"they reach traced is below):")
     out.append(pairs[0][0]["cmd"])
     out.append(pairs[0][1]["cmd"])
     out.append(f"# latency: {lat['window']:.0f} s of 200 k calls/s, then `kill -USR1` until "

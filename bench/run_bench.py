@@ -25,7 +25,7 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
              untraced runs, recorder CPU, bytes per sample (bench_cpu.py; ~1 min)
   flight     the flight recorder: its CPU against plain record at 1 M events/s, the
              latency of a 60 s window's dump, a soak of dumps every second with a small
-             SIZE (bench_flight.py; ~3 min)
+             SIZE (bench_flight.py; ~2.5 min)
 
 The summary block lists every figure with a goal; a run of some sections (--only) replaces
 their rows and keeps the other sections' rows, their runs and any notes, each row dated.

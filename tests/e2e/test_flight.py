@@ -282,3 +282,52 @@ def test_flight_bad_options_are_refused():
         eq(p.returncode, 1, f"{opts}: exit status")
         check(msg in p.stderr, f"{opts}: '{msg}' in {p.stderr.strip()!r}")
     eq(os.listdir(d), [], "nothing written")
+
+
+def test_flight_sched_trigger_once_per_long_sleep():
+    need_root()
+    # Attached while the workload is blocked on stdin (that interval began before tracing:
+    # no record), then 3 sleeps of 400 ms: 3 off-CPU intervals over 250 ms, 3 dumps.
+    w = spawn([workload("syscalls"), "--wait-stdin", "0", "3", "400000"])
+    pid = int(re.match(r"pid (\d+)", w.stdout.readline()).group(1))
+    d = tmpdir()
+    r = Recorder("-t", "sched", "-p", str(pid), "--flight-recorder", "2s", "--trigger",
+                 "sched:blocked>250ms", "--trigger-cooldown", "0s", "--max-dumps", "0",
+                 out=os.path.join(d, "fr.bst"))
+    r.wait_ready()
+    tell(w, "go")
+    w.wait(30)
+    eq(r.wait(60), 0, f"recorder exit ({r.stderr[-500:]})")
+    dumps = re.findall(r"flight recorder: wrote (\S+):", r.stderr)
+    eq(len(dumps), 3, f"one dump per long sleep ({r.stderr[-500:]})")
+    for path in dumps:
+        long = [e for e in dump(path) if e["kind"] == "offcpu" and e["pid"] == pid and
+                e["name"] == "blocked" and e["dur"] > 250 * MS]
+        check(long, f"{path}: the blocked interval that triggered it")
+
+
+def test_flight_gil_trigger_and_the_gil_state_before_the_window():
+    need_root()
+    from test_gil import WORK, need_pyenv, truth_of
+    py = need_pyenv()
+    w = spawn([py, WORK, "--go", "hold", "400"])
+    pid = int(w.stdout.readline().split()[1])
+    d = tmpdir()
+    r = Recorder("-t", "gil", "-p", str(pid), "--flight-recorder", "1s", "--trigger",
+                 "gil:*>200ms", out=os.path.join(d, "fr.bst"))
+    r.wait_ready()
+    # How the process is measured (GIL_PROC) is written now, well before the 1 s window.
+    time.sleep(2)
+    tell(w, "go")
+    truth = truth_of(w.stdout.read())
+    w.wait(60)
+    eq(r.wait(60), 0, f"recorder exit ({r.stderr[-500:]})")
+    dumps = re.findall(r"flight recorder: wrote (\S+):", r.stderr)
+    eq(len(dumps), 1, f"one wait over 200 ms, one dump ({r.stderr[-500:]})")
+    spinner = truth["threads"]["spinner"]
+    waits = [e for e in dump(dumps[0]) if e["kind"] == "gil_wait" and
+             e["tid"] == spinner["tid"] and e["dur"] > 200 * MS]
+    eq(len(waits), 1, "the spinner's long wait in the dump")
+    procs = stats(dumps[0], "gil_procs")["gil_procs"]
+    eq(row(procs, pid=pid)["method"], "condwait", "the process's GIL method, from before "
+       "the window")
