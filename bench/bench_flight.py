@@ -11,6 +11,8 @@
   recorder's own memory under SIZE, every dump written.
 
     python3 bench/run_bench.py --build B --only flight   # this section alone
+    BPFSIGHT_FLIGHT_SOAK_S=3600 python3 bench/run_bench.py --build B --only flight
+                                                          # the longer soak (an hour)
 """
 
 import os
@@ -145,7 +147,7 @@ def run(ctx):
         ctx.progress("flight cpu", len(pairs), "-", f"plain {plain['cpu']:.2f} s, flight "
                      f"{fl['cpu']:.2f} s")
     lat = latency(ctx, 10 if ctx.quick else 60)
-    sk = soak(ctx, 10 if ctx.quick else 40)
+    sk = soak(ctx, int(os.environ.get("BPFSIGHT_FLIGHT_SOAK_S", 10 if ctx.quick else 40)))
     return {"pairs": pairs, "latency": lat, "soak": sk, "seconds": seconds}
 
 
@@ -204,7 +206,8 @@ def markdown(ctx, res):
     out.append(f"# latency: {lat['window']:.0f} s of 200 k calls/s, then `kill -USR1` until "
                f"the 'wrote' line:")
     out.append(lat["cmd"])
-    out.append("# soak: 100 k calls/s, `kill -USR1` and VmRSS every second:")
+    out.append(f"# soak: {len(s['rss'])} s at 100 k calls/s, `kill -USR1` and VmRSS every "
+               f"second:")
     out.append(s["cmd"])
     out.append("```")
     out.append("")
