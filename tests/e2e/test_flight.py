@@ -331,3 +331,45 @@ def test_flight_gil_trigger_and_the_gil_state_before_the_window():
     procs = stats(dumps[0], "gil_procs")["gil_procs"]
     eq(row(procs, pid=pid)["method"], "condwait", "the process's GIL method, from before "
        "the window")
+
+
+def test_flight_cuda_trigger_every_instance_accounted():
+    from test_cuda import API_SHARED, need_cuda
+    need_cuda(API_SHARED)
+    rounds = 3
+    mallocs = 2 + rounds  # cuda_api.cu: two, then one per round
+    d = tmpdir()
+    p = run([BPFSIGHT, "record", "-t", "cuda", "-o", os.path.join(d, "fr.bst"),
+             "--flight-recorder", "10s", "--trigger", "cuda:cudaMalloc>1ns",
+             "--trigger-cooldown", "0s", "--max-dumps", "0", "--", API_SHARED, str(rounds)])
+    eq(p.returncode, 0, f"record exit ({p.stderr[-600:]})")
+    dumps = re.findall(r"flight recorder: wrote (\S+):", p.stderr)
+    m = re.search(r"(\d+) dumps written, 0 failed; triggers: (\d+) coalesced into a pending "
+                  r"dump, 0 in cool-down, 0 over --max-dumps", p.stderr)
+    check(m, f"the flight recorder's summary: {p.stderr[-600:]}")
+    # Calls microseconds apart: the first makes a dump, those before it is written join it.
+    eq(int(m.group(1)) + int(m.group(2)), mallocs, "every cudaMalloc: a dump or coalesced")
+    eq(int(m.group(1)), len(dumps), "dumps")
+    for path in dumps:
+        check(any(e["name"] == "cudaMalloc" for e in dump(path)), f"{path}: its cudaMalloc")
+
+
+def test_flight_existing_dump_file_is_kept_and_recording_goes_on():
+    need_root()
+    f = Flight("--flight-recorder", "60s", "--trigger-cooldown", "0s")
+    taken = os.path.join(f.dir, "fr-1.bst")
+    with open(taken, "w") as fh:
+        fh.write("someone's file\n")
+    f.phase("g 10")
+    f.r.p.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "cannot write" in f.r.stderr, 20, "the refusal")
+    check("use --force to overwrite" in f.r.stderr, f.r.stderr[-300:])
+    f.phase("g 20")
+    f.r.p.send_signal(signal.SIGUSR1)
+    path = f.wait_dumps(1)[0]
+    eq(os.path.basename(path), "fr-2.bst", "the next number")
+    with open(taken) as fh:
+        eq(fh.read(), "someone's file\n", "the existing file untouched")
+    eq(len(syscalls(path, f.pid, "getppid")), 30, "both phases in the window")
+    err = f.stop()
+    check("1 dumps written, 1 failed" in err, err[-300:])
