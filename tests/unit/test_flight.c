@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "unit.h"
+#include "flight_meta.h"
 #include "flight_recorder.h"
 #include "mono_clock.h"
 #include "trace_reader.h"
@@ -190,6 +191,65 @@ out:
 	flight__free(fr);
 }
 
+/* What keeps memory flat: the store forgets what no event still held can need. */
+static void test_meta_store_forgets(void)
+{
+	struct flight_meta *fm = flight_meta__new();
+	struct bs_process proc = {
+		.h = { .type = BS_REC_PROCESS, .size = sizeof(proc), .pid = 5, .tid = 5, .ts = 100 }
+	};
+	struct bs_thread th = {
+		.h = { .type = BS_REC_THREAD, .size = sizeof(th), .pid = 5, .tid = 6, .ts = 100 }
+	};
+	struct bs_exit th_exit = {
+		.h = { .type = BS_REC_EXIT, .size = sizeof(th_exit), .pid = 5, .tid = 6, .ts = 200 }
+	};
+	struct bs_exit proc_exit = { .h = { .type = BS_REC_EXIT,
+					    .size = sizeof(proc_exit),
+					    .pid = 5,
+					    .tid = 5,
+					    .ts = 400 },
+				     .group_dead = 1 };
+	struct bs_stack st = {
+		.h = { .type = BS_REC_STACK, .size = sizeof(st), .pid = 5, .tid = 5, .ts = 100 },
+		.id = 9
+	};
+	struct bs_stack_ref ref = { .h = { .type = BS_REC_STACK_REF,
+					   .size = sizeof(ref),
+					   .pid = 5,
+					   .tid = 5,
+					   .ts = 300 },
+				    .stack_id = 9,
+				    .event_type = BS_REC_SYSCALL };
+	struct named_string str = {
+		.s = { .h = { .type = BS_REC_STRING, .size = sizeof(str), .ts = 100 },
+		       .id = 1,
+		       .len = 4 },
+		.text = "prog"
+	};
+
+	if (!ASSERT_TRUE(fm, "store"))
+		return;
+	flight_meta__observe(fm, &str.s.h, 0);
+	flight_meta__observe(fm, &proc.h, 0);
+	flight_meta__observe(fm, &th.h, 0);
+	flight_meta__observe(fm, &st.h, 0);
+	flight_meta__observe(fm, &ref.h, 0);
+	flight_meta__observe(fm, &th_exit.h, 0);
+	flight_meta__observe(fm, &proc_exit.h, 0);
+	ASSERT_EQ(flight_meta__count(fm), 4, "string, process, thread, stack");
+	flight_meta__prune(fm, 150);
+	ASSERT_EQ(flight_meta__count(fm), 4, "all still needed from 150 on");
+	flight_meta__prune(fm, 250);
+	ASSERT_EQ(flight_meta__count(fm), 3, "the thread ended at 200: gone");
+	flight_meta__prune(fm, 350);
+	ASSERT_EQ(flight_meta__count(fm), 2, "the stack was last used at 300: gone");
+	flight_meta__prune(fm, 500);
+	ASSERT_EQ(flight_meta__count(fm), 1, "the process ended at 400: only the string is left");
+	ASSERT_TRUE(flight_meta__bytes(fm) < 200, "and its bytes");
+	flight_meta__free(fm);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -198,6 +258,7 @@ int main(void)
 	}
 	RUN_TEST(test_window_cut_and_state);
 	RUN_TEST(test_cumulative_from_window_start);
+	RUN_TEST(test_meta_store_forgets);
 	{
 		char cmd[128];
 
