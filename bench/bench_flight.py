@@ -85,8 +85,11 @@ class Rec:
         return "".join(self.lines)
 
 
-def cpu_pair(ctx, flight, seconds):
-    r = Rec(ctx, ["--flight-recorder", "60s"] if flight else [],
+TRIGGER = ["--trigger", "osrt:nanosleep>1s"]  # decodes every getppid record, never fires
+
+
+def cpu_pair(ctx, flight, seconds, extra=()):
+    r = Rec(ctx, (["--flight-recorder", "60s"] if flight else []) + list(extra),
             ["-t", "2", "-d", str(seconds), "-r", str(RATE)])
     c0 = proc_cpu_s(r.p.pid)
     r.go()
@@ -143,6 +146,7 @@ def run(ctx):
     for _ in range(2 if ctx.quick else 3):
         plain = cpu_pair(ctx, False, seconds)
         fl = cpu_pair(ctx, True, seconds)
+        fl["trig"] = cpu_pair(ctx, True, seconds, TRIGGER)
         pairs.append((plain, fl))
         ctx.progress("flight cpu", len(pairs), "-", f"plain {plain['cpu']:.2f} s, flight "
                      f"{fl['cpu']:.2f} s")
@@ -159,9 +163,11 @@ def per_mcall(run):
 def figures(res):
     ratios = [per_mcall(f) / per_mcall(p) for p, f in res["pairs"] if p["cpu"] > 0 and
               p["calls"] and f["calls"]]
+    trig = [per_mcall(f["trig"]) / per_mcall(p) for p, f in res["pairs"] if p["cpu"] > 0 and
+            p["calls"] and f["trig"]["calls"]]
     rss = res["soak"]["rss"]
     third = max(1, len(rss) // 3)
-    return {"ratios": ratios, "ratio": median(ratios),
+    return {"ratios": ratios, "ratio": median(ratios), "trig": trig,
             "rss_first": max(rss[:third]), "rss_last": max(rss[-third:])}
 
 
@@ -198,11 +204,12 @@ def markdown(ctx, res):
     lat, s, pairs = res["latency"], res["soak"], res["pairs"]
     out = block_head(ctx, NAME, "Flight recorder")
     out.append("```")
-    out.append(f"# CPU, {len(pairs)} pairs alternating, the recorder's own utime+stime while "
+    out.append(f"# CPU, {len(pairs)} rounds alternating (plain, flight, flight + trigger), the recorder's own utime+stime while "
                f"loadgen runs ({res['seconds']} s paced at 1 M calls/s, 2 threads; what "
                f"they reach traced is below):")
     out.append(pairs[0][0]["cmd"])
     out.append(pairs[0][1]["cmd"])
+    out.append(pairs[0][1]["trig"]["cmd"])
     out.append(f"# latency: {lat['window']:.0f} s of 200 k calls/s, then `kill -USR1` until "
                f"the 'wrote' line:")
     out.append(lat["cmd"])
@@ -222,6 +229,9 @@ def markdown(ctx, res):
                f"{fmt_spread([per_mcall(q) for _, q in pairs], ' s', 3)} | |")
     out.append(f"| ratio per pair (CPU per call) | {' '.join(f'{x:.2f}' for x in f['ratios'])} "
                f"(median {f['ratio']:.2f}x) | {cells['cpu']} |")
+    out.append(f"| with {' '.join(TRIGGER)} (each getppid record decoded, none fires): "
+               f"ratio per run | {' '.join(f'{x:.2f}' for x in f['trig'])} (median "
+               f"{median(f['trig']):.2f}x) | |")
     out.append(f"| calls made per run (plain, flight) | "
                f"{fmt_spread([p['calls'] for p, _ in pairs])}, "
                f"{fmt_spread([q['calls'] for _, q in pairs])} | |")
