@@ -279,12 +279,7 @@ static int targets_alive(const struct record_opts *o, struct launch *l)
 	return 0;
 }
 
-/*
- * SIGUSR1/SIGUSR2 (the ring buffer was just drained): losses and the families' in-kernel
- * totals are written as on a poll, and the open chunk goes to disk, so the file read now (it
- * has no footer yet: readers take it as a recording in progress) holds everything up to
- * the signal. The signal is not passed on to CMD.
- */
+/* What the records so far miss from the kernel: losses, the families' in-kernel totals. */
 static void bring_up_to_date(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_total)
 {
 	account_losses(ctx, seen_lost, lost_total);
@@ -293,6 +288,12 @@ static void bring_up_to_date(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lo
 			families[i]->poll(ctx, ctx->states[i]);
 }
 
+/*
+ * SIGUSR1/SIGUSR2 (the ring buffer was just drained): losses and the families' in-kernel
+ * totals are written as on a poll, and the open chunk goes to disk, so the file read now (it
+ * has no footer yet: readers take it as a recording in progress) holds everything up to
+ * the signal. The signal is not passed on to CMD.
+ */
 static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_total)
 {
 	int err;
