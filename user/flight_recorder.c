@@ -61,8 +61,8 @@ struct flight_recorder {
 	char reason[128]; /* what triggered it */
 	__u64 cooldown_until;
 	__u32 ndumps, nfailed;
-	__u64 coalesced, cooled, capped; /* triggers that did not make a dump of their own */
-	__u64 since_coalesced, since_cooled, since_capped; /* since the previous dump */
+	__u64 coalesced, cooled, capped;     /* triggers that did not make a dump of their own */
+	__u64 since_coalesced, since_cooled; /* since the previous dump */
 	int capped_said;
 };
 
@@ -190,7 +190,6 @@ void flight__trigger(struct flight_recorder *fr, const char *reason)
 
 	if (fr->fo.max_dumps && fr->ndumps + fr->nfailed >= fr->fo.max_dumps) {
 		fr->capped++;
-		fr->since_capped++;
 		if (!fr->capped_said++)
 			fprintf(stderr,
 				"bpfsight %s: flight recorder: %s: --max-dumps %u reached, later "
@@ -421,7 +420,7 @@ int flight__dump(struct flight_recorder *fr)
 			(unsigned long long)size_dropped_since(fr, from),
 			(mono_now_ns() - t0) / 1e6);
 	}
-	fr->since_coalesced = fr->since_cooled = fr->since_capped = 0;
+	fr->since_coalesced = fr->since_cooled = 0;
 	fr->cooldown_until = mono_now_ns() + fr->fo.cooldown_ns;
 	return err;
 }
