@@ -17,7 +17,7 @@ const char flight_opts_help[] =
 	"                           dump when an event of FAMILY named NAME (* any) lasts\n"
 	"                           over DUR, e.g. osrt:nanosleep>250ms (repeatable)\n"
 	"      --trigger-after DUR  keep recording DUR after a trigger before writing\n"
-	"                           (default 0)\n"
+	"                           (default 0s)\n"
 	"      --trigger-cooldown DUR\n"
 	"                           ignore triggers for DUR after a dump (default 10s)\n"
 	"      --max-dumps N        write at most N dumps, then ignore triggers (default\n"
@@ -103,11 +103,14 @@ int flight_opts__parse(struct flight_opts *fo, int opt, const char *arg, const c
 	case OPT_FLIGHT_TRIGGER:
 		return parse_trigger(fo, arg, cmd);
 	case OPT_FLIGHT_AFTER:
-		if (parse_threshold_ns(arg, &fo->after_ns) || !strpbrk(arg, "smh"))
+		/* A unit is required (a plain number would be ns here, seconds in -d), but for 0. */
+		if (parse_threshold_ns(arg, &fo->after_ns) ||
+		    (!strpbrk(arg, "smh") && fo->after_ns))
 			return bad(cmd, "bad --trigger-after '%s': e.g. 0s, 500ms, 5s", arg);
 		return 0;
 	case OPT_FLIGHT_COOLDOWN:
-		if (parse_threshold_ns(arg, &fo->cooldown_ns) || !strpbrk(arg, "smh"))
+		if (parse_threshold_ns(arg, &fo->cooldown_ns) ||
+		    (!strpbrk(arg, "smh") && fo->cooldown_ns))
 			return bad(cmd, "bad --trigger-cooldown '%s': e.g. 0s, 500ms, 30s", arg);
 		return 0;
 	case OPT_FLIGHT_MAX_DUMPS:
