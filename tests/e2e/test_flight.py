@@ -338,6 +338,7 @@ def test_flight_gil_trigger_and_the_gil_state_before_the_window():
     procs = stats(dumps[0], "gil_procs")["gil_procs"]
     eq(row(procs, pid=pid)["method"], "condwait", "the process's GIL method, from before "
        "the window")
+    open_with_every_reader(dumps[0])
 
 
 def test_flight_cuda_trigger_every_instance_accounted():
@@ -359,6 +360,7 @@ def test_flight_cuda_trigger_every_instance_accounted():
     eq(int(m.group(1)), len(dumps), "dumps")
     for path in dumps:
         check(any(e["name"] == "cudaMalloc" for e in dump(path)), f"{path}: its cudaMalloc")
+    open_with_every_reader(dumps[0])
 
 
 def test_flight_existing_dump_file_is_kept_and_recording_goes_on():
