@@ -300,6 +300,7 @@ const struct family family_osrt = {
 	.poll = osrt_poll,
 	.detach = osrt_detach,
 	.observe = osrt_observe,
+	.cumulative = osrt_cumulative,
 	.decoders = osrt_decoders,
 	.reports = osrt_reports,
 	.sqlite = &osrt_sqlite,

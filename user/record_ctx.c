@@ -10,6 +10,7 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "family.h"
+#include "flight_recorder.h"
 #include "record_ctx.h"
 #include "string_pool.h"
 #include "trace_writer.h"
@@ -30,6 +31,8 @@ int record_ctx__write(struct record_ctx *ctx, const void *rec)
 
 	if (!ctx->writer)
 		return 0; /* --dry-run */
+	if (ctx->flight && flight__observe(ctx->flight, rec))
+		return 0; /* a cumulative snapshot: the flight recorder keeps those apart */
 	err = trace_writer__append(ctx->writer, rec);
 
 	if (err && !ctx->write_err)
