@@ -101,11 +101,14 @@ def test_code_compiled_and_freed_in_a_loop_is_never_misnamed():
     the 3 lines after), each run for 20 ms of CPU and freed, one after the other, so their
     code objects, names and line tables reuse the same memory, often before the recorder
     reads them (samples drain every 20 ms): every frame named f_K is in gen_K.py at one of
-    f_K's own lines, and most are named (those read after the free are not)."""
+    f_K's own lines, taken while f_K ran (the workload's clock: an identity BPF kept for
+    a freed code object would name a later function after an earlier one, consistently),
+    and most are named (those read after the free are not)."""
     need_root()
     for py in pythons():
-        pid, _, out = run_py(py, "exec", "100", "0.02")
-        named = bad = 0
+        pid, truth, out = run_py(py, "exec", "100", "0.02")
+        spans = truth["spans"]
+        named = bad = late = 0
         for e in samples(out, pid):
             for f in py_frames(e):
                 m = re.fullmatch(r"f_(\d+)", f["func"])
@@ -115,8 +118,11 @@ def test_code_compiled_and_freed_in_a_loop_is_never_misnamed():
                 named += 1
                 if f["file"] != f"gen_{k}.py" or f["line"] not in (k + 1, k + 2, k + 3, k + 4):
                     bad += 1
+                if not spans[k][0] <= e["ts"] <= spans[k][1]:
+                    late += 1
         check(named >= 500, f"{py}: {named} frames of the generated functions")
         eq(bad, 0, f"{py}: frames named after another function")
+        eq(late, 0, f"{py}: frames named after a function that was not running then")
 
 
 def test_deep_python_recursion_is_truncated_with_a_marker():
