@@ -12,10 +12,17 @@
  * tgid: the programs took ~450 ns per switch and ~200 ns per wakeup on the benchmark VM
  * (bench/RESULTS.md, pingpong). Kernels without BTF (the _raw programs) cannot use task
  * storage, so they keep the hash, cleaned up when a thread exits.
+ *
+ * --stacks=sched (below, "held" intervals): a long blocked interval's record waits in the
+ * thread's slot for the stack read when the thread returns from the system call it blocked in.
  */
-#include "common.bpf.h"
+#include "stack.bpf.h"
 
 #define TASK_RUNNING_STATE 0
+#define TASK_STOPPED_BITS  0xc /* __TASK_STOPPED | __TASK_TRACED: a stop after the syscall */
+
+/* --stacks=sched: blocked intervals of at least this carry the thread's stack; ~0 = none. */
+const volatile __u64 sched_stack_ns = ~0ull;
 
 struct thread_sched {
 	__u64 in_ts;   /* last switch-in (0 = not seen since tracing began) */
@@ -23,14 +30,83 @@ struct thread_sched {
 	__u64 wake_ts; /* became runnable (preemption: = out_ts) */
 	__u32 state;
 	__u32 waker_tid;
+	__u32 nheld; /* --stacks=sched: intervals held (task storage only: thread_sched_btf) */
+	__u32 _pad;
+	__u64 switches; /* the kernel's count (nvcsw + nivcsw) at the last switch-out seen */
 };
+
+/*
+ * --stacks=sched. A stack at every switch-out would cost every switch; an interval's length
+ * is known only at its switch-in, where the thread is not current and its user stack cannot
+ * be read. So a long blocked interval's record is held, with the user registers of the
+ * kernel entry it blocked in (the system call's: ip, sp, number), until the thread returns
+ * from that entry: at its sys_exit the thread is current and its user stack is exactly
+ * where it blocked; the stack is sent, then the held records, in their order. An entry that
+ * is not a system call (a page fault) has no sys_exit: the next switch-out from another
+ * entry, or the thread's exit, writes the held records without a stack. Held records keep
+ * the thread's records in time order, so a short interval behind a held one is held too.
+ */
+#define HELD_MAX 4 /* a power of 2 */
+
+struct held_interval {
+	__u64 out_ts, dur, runnable_ns, oncpu_ns;
+	__u32 state, waker_tid;
+	__u32 cpu;   /* where it ended (its record's hdr.cpu) */
+	__u32 stack; /* 1: long enough for a stack */
+};
+
+struct offcpu_held {
+	__u64 ip, sp, nr; /* the user registers of the kernel entry the intervals were in */
+	struct held_interval iv[HELD_MAX];
+};
+
+/*
+ * The task storage value: the held intervals live in the thread's one slot, made at its first
+ * switch-out, and cost no second lookup. A second slot, made when a first interval is held,
+ * failed now and then in tests on a loaded machine (task storage may refuse to allocate in
+ * sched_switch while that CPU is busy with another task's storage), and that interval lost
+ * its stack.
+ */
+struct thread_sched_btf {
+	struct thread_sched s;
+	struct offcpu_held held;
+};
+
+static __always_inline struct offcpu_held *held_of(struct thread_sched *ts)
+{
+	return &((struct thread_sched_btf *)ts)->held;
+}
+
+/*
+ * Whether the thread running on each CPU holds intervals, so that sys_exit, which every
+ * system call on the machine runs with --stacks=sched, returns after one read of global
+ * memory instead of a task storage lookup (~100 ns here). sched_switch sets it for the thread
+ * it switches in, writing only a change; a cache line per CPU, so CPUs do not share lines.
+ */
+#define HELD_CPUS   1024
+#define HELD_STRIDE 8 /* u64s: a 64-byte line per CPU */
+
+__u64 held_on_cpu[HELD_CPUS * HELD_STRIDE];
+
+static __always_inline __u64 *held_here(void)
+{
+	return &held_on_cpu[(bpf_get_smp_processor_id() & (HELD_CPUS - 1)) * HELD_STRIDE];
+}
+
+static __always_inline void held_mark(__u64 held)
+{
+	__u64 *c = held_here();
+
+	if (*c != held)
+		*c = held;
+}
 
 /* task -> its state (tp_btf programs). */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct thread_sched);
+	__type(value, struct thread_sched_btf);
 } thread_sched_task SEC(".maps");
 
 /* tid -> its state (raw_tp programs, for kernels without BTF). */
@@ -41,6 +117,22 @@ struct {
 	__type(value, struct thread_sched);
 } thread_sched SEC(".maps");
 
+/*
+ * Loss is never silent, even where the kernel does not call us: under load a switch now and
+ * then reaches no sched program (docs/USAGE.md, sched). The kernel counts every switch of a
+ * thread (nvcsw + nivcsw, already counting this one), so a jump of more than one since the
+ * last switch-out seen is switch-outs missed; a switch-out while the last one's switch-in is
+ * still pending (out_ts set) is a switch-in missed. Both are counted as sched_missed.
+ */
+static __always_inline void count_missed(struct thread_sched *ts, __u64 switches)
+{
+	if (ts->out_ts)
+		bs_count_loss(BS_LOSS_SCHED);
+	if (ts->switches && switches > ts->switches + 1)
+		bs_count_losses(BS_LOSS_SCHED, switches - ts->switches - 1);
+	ts->switches = switches;
+}
+
 static __always_inline void switch_out(struct thread_sched *ts, __u32 state, __u64 now)
 {
 	ts->out_ts = now;
@@ -49,9 +141,25 @@ static __always_inline void switch_out(struct thread_sched *ts, __u32 state, __u
 	ts->waker_tid = 0;
 }
 
-static __always_inline void switch_in(struct thread_sched *ts, __u32 pid, __u32 tid, __u64 now)
+/* An interval's record, written now. */
+static __always_inline void offcpu_write(const struct held_interval *iv, __u32 pid, __u32 tid)
 {
-	struct bs_offcpu *r;
+	struct bs_offcpu *r = bs_reserve(BS_REC_OFFCPU, sizeof(*r), pid, tid, iv->out_ts);
+
+	if (!r)
+		return;
+	r->h.cpu = iv->cpu;
+	r->dur = iv->dur;
+	r->runnable_ns = iv->runnable_ns;
+	r->oncpu_ns = iv->oncpu_ns;
+	r->state = iv->state;
+	r->waker_tid = iv->waker_tid;
+	bs_submit(r);
+}
+
+/* The interval that ends now, into IV; 0 when the thread was not seen going off the CPU. */
+static __always_inline int switch_in(struct thread_sched *ts, __u64 now, struct held_interval *iv)
+{
 	__u64 out_ts, in_ts;
 
 	out_ts = ts->out_ts;
@@ -59,17 +167,88 @@ static __always_inline void switch_in(struct thread_sched *ts, __u32 pid, __u32 
 	ts->in_ts = now;
 	ts->out_ts = 0;
 	if (!out_ts)
-		return;
-	r = bs_reserve(BS_REC_OFFCPU, sizeof(*r), pid, tid, out_ts);
-	if (!r)
-		return;
-	r->dur = now - out_ts;
+		return 0;
+	iv->out_ts = out_ts;
+	iv->dur = now - out_ts;
 	/* A blocked thread whose wakeup we missed is counted as blocked throughout. */
-	r->runnable_ns = ts->wake_ts ? now - ts->wake_ts : 0;
-	r->oncpu_ns = in_ts ? out_ts - in_ts : 0;
-	r->state = ts->state;
-	r->waker_tid = ts->waker_tid;
-	bs_submit(r);
+	iv->runnable_ns = ts->wake_ts ? now - ts->wake_ts : 0;
+	iv->oncpu_ns = in_ts ? out_ts - in_ts : 0;
+	iv->state = ts->state;
+	iv->waker_tid = ts->waker_tid;
+	iv->cpu = bpf_get_smp_processor_id();
+	iv->stack = 0;
+	return 1;
+}
+
+/*
+ * The held intervals of a thread of PID, in order, each after the current thread's stack
+ * when WITH_STACK (sys_exit of the entry they blocked in: the thread is current) and it was
+ * long enough; then none is held.
+ */
+static __always_inline void held_flush(void *ctx, struct thread_sched *ts, struct offcpu_held *h,
+				       __u32 pid, __u32 tid, int with_stack)
+{
+	struct stack_scratch *s = with_stack ? stack_scratch_get() : NULL;
+	__u32 n = ts->nheld, size = 0;
+	__u64 flags = 0;
+
+	ts->nheld = 0;
+	for (__u32 i = 0; i < HELD_MAX && i < n; i++) {
+		if (s && h->iv[i].stack) {
+			if (!size) {
+				s->flags = 0;
+				size = stack_read(ctx, s, pid, tid);
+				s->type = BS_REC_OFFCPU;
+				flags = stack_wakeup(s);
+			}
+			stack_send(s, size, BS_REC_STACK_RAW, pid, tid, h->iv[i].out_ts, flags);
+		}
+		offcpu_write(&h->iv[i], pid, tid);
+	}
+}
+
+/*
+ * The interval IV of NEXT ended (switch-in): written now, or held for its stack when it is a
+ * long block, or when others are held before it.
+ */
+static __always_inline void offcpu_end(struct thread_sched *ts, struct task_struct *next,
+				       struct held_interval *iv)
+{
+	__u32 pid = next->tgid, tid = next->pid, i;
+	struct offcpu_held *h;
+	struct pt_regs *regs;
+
+	iv->stack = sched_stack_ns != ~0ull && iv->dur >= sched_stack_ns && iv->state &&
+		    !(iv->state & TASK_STOPPED_BITS);
+	if (!iv->stack && !ts->nheld) {
+		offcpu_write(iv, pid, tid);
+		return;
+	}
+	h = held_of(ts);
+	if (ts->nheld >= HELD_MAX)
+		held_flush(NULL, ts, h, pid, tid, 0);
+	i = ts->nheld;
+	if (!i) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(next);
+		h->ip = regs->ip;
+		h->sp = regs->sp;
+		h->nr = regs->orig_ax;
+	}
+	/* i < HELD_MAX (flushed above); the mask is for the verifier, which cannot know it. */
+	h->iv[i & (HELD_MAX - 1)] = *iv;
+	ts->nheld = i + 1;
+}
+
+/* Held intervals of PREV, going off the CPU again: still in the entry they blocked in? */
+static __always_inline void held_check(struct thread_sched *ts, struct task_struct *prev)
+{
+	struct offcpu_held *h = held_of(ts);
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+	if (h->ip == regs->ip && h->sp == regs->sp && h->nr == regs->orig_ax)
+		return;
+	/* It returned to user space from an entry without a sys_exit (a page fault). */
+	held_flush(NULL, ts, h, prev->tgid, prev->pid, 0);
 }
 
 static __always_inline void wakeup(struct thread_sched *ts)
@@ -101,16 +280,55 @@ int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct ta
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
+	struct held_interval iv;
 	struct thread_sched *ts;
 
 	ts = task_state(prev, true);
-	if (ts)
+	if (ts) {
+		count_missed(ts, prev->nvcsw + prev->nivcsw);
+		if (sched_stack_ns != ~0ull && ts->nheld)
+			held_check(ts, prev);
 		switch_out(ts, preempt ? TASK_RUNNING_STATE : prev_state, now);
+	}
 	/* First sight of a traced thread at switch-in: its off-CPU interval began before
 	 * tracing; its slot is made when it is switched out. */
 	ts = task_state(next, false);
-	if (ts)
-		switch_in(ts, next->tgid, next->pid, now);
+	if (ts && switch_in(ts, now, &iv))
+		offcpu_end(ts, next, &iv);
+	if (sched_stack_ns != ~0ull)
+		held_mark(ts && ts->nheld);
+	return 0;
+}
+
+/* --stacks=sched: the thread returns from a system call; held intervals blocked in it? */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sched_sys_exit_btf, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t;
+	struct thread_sched *ts;
+	struct offcpu_held *h;
+
+	if (!*held_here())
+		return 0;
+	held_mark(0);
+	t = bpf_get_current_task_btf();
+	ts = bpf_task_storage_get(&thread_sched_task, t, 0, 0);
+	if (!ts || !ts->nheld)
+		return 0;
+	h = held_of(ts);
+	held_flush(ctx, ts, h, t->tgid, t->pid,
+		   h->ip == regs->ip && h->sp == regs->sp && h->nr == regs->orig_ax);
+	return 0;
+}
+
+/* --stacks=sched: a thread exiting with held intervals (blocked outside a system call). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_held_exit_btf, struct task_struct *p)
+{
+	struct thread_sched *ts = bpf_task_storage_get(&thread_sched_task, p, 0, 0);
+
+	if (ts && ts->nheld)
+		held_flush(NULL, ts, held_of(ts), p->tgid, p->pid, 0);
 	return 0;
 }
 
@@ -121,6 +339,26 @@ int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 
 	if (ts)
 		wakeup(ts);
+	return 0;
+}
+
+/*
+ * --stacks=sched, when the recording stops: every thread's held intervals are written (the
+ * recorder runs this task iterator once its other programs are detached, so nothing else
+ * writes them meanwhile). Without it, a thread that blocked outside a system call and then
+ * ran without one or a switch until the end would keep its records.
+ */
+SEC("iter/task")
+int sched_held_iter_btf(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct thread_sched *ts;
+
+	if (!t)
+		return 0;
+	ts = bpf_task_storage_get(&thread_sched_task, t, 0, 0);
+	if (ts && ts->nheld)
+		held_flush(NULL, ts, held_of(ts), t->tgid, t->pid, 0);
 	return 0;
 }
 
@@ -147,14 +385,18 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
+	struct held_interval iv;
 	struct thread_sched *ts;
 
 	ts = hash_state(prev, true);
-	if (ts)
+	if (ts) {
+		count_missed(ts, BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw));
 		switch_out(ts, preempt ? TASK_RUNNING_STATE : prev_state, now);
+	}
+	/* No stacks here: held intervals need task storage. */
 	ts = hash_state(next, false);
-	if (ts)
-		switch_in(ts, BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid), now);
+	if (ts && switch_in(ts, now, &iv))
+		offcpu_write(&iv, BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid));
 	return 0;
 }
 

@@ -4,16 +4,10 @@
  * stack (--stacks=cuda, --stacks=nccl): per (API, innermost Python line of the call's stack,
  * or the native function that made it when it has none), the calls and their time.
  */
-#include <stdlib.h>
 #include "cuda.h"
 #include "family.h"
 #include "frame_sum.h"
 #include "trace_model.h"
-
-static void *callsites__new(void)
-{
-	return calloc(1, sizeof(struct frame_sum));
-}
 
 static void callsites__add(void *st, const struct bs_hdr *rec, const struct trace_model *m)
 {
@@ -33,18 +27,11 @@ static int callsites__emit(void *st, const struct trace_model *m, struct table *
 	return frame_sum__emit(st, m, t, "api", "API");
 }
 
-static void callsites__free(void *st)
-{
-	if (st)
-		frame_sum__free(st);
-	free(st);
-}
-
 const struct report cuda_callsites = {
 	.name = "cuda_callsites",
 	.desc = "CUDA and NCCL Call Sites (calls with --stacks)",
-	.new = callsites__new,
+	.new = frame_sum__new,
 	.add = callsites__add,
 	.emit = callsites__emit,
-	.free = callsites__free,
+	.free = frame_sum__delete,
 };

@@ -18,12 +18,12 @@
 // clang-format off
 static const struct exporter *const exporters[] = {
 	&export_perfetto, &export_chrome, &export_sqlite, &export_folded, &export_pprof,
-	&export_svg,
+	&export_svg, &export_folded_offcpu,
 };
 
 /* The suffix that replaces FILE's .bst when -o is not given. */
 static const char *const default_suffix[] = {
-	".pftrace", ".json", ".sqlite", ".folded", ".pb.gz", ".svg",
+	".pftrace", ".json", ".sqlite", ".folded", ".pb.gz", ".svg", ".offcpu.folded",
 };
 // clang-format on
 
@@ -61,13 +61,14 @@ static void export_usage(FILE *f)
 		   "\n"
 		   "Convert a trace for the tools that open it. Formats:\n");
 	for (i = 0; i < NEXPORTERS; i++)
-		fprintf(f, "  %-9s %s\n", exporters[i]->format, exporters[i]->desc);
+		fprintf(f, "  %-14s %s\n", exporters[i]->format, exporters[i]->desc);
 	fprintf(f,
 		"\n"
 		"  -f, --format FORMAT  one of the above (required)\n"
 		"  -o, --output OUT     default: FILE with .bst replaced by .pftrace, .json,\n"
-		"                       .sqlite, .folded, .pb.gz or .svg; an OUT ending in .gz is\n"
-		"                       gzip-compressed (perfetto, chrome; pprof always is)\n"
+		"                       .sqlite, .folded, .pb.gz, .svg or .offcpu.folded; an OUT\n"
+		"                       ending in .gz is gzip-compressed (perfetto, chrome; pprof\n"
+		"                       always is)\n"
 		"      --force          replace OUT if it exists (a symlink is never followed or\n"
 		"                       replaced)\n"
 		"  -h, --help           this help\n"
@@ -237,7 +238,7 @@ int cmd_export(int argc, char **argv)
 		return EXIT_READ_FAIL;
 	if (!format) {
 		fprintf(stderr, "bpfsight export: which format? --format perfetto, chrome, "
-				"sqlite, folded, pprof or svg\n");
+				"sqlite, folded, pprof, svg or folded-offcpu\n");
 		return EXIT_READ_FAIL;
 	}
 	ex = export_find(format, &suffix);

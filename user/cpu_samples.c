@@ -29,18 +29,23 @@ void cpu_samples__free(struct cpu_samples *c)
 	free(c);
 }
 
+int cpu_samples__add_n(struct cpu_samples *c, __u32 stack_id, int kernel, __u64 n)
+{
+	__u64 *v = hmap__get(c->counts, (struct hkey){ stack_id, !!kernel }, 1);
+
+	if (!v)
+		return -ENOMEM;
+	*v += n;
+	return 0;
+}
+
 int cpu_samples__add(struct cpu_samples *c, const struct bs_hdr *rec)
 {
 	const struct bs_cpu_sample *s = (const void *)rec;
-	__u64 *n;
 
 	if (rec->type != BS_REC_CPU_SAMPLE || rec->size < sizeof(*s))
 		return 0;
-	n = hmap__get(c->counts, (struct hkey){ s->stack_id, !!(s->flags & BS_CPU_KERNEL) }, 1);
-	if (!n)
-		return -ENOMEM;
-	(*n)++;
-	return 0;
+	return cpu_samples__add_n(c, s->stack_id, s->flags & BS_CPU_KERNEL, 1);
 }
 
 int cpu_samples__next(const struct cpu_samples *c, size_t *it, __u32 *stack_id, int *kernel,

@@ -16,6 +16,8 @@ struct cpu_samples *cpu_samples__new(void);
 void cpu_samples__free(struct cpu_samples *c);
 /* Count REC when it is a cpu sample. 0, or -ENOMEM. */
 int cpu_samples__add(struct cpu_samples *c, const struct bs_hdr *rec);
+/* Add N (a weight: ns of an event with that stack) to (STACK_ID, KERNEL). 0, or -ENOMEM. */
+int cpu_samples__add_n(struct cpu_samples *c, __u32 stack_id, int kernel, __u64 n);
 /* Iterate (start with *it = 0): 1 and the next (stack id, kernel, count), 0 at the end. */
 int cpu_samples__next(const struct cpu_samples *c, size_t *it, __u32 *stack_id, int *kernel,
 		      __u64 *count);

@@ -32,11 +32,12 @@ struct exporter {
 /* OUT created for an export: a new file, never through a symlink, mode 0600. fd or -errno. */
 int export__create(const char *out);
 
-extern const struct exporter export_perfetto; /* export_perfetto.c */
-extern const struct exporter export_chrome;   /* export_chrome.c */
-extern const struct exporter export_sqlite;   /* export_sqlite.c */
-extern const struct exporter export_folded;   /* export_folded.c */
-extern const struct exporter export_pprof;    /* export_pprof.c */
-extern const struct exporter export_svg;      /* export_svg.c */
+extern const struct exporter export_perfetto;	   /* export_perfetto.c */
+extern const struct exporter export_chrome;	   /* export_chrome.c */
+extern const struct exporter export_sqlite;	   /* export_sqlite.c */
+extern const struct exporter export_folded;	   /* export_folded.c */
+extern const struct exporter export_folded_offcpu; /* export_folded.c */
+extern const struct exporter export_pprof;	   /* export_pprof.c */
+extern const struct exporter export_svg;	   /* export_svg.c */
 
 #endif /* BPFSIGHT_EXPORT_H */

@@ -4,6 +4,9 @@
  * root first: "main;run;burn 1234" (Brendan Gregg's flamegraph.pl, inferno, speedscope).
  * A sample taken in kernel code ends with a "[kernel]" frame; a sample without a user stack
  * is "[no user stack]". Memory grows with distinct stacks, never with samples.
+ * --format folded-offcpu: the same lines for the off-CPU intervals that carry a stack
+ * (--stacks=sched), each stack's figure their off-CPU time in microseconds (an off-CPU
+ * flame graph, as offcputime | flamegraph.pl draws).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include "cpu_samples.h"
 #include "export_samples.h"
 #include "stack_format.h"
+#include "trace_model.h"
 
 /* Append TEXT to the line in *BUF (LEN used, CAP allocated): ';' separates frames. */
 static int put(char **buf, size_t *len, size_t *cap, const char *text)
@@ -106,7 +110,9 @@ static int folded_finish(void *vst, const struct trace_model *m, const struct tr
 
 		for (j = i; j < n && !strcmp(lines[j].text, lines[i].text); j++)
 			total += lines[j].n;
-		fprintf(st->f, "%s %llu\n", lines[i].text, (unsigned long long)total);
+		if (total / st->unit)
+			fprintf(st->f, "%s %llu\n", lines[i].text,
+				(unsigned long long)(total / st->unit));
 	}
 	for (i = 0; lines && i < n; i++)
 		free(lines[i].text);
@@ -119,6 +125,35 @@ const struct exporter export_folded = {
 	.desc = "CPU samples as folded stacks (flamegraph.pl, inferno, speedscope)",
 	.open = samples_export__open,
 	.record = samples_export__record,
+	.finish = folded_finish,
+	.abort = samples_export__abort,
+};
+
+static void *offcpu_open(const char *out, const struct trace_meta *meta, int *err)
+{
+	struct samples_export *st = samples_export__open(out, meta, err);
+
+	if (st)
+		st->unit = 1000;
+	return st;
+}
+
+/* An off-CPU interval with a stack (its event kind, as dump names it): its time there. */
+static int offcpu_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
+			 const struct trace_model *m)
+{
+	struct samples_export *st = vst;
+
+	if (!ev || !ev->stack || strcmp(ev->kind, "offcpu"))
+		return 0;
+	return cpu_samples__add_n(st->counts, ev->stack->id, 0, ev->dur);
+}
+
+const struct exporter export_folded_offcpu = {
+	.format = "folded-offcpu",
+	.desc = "off-CPU time (us) by blocking stack, folded (--stacks=sched; flame graphs)",
+	.open = offcpu_open,
+	.record = offcpu_record,
 	.finish = folded_finish,
 	.abort = samples_export__abort,
 };

@@ -16,6 +16,7 @@ void *samples_export__open(const char *out, const struct trace_meta *meta, int *
 		*err = -ENOMEM;
 		return NULL;
 	}
+	st->unit = 1;
 	snprintf(st->title, sizeof(st->title), "CPU samples: %s",
 		 meta->target && *meta->target ? meta->target : "recording");
 	fd = export__create(out);

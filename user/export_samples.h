@@ -14,6 +14,7 @@ struct cpu_samples;
 struct samples_export {
 	FILE *f;
 	struct cpu_samples *counts;
+	__u64 unit;	 /* a line's figure is its count / unit (1; off-CPU: ns -> us) */
 	char title[128]; /* "CPU samples: <the recording's target>" */
 };
 

@@ -14,7 +14,7 @@ static const char sched_schema[] =
 	"CREATE TABLE BPFSIGHT_OFFCPU (start INTEGER NOT NULL, end INTEGER NOT NULL,"
 	" globalTid INTEGER NOT NULL, state INTEGER NOT NULL, blockedNs INTEGER NOT NULL,"
 	" runnableNs INTEGER NOT NULL, oncpuNs INTEGER NOT NULL, wakerTid INTEGER NOT NULL,"
-	" cpu INTEGER NOT NULL);";
+	" cpu INTEGER NOT NULL, callchainId INTEGER);";
 
 static const char sched_indexes[] =
 	"CREATE INDEX SCHED_EVENTS_start ON SCHED_EVENTS(start);"
@@ -26,7 +26,7 @@ enum sched_stmt { S_SWITCH, S_OFFCPU, S_NSTMT };
 
 static const char *const sched_sql[S_NSTMT] = {
 	[S_SWITCH] = "INSERT INTO SCHED_EVENTS VALUES (?, ?, ?, ?, ?, NULL)",
-	[S_OFFCPU] = "INSERT INTO BPFSIGHT_OFFCPU VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_OFFCPU] = "INSERT INTO BPFSIGHT_OFFCPU VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
 static int sched_open(struct sq *s, void **st)
@@ -58,7 +58,8 @@ static int sched_row(struct sq *s, struct sq_stmts *c, __u64 ts, const __u32 *cp
  * is not recorded: the switch-in row has cpu NULL. runnableNs is clamped to the interval as
  * sched_sum does, so blockedNs + runnableNs = end - start.
  */
-static int sched_offcpu(struct sq *s, struct sq_stmts *c, const struct bs_hdr *rec)
+static int sched_offcpu(struct sq *s, struct sq_stmts *c, const struct bs_hdr *rec,
+			const struct event *ev)
 {
 	const struct bs_offcpu *o = (const void *)rec;
 	sqlite3_stmt *st = c->stmt[S_OFFCPU];
@@ -75,6 +76,7 @@ static int sched_offcpu(struct sq *s, struct sq_stmts *c, const struct bs_hdr *r
 	sqlite3_bind_int64(st, 7, o->oncpu_ns);
 	sqlite3_bind_int64(st, 8, o->waker_tid);
 	sqlite3_bind_int64(st, 9, rec->cpu);
+	sq_bind_stack(st, 10, ev ? ev->stack : NULL); /* --stacks=sched */
 	err = sq_run(s, st);
 	if (!err)
 		err = sched_row(s, c, rec->ts, &rec->cpu, 0, gtid, &o->state);
@@ -86,7 +88,7 @@ static int sched_offcpu(struct sq *s, struct sq_stmts *c, const struct bs_hdr *r
 static int sched_record(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
 			const struct trace_model *m)
 {
-	return rec->type == BS_REC_OFFCPU ? sched_offcpu(s, st, rec) : 0;
+	return rec->type == BS_REC_OFFCPU ? sched_offcpu(s, st, rec, ev) : 0;
 }
 
 const struct sqlite_family sched_sqlite = {

@@ -31,6 +31,12 @@ struct export_style {
 	const char *desc;  /* Perfetto: that track's description */
 	/* Perfetto: slices nest with the thread's other calls, on the thread's own track. */
 	__u8 on_thread;
+	/*
+	 * Its events are timer samples of their thread's stack (ev->stack): Perfetto writes them
+	 * as PerfSample packets (the UI's CPU profile and flame graphs), Chrome as samples of
+	 * "stackFrames", SQLite nothing more than a family's own table.
+	 */
+	__u8 sample;
 };
 
 struct rec_decoder {

@@ -8,6 +8,18 @@
 #include "table.h"
 #include "trace_model.h"
 
+void *frame_sum__new(void)
+{
+	return calloc(1, sizeof(struct frame_sum));
+}
+
+void frame_sum__delete(void *fs)
+{
+	if (fs)
+		frame_sum__free(fs);
+	free(fs);
+}
+
 const struct bs_frame *frame_sum__site(const struct trace_stack *s)
 {
 	if (!s || !s->nframes)

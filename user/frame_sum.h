@@ -26,6 +26,9 @@ struct frame_sum {
 	int err;
 };
 
+/* A report's new and free hooks (struct report) for a frame_sum as its state. */
+void *frame_sum__new(void);
+void frame_sum__delete(void *fs);
 /* The frame a stack is summed under: its innermost Python frame, else its first. */
 const struct bs_frame *frame_sum__site(const struct trace_stack *s);
 /* Add one occurrence of DUR ns under (LABEL, F). */

@@ -6,15 +6,9 @@
  * thread's innermost Python line, with its waits' time (the site that asked for the GIL
  * back: after I/O, a sleep, a C call that released it).
  */
-#include <stdlib.h>
 #include "frame_sum.h"
 #include "gil.h"
 #include "trace_model.h"
-
-static void *gil_stacks__new(void)
-{
-	return calloc(1, sizeof(struct frame_sum));
-}
 
 static void gil_stacks__add(void *st, const struct bs_hdr *rec, const struct trace_model *m)
 {
@@ -31,18 +25,11 @@ static int gil_stacks__emit(void *st, const struct trace_model *m, struct table 
 	return frame_sum__emit(st, m, t, "role", "Role");
 }
 
-static void gil_stacks__free(void *st)
-{
-	if (st)
-		frame_sum__free(st);
-	free(st);
-}
-
 const struct report gil_stacks = {
 	.name = "gil_stacks",
 	.desc = "GIL Waits by Code: the holders' lines and the waiters' (--stacks=gil)",
-	.new = gil_stacks__new,
+	.new = frame_sum__new,
 	.add = gil_stacks__add,
 	.emit = gil_stacks__emit,
-	.free = gil_stacks__free,
+	.free = frame_sum__delete,
 };

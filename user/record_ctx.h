@@ -115,6 +115,9 @@ void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n);
  * to TIMEOUT_MS for the first record. For stop hooks; returns records seen or -errno.
  */
 int record_ctx__poll(struct record_ctx *ctx, int timeout_ms);
+/* The cap BPFSIGHT_MAP_ENTRIES gives the maps named NAME, or 0 (record_ctx.c). */
+__u32 record_ctx__map_entries(const char *name);
+
 /* Count probes that failed to attach: they become a BS_LOSS_ATTACH record. */
 void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err);
 /* Fill a header for a record user space writes; ts = CLOCK_MONOTONIC now if 0. */

@@ -52,15 +52,16 @@ static int create_shared_maps(struct record_ctx *ctx)
 	if (ctx->events_fd < 0)
 		return -errno;
 	ctx->targets_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "targets", sizeof(__u32), sizeof(__u8),
-					 65536, NULL);
+					 record_ctx__map_entries("targets") ?: 65536, NULL);
 	if (ctx->targets_fd < 0)
 		return -errno;
 	ctx->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "lost", sizeof(__u32),
 				      sizeof(__u64), BS_LOSS_NR, NULL);
 	if (ctx->lost_fd < 0)
 		return -errno;
-	ctx->py_procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "py_procs", sizeof(__u32),
-					  sizeof(struct bs_py_cfg), 4096, &no_prealloc);
+	ctx->py_procs_fd = bpf_map_create(
+		BPF_MAP_TYPE_HASH, "py_procs", sizeof(__u32), sizeof(struct bs_py_cfg),
+		record_ctx__map_entries("py_procs") ?: 4096, &no_prealloc);
 	if (ctx->py_procs_fd < 0)
 		return -errno;
 	ctx->py_codes_fd =

@@ -1,9 +1,70 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* sched family, record side: off-CPU intervals (bpf/sched.bpf.c). */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
 #include "sched.h"
 #include "record_ctx.h"
 #include "sched.skel.h"
+
+/*
+ * --stacks=sched: its programs (a sys_exit and an exit program) run only when asked for, and
+ * only with task storage, where intervals are held for their stack (bpf/sched.bpf.c).
+ */
+static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
+{
+	__u64 ns = record_opts__stack_ns(ctx->opts, &family_sched);
+	int task_storage = bpf_map__autocreate(skel->maps.thread_sched_task), err = 0;
+
+	if (ns != RECORD_STACKS_OFF && !task_storage) {
+		fprintf(stderr,
+			"bpfsight record: no stacks on off-CPU intervals: they need BPF task "
+			"storage (Linux 5.11 with BTF), which this kernel lacks\n");
+		ns = RECORD_STACKS_OFF;
+	}
+	skel->rodata->sched_stack_ns = ns;
+	if (ns == RECORD_STACKS_OFF)
+		err = bpf_program__set_autoload(skel->progs.sched_sys_exit_btf, false);
+	if (!err && ns == RECORD_STACKS_OFF)
+		err = bpf_program__set_autoload(skel->progs.sched_held_exit_btf, false);
+	if (!err && ns == RECORD_STACKS_OFF)
+		err = bpf_program__set_autoload(skel->progs.sched_held_iter_btf, false);
+	return err;
+}
+
+/*
+ * --stacks=sched: the intervals still held when the recording stops are written by the task
+ * iterator, once the programs that hold and write them are detached (no thread writes its own
+ * meanwhile). Failing that, a warning says they are missing.
+ */
+static void sched_write_held(struct record_ctx *ctx, struct sched_bpf *skel)
+{
+	struct bpf_link **stop[] = { &skel->links.sched_switch_btf, &skel->links.sched_wakeup_btf,
+				     &skel->links.sched_sys_exit_btf,
+				     &skel->links.sched_held_exit_btf };
+	char buf[64];
+	int fd;
+
+	if (!skel->links.sched_held_iter_btf)
+		return;
+	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++) {
+		bpf_link__destroy(*stop[i]);
+		*stop[i] = NULL;
+	}
+	fd = bpf_iter_create(bpf_link__fd(skel->links.sched_held_iter_btf));
+	if (fd < 0) {
+		fprintf(stderr,
+			"bpfsight record: warning: cannot write the off-CPU intervals "
+			"still waiting for their stack: %s\n",
+			strerror(errno));
+		return;
+	}
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+}
 
 static int sched_attach(struct record_ctx *ctx, void **state)
 {
@@ -19,6 +80,8 @@ static int sched_attach(struct record_ctx *ctx, void **state)
 		err = record_ctx__pick_task_storage(ctx, skel->obj, skel->maps.thread_sched_task,
 						    skel->maps.thread_sched);
 	if (!err)
+		err = sched_stacks_setup(ctx, skel);
+	if (!err)
 		err = sched_bpf__load(skel);
 	if (!err)
 		err = sched_bpf__attach(skel);
@@ -32,12 +95,17 @@ static int sched_attach(struct record_ctx *ctx, void **state)
 
 static void sched_detach(struct record_ctx *ctx, void *state)
 {
+	sched_write_held(ctx, state);
 	sched_bpf__destroy(state);
 }
 
 const struct family family_sched = {
 	.name = "sched",
 	.desc = "off-CPU intervals: blocked vs runnable, wakers (sched_switch, sched_wakeup)",
+	/* --stacks=sched: blocks of 1 ms or more. A stack costs a few us here: at most a few
+	 * tenths of a percent of the time the thread was off the CPU anyway, and at most 1000
+	 * stacks a second per thread. */
+	.stack_default_ns = 1000000,
 	.attach = sched_attach,
 	.detach = sched_detach,
 	.decoders = sched_decoders,

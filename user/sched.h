@@ -6,6 +6,7 @@
 #include "report.h"
 extern const struct rec_decoder sched_decoders[];
 extern const struct report *const sched_reports[];
+extern const struct report offcpu_stacks;	/* sched_stacks_report.c (--stacks=sched) */
 extern const struct sqlite_family sched_sqlite; /* export_sqlite_sched.c */
 extern const struct family family_sched;
 #endif

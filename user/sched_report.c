@@ -24,6 +24,7 @@ static int decode_offcpu(const struct bs_hdr *rec, const struct trace_model *m, 
 	event__arg_u64(ev, "oncpu_ns", o->oncpu_ns);
 	event__arg_u64(ev, "waker_tid", o->waker_tid);
 	event__arg_u64(ev, "cpu", rec->cpu);
+	ev->stack = trace_model__event_stack(m, rec); /* --stacks=sched */
 	return 1;
 }
 
@@ -171,4 +172,4 @@ static const struct report sched_sum = {
 	.free = sched_sum__free,
 };
 
-const struct report *const sched_reports[] = { &sched_sum, NULL };
+const struct report *const sched_reports[] = { &sched_sum, &offcpu_stacks, NULL };

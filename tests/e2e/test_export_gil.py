@@ -149,7 +149,10 @@ def test_perfetto_gil_waits_and_contention_counter():
     m, evs, counters = perfetto_gil(trace)
     pid = truth["pid"]
     waits = [e for e in evs if e["kind"] == "gil_wait" and e["pid"] == pid]
-    check(len(waits) > 100, f"{len(waits)} waits of three spinning threads in 2 s")
+    # Each spinning thread waits for the GIL again and again; how many times depends on the
+    # load (a few hundred here idle, tens under CPU hogs): every one of the three at least.
+    eq({e["tid"] for e in waits}, {t["tid"] for t in truth["threads"].values()},
+       "threads with waits")
     eq(list(counters), [pid], "a counter for the python process")
     # While the three threads spin, about two wait at any time (drop_gil's own wait for the
     # next holder is not a wait for the GIL: 55-65% each here, docs/GIL.md).
@@ -277,9 +280,12 @@ def test_chrome_gil_events_and_counter():
         want = collections.Counter(
             ("X" if e["dur"] else "i", e["name"], e["pid"], e["tid"], e["ts"], e["dur"],
              json.dumps(e["args"], sort_keys=True)) for e in gil)
+        # The stacks (Kineto's "Call stack", "Holder call stack") are test_export_stacks's.
+        stack_keys = ("Call stack", "Holder call stack")
         got = collections.Counter(
             (e["ph"], e["name"], e["pid"], e["tid"], ns(e["ts"]), ns(e.get("dur", 0)),
-             json.dumps(e["args"], sort_keys=True, default=float))
+             json.dumps({k: v for k, v in e["args"].items() if k not in stack_keys},
+                        sort_keys=True, default=float))
             for e in doc["traceEvents"] if e.get("cat") == "gil" and e["ph"] in ("X", "i"))
         eq(got, want, "gil events in Chrome vs dump")
         check(any(e["kind"] == "gil_python" for e in gil), "the gil_python instant")
@@ -353,7 +359,7 @@ def test_sqlite_gil_reproduces_stats_real_recordings():
     db, st = check_sqlite_gil(trace)
     for name, t in truth["threads"].items():
         r = [x for x in st["gil_sum"] if x["tid"] == t["tid"]][0]
-        check(r["wait_count"] > 20 and r["thread_name"] == name, f"{name} waited: {r}")
+        check(r["wait_count"] > 0 and r["thread_name"] == name, f"{name} waited: {r}")
     db.close()
     truth, trace = full_trace()
     db, st = check_sqlite_gil(trace)

@@ -210,7 +210,7 @@ def test_complete_lists_come_from_the_registries():
     eq(", ".join(lines("reports")), re.search(r"reports: (.*)", st).group(1),
        "reports = stats --help's")
     ex = run([BPFSIGHT, "export", "--help"]).stdout
-    eq(lines("export-formats"), re.findall(r"^  (\w+) {2,}\S", ex.split("\n\n")[1], re.M),
+    eq(lines("export-formats"), re.findall(r"^  ([\w-]+) {2,}\S", ex.split("\n\n")[1], re.M),
        "export formats = export --help's")
     eq(lines("stats-formats"), ["table", "json", "csv"], "stats formats")
     dm = run([BPFSIGHT, "dump", "--help"]).stdout
@@ -242,7 +242,8 @@ def test_bash_completion():
     check(len(complete("stats", "-r", "gil_")) == 4,
           "gil_sum, gil_blocked_by, gil_procs, gil_stacks")
     eq(complete("stats", "--format", "=", ""), ["table", "json", "csv"], "stats --format")
-    eq(complete("export", "-f", ""), ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg"],
+    eq(complete("export", "-f", ""),
+       ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg", "folded-offcpu"],
        "export formats")
     eq(complete("dump", "-k", "gpu_me"), ["gpu_memcpy", "gpu_memset"], "dump kinds")
     eq(complete("info", "docs/USA"), ["docs/USAGE.md"], "a file argument")

@@ -4,8 +4,8 @@ began; gil_stacks sums the waits by the holders' and the waiters' lines.
 Workload: tests/workloads/gil_work.py (its source says which line holds the GIL when)."""
 import os
 
-from helpers import check, dump, eq, need_root, record, stats
-from test_gil import WORK, need_pyenv, truth_of
+from helpers import Recorder, Skip, check, dump, eq, need_root, record, run, spawn, stats, tell
+from test_gil import WORK, debian_python, need_pyenv, truth_of
 
 WORK = os.path.realpath(WORK)
 
@@ -98,3 +98,58 @@ def test_without_bpf_loop_gil_records_without_stacks_and_asked_stacks_are_refuse
                            capture_output=True, text=True, env=env, timeout=60)
         eq(p.returncode, 1, f"{opts}")
         check("bpf_loop" in p.stderr and "5.17" in p.stderr, f"{opts}: {p.stderr}")
+
+
+TORCH_TOKENIZE = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "workloads",
+                                               "torch_tokenize.py"))
+
+
+def test_torch_trainer_waits_on_tokenize():
+    """Issue 13's case: Debian's python3-torch (CPU, stripped /usr/bin/python3.11) trains while
+    a thread runs a pure-Python tokenize(); attached with -p, gil_blocked_by says the trainer
+    waited on the tokenizer thread and the holder stacks name tokenize() in its file as the
+    code it waited on (most of the trainer's wait; a holder row of gil_stacks)."""
+    need_root()
+    py = debian_python()
+    if not py or run([py, "-c", "import torch"]).returncode != 0:
+        raise Skip("Debian's python3-torch is not installed (apt-get install python3-torch, "
+                   "or make deps)")
+    w = spawn([py, TORCH_TOKENIZE, "--go", "60"])
+    line = w.stdout.readline()
+    check(line.startswith("ready"), f"workload: {line} {'' if line else w.stderr.read()[-300:]}")
+    pid = int(line.split()[1])
+    rec = Recorder("-t", "gil", "-p", str(pid))
+    rec.wait_ready()
+    tell(w, "go")
+    truth = truth_of(w.stdout.readline())
+    rec.flush()  # named while the process lives
+    tell(w, "end")
+    eq(w.wait(60), 0, "workload exit")
+    eq(rec.wait(60), 0, f"record exit ({rec.stderr[-400:]})")
+    eq(truth["steps"], 60, "training steps")
+    trainer, tokenizer = truth["threads"]["trainer"], truth["threads"]["tokenizer"]
+    s = stats(rec.out, "gil_blocked_by,gil_stacks")
+    by = {(b["waiter_tid"], b["holder_tid"]): b for b in s["gil_blocked_by"] if b["pid"] == pid}
+    check((trainer, tokenizer) in by, f"the trainer waited on the tokenizer: {list(by)}")
+    eq(by[(trainer, tokenizer)]["holder_name"], "tokenizer", "holder thread name")
+    # The trainer's waits, by the holder's innermost function when each began.
+    rounds = {}
+    for e in dump(rec.out):
+        if e["kind"] == "gil_wait" and e["tid"] == trainer and e.get("holder_stack"):
+            f = e["holder_stack"][0]
+            key = (f["func"], os.path.realpath(f["file"]))
+            rounds[key] = rounds.get(key, 0) + e["dur"]
+    check(rounds, "holder stacks on the trainer's waits")
+    waits = by[(trainer, tokenizer)]["wait_count"]
+    check(waits >= 10, f"the trainer waited on the tokenizer {waits} times (60 steps)")
+    top = max(rounds, key=rounds.get)
+    eq(top, ("tokenize", TORCH_TOKENIZE), f"the code the trainer waited on most: {rounds}")
+    check(rounds[top] >= 0.5 * sum(rounds.values()), f"tokenize's share: {rounds}")
+    print(f"  trainer: {waits} waits on the tokenizer; by holder code: {rounds}")
+    # gil_stacks sums every waiter's rounds (the tokenizer also waits, on the trainer's
+    # queue code): tokenize is among its holder rows, in its file, with a real share.
+    holders = [r for r in s["gil_stacks"] if r["role"] == "holder"]
+    tok = [r for r in holders if r["func"] == "tokenize"]
+    eq({os.path.realpath(r["file"]) for r in tok}, {TORCH_TOKENIZE}, "gil_stacks: tokenize")
+    check(sum(r["total_ns"] for r in tok) >= 0.1 * sum(r["total_ns"] for r in holders),
+          f"gil_stacks: tokenize's share of the holders' time: {holders}")
