@@ -772,6 +772,7 @@ struct bs_py_frame {
 
 #define BS_PY_FRAME_ENTRY 0x1ull /* in bs_py_frame.file: the eval loop was entered here */
 #define BS_PY_MAX_FRAMES  64	 /* Python frames read per sample: deeper ones are cut */
+#define BS_PY_CODES	  16384	 /* code objects whose identity BPF keeps (py_codes) */
 #define BS_PY_NONE	  0xffffffffu
 #define BS_PY_ALL	  0xfffffffeu /* fr_entry: every frame is its own eval-loop call (<= 3.10) */
 
@@ -798,6 +799,25 @@ struct bs_py_cfg {
 	__u32 threads_head;    /* PyInterpreterState: threads.head (0 = no list walk) */
 	__u64 interp;	       /* the main interpreter: its thread states find the threads
 				* that released the GIL (native_thread_id only: 3.11+) */
+	__u32 code_gen;	       /* this registration's number: py_codes keys of an earlier
+				* image of the pid (before an exec) never match */
+	__u32 code_cache;      /* 1: a probe on the code objects' dealloc removes their
+				* py_codes entries, so BPF may keep identities there */
+};
+
+/*
+ * A code object's identity as BPF read it (bs_py_frame's name and file), kept between
+ * events in the py_codes map while the object lives: the probe on its type's tp_dealloc
+ * (bpf/pycode.bpf.c) removes the entry before the memory can be reused.
+ */
+struct bs_py_code_key {
+	__u32 pid;
+	__u32 gen; /* bs_py_cfg.code_gen */
+	__u64 code;
+};
+
+struct bs_py_code_id {
+	__u64 name, file;
 };
 
 struct bs_cpu_sample {
@@ -819,7 +839,9 @@ BS_ASSERT_RECORD(bs_stack_ref, 32);
 BS_ASSERT_RECORD(bs_frame, 24);
 BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);
 BS_ASSERT_RECORD(bs_py_frame, 32);
-BS_ASSERT_RECORD(bs_py_cfg, 80);
+BS_ASSERT_RECORD(bs_py_cfg, 88);
+BS_ASSERT_RECORD(bs_py_code_key, 16);
+BS_ASSERT_RECORD(bs_py_code_id, 16);
 BS_ASSERT_RECORD(bs_cpu_sample, 32);
 /* ---- end of stacks and the cpu family ---- */
 

@@ -20,6 +20,13 @@
 
 #define STACK_WORDS (BS_STACK_MAX_FRAMES + 4 * BS_PY_MAX_FRAMES)
 #define STACK_HDR   128 /* bytes of a frame (and of a code object) read in one copy */
+/*
+ * 3.11+ frames lie one after another in the thread's data stack, a caller below its callee:
+ * one copy of the STACK_WIN bytes that end at a frame's header holds the frames it called
+ * from too, so a walk pays one read per window, not one per frame.
+ */
+#define STACK_WIN  8192
+#define STACK_PAGE 4096
 
 struct stack_scratch {
 	struct bs_hdr h; /* the raw record's header, then its 16 bytes of counts */
@@ -27,7 +34,8 @@ struct stack_scratch {
 	__u64 w[STACK_WORDS];
 	/* Not sent: a frame's and a code object's first bytes, read in one copy each. */
 	__u8 fr[STACK_HDR], co[STACK_HDR];
-	__u64 woken; /* when this CPU last woke the recorder for a stack */
+	__u8 win[STACK_WIN]; /* user memory from win_lo on: data-stack frames (3.11+) */
+	__u64 woken;	     /* when this CPU last woke the recorder for a stack */
 };
 
 #define STACK_WAKE_NS 5000000 /* a stack wakes the recorder at most every 5 ms per CPU */
@@ -64,6 +72,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct bs_py_cfg);
 } py_procs SEC(".maps");
+
+/* Code objects' identities while they live (records.h, bs_py_code_key). Shared. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BS_PY_CODES);
+	__type(key, struct bs_py_code_key);
+	__type(value, struct bs_py_code_id);
+} py_codes SEC(".maps");
 
 /* The scratch buffer of this CPU, or NULL. */
 static __always_inline struct stack_scratch *stack_scratch_get(void)
@@ -157,9 +173,15 @@ struct stack_py_walk {
 	const struct bs_py_cfg *c;
 	struct stack_scratch *s;
 	__u64 fr;
-	__u32 n;   /* words of addresses before the frames */
-	__u32 k;   /* frames written */
-	__u32 max; /* frames wanted (0: BS_PY_MAX_FRAMES) */
+	__u32 n;       /* words of addresses before the frames */
+	__u32 k;       /* frames written */
+	__u32 max;     /* frames wanted (0: BS_PY_MAX_FRAMES) */
+	__u32 win_len; /* bytes of s->win copied from win_lo (0: none yet) */
+	__u64 win_lo;
+	__u64 last_code; /* the previous frame's code object and its two identity words */
+	__u64 last_name, last_file;
+	__u32 pid;
+	__u32 own; /* the current thread's frames: its code objects cannot be freed meanwhile */
 };
 
 /*
@@ -179,10 +201,104 @@ static __always_inline __u8 hdr_u8(const __u8 *h, __u32 off)
 }
 
 /*
- * One _PyInterpreterFrame (bpf_loop's body: the verifier checks it once). A user-memory
- * read costs ~100-200 ns on the benchmark VM: the frame is read in one copy of its first
- * STACK_HDR bytes (code, previous, instruction, owner, is_entry all lie there in 3.11-3.13),
- * and the code object's identity in one copy from co_firstlineno to co_name.
+ * The first STACK_HDR bytes of frame FR from P's window, refilled with the STACK_WIN bytes
+ * that end at FR's header when FR lies outside it (a caller's frame is below its callee's in
+ * the data stack). A window that starts in unmapped memory (below the first chunk) is copied
+ * again from FR's own page. NULL when neither copy can be had.
+ */
+static __always_inline __u8 *stack_win_frame(struct stack_py_walk *p, __u64 fr)
+{
+	__u64 off = fr - p->win_lo, lo;
+	__u32 len;
+
+	if (p->win_len && fr >= p->win_lo && off + STACK_HDR <= p->win_len &&
+	    off <= STACK_WIN - STACK_HDR)
+		return p->s->win + off;
+	lo = fr + STACK_HDR - STACK_WIN;
+	len = STACK_WIN;
+	if (bpf_probe_read_user(p->s->win, STACK_WIN, (const void *)lo)) {
+		lo = fr & ~(__u64)(STACK_PAGE - 1);
+		len = (__u32)(fr - lo) + STACK_HDR;
+		if (len > STACK_WIN || bpf_probe_read_user(p->s->win, len, (const void *)lo)) {
+			p->win_len = 0;
+			return NULL;
+		}
+	}
+	p->win_lo = lo;
+	p->win_len = len;
+	off = fr - lo;
+	if (off > STACK_WIN - STACK_HDR)
+		return NULL;
+	return p->s->win + off;
+}
+
+/*
+ * The first bytes of frame FR: from the window when frames live in the data stack (3.11+),
+ * else (frame objects, <= 3.10) in one copy of their own.
+ */
+static __always_inline __u8 *stack_frame_hdr(struct stack_py_walk *p, __u64 fr)
+{
+	__u8 *h = p->s->fr;
+
+	if (p->c->fr_entry != BS_PY_ALL) {
+		h = stack_win_frame(p, fr);
+		if (h)
+			return h;
+		h = p->s->fr;
+	}
+	/* A frame may end short of STACK_HDR bytes at a page's end: then read the least. */
+	if (bpf_probe_read_user(h, STACK_HDR, (const void *)fr) &&
+	    bpf_probe_read_user(h, 80, (const void *)fr))
+		return NULL;
+	return h;
+}
+
+/*
+ * Code object CODE's identity into ID[0] (name) and ID[1] (file): from py_codes when a
+ * walk of this process met it before (the entry goes when the object is freed), else read
+ * in one copy from co_firstlineno to co_name, and kept when the thread's own frame holds
+ * the object (another thread's frames may be freed under the walk).
+ */
+static __always_inline void stack_code_id(struct stack_py_walk *p, __u64 code, __u64 *id)
+{
+	const struct bs_py_cfg *c = p->c;
+	struct bs_py_code_key key = { .pid = p->pid, .gen = c->code_gen, .code = code };
+	struct bs_py_code_id *hit, got;
+	__u8 *co = p->s->co;
+	__u32 base;
+
+	if (c->code_cache) {
+		hit = bpf_map_lookup_elem(&py_codes, &key);
+		if (hit) {
+			id[0] = hit->name;
+			id[1] = hit->file;
+			return;
+		}
+	}
+	/* The code object from its first line to its name (128 bytes, 8-aligned start). */
+	base = c->co_firstlineno & ~7u;
+	if (bpf_probe_read_user(co, STACK_HDR, (const void *)(code + base)))
+		return;
+	{
+		__u64 name = hdr_u64(co, c->co_name - base);
+		__u64 file = hdr_u64(co, c->co_filename - base);
+		__u32 first = (__u32)(hdr_u64(co, 0) >> (8 * (c->co_firstlineno & 7)));
+
+		got.name = BS_PY_NAME_ID(name, name ? stack_read_u64(name + BS_PY_STR_HASH) : 0);
+		got.file = BS_PY_FILE_ID(file, first);
+	}
+	id[0] = got.name;
+	id[1] = got.file;
+	if (c->code_cache && p->own && got.name)
+		bpf_map_update_elem(&py_codes, &key, &got, BPF_ANY);
+}
+
+/*
+ * One frame (bpf_loop's body: the verifier checks it once). A user-memory read costs
+ * ~100-200 ns on the benchmark VM: frames come from the window (or, <= 3.10, one copy of
+ * their first STACK_HDR bytes: code, previous, instruction, owner, is_entry all lie there),
+ * and the code object's identity in one copy from co_firstlineno to co_name, unless the
+ * frame runs the previous frame's code (recursion: the same live object, read once).
  */
 static long stack_py_frame(__u32 i, void *arg)
 {
@@ -190,14 +306,12 @@ static long stack_py_frame(__u32 i, void *arg)
 	const struct bs_py_cfg *c = p->c;
 	__u64 fr = p->fr, code, *w = p->s->w;
 	__u64 at = (__u64)p->n + 4 * (__u64)p->k;
-	__u8 *h = p->s->fr, *co = p->s->co;
-	__u32 base;
+	__u8 *h;
 
 	if (!fr || p->k >= BS_PY_MAX_FRAMES || (p->max && p->k >= p->max))
 		return 1;
-	/* A frame may end short of STACK_HDR bytes at a page's end: then read the least. */
-	if (bpf_probe_read_user(h, STACK_HDR, (const void *)fr) &&
-	    bpf_probe_read_user(h, 80, (const void *)fr))
+	h = stack_frame_hdr(p, fr);
+	if (!h)
 		return 1;
 	p->fr = hdr_u64(h, c->fr_prev);
 	if (c->owner_cstack != BS_PY_NONE && hdr_u8(h, c->fr_owner) == c->owner_cstack) {
@@ -213,15 +327,14 @@ static long stack_py_frame(__u32 i, void *arg)
 	w[at + 1] = hdr_u64(h, c->fr_instr);
 	w[at + 2] = 0;
 	w[at + 3] = 0;
-	/* The code object from its first line to its name (up to 128 bytes, 8-aligned start). */
-	base = c->co_firstlineno & ~7u;
-	if (code && !bpf_probe_read_user(co, STACK_HDR, (const void *)(code + base))) {
-		__u64 name = hdr_u64(co, c->co_name - base);
-		__u64 file = hdr_u64(co, c->co_filename - base);
-		__u32 first = (__u32)(hdr_u64(co, 0) >> (8 * (c->co_firstlineno & 7)));
-
-		w[at + 2] = BS_PY_NAME_ID(name, name ? stack_read_u64(name + BS_PY_STR_HASH) : 0);
-		w[at + 3] = BS_PY_FILE_ID(file, first);
+	if (code && code == p->last_code) {
+		w[at + 2] = p->last_name;
+		w[at + 3] = p->last_file;
+	} else if (code) {
+		stack_code_id(p, code, &w[at + 2]);
+		p->last_code = w[at + 2] ? code : 0;
+		p->last_name = w[at + 2];
+		p->last_file = w[at + 3];
 	}
 	if (c->fr_entry == BS_PY_ALL || (c->fr_entry != BS_PY_NONE && hdr_u8(h, c->fr_entry)))
 		w[at + 3] |= BS_PY_FRAME_ENTRY;
@@ -258,6 +371,8 @@ static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u3
 		if (ts) {
 			p.c = c;
 			p.n = n;
+			p.pid = pid;
+			p.own = 1;
 			p.fr = stack_read_u64(ts + c->ts_frame);
 			if (c->cframe_frame != BS_PY_NONE)
 				p.fr = p.fr ? stack_read_u64(p.fr + c->cframe_frame) : 0;
@@ -280,7 +395,7 @@ static __always_inline __u32 stack_read_python(__u32 pid, __u64 tstate, struct s
 					       __u32 max)
 {
 	const struct bs_py_cfg *c = bpf_map_lookup_elem(&py_procs, &pid);
-	struct stack_py_walk p = { .c = c, .s = s, .max = max };
+	struct stack_py_walk p = { .c = c, .s = s, .max = max, .pid = pid };
 
 	if (!c || !tstate)
 		return 0;

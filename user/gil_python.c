@@ -78,6 +78,8 @@ int gil_pyfile__read(const struct elf_syms *syms, const char *shown, struct gil_
 	pf->rt_size = sym.size;
 	if (!elf_syms__find_data(syms, "Py_Version", &sym))
 		pf->pyver_vaddr = sym.vaddr;
+	if (!elf_syms__find_data(syms, "PyCode_Type", &sym))
+		pf->code_type_vaddr = sym.vaddr;
 	pf->name_minor = name_minor(shown, &pf->name_ft);
 	return 0;
 }

@@ -32,6 +32,7 @@ struct elf_syms;
 struct gil_pyfile {
 	__u64 rt_vaddr, rt_size; /* _PyRuntime */
 	__u64 pyver_vaddr;	 /* Py_Version (3.11+), 0 = none */
+	__u64 code_type_vaddr;	 /* PyCode_Type, 0 = none */
 	__u32 name_minor;	 /* 3.X from the file name, 0 = none */
 	int name_ft;		 /* "python3.13t" */
 };
@@ -43,6 +44,7 @@ struct gil_py {
 	enum gil_py_status status;
 	char object[PATH_MAX]; /* the ELF file with _PyRuntime, as /proc/PID/maps names it */
 	__u64 runtime;	       /* &_PyRuntime in the process */
+	__u64 code_type;       /* &PyCode_Type in the process, 0 = unknown (py_find sets it) */
 	__u32 version;	       /* PY_VERSION_HEX, or 3 << 24 | minor << 16 (only 3.X known) */
 	int free_threaded;
 	int initialized;	/* the main interpreter exists */

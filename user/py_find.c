@@ -106,7 +106,9 @@ int py_find__inspect(struct py_find *f, pid_t pid, struct gil_py *py)
 		return 0;
 	}
 	err = gil_python__inspect(pid, &f->py->pf, f->bias + f->py->pf.rt_vaddr, py);
-	if (!err)
+	if (!err) {
 		snprintf(py->object, sizeof(py->object), "%s", f->shown);
+		py->code_type = f->py->pf.code_type_vaddr ? f->bias + f->py->pf.code_type_vaddr : 0;
+	}
 	return err;
 }

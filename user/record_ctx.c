@@ -142,6 +142,8 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
 			fd = ctx->lost_fd;
 		else if (!strcmp(name, "py_procs"))
 			fd = ctx->py_procs_fd;
+		else if (!strcmp(name, "py_codes"))
+			fd = ctx->py_codes_fd;
 		if (fd < 0) {
 			__u32 n = record_ctx__map_entries(name);
 

@@ -78,6 +78,7 @@ struct record_ctx {
 	/* Shared maps, created by the proc family, reused by every other family. */
 	int events_fd, targets_fd, lost_fd;
 	int py_procs_fd; /* Python processes whose frames BPF reads (bpf/stack.bpf.h) */
+	int py_codes_fd; /* code objects' identities (bpf/stack.bpf.h), shared likewise */
 	int use_btf;	 /* tp_btf programs, else raw_tp */
 	__u64 attach_failures;
 	int write_err;	  /* first error from the writer: recording stops on it */

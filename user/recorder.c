@@ -68,6 +68,11 @@ static int create_shared_maps(struct record_ctx *ctx)
 		record_ctx__map_entries("py_procs") ?: 4096, &no_prealloc);
 	if (ctx->py_procs_fd < 0)
 		return -errno;
+	ctx->py_codes_fd =
+		bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "py_codes", sizeof(struct bs_py_code_key),
+			       sizeof(struct bs_py_code_id), BS_PY_CODES, NULL);
+	if (ctx->py_codes_fd < 0)
+		return -errno;
 	return 0;
 }
 
@@ -313,9 +318,12 @@ static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_tota
 
 int recorder__run(const struct record_opts *o)
 {
-	struct record_ctx ctx = {
-		.opts = o, .events_fd = -1, .targets_fd = -1, .lost_fd = -1, .py_procs_fd = -1
-	};
+	struct record_ctx ctx = { .opts = o,
+				  .events_fd = -1,
+				  .targets_fd = -1,
+				  .lost_fd = -1,
+				  .py_procs_fd = -1,
+				  .py_codes_fd = -1 };
 	void **states = ctx.states;
 	int *attached = ctx.attached;
 	struct launch launch = { .pid = -1, .gate_fd = -1 };
@@ -604,6 +612,8 @@ out:
 		close(ctx.lost_fd);
 	if (ctx.py_procs_fd >= 0)
 		close(ctx.py_procs_fd);
+	if (ctx.py_codes_fd >= 0)
+		close(ctx.py_codes_fd);
 	string_pool__free(ctx.strings);
 	return ret;
 }

@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include "gil_python.h"
 #include "mono_clock.h"
+#include "py_code_free.h"
 #include "py_find.h"
 #include "py_stack.h"
 #include "record_ctx.h"
@@ -31,12 +32,14 @@ struct py_proc {
 
 struct stack_svc {
 	struct stack_intern *intern;
-	struct uprobe_mgr *mgr; /* discovery and symbols of every traced process's code */
-	struct py_find *finder; /* which processes are CPython, and where their GIL is */
-	struct py_stack *py;	/* names Python frames */
-	struct hmap *procs;	/* pid -> struct py_proc */
-	int py_procs_fd;	/* the BPF map every stack reader shares */
-	__u32 max_depth;	/* the kernel's unwinding limit (perf_event_max_stack) */
+	struct uprobe_mgr *mgr;		/* discovery and symbols of every traced process's code */
+	struct py_find *finder;		/* which processes are CPython, and where their GIL is */
+	struct py_stack *py;		/* names Python frames */
+	struct hmap *procs;		/* pid -> struct py_proc */
+	int py_procs_fd;		/* the BPF map every stack reader shares */
+	struct py_code_free *code_free; /* NULL: BPF reads every code object at every stack */
+	__u32 code_gen;			/* registrations so far (bs_py_cfg.code_gen) */
+	__u32 max_depth;		/* the kernel's unwinding limit (perf_event_max_stack) */
 	struct gil_py scratch;
 };
 
@@ -61,6 +64,7 @@ void stack_svc__free(struct stack_svc *s)
 	stack_intern__free(s->intern);
 	py_find__free(s->finder);
 	py_stack__free(s->py);
+	py_code_free__free(s->code_free);
 	hmap__free(s->procs);
 	free(s);
 }
@@ -92,6 +96,14 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 		stack_svc__free(s);
 		return NULL;
 	}
+	/* Without it stacks cost more, not less right: say so and go on. */
+	s->code_free = py_code_free__new(ctx, err);
+	if (!s->code_free)
+		fprintf(stderr,
+			"bpfsight: code objects' dealloc probe not loaded (%s): every "
+			"Python stack reads its code objects again\n",
+			strerror(-*err));
+	*err = 0;
 	ctx->stacks = s;
 	return s;
 }
@@ -132,7 +144,11 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 		return p;
 	}
 	p->final = 1;
-	if (py_stack__cfg(py, &cfg) || bpf_map_update_elem(s->py_procs_fd, &key, &cfg, BPF_ANY))
+	if (py_stack__cfg(py, &cfg))
+		return p;
+	cfg.code_gen = ++s->code_gen;
+	cfg.code_cache = s->code_free && !py_code_free__watch(s->code_free, pid, py->code_type);
+	if (bpf_map_update_elem(s->py_procs_fd, &key, &cfg, BPF_ANY))
 		return p;
 	p->minor = py->version >> 16 & 0xff;
 	return p;

@@ -21,6 +21,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.join(HERE, "..", "workloads", "gil_work.py")
 TORCH = os.path.join(HERE, "..", "workloads", "gil_torch.py")
 PYENV = os.environ.get("PYENV_ROOT", "/root/.pyenv")
+# CPythons built from source, one per folder (docs/STACKS.md): /opt/cpython/3.14/bin/python3.14,
+# the free-threaded /opt/cpython/3.14t/bin/python3.14t. CI has none.
+OPT_CPYTHON = os.environ.get("BPFSIGHT_OPT_CPYTHON", "/opt/cpython")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 MS = 1_000_000
 SEC = 1_000_000_000
@@ -32,6 +35,17 @@ def pyenv_python(minor):
                                           f"python3.{minor}")),
                    key=lambda p: [int(x) for x in re.findall(r"\d+", p.split("/")[-3])])
     return found[-1] if found else None
+
+
+def opt_pythons(free_threaded=None):
+    """The interpreters under OPT_CPYTHON (bin/python3.X or python3.Xt), oldest first; only the
+    free-threaded ones (FREE_THREADED true) or only the others (false)."""
+    found = []
+    for p in glob.glob(os.path.join(OPT_CPYTHON, "*", "bin", "python3.*")):
+        m = re.fullmatch(r"python3\.(\d+)(t?)", os.path.basename(p))
+        if m and os.access(p, os.X_OK) and free_threaded in (None, bool(m.group(2))):
+            found.append((int(m.group(1)), p))
+    return [p for _, p in sorted(found)]
 
 
 def libpython_of(py):

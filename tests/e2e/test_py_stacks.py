@@ -1,5 +1,6 @@
 """Python stacks of the cpu family: frames read by BPF from the interpreter of CPython 3.8 to
-3.13 (pyenv's, with symbols) and Debian's stripped python3.11, named by the recorder from
+3.13 (pyenv's, with symbols), Debian's stripped python3.11 and the CPythons built under
+/opt/cpython (3.14 with the GIL; free-threaded builds have their own test), named by the recorder from
 the code objects. Workload: tests/workloads/py_stacks.py, whose functions,
 lines and CPU split are known (it measures its split with time.thread_time)."""
 import ast
@@ -7,8 +8,9 @@ import json
 import os
 import re
 
-from helpers import (Recorder, check, dump, eq, need_root, record, spawn, stats, wait_for)
-from test_gil import debian_python, pyenv_python
+from helpers import (Recorder, Skip, check, dump, eq, need_root, record, spawn, stats,
+                     wait_for)
+from test_gil import OPT_CPYTHON, debian_python, opt_pythons, pyenv_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.realpath(os.path.join(HERE, "..", "workloads", "py_stacks.py"))
@@ -30,10 +32,31 @@ def body_lines(func):
 
 
 def pythons(first=8):
-    """pyenv's CPython 3.FIRST..3.13 and Debian's stripped python3.11."""
-    found = [pyenv_python(m) for m in range(first, 14)] + [debian_python()]
+    """pyenv's CPython 3.FIRST..3.13, Debian's stripped python3.11 and those built under
+    /opt/cpython with the GIL (when there are: test_built_cpythons_are_in_the_matrix says
+    when not)."""
+    found = ([pyenv_python(m) for m in range(first, 14)] + [debian_python()] +
+             opt_pythons(free_threaded=False))
     return [p for p in found
             if p and int(re.search(r"python3\.(\d+)$", p).group(1)) >= first]
+
+
+def test_built_cpythons_are_in_the_matrix():
+    """The CPythons built under /opt/cpython (3.14, and the free-threaded 3.14t, which has
+    no GIL to hold) are read like the others: a sample in inner_a or inner_b names it at the
+    top of its Python frames, outer below it. Skipped, saying so, where none is built (CI)."""
+    need_root()
+    pys = opt_pythons()
+    if not pys:
+        raise Skip(f"no CPython built under {OPT_CPYTHON} (3.14, 3.14t): the matrix has "
+                   f"pyenv's and Debian's only")
+    for py in pys:
+        pid, _, out = run_py(py, "split", "1")
+        tops = [[f["func"] for f in py_frames(e)][:2] for e in samples(out, pid)]
+        named = [t for t in tops if t[:1] in (["inner_a"], ["inner_b"])]
+        check(len(named) >= 0.5 * len(tops) and named,
+              f"{py}: {len(named)} of {len(tops)} samples name inner_a/inner_b")
+        eq(sum(t[1:] == ["outer"] for t in named), len(named), f"{py}: callers of inner_X")
 
 
 def run_py(py, *args):
@@ -101,11 +124,14 @@ def test_code_compiled_and_freed_in_a_loop_is_never_misnamed():
     the 3 lines after), each run for 20 ms of CPU and freed, one after the other, so their
     code objects, names and line tables reuse the same memory, often before the recorder
     reads them (samples drain every 20 ms): every frame named f_K is in gen_K.py at one of
-    f_K's own lines, and most are named (those read after the free are not)."""
+    f_K's own lines, taken while f_K ran (the workload's clock: an identity BPF kept for
+    a freed code object would name a later function after an earlier one, consistently),
+    and most are named (those read after the free are not)."""
     need_root()
     for py in pythons():
-        pid, _, out = run_py(py, "exec", "100", "0.02")
-        named = bad = 0
+        pid, truth, out = run_py(py, "exec", "100", "0.02")
+        spans = truth["spans"]
+        named = bad = late = 0
         for e in samples(out, pid):
             for f in py_frames(e):
                 m = re.fullmatch(r"f_(\d+)", f["func"])
@@ -115,8 +141,11 @@ def test_code_compiled_and_freed_in_a_loop_is_never_misnamed():
                 named += 1
                 if f["file"] != f"gen_{k}.py" or f["line"] not in (k + 1, k + 2, k + 3, k + 4):
                     bad += 1
+                if not spans[k][0] <= e["ts"] <= spans[k][1]:
+                    late += 1
         check(named >= 500, f"{py}: {named} frames of the generated functions")
         eq(bad, 0, f"{py}: frames named after another function")
+        eq(late, 0, f"{py}: frames named after a function that was not running then")
 
 
 def test_deep_python_recursion_is_truncated_with_a_marker():

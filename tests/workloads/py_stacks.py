@@ -6,7 +6,8 @@ known. Prints "pid P tid T" first, then its ground truth as one JSON line.
     py_stacks.py exec N S      N functions f_K compiled from new source, each defined on line
                                K + 1 of a file named gen_K.py, called (spinning S s of CPU)
                                and freed, one after the other: their code objects (and names)
-                               reuse the same memory
+                               reuse the same memory: {"spans": [[start, end] of f_K]}
+                               in CLOCK_MONOTONIC ns
     py_stacks.py deep D SECS   recurse D calls deep, then spin SECS
     py_stacks.py gen SECS      a generator and a coroutine spin in turn (frames not owned by
                                a thread's C stack)
@@ -20,6 +21,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 
 def spin(secs):
@@ -60,13 +62,16 @@ def outer(total):
 
 
 def churn(n, spin_s):
+    spans = []  # when each f_K was on the stack (CLOCK_MONOTONIC, the samples' clock)
     for k in range(n):
         src = "\n" * k + f"def f_{k}(t):\n    s = tt()\n    while tt() - s < t:\n        pass\n"
         ns = {"tt": thread_time}
         exec(compile(src, f"gen_{k}.py", "exec"), ns)
+        t0 = time.monotonic_ns()
         ns[f"f_{k}"](spin_s)
+        spans.append([t0, time.monotonic_ns()])
         del ns
-    return {"n": n}
+    return {"n": n, "spans": spans}
 
 
 def recurse(depth, secs):
