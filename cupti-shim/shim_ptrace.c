@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * A shim loaded into a running process by `bpfsight record --inject` (user/shim_inject.c):
+ * a thread of the process was made to call dlopen() on a copy whose name ends with
+ * BS_SHIM_INJECT_SUFFIX. No CUDA or NVTX entry point will call us (the process did not name
+ * us in CUDA_INJECTION64_PATH / NVTX_INJECTION64_PATH), so the constructor is the entry:
+ * it sets PTRACE_INJECTED and starts the poller, and returns at once: the borrowed thread
+ * is away from its own code until it does. Everything slow (loading CUPTI, tens of ms) is
+ * the poller's: shim_ptrace__poll loads CUPTI once GPU activity is wanted and the process has
+ * libcuda (CUPTI's activity API can be enabled after contexts exist; kernels launched from
+ * then on are recorded). A copy loaded under any other name does nothing here.
+ */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "shim.h"
+
+static bool injected;
+static bool cupti_tried;
+
+static bool named_for_injection(void)
+{
+	size_t n = strlen(BS_SHIM_INJECT_SUFFIX), len;
+	Dl_info info;
+
+	if (!dladdr((void *)named_for_injection, &info) || !info.dli_fname)
+		return false;
+	len = strlen(info.dli_fname);
+	return len > n && !strcmp(info.dli_fname + len - n, BS_SHIM_INJECT_SUFFIX);
+}
+
+__attribute__((constructor)) static void shim_ptrace_ctor(void)
+{
+	if (!named_for_injection())
+		return;
+	injected = true;
+	shim_core__enter(BS_SHIM_ST_PTRACE_INJECTED);
+}
+
+/* Poller, ctl held: CUPTI as InitializeInjection would have set it up, once, when wanted. */
+void shim_ptrace__poll(bool gpu_wanted)
+{
+	void *cuda;
+
+	if (!injected || cupti_tried || !gpu_wanted ||
+	    (shim_core__state() & BS_SHIM_ST_CUDA_INJECTED))
+		return;
+	/* Only a process that uses CUDA gets CUPTI; NOLOAD: never load libcuda ourselves. */
+	cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (!cuda)
+		return;
+	dlclose(cuda);
+	cupti_tried = true;
+	shim_cupti__init();
+}
