@@ -47,8 +47,12 @@ void shim_ptrace__poll(bool gpu_wanted)
 		return;
 	/* Only a process that uses CUDA gets CUPTI; NOLOAD: never load libcuda ourselves. */
 	cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	if (!cuda)
+	if (!cuda) {
+		/* Said once per session (shim_cupti__fail): why there are no GPU records yet. */
+		shim_cupti__fail("no libcuda in the process (yet): CUPTI starts once it is loaded",
+				 0);
 		return;
+	}
 	dlclose(cuda);
 	cupti_tried = true;
 	shim_cupti__init();

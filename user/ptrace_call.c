@@ -382,6 +382,11 @@ static int list_threads(struct helper *h)
 	if (!dir)
 		return -errno;
 	h->ntids = 0;
+	if (h->c->only_tid) {
+		closedir(dir);
+		h->tids[h->ntids++] = h->c->only_tid;
+		return 0;
+	}
 	while ((d = readdir(dir))) {
 		pid_t tid = (pid_t)atoi(d->d_name);
 		long nr;

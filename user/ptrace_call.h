@@ -33,6 +33,7 @@ struct ptrace_call {
 	const char *arg; /* first argument: copied onto the thread's stack */
 	__u64 arg2;	 /* second argument */
 	int timeout_s;	 /* the helper's whole life (seize to detach), at least 1 */
+	pid_t only_tid;	 /* try this thread alone (tests); 0: every thread, best first */
 	__u32 nunsafe;	 /* code where a thread is never borrowed (libc, ld.so) */
 	__u64 unsafe[PTRACE_CALL_MAX_UNSAFE][2]; /* [start, end) */
 };

@@ -310,6 +310,12 @@ static int refuse(const struct inj_pid *p, pid_t pid, char *msg, size_t len)
 		snprintf(msg, len, "it uses musl libc: only glibc processes can be injected");
 		return 1;
 	}
+	if (!(p->flags & F_LOADER)) {
+		/* A static glibc may hold a dlopen, but not one that can load a shared library. */
+		snprintf(msg, len,
+			 "it is linked statically (no ld.so): nothing can load the shim into it");
+		return 1;
+	}
 	if (!p->dlopen) {
 		snprintf(msg, len,
 			 "it has no dlopen (a static binary, or glibc older than 2.34 without "
@@ -377,6 +383,7 @@ static void set_failure(struct inj_pid *p, const char *msg)
 static void inject(struct shim_inject *si, struct inj_pid *p, pid_t pid)
 {
 	struct ptrace_call c = { .pid = pid, .timeout_s = INJECT_TIMEOUT_S };
+	const char *tid = getenv("BPFSIGHT_INJECT_TID");
 	char msg[MSG_LEN], path[PATH_MAX];
 	struct ptrace_call_result r;
 	int err;
@@ -388,6 +395,8 @@ static void inject(struct shim_inject *si, struct inj_pid *p, pid_t pid)
 		set_failure(p, msg);
 		return;
 	}
+	/* Tests borrow the thread they want to see restarted (a read, a futex, a nanosleep). */
+	c.only_tid = tid && *tid ? (pid_t)atoi(tid) : 0;
 	c.func = p->dlopen;
 	c.restorer = p->restorer;
 	c.arg = path;
@@ -410,12 +419,12 @@ static void inject(struct shim_inject *si, struct inj_pid *p, pid_t pid)
 
 void shim_inject__run(struct shim_inject *si, int (*has_shim)(void *arg, pid_t pid), void *arg)
 {
-	const struct record_opts *o = si->ctx->opts;
+	const struct record_opts *o = si ? si->ctx->opts : NULL;
 	struct inj_pid *p;
 	struct hkey k;
 	size_t it = 0;
 
-	if (!o->inject || o->dry_run)
+	if (!o || !o->inject || o->dry_run)
 		return;
 	for (__u32 i = 0; i < o->npids; i++) {
 		p = hmap__get(si->pids, (struct hkey){ (__u64)o->pids[i], 0 }, 1);

@@ -260,6 +260,10 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 	if (!p || p->file)
 		return; /* known (a rescan) */
 	p->file = f;
+	if (shim_inject__sent(l->inject, pid))
+		fprintf(stderr,
+			"bpfsight record: --inject: pid %d: the cupti-shim is loaded (%s)\n", pid,
+			f->shown);
 	if (l->ctx->opts->system_wide)
 		return; /* the file's link covers it */
 	/* This process only: others mapping the same file keep their semaphores at 0. */
