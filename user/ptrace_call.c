@@ -152,8 +152,12 @@ static int in_unsafe_code(const struct ptrace_call *c, __u64 ip)
  */
 static int safe_point(const struct ptrace_call *c, const struct user_regs_struct *g)
 {
+	long ret = (long)g->rax;
+
+	if ((long)g->orig_rax == SYS_restart_syscall) /* a sleep just over (sleep_out) */
+		return ret < -ERESTART_RESTARTBLOCK || ret > -ERESTARTSYS;
 	if ((long)g->orig_rax >= 0)
-		return waiting_syscall((long)g->orig_rax) && (long)g->rax != -ERESTART_RESTARTBLOCK;
+		return waiting_syscall((long)g->orig_rax) && ret != -ERESTART_RESTARTBLOCK;
 	return !in_unsafe_code(c, g->rip);
 }
 
@@ -198,6 +202,39 @@ static void let_go(pid_t tid, int sig)
 	ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
 }
 
+/*
+ * TID stopped in a sleep the kernel restarts through its restart block (nanosleep, a timed
+ * futex or poll): let it run on, stopping at system calls (PTRACE_SYSCALL), until the call
+ * that restarts it returns; then G holds the registers of a thread just back from a
+ * completed wait (a safe point). Signals that stop it meanwhile are delivered. The helper's
+ * alarm bounds a long sleep (its death lets the thread go). 0, or -1 when TID is gone.
+ */
+static int sleep_out(pid_t tid, struct user_regs_struct *g)
+{
+	int status, sig = 0, entered = 0;
+
+	if (ptrace(PTRACE_SETOPTIONS, tid, 0, (void *)PTRACE_O_TRACESYSGOOD))
+		return -1;
+	for (;;) {
+		if (ptrace(PTRACE_SYSCALL, tid, 0, (void *)(long)sig) || wait_stop(tid, &status) ||
+		    !WIFSTOPPED(status))
+			return -1;
+		sig = 0;
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			if (!entered++)
+				continue; /* the entry of restart_syscall */
+			if (ptrace(PTRACE_GETREGS, tid, 0, g))
+				return -1;
+			entered = 0;
+			if ((long)g->rax != -ERESTART_RESTARTBLOCK)
+				return 0; /* back from it: the wait is over */
+			continue;
+		}
+		if (!(status >> 16))
+			sig = WSTOPSIG(status); /* a signal for the program: deliver it */
+	}
+}
+
 /* 1: the call is on its way; 0: not this thread (now); <0: stop trying (OUT in *what). */
 static int try_thread(struct helper *h, pid_t tid, struct outcome *o)
 {
@@ -231,8 +268,17 @@ static int try_thread(struct helper *h, pid_t tid, struct outcome *o)
 		o->r.held_ns += mono_now_ns() - t0;
 		return 0;
 	}
-	if (ptrace(PTRACE_GETREGS, tid, 0, &g) || !safe_point(c, &g) ||
-	    ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(mask), &mask) ||
+	if (ptrace(PTRACE_GETREGS, tid, 0, &g))
+		goto not_now;
+	if ((long)g.orig_rax >= 0 && (long)g.rax == -ERESTART_RESTARTBLOCK &&
+	    waiting_syscall((long)g.orig_rax)) {
+		/* A sleep: let it finish as the kernel restarts it, and take the thread after. */
+		o->r.held_ns += mono_now_ns() - t0;
+		if (sleep_out(tid, &g))
+			return 0;
+		t0 = mono_now_ns();
+	}
+	if (!safe_point(c, &g) || ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(mask), &mask) ||
 	    ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &xiov))
 		goto not_now;
 	/*
