@@ -5,19 +5,22 @@ idle (bench/RESULTS.md, "record --inject"; docs/GPU.md, "Injection").
 
     python3 bench/bench_inject.py [--build build] [--rounds 7]
 
-  stop   tests/workloads/inject_gap spins reading CLOCK_MONOTONIC in its main thread and
-         keeps the longest gap between two reads. Each round runs two fresh processes in
-         turn: one recorded by `bpfsight record -p PID -t gpu --inject` with the spinning
-         thread as the one borrowed (BPFSIGHT_INJECT_TID), one by the same command without
-         --inject (the baseline: this loaded VM preempts a spinning thread for milliseconds).
-         Figures: the helper's hold of the thread (PTRACE_SEIZE to PTRACE_DETACH, as the
-         recorder prints it), and the longest gap of each process from its start until the
-         recorder reports the shim loaded (injected) or the same moment (baseline).
+  stop   tests/workloads/inject_gap: a main thread spinning on CLOCK_MONOTONIC (keeping the
+         longest gap between two reads) and a thread waiting in read() on stdin. Each round
+         runs two fresh processes in turn: one recorded by `bpfsight record -p PID -t gpu
+         --inject` with the waiting thread as the one borrowed (BPFSIGHT_INJECT_TID), one by
+         the same command without --inject (baseline). Figures: the helper's hold of the
+         thread (PTRACE_SEIZE to PTRACE_DETACH, as the recorder prints it); that thread's CPU
+         time and run-queue wait (/proc schedstat) from before the recorder starts until it
+         reports the shim loaded: a waiting thread runs only for the injection (dlopen, the
+         shim's constructor, its read restarted), so that is the time it was away from its
+         own code; and the spinning thread's longest gap (the rest of the process: this VM
+         preempts a spinning thread for milliseconds, baseline and injected alike).
   idle   tests/shim/nvtx_bench (2,000,000 push/pop pairs timed in the process) started
          without any injection; in one of each pair of runs `record --inject -t gpu` loads
          the shim and stops (the shim is then idle: no tracer), then the pairs are timed: ns
-         per pair either way, and the CPU the shim's poller thread used per second of
-         wall time meanwhile (its /proc schedstat).
+         per pair either way, and the CPU the shim's poller thread uses per second of wall
+         time over 3 s with no tracer (its /proc schedstat).
 """
 
 import argparse
@@ -30,6 +33,9 @@ import statistics
 import subprocess
 import threading
 import time
+
+
+IDLE_WINDOW_S = 3
 
 
 def readline(p, timeout=60):
@@ -75,7 +81,11 @@ def gap_round(bpfsight, gap, out, inject):
         p.stdin.write("report\n")  # start the measurement now (drop the start-up's gaps)
         p.stdin.flush()
         readline(p)
-        env = dict(os.environ, BPFSIGHT_INJECT_TID=str(p.pid))
+        # The borrowed thread: the one waiting in read() on stdin (a thread that would not
+        # run otherwise: whatever CPU it uses meanwhile is the injection's).
+        ctl = [int(t) for t in os.listdir(f"/proc/{p.pid}/task") if int(t) != p.pid][0]
+        env = dict(os.environ, BPFSIGHT_INJECT_TID=str(ctl))
+        run0, wait0 = schedstat(p.pid, ctl)
         rec = recorder(bpfsight, p.pid, out, inject, env)
         held = None
         try:
@@ -84,15 +94,23 @@ def gap_round(bpfsight, gap, out, inject):
                 wait_line(rec, r"cupti-shim is loaded")
             else:
                 wait_line(rec, r"recording pid")
+            run1, wait1 = schedstat(p.pid, ctl)
             p.stdin.write("report\n")
             p.stdin.flush()
             gap_ns = json.loads(readline(p))["max_gap_ns"]
         finally:
             stop(rec)
-        return held, gap_ns
+        return held, gap_ns, run1 - run0, wait1 - wait0
     finally:
         p.stdin.close()
         p.wait(30)
+
+
+def schedstat(pid, tid):
+    """TID's time on CPU and waiting to run, ns (/proc schedstat)."""
+    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+        run, wait = f.read().split()[:2]
+    return int(run), int(wait)
 
 
 def poller_cpu_ns(pid):
@@ -115,19 +133,19 @@ def idle_round(bpfsight, bench, out, inject, iters):
                          stdout=subprocess.PIPE, text=True, env=env)
     try:
         pid = json.loads(readline(p))["pid"]
-        cpu0 = None
+        poller = None
         if inject:
             rec = recorder(bpfsight, pid, out, True)
             try:
                 wait_line(rec, r"cupti-shim is loaded")
             finally:
                 stop(rec)
+            # A fixed window of idleness (no tracer): what the poller costs per second.
             cpu0, t0 = poller_cpu_ns(pid), time.monotonic()
+            time.sleep(IDLE_WINDOW_S)
+            poller = (poller_cpu_ns(pid) - cpu0) / (time.monotonic() - t0)
         open(go, "w").close()
         res = json.loads(readline(p, 300))
-        poller = None
-        if inject and cpu0 is not None:
-            poller = (poller_cpu_ns(pid) - cpu0) / (time.monotonic() - t0)
         return res["ns_per_pair"], poller
     finally:
         if p.poll() is None:
@@ -156,11 +174,14 @@ def main():
     with open("/proc/loadavg") as f:
         load0 = f.read().split()[0]
     held, gaps = [], {True: [], False: []}
+    run, waited = {True: [], False: []}, {True: [], False: []}
     ns, poll = {True: [], False: []}, []
     for r in range(a.rounds):
         for inject in ((True, False) if r % 2 == 0 else (False, True)):
-            h, g = gap_round(bpfsight, gap, out, inject)
+            h, g, ru, wa = gap_round(bpfsight, gap, out, inject)
             gaps[inject].append(g)
+            run[inject].append(ru)
+            waited[inject].append(wa)
             if h is not None:
                 held.append(h)
         for inject in ((True, False) if r % 2 == 0 else (False, True)):
@@ -177,6 +198,11 @@ def main():
     print("| figure | median (min .. max) |")
     print("|---|---|")
     print(f"| thread held by ptrace (seize to detach) | {spread(held, us)} |")
+    print(f"| borrowed thread's CPU (dlopen, constructor, restart), injected | "
+          f"{spread(run[True], ms)} |")
+    print(f"| same thread's CPU, baseline (recorded, no --inject) | {spread(run[False], ms)} |")
+    print(f"| borrowed thread's wait for a CPU meanwhile, injected | "
+          f"{spread(waited[True], ms)} |")
     print(f"| longest gap in the spinning thread, injected | {spread(gaps[True], ms)} |")
     print(f"| longest gap, baseline (recorded, no --inject) | {spread(gaps[False], ms)} |")
     print(f"| NVTX push+pop, no injection | {spread(ns[False], lambda v: f'{v:.2f} ns')} |")

@@ -70,7 +70,7 @@ struct outcome {
 	struct ptrace_call_result r;
 };
 
-enum { OUT_OK, OUT_SEIZE, OUT_GONE, OUT_NO_SAFE, OUT_NO_XSAVE, OUT_WRITE, OUT_REGS };
+enum { OUT_OK, OUT_SEIZE, OUT_GONE, OUT_NO_SAFE, OUT_NO_XSAVE, OUT_WRITE, OUT_REGS, OUT_CHANGED };
 
 /* System calls a thread waits in without holding a lock dlopen could need. */
 static int waiting_syscall(long nr)
@@ -130,6 +130,7 @@ long ptrace_call__find_restorer(const unsigned char *buf, size_t len)
 
 struct helper {
 	const struct ptrace_call *c;
+	unsigned char func_bytes[16]; /* FUNC's first bytes, read before the helper starts */
 	pid_t tids[MAX_THREADS];
 	int ntids;
 	unsigned char *xstate; /* XSTATE_MAX */
@@ -203,6 +204,24 @@ static void let_go(pid_t tid, int sig)
 }
 
 /*
+ * The code at FUNC and at the restorer is still what the addresses were computed from: the
+ * process did not exec another program since (a stopped thread cannot, but another thread
+ * may have before it stopped).
+ */
+static int same_image(const struct helper *h)
+{
+	static const unsigned char restorer[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	unsigned char now[16 + sizeof(restorer)];
+	struct iovec local = { now, sizeof(now) }, remote[2] = {
+		{ (void *)h->c->func, 16 },
+		{ (void *)h->c->restorer, sizeof(restorer) },
+	};
+
+	return process_vm_readv(h->c->pid, &local, 1, remote, 2, 0) == (ssize_t)sizeof(now) &&
+	       !memcmp(now, h->func_bytes, 16) && !memcmp(now + 16, restorer, sizeof(restorer));
+}
+
+/*
  * TID stopped in a sleep the kernel restarts through its restart block (nanosleep, a timed
  * futex or poll): let it run on, stopping at system calls (PTRACE_SYSCALL), until the call
  * that restarts it returns; then G holds the registers of a thread just back from a
@@ -270,6 +289,11 @@ static int try_thread(struct helper *h, pid_t tid, struct outcome *o)
 	}
 	if (ptrace(PTRACE_GETREGS, tid, 0, &g))
 		goto not_now;
+	if (!same_image(h)) {
+		let_go(tid, 0);
+		o->what = OUT_CHANGED;
+		return -ESRCH;
+	}
 	if ((long)g.orig_rax >= 0 && (long)g.rax == -ERESTART_RESTARTBLOCK &&
 	    waiting_syscall((long)g.orig_rax)) {
 		/* A sleep: let it finish as the kernel restarts it, and take the thread after. */
@@ -462,6 +486,9 @@ static int explain(const struct ptrace_call *c, const struct outcome *o, char *m
 	case OUT_GONE:
 		snprintf(msg, len, "pid %d exited", c->pid);
 		return -ESRCH;
+	case OUT_CHANGED:
+		snprintf(msg, len, "pid %d changed its code meanwhile (exec?)", c->pid);
+		return -ESRCH;
 	case OUT_NO_XSAVE:
 		snprintf(msg, len, "pid %d: this CPU's FPU state has no XSAVE layout", c->pid);
 		return -ENOTSUP;
@@ -492,6 +519,14 @@ int ptrace_call__run(const struct ptrace_call *c, struct ptrace_call_result *r, 
 	err = list_threads(&h);
 	if (err) {
 		snprintf(msg, len, "pid %d has no thread to use: %s", c->pid, strerror(-err));
+		return err;
+	}
+	struct iovec local = { h.func_bytes, sizeof(h.func_bytes) },
+		     remote = { (void *)c->func, sizeof(h.func_bytes) };
+
+	if (process_vm_readv(c->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(h.func_bytes)) {
+		err = errno ? -errno : -EFAULT;
+		snprintf(msg, len, "cannot read pid %d's dlopen: %s", c->pid, strerror(-err));
 		return err;
 	}
 	h.xstate = aligned_alloc(64, XSTATE_MAX);
