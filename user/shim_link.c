@@ -290,6 +290,11 @@ static void on_started(void *arg)
 {
 	struct shim_link *l = arg;
 
+	if (l->inject && (l->want & SHIM_WANT_NVTX))
+		fprintf(stderr,
+			"bpfsight record: --inject: note: NVTX ranges are not recorded from a "
+			"process the shim is injected into (its NVTX tables were set up without "
+			"it: docs/NVTX.md); GPU activity is\n");
 	shim_inject__run(l->inject, has_shim, l);
 }
 

@@ -12,6 +12,7 @@ import os
 import select
 import signal
 import shutil
+import time
 
 from helpers import (BPFSIGHT, Recorder, Skip, check, eq, need_root, row, run, spawn, stats,
                      tell, tmpdir, wait_for, workload)
@@ -236,24 +237,25 @@ def test_inject_torch_cpu_loop():
     with open(script, "w") as f:
         f.write(TORCH_LOOP)
 
-    def session(traced):
-        p = spawn(["/usr/bin/python3", script, "200"])
+    # Both loops start at once (torch's import is the slow part), one of them injected.
+    plain = spawn(["/usr/bin/python3", script, "50"])
+    traced = spawn(["/usr/bin/python3", script, "50"])
+    for p in (plain, traced):
         check(readline(p, 120).startswith("ready"), "torch ready")
-        rec = inject(p.pid, "gpu") if traced else None
-        if rec:
-            check("loads" in injected_line(rec, p.pid), rec.stderr)
-            wait_attached(rec, p.pid)
-        out = []
+    rec = inject(traced.pid, "gpu")
+    check("loads" in injected_line(rec, traced.pid), rec.stderr)
+    wait_attached(rec, traced.pid)
+    out = {}
+    for p in (plain, traced):
+        out[p.pid] = []
         for _ in range(3):
             tell(p, "go")
-            out.append(readline(p, 120))
+            out[p.pid].append(readline(p, 120))
         tell(p, "end")
-        out.append(readline(p))
+        out[p.pid].append(readline(p))
         eq(p.wait(60), 0, "torch's exit status")
-        return out, rec, p.pid
-
-    plain, _, _ = session(False)
-    traced, rec, pid = session(True)
+    pid = traced.pid
+    traced, plain = out[traced.pid], out[plain.pid]
     eq(traced, plain, "torch's results with and without the injection")
     eq(rec.wait(60), 0, "the recorder's exit status")
     s = row(stats(rec.out, "shim_sum")["shim_sum"], pid=pid)
@@ -292,6 +294,27 @@ def test_inject_ten_times_one_shim():
     eq(rec.wait(60), 0, "the last recorder")
     s = row(stats(rec.out, "shim_sum")["shim_sum"], pid=p.pid)
     check("ptrace_injected" in s["state"], f"shim_sum: {s}")
+
+
+def test_inject_recorder_killed():
+    """SIGKILL the recorder at points all through its start and injection: whenever it dies,
+    the target is never left stopped or traced, ends exactly as untraced, one shim at most."""
+    need_targets()
+    p, _ = start_target("shared")
+    for delay in (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2):
+        rec = Recorder("-p", str(p.pid), "-t", "cuda,gpu", "--inject")
+        time.sleep(delay)  # a kill point, not a wait: any moment must be safe
+        rec.p.kill()
+        rec.wait(30)
+
+        def let_go():
+            with open(f"/proc/{p.pid}/status") as f:
+                st = dict(l.split(":", 1) for l in f)
+            return st["TracerPid"].strip() == "0" and st["State"].split()[0] != "t"
+
+        wait_for(let_go, 30, "the target neither traced nor stopped")
+        check(len(maps_shims(p.pid)) <= 1, "at most one shim")
+    finish_target(p)
 
 
 def untouched(pid):
