@@ -280,6 +280,7 @@ static void *poller(void *arg)
 		}
 		poll_once();
 		pthread_mutex_unlock(&ctl);
+		shim_ptrace__nvtx();
 		nanosleep(&period, NULL);
 	}
 	return NULL;

@@ -120,4 +120,12 @@ static inline void shim_nvtx__mark(nvtxDomainHandle_t d, const struct shim_nvtx_
 		shim_nvtx__mark_slow(d, src, hot);
 }
 
+/* shim_nvtx_inject.c: the NVTX entry point (one call per NVTX instance). */
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
+/*
+ * shim_nvtx_late.c, for an injected shim: instrument the process's NVTX instances that are
+ * already initialized and visible in .symtab; returns how many.
+ */
+unsigned int shim_nvtx_late__inject(void);
+
 #endif /* BPFSIGHT_SHIM_NVTX_H */

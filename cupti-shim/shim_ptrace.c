@@ -14,9 +14,12 @@
 #include <string.h>
 
 #include "shim.h"
+#include "shim_nvtx.h"
+#include "shim_usdt.h"
 
 static bool injected;
 static bool cupti_tried;
+static bool nvtx_tried;
 
 static bool named_for_injection(void)
 {
@@ -56,4 +59,23 @@ void shim_ptrace__poll(bool gpu_wanted)
 	dlclose(cuda);
 	cupti_tried = true;
 	shim_cupti__init();
+}
+
+/*
+ * Poller, ctl not held (InitializeInjectionNvtx2 takes it): once a tracer wants NVTX, the
+ * process's NVTX instances that can still be reached (shim_nvtx_late.c).
+ */
+void shim_ptrace__nvtx(void)
+{
+	unsigned int n;
+
+	if (!injected || nvtx_tried || SHIM_SEM(nvtx) == 0 || SHIM_SEM(batch) == 0)
+		return;
+	nvtx_tried = true;
+	n = shim_nvtx_late__inject();
+	shim_log("NVTX instances instrumented late: %u", n);
+	if (!n)
+		shim_cupti__fail("nvtx: no NVTX instance of the process could be reached late "
+				 "(stripped, or not initialized yet)",
+				 0);
 }
