@@ -11,13 +11,17 @@
  * reaches the objects that were not stripped. Only instances whose initialization is
  * COMPLETE are taken: one not yet initialized would, at its first call of an API we do not
  * fill, null every slot (ours included) or, if we marked it complete, call its own
- * initializer forever. It runs once, on the poller thread, outside the poller's lock (the
- * entry point takes it), when a tracer first wants NVTX; docs/NVTX.md says what is left.
+ * initializer forever; such an instance is watched, and taken once its own first call has
+ * initialized it (that call and those of the next poll are not recorded). Objects loaded
+ * later (dlopen) are walked when the loader's count of loads changes. It runs on the poller
+ * thread, outside the poller's lock (the entry point takes it), from when a tracer first
+ * wants NVTX; docs/NVTX.md says what is left.
  */
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -28,10 +32,17 @@
 #define MAX_INSTANCES	    64
 #define NVTX_STATE_COMPLETE 2 /* nvtxInit.h: NVTX_INIT_STATE_COMPLETE */
 
+/* The instances found (kept across calls: each is taken once). */
+static struct {
+	uintptr_t get;		      /* its nvtxGetExportTable_v3 */
+	volatile unsigned int *state; /* its nvtxGlobals_v3.initState */
+	bool done;
+} inst[MAX_INSTANCES];
+static unsigned int ninst;
+static unsigned long long seen_adds; /* dl_iterate_phdr's count of objects ever loaded */
+
 struct late {
 	const char *self; /* our own file: skipped */
-	uintptr_t get[MAX_INSTANCES];
-	unsigned int n;
 };
 
 /* The ELF addresses of SYMS[0..1] in PATH's .symtab (0 when absent or ambiguous). */
@@ -106,31 +117,54 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *arg)
 	static const char *const syms[2] = { "nvtxGetExportTable_v3", "nvtxGlobals_v3" };
 	struct late *l = arg;
 	const char *path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
+	uintptr_t get;
 	uint64_t at[2];
 
-	if (l->n >= MAX_INSTANCES || (l->self && !strcmp(path, l->self)) || path[0] != '/')
+	if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds))
+		seen_adds = info->dlpi_adds;
+	if (ninst >= MAX_INSTANCES || (l->self && !strcmp(path, l->self)) || path[0] != '/')
 		return 0;
 	symtab_find(path, syms, at);
 	if (!at[0] || !at[1])
 		return 0;
+	get = info->dlpi_addr + at[0];
+	for (unsigned int i = 0; i < ninst; i++)
+		if (inst[i].get == get)
+			return 0; /* found by an earlier walk */
+	inst[ninst].get = get;
 	/* The state word is the first field of nvtxGlobals_t. */
-	if (*(volatile unsigned int *)(info->dlpi_addr + at[1]) != NVTX_STATE_COMPLETE)
-		return 0;
-	l->get[l->n++] = info->dlpi_addr + at[0];
+	inst[ninst++].state = (volatile unsigned int *)(info->dlpi_addr + at[1]);
 	return 0;
 }
 
-unsigned int shim_nvtx_late__inject(void)
+/* Objects were loaded since the last walk (a cheap look at the first object's counter). */
+static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds))
+		*(unsigned long long *)arg = info->dlpi_adds;
+	return 1;
+}
+
+unsigned int shim_nvtx_late__inject(bool first)
 {
 	struct late l = { 0 };
+	unsigned long long adds = 0;
 	unsigned int done = 0;
 	Dl_info self;
 
-	if (dladdr((void *)shim_nvtx_late__inject, &self))
-		l.self = self.dli_fname;
-	/* The loader's lock is held during the walk: the entry point (it may dlopen) after. */
-	dl_iterate_phdr(on_object, &l);
-	for (unsigned int i = 0; i < l.n; i++)
-		done += InitializeInjectionNvtx2((NvtxGetExportTableFunc_t)l.get[i]) ? 1 : 0;
+	dl_iterate_phdr(count_adds, &adds);
+	if (first || adds != seen_adds) {
+		if (dladdr((void *)shim_nvtx_late__inject, &self))
+			l.self = self.dli_fname;
+		/* The loader's lock is held during the walk: the entry point (it may dlopen) after. */
+		dl_iterate_phdr(on_object, &l);
+	}
+	/* An instance is taken once its own first call has initialized it (no tool found). */
+	for (unsigned int i = 0; i < ninst; i++) {
+		if (inst[i].done || *inst[i].state != NVTX_STATE_COMPLETE)
+			continue;
+		inst[i].done = true;
+		done += InitializeInjectionNvtx2((NvtxGetExportTableFunc_t)inst[i].get) ? 1 : 0;
+	}
 	return done;
 }

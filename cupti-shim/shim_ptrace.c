@@ -62,20 +62,25 @@ void shim_ptrace__poll(bool gpu_wanted)
 }
 
 /*
- * Poller, ctl not held (InitializeInjectionNvtx2 takes it): once a tracer wants NVTX, the
- * process's NVTX instances that can still be reached (shim_nvtx_late.c).
+ * Poller, ctl not held (InitializeInjectionNvtx2 takes it): from when a tracer first wants
+ * NVTX, the process's NVTX instances that can be reached (shim_nvtx_late.c), as they come.
  */
 void shim_ptrace__nvtx(void)
 {
+	static unsigned int total;
 	unsigned int n;
+	bool first;
 
-	if (!injected || nvtx_tried || SHIM_SEM(nvtx) == 0 || SHIM_SEM(batch) == 0)
+	if (!injected || (!nvtx_tried && (SHIM_SEM(nvtx) == 0 || SHIM_SEM(batch) == 0)))
 		return;
+	first = !nvtx_tried;
 	nvtx_tried = true;
-	n = shim_nvtx_late__inject();
-	shim_log("NVTX instances instrumented late: %u", n);
-	if (!n)
-		shim_cupti__fail("nvtx: no NVTX instance of the process could be reached late "
-				 "(stripped, or not initialized yet)",
+	n = shim_nvtx_late__inject(first);
+	total += n;
+	if (n)
+		shim_log("NVTX instances instrumented late: %u", n);
+	if (first && !total)
+		shim_cupti__fail("nvtx: no initialized NVTX instance with symbols in the process "
+				 "(yet): stripped libraries cannot be reached late",
 				 0);
 }
