@@ -331,10 +331,14 @@ static int try_thread(struct helper *h, pid_t tid, struct outcome *o)
 	arg_at = (top - (h->arg_len + 1)) & ~7ull;
 	xs_at = (arg_at - (xsize + 4)) & ~63ull;
 	fr_at = ((xs_at - sizeof(fr)) & ~15ull) - 8; /* at FUNC's entry, rsp + 8 is 16-aligned */
-	/* A thread's stack has a fixed size (the main one grows): room for FUNC, or not it. */
+	/*
+	 * Room for FUNC below the frame, mapped now: a thread stack has a fixed size, an
+	 * alternate signal stack may be small (the main stack grows, but its mapping already
+	 * spans more than this below a thread that is not deep in it).
+	 */
 	local[0] = (struct iovec){ h->scratch, STACK_ROOM };
 	remote[0] = (struct iovec){ (void *)(fr_at - STACK_ROOM), STACK_ROOM };
-	if (tid != c->pid && process_vm_readv(c->pid, local, 1, remote, 1, 0) != STACK_ROOM)
+	if (process_vm_readv(c->pid, local, 1, remote, 1, 0) != STACK_ROOM)
 		goto not_now;
 
 	memset(&fr, 0, sizeof(fr));
