@@ -163,7 +163,8 @@ endif
 NVCC	  ?= $(CUDA_HOME)/bin/nvcc
 CUDA_WL	  := $(OUT)/tests/cuda
 CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
-		    cuda_dlopen libcuda_wrap.so stubs/libcuda.so.1)
+		    cuda_dlopen libcuda_wrap.so stubs/libcuda.so.1 inject_target_shared \
+		    inject_target_static)
 WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 
 ifneq ($(wildcard $(NVCC)),)
@@ -178,6 +179,12 @@ endif
 $(CUDA_WL)/cuda_api_%: tests/workloads/cuda/cuda_api.cu | $(CUDA_WL)
 	$(call msg,NVCC,$@)
 	$(Q)$(NVCC) -g -O1 -cudart $* -Xcompiler -Wall,-Wextra,-Werror $< -o $@
+
+# record --inject targets (tests/e2e/test_inject.py): cudart shared and linked in.
+$(CUDA_WL)/inject_target_%: tests/workloads/inject/inject_target.c | $(CUDA_WL)
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) -g -O1 -cudart $* -x c -Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter \
+		$< -o $@ -lpthread
 
 $(CUDA_WL)/cuda_driver: tests/workloads/cuda/cuda_driver.c | $(CUDA_WL)/stubs/libcuda.so.1
 	$(call msg,CC,$@)
@@ -262,6 +269,13 @@ $(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
 
 # tests/e2e/test_sched.py runs bench/pingpong.
+# record --inject must refuse a static program without dlopen (tests/e2e/test_inject.py).
+$(OUT)/tests/inject/static_loop: tests/workloads/inject/static_loop.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -Wall -Werror -static $< -o $@
+
+test-build: $(OUT)/tests/inject/static_loop
 test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZERS) $(ELF_FIXTURES) $(OUT)/tests/bst_write \
 	$(OUT)/bench/pingpong
 

@@ -490,13 +490,21 @@ struct bs_shim_status {
 	__u32 _pad;
 };
 
-#define BS_SHIM_ST_CUDA_INJECTED 0x01 /* InitializeInjection ran (CUDA_INJECTION64_PATH) */
-#define BS_SHIM_ST_NVTX_INJECTED 0x02 /* InitializeInjectionNvtx2 ran at least once */
-#define BS_SHIM_ST_GPU_ON	 0x04 /* CUPTI activity kinds enabled */
-#define BS_SHIM_ST_NVTX_ON	 0x08 /* NVTX calls recorded */
-#define BS_SHIM_ST_CUPTI_BUSY	 0x10 /* another CUPTI client (profiler) owns CUPTI: backed off */
-#define BS_SHIM_ST_SYNC		 0x20 /* NVTX_BEGIN records sent at once */
-#define BS_SHIM_ST_NVTX_CHAINED	 0x40 /* NVTX calls are passed on to another injection library */
+#define BS_SHIM_ST_CUDA_INJECTED   0x01 /* InitializeInjection ran (CUDA_INJECTION64_PATH) */
+#define BS_SHIM_ST_NVTX_INJECTED   0x02 /* InitializeInjectionNvtx2 ran at least once */
+#define BS_SHIM_ST_GPU_ON	   0x04 /* CUPTI activity kinds enabled */
+#define BS_SHIM_ST_NVTX_ON	   0x08 /* NVTX calls recorded */
+#define BS_SHIM_ST_CUPTI_BUSY	   0x10 /* another CUPTI client (profiler) owns CUPTI: backed off */
+#define BS_SHIM_ST_SYNC		   0x20 /* NVTX_BEGIN records sent at once */
+#define BS_SHIM_ST_NVTX_CHAINED	   0x40 /* NVTX calls are passed on to another injection library */
+#define BS_SHIM_ST_PTRACE_INJECTED 0x80 /* loaded into a running process by record --inject */
+
+/*
+ * record --inject installs the shim under a name ending with this: its constructor starts
+ * the poller (no CUDA or NVTX entry point will ever call it), sets PTRACE_INJECTED, and the
+ * poller loads CUPTI once the process has libcuda and GPU activity is wanted.
+ */
+#define BS_SHIM_INJECT_SUFFIX "-ptrace.so"
 
 #define BS_SHIM_EV_ATTACH      1 /* a tracer attached (first batch of a session) */
 #define BS_SHIM_EV_STATE       2 /* state bits changed */
@@ -504,6 +512,11 @@ struct bs_shim_status {
 #define BS_SHIM_EV_DRAINED     4 /* drain requested and done: everything before seq is sent */
 #define BS_SHIM_EV_DROPPED     5 /* dropped > 0 */
 #define BS_SHIM_EV_EXIT	       6 /* the process is exiting: final flush */
+/*
+ * Written by the recorder, not the shim: a target of -t gpu/nvtx has no shim and gets none
+ * (not started with it and no --inject, or the injection was refused): detail_id says why.
+ */
+#define BS_SHIM_EV_NO_SHIM 7
 
 /*
  * One kernel on the GPU. hdr.ts = GPU start (CLOCK_MONOTONIC: the shim registers CUPTI's

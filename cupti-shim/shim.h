@@ -13,6 +13,8 @@
  *   shim_find.c    where libcupti is
  *   shim_cbid.c    the runtime/driver calls that put work on the GPU, and their names
  *   shim_decode.c  CUPTI activity record -> bs_gpu_* record (the one decode path)
+ *   shim_ptrace.c  loaded by record --inject: the constructor is the entry, CUPTI comes later
+ *   shim_nvtx_late.c  NVTX instances an injected shim can still reach (.symtab)
  *
  * Nothing here may harm the application: every failure is reported in a STATUS record (or
  * counted as dropped) and the shim carries on doing less.
@@ -137,6 +139,13 @@ int shim_cupti__consume(uint8_t *buf, size_t valid);
 void shim_cupti__fail(const char *what, int result);
 /* cuptiGetCallbackName's answer, NULL when CUPTI has none. */
 const char *shim_cupti__callback_name(uint32_t domain, uint32_t cbid);
+
+/* ---- shim_ptrace.c ---- */
+
+/* Poller (ctl held): an injected shim loads CUPTI once GPU activity is wanted and possible. */
+void shim_ptrace__poll(bool gpu_wanted);
+/* Poller, ctl not held: an injected shim's late NVTX (shim_nvtx_late.c), once wanted. */
+void shim_ptrace__nvtx(void);
 
 /* ---- shim_find.c ---- */
 

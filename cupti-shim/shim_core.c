@@ -251,6 +251,7 @@ static void poll_once(void)
 		return;
 	session = atomic_load(&shim_session);
 	update_nvtx();
+	shim_ptrace__poll(SHIM_SEM(gpu) > 0 && !P.forked);
 	shim_cupti__poll(SHIM_SEM(gpu) > 0 && !P.forked, now);
 	report_state(session);
 	report_dropped(session);
@@ -279,6 +280,7 @@ static void *poller(void *arg)
 		}
 		poll_once();
 		pthread_mutex_unlock(&ctl);
+		shim_ptrace__nvtx();
 		nanosleep(&period, NULL);
 	}
 	return NULL;

@@ -120,4 +120,13 @@ static inline void shim_nvtx__mark(nvtxDomainHandle_t d, const struct shim_nvtx_
 		shim_nvtx__mark_slow(d, src, hot);
 }
 
+/* shim_nvtx_inject.c: the NVTX entry point (one call per NVTX instance). */
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
+/*
+ * shim_nvtx_late.c, for an injected shim (poller, every poll once NVTX is wanted; FIRST: the
+ * first time): instrument the process's NVTX instances visible in .symtab that are
+ * initialized (and not taken yet); returns how many this call took.
+ */
+unsigned int shim_nvtx_late__inject(bool first);
+
 #endif /* BPFSIGHT_SHIM_NVTX_H */

@@ -68,6 +68,10 @@ static void usage(FILE *f)
 		"                           none (the default)\n"
 		"      --sample-rate HZ     cpu: samples per second of each CPU (default 99, 1 to\n"
 		"                           10000); the cpu family is recorded only when -t names it\n"
+		"      --inject             -p/-a with -t gpu or nvtx: load the cupti-shim into\n"
+		"                           running processes that lack it (-p: each target; -a:\n"
+		"                           those using libcudart/libcuda), through ptrace, x86-64\n"
+		"                           only; see docs/GPU.md, \"Injection\"\n"
 		"      --dry-run            find and list every uprobe site (object, symbol,\n"
 		"                           offset, instruction, cost class); record nothing.\n"
 		"                           With CMD, runs it and lists what was found\n"
@@ -346,10 +350,10 @@ static char *join_args(int argc, char **argv)
 	return s;
 }
 
-static int nvtx_index(void)
+static int family_index(const char *name)
 {
 	for (int i = 0; families[i]; i++)
-		if (!strcmp(families[i]->name, "nvtx"))
+		if (!strcmp(families[i]->name, name))
 			return i;
 	return 63;
 }
@@ -363,6 +367,7 @@ enum {
 	OPT_DRY_RUN,
 	OPT_SAMPLE_RATE,
 	OPT_STACKS,
+	OPT_INJECT,
 };
 
 static int parse_capture(const char *s, struct record_opts *o)
@@ -393,6 +398,7 @@ const struct option record_options[] = {
 	{ "capture-range", required_argument, NULL, OPT_CAPTURE },
 	{ "gil-mode", required_argument, NULL, OPT_GIL_MODE },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "inject", no_argument, NULL, OPT_INJECT },
 	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
 	{ "stacks", required_argument, NULL, OPT_STACKS },
 	FLIGHT_LONG_OPTIONS,
@@ -503,6 +509,9 @@ int cmd_record(int argc, char **argv)
 		case OPT_DRY_RUN:
 			o.dry_run = 1;
 			break;
+		case OPT_INJECT:
+			o.inject = 1;
+			break;
 		case OPT_STACKS:
 			if (parse_stacks(optarg, &o))
 				goto err;
@@ -555,6 +564,11 @@ int cmd_record(int argc, char **argv)
 		     "-p processes and their children");
 		goto err;
 	}
+	if (o.inject && o.cmd) {
+		fail("--inject is for running processes (-p, -a): a launched command gets the "
+		     "cupti-shim from its environment already");
+		goto err;
+	}
 	if (!o.dry_run && o.output && check_output(o.output))
 		goto err;
 	if (flight_opts__check(&o.flight, "record"))
@@ -586,9 +600,15 @@ int cmd_record(int argc, char **argv)
 			     families[i]->name, families[i]->name);
 			goto err;
 		}
-	if (o.capture_range == RECORD_CAPTURE_NVTX && !(o.families & (1ull << nvtx_index()))) {
+	if (o.capture_range == RECORD_CAPTURE_NVTX &&
+	    !(o.families & (1ull << family_index("nvtx")))) {
 		fail("--capture-range=nvtx:%s needs the nvtx family: add nvtx to -t",
 		     o.capture_nvtx);
+		goto err;
+	}
+	if (o.inject &&
+	    !(o.families & ((1ull << family_index("gpu")) | (1ull << family_index("nvtx"))))) {
+		fail("--inject loads the cupti-shim for -t gpu and nvtx: add one of them to -t");
 		goto err;
 	}
 	if (!has_caps()) {

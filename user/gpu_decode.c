@@ -34,7 +34,8 @@ static const char *const mem_kinds[] = {
 };
 
 const char *const shim_state_names[] = {
-	"cuda_injected", "nvtx_injected", "gpu_on", "nvtx_on", "cupti_busy", "sync", "nvtx_chained",
+	"cuda_injected", "nvtx_injected", "gpu_on",	  "nvtx_on",
+	"cupti_busy",	 "sync",	  "nvtx_chained", "ptrace_injected",
 };
 const __u32 shim_state_nnames = sizeof(shim_state_names) / sizeof(shim_state_names[0]);
 
@@ -42,6 +43,7 @@ static const char *const shim_events[] = {
 	[BS_SHIM_EV_ATTACH] = "attach",		  [BS_SHIM_EV_STATE] = "state",
 	[BS_SHIM_EV_CUPTI_ERROR] = "cupti_error", [BS_SHIM_EV_DRAINED] = "drained",
 	[BS_SHIM_EV_DROPPED] = "dropped",	  [BS_SHIM_EV_EXIT] = "exit",
+	[BS_SHIM_EV_NO_SHIM] = "no_shim",
 };
 
 const char *gpu_copy_kind_name(__u32 kind)

@@ -45,6 +45,7 @@ struct record_opts {
 	__u32 gil_mode;		  /* RECORD_GIL_* */
 	__u32 families_explicit;  /* -t named the families (else: every family, by default) */
 	__u32 sample_rate;	  /* cpu: samples per second per CPU (--sample-rate) */
+	__u32 inject;		  /* --inject: ptrace the cupti-shim into targets lacking it */
 	/* --stacks: per families[] index, the events of at least this many ns get a stack */
 	__u64 stack_ns[RECORD_MAX_FAMILIES];
 	struct flight_opts flight; /* --flight-recorder: window_ns 0 = off */

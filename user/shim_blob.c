@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <linux/types.h>
+#include "records.h"
 #include "shim_blob.h"
 
 extern const unsigned char bpfsight_shim_start[], bpfsight_shim_end[];
@@ -25,6 +26,12 @@ static __u64 blob_hash(void)
 	for (const unsigned char *p = bpfsight_shim_start; p < bpfsight_shim_end; p++)
 		h = (h ^ *p) * 1099511628211ull;
 	return h;
+}
+
+void shim_blob__inject_name(char *name, size_t len)
+{
+	snprintf(name, len, "libbpfsight-shim-%016llx%s", (unsigned long long)blob_hash(),
+		 BS_SHIM_INJECT_SUFFIX);
 }
 
 /* Writable by anyone but root or us: a place someone else could swap the library in. */

@@ -29,5 +29,10 @@ int shim_blob__install(const char *dir, const char *name, int secure, char *path
  * embedded one written to SHIM_RUN_DIR. 0 or a negative errno (a message is printed).
  */
 int shim_blob__path(char *path, size_t len);
+/*
+ * The name record --inject gives its copy: libbpfsight-shim-<hash> + BS_SHIM_INJECT_SUFFIX
+ * (the injected shim's constructor knows itself by it).
+ */
+void shim_blob__inject_name(char *name, size_t len);
 
 #endif /* BPFSIGHT_SHIM_BLOB_H */

@@ -16,6 +16,7 @@
 #include "record_ctx.h"
 #include "shim_blob.h"
 #include "shim_cookie.h"
+#include "shim_inject.h"
 #include "shim_link.h"
 #include "stats_math.h"
 #include "uprobe_mgr.h"
@@ -54,7 +55,8 @@ struct shim_link {
 	__u32 want;
 	struct shim_file **files;
 	__u32 nfiles;
-	struct hmap *pids; /* (pid, struct shim_file *) -> struct shim_pid */
+	struct hmap *pids;	    /* (pid, struct shim_file *) -> struct shim_pid */
+	struct shim_inject *inject; /* --inject */
 	int warned_targets, stopped;
 };
 
@@ -273,6 +275,10 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 	if (!p || p->file)
 		return; /* known (a rescan) */
 	p->file = f;
+	if (shim_inject__sent(l->inject, pid))
+		fprintf(stderr,
+			"bpfsight record: --inject: pid %d: the cupti-shim is loaded (%s)\n", pid,
+			f->shown);
 	if (l->ctx->opts->system_wide)
 		return; /* the file's link covers it */
 	/* This process only: others mapping the same file keep their semaphores at 0. */
@@ -284,6 +290,26 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 		return;
 	}
 	p->attached = 1;
+}
+
+static int maps_shim(struct shim_link *l, pid_t pid);
+
+static int has_shim(void *arg, pid_t pid)
+{
+	return maps_shim(arg, pid);
+}
+
+/* The first scan is done: who has a shim is known, --inject gives one to who has not. */
+static void on_started(void *arg)
+{
+	struct shim_link *l = arg;
+
+	if (l->inject && (l->want & SHIM_WANT_NVTX))
+		fprintf(stderr,
+			"bpfsight record: --inject: note: NVTX ranges are not recorded from a "
+			"process the shim is injected into (its NVTX tables were set up without "
+			"it: docs/NVTX.md); GPU activity is\n");
+	shim_inject__run(l->inject, has_shim, l);
 }
 
 /* ---- lifecycle ---- */
@@ -312,6 +338,7 @@ static void link_free(struct shim_link *l)
 	shim_unpack__free(l->unpack);
 	l->unpack = NULL;
 	hmap__free(l->pids);
+	shim_inject__free(l->inject);
 	shim_bpf__destroy(l->skel);
 	free(l);
 }
@@ -319,7 +346,9 @@ static void link_free(struct shim_link *l)
 static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 {
 	struct shim_link *l = calloc(1, sizeof(*l));
-	struct uprobe_listener lis = { .file = on_file, .mapped = on_mapped, .arg = l };
+	struct uprobe_listener lis = {
+		.file = on_file, .mapped = on_mapped, .started = on_started, .arg = l
+	};
 	struct uprobe_mgr *mgr;
 
 	*err = -ENOMEM;
@@ -351,6 +380,8 @@ static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 		goto fail;
 	*err = uprobe_mgr__add_listener(mgr, &lis);
 	if (*err < 0)
+		goto fail;
+	if (ctx->opts->inject && !(l->inject = shim_inject__new(ctx, mgr, err)))
 		goto fail;
 	*err = 0;
 	return l;
@@ -444,6 +475,9 @@ out:
 
 static int maps_shim(struct shim_link *l, pid_t pid)
 {
+	if (!l)
+		return 0;
+
 	struct hkey k;
 	size_t it = 0;
 
@@ -451,6 +485,18 @@ static int maps_shim(struct shim_link *l, pid_t pid)
 		if (k.a == (__u64)pid)
 			return 1;
 	return 0;
+}
+
+/* The recorder's STATUS record for PID: it has no shim, and WHY (shown by info, shim_sum). */
+static void note_no_shim(struct shim_link *l, pid_t pid, const char *why)
+{
+	struct bs_shim_status s;
+
+	memset(&s, 0, sizeof(s));
+	record_ctx__hdr(&s.h, BS_REC_SHIM_STATUS, sizeof(s), (__u32)pid, (__u32)pid, 0);
+	s.event = BS_SHIM_EV_NO_SHIM;
+	s.detail_id = record_ctx__intern(l->ctx, why);
+	record_ctx__write(l->ctx, &s);
 }
 
 /* -p processes that have no shim: say how to give them one, never a silent empty trace. */
@@ -464,30 +510,59 @@ static void warn_targets(struct shim_link *l)
 		{ SHIM_WANT_NVTX, "NVTX_INJECTION64_PATH", "NVTX ranges (-t nvtx)" },
 	};
 	const struct record_opts *o = l->ctx->opts;
+	char why[512];
 
 	if (l->warned_targets++ || !o->families_explicit)
 		return;
 	for (__u32 i = 0; i < o->npids; i++) {
-		if (maps_shim(l, o->pids[i]))
+		pid_t pid = o->pids[i];
+		const char *failed = shim_inject__failure(l->inject, pid);
+		int noted = 0;
+
+		if (maps_shim(l, pid))
 			continue;
+		if (failed) {
+			/* Said when it was refused. */
+			snprintf(why, sizeof(why), "--inject refused: %s", failed);
+			note_no_shim(l, pid, why);
+			continue;
+		}
+		if (shim_inject__sent(l->inject, pid)) {
+			fprintf(stderr,
+				"bpfsight record: warning: pid %d: the cupti-shim injected "
+				"into it never appeared in its mappings (its dlopen failed?)\n",
+				pid);
+			note_no_shim(l, pid, "--inject: the injected dlopen did not load the shim");
+			continue;
+		}
 		for (size_t k = 0; k < sizeof(needs) / sizeof(needs[0]); k++) {
 			char val[PATH_MAX];
 
 			if (!(l->want & needs[k].want))
 				continue;
-			if (!environ_get(o->pids[i], needs[k].var, val, sizeof(val)))
+			if (!environ_get(pid, needs[k].var, val, sizeof(val)))
 				fprintf(stderr,
 					"bpfsight record: note: pid %d has %s=%s but has not "
 					"loaded it yet (it does at cuInit or the first NVTX call)\n",
-					o->pids[i], needs[k].var, val);
+					pid, needs[k].var, val);
 			else
 				fprintf(stderr,
 					"bpfsight record: warning: pid %d was not started "
-					"with the cupti-shim: %s cannot be recorded from it. Start the "
-					"job with %s=<shim> in its environment once (`bpfsight shim "
-					"--print-env` installs the shim and prints the lines); later "
-					"recordings then switch it on and off without a restart\n",
-					o->pids[i], needs[k].what, needs[k].var);
+					"with the cupti-shim: %s cannot be recorded from it. Either "
+					"record it with --inject (loads the shim into the running "
+					"process), or start the job with %s=<shim> in its "
+					"environment once (`bpfsight shim --print-env` installs the "
+					"shim and prints the lines); later recordings then switch it "
+					"on and off without a restart\n",
+					pid, needs[k].what, needs[k].var);
+			if (!noted++) {
+				snprintf(
+					why, sizeof(why),
+					"not started with the cupti-shim: record with --inject, or "
+					"start it with %s=<shim>",
+					needs[k].var);
+				note_no_shim(l, pid, why);
+			}
 		}
 	}
 }
@@ -499,7 +574,11 @@ int shim_link__poll(struct record_ctx *ctx, void *state)
 	if (!u || u->l->users[0] != u->f)
 		return 0;
 	shim_unpack__tick(u->l->unpack, mono_now_ns());
-	warn_targets(u->l);
+	if (ctx->opts->system_wide)
+		shim_inject__run(u->l->inject, has_shim, u->l); /* -a: CUDA users seen since */
+	/* With --inject the shim arrives by a dlopen still being noticed: judge at the end. */
+	if (!ctx->opts->inject)
+		warn_targets(u->l);
 	return 0;
 }
 

@@ -88,6 +88,7 @@ static void shim_status(struct shim_proc *p, const struct bs_shim_status *s,
 		p->attaches++;
 		break;
 	case BS_SHIM_EV_CUPTI_ERROR:
+	case BS_SHIM_EV_NO_SHIM: /* the recorder's note: why this target has no shim */
 		p->errors++;
 		p->last_result = s->cupti_result;
 		p->last_error = s->detail_id ? trace_model__string(m, s->detail_id) : NULL;
@@ -175,6 +176,10 @@ static void error_text(const struct shim_proc *p, char *buf, size_t len)
 	const char *name = cupti_result_name(p->last_result);
 	char code[24];
 
+	if (!p->last_result && p->last_error && *p->last_error) {
+		snprintf(buf, len, "%s", p->last_error); /* no CUPTI call: a note (no_shim...) */
+		return;
+	}
 	if (!name) {
 		snprintf(code, sizeof(code), "CUptiResult %d", p->last_result);
 		name = code;

@@ -149,6 +149,38 @@ if [ -n "$shim" ]; then
 		python3 "$here/compare_gpu.py" "$bin" "$work/gpu_launch.bst" \
 		"$work/gpu_launch.json" "$work/gpu_prof.json" "gpu, launch mode"
 
+	echo "== gpu: --inject into a PyTorch loop started without the shim ($steps steps)"
+	# No CUDA_INJECTION64_PATH: the recorder loads the shim through ptrace; the loop waits
+	# (--wait-file) until the shim has had time to load CUPTI and enable activity.
+	env -u CUDA_INJECTION64_PATH -u NVTX_INJECTION64_PATH python3 "$here/torch_loop.py" \
+		--validate --halves range "$steps" --wait-file "$work/inj_go" \
+		--json "$work/gpu_inject.json" >"$work/inj_loop.out" 2>&1 & pid=$!
+	pids+=("$pid")
+	if wait_grep "$work/inj_loop.out" '^ready pid'; then
+		"$bin" record -f -t cuda,gpu --inject --capture-range=cudaProfilerApi -p "$pid" \
+			-o "$work/gpu_inject.bst" 2>"$work/inj_rec.err" & rec=$!
+		pids+=("$rec")
+		if wait_grep "$work/inj_rec.err" 'the cupti-shim is loaded'; then
+			sleep 3 # the shim's poller: semaphores (50 ms), CUPTI loaded and enabled
+			touch "$work/inj_go"
+			check "inject: loop" wait "$pid"
+			check "inject: bpfsight record (stops when the loop exits)" wait "$rec"
+			cat "$work/inj_rec.err"
+			"$bin" stats "$work/gpu_inject.bst" -r shim_sum,cuda_gpu_kern_sum | head -40 || true
+			check "inject: shim_sum shows ptrace_injected" \
+				sh -c "'$bin' stats '$work/gpu_inject.bst' -r shim_sum --format csv | grep -q ptrace_injected"
+			check "inject: kernels, GPU time and launch links vs torch.profiler" \
+				python3 "$here/compare_gpu.py" "$bin" "$work/gpu_inject.bst" \
+				"$work/gpu_inject.json" "$work/gpu_prof.json" "gpu, --inject"
+		else
+			cat "$work/inj_rec.err"
+			check "inject: the shim loaded into the running loop" false
+		fi
+	else
+		cat "$work/inj_loop.out"
+		check "inject: loop ready" false
+	fi
+
 	echo "== gpu: turning GPU timing on and off in a job already running (-p)"
 	CUDA_INJECTION64_PATH="$shim" NVTX_INJECTION64_PATH="$shim" \
 		python3 "$here/torch_loop.py" 4000 >"$work/job.out" 2>&1 & pid=$!

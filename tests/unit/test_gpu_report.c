@@ -397,10 +397,10 @@ static void test_decode_api_status(void)
 	ASSERT_ARG_U64(&ev, "dropped", 4);
 	ASSERT_ARG_U64(&ev, "seq", 17);
 	ASSERT_ARG_U64(&ev, "cupti_version", 130000);
-	for (__u32 e = 1; e <= 7; e++) {
+	for (__u32 e = 1; e <= 8; e++) {
 		static const char *const names[] = {
-			NULL,	   "attach",  "state", "cupti_error",
-			"drained", "dropped", "exit",  "event_7",
+			NULL,	   "attach", "state",	"cupti_error", "drained",
+			"dropped", "exit",   "no_shim", "event_8",
 		};
 
 		s.event = e;

@@ -3,7 +3,7 @@
  * NVTX workload with exactly known ranges, for the cupti-shim's tests (tests/e2e/test_shim.py)
  * and the nvtx family's. Header-only nvtx3: the shim arrives by NVTX_INJECTION64_PATH.
  *
- *   nvtx_ranges [--loops N] [--wait-file PATH] [--second-dso] [--fork] [--hold MS]
+ *   nvtx_ranges [--loops N] [--wait-file PATH] [--second-dso] [--fork] [--hold MS] [--late]
  *
  *   --loops N      repeat the loop body N times (default 1)
  *   --wait-file P  after loading the injection (nvtxInitialize) and printing the "pid" line,
@@ -13,6 +13,8 @@
  *   --fork         after the loops, fork a child: it marks "child-wake", sleeps 300 ms (the
  *                  shim's poller restarts and attaches in the child), pushes and pops "child"
  *                  around a 10 ms sleep, and exits 0; the parent waits for it
+ *   --late         the shim arrives by record --inject during the wait: NVTX returns levels
+ *                  after it, as with NVTX_INJECTION64_PATH
  *   --hold MS      after the loops (before --fork): push A "held" (level 0), print
  *                  {"held": true}, sleep MS, pop: a range open long enough for a test to
  *                  drain, detach or attach meanwhile
@@ -63,6 +65,7 @@
 void nvtx_second_work(int i); /* libnvtx_second.so */
 
 static int injected;
+static int late; /* --late: record --inject brings the shim during the wait */
 static nvtxRangeId_t cross;
 
 static void sleep_ms(int ms)
@@ -230,13 +233,15 @@ int main(int argc, char **argv)
 			do_fork = 1;
 		} else if (!strcmp(argv[i], "--hold") && i + 1 < argc) {
 			hold = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--late")) {
+			late = 1;
 		} else {
 			fprintf(stderr, "usage: nvtx_ranges [--loops N] [--wait-file PATH] "
-					"[--second-dso] [--fork] [--hold MS]\n");
+					"[--second-dso] [--fork] [--hold MS] [--late]\n");
 			return 2;
 		}
 	}
-	injected = getenv("NVTX_INJECTION64_PATH") != NULL;
+	injected = getenv("NVTX_INJECTION64_PATH") != NULL || late;
 	nvtxInitialize(NULL);
 	printf("{\"pid\": %d, \"main\": %d}\n", (int)getpid(), (int)gettid());
 	fflush(stdout);
