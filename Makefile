@@ -30,7 +30,7 @@ endif
 WARN	 := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS	 ?= -g -O2
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
-	      -I$(OUT) -Iuser -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
+	      -I$(OUT) -iquote user -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
 LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -lstdc++ -lm -lpthread
 LDFLAGS	 ?= -static
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -222,7 +222,7 @@ $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_
 $(OUT)/fuzz-obj/%.o: user/%.c | $(OUT)/fuzz-obj $(SKELS)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE \
-		-MMD -MP -I$(OUT) -Iuser -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
+		-MMD -MP -I$(OUT) -iquote user -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
 
 # Dynamically linked like the unit tests; shim_embed.o carries no code to instrument.
 $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines: \

@@ -27,8 +27,10 @@ int record_ctx__write(struct record_ctx *ctx, const void *rec)
 {
 	int err;
 
+	if (ctx->opts->sink)
+		ctx->opts->sink(ctx->opts->sink_arg, rec);
 	if (!ctx->writer)
-		return 0; /* --dry-run */
+		return 0; /* --dry-run, or monitor without a file */
 	err = trace_writer__append(ctx->writer, rec);
 
 	if (err && !ctx->write_err)

@@ -316,6 +316,7 @@ int recorder__run(const struct record_opts *o)
 	struct utsname uts;
 	char fams[256], target[1024], options[256], kernel[512], boot_id[64];
 	int tty = isatty(STDERR_FILENO), err, ret = 1, launched = 0;
+	const char *cmd = o->cmd_name ? o->cmd_name : "record";
 	struct sigaction sa = { .sa_handler = on_signal }, fsa = { .sa_handler = on_flush_signal };
 
 	ctx.self_pid = getpid();
@@ -332,10 +333,10 @@ int recorder__run(const struct record_opts *o)
 		if (families[i]->prelaunch(o))
 			goto out;
 	}
-	if (!o->dry_run)
+	if (!o->dry_run && o->output)
 		ctx.writer = trace_writer__open(o->output, &meta, o->force ? TRACE_WRITER_FORCE : 0,
 						&err);
-	if (!o->dry_run && !ctx.writer) {
+	if (!o->dry_run && o->output && !ctx.writer) {
 		fprintf(stderr, "bpfsight record: cannot create %s: %s%s\n", o->output,
 			strerror(-err), err == -EEXIST ? " (use --force to overwrite)" : "");
 		goto out;
@@ -418,8 +419,12 @@ int recorder__run(const struct record_opts *o)
 	}
 
 	/* Scripts wait for this line: every probe is live from here on. */
-	fprintf(stderr, "bpfsight record: recording %s to %s (families: %s); Ctrl-C to stop\n",
-		target, o->dry_run ? "nothing (--dry-run)" : o->output, fams);
+	fprintf(stderr, "bpfsight %s: recording %s to %s (families: %s); Ctrl-C to stop\n", cmd,
+		target,
+		o->dry_run  ? "nothing (--dry-run)"
+		: o->output ? o->output
+			    : o->sink_name,
+		fams);
 	start = last_keep = last_poll = last_status = mono_now_ns();
 	for (;;) {
 		err = ring_buffer__poll(rb, POLL_MS);
@@ -489,10 +494,16 @@ int recorder__run(const struct record_opts *o)
 	ring_buffer__consume(rb);
 	account_losses(&ctx, seen_lost, &lost_total);
 	now = mono_now_ns();
-	if (tty)
+	if (tty && ctx.writer)
 		print_status(&ctx, start, now, lost_total, 1);
 	if (ctx.write_err) {
 		close_after_write_error(&ctx, o->output);
+		goto out;
+	}
+	if (!ctx.writer) { /* monitor: the records went to the sink only */
+		fprintf(stderr, "bpfsight %s: stopped%s: %llu events lost\n", cmd,
+			stop_signal ? " by signal" : "", (unsigned long long)lost_total);
+		ret = 0;
 		goto out;
 	}
 	trace_clocks__now(&end);

@@ -1,0 +1,151 @@
+"""bpfsight monitor: Prometheus metrics of real workloads, scraped by a real Prometheus server.
+
+Ground truth comes from the workloads (tests/workloads/syscalls.c makes exactly N getppid and
+M nanosleep, cuda_dlopen a known sequence of CUDA calls per round) and, for GIL waits, from
+bpftrace timing take_gil on the same process (as test_gil.py does). The answers checked are
+Prometheus's, through its HTTP API, after it scraped the monitor every second.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import helpers
+from helpers import (BPFSIGHT, Skip, check, eq, need_root, run, spawn, tell, tmpdir, wait_for,
+                     workload)
+from monitor_prom import PROMTOOL, Monitor, Prometheus, free_port
+from test_gil import LIBC, WORK, libpython_of, need_pyenv, truth_of
+
+SYSCALLS = workload("syscalls")
+DLOPEN = workload("cuda/cuda_dlopen")
+CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+
+
+def test_monitor_refuses_bad_listen():
+    """Malformed or unusable --listen values: exit 1 and a message saying what to give, before
+    anything is loaded (no root needed to be told)."""
+    for bad in ["9464", "127.0.0.1", "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:-1",
+                "127.0.0.1:94x", "::1:9464", "[::1]9464", "example.com:9464", ":9464"]:
+        p = run([BPFSIGHT, "monitor", "--listen", bad, "-d", "1"])
+        eq(p.returncode, 1, f"--listen {bad}: exit status")
+        check(f"bad --listen '{bad}'" in p.stderr and "ADDR:PORT" in p.stderr,
+              f"--listen {bad}: {p.stderr.strip()}")
+    # A port another program holds.
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        taken = f"127.0.0.1:{s.getsockname()[1]}"
+        p = run([BPFSIGHT, "monitor", "--listen", taken, "-d", "1"])
+    eq(p.returncode, 1, "address in use: exit status")
+    check("cannot listen on" in p.stderr and "in use" in p.stderr, p.stderr.strip())
+    p = run([BPFSIGHT, "monitor", "--listen", "192.0.2.1:9464", "-d", "1"])
+    eq(p.returncode, 1, "not a local address: exit status")
+    check("not an address of this machine" in p.stderr, p.stderr.strip())
+
+
+def test_monitor_syscalls_exact_exit_grace_promtool_sigterm():
+    """Exact per-process syscall counts as Prometheus stores them (short getppid calls are
+    counted in the kernel, the 1 ms nanosleeps each arrive as a record); the exposition passes
+    `promtool check metrics`; the process's series go after --exit-grace; SIGTERM ends the
+    monitor with status 0."""
+    need_root()
+    n, m = 25000, 40
+    mon = Monitor("-a", "-t", "osrt", "--top", "100000", "--exit-grace", "3s")
+    prom = Prometheus(mon.target)
+    w = spawn([SYSCALLS, "--wait-stdin", str(n), str(m)])
+    pid = int(w.stdout.readline().split()[1])
+    tell(w, "go")
+    eq(w.wait(60), 0, "workload exit")
+    sel = f'bpfsight_syscalls_total{{pid="{pid}",syscall="%s"}}'
+    # Every process's counters are kept while it runs and for the grace period after.
+    wait_for(lambda: prom.value(sel % "getppid") == n, 20, f"getppid == {n} in Prometheus")
+    wait_for(lambda: prom.value(sel % "nanosleep") == m, 20, f"nanosleep == {m} in Prometheus")
+    eq(prom.value(f'max_over_time({sel % "getppid"}[5m])'), n, "getppid, max over time")
+    slept = prom.value(f'bpfsight_syscall_seconds_total{{pid="{pid}",syscall="nanosleep"}}')
+    check(m * 0.001 <= slept < m * 0.001 + 5, f"{slept} s in {m} nanosleep(1 ms)")
+    # The exposition is valid for Prometheus's own linter.
+    text = mon.metrics()
+    lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+                          text=True)
+    eq(lint.returncode, 0, f"promtool check metrics: {lint.stdout}{lint.stderr}")
+    check(f'pid="{pid}"' in text, "the workload's series are served")
+    # The grace period ends: its series leave the exposition, then Prometheus marks them stale.
+    wait_for(lambda: f'pid="{pid}"' not in mon.metrics(), 20, "the exited pid's series to go")
+    wait_for(lambda: prom.value(sel % "getppid") is None, 20, "Prometheus: series stale")
+    prom.stop()
+    eq(mon.stop(signal.SIGTERM), 0, f"exit status after SIGTERM ({mon.stderr[-400:]})")
+    check("stopped by signal" in mon.stderr, mon.stderr[-300:])
+
+
+def test_monitor_cuda_calls_per_api():
+    """A CUDA workload's calls counted per API (they fail without a GPU, but enter the real
+    libcudart, so every probe fires): cuda_dlopen's rounds, each one cudaMalloc, cudaMemcpy,
+    cudaDeviceSynchronize and cudaFree."""
+    need_root()
+    if not os.path.exists(CUDART) or not os.path.exists(DLOPEN):
+        raise Skip(f"needs the CUDA toolkit ({CUDART}) and {DLOPEN} (make test-build)")
+    rounds = 7
+    mon = Monitor("-a", "-t", "cuda", "--top", "100000")
+    prom = Prometheus(mon.target)
+    w = spawn([DLOPEN, "--after-ms", "300", str(rounds)])
+    eq(w.wait(30), 0, "workload exit")
+    pid = int(re.search(r"^pid (\d+)", w.stdout.read(), re.M).group(1))
+    for api in ("cudaMalloc", "cudaMemcpy", "cudaDeviceSynchronize", "cudaFree"):
+        q = f'bpfsight_cuda_api_duration_seconds_count{{pid="{pid}",api="{api}"}}'
+        wait_for(lambda: prom.value(q) == rounds, 20, f"{q} == {rounds}")
+        le = prom.value(f'bpfsight_cuda_api_duration_seconds_bucket{{pid="{pid}",api="{api}",'
+                        f'le="+Inf"}}')
+        eq(le, rounds, f"{api}: +Inf bucket")
+    calls = prom.query(f'bpfsight_cuda_api_duration_seconds_count{{pid="{pid}"}}')
+    eq(sorted(c["metric"]["api"] for c in calls),
+       sorted(["cudaMalloc", "cudaMemcpy", "cudaDeviceSynchronize", "cudaFree"]),
+       "the APIs it called, and no others (depth-0 calls only)")
+    prom.stop()
+
+
+def test_monitor_gil_wait_matches_take_gil():
+    """GIL wait time of 3 CPU-bound threads as Prometheus has it (the total, and its increase
+    over the run) within 10% of take_gil's latency measured by bpftrace on the same process."""
+    need_root()
+    py = need_pyenv(full=True)  # bpftrace needs take_gil in .symtab
+    lib = libpython_of(py)
+    if not shutil.which("bpftrace") or not lib or not os.path.exists(LIBC):
+        raise Skip("needs bpftrace, glibc and a libpython with take_gil in .symtab")
+    mon = Monitor("-a", "-t", "gil", "--top", "100000")
+    prom = Prometheus(mon.target)
+    w = spawn([py, WORK, "--go", "cpu", "3", "2.5"])
+    pid = int(w.stdout.readline().split()[1])
+    prog = (f"uprobe:{lib}:take_gil /pid == {pid}/ {{ @s[tid] = nsecs; }}\n"
+            f"uretprobe:{lib}:take_gil /@s[tid]/ {{ @t[tid] = sum(nsecs - @s[tid]); "
+            f"delete(@s[tid]); }}\n"
+            f"uprobe:{LIBC}:exit /pid == {pid}/ {{ exit(); }}\n")
+    bt = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    helpers._procs.append(bt)
+    head = ""
+    for line in bt.stdout:
+        head += line
+        if "Attaching" in line:
+            break
+    check("Attaching" in head, f"bpftrace did not start: {head[-600:]}")
+    time.sleep(1.0)  # "Attaching" comes before the probes are live
+    tell(w, "go")
+    truth_of(w.stdout.read())
+    w.wait(60)
+    text = bt.communicate(timeout=60)[0]
+    theirs = sum(int(v) for v in re.findall(r"@t\[\d+\]: (\d+)", text)) / 1e9
+    check(theirs > 1, f"bpftrace measured {theirs} s of waits: {text[-400:]}")
+    sel = f'bpfsight_gil_wait_seconds_total{{pid="{pid}"}}'
+    # The monitor's last snapshot of the exited threads arrives within a poll (1 s).
+    wait_for(lambda: (prom.value(sel) or 0) >= 0.9 * theirs, 20, f"{sel} near {theirs}")
+    time.sleep(2)  # a few more scrapes of the final value
+    ours = prom.value(sel)
+    check(abs(ours - theirs) <= 0.1 * theirs, f"Prometheus {ours} s vs take_gil {theirs} s")
+    inc = prom.value(f"increase({sel}[10m])")
+    check(abs(inc - theirs) <= 0.1 * theirs, f"increase() {inc} s vs take_gil {theirs} s")
+    waits = prom.value(f'bpfsight_gil_waits_total{{pid="{pid}"}}')
+    check(waits and waits > 10, f"{waits} waits")
+    prom.stop()
