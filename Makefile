@@ -87,7 +87,7 @@ DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
 	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
-	     golang-go
+	     golang-go prometheus
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \

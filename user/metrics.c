@@ -330,6 +330,8 @@ void metrics__housekeep(struct metrics *m, __u64 now)
 {
 	if (now > m->now)
 		m->now = now;
+	if (!m->last_rebalance) /* the first window starts with the first record */
+		m->last_rebalance = m->now;
 	if (m->now >= m->last_rebalance + m->o.rebalance_ns) {
 		m->last_rebalance = m->now;
 		rebalance(m);

@@ -16,7 +16,7 @@ import helpers
 from helpers import (BPFSIGHT, Skip, check, eq, need_root, run, spawn, tell, tmpdir, wait_for,
                      workload)
 from monitor_prom import PROMTOOL, Monitor, Prometheus, free_port
-from test_gil import LIBC, WORK, libpython_of, need_pyenv, truth_of
+from test_gil import LIBC, WORK, libpython_of, need_pyenv, take_gil_bpftrace, truth_of
 
 SYSCALLS = workload("syscalls")
 DLOPEN = workload("cuda/cuda_dlopen")
@@ -118,20 +118,7 @@ def test_monitor_gil_wait_matches_take_gil():
     prom = Prometheus(mon.target)
     w = spawn([py, WORK, "--go", "cpu", "3", "2.5"])
     pid = int(w.stdout.readline().split()[1])
-    prog = (f"uprobe:{lib}:take_gil /pid == {pid}/ {{ @s[tid] = nsecs; }}\n"
-            f"uretprobe:{lib}:take_gil /@s[tid]/ {{ @t[tid] = sum(nsecs - @s[tid]); "
-            f"delete(@s[tid]); }}\n"
-            f"uprobe:{LIBC}:exit /pid == {pid}/ {{ exit(); }}\n")
-    bt = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
-    helpers._procs.append(bt)
-    head = ""
-    for line in bt.stdout:
-        head += line
-        if "Attaching" in line:
-            break
-    check("Attaching" in head, f"bpftrace did not start: {head[-600:]}")
-    time.sleep(1.0)  # "Attaching" comes before the probes are live
+    bt, _ = take_gil_bpftrace(lib, pid)
     tell(w, "go")
     truth_of(w.stdout.read())
     w.wait(60)
