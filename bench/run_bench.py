@@ -23,6 +23,9 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
              counted (bench_soak.py; ~30 s)
   cpu        the cpu family: a CPU-bound Python loop sampled at 99 and 999 Hz against
              untraced runs, recorder CPU, bytes per sample (bench_cpu.py; ~1 min)
+  flight     the flight recorder: its CPU against plain record at 1 M events/s, the
+             latency of a 60 s window's dump, a soak of dumps every second with a small
+             SIZE (bench_flight.py; ~2.5 min)
 
 The summary block lists every figure with a goal; a run of some sections (--only) replaces
 their rows and keeps the other sections' rows, their runs and any notes, each row dated.
@@ -45,6 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_cpu  # noqa: E402
 import bench_families  # noqa: E402
+import bench_flight  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_probes  # noqa: E402
 import bench_shim  # noqa: E402
@@ -53,9 +57,10 @@ from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  #
                           end, machine, machine_line, write_block)
 
 SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
-            "pipeline": bench_pipeline, "soak": bench_soak, "cpu": bench_cpu}
+            "pipeline": bench_pipeline, "soak": bench_soak, "cpu": bench_cpu,
+            "flight": bench_flight}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
-ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "soak", "cpu"]
+ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "soak", "cpu", "flight"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,
@@ -216,7 +221,7 @@ def parse_args():
                     help="under a minute, indicative only; prints without writing "
                          "RESULTS.md unless --results is given")
     ap.add_argument("--only", help="comma-separated sections: probes, families, shim, "
-                                   "pipeline, soak, gil (default: all)")
+                                   "pipeline, soak, cpu, flight, gil (default: all)")
     ap.add_argument("--runs", type=int, help="repeats per figure in families, shim and "
                                              "pipeline (default 5, quick 2-3)")
     ap.add_argument("--duration", type=float,

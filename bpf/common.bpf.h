@@ -53,12 +53,17 @@ static __always_inline bool bs_is_target(__u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
-static __always_inline void bs_count_loss(__u32 cause)
+static __always_inline void bs_count_losses(__u32 cause, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&lost, &cause);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void bs_count_loss(__u32 cause)
+{
+	bs_count_losses(cause, 1);
 }
 
 /* Reserve a record and fill its header; counts a loss when the ring buffer is full. */

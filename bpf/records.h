@@ -54,7 +54,9 @@
 #define BS_LOSS_ATTACH	     4 /* a probe failed to attach (count = probes) */
 #define BS_LOSS_WRITE	     5 /* user space could not write a chunk */
 #define BS_LOSS_SHIM	     6 /* records the cupti-shim or CUPTI dropped (buffers full) */
-#define BS_LOSS_NR	     7
+#define BS_LOSS_SCHED	     7 /* context switches of a traced thread no sched program saw */
+#define BS_LOSS_FLIGHT	     8 /* flight recorder: records of the window its SIZE could not hold */
+#define BS_LOSS_NR	     9
 
 /* Common header of every record. */
 struct bs_hdr {

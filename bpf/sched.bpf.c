@@ -23,6 +23,7 @@ struct thread_sched {
 	__u64 wake_ts; /* became runnable (preemption: = out_ts) */
 	__u32 state;
 	__u32 waker_tid;
+	__u64 switches; /* the kernel's count (nvcsw + nivcsw) at the last switch-out seen */
 };
 
 /* task -> its state (tp_btf programs). */
@@ -40,6 +41,22 @@ struct {
 	__type(key, __u32);
 	__type(value, struct thread_sched);
 } thread_sched SEC(".maps");
+
+/*
+ * Loss is never silent, even where the kernel does not call us: under load a switch now and
+ * then reaches no sched program (docs/USAGE.md, sched). The kernel counts every switch of a
+ * thread (nvcsw + nivcsw, already counting this one), so a jump of more than one since the
+ * last switch-out seen is switch-outs missed; a switch-out while the last one's switch-in is
+ * still pending (out_ts set) is a switch-in missed. Both are counted as sched_missed.
+ */
+static __always_inline void count_missed(struct thread_sched *ts, __u64 switches)
+{
+	if (ts->out_ts)
+		bs_count_loss(BS_LOSS_SCHED);
+	if (ts->switches && switches > ts->switches + 1)
+		bs_count_losses(BS_LOSS_SCHED, switches - ts->switches - 1);
+	ts->switches = switches;
+}
 
 static __always_inline void switch_out(struct thread_sched *ts, __u32 state, __u64 now)
 {
@@ -104,8 +121,10 @@ int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct ta
 	struct thread_sched *ts;
 
 	ts = task_state(prev, true);
-	if (ts)
+	if (ts) {
+		count_missed(ts, prev->nvcsw + prev->nivcsw);
 		switch_out(ts, preempt ? TASK_RUNNING_STATE : prev_state, now);
+	}
 	/* First sight of a traced thread at switch-in: its off-CPU interval began before
 	 * tracing; its slot is made when it is switched out. */
 	ts = task_state(next, false);
@@ -150,8 +169,10 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 	struct thread_sched *ts;
 
 	ts = hash_state(prev, true);
-	if (ts)
+	if (ts) {
+		count_missed(ts, BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw));
 		switch_out(ts, preempt ? TASK_RUNNING_STATE : prev_state, now);
+	}
 	ts = hash_state(next, false);
 	if (ts)
 		switch_in(ts, BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid), now);

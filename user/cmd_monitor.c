@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include "commands.h"
 #include "family.h"
+#include "flight_opts.h"
 #include "http_server.h"
 #include "metrics.h"
 #include "parse.h"
@@ -52,13 +53,17 @@ static void usage(FILE *f)
 		"      --bpf-stats          turn on the kernel's BPF run-time statistics for\n"
 		"                           bpfsight_bpf_run_seconds_total (two clock reads per\n"
 		"                           probe hit: 1.4x the osrt probes' cost here)\n"
+		"  -o, --output FILE        with --flight-recorder: its dumps are FILE's stem + -N.bst\n"
+		"  -f, --force              overwrite dump files that exist\n"
+		"%s"
 		"  -d, --duration DUR       stop after DUR (default: until SIGTERM or Ctrl-C)\n"
 		"  -v, --verbose            libbpf's debug output\n"
 		"  -h, --help               this help\n"
 		"\n"
 		"Needs root, or CAP_BPF + CAP_PERFMON. Logs go to stderr. SIGTERM or SIGINT stop it\n"
-		"cleanly (exit status 0). Metrics: docs/PRODUCTION.md.\n",
-		fams, DEFAULT_TOP);
+		"cleanly (exit status 0); with --flight-recorder SIGUSR1 dumps the window. Metrics:\n"
+		"docs/PRODUCTION.md.\n",
+		fams, DEFAULT_TOP, flight_opts_help);
 }
 
 enum {
@@ -82,8 +87,11 @@ const struct option monitor_options[] = {
 	{ "gil-mode", required_argument, NULL, OPT_GIL_MODE },
 	{ "buffer-size", required_argument, NULL, OPT_BUFFER },
 	{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, 'f' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
+	FLIGHT_LONG_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -106,7 +114,7 @@ static int parse(int argc, char **argv, struct record_opts *o, struct metrics_op
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:t:p:ad:vh", monitor_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:t:p:ao:fd:vh", monitor_options, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			*listen_at = optarg;
@@ -161,6 +169,12 @@ static int parse(int argc, char **argv, struct record_opts *o, struct metrics_op
 					    "e.g. 64M",
 					    optarg);
 			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'f':
+			o->force = 1;
+			break;
 		case OPT_BPF_STATS:
 			*bpf_stats = 1;
 			break;
@@ -170,9 +184,17 @@ static int parse(int argc, char **argv, struct record_opts *o, struct metrics_op
 		case 'h':
 			usage(stdout);
 			exit(0);
-		default:
-			usage(stderr);
-			return 1;
+		default: { /* the flight recorder's options, or a bad one */
+			int r = flight_opts__parse(&o->flight, c, optarg, "monitor");
+
+			if (r < 0)
+				return 1;
+			if (r > 0) {
+				usage(stderr);
+				return 1;
+			}
+			break;
+		}
 		}
 	}
 	if (optind < argc)
@@ -183,6 +205,14 @@ static int parse(int argc, char **argv, struct record_opts *o, struct metrics_op
 		return FAIL("-a monitors every process already: drop -p, or drop -a");
 	if (!o->npids)
 		o->system_wide = 1;
+	if (flight_opts__check(&o->flight, "monitor"))
+		return 1;
+	if (o->flight.window_ns && !o->output)
+		return FAIL(
+			"--flight-recorder needs -o FILE: its dumps are FILE-1.bst, FILE-2.bst...");
+	if (!o->flight.window_ns && o->output)
+		return FAIL("monitor writes no trace file: -o names --flight-recorder's dumps (add "
+			    "--flight-recorder=60s, or drop -o)");
 	if (trace) {
 		if (record_args__families("monitor", trace, &o->families))
 			return 1;
@@ -213,6 +243,7 @@ int cmd_monitor(int argc, char **argv)
 	int ret = 1, stats_fd = -1, bpf_stats = 0, e;
 
 	o.cmdline = "bpfsight monitor";
+	flight_opts__init(&o.flight);
 	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
 		o.stack_ns[i] = RECORD_STACKS_OFF; /* metrics need no stacks */
 	if (parse(argc, argv, &o, &mo, &listen_at, &bpf_stats))

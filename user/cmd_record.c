@@ -63,12 +63,15 @@ static void usage(FILE *f)
 		"      --dry-run            find and list every uprobe site (object, symbol,\n"
 		"                           offset, instruction, cost class); record nothing.\n"
 		"                           With CMD, runs it and lists what was found\n"
-		"  -v, --verbose            libbpf's debug output\n"
+		"%s"
+		"  -v, --verbose            libbpf's debug output, and a line when the probes\n"
+		"                           of each file (library, program) are live\n"
 		"  -h, --help               this help\n"
 		"\n"
 		"Needs root, or CAP_BPF + CAP_PERFMON. Exit status: CMD's in launch mode, else 0,\n"
-		"or 1 on error. SIGINT/SIGTERM stop the recording and close the file cleanly.\n",
-		fams);
+		"or 1 on error. SIGINT/SIGTERM stop the recording and close the file cleanly;\n"
+		"SIGUSR1 flushes it to disk and goes on (with --flight-recorder: dumps).\n",
+		fams, flight_opts_help);
 }
 
 static int fail(const char *fmt, ...)
@@ -283,6 +286,7 @@ const struct option record_options[] = {
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
 	{ "stacks", required_argument, NULL, OPT_STACKS },
+	FLIGHT_LONG_OPTIONS,
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -301,6 +305,7 @@ int cmd_record(int argc, char **argv)
 	int c, ret, stacks_given = 0;
 
 	o.cmdline = cmdline = join_args(argc, argv);
+	flight_opts__init(&o.flight);
 	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
 		o.stack_ns[i] = RECORD_STACKS_OFF; /* stacks are asked for (docs/STACKS.md) */
 	optind = 1;
@@ -409,6 +414,14 @@ int cmd_record(int argc, char **argv)
 			o.sample_rate = hz;
 			break;
 		}
+		case OPT_FLIGHT:
+		case OPT_FLIGHT_TRIGGER:
+		case OPT_FLIGHT_AFTER:
+		case OPT_FLIGHT_COOLDOWN:
+		case OPT_FLIGHT_MAX_DUMPS:
+			if (flight_opts__parse(&o.flight, c, optarg, "record"))
+				goto err;
+			break;
 		case 'v':
 			o.verbose = 1;
 			break;
@@ -435,6 +448,12 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!o.dry_run && o.output && check_output(o.output))
 		goto err;
+	if (flight_opts__check(&o.flight, "record"))
+		goto err;
+	if (o.dry_run && o.flight.window_ns) {
+		fail("--dry-run records nothing: drop --flight-recorder");
+		goto err;
+	}
 	if (trace) {
 		if (record_args__families("record", trace, &o.families))
 			goto err;

@@ -150,4 +150,5 @@ const struct family family_cpu = {
 	.stop = cpu_stop,
 	.decoders = cpu_decoders,
 	.reports = cpu_reports,
+	.sqlite = &cpu_sqlite,
 };

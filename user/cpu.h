@@ -7,4 +7,5 @@
 extern const struct rec_decoder cpu_decoders[];
 extern const struct report *const cpu_reports[];
 extern const struct family family_cpu;
+extern const struct sqlite_family cpu_sqlite; /* export_sqlite_cpu.c */
 #endif

@@ -19,6 +19,7 @@ static int decode_sample(const struct bs_hdr *rec, const struct trace_model *m, 
 
 	ev->name = s->flags & BS_CPU_KERNEL ? "kernel" : "user";
 	ev->stack = trace_model__stack(m, s->stack_id);
+	ev->stack_in_kernel = !!(s->flags & BS_CPU_KERNEL);
 	event__arg_u64(ev, "cpu", rec->cpu);
 	event__arg_u64(ev, "stack_id", s->stack_id);
 	/* Only in the processes whose interpreter bpfsight reads: elsewhere it is unknown. */
@@ -27,8 +28,12 @@ static int decode_sample(const struct bs_hdr *rec, const struct trace_model *m, 
 	return 1;
 }
 
+/* Samples of the thread's stack: the timeline exports draw them as their profilers' samples. */
+static const struct export_style sample_style = { .cat = "cpu_sample", .ph = 'i', .sample = 1 };
+
 const struct rec_decoder cpu_decoders[] = {
-	{ BS_REC_CPU_SAMPLE, sizeof(struct bs_cpu_sample), "cpu_sample", decode_sample },
+	{ BS_REC_CPU_SAMPLE, sizeof(struct bs_cpu_sample), "cpu_sample", decode_sample,
+	  &sample_style },
 	{ 0 },
 };
 

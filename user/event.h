@@ -56,8 +56,10 @@ struct event {
 	struct event_arg args[EVENT_MAX_ARGS];
 	const struct trace_stack *stack;	/* where in the code (the model's), or NULL */
 	const struct trace_stack *holder_stack; /* gil_wait: the GIL holder's code, or NULL */
-	char namebuf[64];			/* for names a decoder formats */
-	char strbuf[256];			/* for string args a decoder formats */
+	/* The stack goes on into the kernel (a sample taken in kernel code): a "[kernel]" leaf. */
+	__u8 stack_in_kernel;
+	char namebuf[64]; /* for names a decoder formats */
+	char strbuf[256]; /* for string args a decoder formats */
 	__u32 strbuf_used;
 };
 

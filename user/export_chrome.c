@@ -15,7 +15,8 @@
  * families' hooks keep (bounded by processes, streams and time bins, except NVTX's projection
  * onto the GPU in traces of both gpu and nvtx: every closed range and linked GPU operation,
  * since Kineto's gpu_user_annotation needs them all). OUT ending in ".gz" is gzip-compressed
- * on the fly.
+ * on the fly. Stacks (export_chrome_stack.c): Kineto's "Call stack" in an event's args,
+ * and for samples (a style's `sample`) a "stackFrames" node.
  *
  * Some metadata keys (Kineto's distributedInfo) must come before traceEvents (HTA reads the
  * metadata by scanning the text up to them), but only the whole trace tells them. So the
@@ -384,6 +385,7 @@ static void chrome_free(struct chrome *c)
 	free(c->hdr_off);
 	hmap__free(c->threads);
 	hmap__free(c->procs);
+	chrome_stacks__free(c);
 	if (c->scratch)
 		fclose(c->scratch);
 	free(c->scratch_buf);
@@ -409,7 +411,8 @@ static void *chrome__open(const char *out, const struct trace_meta *meta, int *e
 	c->fst = calloc(c->nfam + 1, sizeof(*c->fst));
 	c->hdr_off = calloc(c->nfam + 1, sizeof(*c->hdr_off));
 	c->scratch = open_memstream(&c->scratch_buf, &c->scratch_size);
-	if (!c->threads || !c->procs || !c->fst || !c->hdr_off || !c->scratch) {
+	if (!c->threads || !c->procs || !c->fst || !c->hdr_off || !c->scratch ||
+	    chrome_stacks__new(c)) {
 		*err = -ENOMEM;
 		goto err_free;
 	}
@@ -534,11 +537,11 @@ int chrome_args_open(struct chrome *c, const struct event *ev)
  */
 static int chrome_args(struct chrome *c, const struct event *ev, __u64 flow)
 {
-	int dims, nonempty;
+	int dims, nonempty, err;
 	__u64 d[6];
 
 	dims = chrome_dims(ev, d);
-	if (!dims && !flow) {
+	if (!dims && !flow && !ev->stack && !ev->holder_stack) {
 		chrome_plain_args(c, ev);
 		return 0;
 	}
@@ -552,11 +555,14 @@ static int chrome_args(struct chrome *c, const struct event *ev, __u64 flow)
 			(unsigned long long)d[4], (unsigned long long)d[5]);
 		nonempty = 1;
 	}
-	if (flow)
+	if (flow) {
 		fprintf(c->f, "%s\"correlation\":%llu", nonempty ? "," : "",
 			(unsigned long long)flow);
+		nonempty = 1;
+	}
+	err = chrome_stack_args(c, ev, c->model, nonempty);
 	fputc('}', c->f);
-	return 0;
+	return err;
 }
 
 int chrome_thread(struct chrome *c, __u32 pid, __u32 tid)
@@ -612,6 +618,16 @@ int chrome_event(struct chrome *c, const struct bs_hdr *rec, const struct event 
 	} else {
 		fputs(",\"s\":\"t\"", c->f);
 	}
+	if (k && k->sample) {
+		/* A sample: its stack as a "stackFrames" node, as chrome://tracing reads them. */
+		__u64 sf;
+
+		err = chrome_sample_frame(c, ev, &sf);
+		if (err)
+			return err;
+		if (sf)
+			fprintf(c->f, ",\"sf\":%llu", (unsigned long long)sf);
+	}
 	err = chrome_args(c, ev, flow);
 	if (err)
 		return err;
@@ -628,6 +644,7 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 	struct chrome *c = st;
 	int err, fam;
 
+	c->model = m;
 	err = chrome_seen(c, rec->pid, rec->tid);
 	for (int i = 0; !err && i < c->nfam; i++)
 		if (families[i]->chrome && families[i]->chrome->observe)
@@ -703,7 +720,9 @@ static int chrome__finish(void *st, const struct trace_model *m, const struct tr
 			err = families[i]->chrome->finish(c, c->fst[i]);
 	if (!err)
 		chrome_names(c, m);
-	fputs("\n]}\n", c->f);
+	fputs("\n],\n", c->f);
+	chrome_stack_frames(c, m);
+	fputs("}\n", c->f);
 	if (!err && (fflush(c->f) || ferror(c->f)))
 		err = chrome_err(c);
 	/* Before the stream closes: a .gz trailer's CRC covers the final header. */

@@ -86,6 +86,8 @@ struct chrome {
 	__u64 start_mono; /* recording start (0: unknown) */
 	void **fst;	  /* per family (families[] order): its hooks' state */
 	int nfam;
+	struct chrome_stacks *stacks;	 /* export_chrome_stack.c */
+	const struct trace_model *model; /* the record's being drawn */
 	/* Records come in runs of one type: skip the decoder's lookup. */
 	const struct rec_decoder *last;
 	int last_fam;
@@ -125,5 +127,19 @@ void chrome_plain_args(struct chrome *c, const struct event *ev);
 int chrome_thread(struct chrome *c, __u32 pid, __u32 tid);
 /* An ac2g flow event: 's' at a launch, 'f' (bound to the enclosing slice) at its GPU work. */
 void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts);
+
+/* Stacks (export_chrome_stack.c): their state in C, made and freed with it. */
+int chrome_stacks__new(struct chrome *c);
+void chrome_stacks__free(struct chrome *c);
+/*
+ * EV's "Call stack" (and a GIL wait's "Holder call stack") into its open args object, after a
+ * comma when NONEMPTY. 0 or a negative errno.
+ */
+int chrome_stack_args(struct chrome *c, const struct event *ev, const struct trace_model *m,
+		      int nonempty);
+/* The "stackFrames" node of a sample's stack into *SF (0: it has none). 0 or -ENOMEM. */
+int chrome_sample_frame(struct chrome *c, const struct event *ev, __u64 *sf);
+/* "stackFrames":{...}, every node the samples made. */
+void chrome_stack_frames(struct chrome *c, const struct trace_model *m);
 
 #endif /* BPFSIGHT_EXPORT_CHROME_H */

@@ -28,6 +28,10 @@
  * family needs beyond that is its hooks' (struct perfetto_family, export_perfetto_FAMILY.c):
  * GPU work on per-device stream tracks, NVTX on tracks of its own, flows from launching calls
  * to their GPU work, the loss, GPU busy and GIL contention counters.
+ *
+ * Stacks (export_perfetto_stack.c) are any event's: ev->stack becomes the event's interned
+ * callstack, a GIL wait's holder_stack an annotation, and a kind whose style says `sample`
+ * becomes PerfSample packets instead of instants.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +40,8 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "export_perfetto.h"
+#include "stack_format.h"
+#include "trace_model.h"
 
 static int pf__write(struct pf *pf, const void *buf, size_t len)
 {
@@ -392,13 +398,49 @@ static int pf__annotation(struct pf *pf, const struct event_arg *a)
 	return 0;
 }
 
+/*
+ * A GIL wait's holder stack: a TrackEvent has one callstack (the waiter's), so the holder's
+ * frames go in an annotation, innermost first, one "FILE(LINE): FUNC" string each, interned
+ * (IIDS: pf__stack_strings's).
+ */
+static int pf__holder_annotation(struct pf *pf, const struct trace_stack *s, const __u64 *iids)
+{
+	struct pb *pb = &pf->pb;
+	__u32 iid = pf__intern(pf, pf->keys, ID_DEBUG_ANNOTATION_NAMES, "holder_stack");
+
+	if (!iid)
+		return -ENOMEM;
+	pb__begin(pb, TE_DEBUG_ANNOTATIONS);
+	pb__uint(pb, DA_NAME_IID, iid);
+	for (__u32 i = 0; i < s->nframes + (__u32) !!(s->flags & BS_STACK_TRUNCATED); i++) {
+		pb__begin(pb, DA_ARRAY_VALUES);
+		pb__uint(pb, DA_STRING_IID, iids[i]);
+		pb__end(pb);
+	}
+	pb__end(pb);
+	return 0;
+}
+
 int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 flow_out,
 		    __u64 flow_in)
 {
 	struct pb *pb = &pf->pb;
 	__u32 name_iid, cat_iid, i;
+	__u64 stack_iid = 0, holder[BS_STACK_MAX_FRAMES + 1];
+	const struct trace_stack *hs = pf->model ? ev->holder_stack : NULL;
 	int err;
 
+	/* Its stacks' interned data first, in packets of their own. */
+	if (ev->stack && pf->model) {
+		err = pf__callstack(pf, ev->stack, ev->stack_in_kernel, ev->ts, pf->model,
+				    &stack_iid);
+		if (err)
+			return err;
+	}
+	if (hs && hs->nframes > BS_STACK_MAX_FRAMES)
+		hs = NULL; /* the model keeps at most that many */
+	if (hs && (err = pf__stack_strings(pf, hs, ev->ts, pf->model, holder)))
+		return err;
 	pf->nfresh = 0;
 	name_iid = pf__intern(pf, pf->names, ID_EVENT_NAMES, ev->name);
 	cat_iid = pf__intern(pf, pf->cats, ID_EVENT_CATEGORIES, ev->kind);
@@ -415,6 +457,13 @@ int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 fl
 		if (err)
 			return err;
 	}
+	if (hs) {
+		err = pf__holder_annotation(pf, hs, holder);
+		if (err)
+			return err;
+	}
+	if (stack_iid)
+		pb__uint(pb, TE_CALLSTACK_IID, stack_iid);
 	if (flow_out)
 		pb__fixed64(pb, TE_FLOW_IDS, flow_out);
 	if (flow_in)
@@ -521,6 +570,7 @@ static void pf__free(struct pf *pf)
 	string_pool__free(pf->names);
 	string_pool__free(pf->cats);
 	string_pool__free(pf->keys);
+	pf_stacks__free(pf);
 	hmap__free(pf->procs);
 	hmap__free(pf->threads);
 	hmap__free(pf->children);
@@ -558,7 +608,7 @@ static void *perfetto_open(const char *out, const struct trace_meta *meta, int *
 	pf->nfam = family__count();
 	pf->fst = calloc(pf->nfam + 1, sizeof(*pf->fst));
 	if (!pf->names || !pf->cats || !pf->keys || !pf->procs || !pf->threads || !pf->children ||
-	    !pf->fst)
+	    !pf->fst || pf_stacks__init(pf))
 		goto fail;
 	for (int i = 0; i < pf->nfam; i++) {
 		const struct perfetto_family *h = families[i]->perfetto;
@@ -621,9 +671,16 @@ static int perfetto_record(void *st, const struct bs_hdr *rec, const struct even
 {
 	struct pf *pf = st;
 	__u64 thread = 0, track, flow_out, flow_in;
+	const struct pf_kind *k;
+	__u32 kidx;
 	int err = 0;
 
-	if (ev) {
+	pf->model = m;
+	k = ev ? pf__kind(pf, ev->kind ? ev->kind : "event", &kidx) : NULL;
+	if (k && k->style && k->style->sample && (ev->pid || ev->tid)) {
+		/* A sample of a thread's stack: Perfetto's own sample packet, not a slice. */
+		err = pf__sample(pf, rec, ev, m);
+	} else if (ev) {
 		err = pf__family_track(pf, rec, ev, m, &track);
 		if (err < 0)
 			return err;

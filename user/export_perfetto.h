@@ -64,6 +64,7 @@
 #define TE_DOUBLE_COUNTER    44
 #define TE_FLOW_IDS	     47
 #define TE_TERMINATING_FLOWS 48
+#define TE_CALLSTACK_IID     56
 #define TE_TYPE_SLICE_BEGIN  1
 #define TE_TYPE_SLICE_END    2
 #define TE_TYPE_INSTANT	     3
@@ -74,6 +75,7 @@
 #define DA_UINT_VALUE	 3
 #define DA_INT_VALUE	 4
 #define DA_STRING_VALUE	 6
+#define DA_STRING_IID	 17
 #define DA_DOUBLE_VALUE	 5
 #define DA_POINTER_VALUE 7
 #define DA_ARRAY_VALUES	 12
@@ -152,6 +154,11 @@ struct pf {
 	__u64 bins_origin; /* time of bin 0 of every binned counter */
 	void **fst;	   /* per family (families[] order): its hooks' state */
 	int nfam;
+	const struct trace_model *model; /* the record's being written */
+	/* Interned stacks (export_perfetto_stack.c): functions, path parts, mappings, source
+	 * files, {frame} -> frame iid, {stack id, kernel} -> callstack iid. */
+	struct string_pool *funcs, *paths, *maps, *srcs, *annos;
+	struct hmap *frames, *stacks;
 	/* Interned strings first used by the packet being written. */
 	struct pf_intern fresh[EVENT_MAX_ARGS + 2];
 	__u32 nfresh;
@@ -189,6 +196,25 @@ __u64 pf__bins_origin(struct pf *pf, __u64 ts);
  */
 int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *desc,
 		     const struct time_bins *b, double cap);
+
+/* Stacks (export_perfetto_stack.c): their state in PF, made and freed with it. */
+int pf_stacks__init(struct pf *pf);
+void pf_stacks__free(struct pf *pf);
+/*
+ * The callstack iid of S (NULL: none) ending in a "[kernel]" leaf when KERNEL, 0 when neither;
+ * a new one is written first, as a packet of interned data at TS.
+ */
+int pf__callstack(struct pf *pf, const struct trace_stack *s, int kernel, __u64 ts,
+		  const struct trace_model *m, __u64 *iid);
+/*
+ * The frames of S as interned annotation strings ("FILE(LINE): FUNC", a truncated stack's
+ * marker last) into IIDS (nframes + 1 entries); new ones written first, as a packet at TS.
+ */
+int pf__stack_strings(struct pf *pf, const struct trace_stack *s, __u64 ts,
+		      const struct trace_model *m, __u64 *iids);
+/* EV, a sample of its thread's stack (export_style.sample), as a PerfSample packet. */
+int pf__sample(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
+	       const struct trace_model *m);
 
 #define PF_MAX_LANES 32
 

@@ -42,6 +42,8 @@ static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_STRING] = "INSERT INTO StringIds VALUES (?, ?)",
 	[SQ_THREAD_NAME] = "INSERT INTO ThreadNames VALUES (?, NULL, ?)",
 	[SQ_THREAD] = "INSERT OR REPLACE INTO BPFSIGHT_THREADS VALUES (?, ?, ?, ?)",
+	[SQ_STACK] = "INSERT OR IGNORE INTO BPFSIGHT_STACKS VALUES (?, ?, ?)",
+	[SQ_FRAME] = "INSERT INTO BPFSIGHT_CALLCHAINS VALUES (?, ?, ?, ?, ?, ?, ?)",
 };
 
 __s64 global_tid(__u32 pid, __u32 tid)
@@ -302,7 +304,8 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 	if (!*err)
 		*err = sq_exec(s, "BEGIN", "begin");
 	if (!*err)
-		*err = sq_exec(s, sq_schema, "creating the tables");
+		*err = sq_exec(s, sq_schema, "creating the tables")
+			       ?: sq_exec(s, sq_stack_schema, "creating the stack tables");
 	if (!*err)
 		*err = sq_prepare(s, sq_sql, s->stmt, SQ_NSTMT);
 	if (!*err)
@@ -366,6 +369,8 @@ static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event
 	struct sq *s = st;
 	int err = 0, fam;
 
+	if (rec->type == BS_REC_STACK)
+		return sq_stack(s, rec, m);
 	dec = family__decoder_at(rec->type, &fam);
 	/* The walk hands over records too short for their type; never read past one. */
 	if (!dec || rec->size < dec->min_size)

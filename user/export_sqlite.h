@@ -47,6 +47,8 @@ enum sq_stmt {
 	SQ_STRING,
 	SQ_THREAD_NAME,
 	SQ_THREAD,
+	SQ_STACK,
+	SQ_FRAME,
 	SQ_NSTMT,
 };
 
@@ -93,5 +95,13 @@ int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid);
  */
 int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key);
 __s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt);
+
+/* Stacks (export_sqlite_stack.c): their tables, created with the export's own. */
+extern const char sq_stack_schema[];
+struct trace_stack;
+/* A STACK record's rows (BPFSIGHT_STACKS, BPFSIGHT_CALLCHAINS). */
+int sq_stack(struct sq *s, const struct bs_hdr *rec, const struct trace_model *m);
+/* Bind S's id (a row's callchainId) to column COL, NULL when there is no stack. */
+void sq_bind_stack(sqlite3_stmt *st, int col, const struct trace_stack *s);
 
 #endif /* BPFSIGHT_EXPORT_SQLITE_H */

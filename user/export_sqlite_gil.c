@@ -3,6 +3,9 @@
  * The gil family's tables in the SQLite export (nsys has none for the GIL), shaped so that the
  * queries of docs/EXPORT.md reproduce `stats -r gil_sum,gil_blocked_by,gil_procs` exactly:
  *   BPFSIGHT_GIL_WAITS        one row per wait record (at or above the threshold)
+ *                             (--stacks=gil: callchainId the waiter's stack, holderCallchainId
+ *                             the holder's in its first round)
+ *   BPFSIGHT_GIL_HOLDER_ROUNDS --stacks=gil: one row per round of a wait, the holder's stack
  *   BPFSIGHT_GIL_HOLDS        one row per hold record (--gil-mode=full)
  *   BPFSIGHT_GIL_THREADS      one row per thread gil_sum lists (every thread of a python process
  *                             and any thread with GIL data): the last in-kernel aggregate of
@@ -23,11 +26,14 @@
 #include "export_sqlite.h"
 #include "gil.h"
 #include "stats_math.h"
+#include "trace_model.h"
 
 static const char gil_schema[] =
 	"CREATE TABLE BPFSIGHT_GIL_WAITS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
 	" globalTid INTEGER NOT NULL, holderGlobalTid INTEGER, rounds INTEGER NOT NULL,"
-	" flags INTEGER NOT NULL);"
+	" flags INTEGER NOT NULL, callchainId INTEGER, holderCallchainId INTEGER);"
+	"CREATE TABLE BPFSIGHT_GIL_HOLDER_ROUNDS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" globalTid INTEGER NOT NULL, holderGlobalTid INTEGER, callchainId INTEGER);"
 	"CREATE TABLE BPFSIGHT_GIL_HOLDS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
 	" globalTid INTEGER NOT NULL);"
 	"CREATE TABLE BPFSIGHT_GIL_THREADS (pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
@@ -55,10 +61,11 @@ static const char gil_indexes[] =
 	"CREATE INDEX BPFSIGHT_GIL_HOLDS_globalTid ON BPFSIGHT_GIL_HOLDS(globalTid);"
 	"CREATE INDEX BPFSIGHT_GIL_THREADS_globalTid ON BPFSIGHT_GIL_THREADS(globalTid);";
 
-enum gil_stmt { L_WAIT, L_HOLD, L_AGG, L_SHORT, L_BLAME, L_PROC, L_THREAD, L_NSTMT };
+enum gil_stmt { L_WAIT, L_ROUND, L_HOLD, L_AGG, L_SHORT, L_BLAME, L_PROC, L_THREAD, L_NSTMT };
 
 static const char *const gil_sql[L_NSTMT] = {
-	[L_WAIT] = "INSERT INTO BPFSIGHT_GIL_WAITS VALUES (?, ?, ?, ?, ?, ?)",
+	[L_WAIT] = "INSERT INTO BPFSIGHT_GIL_WAITS VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+	[L_ROUND] = "INSERT INTO BPFSIGHT_GIL_HOLDER_ROUNDS VALUES (?, ?, ?, ?, ?)",
 	[L_HOLD] = "INSERT INTO BPFSIGHT_GIL_HOLDS VALUES (?, ?, ?)",
 	/* Snapshots are cumulative: the last one per key is the one that counts. */
 	[L_AGG] = "INSERT OR REPLACE INTO BPFSIGHT_GIL_THREADS VALUES"
@@ -129,7 +136,8 @@ static void bind_holder(sqlite3_stmt *st, int col, __u32 pid, __u32 holder)
 		sqlite3_bind_null(st, col);
 }
 
-static int gil_wait(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec)
+static int gil_wait(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec,
+		    const struct event *ev)
 {
 	const struct bs_gil_wait *w = (const void *)rec;
 	sqlite3_stmt *st = g->stmt[L_WAIT];
@@ -143,7 +151,25 @@ static int gil_wait(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec)
 	bind_holder(st, 4, rec->pid, w->holder_tid);
 	sqlite3_bind_int64(st, 5, w->rounds);
 	sqlite3_bind_int64(st, 6, w->flags);
+	/* --stacks=gil: the waiter's stack, the holder's code in the wait's first round. */
+	sq_bind_stack(st, 7, ev ? ev->stack : NULL);
+	sq_bind_stack(st, 8, ev ? ev->holder_stack : NULL);
 	return gil_step(s, g, L_WAIT);
+}
+
+/* --stacks=gil: one round of a wait, with the holder's stack (what gil_stacks blames). */
+static int gil_round(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec,
+		     const struct trace_model *m)
+{
+	const struct bs_gil_holder *h = (const void *)rec;
+	sqlite3_stmt *st = g->stmt[L_ROUND];
+
+	sqlite3_bind_int64(st, 1, rec->ts);
+	sqlite3_bind_int64(st, 2, rec->ts + h->dur);
+	sqlite3_bind_int64(st, 3, global_tid(rec->pid, rec->tid));
+	bind_holder(st, 4, rec->pid, h->holder_tid);
+	sq_bind_stack(st, 5, trace_model__event_stack(m, rec));
+	return gil_step(s, g, L_ROUND);
 }
 
 static int gil_hold(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec)
@@ -252,7 +278,9 @@ static int gil_record(struct sq *s, void *st, const struct bs_hdr *rec, const st
 {
 	switch (rec->type) {
 	case BS_REC_GIL_WAIT:
-		return gil_wait(s, st, rec);
+		return gil_wait(s, st, rec, ev);
+	case BS_REC_GIL_HOLDER:
+		return gil_round(s, st, rec, m);
 	case BS_REC_GIL_HOLD:
 		return gil_hold(s, st, rec);
 	case BS_REC_GIL_AGG:

@@ -37,7 +37,7 @@ static const char osrt_indexes[] = "CREATE INDEX OSRT_API_start ON OSRT_API(star
 enum osrt_stmt { O_CALL, O_AGG, O_NSTMT };
 
 static const char *const osrt_sql[O_NSTMT] = {
-	[O_CALL] = "INSERT INTO OSRT_API VALUES (?, ?, ?, ?, NULL, ?, ?, NULL, NULL)",
+	[O_CALL] = "INSERT INTO OSRT_API VALUES (?, ?, ?, ?, NULL, ?, ?, NULL, ?)",
 	/* Snapshots are cumulative: the last one per key is the one that counts. */
 	[O_AGG] =
 		"INSERT OR REPLACE INTO BPFSIGHT_SYSCALL_AGG VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -107,6 +107,7 @@ static int osrt_syscall(struct sq *s, struct sq_osrt *o, const struct bs_hdr *re
 	sqlite3_bind_int64(st, 4, global_tid(rec->pid, rec->tid));
 	sqlite3_bind_int64(st, 5, name);
 	sqlite3_bind_int64(st, 6, c->ret);
+	sq_bind_stack(st, 7, ev ? ev->stack : NULL); /* --stacks=osrt */
 	return sq_run(s, st);
 }
 

@@ -10,6 +10,7 @@
  *                                work by the gpu family (export_sqlite_gpu.c);
  *   BPFSIGHT_CUDA_ARGS           a CUDA call's decoded arguments (nsys has no table for them);
  *   BPFSIGHT_NCCL                one row per NCCL call.
+ * callchainId: the call's stack (--stacks=cuda, nccl), a BPFSIGHT_STACKS id.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ enum cuda_stmt { U_CUDA, U_ARGS, U_NSTMT };
 static const char *const cuda_sql[U_NSTMT] = {
 	/* id NULL: the next of the table's (rows of the gpu family's included). */
 	[U_CUDA] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES"
-		   " (?, ?, ?, ?, NULL, ?, ?, NULL, ?, NULL, 0)",
+		   " (?, ?, ?, ?, NULL, ?, ?, ?, ?, NULL, 0)",
 	[U_ARGS] = "INSERT INTO BPFSIGHT_CUDA_ARGS VALUES"
 		   " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
@@ -127,7 +128,8 @@ static int cuda_record(struct sq *s, void *st, const struct bs_hdr *rec, const s
 	sqlite3_bind_int64(q, 4, global_tid(rec->pid, rec->tid));
 	sqlite3_bind_int64(q, 5, name);
 	sqlite3_bind_int64(q, 6, sq_arg_int(ev, "ret", 0));
-	sqlite3_bind_int64(q, 7, sq_arg_int(ev, "depth", 0));
+	sq_bind_stack(q, 7, ev->stack); /* --stacks=cuda */
+	sqlite3_bind_int64(q, 8, sq_arg_int(ev, "depth", 0));
 	err = sq_run(s, q);
 	return err ? err : cuda_args(s, c, ev, sqlite3_last_insert_rowid(s->db));
 }
@@ -146,7 +148,7 @@ static const char nccl_schema[] =
 	" returnValue INTEGER NOT NULL, nestingLevel INTEGER NOT NULL, comm INTEGER,"
 	" rank INTEGER, nranks INTEGER, count INTEGER, bytes INTEGER, datatype TEXT, op TEXT,"
 	" root INTEGER, peer INTEGER, stream INTEGER, groupDepth INTEGER NOT NULL,"
-	" groupNs INTEGER, uniqueIdHash TEXT);";
+	" groupNs INTEGER, uniqueIdHash TEXT, callchainId INTEGER);";
 
 static const char nccl_indexes[] =
 	"CREATE INDEX BPFSIGHT_NCCL_start ON BPFSIGHT_NCCL(start);"
@@ -154,7 +156,7 @@ static const char nccl_indexes[] =
 
 static const char *const nccl_sql[] = {
 	"INSERT INTO BPFSIGHT_NCCL VALUES"
-	" (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	" (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
 static int nccl_open(struct sq *s, void **st)
@@ -184,6 +186,7 @@ static int nccl_record(struct sq *s, void *st, const struct bs_hdr *rec, const s
 	sqlite3_bind_int64(q, 17, sq_arg_int(ev, "group_depth", 0));
 	sq_bind_arg(q, 18, ev, "group_ns");
 	sq_bind_arg(q, 19, ev, "unique_id_hash");
+	sq_bind_stack(q, 20, ev->stack); /* --stacks=nccl */
 	return sq_run(s, q);
 }
 

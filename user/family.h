@@ -31,6 +31,12 @@ struct export_style {
 	const char *desc;  /* Perfetto: that track's description */
 	/* Perfetto: slices nest with the thread's other calls, on the thread's own track. */
 	__u8 on_thread;
+	/*
+	 * Its events are timer samples of their thread's stack (ev->stack): Perfetto writes them
+	 * as PerfSample packets (the UI's CPU profile and flame graphs), Chrome as samples of
+	 * "stackFrames", SQLite nothing more than a family's own table.
+	 */
+	__u8 sample;
 };
 
 struct rec_decoder {
@@ -54,6 +60,22 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_OPT_IN	      0x2 /* only when -t names it: not in the default set (cpu sampling) */
 #define FAMILY_STACKS	      0x4 /* reads stacks: the stack service starts before families attach */
 #define FAMILY_STACKS_DEFAULT 0x8 /* its events carry stacks unless --stacks says otherwise */
+
+/*
+ * A record type that is a cumulative snapshot (totals since the recording began; a reader
+ * keeps the last one per key). A flight-recorder dump makes them count from its window's
+ * start: each snapshot in the window less the same key's last one before it.
+ */
+struct family_cumulative {
+	__u16 type;
+	__u16 min_size;
+	/* What tells keys apart beyond pid and tid (a syscall number, a holder's tid). */
+	__u64 (*key)(const struct bs_hdr *rec);
+	/* 1 when REC closes its key: a later snapshot of it counts from zero. NULL: never. */
+	int (*closes)(const struct bs_hdr *rec);
+	/* Make REC count only what came after BASE (same type and key, earlier). */
+	void (*since)(struct bs_hdr *rec, const struct bs_hdr *base);
+};
 
 struct family {
 	const char *name;
@@ -98,6 +120,14 @@ struct family {
 	void *(*walk_new)(void);
 	void (*walk_observe)(void *w, const struct bs_hdr *rec);
 	void (*walk_free)(void *w);
+	/*
+	 * Record types (0-terminated) that describe state its later events need to be read
+	 * (a process's GIL method, an NVTX thread name): a flight-recorder dump repeats the
+	 * latest of each before its window, as it does strings, names and stacks. May be NULL.
+	 */
+	const __u16 *state_records;
+	/* Its cumulative snapshot types, ending with a zeroed entry. May be NULL. */
+	const struct family_cumulative *cumulative;
 	/* Decode side; arrays end with a zeroed entry. */
 	const struct rec_decoder *decoders;
 	const struct report *const *reports;

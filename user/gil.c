@@ -924,11 +924,16 @@ static void gil_detach(struct record_ctx *ctx, void *state)
 	gil_state_free(st);
 }
 
+/* How each python process is measured: gil_procs and GIL.md's notes need it in any window. */
+static const __u16 gil_state_records[] = { BS_REC_GIL_PROC, 0 };
+
 const struct family family_gil = {
 	.name = "gil",
 	.desc = "CPython GIL waits per thread and who held it (uprobes on glibc/libpython)",
 	.flags = FAMILY_STACKS_DEFAULT,
 	.stack_default_ns = GIL_THRESHOLD_NS, /* every wait with a record, and its rounds */
+	.state_records = gil_state_records,
+	.cumulative = gil_cumulative,
 	.attach = gil_attach,
 	.poll = gil_poll,
 	.detach = gil_detach,

@@ -13,6 +13,7 @@
 #define GIL_THRESHOLD_NS 50000ull
 
 extern const struct rec_decoder gil_decoders[];
+extern const struct family_cumulative gil_cumulative[];
 extern const struct report *const gil_reports[];
 extern const struct report gil_stacks;		  /* gil_stacks_report.c (--stacks=gil) */
 extern const struct chrome_family gil_chrome;	  /* export_chrome_gil.c */

@@ -583,3 +583,47 @@ static const struct report gil_procs = {
 
 const struct report *const gil_reports[] = { &gil_sum, &gil_blocked_by, &gil_procs, &gil_stacks,
 					     NULL };
+
+/* Per-thread totals: counts, totals and the histogram less the base; maxima stay whole. */
+static __u64 thread_key(const struct bs_hdr *rec)
+{
+	return 0;
+}
+
+static __u64 less(__u64 a, __u64 b)
+{
+	return a > b ? a - b : 0;
+}
+
+static void agg_since(struct bs_hdr *rec, const struct bs_hdr *base)
+{
+	struct bs_gil_agg_val *a = &((struct bs_gil_agg *)rec)->v;
+	const struct bs_gil_agg_val *b = &((const struct bs_gil_agg *)base)->v;
+
+	a->wait_count = less(a->wait_count, b->wait_count);
+	a->wait_total_ns = less(a->wait_total_ns, b->wait_total_ns);
+	a->hold_count = less(a->hold_count, b->hold_count);
+	a->hold_total_ns = less(a->hold_total_ns, b->hold_total_ns);
+	for (int i = 0; i < BS_GIL_HIST; i++)
+		a->short_hist[i] = less(a->short_hist[i], b->short_hist[i]);
+}
+
+static __u64 blame_key(const struct bs_hdr *rec)
+{
+	return ((const struct bs_gil_blame *)rec)->holder_tid;
+}
+
+static void blame_since(struct bs_hdr *rec, const struct bs_hdr *base)
+{
+	struct bs_gil_blame *a = (void *)rec;
+	const struct bs_gil_blame *b = (const void *)base;
+
+	a->count = less(a->count, b->count);
+	a->total_ns = less(a->total_ns, b->total_ns);
+}
+
+const struct family_cumulative gil_cumulative[] = {
+	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), thread_key, NULL, agg_since },
+	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), blame_key, NULL, blame_since },
+	{ 0 },
+};

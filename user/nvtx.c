@@ -18,9 +18,13 @@ static int nvtx_prelaunch(const struct record_opts *o)
 	return shim_link__prelaunch(o, "nvtx", "NVTX_INJECTION64_PATH");
 }
 
+/* Names given to threads and categories: they name events long after. */
+static const __u16 nvtx_state_records[] = { BS_REC_NVTX_NAME, 0 };
+
 const struct family family_nvtx = {
 	.name = "nvtx",
 	.desc = "NVTX ranges, marks and names (cupti-shim as the NVTX injection)",
+	.state_records = nvtx_state_records,
 	.attach = nvtx_attach,
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,

@@ -43,15 +43,15 @@ struct osrt_state {
 	__u32 exits; /* thread exits seen since the last flush */
 };
 
-/* sys_agg's cap: BPFSIGHT_OSRT_AGG_ENTRIES (tests force a small map), else per CPU. */
+/* sys_agg's cap: BPFSIGHT_MAP_ENTRIES=sys_agg=N (tests force a small map), else per CPU. */
 static __u32 agg_entries(void)
 {
-	const char *env = secure_getenv("BPFSIGHT_OSRT_AGG_ENTRIES");
+	__u32 forced = record_ctx__map_entries("sys_agg");
 	int ncpu = libbpf_num_possible_cpus();
 	__u64 n;
 
-	if (env && *env)
-		return (__u32)strtoul(env, NULL, 0) ?: 1;
+	if (forced)
+		return forced;
 	n = (__u64)(ncpu > 0 ? ncpu : 1) * AGG_PER_CPU;
 	return n < AGG_MIN_ENTRIES ? AGG_MIN_ENTRIES : n > AGG_MAX_ENTRIES ? AGG_MAX_ENTRIES : n;
 }
@@ -300,6 +300,7 @@ const struct family family_osrt = {
 	.poll = osrt_poll,
 	.detach = osrt_detach,
 	.observe = osrt_observe,
+	.cumulative = osrt_cumulative,
 	.decoders = osrt_decoders,
 	.reports = osrt_reports,
 	.sqlite = &osrt_sqlite,

@@ -5,6 +5,7 @@
 #include "family.h"
 #include "report.h"
 extern const struct rec_decoder osrt_decoders[];
+extern const struct family_cumulative osrt_cumulative[];
 extern const struct report *const osrt_reports[];
 extern const struct sqlite_family osrt_sqlite; /* export_sqlite_osrt.c */
 extern const struct family family_osrt;

@@ -240,3 +240,28 @@ static const struct report osrt_sum = {
 };
 
 const struct report *const osrt_reports[] = { &osrt_sum, NULL };
+
+/* Short calls' totals per (pid, tid, syscall): min and max stay those of the whole key. */
+static __u64 agg_key(const struct bs_hdr *rec)
+{
+	return ((const struct bs_syscall_agg *)rec)->nr;
+}
+
+static int agg_closes(const struct bs_hdr *rec)
+{
+	return ((const struct bs_syscall_agg *)rec)->flags & BS_AGG_FINAL;
+}
+
+static void agg_since(struct bs_hdr *rec, const struct bs_hdr *base)
+{
+	struct bs_syscall_agg *a = (void *)rec;
+	const struct bs_syscall_agg *b = (const void *)base;
+
+	a->count -= b->count < a->count ? b->count : a->count;
+	a->total_ns -= b->total_ns < a->total_ns ? b->total_ns : a->total_ns;
+}
+
+const struct family_cumulative osrt_cumulative[] = {
+	{ BS_REC_SYSCALL_AGG, sizeof(struct bs_syscall_agg), agg_key, agg_closes, agg_since },
+	{ 0 },
+};

@@ -4,11 +4,13 @@
  * drain the ring buffer from a stop hook, prepare a BPF object to share the common maps.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "family.h"
+#include "flight_recorder.h"
 #include "record_ctx.h"
 #include "string_pool.h"
 #include "trace_writer.h"
@@ -31,6 +33,8 @@ int record_ctx__write(struct record_ctx *ctx, const void *rec)
 		ctx->opts->sink(ctx->opts->sink_arg, rec);
 	if (!ctx->writer)
 		return 0; /* --dry-run, or monitor without a file */
+	if (ctx->flight && flight__observe(ctx->flight, rec))
+		return 0; /* a cumulative snapshot: the flight recorder keeps those apart */
 	err = trace_writer__append(ctx->writer, rec);
 
 	if (err && !ctx->write_err)
@@ -89,6 +93,30 @@ void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err
 	ctx->attach_failures++;
 }
 
+/*
+ * BPFSIGHT_MAP_ENTRIES=NAME=N[,NAME=N...]: the cap of the maps named NAME, in every family's
+ * object and among the shared maps. The tests shrink a map this way to fill it for real and
+ * check that what does not fit is counted (target_map_full, task_map_full); an operator may
+ * grow one. 0 when NAME is not named (or N is not a positive number).
+ */
+__u32 record_ctx__map_entries(const char *name)
+{
+	const char *env = secure_getenv("BPFSIGHT_MAP_ENTRIES");
+	size_t len = strlen(name);
+
+	for (const char *p = env; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		char *end;
+		unsigned long n;
+
+		if (strncmp(p, name, len) || p[len] != '=')
+			continue;
+		n = strtoul(p + len + 1, &end, 10);
+		if ((*end == ',' || !*end) && n > 0 && n <= UINT32_MAX)
+			return (__u32)n;
+	}
+	return 0;
+}
+
 int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
 {
 	struct bpf_program *prog;
@@ -116,8 +144,14 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
 			fd = ctx->lost_fd;
 		else if (!strcmp(name, "py_procs"))
 			fd = ctx->py_procs_fd;
-		if (fd < 0)
+		if (fd < 0) {
+			__u32 n = record_ctx__map_entries(name);
+
+			if (n && bpf_map__type(map) != BPF_MAP_TYPE_TASK_STORAGE &&
+			    (err = bpf_map__set_max_entries(map, n)))
+				return err;
 			continue;
+		}
 		err = bpf_map__reuse_fd(map, fd);
 		if (err)
 			return err;

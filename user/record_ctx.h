@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include "records.h"
 #include "mono_clock.h"
+#include "flight_opts.h"
 
 struct bpf_map;
 struct bpf_object;
@@ -46,6 +47,7 @@ struct record_opts {
 	__u32 sample_rate;	  /* cpu: samples per second per CPU (--sample-rate) */
 	/* --stacks: per families[] index, the events of at least this many ns get a stack */
 	__u64 stack_ns[RECORD_MAX_FAMILIES];
+	struct flight_opts flight; /* --flight-recorder: window_ns 0 = off */
 	/*
 	 * monitor: every record written (the file's whole stream, user-space records included)
 	 * also goes to SINK, on the recording's thread; with output NULL, only there. SINK_NAME
@@ -70,11 +72,12 @@ __u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f)
 #define RECORD_GIL_DEFAULT 0 /* contended path only (production) */
 #define RECORD_GIL_FULL	   1 /* every take_gil/drop_gil too */
 
-struct capture_gate; /* capture_gate.h */
-struct uprobe_mgr;   /* uprobe_mgr.h */
-struct shim_link;    /* shim_link.h */
-struct stack_svc;    /* stack_svc.h */
-struct ring_buffer;  /* libbpf */
+struct capture_gate;	/* capture_gate.h */
+struct uprobe_mgr;	/* uprobe_mgr.h */
+struct shim_link;	/* shim_link.h */
+struct stack_svc;	/* stack_svc.h */
+struct ring_buffer;	/* libbpf */
+struct flight_recorder; /* flight_recorder.h */
 
 struct record_ctx {
 	const struct record_opts *opts;
@@ -91,11 +94,13 @@ struct record_ctx {
 	/* Family states, for the observe hooks (index = families[] index). */
 	void *states[RECORD_MAX_FAMILIES];
 	int attached[RECORD_MAX_FAMILIES];
-	struct capture_gate *gate;   /* NULL unless --capture-range */
-	struct uprobe_mgr *uprobes;  /* created by the first uprobe family that attaches */
-	struct stack_svc *stacks;    /* made before the families attach when stacks are wanted */
-	struct shim_link *shim;	     /* the cupti-shim channel (gpu, nvtx), shared */
-	struct ring_buffer *rb;	     /* for record_ctx__poll */
+	struct capture_gate *gate;  /* NULL unless --capture-range */
+	struct uprobe_mgr *uprobes; /* created by the first uprobe family that attaches */
+	struct stack_svc *stacks;   /* made before the families attach when stacks are wanted */
+	struct shim_link *shim;	    /* the cupti-shim channel (gpu, nvtx), shared */
+	struct ring_buffer *rb;	    /* for record_ctx__poll */
+	/* --flight-recorder: sees every record; writer is then its in-memory window. */
+	struct flight_recorder *flight;
 	__u64 lost_user[BS_LOSS_NR]; /* losses user space found, added to BPF's counts */
 };
 
@@ -123,6 +128,9 @@ void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n);
  * to TIMEOUT_MS for the first record. For stop hooks; returns records seen or -errno.
  */
 int record_ctx__poll(struct record_ctx *ctx, int timeout_ms);
+/* The cap BPFSIGHT_MAP_ENTRIES gives the maps named NAME, or 0 (record_ctx.c). */
+__u32 record_ctx__map_entries(const char *name);
+
 /* Count probes that failed to attach: they become a BS_LOSS_ATTACH record. */
 void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err);
 /* Fill a header for a record user space writes; ts = CLOCK_MONOTONIC now if 0. */

@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 #include "capture_gate.h"
 #include "family.h"
+#include "flight_recorder.h"
 #include "launch.h"
 #include "proc_meta.h"
 #include "recorder.h"
@@ -36,7 +37,10 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-/* SIGUSR1/SIGUSR2: make what was recorded so far readable on disk, and go on recording. */
+/*
+ * SIGUSR1/SIGUSR2: make what was recorded so far readable on disk, and go on recording; with
+ * --flight-recorder, dump the window instead.
+ */
 static void on_flush_signal(int sig)
 {
 	flush_signal = sig;
@@ -52,15 +56,16 @@ static int create_shared_maps(struct record_ctx *ctx)
 	if (ctx->events_fd < 0)
 		return -errno;
 	ctx->targets_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "targets", sizeof(__u32), sizeof(__u8),
-					 65536, NULL);
+					 record_ctx__map_entries("targets") ?: 65536, NULL);
 	if (ctx->targets_fd < 0)
 		return -errno;
 	ctx->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "lost", sizeof(__u32),
 				      sizeof(__u64), BS_LOSS_NR, NULL);
 	if (ctx->lost_fd < 0)
 		return -errno;
-	ctx->py_procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "py_procs", sizeof(__u32),
-					  sizeof(struct bs_py_cfg), 4096, &no_prealloc);
+	ctx->py_procs_fd = bpf_map_create(
+		BPF_MAP_TYPE_HASH, "py_procs", sizeof(__u32), sizeof(struct bs_py_cfg),
+		record_ctx__map_entries("py_procs") ?: 4096, &no_prealloc);
 	if (ctx->py_procs_fd < 0)
 		return -errno;
 	return 0;
@@ -274,6 +279,15 @@ static int targets_alive(const struct record_opts *o, struct launch *l)
 	return 0;
 }
 
+/* What the records so far miss from the kernel: losses, the families' in-kernel totals. */
+static void bring_up_to_date(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_total)
+{
+	account_losses(ctx, seen_lost, lost_total);
+	for (int i = 0; families[i]; i++)
+		if (ctx->attached[i] && families[i]->poll)
+			families[i]->poll(ctx, ctx->states[i]);
+}
+
 /*
  * SIGUSR1/SIGUSR2 (the ring buffer was just drained): losses and the families' in-kernel
  * totals are written as on a poll, and the open chunk goes to disk, so the file read now (it
@@ -284,10 +298,7 @@ static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_tota
 {
 	int err;
 
-	account_losses(ctx, seen_lost, lost_total);
-	for (int i = 0; families[i]; i++)
-		if (ctx->attached[i] && families[i]->poll)
-			families[i]->poll(ctx, ctx->states[i]);
+	bring_up_to_date(ctx, seen_lost, lost_total);
 	if (!ctx->writer)
 		return;
 	err = trace_writer__flush(ctx->writer);
@@ -333,10 +344,21 @@ int recorder__run(const struct record_opts *o)
 		if (families[i]->prelaunch(o))
 			goto out;
 	}
-	if (!o->dry_run && o->output)
+	if (!o->dry_run && o->flight.window_ns) {
+		/* Nothing goes to -o: the window stays in memory until a trigger dumps it. */
+		ctx.flight = flight__new(&o->flight, &meta, o->output, o->force, cmd, &err);
+		if (!ctx.flight) {
+			fprintf(stderr, "bpfsight %s: cannot start the flight recorder: %s\n", cmd,
+				strerror(-err));
+			goto out;
+		}
+		ctx.writer = flight__writer(ctx.flight);
+	} else if (!o->dry_run && o->output) {
 		ctx.writer = trace_writer__open(o->output, &meta, o->force ? TRACE_WRITER_FORCE : 0,
 						&err);
-	if (!o->dry_run && o->output && !ctx.writer) {
+	}
+	/* monitor without --flight-recorder writes no file: its records go to the sink only. */
+	if (!o->dry_run && (o->output || o->flight.window_ns) && !ctx.writer) {
 		fprintf(stderr, "bpfsight record: cannot create %s: %s%s\n", o->output,
 			strerror(-err), err == -EEXIST ? " (use --force to overwrite)" : "");
 		goto out;
@@ -419,12 +441,23 @@ int recorder__run(const struct record_opts *o)
 	}
 
 	/* Scripts wait for this line: every probe is live from here on. */
-	fprintf(stderr, "bpfsight %s: recording %s to %s (families: %s); Ctrl-C to stop\n", cmd,
-		target,
-		o->dry_run  ? "nothing (--dry-run)"
-		: o->output ? o->output
-			    : o->sink_name,
-		fams);
+	if (ctx.flight) {
+		char first[4096];
+
+		flight_opts__dump_path(o->output, 1, first, sizeof(first));
+		fprintf(stderr,
+			"bpfsight %s: recording %s to %s%sflight recorder: the last %s, "
+			"dumped to %s... on a trigger or SIGUSR1 (families: %s); Ctrl-C to stop\n",
+			cmd, target, o->sink_name ? o->sink_name : "memory",
+			o->sink_name ? " and memory, " : ", ", o->flight.text, first, fams);
+	} else {
+		fprintf(stderr, "bpfsight %s: recording %s to %s (families: %s); Ctrl-C to stop\n",
+			cmd, target,
+			o->dry_run  ? "nothing (--dry-run)"
+			: o->output ? o->output
+				    : o->sink_name,
+			fams);
+	}
 	start = last_keep = last_poll = last_status = mono_now_ns();
 	for (;;) {
 		err = ring_buffer__poll(rb, POLL_MS);
@@ -443,15 +476,28 @@ int recorder__run(const struct record_opts *o)
 		if (o->duration_ns && now - start >= o->duration_ns)
 			break;
 		if (flush_signal) {
+			int sig = flush_signal;
+
 			flush_signal = 0;
-			flush_now(&ctx, seen_lost, &lost_total);
+			if (!ctx.flight) {
+				flush_now(&ctx, seen_lost, &lost_total);
+				continue;
+			}
+			flight__trigger(ctx.flight, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+		}
+		if (ctx.flight && flight__due(ctx.flight, now)) {
+			/* The window ends now: in-kernel totals and losses first, as a flush. */
+			bring_up_to_date(&ctx, seen_lost, &lost_total);
+			flight__dump(ctx.flight);
 			continue;
 		}
 		if (now - last_keep < HOUSEKEEP_NS)
 			continue;
 		last_keep = now;
 		account_losses(&ctx, seen_lost, &lost_total);
-		if (ctx.writer)
+		if (ctx.flight)
+			flight__tick(ctx.flight, now);
+		else if (ctx.writer)
 			trace_writer__tick(ctx.writer, now);
 		if (!o->system_wide && !targets_alive(o, &launch))
 			break;
@@ -496,6 +542,15 @@ int recorder__run(const struct record_opts *o)
 	now = mono_now_ns();
 	if (tty && ctx.writer)
 		print_status(&ctx, start, now, lost_total, 1);
+	if (ctx.flight) {
+		/* A dump still waiting for its --trigger-after is written with what there is. */
+		flight__finish(ctx.flight);
+		fprintf(stderr, "bpfsight record: recorded %llu records, %llu events lost%s\n",
+			(unsigned long long)trace_writer__records(ctx.writer),
+			(unsigned long long)lost_total, stop_signal ? " (stopped by signal)" : "");
+		ret = ctx.write_err ? 1 : 0;
+		goto finish_launched;
+	}
 	if (ctx.write_err) {
 		close_after_write_error(&ctx, o->output);
 		goto out;
@@ -527,6 +582,7 @@ int recorder__run(const struct record_opts *o)
 				(unsigned long long)capture_gate__dropped(ctx.gate));
 	}
 	ret = 0;
+finish_launched:
 	if (launched) {
 		/* A launched CMD is the user's job: pass our stop on, then report its status. */
 		if (!launch.reaped && stop_signal)
@@ -548,7 +604,10 @@ out:
 	ring_buffer__free(rb);
 	if (launched)
 		launch__abort(&launch);
-	trace_writer__free(ctx.writer);
+	if (ctx.flight)
+		flight__free(ctx.flight); /* its writer with it */
+	else
+		trace_writer__free(ctx.writer);
 	if (ctx.events_fd >= 0)
 		close(ctx.events_fd);
 	if (ctx.targets_fd >= 0)

@@ -195,6 +195,22 @@ static int links_attach(struct shim_link *l, struct uprobe_links *links, const s
 	return uprobe_links__attach(links, l->skel->progs.shim_probe, path, s->off, s->n, &o);
 }
 
+/*
+ * N probes of WHAT did not attach: each is a loss (as LOSS records count probes). The kernel
+ * answers EINVAL when another tracer (perf probe, a raw uprobe) already probes one of these
+ * places without its USDT semaphore: a uprobe has one reference counter or none.
+ */
+static void attach_failed(struct shim_link *l, char *what, size_t size, int err, __u32 n)
+{
+	size_t len = strlen(what);
+
+	if (err == -EINVAL)
+		snprintf(what + len, size - len,
+			 " (another tracer probing the same place without the semaphore?)");
+	record_ctx__attach_failed(l->ctx, what, err);
+	l->ctx->attach_failures += n - 1;
+}
+
 /* ---- the uprobe manager's listener ---- */
 
 static void *on_file(void *arg, const char *path, const char *shown, const struct elf_syms *syms)
@@ -234,8 +250,7 @@ static void *on_file(void *arg, const char *path, const char *shown, const struc
 		if (err) {
 			snprintf(what, sizeof(what), "%u cupti-shim probes in %s", f->base.n,
 				 shown);
-			record_ctx__attach_failed(l->ctx, what, err);
-			l->ctx->attach_failures += f->base.n - 1; /* losses count probes */
+			attach_failed(l, what, sizeof(what), err, f->base.n);
 		}
 	}
 out:
@@ -265,8 +280,7 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 	if (err) {
 		snprintf(what, sizeof(what), "%u cupti-shim probes in %s for pid %d", f->base.n,
 			 f->shown, pid);
-		record_ctx__attach_failed(l->ctx, what, err);
-		l->ctx->attach_failures += f->base.n - 1;
+		attach_failed(l, what, sizeof(what), err, f->base.n);
 		return;
 	}
 	p->attached = 1;

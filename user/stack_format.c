@@ -6,6 +6,17 @@
 #include "stack_format.h"
 #include "trace_model.h"
 
+const struct bs_frame stack_frame_kernel = { .kind = STACK_FRAME_KERNEL };
+const struct bs_frame stack_frame_truncated = { .kind = STACK_FRAME_TRUNCATED };
+
+void stack_frame__key(const struct bs_frame *f, __u64 key[2])
+{
+	__u64 where = f->kind == BS_FRAME_PYTHON ? f->line : f->addr;
+
+	key[0] = (__u64)f->func_id << 32 | f->file_id;
+	key[1] = where ^ (__u64)f->kind << 52;
+}
+
 static const char *base_name(const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -28,6 +39,8 @@ const char *stack_frame__func(const struct bs_frame *f, const struct trace_model
 
 	if (f->kind == STACK_FRAME_KERNEL)
 		return "[kernel]";
+	if (f->kind == STACK_FRAME_TRUNCATED)
+		return "[truncated]";
 	if (f->kind == BS_FRAME_CUT) {
 		snprintf(buf, len, "[unwind stopped in %s: no frame pointers]",
 			 *file ? base_name(file) : "unknown code");
@@ -43,6 +56,23 @@ const char *stack_frame__func(const struct bs_frame *f, const struct trace_model
 	}
 	snprintf(buf, len, "[%s+0x%llx]", *file ? base_name(file) : "unknown",
 		 (unsigned long long)f->addr);
+	return buf;
+}
+
+const char *stack_frame__line(const struct bs_frame *f, const struct trace_model *m, char *buf,
+			      size_t len)
+{
+	char fbuf[512];
+	const char *func = stack_frame__func(f, m, fbuf, sizeof(fbuf));
+	const char *file = stack_frame__file(f, m);
+
+	if (f->kind == BS_FRAME_PYTHON)
+		snprintf(buf, len, "%s(%u): %s", file, f->line, func);
+	else if (f->kind == BS_FRAME_NATIVE)
+		snprintf(buf, len, "%s(0x%llx): %s", *file ? file : "[unknown]",
+			 (unsigned long long)f->addr, func);
+	else
+		snprintf(buf, len, "%s", func);
 	return buf;
 }
 

@@ -11,6 +11,11 @@
 
 /* A frame kind that is never on disk: the kernel part of a sample taken in kernel code. */
 #define STACK_FRAME_KERNEL 0x100
+/* Another: the marker the exports put where a truncated stack's outer frames were cut. */
+#define STACK_FRAME_TRUNCATED 0x101
+
+/* Those two frames, for the exports to put in a stack. */
+extern const struct bs_frame stack_frame_kernel, stack_frame_truncated;
 
 struct json;
 struct trace_model;
@@ -24,6 +29,18 @@ const char *stack_frame__func(const struct bs_frame *f, const struct trace_model
 			      size_t len);
 /* FRAME's file: the source file (python) or the module's path (native); "" when unknown. */
 const char *stack_frame__file(const struct bs_frame *f, const struct trace_model *m);
+/*
+ * FRAME as one line of text, as torch.profiler writes a stack's frames (Kineto's "Call stack"):
+ * "FILE(LINE): FUNC" for Python, "MODULE(0xADDR): FUNC" for native code, a marker's text
+ * alone. Uses BUF (LEN bytes).
+ */
+const char *stack_frame__line(const struct bs_frame *f, const struct trace_model *m, char *buf,
+			      size_t len);
+/*
+ * What tells frames apart in the exports' interning: kind, function, file, and the line
+ * (Python) or address (native). Into KEY[2].
+ */
+void stack_frame__key(const struct bs_frame *f, __u64 key[2]);
 /* The frames of S as a JSON list, innermost first; a truncated stack ends with a marker. */
 void stack__json(const struct trace_stack *s, const struct trace_model *m, struct json *j);
 

@@ -33,6 +33,9 @@
 
 struct trace_writer {
 	int fd;
+	/* In-memory writer (trace_writer__open_mem): chunks go to SINK instead of a file. */
+	trace_writer_sink_fn sink;
+	void *sink_arg;
 	__u64 off;	/* bytes in the file */
 	__u64 appended; /* records accepted by append() */
 	__u64 written;	/* records in chunks that reached the file */
@@ -123,6 +126,16 @@ static int write_chunk(struct trace_writer *w, const __u8 *raw, size_t raw_len, 
 		memcpy(out + len + 8, BS_TRAILER_MAGIC, 8);
 		len += TRAILER_LEN;
 	}
+	if (w->sink) {
+		struct trace_chunk_info info = {
+			.seq = w->seq, .nrecords = nrec, .first_ts = first_ts, .last_ts = last_ts
+		};
+		int err = w->sink(w->sink_arg, out, len, &info);
+
+		if (!err)
+			w->off += len;
+		return err;
+	}
 	return write_unit(w, out, len);
 }
 
@@ -205,6 +218,47 @@ int trace_writer__tick(struct trace_writer *w, __u64 now_mono_ns)
 	return 0;
 }
 
+int trace_writer__append_chunk(struct trace_writer *w, const __u8 *chunk, size_t len,
+			       const struct trace_chunk_info *info)
+{
+	__u64 off;
+	__u8 *copy;
+	int err;
+
+	if (len < CHUNK_HDR_LEN || !info->nrecords)
+		return -EINVAL;
+	/* What is open goes first: file order is the order records were appended. */
+	err = trace_writer__flush(w);
+	if (err)
+		return err;
+	copy = malloc(len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, chunk, len);
+	/* Renumbered in this file's order; the header's crc covers the number. */
+	put_le32(copy + 8, w->seq);
+	put_le32(copy + 44, (__u32)crc32(0, copy, 44));
+	off = w->off;
+	err = write_unit(w, copy, len);
+	free(copy);
+	if (err) {
+		w->appended += info->nrecords; /* counted as dropped with the chunk */
+		return err;
+	}
+	w->first_ts = info->first_ts;
+	w->last_ts = info->last_ts;
+	err = index_add(w, off);
+	w->appended += info->nrecords;
+	w->written += info->nrecords;
+	w->seq++;
+	return err;
+}
+
+__u32 trace_writer__seq(const struct trace_writer *w)
+{
+	return w->seq;
+}
+
 __u64 trace_writer__bytes(const struct trace_writer *w)
 {
 	return w->off;
@@ -281,6 +335,10 @@ int trace_writer__close(struct trace_writer *w, const struct trace_clocks *end)
 
 	if (!w)
 		return -EINVAL;
+	if (w->sink) { /* no file to end */
+		trace_writer__free(w);
+		return 0;
+	}
 	if (!end) {
 		trace_clocks__now(&now);
 		end = &now;
@@ -342,13 +400,10 @@ static int create_file(const char *path, __u32 flags)
 	return fd;
 }
 
-struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta,
-					__u32 flags, int *errp)
+/* Everything but the file: codec, compressor, the open chunk's buffers. */
+static struct trace_writer *writer_new(int *errp)
 {
-	struct trace_meta m = { 0 };
 	struct trace_writer *w;
-	__u8 *hdr = NULL;
-	size_t hdr_len;
 	int err;
 
 	w = calloc(1, sizeof(*w));
@@ -372,6 +427,37 @@ struct trace_writer *trace_writer__open(const char *path, const struct trace_met
 		err = -EINVAL;
 		goto fail;
 	}
+	return w;
+fail:
+	trace_writer__free(w);
+	if (errp)
+		*errp = err;
+	return NULL;
+}
+
+struct trace_writer *trace_writer__open_mem(trace_writer_sink_fn sink, void *arg, int *errp)
+{
+	struct trace_writer *w = writer_new(errp);
+
+	if (w) {
+		w->sink = sink;
+		w->sink_arg = arg;
+	}
+	return w;
+}
+
+struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta,
+					__u32 flags, int *errp)
+{
+	struct trace_meta m = { 0 };
+	struct trace_writer *w;
+	__u8 *hdr = NULL;
+	size_t hdr_len;
+	int err;
+
+	w = writer_new(errp);
+	if (!w)
+		return NULL;
 
 	if (meta)
 		m = *meta;

@@ -15,12 +15,37 @@
 
 struct trace_writer;
 
+/* A chunk as the writer made it: what its header says, for a sink and append_chunk. */
+struct trace_chunk_info {
+	__u32 seq, nrecords;
+	__u64 first_ts, last_ts;
+};
+/*
+ * Receives each closed chunk of an in-memory writer: CHUNK is the 48-byte chunk header and
+ * its zstd frame, LEN bytes, valid only during the call. A negative errno fails the flush.
+ */
+typedef int (*trace_writer_sink_fn)(void *arg, const __u8 *chunk, size_t len,
+				    const struct trace_chunk_info *info);
+
 /*
  * Create PATH (mode 0600, O_NOFOLLOW, O_EXCL unless FORCE) and write the file header.
  * Returns NULL and sets *err to a negative errno on failure (-EEXIST: exists, no FORCE).
  */
 struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta,
 					__u32 flags, int *err);
+/*
+ * A writer without a file (the flight recorder's window): chunks are made as by
+ * trace_writer__open but handed to SINK. No header, footer or trailer: close just frees it.
+ */
+struct trace_writer *trace_writer__open_mem(trace_writer_sink_fn sink, void *arg, int *err);
+/*
+ * Write a whole chunk an in-memory writer made (after flushing what is open), renumbered
+ * to this file's next seq and indexed in the footer.
+ */
+int trace_writer__append_chunk(struct trace_writer *w, const __u8 *chunk, size_t len,
+			       const struct trace_chunk_info *info);
+/* Seq of the chunk the next appended record goes into. */
+__u32 trace_writer__seq(const struct trace_writer *w);
 /* Append one record (rec->size bytes). Closes the chunk when it reaches its size target. */
 int trace_writer__append(struct trace_writer *w, const struct bs_hdr *rec);
 /* Close the current chunk if it holds records. */

@@ -445,8 +445,13 @@ static void obj_examine(struct uprobe_mgr *m, struct obj *o, const char *open_pa
 	for (__u32 i = 0; i < m->nlisteners; i++)
 		o->heard[i] = m->listeners[i].file(m->listeners[i].arg, path, o->path, syms);
 	elf_syms__free(syms);
-	if (o->nsites && !m->ctx->opts->dry_run)
+	if (o->nsites && !m->ctx->opts->dry_run) {
 		obj_attach(m, o, path);
+		/* -v: when a file's probes are live (a test's cue, a user's "why not traced?") */
+		if (m->ctx->opts->verbose)
+			fprintf(stderr, "bpfsight record: probed %u sites in %s\n", o->nsites,
+				o->path);
+	}
 	if (o->nsites)
 		scan_cache__add(m->cache, o->path, o->dev, o->ino);
 	close(fd);

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 import urllib.parse
 import urllib.request
 

@@ -123,6 +123,13 @@ def test_a_frame_without_a_frame_pointer_cuts_the_stack_with_a_marker():
     check(not any("never_called" in funcs(e) for e in samples(out, pid)), "never_called")
 
 
+def cpu_seconds(pid):
+    """PID's user + system CPU time so far (/proc/PID/stat: utime, stime in clock ticks)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_attach_samples_only_the_target():
     """-p: the running target is sampled, another busy process is not; cpu stays out of the
     default families."""
@@ -133,9 +140,15 @@ def test_attach_samples_only_the_target():
     opid = int(other.stdout.readline().split()[1])
     r = Recorder("-t", "cpu", "--sample-rate", str(RATE), "-p", str(tpid), "-d", "1")
     r.wait_ready()
+    cpu0 = cpu_seconds(tpid)
     eq(r.wait(60), 0, f"recorder exit ({r.stderr[-400:]})")
+    # As many samples as the target's CPU time (its own accounting, 10 ms ticks, over a
+    # window that holds the sampled one) at RATE: half of it at least, however loaded.
+    ran = cpu_seconds(tpid) - cpu0
     evs = [e for e in dump(r.out) if e["kind"] == "cpu_sample"]
-    check(len([e for e in evs if e["pid"] == tpid]) > 100, "target sampled")
+    mine = len([e for e in evs if e["pid"] == tpid])
+    check(mine > 0 and mine >= 0.5 * (ran - 0.02) * RATE,
+          f"target sampled {mine} times in {ran:.2f} s on CPU at {RATE} Hz")
     eq({e["pid"] for e in evs}, {tpid}, "sampled processes")
     check(all(funcs(e)[-1:] != ["[truncated]"] for e in evs), "short stacks are whole")
     p, out = record([CPU_SPLIT, "split", "0.2"])

@@ -10,10 +10,9 @@ import collections
 import os
 import re
 import struct
-import time
 
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, info, need_root, record, row,
-                     run, spawn, stats, tmpdir, workload)
+                     run, spawn, stats, tmpdir, wait_for, workload)
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 NVCC = "/usr/local/cuda/bin/nvcc"
@@ -23,10 +22,9 @@ DRIVER = workload("cuda/cuda_driver")
 DLOPEN = workload("cuda/cuda_dlopen")
 WRAP = workload("cuda/libcuda_wrap.so")
 
-# -p and -a probe what appears while they record (new processes, dlopen) within a bounded
-# delay; launch mode stops the process until its new code is probed and needs none. The
-# workloads wait this long before their first call where a test relies on the bound.
-DISCOVERY_MS = 300
+# -p and -a probe what appears while they record (new processes, dlopen) a little later;
+# launch mode stops the process until its new code is probed. Where a test starts a workload
+# while recording, the workload waits for its cue until the recorder (-v) says it is probed.
 
 RT_ERR = {"ret": 35, "error": "cudaErrorInsufficientDriver"}
 DRV_ERR = {"ret": 34, "error": "CUDA_ERROR_STUB_LIBRARY"}
@@ -350,7 +348,6 @@ def attach_and_release(binary, rounds):
     """Start BINARY --wait-stdin, attach with -p, let it run; (recorder, pid, its report)."""
     w = spawn([binary, "--wait-stdin", str(rounds)])
     pid = int(w.stdout.readline().split()[1])
-    time.sleep(0.2)  # blocked in read(0), libcudart (or the static cudart) long mapped
     r = Recorder("-t", "cuda", "-p", str(pid))
     r.wait_ready()
     w.stdin.write("g")
@@ -372,17 +369,36 @@ def test_attach_pid_shared_and_static():
         check(f"pid: {pid}" in info(r.out)["target"], f"{what}: target")
 
 
+def poke(w):
+    """The byte a workload waiting on stdin (--wait-stdin, --after-ms -1) reads to go on."""
+    w.stdin.write("g")
+    w.stdin.flush()
+
+
+def probed(r, pattern, what):
+    """Wait until the recorder (-v) says that PATTERN's probes are live: the cue for a workload
+    started while recording, instead of a delay that a loaded machine can outlast."""
+    wait_for(lambda: re.search(pattern, r.stderr), 60, f"the recorder probing {what}")
+
+
 def test_system_wide_sees_new_processes():
     need_cuda(API_SHARED, API_STATIC)
-    r = Recorder("-a", "-t", "cuda")
+    r = Recorder("-a", "-t", "cuda", "-v")
     r.wait_ready()
-    ws = [spawn([b, "--sleep-ms", str(DISCOVERY_MS), "2"]) for b in (API_SHARED, API_STATIC)]
+    ws = [spawn([b, "--wait-stdin", "2"]) for b in (API_SHARED, API_STATIC)]
+    pids = [int(w.stdout.readline().split()[1]) for w in ws]
+    # libcudart (a well-known place) is probed from the start; the static program when its
+    # exec is seen, or from the start if the scan cache knows it from an earlier run.
+    probed(r, r"probed \d+ sites in \S*libcudart\.so", "libcudart")
+    probed(r, rf"probed \d+ sites in {re.escape(API_STATIC)}\n", "the static program")
+    # The shared one's kernels are named from its executable's symbols: scanned at its exec.
+    probed(r, rf"pid {pids[0]} \(.*\): new program scanned and probed", "the shared program")
     outs = []
-    for w in ws:
+    for w, pid in zip(ws, pids):
+        poke(w)
         eq(w.wait(30), 0, "workload exit")
-        outs.append(w.stdout.read())
-    time.sleep(0.3)
-    eq(r.stop(), 0, f"recorder exit ({r.stderr})")
+        outs.append(f"pid {pid}\n" + w.stdout.read())
+    eq(r.stop(), 0, f"recorder exit ({r.stderr[-600:]})")
     events = dump(r.out)
     for b, o in zip((API_SHARED, API_STATIC), outs):
         pid, _, procs = parse_out(o)
@@ -417,31 +433,36 @@ def test_dlopen_after_start_launch():
 
 
 def test_dlopen_after_attach_pid():
-    """-p: libcudart appears after the attach; the calls start DISCOVERY_MS later."""
+    """-p: libcudart appears after the attach; the calls start once it is probed."""
     need_cuda(DLOPEN)
-    w = spawn([DLOPEN, "--wait-stdin", "--after-ms", str(DISCOVERY_MS), "5"])
+    w = spawn([DLOPEN, "--wait-stdin", "--after-ms", "-1", "5"])
     pid = int(w.stdout.readline().split()[1])
-    r = Recorder("-t", "cuda", "-p", str(pid))
+    r = Recorder("-t", "cuda", "-p", str(pid), "-v")
     r.wait_ready()
-    w.stdin.write("g")
-    w.stdin.flush()
+    poke(w)
+    eq(w.stdout.readline().split(), ["dlopened", str(pid)], "the workload's dlopen")
+    probed(r, r"probed \d+ sites in \S*libcudart\.so", "the library just loaded")
+    poke(w)
     eq(w.wait(30), 0, "workload exit")
-    eq(r.wait(30), 0, f"recorder exit ({r.stderr})")
+    eq(r.wait(30), 0, f"recorder exit ({r.stderr[-600:]})")
     _, _, procs = parse_out(f"pid {pid}\n" + w.stdout.read())
     check_dlopen(dump(r.out), pid, procs[pid], 5, "-p dlopen")
 
 
 def test_dlopen_system_wide():
-    """-a: a process started while recording dlopen()s libcudart; calls DISCOVERY_MS later."""
+    """-a: a process started while recording dlopen()s libcudart; calls once it is probed."""
     need_cuda(DLOPEN)
-    r = Recorder("-a", "-t", "cuda")
+    r = Recorder("-a", "-t", "cuda", "-v")
     r.wait_ready()
-    w = spawn([DLOPEN, "--after-ms", str(DISCOVERY_MS), "5"])
+    w = spawn([DLOPEN, "--after-ms", "-1", "5"])
+    pid = int(w.stdout.readline().split()[1])
+    eq(w.stdout.readline().split(), ["dlopened", str(pid)], "the workload's dlopen")
+    probed(r, r"probed \d+ sites in \S*libcudart\.so", "libcudart")
+    poke(w)
     eq(w.wait(30), 0, "workload exit")
-    o = w.stdout.read()
-    time.sleep(0.3)
-    eq(r.stop(), 0, f"recorder exit ({r.stderr})")
-    pid, _, procs = parse_out(o)
+    o = f"pid {pid}\n" + w.stdout.read()
+    eq(r.stop(), 0, f"recorder exit ({r.stderr[-600:]})")
+    _, _, procs = parse_out(o)
     check_dlopen(dump(r.out), pid, procs[pid], 5, "-a dlopen")
 
 
@@ -551,8 +572,7 @@ def test_dry_run_lists_sites():
     d = tmpdir()
     for binary, obj in ((API_SHARED, CUDART), (API_STATIC, API_STATIC)):
         w = spawn([binary, "--wait-stdin", "1"])
-        pid = int(w.stdout.readline().split()[1])
-        time.sleep(0.2)
+        pid = int(w.stdout.readline().split()[1])  # printed in main: everything is mapped
         sites, text = dry_run_sites("-o", os.path.join(d, "x.bst"), "-p", str(pid))
         w.stdin.write("g")
         w.stdin.flush()

@@ -12,7 +12,6 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 
 import helpers
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, record, row, run,
@@ -141,9 +140,11 @@ def test_gil_long_c_call_is_blamed_on_its_holder():
     gil_sum, blocked_by, _ = gil_reports(out)
     holder, spinner = truth["threads"]["holder"], truth["threads"]["spinner"]
     r = row(gil_sum, tid=spinner["tid"])
-    # The spinner blocks during a first 100 ms call and waits through the measured one.
-    check(holder["call_ns"] <= r["wait_max_ns"] <= holder["call_ns"] + 150 * MS,
-          f"longest wait {r['wait_max_ns']} for a {holder['call_ns']} ns call holding the GIL")
+    # The spinner blocks during a first 100 ms call and waits through the measured one; its
+    # longest wait is the GIL's retake at the end of one of its sleep calls, inside that call.
+    check(holder["call_ns"] <= r["wait_max_ns"] <= spinner["longest_sleep_ns"],
+          f"longest wait {r['wait_max_ns']} for a {holder['call_ns']} ns call holding the GIL "
+          f"(the spinner's longest sleep call: {spinner['longest_sleep_ns']} ns)")
     long = [e for e in dump(out) if e["kind"] == "gil_wait" and e["tid"] == spinner["tid"]
             and e["dur"] >= holder["call_ns"]]
     eq(len(long), 1, "waits through the call")
@@ -162,12 +163,25 @@ def test_gil_io_thread_waits_for_the_cpu_thread():
     gil_sum, blocked_by, _ = gil_reports(out)
     io, cpu = truth["threads"]["io"], truth["threads"]["cpu"]
     r = row(gil_sum, tid=io["tid"])
-    # After each sleep the GIL is taken back from the spinning thread: about a switch
-    # interval (5 ms) each time, plus the first take.
-    check(k - 2 <= r["wait_count"] <= k + 3, f"io waits {r['wait_count']} for {k} sleeps")
-    check(4 * MS <= r["wait_p50_ns"] <= 15 * MS, f"io median wait {r['wait_p50_ns']}")
-    b = row(blocked_by, waiter_tid=io["tid"], holder_tid=cpu["tid"])
-    check(b["total_ns"] >= 0.95 * r["wait_total_ns"], "io is blocked by the cpu thread")
+    sleeps = io["sleeps"]
+    eq(len(sleeps), k, "sleep calls")
+    waits = [e for e in dump(out) if e["kind"] == "gil_wait" and e["tid"] == io["tid"]]
+    check(r["wait_count"] >= len(waits), f"{r['wait_count']} waits, {len(waits)} records")
+    # After each sleep the GIL is taken back from the spinning thread, which gives it up only
+    # when asked: after a switch interval (5 ms) of waiting. So a wait at the end of a sleep
+    # call lies inside that call after the sleep itself (the workload's own clock readings are
+    # CLOCK_MONOTONIC, the trace's clock), lasts >= ~5 ms, and is blamed on "cpu". A sleep ends
+    # without a wait only if "cpu" has not retaken the GIL in the 10 ms since io released it
+    # (scheduling delay under load): rare, and never most of the time.
+    per_sleep = [[e for e in waits if a + 10 * MS <= e["ts"] and e["ts"] + e["dur"] <= b]
+                 for a, b in sleeps]
+    for (a, b), mine in zip(sleeps, per_sleep):
+        check(len(mine) <= 1, f"{len(mine)} waits in the sleep call at {a}")
+        for e in mine:
+            check(e["dur"] >= 4 * MS, f"a wait of {e['dur']} ns ended the sleep at {a}")
+            eq(e["args"]["holder_tid"], cpu["tid"], f"holder of the wait ending the sleep at {a}")
+    ended = sum(1 for mine in per_sleep if mine)
+    check(ended >= k // 2, f"{ended} of {k} sleeps ended with a wait for the cpu thread")
 
 
 def test_gil_waits_without_records_are_still_counted():
@@ -221,8 +235,13 @@ def test_gil_uncontended_io_loop_costs_no_wait_and_every_hold_is_counted():
     eq(r["wait_count"], 0, "full mode: waits")
     # Two holds per iteration, and the few releases around it (printing the result).
     check(2 * n <= r["hold_count"] <= 2 * n + 20, f"{r['hold_count']} holds for {n} iterations")
+    # A hold in the loop lasts a few microseconds, unless the thread is preempted while it
+    # holds the GIL (the workload counts its involuntary switches); the few holds around the
+    # loop (start, printing) may pass the threshold too.
     records = [e for e in dump(out) if e["kind"] == "gil_hold" and e["tid"] == truth["main_tid"]]
-    check(len(records) < n / 100, f"{len(records)} hold records")
+    preempted = truth["threads"]["main"]["preempted"]
+    check(len(records) <= preempted + 10,
+          f"{len(records)} hold records, the thread was preempted {preempted} times")
 
 
 def take_gil_bpftrace(lib, pid):
@@ -231,17 +250,17 @@ def take_gil_bpftrace(lib, pid):
     prog = (f"uprobe:{lib}:take_gil /pid == {pid}/ {{ @s[tid] = nsecs; }}\n"
             f"uretprobe:{lib}:take_gil /@s[tid]/ {{ @t[tid] = sum(nsecs - @s[tid]); "
             f"delete(@s[tid]); }}\n"
-            f"uprobe:{LIBC}:exit /pid == {pid}/ {{ exit(); }}\n")
+            f"uprobe:{LIBC}:exit /pid == {pid}/ {{ exit(); }}\n"
+            'BEGIN { printf("live\\n"); }\n')
     bt = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     helpers._procs.append(bt)  # killed after the test whatever happens
     head = ""
-    for line in bt.stdout:
+    for line in bt.stdout:  # BEGIN runs once every probe is attached
         head += line
-        if "Attaching" in line:
+        if line.strip() == "live":
             break
-    check("Attaching" in head, f"bpftrace did not start: {head[-600:]}")
-    time.sleep(1.0)  # "Attaching" comes before the probes are live
+    check(head.endswith("live\n"), f"bpftrace did not start: {head[-600:]}")
     return bt, head
 
 
@@ -302,8 +321,9 @@ def test_gil_every_interpreter_here():
            f"{py}: how it was measured ({p['note']})")
         holder, spinner = truth["threads"]["holder"], truth["threads"]["spinner"]
         r = row(gil_sum, tid=spinner["tid"])
-        check(holder["call_ns"] <= r["wait_max_ns"] <= holder["call_ns"] + 150 * MS,
-              f"{py}: longest wait {r['wait_max_ns']} for a {holder['call_ns']} ns call")
+        check(holder["call_ns"] <= r["wait_max_ns"] <= spinner["longest_sleep_ns"],
+              f"{py}: longest wait {r['wait_max_ns']} for a {holder['call_ns']} ns call "
+              f"(longest sleep call {spinner['longest_sleep_ns']})")
         b = row(blocked_by, waiter_tid=spinner["tid"], holder_tid=holder["tid"])
         check(b["total_ns"] >= holder["call_ns"], f"{py}: blamed on the holder {b['total_ns']}")
 

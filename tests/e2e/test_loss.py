@@ -1,9 +1,12 @@
-"""Loss is never silent: a ring buffer too small for the load loses events, and says how many."""
+"""Loss is never silent: a ring buffer too small for the load, a full target map, probes the
+kernel refuses, a full disk: each loses events and says how many, by cause."""
+import ctypes
 import os
 import re
+import struct
 import subprocess
 
-from helpers import check, dump, eq, info, need_root, record, stats, tmpdir, workload
+from helpers import BPFSIGHT, check, dump, eq, info, need_root, record, stats, tmpdir, workload
 
 SYSCALLS = workload("syscalls")
 CALLS = 500_000
@@ -84,3 +87,80 @@ def test_full_disk_is_never_a_clean_file():
               f"(lost {i['lost']})")
         check(got < n, f"{size}: the disk was full ({got} calls)")
     check(full >= 1, "no recording filled its disk")
+
+
+def test_a_child_the_full_target_map_cannot_hold_is_counted():
+    """A process whose child cannot be followed: the target map (BPFSIGHT_MAP_ENTRIES shrinks
+    it to the one entry CMD takes) is full when CMD forks, so the child is not traced, and
+    that is one target_map_full loss: the parent's calls exact, none of the child's."""
+    need_root()
+    out = os.path.join(tmpdir(), "t.bst")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--osrt-threshold", "0",
+                        "--", SYSCALLS, "--fork", "300", "5", "500"], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, BPFSIGHT_MAP_ENTRIES="targets=1"))
+    eq(p.returncode, 0, f"record exit ({p.stderr})")
+    parent = int(re.search(r"^pid (\d+)", p.stdout, re.M).group(1))
+    child = int(re.search(r"^child (\d+)", p.stdout, re.M).group(1))
+    eq(info(out)["lost"], {"target_map_full": 1}, "losses")
+    evs = [e for e in dump(out) if e["kind"] == "syscall"]
+    eq(sum(e["name"] == "getppid" for e in evs if e["pid"] == parent), 300, "parent's getppid")
+    eq([e for e in evs if e["pid"] == child], [], "the child's calls (not followed)")
+    check("1 events lost" in p.stderr, f"the end-of-run line says so: {p.stderr}")
+    # Without the cap the same run follows the child: the loss above is the map's.
+    p = subprocess.run([BPFSIGHT, "record", "-f", "-o", out, "-t", "osrt", "--osrt-threshold",
+                        "0", "--", SYSCALLS, "--fork", "300", "5", "500"], capture_output=True,
+                       text=True, timeout=120)
+    child = int(re.search(r"^child (\d+)", p.stdout, re.M).group(1))
+    eq(info(out)["lost"], {}, "losses with the default cap")
+    eq(sum(e["name"] == "getppid" for e in dump(out) if e["kind"] == "syscall"
+           and e["pid"] == child), 300, "the child's getppid with the default cap")
+
+
+def perf_uprobe(path, offset):
+    """What `perf probe` does: a uprobe (perf event, no BPF) at OFFSET in PATH, without a
+    reference counter. The kernel keeps one uprobe per (file, offset), with one counter or
+    none: a USDT probe with a semaphore at the same place can no longer be attached."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open("/sys/bus/event_source/devices/uprobe/type") as f:
+        pmu = int(f.read())
+    name = ctypes.create_string_buffer(path.encode())
+    attr = bytearray(136)  # struct perf_event_attr: type, size, config.., flags, .., config1/2
+    struct.pack_into("IIQQQQQIIQQ", attr, 0, pmu, len(attr), 0, 0, 0, 0, 1,  # disabled
+                     0, 0, ctypes.addressof(name), offset)
+    fd = libc.syscall(298, (ctypes.c_char * len(attr)).from_buffer(attr), -1, 0, -1, 0)
+    check(fd >= 0, f"perf_event_open(uprobe {path}:{offset:#x}): errno {ctypes.get_errno()}")
+    return fd
+
+
+def usdt_location(path, name):
+    notes = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(rf"Name: {name}\s+Location: (0x[0-9a-f]+)", notes)
+    check(m, f"USDT probe {name} in {path}")
+    return int(m.group(1), 16)
+
+
+def test_a_probe_the_kernel_refuses_is_counted_and_the_process_unharmed():
+    """attach_failed for real: another tracer holds a plain uprobe where the cupti-shim's
+    bpfsight:batch USDT probe is (the fake shim's: its address is also its file offset), so the
+    kernel refuses bpfsight's probes with their semaphores. Each probe of the link is one
+    loss, the warning says what and the likely reason, the program runs as it would."""
+    need_root()
+    fake = workload("shim_fake")
+    fd = perf_uprobe(fake, usdt_location(fake, "batch"))
+    try:
+        out = os.path.join(tmpdir(), "t.bst")
+        p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "gpu,nvtx", "--", fake, "basic"],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, BPFSIGHT_SHIM=fake))
+    finally:
+        os.close(fd)
+    eq(p.returncode, 0, f"record exit ({p.stderr[-600:]})")
+    probes = int(re.search(r"cannot attach (\d+) cupti-shim probes", p.stderr).group(1))
+    check("without the semaphore?" in p.stderr, f"the likely reason: {p.stderr}")
+    eq(info(out)["lost"], {"attach_failed": probes}, "losses: one per probe not attached")
+    check(re.search(r"^end batch=0 ", p.stdout, re.M), f"the fake saw no semaphore: {p.stdout}")
+    # The other tracer gone, the same run attaches and loses nothing.
+    p = subprocess.run([BPFSIGHT, "record", "-f", "-o", out, "-t", "gpu,nvtx", "--", fake,
+                        "basic"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, BPFSIGHT_SHIM=fake))
+    eq(info(out)["lost"].get("attach_failed", 0), 0, "attach_failed without the other tracer")

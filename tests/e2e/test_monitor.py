@@ -9,13 +9,13 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
-import helpers
-from helpers import (BPFSIGHT, Skip, check, eq, need_root, run, spawn, tell, tmpdir, wait_for,
-                     workload)
-from monitor_prom import PROMTOOL, Monitor, Prometheus, free_port
+from helpers import (BPFSIGHT, Skip, check, eq, need_root, row, run, spawn, stats, tell, tmpdir,
+                     wait_for, workload)
+from monitor_prom import PROMTOOL, Monitor, Prometheus
 from test_gil import LIBC, WORK, libpython_of, need_pyenv, take_gil_bpftrace, truth_of
 
 SYSCALLS = workload("syscalls")
@@ -33,7 +33,6 @@ def test_monitor_refuses_bad_listen():
         check(f"bad --listen '{bad}'" in p.stderr and "ADDR:PORT" in p.stderr,
               f"--listen {bad}: {p.stderr.strip()}")
     # A port another program holds.
-    import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)
@@ -61,8 +60,13 @@ def test_monitor_syscalls_exact_exit_grace_promtool_sigterm():
     eq(w.wait(60), 0, "workload exit")
     sel = f'bpfsight_syscalls_total{{pid="{pid}",syscall="%s"}}'
     # Every process's counters are kept while it runs and for the grace period after.
-    wait_for(lambda: prom.value(sel % "getppid") == n, 20, f"getppid == {n} in Prometheus")
-    wait_for(lambda: prom.value(sel % "nanosleep") == m, 20, f"nanosleep == {m} in Prometheus")
+    lost = 'sum(bpfsight_events_lost_total)'
+    try:
+        wait_for(lambda: prom.value(sel % "getppid") == n, 20, f"getppid == {n} in Prometheus")
+        wait_for(lambda: prom.value(sel % "nanosleep") == m, 20, f"nanosleep == {m}")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: getppid {prom.value(sel % 'getppid')}, nanosleep "
+                             f"{prom.value(sel % 'nanosleep')}, lost {prom.value(lost)}")
     eq(prom.value(f'max_over_time({sel % "getppid"}[5m])'), n, "getppid, max over time")
     slept = prom.value(f'bpfsight_syscall_seconds_total{{pid="{pid}",syscall="nanosleep"}}')
     check(m * 0.001 <= slept < m * 0.001 + 5, f"{slept} s in {m} nanosleep(1 ms)")
@@ -136,3 +140,48 @@ def test_monitor_gil_wait_matches_take_gil():
     waits = prom.value(f'bpfsight_gil_waits_total{{pid="{pid}"}}')
     check(waits and waits > 10, f"{waits} waits")
     prom.stop()
+
+
+def metric(text, line):
+    """The value of the sample LINE (name{labels}) in an exposition TEXT, or None."""
+    for l in text.splitlines():
+        if l.startswith(line + " "):
+            return float(l.split()[-1])
+    return None
+
+
+def test_monitor_flight_recorder_dumps_while_metrics_go_on():
+    """monitor --flight-recorder works as record's: SIGUSR1 dumps the window to -o's stem + -1,
+    a complete trace holding the workload's exact calls, while the metrics count them too."""
+    need_root()
+    n, m = 3000, 20
+    out = os.path.join(tmpdir(), "fr.bst")
+    w = spawn([SYSCALLS, "--wait-stdin", str(n), str(m)])
+    pid = int(w.stdout.readline().split()[1])
+    keeper = spawn(["sleep", "60"])  # keeps the monitor's -p targets alive after the workload
+    mon = Monitor("-p", f"{pid},{keeper.pid}", "-t", "osrt", "--flight-recorder=60s", "-o", out)
+    check("flight recorder" in mon.stderr, mon.stderr)
+    tell(w, "go")
+    eq(w.wait(60), 0, "workload exit")
+    sel = f'bpfsight_syscalls_total{{pid="{pid}",comm="syscalls",syscall="%s"}}'
+    wait_for(lambda: metric(mon.metrics(), sel % "getppid") == n, 20, f"getppid == {n}")
+    eq(metric(mon.metrics(), sel % "nanosleep"), m, "nanosleep in the metrics")
+    mon.p.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "flight recorder: wrote" in mon.stderr, 30, "the dump")
+    dumped = re.findall(r"flight recorder: wrote (\S+):", mon.stderr)[0]
+    eq(dumped, out[:-4] + "-1.bst", "dump path")
+    osrt = stats(dumped, "osrt_sum")["osrt_sum"]
+    eq(row(osrt, name="getppid")["count"], n, "getppid in the dump")
+    eq(row(osrt, name="nanosleep")["count"], m, "nanosleep in the dump")
+    keeper.kill()
+    eq(mon.stop(signal.SIGTERM), 0, f"exit status ({mon.stderr[-400:]})")
+
+
+def test_monitor_refuses_output_without_flight_recorder():
+    for args, msg in [(["-o", "x.bst"], "monitor writes no trace file"),
+                      (["--flight-recorder=60s"], "--flight-recorder needs -o FILE"),
+                      (["--top", "0"], "bad --top '0'"),
+                      (["--", "true"], "monitor launches nothing")]:
+        p = run([BPFSIGHT, "monitor", "-l", "127.0.0.1:0", *args])
+        eq(p.returncode, 1, f"{args}: exit status")
+        check(msg in p.stderr, f"{args}: {p.stderr.strip()}")

@@ -1,9 +1,8 @@
 """osrt family on the real kernel: exact syscall counts in every target mode."""
 import re
-import time
 
 from helpers import (Recorder, check, dump, eq, info, need_root, record, row, spawn, stats,
-                     workload)
+                     wait_for, workload)
 
 SYSCALLS = workload("syscalls")
 MS = 1_000_000
@@ -54,7 +53,9 @@ def test_attach_to_running_blocked_process():
     need_root()
     w = spawn([SYSCALLS, "--wait-stdin", "500", "10", "1000"])
     pid = pid_of(w.stdout.readline())
-    time.sleep(0.2)  # it is now blocked in read(0)
+    # attach while it is blocked in read(0): asleep, not still on its way there
+    wait_for(lambda: open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "S", 30,
+             "the workload blocked in read(0)")
     r = Recorder("-t", "osrt", "-p", str(pid))
     r.wait_ready()
     w.stdin.write("g")
@@ -76,8 +77,7 @@ def test_system_wide_sees_new_processes():
     r.wait_ready()
     w = spawn([SYSCALLS, "200", "4", "1000"])
     pid = pid_of(w.stdout.readline())
-    eq(w.wait(30), 0, "workload exit")
-    time.sleep(0.3)
+    eq(w.wait(30), 0, "workload exit")  # its events are in the ring: stop drains it
     eq(r.stop(), 0, f"recorder exit ({r.stderr})")
     evs = [e for e in dump(r.out) if e["kind"] == "syscall" and e["pid"] == pid]
     eq(sum(e["name"] == "getppid" for e in evs), 200, "getppid events")

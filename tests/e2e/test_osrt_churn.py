@@ -20,7 +20,7 @@ CALLS = 7
 
 
 def env_with(entries):
-    return dict(os.environ, BPFSIGHT_OSRT_AGG_ENTRIES=str(entries))
+    return dict(os.environ, BPFSIGHT_MAP_ENTRIES=f"sys_agg={entries}")
 
 
 def test_churn_launch_exact_counts():

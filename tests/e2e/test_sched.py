@@ -51,23 +51,28 @@ def test_sleeps_are_blocked_off_cpu_time():
 
 def complete_run(args, families="sched"):
     """`record -t FAMILIES -- syscalls --sched ARGS` until the thread's offcpu records between
-    the workload's t0 and t1 are as many as the kernel's switches, three tries at most (the
-    known gap: see test_figures_match_the_threads_own_accounting). (truth, trace, pid, those
-    records)."""
-    for _ in range(3):
+    the workload's t0 and t1 are as many as the kernel's switches, five tries at most. A switch
+    no sched program saw (docs/USAGE.md, sched) is never silent: each try's records plus its
+    `sched_missed` losses cover the kernel's count. (truth, trace, pid, those records)."""
+    for _ in range(5):
         p, out = record([SYSCALLS, "--sched", *args], "-t", families)
         eq(p.returncode, 0, f"record exit ({p.stderr})")
         pid = int(re.search(r"^pid (\d+)", p.stdout, re.M).group(1))
         truth = json.loads(re.search(r"^sched (\{.*\})$", p.stdout, re.M).group(1))
         check(truth["delay_ns"] < 1 << 63, "the workload read its schedstat")
-        eq(info(out)["lost_total"], 0, "events lost")
+        lost = info(out)["lost"]
+        missed = lost.pop("sched_missed", 0)
+        eq(lost, {}, "events lost other than sched_missed")
         recs = sorted((e for e in dump(out) if e["kind"] == "offcpu" and e["tid"] == pid
                        and truth["t0"] <= e["ts"] <= truth["t1"]), key=lambda e: e["ts"])
         lo, hi = truth["switches"]
+        check(lo <= len(recs) + missed and len(recs) <= hi,
+              f"{len(recs)} off-CPU intervals and {missed} switches missed (counted), the "
+              f"kernel counted {lo}..{hi}")
         if lo <= len(recs) <= hi:
             return truth, out, pid, recs
-    raise AssertionError(f"3 recordings, each missing switches: {len(recs)} off-CPU "
-                         f"intervals, the kernel counted {lo}..{hi}")
+    raise AssertionError(f"5 recordings, each missing switches (counted as sched_missed): "
+                         f"{len(recs)} off-CPU intervals, the kernel counted {lo}..{hi}")
 
 
 def test_pingpong_one_interval_per_switch_with_its_waker():
@@ -79,7 +84,9 @@ def test_pingpong_one_interval_per_switch_with_its_waker():
     p, out = record([PINGPONG, "-n", str(n), "-c", "0"], "-t", "sched")
     eq(p.returncode, 0, f"record exit ({p.stderr})")
     eq(json.loads(p.stdout)["round_trips"], n, "round trips")
-    eq(info(out)["lost_total"], 0, "events lost")
+    lost = info(out)["lost"]
+    missed = lost.pop("sched_missed", 0)  # switches no sched program saw: counted (USAGE.md)
+    eq(lost, {}, "events lost other than sched_missed")
     events = dump(out)
     pid = [e["pid"] for e in events if e["kind"] == "exec" and e["name"] == "pingpong"]
     eq(len(set(pid)), 1, "one pingpong process")
@@ -93,9 +100,9 @@ def test_pingpong_one_interval_per_switch_with_its_waker():
         # join) fall outside the round trips; other tasks on the CPU can add preemptions.
         paired = [e for e in mine if e["name"] == "preempted" or
                   (e["name"] == "blocked" and e["args"]["waker_tid"] == other)]
-        check(n - 1 <= len(paired) <= len(mine) <= n + 50,
+        check(n - 1 - missed <= len(paired) <= len(mine) <= n + 50,
               f"thread {tid}: {len(paired)} intervals of the exchange, {len(mine)} in all, "
-              f"for {n} round trips")
+              f"for {n} round trips ({missed} switches missed)")
         check(len(paired) >= len(mine) - 10, f"thread {tid}: intervals not of the exchange: "
               f"{len(mine) - len(paired)}")
         for e in mine:
@@ -115,11 +122,11 @@ def test_figures_match_the_threads_own_accounting():
     /proc/thread-self/schedstat), between two clock reads; bpfsight's offcpu records whose
     switch-out falls between them must tell the same.
 
-    Known gap (a product issue, open): on a loaded machine a context switch now and then
-    reaches no sched program (no record, no loss counted; up to a few in a hundred with four
-    CPU hogs on two cores): the thread's previous slice or its off-CPU interval is then
-    misattributed. The times are compared on a recording whose switch count is the kernel's
-    (up to three tries); the count itself is then exact."""
+    Known gap: on a loaded machine a context switch now and then reaches no sched program
+    (counted as the loss sched_missed; up to a few in a hundred with four CPU hogs on two
+    cores): the thread's previous slice or its off-CPU interval is then misattributed. The
+    times are compared on a recording whose switch count is the kernel's (complete_run); the
+    count itself is then exact."""
     need_root()
     truth, _, _, recs = complete_run(["200000", "20", "5000"])
     lo, hi = truth["switches"]

@@ -7,12 +7,15 @@
     cpu N SECS           N CPU-bound threads "cpu-0".."cpu-N-1" spinning for SECS
     hold MS              the main thread ("holder") keeps the GIL through a C call of MS
                          milliseconds (ctypes.PyDLL: usleep without releasing it) while
-                         "spinner" waits for it from before the call starts
+                         "spinner" waits for it from before the call starts (spinner's
+                         longest_sleep_ns: its longest sleep call, the GIL's retake included)
     io K SLEEP_MS        "io" sleeps K times SLEEP_MS (releasing the GIL) while "cpu" spins
+                         (io's sleeps: [start, end] of each sleep call, CLOCK_MONOTONIC)
     work N ITERS         N threads "work-0".. each running ITERS rounds of pure-Python work
                          (a fixed amount: the run time measures throughput under contention)
     ioloop ITERS         one thread: ITERS os.write+os.read on a pipe (GIL released twice per
-                         iteration, never contended); prints ns per iteration
+                         iteration, never contended); prints ns per iteration and how many
+                         times the thread was preempted meanwhile
     pipes N ITERS        N threads "pipe-0".. each doing ITERS os.write+os.read on its own pipe:
                          the GIL changes hands at every system call, waits are short
     fork N SECS          forks a child that runs `cpu N SECS`; the parent waits for it
@@ -25,6 +28,7 @@ name. At the end one JSON line on stdout: {"pid":..., "threads": {name: {"tid", 
 import ctypes
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -117,11 +121,15 @@ def mode_hold(ms):
         set_name("spinner")
         t0, c0 = time.monotonic_ns(), time.thread_time_ns()
         x = 0
+        longest = 0  # the longest sleep call, taking the GIL back included: any wait is in one
         while not stop.is_set():
+            a = time.monotonic_ns()
             time.sleep(0.002)
+            longest = max(longest, time.monotonic_ns() - a)
             for i in range(200):
                 x += i
         record("spinner", t0, c0)
+        results["spinner"]["longest_sleep_ns"] = longest
 
     t = threading.Thread(target=spinner)
     t.start()
@@ -151,9 +159,13 @@ def mode_io(k, sleep_ms):
     def io():
         set_name("io")
         t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+        windows = []  # [start, end] of each sleep call (CLOCK_MONOTONIC, the trace's clock)
         for _ in range(k):
+            a = time.monotonic_ns()
             time.sleep(sleep_ms / 1000.0)
+            windows.append([a, time.monotonic_ns()])
         record("io", t0, c0)
+        results["io"]["sleeps"] = windows
         stop.set()
 
     threads = [threading.Thread(target=cpu), threading.Thread(target=io)]
@@ -167,12 +179,16 @@ def mode_ioloop(iters):
     set_name("main")
     r, w = os.pipe()
     b = b"x"
+    # Involuntary switches: a hold lasts more than a few microseconds only if the thread is
+    # preempted while it holds the GIL.
+    nivcsw = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
     t0 = time.perf_counter_ns()
     for _ in range(iters):
         os.write(w, b)
         os.read(r, 1)
     dt = time.perf_counter_ns() - t0
-    results["main"] = {"tid": threading.get_native_id(), "ns_per_iter": dt / iters}
+    results["main"] = {"tid": threading.get_native_id(), "ns_per_iter": dt / iters,
+                       "preempted": resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw - nivcsw}
 
 
 def pipe_thread(name, iters, start):

@@ -9,7 +9,9 @@
  *   --before-ms   sleep A ms before the dlopen (default 0)
  *   --after-ms    sleep B ms between the dlopen and the first call (default 300): the
  *                 delay within which -p and -a must have probed the new library; launch
- *                 mode stops the process at the dlopen and needs none
+ *                 mode stops the process at the dlopen and needs none. -1: print
+ *                 "dlopened P" and wait for a byte on stdin instead (a test's cue, given
+ *                 once the tracer says the library is probed)
  *   --lib         the library to dlopen (default /usr/local/cuda/lib64/libcudart.so.13,
  *                 then the soname through the loader's search path)
  *
@@ -103,8 +105,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cuda_dlopen: missing symbol in %s\n", lib);
 		return 6;
 	}
-	if (after_ms)
+	if (after_ms < 0) {
+		char c;
+
+		printf("dlopened %d\n", getpid());
+		fflush(stdout);
+		if (read(0, &c, 1) != 1)
+			return 3;
+	} else if (after_ms) {
 		usleep(after_ms * 1000);
+	}
 	t0 = now_ns();
 	for (long k = 0; k < n; k++) {
 		p = (void *)(uintptr_t)P_DBUF;

@@ -1,0 +1,382 @@
+"""Flight recorder (record --flight-recorder): what a dump holds, when triggers write one,
+the bounds (SIZE, cool-down, --max-dumps), and that every reader opens every dump.
+
+The workload (tests/workloads/flight_phases.c) makes system calls in phases the test drives,
+each answered with its CLOCK_MONOTONIC bounds, so a dump is checked against the phases that
+lie inside its window (the window's bounds are in the dump's options)."""
+import json
+import os
+import re
+import signal
+import time
+
+from helpers import (BPFSIGHT, Recorder, check, dump, eq, info, need_root, row, run, spawn,
+                     stats, tell, tmpdir, wait_for, workload)
+
+PHASES = workload("flight_phases")
+MS = 1_000_000
+
+
+class Flight:
+    """A phases workload and a flight recorder attached to it (-p)."""
+
+    def __init__(self, *opts, families=("-t", "osrt", "--osrt-threshold", "0")):
+        self.w = spawn([PHASES])
+        self.pid = int(re.match(r"pid (\d+)", self.w.stdout.readline()).group(1))
+        self.dir = tmpdir()
+        self.r = Recorder(*families, "-p", str(self.pid), *opts,
+                          out=os.path.join(self.dir, "fr.bst"))
+        self.r.wait_ready()
+
+    def phase(self, cmd):
+        """Run one phase; returns (t0, t1, calls) as the workload measured them."""
+        tell(self.w, cmd)
+        m = re.match(r"ok (\d+) (\d+) (\d+)", self.w.stdout.readline())
+        return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+    def dumps(self):
+        return re.findall(r"flight recorder: wrote (\S+):", self.r.stderr)
+
+    def wait_dumps(self, n, timeout=30):
+        wait_for(lambda: len(self.dumps()) >= n, timeout, f"{n} dumps: {self.r.stderr[-600:]}")
+        return self.dumps()
+
+    def stop(self):
+        tell(self.w, "q")
+        self.w.wait(10)
+        rc = self.r.wait(60)  # -p: the recording ends with its target
+        eq(rc, 0, f"recorder exit status ({self.r.stderr[-800:]})")
+        return self.r.stderr
+
+
+def window(path):
+    """(start, end) of a dump's window, from its options."""
+    opts = info(path)["options"]
+    return (int(re.search(r"window_start_ns=(\d+)", opts).group(1)),
+            int(re.search(r"window_end_ns=(\d+)", opts).group(1)))
+
+
+def syscalls(path, pid, name):
+    return [e for e in dump(path) if e["kind"] == "syscall" and e["pid"] == pid and
+            e["name"] == name]
+
+
+def process_names(path):
+    out = path + ".json"
+    run([BPFSIGHT, "export", path, "--format", "chrome", "-o", out, "--force"], check=True)
+    with open(out) as fh:
+        doc = json.load(fh)
+    evs = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return {e["pid"]: e["args"]["name"] for e in evs
+            if e.get("ph") == "M" and e.get("name") == "process_name"}
+
+
+def wait_until_mono(t_ns):
+    while time.monotonic_ns() < t_ns:
+        time.sleep(0.05)
+
+
+def test_flight_dump_holds_exactly_the_window():
+    need_root()
+    f = Flight("--flight-recorder", "5s", "--stacks", "osrt:0")
+    a = f.phase("g 1000")
+    wait_until_mono(a[1] + 6000 * MS)  # phase A is older than the window from here on
+    b = f.phase("g 300")
+    f.r.p.send_signal(signal.SIGUSR1)
+    path = f.wait_dumps(1)[0]
+    eq(os.path.basename(path), "fr-1.bst", "the dump's name: -o's stem + -1")
+    start, end = window(path)
+    check(a[1] < start <= b[0] and b[1] <= end, f"phase B in the window, A before it: "
+          f"A {a}, B {b}, window {start}..{end}")
+    calls = syscalls(path, f.pid, "getppid")
+    eq(len(calls), 300, "getppid calls in the dump: phase B's 300, none of phase A's 1000")
+    check(all(b[0] <= e["ts"] <= b[1] for e in calls), "every call inside phase B")
+    eq(row(stats(path, "osrt_sum")["osrt_sum"], name="getppid")["count"], 300,
+       "stats osrt_sum on the dump")
+    # The stack of the call site was interned during phase A, before the window: the dump
+    # still names it (the metadata store), with the workload's own function.
+    check(all(e.get("stack") for e in calls), "every call has its stack")
+    frames = {fr.get("func") for fr in calls[0]["stack"]}
+    check("syscall" in frames, f"the call site's function in the stack: {frames}")
+    check(info(path)["clean_close"], "the dump is cleanly closed")
+    # The process was named when the recording began, long before the window.
+    eq(process_names(path).get(f.pid), "flight_phases", "the process's name in the dump")
+    check(not os.path.exists(os.path.join(f.dir, "fr.bst")), "nothing written to -o itself")
+    f.stop()
+
+
+def test_flight_short_calls_count_from_the_window():
+    need_root()
+    # Default --osrt-threshold: getppid is only counted in the kernel, in snapshots since
+    # the recording began; a dump's osrt_sum counts from its window's start.
+    f = Flight("--flight-recorder", "3s", families=("-t", "osrt"))
+    a = f.phase("g 1000")
+    wait_until_mono(a[1] + 5000 * MS)  # phase A's snapshot (within 1 s) is before the window
+    f.phase("g 300")
+    f.r.p.send_signal(signal.SIGUSR1)
+    path = f.wait_dumps(1)[0]
+    eq(row(stats(path, "osrt_sum")["osrt_sum"], name="getppid")["count"], 300,
+       "getppid in the dump: phase B's 300, not phase A's 1000")
+    f.phase("g 40")
+    f.r.p.send_signal(signal.SIGUSR1)
+    f.phase("g 1")
+    err = f.stop()
+    eq(len(f.dumps()), 1, "one dump: the second SIGUSR1 came within the 10 s cool-down")
+    check("1 in cool-down" in err, err[-300:])
+
+
+def test_flight_trigger_fires_once_per_slow_call():
+    need_root()
+    # 3 nanosleeps over 200 ms, each its own dump (no cool-down); short ones trigger nothing.
+    f = Flight("--flight-recorder", "3s", "--trigger", "osrt:nanosleep>200ms",
+               "--trigger-cooldown", "0s", "--max-dumps", "0")
+    slow = []
+    for k in range(3):
+        f.phase("s 20000 5")  # 5 x 20 ms: under the threshold
+        slow.append(f.phase("s 300000 1"))
+        f.wait_dumps(k + 1)
+    f.phase("s 50000 4")
+    err = f.stop()
+    paths = f.dumps()
+    eq(len(paths), 3, f"one dump per slow nanosleep ({err[-600:]})")
+    eq([os.path.basename(p) for p in paths], ["fr-1.bst", "fr-2.bst", "fr-3.bst"], "names")
+    for k, path in enumerate(paths):
+        sleeps = [e for e in syscalls(path, f.pid, "nanosleep") if e["dur"] > 200 * MS]
+        check(any(slow[k][0] <= e["ts"] <= slow[k][1] for e in sleeps),
+              f"dump {k + 1} holds the slow call that triggered it")
+        check("osrt:nanosleep>200ms" in info(path)["options"], "the trigger in the options")
+    check("0 coalesced" in err and "0 in cool-down" in err, f"no trigger lost: {err[-400:]}")
+
+
+def test_flight_sigusr1_trigger_after_and_cooldown():
+    need_root()
+    f = Flight("--flight-recorder", "10s", "--trigger-after", "1s",
+               "--trigger-cooldown", "600s")
+    f.phase("g 50")
+    f.r.p.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "triggered by SIGUSR1" in f.r.stderr, 10, "the trigger")
+    late = f.phase("g 77")  # after the trigger, within --trigger-after
+    path = f.wait_dumps(1)[0]
+    start, end = window(path)
+    check(start <= late[0] and late[1] <= end, f"the calls after the trigger are in the window: "
+          f"{late} vs {start}..{end}")
+    eq(len(syscalls(path, f.pid, "getppid")), 127, "calls before and after the trigger")
+    # The cool-down: a second SIGUSR1 writes nothing, and says so at the end.
+    f.r.p.send_signal(signal.SIGUSR1)
+    f.phase("g 5")
+    err = f.stop()
+    eq(len(f.dumps()), 1, "no dump during the cool-down")
+    check("1 in cool-down" in err, f"the ignored trigger is counted: {err[-400:]}")
+
+
+def test_flight_max_dumps():
+    need_root()
+    f = Flight("--flight-recorder", "2s", "--trigger-cooldown", "0s", "--max-dumps", "2")
+    for k in range(2):
+        f.phase("g 10")
+        f.r.p.send_signal(signal.SIGUSR1)
+        f.wait_dumps(k + 1)
+    f.r.p.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "--max-dumps 2 reached" in f.r.stderr, 10, "the cap's message")
+    f.r.p.send_signal(signal.SIGUSR1)
+    f.phase("g 10")
+    err = f.stop()
+    eq(len(f.dumps()), 2, "dumps written")
+    check(not os.path.exists(os.path.join(f.dir, "fr-3.bst")), "no third file")
+    check("2 over --max-dumps" in err, f"the capped triggers are counted: {err[-400:]}")
+
+
+def vm_kib(pid, field):
+    with open(f"/proc/{pid}/status") as fh:
+        return int(re.search(rf"^{field}:\s+(\d+) kB", fh.read(), re.M).group(1))
+
+
+def test_flight_memory_stays_under_size_and_says_what_it_cut():
+    need_root()
+    size_mib = 1
+    f = Flight("--flight-recorder", f"120s,{size_mib}M", "--buffer-size", "64M",
+               "--trigger-cooldown", "0s", "--max-dumps", "0")
+    base = vm_kib(f.r.p.pid, "VmRSS")
+    # getppid as fast as 2 threads can, 2 s at a time, until a dump says SIZE cut its window
+    # (about 1M calls, 1 MiB compressed; how long that takes depends on the machine's load).
+    made = 0
+    for k in range(10):
+        made += f.phase("b 2000 2")[2]
+        f.r.p.send_signal(signal.SIGUSR1)
+        path = f.wait_dumps(k + 1)[k]
+        last = [line for line in f.r.stderr.splitlines() if "wrote" in line][-1]
+        if not re.search(r" 0 cut by SIZE", last):
+            break
+    peak = vm_kib(f.r.p.pid, "VmHWM")
+    err = f.stop()
+    i = info(path)
+    cut = int(re.search(r"size_dropped_records=(\d+)", i["options"]).group(1))
+    check(cut > 0, f"{made} calls in 20 s should not fit in {size_mib}M: {err[-500:]}")
+    eq(i["lost"].get("flight_size"), cut, "the loss record says what SIZE cut")
+    kept = row(stats(path, "osrt_sum")["osrt_sum"], name="getppid")["count"]
+    check(0 < kept and kept + cut <= made + 10000,
+          f"kept {kept} + cut {cut} vs {made} made")
+    # Memory: what the process grew by while recording stays under SIZE and the fixed buffers
+    # beside it (docs/PRODUCTION.md: the open chunk, zstd, a dump's writer: 10 MiB at most).
+    check((peak - base) < (size_mib + 10) * 1024,
+          f"RSS grew {peak - base} KiB, SIZE {size_mib} MiB + 10 MiB of buffers")
+    held = float(re.search(r"at most ([\d.]+) MiB held", err).group(1))
+    check(held <= size_mib, f"held {held} MiB")
+
+
+READERS = [["info"], ["dump"], ["stats"], ["export", "--format", "perfetto"],
+           ["export", "--format", "chrome"], ["export", "--format", "sqlite"], ["report"]]
+
+
+def open_with_every_reader(path):
+    for r in READERS:
+        args = [BPFSIGHT, r[0], path] + r[1:]
+        if r[0] in ("export", "report"):
+            args += ["-o", f"{path}.{len(args)}.{r[-1]}", "--force"]
+        p = run(args, timeout=120)
+        eq(p.returncode, 0, f"{' '.join(args[1:])}: {p.stderr[-400:]}")
+
+
+def test_flight_every_reader_opens_every_dump():
+    need_root()
+    f = Flight("--flight-recorder", "3s", "--trigger", "osrt:nanosleep>100ms",
+               "--trigger-cooldown", "0s", "--max-dumps", "0",
+               families=("-t", "osrt,sched", "--stacks", "osrt:50ms"))
+    for k in range(3):
+        f.phase("g 100")
+        f.phase("s 150000 1")
+        f.wait_dumps(k + 1)
+    f.stop()
+    for path in f.dumps():
+        open_with_every_reader(path)
+
+
+def test_flight_hundreds_of_dumps_flat_memory():
+    need_root()
+    f = Flight("--flight-recorder", "1s", "--trigger-cooldown", "0s", "--max-dumps", "0")
+    rss = {}
+    n = 200
+    for k in range(n):
+        f.phase("g 20")
+        f.r.p.send_signal(signal.SIGUSR1)
+        f.wait_dumps(k + 1)
+        if k + 1 in (50, n):
+            rss[k + 1] = vm_kib(f.r.p.pid, "VmRSS")
+    err = f.stop()
+    eq(len(f.dumps()), n, "dumps")
+    check(rss[n] - rss[50] < 2048, f"RSS after 50 dumps {rss[50]} KiB, after {n} {rss[n]} KiB")
+    for path in f.dumps()[::40]:
+        check(info(path)["clean_close"], f"{path} closed cleanly")
+    check(f"{n} dumps written" in err, err[-300:])
+
+
+def test_flight_bad_options_are_refused():
+    cases = [
+        (["--flight-recorder", "soon"], "bad --flight-recorder 'soon'"),
+        (["--flight-recorder", "60s,1K"], "at least 1M"),
+        (["--flight-recorder", "60s", "--trigger", "osrt:nanosleep"], "use FAMILY:NAME>DUR"),
+        (["--flight-recorder", "60s", "--trigger", "disk:read>1s"], "no such family"),
+        (["--flight-recorder", "60s", "--trigger", "osrt:read>fast"], "bad --trigger duration"),
+        (["--trigger", "osrt:read>1s"], "needs --flight-recorder"),
+        (["--trigger-after", "1s"], "needs --flight-recorder"),
+        (["--flight-recorder", "60s", "--max-dumps", "many"], "bad --max-dumps"),
+        (["--flight-recorder", "60s", "--trigger-cooldown", "10"], "bad --trigger-cooldown"),
+        (["--flight-recorder", "60s", "--dry-run"], "--dry-run records nothing"),
+    ]
+    d = tmpdir()
+    for opts, msg in cases:
+        p = run([BPFSIGHT, "record", "-o", os.path.join(d, "fr.bst"), *opts, "--", "true"])
+        eq(p.returncode, 1, f"{opts}: exit status")
+        check(msg in p.stderr, f"{opts}: '{msg}' in {p.stderr.strip()!r}")
+    eq(os.listdir(d), [], "nothing written")
+
+
+def test_flight_sched_trigger_once_per_long_sleep():
+    need_root()
+    # Attached while the workload is blocked on stdin (that interval began before tracing:
+    # no record), then 3 sleeps of 400 ms: 3 off-CPU intervals over 250 ms, 3 dumps.
+    w = spawn([workload("syscalls"), "--wait-stdin", "0", "3", "400000"])
+    pid = int(re.match(r"pid (\d+)", w.stdout.readline()).group(1))
+    d = tmpdir()
+    r = Recorder("-t", "sched", "-p", str(pid), "--flight-recorder", "2s", "--trigger",
+                 "sched:blocked>250ms", "--trigger-cooldown", "0s", "--max-dumps", "0",
+                 out=os.path.join(d, "fr.bst"))
+    r.wait_ready()
+    tell(w, "go")
+    w.wait(30)
+    eq(r.wait(60), 0, f"recorder exit ({r.stderr[-500:]})")
+    dumps = re.findall(r"flight recorder: wrote (\S+):", r.stderr)
+    eq(len(dumps), 3, f"one dump per long sleep ({r.stderr[-500:]})")
+    for path in dumps:
+        long = [e for e in dump(path) if e["kind"] == "offcpu" and e["pid"] == pid and
+                e["name"] == "blocked" and e["dur"] > 250 * MS]
+        check(long, f"{path}: the blocked interval that triggered it")
+
+
+def test_flight_gil_trigger_and_the_gil_state_before_the_window():
+    need_root()
+    from test_gil import WORK, need_pyenv, truth_of
+    py = need_pyenv()
+    w = spawn([py, WORK, "--go", "hold", "400"])
+    pid = int(w.stdout.readline().split()[1])
+    d = tmpdir()
+    r = Recorder("-t", "gil", "-p", str(pid), "--flight-recorder", "1s", "--trigger",
+                 "gil:*>200ms", out=os.path.join(d, "fr.bst"))
+    r.wait_ready()
+    # How the process is measured (GIL_PROC) is written now, well before the 1 s window.
+    time.sleep(2)
+    tell(w, "go")
+    truth = truth_of(w.stdout.read())
+    w.wait(60)
+    eq(r.wait(60), 0, f"recorder exit ({r.stderr[-500:]})")
+    dumps = re.findall(r"flight recorder: wrote (\S+):", r.stderr)
+    eq(len(dumps), 1, f"one wait over 200 ms, one dump ({r.stderr[-500:]})")
+    spinner = truth["threads"]["spinner"]
+    waits = [e for e in dump(dumps[0]) if e["kind"] == "gil_wait" and
+             e["tid"] == spinner["tid"] and e["dur"] > 200 * MS]
+    eq(len(waits), 1, "the spinner's long wait in the dump")
+    procs = stats(dumps[0], "gil_procs")["gil_procs"]
+    eq(row(procs, pid=pid)["method"], "condwait", "the process's GIL method, from before "
+       "the window")
+
+
+def test_flight_cuda_trigger_every_instance_accounted():
+    from test_cuda import API_SHARED, need_cuda
+    need_cuda(API_SHARED)
+    rounds = 3
+    mallocs = 2 + rounds  # cuda_api.cu: two, then one per round
+    d = tmpdir()
+    p = run([BPFSIGHT, "record", "-t", "cuda", "-o", os.path.join(d, "fr.bst"),
+             "--flight-recorder", "10s", "--trigger", "cuda:cudaMalloc>1ns",
+             "--trigger-cooldown", "0s", "--max-dumps", "0", "--", API_SHARED, str(rounds)])
+    eq(p.returncode, 0, f"record exit ({p.stderr[-600:]})")
+    dumps = re.findall(r"flight recorder: wrote (\S+):", p.stderr)
+    m = re.search(r"(\d+) dumps written, 0 failed; triggers: (\d+) coalesced into a pending "
+                  r"dump, 0 in cool-down, 0 over --max-dumps", p.stderr)
+    check(m, f"the flight recorder's summary: {p.stderr[-600:]}")
+    # Calls microseconds apart: the first makes a dump, those before it is written join it.
+    eq(int(m.group(1)) + int(m.group(2)), mallocs, "every cudaMalloc: a dump or coalesced")
+    eq(int(m.group(1)), len(dumps), "dumps")
+    for path in dumps:
+        check(any(e["name"] == "cudaMalloc" for e in dump(path)), f"{path}: its cudaMalloc")
+
+
+def test_flight_existing_dump_file_is_kept_and_recording_goes_on():
+    need_root()
+    f = Flight("--flight-recorder", "60s", "--trigger-cooldown", "0s")
+    taken = os.path.join(f.dir, "fr-1.bst")
+    with open(taken, "w") as fh:
+        fh.write("someone's file\n")
+    f.phase("g 10")
+    f.r.p.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "cannot write" in f.r.stderr, 20, "the refusal")
+    check("use --force to overwrite" in f.r.stderr, f.r.stderr[-300:])
+    f.phase("g 20")
+    f.r.p.send_signal(signal.SIGUSR1)
+    path = f.wait_dumps(1)[0]
+    eq(os.path.basename(path), "fr-2.bst", "the next number")
+    with open(taken) as fh:
+        eq(fh.read(), "someone's file\n", "the existing file untouched")
+    eq(len(syscalls(path, f.pid, "getppid")), 30, "both phases in the window")
+    err = f.stop()
+    check("1 dumps written, 1 failed" in err, err[-300:])

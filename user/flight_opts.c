@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Parsing of the flight recorder's options, shared by every subcommand that offers it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "family.h"
+#include "flight_opts.h"
+#include "parse.h"
+
+const char flight_opts_help[] =
+	"      --flight-recorder DUR[,SIZE]\n"
+	"                           keep at least the last DUR in memory (compressed, at\n"
+	"                           most SIZE, default 256M) and write it only when\n"
+	"                           triggered, to FILE's stem + -N.bst; SIGUSR1 triggers\n"
+	"      --trigger FAMILY:NAME>DUR\n"
+	"                           dump when an event of FAMILY named NAME (* any) lasts\n"
+	"                           over DUR, e.g. osrt:nanosleep>250ms (repeatable)\n"
+	"      --trigger-after DUR  keep recording DUR after a trigger before writing\n"
+	"                           (default 0s)\n"
+	"      --trigger-cooldown DUR\n"
+	"                           ignore triggers for DUR after a dump (default 10s)\n"
+	"      --max-dumps N        write at most N dumps, then ignore triggers (default\n"
+	"                           10; 0 = no limit)\n";
+
+void flight_opts__init(struct flight_opts *fo)
+{
+	memset(fo, 0, sizeof(*fo));
+	fo->size_bytes = FLIGHT_DEFAULT_SIZE;
+	fo->cooldown_ns = FLIGHT_DEFAULT_COOLDOWN_NS;
+	fo->max_dumps = FLIGHT_DEFAULT_MAX_DUMPS;
+}
+
+static int bad(const char *cmd, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "bpfsight %s: ", cmd);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return -EINVAL;
+}
+
+/* DUR[,SIZE] */
+static int parse_window(struct flight_opts *fo, const char *arg, const char *cmd)
+{
+	char dur[64];
+	const char *comma = strchr(arg, ',');
+	size_t n = comma ? (size_t)(comma - arg) : strlen(arg);
+
+	if (n >= sizeof(dur))
+		return bad(cmd, "bad --flight-recorder '%s': use DUR[,SIZE], e.g. 60s or 60s,256M",
+			   arg);
+	memcpy(dur, arg, n);
+	dur[n] = 0;
+	if (parse_duration_ns(dur, &fo->window_ns))
+		return bad(cmd, "bad --flight-recorder '%s': use DUR[,SIZE], e.g. 60s or 60s,256M",
+			   arg);
+	if (comma && (parse_size(comma + 1, &fo->size_bytes) || fo->size_bytes < FLIGHT_MIN_SIZE))
+		return bad(cmd, "bad --flight-recorder size in '%s': at least 1M, e.g. 256M", arg);
+	fo->text = arg;
+	return 0;
+}
+
+/* FAMILY:NAME>DUR */
+static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cmd)
+{
+	const char *colon = strchr(arg, ':'), *gt = strrchr(arg, '>');
+	struct flight_trigger *t;
+	char fam[32];
+	int i;
+
+	if (fo->ntriggers == FLIGHT_MAX_TRIGGERS)
+		return bad(cmd, "too many --trigger (at most 16): '%s'", arg);
+	if (!colon || !gt || gt < colon || colon == arg || gt == colon + 1 ||
+	    (size_t)(colon - arg) >= sizeof(fam) || (size_t)(gt - colon - 1) >= sizeof(t->name))
+		return bad(cmd,
+			   "bad --trigger '%s': use FAMILY:NAME>DUR, e.g. osrt:nanosleep>250ms",
+			   arg);
+	t = &fo->triggers[fo->ntriggers];
+	memcpy(fam, arg, colon - arg);
+	fam[colon - arg] = 0;
+	for (i = 0; families[i] && strcmp(families[i]->name, fam); i++)
+		;
+	if (!families[i] || !families[i]->decoders)
+		return bad(cmd, "--trigger '%s': no such family (see bpfsight record --help)", arg);
+	memcpy(t->name, colon + 1, gt - colon - 1);
+	t->name[gt - colon - 1] = 0;
+	if (parse_duration_ns(gt + 1, &t->min_dur_ns))
+		return bad(cmd, "bad --trigger duration in '%s': e.g. 250ms, 1s", arg);
+	t->family = i;
+	t->text = arg;
+	fo->ntriggers++;
+	return 0;
+}
+
+int flight_opts__parse(struct flight_opts *fo, int opt, const char *arg, const char *cmd)
+{
+	unsigned long n;
+	char *end;
+
+	switch (opt) {
+	case OPT_FLIGHT:
+		return parse_window(fo, arg, cmd);
+	case OPT_FLIGHT_TRIGGER:
+		return parse_trigger(fo, arg, cmd);
+	case OPT_FLIGHT_AFTER:
+		/* A unit is required (a plain number would be ns here, seconds in -d), but for 0. */
+		if (parse_threshold_ns(arg, &fo->after_ns) ||
+		    (!strpbrk(arg, "smh") && fo->after_ns))
+			return bad(cmd, "bad --trigger-after '%s': e.g. 0s, 500ms, 5s", arg);
+		return 0;
+	case OPT_FLIGHT_COOLDOWN:
+		if (parse_threshold_ns(arg, &fo->cooldown_ns) ||
+		    (!strpbrk(arg, "smh") && fo->cooldown_ns))
+			return bad(cmd, "bad --trigger-cooldown '%s': e.g. 0s, 500ms, 30s", arg);
+		return 0;
+	case OPT_FLIGHT_MAX_DUMPS:
+		errno = 0;
+		n = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || n > 1000000)
+			return bad(cmd, "bad --max-dumps '%s': a number, 0 for no limit", arg);
+		fo->max_dumps = (__u32)n;
+		return 0;
+	}
+	return 1;
+}
+
+int flight_opts__check(const struct flight_opts *fo, const char *cmd)
+{
+	if (!fo->window_ns && (fo->ntriggers || fo->after_ns))
+		return bad(cmd, "%s needs --flight-recorder=DUR: triggers dump its window",
+			   fo->ntriggers ? "--trigger" : "--trigger-after");
+	return 0;
+}
+
+int flight_opts__dump_path(const char *output, __u32 n, char *buf, size_t len)
+{
+	size_t stem = strlen(output);
+
+	if (stem > 4 && !strcmp(output + stem - 4, ".bst"))
+		stem -= 4;
+	return snprintf(buf, len, "%.*s-%u.bst", (int)stem, output, n);
+}
