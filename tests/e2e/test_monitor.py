@@ -16,9 +16,11 @@ import time
 from helpers import (BPFSIGHT, Skip, check, eq, need_root, row, run, spawn, stats, tell, tmpdir,
                      wait_for, workload)
 from monitor_prom import PROMTOOL, Monitor, Prometheus
+from test_nccl import PER_REP as NCCL_PER_REP, need_no_gpu
 from test_gil import LIBC, WORK, libpython_of, need_pyenv, take_gil_bpftrace, truth_of
 
 SYSCALLS = workload("syscalls")
+NCCL_CALLS = workload("nccl/nccl_calls")
 DLOPEN = workload("cuda/cuda_dlopen")
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 
@@ -107,6 +109,36 @@ def test_monitor_cuda_calls_per_api():
     eq(sorted(c["metric"]["api"] for c in calls),
        sorted(["cudaMalloc", "cudaMemcpy", "cudaDeviceSynchronize", "cudaFree"]),
        "the APIs it called, and no others (depth-0 calls only)")
+    prom.stop()
+
+
+def test_monitor_nccl_calls_per_api():
+    """NCCL calls per API as Prometheus has them: nccl_calls' table of depth-0 calls per
+    repetition (test_nccl.py), for 2 repetitions of a process started after the monitor."""
+    need_no_gpu()  # nccl_calls' table assumes NCCL's inits fail
+    if not os.path.exists(NCCL_CALLS):
+        raise Skip(f"needs {NCCL_CALLS} (make test-build with the CUDA toolkit's libnccl)")
+    mon = Monitor("-a", "-t", "nccl", "--top", "100000")
+    prom = Prometheus(mon.target)
+    w = spawn([NCCL_CALLS, "--wait-stdin", "2"])
+    pid = int(re.search(r"^pid (\d+)", w.stdout.readline()).group(1))
+    # -a probes a new process's libraries within a bounded delay (test_cuda's DISCOVERY_MS)
+    time.sleep(0.3)
+    w.stdin.write("g")
+    w.stdin.flush()
+    eq(w.wait(60), 0, "workload exit")
+    q = f'bpfsight_nccl_duration_seconds_count{{pid="{pid}"}}'
+    want = {api: 2 * n for api, n in NCCL_PER_REP.items()}
+    got = {}
+
+    def all_there():
+        got.clear()
+        got.update({r["metric"]["api"]: float(r["value"][1]) for r in prom.query(q)})
+        return got == want
+    try:
+        wait_for(all_there, 20, "every NCCL API's count")
+    except AssertionError:
+        raise AssertionError(f"{got} != {want}")
     prom.stop()
 
 
