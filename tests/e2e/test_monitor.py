@@ -217,3 +217,31 @@ def test_monitor_refuses_output_without_flight_recorder():
         p = run([BPFSIGHT, "monitor", "-l", "127.0.0.1:0", *args])
         eq(p.returncode, 1, f"{args}: exit status")
         check(msg in p.stderr, f"{args}: {p.stderr.strip()}")
+
+
+def test_monitor_gpu_kernels_and_shim_losses():
+    """The cupti-shim's channel (spoken exactly by tests/workloads/shim_fake): its one GPU
+    kernel (device 1, 4000 ns) in the per-device GPU metrics, and the 5 records it says it
+    dropped in bpfsight_events_lost_total{family="gpu",cause="shim_dropped"}."""
+    need_root()
+    fake = workload("shim_fake")
+    if not os.path.exists(fake):
+        raise Skip(f"{fake} missing (make test-build)")
+    hold = os.path.join(tmpdir(), "hold")
+    mon = Monitor("-a", "-t", "gpu,nvtx", "--top", "100000")
+    p = spawn([fake, "basic", "--hold-file", hold])
+    try:
+        pid = int(p.stdout.readline().split()[1])
+        check(pid > 0, "fake's pid")
+        check("sent 1 13" in p.stdout.readline() + p.stdout.readline(), "its batch was sent")
+        k = 'bpfsight_gpu_kernels_total{device="1"}'
+        wait_for(lambda: metric(mon.metrics(), k) == 1, 20, f"{k} == 1")
+        eq(metric(mon.metrics(), 'bpfsight_gpu_kernel_seconds_total{device="1"}'), 4e-6,
+           "kernel time")
+        lost = 'bpfsight_events_lost_total{family="gpu",cause="shim_dropped"}'
+        # Losses user space finds are written (as LOSS records) every 100 ms.
+        wait_for(lambda: metric(mon.metrics(), lost) == 5, 20, f"{lost} == 5")
+    finally:
+        open(hold, "w").close()
+    eq(p.wait(30), 0, "fake exit")
+    eq(mon.stop(), 0, f"monitor exit ({mon.stderr[-300:]})")
