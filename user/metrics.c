@@ -398,6 +398,14 @@ void metrics__record(void *arg, const struct bs_hdr *h)
 	case BS_REC_EXIT:
 		on_exit_rec(m, (const void *)h);
 		break;
+	case BS_REC_GIL_PROC: { /* series from 0 before the first wait: increase() sees it all */
+		struct m_proc *p = proc_get(m, h->pid, 1);
+
+		if (p)
+			p->python = ((const struct bs_gil_proc *)h)->method != BS_GIL_METHOD_NONE;
+		series_of(m, h->pid, 0); /* series of its own now, if there is room */
+		break;
+	}
 	}
 	metrics__housekeep(m, 0);
 	pthread_mutex_unlock(&m->lock);

@@ -84,20 +84,26 @@ static size_t owners_of(struct metrics *m, struct owner *out, size_t max)
 	return n;
 }
 
+/* A process the gil family measures has GIL series from 0; others, from their first wait. */
+static int gil_shown(const struct owner *o)
+{
+	return (o->p && o->p->python) || o->s->gil_waits || o->s->gil_wait_ns;
+}
+
 static void render_gil(FILE *f, const struct owner *ow, size_t n)
 {
 	head(f, "bpfsight_gil_wait_seconds_total", "counter",
 	     "Time threads spent waiting for the GIL, summed over the process's threads.");
 	for (size_t i = 0; i < n; i++) {
-		if (!ow[i].s->gil_waits && !ow[i].s->gil_wait_ns)
-			continue; /* a series appears with its first wait: no zeros for every pid */
+		if (!gil_shown(&ow[i]))
+			continue; /* no zeros for every process: only for those with a GIL */
 		fputs("bpfsight_gil_wait_seconds_total{", f);
 		owner_labels(f, &ow[i]);
 		fprintf(f, "} %.9f\n", secs(ow[i].s->gil_wait_ns));
 	}
 	head(f, "bpfsight_gil_waits_total", "counter", "Waits for the GIL (contended takes).");
 	for (size_t i = 0; i < n; i++) {
-		if (!ow[i].s->gil_waits && !ow[i].s->gil_wait_ns)
+		if (!gil_shown(&ow[i]))
 			continue;
 		fputs("bpfsight_gil_waits_total{", f);
 		owner_labels(f, &ow[i]);

@@ -105,7 +105,7 @@ void metrics_self__render(FILE *f)
 	struct rusage ru;
 	long rss_pages = 0, fds = count_fds();
 	FILE *statm = fopen("/proc/self/statm", "re");
-	int n;
+	int n, i;
 
 	if (statm) {
 		if (fscanf(statm, "%*s %ld", &rss_pages) != 1)
@@ -131,6 +131,10 @@ void metrics_self__render(FILE *f)
 		fds);
 	memset(ps, 0, sizeof(ps));
 	n = collect_progs(ps, MAX_PROGS);
+	for (i = 0; i < n && !ps[i].runs; i++)
+		;
+	if (i == n)
+		return; /* bpf_stats is off (--bpf-stats): the kernel counts nothing */
 	fprintf(f, "# HELP bpfsight_bpf_run_seconds_total Time the monitor's BPF programs ran in "
 		   "the kernel (bpf_stats), by program.\n"
 		   "# TYPE bpfsight_bpf_run_seconds_total counter\n");

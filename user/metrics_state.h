@@ -35,7 +35,8 @@ struct m_series {
 
 struct m_proc {
 	__u32 pid;
-	__u32 owned; /* its events go to its own series (else to "other") */
+	__u32 owned;  /* its events go to its own series (else to "other") */
+	__u32 python; /* the gil family measures its GIL: its GIL series show from 0 */
 	char comm[BS_COMM_LEN];
 	__u64 dead_at;	   /* exit time (CLOCK_MONOTONIC ns), 0 while alive */
 	__u64 activity;	   /* events since the last rebalance */

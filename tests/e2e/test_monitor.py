@@ -154,6 +154,10 @@ def test_monitor_gil_wait_matches_take_gil():
     prom = Prometheus(mon.target)
     w = spawn([py, WORK, "--go", "cpu", "3", "2.5"])
     pid = int(w.stdout.readline().split()[1])
+    sel = f'bpfsight_gil_wait_seconds_total{{pid="{pid}"}}'
+    # Its series exists from 0 once the monitor found its interpreter (and Prometheus scraped
+    # it), so increase() below covers every wait.
+    wait_for(lambda: prom.value(sel) == 0, 30, f"{sel} at 0 in Prometheus")
     bt, _ = take_gil_bpftrace(lib, pid)
     tell(w, "go")
     truth_of(w.stdout.read())
@@ -161,7 +165,6 @@ def test_monitor_gil_wait_matches_take_gil():
     text = bt.communicate(timeout=60)[0]
     theirs = sum(int(v) for v in re.findall(r"@t\[\d+\]: (\d+)", text)) / 1e9
     check(theirs > 1, f"bpftrace measured {theirs} s of waits: {text[-400:]}")
-    sel = f'bpfsight_gil_wait_seconds_total{{pid="{pid}"}}'
     # The monitor's last snapshot of the exited threads arrives within a poll (1 s).
     wait_for(lambda: (prom.value(sel) or 0) >= 0.9 * theirs, 20, f"{sel} near {theirs}")
     time.sleep(2)  # a few more scrapes of the final value
