@@ -30,7 +30,7 @@ endif
 WARN	 := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS	 ?= -g -O2
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
-	      -I$(OUT) -Iuser -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
+	      -I$(OUT) -iquote user -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
 LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -lstdc++ -lm -lpthread
 LDFLAGS	 ?= -static
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -87,7 +87,7 @@ DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
 	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
-	     golang-go
+	     golang-go prometheus
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -229,7 +229,7 @@ $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_
 $(OUT)/fuzz-obj/%.o: user/%.c | $(OUT)/fuzz-obj $(SKELS)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE \
-		-MMD -MP -I$(OUT) -Iuser -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
+		-MMD -MP -I$(OUT) -iquote user -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
 
 # Dynamically linked like the unit tests; shim_embed.o carries no code to instrument.
 $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines: \

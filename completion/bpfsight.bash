@@ -77,7 +77,7 @@ _bpfsight()
 	fi
 
 	case "$cmd:$opt" in
-	record:-t | record:--trace)
+	record:-t | record:--trace | monitor:-t | monitor:--trace)
 		_bpfsight_reply "$cur" "$("$exe" __complete families 2>/dev/null)" 1
 		return 0
 		;;

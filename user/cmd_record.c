@@ -9,21 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <linux/capability.h>
-#include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include "commands.h"
 #include "family.h"
 #include "parse.h"
 #include "proc_meta.h"
+#include "record_args.h"
 #include "recorder.h"
-
-#ifndef CAP_PERFMON
-#define CAP_PERFMON 38
-#endif
-#ifndef CAP_BPF
-#define CAP_BPF 39
-#endif
 
 static void usage(FILE *f)
 {
@@ -96,59 +88,6 @@ static int fail(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return 1;
-}
-
-static int verbose_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return vfprintf(stderr, fmt, ap);
-}
-
-static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
-
-static int has_caps(void)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = {};
-
-#define HAS(c) (d[(c) / 32].effective & (1u << ((c) % 32)))
-	if (syscall(SYS_capget, &h, d))
-		return 0;
-	return HAS(CAP_SYS_ADMIN) || (HAS(CAP_BPF) && HAS(CAP_PERFMON));
-#undef HAS
-}
-
-static int parse_families(const char *list, __u64 *mask)
-{
-	char *copy = strdup(list), *save = NULL, *tok, fams[256];
-	int ret = 0;
-
-	if (!copy)
-		return 1;
-	*mask = 0;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int found = 0;
-
-		for (int i = 0; families[i]; i++) {
-			if (strcmp(families[i]->name, tok) || (families[i]->flags & FAMILY_ALWAYS))
-				continue;
-			*mask |= 1ull << i;
-			found = 1;
-		}
-		if (!found) {
-			family__list_selectable(fams, sizeof(fams));
-			ret = fail("unknown family '%s' in -t; valid families: %s", tok, fams);
-			break;
-		}
-	}
-	free(copy);
-	if (!ret && !*mask)
-		ret = fail("-t needs at least one family");
-	return ret;
 }
 
 /* The families --stacks takes, for its errors: "cuda, nccl". */
@@ -228,54 +167,6 @@ static int parse_stacks(const char *list, struct record_opts *o)
 		if (colon && parse_threshold_ns(colon, &o->stack_ns[i]))
 			ret = fail("--stacks: bad threshold '%s' for %s: use e.g. 0, 100us or 5ms",
 				   colon, tok);
-	}
-	free(copy);
-	return ret;
-}
-
-static int parse_pids(const char *arg, struct record_opts *o)
-{
-	char *copy = strdup(arg), *save = NULL, *tok, *end;
-	int ret = 0;
-
-	if (!copy)
-		return 1;
-	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
-		long pid = strtol(tok, &end, 10);
-		pid_t tgid;
-
-		if (*end || pid <= 0 || pid > 0x7fffffff) {
-			ret = fail("bad pid '%s': give a process id, e.g. -p 1234", tok);
-			break;
-		}
-		/* A thread id names its process: attach to the whole process. */
-		tgid = proc_meta__tgid(pid);
-		if (tgid < 0) {
-			ret = fail("no such process: %ld (is it still running? see `ps -p %ld`)",
-				   pid, pid);
-			break;
-		}
-		if (!proc_meta__alive(tgid)) {
-			ret = fail("process %ld has exited (a zombie until its parent reaps it): "
-				   "nothing is left to trace",
-				   pid);
-			break;
-		}
-		if (tgid == getpid()) {
-			ret = fail("-p %ld is bpfsight itself, which never traces itself", pid);
-			break;
-		}
-		if (o->npids == RECORD_MAX_PIDS) {
-			ret = fail("too many -p (at most %d); use -a instead", RECORD_MAX_PIDS);
-			break;
-		}
-		/* The start time tells the target from a later process given its recycled pid. */
-		if (proc_meta__start(tgid, &o->pid_start[o->npids])) {
-			ret = fail("no such process: %ld (is it still running? see `ps -p %ld`)",
-				   pid, pid);
-			break;
-		}
-		o->pids[o->npids++] = tgid;
 	}
 	free(copy);
 	return ret;
@@ -437,7 +328,7 @@ int cmd_record(int argc, char **argv)
 			trace = optarg;
 			break;
 		case 'p':
-			if (parse_pids(optarg, &o))
+			if (record_args__pids("record", optarg, &o))
 				goto err;
 			break;
 		case 'a':
@@ -578,17 +469,11 @@ int cmd_record(int argc, char **argv)
 		goto err;
 	}
 	if (trace) {
-		if (parse_families(trace, &o.families))
+		if (record_args__families("record", trace, &o.families))
 			goto err;
 		o.families_explicit = 1;
-	} else {
-		for (int i = 0; families[i]; i++)
-			if (!(families[i]->flags & FAMILY_OPT_IN))
-				o.families |= 1ull << i;
 	}
-	for (int i = 0; families[i]; i++) /* always-on families cannot be deselected */
-		if (families[i]->flags & FAMILY_ALWAYS)
-			o.families |= 1ull << i;
+	record_args__default_families(&o);
 	if (!stacks_given) /* the families whose stacks are on by default (gil) */
 		for (int i = 0; families[i]; i++)
 			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&
@@ -611,7 +496,7 @@ int cmd_record(int argc, char **argv)
 		fail("--inject loads the cupti-shim for -t gpu and nvtx: add one of them to -t");
 		goto err;
 	}
-	if (!has_caps()) {
+	if (!record_args__has_caps()) {
 		fail("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
 		goto err;
 	}
@@ -621,7 +506,7 @@ int cmd_record(int argc, char **argv)
 		o.output = NULL; /* nothing is written */
 	else if (!o.output)
 		o.output = default_output(outbuf, sizeof(outbuf));
-	libbpf_set_print(o.verbose ? verbose_print : quiet_print);
+	record_args__libbpf_print(o.verbose);
 	ret = recorder__run(&o);
 	free(cmdline);
 	return ret;

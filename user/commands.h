@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 int cmd_record(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
@@ -16,8 +17,8 @@ int cmd_report(int argc, char **argv);
 int cmd_complete(int argc, char **argv);
 
 /* Each command's getopt_long table (cmd_*.c). */
-extern const struct option record_options[], info_options[], dump_options[], stats_options[],
-	export_options[], shim_options[], report_options[];
+extern const struct option record_options[], monitor_options[], info_options[], dump_options[],
+	stats_options[], export_options[], shim_options[], report_options[];
 
 /* main.c's dispatch table, NULL-terminated; a command with no help is hidden from usage. */
 struct bpfsight_cmd {

@@ -7,6 +7,8 @@
 const struct bpfsight_cmd bpfsight_cmds[] = {
 	{ "record", cmd_record, record_options,
 	  "trace a command, running processes (-p) or the system (-a)" },
+	{ "monitor", cmd_monitor, monitor_options,
+	  "serve Prometheus metrics (GIL, CUDA, NCCL, syscalls) of the system or -p" },
 	{ "info", cmd_info, info_options,
 	  "what a trace file holds: host, targets, events, losses" },
 	{ "dump", cmd_dump, dump_options, "every event as NDJSON" },

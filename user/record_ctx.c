@@ -29,8 +29,10 @@ int record_ctx__write(struct record_ctx *ctx, const void *rec)
 {
 	int err;
 
+	if (ctx->opts->sink)
+		ctx->opts->sink(ctx->opts->sink_arg, rec);
 	if (!ctx->writer)
-		return 0; /* --dry-run */
+		return 0; /* --dry-run, or monitor without a file */
 	if (ctx->flight && flight__observe(ctx->flight, rec))
 		return 0; /* a cumulative snapshot: the flight recorder keeps those apart */
 	err = trace_writer__append(ctx->writer, rec);

@@ -49,6 +49,15 @@ struct record_opts {
 	/* --stacks: per families[] index, the events of at least this many ns get a stack */
 	__u64 stack_ns[RECORD_MAX_FAMILIES];
 	struct flight_opts flight; /* --flight-recorder: window_ns 0 = off */
+	/*
+	 * monitor: every record written (the file's whole stream, user-space records included)
+	 * also goes to SINK, on the recording's thread; with output NULL, only there. SINK_NAME
+	 * says where they go, for the start line (e.g. "http://127.0.0.1:9464/metrics").
+	 */
+	void (*sink)(void *arg, const struct bs_hdr *rec);
+	void *sink_arg;
+	const char *sink_name;
+	const char *cmd_name; /* "record" (NULL) or "monitor": the prefix of its messages */
 };
 
 /* Whether the recording reads stacks (the cpu family, --stacks): record_ctx.c. */

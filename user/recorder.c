@@ -335,6 +335,7 @@ int recorder__run(const struct record_opts *o)
 	struct utsname uts;
 	char fams[256], target[1024], options[256], kernel[512], boot_id[64];
 	int tty = isatty(STDERR_FILENO), err, ret = 1, launched = 0;
+	const char *cmd = o->cmd_name ? o->cmd_name : "record";
 	struct sigaction sa = { .sa_handler = on_signal }, fsa = { .sa_handler = on_flush_signal };
 
 	ctx.self_pid = getpid();
@@ -353,18 +354,19 @@ int recorder__run(const struct record_opts *o)
 	}
 	if (!o->dry_run && o->flight.window_ns) {
 		/* Nothing goes to -o: the window stays in memory until a trigger dumps it. */
-		ctx.flight = flight__new(&o->flight, &meta, o->output, o->force, "record", &err);
+		ctx.flight = flight__new(&o->flight, &meta, o->output, o->force, cmd, &err);
 		if (!ctx.flight) {
-			fprintf(stderr, "bpfsight record: cannot start the flight recorder: %s\n",
+			fprintf(stderr, "bpfsight %s: cannot start the flight recorder: %s\n", cmd,
 				strerror(-err));
 			goto out;
 		}
 		ctx.writer = flight__writer(ctx.flight);
-	} else if (!o->dry_run) {
+	} else if (!o->dry_run && o->output) {
 		ctx.writer = trace_writer__open(o->output, &meta, o->force ? TRACE_WRITER_FORCE : 0,
 						&err);
 	}
-	if (!o->dry_run && !ctx.writer) {
+	/* monitor without --flight-recorder writes no file: its records go to the sink only. */
+	if (!o->dry_run && (o->output || o->flight.window_ns) && !ctx.writer) {
 		fprintf(stderr, "bpfsight record: cannot create %s: %s%s\n", o->output,
 			strerror(-err), err == -EEXIST ? " (use --force to overwrite)" : "");
 		goto out;
@@ -452,13 +454,17 @@ int recorder__run(const struct record_opts *o)
 
 		flight_opts__dump_path(o->output, 1, first, sizeof(first));
 		fprintf(stderr,
-			"bpfsight record: recording %s to memory, flight recorder: the last %s, "
+			"bpfsight %s: recording %s to %s%sflight recorder: the last %s, "
 			"dumped to %s... on a trigger or SIGUSR1 (families: %s); Ctrl-C to stop\n",
-			target, o->flight.text, first, fams);
+			cmd, target, o->sink_name ? o->sink_name : "memory",
+			o->sink_name ? " and memory, " : ", ", o->flight.text, first, fams);
 	} else {
-		fprintf(stderr,
-			"bpfsight record: recording %s to %s (families: %s); Ctrl-C to stop\n",
-			target, o->dry_run ? "nothing (--dry-run)" : o->output, fams);
+		fprintf(stderr, "bpfsight %s: recording %s to %s (families: %s); Ctrl-C to stop\n",
+			cmd, target,
+			o->dry_run  ? "nothing (--dry-run)"
+			: o->output ? o->output
+				    : o->sink_name,
+			fams);
 	}
 	start = last_keep = last_poll = last_status = mono_now_ns();
 	for (;;) {
@@ -542,7 +548,7 @@ int recorder__run(const struct record_opts *o)
 	ring_buffer__consume(rb);
 	account_losses(&ctx, seen_lost, &lost_total);
 	now = mono_now_ns();
-	if (tty)
+	if (tty && ctx.writer)
 		print_status(&ctx, start, now, lost_total, 1);
 	if (ctx.flight) {
 		/* A dump still waiting for its --trigger-after is written with what there is. */
@@ -555,6 +561,12 @@ int recorder__run(const struct record_opts *o)
 	}
 	if (ctx.write_err) {
 		close_after_write_error(&ctx, o->output);
+		goto out;
+	}
+	if (!ctx.writer) { /* monitor: the records went to the sink only */
+		fprintf(stderr, "bpfsight %s: stopped%s: %llu events lost\n", cmd,
+			stop_signal ? " by signal" : "", (unsigned long long)lost_total);
+		ret = 0;
 		goto out;
 	}
 	trace_clocks__now(&end);

@@ -233,6 +233,36 @@ void *hmap__get(struct hmap *m, struct hkey key, int create)
 	return sl + 1;
 }
 
+/* Linear probing: later entries of the removed one's run move back, so no lookup stops early. */
+void hmap__del(struct hmap *m, struct hkey key)
+{
+	struct hslot *sl;
+	size_t i, j, home, mask = m->cap - 1;
+
+	if (!m->cap)
+		return;
+	for (i = hkey_hash(key) & mask;; i = (i + 1) & mask) {
+		sl = hmap__slot(m, i);
+		if (!sl->used)
+			return;
+		if (sl->key.a == key.a && sl->key.b == key.b)
+			break;
+	}
+	for (j = (i + 1) & mask;; j = (j + 1) & mask) {
+		sl = hmap__slot(m, j);
+		if (!sl->used)
+			break;
+		home = hkey_hash(sl->key) & mask;
+		/* Move it back when its home is not cyclically within (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			memcpy(hmap__slot(m, i), sl, m->slot_size);
+			i = j;
+		}
+	}
+	hmap__slot(m, i)->used = 0;
+	m->n--;
+}
+
 size_t hmap__count(const struct hmap *m)
 {
 	return m->n;

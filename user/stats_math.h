@@ -48,6 +48,8 @@ void hmap__free(struct hmap *m);
  */
 void *hmap__get(struct hmap *m, struct hkey key, int create);
 size_t hmap__count(const struct hmap *m);
+/* Remove KEY (nothing when absent); like an insert, it may move other values. */
+void hmap__del(struct hmap *m, struct hkey key);
 /* Iterate: start with *iter = 0; returns the next value (and its key) or NULL at the end. */
 void *hmap__next(const struct hmap *m, size_t *iter, struct hkey *key);
 

@@ -258,6 +258,26 @@ def test_gil_uncontended_io_loop_costs_no_wait_and_every_hold_is_counted():
           f"{len(records)} hold records, the thread was preempted {preempted} times")
 
 
+def take_gil_bpftrace(lib, pid):
+    """bpftrace timing every take_gil of PID in LIB, per thread (@t), live: (Popen, its first
+    lines). It ends, printing @t, when the process exits (no tracefs here for tracepoints)."""
+    prog = (f"uprobe:{lib}:take_gil /pid == {pid}/ {{ @s[tid] = nsecs; }}\n"
+            f"uretprobe:{lib}:take_gil /@s[tid]/ {{ @t[tid] = sum(nsecs - @s[tid]); "
+            f"delete(@s[tid]); }}\n"
+            f"uprobe:{LIBC}:exit /pid == {pid}/ {{ exit(); }}\n"
+            'BEGIN { printf("live\\n"); }\n')
+    bt = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    helpers._procs.append(bt)  # killed after the test whatever happens
+    head = ""
+    for line in bt.stdout:  # BEGIN runs once every probe is attached
+        head += line
+        if line.strip() == "live":
+            break
+    check(head.endswith("live\n"), f"bpftrace did not start: {head[-600:]}")
+    return bt, head
+
+
 def test_gil_matches_bpftrace_take_gil_on_a_running_process():
     """The issue's cross-check: total wait within 5% of take_gil's latency measured by bpftrace
     on the same process in the same run; bpfsight attaches with -p to a running process."""
@@ -268,22 +288,8 @@ def test_gil_matches_bpftrace_take_gil_on_a_running_process():
         raise Skip("needs bpftrace, glibc and a libpython with take_gil in .symtab")
     w = spawn([py, WORK, "--go", "cpu", "3", "2.5"])
     pid = int(w.stdout.readline().split()[1])
-    # bpftrace ends (printing @t) when the workload exits (no tracefs here for tracepoints).
-    prog = (f"uprobe:{lib}:take_gil /pid == {pid}/ {{ @s[tid] = nsecs; }}\n"
-            f"uretprobe:{lib}:take_gil /@s[tid]/ {{ @t[tid] = sum(nsecs - @s[tid]); "
-            f"delete(@s[tid]); }}\n"
-            f"uprobe:{LIBC}:exit /pid == {pid}/ {{ exit(); }}\n"
-            'BEGIN { printf("live\\n"); }\n')
-    bt = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
-    helpers._procs.append(bt)  # killed after the test whatever happens
-    head = ""
+    bt, head = take_gil_bpftrace(lib, pid)
     try:
-        for line in bt.stdout:  # BEGIN runs once every probe is attached
-            head += line
-            if line.strip() == "live":
-                break
-        check(head.endswith("live\n"), f"bpftrace did not start: {head[-600:]}")
         rec = Recorder("-t", "gil", "-p", str(pid))
         rec.wait_ready()
         w.stdin.write("go\n")

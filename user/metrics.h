@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * `bpfsight monitor`'s metrics: fed the recording's record stream (the recorder's sink, on its
+ * thread), rendered in Prometheus's text exposition format (on the HTTP server's thread).
+ * Every metric and its unit: docs/PRODUCTION.md#metrics.
+ */
+#ifndef BPFSIGHT_METRICS_H
+#define BPFSIGHT_METRICS_H
+
+#include <stdio.h>
+#include <linux/types.h>
+#include "records.h"
+
+struct metrics_opts {
+	__u32 top_n;		/* processes with series of their own; the rest are pid="other" */
+	__u64 grace_ns;		/* an exited process's series stay this long, then go */
+	__u64 syscall_floor_ns; /* --osrt-threshold: calls below it are only counted in BPF */
+	__u64 rebalance_ns;	/* how often the busiest processes may take over series */
+};
+
+struct metrics;
+
+struct metrics *metrics__new(const struct metrics_opts *o);
+void metrics__free(struct metrics *m);
+/* The recorder's sink (struct record_opts): one record, as written to a trace file. */
+void metrics__record(void *m, const struct bs_hdr *rec);
+/* Write every metric, in the text exposition format (version 0.0.4), to F. */
+void metrics__render(struct metrics *m, FILE *f);
+/* The daemon's own process: CPU, memory, fds, and its BPF programs' run time (metrics_self.c). */
+void metrics_self__render(FILE *f);
+
+#endif /* BPFSIGHT_METRICS_H */

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The options `record` and `monitor` share (record_args.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <bpf/libbpf.h>
+#include "family.h"
+#include "proc_meta.h"
+#include "record_args.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+int record_args__fail(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "bpfsight %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static int verbose_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+int record_args__has_caps(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+#define HAS(c) (d[(c) / 32].effective & (1u << ((c) % 32)))
+	if (syscall(SYS_capget, &h, d))
+		return 0;
+	return HAS(CAP_SYS_ADMIN) || (HAS(CAP_BPF) && HAS(CAP_PERFMON));
+#undef HAS
+}
+
+int record_args__families(const char *cmd, const char *list, __u64 *mask)
+{
+	char *copy = strdup(list), *save = NULL, *tok, fams[256];
+	int ret = 0;
+
+	if (!copy)
+		return 1;
+	*mask = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int found = 0;
+
+		for (int i = 0; families[i]; i++) {
+			if (strcmp(families[i]->name, tok) || (families[i]->flags & FAMILY_ALWAYS))
+				continue;
+			*mask |= 1ull << i;
+			found = 1;
+		}
+		if (!found) {
+			family__list_selectable(fams, sizeof(fams));
+			ret = record_args__fail(
+				cmd, "unknown family '%s' in -t; valid families: %s", tok, fams);
+			break;
+		}
+	}
+	free(copy);
+	if (!ret && !*mask)
+		ret = record_args__fail(cmd, "-t needs at least one family");
+	return ret;
+}
+
+int record_args__pids(const char *cmd, const char *arg, struct record_opts *o)
+{
+	char *copy = strdup(arg), *save = NULL, *tok, *end;
+	int ret = 0;
+
+	if (!copy)
+		return 1;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		long pid = strtol(tok, &end, 10);
+		pid_t tgid;
+
+		if (*end || pid <= 0 || pid > 0x7fffffff) {
+			ret = record_args__fail(
+				cmd, "bad pid '%s': give a process id, e.g. -p 1234", tok);
+			break;
+		}
+		/* A thread id names its process: attach to the whole process. */
+		tgid = proc_meta__tgid(pid);
+		if (tgid < 0) {
+			ret = record_args__fail(
+				cmd, "no such process: %ld (is it still running? see `ps -p %ld`)",
+				pid, pid);
+			break;
+		}
+		if (!proc_meta__alive(tgid)) {
+			ret = record_args__fail(
+				cmd,
+				"process %ld has exited (a zombie until its parent reaps it): "
+				"nothing is left to trace",
+				pid);
+			break;
+		}
+		if (tgid == getpid()) {
+			ret = record_args__fail(
+				cmd, "-p %ld is bpfsight itself, which never traces itself", pid);
+			break;
+		}
+		if (o->npids == RECORD_MAX_PIDS) {
+			ret = record_args__fail(cmd, "too many -p (at most %d); use -a instead",
+						RECORD_MAX_PIDS);
+			break;
+		}
+		/* The start time tells the target from a later process given its recycled pid. */
+		if (proc_meta__start(tgid, &o->pid_start[o->npids])) {
+			ret = record_args__fail(
+				cmd, "no such process: %ld (is it still running? see `ps -p %ld`)",
+				pid, pid);
+			break;
+		}
+		o->pids[o->npids++] = tgid;
+	}
+	free(copy);
+	return ret;
+}
+
+void record_args__default_families(struct record_opts *o)
+{
+	if (!o->families_explicit)
+		for (int i = 0; families[i]; i++)
+			if (!(families[i]->flags & FAMILY_OPT_IN))
+				o->families |= 1ull << i;
+	for (int i = 0; families[i]; i++) /* always-on families cannot be deselected */
+		if (families[i]->flags & FAMILY_ALWAYS)
+			o->families |= 1ull << i;
+}
+
+void record_args__libbpf_print(int verbose)
+{
+	libbpf_set_print(verbose ? verbose_print : quiet_print);
+}

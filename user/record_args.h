@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What `record` and `monitor` parse alike: the families (-t), the targets (-p), the check for
+ * privileges and libbpf's logging, so both say the same thing about the same mistake. CMD is
+ * the subcommand's name, the prefix of every message ("bpfsight CMD: ...").
+ */
+#ifndef BPFSIGHT_RECORD_ARGS_H
+#define BPFSIGHT_RECORD_ARGS_H
+
+#include <linux/types.h>
+#include "record_ctx.h"
+
+/* Print "bpfsight CMD: " and the message on stderr; returns 1 (an exit status). */
+int record_args__fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* -t LIST: the families' bits in *MASK; 1 after saying what is wrong. */
+int record_args__families(const char *cmd, const char *list, __u64 *mask);
+/* -p LIST: pids (or thread ids, taken as their process) appended to O; 1 on error. */
+int record_args__pids(const char *cmd, const char *arg, struct record_opts *o);
+/* Without -t every family but the opt-in ones; the always-on ones in any case. */
+void record_args__default_families(struct record_opts *o);
+/* Root, or CAP_BPF and CAP_PERFMON. */
+int record_args__has_caps(void);
+/* libbpf's messages on stderr, its debug ones only with VERBOSE. */
+void record_args__libbpf_print(int verbose);
+
+#endif /* BPFSIGHT_RECORD_ARGS_H */
