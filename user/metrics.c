@@ -64,7 +64,7 @@ struct metrics *metrics__new(const struct metrics_opts *o)
 	m->sys_last = hmap__new(sizeof(struct m_count));
 	m->gil_last = hmap__new(sizeof(struct m_count));
 	m->sys_hist = hmap__new(sizeof(struct m_hist));
-	m->gpu = hmap__new(sizeof(struct m_count));
+	m->gpu = hmap__new(sizeof(struct m_gpu));
 	if (!m->procs || !m->sys_last || !m->gil_last || !m->sys_hist || !m->gpu) {
 		metrics__free(m);
 		return NULL;
@@ -78,6 +78,7 @@ struct metrics *metrics__new(const struct metrics_opts *o)
 void metrics__free(struct metrics *m)
 {
 	struct m_proc *p;
+	struct m_gpu *g;
 	size_t it = 0;
 
 	if (!m)
@@ -85,6 +86,8 @@ void metrics__free(struct metrics *m)
 	while (m->procs && (p = hmap__next(m->procs, &it, NULL)))
 		series_free(&p->s);
 	series_free(&m->other);
+	for (it = 0; m->gpu && (g = hmap__next(m->gpu, &it, NULL));)
+		busy_union__free(&g->busy);
 	hmap__free(m->procs);
 	hmap__free(m->sys_last);
 	hmap__free(m->gil_last);
@@ -367,11 +370,12 @@ void metrics__record(void *arg, const struct bs_hdr *h)
 		break;
 	case BS_REC_GPU_KERNEL: {
 		const struct bs_gpu_kernel *k = (const void *)h;
-		struct m_count *c = hmap__get(m->gpu, (struct hkey){ k->device, 0 }, 1);
+		struct m_gpu *g = hmap__get(m->gpu, (struct hkey){ k->device, 0 }, 1);
 
-		if (c) {
-			c->count++;
-			c->total_ns += k->dur;
+		if (g) {
+			g->count++;
+			g->total_ns += k->dur;
+			busy_union__add(&g->busy, h->ts, h->ts + k->dur);
 		}
 		break;
 	}

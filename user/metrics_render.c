@@ -203,20 +203,26 @@ static void render_ucalls(FILE *f, struct metrics *m, const struct owner *ow, si
 
 static void render_rest(FILE *f, struct metrics *m, size_t nowners)
 {
-	const struct m_count *c;
+	const struct m_gpu *g;
 	struct hkey k;
 	size_t it;
 
 	head(f, "bpfsight_gpu_kernel_seconds_total", "counter",
 	     "GPU kernel execution time by device, as CUPTI timed it (cupti-shim); concurrent "
 	     "kernels each count.");
-	for (it = 0; (c = hmap__next(m->gpu, &it, &k));)
+	for (it = 0; (g = hmap__next(m->gpu, &it, &k));)
 		fprintf(f, "bpfsight_gpu_kernel_seconds_total{device=\"%llu\"} %.9f\n",
-			(unsigned long long)k.a, secs(c->total_ns));
+			(unsigned long long)k.a, secs(g->total_ns));
+	head(f, "bpfsight_gpu_busy_seconds_total", "counter",
+	     "Time a GPU device ran at least one kernel (the union of its kernels' intervals: "
+	     "concurrent kernels count once); its rate is the device's kernel utilization.");
+	for (it = 0; (g = hmap__next(m->gpu, &it, &k));)
+		fprintf(f, "bpfsight_gpu_busy_seconds_total{device=\"%llu\"} %.9f\n",
+			(unsigned long long)k.a, secs(g->busy.busy_ns));
 	head(f, "bpfsight_gpu_kernels_total", "counter", "GPU kernels executed, by device.");
-	for (it = 0; (c = hmap__next(m->gpu, &it, &k));)
+	for (it = 0; (g = hmap__next(m->gpu, &it, &k));)
 		fprintf(f, "bpfsight_gpu_kernels_total{device=\"%llu\"} %llu\n",
-			(unsigned long long)k.a, (unsigned long long)c->count);
+			(unsigned long long)k.a, (unsigned long long)g->count);
 	head(f, "bpfsight_events_lost_total", "counter",
 	     "Events lost, by cause; family=\"all\" where BPF counts one total for every family, "
 	     "\"gpu\" for what the cupti-shim dropped.");

@@ -4,6 +4,7 @@
 #define BPFSIGHT_METRICS_STATE_H
 
 #include <pthread.h>
+#include "busy_union.h"
 #include "metrics.h"
 #include "stats_math.h"
 
@@ -17,6 +18,12 @@ enum { M_UCALL_CUDA, M_UCALL_NCCL, M_UCALL_NR };
 
 struct m_count {
 	__u64 count, total_ns;
+};
+
+/* A GPU device's kernels: how many, their summed time, and the time any of them ran. */
+struct m_gpu {
+	__u64 count, total_ns;
+	struct busy_union busy;
 };
 
 /* Calls per bucket (not cumulative: the renderer sums), bucket i = (bound[i-1], bound[i]]. */
@@ -57,7 +64,7 @@ struct metrics {
 	struct hmap *sys_last; /* {pid << 32 | tid, nr} -> m_count: the last in-kernel total */
 	struct hmap *gil_last; /* {pid << 32 | tid, 0} -> m_count: the last in-kernel total */
 	struct hmap *sys_hist; /* {nr, 0} -> m_hist */
-	struct hmap *gpu;      /* {device, 0} -> m_count: kernels and their time */
+	struct hmap *gpu;      /* {device, 0} -> m_gpu: kernels, their time, busy time */
 	struct m_bounds sys_bounds, call_bounds;
 	__u64 lost[BS_LOSS_NR];
 	__u64 records;

@@ -241,6 +241,8 @@ def test_monitor_gpu_kernels_and_shim_losses():
         wait_for(lambda: metric(mon.metrics(), k) == 1, 20, f"{k} == 1")
         eq(metric(mon.metrics(), 'bpfsight_gpu_kernel_seconds_total{device="1"}'), 4e-6,
            "kernel time")
+        eq(metric(mon.metrics(), 'bpfsight_gpu_busy_seconds_total{device="1"}'), 4e-6,
+           "busy time of a device that ran one kernel")
         lost = 'bpfsight_events_lost_total{family="gpu",cause="shim_dropped"}'
         # Losses user space finds are written (as LOSS records) every 100 ms.
         wait_for(lambda: metric(mon.metrics(), lost) == 5, 20, f"{lost} == 5")
