@@ -14,7 +14,7 @@ import signal
 import shutil
 import time
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, eq, need_root, row, run, spawn, stats,
+from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, run, spawn, stats,
                      tell, tmpdir, wait_for, workload)
 
 TARGETS = {k: workload(f"cuda/inject_target_{k}") for k in ("shared", "static")}
@@ -183,6 +183,35 @@ def test_inject_static_cudart():
     wait_attached(rec, p.pid)
     finish_target(p)
     check_cupti_reported(check_trace(rec, p.pid, 2 * CALLS))
+
+
+def test_inject_system_wide_takes_the_cuda_processes():
+    """-a --inject: the running processes that use CUDA (shared and static cudart) get the
+    shim, one each, and finish exactly as untraced; a process without CUDA is left alone."""
+    need_targets()
+    targets = [start_target(kind)[0] for kind in ("shared", "static")]
+    plain = spawn(["sleep", "120"])
+    rec = Recorder("-a", "-t", "cuda,gpu", "--inject")
+    rec.wait_ready()
+    for p in targets:
+        wait_for(lambda: f"--inject: pid {p.pid}" in rec.stderr, 60, f"pid {p.pid} injected")
+        check("loads" in injected_line(rec, p.pid), rec.stderr)
+        wait_attached(rec, p.pid)
+        eq(len(maps_shims(p.pid)), 1, f"pid {p.pid}: one shim")
+    for p in targets:
+        finish_target(p)
+    eq(maps_shims(plain.pid), set(), "a process without CUDA has no shim")
+    check(f"--inject: pid {plain.pid}" not in rec.stderr, "nor was it tried")
+    plain.kill()
+    eq(rec.stop(), 0, f"the recorder's exit status ({rec.stderr[-400:]})")
+    r = stats(rec.out, "shim_sum")
+    for p in targets:
+        s = row(r["shim_sum"], pid=p.pid)
+        check("ptrace_injected" in s["state"].split(","), f"shim_sum state: {s}")
+        eq(s["attaches"], 1, "attaches")
+        calls = [e for e in dump(rec.out) if e["pid"] == p.pid and e["kind"] == "cuda_api"
+                 and e["name"] == "cudaMalloc"]
+        eq(len(calls), 2 * CALLS, f"pid {p.pid}: cudaMalloc calls recorded")
 
 
 def pyenv_python():
