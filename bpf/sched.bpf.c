@@ -12,6 +12,12 @@
  * tgid: the programs took ~450 ns per switch and ~200 ns per wakeup on the benchmark VM
  * (bench/RESULTS.md, pingpong). Kernels without BTF (the _raw programs) cannot use task
  * storage, so they keep the hash, cleaned up when a thread exits.
+ *
+ * sched_switch hands over prev_state only since Linux 5.18 (commit fa2c3254d7cf,
+ * "sched/tracing: Don't re-read p->state when emitting sched_switch event"); a program that
+ * reads a 4th argument is refused before that. The *_taskstate_* programs read the state
+ * from the task instead, through CO-RE, as the tracepoint itself did before 5.18; user
+ * space loads one kind (user/sched.c, kernel_features.h).
  */
 #include "common.bpf.h"
 
@@ -82,6 +88,20 @@ static __always_inline void wakeup(struct thread_sched *ts)
 	ts->waker_tid = (__u32)bpf_get_current_pid_tgid();
 }
 
+/* The field was `long state` until 5.14 (commit 2f064a59a11f, "sched: Change
+ * task_struct::state"). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/* What sched_switch's prev_state says, read from the task (kernels before 5.18). */
+static __always_inline __u32 task_state_now(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
 /* tp_btf + task storage: prev, next and p are the kernel's own task pointers. */
 static __always_inline struct thread_sched *task_state(struct task_struct *t, bool create)
 {
@@ -96,9 +116,8 @@ static __always_inline struct thread_sched *task_state(struct task_struct *t, bo
 	return ts;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev,
+					  struct task_struct *next, __u32 prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct thread_sched *ts;
@@ -111,6 +130,21 @@ int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct ta
 	ts = task_state(next, false);
 	if (ts)
 		switch_in(ts, next->tgid, next->pid, now);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch_btf(preempt, prev, next, prev_state);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_taskstate_btf, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	on_switch_btf(preempt, prev, next, task_state_now(prev));
 	return 0;
 }
 
@@ -142,9 +176,8 @@ static __always_inline struct thread_sched *hash_state(struct task_struct *t, bo
 	return bpf_map_lookup_elem(&thread_sched, &tid);
 }
 
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline void on_switch_raw(bool preempt, struct task_struct *prev,
+					  struct task_struct *next, __u32 prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct thread_sched *ts;
@@ -155,6 +188,21 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 	ts = hash_state(next, false);
 	if (ts)
 		switch_in(ts, BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid), now);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch_raw(preempt, prev, next, prev_state);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_taskstate_raw, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	on_switch_raw(preempt, prev, next, task_state_now(prev));
 	return 0;
 }
 

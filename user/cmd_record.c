@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include "commands.h"
 #include "family.h"
+#include "kernel_features.h"
 #include "parse.h"
 #include "proc_meta.h"
 #include "recorder.h"
@@ -71,6 +72,8 @@ static void usage(FILE *f)
 		"      --dry-run            find and list every uprobe site (object, symbol,\n"
 		"                           offset, instruction, cost class); record nothing.\n"
 		"                           With CMD, runs it and lists what was found\n"
+		"      --features           what this kernel offers (probed) and the fallback\n"
+		"                           each absence selects; record nothing\n"
 		"  -v, --verbose            libbpf's debug output\n"
 		"  -h, --help               this help\n"
 		"\n"
@@ -157,14 +160,13 @@ static void stack_families(char *buf, size_t len)
 }
 
 /*
- * Stacks are read in a bpf_loop (Linux 5.17+), probed here (BPFSIGHT_NO_BPF_LOOP=1 forces
- * its absence, for the tests). Without it, the stacks a family takes by default are off
+ * Stacks are read in a bpf_loop (Linux 5.17+), probed (kernel_features.h; BPFSIGHT_NO_BPF_LOOP=1
+ * or BPFSIGHT_FORCE_FALLBACKS=bpf_loop forces its absence, for the tests). Without it, the stacks a family takes by default are off
  * (said once), and the ones asked for (--stacks, -t cpu) are refused with the reason.
  */
 static int check_stacks(struct record_opts *o, int stacks_given)
 {
-	const char *force = getenv("BPFSIGHT_NO_BPF_LOOP");
-	int asked = 0, have;
+	int asked = 0;
 
 	for (int i = 0; families[i]; i++) {
 		if (!(o->families & (1ull << i)))
@@ -175,9 +177,7 @@ static int check_stacks(struct record_opts *o, int stacks_given)
 	}
 	if (!record_opts__wants_stacks(o))
 		return 0;
-	have = !(force && *force == '1') &&
-	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) == 1;
-	if (have)
+	if (kfeature__has(KF_BPF_LOOP))
 		return 0;
 	if (asked)
 		return fail("stacks need the bpf_loop helper (Linux 5.17 or later), which this "
@@ -186,6 +186,40 @@ static int check_stacks(struct record_opts *o, int stacks_given)
 		o->stack_ns[i] = RECORD_STACKS_OFF;
 	fprintf(stderr, "bpfsight record: no stacks on GIL waits: this kernel has no bpf_loop "
 			"(Linux 5.17 or later)\n");
+	return 0;
+}
+
+/*
+ * Families whose kernel features are missing (family->needs): refused when -t names them,
+ * else left out, said once each. Then the ring buffer, which every family needs.
+ */
+static int check_kernel(struct record_opts *o)
+{
+	for (int i = 0; families[i]; i++) {
+		__u32 missing = 0;
+
+		if (!(o->families & (1ull << i)))
+			continue;
+		for (int f = 0; f < KF_NR; f++)
+			if ((families[i]->needs & (1u << f)) && !kfeature__has(f))
+				missing |= 1u << f;
+		for (int f = 0; missing && f < KF_NR; f++) {
+			if (!(missing & (1u << f)))
+				continue;
+			if (o->families_explicit)
+				return fail("the %s family needs %s, which this kernel lacks "
+					    "(bpfsight record --features): drop it from -t",
+					    families[i]->name, kfeature__name(f));
+			fprintf(stderr,
+				"bpfsight record: not recording %s: this kernel lacks %s "
+				"(bpfsight record --features)\n",
+				families[i]->name, kfeature__name(f));
+			o->families &= ~(1ull << i);
+			break;
+		}
+	}
+	if (!kfeature__has(KF_RINGBUF))
+		return fail("this kernel has no BPF ring buffer (Linux 5.8 or later needed)");
 	return 0;
 }
 
@@ -360,6 +394,7 @@ enum {
 	OPT_DRY_RUN,
 	OPT_SAMPLE_RATE,
 	OPT_STACKS,
+	OPT_FEATURES,
 };
 
 static int parse_capture(const char *s, struct record_opts *o)
@@ -392,6 +427,7 @@ const struct option record_options[] = {
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
 	{ "stacks", required_argument, NULL, OPT_STACKS },
+	{ "features", no_argument, NULL, OPT_FEATURES },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -498,6 +534,14 @@ int cmd_record(int argc, char **argv)
 		case OPT_DRY_RUN:
 			o.dry_run = 1;
 			break;
+		case OPT_FEATURES:
+			if (!has_caps()) {
+				fail("probing the kernel needs root (or CAP_BPF and CAP_PERFMON)");
+				goto err;
+			}
+			kfeatures__print(stdout);
+			free(cmdline);
+			return 0;
 		case OPT_STACKS:
 			if (parse_stacks(optarg, &o))
 				goto err;
@@ -576,7 +620,7 @@ int cmd_record(int argc, char **argv)
 		fail("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
 		goto err;
 	}
-	if (check_stacks(&o, stacks_given))
+	if (check_stacks(&o, stacks_given) || check_kernel(&o))
 		goto err;
 	if (o.dry_run)
 		o.output = NULL; /* nothing is written */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include "nccl.h"
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "ucall_family.h"
 #include "nccl.skel.h"
@@ -53,6 +54,8 @@ static void nccl_walk_free(void *w)
 const struct family family_nccl = {
 	.name = "nccl",
 	.desc = "NCCL calls: collectives, point-to-point, groups, communicators (uprobes)",
+	/* ucall.bpf.h's generic programs tell the functions apart by their cookies */
+	.needs = 1u << KF_ATTACH_COOKIE,
 	.stack_default_ns = 100000, /* --stacks=nccl: calls of 100 us or more */
 	.attach = nccl_attach,
 	.detach = nccl_detach,

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "family.h"
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "string_pool.h"
 #include "trace_writer.h"
@@ -129,8 +130,7 @@ int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj
 	struct bpf_program *prog;
 	int task_storage, err;
 
-	task_storage =
-		ctx->use_btf && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) > 0;
+	task_storage = ctx->use_btf && kfeature__has(KF_TASK_STORAGE);
 	if (ctx->use_btf && !task_storage) {
 		bpf_object__for_each_program(prog, obj) {
 			const char *name = bpf_program__name(prog);

@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 #include "capture_gate.h"
 #include "family.h"
+#include "kernel_features.h"
 #include "launch.h"
 #include "proc_meta.h"
 #include "recorder.h"
@@ -150,6 +151,7 @@ static void fill_meta(struct trace_meta *m, const struct record_opts *o, char *b
 		      size_t options_len, struct utsname *u, char *kernel, size_t kernel_len,
 		      char *boot_id, size_t boot_len)
 {
+	char missing[160];
 	FILE *f;
 	size_t used = 0;
 
@@ -181,10 +183,12 @@ static void fill_meta(struct trace_meta *m, const struct record_opts *o, char *b
 			used += snprintf(target + used, target_len - used, "%s%d",
 					 i ? "," : (used ? "; pid: " : "pid: "), o->pids[i]);
 	}
+	kfeatures__missing(missing, sizeof(missing));
 	snprintf(options, options_len,
-		 "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu sample_rate=%u",
+		 "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu sample_rate=%u%s%s",
 		 (unsigned long long)o->osrt_threshold_ns, (unsigned long long)o->ringbuf_bytes,
-		 (unsigned long long)o->duration_ns, o->sample_rate);
+		 (unsigned long long)o->duration_ns, o->sample_rate, *missing ? " without=" : "",
+		 missing);
 	m->version = 1;
 	m->hostname = u->nodename;
 	m->kernel = kernel;
@@ -319,7 +323,8 @@ int recorder__run(const struct record_opts *o)
 	struct sigaction sa = { .sa_handler = on_signal }, fsa = { .sa_handler = on_flush_signal };
 
 	ctx.self_pid = getpid();
-	ctx.use_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	/* BTF for every tracepoint we use, unless forced off (kernel_features.h). */
+	ctx.use_btf = kfeature__has(KF_TP_BTF);
 	ctx.strings = string_pool__new();
 	if (!ctx.strings)
 		return 1;

@@ -1,9 +1,34 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* sched family, record side: off-CPU intervals (bpf/sched.bpf.c). */
 #include <errno.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "kernel_features.h"
 #include "sched.h"
 #include "record_ctx.h"
 #include "sched.skel.h"
+
+/*
+ * Keep the sched_switch programs that read prev_state where the tracepoint has it (5.18+),
+ * else those that read the task's state (*_taskstate_*). Only turns programs off: which of
+ * tp_btf and raw_tp runs was decided before.
+ */
+static int pick_switch_state(struct bpf_object *obj)
+{
+	int has = kfeature__has(KF_PREV_STATE), err;
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj) {
+		int taskstate = strstr(bpf_program__name(prog), "_taskstate_") != NULL;
+
+		if (strncmp(bpf_program__name(prog), "sched_switch_", 13) || taskstate != has)
+			continue;
+		err = bpf_program__set_autoload(prog, false);
+		if (err)
+			return err;
+	}
+	return 0;
+}
 
 static int sched_attach(struct record_ctx *ctx, void **state)
 {
@@ -18,6 +43,8 @@ static int sched_attach(struct record_ctx *ctx, void **state)
 	if (!err)
 		err = record_ctx__pick_task_storage(ctx, skel->obj, skel->maps.thread_sched_task,
 						    skel->maps.thread_sched);
+	if (!err)
+		err = pick_switch_state(skel->obj);
 	if (!err)
 		err = sched_bpf__load(skel);
 	if (!err)
