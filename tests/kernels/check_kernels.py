@@ -10,7 +10,9 @@ end-to-end tests of each family (tests/kernels/guest.sh) against the host's buil
 table kernel x family -> pass/fail with the failures' reasons; exits 1 if any failed.
 
   tests/kernels/check_kernels.py [--build DIR] [--kernels 6.1,6.12] [--families osrt,sched]
-                                 [--timeout SECONDS]     (as root; docs/ARCHITECTURE.md#old-kernels)
+                                 [--timeout SECONDS] [--command CMD]
+(as root; docs/ARCHITECTURE.md#kernels). --command runs CMD in the checkout instead of the
+tests (e.g. bench/stop_time.py) and prints its output.
 """
 import argparse
 import glob
@@ -152,14 +154,19 @@ def initramfs(kdir):
     return out
 
 
-def boot(kdir, outdir, build, families, limit):
-    """One VM: every family's tests in turn. Returns the console log."""
+def boot(kdir, outdir, build, families, limit, command=None):
+    """One VM: every family's tests in turn, or COMMAND. Returns the console log."""
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
     guest_out = "/tmp/kernels-out"
     specs = " ".join(f"'{n}={FAMILIES[n]}'" for n in families)
     with open(os.path.join(outdir, "run.sh"), "w") as f:
-        f.write(f"exec {os.path.join(HERE, 'guest.sh')} {guest_out} {build} {limit} {specs}\n")
+        if command:
+            f.write(f"cd {ROOT} && timeout {limit} sh -c '{command}' >{guest_out}/command.log "
+                    "2>&1\n")
+        else:
+            f.write(f"exec {os.path.join(HERE, 'guest.sh')} {guest_out} {build} {limit} "
+                    f"{specs}\n")
     cmd = ["qemu-system-x86_64", "-accel", "tcg,thread=multi", "-smp", "2", "-m", "4096",
            "-cpu", "max", "-nographic", "-no-reboot", "-nic", "none",
            "-kernel", os.path.join(kdir, "vmlinuz"), "-initrd", initramfs(kdir),
@@ -169,7 +176,8 @@ def boot(kdir, outdir, build, families, limit):
            "-fsdev", f"local,id=out,path={outdir},security_model=none",
            "-device", "virtio-9p-pci,fsdev=out,mount_tag=out"]
     # Each family is bounded inside the VM; this bounds a VM that never gets that far.
-    total = 120 + limit * sum(len(FAMILIES[n].split("@")[0].split(",")) for n in families)
+    total = 120 + limit * (1 if command else
+                           sum(len(FAMILIES[n].split("@")[0].split(",")) for n in families))
     with open(os.path.join(outdir, "console.log"), "w") as con:
         try:
             subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=con, stderr=subprocess.STDOUT,
@@ -205,6 +213,7 @@ def main():
     ap.add_argument("--families", default=os.environ.get("FAMILIES", ",".join(FAMILIES)))
     ap.add_argument("--timeout", type=int, default=int(os.environ.get("FAMILY_TIMEOUT", 900)),
                     help="seconds each -k pattern may run in the VM")
+    ap.add_argument("--command", help="run this in the checkout instead of the tests")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("check-kernels: needs root (BPF in the VM runs as the host's root user)")
@@ -230,14 +239,18 @@ def main():
     for series in wanted:
         pkg = offered[series]
         kdir = fetch(pkg, cache)
-        outdir = os.path.join(cache, "out", pkg)
+        outdir = os.path.join(cache, "out", pkg + ("-command" if args.command else ""))
         log(f"boot {pkg}: {', '.join(families)}")
         t0 = time.time()
-        console = boot(kdir, outdir, build, families, args.timeout)
+        console = boot(kdir, outdir, build, families, args.timeout, args.command)
         uname = open(os.path.join(outdir, "uname")).read().strip() \
             if os.path.exists(os.path.join(outdir, "uname")) else "?"
         log(f"{pkg}: uname {uname}, {time.time() - t0:.0f} s in the VM "
             f"(console: {os.path.join(outdir, 'console.log')})")
+        if args.command:
+            res = os.path.join(outdir, "command.log")
+            print(open(res).read() if os.path.exists(res) else console[-2000:])
+            continue
         feats = os.path.join(outdir, "features")
         if os.path.exists(feats):
             for line in open(feats):
