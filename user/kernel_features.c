@@ -24,7 +24,7 @@ static const struct {
 			    "sched reads the task's state through CO-RE (__state or state)" },
 	[KF_TASK_STORAGE] = { "task_storage", "5.11",
 			      "osrt and sched keep per-thread state in hashes keyed by tid; "
-			      "gil, cuda, nccl need it" },
+			      "gil, cuda, nccl are not recorded" },
 	[KF_ATTACH_COOKIE] = { "attach_cookie", "5.15",
 			       "none: cuda, nccl, gpu, nvtx are not recorded" },
 	[KF_UPROBE_MULTI] = { "uprobe_multi", "6.6",

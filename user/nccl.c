@@ -54,8 +54,9 @@ static void nccl_walk_free(void *w)
 const struct family family_nccl = {
 	.name = "nccl",
 	.desc = "NCCL calls: collectives, point-to-point, groups, communicators (uprobes)",
-	/* ucall.bpf.h's generic programs tell the functions apart by their cookies */
-	.needs = 1u << KF_ATTACH_COOKIE,
+	/* ucall.bpf.h's generic programs tell the functions apart by their cookies, and keep
+	 * the call stacks of threads without a slot in task storage */
+	.needs = 1u << KF_ATTACH_COOKIE | 1u << KF_TASK_STORAGE,
 	.stack_default_ns = 100000, /* --stacks=nccl: calls of 100 us or more */
 	.attach = nccl_attach,
 	.detach = nccl_detach,
