@@ -28,7 +28,7 @@ static const struct {
 	[KF_ATTACH_COOKIE] = { "attach_cookie", "5.15",
 			       "none: cuda, nccl, gpu, nvtx are not recorded" },
 	[KF_UPROBE_MULTI] = { "uprobe_multi", "6.6",
-			      "one perf-event uprobe per site, detached in parallel" },
+			      "one perf-event uprobe per site; a detached process frees them" },
 	[KF_BPF_LOOP] = { "bpf_loop", "5.17", "no stacks: -t cpu and --stacks refused" },
 	[KF_PERF_SAMPLING] = { "perf_sampling", "4.9", "none: the cpu family is refused" },
 };

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -49,6 +50,49 @@ static void reaper_child(int gate)
 	while (read(gate, &c, 1) < 0)
 		; /* EINTR */
 	_exit(0);
+}
+
+static int detachers_running(void)
+{
+	char path[288], comm[32];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir = opendir("/proc");
+
+	while (dir && (d = readdir(dir))) {
+		FILE *f;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "bpfsight-detach\n"))
+			n++;
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+int link_reaper__wait_others(unsigned int limit_ms)
+{
+	struct timespec tick = { 0, 50 * 1000000 };
+	int n = detachers_running();
+
+	if (!n)
+		return 0;
+	fprintf(stderr,
+		"bpfsight record: waiting for %d earlier recording(s) to free their uprobes (this "
+		"kernel has no uprobe_multi; at most %u s)\n",
+		n, limit_ms / 1000);
+	for (unsigned int waited = 0; n && waited < limit_ms; waited += 50) {
+		nanosleep(&tick, NULL);
+		n = detachers_running();
+	}
+	return n;
 }
 
 void link_reaper__destroy(struct bpf_link **links, unsigned int n)

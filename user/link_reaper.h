@@ -20,5 +20,12 @@ struct bpf_link;
 
 /* bpf_link__destroy every one of the N LINKS; from REAPER_MIN on, the wait in the background. */
 void link_reaper__destroy(struct bpf_link **links, unsigned int n);
+/*
+ * Wait (at most LIMIT_MS) until no bpfsight-detach process is left, saying so once on
+ * stderr. Attaching perf-event uprobes takes the mutex their teardown holds: a recording
+ * started meanwhile would attach a probe per teardown step, and in -p/-a mode miss the calls
+ * made while it does. Returns how many were still running when it gave up (0: none).
+ */
+int link_reaper__wait_others(unsigned int limit_ms);
 
 #endif /* BPFSIGHT_LINK_REAPER_H */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -304,6 +305,22 @@ static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_tota
 		(unsigned long long)trace_writer__records(ctx->writer), ctx->opts->output);
 }
 
+/*
+ * Without uprobe_multi (< 6.6) every probe site holds two fds (its perf event and its link):
+ * `-t cuda` on libcudart and libcuda passes the usual soft limit of 1024 ("Too many open
+ * files", seen on Debian 12's 6.1). Raised to the hard limit after CMD is forked, so CMD
+ * keeps its own.
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+
+	if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 int recorder__run(const struct record_opts *o)
 {
 	struct record_ctx ctx = {
@@ -362,6 +379,7 @@ int recorder__run(const struct record_opts *o)
 		}
 		launched = 1;
 	}
+	raise_fd_limit();
 	err = create_shared_maps(&ctx);
 	if (err) {
 		fprintf(stderr, "bpfsight record: cannot create BPF maps: %s\n", strerror(-err));

@@ -112,6 +112,9 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 		uprobe_mgr__free(m);
 		return NULL;
 	}
+	/* Per-site perf-event uprobes: attach after earlier recordings' teardown, not during. */
+	if (!uprobe_multi__supported())
+		link_reaper__wait_others(120 * 1000);
 	return m;
 }
 

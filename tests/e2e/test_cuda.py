@@ -12,8 +12,8 @@ import re
 import struct
 import time
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, info, need_root, record, row,
-                     run, spawn, stats, tmpdir, workload)
+from helpers import (BPFSIGHT, SLOWDOWN, Recorder, Skip, check, dump, eq, info, need_root,
+                     record, row, run, spawn, stats, tmpdir, workload)
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 NVCC = "/usr/local/cuda/bin/nvcc"
@@ -26,7 +26,8 @@ WRAP = workload("cuda/libcuda_wrap.so")
 # -p and -a probe what appears while they record (new processes, dlopen) within a bounded
 # delay; launch mode stops the process until its new code is probed and needs none. The
 # workloads wait this long before their first call where a test relies on the bound.
-DISCOVERY_MS = 300
+# Scaled on a slower machine (helpers.SLOWDOWN: QEMU without KVM, make check-kernels).
+DISCOVERY_MS = 300 * SLOWDOWN
 
 RT_ERR = {"ret": 35, "error": "cudaErrorInsufficientDriver"}
 DRV_ERR = {"ret": 34, "error": "CUDA_ERROR_STUB_LIBRARY"}
@@ -177,7 +178,10 @@ def check_runtime_reports(out, p, rounds, what):
         check(0 < r["min_ns"] <= r["med_ns"] <= r["max_ns"], f"{what}: {r} min/med/max")
         check(abs(r["avg_ns"] * r["count"] - r["total_ns"]) <= r["count"],
               f"{what}: {r['name']} total = avg * count")
-    check(abs(sum(r["time_pct"] for r in api) - 100.0) < 0.5, f"{what}: time_pct sums to 100")
+    # Each row's share is rounded to 0.1: the sum is 100 within 0.05 a row.
+    pct = sum(r["time_pct"] for r in api)
+    check(abs(pct - 100.0) <= 0.05 * len(api) + 1e-6,
+          f"{what}: time_pct sums to {pct} over {len(api)} rows")
 
     launches = rep["cuda_launch_sum"]
     eq(len(launches), 3, f"{what}: cuda_launch_sum rows ({launches})")

@@ -17,6 +17,7 @@ import test_cuda as cuda_tests
 import test_gil as gil_tests
 import test_osrt as osrt_tests
 import test_sched as sched_tests
+import helpers
 from helpers import BPFSIGHT, check, dump, eq, info, need_root, record, row, stats, tmpdir
 
 FEATURES = ["ringbuf", "tp_btf", "prev_state", "task_storage", "attach_cookie", "uprobe_multi",
@@ -110,10 +111,38 @@ def test_sched_state_read_through_core_matches_prev_state():
 
 
 def test_cuda_exact_with_one_perf_event_uprobe_per_site():
+    """Each site's teardown takes ~0.1 s under a kernel mutex (USAGE.md#old-kernels): one
+    recording here; the next one that attaches perf-event uprobes waits for it."""
     with forced("uprobe_multi"):
         cuda_tests.test_runtime_shared_exact()
-        out, _, _ = cuda_tests.record_runtime(cuda_tests.API_STATIC, 2)
+
+
+def test_perf_event_uprobes_past_the_usual_fd_limit_and_cmd_keeps_its_own():
+    """Two fds per probe site without uprobe_multi: libcudart and libcuda together pass a soft
+    RLIMIT_NOFILE of 1024 (Debian 12's 6.1 said "Too many open files" and lost probes). The
+    recorder raises its own limit after CMD is forked: no probe lost, every driver call
+    there, and CMD still sees 1024."""
+    import resource
+    cuda_tests.need_cuda(cuda_tests.API_SHARED, cuda_tests.DRIVER)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        raise helpers.Skip(f"the hard RLIMIT_NOFILE is {hard}: no room to raise the soft one")
+    out = os.path.join(tmpdir(), "t.bst")
+    script = (f'"{cuda_tests.API_SHARED}" 1 >/dev/null && "{cuda_tests.DRIVER}" 2 >/dev/null'
+              ' && ulimit -Sn')
+    with forced("uprobe_multi"):
+        p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "cuda", "--", "sh", "-c", script],
+                           capture_output=True, text=True, timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                 (1024, hard)))
+    eq(p.returncode, 0, f"record exit ({p.stderr[-500:]})")
+    eq(p.stdout.split(), ["1024"], "CMD's soft limit")
+    check("Too many open files" not in p.stderr, p.stderr)
+    eq(info(out)["lost_total"], 0, "probes and events lost")
     eq(without(out), {"uprobe_multi"}, "recorded without")
+    driver = [e for e in dump(out) if e["kind"] == "cuda_api" and e["name"].startswith("cu")
+              and not e["name"].startswith("cuda")]
+    eq(len(driver), 15 * 2, "cuda_driver's calls (15 a round)")
 
 
 def test_gil_exact_with_perf_event_uprobes_and_no_bpf_loop():

@@ -97,8 +97,11 @@ def record_idle_threads(entries, wait_ms, measure=False):
     """Record idle_threads under a sys_agg cap of ENTRIES; with MEASURE, the map's entries
     while every thread is idle. Returns (trace, entries while idle)."""
     out = os.path.join(tmpdir(), "t.bst")
-    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--", IDLE,
-                          str(THREADS), str(IDLE_CALLS), str(wait_ms)],
+    # Every call aggregated in the kernel, however slow the machine: with the default 1 us
+    # threshold a getppid under QEMU's TCG (check-kernels) takes longer and gets a record of
+    # its own instead of an aggregate entry.
+    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--osrt-threshold",
+                          "10ms", "--", IDLE, str(THREADS), str(IDLE_CALLS), str(wait_ms)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=env_with(entries))
     for line in p.stdout:
