@@ -90,7 +90,9 @@ class Recorder:
         self._ready.set()
 
     def wait_ready(self, timeout=60):
-        if not self._ready.wait(timeout) or self.p.poll() is not None:
+        # A slower machine's start is slower (without uprobe_multi it may first wait for an
+        # earlier recording's probes to be freed).
+        if not self._ready.wait(timeout * SLOWDOWN) or self.p.poll() is not None:
             raise AssertionError(f"recorder not ready: {''.join(self.stderr_lines)[-800:]}")
 
     def stop(self, sig=signal.SIGINT, timeout=60):
