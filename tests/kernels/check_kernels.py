@@ -167,7 +167,10 @@ def boot(kdir, outdir, build, families, limit, command=None):
         else:
             f.write(f"exec {os.path.join(HERE, 'guest.sh')} {guest_out} {build} {limit} "
                     f"{specs}\n")
-    cmd = ["qemu-system-x86_64", "-accel", "tcg,thread=multi", "-smp", "2", "-m", "4096",
+    # QEMU_TCG=single: one host thread for both vCPUs (6.12 once oopsed on an int3 of a
+    # jump-label patch made while the other vCPU ran it, under multi-threaded TCG).
+    tcg = os.environ.get("QEMU_TCG", "multi")
+    cmd = ["qemu-system-x86_64", "-accel", f"tcg,thread={tcg}", "-smp", "2", "-m", "4096",
            "-cpu", "max", "-nographic", "-no-reboot", "-nic", "none",
            "-kernel", os.path.join(kdir, "vmlinuz"), "-initrd", initramfs(kdir),
            # no_timer_check: under a loaded TCG the IO-APIC timer check can miss its ticks
