@@ -60,7 +60,7 @@ FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 	    $(OUT)/tests/fuzz_pylines
 
 .PHONY: all deps vmlinux check test-build demo fuzz bench bench-build clean help format \
-	man install uninstall deb check-deb
+	man install uninstall deb check-deb check-kernels
 all: $(OUT)/bpfsight man
 
 help:
@@ -81,13 +81,15 @@ help:
 	@echo 'make deb        the Debian package -> $(OUT)/deb/bpfsight_*.deb'
 	@echo 'make check-deb  build it, install it into a clean Debian 12 root (debootstrap, cached'
 	@echo '                in /var/cache/bpfsight) and record with the installed binary there'
+	@echo 'make check-kernels  the e2e tests of each family on every kernel series Debian'
+	@echo '                packages (6.1, 6.12), booted in QEMU (KERNELS=6.1 FAMILIES=osrt,sched)'
 	@echo 'V=1             show full commands'
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
 	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
-	     golang-go prometheus
+	     golang-go prometheus qemu-system-x86 busybox-static cpio
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -329,6 +331,10 @@ deb:
 # Slow (a Debian root is bootstrapped once, then cached): not part of make check.
 check-deb: deb
 	$(Q)tests/deb/check_deb.sh $(OUT)/deb
+
+# Slow (QEMU without KVM; see tests/kernels/check_kernels.py): not part of make check.
+check-kernels: test-build
+	$(Q)$(PYTHON) tests/kernels/check_kernels.py --build $(OUT)
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)

@@ -15,6 +15,12 @@
  *
  * --stacks=sched (below, "held" intervals): a long blocked interval's record waits in the
  * thread's slot for the stack read when the thread returns from the system call it blocked in.
+ *
+ * sched_switch hands over prev_state only since Linux 5.18 (commit fa2c3254d7cf,
+ * "sched/tracing: Don't re-read p->state when emitting sched_switch event"); a program that
+ * reads a 4th argument is refused before that. The *_taskstate_* programs read the state
+ * from the task instead, through CO-RE, as the tracepoint itself did before 5.18; user
+ * space loads one kind (user/sched.c, kernel_features.h).
  */
 #include "stack.bpf.h"
 
@@ -261,6 +267,20 @@ static __always_inline void wakeup(struct thread_sched *ts)
 	ts->waker_tid = (__u32)bpf_get_current_pid_tgid();
 }
 
+/* The field was `long state` until 5.14 (commit 2f064a59a11f, "sched: Change
+ * task_struct::state"). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/* What sched_switch's prev_state says, read from the task (kernels before 5.18). */
+static __always_inline __u32 task_state_now(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
 /* tp_btf + task storage: prev, next and p are the kernel's own task pointers. */
 static __always_inline struct thread_sched *task_state(struct task_struct *t, bool create)
 {
@@ -275,9 +295,8 @@ static __always_inline struct thread_sched *task_state(struct task_struct *t, bo
 	return ts;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev,
+					  struct task_struct *next, __u32 prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct held_interval iv;
@@ -297,6 +316,21 @@ int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct ta
 		offcpu_end(ts, next, &iv);
 	if (sched_stack_ns != ~0ull)
 		held_mark(ts && ts->nheld);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch_btf(preempt, prev, next, prev_state);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_taskstate_btf, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	on_switch_btf(preempt, prev, next, task_state_now(prev));
 	return 0;
 }
 
@@ -380,9 +414,8 @@ static __always_inline struct thread_sched *hash_state(struct task_struct *t, bo
 	return bpf_map_lookup_elem(&thread_sched, &tid);
 }
 
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline void on_switch_raw(bool preempt, struct task_struct *prev,
+					  struct task_struct *next, __u32 prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct held_interval iv;
@@ -397,6 +430,21 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 	ts = hash_state(next, false);
 	if (ts && switch_in(ts, now, &iv))
 		offcpu_write(&iv, BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid));
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch_raw(preempt, prev, next, prev_state);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_taskstate_raw, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	on_switch_raw(preempt, prev, next, task_state_now(prev));
 	return 0;
 }
 

@@ -256,6 +256,8 @@ int cmd_monitor(int argc, char **argv)
 		FAIL("monitoring needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
 		goto out;
 	}
+	if (record_args__check_kernel("monitor", &o))
+		goto out;
 	m = metrics__new(&mo);
 	if (!m) {
 		FAIL("out of memory");

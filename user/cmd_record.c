@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 #include "commands.h"
 #include "family.h"
+#include "kernel_features.h"
 #include "parse.h"
 #include "proc_meta.h"
 #include "record_args.h"
@@ -67,6 +68,8 @@ static void usage(FILE *f)
 		"      --dry-run            find and list every uprobe site (object, symbol,\n"
 		"                           offset, instruction, cost class); record nothing.\n"
 		"                           With CMD, runs it and lists what was found\n"
+		"      --features           what this kernel offers (probed) and the fallback\n"
+		"                           each absence selects; record nothing\n"
 		"%s"
 		"  -v, --verbose            libbpf's debug output, and a line when the probes\n"
 		"                           of each file (library, program) are live\n"
@@ -103,14 +106,13 @@ static void stack_families(char *buf, size_t len)
 }
 
 /*
- * Stacks are read in a bpf_loop (Linux 5.17+), probed here (BPFSIGHT_NO_BPF_LOOP=1 forces
- * its absence, for the tests). Without it, the stacks a family takes by default are off
+ * Stacks are read in a bpf_loop (Linux 5.17+), probed (kernel_features.h; BPFSIGHT_NO_BPF_LOOP=1
+ * or BPFSIGHT_FORCE_FALLBACKS=bpf_loop forces its absence, for the tests). Without it, the stacks a family takes by default are off
  * (said once), and the ones asked for (--stacks, -t cpu) are refused with the reason.
  */
 static int check_stacks(struct record_opts *o, int stacks_given)
 {
-	const char *force = getenv("BPFSIGHT_NO_BPF_LOOP");
-	int asked = 0, have;
+	int asked = 0;
 
 	for (int i = 0; families[i]; i++) {
 		if (!(o->families & (1ull << i)))
@@ -121,9 +123,7 @@ static int check_stacks(struct record_opts *o, int stacks_given)
 	}
 	if (!record_opts__wants_stacks(o))
 		return 0;
-	have = !(force && *force == '1') &&
-	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) == 1;
-	if (have)
+	if (kfeature__has(KF_BPF_LOOP))
 		return 0;
 	if (asked)
 		return fail("stacks need the bpf_loop helper (Linux 5.17 or later), which this "
@@ -259,6 +259,7 @@ enum {
 	OPT_SAMPLE_RATE,
 	OPT_STACKS,
 	OPT_INJECT,
+	OPT_FEATURES,
 };
 
 static int parse_capture(const char *s, struct record_opts *o)
@@ -293,6 +294,7 @@ const struct option record_options[] = {
 	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
 	{ "stacks", required_argument, NULL, OPT_STACKS },
 	FLIGHT_LONG_OPTIONS,
+	{ "features", no_argument, NULL, OPT_FEATURES },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -403,6 +405,14 @@ int cmd_record(int argc, char **argv)
 		case OPT_INJECT:
 			o.inject = 1;
 			break;
+		case OPT_FEATURES:
+			if (!record_args__has_caps()) {
+				fail("probing the kernel needs root (or CAP_BPF and CAP_PERFMON)");
+				goto err;
+			}
+			kfeatures__print(stdout);
+			free(cmdline);
+			return 0;
 		case OPT_STACKS:
 			if (parse_stacks(optarg, &o))
 				goto err;
@@ -500,7 +510,7 @@ int cmd_record(int argc, char **argv)
 		fail("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
 		goto err;
 	}
-	if (check_stacks(&o, stacks_given))
+	if (check_stacks(&o, stacks_given) || record_args__check_kernel("record", &o))
 		goto err;
 	if (o.dry_run)
 		o.output = NULL; /* nothing is written */

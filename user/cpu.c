@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include "cpu.h"
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "stack_svc.h"
 #include "cpu.skel.h"
@@ -144,6 +145,7 @@ const struct family family_cpu = {
 	.name = "cpu",
 	.desc = "CPU sampling: on-CPU samples of the traced threads with their stacks",
 	.flags = FAMILY_OPT_IN | FAMILY_STACKS,
+	.needs = 1u << KF_PERF_SAMPLING | 1u << KF_BPF_LOOP,
 	.attach = cpu_attach,
 	.detach = cpu_detach,
 	.consume = cpu_consume,

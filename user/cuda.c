@@ -10,6 +10,7 @@
 #include "capture_gate.h"
 #include "cuda.h"
 #include "elf_syms.h"
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "ucall_family.h"
 #include "ucall_symbols.h"
@@ -122,6 +123,9 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 const struct family family_cuda = {
 	.name = "cuda",
 	.desc = "CUDA runtime and driver API calls (uprobes on libcudart/libcuda, static too)",
+	/* ucall.bpf.h's generic programs tell the functions apart by their cookies, and keep
+	 * the call stacks of threads without a slot in task storage */
+	.needs = 1u << KF_ATTACH_COOKIE | 1u << KF_TASK_STORAGE,
 	.stack_default_ns = 100000, /* --stacks=cuda: calls of 100 us or more (nsys: 80 us) */
 	.attach = cuda_attach,
 	.detach = cuda_detach,

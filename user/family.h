@@ -86,6 +86,12 @@ struct family {
 	 * this default when none is given; 0 = the family takes no --stacks.
 	 */
 	__u64 stack_default_ns;
+	/*
+	 * Kernel features it cannot record without, (1 << KF_*) of kernel_features.h: where
+	 * one is missing, a default recording goes on without the family (said once) and a
+	 * -t that names it is refused with the reason.
+	 */
+	__u32 needs;
 	/* Record side. attach() loads and attaches; its state goes into *state. */
 	int (*attach)(struct record_ctx *ctx, void **state);
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */

@@ -33,6 +33,7 @@
 #include "elf_syms.h"
 #include "gil.h"
 #include "gil_python.h"
+#include "kernel_features.h"
 #include "probe_site.h"
 #include "record_ctx.h"
 #include "stats_math.h"
@@ -931,6 +932,7 @@ const struct family family_gil = {
 	.name = "gil",
 	.desc = "CPython GIL waits per thread and who held it (uprobes on glibc/libpython)",
 	.flags = FAMILY_STACKS_DEFAULT,
+	.needs = 1u << KF_TASK_STORAGE,	      /* gil_thr: each thread's GIL state */
 	.stack_default_ns = GIL_THRESHOLD_NS, /* every wait with a record, and its rounds */
 	.state_records = gil_state_records,
 	.cumulative = gil_cumulative,

@@ -5,6 +5,7 @@
  * CUPTI's CONCURRENT_KERNEL, MEMCPY and MEMSET on in those processes only.
  */
 #include "gpu.h"
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "shim_link.h"
 
@@ -21,6 +22,8 @@ static int gpu_prelaunch(const struct record_opts *o)
 const struct family family_gpu = {
 	.name = "gpu",
 	.desc = "GPU kernels, copies and memsets timed by CUPTI (cupti-shim)",
+	/* shim.bpf.c tells the USDT sites apart by their cookies */
+	.needs = 1u << KF_ATTACH_COOKIE,
 	.attach = gpu_attach,
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include "nccl.h"
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "ucall_family.h"
 #include "nccl.skel.h"
@@ -53,6 +54,9 @@ static void nccl_walk_free(void *w)
 const struct family family_nccl = {
 	.name = "nccl",
 	.desc = "NCCL calls: collectives, point-to-point, groups, communicators (uprobes)",
+	/* ucall.bpf.h's generic programs tell the functions apart by their cookies, and keep
+	 * the call stacks of threads without a slot in task storage */
+	.needs = 1u << KF_ATTACH_COOKIE | 1u << KF_TASK_STORAGE,
 	.stack_default_ns = 100000, /* --stacks=nccl: calls of 100 us or more */
 	.attach = nccl_attach,
 	.detach = nccl_detach,

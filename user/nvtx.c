@@ -5,6 +5,7 @@
  * also raises sync, so that a range's start reaches us as it happens.
  */
 #include "nvtx.h"
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "shim_link.h"
 
@@ -25,6 +26,8 @@ const struct family family_nvtx = {
 	.name = "nvtx",
 	.desc = "NVTX ranges, marks and names (cupti-shim as the NVTX injection)",
 	.state_records = nvtx_state_records,
+	/* shim.bpf.c tells the USDT sites apart by their cookies */
+	.needs = 1u << KF_ATTACH_COOKIE,
 	.attach = nvtx_attach,
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,

@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 #include "family.h"
 #include "proc_meta.h"
+#include "kernel_features.h"
 #include "record_args.h"
 
 #ifndef CAP_PERFMON
@@ -154,4 +155,42 @@ void record_args__default_families(struct record_opts *o)
 void record_args__libbpf_print(int verbose)
 {
 	libbpf_set_print(verbose ? verbose_print : quiet_print);
+}
+
+/*
+ * Families whose kernel features are missing (family->needs): refused when -t names them,
+ * else left out, said once each. Then the ring buffer, which every family needs.
+ */
+int record_args__check_kernel(const char *cmd, struct record_opts *o)
+{
+	for (int i = 0; families[i]; i++) {
+		__u32 missing = 0;
+
+		if (!(o->families & (1ull << i)))
+			continue;
+		for (int f = 0; f < KF_NR; f++)
+			if ((families[i]->needs & (1u << f)) && !kfeature__has(f))
+				missing |= 1u << f;
+		for (int f = 0; missing && f < KF_NR; f++) {
+			if (!(missing & (1u << f)))
+				continue;
+			if (o->families_explicit)
+				return record_args__fail(
+					cmd,
+					"the %s family needs %s, which this kernel lacks "
+					"(bpfsight record --features): drop it from -t",
+					families[i]->name, kfeature__name(f));
+			fprintf(stderr,
+				"bpfsight %s: not recording %s: this kernel lacks %s "
+				"(bpfsight record --features)\n",
+				cmd, families[i]->name, kfeature__name(f));
+			o->families &= ~(1ull << i);
+			break;
+		}
+	}
+	if (!kfeature__has(KF_RINGBUF))
+		return record_args__fail(cmd,
+					 "this kernel has no BPF ring buffer (Linux 5.8 or later "
+					 "needed)");
+	return 0;
 }

@@ -18,6 +18,11 @@ int record_args__families(const char *cmd, const char *list, __u64 *mask);
 int record_args__pids(const char *cmd, const char *arg, struct record_opts *o);
 /* Without -t every family but the opt-in ones; the always-on ones in any case. */
 void record_args__default_families(struct record_opts *o);
+/*
+ * The families O records whose kernel features are missing: refused when -t named them,
+ * else left out (said once each); no ring buffer: refused. 1 after saying why.
+ */
+int record_args__check_kernel(const char *cmd, struct record_opts *o);
 /* Root, or CAP_BPF and CAP_PERFMON. */
 int record_args__has_caps(void);
 /* libbpf's messages on stderr, its debug ones only with VERBOSE. */

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include "family.h"
 #include "flight_recorder.h"
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "string_pool.h"
 #include "trace_writer.h"
@@ -167,8 +168,7 @@ int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj
 	struct bpf_program *prog;
 	int task_storage, err;
 
-	task_storage =
-		ctx->use_btf && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) > 0;
+	task_storage = ctx->use_btf && kfeature__has(KF_TASK_STORAGE);
 	if (ctx->use_btf && !task_storage) {
 		bpf_object__for_each_program(prog, obj) {
 			const char *name = bpf_program__name(prog);

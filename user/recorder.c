@@ -11,12 +11,14 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "capture_gate.h"
 #include "family.h"
 #include "flight_recorder.h"
+#include "kernel_features.h"
 #include "launch.h"
 #include "proc_meta.h"
 #include "recorder.h"
@@ -160,6 +162,7 @@ static void fill_meta(struct trace_meta *m, const struct record_opts *o, char *b
 		      size_t options_len, struct utsname *u, char *kernel, size_t kernel_len,
 		      char *boot_id, size_t boot_len)
 {
+	char missing[160];
 	FILE *f;
 	size_t used = 0;
 
@@ -191,10 +194,12 @@ static void fill_meta(struct trace_meta *m, const struct record_opts *o, char *b
 			used += snprintf(target + used, target_len - used, "%s%d",
 					 i ? "," : (used ? "; pid: " : "pid: "), o->pids[i]);
 	}
+	kfeatures__missing(missing, sizeof(missing));
 	snprintf(options, options_len,
-		 "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu sample_rate=%u",
+		 "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu sample_rate=%u%s%s",
 		 (unsigned long long)o->osrt_threshold_ns, (unsigned long long)o->ringbuf_bytes,
-		 (unsigned long long)o->duration_ns, o->sample_rate);
+		 (unsigned long long)o->duration_ns, o->sample_rate, *missing ? " without=" : "",
+		 missing);
 	m->version = 1;
 	m->hostname = u->nodename;
 	m->kernel = kernel;
@@ -316,6 +321,22 @@ static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_tota
 		(unsigned long long)trace_writer__records(ctx->writer), ctx->opts->output);
 }
 
+/*
+ * Without uprobe_multi (< 6.6) every probe site holds two fds (its perf event and its link):
+ * `-t cuda` on libcudart and libcuda passes the usual soft limit of 1024 ("Too many open
+ * files", seen on Debian 12's 6.1). Raised to the hard limit after CMD is forked, so CMD
+ * keeps its own.
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+
+	if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 int recorder__run(const struct record_opts *o)
 {
 	struct record_ctx ctx = { .opts = o,
@@ -339,7 +360,8 @@ int recorder__run(const struct record_opts *o)
 	struct sigaction sa = { .sa_handler = on_signal }, fsa = { .sa_handler = on_flush_signal };
 
 	ctx.self_pid = getpid();
-	ctx.use_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	/* BTF for every tracepoint we use, unless forced off (kernel_features.h). */
+	ctx.use_btf = kfeature__has(KF_TP_BTF);
 	ctx.strings = string_pool__new();
 	if (!ctx.strings)
 		return 1;
@@ -388,6 +410,7 @@ int recorder__run(const struct record_opts *o)
 		}
 		launched = 1;
 	}
+	raise_fd_limit();
 	err = create_shared_maps(&ctx);
 	if (err) {
 		fprintf(stderr, "bpfsight record: cannot create BPF maps: %s\n", strerror(-err));

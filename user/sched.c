@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "kernel_features.h"
 #include "sched.h"
 #include "record_ctx.h"
 #include "sched.skel.h"
@@ -41,8 +43,9 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
  */
 static void sched_write_held(struct record_ctx *ctx, struct sched_bpf *skel)
 {
-	struct bpf_link **stop[] = { &skel->links.sched_switch_btf, &skel->links.sched_wakeup_btf,
-				     &skel->links.sched_sys_exit_btf,
+	struct bpf_link **stop[] = { &skel->links.sched_switch_btf,
+				     &skel->links.sched_switch_taskstate_btf,
+				     &skel->links.sched_wakeup_btf, &skel->links.sched_sys_exit_btf,
 				     &skel->links.sched_held_exit_btf };
 	char buf[64];
 	int fd;
@@ -66,6 +69,28 @@ static void sched_write_held(struct record_ctx *ctx, struct sched_bpf *skel)
 	close(fd);
 }
 
+/*
+ * Keep the sched_switch programs that read prev_state where the tracepoint has it (5.18+),
+ * else those that read the task's state (*_taskstate_*). Only turns programs off: which of
+ * tp_btf and raw_tp runs was decided before.
+ */
+static int pick_switch_state(struct bpf_object *obj)
+{
+	int has = kfeature__has(KF_PREV_STATE), err;
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj) {
+		int taskstate = strstr(bpf_program__name(prog), "_taskstate_") != NULL;
+
+		if (strncmp(bpf_program__name(prog), "sched_switch_", 13) || taskstate != has)
+			continue;
+		err = bpf_program__set_autoload(prog, false);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int sched_attach(struct record_ctx *ctx, void **state)
 {
 	struct sched_bpf *skel = sched_bpf__open();
@@ -79,6 +104,8 @@ static int sched_attach(struct record_ctx *ctx, void **state)
 	if (!err)
 		err = record_ctx__pick_task_storage(ctx, skel->obj, skel->maps.thread_sched_task,
 						    skel->maps.thread_sched);
+	if (!err)
+		err = pick_switch_state(skel->obj);
 	if (!err)
 		err = sched_stacks_setup(ctx, skel);
 	if (!err)

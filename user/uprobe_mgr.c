@@ -29,6 +29,7 @@
 #include <bpf/libbpf.h>
 #include "kdev.h"
 #include "elf_syms.h"
+#include "link_reaper.h"
 #include "probe_site.h"
 #include "record_ctx.h"
 #include "stats_math.h"
@@ -111,6 +112,9 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 		uprobe_mgr__free(m);
 		return NULL;
 	}
+	/* Per-site perf-event uprobes: attach after earlier recordings' teardown, not during. */
+	if (!uprobe_multi__supported())
+		link_reaper__wait_others(120 * 1000);
 	return m;
 }
 
@@ -173,6 +177,34 @@ static void obj__free(struct obj *o)
 	free(o);
 }
 
+/*
+ * Every file's perf-event uprobes (kernels without uprobe_multi) destroyed together, in
+ * parallel: one at a time, `-t cuda` would wait minutes for grace periods (link_reaper.h).
+ */
+static void objs_unlink(struct uprobe_mgr *m)
+{
+	struct bpf_link **all = NULL, **grown;
+	unsigned int n = 0;
+	size_t it = 0;
+	void *v;
+
+	while (m->objs && (v = hmap__next(m->objs, &it, NULL))) {
+		struct obj *o = *(struct obj **)v;
+
+		if (!o || !o->nlinks)
+			continue;
+		grown = realloc(all, (n + o->nlinks) * sizeof(*all));
+		if (!grown)
+			break; /* obj__free destroys what is left, one by one */
+		all = grown;
+		memcpy(all + n, o->links, o->nlinks * sizeof(*all));
+		n += o->nlinks;
+		o->nlinks = 0;
+	}
+	link_reaper__destroy(all, n);
+	free(all);
+}
+
 void uprobe_mgr__free(struct uprobe_mgr *m)
 {
 	size_t it = 0;
@@ -180,6 +212,7 @@ void uprobe_mgr__free(struct uprobe_mgr *m)
 
 	if (!m)
 		return;
+	objs_unlink(m);
 	while (m->objs && (v = hmap__next(m->objs, &it, NULL)))
 		obj__free(*(struct obj **)v);
 	it = 0;

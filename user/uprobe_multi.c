@@ -7,14 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <linux/bpf.h>
 #include <bpf/libbpf.h>
+#include "kernel_features.h"
+#include "link_reaper.h"
 #include "uprobe_multi.h"
 
-/* Values from the kernel's uapi (linux/bpf.h of 6.6+), absent from Debian 12's headers. */
-#define ATTACH_TRACE_UPROBE_MULTI 48
-#define F_UPROBE_MULTI_RETURN	  1
+/* A value from the kernel's uapi (linux/bpf.h of 6.6+), absent from Debian 12's headers. */
+#define F_UPROBE_MULTI_RETURN 1
 
 /* The link_create member of union bpf_attr, uprobe_multi variant. */
 struct link_create_uprobe_multi {
@@ -37,21 +37,13 @@ _Static_assert(offsetof(struct link_create_uprobe_multi, pid) == 56, "uapi layou
 
 int uprobe_multi__supported(void)
 {
-	static int supported = -1;
-	struct utsname u;
-	int major = 0, minor = 0;
-
-	if (supported < 0) {
-		supported = !uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
-			    (major > 6 || (major == 6 && minor >= 6));
-	}
-	return supported;
+	return kfeature__has(KF_UPROBE_MULTI);
 }
 
 int uprobe_multi__prepare(struct bpf_program *prog)
 {
 	return bpf_program__set_expected_attach_type(
-		prog, (enum bpf_attach_type)ATTACH_TRACE_UPROBE_MULTI);
+		prog, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
 }
 
 int uprobe_multi__attach(const struct bpf_program *prog, const char *path, const __u64 *offsets,
@@ -65,6 +57,12 @@ int uprobe_multi__attach(const struct bpf_program *prog, const char *path, const
 int uprobe_multi__attach_opts(const struct bpf_program *prog, const char *path,
 			      const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o)
 {
+	return uprobe_multi__attach_fd(bpf_program__fd(prog), path, offsets, cnt, o);
+}
+
+int uprobe_multi__attach_fd(int prog_fd, const char *path, const __u64 *offsets, __u32 cnt,
+			    const struct uprobe_multi_opts *o)
+{
 	/* The kernel wants every byte past what it knows zeroed: one whole zeroed bpf_attr. */
 	union {
 		struct link_create_uprobe_multi lc;
@@ -73,8 +71,8 @@ int uprobe_multi__attach_opts(const struct bpf_program *prog, const char *path,
 	int fd;
 
 	memset(&attr, 0, sizeof(attr));
-	attr.lc.prog_fd = bpf_program__fd(prog);
-	attr.lc.attach_type = ATTACH_TRACE_UPROBE_MULTI;
+	attr.lc.prog_fd = prog_fd;
+	attr.lc.attach_type = UPROBE_MULTI_ATTACH_TYPE;
 	attr.lc.path = (__u64)(unsigned long)path;
 	attr.lc.offsets = (__u64)(unsigned long)offsets;
 	attr.lc.cookies = (__u64)(unsigned long)o->cookies;
@@ -121,8 +119,7 @@ void uprobe_links__detach(struct uprobe_links *l)
 {
 	if (l->fd > 0)
 		close(l->fd);
-	for (__u32 i = 0; i < l->nlinks; i++)
-		bpf_link__destroy(l->links[i]);
+	link_reaper__destroy(l->links, l->nlinks);
 	free(l->links);
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;

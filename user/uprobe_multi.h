@@ -15,7 +15,10 @@
 struct bpf_program;
 struct bpf_link;
 
-/* 1 when the running kernel has uprobe_multi links. */
+/* BPF_TRACE_UPROBE_MULTI of the kernel's uapi (6.6+), absent from Debian 12's headers. */
+#define UPROBE_MULTI_ATTACH_TYPE 48
+
+/* 1 when the running kernel has uprobe_multi links (probed: kernel_features.h). */
 int uprobe_multi__supported(void);
 /* Make PROG attachable with uprobe_multi__attach (before its object is loaded). */
 int uprobe_multi__prepare(struct bpf_program *prog);
@@ -41,6 +44,10 @@ struct uprobe_multi_opts {
  */
 int uprobe_multi__attach_opts(const struct bpf_program *prog, const char *path,
 			      const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o);
+
+/* uprobe_multi__attach_opts for a program loaded by fd (the feature probe's). */
+int uprobe_multi__attach_fd(int prog_fd, const char *path, const __u64 *offsets, __u32 cnt,
+			    const struct uprobe_multi_opts *o);
 
 /*
  * Probes attached together and detached together, as one uprobe_multi link where the

@@ -461,7 +461,7 @@ def test_gil_torch_training_loop_attached_with_p():
     py = debian_python()
     if not py or run([py, "-c", "import torch"]).returncode != 0:
         raise Skip("Debian's python3-torch is not installed (apt-get install python3-torch)")
-    w = spawn([py, TORCH, "--go", "3"])
+    w = spawn([py, TORCH, "--go", str(3 * helpers.SLOWDOWN)])  # seconds of training
     line = w.stdout.readline()
     check(line.startswith("ready"),
           f"workload: {line} {w.stderr.read()[-300:] if not line else ''}")

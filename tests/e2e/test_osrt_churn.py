@@ -56,9 +56,10 @@ def test_agg_map_full_is_counted():
     # 16 live threads with two short-call keys each (getppid, and nanosleep's neighbours) in
     # a map of 4 entries: the map really is full, and what did not fit is counted.
     out = os.path.join(tmpdir(), "t.bst")
-    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--", SYSCALLS,
-                        "--threads", "16", "200", "5", "1000"], capture_output=True, text=True,
-                       timeout=120, env=env_with(4))
+    # --osrt-threshold: short on any machine (a getppid under TCG takes over 1 us).
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--osrt-threshold", "10ms",
+                        "--", SYSCALLS, "--threads", "16", "200", "5", "1000"],
+                       capture_output=True, text=True, timeout=120, env=env_with(4))
     eq(p.returncode, 0, f"record exit ({p.stderr})")
     meta = info(out)
     check(meta["lost"].get("agg_map_full", 0) > 0, f"agg_map_full counted: {meta['lost']}")

@@ -103,8 +103,12 @@ def test_pingpong_one_interval_per_switch_with_its_waker():
         check(n - 1 - missed <= len(paired) <= len(mine) <= n + 50,
               f"thread {tid}: {len(paired)} intervals of the exchange, {len(mine)} in all, "
               f"for {n} round trips ({missed} switches missed)")
-        check(len(paired) >= len(mine) - 10, f"thread {tid}: intervals not of the exchange: "
-              f"{len(mine) - len(paired)}")
+        # A read() on a pipe sleeps interruptibly (1); other blocks (a page-in: 2, or 0x102,
+        # a killable wait on a network or 9p file system, as check-kernels' VM root) are not
+        # the exchange's and have nothing to pair with.
+        odd = [e for e in mine if e not in paired and e["args"]["state"] == 1]
+        check(len(odd) <= 10, f"thread {tid}: intervals not of the exchange: {len(odd)} "
+              f"({len(mine) - len(paired)} with other waits)")
         for e in mine:
             a = e["args"]
             eq(a["blocked_ns"] + a["runnable_ns"], e["dur"], f"thread {tid}: blocked + runnable")

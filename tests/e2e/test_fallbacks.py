@@ -1,0 +1,180 @@
+"""Kernel feature fallbacks, run on a kernel that has every feature.
+
+bpfsight probes the kernel at start (user/kernel_features.c) and falls back where a feature is
+missing: raw_tp for tp_btf, hashes for task storage, the task's state read through CO-RE for
+sched_switch's prev_state (5.18+), one perf-event uprobe per site for uprobe_multi (6.6+).
+BPFSIGHT_FORCE_FALLBACKS=all makes every such feature read as absent, so these tests run the
+fallbacks here with the families' own exact tests; features without a fallback (ring buffer,
+attach cookie) are forced by name and must be refused loudly. `make check-kernels` runs the
+same file in a VM on Debian's older kernels (tests/kernels/).
+"""
+import contextlib
+import os
+import subprocess
+
+# Aliases: the runner would take a module named test_* for a test.
+import test_cuda as cuda_tests
+import test_gil as gil_tests
+import test_osrt as osrt_tests
+import test_sched as sched_tests
+import helpers
+from helpers import BPFSIGHT, check, dump, eq, info, need_root, record, row, stats, tmpdir
+
+FEATURES = ["ringbuf", "tp_btf", "prev_state", "task_storage", "attach_cookie", "uprobe_multi",
+            "bpf_loop", "perf_sampling"]
+WITH_FALLBACK = ["tp_btf", "prev_state", "task_storage", "uprobe_multi", "bpf_loop"]
+
+
+@contextlib.contextmanager
+def forced(what):
+    """BPFSIGHT_FORCE_FALLBACKS=WHAT for every bpfsight the block starts."""
+    old = os.environ.get("BPFSIGHT_FORCE_FALLBACKS")
+    os.environ["BPFSIGHT_FORCE_FALLBACKS"] = what
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["BPFSIGHT_FORCE_FALLBACKS"]
+        else:
+            os.environ["BPFSIGHT_FORCE_FALLBACKS"] = old
+
+
+def features(env=None):
+    """`record --features` as {name: (state, rest of the line)}."""
+    p = subprocess.run([BPFSIGHT, "record", "--features"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    eq(p.returncode, 0, f"record --features ({p.stderr})")
+    out = {}
+    for line in p.stdout.splitlines():
+        name, state, *rest = line.split(None, 2)
+        out[name] = (state, " ".join(rest))
+    return out
+
+
+def without(out):
+    """The features a trace was recorded without (its info's options)."""
+    for opt in info(out)["options"].split():
+        if opt.startswith("without="):
+            return set(opt[len("without="):].split(","))
+    return set()
+
+
+def test_features_lists_every_probe_and_all_forces_each_fallback():
+    need_root()
+    plain = features()
+    for f in FEATURES:
+        check(f in plain and plain[f][0] in ("yes", "no"), f"{f}: {plain.get(f)}")
+    everything = features(dict(os.environ, BPFSIGHT_FORCE_FALLBACKS="all"))
+    for f in FEATURES:
+        state, rest = everything[f]
+        if f in WITH_FALLBACK:
+            check(state in ("forced", "no") and "fallback: " in rest, f"all: {f}: {state} {rest}")
+        else:  # "all" runs fallbacks; it never turns recording off
+            eq(state, plain[f][0], f"all leaves {f} alone")
+    one = features(dict(os.environ, BPFSIGHT_FORCE_FALLBACKS="prev_state"))
+    for f in FEATURES:
+        want = "forced" if f == "prev_state" and plain[f][0] == "yes" else plain[f][0]
+        eq(one[f][0], want, f"prev_state alone: {f}")
+
+
+def test_osrt_exact_on_raw_tracepoints_and_hashes():
+    with forced("all"):
+        osrt_tests.test_launch_exact_counts()
+        osrt_tests.test_threshold_zero_records_every_call()
+        p, out = record([osrt_tests.SYSCALLS, "777", "123", "100"], "-t", "osrt")
+    eq(p.returncode, 0, f"record exit ({p.stderr})")
+    check({"tp_btf", "task_storage"} <= without(out), f"recorded without {without(out)}")
+    osrt = stats(out, "osrt_sum")["osrt_sum"]
+    eq((row(osrt, name="getppid")["count"], row(osrt, name="nanosleep")["count"]), (777, 123),
+       "getppid, nanosleep calls")
+
+
+def test_sched_state_read_through_core_matches_prev_state():
+    """The pingpong's exchange with the task state read from the task (the pre-5.18 path),
+    on raw_tp with a hash: one interval per switch with its waker, as with prev_state; and
+    every blocked interval is a read() on a pipe: TASK_INTERRUPTIBLE (1)."""
+    with forced("all"):
+        sched_tests.test_pingpong_one_interval_per_switch_with_its_waker()
+        p, out = record([sched_tests.PINGPONG, "-n", "500", "-c", "0"], "-t", "sched")
+    eq(p.returncode, 0, f"record exit ({p.stderr})")
+    check({"tp_btf", "prev_state", "task_storage"} <= without(out), f"without {without(out)}")
+    events = dump(out)
+    pid = next(e["pid"] for e in events if e["kind"] == "exec" and e["name"] == "pingpong")
+    states = [e["args"]["state"] for e in events
+              if e["kind"] == "offcpu" and e["pid"] == pid and e["name"] == "blocked"]
+    # Now and then another wait (a page-in: 2; a freezable sleep: 0x2001), never a running
+    # state (0): the state the thread left in, not the one it is in when read.
+    check(sum(s == 1 for s in states) >= 490 and 0 not in states,
+          f"blocked states for 500 round trips: {sorted(states)[:5]}..., {len(states)} in all")
+    with forced("prev_state"):  # tp_btf + task storage, the state from CO-RE
+        sched_tests.test_pingpong_one_interval_per_switch_with_its_waker()
+
+
+def test_cuda_exact_with_one_perf_event_uprobe_per_site():
+    """Each site's teardown takes ~0.1 s under a kernel mutex (USAGE.md#old-kernels): one
+    recording here; the next one that attaches perf-event uprobes waits for it."""
+    with forced("uprobe_multi"):
+        cuda_tests.test_runtime_shared_exact()
+
+
+def test_perf_event_uprobes_past_the_usual_fd_limit_and_cmd_keeps_its_own():
+    """Two fds per probe site without uprobe_multi: libcudart and libcuda together pass a soft
+    RLIMIT_NOFILE of 1024 (Debian 12's 6.1 said "Too many open files" and lost probes). The
+    recorder raises its own limit after CMD is forked: no probe lost, every driver call
+    there, and CMD still sees 1024."""
+    import resource
+    cuda_tests.need_cuda(cuda_tests.API_SHARED, cuda_tests.DRIVER)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        raise helpers.Skip(f"the hard RLIMIT_NOFILE is {hard}: no room to raise the soft one")
+    out = os.path.join(tmpdir(), "t.bst")
+    script = (f'"{cuda_tests.API_SHARED}" 1 >/dev/null && "{cuda_tests.DRIVER}" 2 >/dev/null'
+              ' && ulimit -Sn')
+    with forced("uprobe_multi"):
+        p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "cuda", "--", "sh", "-c", script],
+                           capture_output=True, text=True, timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                 (1024, hard)))
+    eq(p.returncode, 0, f"record exit ({p.stderr[-500:]})")
+    eq(p.stdout.split(), ["1024"], "CMD's soft limit")
+    check("Too many open files" not in p.stderr, p.stderr)
+    eq(info(out)["lost_total"], 0, "probes and events lost")
+    eq(without(out), {"uprobe_multi"}, "recorded without")
+    driver = [e for e in dump(out) if e["kind"] == "cuda_api" and e["name"].startswith("cu")
+              and not e["name"].startswith("cuda")]
+    eq(len(driver), 15 * 2, "cuda_driver's calls (15 a round)")
+
+
+def test_gil_exact_with_perf_event_uprobes_and_no_bpf_loop():
+    with forced("uprobe_multi,bpf_loop"):
+        gil_tests.test_gil_long_c_call_is_blamed_on_its_holder()
+
+
+def test_no_attach_cookie_drops_uprobe_families_or_refuses_them():
+    need_root()
+    env = dict(os.environ, BPFSIGHT_FORCE_FALLBACKS="attach_cookie")
+    out = os.path.join(tmpdir(), "t.bst")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "cuda", "--", "/bin/true"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    eq(p.returncode, 1, "-t cuda without attach cookies")
+    check("cuda family needs attach_cookie" in p.stderr, p.stderr)
+    check(not os.path.exists(out), "no file left behind")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "--", osrt_tests.SYSCALLS, "300", "3",
+                        "100"], capture_output=True, text=True, env=env, timeout=120)
+    eq(p.returncode, 0, f"default families ({p.stderr})")
+    for fam in ("cuda", "nccl", "gpu", "nvtx"):
+        check(f"not recording {fam}: this kernel lacks attach_cookie" in p.stderr, p.stderr)
+    fams = info(out)["families"].split(",")
+    check("osrt" in fams and "cuda" not in fams, f"families {fams}")
+    eq(row(stats(out, "osrt_sum")["osrt_sum"], name="getppid")["count"], 300, "getppid")
+
+
+def test_no_ring_buffer_is_refused_before_anything_is_created():
+    need_root()
+    out = os.path.join(tmpdir(), "t.bst")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--", "/bin/true"],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, BPFSIGHT_FORCE_FALLBACKS="ringbuf"))
+    eq(p.returncode, 1, "without a ring buffer")
+    check("ring buffer" in p.stderr and "5.8" in p.stderr, p.stderr)
+    check(not os.path.exists(out), "no file left behind")

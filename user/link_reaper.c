@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* bpf_links destroyed with the kernel's wait in a detached process (link_reaper.h). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <bpf/libbpf.h>
+#include "link_reaper.h"
+
+/* Below this many links, waiting here costs less than a second (~0.1 s each). */
+#define REAPER_MIN 8
+
+/*
+ * The detached process: closes every fd but the links' own (perf events, bpf links) and
+ * GATE: the trace file, pipes and the terminal must not outlive the recorder, or whoever
+ * waits for their end would wait for the teardown too. Once the recorder has closed its
+ * copies (GATE's other end closed), exits, which drops the last references to the links.
+ */
+static void reaper_child(int gate)
+{
+	char c;
+
+	char path[64], target[64];
+	struct dirent *d;
+	DIR *dir;
+
+	prctl(PR_SET_NAME, "bpfsight-detach");
+	setsid();
+	dir = opendir("/proc/self/fd");
+	while (dir && (d = readdir(dir))) {
+		int fd = atoi(d->d_name);
+		ssize_t n;
+
+		if (d->d_name[0] == '.' || fd == dirfd(dir) || fd == gate)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = 0;
+		if (strcmp(target, "anon_inode:[perf_event]") &&
+		    strcmp(target, "anon_inode:bpf_link"))
+			close(fd);
+	}
+	if (dir)
+		closedir(dir);
+	while (read(gate, &c, 1) < 0)
+		; /* EINTR */
+	_exit(0);
+}
+
+static int detachers_running(void)
+{
+	char path[288], comm[32];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir = opendir("/proc");
+
+	while (dir && (d = readdir(dir))) {
+		FILE *f;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "bpfsight-detach\n"))
+			n++;
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+int link_reaper__wait_others(unsigned int limit_ms)
+{
+	struct timespec tick = { 0, 50 * 1000000 };
+	int n = detachers_running();
+
+	if (!n)
+		return 0;
+	fprintf(stderr,
+		"bpfsight record: waiting for %d earlier recording(s) to free their uprobes (this "
+		"kernel has no uprobe_multi; at most %u s)\n",
+		n, limit_ms / 1000);
+	for (unsigned int waited = 0; n && waited < limit_ms; waited += 50) {
+		nanosleep(&tick, NULL);
+		n = detachers_running();
+	}
+	return n;
+}
+
+void link_reaper__destroy(struct bpf_link **links, unsigned int n)
+{
+	int gate[2] = { -1, -1 }, st;
+	pid_t pid = -1;
+
+	if (n >= REAPER_MIN && !getenv("BPFSIGHT_DETACH_INLINE") && !pipe2(gate, O_CLOEXEC)) {
+		fflush(NULL);
+		/* Two forks: the grandchild is nobody's child to reap (init's), so a long-lived
+		 * bpfsight (monitor) gathers no zombies. */
+		pid = fork();
+		if (pid == 0) {
+			close(gate[1]);
+			if (fork() == 0)
+				reaper_child(gate[0]);
+			_exit(0);
+		}
+		close(gate[0]);
+		while (pid > 0 && waitpid(pid, &st, 0) < 0)
+			;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		bpf_link__destroy(links[i]);
+	if (gate[1] >= 0)
+		close(gate[1]); /* the detached process may go: ours are closed */
+}

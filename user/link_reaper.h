@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Destroying many perf-event uprobe links at once (kernels without uprobe_multi, < 6.6).
+ * The kernel tears each one down under a global mutex with its own grace periods
+ * (synchronize_rcu_tasks_trace under bpf_event_mutex when the program is detached,
+ * synchronize_srcu + synchronize_rcu under event_mutex when the uprobe event is freed): one
+ * after another whoever closes them, ~0.1 s each on the benchmark VM, half a minute and more
+ * for the few hundred links of `-t cuda`. Threads do not help (the mutexes serialize them).
+ *
+ * So the wait is handed to a detached process: it inherits the links' files, the recorder
+ * closes its own copies (instant: the files stay referenced) and goes on, and the process
+ * drops the last references as it exits, in the background. Until it is done the probes
+ * stay installed: a probed call pays the uprobe trap and a program that finds the recording
+ * gone (its ring buffer unread) for those seconds more. `ps` shows it as bpfsight-detach.
+ */
+#ifndef BPFSIGHT_LINK_REAPER_H
+#define BPFSIGHT_LINK_REAPER_H
+
+struct bpf_link;
+
+/* bpf_link__destroy every one of the N LINKS; from REAPER_MIN on, the wait in the background. */
+void link_reaper__destroy(struct bpf_link **links, unsigned int n);
+/*
+ * Wait (at most LIMIT_MS) until no bpfsight-detach process is left, saying so once on
+ * stderr. Attaching perf-event uprobes takes the mutex their teardown holds: a recording
+ * started meanwhile would attach a probe per teardown step, and in -p/-a mode miss the calls
+ * made while it does. Returns how many were still running when it gave up (0: none).
+ */
+int link_reaper__wait_others(unsigned int limit_ms);
+
+#endif /* BPFSIGHT_LINK_REAPER_H */
