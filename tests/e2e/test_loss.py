@@ -1,5 +1,6 @@
-"""Loss is never silent: a ring buffer too small for the load, a full target map, probes the
-kernel refuses, a full disk: each loses events and says how many, by cause."""
+"""Loss is never silent: a ring buffer too small for the load, a full target map, a full
+thread-state map, probes the kernel refuses, a full disk: each loses events and says how many,
+by cause."""
 import ctypes
 import os
 import re
@@ -164,3 +165,26 @@ def test_a_probe_the_kernel_refuses_is_counted_and_the_process_unharmed():
                         "basic"], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, BPFSIGHT_SHIM=fake))
     eq(info(out)["lost"].get("attach_failed", 0), 0, "attach_failed without the other tracer")
+
+
+def test_threads_the_full_state_map_cannot_hold_are_counted():
+    """task_map_full for real: without task storage (forced, as on kernels before 5.11) the
+    sched family keeps each thread's state in a hash, here shrunk to one entry
+    (BPFSIGHT_MAP_ENTRIES). Four workers each block in 5 sleeps: at most the thread holding
+    the entry (and one taking it after that one exits) is timed; every block of a thread
+    without one is a task_map_full loss, none is silent."""
+    need_root()
+    out = os.path.join(tmpdir(), "t.bst")
+    env = dict(os.environ, BPFSIGHT_FORCE_FALLBACKS="task_storage",
+               BPFSIGHT_MAP_ENTRIES="thread_sched=1")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "sched", "--", SYSCALLS,
+                        "--threads", "4", "10", "5", "20000"], capture_output=True, text=True,
+                       timeout=120, env=env)
+    eq(p.returncode, 0, f"record exit ({p.stderr})")
+    lost = info(out)["lost"]
+    timed = {e["tid"] for e in dump(out) if e["kind"] == "offcpu"}
+    # Each worker blocks 5 times; those of the threads never timed (at least 2 of the 5
+    # threads with the main one) are each a loss.
+    check(len(timed) <= 3, f"threads timed with one entry: {timed}")
+    check(lost.get("task_map_full", 0) >= 2 * 5, f"losses: {lost}")
+    check("events lost" in p.stderr, f"the end-of-run line says so: {p.stderr}")
