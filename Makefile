@@ -391,8 +391,10 @@ $(OUT)/bench/floor.skel.h: $(OUT)/bench/floor.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-# With bpfsight's own uprobe_multi attach (user/uprobe_multi.c), so the floor probes alike.
-$(OUT)/bench/floor: bench/floor.c user/uprobe_multi.c $(OUT)/bench/floor.skel.h
+# With bpfsight's own uprobe_multi attach (user/uprobe_multi.c, which probes the kernel and
+# hands links to the reaper), so the floor probes alike.
+$(OUT)/bench/floor: bench/floor.c user/uprobe_multi.c user/kernel_features.c user/link_reaper.c \
+		   $(OUT)/bench/floor.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -I$(OUT)/bench -Iuser \
 		$(filter %.c,$^) -o $@ -lbpf -lelf -lz
