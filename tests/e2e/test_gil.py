@@ -264,11 +264,16 @@ def take_gil_bpftrace(lib, pid):
     prog = (f"uprobe:{lib}:take_gil /pid == {pid}/ {{ @s[tid] = nsecs; }}\n"
             f"uretprobe:{lib}:take_gil /@s[tid]/ {{ @t[tid] = sum(nsecs - @s[tid]); "
             f"delete(@s[tid]); }}\n"
-            f"uprobe:{LIBC}:exit /pid == {pid}/ {{ exit(); }}\n"
-            'BEGIN { printf("live\\n"); }\n')
-    bt = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
-    helpers._procs.append(bt)  # killed after the test whatever happens
+            f"uprobe:{LIBC}:exit /pid == {pid}/ {{ exit(); }}\n")
+    return bpftrace_live(prog)
+
+
+def bpftrace_live(prog, *opts):
+    """bpftrace running PROG (and a BEGIN probe of its own), once every probe is attached:
+    (Popen, its first lines). Killed after the test whatever happens."""
+    bt = subprocess.Popen(["bpftrace", *opts, "-e", prog + 'BEGIN { printf("live\\n"); }\n'],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    helpers._procs.append(bt)
     head = ""
     for line in bt.stdout:  # BEGIN runs once every probe is attached
         head += line
@@ -347,17 +352,8 @@ def stopped_at(lib, symbol, cmd):
     first call of SYMBOL in LIB: a process caught at a chosen point of its start. Returns the
     spawned process, whose pid is CMD's."""
     w = spawn(["sh", "-c", 'read _ && exec "$@"', "sh", *cmd])
-    prog = (f"uprobe:{lib}:{symbol} /pid == {w.pid}/ {{ signal(\"SIGSTOP\"); exit(); }}\n"
-            'BEGIN { printf("live\\n"); }\n')
-    bt = subprocess.Popen(["bpftrace", "--unsafe", "-e", prog], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
-    helpers._procs.append(bt)
-    head = ""
-    for line in bt.stdout:  # BEGIN runs once every probe is attached
-        head += line
-        if line.strip() == "live":
-            break
-    check(head.endswith("live\n"), f"bpftrace did not start: {head[-600:]}")
+    bt, _ = bpftrace_live(f"uprobe:{lib}:{symbol} /pid == {w.pid}/ "
+                          f"{{ signal(\"SIGSTOP\"); exit(); }}\n", "--unsafe")
     w.stdin.write("\n")
     w.stdin.flush()
     wait_for(lambda: open(f"/proc/{w.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T",
