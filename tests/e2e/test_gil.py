@@ -150,7 +150,9 @@ def test_gil_cpu_threads_wait_their_share():
 def test_gil_long_c_call_is_blamed_on_its_holder():
     need_root()
     py = need_pyenv()
-    truth, out = record_py(py, "hold", "400")
+    # Attached (-p) before it starts its threads: its GIL is known from the start, however
+    # late a saturated machine lets the recorder look at a launched python (docs/GIL.md).
+    truth, out = run_with_go(py, ["hold", "400"])
     gil_sum, blocked_by, _ = gil_reports(out)
     holder, spinner = truth["threads"]["holder"], truth["threads"]["spinner"]
     r = row(gil_sum, tid=spinner["tid"])
