@@ -26,6 +26,9 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
   flight     the flight recorder: its CPU against plain record at 1 M events/s, the
              latency of a 60 s window's dump, a soak of dumps every second with a small
              SIZE (bench_flight.py; ~2.5 min)
+  monitor    bpfsight monitor against record on the osrt and cuda loops (no more), then
+             3 min of monitor -a under process churn: RSS and fds flat, 0 lost
+             (bench_monitor.py; ~5 min)
 
 The summary block lists every figure with a goal; a run of some sections (--only) replaces
 their rows and keeps the other sections' rows, their runs and any notes, each row dated.
@@ -49,6 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_cpu  # noqa: E402
 import bench_families  # noqa: E402
 import bench_flight  # noqa: E402
+import bench_monitor  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_probes  # noqa: E402
 import bench_shim  # noqa: E402
@@ -58,9 +62,10 @@ from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  #
 
 SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
             "pipeline": bench_pipeline, "soak": bench_soak, "cpu": bench_cpu,
-            "flight": bench_flight}
+            "flight": bench_flight, "monitor": bench_monitor}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
-ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "soak", "cpu", "flight"]
+ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "soak", "cpu", "flight",
+         "monitor"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,
