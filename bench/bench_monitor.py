@@ -119,8 +119,9 @@ def churn(build, secs):
 
             def val(n):
                 return float(re.search(rf"^{n} (\S+)$", text, re.M).group(1))
-            lost = sum(float(v) for v in re.findall(r"^bpfsight_events_lost_total\{.*\} (\S+)$",
-                                                     text, re.M))
+            causes = {c: float(v) for c, v in re.findall(
+                r'^bpfsight_events_lost_total\{.*cause="(\w+)"\} (\S+)$', text, re.M)}
+            lost = sum(causes.values())
             samples.append((time.time() - t0, val("process_resident_memory_bytes") / 2**20,
                             val("process_open_fds"), val("bpfsight_processes"),
                             val("bpfsight_processes_with_series"), lost))
@@ -134,7 +135,7 @@ def churn(build, secs):
         stop(p)
     with open(err.name) as f:
         print("  monitor:", f.read().strip().splitlines()[-1])
-    return samples
+    return samples, {c: v for c, v in causes.items() if v}
 
 
 # ---- a section of run_bench.py (`make bench`): the same two measurements, with goals
@@ -147,8 +148,8 @@ RSS_GROWTH_MB = 8
 def run(ctx):
     build = ctx.r.build
     rounds = 2 if ctx.quick else 5
-    return {"cost": cost(build, rounds), "rounds": rounds,
-            "churn": churn(build, 30 if ctx.quick else 180)}
+    samples, causes = churn(build, 30 if ctx.quick else 180)
+    return {"cost": cost(build, rounds), "rounds": rounds, "churn": samples, "causes": causes}
 
 
 def figures(res):
@@ -204,7 +205,9 @@ def markdown(ctx, res):
             f"{f['rss_last']:.1f} MiB | {rss} |",
             f"| open fds, min..max | {f['fds'][0]:.0f}..{f['fds'][1]:.0f} | {fds} |",
             f"| processes known at the end (30 s grace) | {res['churn'][-1][3]:.0f} | |",
-            f"| events lost | {f['lost']:.0f} | {lost} |", "",
+            f"| events lost (by cause: "
+            f"{', '.join(f'{c} {v:.0f}' for c, v in res['causes'].items()) or 'none'}) | "
+            f"{f['lost']:.0f} | {lost} |", "",
             "Samples (s, RSS MiB, fds, known, with series, lost): " +
             "; ".join("%.0f %.1f %.0f %.0f %.0f %.0f" % x for x in res["churn"]), ""]
     meaning = ("the monitor runs the same BPF programs as record and saves the encoding, "
@@ -225,7 +228,7 @@ def main():
     if a.only != "churn":
         cost(os.path.abspath(a.build), a.rounds)
     if a.only != "cost":
-        churn(os.path.abspath(a.build), a.churn_s)
+        print("  lost by cause:", churn(os.path.abspath(a.build), a.churn_s)[1])
 
 
 if __name__ == "__main__":
