@@ -214,6 +214,60 @@ def test_inject_system_wide_takes_the_cuda_processes():
         eq(len(calls), 2 * CALLS, f"pid {p.pid}: cudaMalloc calls recorded")
 
 
+SECCOMP_TARGET = r"""
+import ctypes, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# One instruction, BPF_RET|BPF_K SECCOMP_RET_ALLOW: a filter that allows everything, as a
+# sandbox would install a longer one (PR_SET_NO_NEW_PRIVS first, as seccomp wants).
+code = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0x7fff0000))
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+prog = Prog(1, ctypes.addressof(code))
+assert libc.prctl(38, 1, 0, 0, 0) == 0, ctypes.get_errno()
+assert libc.prctl(22, 2, ctypes.byref(prog), 0, 0) == 0, ctypes.get_errno()
+print("ready", flush=True)
+print("echo " + sys.stdin.readline().strip(), flush=True)
+"""
+
+
+def test_inject_refuses_a_process_under_seccomp():
+    """A sandboxed process (a seccomp filter, even one allowing everything): the system calls
+    a dlopen makes could be denied or kill it, so it is refused and goes on untouched."""
+    need_targets()
+    s = spawn(["python3", "-c", SECCOMP_TARGET])
+    eq(readline(s), "ready", "the sandboxed program's ready line")
+    refused(s.pid, "it runs under seccomp (mode 2)")
+    tell(s, "still here")
+    eq(readline(s), "echo still here", "the sandboxed program goes on")
+    eq(s.wait(30), 0, "its exit status")
+
+
+def test_inject_into_another_mount_namespace():
+    """A process in a mount namespace of its own (a container's view: its own /run): the shim
+    is written into that namespace (through /proc/PID/root), loaded, and the program runs
+    exactly as untraced."""
+    need_targets()
+    if not shutil.which("unshare"):
+        raise Skip("needs unshare (util-linux)")
+    p = spawn(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+               'mount -t tmpfs bpfsight-test /run && exec "$@"', "sh", TARGETS["shared"],
+               str(CALLS), str(BYTES)], env=dict(os.environ, LD_PRELOAD=STUB))
+    check(readline(p).startswith("ready"), "the target's ready line")
+    wait_for(lambda: threads_waiting(p.pid), 30, "the target's threads in their waits")
+    check(os.stat(f"/proc/{p.pid}/ns/mnt").st_ino != os.stat("/proc/self/ns/mnt").st_ino,
+          "the target has a mount namespace of its own")
+    rec = inject(p.pid)
+    check("loads" in injected_line(rec, p.pid), rec.stderr)
+    wait_attached(rec, p.pid)
+    shims = maps_shims(p.pid)
+    eq(len(shims), 1, "one shim mapped")
+    path = shims.pop()
+    check(path.startswith("/run/bpfsight/") and os.path.exists(f"/proc/{p.pid}/root{path}"),
+          f"the shim in the target's own /run: {path}")
+    finish_target(p)
+    check_cupti_reported(check_trace(rec, p.pid, 2 * CALLS))
+
+
 def pyenv_python():
     for v in ("3.12", "3.11", "3.13", "3.10"):
         for d in sorted(os.listdir(PYENV)) if os.path.isdir(PYENV) else ():
