@@ -89,7 +89,7 @@ DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
 	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
-	     golang-go prometheus qemu-system-x86 busybox-static cpio
+	     golang-go prometheus qemu-system-x86 busybox-static cpio musl-tools
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -278,6 +278,16 @@ $(OUT)/tests/inject/static_loop: tests/workloads/inject/static_loop.c
 	$(Q)$(CC) -O1 -Wall -Werror -static $< -o $@
 
 test-build: $(OUT)/tests/inject/static_loop
+
+# ... and a program on musl libc (the same loop, linked by musl-gcc against ld-musl): refused
+# too. Built where musl-tools is installed (make deps); the test says so where it is not.
+MUSL_CC := $(shell command -v musl-gcc 2>/dev/null)
+$(OUT)/tests/inject/musl_loop: tests/workloads/inject/static_loop.c
+	$(call msg,MUSL-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(MUSL_CC) -O1 -Wall -Werror $< -o $@
+
+test-build: $(if $(MUSL_CC),$(OUT)/tests/inject/musl_loop)
 test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZERS) $(ELF_FIXTURES) $(OUT)/tests/bst_write \
 	$(OUT)/bench/pingpong
 

@@ -101,6 +101,14 @@ static void *on_file(void *arg, const char *path, const char *shown, const struc
 		f.flags |= F_DLOPEN;
 		f.dlopen = s.vaddr;
 	}
+	/*
+	 * musl's libc is its loader too, named libc.so by distributions (Debian:
+	 * /usr/lib/x86_64-linux-musl/libc.so, which ld-musl-x86_64.so.1 points to): a libc
+	 * without glibc's gnu_get_libc_version is not glibc.
+	 */
+	if ((f.flags & F_LIBC) &&
+	    (strstr(shown, "musl") || elf_syms__find(syms, "gnu_get_libc_version", &s)))
+		f.flags |= F_MUSL | F_LOADER;
 	if (f.flags & F_LIBC)
 		f.restorer = find_restorer(syms);
 	if (!elf_syms__find(syms, "cuInit", &s) || !elf_syms__find(syms, "cudaGetDeviceCount", &s))
@@ -307,7 +315,9 @@ static int refuse(const struct inj_pid *p, pid_t pid, char *msg, size_t len)
 		return 1;
 	}
 	if (p->flags & F_MUSL) {
-		snprintf(msg, len, "it uses musl libc: only glibc processes can be injected");
+		snprintf(msg, len,
+			 "it uses musl libc (or another libc than glibc): only glibc processes "
+			 "can be injected");
 		return 1;
 	}
 	if (!(p->flags & F_LOADER)) {

@@ -242,6 +242,22 @@ def test_inject_refuses_a_process_under_seccomp():
     eq(s.wait(30), 0, "its exit status")
 
 
+def test_inject_refuses_a_musl_process():
+    """A program on musl libc: the borrowed call needs glibc's dlopen and rt_sigreturn stub,
+    so it is refused and goes on untouched."""
+    need_targets()
+    musl = workload("inject/musl_loop")
+    if not os.path.exists(musl):
+        raise Skip("no musl program: needs musl-gcc (apt-get install musl-tools; make deps)")
+    m = spawn([musl])
+    eq(readline(m), "ready", "the musl program's ready line")
+    refused(m.pid, "it uses musl libc")
+    tell(m, "still here")
+    eq(readline(m), "echo still here", "the musl program goes on")
+    m.stdin.close()
+    eq(m.wait(30), 0, "its exit status")
+
+
 def test_inject_into_another_mount_namespace():
     """A process in a mount namespace of its own (a container's view: its own /run): the shim
     is written into that namespace (through /proc/PID/root), loaded, and the program runs
