@@ -115,11 +115,18 @@ def test_a_frame_without_a_frame_pointer_cuts_the_stack_with_a_marker():
     pid, _, out = record_split("badfp", "0.5")
     evs = [e for e in samples(out, pid) if funcs(e)[:1] == ["spin_bad_fp"]]
     check(len(evs) > 50, f"{len(evs)} samples in spin_bad_fp")
+    # A sample in the few instructions of its loop outside the asm (the real frame pointer in
+    # place: nanoseconds per ~1 ms of spinning) has its real callers, and is rare; every
+    # other one stops at the marker.
+    real = 0
     for e in evs:
         f = funcs(e)
-        eq(len(f), 2, f"stack {f}")
-        eq(f[1], "[unwind stopped in cpu_split: no frame pointers]", "marker")
-        check("never_called" not in f, "a fake caller")
+        check("never_called" not in f, f"a fake caller: {f}")
+        if f[1:2] == ["main"]:
+            real += 1
+            continue
+        eq(f, ["spin_bad_fp", "[unwind stopped in cpu_split: no frame pointers]"], "marker")
+    check(real <= 0.01 * len(evs), f"{real} of {len(evs)} samples outside the bad frame")
     check(not any("never_called" in funcs(e) for e in samples(out, pid)), "never_called")
 
 
