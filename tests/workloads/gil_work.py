@@ -9,7 +9,8 @@
                          milliseconds (ctypes.PyDLL: usleep without releasing it) while
                          "spinner" waits for it from before the call starts (spinner's
                          longest_sleep_ns: its longest sleep call, the GIL's retake included)
-    io K SLEEP_MS        "io" sleeps K times SLEEP_MS (releasing the GIL) while "cpu" spins
+    io K SLEEP_MS        "io" (the main thread) sleeps K times SLEEP_MS (releasing the GIL)
+                         while "cpu" spins, the only two threads that want the GIL meanwhile
                          (io's sleeps: [start, end] of each sleep call, CLOCK_MONOTONIC)
     work N ITERS         N threads "work-0".. each running ITERS rounds of pure-Python work
                          (a fixed amount: the run time measures throughput under contention)
@@ -144,35 +145,39 @@ def mode_hold(ms):
 
 
 def mode_io(k, sleep_ms):
-    set_name("main")
-    stop = threading.Event()
+    """The sleeps run on the main thread, named "io", so that while they run exactly two threads
+    want the GIL: "io" and "cpu". A third one, such as a main thread still on its way to join()
+    after starting "io", waits for the GIL too, and its timed-out rounds ask "cpu" to drop it
+    (the drop request is the interpreter's, not a waiter's): "io", waiting at the end of a sleep,
+    may then take the GIL after less than a switch interval, on a request that is not its own
+    (seen under load: the main thread's wait for the GIL overlapping io's first sleeps)."""
+    set_name("io")
+    stop, ready = threading.Event(), threading.Event()
 
     def cpu():
-        set_name("cpu")
+        set_name("cpu")  # a ctypes call: it releases the GIL, so before "ready"
         t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+        ready.set()
         x = 0
+        # From here on "cpu" gives the GIL up only when asked (nothing in the loop blocks).
         while not stop.is_set():
             for i in range(200):
                 x += i
         record("cpu", t0, c0)
 
-    def io():
-        set_name("io")
-        t0, c0 = time.monotonic_ns(), time.thread_time_ns()
-        windows = []  # [start, end] of each sleep call (CLOCK_MONOTONIC, the trace's clock)
-        for _ in range(k):
-            a = time.monotonic_ns()
-            time.sleep(sleep_ms / 1000.0)
-            windows.append([a, time.monotonic_ns()])
-        record("io", t0, c0)
-        results["io"]["sleeps"] = windows
-        stop.set()
-
-    threads = [threading.Thread(target=cpu), threading.Thread(target=io)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    t = threading.Thread(target=cpu)
+    t.start()
+    ready.wait()
+    t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+    windows = []  # [start, end] of each sleep call (CLOCK_MONOTONIC, the trace's clock)
+    for _ in range(k):
+        a = time.monotonic_ns()
+        time.sleep(sleep_ms / 1000.0)
+        windows.append([a, time.monotonic_ns()])
+    record("io", t0, c0)
+    results["io"]["sleeps"] = windows
+    stop.set()
+    t.join()
 
 
 def mode_ioloop(iters):
