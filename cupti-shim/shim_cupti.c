@@ -12,12 +12,22 @@
  * and the API records of the calls that launch work (shim_cbid.c). Off: disable, flush,
  * unsubscribe. Never cuptiFinalize: it is crash-prone in a live process.
  *
+ * The per-call API records (cuptiActivityEnableRuntimeApi) came only when enabled inside
+ * InitializeInjection, before CUDA made a context: on an H100 (CUDA 13.0), enabled later (a
+ * job attached with -p, a shim loaded by --inject) they never came and no kernel could be
+ * joined to its launch. KIND_RUNTIME/DRIVER do come late (torch.profiler's way) but record
+ * every call (13 API records per kernel in a PyTorch loop). So late, the kinds go on and
+ * every callback id not in shim_cbid.c is then switched off (CUPTI's documented way to a
+ * subset); should per-call records still not come at CUDA's start (API_PROBE_OPS GPU
+ * records without one), the poller does the same.
+ *
  * Every call is checked; a failure goes into a STATUS record once per distinct failure and
  * session, and the shim carries on without GPU records. It always returns 1 to CUDA.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +41,7 @@
 #define RETRY_MS      5000
 #define MAX_ERRORS    32
 #define VERSION_MAJOR 13 /* the record layouts shim_decode.c reads */
+#define API_PROBE_OPS 64 /* GPU records with no API record: per-call API records are off */
 
 /* The CUPTI functions the shim uses, bound by dlsym. */
 static struct {
@@ -88,11 +99,16 @@ static bool usable; /* loaded, a version we can read, initialized */
 /* GPU on/off state: the poller's (under its ctl lock). */
 static struct {
 	bool on;
-	bool api_kinds; /* per-cbid enabling failed: KIND_RUNTIME/DRIVER instead */
+	bool api_kinds; /* KIND_RUNTIME/DRIVER on (others' cbids off), not per-cbid alone */
 	CUpti_SubscriberHandle sub;
 	uint64_t retry_at;
 	uint64_t last_flush;
 } G;
+
+/* True while InitializeInjection polls: CUDA is starting, it has no context yet. */
+static atomic_bool at_cuda_start;
+/* Since GPU timing went on: kernels, copies and memsets decoded, and API records. */
+static atomic_ulong ops_seen, apis_seen;
 
 /* Distinct failures, reported once per session. */
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -243,7 +259,9 @@ SHIM_EXPORT int InitializeInjection(void)
 {
 	shim_core__enter(BS_SHIM_ST_CUDA_INJECTED);
 	shim_cupti__init();
+	atomic_store(&at_cuda_start, true);
 	shim_core__poll_now();
+	atomic_store(&at_cuda_start, false);
 	return 1; /* whatever happened: the application runs as it would without us */
 }
 
@@ -261,8 +279,13 @@ int shim_cupti__consume(uint8_t *buf, size_t valid)
 	if (!t)
 		return 0;
 	shim_thread__lock(t);
-	while ((r = C.ActivityGetNextRecord(buf, valid, &rec)) == CUPTI_SUCCESS)
+	while ((r = C.ActivityGetNextRecord(buf, valid, &rec)) == CUPTI_SUCCESS) {
 		n += shim_decode__record(t, session, rec);
+		if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME || rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
+			atomic_fetch_add(&apis_seen, 1);
+		else
+			atomic_fetch_add(&ops_seen, 1);
+	}
 	shim_thread__unlock(t);
 	if (r != CUPTI_ERROR_MAX_LIMIT_REACHED)
 		ok(r, "cuptiActivityGetNextRecord");
@@ -315,6 +338,33 @@ static bool enable_apis(uint8_t on)
 	return true;
 }
 
+/* Every API through the kinds, then those not in shim_cbid.c off one by one. */
+static void enable_api_kinds(void)
+{
+	uint32_t cbid;
+
+	ok(C.ActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityEnable(RUNTIME)");
+	ok(C.ActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityEnable(DRIVER)");
+	for (cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++)
+		if (!shim_cbid__listed(CUPTI_CB_DOMAIN_RUNTIME_API, cbid))
+			C.ActivityEnableRuntimeApi(cbid, 0);
+	for (cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++)
+		if (!shim_cbid__listed(CUPTI_CB_DOMAIN_DRIVER_API, cbid))
+			C.ActivityEnableDriverApi(cbid, 0);
+}
+
+/* Per-call API records enabled but GPU work arrives without any: every call's instead. */
+static void api_records_fallback(void)
+{
+	if (G.api_kinds || atomic_load(&apis_seen) || atomic_load(&ops_seen) < API_PROBE_OPS)
+		return;
+	enable_apis(0);
+	enable_api_kinds();
+	G.api_kinds = true;
+	shim_log("no API records with %lu GPU records: through the API kinds now",
+		 (unsigned long)atomic_load(&ops_seen));
+}
+
 static void gpu_on(uint64_t now)
 {
 	CUptiResult r;
@@ -345,15 +395,15 @@ static void gpu_on(uint64_t now)
 	}
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		ok(C.ActivityEnable(kinds[i]), "cuptiActivityEnable");
-	G.api_kinds = !enable_apis(1);
-	if (G.api_kinds) {
-		ok(C.ActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityEnable(RUNTIME)");
-		ok(C.ActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityEnable(DRIVER)");
-	}
+	atomic_store(&ops_seen, 0);
+	atomic_store(&apis_seen, 0);
+	G.api_kinds = !atomic_load(&at_cuda_start) || !enable_apis(1);
+	if (G.api_kinds)
+		enable_api_kinds();
 	G.on = true;
 	G.last_flush = now;
 	shim_core__set_state(BS_SHIM_ST_GPU_ON, 0);
-	shim_log("GPU activity on%s", G.api_kinds ? " (all API records)" : "");
+	shim_log("GPU activity on%s", G.api_kinds ? " (API records through the kinds)" : "");
 }
 
 static void gpu_off(void)
@@ -394,6 +444,7 @@ void shim_cupti__poll(bool want, uint64_t now)
 		ok(C.ActivityFlushAll(0), "cuptiActivityFlushAll");
 		G.last_flush = now;
 	}
+	api_records_fallback();
 }
 
 void shim_cupti__flush(bool forced)
