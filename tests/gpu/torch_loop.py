@@ -1,9 +1,13 @@
 """A small real PyTorch training loop for tests/gpu/run.sh (GPU machines only).
 
-  torch_loop.py [STEPS]          train STEPS steps (default 50), print pid and time
+  torch_loop.py [STEPS] [--until-file PATH]
+      train STEPS steps (default 50), print pid and time; with --until-file, train until
+      PATH exists (a job that outlives the recordings made of it)
   torch_loop.py --launch-bound N
-      N tiny element-wise ops (one small kernel each, launch-bound), timed after warm-up;
-      prints "launch-bound N ops S s" (the overhead figures of tests/gpu/run.sh)
+      N tiny element-wise ops (one small kernel each, launch-bound), timed after warm-up,
+      five times in a row; prints "launch-bound N ops S s" with S the fastest of the five
+      (the overhead figures of tests/gpu/run.sh: the least disturbed run of each process);
+      --profiler: the same under torch.profiler, CUDA activity only
   torch_loop.py --validate STEPS [--wait-file PATH] --json OUT
       warm up, print "ready pid P", wait until PATH exists (when given: time for a
       recorder to attach with -p), then run STEPS steps between cudaProfilerStart and
@@ -48,10 +52,16 @@ def steps(n, model, opt, x):
         opt.step()
 
 
-def plain(n):
+def plain(n, until_file=None):
     dev, model, opt, x = build()
     t0 = time.time()
-    steps(n, model, opt, x)
+    if until_file:
+        n = 0
+        while not os.path.exists(until_file):
+            steps(1, model, opt, x)
+            n += 1
+    else:
+        steps(n, model, opt, x)
     if dev == "cuda":
         torch.cuda.synchronize()
     print(f"pid {os.getpid()} device {dev} steps {n} {time.time() - t0:.3f}s", flush=True)
@@ -94,8 +104,14 @@ def validate(n, wait_file, out, halves="both"):
     except AttributeError:
         evs = [(e.name, e.device_type, int(e.time_range.elapsed_us() * 1000))
                for e in prof.events()]
+    # A record_function range (Optimizer.step#SGD.step) also shows on the CUDA side, as a
+    # gpu_user_annotation spanning the kernels it launched: not a kernel. Its name is the
+    # CPU-side range's; a kernel's name never is a CPU-side event's.
+    cpu_names = {name for name, dev, _ in evs if dev != DeviceType.CUDA}
     launches, kernels, kernel_ns = {}, {}, {}
     for name, dev, ns in evs:
+        if dev == DeviceType.CUDA and name in cpu_names:
+            continue
         if dev == DeviceType.CUDA:
             if not name.startswith(("Memcpy", "Memset")):
                 kernels[name] = kernels.get(name, 0) + 1
@@ -119,20 +135,30 @@ def kineto_ns(e):
     return int(e.duration_us() * 1000)
 
 
-def launch_bound(n):
-    """N tiny ops: the CPU-side launch path dominates, as in a launch-bound step."""
+def launch_bound(n, profiler=False):
+    """N tiny ops: the CPU-side launch path dominates, as in a launch-bound step. With
+    profiler, the timed loops run under torch.profiler recording CUDA activity only (Kineto's
+    CUPTI tracing: the cost of GPU timing as PyTorch's own tool pays it)."""
     if not torch.cuda.is_available():
         sys.exit("torch_loop.py --launch-bound: no CUDA device visible to PyTorch")
+    if profiler:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]):
+            return launch_bound(n)
     x = torch.zeros(16, device="cuda")
     for _ in range(2000):  # warm-up: allocator, kernels loaded
         x.add_(1)
     torch.cuda.synchronize()
     print(f"ready pid {os.getpid()}", flush=True)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        x.add_(1)
-    torch.cuda.synchronize()
-    print(f"launch-bound {n} ops {time.perf_counter() - t0:.6f} s", flush=True)
+    best = None
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x.add_(1)
+        torch.cuda.synchronize()
+        t = time.perf_counter() - t0
+        best = t if best is None else min(best, t)
+    print(f"launch-bound {n} ops {best:.6f} s", flush=True)
 
 
 def main():
@@ -140,20 +166,23 @@ def main():
     ap.add_argument("steps", nargs="?", type=int, default=50)
     ap.add_argument("--validate", action="store_true")
     ap.add_argument("--launch-bound", type=int, metavar="N")
+    ap.add_argument("--profiler", action="store_true",
+                    help="with --launch-bound: under torch.profiler (CUDA activity)")
     # The gpu family and torch.profiler both need CUPTI, which has one owner per process:
     # its check runs the two halves in two processes (same model, seed and iterations).
     ap.add_argument("--halves", choices=("both", "range", "profiler"), default="both")
     ap.add_argument("--wait-file")
+    ap.add_argument("--until-file")
     ap.add_argument("--json")
     a = ap.parse_args()
     if a.launch_bound:
-        launch_bound(a.launch_bound)
+        launch_bound(a.launch_bound, a.profiler)
     elif a.validate:
         if not a.json:
             ap.error("--validate needs --json OUT")
         validate(a.steps, a.wait_file, a.json, a.halves)
     else:
-        plain(a.steps)
+        plain(a.steps, a.until_file)
 
 
 if __name__ == "__main__":
