@@ -281,7 +281,8 @@ int shim_cupti__consume(uint8_t *buf, size_t valid)
 	shim_thread__lock(t);
 	while ((r = C.ActivityGetNextRecord(buf, valid, &rec)) == CUPTI_SUCCESS) {
 		n += shim_decode__record(t, session, rec);
-		if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME || rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
+		if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
+		    rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
 			atomic_fetch_add(&apis_seen, 1);
 		else
 			atomic_fetch_add(&ops_seen, 1);
