@@ -6,6 +6,10 @@
 # attached with -p, and compares the kernel launches bpfsight's cuda family counts with
 # torch.profiler's on identical iterations of the same loop (launch mode and -p). When the
 # build has the CUDA test workloads (BUILD_DIR/tests/cuda), they run on the real GPU too.
+# With the embedded cupti-shim: GPU kernels, time and launch links vs torch.profiler (launch
+# mode and --inject), GPU timing switched on twice in a running job, overhead against
+# torch.profiler's, NCCL collectives with their GPU work, Python stacks at real launches and
+# the monitor's GPU metrics (docs/gpu-validation.md: what each checks, and the results).
 # Results go to stdout and to $OUT/gpu-validation.txt ($OUT defaults to /tmp); KEEP_TRACES=DIR
 # keeps the traces and the workloads' JSON there. Exit 0 when
 # every check passed, 1 when one failed, 2 when this machine cannot run it (no GPU, no torch).
