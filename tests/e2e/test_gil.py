@@ -267,13 +267,19 @@ def test_gil_uncontended_io_loop_costs_no_wait_and_every_hold_is_counted():
     eq(r["wait_count"], 0, "full mode: waits")
     # Two holds per iteration, and the few releases around it (printing the result).
     check(2 * n <= r["hold_count"] <= 2 * n + 20, f"{r['hold_count']} holds for {n} iterations")
-    # A hold in the loop lasts a few microseconds, unless the thread is preempted while it
-    # holds the GIL (the workload counts its involuntary switches); the few holds around the
-    # loop (start, printing) may pass the threshold too.
+    # A hold in the loop lasts a few microseconds; it gets a record (>= 50 us) only when the
+    # thread stops running while it holds the GIL: preempted (the workload counts those), or
+    # its CPU taken by interrupts or by the host (a VM's steal time), which the guest cannot
+    # count (CI: 17 records with 1 preemption on 2 shared cores). So what is checked is what
+    # the issue warns about, never a record per hold: every record is a hold of 50 us or more,
+    # and at most 1% of the holds have one (a 50 us stall every ~100 iterations, ~1 ms).
     records = [e for e in dump(out) if e["kind"] == "gil_hold" and e["tid"] == truth["main_tid"]]
     preempted = truth["threads"]["main"]["preempted"]
-    check(len(records) <= preempted + 10,
-          f"{len(records)} hold records, the thread was preempted {preempted} times")
+    short = [e["dur"] for e in records if e["dur"] < 50_000]
+    eq(short, [], "hold records under the 50 us threshold")
+    check(len(records) <= r["hold_count"] // 100,
+          f"{len(records)} hold records of {r['hold_count']} holds (the thread was preempted "
+          f"{preempted} times)")
 
 
 def take_gil_bpftrace(lib, pid):
