@@ -510,6 +510,10 @@ static void warn_targets(struct shim_link *l)
 		{ SHIM_WANT_NVTX, "NVTX_INJECTION64_PATH", "NVTX ranges (-t nvtx)" },
 	};
 	const struct record_opts *o = l->ctx->opts;
+	/* monitor has no --inject: one short record with it loads the shim, which stays. */
+	const char *cmd = o->cmd_name ? o->cmd_name : "record";
+	const char *inject = o->cmd_name ? "run `bpfsight record -p PID -t gpu --inject -d 1s` once"
+					 : "record it with --inject";
 	char why[512];
 
 	if (l->warned_targets++ || !o->families_explicit)
@@ -542,19 +546,19 @@ static void warn_targets(struct shim_link *l)
 				continue;
 			if (!environ_get(pid, needs[k].var, val, sizeof(val)))
 				fprintf(stderr,
-					"bpfsight record: note: pid %d has %s=%s but has not "
+					"bpfsight %s: note: pid %d has %s=%s but has not "
 					"loaded it yet (it does at cuInit or the first NVTX call)\n",
-					pid, needs[k].var, val);
+					cmd, pid, needs[k].var, val);
 			else
 				fprintf(stderr,
-					"bpfsight record: warning: pid %d was not started "
+					"bpfsight %s: warning: pid %d was not started "
 					"with the cupti-shim: %s cannot be recorded from it. Either "
-					"record it with --inject (loads the shim into the running "
-					"process), or start the job with %s=<shim> in its "
+					"%s (loads the shim into the running process, where it "
+					"stays), or start the job with %s=<shim> in its "
 					"environment once (`bpfsight shim --print-env` installs the "
 					"shim and prints the lines); later recordings then switch it "
 					"on and off without a restart\n",
-					pid, needs[k].what, needs[k].var);
+					cmd, pid, needs[k].what, inject, needs[k].var);
 			if (!noted++) {
 				snprintf(
 					why, sizeof(why),
