@@ -229,6 +229,24 @@ def test_monitor_refuses_output_without_flight_recorder():
         check(msg in p.stderr, f"{args}: {p.stderr.strip()}")
 
 
+def test_monitor_without_shim_says_how_to_get_one():
+    """-t gpu on a process without the cupti-shim: the monitor says so under its own name and
+    points to what works for it (it has no --inject: a one-off record with it)."""
+    need_root()
+    p = spawn(["sleep", "60"])
+    m = Monitor("-t", "gpu", "-p", str(p.pid))
+    want = f"bpfsight monitor: warning: pid {p.pid} was not started with the cupti-shim"
+    for _ in range(100):  # said when the targets are first looked at, after the start line
+        if want in m.stderr:
+            break
+        time.sleep(0.1)
+    eq(m.stop(), 0, "monitor exit status")
+    check(want in m.stderr and f"`bpfsight record -p PID -t gpu --inject -d 1s` once"
+          in m.stderr and "bpfsight record:" not in m.stderr, m.stderr)
+    p.kill()
+    p.wait()
+
+
 def test_monitor_gpu_kernels_and_shim_losses():
     """The cupti-shim's channel (spoken exactly by tests/workloads/shim_fake): its one GPU
     kernel (device 1, 4000 ns) in the per-device GPU metrics, and the 5 records it says it
