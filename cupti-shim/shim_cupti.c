@@ -354,7 +354,11 @@ static void enable_api_kinds(void)
 			C.ActivityEnableDriverApi(cbid, 0);
 }
 
-/* Per-call API records enabled but GPU work arrives without any: every call's instead. */
+/*
+ * Per-id API records enabled at CUDA's start, yet GPU work arrives without any: through the
+ * kinds. (A buffer of kernels may come before the buffer of their API records: then this
+ * switches needlessly, to the same records at the kinds' cost.)
+ */
 static void api_records_fallback(void)
 {
 	if (G.api_kinds || atomic_load(&apis_seen) || atomic_load(&ops_seen) < API_PROBE_OPS)
