@@ -306,7 +306,13 @@ def test_flight_sched_trigger_once_per_long_sleep():
     w.wait(30)
     eq(r.wait(60), 0, f"recorder exit ({r.stderr[-500:]})")
     dumps = re.findall(r"flight recorder: wrote (\S+):", r.stderr)
-    eq(len(dumps), 3, f"one dump per long sleep ({r.stderr[-500:]})")
+    # A sleep whose end the sched family lost has no interval and triggers nothing. Seen once
+    # with both cores hogged: 2 dumps and "1 events lost" (a missed switch-in is counted as
+    # sched_missed: #22's open sched gap). A loss is reported, never silent: only a reported
+    # one may stand for a missing dump.
+    lost = int(re.search(r"recorded \d+ records, (\d+) events lost", r.stderr).group(1))
+    check(3 - lost <= len(dumps) <= 3,
+          f"one dump per long sleep, {lost} events lost ({r.stderr[-500:]})")
     for path in dumps:
         long = [e for e in dump(path) if e["kind"] == "offcpu" and e["pid"] == pid and
                 e["name"] == "blocked" and e["dur"] > 250 * MS]
