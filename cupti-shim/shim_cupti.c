@@ -270,6 +270,7 @@ int shim_cupti__consume(uint8_t *buf, size_t valid)
 	uint32_t session = atomic_load(&shim_session);
 	CUpti_Activity *rec = NULL;
 	struct shim_thread *t;
+	unsigned long apis = 0, ops = 0;
 	CUptiResult r;
 	int n = 0;
 
@@ -283,11 +284,13 @@ int shim_cupti__consume(uint8_t *buf, size_t valid)
 		n += shim_decode__record(t, session, rec);
 		if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
 		    rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
-			atomic_fetch_add(&apis_seen, 1);
+			apis++;
 		else
-			atomic_fetch_add(&ops_seen, 1);
+			ops++;
 	}
 	shim_thread__unlock(t);
+	atomic_fetch_add(&apis_seen, apis);
+	atomic_fetch_add(&ops_seen, ops);
 	if (r != CUPTI_ERROR_MAX_LIMIT_REACHED)
 		ok(r, "cuptiActivityGetNextRecord");
 	return n;

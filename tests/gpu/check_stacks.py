@@ -15,11 +15,10 @@ Exit 0 when all hold, 1 otherwise.
 """
 import collections
 import json
-import re
 import subprocess
 import sys
 
-LAUNCH_RE = re.compile(r"^_*cu(da)?Launch(Cooperative)?Kernel")
+from compare_launches import LAUNCH_RE
 
 
 def main():
