@@ -443,17 +443,26 @@ fail:
 	return 0;
 }
 
-/* PATH as the traced process sees it (for .gnu_debuglink's directory), without ROOT. */
+/*
+ * PATH as the traced process sees it (for .gnu_debuglink's directory), without ROOT. A file
+ * opened through a link (/proc/PID/map_files/..., or /proc/self/fd/N when the discovery
+ * passes an open file) is named by where the link leads.
+ */
 static void inner_path(const char *path, const char *root, char *out, size_t outlen)
 {
+	char link[PATH_MAX];
 	size_t rl = strlen(root);
 	ssize_t n;
 
 	out[0] = 0;
-	if (!strncmp(path, "/proc/", 6) && strstr(path, "/map_files/")) {
-		n = readlink(path, out, outlen - 1);
-		out[n > 0 ? n : 0] = 0;
-		return;
+	if (!strncmp(path, "/proc/", 6) && (strstr(path, "/map_files/") || strstr(path, "/fd/"))) {
+		n = readlink(path, link, sizeof(link) - 1);
+		link[n > 0 ? n : 0] = 0;
+		if (!strstr(path, "/fd/")) {
+			snprintf(out, outlen, "%s", link); /* already the process's own view */
+			return;
+		}
+		path = link;
 	}
 	if (rl && !strncmp(path, root, rl) && path[rl] == '/')
 		path += rl;

@@ -468,8 +468,9 @@ static void test_fixture_debuglink(void)
 /* Without build-ids the debuglink CRC decides: a debug file that does not match is unused. */
 static void test_fixture_debuglink_crc(void)
 {
-	char dir[256], path[512];
+	char dir[256], path[512], fdpath[64];
 	struct elf_syms *s;
+	int fd;
 
 	snprintf(dir, sizeof(dir), "%s/crc/bin", tmp);
 	snprintf(path, sizeof(path), "%s/fx_nobid", dir);
@@ -485,6 +486,16 @@ static void test_fixture_debuglink_crc(void)
 	if (ASSERT_TRUE(s, "open") && ASSERT_STREQ(elf_syms__build_id(s), "", "no build-id"))
 		ASSERT_EQ(elf_syms__find(s, "fx_local_helper", NULL), 0, "found via <dir>/.debug");
 	elf_syms__free(s);
+	/* Opened through an fd (how the discovery passes a file): <dir> is where it leads. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	s = fd >= 0 ? elf_syms__open(fdpath, NULL) : NULL;
+	if (ASSERT_TRUE(s, "open through the fd"))
+		ASSERT_EQ(elf_syms__find(s, "fx_local_helper", NULL), 0,
+			  "found via the fd's <dir>/.debug");
+	elf_syms__free(s);
+	if (fd >= 0)
+		close(fd);
 	/* One byte changed in the debug file: its CRC no longer matches. */
 	if (!ASSERT_TRUE(sh("cd %s/.debug && printf x | dd of=fx.debug bs=1 seek=100 "
 			    "conv=notrunc status=none",
