@@ -322,7 +322,8 @@ static long stack_py_frame(__u32 i, void *arg)
 	}
 	if (at >= STACK_WORDS - 3)
 		return 1;
-	code = hdr_u64(h, c->fr_code);
+	/* 3.14's f_executable is a _PyStackRef: a pointer with tag bits (objects are 8-aligned). */
+	code = hdr_u64(h, c->fr_code) & ~7ull;
 	w[at] = code;
 	w[at + 1] = hdr_u64(h, c->fr_instr);
 	w[at + 2] = 0;

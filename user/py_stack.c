@@ -48,6 +48,9 @@ static const struct py_layout layouts[] = {
 	  120, 112, 128, 136, 68, 192,   40, 56,   LINES_LOCATIONS },
 	{ 13, 72, BS_PY_NONE,  0, 8, 56, 70, BS_PY_NONE,    3,
 	  120, 112, 128, 136, 68, 200,   40, 56,   LINES_LOCATIONS },
+	/* 3.14: f_executable is a _PyStackRef (tag bits masked in BPF), owner moved. */
+	{ 14, 72, BS_PY_NONE,  0, 8, 56, 74, BS_PY_NONE,    3,
+	  120, 112, 128, 136, 68, 208,   40, 56,   LINES_LOCATIONS },
 };
 // clang-format on
 
@@ -200,9 +203,11 @@ enum { KIND_CODE, KIND_STR, KIND_BYTES };
 static const char *const kind_names[] = { "code", "str", "bytes" };
 
 /*
- * Is there a live object of KIND at ADDR? Its reference count is 1..2^32 (immortal ones
- * included): pymalloc stores a pointer, or NULL, in a freed block's first word. Its type is
- * the one named KIND (tp_name, checked once per type object).
+ * Is there a live object of KIND at ADDR? Its reference count (the low 32 bits: 3.14 keeps
+ * ob_flags in the top 16) is not 0 and bits 32-47 are clear (3.14's ob_overflow, before
+ * that the count's high half: never set by a real count): pymalloc stores a pointer, or
+ * NULL, in a freed block's first word. Its type is the one named KIND (tp_name, checked
+ * once per type object).
  */
 static int live_object(struct py_stack *ps, pid_t pid, __u64 addr, int kind)
 {
@@ -210,8 +215,8 @@ static int live_object(struct py_stack *ps, pid_t pid, __u64 addr, int kind)
 	char name[8] = "";
 	__u32 *t;
 
-	if (!addr || mem_read(ps, pid, addr, head, sizeof(head)) || !head[0] ||
-	    head[0] > 0xffffffffull || !head[1])
+	if (!addr || mem_read(ps, pid, addr, head, sizeof(head)) || !(__u32)head[0] ||
+	    head[0] & 0x0000ffff00000000ull || !head[1])
 		return 0;
 	t = hmap__get(ps->types, (struct hkey){ head[1], (__u64)pid }, 1);
 	if (!t)
