@@ -27,7 +27,15 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 		    3)
 			   ? 0
 			   : BS_CPU_KERNEL;
-	size = stack_read(ctx, s, pid, tid);
+	/*
+	 * In user code, the two words on top of its stack go first: where the innermost function
+	 * has no frame of its own (its first instructions, its `ret`, a fast path without one),
+	 * the frame-pointer walk skips its caller, whose return address is one of them; the
+	 * recorder decides from the code (stack_leaf.c).
+	 */
+	if (!(s->flags & BS_CPU_KERNEL))
+		s->flags |= BS_CPU_LEAF;
+	size = stack_read(ctx, s, pid, tid, s->flags & BS_CPU_LEAF ? ctx->regs.sp : 0);
 	s->type = 0;
 	stack_send(s, size, BS_REC_CPU_SAMPLE_RAW, pid, tid, bpf_ktime_get_ns(), bs_wakeup_flags());
 	return 0;

@@ -203,7 +203,7 @@ static __always_inline void held_flush(void *ctx, struct thread_sched *ts, struc
 		if (s && h->iv[i].stack) {
 			if (!size) {
 				s->flags = 0;
-				size = stack_read(ctx, s, pid, tid);
+				size = stack_read(ctx, s, pid, tid, 0);
 				s->type = BS_REC_OFFCPU;
 				flags = stack_wakeup(s);
 			}

@@ -18,7 +18,7 @@
 
 #include "common.bpf.h"
 
-#define STACK_WORDS (BS_STACK_MAX_FRAMES + 4 * BS_PY_MAX_FRAMES)
+#define STACK_WORDS (BS_STACK_MAX_FRAMES + 2 + 4 * BS_PY_MAX_FRAMES) /* 2: BS_CPU_LEAF's */
 #define STACK_HDR   128 /* bytes of a frame (and of a code object) read in one copy */
 /*
  * 3.11+ frames lie one after another in the thread's data stack, a caller below its callee:
@@ -344,21 +344,43 @@ static long stack_py_frame(__u32 i, void *arg)
 }
 
 /*
+ * The user stack's addresses into S's words, innermost first; how many words. SP, when not 0,
+ * is the user stack pointer: the two words there go first (BS_CPU_LEAF: the recorder finds
+ * the innermost function's return address among them where the frame-pointer walk missed it).
+ */
+static __always_inline long stack_unwind(void *ctx, struct stack_scratch *s, __u64 sp)
+{
+	long n;
+
+	if (!sp) {
+		n = bpf_get_stack(ctx, s->w, BS_STACK_MAX_FRAMES * 8, BPF_F_USER_STACK);
+		n = n < 0 ? 0 : (__u64)n / 8; /* BPF has no signed division */
+		return n > BS_STACK_MAX_FRAMES ? BS_STACK_MAX_FRAMES : n;
+	}
+	if (bpf_probe_read_user(s->w, 16, (const void *)sp))
+		s->w[0] = s->w[1] = 0;
+	n = bpf_get_stack(ctx, s->w + 2, BS_STACK_MAX_FRAMES * 8, BPF_F_USER_STACK);
+	n = n < 0 ? 0 : (__u64)n / 8;
+	if (!n)
+		return 0;
+	return n > BS_STACK_MAX_FRAMES ? BS_STACK_MAX_FRAMES + 2 : n + 2;
+}
+
+/*
  * The current thread's stack into S: its user addresses, then its Python frames when PID is
  * a Python process and TID holds the GIL. Sets s->nips, s->npy and BS_CPU_PYTHON/GIL in
- * s->flags (other flags are the caller's); returns the record's size in bytes.
+ * s->flags (other flags are the caller's); returns the record's size in bytes. SP: as
+ * stack_unwind's (0: none).
  */
-static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u32 pid, __u32 tid)
+static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u32 pid, __u32 tid,
+					__u64 sp)
 {
 	struct stack_py_walk p = { .s = s };
 	const struct bs_py_cfg *c;
 	__u64 ts, size, npy = 0;
 	long n;
 
-	n = bpf_get_stack(ctx, s->w, BS_STACK_MAX_FRAMES * 8, BPF_F_USER_STACK);
-	n = n < 0 ? 0 : (__u64)n / 8; /* BPF has no signed division */
-	if (n > BS_STACK_MAX_FRAMES)
-		n = BS_STACK_MAX_FRAMES;
+	n = stack_unwind(ctx, s, sp);
 	s->nips = n;
 	s->npy = 0;
 	c = bpf_map_lookup_elem(&py_procs, &pid);
@@ -383,7 +405,7 @@ static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u3
 			s->npy = npy;
 		}
 	}
-	/* From the locals, whose bounds the verifier knows (n <= 128, npy <= 64). */
+	/* From the locals, whose bounds the verifier knows (n <= 130, npy <= 64). */
 	size = sizeof(s->h) + 16 + ((__u64)n + 4 * npy) * 8;
 	return size > sizeof(*s) ? sizeof(*s) : size;
 }
@@ -440,7 +462,7 @@ static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 t
 	if (!s)
 		return;
 	s->flags = 0;
-	size = stack_read(ctx, s, pid, tid);
+	size = stack_read(ctx, s, pid, tid, 0);
 	s->type = type;
 	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
 }

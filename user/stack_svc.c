@@ -208,12 +208,33 @@ static __u32 merge(struct record_ctx *ctx, const struct bs_frame *nf, __u32 nn,
 	return k;
 }
 
+/*
+ * W's N addresses and NPY Python frames into FIXED with the return address the walk missed
+ * (uprobe_mgr__leaf_return) right after the sampled instruction; the new count of addresses
+ * (the outermost dropped at the limit: the walk was cut there anyway), or 0 when none was.
+ */
+static __u32 leaf_fix(struct stack_svc *s, pid_t pid, const __u64 *w, __u32 n, __u32 npy,
+		      const __u64 *top, __u64 *fixed)
+{
+	__u64 ra = uprobe_mgr__leaf_return(s->mgr, pid, w[0], n > 1 ? w[1] : 0, top);
+	__u32 keep = n < BS_STACK_MAX_FRAMES ? n : BS_STACK_MAX_FRAMES - 1;
+
+	if (!ra)
+		return 0;
+	fixed[0] = w[0];
+	fixed[1] = ra;
+	memcpy(fixed + 2, w + 1, (keep - 1) * 8);
+	memcpy(fixed + keep + 1, w + n, (size_t)npy * sizeof(struct bs_py_frame));
+	return keep + 1;
+}
+
 __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid, __u64 ts,
-		       const __u64 *w, __u32 n, __u32 npy)
+		       const __u64 *w, __u32 n, __u32 npy, const __u64 *top)
 {
 	struct bs_frame nf[BS_STACK_MAX_FRAMES + 1], pf[BS_PY_MAX_FRAMES],
 		all[BS_STACK_MAX_FRAMES + 1];
-	__u32 nn, np = 0, k, entry[BS_PY_MAX_FRAMES], tag, flags, id;
+	__u64 fixed[BS_STACK_MAX_FRAMES + 4 * BS_PY_MAX_FRAMES];
+	__u32 nn, np = 0, k, entry[BS_PY_MAX_FRAMES], tag, flags, id, nfix;
 	struct py_proc *p = python_of(ctx, s, pid);
 	int capped = n >= s->max_depth;
 
@@ -223,6 +244,10 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 		npy = BS_PY_MAX_FRAMES;
 	if (!n && !npy)
 		return 0;
+	if (top && n && ctx->uprobes && (nfix = leaf_fix(s, pid, w, n, npy, top, fixed))) {
+		w = fixed;
+		n = nfix;
+	}
 	tag = capped | (npy && p ? p->minor << 1 : 0);
 	id = stack_intern__cached(s->intern, pid, w, n + 4 * npy, tag);
 	if (id)
@@ -254,7 +279,7 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 	record_ctx__hdr(&ref.h, BS_REC_STACK_REF, sizeof(ref), rec->pid, rec->tid, rec->ts);
 	ref.h.cpu = rec->cpu;
 	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, (const __u64 *)(r + 1),
-					n, npy);
+					n, npy, NULL);
 	ref.event_type = r->event_type;
 	ref.flags = r->flags & BS_CPU_GIL;
 	if (ref.stack_id)

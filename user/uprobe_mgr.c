@@ -979,6 +979,67 @@ static int call_before(const struct elf_syms *s, __u64 vaddr)
 	return 0;
 }
 
+/* Where the direct call (E8 rel32) before return address ADDR of PID went, or 0. */
+static __u64 call_target(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+{
+	__u64 vaddr;
+	struct obj *o = addr ? obj_at(m, pid, addr, &vaddr) : NULL;
+	__u8 b[5];
+	__s32 rel;
+
+	if (!o || vaddr < sizeof(b) || elf_syms__read(o->syms, vaddr - sizeof(b), b, sizeof(b)) ||
+	    b[0] != 0xe8)
+		return 0;
+	memcpy(&rel, b + 1, sizeof(rel));
+	return addr + (__s64)rel;
+}
+
+static int follows_call(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+{
+	__u64 vaddr;
+	struct obj *o = addr ? obj_at(m, pid, addr, &vaddr) : NULL;
+
+	return o && call_before(o->syms, vaddr);
+}
+
+__u64 uprobe_mgr__leaf_return(struct uprobe_mgr *m, pid_t pid, __u64 ip, __u64 next,
+			      const __u64 *top)
+{
+	__u64 vaddr, start;
+	struct obj *o = obj_at(m, pid, ip, &vaddr);
+	struct elf_sym s;
+	__u8 b[6]; /* b[0]: the byte before IP */
+	int at = -1;
+
+	if (!o || !vaddr || elf_syms__read(o->syms, vaddr - 1, b, sizeof(b)))
+		return 0;
+	/* No frame yet, or none any more: the return address is on top (under a pushed %rbp). */
+	if (b[1] == 0xc3 || (b[1] == 0xf3 && b[2] == 0xc3))
+		at = 0; /* ret, rep ret */
+	else if (b[1] == 0x55 && b[2] == 0x48 && b[3] == 0x89 && b[4] == 0xe5)
+		at = 0; /* push %rbp; mov %rsp,%rbp */
+	else if (b[1] == 0xf3 && b[2] == 0x0f && b[3] == 0x1e && b[4] == 0xfa && b[5] == 0x55)
+		at = 0; /* endbr64; push %rbp */
+	else if (b[0] == 0x55 && b[1] == 0x48 && b[2] == 0x89 && b[3] == 0xe5)
+		at = 1; /* mov %rsp,%rbp after the push */
+	if (at >= 0)
+		return follows_call(m, pid, top[at]) ? top[at] : 0;
+	/*
+	 * Elsewhere (a fast path that never made a frame, a function built without frame
+	 * pointers) only a word on top that returns into a direct call of this very function
+	 * is taken, and only when the walk's first return address is not such a call already.
+	 */
+	if (elf_syms__at(o->syms, vaddr, &s))
+		return 0;
+	start = ip - (vaddr - s.vaddr);
+	if (call_target(m, pid, next) == start)
+		return 0;
+	for (at = 0; at < 2; at++)
+		if (call_target(m, pid, top[at]) == start)
+			return top[at];
+	return 0;
+}
+
 int uprobe_mgr__frame(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,
 		      struct uprobe_frame *out)
 {

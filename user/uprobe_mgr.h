@@ -110,5 +110,15 @@ struct uprobe_frame {
  */
 int uprobe_mgr__frame(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,
 		      struct uprobe_frame *out);
+/*
+ * The return address that a frame-pointer walk of PID's user stack missed, or 0: where the
+ * innermost function (at IP) had no frame of its own when it was sampled (its first
+ * instructions, its ret, a fast path without a frame), the walk starts at its caller's frame
+ * and skips the caller. NEXT is the walk's first return address (0: none), TOP the two words
+ * on top of the stack. Decided from the code: the instruction at IP, else a word on top that
+ * returns into a direct call of IP's function (its symbol).
+ */
+__u64 uprobe_mgr__leaf_return(struct uprobe_mgr *m, pid_t pid, __u64 ip, __u64 next,
+			      const __u64 *top);
 
 #endif /* BPFSIGHT_UPROBE_MGR_H */
