@@ -65,7 +65,7 @@ all: $(OUT)/bpfsight man
 
 help:
 	@echo 'make            build build/bpfsight'
-	@echo 'make deps       install the Debian packages the build and tests need'
+	@echo 'make deps       install the Debian packages the build and tests need (and CPython 3.14 from sid)'
 	@echo 'make demo       build, record the bundled demo workload, print its stats'
 	@echo 'make check      build and run the whole test suite (as root)'
 	@echo 'make fuzz       long libFuzzer runs of the trace reader, the record decoders and the'
@@ -89,7 +89,9 @@ DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
 	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
-	     golang-go prometheus qemu-system-x86 busybox-static cpio musl-tools
+	     golang-go prometheus qemu-system-x86 busybox-static cpio musl-tools patchelf
+# CPython 3.14 from Debian unstable, for the stack and GIL tests (tests/tools/install_sid_cpython.sh).
+SID_CPYTHON := /opt/cpython
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -99,6 +101,11 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 			apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all installed"; fi
+	$(Q)if $(SID_CPYTHON)/3.14/bin/python3.14 -c 'import ctypes' 2>/dev/null && \
+		$(SID_CPYTHON)/3.14d/bin/python3.14 -c 'import ctypes' 2>/dev/null; then \
+		echo "deps: CPython 3.14 in $(SID_CPYTHON)"; \
+	else bash tests/tools/install_sid_cpython.sh 3.14 $(SID_CPYTHON) || \
+		echo "deps: CPython 3.14 not installed: the tests that want it say so"; fi
 
 # Every C source and header git tracks (vmlinux.h is generated), as make check's test_format
 # checks them.

@@ -21,8 +21,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.join(HERE, "..", "workloads", "gil_work.py")
 TORCH = os.path.join(HERE, "..", "workloads", "gil_torch.py")
 PYENV = os.environ.get("PYENV_ROOT", "/root/.pyenv")
-# CPythons built from source, one per folder (docs/STACKS.md): /opt/cpython/3.14/bin/python3.14,
-# the free-threaded /opt/cpython/3.14t/bin/python3.14t. CI has none.
+# Other CPythons, one per folder (docs/STACKS.md): `make deps` installs Debian unstable's 3.14
+# (tests/tools/install_sid_cpython.sh) as /opt/cpython/3.14/bin/python3.14 (stripped) and
+# /opt/cpython/3.14d/bin/python3.14 (its debug build: symbols, frame pointers); a free-threaded
+# build would be /opt/cpython/3.14t/bin/python3.14t (none can be had here).
 OPT_CPYTHON = os.environ.get("BPFSIGHT_OPT_CPYTHON", "/opt/cpython")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 MS = 1_000_000
@@ -347,10 +349,13 @@ def test_gil_matches_bpftrace_take_gil_on_a_running_process():
 
 
 def test_gil_every_interpreter_here():
-    """3.8 to 3.13 (pyenv, libpython3.X.so with symbols) and Debian's stripped python3.X:
-    found, layout verified, holders known, the same answer to the same workload."""
+    """3.8 to 3.13 (pyenv, libpython3.X.so with symbols), Debian's stripped python3.X and the
+    CPythons under /opt/cpython with a GIL (Debian unstable's 3.14, stripped, and its debug
+    build: tests/tools/install_sid_cpython.sh): found, layout verified, holders known, the
+    same answer to the same workload."""
     need_root()
-    pythons = [pyenv_python(m) for m in range(8, 15)] + [debian_python()]
+    pythons = ([pyenv_python(m) for m in range(8, 15)] + [debian_python()] +
+               opt_pythons(free_threaded=False))
     pythons = [p for p in pythons if p]
     if not pythons:
         raise Skip("no CPython interpreters found")

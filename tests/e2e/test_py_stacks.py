@@ -1,14 +1,14 @@
 """Python stacks of the cpu family: frames read by BPF from the interpreter of CPython 3.8 to
-3.13 (pyenv's, with symbols), Debian's stripped python3.11 and the CPythons built under
-/opt/cpython (3.14 with the GIL; free-threaded builds have their own test), named by the recorder from
-the code objects. Workload: tests/workloads/py_stacks.py, whose functions,
+3.13 (pyenv's, with symbols), Debian's stripped python3.11 and the CPythons under /opt/cpython
+(Debian unstable's 3.14, stripped, and its debug build, which has frame pointers: `make deps`),
+named by the recorder from the code objects. Workload: tests/workloads/py_stacks.py, whose functions,
 lines and CPU split are known (it measures its split with time.thread_time)."""
 import ast
 import json
 import os
 import re
 
-from helpers import (Recorder, Skip, check, dump, eq, need_root, record, spawn, stats,
+from helpers import (Recorder, Skip, check, dump, eq, need_root, record, run, spawn, stats,
                      wait_for)
 from test_gil import OPT_CPYTHON, debian_python, opt_pythons, pyenv_python
 
@@ -32,8 +32,8 @@ def body_lines(func):
 
 
 def pythons(first=8):
-    """pyenv's CPython 3.FIRST..3.13, Debian's stripped python3.11 and those built under
-    /opt/cpython with the GIL (when there are: test_built_cpythons_are_in_the_matrix says
+    """pyenv's CPython 3.FIRST..3.13, Debian's stripped python3.11 and those under
+    /opt/cpython with a GIL (when there are: test_built_cpythons_are_in_the_matrix says
     when not)."""
     found = ([pyenv_python(m) for m in range(first, 14)] + [debian_python()] +
              opt_pythons(free_threaded=False))
@@ -42,20 +42,21 @@ def pythons(first=8):
 
 
 def test_built_cpythons_are_in_the_matrix():
-    """The CPythons built under /opt/cpython (3.14, and the free-threaded 3.14t, which has
-    no GIL to hold) are read like the others: a sample in inner_a or inner_b names it at the
-    top of its Python frames, outer below it. Skipped, saying so, where none is built (CI)."""
+    """The CPythons under /opt/cpython (Debian unstable's 3.14 and its debug build, which
+    `make deps` installs) are read like the others: a sample of main() in inner_a or inner_b
+    names it at the top of its Python frames, outer below it. Skipped, saying so, where there
+    are none (make deps could not install them)."""
     need_root()
     pys = opt_pythons()
     if not pys:
-        raise Skip(f"no CPython built under {OPT_CPYTHON} (3.14, 3.14t): the matrix has "
-                   f"pyenv's and Debian's only")
+        raise Skip(f"no CPython under {OPT_CPYTHON} (tests/tools/install_sid_cpython.sh "
+                   f"installs 3.14): the matrix has pyenv's and Debian's only")
     for py in pys:
         pid, _, out = run_py(py, "split", "1")
-        tops = [[f["func"] for f in py_frames(e)][:2] for e in samples(out, pid)]
+        tops = [[f["func"] for f in py_frames(e)][:2] for e in in_main(samples(out, pid))]
         named = [t for t in tops if t[:1] in (["inner_a"], ["inner_b"])]
-        check(len(named) >= 0.5 * len(tops) and named,
-              f"{py}: {len(named)} of {len(tops)} samples name inner_a/inner_b")
+        check(len(named) >= 0.8 * len(tops) and named,
+              f"{py}: {len(named)} of {len(tops)} samples in main() name inner_a/inner_b")
         eq(sum(t[1:] == ["outer"] for t in named), len(named), f"{py}: callers of inner_X")
 
 
@@ -74,6 +75,20 @@ def py_frames(e):
 
 def samples(out, pid):
     return [e for e in dump(out) if e["kind"] == "cpu_sample" and e["pid"] == pid]
+
+
+def in_main(evs):
+    """The samples taken while the workload ran its own main(): not those of the interpreter's
+    start (a debug build takes about a second of CPU to import what it needs)."""
+    return [e for e in evs if any(f["func"] == "main" and f.get("file") == WORK
+                                  for f in py_frames(e))]
+
+
+def frame_pointers(py):
+    """Was PY's interpreter compiled with frame pointers (Fedora's, Ubuntu's, Debian's debug
+    builds)? Its own build flags say."""
+    p = run([py, "-c", "import sysconfig; print(sysconfig.get_config_var('CFLAGS'))"])
+    return "-fno-omit-frame-pointer" in p.stdout
 
 
 def test_python_frames_name_function_file_and_line_in_every_interpreter():
@@ -108,7 +123,9 @@ def test_python_frames_name_function_file_and_line_in_every_interpreter():
             check(fr[1]["line"] in call[f], f"{py}: outer at line {fr[1]['line']} calls {f}")
         share = 100.0 * truth["a"] / (truth["a"] + truth["b"])
         got = 100.0 * n["inner_a"] / max(1, n["inner_a"] + n["inner_b"])
-        check(n["inner_a"] + n["inner_b"] >= 0.7 * len(evs), f"{py}: {n} of {len(evs)}")
+        mine = len(in_main(evs))
+        check(n["inner_a"] + n["inner_b"] >= 0.9 * mine, f"{py}: {n} of the {mine} samples "
+              f"in main() ({len(evs)} in all)")
         check(in_loop >= 0.9 * (n["inner_a"] + n["inner_b"]), f"{py}: {in_loop} samples in "
               f"the loops")
         check(abs(got - share) <= 5.0, f"{py}: inner_a {got:.1f}% of samples, {share:.1f}% "
@@ -117,6 +134,56 @@ def test_python_frames_name_function_file_and_line_in_every_interpreter():
         check(rows and all(r["file"] == WORK and r["line"] in burn["inner_a"] for r in rows)
               and any(r["line"] in loop["inner_a"] for r in rows),
               f"{py}: cpu_sum rows of inner_a {rows}")
+
+
+def test_c_code_between_python_frames_is_shown_where_the_interpreter_has_frame_pointers():
+    """sorted() calls key_spin back from C. In every interpreter a sample in key_spin names
+    key_spin <- callback <- main <- <module>, and no eval-loop frame is left. Where the
+    interpreter was built with frame pointers (py-spy --native's mixed stacks) nearly every
+    such stack is whole and in place: each eval-loop frame replaced by the Python frames it
+    ran, sorted()'s C frames between key_spin and callback, the C main() below <module>, no
+    cut marker before it (also when the sample caught a function before it made its frame:
+    the recorder puts back the caller the walk skipped). The rest stop at a marker in code
+    without frame pointers (Debian's libc), after which only Python frames follow, as in
+    every stack of an interpreter without frame pointers. Skipped, saying so, where no
+    interpreter has frame pointers."""
+    need_root()
+    fp_seen = []
+    for py in pythons():
+        pid, truth, out = run_py(py, "callback", "0.6")
+        fp = frame_pointers(py)
+        stacks = [e["stack"] for e in samples(out, pid)
+                  if [f["func"] for f in py_frames(e)][:1] == ["key_spin"]]
+        check(len(stacks) >= 100, f"{py}: {len(stacks)} samples in key_spin")
+        whole = []
+        for st in stacks:
+            names = [f["func"] for f in st]
+            eq([f["func"] for f in st if "line" in f], ["key_spin", "callback", "main",
+                                                         "<module>"], f"{py}: Python frames")
+            check("_PyEval_EvalFrameDefault" not in names, f"{py}: an eval-loop frame left "
+                  f"in {names}")
+            cut = [k for k, x in enumerate(names) if x.startswith("[unwind stopped in ")]
+            cmain = [k for k, f in enumerate(st) if f["func"] == "main" and "line" not in f]
+            if cut and not (cmain and cmain[-1] < cut[0]):
+                check(all("line" in f for f in st[cut[0] + 1:]), f"{py}: native frames after "
+                      f"the marker: {names}")
+                continue
+            check(fp, f"{py}: no marker where the native frames end: {names}")
+            i, j = names.index("key_spin"), names.index("callback")
+            check(any("sort" in x for x in names[i + 1:j]) and
+                  all("line" not in f for f in st[i + 1:j]),
+                  f"{py}: sorted()'s C frames between key_spin and callback: {names}")
+            check(not any(x.startswith("[") for x in names[:cmain[-1]]),
+                  f"{py}: a whole native stack down to the C main(): {names}")
+            whole.append(st)
+        if fp:
+            check(len(whole) >= 0.95 * len(stacks), f"{py}: {len(whole)} of {len(stacks)} "
+                  f"stacks whole down to main()")
+            fp_seen.append(py)
+    if not fp_seen:
+        raise Skip("no interpreter here was built with frame pointers (tests/tools/"
+                   "install_sid_cpython.sh installs Debian's debug build of 3.14, which is); "
+                   "the others passed")
 
 
 def test_code_compiled_and_freed_in_a_loop_is_never_misnamed():

@@ -13,6 +13,8 @@ known. Prints "pid P tid T" first, then its ground truth as one JSON line.
                                a thread's C stack)
     py_stacks.py nogil SECS    a thread compresses in zlib (which releases the GIL) while the
                                main thread spins in Python: {"tid": the compressing thread}
+    py_stacks.py callback SECS sorted() calls key_spin back from C for SECS of CPU: Python
+                               frames above and below a C function's native frames
 
 Lines the tests look for carry markers in comments (BURN_A, BURN_B, CALL_A, CALL_B).
 """
@@ -119,6 +121,22 @@ def nogil(secs):
     return out
 
 
+def key_spin(x):
+    t0 = thread_time()
+    while thread_time() - t0 < 0.002:
+        pass
+    return x
+
+
+def callback(secs):
+    t0 = thread_time()
+    n = 0
+    while thread_time() - t0 < secs:
+        sorted(range(3), key=key_spin)
+        n += 1
+    return {"sorts": n}
+
+
 def main():
     print(f"pid {os.getpid()} tid {threading.get_native_id()}", flush=True)
     mode, args = sys.argv[1], sys.argv[2:]
@@ -133,6 +151,8 @@ def main():
         truth = generators(float(args[0]))
     elif mode == "nogil":
         truth = nogil(float(args[0]))
+    elif mode == "callback":
+        truth = callback(float(args[0]))
     else:
         sys.exit(f"unknown mode {mode}")
     print(json.dumps(truth), flush=True)
