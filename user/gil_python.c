@@ -299,6 +299,40 @@ static __u64 main_interp(const struct mem *m, __u64 head, __u64 next_off)
 	return head;
 }
 
+/*
+ * After the thread-state table (9 words from T in 3.13 and 3.14) come the frame's (size,
+ * previous = 8, executable = 0, instr_ptr, localsplus, owner, and in 3.14 stackpointer and
+ * tlbc_index) and the code object's (size, filename, name, qualname and linetable one word
+ * apart, firstlineno, argcount, localsplusnames, localspluskinds, co_code_adaptive), found by
+ * those relations; FRAMES stays 0 when they do not hold.
+ */
+static void parse_frames(const __u64 *w, size_t nw, size_t t, struct gil_debug_offsets *o)
+{
+	size_t f = t + 9, c;
+
+	if (f + 6 > nw || w[f + 1] != 8 || w[f + 2] != 0 || w[f + 3] >= w[f] || w[f + 5] >= w[f])
+		return;
+	for (c = f + 6; c + 10 <= nw && c <= f + 12; c++) {
+		if (w[c + 2] != w[c + 1] + 8 || w[c + 3] != w[c + 2] + 8 ||
+		    w[c + 4] != w[c + 3] + 8 || w[c + 5] >= w[c] || w[c + 9] >= w[c] ||
+		    w[c + 9] <= w[c + 4])
+			continue;
+		o->ts_current_frame = w[t + 4];
+		o->fr_previous = w[f + 1];
+		o->fr_executable = w[f + 2];
+		o->fr_instr_ptr = w[f + 3];
+		o->fr_owner = w[f + 5];
+		o->co_filename = w[c + 1];
+		o->co_name = w[c + 2];
+		o->co_qualname = w[c + 3];
+		o->co_linetable = w[c + 4];
+		o->co_firstlineno = w[c + 5];
+		o->co_code_adaptive = w[c + 9];
+		o->frames = 1;
+		return;
+	}
+}
+
 int gil_debug_offsets__parse(const void *buf, size_t len, struct gil_debug_offsets *o)
 {
 	const __u64 *w = buf;
@@ -341,6 +375,7 @@ int gil_debug_offsets__parse(const void *buf, size_t len, struct gil_debug_offse
 		o->ts_interp = w[j + 3];
 		o->ts_thread_id = w[j + 5];
 		o->ts_native_thread_id = w[j + 6];
+		parse_frames(w, nw, j, o);
 		return 0;
 	}
 	return -EINVAL;
@@ -374,6 +409,7 @@ static void inspect_debug_offsets(pid_t pid, const struct mem *m, struct gil_py 
 		return;
 	}
 	py->version = (__u32)o.version;
+	py->dbg = o;
 	py->free_threaded = ft = o.free_threaded != 0;
 	py->how = "debug_offsets";
 	interp = main_interp(m, mem_u64(m, py->runtime + o.interpreters_head), o.interp_next);

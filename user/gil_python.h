@@ -40,38 +40,6 @@ struct gil_pyfile {
 /* 0 with PF filled when SYMS (of the file named SHOWN) define _PyRuntime, else -ENOENT. */
 int gil_pyfile__read(const struct elf_syms *syms, const char *shown, struct gil_pyfile *pf);
 
-struct gil_py {
-	enum gil_py_status status;
-	char object[PATH_MAX]; /* the ELF file with _PyRuntime, as /proc/PID/maps names it */
-	__u64 runtime;	       /* &_PyRuntime in the process */
-	__u64 code_type;       /* &PyCode_Type in the process, 0 = unknown (py_find sets it) */
-	__u32 version;	       /* PY_VERSION_HEX, or 3 << 24 | minor << 16 (only 3.X known) */
-	int free_threaded;
-	int initialized;	/* the main interpreter exists */
-	int verified;		/* the GIL's address and fields were checked against live memory */
-	int holder_known;	/* cfg.tid_off is usable */
-	const char *how;	/* "offsets", "debug_offsets", "search": how the GIL was found */
-	__u64 gil;		/* &struct _gil_runtime_state */
-	__u64 interp;		/* the main PyInterpreterState (verified), 0 = unknown */
-	__u32 threads_head_off; /* its threads.head: the list of its thread states */
-	struct bs_gil_cfg cfg;
-	char note[192]; /* what is missing or why nothing is measured ("" when nothing) */
-};
-
-/*
- * Look at process PID, which maps the interpreter file PF with _PyRuntime at RUNTIME, and
- * fill PY (status first; not OBJECT). Negative errno only when PID's memory cannot be read.
- * Which process maps which file is the caller's (uprobe_mgr's discovery, in user/gil.c).
- */
-int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, struct gil_py *py);
-/*
- * Of the files defining _PyRuntime that a process maps (SHOWN: as its maps name it), the
- * interpreter is the executable EXE itself or a file named like python (libpython3.X.so):
- * an extension module embedding another runtime is neither. Callers take the first in
- * address order.
- */
-int gil_python__is_interpreter(const char *shown, const char *exe);
-
 /*
  * The _Py_DebugOffsets of 3.13+ (the start of _PyRuntime, LEN bytes of it), decoded into
  * what the GIL needs. Exposed for the unit test. 0, or -EINVAL when BUF is no such table.
@@ -90,7 +58,45 @@ struct gil_debug_offsets {
 	__u64 ts_interp;
 	__u64 ts_thread_id;
 	__u64 ts_native_thread_id;
+	/* What Python stacks read (py_stack.c): set when FRAMES is 1 (3.13, 3.14 shapes). */
+	int frames;
+	__u64 ts_current_frame;
+	__u64 fr_previous, fr_executable, fr_instr_ptr, fr_owner; /* _PyInterpreterFrame */
+	__u64 co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_code_adaptive;
 };
+
+struct gil_py {
+	enum gil_py_status status;
+	char object[PATH_MAX]; /* the ELF file with _PyRuntime, as /proc/PID/maps names it */
+	__u64 runtime;	       /* &_PyRuntime in the process */
+	__u64 code_type;       /* &PyCode_Type in the process, 0 = unknown (py_find sets it) */
+	__u32 version;	       /* PY_VERSION_HEX, or 3 << 24 | minor << 16 (only 3.X known) */
+	int free_threaded;
+	int initialized;	/* the main interpreter exists */
+	int verified;		/* the GIL's address and fields were checked against live memory */
+	int holder_known;	/* cfg.tid_off is usable */
+	const char *how;	/* "offsets", "debug_offsets", "search": how the GIL was found */
+	__u64 gil;		/* &struct _gil_runtime_state */
+	__u64 interp;		/* the main PyInterpreterState (verified), 0 = unknown */
+	__u32 threads_head_off; /* its threads.head: the list of its thread states */
+	struct bs_gil_cfg cfg;
+	struct gil_debug_offsets dbg; /* 3.13+ (how "debug_offsets"), else all 0 */
+	char note[192]; /* what is missing or why nothing is measured ("" when nothing) */
+};
+
+/*
+ * Look at process PID, which maps the interpreter file PF with _PyRuntime at RUNTIME, and
+ * fill PY (status first; not OBJECT). Negative errno only when PID's memory cannot be read.
+ * Which process maps which file is the caller's (uprobe_mgr's discovery, in user/gil.c).
+ */
+int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, struct gil_py *py);
+/*
+ * Of the files defining _PyRuntime that a process maps (SHOWN: as its maps name it), the
+ * interpreter is the executable EXE itself or a file named like python (libpython3.X.so):
+ * an extension module embedding another runtime is neither. Callers take the first in
+ * address order.
+ */
+int gil_python__is_interpreter(const char *shown, const char *exe);
 
 int gil_debug_offsets__parse(const void *buf, size_t len, struct gil_debug_offsets *out);
 

@@ -67,12 +67,54 @@ static const struct py_layout *layout_of(__u32 minor)
 	return NULL;
 }
 
-int py_stack__cfg(const struct gil_py *py, struct bs_py_cfg *out)
+struct py_stack {
+	struct hmap *layouts; /* pid -> struct py_layout py_stack__cfg gave BPF */
+	struct hmap *codes;   /* (code address, pid) -> struct code_ent */
+	struct hmap *types;   /* (type address, pid) -> __u32 KIND_* + 1 it was checked to be */
+	pid_t mem_pid;	      /* whose /proc/PID/mem mem_fd is */
+	int mem_fd;
+};
+
+/*
+ * 3.13+: the offsets the interpreter itself publishes in _Py_DebugOffsets (its own build's:
+ * a debug build, a patch release that moved a field) over the table's; what they do not
+ * say (the entry frames' owner value, string header sizes, the line table's format) stays
+ * the table's for that version.
+ */
+static struct py_layout from_debug_offsets(const struct py_layout *l,
+					   const struct gil_debug_offsets *o)
+{
+	struct py_layout d = *l;
+
+	d.ts_frame = o->ts_current_frame;
+	d.fr_code = o->fr_executable;
+	d.fr_prev = o->fr_previous;
+	d.fr_instr = o->fr_instr_ptr;
+	d.fr_owner = o->fr_owner;
+	d.co_name = o->co_name;
+	d.co_filename = o->co_filename;
+	d.co_qualname = o->co_qualname;
+	d.co_linetable = o->co_linetable;
+	d.co_firstlineno = o->co_firstlineno;
+	d.co_code = o->co_code_adaptive;
+	return d;
+}
+
+int py_stack__cfg(struct py_stack *ps, pid_t pid, const struct gil_py *py, struct bs_py_cfg *out)
 {
 	const struct py_layout *l = layout_of(py->version >> 16 & 0xff);
+	struct py_layout d, *kept;
 
 	if (!l || (py->version >> 24) != 3 || py->free_threaded)
 		return -ENOTSUP;
+	if (py->dbg.frames) {
+		d = from_debug_offsets(l, &py->dbg);
+		l = &d;
+	}
+	kept = hmap__get(ps->layouts, (struct hkey){ (__u64)pid, 0 }, 1);
+	if (!kept)
+		return -ENOMEM;
+	*kept = *l;
 	*out = (struct bs_py_cfg){
 		.locked = py->cfg.locked,
 		.holder = py->cfg.holder,
@@ -105,13 +147,6 @@ struct code_ent {
 	size_t table_len;
 };
 
-struct py_stack {
-	struct hmap *codes; /* (code address, pid) -> struct code_ent */
-	struct hmap *types; /* (type address, pid) -> __u32 KIND_* + 1 it was checked to be */
-	pid_t mem_pid;	    /* whose /proc/PID/mem mem_fd is */
-	int mem_fd;
-};
-
 struct py_stack *py_stack__new(void)
 {
 	struct py_stack *ps = calloc(1, sizeof(*ps));
@@ -119,10 +154,13 @@ struct py_stack *py_stack__new(void)
 	if (!ps)
 		return NULL;
 	ps->mem_fd = -1;
+	ps->layouts = hmap__new(sizeof(struct py_layout));
 	ps->codes = hmap__new(sizeof(struct code_ent));
 	ps->types = hmap__new(sizeof(__u32));
-	if (!ps->codes || !ps->types) {
+	if (!ps->layouts || !ps->codes || !ps->types) {
+		hmap__free(ps->layouts);
 		hmap__free(ps->codes);
+		hmap__free(ps->types);
 		free(ps);
 		return NULL;
 	}
@@ -146,6 +184,7 @@ void py_stack__free(struct py_stack *ps)
 		return;
 	while ((e = hmap__next(ps->codes, &it, NULL)))
 		code_clear(e);
+	hmap__free(ps->layouts);
 	hmap__free(ps->codes);
 	hmap__free(ps->types);
 	if (ps->mem_fd >= 0)
@@ -167,6 +206,7 @@ void py_stack__forget(struct py_stack *ps, pid_t pid)
 	for (it = 0; (t = hmap__next(ps->types, &it, &key));)
 		if (key.b == (__u64)pid)
 			*t = 0;
+	hmap__del(ps->layouts, (struct hkey){ (__u64)pid, 0 });
 	if (ps->mem_pid == pid && ps->mem_fd >= 0) {
 		close(ps->mem_fd);
 		ps->mem_fd = -1;
@@ -472,12 +512,14 @@ static int code_read(struct py_stack *ps, pid_t pid, const struct py_layout *l,
 int py_stack__name(struct py_stack *ps, pid_t pid, __u32 minor, const struct bs_py_frame *f,
 		   struct py_frame_name *out)
 {
-	const struct py_layout *l = layout_of(minor);
+	const struct py_layout *l = hmap__get(ps->layouts, (struct hkey){ (__u64)pid, 0 }, 0);
 	__u64 file = f->file & ~BS_PY_FRAME_ENTRY;
 	struct code_ent *e;
 	__s64 index;
 	int err;
 
+	if (!l)
+		l = layout_of(minor);
 	if (!l || !f->code)
 		return -ENOTSUP;
 	e = hmap__get(ps->codes, (struct hkey){ f->code, (__u64)pid }, 1);

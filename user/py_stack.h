@@ -3,7 +3,7 @@
  * Python frames: how BPF walks a CPython's frames (bs_py_cfg, per version from each
  * version's own headers), and naming the frames it saw by reading their code objects from
  * the process while it lives: qualified name, file, and the line of the instruction (the
- * location table). 3.8 to 3.13 (docs/STACKS.md says what else is planned).
+ * location table). 3.8 to 3.14 (docs/STACKS.md says what is not read).
  */
 #ifndef BPFSIGHT_PY_STACK_H
 #define BPFSIGHT_PY_STACK_H
@@ -17,8 +17,12 @@ struct py_stack;
 
 struct py_stack *py_stack__new(void);
 void py_stack__free(struct py_stack *ps);
-/* How BPF reads the frames of the interpreter PY describes. 0, or -ENOTSUP (version). */
-int py_stack__cfg(const struct gil_py *py, struct bs_py_cfg *out);
+/*
+ * How BPF reads the frames of the interpreter PY describes (process PID): the per-version
+ * table, from 3.13 on with the offsets of its own _Py_DebugOffsets; kept for naming PID's
+ * frames. 0, or -ENOTSUP (version, free-threaded build).
+ */
+int py_stack__cfg(struct py_stack *ps, pid_t pid, const struct gil_py *py, struct bs_py_cfg *out);
 
 struct py_frame_name {
 	const char *func; /* co_qualname; valid until the next call */

@@ -144,7 +144,7 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 		return p;
 	}
 	p->final = 1;
-	if (py_stack__cfg(py, &cfg))
+	if (py_stack__cfg(s->py, pid, py, &cfg))
 		return p;
 	cfg.code_gen = ++s->code_gen;
 	cfg.code_cache = s->code_free && !py_code_free__watch(s->code_free, pid, py->code_type);

@@ -3,12 +3,15 @@
  * libFuzzer target for the Python line-table decoders (user/py_stack.c): the tables are read
  * from the traced process's memory, so any bytes. Input: 4 bytes of first line, 8 of
  * instruction index/offset, then the table; all three decoders run on it, and each answer
- * must be 0 or a line no further than the table could move it from the first.
+ * must be 0 or a line no further than the table could move it from the first. The whole
+ * input is also decoded as the start of _PyRuntime (_Py_DebugOffsets, user/gil_python.c),
+ * likewise read from the process: it must stay inside the bytes it is given.
  *   build/tests/fuzz_pylines -runs=100000 CORPUS tests/fuzz/seeds-pylines
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gil_python.h"
 #include "py_stack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -33,6 +36,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    py_stack__line310(t, n, first, at) > first + 127 * (__u64)n ||
 	    py_stack__lnotab(t, n, first, at) > first + 127 * (__u64)n)
 		abort();
+	free(t);
+	t = malloc(size); /* exactly the input: a read past it trips ASan */
+	if (!t)
+		return 0;
+	memcpy(t, data, size);
+	{
+		struct gil_debug_offsets o;
+
+		gil_debug_offsets__parse(t, size, &o); /* ASan and UBSan are the checks */
+	}
 	free(t);
 	return 0;
 }
