@@ -260,6 +260,33 @@ def test_attached_to_a_running_python():
     check(len(named) >= 0.8 * len(evs), f"{len(named)} of {len(evs)} samples named")
 
 
+def test_system_wide_names_the_frames_of_every_python():
+    """-a: pythons of three builds already running (pyenv's, Debian's stripped 3.11, and the
+    newest under /opt/cpython, or 3.12) are all found and read: most of each one's samples
+    name inner_a or inner_b over outer, as when each is recorded alone."""
+    need_root()
+    pys = [p for p in (pyenv_python(12), debian_python(), (opt_pythons(False) or [None])[0])
+           if p]
+    check(len(pys) >= 2, f"interpreters {pys}")
+    ws, pids = [], []
+    for py in pys:
+        w = spawn([py, WORK, "split", "6"])
+        ws.append(w)
+        pids.append(int(w.stdout.readline().split()[1]))
+    r = Recorder("-a", "-t", "cpu", "--sample-rate", str(RATE), "-d", "1.5")
+    r.wait_ready()
+    eq(r.wait(90), 0, f"recorder exit ({''.join(r.stderr_lines)[-400:]})")
+    for w in ws:
+        w.kill()
+    evs = [e for e in dump(r.out) if e["kind"] == "cpu_sample"]
+    for py, pid in zip(pys, pids):
+        mine = [e for e in evs if e["pid"] == pid]
+        named = [e for e in mine if [f["func"] for f in py_frames(e)][:2] in
+                 (["inner_a", "outer"], ["inner_b", "outer"])]
+        check(len(mine) >= 100 and len(named) >= 0.8 * len(mine),
+              f"{py}: {len(named)} of {len(mine)} samples name inner_X <- outer")
+
+
 def test_a_thread_that_released_the_gil_still_names_its_python_code():
     """A thread compressing with zlib (which releases the GIL) while the main thread spins in
     Python: its samples say it did not hold the GIL, and still name compress_loop at the
