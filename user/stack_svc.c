@@ -31,6 +31,7 @@ struct py_proc {
 };
 
 struct stack_svc {
+	struct hmap *told; /* the interpreters (file, reason) said to be unread: told once */
 	struct stack_intern *intern;
 	struct uprobe_mgr *mgr;		/* discovery and symbols of every traced process's code */
 	struct py_find *finder;		/* which processes are CPython, and where their GIL is */
@@ -66,6 +67,7 @@ void stack_svc__free(struct stack_svc *s)
 	py_stack__free(s->py);
 	py_code_free__free(s->code_free);
 	hmap__free(s->procs);
+	hmap__free(s->told);
 	free(s);
 }
 
@@ -86,7 +88,8 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 	s->intern = stack_intern__new();
 	s->py = py_stack__new();
 	s->procs = hmap__new(sizeof(struct py_proc));
-	if (!s->intern || !s->py || !s->procs)
+	s->told = hmap__new(sizeof(__u8));
+	if (!s->intern || !s->py || !s->procs || !s->told)
 		*err = -ENOMEM;
 	if (!*err)
 		s->mgr = uprobe_mgr__get(ctx, err);
@@ -109,6 +112,28 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 }
 
 /*
+ * A CPython whose frames are not read (a version or build the walker does not know) says so
+ * on stderr, once per interpreter file and reason: its stacks have native frames only.
+ */
+static void say_unread(struct stack_svc *s, pid_t pid, const struct gil_py *py, const char *why)
+{
+	__u64 h = 1469598103934665603ull;
+	__u8 *seen;
+
+	for (const char *c = py->object; *c; c++)
+		h = (h ^ (__u8)*c) * 1099511628211ull;
+	for (const char *c = why; *c; c++)
+		h = (h ^ (__u8)*c) * 1099511628211ull;
+	seen = hmap__get(s->told, (struct hkey){ h, 0 }, 1);
+	if (!seen || *seen)
+		return;
+	*seen = 1;
+	fprintf(stderr,
+		"bpfsight: pid %d (%s): CPython %u.%u: its Python frames are not read: %s\n", pid,
+		py->object, py->version >> 24, py->version >> 16 & 0xff, why);
+}
+
+/*
  * Is PID a CPython whose frames BPF can read? Looked at on its first stack, again while its
  * interpreter starts, and after new code is mapped; a yes goes into py_procs. The stacks
  * before that have native frames only.
@@ -128,9 +153,15 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 	p->next_ns = now + PY_RECHECK_NS;
 	p->pending = 0;
 	/* The manager is gone (the recording stops, the last records drain): no more looks. */
-	if (!ctx->uprobes || py_find__inspect(s->finder, pid, py) ||
-	    py->status == GIL_PY_UNSUPPORTED || py->status == GIL_PY_NO_GIL) {
+	if (!ctx->uprobes || py_find__inspect(s->finder, pid, py)) {
 		p->final = 1;
+		return p;
+	}
+	if (py->status == GIL_PY_UNSUPPORTED || py->status == GIL_PY_NO_GIL) {
+		p->final = 1;
+		say_unread(s, pid, py,
+			   py->status == GIL_PY_NO_GIL ? "a free-threaded build (docs/STACKS.md)"
+						       : py->note);
 		return p;
 	}
 	if (py->status == GIL_PY_NOT_PYTHON) {
@@ -144,8 +175,12 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 		return p;
 	}
 	p->final = 1;
-	if (py_stack__cfg(s->py, pid, py, &cfg))
+	if (py_stack__cfg(s->py, pid, py, &cfg)) {
+		say_unread(s, pid, py,
+			   py->free_threaded ? "a free-threaded build (docs/STACKS.md)"
+					     : "their layout is known for 3.8 to 3.14");
 		return p;
+	}
 	cfg.code_gen = ++s->code_gen;
 	cfg.code_cache = s->code_free && !py_code_free__watch(s->code_free, pid, py->code_type);
 	if (bpf_map_update_elem(s->py_procs_fd, &key, &cfg, BPF_ANY))

@@ -287,6 +287,26 @@ def test_system_wide_names_the_frames_of_every_python():
               f"{py}: {len(named)} of {len(mine)} samples name inner_X <- outer")
 
 
+def test_an_interpreter_whose_frames_are_not_read_says_so():
+    """CPython 3.7 (pyenv's): its samples have native frames only, and the recorder says once
+    why, naming the interpreter, even for two such processes."""
+    need_root()
+    py = pyenv_python(7)
+    if not py:
+        raise Skip("no pyenv CPython 3.7 to stand for an interpreter whose frames are not read")
+    spin = "import time\nt = time.time()\nwhile time.time() - t < 0.4: pass\n"
+    p, out = record(["sh", "-c", f'"$0" -c "$1" & "$0" -c "$1"; wait', py, spin], "-t", "cpu",
+                    "--sample-rate", str(RATE))
+    eq(p.returncode, 0, f"record exit ({p.stderr[-400:]})")
+    said = [l for l in p.stderr.splitlines() if "its Python frames are not read" in l]
+    eq(len(said), 1, f"said once: {p.stderr[-600:]}")
+    check("libpython3.7m.so" in said[0] and "CPython 3.7:" in said[0] and
+          "before 3.8" in said[0], f"why: {said[0]}")
+    evs = [e for e in dump(out) if e["kind"] == "cpu_sample" and e.get("stack")]
+    check(len(evs) >= 200, f"{len(evs)} samples with stacks")
+    eq([e for e in evs if py_frames(e)], [], "Python frames")
+
+
 def test_a_thread_that_released_the_gil_still_names_its_python_code():
     """A thread compressing with zlib (which releases the GIL) while the main thread spins in
     Python: its samples say it did not hold the GIL, and still name compress_loop at the
