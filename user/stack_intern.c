@@ -174,6 +174,36 @@ static int vdso_frame(struct stack_intern *s, struct record_ctx *ctx, pid_t pid,
 	return 1;
 }
 
+/*
+ * A frame in PID's uprobe page ([uprobes]: where the kernel single-steps the instruction a
+ * uprobe displaced, bpfsight's own or another tool's), or 0. A sample that caught a thread
+ * there has no file to name; it says what it is. Rare: the maps are read each time.
+ */
+static int xol_frame(struct record_ctx *ctx, pid_t pid, __u64 addr, struct bs_frame *f)
+{
+	unsigned long long lo, hi;
+	char path[64], line[512];
+	int found = 0;
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	maps = fopen(path, "re");
+	if (!maps)
+		return 0;
+	while (!found && fgets(line, sizeof(line), maps))
+		found = strstr(line, "[uprobes]") && sscanf(line, "%llx-%llx", &lo, &hi) == 2 &&
+			addr >= lo && addr < hi;
+	fclose(maps);
+	if (!found)
+		return 0;
+	*f = (struct bs_frame){ .addr = addr - lo,
+				.func_id = record_ctx__intern(
+					ctx, "[uprobe: a probed instruction stepped out of line]"),
+				.file_id = record_ctx__intern(ctx, "[uprobes]"),
+				.kind = BS_FRAME_NATIVE };
+	return 1;
+}
+
 static __u32 gen_of(struct stack_intern *s, pid_t pid)
 {
 	__u32 *g = hmap__get(s->gens, (struct hkey){ (__u64)pid, 0 }, 0);
@@ -215,6 +245,11 @@ __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, st
 		if (!found && i == 0 && vdso_frame(s, ctx, pid, ips[i], &frames[k])) {
 			k++;
 			cut_in = "[vdso]";
+			continue;
+		}
+		if (!found && i == 0 && xol_frame(ctx, pid, ips[i], &frames[k])) {
+			k++;
+			cut_in = "[uprobes]";
 			continue;
 		}
 		if (i > 0 && (!found || !uf.valid)) {

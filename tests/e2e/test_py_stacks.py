@@ -7,10 +7,11 @@ import ast
 import json
 import os
 import re
+import shutil
 
 from helpers import (Recorder, Skip, check, dump, eq, need_root, record, run, spawn, stats,
                      wait_for)
-from test_gil import OPT_CPYTHON, debian_python, opt_pythons, pyenv_python
+from test_gil import LIBC, OPT_CPYTHON, bpftrace_live, debian_python, opt_pythons, pyenv_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.realpath(os.path.join(HERE, "..", "workloads", "py_stacks.py"))
@@ -285,6 +286,34 @@ def test_system_wide_names_the_frames_of_every_python():
                  (["inner_a", "outer"], ["inner_b", "outer"])]
         check(len(mine) >= 100 and len(named) >= 0.8 * len(mine),
               f"{py}: {len(named)} of {len(mine)} samples name inner_X <- outer")
+
+
+def test_a_sample_in_a_uprobe_single_step_says_so():
+    """Another tool's uprobe on glibc's clock_gettime, which the workload calls in a tight loop:
+    many samples catch the thread in the kernel while it single-steps the probed instruction
+    out of line ([uprobes], the page the kernel maps for that): the innermost frame says so,
+    none is an unnamed address, and the Python frames still follow (but in the first
+    milliseconds, before the running python was read)."""
+    need_root()
+    py = pyenv_python(12) or debian_python()
+    if not shutil.which("bpftrace") or not py or not os.path.exists(LIBC):
+        raise Skip("needs bpftrace, glibc and a python")
+    w = spawn([py, WORK, "split", "8"])
+    pid = int(w.stdout.readline().split()[1])
+    bt, _ = bpftrace_live(f"uprobe:{LIBC}:clock_gettime /pid == {pid}/ {{ @n = count(); }}\n")
+    r = Recorder("-t", "cpu", "--sample-rate", str(RATE), "-p", str(pid), "-d", "1")
+    r.wait_ready()
+    eq(r.wait(60), 0, f"recorder exit ({''.join(r.stderr_lines)[-400:]})")
+    bt.kill()
+    w.kill()
+    evs = [e for e in samples(r.out, pid) if e.get("stack")]
+    xol = [e for e in evs if e["stack"][0]["file"] == "[uprobes]"]
+    check(len(xol) >= 10, f"{len(xol)} of {len(evs)} samples in the uprobe's single step")
+    eq([e["stack"][0] for e in evs if e["stack"][0]["func"].startswith("[unknown")], [],
+       "unnamed innermost frames")
+    # Those of the first milliseconds, before the running python was read, have none.
+    check(sum(bool(py_frames(e)) for e in xol) >= 0.8 * len(xol), "Python frames under the "
+          "single step")
 
 
 def test_an_interpreter_whose_frames_are_not_read_says_so():
