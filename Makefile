@@ -155,8 +155,9 @@ $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
 		$(WL_EXTRA) $< -o $@ -lpthread -ldl
 
-# The cpu family's workload has frame pointers, as a program built for native stacks has.
-$(OUT)/tests/cpu_split: WL_EXTRA := -fno-omit-frame-pointer -fno-optimize-sibling-calls
+# The native-stack workloads have frame pointers, as a program built for native stacks has.
+$(OUT)/tests/cpu_split $(OUT)/tests/syscall_callers: WL_EXTRA := -fno-omit-frame-pointer \
+	-fno-optimize-sibling-calls
 
 # The demo marks its phases with NVTX when the toolkit's header-only nvtx3 is there.
 ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)

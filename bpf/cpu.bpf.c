@@ -28,10 +28,10 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 			   ? 0
 			   : BS_CPU_KERNEL;
 	/*
-	 * In user code, the two words on top of its stack go first: where the innermost function
-	 * has no frame of its own (its first instructions, its `ret`, a fast path without one),
-	 * the frame-pointer walk skips its caller, whose return address is one of them; the
-	 * recorder decides from the code (stack_leaf.c).
+	 * In user code, the words on top of its stack go first: where the innermost function has
+	 * no frame of its own (its first instructions, its `ret`, a fast path without one), the
+	 * frame-pointer walk skips its caller, whose return address is one of them; the recorder
+	 * decides from the code (uprobe_mgr__return_slot).
 	 */
 	if (!(s->flags & BS_CPU_KERNEL))
 		s->flags |= BS_CPU_LEAF;

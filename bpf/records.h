@@ -846,11 +846,13 @@ struct bs_cpu_sample {
 /* A thread of a Python process whose frames bpfsight can read (BS_CPU_GIL says if it held it). */
 #define BS_CPU_PYTHON 0x4
 /*
- * Ring only (BS_REC_CPU_SAMPLE_RAW, never on disk): the first two address words are the two
- * words on top of the user stack, the sampled instruction and the walk's return addresses
- * follow (user/stack_svc.c finds there the return address a frame-pointer walk misses).
+ * Ring only (BS_REC_CPU_SAMPLE_RAW, BS_REC_STACK_RAW; never on disk): the first
+ * BS_STACK_TOP_WORDS address words are the words on top of the user stack, the sampled
+ * instruction and the walk's return addresses follow (user/stack_svc.c finds there the
+ * return addresses a frame-pointer walk misses: functions that had no frame of their own).
  */
-#define BS_CPU_LEAF 0x8
+#define BS_CPU_LEAF	   0x8
+#define BS_STACK_TOP_WORDS 8
 
 BS_ASSERT_RECORD(bs_stack, 32);
 BS_ASSERT_RECORD(bs_stack_raw, 40);

@@ -18,7 +18,7 @@
 
 #include "common.bpf.h"
 
-#define STACK_WORDS (BS_STACK_MAX_FRAMES + 2 + 4 * BS_PY_MAX_FRAMES) /* 2: BS_CPU_LEAF's */
+#define STACK_WORDS (BS_STACK_TOP_WORDS + BS_STACK_MAX_FRAMES + 4 * BS_PY_MAX_FRAMES)
 #define STACK_HDR   128 /* bytes of a frame (and of a code object) read in one copy */
 /*
  * 3.11+ frames lie one after another in the thread's data stack, a caller below its callee:
@@ -345,8 +345,8 @@ static long stack_py_frame(__u32 i, void *arg)
 
 /*
  * The user stack's addresses into S's words, innermost first; how many words. SP, when not 0,
- * is the user stack pointer: the two words there go first (BS_CPU_LEAF: the recorder finds
- * the innermost function's return address among them where the frame-pointer walk missed it).
+ * is the user stack pointer: the BS_STACK_TOP_WORDS words there go first (BS_CPU_LEAF: the
+ * recorder finds among them the return addresses the frame-pointer walk misses).
  */
 static __always_inline long stack_unwind(void *ctx, struct stack_scratch *s, __u64 sp)
 {
@@ -357,13 +357,14 @@ static __always_inline long stack_unwind(void *ctx, struct stack_scratch *s, __u
 		n = n < 0 ? 0 : (__u64)n / 8; /* BPF has no signed division */
 		return n > BS_STACK_MAX_FRAMES ? BS_STACK_MAX_FRAMES : n;
 	}
-	if (bpf_probe_read_user(s->w, 16, (const void *)sp))
-		s->w[0] = s->w[1] = 0;
-	n = bpf_get_stack(ctx, s->w + 2, BS_STACK_MAX_FRAMES * 8, BPF_F_USER_STACK);
+	if (bpf_probe_read_user(s->w, BS_STACK_TOP_WORDS * 8, (const void *)sp))
+		__builtin_memset(s->w, 0, BS_STACK_TOP_WORDS * 8);
+	n = bpf_get_stack(ctx, s->w + BS_STACK_TOP_WORDS, BS_STACK_MAX_FRAMES * 8,
+			  BPF_F_USER_STACK);
 	n = n < 0 ? 0 : (__u64)n / 8;
 	if (!n)
 		return 0;
-	return n > BS_STACK_MAX_FRAMES ? BS_STACK_MAX_FRAMES + 2 : n + 2;
+	return BS_STACK_TOP_WORDS + (n > BS_STACK_MAX_FRAMES ? BS_STACK_MAX_FRAMES : n);
 }
 
 /*
@@ -405,7 +406,7 @@ static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u3
 			s->npy = npy;
 		}
 	}
-	/* From the locals, whose bounds the verifier knows (n <= 130, npy <= 64). */
+	/* From the locals, whose bounds the verifier knows (n <= 136, npy <= 64). */
 	size = sizeof(s->h) + 16 + ((__u64)n + 4 * npy) * 8;
 	return size > sizeof(*s) ? sizeof(*s) : size;
 }
@@ -453,16 +454,21 @@ static __always_inline void stack_emit_python(struct stack_scratch *s, __u32 npy
 	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
 }
 
-/* Emit the current thread's stack for the event of TYPE it is about to write at TS. */
-static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 tid, __u64 ts)
+/*
+ * Emit the current thread's stack for the event of TYPE it is about to write at TS. SP: the
+ * user stack pointer where the thread entered the kernel (a system call's), or 0 (see
+ * stack_unwind).
+ */
+static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 tid, __u64 ts,
+				       __u64 sp)
 {
 	struct stack_scratch *s = stack_scratch_get();
 	__u32 size;
 
 	if (!s)
 		return;
-	s->flags = 0;
-	size = stack_read(ctx, s, pid, tid, 0);
+	s->flags = sp ? BS_CPU_LEAF : 0;
+	size = stack_read(ctx, s, pid, tid, sp);
 	s->type = type;
 	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
 }

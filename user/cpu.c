@@ -136,12 +136,12 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 	record_ctx__hdr(&s.h, BS_REC_CPU_SAMPLE, sizeof(s), rec->pid, rec->tid, rec->ts);
 	s.h.cpu = rec->cpu;
 	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_GIL | BS_CPU_PYTHON);
-	if (r->flags & BS_CPU_LEAF && n >= 2) {
-		/* The two words on top of the user stack, then the walk (bpf/cpu.bpf.c); none
+	if (r->flags & BS_CPU_LEAF && n >= BS_STACK_TOP_WORDS) {
+		/* The words on top of the user stack, then the walk (bpf/stack.bpf.h); none
 		 * when the walk found nothing. */
 		top = w;
-		w += 2;
-		n -= 2;
+		w += BS_STACK_TOP_WORDS;
+		n -= BS_STACK_TOP_WORDS;
 	}
 	s.stack_id = stack_svc__stack(ctx, st->stacks, rec->pid, rec->tid, rec->ts, w, n, npy, top);
 	record_ctx__write(ctx, &s);

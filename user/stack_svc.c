@@ -31,7 +31,9 @@ struct py_proc {
 };
 
 struct stack_svc {
-	struct hmap *told; /* the interpreters (file, reason) said to be unread: told once */
+	struct hmap *told;	/* the interpreters (file, reason) said to be unread: told once */
+	struct hmap *slots;	/* (addr, pid + gen) -> return_slot() + 2 */
+	struct hmap *slot_gens; /* pid -> its exec/mapping generation, for slots' keys */
 	struct stack_intern *intern;
 	struct uprobe_mgr *mgr;		/* discovery and symbols of every traced process's code */
 	struct py_find *finder;		/* which processes are CPython, and where their GIL is */
@@ -68,6 +70,8 @@ void stack_svc__free(struct stack_svc *s)
 	py_code_free__free(s->code_free);
 	hmap__free(s->procs);
 	hmap__free(s->told);
+	hmap__free(s->slots);
+	hmap__free(s->slot_gens);
 	free(s);
 }
 
@@ -89,7 +93,9 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 	s->py = py_stack__new();
 	s->procs = hmap__new(sizeof(struct py_proc));
 	s->told = hmap__new(sizeof(__u8));
-	if (!s->intern || !s->py || !s->procs || !s->told)
+	s->slots = hmap__new(sizeof(__s8));
+	s->slot_gens = hmap__new(sizeof(__u32));
+	if (!s->intern || !s->py || !s->procs || !s->told || !s->slots || !s->slot_gens)
 		*err = -ENOMEM;
 	if (!*err)
 		s->mgr = uprobe_mgr__get(ctx, err);
@@ -244,23 +250,56 @@ static __u32 merge(struct record_ctx *ctx, const struct bs_frame *nf, __u32 nn,
 }
 
 /*
- * W's N addresses and NPY Python frames into FIXED with the return address the walk missed
- * (uprobe_mgr__leaf_return) right after the sampled instruction; the new count of addresses
+ * Where the return address of the function at ADDR lies among the words on top of its frame
+ * (uprobe_mgr__return_slot), kept per process and address: the frame's shape at an
+ * instruction is the code's, so each is decoded once. -1: none.
+ */
+static int return_slot(struct stack_svc *s, pid_t pid, __u64 addr, int is_return, const __u64 *top,
+		       int ntop)
+{
+	__u32 *gen = hmap__get(s->slot_gens, (struct hkey){ (__u64)pid, 0 }, 0);
+	struct hkey key = { addr | (__u64) !!is_return << 63,
+			    (__u64)(__u32)pid | (__u64)(gen ? *gen : 0) << 32 };
+	__s8 *slot = hmap__get(s->slots, key, 1);
+
+	if (!slot)
+		return -1;
+	if (!*slot)
+		*slot = (__s8)(uprobe_mgr__return_slot(s->mgr, pid, addr, is_return, top, ntop) +
+			       2);
+	return *slot - 2;
+}
+
+/*
+ * W's N addresses and NPY Python frames into FIXED with the return addresses the walk
+ * missed (functions without a frame of their own, innermost first: a libc wrapper and the
+ * libc function it called) right after the sampled instruction; the new count of addresses
  * (the outermost dropped at the limit: the walk was cut there anyway), or 0 when none was.
  */
 static __u32 leaf_fix(struct stack_svc *s, pid_t pid, const __u64 *w, __u32 n, __u32 npy,
 		      const __u64 *top, __u64 *fixed)
 {
-	__u64 ra = uprobe_mgr__leaf_return(s->mgr, pid, w[0], n > 1 ? w[1] : 0, top);
-	__u32 keep = n < BS_STACK_MAX_FRAMES ? n : BS_STACK_MAX_FRAMES - 1;
+	__u64 ins[BS_STACK_TOP_WORDS], at = w[0], next = n > 1 ? w[1] : 0;
+	__u32 k = 0, keep, base = 0;
+	int i, is_return = 0;
 
-	if (!ra)
+	while (k < BS_STACK_TOP_WORDS && base < BS_STACK_TOP_WORDS) {
+		i = return_slot(s, pid, at, is_return, top + base, BS_STACK_TOP_WORDS - base);
+		/* None, or the walk has it already (the function made its frame after all). */
+		if (i < 0 || top[base + i] == next)
+			break;
+		at = ins[k++] = top[base + i];
+		is_return = 1;
+		base += i + 1;
+	}
+	if (!k)
 		return 0;
+	keep = n + k <= BS_STACK_MAX_FRAMES ? n : BS_STACK_MAX_FRAMES - k;
 	fixed[0] = w[0];
-	fixed[1] = ra;
-	memcpy(fixed + 2, w + 1, (keep - 1) * 8);
-	memcpy(fixed + keep + 1, w + n, (size_t)npy * sizeof(struct bs_py_frame));
-	return keep + 1;
+	memcpy(fixed + 1, ins, k * 8);
+	memcpy(fixed + 1 + k, w + 1, (keep - 1) * 8);
+	memcpy(fixed + keep + k, w + n, (size_t)npy * sizeof(struct bs_py_frame));
+	return keep + k;
 }
 
 __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid, __u64 ts,
@@ -305,16 +344,21 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
 {
 	const struct bs_stack_raw *r = (const void *)rec;
+	const __u64 *w = (const void *)(r + 1), *top = NULL;
 	struct bs_stack_ref ref;
 	__u32 n, npy;
 
 	if (rec->size < sizeof(*r))
 		return;
 	stack_svc__raw_counts(rec->size - sizeof(*r), r->nips, r->npy, &n, &npy);
+	if (r->flags & BS_CPU_LEAF && n >= BS_STACK_TOP_WORDS) {
+		top = w; /* the words on top of the user stack, then the walk (stack.bpf.h) */
+		w += BS_STACK_TOP_WORDS;
+		n -= BS_STACK_TOP_WORDS;
+	}
 	record_ctx__hdr(&ref.h, BS_REC_STACK_REF, sizeof(ref), rec->pid, rec->tid, rec->ts);
 	ref.h.cpu = rec->cpu;
-	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, (const __u64 *)(r + 1),
-					n, npy, NULL);
+	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, w, n, npy, top);
 	ref.event_type = r->event_type;
 	ref.flags = r->flags & BS_CPU_GIL;
 	if (ref.stack_id)
@@ -327,8 +371,13 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 	__u32 key = rec->pid;
 
 	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
-	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid))
+	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {
+		__u32 *gen = hmap__get(s->slot_gens, (struct hkey){ rec->pid, 0 }, 1);
+
 		stack_intern__forget(s->intern, rec->pid);
+		if (gen)
+			(*gen)++; /* other code at the same addresses: decoded again */
+	}
 	/* New code mapped (libpython dlopen()ed, or loaded at start): look again. */
 	if (rec->type == BS_REC_MAP_EXEC) {
 		p = hmap__get(s->procs, (struct hkey){ rec->pid, 0 }, 0);

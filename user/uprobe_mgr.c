@@ -979,65 +979,110 @@ static int call_before(const struct elf_syms *s, __u64 vaddr)
 	return 0;
 }
 
-/* Where the direct call (E8 rel32) before return address ADDR of PID went, or 0. */
-static __u64 call_target(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+/*
+ * obj_at for a word that may not be code at all (a word on top of a stack): only an address
+ * in a mapping already known, without the new scan of the process's maps obj_at makes.
+ */
+static struct obj *code_at(struct uprobe_mgr *m, pid_t pid, __u64 addr, __u64 *vaddr)
 {
-	__u64 vaddr;
-	struct obj *o = addr ? obj_at(m, pid, addr, &vaddr) : NULL;
-	__u8 b[5];
-	__s32 rel;
+	const struct mapping *mp = addr ? pid_mapping(m, pid, addr) : NULL;
 
-	if (!o || vaddr < sizeof(b) || elf_syms__read(o->syms, vaddr - sizeof(b), b, sizeof(b)) ||
-	    b[0] != 0xe8)
-		return 0;
-	memcpy(&rel, b + 1, sizeof(rel));
-	return addr + (__s64)rel;
+	return mp && mp->obj ? obj_at(m, pid, addr, vaddr) : NULL;
 }
 
 static int follows_call(struct uprobe_mgr *m, pid_t pid, __u64 addr)
 {
 	__u64 vaddr;
-	struct obj *o = addr ? obj_at(m, pid, addr, &vaddr) : NULL;
+	struct obj *o = code_at(m, pid, addr, &vaddr);
 
 	return o && call_before(o->syms, vaddr);
 }
 
-__u64 uprobe_mgr__leaf_return(struct uprobe_mgr *m, pid_t pid, __u64 ip, __u64 next,
-			      const __u64 *top)
+/* The 8 bytes at ADDR of PID's memory (a GOT entry), or 0. */
+static __u64 mem_word(pid_t pid, __u64 addr)
+{
+	char path[64];
+	__u64 v = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &v, sizeof(v), (off_t)addr) != sizeof(v))
+		v = 0;
+	close(fd);
+	return v;
+}
+
+/*
+ * Where the call before return address RA of PID went: a direct call's (E8 rel32) target,
+ * followed through a PLT stub (jmp *GOT(%rip), after endbr64 and bnd or not) to where its GOT
+ * entry points now (a libc function called from a program); 0 when no direct call precedes RA.
+ */
+static __u64 call_dest(struct uprobe_mgr *m, pid_t pid, __u64 ra)
+{
+	__u64 vaddr, t, got;
+	struct obj *o = code_at(m, pid, ra, &vaddr);
+	__u8 b[16];
+	__s32 rel;
+	int at = 0;
+
+	if (!o || vaddr < 5 || elf_syms__read(o->syms, vaddr - 5, b, 5) || b[0] != 0xe8)
+		return 0;
+	memcpy(&rel, b + 1, sizeof(rel));
+	t = ra + (__s64)rel;
+	o = code_at(m, pid, t, &vaddr);
+	if (!o || elf_syms__read(o->syms, vaddr, b, sizeof(b)))
+		return t;
+	if (!memcmp(b, "\xf3\x0f\x1e\xfa", 4))
+		at = 4; /* endbr64 */
+	if (b[at] == 0xf2)
+		at++; /* bnd */
+	if (b[at] != 0xff || b[at + 1] != 0x25)
+		return t;
+	memcpy(&rel, b + at + 2, sizeof(rel));
+	got = mem_word(pid, t + at + 6 + (__s64)rel);
+	return got ? got : t;
+}
+
+int uprobe_mgr__return_slot(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,
+			    const __u64 *top, int ntop)
 {
 	__u64 vaddr, start;
-	struct obj *o = obj_at(m, pid, ip, &vaddr);
+	struct obj *o = code_at(m, pid, addr, &vaddr);
 	struct elf_sym s;
-	__u8 b[6]; /* b[0]: the byte before IP */
+	__u8 b[6]; /* b[0]: the byte before ADDR */
 	int at = -1;
 
-	if (!o || !vaddr || elf_syms__read(o->syms, vaddr - 1, b, sizeof(b)))
-		return 0;
+	if (!o || !vaddr)
+		return -1;
 	/* No frame yet, or none any more: the return address is on top (under a pushed %rbp). */
-	if (b[1] == 0xc3 || (b[1] == 0xf3 && b[2] == 0xc3))
-		at = 0; /* ret, rep ret */
-	else if (b[1] == 0x55 && b[2] == 0x48 && b[3] == 0x89 && b[4] == 0xe5)
-		at = 0; /* push %rbp; mov %rsp,%rbp */
-	else if (b[1] == 0xf3 && b[2] == 0x0f && b[3] == 0x1e && b[4] == 0xfa && b[5] == 0x55)
-		at = 0; /* endbr64; push %rbp */
-	else if (b[0] == 0x55 && b[1] == 0x48 && b[2] == 0x89 && b[3] == 0xe5)
-		at = 1; /* mov %rsp,%rbp after the push */
-	if (at >= 0)
-		return follows_call(m, pid, top[at]) ? top[at] : 0;
+	if (!is_return && !elf_syms__read(o->syms, vaddr - 1, b, sizeof(b))) {
+		if (b[1] == 0xc3 || (b[1] == 0xf3 && b[2] == 0xc3))
+			at = 0; /* ret, rep ret */
+		else if (b[1] == 0x55 && b[2] == 0x48 && b[3] == 0x89 && b[4] == 0xe5)
+			at = 0; /* push %rbp; mov %rsp,%rbp */
+		else if (b[1] == 0xf3 && b[2] == 0x0f && b[3] == 0x1e && b[4] == 0xfa &&
+			 b[5] == 0x55)
+			at = 0; /* endbr64; push %rbp */
+		else if (b[0] == 0x55 && b[1] == 0x48 && b[2] == 0x89 && b[3] == 0xe5)
+			at = 1; /* mov %rsp,%rbp after the push */
+		if (at >= 0)
+			return at < ntop && follows_call(m, pid, top[at]) ? at : -1;
+	}
 	/*
 	 * Elsewhere (a fast path that never made a frame, a function built without frame
-	 * pointers) only a word on top that returns into a direct call of this very function
-	 * is taken, and only when the walk's first return address is not such a call already.
+	 * pointers: a libc system-call wrapper) the first word on top that returns into a call
+	 * of this very function (its symbol), directly or through a PLT stub.
 	 */
-	if (elf_syms__at(o->syms, vaddr, &s))
-		return 0;
-	start = ip - (vaddr - s.vaddr);
-	if (call_target(m, pid, next) == start)
-		return 0;
-	for (at = 0; at < 2; at++)
-		if (call_target(m, pid, top[at]) == start)
-			return top[at];
-	return 0;
+	if (elf_syms__at(o->syms, is_return ? vaddr - 1 : vaddr, &s))
+		return -1;
+	start = addr - (vaddr - s.vaddr);
+	for (at = 0; at < ntop; at++)
+		if (call_dest(m, pid, top[at]) == start)
+			return at;
+	return -1;
 }
 
 int uprobe_mgr__frame(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,

@@ -111,14 +111,16 @@ struct uprobe_frame {
 int uprobe_mgr__frame(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,
 		      struct uprobe_frame *out);
 /*
- * The return address that a frame-pointer walk of PID's user stack missed, or 0: where the
- * innermost function (at IP) had no frame of its own when it was sampled (its first
- * instructions, its ret, a fast path without a frame), the walk starts at its caller's frame
- * and skips the caller. NEXT is the walk's first return address (0: none), TOP the two words
- * on top of the stack. Decided from the code: the instruction at IP, else a word on top that
- * returns into a direct call of IP's function (its symbol).
+ * Of the NTOP words TOP on PID's user stack from where the function at ADDR (the sampled
+ * instruction, or a return address into it when IS_RETURN) keeps its frame on, the index of
+ * its return address when that function has no frame of its own there (its first
+ * instructions, its ret, a fast path without one, code without frame pointers: a frame-
+ * pointer walk then skips its caller); -1 when none is found. Decided from the code: the
+ * instruction at ADDR, else the first word that returns into a call of ADDR's function (its
+ * symbol), directly or through a PLT stub. The index is the same at every visit of ADDR (the
+ * frame's shape there is the code's): callers may keep it.
  */
-__u64 uprobe_mgr__leaf_return(struct uprobe_mgr *m, pid_t pid, __u64 ip, __u64 next,
-			      const __u64 *top);
+int uprobe_mgr__return_slot(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,
+			    const __u64 *top, int ntop);
 
 #endif /* BPFSIGHT_UPROBE_MGR_H */

@@ -110,7 +110,9 @@ def test_deep_recursion_is_truncated_with_a_marker():
 def test_a_frame_without_a_frame_pointer_cuts_the_stack_with_a_marker():
     """spin_bad_fp spins with its frame pointer aimed at a fake frame whose return address
     is never_called's first instruction (no call precedes it): the stack stops with a marker
-    naming the module instead of showing never_called as a caller."""
+    naming the module instead of showing never_called as a caller. Its real caller, main, may
+    still be named before it: its return address is on top of the stack, returning into a
+    call of spin_bad_fp (the recorder looks there for callers the walk misses)."""
     need_root()
     pid, _, out = record_split("badfp", "0.5")
     evs = [e for e in samples(out, pid) if funcs(e)[:1] == ["spin_bad_fp"]]
@@ -122,10 +124,12 @@ def test_a_frame_without_a_frame_pointer_cuts_the_stack_with_a_marker():
     for e in evs:
         f = funcs(e)
         check("never_called" not in f, f"a fake caller: {f}")
-        if f[1:2] == ["main"]:
+        if f[-1] != "[unwind stopped in cpu_split: no frame pointers]":
             real += 1
             continue
-        eq(f, ["spin_bad_fp", "[unwind stopped in cpu_split: no frame pointers]"], "marker")
+        check(f in (["spin_bad_fp", "[unwind stopped in cpu_split: no frame pointers]"],
+                    ["spin_bad_fp", "main", "[unwind stopped in cpu_split: no frame pointers]"]),
+              f"the marker, after the caller found on top of the stack or not: {f}")
     check(real <= 0.01 * len(evs), f"{real} of {len(evs)} samples outside the bad frame")
     check(not any("never_called" in funcs(e) for e in samples(out, pid)), "never_called")
 

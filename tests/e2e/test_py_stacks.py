@@ -281,10 +281,12 @@ def test_system_wide_names_the_frames_of_every_python():
         w.kill()
     evs = [e for e in dump(r.out) if e["kind"] == "cpu_sample"]
     for py, pid in zip(pys, pids):
-        mine = [e for e in evs if e["pid"] == pid]
+        # Once the python was read (args.gil says so); the first milliseconds' samples, while
+        # the recording starts, come before and have native frames only.
+        mine = [e for e in evs if e["pid"] == pid and "gil" in e["args"]]
         named = [e for e in mine if [f["func"] for f in py_frames(e)][:2] in
                  (["inner_a", "outer"], ["inner_b", "outer"])]
-        check(len(mine) >= 100 and len(named) >= 0.8 * len(mine),
+        check(len(mine) >= 100 and len(named) >= 0.9 * len(mine),
               f"{py}: {len(named)} of {len(mine)} samples name inner_X <- outer")
 
 

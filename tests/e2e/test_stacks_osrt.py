@@ -1,10 +1,10 @@
 """--stacks=osrt: slow system calls (80 us or more by default) carry the calling thread's
-stack: native frames, then its Python frames (time.sleep releases the GIL: the thread
-state comes from the interpreter's list)."""
+stack: native frames (the function that called glibc's wrapper included), then its Python
+frames (time.sleep releases the GIL: the thread state comes from the interpreter's list)."""
 import json
 import re
 
-from helpers import Recorder, check, dump, eq, need_root, record, spawn, tell
+from helpers import Recorder, check, dump, eq, need_root, record, spawn, tell, workload
 from test_gil import debian_python, pyenv_python
 
 SLEEPER = r"""
@@ -48,3 +48,34 @@ def test_every_slow_call_names_its_python_line():
             eq(pyf[:2], [("nap", NAP_LINE), ("<module>", CALL_LINE)], f"{py}: a nap's stack")
         eq([e["name"] for e in evs if "stack" in e and e["dur"] < 80_000], [],
            f"{py}: stacks on calls under the threshold")
+
+
+SYSCALL_CALLERS = workload("syscall_callers")
+
+
+def test_a_native_caller_of_a_libc_wrapper_is_named():
+    """glibc's system-call wrappers make no frame of their own, so a frame-pointer walk from
+    the kernel skips the function that called them: the recorder puts it back from the words
+    on top of the stack. Every nanosleep and read of the workload, made by sleeper() and
+    reader() from calls(), names the whole chain, in one thread (the wrappers' fast paths)
+    and in a second one (their cancellable paths, which make a frame without a frame
+    pointer); nanosleep is glibc's wrapper around clock_nanosleep, named too."""
+    need_root()
+    n = 10
+    for mode, below in (("single", ["main"]), ("thread", ["thread_main", "start_thread"])):
+        p, out = record([SYSCALL_CALLERS, mode, str(n)], "-t", "osrt", "--stacks=osrt:0",
+                        "--osrt-threshold", "0")
+        eq(p.returncode, 0, f"record exit ({p.stderr[-400:]})")
+        pid = int(re.search(r"^pid (\d+)$", p.stdout, re.M).group(1))
+        calls = [e for e in dump(out) if e["kind"] == "syscall" and e["pid"] == pid and
+                 e["name"] in ("clock_nanosleep", "read")]
+        seen = {"clock_nanosleep": 0, "read": 0}
+        for e in calls:
+            names = [f["func"] for f in e.get("stack", [])]
+            if e["name"] == "read" and "reader" not in names and "calls" not in names:
+                continue  # the loader's reads of the libraries, before main
+            want = (["clock_nanosleep", "nanosleep", "sleeper", "calls"] if
+                    e["name"] == "clock_nanosleep" else ["read", "reader", "calls"]) + below
+            eq(names[:len(want)], want, f"{mode}: stack of {e['name']}")
+            seen[e["name"]] += 1
+        eq(seen, {"clock_nanosleep": n, "read": n}, f"{mode}: calls with their stacks")
