@@ -27,6 +27,20 @@
  */
 #define STACK_WIN  8192
 #define STACK_PAGE 4096
+/* Bytes of a thread state read in one copy: its next, its frame and its tid lie there. */
+#define STACK_TS 256
+
+/*
+ * What the last walk of this CPU left for the next (a CPU's walks do not overlap: the scratch
+ * buffer holds one stack): where the first window of thread TID began (its data stack's first
+ * frame, usually). Its next first window begins there, so it copies the frames' bytes, not
+ * 8 KiB, and does not start below the data stack's first chunk (a fault, ~600 ns on the
+ * benchmark VM, then a second copy from the frame's page).
+ */
+struct stack_cache {
+	__u32 tid, pad;
+	__u64 floor;
+};
 
 struct stack_scratch {
 	struct bs_hdr h; /* the raw record's header, then its 16 bytes of counts */
@@ -35,7 +49,9 @@ struct stack_scratch {
 	/* Not sent: a frame's and a code object's first bytes, read in one copy each. */
 	__u8 fr[STACK_HDR], co[STACK_HDR];
 	__u8 win[STACK_WIN]; /* user memory from win_lo on: data-stack frames (3.11+) */
-	__u64 woken;	     /* when this CPU last woke the recorder for a stack */
+	__u8 tsb[STACK_TS];  /* a thread state's first bytes */
+	struct stack_cache cache;
+	__u64 woken; /* when this CPU last woke the recorder for a stack */
 };
 
 #define STACK_WAKE_NS 5000000 /* a stack wakes the recorder at most every 5 ms per CPU */
@@ -111,56 +127,94 @@ static __always_inline __u64 stack_read_u64(__u64 addr)
 	return v;
 }
 
-/* The PyThreadState of TID when it holds its interpreter's GIL, else 0. */
-static __always_inline __u64 stack_gil_tstate(const struct bs_py_cfg *c, __u32 tid)
+/* The u64 at byte OFF of BUF of SIZE bytes (a copy of user memory), 0 past its end. */
+static __always_inline __u64 buf_u64(const __u8 *buf, __u32 off, __u32 size)
 {
-	__u64 ts, t;
-	__s32 locked = 0;
-	__u32 ptid = 0;
+	if (off > size - 8)
+		return 0;
+	return *(const __u64 *)(buf + off);
+}
 
-	bpf_probe_read_user(&locked, sizeof(locked), (const void *)c->locked);
-	if (locked != 1)
+/*
+ * Thread state TS's first STACK_TS bytes into s->tsb, in one copy (every version's
+ * PyThreadState is larger); its tid, 0 when unreadable.
+ */
+static __always_inline __u32 stack_ts_load(const struct bs_py_cfg *c, struct stack_scratch *s,
+					   __u64 ts)
+{
+	__u32 ptid = 0;
+	__u64 t;
+
+	if (bpf_probe_read_user(s->tsb, STACK_TS, (const void *)ts))
 		return 0;
-	ts = stack_read_u64(c->holder);
-	if (!ts)
-		return 0;
-	t = stack_read_u64(ts + c->tid_off);
+	t = buf_u64(s->tsb, c->tid_off, STACK_TS);
 	if (c->pthread_tid_off) {
 		bpf_probe_read_user(&ptid, sizeof(ptid), (const void *)(t + c->pthread_tid_off));
 		t = ptid;
 	}
-	return (__u32)t == tid ? ts : 0;
+	return t;
+}
+
+/* The PyThreadState of TID (then in s->tsb) when it holds its interpreter's GIL, else 0. */
+static __always_inline __u64 stack_gil_tstate(const struct bs_py_cfg *c, struct stack_scratch *s,
+					      __u32 tid)
+{
+	__u64 g[2] = {}, ts;
+	__s32 locked = 0;
+
+	if (c->locked == c->holder + 8) {
+		/* last_holder, then locked, in every version's _gil_runtime_state: one copy. */
+		if (bpf_probe_read_user(g, sizeof(g), (const void *)c->holder))
+			return 0;
+		ts = g[0];
+		locked = (__s32)g[1];
+	} else {
+		bpf_probe_read_user(&locked, sizeof(locked), (const void *)c->locked);
+		if (locked != 1)
+			return 0;
+		ts = stack_read_u64(c->holder);
+	}
+	if (locked != 1 || !ts)
+		return 0;
+	return stack_ts_load(c, s, ts) == tid ? ts : 0;
 }
 
 struct stack_ts_find {
 	const struct bs_py_cfg *c;
+	struct stack_scratch *s;
 	__u64 ts; /* the thread state looked at, then the one found (0: none) */
 	__u32 tid;
 	__u32 found;
 };
 
-/* One thread state of the interpreter's list (bpf_loop's body). */
+/* One thread state of the interpreter's list (bpf_loop's body): one copy each. */
 static long stack_ts_next(__u32 i, void *arg)
 {
 	struct stack_ts_find *f = arg;
+	__u32 t;
 
 	if (!f->ts)
 		return 1;
-	if ((__u32)stack_read_u64(f->ts + f->c->tid_off) == f->tid) {
+	t = stack_ts_load(f->c, f->s, f->ts);
+	if (!t)
+		return 1;
+	if (t == f->tid) {
 		f->found = 1;
 		return 1;
 	}
-	f->ts = stack_read_u64(f->ts + 8); /* PyThreadState.next, in every version */
+	f->ts = buf_u64(f->s->tsb, 8, STACK_TS); /* PyThreadState.next, in every version */
 	return 0;
 }
 
 /*
- * The PyThreadState of TID from the interpreter's list: for a thread that released the GIL
- * (I/O, a C extension computing without it), whose Python frames still say where it is.
+ * The PyThreadState of TID (then in s->tsb) from the interpreter's list: for a thread that
+ * released the GIL (I/O, a C extension computing without it), whose Python frames still say
+ * where it is.
  */
-static __always_inline __u64 stack_list_tstate(const struct bs_py_cfg *c, __u32 tid)
+static __always_inline __u64 stack_list_tstate(const struct bs_py_cfg *c, struct stack_scratch *s,
+					       __u32 tid)
 {
-	struct stack_ts_find f = { .c = c, .tid = tid };
+	struct stack_ts_find f = { .c = c, .s = s, .tid = tid };
 
 	if (!c->interp || !c->threads_head)
 		return 0;
@@ -181,7 +235,11 @@ struct stack_py_walk {
 	__u64 last_code; /* the previous frame's code object and its two identity words */
 	__u64 last_name, last_file;
 	__u32 pid;
-	__u32 own; /* the current thread's frames: its code objects cannot be freed meanwhile */
+	__u32 own;   /* the current thread's frames: its code objects cannot be freed meanwhile */
+	__u32 alone; /* the last frame was read alone, outside the window */
+	__u32 first; /* the window is the walk's first */
+	__u64 floor; /* where the first window may begin (0: STACK_WIN before its end) */
+	__u64 low;   /* the lowest frame the first window held */
 };
 
 /*
@@ -201,31 +259,46 @@ static __always_inline __u8 hdr_u8(const __u8 *h, __u32 off)
 }
 
 /*
- * The first STACK_HDR bytes of frame FR from P's window, refilled with the STACK_WIN bytes
- * that end at FR's header when FR lies outside it (a caller's frame is below its callee's in
- * the data stack). A window that starts in unmapped memory (below the first chunk) is copied
- * again from FR's own page. NULL when neither copy can be had.
+ * The first STACK_HDR bytes of frame FR from P's window, refilled with the bytes that end at
+ * FR's header (up to STACK_WIN, from the floor for the first window) when FR lies outside
+ * it (a caller's frame is below its callee's in the data stack). A window that starts in
+ * unmapped memory (below the first chunk) is copied again from FR's own page. NULL when FR
+ * is to be read alone: the first frame outside the window after frames in it (the eval
+ * loop's entry frame on the C stack (3.12+), a generator's frame in its object: the frames
+ * below are in the window still), or when no copy can be had.
  */
 static __always_inline __u8 *stack_win_frame(struct stack_py_walk *p, __u64 fr)
 {
-	__u64 off = fr - p->win_lo, lo;
-	__u32 len;
+	__u64 off = fr - p->win_lo, lo, len;
 
 	if (p->win_len && fr >= p->win_lo && off + STACK_HDR <= p->win_len &&
-	    off <= STACK_WIN - STACK_HDR)
+	    off <= STACK_WIN - STACK_HDR) {
+		if (p->first && fr < p->low)
+			p->low = fr;
 		return p->s->win + off;
+	}
+	if (p->win_len && !p->alone)
+		return NULL;
+	p->first = !p->win_len && !p->alone;
 	lo = fr + STACK_HDR - STACK_WIN;
 	len = STACK_WIN;
-	if (bpf_probe_read_user(p->s->win, STACK_WIN, (const void *)lo)) {
+	if (p->first && p->floor > lo && p->floor <= fr) {
+		lo = p->floor;
+		len = fr - lo + STACK_HDR;
+	}
+	if (len > STACK_WIN || bpf_probe_read_user(p->s->win, len, (const void *)lo)) {
 		lo = fr & ~(__u64)(STACK_PAGE - 1);
 		len = (__u32)(fr - lo) + STACK_HDR;
 		if (len > STACK_WIN || bpf_probe_read_user(p->s->win, len, (const void *)lo)) {
 			p->win_len = 0;
+			p->first = 0;
 			return NULL;
 		}
 	}
 	p->win_lo = lo;
 	p->win_len = len;
+	if (p->first)
+		p->low = fr;
 	off = fr - lo;
 	if (off > STACK_WIN - STACK_HDR)
 		return NULL;
@@ -242,6 +315,7 @@ static __always_inline __u8 *stack_frame_hdr(struct stack_py_walk *p, __u64 fr)
 
 	if (p->c->fr_entry != BS_PY_ALL) {
 		h = stack_win_frame(p, fr);
+		p->alone = !h;
 		if (h)
 			return h;
 		h = p->s->fr;
@@ -387,23 +461,29 @@ static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u3
 	c = bpf_map_lookup_elem(&py_procs, &pid);
 	if (c) {
 		s->flags |= BS_CPU_PYTHON;
-		ts = stack_gil_tstate(c, tid);
+		ts = stack_gil_tstate(c, s, tid);
 		if (ts)
 			s->flags |= BS_CPU_GIL;
 		else
-			ts = stack_list_tstate(c, tid);
+			ts = stack_list_tstate(c, s, tid);
 		if (ts) {
+			struct stack_cache *ca = &s->cache;
+
 			p.c = c;
 			p.n = n;
 			p.pid = pid;
 			p.own = 1;
-			p.fr = stack_read_u64(ts + c->ts_frame);
+			if (ca->tid == tid)
+				p.floor = ca->floor;
+			p.fr = buf_u64(s->tsb, c->ts_frame, STACK_TS);
 			if (c->cframe_frame != BS_PY_NONE)
 				p.fr = p.fr ? stack_read_u64(p.fr + c->cframe_frame) : 0;
 			/* Entry frames are skipped, not counted: room for a few of them. */
 			bpf_loop(BS_PY_MAX_FRAMES + 32, stack_py_frame, &p, 0);
 			npy = p.k > BS_PY_MAX_FRAMES ? BS_PY_MAX_FRAMES : p.k;
 			s->npy = npy;
+			ca->tid = tid;
+			ca->floor = p.low;
 		}
 	}
 	/* From the locals, whose bounds the verifier knows (n <= 136, npy <= 64). */
