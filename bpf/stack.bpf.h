@@ -263,9 +263,9 @@ static __always_inline __u8 hdr_u8(const __u8 *h, __u32 off)
  * FR's header (up to STACK_WIN, from the floor for the first window) when FR lies outside
  * it (a caller's frame is below its callee's in the data stack). A window that starts in
  * unmapped memory (below the first chunk) is copied again from FR's own page. NULL when FR
- * is to be read alone: the first frame outside the window after frames in it (the eval
- * loop's entry frame on the C stack (3.12+), a generator's frame in its object: the frames
- * below are in the window still), or when no copy can be had.
+ * is to be read alone: a frame above the window right after frames in it (the eval loop's
+ * entry frame on the C stack (3.12+), a generator's frame in its object: the frames below
+ * are in the window still), or when no copy can be had.
  */
 static __always_inline __u8 *stack_win_frame(struct stack_py_walk *p, __u64 fr)
 {
@@ -277,7 +277,7 @@ static __always_inline __u8 *stack_win_frame(struct stack_py_walk *p, __u64 fr)
 			p->low = fr;
 		return p->s->win + off;
 	}
-	if (p->win_len && !p->alone)
+	if (p->win_len && !p->alone && fr > p->win_lo)
 		return NULL;
 	p->first = !p->win_len && !p->alone;
 	lo = fr + STACK_HDR - STACK_WIN;
