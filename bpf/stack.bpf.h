@@ -42,6 +42,35 @@ struct stack_cache {
 	__u64 floor;
 };
 
+/*
+ * A Python walk's state. It lives in the per-CPU scratch buffer, not on the BPF stack: the
+ * verifier tracks no values in map memory, so the frame callback's state is the same at every
+ * round of bpf_loop (two pointers) and is checked once or twice, not once per frame count and
+ * branch taken (Linux 6.7+ checks a callback as if called any number of times).
+ */
+struct stack_py_walk {
+	__u64 fr;
+	__u32 n;       /* words of addresses before the frames */
+	__u32 k;       /* frames written */
+	__u32 max;     /* frames wanted (0: BS_PY_MAX_FRAMES) */
+	__u32 win_len; /* bytes of s->win copied from win_lo (0: none yet) */
+	__u64 win_lo;
+	__u64 last_code; /* the previous frame's code object and its two identity words */
+	__u64 last_name, last_file;
+	__u32 pid;
+	__u32 own;   /* the current thread's frames: its code objects cannot be freed meanwhile */
+	__u32 alone; /* the last frame was read alone, outside the window */
+	__u32 first; /* the window is the walk's first */
+	__u64 floor; /* where the first window may begin (0: STACK_WIN before its end) */
+	__u64 low;   /* the lowest frame the first window held */
+};
+
+/* bpf_loop's argument for a Python walk: the process's layout and the scratch buffer. */
+struct stack_py_arg {
+	const struct bs_py_cfg *c;
+	struct stack_scratch *s;
+};
+
 struct stack_scratch {
 	struct bs_hdr h; /* the raw record's header, then its 16 bytes of counts */
 	__u32 nips, flags, npy, type;
@@ -51,6 +80,7 @@ struct stack_scratch {
 	__u8 win[STACK_WIN]; /* user memory from win_lo on: data-stack frames (3.11+) */
 	__u8 tsb[STACK_TS];  /* a thread state's first bytes */
 	struct stack_cache cache;
+	struct stack_py_walk walk;
 	__u64 woken; /* when this CPU last woke the recorder for a stack */
 };
 
@@ -223,25 +253,6 @@ static __always_inline __u64 stack_list_tstate(const struct bs_py_cfg *c, struct
 	return f.found ? f.ts : 0;
 }
 
-struct stack_py_walk {
-	const struct bs_py_cfg *c;
-	struct stack_scratch *s;
-	__u64 fr;
-	__u32 n;       /* words of addresses before the frames */
-	__u32 k;       /* frames written */
-	__u32 max;     /* frames wanted (0: BS_PY_MAX_FRAMES) */
-	__u32 win_len; /* bytes of s->win copied from win_lo (0: none yet) */
-	__u64 win_lo;
-	__u64 last_code; /* the previous frame's code object and its two identity words */
-	__u64 last_name, last_file;
-	__u32 pid;
-	__u32 own;   /* the current thread's frames: its code objects cannot be freed meanwhile */
-	__u32 alone; /* the last frame was read alone, outside the window */
-	__u32 first; /* the window is the walk's first */
-	__u64 floor; /* where the first window may begin (0: STACK_WIN before its end) */
-	__u64 low;   /* the lowest frame the first window held */
-};
-
 /*
  * The u64 at byte OFF of a copied header (a frame's, a code object's): the offsets come from
  * py_procs, so each read is bounded for the verifier (one out of range reads 0).
@@ -267,15 +278,16 @@ static __always_inline __u8 hdr_u8(const __u8 *h, __u32 off)
  * entry frame on the C stack (3.12+), a generator's frame in its object: the frames below
  * are in the window still), or when no copy can be had.
  */
-static __always_inline __u8 *stack_win_frame(struct stack_py_walk *p, __u64 fr)
+static __always_inline __u8 *stack_win_frame(struct stack_scratch *s, __u64 fr)
 {
+	struct stack_py_walk *p = &s->walk;
 	__u64 off = fr - p->win_lo, lo, len;
 
 	if (p->win_len && fr >= p->win_lo && off + STACK_HDR <= p->win_len &&
 	    off <= STACK_WIN - STACK_HDR) {
 		if (p->first && fr < p->low)
 			p->low = fr;
-		return p->s->win + off;
+		return s->win + off;
 	}
 	if (p->win_len && !p->alone && fr > p->win_lo)
 		return NULL;
@@ -286,10 +298,10 @@ static __always_inline __u8 *stack_win_frame(struct stack_py_walk *p, __u64 fr)
 		lo = p->floor;
 		len = fr - lo + STACK_HDR;
 	}
-	if (len > STACK_WIN || bpf_probe_read_user(p->s->win, len, (const void *)lo)) {
+	if (len > STACK_WIN || bpf_probe_read_user(s->win, len, (const void *)lo)) {
 		lo = fr & ~(__u64)(STACK_PAGE - 1);
 		len = (__u32)(fr - lo) + STACK_HDR;
-		if (len > STACK_WIN || bpf_probe_read_user(p->s->win, len, (const void *)lo)) {
+		if (len > STACK_WIN || bpf_probe_read_user(s->win, len, (const void *)lo)) {
 			p->win_len = 0;
 			p->first = 0;
 			return NULL;
@@ -302,23 +314,24 @@ static __always_inline __u8 *stack_win_frame(struct stack_py_walk *p, __u64 fr)
 	off = fr - lo;
 	if (off > STACK_WIN - STACK_HDR)
 		return NULL;
-	return p->s->win + off;
+	return s->win + off;
 }
 
 /*
  * The first bytes of frame FR: from the window when frames live in the data stack (3.11+),
  * else (frame objects, <= 3.10) in one copy of their own.
  */
-static __always_inline __u8 *stack_frame_hdr(struct stack_py_walk *p, __u64 fr)
+static __always_inline __u8 *stack_frame_hdr(const struct bs_py_cfg *c, struct stack_scratch *s,
+					     __u64 fr)
 {
-	__u8 *h = p->s->fr;
+	__u8 *h = s->fr;
 
-	if (p->c->fr_entry != BS_PY_ALL) {
-		h = stack_win_frame(p, fr);
-		p->alone = !h;
+	if (c->fr_entry != BS_PY_ALL) {
+		h = stack_win_frame(s, fr);
+		s->walk.alone = !h;
 		if (h)
 			return h;
-		h = p->s->fr;
+		h = s->fr;
 	}
 	/* A frame may end short of STACK_HDR bytes at a page's end: then read the least. */
 	if (bpf_probe_read_user(h, STACK_HDR, (const void *)fr) &&
@@ -333,12 +346,12 @@ static __always_inline __u8 *stack_frame_hdr(struct stack_py_walk *p, __u64 fr)
  * in one copy from co_firstlineno to co_name, and kept when the thread's own frame holds
  * the object (another thread's frames may be freed under the walk).
  */
-static __always_inline void stack_code_id(struct stack_py_walk *p, __u64 code, __u64 *id)
+static __always_inline void stack_code_id(const struct bs_py_cfg *c, struct stack_scratch *s,
+					  __u64 code, __u64 *id)
 {
-	const struct bs_py_cfg *c = p->c;
-	struct bs_py_code_key key = { .pid = p->pid, .gen = c->code_gen, .code = code };
+	struct bs_py_code_key key = { .pid = s->walk.pid, .gen = c->code_gen, .code = code };
 	struct bs_py_code_id *hit, got;
-	__u8 *co = p->s->co;
+	__u8 *co = s->co;
 	__u32 base;
 
 	if (c->code_cache) {
@@ -363,28 +376,31 @@ static __always_inline void stack_code_id(struct stack_py_walk *p, __u64 code, _
 	}
 	id[0] = got.name;
 	id[1] = got.file;
-	if (c->code_cache && p->own && got.name)
+	if (c->code_cache && s->walk.own && got.name)
 		bpf_map_update_elem(&py_codes, &key, &got, BPF_ANY);
 }
 
 /*
- * One frame (bpf_loop's body: the verifier checks it once). A user-memory read costs
- * ~100-200 ns on the benchmark VM: frames come from the window (or, <= 3.10, one copy of
- * their first STACK_HDR bytes: code, previous, instruction, owner, is_entry all lie there),
- * and the code object's identity in one copy from co_firstlineno to co_name, unless the
- * frame runs the previous frame's code (recursion: the same live object, read once).
+ * One frame (bpf_loop's body; its state is in the scratch buffer, see stack_py_walk). A
+ * user-memory read costs ~100-200 ns on the benchmark VM: frames come from the window (or,
+ * <= 3.10, one copy of their first STACK_HDR bytes: code, previous, instruction, owner,
+ * is_entry all lie there), and the code object's identity in one copy from co_firstlineno
+ * to co_name, unless the frame runs the previous frame's code (recursion: the same live
+ * object, read once).
  */
 static long stack_py_frame(__u32 i, void *arg)
 {
-	struct stack_py_walk *p = arg;
-	const struct bs_py_cfg *c = p->c;
-	__u64 fr = p->fr, code, *w = p->s->w;
+	struct stack_py_arg *a = arg;
+	const struct bs_py_cfg *c = a->c;
+	struct stack_scratch *s = a->s;
+	struct stack_py_walk *p = &s->walk;
+	__u64 fr = p->fr, code, *w = s->w;
 	__u64 at = (__u64)p->n + 4 * (__u64)p->k;
 	__u8 *h;
 
 	if (!fr || p->k >= BS_PY_MAX_FRAMES || (p->max && p->k >= p->max))
 		return 1;
-	h = stack_frame_hdr(p, fr);
+	h = stack_frame_hdr(c, s, fr);
 	if (!h)
 		return 1;
 	p->fr = hdr_u64(h, c->fr_prev);
@@ -406,7 +422,7 @@ static long stack_py_frame(__u32 i, void *arg)
 		w[at + 2] = p->last_name;
 		w[at + 3] = p->last_file;
 	} else if (code) {
-		stack_code_id(p, code, &w[at + 2]);
+		stack_code_id(c, s, code, &w[at + 2]);
 		p->last_code = w[at + 2] ? code : 0;
 		p->last_name = w[at + 2];
 		p->last_file = w[at + 3];
@@ -450,7 +466,8 @@ static __always_inline long stack_unwind(void *ctx, struct stack_scratch *s, __u
 static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u32 pid, __u32 tid,
 					__u64 sp)
 {
-	struct stack_py_walk p = { .s = s };
+	struct stack_py_walk *p = &s->walk;
+	struct stack_py_arg a = { .s = s };
 	const struct bs_py_cfg *c;
 	__u64 ts, size, npy = 0;
 	long n;
@@ -469,21 +486,22 @@ static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u3
 		if (ts) {
 			struct stack_cache *ca = &s->cache;
 
-			p.c = c;
-			p.n = n;
-			p.pid = pid;
-			p.own = 1;
+			__builtin_memset(p, 0, sizeof(*p));
+			a.c = c;
+			p->n = n;
+			p->pid = pid;
+			p->own = 1;
 			if (ca->tid == tid)
-				p.floor = ca->floor;
-			p.fr = buf_u64(s->tsb, c->ts_frame, STACK_TS);
+				p->floor = ca->floor;
+			p->fr = buf_u64(s->tsb, c->ts_frame, STACK_TS);
 			if (c->cframe_frame != BS_PY_NONE)
-				p.fr = p.fr ? stack_read_u64(p.fr + c->cframe_frame) : 0;
+				p->fr = p->fr ? stack_read_u64(p->fr + c->cframe_frame) : 0;
 			/* Entry frames are skipped, not counted: room for a few of them. */
-			bpf_loop(BS_PY_MAX_FRAMES + 32, stack_py_frame, &p, 0);
-			npy = p.k > BS_PY_MAX_FRAMES ? BS_PY_MAX_FRAMES : p.k;
+			bpf_loop(BS_PY_MAX_FRAMES + 32, stack_py_frame, &a, 0);
+			npy = p->k > BS_PY_MAX_FRAMES ? BS_PY_MAX_FRAMES : p->k;
 			s->npy = npy;
 			ca->tid = tid;
-			ca->floor = p.low;
+			ca->floor = p->low;
 		}
 	}
 	/* From the locals, whose bounds the verifier knows (n <= 136, npy <= 64). */
@@ -499,15 +517,21 @@ static __always_inline __u32 stack_read_python(__u32 pid, __u64 tstate, struct s
 					       __u32 max)
 {
 	const struct bs_py_cfg *c = bpf_map_lookup_elem(&py_procs, &pid);
-	struct stack_py_walk p = { .c = c, .s = s, .max = max, .pid = pid };
+	struct stack_py_arg a = { .c = c, .s = s };
+	struct stack_py_walk *p = &s->walk;
+	__u32 k;
 
 	if (!c || !tstate)
 		return 0;
-	p.fr = stack_read_u64(tstate + c->ts_frame);
+	__builtin_memset(p, 0, sizeof(*p));
+	p->max = max;
+	p->pid = pid;
+	p->fr = stack_read_u64(tstate + c->ts_frame);
 	if (c->cframe_frame != BS_PY_NONE)
-		p.fr = p.fr ? stack_read_u64(p.fr + c->cframe_frame) : 0;
-	bpf_loop(2 * max + 2, stack_py_frame, &p, 0);
-	return p.k > max ? max : p.k;
+		p->fr = p->fr ? stack_read_u64(p->fr + c->cframe_frame) : 0;
+	bpf_loop(2 * max + 2, stack_py_frame, &a, 0);
+	k = p->k;
+	return k > max ? max : k;
 }
 
 /*
