@@ -19,6 +19,7 @@ known. Prints "pid P tid T" first, then its ground truth as one JSON line.
 Lines the tests look for carry markers in comments (BURN_A, BURN_B, CALL_A, CALL_B).
 """
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -68,11 +69,16 @@ def churn(n, spin_s):
     for k in range(n):
         src = "\n" * k + f"def f_{k}(t):\n    s = tt()\n    while tt() - s < t:\n        pass\n"
         ns = {"tt": thread_time}
-        exec(compile(src, f"gen_{k}.py", "exec"), ns)
+        code = compile(src, f"gen_{k}.py", "exec")
+        exec(code, ns)
+        del code
         t0 = time.monotonic_ns()
         ns[f"f_{k}"](spin_s)
         spans.append([t0, time.monotonic_ns()])
+        # f_K and its globals hold each other: collected now (and the module's code object
+        # freed before f_K ran), each f_K's code object takes the last one's address.
         del ns
+        gc.collect()
     return {"n": n, "spans": spans}
 
 
