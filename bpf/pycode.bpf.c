@@ -13,7 +13,7 @@ SEC("uprobe")
 int py_code_free(struct pt_regs *ctx)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
-	const struct bs_py_cfg *c = bpf_map_lookup_elem(&py_procs, &pid);
+	struct bs_py_cfg *c = bpf_map_lookup_elem(&py_procs, &pid);
 	struct bs_py_code_key key;
 
 	if (!c || !c->code_cache)
@@ -21,6 +21,8 @@ int py_code_free(struct pt_regs *ctx)
 	key.pid = pid;
 	key.gen = c->code_gen;
 	key.code = PT_REGS_PARM1(ctx);
+	/* Before the memory can be reused: walks stop trusting the identities they keep. */
+	__sync_fetch_and_add(&c->code_frees, 1);
 	bpf_map_delete_elem(&py_codes, &key);
 	return 0;
 }

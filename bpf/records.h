@@ -816,6 +816,8 @@ struct bs_py_cfg {
 				* image of the pid (before an exec) never match */
 	__u32 code_cache;      /* 1: a probe on the code objects' dealloc removes their
 				* py_codes entries, so BPF may keep identities there */
+	__u64 code_frees;      /* code objects freed: counted by that probe (0 from user
+				* space); a walk's identities stay good while it stands */
 };
 
 /*
@@ -860,7 +862,7 @@ BS_ASSERT_RECORD(bs_stack_ref, 32);
 BS_ASSERT_RECORD(bs_frame, 24);
 BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);
 BS_ASSERT_RECORD(bs_py_frame, 32);
-BS_ASSERT_RECORD(bs_py_cfg, 88);
+BS_ASSERT_RECORD(bs_py_cfg, 96);
 BS_ASSERT_RECORD(bs_py_code_key, 16);
 BS_ASSERT_RECORD(bs_py_code_id, 16);
 BS_ASSERT_RECORD(bs_cpu_sample, 32);

@@ -32,14 +32,28 @@
 
 /*
  * What the last walk of this CPU left for the next (a CPU's walks do not overlap: the scratch
- * buffer holds one stack): where the first window of thread TID began (its data stack's first
- * frame, usually). Its next first window begins there, so it copies the frames' bytes, not
- * 8 KiB, and does not start below the data stack's first chunk (a fault, ~600 ns on the
- * benchmark VM, then a second copy from the frame's page).
+ * buffer holds one stack):
+ * - floor: where the first window of thread TID began (its data stack's first frame,
+ *   usually). Its next first window begins there, so it copies the frames' bytes, not 8 KiB,
+ *   and does not start below the data stack's first chunk (a fault, ~600 ns on the benchmark
+ *   VM, then a second copy from the frame's page);
+ * - ids[k] (n of them): the code object the k-th frame of the walk ran and its identity, for
+ *   process PID (registration GEN) while it has freed no code object since (FREES: its
+ *   bs_py_cfg.code_frees, counted by the probe on code_dealloc before the memory can be
+ *   reused): no object freed, no address reused, so the same address is the same object. A
+ *   stack taken again where the last one was then makes no py_codes lookup (~30 ns each).
  */
 struct stack_cache {
-	__u32 tid, pad;
+	__u32 tid;
+	__u32 pid, gen;
+	__u32 n;
+	__u64 frees;
 	__u64 floor;
+};
+
+struct stack_id_ent {
+	__u64 code;
+	struct bs_py_code_id id;
 };
 
 /*
@@ -63,6 +77,8 @@ struct stack_py_walk {
 	__u32 first; /* the window is the walk's first */
 	__u64 floor; /* where the first window may begin (0: STACK_WIN before its end) */
 	__u64 low;   /* the lowest frame the first window held */
+	__u32 ids;   /* 1: s->ids holds this walk's identities (its own frames, code_cache) */
+	__u32 pad;
 };
 
 /* bpf_loop's argument for a Python walk: the process's layout and the scratch buffer. */
@@ -80,6 +96,7 @@ struct stack_scratch {
 	__u8 win[STACK_WIN]; /* user memory from win_lo on: data-stack frames (3.11+) */
 	__u8 tsb[STACK_TS];  /* a thread state's first bytes */
 	struct stack_cache cache;
+	struct stack_id_ent ids[BS_PY_MAX_FRAMES]; /* stack_cache's */
 	struct stack_py_walk walk;
 	__u64 woken; /* when this CPU last woke the recorder for a stack */
 };
@@ -396,6 +413,7 @@ static long stack_py_frame(__u32 i, void *arg)
 	struct stack_py_walk *p = &s->walk;
 	__u64 fr = p->fr, code, *w = s->w;
 	__u64 at = (__u64)p->n + 4 * (__u64)p->k;
+	struct stack_id_ent *e;
 	__u8 *h;
 
 	if (!fr || p->k >= BS_PY_MAX_FRAMES || (p->max && p->k >= p->max))
@@ -418,14 +436,28 @@ static long stack_py_frame(__u32 i, void *arg)
 	w[at + 1] = hdr_u64(h, c->fr_instr);
 	w[at + 2] = 0;
 	w[at + 3] = 0;
+	e = &s->ids[p->k & (BS_PY_MAX_FRAMES - 1)];
 	if (code && code == p->last_code) {
 		w[at + 2] = p->last_name;
 		w[at + 3] = p->last_file;
+	} else if (code && p->ids && p->k < s->cache.n && e->code == code) {
+		/* The last walk's frame at this depth ran it, and no code object was freed since. */
+		w[at + 2] = e->id.name;
+		w[at + 3] = e->id.file;
 	} else if (code) {
 		stack_code_id(c, s, code, &w[at + 2]);
+	}
+	if (code != p->last_code) {
 		p->last_code = w[at + 2] ? code : 0;
 		p->last_name = w[at + 2];
 		p->last_file = w[at + 3];
+	}
+	if (p->ids) {
+		e->code = w[at + 2] ? code : 0;
+		e->id.name = w[at + 2];
+		e->id.file = w[at + 3];
+		if (p->k >= s->cache.n)
+			s->cache.n = p->k + 1;
 	}
 	if (c->fr_entry == BS_PY_ALL || (c->fr_entry != BS_PY_NONE && hdr_u8(h, c->fr_entry)))
 		w[at + 3] |= BS_PY_FRAME_ENTRY;
@@ -493,6 +525,19 @@ static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u3
 			p->own = 1;
 			if (ca->tid == tid)
 				p->floor = ca->floor;
+			if (c->code_cache) {
+				/* Read before the frames: a code object freed after it changes it. */
+				__u64 frees = *(volatile const __u64 *)&c->code_frees;
+
+				if (ca->pid != pid || ca->gen != c->code_gen ||
+				    ca->frees != frees) {
+					ca->pid = pid;
+					ca->gen = c->code_gen;
+					ca->frees = frees;
+					ca->n = 0;
+				}
+				p->ids = 1;
+			}
 			p->fr = buf_u64(s->tsb, c->ts_frame, STACK_TS);
 			if (c->cframe_frame != BS_PY_NONE)
 				p->fr = p->fr ? stack_read_u64(p->fr + c->cframe_frame) : 0;
