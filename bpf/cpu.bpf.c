@@ -18,7 +18,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!bs_is_target(pid) || !tid)
 		return 0;
-	s = stack_scratch_get();
+	s = stack_scratch_take();
 	if (!s)
 		return 0;
 	/* Kernel mode: the user stack is where the thread entered the kernel. The context
@@ -45,5 +45,6 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	size = stack_read(ctx, s, pid, tid, sp);
 	s->type = 0;
 	stack_send(s, size, BS_REC_CPU_SAMPLE_RAW, pid, tid, bpf_ktime_get_ns(), bs_wakeup_flags());
+	stack_scratch_put(s);
 	return 0;
 }

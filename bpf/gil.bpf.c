@@ -254,7 +254,7 @@ static __always_inline void wait_end(void *ctx, struct gil_thr *st, __u32 pid, _
  */
 static __always_inline void holder_read(const struct bs_gil_cfg *c, struct gil_thr *st, __u32 pid)
 {
-	struct stack_scratch *s = stack_scratch_get();
+	struct stack_scratch *s = stack_scratch_take();
 	__u32 k;
 
 	st->hframes = 0;
@@ -265,18 +265,20 @@ static __always_inline void holder_read(const struct bs_gil_cfg *c, struct gil_t
 		k = GIL_HOLDER_FRAMES;
 	__builtin_memcpy(st->hw, s->w, sizeof(st->hw));
 	st->hframes = k;
+	stack_scratch_put(s);
 }
 
 /* A round of a wait (round_start..NOW) and the holder's Python frames (bs_gil_holder). */
 static __always_inline void holder_round(const struct bs_gil_cfg *c, struct gil_thr *st, __u32 pid,
 					 __u32 tid, __u64 now)
 {
-	struct stack_scratch *s = stack_scratch_get();
+	struct stack_scratch *s = st->hframes ? stack_scratch_take() : NULL;
 	struct bs_gil_holder *r;
 
-	if (s && st->hframes) {
+	if (s) {
 		__builtin_memcpy(s->w, st->hw, sizeof(st->hw));
 		stack_emit_python(s, st->hframes, BS_REC_GIL_HOLDER, pid, tid, st->round_start);
+		stack_scratch_put(s);
 	}
 	r = bs_reserve(BS_REC_GIL_HOLDER, sizeof(*r), pid, tid, st->round_start);
 	if (!r)

@@ -56,7 +56,8 @@
 #define BS_LOSS_SHIM	     6 /* records the cupti-shim or CUPTI dropped (buffers full) */
 #define BS_LOSS_SCHED	     7 /* context switches of a traced thread no sched program saw */
 #define BS_LOSS_FLIGHT	     8 /* flight recorder: records of the window its SIZE could not hold */
-#define BS_LOSS_NR	     9
+#define BS_LOSS_STACK	     9 /* a stack not taken: a program it interrupted was taking one */
+#define BS_LOSS_NR	     10
 
 /* Common header of every record. */
 struct bs_hdr {

@@ -194,23 +194,29 @@ static __always_inline int switch_in(struct thread_sched *ts, __u64 now, struct 
 static __always_inline void held_flush(void *ctx, struct thread_sched *ts, struct offcpu_held *h,
 				       __u32 pid, __u32 tid, int with_stack, __u64 sp)
 {
-	struct stack_scratch *s = with_stack ? stack_scratch_get() : NULL;
-	__u32 n = ts->nheld, size = 0;
+	struct stack_scratch *s = NULL;
+	__u32 n = ts->nheld, size = 0, taken = 0;
 	__u64 flags = 0;
 
 	ts->nheld = 0;
 	for (__u32 i = 0; i < HELD_MAX && i < n; i++) {
-		if (s && h->iv[i].stack) {
-			if (!size) {
+		if (with_stack && h->iv[i].stack && !taken) {
+			/* One stack for every interval that wants one: read at the first. */
+			taken = 1;
+			s = stack_scratch_take();
+			if (s) {
 				s->flags = sp ? BS_CPU_LEAF : 0;
 				size = stack_read(ctx, s, pid, tid, sp);
 				s->type = BS_REC_OFFCPU;
 				flags = stack_wakeup(s);
 			}
-			stack_send(s, size, BS_REC_STACK_RAW, pid, tid, h->iv[i].out_ts, flags);
 		}
+		if (s && h->iv[i].stack)
+			stack_send(s, size, BS_REC_STACK_RAW, pid, tid, h->iv[i].out_ts, flags);
 		offcpu_write(&h->iv[i], pid, tid);
 	}
+	if (s)
+		stack_scratch_put(s);
 }
 
 /*

@@ -99,6 +99,8 @@ struct stack_scratch {
 	struct stack_id_ent ids[BS_PY_MAX_FRAMES]; /* stack_cache's */
 	struct stack_py_walk walk;
 	__u64 woken; /* when this CPU last woke the recorder for a stack */
+	__u32 busy;  /* a program of this CPU is building a stack in here (stack_scratch_take) */
+	__u32 busy_pad;
 };
 
 #define STACK_WAKE_NS 5000000 /* a stack wakes the recorder at most every 5 ms per CPU */
@@ -144,12 +146,34 @@ struct {
 	__type(value, struct bs_py_code_id);
 } py_codes SEC(".maps");
 
-/* The scratch buffer of this CPU, or NULL. */
-static __always_inline struct stack_scratch *stack_scratch_get(void)
+/*
+ * The scratch buffer of this CPU for one stack, or NULL. A program that interrupts another
+ * (a cpu sample, from the timer interrupt, in the middle of a system call's tp_btf program
+ * on the same CPU: the kernel keeps these apart only from kprobe and uprobe programs) would
+ * overwrite the stack being built there: it takes none instead, and the loss is counted
+ * (BS_LOSS_STACK). stack_scratch_put gives the buffer back. Only an interrupt can come
+ * between the test and the set, and it gives the buffer back before it returns.
+ */
+static __always_inline struct stack_scratch *stack_scratch_take(void)
 {
 	__u32 zero = 0;
+	struct stack_scratch *s = bpf_map_lookup_elem(&stack_scratch, &zero);
 
-	return bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!s)
+		return NULL;
+	if (*(volatile __u32 *)&s->busy) {
+		bs_count_loss(BS_LOSS_STACK);
+		return NULL;
+	}
+	*(volatile __u32 *)&s->busy = 1;
+	asm volatile("" ::: "memory");
+	return s;
+}
+
+static __always_inline void stack_scratch_put(struct stack_scratch *s)
+{
+	asm volatile("" ::: "memory");
+	*(volatile __u32 *)&s->busy = 0;
 }
 
 /* S's first SIZE bytes sent as a record of REC_TYPE of thread TID of PID at TS. */
@@ -611,7 +635,7 @@ static __always_inline void stack_emit_python(struct stack_scratch *s, __u32 npy
 static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 tid, __u64 ts,
 				       __u64 sp)
 {
-	struct stack_scratch *s = stack_scratch_get();
+	struct stack_scratch *s = stack_scratch_take();
 	__u32 size;
 
 	if (!s)
@@ -620,6 +644,7 @@ static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 t
 	size = stack_read(ctx, s, pid, tid, sp);
 	s->type = type;
 	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
+	stack_scratch_put(s);
 }
 
 #endif /* BPFSIGHT_STACK_BPF_H */

@@ -8,7 +8,7 @@ static const char *const loss_causes[BS_LOSS_NR] = {
 	[BS_LOSS_AGG_MAP] = "agg_map_full",	 [BS_LOSS_TARGET_MAP] = "target_map_full",
 	[BS_LOSS_ATTACH] = "attach_failed",	 [BS_LOSS_WRITE] = "write_failed",
 	[BS_LOSS_SHIM] = "shim_dropped",	 [BS_LOSS_SCHED] = "sched_missed",
-	[BS_LOSS_FLIGHT] = "flight_size",
+	[BS_LOSS_FLIGHT] = "flight_size",	 [BS_LOSS_STACK] = "stack_busy",
 };
 
 const char *loss_cause_name(__u32 cause)
