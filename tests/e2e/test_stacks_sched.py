@@ -11,8 +11,8 @@ import sqlite3
 import sys
 import time
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, docs_query, dump, eq, need_root, run,
-                     spawn, stats, tell, tmpdir, wait_for)
+from helpers import (BPFSIGHT, Recorder, Skip, check, docs_query, dump, eq, info, need_root,
+                     record, run, spawn, stats, tell, tmpdir, wait_for, workload)
 from test_export_gil import rows as sql_rows
 from test_export_gil import same_rows
 from test_gil import debian_python, pyenv_python
@@ -254,3 +254,27 @@ def test_a_block_outside_a_system_call_has_no_stack_and_is_kept():
     # The waker is best effort (a wakeup deferred to the target CPU is not seen).
     check(bare[0]["args"]["waker_tid"] in (handler, 0), f"woken by the handler: {bare[0]}")
 
+
+
+def test_a_block_names_the_function_that_called_the_libc_wrapper():
+    """Each 1 ms nanosleep of syscall_callers (from a second thread: glibc's cancellable path)
+    blocks: its off-CPU interval's stack names the whole chain down from the wrapper,
+    sleeper() included, which a frame-pointer walk from the kernel skips (test_stacks_osrt
+    says how it is put back)."""
+    need_root()
+    n = 10
+    p, out = record([workload("syscall_callers"), "thread", str(n)], "-t", "sched",
+                    "--stacks=sched:0")
+    eq(p.returncode, 0, f"record exit ({p.stderr[-400:]})")
+    pid = int(re.search(r"^pid (\d+)$", p.stdout, re.M).group(1))
+    naps = [[f["func"] for f in e["stack"]] for e in dump(out)
+            if e["kind"] == "offcpu" and e["pid"] == pid and e.get("stack") and
+            e["stack"][0]["func"] == "clock_nanosleep"]
+    # One block per nap, or more (a preemption inside the call also ends at its return);
+    # fewer only by switches no sched program saw, which are counted (USAGE.md).
+    missed = info(out)["lost"].get("sched_missed", 0)
+    check(len(naps) >= n - missed, f"{len(naps)} blocks in clock_nanosleep with a stack, "
+          f"{missed} switches missed")
+    for names in naps:
+        eq(names[:6], ["clock_nanosleep", "nanosleep", "sleeper", "calls", "thread_main",
+                       "start_thread"], "stack of a nap")
