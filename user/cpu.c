@@ -124,7 +124,7 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 {
 	const struct bs_cpu_sample_raw *r = (const void *)rec;
 	struct cpu_state *st = state;
-	const __u64 *w = (const void *)(r + 1), *top = NULL;
+	const __u64 *w = (const void *)(r + 1), *top;
 	struct bs_cpu_sample s;
 	__u32 n, npy;
 
@@ -136,13 +136,7 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 	record_ctx__hdr(&s.h, BS_REC_CPU_SAMPLE, sizeof(s), rec->pid, rec->tid, rec->ts);
 	s.h.cpu = rec->cpu;
 	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_GIL | BS_CPU_PYTHON);
-	if (r->flags & BS_CPU_LEAF && n >= BS_STACK_TOP_WORDS) {
-		/* The words on top of the user stack, then the walk (bpf/stack.bpf.h); none
-		 * when the walk found nothing. */
-		top = w;
-		w += BS_STACK_TOP_WORDS;
-		n -= BS_STACK_TOP_WORDS;
-	}
+	top = stack_svc__raw_top(r->flags, &w, &n);
 	s.stack_id = stack_svc__stack(ctx, st->stacks, rec->pid, rec->tid, rec->ts, w, n, npy, top);
 	record_ctx__write(ctx, &s);
 	return 1;

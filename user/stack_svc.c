@@ -344,18 +344,14 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
 {
 	const struct bs_stack_raw *r = (const void *)rec;
-	const __u64 *w = (const void *)(r + 1), *top = NULL;
+	const __u64 *w = (const void *)(r + 1), *top;
 	struct bs_stack_ref ref;
 	__u32 n, npy;
 
 	if (rec->size < sizeof(*r))
 		return;
 	stack_svc__raw_counts(rec->size - sizeof(*r), r->nips, r->npy, &n, &npy);
-	if (r->flags & BS_CPU_LEAF && n >= BS_STACK_TOP_WORDS) {
-		top = w; /* the words on top of the user stack, then the walk (stack.bpf.h) */
-		w += BS_STACK_TOP_WORDS;
-		n -= BS_STACK_TOP_WORDS;
-	}
+	top = stack_svc__raw_top(r->flags, &w, &n);
 	record_ctx__hdr(&ref.h, BS_REC_STACK_REF, sizeof(ref), rec->pid, rec->tid, rec->ts);
 	ref.h.cpu = rec->cpu;
 	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, w, n, npy, top);

@@ -31,6 +31,22 @@ static inline void stack_svc__raw_counts(size_t room, __u32 nips, __u32 npy, __u
 }
 
 /*
+ * A raw stack whose first address words are the words on top of the user stack (FLAGS has
+ * BS_CPU_LEAF, bpf/stack.bpf.h's stack_unwind): those words (for stack_svc__stack's TOP),
+ * with *W and *N moved past them; NULL when there are none.
+ */
+static inline const __u64 *stack_svc__raw_top(__u32 flags, const __u64 **w, __u32 *n)
+{
+	const __u64 *top = *w;
+
+	if (!(flags & BS_CPU_LEAF) || *n < BS_STACK_TOP_WORDS)
+		return NULL;
+	*w += BS_STACK_TOP_WORDS;
+	*n -= BS_STACK_TOP_WORDS;
+	return top;
+}
+
+/*
  * The recording's service (ctx->stacks), made on first use with the uprobe manager's
  * discovery. Make it before the families attach: it hears only of files examined after.
  */
