@@ -14,7 +14,6 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id, size;
 	struct stack_scratch *s;
-	__u64 sp;
 
 	if (!bs_is_target(pid) || !tid)
 		return 0;
@@ -32,17 +31,10 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	 * The words on top of its user stack go first: where the innermost function has
 	 * no frame of its own (its first instructions, its `ret`, a fast path without one), the
 	 * frame-pointer walk skips its caller, whose return address is one of them; the recorder
-	 * decides from the code (uprobe_mgr__return_slot).
+	 * decides from the code (uprobe_mgr__return_slot). In kernel mode, the user stack is
+	 * where the thread entered the kernel: stack_unwind reads the registers saved there.
 	 */
-	if (s->flags & BS_CPU_KERNEL) /* where it entered the kernel (bpf_task_pt_regs: 5.15) */
-		sp = BPF_CORE_READ((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()),
-				   sp);
-	else
-		sp = *(volatile __u64 *)((void *)ctx +
-					 __builtin_offsetof(struct bpf_perf_event_data, regs.sp));
-	if (sp)
-		s->flags |= BS_CPU_LEAF;
-	size = stack_read(ctx, s, pid, tid, sp);
+	size = stack_read(s, pid, tid, 1);
 	s->type = 0;
 	stack_send(s, size, BS_REC_CPU_SAMPLE_RAW, pid, tid, bpf_ktime_get_ns(), bs_wakeup_flags());
 	stack_scratch_put(s);

@@ -237,7 +237,7 @@ static __always_inline void wait_end(void *ctx, struct gil_thr *st, __u32 pid, _
 		return;
 	/* The waiter's own stack, before its record (STACK_REF). */
 	if (gil_stack_ns != ~0ull && dur >= gil_stack_ns)
-		stack_emit(ctx, BS_REC_GIL_WAIT, pid, tid, start, 0);
+		stack_emit(BS_REC_GIL_WAIT, pid, tid, start, 0);
 	r = bs_reserve(BS_REC_GIL_WAIT, sizeof(*r), pid, tid, start);
 	if (!r)
 		return;

@@ -99,8 +99,7 @@ static __always_inline int aggregate(__u32 pid, __u32 tid, __u32 gen, __u32 nr, 
  * A call of this thread that began at START returned now with RET. Returns 1 when a short
  * call created an aggregate key.
  */
-static __always_inline int emit(void *ctx, __u64 pid_tgid, __u64 start, __u32 nr, __u32 gen,
-				long ret, struct pt_regs *regs)
+static __always_inline int emit(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen, long ret)
 {
 	__u32 tid = (__u32)pid_tgid, pid = pid_tgid >> 32;
 	__u64 dur = bpf_ktime_get_ns() - start;
@@ -110,7 +109,7 @@ static __always_inline int emit(void *ctx, __u64 pid_tgid, __u64 start, __u32 nr
 		return aggregate(pid, tid, gen, nr, dur);
 	/* Before the call's record (STACK_REF): where user space made the call. */
 	if (osrt_stack_ns != ~0ull && dur >= osrt_stack_ns)
-		stack_emit(ctx, BS_REC_SYSCALL, pid, tid, start, BPF_CORE_READ(regs, sp));
+		stack_emit(BS_REC_SYSCALL, pid, tid, start, 1);
 	r = bs_reserve(BS_REC_SYSCALL, sizeof(*r), pid, tid, start);
 	if (!r)
 		return 0;
@@ -163,7 +162,7 @@ static __always_inline int task_enter(long id)
 	return 0;
 }
 
-static __always_inline int task_exit(void *ctx, long ret, struct pt_regs *regs)
+static __always_inline int task_exit(long ret)
 {
 	struct sys_start *st;
 	__u64 start;
@@ -174,7 +173,7 @@ static __always_inline int task_exit(void *ctx, long ret, struct pt_regs *regs)
 		return 0;
 	start = st->ts;
 	st->ts = 0;
-	if (emit(ctx, bpf_get_current_pid_tgid(), start, st->nr, st->gen, ret, regs))
+	if (emit(bpf_get_current_pid_tgid(), start, st->nr, st->gen, ret))
 		st->has_agg = 1;
 	return 0;
 }
@@ -188,7 +187,7 @@ int BPF_PROG(osrt_enter_btf, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(osrt_exit_btf, struct pt_regs *regs, long ret)
 {
-	return task_exit(ctx, ret, regs);
+	return task_exit(ret);
 }
 
 SEC("tp_btf/sched_process_exit")
@@ -219,7 +218,7 @@ static __always_inline int hash_enter(long id)
 	return 0;
 }
 
-static __always_inline int hash_exit(void *ctx, long ret, struct pt_regs *regs)
+static __always_inline int hash_exit(long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
@@ -234,7 +233,7 @@ static __always_inline int hash_exit(void *ctx, long ret, struct pt_regs *regs)
 	nr = st->nr;
 	gen = st->gen;
 	bpf_map_delete_elem(&sys_start, &tid);
-	emit(ctx, pid_tgid, start, nr, gen, ret, regs);
+	emit(pid_tgid, start, nr, gen, ret);
 	return 0;
 }
 
@@ -247,7 +246,7 @@ int BPF_PROG(osrt_enter_raw, struct pt_regs *regs, long id)
 SEC("raw_tp/sys_exit")
 int BPF_PROG(osrt_exit_raw, struct pt_regs *regs, long ret)
 {
-	return hash_exit(ctx, ret, regs);
+	return hash_exit(ret);
 }
 
 /*

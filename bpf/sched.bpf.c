@@ -191,8 +191,8 @@ static __always_inline int switch_in(struct thread_sched *ts, __u64 now, struct 
  * when WITH_STACK (sys_exit of the entry they blocked in: the thread is current) and it was
  * long enough; then none is held.
  */
-static __always_inline void held_flush(void *ctx, struct thread_sched *ts, struct offcpu_held *h,
-				       __u32 pid, __u32 tid, int with_stack, __u64 sp)
+static __always_inline void held_flush(struct thread_sched *ts, struct offcpu_held *h, __u32 pid,
+				       __u32 tid, int with_stack)
 {
 	struct stack_scratch *s = NULL;
 	__u32 n = ts->nheld, size = 0, taken = 0;
@@ -205,8 +205,8 @@ static __always_inline void held_flush(void *ctx, struct thread_sched *ts, struc
 			taken = 1;
 			s = stack_scratch_take();
 			if (s) {
-				s->flags = sp ? BS_CPU_LEAF : 0;
-				size = stack_read(ctx, s, pid, tid, sp);
+				s->flags = 0;
+				size = stack_read(s, pid, tid, 1);
 				s->type = BS_REC_OFFCPU;
 				flags = stack_wakeup(s);
 			}
@@ -238,7 +238,7 @@ static __always_inline void offcpu_end(struct thread_sched *ts, struct task_stru
 	}
 	h = held_of(ts);
 	if (ts->nheld >= HELD_MAX)
-		held_flush(NULL, ts, h, pid, tid, 0, 0);
+		held_flush(ts, h, pid, tid, 0);
 	i = ts->nheld;
 	if (!i) {
 		regs = (struct pt_regs *)bpf_task_pt_regs(next);
@@ -260,7 +260,7 @@ static __always_inline void held_check(struct thread_sched *ts, struct task_stru
 	if (h->ip == regs->ip && h->sp == regs->sp && h->nr == regs->orig_ax)
 		return;
 	/* It returned to user space from an entry without a sys_exit (a page fault). */
-	held_flush(NULL, ts, h, prev->tgid, prev->pid, 0, 0);
+	held_flush(ts, h, prev->tgid, prev->pid, 0);
 }
 
 static __always_inline void wakeup(struct thread_sched *ts)
@@ -356,8 +356,8 @@ int BPF_PROG(sched_sys_exit_btf, struct pt_regs *regs, long ret)
 	if (!ts || !ts->nheld)
 		return 0;
 	h = held_of(ts);
-	held_flush(ctx, ts, h, t->tgid, t->pid,
-		   h->ip == regs->ip && h->sp == regs->sp && h->nr == regs->orig_ax, regs->sp);
+	held_flush(ts, h, t->tgid, t->pid,
+		   h->ip == regs->ip && h->sp == regs->sp && h->nr == regs->orig_ax);
 	return 0;
 }
 
@@ -368,7 +368,7 @@ int BPF_PROG(sched_held_exit_btf, struct task_struct *p)
 	struct thread_sched *ts = bpf_task_storage_get(&thread_sched_task, p, 0, 0);
 
 	if (ts && ts->nheld)
-		held_flush(NULL, ts, held_of(ts), p->tgid, p->pid, 0, 0);
+		held_flush(ts, held_of(ts), p->tgid, p->pid, 0);
 	return 0;
 }
 
@@ -398,7 +398,7 @@ int sched_held_iter_btf(struct bpf_iter__task *ctx)
 		return 0;
 	ts = bpf_task_storage_get(&thread_sched_task, t, 0, 0);
 	if (ts && ts->nheld)
-		held_flush(NULL, ts, held_of(ts), t->tgid, t->pid, 0, 0);
+		held_flush(ts, held_of(ts), t->tgid, t->pid, 0);
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Stacks read in BPF, for any program that wants the current thread's (cpu samples, events
- * with --stacks): its user stack unwound by frame pointers (bpf_get_stack), and, in a Python
+ * with --stacks): its user stack unwound by frame pointers (stack_unwind, from the user
+ * registers where the thread entered the kernel), and, in a Python
  * process described in py_procs (user space: user/stack_svc.c), the Python frames of the
  * thread (its thread state: the GIL's last holder when it holds the GIL, else found in the
  * interpreter's list of thread states by its native thread id): per frame the
@@ -57,6 +58,25 @@ struct stack_id_ent {
 };
 
 /*
+ * The native walk's state (stack_unwind), in the scratch buffer like stack_py_walk's. Its
+ * frames are read from copies of whole pages of the user stack (s->win): one copy for the
+ * frames of a page, where the kernel's own walk (bpf_get_stack) reads every word alone and
+ * follows the last frame pointer of a module without frame pointers wherever it points, to
+ * a fault (~600 ns on the benchmark VM) as often as not.
+ */
+struct stack_fp_walk {
+	__u64 fp;      /* the next frame: the caller's frame pointer, then a return address */
+	__u64 hi;      /* frames lie above the stack pointer and below hi */
+	__u64 win_lo;  /* s->win holds the user memory from win_lo on, win_len bytes */
+	__u32 win_len; /* 0: none yet */
+	__u32 n;       /* words written to s->w */
+	__u32 max;     /* words wanted */
+	__u32 pad;
+	__u64 tramp; /* the uretprobe trampoline, while calls with a uretprobe are pending */
+	__u64 ri;    /* the pending return_instance of the next trampoline met (kernel memory) */
+};
+
+/*
  * A Python walk's state. It lives in the per-CPU scratch buffer, not on the BPF stack: the
  * verifier tracks no values in map memory, so the frame callback's state is the same at every
  * round of bpf_loop (two pointers) and is checked once or twice, not once per frame count and
@@ -98,6 +118,7 @@ struct stack_scratch {
 	struct stack_cache cache;
 	struct stack_id_ent ids[BS_PY_MAX_FRAMES]; /* stack_cache's */
 	struct stack_py_walk walk;
+	struct stack_fp_walk fpw;
 	__u64 woken; /* when this CPU last woke the recorder for a stack */
 	__u32 busy;  /* a program of this CPU is building a stack in here (stack_scratch_take) */
 	__u32 busy_pad;
@@ -490,37 +511,146 @@ static long stack_py_frame(__u32 i, void *arg)
 }
 
 /*
- * The user stack's addresses into S's words, innermost first; how many words. SP, when not 0,
- * is the user stack pointer: the BS_STACK_TOP_WORDS words there go first (BS_CPU_LEAF: the
- * recorder finds among them the return addresses the frame-pointer walk misses).
+ * A frame pointer lies at most this far above the stack pointer: a value beyond is not one
+ * (a function without frame pointers left something else in rbp), and is not followed. The
+ * default stack of a thread, and of the main thread, is 8 MiB.
  */
-static __always_inline long stack_unwind(void *ctx, struct stack_scratch *s, __u64 sp)
-{
-	long n;
+#define STACK_FP_SPAN (16ull << 20)
 
-	if (!sp) {
-		n = bpf_get_stack(ctx, s->w, BS_STACK_MAX_FRAMES * 8, BPF_F_USER_STACK);
-		n = n < 0 ? 0 : (__u64)n / 8; /* BPF has no signed division */
-		return n > BS_STACK_MAX_FRAMES ? BS_STACK_MAX_FRAMES : n;
+/*
+ * The LEN (<= 64) bytes of user memory at AT, from s->win, refilled with AT's page when they
+ * lie outside it (or with those bytes alone when they cross the page's end); NULL when
+ * unreadable. Pages of the stack above its pointer have been written: they are present.
+ */
+static __always_inline const __u8 *stack_page_bytes(struct stack_scratch *s, __u64 at, __u32 len)
+{
+	struct stack_fp_walk *u = &s->fpw;
+	__u64 off = at - u->win_lo, lo;
+	__u32 n = STACK_PAGE;
+
+	if (!u->win_len || at < u->win_lo || off + len > u->win_len) {
+		lo = at & ~(__u64)(STACK_PAGE - 1);
+		if (at + len > lo + STACK_PAGE) {
+			lo = at;
+			n = 64;
+		}
+		if (bpf_probe_read_user(s->win, n, (const void *)lo)) {
+			u->win_len = 0;
+			return NULL;
+		}
+		u->win_lo = lo;
+		u->win_len = n;
+		off = at - lo;
 	}
-	if (bpf_probe_read_user(s->w, BS_STACK_TOP_WORDS * 8, (const void *)sp))
-		__builtin_memset(s->w, 0, BS_STACK_TOP_WORDS * 8);
-	n = bpf_get_stack(ctx, s->w + BS_STACK_TOP_WORDS, BS_STACK_MAX_FRAMES * 8,
-			  BPF_F_USER_STACK);
-	n = n < 0 ? 0 : (__u64)n / 8;
-	if (!n)
+	if (off > STACK_PAGE - len)
+		return NULL;
+	return s->win + off;
+}
+
+/*
+ * A pending uretprobe put its trampoline where the probed function returns to: the word
+ * RET, when it is the trampoline, stands for the return address the next pending
+ * return_instance keeps (the kernel's own walk does the same since 6.11; before it, a
+ * stack under a pending uretprobe was cut there).
+ */
+static __always_inline __u64 stack_fp_ret(struct stack_fp_walk *u, __u64 ret)
+{
+	struct return_instance *ri = (struct return_instance *)u->ri;
+
+	if (ret != u->tramp || !ri)
+		return ret;
+	u->ri = (__u64)BPF_CORE_READ(ri, next);
+	return BPF_CORE_READ(ri, orig_ret_vaddr);
+}
+
+/*
+ * One frame of the native walk (bpf_loop's body; ARG points to the scratch buffer: bpf_loop
+ * takes a pointer to the BPF stack): its return address, then its caller's frame.
+ */
+static long stack_fp_frame(__u32 i, void *arg)
+{
+	struct stack_scratch *s = *(struct stack_scratch **)arg;
+	struct stack_fp_walk *u = &s->fpw;
+	__u64 fp = u->fp, next, ret;
+	const __u8 *b;
+	__u32 n = u->n;
+
+	if (n >= u->max || n >= STACK_WORDS || (fp & 7) || fp >= u->hi)
+		return 1;
+	b = stack_page_bytes(s, fp, 16);
+	if (!b)
+		return 1;
+	next = *(const __u64 *)b;
+	ret = *(const __u64 *)(b + 8);
+	if (!ret)
+		return 1;
+	s->w[n] = stack_fp_ret(u, ret);
+	u->n = n + 1;
+	/* A caller's frame lies above its callee's: anything else ends the chain. */
+	if (next <= fp)
+		return 1;
+	u->fp = next;
+	return 0;
+}
+
+/*
+ * The current thread's user stack into S's words, innermost first (its instruction, then the
+ * return addresses a frame-pointer walk finds); how many words. With TOP, the
+ * BS_STACK_TOP_WORDS words on top of the user stack go first (zeros when unreadable) and
+ * BS_CPU_LEAF is set: the recorder finds among them the return addresses the walk misses.
+ * The registers are those saved where the thread entered the kernel (a uprobe's trap, a
+ * system call, the interrupt of a sample): the user's, whatever program runs this.
+ */
+static __always_inline long stack_unwind(struct stack_scratch *s, int top)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct stack_fp_walk *u = &s->fpw;
+	struct uprobe_task *ut;
+	struct xol_area *xol;
+	struct pt_regs *r;
+	const __u8 *b;
+	__u32 n = 0;
+	__u64 sp;
+
+	if (!t->mm || (t->flags & 0x00200000 /* PF_KTHREAD */))
 		return 0;
-	return BS_STACK_TOP_WORDS + (n > BS_STACK_MAX_FRAMES ? BS_STACK_MAX_FRAMES : n);
+	r = (struct pt_regs *)bpf_task_pt_regs(t);
+	sp = r->sp;
+	__builtin_memset(u, 0, sizeof(*u));
+	u->hi = sp + STACK_FP_SPAN;
+	if (top) {
+		s->flags |= BS_CPU_LEAF;
+		b = stack_page_bytes(s, sp, BS_STACK_TOP_WORDS * 8);
+		if (b)
+			__builtin_memcpy(s->w, b, BS_STACK_TOP_WORDS * 8);
+		else
+			__builtin_memset(s->w, 0, BS_STACK_TOP_WORDS * 8);
+		n = BS_STACK_TOP_WORDS;
+	}
+	ut = t->utask;
+	if (ut && ut->return_instances) {
+		u->ri = (__u64)ut->return_instances;
+		xol = t->mm->uprobes_state.xol_area;
+		u->tramp = xol ? xol->vaddr : 0;
+	}
+	/* n is BS_STACK_TOP_WORDS or 0: the instruction, then the walk's return addresses. */
+	s->w[n & BS_STACK_TOP_WORDS] = stack_fp_ret(u, r->ip);
+	u->n = n + 1;
+	u->max = n + BS_STACK_MAX_FRAMES;
+	u->fp = r->bp;
+	if (u->fp >= sp)
+		bpf_loop(BS_STACK_MAX_FRAMES, stack_fp_frame, &s, 0);
+	n = u->n;
+	return n > BS_STACK_TOP_WORDS + BS_STACK_MAX_FRAMES ? 0 : n;
 }
 
 /*
  * The current thread's stack into S: its user addresses, then its Python frames when PID is
- * a Python process and TID holds the GIL. Sets s->nips, s->npy and BS_CPU_PYTHON/GIL in
- * s->flags (other flags are the caller's); returns the record's size in bytes. SP: as
- * stack_unwind's (0: none).
+ * a Python process (read from the thread's state: the GIL's holder or one of the
+ * interpreter's list). Sets s->nips, s->npy and BS_CPU_PYTHON/GIL/LEAF in s->flags (other
+ * flags are the caller's); returns the record's size in bytes. TOP: as stack_unwind's.
  */
-static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u32 pid, __u32 tid,
-					__u64 sp)
+static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u32 tid, int top)
 {
 	struct stack_py_walk *p = &s->walk;
 	struct stack_py_arg a = { .s = s };
@@ -528,7 +658,7 @@ static __always_inline __u32 stack_read(void *ctx, struct stack_scratch *s, __u3
 	__u64 ts, size, npy = 0;
 	long n;
 
-	n = stack_unwind(ctx, s, sp);
+	n = stack_unwind(s, top);
 	s->nips = n;
 	s->npy = 0;
 	c = bpf_map_lookup_elem(&py_procs, &pid);
@@ -628,20 +758,19 @@ static __always_inline void stack_emit_python(struct stack_scratch *s, __u32 npy
 }
 
 /*
- * Emit the current thread's stack for the event of TYPE it is about to write at TS. SP: the
- * user stack pointer where the thread entered the kernel (a system call's), or 0 (see
- * stack_unwind).
+ * Emit the current thread's stack for the event of TYPE it is about to write at TS. TOP: the
+ * words on top of the user stack too (see stack_unwind): where a system call was made from
+ * a function without a frame of its own (glibc's wrappers).
  */
-static __always_inline void stack_emit(void *ctx, __u16 type, __u32 pid, __u32 tid, __u64 ts,
-				       __u64 sp)
+static __always_inline void stack_emit(__u16 type, __u32 pid, __u32 tid, __u64 ts, int top)
 {
 	struct stack_scratch *s = stack_scratch_take();
 	__u32 size;
 
 	if (!s)
 		return;
-	s->flags = sp ? BS_CPU_LEAF : 0;
-	size = stack_read(ctx, s, pid, tid, sp);
+	s->flags = 0;
+	size = stack_read(s, pid, tid, top);
 	s->type = type;
 	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
 	stack_scratch_put(s);

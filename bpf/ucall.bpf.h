@@ -264,7 +264,7 @@ int ucall_return(struct pt_regs *ctx)
 	/* Before the call's record, which then follows its stack in the ring (STACK_REF). At
 	 * return the stack begins at the caller: the return address is its instruction. */
 	if (ucall_stack_ns != ~0ull && !d && now - f->ts >= ucall_stack_ns)
-		stack_emit(ctx, UCALL_REC_TYPE, id >> 32, (__u32)id, f->ts, 0);
+		stack_emit(UCALL_REC_TYPE, id >> 32, (__u32)id, f->ts, 0);
 	mode = BS_UCOOKIE_MODE(f->cookie);
 	src = ucall_deref_src(f, sp);
 	if (mode == BS_DEREF_STRUCT && src) {

@@ -5,9 +5,11 @@ its stacks are known by construction and its CPU split is measured by the thread
 import json
 import os
 import re
+import shutil
 
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, record, run, spawn,
                      stats, tmpdir, workload)
+from test_gil import bpftrace_live
 
 CPU_SPLIT = workload("cpu_split")
 RATE = 999
@@ -93,8 +95,26 @@ def test_every_stack_names_its_callers_in_order():
           "root first")
 
 
+def test_a_pending_uretprobe_hides_no_caller():
+    """Another tool's uretprobe on run_split (bpftrace's) is pending all the time the workload
+    burns: the kernel put its trampoline where run_split returns to. Every sample in burn
+    still names main as run_split's caller, from the return address the kernel keeps for the
+    trampoline, never the trampoline ([uprobes])."""
+    need_root()
+    if not shutil.which("bpftrace"):
+        raise Skip("needs bpftrace")
+    bt, _ = bpftrace_live(f"uretprobe:{CPU_SPLIT}:run_split {{ @n = count(); }}\n")
+    pid, _, out = record_split("split", "1")
+    bt.kill()
+    in_burn = [funcs(e) for e in samples(out, pid) if funcs(e)[:1] == ["burn"]]
+    check(len(in_burn) > 100, f"{len(in_burn)} samples in burn")
+    bad = [f for f in in_burn if f[1] not in ("burn_a", "burn_b") or f[2:4] != ["run_split", "main"]]
+    eq(bad[:5], [], f"{len(bad)} of {len(in_burn)} stacks not burn <- burn_a|burn_b <- run_split "
+       "<- main")
+
+
 def test_deep_recursion_is_truncated_with_a_marker():
-    """200 calls deep: the kernel unwinds 127 frames at most; the stack says it was cut, and
+    """200 calls deep: the walk takes 128 addresses at most; the stack says it was cut, and
     every frame it has is one of the recursion's (never garbage)."""
     need_root()
     pid, _, out = record_split("deep", "200", "0.5")
