@@ -155,6 +155,14 @@ $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
 		$(WL_EXTRA) $< -o $@ -lpthread -ldl
 
+# Libraries the Python workloads load with ctypes (tests/workloads/lib/NAME.c).
+$(OUT)/tests/lib/lib%.so: tests/workloads/lib/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -fPIC -shared $< -o $@ -lpthread
+test-build: $(patsubst tests/workloads/lib/%.c,$(OUT)/tests/lib/lib%.so,\
+	$(wildcard tests/workloads/lib/*.c))
+
 # The native-stack workloads have frame pointers, as a program built for native stacks has.
 $(OUT)/tests/cpu_split $(OUT)/tests/syscall_callers: WL_EXTRA := -fno-omit-frame-pointer \
 	-fno-optimize-sibling-calls

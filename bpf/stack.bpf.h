@@ -42,7 +42,10 @@
  *   process PID (registration GEN) while it has freed no code object since (FREES: its
  *   bs_py_cfg.code_frees, counted by the probe on code_dealloc before the memory can be
  *   reused): no object freed, no address reused, so the same address is the same object. A
- *   stack taken again where the last one was then makes no py_codes lookup (~30 ns each).
+ *   stack taken again where the last one was then makes no py_codes lookup (~30 ns each);
+ * - tstate: the thread state of thread TS_TID (started at TS_START: a tid is reused only by
+ *   another thread) of process TS_PID (registration TS_GEN), which its next stack reads
+ *   first (stack_cached_tstate), not the interpreter's list of thread states.
  */
 struct stack_cache {
 	__u32 tid;
@@ -50,6 +53,10 @@ struct stack_cache {
 	__u32 n;
 	__u64 frees;
 	__u64 floor;
+	__u64 tstate;
+	__u64 ts_start;
+	__u32 ts_tid, ts_pid;
+	__u32 ts_gen, ts_pad;
 };
 
 struct stack_id_ent {
@@ -313,6 +320,54 @@ static __always_inline __u64 stack_list_tstate(const struct bs_py_cfg *c, struct
 	f.ts = stack_read_u64(c->interp + c->threads_head);
 	bpf_loop(256, stack_ts_next, &f, 0);
 	return f.found ? f.ts : 0;
+}
+
+/* The current frame of the thread state in s->tsb (through 3.11's and 3.12's cframe); 0: none. */
+static __always_inline __u64 stack_first_frame(const struct bs_py_cfg *c, struct stack_scratch *s)
+{
+	__u64 fr = buf_u64(s->tsb, c->ts_frame, STACK_TS);
+
+	if (c->cframe_frame != BS_PY_NONE)
+		fr = fr ? stack_read_u64(fr + c->cframe_frame) : 0;
+	return fr;
+}
+
+/*
+ * The thread state this CPU's last walk found for the current thread TID of PID (then in
+ * s->tsb) and its current frame into *FR, when the state still names the thread and has a
+ * frame; else 0. For a thread without the GIL (a C call, I/O) this is one copy where the
+ * interpreter's list costs two and one more per thread state before the thread's. A thread
+ * state is freed only while its thread runs no Python code: a freed one that still names the
+ * thread has no frame, and then the list is walked (a C library's thread calling Python
+ * through PyGILState_Ensure gets a new thread state each time).
+ */
+static __always_inline __u64 stack_cached_tstate(const struct bs_py_cfg *c, struct stack_scratch *s,
+						 __u32 pid, __u32 tid, __u64 *fr)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct stack_cache *ca = &s->cache;
+
+	*fr = 0;
+	if (ca->ts_tid != tid || ca->ts_pid != pid || ca->ts_gen != c->code_gen ||
+	    ca->ts_start != t->start_time || !ca->tstate)
+		return 0;
+	if (stack_ts_load(c, s, ca->tstate) != tid)
+		return 0;
+	*fr = stack_first_frame(c, s);
+	return *fr ? ca->tstate : 0;
+}
+
+/* Thread state TS of the current thread TID of PID: the next stack of TID on this CPU reads it first. */
+static __always_inline void stack_keep_tstate(const struct bs_py_cfg *c, struct stack_scratch *s,
+					      __u32 pid, __u32 tid, __u64 ts)
+{
+	struct stack_cache *ca = &s->cache;
+
+	ca->tstate = ts;
+	ca->ts_tid = tid;
+	ca->ts_pid = pid;
+	ca->ts_gen = c->code_gen;
+	ca->ts_start = bpf_get_current_task_btf()->start_time;
 }
 
 /*
@@ -655,7 +710,7 @@ static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u3
 	struct stack_py_walk *p = &s->walk;
 	struct stack_py_arg a = { .s = s };
 	const struct bs_py_cfg *c;
-	__u64 ts, size, npy = 0;
+	__u64 ts, fr = 0, size, npy = 0;
 	long n;
 
 	n = stack_unwind(s, top);
@@ -665,13 +720,20 @@ static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u3
 	if (c) {
 		s->flags |= BS_CPU_PYTHON;
 		ts = stack_gil_tstate(c, s, tid);
-		if (ts)
+		if (ts) {
 			s->flags |= BS_CPU_GIL;
-		else
+			fr = stack_first_frame(c, s);
+		} else {
+			ts = stack_cached_tstate(c, s, pid, tid, &fr);
+		}
+		if (!ts) {
 			ts = stack_list_tstate(c, s, tid);
+			fr = ts ? stack_first_frame(c, s) : 0;
+		}
 		if (ts) {
 			struct stack_cache *ca = &s->cache;
 
+			stack_keep_tstate(c, s, pid, tid, ts);
 			__builtin_memset(p, 0, sizeof(*p));
 			a.c = c;
 			p->n = n;
@@ -692,9 +754,7 @@ static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u3
 				}
 				p->ids = 1;
 			}
-			p->fr = buf_u64(s->tsb, c->ts_frame, STACK_TS);
-			if (c->cframe_frame != BS_PY_NONE)
-				p->fr = p->fr ? stack_read_u64(p->fr + c->cframe_frame) : 0;
+			p->fr = fr;
 			/* Entry frames are skipped, not counted: room for a few of them. */
 			bpf_loop(BS_PY_MAX_FRAMES + 32, stack_py_frame, &a, 0);
 			npy = p->k > BS_PY_MAX_FRAMES ? BS_PY_MAX_FRAMES : p->k;

@@ -50,6 +50,47 @@ def test_every_slow_call_names_its_python_line():
            f"{py}: stacks on calls under the threshold")
 
 
+FOREIGN = r"""
+import ctypes, json, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+get = ctypes.pythonapi.PyThreadState_Get
+get.restype = ctypes.c_void_p
+tstates = []
+def in_callback(i):
+    tstates.append(get())
+    time.sleep(0.002)  # NAP
+cb = ctypes.CFUNCTYPE(None, ctypes.c_int)(in_callback)
+rc = lib.foreign_calls(cb, int(sys.argv[2]))
+print(json.dumps({"rc": rc, "tstates": len(set(tstates))}), flush=True)
+"""
+FOREIGN_NAP = [i + 1 for i, l in enumerate(FOREIGN.splitlines()) if "# NAP" in l][0]
+
+
+def test_a_c_librarys_thread_calling_python_is_named_at_every_call():
+    """A thread made by a C library (tests/workloads/lib/foreign_thread.c) calls a Python
+    callback 40 times through ctypes: each call gets a new thread state (PyGILState_Ensure,
+    then Release frees it), mostly at another address. The sleep of every call names
+    in_callback: a stack reader that kept the thread's last state would read a freed one."""
+    need_root()
+    pys = [p for p in (pyenv_python(12), pyenv_python(13), debian_python()) if p]
+    check(pys, "no CPython 3.11+")
+    n = 40
+    for py in pys:
+        p, out = record([py, "-c", FOREIGN, workload("lib/libforeign_thread.so"), str(n)],
+                        "-t", "osrt", "--stacks=osrt")
+        eq(p.returncode, 0, f"{py}: record ({p.stderr[-300:]})")
+        truth = json.loads(p.stdout.strip().splitlines()[-1])
+        eq(truth["rc"], 0, f"{py}: foreign_calls")
+        check(truth["tstates"] >= 2, f"{py}: {truth['tstates']} thread states for {n} calls")
+        naps = [e for e in dump(out) if e["kind"] == "syscall" and e["pid"] != e["tid"] and
+                re.fullmatch(r"(clock_)?nanosleep", e["name"])]
+        eq(len(naps), n, f"{py}: the callback's sleeps")
+        bad = [[(f["func"], f["line"]) for f in e.get("stack", []) if "line" in f][:1]
+               for e in naps]
+        eq([b for b in bad if b != [("in_callback", FOREIGN_NAP)]], [],
+           f"{py}: sleeps not named in_callback")
+
+
 SYSCALL_CALLERS = workload("syscall_callers")
 
 
