@@ -811,6 +811,10 @@ struct bs_py_cfg {
 	__u32 co_filename;     /* co_filename */
 	__u32 co_firstlineno;  /* co_firstlineno (int) */
 	__u32 threads_head;    /* PyInterpreterState: threads.head (0 = no list walk) */
+	__u32 ts_gil;	       /* PyThreadState: the u32 that says its thread holds the GIL
+				* (3.12 _status.active, 3.13 _status.holds_gil, 3.14+ holds_gil);
+				* BS_PY_NONE: the GIL's holder says it (<= 3.11) */
+	__u32 ts_gil_mask;     /* its bits that say so */
 	__u64 interp;	       /* the main interpreter: its thread states find the threads
 				* that released the GIL (native_thread_id only: 3.11+) */
 	__u32 code_gen;	       /* this registration's number: py_codes keys of an earlier
@@ -863,7 +867,7 @@ BS_ASSERT_RECORD(bs_stack_ref, 32);
 BS_ASSERT_RECORD(bs_frame, 24);
 BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);
 BS_ASSERT_RECORD(bs_py_frame, 32);
-BS_ASSERT_RECORD(bs_py_cfg, 96);
+BS_ASSERT_RECORD(bs_py_cfg, 104);
 BS_ASSERT_RECORD(bs_py_code_key, 16);
 BS_ASSERT_RECORD(bs_py_code_id, 16);
 BS_ASSERT_RECORD(bs_cpu_sample, 32);

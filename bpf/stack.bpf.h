@@ -357,6 +357,19 @@ static __always_inline __u64 stack_cached_tstate(const struct bs_py_cfg *c, stru
 	return *fr ? ca->tstate : 0;
 }
 
+/*
+ * Whether the thread state in s->tsb says its thread holds the GIL (3.12+: bs_py_cfg.ts_gil;
+ * not asked before).
+ */
+static __always_inline int stack_ts_holds_gil(const struct bs_py_cfg *c, struct stack_scratch *s)
+{
+	__u32 off = c->ts_gil;
+
+	if (off > STACK_TS - 4)
+		return 0;
+	return (*(const __u32 *)(s->tsb + off) & c->ts_gil_mask) != 0;
+}
+
 /* Thread state TS of the current thread TID of PID: the next stack of TID on this CPU reads it first. */
 static __always_inline void stack_keep_tstate(const struct bs_py_cfg *c, struct stack_scratch *s,
 					      __u32 pid, __u32 tid, __u64 ts)
@@ -719,17 +732,30 @@ static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u3
 	c = bpf_map_lookup_elem(&py_procs, &pid);
 	if (c) {
 		s->flags |= BS_CPU_PYTHON;
-		ts = stack_gil_tstate(c, s, tid);
-		if (ts) {
-			s->flags |= BS_CPU_GIL;
-			fr = stack_first_frame(c, s);
+		if (c->ts_gil == BS_PY_NONE) {
+			/* <= 3.11: only the GIL's state says whether the thread holds it. */
+			ts = stack_gil_tstate(c, s, tid);
+			if (ts) {
+				s->flags |= BS_CPU_GIL;
+				fr = stack_first_frame(c, s);
+			} else {
+				ts = stack_cached_tstate(c, s, pid, tid, &fr);
+			}
 		} else {
+			/* 3.12+: the thread state says it too: one copy when it is known. */
 			ts = stack_cached_tstate(c, s, pid, tid, &fr);
+			if (!ts) {
+				ts = stack_gil_tstate(c, s, tid);
+				fr = ts ? stack_first_frame(c, s) : 0;
+			}
 		}
 		if (!ts) {
 			ts = stack_list_tstate(c, s, tid);
 			fr = ts ? stack_first_frame(c, s) : 0;
 		}
+		/* s->tsb holds the thread state found. */
+		if (ts && c->ts_gil != BS_PY_NONE && stack_ts_holds_gil(c, s))
+			s->flags |= BS_CPU_GIL;
 		if (ts) {
 			struct stack_cache *ca = &s->cache;
 
