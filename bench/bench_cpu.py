@@ -2,11 +2,15 @@
 """Stacks (section `cpu` of bench/RESULTS.md; docs/STACKS.md "Cost"). Two parts:
 
 1. Timer sampling (the cpu family) on a CPU-bound Python program: runs alternate untraced,
-   sampled at 99 Hz and at 999 Hz (`record -t cpu --sample-rate HZ -- python3 -c LOOP`), the
+   sampled at 99, 999 and 9999 Hz (`record -t cpu --sample-rate HZ -- python3 -c LOOP`), the
    same fixed amount of work each time; the program times its own loop (wall, so interrupt
    and BPF time count) and reports its CPU time. Figures: the loop's slowdown against the
    untraced runs of the same round, the recorder's own CPU time per second of the program's,
-   bytes per sample on disk.
+   bytes per sample on disk, the sample program's own time (kernel.bpf_stats_enabled). The
+   loop's speed moves by +-10% from run to run on this VM whatever is traced, far more than
+   99 Hz can cost: the 99 Hz goal is checked on what a sample costs the loop, measured where
+   it shows (9999 Hz: the loop's added wall time over its samples) and taken 99 times a
+   second; the 99 Hz runs' own ratio is shown beside it.
 2. A stack per event (--stacks=cuda:0) at Python depth 10, 30 and 100: a Python loop calls
    cudaMalloc through ctypes (it fails at once: no GPU) from that depth, reached through
    one function recursing (one code object) or through D distinct functions (D code
@@ -25,10 +29,11 @@ import os
 import resource
 import subprocess
 
-from bench_common import BenchError, block_end, block_head, spread
+from bench_common import BenchError, ProgStats, block_end, block_head, bpf_stats, spread
 
 NAME = "cpu"
-RATES = (99, 999)
+RATES = (99, 999, 9999)
+COST_RATE = 9999  # where a sample's cost shows above the loop's run-to-run noise
 LOOP = ("import json, resource, time\n"
         "t = time.perf_counter()\n"
         "x = 0\n"
@@ -72,24 +77,35 @@ def python():
 
 def one(ctx, rate, n):
     """The loop untraced (RATE None) or sampled at RATE: (its result, recorder CPU s, trace
-    bytes, samples)."""
+    bytes, samples, ns the sample program ran in all, or None)."""
     cmd = [python(), "-c", LOOP.format(n=n)]
     if rate is None:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
-        return json.loads(p.stdout.strip().splitlines()[-1]), None, None, None
+        return json.loads(p.stdout.strip().splitlines()[-1]), None, None, None, None
     out = ctx.r.tmpfile(".bst")
     rcmd = [ctx.r.bpfsight, "record", "-f", "-o", out, "-t", "cpu", "--sample-rate",
             str(rate), "--"] + cmd
     rec = subprocess.Popen(rcmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    head = ""
+    while "Ctrl-C" not in head:  # the program runs once the probes are attached
+        line = rec.stderr.readline()
+        if not line:
+            break
+        head += line
+    stats = ProgStats(rec.pid, {"cpu_sample"})
+    before = stats.read()
     stdout, stderr = rec.communicate()
+    after = stats.read()
+    stats.close()
     # The recorder reaps the program: its rusage holds both; the program says its own part.
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     if rec.returncode:
-        raise BenchError(f"{' '.join(rcmd)} exited {rec.returncode}: {stderr[-400:]}")
+        raise BenchError(f"{' '.join(rcmd)} exited {rec.returncode}: {(head + stderr)[-400:]}")
     res = json.loads(stdout.strip().splitlines()[-1])
     info = ctx.r.json_of([ctx.r.bpfsight, "info", "--json", out])
     samples = info.get("events", {}).get("cpu_sample", 0)
-    return res, ru, os.path.getsize(out), samples
+    prog_ns = after[1] - before[1] if stats.fds else None
+    return res, ru, os.path.getsize(out), samples, prog_ns
 
 
 def stacked(ctx, shape, depth, n, on):
@@ -124,20 +140,24 @@ def run_stacks(ctx):
 def run(ctx):
     rounds = 3 if ctx.quick else 7
     n = 3_000_000 if ctx.quick else 10_000_000
-    runs = {None: [], 99: [], 999: []}
-    for i in range(rounds):
-        for rate in (None,) + RATES:
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            res, after, size, samples = one(ctx, rate, n)
-            rec_cpu = None
-            if after is not None:
-                rec_cpu = (after.ru_utime + after.ru_stime - before.ru_utime -
-                           before.ru_stime) - res["cpu"]
-            runs[rate].append({"wall": res["wall"], "cpu": res["cpu"], "rec_cpu": rec_cpu,
-                               "bytes": size, "samples": samples})
-            ctx.progress("cpu", i * 3 + len(runs[rate]), rounds * 3,
-                         f"{rate or 'untraced'}: {res['wall']:.3f} s")
-    return {"rounds": rounds, "n": n, "runs": runs, "python": python(), "stacks": run_stacks(ctx),
+    runs = {None: [], **{r: [] for r in RATES}}
+    configs = (None,) + RATES
+    with bpf_stats() as stats_on:
+        for i in range(rounds):
+            # Each round in the other order: a drift of the machine's speed cancels out.
+            for rate in (configs if i % 2 == 0 else configs[::-1]):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                res, after, size, samples, prog_ns = one(ctx, rate, n)
+                rec_cpu = None
+                if after is not None:
+                    rec_cpu = (after.ru_utime + after.ru_stime - before.ru_utime -
+                               before.ru_stime) - res["cpu"]
+                runs[rate].append({"wall": res["wall"], "cpu": res["cpu"], "rec_cpu": rec_cpu,
+                                   "bytes": size, "samples": samples, "prog_ns": prog_ns})
+                ctx.progress("cpu", i * len(configs) + len(runs[rate]), rounds * len(configs),
+                             f"{rate or 'untraced'}: {res['wall']:.3f} s")
+    return {"rounds": rounds, "n": n, "runs": runs, "python": python(), "stats": stats_on,
+            "stacks": run_stacks(ctx),
             "cmd": ctx.r.show_cmd([ctx.r.bpfsight, "record", "-t", "cpu", "--sample-rate",
                                    "HZ", "--", python(), "-c", "LOOP"])}
 
@@ -146,13 +166,21 @@ def figures(res):
     base = res["runs"][None]
     f = {}
     for rate in RATES:
-        rs = res["runs"][rate]
+        rs = res["runs"].get(rate, [])
         f[rate] = {
             "slowdown": spread([r["wall"] / b["wall"] for r, b in zip(rs, base)]),
             "rec_cpu": spread([r["rec_cpu"] / r["cpu"] for r in rs if r["cpu"]]),
             "bytes": spread([r["bytes"] / r["samples"] for r in rs if r["samples"]]),
             "samples": spread([r["samples"] / r["cpu"] for r in rs if r["cpu"]]),
+            "prog_ns": spread([r["prog_ns"] / r["samples"] for r in rs
+                               if res.get("stats") and r.get("prog_ns") is not None and
+                               r["samples"]]),
+            # What a sample cost the loop: its added wall time over its samples (same round).
+            "cost_ns": spread([(r["wall"] - b["wall"]) / r["samples"] * 1e9
+                               for r, b in zip(rs, base) if r["samples"]]),
         }
+    cost = f[COST_RATE]["cost_ns"]
+    f["projected_99"] = tuple(None if c is None else 1 + 99 * c / 1e9 for c in cost)
     return f
 
 
@@ -187,36 +215,45 @@ def text(ctx, res):
     return "cpu: " + "; ".join(
         f"{r} Hz: loop {fmt(f[r]['slowdown'])}x untraced, recorder CPU "
         f"{fmt(f[r]['rec_cpu'], pct=True)} of the program's, "
-        f"{fmt(f[r]['bytes'], digits=0)} bytes/sample" for r in RATES) + stacks
+        f"{fmt(f[r]['bytes'], digits=0)} bytes/sample" for r in RATES) + \
+        f"; a sample costs the loop {fmt(f[COST_RATE]['cost_ns'], digits=0)} ns " \
+        f"(at {COST_RATE} Hz), 99 Hz projected {fmt(f['projected_99'], digits=4)}x" + stacks
 
 
 def markdown(ctx, res):
     f = figures(res)
-    slow = f[99]["slowdown"][0]
-    cell = ctx.goals.check(NAME, "sampling at 99 Hz: slowdown of a CPU-bound Python loop",
-                           f"{slow:.3f}x" if slow else "n/a", f"<= {SLOWDOWN_99}x",
+    slow = f["projected_99"][0]
+    cell = ctx.goals.check(NAME, "sampling at 99 Hz: slowdown of a CPU-bound Python loop "
+                           f"(a sample's cost measured at {COST_RATE} Hz, 99 a second)",
+                           f"{slow:.4f}x" if slow else "n/a", f"<= {SLOWDOWN_99}x",
                            slow is not None and slow <= SLOWDOWN_99)
     out = block_head(ctx, NAME, "Stacks: timer sampling (cpu) and a stack per event (--stacks)")
     out.append("```")
     out.append(f"{res['python']} -c LOOP        # untraced, then:")
-    out.append(res["cmd"] + "   # HZ = 99, 999; alternating, "
-               f"{res['rounds']} rounds")
+    out.append(res["cmd"] + "   # HZ = 99, 999, 9999; alternating (each round in the "
+               f"other order), {res['rounds']} rounds")
     out.append("```")
     out.append("")
     out.append(f"LOOP: `x += i * i` for i in range({res['n']:,}), timed by the program "
                f"(perf_counter around the loop) with its CPU time (getrusage); the "
                f"recorder's CPU is its rusage less the program's. Medians (min..max).")
     out.append("")
-    out.append("| figure | 99 Hz | 999 Hz | goal |")
-    out.append("|---|---|---|---|")
-    out.append(f"| loop wall time / untraced (same round) | {fmt(f[99]['slowdown'])} | "
-               f"{fmt(f[999]['slowdown'])} | 99 Hz: {cell} |")
-    out.append(f"| recorder CPU / program CPU | {fmt(f[99]['rec_cpu'], pct=True)} | "
-               f"{fmt(f[999]['rec_cpu'], pct=True)} | |")
-    out.append(f"| samples per CPU-second of the program | {fmt(f[99]['samples'], digits=1)} "
-               f"| {fmt(f[999]['samples'], digits=1)} | |")
-    out.append(f"| trace bytes per sample (whole file) | {fmt(f[99]['bytes'], digits=0)} | "
-               f"{fmt(f[999]['bytes'], digits=0)} | |")
+    def row(name, key, goal="", **kw):
+        out.append(f"| {name} | " + " | ".join(fmt(f[r][key], **kw) for r in RATES) +
+                   f" | {goal} |")
+
+    out.append("| figure | " + " | ".join(f"{r} Hz" for r in RATES) + " | goal |")
+    out.append("|---|" + "---|" * len(RATES) + "---|")
+    row("loop wall time / untraced (same round)", "slowdown")
+    row("what a sample costs the loop: added wall ns / samples (same round)", "cost_ns",
+        digits=0)
+    row("the sample program's own ns per sample recorded (bpf_stats: all its runs, on "
+        "every CPU, over the samples)", "prog_ns", digits=0)
+    row("recorder CPU / program CPU", "rec_cpu", pct=True)
+    row("samples per CPU-second of the program", "samples", digits=1)
+    row("trace bytes per sample (whole file)", "bytes", digits=0)
+    out.append(f"| **99 Hz: 1 + 99 x a sample's cost at {COST_RATE} Hz** | "
+               f"{fmt(f['projected_99'], digits=4)} | | | {cell} |")
     out.append("")
     sf = stack_figures(res)
     if sf:
@@ -249,21 +286,27 @@ def markdown(ctx, res):
                            f"{fmt(v['bytes'], digits=2)} | {goal} |")
         out.append(f"| bytes, all depths | | | | | {bcell} |")
         out.append("")
-    meaning = ("a sample costs the interrupted program one BPF run and a frame-pointer walk "
-               "in the kernel; symbolizing and interning happen in the recorder, once per "
-               "distinct stack, and a sample on disk is its 32-byte record compressed "
-               "(the stack itself is written once). The loop's wall time moves with the "
-               "machine's other load as much as with sampling (on a quiet machine 99 Hz "
-               "measured 0.94x, within noise; check the spread before reading a regression "
-               "into one run). A stack on an event no longer grows by three user-memory "
-               "copies per Python frame (~100-200 ns apiece on this SRSO/retpoline VM): "
-               "3.11+ frames come from one 8 KiB copy of the thread's data stack, and a "
-               "code object's identity from the py_codes map once a stack has read it, kept "
-               "until the object is freed (a uprobe on code_dealloc), so a stack costs about "
-               "3.2 us at any depth of one code object and grows by ~20-40 ns per distinct "
-               "one. What remains is fixed per event: finding the thread state (the GIL's "
-               "state, the interpreter's thread list), the native unwind, the window copy, "
-               "the record: the 2 us goal for 30 frames is not met on this VM. On disk a "
+    meaning = ("a sample costs the interrupted program the timer interrupt, one BPF run (the "
+               "frame-pointer walk, the thread state and its Python frames) and a ring "
+               "record; symbolizing and interning happen in the recorder, once per distinct "
+               "stack, and a sample on disk is its 32-byte record compressed (the stack "
+               "itself is written once). The loop's speed moves by about +-10% from run to "
+               "run on this VM whatever is traced (its wall time equals its CPU time: the "
+               "host's other guests, not the scheduler), so the 99 Hz runs' own ratio is "
+               "noise around 1 and cannot show a 1% effect; at 9999 Hz the samples' cost "
+               "shows, and a sample's cost there, taken 99 times a second, is the 99 Hz "
+               "figure (a sample at 99 Hz may find colder caches: even 10 times that cost "
+               "stays far under 1%). The 999 Hz recorder CPU is mostly its start (loading, "
+               "reading the interpreter's symbols) over a ~1 s program. A stack on an "
+               "event: the frame-pointer walk copies the stack a page at a time and follows "
+               "only frame pointers that point up the stack (the kernel's walker faulted on "
+               "the value libffi left in rbp: ~0.6 us), the thread state the CPU found last "
+               "for the thread is read first (one copy; from 3.12 it also says whether the "
+               "thread holds the GIL), 3.11+ frames come from one copy of the thread's data "
+               "stack from where the last walk began, and a code object's identity from the "
+               "last walk at the same depth or the py_codes map. What remains is fixed per "
+               "event (about five user-memory copies of ~100-200 ns on this SRSO/retpoline "
+               "VM, the py_procs lookup, the ring record) plus ~20-30 ns per frame. On disk a "
                "repeated stack is its STACK_REF, under 2 bytes compressed. Calls under the "
                "threshold (100 us by default) pay one comparison.")
     return block_end(ctx, NAME, out, meaning)
