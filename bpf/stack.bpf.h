@@ -524,12 +524,13 @@ static long stack_py_frame(__u32 i, void *arg)
 	const struct bs_py_cfg *c = a->c;
 	struct stack_scratch *s = a->s;
 	struct stack_py_walk *p = &s->walk;
-	__u64 fr = p->fr, code, *w = s->w;
-	__u64 at = (__u64)p->n + 4 * (__u64)p->k;
+	__u64 fr = p->fr, code, *w = s->w, id[2] = {};
+	__u32 k = p->k, kept = 0;
+	__u64 at = (__u64)p->n + 4 * (__u64)k;
 	struct stack_id_ent *e;
 	__u8 *h;
 
-	if (!fr || p->k >= BS_PY_MAX_FRAMES || (p->max && p->k >= p->max))
+	if (!fr || k >= BS_PY_MAX_FRAMES || (p->max && k >= p->max))
 		return 1;
 	h = stack_frame_hdr(c, s, fr);
 	if (!h)
@@ -537,7 +538,7 @@ static long stack_py_frame(__u32 i, void *arg)
 	p->fr = hdr_u64(h, c->fr_prev);
 	if (c->owner_cstack != BS_PY_NONE && hdr_u8(h, c->fr_owner) == c->owner_cstack) {
 		/* The eval loop's entry frame: the frame before it was the first it ran. */
-		if (p->k && at >= 1 && at <= STACK_WORDS)
+		if (k && at >= 1 && at <= STACK_WORDS)
 			w[at - 1] |= BS_PY_FRAME_ENTRY;
 		return 0;
 	}
@@ -547,33 +548,36 @@ static long stack_py_frame(__u32 i, void *arg)
 	code = hdr_u64(h, c->fr_code) & ~7ull;
 	w[at] = code;
 	w[at + 1] = hdr_u64(h, c->fr_instr);
-	w[at + 2] = 0;
-	w[at + 3] = 0;
-	e = &s->ids[p->k & (BS_PY_MAX_FRAMES - 1)];
-	if (code && code == p->last_code) {
-		w[at + 2] = p->last_name;
-		w[at + 3] = p->last_file;
-	} else if (code && p->ids && p->k < s->cache.n && e->code == code) {
-		/* The last walk's frame at this depth ran it, and no code object was freed since. */
-		w[at + 2] = e->id.name;
-		w[at + 3] = e->id.file;
-	} else if (code) {
-		stack_code_id(c, s, code, &w[at + 2]);
+	e = &s->ids[k & (BS_PY_MAX_FRAMES - 1)];
+	if (!code) {
+	} else if (code == p->last_code) {
+		id[0] = p->last_name;
+		id[1] = p->last_file;
+	} else if (p->ids && k < s->cache.n && e->code == code) {
+		/* The last walk's frame at this depth ran it, and no code object was freed since:
+		 * its entry stays as it is. */
+		id[0] = e->id.name;
+		id[1] = e->id.file;
+		kept = 1;
+	} else {
+		stack_code_id(c, s, code, id);
 	}
 	if (code != p->last_code) {
-		p->last_code = w[at + 2] ? code : 0;
-		p->last_name = w[at + 2];
-		p->last_file = w[at + 3];
+		p->last_code = id[0] ? code : 0;
+		p->last_name = id[0];
+		p->last_file = id[1];
 	}
-	if (p->ids) {
-		e->code = w[at + 2] ? code : 0;
-		e->id.name = w[at + 2];
-		e->id.file = w[at + 3];
-		if (p->k >= s->cache.n)
-			s->cache.n = p->k + 1;
+	if (p->ids && !kept) {
+		e->code = id[0] ? code : 0;
+		e->id.name = id[0];
+		e->id.file = id[1];
+		if (k >= s->cache.n)
+			s->cache.n = k + 1;
 	}
 	if (c->fr_entry == BS_PY_ALL || (c->fr_entry != BS_PY_NONE && hdr_u8(h, c->fr_entry)))
-		w[at + 3] |= BS_PY_FRAME_ENTRY;
+		id[1] |= BS_PY_FRAME_ENTRY;
+	w[at + 2] = id[0];
+	w[at + 3] = id[1];
 	p->k++;
 	return 0;
 }
