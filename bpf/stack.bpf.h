@@ -322,14 +322,24 @@ static __always_inline __u64 stack_list_tstate(const struct bs_py_cfg *c, struct
 	return f.found ? f.ts : 0;
 }
 
-/* The current frame of the thread state in s->tsb (through 3.11's and 3.12's cframe); 0: none. */
+/*
+ * The current frame of the thread state in s->tsb (through 3.11's and 3.12's cframe); 0:
+ * none. The cframe is a local of the eval loop's C frame, on the thread's own stack: in the
+ * page the native walk copied last, mostly (at a ctypes call, at a sample in Python code),
+ * where it is read without a copy of its own.
+ */
 static __always_inline __u64 stack_first_frame(const struct bs_py_cfg *c, struct stack_scratch *s)
 {
-	__u64 fr = buf_u64(s->tsb, c->ts_frame, STACK_TS);
+	__u64 fr = buf_u64(s->tsb, c->ts_frame, STACK_TS), at, off;
+	struct stack_fp_walk *u = &s->fpw;
 
-	if (c->cframe_frame != BS_PY_NONE)
-		fr = fr ? stack_read_u64(fr + c->cframe_frame) : 0;
-	return fr;
+	if (c->cframe_frame == BS_PY_NONE || !fr)
+		return fr;
+	at = fr + c->cframe_frame;
+	off = at - u->win_lo;
+	if (u->win_len && at >= u->win_lo && off <= STACK_PAGE - 8 && off + 8 <= u->win_len)
+		return *(const __u64 *)(s->win + off);
+	return stack_read_u64(at);
 }
 
 /*
