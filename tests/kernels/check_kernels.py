@@ -37,6 +37,7 @@ FAMILIES = {
     "cuda": "test_cuda:",
     "nccl": "test_nccl:",
     "gil": "test_gil:",
+    "stacks": "test_cpu:,test_stacks_,test_py_stacks:,test_ucall_stack:",
     "nvtx": "test_nvtx:",
     "shim": "test_shim:,test_shim_link:",
     "exports": "test_export_",
