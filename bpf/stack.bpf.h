@@ -694,13 +694,14 @@ static __always_inline long stack_unwind(struct stack_scratch *s, int top)
 	__u32 n = 0;
 	__u64 sp;
 
+	/* Nothing of an earlier stack's page is taken for this one's (stack_first_frame). */
+	__builtin_memset(u, 0, sizeof(*u));
 	/* No user context: a kernel thread, an io_uring worker (its registers are not a user's:
 	 * the kernel's own walker skips both). PF_KTHREAD, PF_IO_WORKER: stable since 5.12. */
 	if (!t->mm || (t->flags & (0x00200000 | 0x00000010)))
 		return 0;
 	r = (struct pt_regs *)bpf_task_pt_regs(t);
 	sp = r->sp;
-	__builtin_memset(u, 0, sizeof(*u));
 	u->hi = sp + STACK_FP_SPAN;
 	if (top) {
 		s->flags |= BS_CPU_LEAF;
