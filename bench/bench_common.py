@@ -370,6 +370,30 @@ class ProgStats:
         self.fds = []
 
 
+def recorded(cmd, progs, timeout=None):
+    """Run recorder command CMD to its end (TIMEOUT s at most): (its stdout, its stderr, its exit status, {name:
+    (runs, ns)} of its BPF programs named in PROGS over the run, empty without
+    kernel.bpf_stats_enabled's figures). The programs are read once the probes are attached
+    (the recorder's "Ctrl-C" line), through fds of their own: they go when it exits."""
+    rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    head = ""
+    while "Ctrl-C" not in head:
+        line = rec.stderr.readline()
+        if not line:
+            break
+        head += line
+    stats = ProgStats(rec.pid, progs)
+    before = {fd: stats._info(fd) for fd in stats.fds}
+    stdout, stderr = rec.communicate(timeout=timeout)
+    per = {}
+    for fd, (name, c0, t0) in before.items():
+        _, c1, t1 = stats._info(fd)
+        r, t = per.get(name, (0, 0))
+        per[name] = (r + c1 - c0, t + t1 - t0)
+    stats.close()
+    return stdout, head + stderr, rec.returncode, per
+
+
 @contextlib.contextmanager
 def bpf_stats():
     """kernel.bpf_stats_enabled on meanwhile (each program run then reads the clock twice),

@@ -31,7 +31,7 @@ import os
 import resource
 import subprocess
 
-from bench_common import BenchError, ProgStats, block_end, block_head, bpf_stats, spread
+from bench_common import BenchError, block_end, block_head, bpf_stats, recorded, spread
 
 NAME = "cpu"
 RATES = (99, 999, 9999)
@@ -75,30 +75,6 @@ CALLS = ("import ctypes, json, sys, time\n"
 def python():
     found = sorted(glob.glob("/root/.pyenv/versions/3.12.*/bin/python3.12"))
     return found[-1] if found else "/usr/bin/python3"
-
-
-def recorded(cmd, progs):
-    """Run recorder command CMD to its end: (its stdout, its stderr, its exit status, {name:
-    (runs, ns)} of its BPF programs named in PROGS over the run, empty without
-    kernel.bpf_stats_enabled's figures). The programs are read once the probes are attached
-    (the recorder's "Ctrl-C" line), through fds of their own: they go when it exits."""
-    rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    head = ""
-    while "Ctrl-C" not in head:
-        line = rec.stderr.readline()
-        if not line:
-            break
-        head += line
-    stats = ProgStats(rec.pid, progs)
-    before = {fd: stats._info(fd) for fd in stats.fds}
-    stdout, stderr = rec.communicate()
-    per = {}
-    for fd, (name, c0, t0) in before.items():
-        _, c1, t1 = stats._info(fd)
-        r, t = per.get(name, (0, 0))
-        per[name] = (r + c1 - c0, t + t1 - t0)
-    stats.close()
-    return stdout, head + stderr, rec.returncode, per
 
 
 def one(ctx, rate, n):

@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import ProgStats, bpf_stats, median  # noqa: E402
+from bench_common import bpf_stats, median, recorded  # noqa: E402
 
 # Program names as the kernel keeps them (15 characters).
 PROGS = {"sched_switch_bt", "sched_wakeup_bt", "sched_sys_exit_", "sched_held_exit"}
@@ -37,24 +37,10 @@ def one(build, cfg, extra, seconds, cpu, out):
         return json.loads(res.stdout.splitlines()[-1]), None
     cmd = [os.path.join(build, "bpfsight"), "record", "-f", "-o", out, "-t", "sched"] + extra + \
         ["--"] + load
-    rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = ""
-    while "Ctrl-C" not in line:
-        line = rec.stderr.readline()
-        if not line:
-            raise SystemExit(f"{cfg}: the recorder did not start: {rec.stderr.read()}")
-    stats = ProgStats(rec.pid, PROGS)
-    before = {fd: stats._info(fd) for fd in stats.fds}
-    stdout, stderr = rec.communicate(timeout=120)
-    per = {}
-    for fd in stats.fds:
-        name, c0, t0 = before[fd]
-        _, c1, t1 = stats._info(fd)
-        if c1 > c0:
-            per[name] = (t1 - t0) / (c1 - c0)
-    stats.close()
-    if rec.returncode:
+    stdout, stderr, rc, runs = recorded(cmd, PROGS, timeout=120)
+    if rc:
         raise SystemExit(f"{cfg}: record failed: {stderr[-400:]}")
+    per = {name: ns / n for name, (n, ns) in runs.items() if n > 0}
     return json.loads(stdout.splitlines()[-1]), per
 
 

@@ -343,23 +343,22 @@ static __always_inline __u64 stack_first_frame(const struct bs_py_cfg *c, struct
 }
 
 /*
- * The thread state this CPU's last walk found for the current thread TID of PID (then in
- * s->tsb) and its current frame into *FR, when the state still names the thread and has a
- * frame; else 0. For a thread without the GIL (a C call, I/O) this is one copy where the
- * interpreter's list costs two and one more per thread state before the thread's. A thread
- * state is freed only while its thread runs no Python code: a freed one that still names the
- * thread has no frame, and then the list is walked (a C library's thread calling Python
- * through PyGILState_Ensure gets a new thread state each time).
+ * The thread state this CPU's last walk found for the current thread TID of PID, started at
+ * START (then in s->tsb), and its current frame into *FR, when the state still names the
+ * thread and has a frame; else 0. For a thread without the GIL (a C call, I/O) this is one
+ * copy where the interpreter's list costs two and one more per thread state before the
+ * thread's. A thread state is freed only while its thread runs no Python code: a freed one
+ * that still names the thread has no frame, and then the list is walked (a C library's
+ * thread calling Python through PyGILState_Ensure gets a new thread state each time).
  */
 static __always_inline __u64 stack_cached_tstate(const struct bs_py_cfg *c, struct stack_scratch *s,
-						 __u32 pid, __u32 tid, __u64 *fr)
+						 __u32 pid, __u32 tid, __u64 start, __u64 *fr)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
 	struct stack_cache *ca = &s->cache;
 
 	*fr = 0;
 	if (ca->ts_tid != tid || ca->ts_pid != pid || ca->ts_gen != c->code_gen ||
-	    ca->ts_start != t->start_time || !ca->tstate)
+	    ca->ts_start != start || !ca->tstate)
 		return 0;
 	if (stack_ts_load(c, s, ca->tstate) != tid)
 		return 0;
@@ -380,9 +379,12 @@ static __always_inline int stack_ts_holds_gil(const struct bs_py_cfg *c, struct 
 	return (*(const __u32 *)(s->tsb + off) & c->ts_gil_mask) != 0;
 }
 
-/* Thread state TS of the current thread TID of PID: the next stack of TID on this CPU reads it first. */
+/*
+ * Thread state TS of the current thread TID of PID (started at START): the next stack of TID
+ * on this CPU reads it first.
+ */
 static __always_inline void stack_keep_tstate(const struct bs_py_cfg *c, struct stack_scratch *s,
-					      __u32 pid, __u32 tid, __u64 ts)
+					      __u32 pid, __u32 tid, __u64 start, __u64 ts)
 {
 	struct stack_cache *ca = &s->cache;
 
@@ -390,7 +392,7 @@ static __always_inline void stack_keep_tstate(const struct bs_py_cfg *c, struct 
 	ca->ts_tid = tid;
 	ca->ts_pid = pid;
 	ca->ts_gen = c->code_gen;
-	ca->ts_start = bpf_get_current_task_btf()->start_time;
+	ca->ts_start = start;
 }
 
 /*
@@ -748,6 +750,9 @@ static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u3
 	s->npy = 0;
 	c = bpf_map_lookup_elem(&py_procs, &pid);
 	if (c) {
+		/* The thread's start: a tid is reused only by another thread. */
+		__u64 start = bpf_get_current_task_btf()->start_time;
+
 		s->flags |= BS_CPU_PYTHON;
 		if (c->ts_gil == BS_PY_NONE) {
 			/* <= 3.11: only the GIL's state says whether the thread holds it. */
@@ -756,11 +761,11 @@ static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u3
 				s->flags |= BS_CPU_GIL;
 				fr = stack_first_frame(c, s);
 			} else {
-				ts = stack_cached_tstate(c, s, pid, tid, &fr);
+				ts = stack_cached_tstate(c, s, pid, tid, start, &fr);
 			}
 		} else {
 			/* 3.12+: the thread state says it too: one copy when it is known. */
-			ts = stack_cached_tstate(c, s, pid, tid, &fr);
+			ts = stack_cached_tstate(c, s, pid, tid, start, &fr);
 			if (!ts) {
 				ts = stack_gil_tstate(c, s, tid);
 				fr = ts ? stack_first_frame(c, s) : 0;
@@ -776,7 +781,7 @@ static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u3
 		if (ts) {
 			struct stack_cache *ca = &s->cache;
 
-			stack_keep_tstate(c, s, pid, tid, ts);
+			stack_keep_tstate(c, s, pid, tid, start, ts);
 			__builtin_memset(p, 0, sizeof(*p));
 			a.c = c;
 			p->n = n;
