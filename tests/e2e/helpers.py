@@ -52,7 +52,27 @@ def cleanup():
             p.kill()
             p.wait()
     while _tmpdirs:
-        shutil.rmtree(_tmpdirs.pop(), ignore_errors=True)
+        d = _tmpdirs.pop()
+        if KEEP_TRACES:
+            _keep_traces(d)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# BPFSIGHT_KEEP_TRACES=DIR: every trace a test wrote is copied there before its files go
+# (tests/tools/same_outputs.py reads them: the readers' outputs before and after a change).
+KEEP_TRACES = os.environ.get("BPFSIGHT_KEEP_TRACES")
+
+
+def _keep_traces(d):
+    os.makedirs(KEEP_TRACES, exist_ok=True)
+    for top, _, files in os.walk(d):
+        for f in files:
+            path = os.path.join(top, f)
+            # Not the sparse giants of the bad-input tests.
+            if (f.endswith(".bst") and os.path.isfile(path) and not os.path.islink(path)
+                    and os.path.getsize(path) < 64 << 20):
+                n = len(os.listdir(KEEP_TRACES))
+                shutil.copy(path, os.path.join(KEEP_TRACES, f"{n:05d}-{f}"))
 
 
 def run(args, timeout=120, check=False, **kw):
