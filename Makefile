@@ -29,8 +29,13 @@ endif
 
 WARN	 := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS	 ?= -g -O2
+# user/ has a folder per part (docs/ARCHITECTURE.md, "Layout"); headers are included by name,
+# every folder being on the quote path (systemd's way), so a file can move between folders.
+USER_SRCS := $(wildcard user/*/*.c user/*/*/*.c)
+USER_DIRS := $(patsubst %/,%,$(sort $(dir $(USER_SRCS))))
+USER_INC  := $(addprefix -iquote ,$(USER_DIRS))
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
-	      -I$(OUT) -iquote user -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
+	      -I$(OUT) $(USER_INC) -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
 LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -lstdc++ -lm -lpthread
 LDFLAGS	 ?= -static
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -39,12 +44,12 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS	 := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
-USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(OUT)/obj/shim_embed.o
+SHIM_EMBED_OBJ := $(OUT)/obj/shim_channel/shim_embed.o
+USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(SHIM_EMBED_OBJ)
 # cmd_complete.o lists main.o's dispatch table: neither is linked into the tests.
-LIB_OBJS := $(filter-out $(OUT)/obj/main.o $(OUT)/obj/cmd_complete.o,$(USER_OBJS))
+LIB_OBJS := $(filter-out $(OUT)/obj/cli/main.o $(OUT)/obj/cli/cmd_complete.o,$(USER_OBJS))
 # The trace-format core, linked into the unit tests and the fuzzer without the BPF side.
-FORMAT_OBJS := $(addprefix $(OUT)/obj/,trace_writer.o trace_reader.o trace_codec.o trace_meta.o)
+FORMAT_OBJS := $(addprefix $(OUT)/obj/core/,trace_writer.o trace_reader.o trace_codec.o trace_meta.o)
 
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/tests/%,$(WORKLOAD_SRCS))
@@ -55,7 +60,7 @@ FUZZER	 := $(OUT)/tests/fuzz_reader
 # coverage and sanitizers (under $(OUT)/fuzz-obj: the plain objects stay gcc's).
 # UB stops the run (as a crash): recovered, it would only be printed and make check pass.
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(OUT)/obj/shim_embed.o,$(LIB_OBJS)))
+FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(SHIM_EMBED_OBJ),$(LIB_OBJS)))
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 	    $(OUT)/tests/fuzz_pylines
 
@@ -129,8 +134,9 @@ $(SKELS): $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 # Order-only on the skeletons: -MMD then records which ones each object really includes.
-$(OUT)/obj/%.o: user/%.c | $(OUT)/obj $(SKELS)
+$(OUT)/obj/%.o: user/%.c | $(SKELS)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # Linked once every argument spec of the uprobe families compiles (tools/check_specs.c).
@@ -140,7 +146,8 @@ $(OUT)/bpfsight: $(USER_OBJS) $(OUT)/specs.ok
 
 # The API tables and the spec compiler alone: a malformed spec fails the build here, with
 # its function's name and what is wrong.
-SPEC_OBJS := $(addprefix $(OUT)/obj/,ucall_spec.o ucall_api.o cuda_api.o nccl_api.o)
+SPEC_OBJS := $(addprefix $(OUT)/obj/,ucall/ucall_spec.o ucall/ucall_api.o families/cuda/cuda_api.o \
+	     families/nccl/nccl_api.o)
 $(OUT)/check_specs: tools/check_specs.c $(SPEC_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(SPEC_OBJS) -o $@
@@ -234,7 +241,7 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(LIB_OBJS) -o $@ $(LDLIBS)
 
 # The toy-family test brings its own registry (families[]): every user object but families.o.
-TOY_OBJS := $(filter-out $(OUT)/obj/families.o,$(LIB_OBJS))
+TOY_OBJS := $(filter-out $(OUT)/obj/families/families.o,$(LIB_OBJS))
 $(OUT)/tests/test_family_toy: tests/unit/test_family_toy.c $(TOY_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(TOY_OBJS) -o $@ $(LDLIBS)
@@ -242,20 +249,21 @@ $(OUT)/tests/test_family_toy: tests/unit/test_family_toy.c $(TOY_OBJS) | $(OUT)/
 $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_OBJS)) | $(OUT)/tests
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) -D_GNU_SOURCE -std=gnu11 \
-		-Iuser -Ibpf $^ -o $@ -lzstd -lz
+		$(USER_INC) -Ibpf $^ -o $@ -lzstd -lz
 
-$(OUT)/fuzz-obj/%.o: user/%.c | $(OUT)/fuzz-obj $(SKELS)
+$(OUT)/fuzz-obj/%.o: user/%.c | $(SKELS)
 	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE \
-		-MMD -MP -I$(OUT) -iquote user -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
+		-MMD -MP -I$(OUT) $(USER_INC) -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
 
 # Dynamically linked like the unit tests; shim_embed.o carries no code to instrument.
 $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines: \
 		$(OUT)/tests/%: tests/fuzz/%.c \
-		$(FUZZ_OBJS) $(OUT)/obj/shim_embed.o | $(OUT)/tests
+		$(FUZZ_OBJS) $(SHIM_EMBED_OBJ) | $(OUT)/tests
 	$(call msg,FUZZ-LD,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE -I$(OUT) \
-		-Iuser -Ibpf $^ -o $@ $(LDLIBS)
+		$(USER_INC) -Ibpf $^ -o $@ $(LDLIBS)
 
 # ELF fixtures for the elf_syms/probe_site tests (built with -g: static functions in .symtab).
 ELF_FIXTURES := $(patsubst tests/fixtures/elf/%.c,$(OUT)/tests/fixtures/%, \
@@ -419,10 +427,11 @@ $(OUT)/bench/floor.skel.h: $(OUT)/bench/floor.bpf.o
 
 # With bpfsight's own uprobe_multi attach (user/uprobe_multi.c, which probes the kernel and
 # hands links to the reaper), so the floor probes alike.
-$(OUT)/bench/floor: bench/floor.c user/uprobe_multi.c user/kernel_features.c user/link_reaper.c \
+$(OUT)/bench/floor: bench/floor.c user/uprobe/uprobe_multi.c user/record/kernel_features.c \
+		   user/record/link_reaper.c \
 		   $(OUT)/bench/floor.skel.h
 	$(call msg,CC,$@)
-	$(Q)$(CC) -g -O2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -I$(OUT)/bench -Iuser \
+	$(Q)$(CC) -g -O2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -I$(OUT)/bench $(USER_INC) \
 		$(filter %.c,$^) -o $@ -lbpf -lelf -lz
 
 -include $(wildcard $(OUT)/bench/*.d)
@@ -430,18 +439,20 @@ $(OUT)/bench/floor: bench/floor.c user/uprobe_multi.c user/kernel_features.c use
 # The cupti-shim (libbpfsight-shim.so) and its test workloads.
 include cupti-shim/shim.mk
 
-# The shim inside the bpfsight binary (user/shim_embed.S, user/shim_blob.c), when it is built.
+# The shim inside the bpfsight binary (user/shim_channel/shim_embed.S, shim_blob.c), when built.
 SHIM_EMBED := $(if $(wildcard $(CUDA_HOME)/include/cupti.h),$(SHIM_LIB))
-$(OUT)/obj/shim_embed.o: user/shim_embed.S $(SHIM_EMBED) | $(OUT)/obj
+$(SHIM_EMBED_OBJ): user/shim_channel/shim_embed.S $(SHIM_EMBED)
 	$(call msg,AS,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $(if $(SHIM_EMBED),-DSHIM_SO='"$(SHIM_EMBED)"') $< -o $@
 
-$(OUT)/bpf $(OUT)/obj $(OUT)/tests $(OUT)/fuzz-obj:
+$(OUT)/bpf $(OUT)/tests:
 	$(Q)mkdir -p $@
 
 clean:
 	$(call msg,CLEAN,$(OUT))
 	$(Q)rm -rf $(OUT)
 
--include $(wildcard $(OUT)/obj/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d $(OUT)/fuzz-obj/*.d \
+-include $(wildcard $(OUT)/obj/*/*.d $(OUT)/obj/*/*/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d \
+		    $(OUT)/fuzz-obj/*/*.d $(OUT)/fuzz-obj/*/*/*.d \
 		    $(OUT)/check_specs.d)

@@ -290,7 +290,7 @@ def markdown(ctx, res):
                f"= the round's ns per call minus the untraced median; the ratio divides a "
                f"round's added ns by the floor's median added ns. The floor is empty BPF "
                f"programs (bench/floor.bpf.c): an entry and a return uprobe attached as "
-               f"uprobe_multi links, as bpfsight attaches its own (user/uprobe_multi.c); the "
+               f"uprobe_multi links, as bpfsight attaches its own (user/uprobe/uprobe_multi.c); the "
                f"second floor attaches them as perf-event uprobes, as bpftrace does; the USDT "
                f"probe is libbpf's (a perf-event uprobe) in both. bpftrace does "
                f"what a tracer must: the entry time in a map keyed by tid, and on return one "

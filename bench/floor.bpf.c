@@ -50,7 +50,7 @@ int floor_uretprobe(struct pt_regs *ctx)
 	return 0;
 }
 
-/* uprobe_multi links (what bpfsight attaches, user/uprobe_multi.c). */
+/* uprobe_multi links (what bpfsight attaches, user/uprobe/uprobe_multi.c). */
 SEC("uprobe")
 int floor_multi_entry(struct pt_regs *ctx)
 {

@@ -3,7 +3,7 @@
 
 On a kernel without uprobe_multi (< 6.6) every uprobe site is a perf-event link whose
 teardown the kernel serializes with its own grace periods; bpfsight hands that wait to a
-detached process (user/link_reaper.c). This compares the two, alternating, in one run:
+detached process (user/record/link_reaper.c). This compares the two, alternating, in one run:
 `handoff` (the default) and `inline` (BPFSIGHT_DETACH_INLINE=1: the recorder waits itself).
 Between runs it waits for the previous run's bpfsight-detach to finish, so each run starts
 on a quiet kernel. On a kernel with uprobe_multi, pass --force to take the fallback

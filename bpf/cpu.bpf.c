@@ -4,7 +4,7 @@
  * program SAMPLE_RATE times a second on whatever runs there; a sample of a traced thread
  * carries its stack as stack.bpf.h reads it (user addresses by frame pointers, Python frames
  * when it holds the GIL). The recorder symbolizes and interns the stacks while the process
- * lives (user/cpu.c, stack_svc.c): nothing is symbolized in here.
+ * lives (user/families/cpu/cpu.c, stack_svc.c): nothing is symbolized in here.
  */
 #include "stack.bpf.h"
 

@@ -13,7 +13,7 @@
  * so they keep the hash, cleaned up when a thread dies inside a call.
  *
  * Aggregates live as long as their thread: when a thread that has aggregates exits, its
- * identity goes into sys_dead, and user space (user/osrt.c) writes the thread's final totals
+ * identity goes into sys_dead, and user space (user/families/osrt/osrt.c) writes the thread's final totals
  * and deletes its keys and the mark. The key carries the thread's start time (gen), so a
  * recycled tid never adds to the keys of the thread that had it before.
  */
@@ -131,7 +131,7 @@ static __always_inline void mark_dead(struct task_struct *p, __u32 gen)
 	};
 	__u8 one = 1;
 
-	/* Full (user space far behind): the keys stay until evicted as idle (user/osrt.c). */
+	/* Full (user space far behind): the keys stay until evicted as idle (user/families/osrt/osrt.c). */
 	bpf_map_update_elem(&sys_dead, &key, &one, BPF_ANY);
 }
 

@@ -210,7 +210,7 @@ struct bs_map_exec {
  * One call of a probed user-space API function (cuda, nccl): the generic uprobe programs of
  * bpf/ucall.bpf.h. hdr.ts = entry, written at return. What is captured per function comes
  * from the probe's bpf_cookie (BS_UCOOKIE below), which user space compiles from the
- * argument spec of the function's entry in the family's API table (user/ucall_spec.h); the
+ * argument spec of the function's entry in the family's API table (user/ucall/ucall_spec.h); the
  * entry's index is `fn`.
  */
 #define BS_UCALL_NARGS	      12  /* rdi rsi rdx rcx r8 r9, then 6 stack words */
@@ -293,7 +293,7 @@ BS_ASSERT_RECORD(bs_ucall, 152);
 BS_ASSERT_RECORD(bs_syscall_agg_key, 16);
 BS_ASSERT_RECORD(bs_syscall_agg_val, 32);
 
-/* ---- gil family: bpf/gil.bpf.c, user/gil*.c, docs/GIL.md ---- */
+/* ---- gil family: bpf/gil.bpf.c, user/families/gil/, docs/GIL.md ---- */
 
 /*
  * One wait for the GIL that lasted at least the threshold. hdr.tid = the waiter, hdr.ts = when
@@ -424,8 +424,8 @@ BS_ASSERT_RECORD(bs_gil_cfg, 48);
 /* ---- end of the gil family ---- */
 
 /*
- * ---- cupti-shim channel, gpu and nvtx families: cupti-shim/, bpf/shim.bpf.c, user/shim_*.c,
- * user/gpu*.c, user/nvtx*.c, docs/GPU.md ----
+ * ---- cupti-shim channel, gpu and nvtx families: cupti-shim/, bpf/shim.bpf.c, user/shim_channel/shim_*.c,
+ * user/families/gpu/, user/families/nvtx/, docs/GPU.md ----
  *
  * The shim (loaded into the application by CUDA_INJECTION64_PATH / NVTX_INJECTION64_PATH)
  * writes the records below into per-thread buffers in its own memory and hands each full (or
@@ -688,7 +688,7 @@ BS_ASSERT_RECORD(bs_nvtx_name, 48);
 BS_ASSERT_RECORD(bs_nvtx_begin, 40);
 /* ---- end of the cupti-shim channel, gpu and nvtx families ---- */
 
-/* ---- stacks (any family's events) and the cpu family: user/stack_*.c, docs/STACKS.md ---- */
+/* ---- stacks (any family's events) and the cpu family: user/stacks/, docs/STACKS.md ---- */
 
 /*
  * One call stack, interned by the recorder: written once, before the first record that names
@@ -791,7 +791,7 @@ struct bs_py_frame {
 #define BS_PY_ALL	  0xfffffffeu /* fr_entry: every frame is its own eval-loop call (<= 3.10) */
 
 /*
- * How BPF reads one process's Python frames (user/py_stack.c fills it from the version):
+ * How BPF reads one process's Python frames (user/python/py_stack.c fills it from the version):
  * the thread holding the GIL is the one whose Python frames are read.
  */
 struct bs_py_cfg {
@@ -855,7 +855,7 @@ struct bs_cpu_sample {
 /*
  * Ring only (BS_REC_CPU_SAMPLE_RAW, BS_REC_STACK_RAW; never on disk): the first
  * BS_STACK_TOP_WORDS address words are the words on top of the user stack, the sampled
- * instruction and the walk's return addresses follow (user/stack_svc.c finds there the
+ * instruction and the walk's return addresses follow (user/stacks/stack_svc.c finds there the
  * return addresses a frame-pointer walk misses: functions that had no frame of their own).
  */
 #define BS_CPU_LEAF	   0x8

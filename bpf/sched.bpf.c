@@ -20,7 +20,7 @@
  * "sched/tracing: Don't re-read p->state when emitting sched_switch event"); a program that
  * reads a 4th argument is refused before that. The *_taskstate_* programs read the state
  * from the task instead, through CO-RE, as the tracepoint itself did before 5.18; user
- * space loads one kind (user/sched.c, kernel_features.h).
+ * space loads one kind (user/families/sched/sched.c, kernel_features.h).
  */
 #include "stack.bpf.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The cupti-shim channel, kernel side: one program on every bpfsight:* USDT site of a shim
- * (user/shim_link.c attaches it; the bpf_cookie says which probe a site is, shim_cookie.h).
+ * (user/shim_channel/shim_link.c attaches it; the bpf_cookie says which probe a site is, shim_cookie.h).
  *
  * bpfsight:batch(buf, bytes) hands over a buffer of records the shim filled in its own
  * memory: it is copied whole (bpf_probe_read_user) into one SHIM_BATCH ring record, so the

@@ -2,7 +2,7 @@
 /*
  * bpf_cookie of the probes bpf/shim.bpf.c serves (the cupti-shim's bpfsight:* USDT sites):
  * which probe it is and how to fetch the batch probe's two arguments, as the site's note
- * describes them (user/usdt_notes.c parses the note, user/shim_link.c encodes it here).
+ * describes them (user/uprobe/usdt_notes.c parses the note, user/shim_channel/shim_link.c encodes it here).
  *
  *   bits  0-3   probe   SHIM_PROBE_*
  *   bits  4-33  arg 0   (buf)   30-bit argument spec, below

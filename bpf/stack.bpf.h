@@ -3,7 +3,7 @@
  * Stacks read in BPF, for any program that wants the current thread's (cpu samples, events
  * with --stacks): its user stack unwound by frame pointers (stack_unwind, from the user
  * registers where the thread entered the kernel), and, in a Python
- * process described in py_procs (user space: user/stack_svc.c), the Python frames of the
+ * process described in py_procs (user space: user/stacks/stack_svc.c), the Python frames of the
  * thread (its thread state: the GIL's last holder when it holds the GIL, else found in the
  * interpreter's list of thread states by its native thread id): per frame the
  * code object, the instruction and the code object's identity (records.h, bs_py_frame).

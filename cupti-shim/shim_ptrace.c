@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * A shim loaded into a running process by `bpfsight record --inject` (user/shim_inject.c):
+ * A shim loaded into a running process by `bpfsight record --inject` (user/shim_channel/shim_inject.c):
  * a thread of the process was made to call dlopen() on a copy whose name ends with
  * BS_SHIM_INJECT_SUFFIX. No CUDA or NVTX entry point will call us (the process did not name
  * us in CUDA_INJECTION64_PATH / NVTX_INJECTION64_PATH), so the constructor is the entry:

@@ -253,7 +253,7 @@ def cuda_fn(name):
 
 
 def flow_id(pid, tid, call_ts):
-    """gpu_flow_id (user/gpu_decode.c): what the exports tie a launch and its GPU work with."""
+    """gpu_flow_id (user/families/gpu/gpu_decode.c): what the exports tie a launch and its GPU work with."""
     m = (1 << 64) - 1
     h = ((pid << 32 | tid) ^ (call_ts * 0x9e3779b97f4a7c15)) & m
     h ^= h >> 30

@@ -1,6 +1,6 @@
 """Kernel feature fallbacks, run on a kernel that has every feature.
 
-bpfsight probes the kernel at start (user/kernel_features.c) and falls back where a feature is
+bpfsight probes the kernel at start (user/record/kernel_features.c) and falls back where a feature is
 missing: raw_tp for tp_btf, hashes for task storage, the task's state read through CO-RE for
 sched_switch's prev_state (5.18+), one perf-event uprobe per site for uprobe_multi (6.6+).
 BPFSIGHT_FORCE_FALLBACKS=all makes every such feature read as absent, so these tests run the

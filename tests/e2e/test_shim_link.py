@@ -1,4 +1,4 @@
-"""The cupti-shim channel's record side (bpf/shim.bpf.c, user/shim_*.c) on the real kernel.
+"""The cupti-shim channel's record side (bpf/shim.bpf.c, user/shim_channel/shim_*.c) on the real kernel.
 
 The producer is tests/workloads/shim_fake.c: it has the shim's USDT probes and semaphores and
 sends hand-made batches, so every record is known exactly, and it also sends what a real shim

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * libFuzzer target for the Python line-table decoders (user/py_stack.c): the tables are read
+ * libFuzzer target for the Python line-table decoders (user/python/py_stack.c): the tables are read
  * from the traced process's memory, so any bytes. Input: 4 bytes of first line, 8 of
  * instruction index/offset, then the table; all three decoders run on it, and each answer
  * must be 0 or a line no further than the table could move it from the first. The whole
- * input is also decoded as the start of _PyRuntime (_Py_DebugOffsets, user/gil_python.c),
+ * input is also decoded as the start of _PyRuntime (_Py_DebugOffsets, user/python/gil_python.c),
  * likewise read from the process: it must stay inside the bytes it is given.
  *   build/tests/fuzz_pylines -runs=100000 CORPUS tests/fuzz/seeds-pylines
  */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Regenerates the committed fuzz seeds (each well under 4 KiB):
- *   cc -O2 -D_GNU_SOURCE -Iuser -Ibpf tests/fuzz/make_seeds.c user/trace_writer.c \
- *      user/trace_reader.c user/trace_codec.c user/trace_meta.c -lzstd -lz -o /tmp/make_seeds
+ *   cc -O2 -D_GNU_SOURCE -Iuser/core -Ibpf tests/fuzz/make_seeds.c user/core/trace_writer.c \
+ *      user/core/trace_reader.c user/core/trace_codec.c user/core/trace_meta.c -lzstd -lz -o /tmp/make_seeds
  *   /tmp/make_seeds tests/fuzz/seeds
  * The seeds are not named *.bst: .gitignore keeps traces out of the tree.
  */

@@ -7,7 +7,7 @@ refactors that must not change what a user reads (the layout move of issue 28).
 
   tests/tools/same_outputs.py OLD_BINARY NEW_BINARY TRACE_OR_DIR... [-j N]
 
-Traces: .bst files, directories of them (e.g. the BPFSIGHT_KEEP_TRACES=DIR of a test run) and
+Build NEW with OLD's version string (make OUT=DIR VERSION=...): exports name it. Traces: .bst files, directories of them (e.g. the BPFSIGHT_KEEP_TRACES=DIR of a test run) and
 ../shared/traces. Exit status 0 when every output is identical, 1 otherwise (the differing
 ones are listed with the first differing line).
 """
@@ -85,6 +85,11 @@ def main():
     ap.add_argument("traces", nargs="+")
     ap.add_argument("-j", type=int, default=2)
     a = ap.parse_args()
+    vers = [subprocess.run([b, "--version"], capture_output=True, text=True).stdout.strip()
+            for b in (a.old, a.new)]
+    if vers[0] != vers[1]:  # the exports and the report's footer name their own version
+        print(f"warning: {vers[0]} vs {vers[1]}: build NEW with make VERSION=<OLD's>",
+              file=sys.stderr)
     reports = subprocess.run([a.old, "__complete", "reports"], capture_output=True, text=True,
                              check=True).stdout.split()
     reports = ",".join(reports)

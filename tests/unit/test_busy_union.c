@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * A GPU's busy time as the union of its kernels' intervals (user/busy_union.c), as monitor's
+ * A GPU's busy time as the union of its kernels' intervals (user/report/busy_union.c), as monitor's
  * bpfsight_gpu_busy_seconds_total counts it: overlaps count once, whatever the order the
  * intervals arrive in, against a brute-force union over a bitmap of nanoseconds.
  */

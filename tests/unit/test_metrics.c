@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * monitor's metrics (user/metrics.c) fed records as the recorder writes them: cumulative
+ * monitor's metrics (user/monitor/metrics.c) fed records as the recorder writes them: cumulative
  * in-kernel snapshots become exact increments, top-N and "other", a recycled pid starting from
  * zero, the exit grace; and hmap__del, which the metrics rely on to forget threads.
  */

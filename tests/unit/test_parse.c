@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The command line's value parsers (user/parse.c): -d, --osrt-threshold, --buffer-size. */
+/* The command line's value parsers (user/core/parse.c): -d, --osrt-threshold, --buffer-size. */
 #include <errno.h>
 #include "unit.h"
 #include "parse.h"

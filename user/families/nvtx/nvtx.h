@@ -2,7 +2,7 @@
 /*
  * nvtx family: NVTX ranges, marks and names, recorded by the cupti-shim acting as the NVTX
  * injection library (NVTX_INJECTION64_PATH) and sent through its USDT channel
- * (user/shim_link.c). Record side in nvtx.c; decoders in nvtx_decode.c, reports in
+ * (user/shim_channel/shim_link.c). Record side in nvtx.c; decoders in nvtx_decode.c, reports in
  * nvtx_report.c. docs/NVTX.md for users.
  */
 #ifndef BPFSIGHT_NVTX_H

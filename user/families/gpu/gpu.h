@@ -2,7 +2,7 @@
 /*
  * gpu family: GPU kernels, copies and memsets timed by CUPTI inside the application, through
  * the cupti-shim (cupti-shim/, loaded by CUDA_INJECTION64_PATH) and its USDT channel
- * (bpf/shim.bpf.c, user/shim_link.c). Record side in gpu.c; decoders in gpu_decode.c, reports
+ * (bpf/shim.bpf.c, user/shim_channel/shim_link.c). Record side in gpu.c; decoders in gpu_decode.c, reports
  * in gpu_report.c (and the files it names). docs/GPU.md for users.
  */
 #ifndef BPFSIGHT_GPU_H

@@ -2,7 +2,7 @@
 /*
  * The cupti-shim inside the bpfsight binary: bpfsight is one static file copied to GPU
  * machines, and launch mode and `bpfsight shim` write the library out from here
- * (user/shim_blob.c). The Makefile defines SHIM_SO (its path) when the shim is built;
+ * (user/shim_channel/shim_blob.c). The Makefile defines SHIM_SO (its path) when the shim is built;
  * without it the blob is empty and gpu/nvtx say the build has no shim.
  */
 	.section .rodata.bpfsight_shim, "a"

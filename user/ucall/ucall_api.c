@@ -13,9 +13,8 @@ static void compile(const struct ucall_table *t, __u32 fn, struct ucall_spec *s)
 }
 
 /*
- * Compiled once: dump decodes every call, and the specs never change. (pthread_once is out of
- * reach: -Iuser makes <pthread.h> include user/sched.h.) Racing first callers each compile,
- * one publishes, the others free theirs.
+ * Compiled once: dump decodes every call, and the specs never change. Racing first callers
+ * each compile, one publishes, the others free theirs.
  */
 const struct ucall_spec *ucall_table__spec(const struct ucall_table *t, __u32 fn,
 					   struct ucall_spec *tmp)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The cupti-shim built into this binary (user/shim_embed.S), written out where a process can
+ * The cupti-shim built into this binary (user/shim_channel/shim_embed.S), written out where a process can
  * load it: `bpfsight shim --install DIR` for a job's environment, and launch mode's private
  * copy, content-addressed under SHIM_RUN_DIR (root-owned; written to a temporary name, then
  * renamed, so a process never loads a half-written file and nobody else can swap it).

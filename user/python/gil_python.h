@@ -87,7 +87,7 @@ struct gil_py {
 /*
  * Look at process PID, which maps the interpreter file PF with _PyRuntime at RUNTIME, and
  * fill PY (status first; not OBJECT). Negative errno only when PID's memory cannot be read.
- * Which process maps which file is the caller's (uprobe_mgr's discovery, in user/gil.c).
+ * Which process maps which file is the caller's (uprobe_mgr's discovery, in user/families/gil/gil.c).
  */
 int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, struct gil_py *py);
 /*
