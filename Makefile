@@ -144,13 +144,12 @@ $(OUT)/bpfsight: $(USER_OBJS) $(OUT)/specs.ok
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $(USER_OBJS) $(LDLIBS) -o $@
 
-# The API tables and the spec compiler alone: a malformed spec fails the build here, with
-# its function's name and what is wrong.
-SPEC_OBJS := $(addprefix $(OUT)/obj/,ucall/ucall_spec.o ucall/ucall_api.o families/cuda/cuda_api.o \
-	     families/nccl/nccl_api.o)
-$(OUT)/check_specs: tools/check_specs.c $(SPEC_OBJS)
+# Every family's API table compiled by the spec compiler: a malformed spec fails the build
+# here, with its function's name and what is wrong. Linked like the unit tests (the registry
+# says which tables there are).
+$(OUT)/check_specs: tools/check_specs.c $(LIB_OBJS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(SPEC_OBJS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)
 
 $(OUT)/specs.ok: $(OUT)/check_specs
 	$(call msg,CHECK,argument specs)

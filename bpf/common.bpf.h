@@ -33,7 +33,7 @@ struct {
 /* Lost events per cause (BS_LOSS_*); per-CPU so counting needs no atomics. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, BS_LOSS_NR);
+	__uint(max_entries, BS_LOSS_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");

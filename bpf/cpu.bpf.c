@@ -7,6 +7,7 @@
  * lives (user/families/cpu/cpu.c, stack_svc.c): nothing is symbolized in here.
  */
 #include "stack.bpf.h"
+#include "cpu_records.h"
 
 SEC("perf_event")
 int cpu_sample(struct bpf_perf_event_data *ctx)

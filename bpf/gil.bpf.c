@@ -22,6 +22,7 @@
  * its time blamed on the holder in gil_blame, so totals stay exact at any rate.
  */
 #include "stack.bpf.h"
+#include "gil_records.h"
 
 const volatile __u64 threshold_ns = 50000;
 /* The holder's Python frames kept per waiter while a round lasts (task storage). */

@@ -18,6 +18,7 @@
  * recycled tid never adds to the keys of the thread that had it before.
  */
 #include "stack.bpf.h"
+#include "osrt_records.h"
 
 const volatile __u64 threshold_ns = 1000;
 /* --stacks=osrt: calls of at least this (and recorded) carry the caller's stack; ~0 = none. */

@@ -23,6 +23,7 @@
  * space loads one kind (user/families/sched/sched.c, kernel_features.h).
  */
 #include "stack.bpf.h"
+#include "sched_records.h"
 
 #define TASK_RUNNING_STATE 0
 #define TASK_STOPPED_BITS  0xc /* __TASK_STOPPED | __TASK_TRACED: a stop after the syscall */

@@ -15,6 +15,7 @@
  */
 #include "common.bpf.h"
 #include "shim_cookie.h"
+#include "shim_records.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
 

@@ -23,6 +23,7 @@
 #define BPFSIGHT_UCALL_BPF_H
 
 #include "stack.bpf.h"
+#include "ucall_records.h"
 
 #ifndef UCALL_REC_TYPE
 #error "define UCALL_REC_TYPE (BS_REC_*) before including ucall.bpf.h"

@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <wchar.h>
 
-#include "records.h"
+#include "shim_records.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 

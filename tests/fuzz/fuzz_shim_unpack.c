@@ -41,6 +41,9 @@
 #include "trace_model.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
+#include "shim_records.h"
+#include "cuda_records.h"
+#include "nvtx.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
 #define FRAME_HDR   4
@@ -213,7 +216,7 @@ static void check_trace(__u64 written)
 
 int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 {
-	struct record_opts o = { .capture_range = RECORD_CAPTURE_ALL };
+	struct record_opts o = {};
 	struct record_ctx ctx = { .opts = &o, .self_pid = 1 };
 	struct shim_unpack *u;
 	size_t off, n;
@@ -224,8 +227,8 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		return 0;
 	want = data[0] & 3 ? data[0] & 3 : SHIM_WANT_GPU | SHIM_WANT_NVTX;
 	if (data[0] & 4) {
-		o.capture_range = RECORD_CAPTURE_NVTX;
-		o.capture_nvtx = cap_forms[(data[0] >> 3) & 3];
+		o.capture = &family_nvtx;
+		o.capture_arg = cap_forms[(data[0] >> 3) & 3];
 		ctx.gate = capture_gate__new();
 	}
 	ctx.strings = string_pool__new();

@@ -3,6 +3,9 @@
 #include "capture_gate.h"
 #include "trace_model.h"
 #include "unit.h"
+#include "cuda_records.h"
+#include "osrt_records.h"
+#include "sched_records.h"
 
 static struct bs_hdr rec(__u16 type, __u64 ts)
 {

@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Adding a family is one registry line plus the family's own code (docs/ARCHITECTURE.md,
- * "Adding a family"): a toy family, whose decoder (with its export style), stats report and
- * export hooks for the three formats are all registered by its struct family, is added to the
- * registry here with one line, and a trace of its records goes through `bpfsight stats` and
- * every exporter (cmd_stats, cmd_export) untouched. This test links every object but
+ * "Adding a family"): a toy family, whose decoder (with its export style), stats report,
+ * export hooks for the three formats, option, loss cause, capture-range kind, metrics and
+ * report page are all registered by its struct family, is added to the registry here with one
+ * line. Its trace goes through `bpfsight stats`, `info`, `dump`, every exporter and `report`;
+ * record and monitor take its option (--help, completion, the parser); monitor's metrics
+ * count its ticks. Nothing outside this file knows the toy. This test links every object but
  * families.o (the Makefile's rule for it): the registry below is the product's plus the toy.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include "commands.h"
+#include "cpu.h"
 #include "cuda.h"
 #include "export_chrome.h"
 #include "export_perfetto.h"
@@ -19,16 +22,23 @@
 #include "gpu.h"
 #include "nccl.h"
 #include "nvtx.h"
+#include "metrics_family.h"
 #include "osrt.h"
+#include "page.h"
 #include "proc.h"
+#include "record_args.h"
+#include "record_options.h"
 #include "report.h"
+#include "report_html.h"
+#include "stats.h"
 #include "sched.h"
 #include "table.h"
 #include "trace_build.h"
 
 /* ---- the toy family: everything it is, in one place ---------------------------------- */
 
-#define TOY_REC 0xe0 /* a block of 16 no family uses (0xf0, 0xf1: trace_format.h) */
+#define TOY_REC	 0xe0 /* a block of 16 no family uses (0xf0, 0xf1: trace_format.h) */
+#define TOY_LOSS 0xe1 /* its own loss cause, in its block (records.h) */
 
 struct toy_tick {
 	struct bs_hdr h;
@@ -189,6 +199,154 @@ static const struct sqlite_family toy_sqlite = {
 	.record = toy_sq_record,
 };
 
+/* Its option, --toy-scale N: what the metrics multiply the ticks' values by. */
+struct toy_opts {
+	__u64 scale;
+};
+
+static void toy_opts_init(void *opts, const char *cmd)
+{
+	((struct toy_opts *)opts)->scale = !strcmp(cmd, "monitor") ? 2 : 1;
+}
+
+static int toy_parse_scale(void *opts, const char *arg, const char *cmd)
+{
+	char *end;
+
+	((struct toy_opts *)opts)->scale = strtoull(arg, &end, 10);
+	if (*end || end == arg)
+		return record_args__fail(cmd, "bad --toy-scale '%s': a number", arg);
+	return 0;
+}
+
+static const struct family_option toy_options[] = {
+	{ "toy-scale", "N", "the toy's metrics multiply its values by N",
+	  FAMILY_OPT_RECORD | FAMILY_OPT_MONITOR, toy_parse_scale },
+	{ 0 },
+};
+
+static const struct loss_cause toy_losses[] = {
+	{ TOY_LOSS, "toy_dropped", "ticks the toy could not keep" },
+	{ 0 },
+};
+
+static const struct family_capture toy_capture = { .kind = "toyRange", .arg = ":N" };
+
+static const struct family family_toy;
+
+/* Metrics: ticks per owner (series), and their values times --toy-scale for the node. */
+struct toy_series {
+	__u64 ticks;
+};
+
+static int toy_metrics_open(const struct record_opts *o, void **st)
+{
+	const struct toy_opts *opts = record_opts__family(o, &family_toy);
+
+	*st = calloc(1, sizeof(struct toy_sum));
+	if (*st)
+		((struct toy_sum *)*st)->n = opts->scale; /* n: the scale, total: the sum */
+	return *st ? 0 : -ENOMEM;
+}
+
+static void toy_metrics_record(struct metrics *m, void *st, const struct bs_hdr *rec)
+{
+	struct toy_sum *s = st;
+	struct toy_series *ser;
+
+	if (rec->type != TOY_REC)
+		return;
+	s->total += s->n * ((const struct toy_tick *)rec)->value;
+	if ((ser = metrics__series(m, &family_toy, rec->pid, 1)))
+		ser->ticks++;
+}
+
+static void toy_metrics_render(FILE *f, void *st, const struct metrics_owner *ow, size_t n)
+{
+	const struct toy_series *ser;
+
+	metrics__head(f, "bpfsight_toy_ticks_total", "counter", "Toy ticks.");
+	for (size_t i = 0; i < n; i++) {
+		if (!(ser = metrics_owner__series(&ow[i], &family_toy)))
+			continue;
+		fputs("bpfsight_toy_ticks_total{", f);
+		metrics__owner_labels(f, &ow[i]);
+		fprintf(f, "} %llu\n", (unsigned long long)ser->ticks);
+	}
+	metrics__head(f, "bpfsight_toy_scaled_total", "counter", "Toy values times --toy-scale.");
+	fprintf(f, "bpfsight_toy_scaled_total %llu\n",
+		(unsigned long long)((struct toy_sum *)st)->total);
+}
+
+static const struct metrics_family toy_metrics = {
+	.series_size = sizeof(struct toy_series),
+	.open = toy_metrics_open,
+	.free = free,
+	.record = toy_metrics_record,
+	.render = toy_metrics_render,
+};
+
+/* The report's page: a timeline of the ticks, and a section of its own. */
+struct toy_page {
+	struct time_bins bins;
+	struct toy_sum sum;
+};
+
+static int toy_page_open(const struct page *p, void **st)
+{
+	struct toy_page *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	page__bins_init(p, &t->bins);
+	*st = t;
+	return 0;
+}
+
+static int toy_page_record(const struct page *p, void *st, const struct bs_hdr *rec,
+			   const struct trace_model *m)
+{
+	struct toy_page *t = st;
+
+	if (rec->type != TOY_REC)
+		return 0;
+	toy_sum__add(&t->sum, rec, m);
+	return time_bins__add(&t->bins, rec->ts, ((const struct toy_tick *)rec)->dur);
+}
+
+static void toy_page_timelines(const struct page *p, void *st, FILE *f)
+{
+	struct toy_page *t = st;
+	struct page_series s = { .label = "ticking", .bins = &t->bins };
+
+	s.total = page__total(&t->bins);
+	page__chart(p, f, "tl-toy", "Toy", "threads inside a toy tick", &s, 1, 0, "");
+}
+
+static void toy_page_sections(const struct page *p, void *st, FILE *f)
+{
+	struct toy_page *t = st;
+
+	fprintf(f, "<section id=\"toy\"><h2>Toy</h2><p>%llu ticks, %llu in all</p></section>\n",
+		(unsigned long long)t->sum.n, (unsigned long long)t->sum.total);
+}
+
+static void toy_page_free(void *st)
+{
+	struct toy_page *t = st;
+
+	time_bins__free(&t->bins);
+	free(t);
+}
+
+static const struct page_family toy_page = {
+	.open = toy_page_open,
+	.record = toy_page_record,
+	.timelines = toy_page_timelines,
+	.sections = toy_page_sections,
+	.free = toy_page_free,
+};
+
 static const struct family family_toy = {
 	.name = "toy",
 	.desc = "a family that exists only in this test",
@@ -197,13 +355,20 @@ static const struct family family_toy = {
 	.chrome = &toy_chrome,
 	.perfetto = &toy_perfetto,
 	.sqlite = &toy_sqlite,
+	.options = toy_options,
+	.opts_size = sizeof(struct toy_opts),
+	.opts_init = toy_opts_init,
+	.losses = toy_losses,
+	.capture = &toy_capture,
+	.metrics = &toy_metrics,
+	.page = &toy_page,
 };
 
 /* ---- the registry: the product's (families.c), plus one line ------------------------- */
 
 const struct family *const families[] = {
-	&family_proc, &family_osrt, &family_sched, &family_gil, &family_cuda,
-	&family_nccl, &family_gpu,  &family_nvtx,  &family_toy, /* the one line */
+	&family_proc, &family_osrt, &family_sched, &family_cpu,	 &family_gil,
+	&family_cuda, &family_nccl, &family_gpu,   &family_nvtx, &family_toy, /* the one line */
 	NULL,
 };
 
@@ -233,6 +398,11 @@ static int write_trace(const char *path)
 		.nr = 39,
 		.dur = 500,
 	};
+	struct bs_loss loss = {
+		.h = { .type = BS_REC_LOSS, .size = sizeof(loss), .ts = T0 + 60000 },
+		.cause = TOY_LOSS,
+		.count = 5,
+	};
 	struct tb b;
 
 	if (tb_open(&b, path, "proc,osrt,toy"))
@@ -250,6 +420,7 @@ static int write_trace(const char *path)
 	}
 	sc.h.ts = T0 + 50000;
 	tb_put(&b, &sc);
+	tb_put(&b, &loss);
 	return tb_close(&b, T0 + 100000);
 }
 
@@ -588,6 +759,186 @@ out:
 	sqlite3_close(db);
 }
 
+/* Everything F writes (a FILE) into a string, for the tests below. */
+static char *captured(void (*fn)(FILE *f, void *arg), void *arg)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	fn(f, arg);
+	fclose(f);
+	return text;
+}
+
+static void render_metrics(FILE *f, void *m)
+{
+	metrics__render(m, f);
+}
+
+static void write_page(FILE *f, void *in)
+{
+	report_html__write(in, f);
+}
+
+static void test_record_and_monitor_take_toy_option(void)
+{
+	char *rec[] = { "record", "--toy-scale", "7", "-o", "x.bst", "--", "true", NULL };
+	char *mon[] = { "monitor", "--toy-scale=3", NULL };
+	char *bad[] = { "record", "--toy-scale", "many", "--", "true", NULL };
+	char *help[] = { "record", "--help", NULL };
+	char out[128], *text;
+	struct record_args a;
+	size_t len;
+	int found = 0;
+
+	ASSERT_EQ(record_args__init(&a, "record"), 0, "record's options");
+	ASSERT_EQ(((struct toy_opts *)record_opts__family(&a.o, &family_toy))->scale, 1,
+		  "record's default");
+	ASSERT_EQ(record_args__parse(&a, 7, rec), 0, "record --toy-scale 7");
+	ASSERT_EQ(((struct toy_opts *)record_opts__family(&a.o, &family_toy))->scale, 7,
+		  "the toy's option parsed by record");
+	ASSERT_TRUE(optind == 6 && !strcmp(rec[optind], "true"), "CMD after the options");
+	record_args__free(&a);
+
+	ASSERT_EQ(record_args__init(&a, "monitor"), 0, "monitor's options");
+	ASSERT_EQ(((struct toy_opts *)record_opts__family(&a.o, &family_toy))->scale, 2,
+		  "monitor's default");
+	ASSERT_EQ(record_args__parse(&a, 2, mon), 0, "monitor --toy-scale=3");
+	ASSERT_EQ(((struct toy_opts *)record_opts__family(&a.o, &family_toy))->scale, 3,
+		  "the toy's option parsed by monitor");
+	record_args__free(&a);
+
+	record_args__init(&a, "record");
+	ASSERT_EQ(record_args__parse(&a, 5, bad), 1, "a bad value is refused");
+	record_args__free(&a);
+
+	for (const struct option *o = record_long_options(); o->name; o++)
+		found += !strcmp(o->name, "toy-scale") && o->has_arg == required_argument;
+	/* `bpfsight __complete options record` prints this table: completion offers it too. */
+	ASSERT_EQ(found, 1, "record's getopt table has --toy-scale=");
+	snprintf(out, sizeof(out), "%s/help.txt", dir);
+	ASSERT_EQ(run_cmd(cmd_record, out, 2, help), 0, "record --help");
+	text = slurp(out, &len);
+	ASSERT_TRUE(text && strstr(text, "      --toy-scale N        the toy's metrics multiply"),
+		    "record --help lists --toy-scale N");
+	free(text);
+}
+
+static void test_capture_range_takes_toy_kind(void)
+{
+	char *good[] = { "record", "-t", "toy", "--capture-range=toyRange:4", "-a", NULL };
+	char *absent[] = { "record", "-t", "osrt", "--capture-range=toyRange:4", "-a", NULL };
+	struct record_args a;
+
+	record_args__init(&a, "record");
+	ASSERT_EQ(record_args__parse(&a, 5, good), 0, "--capture-range=toyRange:4");
+	ASSERT_TRUE(a.o.capture == &family_toy && !strcmp(a.o.capture_arg, "4"),
+		    "the toy's kind, its value");
+	ASSERT_TRUE(record_opts__captures(&a.o, &family_toy), "the toy opens the ranges");
+	ASSERT_EQ(record_args__check(&a), 0, "the toy is recorded");
+	record_args__free(&a);
+	record_args__init(&a, "record");
+	ASSERT_EQ(record_args__parse(&a, 5, absent), 0, "parsed");
+	ASSERT_EQ(record_args__check(&a), 1, "refused: the toy is not recorded");
+	record_args__free(&a);
+}
+
+static void test_info_and_dump_name_toy_loss(void)
+{
+	char trace[128], out[128], *text;
+	char *info[] = { "info", trace, NULL };
+	char *dump[] = { "dump", "--kind", "loss", trace, NULL };
+	size_t len;
+
+	snprintf(trace, sizeof(trace), "%s/toy.bst", dir);
+	snprintf(out, sizeof(out), "%s/info.txt", dir);
+	ASSERT_EQ(run_cmd(cmd_info, out, 2, info), 0, "info");
+	text = slurp(out, &len);
+	ASSERT_TRUE(text && strstr(text, "lost:            5 events\n  toy_dropped    5\n"),
+		    "info names the toy's loss cause");
+	free(text);
+	snprintf(out, sizeof(out), "%s/dump.txt", dir);
+	ASSERT_EQ(run_cmd(cmd_dump, out, 4, dump), 0, "dump");
+	text = slurp(out, &len);
+	ASSERT_TRUE(text && strstr(text, "\"kind\":\"loss\",\"name\":\"toy_dropped\""),
+		    "dump names it");
+	free(text);
+}
+
+static void test_monitor_counts_toy(void)
+{
+	char *mon[] = { "monitor", "--toy-scale", "3", NULL };
+	struct metrics_opts mo = { .top_n = 10,
+				   .grace_ns = 1ull << 40,
+				   .rebalance_ns = 1ull << 40 };
+	struct bs_process p = { .h = { .type = BS_REC_PROCESS, .size = sizeof(p), .pid = PID },
+				.comm = "toyproc" };
+	struct bs_loss l = { .h = { .type = BS_REC_LOSS, .size = sizeof(l) },
+			     .cause = TOY_LOSS,
+			     .count = 5 };
+	struct record_args a;
+	struct metrics *m;
+	char *text;
+
+	record_args__init(&a, "monitor");
+	ASSERT_EQ(record_args__parse(&a, 3, mon), 0, "monitor --toy-scale 3");
+	m = metrics__new(&mo, &a.o);
+	if (!ASSERT_TRUE(m, "metrics"))
+		goto out;
+	metrics__record(m, &p.h);
+	for (int i = 0; i < TICKS; i++) {
+		struct toy_tick t = {
+			.h = { .type = TOY_REC, .size = sizeof(t), .pid = PID, .tid = TID },
+			.value = 10 * (i + 1)
+		};
+
+		metrics__record(m, &t.h);
+	}
+	metrics__record(m, &l.h);
+	text = captured(render_metrics, m);
+	ASSERT_TRUE(text && strstr(text,
+				   "\nbpfsight_toy_ticks_total{pid=\"700\",comm=\"toyproc\"} 3\n"),
+		    "the toy's ticks in its process's series");
+	ASSERT_TRUE(text && strstr(text, "\nbpfsight_toy_scaled_total 180\n"),
+		    "60 times --toy-scale 3");
+	ASSERT_TRUE(text && strstr(text, "\nbpfsight_events_lost_total{family=\"toy\","
+					 "cause=\"toy_dropped\"} 5\n"),
+		    "its loss cause, labelled with the toy");
+	free(text);
+out:
+	metrics__free(m);
+	record_args__free(&a);
+}
+
+/* The page as `bpfsight report` makes it (its info text aside: cmd_report runs the binary). */
+static void test_report_draws_toy(void)
+{
+	char trace[128], *text;
+	struct stats *stats;
+	int status;
+
+	snprintf(trace, sizeof(trace), "%s/toy.bst", dir);
+	stats = stats__collect(trace, NULL, &status);
+	if (!ASSERT_TRUE(stats, "the stats reports"))
+		return;
+	struct report_input in = { trace, "test", "info", stats };
+
+	text = captured(write_page, &in);
+	ASSERT_TRUE(
+		text && strstr(text, "<figure class=\"timeline\" id=\"tl-toy\"><figcaption>Toy"),
+		"the toy's timeline");
+	ASSERT_TRUE(
+		text && strstr(text, "<section id=\"toy\"><h2>Toy</h2><p>3 ticks, 60 in all</p>"),
+		"the toy's section");
+	ASSERT_TRUE(text && strstr(text, "<div class=\"report\" id=\"r-toy_sum\">"),
+		    "its stats report's table");
+	free(text);
+	stats__free(stats);
+}
+
 int main(void)
 {
 	char trace[128];
@@ -604,8 +955,14 @@ int main(void)
 	RUN_TEST(test_chrome_draws_toy);
 	RUN_TEST(test_perfetto_draws_toy);
 	RUN_TEST(test_sqlite_has_toy_table);
+	RUN_TEST(test_record_and_monitor_take_toy_option);
+	RUN_TEST(test_capture_range_takes_toy_kind);
+	RUN_TEST(test_info_and_dump_name_toy_loss);
+	RUN_TEST(test_monitor_counts_toy);
+	RUN_TEST(test_report_draws_toy);
 	for (const char *const *f = (const char *const[]){ "toy.bst", "stats.csv", "toy.json",
-							   "toy.pftrace", "toy.sqlite", NULL };
+							   "toy.pftrace", "toy.sqlite", "help.txt",
+							   "info.txt", "dump.txt", NULL };
 	     *f; f++) {
 		snprintf(trace, sizeof(trace), "%s/%s", dir, *f);
 		unlink(trace);

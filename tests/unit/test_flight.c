@@ -13,6 +13,7 @@
 #include "mono_clock.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
+#include "osrt_records.h"
 
 #define S 1000000000ull
 

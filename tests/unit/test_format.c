@@ -20,6 +20,8 @@
 #include "trace_format.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
+#include "osrt_records.h"
+#include "sched_records.h"
 
 static char tmpdir[64];
 static int tmpseq;

@@ -14,6 +14,8 @@
 #include "table.h"
 #include "trace_model.h"
 #include "unit.h"
+#include "osrt_records.h"
+#include "shim_records.h"
 
 static const struct report *find_report(const char *name)
 {

@@ -8,8 +8,11 @@
 #include <string.h>
 #include "unit.h"
 #include "metrics.h"
+#include "record_options.h"
 #include "mono_clock.h"
 #include "stats_math.h"
+#include "osrt_records.h"
+#include "cuda_records.h"
 
 #define SEC 1000000000ull
 
@@ -105,11 +108,20 @@ static void test_hmap_del(void)
 	hmap__free(h);
 }
 
+/* Metrics as monitor makes them: with monitor's options (its families' defaults). */
+static struct metrics *monitor_metrics(const struct metrics_opts *mo, struct record_args *a)
+{
+	if (record_args__init(a, "monitor"))
+		return NULL;
+	return metrics__new(mo, &a->o);
+}
+
 static void test_syscall_increments_and_recycled_pid(void)
 {
 	/* No rebalance (which asks the kernel whether these made-up pids live). */
 	struct metrics_opts o = { .top_n = 10, .grace_ns = 5 * SEC, .rebalance_ns = 1000 * SEC };
-	struct metrics *m = metrics__new(&o);
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
 
 	fork_proc(m, 100, "work", 1);
 	agg(m, 100, 100, 110, 5, 0, 2);		   /* getppid: 5 so far */
@@ -132,12 +144,14 @@ static void test_syscall_increments_and_recycled_pid(void)
 		sample(m, "bpfsight_syscalls_total{pid=\"100\",comm=\"work\",syscall=\"getppid\"}"),
 		-1.0, "the old one's series are gone");
 	metrics__free(m);
+	record_args__free(&a);
 }
 
 static void test_top_n_other_and_grace(void)
 {
 	struct metrics_opts o = { .top_n = 2, .grace_ns = 5 * SEC, .rebalance_ns = 1000 * SEC };
-	struct metrics *m = metrics__new(&o);
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
 
 	for (__u32 pid = 200; pid < 204; pid++) {
 		fork_proc(m, pid, "p", 1);
@@ -154,6 +168,7 @@ static void test_top_n_other_and_grace(void)
 	ASSERT_EQ(sample(m, "bpfsight_syscalls_total{pid=\"200\",comm=\"p\",syscall=\"getpid\"}"),
 		  1.0, "an exited process within the grace");
 	metrics__free(m);
+	record_args__free(&a);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include "table.h"
 #include "trace_model.h"
 #include "unit.h"
+#include "cuda_records.h"
 
 /* An int argument's word: x86-64 leaves the upper half of its register undefined. */
 #define I(v) (0xdead0000ull << 32 | (__u32)(v))

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "stats.h"
 #include "trace_build.h"
+#include "shim_records.h"
 
 #define PID 300
 #define T1  301

@@ -18,6 +18,8 @@
 #include "trace_model.h"
 #include "trace_writer.h"
 #include "unit.h"
+#include "osrt_records.h"
+#include "sched_records.h"
 
 static char tmp_dir[64];
 static int tmp_seq;

@@ -9,6 +9,7 @@
 #include "gil_contention.h"
 #include "time_bins.h"
 #include "unit.h"
+#include "gil_records.h"
 
 #define W 1000 /* bin width */
 

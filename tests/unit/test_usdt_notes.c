@@ -300,7 +300,7 @@ static void test_arg_specs(void)
 	ASSERT_EQ(usdt_args__parse("8@%rdi 8@foo(%rip)", a, 4), -ENOTSUP, "one bad spec");
 }
 
-/* The real shim (when built): the probes records.h names, each with a semaphore. */
+/* The real shim (when built): the probes shim_records.h names, each with a semaphore. */
 static void test_shim(void)
 {
 	static const char *const probes[] = { "batch", "gpu", "nvtx", "sync", "drain" };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * A stand-in for the cupti-shim that speaks its channel exactly (records.h, "cupti-shim
+ * A stand-in for the cupti-shim that speaks its channel exactly (shim_records.h, "cupti-shim
  * channel"): USDT probes bpfsight:batch/gpu/nvtx/sync/drain with semaphores, batches of
  * hand-made records. It lets tests/e2e/test_shim_link.py check the record side alone,
  * including what a real shim never sends: bad batches, holes in the sequence numbers.
@@ -36,7 +36,8 @@
 #include <unistd.h>
 #include <sys/sdt.h>
 #include <sys/syscall.h>
-#include "../../bpf/records.h"
+#include "../../bpf/shim_records.h"
+#include "../../bpf/osrt_records.h"
 
 unsigned short bpfsight_batch_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_gpu_semaphore __attribute__((section(".probes"), used));

@@ -28,15 +28,18 @@ static int print_options(const char *name)
 {
 	const struct bpfsight_cmd *c;
 
+	const struct option *opts = NULL;
+
 	for (c = bpfsight_cmds; c->name; c++)
-		if (c->opts && !strcmp(c->name, name))
+		if ((c->opts || c->opts_fn) && !strcmp(c->name, name))
 			break;
 	if (!c->name) {
 		fprintf(stderr, "bpfsight __complete: no command '%s'\n", name);
 		return 1;
 	}
 	/* "--name=" for an option that takes a value: the shell then completes the value. */
-	for (const struct option *o = c->opts; o->name; o++)
+	opts = c->opts_fn ? c->opts_fn() : c->opts;
+	for (const struct option *o = opts; o->name; o++)
 		printf("--%s%s\n", o->name, o->has_arg == required_argument ? "=" : "");
 	return 0;
 }

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include "commands.h"
 #include "family.h"
-#include "gpu_decode.h"
 #include "report.h"
 #include "stats.h"
 #include "json.h"
@@ -23,8 +22,13 @@ struct info {
 	__u64 duration_ns;
 	int duration_estimated;
 	char start_time[40];
-	void *shim;	      /* shim_sum's state: per process, what its cupti-shim did */
-	struct table *shim_t; /* its table, when the trace has shim records */
+	/* The reports info shows (struct report.info): their states, then tables with rows. */
+	struct info_report {
+		const struct report *r;
+		void *st;
+		struct table *t;
+	} reports[32];
+	int nreports;
 };
 
 /* One line of the events table: types sharing a kind are counted together. */
@@ -138,7 +142,7 @@ static void info_print_text(const struct trace_walk *w, const struct info *in,
 		printf("lost:            none\n");
 	} else {
 		printf("lost:            %llu events\n", (unsigned long long)w->lost_total);
-		for (c = 0; c <= BS_LOSS_NR; c++)
+		for (c = 0; c <= BS_LOSS_MAX; c++)
 			if (w->lost[c])
 				printf("  %-14s %llu\n", loss_cause_name(c),
 				       (unsigned long long)w->lost[c]);
@@ -154,9 +158,14 @@ static void info_print_text(const struct trace_walk *w, const struct info *in,
 	else
 		printf("truncated:       no\n");
 	printf("clean close:     %s\n", st->clean_close ? "yes" : "no");
-	if (in->shim_t) {
-		printf("cupti-shim:      per process (bpfsight stats -r shim_sum)\n");
-		table__print(in->shim_t, stdout);
+	for (int i = 0; i < in->nreports; i++) {
+		char title[64];
+
+		if (!in->reports[i].t)
+			continue;
+		snprintf(title, sizeof(title), "%s:", in->reports[i].r->info->title);
+		printf("%-16s per process (bpfsight stats -r %s)\n", title, in->reports[i].r->name);
+		table__print(in->reports[i].t, stdout);
 	}
 }
 
@@ -193,7 +202,7 @@ static void info_print_json(const struct trace_walk *w, const struct info *in,
 	json__kv_u64(&j, "records", st->records);
 	json__key(&j, "lost");
 	json__begin_object(&j);
-	for (c = 0; c <= BS_LOSS_NR; c++)
+	for (c = 0; c <= BS_LOSS_MAX; c++)
 		if (w->lost[c])
 			json__kv_u64(&j, loss_cause_name(c), w->lost[c]);
 	json__end_object(&j);
@@ -204,81 +213,63 @@ static void info_print_json(const struct trace_walk *w, const struct info *in,
 	json__kv_u64(&j, "skipped_bytes", st->skipped_bytes);
 	json__kv_bool(&j, "truncated", st->truncated);
 	json__kv_bool(&j, "clean_close", st->clean_close);
-	if (in->shim_t) {
-		json__key(&j, "shim");
-		table__print_json(in->shim_t, &j);
-	}
+	for (int i = 0; i < in->nreports; i++)
+		if (in->reports[i].t) {
+			json__key(&j, in->reports[i].r->info->key);
+			table__print_json(in->reports[i].t, &j);
+		}
 	json__end_object(&j);
 }
 
-/* The shim's table, when some process sent shim records (a GPU or NVTX trace); else none. */
-static int info_shim(struct info *in, const struct trace_model *m)
+/* The families' reports info shows (struct report.info), fed during info's one walk. */
+static int info_reports_new(struct info *in)
+{
+	for (int f = 0; families[f]; f++)
+		for (const struct report *const *r = families[f]->reports; r && *r; r++) {
+			if (!(*r)->info ||
+			    in->nreports == (int)(sizeof(in->reports) / sizeof(in->reports[0])))
+				continue;
+			in->reports[in->nreports].r = *r;
+			in->reports[in->nreports].st = (*r)->new ();
+			if (!in->reports[in->nreports++].st)
+				return -ENOMEM;
+		}
+	return 0;
+}
+
+/* Their tables, kept when they have rows. */
+static int info_reports_emit(struct info *in, const struct trace_model *m)
 {
 	int err;
 
-	in->shim_t = table__new(shim_sum.name);
-	if (!in->shim_t) {
-		fprintf(stderr, "bpfsight info: %s\n", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	err = shim_sum.emit(in->shim, m, in->shim_t);
-	if (err) {
-		fprintf(stderr, "bpfsight info: shim summary: %s\n", strerror(-err));
-		return err;
-	}
-	if (!table__nrows(in->shim_t)) {
-		table__free(in->shim_t);
-		in->shim_t = NULL;
+	for (int i = 0; i < in->nreports; i++) {
+		struct info_report *ir = &in->reports[i];
+
+		ir->t = table__new(ir->r->name);
+		if (!ir->t) {
+			fprintf(stderr, "bpfsight info: %s\n", strerror(ENOMEM));
+			return -ENOMEM;
+		}
+		err = ir->r->emit(ir->st, m, ir->t);
+		if (err) {
+			fprintf(stderr, "bpfsight info: %s: %s\n", ir->r->name, strerror(-err));
+			return err;
+		}
+		if (!table__nrows(ir->t)) {
+			table__free(ir->t);
+			ir->t = NULL;
+		}
 	}
 	return 0;
 }
 
-/*
- * info reads the trace twice (its summary, then the gil_procs report): a pipe or FIFO
- * (`cat t.bst | bpfsight info /dev/stdin`) is copied to an unlinked temporary file first.
- * Returns its fd with OUT naming it, -1 when PATH is a regular file (or cannot be
- * inspected: the reader says why), < -1 after printing an error.
- */
-static int spool_if_stream(const char *path, char *out, size_t len)
+static void info_reports_free(struct info *in)
 {
-	char buf[1 << 16];
-	struct stat st;
-	ssize_t n;
-	int in, fd;
-	FILE *tmp;
-
-	if (stat(path, &st) || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
-		return -1;
-	in = open(path, O_RDONLY | O_CLOEXEC);
-	tmp = tmpfile();
-	if (in < 0 || !tmp) {
-		fprintf(stderr, "bpfsight info: %s: cannot %s: %s\n", path,
-			in < 0 ? "open it" : "create a temporary copy", strerror(errno));
-		goto fail;
+	for (int i = 0; i < in->nreports; i++) {
+		table__free(in->reports[i].t);
+		if (in->reports[i].st)
+			in->reports[i].r->free(in->reports[i].st);
 	}
-	fd = fileno(tmp);
-	while ((n = read(in, buf, sizeof(buf))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || write(fd, buf, n) != n) {
-			fprintf(stderr, "bpfsight info: %s: copying the stream failed: %s\n", path,
-				strerror(errno));
-			goto fail;
-		}
-	}
-	close(in);
-	fd = dup(fd);
-	fclose(tmp);
-	if (fd < 0)
-		return -2;
-	snprintf(out, len, "/proc/self/fd/%d", fd);
-	return fd;
-fail:
-	if (in >= 0)
-		close(in);
-	if (tmp)
-		fclose(tmp);
-	return -2;
 }
 
 /* Also printed by `bpfsight __complete options info`: completion and the docs test read it. */
@@ -298,9 +289,7 @@ int cmd_info(int argc, char **argv)
 	int c, as_json = 0, nkinds, status, ret;
 	struct trace_walk w;
 	struct info in = {};
-	char spooled[64];
 	const char *path;
-	int spool;
 	__u64 end;
 
 	optind = 1;
@@ -320,31 +309,23 @@ int cmd_info(int argc, char **argv)
 	path = cmd__trace_arg("info", argc, argv, info_usage);
 	if (!path)
 		return EXIT_READ_FAIL;
-	spool = spool_if_stream(path, spooled, sizeof(spooled));
-	if (spool < -1)
+	if (trace_walk__open(&w, "info", path))
 		return EXIT_READ_FAIL;
-	if (spool >= 0)
-		path = spooled;
-	if (trace_walk__open_as(&w, "info", path, argv[optind])) {
-		if (spool >= 0)
-			close(spool);
-		return EXIT_READ_FAIL;
-	}
 
 	/* Every record counts once, under its kind, metadata and too-short ones included. */
-	in.shim = shim_sum.new();
-	if (!in.shim) {
+	if (info_reports_new(&in)) {
 		fprintf(stderr, "bpfsight info: %s\n", strerror(ENOMEM));
+		info_reports_free(&in);
 		trace_walk__close(&w);
 		return EXIT_READ_FAIL;
 	}
 	while ((ret = trace_walk__next(&w, &rec, &dec))) {
 		in.by_type[rec->type]++;
-		if (ret == 1)
-			shim_sum.add(in.shim, rec, w.m);
+		for (int i = 0; ret == 1 && i < in.nreports; i++)
+			in.reports[i].r->add(in.reports[i].st, rec, w.m);
 	}
 	status = trace_walk__finish(&w);
-	if (info_shim(&in, w.m))
+	if (info_reports_emit(&in, w.m))
 		status = EXIT_READ_FAIL;
 
 	st = trace_walk__status(&w);
@@ -364,20 +345,12 @@ int cmd_info(int argc, char **argv)
 		info_print_json(&w, &in, kinds, nkinds);
 	} else {
 		info_print_text(&w, &in, kinds, nkinds);
-		/* Per python process: how its GIL was measured and what that cannot see. */
-		if (in.by_type[BS_REC_GIL_PROC]) {
-			fflush(stdout);
-			stats__run(path, "gil_procs", STATS_FORMAT_TABLE, stdout);
-		}
 	}
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "bpfsight info: writing the output failed\n");
 		status = EXIT_READ_FAIL;
 	}
-	table__free(in.shim_t);
-	shim_sum.free(in.shim);
+	info_reports_free(&in);
 	trace_walk__close(&w);
-	if (spool >= 0)
-		close(spool);
 	return status;
 }

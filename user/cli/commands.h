@@ -17,8 +17,8 @@ int cmd_report(int argc, char **argv);
 int cmd_complete(int argc, char **argv);
 
 /* Each command's getopt_long table (cmd_*.c). */
-extern const struct option record_options[], monitor_options[], info_options[], dump_options[],
-	stats_options[], export_options[], shim_options[], report_options[];
+extern const struct option info_options[], dump_options[], stats_options[], export_options[],
+	shim_options[], report_options[];
 
 /* main.c's dispatch table, NULL-terminated; a command with no help is hidden from usage. */
 struct bpfsight_cmd {
@@ -26,6 +26,8 @@ struct bpfsight_cmd {
 	int (*fn)(int argc, char **argv);
 	const struct option *opts;
 	const char *help;
+	/* The table made at run time instead (record, monitor: the families' options). */
+	const struct option *(*opts_fn)(void);
 };
 extern const struct bpfsight_cmd bpfsight_cmds[];
 

@@ -3,12 +3,14 @@
 #include <stdio.h>
 #include <string.h>
 #include "commands.h"
+#include "record_options.h"
 
 const struct bpfsight_cmd bpfsight_cmds[] = {
-	{ "record", cmd_record, record_options,
-	  "trace a command, running processes (-p) or the system (-a)" },
-	{ "monitor", cmd_monitor, monitor_options,
-	  "serve Prometheus metrics (GIL, CUDA, NCCL, syscalls) of the system or -p" },
+	{ "record", cmd_record, NULL, "trace a command, running processes (-p) or the system (-a)",
+	  record_long_options },
+	{ "monitor", cmd_monitor, NULL,
+	  "serve Prometheus metrics (GIL, CUDA, NCCL, syscalls) of the system or -p",
+	  monitor_long_options },
 	{ "info", cmd_info, info_options,
 	  "what a trace file holds: host, targets, events, losses" },
 	{ "dump", cmd_dump, dump_options, "every event as NDJSON" },

@@ -19,6 +19,7 @@ void event__init(struct event *ev, const struct bs_hdr *rec, const char *kind)
 	ev->stack = NULL;
 	ev->holder_stack = NULL;
 	ev->stack_in_kernel = 0;
+	ev->stack_id = 0;
 	ev->namebuf[0] = 0;
 	ev->strbuf[0] = 0;
 	ev->strbuf_used = 0;

@@ -58,6 +58,11 @@ struct event {
 	const struct trace_stack *holder_stack; /* gil_wait: the GIL holder's code, or NULL */
 	/* The stack goes on into the kernel (a sample taken in kernel code): a "[kernel]" leaf. */
 	__u8 stack_in_kernel;
+	/*
+	 * A sample's stack id as its record names it (0: none), also when the trace lacks that
+	 * stack: the sample exports count by it.
+	 */
+	__u32 stack_id;
 	char namebuf[64]; /* for names a decoder formats */
 	char strbuf[256]; /* for string args a decoder formats */
 	__u32 strbuf_used;

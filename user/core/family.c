@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Lookups in the family registry (families[], families.c). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include "family.h"
@@ -22,18 +23,30 @@ int family__count(void)
 	return n;
 }
 
+/* Decoders by type, built once: every record read (and each one a flight recorder keeps) asks. */
+static const struct rec_decoder *by_type[BS_REC_TYPE_MAX];
+static signed char family_of[BS_REC_TYPE_MAX];
+static pthread_once_t by_type_once = PTHREAD_ONCE_INIT;
+
+static void by_type_build(void)
+{
+	for (int i = 0; families[i]; i++)
+		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+			if (d->type < BS_REC_TYPE_MAX && !by_type[d->type]) {
+				by_type[d->type] = d;
+				family_of[d->type] = i;
+			}
+}
+
 const struct rec_decoder *family__decoder_at(__u16 type, int *family)
 {
-	for (int i = 0; families[i]; i++) {
-		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++) {
-			if (d->type == type) {
-				*family = i;
-				return d;
-			}
-		}
+	pthread_once(&by_type_once, by_type_build);
+	if (type >= BS_REC_TYPE_MAX || !by_type[type]) {
+		*family = -1;
+		return NULL;
 	}
-	*family = -1;
-	return NULL;
+	*family = family_of[type];
+	return by_type[type];
 }
 
 const struct rec_decoder *family__decoder(__u16 type)
@@ -89,4 +102,13 @@ void family__list_selectable(char *buf, __u32 len)
 		used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
 				 families[i]->name);
 	}
+}
+
+int family__ring_only(__u16 type)
+{
+	for (int i = 0; families[i]; i++)
+		for (const __u16 *t = families[i]->ring_only; t && *t; t++)
+			if (*t == type)
+				return 1;
+	return 0;
 }

@@ -11,6 +11,7 @@
 #include "records.h"
 #include "event.h"
 #include "trace_model.h"
+#include "loss.h"
 
 struct record_ctx;	/* record_ctx.h */
 struct record_opts;	/* record_ctx.h */
@@ -18,6 +19,9 @@ struct report;		/* report.h */
 struct chrome_family;	/* export_chrome.h */
 struct perfetto_family; /* export_perfetto.h */
 struct sqlite_family;	/* export_sqlite.h */
+struct page_family;	/* page.h */
+struct metrics_family;	/* metrics_family.h */
+struct ucall_table;	/* ucall_api.h */
 
 /*
  * How the exports draw the events of one kind (docs/EXPORT.md). Without one, or where a field
@@ -46,6 +50,11 @@ struct rec_decoder {
 	/* Fill EV (already event__init'ed). Return 1 to emit the event, 0 for metadata. */
 	int (*decode)(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
 	const struct export_style *style; /* NULL: the defaults above */
+	/*
+	 * Byte offset of a stack id (struct bs_stack) in the record, 0 = it names none: the
+	 * flight recorder keeps the stacks its window's records name (a cpu sample's).
+	 */
+	__u16 stack_off;
 };
 
 /*
@@ -59,7 +68,34 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_ALWAYS	      0x1 /* always recorded, not selectable with -t (process lifecycle) */
 #define FAMILY_OPT_IN	      0x2 /* only when -t names it: not in the default set (cpu sampling) */
 #define FAMILY_STACKS	      0x4 /* reads stacks: the stack service starts before families attach */
-#define FAMILY_STACKS_DEFAULT 0x8 /* its events carry stacks unless --stacks says otherwise */
+#define FAMILY_STACKS_DEFAULT 0x8  /* its events carry stacks unless --stacks says otherwise */
+#define FAMILY_SHIM	      0x10 /* records through the cupti-shim: --inject loads it */
+
+#define FAMILY_OPT_RECORD  0x1 /* `record` takes the option */
+#define FAMILY_OPT_MONITOR 0x2 /* `monitor` takes the option */
+
+/*
+ * An option of a family's own. record and monitor list it in their --help and parse it
+ * (user/record/record_options.c) into the family's options, which the family reads with
+ * record_opts__family().
+ */
+struct family_option {
+	const char *name; /* --NAME */
+	const char *arg;  /* its value's name in --help ("DUR"); NULL: it takes none */
+	const char *help; /* --help's text (wrapped there) */
+	__u32 cmds;	  /* FAMILY_OPT_* */
+	/* Take ARG (NULL without one) into OPTS: 0, or 1 after saying what is wrong. */
+	int (*parse)(void *opts, const char *arg, const char *cmd);
+};
+
+/*
+ * --capture-range=KIND[:ARG]: the family records only inside the ranges it opens and closes
+ * (record_ctx's gate), as nsys does (cuda's cudaProfilerApi, nvtx's nvtx:NAME).
+ */
+struct family_capture {
+	const char *kind;
+	const char *arg; /* ":NAME" when the kind takes a value (its name, for --help), else NULL */
+};
 
 /*
  * A record type that is a cumulative snapshot (totals since the recording began; a reader
@@ -92,6 +128,31 @@ struct family {
 	 * -t that names it is refused with the reason.
 	 */
 	__u32 needs;
+	/* Options of its own, ending with a zeroed entry. May be NULL. */
+	const struct family_option *options;
+	/* Bytes of its parsed options, made for every recording; OPTS_INIT sets CMD's defaults. */
+	__u32 opts_size;
+	void (*opts_init)(void *opts, const char *cmd);
+	/* Its options for the trace header's options line, " key=value" each. Optional. */
+	void (*opts_describe)(const void *opts, char *buf, size_t len);
+	/* --capture-range's kind it offers, or NULL. */
+	const struct family_capture *capture;
+	/*
+	 * Record types (0-terminated) kept whatever --capture-range says besides the recording's
+	 * own (< 0x10) and its state_records: not events (cumulative totals, what a range's
+	 * reader needs). May be NULL.
+	 */
+	const __u16 *ungated;
+	/*
+	 * Record types (0-terminated) that only BPF and its consume hook exchange, never on disk
+	 * (a raw sample, a batch of the shim's records): dropped if one comes after it detached.
+	 */
+	const __u16 *ring_only;
+	/*
+	 * A uprobe family's API table (user/ucall/): the build compiles and checks every spec of
+	 * it before linking (tools/check_specs.c). May be NULL.
+	 */
+	const struct ucall_table *api;
 	/* Record side. attach() loads and attaches; its state goes into *state. */
 	int (*attach)(struct record_ctx *ctx, void **state);
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
@@ -127,11 +188,21 @@ struct family {
 	void (*walk_observe)(void *w, const struct bs_hdr *rec);
 	void (*walk_free)(void *w);
 	/*
+	 * Names its records give the reading model (trace_model__name_thread), fed every record
+	 * after the model's own names. Optional.
+	 */
+	void (*name_observe)(struct trace_model *m, const struct bs_hdr *rec);
+	/*
 	 * Record types (0-terminated) that describe state its later events need to be read
 	 * (a process's GIL method, an NVTX thread name): a flight-recorder dump repeats the
 	 * latest of each before its window, as it does strings, names and stacks. May be NULL.
 	 */
 	const __u16 *state_records;
+	/*
+	 * Loss causes of its own (numbered in its record-type block, records.h), ending with a
+	 * zeroed entry; info, dump, the exports and the metrics name them from here. May be NULL.
+	 */
+	const struct loss_cause *losses;
 	/* Its cumulative snapshot types, ending with a zeroed entry. May be NULL. */
 	const struct family_cumulative *cumulative;
 	/* Decode side; arrays end with a zeroed entry. */
@@ -144,7 +215,14 @@ struct family {
 	const struct chrome_family *chrome;
 	const struct perfetto_family *perfetto;
 	const struct sqlite_family *sqlite;
+	/* `bpfsight monitor`: its metrics (metrics_family.h). May be NULL. */
+	const struct metrics_family *metrics;
+	/* `bpfsight report`'s page: its timelines and sections (page.h). May be NULL. */
+	const struct page_family *page;
 };
+
+/* At most this many families: their sets are u64 bit masks (record_opts.families). */
+#define FAMILY_MAX 64
 
 /*
  * The registry, NULL-terminated: families.c, the one list of the product. A test that links
@@ -166,6 +244,8 @@ const struct export_style *family__kind_style(const char *kind);
  * metadata record or an unknown type, -EINVAL for a record shorter than its type needs.
  */
 int family__decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
+/* 1 when a family says TYPE is ring-only (struct family.ring_only). */
+int family__ring_only(__u16 type);
 /* "osrt, sched" : the families -t accepts, for error messages and --help. */
 void family__list_selectable(char *buf, __u32 len);
 

@@ -257,20 +257,13 @@ static void model__thread(struct trace_model *m, __u32 tid, const char *s, __u32
 		e->app_named = 0;
 }
 
-/* nvtxNameOsThread: key is the thread's id. */
-static void model__nvtx_name(struct trace_model *m, const struct bs_hdr *rec)
+void trace_model__name_thread(struct trace_model *m, __u32 tid, const char *name)
 {
-	const struct bs_nvtx_name *n = (const void *)rec;
-	const char *name;
 	struct ent *e;
 
-	if (rec->size < sizeof(*n) || n->kind != BS_NVTX_NAME_THREAD || !n->key ||
-	    n->key > 0xffffffffull)
+	if (!m || !name || !*name)
 		return;
-	name = trace_model__string(m, n->name_id);
-	if (!name || !*name)
-		return;
-	e = model__name(m, &m->threads, (__u32)n->key, name, (__u32)strlen(name));
+	e = model__name(m, &m->threads, tid, name, (__u32)strlen(name));
 	if (e)
 		e->app_named = 1;
 }
@@ -463,12 +456,12 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 	case BS_REC_STACK_REF:
 		model__stack_ref(m, rec);
 		break;
-	case BS_REC_NVTX_NAME:
-		model__nvtx_name(m, rec);
-		break;
 	default:
 		break;
 	}
+	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++)
+		if (families[i]->name_observe)
+			families[i]->name_observe(m, rec);
 }
 
 const char *trace_model__string(const struct trace_model *m, __u32 id)

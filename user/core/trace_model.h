@@ -23,6 +23,8 @@ const char *trace_model__string(const struct trace_model *m, __u32 id);
 const char *trace_model__process_name(const struct trace_model *m, __u32 pid); /* comm */
 const char *trace_model__cmdline(const struct trace_model *m, __u32 pid);
 const char *trace_model__thread_name(const struct trace_model *m, __u32 tid);
+/* A thread named by the application (nvtxNameOsThread): the name outlives later comm changes. */
+void trace_model__name_thread(struct trace_model *m, __u32 tid, const char *name);
 /* The name a SYMBOL record gave ADDR in process PID (a kernel's host stub, a CUfunction). */
 const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 addr);
 /* An interned call stack (STACK record): frames innermost first (records.h struct bs_frame). */

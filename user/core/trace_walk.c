@@ -9,26 +9,21 @@
 
 int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 {
-	return trace_walk__open_as(w, cmd, path, path);
-}
-
-int trace_walk__open_as(struct trace_walk *w, const char *cmd, const char *path, const char *shown)
-{
 	char err[256] = "";
 	int e = 0;
 
 	memset(w, 0, sizeof(*w));
 	w->cmd = cmd;
-	w->path = shown;
+	w->path = path;
 	w->r = trace_reader__open(path, err, sizeof(err), &e);
 	if (!w->r) {
-		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, shown,
+		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, path,
 			err[0] ? err : strerror(e < 0 ? -e : EIO));
 		return EXIT_READ_FAIL;
 	}
 	w->m = trace_model__new();
 	if (!w->m) {
-		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, shown, strerror(ENOMEM));
+		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, path, strerror(ENOMEM));
 		trace_reader__free(w->r);
 		w->r = NULL;
 		return EXIT_READ_FAIL;
@@ -60,7 +55,7 @@ int trace_walk__next(struct trace_walk *w, const struct bs_hdr **recp,
 	trace_model__observe(w->m, rec);
 	if (rec->type == BS_REC_LOSS) {
 		l = (const void *)rec;
-		w->lost[l->cause < BS_LOSS_NR ? l->cause : BS_LOSS_NR] += l->count;
+		w->lost[loss_cause__slot(l->cause)] += l->count;
 		w->lost_total += l->count;
 	}
 	return 1;
@@ -85,7 +80,7 @@ int trace_walk__loss_summary(const struct trace_walk *w, char *buf, size_t len)
 	buf[0] = 0;
 	if (!w->lost_total)
 		return 0;
-	for (c = 0; c <= BS_LOSS_NR; c++) {
+	for (c = 0; c <= BS_LOSS_MAX; c++) {
 		if (!w->lost[c])
 			continue;
 		n = snprintf(buf + used, len - used, "%s%s: %llu", used ? ", " : "",

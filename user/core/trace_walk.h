@@ -17,15 +17,13 @@ struct trace_walk {
 	const char *path;
 	struct trace_reader *r;
 	struct trace_model *m;
-	__u64 short_records;	    /* records shorter than their decoder's min_size */
-	__u64 lost[BS_LOSS_NR + 1]; /* BS_REC_LOSS counts by cause; [BS_LOSS_NR] = unknown */
+	__u64 short_records;	     /* records shorter than their decoder's min_size */
+	__u64 lost[BS_LOSS_MAX + 1]; /* BS_REC_LOSS counts by cause; [BS_LOSS_MAX]: unknown ones */
 	__u64 lost_total;
 };
 
 /* 0, or EXIT_READ_FAIL after printing "bpfsight CMD: PATH: reason" on stderr. */
 int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path);
-/* The same, reading PATH but naming SHOWN in every message (a spooled copy of a stream). */
-int trace_walk__open_as(struct trace_walk *w, const char *cmd, const char *path, const char *shown);
 /*
  * Next record in file order, already observed by the model. *DEC = its decoder (NULL for a
  * type no family knows). Returns 1 for a record, 2 for one shorter than its decoder needs

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "cpu_samples.h"
 #include "export.h"
 #include "pb.h"
 #include "stack_format.h"
@@ -120,14 +121,13 @@ static void *pprof_open(const char *out, const struct trace_meta *meta, int *err
 static int pprof_record(void *st, const struct bs_hdr *rec, const struct event *ev,
 			const struct trace_model *m)
 {
-	const struct bs_cpu_sample *s = (const void *)rec;
 	struct pprof *p = st;
 	__u64 *n;
 
-	if (!ev || rec->type != BS_REC_CPU_SAMPLE)
+	if (!cpu_samples__is_sample(rec, ev))
 		return 0;
 	n = hmap__get(p->samples,
-		      (struct hkey){ (__u64)s->stack_id << 1 | !!(s->flags & BS_CPU_KERNEL),
+		      (struct hkey){ (__u64)ev->stack_id << 1 | ev->stack_in_kernel,
 				     (__u64)rec->pid << 32 | rec->tid },
 		      1);
 	if (!n)

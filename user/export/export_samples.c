@@ -37,7 +37,7 @@ int samples_export__record(void *vst, const struct bs_hdr *rec, const struct eve
 {
 	struct samples_export *st = vst;
 
-	return ev ? cpu_samples__add(st->counts, rec) : 0;
+	return cpu_samples__add(st->counts, rec, ev);
 }
 
 int samples_export__close(struct samples_export *st, int err)

@@ -156,10 +156,18 @@ static void mark_ended(struct flight_meta *fm, __u32 pid, __u32 tid, __u64 ts)
 
 int flight_meta__observe(struct flight_meta *fm, const struct bs_hdr *rec, __u32 seq)
 {
-	if (rec->type == BS_REC_STACK_REF || rec->type == BS_REC_CPU_SAMPLE) {
-		/* Both carry the stack id at 24 (records.h). */
-		if (rec->size >= 32)
-			refer_stack(fm, (__u32)word3(rec), rec->ts);
+	const struct rec_decoder *d;
+
+	if (rec->type == BS_REC_STACK_REF) {
+		if (rec->size >= sizeof(struct bs_stack_ref))
+			refer_stack(fm, ((const struct bs_stack_ref *)rec)->stack_id, rec->ts);
+		return 0;
+	}
+	d = family__decoder(rec->type);
+	if (d && d->stack_off) {
+		if (rec->size >= d->stack_off + sizeof(__u32))
+			refer_stack(fm, *(const __u32 *)((const char *)rec + d->stack_off),
+				    rec->ts);
 		return 0;
 	}
 	if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit)) {

@@ -8,21 +8,6 @@
 #include "flight_opts.h"
 #include "parse.h"
 
-const char flight_opts_help[] =
-	"      --flight-recorder DUR[,SIZE]\n"
-	"                           keep at least the last DUR in memory (compressed, at\n"
-	"                           most SIZE, default 256M) and write it only when\n"
-	"                           triggered, to FILE's stem + -N.bst; SIGUSR1 triggers\n"
-	"      --trigger FAMILY:NAME>DUR\n"
-	"                           dump when an event of FAMILY named NAME (* any) lasts\n"
-	"                           over DUR, e.g. osrt:nanosleep>250ms (repeatable)\n"
-	"      --trigger-after DUR  keep recording DUR after a trigger before writing\n"
-	"                           (default 0s)\n"
-	"      --trigger-cooldown DUR\n"
-	"                           ignore triggers for DUR after a dump (default 10s)\n"
-	"      --max-dumps N        write at most N dumps, then ignore triggers (default\n"
-	"                           10; 0 = no limit)\n";
-
 void flight_opts__init(struct flight_opts *fo)
 {
 	memset(fo, 0, sizeof(*fo));

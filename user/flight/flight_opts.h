@@ -39,7 +39,7 @@ struct flight_opts {
 	const char *text; /* --flight-recorder as given */
 };
 
-/* getopt_long values; a subcommand puts FLIGHT_LONG_OPTIONS into its option table. */
+/* Which option flight_opts__parse takes (record_options.c lists them for record and monitor). */
 enum {
 	OPT_FLIGHT = 0x400,
 	OPT_FLIGHT_TRIGGER,
@@ -47,18 +47,6 @@ enum {
 	OPT_FLIGHT_COOLDOWN,
 	OPT_FLIGHT_MAX_DUMPS,
 };
-
-#define FLIGHT_LONG_OPTIONS                                                                        \
-	{ "flight-recorder", required_argument, NULL, OPT_FLIGHT },                                \
-		{ "trigger", required_argument, NULL, OPT_FLIGHT_TRIGGER },                        \
-		{ "trigger-after", required_argument, NULL, OPT_FLIGHT_AFTER },                    \
-		{ "trigger-cooldown", required_argument, NULL, OPT_FLIGHT_COOLDOWN },              \
-	{                                                                                          \
-		"max-dumps", required_argument, NULL, OPT_FLIGHT_MAX_DUMPS                         \
-	}
-
-/* The --help lines of those options. */
-extern const char flight_opts_help[];
 
 /* Defaults (no flight recorder until --flight-recorder). */
 void flight_opts__init(struct flight_opts *fo);

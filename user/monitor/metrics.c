@@ -2,7 +2,9 @@
 /*
  * The record stream folded into counters and histograms (metrics.h). Records are the ones a
  * trace file would get, so in-kernel aggregates arrive as cumulative snapshots (osrt's
- * SYSCALL_AGG, gil's GIL_AGG) and are turned into increments here, per thread.
+ * SYSCALL_AGG, gil's GIL_AGG), which the families turn into increments per thread. What is
+ * counted is each family's (struct family.metrics, metrics_family.h); this file keeps the
+ * owners of series, the losses and the records read.
  *
  * Cardinality: at most top_n processes own series; the events of the others go to one
  * pid="other" series. Ownership changes only by whole series, never by moving counts, so
@@ -23,8 +25,7 @@ static const __u64 std_bounds_ns[] = {
 	250000000, 500000000, 1000000000, 2500000000, 5000000000, 10000000000,
 };
 
-/* FLOOR first (when not 0), then the standard bounds above it. */
-static void bounds_init(struct m_bounds *b, __u64 floor_ns)
+void m_bounds__init(struct m_bounds *b, __u64 floor_ns)
 {
 	b->n = 0;
 	if (floor_ns)
@@ -34,7 +35,7 @@ static void bounds_init(struct m_bounds *b, __u64 floor_ns)
 			b->ns[b->n++] = std_bounds_ns[i];
 }
 
-static void hist_add(struct m_hist *h, const struct m_bounds *b, __u64 dur, __u64 n, __u64 sum)
+void m_hist__add(struct m_hist *h, const struct m_bounds *b, __u64 dur, __u64 n, __u64 sum)
 {
 	__u32 i = 0;
 
@@ -45,117 +46,14 @@ static void hist_add(struct m_hist *h, const struct m_bounds *b, __u64 dur, __u6
 	h->sum_ns += sum;
 }
 
-static void series_free(struct m_series *s)
+void *m_map__at(struct hmap **h, size_t elem, struct hkey k)
 {
-	hmap__free(s->syscalls);
-	hmap__free(s->ucalls);
-	memset(s, 0, sizeof(*s));
-}
-
-struct metrics *metrics__new(const struct metrics_opts *o)
-{
-	struct metrics *m = calloc(1, sizeof(*m));
-
-	if (!m)
-		return NULL;
-	m->o = *o;
-	pthread_mutex_init(&m->lock, NULL);
-	m->procs = hmap__new(sizeof(struct m_proc));
-	m->sys_last = hmap__new(sizeof(struct m_count));
-	m->gil_last = hmap__new(sizeof(struct m_count));
-	m->sys_hist = hmap__new(sizeof(struct m_hist));
-	m->gpu = hmap__new(sizeof(struct m_gpu));
-	if (!m->procs || !m->sys_last || !m->gil_last || !m->sys_hist || !m->gpu) {
-		metrics__free(m);
-		return NULL;
-	}
-	/* Calls under the threshold are only counted in BPF: the first bucket holds them all. */
-	bounds_init(&m->sys_bounds, o->syscall_floor_ns);
-	bounds_init(&m->call_bounds, 0);
-	return m;
-}
-
-void metrics__free(struct metrics *m)
-{
-	struct m_proc *p;
-	struct m_gpu *g;
-	size_t it = 0;
-
-	if (!m)
-		return;
-	while (m->procs && (p = hmap__next(m->procs, &it, NULL)))
-		series_free(&p->s);
-	series_free(&m->other);
-	for (it = 0; m->gpu && (g = hmap__next(m->gpu, &it, NULL));)
-		busy_union__free(&g->busy);
-	hmap__free(m->procs);
-	hmap__free(m->sys_last);
-	hmap__free(m->gil_last);
-	hmap__free(m->sys_hist);
-	hmap__free(m->gpu);
-	pthread_mutex_destroy(&m->lock);
-	free(m);
-}
-
-static struct m_proc *proc_get(struct metrics *m, __u32 pid, int create)
-{
-	struct m_proc *p = hmap__get(m->procs, (struct hkey){ pid, 0 }, create);
-
-	if (p && !p->pid)
-		p->pid = pid;
-	return p;
-}
-
-static void proc_drop(struct metrics *m, __u32 pid)
-{
-	struct m_proc *p = proc_get(m, pid, 0);
-
-	if (!p)
-		return;
-	if (p->owned)
-		m->nowned--;
-	series_free(&p->s);
-	hmap__del(m->procs, (struct hkey){ pid, 0 });
-}
-
-/*
- * The series the events of PID go to, counting them as its activity: its own, or "other"
- * when top_n processes own series already. A process seen for the first time (no PROCESS or
- * FORK record: pid 0 records, threads of processes that started before) gets an entry here.
- */
-static struct m_series *series_of(struct metrics *m, __u32 pid, __u64 events)
-{
-	struct m_proc *p = pid ? proc_get(m, pid, 1) : NULL;
-
-	if (!p)
-		return &m->other;
-	p->activity += events;
-	if (!p->owned && !p->dead_at && m->nowned < m->o.top_n) {
-		p->owned = 1;
-		m->nowned++;
-	}
-	return p->owned ? &p->s : &m->other;
-}
-
-static struct m_count *count_at(struct hmap **h, struct hkey k)
-{
-	if (!*h && !(*h = hmap__new(sizeof(struct m_count))))
+	if (!*h && !(*h = hmap__new(elem)))
 		return NULL;
 	return hmap__get(*h, k, 1);
 }
 
-static struct m_hist *hist_at(struct hmap **h, struct hkey k)
-{
-	if (!*h && !(*h = hmap__new(sizeof(struct m_hist))))
-		return NULL;
-	return hmap__get(*h, k, 1);
-}
-
-/*
- * A cumulative snapshot of KEY in LAST: the increment since the previous one. A snapshot
- * below the previous one is a new thread with a recycled id (its BPF entry started at 0).
- */
-static struct m_count delta_of(struct hmap *last, struct hkey key, __u64 count, __u64 total)
+struct m_count m_count__delta(struct hmap *last, struct hkey key, __u64 count, __u64 total)
 {
 	struct m_count *l = hmap__get(last, key, 1), d = { count, total };
 
@@ -170,97 +68,149 @@ static struct m_count delta_of(struct hmap *last, struct hkey key, __u64 count, 
 	return d;
 }
 
-static void on_syscall(struct metrics *m, const struct bs_syscall *r)
+static void series_free(struct metrics_series *s)
 {
-	struct m_series *s = series_of(m, r->h.pid, 1);
-	struct m_count *c = count_at(&s->syscalls, (struct hkey){ r->nr, 0 });
-	struct m_hist *h = hmap__get(m->sys_hist, (struct hkey){ r->nr, 0 }, 1);
-
-	if (c) {
-		c->count++;
-		c->total_ns += r->dur;
+	for (int i = 0; families[i]; i++) {
+		if (!s->fam[i])
+			continue;
+		if (families[i]->metrics->series_free)
+			families[i]->metrics->series_free(s->fam[i]);
+		free(s->fam[i]);
 	}
-	if (h)
-		hist_add(h, &m->sys_bounds, r->dur, 1, r->dur);
+	memset(s, 0, sizeof(*s));
 }
 
-static void on_syscall_agg(struct metrics *m, const struct bs_syscall_agg *r)
+struct metrics *metrics__new(const struct metrics_opts *mo, const struct record_opts *o)
 {
-	struct hkey key = { (__u64)r->h.pid << 32 | r->h.tid, r->nr };
-	struct m_count d = delta_of(m->sys_last, key, r->count, r->total_ns);
-	struct m_series *s;
-	struct m_count *c;
-	struct m_hist *h;
+	struct metrics *m = calloc(1, sizeof(*m));
 
-	if (r->flags & BS_AGG_FINAL) /* the thread is gone: a later snapshot is a new one */
-		hmap__del(m->sys_last, key);
-	if (!d.count)
-		return;
-	s = series_of(m, r->h.pid, d.count);
-	if ((c = count_at(&s->syscalls, (struct hkey){ r->nr, 0 }))) {
-		c->count += d.count;
-		c->total_ns += d.total_ns;
+	if (!m)
+		return NULL;
+	m->o = *mo;
+	pthread_mutex_init(&m->lock, NULL);
+	m->procs = hmap__new(sizeof(struct metrics_proc));
+	if (!m->procs)
+		goto fail;
+	for (int i = 0; families[i]; i++) {
+		const struct metrics_family *mf = families[i]->metrics;
+
+		if (mf && mf->open && mf->open(o, &m->states[i]))
+			goto fail;
 	}
-	/* Every one of them was under the threshold: the first bucket, exactly. */
-	if ((h = hmap__get(m->sys_hist, (struct hkey){ r->nr, 0 }, 1)))
-		hist_add(h, &m->sys_bounds, 0, d.count, d.total_ns);
+	return m;
+fail:
+	metrics__free(m);
+	return NULL;
 }
 
-static void on_gil_agg(struct metrics *m, const struct bs_gil_agg *r)
+void metrics__free(struct metrics *m)
 {
-	struct hkey key = { (__u64)r->h.pid << 32 | r->h.tid, 0 };
-	struct m_count d = delta_of(m->gil_last, key, r->v.wait_count, r->v.wait_total_ns);
-	struct m_series *s;
+	struct metrics_proc *p;
+	size_t it = 0;
 
-	if (!d.count && !d.total_ns)
+	if (!m)
 		return;
-	s = series_of(m, r->h.pid, d.count);
-	s->gil_waits += d.count;
-	s->gil_wait_ns += d.total_ns;
+	while (m->procs && (p = hmap__next(m->procs, &it, NULL)))
+		series_free(&p->s);
+	series_free(&m->other);
+	for (int i = 0; families[i]; i++)
+		if (m->states[i] && families[i]->metrics->free)
+			families[i]->metrics->free(m->states[i]);
+	hmap__free(m->procs);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
 }
 
-static void on_offcpu(struct metrics *m, const struct bs_offcpu *r)
+static struct metrics_proc *proc_get(struct metrics *m, __u32 pid, int create)
 {
-	struct m_series *s = series_of(m, r->h.pid, 1);
-	__u64 runnable = r->runnable_ns < r->dur ? r->runnable_ns : r->dur;
-	int blocked = M_OFF_OTHER;
+	struct metrics_proc *p = hmap__get(m->procs, (struct hkey){ pid, 0 }, create);
 
-	/* prev_state: TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2; 0 was preempted. */
-	if (r->state == 0)
-		blocked = M_OFF_RUNNABLE;
-	else if (r->state & 1)
-		blocked = M_OFF_SLEEPING;
-	else if (r->state & 2)
-		blocked = M_OFF_DISK;
-	s->offcpu_ns[M_OFF_RUNNABLE] += runnable;
-	s->offcpu_ns[blocked] += r->dur - runnable;
+	if (p && !p->pid)
+		p->pid = pid;
+	return p;
 }
 
-static void on_ucall(struct metrics *m, const struct bs_ucall *r, __u32 table)
+static void proc_drop(struct metrics *m, __u32 pid)
 {
-	struct m_series *s;
-	struct m_hist *h;
+	struct metrics_proc *p = proc_get(m, pid, 0);
 
-	if (r->depth) /* a call the library made inside one the application made */
+	if (!p)
 		return;
-	s = series_of(m, r->h.pid, 1);
-	if ((h = hist_at(&s->ucalls, (struct hkey){ table, r->fn })))
-		hist_add(h, &m->call_bounds, r->dur, 1, r->dur);
+	if (p->owned)
+		m->nowned--;
+	series_free(&p->s);
+	hmap__del(m->procs, (struct hkey){ pid, 0 });
+}
+
+/*
+ * The series the events of PID go to, counting them as its activity: its own, or "other"
+ * when top_n processes own series already. A process seen for the first time (no PROCESS or
+ * FORK record: pid 0 records, threads of processes that started before) gets an entry here.
+ */
+static struct metrics_series *series_of(struct metrics *m, __u32 pid, __u64 events)
+{
+	struct metrics_proc *p = pid ? proc_get(m, pid, 1) : NULL;
+
+	if (!p)
+		return &m->other;
+	p->activity += events;
+	if (!p->owned && !p->dead_at && m->nowned < m->o.top_n) {
+		p->owned = 1;
+		m->nowned++;
+	}
+	return p->owned ? &p->s : &m->other;
+}
+
+static int family_slot(const struct family *f)
+{
+	for (int i = 0; families[i]; i++)
+		if (families[i] == f)
+			return i;
+	return -1;
+}
+
+/* F's counters in S, made (zeroed) on first use. */
+static void *counters(struct metrics_series *s, const struct family *f)
+{
+	int i = family_slot(f);
+
+	if (i < 0 || !f->metrics || !f->metrics->series_size)
+		return NULL;
+	if (!s->fam[i])
+		s->fam[i] = calloc(1, f->metrics->series_size);
+	return s->fam[i];
+}
+
+void *metrics__series(struct metrics *m, const struct family *f, __u32 pid, __u64 events)
+{
+	return counters(series_of(m, pid, events), f);
+}
+
+void *metrics__proc_series(struct metrics *m, const struct family *f, __u32 pid)
+{
+	struct metrics_proc *p = pid ? proc_get(m, pid, 1) : NULL;
+
+	return p ? counters(&p->s, f) : NULL;
+}
+
+void *metrics_owner__series(const struct metrics_owner *o, const struct family *f)
+{
+	int i = family_slot(f);
+
+	return i < 0 ? NULL : o->s->fam[i];
 }
 
 static void on_exit_rec(struct metrics *m, const struct bs_exit *r)
 {
-	struct m_proc *p;
+	struct metrics_proc *p;
 
-	/* gil wrote the thread's final totals before its exit record: forget the snapshot. */
-	hmap__del(m->gil_last, (struct hkey){ (__u64)r->h.pid << 32 | r->h.tid, 0 });
 	if (r->group_dead && (p = proc_get(m, r->h.pid, 0)))
 		p->dead_at = r->h.ts ? r->h.ts : 1;
 }
 
 static void set_comm(struct metrics *m, __u32 pid, const char *comm)
 {
-	struct m_proc *p = proc_get(m, pid, 1);
+	struct metrics_proc *p = proc_get(m, pid, 1);
 
 	if (p)
 		memcpy(p->comm, comm, BS_COMM_LEN);
@@ -282,7 +232,7 @@ static void on_fork(struct metrics *m, const struct bs_fork *r)
  */
 static void rebalance(struct metrics *m)
 {
-	struct m_proc *p, *lo, *hi;
+	struct metrics_proc *p, *lo, *hi;
 	__u32 dead[256];
 	int ndead = 0;
 	size_t it;
@@ -350,39 +300,10 @@ void metrics__record(void *arg, const struct bs_hdr *h)
 	if (h->ts > m->now)
 		m->now = h->ts;
 	switch (h->type) {
-	case BS_REC_SYSCALL:
-		on_syscall(m, (const void *)h);
-		break;
-	case BS_REC_SYSCALL_AGG:
-		on_syscall_agg(m, (const void *)h);
-		break;
-	case BS_REC_GIL_AGG:
-		on_gil_agg(m, (const void *)h);
-		break;
-	case BS_REC_OFFCPU:
-		on_offcpu(m, (const void *)h);
-		break;
-	case BS_REC_CUDA_CALL:
-		on_ucall(m, (const void *)h, M_UCALL_CUDA);
-		break;
-	case BS_REC_NCCL_CALL:
-		on_ucall(m, (const void *)h, M_UCALL_NCCL);
-		break;
-	case BS_REC_GPU_KERNEL: {
-		const struct bs_gpu_kernel *k = (const void *)h;
-		struct m_gpu *g = hmap__get(m->gpu, (struct hkey){ k->device, 0 }, 1);
-
-		if (g) {
-			g->count++;
-			g->total_ns += k->dur;
-			busy_union__add(&g->busy, h->ts, h->ts + k->dur);
-		}
-		break;
-	}
 	case BS_REC_LOSS: {
 		const struct bs_loss *l = (const void *)h;
 
-		if (l->cause < BS_LOSS_NR)
+		if (l->cause < BS_LOSS_MAX)
 			m->lost[l->cause] += l->count;
 		break;
 	}
@@ -402,15 +323,10 @@ void metrics__record(void *arg, const struct bs_hdr *h)
 	case BS_REC_EXIT:
 		on_exit_rec(m, (const void *)h);
 		break;
-	case BS_REC_GIL_PROC: { /* series from 0 before the first wait: increase() sees it all */
-		struct m_proc *p = proc_get(m, h->pid, 1);
-
-		if (p)
-			p->python = ((const struct bs_gil_proc *)h)->method != BS_GIL_METHOD_NONE;
-		series_of(m, h->pid, 0); /* series of its own now, if there is room */
-		break;
 	}
-	}
+	for (int i = 0; families[i]; i++)
+		if (families[i]->metrics && families[i]->metrics->record)
+			families[i]->metrics->record(m, m->states[i], h);
 	metrics__housekeep(m, 0);
 	pthread_mutex_unlock(&m->lock);
 }

@@ -12,15 +12,18 @@
 #include "records.h"
 
 struct metrics_opts {
-	__u32 top_n;		/* processes with series of their own; the rest are pid="other" */
-	__u64 grace_ns;		/* an exited process's series stay this long, then go */
-	__u64 syscall_floor_ns; /* --osrt-threshold: calls below it are only counted in BPF */
-	__u64 rebalance_ns;	/* how often the busiest processes may take over series */
+	__u32 top_n;	    /* processes with series of their own; the rest are pid="other" */
+	__u64 grace_ns;	    /* an exited process's series stay this long, then go */
+	__u64 rebalance_ns; /* how often the busiest processes may take over series */
 };
 
 struct metrics;
+struct metrics_proc;   /* metrics_state.h */
+struct metrics_series; /* metrics_state.h */
+struct record_opts;
 
-struct metrics *metrics__new(const struct metrics_opts *o);
+/* The metrics of a monitor recording with options O (the families read theirs there). */
+struct metrics *metrics__new(const struct metrics_opts *mo, const struct record_opts *o);
 void metrics__free(struct metrics *m);
 /* The recorder's sink (struct record_opts): one record, as written to a trace file. */
 void metrics__record(void *m, const struct bs_hdr *rec);

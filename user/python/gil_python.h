@@ -16,7 +16,7 @@
 #include <limits.h>
 #include <sys/types.h>
 #include <linux/types.h>
-#include "records.h"
+#include "gil_records.h"
 
 enum gil_py_status {
 	GIL_PY_NOT_PYTHON = 0, /* no _PyRuntime in any mapped file */

@@ -2,6 +2,7 @@
 /* --capture-range: ranges by time, events kept by their start (see capture_gate.h). */
 #include <stdlib.h>
 #include "capture_gate.h"
+#include "family.h"
 
 #define MAX_RANGES 4096 /* closed ranges remembered; older ones are merged into the last */
 
@@ -15,7 +16,17 @@ struct capture_gate {
 	__u32 depth;	  /* open nesting */
 	__u64 open_start; /* valid while depth > 0 */
 	__u64 dropped;
+	__u8 kept[BS_REC_TYPE_MAX]; /* types kept whatever the ranges say: not events */
 };
+
+/* 1 when TYPE is in the 0-terminated LIST. */
+static int listed(const __u16 *list, __u16 type)
+{
+	for (; list && *list; list++)
+		if (*list == type)
+			return 1;
+	return 0;
+}
 
 struct capture_gate *capture_gate__new(void)
 {
@@ -24,6 +35,16 @@ struct capture_gate *capture_gate__new(void)
 	if (g && !(g->closed = calloc(MAX_RANGES, sizeof(*g->closed)))) {
 		free(g);
 		return NULL;
+	}
+	/*
+	 * The recording's own records (processes, strings, losses, symbols, stacks) and what the
+	 * families say is state (struct family.state_records, .ungated) name the events kept.
+	 */
+	for (int t = 0; g && t < BS_REC_TYPE_MAX; t++) {
+		g->kept[t] = t < 0x10;
+		for (int i = 0; families[i] && !g->kept[t]; i++)
+			g->kept[t] = listed(families[i]->state_records, t) ||
+				     listed(families[i]->ungated, t);
 	}
 	return g;
 }
@@ -53,33 +74,9 @@ void capture_gate__close(struct capture_gate *g, __u64 ts)
 	g->closed[g->nclosed++] = (struct range){ g->open_start, ts };
 }
 
-/* Metadata and loss records are kept whatever the ranges say. */
-static int is_event(__u16 type)
-{
-	switch (type) {
-	case BS_REC_STRING:
-	case BS_REC_PROCESS:
-	case BS_REC_THREAD:
-	case BS_REC_LOSS:
-	case BS_REC_FORK:
-	case BS_REC_EXEC:
-	case BS_REC_EXIT:
-	case BS_REC_COMM:
-	case BS_REC_SYMBOL:
-	case BS_REC_MAP_EXEC:
-	case BS_REC_SYSCALL_AGG: /* cumulative counters, not events */
-	case BS_REC_SHIM_STATUS: /* what the shim did: says why GPU records may be missing */
-	case BS_REC_NVTX_NAME:
-	case BS_REC_NVTX_BEGIN:
-		return 0;
-	default:
-		return type >= 0x10;
-	}
-}
-
 int capture_gate__keep(struct capture_gate *g, const struct bs_hdr *rec)
 {
-	if (!is_event(rec->type))
+	if (rec->type < BS_REC_TYPE_MAX && g->kept[rec->type])
 		return 1;
 	if (g->depth && rec->ts >= g->open_start)
 		return 1;

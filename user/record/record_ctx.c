@@ -72,7 +72,7 @@ __u32 record_ctx__intern(struct record_ctx *ctx, const char *s)
 
 void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n)
 {
-	if (cause < BS_LOSS_NR)
+	if (cause < BS_LOSS_MAX)
 		ctx->lost_user[cause] += n;
 }
 
@@ -201,4 +201,17 @@ __u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f)
 		if (families[i] == f)
 			return o->stack_ns[i];
 	return RECORD_STACKS_OFF;
+}
+
+void *record_opts__family(const struct record_opts *o, const struct family *f)
+{
+	for (int i = 0; families[i]; i++)
+		if (families[i] == f)
+			return o->family_opts[i];
+	return NULL;
+}
+
+int record_opts__captures(const struct record_opts *o, const struct family *f)
+{
+	return o->capture == f;
 }

@@ -33,22 +33,22 @@ struct record_opts {
 	__u32 npids;
 	__u32 system_wide;
 	__u64 duration_ns; /* 0 = until the targets exit or a signal */
-	__u64 osrt_threshold_ns;
 	__u64 ringbuf_bytes;
 	int kill_signal;     /* sent to a launched CMD when -d ends; 0 = none */
 	char **cmd;	     /* launch mode when non-NULL */
 	const char *cmdline; /* bpfsight's own command line, for the file header */
 	__u32 verbose;
-	__u32 dry_run;		  /* --dry-run: find and list probe sites, record nothing */
-	__u32 capture_range;	  /* RECORD_CAPTURE_* */
-	const char *capture_nvtx; /* --capture-range=nvtx:NAME */
-	__u32 gil_mode;		  /* RECORD_GIL_* */
-	__u32 families_explicit;  /* -t named the families (else: every family, by default) */
-	__u32 sample_rate;	  /* cpu: samples per second per CPU (--sample-rate) */
-	__u32 inject;		  /* --inject: ptrace the cupti-shim into targets lacking it */
+	__u32 dry_run; /* --dry-run: find and list probe sites, record nothing */
+	/* --capture-range: the family whose ranges are kept (NULL: all), KIND:ARG's ARG */
+	const struct family *capture;
+	const char *capture_arg;
+	__u32 families_explicit; /* -t named the families (else: every family, by default) */
+	__u32 inject;		 /* --inject: ptrace the cupti-shim into targets lacking it */
 	/* --stacks: per families[] index, the events of at least this many ns get a stack */
 	__u64 stack_ns[RECORD_MAX_FAMILIES];
 	struct flight_opts flight; /* --flight-recorder: window_ns 0 = off */
+	/* per families[] index, its options (struct family.opts_size), NULL without */
+	void *family_opts[RECORD_MAX_FAMILIES];
 	/*
 	 * monitor: every record written (the file's whole stream, user-space records included)
 	 * also goes to SINK, on the recording's thread; with output NULL, only there. SINK_NAME
@@ -66,12 +66,10 @@ struct family;
 /* --stacks for family F: the threshold of its events that get a stack, RECORD_STACKS_OFF. */
 __u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f);
 
-#define RECORD_CAPTURE_ALL	    0 /* everything from start to stop */
-#define RECORD_CAPTURE_PROFILER_API 1 /* only between cudaProfilerStart and cudaProfilerStop */
-#define RECORD_CAPTURE_NVTX	    2 /* only inside NVTX ranges named capture_nvtx */
-
-#define RECORD_GIL_DEFAULT 0 /* contended path only (production) */
-#define RECORD_GIL_FULL	   1 /* every take_gil/drop_gil too */
+/* F's options (struct family.opts_size bytes), NULL when it has none. */
+void *record_opts__family(const struct record_opts *o, const struct family *f);
+/* 1 when --capture-range names F's kind: F opens and closes the gate's ranges. */
+int record_opts__captures(const struct record_opts *o, const struct family *f);
 
 struct capture_gate;	/* capture_gate.h */
 struct uprobe_mgr;	/* uprobe_mgr.h */
@@ -85,7 +83,7 @@ struct record_ctx {
 	struct trace_writer *writer;
 	struct string_pool *strings;
 	pid_t self_pid;
-	/* Shared maps, created by the proc family, reused by every other family. */
+	/* Shared maps, created by the recorder (recorder.c) and reused by every family. */
 	int events_fd, targets_fd, lost_fd;
 	int py_procs_fd; /* Python processes whose frames BPF reads (bpf/stack.bpf.h) */
 	int py_codes_fd; /* code objects' identities (bpf/stack.bpf.h), shared likewise */
@@ -103,7 +101,7 @@ struct record_ctx {
 	struct ring_buffer *rb;	    /* for record_ctx__poll */
 	/* --flight-recorder: sees every record; writer is then its in-memory window. */
 	struct flight_recorder *flight;
-	__u64 lost_user[BS_LOSS_NR]; /* losses user space found, added to BPF's counts */
+	__u64 lost_user[BS_LOSS_MAX]; /* losses user space found, added to BPF's counts */
 };
 
 /*

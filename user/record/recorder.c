@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
-#include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "capture_gate.h"
@@ -21,6 +20,7 @@
 #include "kernel_features.h"
 #include "launch.h"
 #include "proc_meta.h"
+#include "record_meta.h"
 #include "recorder.h"
 #include "stack_svc.h"
 #include "string_pool.h"
@@ -62,7 +62,7 @@ static int create_shared_maps(struct record_ctx *ctx)
 	if (ctx->targets_fd < 0)
 		return -errno;
 	ctx->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "lost", sizeof(__u32),
-				      sizeof(__u64), BS_LOSS_NR, NULL);
+				      sizeof(__u64), BS_LOSS_MAX, NULL);
 	if (ctx->lost_fd < 0)
 		return -errno;
 	ctx->py_procs_fd = bpf_map_create(
@@ -107,8 +107,8 @@ static int on_record(void *arg, void *data, size_t size)
 			stack_svc__consume(ctx, ctx->stacks, h);
 		return 0;
 	}
-	if (h->type == BS_REC_CPU_SAMPLE_RAW || h->type == BS_REC_SHIM_BATCH)
-		return 0; /* ring-only, and the family that unpacks it is gone: never on disk */
+	if (family__ring_only(h->type))
+		return 0; /* and the family that unpacks it is gone: never on disk */
 	if (ctx->stacks)
 		stack_svc__observe(ctx, ctx->stacks, h);
 	for (int i = 0; families[i]; i++)
@@ -135,10 +135,12 @@ static void account_losses(struct record_ctx *ctx, __u64 *seen, __u64 *total)
 
 	if (ncpu <= 0 || !(vals = calloc(ncpu, sizeof(*vals))))
 		return;
-	for (__u32 cause = 0; cause < BS_LOSS_NR; cause++) {
+	for (__u32 cause = 0; cause < BS_LOSS_MAX; cause++) {
+		const struct family *owner;
 		__u64 sum = 0;
 
-		if (bpf_map_lookup_elem(ctx->lost_fd, &cause, vals))
+		if (!loss_cause__find(cause, &owner) ||
+		    bpf_map_lookup_elem(ctx->lost_fd, &cause, vals))
 			continue;
 		for (int c = 0; c < ncpu; c++)
 			sum += vals[c];
@@ -155,61 +157,6 @@ static void account_losses(struct record_ctx *ctx, __u64 *seen, __u64 *total)
 		}
 	}
 	free(vals);
-}
-
-static void fill_meta(struct trace_meta *m, const struct record_opts *o, char *buf_fams,
-		      size_t fams_len, char *target, size_t target_len, char *options,
-		      size_t options_len, struct utsname *u, char *kernel, size_t kernel_len,
-		      char *boot_id, size_t boot_len)
-{
-	char missing[160];
-	FILE *f;
-	size_t used = 0;
-
-	memset(m, 0, sizeof(*m));
-	uname(u);
-	snprintf(kernel, kernel_len, "%s %s", u->release, u->version);
-	boot_id[0] = 0;
-	f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	if (f) {
-		if (fgets(boot_id, boot_len, f))
-			boot_id[strcspn(boot_id, "\n")] = 0;
-		fclose(f);
-	}
-	buf_fams[0] = 0;
-	for (int i = 0; families[i]; i++)
-		if (o->families & (1ull << i))
-			used += snprintf(buf_fams + used, fams_len - used, "%s%s", used ? "," : "",
-					 families[i]->name);
-	if (o->system_wide) {
-		snprintf(target, target_len, "system-wide");
-	} else {
-		used = 0;
-		if (o->cmd) {
-			used += snprintf(target, target_len, "launch:");
-			for (char **a = o->cmd; *a && used < target_len; a++)
-				used += snprintf(target + used, target_len - used, " %s", *a);
-		}
-		for (__u32 i = 0; i < o->npids && used < target_len; i++)
-			used += snprintf(target + used, target_len - used, "%s%d",
-					 i ? "," : (used ? "; pid: " : "pid: "), o->pids[i]);
-	}
-	kfeatures__missing(missing, sizeof(missing));
-	snprintf(options, options_len,
-		 "osrt_threshold_ns=%llu ringbuf_bytes=%llu duration_ns=%llu sample_rate=%u%s%s",
-		 (unsigned long long)o->osrt_threshold_ns, (unsigned long long)o->ringbuf_bytes,
-		 (unsigned long long)o->duration_ns, o->sample_rate, *missing ? " without=" : "",
-		 missing);
-	m->version = 1;
-	m->hostname = u->nodename;
-	m->kernel = kernel;
-	m->boot_id = boot_id;
-	m->cmdline = (char *)o->cmdline;
-	m->families = buf_fams;
-	m->target = target;
-	m->options = options;
-	m->tool_version = BPFSIGHT_VERSION;
-	trace_clocks__now(&m->start);
 }
 
 static void print_status(struct record_ctx *ctx, __u64 start, __u64 now, __u64 lost, int final)
@@ -337,63 +284,53 @@ static void raise_fd_limit(void)
 	}
 }
 
-int recorder__run(const struct record_opts *o)
-{
-	struct record_ctx ctx = { .opts = o,
-				  .events_fd = -1,
-				  .targets_fd = -1,
-				  .lost_fd = -1,
-				  .py_procs_fd = -1,
-				  .py_codes_fd = -1 };
-	void **states = ctx.states;
-	int *attached = ctx.attached;
-	struct launch launch = { .pid = -1, .gate_fd = -1 };
-	struct ring_buffer *rb = NULL;
-	__u64 seen_lost[BS_LOSS_NR] = {}, lost_total = 0;
-	__u64 start, now, last_keep = 0, last_poll = 0, last_status = 0;
-	struct trace_meta meta;
-	struct trace_clocks end;
-	struct utsname uts;
-	char fams[256], target[1024], options[256], kernel[512], boot_id[64];
-	int tty = isatty(STDERR_FILENO), err, ret = 1, launched = 0;
-	const char *cmd = o->cmd_name ? o->cmd_name : "record";
-	struct sigaction sa = { .sa_handler = on_signal }, fsa = { .sa_handler = on_flush_signal };
+/* One recording: its context, the launched CMD, the ring, the losses seen so far. */
+struct recording {
+	struct record_ctx ctx;
+	struct launch launch;
+	int launched;
+	struct ring_buffer *rb;
+	__u64 seen_lost[BS_LOSS_MAX], lost_total;
+	__u64 start;
+	struct record_meta rm;
+	const char *cmd; /* "record" or "monitor": its messages' prefix */
+	int tty;
+};
 
-	ctx.self_pid = getpid();
-	/* BTF for every tracepoint we use, unless forced off (kernel_features.h). */
-	ctx.use_btf = kfeature__has(KF_TP_BTF);
-	ctx.strings = string_pool__new();
-	if (!ctx.strings)
-		return 1;
-	fill_meta(&meta, o, fams, sizeof(fams), target, sizeof(target), options, sizeof(options),
-		  &uts, kernel, sizeof(kernel), boot_id, sizeof(boot_id));
-	/* What CMD's environment needs, before anything is created. */
-	for (int i = 0; o->cmd && families[i]; i++) {
-		if (!(o->families & (1ull << i)) || !families[i]->prelaunch)
-			continue;
-		if (families[i]->prelaunch(o))
-			goto out;
-	}
+/* The file (or the flight recorder's window in memory) records go to; monitor may have none. */
+static int open_output(struct recording *r)
+{
+	const struct record_opts *o = r->ctx.opts;
+	int err = 0;
+
 	if (!o->dry_run && o->flight.window_ns) {
 		/* Nothing goes to -o: the window stays in memory until a trigger dumps it. */
-		ctx.flight = flight__new(&o->flight, &meta, o->output, o->force, cmd, &err);
-		if (!ctx.flight) {
-			fprintf(stderr, "bpfsight %s: cannot start the flight recorder: %s\n", cmd,
-				strerror(-err));
-			goto out;
+		r->ctx.flight =
+			flight__new(&o->flight, &r->rm.meta, o->output, o->force, r->cmd, &err);
+		if (!r->ctx.flight) {
+			fprintf(stderr, "bpfsight %s: cannot start the flight recorder: %s\n",
+				r->cmd, strerror(-err));
+			return -1;
 		}
-		ctx.writer = flight__writer(ctx.flight);
+		r->ctx.writer = flight__writer(r->ctx.flight);
 	} else if (!o->dry_run && o->output) {
-		ctx.writer = trace_writer__open(o->output, &meta, o->force ? TRACE_WRITER_FORCE : 0,
-						&err);
+		r->ctx.writer = trace_writer__open(o->output, &r->rm.meta,
+						   o->force ? TRACE_WRITER_FORCE : 0, &err);
 	}
 	/* monitor without --flight-recorder writes no file: its records go to the sink only. */
-	if (!o->dry_run && (o->output || o->flight.window_ns) && !ctx.writer) {
+	if (!o->dry_run && (o->output || o->flight.window_ns) && !r->ctx.writer) {
 		fprintf(stderr, "bpfsight record: cannot create %s: %s%s\n", o->output,
 			strerror(-err), err == -EEXIST ? " (use --force to overwrite)" : "");
-		goto out;
+		return -1;
 	}
-	/* Signals stop the recording cleanly from here on; none restarts a syscall. */
+	return 0;
+}
+
+/* Signals stop the recording cleanly from here on; none restarts a system call. */
+static void catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal }, fsa = { .sa_handler = on_flush_signal };
+
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -401,254 +338,356 @@ int recorder__run(const struct record_opts *o)
 	sigemptyset(&fsa.sa_mask);
 	sigaction(SIGUSR1, &fsa, NULL);
 	sigaction(SIGUSR2, &fsa, NULL);
+}
+
+/*
+ * Everything up to the first record: CMD forked (held), the shared maps, the targets, the
+ * stack service, every family attached, the uprobe manager's first scan.
+ */
+static int start(struct recording *r)
+{
+	struct record_ctx *ctx = &r->ctx;
+	const struct record_opts *o = ctx->opts;
+	int err;
+
 	if (o->cmd) {
-		err = launch__start(&launch, o->cmd);
+		err = launch__start(&r->launch, o->cmd);
 		if (err) {
 			fprintf(stderr, "bpfsight record: cannot start %s: %s\n", o->cmd[0],
 				strerror(-err));
-			goto out;
+			return -1;
 		}
-		launched = 1;
+		r->launched = 1;
 	}
 	raise_fd_limit();
-	err = create_shared_maps(&ctx);
+	err = create_shared_maps(ctx);
 	if (err) {
 		fprintf(stderr, "bpfsight record: cannot create BPF maps: %s\n", strerror(-err));
-		goto out;
+		return -1;
 	}
-	if (o->capture_range != RECORD_CAPTURE_ALL && !(ctx.gate = capture_gate__new()))
-		goto out;
+	if (o->capture && !(ctx->gate = capture_gate__new()))
+		return -1;
 	/* Targets first: families that look for code to probe scan them as they attach. */
-	if (launched) {
-		ctx.launch_pid = launch.pid;
-		if (add_target(&ctx, launch.pid))
-			goto out;
+	if (r->launched) {
+		ctx->launch_pid = r->launch.pid;
+		if (add_target(ctx, r->launch.pid))
+			return -1;
 	}
-	for (__u32 i = 0; i < o->npids; i++) {
-		if (add_target(&ctx, o->pids[i]))
-			goto out;
-	}
+	for (__u32 i = 0; i < o->npids; i++)
+		if (add_target(ctx, o->pids[i]))
+			return -1;
 	/* Before the families: the service hears only of code examined after it exists. */
-	if (record_opts__wants_stacks(o) && !stack_svc__get(&ctx, &err)) {
+	if (record_opts__wants_stacks(o) && !stack_svc__get(ctx, &err)) {
 		fprintf(stderr, "bpfsight record: cannot start the stack service: %s\n",
 			strerror(-err));
-		goto out;
+		return -1;
 	}
 	for (int i = 0; families[i]; i++) {
 		if (!(o->families & (1ull << i)))
 			continue;
-		err = families[i]->attach(&ctx, &states[i]);
+		err = families[i]->attach(ctx, &ctx->states[i]);
 		if (err) {
 			fprintf(stderr, "bpfsight record: cannot load the %s family: %s\n",
 				families[i]->name, strerror(-err));
-			goto out;
+			return -1;
 		}
-		attached[i] = 1;
+		ctx->attached[i] = 1;
 	}
-	if (ctx.uprobes)
-		uprobe_mgr__start(ctx.uprobes);
-	if (ctx.stacks)
-		stack_svc__start(&ctx, ctx.stacks);
-	if (o->dry_run && !launched) {
-		/* -p / -a: what is mapped now is all there is to list. */
-		uprobe_mgr__print_sites(ctx.uprobes, stdout);
-		ret = 0;
-		goto out;
-	}
-	rb = ring_buffer__new(ctx.events_fd, on_record, &ctx, NULL);
-	if (!rb) {
+	if (ctx->uprobes)
+		uprobe_mgr__start(ctx->uprobes);
+	if (ctx->stacks)
+		stack_svc__start(ctx, ctx->stacks);
+	return 0;
+}
+
+/* The ring buffer read, what is already there named, CMD released; then the line scripts wait for. */
+static int go_live(struct recording *r)
+{
+	struct record_ctx *ctx = &r->ctx;
+	const struct record_opts *o = ctx->opts;
+
+	r->rb = ring_buffer__new(ctx->events_fd, on_record, ctx, NULL);
+	if (!r->rb) {
 		fprintf(stderr, "bpfsight record: cannot open the ring buffer: %s\n",
 			strerror(errno));
-		goto out;
+		return -1;
 	}
-	ctx.rb = rb;
+	ctx->rb = r->rb;
 	if (o->system_wide)
-		proc_meta__snapshot_all(&ctx);
+		proc_meta__snapshot_all(ctx);
 	for (__u32 i = 0; i < o->npids; i++)
-		proc_meta__snapshot(&ctx, o->pids[i], 1);
-	if (launched) {
-		proc_meta__snapshot(&ctx, launch.pid, 1);
-		release_cmd(&launch);
+		proc_meta__snapshot(ctx, o->pids[i], 1);
+	if (r->launched) {
+		proc_meta__snapshot(ctx, r->launch.pid, 1);
+		release_cmd(&r->launch);
 	}
-
 	/* Scripts wait for this line: every probe is live from here on. */
-	if (ctx.flight) {
+	if (ctx->flight) {
 		char first[4096];
 
 		flight_opts__dump_path(o->output, 1, first, sizeof(first));
 		fprintf(stderr,
 			"bpfsight %s: recording %s to %s%sflight recorder: the last %s, "
 			"dumped to %s... on a trigger or SIGUSR1 (families: %s); Ctrl-C to stop\n",
-			cmd, target, o->sink_name ? o->sink_name : "memory",
-			o->sink_name ? " and memory, " : ", ", o->flight.text, first, fams);
+			r->cmd, r->rm.target, o->sink_name ? o->sink_name : "memory",
+			o->sink_name ? " and memory, " : ", ", o->flight.text, first,
+			r->rm.families);
 	} else {
 		fprintf(stderr, "bpfsight %s: recording %s to %s (families: %s); Ctrl-C to stop\n",
-			cmd, target,
+			r->cmd, r->rm.target,
 			o->dry_run  ? "nothing (--dry-run)"
 			: o->output ? o->output
 				    : o->sink_name,
-			fams);
+			r->rm.families);
 	}
-	start = last_keep = last_poll = last_status = mono_now_ns();
+	return 0;
+}
+
+/*
+ * Drain the ring buffer into the file until a stop signal, a failed write, the duration's
+ * end or the targets' exit; on the way: new code probed, flushes and flight dumps on
+ * request, losses and the families' in-kernel totals written, the status line.
+ */
+static void drain(struct recording *r)
+{
+	struct record_ctx *ctx = &r->ctx;
+	const struct record_opts *o = ctx->opts;
+	__u64 now, last_keep, last_poll, last_status;
+	int err;
+
+	r->start = last_keep = last_poll = last_status = mono_now_ns();
 	for (;;) {
-		err = ring_buffer__poll(rb, POLL_MS);
+		err = ring_buffer__poll(r->rb, POLL_MS);
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "bpfsight record: ring buffer: %s\n", strerror(-err));
 			break;
 		}
-		ring_buffer__consume(rb);
+		ring_buffer__consume(r->rb);
 		now = mono_now_ns();
-		if (stop_signal || ctx.write_err)
+		if (stop_signal || ctx->write_err)
 			break;
-		if (ctx.uprobes)
-			uprobe_mgr__poll(ctx.uprobes); /* files mapped since: bounded by POLL_MS */
-		if (ctx.stacks)
-			stack_svc__poll(&ctx, ctx.stacks); /* pythons still starting */
-		if (o->duration_ns && now - start >= o->duration_ns)
+		if (ctx->uprobes)
+			uprobe_mgr__poll(ctx->uprobes); /* files mapped since: bounded by POLL_MS */
+		if (ctx->stacks)
+			stack_svc__poll(ctx, ctx->stacks); /* pythons still starting */
+		if (o->duration_ns && now - r->start >= o->duration_ns)
 			break;
 		if (flush_signal) {
 			int sig = flush_signal;
 
 			flush_signal = 0;
-			if (!ctx.flight) {
-				flush_now(&ctx, seen_lost, &lost_total);
+			if (!ctx->flight) {
+				flush_now(ctx, r->seen_lost, &r->lost_total);
 				continue;
 			}
-			flight__trigger(ctx.flight, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+			flight__trigger(ctx->flight, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
 		}
-		if (ctx.flight && flight__due(ctx.flight, now)) {
+		if (ctx->flight && flight__due(ctx->flight, now)) {
 			/* The window ends now: in-kernel totals and losses first, as a flush. */
-			bring_up_to_date(&ctx, seen_lost, &lost_total);
-			flight__dump(ctx.flight);
+			bring_up_to_date(ctx, r->seen_lost, &r->lost_total);
+			flight__dump(ctx->flight);
 			continue;
 		}
 		if (now - last_keep < HOUSEKEEP_NS)
 			continue;
 		last_keep = now;
-		account_losses(&ctx, seen_lost, &lost_total);
-		if (ctx.flight)
-			flight__tick(ctx.flight, now);
-		else if (ctx.writer)
-			trace_writer__tick(ctx.writer, now);
-		if (!o->system_wide && !targets_alive(o, &launch))
+		account_losses(ctx, r->seen_lost, &r->lost_total);
+		if (ctx->flight)
+			flight__tick(ctx->flight, now);
+		else if (ctx->writer)
+			trace_writer__tick(ctx->writer, now);
+		if (!o->system_wide && !targets_alive(o, &r->launch))
 			break;
 		if (now - last_poll >= FAMILY_POLL_NS) {
 			last_poll = now;
 			for (int i = 0; families[i]; i++)
-				if (attached[i] && families[i]->poll)
-					families[i]->poll(&ctx, states[i]);
+				if (ctx->attached[i] && families[i]->poll)
+					families[i]->poll(ctx, ctx->states[i]);
 		}
-		if (tty && ctx.writer && now - last_status >= STATUS_NS) {
+		if (r->tty && ctx->writer && now - last_status >= STATUS_NS) {
 			last_status = now;
-			print_status(&ctx, start, now, lost_total, 0);
+			print_status(ctx, r->start, now, r->lost_total, 0);
 		}
 	}
+}
 
-	if (o->dry_run) {
-		uprobe_mgr__print_sites(ctx.uprobes, stdout);
-		ret = 0;
-		if (launched) {
-			launch__reap(&launch, 1);
-			ret = launch__exit_status(&launch);
-			launched = 0;
-		}
-		goto out;
-	}
+/*
+ * The end of a recording that ran: producers flushed, probes detached (each family writes
+ * its final state), the ring drained, the file closed and the run summed up. Returns the
+ * exit status, CMD's in launch mode.
+ */
+static int finish(struct recording *r)
+{
+	struct record_ctx *ctx = &r->ctx;
+	const struct record_opts *o = ctx->opts;
+	struct trace_clocks end;
+	__u64 nrec;
+	int err;
+
 	/* Producers that buffer (the cupti-shim) flush first, the probes still attached. */
 	for (int i = 0; families[i]; i++)
-		if (attached[i] && families[i]->stop)
-			families[i]->stop(&ctx, states[i]);
+		if (ctx->attached[i] && families[i]->stop)
+			families[i]->stop(ctx, ctx->states[i]);
 	/* Stacks in the ring are named while the processes' code is still known. */
-	ring_buffer__consume(rb);
+	ring_buffer__consume(r->rb);
 	/* Stop the probes first (each family writes its final state), then drain. */
-	uprobe_mgr__free(ctx.uprobes);
-	ctx.uprobes = NULL;
+	uprobe_mgr__free(ctx->uprobes);
+	ctx->uprobes = NULL;
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
-		if (attached[i]) {
-			families[i]->detach(&ctx, states[i]);
-			attached[i] = 0;
+		if (ctx->attached[i]) {
+			families[i]->detach(ctx, ctx->states[i]);
+			ctx->attached[i] = 0;
 		}
-	ring_buffer__consume(rb);
-	account_losses(&ctx, seen_lost, &lost_total);
-	now = mono_now_ns();
-	if (tty && ctx.writer)
-		print_status(&ctx, start, now, lost_total, 1);
-	if (ctx.flight) {
+	ring_buffer__consume(r->rb);
+	account_losses(ctx, r->seen_lost, &r->lost_total);
+	if (r->tty && ctx->writer)
+		print_status(ctx, r->start, mono_now_ns(), r->lost_total, 1);
+	if (ctx->flight) {
 		/* A dump still waiting for its --trigger-after is written with what there is. */
-		flight__finish(ctx.flight);
+		flight__finish(ctx->flight);
 		fprintf(stderr, "bpfsight record: recorded %llu records, %llu events lost%s\n",
-			(unsigned long long)trace_writer__records(ctx.writer),
-			(unsigned long long)lost_total, stop_signal ? " (stopped by signal)" : "");
-		ret = ctx.write_err ? 1 : 0;
-		goto finish_launched;
+			(unsigned long long)trace_writer__records(ctx->writer),
+			(unsigned long long)r->lost_total,
+			stop_signal ? " (stopped by signal)" : "");
+		return ctx->write_err ? 1 : 0;
 	}
-	if (ctx.write_err) {
-		close_after_write_error(&ctx, o->output);
-		goto out;
+	if (ctx->write_err) {
+		close_after_write_error(ctx, o->output);
+		return -1;
 	}
-	if (!ctx.writer) { /* monitor: the records went to the sink only */
-		fprintf(stderr, "bpfsight %s: stopped%s: %llu events lost\n", cmd,
-			stop_signal ? " by signal" : "", (unsigned long long)lost_total);
-		ret = 0;
-		goto out;
+	if (!ctx->writer) { /* monitor: the records went to the sink only */
+		fprintf(stderr, "bpfsight %s: stopped%s: %llu events lost\n", r->cmd,
+			stop_signal ? " by signal" : "", (unsigned long long)r->lost_total);
+		return -2;
 	}
 	trace_clocks__now(&end);
-	{
-		__u64 nrec = trace_writer__records(ctx.writer);
+	nrec = trace_writer__records(ctx->writer);
+	err = trace_writer__close(ctx->writer, &end);
+	ctx->writer = NULL;
+	if (err) {
+		fprintf(stderr, "bpfsight record: closing %s: %s\n", o->output, strerror(-err));
+		return -1;
+	}
+	fprintf(stderr, "bpfsight record: wrote %s: %llu records, %llu events lost%s\n", o->output,
+		(unsigned long long)nrec, (unsigned long long)r->lost_total,
+		stop_signal ? " (stopped by signal)" : "");
+	if (ctx->gate)
+		fprintf(stderr,
+			"bpfsight record: --capture-range: %llu events outside the ranges were not "
+			"kept\n",
+			(unsigned long long)capture_gate__dropped(ctx->gate));
+	return 0;
+}
 
-		err = trace_writer__close(ctx.writer, &end);
-		ctx.writer = NULL;
-		if (err) {
-			fprintf(stderr, "bpfsight record: closing %s: %s\n", o->output,
-				strerror(-err));
-			goto out;
-		}
-		fprintf(stderr, "bpfsight record: wrote %s: %llu records, %llu events lost%s\n",
-			o->output, (unsigned long long)nrec, (unsigned long long)lost_total,
-			stop_signal ? " (stopped by signal)" : "");
-		if (ctx.gate)
-			fprintf(stderr,
-				"bpfsight record: --capture-range: %llu events outside the "
-				"ranges were not kept\n",
-				(unsigned long long)capture_gate__dropped(ctx.gate));
-	}
-	ret = 0;
-finish_launched:
-	if (launched) {
-		/* A launched CMD is the user's job: pass our stop on, then report its status. */
-		if (!launch.reaped && stop_signal)
-			kill(launch.pid, stop_signal);
-		else if (!launch.reaped && o->kill_signal)
-			kill(launch.pid, o->kill_signal);
-		launch__reap(&launch, 1);
-		ret = launch__exit_status(&launch);
-		launched = 0;
-	}
-out:
-	uprobe_mgr__free(ctx.uprobes);
-	ctx.uprobes = NULL; /* families' detach must not use it (gil checks) */
+/* A launched CMD is the user's job: pass our stop on, then report its status. */
+static int reap_cmd(struct recording *r)
+{
+	const struct record_opts *o = r->ctx.opts;
+
+	if (!r->launch.reaped && stop_signal)
+		kill(r->launch.pid, stop_signal);
+	else if (!r->launch.reaped && o->kill_signal)
+		kill(r->launch.pid, o->kill_signal);
+	launch__reap(&r->launch, 1);
+	r->launched = 0;
+	return launch__exit_status(&r->launch);
+}
+
+/* What is left after a recording, whatever stopped it. */
+static void teardown(struct recording *r)
+{
+	struct record_ctx *ctx = &r->ctx;
+
+	uprobe_mgr__free(ctx->uprobes);
+	ctx->uprobes = NULL; /* families' detach must not use it (gil checks) */
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
-		if (attached[i])
-			families[i]->detach(&ctx, states[i]);
-	capture_gate__free(ctx.gate);
-	stack_svc__free(ctx.stacks);
-	ring_buffer__free(rb);
-	if (launched)
-		launch__abort(&launch);
-	if (ctx.flight)
-		flight__free(ctx.flight); /* its writer with it */
+		if (ctx->attached[i])
+			families[i]->detach(ctx, ctx->states[i]);
+	capture_gate__free(ctx->gate);
+	stack_svc__free(ctx->stacks);
+	ring_buffer__free(r->rb);
+	if (r->launched)
+		launch__abort(&r->launch);
+	if (ctx->flight)
+		flight__free(ctx->flight); /* its writer with it */
 	else
-		trace_writer__free(ctx.writer);
-	if (ctx.events_fd >= 0)
-		close(ctx.events_fd);
-	if (ctx.targets_fd >= 0)
-		close(ctx.targets_fd);
-	if (ctx.lost_fd >= 0)
-		close(ctx.lost_fd);
-	if (ctx.py_procs_fd >= 0)
-		close(ctx.py_procs_fd);
-	if (ctx.py_codes_fd >= 0)
-		close(ctx.py_codes_fd);
-	string_pool__free(ctx.strings);
+		trace_writer__free(ctx->writer);
+	if (ctx->events_fd >= 0)
+		close(ctx->events_fd);
+	if (ctx->targets_fd >= 0)
+		close(ctx->targets_fd);
+	if (ctx->lost_fd >= 0)
+		close(ctx->lost_fd);
+	if (ctx->py_procs_fd >= 0)
+		close(ctx->py_procs_fd);
+	if (ctx->py_codes_fd >= 0)
+		close(ctx->py_codes_fd);
+	string_pool__free(ctx->strings);
+}
+
+/* --dry-run: list every site found (after CMD ran, in launch mode), record nothing. */
+static int dry_run(struct recording *r)
+{
+	uprobe_mgr__print_sites(r->ctx.uprobes, stdout);
+	if (!r->launched)
+		return 0;
+	launch__reap(&r->launch, 1);
+	r->launched = 0;
+	return launch__exit_status(&r->launch);
+}
+
+int recorder__run(const struct record_opts *o)
+{
+	struct recording *r = calloc(1, sizeof(*r));
+	int ret = 1, end;
+
+	if (!r)
+		return 1;
+	r->ctx = (struct record_ctx){ .opts = o,
+				      .events_fd = -1,
+				      .targets_fd = -1,
+				      .lost_fd = -1,
+				      .py_procs_fd = -1,
+				      .py_codes_fd = -1 };
+	r->launch = (struct launch){ .pid = -1, .gate_fd = -1 };
+	r->cmd = o->cmd_name ? o->cmd_name : "record";
+	r->tty = isatty(STDERR_FILENO);
+	r->ctx.self_pid = getpid();
+	/* BTF for every tracepoint we use, unless forced off (kernel_features.h). */
+	r->ctx.use_btf = kfeature__has(KF_TP_BTF);
+	r->ctx.strings = string_pool__new();
+	if (!r->ctx.strings)
+		goto out;
+	record_meta__fill(&r->rm, o);
+	/* What CMD's environment needs, before anything is created. */
+	for (int i = 0; o->cmd && families[i]; i++)
+		if ((o->families & (1ull << i)) && families[i]->prelaunch &&
+		    families[i]->prelaunch(o))
+			goto out;
+	if (open_output(r))
+		goto out;
+	catch_signals();
+	if (start(r))
+		goto out;
+	if (o->dry_run && !r->launched) {
+		ret = dry_run(r); /* -p / -a: what is mapped now is all there is to list */
+		goto out;
+	}
+	if (go_live(r))
+		goto out;
+	drain(r);
+	if (o->dry_run) {
+		ret = dry_run(r);
+		goto out;
+	}
+	end = finish(r);
+	if (end == -1) /* a write or the close failed */
+		goto out;
+	ret = end == -2 ? 0 : end;
+	if (end >= 0 && r->launched)
+		ret = reap_cmd(r);
+out:
+	teardown(r);
+	free(r);
 	return ret;
 }

@@ -8,6 +8,12 @@
 
 struct table; /* table.h */
 
+/* `bpfsight info` shows the report's table, when it has rows: under TITLE, as KEY in JSON. */
+struct report_info {
+	const char *title; /* "cupti-shim" */
+	const char *key;   /* "shim" */
+};
+
 struct report {
 	const char *name; /* "osrt_sum": nsys's name where one exists */
 	const char *desc;
@@ -17,6 +23,8 @@ struct report {
 	/* Fill T with this report's columns and rows. Negative errno on failure. */
 	int (*emit)(void *st, const struct trace_model *m, struct table *t);
 	void (*free)(void *st);
+	/* Shown by `bpfsight info` too (what a trace's reader must know first). May be NULL. */
+	const struct report_info *info;
 };
 
 #endif /* BPFSIGHT_REPORT_H */

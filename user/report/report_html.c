@@ -8,10 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "commands.h"
-#include "cpu_samples.h"
-#include "flamegraph.h"
-#include "gil_contention.h"
-#include "gpu_decode.h"
+#include "family.h"
+#include "page.h"
 #include "records.h"
 #include "report_html.h"
 #include "stats.h"
@@ -19,53 +17,18 @@
 #include "time_bins.h"
 #include "trace_walk.h"
 
-#define MAX_GPUS 64
-
-struct series {
-	char label[96];
-	const struct time_bins *bins;
-	double total; /* ns summed: which series to draw when there are too many */
-};
-
 struct loss_mark {
 	__u64 ts, count;
 };
 
+/* The page: the recording's span, the families' states, the loss marks (the page's own). */
 struct timelines {
-	__u64 origin, end; /* the recording's start and end (CLOCK_MONOTONIC ns) */
-	struct time_bins gpu[MAX_GPUS];
-	__u32 gpu_dev[MAX_GPUS], ngpu, gpu_dropped;
-	struct gil_contention *gil;
-	char (*gil_names)[32]; /* each GIL process's name, in gil_contention__next's order */
-	struct time_bins blocked, preempted, syscalls;
+	struct page p;
+	void *states[FAMILY_MAX]; /* per families[] index, of those with a page hook */
 	struct loss_mark *loss;
 	size_t nloss, loss_cap;
 	__u64 lost;
-	struct cpu_samples *samples;  /* cpu family: counted per stack while walking */
-	struct flamegraph *flame;     /* then drawn from them, while the trace's names are known */
-	struct flamegraph *gil_flame; /* the GIL holders' code, by the waits it caused (us) */
 };
-
-static int add_gpu(struct timelines *tl, const struct bs_hdr *rec)
-{
-	struct gpu_op op;
-	__u32 i;
-
-	if (!gpu_op__read(rec, &op))
-		return 0;
-	for (i = 0; i < tl->ngpu && tl->gpu_dev[i] != op.device; i++)
-		;
-	if (i == tl->ngpu) {
-		if (i == MAX_GPUS) {
-			tl->gpu_dropped++;
-			return 0;
-		}
-		tl->gpu_dev[i] = op.device;
-		time_bins__init(&tl->gpu[i], tl->origin, REPORT_BIN_NS);
-		tl->ngpu++;
-	}
-	return time_bins__add(&tl->gpu[i], op.ts, op.dur);
-}
 
 static int add_loss(struct timelines *tl, const struct bs_loss *l)
 {
@@ -83,55 +46,25 @@ static int add_loss(struct timelines *tl, const struct bs_loss *l)
 	return 0;
 }
 
-static int add_record(struct timelines *tl, const struct bs_hdr *rec)
+static int add_record(struct timelines *tl, const struct bs_hdr *rec, const struct trace_model *m)
 {
-	switch (rec->type) {
-	case BS_REC_SYSCALL:
-		return time_bins__add(&tl->syscalls, rec->ts,
-				      ((const struct bs_syscall *)rec)->dur);
-	case BS_REC_OFFCPU: {
-		const struct bs_offcpu *o = (const void *)rec;
+	int err;
 
-		return time_bins__add(o->state ? &tl->blocked : &tl->preempted, rec->ts, o->dur);
-	}
-	case BS_REC_LOSS:
-		return add_loss(tl, (const void *)rec);
-	default:
-		break;
-	}
-	if (gil_contention__add(tl->gil, rec, tl->origin))
-		return -ENOMEM;
-	return add_gpu(tl, rec);
-}
-
-/* --stacks=gil: a round of a wait, as wide as it lasted, under the holder's code. */
-static int add_gil_holder(struct timelines *tl, const struct bs_hdr *rec,
-			  const struct trace_model *m)
-{
-	const struct trace_stack *s;
-
-	if (rec->type != BS_REC_GIL_HOLDER || rec->size < sizeof(struct bs_gil_holder))
-		return 0;
-	s = trace_model__event_stack(m, rec);
-	if (!s)
-		return 0;
-	return flamegraph__add(tl->gil_flame, s, 0,
-			       ((const struct bs_gil_holder *)rec)->dur / 1000 ?: 1, m);
+	if (rec->type == BS_REC_LOSS && (err = add_loss(tl, (const void *)rec)))
+		return err;
+	for (int i = 0; families[i]; i++)
+		if (tl->states[i] && families[i]->page->record &&
+		    (err = families[i]->page->record(&tl->p, tl->states[i], rec, m)))
+			return err;
+	return 0;
 }
 
 static void timelines_free(struct timelines *tl)
 {
-	for (__u32 i = 0; i < tl->ngpu; i++)
-		time_bins__free(&tl->gpu[i]);
-	gil_contention__free(tl->gil);
-	free(tl->gil_names);
-	time_bins__free(&tl->blocked);
-	time_bins__free(&tl->preempted);
-	time_bins__free(&tl->syscalls);
+	for (int i = 0; families[i]; i++)
+		if (tl->states[i])
+			families[i]->page->free(tl->states[i]);
 	free(tl->loss);
-	cpu_samples__free(tl->samples);
-	flamegraph__free(tl->flame);
-	flamegraph__free(tl->gil_flame);
 }
 
 static int collect(struct timelines *tl, const char *path)
@@ -140,64 +73,36 @@ static int collect(struct timelines *tl, const char *path)
 	const struct trace_status *st;
 	const struct bs_hdr *rec;
 	struct trace_walk w;
-	int ret, status;
+	int ret, status, err = 0;
 
 	if (trace_walk__open(&w, "report", path))
 		return EXIT_READ_FAIL;
-	tl->origin = trace_walk__meta(&w)->start.mono_ns;
-	tl->gil = gil_contention__new(REPORT_BIN_NS);
-	tl->samples = cpu_samples__new();
-	tl->flame = flamegraph__new("samples");
-	tl->gil_flame = flamegraph__new("us of GIL waits");
-	if (!tl->gil || !tl->samples || !tl->flame || !tl->gil_flame) {
+	tl->p.origin = trace_walk__meta(&w)->start.mono_ns;
+	for (int i = 0; families[i] && !err; i++)
+		if (families[i]->page)
+			err = families[i]->page->open(&tl->p, &tl->states[i]);
+	while (!err && (ret = trace_walk__next(&w, &rec, &dec)))
+		if (ret == 1)
+			err = add_record(tl, rec, w.m);
+	if (err) {
 		trace_walk__close(&w);
-		fprintf(stderr, "bpfsight report: %s\n", strerror(ENOMEM));
+		fprintf(stderr, "bpfsight report: %s\n", strerror(-err));
 		return EXIT_READ_FAIL;
-	}
-	time_bins__init(&tl->blocked, tl->origin, REPORT_BIN_NS);
-	time_bins__init(&tl->preempted, tl->origin, REPORT_BIN_NS);
-	time_bins__init(&tl->syscalls, tl->origin, REPORT_BIN_NS);
-	while ((ret = trace_walk__next(&w, &rec, &dec))) {
-		if (ret == 1 && (add_record(tl, rec) || cpu_samples__add(tl->samples, rec) ||
-				 add_gil_holder(tl, rec, w.m))) {
-			trace_walk__close(&w);
-			fprintf(stderr, "bpfsight report: %s\n", strerror(ENOMEM));
-			return EXIT_READ_FAIL;
-		}
 	}
 	status = trace_walk__finish(&w);
 	/* The names while the model is here: the legend says "pid 42 (python3)". */
-	{
-		size_t it = 0;
-		__u32 stack_id;
-		int kernel;
-		__u64 n;
-
-		while (cpu_samples__next(tl->samples, &it, &stack_id, &kernel, &n))
-			if (flamegraph__add(tl->flame, trace_model__stack(w.m, stack_id), kernel, n,
-					    w.m))
-				break;
-	}
-	{
-		size_t it = 0, n = 0;
-		__u32 pid;
-
-		while (gil_contention__next(tl->gil, &it, &pid))
-			n++;
-		tl->gil_names = calloc(n ? n : 1, sizeof(*tl->gil_names));
-		for (it = 0, n = 0; tl->gil_names && gil_contention__next(tl->gil, &it, &pid); n++)
-			snprintf(tl->gil_names[n], sizeof(tl->gil_names[n]), "%s",
-				 trace_model__process_name(w.m, pid) ?: "");
-	}
+	for (int i = 0; families[i]; i++)
+		if (tl->states[i] && families[i]->page->named)
+			families[i]->page->named(&tl->p, tl->states[i], w.m);
 	st = trace_walk__status(&w);
-	tl->end = st->has_end ? st->end.mono_ns : st->last_ts;
-	if (tl->end < tl->origin)
-		tl->end = tl->origin;
+	tl->p.end = st->has_end ? st->end.mono_ns : st->last_ts;
+	if (tl->p.end < tl->p.origin)
+		tl->p.end = tl->p.origin;
 	trace_walk__close(&w);
 	return status;
 }
 
-static void esc(FILE *f, const char *s)
+void page__esc(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		const char *e = *s == '&'   ? "&amp;"
@@ -237,7 +142,7 @@ static double column(const struct time_bins *b, __u32 a, __u32 e, double cap)
 
 static int by_total(const void *a, const void *b)
 {
-	const struct series *x = a, *y = b;
+	const struct page_series *x = a, *y = b;
 
 	return x->total < y->total ? 1 : x->total > y->total ? -1 : strcmp(x->label, y->label);
 }
@@ -249,9 +154,9 @@ static int by_total(const void *a, const void *b)
 #define PLOT_Y 10
 #define PLOT_H (SVG_H - PLOT_Y - 30)
 
-static void axis(FILE *f, const struct timelines *tl, double ymax, const char *unit)
+static void axis(FILE *f, const struct page *p, double ymax, const char *unit)
 {
-	double secs = (double)(tl->end - tl->origin) / 1e9;
+	double secs = (double)(p->end - p->origin) / 1e9;
 	char buf[32];
 
 	fprintf(f, "<g class=\"axis\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", PLOT_X,
@@ -277,10 +182,10 @@ static void axis(FILE *f, const struct timelines *tl, double ymax, const char *u
  * One timeline: every series a step line of at most REPORT_COLUMNS points over the whole
  * recording, on one y scale (0 .. the largest column, or CAP when given).
  */
-static void chart(FILE *f, const struct timelines *tl, const char *id, const char *title,
-		  const char *what, struct series *s, int n, double cap, const char *unit)
+void page__chart(const struct page *p, FILE *f, const char *id, const char *title, const char *what,
+		 struct page_series *s, int n, double cap, const char *unit)
 {
-	__u32 bins = (__u32)((tl->end - tl->origin + REPORT_BIN_NS - 1) / REPORT_BIN_NS);
+	__u32 bins = (__u32)((p->end - p->origin + REPORT_BIN_NS - 1) / REPORT_BIN_NS);
 	__u32 cols, shown;
 	double ymax = cap, v;
 
@@ -302,15 +207,15 @@ static void chart(FILE *f, const struct timelines *tl, const char *id, const cha
 	if (ymax <= 0)
 		ymax = 1;
 	fprintf(f, "<figure class=\"timeline\" id=\"%s\"><figcaption>", id);
-	esc(f, title);
+	page__esc(f, title);
 	fprintf(f, " <span class=\"what\">");
-	esc(f, what);
+	page__esc(f, what);
 	fprintf(f,
 		"</span></figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
 		"viewBox=\"0 0 "
 		"%d %d\" role=\"img\">\n",
 		SVG_W, SVG_H);
-	axis(f, tl, ymax, unit);
+	axis(f, p, ymax, unit);
 	for (__u32 k = 0; k < shown; k++) {
 		fprintf(f, "<polyline class=\"s%u\" points=\"", k);
 		for (__u32 c = 0; c < cols; c++) {
@@ -322,13 +227,13 @@ static void chart(FILE *f, const struct timelines *tl, const char *id, const cha
 				PLOT_X + (double)PLOT_W * (c + 1) / cols, y);
 		}
 		fprintf(f, "\"><title>");
-		esc(f, s[k].label);
+		page__esc(f, s[k].label);
 		fprintf(f, "</title></polyline>\n");
 	}
 	fprintf(f, "</svg>\n<ul class=\"legend\">");
 	for (__u32 k = 0; k < shown; k++) {
 		fprintf(f, "<li class=\"s%u\">", k);
-		esc(f, s[k].label);
+		page__esc(f, s[k].label);
 		fprintf(f, "</li>");
 	}
 	if ((__u32)n > shown)
@@ -336,7 +241,7 @@ static void chart(FILE *f, const struct timelines *tl, const char *id, const cha
 	fprintf(f, "</ul></figure>\n");
 }
 
-static double total(const struct time_bins *b)
+double page__total(const struct time_bins *b)
 {
 	double ns = 0;
 
@@ -345,26 +250,26 @@ static double total(const struct time_bins *b)
 	return ns;
 }
 
-static void no_data(FILE *f, const char *id, const char *title, const char *why)
+void page__no_data(FILE *f, const char *id, const char *title, const char *why)
 {
 	fprintf(f, "<figure class=\"timeline empty\" id=\"%s\"><figcaption>", id);
-	esc(f, title);
+	page__esc(f, title);
 	fprintf(f, "</figcaption><p>");
-	esc(f, why);
+	page__esc(f, why);
 	fprintf(f, "</p></figure>\n");
 }
 
 static void loss_chart(FILE *f, const struct timelines *tl)
 {
-	__u64 span = tl->end - tl->origin ? tl->end - tl->origin : 1, max = 0;
+	__u64 span = tl->p.end - tl->p.origin ? tl->p.end - tl->p.origin : 1, max = 0;
 	__u64 cols[REPORT_COLUMNS] = {};
 
 	if (!tl->lost) {
-		no_data(f, "tl-loss", "Loss", "no event was lost");
+		page__no_data(f, "tl-loss", "Loss", "no event was lost");
 		return;
 	}
 	for (size_t i = 0; i < tl->nloss; i++) {
-		__u64 off = tl->loss[i].ts > tl->origin ? tl->loss[i].ts - tl->origin : 0;
+		__u64 off = tl->loss[i].ts > tl->p.origin ? tl->loss[i].ts - tl->p.origin : 0;
 		__u64 c = off >= span ? REPORT_COLUMNS - 1 : off * REPORT_COLUMNS / span;
 
 		cols[c] += tl->loss[i].count;
@@ -376,7 +281,7 @@ static void loss_chart(FILE *f, const struct timelines *tl)
 		"</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
 		"role=\"img\">\n",
 		(unsigned long long)tl->lost, SVG_W, SVG_H);
-	axis(f, tl, (double)max, "");
+	axis(f, &tl->p, (double)max, "");
 	for (int c = 0; c < REPORT_COLUMNS; c++) {
 		double h;
 
@@ -393,83 +298,20 @@ static void loss_chart(FILE *f, const struct timelines *tl)
 	fprintf(f, "</svg></figure>\n");
 }
 
-static void timelines_html(FILE *f, const struct timelines *tl)
+void page__bins_init(const struct page *p, struct time_bins *b)
 {
-	struct series s[MAX_GPUS > 3 ? MAX_GPUS : 3];
-	const struct time_bins *b;
-	size_t it = 0;
-	__u32 pid;
-	int n = 0;
+	time_bins__init(b, p->origin, REPORT_BIN_NS);
+}
+
+/* The families' timelines, the last registered first (the GPU leads), then the losses. */
+static void timelines_html(FILE *f, struct timelines *tl)
+{
+	int n = family__count();
 
 	fprintf(f, "<section id=\"timelines\"><h2>Timelines</h2>\n");
-	for (__u32 i = 0; i < tl->ngpu; i++) {
-		snprintf(s[n].label, sizeof(s[n].label), "GPU %u", tl->gpu_dev[i]);
-		s[n].bins = &tl->gpu[i];
-		s[n++].total = total(&tl->gpu[i]);
-	}
-	if (n)
-		chart(f, tl, "tl-gpu", "GPU busy",
-		      "per device: share of time with a kernel, copy or memset running", s, n, 1.0,
-		      "");
-	else
-		no_data(f, "tl-gpu", "GPU busy", "no GPU operation recorded (gpu family)");
-
-	/* GIL contention: the processes that waited most, by total wait. */
-	{
-		struct series *g = NULL;
-		int ng = 0, cap = 0;
-
-		while ((b = gil_contention__next(tl->gil, &it, &pid))) {
-			if (ng == cap) {
-				struct series *t =
-					realloc(g, (cap = cap ? 2 * cap : 8) * sizeof(*g));
-
-				if (!t)
-					break;
-				g = t;
-			}
-			if (tl->gil_names && tl->gil_names[ng][0])
-				snprintf(g[ng].label, sizeof(g[ng].label), "pid %u (%s)", pid,
-					 tl->gil_names[ng]);
-			else
-				snprintf(g[ng].label, sizeof(g[ng].label), "pid %u", pid);
-			g[ng].bins = b;
-			g[ng++].total = total(b);
-		}
-		if (ng)
-			chart(f, tl, "tl-gil", "GIL contention",
-			      "per process: threads waiting for the GIL (waits of at least the "
-			      "recording's threshold)",
-			      g, ng, 0, "");
-		else
-			no_data(f, "tl-gil", "GIL contention", "no GIL wait recorded (gil family)");
-		free(g);
-	}
-
-	n = 0;
-	if (time_bins__used(&tl->blocked) || time_bins__used(&tl->preempted)) {
-		snprintf(s[n].label, sizeof(s[n].label), "blocked (slept)");
-		s[n].bins = &tl->blocked;
-		s[n++].total = total(&tl->blocked);
-		snprintf(s[n].label, sizeof(s[n].label), "preempted (runnable)");
-		s[n].bins = &tl->preempted;
-		s[n++].total = total(&tl->preempted);
-		chart(f, tl, "tl-offcpu", "Off-CPU", "traced threads off the CPU, by state", s, n,
-		      0, "");
-	} else {
-		no_data(f, "tl-offcpu", "Off-CPU", "no off-CPU interval recorded (sched family)");
-	}
-
-	if (time_bins__used(&tl->syscalls)) {
-		snprintf(s[0].label, sizeof(s[0].label), "in system calls");
-		s[0].bins = &tl->syscalls;
-		s[0].total = total(&tl->syscalls);
-		chart(f, tl, "tl-syscall", "System calls",
-		      "threads inside a recorded system call (calls of at least --osrt-threshold)",
-		      s, 1, 0, "");
-	} else {
-		no_data(f, "tl-syscall", "System calls", "no system call recorded (osrt family)");
-	}
+	for (int i = n - 1; i >= 0; i--)
+		if (tl->states[i] && families[i]->page->timelines)
+			families[i]->page->timelines(&tl->p, tl->states[i], f);
 	loss_chart(f, tl);
 	fprintf(f, "</section>\n");
 }
@@ -486,7 +328,7 @@ static void table_html(FILE *f, const struct table *t)
 		table__name(t), table__name(t));
 	for (int c = 0; c < cols; c++) {
 		fprintf(f, "<th%s>", table__col_numeric(t, c) ? " class=\"n\"" : "");
-		esc(f, table__col_title(t, c));
+		page__esc(f, table__col_title(t, c));
 		fprintf(f, "</th>");
 	}
 	fprintf(f, "</tr></thead><tbody>\n");
@@ -494,7 +336,7 @@ static void table_html(FILE *f, const struct table *t)
 		fprintf(f, "<tr>");
 		for (int c = 0; c < cols; c++) {
 			fprintf(f, "<td%s>", table__col_numeric(t, c) ? " class=\"n\"" : "");
-			esc(f, table__cell_text(t, r, c, buf, sizeof(buf)));
+			page__esc(f, table__cell_text(t, r, c, buf, sizeof(buf)));
 			fprintf(f, "</td>");
 		}
 		fprintf(f, "</tr>\n");
@@ -570,40 +412,38 @@ int report_html__write(const struct report_input *in, FILE *f)
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 		   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
 		   "<title>bpfsight report: ");
-	esc(f, in->path);
+	page__esc(f, in->path);
 	fprintf(f,
 		"</title>\n<style>\n%s</style></head>\n<body>\n<header><h1>bpfsight report</h1>"
 		"<p class=\"sub\">",
 		style);
-	esc(f, in->path);
+	page__esc(f, in->path);
 	fprintf(f, "</p></header>\n<section id=\"info\"><h2>Recording</h2>\n<pre>");
-	esc(f, in->info_text);
+	page__esc(f, in->info_text);
 	fprintf(f, "</pre></section>\n");
 	timelines_html(f, &tl);
-	if (flamegraph__samples(tl.flame)) {
-		fprintf(f, "<section id=\"flame\"><h2>CPU samples</h2>\n<div class=\"scroll\">");
-		flamegraph__svg(tl.flame, f, "CPU samples (flame graph)", 0);
-		fprintf(f, "</div></section>\n");
-	}
-	if (flamegraph__samples(tl.gil_flame)) {
-		fprintf(f, "<section id=\"gil-flame\"><h2>GIL waits by the holder's code</h2>\n"
-			   "<div class=\"scroll\">");
-		flamegraph__svg(
-			tl.gil_flame, f,
-			"What held the GIL while others waited (the holders' Python frames)", 0);
-		fprintf(f, "</div></section>\n");
-	}
+	for (int i = 0; families[i]; i++)
+		if (tl.states[i] && families[i]->page->sections)
+			families[i]->page->sections(&tl.p, tl.states[i], f);
 	reports_html(f, in->stats, &reports);
 	fprintf(f, "<footer>Summarized by bpfsight ");
-	esc(f, in->version);
+	page__esc(f, in->version);
 	fprintf(f,
 		": the whole recording (%.3f s) in %llu ms bins, at most %d points per line and "
 		"%d lines per timeline (the largest), the first %d rows of each of the %d "
-		"reports with rows%s. The full data: <code>bpfsight stats</code>, "
-		"<code>bpfsight export</code>.</footer>\n</body></html>\n",
-		(double)(tl.end - tl.origin) / 1e9, REPORT_BIN_NS / 1000000, REPORT_COLUMNS,
-		REPORT_SERIES, REPORT_ROWS, reports,
-		tl.gpu_dropped ? "; GPU operations of devices past the 64th are not drawn" : "");
+		"reports with rows",
+		(double)(tl.p.end - tl.p.origin) / 1e9, REPORT_BIN_NS / 1000000, REPORT_COLUMNS,
+		REPORT_SERIES, REPORT_ROWS, reports);
+	for (int i = 0; families[i]; i++) {
+		const char *note = tl.states[i] && families[i]->page->footnote
+					   ? families[i]->page->footnote(tl.states[i])
+					   : NULL;
+
+		if (note)
+			fputs(note, f);
+	}
+	fprintf(f, ". The full data: <code>bpfsight stats</code>, <code>bpfsight export</code>."
+		   "</footer>\n</body></html>\n");
 	timelines_free(&tl);
 	return status;
 }

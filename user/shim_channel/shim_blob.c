@@ -11,6 +11,7 @@
 #include <linux/types.h>
 #include "records.h"
 #include "shim_blob.h"
+#include "shim_records.h"
 
 extern const unsigned char bpfsight_shim_start[], bpfsight_shim_end[];
 

@@ -22,6 +22,7 @@
 
 #include <linux/types.h>
 #include "records.h"
+#include "shim_records.h"
 
 #define JOIN_HIST	 2048
 #define JOIN_MAX_THREADS 2048

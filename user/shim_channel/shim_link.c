@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "nvtx.h"
 #include "family.h"
 #include "proc_meta.h"
 #include "record_ctx.h"
@@ -398,7 +399,7 @@ int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want
 
 	if (!u)
 		return -ENOMEM;
-	if (ctx->opts->capture_range == RECORD_CAPTURE_NVTX && (want & SHIM_WANT_NVTX))
+	if (record_opts__captures(ctx->opts, &family_nvtx) && (want & SHIM_WANT_NVTX))
 		want |= SHIM_WANT_SYNC;
 	/* Families attach before the first scan: the sites of every want are chosen then. */
 	if (!l && !(l = link_new(ctx, want, &err))) {
@@ -694,3 +695,5 @@ int shim_link__prelaunch(const struct record_opts *o, const char *family, const 
 		return -errno;
 	return 0;
 }
+
+const __u16 shim_ring_only[] = { BS_REC_SHIM_BATCH, 0 };

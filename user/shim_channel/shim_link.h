@@ -46,4 +46,7 @@ void shim_link__stop(struct record_ctx *ctx, void *state);
  */
 int shim_link__prelaunch(const struct record_opts *o, const char *family, const char *var);
 
+/* The shim's batches: unpacked into records by shim_link__consume, never on disk. */
+extern const __u16 shim_ring_only[];
+
 #endif /* BPFSIGHT_SHIM_LINK_H */

@@ -5,12 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
+#include "nvtx.h"
 #include "capture_gate.h"
 #include "elf_syms.h"
 #include "record_ctx.h"
 #include "shim_join.h"
 #include "shim_unpack.h"
 #include "stats_math.h"
+#include "cuda_records.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
 #define MAX_OPEN    256 /* capture ranges open at once */
@@ -55,7 +57,7 @@ struct shim_unpack {
 struct shim_unpack *shim_unpack__new(struct record_ctx *ctx, __u32 want, int gaps_fd)
 {
 	struct shim_unpack *u = calloc(1, sizeof(*u));
-	const char *cap = ctx->opts->capture_nvtx;
+	const char *cap = ctx->opts->capture_arg;
 
 	if (!u)
 		return NULL;
@@ -65,7 +67,7 @@ struct shim_unpack *shim_unpack__new(struct record_ctx *ctx, __u32 want, int gap
 	u->procs = hmap__new(sizeof(struct proc *));
 	if (!u->procs)
 		goto fail;
-	if (ctx->opts->capture_range == RECORD_CAPTURE_NVTX && cap) {
+	if (record_opts__captures(ctx->opts, &family_nvtx) && cap) {
 		char *at;
 
 		u->capture = 1;

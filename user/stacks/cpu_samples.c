@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "cpu_samples.h"
-#include "records.h"
+#include "family.h"
 #include "stats_math.h"
 
 struct cpu_samples {
@@ -39,13 +39,18 @@ int cpu_samples__add_n(struct cpu_samples *c, __u32 stack_id, int kernel, __u64 
 	return 0;
 }
 
-int cpu_samples__add(struct cpu_samples *c, const struct bs_hdr *rec)
+int cpu_samples__is_sample(const struct bs_hdr *rec, const struct event *ev)
 {
-	const struct bs_cpu_sample *s = (const void *)rec;
+	const struct rec_decoder *d = ev ? family__decoder(rec->type) : NULL;
 
-	if (rec->type != BS_REC_CPU_SAMPLE || rec->size < sizeof(*s))
+	return d && d->style && d->style->sample;
+}
+
+int cpu_samples__add(struct cpu_samples *c, const struct bs_hdr *rec, const struct event *ev)
+{
+	if (!cpu_samples__is_sample(rec, ev))
 		return 0;
-	return cpu_samples__add_n(c, s->stack_id, s->flags & BS_CPU_KERNEL, 1);
+	return cpu_samples__add_n(c, ev->stack_id, ev->stack_in_kernel, 1);
 }
 
 int cpu_samples__next(const struct cpu_samples *c, size_t *it, __u32 *stack_id, int *kernel,

@@ -11,11 +11,14 @@
 
 struct bs_hdr;
 struct cpu_samples;
+struct event;
 
 struct cpu_samples *cpu_samples__new(void);
 void cpu_samples__free(struct cpu_samples *c);
 /* Count REC when it is a cpu sample. 0, or -ENOMEM. */
-int cpu_samples__add(struct cpu_samples *c, const struct bs_hdr *rec);
+/* REC's event EV (NULL: none) when its kind's style says it is a sample of a stack. */
+int cpu_samples__is_sample(const struct bs_hdr *rec, const struct event *ev);
+int cpu_samples__add(struct cpu_samples *c, const struct bs_hdr *rec, const struct event *ev);
 /* Add N (a weight: ns of an event with that stack) to (STACK_ID, KERNEL). 0, or -ENOMEM. */
 int cpu_samples__add_n(struct cpu_samples *c, __u32 stack_id, int kernel, __u64 n);
 /* Iterate (start with *it = 0): 1 and the next (stack id, kernel, count), 0 at the end. */

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 #include <linux/types.h>
-#include "records.h"
+#include "ucall_records.h"
 #include "ucall_spec.h"
 
 struct ucall_api {

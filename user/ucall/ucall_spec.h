@@ -38,7 +38,7 @@
 
 #include <stddef.h>
 #include <linux/types.h>
-#include "records.h"
+#include "ucall_records.h"
 
 enum ucall_type {
 	UCALL_T_U64,

@@ -62,7 +62,8 @@ static int open_samplers(struct record_ctx *ctx, struct cpu_state *st)
 		.size = sizeof(a),
 		.config = PERF_COUNT_SW_CPU_CLOCK,
 		.freq = 1,
-		.sample_freq = ctx->opts->sample_rate,
+		.sample_freq =
+			((const struct cpu_opts *)record_opts__family(ctx->opts, &family_cpu))->hz,
 	};
 
 	if (ncpu <= 0)
@@ -142,11 +143,19 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 	return 1;
 }
 
+/* A sample and its raw stack: cpu_consume writes it as a sample with an interned stack. */
+static const __u16 cpu_ring_only[] = { BS_REC_CPU_SAMPLE_RAW, 0 };
+
 const struct family family_cpu = {
 	.name = "cpu",
 	.desc = "CPU sampling: on-CPU samples of the traced threads with their stacks",
 	.flags = FAMILY_OPT_IN | FAMILY_STACKS,
 	.needs = 1u << KF_PERF_SAMPLING | 1u << KF_BPF_LOOP,
+	.options = cpu_options,
+	.opts_size = sizeof(struct cpu_opts),
+	.opts_init = cpu_opts_init,
+	.opts_describe = cpu_opts_describe,
+	.ring_only = cpu_ring_only,
 	.attach = cpu_attach,
 	.detach = cpu_detach,
 	.consume = cpu_consume,
@@ -154,4 +163,5 @@ const struct family family_cpu = {
 	.decoders = cpu_decoders,
 	.reports = cpu_reports,
 	.sqlite = &cpu_sqlite,
+	.page = &cpu_page,
 };

@@ -3,9 +3,20 @@
 #ifndef BPFSIGHT_CPU_H
 #define BPFSIGHT_CPU_H
 #include "family.h"
+#include "cpu_records.h"
 #include "report.h"
 extern const struct rec_decoder cpu_decoders[];
 extern const struct report *const cpu_reports[];
 extern const struct family family_cpu;
+
+/* Its options (cpu_options.c). */
+struct cpu_opts {
+	__u32 hz; /* --sample-rate: samples per second of each CPU */
+};
+extern const struct family_option cpu_options[];
+void cpu_opts_init(void *opts, const char *cmd);
+void cpu_opts_describe(const void *opts, char *buf, size_t len);
 extern const struct sqlite_family cpu_sqlite; /* export_sqlite_cpu.c */
+extern const struct page_family cpu_page;     /* cpu_page.c */
+
 #endif

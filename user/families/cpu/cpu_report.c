@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include "cpu.h"
 #include "stack_format.h"
 #include "stats_math.h"
@@ -20,6 +21,7 @@ static int decode_sample(const struct bs_hdr *rec, const struct trace_model *m, 
 	ev->name = s->flags & BS_CPU_KERNEL ? "kernel" : "user";
 	ev->stack = trace_model__stack(m, s->stack_id);
 	ev->stack_in_kernel = !!(s->flags & BS_CPU_KERNEL);
+	ev->stack_id = s->stack_id;
 	event__arg_u64(ev, "cpu", rec->cpu);
 	event__arg_u64(ev, "stack_id", s->stack_id);
 	/* Only in the processes whose interpreter bpfsight reads: elsewhere it is unknown. */
@@ -33,7 +35,7 @@ static const struct export_style sample_style = { .cat = "cpu_sample", .ph = 'i'
 
 const struct rec_decoder cpu_decoders[] = {
 	{ BS_REC_CPU_SAMPLE, sizeof(struct bs_cpu_sample), "cpu_sample", decode_sample,
-	  &sample_style },
+	  &sample_style, offsetof(struct bs_cpu_sample, stack_id) },
 	{ 0 },
 };
 

@@ -8,6 +8,7 @@
 #include "family.h"
 #include "frame_sum.h"
 #include "trace_model.h"
+#include "nccl_records.h"
 
 static void callsites__add(void *st, const struct bs_hdr *rec, const struct trace_model *m)
 {

@@ -90,7 +90,7 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 	api = ucall_table__api(&cuda_table, r->fn);
 	if (!api)
 		return;
-	if (ctx->gate && ctx->opts->capture_range == RECORD_CAPTURE_PROFILER_API) {
+	if (ctx->gate && record_opts__captures(ctx->opts, &family_cuda)) {
 		/* The range holds the start and the stop call themselves, as nsys shows them. */
 		if (api->flags & CUDA_F_PROFILER_START)
 			capture_gate__open(ctx->gate, rec->ts);
@@ -120,6 +120,9 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 	}
 }
 
+/* --capture-range=cudaProfilerApi: between cudaProfilerStart and cudaProfilerStop, as nsys. */
+static const struct family_capture cuda_capture = { .kind = "cudaProfilerApi" };
+
 const struct family family_cuda = {
 	.name = "cuda",
 	.desc = "CUDA runtime and driver API calls (uprobes on libcudart/libcuda, static too)",
@@ -130,8 +133,11 @@ const struct family family_cuda = {
 	.attach = cuda_attach,
 	.detach = cuda_detach,
 	.observe = cuda_observe,
+	.capture = &cuda_capture,
+	.api = &cuda_table,
 	.decoders = cuda_decoders,
 	.reports = cuda_reports,
 	.chrome = &cuda_chrome,
 	.sqlite = &cuda_sqlite,
+	.metrics = &cuda_metrics,
 };

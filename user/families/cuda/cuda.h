@@ -8,6 +8,7 @@
 #define BPFSIGHT_CUDA_H
 
 #include "family.h"
+#include "cuda_records.h"
 #include "report.h"
 #include <stddef.h>
 #include "ucall_api.h"
@@ -42,5 +43,7 @@ extern const struct chrome_family cuda_chrome; /* export_chrome_ucall.c */
 extern const struct sqlite_family cuda_sqlite; /* export_sqlite_ucall.c */
 extern const struct family family_cuda;
 extern const struct report cuda_callsites; /* callsites_report.c: CUDA and NCCL calls */
+
+extern const struct metrics_family cuda_metrics; /* cuda_metrics.c */
 
 #endif /* BPFSIGHT_CUDA_H */

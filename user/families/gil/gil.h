@@ -7,6 +7,7 @@
 #ifndef BPFSIGHT_GIL_H
 #define BPFSIGHT_GIL_H
 #include "family.h"
+#include "gil_records.h"
 #include "report.h"
 
 /* Waits and holds from this long on get a record of their own; all are summed in-kernel. */
@@ -21,9 +22,19 @@ extern const struct perfetto_family gil_perfetto; /* export_perfetto_gil.c */
 extern const struct sqlite_family gil_sqlite;	  /* export_sqlite_gil.c */
 extern const struct family family_gil;
 
+/* Its options (gil_options.c). */
+struct gil_opts {
+	__u32 full; /* --gil-mode=full: every take_gil/drop_gil too (else the contended path) */
+};
+extern const struct family_option gil_options[];
+
 /* "condwait", "take_gil", "no-gil", "none": BS_GIL_METHOD_* as gil_sum shows it. */
 const char *gil_method_name(__u32 method);
 /* PY_VERSION_HEX as gil_procs shows it: "3.11.7", "3.13" (no micro), "unknown" for 0. */
 void gil_version_str(__u32 v, char *buf, size_t len);
+
+extern const struct page_family gil_page; /* gil_page.c */
+
+extern const struct metrics_family gil_metrics; /* gil_metrics.c */
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "gil_contention.h"
 #include "stats_math.h"
+#include "gil_records.h"
 
 struct gil_contention {
 	struct hmap *procs; /* {pid, 0} -> struct time_bins */

@@ -579,6 +579,8 @@ static const struct report gil_procs = {
 	.add = gil_data__add,
 	.emit = gil_procs__emit,
 	.free = gil_data__free,
+	/* How each python's GIL was measured, and what that cannot see. */
+	.info = &(const struct report_info){ "python", "python" },
 };
 
 const struct report *const gil_reports[] = { &gil_sum, &gil_blocked_by, &gil_procs, &gil_stacks,

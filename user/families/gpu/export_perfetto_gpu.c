@@ -25,6 +25,7 @@
 #include "export_perfetto.h"
 #include "gpu_decode.h"
 #include "time_bins.h"
+#include "shim_records.h"
 
 struct pf_dev {
 	__u64 uuid;

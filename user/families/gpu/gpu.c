@@ -19,20 +19,35 @@ static int gpu_prelaunch(const struct record_opts *o)
 	return shim_link__prelaunch(o, "gpu", "CUDA_INJECTION64_PATH");
 }
 
+/* The shim's loss: it counts GPU and NVTX records alike (the channel is the gpu family's). */
+static const struct loss_cause gpu_losses[] = {
+	{ BS_LOSS_SHIM, "shim_dropped", "records the cupti-shim or CUPTI dropped: buffers full" },
+	{ 0 },
+};
+
+/* What the shim did: says why GPU records may be missing, inside a range or not. */
+static const __u16 gpu_ungated[] = { BS_REC_SHIM_STATUS, 0 };
+
 const struct family family_gpu = {
 	.name = "gpu",
 	.desc = "GPU kernels, copies and memsets timed by CUPTI (cupti-shim)",
 	/* shim.bpf.c tells the USDT sites apart by their cookies */
+	.flags = FAMILY_SHIM,
+	.ring_only = shim_ring_only,
 	.needs = 1u << KF_ATTACH_COOKIE,
+	.ungated = gpu_ungated,
 	.attach = gpu_attach,
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,
 	.consume = shim_link__consume,
 	.stop = shim_link__stop,
 	.prelaunch = gpu_prelaunch,
+	.losses = gpu_losses,
 	.decoders = gpu_decoders,
 	.reports = gpu_reports,
 	.chrome = &gpu_chrome,
 	.perfetto = &gpu_perfetto,
 	.sqlite = &gpu_sqlite,
+	.page = &gpu_page,
+	.metrics = &gpu_metrics,
 };

@@ -9,6 +9,7 @@
 #define BPFSIGHT_GPU_H
 
 #include "family.h"
+#include "shim_records.h"
 #include "report.h"
 
 extern const struct rec_decoder gpu_decoders[];	  /* gpu_decode.c */
@@ -17,5 +18,9 @@ extern const struct chrome_family gpu_chrome;	  /* export_chrome_gpu.c */
 extern const struct perfetto_family gpu_perfetto; /* export_perfetto_gpu.c */
 extern const struct sqlite_family gpu_sqlite;	  /* export_sqlite_gpu.c */
 extern const struct family family_gpu;		  /* gpu.c */
+
+extern const struct page_family gpu_page; /* gpu_page.c */
+
+extern const struct metrics_family gpu_metrics; /* gpu_metrics.c */
 
 #endif /* BPFSIGHT_GPU_H */

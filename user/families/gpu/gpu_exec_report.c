@@ -19,6 +19,7 @@
 #include "report.h"
 #include "table.h"
 #include "tgroups.h"
+#include "cuda_records.h"
 
 #define EXEC_NONE "(none)"
 

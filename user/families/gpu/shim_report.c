@@ -252,4 +252,5 @@ const struct report shim_sum = {
 	.add = shim_sum__add,
 	.emit = shim_sum__emit,
 	.free = shim_sum__free,
+	.info = &(const struct report_info){ "cupti-shim", "shim" },
 };

@@ -58,6 +58,7 @@ const struct family family_nccl = {
 	 * the call stacks of threads without a slot in task storage */
 	.needs = 1u << KF_ATTACH_COOKIE | 1u << KF_TASK_STORAGE,
 	.stack_default_ns = 100000, /* --stacks=nccl: calls of 100 us or more */
+	.api = &nccl_table,
 	.attach = nccl_attach,
 	.detach = nccl_detach,
 	.walk_new = nccl_walk_new,
@@ -67,4 +68,5 @@ const struct family family_nccl = {
 	.reports = nccl_reports,
 	.chrome = &nccl_chrome,
 	.sqlite = &nccl_sqlite,
+	.metrics = &nccl_metrics,
 };

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include "family.h"
+#include "nccl_records.h"
 #include "report.h"
 #include "ucall_api.h"
 
@@ -86,5 +87,7 @@ int nccl_walk__err(const struct nccl_walk *w);
  */
 int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const struct nccl_walk *w,
 		 struct event *ev);
+
+extern const struct metrics_family nccl_metrics; /* nccl_metrics.c */
 
 #endif /* BPFSIGHT_NCCL_H */

@@ -22,10 +22,19 @@ static int nvtx_prelaunch(const struct record_opts *o)
 /* Names given to threads and categories: they name events long after. */
 static const __u16 nvtx_state_records[] = { BS_REC_NVTX_NAME, 0 };
 
+/* --capture-range=nvtx:NAME: inside the NVTX ranges whose text is NAME[@DOMAIN]. */
+static const struct family_capture nvtx_capture = { .kind = "nvtx", .arg = ":NAME" };
+/* A range's start: what opens the gate, and the range's record comes only at its end. */
+static const __u16 nvtx_ungated[] = { BS_REC_NVTX_BEGIN, 0 };
+
 const struct family family_nvtx = {
 	.name = "nvtx",
 	.desc = "NVTX ranges, marks and names (cupti-shim as the NVTX injection)",
+	.flags = FAMILY_SHIM,
+	.ring_only = shim_ring_only,
 	.state_records = nvtx_state_records,
+	.capture = &nvtx_capture,
+	.ungated = nvtx_ungated,
 	/* shim.bpf.c tells the USDT sites apart by their cookies */
 	.needs = 1u << KF_ATTACH_COOKIE,
 	.attach = nvtx_attach,
@@ -35,6 +44,7 @@ const struct family family_nvtx = {
 	.stop = shim_link__stop,
 	.prelaunch = nvtx_prelaunch,
 	.decoders = nvtx_decoders,
+	.name_observe = nvtx_name_observe,
 	.reports = nvtx_reports,
 	.chrome = &nvtx_chrome,
 	.perfetto = &nvtx_perfetto,

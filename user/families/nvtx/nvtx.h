@@ -9,11 +9,13 @@
 #define BPFSIGHT_NVTX_H
 
 #include "family.h"
+#include "shim_records.h"
 #include "report.h"
 
-extern const struct rec_decoder nvtx_decoders[];   /* nvtx_decode.c */
-extern const struct report *const nvtx_reports[];  /* nvtx_report.c */
-extern const struct chrome_family nvtx_chrome;	   /* export_chrome_nvtx.c */
+extern const struct rec_decoder nvtx_decoders[];			 /* nvtx_decode.c */
+void nvtx_name_observe(struct trace_model *m, const struct bs_hdr *rec); /* nvtx_decode.c */
+extern const struct report *const nvtx_reports[];			 /* nvtx_report.c */
+extern const struct chrome_family nvtx_chrome;				 /* export_chrome_nvtx.c */
 extern const struct perfetto_family nvtx_perfetto; /* export_perfetto_nvtx.c */
 extern const struct sqlite_family nvtx_sqlite;	   /* export_sqlite_nvtx.c */
 extern const struct family family_nvtx;		   /* nvtx.c */

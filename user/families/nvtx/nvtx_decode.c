@@ -121,6 +121,17 @@ static int decode_name(const struct bs_hdr *rec, const struct trace_model *m, st
 static const struct export_style mark_style = { .cat = "user_annotation", .ph = 'i' };
 static const struct export_style name_style = { .cat = "nvtx", .ph = 'i' };
 
+/* nvtxNameOsThread names the thread KEY: the model keeps it over the thread's comm. */
+void nvtx_name_observe(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_nvtx_name *n = (const void *)rec;
+
+	if (rec->type != BS_REC_NVTX_NAME || rec->size < sizeof(*n) ||
+	    n->kind != BS_NVTX_NAME_THREAD || !n->key || n->key > 0xffffffffull)
+		return;
+	trace_model__name_thread(m, (__u32)n->key, trace_model__string(m, n->name_id));
+}
+
 const struct rec_decoder nvtx_decoders[] = {
 	{ BS_REC_NVTX_RANGE, sizeof(struct bs_nvtx_range), "nvtx_range", decode_range },
 	{ BS_REC_NVTX_MARK, sizeof(struct bs_nvtx_mark), "nvtx_mark", decode_mark, &mark_style },

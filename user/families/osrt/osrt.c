@@ -79,7 +79,7 @@ static int osrt_attach(struct record_ctx *ctx, void **state)
 		return err;
 	}
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
-	st->skel->rodata->threshold_ns = ctx->opts->osrt_threshold_ns;
+	st->skel->rodata->threshold_ns = osrt_opts(ctx->opts)->threshold_ns;
 	st->skel->rodata->osrt_stack_ns = record_opts__stack_ns(ctx->opts, &family_osrt);
 	st->max_entries = agg_entries();
 	err = bpf_map__set_max_entries(st->skel->maps.sys_agg, st->max_entries);
@@ -292,6 +292,9 @@ static void osrt_detach(struct record_ctx *ctx, void *state)
 	osrt_state__free(st);
 }
 
+/* Cumulative totals since the recording began: a range's reader needs the ones before it. */
+static const __u16 osrt_ungated[] = { BS_REC_SYSCALL_AGG, 0 };
+
 const struct family family_osrt = {
 	.name = "osrt",
 	.desc = "system call latency (raw_syscalls tracepoints)",
@@ -301,7 +304,14 @@ const struct family family_osrt = {
 	.detach = osrt_detach,
 	.observe = osrt_observe,
 	.cumulative = osrt_cumulative,
+	.options = osrt_options,
+	.opts_size = sizeof(struct osrt_opts),
+	.opts_init = osrt_opts_init,
+	.opts_describe = osrt_opts_describe,
+	.ungated = osrt_ungated,
 	.decoders = osrt_decoders,
 	.reports = osrt_reports,
 	.sqlite = &osrt_sqlite,
+	.page = &osrt_page,
+	.metrics = &osrt_metrics,
 };

@@ -3,10 +3,24 @@
 #ifndef BPFSIGHT_OSRT_H
 #define BPFSIGHT_OSRT_H
 #include "family.h"
+#include "osrt_records.h"
 #include "report.h"
 extern const struct rec_decoder osrt_decoders[];
 extern const struct family_cumulative osrt_cumulative[];
 extern const struct report *const osrt_reports[];
 extern const struct sqlite_family osrt_sqlite; /* export_sqlite_osrt.c */
 extern const struct family family_osrt;
+
+/* Its options (osrt_options.c). */
+struct osrt_opts {
+	__u64 threshold_ns; /* --osrt-threshold: shorter calls are only counted in the kernel */
+};
+extern const struct family_option osrt_options[];
+void osrt_opts_init(void *opts, const char *cmd);
+void osrt_opts_describe(const void *opts, char *buf, size_t len);
+const struct osrt_opts *osrt_opts(const struct record_opts *o);
+extern const struct page_family osrt_page; /* osrt_page.c */
+
+extern const struct metrics_family osrt_metrics; /* osrt_metrics.c */
+
 #endif

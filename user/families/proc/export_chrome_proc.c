@@ -10,7 +10,7 @@
 #include "proc.h"
 
 struct chrome_proc {
-	__u64 lost[BS_LOSS_NR + 1]; /* cumulative per cause; [BS_LOSS_NR] = unknown causes */
+	__u64 lost[BS_LOSS_MAX + 1]; /* cumulative per cause (loss_cause__slot) */
 };
 
 static int proc_open(struct chrome *c, const struct trace_meta *meta, void **st)
@@ -27,7 +27,7 @@ static void loss_counter(struct chrome *c, struct chrome_proc *p, const struct b
 
 	if (rec->size < sizeof(*l))
 		return;
-	slot = l->cause < BS_LOSS_NR ? l->cause : BS_LOSS_NR;
+	slot = loss_cause__slot(l->cause);
 	p->lost[slot] += l->count;
 	chrome_begin(c, 'C', "loss", "events lost", ev->pid, ev->tid);
 	fputs(",\"ts\":", c->f);

@@ -15,5 +15,4 @@ extern const struct perfetto_family proc_perfetto; /* export_perfetto_proc.c */
 extern const struct sqlite_family proc_sqlite;	   /* export_sqlite_proc.c */
 extern const struct family family_proc;
 /* Name of a BS_LOSS_* cause ("ringbuf_full", ...), "unknown" otherwise. */
-const char *loss_cause_name(__u32 cause);
 #endif

@@ -3,19 +3,6 @@
 #include <stdio.h>
 #include "proc.h"
 
-static const char *const loss_causes[BS_LOSS_NR] = {
-	[BS_LOSS_RINGBUF_FULL] = "ringbuf_full", [BS_LOSS_TASK_MAP] = "task_map_full",
-	[BS_LOSS_AGG_MAP] = "agg_map_full",	 [BS_LOSS_TARGET_MAP] = "target_map_full",
-	[BS_LOSS_ATTACH] = "attach_failed",	 [BS_LOSS_WRITE] = "write_failed",
-	[BS_LOSS_SHIM] = "shim_dropped",	 [BS_LOSS_SCHED] = "sched_missed",
-	[BS_LOSS_FLIGHT] = "flight_size",	 [BS_LOSS_STACK] = "stack_busy",
-};
-
-const char *loss_cause_name(__u32 cause)
-{
-	return cause < BS_LOSS_NR && loss_causes[cause] ? loss_causes[cause] : "unknown";
-}
-
 static int decode_process(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	const struct bs_process *p = (const void *)rec;
@@ -42,10 +29,10 @@ static int decode_thread(const struct bs_hdr *rec, const struct trace_model *m, 
 static int decode_loss(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	const struct bs_loss *l = (const void *)rec;
+	const struct family *owner;
 
-	if (l->cause < BS_LOSS_NR) {
-		ev->name = loss_cause_name(l->cause);
-	} else {
+	ev->name = loss_cause__find(l->cause, &owner);
+	if (!ev->name) {
 		/* A newer recorder's cause: keep its number visible rather than "unknown". */
 		snprintf(ev->namebuf, sizeof(ev->namebuf), "cause_%u", l->cause);
 		ev->name = ev->namebuf;

@@ -126,6 +126,11 @@ static void sched_detach(struct record_ctx *ctx, void *state)
 	sched_bpf__destroy(state);
 }
 
+static const struct loss_cause sched_losses[] = {
+	{ BS_LOSS_SCHED, "sched_missed", "context switches of a traced thread no program saw" },
+	{ 0 },
+};
+
 const struct family family_sched = {
 	.name = "sched",
 	.desc = "off-CPU intervals: blocked vs runnable, wakers (sched_switch, sched_wakeup)",
@@ -135,7 +140,10 @@ const struct family family_sched = {
 	.stack_default_ns = 1000000,
 	.attach = sched_attach,
 	.detach = sched_detach,
+	.losses = sched_losses,
 	.decoders = sched_decoders,
 	.reports = sched_reports,
 	.sqlite = &sched_sqlite,
+	.page = &sched_page,
+	.metrics = &sched_metrics,
 };

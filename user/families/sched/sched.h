@@ -3,10 +3,15 @@
 #ifndef BPFSIGHT_SCHED_H
 #define BPFSIGHT_SCHED_H
 #include "family.h"
+#include "sched_records.h"
 #include "report.h"
 extern const struct rec_decoder sched_decoders[];
 extern const struct report *const sched_reports[];
 extern const struct report offcpu_stacks;	/* sched_stacks_report.c (--stacks=sched) */
 extern const struct sqlite_family sched_sqlite; /* export_sqlite_sched.c */
 extern const struct family family_sched;
+extern const struct page_family sched_page; /* sched_page.c */
+
+extern const struct metrics_family sched_metrics; /* sched_metrics.c */
+
 #endif

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The nccl family's record (block 0x40): an NCCL API call, struct bs_ucall. */
+#ifndef BPFSIGHT_NCCL_RECORDS_H
+#define BPFSIGHT_NCCL_RECORDS_H
+
+#include "ucall_records.h"
+
+#define BS_REC_NCCL_CALL 0x40 /* one API call (struct bs_ucall) */
+
+#endif /* BPFSIGHT_NCCL_RECORDS_H */

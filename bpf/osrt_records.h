@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The osrt family's records (block 0x10): bpf/osrt.bpf.c writes them, user/families/osrt/
+ * reads them. Part of the record contract (records.h).
+ */
+#ifndef BPFSIGHT_OSRT_RECORDS_H
+#define BPFSIGHT_OSRT_RECORDS_H
+
+#include "records.h"
+
+#define BS_REC_SYSCALL	   0x10 /* one system call at or above the threshold */
+#define BS_REC_SYSCALL_AGG 0x11 /* cumulative in-kernel aggregate per thread+syscall */
+
+/* osrt: hdr.ts = syscall entry. */
+struct bs_syscall {
+	struct bs_hdr h;
+	__u64 dur;
+	__s64 ret;
+	__u32 nr;
+	__u32 _pad;
+};
+
+/*
+ * osrt: calls shorter than the threshold, summed in the kernel. Cumulative since recording
+ * started; user space writes a new snapshot of a key whenever it changed, a reader keeps the
+ * last one per (pid, tid, nr). hdr.ts = snapshot time. A snapshot with BS_AGG_FINAL closes
+ * the key: the thread exited (or the idle entry was evicted), a reader adds it to its totals
+ * and a later snapshot of the same key (a recycled tid) counts from zero.
+ */
+#define BS_AGG_FINAL 1
+struct bs_syscall_agg {
+	struct bs_hdr h;
+	__u32 nr;
+	__u32 flags; /* BS_AGG_* */
+	__u64 count;
+	__u64 total_ns;
+	__u64 min_ns;
+	__u64 max_ns;
+};
+
+/* The in-kernel aggregates' map (user space reads it: user/families/osrt/osrt.c). */
+struct bs_syscall_agg_key {
+	__u32 pid;
+	__u32 tid;
+	__u32 nr;
+	__u32 gen; /* low bits of the thread's start time: a recycled tid gets new keys */
+};
+
+struct bs_syscall_agg_val {
+	__u64 count;
+	__u64 total_ns;
+	__u64 min_ns;
+	__u64 max_ns;
+};
+
+BS_ASSERT_RECORD(bs_syscall, 48);
+BS_ASSERT_RECORD(bs_syscall_agg, 64);
+BS_ASSERT_RECORD(bs_syscall_agg_key, 16);
+BS_ASSERT_RECORD(bs_syscall_agg_val, 32);
+
+#endif /* BPFSIGHT_OSRT_RECORDS_H */

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The sched family's records (block 0x20): bpf/sched.bpf.c writes them, user/families/sched/
+ * reads them. Part of the record contract (records.h).
+ */
+#ifndef BPFSIGHT_SCHED_RECORDS_H
+#define BPFSIGHT_SCHED_RECORDS_H
+
+#include "records.h"
+
+#define BS_REC_OFFCPU 0x20 /* one off-CPU interval of a thread */
+
+/* Context switches of a traced thread that no sched program saw (a loss cause, records.h). */
+#define BS_LOSS_SCHED 7
+
+/*
+ * sched: one off-CPU interval. hdr.ts = switch-out, hdr.cpu = the CPU it left.
+ * Blocked time = dur - runnable_ns; runnable_ns = from wakeup (or preemption) to switch-in.
+ */
+struct bs_offcpu {
+	struct bs_hdr h;
+	__u64 dur;
+	__u64 runnable_ns;
+	__u64 oncpu_ns;	 /* the run slice that ended at hdr.ts (0 if it began before tracing) */
+	__u32 state;	 /* prev_state at switch-out: 0 = preempted, else TASK_* bits */
+	__u32 waker_tid; /* who woke it (0 = preempted or not seen) */
+};
+
+BS_ASSERT_RECORD(bs_offcpu, 56);
+
+#endif /* BPFSIGHT_SCHED_RECORDS_H */

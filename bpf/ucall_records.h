@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The record of the uprobe API families (cuda, nccl): one call, written by the generic
+ * programs of bpf/ucall.bpf.h, read through the family's API table (user/ucall/). Each
+ * family gives its record type in a header of its own (cuda_records.h, nccl_records.h).
+ */
+#ifndef BPFSIGHT_UCALL_RECORDS_H
+#define BPFSIGHT_UCALL_RECORDS_H
+
+#include "records.h"
+
+/*
+ * One call of a probed user-space API function (cuda, nccl): the generic uprobe programs of
+ * bpf/ucall.bpf.h. hdr.ts = entry, written at return. What is captured per function comes
+ * from the probe's bpf_cookie (BS_UCOOKIE below), which user space compiles from the
+ * argument spec of the function's entry in the family's API table (user/ucall/ucall_spec.h); the
+ * entry's index is `fn`.
+ */
+#define BS_UCALL_NARGS	      12  /* rdi rsi rdx rcx r8 r9, then 6 stack words */
+#define BS_UCALL_DEREF_STRUCT 192 /* bytes copied for BS_DEREF_STRUCT */
+#define BS_UCALL_DEREF_STRING 512 /* bytes reserved for BS_DEREF_STRING (NUL-terminated) */
+
+struct bs_ucall {
+	struct bs_hdr h;
+	__u64 dur;
+	__s64 ret;	 /* rax at return */
+	__u64 out;	 /* the u64 *args[out_arg] points to, read at return (0 = none/fault) */
+	__u32 fn;	 /* index in the family's API table: part of the file format */
+	__u16 depth;	 /* calls of the same family enclosing this one on this thread */
+	__u16 deref_len; /* bytes that follow the struct: 0, BS_UCALL_DEREF_STRUCT or _STRING */
+	__u64 args[BS_UCALL_NARGS];
+	/* __u8 deref[deref_len]: read at return from (char *)args[deref_arg] + deref_off;
+	 * zero-filled when the read faults. */
+};
+
+/*
+ * bpf_cookie of a ucall probe (both the entry and the return probe carry it):
+ *   bits  0-11 fn       index in the family's API table
+ *   bits 12-15 deref    argument index + 1 whose pointee is copied at return (0 = none;
+ *                       BS_DEREF_ARG_STACK = the caller's stack-argument area, for a large
+ *                       struct passed by value, e.g. ncclUniqueId)
+ *   bits 16-23 off8     byte offset / 8 into that pointee
+ *   bits 24-25 mode     BS_DEREF_*
+ *   bits 26-29 out      argument index + 1 whose u64 pointee is read at return (0 = none)
+ *   bit  30    stack    the function takes more than 6 argument words: copy the stack ones
+ */
+#define BS_DEREF_ARG_STACK 15
+#define BS_DEREF_NONE	   0
+#define BS_DEREF_STRUCT	   1
+#define BS_DEREF_STRING	   2
+
+#define BS_UCOOKIE(fn, deref_arg1, off8, mode, out_arg1)                                           \
+	((__u64)(fn) | (__u64)(deref_arg1) << 12 | (__u64)(off8) << 16 | (__u64)(mode) << 24 |     \
+	 (__u64)(out_arg1) << 26)
+#define BS_UCOOKIE_STACK	(1ull << 30)
+#define BS_UCOOKIE_FN(c)	((__u32)(c)&0xfff)
+#define BS_UCOOKIE_DEREF_ARG(c) (((__u32)(c) >> 12) & 0xf)
+#define BS_UCOOKIE_DEREF_OFF(c) ((((__u32)(c) >> 16) & 0xff) * 8)
+#define BS_UCOOKIE_MODE(c)	(((__u32)(c) >> 24) & 0x3)
+#define BS_UCOOKIE_OUT_ARG(c)	(((__u32)(c) >> 26) & 0xf)
+
+BS_ASSERT_RECORD(bs_ucall, 152);
+
+#endif /* BPFSIGHT_UCALL_RECORDS_H */

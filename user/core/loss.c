@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Loss causes: the recording's own and the families' (loss.h). */
+#include <stddef.h>
+#include "family.h"
+#include "loss.h"
+
+const struct loss_cause recording_losses[] = {
+	{ BS_LOSS_RINGBUF_FULL, "ringbuf_full",
+	  "the ring buffer was full: its reader fell behind" },
+	{ BS_LOSS_TASK_MAP, "task_map_full",
+	  "no per-thread state could be kept, or a call nested too deep: a call not timed" },
+	{ BS_LOSS_AGG_MAP, "agg_map_full",
+	  "the in-kernel aggregate map was full: calls not counted" },
+	{ BS_LOSS_TARGET_MAP, "target_map_full", "the target map was full: a child not followed" },
+	{ BS_LOSS_ATTACH, "attach_failed", "probes that failed to attach" },
+	{ BS_LOSS_WRITE, "write_failed", "records the trace file could not take (disk full)" },
+	{ BS_LOSS_FLIGHT, "flight_size", "the flight recorder's window outgrew its SIZE" },
+	{ BS_LOSS_STACK, "stack_busy",
+	  "stacks not taken: a program they interrupted was taking one" },
+	{ 0 },
+};
+
+const char *loss_cause__find(__u32 cause, const struct family **owner)
+{
+	const struct loss_cause *l;
+
+	*owner = NULL;
+	for (l = recording_losses; l->name; l++)
+		if (l->cause == cause)
+			return l->name;
+	for (int i = 0; families[i]; i++)
+		for (l = families[i]->losses; l && l->name; l++)
+			if (l->cause == cause) {
+				*owner = families[i];
+				return l->name;
+			}
+	return NULL;
+}
+
+const char *loss_cause_name(__u32 cause)
+{
+	const struct family *f;
+
+	return loss_cause__find(cause, &f) ?: "unknown";
+}
+
+__u32 loss_cause__slot(__u32 cause)
+{
+	const struct family *f;
+
+	return cause < BS_LOSS_MAX && loss_cause__find(cause, &f) ? cause : BS_LOSS_MAX;
+}
+
+const struct family *loss_cause__owner(__u32 cause)
+{
+	const struct family *f;
+
+	loss_cause__find(cause, &f);
+	return f;
+}

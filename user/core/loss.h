@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Loss causes by number (BS_REC_LOSS.cause, records.h): the recording's own, which any
+ * family's events can suffer, and the ones each family declares in its struct family
+ * (`losses`). Readers name causes through these lookups, so a family's cause needs no table
+ * outside its folder.
+ */
+#ifndef BPFSIGHT_LOSS_H
+#define BPFSIGHT_LOSS_H
+
+#include <linux/types.h>
+
+struct family;
+
+/* One loss cause: its number (part of the file format), its name, what was lost. */
+struct loss_cause {
+	__u32 cause;
+	const char *name;
+	const char *desc;
+};
+
+/* The cause's name ("ringbuf_full"), or NULL for a cause no one here declares. */
+const char *loss_cause__find(__u32 cause, const struct family **owner);
+/* The same, "unknown" for a cause no one here declares. */
+const char *loss_cause_name(__u32 cause);
+/* The family that declares CAUSE, NULL for the recording's own (or an unknown one). */
+const struct family *loss_cause__owner(__u32 cause);
+/* Where a count of CAUSE goes in an array of BS_LOSS_MAX + 1: the last slot for unknown ones. */
+__u32 loss_cause__slot(__u32 cause);
+/* The recording's own causes, ending with a zeroed entry (for docs and metrics). */
+extern const struct loss_cause recording_losses[];
+
+#endif /* BPFSIGHT_LOSS_H */

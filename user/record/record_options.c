@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The one option table of record and monitor, and its parser (record_options.h). */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include "family.h"
+#include "flight_opts.h"
+#include "kernel_features.h"
+#include "parse.h"
+#include "record_args.h"
+#include "record_options.h"
+
+#define R  RECORD_CMD_RECORD
+#define M  RECORD_CMD_MONITOR
+#define RM (R | M)
+
+#define DEFAULT_LISTEN "127.0.0.1:9464"
+#define DEFAULT_TOP    30
+#define DEFAULT_GRACE  (120 * 1000000000ull)
+
+/*
+ * One option. HELP is --help's text, wrapped when printed; HELP_MONITOR is monitor's where
+ * it differs. PARSE takes the value (NULL for a flag); 0, or 1 after saying what is wrong.
+ */
+struct rec_option {
+	const char *name;
+	char short_name;
+	const char *arg; /* the value's name in --help; NULL: a flag */
+	__u32 cmds;
+	const char *help, *help_monitor;
+	int (*parse)(struct record_args *a, const char *arg);
+};
+
+#define FAIL(...) record_args__fail(a->cmd, __VA_ARGS__)
+
+static int opt_output(struct record_args *a, const char *arg)
+{
+	a->o.output = arg;
+	return 0;
+}
+
+static int opt_force(struct record_args *a, const char *arg)
+{
+	a->o.force = 1;
+	return 0;
+}
+
+static int opt_trace(struct record_args *a, const char *arg)
+{
+	a->trace = arg;
+	return 0;
+}
+
+static int opt_pid(struct record_args *a, const char *arg)
+{
+	return record_args__pids(a->cmd, arg, &a->o);
+}
+
+static int opt_all(struct record_args *a, const char *arg)
+{
+	a->o.system_wide = 1;
+	return 0;
+}
+
+static int opt_duration(struct record_args *a, const char *arg)
+{
+	int ret = parse_duration_ns(arg, &a->o.duration_ns);
+
+	if (ret == -ERANGE)
+		return FAIL("duration '%s' is out of range: at most 584 years (2^64 ns)", arg);
+	if (ret)
+		return FAIL("bad duration '%s': use e.g. 10, 10s, 500ms or 2m", arg);
+	return 0;
+}
+
+static int opt_listen(struct record_args *a, const char *arg)
+{
+	a->listen = arg;
+	return 0;
+}
+
+static int opt_top(struct record_args *a, const char *arg)
+{
+	unsigned long n;
+	char *end;
+
+	errno = 0;
+	n = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || n < 1 || n > 100000)
+		return FAIL("bad --top '%s': how many processes get series of their own, 1 to "
+			    "100000 (default %d)",
+			    arg, DEFAULT_TOP);
+	a->top_n = n;
+	return 0;
+}
+
+static int opt_grace(struct record_args *a, const char *arg)
+{
+	if (parse_duration_ns(arg, &a->grace_ns))
+		return FAIL("bad --exit-grace '%s': use e.g. 0, 30s or 5m", arg);
+	return 0;
+}
+
+static int opt_kill(struct record_args *a, const char *arg)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = { { "none", 0 },	  { "TERM", SIGTERM }, { "INT", SIGINT },
+		     { "KILL", SIGKILL }, { "HUP", SIGHUP },   { "USR1", SIGUSR1 },
+		     { "USR2", SIGUSR2 } };
+	const char *s = strncasecmp(arg, "SIG", 3) ? arg : arg + 3;
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (!strcasecmp(s, sigs[i].name)) {
+			a->o.kill_signal = sigs[i].sig;
+			return 0;
+		}
+	return FAIL("bad --kill '%s': use none, TERM, INT, KILL, HUP, USR1 or USR2", arg);
+}
+
+static int opt_buffer(struct record_args *a, const char *arg)
+{
+	__u64 *b = &a->o.ringbuf_bytes;
+
+	if (parse_size(arg, b) || *b < 4096 || (*b & (*b - 1)))
+		return FAIL("bad --buffer-size '%s': a power of two of at least 4K, e.g. 64M", arg);
+	/* The map's max_entries is a u32: 4G would wrap to 0. */
+	if (*b > RECORD_MAX_RINGBUF)
+		return FAIL("--buffer-size '%s' is too big: the kernel's ring buffer holds at most "
+			    "2G",
+			    arg);
+	return 0;
+}
+
+/* "cudaProfilerApi, nvtx:NAME": the kinds the families offer, for errors and --help. */
+static void capture_kinds(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (int i = 0; families[i] && used < len; i++)
+		if (families[i]->capture)
+			used += snprintf(buf + used, len - used, "%s%s%s", used ? ", " : "",
+					 families[i]->capture->kind,
+					 families[i]->capture->arg ? families[i]->capture->arg
+								   : "");
+}
+
+/* --capture-range=KIND[ARG]: the family whose KIND it is opens and closes the ranges. */
+static int opt_capture(struct record_args *a, const char *arg)
+{
+	char kinds[256];
+
+	if (a->o.capture)
+		return FAIL("--capture-range given twice: one range kind per recording");
+	for (int i = 0; families[i]; i++) {
+		const struct family_capture *c = families[i]->capture;
+		size_t n = c ? strlen(c->kind) : 0;
+
+		if (!c || strncmp(arg, c->kind, n))
+			continue;
+		if (c->arg ? arg[n] != ':' || !arg[n + 1] : arg[n] != 0)
+			continue;
+		a->o.capture = families[i];
+		a->o.capture_arg = c->arg ? arg + n + 1 : NULL;
+		return 0;
+	}
+	capture_kinds(kinds, sizeof(kinds));
+	return FAIL("bad --capture-range '%s': use %s", arg, kinds);
+}
+
+/* The families --stacks takes, for its errors: "cuda, nccl". */
+static void stack_families(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (int i = 0; families[i] && used < len; i++)
+		if (families[i]->stack_default_ns)
+			used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+					 families[i]->name);
+}
+
+/* --stacks LIST: "none", or FAMILY[:THRESHOLD] entries (docs/STACKS.md). */
+static int opt_stacks(struct record_args *a, const char *list)
+{
+	char *copy = strdup(list), *save = NULL, *tok, *colon, fams[256];
+	struct record_opts *o = &a->o;
+	int ret = 0;
+
+	if (!copy)
+		return 1;
+	a->stacks_given = 1;
+	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
+		o->stack_ns[i] = RECORD_STACKS_OFF;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret && strcmp(list, "none");
+	     tok = strtok_r(NULL, ",", &save)) {
+		int i;
+
+		colon = strchr(tok, ':');
+		if (colon)
+			*colon++ = 0;
+		for (i = 0; families[i] && strcmp(families[i]->name, tok); i++)
+			;
+		if (!families[i] || !families[i]->stack_default_ns) {
+			stack_families(fams, sizeof(fams));
+			ret = FAIL("--stacks: '%s' takes no stacks; families that do: %s (or none)",
+				   tok, fams);
+			break;
+		}
+		o->stack_ns[i] = families[i]->stack_default_ns;
+		if (colon && parse_threshold_ns(colon, &o->stack_ns[i]))
+			ret = FAIL("--stacks: bad threshold '%s' for %s: use e.g. 0, 100us or 5ms",
+				   colon, tok);
+	}
+	free(copy);
+	return ret;
+}
+
+static int opt_inject(struct record_args *a, const char *arg)
+{
+	a->o.inject = 1;
+	return 0;
+}
+
+static int opt_bpf_stats(struct record_args *a, const char *arg)
+{
+	a->bpf_stats = 1;
+	return 0;
+}
+
+static int opt_dry_run(struct record_args *a, const char *arg)
+{
+	a->o.dry_run = 1;
+	return 0;
+}
+
+static int opt_features(struct record_args *a, const char *arg)
+{
+	if (!record_args__has_caps())
+		return FAIL("probing the kernel needs root (or CAP_BPF and CAP_PERFMON)");
+	kfeatures__print(stdout);
+	a->done = 1;
+	return 0;
+}
+
+static int opt_flight(struct record_args *a, const char *arg, int which)
+{
+	return flight_opts__parse(&a->o.flight, which, arg, a->cmd) ? 1 : 0;
+}
+
+static int opt_flight_window(struct record_args *a, const char *arg)
+{
+	return opt_flight(a, arg, OPT_FLIGHT);
+}
+
+static int opt_flight_trigger(struct record_args *a, const char *arg)
+{
+	return opt_flight(a, arg, OPT_FLIGHT_TRIGGER);
+}
+
+static int opt_flight_after(struct record_args *a, const char *arg)
+{
+	return opt_flight(a, arg, OPT_FLIGHT_AFTER);
+}
+
+static int opt_flight_cooldown(struct record_args *a, const char *arg)
+{
+	return opt_flight(a, arg, OPT_FLIGHT_COOLDOWN);
+}
+
+static int opt_flight_max_dumps(struct record_args *a, const char *arg)
+{
+	return opt_flight(a, arg, OPT_FLIGHT_MAX_DUMPS);
+}
+
+static int opt_verbose(struct record_args *a, const char *arg)
+{
+	a->o.verbose = 1;
+	return 0;
+}
+
+static int opt_help(struct record_args *a, const char *arg)
+{
+	a->done = a->help = 1;
+	return 0;
+}
+
+/* Where the families' options go in the table (and in --help). */
+#define FAMILY_OPTIONS_HERE                                                                        \
+	{                                                                                          \
+		.name = NULL, .cmds = RM                                                           \
+	}
+
+// clang-format off
+static const struct rec_option table[] = {
+	{ "output", 'o', "FILE", RM,
+	  "trace file (default: reportN.bst, first unused N)",
+	  "with --flight-recorder: its dumps are FILE's stem + -N.bst", opt_output },
+	{ "force", 'f', NULL, RM, "overwrite FILE if it exists",
+	  "overwrite dump files that exist", opt_force },
+	{ "trace", 't', "LIST", RM,
+	  "families to record, comma-separated (default: all but the opt-in ones)",
+	  "families, comma-separated (default: all but the opt-in ones)", opt_trace },
+	{ "pid", 'p', "PID", RM,
+	  "attach to PID (repeatable, or comma-separated); its threads and future children are "
+	  "traced",
+	  "only PID and its future children (repeatable); the monitor ends when they have all "
+	  "exited", opt_pid },
+	{ "system-wide", 'a', NULL, RM,
+	  "every process, including those started while recording",
+	  "every process (the default)", opt_all },
+	{ "duration", 'd', "DUR", RM,
+	  "stop after DUR (10, 10s, 500ms, 2m); default: until CMD or the -p processes exit, or "
+	  "Ctrl-C",
+	  "stop after DUR (default: until SIGTERM or Ctrl-C)", opt_duration },
+	{ "listen", 'l', "ADDR:PORT", M,
+	  "where /metrics is served (default " DEFAULT_LISTEN ", this machine only; "
+	  "0.0.0.0:9464 for a Prometheus elsewhere; port 0 picks a free one)", NULL, opt_listen },
+	{ "top", 0, "N", M,
+	  "processes with series of their own, the busiest ones (default 30); the others add up "
+	  "under pid=\"other\"", NULL, opt_top },
+	{ "exit-grace", 0, "DUR", M, "an exited process's series stay DUR (default 2m)", NULL,
+	  opt_grace },
+	{ "kill", 0, "SIG|none", R,
+	  "launch mode: signal sent to CMD when -d ends (default TERM, as nsys)", NULL, opt_kill },
+	{ "buffer-size", 0, "SIZE", RM, "BPF ring buffer (default 16M, a power of two)", NULL,
+	  opt_buffer },
+	{ "capture-range", 0, "KIND", R,
+	  "keep only what happens inside the ranges a family marks, as nsys: cudaProfilerApi "
+	  "(between cudaProfilerStart and cudaProfilerStop, repeated ranges allowed), "
+	  "nvtx:NAME (inside NVTX ranges whose text is NAME in the default domain; NAME@DOMAIN, "
+	  "NAME@* any)", NULL, opt_capture },
+	{ "stacks", 0, "LIST", R,
+	  "events that carry the calling thread's stack (native and Python): "
+	  "FAMILY[:THRESHOLD],... (cuda, nccl: calls of at least THRESHOLD, default 100us; :0 "
+	  "every call) or none (the default)", NULL, opt_stacks },
+	FAMILY_OPTIONS_HERE,
+	{ "inject", 0, NULL, R,
+	  "-p/-a with -t gpu or nvtx: load the cupti-shim into running processes that lack it "
+	  "(-p: each target; -a: those using libcudart/libcuda), through ptrace, x86-64 only; "
+	  "see docs/GPU.md, \"Injection\"", NULL, opt_inject },
+	{ "bpf-stats", 0, NULL, M,
+	  "turn on the kernel's BPF run-time statistics for bpfsight_bpf_run_seconds_total (two "
+	  "clock reads per probe hit: see bench/RESULTS.md)", NULL, opt_bpf_stats },
+	{ "dry-run", 0, NULL, R,
+	  "find and list every uprobe site (object, symbol, offset, instruction, cost class); "
+	  "record nothing. With CMD, runs it and lists what was found", NULL, opt_dry_run },
+	{ "features", 0, NULL, R,
+	  "what this kernel offers (probed) and the fallback each absence selects; record "
+	  "nothing", NULL, opt_features },
+	{ "flight-recorder", 0, "DUR[,SIZE]", RM,
+	  "keep at least the last DUR in memory (compressed, at most SIZE, default 256M) and "
+	  "write it only when triggered, to FILE's stem + -N.bst; SIGUSR1 triggers", NULL,
+	  opt_flight_window },
+	{ "trigger", 0, "FAMILY:NAME>DUR", RM,
+	  "dump when an event of FAMILY named NAME (* any) lasts over DUR, e.g. "
+	  "osrt:nanosleep>250ms (repeatable)", NULL, opt_flight_trigger },
+	{ "trigger-after", 0, "DUR", RM,
+	  "keep recording DUR after a trigger before writing (default 0s)", NULL,
+	  opt_flight_after },
+	{ "trigger-cooldown", 0, "DUR", RM,
+	  "ignore triggers for DUR after a dump (default 10s)", NULL, opt_flight_cooldown },
+	{ "max-dumps", 0, "N", RM,
+	  "write at most N dumps, then ignore triggers (default 10; 0 = no limit)", NULL,
+	  opt_flight_max_dumps },
+	{ "verbose", 'v', NULL, RM,
+	  "libbpf's debug output, and a line when the probes of each file (library, program) "
+	  "are live", "libbpf's debug output", opt_verbose },
+	{ "help", 'h', NULL, RM, "this help", NULL, opt_help },
+};
+// clang-format on
+
+#define NTABLE	    (sizeof(table) / sizeof(table[0]))
+#define MAX_OPTIONS (NTABLE + 32) /* with the families' own */
+#define FAMILY_VAL  0x1000	  /* getopt values: FAMILY_VAL + family * 16 + option */
+#define TABLE_VAL   0x100	  /* getopt values of long-only table entries: + index */
+
+static __u32 cmd_bit(const char *cmd)
+{
+	return strcmp(cmd, "monitor") ? R : M;
+}
+
+/*
+ * Walk CMD's options in --help's order, the families' at their place: FN gets a table entry
+ * (F NULL) or a family's option (F its family).
+ */
+static void each_option(__u32 cmds,
+			void (*fn)(void *arg, const struct rec_option *t, int ti,
+				   const struct family *f, int fi, int oi),
+			void *arg)
+{
+	for (size_t t = 0; t < NTABLE; t++) {
+		if (!(table[t].cmds & cmds))
+			continue;
+		if (table[t].name) {
+			fn(arg, &table[t], t, NULL, -1, -1);
+			continue;
+		}
+		for (int i = 0; families[i]; i++)
+			for (int k = 0; families[i]->options && families[i]->options[k].name; k++)
+				if (families[i]->options[k].cmds & cmds)
+					fn(arg, NULL, -1, families[i], i, k);
+	}
+}
+
+struct long_build {
+	struct option *out;
+	int n;
+};
+
+static void add_long(void *arg, const struct rec_option *t, int ti, const struct family *f, int fi,
+		     int oi)
+{
+	struct long_build *b = arg;
+	const char *name = t ? t->name : f->options[oi].name;
+	const char *val = t ? t->arg : f->options[oi].arg;
+
+	if (b->n >= (int)MAX_OPTIONS - 1)
+		return;
+	b->out[b->n++] = (struct option){
+		.name = name,
+		.has_arg = val ? required_argument : no_argument,
+		.val = t ? (t->short_name ?: TABLE_VAL + ti) : FAMILY_VAL + fi * 16 + oi,
+	};
+}
+
+static struct option record_longs[MAX_OPTIONS], monitor_longs[MAX_OPTIONS];
+
+const struct option *record_args__long_options(const char *cmd)
+{
+	struct option *out = cmd_bit(cmd) == R ? record_longs : monitor_longs;
+	struct long_build b = { out, 0 };
+
+	if (!out[0].name) /* made once: the tables never change */
+		each_option(cmd_bit(cmd), add_long, &b);
+	return out;
+}
+
+const struct option *record_long_options(void)
+{
+	return record_args__long_options("record");
+}
+
+const struct option *monitor_long_options(void)
+{
+	return record_args__long_options("monitor");
+}
+
+/* "+o:ft:..." for getopt_long: record stops at CMD (its own options are CMD's). */
+static void short_options(__u32 cmds, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	if (cmds == R)
+		buf[n++] = '+';
+	for (size_t t = 0; t < NTABLE && n + 3 < len; t++)
+		if (table[t].short_name && (table[t].cmds & cmds)) {
+			buf[n++] = table[t].short_name;
+			if (table[t].arg)
+				buf[n++] = ':';
+		}
+	buf[n] = 0;
+}
+
+int record_args__init(struct record_args *a, const char *cmd)
+{
+	memset(a, 0, sizeof(*a));
+	a->cmd = cmd;
+	a->cmd_bit = cmd_bit(cmd);
+	a->o.ringbuf_bytes = 16 << 20;
+	a->o.kill_signal = SIGTERM;
+	a->o.cmd_name = a->cmd_bit == M ? "monitor" : NULL;
+	a->listen = DEFAULT_LISTEN;
+	a->top_n = DEFAULT_TOP;
+	a->grace_ns = DEFAULT_GRACE;
+	flight_opts__init(&a->o.flight);
+	/* Stacks are asked for (docs/STACKS.md); metrics need none. */
+	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
+		a->o.stack_ns[i] = RECORD_STACKS_OFF;
+	for (int i = 0; families[i]; i++) {
+		if (!families[i]->opts_size)
+			continue;
+		a->o.family_opts[i] = calloc(1, families[i]->opts_size);
+		if (!a->o.family_opts[i])
+			return -ENOMEM;
+		if (families[i]->opts_init)
+			families[i]->opts_init(a->o.family_opts[i], cmd);
+	}
+	return 0;
+}
+
+void record_args__free(struct record_args *a)
+{
+	for (int i = 0; i < RECORD_MAX_FAMILIES; i++) {
+		free(a->o.family_opts[i]);
+		a->o.family_opts[i] = NULL;
+	}
+}
+
+int record_args__parse(struct record_args *a, int argc, char **argv)
+{
+	const struct option *longs = record_args__long_options(a->cmd);
+	char shorts[64];
+	int c;
+
+	short_options(a->cmd_bit, shorts, sizeof(shorts));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+		int ret = -1;
+
+		if (c >= FAMILY_VAL) {
+			int fi = (c - FAMILY_VAL) / 16, oi = (c - FAMILY_VAL) % 16;
+
+			ret = families[fi]->options[oi].parse(a->o.family_opts[fi], optarg, a->cmd);
+		} else if (c >= TABLE_VAL && c < TABLE_VAL + (int)NTABLE) {
+			ret = table[c - TABLE_VAL].parse(a, optarg);
+		} else {
+			for (size_t t = 0; t < NTABLE; t++)
+				if (c && table[t].short_name == c && (table[t].cmds & a->cmd_bit))
+					ret = table[t].parse(a, optarg);
+		}
+		if (ret < 0) /* getopt's '?': it said what is wrong, the usage follows */
+			return 2;
+		if (ret || a->done)
+			return ret;
+	}
+	return 0;
+}
+
+/* --help: "  -o, --output FILE" in 27 columns, the text wrapped to 80. */
+static void print_one(FILE *f, char short_name, const char *name, const char *arg, const char *help)
+{
+	char head[64];
+	int col, n = snprintf(head, sizeof(head), "  %c%c%s--%s%s%s", short_name ? '-' : ' ',
+			      short_name ?: ' ', short_name ? ", " : "  ", name, arg ? " " : "",
+			      arg ?: "");
+
+	fputs(head, f);
+	if (n > 25) {
+		fputc('\n', f);
+		n = 0;
+	}
+	fprintf(f, "%*s", 27 - n, "");
+	col = 27;
+	while (*help) {
+		size_t w = strcspn(help, " ");
+
+		if (col > 27 && col + 1 + (int)w > 80) {
+			fprintf(f, "\n%27s", "");
+			col = 27;
+		} else if (col > 27) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", (int)w, help);
+		col += w;
+		help += w;
+		help += strspn(help, " ");
+	}
+	fputc('\n', f);
+}
+
+struct help_ctx {
+	FILE *f;
+	__u32 cmds;
+};
+
+static void print_option(void *arg, const struct rec_option *t, int ti, const struct family *f,
+			 int fi, int oi)
+{
+	const struct help_ctx *h = arg;
+
+	char fams[256];
+
+	if (t)
+		print_one(h->f, t->short_name, t->name, t->arg,
+			  h->cmds == M && t->help_monitor ? t->help_monitor : t->help);
+	else
+		print_one(h->f, 0, f->options[oi].name, f->options[oi].arg, f->options[oi].help);
+	if (t && t->parse == opt_trace) { /* the families there are, on a line of their own */
+		family__list_selectable(fams, sizeof(fams));
+		fprintf(h->f, "%27savailable: %s\n", "", fams);
+	}
+}
+
+void record_args__print_options(FILE *f, const char *cmd)
+{
+	struct help_ctx h = { f, cmd_bit(cmd) };
+
+	each_option(h.cmds, print_option, &h);
+}
+
+static int recorded(const struct record_opts *o, const struct family *f)
+{
+	for (int i = 0; families[i]; i++)
+		if (families[i] == f)
+			return !!(o->families & (1ull << i));
+	return 0;
+}
+
+/* The families that record through the cupti-shim (--inject loads it): "gpu or nvtx". */
+static int shim_families(const struct record_opts *o, char *buf, size_t len)
+{
+	size_t used = 0;
+	int any = 0;
+
+	buf[0] = 0;
+	for (int i = 0; families[i] && used < len; i++) {
+		if (!(families[i]->flags & FAMILY_SHIM))
+			continue;
+		any |= !!(o->families & (1ull << i));
+		used += snprintf(buf + used, len - used, "%s%s", used ? " or " : "",
+				 families[i]->name);
+	}
+	return any;
+}
+
+int record_args__check(struct record_args *a)
+{
+	struct record_opts *o = &a->o;
+	char fams[128];
+
+	if (o->system_wide && o->npids)
+		return FAIL("-a %s every process already: drop -p, or drop -a to %s only the -p "
+			    "processes and their children",
+			    a->cmd_bit == M ? "monitors" : "traces",
+			    a->cmd_bit == M ? "monitor" : "trace");
+	if (flight_opts__check(&o->flight, a->cmd))
+		return 1;
+	if (a->trace) {
+		if (record_args__families(a->cmd, a->trace, &o->families))
+			return 1;
+		o->families_explicit = 1;
+	}
+	record_args__default_families(o);
+	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */
+		for (int i = 0; families[i]; i++)
+			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&
+			    (o->families & (1ull << i)))
+				o->stack_ns[i] = families[i]->stack_default_ns;
+	for (int i = 0; families[i]; i++)
+		if (o->stack_ns[i] != RECORD_STACKS_OFF && !(o->families & (1ull << i)))
+			return FAIL("--stacks=%s: the %s family is not recorded: add it to -t",
+				    families[i]->name, families[i]->name);
+	if (o->capture && !recorded(o, o->capture))
+		return FAIL("--capture-range=%s%s%s needs the %s family: add %s to -t",
+			    o->capture->capture->kind, o->capture_arg ? ":" : "",
+			    o->capture_arg ?: "", o->capture->name, o->capture->name);
+	if (o->inject && !shim_families(o, fams, sizeof(fams)))
+		return FAIL("--inject loads the cupti-shim for -t %s: add one of them to -t", fams);
+	return 0;
+}

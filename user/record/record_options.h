@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The options of `record` and `monitor`: one table (record_options.c) for both commands,
+ * each option marked with the commands that take it, the families' own options (struct
+ * family.options) listed in it. One parser, one wording of every mistake, one --help
+ * printer, one getopt_long table per command for completion and the docs test.
+ */
+#ifndef BPFSIGHT_RECORD_OPTIONS_H
+#define BPFSIGHT_RECORD_OPTIONS_H
+
+#include <getopt.h>
+#include <stdio.h>
+#include "record_ctx.h"
+
+#define RECORD_CMD_RECORD  0x1
+#define RECORD_CMD_MONITOR 0x2
+
+/* What a command line says: the recording's options and the command's own. */
+struct record_args {
+	const char *cmd; /* "record" or "monitor": every message's prefix */
+	__u32 cmd_bit;	 /* RECORD_CMD_* */
+	struct record_opts o;
+	const char *trace; /* -t as given (families are chosen after every option) */
+	int stacks_given;  /* --stacks was given */
+	int done;	   /* --help or --features answered: exit 0 */
+	int help;	   /* --help: the command prints its usage */
+	/* monitor's own */
+	const char *listen;
+	__u32 top_n;
+	__u64 grace_ns;
+	int bpf_stats;
+};
+
+/* CMD's defaults, the families' options at theirs (record_opts__family). 0 or -ENOMEM. */
+int record_args__init(struct record_args *a, const char *cmd);
+void record_args__free(struct record_args *a);
+/*
+ * Parse ARGV's options (record stops at its CMD: optind says where). 0; 1 after saying what
+ * is wrong with a value; 2 for an option the command does not take (getopt said which: the
+ * command's usage should follow). --help and --features are answered here (A->done).
+ */
+int record_args__parse(struct record_args *a, int argc, char **argv);
+/*
+ * What both commands check once every option is read: -a with -p, the flight recorder's
+ * options, the families (-t, the defaults), --stacks, --capture-range and --inject against
+ * them. 0, or 1 after saying what is wrong.
+ */
+int record_args__check(struct record_args *a);
+/* The options' part of CMD's --help. */
+void record_args__print_options(FILE *f, const char *cmd);
+/* CMD's getopt_long table ("record", "monitor"), made once. */
+const struct option *record_args__long_options(const char *cmd);
+const struct option *record_long_options(void);
+const struct option *monitor_long_options(void);
+
+#endif /* BPFSIGHT_RECORD_OPTIONS_H */

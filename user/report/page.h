@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A family's part of `bpfsight report`'s page (report_html.c): timelines and sections drawn
+ * from its records, in one walk of the trace. The page feeds every record to each family's
+ * `record`, then asks for their timelines (inside the page's "Timelines", the families
+ * registered last first: the GPU leads, the system's families follow), then their sections
+ * (flame graphs, in registry order), then a note each for the footer. Everything a family
+ * draws goes through the helpers below, so every timeline looks alike and stays bounded
+ * (REPORT_COLUMNS points per series, REPORT_SERIES series).
+ */
+#ifndef BPFSIGHT_PAGE_H
+#define BPFSIGHT_PAGE_H
+
+#include <stdio.h>
+#include "records.h"
+#include "time_bins.h"
+#include "trace_model.h"
+
+/* The page being made: the recording's span, which every timeline covers. */
+struct page {
+	__u64 origin, end; /* CLOCK_MONOTONIC ns */
+};
+
+struct page_family {
+	/* Its state for one page. 0, or a negative errno. */
+	int (*open)(const struct page *p, void **st);
+	/* Every record of the walk, checked against its decoder's size. 0, or -ENOMEM. */
+	int (*record)(const struct page *p, void *st, const struct bs_hdr *rec,
+		      const struct trace_model *m);
+	/* After the walk, while the trace's names are known (a legend's process names). */
+	int (*named)(const struct page *p, void *st, const struct trace_model *m);
+	/* Its timelines: page__chart() or page__no_data() each. */
+	void (*timelines)(const struct page *p, void *st, FILE *f);
+	/* Sections of its own after the timelines ("<section id=...>", a flame graph). */
+	void (*sections)(const struct page *p, void *st, FILE *f);
+	/* What the footer adds ("; ... are not drawn"), or NULL. */
+	const char *(*footnote)(void *st);
+	void (*free)(void *st);
+};
+
+/* One line of a timeline: time per bin of something, its label, its total (which to draw). */
+struct page_series {
+	char label[96];
+	const struct time_bins *bins;
+	double total; /* ns summed: the largest REPORT_SERIES are drawn */
+};
+
+/* Bins of the page's width (REPORT_BIN_NS) from the recording's start. */
+void page__bins_init(const struct page *p, struct time_bins *b);
+/* The ns summed over every bin. */
+double page__total(const struct time_bins *b);
+/*
+ * A timeline: the N series (sorted here, the largest drawn) as step lines over the whole
+ * recording, on one y scale from 0 to the largest column, or to CAP when CAP > 0. ID is the
+ * figure's HTML id, WHAT says what a line measures; UNIT follows the top value.
+ */
+void page__chart(const struct page *p, FILE *f, const char *id, const char *title, const char *what,
+		 struct page_series *s, int n, double cap, const char *unit);
+/* A timeline without data, saying why (e.g. which family records it). */
+void page__no_data(FILE *f, const char *id, const char *title, const char *why);
+/* TEXT with HTML's special characters escaped. */
+void page__esc(FILE *f, const char *text);
+
+#endif /* BPFSIGHT_PAGE_H */
