@@ -1,4 +1,4 @@
-"""Decoder of the cupti-shim's batches (bpf/records.h, "cupti-shim channel") for its tests.
+"""Decoder of the cupti-shim's batches (bpf/shim_records.h) for its tests.
 
 The shim writes every batch it hands to bpfsight:batch, as handed, to $BPFSIGHT_SHIM_DUMP
 when that is set; decode() turns such a file into records (dicts), checking the framing, the

@@ -1,4 +1,4 @@
-"""Synthetic traces: records packed as bpf/records.h lays them out, written to a .bst by the real
+"""Synthetic traces: records packed as bpf/records.h and bpf/*_records.h lay them out, written to a .bst by the real
 trace writer (build/tests/bst_write). For the readers' tests of records no recorder produces on a
 machine without a GPU (CUPTI's kernels, copies, memsets, API records) and without the shim's
 NVTX ranges.
