@@ -171,16 +171,26 @@ static int opt_capture(struct record_args *a, const char *arg)
 	return FAIL("bad --capture-range '%s': use %s", arg, kinds);
 }
 
-/* The families --stacks takes, for its errors: "cuda, nccl". */
-static void stack_families(char *buf, size_t len)
+/* The names of the families that HAVE something, SEP between them: "cuda, nccl". */
+static void names_of(char *buf, size_t len, const char *sep, int (*has)(const struct family *f))
 {
 	size_t used = 0;
 
 	buf[0] = 0;
 	for (int i = 0; families[i] && used < len; i++)
-		if (families[i]->stack_default_ns)
-			used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+		if (has(families[i]))
+			used += snprintf(buf + used, len - used, "%s%s", used ? sep : "",
 					 families[i]->name);
+}
+
+static int takes_stacks(const struct family *f)
+{
+	return !!f->stack_default_ns;
+}
+
+static int uses_shim(const struct family *f)
+{
+	return !!(f->flags & FAMILY_SHIM);
 }
 
 /* --stacks LIST: "none", or FAMILY[:THRESHOLD] entries (docs/STACKS.md). */
@@ -205,7 +215,7 @@ static int opt_stacks(struct record_args *a, const char *list)
 		for (i = 0; families[i] && strcmp(families[i]->name, tok); i++)
 			;
 		if (!families[i] || !families[i]->stack_default_ns) {
-			stack_families(fams, sizeof(fams));
+			names_of(fams, sizeof(fams), ", ", takes_stacks);
 			ret = FAIL("--stacks: '%s' takes no stacks; families that do: %s (or none)",
 				   tok, fams);
 			break;
@@ -601,21 +611,13 @@ static int recorded(const struct record_opts *o, const struct family *f)
 	return 0;
 }
 
-/* The families that record through the cupti-shim (--inject loads it): "gpu or nvtx". */
-static int shim_families(const struct record_opts *o, char *buf, size_t len)
+/* 1 when O records a family that records through the cupti-shim (--inject loads it). */
+static int records_shim(const struct record_opts *o)
 {
-	size_t used = 0;
-	int any = 0;
-
-	buf[0] = 0;
-	for (int i = 0; families[i] && used < len; i++) {
-		if (!(families[i]->flags & FAMILY_SHIM))
-			continue;
-		any |= !!(o->families & (1ull << i));
-		used += snprintf(buf + used, len - used, "%s%s", used ? " or " : "",
-				 families[i]->name);
-	}
-	return any;
+	for (int i = 0; families[i]; i++)
+		if (uses_shim(families[i]) && (o->families & (1ull << i)))
+			return 1;
+	return 0;
 }
 
 int record_args__check(struct record_args *a)
@@ -649,7 +651,9 @@ int record_args__check(struct record_args *a)
 		return FAIL("--capture-range=%s%s%s needs the %s family: add %s to -t",
 			    o->capture->capture->kind, o->capture_arg ? ":" : "",
 			    o->capture_arg ?: "", o->capture->name, o->capture->name);
-	if (o->inject && !shim_families(o, fams, sizeof(fams)))
+	if (o->inject && !records_shim(o)) {
+		names_of(fams, sizeof(fams), " or ", uses_shim);
 		return FAIL("--inject loads the cupti-shim for -t %s: add one of them to -t", fams);
+	}
 	return 0;
 }

@@ -151,7 +151,7 @@ static int is_libc_name(const char *base)
  * scans are not looks (gil looks when it has a reason to).
  */
 void gil_on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
-		      const struct uprobe_mapping *mp)
+		   const struct uprobe_mapping *mp)
 {
 	struct gil_state *st = arg;
 	struct gil_look *lk = &st->look;
@@ -194,7 +194,7 @@ int gil_look(struct gil_state *st, pid_t pid)
 
 /* The condition-wait probes on glibc file F (at PATH), for every process that maps it. */
 void gil_libc_attach(struct gil_state *st, struct record_ctx *ctx, struct gil_file *f,
-			const char *path, const char *name)
+		     const char *path, const char *name)
 {
 	f->cond_tried = 1;
 	f->cond_ok = !probe(ctx, &f->links[L_COND], st->skel->progs.gil_cond_enter, 0, 0, path,
