@@ -239,11 +239,14 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(LIB_OBJS) -o $@ $(LDLIBS)
 
-# The toy-family test brings its own registry (families[]): every user object but families.o.
+# The toy-family test brings its own registry (families[]) and family (tests/unit/toy/, a
+# family's folder): every user object but families.o.
 TOY_OBJS := $(filter-out $(OUT)/obj/families/families.o,$(LIB_OBJS))
-$(OUT)/tests/test_family_toy: tests/unit/test_family_toy.c $(TOY_OBJS) | $(OUT)/tests
+TOY_SRCS := $(wildcard tests/unit/toy/*.c)
+$(OUT)/tests/test_family_toy: tests/unit/test_family_toy.c $(TOY_SRCS) $(TOY_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(TOY_OBJS) -o $@ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -iquote tests/unit/toy $< $(TOY_SRCS) $(TOY_OBJS) \
+		-o $@ $(LDLIBS)
 
 $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_OBJS)) | $(OUT)/tests
 	$(call msg,FUZZ-CC,$@)

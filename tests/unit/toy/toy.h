@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The toy family of tests/unit/test_family_toy.c: a whole family in a folder of its own, as
+ * user/families/NAME/ is (its records would be in bpf/toy_records.h; it has no BPF side).
+ */
+#ifndef BPFSIGHT_TOY_H
+#define BPFSIGHT_TOY_H
+
+#include "family.h"
+
+#define TOY_REC	 0xe0 /* a block of 16 no family uses (0xf0, 0xf1: trace_format.h) */
+#define TOY_LOSS 0xe1 /* its own loss cause, in its block (records.h) */
+
+struct toy_tick {
+	struct bs_hdr h;
+	__u64 dur;
+	__u64 value;
+};
+
+/* toy_sum: ticks and the sum of their values. */
+struct toy_sum {
+	__u64 n, total;
+};
+
+/* Its option, --toy-scale N: what the metrics multiply the ticks' values by. */
+struct toy_opts {
+	__u64 scale;
+};
+
+extern const struct family family_toy;
+extern const struct export_style toy_style;
+extern const struct rec_decoder toy_decoders[];
+extern const struct report *const toy_reports[];
+extern const struct family_option toy_options[];
+void toy_opts_init(void *opts, const char *cmd);
+void toy_sum__add(void *st, const struct bs_hdr *rec, const struct trace_model *m);
+extern const struct chrome_family toy_chrome;	  /* toy_export.c */
+extern const struct perfetto_family toy_perfetto; /* toy_export.c */
+extern const struct sqlite_family toy_sqlite;	  /* toy_export.c */
+extern const struct metrics_family toy_metrics;	  /* toy_metrics.c */
+extern const struct page_family toy_page;	  /* toy_page.c */
+
+#endif /* BPFSIGHT_TOY_H */
