@@ -26,7 +26,8 @@
  * buffer holds one stack):
  * - floor: where thread TID's first window began (usually its data stack's first frame).
  *   TID's next first window begins there: it copies the frames, not STACK_WIN bytes, and
- *   never starts below the data stack's first chunk, where the copy would fault.
+ *   never starts below the data stack's first chunk, where the copy would fault and be made
+ *   again from the frame's page.
  * - ids[0..n): the code object each frame of the walk ran and its identity, for process PID
  *   (registration GEN), good while FREES (its bs_py_cfg.code_frees) has not moved: the
  *   code_dealloc probe counts a free before the memory can be reused, so the same address
@@ -110,7 +111,7 @@ struct stack_scratch {
 	__u64 w[STACK_WORDS];
 	/* Not sent: a frame's and a code object's first bytes, read in one copy each. */
 	__u8 fr[STACK_HDR], co[STACK_HDR];
-	__u8 win[STACK_WIN]; /* user memory from win_lo on: data-stack frames (3.11+) */
+	__u8 win[STACK_WIN]; /* user memory: pages of the stack, then data-stack frames */
 	__u8 tsb[STACK_TS];  /* a thread state's first bytes */
 	struct stack_cache cache;
 	struct stack_id_ent ids[BS_PY_MAX_FRAMES]; /* stack_cache's */

@@ -269,7 +269,7 @@ __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, st
 		cut_in = found ? uf.module : NULL;
 	}
 	/*
-	 * The walk (bpf/stack.bpf.h) ends at a frame pointer it cannot follow: a stack that ends
+	 * The walk (bpf/stack_native.bpf.h) ends at a frame pointer it cannot follow: a stack that ends
 	 * neither at a thread's first function nor at the depth limit ended in code without
 	 * frame pointers (its caller's frames are unknown).
 	 */

@@ -81,7 +81,11 @@ int uprobe_mgr__site(const struct elf_syms *syms, const struct elf_sym *sym, str
 int uprobe_mgr__start(struct uprobe_mgr *m);
 /* Examine every executable mapping of PID (0 = every process, for -a). */
 int uprobe_mgr__scan(struct uprobe_mgr *m, pid_t pid);
-/* Feed every ring-buffer record: FORK, EXEC and MAP_EXEC queue the process for a scan. */
+/*
+ * Feed every ring-buffer record: a FORK gives the child its parent's maps; an EXEC, and a
+ * MAP_EXEC whose process BPF stopped (launch mode), are scanned now; other MAP_EXECs are
+ * queued for uprobe_mgr__poll.
+ */
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec);
 /* Scan what was queued (called on each housekeeping tick). */
 int uprobe_mgr__poll(struct uprobe_mgr *m);
