@@ -32,7 +32,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	 * The words on top of its user stack go first: where the innermost function has
 	 * no frame of its own (its first instructions, its `ret`, a fast path without one), the
 	 * frame-pointer walk skips its caller, whose return address is one of them; the recorder
-	 * decides from the code (uprobe_mgr__return_slot). In kernel mode, the user stack is
+	 * decides from the code (native_frames__return_slot). In kernel mode, the user stack is
 	 * where the thread entered the kernel: stack_unwind reads the registers saved there.
 	 */
 	size = stack_read(s, pid, tid, 1);

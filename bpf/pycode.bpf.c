@@ -3,7 +3,7 @@
  * The end of a code object in a Python process whose stacks are read: a uprobe on its type's
  * tp_dealloc (code_dealloc, found through PyCode_Type: user/python/py_code_free.c) removes the
  * object's identity from py_codes before its memory can be reused, so a walk that finds an
- * entry there (bpf/stack.bpf.h) names the object that lives at that address now. Loaded
+ * entry there (bpf/stack_python.bpf.h) names the object that lives at that address now. Loaded
  * with the stack service; the probe fires in every process that maps the interpreter file,
  * and costs those outside py_procs one lookup.
  */

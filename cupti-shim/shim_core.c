@@ -56,7 +56,7 @@ static struct {
 	uint32_t gen;	     /* the last session number handed out */
 	uint32_t sent_state; /* state bits in the last STATUS */
 	uint64_t last_flush;
-} P;
+} poll_state;
 
 uint64_t shim_now(void)
 {
@@ -137,15 +137,15 @@ static void on_attach(uint64_t now)
 {
 	uint32_t session;
 
-	if (++P.gen == 0)
-		++P.gen;
-	session = P.gen;
+	if (++poll_state.gen == 0)
+		++poll_state.gen;
+	session = poll_state.gen;
 	atomic_store(&shim_session, session);
-	P.attached = true;
-	P.drain_seen = false;
+	poll_state.attached = true;
+	poll_state.drain_seen = false;
 	atomic_store(&dropped, 0); /* nobody listened: counted as unsent, not as dropped */
-	P.last_flush = now;
-	P.sent_state = shim_core__state();
+	poll_state.last_flush = now;
+	poll_state.sent_state = shim_core__state();
 	shim_core__status(session, BS_SHIM_EV_ATTACH, 0, NULL, 0);
 	shim_cupti__report_errors(session);
 	shim_nvtx__resend_names(session);
@@ -161,7 +161,7 @@ static void on_detach(uint64_t now)
 	shim_core__set_state(0, BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_SYNC | BS_SHIM_ST_CUPTI_BUSY);
 	atomic_store(&shim_session, 0);
 	shim_buf__drop_all();
-	P.attached = false;
+	poll_state.attached = false;
 	shim_log("detached");
 }
 
@@ -192,9 +192,9 @@ static void report_state(uint32_t session)
 {
 	uint32_t st = shim_core__state();
 
-	if (st == P.sent_state)
+	if (st == poll_state.sent_state)
 		return;
-	P.sent_state = st;
+	poll_state.sent_state = st;
 	shim_core__status(session, BS_SHIM_EV_STATE, 0, NULL, 0);
 	SHIM_PROBE_GPU(st);
 	SHIM_PROBE_NVTX(st);
@@ -243,28 +243,28 @@ static void poll_once(void)
 
 	if (debug)
 		log_semaphores();
-	if (attached && !P.attached)
+	if (attached && !poll_state.attached)
 		on_attach(now);
-	else if (!attached && P.attached)
+	else if (!attached && poll_state.attached)
 		on_detach(now);
-	if (!P.attached)
+	if (!poll_state.attached)
 		return;
 	session = atomic_load(&shim_session);
 	update_nvtx();
-	shim_ptrace__poll(SHIM_SEM(gpu) > 0 && !P.forked);
-	shim_cupti__poll(SHIM_SEM(gpu) > 0 && !P.forked, now);
+	shim_ptrace__poll(SHIM_SEM(gpu) > 0 && !poll_state.forked);
+	shim_cupti__poll(SHIM_SEM(gpu) > 0 && !poll_state.forked, now);
 	report_state(session);
 	report_dropped(session);
 	drain_set = SHIM_SEM(drain) > 0;
-	if (drain_set && !P.drain_seen) {
+	if (drain_set && !poll_state.drain_seen) {
 		drain(session, BS_SHIM_EV_DRAINED, shim_now());
 		SHIM_PROBE_DRAIN(shim_buf__seq());
-		P.last_flush = now;
+		poll_state.last_flush = now;
 	}
-	P.drain_seen = drain_set;
-	if (now - P.last_flush >= FLUSH_MS * SHIM_NS_PER_MS) {
+	poll_state.drain_seen = drain_set;
+	if (now - poll_state.last_flush >= FLUSH_MS * SHIM_NS_PER_MS) {
 		shim_buf__flush_all();
-		P.last_flush = now;
+		poll_state.last_flush = now;
 	}
 }
 
@@ -274,7 +274,7 @@ static void *poller(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&ctl);
-		if (P.exiting) {
+		if (poll_state.exiting) {
 			pthread_mutex_unlock(&ctl);
 			break;
 		}
@@ -294,7 +294,7 @@ static void start_poller(void)
 	pthread_t th;
 	int err;
 
-	if (P.started || P.exiting)
+	if (poll_state.started || poll_state.exiting)
 		return;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -309,16 +309,16 @@ static void start_poller(void)
 		return;
 	}
 	pthread_setname_np(th, "bpfsight-shim");
-	P.started = true;
+	poll_state.started = true;
 }
 
 /* The process is exiting: a final drain while a tracer listens, then nothing more. */
 static void at_exit(void)
 {
 	pthread_mutex_lock(&ctl);
-	if (P.attached && !P.exiting)
+	if (poll_state.attached && !poll_state.exiting)
 		drain(atomic_load(&shim_session), BS_SHIM_EV_EXIT, shim_now());
-	P.exiting = true;
+	poll_state.exiting = true;
 	pthread_mutex_unlock(&ctl);
 }
 
@@ -349,9 +349,9 @@ static void fork_child(void)
 	shim_nvtx__atfork_child();
 	pthread_mutex_init(&ctl, NULL);
 	shim_pid = (uint32_t)getpid();
-	P.started = false;
-	P.attached = false;
-	P.forked = true;
+	poll_state.started = false;
+	poll_state.attached = false;
+	poll_state.forked = true;
 	atomic_store(&shim_session, 0);
 	atomic_store(&shim_hot, SHIM_HOT_RESTART);
 	shim_core__set_state(0, BS_SHIM_ST_GPU_ON | BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_SYNC |
@@ -388,7 +388,7 @@ void shim_core__enter(uint32_t injected_bit)
 void shim_core__poll_now(void)
 {
 	pthread_mutex_lock(&ctl);
-	if (!P.exiting)
+	if (!poll_state.exiting)
 		poll_once();
 	pthread_mutex_unlock(&ctl);
 }

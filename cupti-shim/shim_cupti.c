@@ -61,28 +61,32 @@ static struct {
 	CUptiResult (*ActivityFlushAll)(uint32_t);
 	CUptiResult (*ActivityGetNextRecord)(uint8_t *, size_t, CUpti_Activity **);
 	CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t *);
-} C;
+} cupti;
 
+// clang-format off
 static const struct {
 	const char *name;
 	void **fn;
 } syms[] = {
-	{ "cuptiGetVersion", (void **)&C.GetVersion },
-	{ "cuptiGetResultString", (void **)&C.GetResultString },
-	{ "cuptiGetCallbackName", (void **)&C.GetCallbackName },
-	{ "cuptiSubscribe", (void **)&C.Subscribe },
-	{ "cuptiUnsubscribe", (void **)&C.Unsubscribe },
-	{ "cuptiSetThreadIdType", (void **)&C.SetThreadIdType },
-	{ "cuptiActivityRegisterTimestampCallback", (void **)&C.ActivityRegisterTimestampCallback },
-	{ "cuptiActivityRegisterCallbacks", (void **)&C.ActivityRegisterCallbacks },
-	{ "cuptiActivityEnable", (void **)&C.ActivityEnable },
-	{ "cuptiActivityDisable", (void **)&C.ActivityDisable },
-	{ "cuptiActivityEnableRuntimeApi", (void **)&C.ActivityEnableRuntimeApi },
-	{ "cuptiActivityEnableDriverApi", (void **)&C.ActivityEnableDriverApi },
-	{ "cuptiActivityFlushAll", (void **)&C.ActivityFlushAll },
-	{ "cuptiActivityGetNextRecord", (void **)&C.ActivityGetNextRecord },
-	{ "cuptiActivityGetNumDroppedRecords", (void **)&C.ActivityGetNumDroppedRecords },
+#define CUPTI_SYM(f) { "cupti" #f, (void **)&cupti.f }
+	CUPTI_SYM(GetVersion),
+	CUPTI_SYM(GetResultString),
+	CUPTI_SYM(GetCallbackName),
+	CUPTI_SYM(Subscribe),
+	CUPTI_SYM(Unsubscribe),
+	CUPTI_SYM(SetThreadIdType),
+	CUPTI_SYM(ActivityRegisterTimestampCallback),
+	CUPTI_SYM(ActivityRegisterCallbacks),
+	CUPTI_SYM(ActivityEnable),
+	CUPTI_SYM(ActivityDisable),
+	CUPTI_SYM(ActivityEnableRuntimeApi),
+	CUPTI_SYM(ActivityEnableDriverApi),
+	CUPTI_SYM(ActivityFlushAll),
+	CUPTI_SYM(ActivityGetNextRecord),
+	CUPTI_SYM(ActivityGetNumDroppedRecords),
+#undef CUPTI_SYM
 };
+// clang-format on
 
 static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -103,7 +107,7 @@ static struct {
 	CUpti_SubscriberHandle sub;
 	uint64_t retry_at;
 	uint64_t last_flush;
-} G;
+} gpu;
 
 /* True while InitializeInjection polls: CUDA is starting, it has no context yet. */
 static atomic_bool at_cuda_start;
@@ -183,8 +187,8 @@ const char *shim_cupti__callback_name(uint32_t domain, uint32_t cbid)
 {
 	const char *name = NULL;
 
-	if (!C.GetCallbackName ||
-	    C.GetCallbackName((CUpti_CallbackDomain)domain, cbid, &name) != CUPTI_SUCCESS)
+	if (!cupti.GetCallbackName ||
+	    cupti.GetCallbackName((CUpti_CallbackDomain)domain, cbid, &name) != CUPTI_SUCCESS)
 		return NULL;
 	return name;
 }
@@ -210,7 +214,7 @@ static int load_locked(void)
 
 			snprintf(what, sizeof(what), "dlsym %s", syms[i].name);
 			shim_cupti__fail(what, 0);
-			memset(&C, 0, sizeof(C));
+			memset(&cupti, 0, sizeof(cupti));
 			return -ENOENT;
 		}
 	}
@@ -237,7 +241,7 @@ void shim_cupti__init(void)
 
 	if (shim_cupti__load())
 		return;
-	if (!ok(C.GetVersion(&version), "cuptiGetVersion"))
+	if (!ok(cupti.GetVersion(&version), "cuptiGetVersion"))
 		return;
 	shim_log("CUPTI version %u", version);
 	/* CUPTI fills the newest record layouts it knows: only 13.x matches our decoder. */
@@ -248,10 +252,10 @@ void shim_cupti__init(void)
 		return;
 	}
 	/* Both before anything is enabled, so that every record is in our clock and tids. */
-	if (!ok(C.ActivityRegisterTimestampCallback(timestamp),
+	if (!ok(cupti.ActivityRegisterTimestampCallback(timestamp),
 		"cuptiActivityRegisterTimestampCallback"))
 		return;
-	ok(C.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType");
+	ok(cupti.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType");
 	usable = true;
 }
 
@@ -274,13 +278,13 @@ int shim_cupti__consume(uint8_t *buf, size_t valid)
 	CUptiResult r;
 	int n = 0;
 
-	if (!session || !C.ActivityGetNextRecord)
+	if (!session || !cupti.ActivityGetNextRecord)
 		return 0;
 	t = shim_thread__self();
 	if (!t)
 		return 0;
 	shim_thread__lock(t);
-	while ((r = C.ActivityGetNextRecord(buf, valid, &rec)) == CUPTI_SUCCESS) {
+	while ((r = cupti.ActivityGetNextRecord(buf, valid, &rec)) == CUPTI_SUCCESS) {
 		n += shim_decode__record(t, session, rec);
 		if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
 		    rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
@@ -316,7 +320,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	if (buf && valid)
 		shim_cupti__consume(buf, valid);
 	free(buf);
-	if (ok(C.ActivityGetNumDroppedRecords(ctx, stream, &dropped),
+	if (ok(cupti.ActivityGetNumDroppedRecords(ctx, stream, &dropped),
 	       "cuptiActivityGetNumDroppedRecords") &&
 	    dropped)
 		shim_core__add_dropped(dropped);
@@ -334,11 +338,12 @@ static bool enable_apis(uint8_t on)
 	size_t i;
 
 	for (i = 0; i < shim_cbid_runtime_nr; i++)
-		if (C.ActivityEnableRuntimeApi(shim_cbid_runtime[i].cbid, on) != CUPTI_SUCCESS &&
+		if (cupti.ActivityEnableRuntimeApi(shim_cbid_runtime[i].cbid, on) !=
+			    CUPTI_SUCCESS &&
 		    i == 0)
 			return false;
 	for (i = 0; i < shim_cbid_driver_nr; i++)
-		C.ActivityEnableDriverApi(shim_cbid_driver[i].cbid, on);
+		cupti.ActivityEnableDriverApi(shim_cbid_driver[i].cbid, on);
 	return true;
 }
 
@@ -347,14 +352,14 @@ static void enable_api_kinds(void)
 {
 	uint32_t cbid;
 
-	ok(C.ActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityEnable(RUNTIME)");
-	ok(C.ActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityEnable(DRIVER)");
+	ok(cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityEnable(RUNTIME)");
+	ok(cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityEnable(DRIVER)");
 	for (cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++)
 		if (!shim_cbid__listed(CUPTI_CB_DOMAIN_RUNTIME_API, cbid))
-			C.ActivityEnableRuntimeApi(cbid, 0);
+			cupti.ActivityEnableRuntimeApi(cbid, 0);
 	for (cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++)
 		if (!shim_cbid__listed(CUPTI_CB_DOMAIN_DRIVER_API, cbid))
-			C.ActivityEnableDriverApi(cbid, 0);
+			cupti.ActivityEnableDriverApi(cbid, 0);
 }
 
 /*
@@ -364,11 +369,11 @@ static void enable_api_kinds(void)
  */
 static void api_records_fallback(void)
 {
-	if (G.api_kinds || atomic_load(&apis_seen) || atomic_load(&ops_seen) < API_PROBE_OPS)
+	if (gpu.api_kinds || atomic_load(&apis_seen) || atomic_load(&ops_seen) < API_PROBE_OPS)
 		return;
 	enable_apis(0);
 	enable_api_kinds();
-	G.api_kinds = true;
+	gpu.api_kinds = true;
 	shim_log("no API records with %lu GPU records: through the API kinds now",
 		 (unsigned long)atomic_load(&ops_seen));
 }
@@ -378,8 +383,8 @@ static void gpu_on(uint64_t now)
 	CUptiResult r;
 	size_t i;
 
-	G.retry_at = now + RETRY_MS * SHIM_NS_PER_MS;
-	r = C.Subscribe(&G.sub, no_callback, NULL);
+	gpu.retry_at = now + RETRY_MS * SHIM_NS_PER_MS;
+	r = cupti.Subscribe(&gpu.sub, no_callback, NULL);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		/* torch.profiler, Nsight...: theirs until they let go. */
 		if (!(shim_core__state() & BS_SHIM_ST_CUPTI_BUSY)) {
@@ -387,31 +392,31 @@ static void gpu_on(uint64_t now)
 			shim_core__status(atomic_load(&shim_session), BS_SHIM_EV_CUPTI_ERROR,
 					  (int32_t)r, "another CUPTI client", 0);
 		}
-		G.sub = NULL;
+		gpu.sub = NULL;
 		return;
 	}
 	if (!ok(r, "cuptiSubscribe")) {
-		G.sub = NULL;
+		gpu.sub = NULL;
 		return;
 	}
 	shim_core__set_state(0, BS_SHIM_ST_CUPTI_BUSY);
-	if (!ok(C.ActivityRegisterCallbacks(buffer_requested, buffer_completed),
+	if (!ok(cupti.ActivityRegisterCallbacks(buffer_requested, buffer_completed),
 		"cuptiActivityRegisterCallbacks")) {
-		C.Unsubscribe(G.sub);
-		G.sub = NULL;
+		cupti.Unsubscribe(gpu.sub);
+		gpu.sub = NULL;
 		return;
 	}
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		ok(C.ActivityEnable(kinds[i]), "cuptiActivityEnable");
+		ok(cupti.ActivityEnable(kinds[i]), "cuptiActivityEnable");
 	atomic_store(&ops_seen, 0);
 	atomic_store(&apis_seen, 0);
-	G.api_kinds = !atomic_load(&at_cuda_start) || !enable_apis(1);
-	if (G.api_kinds)
+	gpu.api_kinds = !atomic_load(&at_cuda_start) || !enable_apis(1);
+	if (gpu.api_kinds)
 		enable_api_kinds();
-	G.on = true;
-	G.last_flush = now;
+	gpu.on = true;
+	gpu.last_flush = now;
 	shim_core__set_state(BS_SHIM_ST_GPU_ON, 0);
-	shim_log("GPU activity on%s", G.api_kinds ? " (API records through the kinds)" : "");
+	shim_log("GPU activity on%s", gpu.api_kinds ? " (API records through the kinds)" : "");
 }
 
 static void gpu_off(void)
@@ -419,18 +424,20 @@ static void gpu_off(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		ok(C.ActivityDisable(kinds[i]), "cuptiActivityDisable");
-	if (G.api_kinds) {
-		ok(C.ActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityDisable(RUNTIME)");
-		ok(C.ActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityDisable(DRIVER)");
+		ok(cupti.ActivityDisable(kinds[i]), "cuptiActivityDisable");
+	if (gpu.api_kinds) {
+		ok(cupti.ActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME),
+		   "cuptiActivityDisable(RUNTIME)");
+		ok(cupti.ActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER),
+		   "cuptiActivityDisable(DRIVER)");
 	} else {
 		enable_apis(0);
 	}
 	/* What is still in CUPTI's buffers goes out now (the tracer may still listen). */
-	ok(C.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
-	ok(C.Unsubscribe(G.sub), "cuptiUnsubscribe");
-	G.sub = NULL;
-	G.on = false;
+	ok(cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
+	ok(cupti.Unsubscribe(gpu.sub), "cuptiUnsubscribe");
+	gpu.sub = NULL;
+	gpu.on = false;
 	shim_core__set_state(0, BS_SHIM_ST_GPU_ON);
 	shim_log("GPU activity off");
 }
@@ -438,27 +445,27 @@ static void gpu_off(void)
 void shim_cupti__poll(bool want, uint64_t now)
 {
 	if (!want) {
-		if (G.on)
+		if (gpu.on)
 			gpu_off();
-		G.retry_at = 0;
+		gpu.retry_at = 0;
 		return;
 	}
-	if (!G.on) {
-		if (usable && now >= G.retry_at)
+	if (!gpu.on) {
+		if (usable && now >= gpu.retry_at)
 			gpu_on(now);
 		return;
 	}
-	if (now - G.last_flush >= FLUSH_MS * SHIM_NS_PER_MS) {
-		ok(C.ActivityFlushAll(0), "cuptiActivityFlushAll");
-		G.last_flush = now;
+	if (now - gpu.last_flush >= FLUSH_MS * SHIM_NS_PER_MS) {
+		ok(cupti.ActivityFlushAll(0), "cuptiActivityFlushAll");
+		gpu.last_flush = now;
 	}
 	api_records_fallback();
 }
 
 void shim_cupti__flush(bool forced)
 {
-	if (G.on)
-		ok(C.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0),
+	if (gpu.on)
+		ok(cupti.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0),
 		   "cuptiActivityFlushAll");
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* bpfsight export FILE --format perfetto|chrome|sqlite [-o OUT] [--force] */
+/* bpfsight export FILE --format FORMAT [-o OUT] [--force]: one of exporters[] writes OUT. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -197,33 +197,23 @@ const struct option export_options[] = {
 	{},
 };
 
-int cmd_export(int argc, char **argv)
+/* export's options: -1 to go on, else the exit status (--help, a bad option). */
+static int export_parse(int argc, char **argv, const char **format, const char **out_arg,
+			int *force)
 {
-	const char *format = NULL, *out_arg = NULL, *suffix = NULL, *file;
-	struct sigaction sa = {}, old_int, old_term;
-	const struct exporter *ex = NULL;
-	const struct rec_decoder *dec;
-	struct export_progress prog;
-	int c, ret, force = 0, replace, err = 0, status = EXIT_READ_FAIL;
-	const struct bs_hdr *rec;
-	__u64 events = 0, n = 0;
-	struct trace_walk w;
-	char *out = NULL;
-	struct event ev;
-	void *st = NULL;
-	size_t i;
+	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "f:o:h", export_options, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			format = optarg;
+			*format = optarg;
 			break;
 		case 'o':
-			out_arg = optarg;
+			*out_arg = optarg;
 			break;
 		case 'F':
-			force = 1;
+			*force = 1;
 			break;
 		case 'h':
 			export_usage(stdout);
@@ -233,27 +223,110 @@ int cmd_export(int argc, char **argv)
 			return EXIT_READ_FAIL;
 		}
 	}
-	file = cmd__trace_arg("export", argc, argv, export_usage);
-	if (!file)
-		return EXIT_READ_FAIL;
+	return -1;
+}
+
+/*
+ * The exporter of FORMAT and, into *OUT (the caller frees it), the file it writes: OUT_ARG,
+ * else FILE with the format's suffix. NULL, said on stderr, when there is none.
+ */
+static const struct exporter *export_pick(const char *format, const char *file, const char *out_arg,
+					  char **out)
+{
+	const struct exporter *ex;
+	const char *suffix = NULL;
+
 	if (!format) {
 		fprintf(stderr, "bpfsight export: which format? --format perfetto, chrome, "
 				"sqlite, folded, pprof, svg or folded-offcpu\n");
-		return EXIT_READ_FAIL;
+		return NULL;
 	}
 	ex = export_find(format, &suffix);
 	if (!ex) {
 		fprintf(stderr, "bpfsight export: unknown format '%s' (formats:", format);
-		for (i = 0; i < NEXPORTERS; i++)
+		for (size_t i = 0; i < NEXPORTERS; i++)
 			fprintf(stderr, "%s %s", i ? "," : "", exporters[i]->format);
 		fprintf(stderr, ")\n");
-		return EXIT_READ_FAIL;
+		return NULL;
 	}
-	out = out_arg ? strdup(out_arg) : export_default_out(file, suffix);
-	if (!out) {
+	*out = out_arg ? strdup(out_arg) : export_default_out(file, suffix);
+	if (!*out) {
 		fprintf(stderr, "bpfsight export: out of memory\n");
-		return EXIT_READ_FAIL;
+		return NULL;
 	}
+	return ex;
+}
+
+/*
+ * Every record of W, decoded, through EX into *ST, with progress on a terminal, until the
+ * end or a signal; then EX's finish, which releases *ST (set to NULL). 0, or the exporter's
+ * error (*ST is then the caller's to abort). EVENTS counts the decoded events.
+ */
+static int export_walk(const struct exporter *ex, void **st, struct trace_walk *w, const char *file,
+		       __u64 *events)
+{
+	struct sigaction sa = {}, old_int, old_term;
+	const struct rec_decoder *dec;
+	struct export_progress prog;
+	const struct bs_hdr *rec;
+	struct event ev;
+	int ret, err = 0;
+	__u64 n = 0;
+
+	/* Ctrl-C must not leave half a file that looks like an export. */
+	sa.sa_handler = export_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	export_progress_init(&prog, file, w->r);
+
+	while (!export_stop && (ret = trace_walk__next(w, &rec, &dec))) {
+		const struct event *evp = NULL;
+
+		if (ret != 1)
+			continue;
+		if (dec) {
+			event__init(&ev, rec, dec->kind);
+			if (dec->decode(rec, w->m, &ev) == 1) {
+				evp = &ev;
+				(*events)++;
+			}
+		}
+		err = ex->record(*st, rec, evp, w->m);
+		if (err)
+			break;
+		if (prog.on && !(++n % PROGRESS_EVERY))
+			export_progress_draw(&prog, *events);
+	}
+	export_progress_clear(&prog);
+	if (!err && !export_stop) {
+		err = ex->finish(*st, w->m, trace_walk__status(w));
+		*st = NULL; /* finish releases it, whatever it returns */
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return err;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	const char *format = NULL, *out_arg = NULL, *file;
+	int ret, force = 0, replace, err = 0, status = EXIT_READ_FAIL;
+	const struct exporter *ex;
+	struct trace_walk w;
+	__u64 events = 0;
+	char *out = NULL;
+	void *st;
+
+	ret = export_parse(argc, argv, &format, &out_arg, &force);
+	if (ret >= 0)
+		return ret;
+	file = cmd__trace_arg("export", argc, argv, export_usage);
+	if (!file)
+		return EXIT_READ_FAIL;
+	ex = export_pick(format, file, out_arg, &out);
+	if (!ex)
+		return EXIT_READ_FAIL;
 	/* Refuse before reading anything; replace only once FILE proved readable. */
 	if (export_check_out(out, force, &replace))
 		goto out_free;
@@ -272,39 +345,7 @@ int cmd_export(int argc, char **argv)
 			unlink(out);
 		goto out_close;
 	}
-
-	/* Ctrl-C must not leave half a file that looks like an export. */
-	sa.sa_handler = export_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	export_progress_init(&prog, file, w.r);
-
-	while (!export_stop && (ret = trace_walk__next(&w, &rec, &dec))) {
-		const struct event *evp = NULL;
-
-		if (ret != 1)
-			continue;
-		if (dec) {
-			event__init(&ev, rec, dec->kind);
-			if (dec->decode(rec, w.m, &ev) == 1) {
-				evp = &ev;
-				events++;
-			}
-		}
-		err = ex->record(st, rec, evp, w.m);
-		if (err)
-			break;
-		if (prog.on && !(++n % PROGRESS_EVERY))
-			export_progress_draw(&prog, events);
-	}
-	export_progress_clear(&prog);
-	if (!err && !export_stop) {
-		err = ex->finish(st, w.m, trace_walk__status(&w));
-		st = NULL; /* finish releases it, whatever it returns */
-	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
+	err = export_walk(ex, &st, &w, file, &events);
 	if (err || export_stop) {
 		if (st)
 			ex->abort(st);

@@ -254,16 +254,33 @@ static int sleep_out(pid_t tid, struct user_regs_struct *g)
 	}
 }
 
-/* 1: the call is on its way; 0: not this thread (now); <0: stop trying (OUT in *what). */
-static int try_thread(struct helper *h, pid_t tid, struct outcome *o)
+/* A thread being borrowed: what the steps of try_thread share. */
+struct borrow {
+	pid_t tid;
+	__u64 t0;		   /* since when it is held */
+	struct user_regs_struct g; /* its registers where it stopped */
+	__u64 mask;		   /* its signal mask */
+	__u32 xsize;		   /* bytes of its XSAVE image in h->xstate */
+	__u64 arg_at, fr_at;	   /* where ARG and the signal frame are written */
+};
+
+/* Let the thread go as it was (passing on SIG): not one to borrow now. */
+static int not_now(struct borrow *b, int sig, struct outcome *o)
+{
+	let_go(b->tid, sig);
+	o->r.held_ns += mono_now_ns() - b->t0;
+	return 0;
+}
+
+/*
+ * Seize thread B->tid and stop it, its registers into B->g: 1 when it is held, 0 when it is
+ * not to be taken now (let go), <0 to stop trying (OUT in *what). A sleep it is let out of
+ * (sleep_out) is not counted as held.
+ */
+static int take_thread(struct helper *h, struct borrow *b, struct outcome *o)
 {
 	const struct ptrace_call *c = h->c;
-	struct user_regs_struct g, n;
-	struct k_rt_frame fr;
-	__u64 mask, all = ~0ull, t0 = mono_now_ns(), top, arg_at, xs_at, fr_at;
-	struct iovec xiov = { h->xstate, XSTATE_MAX }, local[3], remote[3];
-	__u32 xsize, sw[2];
-	__u64 xcr0;
+	pid_t tid = b->tid;
 	int status, sig;
 
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
@@ -281,41 +298,38 @@ static int try_thread(struct helper *h, pid_t tid, struct outcome *o)
 	if (!WIFSTOPPED(status))
 		return 0; /* it exited meanwhile */
 	sig = WSTOPSIG(status);
-	if ((status >> 16) != PTRACE_EVENT_STOP || sig != SIGTRAP) {
-		/* A signal on its way, or a group stop: pass it on, as if we were never here. */
-		let_go(tid, (status >> 16) ? 0 : sig);
-		o->r.held_ns += mono_now_ns() - t0;
-		return 0;
-	}
-	if (ptrace(PTRACE_GETREGS, tid, 0, &g))
-		goto not_now;
+	/* A signal on its way, or a group stop: pass it on, as if we were never here. */
+	if ((status >> 16) != PTRACE_EVENT_STOP || sig != SIGTRAP)
+		return not_now(b, (status >> 16) ? 0 : sig, o);
+	if (ptrace(PTRACE_GETREGS, tid, 0, &b->g))
+		return not_now(b, 0, o);
 	if (!same_image(h)) {
 		let_go(tid, 0);
 		o->what = OUT_CHANGED;
 		return -ESRCH;
 	}
-	if ((long)g.orig_rax >= 0 && (long)g.rax == -ERESTART_RESTARTBLOCK &&
-	    waiting_syscall((long)g.orig_rax)) {
+	if ((long)b->g.orig_rax >= 0 && (long)b->g.rax == -ERESTART_RESTARTBLOCK &&
+	    waiting_syscall((long)b->g.orig_rax)) {
 		/* A sleep: let it finish as the kernel restarts it, and take the thread after. */
-		o->r.held_ns += mono_now_ns() - t0;
-		if (sleep_out(tid, &g))
+		o->r.held_ns += mono_now_ns() - b->t0;
+		if (sleep_out(tid, &b->g))
 			return 0;
-		t0 = mono_now_ns();
+		b->t0 = mono_now_ns();
 	}
-	if (!safe_point(c, &g) || ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(mask), &mask) ||
-	    ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &xiov))
-		goto not_now;
-	/*
-	 * ptrace's XSAVE image carries XCR0 in the first 8 bytes of sw_reserved (offset 464);
-	 * a signal frame wants struct _fpx_sw_bytes there, and FP_XSTATE_MAGIC2 after the
-	 * image, or rt_sigreturn restores only the legacy x87/SSE part.
-	 */
-	xsize = (__u32)xiov.iov_len;
-	if (xsize < 576 || xsize + 4 > XSTATE_MAX) {
-		let_go(tid, 0);
-		o->what = OUT_NO_XSAVE;
-		return -ENOTSUP;
-	}
+	return 1;
+}
+
+/*
+ * h->xstate, as ptrace's XSAVE image of B->xsize bytes, made what a signal frame holds:
+ * ptrace's image carries XCR0 in the first 8 bytes of sw_reserved (offset 464); a signal
+ * frame wants struct _fpx_sw_bytes there, and FP_XSTATE_MAGIC2 after the image, or
+ * rt_sigreturn restores only the legacy x87/SSE part.
+ */
+static void xstate_for_sigreturn(struct helper *h, const struct borrow *b)
+{
+	__u32 xsize = b->xsize, sw[2];
+	__u64 xcr0;
+
 	memcpy(&xcr0, h->xstate + 464, 8);
 	memset(h->xstate + 464, 0, 48);
 	sw[0] = FP_XSTATE_MAGIC1;
@@ -325,49 +339,69 @@ static int try_thread(struct helper *h, pid_t tid, struct outcome *o)
 	memcpy(h->xstate + 480, &xsize, 4);
 	sw[0] = FP_XSTATE_MAGIC2;
 	memcpy(h->xstate + xsize, sw, 4);
+}
 
-	/* Below the red zone: the string, the XSAVE area (64-aligned), the frame. */
-	top = g.rsp - RED_ZONE;
-	arg_at = (top - (h->arg_len + 1)) & ~7ull;
-	xs_at = (arg_at - (xsize + 4)) & ~63ull;
-	fr_at = ((xs_at - sizeof(fr)) & ~15ull) - 8; /* at FUNC's entry, rsp + 8 is 16-aligned */
+/*
+ * Below the thread's red zone: ARG, the XSAVE area (64-aligned) and the signal frame FUNC
+ * returns through, which resumes the thread where it stopped. 1 when written; 0 when there
+ * is no room for FUNC below them (let go); <0 when the write failed (OUT in *what).
+ */
+static int write_frame(struct helper *h, struct borrow *b, struct outcome *o)
+{
+	const struct ptrace_call *c = h->c;
+	__u64 top, xs_at, xlen = b->xsize + 4;
+	struct iovec local[3], remote[3];
+	struct k_rt_frame fr;
+
+	top = b->g.rsp - RED_ZONE;
+	b->arg_at = (top - (h->arg_len + 1)) & ~7ull;
+	xs_at = (b->arg_at - xlen) & ~63ull;
+	b->fr_at = ((xs_at - sizeof(fr)) & ~15ull) - 8; /* at FUNC's entry, rsp + 8 is 16-aligned */
 	/*
 	 * Room for FUNC below the frame, mapped now: a thread stack has a fixed size, an
 	 * alternate signal stack may be small (the main stack grows, but its mapping already
 	 * spans more than this below a thread that is not deep in it).
 	 */
 	local[0] = (struct iovec){ h->scratch, STACK_ROOM };
-	remote[0] = (struct iovec){ (void *)(fr_at - STACK_ROOM), STACK_ROOM };
+	remote[0] = (struct iovec){ (void *)(b->fr_at - STACK_ROOM), STACK_ROOM };
 	if (process_vm_readv(c->pid, local, 1, remote, 1, 0) != STACK_ROOM)
-		goto not_now;
+		return not_now(b, 0, o);
 
 	memset(&fr, 0, sizeof(fr));
 	fr.pretcode = c->restorer;
 	fr.uc_flags = UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
 	/* An invalid mode: rt_sigreturn's sigaltstack() fails quietly, the thread's is kept. */
 	fr.uc_stack.flags = 7;
-	resume_regs(&g, &fr.mc);
+	resume_regs(&b->g, &fr.mc);
 	fr.mc.fpstate = xs_at;
-	fr.uc_sigmask = mask;
+	fr.uc_sigmask = b->mask;
 
 	local[0] = (struct iovec){ (void *)c->arg, h->arg_len + 1 };
-	remote[0] = (struct iovec){ (void *)arg_at, h->arg_len + 1 };
-	local[1] = (struct iovec){ h->xstate, xsize + 4 };
-	remote[1] = (struct iovec){ (void *)xs_at, xsize + 4 };
+	remote[0] = (struct iovec){ (void *)b->arg_at, h->arg_len + 1 };
+	local[1] = (struct iovec){ h->xstate, xlen };
+	remote[1] = (struct iovec){ (void *)xs_at, xlen };
 	local[2] = (struct iovec){ &fr, sizeof(fr) };
-	remote[2] = (struct iovec){ (void *)fr_at, sizeof(fr) };
+	remote[2] = (struct iovec){ (void *)b->fr_at, sizeof(fr) };
 	if (process_vm_writev(c->pid, local, 3, remote, 3, 0) !=
-	    (ssize_t)(h->arg_len + 1 + xsize + 4 + sizeof(fr))) {
+	    (ssize_t)(h->arg_len + 1 + xlen + sizeof(fr))) {
 		o->sys_errno = errno;
-		let_go(tid, 0);
+		let_go(b->tid, 0);
 		o->what = OUT_WRITE;
 		return -EFAULT;
 	}
+	return 1;
+}
 
-	n = g;
+/* Send the thread into FUNC(ARG, ARG2) on the frame write_frame made, and let it go. */
+static int start_call(struct helper *h, struct borrow *b, struct outcome *o)
+{
+	const struct ptrace_call *c = h->c;
+	struct user_regs_struct n = b->g;
+	__u64 all = ~0ull;
+
 	n.rip = c->func;
-	n.rsp = fr_at;
-	n.rdi = arg_at;
+	n.rsp = b->fr_at;
+	n.rdi = b->arg_at;
 	n.rsi = c->arg2;
 	n.rax = 0;
 	n.orig_rax = -1;		    /* no system call to restart on the way out */
@@ -377,22 +411,44 @@ static int try_thread(struct helper *h, pid_t tid, struct outcome *o)
 	 * runs FUNC and rt_sigreturn restores everything); then the mask, so that no handler
 	 * of the program runs on the borrowed frame (signals wait until rt_sigreturn).
 	 */
-	if (ptrace(PTRACE_SETREGS, tid, 0, &n)) {
+	if (ptrace(PTRACE_SETREGS, b->tid, 0, &n)) {
 		o->sys_errno = errno;
-		let_go(tid, 0);
+		let_go(b->tid, 0);
 		o->what = OUT_REGS;
 		return -EIO;
 	}
-	ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(all), &all);
-	let_go(tid, 0);
-	o->r.tid = tid;
-	o->r.stopped_ns = mono_now_ns() - t0;
+	ptrace(PTRACE_SETSIGMASK, b->tid, (void *)sizeof(all), &all);
+	let_go(b->tid, 0);
+	o->r.tid = b->tid;
+	o->r.stopped_ns = mono_now_ns() - b->t0;
 	o->r.held_ns += o->r.stopped_ns;
 	return 1;
-not_now:
-	let_go(tid, 0);
-	o->r.held_ns += mono_now_ns() - t0;
-	return 0;
+}
+
+/* 1: the call is on its way; 0: not this thread (now); <0: stop trying (OUT in *what). */
+static int try_thread(struct helper *h, pid_t tid, struct outcome *o)
+{
+	struct borrow b = { .tid = tid, .t0 = mono_now_ns() };
+	struct iovec xiov = { h->xstate, XSTATE_MAX };
+	int ret = take_thread(h, &b, o);
+
+	if (ret <= 0)
+		return ret;
+	if (!safe_point(h->c, &b.g) ||
+	    ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(b.mask), &b.mask) ||
+	    ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &xiov))
+		return not_now(&b, 0, o);
+	b.xsize = (__u32)xiov.iov_len;
+	if (b.xsize < 576 || b.xsize + 4 > XSTATE_MAX) {
+		let_go(tid, 0);
+		o->what = OUT_NO_XSAVE;
+		return -ENOTSUP;
+	}
+	xstate_for_sigreturn(h, &b);
+	ret = write_frame(h, &b, o);
+	if (ret <= 0)
+		return ret;
+	return start_call(h, &b, o);
 }
 
 static void helper_main(struct helper *h, int fd)

@@ -294,7 +294,12 @@ void shim_join__gpu(struct shim_join *j, struct bs_hdr *rec, __u64 now)
 			       .prev = s->pend,
 			       .live = 1 };
 	memcpy(p->rec, rec, rec->size);
-	if (s->corr != *f.corr) /* the slot held an older id: this one takes it over */
+	/*
+	 * An empty slot, or another id's (one JOIN_CORR_SLOTS apart, older or newer): this id
+	 * takes it, the other's link is forgotten; pending records of both stay on the chain,
+	 * each matched by its own id.
+	 */
+	if (s->corr != *f.corr)
 		*s = (struct corr_slot){ .corr = *f.corr, .pend = s->pend };
 	s->pend = idx + 1;
 }

@@ -9,10 +9,10 @@
 #include <unistd.h>
 #include <sys/auxv.h>
 #include "record_ctx.h"
+#include "native_frames.h"
 #include "records.h"
 #include "stack_intern.h"
 #include "stats_math.h"
-#include "uprobe_mgr.h"
 
 /* A process's raw addresses seen before: the cache in front of symbolization. */
 struct raw_ent {
@@ -233,13 +233,13 @@ __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, st
 			      pid_t pid, const __u64 *ips, __u32 n, int capped,
 			      struct bs_frame *frames)
 {
-	struct uprobe_frame uf;
+	struct native_frame uf;
 	const char *cut_in = NULL;
 	int root = 0;
 	__u32 k = 0;
 
 	for (__u32 i = 0; i < n && i < BS_STACK_MAX_FRAMES; i++) {
-		int found = m ? !uprobe_mgr__frame(m, pid, ips[i], i > 0, &uf) : 0;
+		int found = m ? !native_frames__resolve(m, pid, ips[i], i > 0, &uf) : 0;
 
 		/* The sampled instruction may be in the vDSO (clock_gettime): no file maps it. */
 		if (!found && i == 0 && vdso_frame(s, ctx, pid, ips[i], &frames[k])) {
@@ -269,7 +269,7 @@ __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, st
 		cut_in = found ? uf.module : NULL;
 	}
 	/*
-	 * The walk (bpf/stack.bpf.h) ends at a frame pointer it cannot follow: a stack that ends
+	 * The walk (bpf/stack_native.bpf.h) ends at a frame pointer it cannot follow: a stack that ends
 	 * neither at a thread's first function nor at the depth limit ended in code without
 	 * frame pointers (its caller's frames are unknown).
 	 */

@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include "gil_python.h"
 #include "mono_clock.h"
+#include "native_frames.h"
 #include "py_code_free.h"
 #include "py_find.h"
 #include "py_stack.h"
@@ -251,7 +252,7 @@ static __u32 merge(struct record_ctx *ctx, const struct bs_frame *nf, __u32 nn,
 
 /*
  * Where the return address of the function at ADDR lies among the words on top of its frame
- * (uprobe_mgr__return_slot), kept per process and address: the frame's shape at an
+ * (native_frames__return_slot), kept per process and address: the frame's shape at an
  * instruction is the code's, so each is decoded once. -1: none.
  */
 static int return_slot(struct stack_svc *s, pid_t pid, __u64 addr, int is_return, const __u64 *top,
@@ -265,7 +266,7 @@ static int return_slot(struct stack_svc *s, pid_t pid, __u64 addr, int is_return
 	if (!slot)
 		return -1;
 	if (!*slot)
-		*slot = (__s8)(uprobe_mgr__return_slot(s->mgr, pid, addr, is_return, top, ntop) +
+		*slot = (__s8)(native_frames__return_slot(s->mgr, pid, addr, is_return, top, ntop) +
 			       2);
 	return *slot - 2;
 }

@@ -32,7 +32,7 @@ static inline void stack_svc__raw_counts(size_t room, __u32 nips, __u32 npy, __u
 
 /*
  * A raw stack whose first address words are the words on top of the user stack (FLAGS has
- * BS_CPU_LEAF, bpf/stack.bpf.h's stack_unwind): those words (for stack_svc__stack's TOP),
+ * BS_CPU_LEAF, bpf/stack_native.bpf.h's stack_unwind): those words (for stack_svc__stack's TOP),
  * with *W and *N moved past them; NULL when there are none.
  */
 static inline const __u64 *stack_svc__raw_top(__u32 flags, const __u64 **w, __u32 *n)

@@ -68,167 +68,227 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *v)
 	return *end || *v > max ? -1 : 0;
 }
 
-/* KEY=VALUE */
-static int constant(struct compiler *c, const char *tok, const char *eq, struct ucall_field *f)
+/* One field token being compiled: what its prefixes, key and type said. */
+struct tok {
+	const char *text; /* the whole token, for messages */
+	const char *p;	  /* what is left to read of it */
+	int copy;	  /* '&': the pointee is copied */
+	int key;	  /* index in the keys, -1 for '-' (argument words that are no field) */
+	int has_type;	  /* ':TYPE' given */
+	struct ucall_field f;
+};
+
+#define NO_FIELD 1 /* a token that takes argument words or a copy but adds no field */
+
+/* Its prefixes ('&', '*') and its key, or '-'. */
+static int field_key(struct compiler *c, struct tok *t)
 {
-	const struct ucall_key *k = &c->keys[f->key];
-	const char *v = eq + 1;
+	const char *name;
+	size_t n;
+
+	if (*t->p == '&') {
+		t->copy = 1;
+		t->p++;
+	}
+	if (*t->p == '*') {
+		t->f.written = 1;
+		t->p++;
+	}
+	name = t->p;
+	n = strcspn(t->p, ":@!=");
+	if (!(n == 1 && *t->p == '-')) {
+		for (__u32 k = 0; k < c->nkeys; k++)
+			if (strlen(c->keys[k].name) == n && !strncmp(c->keys[k].name, t->p, n))
+				t->key = k;
+		if (t->key < 0)
+			return fail(c, t->text, "unknown key '%.*s'", (int)n, name);
+		t->f.key = t->key;
+		t->f.type = c->keys[t->key].type;
+	}
+	t->p += n;
+	return 0;
+}
+
+/* KEY=VALUE */
+static int field_constant(struct compiler *c, struct tok *t)
+{
+	const struct ucall_key *k;
+	const char *v = t->p + 1;
+	struct ucall_field *f = &t->f;
 	char *end;
 
+	if (t->key < 0 || t->copy || f->written)
+		return fail(c, t->text, "a constant is KEY=VALUE");
+	k = &c->keys[f->key];
 	f->src = UCALL_SRC_CONST;
 	f->type = k->type;
 	if (!(1u << f->type & UCALL_T_INTS))
-		return fail(c, tok, "a constant needs an integer key");
+		return fail(c, t->text, "a constant needs an integer key");
 	if (k->values) {
 		for (__u32 i = 0; i < k->nvalues; i++)
 			if (!strcmp(k->values[i], v)) {
 				f->konst = i;
 				return 0;
 			}
-		return fail(c, tok, "unknown value of %s", k->name);
+		return fail(c, t->text, "unknown value of %s", k->name);
 	}
 	f->konst = strtoull(v, &end, 0);
 	if (end == v || *end || *v == '-')
-		return fail(c, tok, "bad number");
+		return fail(c, t->text, "bad number");
 	return 0;
 }
 
-static int field(struct compiler *c, const char *tok)
+/* ':TYPE', when given, and whether the key may have the field's type. */
+static int field_type(struct compiler *c, struct tok *t)
 {
-	struct ucall_spec *s = c->s;
-	struct ucall_field f = { 0 };
-	const char *p = tok, *eq, *name;
-	int copy = 0, key = -1, has_type = 0, word;
-	unsigned long at = 0, words = 0;
-	size_t n;
-
-	if (*p == '&') {
-		copy = 1;
-		p++;
-	}
-	if (*p == '*') {
-		f.written = 1;
-		p++;
-	}
-	name = p;
-	n = strcspn(p, ":@!=");
-	if (!(n == 1 && *p == '-')) {
-		for (__u32 k = 0; k < c->nkeys; k++)
-			if (strlen(c->keys[k].name) == n && !strncmp(c->keys[k].name, p, n))
-				key = k;
-		if (key < 0)
-			return fail(c, tok, "unknown key '%.*s'", (int)n, name);
-		f.key = key;
-		f.type = c->keys[key].type;
-	}
-	p += n;
-	eq = *p == '=' ? p : NULL;
-	if (eq) {
-		if (key < 0 || copy || f.written)
-			return fail(c, tok, "a constant is KEY=VALUE");
-		if (constant(c, tok, eq, &f))
-			return -EINVAL;
-		goto add;
-	}
-	if (*p == ':') {
-		size_t tn = strcspn(++p, "@!");
-		int t = -1;
+	if (*t->p == ':') {
+		const char *p = t->p + 1;
+		size_t tn = strcspn(p, "@!");
+		int type = -1;
 
 		for (int i = 0; i < UCALL_T_NR; i++)
 			if (strlen(type_names[i]) == tn && !strncmp(type_names[i], p, tn))
-				t = i;
-		if (t < 0)
-			return fail(c, tok, "unknown type '%.*s'", (int)tn, p);
-		if (key < 0)
-			return fail(c, tok, "'-' has no type");
-		f.type = t;
-		has_type = 1;
-		p += tn;
+				type = i;
+		if (type < 0)
+			return fail(c, t->text, "unknown type '%.*s'", (int)tn, p);
+		if (t->key < 0)
+			return fail(c, t->text, "'-' has no type");
+		t->f.type = type;
+		t->has_type = 1;
+		t->p = p + tn;
 	}
-	if (key >= 0 && !(c->keys[key].types & 1u << f.type))
-		return fail(c, tok, "%s cannot be %s", c->keys[key].name, type_names[f.type]);
-	if (*p == '@') {
-		if (parse_uint(p + 1, 0xffff, &at))
-			return fail(c, tok, "bad offset");
-		p += strlen(p);
-		if (key < 0 || copy || f.written)
-			return fail(c, tok, "an '@' field is KEY[:TYPE]@N");
-		if (!ucall_type_size[f.type])
-			return fail(c, tok, "a %s is not read at an offset", type_names[f.type]);
-		if (f.type == UCALL_T_FN)
-			return fail(c, tok, "fn must be an argument word");
-		f.src = UCALL_SRC_AT;
-		f.off = at;
-		if (c->min_at < 0 || (int)at < c->min_at)
-			c->min_at = at;
-		goto add;
-	}
-	if (*p == '!') {
-		if (parse_uint(p + 1, 0xff, &words) || !words)
-			return fail(c, tok, "bad word count");
-		p += strlen(p);
-		if (copy || f.written || has_type)
-			return fail(c, tok, "a by-value struct is KEY!N or -!N");
-		if (key >= 0 && f.type != UCALL_T_MEM)
-			return fail(c, tok, "a by-value struct is type mem");
-		if (s->copy_arg && s->copy_arg != BS_DEREF_ARG_STACK)
-			return fail(c, tok, "two copies");
-		c->stack += words; /* memory class: stack words only, no register */
-		c->byval++;
-		s->copy_arg = BS_DEREF_ARG_STACK;
-		s->copy_mode = BS_DEREF_STRUCT;
-		if (key < 0)
-			return 0;
-		f.src = UCALL_SRC_COPY;
-		goto add;
-	}
-	if (*p)
-		return fail(c, tok, "trailing '%s'", p);
-
-	/* A field of the next argument word(s). */
-	word = take_words(c, f.type == UCALL_T_DIM3 ? 2 : 1);
-	if (word < 0)
-		return fail(c, tok, "past argument word %d", BS_UCALL_NARGS);
-	f.word = word;
-	if (copy) {
-		if (key >= 0 && f.type != UCALL_T_STR && f.type != UCALL_T_MEM)
-			return fail(c, tok, "a '&' field is type str or mem");
-		if (s->copy_arg)
-			return fail(c, tok, "two copies");
-		s->copy_arg = f.word + 1;
-		s->copy_mode = f.type == UCALL_T_STR ? BS_DEREF_STRING : BS_DEREF_STRUCT;
-		if (key < 0)
-			return f.written ? fail(c, tok, "'&*' needs a key") : 0;
-		f.src = UCALL_SRC_COPY;
-		goto add;
-	}
-	if (key < 0)
-		return f.written ? fail(c, tok, "'*' needs a key") : 0;
-	if (f.type == UCALL_T_STR || f.type == UCALL_T_MEM)
-		return fail(c, tok, "a %s is the copy: '&' or '!'", type_names[f.type]);
-	if (f.written) {
-		if (!(1u << f.type & UCALL_T_INTS))
-			return fail(c, tok, "an out value is an integer");
-		if (s->out_word >= 0)
-			return fail(c, tok, "two out fields");
-		s->out_word = f.word;
-		f.src = UCALL_SRC_OUT;
-		goto add;
-	}
-	if (f.type == UCALL_T_FN) {
-		if (s->fn_word >= 0)
-			return fail(c, tok, "two fn fields");
-		s->fn_word = f.word;
-	}
-	f.src = UCALL_SRC_WORD;
-add:
-	if (s->keys & (1ull << f.key) && !c->keys[f.key].repeat)
-		return fail(c, tok, "%s given twice", c->keys[f.key].name);
-	if (s->nfields >= UCALL_SPEC_MAX_FIELDS)
-		return fail(c, tok, "more than %d fields", UCALL_SPEC_MAX_FIELDS);
-	s->keys |= 1ull << f.key;
-	s->f[s->nfields++] = f;
+	if (t->key >= 0 && !(c->keys[t->key].types & 1u << t->f.type))
+		return fail(c, t->text, "%s cannot be %s", c->keys[t->key].name,
+			    type_names[t->f.type]);
 	return 0;
+}
+
+/* KEY[:TYPE]@N: a field of the copy. */
+static int field_at(struct compiler *c, struct tok *t)
+{
+	struct ucall_field *f = &t->f;
+	unsigned long at = 0;
+
+	if (parse_uint(t->p + 1, 0xffff, &at))
+		return fail(c, t->text, "bad offset");
+	if (t->key < 0 || t->copy || f->written)
+		return fail(c, t->text, "an '@' field is KEY[:TYPE]@N");
+	if (!ucall_type_size[f->type])
+		return fail(c, t->text, "a %s is not read at an offset", type_names[f->type]);
+	if (f->type == UCALL_T_FN)
+		return fail(c, t->text, "fn must be an argument word");
+	f->src = UCALL_SRC_AT;
+	f->off = at;
+	if (c->min_at < 0 || (int)at < c->min_at)
+		c->min_at = at;
+	return 0;
+}
+
+/* KEY!N or -!N: a struct passed by value in N stack words, copied. */
+static int field_byval(struct compiler *c, struct tok *t)
+{
+	struct ucall_spec *s = c->s;
+	unsigned long words = 0;
+
+	if (parse_uint(t->p + 1, 0xff, &words) || !words)
+		return fail(c, t->text, "bad word count");
+	if (t->copy || t->f.written || t->has_type)
+		return fail(c, t->text, "a by-value struct is KEY!N or -!N");
+	if (t->key >= 0 && t->f.type != UCALL_T_MEM)
+		return fail(c, t->text, "a by-value struct is type mem");
+	if (s->copy_arg && s->copy_arg != BS_DEREF_ARG_STACK)
+		return fail(c, t->text, "two copies");
+	c->stack += words; /* memory class: stack words only, no register */
+	c->byval++;
+	s->copy_arg = BS_DEREF_ARG_STACK;
+	s->copy_mode = BS_DEREF_STRUCT;
+	if (t->key < 0)
+		return NO_FIELD;
+	t->f.src = UCALL_SRC_COPY;
+	return 0;
+}
+
+/* A field of the next argument word(s): its value, its pointee copied ('&'), or an out value. */
+static int field_word(struct compiler *c, struct tok *t)
+{
+	struct ucall_spec *s = c->s;
+	struct ucall_field *f = &t->f;
+	int word = take_words(c, f->type == UCALL_T_DIM3 ? 2 : 1);
+
+	if (word < 0)
+		return fail(c, t->text, "past argument word %d", BS_UCALL_NARGS);
+	f->word = word;
+	if (t->copy) {
+		if (t->key >= 0 && f->type != UCALL_T_STR && f->type != UCALL_T_MEM)
+			return fail(c, t->text, "a '&' field is type str or mem");
+		if (s->copy_arg)
+			return fail(c, t->text, "two copies");
+		s->copy_arg = f->word + 1;
+		s->copy_mode = f->type == UCALL_T_STR ? BS_DEREF_STRING : BS_DEREF_STRUCT;
+		if (t->key < 0)
+			return f->written ? fail(c, t->text, "'&*' needs a key") : NO_FIELD;
+		f->src = UCALL_SRC_COPY;
+		return 0;
+	}
+	if (t->key < 0)
+		return f->written ? fail(c, t->text, "'*' needs a key") : NO_FIELD;
+	if (f->type == UCALL_T_STR || f->type == UCALL_T_MEM)
+		return fail(c, t->text, "a %s is the copy: '&' or '!'", type_names[f->type]);
+	if (f->written) {
+		if (!(1u << f->type & UCALL_T_INTS))
+			return fail(c, t->text, "an out value is an integer");
+		if (s->out_word >= 0)
+			return fail(c, t->text, "two out fields");
+		s->out_word = f->word;
+		f->src = UCALL_SRC_OUT;
+		return 0;
+	}
+	if (f->type == UCALL_T_FN) {
+		if (s->fn_word >= 0)
+			return fail(c, t->text, "two fn fields");
+		s->fn_word = f->word;
+	}
+	f->src = UCALL_SRC_WORD;
+	return 0;
+}
+
+static int field_add(struct compiler *c, const struct tok *t)
+{
+	struct ucall_spec *s = c->s;
+	const struct ucall_field *f = &t->f;
+
+	if (s->keys & (1ull << f->key) && !c->keys[f->key].repeat)
+		return fail(c, t->text, "%s given twice", c->keys[f->key].name);
+	if (s->nfields >= UCALL_SPEC_MAX_FIELDS)
+		return fail(c, t->text, "more than %d fields", UCALL_SPEC_MAX_FIELDS);
+	s->keys |= 1ull << f->key;
+	s->f[s->nfields++] = *f;
+	return 0;
+}
+
+/* One token of a spec: [&][*]KEY|-, then =VALUE, or [:TYPE] and one of @N, !N, nothing. */
+static int field(struct compiler *c, const char *text)
+{
+	struct tok t = { .text = text, .p = text, .key = -1 };
+	int ret;
+
+	if (field_key(c, &t))
+		return -EINVAL;
+	if (*t.p == '=')
+		ret = field_constant(c, &t);
+	else if (field_type(c, &t))
+		return -EINVAL;
+	else if (*t.p == '@')
+		ret = field_at(c, &t);
+	else if (*t.p == '!')
+		ret = field_byval(c, &t);
+	else if (*t.p)
+		return fail(c, text, "trailing '%s'", t.p);
+	else
+		ret = field_word(c, &t);
+	if (ret)
+		return ret == NO_FIELD ? 0 : ret;
+	return field_add(c, &t);
 }
 
 /* Where the copy starts, and that it holds every @ field. */

@@ -2,10 +2,10 @@
 /* SYMBOL records of uprobe families, written once per (pid, address, name). */
 #include <stdlib.h>
 #include <string.h>
+#include "native_frames.h"
 #include "record_ctx.h"
 #include "stats_math.h"
 #include "ucall_symbols.h"
-#include "uprobe_mgr.h"
 
 struct ucall_symbols {
 	struct hmap *names; /* (pid, addr) -> char * (NULL: host lookup failed) */
@@ -77,7 +77,7 @@ const char *ucall_symbols__host(struct ucall_symbols *s, struct record_ctx *ctx,
 
 	if (slot)
 		return *slot; /* known, or known to be unknown */
-	name = ctx->uprobes ? uprobe_mgr__symbolize(ctx->uprobes, pid, addr) : NULL;
+	name = ctx->uprobes ? native_frames__symbolize(ctx->uprobes, pid, addr) : NULL;
 	if (name) {
 		ucall_symbols__set(s, ctx, pid, addr, name, BS_SYM_HOST_FUNC);
 		free(name);

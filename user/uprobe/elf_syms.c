@@ -4,25 +4,22 @@
  * it is opened: the names are copied into one buffer (each distinct name once), the symbols
  * into one array, and the file stays open only for elf_syms__read (pread, so a file that is
  * replaced or truncated later cannot fault us). Lookups: a hash of names whose buckets chain
- * every symbol of that name, and an index sorted by address for elf_syms__at.
+ * every symbol of that name, and an index sorted by address for elf_syms__at. The file's
+ * checks, tables and debug file are elf_file.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
+#include "elf_file.h"
 #include "elf_syms.h"
 
 #define NONE UINT32_MAX
 
-enum sym_src { SRC_DYNSYM, SRC_SYMTAB, SRC_DEBUG };
-static const char *const src_names[] = { "dynsym", "symtab", "debug" };
+static const char *const src_names[] = { "dynsym", "symtab", "debug" }; /* enum elf_src */
 
 struct seg {
 	__u64 vaddr, memsz, off, filesz;
@@ -35,7 +32,7 @@ struct sym {
 	__u32 name;  /* offset in names */
 	__u32 next;  /* next symbol with the same name, or NONE */
 	__u32 hash;  /* name_hash() of the name */
-	__u8 src;    /* enum sym_src */
+	__u8 src;    /* enum elf_src */
 	__u8 hidden; /* a non-default version ("foo@VER", not "foo@@VER") */
 	__u8 local;  /* STB_LOCAL */
 	__u8 object; /* an exported variable (elf_syms__find_data), not a function */
@@ -55,20 +52,7 @@ struct elf_syms {
 	char *names;
 	size_t names_len, names_cap;
 	int nomem; /* a name could not be stored while building */
-	char build_id[129];
-};
-
-/* One symbol table being read: .dynsym, .symtab, or a debug file's .symtab. */
-struct table {
-	Elf_Data *syms, *strs, *versym;
-	size_t n;
-	enum sym_src src;
-};
-
-/* A debug file opened for its .symtab (closed once its symbols are copied). */
-struct dbg {
-	int fd;
-	Elf *elf;
+	char build_id[ELF_BUILD_ID_LEN];
 };
 
 static __u32 name_hash(const char *s, size_t len)
@@ -84,125 +68,6 @@ static __u32 name_hash(const char *s, size_t len)
 static int sym_score(const struct sym *y)
 {
 	return y->local * 8 + y->hidden * 4 + y->src;
-}
-
-/*
- * Is every header, section and segment inside the file? libelf maps the file and trusts
- * offsets; a truncated file is rejected here instead of being read past its end.
- */
-static int check_bounds(Elf *elf, __u64 size, int segments)
-{
-	GElf_Ehdr eh;
-	GElf_Phdr ph;
-	GElf_Shdr sh;
-	Elf_Scn *scn = NULL;
-	size_t nph, nsh, i;
-
-	if (!gelf_getehdr(elf, &eh))
-		return -ENOEXEC;
-	/*
-	 * The header's own counts: elf_getphdrnum()/elf_getshdrnum() quietly shrink them to what
-	 * the file holds, which would turn a truncated file into one without symbols.
-	 */
-	if (elf_getphdrnum(elf, &nph) || elf_getshdrnum(elf, &nsh))
-		return -ENOEXEC;
-	if (eh.e_phnum != PN_XNUM)
-		nph = eh.e_phnum;
-	if (eh.e_shnum)
-		nsh = eh.e_shnum;
-	if (eh.e_shoff && !nsh)
-		return -ENOEXEC; /* extended numbering whose section 0 was cut off */
-	if (eh.e_phoff > size || (__u64)nph * eh.e_phentsize > size - eh.e_phoff)
-		return -ENOEXEC;
-	if (nsh && (eh.e_shoff > size || (__u64)nsh * eh.e_shentsize > size - eh.e_shoff))
-		return -ENOEXEC;
-	if (elf_getphdrnum(elf, &i) || i != nph || elf_getshdrnum(elf, &i) || i != nsh)
-		return -ENOEXEC;
-	for (i = 0; segments && i < nph; i++) {
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			return -ENOEXEC;
-		if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
-			return -ENOEXEC;
-	}
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh))
-			return -ENOEXEC;
-		if (sh.sh_type == SHT_NOBITS || !sh.sh_size)
-			continue;
-		if (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)
-			return -ENOEXEC;
-	}
-	return 0;
-}
-
-/*
- * libelf handle of FD, checked to be an executable or shared object that is all there (a
- * debug file's segments describe the stripped-off code, so only its sections are checked).
- */
-static Elf *elf_open_fd(int fd, int debug, int *err)
-{
-	struct stat st;
-	GElf_Ehdr eh;
-	Elf *elf;
-
-	*err = -ENOEXEC;
-	if (fstat(fd, &st)) {
-		*err = -errno;
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode))
-		return NULL;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return NULL;
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
-	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
-	    check_bounds(elf, st.st_size, !debug)) {
-		elf_end(elf);
-		return NULL;
-	}
-	*err = 0;
-	return elf;
-}
-
-/* Hex of the NT_GNU_BUILD_ID note in D, if there is one. */
-static int note_build_id(Elf_Data *d, char *out, size_t outlen)
-{
-	size_t off = 0, noff, doff, i;
-	GElf_Nhdr nh;
-
-	while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-		    memcmp((char *)d->d_buf + noff, "GNU", 4))
-			continue;
-		for (i = 0; i < nh.n_descsz && 2 * i + 2 < outlen; i++)
-			snprintf(out + 2 * i, 3, "%02x", ((__u8 *)d->d_buf)[doff + i]);
-		return 1;
-	}
-	return 0;
-}
-
-/* NT_GNU_BUILD_ID from the note sections, else from PT_NOTE segments; "" when none. */
-static void read_build_id(Elf *elf, char *out, size_t outlen)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	GElf_Phdr ph;
-	size_t nph, i;
-
-	out[0] = 0;
-	while ((scn = elf_nextscn(elf, scn)))
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE &&
-		    note_build_id(elf_getdata(scn, NULL), out, outlen))
-			return;
-	if (elf_getphdrnum(elf, &nph))
-		return;
-	for (i = 0; i < nph; i++)
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_NOTE &&
-		    note_build_id(elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
-						       ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR),
-				  out, outlen))
-			return;
 }
 
 static int read_segments(struct elf_syms *s, Elf *elf)
@@ -240,45 +105,6 @@ static const struct seg *seg_of(const struct elf_syms *s, __u64 vaddr)
 	return NULL;
 }
 
-static const char *section_name(Elf *elf, GElf_Shdr *sh)
-{
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	return elf_strptr(elf, shstrndx, sh->sh_name);
-}
-
-/* The symbol table of TYPE (SHT_DYNSYM or SHT_SYMTAB) with its strings (and versions). */
-static int find_table(Elf *elf, Elf64_Word type, enum sym_src src, struct table *t)
-{
-	Elf_Scn *scn = NULL, *vscn = NULL;
-	GElf_Shdr sh;
-
-	memset(t, 0, sizeof(*t));
-	t->src = src;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_GNU_versym)
-			vscn = scn;
-		if (sh.sh_type != type || t->syms)
-			continue;
-		if (!sh.sh_entsize || !(t->syms = elf_getdata(scn, NULL)))
-			continue;
-		t->strs = elf_getdata(elf_getscn(elf, sh.sh_link), NULL);
-		t->n = sh.sh_size / sh.sh_entsize;
-		if (!t->strs)
-			t->syms = NULL, t->n = 0;
-	}
-	if (type == SHT_DYNSYM && t->syms && vscn) {
-		t->versym = elf_getdata(vscn, NULL);
-		if (t->versym && t->versym->d_size / 2 < t->n)
-			t->versym = NULL;
-	}
-	return t->syms ? 1 : 0;
-}
-
 /* Is VADDR in a PT_LOAD segment's memory (.bss included)? */
 static int in_image(const struct elf_syms *s, __u64 vaddr)
 {
@@ -293,7 +119,7 @@ static int in_image(const struct elf_syms *s, __u64 vaddr)
  * exports (*OBJECT): its name (without a "@VER"/"@@VER" suffix), that name's length, whether
  * it is a non-default version.
  */
-static int candidate(const struct elf_syms *s, const struct table *t, size_t i, GElf_Sym *sym,
+static int candidate(const struct elf_syms *s, const struct elf_table *t, size_t i, GElf_Sym *sym,
 		     const char **name, size_t *len, int *hidden, int *object)
 {
 	const char *str, *at, *end;
@@ -303,7 +129,7 @@ static int candidate(const struct elf_syms *s, const struct table *t, size_t i, 
 	if (!gelf_getsym(t->syms, (int)i, sym))
 		return 0;
 	type = GELF_ST_TYPE(sym->st_info);
-	*object = type == STT_OBJECT && t->src == SRC_DYNSYM;
+	*object = type == STT_OBJECT && t->src == ELF_SRC_DYNSYM;
 	if (type != STT_FUNC && type != STT_GNU_IFUNC && !*object)
 		return 0;
 	if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || !sym->st_value ||
@@ -338,7 +164,7 @@ static int candidate(const struct elf_syms *s, const struct table *t, size_t i, 
 
 /* Add one symbol: a (name, vaddr) already present is kept once, as first seen. */
 static void add_sym(struct elf_syms *s, const char *name, size_t len, const GElf_Sym *sym,
-		    enum sym_src src, int hidden, int object)
+		    enum elf_src src, int hidden, int object)
 {
 	__u32 h = name_hash(name, len), slot = h & s->hmask, head, k;
 	struct sym *y;
@@ -390,7 +216,7 @@ static void add_sym(struct elf_syms *s, const char *name, size_t len, const GElf
 	s->nsyms++;
 }
 
-static void add_table(struct elf_syms *s, const struct table *t)
+static void add_table(struct elf_syms *s, const struct elf_table *t)
 {
 	const char *name;
 	size_t i, len;
@@ -400,126 +226,6 @@ static void add_table(struct elf_syms *s, const struct table *t)
 	for (i = 0; i < t->n; i++)
 		if (candidate(s, t, i, &sym, &name, &len, &hidden, &object))
 			add_sym(s, name, len, &sym, t->src, hidden, object);
-}
-
-/* Open PATH as the debug file of S: an ELF with a .symtab whose build-id matches. */
-static int dbg_try(const struct elf_syms *s, const char *path, __u32 crc, int check_crc,
-		   struct dbg *d)
-{
-	char bid[sizeof(s->build_id)];
-	struct table t;
-	int err;
-
-	d->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (d->fd < 0)
-		return 0;
-	d->elf = elf_open_fd(d->fd, 1, &err);
-	if (!d->elf || !find_table(d->elf, SHT_SYMTAB, SRC_DEBUG, &t))
-		goto fail;
-	read_build_id(d->elf, bid, sizeof(bid));
-	if (s->build_id[0] && strcmp(bid, s->build_id))
-		goto fail;
-	if (!s->build_id[0] && check_crc) {
-		/* No build-id to compare: the .gnu_debuglink CRC of the whole file decides. */
-		unsigned char buf[65536];
-		uLong c = crc32(0L, Z_NULL, 0);
-		ssize_t n;
-		off_t off = 0;
-
-		while ((n = pread(d->fd, buf, sizeof(buf), off)) > 0) {
-			c = crc32(c, buf, (uInt)n);
-			off += n;
-		}
-		if (n < 0 || (__u32)c != crc)
-			goto fail;
-	}
-	return 1;
-fail:
-	if (d->elf)
-		elf_end(d->elf);
-	close(d->fd);
-	d->elf = NULL;
-	d->fd = -1;
-	return 0;
-}
-
-/*
- * PATH as the traced process sees it (for .gnu_debuglink's directory), without ROOT. A file
- * opened through a link (/proc/PID/map_files/..., or /proc/self/fd/N when the discovery
- * passes an open file) is named by where the link leads.
- */
-static void inner_path(const char *path, const char *root, char *out, size_t outlen)
-{
-	char link[PATH_MAX];
-	size_t rl = strlen(root);
-	ssize_t n;
-
-	out[0] = 0;
-	if (!strncmp(path, "/proc/", 6) && (strstr(path, "/map_files/") || strstr(path, "/fd/"))) {
-		n = readlink(path, link, sizeof(link) - 1);
-		link[n > 0 ? n : 0] = 0;
-		if (!strstr(path, "/fd/")) {
-			snprintf(out, outlen, "%s", link); /* already the process's own view */
-			return;
-		}
-		path = link;
-	}
-	if (rl && !strncmp(path, root, rl) && path[rl] == '/')
-		path += rl;
-	snprintf(out, outlen, "%s", path);
-}
-
-/* The separate debug file: by build-id, then by .gnu_debuglink next to the file. */
-static int find_debug_file(const struct elf_syms *s, Elf *elf, const char *path, const char *root,
-			   struct dbg *d)
-{
-	char p[PATH_MAX], inner[PATH_MAX], *slash;
-	const char *link = NULL;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	Elf_Data *data = NULL;
-	__u32 crc = 0;
-	size_t ln;
-
-	d->fd = -1;
-	d->elf = NULL;
-	if (strlen(s->build_id) > 2) {
-		snprintf(p, sizeof(p), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", root,
-			 s->build_id, s->build_id + 2);
-		if (dbg_try(s, p, 0, 0, d))
-			return 1;
-	}
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *nm;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
-			continue;
-		nm = section_name(elf, &sh);
-		if (nm && !strcmp(nm, ".gnu_debuglink")) {
-			data = elf_getdata(scn, NULL);
-			break;
-		}
-	}
-	if (!data || data->d_size < 8)
-		return 0;
-	link = data->d_buf;
-	ln = strnlen(link, data->d_size);
-	if (!ln || strchr(link, '/') || ((ln + 4) & ~3ul) + 4 > data->d_size)
-		return 0;
-	memcpy(&crc, (char *)data->d_buf + ((ln + 4) & ~3ul), 4);
-	inner_path(path, root, inner, sizeof(inner));
-	slash = strrchr(inner, '/');
-	if (!slash)
-		return 0;
-	*slash = 0;
-	snprintf(p, sizeof(p), "%s/usr/lib/debug%s/%s", root, inner, link);
-	if (dbg_try(s, p, crc, 1, d))
-		return 1;
-	snprintf(p, sizeof(p), "%s%s/.debug/%s", root, inner, link);
-	if (dbg_try(s, p, crc, 1, d))
-		return 1;
-	snprintf(p, sizeof(p), "%s%s/%s", root, inner, link);
-	return dbg_try(s, p, crc, 1, d);
 }
 
 static int by_addr_cmp(const void *a, const void *b, void *ctx)
@@ -542,7 +248,7 @@ static int by_addr_cmp(const void *a, const void *b, void *ctx)
 	return strcmp(xn, yn);
 }
 
-static int build(struct elf_syms *s, struct table *tabs, size_t ntabs)
+static int build(struct elf_syms *s, struct elf_table *tabs, size_t ntabs)
 {
 	size_t n = 0, bytes = 0, cap = 1, i;
 
@@ -593,8 +299,8 @@ static int build(struct elf_syms *s, struct table *tabs, size_t ntabs)
 
 struct elf_syms *elf_syms__open(const char *path, const char *root)
 {
-	struct table tabs[3];
-	struct dbg d = { .fd = -1 };
+	struct elf_table tabs[3];
+	struct elf_dbg d = { .fd = -1 };
 	struct elf_syms *s;
 	size_t ntabs = 0;
 	Elf *elf = NULL;
@@ -616,20 +322,20 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 		err = -errno;
 		goto fail;
 	}
-	elf = elf_open_fd(s->fd, 0, &err);
+	elf = elf_file__open(s->fd, 0, &err);
 	if (!elf)
 		goto fail;
 	err = read_segments(s, elf);
 	if (err)
 		goto fail;
-	read_build_id(elf, s->build_id, sizeof(s->build_id));
-	if (find_table(elf, SHT_DYNSYM, SRC_DYNSYM, &tabs[ntabs]))
+	elf_file__build_id(elf, s->build_id, sizeof(s->build_id));
+	if (elf_file__table(elf, SHT_DYNSYM, ELF_SRC_DYNSYM, &tabs[ntabs]))
 		ntabs++;
-	if (find_table(elf, SHT_SYMTAB, SRC_SYMTAB, &tabs[ntabs])) {
+	if (elf_file__table(elf, SHT_SYMTAB, ELF_SRC_SYMTAB, &tabs[ntabs])) {
 		ntabs++;
 		s->has_symtab = 1;
-	} else if (find_debug_file(s, elf, path, root, &d)) {
-		find_table(d.elf, SHT_SYMTAB, SRC_DEBUG, &tabs[ntabs++]);
+	} else if (elf_file__debug(elf, s->build_id, path, root, &d)) {
+		elf_file__table(d.elf, SHT_SYMTAB, ELF_SRC_DEBUG, &tabs[ntabs++]);
 		s->has_symtab = 1;
 	}
 	err = build(s, tabs, ntabs);

@@ -6,11 +6,12 @@
  * DIR/.debug/, DIR/; matched by build-id, else by the link's CRC); and the variables .dynsym
  * exports, looked up apart (elf_syms__find_data). Symbols come from the debug file, code
  * bytes and segments from the file itself. Opened once per file (dev, inode) and kept:
- * lookups are by exact name (a versioned "foo@@VER" matches "foo") and by address. A name defined more than once (a default and a compat version, statics in
- * different files) is one entry per address; find() prefers global over local and the
- * default version ("@@") over compat ones, which is what callers bind to. STT_GNU_IFUNC
- * symbols are their resolvers. The open handle keeps one fd (for elf_syms__read) and copies
- * of the names; libelf's mapping of the file is gone once open returns.
+ * lookups are by exact name (a versioned "foo@@VER" matches "foo") and by address. A name
+ * defined more than once (a default and a compat version, statics in different files) is
+ * one entry per address; find() prefers global over local and the default version ("@@")
+ * over compat ones, which is what callers bind to. STT_GNU_IFUNC symbols are their
+ * resolvers. The open handle keeps one fd (for elf_syms__read) and copies of the names;
+ * libelf's mapping of the file is gone once open returns.
  */
 #ifndef BPFSIGHT_ELF_SYMS_H
 #define BPFSIGHT_ELF_SYMS_H

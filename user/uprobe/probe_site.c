@@ -11,10 +11,10 @@
  *   - push_setup_xol_ops(): push r64 (50-57) alone or behind exactly REX 0x41 (r8-r15);
  *     any other REX (48 55) or a 0x66 prefix is single-stepped.
  * Everything else the kernel accepts is single-stepped out of line, endbr64 (f3 0f 1e fa)
- * included. Measured here (tests/fixtures/elf/probe_cost.sh): emulated 0.45-0.55 us per hit,
- * single-stepped 9-11 us. 6.18 may also turn a probed 5-byte nop into a call to a trampoline
- * after its first hit (arch_uprobe_optimize); with bpftrace's probes that measured no cheaper
- * than a 1-byte nop here.
+ * included. What each costs: bench/RESULTS.md, "Per-probe cost" (and, alone,
+ * tests/fixtures/elf/probe_cost.sh). 6.18 may also turn a probed 5-byte nop into a call to a
+ * trampoline after its first hit (arch_uprobe_optimize); with bpftrace's probes that measured
+ * no cheaper than a 1-byte nop here.
  */
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 /*
  * Where in a function to put its entry (and return) uprobe. x86-64 uprobes on an instruction
  * the kernel emulates (push, nop, jmp, call) cost far less than on one it must single-step
- * out of line (~20x here: 0.5 vs 9-11 us per hit, tests/fixtures/elf/probe_cost.sh). If the
+ * out of line, which takes an extra trap per hit (bench/RESULTS.md, "Per-probe cost"). If the
  * prologue, before any branch, reaches an emulated instruction while the stack pointer and
  * the argument registers are still untouched, the probe goes there: entry arguments are
  * still in rdi..r9 and at 8(%rsp), and the return address is still at (%rsp), so a
@@ -16,7 +16,7 @@
 
 enum probe_cost {
 	PROBE_EMULATED = 0,    /* the kernel emulates the instruction: cheap */
-	PROBE_SINGLE_STEP = 1, /* executed out of line with a single step: ~20x dearer */
+	PROBE_SINGLE_STEP = 1, /* executed out of line with a single step: dear */
 };
 
 struct probe_site {

@@ -81,46 +81,32 @@ int uprobe_mgr__site(const struct elf_syms *syms, const struct elf_sym *sym, str
 int uprobe_mgr__start(struct uprobe_mgr *m);
 /* Examine every executable mapping of PID (0 = every process, for -a). */
 int uprobe_mgr__scan(struct uprobe_mgr *m, pid_t pid);
-/* Feed every ring-buffer record: FORK, EXEC and MAP_EXEC queue the process for a scan. */
+/*
+ * Feed every ring-buffer record: a FORK gives the child its parent's maps; an EXEC, and a
+ * MAP_EXEC whose process BPF stopped (launch mode), are scanned now; other MAP_EXECs are
+ * queued for uprobe_mgr__poll.
+ */
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec);
 /* Scan what was queued (called on each housekeeping tick). */
 int uprobe_mgr__poll(struct uprobe_mgr *m);
 /* --dry-run: print every site found (object, symbol, offset, instruction, cost class). */
 void uprobe_mgr__print_sites(const struct uprobe_mgr *m, FILE *out);
-/*
- * The name of host address ADDR in process PID (a kernel's host stub), demangled, from the
- * ELF files mapped there; NULL when unknown. The caller frees it (and caches it: this reads
- * symbol tables, and /proc on a miss).
- */
-char *uprobe_mgr__symbolize(struct uprobe_mgr *m, pid_t pid, __u64 addr);
 
-/* One native frame of a stack, as uprobe_mgr__frame finds it. */
-struct uprobe_frame {
-	const char *module; /* the file's path as first seen (kept by the manager) */
-	__u64 vaddr;	    /* the address in the file's ELF image */
-	char func[512];	    /* demangled function, "" when no symbol covers it */
-	int valid;	    /* a return address that follows a call instruction */
+/* Code of a file mapped executable in a process, as uprobe_mgr__code_at finds it. */
+struct uprobe_code {
+	const char *path;	     /* the file's path as first seen (kept by the manager) */
+	const struct elf_syms *syms; /* its symbols and bytes (opened on first use, kept) */
+	__u64 vaddr;		     /* the address asked for, in the file's ELF image */
 };
 
 /*
- * Frame ADDR of a stack of PID: its file, ELF address and function. IS_RETURN: ADDR is a
- * return address (every frame but the innermost): its function is the one containing the
- * call, and VALID says whether a call precedes it (else the unwind went astray: code without
- * frame pointers). Returns 0, or -ENOENT when ADDR is in no file-backed executable mapping.
+ * Which file mapped executable in PID holds ADDR, and ADDR as an ELF address of that file,
+ * for symbolization (user/stacks/native_frames.h). A process's maps are kept after it exits.
+ * RESCAN: when ADDR is in no mapping of PID's last scan, scan its maps again first (code
+ * mapped since); without, a word that may be no address at all costs no scan. 0, or -ENOENT
+ * when no file maps ADDR or the file cannot be read.
  */
-int uprobe_mgr__frame(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,
-		      struct uprobe_frame *out);
-/*
- * Of the NTOP words TOP on PID's user stack from where the function at ADDR (the sampled
- * instruction, or a return address into it when IS_RETURN) keeps its frame on, the index of
- * its return address when that function has no frame of its own there (its first
- * instructions, its ret, a fast path without one, code without frame pointers: a frame-
- * pointer walk then skips its caller); -1 when none is found. Decided from the code: the
- * instruction at ADDR, else the first word that returns into a call of ADDR's function (its
- * symbol), directly or through a PLT stub. The index is the same at every visit of ADDR (the
- * frame's shape there is the code's): callers may keep it.
- */
-int uprobe_mgr__return_slot(struct uprobe_mgr *m, pid_t pid, __u64 addr, int is_return,
-			    const __u64 *top, int ntop);
+int uprobe_mgr__code_at(struct uprobe_mgr *m, pid_t pid, __u64 addr, int rescan,
+			struct uprobe_code *out);
 
 #endif /* BPFSIGHT_UPROBE_MGR_H */

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The uprobe manager's probes (uprobe_mgr_priv.h): an entry and a return probe on every site
+ * of a file, for every process, as uprobe_multi links (Linux 6.6+) or one perf-event link
+ * per probe; the uprobe on ld.so's _dl_debug_state; and detaching them all.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "link_reaper.h"
+#include "record_ctx.h"
+#include "stats_math.h"
+#include "uprobe_mgr_priv.h"
+#include "uprobe_multi.h"
+#include "libmap.skel.h"
+
+static int link_add(struct uprobe_obj *o, struct bpf_link *l)
+{
+	struct bpf_link **nl = realloc(o->links, (o->nlinks + 1) * sizeof(*nl));
+
+	if (!nl)
+		return -ENOMEM;
+	o->links = nl;
+	o->links[o->nlinks++] = l;
+	return 0;
+}
+
+static int fd_add(struct uprobe_obj *o, int fd)
+{
+	int *nf = realloc(o->fds, (o->nfds + 1) * sizeof(*nf));
+
+	if (!nf)
+		return -ENOMEM;
+	o->fds = nf;
+	o->fds[o->nfds++] = fd;
+	return 0;
+}
+
+/* One entry and one return uprobe_multi link per family on O's sites. */
+static void obj_attach_multi(struct uprobe_mgr *m, struct uprobe_obj *o, const char *path)
+{
+	__u64 *offs = calloc(o->nsites, sizeof(*offs)), *cookies = calloc(o->nsites, sizeof(*offs));
+	char what[PATH_MAX + 128];
+
+	for (__u32 f = 0; f < m->nfams && offs && cookies; f++) {
+		const struct uprobe_fam *fam = &m->fams[f];
+		__u32 n = 0;
+
+		for (__u32 i = 0; i < o->nsites; i++) {
+			if (o->sites[i].table != fam->table)
+				continue;
+			offs[n] = o->sites[i].file_off;
+			cookies[n++] = ucall_api__cookie(fam->table, o->sites[i].fn);
+		}
+		/* The return probe first: a call whose entry is seen before its return probe
+		 * exists leaves a frame no return pops (a running process, -p/-a). */
+		for (int ret = 1; ret >= 0 && n; ret--) {
+			int fd = uprobe_multi__attach(ret ? fam->ret : fam->entry, path, offs,
+						      cookies, n, ret);
+
+			if (fd >= 0 && !fd_add(o, fd))
+				continue;
+			if (fd >= 0)
+				close(fd);
+			snprintf(what, sizeof(what), "%u %s %s probes in %s", n, fam->table->family,
+				 ret ? "return" : "entry", o->path);
+			record_ctx__attach_failed(m->ctx, what, fd < 0 ? fd : -ENOMEM);
+			/* Counted per probe, as loss records say. */
+			m->ctx->attach_failures += n - 1;
+		}
+	}
+	free(offs);
+	free(cookies);
+}
+
+static const struct uprobe_fam *fam_of(const struct uprobe_mgr *m, const struct ucall_table *t)
+{
+	for (__u32 i = 0; i < m->nfams; i++)
+		if (m->fams[i].table == t)
+			return &m->fams[i];
+	return NULL;
+}
+
+void uprobe_obj__attach(struct uprobe_mgr *m, struct uprobe_obj *o, const char *path)
+{
+	if (uprobe_multi__supported()) {
+		obj_attach_multi(m, o, path);
+		return;
+	}
+	for (__u32 i = 0; i < o->nsites; i++) {
+		const struct uprobe_site *s = &o->sites[i];
+		const struct uprobe_fam *f = fam_of(m, s->table);
+		LIBBPF_OPTS(bpf_uprobe_opts, opts,
+			    .bpf_cookie = ucall_api__cookie(s->table, s->fn));
+		struct bpf_link *l;
+		char what[PATH_MAX + 128];
+
+		for (int ret = 1; ret >= 0 && f; ret--) { /* the return probe first, as above */
+			opts.retprobe = ret;
+			l = bpf_program__attach_uprobe_opts(ret ? f->ret : f->entry, -1, path,
+							    s->file_off, &opts);
+			if (!l || link_add(o, l)) {
+				int err = l ? -ENOMEM : -errno;
+
+				bpf_link__destroy(l);
+				snprintf(what, sizeof(what), "%s %s in %s",
+					 ret ? "uretprobe" : "uprobe", s->table->apis[s->fn].name,
+					 o->path);
+				record_ctx__attach_failed(m->ctx, what, err);
+			}
+		}
+	}
+}
+
+void uprobe_obj__attach_dl_hook(struct uprobe_mgr *m, struct uprobe_obj *o,
+				const struct elf_syms *syms, const char *path)
+{
+	struct bpf_link *l;
+	struct elf_sym s;
+	char what[PATH_MAX + 128];
+	int err;
+
+	if (!m->libmap || elf_syms__find(syms, "_dl_debug_state", &s))
+		return;
+	if (uprobe_multi__supported()) {
+		int fd = uprobe_multi__attach(m->libmap->progs.dl_debug_state, path, &s.file_off,
+					      NULL, 1, 0);
+
+		if (fd >= 0 && !fd_add(o, fd))
+			return;
+		if (fd >= 0)
+			close(fd);
+		err = fd < 0 ? fd : -ENOMEM;
+	} else {
+		l = bpf_program__attach_uprobe(m->libmap->progs.dl_debug_state, false, -1, path,
+					       s.file_off);
+		if (l && !link_add(o, l))
+			return;
+		err = l ? -ENOMEM : -errno;
+		bpf_link__destroy(l);
+	}
+	snprintf(what, sizeof(what),
+		 "uprobe _dl_debug_state in %s (libraries loaded later will not be found)",
+		 o->path);
+	record_ctx__attach_failed(m->ctx, what, err);
+}
+
+/*
+ * Every file's perf-event uprobes (kernels without uprobe_multi) destroyed together, in
+ * parallel: one at a time, `-t cuda` would wait minutes for grace periods (link_reaper.h).
+ */
+void uprobe_mgr__unlink_all(struct uprobe_mgr *m)
+{
+	struct bpf_link **all = NULL, **grown;
+	unsigned int n = 0;
+	size_t it = 0;
+	void *v;
+
+	while (m->objs && (v = hmap__next(m->objs, &it, NULL))) {
+		struct uprobe_obj *o = *(struct uprobe_obj **)v;
+
+		if (!o || !o->nlinks)
+			continue;
+		grown = realloc(all, (n + o->nlinks) * sizeof(*all));
+		if (!grown)
+			break; /* uprobe_obj__free destroys what is left, one by one */
+		all = grown;
+		memcpy(all + n, o->links, o->nlinks * sizeof(*all));
+		n += o->nlinks;
+		o->nlinks = 0;
+	}
+	link_reaper__destroy(all, n);
+	free(all);
+}

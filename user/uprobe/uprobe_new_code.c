@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * New code in traced processes, as the records tell the uprobe manager (uprobe_mgr_priv.h):
+ * a fork inherits its parent's maps, an exec is scanned at once, a dlopen (MAP_EXEC) is
+ * queued for the next housekeeping tick, or, in launch mode, where BPF stopped the process
+ * (SIGSTOP), scanned at once and the process let go (SIGCONT).
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "kdev.h"
+#include "record_ctx.h"
+#include "stats_math.h"
+#include "uprobe_mgr_priv.h"
+
+#define STOP_WAIT_MS 200 /* for a process BPF stopped to reach the stopped state */
+
+static void queue(struct uprobe_mgr *m, pid_t pid)
+{
+	for (__u32 i = 0; i < m->npending; i++)
+		if (m->pending[i] == pid || m->pending[i] == 0)
+			return;
+	if (m->npending == MAX_PENDING) {
+		/* Degrade to rescanning every process, never to forgetting one. */
+		m->pending[MAX_PENDING - 1] = 0;
+		return;
+	}
+	m->pending[m->npending++] = pid;
+}
+
+/* 1 once thread TID shows the stopped state (its mmap is then complete). */
+static int wait_stopped(pid_t pid, pid_t tid)
+{
+	struct timespec ms = { 0, 1000000 };
+	char fn[64], buf[512], *p;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/stat", pid, tid);
+	for (int i = 0; i < STOP_WAIT_MS; i++) {
+		FILE *f = fopen(fn, "re");
+		size_t n;
+
+		if (!f)
+			return 0;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		p = strrchr(buf, ')'); /* the comm may hold spaces and parentheses */
+		if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't'))
+			return 1;
+		nanosleep(&ms, NULL);
+	}
+	return 0;
+}
+
+/* A forked child has its parent's mappings: symbolization works even if it exits at once. */
+static void inherit_maps(struct uprobe_mgr *m, pid_t parent, pid_t child)
+{
+	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)parent, 0 }, 0);
+	struct pid_mapping *v;
+
+	if (!slot || !*slot || !(*slot)->n)
+		return;
+	v = malloc((*slot)->n * sizeof(*v));
+	if (!v)
+		return;
+	memcpy(v, (*slot)->v, (*slot)->n * sizeof(*v));
+	uprobe_mgr__set_maps(m, child, v, (*slot)->n); /* may move *slot: not used after */
+	slot = hmap__get(m->pids, (struct hkey){ (__u64)child, 0 }, 0);
+	for (__u32 i = 0; slot && *slot && i < (*slot)->n; i++)
+		uprobe_mgr__notify_mapped(m, child, &(*slot)->v[i], (*slot)->v[i].obj->path);
+}
+
+/*
+ * A program that exited before its maps could be read (a few ms is enough): its file is
+ * still examined, by the name it was started with, so that its next run in this recording,
+ * and (through the scan cache) in later ones, is traced from the first call. A relative
+ * name is not resolved: the process's working directory is gone with it.
+ */
+static void exec_file_examine(struct uprobe_mgr *m, const struct bs_map_exec *x)
+{
+	const char *path = (const char *)(x + 1);
+	size_t room = x->h.size - sizeof(*x);
+	struct uprobe_obj **slot = hmap__get(m->objs, (struct hkey){ x->dev, x->ino }, 0);
+	struct stat st;
+
+	if ((slot && *slot && (*slot)->examined) || x->h.size <= sizeof(*x) ||
+	    !memchr(path, 0, room) || path[0] != '/')
+		return;
+	if (stat(path, &st) || kdev_of(st.st_dev) != x->dev || st.st_ino != x->ino)
+		return; /* replaced since: not the file that ran */
+	uprobe_mgr__prescan(m, path);
+}
+
+/* -v: how late the probes of a new program were live (docs/CUDA.md quotes it). */
+static void verbose_exec_scanned(const struct bs_hdr *rec)
+{
+	char fn[64], exe[PATH_MAX];
+	__u64 late = mono_now_ns() - rec->ts;
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", rec->pid);
+	n = readlink(fn, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	fprintf(stderr,
+		"bpfsight record: pid %d (%s): new program scanned and probed %.2f ms "
+		"after its exec\n",
+		rec->pid, n > 0 ? exe : "exited", late / 1e6);
+}
+
+void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
+{
+	const struct bs_map_exec *x = (const void *)rec;
+
+	if (rec->type == BS_REC_FORK && rec->size >= sizeof(struct bs_fork)) {
+		const struct bs_fork *f = (const void *)rec;
+
+		if (f->child_pid == f->child_tid && f->child_pid != rec->pid)
+			inherit_maps(m, rec->pid, f->child_pid);
+		return;
+	}
+	if (rec->type != BS_REC_MAP_EXEC || rec->size < sizeof(*x))
+		return;
+	if (x->flags & BS_MAP_EXEC_STOPPED) {
+		/* Probe the new code now, then let the process go: it waits for us. */
+		wait_stopped(rec->pid, rec->tid);
+		uprobe_mgr__scan_pid(m, rec->pid);
+		kill(rec->pid, SIGCONT);
+	} else if (x->flags & BS_MAP_EXEC_EXEC) {
+		/*
+		 * A new program runs meanwhile (-p, -a): probe it before the ring's other
+		 * records, not after the drain. -v says how late its probes were live.
+		 */
+		uprobe_mgr__scan_pid(m, rec->pid);
+		exec_file_examine(m, x);
+		if (m->ctx->opts->verbose)
+			verbose_exec_scanned(rec);
+	} else {
+		queue(m, rec->pid);
+	}
+}
+
+int uprobe_mgr__poll(struct uprobe_mgr *m)
+{
+	for (__u32 i = 0; i < m->npending; i++) {
+		if (m->pending[i])
+			uprobe_mgr__scan_pid(m, m->pending[i]); /* a process that is gone is fine */
+		else
+			uprobe_mgr__scan(m, 0);
+	}
+	m->npending = 0;
+	return 0;
+}

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The uprobe manager's process discovery (uprobe_mgr_priv.h): every executable file mapping
+ * of a process read from /proc/PID/maps, each file not seen before examined; the first scan;
+ * files examined before any process maps them; and where an address of a process is, for
+ * symbolization.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "kdev.h"
+#include "record_ctx.h"
+#include "scan_cache.h"
+#include "stats_math.h"
+#include "uprobe_mgr_priv.h"
+
+void pid_mapping__path(char *buf, size_t len, pid_t pid, const struct pid_mapping *mp,
+		       const char *path)
+{
+	snprintf(buf, len, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)mp->start,
+		 (unsigned long long)mp->end);
+	if (access(buf, R_OK))
+		snprintf(buf, len, "/proc/%d/root%s", pid, path);
+}
+
+struct uprobe_obj *uprobe_obj__get(struct uprobe_mgr *m, __u64 dev, __u64 ino, const char *path)
+{
+	struct uprobe_obj **slot = hmap__get(m->objs, (struct hkey){ dev, ino }, 1);
+
+	if (!slot)
+		return NULL;
+	if (!*slot) {
+		struct uprobe_obj *o = calloc(1, sizeof(*o));
+
+		if (!o || !(o->path = strdup(path))) {
+			free(o);
+			return NULL;
+		}
+		o->dev = dev;
+		o->ino = ino;
+		*slot = o;
+	}
+	return *slot;
+}
+
+void uprobe_mgr__set_maps(struct uprobe_mgr *m, pid_t pid, struct pid_mapping *v, __u32 n)
+{
+	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 1);
+
+	if (!slot) {
+		free(v);
+		return;
+	}
+	if (!*slot && !(*slot = calloc(1, sizeof(**slot)))) {
+		free(v);
+		return;
+	}
+	free((*slot)->v);
+	(*slot)->v = v;
+	(*slot)->n = n;
+}
+
+int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)
+{
+	char fn[64], line[PATH_MAX + 256], path[PATH_MAX], open_path[PATH_MAX + 64];
+	struct pid_mapping *v = NULL, *nv;
+	__u32 n = 0, cap = 0;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned int major, minor;
+		char perms[8];
+		struct pid_mapping mp;
+		struct uprobe_obj *o;
+
+		path[0] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]", &start, &end, perms,
+			   &pgoff, &major, &minor, &ino, path) < 7 ||
+		    !ino || path[0] != '/')
+			continue;
+		mp = (struct pid_mapping){ start, end, pgoff, kdev(major, minor), ino, NULL };
+		if (perms[2] != 'x')
+			continue;
+		o = uprobe_obj__get(m, mp.dev, mp.ino, path);
+		if (!o)
+			continue;
+		mp.obj = o;
+		if (!o->examined) {
+			pid_mapping__path(open_path, sizeof(open_path), pid, &mp, path);
+			uprobe_obj__examine(m, o, open_path, pid);
+		}
+		uprobe_mgr__notify_mapped(m, pid, &mp, path);
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n++] = mp;
+	}
+	fclose(f);
+	/* A process that exited (a zombie shows no maps) keeps the maps it had: its last
+	 * stacks are named after they drain. */
+	if (!n) {
+		free(v);
+		return 0;
+	}
+	uprobe_mgr__set_maps(m, pid, v, n);
+	return 0;
+}
+
+/*
+ * Where CUDA and NCCL libraries usually live. With -a nothing can be stopped, so a process
+ * started while recording races the scan its exec triggers; probing these files up front
+ * (on their inodes: every process mapping them is covered) takes that race away for them.
+ */
+static const char *const well_known[] = {
+	"/usr/local/cuda*/lib64/lib{cudart,nccl}.so*",
+	"/usr/local/cuda*/targets/*/lib/lib{cudart,nccl}.so*",
+	"/usr/lib/x86_64-linux-gnu/lib{cuda,cudart,nccl}.so*",
+	"/usr/lib64/lib{cuda,cudart,nccl}.so*",
+	"/opt/conda/lib/lib{cudart,nccl}.so*",
+	"/usr/{local/,}lib/python3*/{dist,site}-packages/nvidia/*/lib/lib{cudart,nccl}.so*",
+	"/usr/{local/,}lib/python3*/{dist,site}-packages/torch/lib/libtorch_cuda.so",
+	"/opt/conda/lib/python3*/site-packages/nvidia/*/lib/lib{cudart,nccl}.so*",
+	"/opt/conda/lib/python3*/site-packages/torch/lib/libtorch_cuda.so",
+};
+
+struct uprobe_obj *uprobe_mgr__prescan(struct uprobe_mgr *m, const char *path)
+{
+	struct stat st;
+	struct uprobe_obj *o;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return NULL;
+	o = uprobe_obj__get(m, kdev_of(st.st_dev), st.st_ino, path);
+	if (o && !o->examined)
+		uprobe_obj__examine(m, o, path, getpid());
+	return o;
+}
+
+static void prescan_path(void *arg, const char *path)
+{
+	uprobe_mgr__prescan(arg, path);
+}
+
+static void prescan_well_known(struct uprobe_mgr *m)
+{
+	for (size_t i = 0; i < sizeof(well_known) / sizeof(well_known[0]); i++) {
+		glob_t g;
+
+		if (glob(well_known[i], GLOB_BRACE | GLOB_NOSORT, NULL, &g))
+			continue;
+		for (size_t j = 0; j < g.gl_pathc; j++)
+			prescan_path(m, g.gl_pathv[j]);
+		globfree(&g);
+	}
+	/* And every file earlier recordings found code in: short programs seen before. */
+	scan_cache__for_each(m->cache, prescan_path, m);
+}
+
+int uprobe_mgr__start(struct uprobe_mgr *m)
+{
+	const struct record_opts *o = m->ctx->opts;
+	int err = 0;
+
+	if (o->system_wide) {
+		prescan_well_known(m);
+		err = uprobe_mgr__scan(m, 0);
+	} else {
+		if (m->ctx->launch_pid)
+			uprobe_mgr__scan(m, m->ctx->launch_pid);
+		for (__u32 i = 0; i < o->npids; i++)
+			uprobe_mgr__scan(m, o->pids[i]);
+	}
+	for (__u32 i = 0; i < m->nlisteners; i++)
+		if (m->listeners[i].started)
+			m->listeners[i].started(m->listeners[i].arg);
+	return err;
+}
+
+int uprobe_mgr__scan(struct uprobe_mgr *m, pid_t pid)
+{
+	struct dirent *d;
+	DIR *dir;
+
+	if (pid > 0) {
+		return uprobe_mgr__scan_pid(m, pid);
+	}
+	dir = opendir("/proc");
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir))) {
+		char *end;
+		long p = strtol(d->d_name, &end, 10);
+
+		if (*end || p <= 0 || p == m->ctx->self_pid)
+			continue;
+		uprobe_mgr__scan_pid(m, p); /* processes that exit meanwhile are fine */
+	}
+	closedir(dir);
+	return 0;
+}
+
+static const struct pid_mapping *mapping_at(struct uprobe_mgr *m, pid_t pid, __u64 addr)
+{
+	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 0);
+
+	if (!slot || !*slot)
+		return NULL;
+	for (__u32 i = 0; i < (*slot)->n; i++)
+		if (addr >= (*slot)->v[i].start && addr < (*slot)->v[i].end)
+			return &(*slot)->v[i];
+	return NULL;
+}
+
+int uprobe_mgr__code_at(struct uprobe_mgr *m, pid_t pid, __u64 addr, int rescan,
+			struct uprobe_code *out)
+{
+	const struct pid_mapping *mp = mapping_at(m, pid, addr);
+	char open_path[PATH_MAX + 64], root[64];
+	struct uprobe_obj *o;
+
+	if (!mp && rescan) {
+		uprobe_mgr__scan_pid(m, pid); /* a mapping newer than the last scan */
+		mp = mapping_at(m, pid, addr);
+	}
+	if (!mp || !mp->obj)
+		return -ENOENT;
+	o = mp->obj;
+	if (!o->syms && !o->syms_failed) {
+		pid_mapping__path(open_path, sizeof(open_path), pid, mp, o->path);
+		snprintf(root, sizeof(root), "/proc/%d/root", pid);
+		o->syms = elf_syms__open(open_path, root);
+		if (!o->syms) /* the process is gone: its path as we saw it */
+			o->syms = elf_syms__open(o->path, NULL);
+		o->syms_failed = !o->syms;
+	}
+	if (!o->syms || elf_syms__off_to_vaddr(o->syms, addr - mp->start + mp->pgoff, &out->vaddr))
+		return -ENOENT;
+	out->path = o->path;
+	out->syms = o->syms;
+	return 0;
+}
