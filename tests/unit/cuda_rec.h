@@ -35,7 +35,6 @@
 #include "/usr/local/cuda/include/cuda_runtime_api.h"
 #endif
 
-
 static inline int fn_of(const char *name)
 {
 	for (__u32 i = 0; i < cuda_table.napis; i++)
@@ -50,7 +49,8 @@ struct rec {
 	char deref[BS_UCALL_DEREF_STRING];
 };
 
-static inline void rec_init(struct rec *r, const char *name, __u32 pid, __u64 ts, __u64 dur, __s64 ret)
+static inline void rec_init(struct rec *r, const char *name, __u32 pid, __u64 ts, __u64 dur,
+			    __s64 ret)
 {
 	int fn = fn_of(name);
 

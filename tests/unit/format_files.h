@@ -272,7 +272,7 @@ struct read_result {
  * Read PATH and compare every record with EXPECT (indices of tf->recs, EXPECT_N of them).
  */
 static inline void read_check(const char *path, const struct recs *rs, const size_t *expect,
-		       size_t expect_n, struct read_result *res)
+			      size_t expect_n, struct read_result *res)
 {
 	const struct bs_hdr *h;
 	struct trace_reader *r;

@@ -470,7 +470,6 @@ static void test_abi_driver(void)
 }
 #endif
 
-
 int main(void)
 {
 	RUN_TEST(test_abi_runtime);

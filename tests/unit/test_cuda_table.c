@@ -335,7 +335,6 @@ static void test_error_names(void)
 	ASSERT_TRUE(n > 90, "cuda.h names many CUresults");
 }
 
-
 int main(void)
 {
 	RUN_TEST(test_table_check);

@@ -85,8 +85,8 @@ struct record_ctx {
 	pid_t self_pid;
 	/* Shared maps, created by the recorder (recorder.c) and reused by every family. */
 	int events_fd, targets_fd, lost_fd;
-	int py_procs_fd; /* Python processes whose frames BPF reads (bpf/stack.bpf.h) */
-	int py_codes_fd; /* code objects' identities (bpf/stack.bpf.h), shared likewise */
+	int py_procs_fd; /* Python processes whose frames BPF reads (bpf/stack_scratch.bpf.h) */
+	int py_codes_fd; /* code objects' identities (bpf/stack_scratch.bpf.h), shared likewise */
 	int use_btf;	 /* tp_btf programs, else raw_tp */
 	__u64 attach_failures;
 	int write_err;	  /* first error from the writer: recording stops on it */

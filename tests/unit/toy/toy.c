@@ -30,7 +30,6 @@ const struct rec_decoder toy_decoders[] = {
 	{ 0 },
 };
 
-
 static void *toy_sum__new(void)
 {
 	return calloc(1, sizeof(struct toy_sum));
@@ -113,4 +112,3 @@ const struct family family_toy = {
 	.metrics = &toy_metrics,
 	.page = &toy_page,
 };
-

@@ -95,4 +95,3 @@ const struct sqlite_family toy_sqlite = {
 	.free = sq_stmts__free,
 	.record = toy_sq_record,
 };
-

@@ -57,4 +57,3 @@ const struct metrics_family toy_metrics = {
 	.record = toy_metrics_record,
 	.render = toy_metrics_render,
 };
-

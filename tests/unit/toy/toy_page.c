@@ -65,4 +65,3 @@ const struct page_family toy_page = {
 	.sections = toy_page_sections,
 	.free = toy_page_free,
 };
-
