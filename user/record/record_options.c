@@ -385,7 +385,8 @@ static const struct rec_option table[] = {
 
 #define NTABLE	    (sizeof(table) / sizeof(table[0]))
 #define MAX_OPTIONS (NTABLE + 32) /* with the families' own */
-#define FAMILY_VAL  0x1000	  /* getopt values: FAMILY_VAL + family * 16 + option */
+#define FAMILY_VAL  0x1000	  /* getopt values: FAMILY_VAL + family * FAMILY_OPTS + option */
+#define FAMILY_OPTS 16		  /* so at most 16 options per family (add_long) */
 #define TABLE_VAL   0x100	  /* getopt values of long-only table entries: + index */
 
 static __u32 cmd_bit(const char *cmd)
@@ -428,12 +429,12 @@ static void add_long(void *arg, const struct rec_option *t, int ti, const struct
 	const char *name = t ? t->name : f->options[oi].name;
 	const char *val = t ? t->arg : f->options[oi].arg;
 
-	if (b->n >= (int)MAX_OPTIONS - 1)
+	if (b->n >= (int)MAX_OPTIONS - 1 || oi >= FAMILY_OPTS)
 		return;
 	b->out[b->n++] = (struct option){
 		.name = name,
 		.has_arg = val ? required_argument : no_argument,
-		.val = t ? (t->short_name ?: TABLE_VAL + ti) : FAMILY_VAL + fi * 16 + oi,
+		.val = t ? (t->short_name ?: TABLE_VAL + ti) : FAMILY_VAL + fi * FAMILY_OPTS + oi,
 	};
 }
 
@@ -522,7 +523,8 @@ int record_args__parse(struct record_args *a, int argc, char **argv)
 		int ret = -1;
 
 		if (c >= FAMILY_VAL) {
-			int fi = (c - FAMILY_VAL) / 16, oi = (c - FAMILY_VAL) % 16;
+			int fi = (c - FAMILY_VAL) / FAMILY_OPTS,
+			    oi = (c - FAMILY_VAL) % FAMILY_OPTS;
 
 			ret = families[fi]->options[oi].parse(a->o.family_opts[fi], optarg, a->cmd);
 		} else if (c >= TABLE_VAL && c < TABLE_VAL + (int)NTABLE) {
