@@ -128,7 +128,7 @@ struct family {
 	 * -t that names it is refused with the reason.
 	 */
 	__u32 needs;
-	/* Options of its own, ending with a zeroed entry. May be NULL. */
+	/* Options of its own (at most 16), ending with a zeroed entry. May be NULL. */
 	const struct family_option *options;
 	/* Bytes of its parsed options, made for every recording; OPTS_INIT sets CMD's defaults. */
 	__u32 opts_size;
