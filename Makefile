@@ -21,6 +21,12 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
+# One job per CPU unless told otherwise (make -j1 for a serial build; a -j on the command line
+# wins): make check from a fresh clone spends minutes compiling.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc)
+endif
+
 .DELETE_ON_ERROR:
 .SUFFIXES:
 # Skeletons and BPF objects are intermediates of pattern chains: keep them, or every
@@ -64,7 +70,7 @@ FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(SHIM_E
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 	    $(OUT)/tests/fuzz_pylines
 
-.PHONY: all deps vmlinux check test-build demo fuzz bench bench-build clean help format \
+.PHONY: all deps vmlinux check soak test-build demo fuzz bench bench-build clean help format \
 	man install uninstall deb check-deb check-kernels
 all: $(OUT)/bpfsight man
 
@@ -170,7 +176,8 @@ test-build: $(patsubst tests/workloads/lib/%.c,$(OUT)/tests/lib/lib%.so,\
 	$(wildcard tests/workloads/lib/*.c))
 
 # The native-stack workloads have frame pointers, as a program built for native stacks has.
-$(OUT)/tests/cpu_split $(OUT)/tests/syscall_callers: WL_EXTRA := -fno-omit-frame-pointer \
+$(OUT)/tests/cpu_split $(OUT)/tests/syscall_callers $(OUT)/tests/stacks_native: WL_EXTRA := \
+	-fno-omit-frame-pointer \
 	-fno-optimize-sibling-calls
 
 # The demo marks its phases with NVTX when the toolkit's header-only nvtx3 is there.
@@ -187,7 +194,7 @@ endif
 NVCC	  ?= $(CUDA_HOME)/bin/nvcc
 CUDA_WL	  := $(OUT)/tests/cuda
 CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
-		    cuda_dlopen libcuda_wrap.so stubs/libcuda.so.1 inject_target_shared \
+		    cuda_dlopen cublas_dlopen libcuda_wrap.so stubs/libcuda.so.1 inject_target_shared \
 		    inject_target_static)
 WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 
@@ -218,6 +225,11 @@ $(CUDA_WL)/cuda_driver: tests/workloads/cuda/cuda_driver.c | $(CUDA_WL)/stubs/li
 $(CUDA_WL)/cuda_dlopen: tests/workloads/cuda/cuda_dlopen.c | $(CUDA_WL)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -ldl
+
+# cuBLAS dlopen'ed, its stub-libcuda rpath as cuda_driver's (tests/e2e/test_cuda_libs.py).
+$(CUDA_WL)/cublas_dlopen: tests/workloads/cuda/cublas_dlopen.c | $(CUDA_WL)/stubs/libcuda.so.1
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -ldl -Wl,-rpath,'$$ORIGIN/stubs'
 
 # An LD_PRELOAD interposer of cudaMalloc/cudaMemcpy: nested calls (depth) with real cudart.
 $(CUDA_WL)/libcuda_wrap.so: tests/workloads/cuda/cuda_wrap.c | $(CUDA_WL)
@@ -290,6 +302,19 @@ $(OUT)/tests/test_nccl_report: ALL_CFLAGS += -I$(CUDA_HOME)/include \
 	-DCUDA_NCCL_H='"$(CUDA_HOME)/include/nccl.h"'
 test-build: $(NCCL_WORKLOADS)
 -include $(wildcard $(OUT)/tests/nccl/*.d)
+
+# The multi-rank tests' NCCL (tests/workloads/nccl_cpu/): a library with NCCL's API, ABI and
+# symbol names and CPU semantics, named as libnccl is (soname libnccl.so.2), and a rank
+# program linked with it (rpath $ORIGIN). No CUDA toolkit needed.
+NCCL_CPU := $(OUT)/tests/nccl_cpu
+$(NCCL_CPU)/libnccl.so.2: tests/workloads/nccl_cpu/libnccl_cpu.c tests/workloads/nccl_cpu/nccl_cpu.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WL_CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 $< -o $@
+$(NCCL_CPU)/nccl_ranks: tests/workloads/nccl_cpu/nccl_ranks.c $(NCCL_CPU)/libnccl.so.2
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ $(NCCL_CPU)/libnccl.so.2 -Wl,-rpath,'$$ORIGIN'
+test-build: $(NCCL_CPU)/nccl_ranks
 
 # Synthetic traces for the readers' tests (records no recorder makes here: GPU, NVTX).
 $(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
@@ -375,6 +400,10 @@ check-kernels: test-build
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)
 
+# Long runs that make check keeps short (tests/e2e/test_shim_churn.py: 10,000 processes).
+soak: test-build
+	$(Q)BPFSIGHT_SOAK=1 $(PYTHON) tests/run_tests.py --build $(OUT) --no-unit --no-fuzz -k soak
+
 # One corpus per fuzzer, grown from its committed seeds (tests/fuzz/seeds[-NAME]).
 fuzz: $(FUZZERS)
 	$(Q)for f in reader decode shim_unpack pylines; do \
@@ -394,6 +423,21 @@ BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed)
 BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop)
 BENCH_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(OUT)/bench/nccl_loop)
 BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(OUT)/bench/floor
+
+# The launch join's cost per record and the Python thread names' reads, linked like the unit
+# tests (bench/join_bench.c, bench/names_bench.c).
+BENCH_BINS += $(OUT)/bench/join_bench $(OUT)/bench/names_bench
+$(OUT)/bench/join_bench $(OUT)/bench/names_bench: $(OUT)/bench/%: bench/%.c $(LIB_OBJS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)
+
+# Synthetic rank files of one job, for merge at scale (bench/bench_ranks.py).
+BENCH_BINS += $(OUT)/bench/rank_files
+$(OUT)/bench/rank_files: bench/rank_files.c $(LIB_OBJS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)
 
 bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make $(BENCH_ARGS)

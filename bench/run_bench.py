@@ -18,6 +18,8 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
              per batch, every record in the file (bench_shim.py)
   pipeline   record pipeline: events/s with zero loss, bytes/event, recorder CPU and RSS,
              saturation (bench_pipeline.py)
+  consumer   records per second of the recorder's own CPU: a cuda call loop, and cuda + gil
+             + osrt + cupti-shim batches mixed (bench_consumer.py; ~20 s)
   soak       osrt under process churn (-a, 50,000 short children and a /bin/true loop):
              aggregate map entries and recorder RSS every second stay flat, every call
              counted (bench_soak.py; ~30 s)
@@ -29,6 +31,13 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
   monitor    bpfsight monitor against record on the osrt and cuda loops (no more), then
              3 min of monitor -a under process churn: RSS and fds flat, 0 lost
              (bench_monitor.py; ~5 min)
+  top        bpfsight top against monitor: a cuda loop, and -a on the machine as it is
+             (bench_top.py; ~1.5 min)
+  ranks      bpfsight merge of 64 to 1,024 synthetic rank files: time, peak memory, the
+             straggler report on the result, the SQLite path on 64 (bench_ranks.py; ~1 min)
+  torch      the torch family: ns added per PyTorch op while recording, against
+             torch.profiler (CPU) on the same loop and torch's own RecordFunction machinery
+             (bench_torch.py; ~1 min)
 
 The summary block lists every figure with a goal; a run of some sections (--only) replaces
 their rows and keeps the other sections' rows, their runs and any notes, each row dated.
@@ -49,23 +58,28 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import bench_consumer  # noqa: E402
 import bench_cpu  # noqa: E402
 import bench_families  # noqa: E402
 import bench_flight  # noqa: E402
 import bench_monitor  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_probes  # noqa: E402
+import bench_ranks  # noqa: E402
 import bench_shim  # noqa: E402
 import bench_soak  # noqa: E402
+import bench_top  # noqa: E402
+import bench_torch  # noqa: E402
 from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  # noqa: E402
                           end, machine, machine_line, write_block)
 
 SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
-            "pipeline": bench_pipeline, "soak": bench_soak, "cpu": bench_cpu,
-            "flight": bench_flight, "monitor": bench_monitor}
+            "pipeline": bench_pipeline, "consumer": bench_consumer, "soak": bench_soak, "cpu": bench_cpu,
+            "flight": bench_flight, "monitor": bench_monitor, "top": bench_top, "ranks": bench_ranks,
+            "torch": bench_torch}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
-ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "soak", "cpu", "flight",
-         "monitor"]
+ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "consumer", "soak", "cpu", "flight",
+         "monitor", "top", "ranks", "torch"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,
@@ -226,7 +240,8 @@ def parse_args():
                     help="under a minute, indicative only; prints without writing "
                          "RESULTS.md unless --results is given")
     ap.add_argument("--only", help="comma-separated sections: probes, families, shim, "
-                                   "pipeline, soak, cpu, flight, gil (default: all)")
+                                   "pipeline, consumer, soak, cpu, flight, monitor, top, ranks, torch, gil "
+                                   "(default: all)")
     ap.add_argument("--runs", type=int, help="repeats per figure in families, shim and "
                                              "pipeline (default 5, quick 2-3)")
     ap.add_argument("--duration", type=float,

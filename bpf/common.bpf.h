@@ -14,6 +14,11 @@
 #include <bpf/bpf_core_read.h>
 #include "records.h"
 
+/* Each object defines the record-type block of the family it counts losses for (records.h). */
+#ifndef BS_BLOCK
+#error "define BS_BLOCK (the family's record-type block) before including common.bpf.h"
+#endif
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Records from every family, in one stream. Size set by user space before load. */
@@ -30,19 +35,39 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
-/* Lost events per cause (BS_LOSS_*); per-CPU so counting needs no atomics. */
+/* Lost events per family and cause (BS_LOST_KEY); per-CPU so counting needs no atomics. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, BS_LOSS_MAX);
+	__uint(max_entries, BS_LOST_KEYS);
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
+
+/*
+ * The recording's switches, set by user space while programs run (BS_CTL_*, records.h):
+ * when it stops, new records are refused first, so what is left in the ring is bounded.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} control SEC(".maps");
 
 const volatile __u32 trace_all = 0; /* -a: every process but ourselves */
 const volatile __u32 self_pid = 0;  /* bpfsight's tgid: tracing it would feed back */
 /* Wake the consumer only once this much is waiting: a wakeup per record costs more than
  * the record (user space also drains on a short timer). */
 const volatile __u64 wakeup_bytes = 1 << 20;
+/*
+ * Bytes of the ring an event's record may take it to; the rest is the cupti-shim's batches'
+ * (shim.bpf.c) and the process life records' (bs_reserve_life), so that a flood of events
+ * fills the ring before it can keep them out: a batch carries hundreds of GPU records and the
+ * names (STRING records, sent once) that its process's later batches use, and a new
+ * process's exec or dlopen is what gets its code probed and its shim linked. Set by user
+ * space (record_ctx__record_room).
+ */
+const volatile __u64 record_room = ~0ull;
 
 static __always_inline bool bs_is_target(__u32 tgid)
 {
@@ -53,10 +78,25 @@ static __always_inline bool bs_is_target(__u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
+/* 1 once the recording stops: events from then on are past its end, not lost. */
+static __always_inline bool bs_stopped(void)
+{
+	__u32 zero = 0, *c = bpf_map_lookup_elem(&control, &zero);
+
+	return c && (*c & BS_CTL_STOPPED);
+}
+
+/* CAUSE is a constant everywhere: the key folds at compile time. */
 static __always_inline void bs_count_losses(__u32 cause, __u64 n)
 {
-	__u64 *v = bpf_map_lookup_elem(&lost, &cause);
+	__u32 key = BS_LOST_KEY(BS_BLOCK, cause);
+	__u64 *v;
 
+	/* Past the stop an event is after the recording's end, not lost; what the stop's own
+	 * final records (bs_reserve_final) cannot get into the ring still is. */
+	if (cause != BS_LOSS_RINGBUF_FULL && bs_stopped())
+		return;
+	v = bpf_map_lookup_elem(&lost, &key);
 	if (v)
 		*v += n;
 }
@@ -66,8 +106,12 @@ static __always_inline void bs_count_loss(__u32 cause)
 	bs_count_losses(cause, 1);
 }
 
-/* Reserve a record and fill its header; counts a loss when the ring buffer is full. */
-static __always_inline void *bs_reserve(__u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts)
+/*
+ * Reserve a record and fill its header, even once the recording stops (for what user space
+ * asks BPF to write at its end); counts a loss when the ring buffer is full.
+ */
+static __always_inline void *bs_reserve_final(__u16 type, __u32 size, __u32 pid, __u32 tid,
+					      __u64 ts)
 {
 	struct bs_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
 
@@ -82,6 +126,31 @@ static __always_inline void *bs_reserve(__u16 type, __u32 size, __u32 pid, __u32
 	h->tid = tid;
 	h->ts = ts;
 	return h;
+}
+
+/* A record of an event: none once the recording stops. */
+static __always_inline void *bs_reserve(__u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts)
+{
+	if (bs_stopped())
+		return NULL;
+	if (record_room != ~0ull &&
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + size > record_room) {
+		bs_count_loss(BS_LOSS_RINGBUF_FULL);
+		return NULL;
+	}
+	return bs_reserve_final(type, size, pid, tid, ts);
+}
+
+/*
+ * A record of a process's life (fork, exec, exit, comm, a new executable mapping): none once
+ * the recording stops, but past record_room too. They are rare, and user space needs each
+ * one to follow and probe the process: a flood of events must not keep them out.
+ */
+static __always_inline void *bs_reserve_life(__u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts)
+{
+	if (bs_stopped())
+		return NULL;
+	return bs_reserve_final(type, size, pid, tid, ts);
 }
 
 /* The flags of a record's submit or output: wake the consumer once wakeup_bytes wait. */

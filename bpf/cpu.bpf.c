@@ -6,6 +6,7 @@
  * when it holds the GIL). The recorder symbolizes and interns the stacks while the process
  * lives (user/families/cpu/cpu.c, stack_svc.c): nothing is symbolized in here.
  */
+#define BS_BLOCK 0x80
 #include "stack.bpf.h"
 #include "cpu_records.h"
 
@@ -13,31 +14,9 @@ SEC("perf_event")
 int cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id, size;
-	struct stack_scratch *s;
+	__u32 pid = id >> 32, tid = (__u32)id;
 
-	if (!bs_is_target(pid) || !tid)
-		return 0;
-	s = stack_scratch_take();
-	if (!s)
-		return 0;
-	/* Kernel mode: the user stack is where the thread entered the kernel. The context
-	 * is read in whole words only (cs shares its word with padding). */
-	s->flags = (*(volatile __u64 *)((void *)ctx +
-					__builtin_offsetof(struct bpf_perf_event_data, regs.cs)) &
-		    3)
-			   ? 0
-			   : BS_CPU_KERNEL;
-	/*
-	 * The words on top of its user stack go first: where the innermost function has
-	 * no frame of its own (its first instructions, its `ret`, a fast path without one), the
-	 * frame-pointer walk skips its caller, whose return address is one of them; the recorder
-	 * decides from the code (native_frames__return_slot). In kernel mode, the user stack is
-	 * where the thread entered the kernel: stack_unwind reads the registers saved there.
-	 */
-	size = stack_read(s, pid, tid, 1);
-	s->type = 0;
-	stack_send(s, size, BS_REC_CPU_SAMPLE_RAW, pid, tid, bpf_ktime_get_ns(), bs_wakeup_flags());
-	stack_scratch_put(s);
+	if (bs_is_target(pid) && tid)
+		stack_sample(ctx, pid, tid, BS_REC_CPU_SAMPLE_RAW, bs_wakeup_flags());
 	return 0;
 }

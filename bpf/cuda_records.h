@@ -7,4 +7,7 @@
 
 #define BS_REC_CUDA_CALL 0x30 /* one runtime or driver API call (struct bs_ucall) */
 
+/* Loss: a call nested deeper than ucall.bpf.h keeps frames (UCALL_MAX_DEPTH): not timed. */
+#define BS_LOSS_CUDA_DEPTH 0x30
+
 #endif /* BPFSIGHT_CUDA_RECORDS_H */

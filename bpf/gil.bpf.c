@@ -21,6 +21,7 @@
  * summed in gil_agg per thread (count, total, max, log2 histogram of the short ones) and
  * its time blamed on the holder in gil_blame, so totals stay exact at any rate.
  */
+#define BS_BLOCK 0x50
 #include "stack.bpf.h"
 #include "gil_records.h"
 

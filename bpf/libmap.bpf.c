@@ -12,6 +12,7 @@
  * until user space has attached the probes of the new code and sent SIGCONT: the first call
  * into a freshly loaded libcudart is traced like every other.
  */
+#define BS_BLOCK 0x00 /* the uprobe manager's: the recording's own block */
 #include "common.bpf.h"
 
 #define SIGSTOP_NR 19
@@ -43,7 +44,7 @@ static __always_inline void report(__u32 flags, __u64 dev, __u64 ino, const char
 	__u32 size = path ? sizeof(struct map_exec_path) : sizeof(struct bs_map_exec);
 	struct bs_map_exec *r;
 
-	r = bs_reserve(BS_REC_MAP_EXEC, size, id >> 32, (__u32)id, bpf_ktime_get_ns());
+	r = bs_reserve_life(BS_REC_MAP_EXEC, size, id >> 32, (__u32)id, bpf_ktime_get_ns());
 	if (!r)
 		return; /* never stop a process user space will not hear about */
 	r->ino = ino;

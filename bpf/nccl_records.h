@@ -7,4 +7,7 @@
 
 #define BS_REC_NCCL_CALL 0x40 /* one API call (struct bs_ucall) */
 
+/* Loss: a call nested deeper than ucall.bpf.h keeps frames (UCALL_MAX_DEPTH): not timed. */
+#define BS_LOSS_NCCL_DEPTH 0x40
+
 #endif /* BPFSIGHT_NCCL_RECORDS_H */

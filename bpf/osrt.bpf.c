@@ -17,6 +17,7 @@
  * and deletes its keys and the mark. The key carries the thread's start time (gen), so a
  * recycled tid never adds to the keys of the thread that had it before.
  */
+#define BS_BLOCK 0x10
 #include "stack.bpf.h"
 #include "osrt_records.h"
 
@@ -141,11 +142,23 @@ static __always_inline void mark_dead(struct task_struct *p, __u32 gen)
  * exists only for a thread of a traced process, a process stays traced until its last
  * thread exits, and a new process (a recycled pid too) is a new task without a slot.
  */
+/* The uretprobe syscall is our return probes at work, not a call of the application. */
+static __always_inline int probes_own(long id)
+{
+#ifdef __TARGET_ARCH_x86
+	return id == BS_NR_URETPROBE_X86_64;
+#else
+	return 0;
+#endif
+}
+
 static __always_inline int task_enter(long id)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct sys_start *st;
 
+	if (probes_own(id))
+		return 0;
 	st = bpf_task_storage_get(&sys_start_task, task, NULL, 0);
 	if (!st) {
 		if (!bs_is_target(bpf_get_current_pid_tgid() >> 32))
@@ -208,7 +221,7 @@ static __always_inline int hash_enter(long id)
 	__u32 tid = (__u32)pid_tgid;
 	struct sys_start st;
 
-	if (!bs_is_target(pid_tgid >> 32))
+	if (probes_own(id) || !bs_is_target(pid_tgid >> 32))
 		return 0;
 	st.ts = bpf_ktime_get_ns();
 	st.nr = id;

@@ -11,6 +11,13 @@
 #define BS_REC_SYSCALL	   0x10 /* one system call at or above the threshold */
 #define BS_REC_SYSCALL_AGG 0x11 /* cumulative in-kernel aggregate per thread+syscall */
 
+/*
+ * x86-64's uretprobe(2) (Linux 6.11): the trampoline of every return probe calls it, ours
+ * (cuda, nccl, gil) and other tracers'. It is the probes' cost, not the application's: osrt
+ * does not record it, and osrt_sum leaves out what older traces hold (docs/USAGE.md, osrt).
+ */
+#define BS_NR_URETPROBE_X86_64 335
+
 /* osrt: hdr.ts = syscall entry. */
 struct bs_syscall {
 	struct bs_hdr h;

@@ -4,6 +4,7 @@
  * (launch mode traces CMD's descendants) and names every thread that events refer to.
  * Each event is rare (fork/exec/exit/rename), so this costs nothing measurable.
  */
+#define BS_BLOCK 0x00
 #include "common.bpf.h"
 
 /* Ring-buffer memory is not zeroed: clear the tail so records are deterministic. */
@@ -29,8 +30,8 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 		if (bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY))
 			bs_count_loss(BS_LOSS_TARGET_MAP);
 	}
-	r = bs_reserve(BS_REC_FORK, sizeof(*r), ppid, BPF_CORE_READ(parent, pid),
-		       bpf_ktime_get_ns());
+	r = bs_reserve_life(BS_REC_FORK, sizeof(*r), ppid, BPF_CORE_READ(parent, pid),
+			    bpf_ktime_get_ns());
 	if (!r)
 		return 0;
 	r->child_pid = cpid;
@@ -59,7 +60,8 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_tid)
 
 	if (!bs_is_target(pid))
 		return 0;
-	r = bs_reserve(BS_REC_EXEC, sizeof(*r), pid, BPF_CORE_READ(p, pid), bpf_ktime_get_ns());
+	r = bs_reserve_life(BS_REC_EXEC, sizeof(*r), pid, BPF_CORE_READ(p, pid),
+			    bpf_ktime_get_ns());
 	if (!r)
 		return 0;
 	r->old_tid = old_tid;
@@ -94,7 +96,7 @@ static __always_inline int on_exit(struct task_struct *p)
 
 	if (!bs_is_target(pid))
 		return 0;
-	r = bs_reserve(BS_REC_EXIT, sizeof(*r), pid, tid, bpf_ktime_get_ns());
+	r = bs_reserve_life(BS_REC_EXIT, sizeof(*r), pid, tid, bpf_ktime_get_ns());
 	if (r) {
 		r->exit_code = BPF_CORE_READ(p, exit_code);
 		r->group_dead = group_dead;
@@ -125,7 +127,8 @@ static __always_inline int on_rename(struct task_struct *task, const char *comm)
 
 	if (!bs_is_target(pid))
 		return 0;
-	r = bs_reserve(BS_REC_COMM, sizeof(*r), pid, BPF_CORE_READ(task, pid), bpf_ktime_get_ns());
+	r = bs_reserve_life(BS_REC_COMM, sizeof(*r), pid, BPF_CORE_READ(task, pid),
+			    bpf_ktime_get_ns());
 	if (!r)
 		return 0;
 	copy_comm(r->comm, comm);

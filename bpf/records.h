@@ -14,7 +14,8 @@
  * adds lines inside its own block, and every type fits in one varint byte on disk. Values are
  * part of the file format: never renumber. The blocks:
  *   0x00 the recording's own (below)   0x10 osrt    0x20 sched   0x30 cuda   0x40 nccl
- *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu
+ *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu    0x90 torch
+ *   0xa0 bpfsight merge's (below)
  *   0xf0, 0xf1  the file format's own (user/core/trace_format.h)
  * (tests/unit/test_family_toy.c checks that no two families decode the same type.)
  */
@@ -39,7 +40,12 @@
 #define BS_REC_SYMBOL	0x09 /* name of a code address or handle in a process (user space) */
 #define BS_REC_MAP_EXEC 0x0a /* new code may be mapped: exec, dlopen (BPF; uprobe discovery) */
 /* 0x0b-0x0d: stacks, see stack_records.h */
-#define BS_REC_TYPE_MAX 0x100 /* exclusive bound a reader accepts in this version */
+#define BS_REC_THREAD_NAME 0x0e	 /* a thread's name in its runtime: Python's (user space) */
+#define BS_REC_THREAD_NS   0x0f	 /* a thread's id in its own pid namespace (BPF: uprobe families) */
+#define BS_REC_TYPE_MAX	   0x100 /* exclusive bound a reader accepts in this version */
+/* Written by bpfsight merge only (the recording's own block is full). */
+#define BS_REC_RANK	 0xa0 /* where a rank file's records came from */
+#define BS_REC_SYNC_BASE 0xa1 /* the sequence a sync group starts at */
 
 /*
  * Loss causes: BS_REC_LOSS.cause and the index of the `lost` BPF array (BS_LOSS_MAX
@@ -49,7 +55,7 @@
  * (sched's) predate that rule and keep their numbers. Never renumber.
  */
 #define BS_LOSS_RINGBUF_FULL 0 /* bpf_ringbuf_reserve failed: consumer too slow */
-/* per-thread state map full, or a call nested deeper than ucall.bpf.h keeps: not timed */
+/* per-thread state could not be kept (task storage not created): an interval not timed */
 #define BS_LOSS_TASK_MAP   1
 #define BS_LOSS_AGG_MAP	   2   /* aggregate map full: short calls not counted */
 #define BS_LOSS_TARGET_MAP 3   /* target map full: a child process is not followed */
@@ -58,6 +64,24 @@
 #define BS_LOSS_FLIGHT	   8   /* flight recorder: records of the window its SIZE could not hold */
 #define BS_LOSS_STACK	   9   /* a stack not taken: a program it interrupted was taking one */
 #define BS_LOSS_MAX	   256 /* every cause is below it */
+#define BS_LOSS_SHARED	   16  /* causes below it are the recording's (and 6, 7) */
+
+/*
+ * The `lost` array counts each cause for the family whose program counted it: the key of a
+ * cause below 16 counted by the object of the family of record-type block BLOCK (0x30: cuda)
+ * is BLOCK + CAUSE; a family's own cause (in its block) keeps BS_LOSS_MAX + CAUSE.
+ */
+#define BS_LOST_KEY(block, cause)                                                                  \
+	((cause) < BS_LOSS_SHARED ? (block) + (cause) : BS_LOSS_MAX + (cause))
+#define BS_LOST_KEYS (2 * BS_LOSS_MAX)
+/* bs_loss.block: the family is said (BS_LOSS_BLOCK_SET | its block), or not (0). */
+#define BS_LOSS_BLOCK_SET 0x100
+
+/* records in the ring when the recording stopped that it could not read in its stop time */
+#define BS_LOSS_STOP_UNREAD 10
+
+/* The shared `control` array's one value (common.bpf.h): bits user space sets. */
+#define BS_CTL_STOPPED 1u /* the recording stops: no new records */
 
 /* Common header of every record. */
 struct bs_hdr {
@@ -94,10 +118,27 @@ struct bs_thread {
 	char name[BS_COMM_LEN];
 };
 
+/*
+ * The name a language runtime gave a thread (Python's threading.Thread name: "MainThread",
+ * "cpu-0"), read from the process while it lives (user/record/thread_names.c): written when
+ * first read and whenever it changes. Readers show it in place of the thread's comm, until
+ * the thread's tid is reused (FORK) or its process execs. hdr.pid/tid: the thread; hdr.ts:
+ * when it was read.
+ */
+struct bs_thread_name {
+	struct bs_hdr h;
+	__u32 name_id; /* bs_string id of the name */
+	__u32 source;  /* BS_THREAD_NAME_* */
+};
+
+#define BS_THREAD_NAME_PYTHON 1 /* threading.Thread's name (its _name) */
+
 struct bs_loss {
 	struct bs_hdr h; /* ts = when user space noticed */
 	__u32 cause;	 /* BS_LOSS_* */
-	__u32 _pad;
+	/* BS_LOSS_BLOCK_SET | the record-type block of the family whose events were lost (0x30:
+	 * cuda); 0: not said (files of before, losses of the whole file: write_failed) */
+	__u32 block;
 	__u64 count; /* lost since the previous loss record of this cause */
 };
 
@@ -156,6 +197,18 @@ struct bs_map_exec {
 };
 
 /*
+ * A thread of a process in a pid namespace below the recorder's (a container, `unshare -p`)
+ * and its id there, which is how that process's cupti-shim and CUPTI name it (hdr.tid is
+ * ours). Written by the uprobe families at the thread's first traced call, so a GPU record
+ * finds its launching call however late it is unpacked (docs/GPU.md, "Containers").
+ */
+struct bs_thread_ns {
+	struct bs_hdr h;
+	__u32 ns_tid; /* the id in the innermost namespace */
+	__u32 level;  /* that namespace's depth below the initial one (>= 1) */
+};
+
+/*
  * A MAP_EXEC from exec is followed by the file name the program was started with
  * (linux_binprm's filename, NUL-terminated, at most BS_EXEC_PATH_LEN bytes): user space
  * examines that file even when the process has exited before it could read /proc/PID/exe.
@@ -166,6 +219,59 @@ struct bs_map_exec {
 #define BS_MAP_EXEC_EXEC    0x2 /* from exec */
 #define BS_MAP_EXEC_DLOPEN  0x4 /* from the dynamic linker's hook */
 
+/*
+ * Records `bpfsight merge` writes (never a recorder). A merged file holds the records of many
+ * files (the ranks of a job), one section per file in the order of its RANK records, each file
+ * in a pid namespace of its own: a pid or tid P of the file with namespace NS is
+ * NS << BS_RANK_NS_SHIFT | P (0 stays 0; NS 0 keeps its pids), so the processes of two hosts
+ * never collide. Times are on one clock, the reference file's CLOCK_MONOTONIC.
+ *
+ * RANK: one per rank process of the file (at least one per file, pid 0 when it has none),
+ * before the file's records. hdr.pid = the rank's process, ts = the file's start on the merged
+ * clock, so that merged = ts + (t - mono0) + (t - mono0) * rate_ppb / 1e9 for a time t of the
+ * file.
+ */
+#define BS_RANK_NS_SHIFT 22 /* Linux pids are below 2^22 (PID_MAX_LIMIT) */
+#define BS_RANK_NS_MAX	 1024
+
+#define BS_RANK_REFERENCE 0x1  /* the file whose clock the merged file uses */
+#define BS_RANK_FINE	  0x2  /* aligned on its collectives (else on wall clocks only) */
+#define BS_RANK_DRIFT	  0x4  /* its drift was fitted too */
+#define BS_RANK_WALL_RATE 0x8  /* its wall-clock pairs (start and end) gave the clock's rate */
+#define BS_RANK_INFERRED  0x10 /* sequences matched by time: the groups' creation was not seen */
+
+struct bs_rank {
+	struct bs_hdr h;
+	__u32 ns;	 /* the file's pid namespace */
+	__s32 rank;	 /* in its largest group (communicator), -1 = unknown */
+	__s32 nranks;	 /* that group's size, -1 = unknown */
+	__u32 host_id;	 /* string: the file's host name */
+	__u32 path_id;	 /* string: the file, as merge was given it */
+	__u32 boot_id;	 /* string: its boot id */
+	__u32 flags;	 /* BS_RANK_* */
+	__u32 points;	 /* sync points the fit used */
+	__u64 group;	 /* that group's id (a communicator's unique-id hash), 0 = none */
+	__s64 offset_ns; /* how far its wall clock was ahead of the reference's, at its points */
+	__s64 drift_ppb; /* how much faster its wall clock ran than the reference's */
+	__u64 residual_rms_ns; /* of its sync points' ends against the job's, after the fit */
+	__u64 residual_max_ns;
+	__u64 mono0;	     /* the file's start: CLOCK_MONOTONIC ... */
+	__u64 real0;	     /* ... and CLOCK_REALTIME, from its header */
+	__s64 rate_ppb;	     /* the merged clock's rate against the file's, less 1, in 1e-9 */
+	__u64 offset_err_ns; /* the standard error of offset_ns */
+};
+
+/*
+ * SYNC_BASE: the sync points (collectives) of GROUP in process hdr.pid count from BASE in the
+ * merged file: its first one there is the group's BASE-th (its recording began after the group
+ * was made). Without one, a process's sync points count from 0. Before the section's records.
+ */
+struct bs_sync_base {
+	struct bs_hdr h;
+	__u64 group;
+	__u64 base;
+};
+
 #define BS_ASSERT_RECORD(t, sz)                                                                    \
 	_Static_assert(sizeof(struct t) == (sz), #t " size is part of the format");                \
 	_Static_assert(sizeof(struct t) % 8 == 0, #t " must be a multiple of 8 bytes")
@@ -174,13 +280,17 @@ BS_ASSERT_RECORD(bs_hdr, 24);
 BS_ASSERT_RECORD(bs_string, 32);
 BS_ASSERT_RECORD(bs_process, 64);
 BS_ASSERT_RECORD(bs_thread, 40);
+BS_ASSERT_RECORD(bs_thread_name, 32);
 BS_ASSERT_RECORD(bs_loss, 40);
 BS_ASSERT_RECORD(bs_fork, 48);
 BS_ASSERT_RECORD(bs_exec, 48);
+BS_ASSERT_RECORD(bs_thread_ns, 32);
 BS_ASSERT_RECORD(bs_exit, 32);
 BS_ASSERT_RECORD(bs_comm, 40);
 BS_ASSERT_RECORD(bs_symbol, 40);
 BS_ASSERT_RECORD(bs_map_exec, 40);
+BS_ASSERT_RECORD(bs_rank, 128);
+BS_ASSERT_RECORD(bs_sync_base, 40);
 
 /* Stacks of any family's events: part of every recording's contract. */
 #include "stack_records.h"

@@ -22,6 +22,7 @@
  * from the task instead, through CO-RE, as the tracepoint itself did before 5.18; user
  * space loads one kind (user/families/sched/sched.c, kernel_features.h).
  */
+#define BS_BLOCK 0x20
 #include "stack.bpf.h"
 #include "sched_records.h"
 
@@ -148,10 +149,13 @@ static __always_inline void switch_out(struct thread_sched *ts, __u32 state, __u
 	ts->waker_tid = 0;
 }
 
-/* An interval's record, written now. */
-static __always_inline void offcpu_write(const struct held_interval *iv, __u32 pid, __u32 tid)
+/* An interval's record, written now (FINAL: by the stop's iterator, past the gate). */
+static __always_inline void offcpu_write(const struct held_interval *iv, __u32 pid, __u32 tid,
+					 int final)
 {
-	struct bs_offcpu *r = bs_reserve(BS_REC_OFFCPU, sizeof(*r), pid, tid, iv->out_ts);
+	struct bs_offcpu *r =
+		final ? bs_reserve_final(BS_REC_OFFCPU, sizeof(*r), pid, tid, iv->out_ts)
+		      : bs_reserve(BS_REC_OFFCPU, sizeof(*r), pid, tid, iv->out_ts);
 
 	if (!r)
 		return;
@@ -187,10 +191,12 @@ static __always_inline int switch_in(struct thread_sched *ts, __u64 now, struct 
 	return 1;
 }
 
+#define HELD_FINAL 2 /* held_flush's WITH_STACK from the stop's iterator: no stack, ungated */
+
 /*
  * The held intervals of a thread of PID, in order, each after the current thread's stack
- * when WITH_STACK (sys_exit of the entry they blocked in: the thread is current) and it was
- * long enough; then none is held.
+ * when WITH_STACK is 1 (sys_exit of the entry they blocked in: the thread is current) and it
+ * was long enough; then none is held.
  */
 static __always_inline void held_flush(struct thread_sched *ts, struct offcpu_held *h, __u32 pid,
 				       __u32 tid, int with_stack)
@@ -201,7 +207,7 @@ static __always_inline void held_flush(struct thread_sched *ts, struct offcpu_he
 
 	ts->nheld = 0;
 	for (__u32 i = 0; i < HELD_MAX && i < n; i++) {
-		if (with_stack && h->iv[i].stack && !taken) {
+		if (with_stack == 1 && h->iv[i].stack && !taken) {
 			/* One stack for every interval that wants one: read at the first. */
 			taken = 1;
 			s = stack_scratch_take();
@@ -214,7 +220,7 @@ static __always_inline void held_flush(struct thread_sched *ts, struct offcpu_he
 		}
 		if (s && h->iv[i].stack)
 			stack_send(s, size, BS_REC_STACK_RAW, pid, tid, h->iv[i].out_ts, flags);
-		offcpu_write(&h->iv[i], pid, tid);
+		offcpu_write(&h->iv[i], pid, tid, with_stack == HELD_FINAL);
 	}
 	if (s)
 		stack_scratch_put(s);
@@ -234,7 +240,7 @@ static __always_inline void offcpu_end(struct thread_sched *ts, struct task_stru
 	iv->stack = sched_stack_ns != ~0ull && iv->dur >= sched_stack_ns && iv->state &&
 		    !(iv->state & TASK_STOPPED_BITS);
 	if (!iv->stack && !ts->nheld) {
-		offcpu_write(iv, pid, tid);
+		offcpu_write(iv, pid, tid, 0);
 		return;
 	}
 	h = held_of(ts);
@@ -399,7 +405,7 @@ int sched_held_iter_btf(struct bpf_iter__task *ctx)
 		return 0;
 	ts = bpf_task_storage_get(&thread_sched_task, t, 0, 0);
 	if (ts && ts->nheld)
-		held_flush(ts, held_of(ts), t->tgid, t->pid, 0);
+		held_flush(ts, held_of(ts), t->tgid, t->pid, HELD_FINAL);
 	return 0;
 }
 
@@ -436,7 +442,7 @@ static __always_inline void on_switch_raw(bool preempt, struct task_struct *prev
 	/* No stacks here: held intervals need task storage. */
 	ts = hash_state(next, false);
 	if (ts && switch_in(ts, now, &iv))
-		offcpu_write(&iv, BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid));
+		offcpu_write(&iv, BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid), 0);
 }
 
 SEC("raw_tp/sched_switch")

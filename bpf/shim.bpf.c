@@ -13,6 +13,7 @@
  * matters, as the kernel then bumps their semaphores in the process and the shim's poller
  * sees what is wanted.
  */
+#define BS_BLOCK 0x60 /* the cupti-shim channel: the gpu family's block */
 #include "common.bpf.h"
 #include "shim_cookie.h"
 #include "shim_records.h"
@@ -42,14 +43,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } shim_gaps SEC(".maps");
-
-static __always_inline void count_loss(__u32 cause, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&lost, &cause);
-
-	if (v)
-		*v += n;
-}
 
 static __always_inline void count_gap(__u32 tgid)
 {
@@ -152,7 +145,7 @@ int shim_probe(struct pt_regs *ctx)
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		wake = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, s, size, wake)) {
-		count_loss(BS_LOSS_RINGBUF_FULL, nrec);
+		bs_count_losses(BS_LOSS_RINGBUF_FULL, nrec);
 		count_gap(tgid);
 	} else if (len < sizeof(*bh)) {
 		count_gap(tgid); /* user space cannot see this batch's sequence number */

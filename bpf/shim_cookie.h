@@ -18,11 +18,13 @@
 #ifndef BPFSIGHT_SHIM_COOKIE_H
 #define BPFSIGHT_SHIM_COOKIE_H
 
-#define SHIM_PROBE_BATCH 1
-#define SHIM_PROBE_GPU	 2
-#define SHIM_PROBE_NVTX	 3
-#define SHIM_PROBE_SYNC	 4
-#define SHIM_PROBE_DRAIN 5
+#define SHIM_PROBE_BATCH	1
+#define SHIM_PROBE_GPU		2
+#define SHIM_PROBE_NVTX		3
+#define SHIM_PROBE_SYNC		4
+#define SHIM_PROBE_DRAIN	5
+#define SHIM_PROBE_TORCH	6 /* PyTorch ops wanted (bpf/torch_records.h) */
+#define SHIM_PROBE_TORCH_SHAPES 7 /* ... with input shapes */
 
 #define SHIM_ARG_REG   1
 #define SHIM_ARG_MEM   2

@@ -23,6 +23,8 @@
  *   nvtx(u32 state)   semaphore: NVTX ranges wanted; fired when the shim's state changes
  *   sync(u32 zero)    semaphore: send NVTX_BEGIN records at once (--capture-range=nvtx)
  *   drain(u64 seq)    semaphore: flush everything now; fired once flushed, seq = last batch
+ *   torch(u32 state)  semaphore: PyTorch ops wanted (bpf/torch_records.h); fired as gpu's
+ *   torch_shapes(u32 state)  semaphore: with their input shapes
  *
  * Inside a batch the shim also writes BS_REC_STRING records (struct bs_string, id = the
  * shim's own id, unique per process) before the first record that refers to the id; user space
@@ -84,6 +86,8 @@ struct bs_shim_status {
 #define BS_SHIM_ST_SYNC		   0x20 /* NVTX_BEGIN records sent at once */
 #define BS_SHIM_ST_NVTX_CHAINED	   0x40 /* NVTX calls are passed on to another injection library */
 #define BS_SHIM_ST_PTRACE_INJECTED 0x80 /* loaded into a running process by record --inject */
+#define BS_SHIM_ST_TORCH_ON	   0x100 /* a RecordFunction callback records torch ops */
+#define BS_SHIM_ST_PRELOADED	   0x200 /* loaded by LD_PRELOAD: started by its constructor */
 
 /*
  * record --inject installs the shim under a name ending with this: its constructor starts
@@ -103,6 +107,12 @@ struct bs_shim_status {
  * (not started with it and no --inject, or the injection was refused): detail_id says why.
  */
 #define BS_SHIM_EV_NO_SHIM 7
+/*
+ * The torch module's news (cupti-shim/shim_torch.c), once per session: detail_id says what
+ * (callback registered, the version refused, libtorch not loaded yet), cupti_result is 0 when
+ * ops are recorded, else a negative errno.
+ */
+#define BS_SHIM_EV_TORCH 8
 
 /*
  * One kernel on the GPU. hdr.ts = GPU start (CLOCK_MONOTONIC: the shim registers CUPTI's

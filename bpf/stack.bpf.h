@@ -17,6 +17,7 @@
 
 #include "stack_native.bpf.h"
 #include "stack_python.bpf.h"
+#include "cpu_records.h"
 
 #define STACK_WAKE_NS 5000000 /* a stack wakes the recorder at most every 5 ms per CPU */
 
@@ -46,6 +47,8 @@ static __always_inline void stack_send(struct stack_scratch *s, __u64 size, __u1
 	s->h.pid = pid;
 	s->h.tid = tid;
 	s->h.ts = ts;
+	if (bs_stopped())
+		return;
 	if (bpf_ringbuf_output(&events, s, size, flags))
 		bs_count_loss(BS_LOSS_RINGBUF_FULL);
 }
@@ -177,6 +180,35 @@ static __always_inline void stack_emit(__u16 type, __u32 pid, __u32 tid, __u64 t
 	size = stack_read(s, pid, tid, top);
 	s->type = type;
 	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
+	stack_scratch_put(s);
+}
+
+/*
+ * A timer sample of the current thread TID of PID (a perf-event program's CTX): its stack,
+ * BS_CPU_KERNEL when it interrupted kernel code, sent as a REC_TYPE record with FLAGS (the
+ * ring's wakeup). The words on top of its user stack go first: where the innermost function
+ * has no frame of its own (its first instructions, its `ret`, a fast path without one), the
+ * frame-pointer walk skips its caller, whose return address is one of them; the recorder
+ * decides from the code (native_frames__return_slot). In kernel mode, the user stack is
+ * where the thread entered the kernel: stack_unwind reads the registers saved there.
+ */
+static __always_inline void stack_sample(struct bpf_perf_event_data *ctx, __u32 pid, __u32 tid,
+					 __u16 rec_type, __u64 flags)
+{
+	struct stack_scratch *s = stack_scratch_take();
+	__u32 size;
+
+	if (!s)
+		return;
+	/* The context is read in whole words only (cs shares its word with padding). */
+	s->flags = (*(volatile __u64 *)((void *)ctx +
+					__builtin_offsetof(struct bpf_perf_event_data, regs.cs)) &
+		    3)
+			   ? 0
+			   : BS_CPU_KERNEL;
+	size = stack_read(s, pid, tid, 1);
+	s->type = 0;
+	stack_send(s, size, rec_type, pid, tid, bpf_ktime_get_ns(), flags);
 	stack_scratch_put(s);
 }
 

@@ -12,23 +12,36 @@
 #include "stack_scratch.bpf.h"
 
 /*
- * Thread state TS's first STACK_TS bytes into s->tsb, in one copy (every version's
- * PyThreadState is larger); its tid, 0 when unreadable.
+ * What names a thread in the thread state in s->tsb, 0 when nothing does: native_thread_id
+ * (3.11+), or thread_id (3.8-3.10), the pthread_t: glibc's struct pthread, the thread's own
+ * TCB, which its fs base points at.
  */
-static __always_inline __u32 stack_ts_load(const struct bs_py_cfg *c, struct stack_scratch *s,
+static __always_inline __u64 stack_ts_key(const struct bs_py_cfg *c, struct stack_scratch *s)
+{
+	return buf_u64(s->tsb, c->tid_off, STACK_TS);
+}
+
+/*
+ * The same for the current thread TID: TID, or (3.8-3.10) its fs base as the kernel keeps it,
+ * which saves reading the tid out of each struct pthread (one copy per thread state).
+ */
+static __always_inline __u64 stack_self_key(const struct bs_py_cfg *c, __u32 tid)
+{
+	if (!c->pthread_tid_off)
+		return tid;
+	return BPF_CORE_READ(bpf_get_current_task_btf(), thread.fsbase);
+}
+
+/*
+ * Thread state TS's first STACK_TS bytes into s->tsb, in one copy (every version's
+ * PyThreadState is larger); what names its thread (stack_ts_key), 0 when unreadable.
+ */
+static __always_inline __u64 stack_ts_load(const struct bs_py_cfg *c, struct stack_scratch *s,
 					   __u64 ts)
 {
-	__u32 ptid = 0;
-	__u64 t;
-
 	if (bpf_probe_read_user(s->tsb, STACK_TS, (const void *)ts))
 		return 0;
-	t = buf_u64(s->tsb, c->tid_off, STACK_TS);
-	if (c->pthread_tid_off) {
-		bpf_probe_read_user(&ptid, sizeof(ptid), (const void *)(t + c->pthread_tid_off));
-		t = ptid;
-	}
-	return t;
+	return stack_ts_key(c, s);
 }
 
 /* The PyThreadState of TID (then in s->tsb) when it holds its interpreter's GIL, else 0. */
@@ -52,29 +65,28 @@ static __always_inline __u64 stack_gil_tstate(const struct bs_py_cfg *c, struct 
 	}
 	if (locked != 1 || !ts)
 		return 0;
-	return stack_ts_load(c, s, ts) == tid ? ts : 0;
+	return stack_ts_load(c, s, ts) == stack_self_key(c, tid) ? ts : 0;
 }
 
 struct stack_ts_find {
 	const struct bs_py_cfg *c;
 	struct stack_scratch *s;
-	__u64 ts; /* the thread state looked at, then the one found (0: none) */
-	__u32 tid;
+	__u64 ts;  /* the thread state looked at, then the one found (0: none) */
+	__u64 key; /* the current thread's stack_self_key */
 	__u32 found;
 };
 
-/* One thread state of the interpreter's list (bpf_loop's body): one copy each. */
+/*
+ * One thread state of the interpreter's list (bpf_loop's body): one copy each. One that
+ * names no thread (not bound yet) is passed over.
+ */
 static long stack_ts_next(__u32 i, void *arg)
 {
 	struct stack_ts_find *f = arg;
-	__u32 t;
 
-	if (!f->ts)
+	if (!f->ts || bpf_probe_read_user(f->s->tsb, STACK_TS, (const void *)f->ts))
 		return 1;
-	t = stack_ts_load(f->c, f->s, f->ts);
-	if (!t)
-		return 1;
-	if (t == f->tid) {
+	if (stack_ts_key(f->c, f->s) == f->key) {
 		f->found = 1;
 		return 1;
 	}
@@ -90,7 +102,7 @@ static long stack_ts_next(__u32 i, void *arg)
 static __always_inline __u64 stack_list_tstate(const struct bs_py_cfg *c, struct stack_scratch *s,
 					       __u32 tid)
 {
-	struct stack_ts_find f = { .c = c, .s = s, .tid = tid };
+	struct stack_ts_find f = { .c = c, .s = s, .key = stack_self_key(c, tid) };
 
 	if (!c->interp || !c->threads_head)
 		return 0;
@@ -137,7 +149,7 @@ static __always_inline __u64 stack_cached_tstate(const struct bs_py_cfg *c, stru
 	if (ca->ts_tid != tid || ca->ts_pid != pid || ca->ts_gen != c->code_gen ||
 	    ca->ts_start != start || !ca->tstate)
 		return 0;
-	if (stack_ts_load(c, s, ca->tstate) != tid)
+	if (stack_ts_load(c, s, ca->tstate) != stack_self_key(c, tid))
 		return 0;
 	*fr = stack_first_frame(c, s);
 	return *fr ? ca->tstate : 0;

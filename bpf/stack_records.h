@@ -104,7 +104,9 @@ struct bs_py_cfg {
 	__u64 locked;	       /* &gil->locked (int) */
 	__u64 holder;	       /* &gil->last_holder (PyThreadState *) */
 	__u32 tid_off;	       /* PyThreadState: native_thread_id, or thread_id (pthread_t) */
-	__u32 pthread_tid_off; /* 0: tid_off is native_thread_id; else tid's offset in pthread */
+	__u32 pthread_tid_off; /* 0: tid_off is native_thread_id; else (3.8-3.10) it is thread_id,
+				* the pthread_t, matched with the task's fs base (this offset of
+				* the tid in struct pthread is the gil family's, unused here) */
 	__u32 ts_frame;	       /* PyThreadState: cframe (3.11, 3.12) or current_frame (3.13+) */
 	__u32 cframe_frame;    /* _PyCFrame: current_frame; BS_PY_NONE when ts_frame is it */
 	__u32 fr_code;	       /* _PyInterpreterFrame: f_code / f_executable */
@@ -122,7 +124,7 @@ struct bs_py_cfg {
 				* BS_PY_NONE: the GIL's holder says it (<= 3.11) */
 	__u32 ts_gil_mask;     /* its bits that say so */
 	__u64 interp;	       /* the main interpreter: its thread states find the threads
-				* that released the GIL (native_thread_id only: 3.11+) */
+				* that released the GIL */
 	__u32 code_gen;	       /* this registration's number: py_codes keys of an earlier
 				* image of the pid (before an exec) never match */
 	__u32 code_cache;      /* 1: a probe on the code objects' dealloc removes their

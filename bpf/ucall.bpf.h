@@ -2,7 +2,8 @@
 /*
  * Generic entry/return uprobes for API families (cuda, nccl): one pair of programs serves
  * every probed function; the probe's bpf_cookie (records.h, BS_UCOOKIE) says which function
- * it is and what to capture. A family's .bpf.c defines UCALL_REC_TYPE and includes this.
+ * it is and what to capture. A family's .bpf.c defines UCALL_REC_TYPE and UCALL_LOSS_DEPTH
+ * (its loss cause for calls nested deeper than UCALL_MAX_DEPTH) and includes this.
  *
  * Entry pushes a frame (time, cookie, 6 register + 6 stack argument words) on a per-thread
  * stack: no hash insert/delete per call, and nesting (a driver call inside a runtime call) is
@@ -27,6 +28,9 @@
 
 #ifndef UCALL_REC_TYPE
 #error "define UCALL_REC_TYPE (BS_REC_*) before including ucall.bpf.h"
+#endif
+#ifndef UCALL_LOSS_DEPTH
+#error "define UCALL_LOSS_DEPTH (the family's BS_LOSS_*) before including ucall.bpf.h"
 #endif
 
 /* --stacks: calls (outermost ones) lasting at least this get the caller's stack; ~0 = none. */
@@ -103,6 +107,30 @@ static __always_inline struct ucall_thread *ucall_claim(__u32 tid)
 }
 
 /*
+ * A thread in a pid namespace below ours says its id there, once, at its first call: its
+ * process's cupti-shim names it so in GPU records, which user space must tie to our id
+ * even after the thread is gone (bs_thread_ns).
+ */
+static __always_inline void ucall_note_ns(struct task_struct *task, __u64 id)
+{
+	struct pid *p = BPF_CORE_READ(task, thread_pid);
+	unsigned int level = BPF_CORE_READ(p, level);
+	struct bs_thread_ns *r;
+	struct upid up;
+
+	if (!level || level > 32)
+		return;
+	if (bpf_core_read(&up, sizeof(up), &p->numbers[level]))
+		return;
+	r = bs_reserve_life(BS_REC_THREAD_NS, sizeof(*r), id >> 32, (__u32)id, bpf_ktime_get_ns());
+	if (!r)
+		return;
+	r->ns_tid = up.nr;
+	r->level = level;
+	bs_submit(r);
+}
+
+/*
  * The stack of the calling thread when it has no slot: in task storage, or (CREATE, a
  * traced thread's first call) a slot claimed now, or new task storage. NULL: not traced.
  */
@@ -118,6 +146,7 @@ static __always_inline struct ucall_thread *ucall_thread_slow(__u64 id, bool cre
 	/* The target check (a hash lookup): once per traced thread, on its first call. */
 	if (!bs_is_target(id >> 32))
 		return NULL;
+	ucall_note_ns(task, id);
 	t = ucall_claim((__u32)id);
 	if (t)
 		return t;
@@ -167,7 +196,7 @@ int ucall_entry(struct pt_regs *ctx)
 	d = t->depth ? ucall_unwind(t, sp) : 0;
 	t->depth = d + 1;
 	if (d >= UCALL_MAX_DEPTH) {
-		bs_count_loss(BS_LOSS_TASK_MAP);
+		bs_count_loss(UCALL_LOSS_DEPTH);
 		return 0;
 	}
 	f = &t->f[d];

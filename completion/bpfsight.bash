@@ -101,7 +101,12 @@ _bpfsight()
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return 0
 		;;
-	record:-o | record:--output | export:-o | export:--output | report:-o | report:--output)
+	merge:-f | merge:--format)
+		_bpfsight_reply "$cur" $'table\njson'
+		return 0
+		;;
+	record:-o | record:--output | export:-o | export:--output | report:-o | report:--output | \
+		merge:-o | merge:--output | merge:-r | merge:--reference)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return 0
 		;;

@@ -15,6 +15,8 @@
  *   shim_decode.c  CUPTI activity record -> bs_gpu_* record (the one decode path)
  *   shim_ptrace.c  loaded by record --inject: the constructor is the entry, CUPTI comes later
  *   shim_nvtx_late.c  NVTX instances an injected shim can still reach (.symtab)
+ *   shim_torch*.c  PyTorch's ops through a RecordFunction callback (shim_torch.h)
+ *   shim_clock.c   the TSC mapped onto CLOCK_MONOTONIC, for the torch ops' timestamps
  *
  * Nothing here may harm the application: every failure is reported in a STATUS record (or
  * counted as dropped) and the shim carries on doing less.
@@ -40,6 +42,7 @@
 #define SHIM_HOT_NVTX	 0x1 /* record NVTX calls */
 #define SHIM_HOT_SYNC	 0x2 /* also send BEGIN records and flush at once */
 #define SHIM_HOT_RESTART 0x4 /* a forked child: the poller must be started again */
+#define SHIM_HOT_TORCH	 0x8 /* the RecordFunction callback records torch ops */
 
 extern _Atomic uint32_t shim_hot;
 /* Non-zero while a tracer is attached; a new value for every attach (a "session"). */
@@ -75,11 +78,16 @@ void shim_thread__unlock(struct shim_thread *t);
 uint32_t shim_thread__tid(const struct shim_thread *t);
 /* The NVTX module's per-thread state (accessed with t locked). */
 void **shim_thread__nvtx(struct shim_thread *t);
+/* The torch module's per-thread state (only its thread touches it). */
+void **shim_thread__torch(struct shim_thread *t);
 /*
  * Copy one record into t's batch (t locked), sending the batch first when the record does
  * not fit. False when SESSION is over: the record is discarded.
  */
 bool shim_thread__append(struct shim_thread *t, uint32_t session, const void *rec, uint32_t size);
+/* Room for a record of SIZE bytes in t's batch, to be filled in place (t locked); NULL as
+ * shim_thread__append's false. */
+void *shim_thread__reserve(struct shim_thread *t, uint32_t session, uint32_t size);
 void shim_thread__flush(struct shim_thread *t); /* t locked */
 void shim_buf__flush_all(void);
 void shim_buf__drop_all(void);
@@ -115,7 +123,8 @@ void shim_str__atfork_child(void);
 /* ---- shim_nvtx.c ---- */
 
 void shim_nvtx__set_on(bool on);
-/* Thread and category names given before the attach, sent again for the new session. */
+/* Thread and category names given before the attach, sent again for the new session (a
+ * forked child's go with its first record instead: shim_nvtx.c). */
 void shim_nvtx__resend_names(uint32_t session);
 /* Ranges open now, as RANGE records with BS_NVTX_OPEN (they stay open in the shim). */
 void shim_nvtx__send_open(uint32_t session, uint64_t now);
@@ -146,6 +155,13 @@ const char *shim_cupti__callback_name(uint32_t domain, uint32_t cbid);
 void shim_ptrace__poll(bool gpu_wanted);
 /* Poller, ctl not held: an injected shim's late NVTX (shim_nvtx_late.c), once wanted. */
 void shim_ptrace__nvtx(void);
+
+/* ---- shim_torch.c, shim_torch_lib.c ---- */
+
+/* Poller, ctl not held: the RecordFunction callback registered while wanted (shim_torch.h). */
+void shim_torch__poll(void);
+/* At the shim's start: what it reads of the environment. */
+void shim_torch_lib__init(void);
 
 /* ---- shim_find.c ---- */
 

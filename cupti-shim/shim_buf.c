@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "shim.h"
+#include "shim_torch.h"
 #include "shim_usdt.h"
 
 #define BATCH_HDR sizeof(struct bs_shim_batch_hdr)
@@ -31,6 +32,7 @@ struct shim_thread {
 	uint32_t nrec;
 	uint32_t len; /* bytes of records after the batch header */
 	void *nvtx;   /* shim_nvtx.c's per-thread state */
+	void *torch;  /* shim_torch.c's */
 	uint64_t data[(BATCH_HDR + BS_SHIM_BATCH_MAX) / 8];
 };
 
@@ -136,6 +138,11 @@ static void *reserve(struct shim_thread *t, uint32_t session, uint32_t size, boo
 	return p;
 }
 
+void *shim_thread__reserve(struct shim_thread *t, uint32_t session, uint32_t size)
+{
+	return reserve(t, session, size, false);
+}
+
 bool shim_thread__append(struct shim_thread *t, uint32_t session, const void *rec, uint32_t size)
 {
 	void *p = reserve(t, session, size, false);
@@ -209,6 +216,8 @@ static void thread_gone(void *arg)
 	shim_thread__flush(t);
 	shim_nvtx__thread_gone(t->nvtx);
 	t->nvtx = NULL;
+	shim_torch__thread_gone(t->torch);
+	t->torch = NULL;
 	pthread_mutex_unlock(&t->lock);
 	pthread_mutex_lock(&list_lock);
 	unlink_thread(t);
@@ -238,6 +247,11 @@ uint32_t shim_thread__tid(const struct shim_thread *t)
 void **shim_thread__nvtx(struct shim_thread *t)
 {
 	return &t->nvtx;
+}
+
+void **shim_thread__torch(struct shim_thread *t)
+{
+	return &t->torch;
 }
 
 void shim_buf__for_each(void (*fn)(struct shim_thread *t, void *arg), void *arg)
@@ -310,6 +324,7 @@ void shim_buf__atfork_child(void)
 			continue;
 		unlink_thread(t);
 		shim_nvtx__thread_gone(t->nvtx);
+		shim_torch__thread_gone(t->torch);
 		free(t);
 	}
 	drop_one(&strings, NULL);

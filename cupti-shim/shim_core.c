@@ -8,6 +8,8 @@
  *   NVTX on   = attached && nvtx sem     handlers record (one relaxed load when off)
  *   GPU on    = attached && gpu sem      CUPTI activity kinds enabled (shim_cupti.c)
  *   sync      = attached && sync sem     NVTX BEGIN records, sent at once
+ *   torch     = attached && torch sem    a RecordFunction callback (shim_torch.c; shapes with
+ *                                        the torch_shapes sem)
  *   drain     = rising edge of drain sem flush everything, send open ranges, fire drain(seq)
  *
  * and flushes thread buffers about every 250 ms while attached. When the tracer goes, GPU
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "shim.h"
+#include "shim_clock.h"
 #include "shim_usdt.h"
 
 #define POLL_MS	 50
@@ -35,6 +38,8 @@ unsigned short bpfsight_gpu_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_nvtx_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_sync_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_drain_semaphore __attribute__((section(".probes"), used));
+unsigned short bpfsight_torch_semaphore __attribute__((section(".probes"), used));
+unsigned short bpfsight_torch_shapes_semaphore __attribute__((section(".probes"), used));
 
 _Atomic uint32_t shim_hot;
 _Atomic uint32_t shim_session;
@@ -198,6 +203,8 @@ static void report_state(uint32_t session)
 	shim_core__status(session, BS_SHIM_EV_STATE, 0, NULL, 0);
 	SHIM_PROBE_GPU(st);
 	SHIM_PROBE_NVTX(st);
+	SHIM_PROBE_TORCH(st);
+	SHIM_PROBE_TORCH_SHAPES(st);
 	shim_log("state 0x%x", st);
 }
 
@@ -281,6 +288,7 @@ static void *poller(void *arg)
 		poll_once();
 		pthread_mutex_unlock(&ctl);
 		shim_ptrace__nvtx();
+		shim_torch__poll();
 		nanosleep(&period, NULL);
 	}
 	return NULL;
@@ -355,7 +363,7 @@ static void fork_child(void)
 	atomic_store(&shim_session, 0);
 	atomic_store(&shim_hot, SHIM_HOT_RESTART);
 	shim_core__set_state(0, BS_SHIM_ST_GPU_ON | BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_SYNC |
-					BS_SHIM_ST_CUPTI_BUSY);
+					BS_SHIM_ST_CUPTI_BUSY | BS_SHIM_ST_TORCH_ON);
 }
 
 static void init_once(void)
@@ -364,6 +372,8 @@ static void init_once(void)
 
 	debug = d && *d && strcmp(d, "0");
 	shim_pid = (uint32_t)getpid();
+	shim_torch_lib__init();
+	shim_clock__init();
 	shim_buf__init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	/* atexit, not a destructor: it runs before the libraries (libcupti) are torn down. */

@@ -8,7 +8,10 @@
  * While on: push/start remember the range, pop/end write a RANGE record, marks and names
  * write theirs; strings are interned at the call (the caller's text need not live on).
  * Thread and category names are kept even while off (they are given once, usually before a
- * tracer attaches) and sent again at every attach.
+ * tracer attaches) and sent again at every attach. A forked child keeps its parent's category
+ * names (not its thread names: those threads are not in the child) and sends them with its
+ * first record rather than at its first attach: that attach may come before the recorder's
+ * link covers the child (its semaphores are copies of the parent's), and go unheard.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -72,6 +75,10 @@ static struct nvtxStringRegistration_st *registered;
 static struct name_entry *names;
 static struct started *started[RANGE_BUCKETS];
 static uint32_t nstarted;
+/* A forked child: the names it kept are sent with its first record (see the top). */
+static _Atomic bool names_owed;
+
+static void send_names(struct shim_thread *t, uint32_t session);
 
 static struct shim_str *domain_name(nvtxDomainHandle_t d)
 {
@@ -217,7 +224,12 @@ static uint32_t recording(uint32_t hot, struct shim_thread **t)
 	if (!session)
 		return 0;
 	*t = shim_thread__self();
-	return *t ? session : 0;
+	if (!*t)
+		return 0;
+	if (atomic_load_explicit(&names_owed, memory_order_relaxed) &&
+	    atomic_exchange(&names_owed, false))
+		send_names(*t, session);
+	return session;
 }
 
 void shim_nvtx__push_slow(nvtxDomainHandle_t d, const struct shim_nvtx_src *src, int level,
@@ -427,19 +439,24 @@ void shim_nvtx__name(uint32_t kind, uint64_t key, nvtxDomainHandle_t d, struct s
 	shim_thread__unlock(t);
 }
 
-void shim_nvtx__resend_names(uint32_t session)
+static void send_names(struct shim_thread *t, uint32_t session)
 {
-	struct shim_thread *t = shim_thread__self();
 	struct name_entry *n;
 
-	if (!t)
-		return;
 	pthread_mutex_lock(&lock);
 	shim_thread__lock(t);
 	for (n = names; n; n = n->next)
 		name_record(t, session, n);
 	shim_thread__unlock(t);
 	pthread_mutex_unlock(&lock);
+}
+
+void shim_nvtx__resend_names(uint32_t session)
+{
+	struct shim_thread *t = shim_thread__self();
+
+	if (t && !atomic_load(&names_owed))
+		send_names(t, session);
 }
 
 void shim_nvtx__set_on(bool on)
@@ -592,5 +609,18 @@ void shim_nvtx__atfork_parent(void)
 
 void shim_nvtx__atfork_child(void)
 {
+	uint32_t me = (uint32_t)gettid();
+	struct name_entry **p = &names, *n;
+
 	pthread_mutex_init(&lock, NULL);
+	while ((n = *p)) {
+		if (n->kind == BS_NVTX_NAME_THREAD) {
+			*p = n->next;
+			free(n);
+			continue;
+		}
+		n->tid = me;
+		p = &n->next;
+	}
+	atomic_store(&names_owed, names != NULL);
 }

@@ -8,9 +8,12 @@
  * is away from its own code until it does. Everything slow (loading CUPTI, tens of ms) is
  * the poller's: shim_ptrace__poll loads CUPTI once GPU activity is wanted and the process has
  * libcuda (CUPTI's activity API can be enabled after contexts exist; kernels launched from
- * then on are recorded). A copy loaded under any other name does nothing here.
+ * then on are recorded). A copy that LD_PRELOAD names starts the same way (PRELOADED: a
+ * CPU-only PyTorch job, where nothing else would). A copy loaded under any other name does
+ * nothing here.
  */
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shim.h"
@@ -21,23 +24,44 @@ static bool injected;
 static bool cupti_tried;
 static bool nvtx_tried;
 
-static bool named_for_injection(void)
+static bool named_for_injection(const char *self)
 {
-	size_t n = strlen(BS_SHIM_INJECT_SUFFIX), len;
-	Dl_info info;
+	size_t n = strlen(BS_SHIM_INJECT_SUFFIX), len = strlen(self);
 
-	if (!dladdr((void *)named_for_injection, &info) || !info.dli_fname)
-		return false;
-	len = strlen(info.dli_fname);
-	return len > n && !strcmp(info.dli_fname + len - n, BS_SHIM_INJECT_SUFFIX);
+	return len > n && !strcmp(self + len - n, BS_SHIM_INJECT_SUFFIX);
+}
+
+/*
+ * LD_PRELOAD names this file (record -t torch's launch mode, or a CPU-only job started so):
+ * no CUDA or NVTX entry point may ever call us in a process without a GPU, so the
+ * constructor starts the poller, as for an injected shim. The loader reads LD_PRELOAD
+ * before any thread runs: reading it here races no setenv.
+ */
+static bool preloaded(const char *self)
+{
+	const char *list = getenv("LD_PRELOAD"), *p;
+	size_t len = strlen(self);
+
+	for (p = list; p && (p = strstr(p, self)); p += len)
+		if ((p == list || p[-1] == ':' || p[-1] == ' ') &&
+		    (!p[len] || p[len] == ':' || p[len] == ' '))
+			return true;
+	return false;
 }
 
 __attribute__((constructor)) static void shim_ptrace_ctor(void)
 {
-	if (!named_for_injection())
+	Dl_info info;
+
+	if (!dladdr((void *)shim_ptrace_ctor, &info) || !info.dli_fname)
 		return;
-	injected = true;
-	shim_core__enter(BS_SHIM_ST_PTRACE_INJECTED);
+	if (named_for_injection(info.dli_fname)) {
+		injected = true;
+		shim_core__enter(BS_SHIM_ST_PTRACE_INJECTED);
+	} else if (preloaded(info.dli_fname)) {
+		injected = true; /* CUPTI and late NVTX as for an injected one */
+		shim_core__enter(BS_SHIM_ST_PRELOADED);
+	}
 }
 
 /* Poller, ctl held: CUPTI as InitializeInjection would have set it up, once, when wanted. */

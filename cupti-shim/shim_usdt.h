@@ -20,15 +20,19 @@ extern unsigned short bpfsight_gpu_semaphore;
 extern unsigned short bpfsight_nvtx_semaphore;
 extern unsigned short bpfsight_sync_semaphore;
 extern unsigned short bpfsight_drain_semaphore;
+extern unsigned short bpfsight_torch_semaphore;
+extern unsigned short bpfsight_torch_shapes_semaphore;
 
 /* The kernel writes the semaphores behind the compiler's back: always read them afresh. */
 #define SHIM_SEM(name) (*(volatile unsigned short *)&bpfsight_##name##_semaphore)
 
 #define SHIM_PROBE_BATCH(buf, bytes)                                                               \
 	STAP_PROBE2(bpfsight, batch, (uint64_t)(uintptr_t)(buf), (uint64_t)(bytes))
-#define SHIM_PROBE_GPU(state)  STAP_PROBE1(bpfsight, gpu, (uint64_t)(state))
-#define SHIM_PROBE_NVTX(state) STAP_PROBE1(bpfsight, nvtx, (uint64_t)(state))
-#define SHIM_PROBE_SYNC()      STAP_PROBE1(bpfsight, sync, (uint64_t)0)
-#define SHIM_PROBE_DRAIN(seq)  STAP_PROBE1(bpfsight, drain, (uint64_t)(seq))
+#define SHIM_PROBE_GPU(state)	       STAP_PROBE1(bpfsight, gpu, (uint64_t)(state))
+#define SHIM_PROBE_NVTX(state)	       STAP_PROBE1(bpfsight, nvtx, (uint64_t)(state))
+#define SHIM_PROBE_SYNC()	       STAP_PROBE1(bpfsight, sync, (uint64_t)0)
+#define SHIM_PROBE_DRAIN(seq)	       STAP_PROBE1(bpfsight, drain, (uint64_t)(seq))
+#define SHIM_PROBE_TORCH(state)	       STAP_PROBE1(bpfsight, torch, (uint64_t)(state))
+#define SHIM_PROBE_TORCH_SHAPES(state) STAP_PROBE1(bpfsight, torch_shapes, (uint64_t)(state))
 
 #endif /* BPFSIGHT_SHIM_USDT_H */

@@ -1,27 +1,40 @@
 #!/usr/bin/env python3
 """bpfsight's test runner (make check).
 
-Runs, in order: the C unit-test binaries (build/tests/test_*; each prints "ok - NAME" or
-"not ok - NAME: why" per case), short libFuzzer runs of the trace reader, the record
-decoders and reports, and the cupti-shim batch unpacker (FUZZERS), and the end-to-end
-tests (tests/e2e/test_*.py: every function named test_*), which drive the real
-build/bpfsight against the real kernel. Prints one line per test; then, when some were
-skipped, how many for each cause (the reason a test gave); and ends with "N passed, N failed"
-(", N skipped" when some were skipped). A unit case that prints "skip - NAME: why" (UNIT_SKIP
-in tests/unit/unit.h) counts as skipped, never as passed.
+Runs the C unit-test binaries (build/tests/test_*; each prints "ok - NAME" or "not ok - NAME:
+why" per case), short libFuzzer runs of the trace reader, the record decoders and reports, and
+the cupti-shim batch unpacker (FUZZERS), and the end-to-end tests (tests/e2e/test_*.py: every
+function named test_*), which drive the real build/bpfsight against the real kernel. Prints
+one line per test; then, when some were skipped, how many for each cause (the reason a test
+gave); and ends with "N passed, N failed" (", N skipped" when some were skipped). A unit case
+that prints "skip - NAME: why" (UNIT_SKIP in tests/unit/unit.h) counts as skipped, never as
+passed.
 
-  tests/run_tests.py [--build DIR] [-k SUBSTRING] [--no-unit] [--no-fuzz] [--no-e2e]
+Most of the work waits (on sleeps, on recorders starting, on workloads), so it runs in JOBS
+worker processes at once (-j, default 4): each unit binary, each fuzzer and each e2e module's
+tests (in order, in one process) is a job. E2e tests that cannot share the machine with other tests are marked
+(`@alone("why")` from helpers, or a module's `ALONE = "why"`) and run afterwards, one at a
+time, nothing else running. Every test's lines are printed whole, as its job reports them.
+
+  tests/run_tests.py [--build DIR] [-k SUBSTRING] [-j JOBS] [--no-unit] [--no-fuzz] [--no-e2e]
 """
 import argparse
+import ast
 import importlib.util
+import json
 import os
+import selectors
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+E2E = os.path.join(HERE, "e2e")
+# What a worker writes before each of its result lines on stdout (a test may print too).
+TAG = "\x1ebpfsight-test "
 
 
 class Skip(Exception):
@@ -48,80 +61,102 @@ class Results:
         self.skips.setdefault(why, []).append(name)
         print(f"SKIP {name}: {why}", flush=True)
 
+    def note(self, text):
+        print(text, flush=True)
+
     def skip_summary(self):
         """Skips by cause, most first: a green run that skipped something says what."""
         if not self.skips:
             return
         print(f"# {self.skipped} skipped, by cause:")
         for why, names in sorted(self.skips.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            names = sorted(names)
             shown = ", ".join(names[:3]) + (f", ... ({len(names) - 3} more)"
                                              if len(names) > 3 else "")
             print(f"#   {len(names):3d}  {why}: {shown}")
 
 
-def run_units(build, res, pattern):
-    tests_dir = os.path.join(build, "tests")
-    bins = sorted(f for f in os.listdir(tests_dir)
-                  if f.startswith("test_") and not f.endswith(".d"))
-    if not bins:
-        res.fail("unit", f"no unit-test binaries in {tests_dir}: run make test-build")
-    for b in bins:
-        if pattern and pattern not in b:
-            continue
-        path = os.path.join(tests_dir, b)
-        try:
-            p = subprocess.run([path], capture_output=True, text=True, timeout=600)
-        except subprocess.TimeoutExpired:
-            res.fail(b, "timed out after 600 s")
-            continue
-        cases = 0
-        for line in p.stdout.splitlines():
-            if line.startswith("ok - "):
-                res.ok(f"{b}:{line[5:]}")
-                cases += 1
-            elif line.startswith("not ok - "):
-                name, _, why = line[9:].partition(": ")
-                res.fail(f"{b}:{name}", why)
-                cases += 1
-            elif line.startswith("skip - "):
-                name, _, why = line[7:].partition(": ")
-                res.skip(f"{b}:{name}", why)
-                cases += 1
-            elif line.startswith("# "):
-                print(f"     {b} {line}")
-        if p.returncode != 0 and cases == 0:
-            res.fail(b, f"exit {p.returncode} without results: {p.stderr.strip()[-500:]}")
-        elif p.returncode not in (0, 1):
-            res.fail(b, f"crashed (exit {p.returncode}): {p.stderr.strip()[-500:]}")
+class Reporter:
+    """A worker's Results: each outcome one tagged JSON line on stdout, for the runner."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def _send(self, *msg):
+        self.out.write(TAG + json.dumps(msg) + "\n")
+        self.out.flush()
+
+    def ok(self, name, secs=None):
+        self._send("ok", name, secs)
+
+    def fail(self, name, why):
+        self._send("fail", name, why)
+
+    def skip(self, name, why):
+        self._send("skip", name, why)
+
+    def note(self, text):
+        self._send("note", text)
+
+
+# ---- the jobs, as a worker runs them ----
+
+def run_unit(build, res, b):
+    path = os.path.join(build, "tests", b)
+    try:
+        p = subprocess.run([path], capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        res.fail(b, "timed out after 600 s")
+        return
+    cases = 0
+    for line in p.stdout.splitlines():
+        if line.startswith("ok - "):
+            res.ok(f"{b}:{line[5:]}")
+            cases += 1
+        elif line.startswith("not ok - "):
+            name, _, why = line[9:].partition(": ")
+            res.fail(f"{b}:{name}", why)
+            cases += 1
+        elif line.startswith("skip - "):
+            name, _, why = line[7:].partition(": ")
+            res.skip(f"{b}:{name}", why)
+            cases += 1
+        elif line.startswith("# "):
+            res.note(f"     {b} {line}")
+    if p.returncode != 0 and cases == 0:
+        res.fail(b, f"exit {p.returncode} without results: {p.stderr.strip()[-500:]}")
+    elif p.returncode not in (0, 1):
+        res.fail(b, f"crashed (exit {p.returncode}): {p.stderr.strip()[-500:]}")
 
 
 # (fuzzer, its seeds under tests/fuzz, seconds): every seed runs first, then new inputs. A
 # failing input is kept as build/tests/FUZZER-crash-* (the output names it).
-FUZZERS = [("fuzz_reader", "seeds", 20), ("fuzz_decode", "seeds-decode", 10),
+FUZZERS = [("fuzz_reader", "seeds", 10), ("fuzz_decode", "seeds-decode", 10),
            ("fuzz_shim_unpack", "seeds-shim_unpack", 10), ("fuzz_pylines", "seeds-pylines", 5)]
 
 
-def run_fuzz(build, res, pattern):
-    import tempfile
-    for fz, seeds, secs in FUZZERS:
-        name = f"{fz}:short"
-        if pattern and pattern not in name:
-            continue
-        fuzzer = os.path.join(build, "tests", fz)
-        if not os.path.exists(fuzzer):
-            res.fail(name, f"{fuzzer} missing: run make test-build")
-            continue
-        with tempfile.TemporaryDirectory() as corpus:
-            t0 = time.time()
+def run_fuzzer(build, res, fz):
+    seeds, secs = next((s, t) for f, s, t in FUZZERS if f == fz)
+    name = f"{fz}:short"
+    fuzzer = os.path.join(build, "tests", fz)
+    if not os.path.exists(fuzzer):
+        res.fail(name, f"{fuzzer} missing: run make test-build")
+        return
+    with tempfile.TemporaryDirectory() as corpus:
+        t0 = time.time()
+        try:
             p = subprocess.run([fuzzer, f"-max_total_time={secs}", "-timeout=10",
                                 "-rss_limit_mb=2048", f"-artifact_prefix={fuzzer}-", corpus,
                                 os.path.join(ROOT, "tests", "fuzz", seeds)],
                                capture_output=True, text=True, timeout=300)
-            if p.returncode == 0:
-                last = [l for l in p.stderr.splitlines() if l.startswith("Done")]
-                res.ok(f"{name} {last[-1] if last else ''}".strip(), time.time() - t0)
-            else:
-                res.fail(name, p.stderr.strip()[-1500:])
+        except subprocess.TimeoutExpired:
+            res.fail(name, "timed out after 300 s")
+            return
+        if p.returncode == 0:
+            last = [l for l in p.stderr.splitlines() if l.startswith("Done")]
+            res.ok(f"{name} {last[-1] if last else ''}".strip(), time.time() - t0)
+        else:
+            res.fail(name, p.stderr.strip()[-1500:])
 
 
 def load_module(path):
@@ -131,51 +166,234 @@ def load_module(path):
     return mod
 
 
-def run_e2e(build, res, pattern):
-    e2e = os.path.join(HERE, "e2e")
-    sys.path.insert(0, e2e)
+def run_e2e_module(build, res, f, names):
+    """Tests NAMES of e2e module F, in order, each followed by helpers.cleanup()."""
+    sys.path.insert(0, E2E)
     os.environ["BPFSIGHT_BUILD"] = os.path.abspath(build)
     import helpers  # noqa: E402  (tests/e2e/helpers.py)
     helpers.Skip = Skip
-    for f in sorted(os.listdir(e2e)):
+    mod = load_module(os.path.join(E2E, f))
+    for name in names:
+        full = f"{f[:-3]}:{name}"
+        t0 = time.time()
+        try:
+            getattr(mod, name)()
+            res.ok(full, time.time() - t0)
+        except Skip as e:
+            res.skip(full, str(e))
+        except Exception as e:  # a test's failure, whatever it is
+            tb = traceback.format_exc().strip().splitlines()
+            where = next((l.strip() for l in reversed(tb) if l.strip().startswith("File")), "")
+            res.fail(full, f"{type(e).__name__}: {e} [{where}]")
+        finally:
+            helpers.cleanup()
+
+
+def worker(build, job):
+    """Run JOB (as the runner names it: unit:BIN, fuzz:FUZZER, e2e:FILE:TEST,TEST...),
+    reporting on stdout; what the tests print goes to stderr."""
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    res = Reporter(out)
+    kind, _, what = job.partition(":")
+    if kind == "unit":
+        run_unit(build, res, what)
+    elif kind == "fuzz":
+        run_fuzzer(build, res, what)
+    else:
+        f, _, names = what.partition(":")
+        run_e2e_module(build, res, f, names.split(","))
+    return 0
+
+
+# ---- the runner ----
+
+def e2e_modules():
+    """{file: (its module-level settings, [(test, why it must run alone or None)])} of
+    tests/e2e, read from the sources (importing them here would give every worker this
+    process's helpers state). Settings: ALONE (every test alone, why), SPLIT (one job per
+    test: a long module of CPU-bound tests), SECONDS (about how long its tests take on CI's
+    machine: the order of a run with no times yet)."""
+    mods = {}
+    for f in sorted(os.listdir(E2E)):
         if not (f.startswith("test_") and f.endswith(".py")):
             continue
-        mod = load_module(os.path.join(e2e, f))
-        for name in sorted(n for n in dir(mod) if n.startswith("test_")):
-            full = f"{f[:-3]}:{name}"
-            if pattern and pattern not in full:
+        tree = ast.parse(open(os.path.join(E2E, f)).read(), f)
+        settings = {}
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and
+                    isinstance(node.targets[0], ast.Name) and
+                    node.targets[0].id in ("ALONE", "SPLIT", "SECONDS")):
+                settings[node.targets[0].id] = ast.literal_eval(node.value)
+        tests = []
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                why = settings.get("ALONE")
+                for d in node.decorator_list:
+                    if (isinstance(d, ast.Call) and d.args and
+                            getattr(d.func, "id", getattr(d.func, "attr", None)) == "alone"):
+                        why = ast.literal_eval(d.args[0])
+                tests.append((node.name, why))
+        mods[f] = (settings, sorted(tests))
+    return mods
+
+
+def plan(build, args):
+    """(jobs run together, longest first as far as known; jobs run alone, in order)."""
+    together, alone = [], []
+    pattern = args.pattern
+    if not args.no_unit:
+        tests_dir = os.path.join(build, "tests")
+        bins = sorted(f for f in os.listdir(tests_dir)
+                      if f.startswith("test_") and not f.endswith(".d"))
+        if not bins:
+            together.append(("error", f"no unit-test binaries in {tests_dir}: run make "
+                             "test-build"))
+        together += [("unit", b) for b in bins if not pattern or pattern in b]
+    if not args.no_fuzz:
+        together += [("fuzz", fz) for fz, _, _ in FUZZERS
+                     if not pattern or pattern in f"{fz}:short"]
+    hint = {}
+    if not args.no_e2e:
+        for f, (settings, tests) in e2e_modules().items():
+            names = [(n, why) for n, why in tests
+                     if not pattern or pattern in f"{f[:-3]}:{n}"]
+            for is_alone in (False, True):
+                mine = [n for n, why in names if bool(why) == is_alone]
+                if not mine:
+                    continue
+                groups = [[n] for n in mine] if settings.get("SPLIT") and not is_alone \
+                    else [mine]
+                for g in groups:
+                    job = ("e2e", f"{f}:{','.join(g)}")
+                    hint[job] = settings.get("SECONDS", 0) * len(g) / len(tests)
+                    (alone if is_alone else together).append(job)
+    # Longest first (the seconds a job took in the last run in this build directory, else
+    # its module's SECONDS, else the fuzzer's): a long job started last runs on by itself.
+    took = load_times(build)
+    fuzz_secs = {fz: secs for fz, _, secs in FUZZERS}
+    together.sort(key=lambda j: -took.get(job_key(j), hint.get(j, fuzz_secs.get(j[1], 0))))
+    return together, alone
+
+
+def job_key(job):
+    return f"{job[0]}:{job[1]}"
+
+
+def times_path(build):
+    return os.path.join(build, "tests", ".job-seconds.json")
+
+
+def load_times(build):
+    try:
+        with open(times_path(build)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def save_times(build, took):
+    old = load_times(build)
+    old.update(took)
+    try:
+        with open(times_path(build), "w") as f:
+            json.dump(old, f, indent=0, sort_keys=True)
+    except OSError:
+        pass
+
+
+class Job:
+    def __init__(self, build, job):
+        self.job, self.t0, self.buf = job, time.time(), b""
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--build", build,
+                                   "--worker", f"{job[0]}:{job[1]}"], stdout=subprocess.PIPE)
+        self.reported = 0
+
+    def lines(self):
+        """([the complete lines read so far], whether the job's output ended)."""
+        data = os.read(self.p.stdout.fileno(), 65536)
+        if not data:
+            rest, self.buf = self.buf, b""
+            return ([rest.decode(errors="replace")] if rest else []), True
+        self.buf += data
+        *done, self.buf = self.buf.split(b"\n")
+        return [l.decode(errors="replace") for l in done], False
+
+
+def handle(res, job, line):
+    if not line.startswith(TAG):
+        print(line, flush=True)  # a test's own output, whole
+        return
+    kind, *rest = json.loads(line[len(TAG):])
+    job.reported += kind != "note"
+    getattr(res, kind)(*rest)
+
+
+def run_jobs(build, res, jobs, n, took):
+    """Run JOBS, N at a time; every result printed as it comes."""
+    queue = list(jobs)
+    running = {}
+    sel = selectors.DefaultSelector()
+    try:
+        loop(build, res, queue, running, sel, n, took)
+    finally:
+        for j in running.values():  # interrupted: no worker left behind
+            j.p.kill()
+            j.p.wait()
+
+
+def loop(build, res, queue, running, sel, n, took):
+    while queue or running:
+        while queue and len(running) < n:
+            job = queue.pop(0)
+            if job[0] == "error":
+                res.fail("unit", job[1])
                 continue
-            t0 = time.time()
-            try:
-                getattr(mod, name)()
-                res.ok(full, time.time() - t0)
-            except Skip as e:
-                res.skip(full, str(e))
-            except Exception as e:  # a test's failure, whatever it is
-                tb = traceback.format_exc().strip().splitlines()
-                where = next((l.strip() for l in reversed(tb) if l.strip().startswith("File")), "")
-                res.fail(full, f"{type(e).__name__}: {e} [{where}]")
-            finally:
-                helpers.cleanup()
+            j = Job(build, job)
+            running[j.p.stdout.fileno()] = j
+            sel.register(j.p.stdout, selectors.EVENT_READ, j)
+        if not running:
+            continue
+        for key, _ in sel.select():
+            j = key.data
+            done, eof = j.lines()
+            for line in done:
+                handle(res, j, line)
+            if eof:
+                sel.unregister(j.p.stdout)
+                del running[key.fd]
+                rc = j.p.wait()
+                took[job_key(j.job)] = round(time.time() - j.t0, 1)
+                if rc != 0 or not j.reported:
+                    res.fail(f"{j.job[0]}:{j.job[1].split(':')[0]}",
+                             f"the job's process ended with status {rc} after "
+                             f"{j.reported} results (see its output above)")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("-k", dest="pattern", default=None, help="run tests whose name has this")
+    ap.add_argument("-j", dest="jobs", type=int,
+                    default=int(os.environ.get("BPFSIGHT_TEST_JOBS", "4")),
+                    help="jobs at once (default 4, or BPFSIGHT_TEST_JOBS)")
     ap.add_argument("--no-unit", action="store_true")
     ap.add_argument("--no-fuzz", action="store_true")
     ap.add_argument("--no-e2e", action="store_true")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.chdir(ROOT)
+    if args.worker:
+        return worker(args.build, args.worker)
     res = Results()
     t0 = time.time()
-    if not args.no_unit:
-        run_units(args.build, res, args.pattern)
-    if not args.no_fuzz:
-        run_fuzz(args.build, res, args.pattern)
-    if not args.no_e2e:
-        run_e2e(args.build, res, args.pattern)
+    together, alone = plan(args.build, args)
+    took = {}
+    run_jobs(args.build, res, together, max(1, args.jobs), took)
+    if alone:
+        res.note(f"# {time.time() - t0:.0f} s; the tests that run alone:")
+    run_jobs(args.build, res, alone, 1, took)
+    save_times(args.build, took)
     res.skip_summary()
     print(f"# {time.time() - t0:.0f} s" + (f"; failed: {', '.join(res.failures)}"
                                           if res.failures else ""))

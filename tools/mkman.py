@@ -18,7 +18,7 @@ import sys
 
 # Characters USAGE.md uses beyond ASCII, as groff's named glyphs (man pages stay ASCII).
 GLYPHS = {"\u2014": r"\(em", "\u00b5": r"\(mc", "\u2192": r"\(->", "\u2265": r"\(>=",
-          "\u2264": r"\(<=", "\u00d7": r"\(mu", "\u2013": r"\(en"}
+          "\u2264": r"\(<=", "\u00d7": r"\(mu", "\u2013": r"\(en", "\u2026": "..."}
 
 
 def die(msg):

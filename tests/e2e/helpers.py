@@ -29,6 +29,17 @@ if "BPFSIGHT_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["BPFSIGHT_CACHE_DIR"], True)
 
 
+def alone(why):
+    """Marks a test that cannot share the machine with other tests (WHY says what it does to
+    the machine or needs of it: a system-wide recording, a global setting). tests/run_tests.py
+    runs such tests after the others, one at a time; a whole module says so with a
+    module-level ALONE = "why"."""
+    def mark(test):
+        test.alone = why
+        return test
+    return mark
+
+
 def workload(name):
     return os.path.join(BUILD, "tests", name)
 
@@ -71,8 +82,16 @@ def _keep_traces(d):
             # Not the sparse giants of the bad-input tests.
             if (f.endswith(".bst") and os.path.isfile(path) and not os.path.islink(path)
                     and os.path.getsize(path) < 64 << 20):
+                # A name no other test process (the runner's jobs run at once) has taken.
                 n = len(os.listdir(KEEP_TRACES))
-                shutil.copy(path, os.path.join(KEEP_TRACES, f"{n:05d}-{f}"))
+                while True:
+                    try:
+                        dst = open(os.path.join(KEEP_TRACES, f"{n:05d}-{f}"), "xb")
+                        break
+                    except FileExistsError:
+                        n += 1
+                with open(path, "rb") as src, dst:
+                    shutil.copyfileobj(src, dst)
 
 
 def run(args, timeout=120, check=False, **kw):
@@ -106,8 +125,17 @@ class Recorder:
         for line in self.p.stderr:
             self.stderr_lines.append(line)
             if "recording" in line and "Ctrl-C" in line:
+                self.live = True
                 self._ready.set()
         self._ready.set()
+
+    live = False  # it printed its "recording ..." line
+
+    def started(self, timeout=60):
+        """Whether it went live (False: it ended first, e.g. refused its options)."""
+        if not self._ready.wait(timeout * SLOWDOWN):
+            raise AssertionError(f"recorder neither live nor ended: {self.stderr[-800:]}")
+        return self.live
 
     def wait_ready(self, timeout=60):
         # A slower machine's start is slower (without uprobe_multi it may first wait for an
@@ -197,11 +225,11 @@ def wait_for(pred, timeout=10, what="condition"):
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
-def docs_query(name):
-    """The docs/EXPORT.md SQL block whose first line is `-- NAME`: tests run the queries the
-    docs show, so the two cannot drift apart."""
-    with open(os.path.join(ROOT, "docs", "EXPORT.md")) as f:
+def docs_query(name, doc="EXPORT.md"):
+    """The docs/DOC SQL block whose first line is `-- NAME`: tests run the queries the docs
+    show, so the two cannot drift apart."""
+    with open(os.path.join(ROOT, "docs", doc)) as f:
         for block in re.findall(r"```sql\n(.*?)```", f.read(), re.S):
             if block.startswith(f"-- {name}\n"):
                 return block
-    raise AssertionError(f"docs/EXPORT.md has no query '-- {name}'")
+    raise AssertionError(f"docs/{doc} has no query '-- {name}'")

@@ -29,6 +29,9 @@ GPU_CALL_CUDA, GPU_CALL_API, GPU_GRAPH = 0x1, 0x2, 0x4
 NVTX_PUSHPOP, NVTX_OPEN, NVTX_COLOR, NVTX_REGISTERED = 0x1, 0x2, 0x4, 0x80
 PAYLOAD = {"u64": 0x10, "i64": 0x20, "f64": 0x30, "u32": 0x40, "i32": 0x50, "f32": 0x60}
 NAME_THREAD, NAME_CATEGORY = 1, 2
+TORCH_OP, TORCH_STEP = 0x90, 0x91
+TORCH_SCOPES = {"function": 0, "backward_function": 1, "user_scope": 7}
+TORCH_STEP_SCOPE, TORCH_PROFILER_STEP = 0x1, 0x2
 EV_ATTACH, EV_STATE, EV_CUPTI_ERROR, EV_DRAINED, EV_DROPPED, EV_EXIT = 1, 2, 3, 4, 5, 6
 LOSS_SHIM = 6
 GIL_WAIT, GIL_HOLD, GIL_AGG, GIL_BLAME, GIL_PROC = 0x50, 0x51, 0x52, 0x53, 0x54
@@ -40,7 +43,7 @@ HDR = "<HHIIIQ"
 SIZES = {STRING: 32, PROCESS: 64, THREAD: 40, LOSS: 40, FORK: 48, EXIT: 32, GIL_WAIT: 40,
          GIL_HOLD: 32, GIL_AGG: 336, GIL_BLAME: 48, GIL_PROC: 56, CUDA_CALL: 152, SHIM_STATUS: 64,
          GPU_KERNEL: 112, GPU_MEMCPY: 96, GPU_MEMSET: 88, GPU_API: 64, NVTX_RANGE: 72,
-         NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40}
+         NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40, TORCH_OP: 72, TORCH_STEP: 48}
 
 
 def _rec(rtype, pid, tid, ts, body_fmt, *body, extra=b""):
@@ -208,6 +211,17 @@ class Trace:
     def begin(self, pid, tid, ts, text, range_id=0, domain=None):
         n, d = self.string(text, pid), self.string(domain, pid)
         self.recs.append(_rec(NVTX_BEGIN, pid, tid, ts, "QII", range_id, n, d))
+
+    # -- torch family --
+    def torch_op(self, pid, tid, ts, dur, name, scope="function", seq=-1, fwd_tid=0,
+                 torch_tid=1, depth=0, shapes=None, flags=0):
+        n, s = self.string(name, pid), self.string(shapes, pid)
+        self.recs.append(_rec(TORCH_OP, pid, tid, ts, "QqQQIIBBHI", dur, seq, fwd_tid,
+                              torch_tid, n, s, TORCH_SCOPES[scope], depth, flags, 0))
+
+    def torch_step(self, pid, tid, ts, dur, step, scope="Optimizer.step#SGD.step"):
+        self.recs.append(_rec(TORCH_STEP, pid, tid, ts, "QQII", dur, step, self.string(scope, pid),
+                              0))
 
     # -- osrt family --
     def syscall_agg(self, pid, tid, ts, nr, count, total, mn, mx, flags=0):

@@ -10,8 +10,11 @@ import subprocess
 import sys
 import time
 
-from helpers import (BPFSIGHT, BUILD, Recorder, check, dump, eq, info, need_root, record, run,
-                     spawn, tell, tmpdir, workload)
+from helpers import (BPFSIGHT, BUILD, Recorder, alone, check, dump, eq, info, need_root, record,
+                     run, spawn, tell, tmpdir, workload)
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 28
 
 SYSCALLS = workload("syscalls")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -260,6 +263,7 @@ def test_verbose_shows_libbpf_debug():
     check("libbpf:" not in q.stderr, f"quiet without -v: {q.stderr[:300]}")
 
 
+@alone("writes and removes the machine's /usr/local/lib/bpfsight")
 def test_shim_default_directory():
     """`bpfsight shim` writes the built-in shim to /usr/local/lib/bpfsight (the same bytes as
     build/libbpfsight-shim.so) and prints the two exports; a test-made directory is removed."""

@@ -7,9 +7,12 @@ import os
 import re
 import shutil
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, record, run, spawn,
-                     stats, tmpdir, workload)
+from helpers import (BPFSIGHT, Recorder, Skip, alone, check, dump, eq, need_root, record, run,
+                     spawn, stats, tmpdir, workload)
 from test_gil import bpftrace_live
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 33
 
 CPU_SPLIT = workload("cpu_split")
 RATE = 999
@@ -95,6 +98,7 @@ def test_every_stack_names_its_callers_in_order():
           "root first")
 
 
+@alone("bpftrace's uretprobe on cpu_split is in every process running it")
 def test_a_pending_uretprobe_hides_no_caller():
     """Another tool's uretprobe on run_split (bpftrace's) is pending all the time the workload
     burns: the kernel put its trampoline where run_split returns to. Every sample in burn

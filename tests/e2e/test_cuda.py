@@ -10,9 +10,13 @@ import collections
 import os
 import re
 import struct
+import shutil
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, info, need_root, record, row,
+from helpers import (BPFSIGHT, Recorder, Skip, alone, check, dump, eq, info, need_root, record, row,
                      run, spawn, stats, tmpdir, wait_for, workload)
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 21
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 NVCC = "/usr/local/cuda/bin/nvcc"
@@ -20,6 +24,7 @@ API_SHARED = workload("cuda/cuda_api_shared")
 API_STATIC = workload("cuda/cuda_api_static")
 DRIVER = workload("cuda/cuda_driver")
 DLOPEN = workload("cuda/cuda_dlopen")
+STORM = workload("cuda_storm")
 WRAP = workload("cuda/libcuda_wrap.so")
 
 # -p and -a probe what appears while they record (new processes, dlopen) a little later;
@@ -384,6 +389,7 @@ def probed(r, pattern, what):
     wait_for(lambda: re.search(pattern, r.stderr), 60, f"the recorder probing {what}")
 
 
+@alone("a system-wide recording (-a): other tests' processes would be traced by it")
 def test_system_wide_sees_new_processes():
     need_cuda(API_SHARED, API_STATIC)
     # Without the scan cache, so that both programs are examined at their exec (a cached
@@ -456,6 +462,41 @@ def test_dlopen_after_attach_pid():
     check_dlopen(dump(r.out), pid, procs[pid], 5, "-p dlopen")
 
 
+def test_dlopen_whose_record_a_full_ring_lost_is_probed():
+    """-p with a 4 KiB ring kept full by another target (16 threads calling CUDA): the
+    records of a process's life, its dlopen's among them (of a libcudart no other process
+    maps, so nothing probes it yet), have the ring's last sixteenth to themselves, and
+    should one be refused all the same, the loss in the recording's own block makes the
+    recorder look at every target's maps again: either way the library is probed, and every
+    call after that is recorded. (Which way a run takes is the kernel's: runs here lost 2 to
+    14 life records, not always the dlopen's.)"""
+    need_cuda(DLOPEN, STORM)
+    lib = os.path.join(tmpdir(), "libcudart.so.13")
+    shutil.copy(CUDART, lib)  # an inode of its own: not probed through the storm's copy
+    storm = spawn([STORM, CUDART, "16"])
+    spid = int(storm.stdout.readline().split()[1])
+    w = spawn([DLOPEN, "--wait-stdin", "--after-ms", "-1", "--lib", lib, "5"])
+    pid = int(w.stdout.readline().split()[1])
+    r = Recorder("-t", "cuda", "-p", str(spid), "-p", str(pid), "--buffer-size", "4K", "-v")
+    r.wait_ready()
+    storm.stdin.write("go\n")
+    storm.stdin.flush()
+    eq(storm.stdout.readline().strip(), "running", "the storm")
+    poke(w)
+    eq(w.stdout.readline().split(), ["dlopened", str(pid)], "the workload's dlopen")
+    probed(r, r"probed \d+ sites in \S*" + re.escape(lib), "the library just loaded")
+    storm.kill()  # the calls then come into a ring that has room
+    storm.wait()
+    poke(w)
+    eq(w.wait(30), 0, "workload exit")
+    eq(r.stop(), 0, f"recorder exit ({r.stderr[-600:]})")
+    _, _, procs = parse_out(f"pid {pid}\n" + w.stdout.read())
+    check(info(r.out)["lost"].get("ringbuf_full", 0) > 0, "the storm filled the ring")
+    print("  lost:", info(r.out).get("lost_by_family"))
+    check_dlopen(dump(r.out), pid, procs[pid], 5, "-p dlopen in a full ring")
+
+
+@alone("a system-wide recording (-a): other tests' processes would be traced by it")
 def test_dlopen_system_wide():
     """-a: a process started while recording dlopen()s libcudart; calls once it is probed."""
     need_cuda(DLOPEN)

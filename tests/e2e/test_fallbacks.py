@@ -20,6 +20,9 @@ import test_sched as sched_tests
 import helpers
 from helpers import BPFSIGHT, check, dump, eq, info, need_root, record, row, stats, tmpdir
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 30
+
 FEATURES = ["ringbuf", "tp_btf", "prev_state", "task_storage", "attach_cookie", "uprobe_multi",
             "bpf_loop", "perf_sampling"]
 WITH_FALLBACK = ["tp_btf", "prev_state", "task_storage", "uprobe_multi", "bpf_loop"]

@@ -14,8 +14,13 @@ import signal
 import subprocess
 
 import helpers
-from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, record, row, run,
+from helpers import (BPFSIGHT, Recorder, Skip, alone, check, dump, eq, need_root, record, row, run,
                      spawn, stats, wait_for)
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 75
+# CPU-bound tests, each long: one job per test.
+SPLIT = True
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.join(HERE, "..", "workloads", "gil_work.py")
@@ -274,12 +279,14 @@ def test_gil_uncontended_io_loop_costs_no_wait_and_every_hold_is_counted():
     # its CPU taken by interrupts or by the host (a VM's steal time), which the guest cannot
     # count (CI: 17 records with 1 preemption on 2 shared cores). So what is checked is what
     # the issue warns about, never a record per hold: every record is a hold of 50 us or more,
-    # and at most 1% of the holds have one (a 50 us stall every ~100 iterations, ~1 ms).
+    # and besides one per preemption, at most 1% of the holds have one (a 50 us stall every
+    # ~100 iterations, ~1 ms). (On a loaded machine the preemptions alone pass 1%: 416 of
+    # 40,004 holds once.)
     records = [e for e in dump(out) if e["kind"] == "gil_hold" and e["tid"] == truth["main_tid"]]
     preempted = truth["threads"]["main"]["preempted"]
     short = [e["dur"] for e in records if e["dur"] < 50_000]
     eq(short, [], "hold records under the 50 us threshold")
-    check(len(records) <= r["hold_count"] // 100,
+    check(len(records) <= preempted + r["hold_count"] // 100,
           f"{len(records)} hold records of {r['hold_count']} holds (the thread was preempted "
           f"{preempted} times)")
 
@@ -309,6 +316,7 @@ def bpftrace_live(prog, *opts):
     return bt, head
 
 
+@alone("bpftrace probes take_gil in every process of that libpython")
 def test_gil_matches_bpftrace_take_gil_on_a_running_process():
     """The issue's cross-check: total wait within 5% of take_gil's latency measured by bpftrace
     on the same process in the same run; bpfsight attaches with -p to a running process."""

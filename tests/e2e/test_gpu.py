@@ -13,8 +13,8 @@ import os
 import stat
 import shim_batches
 
-from helpers import (BPFSIGHT, BUILD, Recorder, check, dump, eq, info, need_root, run, spawn,
-                     stats, tmpdir, workload)
+from helpers import (BPFSIGHT, BUILD, Recorder, alone, check, dump, eq, info, need_root, run,
+                     spawn, stats, tmpdir, workload)
 
 SHIM = os.path.join(BUILD, "libbpfsight-shim.so")
 # cupti_feed feeds CUPTI records through the test variant's hook (not in the shipped shim).
@@ -234,3 +234,64 @@ def test_launch_writes_the_embedded_shim():
     eq(stat.S_IMODE(os.stat("/run/bpfsight").st_mode) & 0o022, 0, "its directory is root's")
     with open(path, "rb") as a, open(SHIM, "rb") as b:
         check(a.read() == b.read(), "content")
+
+
+def host_child(pid, timeout=10):
+    """The pid, as we see it, of the one child of PID (unshare's: the job in its namespace)."""
+    import time
+    end = time.time() + timeout
+    while time.time() < end:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+        if kids:
+            return int(kids[0])
+        time.sleep(0.02)
+    raise AssertionError(f"no child of {pid}")
+
+
+def feed_in_pid_ns(system_wide=False):
+    """cupti_feed in a pid namespace of its own (`unshare -fp --mount-proc`), recorded from
+    outside with -p HOSTPID (or -a): CUPTI and the shim name its threads by the
+    namespace's ids, BPF by ours; the join must still find every launching call."""
+    need_feed()
+    d = tmpdir()
+    go, batches = os.path.join(d, "go"), os.path.join(d, "batches.bin")
+    w = spawn(["unshare", "-fp", "--mount-proc", FEED, "--wait-file", go, SHIM_TEST],
+              env=dict(os.environ, BPFSIGHT_SHIM_DUMP=batches))
+    head = json.loads(w.stdout.readline())
+    hostpid = host_child(w.pid)
+    eq(head["pid"], 1, "the job is pid 1 of its namespace")
+    with open(f"/proc/{hostpid}/status") as f:
+        ns = [ln.split()[1:] for ln in f if ln.startswith("NSpid:")][0]
+    eq(ns, [str(hostpid), "1"], "NSpid: ours, then the namespace's")
+    r = Recorder("-t", "cuda,gpu", *(["-a"] if system_wide else ["-p", str(hostpid)]))
+    r.wait_ready()
+    shim_batches.wait_status(batches, 1, lambda s: s["event_name"] == "attach", "attach")
+    open(go, "w").close()
+    eq(w.wait(60), 0, "feed exit")
+    if system_wide:  # -a goes on after the job: what it sent at its exit is in the ring
+        r.stop()
+    eq(r.wait(60), 0, f"recorder exit ({r.stderr})")
+    fed = json.loads(w.stdout.read())
+    events = dump(r.out)
+    calls = cuda_calls(events, hostpid, fed)
+    host_tid = calls[0]["tid"]
+    check(host_tid != head["tid"], f"the thread's ids differ: {host_tid} vs {head['tid']}")
+    ops = [e for e in events if e["pid"] == hostpid and e["kind"] in GPU_KINDS[:3]]
+    linkable = [e for e in ops if e["args"]["correlation"] in range(101, 113)]
+    eq(len(linkable), 12, "the twelve calls' GPU ops")
+    eq([(e["tid"], e["args"]["link"], e["args"]["call_ts"]) for e in linkable],
+       [(host_tid, "cuda", calls[e["args"]["correlation"] - 101]["ts"]) for e in linkable],
+       "each linked to its cuda call, on the thread as BPF names it")
+    apis = [e for e in events if e["pid"] == hostpid and e["kind"] == "gpu_api"]
+    check(apis and all(e["tid"] == host_tid for e in apis), "API records on our tid")
+    check("12 linked to their cuda call" in r.stderr, f"the join's summary: {r.stderr[-600:]}")
+
+
+def test_feed_pid_namespace_attach_pid():
+    feed_in_pid_ns()
+
+
+@alone("-a records every process of the machine")
+def test_feed_pid_namespace_system_wide():
+    feed_in_pid_ns(system_wide=True)

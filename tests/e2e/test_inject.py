@@ -14,8 +14,11 @@ import signal
 import shutil
 import time
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, run, spawn, stats,
-                     tell, tmpdir, wait_for, workload)
+from helpers import (BPFSIGHT, Recorder, Skip, alone, check, dump, eq, need_root, row, run, spawn,
+                     stats, tell, tmpdir, wait_for, workload)
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 33
 
 TARGETS = {k: workload(f"cuda/inject_target_{k}") for k in ("shared", "static")}
 STUB = workload("cuda/stubs/libcuda.so.1")
@@ -185,6 +188,7 @@ def test_inject_static_cudart():
     check_cupti_reported(check_trace(rec, p.pid, 2 * CALLS))
 
 
+@alone("-a --inject: injects the shim into every CUDA process of the machine")
 def test_inject_system_wide_takes_the_cuda_processes():
     """-a --inject: the running processes that use CUDA (shared and static cudart) get the
     shim, one each, and finish exactly as untraced; a process without CUDA is left alone."""

@@ -224,7 +224,8 @@ def test_complete_lists_come_from_the_registries():
 
 def test_bash_completion():
     eq(complete(""), commands(), "commands")
-    eq(complete("st"), ["stats"], "a command's prefix")
+    eq(complete("stat"), ["stats"], "a command's prefix")
+    eq(complete("stac"), ["stacks"], "a command's prefix")
     eq(complete("-"), ["--help", "--version"], "bpfsight's options")
     eq(complete("record", "--"), sorted(lines("options", "record"),
                                         key=lines("options", "record").index),

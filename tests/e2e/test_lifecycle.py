@@ -29,12 +29,11 @@ def test_exec_mid_trace_keeps_tracing_and_renames():
     eq(len(after), 150, "getppid calls after the exec")
 
 
-def test_status_line_on_a_tty():
-    need_root()
-    out = os.path.join(tmpdir(), "t.bst")
+def record_on_tty(*args):
+    """bpfsight record ARGS with its stderr on a terminal: (exit status, what it wrote)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--", SYSCALLS, "0",
-                          "1500", "1000"], stdout=subprocess.DEVNULL, stderr=slave)
+    p = subprocess.Popen([BPFSIGHT, "record", "-o", os.path.join(tmpdir(), "t.bst"), *args],
+                         stdout=subprocess.DEVNULL, stderr=slave)
     os.close(slave)
     text = b""
     while True:
@@ -45,8 +44,22 @@ def test_status_line_on_a_tty():
         if not chunk:
             break
         text += chunk
-    eq(p.wait(60), 0, "record exit")
+    rc = p.wait(60)
     os.close(master)
-    s = text.decode(errors="replace")
+    return rc, text.decode(errors="replace")
+
+
+def test_status_line_on_a_tty():
+    need_root()
+    rc, s = record_on_tty("-t", "osrt", "--", SYSCALLS, "0", "1500", "1000")
+    eq(rc, 0, "record exit")
     check(re.search(r"\[bpfsight\] \d+\.\ds +\d+ events +\d+ ev/s +lost 0 +[\d.]+ MiB", s),
           f"live status line on the terminal: {s!r}")
+
+
+def test_status_line_shows_progress_towards_duration():
+    """With -d the status line says how far along the recording is (issue 30)."""
+    need_root()
+    rc, s = record_on_tty("-t", "osrt", "-d", "2500ms", "--", "sleep", "10")
+    check(re.search(r"\[bpfsight\] \d+\.\ds/2\.5s \(\d+%\) +\d+ events", s),
+          f"progress towards -d: {s[-500:]!r}")

@@ -83,8 +83,11 @@ def test_launch_exact_counts_and_sum():
               f"{name}: min {r['min_ns']} med {r['med_ns']} max {r['max_ns']}")
         check(abs(r["avg_ns"] * r["count"] - r["total_ns"]) <= r["count"],
               f"{name}: total = avg * count")
+    # Each row's share is rounded to 0.1: the sum is 100 within 0.05 a row (under 0.5 was
+    # no bound: 99.5 over these rows, seen when the tests ran side by side).
     pct = sum(r["time_pct"] for r in s)
-    check(abs(pct - 100.0) < 0.5, f"time_pct sums to {pct}")
+    check(abs(pct - 100.0) <= 0.05 * len(s) + 1e-6,
+          f"time_pct sums to {pct} over {len(s)} rows")
 
 
 def _args_of(evs, name, *keys):

@@ -7,15 +7,20 @@ import shutil
 import subprocess
 
 import helpers
-from helpers import (BPFSIGHT, Recorder, check, eq, info, need_root, row, stats, tmpdir,
+from helpers import (BPFSIGHT, Recorder, alone, check, eq, info, need_root, row, stats, tmpdir,
                      workload)
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 40
 
 CHURN = workload("churn")
 SYSCALLS = workload("syscalls")
 # More children than the forced map has entries: the old code (keys never deleted) lost the
-# calls of every child after the first AGG_ENTRIES as agg_map_full.
-AGG_ENTRIES = 16384
-CHILDREN = 20_000
+# calls of every child after the first AGG_ENTRIES as agg_map_full. The recorder deletes dead
+# keys every AGG_ENTRIES / 8 exits it reads: it may lag that far behind the children by 7/8
+# of the map (seconds of them).
+AGG_ENTRIES = 4096
+CHILDREN = 5_000
 CALLS = 7
 
 
@@ -36,6 +41,8 @@ def test_churn_launch_exact_counts():
     eq(row(osrt, name="getppid")["count"], CHILDREN * CALLS, "getppid calls of the children")
 
 
+@alone("a system-wide recording (-a): other tests' processes would be traced by it; it counts "
+       "every sched_get_priority_max of the machine")
 def test_churn_system_wide_exact_counts():
     need_root()
     r = Recorder("-a", "-t", "osrt")

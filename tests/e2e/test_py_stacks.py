@@ -9,9 +9,14 @@ import os
 import re
 import shutil
 
-from helpers import (Recorder, Skip, check, dump, eq, need_root, record, run, spawn, stats,
+from helpers import (Recorder, Skip, alone, check, dump, eq, need_root, record, run, spawn, stats,
                      wait_for)
 from test_gil import LIBC, OPT_CPYTHON, bpftrace_live, debian_python, opt_pythons, pyenv_python
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 170
+# CPU-bound tests, each long: one job per test.
+SPLIT = True
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.realpath(os.path.join(HERE, "..", "workloads", "py_stacks.py"))
@@ -151,7 +156,7 @@ def test_c_code_between_python_frames_is_shown_where_the_interpreter_has_frame_p
     need_root()
     fp_seen = []
     for py in pythons():
-        pid, truth, out = run_py(py, "callback", "0.6")
+        pid, truth, out = run_py(py, "callback", "0.3")  # ~300 in key_spin
         fp = frame_pointers(py)
         stacks = [e["stack"] for e in samples(out, pid)
                   if [f["func"] for f in py_frames(e)][:1] == ["key_spin"]]
@@ -236,7 +241,7 @@ def test_generators_and_coroutines_show_their_callers():
     show spin on top and generators() below."""
     need_root()
     for py in pythons():
-        pid, _, out = run_py(py, "gen", "0.6")
+        pid, _, out = run_py(py, "gen", "0.3")  # ~150 samples of each
         chains = [[f["func"] for f in py_frames(e)] for e in samples(out, pid)]
         gen = [c for c in chains if c[:2] == ["spin", "gen_spin"]]
         coro = [c for c in chains if c[:2] == ["spin", "coro_spin"]]
@@ -261,6 +266,7 @@ def test_attached_to_a_running_python():
     check(len(named) >= 0.8 * len(evs), f"{len(named)} of {len(evs)} samples named")
 
 
+@alone("a system-wide recording (-a): other tests' processes would be traced by it")
 def test_system_wide_names_the_frames_of_every_python():
     """-a: pythons of three builds already running (pyenv's, Debian's stripped 3.11, and the
     newest under /opt/cpython, or 3.12) are all found and read: most of each one's samples
@@ -290,6 +296,7 @@ def test_system_wide_names_the_frames_of_every_python():
               f"{py}: {len(named)} of {len(mine)} samples name inner_X <- outer")
 
 
+@alone("bpftrace probes libc's clock_gettime in every process of the machine")
 def test_a_sample_in_a_uprobe_single_step_says_so():
     """Another tool's uprobe on glibc's clock_gettime, which the workload calls in a tight loop:
     many samples catch the thread in the kernel while it single-steps the probed instruction
@@ -345,7 +352,7 @@ def test_a_thread_that_released_the_gil_still_names_its_python_code():
     need_root()
     line = marker_lines("NOGIL")
     for py in pythons(11):  # native_thread_id in thread states: 3.11+
-        pid, truth, out = run_py(py, "nogil", "1")
+        pid, truth, out = run_py(py, "nogil", "0.5")
         mine = [e for e in samples(out, pid) if e["tid"] == truth["tid"]]
         free = [e for e in mine if e["args"].get("gil") is False]
         check(len(free) >= 0.5 * len(mine), f"{py}: {len(free)} of {len(mine)} samples "

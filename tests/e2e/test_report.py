@@ -12,6 +12,9 @@ from helpers import (BPFSIGHT, check, eq, need_root, record, run, tmpdir, worklo
 import helpers
 from test_gil import WORK, need_pyenv, truth_of
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 45
+
 DEMO = workload("demo_pipeline")
 
 
@@ -102,6 +105,8 @@ def check_page(trace, page):
 
 
 def check_browser(path, charts):
+    """The page as the browser rendered it: no console message, CHARTS' lines drawn, the
+    tables, a screenshot; returns the DOM."""
     dom, console = browse(path, "--dump-dom")
     eq(console, [], "console messages")
     for fid, lines in charts.items():
@@ -113,6 +118,7 @@ def check_browser(path, charts):
     browse(path, f"--screenshot={png}")
     with open(png, "rb") as f:
         eq(f.read(8), b"\x89PNG\r\n\x1a\n", "a PNG screenshot")
+    return dom
 
 
 def test_report_of_the_demo():
@@ -185,8 +191,7 @@ def test_report_of_a_cpu_trace():
     rows = {r["func"]: r for r in stats_json(trace)["cpu_sum"]}
     for f in ("burn_a", "burn_b", "main"):
         eq(counts.get(f), rows[f]["total_samples"], f"{f}: its frame's samples")
-    check_browser(path, {})
-    dom, _ = browse(path, "--dump-dom")
+    dom = check_browser(path, {})
     check(re.search(r'<section id="flame">.*<rect ', dom, re.S), "flame graph rendered")
 
 

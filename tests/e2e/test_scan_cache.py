@@ -13,6 +13,7 @@ from helpers import (BPFSIGHT, Recorder, check, dump, eq, need_root, run, tmpdir
                      workload)
 
 STATIC = workload("cuda/cuda_api_static")
+ALONE = "system-wide recordings (-a): other tests' processes would be traced by them"
 
 
 def calls_by_pid(path):

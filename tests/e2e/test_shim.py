@@ -19,7 +19,10 @@ import time
 from collections import Counter
 
 import shim_batches as sb
-from helpers import BUILD, Skip, check, eq, need_root, run, spawn, tmpdir, wait_for, workload
+from helpers import BUILD, Skip, alone, check, eq, need_root, run, spawn, tmpdir, wait_for, workload
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 26
 
 SHIM = os.path.abspath(os.path.join(BUILD, "libbpfsight-shim.so"))
 # The test variant: the same shim plus the hook cupti_feed feeds CUPTI records through.
@@ -265,7 +268,7 @@ def test_shim_library_shape():
     probes = re.findall(r"Provider: (\w+)\n\s+Name: (\w+)\n\s+Location: \S+, Base: \S+, "
                         r"Semaphore: (\S+)\n\s+Arguments: (.*)", p.stdout)
     eq(sorted(n for prov, n, _, _ in probes if prov == "bpfsight"),
-       ["batch", "drain", "gpu", "nvtx", "sync"], "USDT probes")
+       ["batch", "drain", "gpu", "nvtx", "sync", "torch", "torch_shapes"], "USDT probes")
     for prov, name, sem, spec in probes:
         check(int(sem, 16) != 0, f"{name} has no semaphore")
         want = 2 if name == "batch" else 1
@@ -401,6 +404,7 @@ def test_shim_nvtx_exact():
     eq({r["cpu"] for r in recs}, {0}, "record cpus")
 
 
+@alone("bpftrace --usdt-file-activation wakes the shim in every process that maps it")
 def test_shim_launch_mode():
     """A tracer attached before the process starts (the kernel bumps the semaphores when the
     shim is mapped): the shim acts on them in the injection entry point itself, so the very
@@ -529,8 +533,19 @@ def test_shim_detach_reattach():
                          for r in w.records()), 10, "the loop's records")
     bt.p.send_signal(signal.SIGINT)
     maps1 = bt.stop()
-    n1 = len(sb.decode(w.data()))
-    eq(maps1.get("batch"), n1, "first session's batches")
+    batches = sb.decode(w.data())
+    n1 = len(batches)
+    # bpftrace leaving detaches the nvtx probe before the batch probe: a shim polling in
+    # between says NVTX is off (STATE), and that batch is counted or not as bpftrace's own
+    # exit goes (uncounted once, beside other tests on hogged cores). Every other is counted.
+    leaving = 0
+    while leaving < n1 and all(r["kind"] == "status" and r["event_name"] == "state" and
+                               "nvtx_on" not in r["state_bits"]
+                               for r in batches[n1 - 1 - leaving][1]):
+        leaving += 1
+    check(n1 - leaving <= maps1.get("batch", 0) <= n1,
+          f"first session's batches: bpftrace counted {maps1.get('batch')}, the shim sent {n1}"
+          f" ({leaving} as the tracer left)")
     # the poller saw the semaphore drop (BPFSIGHT_SHIM_DEBUG logs it) before the next tracer
     early = []
     for line in w.p.stderr:
@@ -586,9 +601,11 @@ def test_shim_nvtx_chain():
     eq(got_nvtx(recs, w.pid), expected_nvtx(w.hello, loops, True), "NVTX records")
 
 
+@alone("bpftrace --usdt-file-activation wakes the shim in every process that maps it")
 def test_shim_fork():
     """A forked child restarts the poller on its next NVTX call and starts over as its own
-    process: ATTACH, batch seq from 1, strings and names re-sent, its ranges recorded."""
+    process: ATTACH, batch seq from 1, strings and category names re-sent, its ranges
+    recorded."""
     need_bpftrace()
     w = Workload([NVTX_RANGES, "--fork"], {"NVTX_INJECTION64_PATH": SHIM})
     bt = attach(w, ["batch", "nvtx"], file_activation=True)
@@ -607,9 +624,11 @@ def test_shim_fork():
        [("child", 0, child)], "child's ranges")
     r = by_kind(recs, "range")[0]
     check(10 * MS <= r["dur"] <= 10 * MS + SLACK, f"child range lasted {r['dur']}")
-    eq(sorted(r["name"] for r in by_kind(recs, "name")),
-       sorted(["nvtx-main", "compute", "io", "domain-cat", "nvtx-worker-1",
-               "nvtx-worker-2"]), "names re-sent in the child")
+    # the parent's category names hold in the child, its thread names do not (those threads
+    # are not there): sent with the child's first record, as the child's
+    eq(sorted((r["name"], r["tid"]) for r in by_kind(recs, "name")),
+       sorted([("compute", child), ("io", child), ("domain-cat", child)]),
+       "category names re-sent in the child")
     eq(by_kind(recs, "mark"), [], "child-wake: before the child's poller ran")
     parent = [r for _, rs in batches for r in rs if r["pid"] == w.pid]
     eq(statuses(parent), ["attach", "exit"], "parent's statuses")

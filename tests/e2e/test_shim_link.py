@@ -8,8 +8,8 @@ them, which is how the per-process attach is checked. BPFSIGHT_SHIM points launc
 import os
 import signal
 
-from helpers import (BPFSIGHT, Recorder, check, dump, eq, info, need_root, run, spawn, tmpdir,
-                     wait_for, workload)
+from helpers import (BPFSIGHT, Recorder, alone, check, dump, eq, info, need_root, run, spawn,
+                     tmpdir, wait_for, workload)
 
 FAKE = workload("shim_fake")
 SHIM_KINDS = ("shim_status", "gpu_kernel", "gpu_memcpy", "gpu_memset", "gpu_api", "nvtx_range",
@@ -174,6 +174,7 @@ def test_pid_attach_touches_only_that_process():
     check("did not confirm" not in r.stderr, r.stderr)
 
 
+@alone("a system-wide recording (-a): other tests' processes would be traced by it")
 def test_system_wide_attaches_every_process():
     """-a: processes started later get the semaphores (one link per file), and every one
     that sent something is drained at stop."""

@@ -22,6 +22,22 @@ NAP_LINE = [i + 1 for i, l in enumerate(SLEEPER.splitlines()) if "# NAP" in l][0
 CALL_LINE = [i + 1 for i, l in enumerate(SLEEPER.splitlines()) if "# CALL" in l][0]
 
 
+def attached_syscalls(py, script, n):
+    """PY runs SCRIPT (its N naps between "go" and "done"), attached with -p and
+    --stacks=osrt from before the naps: its syscall events, named while it lives."""
+    w = spawn([py, "-c", script, str(n)])
+    pid = int(w.stdout.readline())
+    r = Recorder("-t", "osrt", "--stacks=osrt", "-p", str(pid))
+    r.wait_ready()
+    tell(w, "go")
+    eq(w.stdout.readline().strip(), "done", f"{py}: the naps")
+    r.flush()  # named while the process lives
+    tell(w, "end")
+    eq(w.wait(30), 0, f"{py}: exit")
+    eq(r.wait(60), 0, f"{py}: recorder ({r.stderr[-300:]})")
+    return [e for e in dump(r.out) if e["kind"] == "syscall" and e["pid"] == pid]
+
+
 def test_every_slow_call_names_its_python_line():
     """A python attached with -p sleeps 12 times 5 ms in nap(): each clock_nanosleep carries
     nap() at the sleep's line over <module>; calls under the threshold carry none."""
@@ -30,17 +46,7 @@ def test_every_slow_call_names_its_python_line():
     check(pys, "no CPython 3.11+")
     n = 12
     for py in pys:
-        w = spawn([py, "-c", SLEEPER, str(n)])
-        pid = int(w.stdout.readline())
-        r = Recorder("-t", "osrt", "--stacks=osrt", "-p", str(pid))
-        r.wait_ready()
-        tell(w, "go")
-        eq(w.stdout.readline().strip(), "done", f"{py}: the naps")
-        r.flush()  # named while the process lives
-        tell(w, "end")
-        eq(w.wait(30), 0, f"{py}: exit")
-        eq(r.wait(60), 0, f"{py}: recorder ({r.stderr[-300:]})")
-        evs = [e for e in dump(r.out) if e["kind"] == "syscall" and e["pid"] == pid]
+        evs = attached_syscalls(py, SLEEPER, n)
         naps = [e for e in evs if re.fullmatch(r"(clock_)?nanosleep", e["name"])]
         eq(len(naps), n, f"{py}: sleeps")
         for e in naps:
@@ -48,6 +54,44 @@ def test_every_slow_call_names_its_python_line():
             eq(pyf[:2], [("nap", NAP_LINE), ("<module>", CALL_LINE)], f"{py}: a nap's stack")
         eq([e["name"] for e in evs if "stack" in e and e["dur"] < 80_000], [],
            f"{py}: stacks on calls under the threshold")
+
+
+CTYPES = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None)  # a CDLL's functions run with the GIL released
+class timespec(ctypes.Structure):
+    _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
+def cnap(n):
+    ts = timespec(0, 5000000)
+    for _ in range(n):
+        libc.nanosleep(ctypes.byref(ts), None)  # CNAP
+print(os.getpid(), flush=True)
+sys.stdin.readline()
+cnap(int(sys.argv[1]))  # CCALL
+print("done", flush=True)
+sys.stdin.readline()
+"""
+CNAP_LINE = [i + 1 for i, l in enumerate(CTYPES.splitlines()) if "# CNAP" in l][0]
+CCALL_LINE = [i + 1 for i, l in enumerate(CTYPES.splitlines()) if "# CCALL" in l][0]
+
+
+def test_a_ctypes_call_without_the_gil_names_its_python_line_in_3_8_to_3_10():
+    """A ctypes call releases the GIL: in 3.8-3.10, whose thread states carry no
+    native_thread_id, the thread state is found in the interpreter's list by the tid in the
+    struct pthread its thread_id points at. Each of 8 nanosleeps (5 ms) names cnap() at the
+    call's line over <module>."""
+    need_root()
+    pys = [p for p in (pyenv_python(8), pyenv_python(9), pyenv_python(10)) if p]
+    check(pys, "no pyenv CPython 3.8-3.10")
+    n = 8
+    for py in pys:
+        naps = [e for e in attached_syscalls(py, CTYPES, n)
+                if re.fullmatch(r"(clock_)?nanosleep", e["name"])]
+        eq(len(naps), n, f"{py}: sleeps")
+        for e in naps:
+            pyf = [(f["func"], f["line"]) for f in e.get("stack", []) if "line" in f]
+            eq(pyf[:2], [("cnap", CNAP_LINE), ("<module>", CCALL_LINE)],
+               f"{py}: a ctypes nap's stack")
 
 
 FOREIGN = r"""

@@ -7,13 +7,19 @@
  *   build/tests/fuzz_decode -runs=100000 CORPUS_DIR tests/fuzz/seeds-decode
  *
  * Input: one options byte (bit 0: chrome export, bit 1: perfetto, bit 2: sqlite, bit 3:
- * folded, bit 4: pprof, bit 5: svg), then records as they lie in memory (struct bs_hdr first), back to back. The harness frames them
+ * folded, bit 4: pprof, bit 5: svg, bit 6: `top FILE`'s counters and frames, bit 7: the sync
+ * hooks see a recording of the gpu family), then records as they lie in memory (struct bs_hdr
+ * first), back to back. The harness frames them
  * the way trace_reader__next hands them over, so nothing the reader would refuse reaches a
  * decoder: type modulo BS_REC_TYPE_MAX (FOOTER and CHUNK_INDEX skipped), size rounded down
  * to a multiple of 8, at least the header, at most what is left. Each record is a fresh
  * allocation of exactly its size, freed after use: a decoder or report that reads past a
  * record's size, or keeps a pointer into it, trips ASan. Records shorter than their
  * decoder's min_size are set aside as trace_walk__next does.
+ *
+ * bpfsight merge's reading of a file goes through here too: every family's sync hook (struct
+ * family_sync) sees every record, and each record is rebased (merge_rebase__record) as merge
+ * writes it.
  *
  * Seeds: tests/fuzz/seeds-decode, raw records of real recordings (tests/fuzz/trace_records.c).
  * The production code's warnings go to /dev/null (BPFSIGHT_FUZZ_VERBOSE=1 keeps them);
@@ -30,10 +36,14 @@
 #include "export.h"
 #include "family.h"
 #include "json.h"
+#include "merge.h"
 #include "report.h"
 #include "table.h"
 #include "trace_format.h"
 #include "trace_model.h"
+#include "record_ctx.h"
+#include "top.h"
+#include "top_screen.h"
 
 #define OPT_CHROME   0x1
 #define OPT_PERFETTO 0x2
@@ -41,6 +51,9 @@
 #define OPT_FOLDED   0x8
 #define OPT_PPROF    0x10
 #define OPT_SVG	     0x20
+#define OPT_TOP	     0x40
+#define TOP_EVERY    64 /* records between two frames of top */
+#define OPT_GPU_SYNC 0x80
 #define NEXPORTERS   6
 #define MAX_REPORTS  64
 
@@ -110,6 +123,60 @@ static size_t next_record(const __u8 *in, size_t left, struct bs_hdr **out)
 	return size;
 }
 
+/* top FILE: its counters fed what the reader hands over, a frame cut and drawn now and then. */
+static struct top *top_open(struct record_opts *o)
+{
+	struct top *t;
+
+	o->families = 0;
+	for (int i = 0; families[i]; i++)
+		if (families[i]->top)
+			o->families |= 1ull << i;
+	t = top__new(o);
+	if (!t)
+		abort();
+	top__replay(t);
+	return t;
+}
+
+static void top_frame_out(struct top *t, struct top_frame *fr, __u64 now)
+{
+	struct top_view v = { .threads = 1, .idle = 1, .target = "fuzz", .interval_ns = 1 };
+
+	if (top__cut(t, now, fr))
+		abort();		/* only memory fails */
+	v.sort = now % (fr->ncols + 1); /* any column, a hidden one too */
+	top_screen__render(sink, fr, &v, 20 + now % 100, now % 30);
+}
+
+static void no_point(void *arg, const struct sync_point *p)
+{
+}
+
+/* What merge does with each record of a file: its sync points, and a rebased copy. */
+static void merge_record(void **sync, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	static const struct merge_input in = { .ns = 5,
+					       .string_base = 1000,
+					       .stack_base = 1000,
+					       .mono0 = 1000,
+					       .merged0 = 77,
+					       .rate = 1e-5 };
+	struct bs_hdr *copy = malloc(rec->size);
+
+	if (!copy)
+		abort();
+	for (int f = 0; families[f]; f++) {
+		int err = sync[f] ? families[f]->sync->observe(sync[f], rec, m, no_point, NULL) : 0;
+
+		if (err && err != -ENOMEM)
+			abort(); /* a hook fails only when memory does */
+	}
+	memcpy(copy, rec, rec->size);
+	merge_rebase__record(copy, &in);
+	free(copy);
+}
+
 static void emit_reports(void **st, const struct trace_model *m)
 {
 	struct json j;
@@ -134,12 +201,17 @@ static void emit_reports(void **st, const struct trace_model *m)
 int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 {
 	struct trace_status status = { .clean_close = 1, .has_end = 1 };
-	void *rst[MAX_REPORTS] = {}, *xst[NEXPORTERS] = {};
+	void *rst[MAX_REPORTS] = {}, *xst[NEXPORTERS] = {}, *sync[FAMILY_MAX] = {};
+	struct trace_meta smeta = meta; /* what the sync hooks are told was recorded */
 	const struct rec_decoder *dec;
 	struct trace_model *m;
 	struct bs_hdr *rec;
 	struct event ev;
-	size_t off, n;
+	size_t off, n, nrec = 0;
+	struct record_opts top_opts = {};
+	struct top_frame top_fr = {};
+	struct top *top = NULL;
+	__u64 clock = 0;
 	__u8 opts;
 	int ret, err;
 
@@ -151,6 +223,10 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		abort();
 	for (int i = 0; i < nreports; i++)
 		if (!(rst[i] = reports[i]->new ()))
+			abort();
+	smeta.families = opts & OPT_GPU_SYNC ? "proc,nccl,cuda,gpu" : "proc,nccl";
+	for (int f = 0; families[f]; f++)
+		if (families[f]->sync && !(sync[f] = families[f]->sync->new (&smeta)))
 			abort();
 	/* A recording starts just before its first record: the exports' origin of time. */
 	meta.start.mono_ns = 0;
@@ -166,11 +242,19 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 			abort();
 	}
 
+	if (opts & OPT_TOP)
+		top = top_open(&top_opts);
 	for (off = 1; (n = next_record(data + off, size - off, &rec)); off += n) {
 		const struct event *evp = NULL;
 
 		if (!rec)
 			continue;
+		if (top) { /* before the decoder's size check: top's hooks check sizes themselves */
+			clock = rec->ts > clock ? rec->ts : clock;
+			top__record(top, rec);
+			if (!(++nrec % TOP_EVERY))
+				top_frame_out(top, &top_fr, clock);
+		}
 		dec = family__decoder(rec->type);
 		if (dec && rec->size < dec->min_size) {
 			free(rec); /* trace_walk__next: counted and skipped, never decoded */
@@ -193,6 +277,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		}
 		for (int i = 0; i < nreports; i++)
 			reports[i]->add(rst[i], rec, m);
+		merge_record(sync, rec, m);
 		for (int i = 0; i < NEXPORTERS; i++) {
 			if (xst[i] && exporters[i]->record(xst[i], rec, evp, m)) {
 				exporters[i]->abort(xst[i]); /* a write failed: what export does */
@@ -202,6 +287,11 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		free(rec);
 	}
 
+	if (top) {
+		top_frame_out(top, &top_fr, clock);
+		top_frame__free(&top_fr);
+		top__free(top);
+	}
 	emit_reports(rst, m);
 	status.end.mono_ns = status.last_ts;
 	for (int i = 0; i < NEXPORTERS; i++) {
@@ -211,6 +301,12 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	}
 	for (int i = 0; i < nreports; i++)
 		reports[i]->free(rst[i]);
+	for (int f = 0; families[f]; f++) {
+		if (!sync[f])
+			continue;
+		families[f]->sync->finish(sync[f], no_point, NULL);
+		families[f]->sync->free(sync[f]);
+	}
 	trace_model__free(m);
 	return 0;
 }

@@ -6,9 +6,11 @@
  *   build/tests/fuzz_shim_unpack -runs=100000 CORPUS_DIR tests/fuzz/seeds-shim_unpack
  *
  * Input: one options byte, then frames: u8 op, u8 pid, u16 len, LEN bytes (fewer at the end).
- *   options: bits 0-1 what the families want (SHIM_WANT_GPU | SHIM_WANT_NVTX, 0 = both);
+ *   options: bits 0-1 what the families want (SHIM_WANT_GPU | SHIM_WANT_NVTX, 0 = those
+ *            and SHIM_WANT_TORCH), bit 5 torch too;
  *            bit 2 --capture-range=nvtx:middle, bits 3-4 its domain form (none, "@*",
- *            "@bpfsight.test", a bare "@").
+ *            "@bpfsight.test", a bare "@"); bit 6 (without bit 2) the torch family's
+ *            listener counting steps, with --capture-range=steps:1+2.
  *   op & 7: 0 a SHIM_BATCH ring record whose payload is the bytes, as bpf/shim.bpf.c builds
  *             it (len cut at a batch's maximum with BS_SHIM_BATCH_CLAMP, padding zeroed);
  *           1 the same after a failed read (BS_SHIM_BATCH_FAULT, header only);
@@ -44,6 +46,7 @@
 #include "shim_records.h"
 #include "cuda_records.h"
 #include "nvtx.h"
+#include "torch.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
 #define FRAME_HDR   4
@@ -156,7 +159,7 @@ static void other(struct shim_unpack *u, __u8 op, __u32 pid, const __u8 *p, size
 		shim_unpack__tick(u, v);
 		return;
 	default:
-		shim_unpack__want(u, v & (SHIM_WANT_GPU | SHIM_WANT_NVTX));
+		shim_unpack__want(u, v & (SHIM_WANT_GPU | SHIM_WANT_NVTX | SHIM_WANT_TORCH));
 		return;
 	}
 	if (shim_unpack__record(u, &r.h))
@@ -195,8 +198,13 @@ static void check_trace(__u64 written)
 		case BS_REC_NVTX_MARK:
 		case BS_REC_NVTX_NAME:
 		case BS_REC_NVTX_BEGIN:
+		case BS_REC_TORCH_OP:
 			if (h->pid < PID_BASE || h->pid >= PID_BASE + NPIDS || h->cpu)
 				abort(); /* the pid BPF saw, cpu 0 */
+			break;
+		case BS_REC_TORCH_STEP: /* the torch family's steps (bit 6) */
+			if (h->pid < PID_BASE || h->pid >= PID_BASE + NPIDS)
+				abort();
 			break;
 		default:
 			abort();
@@ -214,10 +222,18 @@ static void check_trace(__u64 written)
 	trace_reader__free(r);
 }
 
+/* The torch family's listener: steps counted from the ops as they are written. */
+static void listen(void *arg, const struct bs_hdr *rec, const char *text)
+{
+	if (rec->type == BS_REC_TORCH_OP)
+		torch_steps__op(arg, (const void *)rec, text);
+}
+
 int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 {
 	struct record_opts o = {};
 	struct record_ctx ctx = { .opts = &o, .self_pid = 1 };
+	struct torch_steps *steps = NULL;
 	struct shim_unpack *u;
 	size_t off, n;
 	__u32 want;
@@ -225,17 +241,29 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 
 	if (!size)
 		return 0;
-	want = data[0] & 3 ? data[0] & 3 : SHIM_WANT_GPU | SHIM_WANT_NVTX;
+	want = data[0] & 3 ? data[0] & 3 : SHIM_WANT_GPU | SHIM_WANT_NVTX | SHIM_WANT_TORCH;
+	if (data[0] & 0x20)
+		want |= SHIM_WANT_TORCH;
 	if (data[0] & 4) {
 		o.capture = &family_nvtx;
 		o.capture_arg = cap_forms[(data[0] >> 3) & 3];
+		ctx.gate = capture_gate__new();
+	} else if (data[0] & 0x40) {
+		o.capture = &family_torch;
+		o.capture_arg = "1+2";
 		ctx.gate = capture_gate__new();
 	}
 	ctx.strings = string_pool__new();
 	ctx.writer = trace_writer__open(path, &meta, TRACE_WRITER_FORCE, &err);
 	u = ctx.writer && ctx.strings ? shim_unpack__new(&ctx, want, -1) : NULL;
-	if (!u || ((data[0] & 4) && !ctx.gate))
+	if (!u || (o.capture && !ctx.gate))
 		abort();
+	if (data[0] & 0x40) {
+		steps = torch_steps__new(&ctx, o.capture == &family_torch ? o.capture_arg : NULL);
+		if (!steps)
+			abort();
+		shim_unpack__listen(u, listen, steps);
+	}
 
 	for (off = 1; off + FRAME_HDR <= size; off += FRAME_HDR + n) {
 		__u8 op = data[off] & 7;
@@ -254,6 +282,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	}
 	shim_unpack__finish(u);
 	shim_unpack__free(u);
+	torch_steps__free(steps);
 	if (ctx.write_err || trace_writer__flush(ctx.writer))
 		abort();
 	check_trace(trace_writer__records(ctx.writer));

@@ -8,8 +8,9 @@
 # build has the CUDA test workloads (BUILD_DIR/tests/cuda), they run on the real GPU too.
 # With the embedded cupti-shim: GPU kernels, time and launch links vs torch.profiler (launch
 # mode and --inject), GPU timing switched on twice in a running job, overhead against
-# torch.profiler's, NCCL collectives with their GPU work, Python stacks at real launches and
-# the monitor's GPU metrics (docs/gpu-validation.md: what each checks, and the results).
+# torch.profiler's, NCCL collectives with their GPU work, Python stacks at real launches, the
+# torch family's ops and op -> kernel links against torch.profiler's, and the monitor's GPU
+# metrics (docs/gpu-validation.md: what each checks, and the results).
 # Results go to stdout and to $OUT/gpu-validation.txt ($OUT defaults to /tmp); KEEP_TRACES=DIR
 # keeps the traces and the workloads' JSON there. Exit 0 when
 # every check passed, 1 when one failed, 2 when this machine cannot run it (no GPU, no torch).
@@ -238,6 +239,19 @@ if [ -n "$shim" ]; then
 	check "stacks: every main-thread launch under steps(), 2 per step at its line" \
 		python3 "$here/check_stacks.py" "$bin" "$work/stacks.bst" "$work/stacks.json" \
 		"$here/torch_loop.py"
+
+	echo "== torch: a GPT-2-style loop's ops and their kernels vs torch.profiler (steps 5..14)"
+	# torch.profiler (CPU + CUDA) on iterations 5..14 in its own process (CUPTI has one
+	# owner); bpfsight records the same iterations of another run with
+	# --capture-range=steps:3+10 (the first boundary is iteration 1's end) and lets it finish.
+	check "torch: torch.profiler on iterations 5..14 (own process)" \
+		python3 "$here/check_torch.py" loop 16 --profile 5:14 --json "$work/torch_prof.json"
+	check "torch: bpfsight record -t torch,cuda,gpu --capture-range=steps:3+10" \
+		"$bin" record -f -t torch,cuda,gpu --capture-range=steps:3+10 --kill none \
+		-o "$work/torch.bst" -- python3 "$here/check_torch.py" loop 16
+	"$bin" stats "$work/torch.bst" -r torch_op_sum,torch_step_sum | head -40 || true
+	check "torch: ops equal torch.profiler's, every kernel under the op that launched it" \
+		python3 "$here/check_torch.py" compare "$bin" "$work/torch.bst" "$work/torch_prof.json"
 
 	echo "== monitor: GPU metrics of a job run with the shim, vs torch.profiler ($steps steps)"
 	check "monitor: bpfsight_gpu_kernels_total, kernel and busy seconds" \

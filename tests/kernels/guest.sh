@@ -19,7 +19,7 @@ for spec in "$@"; do
 	for pat in $(echo "$pats" | tr , ' '); do
 		echo "== $fam: -k $pat" >/dev/console
 		t0=$(cut -d. -f1 /proc/uptime)
-		env $env timeout "$limit" python3 tests/run_tests.py --build "$build" --no-unit --no-fuzz \
+		env $env timeout "$limit" python3 tests/run_tests.py --build "$build" -j 1 --no-unit --no-fuzz \
 			-k "$pat" >>"$out/$fam.log" 2>&1
 		rc=$?
 		echo "# rc $rc after $(($(cut -d. -f1 /proc/uptime) - t0)) s: -k $pat" >>"$out/$fam.log"

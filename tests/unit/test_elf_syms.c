@@ -675,6 +675,60 @@ out:
 	elf_syms__free(s);
 }
 
+/*
+ * Every PLT stub objdump names ("<malloc@plt>") has that name here too, and the symbol just
+ * before the PLT (_init, of size 0) does not swallow it: samples in stubs were credited to
+ * _init on pyenv's libpython (issue 30).
+ */
+static void check_plt(const char *path)
+{
+	struct elf_syms *syms = elf_syms__open(path, NULL);
+	unsigned long long addr;
+	char line[512], name[400];
+	int checked = 0;
+	struct elf_sym s;
+	FILE *f;
+
+	snprintf(line, sizeof(line),
+		 "objdump -d -j .plt -j .plt.got -j .plt.sec %s 2>/dev/null | grep '@plt>:$'",
+		 path);
+	f = popen(line, "r");
+	if (!ASSERT_TRUE(syms && f, path))
+		goto out;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx <%399[^>]>:", &addr, name) != 2 || name[0] == '*')
+			continue; /* IRELATIVE slots name no symbol */
+		if (!ASSERT_EQ(elf_syms__at(syms, addr, &s), 0, name) ||
+		    !ASSERT_STREQ(s.name, name, "the stub's name") ||
+		    !ASSERT_EQ(elf_syms__at(syms, addr + 4, &s), 0, "inside the stub") ||
+		    !ASSERT_STREQ(s.name, name, "inside the stub"))
+			break;
+		checked++;
+	}
+	ASSERT_TRUE(checked >= 10, "objdump named stubs to compare");
+out:
+	if (f)
+		pclose(f);
+	elf_syms__free(syms);
+}
+
+static void test_plt_stubs_named(void)
+{
+	char path[PATH_MAX];
+
+	if (system("command -v objdump >/dev/null 2>&1")) {
+		UNIT_SKIP("objdump (binutils) is not installed");
+		return;
+	}
+	check_plt("/bin/ls");
+	check_plt(LIBC);
+	/* pyenv's shared libpython: its _init sits right before 1,400 stubs. */
+	snprintf(path, sizeof(path), "%s/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
+		 getenv("HOME") ? getenv("HOME") : "/root");
+	if (!access(path, R_OK))
+		check_plt(path);
+}
+
 static void test_demangle(void)
 {
 	char buf[256];
@@ -732,6 +786,7 @@ int main(void)
 	RUN_TEST(test_truncated);
 	RUN_TEST(test_large_library);
 	RUN_TEST(test_demangle);
+	RUN_TEST(test_plt_stubs_named);
 	ret = UNIT_EXIT();
 	sh("rm -rf %s", tmp);
 	return ret;

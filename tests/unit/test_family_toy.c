@@ -34,6 +34,8 @@
 #include "stats.h"
 #include "sched.h"
 #include "table.h"
+#include "top.h"
+#include "top_screen.h"
 #include "toy.h"
 #include "trace_build.h"
 
@@ -179,6 +181,26 @@ static void test_stats_runs_toy_report(void)
 		return;
 	text = slurp(out, &len);
 	ASSERT_TRUE(text && strstr(text, "ticks,total\n3,60\n"), "toy_sum: 3 ticks, total 60");
+	free(text);
+}
+
+/* Without -r: the toy's rule makes the verdict, and its report comes right after it. */
+static void test_stats_verdict_from_toy_rule(void)
+{
+	char trace[128], out[128], *text, *verdict, *report;
+	char *argv[] = { "stats", trace, NULL };
+	size_t len;
+
+	snprintf(trace, sizeof(trace), "%s/toy.bst", dir);
+	snprintf(out, sizeof(out), "%s/stats.txt", dir);
+	if (!ASSERT_EQ(run_cmd(cmd_stats, out, 2, argv), 0, "stats exit"))
+		return;
+	text = slurp(out, &len);
+	verdict = text ? strstr(text, "Verdict: CPU-bound: the toy ticked 3 times") : NULL;
+	report = text ? strstr(text, "** ") : NULL;
+	ASSERT_TRUE(verdict, "the toy's claim heads the verdict");
+	ASSERT_TRUE(verdict && report > verdict && strstr(report, "(toy_sum):"),
+		    "the report it cites follows it");
 	free(text);
 }
 
@@ -586,6 +608,68 @@ out:
 	record_args__free(&a);
 }
 
+/* top: the toy's column (and only it: top records the families with columns), its ticks per
+ * second in its thread's row, drawn under its heading; top takes monitor's option default. */
+static void test_top_shows_toy(void)
+{
+	char *args[] = { "top", "-p", "1", NULL };
+	struct bs_process p = { .h = { .type = BS_REC_PROCESS,
+				       .size = sizeof(p),
+				       .pid = PID,
+				       .tid = PID,
+				       .ts = 1000000000 },
+				.comm = "toyproc" };
+	struct top_view v = { .threads = 1, .target = "pid 700", .interval_ns = 1000000000 };
+	struct top_frame fr = { 0 };
+	struct record_args a;
+	struct top *t = NULL;
+	char *text = NULL;
+	__u64 want = 0;
+	size_t len;
+	FILE *f;
+
+	record_args__init(&a, "top");
+	ASSERT_EQ(((struct toy_opts *)record_opts__family(&a.o, &family_toy))->scale, 2,
+		  "top takes monitor's defaults");
+	ASSERT_EQ(record_args__parse(&a, 3, args), 0, "top -p 1");
+	ASSERT_EQ(record_args__check(&a), 0, "checked");
+	/* By default top records what has columns (the toy among them), and proc. */
+	for (int i = 0; families[i]; i++)
+		if (families[i]->top || (families[i]->flags & FAMILY_ALWAYS))
+			want |= 1ull << i;
+	ASSERT_EQ(a.o.families, want, "the families top records");
+	ASSERT_TRUE(family__find("toy")->top && family__find("sched") &&
+			    !family__find("sched")->top,
+		    "the toy has columns, sched none");
+	t = top__new(&a.o);
+	if (!ASSERT_TRUE(t, "top"))
+		goto out;
+	top__replay(t);
+	top__record(t, &p.h);
+	for (int i = 0; i < TICKS; i++) {
+		struct toy_tick k = { .h = { .type = TOY_REC,
+					     .size = sizeof(k),
+					     .pid = PID,
+					     .tid = TID,
+					     .ts = 1000000000 + i } };
+
+		top__record(t, &k.h);
+	}
+	ASSERT_EQ(top__cut(t, 1500000000, &fr), 0, "a frame");
+	f = open_memstream(&text, &len);
+	top_screen__render(f, &fr, &v, 80, 0);
+	fclose(f);
+	ASSERT_TRUE(text && strstr(text, " TOY/s\n") && strstr(text, "    701  toyproc     "),
+		    "the toy's heading and its thread's row");
+	ASSERT_TRUE(text && strstr(text, "    701  toyproc            6.0\n"),
+		    "3 ticks in 0.5 s: 6.0 a second");
+out:
+	free(text);
+	top_frame__free(&fr);
+	top__free(t);
+	record_args__free(&a);
+}
+
 /* The page as `bpfsight report` makes it (its info text aside: cmd_report runs the binary). */
 static void test_report_draws_toy(void)
 {
@@ -625,6 +709,7 @@ int main(void)
 	}
 	RUN_TEST(test_registry_finds_toy);
 	RUN_TEST(test_stats_runs_toy_report);
+	RUN_TEST(test_stats_verdict_from_toy_rule);
 	RUN_TEST(test_chrome_draws_toy);
 	RUN_TEST(test_perfetto_draws_toy);
 	RUN_TEST(test_sqlite_has_toy_table);
@@ -633,6 +718,7 @@ int main(void)
 	RUN_TEST(test_info_and_dump_name_toy_loss);
 	RUN_TEST(test_monitor_counts_toy);
 	RUN_TEST(test_report_draws_toy);
+	RUN_TEST(test_top_shows_toy);
 	for (const char *const *f = (const char *const[]){ "toy.bst", "stats.csv", "toy.json",
 							   "toy.pftrace", "toy.sqlite", "help.txt",
 							   "info.txt", "dump.txt", NULL };

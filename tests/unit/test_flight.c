@@ -83,7 +83,7 @@ static int dump_and_read(struct flight_recorder *fr, const char *path, struct bs
 	char err[256];
 	int e;
 
-	flight__trigger(fr, "unit");
+	flight__trigger(fr, "unit", 0);
 	if (flight__dump(fr))
 		return -1;
 	r = trace_reader__open(path, err, sizeof(err), &e);

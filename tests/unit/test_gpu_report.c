@@ -343,7 +343,7 @@ static void test_decode_api_status(void)
 	struct bs_shim_status s = {
 		.h = { .type = BS_REC_SHIM_STATUS, .size = sizeof(s), .pid = PID, .tid = TID },
 		.state = BS_SHIM_ST_CUDA_INJECTED | BS_SHIM_ST_GPU_ON | BS_SHIM_ST_CUPTI_BUSY |
-			 (1u << 9),
+			 BS_SHIM_ST_PRELOADED | (1u << 11),
 		.event = BS_SHIM_EV_CUPTI_ERROR,
 		.cupti_result = 999,
 		.dropped = 4,
@@ -390,7 +390,9 @@ static void test_decode_api_status(void)
 			     "bit 4");
 		ASSERT_STREQ(event_flags__name(&st->flags, 6, buf, sizeof(buf)), "nvtx_chained",
 			     "bit 6");
-		ASSERT_STREQ(event_flags__name(&st->flags, 9, buf, sizeof(buf)), "bit_9",
+		ASSERT_STREQ(event_flags__name(&st->flags, 9, buf, sizeof(buf)), "preloaded",
+			     "bit 9");
+		ASSERT_STREQ(event_flags__name(&st->flags, 11, buf, sizeof(buf)), "bit_11",
 			     "a newer shim's bit");
 	}
 	ASSERT_ARG_S64(&ev, "cupti_result", 999);
@@ -398,10 +400,10 @@ static void test_decode_api_status(void)
 	ASSERT_ARG_U64(&ev, "dropped", 4);
 	ASSERT_ARG_U64(&ev, "seq", 17);
 	ASSERT_ARG_U64(&ev, "cupti_version", 130000);
-	for (__u32 e = 1; e <= 8; e++) {
+	for (__u32 e = 1; e <= 9; e++) {
 		static const char *const names[] = {
 			NULL,	   "attach", "state",	"cupti_error", "drained",
-			"dropped", "exit",   "no_shim", "event_8",
+			"dropped", "exit",   "no_shim", "torch",       "event_9",
 		};
 
 		s.event = e;

@@ -17,24 +17,11 @@
 #include "table.h"
 #include "trace_model.h"
 #include "unit.h"
+#include "nccl_rec.h"
 #include "cuda_records.h"
 
 /* An int argument's word: x86-64 leaves the upper half of its register undefined. */
 #define I(v) (0xdead0000ull << 32 | (__u32)(v))
-
-struct rec {
-	struct bs_ucall u;
-	__u8 deref[BS_UCALL_DEREF_STRUCT];
-};
-
-static __u32 fn_of(const char *name)
-{
-	for (__u32 i = 0; i < nccl_table.napis; i++)
-		if (!strcmp(nccl_table.apis[i].name, name))
-			return i;
-	unit_fail("%s not in nccl_table", name);
-	return 0xfff;
-}
 
 /* A record of FN as ucall.bpf.h writes it; WITH_DEREF adds the 192-byte copy. */
 static struct rec *mk(struct rec *r, const char *fn, __u32 pid, __u32 tid, __u64 ts, __u64 dur,

@@ -35,7 +35,7 @@ static void test_duration(void)
 		{ "10", 0, 10 * S },	{ "10s", 0, 10 * S },	{ "500ms", 0, S / 2 },
 		{ "2m", 0, 120 * S },	{ "2min", 0, 120 * S }, { "1h", 0, 3600 * S },
 		{ "250us", 0, 250000 }, { "100ns", 0, 100 },	{ "1.5s", 0, 3 * S / 2 },
-		{ "0.5", 0, S / 2 },	{ "0", -EINVAL, 0 },	{ "0s", -EINVAL, 0 },
+		{ "0.5", 0, S / 2 },	{ "0", -EDOM, 0 },	{ "0s", -EDOM, 0 },
 		{ "", -EINVAL, 0 },	{ NULL, -EINVAL, 0 },	{ "-5", -EINVAL, 0 },
 		{ "+5", -EINVAL, 0 },	{ "abc", -EINVAL, 0 },	{ "10parsecs", -EINVAL, 0 },
 		{ "10 s", -EINVAL, 0 }, { "5d", -EINVAL, 0 },	{ "1e12h", -ERANGE, 0 },

@@ -6,10 +6,12 @@
 The main thread ("trainer") trains a small MLP on batches a second thread ("tokenizer")
 makes: tokenize() splits generated text into words and maps them to ids in Python, holding
 the GIL; torch's operators release it, and the trainer waits to take it back while
-tokenize() runs: the holder code issue 13 asks bpfsight to name. The tokenizer is the slower
-of the two (whole documents tokenized, then cut to SEQ ids), so it runs all along and the
-trainer's waits are mostly on tokenize(), whatever the machine's speed; STEPS, not seconds,
-so a loaded machine gives as many waits as an idle one. With --go it prints
+tokenize() runs: the holder code issue 13 asks bpfsight to name. The tokenizer never blocks
+and never calls torch (a full queue drops the batch), so it holds the GIL all along except
+when the trainer forces a switch: every time the trainer takes the GIL back it waits on
+tokenize(), whatever the machine's speed or load. (A tokenizer that blocked on a full queue
+let a CPU-starved trainer take the GIL without waiting.) STEPS, not seconds, so a loaded
+machine gives as many waits as an idle one. With --go it prints
 "ready PID" and waits for a line on stdin, so a tracer can attach with -p first, and after
 its JSON line ({"pid", "steps", "threads": {name: tid}}) waits for another before it exits,
 so the tracer names its frames while it lives.
@@ -55,7 +57,10 @@ def tokenizer(out, stop, tids):
     corpus = [" ".join(rng.choice(WORDS) for _ in range(DOC)) for _ in range(4 * BATCH)]
     while not stop.is_set():
         rows = [tokenize(t, vocab) for t in rng.sample(corpus, BATCH)]
-        out.put(torch.tensor(rows, dtype=torch.float32) / 1000.0)
+        try:
+            out.put_nowait(rows)
+        except queue.Full:
+            pass
 
 
 def main():
@@ -77,7 +82,7 @@ def main():
     t.start()
     steps = 0
     while steps < nsteps:
-        x = batches.get()
+        x = torch.tensor(batches.get(), dtype=torch.float32) / 1000.0
         loss = torch.nn.functional.mse_loss(model(x), x.mean(dim=1, keepdim=True))
         opt.zero_grad()
         loss.backward()

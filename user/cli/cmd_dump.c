@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "commands.h"
+#include "getopt_error.h"
 #include "family.h"
 #include "json.h"
 #include "stack_format.h"
@@ -161,6 +162,7 @@ int cmd_dump(int argc, char **argv)
 	char *end;
 
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "k:p:h", dump_options, NULL)) != -1) {
 		switch (c) {
 		case 'k':
@@ -181,7 +183,7 @@ int cmd_dump(int argc, char **argv)
 			dump_usage(stdout);
 			return EXIT_READ_OK;
 		default:
-			dump_usage(stderr);
+			getopt_error__print("dump", argc, argv, "k:p:h", dump_options);
 			return EXIT_READ_FAIL;
 		}
 	}

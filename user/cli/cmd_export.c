@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* bpfsight export FILE --format FORMAT [-o OUT] [--force]: one of exporters[] writes OUT. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -10,7 +11,10 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "commands.h"
+#include "getopt_error.h"
 #include "export.h"
+#include "export_split.h"
+#include "trace_ranks.h"
 #include "family.h"
 #include "trace_walk.h"
 #include "mono_clock.h"
@@ -204,6 +208,7 @@ static int export_parse(int argc, char **argv, const char **format, const char *
 	int c;
 
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "f:o:h", export_options, NULL)) != -1) {
 		switch (c) {
 		case 'f':
@@ -219,7 +224,7 @@ static int export_parse(int argc, char **argv, const char **format, const char *
 			export_usage(stdout);
 			return EXIT_READ_OK;
 		default:
-			export_usage(stderr);
+			getopt_error__print("export", argc, argv, "f:o:h", export_options);
 			return EXIT_READ_FAIL;
 		}
 	}
@@ -308,6 +313,74 @@ static int export_walk(const struct exporter *ex, void **st, struct trace_walk *
 	return err;
 }
 
+/* May DIR take a file per rank? It may not exist, or be a directory (non-empty: --force). */
+static int export_check_dir(const char *dir, int force)
+{
+	struct stat st;
+	int n = 0;
+
+	if (lstat(dir, &st))
+		return errno == ENOENT ? 0 : (perror(dir), 1);
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr,
+			"bpfsight export: %s is not a directory: a merged file's Chrome export is a "
+			"directory of one file per rank (HTA reads it so)\n",
+			dir);
+		return 1;
+	}
+	for (DIR *d = opendir(dir); d;) {
+		struct dirent *e = readdir(d);
+
+		if (!e) {
+			closedir(d);
+			break;
+		}
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	}
+	if (n && !force) {
+		fprintf(stderr, "bpfsight export: %s is not empty: use --force to write there\n",
+			dir);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A merged file to Chrome/Kineto JSON: one file per rank, OUT_ARG a directory (default: FILE
+ * less .bst, plus .kineto), each with its rank's distributedInfo. The exit status.
+ */
+static int export_by_rank(const struct exporter *ex, struct trace_walk *w, const char *file,
+			  const char *out_arg, int force)
+{
+	char *dir = out_arg ? strdup(out_arg) : export_default_out(file, ".kineto");
+	__u64 events = 0;
+	int err = 0, status = EXIT_READ_FAIL;
+	void *st = NULL;
+
+	if (!dir || export_check_dir(dir, force))
+		goto out;
+	st = export_split__open(ex, dir, ".json", force, trace_walk__meta(w), &err);
+	if (!st) {
+		fprintf(stderr, "bpfsight export: cannot create %s: %s\n", dir, strerror(-err));
+		goto out;
+	}
+	err = export_walk(&export_split, &st, w, file, &events);
+	if (err || export_stop) {
+		if (st)
+			export_split.abort(st);
+		fprintf(stderr, "bpfsight export: %s: removed what was written in %s\n",
+			export_stop ? "interrupted" : strerror(err < 0 ? -err : EIO), dir);
+		status = export_stop ? 128 + export_stop : EXIT_READ_FAIL;
+		goto out;
+	}
+	status = trace_walk__finish(w);
+	fprintf(stderr, "bpfsight export: wrote %s/ (a file per rank, %u ranks, %llu events)\n",
+		dir, trace_ranks__count(trace_model__ranks(w->m)), (unsigned long long)events);
+out:
+	free(dir);
+	return status;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	const char *format = NULL, *out_arg = NULL, *file;
@@ -327,11 +400,16 @@ int cmd_export(int argc, char **argv)
 	ex = export_pick(format, file, out_arg, &out);
 	if (!ex)
 		return EXIT_READ_FAIL;
-	/* Refuse before reading anything; replace only once FILE proved readable. */
-	if (export_check_out(out, force, &replace))
-		goto out_free;
+	/* Its header only: a merged file's Chrome export is a directory. */
 	if (trace_walk__open(&w, "export", file))
 		goto out_free;
+	if (ex == &export_chrome && export_split__is_merged(trace_walk__meta(&w))) {
+		status = export_by_rank(ex, &w, file, out_arg, force);
+		goto out_close;
+	}
+	/* Refuse before reading records; replace only once FILE proved readable. */
+	if (export_check_out(out, force, &replace))
+		goto out_close;
 	if (replace && unlink(out) && errno != ENOENT) {
 		fprintf(stderr, "bpfsight export: cannot replace %s: %s\n", out, strerror(errno));
 		goto out_close;
@@ -351,6 +429,9 @@ int cmd_export(int argc, char **argv)
 			ex->abort(st);
 		if (export_stop)
 			fprintf(stderr, "bpfsight export: interrupted: removed %s\n", out);
+		else if (err == -ENODATA && ex->needs)
+			fprintf(stderr, "bpfsight export: %s holds no %s: nothing to write to %s\n",
+				file, ex->needs, out);
 		else
 			fprintf(stderr, "bpfsight export: writing %s failed: %s: removed it\n", out,
 				strerror(err < 0 ? -err : EIO));

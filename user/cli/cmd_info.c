@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include "commands.h"
+#include "getopt_error.h"
 #include "family.h"
 #include "report.h"
 #include "stats.h"
@@ -36,6 +38,17 @@ struct info_kind {
 	char name[32];
 	__u64 count;
 };
+
+/*
+ * The command messages are from: "info", or the command that runs info for its text (report
+ * sets BPFSIGHT_CMD in the info it starts), so the user reads the name of what they ran.
+ */
+static const char *info_cmd(void)
+{
+	const char *c = getenv("BPFSIGHT_CMD");
+
+	return c && !strcmp(c, "report") ? "report" : "info";
+}
 
 static void info_usage(FILE *f)
 {
@@ -105,6 +118,94 @@ static void info_field(const char *label, const char *value)
 	putchar('\n');
 }
 
+/* GPU records by how they link to the call that launched them (docs/GPU.md). */
+static void info_print_links(const struct trace_walk *w)
+{
+	struct shim_join_stats js;
+	char why[512];
+
+	trace_walk__links(w, &js);
+	if (!js.linked_cuda && !js.linked_api && !js.unlinked)
+		return;
+	printf("gpu links:       %llu linked to their cuda call, %llu to CUPTI's API record only, "
+	       "%llu unlinked\n",
+	       (unsigned long long)js.linked_cuda, (unsigned long long)js.linked_api,
+	       (unsigned long long)js.unlinked);
+	if (shim_join_stats__why(&js, why, sizeof(why)))
+		printf("  not linked:    %s\n", why);
+}
+
+static void info_json_links(const struct trace_walk *w, struct json *j)
+{
+	struct shim_join_stats js;
+
+	trace_walk__links(w, &js);
+	json__key(j, "gpu_links");
+	json__begin_object(j);
+	json__kv_u64(j, "linked_cuda", js.linked_cuda);
+	json__kv_u64(j, "linked_api", js.linked_api);
+	json__kv_u64(j, "unlinked", js.unlinked);
+	json__key(j, "not_linked_by_reason");
+	json__begin_object(j);
+	for (unsigned int i = 0; i < JOIN_WHY_MAX; i++)
+		if (js.why[i])
+			json__kv_u64(j, join_why__name(i), js.why[i]);
+	json__end_object(j);
+	json__end_object(j);
+}
+
+/* "lost by family:" and a line per family: its total, then its causes. */
+static void print_lost_by_family(const struct trace_walk *w)
+{
+	printf("lost by family:\n");
+	for (int i = 0; i < w->nlost_by; i++) {
+		const char *fam = w->lost_by[i].family;
+		__u64 sum = 0;
+		int seen = 0;
+
+		for (int k = 0; k < i && !seen; k++)
+			seen = !strcmp(w->lost_by[k].family, fam);
+		if (seen)
+			continue; /* printed with its first cause */
+		for (int k = i; k < w->nlost_by; k++)
+			if (!strcmp(w->lost_by[k].family, fam))
+				sum += w->lost_by[k].count;
+		printf("  %-14s %llu (", fam, (unsigned long long)sum);
+		for (int k = i, first = 1; k < w->nlost_by; k++)
+			if (!strcmp(w->lost_by[k].family, fam)) {
+				printf("%s%s %llu", first ? "" : ", ",
+				       loss_cause_name(w->lost_by[k].slot),
+				       (unsigned long long)w->lost_by[k].count);
+				first = 0;
+			}
+		printf(")\n");
+	}
+}
+
+/* "lost_by_family": {"cuda": {"task_map_full": 3}, ...} */
+static void json_lost_by_family(struct json *j, const struct trace_walk *w)
+{
+	json__key(j, "lost_by_family");
+	json__begin_object(j);
+	for (int i = 0; i < w->nlost_by; i++) {
+		const char *fam = w->lost_by[i].family;
+		int seen = 0;
+
+		for (int k = 0; k < i && !seen; k++)
+			seen = !strcmp(w->lost_by[k].family, fam);
+		if (seen)
+			continue;
+		json__key(j, fam);
+		json__begin_object(j);
+		for (int k = i; k < w->nlost_by; k++)
+			if (!strcmp(w->lost_by[k].family, fam))
+				json__kv_u64(j, loss_cause_name(w->lost_by[k].slot),
+					     w->lost_by[k].count);
+		json__end_object(j);
+	}
+	json__end_object(j);
+}
+
 static void info_print_text(const struct trace_walk *w, const struct info *in,
 			    const struct info_kind *kinds, int nkinds)
 {
@@ -141,20 +242,31 @@ static void info_print_text(const struct trace_walk *w, const struct info *in,
 	} else if (!w->lost_total) {
 		printf("lost:            none\n");
 	} else {
-		printf("lost:            %llu events\n", (unsigned long long)w->lost_total);
+		printf("lost:            %llu events%s\n", (unsigned long long)w->lost_total,
+		       st->clean_close ? ""
+				       : ", and the file has no end: what came after the last "
+					 "chunk is unknown");
 		for (c = 0; c <= BS_LOSS_MAX; c++)
 			if (w->lost[c])
 				printf("  %-14s %llu\n", loss_cause_name(c),
 				       (unsigned long long)w->lost[c]);
+		print_lost_by_family(w);
 	}
+	info_print_links(w);
 	if (w->short_records)
 		printf("corrupt records: %llu (too short for their type, not decoded)\n",
 		       (unsigned long long)w->short_records);
 	printf("chunks:          %u\n", st->chunks);
 	printf("corrupt chunks:  %u\n", st->corrupt_chunks);
 	printf("skipped bytes:   %llu\n", (unsigned long long)st->skipped_bytes);
-	if (st->truncated)
-		printf("truncated:       yes (recovered %u chunks)\n", st->chunks);
+	if (st->truncated && st->writer_pid)
+		printf("truncated:       no: a recording in progress (recorder pid %u), %u chunks "
+		       "so far\n",
+		       st->writer_pid, st->chunks);
+	else if (st->truncated)
+		printf("truncated:       yes (not closed cleanly: recorder killed, or its disk full?); "
+		       "recovered %u chunks\n",
+		       st->chunks);
 	else
 		printf("truncated:       no\n");
 	printf("clean close:     %s\n", st->clean_close ? "yes" : "no");
@@ -191,6 +303,7 @@ static void info_print_json(const struct trace_walk *w, const struct info *in,
 	json__kv_str(&j, "version", m->tool_version);
 	json__kv_u64(&j, "format_version", m->version);
 	json__kv_u64(&j, "start_realtime_ns", m->start.realtime_ns);
+	json__kv_u64(&j, "start_monotonic_ns", m->start.mono_ns);
 	json__kv_str(&j, "start_time", in->start_time);
 	json__kv_u64(&j, "duration_ns", in->duration_ns);
 	json__kv_bool(&j, "duration_estimated", in->duration_estimated);
@@ -207,11 +320,15 @@ static void info_print_json(const struct trace_walk *w, const struct info *in,
 			json__kv_u64(&j, loss_cause_name(c), w->lost[c]);
 	json__end_object(&j);
 	json__kv_u64(&j, "lost_total", w->lost_total);
+	info_json_links(w, &j);
+	json_lost_by_family(&j, w);
 	json__kv_u64(&j, "corrupt_records", w->short_records);
 	json__kv_u64(&j, "chunks", st->chunks);
 	json__kv_u64(&j, "corrupt_chunks", st->corrupt_chunks);
 	json__kv_u64(&j, "skipped_bytes", st->skipped_bytes);
 	json__kv_bool(&j, "truncated", st->truncated);
+	if (st->writer_pid) /* a recording in progress: not truncated for good */
+		json__kv_u64(&j, "recorder_pid", st->writer_pid);
 	json__kv_bool(&j, "clean_close", st->clean_close);
 	for (int i = 0; i < in->nreports; i++)
 		if (in->reports[i].t) {
@@ -247,12 +364,13 @@ static int info_reports_emit(struct info *in, const struct trace_model *m)
 
 		ir->t = table__new(ir->r->name);
 		if (!ir->t) {
-			fprintf(stderr, "bpfsight info: %s\n", strerror(ENOMEM));
+			fprintf(stderr, "bpfsight %s: %s\n", info_cmd(), strerror(ENOMEM));
 			return -ENOMEM;
 		}
 		err = ir->r->emit(ir->st, m, ir->t);
 		if (err) {
-			fprintf(stderr, "bpfsight info: %s: %s\n", ir->r->name, strerror(-err));
+			fprintf(stderr, "bpfsight %s: %s: %s\n", info_cmd(), ir->r->name,
+				strerror(-err));
 			return err;
 		}
 		if (!table__nrows(ir->t)) {
@@ -293,6 +411,7 @@ int cmd_info(int argc, char **argv)
 	__u64 end;
 
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "jh", info_options, NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -302,19 +421,20 @@ int cmd_info(int argc, char **argv)
 			info_usage(stdout);
 			return EXIT_READ_OK;
 		default:
-			info_usage(stderr);
+			getopt_error__print("info", argc, argv, "jh", info_options);
 			return EXIT_READ_FAIL;
 		}
 	}
 	path = cmd__trace_arg("info", argc, argv, info_usage);
 	if (!path)
 		return EXIT_READ_FAIL;
-	if (trace_walk__open(&w, "info", path))
+	if (trace_walk__open(&w, info_cmd(), path))
 		return EXIT_READ_FAIL;
+	w.quiet = 1; /* its "truncated:" line says how the file ended */
 
 	/* Every record counts once, under its kind, metadata and too-short ones included. */
 	if (info_reports_new(&in)) {
-		fprintf(stderr, "bpfsight info: %s\n", strerror(ENOMEM));
+		fprintf(stderr, "bpfsight %s: %s\n", info_cmd(), strerror(ENOMEM));
 		info_reports_free(&in);
 		trace_walk__close(&w);
 		return EXIT_READ_FAIL;
@@ -347,7 +467,7 @@ int cmd_info(int argc, char **argv)
 		info_print_text(&w, &in, kinds, nkinds);
 	}
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "bpfsight info: writing the output failed\n");
+		fprintf(stderr, "bpfsight %s: writing the output failed\n", info_cmd());
 		status = EXIT_READ_FAIL;
 	}
 	info_reports_free(&in);

@@ -72,20 +72,9 @@ int cmd_monitor(int argc, char **argv)
 	char err[512];
 	int ret = 1, stats_fd = -1, e;
 
-	if (record_args__init(&a, "monitor")) {
-		FAIL("out of memory");
-		goto out;
-	}
-	o->cmdline = "bpfsight monitor";
-	e = record_args__parse(&a, argc, argv);
-	if (e) {
-		if (e == 2)
-			usage(stderr);
-		goto out;
-	}
-	if (a.done) {
-		usage(stdout);
-		ret = 0;
+	e = record_args__start(&a, "monitor", "bpfsight monitor", argc, argv, usage);
+	if (e >= 0) {
+		ret = e;
 		goto out;
 	}
 	if (check_monitor(&a, argc, argv))

@@ -95,22 +95,6 @@ static const char *default_output(char *buf, size_t len)
 	return "report.bst";
 }
 
-static char *join_args(int argc, char **argv)
-{
-	size_t len = 1;
-	char *s, *p;
-
-	for (int i = 0; i < argc; i++)
-		len += strlen(argv[i]) + 1;
-	s = p = malloc(len);
-	if (!s)
-		return NULL;
-	for (int i = 0; i < argc; i++)
-		p += sprintf(p, "%s%s", i ? " " : "", argv[i]);
-	*p = 0;
-	return s;
-}
-
 /* What only record checks: something to trace, where to write it, what --inject may do. */
 static int check_record(struct record_args *a)
 {
@@ -134,24 +118,12 @@ static int check_record(struct record_args *a)
 int cmd_record(int argc, char **argv)
 {
 	struct record_args a = {};
-	char outbuf[64], *cmdline = join_args(argc, argv);
+	char outbuf[64], *cmdline = cmd__join_args(argc, argv);
 	int ret = 1, e;
 
-	if (!cmdline || record_args__init(&a, "record")) {
-		FAIL("out of memory");
-		goto out;
-	}
-	a.o.cmdline = cmdline;
-	e = record_args__parse(&a, argc, argv);
-	if (e) {
-		if (e == 2)
-			usage(stderr);
-		goto out;
-	}
-	if (a.done) { /* --help, --features */
-		if (a.help)
-			usage(stdout);
-		ret = 0;
+	e = record_args__start(&a, "record", cmdline, argc, argv, usage);
+	if (e >= 0) {
+		ret = e;
 		goto out;
 	}
 	if (optind < argc)

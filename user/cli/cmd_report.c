@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "commands.h"
+#include "getopt_error.h"
 #include "report_html.h"
 #include "stats.h"
 
@@ -64,6 +65,8 @@ static char *info_text(const char *path)
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
+		/* Its messages are report's (cmd_info.c), said once: the page's walk says more. */
+		setenv("BPFSIGHT_CMD", "report", 1);
 		if (dup2(fds[1], STDOUT_FILENO) >= 0)
 			execv("/proc/self/exe", argv);
 		_exit(127);
@@ -125,6 +128,7 @@ int cmd_report(int argc, char **argv)
 	struct stat st;
 
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:h", report_options, NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -137,7 +141,7 @@ int cmd_report(int argc, char **argv)
 			report_usage(stdout);
 			return 0;
 		default:
-			report_usage(stderr);
+			getopt_error__print("report", argc, argv, "o:h", report_options);
 			return EXIT_READ_FAIL;
 		}
 	}
@@ -169,7 +173,9 @@ int cmd_report(int argc, char **argv)
 	info = info_text(file);
 	if (!info)
 		goto done;
-	stats = stats__collect(file, NULL, &status);
+	/* The page's own walk says how the file ended: once, as report's. */
+	stats = stats__collect_opts(file, &(struct stats_opts){ .cmd = "report", .quiet = 1 },
+				    &status);
 	if (!stats)
 		goto done;
 	/* Written to a temporary name beside OUT, renamed once complete: never half a page. */

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <unistd.h>
 #include "commands.h"
+#include "getopt_error.h"
 #include "shim_blob.h"
 
 /*
@@ -74,6 +75,7 @@ int cmd_shim(int argc, char **argv)
 	int c, env_only = 0, err;
 
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "i:eh", shim_options, NULL)) != -1) {
 		switch (c) {
 		case 'i':
@@ -86,7 +88,7 @@ int cmd_shim(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
+			getopt_error__print("shim", argc, argv, "i:eh", shim_options);
 			return 1;
 		}
 	}

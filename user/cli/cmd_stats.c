@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* bpfsight stats FILE [-r REPORT[,REPORT]] [--format table|json|csv] */
+/* bpfsight stats FILE [-r REPORT[,REPORT]] [--format table|json|csv] [view and filters] */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "commands.h"
+#include "getopt_error.h"
+#include "human.h"
 #include "stats.h"
+
+#define TABLE_TOP 15 /* rows per report in table mode unless --top says */
+#define MAX_IDS	  256
 
 static void stats_usage(FILE *f)
 {
@@ -13,71 +20,205 @@ static void stats_usage(FILE *f)
 
 	stats__list_reports(names, sizeof(names));
 	fprintf(f,
-		"Usage: bpfsight stats [-r REPORT[,REPORT]] [--format table|json|csv] FILE\n"
+		"Usage: bpfsight stats [OPTIONS] FILE\n"
 		"\n"
-		"Summary tables of a trace, in one pass (nsys stats-like).\n"
+		"Summary tables of a trace, in one pass (nsys stats-like). Without -r: a verdict\n"
+		"first (where the threads' time went, each claim with the report that shows it),\n"
+		"then those reports, then the rest.\n"
 		"\n"
 		"  -r, --report LIST   reports to print (default: those of the recorded families)\n"
 		"                      reports: %s\n"
 		"  -f, --format FMT    table (default), json ({\"reports\": {NAME: [rows]}}), csv\n"
+		"      --units UNITS   table mode's numbers: human (default: 5.35 ms, 1.2 MiB) or\n"
+		"                      ns (exact: ns and bytes, as json and csv always are)\n"
+		"      --top N         at most N rows per report (table: 15; json, csv: all); 0: all\n"
+		"      --wide          table mode: whole names and paths, every column, any width\n"
+		"                      (else: $COLUMNS, or the terminal's width; no limit in a pipe)\n"
+		"      --pid LIST      only these processes (comma-separated pids)\n"
+		"      --tid LIST      only these threads (comma-separated tids)\n"
+		"      --comm LIST     only processes of these names (comm, as ps shows it)\n"
+		"      --python        cpu_sum: Python frames only (py-spy's view)\n"
 		"  -h, --help          this help\n",
 		names);
 }
+
+enum { OPT_UNITS = 0x100, OPT_TOP, OPT_WIDE, OPT_PID, OPT_TID, OPT_COMM, OPT_PYTHON };
 
 /* Also printed by `bpfsight __complete options stats`: completion and the docs test read it. */
 const struct option stats_options[] = {
 	{ "report", required_argument, NULL, 'r' },
 	{ "format", required_argument, NULL, 'f' },
+	{ "units", required_argument, NULL, OPT_UNITS },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "wide", no_argument, NULL, OPT_WIDE },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "tid", required_argument, NULL, OPT_TID },
+	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "python", no_argument, NULL, OPT_PYTHON },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
 
+struct stats_args {
+	struct stats_opts o;
+	char *reports;
+	__u32 pids[MAX_IDS], tids[MAX_IDS];
+	const char *comms[MAX_IDS]; /* copies */
+	int top_given;
+};
+
+/* -r may repeat: the lists add up. */
+static int add_reports(struct stats_args *a, const char *list)
+{
+	char *tmp;
+
+	if (a->reports) {
+		if (asprintf(&tmp, "%s,%s", a->reports, list) < 0)
+			tmp = NULL;
+		free(a->reports);
+		a->reports = tmp;
+	} else {
+		a->reports = strdup(list);
+	}
+	return a->reports ? 0 : -ENOMEM;
+}
+
+/* "12,34" into IDS (after the N there are): 0, or 1 after saying what is wrong. */
+static int add_ids(const char *opt, const char *list, __u32 *ids, int *n)
+{
+	const char *p = list;
+	unsigned long v;
+	char *end;
+
+	do {
+		v = strtoul(p, &end, 10);
+		if (end == p || (*end && *end != ',') || !v || v > 0xffffffffUL) {
+			fprintf(stderr,
+				"bpfsight stats: --%s %s: give ids, comma-separated "
+				"(e.g. --%s 1234,1240)\n",
+				opt, list, opt);
+			return 1;
+		}
+		if (*n == MAX_IDS) {
+			fprintf(stderr, "bpfsight stats: --%s: at most %d\n", opt, MAX_IDS);
+			return 1;
+		}
+		ids[(*n)++] = (__u32)v;
+		p = *end ? end + 1 : end;
+	} while (*p);
+	return 0;
+}
+
+static int add_comms(struct stats_args *a, const char *list)
+{
+	char *copy = strdup(list), *tok, *save = NULL;
+	int err = copy ? 0 : -ENOMEM;
+
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && a->o.ncomms < MAX_IDS;
+	     tok = strtok_r(NULL, ",", &save)) {
+		a->comms[a->o.ncomms] = strdup(tok);
+		if (!a->comms[a->o.ncomms]) {
+			err = -ENOMEM;
+			break;
+		}
+		a->o.ncomms++;
+	}
+	free(copy);
+	return err;
+}
+
+static int parse_top(const char *s, int *top)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (end == s || *end || v < 0 || v > 1000000000) {
+		fprintf(stderr, "bpfsight stats: --top %s: give a number of rows (0: all)\n", s);
+		return 1;
+	}
+	*top = (int)v;
+	return 0;
+}
+
+/* One option: 0, 1 after saying what is wrong, 2 for --help, -1 out of memory. */
+static int parse_one(struct stats_args *a, int c, int argc, char **argv)
+{
+	switch (c) {
+	case 'r':
+		return add_reports(a, optarg) ? -1 : 0;
+	case 'f':
+		if (!stats__parse_format(optarg, &a->o.fmt))
+			return 0;
+		fprintf(stderr, "bpfsight stats: unknown format '%s' (table, json, csv)\n", optarg);
+		return 1;
+	case OPT_UNITS:
+		if (!strcmp(optarg, "ns") || !strcmp(optarg, "human")) {
+			a->o.view.raw = !strcmp(optarg, "ns");
+			return 0;
+		}
+		fprintf(stderr, "bpfsight stats: --units %s: human or ns\n", optarg);
+		return 1;
+	case OPT_TOP:
+		a->top_given = 1;
+		return parse_top(optarg, &a->o.top);
+	case OPT_WIDE:
+		a->o.view.wide = 1;
+		return 0;
+	case OPT_PID:
+		return add_ids("pid", optarg, a->pids, &a->o.npids);
+	case OPT_TID:
+		return add_ids("tid", optarg, a->tids, &a->o.ntids);
+	case OPT_COMM:
+		return add_comms(a, optarg) ? -1 : 0;
+	case OPT_PYTHON:
+		a->o.python = 1;
+		return 0;
+	case 'h':
+		return 2;
+	default:
+		getopt_error__print("stats", argc, argv, "r:f:h", stats_options);
+		return 1;
+	}
+}
+
 int cmd_stats(int argc, char **argv)
 {
-	enum stats_format fmt = STATS_FORMAT_TABLE;
-	char *reports = NULL, *tmp;
+	struct stats_args *a = calloc(1, sizeof(*a));
+	int c, status = EXIT_READ_FAIL, ret = 0;
 	const char *file;
-	int c, status;
 
+	if (!a)
+		return EXIT_READ_FAIL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:f:h", stats_options, NULL)) != -1) {
-		switch (c) {
-		case 'r':
-			/* -r may repeat: the lists add up. */
-			if (reports) {
-				if (asprintf(&tmp, "%s,%s", reports, optarg) < 0)
-					tmp = NULL;
-				free(reports);
-				reports = tmp;
-			} else {
-				reports = strdup(optarg);
-			}
-			if (!reports) {
-				fprintf(stderr, "bpfsight stats: out of memory\n");
-				return EXIT_READ_FAIL;
-			}
-			break;
-		case 'f':
-			if (stats__parse_format(optarg, &fmt)) {
-				fprintf(stderr,
-					"bpfsight stats: unknown format '%s' (table, json, csv)\n",
-					optarg);
-				free(reports);
-				return EXIT_READ_FAIL;
-			}
-			break;
-		case 'h':
-			stats_usage(stdout);
-			free(reports);
-			return EXIT_READ_OK;
-		default:
-			stats_usage(stderr);
-			free(reports);
-			return EXIT_READ_FAIL;
-		}
+	opterr = 0;
+	while (!ret && (c = getopt_long(argc, argv, "r:f:h", stats_options, NULL)) != -1)
+		ret = parse_one(a, c, argc, argv);
+	if (ret < 0)
+		fprintf(stderr, "bpfsight stats: out of memory\n");
+	if (ret == 2) {
+		stats_usage(stdout);
+		status = EXIT_READ_OK;
 	}
+	if (ret)
+		goto out;
 	file = cmd__trace_arg("stats", argc, argv, stats_usage);
-	status = file ? stats__run(file, reports, fmt, stdout) : EXIT_READ_FAIL;
-	free(reports);
+	if (!file)
+		goto out;
+	a->o.reports = a->reports;
+	a->o.pids = a->pids;
+	a->o.tids = a->tids;
+	a->o.comms = a->comms;
+	a->o.people = 1;
+	/* Table mode shows the first rows unless told; JSON and CSV all of them. */
+	a->o.view.top = a->top_given ? a->o.top : TABLE_TOP;
+	if (a->o.fmt != STATS_FORMAT_TABLE && !a->top_given)
+		a->o.top = 0;
+	a->o.view.width = human__term_width(STDOUT_FILENO);
+	status = stats__run_opts(file, &a->o, stdout);
+out:
+	free(a->reports);
+	for (c = 0; c < a->o.ncomms; c++)
+		free((char *)a->comms[c]);
+	free(a);
 	return status;
 }

@@ -8,17 +8,20 @@
 
 int cmd_record(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_shim(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_complete(int argc, char **argv);
 
 /* Each command's getopt_long table (cmd_*.c). */
 extern const struct option info_options[], dump_options[], stats_options[], export_options[],
-	shim_options[], report_options[];
+	shim_options[], report_options[], stacks_options[], merge_options[];
 
 /* main.c's dispatch table, NULL-terminated; a command with no help is hidden from usage. */
 struct bpfsight_cmd {
@@ -38,6 +41,8 @@ void export__list_formats(char *buf, size_t len); /* cmd_export.c: export --form
 /* After getopt: argv's one FILE (info, dump, stats, export, report); NULL when there is none or
  * more than one, said on stderr with CMD's usage. */
 const char *cmd__trace_arg(const char *cmd, int argc, char **argv, void (*usage)(FILE *f));
+/* ARGV joined by spaces ("record -t nccl -- CMD"), for a file header; NULL without memory. */
+char *cmd__join_args(int argc, char **argv);
 
 struct event;	    /* event.h */
 struct trace_model; /* trace_model.h */

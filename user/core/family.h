@@ -21,7 +21,11 @@ struct perfetto_family; /* export_perfetto.h */
 struct sqlite_family;	/* export_sqlite.h */
 struct page_family;	/* page.h */
 struct metrics_family;	/* metrics_family.h */
+struct top_family;	/* top_family.h */
 struct ucall_table;	/* ucall_api.h */
+struct family_verdict;	/* verdict.h */
+struct rec_rebase;	/* below */
+struct trace_meta;	/* trace_meta.h */
 
 /*
  * How the exports draw the events of one kind (docs/EXPORT.md). Without one, or where a field
@@ -55,6 +59,62 @@ struct rec_decoder {
 	 * flight recorder keeps the stacks its window's records name (a cpu sample's).
 	 */
 	__u16 stack_off;
+	/*
+	 * What `bpfsight merge` rewrites when it puts many files in one (struct rec_rebase):
+	 * byte offsets (0 = none) of the record's u64 CLOCK_MONOTONIC times besides hdr.ts, its
+	 * u32 pids and tids besides hdr.pid and hdr.tid, and its u32 string ids (stack_off's
+	 * stack id too). A record these cannot describe (a stack's frames, a key that is a tid
+	 * only sometimes) has a rebase hook, called after them.
+	 */
+	__u16 clock_offs[2];
+	__u16 task_offs[3];
+	__u16 string_offs[3];
+	void (*rebase)(struct bs_hdr *rec, const struct rec_rebase *rb);
+};
+
+/*
+ * How `bpfsight merge` maps one file's values into the merged file (user/merge/): times onto
+ * the merged clock, pids and tids into the file's pid namespace (0 stays 0), string and
+ * stack ids past the previous files'.
+ */
+struct rec_rebase {
+	__u64 (*clock)(const struct rec_rebase *rb, __u64 ts);
+	__u32 (*task)(const struct rec_rebase *rb, __u32 id);
+	__u32 (*string)(const struct rec_rebase *rb, __u32 id);
+	__u32 (*stack)(const struct rec_rebase *rb, __u32 id);
+	void *arg;
+};
+
+/*
+ * A sync point: an event that ends at the same instant in every process that takes part in
+ * it, on every machine (a collective, on each rank of its communicator). `bpfsight merge` puts
+ * files on one clock by them (docs/NCCL.md, "Many ranks").
+ */
+struct sync_point {
+	__u64 group; /* the same in every process taking part: a communicator's unique-id hash */
+	__u64 seq;   /* 0, 1, ... in the group: the same point has the same seq everywhere */
+	__u64 enter_ts, end_ts;
+	__u32 pid;
+	__s32 rank, nranks; /* the process's place in the group, -1 = unknown */
+	__u32 flags;	    /* SYNC_* */
+};
+
+#define SYNC_INFERRED 0x1 /* the group's creation was not seen: group and seq are guesses */
+
+typedef void (*sync_emit_fn)(void *arg, const struct sync_point *p);
+
+struct family_sync {
+	/* Its state for one file, whose header is META (what it recorded). */
+	void *(*new)(const struct trace_meta *meta);
+	/*
+	 * Every record in file order, after the model: EMIT gets each sync point REC completes
+	 * (a record may complete several: a group's end). 0 or -ENOMEM.
+	 */
+	int (*observe)(void *st, const struct bs_hdr *rec, const struct trace_model *m,
+		       sync_emit_fn emit, void *arg);
+	/* After the last record: the points still held (waiting for what never came). */
+	void (*finish)(void *st, sync_emit_fn emit, void *arg);
+	void (*free)(void *st);
 };
 
 /*
@@ -71,8 +131,9 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_STACKS_DEFAULT 0x8  /* its events carry stacks unless --stacks says otherwise */
 #define FAMILY_SHIM	      0x10 /* records through the cupti-shim: --inject loads it */
 
-#define FAMILY_OPT_RECORD  0x1 /* `record` takes the option */
-#define FAMILY_OPT_MONITOR 0x2 /* `monitor` takes the option */
+#define FAMILY_OPT_RECORD 0x1 /* `record` takes the option */
+#define FAMILY_OPT_MONITOR                                                                         \
+	0x2 /* `monitor` takes the option, and `top` (it records as monitor does) */
 
 /*
  * An option of a family's own. record and monitor list it in their --help and parse it
@@ -95,6 +156,8 @@ struct family_option {
 struct family_capture {
 	const char *kind;
 	const char *arg; /* ":NAME" when the kind takes a value (its name, for --help), else NULL */
+	/* The value checked when parsed: 0, or 1 after saying what is wrong. May be NULL. */
+	int (*check)(const char *arg, const char *cmd);
 };
 
 /*
@@ -209,6 +272,11 @@ struct family {
 	const struct rec_decoder *decoders;
 	const struct report *const *reports;
 	/*
+	 * The rules of stats' verdict on its data (verdict.h): claims that cite its reports.
+	 * May be NULL.
+	 */
+	const struct family_verdict *verdict;
+	/*
 	 * Export side: what the family's events need beyond their decoders' styles (tracks of
 	 * their own, counters, flows, tables), one hook table per format. May be NULL.
 	 */
@@ -217,8 +285,12 @@ struct family {
 	const struct sqlite_family *sqlite;
 	/* `bpfsight monitor`: its metrics (metrics_family.h). May be NULL. */
 	const struct metrics_family *metrics;
+	/* `bpfsight top`: its columns (top_family.h); top records these families by default. */
+	const struct top_family *top;
 	/* `bpfsight report`'s page: its timelines and sections (page.h). May be NULL. */
 	const struct page_family *page;
+	/* Its sync points, which `bpfsight merge` aligns files on. May be NULL. */
+	const struct family_sync *sync;
 };
 
 /* At most this many families: their sets are u64 bit masks (record_opts.families). */

@@ -8,7 +8,7 @@ const struct loss_cause recording_losses[] = {
 	{ BS_LOSS_RINGBUF_FULL, "ringbuf_full",
 	  "the ring buffer was full: its reader fell behind" },
 	{ BS_LOSS_TASK_MAP, "task_map_full",
-	  "no per-thread state could be kept, or a call nested too deep: a call not timed" },
+	  "no per-thread state could be kept: a call or interval not timed" },
 	{ BS_LOSS_AGG_MAP, "agg_map_full",
 	  "the in-kernel aggregate map was full: calls not counted" },
 	{ BS_LOSS_TARGET_MAP, "target_map_full", "the target map was full: a child not followed" },
@@ -17,6 +17,8 @@ const struct loss_cause recording_losses[] = {
 	{ BS_LOSS_FLIGHT, "flight_size", "the flight recorder's window outgrew its SIZE" },
 	{ BS_LOSS_STACK, "stack_busy",
 	  "stacks not taken: a program they interrupted was taking one" },
+	{ BS_LOSS_STOP_UNREAD, "stop_unread",
+	  "records in the ring when the recording stopped that its stop time left unread" },
 	{ 0 },
 };
 
@@ -49,6 +51,42 @@ __u32 loss_cause__slot(__u32 cause)
 	const struct family *f;
 
 	return cause < BS_LOSS_MAX && loss_cause__find(cause, &f) ? cause : BS_LOSS_MAX;
+}
+
+const struct family *loss__block_family(__u32 block)
+{
+	block &= 0xf0;
+	for (int i = 0; families[i]; i++)
+		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+			if ((d->type & ~0xfu) == block)
+				return families[i];
+	return NULL;
+}
+
+int loss__family_block(const struct family *f)
+{
+	for (const struct rec_decoder *d = f ? f->decoders : NULL; d && d->type; d++)
+		if (loss__block_family(d->type) == f)
+			return d->type & 0xf0;
+	return -1;
+}
+
+const struct family *loss__family(const struct bs_loss *l)
+{
+	if (l->block & BS_LOSS_BLOCK_SET)
+		return loss__block_family(l->block);
+	return loss_cause__owner(l->cause);
+}
+
+const char *loss__family_name(const struct bs_loss *l)
+{
+	const struct family *f = loss__family(l);
+
+	if (f)
+		return f->name;
+	if (l->cause == BS_LOSS_WRITE || l->cause == BS_LOSS_FLIGHT)
+		return "all";
+	return "unknown";
 }
 
 const struct family *loss_cause__owner(__u32 cause)

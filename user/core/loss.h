@@ -9,6 +9,7 @@
 #define BPFSIGHT_LOSS_H
 
 #include <linux/types.h>
+#include "records.h"
 
 struct family;
 
@@ -27,6 +28,22 @@ const char *loss_cause_name(__u32 cause);
 const struct family *loss_cause__owner(__u32 cause);
 /* Where a count of CAUSE goes in an array of BS_LOSS_MAX + 1: the last slot for unknown ones. */
 __u32 loss_cause__slot(__u32 cause);
+/*
+ * Which family's events a loss counts. A loss record says it (bs_loss.block, the family's
+ * record-type block); a family's own cause is its family's anyway. NULL: the whole file's
+ * (write_failed, flight_size), or not said (a file written before records said it).
+ */
+const struct family *loss__family(const struct bs_loss *l);
+/* The family of the record-type block BLOCK (the one decoding a type in it), or NULL. */
+const struct family *loss__block_family(__u32 block);
+/* The record-type block of F (0x30 for cuda), or -1 for one that decodes no record. */
+int loss__family_block(const struct family *f);
+/*
+ * The name of the family whose events loss L counts, for labels and reports: "all" for a
+ * loss of the whole file (write_failed, flight_size), "unknown" where a file of before did
+ * not say.
+ */
+const char *loss__family_name(const struct bs_loss *l);
 /* The recording's own causes, ending with a zeroed entry (for docs and metrics). */
 extern const struct loss_cause recording_losses[];
 

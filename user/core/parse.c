@@ -54,7 +54,7 @@ int parse_duration_ns(const char *s, __u64 *ns)
 	int err = parse_with_units(s, time_units, 1000000000ull, ns);
 
 	if (!err && *ns == 0)
-		return -EINVAL; /* a zero-length recording is a mistake, not a request */
+		return -EDOM; /* a zero-length recording is a mistake, not a request */
 	return err;
 }
 

@@ -5,7 +5,10 @@
 
 #include <linux/types.h>
 
-/* "10", "10s", "500ms", "2m", "1h", "250us", "100ns" -> ns. Plain numbers are seconds. */
+/*
+ * "10", "10s", "500ms", "2m", "1h", "250us", "100ns" -> ns. Plain numbers are seconds.
+ * -EDOM for 0 (a duration of nothing is a mistake), -ERANGE past 2^64 ns, else -EINVAL.
+ */
 int parse_duration_ns(const char *s, __u64 *ns);
 /* "1us", "0", "500ns", "2ms" -> ns. Plain numbers are ns. */
 int parse_threshold_ns(const char *s, __u64 *ns);

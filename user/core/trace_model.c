@@ -10,7 +10,9 @@
 #include <string.h>
 #include "family.h"
 #include "stats_math.h"
+#include "thread_name.h"
 #include "trace_model.h"
+#include "trace_ranks.h"
 
 #define MODEL_MAX_FAMILIES 64
 
@@ -35,6 +37,9 @@ struct ent {
 	__u32 cmdline_id;
 	__u32 exe_id;
 	__u32 app_named; /* threads: named by the application (nvtxNameOsThread), kept over comm */
+	/* threads: the name Python's threading gave it (THREAD_NAME), and its process */
+	const char *py_name;
+	__u32 py_pid;
 };
 
 struct map {
@@ -51,6 +56,7 @@ struct trace_model {
 	struct hmap *symbols;	   /* (pid, addr) -> string id, from SYMBOL records */
 	struct hmap *stacks;	   /* id -> struct trace_stack *, from STACK records */
 	struct hmap *event_stacks; /* (type << 32 | tid, ts) -> stack id, from STACK_REF records */
+	struct trace_ranks *ranks; /* a merged file's, from RANK records (NULL: none yet) */
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom; /* an allocation failed: some names are unknown (lookups say NULL) */
 };
@@ -208,6 +214,7 @@ void trace_model__free(struct trace_model *m)
 	free(m->threads.ents);
 	hmap__free(m->symbols);
 	hmap__free(m->event_stacks);
+	trace_ranks__free(m->ranks);
 	if (m->stacks) {
 		size_t it = 0;
 		void *v;
@@ -255,6 +262,26 @@ static void model__thread(struct trace_model *m, __u32 tid, const char *s, __u32
 	e = model__name(m, &m->threads, tid, s, n);
 	if (e)
 		e->app_named = 0;
+	if (e && reset)
+		e->py_name = NULL; /* another thread, or another program */
+}
+
+/* A THREAD_NAME record: the thread's name in Python's threading. */
+static void model__py_name(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_thread_name *t = (const void *)rec;
+	const char *name = trace_model__string(m, t->name_id);
+	struct ent *e;
+
+	if (rec->size < sizeof(*t) || !name || !*name)
+		return;
+	e = map__get(&m->threads, rec->tid);
+	if (!e) {
+		m->oom = 1;
+		return;
+	}
+	e->py_name = name;
+	e->py_pid = rec->pid;
 }
 
 void trace_model__name_thread(struct trace_model *m, __u32 tid, const char *name)
@@ -412,6 +439,20 @@ static void model__stack_ref(struct trace_model *m, const struct bs_hdr *rec)
 	*v = r->stack_id;
 }
 
+/* A RANK record of a merged file: its process shows as "rank 3 @ host". */
+static void model__rank(struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct bs_rank *r = (const void *)rec;
+
+	if (rec->size < sizeof(*r))
+		return;
+	if (!m->ranks)
+		m->ranks = trace_ranks__new();
+	if (!m->ranks || trace_ranks__add(m->ranks, r, trace_model__string(m, r->host_id),
+					  trace_model__string(m, r->path_id)))
+		m->oom = 1;
+}
+
 void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 {
 	if (!m || !rec || rec->size < sizeof(*rec))
@@ -447,6 +488,9 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		if (rec->size >= sizeof(struct bs_comm))
 			model__comm(m, rec, ((const struct bs_comm *)rec)->comm);
 		break;
+	case BS_REC_THREAD_NAME:
+		model__py_name(m, rec);
+		break;
 	case BS_REC_SYMBOL:
 		model__symbol(m, rec);
 		break;
@@ -455,6 +499,9 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		break;
 	case BS_REC_STACK_REF:
 		model__stack_ref(m, rec);
+		break;
+	case BS_REC_RANK:
+		model__rank(m, rec);
 		break;
 	default:
 		break;
@@ -477,6 +524,9 @@ const char *trace_model__process_name(const struct trace_model *m, __u32 pid)
 
 	if (!m)
 		return NULL;
+	/* A merged file's rank: one process track per rank, named after it. */
+	if (m->ranks && trace_ranks__of_pid(m->ranks, pid))
+		return trace_ranks__of_pid(m->ranks, pid)->label;
 	e = map__find(&m->procs, pid);
 	if (e)
 		return e->name;
@@ -492,11 +542,17 @@ const char *trace_model__cmdline(const struct trace_model *m, __u32 pid)
 	return e && e->cmdline_id ? trace_model__string(m, e->cmdline_id) : NULL;
 }
 
+/* A thread's name: an NVTX name; else Python's or its comm, as thread_name.h picks. */
 const char *trace_model__thread_name(const struct trace_model *m, __u32 tid)
 {
 	const struct ent *e = m ? map__find(&m->threads, tid) : NULL;
+	const struct ent *p;
 
-	return e ? e->name : NULL;
+	if (!e || !e->py_name || e->app_named)
+		return e ? e->name : NULL;
+	p = map__find(&m->procs, e->py_pid);
+	return thread_name__pick(e->py_name, e->name, trace_model__cmdline(m, e->py_pid),
+				 p && p->exe_id ? trace_model__string(m, p->exe_id) : NULL);
 }
 
 const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 addr)
@@ -542,4 +598,14 @@ void *trace_model__walk(const struct trace_model *m, const struct family *f)
 		if (families[i] == f)
 			return m->walks[i];
 	return NULL;
+}
+
+const struct trace_rank *trace_model__rank(const struct trace_model *m, __u32 pid)
+{
+	return m ? trace_ranks__find(m->ranks, pid) : NULL;
+}
+
+const struct trace_ranks *trace_model__ranks(const struct trace_model *m)
+{
+	return m ? m->ranks : NULL;
 }

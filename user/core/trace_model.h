@@ -2,10 +2,9 @@
 /*
  * What a reader learns while walking a trace: interned strings and the names of processes
  * and threads, from STRING, PROCESS, THREAD, FORK, EXEC and COMM records (a name the
- * application gave a thread with nvtxNameOsThread, NVTX_NAME, wins over its comm), and the
- * names of code addresses and handles from SYMBOL records, call stacks from STACK records.
- * Feed it every
- * record in file order before decoding that record.
+ * application gave a thread, Python's THREAD_NAME or nvtxNameOsThread's NVTX_NAME, wins over
+ * its comm), and the names of code addresses and handles from SYMBOL records, call stacks
+ * from STACK records. Feed it every record in file order before decoding that record.
  */
 #ifndef BPFSIGHT_TRACE_MODEL_H
 #define BPFSIGHT_TRACE_MODEL_H
@@ -23,7 +22,10 @@ const char *trace_model__string(const struct trace_model *m, __u32 id);
 const char *trace_model__process_name(const struct trace_model *m, __u32 pid); /* comm */
 const char *trace_model__cmdline(const struct trace_model *m, __u32 pid);
 const char *trace_model__thread_name(const struct trace_model *m, __u32 tid);
-/* A thread named by the application (nvtxNameOsThread): the name outlives later comm changes. */
+/*
+ * A thread named by the application (Python's threading, nvtxNameOsThread): the name outlives
+ * later comm changes.
+ */
 void trace_model__name_thread(struct trace_model *m, __u32 tid, const char *name);
 /* The name a SYMBOL record gave ADDR in process PID (a kernel's host stub, a CUfunction). */
 const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 addr);
@@ -43,6 +45,15 @@ const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
 /* The stack a STACK_REF gave the record of TYPE of thread TID at TS, or NULL. */
 const struct trace_stack *trace_model__stack_of(const struct trace_model *m, __u16 type, __u32 tid,
 						__u64 ts);
+/*
+ * A merged file's rank that PID belongs to (its RANK record: file, host, alignment), or NULL;
+ * trace_model__process_name names a rank's own process "rank 3 @ host".
+ */
+struct trace_rank;
+struct trace_ranks;
+const struct trace_rank *trace_model__rank(const struct trace_model *m, __u32 pid);
+/* Every rank of a merged file (trace_ranks.h), NULL for another file. */
+const struct trace_ranks *trace_model__ranks(const struct trace_model *m);
 struct family;
 /* F's walk state (family.h walk_new), or NULL when F keeps none. */
 void *trace_model__walk(const struct trace_model *m, const struct family *f);

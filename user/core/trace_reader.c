@@ -7,6 +7,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -501,10 +502,22 @@ fail:
 	return NULL;
 }
 
+/* The pid holding the writer's lock on FD (trace_writer.c's create_file), 0 when none. */
+static __u32 lock_holder(int fd)
+{
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+
+	if (fcntl(fd, F_GETLK, &fl) || fl.l_type == F_UNLCK)
+		return 0;
+	return fl.l_pid > 0 ? (__u32)fl.l_pid : 1; /* another pid namespace's: still a writer */
+}
+
 struct trace_reader *trace_reader__open(const char *path, char *err, size_t errlen, int *errp)
 {
 	FILE *f = fopen(path, "rbe");
 	int e = -errno;
+	struct trace_reader *r;
+	__u32 writer;
 
 	if (!f) {
 		if (err)
@@ -513,5 +526,10 @@ struct trace_reader *trace_reader__open(const char *path, char *err, size_t errl
 			*errp = e;
 		return NULL;
 	}
-	return trace_reader__open_file(f, err, errlen, errp);
+	/* Asked before anything is read: the recorder may close the file meanwhile. */
+	writer = lock_holder(fileno(f));
+	r = trace_reader__open_file(f, err, errlen, errp);
+	if (r)
+		r->st.writer_pid = writer;
+	return r;
 }

@@ -21,7 +21,9 @@ struct trace_status {
 	__u64 records;
 	int clean_close; /* footer and trailer present and valid */
 	int truncated;	 /* no valid trailer: the writer did not close the file */
-	int has_end;	 /* end clocks known (from the footer) */
+	/* The pid of the recorder writing the file now (its lock), 0 when none: in progress. */
+	__u32 writer_pid;
+	int has_end; /* end clocks known (from the footer) */
 	struct trace_clocks end;
 	__u64 first_ts, last_ts; /* over records decoded */
 };

@@ -7,6 +7,17 @@
 #include "proc.h"
 #include "trace_walk.h"
 
+/* NAME is one of the comma-separated LIST's. */
+static int has_family(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
 int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 {
 	char err[256] = "";
@@ -28,7 +39,52 @@ int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 		w->r = NULL;
 		return EXIT_READ_FAIL;
 	}
+	w->relink = shim_relink__new(has_family(trace_reader__meta(w->r)->families, "cuda"));
+	if (!w->relink)
+		fprintf(stderr, "bpfsight %s: warning: %s: GPU links are shown as recorded (%s)\n",
+			cmd, path, strerror(ENOMEM));
 	return 0;
+}
+
+/* The next record from the file, through the launch join: 0 at the end. */
+static int relinked(struct trace_walk *w, const struct bs_hdr **recp)
+{
+	const struct bs_hdr *rec;
+
+	if (!w->relink)
+		return trace_reader__next(w->r, recp);
+	for (;;) {
+		if ((*recp = shim_relink__next(w->relink)))
+			return 1;
+		if (w->ended)
+			return 0;
+		if (!trace_reader__next(w->r, &rec)) {
+			w->ended = 1;
+			shim_relink__end(w->relink);
+			continue;
+		}
+		if (shim_relink__feed(w->relink, rec)) {
+			*recp = rec;
+			return 1;
+		}
+	}
+}
+
+/* Add loss record L to the walk's counts by family and cause. */
+static void count_by_family(struct trace_walk *w, const struct bs_loss *l)
+{
+	const char *fam = loss__family_name(l);
+	__u32 slot = loss_cause__slot(l->cause);
+	int i;
+
+	for (i = 0; i < w->nlost_by; i++)
+		if (!strcmp(w->lost_by[i].family, fam) && w->lost_by[i].slot == slot)
+			break;
+	if (i == w->nlost_by && w->nlost_by < TRACE_WALK_LOSSES)
+		w->lost_by[w->nlost_by++] = (struct trace_walk_loss){ fam, slot, 0 };
+	else if (i == w->nlost_by)
+		i--;
+	w->lost_by[i].count += l->count;
 }
 
 int trace_walk__next(struct trace_walk *w, const struct bs_hdr **recp,
@@ -38,7 +94,7 @@ int trace_walk__next(struct trace_walk *w, const struct bs_hdr **recp,
 	const struct bs_hdr *rec;
 	const struct bs_loss *l;
 
-	if (!trace_reader__next(w->r, &rec))
+	if (!relinked(w, &rec))
 		return 0;
 	dec = family__decoder(rec->type);
 	*recp = rec;
@@ -57,6 +113,7 @@ int trace_walk__next(struct trace_walk *w, const struct bs_hdr **recp,
 		l = (const void *)rec;
 		w->lost[loss_cause__slot(l->cause)] += l->count;
 		w->lost_total += l->count;
+		count_by_family(w, l);
 	}
 	return 1;
 }
@@ -74,17 +131,16 @@ const struct trace_status *trace_walk__status(const struct trace_walk *w)
 int trace_walk__loss_summary(const struct trace_walk *w, char *buf, size_t len)
 {
 	size_t used = 0;
-	__u32 c;
 	int n;
 
 	buf[0] = 0;
 	if (!w->lost_total)
 		return 0;
-	for (c = 0; c <= BS_LOSS_MAX; c++) {
-		if (!w->lost[c])
-			continue;
-		n = snprintf(buf + used, len - used, "%s%s: %llu", used ? ", " : "",
-			     loss_cause_name(c), (unsigned long long)w->lost[c]);
+	for (int i = 0; i < w->nlost_by; i++) {
+		const struct trace_walk_loss *b = &w->lost_by[i];
+
+		n = snprintf(buf + used, len - used, "%s%s %s: %llu", used ? ", " : "", b->family,
+			     loss_cause_name(b->slot), (unsigned long long)b->count);
 		if (n < 0 || (size_t)n >= len - used)
 			break;
 		used += n;
@@ -97,7 +153,14 @@ int trace_walk__finish(struct trace_walk *w)
 	const struct trace_status *st = trace_reader__status(w->r);
 	int status = EXIT_READ_OK;
 
-	if (st->truncated)
+	if (w->quiet)
+		; /* the caller says it */
+	else if (st->truncated && st->writer_pid)
+		fprintf(stderr,
+			"bpfsight %s: note: %s is a recording in progress (recorder pid %u): showing "
+			"the %u chunks written so far\n",
+			w->cmd, w->path, st->writer_pid, st->chunks);
+	else if (st->truncated)
 		fprintf(stderr,
 			"bpfsight %s: warning: %s was not closed cleanly (recorder killed, or its disk "
 			"full?): "
@@ -120,8 +183,17 @@ int trace_walk__finish(struct trace_walk *w)
 	return status;
 }
 
+void trace_walk__links(const struct trace_walk *w, struct shim_join_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (w->relink && w->ended)
+		shim_relink__stats(w->relink, s);
+}
+
 void trace_walk__close(struct trace_walk *w)
 {
+	shim_relink__free(w->relink);
+	w->relink = NULL;
 	trace_reader__free(w->r);
 	trace_model__free(w->m);
 	w->r = NULL;

@@ -37,6 +37,7 @@ struct trace_writer {
 	trace_writer_sink_fn sink;
 	void *sink_arg;
 	__u64 off;	/* bytes in the file */
+	size_t hdr_len; /* of its file header */
 	__u64 appended; /* records accepted by append() */
 	__u64 written;	/* records in chunks that reached the file */
 	__u32 seq;	/* of the next chunk */
@@ -397,6 +398,12 @@ static int create_file(const char *path, __u32 flags)
 	fd = open(path, oflags, 0600);
 	if (fd < 0)
 		return -errno;
+	/*
+	 * A write lock for as long as the file is open: a reader asks for it (F_GETLK) to tell a
+	 * recording in progress, and the recorder's pid, from a file a recorder left unclosed.
+	 * Best effort: a filesystem without locks only loses that distinction.
+	 */
+	fcntl(fd, F_SETLK, &(struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET });
 	return fd;
 }
 
@@ -446,6 +453,36 @@ struct trace_writer *trace_writer__open_mem(trace_writer_sink_fn sink, void *arg
 	return w;
 }
 
+int trace_writer__rewrite_header(struct trace_writer *w, const struct trace_meta *meta)
+{
+	size_t len, done = 0;
+	__u8 *hdr;
+	ssize_t n;
+	int err;
+
+	if (w->sink)
+		return 0; /* no file, no header */
+	err = trace_meta__encode_header(meta, &hdr, &len);
+	if (err)
+		return err;
+	if (len != w->hdr_len) {
+		free(hdr);
+		return -EINVAL;
+	}
+	while (done < len) {
+		n = pwrite(w->fd, hdr + done, len - done, (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	free(hdr);
+	return err;
+}
+
 struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta,
 					__u32 flags, int *errp)
 {
@@ -478,6 +515,7 @@ struct trace_writer *trace_writer__open(const char *path, const struct trace_met
 		unlink(path);
 		goto fail;
 	}
+	w->hdr_len = hdr_len;
 	free(hdr);
 	return w;
 

@@ -44,6 +44,12 @@ struct trace_writer *trace_writer__open_mem(trace_writer_sink_fn sink, void *arg
  */
 int trace_writer__append_chunk(struct trace_writer *w, const __u8 *chunk, size_t len,
 			       const struct trace_chunk_info *info);
+/*
+ * Write the file header again from META, whose text is the one it was opened with (only
+ * the start clocks may differ: record --start-at takes them when the recording starts).
+ * -EINVAL when the header would change length. Nothing for an in-memory writer.
+ */
+int trace_writer__rewrite_header(struct trace_writer *w, const struct trace_meta *meta);
 /* Seq of the chunk the next appended record goes into. */
 __u32 trace_writer__seq(const struct trace_writer *w);
 /* Append one record (rec->size bytes). Closes the chunk when it reaches its size target. */

@@ -27,6 +27,12 @@ struct exporter {
 	int (*finish)(void *st, const struct trace_model *m, const struct trace_status *status);
 	/* Free after a failure (OUT is left for the caller to remove). NULL is fine. */
 	void (*abort)(void *st);
+	/*
+	 * What a trace must hold for this export ("CPU samples: record with -t cpu"): its finish
+	 * returns -ENODATA when it held none, and export says this instead of an empty file.
+	 * NULL: an export of nothing is still a valid file (an empty timeline).
+	 */
+	const char *needs;
 };
 
 /* OUT created for an export: a new file, never through a symlink, mode 0600. fd or -errno. */

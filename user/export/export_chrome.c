@@ -556,8 +556,12 @@ static int chrome_args(struct chrome *c, const struct event *ev, __u64 flow)
 		nonempty = 1;
 	}
 	if (flow) {
+		__u64 ext = chrome_external_id(c, ev->pid, ev->tid, ev->ts);
+
 		fprintf(c->f, "%s\"correlation\":%llu", nonempty ? "," : "",
 			(unsigned long long)flow);
+		if (ext)
+			fprintf(c->f, ",\"External id\":%llu", (unsigned long long)ext);
 		nonempty = 1;
 	}
 	err = chrome_stack_args(c, ev, c->model, nonempty);
@@ -579,6 +583,16 @@ static int chrome_seen(struct chrome *c, __u32 pid, __u32 tid)
 	    !hmap__get(c->procs, (struct hkey){ pid, 0 }, 1))
 		return -ENOMEM;
 	return 0;
+}
+
+__u64 chrome_external_id(struct chrome *c, __u32 pid, __u32 tid, __u64 ts)
+{
+	__u64 id = 0;
+
+	for (int i = 0; i < c->nfam && !id; i++)
+		if (families[i]->chrome && families[i]->chrome->external_id)
+			id = families[i]->chrome->external_id(c->fst[i], pid, tid, ts);
+	return id;
 }
 
 void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts)

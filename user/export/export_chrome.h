@@ -37,6 +37,12 @@ struct chrome_family {
 	/* The id of the ac2g flow an event of any family starts (a launch), 0 = none. */
 	__u64 (*flow)(const struct bs_hdr *rec);
 	/*
+	 * Kineto's "External id" of what thread TID of PID was running at TS (a launching call's
+	 * entry), for that call's events and its GPU work: its innermost op's id among the
+	 * records read so far, 0 when none is known.
+	 */
+	__u64 (*external_id)(void *st, __u32 pid, __u32 tid, __u64 ts);
+	/*
 	 * After the last record: events written at the end (counters, what needs every record),
 	 * before the names. 0, or a negative errno that fails the export.
 	 */
@@ -125,6 +131,8 @@ void chrome_complete(struct chrome *c, const char *cat, const char *name, __u32 
 void chrome_plain_args(struct chrome *c, const struct event *ev);
 /* Note thread TID of PID as drawn on (its name events at the end). */
 int chrome_thread(struct chrome *c, __u32 pid, __u32 tid);
+/* The first family's external_id for a launch at TS on (PID, TID); 0 when none knows one. */
+__u64 chrome_external_id(struct chrome *c, __u32 pid, __u32 tid, __u64 ts);
 /* An ac2g flow event: 's' at a launch, 'f' (bound to the enclosing slice) at its GPU work. */
 void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts);
 

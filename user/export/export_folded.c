@@ -85,7 +85,7 @@ static int folded_finish(void *vst, const struct trace_model *m, const struct tr
 {
 	struct samples_export *st = vst;
 	struct folded_line *lines = NULL, *nl;
-	size_t it = 0, n = 0, cap = 0, i, j;
+	size_t it = 0, n = 0, cap = 0, i, j, written = 0;
 	__u32 stack_id;
 	int err = 0, kernel;
 	__u64 cnt;
@@ -110,10 +110,14 @@ static int folded_finish(void *vst, const struct trace_model *m, const struct tr
 
 		for (j = i; j < n && !strcmp(lines[j].text, lines[i].text); j++)
 			total += lines[j].n;
-		if (total / st->unit)
+		if (total / st->unit) {
 			fprintf(st->f, "%s %llu\n", lines[i].text,
 				(unsigned long long)(total / st->unit));
+			written++;
+		}
 	}
+	if (!err && !written)
+		err = -ENODATA; /* an empty file would read as a profile of nothing */
 	for (i = 0; lines && i < n; i++)
 		free(lines[i].text);
 	free(lines);
@@ -127,6 +131,7 @@ const struct exporter export_folded = {
 	.record = samples_export__record,
 	.finish = folded_finish,
 	.abort = samples_export__abort,
+	.needs = "CPU samples (record with -t cpu)",
 };
 
 static void *offcpu_open(const char *out, const struct trace_meta *meta, int *err)
@@ -156,4 +161,5 @@ const struct exporter export_folded_offcpu = {
 	.record = offcpu_record,
 	.finish = folded_finish,
 	.abort = samples_export__abort,
+	.needs = "off-CPU intervals with a stack (record with -t sched --stacks=sched)",
 };

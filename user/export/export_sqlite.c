@@ -48,7 +48,8 @@ static const char *const sq_sql[SQ_NSTMT] = {
 
 __s64 global_tid(__u32 pid, __u32 tid)
 {
-	return (__s64)pid << 24 | tid;
+	return (__s64)pid << 24 |
+	       (tid & 0xffffff); /* a merged file's tid: its namespace is in pid */
 }
 
 int sq_fail(struct sq *s, const char *what)

@@ -15,6 +15,7 @@
 #include "gpu.h"
 #include "nvtx.h"
 #include "cpu.h"
+#include "torch.h"
 
 /*
  * Families attach in this order. cpu comes before gil: the uprobe manager tells a listener
@@ -24,6 +25,6 @@
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
 	&family_osrt, &family_sched, &family_cpu, &family_gil, &family_cuda, &family_nccl,
-	&family_gpu, &family_nvtx, NULL,
+	&family_gpu, &family_nvtx, &family_torch, NULL,
 };
 // clang-format on

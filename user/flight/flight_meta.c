@@ -49,6 +49,7 @@ struct flight_meta *flight_meta__new(void)
 	/* The file's own: what trace_model reads to name things. */
 	fm->state[BS_REC_STRING] = fm->state[BS_REC_PROCESS] = fm->state[BS_REC_THREAD] = 1;
 	fm->state[BS_REC_COMM] = fm->state[BS_REC_SYMBOL] = fm->state[BS_REC_STACK] = 1;
+	fm->state[BS_REC_THREAD_NAME] = 1;
 	for (int i = 0; families[i]; i++)
 		for (const __u16 *t = families[i]->state_records; t && *t; t++)
 			if (*t < BS_REC_TYPE_MAX)
@@ -95,6 +96,8 @@ static struct hkey state_key(const struct bs_hdr *rec)
 		return (struct hkey){ 0, (__u64)rec->type << 56 | (__u32)w };
 	if (rec->type == BS_REC_THREAD || rec->type == BS_REC_COMM)
 		return (struct hkey){ (__u64)rec->pid << 32 | rec->tid, BS_REC_THREAD };
+	if (rec->type == BS_REC_THREAD_NAME)
+		return (struct hkey){ (__u64)rec->pid << 32 | rec->tid, BS_REC_THREAD_NAME };
 	return (struct hkey){ (__u64)rec->pid << 32, w ^ (__u64)rec->type << 56 };
 }
 
@@ -208,7 +211,7 @@ static int stale(const struct flight_meta *fm, const struct meta_entry *e, __u64
 	t = ended_at(fm, r->pid, 0);
 	if (t && t < oldest)
 		return 1;
-	if (r->type == BS_REC_THREAD || r->type == BS_REC_COMM) {
+	if (r->type == BS_REC_THREAD || r->type == BS_REC_COMM || r->type == BS_REC_THREAD_NAME) {
 		t = ended_at(fm, r->pid, r->tid);
 		return t && t < oldest;
 	}

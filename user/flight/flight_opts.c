@@ -6,6 +6,7 @@
 #include <string.h>
 #include "family.h"
 #include "flight_opts.h"
+#include "getopt_error.h"
 #include "parse.h"
 
 void flight_opts__init(struct flight_opts *fo)
@@ -45,6 +46,32 @@ static int parse_window(struct flight_opts *fo, const char *arg, const char *cmd
 	return 0;
 }
 
+/* --trigger names a family that has no events: which it may have meant, which there are. */
+static int bad_family(const char *cmd, const char *arg, const char *fam)
+{
+	const char *names[FAMILY_MAX + 1], *meant;
+	char list[512];
+	size_t used = 0;
+	int n = 0;
+
+	list[0] = 0;
+	for (int i = 0; families[i] && n < FAMILY_MAX; i++) {
+		if (!families[i]->decoders)
+			continue;
+		names[n++] = families[i]->name;
+		if (used < sizeof(list))
+			used += snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "",
+					 families[i]->name);
+	}
+	names[n] = NULL;
+	meant = getopt_error__closest_word(fam, names);
+	fprintf(stderr, "bpfsight %s: --trigger '%s': no family '%s'", cmd, arg, fam);
+	if (meant)
+		fprintf(stderr, " (did you mean %s?)", meant);
+	fprintf(stderr, "; families: %s\n", list);
+	return -EINVAL;
+}
+
 /* FAMILY:NAME>DUR */
 static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cmd)
 {
@@ -66,7 +93,7 @@ static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cm
 	for (i = 0; families[i] && strcmp(families[i]->name, fam); i++)
 		;
 	if (!families[i] || !families[i]->decoders)
-		return bad(cmd, "--trigger '%s': no such family (see bpfsight record --help)", arg);
+		return bad_family(cmd, arg, fam);
 	memcpy(t->name, colon + 1, gt - colon - 1);
 	t->name[gt - colon - 1] = 0;
 	if (parse_duration_ns(gt + 1, &t->min_dur_ns))

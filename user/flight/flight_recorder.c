@@ -184,13 +184,13 @@ struct trace_writer *flight__writer(struct flight_recorder *fr)
 	return fr->w;
 }
 
-void flight__trigger(struct flight_recorder *fr, const char *reason)
+void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 {
 	__u64 now = mono_now_ns();
 
 	if (fr->fo.max_dumps && fr->ndumps + fr->nfailed >= fr->fo.max_dumps) {
 		fr->capped++;
-		if (!fr->capped_said++)
+		if (!fr->capped_said++ || say)
 			fprintf(stderr,
 				"bpfsight %s: flight recorder: %s: --max-dumps %u reached, later "
 				"triggers are counted, not written\n",
@@ -200,11 +200,22 @@ void flight__trigger(struct flight_recorder *fr, const char *reason)
 	if (fr->pending) {
 		fr->coalesced++; /* the dump on its way will hold this one too */
 		fr->since_coalesced++;
+		if (say)
+			fprintf(stderr,
+				"bpfsight %s: flight recorder: %s joins the dump on its way (triggered "
+				"by %s)\n",
+				fr->cmd, reason, fr->reason);
 		return;
 	}
 	if (now < fr->cooldown_until) {
 		fr->cooled++;
 		fr->since_cooled++;
+		if (say)
+			fprintf(stderr,
+				"bpfsight %s: flight recorder: %s ignored: %.1fs of --trigger-cooldown "
+				"are left since the last dump (counted: %llu ignored so far)\n",
+				fr->cmd, reason, (fr->cooldown_until - now) / 1e9,
+				(unsigned long long)fr->cooled);
 		return;
 	}
 	fr->pending = 1;
@@ -227,7 +238,7 @@ int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec)
 	if (!t)
 		return 0;
 	snprintf(why, sizeof(why), "%s (pid %u tid %u)", t->text, rec->pid, rec->tid);
-	flight__trigger(fr, why);
+	flight__trigger(fr, why, 0);
 	return 0;
 }
 

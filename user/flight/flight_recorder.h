@@ -39,8 +39,12 @@ struct trace_writer *flight__writer(struct flight_recorder *fr);
  * for a cumulative snapshot, which it keeps itself (the caller does not append it), else 0.
  */
 int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec);
-/* Ask for a dump (REASON says why, e.g. "SIGUSR1"): may be coalesced, cooled down, capped. */
-void flight__trigger(struct flight_recorder *fr, const char *reason);
+/*
+ * Ask for a dump (REASON says why, e.g. "SIGUSR1"): may be coalesced, cooled down, capped.
+ * SAY: a person asked (a signal): a trigger that makes no dump of its own says so, each time;
+ * --trigger's, which may come by the thousand, are only counted (and said at the end).
+ */
+void flight__trigger(struct flight_recorder *fr, const char *reason, int say);
 /* 1 when a triggered dump is to be written now (its --trigger-after is over). */
 int flight__due(const struct flight_recorder *fr, __u64 now_ns);
 /* Write the pending dump. Returns 0 or a negative errno (the recording goes on anyway). */

@@ -26,12 +26,26 @@ struct http_server {
 	char url[128];
 };
 
-/* Split "HOST:PORT" / "[HOST]:PORT" into HOST and PORT; 0 or -EINVAL. */
+/*
+ * Split "HOST:PORT" / "[HOST]:PORT" into HOST and PORT; 0 or -EINVAL. A bare "PORT" is this
+ * machine's (127.0.0.1, as the default), ":PORT" every interface's (0.0.0.0, as Prometheus's
+ * exporters read --web.listen-address=:9100).
+ */
 static int split_addr(const char *s, char *host, size_t hlen, long *port)
 {
 	const char *colon, *h = s, *hend;
 	char *end;
 
+	if (*s && strspn(s, "0123456789") == strlen(s)) {
+		snprintf(host, hlen, "127.0.0.1");
+		colon = s - 1; /* the port is all of S */
+		goto port;
+	}
+	if (s[0] == ':' && s[1]) {
+		snprintf(host, hlen, "0.0.0.0");
+		colon = s;
+		goto port;
+	}
 	if (s[0] == '[') {
 		hend = strchr(s, ']');
 		if (!hend || hend[1] != ':')
@@ -48,6 +62,7 @@ static int split_addr(const char *s, char *host, size_t hlen, long *port)
 		return -EINVAL;
 	memcpy(host, h, hend - h);
 	host[hend - h] = 0;
+port:
 	errno = 0;
 	*port = strtol(colon + 1, &end, 10);
 	if (errno || *end || *port < 0 || *port > 65535)
@@ -113,8 +128,9 @@ struct http_server *http_server__listen(const char *addr_port, char *err, size_t
 	    parse_host(host, port, &want, &wlen)) {
 		snprintf(err, errlen,
 			 "bad --listen '%s': give ADDR:PORT with an IP address, e.g. "
-			 "127.0.0.1:9464, 0.0.0.0:9464, [::1]:9464 or localhost:9464 (port 0 to "
-			 "65535; 0 picks a free one)",
+			 "127.0.0.1:9464, 0.0.0.0:9464, [::1]:9464 or localhost:9464, PORT alone "
+			 "(127.0.0.1) or :PORT (every interface) (port 0 to 65535; 0 picks a free "
+			 "one)",
 			 addr_port);
 		return NULL;
 	}

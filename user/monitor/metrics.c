@@ -303,8 +303,12 @@ void metrics__record(void *arg, const struct bs_hdr *h)
 	case BS_REC_LOSS: {
 		const struct bs_loss *l = (const void *)h;
 
-		if (l->cause < BS_LOSS_MAX)
-			m->lost[l->cause] += l->count;
+		int block = loss__family_block(loss__family(l));
+
+		if (l->cause < BS_LOSS_MAX && block >= 0)
+			m->lost[BS_LOST_KEY(block, l->cause)] += l->count;
+		else if (l->cause < BS_LOSS_MAX)
+			m->lost_all[l->cause] += l->count;
 		break;
 	}
 	case BS_REC_PROCESS:

@@ -74,18 +74,27 @@ static size_t owners_of(struct metrics *m, struct metrics_owner *out, size_t max
 /* What the monitor itself counts: losses, records, processes. */
 static void render_own(FILE *f, struct metrics *m, size_t nowners)
 {
-	metrics__head(f, "bpfsight_events_lost_total", "counter",
-		      "Events lost, by cause; family=\"all\" for the causes any family's events "
-		      "can have, else the family whose cause it is.");
-	for (__u32 cause = 0; cause < BS_LOSS_MAX; cause++) {
-		const struct family *owner;
-		const char *name = loss_cause__find(cause, &owner);
+	const struct loss_cause *l;
 
-		if (name)
-			fprintf(f, "bpfsight_events_lost_total{family=\"%s\",cause=\"%s\"} %llu\n",
-				owner ? owner->name : "all", name,
-				(unsigned long long)m->lost[cause]);
+	metrics__head(f, "bpfsight_events_lost_total", "counter",
+		      "Events lost, by the family whose events they were and cause; family=\"all\" "
+		      "for what the whole recording lost (write_failed, flight_size).");
+	for (int i = 0; families[i]; i++) {
+		int block = loss__family_block(families[i]);
+
+		for (int own = 0; own <= 1 && block >= 0; own++)
+			for (l = own ? families[i]->losses : recording_losses; l && l->name; l++)
+				fprintf(f,
+					"bpfsight_events_lost_total{family=\"%s\",cause=\"%s\"} "
+					"%llu\n",
+					families[i]->name, l->name,
+					(unsigned long long)m->lost[BS_LOST_KEY(block, l->cause)]);
 	}
+	for (l = recording_losses; l->name; l++)
+		if (m->lost_all[l->cause] || l->cause == BS_LOSS_WRITE ||
+		    l->cause == BS_LOSS_FLIGHT)
+			fprintf(f, "bpfsight_events_lost_total{family=\"all\",cause=\"%s\"} %llu\n",
+				l->name, (unsigned long long)m->lost_all[l->cause]);
 	metrics__head(f, "bpfsight_records_total", "counter", "Records the monitor has read.");
 	fprintf(f, "bpfsight_records_total %llu\n", (unsigned long long)m->records);
 	metrics__head(f, "bpfsight_processes", "gauge",

@@ -363,6 +363,8 @@ int gil_debug_offsets__parse(const void *buf, size_t len, struct gil_debug_offse
 		o->gil_locked = w[i + 3];
 		o->gil_holder = w[i + 4];
 		o->threads_head = w[9]; /* size, id, next, threads_head: stable prefix */
+		/* ..., imports_modules, sysdict, builtins, ceval_gil in 3.13 and 3.14 */
+		o->imports_modules = w[i - 3];
 		break;
 	}
 	if (!o->gil_runtime_state)

@@ -54,7 +54,8 @@ struct gil_debug_offsets {
 	__u64 gil_locked;
 	__u64 gil_holder;
 	__u64 threads_head;
-	__u64 ts_next; /* thread-state offsets */
+	__u64 imports_modules; /* sys.modules (what the threading module's names are read from) */
+	__u64 ts_next;	       /* thread-state offsets */
 	__u64 ts_interp;
 	__u64 ts_thread_id;
 	__u64 ts_native_thread_id;

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Python frames: the per-version layout BPF walks, and naming frames (py_stack.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "gil_python.h"
+#include "py_mem.h"
 #include "py_stack.h"
 #include "stats_math.h"
 
@@ -29,8 +28,7 @@ struct py_layout {
 	__u32 fr_code, fr_prev, fr_instr, fr_owner, fr_entry;
 	__u32 owner_cstack;
 	__u32 co_name, co_filename, co_qualname, co_linetable, co_firstlineno, co_code;
-	__u32 ascii_size, compact_size; /* sizeof(PyASCIIObject), (PyCompactUnicodeObject) */
-	enum py_lines lines;		/* how fr_instr and co_linetable say the line */
+	enum py_lines lines; /* how fr_instr and co_linetable say the line */
 	/*
 	 * The thread state's word that says its thread holds the GIL, and the bits that say
 	 * it (checked with gdb's ptype /o on 3.12.1, 3.13.0 and Debian's 3.14.10 debug build):
@@ -43,29 +41,28 @@ struct py_layout {
 static const struct py_layout layouts[] = {
 	/* 3.8-3.10: tstate->frame, f_back, f_code, f_lasti (an int); no qualname. */
 	{  8, 24, BS_PY_NONE,  32, 24, 104, BS_PY_NONE, BS_PY_ALL, BS_PY_NONE,
-	  112, 104, 0, 120, 40, 48,   48, 72,   LINES_LNOTAB,   BS_PY_NONE, 0 },
+	  112, 104, 0, 120, 40, 48,   LINES_LNOTAB,   BS_PY_NONE, 0 },
 	{  9, 24, BS_PY_NONE,  32, 24, 104, BS_PY_NONE, BS_PY_ALL, BS_PY_NONE,
-	  112, 104, 0, 120, 40, 48,   48, 72,   LINES_LNOTAB,   BS_PY_NONE, 0 },
+	  112, 104, 0, 120, 40, 48,   LINES_LNOTAB,   BS_PY_NONE, 0 },
 	{ 10, 24, BS_PY_NONE,  32, 24, 96,  BS_PY_NONE, BS_PY_ALL, BS_PY_NONE,
-	  112, 104, 0, 120, 40, 48,   48, 72,   LINES_LINETABLE, BS_PY_NONE, 0 },
+	  112, 104, 0, 120, 40, 48,   LINES_LINETABLE, BS_PY_NONE, 0 },
 	{ 11, 56, 8,           32, 48, 56, 69, 68,          BS_PY_NONE,
-	  120, 112, 128, 136, 72, 184,   48, 72,   LINES_LOCATIONS, BS_PY_NONE, 0 },
+	  120, 112, 128, 136, 72, 184,   LINES_LOCATIONS, BS_PY_NONE, 0 },
 	/* 3.12: _status.active (bit 4 at 24): the thread state is its thread's current one. */
 	{ 12, 56, 0,           0, 8, 56, 70, BS_PY_NONE,    3,
-	  120, 112, 128, 136, 68, 192,   40, 56,   LINES_LOCATIONS, 24, 0x10 },
+	  120, 112, 128, 136, 68, 192,   LINES_LOCATIONS, 24, 0x10 },
 	/* 3.13: _status.holds_gil (bit 5 at 32). */
 	{ 13, 72, BS_PY_NONE,  0, 8, 56, 70, BS_PY_NONE,    3,
-	  120, 112, 128, 136, 68, 200,   40, 56,   LINES_LOCATIONS, 32, 0x20 },
+	  120, 112, 128, 136, 68, 200,   LINES_LOCATIONS, 32, 0x20 },
 	/* 3.14: f_executable is a _PyStackRef (tag bits masked in BPF), owner moved; holds_gil
 	 * is an int of its own (at 36). */
 	{ 14, 72, BS_PY_NONE,  0, 8, 56, 74, BS_PY_NONE,    3,
-	  120, 112, 128, 136, 68, 208,   40, 56,   LINES_LOCATIONS, 36, ~0u },
+	  120, 112, 128, 136, 68, 208,   LINES_LOCATIONS, 36, ~0u },
 };
 // clang-format on
 
 #define BYTES_DATA 32	      /* PyBytesObject: ob_sval */
 #define VAR_SIZE   16	      /* PyVarObject: ob_size */
-#define STR_MAX	   1024	      /* characters of a name or a file kept */
 #define TABLE_MAX  (1u << 20) /* bytes of a location table read */
 
 static const struct py_layout *layout_of(__u32 minor)
@@ -79,9 +76,7 @@ static const struct py_layout *layout_of(__u32 minor)
 struct py_stack {
 	struct hmap *layouts; /* pid -> struct py_layout py_stack__cfg gave BPF */
 	struct hmap *codes;   /* (code address, pid) -> struct code_ent */
-	struct hmap *types;   /* (type address, pid) -> __u32 KIND_* + 1 it was checked to be */
-	pid_t mem_pid;	      /* whose /proc/PID/mem mem_fd is */
-	int mem_fd;
+	struct py_mem *mem;
 };
 
 /*
@@ -140,9 +135,10 @@ int py_stack__cfg(struct py_stack *ps, pid_t pid, const struct gil_py *py, struc
 		.co_name = l->co_name,
 		.co_filename = l->co_filename,
 		.co_firstlineno = l->co_firstlineno,
-		/* native_thread_id (pthread_tid_off 0) identifies a thread state directly. */
-		.interp = py->cfg.pthread_tid_off ? 0 : py->interp,
-		.threads_head = py->cfg.pthread_tid_off ? 0 : py->threads_head_off,
+		/* A thread state names its thread by native_thread_id (3.11+) or by thread_id,
+		 * its pthread_t, which the stack walk matches with the task's fs base (3.8-3.10). */
+		.interp = py->interp,
+		.threads_head = py->threads_head_off,
 		.ts_gil = l->ts_gil,
 		.ts_gil_mask = l->ts_gil_mask,
 	};
@@ -164,14 +160,13 @@ struct py_stack *py_stack__new(void)
 
 	if (!ps)
 		return NULL;
-	ps->mem_fd = -1;
 	ps->layouts = hmap__new(sizeof(struct py_layout));
 	ps->codes = hmap__new(sizeof(struct code_ent));
-	ps->types = hmap__new(sizeof(__u32));
-	if (!ps->layouts || !ps->codes || !ps->types) {
+	ps->mem = py_mem__new();
+	if (!ps->layouts || !ps->codes || !ps->mem) {
 		hmap__free(ps->layouts);
 		hmap__free(ps->codes);
-		hmap__free(ps->types);
+		py_mem__free(ps->mem);
 		free(ps);
 		return NULL;
 	}
@@ -197,9 +192,7 @@ void py_stack__free(struct py_stack *ps)
 		code_clear(e);
 	hmap__free(ps->layouts);
 	hmap__free(ps->codes);
-	hmap__free(ps->types);
-	if (ps->mem_fd >= 0)
-		close(ps->mem_fd);
+	py_mem__free(ps->mem);
 	free(ps);
 }
 
@@ -208,139 +201,21 @@ void py_stack__forget(struct py_stack *ps, pid_t pid)
 	size_t it = 0;
 	struct code_ent *e;
 
-	struct hkey key;
-	__u32 *t;
-
 	while ((e = hmap__next(ps->codes, &it, NULL)))
 		if (e->pid == (__u32)pid)
 			code_clear(e); /* an empty entry: a miss from now on */
-	for (it = 0; (t = hmap__next(ps->types, &it, &key));)
-		if (key.b == (__u64)pid)
-			*t = 0;
 	hmap__del(ps->layouts, (struct hkey){ (__u64)pid, 0 });
-	if (ps->mem_pid == pid && ps->mem_fd >= 0) {
-		close(ps->mem_fd);
-		ps->mem_fd = -1;
-	}
+	py_mem__forget(ps->mem, pid);
 }
 
 static int mem_read(struct py_stack *ps, pid_t pid, __u64 addr, void *buf, size_t len)
 {
-	char path[64];
-	ssize_t n;
-
-	if (ps->mem_pid != pid || ps->mem_fd < 0) {
-		if (ps->mem_fd >= 0)
-			close(ps->mem_fd);
-		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-		ps->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-		ps->mem_pid = pid;
-		if (ps->mem_fd < 0)
-			return -errno;
-	}
-	n = pread(ps->mem_fd, buf, len, (off_t)addr);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EIO;
+	return py_mem__read(ps->mem, pid, addr, buf, len);
 }
 
 static int mem_u64(struct py_stack *ps, pid_t pid, __u64 addr, __u64 *v)
 {
-	return mem_read(ps, pid, addr, v, sizeof(*v));
-}
-
-enum { KIND_CODE, KIND_STR, KIND_BYTES };
-
-static const char *const kind_names[] = { "code", "str", "bytes" };
-
-/*
- * Is there a live object of KIND at ADDR? Its reference count (the low 32 bits: 3.14 keeps
- * ob_flags in the top 16) is not 0 and bits 32-47 are clear (3.14's ob_overflow, before
- * that the count's high half: never set by a real count): pymalloc stores a pointer, or
- * NULL, in a freed block's first word. Its type is the one named KIND (tp_name, checked
- * once per type object).
- */
-static int live_object(struct py_stack *ps, pid_t pid, __u64 addr, int kind)
-{
-	__u64 head[2], tp_name;
-	char name[8] = "";
-	__u32 *t;
-
-	if (!addr || mem_read(ps, pid, addr, head, sizeof(head)) || !(__u32)head[0] ||
-	    head[0] & 0x0000ffff00000000ull || !head[1])
-		return 0;
-	t = hmap__get(ps->types, (struct hkey){ head[1], (__u64)pid }, 1);
-	if (!t)
-		return 0;
-	if (!*t) {
-		/* PyTypeObject: PyVarObject (24 bytes), then tp_name. */
-		if (mem_u64(ps, pid, head[1] + 24, &tp_name) ||
-		    mem_read(ps, pid, tp_name, name, sizeof(name) - 1))
-			return 0;
-		for (int k = 0; k < 3; k++)
-			if (!strcmp(name, kind_names[k]))
-				*t = k + 1;
-		if (!*t)
-			*t = 4; /* another type */
-	}
-	return *t == (__u32)kind + 1;
-}
-
-/* Append code point CP as UTF-8. */
-static size_t put_utf8(char *out, __u32 cp)
-{
-	if (cp < 0x80) {
-		out[0] = cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = 0xc0 | cp >> 6;
-		out[1] = 0x80 | (cp & 0x3f);
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = 0xe0 | cp >> 12;
-		out[1] = 0x80 | (cp >> 6 & 0x3f);
-		out[2] = 0x80 | (cp & 0x3f);
-		return 3;
-	}
-	out[0] = 0xf0 | (cp >> 18 & 7);
-	out[1] = 0x80 | (cp >> 12 & 0x3f);
-	out[2] = 0x80 | (cp >> 6 & 0x3f);
-	out[3] = 0x80 | (cp & 0x3f);
-	return 4;
-}
-
-/* The text of the str object at ADDR (compact strings: every name and file), malloc'ed. */
-static char *read_str(struct py_stack *ps, pid_t pid, const struct py_layout *l, __u64 addr)
-{
-	__u8 raw[STR_MAX * 4];
-	__u64 len;
-	__u32 state, kind, nbytes;
-	char *out, *p;
-
-	if (!live_object(ps, pid, addr, KIND_STR) || mem_u64(ps, pid, addr + 16, &len) ||
-	    mem_read(ps, pid, addr + 32, &state, sizeof(state)))
-		return NULL;
-	kind = state >> 2 & 7;
-	if (!(state >> 5 & 1) || (kind != 1 && kind != 2 && kind != 4))
-		return NULL; /* not compact (a legacy string): not a name CPython makes */
-	if (len > STR_MAX)
-		len = STR_MAX;
-	nbytes = len * kind;
-	if (mem_read(ps, pid, addr + ((state >> 6 & 1) ? l->ascii_size : l->compact_size), raw,
-		     nbytes))
-		return NULL;
-	out = p = malloc(len * 4 + 1);
-	if (!out)
-		return NULL;
-	for (__u32 i = 0; i < len; i++) {
-		__u32 cp = kind == 1 ? raw[i] : kind == 2 ? ((__u16 *)raw)[i] : ((__u32 *)raw)[i];
-
-		p += put_utf8(p, cp > 0x10ffff ? 0xfffd : cp);
-	}
-	*p = 0;
-	return out;
+	return py_mem__read(ps->mem, pid, addr, v, sizeof(*v));
 }
 
 static __u32 varint(const __u8 *t, size_t len, size_t *pos)
@@ -463,7 +338,7 @@ static int code_same(struct py_stack *ps, pid_t pid, const struct py_layout *l,
 	__u64 hash = 0;
 	__s32 first = 0;
 
-	if (!live_object(ps, pid, f->code, KIND_CODE))
+	if (!py_mem__is(ps->mem, pid, f->code, PY_KIND_CODE))
 		return -ESTALE;
 	if (mem_u64(ps, pid, f->code + l->co_name, name) ||
 	    mem_u64(ps, pid, f->code + l->co_filename, path) ||
@@ -492,10 +367,11 @@ static int code_read(struct py_stack *ps, pid_t pid, const struct py_layout *l,
 	if (mem_read(ps, pid, f->code + l->co_firstlineno, &first, sizeof(first)) ||
 	    (l->co_qualname && mem_u64(ps, pid, f->code + l->co_qualname, &qual)) ||
 	    mem_u64(ps, pid, f->code + l->co_linetable, &table) ||
-	    !live_object(ps, pid, table, KIND_BYTES) || mem_u64(ps, pid, table + VAR_SIZE, &tlen))
+	    !py_mem__is(ps->mem, pid, table, PY_KIND_BYTES) ||
+	    mem_u64(ps, pid, table + VAR_SIZE, &tlen))
 		return -EIO;
-	e->func = read_str(ps, pid, l, qual ? qual : name);
-	e->path = read_str(ps, pid, l, path);
+	e->func = py_mem__str(ps->mem, pid, l->minor, qual ? qual : name);
+	e->path = py_mem__str(ps->mem, pid, l->minor, path);
 	if (tlen && tlen <= TABLE_MAX && (e->table = malloc(tlen))) {
 		if (mem_read(ps, pid, table + BYTES_DATA, e->table, tlen)) {
 			free(e->table);

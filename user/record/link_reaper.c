@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* bpf_links destroyed with the kernel's wait in a detached process (link_reaper.h). */
 #include <dirent.h>
+#include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,7 @@
  * waits for their end would wait for the teardown too. Once the recorder has closed its
  * copies (GATE's other end closed), exits, which drops the last references to the links.
  */
-static void reaper_child(int gate)
+static void reaper_child(int gate, int done, struct bpf_link **links, unsigned int n)
 {
 	char c;
 
@@ -34,13 +36,13 @@ static void reaper_child(int gate)
 	dir = opendir("/proc/self/fd");
 	while (dir && (d = readdir(dir))) {
 		int fd = atoi(d->d_name);
-		ssize_t n;
+		ssize_t len;
 
-		if (d->d_name[0] == '.' || fd == dirfd(dir) || fd == gate)
+		if (d->d_name[0] == '.' || fd == dirfd(dir) || fd == gate || fd == done)
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, target, sizeof(target) - 1);
-		target[n > 0 ? n : 0] = 0;
+		len = readlink(path, target, sizeof(target) - 1);
+		target[len > 0 ? len : 0] = 0;
 		if (strcmp(target, "anon_inode:[perf_event]") &&
 		    strcmp(target, "anon_inode:bpf_link"))
 			close(fd);
@@ -49,6 +51,15 @@ static void reaper_child(int gate)
 		closedir(dir);
 	while (read(gate, &c, 1) < 0)
 		; /* EINTR */
+	/* In the caller's order (entry probes before return probes), not the fds' at exit. */
+	for (unsigned int i = 0; i < n; i++)
+		close(bpf_link__fd(links[i]));
+	if (done >= 0) {
+		/* The links first (each close waits for its teardown), DONE's end last. */
+		if (done > 0)
+			close_range(0, done - 1, 0);
+		close_range(done + 1, ~0u, 0);
+	}
 	_exit(0);
 }
 
@@ -95,28 +106,84 @@ int link_reaper__wait_others(unsigned int limit_ms)
 	return n;
 }
 
+/*
+ * The write end of a new detached process's gate (it holds this process's links), or -1;
+ * *DONE (when asked for) the read end of a pipe that ends once the process has dropped them.
+ */
+static int reaper_start(int *done, struct bpf_link **links, unsigned int n)
+{
+	int gate[2], fin[2] = { -1, -1 }, st;
+	pid_t pid;
+
+	if (getenv("BPFSIGHT_DETACH_INLINE") || pipe2(gate, O_CLOEXEC))
+		return -1;
+	if (done && pipe2(fin, O_CLOEXEC)) {
+		close(gate[0]);
+		close(gate[1]);
+		return -1;
+	}
+	fflush(NULL);
+	/* Two forks: the grandchild is nobody's child to reap (init's), so a long-lived
+	 * bpfsight (monitor) gathers no zombies. */
+	pid = fork();
+	if (pid == 0) {
+		close(gate[1]);
+		if (fin[0] >= 0)
+			close(fin[0]);
+		if (fork() == 0)
+			reaper_child(gate[0], fin[1], links, n);
+		_exit(0);
+	}
+	close(gate[0]);
+	if (fin[1] >= 0)
+		close(fin[1]);
+	if (pid < 0) {
+		close(gate[1]);
+		if (fin[0] >= 0)
+			close(fin[0]);
+		return -1;
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		;
+	if (done)
+		*done = fin[0];
+	return gate[1];
+}
+
+/* A holder's gate (link_reaper__hold_all): while it is open, links close at once. */
+static int held = -1, held_done = -1;
+
 void link_reaper__destroy(struct bpf_link **links, unsigned int n)
 {
-	int gate[2] = { -1, -1 }, st;
-	pid_t pid = -1;
+	int gate = -1;
 
-	if (n >= REAPER_MIN && !getenv("BPFSIGHT_DETACH_INLINE") && !pipe2(gate, O_CLOEXEC)) {
-		fflush(NULL);
-		/* Two forks: the grandchild is nobody's child to reap (init's), so a long-lived
-		 * bpfsight (monitor) gathers no zombies. */
-		pid = fork();
-		if (pid == 0) {
-			close(gate[1]);
-			if (fork() == 0)
-				reaper_child(gate[0]);
-			_exit(0);
-		}
-		close(gate[0]);
-		while (pid > 0 && waitpid(pid, &st, 0) < 0)
-			;
-	}
+	if (n >= REAPER_MIN && held < 0)
+		gate = reaper_start(NULL, links, n);
 	for (unsigned int i = 0; i < n; i++)
 		bpf_link__destroy(links[i]);
-	if (gate[1] >= 0)
-		close(gate[1]); /* the detached process may go: ours are closed */
+	if (gate >= 0)
+		close(gate); /* the detached process may go: ours are closed */
+}
+
+int link_reaper__hold_all(void)
+{
+	if (held < 0)
+		held = reaper_start(&held_done, NULL, 0);
+	return held;
+}
+
+void link_reaper__let_go(unsigned int wait_ms)
+{
+	struct pollfd p = { .fd = held_done, .events = POLLIN };
+
+	if (held >= 0)
+		close(held);
+	held = -1;
+	if (held_done < 0)
+		return;
+	/* Usually the probes are gone in a moment; under a storm, this long at most. */
+	while (poll(&p, 1, (int)wait_ms) < 0 && errno == EINTR)
+		;
+	close(held_done);
+	held_done = -1;
 }

@@ -18,8 +18,22 @@
 
 struct bpf_link;
 
-/* bpf_link__destroy every one of the N LINKS; from REAPER_MIN on, the wait in the background. */
+/* bpf_link__destroy every one of the N LINKS, in order; from REAPER_MIN on, the wait in the
+ * background. */
 void link_reaper__destroy(struct bpf_link **links, unsigned int n);
+/*
+ * A recording's stop: every link and perf event this process holds now is handed to a
+ * detached process, so that closing them here is instant whatever the kernel's unregistering
+ * takes (with uprobe_multi too: its teardown waits for grace periods and for the probed
+ * processes' mmap locks, seconds when dozens of traced threads share the cores). Their
+ * programs must write nothing by then (the `control` map's stop bit, common.bpf.h). Until
+ * link_reaper__let_go (or this process's exit) closes its gate, link_reaper__destroy forks
+ * no other. Returns the gate, or -1 where there is none (BPFSIGHT_DETACH_INLINE, fork failed):
+ * then the links are closed here, with the wait.
+ */
+int link_reaper__hold_all(void);
+/* Our links are closed: the holder drops them; waits up to WAIT_MS for it to be done. */
+void link_reaper__let_go(unsigned int wait_ms);
 /*
  * Wait (at most LIMIT_MS) until no bpfsight-detach process is left, saying so once on
  * stderr. Attaching perf-event uprobes takes the mutex their teardown holds: a recording

@@ -143,7 +143,7 @@ int record_args__pids(const char *cmd, const char *arg, struct record_opts *o)
 
 void record_args__default_families(struct record_opts *o)
 {
-	if (!o->families_explicit)
+	if (!o->families_explicit && !o->families)
 		for (int i = 0; families[i]; i++)
 			if (!(families[i]->flags & FAMILY_OPT_IN))
 				o->families |= 1ull << i;

@@ -16,7 +16,10 @@ int record_args__fail(const char *cmd, const char *fmt, ...) __attribute__((form
 int record_args__families(const char *cmd, const char *list, __u64 *mask);
 /* -p LIST: pids (or thread ids, taken as their process) appended to O; 1 on error. */
 int record_args__pids(const char *cmd, const char *arg, struct record_opts *o);
-/* Without -t every family but the opt-in ones; the always-on ones in any case. */
+/*
+ * Without -t (and no default of the command's) every family but the opt-in ones; the always-on
+ * ones in any case.
+ */
 void record_args__default_families(struct record_opts *o);
 /*
  * The families O records whose kernel features are missing: refused when -t named them,

@@ -8,11 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "family.h"
 #include "flight_recorder.h"
+#include "gpu.h"
+#include "nvtx.h"
+#include "shim_records.h"
 #include "kernel_features.h"
 #include "record_ctx.h"
+#include "ring_pump.h"
 #include "string_pool.h"
 #include "trace_writer.h"
 
@@ -70,28 +75,51 @@ __u32 record_ctx__intern(struct record_ctx *ctx, const char *s)
 	return id;
 }
 
-void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n)
+void record_ctx__lost(struct record_ctx *ctx, const char *family, __u32 cause, __u64 n)
 {
+	const struct family *f = family ? family__find(family) : loss_cause__owner(cause);
+	int block = loss__family_block(f);
+
 	if (cause < BS_LOSS_MAX)
-		ctx->lost_user[cause] += n;
+		ctx->lost_user[BS_LOST_KEY(block < 0 ? 0 : block, cause)] += n;
+}
+
+/*
+ * libbpf's ring reads run until the ring is empty, which it never is while producers outrun
+ * the reader: the callback ends a read after MAX records by returning an error, after
+ * libbpf has moved past the record (libbpf's ringbuf_process_ring), so none is read twice.
+ */
+int record_ctx__read(struct record_ctx *ctx, int timeout_ms, long max)
+{
+	long n;
+
+	if (!ctx->pump || max <= 0)
+		return 0;
+	ctx->rb_left = max;
+	n = ring_pump__read(ctx->pump, timeout_ms, max);
+	ctx->rb_left = 0;
+	return n;
 }
 
 int record_ctx__poll(struct record_ctx *ctx, int timeout_ms)
 {
-	int n;
-
-	if (!ctx->rb)
-		return 0;
-	n = ring_buffer__poll(ctx->rb, timeout_ms);
-	if (n >= 0 || n == -EINTR)
-		n = ring_buffer__consume(ctx->rb);
-	return n;
+	return record_ctx__read(ctx, timeout_ms, RECORD_CTX_BATCH);
 }
 
-void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err)
+void record_ctx__stop_producers(struct record_ctx *ctx, __u64 by)
+{
+	__u32 zero = 0, stopped = BS_CTL_STOPPED;
+
+	ctx->stop_by = by;
+	if (ctx->control_fd >= 0)
+		bpf_map_update_elem(ctx->control_fd, &zero, &stopped, BPF_ANY);
+}
+
+void record_ctx__attach_failed(struct record_ctx *ctx, const char *family, const char *what,
+			       int err)
 {
 	fprintf(stderr, "bpfsight record: warning: cannot attach %s: %s\n", what, strerror(-err));
-	ctx->attach_failures++;
+	record_ctx__lost(ctx, family, BS_LOSS_ATTACH, 1);
 }
 
 /*
@@ -143,6 +171,8 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
 			fd = ctx->targets_fd;
 		else if (!strcmp(name, "lost"))
 			fd = ctx->lost_fd;
+		else if (!strcmp(name, "control"))
+			fd = ctx->control_fd;
 		else if (!strcmp(name, "py_procs"))
 			fd = ctx->py_procs_fd;
 		else if (!strcmp(name, "py_codes"))
@@ -214,4 +244,27 @@ void *record_opts__family(const struct record_opts *o, const struct family *f)
 int record_opts__captures(const struct record_opts *o, const struct family *f)
 {
 	return o->capture == f;
+}
+
+__u64 record_ctx__record_room(const struct record_ctx *ctx)
+{
+	__u64 ring = ctx->opts->ringbuf_bytes, keep;
+	int shim = 0;
+
+	for (int i = 0; families[i]; i++)
+		if ((families[i] == &family_gpu || families[i] == &family_nvtx) &&
+		    (ctx->opts->families & (1ull << i)))
+			shim = 1;
+	/*
+	 * A sixteenth of the ring (process life records, and the cupti-shim's batches: then at
+	 * least four whole batches), but never half of it.
+	 */
+	keep = ring / 16;
+	if (shim && keep < 4 * (sizeof(struct bs_shim_batch) + sizeof(struct bs_shim_batch_hdr) +
+				BS_SHIM_BATCH_MAX))
+		keep = 4 * (sizeof(struct bs_shim_batch) + sizeof(struct bs_shim_batch_hdr) +
+			    BS_SHIM_BATCH_MAX);
+	if (keep > ring / 2)
+		keep = ring / 2;
+	return ring - keep;
 }

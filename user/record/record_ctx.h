@@ -12,6 +12,7 @@
 #include "records.h"
 #include "mono_clock.h"
 #include "flight_opts.h"
+#include "start_at.h"
 
 struct bpf_map;
 struct bpf_object;
@@ -47,6 +48,7 @@ struct record_opts {
 	/* --stacks: per families[] index, the events of at least this many ns get a stack */
 	__u64 stack_ns[RECORD_MAX_FAMILIES];
 	struct flight_opts flight; /* --flight-recorder: window_ns 0 = off */
+	struct start_at start_at;  /* --start-at: set 0 = at once */
 	/* per families[] index, its options (struct family.opts_size), NULL without */
 	void *family_opts[RECORD_MAX_FAMILIES];
 	/*
@@ -85,23 +87,34 @@ struct record_ctx {
 	pid_t self_pid;
 	/* Shared maps, created by the recorder (recorder.c) and reused by every family. */
 	int events_fd, targets_fd, lost_fd;
-	int py_procs_fd; /* Python processes whose frames BPF reads (bpf/stack_scratch.bpf.h) */
-	int py_codes_fd; /* code objects' identities (bpf/stack_scratch.bpf.h), shared likewise */
-	int use_btf;	 /* tp_btf programs, else raw_tp */
-	__u64 attach_failures;
+	int control_fd;	  /* BS_CTL_* bits every program reads (common.bpf.h) */
+	int py_procs_fd;  /* Python processes whose frames BPF reads (bpf/stack_scratch.bpf.h) */
+	int py_codes_fd;  /* code objects' identities (bpf/stack_scratch.bpf.h), shared likewise */
+	int use_btf;	  /* tp_btf programs, else raw_tp */
 	int write_err;	  /* first error from the writer: recording stops on it */
 	pid_t launch_pid; /* the launched CMD (already a target when families attach), or 0 */
 	/* Family states, for the observe hooks (index = families[] index). */
 	void *states[RECORD_MAX_FAMILIES];
 	int attached[RECORD_MAX_FAMILIES];
 	struct capture_gate *gate;  /* NULL unless --capture-range */
+	int capture_done;	    /* the capturing family has all it wanted: the recording ends */
 	struct uprobe_mgr *uprobes; /* created by the first uprobe family that attaches */
 	struct stack_svc *stacks;   /* made before the families attach when stacks are wanted */
 	struct shim_link *shim;	    /* the cupti-shim channel (gpu, nvtx), shared */
-	struct ring_buffer *rb;	    /* for record_ctx__poll */
+	struct ring_pump *pump; /* the ring's records (ring_pump.h), once the recording is live */
+	/*
+	 * Reading the ring: a read takes at most a batch, so the recorder looks at its clock
+	 * and signals between batches whatever the event rate. Once stopping, past stop_by
+	 * the records are counted (stop_unread), not written.
+	 */
+	long rb_left;  /* records the read under way may still take */
+	__u64 rb_seen; /* records read, for checking the clock every so many */
+	__u64 stop_by; /* CLOCK_MONOTONIC ns; 0 while recording */
+	int rb_count_only;
 	/* --flight-recorder: sees every record; writer is then its in-memory window. */
 	struct flight_recorder *flight;
-	__u64 lost_user[BS_LOSS_MAX]; /* losses user space found, added to BPF's counts */
+	/* Losses user space found (BS_LOST_KEY), added to BPF's counts. */
+	__u64 lost_user[BS_LOST_KEYS];
 };
 
 /*
@@ -121,20 +134,44 @@ int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj
 int record_ctx__write(struct record_ctx *ctx, const void *rec);
 /* Intern S (writing its STRING record the first time); 0 for NULL/empty. */
 __u32 record_ctx__intern(struct record_ctx *ctx, const char *s);
-/* Count N events lost for CAUSE that user space noticed: they join the LOSS records. */
-void record_ctx__lost(struct record_ctx *ctx, __u32 cause, __u64 n);
 /*
- * Drain the ring buffer (every record through the observe hooks into the file), waiting up
- * to TIMEOUT_MS for the first record. For stop hooks; returns records seen or -errno.
+ * Count N events of FAMILY (a name; NULL: CAUSE's own family) lost for CAUSE that user
+ * space noticed: they join the LOSS records.
  */
+void record_ctx__lost(struct record_ctx *ctx, const char *family, __u32 cause, __u64 n);
+/*
+ * Read up to MAX records of the ring buffer (each through the consume/observe hooks into the
+ * file), waiting up to TIMEOUT_MS for the first. Returns records read or -errno.
+ */
+int record_ctx__read(struct record_ctx *ctx, int timeout_ms, long max);
+/*
+ * Drain a batch of the ring buffer (record_ctx__read of RECORD_CTX_BATCH records), waiting up
+ * to TIMEOUT_MS for the first record. For stop hooks; returns records seen or -errno. A
+ * caller that loops while it returns > 0 ends: once the recording stops, nothing new comes.
+ */
+#define RECORD_CTX_BATCH 4096
 int record_ctx__poll(struct record_ctx *ctx, int timeout_ms);
+/*
+ * The recording stops: BPF programs write no new records from now on (bs_reserve), and the
+ * ring's records are read until BY, then counted as stop_unread.
+ */
+void record_ctx__stop_producers(struct record_ctx *ctx, __u64 by);
+
 /* The cap BPFSIGHT_MAP_ENTRIES gives the maps named NAME, or 0 (record_ctx.c). */
 __u32 record_ctx__map_entries(const char *name);
 
-/* Count probes that failed to attach: they become a BS_LOSS_ATTACH record. */
-void record_ctx__attach_failed(struct record_ctx *ctx, const char *what, int err);
+/* Count a probe of FAMILY (a name) that failed to attach: a BS_LOSS_ATTACH of FAMILY. */
+void record_ctx__attach_failed(struct record_ctx *ctx, const char *family, const char *what,
+			       int err);
 /* Fill a header for a record user space writes; ts = CLOCK_MONOTONIC now if 0. */
 void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts);
+
+/*
+ * The bytes of the ring an event's record may fill it to (common.bpf.h's record_room): the
+ * last sixteenth is the process life records' (bs_reserve_life) and, with gpu or nvtx, the
+ * cupti-shim's (then at least four batches, at most half).
+ */
+__u64 record_ctx__record_room(const struct record_ctx *ctx);
 
 /* Set the rodata every family object shares (common.bpf.h). */
 #define RECORD_CTX_SET_COMMON_RODATA(skel, ctx)                                                    \
@@ -142,6 +179,7 @@ void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 
 		(skel)->rodata->trace_all = (ctx)->opts->system_wide;                              \
 		(skel)->rodata->self_pid = (ctx)->self_pid;                                        \
 		(skel)->rodata->wakeup_bytes = (ctx)->opts->ringbuf_bytes / 4;                     \
+		(skel)->rodata->record_room = record_ctx__record_room(ctx);                        \
 	} while (0)
 
 #endif /* BPFSIGHT_RECORD_CTX_H */

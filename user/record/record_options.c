@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The one option table of record and monitor, and its parser (record_options.h). */
+/* The one option table of record, monitor and top, and its parser (record_options.h). */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -10,14 +10,19 @@
 #include "parse.h"
 #include "record_args.h"
 #include "record_options.h"
+#include "getopt_error.h"
+#include "human.h"
 
-#define R  RECORD_CMD_RECORD
-#define M  RECORD_CMD_MONITOR
-#define RM (R | M)
+#define R   RECORD_CMD_RECORD
+#define M   RECORD_CMD_MONITOR
+#define T   RECORD_CMD_TOP
+#define RM  (R | M)
+#define RMT (R | M | T)
 
-#define DEFAULT_LISTEN "127.0.0.1:9464"
-#define DEFAULT_TOP    30
-#define DEFAULT_GRACE  (120 * 1000000000ull)
+#define DEFAULT_LISTEN	"127.0.0.1:9464"
+#define DEFAULT_TOP	30
+#define DEFAULT_GRACE	(120 * 1000000000ull)
+#define DEFAULT_REFRESH 1000000000ull
 
 /*
  * One option. HELP is --help's text, wrapped when printed; HELP_MONITOR is monitor's where
@@ -30,6 +35,7 @@ struct rec_option {
 	__u32 cmds;
 	const char *help, *help_monitor;
 	int (*parse)(struct record_args *a, const char *arg);
+	const char *help_top; /* top's, where it differs from monitor's */
 };
 
 #define FAIL(...) record_args__fail(a->cmd, __VA_ARGS__)
@@ -69,8 +75,23 @@ static int opt_duration(struct record_args *a, const char *arg)
 
 	if (ret == -ERANGE)
 		return FAIL("duration '%s' is out of range: at most 584 years (2^64 ns)", arg);
+	if (ret == -EDOM)
+		return FAIL("-d %s: a recording of no time records nothing; leave -d out to record "
+			    "until %s",
+			    arg,
+			    a->cmd_bit == M ? "SIGTERM or Ctrl-C"
+					    : "CMD or the -p processes exit, or Ctrl-C");
 	if (ret)
 		return FAIL("bad duration '%s': use e.g. 10, 10s, 500ms or 2m", arg);
+	return 0;
+}
+
+static int opt_start_at(struct record_args *a, const char *arg)
+{
+	if (start_at__parse(arg, &a->o.start_at))
+		return FAIL("bad --start-at '%s': /DUR starts at the next multiple of DUR of "
+			    "wall-clock time (e.g. /10s), @HH:MM:SS at that local time",
+			    arg);
 	return 0;
 }
 
@@ -165,7 +186,7 @@ static int opt_capture(struct record_args *a, const char *arg)
 			continue;
 		a->o.capture = families[i];
 		a->o.capture_arg = c->arg ? arg + n + 1 : NULL;
-		return 0;
+		return c->check ? c->check(a->o.capture_arg, a->cmd) : 0;
 	}
 	capture_kinds(kinds, sizeof(kinds));
 	return FAIL("bad --capture-range '%s': use %s", arg, kinds);
@@ -186,6 +207,11 @@ static void names_of(char *buf, size_t len, const char *sep, int (*has)(const st
 static int takes_stacks(const struct family *f)
 {
 	return !!f->stack_default_ns;
+}
+
+static int stacks_by_default(const struct family *f)
+{
+	return (f->flags & FAMILY_STACKS_DEFAULT) && f->stack_default_ns;
 }
 
 static int uses_shim(const struct family *f)
@@ -292,6 +318,42 @@ static int opt_verbose(struct record_args *a, const char *arg)
 	return 0;
 }
 
+static int opt_interval(struct record_args *a, const char *arg)
+{
+	if (parse_duration_ns(arg, &a->interval_ns) || a->interval_ns < 100000000ull ||
+	    a->interval_ns > 3600000000000ull)
+		return FAIL("bad --interval '%s': the time between refreshes, from 100ms to 1h, "
+			    "e.g. 2 or 500ms (default 1s)",
+			    arg);
+	return 0;
+}
+
+static int opt_iterations(struct record_args *a, const char *arg)
+{
+	unsigned long n;
+	char *end;
+
+	errno = 0;
+	n = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || n < 1 || n > 1000000000)
+		return FAIL("bad --iterations '%s': how many refreshes before top exits, from 1",
+			    arg);
+	a->iterations = n;
+	return 0;
+}
+
+static int opt_batch(struct record_args *a, const char *arg)
+{
+	a->batch = 1;
+	return 0;
+}
+
+static int opt_sort(struct record_args *a, const char *arg)
+{
+	a->sort = arg; /* the columns are known once the families are: cmd_top checks it */
+	return 0;
+}
+
 static int opt_help(struct record_args *a, const char *arg)
 {
 	a->done = a->help = 1;
@@ -301,7 +363,7 @@ static int opt_help(struct record_args *a, const char *arg)
 /* Where the families' options go in the table (and in --help). */
 #define FAMILY_OPTIONS_HERE                                                                        \
 	{                                                                                          \
-		.name = NULL, .cmds = RM                                                           \
+		.name = NULL, .cmds = RMT                                                          \
 	}
 
 // clang-format off
@@ -311,24 +373,30 @@ static const struct rec_option table[] = {
 	  "with --flight-recorder: its dumps are FILE's stem + -N.bst", opt_output },
 	{ "force", 'f', NULL, RM, "overwrite FILE if it exists",
 	  "overwrite dump files that exist", opt_force },
-	{ "trace", 't', "LIST", RM,
+	{ "trace", 't', "LIST", RMT,
 	  "families to record, comma-separated (default: all but the opt-in ones)",
-	  "families, comma-separated (default: all but the opt-in ones)", opt_trace },
-	{ "pid", 'p', "PID", RM,
+	  "families, comma-separated (default: all but the opt-in ones)", opt_trace,
+	  "families, comma-separated (default: those with columns, below)" },
+	{ "pid", 'p', "PID", RMT,
 	  "attach to PID (repeatable, or comma-separated); its threads and future children are "
 	  "traced",
-	  "only PID and its future children (repeatable); the monitor ends when they have all "
-	  "exited", opt_pid },
-	{ "system-wide", 'a', NULL, RM,
+	  "only PID and its future children (repeatable); it ends when they have all exited",
+	  opt_pid },
+	{ "system-wide", 'a', NULL, RMT,
 	  "every process, including those started while recording",
 	  "every process (the default)", opt_all },
-	{ "duration", 'd', "DUR", RM,
+	{ "duration", 'd', "DUR", RMT,
 	  "stop after DUR (10, 10s, 500ms, 2m); default: until CMD or the -p processes exit, or "
 	  "Ctrl-C",
 	  "stop after DUR (default: until SIGTERM or Ctrl-C)", opt_duration },
+	{ "start-at", 0, "/DUR|@HH:MM:SS", R,
+	  "attach, then start recording (and a launched CMD) at the next multiple of DUR of "
+	  "wall-clock time (/10s) or at a local time (@14:30:00): recorders of hosts whose "
+	  "clocks agree start together", NULL, opt_start_at },
 	{ "listen", 'l', "ADDR:PORT", M,
-	  "where /metrics is served (default " DEFAULT_LISTEN ", this machine only; "
-	  "0.0.0.0:9464 for a Prometheus elsewhere; port 0 picks a free one)", NULL, opt_listen },
+	  "where /metrics is served (default " DEFAULT_LISTEN ", this machine only; a bare "
+	  "PORT is 127.0.0.1:PORT; :PORT or 0.0.0.0:PORT for a Prometheus elsewhere; port 0 "
+	  "picks a free one)", NULL, opt_listen },
 	{ "top", 0, "N", M,
 	  "processes with series of their own, the busiest ones (default 30); the others add up "
 	  "under pid=\"other\"", NULL, opt_top },
@@ -336,17 +404,26 @@ static const struct rec_option table[] = {
 	  opt_grace },
 	{ "kill", 0, "SIG|none", R,
 	  "launch mode: signal sent to CMD when -d ends (default TERM, as nsys)", NULL, opt_kill },
-	{ "buffer-size", 0, "SIZE", RM, "BPF ring buffer (default 16M, a power of two)", NULL,
+	{ "interval", 'i', "DUR", T, "time between refreshes (default 1s)", NULL, opt_interval },
+	{ "iterations", 'n', "N", T, "refresh N times, then exit", NULL, opt_iterations },
+	{ "batch", 'b', NULL, T,
+	  "plain text frames on stdout, one after the other, no screen control (as top -b; the "
+	  "default when stdout is not a terminal)", NULL, opt_batch },
+	{ "sort", 's', "KEY", T,
+	  "the column rows are sorted by, highest first: a key of the columns below (default "
+	  "cpu; < and > change it while running)", NULL, opt_sort },
+	{ "buffer-size", 0, "SIZE", RMT, "BPF ring buffer (default 16M, a power of two)", NULL,
 	  opt_buffer },
 	{ "capture-range", 0, "KIND", R,
 	  "keep only what happens inside the ranges a family marks, as nsys: cudaProfilerApi "
 	  "(between cudaProfilerStart and cudaProfilerStop, repeated ranges allowed), "
 	  "nvtx:NAME (inside NVTX ranges whose text is NAME in the default domain; NAME@DOMAIN, "
-	  "NAME@* any)", NULL, opt_capture },
+	  "NAME@* any), steps:N or steps:SKIP+N (-t torch: N whole training steps from the next "
+	  "optimizer step's end, after SKIP more, then the recording stops)", NULL, opt_capture },
 	{ "stacks", 0, "LIST", R,
 	  "events that carry the calling thread's stack (native and Python): "
-	  "FAMILY[:THRESHOLD],... (cuda, nccl: calls of at least THRESHOLD, default 100us; :0 "
-	  "every call) or none (the default)", NULL, opt_stacks },
+	  "FAMILY[:THRESHOLD],... (its events of at least THRESHOLD; :0 every one), or none",
+	  NULL, opt_stacks },
 	FAMILY_OPTIONS_HERE,
 	{ "inject", 0, NULL, R,
 	  "-p/-a with -t gpu or nvtx: load the cupti-shim into running processes that lack it "
@@ -376,10 +453,10 @@ static const struct rec_option table[] = {
 	{ "max-dumps", 0, "N", RM,
 	  "write at most N dumps, then ignore triggers (default 10; 0 = no limit)", NULL,
 	  opt_flight_max_dumps },
-	{ "verbose", 'v', NULL, RM,
+	{ "verbose", 'v', NULL, RMT,
 	  "libbpf's debug output, and a line when the probes of each file (library, program) "
 	  "are live", "libbpf's debug output", opt_verbose },
-	{ "help", 'h', NULL, RM, "this help", NULL, opt_help },
+	{ "help", 'h', NULL, RMT, "this help", NULL, opt_help },
 };
 // clang-format on
 
@@ -391,7 +468,13 @@ static const struct rec_option table[] = {
 
 static __u32 cmd_bit(const char *cmd)
 {
-	return strcmp(cmd, "monitor") ? R : M;
+	return !strcmp(cmd, "monitor") ? M : !strcmp(cmd, "top") ? T : R;
+}
+
+/* A family's option goes to top where it goes to monitor: top records as monitor does. */
+static int takes(__u32 family_cmds, __u32 cmds)
+{
+	return (family_cmds & cmds) || ((cmds & T) && (family_cmds & M));
 }
 
 /*
@@ -412,7 +495,7 @@ static void each_option(__u32 cmds,
 		}
 		for (int i = 0; families[i]; i++)
 			for (int k = 0; families[i]->options && families[i]->options[k].name; k++)
-				if (families[i]->options[k].cmds & cmds)
+				if (takes(families[i]->options[k].cmds, cmds))
 					fn(arg, NULL, -1, families[i], i, k);
 	}
 }
@@ -438,11 +521,12 @@ static void add_long(void *arg, const struct rec_option *t, int ti, const struct
 	};
 }
 
-static struct option record_longs[MAX_OPTIONS], monitor_longs[MAX_OPTIONS];
+static struct option record_longs[MAX_OPTIONS], monitor_longs[MAX_OPTIONS], top_longs[MAX_OPTIONS];
 
 const struct option *record_args__long_options(const char *cmd)
 {
-	struct option *out = cmd_bit(cmd) == R ? record_longs : monitor_longs;
+	__u32 bit = cmd_bit(cmd);
+	struct option *out = bit == R ? record_longs : bit == M ? monitor_longs : top_longs;
 	struct long_build b = { out, 0 };
 
 	if (!out[0].name) /* made once: the tables never change */
@@ -458,6 +542,11 @@ const struct option *record_long_options(void)
 const struct option *monitor_long_options(void)
 {
 	return record_args__long_options("monitor");
+}
+
+const struct option *top_long_options(void)
+{
+	return record_args__long_options("top");
 }
 
 /* "+o:ft:..." for getopt_long: record stops at CMD (its own options are CMD's). */
@@ -483,10 +572,11 @@ int record_args__init(struct record_args *a, const char *cmd)
 	a->cmd_bit = cmd_bit(cmd);
 	a->o.ringbuf_bytes = 16 << 20;
 	a->o.kill_signal = SIGTERM;
-	a->o.cmd_name = a->cmd_bit == M ? "monitor" : NULL;
+	a->o.cmd_name = a->cmd_bit == R ? NULL : cmd;
 	a->listen = DEFAULT_LISTEN;
 	a->top_n = DEFAULT_TOP;
 	a->grace_ns = DEFAULT_GRACE;
+	a->interval_ns = DEFAULT_REFRESH;
 	flight_opts__init(&a->o.flight);
 	/* Stacks are asked for (docs/STACKS.md); metrics need none. */
 	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
@@ -497,8 +587,10 @@ int record_args__init(struct record_args *a, const char *cmd)
 		a->o.family_opts[i] = calloc(1, families[i]->opts_size);
 		if (!a->o.family_opts[i])
 			return -ENOMEM;
+		/* top records as monitor does: monitor's defaults (e.g. osrt's threshold) */
 		if (families[i]->opts_init)
-			families[i]->opts_init(a->o.family_opts[i], cmd);
+			families[i]->opts_init(a->o.family_opts[i],
+					       a->cmd_bit == T ? "monitor" : cmd);
 	}
 	return 0;
 }
@@ -511,6 +603,24 @@ void record_args__free(struct record_args *a)
 	}
 }
 
+int record_args__start(struct record_args *a, const char *cmd, const char *cmdline, int argc,
+		       char **argv, void (*usage)(FILE *f))
+{
+	int e;
+
+	if (record_args__init(a, cmd) || !cmdline)
+		return record_args__fail(cmd, "out of memory");
+	a->o.cmdline = cmdline;
+	e = record_args__parse(a, argc, argv);
+	if (e == 2)
+		usage(stderr);
+	if (e)
+		return 1;
+	if (a->done && a->help) /* --help; --features answered already */
+		usage(stdout);
+	return a->done ? 0 : -1;
+}
+
 int record_args__parse(struct record_args *a, int argc, char **argv)
 {
 	const struct option *longs = record_args__long_options(a->cmd);
@@ -519,6 +629,7 @@ int record_args__parse(struct record_args *a, int argc, char **argv)
 
 	short_options(a->cmd_bit, shorts, sizeof(shorts));
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
 		int ret = -1;
 
@@ -533,9 +644,17 @@ int record_args__parse(struct record_args *a, int argc, char **argv)
 			for (size_t t = 0; t < NTABLE; t++)
 				if (c && table[t].short_name == c && (table[t].cmds & a->cmd_bit))
 					ret = table[t].parse(a, optarg);
+			/* One meaning for -f: --format, where stats and export have one. */
+			if (c == 'f' && optind > 1 && strncmp(argv[optind - 1], "--", 2))
+				fprintf(stderr,
+					"bpfsight %s: -f is deprecated here: spell it --force (-f is "
+					"--format in stats and export)\n",
+					a->cmd);
 		}
-		if (ret < 0) /* getopt's '?': it said what is wrong, the usage follows */
-			return 2;
+		if (ret < 0) { /* getopt's '?': one line says what is wrong */
+			getopt_error__print(a->cmd, argc, argv, shorts, longs);
+			return 1;
+		}
 		if (ret || a->done)
 			return ret;
 	}
@@ -580,6 +699,38 @@ struct help_ctx {
 	__u32 cmds;
 };
 
+/* "100us", "1ms": a threshold as --stacks takes it. */
+static void threshold_text(__u64 ns, char *buf, size_t len)
+{
+	if (ns && !(ns % 1000000))
+		snprintf(buf, len, "%llums", (unsigned long long)(ns / 1000000));
+	else if (ns && !(ns % 1000))
+		snprintf(buf, len, "%lluus", (unsigned long long)(ns / 1000));
+	else
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+}
+
+static void print_stack_families(FILE *f)
+{
+	char line[640], thr[32], dflt[128];
+	size_t used;
+
+	used = snprintf(line, sizeof(line), "families and their default THRESHOLD:");
+	for (int i = 0; families[i] && used < sizeof(line); i++) {
+		if (!takes_stacks(families[i]))
+			continue;
+		threshold_text(families[i]->stack_default_ns, thr, sizeof(thr));
+		used += snprintf(line + used, sizeof(line) - used, " %s:%s", families[i]->name,
+				 thr);
+	}
+	names_of(dflt, sizeof(dflt), ",", stacks_by_default);
+	if (used < sizeof(line))
+		snprintf(line + used, sizeof(line) - used, ". Default: %s",
+			 dflt[0] ? dflt : "none");
+	fprintf(f, "%27s", "");
+	human__wrap(f, line, 80, 27, 27);
+}
+
 static void print_option(void *arg, const struct rec_option *t, int ti, const struct family *f,
 			 int fi, int oi)
 {
@@ -589,13 +740,17 @@ static void print_option(void *arg, const struct rec_option *t, int ti, const st
 
 	if (t)
 		print_one(h->f, t->short_name, t->name, t->arg,
-			  h->cmds == M && t->help_monitor ? t->help_monitor : t->help);
+			  h->cmds == T && t->help_top		   ? t->help_top
+			  : (h->cmds & (M | T)) && t->help_monitor ? t->help_monitor
+								   : t->help);
 	else
 		print_one(h->f, 0, f->options[oi].name, f->options[oi].arg, f->options[oi].help);
 	if (t && t->parse == opt_trace) { /* the families there are, on a line of their own */
 		family__list_selectable(fams, sizeof(fams));
 		fprintf(h->f, "%27savailable: %s\n", "", fams);
 	}
+	if (t && t->parse == opt_stacks) /* which take stacks, at what, and which by default */
+		print_stack_families(h->f);
 }
 
 void record_args__print_options(FILE *f, const char *cmd)
@@ -630,14 +785,22 @@ int record_args__check(struct record_args *a)
 	if (o->system_wide && o->npids)
 		return FAIL("-a %s every process already: drop -p, or drop -a to %s only the -p "
 			    "processes and their children",
-			    a->cmd_bit == M ? "monitors" : "traces",
-			    a->cmd_bit == M ? "monitor" : "trace");
+			    a->cmd_bit == R   ? "traces"
+			    : a->cmd_bit == M ? "monitors"
+					      : "shows",
+			    a->cmd_bit == R   ? "trace"
+			    : a->cmd_bit == M ? "monitor"
+					      : "show");
 	if (flight_opts__check(&o->flight, a->cmd))
 		return 1;
 	if (a->trace) {
 		if (record_args__families(a->cmd, a->trace, &o->families))
 			return 1;
 		o->families_explicit = 1;
+	} else if (a->cmd_bit == T) { /* top records what it shows: the families with columns */
+		for (int i = 0; families[i]; i++)
+			if (families[i]->top && !(families[i]->flags & FAMILY_OPT_IN))
+				o->families |= 1ull << i;
 	}
 	record_args__default_families(o);
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The options of `record` and `monitor`: one table (record_options.c) for both commands,
+ * The options of `record`, `monitor` and `top`: one table (record_options.c) for the three,
  * each option marked with the commands that take it, the families' own options (struct
  * family.options) listed in it. One parser, one wording of every mistake, one --help
  * printer, one getopt_long table per command for completion and the docs test.
@@ -14,10 +14,11 @@
 
 #define RECORD_CMD_RECORD  0x1
 #define RECORD_CMD_MONITOR 0x2
+#define RECORD_CMD_TOP	   0x4 /* `top` records as monitor does (its defaults, its family options) */
 
 /* What a command line says: the recording's options and the command's own. */
 struct record_args {
-	const char *cmd; /* "record" or "monitor": every message's prefix */
+	const char *cmd; /* "record", "monitor" or "top": every message's prefix */
 	__u32 cmd_bit;	 /* RECORD_CMD_* */
 	struct record_opts o;
 	const char *trace; /* -t as given (families are chosen after every option) */
@@ -29,15 +30,27 @@ struct record_args {
 	__u32 top_n;
 	__u64 grace_ns;
 	int bpf_stats;
+	/* top's own */
+	__u64 interval_ns;
+	__u32 iterations; /* frames, then stop; 0 = no limit */
+	int batch;
+	const char *sort;
 };
 
 /* CMD's defaults, the families' options at theirs (record_opts__family). 0 or -ENOMEM. */
 int record_args__init(struct record_args *a, const char *cmd);
+/*
+ * What each command does first: init for CMD (CMDLINE: the trace header's command line),
+ * parse ARGV. -1 to go on; else the exit status: 0 after --help (USAGE on stdout) or
+ * --features, 1 after saying what is wrong (USAGE on stderr for an option CMD lacks).
+ */
+int record_args__start(struct record_args *a, const char *cmd, const char *cmdline, int argc,
+		       char **argv, void (*usage)(FILE *f));
 void record_args__free(struct record_args *a);
 /*
  * Parse ARGV's options (record stops at its CMD: optind says where). 0; 1 after saying what
- * is wrong with a value; 2 for an option the command does not take (getopt said which: the
- * command's usage should follow). --help and --features are answered here (A->done).
+ * is wrong, in one line (a value, or an option the command does not take: with the one
+ * meant, getopt_error.h). --help and --features are answered here (A->done).
  */
 int record_args__parse(struct record_args *a, int argc, char **argv);
 /*
@@ -48,9 +61,10 @@ int record_args__parse(struct record_args *a, int argc, char **argv);
 int record_args__check(struct record_args *a);
 /* The options' part of CMD's --help. */
 void record_args__print_options(FILE *f, const char *cmd);
-/* CMD's getopt_long table ("record", "monitor"), made once. */
+/* CMD's getopt_long table ("record", "monitor", "top"), made once. */
 const struct option *record_args__long_options(const char *cmd);
 const struct option *record_long_options(void);
 const struct option *monitor_long_options(void);
+const struct option *top_long_options(void);
 
 #endif /* BPFSIGHT_RECORD_OPTIONS_H */

@@ -5,6 +5,7 @@
  * ends or a signal comes, then detach, drain what is left and close the file.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +20,13 @@
 #include "flight_recorder.h"
 #include "kernel_features.h"
 #include "launch.h"
+#include "link_reaper.h"
 #include "proc_meta.h"
 #include "record_meta.h"
 #include "recorder.h"
+#include "ring_pump.h"
 #include "stack_svc.h"
+#include "stats.h"
 #include "string_pool.h"
 #include "trace_writer.h"
 #include "uprobe_mgr.h"
@@ -31,12 +35,66 @@
 #define HOUSEKEEP_NS   100000000ull /* losses, targets, chunk age */
 #define FAMILY_POLL_NS 1000000000ull
 #define STATUS_NS      1000000000ull
+/*
+ * What the ring pump may hold in memory, in ring sizes: a recording thread busy for seconds
+ * (a new process's CUDA libraries examined) loses nothing at the rates of real jobs.
+ */
+#define PUMP_RINGS 4
+/* Once stopping, how long the ring's records are read; those left are counted (stop_unread). */
+#define STOP_READ_NS 1000000000ull
+#define STOP_NICE    -20 /* the recorder's priority while it stops */
+/* How long the exit waits for the probes' removal (link_reaper.h), past which it leaves it. */
+#define LET_GO_MS 500
 
 static volatile sig_atomic_t stop_signal, flush_signal;
+static pid_t main_tid; /* the thread that records (and stops) */
+static pid_t pump_tid; /* the thread that empties the ring (ring_pump.h), once it runs */
 
+/* The stop gets the CPU first (finish() says why); errno is the interrupted code's. */
 static void on_signal(int sig)
 {
+	int e = errno;
+
 	stop_signal = sig;
+	setpriority(PRIO_PROCESS, main_tid, STOP_NICE);
+	if (pump_tid)
+		setpriority(PRIO_PROCESS, pump_tid, STOP_NICE);
+	errno = e;
+}
+
+/*
+ * The thread that takes the stop signals. A signal runs its handler only once its thread
+ * runs, and the recording thread, busy behind a flood of records on cores full of traced
+ * threads, may wait long for its turn; this one sleeps, at the stop's priority, so it runs
+ * at once and hands that priority to the recording thread.
+ */
+static void *stop_watch(void *arg)
+{
+	sigset_t *stops = arg;
+
+	setpriority(PRIO_PROCESS, 0, STOP_NICE);
+	pthread_sigmask(SIG_UNBLOCK, stops, NULL);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* From here on the stop signals go to stop_watch (CMD, forked before, keeps its mask). */
+static void watch_stops(void)
+{
+	static sigset_t stops;
+	pthread_t t;
+
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stops, NULL);
+	if (pthread_create(&t, NULL, stop_watch, &stops)) {
+		pthread_sigmask(SIG_UNBLOCK, &stops, NULL); /* this thread takes them, later */
+		return;
+	}
+	pthread_detach(t);
 }
 
 /*
@@ -62,9 +120,17 @@ static int create_shared_maps(struct record_ctx *ctx)
 	if (ctx->targets_fd < 0)
 		return -errno;
 	ctx->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "lost", sizeof(__u32),
-				      sizeof(__u64), BS_LOSS_MAX, NULL);
+				      sizeof(__u64), BS_LOST_KEYS, NULL);
 	if (ctx->lost_fd < 0)
 		return -errno;
+	ctx->control_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "control", sizeof(__u32),
+					 sizeof(__u32), 1, NULL);
+	if (ctx->control_fd < 0)
+		return -errno;
+	/* --start-at: the probes write nothing (and count no loss) until the instant. */
+	if (ctx->opts->start_at.set)
+		bpf_map_update_elem(ctx->control_fd, &(__u32){ 0 }, &(__u32){ BS_CTL_STOPPED },
+				    BPF_ANY);
 	ctx->py_procs_fd = bpf_map_create(
 		BPF_MAP_TYPE_HASH, "py_procs", sizeof(__u32), sizeof(struct bs_py_cfg),
 		record_ctx__map_entries("py_procs") ?: 4096, &no_prealloc);
@@ -88,27 +154,26 @@ static int add_target(struct record_ctx *ctx, pid_t pid)
 	return 0;
 }
 
-static int on_record(void *arg, void *data, size_t size)
+static void handle_record(struct record_ctx *ctx, void *data, size_t size)
 {
-	struct record_ctx *ctx = arg;
 	const struct bs_hdr *h = data;
 	int consumed = 0;
 
 	/* BPF wrote it, but the contract is checked on both sides. */
 	if (size < sizeof(*h) || h->size != size || size % 8)
-		return 0;
+		return;
 	for (int i = 0; families[i] && !consumed; i++)
 		if (ctx->attached[i] && families[i]->consume)
 			consumed = families[i]->consume(ctx, ctx->states[i], h);
 	if (consumed)
-		return 0;
+		return;
 	if (h->type == BS_REC_STACK_RAW) {
 		if (ctx->stacks)
 			stack_svc__consume(ctx, ctx->stacks, h);
-		return 0;
+		return;
 	}
 	if (family__ring_only(h->type))
-		return 0; /* and the family that unpacks it is gone: never on disk */
+		return; /* and the family that unpacks it is gone: never on disk */
 	if (ctx->stacks)
 		stack_svc__observe(ctx, ctx->stacks, h);
 	for (int i = 0; families[i]; i++)
@@ -120,53 +185,137 @@ static int on_record(void *arg, void *data, size_t size)
 		 (((const struct bs_map_exec *)h)->flags & BS_MAP_EXEC_STOPPED))
 		kill(h->pid, SIGCONT); /* probes already gone: never leave a process stopped */
 	if (ctx->gate && !capture_gate__keep(ctx->gate, h))
-		return 0;
+		return;
 	record_ctx__write(ctx, h);
 	if (h->type == BS_REC_FORK || h->type == BS_REC_EXEC)
 		proc_meta__observe(ctx, h);
-	return 0;
 }
 
-/* Turn increases of the BPF loss counters into LOSS records. */
+/*
+ * Past the stop's read time a record is only counted; a process that its exec record says
+ * BPF stopped is let go all the same (a traced process is never harmed).
+ */
+static void count_unread(struct record_ctx *ctx, const struct bs_hdr *h, size_t size)
+{
+	/* The family whose record it is: its record-type block (records.h). */
+	ctx->lost_user[BS_LOST_KEY(h->type & 0xf0, BS_LOSS_STOP_UNREAD)]++;
+	if (h->type == BS_REC_MAP_EXEC && size >= sizeof(struct bs_map_exec) &&
+	    (((const struct bs_map_exec *)h)->flags & BS_MAP_EXEC_STOPPED))
+		kill(h->pid, SIGCONT);
+}
+
+/* Every ring record; ends the read (record_ctx__read) once its batch is taken. */
+static int on_record(void *arg, void *data, size_t size)
+{
+	struct record_ctx *ctx = arg;
+
+	if (stop_signal && !ctx->stop_by)
+		ctx->rb_left = 1; /* this one is the read's last: the loop sees the signal */
+	/* The clock every 256 records: cheap beside a record, often enough beside a second. */
+	if (ctx->stop_by && !ctx->rb_count_only && !(++ctx->rb_seen & 255) &&
+	    mono_now_ns() > ctx->stop_by)
+		ctx->rb_count_only = 1;
+	if (ctx->rb_count_only && size >= sizeof(struct bs_hdr))
+		count_unread(ctx, data, size);
+	else
+		handle_record(ctx, data, size);
+	return --ctx->rb_left > 0 ? 0 : -EAGAIN;
+}
+
+/* Each family's causes in the lost array: the recording's and its own (records.h). */
+#define FOR_EACH_LOSS_KEY(i, block, l, own)                                                        \
+	for (int i = 0; families[i]; i++)                                                          \
+		if ((block = loss__family_block(families[i])) >= 0)                                \
+			for (int own = 0; own <= 1; own++)                                         \
+				for (l = own ? families[i]->losses : recording_losses;             \
+				     l && l->name; l++)
+
+/* Turn increases of the loss counters (BPF's and user space's) into LOSS records. */
 static void account_losses(struct record_ctx *ctx, __u64 *seen, __u64 *total)
 {
-	int ncpu = libbpf_num_possible_cpus();
+	int ncpu = libbpf_num_possible_cpus(), block;
+	const struct loss_cause *l;
 	__u64 *vals;
 
 	if (ncpu <= 0 || !(vals = calloc(ncpu, sizeof(*vals))))
 		return;
-	for (__u32 cause = 0; cause < BS_LOSS_MAX; cause++) {
-		const struct family *owner;
-		__u64 sum = 0;
+	if (ctx->pump) {
+		__u64 dropped[RING_PUMP_BLOCKS] = { 0 };
 
-		if (!loss_cause__find(cause, &owner) ||
-		    bpf_map_lookup_elem(ctx->lost_fd, &cause, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			sum += vals[c];
-		if (cause == BS_LOSS_ATTACH)
-			sum += ctx->attach_failures;
-		sum += ctx->lost_user[cause];
-		if (sum > seen[cause]) {
-			struct bs_loss r = { .cause = cause, .count = sum - seen[cause] };
+		ring_pump__take_dropped(ctx->pump, dropped);
+		for (int b = 0; b < RING_PUMP_BLOCKS; b++)
+			ctx->lost_user[BS_LOST_KEY(b << 4, BS_LOSS_RINGBUF_FULL)] += dropped[b];
+	}
+	FOR_EACH_LOSS_KEY(i, block, l, own)
+	{
+		__u32 key = BS_LOST_KEY(block, l->cause);
+		__u64 sum = ctx->lost_user[key];
+
+		if (!bpf_map_lookup_elem(ctx->lost_fd, &key, vals))
+			for (int c = 0; c < ncpu; c++)
+				sum += vals[c];
+		/*
+		 * The ring refused records of the recording's own (exec, dlopen among them):
+		 * the uprobe manager looks at every process again, none is left unprobed.
+		 */
+		if (sum > seen[key] && key == BS_LOST_KEY(0, BS_LOSS_RINGBUF_FULL))
+			uprobe_mgr__rescan_all(ctx->uprobes);
+		if (sum > seen[key]) {
+			struct bs_loss r = { .cause = l->cause,
+					     .block = BS_LOSS_BLOCK_SET | block,
+					     .count = sum - seen[key] };
 
 			record_ctx__hdr(&r.h, BS_REC_LOSS, sizeof(r), 0, 0, 0);
 			record_ctx__write(ctx, &r);
-			*total += sum - seen[cause];
-			seen[cause] = sum;
+			*total += sum - seen[key];
+			seen[key] = sum;
 		}
 	}
 	free(vals);
 }
 
+/* " (cuda: task_map_full 3; gil: ringbuf_full 5)" for the end-of-run line; "" when none. */
+static void loss_summary(const __u64 *seen, char *buf, size_t len)
+{
+	const struct loss_cause *l;
+	const char *prev = NULL;
+	size_t used = 0;
+	int block, n;
+
+	buf[0] = 0;
+	FOR_EACH_LOSS_KEY(i, block, l, own)
+	{
+		__u64 v = seen[BS_LOST_KEY(block, l->cause)];
+
+		if (!v || used >= len)
+			continue;
+		n = snprintf(buf + used, len - used, "%s%s%s%s %llu",
+			     !prev			 ? " ("
+			     : prev == families[i]->name ? ", "
+							 : "; ",
+			     prev == families[i]->name ? "" : families[i]->name,
+			     prev == families[i]->name ? "" : ": ", l->name, (unsigned long long)v);
+		prev = families[i]->name;
+		used += n > 0 ? (size_t)n : 0;
+	}
+	if (prev && used + 1 < len)
+		strcat(buf, ")");
+}
+
 static void print_status(struct record_ctx *ctx, __u64 start, __u64 now, __u64 lost, int final)
 {
-	double secs = (now - start) / 1e9;
+	double secs = (now - start) / 1e9, limit = ctx->opts->duration_ns / 1e9;
 	__u64 ev = trace_writer__records(ctx->writer);
+	char until[32] = "";
 
-	fprintf(stderr, "\r\033[K[bpfsight] %.1fs  %llu events  %.0f ev/s  lost %llu  %.1f MiB%s",
-		secs, (unsigned long long)ev, secs > 0 ? ev / secs : 0.0, (unsigned long long)lost,
-		trace_writer__bytes(ctx->writer) / 1048576.0, final ? "\n" : "");
+	/* -d: how far along, as "4.0s/10.0s (40%)". */
+	if (limit > 0)
+		snprintf(until, sizeof(until), "/%.1fs (%.0f%%)", limit,
+			 secs < limit ? 100 * secs / limit : 100.0);
+	fprintf(stderr, "\r\033[K[bpfsight] %.1fs%s  %llu events  %.0f ev/s  lost %llu  %.1f MiB%s",
+		secs, until, (unsigned long long)ev, secs > 0 ? ev / secs : 0.0,
+		(unsigned long long)lost, trace_writer__bytes(ctx->writer) / 1048576.0,
+		final ? "\n" : "");
 }
 
 /*
@@ -289,12 +438,13 @@ struct recording {
 	struct record_ctx ctx;
 	struct launch launch;
 	int launched;
-	struct ring_buffer *rb;
-	__u64 seen_lost[BS_LOSS_MAX], lost_total;
+	struct ring_pump *pump; /* reads the ring from the start; ctx->pump once we go live */
+	__u64 seen_lost[BS_LOST_KEYS], lost_total;
 	__u64 start;
 	struct record_meta rm;
 	const char *cmd; /* "record" or "monitor": its messages' prefix */
 	int tty;
+	int wrote; /* the trace file is closed, whole: its verdict can be read */
 };
 
 /* The file (or the flight recorder's window in memory) records go to; monitor may have none. */
@@ -331,6 +481,8 @@ static void catch_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal }, fsa = { .sa_handler = on_flush_signal };
 
+	main_tid = gettid();
+
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -363,6 +515,17 @@ static int start(struct recording *r)
 	err = create_shared_maps(ctx);
 	if (err) {
 		fprintf(stderr, "bpfsight record: cannot create BPF maps: %s\n", strerror(-err));
+		return -1;
+	}
+	/*
+	 * Read the ring from now on: probes attached first fire while later families attach
+	 * and the uprobe manager examines every process's files (seconds on a node of CUDA
+	 * jobs). Their records wait in memory until the recording goes live.
+	 */
+	r->pump = ring_pump__new(ctx->events_fd, PUMP_RINGS * o->ringbuf_bytes, on_record, ctx);
+	if (!r->pump) {
+		fprintf(stderr, "bpfsight record: cannot read the ring buffer: %s\n",
+			strerror(errno));
 		return -1;
 	}
 	if (o->capture && !(ctx->gate = capture_gate__new()))
@@ -406,13 +569,8 @@ static int go_live(struct recording *r)
 	struct record_ctx *ctx = &r->ctx;
 	const struct record_opts *o = ctx->opts;
 
-	r->rb = ring_buffer__new(ctx->events_fd, on_record, ctx, NULL);
-	if (!r->rb) {
-		fprintf(stderr, "bpfsight record: cannot open the ring buffer: %s\n",
-			strerror(errno));
-		return -1;
-	}
-	ctx->rb = r->rb;
+	ctx->pump = r->pump;
+	pump_tid = ring_pump__tid(r->pump);
 	if (o->system_wide)
 		proc_meta__snapshot_all(ctx);
 	for (__u32 i = 0; i < o->npids; i++)
@@ -457,14 +615,14 @@ static void drain(struct recording *r)
 
 	r->start = last_keep = last_poll = last_status = mono_now_ns();
 	for (;;) {
-		err = ring_buffer__poll(r->rb, POLL_MS);
-		if (err < 0 && err != -EINTR) {
+		/* A batch at a time: the stop is seen whatever the event rate. */
+		err = record_ctx__read(ctx, POLL_MS, RECORD_CTX_BATCH);
+		if (err < 0) {
 			fprintf(stderr, "bpfsight record: ring buffer: %s\n", strerror(-err));
 			break;
 		}
-		ring_buffer__consume(r->rb);
 		now = mono_now_ns();
-		if (stop_signal || ctx->write_err)
+		if (stop_signal || ctx->write_err || ctx->capture_done)
 			break;
 		if (ctx->uprobes)
 			uprobe_mgr__poll(ctx->uprobes); /* files mapped since: bounded by POLL_MS */
@@ -480,7 +638,7 @@ static void drain(struct recording *r)
 				flush_now(ctx, r->seen_lost, &r->lost_total);
 				continue;
 			}
-			flight__trigger(ctx->flight, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+			flight__trigger(ctx->flight, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2", 1);
 		}
 		if (ctx->flight && flight__due(ctx->flight, now)) {
 			/* The window ends now: in-kernel totals and losses first, as a flush. */
@@ -494,8 +652,10 @@ static void drain(struct recording *r)
 		account_losses(ctx, r->seen_lost, &r->lost_total);
 		if (ctx->flight)
 			flight__tick(ctx->flight, now);
-		else if (ctx->writer)
-			trace_writer__tick(ctx->writer, now);
+		else if (ctx->writer && (err = trace_writer__tick(ctx->writer, now)) &&
+			 !ctx->write_err)
+			ctx->write_err =
+				err; /* the chunk's records are dropped: counted at the end */
 		if (!o->system_wide && !targets_alive(o, &r->launch))
 			break;
 		if (now - last_poll >= FAMILY_POLL_NS) {
@@ -511,6 +671,20 @@ static void drain(struct recording *r)
 	}
 }
 
+/* The file just written, judged as `bpfsight stats` opens: where its threads' time went. */
+static void print_verdict(const char *path)
+{
+	char line[512];
+	int err = stats__verdict_line(path, line, sizeof(line));
+
+	if (err == -EFBIG)
+		fprintf(stderr, "bpfsight record: verdict: bpfsight stats %s (the file is large)\n",
+			path);
+	else if (!err && line[0])
+		fprintf(stderr, "bpfsight record: verdict: %s (bpfsight stats %s shows why)\n",
+			line, path);
+}
+
 /*
  * The end of a recording that ran: producers flushed, probes detached (each family writes
  * its final state), the ring drained, the file closed and the run summed up. Returns the
@@ -521,16 +695,36 @@ static int finish(struct recording *r)
 	struct record_ctx *ctx = &r->ctx;
 	const struct record_opts *o = ctx->opts;
 	struct trace_clocks end;
+	char by[512];
 	__u64 nrec;
 	int err;
 
+	/*
+	 * The stop is short and must not wait for CPU time: traced threads that keep every
+	 * core busy (dozens per core) would leave the recorder a sliver of each. Best effort.
+	 */
+	setpriority(PRIO_PROCESS, main_tid, STOP_NICE);
+	if ((pump_tid = ring_pump__tid(r->pump)))
+		setpriority(PRIO_PROCESS, pump_tid, STOP_NICE);
 	/* Producers that buffer (the cupti-shim) flush first, the probes still attached. */
 	for (int i = 0; families[i]; i++)
 		if (ctx->attached[i] && families[i]->stop)
 			families[i]->stop(ctx, ctx->states[i]);
+	/*
+	 * No new records from here on, so the ring only empties: what is in it is read for
+	 * STOP_READ_NS at most and the rest counted, so no event rate keeps the recording alive.
+	 */
+	record_ctx__stop_producers(ctx, mono_now_ns() + STOP_READ_NS);
 	/* Stacks in the ring are named while the processes' code is still known. */
-	ring_buffer__consume(r->rb);
-	/* Stop the probes first (each family writes its final state), then drain. */
+	while (record_ctx__read(ctx, 0, RECORD_CTX_BATCH) > 0)
+		;
+	/*
+	 * Stop the probes (each family writes its final state), then drain. The kernel's
+	 * unregistering of uprobes can take seconds under a storm (bench/RESULTS.md): the links
+	 * go to a detached process, which waits for it, so closing them here is instant. The
+	 * probes write nothing past the stop bit meanwhile.
+	 */
+	link_reaper__hold_all();
 	uprobe_mgr__free(ctx->uprobes);
 	ctx->uprobes = NULL;
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
@@ -538,29 +732,39 @@ static int finish(struct recording *r)
 			families[i]->detach(ctx, ctx->states[i]);
 			ctx->attached[i] = 0;
 		}
-	ring_buffer__consume(r->rb);
+	while (record_ctx__read(ctx, 0, RECORD_CTX_BATCH) > 0)
+		;
 	account_losses(ctx, r->seen_lost, &r->lost_total);
 	if (r->tty && ctx->writer)
 		print_status(ctx, r->start, mono_now_ns(), r->lost_total, 1);
 	if (ctx->flight) {
 		/* A dump still waiting for its --trigger-after is written with what there is. */
 		flight__finish(ctx->flight);
-		fprintf(stderr, "bpfsight record: recorded %llu records, %llu events lost%s\n",
+		loss_summary(r->seen_lost, by, sizeof(by));
+		fprintf(stderr, "bpfsight record: recorded %llu records, %llu events lost%s%s\n",
 			(unsigned long long)trace_writer__records(ctx->writer),
-			(unsigned long long)r->lost_total,
+			(unsigned long long)r->lost_total, by,
 			stop_signal ? " (stopped by signal)" : "");
 		return ctx->write_err ? 1 : 0;
 	}
+	/*
+	 * The last records reach the disk before the end is written: a disk that filled while
+	 * they waited is then a write error like any other (dropped records counted), not a
+	 * file without its end.
+	 */
+	if (!ctx->write_err && ctx->writer && (err = trace_writer__flush(ctx->writer)))
+		ctx->write_err = err;
 	if (ctx->write_err) {
 		close_after_write_error(ctx, o->output);
 		return -1;
 	}
 	if (!ctx->writer) { /* monitor: the records went to the sink only */
-		fprintf(stderr, "bpfsight %s: stopped%s: %llu events lost\n", r->cmd,
-			stop_signal ? " by signal" : "", (unsigned long long)r->lost_total);
+		loss_summary(r->seen_lost, by, sizeof(by));
+		fprintf(stderr, "bpfsight %s: stopped%s: %llu events lost%s\n", r->cmd,
+			stop_signal ? " by signal" : "", (unsigned long long)r->lost_total, by);
 		return -2;
 	}
-	trace_clocks__now(&end);
+	record_clocks__now(&end);
 	nrec = trace_writer__records(ctx->writer);
 	err = trace_writer__close(ctx->writer, &end);
 	ctx->writer = NULL;
@@ -568,14 +772,16 @@ static int finish(struct recording *r)
 		fprintf(stderr, "bpfsight record: closing %s: %s\n", o->output, strerror(-err));
 		return -1;
 	}
-	fprintf(stderr, "bpfsight record: wrote %s: %llu records, %llu events lost%s\n", o->output,
-		(unsigned long long)nrec, (unsigned long long)r->lost_total,
+	loss_summary(r->seen_lost, by, sizeof(by));
+	fprintf(stderr, "bpfsight record: wrote %s: %llu records, %llu events lost%s%s\n",
+		o->output, (unsigned long long)nrec, (unsigned long long)r->lost_total, by,
 		stop_signal ? " (stopped by signal)" : "");
 	if (ctx->gate)
 		fprintf(stderr,
 			"bpfsight record: --capture-range: %llu events outside the ranges were not "
 			"kept\n",
 			(unsigned long long)capture_gate__dropped(ctx->gate));
+	r->wrote = 1;
 	return 0;
 }
 
@@ -605,7 +811,8 @@ static void teardown(struct recording *r)
 			families[i]->detach(ctx, ctx->states[i]);
 	capture_gate__free(ctx->gate);
 	stack_svc__free(ctx->stacks);
-	ring_buffer__free(r->rb);
+	ring_pump__free(r->pump);
+	r->pump = ctx->pump = NULL;
 	if (r->launched)
 		launch__abort(&r->launch);
 	if (ctx->flight)
@@ -618,11 +825,15 @@ static void teardown(struct recording *r)
 		close(ctx->targets_fd);
 	if (ctx->lost_fd >= 0)
 		close(ctx->lost_fd);
+	if (ctx->control_fd >= 0)
+		close(ctx->control_fd);
 	if (ctx->py_procs_fd >= 0)
 		close(ctx->py_procs_fd);
 	if (ctx->py_codes_fd >= 0)
 		close(ctx->py_codes_fd);
 	string_pool__free(ctx->strings);
+	/* Every link of ours is closed: the held ones go, within the stop's time if they can. */
+	link_reaper__let_go(LET_GO_MS);
 }
 
 /* --dry-run: list every site found (after CMD ran, in launch mode), record nothing. */
@@ -647,6 +858,7 @@ int recorder__run(const struct record_opts *o)
 				      .events_fd = -1,
 				      .targets_fd = -1,
 				      .lost_fd = -1,
+				      .control_fd = -1,
 				      .py_procs_fd = -1,
 				      .py_codes_fd = -1 };
 	r->launch = (struct launch){ .pid = -1, .gate_fd = -1 };
@@ -673,6 +885,11 @@ int recorder__run(const struct record_opts *o)
 		ret = dry_run(r); /* -p / -a: what is mapped now is all there is to list */
 		goto out;
 	}
+	watch_stops();
+	if (o->start_at.set &&
+	    start_at__begin(&o->start_at, &r->rm.meta, r->ctx.flight ? NULL : r->ctx.writer,
+			    r->ctx.control_fd, &stop_signal))
+		goto out;
 	if (go_live(r))
 		goto out;
 	drain(r);
@@ -686,6 +903,9 @@ int recorder__run(const struct record_opts *o)
 	ret = end == -2 ? 0 : end;
 	if (end >= 0 && r->launched)
 		ret = reap_cmd(r);
+	/* Last: reading the file must not keep CMD waiting for its stop signal. */
+	if (r->wrote)
+		print_verdict(o->output);
 out:
 	teardown(r);
 	free(r);

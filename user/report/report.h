@@ -14,6 +14,10 @@ struct report_info {
 	const char *key;   /* "shim" */
 };
 
+#define REPORT_FOR_PEOPLE                                                                          \
+	0x1		  /* table mode: rows as people read them (grouped, placeholders noted) */
+#define REPORT_PYTHON 0x2 /* --python: Python frames only */
+
 struct report {
 	const char *name; /* "osrt_sum": nsys's name where one exists */
 	const char *desc;
@@ -23,6 +27,11 @@ struct report {
 	/* Fill T with this report's columns and rows. Negative errno on failure. */
 	int (*emit)(void *st, const struct trace_model *m, struct table *t);
 	void (*free)(void *st);
+	/*
+	 * Instead of EMIT when set: the same, told what stats was asked (REPORT_*), for a report
+	 * whose rows depend on it. May be NULL.
+	 */
+	int (*emit_for)(void *st, const struct trace_model *m, unsigned flags, struct table *t);
 	/* Shown by `bpfsight info` too (what a trace's reader must know first). May be NULL. */
 	const struct report_info *info;
 };

@@ -3,13 +3,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "commands.h"
 #include "family.h"
+#include "human.h"
 #include "json.h"
 #include "report.h"
 #include "stats.h"
 #include "table.h"
 #include "trace_walk.h"
+#include "verdict.h"
 
 struct stats_report {
 	const struct report *rep;
@@ -24,6 +27,8 @@ struct stats {
 	int n;
 	unsigned long long lost;
 	char loss[256];
+	struct verdict *verdict; /* the default selection's */
+	int top;		 /* JSON and CSV: at most this many rows of each report */
 };
 
 /* Indexed by enum stats_format. */
@@ -82,6 +87,7 @@ void stats__free(struct stats *s)
 			s->reps[i].rep->free(s->reps[i].st);
 		table__free(s->reps[i].t);
 	}
+	verdict__free(s->verdict);
 	free(s->reps);
 	free(s);
 }
@@ -115,7 +121,7 @@ static struct stats *stats__new(void)
 }
 
 /* Mark the reports named in the comma-separated LIST; -ENOENT after naming a bad one. */
-static int stats__select(struct stats *s, const char *list)
+static int stats__select(struct stats *s, const char *list, const char *cmd)
 {
 	char names[512], *copy, *tok, *save = NULL;
 	int i, found, err = 0, named = 0;
@@ -134,8 +140,8 @@ static int stats__select(struct stats *s, const char *list)
 		}
 		if (!found) {
 			stats__list_reports(names, sizeof(names));
-			fprintf(stderr, "bpfsight stats: unknown report '%s' (reports: %s)\n", tok,
-				names);
+			fprintf(stderr, "bpfsight %s: unknown report '%s' (reports: %s)\n", cmd,
+				tok, names);
 			err = -ENOENT;
 			break;
 		}
@@ -144,7 +150,7 @@ static int stats__select(struct stats *s, const char *list)
 	if (!err && !named) {
 		/* `-r ,,,` or `-r ""`: a mistake, not a request for nothing. */
 		stats__list_reports(names, sizeof(names));
-		fprintf(stderr, "bpfsight stats: -r names no report (reports: %s)\n", names);
+		fprintf(stderr, "bpfsight %s: -r names no report (reports: %s)\n", cmd, names);
 		err = -ENOENT;
 	}
 	return err;
@@ -202,9 +208,58 @@ static void stats__type_families(int *fam_of_type)
 				fam_of_type[d->type] = f;
 }
 
-struct stats *stats__collect(const char *path, const char *reports, int *status)
+static int in_list(const __u32 *v, int n, __u32 x)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return 1;
+	return 0;
+}
+
+/* --pid, --tid, --comm: is REC of a process (thread) asked for? The recording's own are. */
+static int stats__keep(const struct stats_opts *o, const struct bs_hdr *rec,
+		       const struct trace_model *m)
+{
+	const struct bs_fork *f = (const void *)rec;
+	__u32 pid = rec->pid, tid = rec->tid;
+	const char *name;
+	int i;
+
+	if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f)) {
+		pid = f->child_pid; /* a new thread's birth is its own */
+		tid = f->child_tid;
+	}
+	if (!pid)
+		return 1;
+	if (o->npids && !in_list(o->pids, o->npids, pid))
+		return 0;
+	if (o->ntids && !in_list(o->tids, o->ntids, tid))
+		return 0;
+	if (!o->ncomms)
+		return 1;
+	name = trace_model__process_name(m, pid);
+	for (i = 0; name && i < o->ncomms; i++)
+		if (!strcmp(name, o->comms[i]))
+			return 1;
+	return 0;
+}
+
+static int stats__emit(struct stats_report *sr, const struct trace_model *m,
+		       const struct stats_opts *o)
+{
+	unsigned flags = (o->fmt == STATS_FORMAT_TABLE && o->people ? REPORT_FOR_PEOPLE : 0) |
+			 (o->python ? REPORT_PYTHON : 0);
+
+	if (sr->rep->emit_for)
+		return sr->rep->emit_for(sr->st, m, flags, sr->t);
+	return sr->rep->emit(sr->st, m, sr->t);
+}
+
+struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, int *status)
 {
 	int fam_of_type[BS_REC_TYPE_MAX], *fam_has = NULL, nfam, i, ret, err;
+	const char *reports = o->reports && *o->reports ? o->reports : NULL;
+	const char *cmd = o->cmd ? o->cmd : "stats";
 	const struct rec_decoder *dec;
 	const struct bs_hdr *rec;
 	struct trace_walk w;
@@ -213,13 +268,15 @@ struct stats *stats__collect(const char *path, const char *reports, int *status)
 	*status = EXIT_READ_FAIL;
 	s = stats__new();
 	if (!s) {
-		fprintf(stderr, "bpfsight stats: %s\n", strerror(ENOMEM));
+		fprintf(stderr, "bpfsight %s: %s\n", cmd, strerror(ENOMEM));
 		return NULL;
 	}
-	if (reports && *reports && stats__select(s, reports))
+	s->top = o->top;
+	if (reports && stats__select(s, reports, cmd))
 		goto err_free;
-	if (trace_walk__open(&w, "stats", path))
+	if (trace_walk__open(&w, cmd, path))
 		goto err_free;
+	w.quiet = o->quiet;
 	for (nfam = 0; families[nfam]; nfam++)
 		;
 	fam_has = calloc(nfam + 1, sizeof(*fam_has));
@@ -232,17 +289,21 @@ struct stats *stats__collect(const char *path, const char *reports, int *status)
 		if (!s->reps[i].st)
 			goto err_nomem;
 	}
+	if (!reports && !(s->verdict = verdict__new(w.m)))
+		goto err_nomem;
 
 	while ((ret = trace_walk__next(&w, &rec, &dec))) {
-		if (ret != 1)
+		if (ret != 1 || !stats__keep(o, rec, w.m))
 			continue;
 		if (fam_of_type[rec->type] >= 0)
 			fam_has[fam_of_type[rec->type]] = 1;
 		for (i = 0; i < s->n; i++)
 			s->reps[i].rep->add(s->reps[i].st, rec, w.m);
+		if (s->verdict)
+			verdict__observe(s->verdict, rec);
 	}
 	*status = trace_walk__finish(&w);
-	if (!reports || !*reports)
+	if (!reports)
 		stats__select_default(s, trace_walk__meta(&w), fam_has);
 
 	for (i = 0; i < s->n; i++) {
@@ -251,13 +312,17 @@ struct stats *stats__collect(const char *path, const char *reports, int *status)
 		s->reps[i].t = table__new(s->reps[i].rep->name);
 		if (!s->reps[i].t)
 			goto err_nomem;
-		err = s->reps[i].rep->emit(s->reps[i].st, w.m, s->reps[i].t);
+		err = stats__emit(&s->reps[i], w.m, o);
 		if (err) {
-			fprintf(stderr, "bpfsight stats: %s: report %s failed: %s\n", path,
+			fprintf(stderr, "bpfsight %s: %s: report %s failed: %s\n", cmd, path,
 				s->reps[i].rep->name, strerror(-err));
 			goto err_close;
 		}
 	}
+	for (i = 0; s->verdict && i < s->n; i++)
+		verdict__set_report(s->verdict, s->reps[i].rep->name, s->reps[i].t, s->reps[i].st);
+	if (s->verdict)
+		verdict__judge(s->verdict); /* while the model still names threads */
 	s->lost = w.lost_total;
 	trace_walk__loss_summary(&w, s->loss, sizeof(s->loss));
 	trace_walk__close(&w);
@@ -265,7 +330,7 @@ struct stats *stats__collect(const char *path, const char *reports, int *status)
 	return s;
 
 err_nomem:
-	fprintf(stderr, "bpfsight stats: %s: %s\n", path, strerror(ENOMEM));
+	fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, path, strerror(ENOMEM));
 err_close:
 	*status = EXIT_READ_FAIL;
 	trace_walk__close(&w);
@@ -273,6 +338,18 @@ err_free:
 	free(fam_has);
 	stats__free(s);
 	return NULL;
+}
+
+struct stats *stats__collect(const char *path, const char *reports, int *status)
+{
+	struct stats_opts o = { .reports = reports };
+
+	return stats__collect_opts(path, &o, status);
+}
+
+const struct verdict *stats__verdict(const struct stats *s)
+{
+	return s->verdict;
 }
 
 const struct table *stats__table(const struct stats *s, const char *name)
@@ -290,85 +367,175 @@ unsigned long long stats__lost(const struct stats *s)
 	return s->lost;
 }
 
-void stats__print(const struct stats *s, enum stats_format fmt, int all, FILE *out)
+/* Table mode: the reports in the order printed: the verdict's citations first. */
+static void print_order(const struct stats *s, int all, int *order)
 {
+	const char *cited[64];
+	int i, k, n = 0, ncited = 0;
+	char *done = calloc(s->n + 1, 1);
+
+	if (all && s->verdict)
+		ncited = verdict__cited(s->verdict, cited, 64);
+	for (k = 0; done && k < ncited; k++) {
+		size_t len = strcspn(cited[k], " ");
+
+		for (i = 0; i < s->n; i++)
+			if (!done[i] && s->reps[i].t && strlen(s->reps[i].rep->name) == len &&
+			    !strncmp(s->reps[i].rep->name, cited[k], len)) {
+				order[n++] = i;
+				done[i] = 1;
+			}
+	}
+	for (i = 0; i < s->n; i++)
+		if (!done || !done[i])
+			order[n++] = i;
+	free(done);
+}
+
+static void print_table(const struct stats_report *sr, int first, const struct table_view *view,
+			FILE *out)
+{
+	char head[512], cut[512];
+	int width = view && !view->wide ? view->width : 0;
+
+	snprintf(head, sizeof(head), "** %s (%s):", sr->rep->desc, sr->rep->name);
+	fprintf(out, "%s%s\n\n", first ? "" : "\n",
+		width ? human__elide(head, width, cut, sizeof(cut)) : head);
+	if (!table__nrows(sr->t))
+		fprintf(out, " no %s data in this trace\n", sr->rep->name);
+	else if (view)
+		table__print_view(sr->t, view, out);
+	else
+		table__print(sr->t, out);
+}
+
+/* The default selection's reports without rows, named in one line at the end. */
+static void print_empty(const struct stats *s, int first, int width, FILE *out)
+{
+	char line[2048];
+	size_t used;
+	int i, n = 0;
+
+	used = snprintf(line, sizeof(line), "no data in this trace for:");
+	for (i = 0; i < s->n && used < sizeof(line); i++) {
+		if (!s->reps[i].t || table__nrows(s->reps[i].t))
+			continue;
+		used += snprintf(line + used, sizeof(line) - used, "%s %s", n++ ? "," : "",
+				 s->reps[i].rep->name);
+	}
+	if (!n)
+		return;
+	if (!first)
+		fputc('\n', out);
+	human__wrap(out, line, width, 0, 2);
+}
+
+void stats__print(const struct stats *s, enum stats_format fmt, int all,
+		  const struct table_view *view, FILE *out)
+{
+	int i, first = 1, *order = calloc(s->n + 1, sizeof(*order));
+	int width = view && !view->wide ? view->width : 0;
 	const struct stats_report *sr;
 	struct json j;
-	int i, first = 1, nempty = 0;
 
+	if (!order)
+		return;
+	print_order(s, fmt == STATS_FORMAT_TABLE && all, order);
 	if (fmt == STATS_FORMAT_JSON) {
 		json__init(&j, out, 1);
 		json__begin_object(&j);
 		json__key(&j, "reports");
 		json__begin_object(&j);
 	}
+	if (fmt == STATS_FORMAT_TABLE && all && s->verdict) {
+		verdict__print(s->verdict, width, out);
+		first = 0;
+	}
 	for (i = 0; i < s->n; i++) {
-		sr = &s->reps[i];
+		sr = &s->reps[order[i]];
 		if (!sr->t)
 			continue;
 		switch (fmt) {
 		case STATS_FORMAT_JSON:
 			json__key(&j, sr->rep->name);
-			table__print_json(sr->t, &j);
+			table__print_json_rows(sr->t, &j, s->top);
 			break;
 		case STATS_FORMAT_CSV:
 			fprintf(out, "%s# %s\n", first ? "" : "\n", sr->rep->name);
-			table__print_csv(sr->t, out);
+			table__print_csv_rows(sr->t, out, s->top);
 			break;
 		case STATS_FORMAT_TABLE:
-			if (all && !table__nrows(sr->t)) {
-				nempty++; /* listed once at the end: every family has reports */
-				continue;
-			}
-			fprintf(out, "%s** %s (%s):\n\n", first ? "" : "\n", sr->rep->desc,
-				sr->rep->name);
-			if (table__nrows(sr->t))
-				table__print(sr->t, out);
-			else
-				fprintf(out, " no %s data in this trace\n", sr->rep->name);
+			if (all && !table__nrows(sr->t))
+				continue; /* listed once at the end: every family has reports */
+			print_table(sr, first, view, out);
 			break;
 		}
 		first = 0;
 	}
-	for (i = 0; fmt == STATS_FORMAT_TABLE && nempty && i < s->n; i++) {
-		sr = &s->reps[i];
-		if (!sr->t || table__nrows(sr->t))
-			continue;
-		fprintf(out, "%s%s", first ? "\nno data in this trace for: " : ", ", sr->rep->name);
-		first = 0;
-	}
-	if (fmt == STATS_FORMAT_TABLE && nempty)
-		fputc('\n', out);
+	if (fmt == STATS_FORMAT_TABLE && all)
+		print_empty(s, first, width, out);
 	if (fmt == STATS_FORMAT_JSON) {
 		json__end_object(&j);
 		json__end_object(&j);
 	}
+	free(order);
 }
 
-int stats__run(const char *path, const char *reports, enum stats_format fmt, FILE *out)
+int stats__verdict_line(const char *path, char *buf, size_t len)
 {
+	struct stats_opts o = { .cmd = "record", .quiet = 1 };
 	struct stats *s;
+	struct stat st;
 	int status;
 
-	s = stats__collect(path, reports, &status);
+	buf[0] = 0;
+	if (stat(path, &st))
+		return -errno;
+	if ((unsigned long long)st.st_size > STATS_VERDICT_MAX_BYTES)
+		return -EFBIG;
+	s = stats__collect_opts(path, &o, &status);
+	if (!s)
+		return -EIO;
+	verdict__headline(s->verdict, buf, len);
+	stats__free(s);
+	return 0;
+}
+
+int stats__run_opts(const char *path, const struct stats_opts *o, FILE *out)
+{
+	const struct table_view *view = o->fmt == STATS_FORMAT_TABLE ? &o->view : NULL;
+	int status, width = view && !view->wide ? view->width : 0;
+	struct stats *s;
+	char warn[512];
+
+	s = stats__collect_opts(path, o, &status);
 	if (!s)
 		return status;
 	/* Loss is never silent; JSON and CSV stay parseable, so it goes to stderr there. */
-	if (s->lost && fmt == STATS_FORMAT_TABLE)
-		fprintf(out,
-			"WARNING: %llu events were lost while recording (%s): the numbers "
-			"below undercount.\n\n",
-			s->lost, s->loss);
-	else if (s->lost)
+	if (s->lost && o->fmt == STATS_FORMAT_TABLE) {
+		snprintf(warn, sizeof(warn),
+			 "WARNING: %llu events were lost while recording (%s): the numbers below "
+			 "undercount.",
+			 s->lost, s->loss);
+		human__wrap(out, warn, width, 0, 2);
+		fputc('\n', out);
+	} else if (s->lost)
 		fprintf(stderr,
 			"bpfsight stats: warning: %s: %llu events were lost while "
 			"recording (%s): the numbers undercount\n",
 			path, s->lost, s->loss);
-	stats__print(s, fmt, !reports, out);
+	stats__print(s, o->fmt, !o->reports || !*o->reports, view, out);
 	if (fflush(out) || ferror(out)) {
 		fprintf(stderr, "bpfsight stats: writing the output failed: %s\n", strerror(errno));
 		status = EXIT_READ_FAIL;
 	}
 	stats__free(s);
 	return status;
+}
+
+int stats__run(const char *path, const char *reports, enum stats_format fmt, FILE *out)
+{
+	struct stats_opts o = { .reports = reports, .fmt = fmt, .view = { .raw = 1 } };
+
+	return stats__run_opts(path, &o, out);
 }

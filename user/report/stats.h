@@ -8,8 +8,11 @@
 #define BPFSIGHT_STATS_H
 
 #include <stdio.h>
+#include <linux/types.h>
+#include "table_view.h"
 
 struct table;
+struct verdict;
 
 enum stats_format {
 	STATS_FORMAT_TABLE,
@@ -26,6 +29,37 @@ void stats__list_formats(char *buf, size_t len);
 
 struct stats;
 
+/* What `bpfsight stats` is asked (docs/USAGE.md, "stats"). Zeroed: every row of every report. */
+struct stats_opts {
+	const char *reports; /* comma-separated names; NULL or "": the default selection */
+	enum stats_format fmt;
+	struct table_view view; /* table mode */
+	int top;		/* --top in JSON and CSV (table mode's is view.top); 0 = all */
+	/* Only the records of these processes, threads, process names (none: all). */
+	const __u32 *pids, *tids;
+	int npids, ntids;
+	const char *const *comms;
+	int ncomms;
+	int python;	 /* --python: cpu_sum's Python frames only */
+	int people;	 /* table mode's rows (REPORT_FOR_PEOPLE): what `bpfsight stats` prints */
+	const char *cmd; /* messages' "bpfsight CMD:" (NULL: "stats") */
+	int quiet;	 /* say nothing of how the file ended (the caller's other walk does) */
+};
+
+/* Like stats__collect, as O says; with the default selection, the verdict is judged too. */
+struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, int *status);
+/* The verdict of the default selection, NULL otherwise. */
+const struct verdict *stats__verdict(const struct stats *s);
+/*
+ * The verdict's headline of the trace at PATH into BUF, as `bpfsight stats` would open with
+ * it: 0, or -EFBIG when the file is over STATS_VERDICT_MAX_BYTES (reading it would hold up
+ * the end of a recording), or another negative errno (BUF then says why, in a few words).
+ */
+#define STATS_VERDICT_MAX_BYTES (16ull << 20)
+int stats__verdict_line(const char *path, char *buf, size_t len);
+/* collect + print + free as O says: the exit status of `bpfsight stats`. */
+int stats__run_opts(const char *path, const struct stats_opts *o, FILE *out);
+
 /*
  * Read PATH once and run REPORTS (comma-separated names; NULL or "" = the reports of every
  * family the trace recorded). Messages go to stderr, prefixed "bpfsight stats: ". Returns
@@ -37,11 +71,15 @@ struct stats *stats__collect(const char *path, const char *reports, int *status)
 const struct table *stats__table(const struct stats *s, const char *name);
 /* Total events lost, by the trace's loss records. */
 unsigned long long stats__lost(const struct stats *s);
-/* ALL: the default selection (no -r): tables list empty reports in one line at the end. */
-void stats__print(const struct stats *s, enum stats_format fmt, int all, FILE *out);
+/*
+ * ALL: the default selection (no -r): tables list empty reports in one line at the end, after
+ * the verdict and the reports it cites. VIEW: table mode's (NULL: every row, exact numbers).
+ */
+void stats__print(const struct stats *s, enum stats_format fmt, int all,
+		  const struct table_view *view, FILE *out);
 void stats__free(struct stats *s);
 
-/* collect + print + free: the exit status of `bpfsight stats`. */
+/* collect + print + free, every row with exact numbers: stats__run_opts with the rest zeroed. */
 int stats__run(const char *path, const char *reports, enum stats_format fmt, FILE *out);
 
 #endif /* BPFSIGHT_STATS_H */

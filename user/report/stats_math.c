@@ -128,6 +128,21 @@ double samples__median(struct samples *s)
 	return samples__percentile(s, 50);
 }
 
+int array__grow(void **v, size_t n, size_t *cap, size_t size)
+{
+	size_t ncap = *cap ? *cap * 2 : 256;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*v, ncap * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
 void samples__free(struct samples *s)
 {
 	if (!s)
@@ -281,4 +296,19 @@ void *hmap__next(const struct hmap *m, size_t *iter, struct hkey *key)
 		}
 	}
 	return NULL;
+}
+
+void hmap__del_all(struct hmap *m, int which, __u64 v)
+{
+	struct hkey key, *gone;
+	size_t it = 0, n = 0;
+
+	/* Collected first: a deletion moves other entries under an iteration. */
+	gone = malloc(hmap__count(m) * sizeof(*gone) + 1);
+	while (gone && hmap__next(m, &it, &key))
+		if ((which ? key.b : key.a) == v)
+			gone[n++] = key;
+	for (size_t i = 0; i < n; i++)
+		hmap__del(m, gone[i]);
+	free(gone);
 }

@@ -33,6 +33,12 @@ double samples__percentile(struct samples *s, double p); /* 0..100, linear; sort
 double samples__median(struct samples *s);		 /* percentile 50 */
 void samples__free(struct samples *s);
 
+/*
+ * Room for one more element of SIZE bytes in the array *V of *N (capacity *CAP, doubled from
+ * 256): 0 or -ENOMEM (*V unchanged).
+ */
+int array__grow(void **v, size_t n, size_t *cap, size_t size);
+
 struct hkey {
 	__u64 a, b;
 };
@@ -52,5 +58,7 @@ size_t hmap__count(const struct hmap *m);
 void hmap__del(struct hmap *m, struct hkey key);
 /* Iterate: start with *iter = 0; returns the next value (and its key) or NULL at the end. */
 void *hmap__next(const struct hmap *m, size_t *iter, struct hkey *key);
+/* Remove every key whose half A (WHICH 0) or B (WHICH 1) is V: a process's entries. */
+void hmap__del_all(struct hmap *m, int which, __u64 v);
 
 #endif /* BPFSIGHT_STATS_MATH_H */

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Typed tables and their three printers; see table.h. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "json.h"
@@ -11,6 +13,7 @@ struct table_col {
 	char *title;
 	enum table_type type;
 	int precision;
+	unsigned flags; /* TABLE_COL_* */
 };
 
 struct table_cell {
@@ -29,6 +32,8 @@ struct table {
 	int ncols;
 	struct table_cell **rows; /* each row has ncols cells, allocated when the row starts */
 	int nrows, rows_cap;
+	char **notes; /* sentences under the human table */
+	int nnotes;
 	int err;
 };
 
@@ -70,10 +75,45 @@ void table__free(struct table *t)
 		free(t->cols[c].key);
 		free(t->cols[c].title);
 	}
+	for (r = 0; r < t->nnotes; r++)
+		free(t->notes[r]);
+	free(t->notes);
 	free(t->rows);
 	free(t->cols);
 	free(t->name);
 	free(t);
+}
+
+int table__add_note(struct table *t, const char *fmt, ...)
+{
+	char **notes;
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return table__fail(t, -ENOMEM);
+	notes = realloc(t->notes, (t->nnotes + 1) * sizeof(*notes));
+	if (!notes) {
+		free(s);
+		return table__fail(t, -ENOMEM);
+	}
+	t->notes = notes;
+	t->notes[t->nnotes++] = s;
+	return 0;
+}
+
+int table__nnotes(const struct table *t)
+{
+	return t->nnotes;
+}
+
+const char *table__get_note(const struct table *t, int i)
+{
+	return i >= 0 && i < t->nnotes ? t->notes[i] : NULL;
 }
 
 int table__add_col(struct table *t, const char *key, const char *title, enum table_type type)
@@ -97,6 +137,7 @@ int table__add_col(struct table *t, const char *key, const char *title, enum tab
 	}
 	col->type = type;
 	col->precision = TABLE_DEFAULT_PRECISION;
+	col->flags = 0;
 	return t->ncols++;
 }
 
@@ -105,6 +146,14 @@ int table__set_precision(struct table *t, int col, int digits)
 	if (col < 0 || col >= t->ncols || digits < 0 || digits > 17)
 		return table__fail(t, -EINVAL);
 	t->cols[col].precision = digits;
+	return 0;
+}
+
+int table__set_flags(struct table *t, int col, unsigned flags)
+{
+	if (col < 0 || col >= t->ncols)
+		return table__fail(t, -EINVAL);
+	t->cols[col].flags |= flags;
 	return 0;
 }
 
@@ -258,6 +307,22 @@ const char *table__get_str(const struct table *t, int row, int col)
 	return c ? c->str : NULL;
 }
 
+double table__get_number(const struct table *t, int row, int col)
+{
+	if (row < 0 || row >= t->nrows || col < 0 || col >= t->ncols || !t->rows[row][col].set)
+		return 0;
+	switch (t->cols[col].type) {
+	case TABLE_U64:
+		return (double)t->rows[row][col].u;
+	case TABLE_S64:
+		return (double)t->rows[row][col].s;
+	case TABLE_DOUBLE:
+		return t->rows[row][col].d;
+	default:
+		return 0;
+	}
+}
+
 int table__is_set(const struct table *t, int row, int col)
 {
 	return row >= 0 && row < t->nrows && col >= 0 && col < t->ncols && t->rows[row][col].set;
@@ -300,6 +365,16 @@ const char *table__cell_text(const struct table *t, int row, int col, char *buf,
 const char *table__col_title(const struct table *t, int col)
 {
 	return col >= 0 && col < t->ncols ? t->cols[col].title : NULL;
+}
+
+const char *table__col_key(const struct table *t, int col)
+{
+	return col >= 0 && col < t->ncols ? t->cols[col].key : NULL;
+}
+
+unsigned table__col_flags(const struct table *t, int col)
+{
+	return col >= 0 && col < t->ncols ? t->cols[col].flags : 0;
 }
 
 int table__col_numeric(const struct table *t, int col)
@@ -377,6 +452,10 @@ void table__print(const struct table *t, FILE *f)
 		}
 		fputc('\n', f);
 	}
+	if (t->nnotes)
+		fputc('\n', f);
+	for (r = 0; r < t->nnotes; r++)
+		fprintf(f, " %s\n", t->notes[r]);
 	free(width);
 }
 
@@ -398,8 +477,13 @@ static void csv_field(FILE *f, const char *s)
 
 void table__print_csv(const struct table *t, FILE *f)
 {
+	table__print_csv_rows(t, f, 0);
+}
+
+void table__print_csv_rows(const struct table *t, FILE *f, int max)
+{
 	char buf[64];
-	int r, c;
+	int r, c, n = max > 0 && max < t->nrows ? max : t->nrows;
 
 	for (c = 0; c < t->ncols; c++) {
 		if (c)
@@ -407,7 +491,7 @@ void table__print_csv(const struct table *t, FILE *f)
 		csv_field(f, t->cols[c].key);
 	}
 	fputc('\n', f);
-	for (r = 0; r < t->nrows; r++) {
+	for (r = 0; r < n; r++) {
 		for (c = 0; c < t->ncols; c++) {
 			if (c)
 				fputc(',', f);
@@ -419,12 +503,17 @@ void table__print_csv(const struct table *t, FILE *f)
 
 void table__print_json(const struct table *t, struct json *j)
 {
+	table__print_json_rows(t, j, 0);
+}
+
+void table__print_json_rows(const struct table *t, struct json *j, int max)
+{
+	int r, c, n = max > 0 && max < t->nrows ? max : t->nrows;
 	const struct table_cell *cell;
 	const struct table_col *col;
-	int r, c;
 
 	json__begin_array(j);
-	for (r = 0; r < t->nrows; r++) {
+	for (r = 0; r < n; r++) {
 		json__begin_object(j);
 		for (c = 0; c < t->ncols; c++) {
 			cell = &t->rows[r][c];

@@ -28,6 +28,14 @@ void table__free(struct table *t);
 /* Add a column; returns its index or a negative errno. TITLE NULL = the key. */
 int table__add_col(struct table *t, const char *key, const char *title, enum table_type type);
 int table__set_precision(struct table *t, int col, int digits);
+/*
+ * How table mode shows a column (table_view.h); JSON and CSV ignore it. A column whose key ends
+ * in "_ns" is a duration and one named "bytes" or "*_bytes" a size, by the key alone.
+ */
+#define TABLE_COL_PATH	 0x1 /* a file's path: its file name is shown */
+#define TABLE_COL_MINOR	 0x2 /* left out first when the table does not fit the width */
+#define TABLE_COL_WEIGHT 0x4 /* a row whose weight columns are all 0 has nothing to show */
+int table__set_flags(struct table *t, int col, unsigned flags);
 /* Start a new row: the set_* calls that follow fill it. 0 or -ENOMEM. */
 int table__row(struct table *t);
 /* 0, or -EINVAL for a bad column / type / no row, -ENOMEM. Errors also stick (table__err). */
@@ -35,6 +43,13 @@ int table__set_u64(struct table *t, int col, __u64 v);
 int table__set_s64(struct table *t, int col, __s64 v);
 int table__set_double(struct table *t, int col, double v);
 int table__set_str(struct table *t, int col, const char *s); /* copied; NULL = unset */
+/*
+ * A sentence under the human table (what its rows leave out and why, or a summary of them),
+ * printed as its own paragraph; CSV and JSON have the rows only. 0 or -ENOMEM.
+ */
+int table__add_note(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int table__nnotes(const struct table *t);
+const char *table__get_note(const struct table *t, int i); /* NULL past the last */
 /* The first error any call above returned, 0 if none. */
 int table__err(const struct table *t);
 
@@ -48,14 +63,22 @@ __s64 table__get_s64(const struct table *t, int row, int col);
 double table__get_double(const struct table *t, int row, int col);
 const char *table__get_str(const struct table *t, int row, int col);
 int table__is_set(const struct table *t, int row, int col);
+/* A numeric cell of any type as a double (0 unset or text). */
+double table__get_number(const struct table *t, int row, int col);
 /* A cell as the human table prints it ("" unset); BUF holds numbers, strings are the cell's. */
 const char *table__cell_text(const struct table *t, int row, int col, char *buf, size_t len);
 const char *table__col_title(const struct table *t, int col); /* NULL past the columns */
-int table__col_numeric(const struct table *t, int col);	      /* 1: right-aligned */
+const char *table__col_key(const struct table *t, int col);   /* NULL past the columns */
+unsigned table__col_flags(const struct table *t, int col);
+int table__col_numeric(const struct table *t, int col); /* 1: right-aligned */
 
+/* Every row and column, exact numbers, whatever the width (`bpfsight info`). */
 void table__print(const struct table *t, FILE *f);
 void table__print_csv(const struct table *t, FILE *f);
 /* An array of row objects, written as the next value of J. */
 void table__print_json(const struct table *t, struct json *j);
+/* The same, the first MAX rows only (0 = all: --top). */
+void table__print_csv_rows(const struct table *t, FILE *f, int max);
+void table__print_json_rows(const struct table *t, struct json *j, int max);
 
 #endif /* BPFSIGHT_TABLE_H */

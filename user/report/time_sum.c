@@ -19,6 +19,10 @@ void time_sum__cols_counting(struct table *t, int *c, const char *count_title)
 	c[5] = table__add_col(t, "min_ns", "Min (ns)", TABLE_U64);
 	c[6] = table__add_col(t, "max_ns", "Max (ns)", TABLE_U64);
 	c[7] = table__add_col(t, "stddev_ns", "StdDev (ns)", TABLE_DOUBLE);
+	/* Left out first where the width is short: the total, count, average and max stay. */
+	table__set_flags(t, c[4], TABLE_COL_MINOR);
+	table__set_flags(t, c[5], TABLE_COL_MINOR);
+	table__set_flags(t, c[7], TABLE_COL_MINOR);
 }
 
 void time_sum__set(struct table *t, const int *c, __u64 count, __u64 total, __u64 min, __u64 max,

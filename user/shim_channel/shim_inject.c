@@ -460,6 +460,20 @@ void shim_inject__run(struct shim_inject *si, int (*has_shim)(void *arg, pid_t p
 	}
 }
 
+void shim_inject__proc_exit(struct shim_inject *si, pid_t pid)
+{
+	struct inj_pid *p = si ? hmap__get(si->pids, (struct hkey){ (__u64)pid, 0 }, 0) : NULL;
+
+	if (!p)
+		return;
+	/* -p targets stay: the end of the recording says what became of them. */
+	for (__u32 i = 0; i < si->ctx->opts->npids; i++)
+		if (si->ctx->opts->pids[i] == pid)
+			return;
+	free(p->failure);
+	hmap__del(si->pids, (struct hkey){ (__u64)pid, 0 });
+}
+
 const char *shim_inject__failure(const struct shim_inject *si, pid_t pid)
 {
 	const struct inj_pid *p =

@@ -24,6 +24,8 @@ struct shim_inject *shim_inject__new(struct record_ctx *ctx, struct uprobe_mgr *
 void shim_inject__free(struct shim_inject *si);
 /* Inject every candidate not tried yet for which HAS_SHIM(ARG, pid) is 0. */
 void shim_inject__run(struct shim_inject *si, int (*has_shim)(void *arg, pid_t pid), void *arg);
+/* PID exited: what was kept to inject it goes (-p targets stay, for the end's messages). */
+void shim_inject__proc_exit(struct shim_inject *si, pid_t pid);
 /* Why PID got no shim from us (a refusal, a failure); NULL when none was tried or it went. */
 const char *shim_inject__failure(const struct shim_inject *si, pid_t pid);
 /* 1 when a dlopen of the shim was started in PID. */

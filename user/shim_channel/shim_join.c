@@ -1,50 +1,25 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The launch join: GPU records -> the CPU call that launched them (see shim_join.h). */
+/*
+ * The launch join: GPU records -> the CPU call that launched them (see shim_join.h). This
+ * file keeps the calls and decides the API records; shim_join_gpu.c the GPU records.
+ */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cuda.h"
-#include "shim_join.h"
-#include "stats_math.h"
+#include "shim_join_int.h"
 
-/* A thread's last launching calls, oldest first from (n - JOIN_HIST). */
-struct hist {
-	__u64 n; /* calls appended so far; call k is at k % JOIN_HIST */
-	__u64 ts[JOIN_HIST];
-	__u64 end[JOIN_HIST];
+static const char *const why_names[JOIN_WHY_MAX] = {
+	[JOIN_WHY_NO_API] = "no_api_record",	 [JOIN_WHY_NO_CUDA] = "cuda_not_traced",
+	[JOIN_WHY_THREAD] = "thread_not_traced", [JOIN_WHY_OUTSIDE] = "outside_calls",
+	[JOIN_WHY_NOT_SEEN] = "call_not_seen",	 [JOIN_WHY_EXPIRED] = "calls_expired",
 };
 
-struct corr_slot {
-	__u32 corr;
-	__u32 tid;
-	__u64 call_ts;
-	__u16 flags; /* BS_GPU_CALL_*: how the API record was linked; 0 = not seen */
-	__u16 _pad;
-	__u32 pend; /* index + 1 of the newest pending record of this slot, 0 = none */
-};
-
-#define PENDING_REC 128 /* the largest GPU record (bs_gpu_kernel: 112) */
-
-struct pending {
-	__u64 since; /* queued at (mono ns) */
-	__u64 gen;   /* insertion number: chains only go to smaller ones */
-	__u32 pid, corr;
-	__u32 prev; /* index + 1 of the previous record in its slot's chain */
-	__u32 live;
-	__u64 rec[PENDING_REC / 8];
-};
-
-struct shim_join {
-	void (*emit)(void *arg, struct bs_hdr *rec);
-	void *arg;
-	struct hmap *threads; /* (pid, tid) -> struct hist * */
-	struct hmap *corrs;   /* (pid, 0) -> struct corr_slot[JOIN_CORR_SLOTS] */
-	struct pending *pend; /* ring of JOIN_PENDING */
-	__u32 head, count;
-	__u64 gen;
-	struct shim_join_stats st;
-	__u8 launches[1024]; /* cuda_table fn -> 1 when it puts work on the GPU */
-};
+const char *join_why__name(unsigned int why)
+{
+	return why < JOIN_WHY_MAX ? why_names[why] : "?";
+}
 
 struct shim_join *shim_join__new(void (*emit)(void *arg, struct bs_hdr *rec), void *arg)
 {
@@ -54,10 +29,11 @@ struct shim_join *shim_join__new(void (*emit)(void *arg, struct bs_hdr *rec), vo
 		return NULL;
 	j->emit = emit;
 	j->arg = arg;
-	j->threads = hmap__new(sizeof(struct hist *));
-	j->corrs = hmap__new(sizeof(struct corr_slot *));
+	j->procs = hmap__new(sizeof(struct jproc *));
+	/* Large but lazily touched: calloc's pages are mapped as the rings fill. */
 	j->pend = calloc(JOIN_PENDING, sizeof(*j->pend));
-	if (!j->threads || !j->corrs || !j->pend) {
+	j->held = calloc(JOIN_HELD, sizeof(*j->held));
+	if (!j->procs || !j->pend || !j->held) {
 		shim_join__free(j);
 		return NULL;
 	}
@@ -71,247 +47,337 @@ struct shim_join *shim_join__new(void (*emit)(void *arg, struct bs_hdr *rec), vo
 	return j;
 }
 
-static void free_ptrs(struct hmap *m)
+static void proc_free(struct shim_join *j, struct jproc *p)
 {
 	size_t it = 0;
-	void **v;
+	struct jthread *t;
 
-	while (m && (v = hmap__next(m, &it, NULL)))
-		free(*v);
-	hmap__free(m);
+	if (!p)
+		return;
+	while (p->threads && (t = hmap__next(p->threads, &it, NULL))) {
+		j->ncalls -= t->n;
+		jthread__free(t);
+	}
+	hmap__free(p->threads);
+	free(p->slots);
+	free(p);
 }
 
 void shim_join__free(struct shim_join *j)
 {
+	size_t it = 0;
+	struct jproc **pp;
+
 	if (!j)
 		return;
-	free_ptrs(j->threads);
-	free_ptrs(j->corrs);
+	while (j->procs && (pp = hmap__next(j->procs, &it, NULL)))
+		proc_free(j, *pp);
+	hmap__free(j->procs);
 	free(j->pend);
+	free(j->held);
 	free(j);
 }
+
+struct jproc *join_proc(struct shim_join *j, __u32 pid, int create)
+{
+	struct jproc **pp = hmap__get(j->procs, (struct hkey){ pid, 0 }, 0), *p;
+
+	if (pp || !create)
+		return pp ? *pp : NULL;
+	p = calloc(1, sizeof(*p));
+	if (p && !(p->threads = hmap__new(sizeof(struct jthread)))) {
+		free(p);
+		p = NULL;
+	}
+	pp = p ? hmap__get(j->procs, (struct hkey){ pid, 0 }, 1) : NULL;
+	if (!pp) {
+		proc_free(j, p);
+		return NULL;
+	}
+	*pp = p;
+	return p;
+}
+
+struct corr_slot *join_slot(struct shim_join *j, __u32 pid, __u32 corr)
+{
+	struct jproc *p = join_proc(j, pid, 1);
+
+	if (!p)
+		return NULL;
+	if (!p->slots && !(p->slots = calloc(JOIN_CORR_SLOTS, sizeof(*p->slots))))
+		return NULL;
+	return &p->slots[corr % JOIN_CORR_SLOTS];
+}
+
+/* Keep the total under JOIN_MAX_CALLS: the thread adding one forgets its own oldest. */
+static int make_room(struct shim_join *j, struct jthread *t)
+{
+	if (j->ncalls < JOIN_MAX_CALLS)
+		return 0;
+	if (!jthread__pop(t))
+		return -ENOSPC;
+	j->ncalls--;
+	j->st.calls_dropped++;
+	return 0;
+}
+
+void shim_join__no_calls(struct shim_join *j)
+{
+	if (j)
+		j->no_calls = 1;
+}
+
+static void held_retry_thread(struct shim_join *j, __u32 pid, __u32 tid);
 
 void shim_join__cuda_call(struct shim_join *j, const struct bs_hdr *rec)
 {
 	const struct bs_ucall *c = (const void *)rec;
-	struct hist **h;
-	__u64 k;
+	struct jthread *t;
+	struct jproc *p;
 
-	if (rec->type != BS_REC_CUDA_CALL || rec->size < sizeof(*c) || c->depth ||
-	    c->fn >= sizeof(j->launches) || !j->launches[c->fn])
+	if (rec->type != BS_REC_CUDA_CALL || rec->size < sizeof(*c))
 		return;
-	h = hmap__get(j->threads, (struct hkey){ rec->pid, rec->tid }, 0);
-	if (!h) {
-		if (hmap__count(j->threads) >= JOIN_MAX_THREADS)
-			return; /* bounded: this thread's launches link through CUPTI's record */
-		h = hmap__get(j->threads, (struct hkey){ rec->pid, rec->tid }, 1);
-		if (!h || !(*h = calloc(1, sizeof(**h))))
-			return;
-	}
-	if (!*h)
+	p = join_proc(j, rec->pid, 1);
+	if (!p)
 		return;
-	k = (*h)->n++ % JOIN_HIST;
-	(*h)->ts[k] = rec->ts;
-	(*h)->end[k] = rec->ts + c->dur;
-}
-
-static __s64 overlap(__u64 a0, __u64 a1, __u64 b0, __u64 b1)
-{
-	__u64 lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
-
-	return (__s64)(hi - lo);
-}
-
-/* The start of the call on (PID, TID) containing [t0, t1], or overlapping it most; 0 = none. */
-static __u64 find_call(struct shim_join *j, __u32 pid, __u32 tid, __u64 t0, __u64 t1)
-{
-	struct hist **hp = hmap__get(j->threads, (struct hkey){ pid, tid }, 0), *h;
-	__u64 lo, hi, best = 0;
-	__s64 best_ov = 0;
-
-	if (!hp || !(h = *hp) || !h->n)
-		return 0;
-	lo = h->n > JOIN_HIST ? h->n - JOIN_HIST : 0;
-	hi = h->n;
-	/* The last call starting at or before t0 (calls of a thread are in time order). */
-	while (hi - lo > 1) {
-		__u64 mid = lo + (hi - lo) / 2;
-
-		if (h->ts[mid % JOIN_HIST] <= t0)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	for (__u64 k = lo; k < lo + 2 && k < h->n; k++) {
-		__u64 i = k % JOIN_HIST;
-		__s64 ov = overlap(h->ts[i], h->end[i], t0, t1);
-
-		if (h->ts[i] <= t0 && h->end[i] >= t1)
-			return h->ts[i]; /* contains it */
-		if (ov > best_ov) {
-			best_ov = ov;
-			best = h->ts[i];
-		}
-	}
-	return best;
-}
-
-static struct corr_slot *slot_of(struct shim_join *j, __u32 pid, __u32 corr, int create)
-{
-	struct corr_slot **t = hmap__get(j->corrs, (struct hkey){ pid, 0 }, create);
-
+	p->calls++;
+	t = hmap__get(p->threads, (struct hkey){ rec->tid, 0 }, 1);
 	if (!t)
-		return NULL;
-	if (!*t && (!create || !(*t = calloc(JOIN_CORR_SLOTS, sizeof(**t)))))
-		return NULL;
-	return &(*t)[corr % JOIN_CORR_SLOTS];
+		return;
+	if (!c->depth && rec->ts + c->dur > t->settled)
+		t->settled = rec->ts + c->dur;
+	if (c->fn >= sizeof(j->launches) || !j->launches[c->fn]) {
+		if (!c->depth && t->nheld)
+			held_retry_thread(j, rec->pid, rec->tid);
+		return;
+	}
+	/* The thread's own clock: what ended JOIN_KEEP_NS before this call began goes. */
+	if (rec->ts > JOIN_KEEP_NS)
+		j->ncalls -= jthread__trim(t, rec->ts - JOIN_KEEP_NS);
+	if (make_room(j, t)) {
+		j->st.calls_dropped++;
+		if (rec->ts + c->dur > t->forgot_end)
+			t->forgot_end = rec->ts + c->dur;
+		return;
+	}
+	if (!jthread__add(t, rec->ts, c->dur, c->depth))
+		j->ncalls++;
+	/* An outer call returns last: waiting API records of the thread are decided by it. */
+	if (!c->depth && t->nheld)
+		held_retry_thread(j, rec->pid, rec->tid);
 }
 
-struct gpu_fields {
-	__u32 *corr;
-	__u64 *call_ts;
-	__u16 *flags;
-};
-
-static int gpu_fields(struct bs_hdr *rec, struct gpu_fields *f)
+/*
+ * Try to decide API record R: 1 and its link (or JOIN_WHY_* in *WHY) when final, 0 while its
+ * call may still come. FINAL: decide now whatever comes later.
+ */
+static int decide(struct shim_join *j, const struct bs_gpu_api *r, __u64 *call, __u8 *why,
+		  int final)
 {
-	switch (rec->type) {
-	case BS_REC_GPU_KERNEL: {
-		struct bs_gpu_kernel *r = (void *)rec;
+	struct jproc *p = join_proc(j, r->h.pid, 0);
+	struct jthread *t = p ? hmap__get(p->threads, (struct hkey){ r->h.tid, 0 }, 0) : NULL;
 
-		*f = (struct gpu_fields){ &r->correlation, &r->call_ts, &r->flags };
+	*call = t ? jthread__find(t, r->h.ts, r->h.ts + r->dur) : 0;
+	if (*call)
+		return 1;
+	if (t && r->h.ts <= t->forgot_end)
+		*why = JOIN_WHY_EXPIRED;
+	else if (t && t->settled >= r->h.ts)
+		*why = JOIN_WHY_OUTSIDE; /* every call that could contain it has come */
+	else if (!final)
 		return 0;
-	}
-	case BS_REC_GPU_MEMCPY: {
-		struct bs_gpu_memcpy *r = (void *)rec;
-
-		*f = (struct gpu_fields){ &r->correlation, &r->call_ts, &r->flags };
-		return 0;
-	}
-	case BS_REC_GPU_MEMSET: {
-		struct bs_gpu_memset *r = (void *)rec;
-
-		*f = (struct gpu_fields){ &r->correlation, &r->call_ts, &r->flags };
-		return 0;
-	}
-	}
-	return -EINVAL;
+	else if (!p || !p->calls)
+		*why = JOIN_WHY_NO_CUDA;
+	else if (!t || !t->appended)
+		*why = t && t->settled ? JOIN_WHY_OUTSIDE : JOIN_WHY_THREAD;
+	else
+		*why = JOIN_WHY_NOT_SEEN;
+	return 1;
 }
 
-static void link_emit(struct shim_join *j, struct bs_hdr *rec, const struct corr_slot *s)
-{
-	struct gpu_fields f;
-
-	if (!gpu_fields(rec, &f) && s) {
-		rec->tid = s->tid;
-		*f.call_ts = s->call_ts;
-		*f.flags |= s->flags;
-		if (s->flags & BS_GPU_CALL_CUDA)
-			j->st.linked_cuda++;
-		else
-			j->st.linked_api++;
-	} else {
-		j->st.unlinked++;
-	}
-	j->emit(j->arg, rec);
-}
-
-void shim_join__api(struct shim_join *j, struct bs_gpu_api *r)
+/* R is decided: fill it, emit it, fill its slot and release the GPU records waiting there. */
+static void settle(struct shim_join *j, struct bs_gpu_api *r, __u64 call, __u8 why)
 {
 	struct corr_slot *s;
-	__u64 call = find_call(j, r->h.pid, r->h.tid, r->h.ts, r->h.ts + r->dur);
-	__u64 gen = ~0ull;
-	__u32 idx;
 
 	if (call) {
 		r->call_ts = call;
-		r->flags |= BS_GPU_CALL_CUDA;
+		r->flags = (r->flags & ~BS_GPU_CALL_API) | BS_GPU_CALL_CUDA;
 	}
-	s = slot_of(j, r->h.pid, r->correlation, 1);
+	j->emit(j->arg, &r->h);
+	s = join_slot(j, r->h.pid, r->correlation);
 	if (!s)
 		return;
-	idx = s->pend;
+	/* Another id's chain (one JOIN_CORR_SLOTS apart) is walked too: its records stay. */
 	*s = (struct corr_slot){ .corr = r->correlation,
 				 .tid = r->h.tid,
 				 .call_ts = call ? call : r->h.ts,
-				 .flags = call ? BS_GPU_CALL_CUDA : BS_GPU_CALL_API };
-	/* The GPU records that came first, newest to oldest along the slot's chain. */
-	while (idx) {
-		struct pending *p = &j->pend[idx - 1];
+				 .flags = call ? BS_GPU_CALL_CUDA : BS_GPU_CALL_API,
+				 .why = why,
+				 .pend = s->pend };
+	join_release_chain(j, r->h.pid, s);
+}
 
-		if (p->gen >= gen)
-			break; /* the index was reused since: the chain ends here */
-		gen = p->gen;
-		idx = p->prev;
-		if (!p->live || p->pid != r->h.pid || p->corr != r->correlation)
+static void held_pop(struct shim_join *j)
+{
+	j->held[j->hhead].live = 0;
+	j->hhead = (j->hhead + 1) % JOIN_HELD;
+	j->hcount--;
+}
+
+static struct jthread *thread_of(struct shim_join *j, __u32 pid, __u32 tid)
+{
+	struct jproc *p = join_proc(j, pid, 0);
+
+	return p ? hmap__get(p->threads, (struct hkey){ tid, 0 }, 0) : NULL;
+}
+
+/* Decide H now or when FINAL; 1 when it was. */
+static int held_try(struct shim_join *j, struct held *h, int final)
+{
+	struct bs_gpu_api *r = (void *)h->rec;
+	struct jthread *t;
+	__u64 call;
+	__u8 why = 0;
+
+	if (!decide(j, r, &call, &why, final))
+		return 0;
+	h->live = 0;
+	t = h->counted ? thread_of(j, r->h.pid, r->h.tid) : NULL;
+	if (t && t->nheld)
+		t->nheld--;
+	settle(j, r, call, why);
+	return 1;
+}
+
+void shim_join__api(struct shim_join *j, struct bs_gpu_api *r, __u64 now)
+{
+	struct jthread *t;
+	struct held *h;
+	__u64 call;
+	__u8 why = 0;
+
+	if (r->flags & BS_GPU_CALL_CUDA) {
+		settle(j, r, r->call_ts, 0); /* a file's link, kept */
+		return;
+	}
+	if (decide(j, r, &call, &why, j->no_calls || r->h.size > HELD_REC)) {
+		settle(j, r, call, why);
+		return;
+	}
+	if (j->hcount == JOIN_HELD) {
+		held_try(j, &j->held[j->hhead], 1); /* full: the oldest is decided as it stands */
+		held_pop(j);
+	}
+	h = &j->held[(j->hhead + j->hcount++) % JOIN_HELD];
+	*h = (struct held){ .since = now, .live = 1 };
+	memcpy(h->rec, r, r->h.size);
+	t = thread_of(j, r->h.pid, r->h.tid);
+	if (t) {
+		t->nheld++;
+		h->counted = 1;
+	}
+}
+
+/* A depth-0 call of (PID, TID) came: retry the thread's waiting API records. */
+static void held_retry_thread(struct shim_join *j, __u32 pid, __u32 tid)
+{
+	for (__u32 i = 0; i < j->hcount; i++) {
+		struct held *h = &j->held[(j->hhead + i) % JOIN_HELD];
+
+		if (h->live && ((struct bs_hdr *)h->rec)->pid == pid &&
+		    ((struct bs_hdr *)h->rec)->tid == tid)
+			held_try(j, h, 0);
+	}
+}
+
+/* Retry the waiting API records whose thread gained calls; decide those that waited enough. */
+static void held_expire(struct shim_join *j, __u64 now, int all)
+{
+	for (__u32 i = 0; i < j->hcount; i++) {
+		struct held *h = &j->held[(j->hhead + i) % JOIN_HELD];
+		struct bs_gpu_api *r = (void *)h->rec;
+		struct jthread *t;
+
+		if (!h->live)
 			continue;
-		p->live = 0;
-		link_emit(j, (struct bs_hdr *)p->rec, s);
+		if (all || h->since + JOIN_WAIT_NS <= now) {
+			held_try(j, h, 1);
+			continue;
+		}
+		t = thread_of(j, r->h.pid, r->h.tid);
+		if (!t || t->appended + t->settled == h->tried)
+			continue;
+		h->tried = t->appended + t->settled;
+		held_try(j, h, 0);
 	}
+	while (j->hcount && !j->held[j->hhead].live)
+		held_pop(j);
 }
 
-/* Drop the oldest pending record from the ring, emitting it unlinked if still waiting. */
-static void pop_oldest(struct shim_join *j)
+/* Forget the calls of every thread that ended JOIN_KEEP_NS ago, and the threads left empty. */
+static void sweep(struct shim_join *j, __u64 now)
 {
-	struct pending *p = &j->pend[j->head];
+	size_t pit = 0;
+	struct jproc **pp;
 
-	if (p->live) {
-		p->live = 0;
-		link_emit(j, (struct bs_hdr *)p->rec, NULL);
-	}
-	j->head = (j->head + 1) % JOIN_PENDING;
-	j->count--;
-}
+	while ((pp = hmap__next(j->procs, &pit, NULL))) {
+		size_t it = 0;
+		struct jthread *t;
 
-void shim_join__gpu(struct shim_join *j, struct bs_hdr *rec, __u64 now)
-{
-	struct gpu_fields f;
-	struct corr_slot *s;
-	struct pending *p;
-	__u32 idx;
-
-	if (gpu_fields(rec, &f)) {
-		j->emit(j->arg, rec);
-		return;
+		while ((t = hmap__next((*pp)->threads, &it, NULL)))
+			j->ncalls -= jthread__trim(t, now - JOIN_KEEP_NS);
 	}
-	s = slot_of(j, rec->pid, *f.corr, 1);
-	if (s && s->flags && s->corr == *f.corr) {
-		link_emit(j, rec, s);
-		return;
-	}
-	if (!s || rec->size > PENDING_REC) {
-		link_emit(j, rec, NULL);
-		return;
-	}
-	if (j->count == JOIN_PENDING)
-		pop_oldest(j);
-	idx = (j->head + j->count++) % JOIN_PENDING;
-	p = &j->pend[idx];
-	*p = (struct pending){ .since = now,
-			       .gen = ++j->gen,
-			       .pid = rec->pid,
-			       .corr = *f.corr,
-			       .prev = s->pend,
-			       .live = 1 };
-	memcpy(p->rec, rec, rec->size);
-	/*
-	 * An empty slot, or another id's (one JOIN_CORR_SLOTS apart, older or newer): this id
-	 * takes it, the other's link is forgotten; pending records of both stay on the chain,
-	 * each matched by its own id.
-	 */
-	if (s->corr != *f.corr)
-		*s = (struct corr_slot){ .corr = *f.corr, .pend = s->pend };
-	s->pend = idx + 1;
 }
 
 void shim_join__expire(struct shim_join *j, __u64 now, int all)
 {
-	while (j->count &&
-	       (all || j->pend[j->head].since + JOIN_PENDING_NS <= now || !j->pend[j->head].live))
-		pop_oldest(j);
+	held_expire(j, now, all);
+	join_pending_expire(j, now, all);
+	if (now > j->last_sweep + JOIN_KEEP_NS) {
+		if (j->last_sweep)
+			sweep(j, now);
+		j->last_sweep = now;
+	}
+}
+
+void shim_join__proc_exit(struct shim_join *j, __u32 pid)
+{
+	struct jproc *p;
+
+	if (!j)
+		return;
+	for (__u32 i = 0; i < j->hcount; i++) {
+		struct held *h = &j->held[(j->hhead + i) % JOIN_HELD];
+
+		if (h->live && ((struct bs_hdr *)h->rec)->pid == pid)
+			held_try(j, h, 1);
+	}
+	join_pending_drop_pid(j, pid);
+	p = join_proc(j, pid, 0);
+	if (p) {
+		proc_free(j, p);
+		hmap__del(j->procs, (struct hkey){ pid, 0 });
+	}
 }
 
 void shim_join__stats(const struct shim_join *j, struct shim_join_stats *s)
 {
 	*s = j->st;
+}
+
+int shim_join_stats__why(const struct shim_join_stats *s, char *buf, size_t len)
+{
+	size_t off = 0;
+	int n = 0;
+
+	if (len)
+		buf[0] = 0;
+	for (unsigned int i = 0; i < JOIN_WHY_MAX; i++) {
+		if (!s->why[i] || off >= len)
+			continue;
+		off += snprintf(buf + off, len - off, "%s%s: %llu", n++ ? ", " : "", why_names[i],
+				(unsigned long long)s->why[i]);
+	}
+	return n;
 }

@@ -51,7 +51,7 @@ struct shim_link {
 	struct record_ctx *ctx;
 	struct shim_bpf *skel;
 	struct shim_unpack *unpack;
-	const struct family *users[2];
+	const struct family *users[3]; /* the families attached; the first handles records */
 	int refs;
 	__u32 want;
 	struct shim_file **files;
@@ -75,7 +75,9 @@ static int probe_id(const char *name)
 					     [SHIM_PROBE_GPU] = "gpu",
 					     [SHIM_PROBE_NVTX] = "nvtx",
 					     [SHIM_PROBE_SYNC] = "sync",
-					     [SHIM_PROBE_DRAIN] = "drain" };
+					     [SHIM_PROBE_DRAIN] = "drain",
+					     [SHIM_PROBE_TORCH] = "torch",
+					     [SHIM_PROBE_TORCH_SHAPES] = "torch_shapes" };
 
 	for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
 		if (!strcmp(name, names[i]))
@@ -175,7 +177,9 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 			batches++;
 		} else if ((id == SHIM_PROBE_GPU && !(l->want & SHIM_WANT_GPU)) ||
 			   (id == SHIM_PROBE_NVTX && !(l->want & SHIM_WANT_NVTX)) ||
-			   (id == SHIM_PROBE_SYNC && !(l->want & SHIM_WANT_SYNC))) {
+			   (id == SHIM_PROBE_SYNC && !(l->want & SHIM_WANT_SYNC)) ||
+			   (id == SHIM_PROBE_TORCH && !(l->want & SHIM_WANT_TORCH)) ||
+			   (id == SHIM_PROBE_TORCH_SHAPES && !(l->want & SHIM_WANT_TORCH_SHAPES))) {
 			continue;
 		}
 		err = sites_add(id == SHIM_PROBE_DRAIN ? &f->drain : &f->base, u->pc_off,
@@ -210,8 +214,9 @@ static void attach_failed(struct shim_link *l, char *what, size_t size, int err,
 	if (err == -EINVAL)
 		snprintf(what + len, size - len,
 			 " (another tracer probing the same place without the semaphore?)");
-	record_ctx__attach_failed(l->ctx, what, err);
-	l->ctx->attach_failures += n - 1;
+	/* The channel is the gpu family's (it carries nvtx's records too). */
+	record_ctx__attach_failed(l->ctx, "gpu", what, err);
+	record_ctx__lost(l->ctx, "gpu", BS_LOSS_ATTACH, n - 1);
 }
 
 /* ---- the uprobe manager's listener ---- */
@@ -332,9 +337,9 @@ static void link_free(struct shim_link *l)
 	l->files = NULL;
 	l->nfiles = 0;
 	/* Nothing can produce a batch now: unpack what is still in the ring. */
-	while (l->ctx->rb && record_ctx__poll(l->ctx, 0) > 0)
+	while (l->ctx->pump && record_ctx__poll(l->ctx, 0) > 0)
 		;
-	if (l->unpack && l->ctx->rb)
+	if (l->unpack && l->ctx->pump)
 		shim_unpack__finish(l->unpack);
 	shim_unpack__free(l->unpack);
 	l->unpack = NULL;
@@ -409,7 +414,7 @@ int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want
 	ctx->shim = l;
 	l->want |= want;
 	shim_unpack__want(l->unpack, want);
-	l->users[l->refs++ ? 1 : 0] = f;
+	l->users[l->refs++] = f;
 	u->l = l;
 	u->f = f;
 	*state = u;
@@ -424,10 +429,13 @@ void shim_link__detach(struct record_ctx *ctx, void *state)
 	if (!u)
 		return;
 	l = u->l;
-	/* The family that stays handles the records from now on. */
-	if (l->users[0] == u->f)
-		l->users[0] = l->users[1];
-	l->users[1] = NULL;
+	/* The families that stay handle the records from now on, the first of them. */
+	for (int i = 0; i < 3; i++)
+		if (l->users[i] == u->f) {
+			memmove(&l->users[i], &l->users[i + 1], (2 - i) * sizeof(l->users[0]));
+			l->users[2] = NULL;
+			break;
+		}
 	if (--l->refs == 0) {
 		link_free(l);
 		ctx->shim = NULL;
@@ -435,14 +443,56 @@ void shim_link__detach(struct record_ctx *ctx, void *state)
 	free(u);
 }
 
+/*
+ * PID exited: its per-process links (launch mode, -p and the children they follow) are
+ * detached and its entries go, so that process churn holds no links, fds or memory.
+ */
+static void pid_gone(struct shim_link *l, __u32 pid)
+{
+	const struct record_opts *o = l->ctx->opts;
+	struct hkey k, *dead = NULL, *more;
+	size_t it = 0, n = 0;
+	struct shim_pid *p;
+	int target = 0;
+
+	/* A -p target's entries stay (without links): the end of the recording says whether
+	 * it had a shim (warn_targets). */
+	for (__u32 i = 0; i < o->npids; i++)
+		target |= o->pids[i] == (pid_t)pid;
+	while ((p = hmap__next(l->pids, &it, &k))) {
+		if (k.a != pid)
+			continue;
+		if (target) {
+			uprobe_links__detach(&p->links);
+			uprobe_links__detach(&p->drain);
+			continue;
+		}
+		if (!(more = realloc(dead, (n + 1) * sizeof(*dead))))
+			break; /* kept until the recording ends */
+		dead = more;
+		dead[n++] = k;
+		uprobe_links__detach(&p->links);
+		uprobe_links__detach(&p->drain);
+	}
+	while (n--)
+		hmap__del(l->pids, dead[n]); /* deleting moves values: keys first */
+	free(dead);
+	shim_inject__proc_exit(l->inject, (pid_t)pid);
+}
+
 int shim_link__consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
 {
 	struct shim_user *u = state;
+	int ret;
 
 	/* Both families forward every record: one of them handles it. */
 	if (!u || u->l->users[0] != u->f || !u->l->unpack)
 		return 0;
-	return shim_unpack__record(u->l->unpack, rec);
+	ret = shim_unpack__record(u->l->unpack, rec);
+	if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit) &&
+	    ((const struct bs_exit *)rec)->group_dead)
+		pid_gone(u->l, rec->pid);
+	return ret;
 }
 
 /* VAR's value in PID's initial environment: 0, or -ENOENT. */
@@ -505,10 +555,13 @@ static void warn_targets(struct shim_link *l)
 {
 	static const struct {
 		__u32 want;
-		const char *var, *what;
+		const char *var, *what, *also;
 	} needs[] = {
-		{ SHIM_WANT_GPU, "CUDA_INJECTION64_PATH", "GPU activity (-t gpu)" },
-		{ SHIM_WANT_NVTX, "NVTX_INJECTION64_PATH", "NVTX ranges (-t nvtx)" },
+		{ SHIM_WANT_GPU, "CUDA_INJECTION64_PATH", "GPU activity (-t gpu)", "" },
+		{ SHIM_WANT_NVTX, "NVTX_INJECTION64_PATH", "NVTX ranges (-t nvtx)", "" },
+		/* CUDA loads the shim at cuInit: a CPU-only job never does */
+		{ SHIM_WANT_TORCH, "CUDA_INJECTION64_PATH", "PyTorch ops (-t torch)",
+		  " (a CPU-only job: LD_PRELOAD=<shim>)" },
 	};
 	const struct record_opts *o = l->ctx->opts;
 	/* monitor has no --inject: one short record with it loads the shim, which stays. */
@@ -555,17 +608,18 @@ static void warn_targets(struct shim_link *l)
 					"bpfsight %s: warning: pid %d was not started "
 					"with the cupti-shim: %s cannot be recorded from it. Either "
 					"%s (loads the shim into the running process, where it "
-					"stays), or start the job with %s=<shim> in its "
+					"stays), or start the job with %s=<shim>%s in its "
 					"environment once (`bpfsight shim --print-env` installs the "
 					"shim and prints the lines); later recordings then switch it "
 					"on and off without a restart\n",
-					cmd, pid, needs[k].what, inject, needs[k].var);
+					cmd, pid, needs[k].what, inject, needs[k].var,
+					needs[k].also);
 			if (!noted++) {
 				snprintf(
 					why, sizeof(why),
 					"not started with the cupti-shim: record with --inject, or "
-					"start it with %s=<shim>",
-					needs[k].var);
+					"start it with %s=<shim>%s",
+					needs[k].var, needs[k].also);
 				note_no_shim(l, pid, why);
 			}
 		}
@@ -590,8 +644,8 @@ int shim_link__poll(struct record_ctx *ctx, void *state)
 /* 1 while P still owes us its final flush. */
 static int owes_drain(const struct shim_proc *p)
 {
-	return (p->flags & SHIM_PROC_SENT) &&
-	       !(p->flags & (SHIM_PROC_DRAINED | SHIM_PROC_EXITED)) && proc_meta__alive(p->pid);
+	return (p->flags & SHIM_PROC_SENT) && !(p->flags & SHIM_PROC_DRAINED) &&
+	       proc_meta__alive(p->pid);
 }
 
 static int drain_attach(struct shim_link *l)
@@ -650,30 +704,64 @@ void shim_link__stop(struct record_ctx *ctx, void *state)
 				sp->pid, SHIM_DRAIN_MS);
 }
 
+void shim_link__listen(struct record_ctx *ctx, shim_unpack_fn fn, void *arg)
+{
+	if (ctx->shim && ctx->shim->unpack)
+		shim_unpack__listen(ctx->shim->unpack, fn, arg);
+}
+
 /* ---- launch mode ---- */
+
+/* The shim's path for CMD into *PATH: 0, 1 when FAMILY goes without it, or -errno (said). */
+static int launch_path(const struct record_opts *o, const char *family, const char **path)
+{
+	static char buf[PATH_MAX];
+	static int err = 1;
+	const char *env = getenv("BPFSIGHT_SHIM");
+
+	if (err > 0)
+		err = shim_blob__path(buf, sizeof(buf)); /* once for every family */
+	*path = buf;
+	if (!err)
+		return 0;
+	if (env && *env)
+		return err; /* the user's own shim is missing: said, and fatal */
+	if (!o->families_explicit)
+		return 1; /* the default family set: programs without CUDA lose nothing */
+	if (err != -ENOENT)
+		return err; /* said by shim_blob__path */
+	fprintf(stderr,
+		"bpfsight record: -t %s needs the cupti-shim, and this bpfsight "
+		"was built without it (no %s/include/cupti.h at build time): set "
+		"BPFSIGHT_SHIM=/path/to/libbpfsight-shim.so, or drop %s from -t\n",
+		family, "$CUDA_HOME", family);
+	return -ENOENT;
+}
+
+int shim_link__preload(const struct record_opts *o, const char *family)
+{
+	const char *path, *cur = getenv("LD_PRELOAD");
+	int err = launch_path(o, family, &path);
+	char *list;
+
+	if (err)
+		return err < 0 ? err : 0;
+	if (cur && strstr(cur, path))
+		return 0;
+	if (asprintf(&list, "%s%s%s", path, cur && *cur ? ":" : "", cur ? cur : "") < 0)
+		return -ENOMEM;
+	err = setenv("LD_PRELOAD", list, 1) ? -errno : 0;
+	free(list);
+	return err;
+}
 
 int shim_link__prelaunch(const struct record_opts *o, const char *family, const char *var)
 {
-	static char path[PATH_MAX];
-	static int err = 1;
-	const char *cur = getenv(var), *env = getenv("BPFSIGHT_SHIM");
+	const char *path, *cur = getenv(var);
+	int err = launch_path(o, family, &path);
 
-	if (err > 0)
-		err = shim_blob__path(path, sizeof(path)); /* once for both families */
-	if (err) {
-		if (env && *env)
-			return err; /* the user's own shim is missing: said, and fatal */
-		if (!o->families_explicit)
-			return 0; /* the default family set: programs without CUDA lose nothing */
-		if (err != -ENOENT)
-			return err; /* said by shim_blob__path */
-		fprintf(stderr,
-			"bpfsight record: -t %s needs the cupti-shim, and this bpfsight "
-			"was built without it (no %s/include/cupti.h at build time): set "
-			"BPFSIGHT_SHIM=/path/to/libbpfsight-shim.so, or drop %s from -t\n",
-			family, "$CUDA_HOME", family);
-		return -ENOENT;
-	}
+	if (err)
+		return err < 0 ? err : 0;
 	if (cur && *cur && strcmp(cur, path)) {
 		struct usdt_notes *n = usdt_notes__open(cur);
 		int is_shim = n && usdt_notes__has_provider(n, "bpfsight");

@@ -32,7 +32,7 @@ struct family;
 struct record_ctx;
 struct record_opts;
 
-/* The family hooks of gpu and nvtx: WANT is SHIM_WANT_GPU or SHIM_WANT_NVTX. */
+/* The family hooks of gpu, nvtx and torch: WANT is SHIM_WANT_GPU, _NVTX or _TORCH. */
 int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want, void **state);
 void shim_link__detach(struct record_ctx *ctx, void *state);
 int shim_link__consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
@@ -45,6 +45,15 @@ void shim_link__stop(struct record_ctx *ctx, void *state);
  * a warning). Returns 0, or -ENOENT when FAMILY was asked for (-t) and no shim can be had.
  */
 int shim_link__prelaunch(const struct record_opts *o, const char *family, const char *var);
+
+/*
+ * Launch mode: put the shim first in CMD's LD_PRELOAD for FAMILY (torch: a CPU-only job has
+ * no cuInit to load it); a preloaded shim starts itself. Errors as shim_link__prelaunch's.
+ */
+int shim_link__preload(const struct record_opts *o, const char *family);
+
+/* The shim's records as they are written: shim_unpack__listen (the torch family's steps). */
+void shim_link__listen(struct record_ctx *ctx, shim_unpack_fn fn, void *arg);
 
 /* The shim's batches: unpacked into records by shim_link__consume, never on disk. */
 extern const __u16 shim_ring_only[];

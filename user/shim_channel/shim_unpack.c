@@ -9,14 +9,19 @@
 #include "capture_gate.h"
 #include "elf_syms.h"
 #include "record_ctx.h"
+#include "proc_meta.h"
 #include "shim_join.h"
+#include "shim_tids.h"
 #include "shim_unpack.h"
 #include "stats_math.h"
+#include "cuda.h"
 #include "cuda_records.h"
+#include "torch_records.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
 #define MAX_OPEN    256 /* capture ranges open at once */
 #define SEQ_WINDOW  64
+#define SWEEP_NS    5000000000ull /* how often to look for exits whose record was lost */
 
 struct str {
 	char *text;
@@ -40,7 +45,8 @@ struct shim_unpack {
 	__u32 want;
 	int gaps_fd;
 	struct shim_join *join;
-	struct hmap *procs; /* (pid, 0) -> struct proc * */
+	struct shim_tids *tids;
+	struct hmap *procs; /* (pid, 0) -> struct proc *: live processes heard from */
 	__u64 string_bytes;
 	/* --capture-range=nvtx:NAME[@DOMAIN] */
 	int capture;
@@ -48,9 +54,12 @@ struct shim_unpack {
 	const char *cap_domain; /* NULL = the default domain, "*" = any */
 	struct open_range open[MAX_OPEN];
 	__u32 nopen;
+	shim_unpack_fn listen; /* shim_unpack__listen */
+	void *listen_arg;
 	/* what the summary says */
 	__u64 bad_batches, lost_records, lost_batches, unresolved, procs_dropped;
-	int warned_bad;
+	__u64 procs_freed, procs_swept, next_sweep;
+	int warned_bad, warned_procs;
 	__u64 buf[BATCH_BYTES / 8 + 1]; /* the record being rewritten */
 };
 
@@ -65,7 +74,8 @@ struct shim_unpack *shim_unpack__new(struct record_ctx *ctx, __u32 want, int gap
 	u->want = want;
 	u->gaps_fd = gaps_fd;
 	u->procs = hmap__new(sizeof(struct proc *));
-	if (!u->procs)
+	u->tids = shim_tids__new();
+	if (!u->procs || !u->tids)
 		goto fail;
 	if (record_opts__captures(ctx->opts, &family_nvtx) && cap) {
 		char *at;
@@ -89,6 +99,14 @@ fail:
 
 static void emit(void *arg, struct bs_hdr *rec);
 
+static void join_new(struct shim_unpack *u)
+{
+	u->join = shim_join__new(emit, u);
+	/* Without the cuda family no call will come: API records need not wait for one. */
+	if (!record_opts__captures(u->ctx->opts, &family_cuda))
+		shim_join__no_calls(u->join);
+}
+
 static struct proc *proc_get(struct shim_unpack *u, __u32 pid, int create)
 {
 	struct proc **pp = hmap__get(u->procs, (struct hkey){ pid, 0 }, 0);
@@ -96,7 +114,12 @@ static struct proc *proc_get(struct shim_unpack *u, __u32 pid, int create)
 	if (pp || !create)
 		return pp ? *pp : NULL;
 	if (hmap__count(u->procs) >= UNPACK_MAX_PROCS) {
-		u->procs_dropped++;
+		if (!u->procs_dropped++)
+			fprintf(stderr,
+				"bpfsight record: warning: over %u processes sending cupti-shim "
+				"batches at once: the batches of pid %u and of others past the cap "
+				"are dropped (counted lost as shim_dropped)\n",
+				UNPACK_MAX_PROCS, pid);
 		return NULL;
 	}
 	pp = hmap__get(u->procs, (struct hkey){ pid, 0 }, 1);
@@ -105,7 +128,7 @@ static struct proc *proc_get(struct shim_unpack *u, __u32 pid, int create)
 	(*pp)->pub.pid = pid;
 	(*pp)->strs = hmap__new(sizeof(struct str));
 	if (!u->join && (u->want & SHIM_WANT_GPU))
-		u->join = shim_join__new(emit, u);
+		join_new(u);
 	return *pp;
 }
 
@@ -139,7 +162,7 @@ static void count_holes(struct shim_unpack *u, struct proc *p, __u64 holes)
 	p->pub.gaps_used += explained;
 	if (holes > explained) {
 		u->lost_batches += holes - explained;
-		record_ctx__lost(u->ctx, BS_LOSS_SHIM, holes - explained);
+		record_ctx__lost(u->ctx, NULL, BS_LOSS_SHIM, holes - explained);
 	}
 }
 
@@ -154,6 +177,56 @@ static void gaps_forget(struct shim_unpack *u, struct proc *p)
 	if (u->gaps_fd >= 0)
 		bpf_map_delete_elem(u->gaps_fd, &key);
 	p->pub.gaps_used = 0;
+}
+
+static void seq_settle(struct shim_unpack *u, struct proc *p);
+
+/*
+ * PID exited (its batches all came before its exit record: both are the ring's, in order):
+ * its holes are final, and everything kept for it goes, here and in the join, so that a
+ * node's process churn cannot grow the recorder and a recycled pid starts clean.
+ */
+static void proc_gone(struct shim_unpack *u, __u32 pid)
+{
+	struct proc *p = proc_get(u, pid, 0);
+
+	if (p) {
+		seq_settle(u, p);
+		gaps_forget(u, p);
+		strs_free(u, p);
+		free(p);
+		hmap__del(u->procs, (struct hkey){ pid, 0 });
+		u->procs_freed++;
+	}
+	shim_join__proc_exit(u->join, pid);
+	shim_tids__proc_exit(u->tids, pid);
+}
+
+/*
+ * An exit record can be lost (ring full): now and then, the processes kept that are gone
+ * are let go as if it had come.
+ */
+static void sweep(struct shim_unpack *u, __u64 now)
+{
+	__u32 *dead = NULL, *more;
+	size_t it = 0, n = 0;
+	struct proc **pp;
+
+	if (now < u->next_sweep)
+		return;
+	u->next_sweep = now + SWEEP_NS;
+	while ((pp = hmap__next(u->procs, &it, NULL))) {
+		if (proc_meta__alive((*pp)->pub.pid))
+			continue;
+		if (!(more = realloc(dead, (n + 1) * sizeof(*dead))))
+			break;
+		dead = more;
+		dead[n++] = (*pp)->pub.pid;
+	}
+	for (size_t i = 0; i < n; i++)
+		proc_gone(u, dead[i]);
+	u->procs_swept += n;
+	free(dead);
 }
 
 /* Batch SEQ of P arrived: settle what fell out of the reordering window. */
@@ -236,6 +309,7 @@ void shim_unpack__free(struct shim_unpack *u)
 	}
 	hmap__free(u->procs);
 	shim_join__free(u->join);
+	shim_tids__free(u->tids);
 	free(u->cap_name);
 	free(u);
 }
@@ -323,6 +397,8 @@ static __u32 min_size(__u16 type)
 		return sizeof(struct bs_nvtx_name);
 	case BS_REC_NVTX_BEGIN:
 		return sizeof(struct bs_nvtx_begin);
+	case BS_REC_TORCH_OP:
+		return sizeof(struct bs_torch_op);
 	}
 	return 0; /* not a type a shim sends */
 }
@@ -360,7 +436,7 @@ static void drop_batch(struct shim_unpack *u, __u32 pid, __u64 nrec, const char 
 	if (!nrec)
 		nrec = 1;
 	u->lost_records += nrec;
-	record_ctx__lost(u->ctx, BS_LOSS_SHIM, nrec);
+	record_ctx__lost(u->ctx, NULL, BS_LOSS_SHIM, nrec);
 	u->bad_batches++;
 	if (why && !u->warned_bad++)
 		fprintf(stderr,
@@ -443,16 +519,37 @@ static void cap_end(struct shim_unpack *u, const struct bs_nvtx_range *r)
 
 static void status(struct shim_unpack *u, struct proc *p, struct bs_shim_status *s)
 {
+	const char *text = string_text(p, s->detail_id);
+
 	p->pub.state = s->state;
 	p->pub.cupti_version = s->cupti_version;
 	if (s->event == BS_SHIM_EV_DRAINED || s->event == BS_SHIM_EV_EXIT)
 		p->pub.flags |= SHIM_PROC_DRAINED;
 	if (s->dropped) {
 		u->lost_records += s->dropped;
-		record_ctx__lost(u->ctx, BS_LOSS_SHIM, s->dropped);
+		record_ctx__lost(u->ctx, NULL, BS_LOSS_SHIM, s->dropped);
 	}
 	s->detail_id = xlate(u, p, s->detail_id, 0);
+	if (u->listen)
+		u->listen(u->listen_arg, &s->h, text ? text : "");
 	emit(u, &s->h);
+}
+
+static void torch_op(struct shim_unpack *u, struct proc *p, struct bs_torch_op *r)
+{
+	const char *text = string_text(p, r->name_id);
+
+	r->name_id = xlate(u, p, r->name_id, 0);
+	r->shapes_id = xlate(u, p, r->shapes_id, 0);
+	if (u->listen)
+		u->listen(u->listen_arg, &r->h, text ? text : "");
+	emit(u, &r->h);
+}
+
+void shim_unpack__listen(struct shim_unpack *u, shim_unpack_fn fn, void *arg)
+{
+	u->listen = fn;
+	u->listen_arg = arg;
 }
 
 /* Where an NVTX record keeps its message's and its domain's string ids. */
@@ -497,8 +594,9 @@ static void one_record(struct shim_unpack *u, struct proc *p, struct bs_hdr *h)
 			return;
 		r->name_id = xlate(u, p, r->name_id, 0);
 		if (u->join)
-			shim_join__api(u->join, r);
-		emit(u, h);
+			shim_join__api(u->join, r, mono_now_ns()); /* emits it, now or later */
+		else
+			emit(u, h);
 		return;
 	}
 	case BS_REC_GPU_KERNEL: {
@@ -529,6 +627,10 @@ static void one_record(struct shim_unpack *u, struct proc *p, struct bs_hdr *h)
 		*domain = xlate(u, p, *domain, 0);
 		emit(u, h);
 		return;
+	case BS_REC_TORCH_OP:
+		if (u->want & SHIM_WANT_TORCH)
+			torch_op(u, p, (void *)h);
+		return;
 	default:
 		return;
 	}
@@ -539,12 +641,31 @@ static void one_record(struct shim_unpack *u, struct proc *p, struct bs_hdr *h)
 		emit(u, h);
 }
 
+/*
+ * A record of a process in a pid namespace of its own names threads by that namespace's ids
+ * (CUPTI's and the shim's gettid()): BPF's from here on, as every other record has them.
+ */
+static void host_tids(struct shim_unpack *u, struct bs_hdr *h, __u64 now)
+{
+	struct bs_nvtx_name *n = (void *)h;
+	struct bs_nvtx_range *r = (void *)h;
+
+	h->tid = shim_tids__host(u->tids, h->pid, h->tid, now);
+	if (h->type == BS_REC_NVTX_RANGE)
+		r->end_tid = shim_tids__host(u->tids, h->pid, r->end_tid, now);
+	else if (h->type == BS_REC_NVTX_NAME && n->kind == BS_NVTX_NAME_THREAD &&
+		 n->key <= 0xffffffffull)
+		n->key = shim_tids__host(u->tids, h->pid, (__u32)n->key, now);
+}
+
 static void batch(struct shim_unpack *u, const struct bs_shim_batch *b)
 {
 	const struct bs_shim_batch_hdr *bh = (const void *)(b + 1);
 	const __u8 *rec, *end;
 	const char *why;
 	struct proc *p;
+	__u64 now;
+	int ns;
 
 	/* BPF cuts a batch at BATCH_BYTES: more would overrun u->buf with a record's copy. */
 	if (b->h.size < sizeof(*b) || b->len > b->h.size - sizeof(*b) || b->len > BATCH_BYTES) {
@@ -580,6 +701,9 @@ static void batch(struct shim_unpack *u, const struct bs_shim_batch *b)
 		return;
 	}
 	p->pub.records += bh->nrec;
+	/* The pid is BPF's (the shim's getpid() is its namespace's); so are tids, below. */
+	ns = shim_tids__namespaced(u->tids, b->h.pid);
+	now = ns ? mono_now_ns() : 0;
 	rec = (const __u8 *)(bh + 1);
 	end = rec + bh->len;
 	while (rec < end) {
@@ -589,6 +713,8 @@ static void batch(struct shim_unpack *u, const struct bs_shim_batch *b)
 		memcpy(copy, h, h->size);
 		copy->pid = b->h.pid;
 		copy->cpu = 0;
+		if (ns)
+			host_tids(u, copy, now);
 		one_record(u, p, copy);
 		rec += h->size;
 	}
@@ -602,13 +728,21 @@ int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec)
 	case BS_REC_SHIM_BATCH:
 		batch(u, (const void *)rec);
 		return 1;
+	case BS_REC_THREAD_NS:
+		if (rec->size >= sizeof(struct bs_thread_ns))
+			shim_tids__told(u->tids, rec->pid, rec->tid,
+					((const struct bs_thread_ns *)rec)->ns_tid);
+		return 0;
 	case BS_REC_CUDA_CALL:
 		/* From the first call on, not the first batch: a process launches work well
 		 * before its shim's first batch arrives (up to a flush period later). */
 		if (!u->join && (u->want & SHIM_WANT_GPU))
-			u->join = shim_join__new(emit, u);
-		if (u->join)
+			join_new(u);
+		if (u->join) {
+			/* While the thread lives: its CUPTI records may name it by its ns id. */
+			shim_tids__seen(u->tids, rec->pid, rec->tid);
 			shim_join__cuda_call(u->join, rec);
+		}
 		return 0;
 	case BS_REC_EXEC:
 		/* A new image: its shim (if any) numbers strings and batches from 1 again. */
@@ -623,11 +757,8 @@ int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec)
 		return 0;
 	case BS_REC_EXIT:
 		if (rec->size >= sizeof(struct bs_exit) &&
-		    ((const struct bs_exit *)rec)->group_dead && (p = proc_get(u, rec->pid, 0))) {
-			seq_settle(u, p);
-			p->pub.flags |= SHIM_PROC_EXITED;
-			gaps_forget(u, p);
-		}
+		    ((const struct bs_exit *)rec)->group_dead)
+			proc_gone(u, rec->pid);
 		return 0;
 	}
 	return 0;
@@ -637,6 +768,7 @@ void shim_unpack__tick(struct shim_unpack *u, __u64 now)
 {
 	if (u->join)
 		shim_join__expire(u->join, now, 0);
+	sweep(u, now);
 }
 
 const struct shim_proc *shim_unpack__proc(const struct shim_unpack *u, __u32 pid)
@@ -656,6 +788,7 @@ const struct shim_proc *shim_unpack__next(const struct shim_unpack *u, size_t *i
 static void summary(const struct shim_unpack *u)
 {
 	struct shim_join_stats js = {};
+	char why[512];
 
 	if (u->join)
 		shim_join__stats(u->join, &js);
@@ -665,6 +798,15 @@ static void summary(const struct shim_unpack *u)
 			"%llu to CUPTI's API record only, %llu unlinked\n",
 			(unsigned long long)js.linked_cuda, (unsigned long long)js.linked_api,
 			(unsigned long long)js.unlinked);
+	if (shim_join_stats__why(&js, why, sizeof(why)))
+		fprintf(stderr,
+			"bpfsight record: GPU records not linked to a cuda call, by reason: %s\n",
+			why);
+	if (js.calls_dropped)
+		fprintf(stderr,
+			"bpfsight record: warning: the launch join forgot %llu cuda calls early "
+			"(over %u kept)\n",
+			(unsigned long long)js.calls_dropped, JOIN_MAX_CALLS);
 	if (u->lost_records || u->lost_batches)
 		fprintf(stderr,
 			"bpfsight record: cupti-shim: %llu records and %llu whole batches "
@@ -678,7 +820,13 @@ static void summary(const struct shim_unpack *u)
 			(unsigned long long)u->unresolved, UNPACK_MAX_STRING_BYTES >> 20);
 	if (u->procs_dropped)
 		fprintf(stderr,
-			"bpfsight record: warning: batches of %llu processes past the "
-			"first %u were dropped\n",
+			"bpfsight record: warning: %llu batches of processes past %u alive "
+			"at once were dropped\n",
 			(unsigned long long)u->procs_dropped, UNPACK_MAX_PROCS);
+	if (shim_tids__unknown(u->tids))
+		fprintf(stderr,
+			"bpfsight record: warning: %llu thread ids of processes in a pid "
+			"namespace could not be translated (their threads were gone): left as "
+			"the process saw them\n",
+			(unsigned long long)shim_tids__unknown(u->tids));
 }

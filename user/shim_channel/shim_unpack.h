@@ -5,7 +5,8 @@
  * A batch is checked whole before anything in it is used: magic, version, lengths, and every
  * record's size and type against the types a shim may send. A batch that fails is dropped
  * and its records counted lost (BS_LOSS_SHIM), never trusted in part. Each record inside
- * then gets the pid BPF saw (the shim's getpid() can be a namespace's), cpu 0, and the
+ * then gets the pid BPF saw (the shim's getpid() can be a namespace's), the thread ids BPF
+ * knows its threads by (shim_tids.h: a process in its own pid namespace), cpu 0, and the
  * file's string ids for the shim's (the shim interns per process: STRING records precede
  * their users; kernel names are demangled on the way). GPU records go through the launch
  * join (shim_join.h); NVTX ranges drive --capture-range=nvtx:NAME.
@@ -17,8 +18,12 @@
  * may arrive out of order (two threads flushing at once): a hole counts once it is 64
  * batches old, or when the process exits or the recording ends.
  *
- * Bounds: at most UNPACK_MAX_PROCS processes and UNPACK_MAX_STRING_BYTES of string text
- * kept (past them, records are written with their names unresolved, counted and warned).
+ * Bounds: what is kept per process (its strings, sequence window, the join's history and
+ * correlation table, its namespace's thread ids) is freed at its exit record, or, should that
+ * record be lost, when a sweep every few seconds finds the process gone. So only live
+ * processes count against UNPACK_MAX_PROCS (past it, their batches are dropped and counted
+ * lost) and UNPACK_MAX_STRING_BYTES of string text (past it, records are written with their
+ * names unresolved, counted); both are warned about.
  */
 #ifndef BPFSIGHT_SHIM_UNPACK_H
 #define BPFSIGHT_SHIM_UNPACK_H
@@ -29,12 +34,13 @@
 #define UNPACK_MAX_PROCS	4096
 #define UNPACK_MAX_STRING_BYTES (64u << 20)
 
-#define SHIM_WANT_GPU  0x1 /* gpu family: GPU_* records */
-#define SHIM_WANT_NVTX 0x2 /* nvtx family: NVTX_* records */
+#define SHIM_WANT_GPU	       0x1  /* gpu family: GPU_* records */
+#define SHIM_WANT_NVTX	       0x2  /* nvtx family: NVTX_* records */
+#define SHIM_WANT_TORCH	       0x8  /* torch family: TORCH_* records (0x4 is shim_link.c's sync) */
+#define SHIM_WANT_TORCH_SHAPES 0x10 /* ... with input shapes */
 
 #define SHIM_PROC_SENT	  0x1 /* a batch arrived in this recording */
 #define SHIM_PROC_DRAINED 0x2 /* STATUS EV_DRAINED (or EV_EXIT) arrived */
-#define SHIM_PROC_EXITED  0x4 /* the process exited */
 
 struct shim_proc {
 	__u32 pid;
@@ -70,5 +76,13 @@ void shim_unpack__tick(struct shim_unpack *u, __u64 now);
 const struct shim_proc *shim_unpack__proc(const struct shim_unpack *u, __u32 pid);
 /* Iterate the processes heard from: *it = 0 first; NULL at the end. */
 const struct shim_proc *shim_unpack__next(const struct shim_unpack *u, size_t *it);
+/*
+ * FN(ARG, REC, TEXT) sees every torch record and every STATUS record, its string ids the
+ * file's, just before it is judged by the capture gate and written: it may open or close the
+ * gate (the torch family's --capture-range=steps). TEXT is the op's name or the status's
+ * detail ("" when none). One listener; NULL FN removes it.
+ */
+typedef void (*shim_unpack_fn)(void *arg, const struct bs_hdr *rec, const char *text);
+void shim_unpack__listen(struct shim_unpack *u, shim_unpack_fn fn, void *arg);
 
 #endif /* BPFSIGHT_SHIM_UNPACK_H */

@@ -93,6 +93,7 @@ int frame_sum__emit(struct frame_sum *fs, const struct trace_model *m, struct ta
 	c[3] = table__add_col(t, "line", "Line", TABLE_U64);
 	c[4] = table__add_col(t, "count", "Count", TABLE_U64);
 	c[5] = table__add_col(t, "total_ns", "Total (ns)", TABLE_U64);
+	table__set_flags(t, c[2], TABLE_COL_PATH);
 	for (__u64 i = 0; i < fs->n; i++) {
 		const struct bs_frame *f = fs->v[i].frame;
 

@@ -13,6 +13,8 @@
 #define STACK_FRAME_KERNEL 0x100
 /* Another: the marker the exports put where a truncated stack's outer frames were cut. */
 #define STACK_FRAME_TRUNCATED 0x101
+/* Another: cpu_sum --python's row of the samples that had no Python frame. */
+#define STACK_FRAME_NO_PYTHON 0x102
 
 /* Those two frames, for the exports to put in a stack. */
 extern const struct bs_frame stack_frame_kernel, stack_frame_truncated;

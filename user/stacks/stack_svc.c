@@ -16,6 +16,7 @@
 #include "stack_intern.h"
 #include "stack_svc.h"
 #include "stats_math.h"
+#include "thread_names.h"
 #include "uprobe_mgr.h"
 
 #define PY_RECHECK_NS	20000000ull    /* a python still starting is looked at again after this */
@@ -44,6 +45,7 @@ struct stack_svc {
 	struct py_code_free *code_free; /* NULL: BPF reads every code object at every stack */
 	__u32 code_gen;			/* registrations so far (bs_py_cfg.code_gen) */
 	__u32 max_depth;		/* the kernel's unwinding limit (perf_event_max_stack) */
+	struct thread_names *names;	/* the Python processes' thread names */
 	struct gil_py scratch;
 };
 
@@ -69,6 +71,7 @@ void stack_svc__free(struct stack_svc *s)
 	py_find__free(s->finder);
 	py_stack__free(s->py);
 	py_code_free__free(s->code_free);
+	thread_names__free(s->names);
 	hmap__free(s->procs);
 	hmap__free(s->told);
 	hmap__free(s->slots);
@@ -96,7 +99,9 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 	s->told = hmap__new(sizeof(__u8));
 	s->slots = hmap__new(sizeof(__s8));
 	s->slot_gens = hmap__new(sizeof(__u32));
-	if (!s->intern || !s->py || !s->procs || !s->told || !s->slots || !s->slot_gens)
+	s->names = thread_names__new();
+	if (!s->intern || !s->py || !s->procs || !s->told || !s->slots || !s->slot_gens ||
+	    !s->names)
 		*err = -ENOMEM;
 	if (!*err)
 		s->mgr = uprobe_mgr__get(ctx, err);
@@ -106,13 +111,18 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 		stack_svc__free(s);
 		return NULL;
 	}
-	/* Without it stacks cost more, not less right: say so and go on. */
-	s->code_free = py_code_free__new(ctx, err);
-	if (!s->code_free)
-		fprintf(stderr,
-			"bpfsight: code objects' dealloc probe not loaded (%s): every "
-			"Python stack reads its code objects again\n",
-			strerror(-*err));
+	/*
+	 * Without it stacks cost more, not less right: say so and go on. Without the shared
+	 * py_codes map (`bpfsight stacks`: one stack per thread) BPF keeps no identities.
+	 */
+	if (ctx->py_codes_fd >= 0) {
+		s->code_free = py_code_free__new(ctx, err);
+		if (!s->code_free)
+			fprintf(stderr,
+				"bpfsight: code objects' dealloc probe not loaded (%s): every "
+				"Python stack reads its code objects again\n",
+				strerror(-*err));
+	}
 	*err = 0;
 	ctx->stacks = s;
 	return s;
@@ -193,6 +203,7 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 	if (bpf_map_update_elem(s->py_procs_fd, &key, &cfg, BPF_ANY))
 		return p;
 	p->minor = py->version >> 16 & 0xff;
+	thread_names__add(s->names, pid, py);
 	return p;
 }
 
@@ -367,6 +378,7 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 	struct py_proc *p;
 	__u32 key = rec->pid;
 
+	thread_names__observe(s->names, rec);
 	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
 	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {
 		__u32 *gen = hmap__get(s->slot_gens, (struct hkey){ rec->pid, 0 }, 1);
@@ -440,4 +452,17 @@ void stack_svc__poll(struct record_ctx *ctx, struct stack_svc *s)
 			due[n++] = (pid_t)key.a;
 	for (int i = 0; i < n; i++)
 		python_of(ctx, s, due[i]);
+	thread_names__poll(ctx, s->names);
+}
+
+__u32 stack_svc__python_minor(struct stack_svc *s, pid_t pid)
+{
+	const struct py_proc *p = hmap__get(s->procs, (struct hkey){ (__u64)pid, 0 }, 0);
+
+	return p ? p->minor : 0;
+}
+
+int stack_svc__thread_names(struct stack_svc *s, pid_t pid, struct py_thread_name *out, int max)
+{
+	return thread_names__read(s->names, pid, out, max);
 }

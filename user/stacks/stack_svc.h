@@ -74,4 +74,10 @@ void stack_svc__poll(struct record_ctx *ctx, struct stack_svc *s);
 /* Every ring-buffer record: an exec, a new mapping, an exit change what addresses mean. */
 void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec);
 
+/* 3.MINOR when PID is a CPython whose Python frames are read (stack_svc__start looked), 0. */
+__u32 stack_svc__python_minor(struct stack_svc *s, pid_t pid);
+struct py_thread_name; /* py_threads.h */
+/* The names PID's Python threads have now (py_threads__read): how many, or a negative errno. */
+int stack_svc__thread_names(struct stack_svc *s, pid_t pid, struct py_thread_name *out, int max);
+
 #endif /* BPFSIGHT_STACK_SVC_H */

@@ -148,7 +148,7 @@ static const char nccl_schema[] =
 	" returnValue INTEGER NOT NULL, nestingLevel INTEGER NOT NULL, comm INTEGER,"
 	" rank INTEGER, nranks INTEGER, count INTEGER, bytes INTEGER, datatype TEXT, op TEXT,"
 	" root INTEGER, peer INTEGER, stream INTEGER, groupDepth INTEGER NOT NULL,"
-	" groupNs INTEGER, uniqueIdHash TEXT, callchainId INTEGER);";
+	" groupNs INTEGER, uniqueIdHash TEXT, callchainId INTEGER, seq INTEGER);";
 
 static const char nccl_indexes[] =
 	"CREATE INDEX BPFSIGHT_NCCL_start ON BPFSIGHT_NCCL(start);"
@@ -156,7 +156,7 @@ static const char nccl_indexes[] =
 
 static const char *const nccl_sql[] = {
 	"INSERT INTO BPFSIGHT_NCCL VALUES"
-	" (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	" (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
 static int nccl_open(struct sq *s, void **st)
@@ -187,6 +187,7 @@ static int nccl_record(struct sq *s, void *st, const struct bs_hdr *rec, const s
 	sq_bind_arg(q, 18, ev, "group_ns");
 	sq_bind_arg(q, 19, ev, "unique_id_hash");
 	sq_bind_stack(q, 20, ev->stack); /* --stacks=nccl */
+	sq_bind_arg(q, 21, ev, "seq");	 /* a collective's number on its communicator */
 	return sq_run(s, q);
 }
 

@@ -30,6 +30,12 @@ struct ucall_table {
 	/* What else the family requires of an entry and its compiled spec: 0, or -EINVAL. */
 	int (*check)(const struct ucall_api *a, const struct ucall_spec *s, char *err, size_t len);
 	struct ucall_spec **compiled; /* the specs, compiled on first use (ucall_table__spec) */
+	/*
+	 * Entries whose names start with this are also found in stripped files by the name
+	 * string their code loads (user/uprobe/elf_strref.h: a static CUDA runtime's entry
+	 * points, "cuda"), when no entry with it has a symbol there; NULL: by symbol only.
+	 */
+	const char *strref_prefix;
 };
 
 /* The entry of REC's fn, or NULL when the trace was written by a newer table. */

@@ -9,13 +9,16 @@
 
 struct ucall_symbols {
 	struct hmap *names; /* (pid, addr) -> char * (NULL: host lookup failed) */
+	struct hmap *pids;  /* (pid, 0) -> __u64: its entries in names (freed at its exit) */
 };
 
 struct ucall_symbols *ucall_symbols__new(void)
 {
 	struct ucall_symbols *s = calloc(1, sizeof(*s));
 
-	if (s && !(s->names = hmap__new(sizeof(char *)))) {
+	if (s &&
+	    (!(s->names = hmap__new(sizeof(char *))) || !(s->pids = hmap__new(sizeof(__u64))))) {
+		hmap__free(s->names);
 		free(s);
 		return NULL;
 	}
@@ -32,7 +35,47 @@ void ucall_symbols__free(struct ucall_symbols *s)
 	while ((v = hmap__next(s->names, &it, NULL)))
 		free(*(char **)v);
 	hmap__free(s->names);
+	hmap__free(s->pids);
 	free(s);
+}
+
+/* The slot of (PID, ADDR), created when absent (counted for PID's exit). */
+static char **slot_new(struct ucall_symbols *s, __u32 pid, __u64 addr)
+{
+	size_t before = hmap__count(s->names);
+	char **slot = hmap__get(s->names, (struct hkey){ pid, addr }, 1);
+	__u64 *n;
+
+	if (slot && hmap__count(s->names) > before &&
+	    (n = hmap__get(s->pids, (struct hkey){ pid, 0 }, 1)))
+		(*n)++;
+	return slot;
+}
+
+void ucall_symbols__proc_exit(struct ucall_symbols *s, __u32 pid)
+{
+	__u64 *n = hmap__get(s->pids, (struct hkey){ pid, 0 }, 0);
+	struct hkey k, *dead;
+	size_t it = 0, i = 0;
+	char **v;
+
+	if (!n)
+		return;
+	/* Keys first: deleting moves values under the iterator. */
+	dead = calloc(*n, sizeof(*dead));
+	while (dead && i < *n && (v = hmap__next(s->names, &it, &k))) {
+		if (k.a != pid)
+			continue;
+		free(*v);
+		*v = NULL;
+		dead[i++] = k;
+	}
+	if (!dead)
+		return; /* kept until the recording ends */
+	while (i--)
+		hmap__del(s->names, dead[i]);
+	free(dead);
+	hmap__del(s->pids, (struct hkey){ pid, 0 });
 }
 
 static void write_symbol(struct record_ctx *ctx, __u32 pid, __u64 addr, const char *name,
@@ -50,7 +93,7 @@ static void write_symbol(struct record_ctx *ctx, __u32 pid, __u64 addr, const ch
 void ucall_symbols__set(struct ucall_symbols *s, struct record_ctx *ctx, __u32 pid, __u64 addr,
 			const char *name, __u32 kind)
 {
-	char **slot = hmap__get(s->names, (struct hkey){ pid, addr }, 1);
+	char **slot = slot_new(s, pid, addr);
 
 	if (!slot || !name || !*name)
 		return;
@@ -83,7 +126,7 @@ const char *ucall_symbols__host(struct ucall_symbols *s, struct record_ctx *ctx,
 		free(name);
 		return ucall_symbols__get(s, pid, addr);
 	}
-	slot = hmap__get(s->names, (struct hkey){ pid, addr }, 1);
+	slot = slot_new(s, pid, addr);
 	if (slot)
 		*slot = NULL;
 	return NULL;

@@ -19,6 +19,8 @@ void ucall_symbols__set(struct ucall_symbols *s, struct record_ctx *ctx, __u32 p
 			const char *name, __u32 kind);
 /* The name given to ADDR in PID so far, or NULL. */
 const char *ucall_symbols__get(struct ucall_symbols *s, __u32 pid, __u64 addr);
+/* PID exited: its names go (a process given the pid again names its own). */
+void ucall_symbols__proc_exit(struct ucall_symbols *s, __u32 pid);
 /* Name host address ADDR of PID from its ELF files (once); returns the name or NULL. */
 const char *ucall_symbols__host(struct ucall_symbols *s, struct record_ctx *ctx, __u32 pid,
 				__u64 addr);

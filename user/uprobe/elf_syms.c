@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "elf_file.h"
+#include "elf_plt.h"
 #include "elf_syms.h"
 
 #define NONE UINT32_MAX
@@ -51,7 +52,8 @@ struct elf_syms {
 	__u32 hmask;
 	char *names;
 	size_t names_len, names_cap;
-	int nomem; /* a name could not be stored while building */
+	int nomem;	    /* a name could not be stored while building */
+	struct elf_plt plt; /* the PLT stubs, named "malloc@plt" (elf_syms__at only) */
 	char build_id[ELF_BUILD_ID_LEN];
 };
 
@@ -326,6 +328,8 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 	if (!elf)
 		goto fail;
 	err = read_segments(s, elf);
+	if (!err)
+		err = elf_plt__read(elf, &s->plt);
 	if (err)
 		goto fail;
 	elf_file__build_id(elf, s->build_id, sizeof(s->build_id));
@@ -368,6 +372,7 @@ void elf_syms__free(struct elf_syms *s)
 	free(s->by_addr);
 	free(s->hash);
 	free(s->names);
+	elf_plt__free(&s->plt);
 	free(s);
 }
 
@@ -445,12 +450,26 @@ int elf_syms__for_each(const struct elf_syms *s, int (*cb)(const struct elf_sym 
 
 int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
 {
+	const struct elf_plt_stub *stub;
 	const struct seg *seg;
 	__u32 lo = 0, hi, first, i;
 	__u64 size = 0, end;
 
 	if (!s)
 		return -EINVAL;
+	stub = elf_plt__at(&s->plt, vaddr);
+	if (stub) {
+		seg = seg_of(s, stub->vaddr);
+		if (out)
+			*out = (struct elf_sym){
+				.name = stub->name,
+				.vaddr = stub->vaddr,
+				.size = stub->size,
+				.file_off = seg ? stub->vaddr - seg->vaddr + seg->off : 0,
+				.source = "plt"
+			};
+		return 0;
+	}
 	hi = s->nfuncs;
 	/* The last symbol starting at or below VADDR. */
 	while (lo < hi) {
@@ -478,6 +497,10 @@ int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
 		if (seg && (!end || end > seg->vaddr + seg->filesz))
 			end = seg->vaddr + seg->filesz;
 		size = end - s->syms[s->by_addr[first]].vaddr;
+		/* Nor over a PLT (_init, size 0, is just before it): its stubs are not _init. */
+		end = elf_plt__boundary(&s->plt, s->syms[s->by_addr[first]].vaddr, vaddr);
+		if (end)
+			size = end - s->syms[s->by_addr[first]].vaddr;
 	}
 	if (vaddr - s->syms[s->by_addr[first]].vaddr >= size)
 		return -ENOENT;

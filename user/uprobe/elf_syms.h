@@ -53,7 +53,8 @@ int elf_syms__for_each(const struct elf_syms *s, int (*cb)(const struct elf_sym 
 		       void *arg);
 /*
  * The function containing VADDR (an ELF address); 0 or -ENOENT. OUT->vaddr is its start; a
- * symbol of size 0 extends to the next symbol (OUT->size says how far). Of aliases, the
+ * symbol of size 0 extends to the next symbol or PLT section (OUT->size says how far). A PLT
+ * stub is named after the function it jumps to, "malloc@plt" (source "plt"). Of aliases, the
  * global, default-version, shortest name wins (ncclAllReduce over pncclAllReduce).
  */
 int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out);

@@ -18,25 +18,29 @@
 #include "uprobe_multi.h"
 #include "libmap.skel.h"
 
-static int link_add(struct uprobe_obj *o, struct bpf_link *l)
+static int link_add(struct uprobe_obj *o, struct bpf_link *l, int ret)
 {
-	struct bpf_link **nl = realloc(o->links, (o->nlinks + 1) * sizeof(*nl));
+	struct bpf_link ***v = ret ? &o->ret_links : &o->links;
+	__u32 *n = ret ? &o->nret_links : &o->nlinks;
+	struct bpf_link **nl = realloc(*v, (*n + 1) * sizeof(*nl));
 
 	if (!nl)
 		return -ENOMEM;
-	o->links = nl;
-	o->links[o->nlinks++] = l;
+	*v = nl;
+	nl[(*n)++] = l;
 	return 0;
 }
 
-static int fd_add(struct uprobe_obj *o, int fd)
+static int fd_add(struct uprobe_obj *o, int fd, int ret)
 {
-	int *nf = realloc(o->fds, (o->nfds + 1) * sizeof(*nf));
+	int **v = ret ? &o->ret_fds : &o->fds;
+	__u32 *n = ret ? &o->nret_fds : &o->nfds;
+	int *nf = realloc(*v, (*n + 1) * sizeof(*nf));
 
 	if (!nf)
 		return -ENOMEM;
-	o->fds = nf;
-	o->fds[o->nfds++] = fd;
+	*v = nf;
+	nf[(*n)++] = fd;
 	return 0;
 }
 
@@ -62,15 +66,16 @@ static void obj_attach_multi(struct uprobe_mgr *m, struct uprobe_obj *o, const c
 			int fd = uprobe_multi__attach(ret ? fam->ret : fam->entry, path, offs,
 						      cookies, n, ret);
 
-			if (fd >= 0 && !fd_add(o, fd))
+			if (fd >= 0 && !fd_add(o, fd, ret))
 				continue;
 			if (fd >= 0)
 				close(fd);
 			snprintf(what, sizeof(what), "%u %s %s probes in %s", n, fam->table->family,
 				 ret ? "return" : "entry", o->path);
-			record_ctx__attach_failed(m->ctx, what, fd < 0 ? fd : -ENOMEM);
+			record_ctx__attach_failed(m->ctx, fam->table->family, what,
+						  fd < 0 ? fd : -ENOMEM);
 			/* Counted per probe, as loss records say. */
-			m->ctx->attach_failures += n - 1;
+			record_ctx__lost(m->ctx, fam->table->family, BS_LOSS_ATTACH, n - 1);
 		}
 	}
 	free(offs);
@@ -103,14 +108,14 @@ void uprobe_obj__attach(struct uprobe_mgr *m, struct uprobe_obj *o, const char *
 			opts.retprobe = ret;
 			l = bpf_program__attach_uprobe_opts(ret ? f->ret : f->entry, -1, path,
 							    s->file_off, &opts);
-			if (!l || link_add(o, l)) {
+			if (!l || link_add(o, l, ret)) {
 				int err = l ? -ENOMEM : -errno;
 
 				bpf_link__destroy(l);
 				snprintf(what, sizeof(what), "%s %s in %s",
 					 ret ? "uretprobe" : "uprobe", s->table->apis[s->fn].name,
 					 o->path);
-				record_ctx__attach_failed(m->ctx, what, err);
+				record_ctx__attach_failed(m->ctx, f->table->family, what, err);
 			}
 		}
 	}
@@ -130,7 +135,7 @@ void uprobe_obj__attach_dl_hook(struct uprobe_mgr *m, struct uprobe_obj *o,
 		int fd = uprobe_multi__attach(m->libmap->progs.dl_debug_state, path, &s.file_off,
 					      NULL, 1, 0);
 
-		if (fd >= 0 && !fd_add(o, fd))
+		if (fd >= 0 && !fd_add(o, fd, 0))
 			return;
 		if (fd >= 0)
 			close(fd);
@@ -138,7 +143,7 @@ void uprobe_obj__attach_dl_hook(struct uprobe_mgr *m, struct uprobe_obj *o,
 	} else {
 		l = bpf_program__attach_uprobe(m->libmap->progs.dl_debug_state, false, -1, path,
 					       s.file_off);
-		if (l && !link_add(o, l))
+		if (l && !link_add(o, l, 0))
 			return;
 		err = l ? -ENOMEM : -errno;
 		bpf_link__destroy(l);
@@ -146,32 +151,58 @@ void uprobe_obj__attach_dl_hook(struct uprobe_mgr *m, struct uprobe_obj *o,
 	snprintf(what, sizeof(what),
 		 "uprobe _dl_debug_state in %s (libraries loaded later will not be found)",
 		 o->path);
-	record_ctx__attach_failed(m->ctx, what, err);
+	/* The recording's own: what every family's discovery of new code needs. */
+	record_ctx__attach_failed(m->ctx, "proc", what, err);
+}
+
+/* Append V's N links to *ALL (0), or leave them (-ENOMEM: uprobe_obj__free's then). */
+static int links_take(struct bpf_link ***all, unsigned int *n, struct bpf_link **v, __u32 *nv)
+{
+	struct bpf_link **grown;
+
+	if (!*nv)
+		return 0;
+	grown = realloc(*all, (*n + *nv) * sizeof(**all));
+	if (!grown)
+		return -ENOMEM;
+	*all = grown;
+	memcpy(grown + *n, v, *nv * sizeof(*v));
+	*n += *nv;
+	*nv = 0;
+	return 0;
 }
 
 /*
- * Every file's perf-event uprobes (kernels without uprobe_multi) destroyed together, in
- * parallel: one at a time, `-t cuda` would wait minutes for grace periods (link_reaper.h).
+ * Every entry probe of every file first, then the return probes. A call whose entry is seen
+ * once its return probe is gone leaves a frame nothing pops: a thread looping on calls piles
+ * such frames up at one stack address (bpf/ucall.bpf.h keeps them, as a tail call's), its
+ * calls overflow the depth and count as lost, thousands in the last moments of a -p/-a
+ * recording. In this order a call in flight keeps its return probe until no entry is left.
+ * The perf-event uprobes of kernels before 6.6 go together, in the background, in the same
+ * order (link_reaper.h).
  */
 void uprobe_mgr__unlink_all(struct uprobe_mgr *m)
 {
-	struct bpf_link **all = NULL, **grown;
+	struct bpf_link **all = NULL;
 	unsigned int n = 0;
-	size_t it = 0;
+	size_t it;
 	void *v;
 
-	while (m->objs && (v = hmap__next(m->objs, &it, NULL))) {
-		struct uprobe_obj *o = *(struct uprobe_obj **)v;
+	for (int ret = 0; ret <= 1; ret++) {
+		it = 0;
+		while (m->objs && (v = hmap__next(m->objs, &it, NULL))) {
+			struct uprobe_obj *o = *(struct uprobe_obj **)v;
 
-		if (!o || !o->nlinks)
-			continue;
-		grown = realloc(all, (n + o->nlinks) * sizeof(*all));
-		if (!grown)
-			break; /* uprobe_obj__free destroys what is left, one by one */
-		all = grown;
-		memcpy(all + n, o->links, o->nlinks * sizeof(*all));
-		n += o->nlinks;
-		o->nlinks = 0;
+			if (!o)
+				continue;
+			for (__u32 i = 0; i < (ret ? o->nret_fds : o->nfds); i++)
+				close(ret ? o->ret_fds[i] : o->fds[i]);
+			*(ret ? &o->nret_fds : &o->nfds) = 0;
+			if (ret)
+				links_take(&all, &n, o->ret_links, &o->nret_links);
+			else
+				links_take(&all, &n, o->links, &o->nlinks);
+		}
 	}
 	link_reaper__destroy(all, n);
 	free(all);

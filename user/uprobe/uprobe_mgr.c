@@ -85,12 +85,19 @@ void uprobe_obj__free(struct uprobe_obj *o)
 {
 	if (!o)
 		return;
-	for (__u32 i = 0; i < o->nlinks; i++)
-		bpf_link__destroy(o->links[i]);
+	/* Entries before returns (uprobe_mgr__unlink_all says why). */
 	for (__u32 i = 0; i < o->nfds; i++)
 		close(o->fds[i]);
+	for (__u32 i = 0; i < o->nlinks; i++)
+		bpf_link__destroy(o->links[i]);
+	for (__u32 i = 0; i < o->nret_fds; i++)
+		close(o->ret_fds[i]);
+	for (__u32 i = 0; i < o->nret_links; i++)
+		bpf_link__destroy(o->ret_links[i]);
 	free(o->links);
+	free(o->ret_links);
 	free(o->fds);
+	free(o->ret_fds);
 	free(o->sites);
 	elf_syms__free(o->syms);
 	free(o->path);
@@ -117,6 +124,7 @@ void uprobe_mgr__free(struct uprobe_mgr *m)
 	}
 	hmap__free(m->objs);
 	hmap__free(m->pids);
+	free(m->exited);
 	/* What this recording found is there at the next one's start (a failure costs nothing
 	 * but that). */
 	scan_cache__save(m->cache);

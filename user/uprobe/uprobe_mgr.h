@@ -89,6 +89,11 @@ int uprobe_mgr__scan(struct uprobe_mgr *m, pid_t pid);
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec);
 /* Scan what was queued (called on each housekeeping tick). */
 int uprobe_mgr__poll(struct uprobe_mgr *m);
+/*
+ * Records telling of new code may have been lost (a full ring): every traced process (with
+ * -a every process) is looked at again at the next poll, so none is left unprobed for good.
+ */
+void uprobe_mgr__rescan_all(struct uprobe_mgr *m);
 /* --dry-run: print every site found (object, symbol, offset, instruction, cost class). */
 void uprobe_mgr__print_sites(const struct uprobe_mgr *m, FILE *out);
 

@@ -57,10 +57,14 @@ struct uprobe_obj {
 	int examined; /* symbols looked up for every family */
 	struct uprobe_site *sites;
 	__u32 nsites;
-	struct bpf_link **links; /* perf-event uprobes (kernels before 6.6) */
-	__u32 nlinks;
-	int *fds; /* uprobe_multi links */
-	__u32 nfds;
+	/*
+	 * Entry probes (and the dlopen hook), then return probes, apart: they are detached in
+	 * that order, so no call's entry is seen once its return can no longer be.
+	 */
+	struct bpf_link **links, **ret_links; /* perf-event uprobes (kernels before 6.6) */
+	__u32 nlinks, nret_links;
+	int *fds, *ret_fds; /* uprobe_multi links */
+	__u32 nfds, nret_fds;
 	struct elf_syms *syms; /* opened lazily for uprobe_mgr__code_at, then kept */
 	int syms_failed;
 	void *heard[MAX_LISTENERS]; /* what each listener's file() returned */
@@ -78,7 +82,14 @@ struct pid_mapping {
 struct pid_maps {
 	struct pid_mapping *v;
 	__u32 n;
+	__u64 exited_ns; /* when its exit record came (0 = alive, or a pid reused since) */
 };
+
+/*
+ * An exited process's maps are kept for MAPS_GRACE_NS after its exit record (its last stacks
+ * are named as they drain), then freed: process churn cannot grow the manager.
+ */
+#define MAPS_GRACE_NS 2000000000ull
 
 struct uprobe_fam {
 	const struct ucall_table *table;
@@ -96,6 +107,8 @@ struct uprobe_mgr {
 	struct hmap *pids;	    /* (pid, 0) -> struct pid_maps * (last scan) */
 	pid_t pending[MAX_PENDING]; /* pids to rescan; 0 = every process */
 	__u32 npending;
+	pid_t *exited; /* pids whose maps go once their grace is over, oldest first */
+	__u32 nexited, exited_cap;
 	struct scan_cache *cache; /* files with probe sites, across recordings (-a) */
 };
 
@@ -127,7 +140,8 @@ void uprobe_obj__attach(struct uprobe_mgr *m, struct uprobe_obj *o, const char *
 /* ld.so: have BPF report every change of the link map (dlopen) from now on. */
 void uprobe_obj__attach_dl_hook(struct uprobe_mgr *m, struct uprobe_obj *o,
 				const struct elf_syms *syms, const char *path);
-/* Every file's perf-event links destroyed together (link_reaper.h). */
+/* Every probe detached: all entry probes, then all return probes (perf-event ones in the
+ * background, link_reaper.h). */
 void uprobe_mgr__unlink_all(struct uprobe_mgr *m);
 
 /* uprobe_listeners.c */

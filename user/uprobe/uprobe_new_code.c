@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <bpf/bpf.h>
 #include "kdev.h"
 #include "record_ctx.h"
 #include "stats_math.h"
@@ -97,10 +98,10 @@ static void exec_file_examine(struct uprobe_mgr *m, const struct bs_map_exec *x)
 }
 
 /* -v: how late the probes of a new program were live (docs/CUDA.md quotes it). */
-static void verbose_exec_scanned(const struct bs_hdr *rec)
+static void verbose_exec_scanned(const struct bs_hdr *rec, __u64 scan_start)
 {
 	char fn[64], exe[PATH_MAX];
-	__u64 late = mono_now_ns() - rec->ts;
+	__u64 now = mono_now_ns(), late = now - rec->ts;
 	ssize_t n;
 
 	snprintf(fn, sizeof(fn), "/proc/%d/exe", rec->pid);
@@ -108,14 +109,60 @@ static void verbose_exec_scanned(const struct bs_hdr *rec)
 	exe[n > 0 ? n : 0] = 0;
 	fprintf(stderr,
 		"bpfsight record: pid %d (%s): new program scanned and probed %.2f ms "
-		"after its exec\n",
-		rec->pid, n > 0 ? exe : "exited", late / 1e6);
+		"after its exec (the scan: %.2f ms)\n",
+		rec->pid, n > 0 ? exe : "exited", late / 1e6, (now - scan_start) / 1e6);
+}
+
+/* The last thread of PID exited: its maps go after the grace (uprobe_mgr__poll). */
+static void exited(struct uprobe_mgr *m, pid_t pid, __u64 ts)
+{
+	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 0);
+
+	if (!slot || !*slot)
+		return;
+	if (m->nexited == m->exited_cap) {
+		__u32 cap = m->exited_cap ? 2 * m->exited_cap : 64;
+		pid_t *n = realloc(m->exited, cap * sizeof(*n));
+
+		if (!n)
+			return; /* kept until the recording ends */
+		m->exited = n;
+		m->exited_cap = cap;
+	}
+	(*slot)->exited_ns = ts ? ts : 1;
+	m->exited[m->nexited++] = pid;
+}
+
+/* Free the maps of processes whose grace is over (not those whose pid came back since). */
+static void forget_exited(struct uprobe_mgr *m, __u64 now)
+{
+	__u32 i = 0;
+
+	for (; i < m->nexited; i++) {
+		struct hkey k = { (__u64)m->exited[i], 0 };
+		struct pid_maps **slot = hmap__get(m->pids, k, 0), *pm = slot ? *slot : NULL;
+
+		if (pm && pm->exited_ns && pm->exited_ns + MAPS_GRACE_NS > now)
+			break; /* this one and the later ones still wait */
+		if (!pm || !pm->exited_ns)
+			continue; /* gone already, or the pid is alive again */
+		free(pm->v);
+		free(pm);
+		hmap__del(m->pids, k);
+	}
+	memmove(m->exited, m->exited + i, (m->nexited - i) * sizeof(*m->exited));
+	m->nexited -= i;
 }
 
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
 {
 	const struct bs_map_exec *x = (const void *)rec;
 
+	if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit)) {
+		if (((const struct bs_exit *)rec)->group_dead)
+			exited(m, rec->pid, rec->ts);
+		return;
+	}
 	if (rec->type == BS_REC_FORK && rec->size >= sizeof(struct bs_fork)) {
 		const struct bs_fork *f = (const void *)rec;
 
@@ -135,17 +182,40 @@ void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
 		 * A new program runs meanwhile (-p, -a): probe it before the ring's other
 		 * records, not after the drain. -v says how late its probes were live.
 		 */
+		__u64 t0 = mono_now_ns();
+
 		uprobe_mgr__scan_pid(m, rec->pid);
 		exec_file_examine(m, x);
 		if (m->ctx->opts->verbose)
-			verbose_exec_scanned(rec);
+			verbose_exec_scanned(rec, t0);
 	} else {
 		queue(m, rec->pid);
 	}
 }
 
+void uprobe_mgr__rescan_all(struct uprobe_mgr *m)
+{
+	__u32 key, next;
+	int err;
+
+	if (!m)
+		return;
+	if (m->ctx->opts->system_wide) {
+		queue(m, 0);
+		return;
+	}
+	/* The traced processes only: listeners attach to whatever process they are told of. */
+	for (err = bpf_map_get_next_key(m->ctx->targets_fd, NULL, &next); !err;
+	     err = bpf_map_get_next_key(m->ctx->targets_fd, &key, &next)) {
+		queue(m, (pid_t)next);
+		key = next;
+	}
+}
+
 int uprobe_mgr__poll(struct uprobe_mgr *m)
 {
+	if (m->nexited)
+		forget_exited(m, mono_now_ns());
 	for (__u32 i = 0; i < m->npending; i++) {
 		if (m->pending[i])
 			uprobe_mgr__scan_pid(m, m->pending[i]); /* a process that is gone is fine */

@@ -64,6 +64,7 @@ void uprobe_mgr__set_maps(struct uprobe_mgr *m, pid_t pid, struct pid_mapping *v
 	free((*slot)->v);
 	(*slot)->v = v;
 	(*slot)->n = n;
+	(*slot)->exited_ns = 0; /* scanned: alive (a pid reused after an exit) */
 }
 
 int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)

@@ -101,6 +101,7 @@ const struct family family_toy = {
 	.desc = "a family that exists only in this test",
 	.decoders = toy_decoders,
 	.reports = toy_reports,
+	.verdict = &toy_verdict,
 	.chrome = &toy_chrome,
 	.perfetto = &toy_perfetto,
 	.sqlite = &toy_sqlite,
@@ -111,4 +112,5 @@ const struct family family_toy = {
 	.capture = &toy_capture,
 	.metrics = &toy_metrics,
 	.page = &toy_page,
+	.top = &toy_top,
 };

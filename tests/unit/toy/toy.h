@@ -38,6 +38,8 @@ extern const struct chrome_family toy_chrome;	  /* toy_export.c */
 extern const struct perfetto_family toy_perfetto; /* toy_export.c */
 extern const struct sqlite_family toy_sqlite;	  /* toy_export.c */
 extern const struct metrics_family toy_metrics;	  /* toy_metrics.c */
+extern const struct top_family toy_top;		  /* toy_top.c */
 extern const struct page_family toy_page;	  /* toy_page.c */
+extern const struct family_verdict toy_verdict;	  /* toy_verdict.c */
 
 #endif /* BPFSIGHT_TOY_H */

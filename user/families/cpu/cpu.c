@@ -162,6 +162,7 @@ const struct family family_cpu = {
 	.stop = cpu_stop,
 	.decoders = cpu_decoders,
 	.reports = cpu_reports,
+	.verdict = &cpu_verdict,
 	.sqlite = &cpu_sqlite,
 	.page = &cpu_page,
 };

@@ -7,6 +7,7 @@
 #include "report.h"
 extern const struct rec_decoder cpu_decoders[];
 extern const struct report *const cpu_reports[];
+extern const struct family_verdict cpu_verdict; /* cpu_verdict.c */
 extern const struct family family_cpu;
 
 /* Its options (cpu_options.c). */

@@ -13,6 +13,7 @@
 #include "stats_math.h"
 #include "table.h"
 #include "trace_model.h"
+#include "report.h"
 
 static int decode_sample(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
@@ -84,13 +85,19 @@ static void cpu_sum__add(void *vst, const struct bs_hdr *rec, const struct trace
 	(*n)++;
 }
 
-static struct hkey func_key(const struct bs_frame *f)
+/*
+ * What a row is. For people (table mode) an unnamed native frame is its module's row and a
+ * Python frame gone before it was read one row of its own: one row per address says nothing.
+ */
+static struct hkey func_key(const struct bs_frame *f, unsigned flags)
 {
 	if (f->func_id && f->kind == BS_FRAME_PYTHON)
 		return (struct hkey){ f->func_id | (__u64)f->line << 32,
 				      (__u64)f->file_id << 32 | f->kind };
 	if (f->func_id)
 		return (struct hkey){ f->func_id, (__u64)f->file_id << 32 | f->kind };
+	if (flags & REPORT_FOR_PEOPLE)
+		return (struct hkey){ 0, (__u64)f->file_id << 32 | f->kind };
 	return (struct hkey){ f->addr, (__u64)f->file_id << 32 | f->kind };
 }
 
@@ -116,66 +123,149 @@ static int cpu_row_cmp(const void *a, const void *b)
 
 /* Samples taken in kernel code: their own row, the leaf of their stacks (as in the exports). */
 static const struct bs_frame kernel_frame = { .kind = STACK_FRAME_KERNEL };
+/* --python: samples with no Python frame on their stack (native threads, or before main). */
+static const struct bs_frame no_python_frame = { .kind = STACK_FRAME_NO_PYTHON };
 
-static void add_stack(struct hmap *funcs, const struct trace_stack *s, __u64 id, int kernel,
-		      __u64 n, int *err)
+struct cpu_emit {
+	struct hmap *funcs;
+	unsigned flags;
+	__u64 cut;	     /* people: samples whose native unwind stopped early */
+	struct hmap *cut_at; /* {module's string id, 0} -> __u64 samples stopped there */
+	int err;
+};
+
+static struct cpu_func *func_of(struct cpu_emit *e, const struct bs_frame *fr)
 {
-	struct cpu_func *kf;
+	struct cpu_func *f = hmap__get(e->funcs, func_key(fr, e->flags), 1);
 
-	if (kernel) {
-		kf = hmap__get(funcs, func_key(&kernel_frame), 1);
-		if (!kf) {
-			*err = -ENOMEM;
-			return;
-		}
-		kf->frame = &kernel_frame;
-		kf->self += n;
-		kf->total += n;
-	}
-	for (__u32 i = 0; s && i < s->nframes; i++) {
-		struct cpu_func *f = hmap__get(funcs, func_key(&s->frames[i]), 1);
+	if (!f)
+		e->err = -ENOMEM;
+	else if (!f->frame)
+		f->frame = fr;
+	return f;
+}
 
-		if (!f) {
-			*err = -ENOMEM;
-			return;
-		}
-		if (!f->frame)
-			f->frame = &s->frames[i];
-		if (i == 0 && !kernel)
-			f->self += n;
-		if (f->last != id) {
-			f->last = id;
-			f->total += n;
-		}
+static void count(struct cpu_func *f, int self, __u64 id, __u64 n)
+{
+	if (self)
+		f->self += n;
+	if (f->last != id) {
+		f->last = id;
+		f->total += n;
 	}
 }
 
-static int cpu_sum__emit(void *vst, const struct trace_model *m, struct table *t)
+static void add_stack(struct cpu_emit *e, const struct trace_stack *s, __u64 id, int kernel,
+		      __u64 n)
 {
+	int python = !!(e->flags & REPORT_PYTHON), leaf = !kernel || python, cut = 0;
+	struct cpu_func *f;
+
+	if (kernel && !python && (f = func_of(e, &kernel_frame)))
+		count(f, 1, id, n);
+	for (__u32 i = 0; s && i < s->nframes && !e->err; i++) {
+		const struct bs_frame *fr = &s->frames[i];
+
+		if (python && fr->kind != BS_FRAME_PYTHON)
+			continue;
+		if (fr->kind == BS_FRAME_CUT && (e->flags & REPORT_FOR_PEOPLE)) {
+			/* Not a function: said under the table, never ranked. */
+			__u64 *at = hmap__get(e->cut_at, (struct hkey){ fr->file_id, 0 }, 1);
+
+			if (!at)
+				e->err = -ENOMEM;
+			else if (!cut++) {
+				e->cut += n;
+				*at += n;
+			}
+			continue;
+		}
+		if ((f = func_of(e, fr)))
+			count(f, leaf, id, n);
+		leaf = 0;
+	}
+	if (python && leaf && (f = func_of(e, &no_python_frame)))
+		count(f, 1, id, n);
+}
+
+/* A row's function: a module's unnamed code as "[MODULE]" when grouped. */
+static const char *row_func(const struct bs_frame *fr, const struct trace_model *m, unsigned flags,
+			    char *buf, size_t len)
+{
+	const char *file = stack_frame__file(fr, m), *b = strrchr(file, '/');
+
+	if (fr->kind == STACK_FRAME_NO_PYTHON)
+		return "[no Python frame]";
+	if ((flags & REPORT_FOR_PEOPLE) && fr->kind == BS_FRAME_NATIVE && !fr->func_id) {
+		snprintf(buf, len, "[%s]", *file ? (b ? b + 1 : file) : "unknown code");
+		return buf;
+	}
+	if ((flags & REPORT_FOR_PEOPLE) && fr->kind == BS_FRAME_PYTHON && !fr->func_id)
+		return "[python code gone before it was read]";
+	return stack_frame__func(fr, m, buf, len);
+}
+
+static void note_cut(const struct cpu_emit *e, const struct trace_model *m, __u64 samples,
+		     struct table *t)
+{
+	__u64 *v, best = 0;
+	const char *file = NULL, *b;
+	struct hkey key;
+	char note[512];
+	size_t it = 0;
+
+	if (!e->cut)
+		return;
+	while ((v = hmap__next(e->cut_at, &it, &key)))
+		if (*v > best) {
+			best = *v;
+			file = trace_model__string(m, (__u32)key.a);
+		}
+	b = file ? strrchr(file, '/') : NULL;
+	snprintf(note, sizeof(note),
+		 "In %.1f%% of the samples the native unwind stopped at code without frame "
+		 "pointers (mostly in %s): native callers above it are not known; Python frames "
+		 "are read apart and are whole.",
+		 100.0 * e->cut / samples,
+		 b	? b + 1
+		 : file ? file
+			: "unknown code");
+	table__add_note(t, "%s", note);
+}
+
+static int cpu_sum__emit_for(void *vst, const struct trace_model *m, unsigned flags,
+			     struct table *t)
+{
+	struct cpu_emit e = { .funcs = hmap__new(sizeof(struct cpu_func)),
+			      .cut_at = hmap__new(sizeof(__u64)),
+			      .flags = flags };
 	struct cpu_sum *st = vst;
-	struct hmap *funcs = hmap__new(sizeof(struct cpu_func));
 	struct cpu_row *rows = NULL;
 	struct cpu_func *f;
 	size_t it = 0, n = 0;
 	struct hkey key;
 	char buf[512];
-	int c[7], err = st->err;
+	int c[7];
 	__u64 *cnt;
 
-	if (!funcs)
+	if (!e.funcs || !e.cut_at) {
+		hmap__free(e.funcs);
+		hmap__free(e.cut_at);
 		return -ENOMEM;
-	while (!err && (cnt = hmap__next(st->per_stack, &it, &key))) {
+	}
+	e.err = st->err;
+	while (!e.err && (cnt = hmap__next(st->per_stack, &it, &key))) {
 		const struct trace_stack *s = trace_model__stack(m, (__u32)key.a);
 
 		if (s || key.b)
-			add_stack(funcs, s, key.a << 1 | key.b, (int)key.b, *cnt, &err);
+			add_stack(&e, s, key.a << 1 | key.b, (int)key.b, *cnt);
 	}
-	rows = err ? NULL : calloc(hmap__count(funcs) + 1, sizeof(*rows));
-	if (!err && !rows)
-		err = -ENOMEM;
-	for (it = 0; !err && (f = hmap__next(funcs, &it, NULL));)
+	rows = e.err ? NULL : calloc(hmap__count(e.funcs) + 1, sizeof(*rows));
+	if (!e.err && !rows)
+		e.err = -ENOMEM;
+	for (it = 0; !e.err && (f = hmap__next(e.funcs, &it, NULL));)
 		rows[n++].f = f;
-	if (!err) {
+	if (!e.err) {
 		qsort(rows, n, sizeof(*rows), cpu_row_cmp);
 		c[0] = table__add_col(t, "func", "Function", TABLE_STR);
 		c[1] = table__add_col(t, "file", "File", TABLE_STR);
@@ -184,13 +274,14 @@ static int cpu_sum__emit(void *vst, const struct trace_model *m, struct table *t
 		c[4] = table__add_col(t, "total_samples", "Total", TABLE_U64);
 		c[5] = table__add_col(t, "self_pct", "Self (%)", TABLE_DOUBLE);
 		c[6] = table__add_col(t, "total_pct", "Total (%)", TABLE_DOUBLE);
+		table__set_flags(t, c[1], TABLE_COL_PATH);
 		table__set_precision(t, c[5], 1);
 		table__set_precision(t, c[6], 1);
 		for (size_t i = 0; i < n; i++) {
 			const struct bs_frame *fr = rows[i].f->frame;
 
 			table__row(t);
-			table__set_str(t, c[0], stack_frame__func(fr, m, buf, sizeof(buf)));
+			table__set_str(t, c[0], row_func(fr, m, flags, buf, sizeof(buf)));
 			table__set_str(t, c[1], stack_frame__file(fr, m));
 			table__set_u64(t, c[2], fr->kind == BS_FRAME_PYTHON ? fr->line : 0);
 			table__set_u64(t, c[3], rows[i].f->self);
@@ -198,11 +289,18 @@ static int cpu_sum__emit(void *vst, const struct trace_model *m, struct table *t
 			table__set_double(t, c[5], 100.0 * rows[i].f->self / st->samples);
 			table__set_double(t, c[6], 100.0 * rows[i].f->total / st->samples);
 		}
-		err = table__err(t);
+		note_cut(&e, m, st->samples, t);
+		e.err = table__err(t);
 	}
 	free(rows);
-	hmap__free(funcs);
-	return err;
+	hmap__free(e.funcs);
+	hmap__free(e.cut_at);
+	return e.err;
+}
+
+static int cpu_sum__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	return cpu_sum__emit_for(vst, m, 0, t);
 }
 
 static void cpu_sum__free(void *vst)
@@ -221,6 +319,7 @@ static const struct report cpu_sum = {
 	.new = cpu_sum__new,
 	.add = cpu_sum__add,
 	.emit = cpu_sum__emit,
+	.emit_for = cpu_sum__emit_for,
 	.free = cpu_sum__free,
 };
 

@@ -85,6 +85,9 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 	char buf[4096];
 	int arg, ok;
 
+	if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit) &&
+	    ((const struct bs_exit *)rec)->group_dead)
+		ucall_symbols__proc_exit(st->syms, rec->pid);
 	if (rec->type != BS_REC_CUDA_CALL || rec->size < sizeof(*r))
 		return;
 	api = ucall_table__api(&cuda_table, r->fn);
@@ -123,6 +126,12 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 /* --capture-range=cudaProfilerApi: between cudaProfilerStart and cudaProfilerStop, as nsys. */
 static const struct family_capture cuda_capture = { .kind = "cudaProfilerApi" };
 
+static const struct loss_cause cuda_losses[] = {
+	{ BS_LOSS_CUDA_DEPTH, "cuda_too_deep",
+	  "calls nested deeper than the per-thread call stack keeps (8): not timed" },
+	{ 0 },
+};
+
 const struct family family_cuda = {
 	.name = "cuda",
 	.desc = "CUDA runtime and driver API calls (uprobes on libcudart/libcuda, static too)",
@@ -135,9 +144,12 @@ const struct family family_cuda = {
 	.observe = cuda_observe,
 	.capture = &cuda_capture,
 	.api = &cuda_table,
+	.losses = cuda_losses,
 	.decoders = cuda_decoders,
 	.reports = cuda_reports,
+	.verdict = &cuda_verdict,
 	.chrome = &cuda_chrome,
 	.sqlite = &cuda_sqlite,
 	.metrics = &cuda_metrics,
+	.top = &cuda_top,
 };

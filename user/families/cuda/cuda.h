@@ -45,5 +45,7 @@ extern const struct family family_cuda;
 extern const struct report cuda_callsites; /* callsites_report.c: CUDA and NCCL calls */
 
 extern const struct metrics_family cuda_metrics; /* cuda_metrics.c */
+extern const struct family_verdict cuda_verdict; /* cuda_verdict.c */
+extern const struct top_family cuda_top;	 /* cuda_top.c */
 
 #endif /* BPFSIGHT_CUDA_H */

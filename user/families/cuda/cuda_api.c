@@ -452,4 +452,5 @@ const struct ucall_table cuda_table = {
 	.nkeys = K_NR,
 	.check = cuda_api__check,
 	.compiled = &cuda_compiled,
+	.strref_prefix = "cuda", /* the runtime's entry points, in cuBLAS, cuDNN, NCCL... */
 };

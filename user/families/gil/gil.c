@@ -474,9 +474,11 @@ const struct family family_gil = {
 	.observe = gil_observe,
 	.decoders = gil_decoders,
 	.reports = gil_reports,
+	.verdict = &gil_verdict,
 	.chrome = &gil_chrome,
 	.perfetto = &gil_perfetto,
 	.sqlite = &gil_sqlite,
 	.page = &gil_page,
+	.top = &gil_top,
 	.metrics = &gil_metrics,
 };

@@ -36,5 +36,7 @@ void gil_version_str(__u32 v, char *buf, size_t len);
 extern const struct page_family gil_page; /* gil_page.c */
 
 extern const struct metrics_family gil_metrics; /* gil_metrics.c */
+extern const struct family_verdict gil_verdict; /* gil_verdict.c */
+extern const struct top_family gil_top;		/* gil_top.c */
 
 #endif

@@ -35,7 +35,7 @@ static int probe(struct record_ctx *ctx, struct uprobe_links *l, const struct bp
 	if (!err || (pid > 0 && err == -ESRCH))
 		return err;
 	snprintf(msg, sizeof(msg), "%s %s in %s", ret ? "uretprobe" : "uprobe", what, object);
-	record_ctx__attach_failed(ctx, msg, err);
+	record_ctx__attach_failed(ctx, "gil", msg, err);
 	return err;
 }
 

@@ -12,6 +12,7 @@
  * (at or above the threshold); shorter ones are known by their log2 bucket only and stand in
  * at the middle of it (capped by the threshold).
  */
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,14 +121,19 @@ static const struct export_style hold_style = {
 static const struct export_style python_style = { .cat = "gil", .ph = 'i' };
 
 const struct rec_decoder gil_decoders[] = {
-	{ BS_REC_GIL_WAIT, sizeof(struct bs_gil_wait), "gil_wait", decode_wait, &wait_style },
+	{ BS_REC_GIL_WAIT, sizeof(struct bs_gil_wait), "gil_wait", decode_wait, &wait_style,
+	  .task_offs = { offsetof(struct bs_gil_wait, holder_tid) } },
 	{ BS_REC_GIL_HOLD, sizeof(struct bs_gil_hold), "gil_hold", decode_hold, &hold_style },
 	/* Cumulative snapshots: only the reports read them. */
 	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", family__decode_meta },
-	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", family__decode_meta },
-	{ BS_REC_GIL_PROC, sizeof(struct bs_gil_proc), "gil_python", decode_proc, &python_style },
+	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", family__decode_meta,
+	  .task_offs = { offsetof(struct bs_gil_blame, holder_tid) } },
+	{ BS_REC_GIL_PROC, sizeof(struct bs_gil_proc), "gil_python", decode_proc, &python_style,
+	  .string_offs = { offsetof(struct bs_gil_proc, object_id),
+			   offsetof(struct bs_gil_proc, note_id) } },
 	/* Rounds of waits with the holder's stack: gil_stacks reads them. */
-	{ BS_REC_GIL_HOLDER, sizeof(struct bs_gil_holder), "gil_holder", family__decode_meta },
+	{ BS_REC_GIL_HOLDER, sizeof(struct bs_gil_holder), "gil_holder", family__decode_meta,
+	  .task_offs = { offsetof(struct bs_gil_holder, holder_tid) } },
 	{ 0 },
 };
 
@@ -379,7 +385,12 @@ static int gil_sum__emit(void *vd, const struct trace_model *m, struct table *t)
 	if (full) {
 		c[10] = table__add_col(t, "hold_count", "Holds", TABLE_U64);
 		c[11] = table__add_col(t, "hold_total_ns", "Hold Total (ns)", TABLE_U64);
+		table__set_flags(t, c[10], TABLE_COL_WEIGHT);
 	}
+	/* A thread that never waited (nor held, in full mode) has nothing to show. */
+	table__set_flags(t, c[3], TABLE_COL_WEIGHT);
+	table__set_flags(t, c[6], TABLE_COL_MINOR);
+	table__set_flags(t, c[9], TABLE_COL_MINOR);
 	for (i = 0; i < n; i++) {
 		const struct sum_row *r = &rows[i];
 		__u64 born, died, wall;
@@ -545,6 +556,9 @@ static int gil_procs__emit(void *vd, const struct trace_model *m, struct table *
 	c[7] = table__add_col(t, "verified", "Verified", TABLE_U64);
 	c[8] = table__add_col(t, "object", "Interpreter", TABLE_STR);
 	c[9] = table__add_col(t, "note", "Cannot See", TABLE_STR);
+	for (i = 4; i <= 7; i++)
+		table__set_flags(t, c[i], TABLE_COL_MINOR);
+	table__set_flags(t, c[8], TABLE_COL_PATH);
 	for (i = 0; i < n; i++) {
 		const struct bs_gil_proc *p;
 		const char *s;

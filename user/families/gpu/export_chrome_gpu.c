@@ -121,7 +121,7 @@ static int chrome_gpu_op(struct chrome *c, struct hmap *streams, const struct bs
 	const char *name;
 	struct gpu_op op;
 	struct event e;
-	__u64 flow = 0;
+	__u64 flow = 0, ext;
 	char buf[64];
 	int nonempty;
 
@@ -141,6 +141,8 @@ static int chrome_gpu_op(struct chrome *c, struct hmap *streams, const struct bs
 		return nonempty;
 	/* Unlinked: CUPTI's id, as Kineto's, where no launching event can claim it. */
 	key_u64(c, &nonempty, "correlation", flow ? flow : op.correlation);
+	if (flow && (ext = chrome_external_id(c, op.pid, op.tid, op.call_ts)))
+		key_u64(c, &nonempty, "External id", ext); /* the op that launched it */
 	if (op.type == BS_REC_GPU_KERNEL) {
 		key_u64(c, &nonempty, "registers per thread", k->registers);
 		key_u64(c, &nonempty, "shared memory", (__u64)k->shmem_dynamic + k->shmem_static);
@@ -164,7 +166,7 @@ static int chrome_gpu_op(struct chrome *c, struct hmap *streams, const struct bs
 static int chrome_gpu_api(struct chrome *c, const struct bs_hdr *rec, const struct event *ev)
 {
 	const struct bs_gpu_api *a = (const void *)rec;
-	__u64 flow = gpu_flow_id(rec->pid, rec->tid, rec->ts);
+	__u64 flow = gpu_flow_id(rec->pid, rec->tid, rec->ts), ext;
 	struct event e = *ev;
 	int nonempty;
 
@@ -179,6 +181,8 @@ static int chrome_gpu_api(struct chrome *c, const struct bs_hdr *rec, const stru
 	if (nonempty < 0)
 		return nonempty;
 	key_u64(c, &nonempty, "correlation", flow);
+	if ((ext = chrome_external_id(c, ev->pid, ev->tid, ev->ts)))
+		key_u64(c, &nonempty, "External id", ext);
 	fputs("}}", c->f);
 	chrome_flow(c, 's', flow, ev->pid, ev->tid, ev->ts);
 	return 1;

@@ -45,9 +45,11 @@ const struct family family_gpu = {
 	.losses = gpu_losses,
 	.decoders = gpu_decoders,
 	.reports = gpu_reports,
+	.verdict = &gpu_verdict,
 	.chrome = &gpu_chrome,
 	.perfetto = &gpu_perfetto,
 	.sqlite = &gpu_sqlite,
 	.page = &gpu_page,
 	.metrics = &gpu_metrics,
+	.top = &gpu_top,
 };

@@ -14,6 +14,7 @@
 
 extern const struct rec_decoder gpu_decoders[];	  /* gpu_decode.c */
 extern const struct report *const gpu_reports[];  /* gpu_report.c */
+extern const struct family_verdict gpu_verdict;	  /* gpu_verdict.c */
 extern const struct chrome_family gpu_chrome;	  /* export_chrome_gpu.c */
 extern const struct perfetto_family gpu_perfetto; /* export_perfetto_gpu.c */
 extern const struct sqlite_family gpu_sqlite;	  /* export_sqlite_gpu.c */
@@ -22,5 +23,6 @@ extern const struct family family_gpu;		  /* gpu.c */
 extern const struct page_family gpu_page; /* gpu_page.c */
 
 extern const struct metrics_family gpu_metrics; /* gpu_metrics.c */
+extern const struct top_family gpu_top;		/* gpu_top.c */
 
 #endif /* BPFSIGHT_GPU_H */

@@ -3,6 +3,7 @@
  * Decode side of the gpu family: the cupti-shim's STATUS records and CUPTI's kernels, copies,
  * memsets and API records, as docs/GPU.md describes them for dump (names as nsys shows them).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "cuda.h"
@@ -34,8 +35,8 @@ static const char *const mem_kinds[] = {
 };
 
 const char *const shim_state_names[] = {
-	"cuda_injected", "nvtx_injected", "gpu_on",	  "nvtx_on",
-	"cupti_busy",	 "sync",	  "nvtx_chained", "ptrace_injected",
+	"cuda_injected", "nvtx_injected", "gpu_on",	     "nvtx_on",	 "cupti_busy",
+	"sync",		 "nvtx_chained",  "ptrace_injected", "torch_on", "preloaded",
 };
 const __u32 shim_state_nnames = sizeof(shim_state_names) / sizeof(shim_state_names[0]);
 
@@ -43,7 +44,7 @@ static const char *const shim_events[] = {
 	[BS_SHIM_EV_ATTACH] = "attach",		  [BS_SHIM_EV_STATE] = "state",
 	[BS_SHIM_EV_CUPTI_ERROR] = "cupti_error", [BS_SHIM_EV_DRAINED] = "drained",
 	[BS_SHIM_EV_DROPPED] = "dropped",	  [BS_SHIM_EV_EXIT] = "exit",
-	[BS_SHIM_EV_NO_SHIM] = "no_shim",
+	[BS_SHIM_EV_NO_SHIM] = "no_shim",	  [BS_SHIM_EV_TORCH] = "torch",
 };
 
 const char *gpu_copy_kind_name(__u32 kind)
@@ -303,10 +304,16 @@ static const struct export_style api_style = {
 
 const struct rec_decoder gpu_decoders[] = {
 	{ BS_REC_SHIM_STATUS, sizeof(struct bs_shim_status), "shim_status", decode_status,
-	  &status_style },
-	{ BS_REC_GPU_KERNEL, sizeof(struct bs_gpu_kernel), "gpu_kernel", decode_kernel },
-	{ BS_REC_GPU_MEMCPY, sizeof(struct bs_gpu_memcpy), "gpu_memcpy", decode_memcpy },
-	{ BS_REC_GPU_MEMSET, sizeof(struct bs_gpu_memset), "gpu_memset", decode_memset },
-	{ BS_REC_GPU_API, sizeof(struct bs_gpu_api), "gpu_api", decode_api, &api_style },
+	  &status_style, .string_offs = { offsetof(struct bs_shim_status, detail_id) } },
+	{ BS_REC_GPU_KERNEL, sizeof(struct bs_gpu_kernel), "gpu_kernel", decode_kernel,
+	  .clock_offs = { offsetof(struct bs_gpu_kernel, call_ts) },
+	  .string_offs = { offsetof(struct bs_gpu_kernel, name_id) } },
+	{ BS_REC_GPU_MEMCPY, sizeof(struct bs_gpu_memcpy), "gpu_memcpy", decode_memcpy,
+	  .clock_offs = { offsetof(struct bs_gpu_memcpy, call_ts) } },
+	{ BS_REC_GPU_MEMSET, sizeof(struct bs_gpu_memset), "gpu_memset", decode_memset,
+	  .clock_offs = { offsetof(struct bs_gpu_memset, call_ts) } },
+	{ BS_REC_GPU_API, sizeof(struct bs_gpu_api), "gpu_api", decode_api, &api_style,
+	  .clock_offs = { offsetof(struct bs_gpu_api, call_ts) },
+	  .string_offs = { offsetof(struct bs_gpu_api, name_id) } },
 	{ 0 },
 };

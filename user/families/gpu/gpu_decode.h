@@ -71,4 +71,12 @@ extern const struct report cuda_kern_exec_sum; /* gpu_exec_report.c */
 extern const struct report gpu_idle_sum;       /* gpu_idle_report.c */
 extern const struct report shim_sum;	       /* shim_report.c */
 
+/* A row of gpu_idle_sum, and the idle time in its gaps under 1 ms (the verdict's). */
+struct gpu_idle_dev {
+	__u32 pid, device;
+	__u64 ops, span, busy, gaps, long_gaps, short_idle, max_gap;
+};
+/* Each (process, device) of gpu_idle_sum's state ST, in its table's order. 0 or -errno. */
+int gpu_idle__each(void *st, void (*cb)(const struct gpu_idle_dev *d, void *arg), void *arg);
+
 #endif /* BPFSIGHT_GPU_DECODE_H */

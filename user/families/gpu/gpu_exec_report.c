@@ -197,6 +197,9 @@ static int exec_sum__emit(void *vst, const struct trace_model *m, struct table *
 	c[7] = table__add_col(t, "kernel_total_ns", "Kernel Total (ns)", TABLE_U64);
 	c[8] = table__add_col(t, "api_name", "API Name", TABLE_STR);
 	c[9] = table__add_col(t, "name", "Kernel Name", TABLE_STR);
+	table__set_flags(t, c[2], TABLE_COL_MINOR);
+	table__set_flags(t, c[4], TABLE_COL_MINOR);
+	table__set_flags(t, c[6], TABLE_COL_MINOR);
 	for (size_t i = 0; i < n; i++) {
 		struct tgroup *r = rows[i];
 

@@ -69,7 +69,8 @@ static void idle_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 	struct idle_dev *d;
 	struct gpu_op op;
 
-	if (!gpu_op__read(rec, &op))
+	/* CUPTI's start of 0: an operation it could not time (its buffer went before the end). */
+	if (!gpu_op__read(rec, &op) || !op.ts)
 		return;
 	d = hmap__get(st->devs, (struct hkey){ op.pid, op.device }, 1);
 	if (d && !d->n) {
@@ -113,6 +114,7 @@ static int dev_cmp(const void *x, const void *y)
 
 struct idle_result {
 	__u64 span, busy, gaps, long_gaps, max_gap, max_gap_ts;
+	__u64 short_idle; /* idle in the gaps under IDLE_LONG_GAP_NS */
 };
 
 /* Sweep D's intervals in start order, merging overlaps: busy stretches and the gaps between. */
@@ -131,6 +133,8 @@ static void idle_sweep(struct idle_dev *d, struct idle_result *r)
 			gap = d->iv[i].start - cur_end;
 			r->gaps++;
 			r->long_gaps += gap >= IDLE_LONG_GAP_NS;
+			if (gap < IDLE_LONG_GAP_NS)
+				r->short_idle += gap;
 			if (gap > r->max_gap) {
 				r->max_gap = gap;
 				r->max_gap_ts = cur_end;
@@ -146,22 +150,34 @@ static void idle_sweep(struct idle_dev *d, struct idle_result *r)
 	r->span = cur_end - d->iv[0].start;
 }
 
+/* ST's devices by (pid, device) into *DEVS (the caller frees it): their count, -ENOMEM. */
+static long sorted_devs(struct idle_sum *st, struct idle_dev ***devs)
+{
+	struct idle_dev *d;
+	size_t it = 0, n = 0;
+
+	*devs = calloc(hmap__count(st->devs) + 1, sizeof(**devs));
+	if (!*devs)
+		return -ENOMEM;
+	while ((d = hmap__next(st->devs, &it, NULL)))
+		(*devs)[n++] = d;
+	qsort(*devs, n, sizeof(**devs), dev_cmp);
+	return (long)n;
+}
+
 static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
 	struct idle_sum *st = vst;
-	struct idle_dev **devs, *d;
+	struct idle_dev **devs;
 	struct idle_result r;
-	size_t it = 0, n = 0;
 	int c[11], err;
+	long n;
 
 	if (st->err)
 		return st->err;
-	devs = calloc(hmap__count(st->devs) + 1, sizeof(*devs));
-	if (!devs)
-		return -ENOMEM;
-	while ((d = hmap__next(st->devs, &it, NULL)))
-		devs[n++] = d;
-	qsort(devs, n, sizeof(*devs), dev_cmp);
+	n = sorted_devs(st, &devs);
+	if (n < 0)
+		return (int)n;
 	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
 	c[1] = table__add_col(t, "device", "Device", TABLE_U64);
 	c[2] = table__add_col(t, "ops", "GPU Ops", TABLE_U64);
@@ -173,7 +189,8 @@ static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *
 	c[8] = table__add_col(t, "gaps_1ms", "Gaps >= 1 ms", TABLE_U64);
 	c[9] = table__add_col(t, "max_gap_ns", "Max Gap (ns)", TABLE_U64);
 	c[10] = table__add_col(t, "max_gap_ts", "Max Gap At (ns)", TABLE_U64);
-	for (size_t i = 0; i < n; i++) {
+	table__set_flags(t, c[10], TABLE_COL_MINOR);
+	for (long i = 0; i < n; i++) {
 		idle_sweep(devs[i], &r);
 		table__row(t);
 		table__set_u64(t, c[0], devs[i]->pid);
@@ -192,6 +209,35 @@ static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *
 	err = table__err(t);
 	free(devs);
 	return err;
+}
+
+int gpu_idle__each(void *vst, void (*cb)(const struct gpu_idle_dev *d, void *arg), void *arg)
+{
+	struct idle_sum *st = vst;
+	struct idle_dev **devs;
+	struct idle_result r;
+	long n;
+
+	if (!st || st->err)
+		return st ? st->err : -EINVAL;
+	n = sorted_devs(st, &devs);
+	if (n < 0)
+		return (int)n;
+	for (long i = 0; i < n; i++) {
+		idle_sweep(devs[i], &r);
+		cb(&(struct gpu_idle_dev){ .pid = devs[i]->pid,
+					   .device = devs[i]->device,
+					   .ops = devs[i]->n,
+					   .span = r.span,
+					   .busy = r.busy,
+					   .gaps = r.gaps,
+					   .long_gaps = r.long_gaps,
+					   .short_idle = r.short_idle,
+					   .max_gap = r.max_gap },
+		   arg);
+	}
+	free(devs);
+	return 0;
 }
 
 const struct report gpu_idle_sum = {

@@ -216,8 +216,10 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 	c[7] = table__add_col(t, "dropped", "Dropped", TABLE_U64);
 	c[8] = table__add_col(t, "seq", "Batches", TABLE_U64);
 	c[9] = table__add_col(t, "exited", "Exited", TABLE_U64);
-	for (int k = 0; k < SC_NR; k++)
+	for (int k = 0; k < SC_NR; k++) {
 		c[10 + k] = table__add_col(t, count_keys[k][0], count_keys[k][1], TABLE_U64);
+		table__set_flags(t, c[10 + k], TABLE_COL_MINOR);
+	}
 	for (size_t i = 0; i < n; i++) {
 		p = rows[i];
 		table__row(t);

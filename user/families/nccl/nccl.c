@@ -51,6 +51,12 @@ static void nccl_walk_free(void *w)
 	nccl_walk__free(w);
 }
 
+static const struct loss_cause nccl_losses[] = {
+	{ BS_LOSS_NCCL_DEPTH, "nccl_too_deep",
+	  "calls nested deeper than the per-thread call stack keeps (8): not timed" },
+	{ 0 },
+};
+
 const struct family family_nccl = {
 	.name = "nccl",
 	.desc = "NCCL calls: collectives, point-to-point, groups, communicators (uprobes)",
@@ -59,6 +65,7 @@ const struct family family_nccl = {
 	.needs = 1u << KF_ATTACH_COOKIE | 1u << KF_TASK_STORAGE,
 	.stack_default_ns = 100000, /* --stacks=nccl: calls of 100 us or more */
 	.api = &nccl_table,
+	.losses = nccl_losses,
 	.attach = nccl_attach,
 	.detach = nccl_detach,
 	.walk_new = nccl_walk_new,
@@ -69,4 +76,5 @@ const struct family family_nccl = {
 	.chrome = &nccl_chrome,
 	.sqlite = &nccl_sqlite,
 	.metrics = &nccl_metrics,
+	.sync = &nccl_sync,
 };

@@ -40,6 +40,7 @@ extern const struct report *const nccl_reports[];
 extern const struct chrome_family nccl_chrome; /* export_chrome_ucall.c */
 extern const struct sqlite_family nccl_sqlite; /* export_sqlite_ucall.c */
 extern const struct family family_nccl;	       /* nccl.c */
+extern const struct family_sync nccl_sync;     /* nccl_sync.c */
 
 /* Names of nccl.h's enums; NULL for a value nccl.h does not define. */
 const char *nccl__result_name(int ret);	 /* ncclResult_t: "ncclInvalidArgument" */
@@ -69,7 +70,14 @@ struct nccl_comm {
 	__s32 nranks; /* -1 = unknown */
 	__u64 parent; /* the communicator it was split or shrunk from, 0 = none */
 	__u32 have_hash;
-	__u32 _pad;
+	/*
+	 * Its creation was not seen with a unique id: GROUP is "the process's k-th such
+	 * communicator" and its collectives count from its first one seen (or a merged file's
+	 * SYNC_BASE), so they match other processes' only as well as those guesses do.
+	 */
+	__u32 inferred;
+	__u64 group; /* what names it in every process: the unique-id hash, or the guess above */
+	__u64 ncoll; /* its collectives so far (the next one's sequence number) */
 };
 
 struct nccl_walk *nccl_walk__new(void);

@@ -202,7 +202,9 @@ struct nccl_walk *nccl_walk__new(void)
 	w->by_ptr = hmap__new(sizeof(__u32));
 	w->by_serial = hmap__new(sizeof(struct nccl_comm));
 	w->threads = hmap__new(sizeof(struct nccl_thread));
-	if (!w->by_ptr || !w->by_serial || !w->threads) {
+	w->inferred = hmap__new(sizeof(__u32));
+	w->bases = hmap__new(sizeof(__u64));
+	if (!w->by_ptr || !w->by_serial || !w->threads || !w->inferred || !w->bases) {
 		nccl_walk__free(w);
 		return NULL;
 	}
@@ -216,6 +218,8 @@ void nccl_walk__free(struct nccl_walk *w)
 	hmap__free(w->by_ptr);
 	hmap__free(w->by_serial);
 	hmap__free(w->threads);
+	hmap__free(w->inferred);
+	hmap__free(w->bases);
 	free(w);
 }
 
@@ -232,6 +236,46 @@ const struct nccl_comm *nccl_walk__comm(const struct nccl_walk *w, __u32 pid, __
 		return NULL;
 	serial = hmap__get(w->by_ptr, (struct hkey){ pid, comm }, 0);
 	return serial ? hmap__get(w->by_serial, (struct hkey){ *serial, 0 }, 0) : NULL;
+}
+
+/* FNV-1a of "nccl comm #K": equal to a real unique-id hash by chance only. */
+static __u64 inferred_group(__u32 k)
+{
+	char buf[32];
+	__u64 h = 0xcbf29ce484222325ull;
+	int n = snprintf(buf, sizeof(buf), "nccl comm #%u", k);
+
+	for (int i = 0; i < n; i++) {
+		h ^= (unsigned char)buf[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/*
+ * Name C in every process: by its unique-id hash, else as this process's k-th communicator
+ * whose creation was not seen with one (what other ranks recorded alike will call theirs),
+ * and count its collectives from a merged file's SYNC_BASE for it, if any.
+ */
+static void walk__name_group(struct nccl_walk *w, struct nccl_comm *c)
+{
+	const __u64 *base;
+	__u32 *k;
+
+	if (c->have_hash) {
+		c->group = c->id_hash;
+		c->inferred = 0;
+	} else {
+		k = hmap__get(w->inferred, (struct hkey){ c->pid, 0 }, 1);
+		if (!k) {
+			w->err = -ENOMEM;
+			return;
+		}
+		c->group = inferred_group(++*k);
+		c->inferred = 1;
+	}
+	base = hmap__get(w->bases, (struct hkey){ c->pid, c->group }, 0);
+	c->ncoll = base ? *base : 0;
 }
 
 /* A new communicator at COMM in PID (an init returned it): replaces an earlier one there. */
@@ -265,10 +309,15 @@ static struct nccl_comm *walk__comm(struct nccl_walk *w, __u32 pid, __u64 comm)
 
 	if (!comm)
 		return NULL;
+	struct nccl_comm *c;
+
 	serial = hmap__get(w->by_ptr, (struct hkey){ pid, comm }, 0);
 	if (serial)
 		return hmap__get(w->by_serial, (struct hkey){ *serial, 0 }, 0);
-	return walk__new_comm(w, pid, comm);
+	c = walk__new_comm(w, pid, comm);
+	if (c)
+		walk__name_group(w, c);
+	return c;
 }
 
 /* Communicators the call created or described. */
@@ -287,11 +336,14 @@ static void walk__learn(struct nccl_walk *w, const struct nccl_call *c, __u32 pi
 		nc->nranks = (c->have & (1u << K_NRANKS)) ? (__s32)c->v[K_NRANKS] : -1;
 		nc->have_hash = !!(c->have & (1u << K_UNIQUE_ID));
 		nc->id_hash = c->v[K_UNIQUE_ID];
+		walk__name_group(w, nc);
 		break;
 	case K_NEWCOMM: /* split/shrink: rank and size depend on every rank's arguments */
 		nc = c->v[K_NEWCOMM] ? walk__new_comm(w, pid, c->v[K_NEWCOMM]) : NULL;
-		if (nc)
+		if (nc) {
 			nc->parent = (c->have & (1u << K_COMM)) ? c->v[K_COMM] : 0;
+			walk__name_group(w, nc);
+		}
 		break;
 	case K_NRANKS: /* ncclCommCount */
 	case K_RANK:   /* ncclCommUserRank */
@@ -312,6 +364,7 @@ static void walk__learn(struct nccl_walk *w, const struct nccl_call *c, __u32 pi
 		if (nc) {
 			nc->rank = (__s32)i;
 			nc->nranks = (__s32)c->v[K_NDEV];
+			walk__name_group(w, nc);
 		}
 	}
 }
@@ -343,11 +396,26 @@ static void walk__groups(struct nccl_walk *w, const struct nccl_call *c, const s
 	}
 }
 
+/* A merged file's SYNC_BASE: the process's collectives on GROUP count from BASE there. */
+static void walk__sync_base(struct nccl_walk *w, const struct bs_sync_base *b)
+{
+	__u64 *v = hmap__get(w->bases, (struct hkey){ b->h.pid, b->group }, 1);
+
+	if (!v)
+		w->err = -ENOMEM;
+	else
+		*v = b->base;
+}
+
 void nccl_walk__observe(struct nccl_walk *w, const struct bs_hdr *rec)
 {
-	const struct nccl_comm *comm;
+	struct nccl_comm *comm;
 	struct nccl_call *c;
 
+	if (w && rec && rec->type == BS_REC_SYNC_BASE && rec->size >= sizeof(struct bs_sync_base)) {
+		walk__sync_base(w, (const void *)rec);
+		return;
+	}
 	if (!w || !rec || rec->type != BS_REC_NCCL_CALL || rec->size < sizeof(struct bs_ucall))
 		return;
 	c = &w->call;
@@ -356,6 +424,7 @@ void nccl_walk__observe(struct nccl_walk *w, const struct bs_hdr *rec)
 	w->last.ts = rec->ts;
 	w->last.pid = rec->pid;
 	w->last.tid = rec->tid;
+	w->last.coll_seq = -1;
 	w->have_last = 1;
 	walk__groups(w, c, rec);
 	if (!c->api)
@@ -363,10 +432,13 @@ void nccl_walk__observe(struct nccl_walk *w, const struct bs_hdr *rec)
 	walk__learn(w, c, rec->pid);
 	comm = (c->have & (1u << K_COMM)) && c->v[K_COMM] ? walk__comm(w, rec->pid, c->v[K_COMM])
 							  : NULL;
-	if (comm) {
-		w->last.comm = *comm;
-		w->last.have_comm = 1;
-	}
+	if (!comm)
+		return;
+	/* Its sequence number: every rank makes a communicator's collectives in one order. */
+	if (c->ok && !c->r->depth && c->api->group == NCCL_GRP_COLL)
+		w->last.coll_seq = (__s64)comm->ncoll++;
+	w->last.comm = *comm;
+	w->last.have_comm = 1;
 }
 
 const struct nccl_ctx *nccl_walk__ctx(const struct nccl_walk *w, const struct bs_hdr *rec)
@@ -503,6 +575,8 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
 		if (ctx->comm.parent && !ev_has(ev, "parent"))
 			event__arg_hex(ev, "parent", ctx->comm.parent);
 	}
+	if (ctx->coll_seq >= 0)
+		event__arg_u64(ev, "seq", (__u64)ctx->coll_seq);
 	if (ctx->group_depth)
 		event__arg_u64(ev, "group_depth", ctx->group_depth);
 	if (ctx->group_start_ts && c.r->h.ts + c.r->dur >= ctx->group_start_ts)

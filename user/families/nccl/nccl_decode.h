@@ -81,12 +81,20 @@ struct nccl_ctx {
 	__u32 have_comm;
 	__u64 group_start_ts;  /* ncclGroupEnd: entry of the matching ncclGroupStart, 0 = unknown */
 	struct nccl_comm comm; /* the comm argument, when have_comm */
+	/*
+	 * A collective the application made (depth 0) that succeeded: its sequence number on
+	 * its communicator, the same on every rank (comm.group names the communicator); -1 for
+	 * any other call.
+	 */
+	__s64 coll_seq;
 };
 
 struct nccl_walk {
 	struct hmap *by_ptr;	/* {pid, comm} -> __u32 serial of the current instance */
 	struct hmap *by_serial; /* {serial, 0} -> struct nccl_comm */
 	struct hmap *threads;	/* {pid, tid} -> struct nccl_thread */
+	struct hmap *inferred;	/* {pid, 0} -> __u32: communicators of unseen creation so far */
+	struct hmap *bases;	/* {pid, group} -> __u64: a merged file's SYNC_BASE */
 	__u32 next_serial;
 	int err;
 	int have_last;

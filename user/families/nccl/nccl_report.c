@@ -305,4 +305,7 @@ static const struct report nccl_comm_sum = {
 	.free = nccl_comm_sum__free,
 };
 
-const struct report *const nccl_reports[] = { &nccl_sum, &nccl_comm_sum, NULL };
+extern const struct report nccl_stragglers, nccl_rank_sum; /* nccl_rank_report.c */
+
+const struct report *const nccl_reports[] = { &nccl_sum, &nccl_comm_sum, &nccl_stragglers,
+					      &nccl_rank_sum, NULL };

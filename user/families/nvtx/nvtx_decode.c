@@ -4,6 +4,7 @@
  * dump. BEGIN records (sync mode) are metadata for --capture-range=nvtx: the RANGE record that
  * follows when the range ends is the event.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "nvtx.h"
@@ -132,11 +133,26 @@ void nvtx_name_observe(struct trace_model *m, const struct bs_hdr *rec)
 	trace_model__name_thread(m, (__u32)n->key, trace_model__string(m, n->name_id));
 }
 
+/* An NVTX_NAME's key is a thread id when it names a thread (bpfsight merge). */
+static void rebase_name(struct bs_hdr *rec, const struct rec_rebase *rb)
+{
+	struct bs_nvtx_name *n = (void *)rec;
+
+	if (n->kind == BS_NVTX_NAME_THREAD && n->key <= 0xffffffffull)
+		n->key = rb->task(rb, (__u32)n->key);
+}
+
+#define NAMES(t) .string_offs = { offsetof(struct t, name_id), offsetof(struct t, domain_id) }
+
 const struct rec_decoder nvtx_decoders[] = {
-	{ BS_REC_NVTX_RANGE, sizeof(struct bs_nvtx_range), "nvtx_range", decode_range },
-	{ BS_REC_NVTX_MARK, sizeof(struct bs_nvtx_mark), "nvtx_mark", decode_mark, &mark_style },
-	{ BS_REC_NVTX_NAME, sizeof(struct bs_nvtx_name), "nvtx_name", decode_name, &name_style },
+	{ BS_REC_NVTX_RANGE, sizeof(struct bs_nvtx_range), "nvtx_range", decode_range,
+	  NAMES(bs_nvtx_range), .task_offs = { offsetof(struct bs_nvtx_range, end_tid) } },
+	{ BS_REC_NVTX_MARK, sizeof(struct bs_nvtx_mark), "nvtx_mark", decode_mark, &mark_style,
+	  NAMES(bs_nvtx_mark) },
+	{ BS_REC_NVTX_NAME, sizeof(struct bs_nvtx_name), "nvtx_name", decode_name, &name_style,
+	  NAMES(bs_nvtx_name), .rebase = rebase_name },
 	/* A range began: --capture-range=nvtx's signal, not an event (its RANGE record is). */
-	{ BS_REC_NVTX_BEGIN, sizeof(struct bs_nvtx_begin), "nvtx_begin", family__decode_meta },
+	{ BS_REC_NVTX_BEGIN, sizeof(struct bs_nvtx_begin), "nvtx_begin", family__decode_meta,
+	  NAMES(bs_nvtx_begin) },
 	{ 0 },
 };

@@ -6,6 +6,7 @@
 #include "nvtx.h"
 #include "nvtx_decode.h"
 #include "nvtx_proj.h"
+#include "stats_math.h"
 
 struct nvtx_proj {
 	struct nvtx_proj_range *ranges;
@@ -28,21 +29,6 @@ void nvtx_proj__free(struct nvtx_proj *p)
 	free(p);
 }
 
-/* Room for one more element of SIZE bytes in *V (count *N, capacity *CAP); 0 or -ENOMEM. */
-static int grow(void **v, size_t *n, size_t *cap, size_t size)
-{
-	void *nv;
-
-	if (*n < *cap)
-		return 0;
-	nv = realloc(*v, (*cap ? *cap * 2 : 256) * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = *cap ? *cap * 2 : 256;
-	return 0;
-}
-
 int nvtx_proj__add(struct nvtx_proj *p, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	const struct bs_nvtx_range *r = (const void *)rec;
@@ -51,7 +37,8 @@ int nvtx_proj__add(struct nvtx_proj *p, const struct bs_hdr *rec, const struct t
 	if (rec->type == BS_REC_NVTX_RANGE) {
 		if (rec->size < sizeof(*r) || r->flags & BS_NVTX_OPEN)
 			return 0;
-		if (grow((void **)&p->ranges, &p->nranges, &p->cap_ranges, sizeof(*p->ranges)))
+		if (array__grow((void **)&p->ranges, p->nranges, &p->cap_ranges,
+				sizeof(*p->ranges)))
 			return -ENOMEM;
 		p->ranges[p->nranges++] = (struct nvtx_proj_range){
 			rec->pid,
@@ -68,7 +55,7 @@ int nvtx_proj__add(struct nvtx_proj *p, const struct bs_hdr *rec, const struct t
 	if (!gpu_op__read(rec, &op) || !op.call_ts ||
 	    !(op.flags & (BS_GPU_CALL_CUDA | BS_GPU_CALL_API)))
 		return 0;
-	if (grow((void **)&p->ops, &p->nops, &p->cap_ops, sizeof(*p->ops)))
+	if (array__grow((void **)&p->ops, p->nops, &p->cap_ops, sizeof(*p->ops)))
 		return -ENOMEM;
 	p->ops[p->nops++] = (struct nvtx_proj_op){ op.pid, op.tid,    op.call_ts, op.ts,
 						   op.dur, op.device, op.stream };

@@ -222,6 +222,9 @@ static int proj_sum__emit(void *vst, const struct trace_model *m, struct table *
 	c[10] = table__add_col(t, "total_gpu_ops", "Total GPU Ops", TABLE_U64);
 	c[11] = table__add_col(t, "avg_gpu_ops", "Avg GPU Ops", TABLE_DOUBLE);
 	c[12] = table__add_col(t, "gpu_time_ns", "GPU Time (ns)", TABLE_U64);
+	for (int k = 6; k <= 9; k++) /* the projection's median, min, max and stddev */
+		table__set_flags(t, c[k], TABLE_COL_MINOR);
+	table__set_flags(t, c[11], TABLE_COL_MINOR);
 	for (size_t i = 0; i < n; i++) {
 		struct tstat *p = &rows[i]->st[PJ_PROJ];
 

@@ -311,7 +311,9 @@ const struct family family_osrt = {
 	.ungated = osrt_ungated,
 	.decoders = osrt_decoders,
 	.reports = osrt_reports,
+	.verdict = &osrt_verdict,
 	.sqlite = &osrt_sqlite,
 	.page = &osrt_page,
 	.metrics = &osrt_metrics,
+	.top = &osrt_top,
 };

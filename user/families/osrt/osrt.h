@@ -22,5 +22,7 @@ const struct osrt_opts *osrt_opts(const struct record_opts *o);
 extern const struct page_family osrt_page; /* osrt_page.c */
 
 extern const struct metrics_family osrt_metrics; /* osrt_metrics.c */
+extern const struct family_verdict osrt_verdict; /* osrt_verdict.c */
+extern const struct top_family osrt_top;	 /* osrt_top.c */
 
 #endif

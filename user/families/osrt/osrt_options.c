@@ -38,8 +38,8 @@ void osrt_opts_describe(const void *opts, char *buf, size_t len)
 const struct family_option osrt_options[] = {
 	{ "osrt-threshold", "DUR",
 	  "syscalls shorter than DUR are counted in the kernel, not recorded one by one: the "
-	  "histograms' first bucket in monitor (default: record 1us, monitor 100us; 0 records "
-	  "all)",
+	  "histograms' first bucket in monitor (default: record 1us, monitor and top 100us; 0 "
+	  "records all)",
 	  FAMILY_OPT_RECORD | FAMILY_OPT_MONITOR, parse_threshold },
 	{ 0 },
 };

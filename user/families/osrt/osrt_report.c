@@ -115,6 +115,10 @@ static void osrt_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 	struct osrt_sum *st = vst;
 	struct osrt_nr *n;
 
+	/* Our own probes' returns, in traces from before osrt left them out (osrt_records.h). */
+	if ((rec->type == BS_REC_SYSCALL && s->nr == BS_NR_URETPROBE_X86_64) ||
+	    (rec->type == BS_REC_SYSCALL_AGG && a->nr == BS_NR_URETPROBE_X86_64))
+		return;
 	switch (rec->type) {
 	case BS_REC_SYSCALL:
 		n = hmap__get(st->by_nr, (struct hkey){ s->nr, 0 }, 1);

@@ -143,6 +143,7 @@ const struct family family_sched = {
 	.losses = sched_losses,
 	.decoders = sched_decoders,
 	.reports = sched_reports,
+	.verdict = &sched_verdict,
 	.sqlite = &sched_sqlite,
 	.page = &sched_page,
 	.metrics = &sched_metrics,

@@ -13,5 +13,6 @@ extern const struct family family_sched;
 extern const struct page_family sched_page; /* sched_page.c */
 
 extern const struct metrics_family sched_metrics; /* sched_metrics.c */
+extern const struct family_verdict sched_verdict; /* sched_verdict.c */
 
 #endif

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Decode side of sched: off-CPU intervals and the per-thread sched_sum report. */
+#include <stddef.h>
 #include <errno.h>
 #include <stdlib.h>
 #include "sched.h"
@@ -37,7 +38,8 @@ static const struct export_style offcpu_style = {
 };
 
 const struct rec_decoder sched_decoders[] = {
-	{ BS_REC_OFFCPU, sizeof(struct bs_offcpu), "offcpu", decode_offcpu, &offcpu_style },
+	{ BS_REC_OFFCPU, sizeof(struct bs_offcpu), "offcpu", decode_offcpu, &offcpu_style,
+	  .task_offs = { offsetof(struct bs_offcpu, waker_tid) } },
 	{ 0 },
 };
 
@@ -134,6 +136,8 @@ static int sched_sum__emit(void *vst, const struct trace_model *m, struct table 
 	c[7] = table__add_col(t, "preemptions", "Preemptions", TABLE_U64);
 	c[8] = table__add_col(t, "process", "Process", TABLE_STR);
 	c[9] = table__add_col(t, "thread_name", "Thread", TABLE_STR);
+	table__set_flags(t, c[6], TABLE_COL_MINOR);
+	table__set_flags(t, c[7], TABLE_COL_MINOR);
 	for (i = 0; i < n; i++) {
 		th = rows[i].th;
 		table__row(t);

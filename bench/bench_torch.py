@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""The torch family's cost per op (section `torch` of bench/RESULTS.md; docs/TORCH.md "Cost").
+
+bench/torch_oploop.py runs ITERS iterations of `relu(x @ w + b).sum()` on small CPU tensors
+(Debian's python3-torch 1.13), timing its loop in the process, once per command. Two such
+processes run side by side, each with the cupti-shim preloaded (LD_PRELOAD, as launch mode
+does), and every round runs, in turn:
+
+  P idle        no tracer: the shim has registered no callback (torch pays nothing)
+  P recording   `bpfsight record -p P -t torch` attached, its callback registered (the process
+                says so: at::hasGlobalCallbacks), the round run, the recorder stopped
+  P profiler    the same loop under torch.profiler (CPU activity only), in the process
+  Q empty       Q's shim registers its callback with empty slots (BPFSIGHT_SHIM_TORCH_EMPTY,
+                for benchmarks only): torch's own RecordFunction machinery with a callback,
+                the trampoline returning at once
+  Q idle
+
+Each configuration runs BLOCKS loops in a row and keeps its fastest (the thread's CPU time
+per op varies by up to 2x from loop to loop on this shared VM: the least disturbed loop is
+the steadiest figure). Figures, per op (the recording's trace counts the ops of its loops
+exactly): what recording adds (P recording - P idle of the same round), what torch.profiler
+adds (P profiler - P idle), torch's own part (Q empty - Q idle), and so the shim's handlers
+and its channel (the difference).
+
+    python3 bench/run_bench.py --build B --only torch --no-results   # this section alone
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+from bench_common import BenchError, block_end, block_head, fmt_ns, spread
+
+NAME = "torch"
+PY = "/usr/bin/python3.11"
+GOAL_NS = 150  # the issue's: recording costs at most 150 ns per op here
+LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_oploop.py")
+CONFIGS = ("P idle", "P recording", "P profiler", "Q empty", "Q idle")
+BLOCKS = 5  # loops per configuration in a round: its fastest counts
+
+
+class Loop:
+    """One torch_oploop.py process."""
+
+    def __init__(self, ctx, iters, env):
+        self.p = subprocess.Popen([PY, LOOP, str(iters)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, env=env)
+        self.pid = self.ask(None)["ready"]
+
+    def ask(self, cmd):
+        if cmd:
+            self.p.stdin.write(cmd + "\n")
+            self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise BenchError(f"{LOOP} ended (exit {self.p.wait()})")
+        return json.loads(line)
+
+    def wait_callbacks(self, want, timeout=60):
+        end = time.monotonic() + timeout
+        while self.ask("callbacks")["callbacks"] != want:
+            if time.monotonic() > end:
+                raise BenchError(f"pid {self.pid}: the RecordFunction callback never "
+                                 f"{'appeared' if want else 'went'}")
+            time.sleep(0.02)
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.flush()
+            self.p.wait(30)
+
+
+def fastest(loop, name):
+    """BLOCKS loops of NAME: the fastest one's ns."""
+    return min(loop.ask(f"round {name}")["ns"] for _ in range(BLOCKS))
+
+
+def recorded_round(ctx, loop, name):
+    """BLOCKS loops with `bpfsight record -p` attached: (the fastest's ns, the ops of one
+    loop, from the trace)."""
+    out = ctx.r.tmpfile(".bst")
+    rec = subprocess.Popen([ctx.r.bpfsight, "record", "-p", str(loop.pid), "-t", "torch", "-o",
+                            out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        loop.wait_callbacks(True)
+        ns = fastest(loop, name)
+    finally:
+        rec.send_signal(signal.SIGINT)
+        err = rec.communicate(timeout=120)[1]
+    if rec.returncode:
+        raise BenchError(f"bpfsight record exited {rec.returncode}: {err[-800:]}")
+    loop.wait_callbacks(False)
+    rows = ctx.r.json_of([ctx.r.bpfsight, "stats", out, "-r", "torch_op_sum", "--format",
+                          "json"])["reports"]["torch_op_sum"]
+    os.unlink(out)
+    n = sum(r["count"] for r in rows)
+    if n % BLOCKS:
+        raise BenchError(f"{n} ops recorded in {BLOCKS} identical loops")
+    return ns, n // BLOCKS
+
+
+def run(ctx):
+    if not os.access(PY, os.X_OK) or subprocess.run([PY, "-c", "import torch"],
+                                                     capture_output=True).returncode:
+        return {"skip": f"no PyTorch for {PY} (Debian's python3-torch)"}
+    shim = os.path.join(ctx.r.build, "libbpfsight-shim.so")
+    rounds = 3 if ctx.quick else 7
+    iters = 2000 if ctx.quick else 5000
+    env = dict(os.environ, LD_PRELOAD=shim)
+    p = Loop(ctx, iters, env)
+    q = Loop(ctx, iters, dict(env, BPFSIGHT_SHIM_TORCH_EMPTY="1"))
+    runs = {c: [] for c in CONFIGS}
+    ops = []
+    try:
+        for i in range(rounds):
+            order = CONFIGS if i % 2 == 0 else CONFIGS[::-1]
+            for c in order:
+                loop = p if c.startswith("P") else q
+                if c in ("P recording", "Q empty"):
+                    ns, n = recorded_round(ctx, loop, c)
+                    if c == "P recording":
+                        ops.append(n)
+                else:
+                    ns = fastest(loop, c.split()[1])
+                runs[c].append(ns)
+                ctx.progress(NAME, i * len(CONFIGS) + order.index(c) + 1,
+                             rounds * len(CONFIGS), f"{c}: {ns / 1e6:.1f} ms")
+    finally:
+        p.close()
+        q.close()
+    return {"rounds": rounds, "iters": iters, "runs": runs, "ops": ops}
+
+
+def figures(res):
+    r, n = res["runs"], res["ops"][0] if res["ops"] else None
+    if not n or any(o != n for o in res["ops"]):
+        raise BenchError(f"the recorded rounds held different op counts: {res['ops']}")
+
+    def per_op(a, b):
+        return spread([(x - y) / n for x, y in zip(r[a], r[b])])
+
+    return {"ops": n, "base": spread([x / n for x in r["P idle"]]),
+            "ours": per_op("P recording", "P idle"), "profiler": per_op("P profiler", "P idle"),
+            "floor": per_op("Q empty", "Q idle"),
+            "idle_q": spread([x / n for x in r["Q idle"]])}
+
+
+def fmt(s):
+    m, lo, hi = s
+    return "n/a" if m is None else f"{fmt_ns(m)} ({fmt_ns(lo)} .. {fmt_ns(hi)})"
+
+
+def text(ctx, res):
+    if res.get("skip"):
+        return f"torch: SKIP {res['skip']}"
+    f = figures(res)
+    return (f"torch: an op {fmt(f['base'])} untraced; recording adds {fmt(f['ours'])} per op, "
+            f"torch.profiler (CPU) {fmt(f['profiler'])}, torch's own machinery with a "
+            f"callback {fmt(f['floor'])}")
+
+
+def markdown(ctx, res):
+    out = block_head(ctx, NAME, "PyTorch ops (torch): what recording costs per op")
+    if res.get("skip"):
+        ctx.goals.skipped(NAME, "recording's added time per op", res["skip"])
+        out += [f"Not measured: {res['skip']}.", ""]
+        return block_end(ctx, NAME, out, "nothing was measured.")
+    f = figures(res)
+    ours = f["ours"][0]
+    cell = ctx.goals.check(NAME, "torch: recording's added time per op (vs untraced, same "
+                           "round)", fmt_ns(ours), f"<= {GOAL_NS} ns", ours <= GOAL_NS)
+    out.append("```")
+    out.append(f"LD_PRELOAD=build/libbpfsight-shim.so {PY} bench/torch_oploop.py "
+               f"{res['iters']}   # P (and Q with BPFSIGHT_SHIM_TORCH_EMPTY=1)")
+    out.append("build/bpfsight record -p P -t torch -o T.bst   # around each recorded round")
+    out.append("```")
+    out.append("")
+    out.append(f"A loop: {res['iters']:,} iterations of `relu(x @ w + b).sum()` "
+               f"({f['ops'] // res['iters']} RecordFunction ranges each: {f['ops']:,} a loop, "
+               f"as the recording counts them), timed in the thread's CPU time; each "
+               f"configuration runs {BLOCKS} loops and keeps its fastest; {res['rounds']} "
+               "rounds, each in the other order, the five configurations in each. Medians "
+               "(min .. max) of the per-round differences, per op.")
+    out.append("")
+    out.append("| figure | per op | goal |")
+    out.append("|---|---|---|")
+    out.append(f"| an op, untraced (P idle: the shim loaded, no callback registered) | "
+               f"{fmt(f['base'])} | |")
+    out.append(f"| **bpfsight recording adds** (P recording - P idle) | {fmt(f['ours'])} | "
+               f"{cell} |")
+    out.append(f"| torch.profiler, CPU activity, adds (P profiler - P idle) | "
+               f"{fmt(f['profiler'])} | |")
+    out.append(f"| torch's own RecordFunction machinery with a callback registered (Q empty - "
+               f"Q idle: the trampoline returns at once) | {fmt(f['floor'])} | |")
+    out.append("")
+    meaning = ("with no tracer the shim registers no callback, so torch skips RecordFunction "
+               "altogether: an idle job pays nothing (P idle is that state, and "
+               "at::hasGlobalCallbacks says false after each recording). Recording, each op "
+               "costs what torch itself does once a callback exists (it builds a "
+               "RecordFunction and runs the callbacks: the Q rows) plus the shim's start "
+               "and end handlers: two clock reads, a per-thread stack, the op's name "
+               "interned by address, one 72-byte record into the thread's batch, and a "
+               "probe hit per batch of about 220 ops. torch.profiler pays the same "
+               "machinery and builds its own event objects.")
+    return block_end(ctx, NAME, out, meaning)

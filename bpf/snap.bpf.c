@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * `bpfsight stacks`: every thread of one process, now, without stopping it
+ * (user/stacks/snap.c, docs/STACKS.md "bpfsight stacks"):
+ * - snap_tasks, a task iterator: each thread's state and the user registers saved where it
+ *   entered the kernel, which are its registers now unless it runs on a CPU;
+ * - snap_sample, on a per-thread task-clock perf event opened only for threads running on a
+ *   CPU: the thread's own stack at the interrupt, read by the walkers every stack of a
+ *   recording goes through (stack.bpf.h), as a STACK_RAW record.
+ * One object: loading one costs a parse of the kernel's BTF, more than verifying both.
+ */
+#define BS_BLOCK 0x00
+#include "stack.bpf.h"
+#include "snap_task.h"
+
+const volatile __u32 snap_pid = 0;
+
+/* The field was `long state` until 5.14 (commit 2f064a59a11f). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+SEC("iter/task")
+int snap_tasks(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct snap_task st = {};
+	struct pt_regs *r;
+
+	if (!t || t->tgid != snap_pid)
+		return 0;
+	st.tid = t->pid;
+	if (bpf_core_field_exists(t->__state))
+		st.state = BPF_CORE_READ(t, __state);
+	else
+		st.state = BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+	st.on_cpu = t->on_cpu;
+	st.exiting = (t->flags & 0x4) || t->exit_state; /* PF_EXITING */
+	st.switches = t->nvcsw + t->nivcsw;
+	st.start_time = t->start_time;
+	st.cpu_ns = t->se.sum_exec_runtime;
+	st.fsbase = t->thread.fsbase;
+	__builtin_memcpy(st.comm, t->comm, sizeof(st.comm));
+	st.syscall = -1;
+	st.kthread = !t->mm || (t->flags & 0x00200000); /* PF_KTHREAD */
+	if (!st.kthread) {
+		r = (struct pt_regs *)bpf_task_pt_regs(t);
+		if (r) {
+			st.ip = BPF_CORE_READ(r, ip);
+			st.sp = BPF_CORE_READ(r, sp);
+			st.bp = BPF_CORE_READ(r, bp);
+			st.syscall = (__s64)BPF_CORE_READ(r, orig_ax);
+			st.arg0 = BPF_CORE_READ(r, di);
+		}
+	}
+	bpf_seq_write(ctx->meta->seq, &st, sizeof(st));
+	return 0;
+}
+
+/* Its stack is wanted now: the dump wakes at once. */
+SEC("perf_event")
+int snap_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+
+	if (pid == snap_pid && tid)
+		stack_sample(ctx, pid, tid, BS_REC_STACK_RAW, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}

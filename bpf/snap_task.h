@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * `bpfsight stacks` (a one-shot dump of a process's threads, user/stacks/snap.c): what
+ * bpf/snap.bpf.c's task iterator says of each thread of the process. Never on disk.
+ */
+#ifndef BPFSIGHT_SNAP_TASK_H
+#define BPFSIGHT_SNAP_TASK_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+struct snap_task {
+	__u32 tid;
+	__u32 state;   /* task->__state: 0 runnable, else TASK_* bits (1 sleeping, 2 disk...) */
+	__u32 on_cpu;  /* running on a CPU now: its saved registers are not its current ones */
+	__u32 exiting; /* PF_EXITING, or an exit_state (a zombie thread) */
+	__s64 syscall; /* the system call it entered the kernel with (orig_ax), -1 none */
+	__u64 arg0;    /* its first argument (a futex's address: the GIL's, a lock's) */
+	__u32 kthread; /* a kernel thread: no user space */
+	__u32 pad;
+	/* The user registers saved where it entered the kernel (valid unless on_cpu) */
+	__u64 ip, sp, bp;
+	__u64 fsbase;	  /* its TLS: glibc's struct pthread, a 3.8-3.10 thread state's key */
+	__u64 switches;	  /* nvcsw + nivcsw: it ran in between when this moved */
+	__u64 start_time; /* CLOCK_MONOTONIC ns: a reused tid is another thread */
+	__u64 cpu_ns;	  /* CPU time so far (se.sum_exec_runtime) */
+	char comm[16];
+};
+
+#endif /* BPFSIGHT_SNAP_TASK_H */

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Finding PyTorch in the process: libtorch_cpu (where RecordFunction lives), its version, the
+ * layout verified for that version, and the four C++ entry points the shim calls.
+ *
+ * The version comes from the files, never from calling into torch: the library's own name
+ * when it carries one (Debian: libtorch_cpu.so.1.13.0), else the package beside it (a wheel's
+ * or conda's torch/version.py, a libtorch archive's build-version). A version without a
+ * verified layout is refused (docs/TORCH.md lists how each was verified).
+ *
+ * BPFSIGHT_SHIM_TORCH_VERSION (tests only) replaces the version found, read once at the
+ * shim's start: tests/e2e/test_torch.py checks the refusal with it. BPFSIGHT_SHIM_TORCH_EMPTY
+ * (benchmarks only) registers the callback with its slots empty: what torch's own
+ * RecordFunction machinery costs with a callback (bench/bench_torch.py's floor).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim.h"
+#include "shim_torch.h"
+
+// clang-format off
+static const struct torch_layout layouts[] = {
+	/*
+	 * Debian's 1.13.1 (python3-torch), read in its libtorch_cpu.so.1.13.0: addGlobalCallback
+	 * copies 40 bytes from its first stack argument; enableProfiler fills scopes_ with 10
+	 * bytes at offset 24; RecordFunction::num_inputs reads inputs_.size() at 0xd8 and
+	 * fn_'s index at 0xc0, runStartCallbacks the callbacks' count at 0x10 (a vtable before
+	 * step_callbacks_ at 0x8), isAsync is_async_ at 0x108: the fields between follow the
+	 * header's order. Checked at run time in tests/e2e/test_torch.py (sequence numbers and
+	 * forward thread ids equal torch.profiler's); the TensorImpl offsets read from tensors
+	 * of known shapes.
+	 */
+	{ "1.13", "libtorch_cpu.so.1.13.0 (Debian 1.13.1) disassembled and run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8 },
+	/*
+	 * 2.11: aten/src/ATen/record_function.h as in the 2.x line (kwinputs_ between inputs_
+	 * and outputs_ moves fwd_thread_id_ to 0x130; 10 scopes, LITE_INTERPRETER still one);
+	 * not run here (no GPU machine yet: tests/gpu/run.sh checks it). Shapes: TensorImpl not
+	 * verified, --torch-shapes is refused for it (impl_sizes 0).
+	 */
+	{ "2.11", "aten/src/ATen/record_function.h of the 2.x line, read (not yet run)",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0, 0 },
+};
+// clang-format on
+
+#define NLAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
+
+static const char *const syms[] = {
+	"_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE", /* at::addGlobalCallback */
+	"_ZN2at14removeCallbackEm",				  /* at::removeCallback(u64) */
+	"_ZNK2at14RecordFunction4nameEv",			  /* RecordFunction::name() */
+	"_ZN2at14RecordFunction15currentThreadIdEv", /* RecordFunction::currentThreadId() */
+};
+
+#define NSYMS (sizeof(syms) / sizeof(syms[0]))
+
+static char forced_version[64]; /* BPFSIGHT_SHIM_TORCH_VERSION */
+bool shim_torch_empty;		/* BPFSIGHT_SHIM_TORCH_EMPTY */
+
+void shim_torch_lib__init(void)
+{
+	const char *v = secure_getenv("BPFSIGHT_SHIM_TORCH_VERSION");
+	const char *e = secure_getenv("BPFSIGHT_SHIM_TORCH_EMPTY");
+
+	if (v && *v)
+		snprintf(forced_version, sizeof(forced_version), "%s", v);
+	shim_torch_empty = e && *e && strcmp(e, "0");
+}
+
+const char *shim_torch_lib__verified(void)
+{
+	static char list[64];
+
+	if (!list[0])
+		for (size_t i = 0; i < NLAYOUTS; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 i ? ", " : "", layouts[i].version);
+	return list;
+}
+
+struct found {
+	char path[PATH_MAX];
+};
+
+static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct found *f = arg;
+	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+
+	if (!base || strncmp(base + 1, "libtorch_cpu.so", 15))
+		return 0;
+	snprintf(f->path, sizeof(f->path), "%s", info->dlpi_name);
+	return 1;
+}
+
+/* "libtorch_cpu.so.1.13.0" -> "1.13.0"; 0 when the name carries no version. */
+static int version_from_name(const char *path, char *out, size_t len)
+{
+	char real[PATH_MAX];
+	const char *base, *v;
+
+	if (!realpath(path, real))
+		snprintf(real, sizeof(real), "%s", path);
+	base = strrchr(real, '/');
+	v = base ? base + 1 + strlen("libtorch_cpu.so") : NULL;
+	if (!v || v[0] != '.' || v[1] < '0' || v[1] > '9')
+		return 0;
+	snprintf(out, len, "%s", v + 1);
+	return 1;
+}
+
+/* The first line of DIR/../FILE that holds a version: "__version__ = '2.11.0+cu130'". */
+static int version_from_file(const char *path, const char *file, char *out, size_t len)
+{
+	char fn[PATH_MAX + 32], buf[4096], *p, *end;
+	const char *slash = strrchr(path, '/');
+	ssize_t n;
+	int fd;
+
+	if (!slash)
+		return 0;
+	snprintf(fn, sizeof(fn), "%.*s/../%s", (int)(slash - path), path, file);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strstr(buf, "__version__");
+	if (p) { /* version.py: the quoted value */
+		p = strpbrk(p, "'\"");
+		end = p ? strchr(p + 1, *p) : NULL;
+		if (!end)
+			return 0;
+		p++;
+	} else { /* build-version: the file is the version */
+		p = buf;
+		end = p + strcspn(p, "\r\n");
+	}
+	if (end == p || p[0] < '0' || p[0] > '9')
+		return 0;
+	snprintf(out, len, "%.*s", (int)(end - p), p);
+	return 1;
+}
+
+/* "1.13" matches "1.13", "1.13.0", "1.13.1a0"; not "1.130". */
+static const struct torch_layout *layout_for(const char *version)
+{
+	for (size_t i = 0; i < NLAYOUTS; i++) {
+		size_t n = strlen(layouts[i].version);
+
+		if (!strncmp(version, layouts[i].version, n) &&
+		    (version[n] == 0 || version[n] == '.' || version[n] == '+'))
+			return &layouts[i];
+	}
+	return NULL;
+}
+
+int shim_torch_lib__find(struct torch_lib *lib, char *why, size_t len)
+{
+	struct found f = { { 0 } };
+	void *h, *fn[NSYMS];
+
+	dl_iterate_phdr(find_lib, &f);
+	if (!f.path[0])
+		return -ENOENT;
+	memset(lib, 0, sizeof(*lib));
+	snprintf(lib->path, sizeof(lib->path), "%s", f.path);
+	if (forced_version[0])
+		snprintf(lib->version, sizeof(lib->version), "%s", forced_version);
+	else if (!version_from_name(f.path, lib->version, sizeof(lib->version)) &&
+		 !version_from_file(f.path, "version.py", lib->version, sizeof(lib->version)) &&
+		 !version_from_file(f.path, "build-version", lib->version, sizeof(lib->version))) {
+		snprintf(why, len,
+			 "torch ops not recorded: the version of %s is unknown (no version in its "
+			 "name, no torch/version.py or build-version beside it)",
+			 f.path);
+		return -ENOTSUP;
+	}
+	lib->layout = layout_for(lib->version);
+	if (!lib->layout) {
+		snprintf(why, len,
+			 "torch ops not recorded: torch %s (%s) is not a version whose "
+			 "RecordFunction layout bpfsight has verified (%s)",
+			 lib->version, f.path, shim_torch_lib__verified());
+		return -ENOTSUP;
+	}
+	/*
+	 * NOLOAD: only a library already there. dlopen takes the loader's lock, which a dlopen
+	 * under way holds until its constructors ran: once it returns, torch is initialized.
+	 */
+	h = dlopen(f.path, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h) {
+		snprintf(why, len, "torch ops not recorded: %s: %s", f.path, dlerror());
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < NSYMS; i++)
+		fn[i] = dlsym(h, syms[i]);
+	dlclose(h); /* the process keeps it loaded: torch libraries are never unloaded */
+	for (size_t i = 0; i < NSYMS; i++)
+		if (!fn[i]) {
+			snprintf(why, len, "torch ops not recorded: %s has no %s", f.path, syms[i]);
+			return -ENOTSUP;
+		}
+	*(void **)&lib->add_global = fn[0];
+	*(void **)&lib->remove = fn[1];
+	*(void **)&lib->name = fn[2];
+	*(void **)&lib->current_thread_id = fn[3];
+	return 0;
+}

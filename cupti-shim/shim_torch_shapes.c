@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * --torch-shapes: the sizes of an op's tensor inputs, read in its start callback (the only
+ * time RecordFunction's inputs are valid), as torch.profiler's record_shapes shows them.
+ *
+ * An input is a c10::IValue: 16 bytes, its payload first (a tensor's c10::TensorImpl *), its
+ * tag after (Tensor is 1 in every version: None comes first). A TensorImpl keeps its sizes in
+ * c10::impl::SizesAndStrides at the layout's impl_sizes: the number of dimensions, then up to
+ * 5 sizes (and their strides) inline, or a pointer to them past 5. The product of the sizes
+ * must be the tensor's numel_ (impl_numel): an input where it is not (an undefined tensor,
+ * sizes kept elsewhere by a subclass) shows as [] rather than as numbers that may be wrong.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "shim_torch.h"
+
+#define IVALUE_SIZE 16
+#define IVALUE_TAG  8
+#define TAG_TENSOR  1
+#define INLINE_DIMS 5
+#define MAX_DIMS    64
+#define MAX_INPUTS  32
+
+/* The sizes of the tensor at IMPL into SIZES; the number of dimensions, or -1. */
+static int tensor_sizes(const struct torch_layout *l, const uint8_t *impl, int64_t *sizes)
+{
+	uint64_t dims = *(const uint64_t *)(impl + l->impl_sizes);
+	const int64_t *src = (const int64_t *)(impl + l->impl_sizes + 8);
+	int64_t numel = *(const int64_t *)(impl + l->impl_numel), prod = 1;
+
+	if (dims > MAX_DIMS)
+		return -1;
+	if (dims > INLINE_DIMS)
+		src = *(int64_t *const *)src;
+	for (uint64_t d = 0; d < dims; d++) {
+		sizes[d] = src[d];
+		if (sizes[d] < 0)
+			return -1;
+		prod *= sizes[d];
+	}
+	return prod == numel ? (int)dims : -1;
+}
+
+size_t shim_torch_shapes__format(const struct torch_layout *l, const void *inputs, size_t n,
+				 char *buf, size_t len)
+{
+	const uint8_t *iv = inputs;
+	int64_t sizes[MAX_DIMS];
+	size_t used = 0;
+
+	if (!l->impl_sizes || !inputs || n > MAX_INPUTS || len < 16)
+		return 0;
+	buf[used++] = '[';
+	for (size_t i = 0; i < n && used + 32 < len; i++, iv += IVALUE_SIZE) {
+		uint32_t tag = *(const uint32_t *)(iv + IVALUE_TAG);
+		const uint8_t *impl = *(const uint8_t *const *)iv;
+		int dims = tag == TAG_TENSOR && impl ? tensor_sizes(l, impl, sizes) : -1;
+
+		used += (size_t)snprintf(buf + used, len - used, "%s[", i ? ", " : "");
+		for (int d = 0; d < dims && used + 24 < len; d++)
+			used += (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "",
+						 (long long)sizes[d]);
+		buf[used++] = ']';
+	}
+	buf[used++] = ']';
+	buf[used] = 0;
+	return used;
+}

@@ -1,0 +1,329 @@
+"""bpfsight top: the live view, run in a real pseudo-terminal and its screen read back.
+
+The workloads' truth: tests/workloads/gil_work.py's `cpu 2` mode has two CPU-bound threads
+"cpu-0" and "cpu-1" (named with prctl) that fight for the GIL the whole time, so each waits
+for it in every second (a third of it here, on 2 busy cores; the test asks for 1%, what any
+load leaves); tests/workloads/cuda_paced.c's "cuda-caller" thread calls
+cudaStreamQuery of the real libcudart every 10 ms while its main thread, "idle", makes no CUDA
+call at all. The screen is what a terminal would show: the last whole frame (from the cursor's
+home to the clear-to-end) with the escape sequences removed.
+"""
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import termios
+import threading
+import time
+
+from helpers import (BPFSIGHT, Skip, check, eq, need_root, run, spawn, tell, wait_for,
+                     workload)
+from test_gil import WORK, need_pyenv
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 16
+
+CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+PACED = workload("cuda_paced")
+FRAME = re.compile(rb"\x1b\[H(.*?)\x1b\[J", re.S)
+ENTER, LEAVE = b"\x1b[?1049h", b"\x1b[?1049l"
+
+
+class Pty:
+    """bpfsight in a pseudo-terminal of ROWS x COLS (its controlling terminal: a resize sends
+    it SIGWINCH), everything it writes kept."""
+
+    def __init__(self, args, rows=24, cols=80):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+            os.execve(args[0], args, dict(os.environ, TERM="xterm"))
+        self.out = b""
+        self.status = None
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        while True:
+            try:
+                r, _, _ = select.select([self.fd], [], [], 0.1)
+                data = os.read(self.fd, 65536) if r else b""
+            except OSError:  # the child is gone: EIO
+                return
+            if r and not data:
+                return
+            with self.lock:
+                self.out += data
+
+    def text(self):
+        with self.lock:
+            return self.out
+
+    def frames(self):
+        """Every whole frame so far: its lines, as the screen shows them."""
+        # The terminal turns each "\n" of "\r\n" into "\r\n" itself (ONLCR).
+        return [f.replace(b"\x1b[K", b"").replace(b"\r\r\n", b"\r\n").decode("ascii", "replace")
+                .split("\r\n") for f in FRAME.findall(self.text())]
+
+    def resize(self, rows, cols):
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def key(self, k):
+        os.write(self.fd, k)
+
+    def wait(self, timeout=30):
+        end = time.time() + timeout
+        while time.time() < end:
+            pid, st = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = os.waitstatus_to_exitcode(st)
+                self.reader.join(5)
+                return self.status
+            time.sleep(0.05)
+        raise AssertionError(f"bpfsight top still running after {timeout}s: "
+                             f"{self.text()[-600:]!r}")
+
+    def kill(self):
+        if self.status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+        os.close(self.fd)
+
+
+def rows_of(lines):
+    """The rows under the column headings: {(id, thread): {"name", "thread", HEADING: text}}
+    (a process and its main thread have the same id), cut at
+    the headings' places (numbers are right-aligned under theirs, at most one wider; the name
+    and the text column left-aligned)."""
+    head = next((i for i, l in enumerate(lines) if re.match(r"\s+ID NAME", l)), None)
+    if head is None:
+        return {}
+    h = lines[head]
+    cols = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"\S+(?: SYSCALL)?", h)]
+    out = {}
+    for line in lines[head + 1:]:
+        m = re.match(r"\s*(\d+) ", line)
+        if not m:
+            continue
+        r = {"thread": line[8:9] == " ", "name": line[8:cols[2][1]].strip()}
+        for name, start, end in cols[2:]:
+            # A number is at most one wider than its heading, right-aligned under it.
+            r[name] = (line[start:] if name == "SLOWEST SYSCALL" else
+                       line[start - 1:end]).strip()
+        out[int(m.group(1)), r["thread"]] = r
+    return out
+
+
+def num(text):
+    """A cell's number ("-": nothing, 0)."""
+    if text in ("", "-"):
+        return 0.0
+    m = re.fullmatch(r"([\d.]+)([kM]?)", text)
+    check(m, f"not a number: {text!r}")
+    return float(m.group(1)) * {"": 1, "k": 1e3, "M": 1e6}[m.group(2)]
+
+
+def start_workloads():
+    py = need_pyenv()
+    if not os.path.exists(CUDART):
+        raise Skip(f"no CUDA toolkit ({CUDART})")
+    check(os.path.exists(PACED), f"{PACED} missing: run make test-build")
+    gil = spawn([py, WORK, "--go", "cpu", "2", "60"])
+    gil_pid = int(gil.stdout.readline().split()[1])  # "ready PID"
+    cuda = spawn([PACED, CUDART, "20"])
+    cuda_pid = int(cuda.stdout.readline().split()[1])
+    caller = int(cuda.stdout.readline().split()[1])
+    return gil, gil_pid, cuda, cuda_pid, caller
+
+
+def test_top_screen_gil_and_cuda_threads_resize_and_quit():
+    """top -p on two workloads in an 80x24 terminal: the processes and their threads by name,
+    both GIL-bound threads waiting for the GIL, the CUDA caller's calls (and none for the idle
+    thread), no line over 80 columns; resized to 60x20 it draws within that; q leaves the
+    alternate screen, gives the terminal back as it was (echo, lines) and exits 0."""
+    need_root()
+    gil, gil_pid, cuda, cuda_pid, caller = start_workloads()
+    slave_attrs = None
+    t = Pty([BPFSIGHT, "top", "-p", f"{gil_pid},{cuda_pid}"])
+    try:
+        wait_for(lambda: ENTER in t.text(), 30, "the alternate screen")
+        tell(gil, "go")
+        names = {}
+
+        def shows_all():
+            for lines in reversed(t.frames()[-3:]):
+                r = rows_of(lines)
+                names.update({k: v["name"] for k, v in r.items()})
+                cpus = [v for v in r.values() if v["thread"] and v["name"].startswith("cpu-")]
+                if ((gil_pid, False) in r and (cuda_pid, False) in r and (caller, True) in r
+                        and len(cpus) == 2 and all(1 <= num(v["GIL%"]) <= 100 for v in cpus)
+                        and num(r[caller, True]["CUDA/s"]) > 0):
+                    shows_all.rows, shows_all.lines = r, lines
+                    return True
+            return False
+        try:
+            wait_for(shows_all, 30, "a frame with both processes, GIL waits and CUDA calls")
+        except AssertionError:
+            raise AssertionError(f"last frame: {t.frames()[-1:]}")
+        r, lines = shows_all.rows, shows_all.lines
+        eq(r[caller, True]["name"], "cuda-caller", "the CUDA thread's name")
+        eq(r[cuda_pid, False]["name"], "idle", "the CUDA process's name (its main thread's)")
+        eq(r[cuda_pid, False]["CUDA/s"], r[caller, True]["CUDA/s"], "the process: its threads")
+        check(list(r).index((caller, True)) > list(r).index((cuda_pid, False)),
+              "the thread under its process")
+        # The idle thread made no call: hidden (nothing this interval), or shown without any.
+        if (cuda_pid, True) in r:
+            eq(num(r[cuda_pid, True]["CUDA/s"]), 0, "the idle thread's CUDA calls")
+        for v in r.values():
+            if v["thread"] and v["name"].startswith("cpu-"):
+                eq(num(v["CUDA/s"]), 0, f"{v['name']}: CUDA calls of a python thread")
+        check(all(len(l) <= 80 for f in t.frames() for l in f),
+              f"a line over 80 columns: {[l for f in t.frames() for l in f if len(l) > 80]}")
+        check(all(len(f) <= 24 for f in t.frames()), "a frame over 24 lines")
+        check(lines[0].startswith(f"top - pids {gil_pid},{cuda_pid} - sort CPU%"), lines[0])
+        check("2 processes" in lines[1] and "lost 0" in lines[1], lines[1])
+
+        # Resized: the kernel sends SIGWINCH; the next frames fit 60x20.
+        seen = len(t.frames())
+        t.resize(20, 60)
+        wait_for(lambda: any(max(map(len, f)) <= 60 and len(f) <= 20
+                             and rows_of(f).get((caller, True)) for f in t.frames()[seen:]), 15,
+                 "a frame redrawn within 60x20")
+        narrow = [f for f in t.frames()[seen:] if max(map(len, f)) <= 60][-1]
+        check("CPU%" in narrow[2] and "GIL%" in narrow[2], f"headings at 60: {narrow[2]}")
+
+        slave_attrs = termios.tcgetattr(t.fd)
+        t.key(b"q")
+        eq(t.wait(30), 0, "exit status after q")
+        out = t.text()
+        check(out.rfind(LEAVE) > out.rfind(ENTER), "the alternate screen is left")
+        check(out.rfind(b"\x1b[?25h") > out.rfind(b"\x1b[?25l"), "the cursor is shown again")
+        check(b"stopped" in out[out.rfind(LEAVE):], "the recording's end line after the screen")
+    finally:
+        t.kill()
+        gil.kill()
+        cuda.kill()
+    check(slave_attrs is not None, "terminal attributes read")
+
+
+def test_top_restores_terminal_modes():
+    """The terminal's modes (echo, canonical lines, signals) are as they were once top exits:
+    read from the pseudo-terminal's other side before and after an -n 1 run."""
+    need_root()
+    master, slave = pty.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        before = termios.tcgetattr(slave)
+        p = spawn_on(slave, [BPFSIGHT, "top", "-n", "1", "-i", "200ms", "-p", str(os.getpid())])
+        drained = drain(master, p)
+        eq(p.returncode, 0, f"exit status: {drained[-400:]!r}")
+        after = termios.tcgetattr(slave)
+        eq(after[3] & (termios.ECHO | termios.ICANON | termios.ISIG),
+           before[3] & (termios.ECHO | termios.ICANON | termios.ISIG), "lflag echo/icanon/isig")
+        eq(after, before, "every terminal attribute")
+        check(drained.rfind(LEAVE) > drained.rfind(ENTER) >= 0, "alternate screen entered, left")
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def spawn_on(tty, args):
+    import subprocess
+    return subprocess.Popen(args, stdin=tty, stdout=tty, stderr=tty,
+                            env=dict(os.environ, TERM="xterm"))
+
+
+def drain(master, p, timeout=30):
+    out, end = b"", time.time() + timeout
+    while time.time() < end:
+        r, _, _ = select.select([master], [], [], 0.1)
+        if r:
+            out += os.read(master, 65536)
+        elif p.poll() is not None:
+            return out
+    p.kill()
+    raise AssertionError(f"top did not exit: {out[-400:]!r}")
+
+
+def test_top_batch_frames():
+    """-b -n 2: two plain frames on stdout (no escape sequence), the target's row in each,
+    exit status 0; the end line on stderr. A -p target that exits ends top (status 0)."""
+    need_root()
+    w = spawn(["sleep", "60"])
+    t = spawn([BPFSIGHT, "top", "-b", "-i", "10s", "-p", str(w.pid)])
+    wait_for(lambda: "Ctrl-C to stop" in t.stderr.readline(), 60, "top's start line")
+    w.kill()
+    eq(t.wait(30), 0, "exit status once the target exited")
+    out = t.stdout.read()
+    # Its last frame, shorter than -i: the target there, then gone (shown once more).
+    check("sleep" in out and "- every 10.0s -" in out, f"the last frame: {out[-500:]}")
+    check("stopped" in t.stderr.read(), "the end line")
+    w = spawn(["sleep", "30"])
+    p = run([BPFSIGHT, "top", "-b", "-n", "2", "-i", "300ms", "-p", str(w.pid)], timeout=60)
+    eq(p.returncode, 0, f"exit status: {p.stderr[-400:]}")
+    check("\x1b" not in p.stdout, "no escape sequence in batch mode")
+    frames = [f for f in p.stdout.split("\n\n") if f.strip()]
+    eq(len(frames), 2, f"frames: {p.stdout[-600:]}")
+    for f in frames:
+        r = rows_of(f.splitlines())
+        check(r.get((w.pid, False), {}).get("name") == "sleep", f"the -p process's row: {f}")
+    check("stopped" in p.stderr, p.stderr[-300:])
+
+
+def test_top_refuses_dead_pid_bad_sort_no_root():
+    """A pid that does not exist, an unknown --sort key, no privileges: exit status 1 and a
+    message saying what to do, before the terminal is touched."""
+    p = run([BPFSIGHT, "top", "-p", "999999999"])
+    eq(p.returncode, 1, "dead pid: exit status")
+    check("no such process: 999999999" in p.stderr, p.stderr)
+    eq(p.stdout, "", "nothing drawn")
+    need_root()
+    p = run([BPFSIGHT, "top", "--sort", "bogus", "-p", str(os.getpid())])
+    eq(p.returncode, 1, "bad --sort: exit status")
+    check("bad --sort 'bogus'" in p.stderr and "cpu" in p.stderr and "gil" in p.stderr,
+          p.stderr)
+    # Root without capabilities (none in the bounding set): what a plain user has.
+    p = run(["setpriv", "--bounding-set=-all", "--inh-caps=-all", BPFSIGHT, "top", "-p",
+             str(os.getpid())])
+    eq(p.returncode, 1, "not root: exit status")
+    check("needs root" in p.stderr and "sudo" in p.stderr, p.stderr)
+    eq(p.stdout, "", "nothing drawn")
+
+
+def test_top_replays_h100_traces():
+    """top FILE: the frames of a real recording (../shared/traces, one H100). gpt2-gil-bound's
+    main thread waits for the GIL almost all the time of its steps (~4 s a step against 15 ms
+    without the CPU thread beside it: its README); job-attach-p's job keeps the GPU busy,
+    autograd's thread makes CUDA calls. Lines fit $COLUMNS; no CPU% (nothing to read it
+    from)."""
+    from test_gpu_links import shared_traces
+    paths = {os.path.basename(p): p for p in shared_traces()}
+    for width in (80, 60):
+        p = run([BPFSIGHT, "top", "-i", "2s", paths["gpt2-gil-bound.bst"]],
+                env=dict(os.environ, COLUMNS=str(width)))
+        eq(p.returncode, 0, f"exit status: {p.stderr[-300:]}")
+        frames = [f.splitlines() for f in p.stdout.split("\n\n") if f.strip()]
+        check(len(frames) >= 10, f"{len(frames)} frames")
+        check(all(len(l) <= width for f in frames for l in f), f"a line over {width}")
+        check("CPU%" not in p.stdout, "no CPU% in a replay")
+        gil = [num(r["GIL%"]) for f in frames for r in rows_of(f).values()
+               if r["thread"] and "GIL%" in r]
+        check(sum(g >= 80 for g in gil) >= 3, f"the main thread's GIL waits: {sorted(gil)[-5:]}")
+    p = run([BPFSIGHT, "top", "-i", "1s", "-s", "gpu", paths["job-attach-p.bst"]])
+    eq(p.returncode, 0, f"exit status: {p.stderr[-300:]}")
+    frames = [rows_of(f.splitlines()) for f in p.stdout.split("\n\n") if f.strip()]
+    procs = [r for f in frames for r in f.values() if not r["thread"]]
+    check(any(0 < num(r["GPU%"]) <= 100 for r in procs), f"GPU%: {procs[:3]}")
+    autograd = [r for f in frames for r in f.values() if r["name"] == "pt_autograd_0"]
+    check(any(num(r["CUDA/s"]) > 0 for r in autograd), f"autograd's calls: {autograd[:3]}")
+    check("LOST 2169 (+2169" in p.stdout, "the trace's losses, said in the frame they came")
+    p = run([BPFSIGHT, "top", "-p", "1", paths["job-attach-p.bst"]])
+    eq(p.returncode, 1, "-p with a file")
+    check("replayed whole" in p.stderr, p.stderr)

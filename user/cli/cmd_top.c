@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * bpfsight top: a live view of what the traced processes and threads wait on, refreshed like
+ * top or py-spy top. The recording is monitor's (recorder.c with no file): its records go to
+ * top's counters (user/top/top_state.c, the recorder's sink), which the screen thread
+ * (user/top/top_ui.c) cuts into a frame every interval.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "commands.h"
+#include "family.h"
+#include "record_args.h"
+#include "record_options.h"
+#include "recorder.h"
+#include "top.h"
+#include "top_family.h"
+#include "top_screen.h"
+#include "top_term.h"
+#include "top_ui.h"
+
+#define FAIL(...) record_args__fail("top", __VA_ARGS__)
+
+/* The columns there are: CPU%, then every family's (its own when recorded). */
+static void print_columns(FILE *f)
+{
+	fprintf(f, "\nColumns (--sort KEY; a family's show once it has values):\n");
+	fprintf(f, "  %-15s %-9s %s\n", top_cpu_column.head, top_cpu_column.key,
+		top_cpu_column.desc);
+	for (int i = 0; families[i]; i++)
+		for (const struct top_column *c = families[i]->top ? families[i]->top->columns
+								   : NULL;
+		     c && c->key; c++)
+			fprintf(f, "  %-15s %-9s %s\n", c->head, c->key, c->desc);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bpfsight top [OPTIONS] [-a | -p PID...]   a live view of processes and "
+		"threads\n"
+		"       bpfsight top [-i DUR] [-n N] [-s KEY] FILE   the frames of a recording\n\n");
+	record_args__print_options(f, "top");
+	print_columns(f);
+	fprintf(f, "\n"
+		   "Keys: q quit, < > sort column, t threads, i idle rows, h help. Needs root, or\n"
+		   "CAP_BPF + CAP_PERFMON. Without a terminal on stdout it writes batch frames.\n");
+}
+
+/* What only top checks: it launches nothing; without -p it shows every process. */
+static int check_top(struct record_args *a, int argc, char **argv)
+{
+	if (optind < argc)
+		return FAIL("top launches nothing: drop '%s' (run it, then -p its pid, or watch "
+			    "everything without -p; a trace file is replayed alone)",
+			    argv[optind]);
+	if (record_args__check(a))
+		return 1;
+	if (!a->o.npids)
+		a->o.system_wide = 1;
+	return 0;
+}
+
+/* "pid 1234", "pids 1234, 5678", "every process": the title's. */
+static void target_text(const struct record_opts *o, char *buf, size_t len)
+{
+	size_t used;
+
+	if (!o->npids) {
+		snprintf(buf, len, "every process");
+		return;
+	}
+	used = snprintf(buf, len, "pid%s ", o->npids > 1 ? "s" : "");
+	for (__u32 i = 0; i < o->npids && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s%d", i ? "," : "", o->pids[i]);
+}
+
+/* --sort KEY: a column of the recorded families (or cpu). -1 after saying what is wrong. */
+static int sort_column(struct top *t, const char *key)
+{
+	const struct top_col *cols;
+	char keys[256];
+	__u32 n;
+	int c;
+
+	cols = top__columns(t, &n);
+	if (!key)
+		return 0;
+	c = top_screen__sort_col(cols, n, key);
+	if (c < 0) {
+		top_screen__keys(cols, n, keys, sizeof(keys));
+		FAIL("bad --sort '%s': use one of %s (the columns of the families recorded)", key,
+		     keys);
+	}
+	return c;
+}
+
+/*
+ * bpfsight top FILE: a recording's frames. Every family's columns (those of families the file
+ * lacks stay hidden); what picks processes or families, or sets up a recording, does not apply.
+ */
+static int replay(struct record_args *a, const char *path)
+{
+	struct record_opts *o = &a->o;
+	struct top_ui_opts uo;
+	const char *base;
+	struct top *t;
+	int sort, ret;
+
+	if (o->npids || o->system_wide || a->trace || o->duration_ns)
+		return FAIL("%s is replayed whole: -p, -a, -t and -d are for a live top", path);
+	for (int i = 0; families[i]; i++)
+		if (families[i]->top)
+			o->families |= 1ull << i;
+	t = top__new(o);
+	if (!t)
+		return FAIL("out of memory");
+	sort = sort_column(t, a->sort);
+	if (sort < 0) {
+		top__free(t);
+		return 1;
+	}
+	base = strrchr(path, '/');
+	uo = (struct top_ui_opts){ .t = t,
+				   .batch = 1,
+				   .interval_ns = a->interval_ns,
+				   .iterations = a->iterations,
+				   .sort = sort,
+				   .threads = 1,
+				   .target = base ? base + 1 : path };
+	ret = top_replay__run(t, path, &uo, top_ui__batch_width());
+	top__free(t);
+	return ret;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	struct record_args a = {};
+	struct record_opts *o = &a.o;
+	struct top_ui_opts uo = {};
+	struct top_ui *ui = NULL;
+	struct top *t = NULL;
+	char target[256];
+	sigset_t winch;
+	int ret = 1, e, sort;
+
+	e = record_args__start(&a, "top", "bpfsight top", argc, argv, usage);
+	if (e >= 0) {
+		ret = e;
+		goto out;
+	}
+	if (optind == argc - 1 && access(argv[optind], F_OK) == 0) {
+		ret = replay(&a, argv[optind]);
+		goto out;
+	}
+	if (check_top(&a, argc, argv))
+		goto out;
+	if (!record_args__has_caps()) {
+		FAIL("top traces with BPF: it needs root (or CAP_BPF and CAP_PERFMON): run it "
+		     "with sudo");
+		goto out;
+	}
+	if (record_args__check_kernel("top", o))
+		goto out;
+	t = top__new(o);
+	if (!t) {
+		FAIL("out of memory");
+		goto out;
+	}
+	sort = sort_column(t, a.sort);
+	if (sort < 0)
+		goto out;
+	target_text(o, target, sizeof(target));
+	uo = (struct top_ui_opts){ .t = t,
+				   .batch = a.batch || !top_term__usable(),
+				   .interval_ns = a.interval_ns,
+				   .iterations = a.iterations,
+				   .sort = sort,
+				   /* -p: its threads too; every process: processes, as top */
+				   .threads = o->npids > 0,
+				   .target = target };
+	/* The screen thread reads resizes from a signalfd: every thread blocks SIGWINCH. */
+	sigemptyset(&winch);
+	sigaddset(&winch, SIGWINCH);
+	pthread_sigmask(SIG_BLOCK, &winch, NULL);
+	if (uo.batch)
+		signal(SIGPIPE, SIG_IGN); /* a reader that went away stops top, cleanly */
+	o->sink = top__record;
+	o->sink_arg = t;
+	o->sink_name = uo.batch ? "stdout" : "the screen";
+	record_args__libbpf_print(o->verbose);
+	ui = top_ui__start(&uo);
+	if (!ui)
+		goto out;
+	ret = recorder__run(o);
+out:
+	top_ui__stop(ui); /* the terminal given back, what went to stderr meanwhile shown */
+	top__free(t);
+	record_args__free(&a);
+	return ret;
+}

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * gil's rules for stats' verdict (verdict.h), read from its own tables: a thread that waited
+ * for the GIL a fifth of its time or more is GIL-bound (gil_sum's contention), whom it waited
+ * for (gil_blocked_by), and what the holders ran meanwhile (gil_stacks).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "gil.h"
+#include "human.h"
+#include "table.h"
+#include "verdict.h"
+
+#define GIL_BOUND_SHARE	 0.20	      /* of the thread's time waiting for the GIL */
+#define GIL_BOUND_MIN_NS 100000000ull /* and at least this long: not a start-up blip */
+
+/* Every thread's waits go to its account: the focus is the thread that did or waited most. */
+static void gil_account(void *st, struct verdict *v)
+{
+	const struct table *t = verdict__table(v, "gil_sum");
+	int pid, tid, total;
+
+	if (!t)
+		return;
+	pid = table__col(t, "pid");
+	tid = table__col(t, "tid");
+	total = table__col(t, "wait_total_ns");
+	for (int r = 0; r < table__nrows(t); r++)
+		verdict__add_time(v, (__u32)table__get_u64(t, r, pid),
+				  (__u32)table__get_u64(t, r, tid), VERDICT_GIL_WAIT,
+				  table__get_u64(t, r, total));
+}
+
+/* Whom thread (PID, TID) waited for most (gil_blocked_by), as a claim. */
+static void claim_holder(struct verdict *v, __u32 pid, __u32 tid, __u64 waited)
+{
+	const struct table *t = verdict__table(v, "gil_blocked_by");
+	int cp, cw, ch, ct, best = -1;
+	char who[128], d[32];
+	__u64 ns;
+
+	if (!t || !waited)
+		return;
+	cp = table__col(t, "pid");
+	cw = table__col(t, "waiter_tid");
+	ch = table__col(t, "holder_tid");
+	ct = table__col(t, "total_ns");
+	/* Rows are by total, largest first: the first of this waiter is its main holder. */
+	for (int r = 0; r < table__nrows(t) && best < 0; r++)
+		if (table__get_u64(t, r, cp) == pid && table__get_u64(t, r, cw) == tid)
+			best = r;
+	if (best < 0 || !table__get_u64(t, best, ch))
+		return;
+	ns = table__get_u64(t, best, ct);
+	verdict__thread(v, pid, (__u32)table__get_u64(t, best, ch), who, sizeof(who));
+	verdict__detail(v, (double)ns / waited, "gil_blocked_by",
+			"of that wait, %s held the GIL (%s)", who,
+			human__ns((double)ns, d, sizeof(d)));
+}
+
+/* What the holders ran while others waited (gil_stacks' first holder line). */
+static void claim_holder_code(struct verdict *v)
+{
+	const struct table *t = verdict__table(v, "gil_stacks");
+	int cr, cf, cfile, cl, ct, best = -1;
+	double all = 0;
+	const char *file;
+
+	if (!t)
+		return;
+	cr = table__col(t, "role");
+	cf = table__col(t, "func");
+	cfile = table__col(t, "file");
+	cl = table__col(t, "line");
+	ct = table__col(t, "total_ns");
+	for (int r = 0; r < table__nrows(t); r++) {
+		const char *role = table__get_str(t, r, cr);
+
+		if (!role || strcmp(role, "holder"))
+			continue;
+		all += table__get_number(t, r, ct);
+		if (best < 0)
+			best = r;
+	}
+	if (best < 0 || all <= 0)
+		return;
+	file = table__get_str(t, best, cfile);
+	verdict__detail(v, table__get_number(t, best, ct) / all, "gil_stacks",
+			"of all the GIL waits' rounds, the holder was running %s (%s:%llu)",
+			table__get_str(t, best, cf), file ? human__base(file) : "?",
+			(unsigned long long)table__get_u64(t, best, cl));
+}
+
+static void gil_claims(void *st, struct verdict *v)
+{
+	const struct table *t = verdict__table(v, "gil_sum");
+	int cp, ct, cw, cc, best = -1, over = 0;
+	char who[128], d1[32], d2[32], more[64] = "";
+	double pct, best_pct = 0;
+	__u64 wait;
+
+	if (!t)
+		return;
+	cp = table__col(t, "pid");
+	ct = table__col(t, "tid");
+	cw = table__col(t, "wait_total_ns");
+	cc = table__col(t, "contention_pct");
+	for (int r = 0; r < table__nrows(t); r++) {
+		pct = table__get_number(t, r, cc);
+		wait = table__get_u64(t, r, cw);
+		if (pct >= GIL_BOUND_SHARE * 100 && wait >= GIL_BOUND_MIN_NS)
+			over++;
+		if (wait && (best < 0 || pct > best_pct)) {
+			best = r;
+			best_pct = pct;
+		}
+	}
+	if (best < 0 || best_pct < 5)
+		return; /* no thread waited enough to speak of */
+	wait = table__get_u64(t, best, cw);
+	if (over > 1)
+		snprintf(more, sizeof(more), "; %d threads waited over %.0f%% of theirs", over,
+			 GIL_BOUND_SHARE * 100);
+	verdict__thread(v, (__u32)table__get_u64(t, best, cp), (__u32)table__get_u64(t, best, ct),
+			who, sizeof(who));
+	verdict__claim(v, VERDICT_GIL,
+		       best_pct >= GIL_BOUND_SHARE * 100 && wait >= GIL_BOUND_MIN_NS,
+		       best_pct / 100, "gil_sum", "%s waited for the GIL %s of its %s%s", who,
+		       human__ns((double)wait, d1, sizeof(d1)),
+		       human__ns(best_pct > 0 ? wait * 100.0 / best_pct : 0, d2, sizeof(d2)), more);
+	claim_holder(v, (__u32)table__get_u64(t, best, cp), (__u32)table__get_u64(t, best, ct),
+		     wait);
+	claim_holder_code(v);
+}
+
+const struct family_verdict gil_verdict = {
+	.account = gil_account,
+	.claims = gil_claims,
+};

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * torch family, record side: the cupti-shim channel (shim_link.c) asked for torch ops. The
+ * kernel bumps the shim's torch semaphore where the channel attaches, and the shim registers
+ * its RecordFunction callback in those processes only, removing it when the recording ends.
+ * What the shim says of torch (registered, a version refused) is said on stderr once per
+ * process; --capture-range=steps is torch_steps.c.
+ *
+ * Launch mode puts the shim in LD_PRELOAD: a CPU-only job never calls cuInit, which is where
+ * CUDA_INJECTION64_PATH would load it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "stats_math.h"
+#include "kernel_features.h"
+#include "record_args.h"
+#include "record_ctx.h"
+#include "shim_link.h"
+#include "shim_records.h"
+#include "torch.h"
+
+struct torch_proc {
+	int said;    /* a note was printed */
+	int missing; /* the last note: no libtorch_cpu (yet) */
+	__u64 ops;
+};
+
+struct torch_state {
+	void *shim; /* the channel's state for this family */
+	struct record_ctx *ctx;
+	struct torch_steps *steps;
+	struct hmap *procs; /* {pid, 0} -> struct torch_proc */
+};
+
+static void note(struct torch_state *st, const struct bs_shim_status *s, const char *text)
+{
+	struct torch_proc *p = hmap__get(st->procs, (struct hkey){ s->h.pid, 0 }, 1);
+
+	if (!p)
+		return;
+	p->missing = s->cupti_result == -ENOENT;
+	if (p->missing || p->said)
+		return; /* not loaded yet: said at the end if it never was */
+	p->said = 1;
+	fprintf(stderr, "bpfsight record: %spid %u: %s\n", s->cupti_result ? "warning: " : "",
+		s->h.pid, text);
+}
+
+static void listen(void *arg, const struct bs_hdr *rec, const char *text)
+{
+	struct torch_state *st = arg;
+	struct torch_proc *p;
+
+	if (rec->type == BS_REC_SHIM_STATUS) {
+		if (((const struct bs_shim_status *)rec)->event == BS_SHIM_EV_TORCH)
+			note(st, (const void *)rec, text);
+		return;
+	}
+	if (rec->type != BS_REC_TORCH_OP)
+		return;
+	p = hmap__get(st->procs, (struct hkey){ rec->pid, 0 }, 1);
+	if (p)
+		p->ops++;
+	torch_steps__op(st->steps, (const void *)rec, text);
+}
+
+static void torch_free(struct record_ctx *ctx, struct torch_state *st)
+{
+	if (!st)
+		return;
+	if (st->shim) {
+		shim_link__listen(ctx, NULL, NULL);
+		shim_link__detach(ctx, st->shim);
+	}
+	torch_steps__free(st->steps);
+	hmap__free(st->procs);
+	free(st);
+}
+
+static int torch_attach(struct record_ctx *ctx, void **state)
+{
+	const struct torch_opts *o = record_opts__family(ctx->opts, &family_torch);
+	struct torch_state *st = calloc(1, sizeof(*st));
+	__u32 want = SHIM_WANT_TORCH | (o && o->shapes ? SHIM_WANT_TORCH_SHAPES : 0);
+	int err;
+
+	if (!st || !(st->procs = hmap__new(sizeof(struct torch_proc)))) {
+		free(st);
+		return -ENOMEM;
+	}
+	st->ctx = ctx;
+	st->steps =
+		torch_steps__new(ctx, ctx->gate && record_opts__captures(ctx->opts, &family_torch)
+					      ? ctx->opts->capture_arg
+					      : NULL);
+	if (!st->steps) {
+		torch_free(ctx, st);
+		return -ENOMEM;
+	}
+	err = shim_link__attach(ctx, &family_torch, want, &st->shim);
+	if (err) {
+		torch_free(ctx, st);
+		return err;
+	}
+	shim_link__listen(ctx, listen, st);
+	*state = st;
+	return 0;
+}
+
+static void torch_detach(struct record_ctx *ctx, void *state)
+{
+	torch_free(ctx, state);
+}
+
+static int torch_consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
+{
+	return shim_link__consume(ctx, ((struct torch_state *)state)->shim, rec);
+}
+
+static int torch_poll(struct record_ctx *ctx, void *state)
+{
+	return shim_link__poll(ctx, ((struct torch_state *)state)->shim);
+}
+
+/* The shims flushed: say what is missing and why. */
+static void torch_stop(struct record_ctx *ctx, void *state)
+{
+	struct torch_state *st = state;
+	struct torch_proc *p;
+	struct hkey k;
+	size_t it = 0;
+
+	shim_link__stop(ctx, st->shim);
+	while ((p = hmap__next(st->procs, &it, &k)))
+		if (p->missing && !p->ops)
+			fprintf(stderr,
+				"bpfsight record: pid %llu: no torch ops: libtorch_cpu was never "
+				"loaded while recording\n",
+				(unsigned long long)k.a);
+	torch_steps__finish(st->steps);
+}
+
+static int torch_prelaunch(const struct record_opts *o)
+{
+	return shim_link__preload(o, "torch");
+}
+
+/* ---- options ---- */
+
+static void torch_opts_init(void *opts, const char *cmd)
+{
+	((struct torch_opts *)opts)->shapes = 0;
+}
+
+static int parse_shapes(void *opts, const char *arg, const char *cmd)
+{
+	((struct torch_opts *)opts)->shapes = 1;
+	return 0;
+}
+
+static void torch_opts_describe(const void *opts, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s",
+		 ((const struct torch_opts *)opts)->shapes ? " torch_shapes=1" : "");
+}
+
+static const struct family_option torch_options[] = {
+	{ "torch-shapes", NULL,
+	  "-t torch: also record each op's input shapes, as torch.profiler's record_shapes "
+	  "(costs more per op: docs/TORCH.md)",
+	  FAMILY_OPT_RECORD, parse_shapes },
+	{ 0 },
+};
+
+/* --capture-range=steps:N: N whole training steps (torch_steps.c). */
+static const struct family_capture torch_capture = { .kind = "steps",
+						     .arg = ":N",
+						     .check = torch_steps__check };
+
+const struct family family_torch = {
+	.name = "torch",
+	.desc = "PyTorch ops, backward ops and user scopes (a RecordFunction callback in the "
+		"cupti-shim)",
+	/* not by default: it registers a callback in the job, which then costs per op */
+	.flags = FAMILY_SHIM | FAMILY_OPT_IN,
+	.ring_only = shim_ring_only,
+	.needs = 1u << KF_ATTACH_COOKIE,
+	.options = torch_options,
+	.opts_size = sizeof(struct torch_opts),
+	.opts_init = torch_opts_init,
+	.opts_describe = torch_opts_describe,
+	.capture = &torch_capture,
+	.attach = torch_attach,
+	.poll = torch_poll,
+	.detach = torch_detach,
+	.consume = torch_consume,
+	.stop = torch_stop,
+	.prelaunch = torch_prelaunch,
+	.decoders = torch_decoders,
+	.reports = torch_reports,
+	.chrome = &torch_chrome,
+	.sqlite = &torch_sqlite,
+};

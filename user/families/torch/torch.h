@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * torch family: PyTorch's own ranges (ops, backward ops, user scopes) from a RecordFunction
+ * callback the cupti-shim registers while a recording wants it (cupti-shim/shim_torch.c),
+ * carried by the shim channel (user/shim_channel/). Record side and options in torch.c, the
+ * step capture in torch_steps.c, decoders in torch_decode.c, reports in torch_op_report.c
+ * and torch_step_report.c, op -> GPU work in torch_ops.c, exports in export_*_torch.c.
+ * docs/TORCH.md for users.
+ */
+#ifndef BPFSIGHT_TORCH_H
+#define BPFSIGHT_TORCH_H
+
+#include "family.h"
+#include "report.h"
+#include "torch_records.h"
+
+struct torch_opts {
+	__u32 shapes; /* --torch-shapes */
+};
+
+struct record_ctx;
+struct torch_steps;
+
+/* torch_steps.c: TORCH_STEP records; --capture-range=steps:N and steps:SKIP+N */
+int torch_steps__check(const char *arg, const char *cmd);
+/* ARG: --capture-range=steps's value, NULL when the recording does not capture by steps. */
+struct torch_steps *torch_steps__new(struct record_ctx *ctx, const char *arg);
+/* Every torch op written: a step boundary opens or closes the gate; the last ends it all. */
+void torch_steps__op(struct torch_steps *s, const struct bs_torch_op *r, const char *name);
+/* The recording ends: what was captured, said on stderr. */
+void torch_steps__finish(struct torch_steps *s);
+void torch_steps__free(struct torch_steps *s);
+
+/* torch_decode.c */
+const char *torch_scope_name(__u8 scope);
+/* 1 when REC is an op this reader can use (type and size). */
+int torch_op__valid(const struct bs_hdr *rec);
+
+extern const struct rec_decoder torch_decoders[];  /* torch_decode.c */
+extern const struct report *const torch_reports[]; /* torch_op_report.c */
+extern const struct report torch_step_sum;	   /* torch_step_report.c */
+extern const struct chrome_family torch_chrome;	   /* export_chrome_torch.c */
+extern const struct sqlite_family torch_sqlite;	   /* export_sqlite_torch.c */
+extern const struct family family_torch;	   /* torch.c */
+
+#endif /* BPFSIGHT_TORCH_H */

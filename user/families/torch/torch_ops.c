@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Ops and the GPU work they launched (see torch_ops.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include "gpu_decode.h"
+#include "shim_records.h"
+#include "torch.h"
+#include "torch_ops.h"
+#include "stats_math.h"
+
+struct torch_ops *torch_ops__new(void)
+{
+	return calloc(1, sizeof(struct torch_ops));
+}
+
+void torch_ops__free(struct torch_ops *t)
+{
+	if (!t)
+		return;
+	free(t->ops);
+	free(t->gpu);
+	free(t);
+}
+
+int torch_ops__add(struct torch_ops *t, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	const struct bs_torch_op *r = (const void *)rec;
+	const char *name;
+	struct gpu_op op;
+
+	if (torch_op__valid(rec)) {
+		if (array__grow((void **)&t->ops, t->nops, &t->cap_ops, sizeof(*t->ops)))
+			return -ENOMEM;
+		name = r->name_id ? trace_model__string(m, r->name_id) : NULL;
+		t->ops[t->nops++] = (struct torch_op_row){ .pid = rec->pid,
+							   .tid = rec->tid,
+							   .ts = rec->ts,
+							   .dur = r->dur,
+							   .name = name ? name : "",
+							   .scope = r->scope };
+		return 0;
+	}
+	/* Only operations whose launching call is known have an op. */
+	if (!gpu_op__read(rec, &op) || !op.call_ts ||
+	    !(op.flags & (BS_GPU_CALL_CUDA | BS_GPU_CALL_API)))
+		return 0;
+	if (array__grow((void **)&t->gpu, t->ngpu, &t->cap_gpu, sizeof(*t->gpu)))
+		return -ENOMEM;
+	t->gpu[t->ngpu++] = (struct torch_gpu_row){ op.pid,  op.tid, op.call_ts,
+						    op.ts,   op.dur, gpu_op__name(&op, m),
+						    .op = -1 };
+	return 0;
+}
+
+static int thread_cmp(__u32 pa, __u32 ta, __u32 pb, __u32 tb)
+{
+	if (pa != pb)
+		return pa < pb ? -1 : 1;
+	return ta < tb ? -1 : ta > tb;
+}
+
+static int op_cmp(const void *x, const void *y)
+{
+	const struct torch_op_row *a = x, *b = y;
+	int c = thread_cmp(a->pid, a->tid, b->pid, b->tid);
+
+	if (c)
+		return c;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return (a->dur < b->dur) - (a->dur > b->dur); /* the outer one first */
+}
+
+static int gpu_cmp(const void *x, const void *y)
+{
+	const struct torch_gpu_row *a = x, *b = y;
+	int c = thread_cmp(a->pid, a->tid, b->pid, b->tid);
+
+	return c ? c : (a->call_ts > b->call_ts) - (a->call_ts < b->call_ts);
+}
+
+static __u64 end_of(const struct torch_op_row *o)
+{
+	return o->ts + o->dur;
+}
+
+/* The ops open at each point of one thread: indices into t->ops. */
+struct open_stack {
+	size_t *v, n, cap;
+};
+
+/* Let go of the ops that end before END. */
+static void pop_ended(struct torch_ops *t, struct open_stack *s, __u64 end)
+{
+	while (s->n && end_of(&t->ops[s->v[s->n - 1]]) < end)
+		s->n--;
+}
+
+/* One thread: ops [o, oe) and GPU operations [g, ge), both sorted by time. */
+static int join_thread(struct torch_ops *t, struct open_stack *s, size_t o, size_t oe, size_t g,
+		       size_t ge)
+{
+	s->n = 0;
+	while (o < oe || g < ge) {
+		if (o < oe && (g >= ge || t->ops[o].ts <= t->gpu[g].call_ts)) {
+			pop_ended(t, s, end_of(&t->ops[o]));
+			if (s->n)
+				t->ops[s->v[s->n - 1]].self_ns +=
+					t->ops[o].dur; /* children, for now */
+			if (array__grow((void **)&s->v, s->n, &s->cap, sizeof(*s->v)))
+				return -ENOMEM;
+			s->v[s->n++] = o++;
+			continue;
+		}
+		pop_ended(t, s, t->gpu[g].call_ts);
+		if (s->n) {
+			struct torch_op_row *in = &t->ops[s->v[s->n - 1]];
+
+			t->gpu[g].op = (long)s->v[s->n - 1];
+			in->gpu_self_ns += t->gpu[g].dur;
+			in->gpu_ops++;
+			for (size_t k = 0; k < s->n; k++)
+				t->ops[s->v[k]].gpu_total_ns += t->gpu[g].dur;
+		}
+		g++;
+	}
+	return 0;
+}
+
+int torch_ops__join(struct torch_ops *t)
+{
+	struct open_stack s = { 0 };
+	size_t o = 0, g = 0;
+	int err = 0;
+
+	if (t->nops)
+		qsort(t->ops, t->nops, sizeof(*t->ops), op_cmp);
+	if (t->ngpu)
+		qsort(t->gpu, t->ngpu, sizeof(*t->gpu), gpu_cmp);
+	for (size_t i = 0; i < t->nops; i++)
+		t->ops[i].self_ns = t->ops[i].gpu_self_ns = t->ops[i].gpu_total_ns = 0;
+	while (!err && (o < t->nops || g < t->ngpu)) {
+		/* The next thread, in (pid, tid) order, with its ops and GPU work. */
+		__u32 pid, tid;
+		size_t oe = o, ge = g;
+
+		if (o < t->nops &&
+		    (g >= t->ngpu ||
+		     thread_cmp(t->ops[o].pid, t->ops[o].tid, t->gpu[g].pid, t->gpu[g].tid) <= 0)) {
+			pid = t->ops[o].pid;
+			tid = t->ops[o].tid;
+		} else {
+			pid = t->gpu[g].pid;
+			tid = t->gpu[g].tid;
+		}
+		while (oe < t->nops && t->ops[oe].pid == pid && t->ops[oe].tid == tid)
+			oe++;
+		while (ge < t->ngpu && t->gpu[ge].pid == pid && t->gpu[ge].tid == tid)
+			ge++;
+		err = join_thread(t, &s, o, oe, g, ge);
+		o = oe;
+		g = ge;
+	}
+	free(s.v);
+	/* self: the duration less the children's (a child that sticks out counts in full) */
+	for (size_t i = 0; i < t->nops; i++) {
+		__u64 child = t->ops[i].self_ns;
+
+		t->ops[i].self_ns = child < t->ops[i].dur ? t->ops[i].dur - child : 0;
+	}
+	return err;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Ops and the GPU work they launched, for the torch reports: every op of a trace and every
+ * GPU operation whose launching call is known (gpu_op.call_ts), joined by time on the
+ * launching thread. An op's children are the ops of its thread inside it; its self time is
+ * its duration less theirs. A GPU operation belongs to the innermost op open on its thread at
+ * its launching call (as torch.profiler gives a kernel to the op that launched it): its
+ * time is that op's GPU self time, and the GPU total time of every op around it. Holds every
+ * op and linked operation until the join (as nvtx_proj does for ranges).
+ */
+#ifndef BPFSIGHT_TORCH_OPS_H
+#define BPFSIGHT_TORCH_OPS_H
+
+#include <stddef.h>
+#include <linux/types.h>
+#include "records.h"
+#include "trace_model.h"
+
+struct torch_op_row {
+	__u32 pid, tid;
+	__u64 ts, dur;
+	const char *name; /* a model string: valid while the model is */
+	__u8 scope;
+	/* filled by the join */
+	__u64 self_ns, gpu_self_ns, gpu_total_ns;
+	__u32 gpu_ops; /* launched while it was the innermost op */
+};
+
+struct torch_gpu_row {
+	__u32 pid, tid; /* the launching thread */
+	__u64 call_ts, ts, dur;
+	const char *name; /* dump's name: a kernel's, "[CUDA memcpy ...]" */
+	/* filled by the join: the op it belongs to, or -1 */
+	long op;
+};
+
+struct torch_ops {
+	struct torch_op_row *ops;
+	size_t nops, cap_ops;
+	struct torch_gpu_row *gpu;
+	size_t ngpu, cap_gpu;
+};
+
+struct torch_ops *torch_ops__new(void);
+void torch_ops__free(struct torch_ops *t);
+/* Keep REC when it is an op or a linked GPU operation: 0, or -ENOMEM. */
+int torch_ops__add(struct torch_ops *t, const struct bs_hdr *rec, const struct trace_model *m);
+/*
+ * Sort both by thread and time and fill the join's fields: ops by (pid, tid, start, longer
+ * first), GPU operations by (pid, tid, launching call). 0 or -ENOMEM.
+ */
+int torch_ops__join(struct torch_ops *t);
+
+#endif /* BPFSIGHT_TORCH_OPS_H */

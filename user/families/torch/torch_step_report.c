@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * torch_step_sum (ours): one row per training step the trace holds (TORCH_STEP records:
+ * torch_steps.c), with its wall time, how busy the GPU was inside it (the union of the
+ * process's GPU operations, clipped to the step), the ops that began in it and the three op
+ * names with the most self CPU time in it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpu_decode.h"
+#include "table.h"
+#include "tgroups.h"
+#include "torch.h"
+#include "torch_ops.h"
+
+#define TOP_OPS 3
+
+struct span {
+	__u32 pid;
+	__u64 ts, dur;
+};
+
+struct step_report {
+	struct torch_ops *t;
+	struct bs_torch_step *steps;
+	size_t nsteps, cap_steps;
+	struct span *gpu; /* every GPU operation, linked or not */
+	size_t ngpu, cap_gpu;
+	__u64 gpu_max_dur;
+	int err;
+};
+
+static void *step_report__new(void)
+{
+	struct step_report *st = calloc(1, sizeof(*st));
+
+	if (st && !(st->t = torch_ops__new())) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void step_report__free(void *vst)
+{
+	struct step_report *st = vst;
+
+	if (!st)
+		return;
+	torch_ops__free(st->t);
+	free(st->steps);
+	free(st->gpu);
+	free(st);
+}
+
+/* E (SIZE bytes) appended to *V of *N: 0 or -ENOMEM. */
+static int push(void **v, size_t *n, size_t *cap, size_t size, const void *e)
+{
+	if (array__grow(v, *n, cap, size))
+		return -ENOMEM;
+	memcpy((char *)*v + *n * size, e, size);
+	(*n)++;
+	return 0;
+}
+
+static void step_report__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	struct step_report *st = vst;
+	struct gpu_op op;
+
+	if (st->err)
+		return;
+	if (rec->type == BS_REC_TORCH_STEP && rec->size >= sizeof(struct bs_torch_step)) {
+		st->err = push((void **)&st->steps, &st->nsteps, &st->cap_steps, sizeof(*st->steps),
+			       rec);
+		return;
+	}
+	if (gpu_op__read(rec, &op)) {
+		struct span s = { op.pid, op.ts, op.dur };
+
+		st->gpu_max_dur = op.dur > st->gpu_max_dur ? op.dur : st->gpu_max_dur;
+		st->err = push((void **)&st->gpu, &st->ngpu, &st->cap_gpu, sizeof(*st->gpu), &s);
+		if (st->err)
+			return;
+	}
+	st->err = torch_ops__add(st->t, rec, m);
+}
+
+static int span_cmp(const void *x, const void *y)
+{
+	const struct span *a = x, *b = y;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return (a->ts > b->ts) - (a->ts < b->ts);
+}
+
+/* The first of the N spans of (PID, >= TS) in V sorted by span_cmp. */
+static size_t lower_bound(const struct span *v, size_t n, __u32 pid, __u64 ts)
+{
+	struct span key = { pid, ts, 0 };
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (span_cmp(&v[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* How long some GPU operation of PID ran inside [START, END). */
+static __u64 gpu_busy(const struct step_report *st, __u32 pid, __u64 start, __u64 end)
+{
+	__u64 from = start > st->gpu_max_dur ? start - st->gpu_max_dur : 0, busy = 0, upto = start;
+
+	for (size_t i = lower_bound(st->gpu, st->ngpu, pid, from);
+	     i < st->ngpu && st->gpu[i].pid == pid && st->gpu[i].ts < end; i++) {
+		__u64 s = st->gpu[i].ts > upto ? st->gpu[i].ts : upto;
+		__u64 e =
+			st->gpu[i].ts + st->gpu[i].dur < end ? st->gpu[i].ts + st->gpu[i].dur : end;
+
+		if (e > s) { /* sorted by start: what is past UPTO is new */
+			busy += e - s;
+			upto = e;
+		}
+	}
+	return busy;
+}
+
+/* "aten::mm 12.345 ms, aten::add 1.200 ms" : the names with the most self time in G. */
+static void top_ops(struct tgroups *g, char *buf, size_t len)
+{
+	size_t n, used = 0;
+	struct tgroup **rows = tgroups__sorted(g, 0, &n);
+
+	buf[0] = 0;
+	for (size_t i = 0; rows && i < n && i < TOP_OPS && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s%s %.3f ms", i ? ", " : "",
+				 rows[i]->name, rows[i]->st[0].total / 1e6);
+	free(rows);
+}
+
+/*
+ * Ops of the step's process that began in it (BY_START: every op as {pid, start, index},
+ * sorted): their count, and their self time by name.
+ */
+static int step_ops(const struct torch_ops *t, const struct span *by_start,
+		    const struct bs_torch_step *s, __u64 *count, char *top, size_t len)
+{
+	struct tgroups *g = tgroups__new();
+	struct tgroup *row;
+
+	if (!g)
+		return -ENOMEM;
+	*count = 0;
+	for (size_t i = lower_bound(by_start, t->nops, s->h.pid, s->h.ts);
+	     i < t->nops && by_start[i].pid == s->h.pid && by_start[i].ts < s->h.ts + s->dur; i++) {
+		const struct torch_op_row *o = &t->ops[by_start[i].dur];
+
+		(*count)++;
+		row = tgroups__get(g, o->name, NULL, 0);
+		if (!row || tgroup__add(row, 0, o->self_ns)) {
+			tgroups__free(g);
+			return -ENOMEM;
+		}
+	}
+	top_ops(g, top, len);
+	tgroups__free(g);
+	return 0;
+}
+
+static int step_report__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	struct step_report *st = vst;
+	struct span *by_start;
+	int c[9], err;
+	char top[512];
+
+	if (st->err)
+		return st->err;
+	err = torch_ops__join(st->t);
+	if (err)
+		return err;
+	by_start = malloc((st->t->nops + 1) * sizeof(*by_start));
+	if (!by_start)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->t->nops; i++)
+		by_start[i] = (struct span){ st->t->ops[i].pid, st->t->ops[i].ts, i };
+	if (st->t->nops)
+		qsort(by_start, st->t->nops, sizeof(*by_start), span_cmp);
+	if (st->ngpu)
+		qsort(st->gpu, st->ngpu, sizeof(*st->gpu), span_cmp);
+	c[0] = table__add_col(t, "step", "Step", TABLE_U64);
+	c[1] = table__add_col(t, "pid", "PID", TABLE_U64);
+	c[2] = table__add_col(t, "start_ns", "Start (ns)", TABLE_U64);
+	c[3] = table__add_col(t, "wall_ns", "Wall (ns)", TABLE_U64);
+	c[4] = table__add_col(t, "gpu_busy_ns", "GPU Busy (ns)", TABLE_U64);
+	c[5] = table__add_col(t, "gpu_busy_pct", "GPU Busy (%)", TABLE_DOUBLE);
+	c[6] = table__add_col(t, "ops", "Ops", TABLE_U64);
+	c[7] = table__add_col(t, "top_ops", "Top Ops (self CPU)", TABLE_STR);
+	c[8] = table__add_col(t, "name", "Step Scope", TABLE_STR);
+	for (size_t i = 0; i < st->nsteps && !err; i++) {
+		const struct bs_torch_step *s = &st->steps[i];
+		__u64 busy = gpu_busy(st, s->h.pid, s->h.ts, s->h.ts + s->dur), ops = 0;
+		const char *name = s->name_id ? trace_model__string(m, s->name_id) : NULL;
+
+		err = step_ops(st->t, by_start, s, &ops, top, sizeof(top));
+		table__row(t);
+		table__set_u64(t, c[0], s->step);
+		table__set_u64(t, c[1], s->h.pid);
+		table__set_u64(t, c[2], s->h.ts);
+		table__set_u64(t, c[3], s->dur);
+		table__set_u64(t, c[4], busy);
+		table__set_double(t, c[5], s->dur ? 100.0 * busy / s->dur : 0.0);
+		table__set_u64(t, c[6], ops);
+		table__set_str(t, c[7], top);
+		table__set_str(t, c[8], name ? name : "");
+	}
+	free(by_start);
+	return err ? err : table__err(t);
+}
+
+const struct report torch_step_sum = {
+	.name = "torch_step_sum",
+	.desc = "PyTorch training steps: wall time, GPU busy, top ops",
+	.new = step_report__new,
+	.add = step_report__add,
+	.emit = step_report__emit,
+	.free = step_report__free,
+};

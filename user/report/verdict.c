@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The verdict: the families' claims, ranked and printed; see verdict.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "family.h"
+#include "human.h"
+#include "stats_math.h"
+#include "verdict.h"
+
+#define MAX_CLAIMS 32
+#define MAX_LINES  25 /* the whole verdict, its headline included */
+#define MAX_TABLES 64
+
+struct claim {
+	enum verdict_kind kind;
+	int holds;
+	int parent; /* a detail's claim; its own index for a claim */
+	double share;
+	char report[48];
+	char text[320];
+};
+
+struct vthread {
+	__u64 born, died; /* FORK / EXIT, 0 = not seen */
+	__u64 time[VERDICT_TIMES];
+};
+
+struct verdict {
+	const struct trace_model *m;
+	void **states;	      /* per family of the registry: its rules' state */
+	struct hmap *threads; /* {pid, tid} -> struct vthread */
+	__u64 first_ts, last_ts;
+	struct {
+		const char *name;
+		const struct table *t;
+		void *st;
+	} tables[MAX_TABLES];
+	int ntables;
+	struct claim claims[MAX_CLAIMS];
+	int nclaims;
+	int order[MAX_CLAIMS]; /* claims as printed */
+};
+
+static const char *const kind_label[VERDICT_KINDS] = {
+	[VERDICT_GPU] = "GPU",		[VERDICT_GIL] = "GIL",	      [VERDICT_LAUNCH] = "launches",
+	[VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU", [VERDICT_CPU] = "CPU",
+};
+static const char *const kind_verdict[VERDICT_KINDS] = {
+	[VERDICT_GPU] = "GPU-bound",	   [VERDICT_GIL] = "GIL-bound",
+	[VERDICT_LAUNCH] = "launch-bound", [VERDICT_SYSCALL] = "blocked in system calls",
+	[VERDICT_OFFCPU] = "off-CPU",	   [VERDICT_CPU] = "CPU-bound",
+};
+
+struct verdict *verdict__new(const struct trace_model *m)
+{
+	struct verdict *v = calloc(1, sizeof(*v));
+	int i;
+
+	if (!v)
+		return NULL;
+	v->m = m;
+	v->threads = hmap__new(sizeof(struct vthread));
+	v->states = calloc(family__count() + 1, sizeof(*v->states));
+	if (!v->threads || !v->states) {
+		verdict__free(v);
+		return NULL;
+	}
+	for (i = 0; families[i]; i++) {
+		if (!families[i]->verdict || !families[i]->verdict->new)
+			continue;
+		v->states[i] = families[i]->verdict->new ();
+		if (!v->states[i]) {
+			verdict__free(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+void verdict__free(struct verdict *v)
+{
+	int i;
+
+	if (!v)
+		return;
+	for (i = 0; v->states && families[i]; i++)
+		if (v->states[i])
+			families[i]->verdict->free(v->states[i]);
+	free(v->states);
+	hmap__free(v->threads);
+	free(v);
+}
+
+static struct vthread *vthread(struct verdict *v, __u32 pid, __u32 tid, int create)
+{
+	return hmap__get(v->threads, (struct hkey){ pid, tid }, create);
+}
+
+void verdict__observe(struct verdict *v, const struct bs_hdr *rec)
+{
+	const struct bs_fork *f = (const void *)rec;
+	struct vthread *th;
+	int i;
+
+	if (rec->ts && (!v->first_ts || rec->ts < v->first_ts))
+		v->first_ts = rec->ts;
+	if (rec->ts > v->last_ts)
+		v->last_ts = rec->ts;
+	if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f) &&
+	    (th = vthread(v, f->child_pid, f->child_tid, 1)))
+		th->born = rec->ts;
+	else if (rec->type == BS_REC_EXIT && (th = vthread(v, rec->pid, rec->tid, 1)))
+		th->died = rec->ts;
+	for (i = 0; families[i]; i++)
+		if (v->states[i] && families[i]->verdict->add)
+			families[i]->verdict->add(v->states[i], rec, v->m);
+}
+
+int verdict__set_report(struct verdict *v, const char *name, const struct table *t, void *st)
+{
+	if (v->ntables == MAX_TABLES)
+		return -E2BIG;
+	v->tables[v->ntables].name = name;
+	v->tables[v->ntables].t = t;
+	v->tables[v->ntables].st = st;
+	v->ntables++;
+	return 0;
+}
+
+void *verdict__state(const struct verdict *v, const char *name)
+{
+	for (int i = 0; i < v->ntables; i++)
+		if (!strcmp(v->tables[i].name, name))
+			return v->tables[i].st;
+	return NULL;
+}
+
+const struct table *verdict__table(const struct verdict *v, const char *name)
+{
+	for (int i = 0; i < v->ntables; i++)
+		if (!strcmp(v->tables[i].name, name))
+			return v->tables[i].t;
+	return NULL;
+}
+
+const struct trace_model *verdict__model(const struct verdict *v)
+{
+	return v->m;
+}
+
+__u64 verdict__life(const struct verdict *v, __u32 pid, __u32 tid)
+{
+	const struct vthread *th = hmap__get(v->threads, (struct hkey){ pid, tid }, 0);
+	__u64 born = v->first_ts, died = v->last_ts;
+
+	if (th && th->born > born)
+		born = th->born;
+	if (th && th->died && th->died < died)
+		died = th->died;
+	return died > born ? died - born : 0;
+}
+
+void verdict__add_time(struct verdict *v, __u32 pid, __u32 tid, enum verdict_time what, __u64 ns)
+{
+	struct vthread *th = vthread(v, pid, tid, 1);
+
+	if (th)
+		th->time[what] += ns;
+}
+
+__u64 verdict__time(const struct verdict *v, __u32 pid, __u32 tid, enum verdict_time what)
+{
+	const struct vthread *th = hmap__get(v->threads, (struct hkey){ pid, tid }, 0);
+
+	return th ? th->time[what] : 0;
+}
+
+int verdict__focus(const struct verdict *v, __u32 *pid, __u32 *tid)
+{
+	__u64 best = 0, sum;
+	struct vthread *th;
+	struct hkey key;
+	size_t it = 0;
+
+	while ((th = hmap__next(v->threads, &it, &key))) {
+		sum = th->time[VERDICT_ONCPU] + th->time[VERDICT_GIL_WAIT] + th->time[VERDICT_API];
+		/* Ties go to the lower ids: the same trace gives the same verdict. */
+		if (sum > best ||
+		    (sum && sum == best && (key.a < *pid || (key.a == *pid && key.b < *tid)))) {
+			best = sum;
+			*pid = (__u32)key.a;
+			*tid = (__u32)key.b;
+		}
+	}
+	return best ? 0 : -ENOENT;
+}
+
+const char *verdict__thread(const struct verdict *v, __u32 pid, __u32 tid, char *buf, size_t len)
+{
+	const char *name = trace_model__thread_name(v->m, tid);
+
+	if (pid == tid)
+		snprintf(buf, len, "%s (main thread, pid %u)", name && *name ? name : "thread",
+			 pid);
+	else
+		snprintf(buf, len, "%s (tid %u, pid %u)", name && *name ? name : "thread", tid,
+			 pid);
+	return buf;
+}
+
+static struct claim *new_claim(struct verdict *v, enum verdict_kind kind, int holds, double share,
+			       const char *report)
+{
+	struct claim *c;
+
+	if (v->nclaims == MAX_CLAIMS || kind >= VERDICT_KINDS)
+		return NULL;
+	c = &v->claims[v->nclaims];
+	c->kind = kind;
+	c->holds = !!holds;
+	c->share = share;
+	c->parent = v->nclaims++;
+	snprintf(c->report, sizeof(c->report), "%s", report ? report : "");
+	return c;
+}
+
+void verdict__claim(struct verdict *v, enum verdict_kind kind, int holds, double share,
+		    const char *report, const char *fmt, ...)
+{
+	struct claim *c = new_claim(v, kind, holds, share, report);
+	va_list ap;
+
+	if (!c)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->text, sizeof(c->text), fmt, ap);
+	va_end(ap);
+}
+
+void verdict__detail(struct verdict *v, double share, const char *report, const char *fmt, ...)
+{
+	const struct claim *p = v->nclaims ? &v->claims[v->nclaims - 1] : NULL;
+	struct claim *c;
+	va_list ap;
+
+	if (!p)
+		return;
+	p = &v->claims[p->parent];
+	c = new_claim(v, p->kind, p->holds, share, report);
+	if (!c)
+		return;
+	c->parent = (int)(p - v->claims);
+	va_start(ap, fmt);
+	vsnprintf(c->text, sizeof(c->text), fmt, ap);
+	va_end(ap);
+}
+
+static const struct verdict *sort_ctx;
+
+/*
+ * Holding claims first, then by kind, then the larger share, each followed by its details
+ * in the order made.
+ */
+static int claim_cmp(const void *a, const void *b)
+{
+	int ia = *(const int *)a, ib = *(const int *)b;
+	const struct claim *x = &sort_ctx->claims[sort_ctx->claims[ia].parent];
+	const struct claim *y = &sort_ctx->claims[sort_ctx->claims[ib].parent];
+
+	if (x != y) {
+		if (x->holds != y->holds)
+			return y->holds - x->holds;
+		if (x->kind != y->kind)
+			return (int)x->kind - (int)y->kind;
+		if (x->share != y->share)
+			return x->share < y->share ? 1 : -1;
+		return sort_ctx->claims[ia].parent - sort_ctx->claims[ib].parent;
+	}
+	return ia - ib; /* the claim (its own parent, made first), then its details */
+}
+
+void verdict__judge(struct verdict *v)
+{
+	int i;
+
+	for (i = 0; families[i]; i++)
+		if (families[i]->verdict && families[i]->verdict->account)
+			families[i]->verdict->account(v->states[i], v);
+	for (i = 0; families[i]; i++)
+		if (families[i]->verdict && families[i]->verdict->claims)
+			families[i]->verdict->claims(v->states[i], v);
+	for (i = 0; i < v->nclaims; i++)
+		v->order[i] = i;
+	sort_ctx = v;
+	qsort(v->order, v->nclaims, sizeof(v->order[0]), claim_cmp);
+	sort_ctx = NULL;
+}
+
+/* The claim the headline rests on: the first printed, if it holds. */
+static const struct claim *headline_claim(const struct verdict *v)
+{
+	const struct claim *c = v->nclaims ? &v->claims[v->claims[v->order[0]].parent] : NULL;
+
+	return c && c->holds ? c : NULL;
+}
+
+const char *verdict__headline(const struct verdict *v, char *buf, size_t len)
+{
+	const struct claim *c = headline_claim(v);
+
+	if (c)
+		snprintf(buf, len, "%s: %s", kind_verdict[c->kind], c->text);
+	else if (v->nclaims)
+		snprintf(buf, len, "no bottleneck stands out (no rule's threshold was passed)");
+	else
+		buf[0] = 0;
+	return buf;
+}
+
+int verdict__cited(const struct verdict *v, const char **reports, int max)
+{
+	int i, k, n = 0;
+	size_t len;
+
+	for (i = 0; i < v->nclaims && n < max; i++) {
+		const char *r = v->claims[v->order[i]].report;
+
+		len = strcspn(r, " ");
+		if (!len)
+			continue;
+		for (k = 0; k < n; k++)
+			if (strlen(reports[k]) == len && !strncmp(reports[k], r, len))
+				break;
+		if (k == n)
+			reports[n++] = r; /* "osrt_sum --tid 1": the caller compares the name */
+	}
+	return n;
+}
+
+/* One claim: its kind, its share and its text with the report that shows it. */
+static int print_claim(const struct verdict *v, const struct claim *c, int width, FILE *f)
+{
+	char text[512], share[16] = "";
+	int col;
+
+	int detail = c->parent != (int)(c - v->claims);
+
+	if (c->share >= 0)
+		snprintf(share, sizeof(share), "%5.1f%%", c->share * 100);
+	if (c->report[0])
+		snprintf(text, sizeof(text), "%s (-r %s)", c->text, c->report);
+	else
+		snprintf(text, sizeof(text), "%s", c->text);
+	col = fprintf(f, " %c %-8s %6s  ", c->holds && !detail ? '*' : ' ',
+		      detail ? "" : kind_label[c->kind], share);
+	return human__wrap(f, text, width, col, 21);
+}
+
+void verdict__print(const struct verdict *v, int width, FILE *f)
+{
+	char head[512], *buf = NULL;
+	int lines, i, n;
+	size_t len = 0;
+	FILE *mem;
+
+	verdict__headline(v, head, sizeof(head));
+	if (!head[0]) {
+		human__wrap(
+			f,
+			"Verdict: nothing to judge: this trace has none of what the rules read "
+			"(threads' CPU time, the GIL, CUDA calls, GPU work: record with the sched, "
+			"gil, cuda or gpu families).",
+			width, 0, 2);
+		return;
+	}
+	lines = fprintf(f, "Verdict: ") ? human__wrap(f, head, width, 9, 2) : 0;
+	fprintf(f, "\n");
+	lines += 1;
+	for (i = 0; i < v->nclaims; i++) {
+		/* Printed aside first: a claim that would pass the line budget is left out. */
+		mem = open_memstream(&buf, &len);
+		if (!mem)
+			return;
+		n = print_claim(v, &v->claims[v->order[i]], width, mem);
+		fclose(mem);
+		/* The footnote's two lines (and a line saying what is left out) fit too. */
+		if (lines + n + (i + 1 < v->nclaims ? 3 : 2) > MAX_LINES) {
+			fprintf(f, "   (%d more: -r NAME shows each report)\n", v->nclaims - i);
+			free(buf);
+			break;
+		}
+		fputs(buf, f);
+		free(buf);
+		buf = NULL;
+		lines += n;
+	}
+	human__wrap(f,
+		    "* = the rule holds (its threshold was passed); the percentages are of "
+		    "the time of what the line names.",
+		    width, 0, 2);
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The verdict `bpfsight stats` opens with (and `record` ends with, in one line): where the
+ * traced threads' time went, as claims, each with its number and the report that shows it,
+ * in the spirit of nsys's expert-system rules. The rules are the families' (struct
+ * family.verdict, family.h): each reads its own reports' tables (or state) and makes claims
+ * of a kind below; this file only ranks them and prints them.
+ *
+ * Kinds are in the order a headline is chosen: the first kind with a claim that holds (its
+ * family's threshold was passed) names the verdict, its largest claim says why.
+ */
+#ifndef BPFSIGHT_VERDICT_H
+#define BPFSIGHT_VERDICT_H
+
+#include <stdio.h>
+#include <linux/types.h>
+#include "records.h"
+
+struct table;
+struct trace_model;
+
+enum verdict_kind {
+	VERDICT_GPU,	 /* GPU-bound: a GPU busy most of its time */
+	VERDICT_GIL,	 /* GIL-bound: a thread waited for the GIL much of its time */
+	VERDICT_LAUNCH,	 /* launch-bound: a GPU idle between short kernels, waiting for launches */
+	VERDICT_SYSCALL, /* blocked in system calls */
+	VERDICT_OFFCPU,	 /* off-CPU: blocked, or runnable without a CPU */
+	VERDICT_CPU,	 /* CPU-bound: a thread on a CPU most of its time */
+	VERDICT_KINDS,
+};
+
+/* What the families account per thread, to find the thread that matters most (the focus). */
+enum verdict_time {
+	VERDICT_ONCPU,	  /* on a CPU */
+	VERDICT_GIL_WAIT, /* waiting for the GIL */
+	VERDICT_API,	  /* in CUDA or NCCL calls */
+	VERDICT_TIMES,
+};
+
+struct verdict;
+
+/*
+ * A family's rules (struct family.verdict). NEW/ADD/FREE keep state over the pass every
+ * report takes (may be NULL); ACCOUNT, then CLAIMS, run once every report has its table, in
+ * registry order: every family accounts before any claims.
+ */
+struct family_verdict {
+	void *(*new)(void);
+	void (*add)(void *st, const struct bs_hdr *rec, const struct trace_model *m);
+	void (*account)(void *st, struct verdict *v);
+	void (*claims)(void *st, struct verdict *v);
+	void (*free)(void *st);
+};
+
+/* ---- what rules read ---- */
+
+/* The table of report NAME in this run, NULL when it was not selected. */
+const struct table *verdict__table(const struct verdict *v, const char *name);
+/* The state of report NAME (struct report.new's; every report runs), for its own family. */
+void *verdict__state(const struct verdict *v, const char *name);
+const struct trace_model *verdict__model(const struct verdict *v);
+/* How long thread TID of PID lived within the trace (its fork and exit, else its edges). */
+__u64 verdict__life(const struct verdict *v, __u32 pid, __u32 tid);
+void verdict__add_time(struct verdict *v, __u32 pid, __u32 tid, enum verdict_time what, __u64 ns);
+__u64 verdict__time(const struct verdict *v, __u32 pid, __u32 tid, enum verdict_time what);
+/*
+ * The thread the accounts say matters most (the most time on a CPU, waiting for the GIL
+ * and in API calls): 0 and its ids, or -ENOENT when nothing was accounted.
+ */
+int verdict__focus(const struct verdict *v, __u32 *pid, __u32 *tid);
+/* "python3 (tid 618, pid 618)" into BUF: the thread's name and ids. */
+const char *verdict__thread(const struct verdict *v, __u32 pid, __u32 tid, char *buf, size_t len);
+
+/*
+ * A claim: of KIND, holding (HOLDS: its rule's threshold passed) or only worth saying,
+ * SHARE (0..1) of its subject's time, shown by REPORT ("gil_sum", or with the options that
+ * show it, "osrt_sum --tid 618"), worded by FMT.
+ */
+__attribute__((format(printf, 6, 7))) void verdict__claim(struct verdict *v, enum verdict_kind kind,
+							  int holds, double share,
+							  const char *report, const char *fmt, ...);
+
+/*
+ * A detail of the last claim made (whom a thread waited for, what the holder ran): printed
+ * under it, unlabelled, SHARE of what that claim measured.
+ */
+__attribute__((format(printf, 4, 5))) void
+verdict__detail(struct verdict *v, double share, const char *report, const char *fmt, ...);
+
+/* ---- what stats does ---- */
+
+struct verdict *verdict__new(const struct trace_model *m);
+void verdict__free(struct verdict *v);
+/* Every record of the pass (the families' rules' ADD hooks, threads' lifetimes). */
+void verdict__observe(struct verdict *v, const struct bs_hdr *rec);
+/* A report the rules may read: its table (NULL when not selected) and state, kept. */
+int verdict__set_report(struct verdict *v, const char *name, const struct table *t, void *st);
+/* Run the families' rules. */
+void verdict__judge(struct verdict *v);
+/* The headline in one line ("GIL-bound: ..."), "" when there is nothing to say. */
+const char *verdict__headline(const struct verdict *v, char *buf, size_t len);
+/* Reports the claims cite, in the order printed: REPORTS[i] for i < the count returned. */
+int verdict__cited(const struct verdict *v, const char **reports, int max);
+/* At most 25 lines in WIDTH columns (0 = no limit). Prints nothing without claims. */
+void verdict__print(const struct verdict *v, int width, FILE *f);
+
+#endif /* BPFSIGHT_VERDICT_H */

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The launch join's state, shared by its files (shim_join.c: calls and API records,
+ * shim_join_gpu.c: GPU records waiting for their API record). Not an API. */
+#ifndef BPFSIGHT_SHIM_JOIN_INT_H
+#define BPFSIGHT_SHIM_JOIN_INT_H
+
+#include "shim_join.h"
+#include "shim_join_calls.h"
+#include "stats_math.h"
+
+/* What the join knows of one correlation id of a process. */
+struct corr_slot {
+	__u32 corr;
+	__u32 tid;
+	__u64 call_ts;
+	__u16 flags; /* BS_GPU_CALL_*: how the API record was linked; 0 = not decided */
+	__u8 why;    /* JOIN_WHY_* when flags is BS_GPU_CALL_API */
+	__u8 _pad;
+	__u32 pend; /* index + 1 of the newest waiting GPU record of this slot, 0 = none */
+};
+
+struct jproc {
+	struct hmap *threads;	 /* (tid, 0) -> struct jthread */
+	struct corr_slot *slots; /* JOIN_CORR_SLOTS, allocated with the first API or GPU record */
+	__u64 calls;		 /* cuda calls of any thread ever seen */
+};
+
+#define PENDING_REC 128 /* the largest GPU record (bs_gpu_kernel: 112) */
+#define HELD_REC    96	/* bs_gpu_api: 64, and room for fields a later version adds */
+
+struct pending {
+	__u64 since; /* queued at (now) */
+	__u64 gen;   /* insertion number: chains only go to smaller ones */
+	__u32 pid, corr;
+	__u32 prev; /* index + 1 of the previous record in its slot's chain */
+	__u32 live;
+	__u64 rec[PENDING_REC / 8];
+};
+
+struct held {
+	__u64 since;
+	__u64 tried; /* the thread's appended count at the last try */
+	__u32 live;
+	__u32 counted; /* in its thread's nheld */
+	__u64 rec[HELD_REC / 8];
+};
+
+struct shim_join {
+	void (*emit)(void *arg, struct bs_hdr *rec);
+	void *arg;
+	struct hmap *procs;   /* (pid, 0) -> struct jproc * */
+	struct pending *pend; /* ring of JOIN_PENDING */
+	__u32 head, count;
+	__u64 gen;
+	struct held *held; /* ring of JOIN_HELD */
+	__u32 hhead, hcount;
+	__u64 ncalls;	  /* calls kept, all threads */
+	__u64 last_sweep; /* now of the last trim of every thread */
+	int no_calls;	  /* shim_join__no_calls: decide every API record as it comes */
+	struct shim_join_stats st;
+	__u8 launches[1024]; /* cuda_table fn -> 1 when it puts work on the GPU */
+};
+
+struct jproc *join_proc(struct shim_join *j, __u32 pid, int create);
+struct corr_slot *join_slot(struct shim_join *j, __u32 pid, __u32 corr);
+/* Write a GPU record linked as slot S says (NULL: unlinked, no API record). */
+void join_link_emit(struct shim_join *j, struct bs_hdr *rec, const struct corr_slot *s);
+/* The GPU records waiting for S's id (S just decided), newest to oldest. */
+void join_release_chain(struct shim_join *j, __u32 pid, struct corr_slot *s);
+/* Emit unlinked every waiting GPU record of PID (all when PID is 0). */
+void join_pending_drop_pid(struct shim_join *j, __u32 pid);
+void join_pending_expire(struct shim_join *j, __u64 now, int all);
+
+#endif /* BPFSIGHT_SHIM_JOIN_INT_H */

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* A live process's threads' stacks, now, without stopping it (snap.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "cpu_records.h"
+#include "mono_clock.h"
+#include "proc_meta.h"
+#include "py_mem.h"
+#include "py_walk.h"
+#include "record_ctx.h"
+#include "snap.h"
+#include "stack_svc.h"
+#include "string_pool.h"
+#include "trace_model.h"
+#include "uprobe_mgr.h"
+#include "snap.skel.h"
+
+#define SNAP_MAX_THREADS 4096
+#define RAW_WORDS	 (BS_STACK_TOP_WORDS + BS_STACK_MAX_FRAMES + 4 * BS_PY_MAX_FRAMES)
+#define FP_SPAN		 (16ull << 20) /* a frame pointer lies this far above sp at most */
+#define SAMPLE_NS	 100000	       /* a running thread is sampled after this much CPU */
+#define ROUND_MS	 10	       /* the samples waited for between two rounds */
+#define RING_BYTES	 (1u << 20)
+
+/* One thread's stack as BPF sends it: the words on top of its stack, addresses, frames. */
+struct raw {
+	__u64 w[RAW_WORDS];
+	__u32 n, npy, flags;
+	int have;	/* 1: W is its stack; 2: read from memory, not checked yet */
+	__u64 switches; /* its context switches before the memory read */
+	struct bpf_link *sampler;
+};
+
+struct snap_run {
+	struct snap *out;
+	struct snap_bpf *skel;
+	struct bpf_link *iter;
+	struct record_opts opts;
+	struct record_ctx ctx;
+	struct stack_svc *svc;
+	struct ring_buffer *rb;
+	struct py_mem *mem;
+	struct bs_py_cfg cfg; /* valid when out->python_minor */
+	struct raw *raws;     /* per out->threads[i] */
+	struct snap_task *view;
+	__u32 nview;
+};
+
+/* The records the stack service writes (strings, stacks) go to the snap's model. */
+static void to_model(void *arg, const struct bs_hdr *rec)
+{
+	trace_model__observe(arg, rec);
+}
+
+/* The iterator's view of the process now into r->view; how many threads (0: none left). */
+static int look(struct snap_run *r)
+{
+	int fd = bpf_iter_create(bpf_link__fd(r->iter));
+	size_t got = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	while (got < SNAP_MAX_THREADS * sizeof(*r->view) &&
+	       (n = read(fd, (char *)r->view + got, SNAP_MAX_THREADS * sizeof(*r->view) - got)) > 0)
+		got += n;
+	close(fd);
+	r->nview = got / sizeof(*r->view);
+	return r->nview;
+}
+
+static const struct snap_task *seen(const struct snap_run *r, __u32 tid)
+{
+	for (__u32 i = 0; i < r->nview; i++)
+		if (r->view[i].tid == tid)
+			return &r->view[i];
+	return NULL;
+}
+
+static int thread_index(const struct snap *s, __u32 tid)
+{
+	for (__u32 i = 0; i < s->n; i++)
+		if (s->threads[i].task.tid == tid)
+			return i;
+	return -1;
+}
+
+/* The threads of the view not met before join the list (up to SNAP_MAX_THREADS). */
+static void add_new(struct snap_run *r)
+{
+	struct snap *s = r->out;
+
+	for (__u32 i = 0; i < r->nview && s->n < SNAP_MAX_THREADS; i++)
+		if (thread_index(s, r->view[i].tid) < 0)
+			s->threads[s->n++].task = r->view[i];
+}
+
+/*
+ * The native stack of T, which is not running, from its saved registers, as stack_unwind
+ * reads a running one: the words on top of its stack, its instruction, the return addresses
+ * a frame-pointer walk finds. How many words after the top ones.
+ */
+static __u32 native_from_memory(struct snap_run *r, const struct snap_task *t, __u64 *w)
+{
+	__u64 fp = t->bp, hi = t->sp + FP_SPAN, fr[2];
+	__u32 n = 0;
+
+	if (py_mem__read(r->mem, r->out->pid, t->sp, w, BS_STACK_TOP_WORDS * 8))
+		memset(w, 0, BS_STACK_TOP_WORDS * 8);
+	w += BS_STACK_TOP_WORDS;
+	if (!t->ip)
+		return 0;
+	w[n++] = t->ip;
+	while (fp >= t->sp && fp < hi && !(fp & 7) && n < BS_STACK_MAX_FRAMES + 1) {
+		if (py_mem__read(r->mem, r->out->pid, fp, fr, sizeof(fr)) || !fr[1])
+			break;
+		w[n++] = fr[1];
+		/* A caller's frame lies above its callee's: anything else ends the chain. */
+		if (fr[0] <= fp)
+			break;
+		fp = fr[0];
+	}
+	return n;
+}
+
+/* T's stack read from memory into RAW (checked later: it may have run meanwhile). */
+static void read_memory(struct snap_run *r, const struct snap_task *t, struct raw *raw)
+{
+	int npy = 0;
+
+	raw->n = native_from_memory(r, t, raw->w);
+	raw->flags = BS_CPU_LEAF;
+	if (r->out->python_minor) {
+		npy = py_walk__frames(r->mem, r->out->pid, &r->cfg,
+				      py_walk__key(&r->cfg, t->tid, t->fsbase),
+				      (struct bs_py_frame *)(raw->w + BS_STACK_TOP_WORDS + raw->n),
+				      BS_PY_MAX_FRAMES);
+		raw->flags |= npy >= 0 ? BS_CPU_PYTHON : 0;
+	}
+	raw->npy = npy > 0 ? npy : 0;
+	raw->n += BS_STACK_TOP_WORDS;
+	raw->switches = t->switches;
+	raw->have = 2;
+}
+
+/*
+ * A task-clock event on thread TID running snap_sample, for one overflow: its stack comes
+ * once it has run SAMPLE_NS more.
+ */
+static int sample(struct snap_run *r, __u32 tid, struct raw *raw)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(a),
+		.config = PERF_COUNT_SW_TASK_CLOCK,
+		.sample_period = SAMPLE_NS,
+	};
+	int fd;
+
+	if (raw->sampler)
+		return 0;
+	fd = syscall(__NR_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	raw->sampler = bpf_program__attach_perf_event(r->skel->progs.snap_sample, fd);
+	if (!raw->sampler) {
+		close(fd);
+		return -errno;
+	}
+	/* One interrupt of the thread, not one per period until the event is closed. */
+	ioctl(fd, PERF_EVENT_IOC_REFRESH, 1);
+	return 0;
+}
+
+static void stop_sampling(struct raw *raw)
+{
+	bpf_link__destroy(raw->sampler); /* closes the event */
+	raw->sampler = NULL;
+}
+
+/* A sample's STACK_RAW: the first one of its thread is its stack. */
+static int on_sample(void *arg, void *data, size_t size)
+{
+	const struct bs_stack_raw *rec = data;
+	struct snap_run *r = arg;
+	struct raw *raw;
+	__u32 n, npy;
+	int i;
+
+	if (size < sizeof(*rec) || rec->h.type != BS_REC_STACK_RAW)
+		return 0;
+	i = thread_index(r->out, rec->h.tid);
+	if (i < 0 || r->raws[i].have == 1)
+		return 0;
+	raw = &r->raws[i];
+	stack_svc__raw_counts(size - sizeof(*rec), rec->nips, rec->npy, &n, &npy);
+	if (n > BS_STACK_TOP_WORDS + BS_STACK_MAX_FRAMES)
+		n = BS_STACK_TOP_WORDS + BS_STACK_MAX_FRAMES;
+	memcpy(raw->w, rec + 1, (n + 4ull * npy) * 8);
+	raw->n = n;
+	raw->npy = npy;
+	raw->flags = rec->flags;
+	raw->have = 1;
+	r->out->threads[i].sampled = 1;
+	r->out->threads[i].in_kernel = !!(rec->flags & BS_CPU_KERNEL);
+	return 0;
+}
+
+/*
+ * One round: each thread still without a stack is read from memory when it does not run
+ * (kept when the next look shows it did not run meanwhile), sampled when it does.
+ */
+static int round_once(struct snap_run *r)
+{
+	struct snap *s = r->out;
+	const struct snap_task *t;
+	int left = 0, err;
+
+	if (look(r) <= 0)
+		return -ESRCH;
+	add_new(r);
+	for (__u32 i = 0; i < s->n; i++) {
+		struct snap_thread *th = &s->threads[i];
+
+		if (r->raws[i].have == 1 || th->error)
+			continue;
+		t = seen(r, th->task.tid);
+		if (!t) {
+			th->error = "it exited during the dump";
+			continue;
+		}
+		th->task = *t;
+		if (t->kthread) {
+			th->error = "a kernel thread: no user-space stack";
+		} else if (t->exiting) {
+			th->error = "it is exiting";
+		} else if (t->on_cpu || !t->state) {
+			/* Running, or runnable: it runs again soon, and the sample is then. */
+			err = sample(r, t->tid, &r->raws[i]);
+			if (err)
+				th->error =
+					"running, and it could not be sampled (perf_event_open)";
+		} else {
+			read_memory(r, t, &r->raws[i]);
+		}
+	}
+	if (look(r) <= 0)
+		return -ESRCH;
+	for (__u32 i = 0; i < s->n; i++) {
+		struct raw *raw = &r->raws[i];
+
+		if (raw->have == 2) {
+			t = seen(r, s->threads[i].task.tid);
+			raw->have = t && !t->on_cpu && t->switches == raw->switches ? 1 : 0;
+		}
+		if (raw->have == 1 && raw->sampler)
+			stop_sampling(raw);
+		left += raw->have != 1 && !s->threads[i].error;
+	}
+	s->rounds++;
+	return left;
+}
+
+/* The GIL's holder among the threads. */
+static void mark_gil(struct snap_run *r)
+{
+	__u64 key = r->out->python_minor ? py_walk__gil_holder(r->mem, r->out->pid, &r->cfg) : 0;
+
+	for (__u32 i = 0; key && i < r->out->n; i++) {
+		const struct snap_task *t = &r->out->threads[i].task;
+
+		r->out->threads[i].gil = py_walk__key(&r->cfg, t->tid, t->fsbase) == key;
+	}
+}
+
+/* Each stack named by the stack service; Python names from the threading module. */
+static void name_all(struct snap_run *r)
+{
+	static struct py_thread_name names[SNAP_MAX_THREADS];
+	struct snap *s = r->out;
+	int nn = 0;
+
+	for (__u32 i = 0; i < s->n; i++) {
+		struct raw *raw = &r->raws[i];
+		const __u64 *w = raw->w, *top;
+		__u32 n = raw->n;
+
+		if (raw->have != 1)
+			continue;
+		top = stack_svc__raw_top(raw->flags, &w, &n);
+		s->threads[i].stack_id = stack_svc__stack(
+			&r->ctx, r->svc, s->pid, s->threads[i].task.tid, 0, w, n, raw->npy, top);
+		if (!s->threads[i].stack_id && !s->threads[i].error)
+			s->threads[i].error = "no frame could be read";
+	}
+	if (s->python_minor)
+		nn = stack_svc__thread_names(r->svc, s->pid, names, SNAP_MAX_THREADS);
+	for (int k = 0; k < nn; k++) {
+		int i = thread_index(s, names[k].tid);
+
+		if (i >= 0)
+			snprintf(s->threads[i].name, sizeof(s->threads[i].name), "%s",
+				 names[k].name);
+	}
+}
+
+/* PID's executable and command line, for naming its threads (thread_name.h). */
+static void read_program(struct snap *s)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", s->pid);
+	n = readlink(path, s->exe, sizeof(s->exe) - 1);
+	s->exe[n > 0 ? n : 0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", s->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, s->cmdline, sizeof(s->cmdline) - 1) : 0;
+	if (fd >= 0)
+		close(fd);
+	s->cmdline[n > 0 ? n : 0] = 0;
+	for (ssize_t i = 0; i + 1 < n; i++)
+		if (!s->cmdline[i])
+			s->cmdline[i] = ' ';
+}
+
+static int fail(struct snap *out, int err, const char *why)
+{
+	out->failure = why;
+	return err;
+}
+
+/* The BPF side and the stack service, as a recording has them. */
+static int setup(struct snap_run *r)
+{
+	struct snap *s = r->out;
+	__u32 key = s->pid;
+	int err;
+
+	r->skel = snap_bpf__open();
+	if (!r->skel)
+		return fail(s, -errno, "cannot open the BPF object");
+	r->skel->rodata->snap_pid = s->pid;
+	r->skel->rodata->self_pid = getpid();
+	bpf_map__set_max_entries(r->skel->maps.events, RING_BYTES);
+	err = snap_bpf__load(r->skel);
+	if (err)
+		return fail(s, err, "cannot load the BPF programs");
+	r->iter = bpf_program__attach_iter(r->skel->progs.snap_tasks, NULL);
+	if (!r->iter)
+		return fail(s, -errno, "cannot attach the task iterator");
+	r->opts = (struct record_opts){
+		.npids = 1, .sink = to_model, .sink_arg = s->model, .cmd_name = "stacks"
+	};
+	r->opts.pids[0] = s->pid;
+	r->ctx = (struct record_ctx){ .opts = &r->opts,
+				      .self_pid = getpid(),
+				      .strings = string_pool__new(),
+				      .events_fd = -1,
+				      .targets_fd = -1,
+				      .lost_fd = -1,
+				      .control_fd = -1,
+				      .py_procs_fd = bpf_map__fd(r->skel->maps.py_procs),
+				      .py_codes_fd = -1 };
+	r->ctx.uprobes = r->ctx.strings ? uprobe_mgr__new(&r->ctx) : NULL;
+	if (!r->ctx.uprobes || !(r->svc = stack_svc__get(&r->ctx, &err)))
+		return fail(s, -ENOMEM, "cannot start the stack service");
+	stack_svc__start(&r->ctx, r->svc);
+	s->python_minor = stack_svc__python_minor(r->svc, s->pid);
+	if (s->python_minor && bpf_map_lookup_elem(r->ctx.py_procs_fd, &key, &r->cfg))
+		s->python_minor = 0;
+	/* struct _gil_runtime_state: locked at 16, its condition variables and mutexes up to 208 */
+	if (s->python_minor && r->cfg.locked >= 16) {
+		s->gil = r->cfg.locked - 16;
+		s->gil_end = s->gil + 208;
+	}
+	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_sample, r, NULL);
+	if (!r->rb)
+		return fail(s, -errno, "cannot open the ring buffer");
+	return 0;
+}
+
+static void teardown(struct snap_run *r)
+{
+	for (__u32 i = 0; r->raws && i < r->out->n; i++)
+		stop_sampling(&r->raws[i]);
+	ring_buffer__free(r->rb);
+	stack_svc__free(r->svc);
+	uprobe_mgr__free(r->ctx.uprobes);
+	string_pool__free(r->ctx.strings);
+	bpf_link__destroy(r->iter);
+	snap_bpf__destroy(r->skel);
+
+	py_mem__free(r->mem);
+	free(r->raws);
+	free(r->view);
+}
+
+int snap__take(pid_t pid, __u64 wait_ns, struct snap *out)
+{
+	__u64 t0 = mono_now_ns(), start;
+	struct snap_run r = { .out = out };
+	pid_t tgid = proc_meta__tgid(pid);
+	int err, left = 1;
+
+	memset(out, 0, sizeof(*out));
+	if (tgid <= 0 || !proc_meta__alive(tgid))
+		return fail(out, -ESRCH, "no such process");
+	out->pid = tgid;
+	read_program(out);
+	out->model = trace_model__new();
+	out->threads = calloc(SNAP_MAX_THREADS, sizeof(*out->threads));
+	r.raws = calloc(SNAP_MAX_THREADS, sizeof(*r.raws));
+	r.view = calloc(SNAP_MAX_THREADS, sizeof(*r.view));
+	r.mem = py_mem__new();
+	if (!out->model || !out->threads || !r.raws || !r.view || !r.mem) {
+		err = fail(out, -ENOMEM, "out of memory");
+		goto out;
+	}
+	err = setup(&r);
+	if (err)
+		goto out;
+	/* The wait is for the threads, from the first look: not the setup's time. */
+	start = out->read_at = mono_now_ns();
+	while (left > 0) {
+		left = round_once(&r);
+		if (out->rounds == 1 && left >= 0)
+			mark_gil(&r);
+		if (left > 0 && mono_now_ns() - start >= wait_ns)
+			break;
+		if (left > 0)
+			ring_buffer__poll(r.rb, ROUND_MS);
+	}
+	ring_buffer__consume(r.rb);
+	out->read_ns = mono_now_ns() - start;
+	if (left < 0 || !proc_meta__alive(tgid)) {
+		err = fail(out, -ESRCH, "the process exited during the dump");
+		goto out;
+	}
+	for (__u32 i = 0; i < out->n; i++)
+		if (r.raws[i].have != 1 && !out->threads[i].error)
+			out->threads[i].error =
+				r.raws[i].sampler ? "running, and no sample of it came in time"
+						  : "it kept running while its memory was read";
+	name_all(&r);
+	out->took_ns = mono_now_ns() - t0;
+out:
+	teardown(&r);
+	return err;
+}
+
+void snap__free(struct snap *s)
+{
+	trace_model__free(s->model);
+	free(s->threads);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Every thread's stack of a live process now, Python and native, without stopping it
+ * (`bpfsight stacks`, docs/STACKS.md "bpfsight stacks"): a BPF task iterator says where each
+ * thread is (its state, the registers saved where it entered the kernel); a thread that is
+ * not running has its stack read from the process's memory from those registers (native
+ * frames by frame pointers, Python frames as BPF reads them: py_walk.h), kept only when its
+ * context-switch count shows it did not run meanwhile; a thread running on a CPU gets a
+ * task-clock perf event whose BPF program reads its stack at the interrupt (bpf/snap.bpf.c).
+ * Frames are named by the recording's stack service (native_frames, py_stack__name), into
+ * STACK records the snap's trace model keeps.
+ */
+#ifndef BPFSIGHT_SNAP_H
+#define BPFSIGHT_SNAP_H
+
+#include <sys/types.h>
+#include <linux/types.h>
+#include "py_threads.h"
+#include "snap_task.h"
+
+struct trace_model;
+
+struct snap_thread {
+	struct snap_task task;	       /* the iterator's last view of it */
+	__u32 stack_id;		       /* its stack (trace_model__stack(snap.model, id)), 0: none */
+	int gil;		       /* it holds the GIL */
+	int sampled;		       /* read by a sample while it ran (else from memory) */
+	int in_kernel;		       /* sampled in the kernel (a system call, a fault) */
+	const char *error;	       /* why it has no stack, NULL when it has one */
+	char name[PY_THREAD_NAME_MAX]; /* its Python name, "" when none */
+};
+
+struct snap {
+	pid_t pid;
+	__u32 python_minor; /* 3.MINOR whose Python frames were read, 0: none */
+	__u64 gil, gil_end; /* where its GIL's state lies (a futex there is a wait for it) */
+	struct snap_thread *threads;
+	__u32 n;
+	struct trace_model *model; /* names the stacks */
+	__u64 took_ns;		   /* from the start (BPF loaded) to the last stack named */
+	__u64 read_at;		   /* CLOCK_MONOTONIC ns of the first look at the threads */
+	__u64 read_ns;		   /* from it to the last stack read */
+	__u32 rounds;		   /* iterations of the not-running threads' reads */
+	const char *failure;	   /* why snap__take failed (with its errno) */
+	char exe[4096];		   /* its executable, "" when unknown */
+	char cmdline[4096];	   /* its command line, arguments apart by spaces */
+};
+
+/*
+ * The stacks of every thread of process PID (a thread id names its process), waiting at most
+ * WAIT_NS for the samples of running threads. 0, or a negative errno with out->failure set
+ * (-ESRCH: no such process, or it exited during the dump; -EPERM: not allowed).
+ */
+int snap__take(pid_t pid, __u64 wait_ns, struct snap *out);
+void snap__free(struct snap *s);
+
+#endif /* BPFSIGHT_SNAP_H */

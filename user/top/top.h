@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * `bpfsight top`'s counters: the recording's record stream (the recorder's sink, on its
+ * thread) folded into counters per thread for the interval under way, cut into frames (on the
+ * screen's thread) that say, per process and thread, what each column shows. CPU% is top's
+ * own (the threads' on-CPU time from /proc); the other columns are the families'
+ * (top_family.h). docs/USAGE.md#top says what each column means.
+ */
+#ifndef BPFSIGHT_TOP_H
+#define BPFSIGHT_TOP_H
+
+#include <linux/types.h>
+#include "records.h"
+
+struct family;
+struct record_opts;
+struct top_column;
+
+#define TOP_MAX_COLS 16 /* CPU% and the families' columns */
+#define TOP_NAME_LEN 32 /* a thread's name as shown, with its NUL */
+
+/* One column of the view: the family's, or CPU% (F NULL). */
+struct top_col {
+	const struct top_column *c;
+	const struct family *f;
+	int fi; /* F's index in families[], -1 for CPU% */
+};
+
+#define TOP_ROW_TARGET 0x1 /* a process given with -p: shown even when idle */
+#define TOP_ROW_EXITED 0x2 /* it exited during the interval (shown once more) */
+#define TOP_ROW_IDLE   0x4 /* nothing in any column this interval */
+
+/* One process (tid 0) or thread, as the interval left it. */
+struct top_row {
+	__u32 pid, tid;
+	__u32 flags; /* TOP_ROW_* */
+	char name[TOP_NAME_LEN];
+	double val[TOP_MAX_COLS];	 /* % (share), per second (rate), ns (longest) */
+	const char *label[TOP_MAX_COLS]; /* TOP_LONGEST: what took that long */
+};
+
+struct top_frame {
+	__u64 now, span_ns; /* when it was cut, and the interval it covers */
+	const struct top_col *cols;
+	__u32 ncols;
+	__u32 shown;	      /* bit i: column i has had values (columns never fed stay hidden) */
+	struct top_row *rows; /* every process, each followed by its threads */
+	size_t nrows, cap;
+	__u32 nprocs, nthreads;
+	double records_per_s;	   /* records the recording sent this interval, per second */
+	__u64 lost, lost_interval; /* events lost since the start, and in this interval */
+	char lost_why[96];	   /* the causes of this interval's losses: "cuda: ringbuf_full" */
+};
+
+struct top;
+
+/* The counters of a recording with options O (its families' columns). NULL without memory. */
+struct top *top__new(const struct record_opts *o);
+void top__free(struct top *t);
+/*
+ * The records come from a file (top_replay.c), not a live recording: nothing is read from
+ * /proc, so there is no CPU% column; the frames are cut at the records' times.
+ */
+void top__replay(struct top *t);
+/* The recorder's sink (struct record_opts.sink): one record, as a trace file would get it. */
+void top__record(void *t, const struct bs_hdr *rec);
+/* When the first record came (CLOCK_MONOTONIC ns): the recording is live. 0 before. */
+__u64 top__live_since(struct top *t);
+/*
+ * Cut the interval under way at NOW into FR (its memory reused from the previous cut), start
+ * the next. Rows are in no order (top_screen.c sorts them). 0, or -ENOMEM.
+ */
+int top__cut(struct top *t, __u64 now, struct top_frame *fr);
+void top_frame__free(struct top_frame *fr);
+/* Column I's --sort key ("cpu", "gil", ...), for parsing and messages. */
+const char *top_col__key(const struct top_col *c);
+/* CPU%: top's own column, from each thread's on-CPU time (top_cpu.c). */
+extern const struct top_column top_cpu_column;
+/* The view's columns (the same in every frame) and how many. */
+const struct top_col *top__columns(struct top *t, __u32 *n);
+
+#endif /* BPFSIGHT_TOP_H */

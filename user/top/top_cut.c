@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * An interval cut into a frame (top.h): each thread's counters become what its columns show
+ * (a share of the interval, a rate, the longest event), each process gets the sum of its
+ * threads (the longest: their longest), then the counters start over.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "top_priv.h"
+#include "trace_model.h"
+
+/*
+ * The name a thread (TID 0: a process) is shown by. The trace model's: the comm, or a name
+ * the application gave the thread (NVTX); the one place to ask for another (Python's).
+ * Printable ASCII only: a name is the traced program's, and the terminal must not obey it.
+ */
+static void row_name(const struct top *t, __u32 pid, __u32 tid, char *buf)
+{
+	const char *n = tid ? trace_model__thread_name(t->model, tid)
+			    : trace_model__process_name(t->model, pid);
+
+	if (!n)
+		n = tid ? trace_model__process_name(t->model, pid)
+			: trace_model__thread_name(t->model, pid);
+	snprintf(buf, TOP_NAME_LEN, "%s", n && *n ? n : "?");
+	for (char *p = buf; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+}
+
+static int has_polled(const struct top *t, int fi)
+{
+	for (__u32 c = 1; c < t->ncols; c++)
+		if (t->cols[c].fi == fi && (t->cols[c].c->flags & TOP_POLLED))
+			return 1;
+	return 0;
+}
+
+static double scale(const struct top_column *c, __u64 v, __u64 span)
+{
+	double x = c->kind == TOP_SHARE	 ? v * 100.0 / span
+		   : c->kind == TOP_RATE ? v * 1e9 / span
+					 : v;
+
+	/*
+	 * A thread is busy at most all the time. More comes from when values arrive: a polled
+	 * wait that began before the previous poll, GPU kernels handed over late in a batch.
+	 */
+	return c->kind == TOP_SHARE && x > 100 ? 100 : x;
+}
+
+/*
+ * Family FI's polled columns: the snapshots since the last cut are divided by the time between
+ * the polls they came in; with no new poll the last value holds, until none came for
+ * TOP_POLL_STALE_NS (a family writes a snapshot only when a total changed).
+ */
+static void cut_polled(struct top *t, int fi, __u64 now)
+{
+	__u64 span = t->poll_ts[fi] > t->poll_cut[fi] ? t->poll_ts[fi] - t->poll_cut[fi] : 0;
+	__u64 last = t->poll_ts[fi] > t->poll_cut[fi] ? t->poll_ts[fi] : t->poll_cut[fi];
+	struct top_thread *th;
+	size_t it = 0;
+
+	if (!span && now - last < TOP_POLL_STALE_NS)
+		return;
+	while ((th = hmap__next(t->threads, &it, NULL)))
+		for (__u32 c = 1; c < t->ncols; c++) {
+			if (t->cols[c].fi != fi || !(t->cols[c].c->flags & TOP_POLLED))
+				continue;
+			th->polled[c] = span ? scale(t->cols[c].c, th->cell[c].v, span) : 0;
+			th->cell[c].v = 0;
+		}
+	if (span)
+		t->poll_cut[fi] = t->poll_ts[fi];
+}
+
+/*
+ * CPU% of a thread: its on-CPU time since the last cut (0 once it has exited). A thread or
+ * process /proc no longer has is gone, its exit record lost or still on its way: it goes
+ * after this frame, as if the record had come.
+ */
+static double cpu_share(const struct top *t, struct top_thread *th, __u64 span)
+{
+	char path[32];
+	__u64 ns;
+	double pct = 0;
+	int err;
+
+	if (t->replay)
+		return 0;
+	if (!th->tid) {
+		snprintf(path, sizeof(path), "/proc/%u", th->pid);
+		if (access(path, F_OK) && errno == ENOENT)
+			th->flags |= TOP_ROW_EXITED;
+		return 0;
+	}
+	err = top_cpu__read(th->pid, th->tid, &ns);
+	if (err == -ENOENT)
+		th->flags |= TOP_ROW_EXITED;
+	if (err)
+		return 0;
+	if (th->cpu_known && ns >= th->cpu_ns)
+		pct = (ns - th->cpu_ns) * 100.0 / span;
+	if (pct > 100) /* the interval's clock and the scheduler's disagree by a tick */
+		pct = 100;
+	th->cpu_ns = ns;
+	th->cpu_known = 1;
+	return pct;
+}
+
+static struct top_row *new_row(struct top_frame *fr)
+{
+	if (fr->nrows == fr->cap) {
+		size_t cap = fr->cap ? fr->cap * 2 : 64;
+		struct top_row *r = realloc(fr->rows, cap * sizeof(*r));
+
+		if (!r)
+			return NULL;
+		fr->rows = r;
+		fr->cap = cap;
+	}
+	memset(&fr->rows[fr->nrows], 0, sizeof(fr->rows[0]));
+	return &fr->rows[fr->nrows++];
+}
+
+/* TH's row: its values as shown. */
+static int thread_row(struct top *t, struct top_thread *th, struct top_frame *fr, __u64 span)
+{
+	struct top_row *r = new_row(fr);
+
+	if (!r)
+		return -ENOMEM;
+	r->pid = th->pid;
+	r->tid = th->tid;
+	r->val[0] = cpu_share(t, th, span);
+	r->flags = th->flags;
+	row_name(t, th->pid, th->tid, r->name);
+	for (__u32 c = 1; c < t->ncols; c++) {
+		const struct top_column *col = t->cols[c].c;
+
+		r->val[c] =
+			col->flags & TOP_POLLED ? th->polled[c] : scale(col, th->cell[c].v, span);
+		r->label[c] = th->cell[c].label;
+	}
+	return 0;
+}
+
+/* Each process row gets its threads' values: summed, the longest event their longest. */
+static int sum_processes(struct top *t, struct top_frame *fr)
+{
+	struct hmap *procs = hmap__new(sizeof(size_t));
+	size_t *at;
+
+	if (!procs)
+		return -ENOMEM;
+	for (size_t i = 0; i < fr->nrows; i++)
+		if (!fr->rows[i].tid &&
+		    (at = hmap__get(procs, (struct hkey){ fr->rows[i].pid }, 1)))
+			*at = i;
+	for (size_t i = 0; i < fr->nrows; i++) {
+		const struct top_row *r = &fr->rows[i];
+		struct top_row *p;
+
+		if (!r->tid || !(at = hmap__get(procs, (struct hkey){ r->pid }, 0)))
+			continue;
+		p = &fr->rows[*at];
+		for (__u32 c = 0; c < t->ncols; c++) {
+			if (t->cols[c].c->kind != TOP_LONGEST)
+				p->val[c] += r->val[c];
+			else if (r->val[c] > p->val[c]) {
+				p->val[c] = r->val[c];
+				p->label[c] = r->label[c];
+			}
+		}
+	}
+	hmap__free(procs);
+	for (size_t i = 0; i < fr->nrows; i++) {
+		struct top_row *r = &fr->rows[i];
+		__u32 c = 0;
+
+		while (c < t->ncols && !r->val[c])
+			c++;
+		if (c == t->ncols)
+			r->flags |= TOP_ROW_IDLE;
+		fr->nprocs += !r->tid;
+		fr->nthreads += !!r->tid;
+	}
+	return 0;
+}
+
+/* "cuda: ringbuf_full 12; gil: task_map_full 3" for the interval's losses. */
+static void cut_losses(struct top *t, struct top_frame *fr)
+{
+	size_t used = 0;
+
+	fr->lost = t->lost;
+	fr->lost_interval = t->lost - t->lost_cut;
+	fr->lost_why[0] = 0;
+	for (int i = 0; i < TOP_LOSS_KINDS && t->lost_kinds[i].n; i++) {
+		int n = snprintf(fr->lost_why + used, sizeof(fr->lost_why) - used, "%s%s: %s %llu",
+				 i ? "; " : "", t->lost_kinds[i].family, t->lost_kinds[i].cause,
+				 (unsigned long long)t->lost_kinds[i].n);
+
+		used += n > 0 ? (size_t)n : 0;
+		if (used >= sizeof(fr->lost_why))
+			break;
+	}
+	t->lost_cut = t->lost;
+	memset(t->lost_kinds, 0, sizeof(t->lost_kinds));
+}
+
+/* The counters start over; what exited goes, now that it was shown once more. */
+static void start_over(struct top *t)
+{
+	struct top_thread *th;
+	struct hkey gone[64];
+	size_t it = 0, n = 0;
+
+	do {
+		n = 0;
+		it = 0;
+		while ((th = hmap__next(t->threads, &it, NULL))) {
+			if ((th->flags & TOP_ROW_EXITED) && n < 64) {
+				gone[n++] = (struct hkey){ th->pid, th->tid };
+				continue;
+			}
+			for (__u32 c = 1; c < t->ncols; c++)
+				if (!(t->cols[c].c->flags & TOP_POLLED))
+					th->cell[c] = (struct top_cell){ 0 };
+		}
+		for (size_t i = 0; i < n; i++)
+			hmap__del(t->threads, gone[i]);
+	} while (n == 64);
+}
+
+int top__cut(struct top *t, __u64 now, struct top_frame *fr)
+{
+	struct top_thread *th;
+	__u64 span;
+	size_t it = 0;
+	int err = 0;
+
+	pthread_mutex_lock(&t->lock);
+	span = now > t->last_cut ? now - t->last_cut : 1;
+	fr->now = now;
+	fr->span_ns = span;
+	fr->cols = t->cols;
+	fr->ncols = t->ncols;
+	fr->shown = t->shown;
+	fr->nrows = fr->nprocs = fr->nthreads = 0;
+	fr->records_per_s = (t->records - t->records_cut) * 1e9 / span;
+	t->records_cut = t->records;
+	for (int i = 0; families[i] && i < FAMILY_MAX; i++)
+		if (t->col_base[i] >= 0 && has_polled(t, i))
+			cut_polled(t, i, now);
+	while (!err && (th = hmap__next(t->threads, &it, NULL)))
+		err = thread_row(t, th, fr, span);
+	if (!err)
+		err = sum_processes(t, fr);
+	cut_losses(t, fr);
+	start_over(t);
+	t->last_cut = now;
+	pthread_mutex_unlock(&t->lock);
+	return err;
+}
+
+void top_frame__free(struct top_frame *fr)
+{
+	free(fr->rows);
+	memset(fr, 0, sizeof(*fr));
+}

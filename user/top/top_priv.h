@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What top_state.c keeps and top_cut.c cuts into frames; families see top_family.h. */
+#ifndef BPFSIGHT_TOP_PRIV_H
+#define BPFSIGHT_TOP_PRIV_H
+
+#include <pthread.h>
+#include "family.h"
+#include "stats_math.h"
+#include "top.h"
+#include "top_family.h"
+
+/* A polled column with no new snapshot for this long has nothing to count: it reads 0. */
+#define TOP_POLL_STALE_NS 2500000000ull
+#define TOP_LOSS_KINDS	  4 /* causes named in one interval's loss line */
+
+struct top_cell {
+	__u64 v;
+	const char *label; /* TOP_LONGEST */
+};
+
+/* A thread, or (tid 0) a process: its own values and what the process row needs. */
+struct top_thread {
+	__u32 pid, tid;
+	__u32 flags; /* TOP_ROW_TARGET, TOP_ROW_EXITED */
+	__u32 cpu_known;
+	__u64 cpu_ns; /* its on-CPU time at the last cut (or when first seen) */
+	struct top_cell cell[TOP_MAX_COLS]; /* the interval under way */
+	double polled[TOP_MAX_COLS];	    /* TOP_POLLED columns: the value of the last polls */
+};
+
+struct top_loss_kind {
+	const char *family, *cause;
+	__u64 n;
+};
+
+struct top {
+	pthread_mutex_t lock; /* the recording's thread folds, the screen's cuts */
+	const struct record_opts *o;
+	struct trace_model *model; /* names: every record goes through it */
+	struct hmap *threads;	   /* {pid, tid} -> top_thread; {pid, 0} the process */
+	struct top_col cols[TOP_MAX_COLS];
+	__u32 ncols;
+	int col_base[FAMILY_MAX]; /* a family's first column, -1 without columns */
+	void *states[FAMILY_MAX];
+	__u32 shown;
+	__u64 live_since, last_cut;
+	__u64 records, records_cut;
+	__u64 lost, lost_cut;
+	struct top_loss_kind lost_kinds[TOP_LOSS_KINDS];
+	__u64 poll_ts[FAMILY_MAX], poll_cut[FAMILY_MAX]; /* TOP_POLLED columns' clock */
+	__u64 now_ts; /* the time of the record being folded: a poll's time for TOP_POLLED */
+	int replay;   /* records of a file: nothing is read from /proc (no CPU%) */
+};
+
+/* The entry of thread TID of PID (0: the process), made on first use; NULL without memory. */
+struct top_thread *top__thread(struct top *t, __u32 pid, __u32 tid);
+/* Its on-CPU time from /proc (top_cpu.c): 0, or -errno when it is gone. */
+int top_cpu__read(__u32 pid, __u32 tid, __u64 *ns);
+
+#endif /* BPFSIGHT_TOP_PRIV_H */

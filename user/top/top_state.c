@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * top's counters fed the record stream (top.h): the processes and threads from the recording's
+ * lifecycle records, their names through a trace model (what every reader names them by), the
+ * losses, and the families' columns (top_family.h), folded per thread for the interval under
+ * way. top_cut.c turns an interval into a frame.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "loss.h"
+#include "mono_clock.h"
+#include "record_ctx.h"
+#include "top_priv.h"
+#include "trace_model.h"
+
+/* CPU%: top's own column, from each thread's on-CPU time (top_cpu.c). */
+const struct top_column top_cpu_column = {
+	"cpu", "CPU%", "time on a CPU (100% = one CPU)", TOP_SHARE, 0, 5,
+};
+
+static int is_target(const struct top *t, __u32 pid)
+{
+	for (__u32 i = 0; i < t->o->npids; i++)
+		if ((__u32)t->o->pids[i] == pid)
+			return 1;
+	return 0;
+}
+
+struct top_thread *top__thread(struct top *t, __u32 pid, __u32 tid)
+{
+	struct top_thread *th;
+
+	if (tid && !top__thread(t, pid, 0)) /* its process first: creating may move entries */
+		return NULL;
+	th = hmap__get(t->threads, (struct hkey){ pid, tid }, 0);
+	if (th)
+		return th;
+	th = hmap__get(t->threads, (struct hkey){ pid, tid }, 1);
+	if (!th)
+		return NULL;
+	th->pid = pid;
+	th->tid = tid;
+	th->flags = !tid && is_target(t, pid) ? TOP_ROW_TARGET : 0;
+	/* A thread seen for the first time has run before: its CPU% counts from now. */
+	if (tid && !t->replay)
+		th->cpu_known = !top_cpu__read(pid, tid, &th->cpu_ns);
+	return th;
+}
+
+/*
+ * The entry an event of TID in PID counts in. One that comes after its thread exited (a GPU
+ * kernel handed over late) counts for the process, and one after the process exited is
+ * dropped: neither must bring back an entry that nothing would remove again.
+ */
+static struct top_thread *event_thread(struct top *t, __u32 pid, __u32 tid)
+{
+	struct top_thread *th = hmap__get(t->threads, (struct hkey){ pid, tid }, 0);
+	char path[64];
+	__u64 ns;
+
+	if (th || t->replay)
+		return th ? th : top__thread(t, pid, tid);
+	if (tid && !top_cpu__read(pid, tid, &ns))
+		return top__thread(t, pid, tid);
+	th = hmap__get(t->threads, (struct hkey){ pid, 0 }, 0);
+	if (th)
+		return th;
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	return access(path, F_OK) ? NULL : top__thread(t, pid, 0);
+}
+
+/* A new process or thread: it starts from nothing (a recycled id inherits nothing). */
+static void born(struct top *t, __u32 pid, __u32 tid)
+{
+	struct top_thread *th;
+
+	if (tid == pid) /* a new process: its own entry starts over too */
+		hmap__del(t->threads, (struct hkey){ pid, 0 });
+	hmap__del(t->threads, (struct hkey){ pid, tid });
+	th = top__thread(t, pid, tid);
+	if (th) { /* all its time on a CPU is since it was born */
+		th->cpu_ns = 0;
+		th->cpu_known = 1;
+	}
+}
+
+static void exited(struct top *t, const struct bs_hdr *h)
+{
+	const struct bs_exit *e = (const void *)h;
+	struct top_thread *th;
+
+	if (h->size < sizeof(*e))
+		return;
+	if ((th = top__thread(t, h->pid, h->tid)))
+		th->flags |= TOP_ROW_EXITED;
+	if (e->group_dead && (th = top__thread(t, h->pid, 0)))
+		th->flags |= TOP_ROW_EXITED;
+}
+
+/* After an exec the caller is the leader (tid == pid) and the process's only thread. */
+static void execed(struct top *t, const struct bs_hdr *h)
+{
+	struct top_thread *th;
+
+	if (h->tid != h->pid)
+		hmap__del(t->threads, (struct hkey){ h->pid, h->tid });
+	if ((th = top__thread(t, h->pid, h->pid)))
+		th->flags &= ~TOP_ROW_EXITED; /* the old leader's exit came before */
+	if ((th = top__thread(t, h->pid, 0)))
+		th->flags &= ~TOP_ROW_EXITED;
+}
+
+/* The processes and threads there are, from the lifecycle records. */
+static void lifecycle(struct top *t, const struct bs_hdr *h)
+{
+	const struct bs_fork *f = (const void *)h;
+
+	switch (h->type) {
+	case BS_REC_PROCESS:
+		top__thread(t, h->pid, h->tid ? h->tid : h->pid);
+		break;
+	case BS_REC_THREAD:
+		top__thread(t, h->pid, h->tid);
+		break;
+	case BS_REC_FORK:
+		if (h->size >= sizeof(*f))
+			born(t, f->child_tid == f->child_pid ? f->child_pid : h->pid, f->child_tid);
+		break;
+	case BS_REC_EXEC:
+		execed(t, h);
+		break;
+	case BS_REC_EXIT:
+		exited(t, h);
+		break;
+	}
+}
+
+/* A loss: counted, and its cause named on the interval's loss line. */
+static void lost(struct top *t, const struct bs_hdr *h)
+{
+	const struct bs_loss *l = (const void *)h;
+	const char *fam, *cause;
+	int i;
+
+	if (h->size < sizeof(*l))
+		return;
+	t->lost += l->count;
+	fam = loss__family_name(l);
+	cause = loss_cause_name(l->cause);
+	for (i = 0; i < TOP_LOSS_KINDS && t->lost_kinds[i].n; i++)
+		if (t->lost_kinds[i].family == fam && t->lost_kinds[i].cause == cause)
+			break;
+	if (i == TOP_LOSS_KINDS)
+		return; /* counted in the total; the line names the first few causes */
+	t->lost_kinds[i] = (struct top_loss_kind){ fam, cause, t->lost_kinds[i].n + l->count };
+}
+
+void top__record(void *arg, const struct bs_hdr *h)
+{
+	struct top *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	if (!t->live_since) { /* live, the first record's time is now: a file's, its start */
+		t->live_since = t->last_cut = h->ts ? h->ts : mono_now_ns();
+		for (int i = 0; i < FAMILY_MAX; i++)
+			t->poll_cut[i] = t->live_since;
+	}
+	t->records++;
+	t->now_ts = h->ts;
+	trace_model__observe(t->model, h);
+	if (h->type == BS_REC_LOSS)
+		lost(t, h);
+	else if (h->type < 0x10) /* the recording's own block: processes and threads */
+		lifecycle(t, h);
+	for (int i = 0; families[i]; i++)
+		if (t->col_base[i] >= 0 && families[i]->top->record)
+			families[i]->top->record(t, t->states[i], h);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Column COL of F as the view numbers it, or -1 (a family top does not show). */
+static int col_of(const struct top *t, const struct family *f, int col)
+{
+	for (int i = 0; families[i]; i++)
+		if (families[i] == f)
+			return t->col_base[i] >= 0 ? t->col_base[i] + col : -1;
+	return -1;
+}
+
+void top__add(struct top *t, const struct family *f, int col, __u32 pid, __u32 tid, __u64 v)
+{
+	int c = col_of(t, f, col);
+	struct top_thread *th;
+
+	if (c < 0 || !(th = event_thread(t, pid, tid)))
+		return;
+	th->cell[c].v += v;
+	t->shown |= 1u << c;
+	if ((t->cols[c].c->flags & TOP_POLLED) && t->now_ts > t->poll_ts[t->cols[c].fi])
+		t->poll_ts[t->cols[c].fi] = t->now_ts;
+}
+
+void top__show(struct top *t, const struct family *f, int col)
+{
+	int c = col_of(t, f, col);
+
+	if (c >= 0)
+		t->shown |= 1u << c;
+}
+
+void top__add_span(struct top *t, const struct family *f, int col, __u32 pid, __u32 tid,
+		   __u64 start, __u64 dur)
+{
+	__u64 from = start > t->last_cut ? start : t->last_cut, end = start + dur;
+
+	top__add(t, f, col, pid, tid, end > from ? end - from : 0);
+}
+
+void top__longest(struct top *t, const struct family *f, int col, __u32 pid, __u32 tid, __u64 dur,
+		  const char *label)
+{
+	int c = col_of(t, f, col);
+	struct top_thread *th;
+
+	if (c < 0 || !(th = event_thread(t, pid, tid)))
+		return;
+	t->shown |= 1u << c;
+	if (dur >= th->cell[c].v) {
+		th->cell[c].v = dur;
+		th->cell[c].label = label;
+	}
+}
+
+/* CPU% first, then the columns of each recorded family that has some, in registry order. */
+static int add_columns(struct top *t)
+{
+	t->cols[t->ncols++] = (struct top_col){ &top_cpu_column, NULL, -1 };
+	t->shown = 1;
+	for (int i = 0; families[i] && i < FAMILY_MAX; i++) {
+		const struct top_column *c = families[i]->top ? families[i]->top->columns : NULL;
+
+		t->col_base[i] = -1;
+		if (!c || !(t->o->families & (1ull << i)))
+			continue;
+		t->col_base[i] = t->ncols;
+		for (int k = 0; c[k].key && k < TOP_FAMILY_COLS; k++) {
+			if (t->ncols == TOP_MAX_COLS)
+				return -E2BIG;
+			t->cols[t->ncols++] = (struct top_col){ &c[k], families[i], i };
+		}
+		if (families[i]->top->open && families[i]->top->open(t->o, &t->states[i]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+struct top *top__new(const struct record_opts *o)
+{
+	struct top *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	pthread_mutex_init(&t->lock, NULL);
+	t->o = o;
+	t->model = trace_model__new();
+	t->threads = hmap__new(sizeof(struct top_thread));
+	if (!t->model || !t->threads || add_columns(t)) {
+		top__free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void top__free(struct top *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; families[i] && i < FAMILY_MAX; i++)
+		if (t->states[i] && families[i]->top->free)
+			families[i]->top->free(t->states[i]);
+	trace_model__free(t->model);
+	hmap__free(t->threads);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+void top__replay(struct top *t)
+{
+	t->replay = 1;
+	t->shown &= ~1u; /* CPU% */
+}
+
+__u64 top__live_since(struct top *t)
+{
+	__u64 v;
+
+	pthread_mutex_lock(&t->lock);
+	v = t->live_since;
+	pthread_mutex_unlock(&t->lock);
+	return v;
+}
+
+const struct top_col *top__columns(struct top *t, __u32 *n)
+{
+	*n = t->ncols;
+	return t->cols;
+}
+
+const char *top_col__key(const struct top_col *c)
+{
+	return c->c->key;
+}
