@@ -399,6 +399,15 @@ def stopped_at(lib, symbol, cmd):
     return w
 
 
+def gil_configured(rec, pid):
+    """After a flush of REC's file: is PID's GIL measured (its gil_procs row has a method)?"""
+    n = rec.stderr.count("flushed")
+    rec.p.send_signal(signal.SIGUSR1)
+    wait_for(lambda: rec.stderr.count("flushed") > n, 30, "the recorder's flush")
+    procs = stats(rec.out, "gil_procs", check=False).get("gil_procs", [])
+    return any(p["pid"] == pid and p["method"] == "condwait" for p in procs)
+
+
 def test_gil_interpreter_caught_while_it_creates_its_gil():
     """An interpreter examined between the creation of its main interpreter and of its GIL
     (3.12+: interp->ceval.gil still NULL) is starting, not of an unknown layout: once it runs,
@@ -414,6 +423,10 @@ def test_gil_interpreter_caught_while_it_creates_its_gil():
         rec.wait_ready()
         os.kill(w.pid, signal.SIGCONT)
         check(w.stdout.readline().startswith("ready"), f"{py}: workload started")
+        # Its GIL exists now; the recorder finds it at its next look (a poll, or the
+        # spinner's creation), which a loaded machine can put after the spinner's wait began:
+        # the measured call starts once the trace says the GIL is measured.
+        wait_for(lambda: gil_configured(rec, w.pid), 60, f"{py}: its GIL measured")
         w.stdin.write("go\n")
         w.stdin.flush()
         truth = truth_of(w.stdout.read())
