@@ -113,3 +113,42 @@ def test_thread_names_in_a_torch_program():
     eq((names.get(tids["step-worker"]), names.get(tids["pt_worker"]),
         names.get(tids["MainThread"])), ("step-worker", "pt_worker", "MainThread"),
        f"gil_sum's threads {names}")
+
+
+def test_thread_names_without_stacks_and_in_top():
+    """Names need no stacks: `record --stacks none` names cpu-0 and cpu-1 in gil_sum, and
+    `top -p` shows the threads' rows by their threading names (their OS names are the
+    process's, python3.12)."""
+    need_root()
+    py = pyenv_python(12)
+    if not py:
+        raise Skip("no pyenv CPython 3.12")
+    p = spawn([py, WORK])
+    tids = json.loads(p.stdout.readline())["tids"]
+    pid = tids["MainThread"]
+    try:
+        rec = Recorder("-t", "gil", "--stacks", "none", "-p", str(pid))
+        rec.wait_ready()
+        wait_for(lambda: has(rec, pid, {tids["cpu-0"]: "cpu-0", tids["cpu-1"]: "cpu-1"}), 30,
+                 "the names recorded without stacks")
+        eq(rec.stop(), 0, f"record exit ({rec.stderr[-400:]})")
+        names = gil_names(rec.out, pid)
+        eq((names.get(tids["cpu-0"]), names.get(tids["cpu-1"])), ("cpu-0", "cpu-1"),
+           "gil_sum's threads")
+        top = spawn([BPFSIGHT, "top", "-b", "-i", "300ms", "-t", "gil", "-p", str(pid)])
+        seen = {}
+
+        def named():
+            line = top.stdout.readline()
+            m = re.match(r"\s*(\d+)\s{2}(\S+)", line)  # a thread's row: its id, 2 spaces
+            if m:
+                seen[int(m.group(1))] = m.group(2)
+            return seen.get(tids["cpu-0"]) == "cpu-0" and seen.get(tids["cpu-1"]) == "cpu-1"
+        try:
+            wait_for(named, 30, f"top's rows named cpu-0 and cpu-1 (rows seen: {seen})")
+        finally:
+            top.terminate()
+        eq(top.wait(30), 0, "top's exit")
+    finally:
+        tell(p, "stop")
+        p.wait(30)

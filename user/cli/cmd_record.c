@@ -136,6 +136,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (check_stacks(&a.o, a.stacks_given) || record_args__check_kernel("record", &a.o))
 		goto out;
+	a.o.thread_names = !a.o.dry_run; /* every thread shown by its threading name */
 	if (a.o.dry_run)
 		a.o.output = NULL; /* nothing is written */
 	else if (!a.o.output)

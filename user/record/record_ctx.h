@@ -45,6 +45,8 @@ struct record_opts {
 	const char *capture_arg;
 	__u32 families_explicit; /* -t named the families (else: every family, by default) */
 	__u32 inject;		 /* --inject: ptrace the cupti-shim into targets lacking it */
+	/* Python threads named by their threading names: the stack service runs, stacks or not */
+	__u32 thread_names;
 	/* --stacks: per families[] index, the events of at least this many ns get a stack */
 	__u64 stack_ns[RECORD_MAX_FAMILIES];
 	struct flight_opts flight; /* --flight-recorder: window_ns 0 = off */

@@ -540,7 +540,7 @@ static int start(struct recording *r)
 		if (add_target(ctx, o->pids[i]))
 			return -1;
 	/* Before the families: the service hears only of code examined after it exists. */
-	if (record_opts__wants_stacks(o) && !stack_svc__get(ctx, &err)) {
+	if ((record_opts__wants_stacks(o) || o->thread_names) && !stack_svc__get(ctx, &err)) {
 		fprintf(stderr, "bpfsight record: cannot start the stack service: %s\n",
 			strerror(-err));
 		return -1;

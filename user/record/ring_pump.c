@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "records.h"
@@ -23,6 +24,13 @@
 #define BLOCK_BYTES  (1u << 20)
 #define FREE_KEEP    4
 #define PUMP_WAIT_MS 20 /* as the recorder's own drain period: BPF wakes the ring rarely */
+/*
+ * The pump's priority (root only; else it stays as it was). It only copies records, but the
+ * ring fills while it waits for a core, and on a machine busy with other work a thread of
+ * nice 0 waits its turn behind all of them: the records are lost then, however empty the
+ * queue is. The copy is a small part of the recorder's work, so it takes little from others.
+ */
+#define PUMP_NICE -10
 /* A pass of the ring holds rlock this long at most, publishing as it goes. */
 #define PASS_RECORDS  4096
 #define PUBLISH_EVERY 256 /* a power of two */
@@ -219,6 +227,7 @@ static void *pump_main(void *arg)
 	struct timespec until;
 
 	p->tid = gettid();
+	setpriority(PRIO_PROCESS, 0, PUMP_NICE);
 	pthread_mutex_lock(&p->qlock);
 	while (!p->quit) {
 		if (p->queued >= p->max) {
