@@ -25,6 +25,7 @@
 #define SHIM_PROBE_DRAIN	5
 #define SHIM_PROBE_TORCH	6 /* PyTorch ops wanted (bpf/torch_records.h) */
 #define SHIM_PROBE_TORCH_SHAPES 7 /* ... with input shapes */
+#define SHIM_PROBE_JOIN		8 /* a tracer joining a session already on (BS_SHIM_EV_JOIN) */
 
 #define SHIM_ARG_REG   1
 #define SHIM_ARG_MEM   2

@@ -113,6 +113,12 @@ struct bs_shim_status {
  * ops are recorded, else a negative errno.
  */
 #define BS_SHIM_EV_TORCH 8
+/*
+ * A tracer joined a session another tracer's attach began (the join semaphore rose): every
+ * string of the session, the NVTX names and the CUPTI errors are sent again, then this, so
+ * the newcomer's file names what it records; the first tracer gets them twice (same ids).
+ */
+#define BS_SHIM_EV_JOIN 9
 
 /*
  * One kernel on the GPU. hdr.ts = GPU start (CLOCK_MONOTONIC: the shim registers CUPTI's

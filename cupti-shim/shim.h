@@ -116,6 +116,8 @@ struct shim_str *shim_str__intern_c(const char *text); /* NULL text: NULL */
 struct shim_str *shim_str__intern_wide(const wchar_t *text);
 /* S's id, its STRING record queued to go before any later batch of SESSION. 0 for NULL. */
 uint32_t shim_str__use(struct shim_str *s, uint32_t session, uint32_t tid);
+/* Every string interned so far queued again for SESSION (a tracer joined it): how many. */
+uint32_t shim_str__resend_all(uint32_t session, uint32_t tid);
 void shim_str__atfork_prepare(void);
 void shim_str__atfork_parent(void);
 void shim_str__atfork_child(void);

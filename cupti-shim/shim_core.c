@@ -11,6 +11,9 @@
  *   torch     = attached && torch sem    a RecordFunction callback (shim_torch.c; shapes with
  *                                        the torch_shapes sem)
  *   drain     = rising edge of drain sem flush everything, send open ranges, fire drain(seq)
+ *   join      = join sem went up          while attached: a tracer joined the session, which
+ *                                        another's attach began: every string, the NVTX
+ *                                        names and CUPTI errors again, STATUS(JOIN)
  *
  * and flushes thread buffers about every 250 ms while attached. When the tracer goes, GPU
  * activity is disabled (never cuptiFinalize: crash-prone in a live process), NVTX recording
@@ -40,6 +43,7 @@ unsigned short bpfsight_sync_semaphore __attribute__((section(".probes"), used))
 unsigned short bpfsight_drain_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_torch_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_torch_shapes_semaphore __attribute__((section(".probes"), used));
+unsigned short bpfsight_join_semaphore __attribute__((section(".probes"), used));
 
 _Atomic uint32_t shim_hot;
 _Atomic uint32_t shim_session;
@@ -56,6 +60,11 @@ static struct {
 	bool started; /* a poller runs in this process */
 	bool attached;
 	bool drain_seen; /* the drain semaphore was set at the previous poll */
+	/*
+	 * The join semaphore at the previous poll: tracers hold it up for a while after they
+	 * attach, so a rise is a newcomer (two that pass each other within a poll are missed).
+	 */
+	unsigned short join_seen;
 	bool exiting;
 	bool forked;	     /* a forked child: CUDA is unusable here, GPU stays off */
 	uint32_t gen;	     /* the last session number handed out */
@@ -158,6 +167,20 @@ static void on_attach(uint64_t now)
 	shim_log("attached: session %u", session);
 }
 
+/* A tracer joined the session: what it missed of it, sent again (ctl held). */
+static void on_join(uint32_t session)
+{
+	struct shim_thread *t = shim_thread__self();
+	uint32_t n = shim_str__resend_all(session, t ? shim_thread__tid(t) : 0);
+
+	shim_cupti__report_errors(session);
+	shim_nvtx__resend_names(session);
+	poll_state.sent_state = ~0u; /* the state goes again too, after the JOIN */
+	shim_core__status(session, BS_SHIM_EV_JOIN, 0, NULL, 0);
+	SHIM_PROBE_JOIN(shim_buf__seq());
+	shim_log("joined: session %u, %u strings sent again", session, n);
+}
+
 static void on_detach(uint64_t now)
 {
 	shim_cupti__poll(false, now);
@@ -237,23 +260,28 @@ static void log_semaphores(void)
 	if (now == last)
 		return;
 	last = now;
-	shim_log("semaphores: batch %u gpu %u nvtx %u sync %u drain %u", SHIM_SEM(batch),
-		 SHIM_SEM(gpu), SHIM_SEM(nvtx), SHIM_SEM(sync), SHIM_SEM(drain));
+	shim_log("semaphores: batch %u gpu %u nvtx %u sync %u drain %u join %u", SHIM_SEM(batch),
+		 SHIM_SEM(gpu), SHIM_SEM(nvtx), SHIM_SEM(sync), SHIM_SEM(drain), SHIM_SEM(join));
 }
 
 static void poll_once(void)
 {
 	uint64_t now = shim_now();
-	bool attached = SHIM_SEM(batch) > 0;
+	bool attached = SHIM_SEM(batch) > 0, began = false;
+	unsigned short join = SHIM_SEM(join);
 	uint32_t session;
 	bool drain_set;
 
 	if (debug)
 		log_semaphores();
 	if (attached && !poll_state.attached)
-		on_attach(now);
+		on_attach(now), began = true;
 	else if (!attached && poll_state.attached)
 		on_detach(now);
+	/* A join seen with the attach is that attach's: everything goes to the session anyway. */
+	if (join > poll_state.join_seen && poll_state.attached && !began)
+		on_join(atomic_load(&shim_session));
+	poll_state.join_seen = join;
 	if (!poll_state.attached)
 		return;
 	session = atomic_load(&shim_session);

@@ -152,30 +152,56 @@ struct shim_str *shim_str__intern_wide(const wchar_t *w)
 	return shim_str__intern(buf, n);
 }
 
+/* S's STRING record queued for SESSION (the send lock held); false when that session is over. */
+static bool put_string(struct shim_str *s, uint32_t session, uint32_t tid, uint64_t now)
+{
+	uint32_t size = (uint32_t)(sizeof(struct bs_string) + ((s->len + 7) & ~7u));
+	struct bs_string *rec = shim_buf__reserve_string(session, size);
+
+	if (!rec)
+		return false;
+	shim_hdr(&rec->h, BS_REC_STRING, (uint16_t)size, tid, now);
+	rec->id = s->id;
+	rec->len = s->len;
+	memset(rec + 1, 0, size - sizeof(*rec));
+	memcpy(rec + 1, s->text, s->len);
+	atomic_store_explicit(&s->sent, session, memory_order_release);
+	return true;
+}
+
 uint32_t shim_str__use(struct shim_str *s, uint32_t session, uint32_t tid)
 {
-	struct bs_string *rec;
-	uint32_t size;
-
 	if (!s)
 		return 0;
 	if (atomic_load_explicit(&s->sent, memory_order_acquire) == session)
 		return s->id;
-	size = (uint32_t)(sizeof(*rec) + ((s->len + 7) & ~7u));
 	shim_buf__send_lock();
-	if (atomic_load_explicit(&s->sent, memory_order_relaxed) != session) {
-		rec = shim_buf__reserve_string(session, size);
-		if (rec) {
-			shim_hdr(&rec->h, BS_REC_STRING, (uint16_t)size, tid, shim_now());
-			rec->id = s->id;
-			rec->len = s->len;
-			memset(rec + 1, 0, size - sizeof(*rec));
-			memcpy(rec + 1, s->text, s->len);
-			atomic_store_explicit(&s->sent, session, memory_order_release);
-		}
-	}
+	if (atomic_load_explicit(&s->sent, memory_order_relaxed) != session)
+		put_string(s, session, tid, shim_now());
 	shim_buf__send_unlock();
 	return s->id;
+}
+
+/*
+ * Entries are published at a bucket's head and never removed, so a walk sees every string
+ * interned before it began; one interned meanwhile is sent by its first use, as ever.
+ */
+uint32_t shim_str__resend_all(uint32_t session, uint32_t tid)
+{
+	uint64_t now = shim_now();
+	uint32_t n = 0;
+
+	shim_buf__send_lock();
+	for (size_t b = 0; b < BUCKETS; b++)
+		for (struct shim_str *e = atomic_load_explicit(&buckets[b], memory_order_acquire);
+		     e; e = e->next) {
+			if (!put_string(e, session, tid, now))
+				goto out;
+			n++;
+		}
+out:
+	shim_buf__send_unlock();
+	return n;
 }
 
 void shim_str__atfork_prepare(void)

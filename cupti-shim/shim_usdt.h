@@ -22,6 +22,7 @@ extern unsigned short bpfsight_sync_semaphore;
 extern unsigned short bpfsight_drain_semaphore;
 extern unsigned short bpfsight_torch_semaphore;
 extern unsigned short bpfsight_torch_shapes_semaphore;
+extern unsigned short bpfsight_join_semaphore;
 
 /* The kernel writes the semaphores behind the compiler's back: always read them afresh. */
 #define SHIM_SEM(name) (*(volatile unsigned short *)&bpfsight_##name##_semaphore)
@@ -34,5 +35,6 @@ extern unsigned short bpfsight_torch_shapes_semaphore;
 #define SHIM_PROBE_DRAIN(seq)	       STAP_PROBE1(bpfsight, drain, (uint64_t)(seq))
 #define SHIM_PROBE_TORCH(state)	       STAP_PROBE1(bpfsight, torch, (uint64_t)(state))
 #define SHIM_PROBE_TORCH_SHAPES(state) STAP_PROBE1(bpfsight, torch_shapes, (uint64_t)(state))
+#define SHIM_PROBE_JOIN(seq)	       STAP_PROBE1(bpfsight, join, (uint64_t)(seq))
 
 #endif /* BPFSIGHT_SHIM_USDT_H */

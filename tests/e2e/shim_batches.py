@@ -14,7 +14,8 @@ BATCH = struct.Struct("<IIIIQ")
 STRING, STATUS, KERNEL, MEMCPY, MEMSET, API = 0x01, 0x61, 0x62, 0x63, 0x64, 0x65
 RANGE, MARK, NAME, BEGIN = 0x70, 0x71, 0x72, 0x73
 
-EV = {1: "attach", 2: "state", 3: "cupti_error", 4: "drained", 5: "dropped", 6: "exit"}
+EV = {1: "attach", 2: "state", 3: "cupti_error", 4: "drained", 5: "dropped", 6: "exit",
+      8: "torch", 9: "join"}
 ST = {0x01: "cuda_injected", 0x02: "nvtx_injected", 0x04: "gpu_on", 0x08: "nvtx_on",
       0x10: "cupti_busy", 0x20: "sync", 0x40: "nvtx_chained", 0x80: "ptrace_injected"}
 PUSHPOP, OPEN, COLOR, REGISTERED = 0x1, 0x2, 0x4, 0x80

@@ -205,6 +205,58 @@ def test_attach_pid_after_start():
     check(any("nvtx_on" in e["args"]["state"] for e in st), "then recording")
 
 
+def test_a_recorder_joining_another_gets_every_name():
+    """A second recorder (-p) joins while a first one records the process (monitor left
+    running, a `record -p` beside it): the shim, already in the first one's session, sends
+    the names again (the category, thread and domain names, the registered strings it sent
+    the first one long before), then a join status. The newcomer's file has every name, and
+    from its first loop after the join on, exactly the first recorder's ranges and marks,
+    names resolved; the first one's file stays exact (names not written twice)."""
+    need_shim()
+    batches = []
+    r, pid, main, w = attach_run(8, batches_out=batches)
+    first = json.loads(w.stdout.readline())  # a loop done: every name sent to the first
+    check("loop" in first, f"loop line {first}")
+    r2 = Recorder("-t", "nvtx", "-p", str(pid))
+    r2.wait_ready()
+
+    def joined():
+        try:
+            data = open(batches[0], "rb").read()
+            return any(x["kind"] == "status" and x["event_name"] == "join"
+                       for x in shim_batches.records(data))
+        except (AssertionError, struct.error):
+            return False  # a batch being written
+    wait_for(joined, 30, "the shim's join status")
+    eq(w.wait(60), 0, "workload exit")
+    eq(r.wait(60), 0, f"first recorder exit ({r.stderr})")
+    eq(r2.wait(60), 0, f"second recorder exit ({r2.stderr})")
+    _, _, loops, _ = parse(json.dumps({"pid": pid, "main": main}) + "\n" + json.dumps(first) +
+                           "\n" + w.stdout.read())
+    exp = names(main)
+    for l in loops:
+        exp += loop_events(main, l)
+    got1 = got_events(dump(r.out), pid)
+    same(got1, exp, "the first recorder, 8 loops")
+    ev2 = dump(r2.out)
+    st = [e for e in ev2 if e["pid"] == pid and e["kind"] == "shim_status"]
+    eq([e["name"] for e in st if e["name"] in ("attach", "join")], ["join"],
+       "the second recorder's session: joined")
+    got2 = got_events(ev2, pid)
+    have = {(e["name"], e["args"]["what"], e["args"]["key"]) for e in got2
+            if e["kind"] == "nvtx_name"}
+    for _, name, _, a in names(main):
+        check((name, a["what"], a["key"]) in have, f"the second recorder has {name}")
+    t0 = min(e["ts"] for e in by_name(got2, "outer") if e["ts"] > st[0]["ts"])
+    check(sum(1 for e in by_name(got2, "outer") if e["ts"] >= t0) >= 3,
+          "three loops after the join")
+
+    def after(evs):
+        return [e for e in evs if e["kind"] != "nvtx_name" and e["ts"] >= t0]
+    same(after(got2), [(e["kind"], e["name"], e["tid"], e["args"]) for e in after(got1)],
+         "the second recorder after the join")
+
+
 def test_recording_ends_while_running_drains():
     """The recording ends mid-run (once the workload has done 3 loops: -d and signals stop
     it the same way): the shim flushes (drained), ranges still open are written flagged open,

@@ -268,7 +268,7 @@ def test_shim_library_shape():
     probes = re.findall(r"Provider: (\w+)\n\s+Name: (\w+)\n\s+Location: \S+, Base: \S+, "
                         r"Semaphore: (\S+)\n\s+Arguments: (.*)", p.stdout)
     eq(sorted(n for prov, n, _, _ in probes if prov == "bpfsight"),
-       ["batch", "drain", "gpu", "nvtx", "sync", "torch", "torch_shapes"], "USDT probes")
+       ["batch", "drain", "gpu", "join", "nvtx", "sync", "torch", "torch_shapes"], "USDT probes")
     for prov, name, sem, spec in probes:
         check(int(sem, 16) != 0, f"{name} has no semaphore")
         want = 2 if name == "batch" else 1

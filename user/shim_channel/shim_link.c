@@ -13,12 +13,14 @@
 #include <bpf/libbpf.h>
 #include "nvtx.h"
 #include "family.h"
+#include "join_holds.h"
 #include "proc_meta.h"
 #include "record_ctx.h"
 #include "shim_blob.h"
 #include "shim_cookie.h"
 #include "shim_inject.h"
 #include "shim_link.h"
+#include "shim_sites.h"
 #include "stats_math.h"
 #include "uprobe_mgr.h"
 #include "uprobe_multi.h"
@@ -27,17 +29,12 @@
 
 #define SHIM_WANT_SYNC 0x4 /* the sync probe: --capture-range=nvtx */
 
-/* Probe sites of one kind in a file: offsets, semaphores, cookies. */
-struct sites {
-	__u64 *off, *ref, *cookie;
-	__u32 n;
-};
-
 struct shim_file {
 	int fd; /* held open: attaches later (per pid, drain) name it /proc/self/fd/N */
 	char *shown;
 	struct sites base;		    /* batch + the control probes wanted */
 	struct sites drain;		    /* attached only at the end */
+	struct sites join;		    /* held a while after the base (join_holds.h) */
 	struct uprobe_links all, all_drain; /* -a: every process */
 };
 
@@ -58,6 +55,7 @@ struct shim_link {
 	__u32 nfiles;
 	struct hmap *pids;	    /* (pid, struct shim_file *) -> struct shim_pid */
 	struct shim_inject *inject; /* --inject */
+	struct join_holds *joins;
 	int warned_targets, stopped;
 };
 
@@ -69,78 +67,15 @@ struct shim_user {
 
 /* ---- sites ---- */
 
-static int probe_id(const char *name)
-{
-	static const char *const names[] = { [SHIM_PROBE_BATCH] = "batch",
-					     [SHIM_PROBE_GPU] = "gpu",
-					     [SHIM_PROBE_NVTX] = "nvtx",
-					     [SHIM_PROBE_SYNC] = "sync",
-					     [SHIM_PROBE_DRAIN] = "drain",
-					     [SHIM_PROBE_TORCH] = "torch",
-					     [SHIM_PROBE_TORCH_SHAPES] = "torch_shapes" };
-
-	for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
-		if (!strcmp(name, names[i]))
-			return i;
-	return 0;
-}
-
-/* An argument as the BPF side fetches it; 0 when it cannot be encoded. */
-static __u32 arg_spec(const struct usdt_arg *a)
-{
-	int log2 = a->size == 8 ? 3 : a->size == 4 ? 2 : a->size == 2 ? 1 : 0;
-
-	if ((a->kind == USDT_ARG_MEM || a->kind == USDT_ARG_CONST) &&
-	    (a->val < SHIM_ARG_VAL_MIN || a->val > SHIM_ARG_VAL_MAX))
-		return 0;
-	switch (a->kind) {
-	case USDT_ARG_REG:
-		return SHIM_ARG(SHIM_ARG_REG, a->reg, log2, a->is_signed, 0);
-	case USDT_ARG_MEM:
-		return SHIM_ARG(SHIM_ARG_MEM, a->reg, log2, a->is_signed, a->val);
-	case USDT_ARG_CONST:
-		return SHIM_ARG(SHIM_ARG_CONST, 0, log2, a->is_signed, a->val);
-	}
-	return 0;
-}
-
-static int sites_add(struct sites *s, __u64 off, __u64 ref, __u64 cookie)
-{
-	__u64 *o = realloc(s->off, (s->n + 1) * sizeof(*o)), *r, *c;
-
-	if (!o)
-		return -ENOMEM;
-	s->off = o;
-	r = realloc(s->ref, (s->n + 1) * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	s->ref = r;
-	c = realloc(s->cookie, (s->n + 1) * sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	s->cookie = c;
-	s->off[s->n] = off;
-	s->ref[s->n] = ref;
-	s->cookie[s->n++] = cookie;
-	return 0;
-}
-
-static void sites_free(struct sites *s)
-{
-	free(s->off);
-	free(s->ref);
-	free(s->cookie);
-	memset(s, 0, sizeof(*s));
-}
-
 static void file_free(struct shim_file *f)
 {
 	if (!f)
 		return;
 	uprobe_links__detach(&f->all);
 	uprobe_links__detach(&f->all_drain);
-	sites_free(&f->base);
-	sites_free(&f->drain);
+	shim_sites__free(&f->base);
+	shim_sites__free(&f->drain);
+	shim_sites__free(&f->join);
 	if (f->fd >= 0)
 		close(f->fd);
 	free(f->shown);
@@ -159,15 +94,16 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 
 	for (__u32 k = 0; k < 2 * cnt; k++) {
 		const struct usdt_note *u = usdt_notes__get(n, k % cnt);
-		int id = strcmp(u->provider, "bpfsight") ? 0 : probe_id(u->name);
+		int id = strcmp(u->provider, "bpfsight") ? 0 : shim_sites__probe_id(u->name);
 		__u32 a0 = 0, a1 = 0;
 
 		if (!id || (k < cnt) == (id == SHIM_PROBE_BATCH))
 			continue; /* first pass: control probes; second: batch */
 		if (id == SHIM_PROBE_BATCH) {
 			/* The one probe whose arguments BPF reads: they must be understood. */
-			if (u->args_err || u->nargs < 2 || !(a0 = arg_spec(&u->arg[0])) ||
-			    !(a1 = arg_spec(&u->arg[1]))) {
+			if (u->args_err || u->nargs < 2 ||
+			    !(a0 = shim_sites__arg_spec(&u->arg[0])) ||
+			    !(a1 = shim_sites__arg_spec(&u->arg[1]))) {
 				fprintf(stderr,
 					"bpfsight record: warning: %s: bpfsight:batch "
 					"arguments '%s' are not understood; site skipped\n",
@@ -182,8 +118,10 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 			   (id == SHIM_PROBE_TORCH_SHAPES && !(l->want & SHIM_WANT_TORCH_SHAPES))) {
 			continue;
 		}
-		err = sites_add(id == SHIM_PROBE_DRAIN ? &f->drain : &f->base, u->pc_off,
-				u->sema_off, SHIM_COOKIE(id, a0, a1));
+		err = shim_sites__add(id == SHIM_PROBE_DRAIN  ? &f->drain
+				      : id == SHIM_PROBE_JOIN ? &f->join
+							      : &f->base,
+				      u->pc_off, u->sema_off, SHIM_COOKIE(id, a0, a1));
 		if (err)
 			return err;
 	}
@@ -217,6 +155,30 @@ static void attach_failed(struct shim_link *l, char *what, size_t size, int err,
 	/* The channel is the gpu family's (it carries nvtx's records too). */
 	record_ctx__attach_failed(l->ctx, "gpu", what, err);
 	record_ctx__lost(l->ctx, "gpu", BS_LOSS_ATTACH, n - 1);
+}
+
+/*
+ * The join sites after the batch sites, held a while (join_holds.h): a shim already in
+ * another tracer's session sends this one what it missed. Without them (an older shim, an
+ * attach refused) this recording lacks only the names sent before it came.
+ */
+static void join_take(struct shim_link *l, const struct shim_file *f, pid_t pid)
+{
+	if (f->join.n)
+		join_holds__take(l->joins, f, pid, mono_now_ns());
+}
+
+static int join_attach(void *arg, const void *file, pid_t pid, struct uprobe_links *out)
+{
+	const struct shim_file *f = file;
+
+	return links_attach(arg, out, &f->join, f->fd, pid);
+}
+
+/* The shim of PID answered (ATTACH, JOIN): this recording's join hold there is done. */
+static void join_answered(void *arg, __u32 pid)
+{
+	join_holds__answered(((struct shim_link *)arg)->joins, (pid_t)pid);
 }
 
 /* ---- the uprobe manager's listener ---- */
@@ -259,6 +221,8 @@ static void *on_file(void *arg, const char *path, const char *shown, const struc
 			snprintf(what, sizeof(what), "%u cupti-shim probes in %s", f->base.n,
 				 shown);
 			attach_failed(l, what, sizeof(what), err, f->base.n);
+		} else {
+			join_take(l, f, 0);
 		}
 	}
 out:
@@ -296,6 +260,7 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 		return;
 	}
 	p->attached = 1;
+	join_take(l, f, pid);
 }
 
 static int maps_shim(struct shim_link *l, pid_t pid);
@@ -327,6 +292,7 @@ static void link_free(struct shim_link *l)
 
 	if (!l)
 		return;
+	join_holds__free(l->joins);
 	while (l->pids && (p = hmap__next(l->pids, &it, NULL))) {
 		uprobe_links__detach(&p->links);
 		uprobe_links__detach(&p->drain);
@@ -363,8 +329,9 @@ static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 	l->ctx = ctx;
 	l->want = want;
 	l->pids = hmap__new(sizeof(struct shim_pid));
+	l->joins = join_holds__new(join_attach, l);
 	l->skel = shim_bpf__open();
-	if (!l->pids || !l->skel) {
+	if (!l->pids || !l->joins || !l->skel) {
 		*err = l->skel ? -ENOMEM : -errno;
 		goto fail;
 	}
@@ -381,6 +348,7 @@ static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 		*err = -ENOMEM;
 		goto fail;
 	}
+	shim_unpack__on_answer(l->unpack, join_answered, l);
 	mgr = uprobe_mgr__get(ctx, err);
 	if (!mgr)
 		goto fail;
@@ -633,6 +601,7 @@ int shim_link__poll(struct record_ctx *ctx, void *state)
 	if (!u || u->l->users[0] != u->f)
 		return 0;
 	shim_unpack__tick(u->l->unpack, mono_now_ns());
+	join_holds__poll(u->l->joins, mono_now_ns());
 	if (ctx->opts->system_wide)
 		shim_inject__run(u->l->inject, has_shim, u->l); /* -a: CUDA users seen since */
 	/* With --inject the shim arrives by a dlopen still being noticed: judge at the end. */

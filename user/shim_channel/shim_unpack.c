@@ -31,7 +31,11 @@ struct str {
 
 struct proc {
 	struct shim_proc pub;
-	struct hmap *strs; /* shim string id -> struct str */
+	/*
+	 * (shim string id, 0) -> struct str; and (key, kind | domain << 8) -> the file's name
+	 * id (in `id`) of each NVTX name heard, so one sent again (a join) is not written twice
+	 */
+	struct hmap *strs;
 	int seq_started;
 };
 
@@ -56,6 +60,8 @@ struct shim_unpack {
 	__u32 nopen;
 	shim_unpack_fn listen; /* shim_unpack__listen */
 	void *listen_arg;
+	void (*answer)(void *arg, __u32 pid); /* shim_unpack__on_answer */
+	void *answer_arg;
 	/* what the summary says */
 	__u64 bad_batches, lost_records, lost_batches, unresolved, procs_dropped;
 	__u64 procs_freed, procs_swept, next_sweep;
@@ -530,6 +536,8 @@ static void status(struct shim_unpack *u, struct proc *p, struct bs_shim_status 
 		record_ctx__lost(u->ctx, NULL, BS_LOSS_SHIM, s->dropped);
 	}
 	s->detail_id = xlate(u, p, s->detail_id, 0);
+	if (u->answer && (s->event == BS_SHIM_EV_ATTACH || s->event == BS_SHIM_EV_JOIN))
+		u->answer(u->answer_arg, s->h.pid);
 	if (u->listen)
 		u->listen(u->listen_arg, &s->h, text ? text : "");
 	emit(u, &s->h);
@@ -552,6 +560,12 @@ void shim_unpack__listen(struct shim_unpack *u, shim_unpack_fn fn, void *arg)
 	u->listen_arg = arg;
 }
 
+void shim_unpack__on_answer(struct shim_unpack *u, void (*fn)(void *arg, __u32 pid), void *arg)
+{
+	u->answer = fn;
+	u->answer_arg = arg;
+}
+
 /* Where an NVTX record keeps its message's and its domain's string ids. */
 static void nvtx_ids(struct bs_hdr *h, __u32 **name, __u32 **domain)
 {
@@ -572,6 +586,19 @@ static void nvtx_ids(struct bs_hdr *h, __u32 **name, __u32 **domain)
 		*name = &((struct bs_nvtx_begin *)h)->name_id;
 		*domain = &((struct bs_nvtx_begin *)h)->domain_id;
 	}
+}
+
+/* Whether N (ids translated) names what P's last name of its kind and key already did. */
+static int name_repeat(struct proc *p, const struct bs_nvtx_name *n)
+{
+	struct hkey k = { n->key, (__u64)n->domain_id << 8 | (n->kind & 0xff) };
+	struct str *s = p->strs ? hmap__get(p->strs, k, 1) : NULL;
+
+	if (s && s->dem_id && s->id == n->name_id) /* dem_id: heard before */
+		return 1;
+	if (s)
+		*s = (struct str){ .id = n->name_id, .dem_id = 1 };
+	return 0;
 }
 
 /* One checked record of P, copied into u->buf. */
@@ -625,7 +652,8 @@ static void one_record(struct shim_unpack *u, struct proc *p, struct bs_hdr *h)
 		nvtx_ids(h, &name, &domain);
 		*name = xlate(u, p, *name, 0);
 		*domain = xlate(u, p, *domain, 0);
-		emit(u, h);
+		if (h->type != BS_REC_NVTX_NAME || !name_repeat(p, (const void *)h))
+			emit(u, h);
 		return;
 	case BS_REC_TORCH_OP:
 		if (u->want & SHIM_WANT_TORCH)

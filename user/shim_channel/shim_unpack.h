@@ -84,5 +84,7 @@ const struct shim_proc *shim_unpack__next(const struct shim_unpack *u, size_t *i
  */
 typedef void (*shim_unpack_fn)(void *arg, const struct bs_hdr *rec, const char *text);
 void shim_unpack__listen(struct shim_unpack *u, shim_unpack_fn fn, void *arg);
+/* FN(ARG, PID) when the shim of PID says a session began for this recording (ATTACH, JOIN). */
+void shim_unpack__on_answer(struct shim_unpack *u, void (*fn)(void *arg, __u32 pid), void *arg);
 
 #endif /* BPFSIGHT_SHIM_UNPACK_H */

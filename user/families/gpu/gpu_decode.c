@@ -41,10 +41,15 @@ const char *const shim_state_names[] = {
 const __u32 shim_state_nnames = sizeof(shim_state_names) / sizeof(shim_state_names[0]);
 
 static const char *const shim_events[] = {
-	[BS_SHIM_EV_ATTACH] = "attach",		  [BS_SHIM_EV_STATE] = "state",
-	[BS_SHIM_EV_CUPTI_ERROR] = "cupti_error", [BS_SHIM_EV_DRAINED] = "drained",
-	[BS_SHIM_EV_DROPPED] = "dropped",	  [BS_SHIM_EV_EXIT] = "exit",
-	[BS_SHIM_EV_NO_SHIM] = "no_shim",	  [BS_SHIM_EV_TORCH] = "torch",
+	[BS_SHIM_EV_ATTACH] = "attach",
+	[BS_SHIM_EV_STATE] = "state",
+	[BS_SHIM_EV_CUPTI_ERROR] = "cupti_error",
+	[BS_SHIM_EV_DRAINED] = "drained",
+	[BS_SHIM_EV_DROPPED] = "dropped",
+	[BS_SHIM_EV_EXIT] = "exit",
+	[BS_SHIM_EV_NO_SHIM] = "no_shim",
+	[BS_SHIM_EV_TORCH] = "torch",
+	[BS_SHIM_EV_JOIN] = "join",
 };
 
 const char *gpu_copy_kind_name(__u32 kind)

@@ -87,6 +87,10 @@ static void shim_status(struct shim_proc *p, const struct bs_shim_status *s,
 	case BS_SHIM_EV_ATTACH:
 		p->attaches++;
 		break;
+	case BS_SHIM_EV_JOIN: /* this recording's start, when it joined a session already on */
+		if (!p->attaches)
+			p->attaches++;
+		break;
 	case BS_SHIM_EV_CUPTI_ERROR:
 	case BS_SHIM_EV_NO_SHIM: /* the recorder's note: why this target has no shim */
 		p->errors++;

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* A cupti-shim's USDT probe sites as the channel attaches them (bpf/shim_cookie.h). */
+#ifndef BPFSIGHT_SHIM_SITES_H
+#define BPFSIGHT_SHIM_SITES_H
+
+#include <linux/types.h>
+#include "usdt_notes.h"
+
+/* Probe sites of one kind in a file: offsets, semaphores, cookies. */
+struct sites {
+	__u64 *off, *ref, *cookie;
+	__u32 n;
+};
+
+/* SHIM_PROBE_* of a bpfsight probe NAME; 0 for one this bpfsight does not know. */
+int shim_sites__probe_id(const char *name);
+/* An argument as the BPF side fetches it; 0 when it cannot be encoded. */
+__u32 shim_sites__arg_spec(const struct usdt_arg *a);
+/* One more site in S: 0 or -ENOMEM. */
+int shim_sites__add(struct sites *s, __u64 off, __u64 ref, __u64 cookie);
+/* S emptied (it can be added to again). */
+void shim_sites__free(struct sites *s);
+
+#endif /* BPFSIGHT_SHIM_SITES_H */
