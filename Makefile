@@ -145,6 +145,9 @@ $(OUT)/obj/%.o: user/%.c | $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# The flame graphs' script, which flamegraph_js.c includes with .incbin (unseen by -MMD).
+$(OUT)/obj/stacks/flamegraph_js.o $(OUT)/fuzz-obj/stacks/flamegraph_js.o: user/stacks/flamegraph.js
+
 # Linked once every argument spec of the uprobe families compiles (tools/check_specs.c).
 $(OUT)/bpfsight: $(USER_OBJS) $(OUT)/specs.ok
 	$(call msg,LINK,$@)
