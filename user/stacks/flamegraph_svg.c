@@ -17,7 +17,7 @@
 #define WIDTH		1200.0
 #define ROW		17
 #define TOP		24  /* the title line and the buttons */
-#define BOTTOM		34  /* the details line and the footer */
+#define BOTTOM		46  /* the details line and the footer's two */
 #define MIN_PX		0.1 /* standalone (export --format svg): every frame a viewer can zoom to */
 #define MIN_PX_EMBEDDED 0.5 /* in the report: bounded by its width, not by the stacks */
 #define MAX_ROWS	256
@@ -179,15 +179,17 @@ int flamegraph__svg(const struct flamegraph *g, FILE *f, const char *title, int 
 		"</g>\n<text class=\"fg-info\" x=\"0\" y=\"%d\"> </text>"
 		"<text class=\"fg-match\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n"
 		"<text class=\"fg-foot\" x=\"0\" y=\"%d\" font-size=\"10\">%llu %s; width = %s, "
-		"callers below callees",
-		height - BOTTOM + 14, (int)WIDTH, height - BOTTOM + 14, height - 4,
-		(unsigned long long)total, g->unit, g->unit);
+		"callers below callees</text>\n<text class=\"fg-foot\" x=\"0\" y=\"%d\" "
+		"font-size=\"10\">",
+		height - BOTTOM + 14, (int)WIDTH, height - BOTTOM + 14, height - 16,
+		(unsigned long long)total, g->unit, g->unit, height - 4);
+	/* On a line of its own: the first one is as long as a narrow page allows. */
 	if (g->folded)
 		fprintf(f,
-			"; stacks over %d frames keep %d outer and %d inner ones, the middle folded",
-			FOLD_DEPTH, FOLD_OUTER, FOLD_DEPTH - FOLD_OUTER - 1);
+			"stacks over %d frames keep %d outer and %d inner ones, the middle folded%s",
+			FOLD_DEPTH, FOLD_OUTER, FOLD_DEPTH - FOLD_OUTER - 1, hidden ? "; " : "");
 	if (hidden)
-		fprintf(f, "; %llu frames too narrow to draw left out (with their callees)",
+		fprintf(f, "%llu frames too narrow to draw left out (with their callees)",
 			(unsigned long long)hidden);
 	fprintf(f, "</text>\n<script><![CDATA[%s]]></script>\n</svg>\n", flamegraph_js);
 	return ferror(f) ? -EIO : 0;
