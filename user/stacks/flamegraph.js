@@ -9,9 +9,13 @@
  * data-n) and its name from its tooltip, so the SVG is a whole flame graph without it.
  */
 (function () {
+	/* Its own graph: where the browser does not name the running script, the last graph
+	 * parsed so far (the script ends its graph), or the document (a standalone SVG). */
 	var s = document.currentScript, svg = s && s.parentNode;
-	if (!svg || svg.localName !== 'svg')
-		svg = document.documentElement;
+	if (!svg || svg.localName !== 'svg') {
+		var all = document.querySelectorAll('svg.flame');
+		svg = all.length ? all[all.length - 1] : document.documentElement;
+	}
 	var NS = svg.namespaceURI, total = +svg.getAttribute('data-total');
 	var unit = svg.getAttribute('data-unit'), standalone = svg.hasAttribute('width');
 	var vb = svg.getAttribute('viewBox').split(' '), W = +vb[2], H = +vb[3];
@@ -29,7 +33,7 @@
 	});
 
 	function pct(n, of) {
-		return (100 * n / of).toFixed(2) + '%';
+		return (of ? 100 * n / of : 0).toFixed(2) + '%';
 	}
 
 	/* The label that fits W pixels, cut with '..' as flamegraph.pl cuts. */
