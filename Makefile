@@ -70,7 +70,7 @@ FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(SHIM_E
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 	    $(OUT)/tests/fuzz_pylines
 
-.PHONY: all deps vmlinux check soak test-build demo fuzz bench bench-build clean help format \
+.PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
 	man install uninstall deb check-deb check-kernels
 all: $(OUT)/bpfsight man
 
@@ -78,6 +78,8 @@ help:
 	@echo 'make            build build/bpfsight'
 	@echo 'make deps       install the Debian packages the build and tests need (and CPython 3.14 from sid)'
 	@echo 'make demo       build, record the bundled demo workload, print its stats'
+	@echo 'make report-png docs/report.png: the report page of a real trace in headless chromium'
+	@echo '                (TRACE=../shared/traces/gpt2-gil-bound.bst)'
 	@echo 'make check      build and run the whole test suite (as root)'
 	@echo 'make fuzz       long libFuzzer runs of the trace reader, the record decoders and the'
 	@echo '                cupti-shim batch unpacker (FUZZ_SECONDS=600 each)'
@@ -144,6 +146,9 @@ $(OUT)/obj/%.o: user/%.c | $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# The flame graphs' script, which flamegraph_js.c includes with .incbin (unseen by -MMD).
+$(OUT)/obj/stacks/flamegraph_js.o $(OUT)/fuzz-obj/stacks/flamegraph_js.o: user/stacks/flamegraph.js
 
 # Linked once every argument spec of the uprobe families compiles (tools/check_specs.c).
 $(OUT)/bpfsight: $(USER_OBJS) $(OUT)/specs.ok
@@ -415,6 +420,10 @@ fuzz: $(FUZZERS)
 
 demo: $(OUT)/bpfsight $(WORKLOADS)
 	$(Q)tests/demo.sh $(OUT)
+
+# docs/report.png from a real trace (TRACE=..., default ../shared/traces/gpt2-gil-bound.bst).
+report-png: $(OUT)/bpfsight
+	$(Q)BPFSIGHT=$(OUT)/bpfsight tests/tools/report_png.sh $(TRACE)
 
 # Benchmark programs (bench/run_bench.py): loads and micro targets, built like the workloads;
 # the CUDA and NCCL loops over the real libraries when the toolkit is there; and the floor, a loader of

@@ -230,21 +230,34 @@ def test_pprof_export_read_by_go_tool_pprof():
 
 
 def test_svg_flame_graph():
-    """export --format svg: a standalone SVG flame graph (no script) whose frames are as wide
-    as their samples: burn_a's, burn_b's and main's tooltips say cpu_sum's totals."""
+    """export --format svg: a standalone SVG flame graph (its script inline, nothing loaded)
+    whose frames are as wide as their samples: burn_a's, burn_b's and main's tooltips say
+    cpu_sum's totals; opened in chromium, a click on burn_a zooms it to the width and a search
+    for burn_a|burn_b says their share."""
     import html as htmlmod
     import xml.etree.ElementTree as ET
+    from test_report import check_flame, chromium, probe
     need_root()
     pid, _, out = record_split("split", "1")
     svg = os.path.join(tmpdir(), "t.svg")
     run([BPFSIGHT, "export", out, "--format", "svg", "-o", svg], check=True)
     text = open(svg).read()
     root = ET.fromstring(text.encode())  # well-formed XML
-    check(root.tag.endswith("svg") and "<script" not in text, "an SVG without script")
+    check(root.tag.endswith("svg"), "an SVG")
+    eq(re.findall(r"<script[^>]*>", text), ["<script>"], "one inline script")
+    for bad in ("src=", "href=", "url(", "@import"):
+        check(bad not in text, f"{bad} in an SVG that must load nothing")
     counts = {}
     for name, n in re.findall(r"<title>(.*?) \((\d+) samples, [\d.]+%\)</title>", text):
         counts[htmlmod.unescape(name)] = counts.get(htmlmod.unescape(name), 0) + int(n)
     rows = {r["func"]: r for r in stats(out, "cpu_sum")["cpu_sum"]}
     for f in ("burn_a", "burn_b", "main"):
         eq(counts.get(f), rows[f]["total_samples"], f"{f}: its frame's samples")
-    check(f"{len(samples(out, pid))} samples;" in text, "the total in the footer")
+    total = len(samples(out, pid))
+    check(f"{total} samples;" in text, "the total in the footer")
+    chromium()
+    fl = probe(svg, {"svg": {"click": "^burn_a$", "search": "^burn_[ab]$"}})["flames"]["svg"]
+    check_flame(fl, total)
+    check("burn_b" not in fl["zoomed_visible"], "burn_b hidden while burn_a is zoomed")
+    ab = rows["burn_a"]["total_samples"] + rows["burn_b"]["total_samples"]
+    eq(fl["matched"], f"Matched: {100 * ab / total:.2f}%", "burn_a and burn_b's share")

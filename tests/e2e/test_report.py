@@ -30,7 +30,7 @@ def browse(page, *what):
     --screenshot=PNG."""
     p = run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              f"--user-data-dir={tmpdir()}", "--enable-logging=stderr", "--v=0",
-             "--window-size=1200,1600", *what, "file://" + os.path.abspath(page)],
+             f"--window-size={VIEWPORT},1600", *what, "file://" + os.path.abspath(page)],
             timeout=180)
     eq(p.returncode, 0, f"chromium ({p.stderr[-800:]})")
     console = re.findall(r":CONSOLE[^\]]*\] (.*)", p.stderr)
@@ -47,6 +47,74 @@ def test_browser_check_sees_console_errors():
     check('<p id="x">x</p>' in dom, dom)
     eq(len(console), 1, f"console messages {console}")
     check("report-test-error" in console[0], console[0])
+
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flame_probe.js")
+VIEWPORT = 1280  # a laptop's width, in CSS pixels
+
+
+def probe(path, args):
+    """Open a copy of the page (or standalone SVG) at PATH in chromium with flame_probe.js run
+    after its own scripts, acting as a user on each flame graph of ARGS ({section id: {"click":
+    regex, "search": regex}}, "svg" for an SVG file); returns what it saw (flame_probe.js)
+    after checking the console."""
+    with open(path) as f:
+        page = f.read()
+    with open(PROBE) as f:
+        js = f.read().replace("PROBE_ARGS", json.dumps(args))
+    svg = path.endswith(".svg")
+    copy = os.path.join(tmpdir(), "probe.svg" if svg else "probe.html")
+    with open(copy, "w") as f:
+        if svg:
+            f.write(page.replace("</svg>", f"<script><![CDATA[{js}]]></script></svg>"))
+        else:
+            f.write(page.replace("</body>", f"<script>{js}</script></body>"))
+    dom, console = browse(copy, "--dump-dom")
+    eq(console, [], "console messages")
+    m = re.search(r'<(?:pre|text) id="probe">(.*?)</(?:pre|text)>', dom, re.S)
+    check(m, "the probe ran")
+    return json.loads(html.unescape(m.group(1)))
+
+
+def matched(hits):
+    """The share of the graph under the frames hit (nested ones counted once), as a viewer
+    would add it up from their places and widths."""
+    total, end = 0, -1
+    for x, n in sorted((h[1], h[2]) for h in hits):
+        if x + n > end:
+            total += x + n - max(x, end)
+            end = x + n
+    return total
+
+
+def check_flame(seen, total):
+    """A user's flame graph checks on what the probe saw: the graph fills the width with
+    labels, the details line names the frame under the pointer, a click zooms the frame to
+    the whole width (its label whole, frames beside it hidden), "Reset zoom" puts it back,
+    a search highlights the frames matching and says their share of TOTAL."""
+    check(seen["frames"] > 0 and seen["labels"] > 0, f"frames drawn and labelled: {seen}")
+    check(seen["width"] <= VIEWPORT, f"graph {seen['width']} px wide")
+    name = seen["clicked"]
+    check(seen["details"].startswith(name + " ("), f"details: {seen['details']!r}")
+    x, w = seen["zoomed"]
+    check(abs(x) < 1 and abs(w - seen["width"]) < 1, f"{name} zoomed to {x}+{w}")
+    eq(seen["zoomed_label"], name, "the zoomed frame's label is its whole name")
+    check(len(seen["zoomed_visible"]) < seen["frames"], "frames beside it hidden")
+    check(seen["reset_shown"], "Reset zoom shown while zoomed")
+    eq(seen["reset"], seen["before"], "Reset zoom: the frame back where it was")
+    eq(seen["reset_visible"], seen["frames"], "every frame shown again")
+    check(seen["hits"], "a search hits frames")
+    check(all(h[3] == "rgb(224, 64, 224)" for h in seen["hits"]), "hits highlighted")
+    eq(seen["matched"], f"Matched: {100 * matched(seen['hits']) / total:.2f}%", "share matched")
+    eq(seen["search_button"], "Reset search", "the search can be reset")
+
+
+def check_fits(seen):
+    """No sideways scrolling at a laptop's width: neither the page nor a table."""
+    check(VIEWPORT - 20 <= seen["viewport"] <= VIEWPORT, f"viewport {seen['viewport']}")
+    check(seen["page_width"] <= seen["viewport"], f"page {seen['page_width']} px wide")
+    for t in seen["tables"]:
+        check(t["right"] <= seen["viewport"] and t["scroll"] <= 0, f"table too wide: {t}")
 
 
 def report(trace):
@@ -71,7 +139,7 @@ def figure(page, fid):
 def check_page(trace, page):
     """What every page must be: self-contained, bounded, info's text, every stats report
     with rows (its first rows, the count stated), the timelines."""
-    for bad in ("<script", "src=", "href=", "url(", "@import", "<link", "<img"):
+    for bad in ("<script ", "src=", "href=", "url(", "@import", "<link", "<img"):
         check(bad not in page, f"{bad} in a page that must load nothing")
     eq(re.findall(r"https?://[^\"' ]*", page), ["http://www.w3.org/2000/svg"] *
        page.count("<svg "), "the only URLs: SVG's namespace")
@@ -164,6 +232,11 @@ def test_report_of_a_gil_trace():
     check(any(f.startswith("spin_until (") for f in flame_counts(sec.group(0))),
           "spin_until holds the GIL")
     check_browser(path, {"tl-gil": 1})
+    # gil_procs' long cells wrap: no table wider than a laptop's screen; the graph zooms.
+    seen = probe(path, {"gil-flame": {"click": "^spin_until ", "search": "^spin_until "}})
+    check_fits(seen)
+    check(any(t["id"] == "r-gil_procs" for t in seen["tables"]), "gil_procs drawn")
+    check_flame(seen["flames"]["gil-flame"], shown)
 
 
 def flame_counts(svg):
@@ -177,7 +250,9 @@ def flame_counts(svg):
 
 def test_report_of_a_cpu_trace():
     """A cpu trace's page has its flame graph: each function drawn as wide as its samples
-    (burn_a's tooltip says cpu_sum's total), rendered by the browser."""
+    (burn_a's tooltip says cpu_sum's total), rendered by the browser, where a click on
+    burn_a zooms it to the width (burn_b hidden) and a search for burn_a|burn_b highlights
+    both and says their share of the samples: cpu_sum's."""
     need_root()
     chromium()
     p, trace = record([workload("cpu_split"), "split", "1"], "-t", "cpu", "--sample-rate",
@@ -191,8 +266,69 @@ def test_report_of_a_cpu_trace():
     rows = {r["func"]: r for r in stats_json(trace)["cpu_sum"]}
     for f in ("burn_a", "burn_b", "main"):
         eq(counts.get(f), rows[f]["total_samples"], f"{f}: its frame's samples")
-    dom = check_browser(path, {})
-    check(re.search(r'<section id="flame">.*<rect ', dom, re.S), "flame graph rendered")
+    total = int(re.search(r"(\d+) samples; width", sec.group(1)).group(1))
+    seen = probe(path, {"flame": {"click": "^burn_a$", "search": "^burn_[ab]$"}})
+    check_fits(seen)
+    fl = seen["flames"]["flame"]
+    check_flame(fl, total)
+    check("burn_b" not in fl["zoomed_visible"], "burn_b hidden while burn_a is zoomed")
+    check({"burn", "run_split", "main"} <= set(fl["zoomed_visible"]),
+          "burn_a's callee and callers stay")
+    eq(sorted({h[0] for h in fl["hits"]}), ["burn_a", "burn_b"], "the frames hit")
+    ab = rows["burn_a"]["total_samples"] + rows["burn_b"]["total_samples"]
+    eq(fl["matched"], f"Matched: {100 * ab / total:.2f}%", "burn_a and burn_b's share")
+    check_browser(path, {})
+
+
+def test_report_folds_deep_stacks():
+    """spin 60 calls deep: the graph is at most 32 frames high, the recursion's middle folded
+    into one frame that says how many frames it holds, spin (where the time goes) and main
+    still drawn with all their samples."""
+    need_root()
+    chromium()
+    p, trace = record([workload("cpu_split"), "deep", "60", "0.5"], "-t", "cpu",
+                      "--sample-rate", "999")
+    eq(p.returncode, 0, f"record ({p.stderr[-400:]})")
+    path, page = report(trace)
+    sec = re.search(r'<section id="flame">(.*?)</section>', page, re.S).group(1)
+    counts = flame_counts(sec)
+    rows = {r["func"]: r for r in stats_json(trace)["cpu_sum"]}
+    for f in ("spin", "main"):
+        eq(counts.get(f), rows[f]["total_samples"], f"{f}: its frame's samples")
+    folded = [f for f in counts if re.fullmatch(r"\[\d+(-\d+)? frames folded\]", f)]
+    check(folded, f"a folded frame among {sorted(counts)[:20]}")
+    ys = {int(y) for y in re.findall(r'<rect x="[\d.]+" y="(\d+)"', sec)}
+    check(len(ys) <= 32, f"{len(ys)} rows drawn")
+    check("the middle folded" in sec, "the footer says stacks are folded")
+    fl = probe(path, {"flame": {"click": "^spin$", "search": "frames folded"}})["flames"]
+    check_flame(fl["flame"], int(re.search(r"(\d+) samples; width", sec).group(1)))
+
+
+TRACES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
+                      "traces")
+
+
+def test_report_of_a_real_trace():
+    """lightning-all.bst (H100, every family): the page stays small, fits a laptop's width
+    (gil_procs' long cells wrap) and both flame graphs zoom and search."""
+    chromium()
+    trace = os.path.join(TRACES, "lightning-all.bst")
+    if not os.path.exists(trace):
+        raise helpers.Skip(f"no {trace} (the real traces, ../shared/traces)")
+    out = os.path.join(tmpdir(), "page.html")
+    run([BPFSIGHT, "report", trace, "-o", out], check=True)
+    size = os.path.getsize(out)
+    check(size < 2 * 1024 * 1024, f"page of {size} bytes")
+    with open(out) as f:
+        page = f.read()
+    check('id="r-gil_procs"' in page, "gil_procs shown")
+    seen = probe(out, {"flame": {"click": "^Trainer.fit ", "search": "^PyEval"},
+                       "gil-flame": {"click": "^_FitLoop.run ", "search": "^Thread"}})
+    check_fits(seen)
+    for sec, fl in seen["flames"].items():
+        total = int(re.search(r'<section id="%s">.*?data-total="(\d+)"' % sec, page,
+                              re.S).group(1))
+        check_flame(fl, total)
 
 
 def test_report_bad_input():

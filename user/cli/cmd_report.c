@@ -27,9 +27,10 @@ static void report_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfsight report FILE [-o OUT] [--force]\n"
 		"\n"
-		"One self-contained HTML page of a trace (no network, no script): info's summary,\n"
-		"timelines (GPU busy, GIL contention, off-CPU, system calls, loss) and the top\n"
-		"rows of every stats report with data. Opens in any browser, offline.\n"
+		"One self-contained HTML page of a trace (no network: all inline): info's summary,\n"
+		"timelines (GPU busy, GIL contention, off-CPU, system calls, loss), flame graphs\n"
+		"(click to zoom, search) and the top rows of every stats report with data. Opens\n"
+		"in any browser, offline.\n"
 		"\n"
 		"  -o, --output OUT   default: FILE with .bst replaced by .html\n"
 		"      --force        replace OUT if it exists\n"

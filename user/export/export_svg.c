@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * export --format svg: a flame graph of the CPU samples, as py-spy record writes one: a
- * static SVG (no script), a tooltip per frame. Memory grows with distinct stacks.
+ * export --format svg: a flame graph of the CPU samples, as py-spy record and inferno write
+ * one: an SVG with a tooltip per frame and an inline script to zoom and search
+ * (flamegraph.h). Memory grows with distinct stacks.
  */
 #include <errno.h>
 #include "cpu_samples.h"
@@ -27,7 +28,7 @@ static int svg_finish(void *vst, const struct trace_model *m, const struct trace
 
 const struct exporter export_svg = {
 	.format = "svg",
-	.desc = "a flame graph of the CPU samples (SVG, as py-spy record writes)",
+	.desc = "a flame graph of the CPU samples (SVG: click to zoom, search)",
 	.open = samples_export__open,
 	.record = samples_export__record,
 	.finish = svg_finish,

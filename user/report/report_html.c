@@ -316,6 +316,9 @@ static void timelines_html(FILE *f, struct timelines *tl)
 	fprintf(f, "</section>\n");
 }
 
+/* A text cell longer than this wraps in the table (which fits the page's width). */
+#define LONG_CELL 40
+
 static void table_html(FILE *f, const struct table *t)
 {
 	int rows = table__nrows(t), cols = table__ncols(t), shown;
@@ -335,8 +338,16 @@ static void table_html(FILE *f, const struct table *t)
 	for (int r = 0; r < shown; r++) {
 		fprintf(f, "<tr>");
 		for (int c = 0; c < cols; c++) {
-			fprintf(f, "<td%s>", table__col_numeric(t, c) ? " class=\"n\"" : "");
-			page__esc(f, table__cell_text(t, r, c, buf, sizeof(buf)));
+			const char *text = table__cell_text(t, r, c, buf, sizeof(buf));
+
+			fprintf(f, "<td%s", table__col_numeric(t, c) ? " class=\"n\"" : "");
+			if (strlen(text) > LONG_CELL) { /* wrapped: the whole text on hover too */
+				fprintf(f, " title=\"");
+				page__esc(f, text);
+				fprintf(f, "\"");
+			}
+			fprintf(f, ">");
+			page__esc(f, text);
 			fprintf(f, "</td>");
 		}
 		fprintf(f, "</tr>\n");
@@ -395,8 +406,9 @@ static const char style[] =
 	".s6{stroke:var(--c6);color:var(--c6)}.s7{stroke:var(--c7);color:var(--c7)}\n"
 	".empty p{margin:4px 0;color:var(--mute)}.scroll{overflow-x:auto}\n"
 	"table{border-collapse:collapse;font:12px ui-monospace,monospace}"
-	"th,td{padding:3px 8px;border-bottom:1px solid var(--line);text-align:left;"
-	"white-space:nowrap}th{position:sticky;top:0;background:var(--card)}.n{text-align:right}\n"
+	"th,td{padding:3px 6px;border-bottom:1px solid var(--line);text-align:left;"
+	"vertical-align:top}td,th{overflow-wrap:anywhere}td.n{white-space:nowrap}"
+	"th{position:sticky;top:0;background:var(--card)}.n{text-align:right}\n"
 	"footer{margin-top:28px;font-size:12px;border-top:1px solid var(--line);padding-top:8px}\n";
 
 int report_html__write(const struct report_input *in, FILE *f)

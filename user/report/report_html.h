@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * bpfsight report's page: one self-contained HTML file (inline CSS and SVG, no script, no
- * font, no link that loads anything) that any browser opens offline. Its size is bounded
+ * bpfsight report's page: one self-contained HTML file (inline CSS, SVG and the flame graphs'
+ * script, no font, no link that loads anything) that any browser opens offline. Its size is bounded
  * whatever the trace: each timeline is drawn with at most REPORT_COLUMNS points per series
  * and REPORT_SERIES series, each stats report shows its top REPORT_ROWS rows, and the page
  * says so.

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Flame graphs of the CPU samples (export --format svg, bpfsight report): the samples'
- * stacks merged into a tree (root first, a frame per name), drawn as SVG without script:
- * width = samples, callers below callees, a tooltip per frame (its samples and share).
+ * stacks merged into a tree (root first, a frame per name; a stack deeper than FOLD_DEPTH
+ * with its middle folded into one frame), drawn as SVG: width = samples, callers below
+ * callees, a tooltip per frame (its samples and share), and an inline script (flamegraph.js)
+ * to zoom into a frame and search.
  */
 #ifndef BPFSIGHT_FLAMEGRAPH_H
 #define BPFSIGHT_FLAMEGRAPH_H
@@ -22,10 +24,11 @@ int flamegraph__add(struct flamegraph *g, const struct trace_stack *s, int kerne
 		    const struct trace_model *m);
 __u64 flamegraph__samples(const struct flamegraph *g);
 /*
- * Draw it WIDTH pixels wide. STANDALONE: a whole SVG document (else an <svg> element for an
- * HTML page, sized by its container). Frames narrower than a tenth of a pixel (standalone)
- * or half a pixel (embedded: the page's size is bounded by its width) are left out, the
- * footer line says how many. 0, or -EIO when writing failed.
+ * Draw it 1200 pixels wide. STANDALONE: a whole SVG document (else an <svg> element for an
+ * HTML page, sized by its container: the script lays it out again at the width shown).
+ * Frames narrower than a tenth of a pixel (standalone) or half a pixel (embedded: the page's
+ * size is bounded by its width) are left out, the footer line says how many. 0, or -EIO when
+ * writing failed.
  */
 int flamegraph__svg(const struct flamegraph *g, FILE *f, const char *title, int standalone);
 

@@ -70,7 +70,7 @@ static void cpu_page_sections(const struct page *p, void *st, FILE *f)
 
 	if (!flamegraph__samples(c->flame))
 		return;
-	fprintf(f, "<section id=\"flame\"><h2>CPU samples</h2>\n<div class=\"scroll\">");
+	fprintf(f, "<section id=\"flame\"><h2>CPU samples</h2>\n<div>");
 	flamegraph__svg(c->flame, f, "CPU samples (flame graph)", 0);
 	fprintf(f, "</div></section>\n");
 }

@@ -120,7 +120,7 @@ static void gil_page_sections(const struct page *p, void *st, FILE *f)
 	if (!flamegraph__samples(g->holders))
 		return;
 	fprintf(f, "<section id=\"gil-flame\"><h2>GIL waits by the holder's code</h2>\n"
-		   "<div class=\"scroll\">");
+		   "<div>");
 	flamegraph__svg(g->holders, f,
 			"What held the GIL while others waited (the holders' Python frames)", 0);
 	fprintf(f, "</div></section>\n");
