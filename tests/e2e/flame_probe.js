@@ -5,7 +5,10 @@
 // the section "svg" is a standalone SVG document (export --format svg), its probe a <text>.
 (function (args) {
 	var out = { viewport: document.documentElement.clientWidth,
-		    page_width: document.documentElement.scrollWidth, tables: [], flames: {} };
+		    page_width: document.documentElement.scrollWidth, tables: [], pres: [], flames: {} };
+	[].forEach.call(document.querySelectorAll('pre:not(#probe)'), function (p) {
+		out.pres.push({ id: p.closest('[id]').id, scroll: p.scrollWidth - p.clientWidth });
+	});
 	[].forEach.call(document.querySelectorAll('table'), function (t) {
 		var r = t.getBoundingClientRect();
 		out.tables.push({ id: t.closest('[id]').id, left: r.left, right: r.right,

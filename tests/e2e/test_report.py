@@ -110,11 +110,14 @@ def check_flame(seen, total):
 
 
 def check_fits(seen):
-    """No sideways scrolling at a laptop's width: neither the page nor a table."""
+    """No sideways scrolling at a laptop's width: neither the page nor a table, nor the
+    Recording box (info's text: its long lines wrap)."""
     check(VIEWPORT - 20 <= seen["viewport"] <= VIEWPORT, f"viewport {seen['viewport']}")
     check(seen["page_width"] <= seen["viewport"], f"page {seen['page_width']} px wide")
     for t in seen["tables"]:
         check(t["right"] <= seen["viewport"] and t["scroll"] <= 0, f"table too wide: {t}")
+    for p in seen["pres"]:
+        check(p["scroll"] <= 0, f"text box scrolls sideways: {p}")
 
 
 def report(trace):

@@ -390,7 +390,7 @@ static const char style[] =
 	"font-family:ui-monospace,monospace}\n"
 	".sub,.what,.rows,footer{color:var(--mute)}.what{font-weight:normal;font-size:13px}\n"
 	"pre{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:10px;"
-	"overflow:auto;font:12px/1.4 ui-monospace,monospace}\n"
+	"overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere;font:12px/1.4 ui-monospace,monospace}\n"
 	"figure{margin:14px 0;background:var(--card);border:1px solid var(--line);"
 	"border-radius:6px;padding:8px 12px}figcaption{font-weight:600}\n"
 	"svg{width:100%;height:auto;display:block}.axis line{stroke:var(--line)}"
