@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,7 +25,12 @@
 #define BATCH_HDR sizeof(struct bs_shim_batch_hdr)
 
 struct shim_thread {
-	pthread_mutex_t lock;
+	/*
+	 * The owner appends under it on every record, the poller flushes under it every 250 ms:
+	 * a flag, not a mutex (two atomic operations and a call less per record: a PyTorch op's
+	 * record is one). Whoever finds it taken yields: the other holds it to copy a batch.
+	 */
+	_Atomic bool busy;
 	struct shim_thread *next;
 	struct shim_thread *prev;
 	uint32_t tid;
@@ -184,7 +190,6 @@ struct shim_thread *shim_thread__self(void)
 		shim_core__add_dropped(1);
 		return NULL;
 	}
-	pthread_mutex_init(&t->lock, NULL);
 	t->tid = (uint32_t)gettid();
 	pthread_mutex_lock(&list_lock);
 	t->next = threads;
@@ -212,31 +217,31 @@ static void thread_gone(void *arg)
 {
 	struct shim_thread *t = arg;
 
-	pthread_mutex_lock(&t->lock);
+	shim_thread__lock(t);
 	shim_thread__flush(t);
 	shim_nvtx__thread_gone(t->nvtx);
 	t->nvtx = NULL;
 	shim_torch__thread_gone(t->torch);
 	t->torch = NULL;
-	pthread_mutex_unlock(&t->lock);
+	shim_thread__unlock(t);
 	pthread_mutex_lock(&list_lock);
 	unlink_thread(t);
 	pthread_mutex_unlock(&list_lock);
 	/* A later NVTX call on this thread (another key's destructor) starts afresh. */
 	if (self == t)
 		self = NULL;
-	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
 
 void shim_thread__lock(struct shim_thread *t)
 {
-	pthread_mutex_lock(&t->lock);
+	while (atomic_exchange_explicit(&t->busy, true, memory_order_acquire))
+		sched_yield();
 }
 
 void shim_thread__unlock(struct shim_thread *t)
 {
-	pthread_mutex_unlock(&t->lock);
+	atomic_store_explicit(&t->busy, false, memory_order_release);
 }
 
 uint32_t shim_thread__tid(const struct shim_thread *t)
@@ -260,9 +265,9 @@ void shim_buf__for_each(void (*fn)(struct shim_thread *t, void *arg), void *arg)
 
 	pthread_mutex_lock(&list_lock);
 	for (t = threads; t; t = t->next) {
-		pthread_mutex_lock(&t->lock);
+		shim_thread__lock(t);
 		fn(t, arg);
-		pthread_mutex_unlock(&t->lock);
+		shim_thread__unlock(t);
 	}
 	pthread_mutex_unlock(&list_lock);
 }
@@ -330,7 +335,7 @@ void shim_buf__atfork_child(void)
 	drop_one(&strings, NULL);
 	atomic_store(&seq, 0); /* per process, from 1 */
 	if (self) {
-		pthread_mutex_init(&self->lock, NULL);
+		atomic_store(&self->busy, false);
 		self->tid = (uint32_t)gettid();
 		drop_one(self, NULL);
 	}

@@ -44,8 +44,9 @@ struct open_op {
 };
 
 struct torch_thread {
-	uint32_t session; /* the recording session the stack belongs to */
-	uint32_t depth;	  /* may exceed TORCH_MAX_DEPTH: those above it are not kept */
+	struct shim_thread *thread; /* its buffer (freed with it: shim_thread's torch slot) */
+	uint32_t session;	    /* the recording session the stack belongs to */
+	uint32_t depth;		    /* may exceed TORCH_MAX_DEPTH: those above it are not kept */
 	struct open_op stack[TORCH_MAX_DEPTH];
 	struct {
 		const char *text;
@@ -171,6 +172,7 @@ static struct torch_thread *thread_state(uint32_t session)
 			return NULL;
 		}
 		tt = me = *slot;
+		tt->thread = t;
 	}
 	if (tt->session != session) { /* a new recording: nothing open is ours */
 		tt->session = session;
@@ -280,7 +282,7 @@ static void emit(struct torch_thread *tt, const struct open_op *o, uint32_t dept
 {
 	const struct torch_layout *l = lib.layout;
 	const uint8_t *p = o->rf;
-	struct shim_thread *t = shim_thread__self();
+	struct shim_thread *t = tt->thread;
 	struct bs_torch_op *r;
 	uint32_t tid, name;
 	const char *text;
