@@ -12,6 +12,7 @@
 #include "proc_meta.h"
 #include "shim_join.h"
 #include "shim_tids.h"
+#include "shim_batch_check.h"
 #include "shim_unpack.h"
 #include "stats_math.h"
 #include "cuda.h"
@@ -378,65 +379,6 @@ static __u32 xlate(struct shim_unpack *u, struct proc *p, __u32 sid, int demangl
 	return s->dem_id;
 }
 
-/* ---- checking a batch ---- */
-
-static __u32 min_size(__u16 type)
-{
-	switch (type) {
-	case BS_REC_STRING:
-		return sizeof(struct bs_string);
-	case BS_REC_SHIM_STATUS:
-		return sizeof(struct bs_shim_status);
-	case BS_REC_GPU_KERNEL:
-		return sizeof(struct bs_gpu_kernel);
-	case BS_REC_GPU_MEMCPY:
-		return sizeof(struct bs_gpu_memcpy);
-	case BS_REC_GPU_MEMSET:
-		return sizeof(struct bs_gpu_memset);
-	case BS_REC_GPU_API:
-		return sizeof(struct bs_gpu_api);
-	case BS_REC_NVTX_RANGE:
-		return sizeof(struct bs_nvtx_range);
-	case BS_REC_NVTX_MARK:
-		return sizeof(struct bs_nvtx_mark);
-	case BS_REC_NVTX_NAME:
-		return sizeof(struct bs_nvtx_name);
-	case BS_REC_NVTX_BEGIN:
-		return sizeof(struct bs_nvtx_begin);
-	case BS_REC_TORCH_OP:
-		return sizeof(struct bs_torch_op);
-	}
-	return 0; /* not a type a shim sends */
-}
-
-/* NULL when the records of BH (LEN bytes after it) are all well-formed, else why not. */
-static const char *check_records(const struct bs_shim_batch_hdr *bh, __u32 len)
-{
-	const __u8 *p = (const __u8 *)(bh + 1), *end = p + len;
-	__u32 n = 0;
-
-	while (p < end) {
-		const struct bs_hdr *h = (const void *)p;
-		__u32 min;
-
-		if (end - p < (long)sizeof(*h))
-			return "a record header is cut";
-		min = min_size(h->type);
-		if (!min)
-			return "a record of a type a shim does not send";
-		if (h->size < min || h->size % 8 || h->size > end - p)
-			return "a record size is wrong";
-		if (h->type == BS_REC_STRING &&
-		    ((const struct bs_string *)h)->len > h->size - sizeof(struct bs_string))
-			return "a string is longer than its record";
-		p += h->size;
-		n++;
-	}
-	if (n != bh->nrec)
-		return "the record count is wrong";
-	return NULL;
-}
-
 static void drop_batch(struct shim_unpack *u, __u32 pid, __u64 nrec, const char *why)
 {
 	if (!nrec)
@@ -723,7 +665,7 @@ static void batch(struct shim_unpack *u, const struct bs_shim_batch *b)
 	}
 	why = b->flags & BS_SHIM_BATCH_CLAMP	? "larger than a batch may be"
 	      : bh->len != b->len - sizeof(*bh) ? "its length disagrees with what was sent"
-						: check_records(bh, bh->len);
+						: shim_batch__check(bh, bh->len);
 	if (why) {
 		drop_batch(u, b->h.pid, bh->nrec, why);
 		return;
