@@ -22,6 +22,7 @@
 #include "launch.h"
 #include "link_reaper.h"
 #include "proc_meta.h"
+#include "record_losses.h"
 #include "record_meta.h"
 #include "recorder.h"
 #include "ring_pump.h"
@@ -222,86 +223,6 @@ static int on_record(void *arg, void *data, size_t size)
 	return --ctx->rb_left > 0 ? 0 : -EAGAIN;
 }
 
-/* Each family's causes in the lost array: the recording's and its own (records.h). */
-#define FOR_EACH_LOSS_KEY(i, block, l, own)                                                        \
-	for (int i = 0; families[i]; i++)                                                          \
-		if ((block = loss__family_block(families[i])) >= 0)                                \
-			for (int own = 0; own <= 1; own++)                                         \
-				for (l = own ? families[i]->losses : recording_losses;             \
-				     l && l->name; l++)
-
-/* Turn increases of the loss counters (BPF's and user space's) into LOSS records. */
-static void account_losses(struct record_ctx *ctx, __u64 *seen, __u64 *total)
-{
-	int ncpu = libbpf_num_possible_cpus(), block;
-	const struct loss_cause *l;
-	__u64 *vals;
-
-	if (ncpu <= 0 || !(vals = calloc(ncpu, sizeof(*vals))))
-		return;
-	if (ctx->pump) {
-		__u64 dropped[RING_PUMP_BLOCKS] = { 0 };
-
-		ring_pump__take_dropped(ctx->pump, dropped);
-		for (int b = 0; b < RING_PUMP_BLOCKS; b++)
-			ctx->lost_user[BS_LOST_KEY(b << 4, BS_LOSS_RINGBUF_FULL)] += dropped[b];
-	}
-	FOR_EACH_LOSS_KEY(i, block, l, own)
-	{
-		__u32 key = BS_LOST_KEY(block, l->cause);
-		__u64 sum = ctx->lost_user[key];
-
-		if (!bpf_map_lookup_elem(ctx->lost_fd, &key, vals))
-			for (int c = 0; c < ncpu; c++)
-				sum += vals[c];
-		/*
-		 * The ring refused records of the recording's own (exec, dlopen among them):
-		 * the uprobe manager looks at every process again, none is left unprobed.
-		 */
-		if (sum > seen[key] && key == BS_LOST_KEY(0, BS_LOSS_RINGBUF_FULL))
-			uprobe_mgr__rescan_all(ctx->uprobes);
-		if (sum > seen[key]) {
-			struct bs_loss r = { .cause = l->cause,
-					     .block = BS_LOSS_BLOCK_SET | block,
-					     .count = sum - seen[key] };
-
-			record_ctx__hdr(&r.h, BS_REC_LOSS, sizeof(r), 0, 0, 0);
-			record_ctx__write(ctx, &r);
-			*total += sum - seen[key];
-			seen[key] = sum;
-		}
-	}
-	free(vals);
-}
-
-/* " (cuda: task_map_full 3; gil: ringbuf_full 5)" for the end-of-run line; "" when none. */
-static void loss_summary(const __u64 *seen, char *buf, size_t len)
-{
-	const struct loss_cause *l;
-	const char *prev = NULL;
-	size_t used = 0;
-	int block, n;
-
-	buf[0] = 0;
-	FOR_EACH_LOSS_KEY(i, block, l, own)
-	{
-		__u64 v = seen[BS_LOST_KEY(block, l->cause)];
-
-		if (!v || used >= len)
-			continue;
-		n = snprintf(buf + used, len - used, "%s%s%s%s %llu",
-			     !prev			 ? " ("
-			     : prev == families[i]->name ? ", "
-							 : "; ",
-			     prev == families[i]->name ? "" : families[i]->name,
-			     prev == families[i]->name ? "" : ": ", l->name, (unsigned long long)v);
-		prev = families[i]->name;
-		used += n > 0 ? (size_t)n : 0;
-	}
-	if (prev && used + 1 < len)
-		strcat(buf, ")");
-}
-
 static void print_status(struct record_ctx *ctx, __u64 start, __u64 now, __u64 lost, int final)
 {
 	double secs = (now - start) / 1e9, limit = ctx->opts->duration_ns / 1e9;
@@ -388,7 +309,7 @@ static int targets_alive(const struct record_opts *o, struct launch *l)
 /* What the records so far miss from the kernel: losses, the families' in-kernel totals. */
 static void bring_up_to_date(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_total)
 {
-	account_losses(ctx, seen_lost, lost_total);
+	record_losses__account(ctx, seen_lost, lost_total);
 	for (int i = 0; families[i]; i++)
 		if (ctx->attached[i] && families[i]->poll)
 			families[i]->poll(ctx, ctx->states[i]);
@@ -649,7 +570,7 @@ static void drain(struct recording *r)
 		if (now - last_keep < HOUSEKEEP_NS)
 			continue;
 		last_keep = now;
-		account_losses(ctx, r->seen_lost, &r->lost_total);
+		record_losses__account(ctx, r->seen_lost, &r->lost_total);
 		if (ctx->flight)
 			flight__tick(ctx->flight, now);
 		else if (ctx->writer && (err = trace_writer__tick(ctx->writer, now)) &&
@@ -734,13 +655,13 @@ static int finish(struct recording *r)
 		}
 	while (record_ctx__read(ctx, 0, RECORD_CTX_BATCH) > 0)
 		;
-	account_losses(ctx, r->seen_lost, &r->lost_total);
+	record_losses__account(ctx, r->seen_lost, &r->lost_total);
 	if (r->tty && ctx->writer)
 		print_status(ctx, r->start, mono_now_ns(), r->lost_total, 1);
 	if (ctx->flight) {
 		/* A dump still waiting for its --trigger-after is written with what there is. */
 		flight__finish(ctx->flight);
-		loss_summary(r->seen_lost, by, sizeof(by));
+		record_losses__summary(r->seen_lost, by, sizeof(by));
 		fprintf(stderr, "bpfsight record: recorded %llu records, %llu events lost%s%s\n",
 			(unsigned long long)trace_writer__records(ctx->writer),
 			(unsigned long long)r->lost_total, by,
@@ -759,7 +680,7 @@ static int finish(struct recording *r)
 		return -1;
 	}
 	if (!ctx->writer) { /* monitor: the records went to the sink only */
-		loss_summary(r->seen_lost, by, sizeof(by));
+		record_losses__summary(r->seen_lost, by, sizeof(by));
 		fprintf(stderr, "bpfsight %s: stopped%s: %llu events lost%s\n", r->cmd,
 			stop_signal ? " by signal" : "", (unsigned long long)r->lost_total, by);
 		return -2;
@@ -772,7 +693,7 @@ static int finish(struct recording *r)
 		fprintf(stderr, "bpfsight record: closing %s: %s\n", o->output, strerror(-err));
 		return -1;
 	}
-	loss_summary(r->seen_lost, by, sizeof(by));
+	record_losses__summary(r->seen_lost, by, sizeof(by));
 	fprintf(stderr, "bpfsight record: wrote %s: %llu records, %llu events lost%s%s\n",
 		o->output, (unsigned long long)nrec, (unsigned long long)r->lost_total, by,
 		stop_signal ? " (stopped by signal)" : "");
