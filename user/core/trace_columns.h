@@ -3,7 +3,7 @@
  * Column codec for the records of a chunk (chunk flag BS_CHUNK_COLUMNS, format version 2).
  * A record is seen as little-endian u32 fields; field j of every record of one type goes to
  * column (type, j), one varint per record that has the field: the field itself (bit j of the
- * type's rawmask) or zigzag32(field - the previous field j of that type in the chunk). With
+ * type's rawmask, j < ncols) or zigzag32(field - the previous field j of that type in the chunk). With
  * TRACE_COLUMNS_END in the type's flags, fields 4 and 5 (hdr.ts) hold the halves of
  * ts + the u64 at byte 24 (the interval's end, for records with a dur there), in the order
  * records are written. Fields past the first TRACE_COLUMNS_MAX (string text, deep stacks) go

@@ -66,7 +66,8 @@ static int read_directory(struct trace_columns_dec *d, const __u8 **p, const __u
 		if (get_bounded(p, end, BS_REC_TYPE_MAX - 1, &type) || (int)type <= prev_type ||
 		    get_bounded(p, end, TRACE_COLUMNS_END, &flags) ||
 		    get_bounded(p, end, 0xffffffffu, &rawmask) ||
-		    get_bounded(p, end, TRACE_COLUMNS_MAX, &ncols) || !ncols)
+		    get_bounded(p, end, TRACE_COLUMNS_MAX, &ncols) || !ncols ||
+		    rawmask >> ncols) /* no bit for a column the type does not have */
 			return -EBADMSG;
 		prev_type = (int)type;
 		d->slot[type] = (__u16)(i + 1);
