@@ -141,8 +141,7 @@ typedef struct result (*run_fn)(ZSTD_CCtx *z, const struct recs *r);
  * Best of REPEAT runs, in this thread's CPU time: the machine is shared, and the fastest run
  * is the least disturbed.
  */
-static struct result timed(run_fn fn, ZSTD_CCtx *z, const struct recs *r, int repeat,
-			   double *secs)
+static struct result timed(run_fn fn, ZSTD_CCtx *z, const struct recs *r, int repeat, double *secs)
 {
 	struct result res = { 0 };
 	int i;
@@ -161,8 +160,8 @@ static struct result timed(run_fn fn, ZSTD_CCtx *z, const struct recs *r, int re
 
 static void report(const char *name, const struct recs *r, struct result res, double secs)
 {
-	printf("  %-8s %10zu B  %5.2f B/record  %4zu chunks  %7.1f MB/s  %6.2f M records/s\n",
-	       name, res.bytes, (double)res.bytes / r->n, res.chunks, r->len / secs / 1e6,
+	printf("  %-8s %10zu B  %5.2f B/record  %4zu chunks  %7.1f MB/s  %6.2f M records/s\n", name,
+	       res.bytes, (double)res.bytes / r->n, res.chunks, r->len / secs / 1e6,
 	       r->n / secs / 1e6);
 }
 

@@ -207,8 +207,14 @@ static void test_bad_directories(void)
 	 * One type (5) with the END flag: 6 columns, column 0 of 4 bytes (field 0 = 5 | 24 << 16,
 	 * zigzagged), the others of 1, no tail; then the type byte and the columns.
 	 */
-	__u8 c[] = { 1, 5, TRACE_COLUMNS_END, 0, 6, 4, 1, 1, 1, 1, 1, 0,
-		     5, 0x8a, 0x80, 0xc0, 0x01, 0, 0, 0, 0, 0 };
+	__u8 c[] = { 1,	   5,	 TRACE_COLUMNS_END,
+		     0,	   6,	 4,
+		     1,	   1,	 1,
+		     1,	   1,	 0,
+		     5,	   0x8a, 0x80,
+		     0xc0, 0x01, 0,
+		     0,	   0,	 0,
+		     0 };
 	const size_t type_at = 12;
 	__u32 nwords;
 

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Column codec for the records of a chunk (chunk flag BS_CHUNK_COLUMNS, format version 2).
- * A record is seen as little-endian u32 fields; field j of every record of one type goes to
- * column (type, j), one varint per record that has the field: the field itself (bit j of the
- * type's rawmask, j < ncols) or zigzag32(field - the previous field j of that type in the chunk). With
- * TRACE_COLUMNS_END in the type's flags, fields 4 and 5 (hdr.ts) hold the halves of
- * ts + the u64 at byte 24 (the interval's end, for records with a dur there), in the order
- * records are written. Fields past the first TRACE_COLUMNS_MAX (string text, deep stacks) go
+ * A record is seen as little-endian u32 fields. Each record type has ncols columns (at most
+ * TRACE_COLUMNS_MAX), one for each field every record of the type has: field j < ncols of
+ * every record of the type goes to column (type, j) as one varint, the field itself (bit j of
+ * the type's rawmask) or zigzag32(field - field j of the type's previous record in the
+ * chunk). With TRACE_COLUMNS_END in the type's flags, fields 4 and 5 (hdr.ts) hold the
+ * halves of ts + the u64 at byte 24 (the interval's end, for records with a dur there, which
+ * are written in the order they end). The fields past ncols (string text, stack frames) go
  * verbatim to the type's tail. One byte per record says its type, in record order:
  *
  *   directory | types (nrecords bytes) | per type, in directory order: its columns, its tail
@@ -15,10 +16,10 @@
  *                                          varint(tail bytes))
  *
  * Why: a column holds one field of one kind of record, so a pid|tid word no longer mixes two
- * deltas, a timestamp's delta sits with other timestamps' deltas, and zstd sees long runs of
- * alike bytes; the encoder picks, per chunk, what codes each column shortest. Field 0 is
- * type | size << 16, so the record's length comes with its first field. Delta state starts
- * at zero in every chunk: a chunk still decodes on its own.
+ * deltas, a timestamp's delta sits with other timestamps' deltas, text sits with text, and
+ * zstd sees long runs of alike bytes; the encoder picks, per chunk, what codes each column
+ * shortest. Field 0 is type | size << 16, so the record's length comes with its first field.
+ * Delta state starts at zero in every chunk: a chunk still decodes on its own.
  */
 #ifndef BPFSIGHT_TRACE_COLUMNS_H
 #define BPFSIGHT_TRACE_COLUMNS_H
@@ -27,7 +28,7 @@
 #include <linux/types.h>
 #include "records.h"
 
-#define TRACE_COLUMNS_MAX 32 /* u32 fields a record has columns for (its first 128 bytes) */
+#define TRACE_COLUMNS_MAX 32  /* columns a record type has at most (its first 128 bytes) */
 #define TRACE_COLUMNS_END 0x1 /* type flag: hdr.ts is coded as ts + the u64 at byte 24 */
 
 struct trace_columns_enc;

@@ -162,8 +162,8 @@ int trace_columns_dec__next(struct trace_columns_dec *d, __u64 *words, __u32 *nw
 	if (size % 8 || size < sizeof(struct bs_hdr))
 		return -EBADMSG;
 	nf = size / 4;
-	ncols = nf < TRACE_COLUMNS_MAX ? nf : TRACE_COLUMNS_MAX;
-	if (ncols > t->ncols)
+	ncols = t->ncols;
+	if (nf < ncols) /* every record of the type has all its columns */
 		return -EBADMSG;
 	v = htole32(v);
 	memcpy(dst, &v, 4);

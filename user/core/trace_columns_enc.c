@@ -23,7 +23,7 @@ struct col_type {
 	struct col_buf recs;
 	struct col_buf col[TRACE_COLUMNS_MAX + 1]; /* finish(): its columns, then its tail */
 	__u32 nrec;
-	__u32 ncols;	/* columns any of its records has */
+	__u32 ncols;	/* finish(): its columns, the fields all its records have (<= 32) */
 	__u32 min_size; /* of its records: the end coding needs word 3 in each */
 	__u32 prev[TRACE_COLUMNS_MAX];
 	__u64 prev_ts, prev_end;
@@ -44,7 +44,7 @@ struct trace_columns_enc {
 	struct col_buf types; /* one byte per record */
 	struct col_buf flat;  /* finish(): the whole chunk */
 	struct col_plan plans[BS_REC_TYPE_MAX];
-	size_t bytes;	      /* estimate of the columns' bytes */
+	size_t bytes; /* estimate of the columns' bytes */
 	__u32 nrec;
 };
 
@@ -185,15 +185,13 @@ int trace_columns_enc__add(struct trace_columns_enc *e, const struct bs_hdr *rec
 	if (buf_reserve(&e->types, 1) || buf_reserve(&t->recs, size))
 		return -ENOMEM;
 	nf = size / 4;
-	ncols = nf < TRACE_COLUMNS_MAX ? nf : TRACE_COLUMNS_MAX;
+	ncols = nf < TRACE_COLUMNS_MAX ? nf : TRACE_COLUMNS_MAX; /* at most, for the costs */
 	/* A type's first records in the chunk decide its coding: the rest are alike. */
 	if (t->nrec < PLAN_SAMPLE)
 		count_costs(t, (const __u8 *)rec, ncols, size);
 	buf_put(&t->recs, rec, size);
 	if (!t->nrec || size < t->min_size)
 		t->min_size = size;
-	if (ncols > t->ncols)
-		t->ncols = ncols;
 	t->nrec++;
 	e->bytes += ncols + (size_t)(nf - ncols) * 4; /* at least a byte a field */
 	e->types.p[e->types.len++] = (__u8)type;
@@ -247,7 +245,7 @@ static int write_type(struct col_type *t, struct col_plan *pl)
 	for (off = 0; off < t->recs.len;) {
 		const __u8 *r = t->recs.p + off;
 		__u32 size = get64(r) >> 16 & 0xffff, nf = size / 4;
-		__u32 ncols = nf < TRACE_COLUMNS_MAX ? nf : TRACE_COLUMNS_MAX;
+		__u32 ncols = t->ncols;
 
 		load_fields(r, ncols, pl->flags, v);
 		for (j = 0; j < ncols; j++) {
@@ -277,6 +275,14 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 	for (i = 0; i < BS_REC_TYPE_MAX; i++) {
 		if (!e->t[i] || !e->t[i]->nrec)
 			continue;
+		/*
+		 * Columns for the fields every record of the type has; what only some have (the
+		 * text of strings, the frames of stacks) stays together in the tail, where zstd
+		 * finds what repeats.
+		 */
+		e->t[i]->ncols = e->t[i]->min_size / 4;
+		if (e->t[i]->ncols > TRACE_COLUMNS_MAX)
+			e->t[i]->ncols = TRACE_COLUMNS_MAX;
 		plan_type(e->t[i], &plans[i]);
 		if (write_type(e->t[i], &plans[i]))
 			return -ENOMEM;
@@ -285,8 +291,8 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 		ntypes++;
 	}
 	f->len = 0;
-	if (buf_reserve(f, TRACE_VARINT_MAX * (1 + (size_t)ntypes * (TRACE_COLUMNS_MAX + 5)) +
-				   total))
+	if (buf_reserve(f,
+			TRACE_VARINT_MAX * (1 + (size_t)ntypes * (TRACE_COLUMNS_MAX + 5)) + total))
 		return -ENOMEM;
 	f->len += trace_varint_put(f->p + f->len, ntypes);
 	for (i = 0; i < BS_REC_TYPE_MAX; i++) {
