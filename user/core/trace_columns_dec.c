@@ -162,9 +162,7 @@ int trace_columns_dec__next(struct trace_columns_dec *d, __u64 *words, __u32 *nw
 	if (size % 8 || size < sizeof(struct bs_hdr))
 		return -EBADMSG;
 	nf = size / 4;
-	ncols = t->ncols;
-	if (nf < ncols) /* every record of the type has all its columns */
-		return -EBADMSG;
+	ncols = nf < t->ncols ? nf : t->ncols;
 	v = htole32(v);
 	memcpy(dst, &v, 4);
 	for (j = 1; j < ncols; j++) {
@@ -181,12 +179,9 @@ int trace_columns_dec__next(struct trace_columns_dec *d, __u64 *words, __u32 *nw
 		memcpy(dst + 4 * ncols, t->tail.p, n);
 		t->tail.p += n;
 	}
-	if (t->flags & TRACE_COLUMNS_END) {
-		/* Word 2 came as the end: the record must have word 3 to take it back. */
-		if (size < 32)
-			return -EBADMSG;
+	/* Word 2 came as the end, in the records that have a word 3 to take off again. */
+	if ((t->flags & TRACE_COLUMNS_END) && size >= 32)
 		words[2] = htole64(le64toh(words[2]) - le64toh(words[3]));
-	}
 	*nwords = size / 8;
 	return 0;
 }
