@@ -55,7 +55,8 @@ USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(SHIM_EMBED_OBJ)
 # cmd_complete.o lists main.o's dispatch table: neither is linked into the tests.
 LIB_OBJS := $(filter-out $(OUT)/obj/cli/main.o $(OUT)/obj/cli/cmd_complete.o,$(USER_OBJS))
 # The trace-format core, linked into the unit tests and the fuzzer without the BPF side.
-FORMAT_OBJS := $(addprefix $(OUT)/obj/core/,trace_writer.o trace_reader.o trace_codec.o trace_meta.o)
+FORMAT_OBJS := $(addprefix $(OUT)/obj/core/,trace_writer.o trace_reader.o trace_codec.o \
+		trace_columns_enc.o trace_columns_dec.o trace_chunk_dec.o trace_meta.o)
 
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/tests/%,$(WORKLOAD_SRCS))
@@ -440,6 +441,13 @@ $(OUT)/bench/join_bench $(OUT)/bench/names_bench: $(OUT)/bench/%: bench/%.c $(LI
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)
+
+# The record encodings compared on real traces (bench/codec_bench.c).
+BENCH_BINS += $(OUT)/bench/codec_bench
+$(OUT)/bench/codec_bench: bench/codec_bench.c $(FORMAT_OBJS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
 
 # Synthetic rank files of one job, for merge at scale (bench/bench_ranks.py).
 BENCH_BINS += $(OUT)/bench/rank_files

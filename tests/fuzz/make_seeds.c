@@ -2,8 +2,13 @@
 /*
  * Regenerates the committed fuzz seeds (each well under 4 KiB):
  *   cc -O2 -D_GNU_SOURCE -Iuser/core -Ibpf tests/fuzz/make_seeds.c user/core/trace_writer.c \
- *      user/core/trace_reader.c user/core/trace_codec.c user/core/trace_meta.c -lzstd -lz -o /tmp/make_seeds
+ *      user/core/trace_reader.c user/core/trace_codec.c user/core/trace_columns_enc.c \
+ *      user/core/trace_columns_dec.c user/core/trace_chunk_dec.c user/core/trace_meta.c \
+ *      -lzstd -lz -o /tmp/make_seeds
  *   /tmp/make_seeds tests/fuzz/seeds
+ * Files of format 2 (columns): seed-v2-*; seed-synth-columns, a column chunk for the harness.
+ * seed-clean, seed-truncated and seed-corrupt-chunk are format 1, written by the writer of
+ * before format 2: keep them (readers still read format 1), they cannot be made again.
  * The seeds are not named *.bst: .gitignore keeps traces out of the tree.
  */
 #include <errno.h>
@@ -11,7 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "osrt_records.h"
+#include "sched_records.h"
 #include "trace_codec.h"
+#include "trace_columns.h"
 #include "trace_format.h"
 #include "trace_writer.h"
 
@@ -95,6 +103,47 @@ static int save(const char *dir, const char *name, const void *data, size_t len)
 	return 0;
 }
 
+/* The synthetic-chunk input's head: 0xfe, chunk flags, nrecords, first_ts, last_ts. */
+static size_t synth_head(__u8 *buf, __u32 flags, __u32 nrec, __u64 lo, __u64 hi)
+{
+	buf[0] = 0xfe;
+	memcpy(buf + 1, &flags, 4);
+	memcpy(buf + 5, &nrec, 4);
+	memcpy(buf + 9, &lo, 8);
+	memcpy(buf + 17, &hi, 8);
+	return 25;
+}
+
+/* A column chunk: three types, a tail (a string past 128 bytes), an interval's end. */
+static int synth_columns_seed(const char *dir)
+{
+	struct bs_exit ex = { .h = { BS_REC_EXIT, sizeof(ex), 0, 5, 6, 900 }, .exit_code = 256 };
+	struct bs_string st = { .h = { BS_REC_STRING, 168, 0, 5, 6, 950 }, .id = 1, .len = 130 };
+	struct bs_syscall sc = { .h = { BS_REC_SYSCALL, sizeof(sc), 1, 5, 6, 920 }, .dur = 20 };
+	struct trace_columns_enc *e = trace_columns_enc__new();
+	__u8 buf[512], str[168] = { 0 };
+	const __u8 *out;
+	size_t n, len;
+	int err;
+
+	if (!e)
+		return -ENOMEM;
+	memcpy(str, &st, sizeof(st));
+	memset(str + sizeof(st), 'k', 130); /* a kernel's name, as long as CUDA's get */
+	err = trace_columns_enc__add(e, &ex.h) ?: trace_columns_enc__add(e, &sc.h) ?:
+	      trace_columns_enc__add(e, (const struct bs_hdr *)str) ?:
+	      trace_columns_enc__add(e, &sc.h) ?: trace_columns_enc__finish(e, &out, &len);
+	if (!err && len > sizeof(buf) - 25)
+		err = -E2BIG;
+	if (!err) {
+		n = synth_head(buf, BS_CHUNK_COLUMNS, 4, 900, 950);
+		memcpy(buf + n, out, len);
+		err = save(dir, "seed-synth-columns", buf, n + len);
+	}
+	trace_columns_enc__free(e);
+	return err;
+}
+
 /* The fuzzer's synthetic-chunk input: 0xfe, chunk fields, then encoded records. */
 static int synth_seed(const char *dir)
 {
@@ -109,12 +158,7 @@ static int synth_seed(const char *dir)
 
 	if (!c)
 		return -ENOMEM;
-	buf[n++] = 0xfe;
-	memcpy(buf + n, &flags, 4);
-	memcpy(buf + n + 4, &nrec, 4);
-	memcpy(buf + n + 8, &lo, 8);
-	memcpy(buf + n + 16, &hi, 8);
-	n += 24;
+	n = synth_head(buf, flags, nrec, lo, hi);
 	k = trace_codec__encode(c, &ex.h, buf + n);
 	n += (size_t)k;
 	k = trace_codec__encode(c, &cm.h, buf + n);
@@ -155,13 +199,14 @@ int main(int argc, char **argv)
 	unlink(path);
 	rmdir(tmp);
 
-	err = save(argv[1], "seed-clean", data, (size_t)len);
+	err = save(argv[1], "seed-v2-clean", data, (size_t)len);
 	/* A recorder killed while writing chunk 3. */
-	err = err ?: save(argv[1], "seed-truncated", data, (size_t)(ends[1] + ends[2]) / 2);
+	err = err ?: save(argv[1], "seed-v2-truncated", data, (size_t)(ends[1] + ends[2]) / 2);
 	/* One flipped byte inside chunk 2's frame. */
 	data[ends[1] - 5] ^= 0x20;
-	err = err ?: save(argv[1], "seed-corrupt-chunk", data, (size_t)len);
+	err = err ?: save(argv[1], "seed-v2-corrupt-chunk", data, (size_t)len);
 	err = err ?: synth_seed(argv[1]);
+	err = err ?: synth_columns_seed(argv[1]);
 	free(data);
 	return err ? 1 : 0;
 }

@@ -125,35 +125,6 @@ static void print_table(const struct merge_opts *o, const struct merge_input *in
 	}
 }
 
-/* OUT may be written: not an input, not a link, not there unless --force. 0 or 1. */
-static int check_out(const struct merge_opts *o)
-{
-	struct stat st, so;
-
-	for (__u32 i = 0; i < o->nfiles; i++) {
-		if (!stat(o->files[i], &st) && !stat(o->out, &so) && st.st_dev == so.st_dev &&
-		    st.st_ino == so.st_ino) {
-			fprintf(stderr,
-				"bpfsight merge: %s is one of the files to merge: choose "
-				"another -o\n",
-				o->out);
-			return 1;
-		}
-	}
-	if (lstat(o->out, &st))
-		return 0;
-	if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "bpfsight merge: %s is %s: choose another -o\n", o->out,
-			S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file");
-		return 1;
-	}
-	if (!o->force) {
-		fprintf(stderr, "bpfsight merge: %s exists: use --force to replace it\n", o->out);
-		return 1;
-	}
-	return 0;
-}
-
 static int parse(int argc, char **argv, struct merge_opts *o, int *json)
 {
 	int c;
@@ -218,7 +189,7 @@ int cmd_merge(int argc, char **argv)
 	ret = parse(argc, argv, &o, &json);
 	if (ret >= 0)
 		return ret;
-	if (check_out(&o))
+	if (cmd__check_output("merge", o.out, o.files, o.nfiles, o.force))
 		return EXIT_READ_FAIL;
 	o.cmdline = cmdline = cmd__join_args(argc, argv);
 	err = merge__run(&o, &in, &order);

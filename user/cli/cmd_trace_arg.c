@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The reading commands' one positional argument, the trace FILE: one check, one wording; and
- * the command line a written file's header keeps.
+ * The reading commands' one positional argument, the trace FILE: one check, one wording; the
+ * command line a written file's header keeps; and whether the file to write may be written.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "commands.h"
 
 const char *cmd__trace_arg(const char *cmd, int argc, char **argv, void (*usage)(FILE *f))
@@ -31,4 +32,31 @@ char *cmd__join_args(int argc, char **argv)
 		p += sprintf(p, "%s%s", i ? " " : "", argv[i]);
 	*p = 0;
 	return s;
+}
+
+int cmd__check_output(const char *cmd, const char *out, const char *const *in, __u32 nin, int force)
+{
+	struct stat st, so;
+
+	for (__u32 i = 0; i < nin; i++) {
+		if (!stat(in[i], &st) && !stat(out, &so) && st.st_dev == so.st_dev &&
+		    st.st_ino == so.st_ino) {
+			fprintf(stderr,
+				"bpfsight %s: %s is one of the files to %s: choose another -o\n",
+				cmd, out, cmd);
+			return 1;
+		}
+	}
+	if (lstat(out, &st))
+		return 0;
+	if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "bpfsight %s: %s is %s: choose another -o\n", cmd, out,
+			S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file");
+		return 1;
+	}
+	if (!force) {
+		fprintf(stderr, "bpfsight %s: %s exists: use --force to replace it\n", cmd, out);
+		return 1;
+	}
+	return 0;
 }

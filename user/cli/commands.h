@@ -5,6 +5,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <linux/types.h>
 
 int cmd_record(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
@@ -17,11 +18,12 @@ int cmd_shim(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_complete(int argc, char **argv);
 
 /* Each command's getopt_long table (cmd_*.c). */
 extern const struct option info_options[], dump_options[], stats_options[], export_options[],
-	shim_options[], report_options[], stacks_options[], merge_options[];
+	shim_options[], report_options[], stacks_options[], merge_options[], convert_options[];
 
 /* main.c's dispatch table, NULL-terminated; a command with no help is hidden from usage. */
 struct bpfsight_cmd {
@@ -41,6 +43,12 @@ void export__list_formats(char *buf, size_t len); /* cmd_export.c: export --form
 /* After getopt: argv's one FILE (info, dump, stats, export, report); NULL when there is none or
  * more than one, said on stderr with CMD's usage. */
 const char *cmd__trace_arg(const char *cmd, int argc, char **argv, void (*usage)(FILE *f));
+/*
+ * May CMD write OUT? Not one of the NIN input files IN, not a link or other non-regular file,
+ * not there unless FORCE. 0, or 1 with the reason on stderr.
+ */
+int cmd__check_output(const char *cmd, const char *out, const char *const *in, __u32 nin,
+		      int force);
 /* ARGV joined by spaces ("record -t nccl -- CMD"), for a file header; NULL without memory. */
 char *cmd__join_args(int argc, char **argv);
 

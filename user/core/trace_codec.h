@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Record codec used inside a chunk. One record is
+ * Varint record codec: the data chunks of format version 1, and the footer chunk (the data
+ * chunks of version 2 are in columns, trace_columns.h). One record is
  *
  *   varint(type) | varint(nwords) | nwords x varint(zigzag(word[i] - prev[type][i]))
  *

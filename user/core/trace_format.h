@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * On-disk layout of a .bst trace file, version 1. docs/FORMAT.md is the prose version of
+ * On-disk layout of a .bst trace file, version 2 (readers also read version 1). docs/FORMAT.md is the prose version of
  * this header; keep them together.
  *
  *   file header   "BPFSIGHT" | u32 version | u32 meta_len | meta TLVs | u32 crc32
@@ -8,8 +8,9 @@
  *   footer chunk  a chunk with BS_CHUNK_FOOTER set (clean close only)
  *   trailer       u64 footer offset | "BSTRAILR"
  *
- * Inside a chunk, records are varint-delta encoded 64-bit words (see trace_codec.h);
- * the delta state resets at every chunk, so each chunk decodes on its own.
+ * Inside a chunk, records are in columns (BS_CHUNK_COLUMNS, trace_columns.h; data chunks
+ * since version 2) or varint-delta encoded 64-bit words (trace_codec.h: version 1, and the
+ * footer chunk); the delta state resets at every chunk, so each chunk decodes on its own.
  * All integers are little-endian.
  */
 #ifndef BPFSIGHT_TRACE_FORMAT_H
@@ -18,11 +19,13 @@
 #include <linux/types.h>
 
 #define BS_FILE_MAGIC	    "BPFSIGHT" /* 8 bytes, no NUL */
-#define BS_FILE_VERSION	    1
+#define BS_FILE_VERSION	    2
+#define BS_FILE_VERSION_MIN 1 /* the oldest version a reader still reads */
 #define BS_TRAILER_MAGIC    "BSTRAILR"
 #define BS_CHUNK_MAGIC	    0x4b435342u /* "BSCK" */
 #define BS_CHUNK_FOOTER	    0x1u
-#define BS_CHUNK_TARGET_RAW (1u << 20)	  /* close a chunk at ~1 MiB of encoded records... */
+#define BS_CHUNK_COLUMNS    0x2u       /* records in columns (trace_columns.h), else varint words */
+#define BS_CHUNK_TARGET_RAW (1u << 20) /* close a chunk at ~1 MiB of encoded records... */
 #define BS_CHUNK_TARGET_NS  1000000000ull /* ...or 1 s after its first record */
 #define BS_CHUNK_MAX_RAW    (64u << 20)	  /* a reader refuses bigger chunks */
 #define BS_META_MAX	    (1u << 20)	  /* a reader refuses a bigger file header */

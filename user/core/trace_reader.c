@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
+#include "trace_chunk_dec.h"
 #include "trace_codec.h"
 #include "trace_format.h"
 #include "trace_meta_io.h"
@@ -40,9 +41,9 @@ struct trace_reader {
 	int eof;
 
 	ZSTD_DCtx *dctx;
-	struct trace_codec *codec;
+	struct trace_chunk_dec *dec;
 	__u8 *raw; /* the decompressed chunk being returned */
-	size_t raw_cap, raw_len, raw_pos;
+	size_t raw_cap;
 	__u32 left;	     /* records of it not decoded yet */
 	__u64 *words;	     /* the record last returned */
 	__u64 progress_next; /* resync: bytes skipped before the next progress line */
@@ -223,8 +224,8 @@ static int check_chunk(struct trace_reader *r, const struct chunk *c, const __u8
 {
 	int footer = !!(c->flags & BS_CHUNK_FOOTER), have_footer = 0;
 	__u64 lo = ~0ull, hi = 0, ts;
-	size_t off = 0, n;
 	__u32 i, nwords;
+	size_t n;
 	int k;
 
 	if ((__u32)crc32(0, frame, c->comp_len) != c->data_crc)
@@ -246,13 +247,11 @@ static int check_chunk(struct trace_reader *r, const struct chunk *c, const __u8
 	if (ZSTD_isError(n) || n != c->raw_len)
 		return -EBADMSG;
 
-	trace_codec__reset(r->codec);
-	for (i = 0; i < c->nrecords; i++) {
-		k = trace_codec__decode(r->codec, r->raw + off, c->raw_len - off, r->words,
-					&nwords);
+	k = trace_chunk_dec__begin(r->dec, c->flags, r->raw, c->raw_len, c->nrecords);
+	for (i = 0; !k && i < c->nrecords; i++) {
+		k = trace_chunk_dec__next(r->dec, r->words, &nwords);
 		if (k < 0)
 			return k;
-		off += (size_t)k;
 		if (footer) {
 			if ((le64toh(r->words[0]) & 0xffff) == BS_REC_FOOTER)
 				have_footer |= take_footer(r, r->words, nwords);
@@ -262,7 +261,7 @@ static int check_chunk(struct trace_reader *r, const struct chunk *c, const __u8
 		lo = ts < lo ? ts : lo;
 		hi = ts > hi ? ts : hi;
 	}
-	if (off != c->raw_len)
+	if (k || trace_chunk_dec__end(r->dec))
 		return -EBADMSG;
 	if (footer)
 		return have_footer ? 0 : -EBADMSG;
@@ -329,9 +328,8 @@ static int load_chunk(struct trace_reader *r)
 			check_trailer(r, off);
 			continue;
 		}
-		trace_codec__reset(r->codec);
-		r->raw_len = c.raw_len;
-		r->raw_pos = 0;
+		/* check_chunk decoded it whole: this cannot fail. */
+		trace_chunk_dec__begin(r->dec, c.flags, r->raw, c.raw_len, c.nrecords);
 		r->left = c.nrecords;
 		r->st.chunks++;
 		return 1;
@@ -349,14 +347,12 @@ int trace_reader__next(struct trace_reader *r, const struct bs_hdr **rec)
 
 	for (;;) {
 		while (r->left) {
-			k = trace_codec__decode(r->codec, r->raw + r->raw_pos,
-						r->raw_len - r->raw_pos, r->words, &nwords);
+			k = trace_chunk_dec__next(r->dec, r->words, &nwords);
 			if (k < 0) {
 				/* check_chunk decoded the same bytes: only memory can fail here. */
 				r->left = 0;
 				break;
 			}
-			r->raw_pos += (size_t)k;
 			r->left--;
 			h = (const struct bs_hdr *)r->words;
 			type = le16toh(h->type);
@@ -394,7 +390,7 @@ void trace_reader__free(struct trace_reader *r)
 		fclose(r->f);
 	trace_meta__clear(&r->meta);
 	ZSTD_freeDCtx(r->dctx);
-	trace_codec__free(r->codec);
+	trace_chunk_dec__free(r->dec);
 	free(r->buf);
 	free(r->raw);
 	free(r->words);
@@ -430,9 +426,10 @@ static int read_header(struct trace_reader *r, char *err, size_t errlen)
 		return -EBADMSG;
 	}
 	version = get_le32(p + 8);
-	if (version != BS_FILE_VERSION) {
-		snprintf(err, errlen, "unsupported format version %u (this bpfsight reads %u)",
-			 version, BS_FILE_VERSION);
+	if (version < BS_FILE_VERSION_MIN || version > BS_FILE_VERSION) {
+		snprintf(err, errlen,
+			 "unsupported format version %u (this bpfsight reads %u to %u)", version,
+			 BS_FILE_VERSION_MIN, BS_FILE_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	meta_len = get_le32(p + 12);
@@ -483,9 +480,9 @@ struct trace_reader *trace_reader__open_file(FILE *f, char *err, size_t errlen, 
 	r->f = f;
 	r->progress_next = PROGRESS_STEP;
 	r->dctx = ZSTD_createDCtx();
-	r->codec = trace_codec__new();
+	r->dec = trace_chunk_dec__new();
 	r->words = malloc(TRACE_CODEC_MAX_WORDS * sizeof(*r->words));
-	if (!f || !r->dctx || !r->codec || !r->words) {
+	if (!f || !r->dctx || !r->dec || !r->words) {
 		snprintf(err, errlen, f ? "out of memory" : "no input stream");
 		e = f ? -ENOMEM : -EINVAL;
 		goto fail;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Chunked, checksummed trace writer. Records are delta-encoded into an in-memory chunk; a
+ * Chunked, checksummed trace writer. Records are split into columns in memory; a
  * full (or 1 s old) chunk is compressed into one zstd frame and reaches the file in a single
  * write() together with its header, so a killed recorder leaves whole chunks plus at most a
  * torn tail that the reader recognizes.
@@ -16,6 +16,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 #include "trace_codec.h"
+#include "trace_columns.h"
 #include "trace_format.h"
 #include "trace_meta_io.h"
 #include "trace_writer.h"
@@ -28,25 +29,22 @@
 #define WRITER_ZSTD_LEVEL 3
 #define CHUNK_HDR_LEN	  ((size_t)sizeof(struct bs_chunk_hdr))
 #define TRAILER_LEN	  16
-/* Room for the record that crosses BS_CHUNK_TARGET_RAW. */
-#define RAW_CAP (BS_CHUNK_TARGET_RAW + TRACE_CODEC_ENC_MAX(TRACE_CODEC_MAX_WORDS))
 
 struct trace_writer {
 	int fd;
 	/* In-memory writer (trace_writer__open_mem): chunks go to SINK instead of a file. */
 	trace_writer_sink_fn sink;
 	void *sink_arg;
-	__u64 off;	/* bytes in the file */
-	size_t hdr_len; /* of its file header */
-	__u64 appended; /* records accepted by append() */
-	__u64 written;	/* records in chunks that reached the file */
-	__u32 seq;	/* of the next chunk */
-	struct trace_codec *codec;
+	__u64 off;		   /* bytes in the file */
+	size_t hdr_len;		   /* of its file header */
+	__u64 appended;		   /* records accepted by append() */
+	__u64 written;		   /* records in chunks that reached the file */
+	__u32 seq;		   /* of the next chunk */
+	struct trace_codec *codec; /* the footer's */
+	struct trace_columns_enc *cols;
 	ZSTD_CCtx *cctx;
 
-	/* The open chunk. */
-	__u8 *raw;
-	size_t raw_len;
+	/* The open chunk: its records are in cols. */
 	__u32 nrec;
 	__u64 first_ts, last_ts;
 	__u64 first_mono; /* CLOCK_MONOTONIC when its first record was appended */
@@ -91,6 +89,22 @@ static int write_unit(struct trace_writer *w, const __u8 *buf, size_t len)
 	    lseek(w->fd, (off_t)start, SEEK_SET) == (off_t)start)
 		w->off = start;
 	return err;
+}
+
+/* Room in w->out for the chunk of RAW_LEN encoded bytes (header, frame, trailer). */
+static int out_reserve(struct trace_writer *w, size_t raw_len)
+{
+	size_t cap = CHUNK_HDR_LEN + ZSTD_compressBound(raw_len) + TRAILER_LEN;
+	__u8 *p;
+
+	if (cap <= w->out_cap)
+		return 0;
+	p = realloc(w->out, cap);
+	if (!p)
+		return -ENOMEM;
+	w->out = p;
+	w->out_cap = cap;
+	return 0;
 }
 
 /*
@@ -166,35 +180,40 @@ static int index_add(struct trace_writer *w, __u64 off)
 
 int trace_writer__flush(struct trace_writer *w)
 {
+	const __u8 *raw;
 	__u64 off = w->off;
+	size_t raw_len;
 	int err;
 
 	if (!w->nrec)
 		return 0;
-	err = write_chunk(w, w->raw, w->raw_len, w->nrec, w->first_ts, w->last_ts, 0, w->out,
-			  w->out_cap, 0);
+	err = trace_columns_enc__finish(w->cols, &raw, &raw_len);
+	if (!err)
+		err = out_reserve(w, raw_len);
+	if (!err)
+		err = write_chunk(w, raw, raw_len, w->nrec, w->first_ts, w->last_ts,
+				  BS_CHUNK_COLUMNS, w->out, w->out_cap, 0);
 	/* On error the chunk's records are dropped: retrying a full disk only grows the loss. */
 	if (!err) {
 		err = index_add(w, off);
 		w->written += w->nrec;
 		w->seq++;
 	}
-	w->raw_len = 0;
 	w->nrec = 0;
-	trace_codec__reset(w->codec);
+	trace_columns_enc__reset(w->cols);
 	return err;
 }
 
 int trace_writer__append(struct trace_writer *w, const struct bs_hdr *rec)
 {
-	int n;
+	int err;
 
 	if (rec->size < sizeof(*rec) || rec->size % 8 || rec->type >= BS_REC_TYPE_MAX ||
 	    rec->type == BS_REC_FOOTER || rec->type == BS_REC_CHUNK_INDEX)
 		return -EINVAL;
-	n = trace_codec__encode(w->codec, rec, w->raw + w->raw_len);
-	if (n < 0)
-		return n;
+	err = trace_columns_enc__add(w->cols, rec);
+	if (err)
+		return err;
 	if (!w->nrec) {
 		w->first_ts = w->last_ts = rec->ts;
 		w->first_mono = mono_now_ns();
@@ -203,10 +222,9 @@ int trace_writer__append(struct trace_writer *w, const struct bs_hdr *rec)
 	} else if (rec->ts > w->last_ts) {
 		w->last_ts = rec->ts;
 	}
-	w->raw_len += (size_t)n;
 	w->nrec++;
 	w->appended++;
-	if (w->raw_len >= BS_CHUNK_TARGET_RAW)
+	if (trace_columns_enc__size(w->cols) >= BS_CHUNK_TARGET_RAW)
 		return trace_writer__flush(w);
 	return 0;
 }
@@ -369,8 +387,8 @@ void trace_writer__free(struct trace_writer *w)
 	if (w->fd >= 0)
 		close(w->fd);
 	trace_codec__free(w->codec);
+	trace_columns_enc__free(w->cols);
 	ZSTD_freeCCtx(w->cctx);
-	free(w->raw);
 	free(w->out);
 	free(w->idx);
 	free(w);
@@ -420,11 +438,9 @@ static struct trace_writer *writer_new(int *errp)
 	}
 	w->fd = -1;
 	w->codec = trace_codec__new();
+	w->cols = trace_columns_enc__new();
 	w->cctx = ZSTD_createCCtx();
-	w->raw = malloc(RAW_CAP);
-	w->out_cap = CHUNK_HDR_LEN + ZSTD_compressBound(RAW_CAP) + TRAILER_LEN;
-	w->out = malloc(w->out_cap);
-	if (!w->codec || !w->cctx || !w->raw || !w->out) {
+	if (!w->codec || !w->cols || !w->cctx) {
 		err = -ENOMEM;
 		goto fail;
 	}

@@ -17,6 +17,7 @@
 #include "flight_recorder.h"
 #include "flight_trigger.h"
 #include "mono_clock.h"
+#include "trace_chunk_dec.h"
 #include "trace_codec.h"
 #include "trace_format.h"
 #include "trace_writer.h"
@@ -274,6 +275,12 @@ __u64 flight__bytes(const struct flight_recorder *fr)
 	return held(fr);
 }
 
+/* A field of a stored chunk's header (little-endian). */
+static __u32 le32_at(const __u8 *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (__u32)p[3] << 24;
+}
+
 /*
  * The oldest chunk of the window begins before it: its records from FROM on go to W again
  * (state records whatever their time: they may be what later events need).
@@ -281,38 +288,32 @@ __u64 flight__bytes(const struct flight_recorder *fr)
 static int append_cut(struct flight_recorder *fr, struct trace_writer *w,
 		      const struct stored_chunk *s, __u64 from)
 {
-	__u32 raw_len = s->info.nrecords ? (__u32)(s->data[20] | s->data[21] << 8 |
-						   s->data[22] << 16 | (__u32)s->data[23] << 24)
-					 : 0;
-	struct trace_codec *codec = trace_codec__new();
+	__u32 raw_len = s->info.nrecords ? le32_at(s->data + 20) : 0;
+	__u32 flags = le32_at(s->data + 4), i;
+	struct trace_chunk_dec *dec = trace_chunk_dec__new();
 	__u8 *raw = malloc(raw_len ? raw_len : 1);
 	__u64 *words = malloc(TRACE_CODEC_MAX_WORDS * 8);
-	size_t n, off = 0;
+	size_t n;
 	int err = -ENOMEM;
 
-	if (!codec || !raw || !words)
+	if (!dec || !raw || !words)
 		goto out;
 	n = ZSTD_decompress(raw, raw_len, s->data + sizeof(struct bs_chunk_hdr),
 			    s->len - sizeof(struct bs_chunk_hdr));
 	err = -EIO;
 	if (ZSTD_isError(n) || n != raw_len)
 		goto out;
-	err = 0;
-	while (off < raw_len && !err) {
+	err = trace_chunk_dec__begin(dec, flags, raw, raw_len, s->info.nrecords);
+	for (i = 0; i < s->info.nrecords && !err; i++) {
 		const struct bs_hdr *h = (const void *)words;
 		__u32 nwords;
-		int used = trace_codec__decode(codec, raw + off, raw_len - off, words, &nwords);
 
-		if (used < 0) {
-			err = used;
-			break;
-		}
-		off += (size_t)used;
-		if (h->ts >= from || flight_meta__is_state(fr->fm, h->type))
+		err = trace_chunk_dec__next(dec, words, &nwords);
+		if (!err && (h->ts >= from || flight_meta__is_state(fr->fm, h->type)))
 			err = trace_writer__append(w, h);
 	}
 out:
-	trace_codec__free(codec);
+	trace_chunk_dec__free(dec);
 	free(raw);
 	free(words);
 	return err;

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Record encodings compared on real traces: for each FILE.bst, its records are read into
+ * memory once, then cut into chunks and compressed as the writer does (1 MiB of encoded
+ * records, zstd level 3, checksum on) with the varint codec of format 1 and the column codec
+ * of format 2. Prints bytes per record (chunk headers included, file header and footer not),
+ * encode throughput (codec + zstd, the writer's path), and with --types the bytes each record
+ * type costs when its records are encoded alone.
+ *
+ *   codec_bench [--types] [--repeat N] FILE.bst...
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zstd.h>
+#include "trace_codec.h"
+#include "trace_columns.h"
+#include "trace_format.h"
+#include "trace_reader.h"
+
+struct recs {
+	__u8 *p;
+	size_t len, cap, n;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int load(const char *path, struct recs *r, int only_type)
+{
+	char err[256];
+	struct trace_reader *rd = trace_reader__open(path, err, sizeof(err), NULL);
+	const struct bs_hdr *h;
+
+	if (!rd) {
+		fprintf(stderr, "codec_bench: %s: %s\n", path, err);
+		return -1;
+	}
+	while (trace_reader__next(rd, &h) == 1) {
+		if (only_type >= 0 && h->type != only_type)
+			continue;
+		if (r->len + h->size > r->cap) {
+			r->cap = (r->cap + h->size) * 2;
+			r->p = realloc(r->p, r->cap);
+			if (!r->p)
+				abort();
+		}
+		memcpy(r->p + r->len, h, h->size);
+		r->len += h->size;
+		r->n++;
+	}
+	trace_reader__free(rd);
+	return 0;
+}
+
+struct result {
+	size_t bytes, chunks;
+};
+
+static size_t compress(ZSTD_CCtx *z, const __u8 *raw, size_t len, __u8 **out, size_t *cap)
+{
+	size_t bound = ZSTD_compressBound(len), n;
+
+	if (bound > *cap) {
+		*cap = bound;
+		*out = realloc(*out, bound);
+		if (!*out)
+			abort();
+	}
+	n = ZSTD_compress2(z, *out, *cap, raw, len);
+	if (ZSTD_isError(n))
+		abort();
+	return n + sizeof(struct bs_chunk_hdr);
+}
+
+/* Format 1: one varint-delta record after the other. */
+static struct result run_varint(ZSTD_CCtx *z, const struct recs *r)
+{
+	struct trace_codec *c = trace_codec__new();
+	__u8 *raw = malloc(BS_CHUNK_TARGET_RAW + TRACE_CODEC_ENC_MAX(TRACE_CODEC_MAX_WORDS));
+	__u8 *out = NULL;
+	size_t cap = 0, raw_len = 0, off;
+	struct result res = { 0 };
+
+	for (off = 0; off < r->len;) {
+		const struct bs_hdr *h = (const void *)(r->p + off);
+
+		raw_len += (size_t)trace_codec__encode(c, h, raw + raw_len);
+		off += h->size;
+		if (raw_len >= BS_CHUNK_TARGET_RAW || off == r->len) {
+			res.bytes += compress(z, raw, raw_len, &out, &cap);
+			res.chunks++;
+			raw_len = 0;
+			trace_codec__reset(c);
+		}
+	}
+	trace_codec__free(c);
+	free(raw);
+	free(out);
+	return res;
+}
+
+/* Format 2: columns per record type. */
+static struct result run_columns(ZSTD_CCtx *z, const struct recs *r)
+{
+	struct trace_columns_enc *e = trace_columns_enc__new();
+	__u8 *out = NULL;
+	size_t cap = 0, off, len;
+	struct result res = { 0 };
+	const __u8 *flat;
+
+	for (off = 0; off < r->len;) {
+		const struct bs_hdr *h = (const void *)(r->p + off);
+
+		if (trace_columns_enc__add(e, h))
+			abort();
+		off += h->size;
+		if (trace_columns_enc__size(e) >= BS_CHUNK_TARGET_RAW || off == r->len) {
+			if (trace_columns_enc__finish(e, &flat, &len))
+				abort();
+			res.bytes += compress(z, flat, len, &out, &cap);
+			res.chunks++;
+			trace_columns_enc__reset(e);
+		}
+	}
+	trace_columns_enc__free(e);
+	free(out);
+	return res;
+}
+
+typedef struct result (*run_fn)(ZSTD_CCtx *z, const struct recs *r);
+
+/*
+ * Best of REPEAT runs, in this thread's CPU time: the machine is shared, and the fastest run
+ * is the least disturbed.
+ */
+static struct result timed(run_fn fn, ZSTD_CCtx *z, const struct recs *r, int repeat, double *secs)
+{
+	struct result res = { 0 };
+	int i;
+
+	*secs = 1e30;
+	for (i = 0; i < repeat; i++) {
+		double t0 = now_s(), dt;
+
+		res = fn(z, r);
+		dt = now_s() - t0;
+		if (dt < *secs)
+			*secs = dt;
+	}
+	return res;
+}
+
+static void report(const char *name, const struct recs *r, struct result res, double secs)
+{
+	printf("  %-8s %10zu B  %5.2f B/record  %4zu chunks  %7.1f MB/s  %6.2f M records/s\n", name,
+	       res.bytes, (double)res.bytes / r->n, res.chunks, r->len / secs / 1e6,
+	       r->n / secs / 1e6);
+}
+
+/* Bytes each u32 field of type T costs, its delta-varint column compressed alone. */
+static void by_field(ZSTD_CCtx *z, const struct recs *r)
+{
+	__u8 *col = malloc(r->n * TRACE_VARINT_MAX), *out = NULL;
+	size_t cap = 0, j, off, len;
+
+	for (j = 0; j < TRACE_COLUMNS_MAX; j++) {
+		__u32 prev = 0, v, d;
+
+		len = 0;
+		for (off = 0; off < r->len; off += ((const struct bs_hdr *)(r->p + off))->size) {
+			if (((const struct bs_hdr *)(r->p + off))->size <= 4 * j)
+				continue;
+			memcpy(&v, r->p + off + 4 * j, 4);
+			d = v - prev;
+			prev = v;
+			len += trace_varint_put(col + len, (d << 1) ^ (__u32)((__s32)d >> 31));
+		}
+		if (!len)
+			break;
+		printf("%s%zu:%zu", j ? " " : "         fields ", j,
+		       compress(z, col, len, &out, &cap) - sizeof(struct bs_chunk_hdr));
+	}
+	printf("\n");
+	free(col);
+	free(out);
+}
+
+static void by_type(ZSTD_CCtx *z, const char *path, size_t total)
+{
+	int t;
+
+	printf("  %-6s %8s %9s %9s %9s %9s\n", "type", "records", "varint B", "B/rec", "column B",
+	       "B/rec");
+	for (t = 0; t < BS_REC_TYPE_MAX; t++) {
+		struct recs r = { 0 };
+		struct result a, b;
+
+		if (load(path, &r, t) || !r.n)
+			goto next;
+		a = run_varint(z, &r);
+		b = run_columns(z, &r);
+		printf("  0x%02x   %8zu %9zu %9.2f %9zu %9.2f\n", t, r.n, a.bytes,
+		       (double)a.bytes / r.n, b.bytes, (double)b.bytes / r.n);
+		if (b.bytes > total / 2)
+			by_field(z, &r);
+next:
+		free(r.p);
+	}
+	printf("  (types alone; all records: %zu)\n", total);
+}
+
+int main(int argc, char **argv)
+{
+	ZSTD_CCtx *z = ZSTD_createCCtx();
+	int i, types = 0, repeat = 3;
+
+	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 3);
+	ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
+	for (i = 1; i < argc; i++) {
+		struct recs r = { 0 };
+		struct result res;
+		double secs;
+
+		if (!strcmp(argv[i], "--types")) {
+			types = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
+			repeat = atoi(argv[++i]);
+			repeat = repeat < 1 ? 1 : repeat;
+			continue;
+		}
+		if (load(argv[i], &r, -1))
+			return 1;
+		printf("%s: %zu records, %zu bytes of records\n", argv[i], r.n, r.len);
+		res = timed(run_varint, z, &r, repeat, &secs);
+		report("varint", &r, res, secs);
+		res = timed(run_columns, z, &r, repeat, &secs);
+		report("columns", &r, res, secs);
+		if (types)
+			by_type(z, argv[i], r.n);
+		free(r.p);
+	}
+	ZSTD_freeCCtx(z);
+	return 0;
+}
