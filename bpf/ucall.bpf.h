@@ -179,10 +179,11 @@ static __always_inline __u32 ucall_unwind(struct ucall_thread *t, __u64 below)
 }
 
 /*
- * A call's entry: push its frame. 1 when the call is not recorded: a WRAPPED call made
- * directly by a WRAPS one (a driver launch inside a runtime launch: the same launch, recorded
- * once, by the runtime's pair). Nothing is pushed for it, so the return program, if it runs
- * (not on a uprobe session: ucall_session), finds no frame of its own and emits nothing.
+ * A call's entry: push its frame. 1 when nothing is pushed, so its return has nothing to do:
+ * a thread not traced, or a WRAPPED call made directly by a WRAPS one (a driver launch inside
+ * a runtime launch: the same launch, recorded once, by the runtime's pair). The return
+ * program, if it runs (not on a uprobe session: ucall_session), then finds no frame of its
+ * own and emits nothing.
  */
 static __always_inline int ucall_enter(struct pt_regs *ctx)
 {
@@ -197,7 +198,7 @@ static __always_inline int ucall_enter(struct pt_regs *ctx)
 	if (!t) {
 		t = ucall_thread_slow(id, true);
 		if (!t)
-			return 0;
+			return 1;
 	}
 	d = t->depth ? ucall_unwind(t, sp) : 0;
 	if ((cookie & BS_UCOOKIE_WRAPPED) && d && d <= UCALL_MAX_DEPTH &&

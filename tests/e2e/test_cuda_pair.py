@@ -28,6 +28,7 @@ SECONDS = 4
 PAIR = workload("launch_pair")
 LIB = workload("lib/liblaunch_pair.so")
 RT, BAD, DRV = 40, 5, 7  # runtime launches reaching the driver, failing before it, direct
+OTHER = 11  # direct driver launches of a process not traced, meanwhile
 
 RT_ARGS = {"ret": 0, "kernel": "pair_stub", "grid_x": 7, "grid_y": 3, "grid_z": 1,
            "block_x": 128, "block_y": 2, "block_z": 1, "shared_bytes": 96, "stream": "0x5151"}
@@ -67,13 +68,17 @@ def prog_runs(pid):
 
 
 def record_pair(env=None):
-    """-p on launch_pair while it makes RT, BAD and DRV launches, BPF statistics on
-    meanwhile. Returns (trace, workload pid, {program: runs during the launches})."""
+    """-p on launch_pair while it makes RT, BAD and DRV launches, and another launch_pair,
+    not traced, OTHER direct driver launches (the probes are on the file, in every process
+    mapping it), BPF statistics on meanwhile. Returns (trace, workload pid, the other's pid,
+    {program: runs during the launches})."""
     need_root()
     need_cuda()
     check(os.path.exists(PAIR) and os.path.exists(LIB), "workloads missing: make test-build")
     w = spawn([PAIR, LIB, str(RT), str(BAD), str(DRV)])
     pid = int(w.stdout.readline().split()[1])
+    other = spawn([PAIR, LIB, "0", "0", str(OTHER)])
+    other_pid = int(other.stdout.readline().split()[1])
     saved = dict(os.environ)
     os.environ.update(env or {})
     try:
@@ -85,19 +90,23 @@ def record_pair(env=None):
     fd = bpf_stats_on()
     try:
         before = prog_runs(r.p.pid)
-        tell(w, "go")
-        eq(w.stdout.readline().split(), ["done", "0"], "the workload's launches returned")
+        for p in (w, other):
+            tell(p, "go")
+            eq(p.stdout.readline().split(), ["done", "0"], "the workload's launches returned")
         after = prog_runs(r.p.pid)
     finally:
         os.close(fd)
-    tell(w, "exit")
-    eq(w.wait(30), 0, "workload exit")
+    for p in (other, w):
+        tell(p, "exit")
+        eq(p.wait(30), 0, "workload exit")
     eq(r.wait(60), 0, f"recorder exit ({r.stderr[-600:]})")
-    return r.out, pid, after - before
+    return r.out, pid, other_pid, after - before
 
 
-def check_records(out, pid, what):
-    evs = calls(dump(out), pid)
+def check_records(out, pid, other_pid, what):
+    events = dump(out)
+    eq(calls(events, other_pid), [], f"{what}: the process not traced")
+    evs = calls(events, pid)
     got = [(e["name"], e["args"]) for e in evs]
     exp = ([("cudaLaunchKernel", RT_ARGS)] * RT + [("cudaLaunchKernel", BAD_ARGS)] * BAD +
            [("cuLaunchKernel", DRV_ARGS)] * DRV)
@@ -114,21 +123,27 @@ def test_one_probe_pair_per_runtime_launch():
     features = run([BPFSIGHT, "record", "--features"], check=True).stdout
     if not re.search(r"^uprobe_session +yes", features, re.M):
         raise Skip("no uprobe sessions (Linux 6.13+): test_without_sessions_the_same_records")
-    out, pid, runs = record_pair()
-    check_records(out, pid, "uprobe sessions")
+    out, pid, other_pid, runs = record_pair()
+    check_records(out, pid, other_pid, "uprobe sessions")
     # Runtime launches: their pair (entry, return). The driver launch a runtime launch makes:
     # its session program's entry run alone. Direct driver launches: the session's entry
-    # and return.
+    # and return; the untraced process's: the entry alone.
     eq({k: runs[k] for k in ("ucall_entry", "ucall_return", "ucall_session")},
-       {"ucall_entry": RT + BAD, "ucall_return": RT + BAD, "ucall_session": RT + 2 * DRV},
-       "probe hits (run_cnt) per program")
+       {"ucall_entry": RT + BAD, "ucall_return": RT + BAD,
+        "ucall_session": RT + 2 * DRV + OTHER}, "probe hits (run_cnt) per program")
 
 
 def test_without_sessions_the_same_records():
     """A kernel without uprobe sessions (forced here): the driver launch's return probe
     fires too, the records are the same."""
-    out, pid, runs = record_pair({"BPFSIGHT_FORCE_FALLBACKS": "uprobe_session"})
-    check_records(out, pid, "without uprobe sessions")
+    out, pid, other_pid, runs = record_pair({"BPFSIGHT_FORCE_FALLBACKS": "uprobe_session"})
+    check_records(out, pid, other_pid, "without uprobe sessions")
     eq({k: runs[k] for k in ("ucall_entry", "ucall_return", "ucall_session")},
-       {"ucall_entry": 2 * RT + BAD + DRV, "ucall_return": 2 * RT + BAD + DRV,
+       {"ucall_entry": 2 * RT + BAD + DRV + OTHER, "ucall_return": 2 * RT + BAD + DRV + OTHER,
         "ucall_session": 0}, "probe hits (run_cnt) per program")
+
+
+def test_perf_event_uprobes_the_same_records():
+    """Without uprobe_multi (one perf-event uprobe per site, no sessions either)."""
+    out, pid, other_pid, _ = record_pair({"BPFSIGHT_FORCE_FALLBACKS": "uprobe_multi"})
+    check_records(out, pid, other_pid, "perf-event uprobes")
