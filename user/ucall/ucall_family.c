@@ -23,8 +23,10 @@ int ucall_family__load(struct record_ctx *ctx, const struct ucall_table *table,
 		uprobe_multi__prepare(entry);
 		uprobe_multi__prepare(ret);
 	}
-	/* Sessions are uprobe_multi links: none where those are forced off. */
-	if (session && uprobe_multi__supported() && kfeature__has(KF_UPROBE_SESSION))
+	/* Sessions are uprobe_multi links: none where those are forced off; none loaded for a
+	 * table without WRAPPED functions (nccl), which would only cost its verification. */
+	if (session && table->wrapped_flag && uprobe_multi__supported() &&
+	    kfeature__has(KF_UPROBE_SESSION))
 		uprobe_multi__prepare_session(session);
 	else if (session) {
 		bpf_program__set_autoload(session, false);
