@@ -429,7 +429,7 @@ report-png: $(OUT)/bpfsight
 # Benchmark programs (bench/run_bench.py): loads and micro targets, built like the workloads;
 # the CUDA and NCCL loops over the real libraries when the toolkit is there; and the floor, a loader of
 # empty BPF programs with its own skeleton.
-BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed)
+BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed pair_loop)
 BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop)
 BENCH_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(OUT)/bench/nccl_loop)
 BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(OUT)/bench/floor

@@ -178,10 +178,17 @@ static __always_inline __u32 ucall_unwind(struct ucall_thread *t, __u64 below)
 	return 0;
 }
 
-SEC("uprobe")
-int ucall_entry(struct pt_regs *ctx)
+/*
+ * A call's entry: push its frame. 1 when nothing is pushed, so its return has nothing to do:
+ * a thread not traced, or a WRAPPED call made directly by a WRAPS one (a driver launch inside
+ * a runtime launch: the same launch, recorded once, by the runtime's pair). The return
+ * program, if it runs (not on a uprobe session: ucall_session), then finds no frame of its
+ * own and emits nothing.
+ */
+static __always_inline int ucall_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct ucall_thread *t;
 	struct ucall_frame *f;
 	__u32 d;
@@ -191,9 +198,14 @@ int ucall_entry(struct pt_regs *ctx)
 	if (!t) {
 		t = ucall_thread_slow(id, true);
 		if (!t)
-			return 0;
+			return 1;
 	}
 	d = t->depth ? ucall_unwind(t, sp) : 0;
+	if ((cookie & BS_UCOOKIE_WRAPPED) && d && d <= UCALL_MAX_DEPTH &&
+	    (t->f[(d - 1) & (UCALL_MAX_DEPTH - 1)].cookie & BS_UCOOKIE_WRAPS)) {
+		t->depth = d;
+		return 1;
+	}
 	t->depth = d + 1;
 	if (d >= UCALL_MAX_DEPTH) {
 		bs_count_loss(UCALL_LOSS_DEPTH);
@@ -201,7 +213,7 @@ int ucall_entry(struct pt_regs *ctx)
 	}
 	f = &t->f[d];
 	f->sp = sp;
-	f->cookie = bpf_get_attach_cookie(ctx);
+	f->cookie = cookie;
 	f->args[0] = PT_REGS_PARM1(ctx);
 	f->args[1] = PT_REGS_PARM2(ctx);
 	f->args[2] = PT_REGS_PARM3(ctx);
@@ -215,6 +227,13 @@ int ucall_entry(struct pt_regs *ctx)
 	else
 		__builtin_memset(&f->args[6], 0, 6 * sizeof(__u64));
 	f->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uprobe")
+int ucall_entry(struct pt_regs *ctx)
+{
+	ucall_enter(ctx);
 	return 0;
 }
 
@@ -256,8 +275,8 @@ static __always_inline struct bs_ucall *ucall_reserve(const struct ucall_frame *
 	return r;
 }
 
-SEC("uretprobe")
-int ucall_return(struct pt_regs *ctx)
+/* A call's return: pop its frame, emit its record. */
+static __always_inline int ucall_leave(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
 	/* Read into a scalar up front: the verifier rejects a load through a ctx pointer the
@@ -323,6 +342,32 @@ int ucall_return(struct pt_regs *ctx)
 	else
 		bs_submit(r);
 	return 0;
+}
+
+SEC("uretprobe")
+int ucall_return(struct pt_regs *ctx)
+{
+	return ucall_leave(ctx);
+}
+
+/*
+ * WRAPPED functions on a uprobe session (Linux 6.13+, KF_UPROBE_SESSION): one program for
+ * the entry and the return, and an entry that returns 1 has no return probe at all. A driver
+ * launch made by a runtime launch then costs its entry probe alone; one made directly
+ * (cuBLAS) is timed and recorded as any call.
+ *
+ * Which of the two runs: the kernel hands a uprobe_multi program the probed address as its
+ * function ip at the entry, where rip is that address, and at the return, where rip is back
+ * in the caller. (Not the kfunc bpf_session_is_return: libbpf 1.1 refuses a whole object
+ * whose extern kfunc's prototype differs from the kernel's, and that prototype is not
+ * settled.)
+ */
+SEC("uprobe")
+int ucall_session(struct pt_regs *ctx)
+{
+	if (PT_REGS_IP(ctx) != bpf_get_func_ip(ctx))
+		return ucall_leave(ctx);
+	return ucall_enter(ctx);
 }
 
 /* A slot is free again when its owner exits; a task-storage stack goes with its task. */

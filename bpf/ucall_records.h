@@ -43,6 +43,10 @@ struct bs_ucall {
  *   bits 24-25 mode     BS_DEREF_*
  *   bits 26-29 out      argument index + 1 whose u64 pointee is read at return (0 = none)
  *   bit  30    stack    the function takes more than 6 argument words: copy the stack ones
+ *   bit  31    wraps    its WRAPPED calls on the same thread are its own work (cuda: a runtime
+ *                       launch, whose driver launch is the same launch)
+ *   bit  32    wrapped  called directly inside a WRAPS call, the call is not recorded and, on
+ *                       a uprobe session, its return probe does not fire (cuda: a driver launch)
  */
 #define BS_DEREF_ARG_STACK 15
 #define BS_DEREF_NONE	   0
@@ -53,6 +57,8 @@ struct bs_ucall {
 	((__u64)(fn) | (__u64)(deref_arg1) << 12 | (__u64)(off8) << 16 | (__u64)(mode) << 24 |     \
 	 (__u64)(out_arg1) << 26)
 #define BS_UCOOKIE_STACK	(1ull << 30)
+#define BS_UCOOKIE_WRAPS	(1ull << 31)
+#define BS_UCOOKIE_WRAPPED	(1ull << 32)
 #define BS_UCOOKIE_FN(c)	((__u32)(c)&0xfff)
 #define BS_UCOOKIE_DEREF_ARG(c) (((__u32)(c) >> 12) & 0xf)
 #define BS_UCOOKIE_DEREF_OFF(c) ((((__u32)(c) >> 16) & 0xff) * 8)

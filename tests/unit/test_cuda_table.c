@@ -63,6 +63,12 @@ static void test_table_check_catches(void)
 				     .flags = CUDA_F_DRIVER,
 				     .args = "kernel:fn grid_x grid_y grid_z block_x block_y "
 					     "block_z shared_bytes stream" };
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "launch without its side");
+	ASSERT_STREQ(err, "cuLaunchKernel: a launch is CUDA_F_RT_LAUNCH, a driver one _DRV_LAUNCH",
+		     "side message");
+	bad[1].flags = CUDA_F_DRIVER | CUDA_F_RT_LAUNCH;
+	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "driver launch as runtime");
+	bad[1].flags = CUDA_F_DRIVER | CUDA_F_DRV_LAUNCH;
 	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), 0, "launch");
 	bad[1].args = "kernel:fn grid_x grid_y grid_z block_x block_y block_z stream";
 	ASSERT_EQ(ucall_table__check(&t, err, sizeof(err)), -EINVAL, "launch without shared_bytes");
@@ -79,6 +85,32 @@ static void test_table_check_catches(void)
 	ASSERT_STREQ(err,
 		     "cuModuleGetFunction: CUDA_F_NAMES_OUT needs *handle and &name:str, and back",
 		     "NAMES_OUT message");
+}
+
+/*
+ * One probe pair per launch: a runtime launch's cookie says its driver launch is its own work,
+ * a driver launch's that it is not recorded inside one; no other function is either.
+ */
+static void test_launch_cookies(void)
+{
+	int wraps = 0, wrapped = 0;
+
+	for (__u32 i = 0; i < cuda_table.napis; i++) {
+		const char *n = cuda_table.apis[i].name;
+		__u64 c = ucall_api__cookie(&cuda_table, i);
+		int rt = !strncmp(n, "cudaLaunch", 10) || !strncmp(n, "cudaGraphLaunch", 15);
+		int drv = !strncmp(n, "cuLaunch", 8) || !strncmp(n, "cuGraphLaunch", 13);
+
+		ASSERT_EQ(!!(c & BS_UCOOKIE_WRAPS), rt, n);
+		ASSERT_EQ(!!(c & BS_UCOOKIE_WRAPPED), drv, n);
+		ASSERT_EQ(BS_UCOOKIE_FN(c), i, n);
+		wraps += rt;
+		wrapped += drv;
+	}
+	/* cudaLaunchKernel, CooperativeKernel, KernelExC, HostFunc, GraphLaunch, each _ptsz;
+	 * the driver's the same. */
+	ASSERT_EQ(wraps, 10, "runtime launches");
+	ASSERT_EQ(wrapped, 10, "driver launches");
 }
 
 /* Defined symbols of LIB (nm -D), as one "\nname\n" string for strstr. */
@@ -339,6 +371,7 @@ int main(void)
 {
 	RUN_TEST(test_table_check);
 	RUN_TEST(test_table_check_catches);
+	RUN_TEST(test_launch_cookies);
 	RUN_TEST(test_table_symbols_exist);
 	RUN_TEST(test_table_layouts);
 	RUN_TEST(test_error_names);

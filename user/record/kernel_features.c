@@ -31,11 +31,14 @@ static const struct {
 			      "one perf-event uprobe per site; a detached process frees them" },
 	[KF_BPF_LOOP] = { "bpf_loop", "5.17", "no stacks: -t cpu and --stacks refused" },
 	[KF_PERF_SAMPLING] = { "perf_sampling", "4.9", "none: the cpu family is refused" },
+	[KF_UPROBE_SESSION] = { "uprobe_session", "6.13",
+				"a driver launch made by a runtime launch also fires its return "
+				"probe (the same records)" },
 };
 
 /* -1: not probed yet. */
-static int kf_have[KF_NR] = { -1, -1, -1, -1, -1, -1, -1, -1 };
-_Static_assert(KF_NR == 8, "kf_have's initializer lists every feature");
+static int kf_have[KF_NR] = { -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+_Static_assert(KF_NR == 9, "kf_have's initializer lists every feature");
 
 const char *kfeature__name(enum kfeature f)
 {
@@ -101,19 +104,20 @@ int kfeature__tp_args(const char *tp)
 }
 
 /*
- * uprobe_multi: a link on "/" (a directory) with one offset is refused with EBADF by a kernel
- * that has the link type and EINVAL (unknown attach type) by one that has not; libbpf's own
- * probe does the same.
+ * uprobe_multi (SESSION 0) or uprobe session links (1): a link on "/" (a directory) with one
+ * offset is refused with EBADF by a kernel that has the link type and EINVAL (unknown attach
+ * type) by one that has not; libbpf's own probe does the same.
  */
-static int probe_uprobe_multi(void)
+static int probe_uprobe_link(int session)
 {
 	struct bpf_insn ret0[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	LIBBPF_OPTS(bpf_prog_load_opts, o,
-		    .expected_attach_type = (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
-	struct uprobe_multi_opts uo = {};
+		    .expected_attach_type = (enum bpf_attach_type)(
+			    session ? UPROBE_SESSION_ATTACH_TYPE : UPROBE_MULTI_ATTACH_TYPE));
+	struct uprobe_multi_opts uo = { .session = session };
 	__u64 off = 0;
 	int prog, link, err;
 
@@ -153,6 +157,8 @@ static const char *const btf_tracepoints[] = {
 	"sched_process_fork", "sched_process_exec", "sched_process_exit", "task_rename",
 };
 
+static int kfeature__present(enum kfeature f);
+
 static int probe(enum kfeature f)
 {
 	switch (f) {
@@ -173,11 +179,13 @@ static int probe(enum kfeature f)
 		return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie,
 					       NULL) == 1;
 	case KF_UPROBE_MULTI:
-		return probe_uprobe_multi();
+		return probe_uprobe_link(0);
 	case KF_BPF_LOOP:
 		return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) == 1;
 	case KF_PERF_SAMPLING:
 		return probe_perf_sampling();
+	case KF_UPROBE_SESSION:
+		return kfeature__present(KF_UPROBE_MULTI) && probe_uprobe_link(1);
 	default:
 		return 0;
 	}

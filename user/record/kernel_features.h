@@ -11,14 +11,15 @@
 #include <stdio.h>
 
 enum kfeature {
-	KF_RINGBUF,	  /* BPF ring buffer (5.8): none, the recording is refused */
-	KF_TP_BTF,	  /* tp_btf programs on every tracepoint used (5.5 + BTF): raw_tp */
-	KF_PREV_STATE,	  /* sched_switch's prev_state argument (5.18): task state via CO-RE */
-	KF_TASK_STORAGE,  /* task storage maps (5.11): hashes keyed by tid (osrt, sched) */
-	KF_ATTACH_COOKIE, /* bpf_get_attach_cookie (5.15): none, uprobe families refused */
-	KF_UPROBE_MULTI,  /* uprobe_multi links (6.6): one perf-event uprobe per site */
-	KF_BPF_LOOP,	  /* bpf_loop (5.17): no stacks (BPFSIGHT_NO_BPF_LOOP=1 too) */
-	KF_PERF_SAMPLING, /* cpu-clock perf events with a BPF program: none, cpu refused */
+	KF_RINGBUF,	   /* BPF ring buffer (5.8): none, the recording is refused */
+	KF_TP_BTF,	   /* tp_btf programs on every tracepoint used (5.5 + BTF): raw_tp */
+	KF_PREV_STATE,	   /* sched_switch's prev_state argument (5.18): task state via CO-RE */
+	KF_TASK_STORAGE,   /* task storage maps (5.11): hashes keyed by tid (osrt, sched) */
+	KF_ATTACH_COOKIE,  /* bpf_get_attach_cookie (5.15): none, uprobe families refused */
+	KF_UPROBE_MULTI,   /* uprobe_multi links (6.6): one perf-event uprobe per site */
+	KF_BPF_LOOP,	   /* bpf_loop (5.17): no stacks (BPFSIGHT_NO_BPF_LOOP=1 too) */
+	KF_PERF_SAMPLING,  /* cpu-clock perf events with a BPF program: none, cpu refused */
+	KF_UPROBE_SESSION, /* uprobe sessions (6.13): nested driver launches fire returns too */
 	KF_NR
 };
 

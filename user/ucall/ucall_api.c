@@ -43,11 +43,18 @@ const struct ucall_spec *ucall_table__spec(const struct ucall_table *t, __u32 fn
 
 __u64 ucall_api__cookie(const struct ucall_table *t, __u32 fn)
 {
+	const struct ucall_api *a = ucall_table__api(t, fn);
 	const struct ucall_spec *s;
 	struct ucall_spec tmp;
+	__u64 c;
 
 	s = ucall_table__spec(t, fn, &tmp);
-	return s ? ucall_spec__cookie(s, fn) : (__u64)fn | BS_UCOOKIE_STACK;
+	c = s ? ucall_spec__cookie(s, fn) : (__u64)fn | BS_UCOOKIE_STACK;
+	if (a && (a->flags & t->wraps_flag))
+		c |= BS_UCOOKIE_WRAPS;
+	if (a && (a->flags & t->wrapped_flag))
+		c |= BS_UCOOKIE_WRAPPED;
+	return c;
 }
 
 int ucall_table__check(const struct ucall_table *t, char *err, size_t len)

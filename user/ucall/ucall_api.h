@@ -36,6 +36,12 @@ struct ucall_table {
 	 * points, "cuda"), when no entry with it has a symbol there; NULL: by symbol only.
 	 */
 	const char *strref_prefix;
+	/*
+	 * One probe pair per call where one API calls the other (docs/CUDA.md, "One probe pair
+	 * per launch"): an entry whose flags have wraps_flag gets BS_UCOOKIE_WRAPS, one with
+	 * wrapped_flag BS_UCOOKIE_WRAPPED (bpf/ucall.bpf.h). 0: none.
+	 */
+	__u16 wraps_flag, wrapped_flag;
 };
 
 /* The entry of REC's fn, or NULL when the trace was written by a newer table. */

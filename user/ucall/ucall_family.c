@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <bpf/libbpf.h>
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "ucall_family.h"
 #include "uprobe_mgr.h"
@@ -13,12 +14,23 @@ int ucall_family__load(struct record_ctx *ctx, const struct ucall_table *table,
 		       struct bpf_object *obj, struct bpf_program *entry, struct bpf_program *ret,
 		       struct bpf_program *exit, struct bpf_link **exit_link)
 {
+	/* ucall.bpf.h's: WRAPPED functions' probes where the kernel has uprobe sessions. */
+	struct bpf_program *session = bpf_object__find_program_by_name(obj, "ucall_session");
 	struct uprobe_mgr *mgr;
 	int err;
 
 	if (uprobe_multi__supported()) {
 		uprobe_multi__prepare(entry);
 		uprobe_multi__prepare(ret);
+	}
+	/* Sessions are uprobe_multi links: none where those are forced off; none loaded for a
+	 * table without WRAPPED functions (nccl), which would only cost its verification. */
+	if (session && table->wrapped_flag && uprobe_multi__supported() &&
+	    kfeature__has(KF_UPROBE_SESSION))
+		uprobe_multi__prepare_session(session);
+	else if (session) {
+		bpf_program__set_autoload(session, false);
+		session = NULL;
 	}
 	err = record_ctx__prepare(ctx, obj);
 	if (!err)
@@ -37,5 +49,5 @@ int ucall_family__load(struct record_ctx *ctx, const struct ucall_table *table,
 	mgr = uprobe_mgr__get(ctx, &err);
 	if (!mgr)
 		return err;
-	return uprobe_mgr__add_family(mgr, table, entry, ret);
+	return uprobe_mgr__add_family(mgr, table, entry, ret, session);
 }

@@ -44,39 +44,71 @@ static int fd_add(struct uprobe_obj *o, int fd, int ret)
 	return 0;
 }
 
-/* One entry and one return uprobe_multi link per family on O's sites. */
+enum probe_kind { PROBE_ENTRY, PROBE_RETURN, PROBE_SESSION };
+
+/* One uprobe_multi link of KIND on N sites of O; a session's fd goes with the return ones,
+ * detached last (uprobe_mgr__unlink_all). */
+static void link_multi(struct uprobe_mgr *m, struct uprobe_obj *o, const char *path,
+		       const struct uprobe_fam *fam, enum probe_kind kind, const __u64 *offs,
+		       const __u64 *cookies, __u32 n)
+{
+	static const char *const what_kind[] = { "entry", "return", "session" };
+	struct uprobe_multi_opts opts = { .cookies = cookies,
+					  .retprobe = kind == PROBE_RETURN,
+					  .session = kind == PROBE_SESSION };
+	const struct bpf_program *prog[] = { fam->entry, fam->ret, fam->session };
+	char what[PATH_MAX + 128];
+	int fd;
+
+	if (!n)
+		return;
+	fd = uprobe_multi__attach_opts(prog[kind], path, offs, n, &opts);
+	if (fd >= 0 && !fd_add(o, fd, kind != PROBE_ENTRY))
+		return;
+	if (fd >= 0)
+		close(fd);
+	snprintf(what, sizeof(what), "%u %s %s probes in %s", n, fam->table->family,
+		 what_kind[kind], o->path);
+	record_ctx__attach_failed(m->ctx, fam->table->family, what, fd < 0 ? fd : -ENOMEM);
+	/* Counted per probe, as loss records say. */
+	record_ctx__lost(m->ctx, fam->table->family, BS_LOSS_ATTACH, n - 1);
+}
+
+/*
+ * Per family on O's sites: one entry and one return uprobe_multi link, and one session link
+ * for its WRAPPED functions when it has a session program (their return probe fires only
+ * when their entry asks for it: bpf/ucall.bpf.h).
+ */
 static void obj_attach_multi(struct uprobe_mgr *m, struct uprobe_obj *o, const char *path)
 {
-	__u64 *offs = calloc(o->nsites, sizeof(*offs)), *cookies = calloc(o->nsites, sizeof(*offs));
-	char what[PATH_MAX + 128];
+	__u64 *offs = calloc(2 * o->nsites + 1, sizeof(*offs));
+	__u64 *cookies = calloc(2 * o->nsites + 1, sizeof(*offs));
 
 	for (__u32 f = 0; f < m->nfams && offs && cookies; f++) {
 		const struct uprobe_fam *fam = &m->fams[f];
-		__u32 n = 0;
+		/* Sites with the pair from the front of the arrays, session sites from the back. */
+		__u32 n = 0, ns = 0, last = 2 * o->nsites;
 
 		for (__u32 i = 0; i < o->nsites; i++) {
+			__u64 c;
+
 			if (o->sites[i].table != fam->table)
 				continue;
+			c = ucall_api__cookie(fam->table, o->sites[i].fn);
+			if (fam->session && (c & BS_UCOOKIE_WRAPPED)) {
+				offs[last - ns] = o->sites[i].file_off;
+				cookies[last - ns++] = c;
+				continue;
+			}
 			offs[n] = o->sites[i].file_off;
-			cookies[n++] = ucall_api__cookie(fam->table, o->sites[i].fn);
+			cookies[n++] = c;
 		}
 		/* The return probe first: a call whose entry is seen before its return probe
 		 * exists leaves a frame no return pops (a running process, -p/-a). */
-		for (int ret = 1; ret >= 0 && n; ret--) {
-			int fd = uprobe_multi__attach(ret ? fam->ret : fam->entry, path, offs,
-						      cookies, n, ret);
-
-			if (fd >= 0 && !fd_add(o, fd, ret))
-				continue;
-			if (fd >= 0)
-				close(fd);
-			snprintf(what, sizeof(what), "%u %s %s probes in %s", n, fam->table->family,
-				 ret ? "return" : "entry", o->path);
-			record_ctx__attach_failed(m->ctx, fam->table->family, what,
-						  fd < 0 ? fd : -ENOMEM);
-			/* Counted per probe, as loss records say. */
-			record_ctx__lost(m->ctx, fam->table->family, BS_LOSS_ATTACH, n - 1);
-		}
+		link_multi(m, o, path, fam, PROBE_RETURN, offs, cookies, n);
+		link_multi(m, o, path, fam, PROBE_ENTRY, offs, cookies, n);
+		link_multi(m, o, path, fam, PROBE_SESSION, offs + last - ns + 1,
+			   cookies + last - ns + 1, ns);
 	}
 	free(offs);
 	free(cookies);

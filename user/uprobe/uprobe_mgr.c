@@ -134,11 +134,12 @@ void uprobe_mgr__free(struct uprobe_mgr *m)
 }
 
 int uprobe_mgr__add_family(struct uprobe_mgr *m, const struct ucall_table *table,
-			   struct bpf_program *entry, struct bpf_program *ret)
+			   struct bpf_program *entry, struct bpf_program *ret,
+			   struct bpf_program *session)
 {
 	if (m->nfams == MAX_FAMILIES)
 		return -E2BIG;
-	m->fams[m->nfams++] = (struct uprobe_fam){ table, entry, ret };
+	m->fams[m->nfams++] = (struct uprobe_fam){ table, entry, ret, session };
 	return 0;
 }
 

@@ -30,9 +30,13 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx);
 struct uprobe_mgr *uprobe_mgr__get(struct record_ctx *ctx, int *err);
 void uprobe_mgr__free(struct uprobe_mgr *m); /* detaches everything */
 
-/* Probe TABLE's functions with ENTRY/RET wherever they are found from now on. */
+/*
+ * Probe TABLE's functions with ENTRY/RET wherever they are found from now on; those whose
+ * cookie is BS_UCOOKIE_WRAPPED with SESSION (a uprobe session program), when not NULL.
+ */
 int uprobe_mgr__add_family(struct uprobe_mgr *m, const struct ucall_table *table,
-			   struct bpf_program *entry, struct bpf_program *ret);
+			   struct bpf_program *entry, struct bpf_program *ret,
+			   struct bpf_program *session);
 /* An executable mapping of a file in a process. */
 struct uprobe_mapping {
 	__u64 start, end, pgoff; /* as /proc/PID/maps shows it */

@@ -94,6 +94,9 @@ struct pid_maps {
 struct uprobe_fam {
 	const struct ucall_table *table;
 	struct bpf_program *entry, *ret;
+	/* WRAPPED functions' (BS_UCOOKIE_WRAPPED) entry and return in one, or NULL: they get
+	 * ENTRY and RET as the others (uprobe_attach.c) */
+	struct bpf_program *session;
 };
 
 struct uprobe_mgr {

@@ -46,6 +46,12 @@ int uprobe_multi__prepare(struct bpf_program *prog)
 		prog, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
 }
 
+int uprobe_multi__prepare_session(struct bpf_program *prog)
+{
+	return bpf_program__set_expected_attach_type(
+		prog, (enum bpf_attach_type)UPROBE_SESSION_ATTACH_TYPE);
+}
+
 int uprobe_multi__attach(const struct bpf_program *prog, const char *path, const __u64 *offsets,
 			 const __u64 *cookies, __u32 cnt, int retprobe)
 {
@@ -72,7 +78,7 @@ int uprobe_multi__attach_fd(int prog_fd, const char *path, const __u64 *offsets,
 
 	memset(&attr, 0, sizeof(attr));
 	attr.lc.prog_fd = prog_fd;
-	attr.lc.attach_type = UPROBE_MULTI_ATTACH_TYPE;
+	attr.lc.attach_type = o->session ? UPROBE_SESSION_ATTACH_TYPE : UPROBE_MULTI_ATTACH_TYPE;
 	attr.lc.path = (__u64)(unsigned long)path;
 	attr.lc.offsets = (__u64)(unsigned long)offsets;
 	attr.lc.cookies = (__u64)(unsigned long)o->cookies;

@@ -17,11 +17,16 @@ struct bpf_link;
 
 /* BPF_TRACE_UPROBE_MULTI of the kernel's uapi (6.6+), absent from Debian 12's headers. */
 #define UPROBE_MULTI_ATTACH_TYPE 48
+/* BPF_TRACE_UPROBE_SESSION (6.13+): one program at entry and return, the return skipped when
+ * the entry returns non-zero. */
+#define UPROBE_SESSION_ATTACH_TYPE 57
 
 /* 1 when the running kernel has uprobe_multi links (probed: kernel_features.h). */
 int uprobe_multi__supported(void);
 /* Make PROG attachable with uprobe_multi__attach (before its object is loaded). */
 int uprobe_multi__prepare(struct bpf_program *prog);
+/* The same for a session program (uprobe_multi_opts.session). */
+int uprobe_multi__prepare_session(struct bpf_program *prog);
 /*
  * Attach PROG (prepared) at CNT file OFFSETS of PATH, for every process, with COOKIES
  * (may be NULL); RETPROBE for a return probe. Returns the link fd (close() detaches) or a
@@ -35,6 +40,7 @@ struct uprobe_multi_opts {
 	const __u64 *ref_ctr_offsets; /* NULL: none; else per offset, 0 = none (USDT semaphores) */
 	pid_t pid;		      /* 0: every process mapping PATH; else that process only */
 	int retprobe;
+	int session; /* a uprobe session (PROG prepared with uprobe_multi__prepare_session) */
 };
 
 /*

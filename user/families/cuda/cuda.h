@@ -35,6 +35,10 @@ enum cuda_group {
 #define CUDA_F_NAMES_OUT 0x0008
 /* out is another handle for the function its fn field names (name:fn). */
 #define CUDA_F_ALIAS_OUT 0x0010
+/* A runtime launch: the driver launch it makes is its own work (one probe pair per launch). */
+#define CUDA_F_RT_LAUNCH 0x0020
+/* A driver launch: recorded only when not made by a runtime launch (cuBLAS's direct ones). */
+#define CUDA_F_DRV_LAUNCH 0x0040
 
 extern const struct ucall_table cuda_table; /* cuda_api.c */
 extern const struct rec_decoder cuda_decoders[];

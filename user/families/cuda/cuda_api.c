@@ -75,14 +75,14 @@
 
 static const struct ucall_api cuda_apis[] = {
 	/* Runtime: launches. */
-	A2("cudaLaunchKernel", "_ptsz", CUDA_GRP_LAUNCH, 0, RT_LAUNCH),
-	A2("cudaLaunchCooperativeKernel", "_ptsz", CUDA_GRP_LAUNCH, 0, RT_LAUNCH),
-	A2("cudaLaunchKernelExC", "_ptsz", CUDA_GRP_LAUNCH, 0,
+	A2("cudaLaunchKernel", "_ptsz", CUDA_GRP_LAUNCH, CUDA_F_RT_LAUNCH, RT_LAUNCH),
+	A2("cudaLaunchCooperativeKernel", "_ptsz", CUDA_GRP_LAUNCH, CUDA_F_RT_LAUNCH, RT_LAUNCH),
+	A2("cudaLaunchKernelExC", "_ptsz", CUDA_GRP_LAUNCH, CUDA_F_RT_LAUNCH,
 	   "&- kernel:fn - " LAUNCH_CFG " shared_bytes@24 stream@32"),
-	A2("cudaLaunchHostFunc", "_ptsz", CUDA_GRP_LAUNCH, 0, "stream func:fn -"),
+	A2("cudaLaunchHostFunc", "_ptsz", CUDA_GRP_LAUNCH, CUDA_F_RT_LAUNCH, "stream func:fn -"),
 
 	/* Runtime: graphs and stream capture. */
-	A2("cudaGraphLaunch", "_ptsz", CUDA_GRP_GRAPH, 0, "graph_exec stream"),
+	A2("cudaGraphLaunch", "_ptsz", CUDA_GRP_GRAPH, CUDA_F_RT_LAUNCH, "graph_exec stream"),
 	A2("cudaStreamBeginCapture", "_ptsz", CUDA_GRP_GRAPH, 0, "stream mode:u32"),
 	A2("cudaStreamBeginCaptureToGraph", "_ptsz", CUDA_GRP_GRAPH, 0,
 	   "stream graph - - - mode:u32"),
@@ -190,14 +190,14 @@ static const struct ucall_api cuda_apis[] = {
 	A("cudaLibraryGetKernel", CUDA_GRP_MODULE, CUDA_F_NAMES_OUT, "*handle library &name:str"),
 
 	/* Driver: launches. */
-	D2("cuLaunchKernel", "_ptsz", CUDA_GRP_LAUNCH, 0, DRV_LAUNCH " -"),
-	D2("cuLaunchCooperativeKernel", "_ptsz", CUDA_GRP_LAUNCH, 0, DRV_LAUNCH),
-	D2("cuLaunchKernelEx", "_ptsz", CUDA_GRP_LAUNCH, 0,
+	D2("cuLaunchKernel", "_ptsz", CUDA_GRP_LAUNCH, CUDA_F_DRV_LAUNCH, DRV_LAUNCH " -"),
+	D2("cuLaunchCooperativeKernel", "_ptsz", CUDA_GRP_LAUNCH, CUDA_F_DRV_LAUNCH, DRV_LAUNCH),
+	D2("cuLaunchKernelEx", "_ptsz", CUDA_GRP_LAUNCH, CUDA_F_DRV_LAUNCH,
 	   "&- kernel:fn - - " LAUNCH_CFG " shared_bytes:u32@24 stream@32"),
-	D2("cuLaunchHostFunc", "_ptsz", CUDA_GRP_LAUNCH, 0, "stream func:fn -"),
+	D2("cuLaunchHostFunc", "_ptsz", CUDA_GRP_LAUNCH, CUDA_F_DRV_LAUNCH, "stream func:fn -"),
 
 	/* Driver: graphs and stream capture. */
-	D2("cuGraphLaunch", "_ptsz", CUDA_GRP_GRAPH, 0, "graph_exec stream"),
+	D2("cuGraphLaunch", "_ptsz", CUDA_GRP_GRAPH, CUDA_F_DRV_LAUNCH, "graph_exec stream"),
 	/* The unversioned symbol is CUDA 10.0's, without the mode. */
 	D2("cuStreamBeginCapture", "_ptsz", CUDA_GRP_GRAPH, 0, "stream"),
 	D2("cuStreamBeginCapture_v2", "_ptsz", CUDA_GRP_GRAPH, 0, "stream mode:u32"),
@@ -386,6 +386,9 @@ static int cuda_api__check(const struct ucall_api *a, const struct ucall_spec *s
 	int driver = starts_with(a->name, "cu") && !starts_with(a->name, "cuda");
 	int profiler = !!(a->flags & (CUDA_F_PROFILER_START | CUDA_F_PROFILER_STOP));
 	int has_str = s->copy_mode == BS_DEREF_STRING;
+	int launch = a->group == CUDA_GRP_LAUNCH || starts_with(a->name, "cudaGraphLaunch") ||
+		     starts_with(a->name, "cuGraphLaunch");
+	int side = !launch ? 0 : driver ? CUDA_F_DRV_LAUNCH : CUDA_F_RT_LAUNCH;
 
 	if (!driver && !starts_with(a->name, "cuda") && !starts_with(a->name, "__cuda"))
 		return fail(err, len, "neither runtime nor driver name");
@@ -402,6 +405,9 @@ static int cuda_api__check(const struct ucall_api *a, const struct ucall_spec *s
 		return fail(err, len, "CUDA_F_ALIAS_OUT needs *handle and name:fn, and back");
 	if ((a->flags & (CUDA_F_NAMES_OUT | CUDA_F_ALIAS_OUT)) && a->group != CUDA_GRP_MODULE)
 		return fail(err, len, "naming functions belong to CUDA_GRP_MODULE");
+	/* Every launch and graph launch is a side of the pair (one probe pair per launch). */
+	if ((a->flags & (CUDA_F_RT_LAUNCH | CUDA_F_DRV_LAUNCH)) != side)
+		return fail(err, len, "a launch is CUDA_F_RT_LAUNCH, a driver one _DRV_LAUNCH");
 	switch (a->group) {
 	case CUDA_GRP_LAUNCH:
 		if (ucall_spec__has(s, K_FUNC))
@@ -453,4 +459,6 @@ const struct ucall_table cuda_table = {
 	.check = cuda_api__check,
 	.compiled = &cuda_compiled,
 	.strref_prefix = "cuda", /* the runtime's entry points, in cuBLAS, cuDNN, NCCL... */
+	.wraps_flag = CUDA_F_RT_LAUNCH,
+	.wrapped_flag = CUDA_F_DRV_LAUNCH,
 };
