@@ -220,9 +220,13 @@ def test_flight_memory_stays_under_size_and_says_what_it_cut():
     check(0 < kept and kept + cut <= made + 10000,
           f"kept {kept} + cut {cut} vs {made} made")
     # Memory: what the process grew by while recording stays under SIZE and the fixed buffers
-    # beside it (docs/PRODUCTION.md: the open chunk, zstd, a dump's writer: 10 MiB at most).
-    check((peak - base) < (size_mib + 10) * 1024,
-          f"RSS grew {peak - base} KiB, SIZE {size_mib} MiB + 10 MiB of buffers")
+    # beside it (docs/PRODUCTION.md: the open chunk, zstd, a dump's writer: 10 MiB at most),
+    # and what waited for the recorder in the ring pump's queue when a loaded machine kept it
+    # from its turn (up to 4 times --buffer-size: the end line says how much it took).
+    pump = float(re.search(r"and ([\d.]+) MiB of records waiting", err).group(1))
+    check((peak - base) < (size_mib + 10 + pump) * 1024,
+          f"RSS grew {peak - base} KiB, SIZE {size_mib} MiB + 10 MiB of buffers + {pump} MiB "
+          f"in the ring pump")
     held = float(re.search(r"at most ([\d.]+) MiB held", err).group(1))
     check(held <= size_mib, f"held {held} MiB")
 

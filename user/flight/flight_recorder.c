@@ -437,7 +437,7 @@ int flight__dump(struct flight_recorder *fr)
 	return err;
 }
 
-void flight__finish(struct flight_recorder *fr)
+void flight__finish(struct flight_recorder *fr, size_t pump_peak)
 {
 	if (!fr)
 		return;
@@ -446,10 +446,12 @@ void flight__finish(struct flight_recorder *fr)
 	fprintf(stderr,
 		"bpfsight %s: flight recorder: %u dumps written, %u failed; triggers: %llu "
 		"coalesced into a pending dump, %llu in cool-down, %llu over --max-dumps; "
-		"%llu records cut by SIZE; at most %.1f MiB held\n",
+		"%llu records cut by SIZE; at most %.1f MiB held, and %.1f MiB of records waiting "
+		"for the recorder (the ring pump)\n",
 		fr->cmd, fr->ndumps, fr->nfailed, (unsigned long long)fr->coalesced,
 		(unsigned long long)fr->cooled, (unsigned long long)fr->capped,
-		(unsigned long long)fr->dropped_total, fr->peak_bytes / 1048576.0);
+		(unsigned long long)fr->dropped_total, fr->peak_bytes / 1048576.0,
+		pump_peak / 1048576.0);
 }
 
 void flight__free(struct flight_recorder *fr)

@@ -54,7 +54,8 @@ void flight__tick(struct flight_recorder *fr, __u64 now_ns);
 /* Bytes held now: chunks and metadata (the SIZE budget). */
 __u64 flight__bytes(const struct flight_recorder *fr);
 /* The recording ends: write a pending dump, print what the flight recorder did. */
-void flight__finish(struct flight_recorder *fr);
+/* PUMP_PEAK: the most the ring pump held at once (its end line says the memory it took). */
+void flight__finish(struct flight_recorder *fr, size_t pump_peak);
 void flight__free(struct flight_recorder *fr);
 
 #endif /* BPFSIGHT_FLIGHT_RECORDER_H */

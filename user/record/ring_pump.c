@@ -64,6 +64,7 @@ struct ring_pump {
 	int nfree, quit, thread_started, reading;
 	pid_t tid;
 	size_t queued, peak, max;
+	size_t held, held_peak; /* bytes of blocks allocated (queue and free list), and the most */
 	size_t taken;	   /* read since the queue's reader last held qlock (its own) */
 	size_t pass_bytes; /* written by this pass, not yet published (under rlock) */
 	long pass_records; /* under rlock */
@@ -88,6 +89,9 @@ static struct block *block_get(struct ring_pump *p, size_t need)
 		if (!(b = malloc(sizeof(*b) + cap)))
 			return NULL;
 		b->cap = cap;
+		p->held += cap;
+		if (p->held > p->held_peak)
+			p->held_peak = p->held;
 	}
 	b->next = NULL;
 	b->used = b->wpos = b->off = 0;
@@ -102,6 +106,7 @@ static void block_put(struct ring_pump *p, struct block *b)
 		p->free_list = b;
 		p->nfree++;
 	} else {
+		p->held -= b->cap;
 		free(b);
 	}
 }
@@ -341,6 +346,16 @@ long ring_pump__read(struct ring_pump *p, int timeout_ms, long max)
 pid_t ring_pump__tid(struct ring_pump *p)
 {
 	return p ? __atomic_load_n(&p->tid, __ATOMIC_RELAXED) : 0;
+}
+
+size_t ring_pump__held_peak(struct ring_pump *p)
+{
+	size_t n;
+
+	pthread_mutex_lock(&p->qlock);
+	n = p->held_peak;
+	pthread_mutex_unlock(&p->qlock);
+	return n;
 }
 
 size_t ring_pump__queued(struct ring_pump *p, size_t *peak)
