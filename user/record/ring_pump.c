@@ -65,10 +65,10 @@ struct ring_pump {
 	pid_t tid;
 	size_t queued, peak, max;
 	size_t held, held_peak; /* bytes of blocks allocated (queue and free list), and the most */
-	size_t taken;	   /* read since the queue's reader last held qlock (its own) */
-	size_t pass_bytes; /* written by this pass, not yet published (under rlock) */
-	long pass_records; /* under rlock */
-	__u64 records;	   /* under qlock */
+	size_t taken;		/* read since the queue's reader last held qlock (its own) */
+	size_t pass_bytes;	/* written by this pass, not yet published (under rlock) */
+	long pass_records;	/* under rlock */
+	__u64 records;		/* under qlock */
 	__u64 dropped[RING_PUMP_BLOCKS]; /* by record-type block (records.h), under qlock */
 	ring_pump_fn fn;
 	void *arg;
