@@ -345,6 +345,16 @@ def uprobe_multi_path(link_id):
         os.close(fd)
 
 
+def link_exists(link_id):
+    """Whether BPF link LINK_ID still exists (its owner may have exited: bpfsight-detach
+    holds a recorder's links until the kernel let their probes go)."""
+    fd = _fd_by_id(BPF_LINK_GET_FD_BY_ID, link_id)
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
+
+
 def prog_ids(pid, field="prog_id"):
     """The ids of the BPF programs (FIELD "map_id": maps) process PID holds (its fds'
     fdinfo), each once (an object can have several fds)."""

@@ -14,29 +14,35 @@ turn (the order reversed every other round):
   floor         empty entry and return programs on the functions the cuda family probes
                 here (bench/floor: uprobe_multi links, as bpfsight's): the probes' own price
   -t X          `bpfsight record -p P -t X` attached (default: no -t), WARMUP steps, STEPS
-                steps timed, the recorder stopped
+                steps timed, the recorder stopped and its links gone (bpfsight-detach drops
+                them a little later) before the next configuration
 
 A configuration's figure in a round is its median step; its ratio is that over the untraced
 median of the same round; the section reports the median over the rounds. Per configuration
 also: the recorder's CPU per step (its threads' schedstat over the timed steps) and, in a last
 round with kernel.bpf_stats_enabled=1 (restored afterwards; not in the ratios: the stats add
-two clock reads per program run), each BPF program's runs and run time per step.
+two clock reads per program run), each BPF program's runs and run time per step. Each run
+waits for a machine where no other process probes the step's files, system calls or
+scheduler (Quiet), and says so when it could not have one.
 
     python3 bench/run_bench.py --build B --only cost --no-results   # this section alone
     python3 bench/bench_cost.py --build B [--rounds N] [--configs untraced,cuda,...]
 """
 
 import argparse
+import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_common import (REPO, BenchError, LineServer, ProgStats, Runner, block_end,  # noqa: E402
-                          block_head, bpf_stats, cpu_ns, fmt_ratio_spread, median,
-                          skipped_block, spread)
+from bench_common import (REPO, BenchError, LineServer, ProgStats, Quiet, Runner,  # noqa: E402
+                          block_end, block_head, bpf_stats, cpu_ns, fmt_ratio_spread,
+                          link_exists, median, prog_ids, skipped_block, spread)
 
 NAME = "cost"
 PY = os.path.expanduser("~/.pyenv/versions/3.12.1/bin/python3")
@@ -111,6 +117,7 @@ def measured(r, proxy, config, stats):
         if not line:
             raise BenchError(f"{r.show_cmd(cmd)} exited {rec.wait()}: {head[-800:]}")
         head += line
+    links = prog_ids(rec.pid, "link_id")
     progs = ProgStats(rec.pid, None) if stats else None
     try:
         proxy.steps(WARMUP)
@@ -125,10 +132,34 @@ def measured(r, proxy, config, stats):
     if rec.returncode:
         raise BenchError(f"{r.show_cmd(cmd)} exited {rec.returncode}: {err[-800:]}")
     os.unlink(out)
-    lost = [line for line in err.splitlines() if "events lost" in line]
+    links_gone(links)
+    lost = re.search(r"(\d+) events lost(?: \(([^)]*)\))?", err)
+    if lost and lost.group(1) == "0":
+        lost = None
     return {**steps, "rec_cpu": c1 - c0 if c0 is not None and c1 is not None else None,
             "progs": {k: (p1[k][0] - v[0], p1[k][1] - v[1]) for k, v in p0.items()},
-            "lost": lost[-1].split(": ", 2)[-1] if lost else "?"}
+            "lost": lost.group(2) or lost.group(1) if lost else "0"}
+
+
+def kinds(r):
+    """What another tracer must not probe while a configuration runs (Quiet): the system
+    calls, the scheduler, the files whose calls the step makes."""
+    return ["syscalls", "sched", CUDART, STUB, proxy_lib(r)]
+
+
+def links_gone(ids, timeout=60):
+    """Wait until none of the BPF links IDS exists: a recorder hands its links to
+    bpfsight-detach, which drops them once the kernel let the probes go; the next
+    configuration must start without them."""
+    end = time.monotonic() + timeout
+    while True:
+        left = sum(link_exists(i) for i in ids)
+        if not left:
+            return
+        if time.monotonic() > end:
+            raise BenchError(f"{left} of the recorder's BPF links still there {timeout} s after "
+                             "it exited")
+        time.sleep(0.05)
 
 
 def run(ctx, rounds=None, configs=None):
@@ -149,9 +180,10 @@ def run(ctx, rounds=None, configs=None):
             stats = i == rounds  # the last round: BPF stats on, kept apart
             order = configs if i % 2 == 0 else configs[::-1]
             loads.append(os.getloadavg()[0])
-            with bpf_stats() if stats else _nothing():
+            with bpf_stats() if stats else contextlib.nullcontext():
                 for c in order:
-                    got = measured(r, proxy, c, stats)
+                    got = ctx.quiet.run(kinds(r), lambda c=c: measured(r, proxy, c, stats),
+                                        f"{c} (round {i + 1})")
                     got["med"] = median(got["ns"])
                     got["med_cpu"] = median(got["cpu"])
                     runs[c].append(got)
@@ -162,14 +194,6 @@ def run(ctx, rounds=None, configs=None):
     finally:
         proxy.close()
     return {"rounds": rounds, "runs": runs, "loads": loads, "proxy": r.show_cmd(proxy.cmd)}
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *a):
-        return False
 
 
 def figures(res):
@@ -189,7 +213,9 @@ def figures(res):
         if c not in ("untraced", "floor"):
             f["cpu"] = median([x["rec_cpu"] / STEPS / 1e6 for x in timed
                                if x.get("rec_cpu") is not None])
-            f["lost"] = sorted({x["lost"] for x in rs})
+            lost = [x["lost"] for x in rs]
+            f["lost"] = ", ".join(f"{k}: {lost.count(k)} of {len(lost)}"
+                                  for k in sorted(set(lost), key=lambda k: k != "0"))
             progs = last["progs"]
             f["bpf_runs"] = sum(v[0] for v in progs.values()) / STEPS
             f["bpf_ms"] = sum(v[1] for v in progs.values()) / STEPS / 1e6
@@ -246,22 +272,25 @@ def markdown(ctx, res):
     out.append(f"{res['rounds']} rounds, configurations interleaved (the order reversed every "
                f"other round), {WARMUP} warm-up and {STEPS} timed steps each; a figure is the "
                f"median over the rounds of the round's median step (min .. max over the "
-               f"rounds). Load average (1 min) at each round's start: "
+               f"rounds). The job's CPU is its process's CPU time per step (every thread's: a "
+               f"uprobe's trap and program are the probed thread's), the figure least moved "
+               f"by other work on the machine. Load average (1 min) at each round's start: "
                f"{', '.join(f'{x:.1f}' for x in res['loads'])}.")
     out.append("")
-    out.append("| configuration | step | / untraced | added per step | recorder CPU per "
-               "step | BPF runs per step | BPF time per step | lost | goal |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    out.append("| configuration | step | / untraced | added per step | the job's CPU / "
+               "untraced | recorder CPU per step | BPF runs per step | BPF time per step | "
+               "runs: lost | goal |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
     for c in res["runs"]:
         x = f[c]
         cell = cells.get(c, "")
         if c == "default" and "share" in cells:
             cell = (cell + "; " if cell else "") + "vs -t cuda: " + cells["share"]
         rec = (f"{x['cpu']:.2f} ms | {x['bpf_runs']:,.0f} | {x['bpf_ms']:.2f} ms | "
-               f"{', '.join(x['lost'])}" if "cpu" in x else " | | | ")
+               f"{x['lost']}" if "cpu" in x else " | | | ")
         out.append(f"| {label(c)} | {spread_ms(x['step'])} | "
                    f"{fmt_ratio_spread(x['ratio'], 3)} | {spread_ms(x['added'])} | "
-                   f"{rec} | {cell} |")
+                   f"{fmt_ratio_spread(x['cpu_ratio'], 3)} | {rec} | {cell} |")
     out.append("")
     out.append("BPF programs per step (the stats round), the dearest first:")
     out.append("")
@@ -291,6 +320,7 @@ def main():
     class Ctx:
         r = Runner(args.build)
         quick = False
+        quiet = Quiet(20, 40)
 
         @staticmethod
         def progress(label_, i, n, what):

@@ -29,7 +29,7 @@ from helpers import (BUILD, Recorder, Skip, alone, check, eq, info, need_root, r
 from test_gil import pyenv_python
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
-SECONDS = 15
+SECONDS = 6
 
 PROXY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads",
                      "step_proxy.py")
