@@ -42,7 +42,7 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
              calls entering the driver, two launching threads, GIL hand-offs, syscalls):
              its step time untraced, under the empty probes' floor, under `-t cuda`,
              `-t cuda,gpu`, the default families and each family alone, interleaved; the
-             recorder's CPU and the BPF programs' time per step (bench_cost.py; ~4 min)
+             recorder's CPU and the BPF programs' time per step (bench_cost.py; ~1.5 min)
 
 The summary block lists every figure with a goal; a run of some sections (--only) replaces
 their rows and keeps the other sections' rows, their runs and any notes, each row dated.
