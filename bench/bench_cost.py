@@ -13,6 +13,8 @@ turn (the order reversed every other round):
   untraced      nothing attached
   floor         empty entry and return programs on the functions the cuda family probes
                 here (bench/floor: uprobe_multi links, as bpfsight's): the probes' own price
+  floor-runtime the same on the runtime's functions only, not the driver's cuLaunchKernel
+                inside each launch: what probing the driver calls costs
   -t X          `bpfsight record -p P -t X` attached (default: no -t), WARMUP steps, STEPS
                 steps timed, the recorder stopped and its links gone (bpfsight-detach drops
                 them a little later) before the next configuration
@@ -50,8 +52,8 @@ PROXY = os.path.join(REPO, "tests", "workloads", "step_proxy.py")
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 STUB = "/usr/local/cuda/lib64/stubs/libcuda.so"
 DEFAULT = "osrt,sched,cuda,nccl,gil,gpu,nvtx"  # record's default families (docs/USAGE.md)
-CONFIGS = ["untraced", "floor", "default", "cuda", "cuda,gpu", "osrt", "sched", "gil", "nccl",
-           "gpu", "nvtx"]
+CONFIGS = ["untraced", "floor", "floor-runtime", "default", "cuda", "cuda,gpu", "osrt", "sched",
+           "gil", "nccl", "gpu", "nvtx"]
 ALONE = ["osrt", "sched", "cuda", "nccl", "gil", "gpu", "nvtx"]
 GOALS = {"default": 1.03, "cuda,gpu": 1.02}  # the issue's, against untraced
 SHARE_GOAL = 1.5  # default families' added cost <= 1.5x -t cuda's
@@ -76,10 +78,10 @@ class Proxy(LineServer):
         return self.ask(f"steps {n}")
 
 
-def floor_cmd(r):
+def floor_cmd(r, driver=True):
     lib = proxy_lib(r)
-    probes = [f"{lib}:cudaLaunchKernel", f"{STUB}:cuLaunchKernel", f"{CUDART}:cudaStreamQuery",
-              f"{CUDART}:cudaEventQuery"]
+    probes = [f"{lib}:cudaLaunchKernel", f"{CUDART}:cudaStreamQuery",
+              f"{CUDART}:cudaEventQuery"] + ([f"{STUB}:cuLaunchKernel"] if driver else [])
     return [r.bench_bin("floor")] + [a for p in probes for a in ("-u", p)] + \
         ["--", "sh", "-c", "echo ready $$; exec sleep 3600"]
 
@@ -96,12 +98,12 @@ def measured(r, proxy, config, stats):
     if config == "untraced":
         proxy.steps(WARMUP)
         return proxy.steps(STEPS)
-    if config == "floor":
-        f = subprocess.Popen(floor_cmd(r), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    if config.startswith("floor"):
+        cmd = floor_cmd(r, config == "floor")
+        f = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = f.stdout.readline().split()
         if len(line) != 2:
-            raise BenchError(f"{r.show_cmd(floor_cmd(r))}: {f.communicate()[1][-800:]}")
+            raise BenchError(f"{r.show_cmd(cmd)}: {f.communicate()[1][-800:]}")
         try:
             proxy.steps(WARMUP)
             return proxy.steps(STEPS)
@@ -210,7 +212,7 @@ def figures(res):
              "cpu_added": [(x["med_cpu"] - b) / 1e6 for x, b in zip(timed, base_cpu)],
              "added": [(x["med"] - b) / 1e6 for x, b in zip(timed, base)],
              "step": [x["med"] / 1e6 for x in timed]}
-        if c not in ("untraced", "floor"):
+        if c != "untraced" and not c.startswith("floor"):
             f["cpu"] = median([x["rec_cpu"] / STEPS / 1e6 for x in timed
                                if x.get("rec_cpu") is not None])
             lost = [x["lost"] for x in rs]
@@ -227,7 +229,8 @@ def figures(res):
 
 def label(c):
     return {"untraced": "untraced", "floor": "floor (empty probes on the cuda family's "
-            "functions)", "default": "default families (no -t)"}.get(c, f"-t {c}")
+            "functions)", "floor-runtime": "floor on the runtime's functions only (not "
+            "cuLaunchKernel)", "default": "default families (no -t)"}.get(c, f"-t {c}")
 
 
 def text(ctx, res):
@@ -266,7 +269,7 @@ def markdown(ctx, res):
     out.append(r.show_cmd(record_cmd(r, "X", "T.bst")).replace("PID", "P") +
                "   # X: each configuration; none for default")
     out.append(r.show_cmd(floor_cmd(r)).replace("ready $$; exec sleep 3600", "...") +
-               "   # floor")
+               "   # floor (floor-runtime: without cuLaunchKernel's -u)")
     out.append("```")
     out.append("")
     out.append(f"{res['rounds']} rounds, configurations interleaved (the order reversed every "
