@@ -201,7 +201,7 @@ NVCC	  ?= $(CUDA_HOME)/bin/nvcc
 CUDA_WL	  := $(OUT)/tests/cuda
 CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
 		    cuda_dlopen cublas_dlopen libcuda_wrap.so stubs/libcuda.so.1 inject_target_shared \
-		    inject_target_static)
+		    inject_target_static libstep_proxy.so)
 WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 
 ifneq ($(wildcard $(NVCC)),)
@@ -236,6 +236,13 @@ $(CUDA_WL)/cuda_dlopen: tests/workloads/cuda/cuda_dlopen.c | $(CUDA_WL)
 $(CUDA_WL)/cublas_dlopen: tests/workloads/cuda/cublas_dlopen.c | $(CUDA_WL)/stubs/libcuda.so.1
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -ldl -Wl,-rpath,'$$ORIGIN/stubs'
+
+# The launch-bound step proxy's native half (tests/e2e/test_detach.py, bench/bench_cost.py):
+# runtime-shaped launches that enter the stub libcuda's real entry points.
+$(CUDA_WL)/libstep_proxy.so: tests/workloads/cuda/step_proxy.c | $(CUDA_WL)/stubs/libcuda.so.1
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -O2 -fPIC -shared -fno-omit-frame-pointer -I$(CUDA_HOME)/include $< \
+		-o $@ -ldl -L$(CUDA_HOME)/lib64/stubs -lcuda -Wl,-rpath,'$$ORIGIN/stubs'
 
 # An LD_PRELOAD interposer of cudaMalloc/cudaMemcpy: nested calls (depth) with real cudart.
 $(CUDA_WL)/libcuda_wrap.so: tests/workloads/cuda/cuda_wrap.c | $(CUDA_WL)
@@ -430,7 +437,8 @@ report-png: $(OUT)/bpfsight
 # the CUDA and NCCL loops over the real libraries when the toolkit is there; and the floor, a loader of
 # empty BPF programs with its own skeleton.
 BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed pair_loop)
-BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop)
+BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop \
+	      $(CUDA_WL)/libstep_proxy.so)
 BENCH_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(OUT)/bench/nccl_loop)
 BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(OUT)/bench/floor
 

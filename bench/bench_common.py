@@ -172,6 +172,13 @@ def block_end(ctx, name, out, meaning):
                             end(name)]) + "\n"
 
 
+def skipped_block(ctx, name, out, figure, why):
+    """A section block that measured nothing (OUT: its head), FIGURE's goal marked skipped
+    for WHY."""
+    ctx.goals.skipped(name, figure, why)
+    return block_end(ctx, name, out + [f"Not measured: {why}.", ""], "nothing was measured.")
+
+
 def measured_line(m, invocation, quick):
     """INVOCATION is markdown (the command in backticks)."""
     return (f"Measured {m['date']} by {invocation}, bpfsight {m['version']}."
@@ -234,6 +241,32 @@ class Runner:
 
     def cleanup(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class LineServer:
+    """A process spoken to a line at a time: a command on its stdin, a JSON line back (a
+    benchmark's long-lived target: bench_torch.py's loop, bench_cost.py's step proxy)."""
+
+    def __init__(self, cmd, env=None):
+        self.cmd = cmd
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, env=env)
+
+    def ask(self, cmd):
+        """CMD's answer (None: the line the process says first)."""
+        if cmd:
+            self.p.stdin.write(cmd + "\n")
+            self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise BenchError(f"{shlex.join(self.cmd)} ended (exit {self.p.wait()})")
+        return json.loads(line)
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.flush()
+            self.p.wait(30)
 
 
 def last_json(text, cmd=None):
@@ -312,6 +345,16 @@ def uprobe_multi_path(link_id):
         os.close(fd)
 
 
+def link_exists(link_id):
+    """Whether BPF link LINK_ID still exists (its owner may have exited: bpfsight-detach
+    holds a recorder's links until the kernel let their probes go)."""
+    fd = _fd_by_id(BPF_LINK_GET_FD_BY_ID, link_id)
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
+
+
 def prog_ids(pid, field="prog_id"):
     """The ids of the BPF programs (FIELD "map_id": maps) process PID holds (its fds'
     fdinfo), each once (an object can have several fds)."""
@@ -330,9 +373,9 @@ def prog_ids(pid, field="prog_id"):
 
 class ProgStats:
     """The kernel's BPF stats (run_cnt, run_time_ns: kernel.bpf_stats_enabled) of the
-    programs named NAMES that process PID holds, still readable after PID exits: this holds
-    an fd of each. A recorder's programs go when it exits, and it exits as soon as its
-    target does: a snapshot by id after the target would race it."""
+    programs named NAMES (None: every one) that process PID holds, still readable after PID
+    exits: this holds an fd of each. A recorder's programs go when it exits, and it exits as
+    soon as its target does: a snapshot by id after the target would race it."""
 
     def __init__(self, pid, names):
         self.fds = []
@@ -340,7 +383,7 @@ class ProgStats:
             fd = _fd_by_id(BPF_PROG_GET_FD_BY_ID, i)
             if fd < 0:
                 continue
-            if self._info(fd)[0] in names:
+            if names is None or self._info(fd)[0] in names:
                 self.fds.append(fd)
             else:
                 os.close(fd)
@@ -363,6 +406,15 @@ class ProgStats:
             _, c, n = self._info(fd)
             cnt, ns = cnt + c, ns + n
         return (cnt, ns)
+
+    def per_name(self):
+        """{name: (run_cnt, run_time_ns)}, summed over the programs of each name."""
+        out = {}
+        for fd in self.fds:
+            name, c, n = self._info(fd)
+            r, t = out.get(name, (0, 0))
+            out[name] = (r + c, t + n)
+        return out
 
     def close(self):
         for fd in self.fds:

@@ -25,13 +25,13 @@ and its channel (the difference).
     python3 bench/run_bench.py --build B --only torch --no-results   # this section alone
 """
 
-import json
 import os
 import signal
 import subprocess
 import time
 
-from bench_common import BenchError, block_end, block_head, fmt_ns, spread
+from bench_common import (BenchError, LineServer, block_end, block_head, fmt_ns, skipped_block,
+                          spread)
 
 NAME = "torch"
 PY = "/usr/bin/python3.11"
@@ -41,22 +41,12 @@ CONFIGS = ("P idle", "P recording", "P profiler", "Q empty", "Q idle")
 BLOCKS = 5  # loops per configuration in a round: its fastest counts
 
 
-class Loop:
+class Loop(LineServer):
     """One torch_oploop.py process."""
 
     def __init__(self, ctx, iters, env):
-        self.p = subprocess.Popen([PY, LOOP, str(iters)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True, env=env)
+        super().__init__([PY, LOOP, str(iters)], env)
         self.pid = self.ask(None)["ready"]
-
-    def ask(self, cmd):
-        if cmd:
-            self.p.stdin.write(cmd + "\n")
-            self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        if not line:
-            raise BenchError(f"{LOOP} ended (exit {self.p.wait()})")
-        return json.loads(line)
 
     def wait_callbacks(self, want, timeout=60):
         end = time.monotonic() + timeout
@@ -65,12 +55,6 @@ class Loop:
                 raise BenchError(f"pid {self.pid}: the RecordFunction callback never "
                                  f"{'appeared' if want else 'went'}")
             time.sleep(0.02)
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.stdin.write("quit\n")
-            self.p.stdin.flush()
-            self.p.wait(30)
 
 
 def fastest(loop, name):
@@ -165,9 +149,7 @@ def text(ctx, res):
 def markdown(ctx, res):
     out = block_head(ctx, NAME, "PyTorch ops (torch): what recording costs per op")
     if res.get("skip"):
-        ctx.goals.skipped(NAME, "recording's added time per op", res["skip"])
-        out += [f"Not measured: {res['skip']}.", ""]
-        return block_end(ctx, NAME, out, "nothing was measured.")
+        return skipped_block(ctx, NAME, out, "recording's added time per op", res["skip"])
     f = figures(res)
     ours = f["ours"][0]
     cell = ctx.goals.check(NAME, "torch: recording's added time per op (vs untraced, same "

@@ -38,6 +38,11 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
   torch      the torch family: ns added per PyTorch op while recording, against
              torch.profiler (CPU) on the same loop and torch's own RecordFunction machinery
              (bench_torch.py; ~1 min)
+  cost       a launch-bound training step (tests/workloads/step_proxy.py: ~900 CUDA runtime
+             calls entering the driver, two launching threads, GIL hand-offs, syscalls):
+             its step time untraced, under the empty probes' floor, under `-t cuda`,
+             `-t cuda,gpu`, the default families and each family alone, interleaved; the
+             recorder's CPU and the BPF programs' time per step (bench_cost.py; ~1.5 min)
 
 The summary block lists every figure with a goal; a run of some sections (--only) replaces
 their rows and keeps the other sections' rows, their runs and any notes, each row dated.
@@ -59,6 +64,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_consumer  # noqa: E402
+import bench_cost  # noqa: E402
 import bench_cpu  # noqa: E402
 import bench_families  # noqa: E402
 import bench_flight  # noqa: E402
@@ -76,10 +82,10 @@ from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  #
 SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
             "pipeline": bench_pipeline, "consumer": bench_consumer, "soak": bench_soak, "cpu": bench_cpu,
             "flight": bench_flight, "monitor": bench_monitor, "top": bench_top, "ranks": bench_ranks,
-            "torch": bench_torch}
+            "torch": bench_torch, "cost": bench_cost}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
 ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "consumer", "soak", "cpu", "flight",
-         "monitor", "top", "ranks", "torch"]
+         "monitor", "top", "ranks", "torch", "cost"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,
@@ -240,7 +246,8 @@ def parse_args():
                     help="under a minute, indicative only; prints without writing "
                          "RESULTS.md unless --results is given")
     ap.add_argument("--only", help="comma-separated sections: probes, families, shim, "
-                                   "pipeline, consumer, soak, cpu, flight, monitor, top, ranks, torch, gil "
+                                   "pipeline, consumer, soak, cpu, flight, monitor, top, ranks, "
+                                   "torch, cost, gil "
                                    "(default: all)")
     ap.add_argument("--runs", type=int, help="repeats per figure in families, shim and "
                                              "pipeline (default 5, quick 2-3)")
