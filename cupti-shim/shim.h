@@ -98,6 +98,7 @@ uint64_t shim_buf__seq(void); /* the sequence number of the last batch sent */
 void shim_buf__send_lock(void);
 void shim_buf__send_unlock(void);
 void *shim_buf__reserve_string(uint32_t session, uint32_t size); /* send lock held */
+void shim_buf__begin_session(uint32_t session, const void *rec, uint32_t size);
 void shim_buf__atfork_prepare(void);
 void shim_buf__atfork_parent(void);
 void shim_buf__atfork_child(void);

@@ -164,6 +164,26 @@ void *shim_buf__reserve_string(uint32_t session, uint32_t size)
 	return reserve(&strings, session, size, true);
 }
 
+/*
+ * The session begins with REC: it is published (shim_session) and REC sent, alone in its
+ * batch, under the send lock. A thread that sees the session at once may fill its own buffer,
+ * but it queues a string or sends a batch only through that lock, so REC goes first: a
+ * tracer reads the session's strings after its ATTACH.
+ */
+void shim_buf__begin_session(uint32_t session, const void *rec, uint32_t size)
+{
+	void *p;
+
+	pthread_mutex_lock(&send_lock);
+	atomic_store(&shim_session, session);
+	p = reserve(&strings, session, size, true);
+	if (p) {
+		memcpy(p, rec, size);
+		fire(&strings);
+	}
+	pthread_mutex_unlock(&send_lock);
+}
+
 void shim_buf__send_lock(void)
 {
 	pthread_mutex_lock(&send_lock);

@@ -115,6 +115,17 @@ void shim_core__add_dropped(uint64_t n)
 	atomic_fetch_add_explicit(&dropped, n, memory_order_relaxed);
 }
 
+/* A STATUS record of EVENT by thread T, without its detail. */
+static void status_fill(struct bs_shim_status *s, struct shim_thread *t, uint32_t event)
+{
+	memset(s, 0, sizeof(*s));
+	shim_hdr(&s->h, BS_REC_SHIM_STATUS, sizeof(*s), shim_thread__tid(t), shim_now());
+	s->state = shim_core__state();
+	s->event = event;
+	s->seq = shim_buf__seq();
+	s->cupti_version = shim_cupti__version();
+}
+
 void shim_core__status(uint32_t session, uint32_t event, int32_t result, const char *detail,
 		       uint64_t ndropped)
 {
@@ -123,16 +134,11 @@ void shim_core__status(uint32_t session, uint32_t event, int32_t result, const c
 
 	if (!t || !session)
 		return;
-	memset(&s, 0, sizeof(s));
 	shim_thread__lock(t);
-	shim_hdr(&s.h, BS_REC_SHIM_STATUS, sizeof(s), shim_thread__tid(t), shim_now());
-	s.state = shim_core__state();
-	s.event = event;
+	status_fill(&s, t, event);
 	s.cupti_result = result;
 	s.detail_id = shim_str__use(shim_str__intern_c(detail), session, shim_thread__tid(t));
 	s.dropped = ndropped;
-	s.seq = shim_buf__seq();
-	s.cupti_version = shim_cupti__version();
 	/* Status records are rare and tell the tracer what is going on: send them at once. */
 	if (shim_thread__append(t, session, &s, sizeof(s)))
 		shim_thread__flush(t);
@@ -149,18 +155,24 @@ static void hot_set(uint32_t bits, bool on)
 
 static void on_attach(uint64_t now)
 {
+	struct shim_thread *t = shim_thread__self();
+	struct bs_shim_status s;
 	uint32_t session;
 
 	if (++poll_state.gen == 0)
 		++poll_state.gen;
 	session = poll_state.gen;
-	atomic_store(&shim_session, session);
 	poll_state.attached = true;
 	poll_state.drain_seen = false;
 	atomic_store(&dropped, 0); /* nobody listened: counted as unsent, not as dropped */
 	poll_state.last_flush = now;
 	poll_state.sent_state = shim_core__state();
-	shim_core__status(session, BS_SHIM_EV_ATTACH, 0, NULL, 0);
+	if (t) {
+		status_fill(&s, t, BS_SHIM_EV_ATTACH);
+		shim_buf__begin_session(session, &s, sizeof(s)); /* the session's first record */
+	} else {
+		atomic_store(&shim_session, session);
+	}
 	shim_cupti__report_errors(session);
 	shim_nvtx__resend_names(session);
 	shim_buf__flush_all();

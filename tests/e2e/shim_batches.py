@@ -148,10 +148,13 @@ def wait_status(path, pid, pred, what, timeout=30):
         try:
             return any(r["kind"] == "status" and r["pid"] == pid and pred(r)
                        for r in records(data))
-        except (AssertionError, struct.error):
+        except (AssertionError, struct.error) as e:
+            seen.why = f"{e!r} ({len(data)} bytes)"
             return False  # a batch being written
+    seen.why = None
     end = time.time() + timeout
     while not seen():
         if time.time() > end:
-            raise AssertionError(f"the shim of pid {pid}: no {what} status in {timeout} s")
+            raise AssertionError(f"the shim of pid {pid}: no {what} status in {timeout} s"
+                                 + (f" (its batches: {seen.why})" if seen.why else ""))
         time.sleep(0.02)
