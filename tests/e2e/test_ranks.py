@@ -295,14 +295,22 @@ def check_sqlite_path(d, files, late_rank, late_seqs):
     eq(p.returncode, 0, f"the query: {p.stderr}")
     rows = json.loads(p.stdout)
     entries = truth(files)
-    top = rows[:len(late_seqs)]
-    eq(sorted(r["seq"] for r in top), sorted(late_seqs), "the longest waits: the late ones")
-    for r in top:
-        e = entries[r["seq"]]
+    by_seq = {r["seq"]: r for r in rows}
+    for seq in late_seqs:
+        r, e = by_seq[seq], entries[seq]
         skew = max(e.values()) - min(e.values())
-        eq(r["last_rank"], late_rank, f"collective {r['seq']}: the late rank")
+        eq(r["last_rank"], late_rank, f"collective {seq}: the late rank")
         check(abs(r["skew_ns"] - skew) <= 0.05 * skew,
-              f"collective {r['seq']}: skew {r['skew_ns']} ns, truly {skew}")
+              f"collective {seq}: skew {r['skew_ns']} ns, truly {skew}")
+    # The longest waits first, as the truth has them where it tells them apart (a rank kept
+    # from its core on a busy machine can make a wait as long as the injected delay).
+    waits = {q: sum(max(e.values()) - t for t in e.values())
+             for q, e in entries.items() if len(e) > 1}
+    ranked = sorted(waits, key=waits.get, reverse=True)
+    n = len(late_seqs)
+    if waits[ranked[n - 1]] > 1.2 * waits[ranked[n]]:
+        eq(sorted(r["seq"] for r in rows[:n]), sorted(ranked[:n]),
+           f"the {n} longest waits (truly {[(q, waits[q]) for q in ranked[:n + 1]]})")
 
 
 def test_merge_sixteen_ranks():

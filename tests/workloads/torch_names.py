@@ -55,6 +55,11 @@ worker.start()
 sys.stdin.readline()
 stop.set()
 worker.join()
-comms = {t: open(f"/proc/self/task/{t}/comm").read().strip()
-         for t in os.listdir("/proc/self/task")}
+comms = {}
+for t in os.listdir("/proc/self/task"):
+    try:  # pt_worker may end between the listing and the read
+        with open(f"/proc/self/task/{t}/comm") as f:
+            comms[t] = f.read().strip()
+    except FileNotFoundError:
+        pass
 print(json.dumps({"tids": tids, "steps": steps[0], "threads": comms}), flush=True)
