@@ -6,11 +6,14 @@
  * (the regress-* files in tests/fuzz/seeds-decode and tests/fuzz/seeds-shim_unpack).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "family.h"
 #include "recorder.h"
 #include "report.h"
 #include "shim_unpack.h"
+#include "string_pool.h"
 #include "table.h"
 #include "trace_model.h"
 #include "unit.h"
@@ -131,9 +134,74 @@ cleanup:
 	free(b);
 }
 
+static char heard[64];
+
+static void hear(void *arg, const struct bs_hdr *rec, const char *text)
+{
+	(void)arg;
+	if (rec->type == BS_REC_SHIM_STATUS)
+		snprintf(heard, sizeof(heard), "%s", text);
+}
+
+/*
+ * An NVTX name record of kind 0 (no such kind) whose key is a string's id: the key under
+ * which the unpacker remembers names heard (so one sent again by a join is not written
+ * twice) equalled that string's, and the name's entry replaced the string's text (leaked
+ * it, and named the string's later users nothing). The string must still name them.
+ */
+static void test_shim_nvtx_name_kind_0_keeps_the_string(void)
+{
+	enum {
+		TEXT = 8,
+		STR = sizeof(struct bs_string) + TEXT,
+		LEN = sizeof(struct bs_shim_batch_hdr) + STR + sizeof(struct bs_nvtx_name) +
+		      sizeof(struct bs_shim_status)
+	};
+	struct record_opts o = {};
+	struct record_ctx ctx = { .opts = &o };
+	struct bs_shim_batch_hdr *bh;
+	struct bs_shim_status *st;
+	struct bs_nvtx_name *n;
+	struct bs_shim_batch *b;
+	struct bs_string *str;
+	struct shim_unpack *u;
+
+	b = calloc(1, sizeof(*b) + LEN);
+	ctx.strings = string_pool__new();
+	u = ctx.strings ? shim_unpack__new(&ctx, SHIM_WANT_GPU | SHIM_WANT_NVTX, -1) : NULL;
+	if (!ASSERT_TRUE(b && u, "alloc"))
+		goto cleanup;
+	shim_unpack__listen(u, hear, NULL);
+	hdr(&b->h, BS_REC_SHIM_BATCH, sizeof(*b) + LEN, 4242, 1000);
+	b->len = LEN;
+	bh = (void *)(b + 1);
+	*bh = (struct bs_shim_batch_hdr){ BS_SHIM_MAGIC, BS_SHIM_VERSION, 3, LEN - sizeof(*bh), 1 };
+	str = (void *)(bh + 1);
+	hdr(&str->h, BS_REC_STRING, STR, 4242, 1001);
+	str->id = 5;
+	str->len = 7;
+	memcpy(str + 1, "keep-me", 7);
+	n = (void *)((char *)str + STR);
+	hdr(&n->h, BS_REC_NVTX_NAME, sizeof(*n), 4242, 1002);
+	n->key = 5; /* kind 0, domain 0 */
+	n->name_id = 5;
+	st = (void *)(n + 1);
+	hdr(&st->h, BS_REC_SHIM_STATUS, sizeof(*st), 4242, 1003);
+	st->event = BS_SHIM_EV_STATE;
+	st->detail_id = 5;
+	heard[0] = 0;
+	ASSERT_EQ(shim_unpack__record(u, &b->h), 1, "a batch is consumed");
+	ASSERT_STREQ(heard, "keep-me", "the status's detail: the string");
+cleanup:
+	shim_unpack__free(u);
+	string_pool__free(ctx.strings);
+	free(b);
+}
+
 int main(void)
 {
 	RUN_TEST(test_time_pct_past_2_64);
 	RUN_TEST(test_shim_ring_len_past_batch_max);
+	RUN_TEST(test_shim_nvtx_name_kind_0_keeps_the_string);
 	return UNIT_EXIT();
 }

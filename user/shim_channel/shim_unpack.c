@@ -33,7 +33,7 @@ struct str {
 struct proc {
 	struct shim_proc pub;
 	/*
-	 * (shim string id, 0) -> struct str; and (key, kind | domain << 8) -> the file's name
+	 * (shim string id, 0) -> struct str; and (key, 1 << 63 | domain << 32 | kind) -> the file's name
 	 * id (in `id`) of each NVTX name heard, so one sent again (a join) is not written twice
 	 */
 	struct hmap *strs;
@@ -533,7 +533,8 @@ static void nvtx_ids(struct bs_hdr *h, __u32 **name, __u32 **domain)
 /* Whether N (ids translated) names what P's last name of its kind and key already did. */
 static int name_repeat(struct proc *p, const struct bs_nvtx_name *n)
 {
-	struct hkey k = { n->key, (__u64)n->domain_id << 8 | (n->kind & 0xff) };
+	/* b never 0: (id, 0) are the strings' keys, and a batch's kind may be anything */
+	struct hkey k = { n->key, 1ull << 63 | (__u64)n->domain_id << 32 | n->kind };
 	struct str *s = p->strs ? hmap__get(p->strs, k, 1) : NULL;
 
 	if (s && s->dem_id && s->id == n->name_id) /* dem_id: heard before */
