@@ -617,6 +617,7 @@ static int finish(struct recording *r)
 	const struct record_opts *o = ctx->opts;
 	struct trace_clocks end;
 	char by[512];
+	size_t queued;
 	__u64 nrec;
 	int err;
 
@@ -660,7 +661,7 @@ static int finish(struct recording *r)
 		print_status(ctx, r->start, mono_now_ns(), r->lost_total, 1);
 	if (ctx->flight) {
 		/* A dump still waiting for its --trigger-after is written with what there is. */
-		flight__finish(ctx->flight, ctx->pump ? ring_pump__held_peak(ctx->pump) : 0);
+		flight__finish(ctx->flight, ring_pump__held_peak(ctx->pump));
 		record_losses__summary(r->seen_lost, by, sizeof(by));
 		fprintf(stderr, "bpfsight record: recorded %llu records, %llu events lost%s%s\n",
 			(unsigned long long)trace_writer__records(ctx->writer),
@@ -697,12 +698,13 @@ static int finish(struct recording *r)
 	fprintf(stderr, "bpfsight record: wrote %s: %llu records, %llu events lost%s%s\n",
 		o->output, (unsigned long long)nrec, (unsigned long long)r->lost_total, by,
 		stop_signal ? " (stopped by signal)" : "");
-	if (ctx->pump && ring_pump__held_peak(ctx->pump) > o->ringbuf_bytes)
+	queued = ring_pump__held_peak(ctx->pump);
+	if (queued > o->ringbuf_bytes)
 		fprintf(stderr,
 			"bpfsight record: the recording fell behind: up to %.1f MiB of records "
 			"waited in memory (more than the %.0f MiB ring holds: docs/ARCHITECTURE.md, "
 			"the ring pump)\n",
-			ring_pump__held_peak(ctx->pump) / 1048576.0, o->ringbuf_bytes / 1048576.0);
+			queued / 1048576.0, o->ringbuf_bytes / 1048576.0);
 	if (ctx->gate)
 		fprintf(stderr,
 			"bpfsight record: --capture-range: %llu events outside the ranges were not "

@@ -352,6 +352,8 @@ size_t ring_pump__held_peak(struct ring_pump *p)
 {
 	size_t n;
 
+	if (!p)
+		return 0;
 	pthread_mutex_lock(&p->qlock);
 	n = p->held_peak;
 	pthread_mutex_unlock(&p->qlock);

@@ -37,7 +37,7 @@ long ring_pump__read(struct ring_pump *p, int timeout_ms, long max);
 pid_t ring_pump__tid(struct ring_pump *p);
 /* Bytes queued now, and the most queued at once (for the status and bench/RESULTS.md). */
 size_t ring_pump__queued(struct ring_pump *p, size_t *peak);
-/* The most memory its blocks took at once (the queue's, and the few kept for reuse). */
+/* The most memory its blocks took at once (the queue's, and the few kept for reuse); 0 for NULL. */
 size_t ring_pump__held_peak(struct ring_pump *p);
 /*
  * Add to BY_BLOCK[type >> 4] the records taken from the ring that the queue could not keep

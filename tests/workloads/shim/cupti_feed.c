@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "record_buf.h"
 #include <time.h>
 #include <unistd.h>
 
@@ -51,31 +52,7 @@ struct call {
 	int ret;
 };
 
-static uint8_t *buf;
-static size_t len, cap;
 static int first = 1;
-
-static uint64_t now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void put(const void *rec, size_t size)
-{
-	if (len + size > cap) {
-		cap = (cap + size) * 2;
-		buf = realloc(buf, cap);
-		if (!buf) {
-			fprintf(stderr, "cupti_feed: out of memory\n");
-			exit(1);
-		}
-	}
-	memcpy(buf + len, rec, size);
-	len += size;
-}
 
 static void sep(void)
 {

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "record_buf.h"
 
 #define CHUNK 2000 /* records per feed: batches leave between chunks */
 
@@ -37,30 +38,6 @@ struct worker {
 };
 
 static long ncalls;
-static uint8_t *buf;
-static size_t len, cap;
-
-static uint64_t now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void put(const void *rec, size_t size)
-{
-	if (len + size > cap) {
-		cap = (cap + size) * 2;
-		buf = realloc(buf, cap);
-		if (!buf) {
-			fprintf(stderr, "cupti_flood: out of memory\n");
-			exit(1);
-		}
-	}
-	memcpy(buf + len, rec, size);
-	len += size;
-}
 
 static void dummy_kernel(void)
 {
