@@ -132,6 +132,9 @@ def mode_hold(ms):
         record("spinner", t0, c0)
         results["spinner"]["longest_sleep_ns"] = longest
 
+    # ctypes resolves a function at its first use in CDLL.__getattr__, Python code run with
+    # the GIL held: done now, so that the GIL is held through C code alone below.
+    pylibc.usleep
     t = threading.Thread(target=spinner)
     t.start()
     time.sleep(0.2)
