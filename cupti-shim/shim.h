@@ -182,8 +182,6 @@ extern const struct shim_cbid shim_cbid_runtime[];
 extern const size_t shim_cbid_runtime_nr;
 extern const struct shim_cbid shim_cbid_driver[];
 extern const size_t shim_cbid_driver_nr;
-/* Whether CBID of DOMAIN (runtime or driver API) is in the tables above. */
-bool shim_cbid__listed(uint32_t domain, uint32_t cbid);
 
 /* The API's name for records: CUPTI's, without the "_v3020" version tag; interned once. */
 struct shim_str *shim_cbid__name(uint32_t domain, uint32_t cbid);

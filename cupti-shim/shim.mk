@@ -19,7 +19,7 @@ SHIM_WL	   := $(OUT)/tests/shim
 SHIM_TEST_LIB := $(SHIM_WL)/libbpfsight-shim-test.so
 SHIM_TEST_OBJS := $(filter-out $(OUT)/shim/shim_cupti.o,$(SHIM_OBJS)) $(OUT)/shim-test/shim_cupti.o
 SHIM_WORKLOADS := $(addprefix $(SHIM_WL)/,nvtx_ranges libnvtx_second.so libnvtx_chain.so \
-		    cupti_feed cupti_flood nvtx_bench) $(SHIM_TEST_LIB)
+		    cupti_feed cupti_flood order_feed nvtx_bench) $(SHIM_TEST_LIB)
 
 ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
 all: $(SHIM_LIB)
@@ -81,7 +81,7 @@ $(SHIM_WL)/cupti_feed: tests/workloads/shim/cupti_feed.c | $(SHIM_WL)
 	$(Q)$(CC) $(SHIM_WL_CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,-rpath,$(CUDA_HOME)/lib64 -ldl
 
-$(SHIM_WL)/cupti_flood: tests/workloads/shim/cupti_flood.c | $(SHIM_WL)
+$(SHIM_WL)/cupti_flood $(SHIM_WL)/order_feed: $(SHIM_WL)/%: tests/workloads/shim/%.c | $(SHIM_WL)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(SHIM_WL_CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,-rpath,$(CUDA_HOME)/lib64 -ldl -lpthread

@@ -242,13 +242,6 @@ static const char *table_name(const struct shim_cbid *t, size_t n, uint32_t cbid
 	return NULL;
 }
 
-bool shim_cbid__listed(uint32_t domain, uint32_t cbid)
-{
-	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-		return table_name(shim_cbid_runtime, shim_cbid_runtime_nr, cbid) != NULL;
-	return table_name(shim_cbid_driver, shim_cbid_driver_nr, cbid) != NULL;
-}
-
 /*
  * "cudaMemcpy_v3020" -> "cudaMemcpy": the tag names the CUDA version that added the entry
  * point; the "_v2" of the driver's cuMemcpyHtoD_v2 is part of the symbol and stays.

@@ -12,14 +12,13 @@
  * and the API records of the calls that launch work (shim_cbid.c). Off: disable, flush,
  * unsubscribe. Never cuptiFinalize: it is crash-prone in a live process.
  *
- * The per-call API records (cuptiActivityEnableRuntimeApi) came only when enabled inside
- * InitializeInjection, before CUDA made a context: on an H100 (CUDA 13.0), enabled later (a
- * job attached with -p, a shim loaded by --inject) they never came and no kernel could be
- * joined to its launch. KIND_RUNTIME/DRIVER do come late (torch.profiler's way) but record
- * every call (13 API records per kernel in a PyTorch loop). So late, the kinds go on and
- * every callback id not in shim_cbid.c is then switched off (CUPTI's documented way to a
- * subset); should per-call records still not come at CUDA's start (API_PROBE_OPS GPU
- * records without one), the poller does the same.
+ * The per-call API records (cuptiActivityEnableRuntimeApi) tie each kernel to its launch by
+ * correlation id. They come only when enabled inside InitializeInjection, before CUDA made a
+ * context: on an H100 (CUDA 13.0), enabled later (a job attached with -p, a shim loaded by
+ * --inject) they never came, and KIND_RUNTIME/DRIVER, which do, cost on every API call while
+ * on (a running job's step 37-40% slower). So later, no API records at all: the recorder links
+ * each op to its launch by the order of the stream's launches in its own cuda records
+ * (user/shim_channel/order_link.h); so too when CUPTI refuses them at CUDA's start.
  *
  * Every call is checked; a failure goes into a STATUS record once per distinct failure and
  * session, and the shim carries on without GPU records. It always returns 1 to CUDA.
@@ -41,7 +40,6 @@
 #define RETRY_MS      5000
 #define MAX_ERRORS    32
 #define VERSION_MAJOR 13 /* the record layouts shim_decode.c reads */
-#define API_PROBE_OPS 64 /* GPU records with no API record: per-call API records are off */
 
 /* The CUPTI functions the shim uses, bound by dlsym. */
 static struct {
@@ -103,7 +101,7 @@ static bool usable; /* loaded, a version we can read, initialized */
 /* GPU on/off state: the poller's (under its ctl lock). */
 static struct {
 	bool on;
-	bool api_kinds; /* KIND_RUNTIME/DRIVER on (others' cbids off), not per-cbid alone */
+	bool apis; /* per-call API records on (enabled at CUDA's start) */
 	CUpti_SubscriberHandle sub;
 	uint64_t retry_at;
 	uint64_t last_flush;
@@ -111,8 +109,6 @@ static struct {
 
 /* True while InitializeInjection polls: CUDA is starting, it has no context yet. */
 static atomic_bool at_cuda_start;
-/* Since GPU timing went on: kernels, copies and memsets decoded, and API records. */
-static atomic_ulong ops_seen, apis_seen;
 
 /* Distinct failures, reported once per session. */
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -274,7 +270,6 @@ int shim_cupti__consume(uint8_t *buf, size_t valid)
 	uint32_t session = atomic_load(&shim_session);
 	CUpti_Activity *rec = NULL;
 	struct shim_thread *t;
-	unsigned long apis = 0, ops = 0;
 	CUptiResult r;
 	int n = 0;
 
@@ -284,17 +279,9 @@ int shim_cupti__consume(uint8_t *buf, size_t valid)
 	if (!t)
 		return 0;
 	shim_thread__lock(t);
-	while ((r = cupti.ActivityGetNextRecord(buf, valid, &rec)) == CUPTI_SUCCESS) {
+	while ((r = cupti.ActivityGetNextRecord(buf, valid, &rec)) == CUPTI_SUCCESS)
 		n += shim_decode__record(t, session, rec);
-		if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
-		    rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
-			apis++;
-		else
-			ops++;
-	}
 	shim_thread__unlock(t);
-	atomic_fetch_add(&apis_seen, apis);
-	atomic_fetch_add(&ops_seen, ops);
 	if (r != CUPTI_ERROR_MAX_LIMIT_REACHED)
 		ok(r, "cuptiActivityGetNextRecord");
 	return n;
@@ -332,7 +319,7 @@ static void CUPTIAPI no_callback(void *data, CUpti_CallbackDomain domain, CUpti_
 {
 }
 
-/* Per-cbid API records; false when CUPTI refused the first (then kinds are used instead). */
+/* Per-cbid API records; false when CUPTI refused the first (then there are none). */
 static bool enable_apis(uint8_t on)
 {
 	size_t i;
@@ -345,37 +332,6 @@ static bool enable_apis(uint8_t on)
 	for (i = 0; i < shim_cbid_driver_nr; i++)
 		cupti.ActivityEnableDriverApi(shim_cbid_driver[i].cbid, on);
 	return true;
-}
-
-/* Every API through the kinds, then those not in shim_cbid.c off one by one. */
-static void enable_api_kinds(void)
-{
-	uint32_t cbid;
-
-	ok(cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityEnable(RUNTIME)");
-	ok(cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityEnable(DRIVER)");
-	for (cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++)
-		if (!shim_cbid__listed(CUPTI_CB_DOMAIN_RUNTIME_API, cbid))
-			cupti.ActivityEnableRuntimeApi(cbid, 0);
-	for (cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++)
-		if (!shim_cbid__listed(CUPTI_CB_DOMAIN_DRIVER_API, cbid))
-			cupti.ActivityEnableDriverApi(cbid, 0);
-}
-
-/*
- * Per-id API records enabled at CUDA's start, yet GPU work arrives without any: through the
- * kinds. (A buffer of kernels may come before the buffer of their API records: then this
- * switches needlessly, to the same records at the kinds' cost.)
- */
-static void api_records_fallback(void)
-{
-	if (gpu.api_kinds || atomic_load(&apis_seen) || atomic_load(&ops_seen) < API_PROBE_OPS)
-		return;
-	enable_apis(0);
-	enable_api_kinds();
-	gpu.api_kinds = true;
-	shim_log("no API records with %lu GPU records: through the API kinds now",
-		 (unsigned long)atomic_load(&ops_seen));
 }
 
 static void gpu_on(uint64_t now)
@@ -408,15 +364,11 @@ static void gpu_on(uint64_t now)
 	}
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		ok(cupti.ActivityEnable(kinds[i]), "cuptiActivityEnable");
-	atomic_store(&ops_seen, 0);
-	atomic_store(&apis_seen, 0);
-	gpu.api_kinds = !atomic_load(&at_cuda_start) || !enable_apis(1);
-	if (gpu.api_kinds)
-		enable_api_kinds();
+	gpu.apis = atomic_load(&at_cuda_start) && enable_apis(1);
 	gpu.on = true;
 	gpu.last_flush = now;
 	shim_core__set_state(BS_SHIM_ST_GPU_ON, 0);
-	shim_log("GPU activity on%s", gpu.api_kinds ? " (API records through the kinds)" : "");
+	shim_log("GPU activity on%s", gpu.apis ? "" : " (no API records: linked by launch order)");
 }
 
 static void gpu_off(void)
@@ -425,14 +377,8 @@ static void gpu_off(void)
 
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		ok(cupti.ActivityDisable(kinds[i]), "cuptiActivityDisable");
-	if (gpu.api_kinds) {
-		ok(cupti.ActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME),
-		   "cuptiActivityDisable(RUNTIME)");
-		ok(cupti.ActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER),
-		   "cuptiActivityDisable(DRIVER)");
-	} else {
+	if (gpu.apis)
 		enable_apis(0);
-	}
 	/* What is still in CUPTI's buffers goes out now (the tracer may still listen). */
 	ok(cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
 	ok(cupti.Unsubscribe(gpu.sub), "cuptiUnsubscribe");
@@ -459,7 +405,6 @@ void shim_cupti__poll(bool want, uint64_t now)
 		ok(cupti.ActivityFlushAll(0), "cuptiActivityFlushAll");
 		gpu.last_flush = now;
 	}
-	api_records_fallback();
 }
 
 void shim_cupti__flush(bool forced)

@@ -143,7 +143,7 @@ def test_feed_launch_exact_and_linked():
     compare(got(events, head["pid"]), expected(head, fed, calls), "launch, cuda+gpu")
     check_status(events, head["pid"], "launch")
     eq(info(out)["lost_total"], 0, "nothing lost")
-    check("12 linked to their cuda call, 1 to CUPTI's API record only, 1 unlinked" in p.stderr,
+    check("12 linked to their cuda call (0 by launch order), 1 to CUPTI's API record only, 1 unlinked" in p.stderr,
           f"the join's summary: {p.stderr}")
 
 

@@ -67,8 +67,8 @@ def check_flood(stdout, stderr, out, calls, what):
     i = info(out)
     eq((i["lost_total"], i["lost"]), (0, {}), f"{what}: nothing lost")
     summary = [l for l in stderr.splitlines() if "GPU records" in l]
-    eq(summary, [f"bpfsight record: GPU records: {n} linked to their cuda call, 0 to CUPTI's "
-                 "API record only, 0 unlinked"], f"{what}: the recorder's join linked all {n}")
+    eq(summary, [f"bpfsight record: GPU records: {n} linked to their cuda call (0 by launch "
+                 "order), 0 to CUPTI's API record only, 0 unlinked"], f"{what}: the recorder's join linked all {n}")
     evs = [e for e in dump(out) if e["pid"] == fed["pid"]]
     # the feed's API record wraps its call ([t0+1, t1-1]): call k of thread t has id 2k+t+1
     made = {t["tid"]: sorted(e["ts"] for e in evs if e["kind"] == "cuda_api" and
@@ -184,6 +184,75 @@ def test_file_join_nested_outermost_late_and_early_records():
     eq([ks[c]["args"]["link"] for c in (90001, 90002, 90003)], ["api", "api", "none"],
        "the three that cannot be linked")
     links = info(path)["gpu_links"]
-    eq(links, {"linked_cuda": n, "linked_api": 2, "unlinked": 1,
+    eq({k: v for k, v in links.items() if not k.startswith("order") and
+        k != "linked_by_order"},
+       {"linked_cuda": n, "linked_api": 2, "unlinked": 1,
                "not_linked_by_reason": {"thread_not_traced": 1, "outside_calls": 1,
                                         "no_api_record": 1}}, "info's counts and reasons")
+
+
+# ---- launch order: links without CUPTI's API records (order_link.h) ----
+
+def test_shared_traces_launch_order_finds_cuptis_calls():
+    """Over the real H100 traces, launch order alone (stream by stream, shape and time) finds
+    for every op CUPTI's correlation linked to a cuda call that same call, and no call for the
+    ops queued before the recording began (job-attach-p's first 10,448)."""
+    for path in shared_traces():
+        name = os.path.basename(path)
+        with subprocess.Popen([BPFSIGHT, "dump", "--kind", gpu_links.KINDS, path],
+                              stdout=subprocess.PIPE, text=True) as p:
+            ops = [e for e in map(json.loads, p.stdout)
+                   if e["kind"] in ("gpu_kernel", "gpu_memcpy", "gpu_memset")
+                   and not e["args"].get("graph_id") and e["ts"]]
+        linked = sum(e["args"]["link"] == "cuda" for e in ops)
+        links = info(path)["gpu_links"]
+        eq((links["order_found"], links["order_none"]), (linked, len(ops) - linked),
+           f"{name}: launch order finds a call for every op CUPTI linked, and only those")
+        eq(links["order_differs"], 0, f"{name}: never another call than CUPTI's ({links})")
+        check(links["order_agrees"] > linked // 2, f"{name}: compared on most ops ({links})")
+
+
+def test_live_links_by_launch_order_without_api_records():
+    """order_feed: 66 GPU ops and no API record (GPU timing switched on in a running job):
+    each op is linked to the exact call that queued it, on its thread; the op queued before
+    the recording and the op whose launch was not probed have none, with the reason."""
+    _, shim = flood_paths()
+    from helpers import tmpdir, workload
+    feed = workload("shim/order_feed")
+    check(os.path.exists(feed), f"{feed} missing: run make test-build")
+    out = os.path.join(tmpdir(), "t.bst")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "cuda,gpu", "--", feed, shim],
+                       capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
+    head_line, _, rest = p.stdout.partition("\n")
+    head, fed = json.loads(head_line), json.loads(rest)
+    eq(fed["fed"], len(fed["ops"]), "the shim decoded every record fed")
+    events = [json.loads(l) for l in subprocess.run([BPFSIGHT, "dump", out], check=True,
+                                                     capture_output=True, text=True).stdout
+              .splitlines()]
+    pid = head["pid"]
+    cuda = sorted((e for e in events if e["pid"] == pid and e["kind"] == "cuda_api"),
+                  key=lambda e: e["ts"])
+    call_ts = []
+    for c in fed["calls"]:
+        mine = [e for e in cuda if e["tid"] == c["tid"] and c["t0"] <= e["ts"] <= c["t1"]]
+        eq(len(mine), 1, f"one cuda event inside the call's own timing {c}")
+        call_ts.append(mine[0]["ts"])
+    gpu = {e["args"]["correlation"]: e for e in events
+           if e["pid"] == pid and e["kind"] in ("gpu_kernel", "gpu_memcpy", "gpu_memset")}
+    eq(sorted(gpu), sorted(o["correlation"] for o in fed["ops"]), "every op recorded")
+    for o in fed["ops"]:
+        e = gpu[o["correlation"]]
+        if o["call"] < 0:
+            eq((e["tid"], e["args"]["link"]), (0, "none"), f"op {o}: no call")
+            continue
+        c = fed["calls"][o["call"]]
+        eq((e["tid"], e["args"].get("call_ts"), e["args"]["link"]),
+           (c["tid"], call_ts[o["call"]], "cuda"), f"op {o}: its call")
+    links = info(out)["gpu_links"]
+    # Read back, the file's links are kept; launch order, run again, finds the same calls.
+    eq((links["linked_cuda"], links["unlinked"], links["order_found"], links["order_agrees"]),
+       (64, 2, 64, 64), f"info: {links}")
+    eq(links["not_linked_by_reason"], {"no_call_in_order": 2}, "the reason")
+    check("64 linked to their cuda call" in p.stderr and "64 by launch order" in p.stderr,
+          f"the recorder's summary says how: {p.stderr}")

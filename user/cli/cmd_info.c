@@ -131,6 +131,15 @@ static void info_print_links(const struct trace_walk *w)
 	       "%llu unlinked\n",
 	       (unsigned long long)js.linked_cuda, (unsigned long long)js.linked_api,
 	       (unsigned long long)js.unlinked);
+	if (js.linked_order)
+		printf("  by launch order: %llu (no CUPTI API records)\n",
+		       (unsigned long long)js.linked_order);
+	if (js.order_linked || js.order_unlinked)
+		printf("  launch order:  finds the call of %llu, none for %llu; where a link was "
+		       "there too (CUPTI's API record, the file's), the same call for %llu, "
+		       "another for %llu\n",
+		       (unsigned long long)js.order_linked, (unsigned long long)js.order_unlinked,
+		       (unsigned long long)js.order_agree, (unsigned long long)js.order_differ);
 	if (shim_join_stats__why(&js, why, sizeof(why)))
 		printf("  not linked:    %s\n", why);
 }
@@ -145,6 +154,11 @@ static void info_json_links(const struct trace_walk *w, struct json *j)
 	json__kv_u64(j, "linked_cuda", js.linked_cuda);
 	json__kv_u64(j, "linked_api", js.linked_api);
 	json__kv_u64(j, "unlinked", js.unlinked);
+	json__kv_u64(j, "linked_by_order", js.linked_order);
+	json__kv_u64(j, "order_found", js.order_linked);
+	json__kv_u64(j, "order_none", js.order_unlinked);
+	json__kv_u64(j, "order_agrees", js.order_agree);
+	json__kv_u64(j, "order_differs", js.order_differ);
 	json__key(j, "not_linked_by_reason");
 	json__begin_object(j);
 	for (unsigned int i = 0; i < JOIN_WHY_MAX; i++)

@@ -14,6 +14,7 @@ static const char *const why_names[JOIN_WHY_MAX] = {
 	[JOIN_WHY_NO_API] = "no_api_record",	 [JOIN_WHY_NO_CUDA] = "cuda_not_traced",
 	[JOIN_WHY_THREAD] = "thread_not_traced", [JOIN_WHY_OUTSIDE] = "outside_calls",
 	[JOIN_WHY_NOT_SEEN] = "call_not_seen",	 [JOIN_WHY_EXPIRED] = "calls_expired",
+	[JOIN_WHY_NO_ORDER] = "no_call_in_order",
 };
 
 const char *join_why__name(unsigned int why)
@@ -33,7 +34,8 @@ struct shim_join *shim_join__new(void (*emit)(void *arg, struct bs_hdr *rec), vo
 	/* Large but lazily touched: calloc's pages are mapped as the rings fill. */
 	j->pend = calloc(JOIN_PENDING, sizeof(*j->pend));
 	j->held = calloc(JOIN_HELD, sizeof(*j->held));
-	if (!j->procs || !j->pend || !j->held) {
+	j->order = order_link__new(join_order_decided, j);
+	if (!j->procs || !j->pend || !j->held || !j->order) {
 		shim_join__free(j);
 		return NULL;
 	}
@@ -73,6 +75,7 @@ void shim_join__free(struct shim_join *j)
 	while (j->procs && (pp = hmap__next(j->procs, &it, NULL)))
 		proc_free(j, *pp);
 	hmap__free(j->procs);
+	order_link__free(j->order);
 	free(j->pend);
 	free(j->held);
 	free(j);
@@ -137,6 +140,7 @@ void shim_join__cuda_call(struct shim_join *j, const struct bs_hdr *rec)
 
 	if (rec->type != BS_REC_CUDA_CALL || rec->size < sizeof(*c))
 		return;
+	order_link__call(j->order, rec);
 	p = join_proc(j, rec->pid, 1);
 	if (!p)
 		return;
@@ -208,6 +212,8 @@ static void settle(struct shim_join *j, struct bs_gpu_api *r, __u64 call, __u8 w
 	s = join_slot(j, r->h.pid, r->correlation);
 	if (!s)
 		return;
+	if (call)
+		join_order_check(j, s, r->correlation, r->h.tid, call);
 	/* Another id's chain (one JOIN_CORR_SLOTS apart) is walked too: its records stay. */
 	*s = (struct corr_slot){ .corr = r->correlation,
 				 .tid = r->h.tid,
@@ -252,11 +258,15 @@ static int held_try(struct shim_join *j, struct held *h, int final)
 
 void shim_join__api(struct shim_join *j, struct bs_gpu_api *r, __u64 now)
 {
+	struct jproc *p;
 	struct jthread *t;
 	struct held *h;
 	__u64 call;
 	__u8 why = 0;
 
+	p = join_proc(j, r->h.pid, 1);
+	if (p)
+		p->apis++;
 	if (r->flags & BS_GPU_CALL_CUDA) {
 		settle(j, r, r->call_ts, 0); /* a file's link, kept */
 		return;
@@ -332,6 +342,7 @@ static void sweep(struct shim_join *j, __u64 now)
 
 void shim_join__expire(struct shim_join *j, __u64 now, int all)
 {
+	order_link__run(j->order, now, all); /* before the ops waiting for it give up */
 	held_expire(j, now, all);
 	join_pending_expire(j, now, all);
 	if (now > j->last_sweep + JOIN_KEEP_NS) {
@@ -347,6 +358,7 @@ void shim_join__proc_exit(struct shim_join *j, __u32 pid)
 
 	if (!j)
 		return;
+	order_link__proc_exit(j->order, pid);
 	for (__u32 i = 0; i < j->hcount; i++) {
 		struct held *h = &j->held[(j->hhead + i) % JOIN_HELD];
 
@@ -363,7 +375,13 @@ void shim_join__proc_exit(struct shim_join *j, __u32 pid)
 
 void shim_join__stats(const struct shim_join *j, struct shim_join_stats *s)
 {
+	struct order_link_stats os;
+
 	*s = j->st;
+	order_link__stats(j->order, &os);
+	s->order_linked = os.linked;
+	s->order_unlinked = os.unlinked;
+	s->order_dropped = os.calls_dropped + os.ops_dropped;
 }
 
 int shim_join_stats__why(const struct shim_join_stats *s, char *buf, size_t len)

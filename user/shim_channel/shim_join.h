@@ -9,6 +9,10 @@
  * (BS_GPU_CALL_CUDA), or the API record's own start when no call matched (BS_GPU_CALL_API,
  * with a reason, JOIN_WHY_*).
  *
+ * A process that sends GPU records but no API records (GPU timing switched on in a running
+ * job, where API records cost on every call: docs/GPU.md) gets its links from launch order
+ * (order_link.h) instead; where both exist, the two are compared (order_agree/differ).
+ *
  * The same join runs while recording (shim_unpack.c) and when a file is read
  * (shim_relink.h), so files written before it gain the links. Records come late: CUPTI's
  * API records up to the shim's flush and send periods after their call, GPU records after
@@ -45,6 +49,7 @@ enum join_why {
 	JOIN_WHY_OUTSIDE,  /* the thread's calls recorded, none contains the API record */
 	JOIN_WHY_NOT_SEEN, /* no containing call came within JOIN_WAIT_NS (lost, or running) */
 	JOIN_WHY_EXPIRED,  /* the calls around it were forgotten (older than kept, or cap) */
+	JOIN_WHY_NO_ORDER, /* no API records: no recorded call of its stream fits it in order */
 	JOIN_WHY_MAX,
 };
 /* "no_api_record"... for JOIN_WHY_*; "?" for others. */
@@ -82,6 +87,12 @@ void shim_join__proc_exit(struct shim_join *j, __u32 pid);
 /* Counters for the end-of-recording summary and info. */
 struct shim_join_stats {
 	__u64 linked_cuda, linked_api, unlinked;
+	__u64 linked_order;	/* of linked_cuda: by launch order alone (order_link.h) */
+	__u64 order_agree;	/* ops linked both ways: launch order named CUPTI's call */
+	__u64 order_differ;	/* ... and another call */
+	__u64 order_linked;	/* ops launch order matched to a call (whatever linked them) */
+	__u64 order_unlinked;	/* ... and found without one */
+	__u64 order_dropped;	/* calls and ops launch order had no room for (bounds) */
 	__u64 why[JOIN_WHY_MAX]; /* GPU records not linked to a call (api-only + unlinked) */
 	__u64 calls_dropped;	 /* calls forgotten early by JOIN_MAX_CALLS */
 };

@@ -59,12 +59,14 @@ void join_link_emit(struct shim_join *j, struct bs_hdr *rec, const struct corr_s
 	}
 	if (*f.flags & BS_GPU_CALL_CUDA) {
 		j->st.linked_cuda++;
+		j->st.linked_order += s && s->order == JOIN_ORDER_DECIDED;
 	} else {
 		if (*f.flags & BS_GPU_CALL_API)
 			j->st.linked_api++;
 		else
 			j->st.unlinked++;
-		j->st.why[s && s->flags ? s->why : JOIN_WHY_NO_API]++;
+		j->st.why[s && (s->flags || s->order == JOIN_ORDER_DECIDED) ? s->why
+									     : JOIN_WHY_NO_API]++;
 	}
 	j->emit(j->arg, rec);
 }
@@ -109,12 +111,27 @@ void shim_join__gpu(struct shim_join *j, struct bs_hdr *rec, __u64 now)
 	struct pending *p;
 	__u32 idx;
 
-	if (gpu_fields(rec, &f) || (*f.flags & BS_GPU_CALL_CUDA)) {
-		join_link_emit(j, rec, NULL); /* not a GPU record, or linked already (a file's) */
+	if (!gpu_fields(rec, &f))
+		order_link__op(j->order, rec, now); /* a file's linked ones too: they hold places */
+	if (gpu_fields(rec, &f)) {
+		join_link_emit(j, rec, NULL);
+		return;
+	}
+	if (*f.flags & BS_GPU_CALL_CUDA) { /* linked already (a file's): kept */
+		s = join_slot(j, rec->pid, *f.corr);
+		if (s)
+			join_order_check(j, s, *f.corr, rec->tid, *f.call_ts);
+		if (s && (s->corr != *f.corr || !s->flags))
+			*s = (struct corr_slot){ .corr = *f.corr,
+						 .tid = rec->tid,
+						 .call_ts = *f.call_ts,
+						 .flags = BS_GPU_CALL_CUDA,
+						 .pend = s->pend };
+		join_link_emit(j, rec, NULL);
 		return;
 	}
 	s = join_slot(j, rec->pid, *f.corr);
-	if (s && s->flags && s->corr == *f.corr) {
+	if (s && (s->flags || s->order == JOIN_ORDER_DECIDED) && s->corr == *f.corr) {
 		join_link_emit(j, rec, s);
 		return;
 	}
@@ -160,4 +177,53 @@ void join_pending_drop_pid(struct shim_join *j, __u32 pid)
 			join_link_emit(j, (struct bs_hdr *)p->rec, NULL);
 		}
 	}
+}
+
+/* An API record decided S's id: count whether launch order's guess named the same call. */
+void join_order_check(struct shim_join *j, const struct corr_slot *s, __u32 corr, __u32 tid,
+		      __u64 call_ts)
+{
+	if (s->corr != corr || s->order != JOIN_ORDER_GUESS || !s->tid)
+		return;
+	if (s->tid == tid && s->call_ts == call_ts)
+		j->st.order_agree++;
+	else
+		j->st.order_differ++;
+}
+
+void join_order_decided(void *arg, __u32 pid, __u32 corr, __u32 tid, __u64 call_ts)
+{
+	struct shim_join *j = arg;
+	struct jproc *p = join_proc(j, pid, 0);
+	struct corr_slot *s;
+	int guess;
+
+	if (!p)
+		return;
+	s = p->slots ? &p->slots[corr % JOIN_CORR_SLOTS] : NULL;
+	if (s && s->corr == corr && s->flags) {
+		struct corr_slot g = {
+			.corr = corr, .tid = tid, .call_ts = call_ts, .order = JOIN_ORDER_GUESS
+		};
+
+		if (s->flags & BS_GPU_CALL_CUDA) /* linked first (CUPTI's API record, the file) */
+			join_order_check(j, &g, corr, s->tid, s->call_ts);
+		return;
+	}
+	s = join_slot(j, pid, corr);
+	if (!s)
+		return;
+	/* A process whose API records link (or will): launch order's call only to compare. */
+	guess = p->apis != 0;
+	*s = (struct corr_slot){ .corr = corr,
+				 .tid = tid,
+				 .call_ts = call_ts,
+				 .flags = tid && !guess ? BS_GPU_CALL_CUDA : 0,
+				 .why = tid	 ? 0
+					: p->calls ? JOIN_WHY_NO_ORDER
+						   : JOIN_WHY_NO_CUDA,
+				 .order = guess ? JOIN_ORDER_GUESS : JOIN_ORDER_DECIDED,
+				 .pend = s->pend };
+	if (!guess)
+		join_release_chain(j, pid, s);
 }

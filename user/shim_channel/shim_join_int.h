@@ -5,6 +5,7 @@
 #define BPFSIGHT_SHIM_JOIN_INT_H
 
 #include "shim_join.h"
+#include "order_link.h"
 #include "shim_join_calls.h"
 #include "stats_math.h"
 
@@ -14,15 +15,23 @@ struct corr_slot {
 	__u32 tid;
 	__u64 call_ts;
 	__u16 flags; /* BS_GPU_CALL_*: how the API record was linked; 0 = not decided */
-	__u8 why;    /* JOIN_WHY_* when flags is BS_GPU_CALL_API */
-	__u8 _pad;
+	__u8 why;    /* JOIN_WHY_* when flags is BS_GPU_CALL_API, or decided by order */
+	__u8 order;  /* JOIN_ORDER_*: launch order's part in it */
 	__u32 pend; /* index + 1 of the newest waiting GPU record of this slot, 0 = none */
 };
+
+/*
+ * corr_slot.order: DECIDED, launch order linked it (or found it has no call: flags 0); GUESS,
+ * launch order's call is in tid/call_ts while API records (which decide) are still to come.
+ */
+#define JOIN_ORDER_DECIDED 1
+#define JOIN_ORDER_GUESS   2
 
 struct jproc {
 	struct hmap *threads;	 /* (tid, 0) -> struct jthread */
 	struct corr_slot *slots; /* JOIN_CORR_SLOTS, allocated with the first API or GPU record */
 	__u64 calls;		 /* cuda calls of any thread ever seen */
+	__u64 apis;		 /* API records ever seen: then they, not launch order, link */
 };
 
 #define PENDING_REC 128 /* the largest GPU record (bs_gpu_kernel: 112) */
@@ -58,6 +67,7 @@ struct shim_join {
 	__u64 last_sweep; /* now of the last trim of every thread */
 	int no_calls;	  /* shim_join__no_calls: decide every API record as it comes */
 	struct shim_join_stats st;
+	struct order_link *order;
 	__u8 launches[1024]; /* cuda_table fn -> 1 when it puts work on the GPU */
 };
 
@@ -70,5 +80,10 @@ void join_release_chain(struct shim_join *j, __u32 pid, struct corr_slot *s);
 /* Emit unlinked every waiting GPU record of PID (all when PID is 0). */
 void join_pending_drop_pid(struct shim_join *j, __u32 pid);
 void join_pending_expire(struct shim_join *j, __u64 now, int all);
+/* S is being decided as CORR's link to (TID, CALL_TS): compare launch order's guess. */
+void join_order_check(struct shim_join *j, const struct corr_slot *s, __u32 corr, __u32 tid,
+		      __u64 call_ts);
+/* order_link_fn: an op's call by launch order (TID 0: none). */
+void join_order_decided(void *arg, __u32 pid, __u32 corr, __u32 tid, __u64 call_ts);
 
 #endif /* BPFSIGHT_SHIM_JOIN_INT_H */

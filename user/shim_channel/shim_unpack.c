@@ -10,6 +10,7 @@
 #include "elf_syms.h"
 #include "record_ctx.h"
 #include "proc_meta.h"
+#include "order_link.h"
 #include "shim_join.h"
 #include "shim_tids.h"
 #include "shim_batch_check.h"
@@ -765,14 +766,19 @@ static void summary(const struct shim_unpack *u)
 		shim_join__stats(u->join, &js);
 	if (js.linked_cuda || js.linked_api || js.unlinked)
 		fprintf(stderr,
-			"bpfsight record: GPU records: %llu linked to their cuda call, "
-			"%llu to CUPTI's API record only, %llu unlinked\n",
-			(unsigned long long)js.linked_cuda, (unsigned long long)js.linked_api,
-			(unsigned long long)js.unlinked);
+			"bpfsight record: GPU records: %llu linked to their cuda call (%llu by "
+			"launch order), %llu to CUPTI's API record only, %llu unlinked\n",
+			(unsigned long long)js.linked_cuda, (unsigned long long)js.linked_order,
+			(unsigned long long)js.linked_api, (unsigned long long)js.unlinked);
 	if (shim_join_stats__why(&js, why, sizeof(why)))
 		fprintf(stderr,
 			"bpfsight record: GPU records not linked to a cuda call, by reason: %s\n",
 			why);
+	if (js.order_dropped)
+		fprintf(stderr,
+			"bpfsight record: warning: launch order had no room for %llu cuda calls "
+			"and GPU records (over %u calls or %u waiting records)\n",
+			(unsigned long long)js.order_dropped, ORDER_MAX_CALLS, ORDER_MAX_OPS);
 	if (js.calls_dropped)
 		fprintf(stderr,
 			"bpfsight record: warning: the launch join forgot %llu cuda calls early "
