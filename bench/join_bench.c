@@ -10,6 +10,10 @@
  * threads as a flush would deliver them. Prints ns per record fed to the join (calls, API
  * records, kernels), the same loop without the join (the floor: building the records), and
  * how many kernels were linked to their call.
+ *
+ * Then the same without API records (GPU timing switched on in a running job): each thread's
+ * launch is a cudaMemsetAsync on a stream of its own (five sizes in turn), its memset comes
+ * LATE launches later, and the join links it by launch order (order_link.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +129,62 @@ static double run(int with_join, int threads, long calls, long late, __u64 *link
 	return (double)(now() - t0) / n;
 }
 
+/* A memset call and its GPU record, launch I of thread TID, without an API record. */
+static void make_order(struct bs_ucall *c, struct bs_gpu_memset *m, int fn, __u32 tid, long i)
+{
+	__u64 ts = 1000000000ull + (__u64)i * 100000, bytes = 4096 * (__u64)(i % 5 + 1);
+
+	memset(c, 0, sizeof(*c));
+	memset(m, 0, sizeof(*m));
+	c->h = (struct bs_hdr){
+		.type = BS_REC_CUDA_CALL, .size = sizeof(*c), .pid = 1, .tid = tid, .ts = ts
+	};
+	c->dur = 5000;
+	c->fn = fn;
+	c->args[2] = bytes;
+	c->args[3] = 0x1000 + tid; /* the thread's stream */
+	m->h = (struct bs_hdr){ .type = BS_REC_GPU_MEMSET, .size = sizeof(*m), .pid = 1,
+				.ts = ts + 20000 };
+	m->dur = 3000;
+	m->bytes = bytes;
+	m->context = 1;
+	m->stream = tid;
+	m->correlation = (__u32)i * 64 + tid;
+}
+
+/* As run(), by launch order; returns ns per record. */
+static double run_order(int threads, long calls, long late, __u64 *linked)
+{
+	struct shim_join *j = shim_join__new(count, NULL);
+	int fn = fn_of("cudaMemsetAsync");
+	struct shim_join_stats st;
+	struct bs_gpu_memset m;
+	struct bs_ucall c;
+	__u64 t0 = now(), n = 0;
+
+	for (long i = 0; i < calls + late; i++) {
+		for (int t = 0; t < threads; t++) {
+			if (i < calls) {
+				make_order(&c, &m, fn, 100 + t, i);
+				shim_join__cuda_call(j, &c.h);
+				n++;
+			}
+			if (i >= late) {
+				make_order(&c, &m, fn, 100 + t, i - late);
+				shim_join__gpu(j, &m.h, c.h.ts + late * 100000);
+				n++;
+			}
+		}
+		if (i % 1000 == 0)
+			shim_join__expire(j, 1000000000ull + (__u64)i * 100000, 0);
+	}
+	shim_join__expire(j, 0, 1);
+	shim_join__stats(j, &st);
+	*linked = st.linked_order;
+	shim_join__free(j);
+	return (double)(now() - t0) / n;
+}
+
 int main(int argc, char **argv)
 {
 	int threads = argc > 1 ? atoi(argv[1]) : 8;
@@ -140,6 +200,13 @@ int main(int argc, char **argv)
 	printf("  join:                           %.1f ns/record (%.1f over the floor)\n", join_ns,
 	       join_ns - floor_ns);
 	printf("  kernels linked to their call:   %llu of %llu\n", (unsigned long long)linked,
+	       (unsigned long long)threads * calls);
+	if (linked != (__u64)threads * calls)
+		return 1;
+	join_ns = run_order(threads, calls, late, &linked);
+	printf("  without API records, by launch order: %.1f ns/record (%.1f over the floor), "
+	       "%llu of %llu linked\n",
+	       join_ns, join_ns - floor_ns, (unsigned long long)linked,
 	       (unsigned long long)threads * calls);
 	return linked == (__u64)threads * calls ? 0 : 1;
 }

@@ -139,6 +139,30 @@ static void test_early_records_wait(void)
 	shim_join__free(j);
 }
 
+/*
+ * Two ids one JOIN_CORR_SLOTS apart, both kernels waiting in the same slot: deciding the
+ * later id leaves the earlier one's kernel on the slot's chain, linked when its id is.
+ */
+static void test_slot_shared_by_two_ids(void)
+{
+	struct shim_join *j = shim_join__new(emit, NULL);
+	__u32 a = 9, b = 9 + JOIN_CORR_SLOTS;
+	struct out *k;
+
+	nout = 0;
+	call(j, 1, 10, NS, 3000, "cudaLaunchKernel", 0);
+	call(j, 1, 10, NS + 5000, 3000, "cudaLaunchKernel", 0);
+	kernel(j, 1, a, 2 * NS);
+	kernel(j, 1, b, 2 * NS);
+	api(j, 1, 10, NS + 5100, b, 2 * NS);
+	ASSERT_TRUE(kernel_out(b) && !kernel_out(a), "the later id's kernel alone");
+	api(j, 1, 10, NS + 100, a, 2 * NS);
+	k = kernel_out(a);
+	if (ASSERT_TRUE(k, "the earlier id's kernel, still on the chain"))
+		ASSERT_EQ(k->call_ts, NS, "linked to its call");
+	shim_join__free(j);
+}
+
 /* Each reason, with the figures info shows. */
 static void test_reasons(void)
 {
@@ -221,6 +245,7 @@ int main(void)
 {
 	RUN_TEST(test_outermost_any_depth);
 	RUN_TEST(test_early_records_wait);
+	RUN_TEST(test_slot_shared_by_two_ids);
 	RUN_TEST(test_reasons);
 	RUN_TEST(test_expired);
 	RUN_TEST(test_proc_exit);

@@ -37,6 +37,7 @@ struct ol_stream {
 	__u64 cursor;	     /* call number of the next call on h */
 	struct ol_op *ops;
 	size_t n, cap;
+	int unsorted; /* ops came since they were last sorted */
 };
 
 struct order_link {
@@ -261,6 +262,7 @@ void order_link__op(struct order_link *ol, const struct bs_hdr *rec, __u64 now)
 	s->pid = rec->pid;
 	if (s->n == s->cap && array__grow((void **)&s->ops, s->n, &s->cap, sizeof(*s->ops)))
 		return;
+	s->unsorted |= s->n && s->ops[s->n - 1].start > rec->ts;
 	s->ops[s->n++] = (struct ol_op){ .start = rec->ts, .arrived = now, .key = key, .corr = corr };
 	ol->nops++;
 }
@@ -314,9 +316,16 @@ static void align_on(const struct ol_stream *s, size_t i, const struct ol_handle
 	size_t want = left < ORDER_WINDOW ? left : ORDER_WINDOW;
 	size_t cap = left < ORDER_RUN_MAX ? left : ORDER_RUN_MAX;
 	const struct ol_op *o = &s->ops[i];
+	size_t lo = 0;
 
-	while (hi && h->c[hi - 1].ts > o->start)
-		hi--;
+	while (lo < hi) { /* hi: the calls that began by the op's start */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (h->c[mid].ts <= o->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	for (; hi && scanned < ALIGN_SCAN; hi--, scanned++) {
 		__u64 num = h->base + hi - 1;
 		size_t run;
@@ -403,7 +412,9 @@ static void stream_run(struct order_link *ol, struct ol_stream *s, __u64 now, in
 
 	if (!s->n)
 		return;
-	qsort(s->ops, s->n, sizeof(*s->ops), by_start);
+	if (s->unsorted)
+		qsort(s->ops, s->n, sizeof(*s->ops), by_start);
+	s->unsorted = 0;
 	for (i = 0; i < s->n && (all || s->ops[i].arrived + ORDER_SETTLE_NS <= now); i++)
 		if (!match_op(ol, s, i, !all && s->ops[i].arrived + ORDER_HOLD_NS > now))
 			break;

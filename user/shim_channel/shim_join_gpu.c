@@ -73,22 +73,33 @@ void join_link_emit(struct shim_join *j, struct bs_hdr *rec, const struct corr_s
 
 void join_release_chain(struct shim_join *j, __u32 pid, struct corr_slot *s)
 {
-	__u32 idx = s->pend;
+	__u32 idx = s->pend, *link = &s->pend;
 	__u64 gen = ~0ull;
 
+	/*
+	 * Records of another id of the slot (one JOIN_CORR_SLOTS apart, waiting too) stay on
+	 * the chain, in their order, for their own id's turn.
+	 */
 	s->pend = 0;
 	while (idx) {
 		struct pending *p = &j->pend[idx - 1];
+		__u32 here = idx;
 
 		if (p->gen >= gen)
 			break; /* the index was reused since: the chain ends here */
 		gen = p->gen;
 		idx = p->prev;
-		if (!p->live || p->pid != pid || p->corr != s->corr)
+		if (!p->live || p->pid != pid)
 			continue;
+		if (p->corr != s->corr) {
+			*link = here;
+			link = &p->prev;
+			continue;
+		}
 		p->live = 0;
 		join_link_emit(j, (struct bs_hdr *)p->rec, s);
 	}
+	*link = 0;
 }
 
 /* Drop the oldest pending record from the ring, emitting it unlinked if still waiting. */
