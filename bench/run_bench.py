@@ -38,8 +38,9 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
   torch      the torch family: ns added per PyTorch op while recording, against
              torch.profiler (CPU) on the same loop and torch's own RecordFunction machinery
              (bench_torch.py; ~1 min)
-  cost       a launch-bound training step (tests/workloads/step_proxy.py: ~900 CUDA runtime
-             calls entering the driver, two launching threads, GIL hand-offs, syscalls):
+  cost       a launch-bound training step (tests/workloads/step_proxy.py: a real GPT-2
+             step's 456 CUDA calls, 372 driver calls inside them, two launching threads,
+             GIL hand-offs, syscalls):
              its step time untraced, under the empty probes' floor, under `-t cuda`,
              `-t cuda,gpu`, the default families and each family alone, interleaved; the
              recorder's CPU and the BPF programs' time per step (bench_cost.py; ~1.5 min)
