@@ -49,7 +49,7 @@ def test_real_traces_same_records_fewer_bytes():
         p = run([BPFSIGHT, "convert", src, "-o", dst], timeout=300)
         eq(p.returncode, 0, f"convert {name}: {p.stderr[-300:]}")
         info = json.loads(out(["info", "--json", dst], f"info {dst}"))
-        eq(info["format_version"], 2, f"{name}: format 2")
+        eq(info["format_version"], 3, f"{name}: format 3")
         src_info = json.loads(out(["info", "--json", src], f"info {src}"))
         eq(src_info["format_version"], 1, f"{name}: an older bpfsight's file")
         eq(info["records"], src_info["records"], f"{name}: records")

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "trace_codec.h"
-#include "trace_columns.h"
+#include "trace_columns_thread.h"
 
 struct cursor {
 	const __u8 *p, *end;
@@ -16,7 +16,8 @@ struct cursor {
 
 struct dec_type {
 	__u32 prev[TRACE_COLUMNS_MAX];
-	__u32 flags, rawmask, ncols;
+	__u32 flags, rawmask, threadmask, gapword, ncols;
+	struct col_thread *threads;	  /* kept for the next chunk's type in this place */
 	__u64 len[TRACE_COLUMNS_MAX + 1]; /* of each column, then of the tail */
 	struct cursor col[TRACE_COLUMNS_MAX];
 	struct cursor tail;
@@ -27,6 +28,7 @@ struct trace_columns_dec {
 	__u16 slot[BS_REC_TYPE_MAX]; /* index + 1 into t, 0 = not in this chunk */
 	struct dec_type t[BS_REC_TYPE_MAX];
 	__u32 ntypes;
+	__u32 chain[2]; /* fields 4, 5 as coded of the last record of a CHAIN type */
 };
 
 struct trace_columns_dec *trace_columns_dec__new(void)
@@ -36,6 +38,12 @@ struct trace_columns_dec *trace_columns_dec__new(void)
 
 void trace_columns_dec__free(struct trace_columns_dec *d)
 {
+	int i;
+
+	if (!d)
+		return;
+	for (i = 0; i < BS_REC_TYPE_MAX; i++)
+		free(d->t[i].threads);
 	free(d);
 }
 
@@ -50,12 +58,49 @@ static int get_bounded(const __u8 **p, const __u8 *end, __u64 max, __u64 *v)
 	return 0;
 }
 
+/*
+ * The per-thread codings of T, read after its rawmask (FLAGS say which are there), checked
+ * against its NCOLS: no per-thread bit on a raw column, on field 0 or 3 (read first, for the
+ * size and the thread) or past the columns; the gap word past ts and dur, inside the columns.
+ * Its thread table is allocated the first time a type in its place needs one: 0, -EBADMSG or
+ * -ENOMEM.
+ */
+static int read_thread_codings(struct dec_type *t, const __u8 **p, const __u8 *end)
+{
+	__u64 threadmask = 0, gapword = 0;
+
+	if ((t->flags & TRACE_COLUMNS_THREAD) &&
+	    (get_bounded(p, end, 0xffffffffu, &threadmask) || !threadmask))
+		return -EBADMSG;
+	if ((t->flags & TRACE_COLUMNS_GAP) &&
+	    (get_bounded(p, end, TRACE_COLUMNS_MAX / 2, &gapword) || gapword < 4))
+		return -EBADMSG;
+	t->threadmask = (__u32)threadmask;
+	t->gapword = (__u32)gapword;
+	if (!(t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) || t->threads)
+		return 0;
+	t->threads = malloc(TRACE_COLUMNS_SLOTS * sizeof(*t->threads));
+	return t->threads ? 0 : -ENOMEM;
+}
+
+static int codings_fit(const struct dec_type *t)
+{
+	if ((__u64)t->rawmask >> t->ncols || (__u64)t->threadmask >> t->ncols ||
+	    t->threadmask & t->rawmask || t->threadmask & 0x9)
+		return 0;
+	if ((t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) && t->ncols < 4)
+		return 0;
+	if ((t->flags & TRACE_COLUMNS_CHAIN) && (!(t->flags & TRACE_COLUMNS_END) || t->ncols < 6))
+		return 0;
+	return !t->gapword || 2 * t->gapword + 2 <= t->ncols;
+}
+
 /* Read the directory at IN: type numbers rising, columns within bounds, lengths summed. */
 static int read_directory(struct trace_columns_dec *d, const __u8 **p, const __u8 *end,
 			  __u64 *total)
 {
 	__u64 ntypes, type, flags, rawmask, ncols, len;
-	int prev_type = -1;
+	int prev_type = -1, err;
 	__u32 i, j;
 
 	if (get_bounded(p, end, BS_REC_TYPE_MAX, &ntypes) || !ntypes)
@@ -64,17 +109,24 @@ static int read_directory(struct trace_columns_dec *d, const __u8 **p, const __u
 		struct dec_type *t = &d->t[i];
 
 		if (get_bounded(p, end, BS_REC_TYPE_MAX - 1, &type) || (int)type <= prev_type ||
-		    get_bounded(p, end, TRACE_COLUMNS_END, &flags) ||
-		    get_bounded(p, end, 0xffffffffu, &rawmask) ||
-		    get_bounded(p, end, TRACE_COLUMNS_MAX, &ncols) || !ncols ||
-		    rawmask >> ncols) /* no bit for a column the type does not have */
+		    get_bounded(p, end, TRACE_COLUMNS_FLAGS, &flags) ||
+		    get_bounded(p, end, 0xffffffffu, &rawmask))
+			return -EBADMSG;
+		t->flags = (__u32)flags;
+		t->rawmask = (__u32)rawmask;
+		err = read_thread_codings(t, p, end);
+		if (err)
+			return err;
+		if (get_bounded(p, end, TRACE_COLUMNS_MAX, &ncols) || !ncols)
+			return -EBADMSG;
+		t->ncols = (__u32)ncols;
+		if (!codings_fit(t))
 			return -EBADMSG;
 		prev_type = (int)type;
 		d->slot[type] = (__u16)(i + 1);
-		t->flags = (__u32)flags;
-		t->rawmask = (__u32)rawmask;
-		t->ncols = (__u32)ncols;
 		memset(t->prev, 0, sizeof(t->prev));
+		if (t->threads)
+			col_threads_clear(t->threads);
 		for (j = 0; j <= ncols; j++) {
 			/* The lengths are bounded by what the chunk has, so the sum cannot wrap. */
 			if (get_bounded(p, end, (__u64)(end - *p), &len))
@@ -112,11 +164,15 @@ int trace_columns_dec__begin(struct trace_columns_dec *d, const __u8 *in, size_t
 	const __u8 *p = in, *end = in + len;
 	__u64 total = 0;
 
+	int err;
+
 	memset(d->slot, 0, sizeof(d->slot));
+	memset(d->chain, 0, sizeof(d->chain));
 	d->ntypes = 0;
-	if (read_directory(d, &p, end, &total)) {
+	err = read_directory(d, &p, end, &total);
+	if (err) {
 		d->ntypes = 0;
-		return -EBADMSG;
+		return err;
 	}
 	if (total + nrecords != (__u64)(end - p)) {
 		d->ntypes = 0;
@@ -128,24 +184,82 @@ int trace_columns_dec__begin(struct trace_columns_dec *d, const __u8 *in, size_t
 	return 0;
 }
 
-static int get_field(struct dec_type *t, __u32 j, __u32 *v)
+/*
+ * Field J of the next record into V; S: the record's thread (NULL: not looked up yet);
+ * CHAIN: the chain's fields 4, 5 when the type is in it, else NULL.
+ */
+static int get_field(struct dec_type *t, const struct col_thread *s, const __u32 *chain, __u32 j,
+		     __u32 *v)
 {
 	__u64 z;
+	__u32 d;
 
 	if (get_bounded(&t->col[j].p, t->col[j].end, 0xffffffffu, &z))
 		return -EBADMSG;
+	d = (__u32)(z >> 1) ^ -(__u32)(z & 1);
 	if (t->rawmask & (1u << j))
 		t->prev[j] = (__u32)z;
+	else if (t->threadmask & (1u << j))
+		t->prev[j] = s->prev[j] + d;
+	else if (chain && (j == 4 || j == 5))
+		t->prev[j] = chain[j - 4] + d;
 	else
-		t->prev[j] += (__u32)(z >> 1) ^ -(__u32)(z & 1);
+		t->prev[j] += d;
 	*v = t->prev[j];
 	return 0;
+}
+
+/*
+ * The record's N column fields into V (as coded) and DST. Field 0 (the size, checked by the
+ * caller) is there; field 3, the tid, comes next: the per-thread codings need the thread's
+ * slot, which is set in *S.
+ */
+static int get_fields(struct dec_type *t, const __u32 *chain, __u32 n, __u32 *v, __u8 *dst,
+		      struct col_thread **s)
+{
+	__u32 j, le;
+
+	*s = NULL;
+	if (t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) {
+		/* ncols > 3 (codings_fit) and every record has 6 fields or more. */
+		if (get_field(t, NULL, chain, 3, &v[3]))
+			return -EBADMSG;
+		*s = col_thread_of(t->threads, v[3]);
+	}
+	for (j = 1; j < n; j++) {
+		if (j == 3 && *s)
+			continue;
+		if (get_field(t, *s, chain, j, &v[j]))
+			return -EBADMSG;
+	}
+	for (j = 1; j < n; j++) {
+		le = htole32(v[j]);
+		memcpy(dst + 4 * j, &le, 4);
+	}
+	return 0;
+}
+
+/* Undo END and GAP in the record at WORDS of SIZE bytes, then note it in its slot S. */
+static void finish_record(const struct dec_type *t, struct col_thread *s, const __u32 *v, __u32 n,
+			  __u64 *words, __u32 size)
+{
+	__u32 w = t->gapword;
+
+	/* Word 2 came as the end, in the records that have a word 3 to take off again. */
+	if ((t->flags & TRACE_COLUMNS_END) && size >= 32)
+		words[2] = htole64(le64toh(words[2]) - le64toh(words[3]));
+	if (!s)
+		return;
+	if (w && size >= 8 * (w + 1))
+		words[w] = htole64(le64toh(words[w]) + col_thread_gap(s, le64toh(words[2])));
+	col_thread_note(s, v, n, (const __u8 *)words, size);
 }
 
 int trace_columns_dec__next(struct trace_columns_dec *d, __u64 *words, __u32 *nwords)
 {
 	__u8 *dst = (__u8 *)words;
-	__u32 type, slot, v, size, nf, ncols, j;
+	__u32 type, slot, v[TRACE_COLUMNS_MAX], size, nf, ncols, le, *chain;
+	struct col_thread *s;
 	struct dec_type *t;
 
 	if (d->types.p == d->types.end)
@@ -156,20 +270,22 @@ int trace_columns_dec__next(struct trace_columns_dec *d, __u64 *words, __u32 *nw
 		return -EBADMSG;
 	t = &d->t[slot - 1];
 	/* Field 0 is type | size << 16: the record's length comes first. */
-	if (get_field(t, 0, &v) || (v & 0xffff) != type)
+	if (get_field(t, NULL, NULL, 0, &v[0]) || (v[0] & 0xffff) != type)
 		return -EBADMSG;
-	size = v >> 16;
+	size = v[0] >> 16;
 	if (size % 8 || size < sizeof(struct bs_hdr))
 		return -EBADMSG;
 	nf = size / 4;
 	ncols = nf < t->ncols ? nf : t->ncols;
-	v = htole32(v);
-	memcpy(dst, &v, 4);
-	for (j = 1; j < ncols; j++) {
-		if (get_field(t, j, &v))
-			return -EBADMSG;
-		v = htole32(v);
-		memcpy(dst + 4 * j, &v, 4);
+	le = htole32(v[0]);
+	memcpy(dst, &le, 4);
+	chain = t->flags & TRACE_COLUMNS_CHAIN ? d->chain : NULL;
+	if (get_fields(t, chain, ncols, v, dst, &s))
+		return -EBADMSG;
+	if (chain) { /* ncols >= 6 (codings_fit): fields 4, 5 are in the columns, as coded */
+		memcpy(d->chain, dst + 16, 8);
+		d->chain[0] = le32toh(d->chain[0]);
+		d->chain[1] = le32toh(d->chain[1]);
 	}
 	if (nf > ncols) {
 		size_t n = (size_t)(nf - ncols) * 4;
@@ -179,9 +295,7 @@ int trace_columns_dec__next(struct trace_columns_dec *d, __u64 *words, __u32 *nw
 		memcpy(dst + 4 * ncols, t->tail.p, n);
 		t->tail.p += n;
 	}
-	/* Word 2 came as the end, in the records that have a word 3 to take off again. */
-	if ((t->flags & TRACE_COLUMNS_END) && size >= 32)
-		words[2] = htole64(le64toh(words[2]) - le64toh(words[3]));
+	finish_record(t, s, v, ncols, words, size);
 	*nwords = size / 8;
 	return 0;
 }

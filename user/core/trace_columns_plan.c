@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The column encoder's planner (trace_columns_plan.h): from a type's first records in a
+ * chunk, how many columns it gets, whether its ts is coded as the interval's end, which u64
+ * word (if any) is the time since the end of the same thread's previous record, and for each
+ * column whether it holds values, deltas against the type's previous record or deltas against
+ * the same thread's previous record.
+ *
+ * A column's coding is weighed by the order-0 entropy of its varint bytes under each coding,
+ * not by their count: zstd's entropy stage is what codes those bytes, and a value that
+ * repeats (an errno, a CPU) costs a few bits however many bytes its varint takes.
+ */
+#include <endian.h>
+#include <string.h>
+#include "trace_codec.h"
+#include "trace_columns_plan.h"
+
+#define VARIABLE_HEAD 32 /* bytes in columns of a record type whose length varies */
+#define GAP_MIN_MATCH 16 /* records whose gap word the gap predicts exactly, at least */
+
+static __u64 get64(const __u8 *p)
+{
+	__u64 v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+static __u32 rec_tid(const __u8 *r)
+{
+	__u32 v;
+
+	memcpy(&v, r + 12, sizeof(v));
+	return le32toh(v);
+}
+
+static __u32 rec_size(const __u8 *r)
+{
+	return get64(r) >> 16 & 0xffff;
+}
+
+static __u32 zigzag32(__u32 d)
+{
+	return (d << 1) ^ (__u32)((__s32)d >> 31);
+}
+
+static unsigned int varint_len(__u64 v)
+{
+	return v ? (unsigned int)(64 - __builtin_clzll(v) + 6) / 7 : 1;
+}
+
+void col_load_fields(const struct col_plan *pl, const struct col_thread *s, const __u8 *r, __u32 n,
+		     __u32 size, __u32 *v)
+{
+	__u32 j, w = pl->gapword;
+
+	memcpy(v, r, (size_t)n * 4);
+	for (j = 0; j < n; j++)
+		v[j] = le32toh(v[j]);
+	if ((pl->flags & TRACE_COLUMNS_END) && size >= 32) {
+		__u64 end = get64(r + 16) + get64(r + 24);
+
+		v[4] = (__u32)end;
+		v[5] = (__u32)(end >> 32);
+	}
+	if ((pl->flags & TRACE_COLUMNS_GAP) && size >= 8 * (w + 1)) {
+		__u64 x = get64(r + 8 * w) - col_thread_gap(s, get64(r + 16));
+
+		v[2 * w] = (__u32)x;
+		v[2 * w + 1] = (__u32)(x >> 32);
+	}
+}
+
+/* Columns: every field of the shortest record, or only the head of records that vary. */
+static __u32 plan_ncols(const struct col_type *t)
+{
+	__u32 ncols = t->min_size / 4 < TRACE_COLUMNS_MAX ? t->min_size / 4 : TRACE_COLUMNS_MAX;
+
+	if (t->max_size != t->min_size && ncols > VARIABLE_HEAD / 4)
+		ncols = VARIABLE_HEAD / 4;
+	return ncols;
+}
+
+/* The end in place of ts when its deltas take fewer varint bytes than ts's. */
+static int plan_end(const struct col_type *t)
+{
+	__u64 prev_ts = 0, prev_end = 0, cost_ts = 0, cost_end = 0;
+	size_t off;
+
+	if (t->min_size < 32)
+		return 0;
+	for (off = 0; off < t->samples.len; off += rec_size(t->samples.p + off)) {
+		const __u8 *r = t->samples.p + off;
+		__u64 ts = get64(r + 16), end = ts + get64(r + 24);
+
+		cost_ts += varint_len(trace_zigzag(ts - prev_ts));
+		cost_end += varint_len(trace_zigzag(end - prev_end));
+		prev_ts = ts;
+		prev_end = end;
+	}
+	return cost_end < cost_ts;
+}
+
+/*
+ * The u64 word (4 or more, in the columns) that most often equals the time since the end of
+ * the same thread's previous record, when it does in most records that have such a record;
+ * else 0.
+ */
+static __u32 plan_gap(struct col_type *t, __u32 ncols)
+{
+	__u32 match[TRACE_COLUMNS_MAX / 2] = { 0 }, seen = 0, best = 0, w;
+	size_t off;
+
+	if (!t->threads || t->min_size < 40 || ncols < 10)
+		return 0;
+	col_threads_clear(t->threads);
+	for (off = 0; off < t->samples.len; off += rec_size(t->samples.p + off)) {
+		const __u8 *r = t->samples.p + off;
+		struct col_thread *s = col_thread_of(t->threads, rec_tid(r));
+		__u32 size = rec_size(r);
+		__u64 ts = get64(r + 16);
+
+		if (s->has_end) {
+			seen++;
+			for (w = 4; 2 * w + 2 <= ncols && 8 * (w + 1) <= size; w++)
+				match[w] += get64(r + 8 * w) == ts - s->end;
+		}
+		s->end = ts + get64(r + 24);
+		s->has_end = 1;
+	}
+	col_threads_clear(t->threads);
+	for (w = 4; w < TRACE_COLUMNS_MAX / 2; w++)
+		if (match[w] > match[best])
+			best = w;
+	return best && match[best] >= GAP_MIN_MATCH && 2 * match[best] > seen ? best : 0;
+}
+
+static void count_varint(__u32 *h, __u32 x)
+{
+	while (x >= 0x80) {
+		h[(x & 0x7f) | 0x80]++;
+		x >>= 7;
+	}
+	h[x]++;
+}
+
+/* log2(x) for x >= 1, to within 0.09: the leading bit, then a straight line to the next. */
+static double approx_log2(__u32 x)
+{
+	int e = 31 - __builtin_clz(x);
+
+	return e + (double)x / (1u << e) - 1.0;
+}
+
+/* Order-0 entropy of the bytes counted in H, in bits. */
+static double entropy_bits(const __u32 *h)
+{
+	double sum = 0;
+	__u32 n = 0, i;
+
+	for (i = 0; i < 256; i++)
+		if (h[i]) {
+			n += h[i];
+			sum -= h[i] * approx_log2(h[i]);
+		}
+	return n ? n * approx_log2(n) + sum : 0;
+}
+
+/* Count each column's varint bytes under each coding, over the samples. */
+static void count_modes(struct col_type *t, plan_hist *hist)
+{
+	const struct col_plan *pl = &t->plan;
+	__u32 prev[TRACE_COLUMNS_MAX] = { 0 }, v[TRACE_COLUMNS_MAX], j;
+	size_t off;
+
+	memset(hist, 0, sizeof(*hist));
+	if (t->threads)
+		col_threads_clear(t->threads);
+	for (off = 0; off < t->samples.len; off += rec_size(t->samples.p + off)) {
+		const __u8 *r = t->samples.p + off;
+		__u32 size = rec_size(r), n = size / 4 < pl->ncols ? size / 4 : pl->ncols;
+		struct col_thread *s = t->threads ? col_thread_of(t->threads, rec_tid(r)) : NULL;
+
+		col_load_fields(pl, s, r, n, size, v);
+		for (j = 0; j < n; j++) {
+			count_varint((*hist)[j][MODE_RAW], v[j]);
+			count_varint((*hist)[j][MODE_DELTA], zigzag32(v[j] - prev[j]));
+			if (s)
+				count_varint((*hist)[j][MODE_THREAD], zigzag32(v[j] - s->prev[j]));
+			prev[j] = v[j];
+		}
+		if (s)
+			col_thread_note(s, v, n, r, size);
+	}
+	if (t->threads)
+		col_threads_clear(t->threads);
+}
+
+void col_plan_type(struct col_type *t, plan_hist *hist)
+{
+	struct col_plan *pl = &t->plan;
+	__u32 j;
+
+	memset(pl, 0, sizeof(*pl));
+	pl->ncols = plan_ncols(t);
+	if (t->chain)
+		pl->flags |= TRACE_COLUMNS_END | TRACE_COLUMNS_CHAIN;
+	else if (plan_end(t))
+		pl->flags |= TRACE_COLUMNS_END;
+	pl->gapword = plan_gap(t, pl->ncols);
+	if (pl->gapword)
+		pl->flags |= TRACE_COLUMNS_GAP;
+	count_modes(t, hist);
+	/*
+	 * The timestamp's halves (fields 4, 5) stay deltas: a half's cost says little about
+	 * the whole. Fields 0 and 3 (type and size, tid) cannot be coded per thread: the
+	 * decoder reads them first, to find the record's size and thread. A column is coded per thread only when that saves
+	 * a tenth: it costs a lookup per record.
+	 */
+	for (j = 0; j < pl->ncols; j++) {
+		double delta = entropy_bits((*hist)[j][MODE_DELTA]);
+		double raw = entropy_bits((*hist)[j][MODE_RAW]);
+		double best = delta;
+
+		if (j == 4 || j == 5)
+			continue;
+		if (raw < delta) {
+			pl->rawmask |= 1u << j;
+			best = raw;
+		}
+		if (t->threads && j != 0 && j != 3 &&
+		    entropy_bits((*hist)[j][MODE_THREAD]) < 0.9 * best) {
+			pl->rawmask &= ~(1u << j);
+			pl->threadmask |= 1u << j;
+		}
+	}
+	if (pl->threadmask)
+		pl->flags |= TRACE_COLUMNS_THREAD;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The column encoder's inside (trace_columns_enc.c), shared with its planner
+ * (trace_columns_plan.c), which chooses how a record type is coded in a chunk from the type's
+ * first records there.
+ */
+#ifndef BPFSIGHT_TRACE_COLUMNS_PLAN_H
+#define BPFSIGHT_TRACE_COLUMNS_PLAN_H
+
+#include <stddef.h>
+#include <linux/types.h>
+#include "trace_columns.h"
+#include "trace_columns_thread.h"
+
+#define PLAN_SAMPLE 1024 /* records of a type whose costs choose its coding, per chunk */
+
+struct col_buf {
+	__u8 *p;
+	size_t len, cap;
+};
+
+/* The coding chosen for a type, as the directory says it. */
+struct col_plan {
+	__u32 flags;	  /* TRACE_COLUMNS_END, _THREAD, _GAP */
+	__u32 rawmask;	  /* bit j: column j holds the values, not their deltas */
+	__u32 threadmask; /* bit j: column j holds deltas against the same thread's record */
+	__u32 gapword;	  /* with TRACE_COLUMNS_GAP: the u64 word predicted by the gap */
+	__u32 ncols;
+};
+
+/* One record type in this chunk, allocated the first time the type is seen. */
+struct col_type {
+	struct col_buf samples;			   /* its first records, until planned */
+	struct col_buf col[TRACE_COLUMNS_MAX + 1]; /* its columns, then its tail */
+	__u32 nrec, nsamples;
+	int planned;
+	struct col_plan plan;
+	__u32 min_size, max_size;	   /* of the samples */
+	__u32 enc_prev[TRACE_COLUMNS_MAX]; /* the fields last written to each column */
+	struct col_thread *threads;	   /* TRACE_COLUMNS_SLOTS, once a plan wanted them */
+	/*
+	 * In the chunk's chain (TRACE_COLUMNS_CHAIN, with END): known when the record is
+	 * added, so it is decided at the chunk's start, by the type's previous plan. Each
+	 * sample keeps the chain as it was before it (chain_prev, a u64 each).
+	 */
+	int chain;
+	struct col_buf chain_prev;
+};
+
+/* Byte counts of each column's varints under each coding, while planning. */
+enum { MODE_DELTA, MODE_RAW, MODE_THREAD, MODES };
+typedef __u32 plan_hist[TRACE_COLUMNS_MAX][MODES][256];
+
+/*
+ * The fields of record R (SIZE bytes, N <= TRACE_COLUMNS_MAX of them coded) as plan PL codes
+ * them into V: with END, fields 4, 5 hold the end; with GAP, the gap word holds its value
+ * less the time since the end of the thread's previous record (slot S; NULL: no GAP).
+ */
+void col_load_fields(const struct col_plan *pl, const struct col_thread *s, const __u8 *r, __u32 n,
+		     __u32 size, __u32 *v);
+
+/*
+ * Choose T's coding from its samples into T->plan, using HIST as scratch. Leaves T's thread
+ * table (when the plan uses one) empty. The choice only weighs bytes: any plan decodes.
+ */
+void col_plan_type(struct col_type *t, plan_hist *hist);
+
+#endif /* BPFSIGHT_TRACE_COLUMNS_PLAN_H */
