@@ -16,7 +16,7 @@ struct cursor {
 
 struct dec_type {
 	__u32 prev[TRACE_COLUMNS_MAX];
-	__u32 flags, rawmask, threadmask, gapword, ncols;
+	__u32 flags, rawmask, threadmask, gapword, key, ncols;
 	struct col_thread *threads;	  /* kept for the next chunk's type in this place */
 	__u64 len[TRACE_COLUMNS_MAX + 1]; /* of each column, then of the tail */
 	struct cursor col[TRACE_COLUMNS_MAX];
@@ -67,7 +67,7 @@ static int get_bounded(const __u8 **p, const __u8 *end, __u64 max, __u64 *v)
  */
 static int read_thread_codings(struct dec_type *t, const __u8 **p, const __u8 *end)
 {
-	__u64 threadmask = 0, gapword = 0;
+	__u64 threadmask = 0, gapword = 0, key = 0;
 
 	if ((t->flags & TRACE_COLUMNS_THREAD) &&
 	    (get_bounded(p, end, 0xffffffffu, &threadmask) || !threadmask))
@@ -75,8 +75,12 @@ static int read_thread_codings(struct dec_type *t, const __u8 **p, const __u8 *e
 	if ((t->flags & TRACE_COLUMNS_GAP) &&
 	    (get_bounded(p, end, TRACE_COLUMNS_MAX / 2, &gapword) || gapword < 4))
 		return -EBADMSG;
+	if ((t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) &&
+	    get_bounded(p, end, TRACE_COLUMNS_MAX - 1, &key))
+		return -EBADMSG;
 	t->threadmask = (__u32)threadmask;
 	t->gapword = (__u32)gapword;
+	t->key = (__u32)key;
 	if (!(t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) || t->threads)
 		return 0;
 	t->threads = malloc(TRACE_COLUMNS_SLOTS * sizeof(*t->threads));
@@ -86,9 +90,12 @@ static int read_thread_codings(struct dec_type *t, const __u8 **p, const __u8 *e
 static int codings_fit(const struct dec_type *t)
 {
 	if ((__u64)t->rawmask >> t->ncols || (__u64)t->threadmask >> t->ncols ||
-	    t->threadmask & t->rawmask || t->threadmask & 0x9)
+	    t->threadmask & t->rawmask || t->threadmask & (1u | 1u << t->key))
 		return 0;
-	if ((t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) && t->ncols < 4)
+	/* The key: in the columns, read as is (not ts, not the gap word). */
+	if ((t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) &&
+	    (t->key >= t->ncols || t->key == 0 || t->key == 4 || t->key == 5 ||
+	     (t->gapword && t->key / 2 == t->gapword)))
 		return 0;
 	if ((t->flags & TRACE_COLUMNS_CHAIN) && (!(t->flags & TRACE_COLUMNS_END) || t->ncols < 6))
 		return 0;
@@ -211,25 +218,28 @@ static int get_field(struct dec_type *t, const struct col_thread *s, const __u32
 
 /*
  * The record's N column fields into V (as coded) and DST. Field 0 (the size, checked by the
- * caller) is there; field 3, the tid, comes next: the per-thread codings need the thread's
- * slot, which is set in *S.
+ * caller) is there; the key field (the tid, or another) comes next: the per-slot codings need
+ * its slot, which is set in *S (NULL when the record is too short to have the key).
  */
 static int get_fields(struct dec_type *t, const __u32 *chain, __u32 n, __u32 *v, __u8 *dst,
 		      struct col_thread **s)
 {
-	__u32 j, le;
+	static const struct col_thread none; /* what a record out of the slots is coded against */
+	const struct col_thread *ps = &none;
+	__u32 j, le, key = 0;
 
 	*s = NULL;
-	if (t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) {
-		/* ncols > 3 (codings_fit) and every record has 6 fields or more. */
-		if (get_field(t, NULL, chain, 3, &v[3]))
+	if ((t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) && t->key < n) {
+		key = t->key;
+		if (get_field(t, NULL, chain, key, &v[key]))
 			return -EBADMSG;
-		*s = col_thread_of(t->threads, v[3]);
+		*s = col_thread_of(t->threads, v[key]);
+		ps = *s;
 	}
 	for (j = 1; j < n; j++) {
-		if (j == 3 && *s)
+		if (j == key)
 			continue;
-		if (get_field(t, *s, chain, j, &v[j]))
+		if (get_field(t, ps, chain, j, &v[j]))
 			return -EBADMSG;
 	}
 	for (j = 1; j < n; j++) {

@@ -54,14 +54,6 @@ static __u32 zigzag32(__u32 d)
 	return (d << 1) ^ (__u32)((__s32)d >> 31);
 }
 
-static __u32 rec_tid(const __u8 *r)
-{
-	__u32 v;
-
-	memcpy(&v, r + 12, sizeof(v));
-	return le32toh(v);
-}
-
 /* Fields 4, 5 of a record coded with END: ts, plus the u64 at byte 24 when there is one. */
 static __u64 rec_ts_or_end(const __u8 *r, __u32 size)
 {
@@ -161,6 +153,8 @@ static int encode_record(struct trace_columns_enc *e, struct col_type *t, const 
 	const struct col_plan *pl = &t->plan;
 	__u32 nf = size / 4, n = nf < pl->ncols ? nf : pl->ncols, v[TRACE_COLUMNS_MAX], j;
 	size_t bytes = (size_t)(nf - n) * 4;
+	static const struct col_thread none; /* what a record out of the slots is coded against */
+	const struct col_thread *ps = &none;
 	struct col_thread *s = NULL;
 
 	for (j = 0; j < n; j++)
@@ -169,7 +163,9 @@ static int encode_record(struct trace_columns_enc *e, struct col_type *t, const 
 	if (buf_reserve(&t->col[pl->ncols], (size_t)(nf - n) * 4))
 		return -ENOMEM;
 	if (pl->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP))
-		s = col_thread_of(t->threads, rec_tid(r));
+		s = col_slot_of(pl, t->threads, r, n);
+	if (s)
+		ps = s;
 	col_load_fields(pl, s, r, n, size, v);
 	for (j = 0; j < n; j++) {
 		struct col_buf *c = &t->col[j];
@@ -179,7 +175,7 @@ static int encode_record(struct trace_columns_enc *e, struct col_type *t, const 
 		if (pl->rawmask & bit)
 			x = v[j];
 		else if (pl->threadmask & bit)
-			x = zigzag32(v[j] - s->prev[j]);
+			x = zigzag32(v[j] - ps->prev[j]);
 		else if ((pl->flags & TRACE_COLUMNS_CHAIN) && (j == 4 || j == 5))
 			x = zigzag32(v[j] - chain_half[j - 4]);
 		else
@@ -303,7 +299,7 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 	}
 	f->len = 0;
 	if (buf_reserve(f,
-			TRACE_VARINT_MAX * (1 + (size_t)ntypes * (TRACE_COLUMNS_MAX + 7)) + total))
+			TRACE_VARINT_MAX * (1 + (size_t)ntypes * (TRACE_COLUMNS_MAX + 8)) + total))
 		return -ENOMEM;
 	f->len += trace_varint_put(f->p + f->len, ntypes);
 	for (i = 0; i < BS_REC_TYPE_MAX; i++) {
@@ -318,6 +314,8 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 			f->len += trace_varint_put(f->p + f->len, t->plan.threadmask);
 		if (t->plan.flags & TRACE_COLUMNS_GAP)
 			f->len += trace_varint_put(f->p + f->len, t->plan.gapword);
+		if (t->plan.flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP))
+			f->len += trace_varint_put(f->p + f->len, t->plan.key);
 		f->len += trace_varint_put(f->p + f->len, t->plan.ncols);
 		for (j = 0; j <= t->plan.ncols; j++)
 			f->len += trace_varint_put(f->p + f->len, t->col[j].len);

@@ -17,6 +17,9 @@
 
 #define VARIABLE_HEAD 32 /* bytes in columns of a record type whose length varies */
 #define GAP_MIN_MATCH 16 /* records whose gap word the gap predicts exactly, at least */
+/* Samples whose bytes are counted to weigh the codings, at most: every 2nd, 3rd... of them
+ * (the deltas and slots still follow every one). */
+#define PLAN_COUNTED 256
 
 static __u64 get64(const __u8 *p)
 {
@@ -26,12 +29,18 @@ static __u64 get64(const __u8 *p)
 	return le64toh(v);
 }
 
-static __u32 rec_tid(const __u8 *r)
+static __u32 rec_field(const __u8 *r, __u32 j)
 {
 	__u32 v;
 
-	memcpy(&v, r + 12, sizeof(v));
+	memcpy(&v, r + 4 * j, sizeof(v));
 	return le32toh(v);
+}
+
+struct col_thread *col_slot_of(const struct col_plan *pl, struct col_thread *tab, const __u8 *r,
+			       __u32 n)
+{
+	return pl->key < n ? col_thread_of(tab, rec_field(r, pl->key)) : NULL;
 }
 
 static __u32 rec_size(const __u8 *r)
@@ -116,7 +125,7 @@ static __u32 plan_gap(struct col_type *t, __u32 ncols)
 	col_threads_clear(t->threads);
 	for (off = 0; off < t->samples.len; off += rec_size(t->samples.p + off)) {
 		const __u8 *r = t->samples.p + off;
-		struct col_thread *s = col_thread_of(t->threads, rec_tid(r));
+		struct col_thread *s = col_thread_of(t->threads, rec_field(r, 3));
 		__u32 size = rec_size(r);
 		__u64 ts = get64(r + 16);
 
@@ -166,29 +175,46 @@ static double entropy_bits(const __u32 *h)
 	return n ? n * approx_log2(n) + sum : 0;
 }
 
-/* Count each column's varint bytes under each coding, over the samples. */
-static void count_modes(struct col_type *t, plan_hist *hist)
+/*
+ * Count each column's varint bytes under each coding, over the samples; with SLOTS_ONLY (a
+ * new key) only per slot: the other codings do not depend on the key. Fields 4 and 5 are
+ * not counted: they stay deltas.
+ */
+static void count_modes(struct col_type *t, plan_hist *hist, int slots_only)
 {
+	static const struct col_thread none;
 	const struct col_plan *pl = &t->plan;
-	__u32 prev[TRACE_COLUMNS_MAX] = { 0 }, v[TRACE_COLUMNS_MAX], j;
+	__u32 prev[TRACE_COLUMNS_MAX] = { 0 }, v[TRACE_COLUMNS_MAX], j, i;
+	__u32 stride = (t->nsamples + PLAN_COUNTED - 1) / PLAN_COUNTED;
 	size_t off;
 
-	memset(hist, 0, sizeof(*hist));
+	for (j = 0; j < TRACE_COLUMNS_MAX; j++) {
+		if (!slots_only) {
+			memset((*hist)[j][MODE_RAW], 0, sizeof((*hist)[j][MODE_RAW]));
+			memset((*hist)[j][MODE_DELTA], 0, sizeof((*hist)[j][MODE_DELTA]));
+		}
+		memset((*hist)[j][MODE_THREAD], 0, sizeof((*hist)[j][MODE_THREAD]));
+	}
 	if (t->threads)
 		col_threads_clear(t->threads);
-	for (off = 0; off < t->samples.len; off += rec_size(t->samples.p + off)) {
+	for (off = 0, i = 0; off < t->samples.len; off += rec_size(t->samples.p + off), i++) {
 		const __u8 *r = t->samples.p + off;
 		__u32 size = rec_size(r), n = size / 4 < pl->ncols ? size / 4 : pl->ncols;
-		struct col_thread *s = t->threads ? col_thread_of(t->threads, rec_tid(r)) : NULL;
+		struct col_thread *s = t->threads ? col_slot_of(pl, t->threads, r, n) : NULL;
+		const struct col_thread *ps = s ? s : &none;
 
 		col_load_fields(pl, s, r, n, size, v);
-		for (j = 0; j < n; j++) {
-			count_varint((*hist)[j][MODE_RAW], v[j]);
-			count_varint((*hist)[j][MODE_DELTA], zigzag32(v[j] - prev[j]));
-			if (s)
-				count_varint((*hist)[j][MODE_THREAD], zigzag32(v[j] - s->prev[j]));
-			prev[j] = v[j];
+		for (j = 0; j < n && i % stride == 0; j++) {
+			if (j == 4 || j == 5)
+				continue;
+			if (!slots_only) {
+				count_varint((*hist)[j][MODE_RAW], v[j]);
+				count_varint((*hist)[j][MODE_DELTA], zigzag32(v[j] - prev[j]));
+			}
+			if (t->threads)
+				count_varint((*hist)[j][MODE_THREAD], zigzag32(v[j] - ps->prev[j]));
 		}
+		memcpy(prev, v, (size_t)n * 4);
 		if (s)
 			col_thread_note(s, v, n, r, size);
 	}
@@ -196,13 +222,92 @@ static void count_modes(struct col_type *t, plan_hist *hist)
 		col_threads_clear(t->threads);
 }
 
+/* Bits each column's varints would take, raw and as deltas (not per slot: that depends). */
+struct col_costs {
+	double raw[TRACE_COLUMNS_MAX], delta[TRACE_COLUMNS_MAX];
+};
+
+static void base_costs(const struct col_plan *pl, plan_hist *hist, struct col_costs *c)
+{
+	__u32 j;
+
+	for (j = 0; j < pl->ncols; j++) {
+		c->raw[j] = entropy_bits((*hist)[j][MODE_RAW]);
+		c->delta[j] = entropy_bits((*hist)[j][MODE_DELTA]);
+	}
+}
+
+/*
+ * Each column's coding, from C and HIST's per-slot counts, into PL's rawmask and threadmask;
+ * returns the bits they would take. The timestamp's halves (fields 4, 5) stay deltas: a
+ * half's cost says little about the whole. Field 0 (type and size) and the key field cannot
+ * be coded per slot: the decoder reads them first. A column is coded per slot only when that
+ * saves a tenth: it costs a lookup per record.
+ */
+static double choose_modes(struct col_plan *pl, const struct col_costs *c, plan_hist *hist,
+			   int slots)
+{
+	double total = 0, best, slot;
+	__u32 j;
+
+	pl->rawmask = pl->threadmask = 0;
+	for (j = 0; j < pl->ncols; j++) {
+		if (j == 4 || j == 5)
+			continue; /* the same under every plan */
+		best = c->delta[j];
+		if (c->raw[j] < best) {
+			pl->rawmask |= 1u << j;
+			best = c->raw[j];
+		}
+		if (slots && j != 0 && j != pl->key) {
+			slot = entropy_bits((*hist)[j][MODE_THREAD]);
+			if (slot < 0.9 * best) {
+				pl->rawmask &= ~(1u << j);
+				pl->threadmask |= 1u << j;
+				best = slot;
+			}
+		}
+		total += best;
+	}
+	return total;
+}
+
+/*
+ * Fields that could key the slots instead of the tid: present in every sample, past the
+ * timestamp, few distinct values (a syscall's number, a call's function): the two whose
+ * values cost the fewest bits, more than none.
+ */
+static void key_candidates(const struct col_type *t, const struct col_costs *c, __u32 *cand)
+{
+	double cost[2] = { 0, 0 };
+	__u32 j, n = t->plan.ncols < t->min_size / 4 ? t->plan.ncols : t->min_size / 4;
+
+	cand[0] = cand[1] = 0;
+	for (j = 6; j < n; j++) {
+		if (c->raw[j] <= 0 || c->raw[j] > 6.0 * t->nsamples)
+			continue;
+		if (!cand[0] || c->raw[j] < cost[0]) {
+			cand[1] = cand[0];
+			cost[1] = cost[0];
+			cand[0] = j;
+			cost[0] = c->raw[j];
+		} else if (!cand[1] || c->raw[j] < cost[1]) {
+			cand[1] = j;
+			cost[1] = c->raw[j];
+		}
+	}
+}
+
 void col_plan_type(struct col_type *t, plan_hist *hist)
 {
-	struct col_plan *pl = &t->plan;
-	__u32 j;
+	struct col_plan *pl = &t->plan, best;
+	struct col_costs c = { { 0 } };
+	__u32 cand[2], i;
+	double cost, best_cost;
 
 	memset(pl, 0, sizeof(*pl));
 	pl->ncols = plan_ncols(t);
+	pl->key = 3;
 	if (t->chain)
 		pl->flags |= TRACE_COLUMNS_END | TRACE_COLUMNS_CHAIN;
 	else if (plan_end(t))
@@ -210,30 +315,24 @@ void col_plan_type(struct col_type *t, plan_hist *hist)
 	pl->gapword = plan_gap(t, pl->ncols);
 	if (pl->gapword)
 		pl->flags |= TRACE_COLUMNS_GAP;
-	count_modes(t, hist);
-	/*
-	 * The timestamp's halves (fields 4, 5) stay deltas: a half's cost says little about
-	 * the whole. Fields 0 and 3 (type and size, tid) cannot be coded per thread: the
-	 * decoder reads them first, to find the record's size and thread. A column is coded per thread only when that saves
-	 * a tenth: it costs a lookup per record.
-	 */
-	for (j = 0; j < pl->ncols; j++) {
-		double delta = entropy_bits((*hist)[j][MODE_DELTA]);
-		double raw = entropy_bits((*hist)[j][MODE_RAW]);
-		double best = delta;
-
-		if (j == 4 || j == 5)
-			continue;
-		if (raw < delta) {
-			pl->rawmask |= 1u << j;
-			best = raw;
-		}
-		if (t->threads && j != 0 && j != 3 &&
-		    entropy_bits((*hist)[j][MODE_THREAD]) < 0.9 * best) {
-			pl->rawmask &= ~(1u << j);
-			pl->threadmask |= 1u << j;
+	count_modes(t, hist, 0);
+	base_costs(pl, hist, &c);
+	best_cost = choose_modes(pl, &c, hist, !!t->threads);
+	best = *pl;
+	/* The gap is the same thread's: with it, the slots stay keyed by the tid. */
+	key_candidates(t, &c, cand);
+	for (i = 0; i < 2 && t->threads && !pl->gapword && cand[i]; i++) {
+		pl->key = cand[i];
+		count_modes(t, hist, 1);
+		cost = choose_modes(pl, &c, hist, 1);
+		if (cost < best_cost) {
+			best_cost = cost;
+			best = *pl;
 		}
 	}
+	*pl = best;
 	if (pl->threadmask)
 		pl->flags |= TRACE_COLUMNS_THREAD;
+	if (!(pl->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)))
+		pl->key = 0;
 }

@@ -25,6 +25,7 @@ struct col_plan {
 	__u32 rawmask;	  /* bit j: column j holds the values, not their deltas */
 	__u32 threadmask; /* bit j: column j holds deltas against the same thread's record */
 	__u32 gapword;	  /* with TRACE_COLUMNS_GAP: the u64 word predicted by the gap */
+	__u32 key;	  /* with THREAD or GAP: the field whose value picks the slot (3: tid) */
 	__u32 ncols;
 };
 
@@ -47,6 +48,10 @@ struct col_type {
 	struct col_buf chain_prev;
 };
 
+/* The slot of record R (N fields in columns) under plan PL, or NULL: no key field in them. */
+struct col_thread *col_slot_of(const struct col_plan *pl, struct col_thread *tab, const __u8 *r,
+			       __u32 n);
+
 /* Byte counts of each column's varints under each coding, while planning. */
 enum { MODE_DELTA, MODE_RAW, MODE_THREAD, MODES };
 typedef __u32 plan_hist[TRACE_COLUMNS_MAX][MODES][256];
@@ -54,7 +59,7 @@ typedef __u32 plan_hist[TRACE_COLUMNS_MAX][MODES][256];
 /*
  * The fields of record R (SIZE bytes, N <= TRACE_COLUMNS_MAX of them coded) as plan PL codes
  * them into V: with END, fields 4, 5 hold the end; with GAP, the gap word holds its value
- * less the time since the end of the thread's previous record (slot S; NULL: no GAP).
+ * less the time since the end of the previous record of its slot S (NULL: none).
  */
 void col_load_fields(const struct col_plan *pl, const struct col_thread *s, const __u8 *r, __u32 n,
 		     __u32 size, __u32 *v);

@@ -54,11 +54,11 @@ static inline struct col_thread *col_thread_of(struct col_thread *tab, __u32 tid
 
 /*
  * The prediction of the gap word: the time since the end of the thread's previous record
- * (modulo 2^64), or 0 when the slot has no end.
+ * (modulo 2^64), or 0 when the slot has no end or the record no slot (S NULL).
  */
 static inline __u64 col_thread_gap(const struct col_thread *s, __u64 ts)
 {
-	return s->has_end ? ts - s->end : 0;
+	return s && s->has_end ? ts - s->end : 0;
 }
 
 /*
