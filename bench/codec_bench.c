@@ -4,10 +4,12 @@
  * memory once, then cut into chunks and compressed as the writer does (1 MiB of encoded
  * records, zstd level 3, checksum on) with the varint codec of format 1 and the column codec
  * of format 2. Prints bytes per record (chunk headers included, file header and footer not),
- * encode throughput (codec + zstd, the writer's path), and with --types the bytes each record
- * type costs when its records are encoded alone.
+ * encode throughput (codec + zstd, the writer's path), with --types the bytes each record
+ * type costs when its records are encoded alone, and with --columns the bytes of each column
+ * of the column codec compressed alone (summed over the chunks) and how the first chunk coded
+ * it. --chunk BYTES: close chunks at BYTES of encoded records instead of the writer's target.
  *
- *   codec_bench [--types] [--repeat N] FILE.bst...
+ *   codec_bench [--types] [--columns] [--chunk BYTES] [--repeat N] FILE.bst...
  */
 #include <errno.h>
 #include <stdio.h>
@@ -64,6 +66,16 @@ struct result {
 	size_t bytes, chunks;
 };
 
+static size_t chunk_target = BS_CHUNK_TARGET_RAW;
+
+/* --columns: per type and column (the tail last), compressed bytes and the first coding. */
+struct col_stat {
+	size_t bytes[TRACE_COLUMNS_MAX + 1];
+	char coding[TRACE_COLUMNS_MAX + 1];
+	__u32 ncols, flags, key, gapword, seen;
+};
+static struct col_stat *col_stats; /* BS_REC_TYPE_MAX of them, or NULL */
+
 static size_t compress(ZSTD_CCtx *z, const __u8 *raw, size_t len, __u8 **out, size_t *cap)
 {
 	size_t bound = ZSTD_compressBound(len), n;
@@ -84,7 +96,7 @@ static size_t compress(ZSTD_CCtx *z, const __u8 *raw, size_t len, __u8 **out, si
 static struct result run_varint(ZSTD_CCtx *z, const struct recs *r)
 {
 	struct trace_codec *c = trace_codec__new();
-	__u8 *raw = malloc(BS_CHUNK_TARGET_RAW + TRACE_CODEC_ENC_MAX(TRACE_CODEC_MAX_WORDS));
+	__u8 *raw = malloc(chunk_target + TRACE_CODEC_ENC_MAX(TRACE_CODEC_MAX_WORDS));
 	__u8 *out = NULL;
 	size_t cap = 0, raw_len = 0, off;
 	struct result res = { 0 };
@@ -94,7 +106,7 @@ static struct result run_varint(ZSTD_CCtx *z, const struct recs *r)
 
 		raw_len += (size_t)trace_codec__encode(c, h, raw + raw_len);
 		off += h->size;
-		if (raw_len >= BS_CHUNK_TARGET_RAW || off == r->len) {
+		if (raw_len >= chunk_target || off == r->len) {
 			res.bytes += compress(z, raw, raw_len, &out, &cap);
 			res.chunks++;
 			raw_len = 0;
@@ -105,6 +117,94 @@ static struct result run_varint(ZSTD_CCtx *z, const struct recs *r)
 	free(raw);
 	free(out);
 	return res;
+}
+
+static __u64 get_varint(const __u8 **p)
+{
+	__u64 v = 0;
+
+	*p += trace_varint_get(*p, 10, &v);
+	return v;
+}
+
+/* The coding of column J of a directory entry: d delta, r raw, s per slot, k the key. */
+static char coding_of(__u32 j, __u32 flags, __u64 rawmask, __u64 threadmask, __u64 key)
+{
+	if ((flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) && j == key)
+		return 'k';
+	if (rawmask >> j & 1)
+		return 'r';
+	return threadmask >> j & 1 ? 's' : 'd';
+}
+
+/* --columns: the chunk's directory (docs/FORMAT.md), then each column compressed alone. */
+static void count_columns(ZSTD_CCtx *z, const __u8 *flat, size_t len,
+			  const struct trace_columns_enc *e)
+{
+	const __u8 *p = flat, *data;
+	__u64 ntypes = get_varint(&p), lens[BS_REC_TYPE_MAX][TRACE_COLUMNS_MAX + 1];
+	__u32 types[BS_REC_TYPE_MAX], ncols[BS_REC_TYPE_MAX], i, j;
+	__u8 *out = NULL;
+	size_t cap = 0;
+
+	for (i = 0; i < ntypes; i++) {
+		__u64 type = get_varint(&p), flags = get_varint(&p), raw = get_varint(&p);
+		__u64 thr = 0, gap = 0, key = 0;
+		struct col_stat *c = &col_stats[type];
+
+		if (flags & TRACE_COLUMNS_THREAD)
+			thr = get_varint(&p);
+		if (flags & TRACE_COLUMNS_GAP)
+			gap = get_varint(&p);
+		if (flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP))
+			key = get_varint(&p);
+		types[i] = (__u32)type;
+		ncols[i] = (__u32)get_varint(&p);
+		for (j = 0; j <= ncols[i]; j++)
+			lens[i][j] = get_varint(&p);
+		if (c->seen++)
+			continue;
+		c->ncols = ncols[i];
+		c->flags = (__u32)flags;
+		c->key = (__u32)key;
+		c->gapword = (__u32)gap;
+		for (j = 0; j < ncols[i]; j++)
+			c->coding[j] = coding_of(j, c->flags, raw, thr, key);
+	}
+	data = p + trace_columns_enc__records(e);
+	for (i = 0; i < ntypes; i++)
+		for (j = 0; j <= ncols[i]; j++) {
+			if (lens[i][j])
+				col_stats[types[i]].bytes[j] +=
+					compress(z, data, lens[i][j], &out, &cap) -
+					sizeof(struct bs_chunk_hdr);
+			data += lens[i][j];
+		}
+	if (data != flat + len)
+		fprintf(stderr, "codec_bench: --columns misread a directory\n");
+	free(out);
+}
+
+static void print_columns(void)
+{
+	__u32 t, j;
+
+	printf("  columns compressed alone (bytes; d delta, r raw, s per slot, k the slot's key; "
+	       "flags 1 end, 2 slots, 4 gap, 8 chain):\n");
+	for (t = 0; t < BS_REC_TYPE_MAX; t++) {
+		struct col_stat *c = &col_stats[t];
+		size_t sum = 0;
+
+		if (!c->seen)
+			continue;
+		for (j = 0; j <= c->ncols; j++)
+			sum += c->bytes[j];
+		printf("  0x%02x flags %u gap word %u: %zu B:", t, c->flags, c->gapword, sum);
+		for (j = 0; j < c->ncols; j++)
+			if (c->bytes[j] >= 1000)
+				printf(" %u%c:%zu", j, c->coding[j], c->bytes[j]);
+		printf(" tail:%zu\n", c->bytes[c->ncols]);
+	}
 }
 
 /* Format 2: columns per record type. */
@@ -122,10 +222,12 @@ static struct result run_columns(ZSTD_CCtx *z, const struct recs *r)
 		if (trace_columns_enc__add(e, h))
 			abort();
 		off += h->size;
-		if (trace_columns_enc__size(e) >= BS_CHUNK_TARGET_RAW || off == r->len) {
+		if (trace_columns_enc__size(e) >= chunk_target || off == r->len) {
 			if (trace_columns_enc__finish(e, &flat, &len))
 				abort();
 			res.bytes += compress(z, flat, len, &out, &cap);
+			if (col_stats)
+				count_columns(z, flat, len, e);
 			res.chunks++;
 			trace_columns_enc__reset(e);
 		}
@@ -220,7 +322,7 @@ next:
 int main(int argc, char **argv)
 {
 	ZSTD_CCtx *z = ZSTD_createCCtx();
-	int i, types = 0, repeat = 3;
+	int i, types = 0, columns = 0, repeat = 3;
 
 	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 3);
 	ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
@@ -231,6 +333,15 @@ int main(int argc, char **argv)
 
 		if (!strcmp(argv[i], "--types")) {
 			types = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "--columns")) {
+			columns = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "--chunk") && i + 1 < argc) {
+			chunk_target = strtoul(argv[++i], NULL, 0);
+			chunk_target = chunk_target < 4096 ? 4096 : chunk_target;
 			continue;
 		}
 		if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
@@ -247,6 +358,15 @@ int main(int argc, char **argv)
 		report("columns", &r, res, secs);
 		if (types)
 			by_type(z, argv[i], r.n);
+		if (columns) {
+			col_stats = calloc(BS_REC_TYPE_MAX, sizeof(*col_stats));
+			if (!col_stats)
+				abort();
+			run_columns(z, &r);
+			print_columns();
+			free(col_stats);
+			col_stats = NULL;
+		}
 		free(r.p);
 	}
 	ZSTD_freeCCtx(z);

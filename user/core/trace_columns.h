@@ -14,13 +14,18 @@
  * same thread's previous record (trace_columns_thread.h); with TRACE_COLUMNS_CHAIN (and END),
  * fields 4 and 5 are deltas against fields 4 and 5 of the chunk's previous record of any type
  * with CHAIN: records are written as they end, so one chain of ends is shorter steps than
- * one per type, and the order of types is already in the type bytes. The fields past ncols (string text, stack frames) go verbatim to the
- * type's tail. One byte per record says its type, in record order:
+ * one per type, and the order of types is already in the type bytes. With TRACE_COLUMNS_PLANES,
+ * a column whose bit is set in planemask is stored as 5 planes: plane k holds byte k of each
+ * of its varints that has one, so that zstd codes the random low bytes of timestamps apart
+ * from their few high bytes. The fields past ncols (string text, stack frames) go verbatim to
+ * the type's tail. One byte per record says its type, in record order:
  *
  *   directory | types (nrecords bytes) | per type, in directory order: its columns, its tail
  *   directory = varint(ntypes) | ntypes x (varint(type) | varint(flags) | varint(rawmask) |
  *                                          [varint(threadmask)] | [varint(gapword)] |
- *                                          varint(ncols) | ncols x varint(column bytes) |
+ *                                          [varint(key)] | [varint(planemask)] |
+ *                                          varint(ncols) | ncols x varint(column bytes)
+ *                                          (5 x, one per plane, for a column in planes) |
  *                                          varint(tail bytes))
  *
  * Why: a column holds one field of one kind of record, so a pid|tid word no longer mixes two
@@ -36,12 +41,14 @@
 #include <linux/types.h>
 #include "records.h"
 
-#define TRACE_COLUMNS_MAX    32	 /* columns a record type has at most (its first 128 bytes) */
-#define TRACE_COLUMNS_END    0x1 /* type flag: hdr.ts is coded as ts + the u64 at byte 24 */
-#define TRACE_COLUMNS_THREAD 0x2 /* type flag: threadmask follows rawmask (version 3) */
-#define TRACE_COLUMNS_GAP    0x4 /* type flag: gapword follows (version 3) */
-#define TRACE_COLUMNS_CHAIN  0x8 /* type flag: ts or end against the chunk's chain (version 3) */
-#define TRACE_COLUMNS_FLAGS  0xf /* the type flags a reader knows */
+#define TRACE_COLUMNS_MAX     32   /* columns a record type has at most (its first 128 bytes) */
+#define TRACE_COLUMNS_END     0x1  /* type flag: hdr.ts is coded as ts + the u64 at byte 24 */
+#define TRACE_COLUMNS_THREAD  0x2  /* type flag: threadmask follows rawmask (version 3) */
+#define TRACE_COLUMNS_GAP     0x4  /* type flag: gapword follows (version 3) */
+#define TRACE_COLUMNS_CHAIN   0x8  /* type flag: ts or end against the chunk's chain (version 3) */
+#define TRACE_COLUMNS_PLANES  0x10 /* type flag: planemask follows (version 3) */
+#define TRACE_COLUMNS_FLAGS   0x1f /* the type flags a reader knows */
+#define TRACE_COLUMNS_NPLANES 5	   /* a u32's varint has 5 bytes at most */
 
 struct trace_columns_enc;
 struct trace_columns_dec;

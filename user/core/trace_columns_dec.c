@@ -14,13 +14,21 @@ struct cursor {
 	const __u8 *p, *end;
 };
 
+/* Planes 1 to 4 of a column stored in planes (plane 0 is the column's own cursor). */
+struct plane_hi {
+	__u64 len[TRACE_COLUMNS_NPLANES - 1];
+	struct cursor c[TRACE_COLUMNS_NPLANES - 1];
+};
+
 struct dec_type {
 	__u32 prev[TRACE_COLUMNS_MAX];
-	__u32 flags, rawmask, threadmask, gapword, key, ncols;
+	__u32 flags, rawmask, threadmask, gapword, key, planemask, ncols;
 	struct col_thread *threads;	  /* kept for the next chunk's type in this place */
-	__u64 len[TRACE_COLUMNS_MAX + 1]; /* of each column, then of the tail */
+	__u64 len[TRACE_COLUMNS_MAX + 1]; /* of each column (its plane 0), then of the tail */
 	struct cursor col[TRACE_COLUMNS_MAX];
 	struct cursor tail;
+	__u32 hi_index[TRACE_COLUMNS_MAX];	/* of a column in planes, into the pool */
+	struct plane_hi *hi[TRACE_COLUMNS_MAX]; /* the same, once the pool stopped moving */
 };
 
 struct trace_columns_dec {
@@ -28,7 +36,9 @@ struct trace_columns_dec {
 	__u16 slot[BS_REC_TYPE_MAX]; /* index + 1 into t, 0 = not in this chunk */
 	struct dec_type t[BS_REC_TYPE_MAX];
 	__u32 ntypes;
-	__u32 chain[2]; /* fields 4, 5 as coded of the last record of a CHAIN type */
+	__u32 chain[2];	     /* fields 4, 5 as coded of the last record of a CHAIN type */
+	struct plane_hi *hi; /* the chunk's columns in planes */
+	__u32 nhi, hi_cap;
 };
 
 struct trace_columns_dec *trace_columns_dec__new(void)
@@ -44,6 +54,7 @@ void trace_columns_dec__free(struct trace_columns_dec *d)
 		return;
 	for (i = 0; i < BS_REC_TYPE_MAX; i++)
 		free(d->t[i].threads);
+	free(d->hi);
 	free(d);
 }
 
@@ -67,7 +78,7 @@ static int get_bounded(const __u8 **p, const __u8 *end, __u64 max, __u64 *v)
  */
 static int read_thread_codings(struct dec_type *t, const __u8 **p, const __u8 *end)
 {
-	__u64 threadmask = 0, gapword = 0, key = 0;
+	__u64 threadmask = 0, gapword = 0, key = 0, planemask = 0;
 
 	if ((t->flags & TRACE_COLUMNS_THREAD) &&
 	    (get_bounded(p, end, 0xffffffffu, &threadmask) || !threadmask))
@@ -78,9 +89,13 @@ static int read_thread_codings(struct dec_type *t, const __u8 **p, const __u8 *e
 	if ((t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) &&
 	    get_bounded(p, end, TRACE_COLUMNS_MAX - 1, &key))
 		return -EBADMSG;
+	if ((t->flags & TRACE_COLUMNS_PLANES) &&
+	    (get_bounded(p, end, 0xffffffffu, &planemask) || !planemask))
+		return -EBADMSG;
 	t->threadmask = (__u32)threadmask;
 	t->gapword = (__u32)gapword;
 	t->key = (__u32)key;
+	t->planemask = (__u32)planemask;
 	if (!(t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) || t->threads)
 		return 0;
 	t->threads = malloc(TRACE_COLUMNS_SLOTS * sizeof(*t->threads));
@@ -90,7 +105,8 @@ static int read_thread_codings(struct dec_type *t, const __u8 **p, const __u8 *e
 static int codings_fit(const struct dec_type *t)
 {
 	if ((__u64)t->rawmask >> t->ncols || (__u64)t->threadmask >> t->ncols ||
-	    t->threadmask & t->rawmask || t->threadmask & (1u | 1u << t->key))
+	    (__u64)t->planemask >> t->ncols || t->threadmask & t->rawmask ||
+	    t->threadmask & (1u | 1u << t->key))
 		return 0;
 	/* The key: in the columns, read as is (not ts, not the gap word). */
 	if ((t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) &&
@@ -100,6 +116,32 @@ static int codings_fit(const struct dec_type *t)
 	if ((t->flags & TRACE_COLUMNS_CHAIN) && (!(t->flags & TRACE_COLUMNS_END) || t->ncols < 6))
 		return 0;
 	return !t->gapword || 2 * t->gapword + 2 <= t->ncols;
+}
+
+/* The lengths of planes 1 to 4 of T's column J, into a new entry of the pool. */
+static int read_planes(struct trace_columns_dec *d, struct dec_type *t, __u32 j, const __u8 **p,
+		       const __u8 *end, __u64 *total)
+{
+	struct plane_hi *hi;
+	__u32 k;
+
+	if (d->nhi == d->hi_cap) {
+		__u32 cap = d->hi_cap ? 2 * d->hi_cap : 16;
+
+		hi = realloc(d->hi, cap * sizeof(*hi));
+		if (!hi)
+			return -ENOMEM;
+		d->hi = hi;
+		d->hi_cap = cap;
+	}
+	hi = &d->hi[d->nhi];
+	t->hi_index[j] = d->nhi++;
+	for (k = 0; k < TRACE_COLUMNS_NPLANES - 1; k++) {
+		if (get_bounded(p, end, (__u64)(end - *p), &hi->len[k]))
+			return -EBADMSG;
+		*total += hi->len[k];
+	}
+	return 0;
 }
 
 /* Read the directory at IN: type numbers rising, columns within bounds, lengths summed. */
@@ -140,10 +182,34 @@ static int read_directory(struct trace_columns_dec *d, const __u8 **p, const __u
 				return -EBADMSG;
 			t->len[j] = len;
 			*total += len;
+			if (j < ncols && (t->planemask & (1u << j))) {
+				err = read_planes(d, t, j, p, end, total);
+				if (err)
+					return err;
+			}
 		}
 	}
 	d->ntypes = (__u32)ntypes;
 	return 0;
+}
+
+/* Planes 1 to 4 of T's column J, when it is in planes, from P on: returns their end. */
+static const __u8 *place_planes(struct trace_columns_dec *d, struct dec_type *t, __u32 j,
+				const __u8 *p)
+{
+	struct plane_hi *hi;
+	__u32 k;
+
+	t->hi[j] = NULL;
+	if (!(t->planemask & (1u << j)))
+		return p;
+	hi = t->hi[j] = &d->hi[t->hi_index[j]];
+	for (k = 0; k < TRACE_COLUMNS_NPLANES - 1; k++) {
+		hi->c[k].p = p;
+		p += hi->len[k];
+		hi->c[k].end = p;
+	}
+	return p;
 }
 
 /* The columns and tails lie back to back from P on, in directory order. */
@@ -158,6 +224,7 @@ static void place_columns(struct trace_columns_dec *d, const __u8 *p)
 			t->col[j].p = p;
 			p += t->len[j];
 			t->col[j].end = p;
+			p = place_planes(d, t, j, p);
 		}
 		t->tail.p = p;
 		p += t->len[t->ncols];
@@ -176,6 +243,7 @@ int trace_columns_dec__begin(struct trace_columns_dec *d, const __u8 *in, size_t
 	memset(d->slot, 0, sizeof(d->slot));
 	memset(d->chain, 0, sizeof(d->chain));
 	d->ntypes = 0;
+	d->nhi = 0;
 	err = read_directory(d, &p, end, &total);
 	if (err) {
 		d->ntypes = 0;
@@ -191,6 +259,32 @@ int trace_columns_dec__begin(struct trace_columns_dec *d, const __u8 *in, size_t
 	return 0;
 }
 
+/* A u32's varint whose byte k is the next byte of plane k: 0, or -EBADMSG. */
+static int get_planed(struct cursor *plane0, struct plane_hi *hi, __u64 *v)
+{
+	struct cursor *c = plane0;
+	__u64 r = 0;
+	__u32 k;
+
+	for (k = 0; k < TRACE_COLUMNS_NPLANES; k++) {
+		__u8 b;
+
+		if (k)
+			c = &hi->c[k - 1];
+		if (c->p == c->end)
+			return -EBADMSG;
+		b = *c->p++;
+		if (k == TRACE_COLUMNS_NPLANES - 1 && b > 0x0f) /* past 32 bits */
+			return -EBADMSG;
+		r |= (__u64)(b & 0x7f) << (7 * k);
+		if (!(b & 0x80)) {
+			*v = r;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
 /*
  * Field J of the next record into V; S: the record's thread (NULL: not looked up yet);
  * CHAIN: the chain's fields 4, 5 when the type is in it, else NULL.
@@ -201,7 +295,8 @@ static int get_field(struct dec_type *t, const struct col_thread *s, const __u32
 	__u64 z;
 	__u32 d;
 
-	if (get_bounded(&t->col[j].p, t->col[j].end, 0xffffffffu, &z))
+	if (t->hi[j] ? get_planed(&t->col[j], t->hi[j], &z)
+		     : get_bounded(&t->col[j].p, t->col[j].end, 0xffffffffu, &z))
 		return -EBADMSG;
 	d = (__u32)(z >> 1) ^ -(__u32)(z & 1);
 	if (t->rawmask & (1u << j))
@@ -312,16 +407,20 @@ int trace_columns_dec__next(struct trace_columns_dec *d, __u64 *words, __u32 *nw
 
 int trace_columns_dec__end(const struct trace_columns_dec *d)
 {
-	__u32 i, j;
+	__u32 i, j, k;
 
 	if (d->types.p != d->types.end)
 		return -EBADMSG;
 	for (i = 0; i < d->ntypes; i++) {
 		const struct dec_type *t = &d->t[i];
 
-		for (j = 0; j < t->ncols; j++)
+		for (j = 0; j < t->ncols; j++) {
 			if (t->col[j].p != t->col[j].end)
 				return -EBADMSG;
+			for (k = 0; t->hi[j] && k < TRACE_COLUMNS_NPLANES - 1; k++)
+				if (t->hi[j]->c[k].p != t->hi[j]->c[k].end)
+					return -EBADMSG;
+		}
 		if (t->tail.p != t->tail.end)
 			return -EBADMSG;
 	}

@@ -149,38 +149,38 @@ __u32 trace_columns_enc__records(const struct trace_columns_enc *e)
 static int encode_record(struct trace_columns_enc *e, struct col_type *t, const __u8 *r, __u32 size,
 			 __u64 chain)
 {
-	const __u32 chain_half[2] = { (__u32)chain, (__u32)(chain >> 32) };
 	const struct col_plan *pl = &t->plan;
-	__u32 nf = size / 4, n = nf < pl->ncols ? nf : pl->ncols, v[TRACE_COLUMNS_MAX], j;
+	__u32 nf = size / 4, n = nf < pl->ncols ? nf : pl->ncols, j, m;
+	__u32 v[TRACE_COLUMNS_MAX], pred[TRACE_COLUMNS_MAX];
 	size_t bytes = (size_t)(nf - n) * 4;
-	static const struct col_thread none; /* what a record out of the slots is coded against */
-	const struct col_thread *ps = &none;
 	struct col_thread *s = NULL;
 
 	for (j = 0; j < n; j++)
-		if (buf_reserve(&t->col[j], TRACE_VARINT_MAX))
+		if (t->col[j].cap - t->col[j].len < TRACE_VARINT_MAX &&
+		    buf_reserve(&t->col[j], TRACE_VARINT_MAX))
 			return -ENOMEM;
 	if (buf_reserve(&t->col[pl->ncols], (size_t)(nf - n) * 4))
 		return -ENOMEM;
 	if (pl->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP))
 		s = col_slot_of(pl, t->threads, r, n);
-	if (s)
-		ps = s;
 	col_load_fields(pl, s, r, n, size, v);
+	/* What each column's delta is taken against: the type's, the slot's or the chain's. */
+	for (j = 0; j < n; j++) /* a loop: a small memcpy becomes a slow rep movs here */
+		pred[j] = t->enc_prev[j];
+	for (m = pl->threadmask; m; m &= m - 1) {
+		j = (__u32)__builtin_ctz(m);
+		pred[j] = s ? s->prev[j] : 0; /* a record out of the slots: against zeros */
+	}
+	if (pl->flags & TRACE_COLUMNS_CHAIN) {
+		pred[4] = (__u32)chain;
+		pred[5] = (__u32)(chain >> 32);
+	}
 	for (j = 0; j < n; j++) {
 		struct col_buf *c = &t->col[j];
-		__u32 x, bit = 1u << j;
-		size_t k;
+		__u32 x = pl->rawmask >> j & 1 ? v[j] : zigzag32(v[j] - pred[j]);
+		size_t k = trace_varint_put(c->p + c->len, x);
 
-		if (pl->rawmask & bit)
-			x = v[j];
-		else if (pl->threadmask & bit)
-			x = zigzag32(v[j] - ps->prev[j]);
-		else if ((pl->flags & TRACE_COLUMNS_CHAIN) && (j == 4 || j == 5))
-			x = zigzag32(v[j] - chain_half[j - 4]);
-		else
-			x = zigzag32(v[j] - t->enc_prev[j]);
-		k = trace_varint_put(c->p + c->len, x);
+		t->nlen[j][k - 1]++;
 		c->len += k;
 		bytes += k;
 		t->enc_prev[j] = v[j];
@@ -220,6 +220,7 @@ static int plan_type(struct trace_columns_enc *e, struct col_type *t)
 			for (j = 0; j <= TRACE_COLUMNS_MAX; j++)
 				t->col[j].len = 0;
 			memset(t->enc_prev, 0, sizeof(t->enc_prev));
+			memset(t->nlen, 0, sizeof(t->nlen));
 			if (t->threads)
 				col_threads_clear(t->threads);
 			e->bytes = bytes;
@@ -280,6 +281,38 @@ int trace_columns_enc__add(struct trace_columns_enc *e, const struct bs_hdr *rec
 	return 0;
 }
 
+/* T's entry of the directory (type I), deciding which of its columns go in planes. */
+static void put_directory_entry(struct col_buf *f, struct col_type *t, __u32 i)
+{
+	const struct col_plan *pl = &t->plan;
+	__u32 j, k, flags;
+
+	t->planemask = 0;
+	for (j = 0; j < pl->ncols; j++)
+		if (col_planes_measure(t->nlen[j], t->plane_len[j]))
+			t->planemask |= 1u << j;
+	flags = pl->flags | (t->planemask ? TRACE_COLUMNS_PLANES : 0);
+	f->len += trace_varint_put(f->p + f->len, i);
+	f->len += trace_varint_put(f->p + f->len, flags);
+	f->len += trace_varint_put(f->p + f->len, pl->rawmask);
+	if (flags & TRACE_COLUMNS_THREAD)
+		f->len += trace_varint_put(f->p + f->len, pl->threadmask);
+	if (flags & TRACE_COLUMNS_GAP)
+		f->len += trace_varint_put(f->p + f->len, pl->gapword);
+	if (flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP))
+		f->len += trace_varint_put(f->p + f->len, pl->key);
+	if (flags & TRACE_COLUMNS_PLANES)
+		f->len += trace_varint_put(f->p + f->len, t->planemask);
+	f->len += trace_varint_put(f->p + f->len, pl->ncols);
+	for (j = 0; j <= pl->ncols; j++) {
+		if (j < pl->ncols && (t->planemask & (1u << j)))
+			for (k = 0; k < TRACE_COLUMNS_NPLANES; k++)
+				f->len += trace_varint_put(f->p + f->len, t->plane_len[j][k]);
+		else
+			f->len += trace_varint_put(f->p + f->len, t->col[j].len);
+	}
+}
+
 int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, size_t *len)
 {
 	struct col_buf *f = &e->flat;
@@ -298,28 +331,13 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 		ntypes++;
 	}
 	f->len = 0;
-	if (buf_reserve(f,
-			TRACE_VARINT_MAX * (1 + (size_t)ntypes * (TRACE_COLUMNS_MAX + 8)) + total))
+	if (buf_reserve(f, TRACE_VARINT_MAX * (1 + (size_t)ntypes * (5 * TRACE_COLUMNS_MAX + 9)) +
+				   total))
 		return -ENOMEM;
 	f->len += trace_varint_put(f->p + f->len, ntypes);
-	for (i = 0; i < BS_REC_TYPE_MAX; i++) {
-		const struct col_type *t = e->t[i];
-
-		if (!t || !t->nrec)
-			continue;
-		f->len += trace_varint_put(f->p + f->len, i);
-		f->len += trace_varint_put(f->p + f->len, t->plan.flags);
-		f->len += trace_varint_put(f->p + f->len, t->plan.rawmask);
-		if (t->plan.flags & TRACE_COLUMNS_THREAD)
-			f->len += trace_varint_put(f->p + f->len, t->plan.threadmask);
-		if (t->plan.flags & TRACE_COLUMNS_GAP)
-			f->len += trace_varint_put(f->p + f->len, t->plan.gapword);
-		if (t->plan.flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP))
-			f->len += trace_varint_put(f->p + f->len, t->plan.key);
-		f->len += trace_varint_put(f->p + f->len, t->plan.ncols);
-		for (j = 0; j <= t->plan.ncols; j++)
-			f->len += trace_varint_put(f->p + f->len, t->col[j].len);
-	}
+	for (i = 0; i < BS_REC_TYPE_MAX; i++)
+		if (e->t[i] && e->t[i]->nrec)
+			put_directory_entry(f, e->t[i], i);
 	buf_put(f, e->types.p, e->types.len);
 	/*
 	 * Each column is let go once copied: the chunk is in memory once, not twice, however
@@ -329,7 +347,13 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 		struct col_type *t = e->t[i];
 
 		for (j = 0; t && t->nrec && j <= t->plan.ncols; j++) {
-			buf_put(f, t->col[j].p, t->col[j].len);
+			if (j < t->plan.ncols && (t->planemask & (1u << j))) {
+				col_planes_scatter(t->col[j].p, t->col[j].len, f->p + f->len,
+						   t->plane_len[j]);
+				f->len += t->col[j].len;
+			} else {
+				buf_put(f, t->col[j].p, t->col[j].len);
+			}
 			free(t->col[j].p);
 			memset(&t->col[j], 0, sizeof(t->col[j]));
 		}

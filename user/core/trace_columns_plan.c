@@ -336,3 +336,32 @@ void col_plan_type(struct col_type *t, plan_hist *hist)
 	if (!(pl->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)))
 		pl->key = 0;
 }
+
+int col_planes_measure(const __u32 *nlen, __u32 *plane_len)
+{
+	__u32 k = TRACE_COLUMNS_NPLANES, above = 0;
+	size_t bytes = 0;
+
+	while (k--) { /* plane k holds a byte of each varint longer than k bytes */
+		above += nlen[k];
+		plane_len[k] = above;
+		bytes += above;
+	}
+	/* plane 0 counts the values: planes pay when there are half as many bytes again */
+	return plane_len[0] >= 64 && 2 * (bytes - plane_len[0]) >= plane_len[0];
+}
+
+void col_planes_scatter(const __u8 *src, size_t len, __u8 *dst, const __u32 *plane_len)
+{
+	__u8 *plane[TRACE_COLUMNS_NPLANES];
+	__u32 k;
+	size_t i;
+
+	plane[0] = dst;
+	for (k = 1; k < TRACE_COLUMNS_NPLANES; k++)
+		plane[k] = plane[k - 1] + plane_len[k - 1];
+	for (i = 0, k = 0; i < len; i++) {
+		*plane[k]++ = src[i];
+		k = src[i] & 0x80 ? k + 1 : 0;
+	}
+}

@@ -46,6 +46,11 @@ struct col_type {
 	 */
 	int chain;
 	struct col_buf chain_prev;
+	/* Each column's varints by length (1 to 5 bytes); finish(): the columns stored in
+	 * planes, and their planes' lengths. */
+	__u32 nlen[TRACE_COLUMNS_MAX][TRACE_COLUMNS_NPLANES];
+	__u32 planemask;
+	__u32 plane_len[TRACE_COLUMNS_MAX][TRACE_COLUMNS_NPLANES];
 };
 
 /* The slot of record R (N fields in columns) under plan PL, or NULL: no key field in them. */
@@ -69,5 +74,14 @@ void col_load_fields(const struct col_plan *pl, const struct col_thread *s, cons
  * table (when the plan uses one) empty. The choice only weighs bytes: any plan decodes.
  */
 void col_plan_type(struct col_type *t, plan_hist *hist);
+
+/*
+ * The lengths of the planes of a column whose varints have NLEN[k] of k + 1 bytes into
+ * PLANE_LEN; returns whether it should be stored in planes: when its varints take 1.5 bytes
+ * or more on average.
+ */
+int col_planes_measure(const __u32 *nlen, __u32 *plane_len);
+/* Write column SRC[0..LEN) at DST as its planes of lengths PLANE_LEN, back to back. */
+void col_planes_scatter(const __u8 *src, size_t len, __u8 *dst, const __u32 *plane_len);
 
 #endif /* BPFSIGHT_TRACE_COLUMNS_PLAN_H */
