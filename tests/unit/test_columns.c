@@ -237,7 +237,7 @@ static void test_bad_directories(void)
 	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), 0, "directory ok");
 	ASSERT_EQ(trace_columns_dec__next(d, words, &nwords), -EBADMSG, "type not in it");
 	c[type_at] = 5;
-	c[2] = 2;
+	c[2] = 0x20;
 	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), -EBADMSG, "unknown flag");
 	c[2] = 0;
 	c[4] = 33;
