@@ -23,7 +23,7 @@ struct plane_hi {
 struct dec_type {
 	__u32 prev[TRACE_COLUMNS_MAX];
 	__u32 flags, rawmask, threadmask, gapword, key, planemask, ncols;
-	struct col_thread *threads;	  /* kept for the next chunk's type in this place */
+	struct col_threads *threads;	  /* kept for the next chunk's type in this place */
 	__u64 len[TRACE_COLUMNS_MAX + 1]; /* of each column (its plane 0), then of the tail */
 	struct cursor col[TRACE_COLUMNS_MAX];
 	struct cursor tail;
@@ -98,7 +98,7 @@ static int read_thread_codings(struct dec_type *t, const __u8 **p, const __u8 *e
 	t->planemask = (__u32)planemask;
 	if (!(t->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) || t->threads)
 		return 0;
-	t->threads = malloc(TRACE_COLUMNS_SLOTS * sizeof(*t->threads));
+	t->threads = col_threads_new();
 	return t->threads ? 0 : -ENOMEM;
 }
 

@@ -98,7 +98,7 @@ void trace_columns_enc__reset(struct trace_columns_enc *e)
 	for (i = 0; i < BS_REC_TYPE_MAX; i++) {
 		struct col_type *t = e->t[i];
 		struct col_buf keep[TRACE_COLUMNS_MAX + 3];
-		struct col_thread *threads;
+		struct col_threads *threads;
 		int chain;
 
 		if (!t || !t->nrec)
@@ -207,7 +207,7 @@ static int plan_type(struct trace_columns_enc *e, struct col_type *t)
 	int err;
 
 	if (!t->threads && t->nsamples >= THREAD_MIN_SAMPLES && t->min_size >= 24)
-		t->threads = malloc(TRACE_COLUMNS_SLOTS * sizeof(*t->threads));
+		t->threads = col_threads_new();
 	col_plan_type(t, &e->hist);
 	for (off = 0, i = 0; off < t->samples.len; i++) {
 		const __u8 *r = t->samples.p + off;

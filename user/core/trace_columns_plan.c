@@ -17,9 +17,6 @@
 
 #define VARIABLE_HEAD 32 /* bytes in columns of a record type whose length varies */
 #define GAP_MIN_MATCH 16 /* records whose gap word the gap predicts exactly, at least */
-/* Samples whose bytes are counted to weigh the codings, at most: every 2nd, 3rd... of them
- * (the deltas and slots still follow every one). */
-#define PLAN_COUNTED 256
 
 static __u64 get64(const __u8 *p)
 {
@@ -37,7 +34,7 @@ static __u32 rec_field(const __u8 *r, __u32 j)
 	return le32toh(v);
 }
 
-struct col_thread *col_slot_of(const struct col_plan *pl, struct col_thread *tab, const __u8 *r,
+struct col_thread *col_slot_of(const struct col_plan *pl, struct col_threads *tab, const __u8 *r,
 			       __u32 n)
 {
 	return pl->key < n ? col_thread_of(tab, rec_field(r, pl->key)) : NULL;
@@ -144,7 +141,7 @@ static __u32 plan_gap(struct col_type *t, __u32 ncols)
 	return best && match[best] >= GAP_MIN_MATCH && 2 * match[best] > seen ? best : 0;
 }
 
-static void count_varint(__u32 *h, __u32 x)
+static void count_varint(__u16 *h, __u32 x)
 {
 	while (x >= 0x80) {
 		h[(x & 0x7f) | 0x80]++;
@@ -162,7 +159,7 @@ static double approx_log2(__u32 x)
 }
 
 /* Order-0 entropy of the bytes counted in H, in bits. */
-static double entropy_bits(const __u32 *h)
+static double entropy_bits(const __u16 *h)
 {
 	double sum = 0;
 	__u32 n = 0, i;
@@ -188,7 +185,7 @@ static void count_modes(struct col_type *t, plan_hist *hist, int slots_only)
 	__u32 stride = (t->nsamples + PLAN_COUNTED - 1) / PLAN_COUNTED;
 	size_t off;
 
-	for (j = 0; j < TRACE_COLUMNS_MAX; j++) {
+	for (j = 0; j < pl->ncols; j++) {
 		if (!slots_only) {
 			memset((*hist)[j][MODE_RAW], 0, sizeof((*hist)[j][MODE_RAW]));
 			memset((*hist)[j][MODE_DELTA], 0, sizeof((*hist)[j][MODE_DELTA]));

@@ -13,6 +13,9 @@
 #include "trace_columns_thread.h"
 
 #define PLAN_SAMPLE 1024 /* records of a type whose costs choose its coding, per chunk */
+/* Samples whose bytes are counted to weigh the codings, at most: every 2nd, 3rd... of them
+ * (the deltas and slots still follow every one). */
+#define PLAN_COUNTED 128
 
 struct col_buf {
 	__u8 *p;
@@ -38,7 +41,7 @@ struct col_type {
 	struct col_plan plan;
 	__u32 min_size, max_size;	   /* of the samples */
 	__u32 enc_prev[TRACE_COLUMNS_MAX]; /* the fields last written to each column */
-	struct col_thread *threads;	   /* TRACE_COLUMNS_SLOTS, once a plan wanted them */
+	struct col_threads *threads;	   /* TRACE_COLUMNS_SLOTS, once a plan wanted them */
 	/*
 	 * In the chunk's chain (TRACE_COLUMNS_CHAIN, with END): known when the record is
 	 * added, so it is decided at the chunk's start, by the type's previous plan. Each
@@ -54,12 +57,12 @@ struct col_type {
 };
 
 /* The slot of record R (N fields in columns) under plan PL, or NULL: no key field in them. */
-struct col_thread *col_slot_of(const struct col_plan *pl, struct col_thread *tab, const __u8 *r,
+struct col_thread *col_slot_of(const struct col_plan *pl, struct col_threads *tab, const __u8 *r,
 			       __u32 n);
 
 /* Byte counts of each column's varints under each coding, while planning. */
 enum { MODE_DELTA, MODE_RAW, MODE_THREAD, MODES };
-typedef __u32 plan_hist[TRACE_COLUMNS_MAX][MODES][256];
+typedef __u16 plan_hist[TRACE_COLUMNS_MAX][MODES][256]; /* <= PLAN_COUNTED x 5 bytes a bin */
 
 /*
  * The fields of record R (SIZE bytes, N <= TRACE_COLUMNS_MAX of them coded) as plan PL codes

@@ -17,6 +17,7 @@
 #define BPFSIGHT_TRACE_COLUMNS_THREAD_H
 
 #include <endian.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/types.h>
 #include "trace_columns.h"
@@ -24,30 +25,49 @@
 #define TRACE_COLUMNS_SLOTS 256
 
 struct col_thread {
-	__u32 tid;
-	__u8 used;    /* the slot holds thread tid */
-	__u8 has_end; /* end is the end of its previous record of 32 bytes or more */
+	__u32 tid;     /* or the key field's value: the slot's thread */
+	__u32 gen;     /* the slot holds tid when gen is its table's */
+	__u32 has_end; /* end is the end of its previous record of 32 bytes or more */
 	__u64 end;
 	__u32 prev[TRACE_COLUMNS_MAX]; /* its previous record's fields as coded */
 };
 
-static inline void col_threads_clear(struct col_thread *tab)
-{
-	unsigned int i;
+/*
+ * The table: emptying it (every chunk) moves on its generation rather than touching its
+ * slots, so a chunk only ever touches the slots its threads use.
+ */
+struct col_threads {
+	__u32 gen;
+	struct col_thread slot[TRACE_COLUMNS_SLOTS];
+};
 
-	for (i = 0; i < TRACE_COLUMNS_SLOTS; i++)
-		tab[i].used = 0;
+/* An empty table, or NULL (no memory). */
+static inline struct col_threads *col_threads_new(void)
+{
+	struct col_threads *tab = calloc(1, sizeof(*tab));
+
+	if (tab)
+		tab->gen = 1;
+	return tab;
+}
+
+static inline void col_threads_clear(struct col_threads *tab)
+{
+	if (++tab->gen)
+		return;
+	memset(tab->slot, 0, sizeof(tab->slot)); /* the generation wrapped */
+	tab->gen = 1;
 }
 
 /* TID's slot, taken over (zeroed) when it held another thread or none. */
-static inline struct col_thread *col_thread_of(struct col_thread *tab, __u32 tid)
+static inline struct col_thread *col_thread_of(struct col_threads *tab, __u32 tid)
 {
-	struct col_thread *s = &tab[tid % TRACE_COLUMNS_SLOTS];
+	struct col_thread *s = &tab->slot[tid % TRACE_COLUMNS_SLOTS];
 
-	if (!s->used || s->tid != tid) {
+	if (s->gen != tab->gen || s->tid != tid) {
 		memset(s, 0, sizeof(*s));
 		s->tid = tid;
-		s->used = 1;
+		s->gen = tab->gen;
 	}
 	return s;
 }
