@@ -127,14 +127,20 @@ static __u64 get_varint(const __u8 **p)
 	return v;
 }
 
-/* The coding of column J of a directory entry: d delta, r raw, s per slot, k the key. */
-static char coding_of(__u32 j, __u32 flags, __u64 rawmask, __u64 threadmask, __u64 key)
+/*
+ * The coding of column J of a directory entry: d delta, r raw, s per slot, k the key; upper
+ * case when the column is in planes.
+ */
+static char coding_of(__u32 j, __u32 flags, __u64 rawmask, __u64 threadmask, __u64 key,
+		      __u64 planes)
 {
+	char c = threadmask >> j & 1 ? 's' : 'd';
+
 	if ((flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP)) && j == key)
-		return 'k';
-	if (rawmask >> j & 1)
-		return 'r';
-	return threadmask >> j & 1 ? 's' : 'd';
+		c = 'k';
+	else if (rawmask >> j & 1)
+		c = 'r';
+	return planes >> j & 1 ? (char)(c - 'a' + 'A') : c;
 }
 
 /* --columns: the chunk's directory (docs/FORMAT.md), then each column compressed alone. */
@@ -149,7 +155,7 @@ static void count_columns(ZSTD_CCtx *z, const __u8 *flat, size_t len,
 
 	for (i = 0; i < ntypes; i++) {
 		__u64 type = get_varint(&p), flags = get_varint(&p), raw = get_varint(&p);
-		__u64 thr = 0, gap = 0, key = 0;
+		__u64 thr = 0, gap = 0, key = 0, planes = 0, k, v;
 		struct col_stat *c = &col_stats[type];
 
 		if (flags & TRACE_COLUMNS_THREAD)
@@ -158,10 +164,19 @@ static void count_columns(ZSTD_CCtx *z, const __u8 *flat, size_t len,
 			gap = get_varint(&p);
 		if (flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP))
 			key = get_varint(&p);
+		if (flags & TRACE_COLUMNS_PLANES)
+			planes = get_varint(&p);
 		types[i] = (__u32)type;
 		ncols[i] = (__u32)get_varint(&p);
-		for (j = 0; j <= ncols[i]; j++)
-			lens[i][j] = get_varint(&p);
+		for (j = 0; j <= ncols[i]; j++) { /* a column in planes: its planes together */
+			lens[i][j] = 0;
+			for (k = 0;
+			     k < (j < ncols[i] && planes >> j & 1 ? TRACE_COLUMNS_NPLANES : 1);
+			     k++) {
+				v = get_varint(&p);
+				lens[i][j] += v;
+			}
+		}
 		if (c->seen++)
 			continue;
 		c->ncols = ncols[i];
@@ -169,7 +184,7 @@ static void count_columns(ZSTD_CCtx *z, const __u8 *flat, size_t len,
 		c->key = (__u32)key;
 		c->gapword = (__u32)gap;
 		for (j = 0; j < ncols[i]; j++)
-			c->coding[j] = coding_of(j, c->flags, raw, thr, key);
+			c->coding[j] = coding_of(j, c->flags, raw, thr, key, planes);
 	}
 	data = p + trace_columns_enc__records(e);
 	for (i = 0; i < ntypes; i++)
@@ -189,8 +204,8 @@ static void print_columns(void)
 {
 	__u32 t, j;
 
-	printf("  columns compressed alone (bytes; d delta, r raw, s per slot, k the slot's key; "
-	       "flags 1 end, 2 slots, 4 gap, 8 chain):\n");
+	printf("  columns compressed alone (bytes; d delta, r raw, s per slot, k the slot's key, "
+	       "upper case in planes; flags 1 end, 2 slots, 4 gap, 8 chain, 16 planes):\n");
 	for (t = 0; t < BS_REC_TYPE_MAX; t++) {
 		struct col_stat *c = &col_stats[t];
 		size_t sum = 0;
