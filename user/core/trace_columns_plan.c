@@ -18,31 +18,9 @@
 #define VARIABLE_HEAD 32 /* bytes in columns of a record type whose length varies */
 #define GAP_MIN_MATCH 16 /* records whose gap word the gap predicts exactly, at least */
 
-static __u64 get64(const __u8 *p)
-{
-	__u64 v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
-}
-
-static __u32 rec_field(const __u8 *r, __u32 j)
-{
-	__u32 v;
-
-	memcpy(&v, r + 4 * j, sizeof(v));
-	return le32toh(v);
-}
-
-struct col_thread *col_slot_of(const struct col_plan *pl, struct col_threads *tab, const __u8 *r,
-			       __u32 n)
-{
-	return pl->key < n ? col_thread_of(tab, rec_field(r, pl->key)) : NULL;
-}
-
 static __u32 rec_size(const __u8 *r)
 {
-	return get64(r) >> 16 & 0xffff;
+	return col_get64(r) >> 16 & 0xffff;
 }
 
 static __u32 zigzag32(__u32 d)
@@ -53,28 +31,6 @@ static __u32 zigzag32(__u32 d)
 static unsigned int varint_len(__u64 v)
 {
 	return v ? (unsigned int)(64 - __builtin_clzll(v) + 6) / 7 : 1;
-}
-
-void col_load_fields(const struct col_plan *pl, const struct col_thread *s, const __u8 *r, __u32 n,
-		     __u32 size, __u32 *v)
-{
-	__u32 j, w = pl->gapword;
-
-	memcpy(v, r, (size_t)n * 4);
-	for (j = 0; j < n; j++)
-		v[j] = le32toh(v[j]);
-	if ((pl->flags & TRACE_COLUMNS_END) && size >= 32) {
-		__u64 end = get64(r + 16) + get64(r + 24);
-
-		v[4] = (__u32)end;
-		v[5] = (__u32)(end >> 32);
-	}
-	if ((pl->flags & TRACE_COLUMNS_GAP) && size >= 8 * (w + 1)) {
-		__u64 x = get64(r + 8 * w) - col_thread_gap(s, get64(r + 16));
-
-		v[2 * w] = (__u32)x;
-		v[2 * w + 1] = (__u32)(x >> 32);
-	}
 }
 
 /* Columns: every field of the shortest record, or only the head of records that vary. */
@@ -97,7 +53,7 @@ static int plan_end(const struct col_type *t)
 		return 0;
 	for (off = 0; off < t->samples.len; off += rec_size(t->samples.p + off)) {
 		const __u8 *r = t->samples.p + off;
-		__u64 ts = get64(r + 16), end = ts + get64(r + 24);
+		__u64 ts = col_get64(r + 16), end = ts + col_get64(r + 24);
 
 		cost_ts += varint_len(trace_zigzag(ts - prev_ts));
 		cost_end += varint_len(trace_zigzag(end - prev_end));
@@ -122,16 +78,16 @@ static __u32 plan_gap(struct col_type *t, __u32 ncols)
 	col_threads_clear(t->threads);
 	for (off = 0; off < t->samples.len; off += rec_size(t->samples.p + off)) {
 		const __u8 *r = t->samples.p + off;
-		struct col_thread *s = col_thread_of(t->threads, rec_field(r, 3));
+		struct col_thread *s = col_thread_of(t->threads, col_field(r, 3));
 		__u32 size = rec_size(r);
-		__u64 ts = get64(r + 16);
+		__u64 ts = col_get64(r + 16);
 
 		if (s->has_end) {
 			seen++;
 			for (w = 4; 2 * w + 2 <= ncols && 8 * (w + 1) <= size; w++)
-				match[w] += get64(r + 8 * w) == ts - s->end;
+				match[w] += col_get64(r + 8 * w) == ts - s->end;
 		}
-		s->end = ts + get64(r + 24);
+		s->end = ts + col_get64(r + 24);
 		s->has_end = 1;
 	}
 	col_threads_clear(t->threads);

@@ -7,7 +7,9 @@
 #ifndef BPFSIGHT_TRACE_COLUMNS_PLAN_H
 #define BPFSIGHT_TRACE_COLUMNS_PLAN_H
 
+#include <endian.h>
 #include <stddef.h>
+#include <string.h>
 #include <linux/types.h>
 #include "trace_columns.h"
 #include "trace_columns_thread.h"
@@ -56,21 +58,59 @@ struct col_type {
 	__u32 plane_len[TRACE_COLUMNS_MAX][TRACE_COLUMNS_NPLANES];
 };
 
-/* The slot of record R (N fields in columns) under plan PL, or NULL: no key field in them. */
-struct col_thread *col_slot_of(const struct col_plan *pl, struct col_threads *tab, const __u8 *r,
-			       __u32 n);
-
 /* Byte counts of each column's varints under each coding, while planning. */
 enum { MODE_DELTA, MODE_RAW, MODE_THREAD, MODES };
 typedef __u16 plan_hist[TRACE_COLUMNS_MAX][MODES][256]; /* <= PLAN_COUNTED x 5 bytes a bin */
 
+static inline __u64 col_get64(const __u8 *p)
+{
+	__u64 v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+static inline __u32 col_field(const __u8 *r, __u32 j)
+{
+	__u32 v;
+
+	memcpy(&v, r + 4 * j, sizeof(v));
+	return le32toh(v);
+}
+
+/* The slot of record R (N fields in columns) under plan PL, or NULL: no key field in them. */
+static inline struct col_thread *col_slot_of(const struct col_plan *pl, struct col_threads *tab,
+					     const __u8 *r, __u32 n)
+{
+	return pl->key < n ? col_thread_of(tab, col_field(r, pl->key)) : NULL;
+}
+
 /*
  * The fields of record R (SIZE bytes, N <= TRACE_COLUMNS_MAX of them coded) as plan PL codes
  * them into V: with END, fields 4, 5 hold the end; with GAP, the gap word holds its value
- * less the time since the end of the previous record of its slot S (NULL: none).
+ * less the time since the end of the previous record of its slot S (NULL: none). Inline:
+ * the encoder's path per record.
  */
-void col_load_fields(const struct col_plan *pl, const struct col_thread *s, const __u8 *r, __u32 n,
-		     __u32 size, __u32 *v);
+static inline void col_load_fields(const struct col_plan *pl, const struct col_thread *s,
+				   const __u8 *r, __u32 n, __u32 size, __u32 *v)
+{
+	__u32 j, w = pl->gapword;
+
+	for (j = 0; j < n; j++)
+		v[j] = col_field(r, j);
+	if ((pl->flags & TRACE_COLUMNS_END) && size >= 32) {
+		__u64 end = col_get64(r + 16) + col_get64(r + 24);
+
+		v[4] = (__u32)end;
+		v[5] = (__u32)(end >> 32);
+	}
+	if ((pl->flags & TRACE_COLUMNS_GAP) && size >= 8 * (w + 1)) {
+		__u64 x = col_get64(r + 8 * w) - col_thread_gap(s, col_get64(r + 16));
+
+		v[2 * w] = (__u32)x;
+		v[2 * w + 1] = (__u32)(x >> 32);
+	}
+}
 
 /*
  * Choose T's coding from its samples into T->plan, using HIST as scratch. Leaves T's thread
