@@ -3,13 +3,16 @@
  * Record encodings compared on real traces: for each FILE.bst, its records are read into
  * memory once, then cut into chunks and compressed as the writer does (1 MiB of encoded
  * records, zstd level 3, checksum on) with the varint codec of format 1 and the column codec
- * of format 2. Prints bytes per record (chunk headers included, file header and footer not),
+ * of format 3. Prints bytes per record (chunk headers included, file header and footer not),
  * encode throughput (codec + zstd, the writer's path), with --types the bytes each record
  * type costs when its records are encoded alone, and with --columns the bytes of each column
  * of the column codec compressed alone (summed over the chunks) and how the first chunk coded
  * it. --chunk BYTES: close chunks at BYTES of encoded records instead of the writer's target.
+ * The codecs are made once and reused by every repeat, as a writer keeps them over a file;
+ * --fresh makes them anew for each repeat (a one-chunk trace then also measures the heap the
+ * previous repeat gave back being faulted in again).
  *
- *   codec_bench [--types] [--columns] [--chunk BYTES] [--repeat N] FILE.bst...
+ *   codec_bench [--types] [--columns] [--fresh] [--chunk BYTES] [--repeat N] FILE.bst...
  */
 #include <errno.h>
 #include <stdio.h>
@@ -92,30 +95,50 @@ static size_t compress(ZSTD_CCtx *z, const __u8 *raw, size_t len, __u8 **out, si
 	return n + sizeof(struct bs_chunk_hdr);
 }
 
+/*
+ * What a writer keeps for a whole file: the zstd context, the codecs, their buffers. Made
+ * once and reused by every repeat (as the recorder does over a file's chunks), or, with
+ * --fresh, the codecs are made anew for each repeat (and their memory is given back).
+ */
+struct coders {
+	ZSTD_CCtx *z;
+	struct trace_codec *varint;
+	struct trace_columns_enc *columns;
+	__u8 *raw, *out;
+	size_t raw_cap, out_cap;
+	int fresh;
+};
+
 /* Format 1: one varint-delta record after the other. */
-static struct result run_varint(ZSTD_CCtx *z, const struct recs *r)
+static struct result run_varint(struct coders *k, const struct recs *r)
 {
-	struct trace_codec *c = trace_codec__new();
-	__u8 *raw = malloc(chunk_target + TRACE_CODEC_ENC_MAX(TRACE_CODEC_MAX_WORDS));
-	__u8 *out = NULL;
-	size_t cap = 0, raw_len = 0, off;
+	size_t raw_len = 0, off, need = chunk_target + TRACE_CODEC_ENC_MAX(TRACE_CODEC_MAX_WORDS);
 	struct result res = { 0 };
 
+	if (!k->varint || k->fresh) {
+		trace_codec__free(k->varint);
+		k->varint = trace_codec__new();
+	}
+	if (k->raw_cap < need) {
+		free(k->raw);
+		k->raw = malloc(need);
+		k->raw_cap = need;
+	}
+	if (!k->varint || !k->raw)
+		abort();
+	trace_codec__reset(k->varint);
 	for (off = 0; off < r->len;) {
 		const struct bs_hdr *h = (const void *)(r->p + off);
 
-		raw_len += (size_t)trace_codec__encode(c, h, raw + raw_len);
+		raw_len += (size_t)trace_codec__encode(k->varint, h, k->raw + raw_len);
 		off += h->size;
 		if (raw_len >= chunk_target || off == r->len) {
-			res.bytes += compress(z, raw, raw_len, &out, &cap);
+			res.bytes += compress(k->z, k->raw, raw_len, &k->out, &k->out_cap);
 			res.chunks++;
 			raw_len = 0;
-			trace_codec__reset(c);
+			trace_codec__reset(k->varint);
 		}
 	}
-	trace_codec__free(c);
-	free(raw);
-	free(out);
 	return res;
 }
 
@@ -222,43 +245,47 @@ static void print_columns(void)
 	}
 }
 
-/* Format 2: columns per record type. */
-static struct result run_columns(ZSTD_CCtx *z, const struct recs *r)
+/* Formats 2 and 3: columns per record type. */
+static struct result run_columns(struct coders *k, const struct recs *r)
 {
-	struct trace_columns_enc *e = trace_columns_enc__new();
-	__u8 *out = NULL;
-	size_t cap = 0, off, len;
 	struct result res = { 0 };
 	const __u8 *flat;
+	size_t off, len;
 
+	if (!k->columns || k->fresh) {
+		trace_columns_enc__free(k->columns);
+		k->columns = trace_columns_enc__new();
+		if (!k->columns)
+			abort();
+	}
+	trace_columns_enc__restart(k->columns);
 	for (off = 0; off < r->len;) {
 		const struct bs_hdr *h = (const void *)(r->p + off);
 
-		if (trace_columns_enc__add(e, h))
+		if (trace_columns_enc__add(k->columns, h))
 			abort();
 		off += h->size;
-		if (trace_columns_enc__size(e) >= chunk_target || off == r->len) {
-			if (trace_columns_enc__finish(e, &flat, &len))
+		if (trace_columns_enc__size(k->columns) >= chunk_target || off == r->len) {
+			if (trace_columns_enc__finish(k->columns, &flat, &len))
 				abort();
-			res.bytes += compress(z, flat, len, &out, &cap);
+			res.bytes += compress(k->z, flat, len, &k->out, &k->out_cap);
 			if (col_stats)
-				count_columns(z, flat, len, e);
+				count_columns(k->z, flat, len, k->columns);
 			res.chunks++;
-			trace_columns_enc__reset(e);
+			trace_columns_enc__reset(k->columns);
 		}
 	}
-	trace_columns_enc__free(e);
-	free(out);
 	return res;
 }
 
-typedef struct result (*run_fn)(ZSTD_CCtx *z, const struct recs *r);
+typedef struct result (*run_fn)(struct coders *k, const struct recs *r);
 
 /*
  * Best of REPEAT runs, in this thread's CPU time: the machine is shared, and the fastest run
  * is the least disturbed.
  */
-static struct result timed(run_fn fn, ZSTD_CCtx *z, const struct recs *r, int repeat, double *secs)
+static struct result timed(run_fn fn, struct coders *k, const struct recs *r, int repeat,
+			   double *secs)
 {
 	struct result res = { 0 };
 	int i;
@@ -267,7 +294,7 @@ static struct result timed(run_fn fn, ZSTD_CCtx *z, const struct recs *r, int re
 	for (i = 0; i < repeat; i++) {
 		double t0 = now_s(), dt;
 
-		res = fn(z, r);
+		res = fn(k, r);
 		dt = now_s() - t0;
 		if (dt < *secs)
 			*secs = dt;
@@ -310,7 +337,7 @@ static void by_field(ZSTD_CCtx *z, const struct recs *r)
 	free(out);
 }
 
-static void by_type(ZSTD_CCtx *z, const char *path, size_t total)
+static void by_type(struct coders *k, const char *path, size_t total)
 {
 	int t;
 
@@ -322,12 +349,12 @@ static void by_type(ZSTD_CCtx *z, const char *path, size_t total)
 
 		if (load(path, &r, t) || !r.n)
 			goto next;
-		a = run_varint(z, &r);
-		b = run_columns(z, &r);
+		a = run_varint(k, &r);
+		b = run_columns(k, &r);
 		printf("  0x%02x   %8zu %9zu %9.2f %9zu %9.2f\n", t, r.n, a.bytes,
 		       (double)a.bytes / r.n, b.bytes, (double)b.bytes / r.n);
 		if (b.bytes > total / 2)
-			by_field(z, &r);
+			by_field(k->z, &r);
 next:
 		free(r.p);
 	}
@@ -337,6 +364,7 @@ next:
 int main(int argc, char **argv)
 {
 	ZSTD_CCtx *z = ZSTD_createCCtx();
+	struct coders k = { .z = z };
 	int i, types = 0, columns = 0, repeat = 3;
 
 	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 3);
@@ -354,6 +382,10 @@ int main(int argc, char **argv)
 			columns = 1;
 			continue;
 		}
+		if (!strcmp(argv[i], "--fresh")) {
+			k.fresh = 1;
+			continue;
+		}
 		if (!strcmp(argv[i], "--chunk") && i + 1 < argc) {
 			chunk_target = strtoul(argv[++i], NULL, 0);
 			chunk_target = chunk_target < 4096 ? 4096 : chunk_target;
@@ -367,23 +399,27 @@ int main(int argc, char **argv)
 		if (load(argv[i], &r, -1))
 			return 1;
 		printf("%s: %zu records, %zu bytes of records\n", argv[i], r.n, r.len);
-		res = timed(run_varint, z, &r, repeat, &secs);
+		res = timed(run_varint, &k, &r, repeat, &secs);
 		report("varint", &r, res, secs);
-		res = timed(run_columns, z, &r, repeat, &secs);
+		res = timed(run_columns, &k, &r, repeat, &secs);
 		report("columns", &r, res, secs);
 		if (types)
-			by_type(z, argv[i], r.n);
+			by_type(&k, argv[i], r.n);
 		if (columns) {
 			col_stats = calloc(BS_REC_TYPE_MAX, sizeof(*col_stats));
 			if (!col_stats)
 				abort();
-			run_columns(z, &r);
+			run_columns(&k, &r);
 			print_columns();
 			free(col_stats);
 			col_stats = NULL;
 		}
 		free(r.p);
 	}
+	trace_codec__free(k.varint);
+	trace_columns_enc__free(k.columns);
+	free(k.raw);
+	free(k.out);
 	ZSTD_freeCCtx(z);
 	return 0;
 }

@@ -72,6 +72,9 @@ __u32 trace_columns_enc__records(const struct trace_columns_enc *e);
 int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, size_t *len);
 /* Forget the records and the delta state: call after each chunk. */
 void trace_columns_enc__reset(struct trace_columns_enc *e);
+/* Reset, and forget what the chunks before taught (which types are in the chain): as new,
+ * with its memory kept (codec_bench encodes a trace again with it). */
+void trace_columns_enc__restart(struct trace_columns_enc *e);
 
 struct trace_columns_dec *trace_columns_dec__new(void);
 void trace_columns_dec__free(struct trace_columns_dec *d);

@@ -132,6 +132,16 @@ void trace_columns_enc__reset(struct trace_columns_enc *e)
 	e->nrec = 0;
 }
 
+void trace_columns_enc__restart(struct trace_columns_enc *e)
+{
+	int i;
+
+	trace_columns_enc__reset(e);
+	for (i = 0; i < BS_REC_TYPE_MAX; i++)
+		if (e->t[i])
+			e->t[i]->chain = 0;
+}
+
 size_t trace_columns_enc__size(const struct trace_columns_enc *e)
 {
 	return e->bytes + e->sampled + e->types.len;
@@ -206,9 +216,10 @@ static int plan_type(struct trace_columns_enc *e, struct col_type *t)
 	__u32 j;
 	int err;
 
-	if (!t->threads && t->nsamples >= THREAD_MIN_SAMPLES && t->min_size >= 24)
+	if (!t->threads && t->nsamples >= THREAD_MIN_SAMPLES)
 		t->threads = col_threads_new();
-	col_plan_type(t, &e->hist);
+	/* Whether the table is there from an earlier chunk does not change the plan. */
+	col_plan_type(t, &e->hist, t->nsamples >= THREAD_MIN_SAMPLES ? t->threads : NULL);
 	for (off = 0, i = 0; off < t->samples.len; i++) {
 		const __u8 *r = t->samples.p + off;
 		__u32 size = le32toh(*(const __u32 *)r) >> 16;

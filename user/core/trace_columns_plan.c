@@ -68,17 +68,17 @@ static int plan_end(const struct col_type *t)
  * the same thread's previous record, when it does in most records that have such a record;
  * else 0.
  */
-static __u32 plan_gap(struct col_type *t, __u32 ncols)
+static __u32 plan_gap(const struct col_type *t, __u32 ncols, struct col_threads *tab)
 {
 	__u32 match[TRACE_COLUMNS_MAX / 2] = { 0 }, seen = 0, best = 0, w;
 	size_t off;
 
-	if (!t->threads || t->min_size < 40 || ncols < 10)
+	if (!tab || t->min_size < 40 || ncols < 10)
 		return 0;
-	col_threads_clear(t->threads);
+	col_threads_clear(tab);
 	for (off = 0; off < t->samples.len; off += rec_size(t->samples.p + off)) {
 		const __u8 *r = t->samples.p + off;
-		struct col_thread *s = col_thread_of(t->threads, col_field(r, 3));
+		struct col_thread *s = col_thread_of(tab, col_field(r, 3));
 		__u32 size = rec_size(r);
 		__u64 ts = col_get64(r + 16);
 
@@ -90,7 +90,7 @@ static __u32 plan_gap(struct col_type *t, __u32 ncols)
 		s->end = ts + col_get64(r + 24);
 		s->has_end = 1;
 	}
-	col_threads_clear(t->threads);
+	col_threads_clear(tab);
 	for (w = 4; w < TRACE_COLUMNS_MAX / 2; w++)
 		if (match[w] > match[best])
 			best = w;
@@ -133,7 +133,8 @@ static double entropy_bits(const __u16 *h)
  * new key) only per slot: the other codings do not depend on the key. Fields 4 and 5 are
  * not counted: they stay deltas.
  */
-static void count_modes(struct col_type *t, plan_hist *hist, int slots_only)
+static void count_modes(const struct col_type *t, plan_hist *hist, int slots_only,
+			struct col_threads *tab)
 {
 	static const struct col_thread none;
 	const struct col_plan *pl = &t->plan;
@@ -148,12 +149,12 @@ static void count_modes(struct col_type *t, plan_hist *hist, int slots_only)
 		}
 		memset((*hist)[j][MODE_THREAD], 0, sizeof((*hist)[j][MODE_THREAD]));
 	}
-	if (t->threads)
-		col_threads_clear(t->threads);
+	if (tab)
+		col_threads_clear(tab);
 	for (off = 0, i = 0; off < t->samples.len; off += rec_size(t->samples.p + off), i++) {
 		const __u8 *r = t->samples.p + off;
 		__u32 size = rec_size(r), n = size / 4 < pl->ncols ? size / 4 : pl->ncols;
-		struct col_thread *s = t->threads ? col_slot_of(pl, t->threads, r, n) : NULL;
+		struct col_thread *s = tab ? col_slot_of(pl, tab, r, n) : NULL;
 		const struct col_thread *ps = s ? s : &none;
 
 		col_load_fields(pl, s, r, n, size, v);
@@ -164,15 +165,15 @@ static void count_modes(struct col_type *t, plan_hist *hist, int slots_only)
 				count_varint((*hist)[j][MODE_RAW], v[j]);
 				count_varint((*hist)[j][MODE_DELTA], zigzag32(v[j] - prev[j]));
 			}
-			if (t->threads)
+			if (tab)
 				count_varint((*hist)[j][MODE_THREAD], zigzag32(v[j] - ps->prev[j]));
 		}
 		memcpy(prev, v, (size_t)n * 4);
 		if (s)
 			col_thread_note(s, v, n, r, size);
 	}
-	if (t->threads)
-		col_threads_clear(t->threads);
+	if (tab)
+		col_threads_clear(tab);
 }
 
 /* Bits each column's varints would take, raw and as deltas (not per slot: that depends). */
@@ -251,7 +252,7 @@ static void key_candidates(const struct col_type *t, const struct col_costs *c, 
 	}
 }
 
-void col_plan_type(struct col_type *t, plan_hist *hist)
+void col_plan_type(struct col_type *t, plan_hist *hist, struct col_threads *tab)
 {
 	struct col_plan *pl = &t->plan, best;
 	struct col_costs c = { { 0 } };
@@ -265,18 +266,18 @@ void col_plan_type(struct col_type *t, plan_hist *hist)
 		pl->flags |= TRACE_COLUMNS_END | TRACE_COLUMNS_CHAIN;
 	else if (plan_end(t))
 		pl->flags |= TRACE_COLUMNS_END;
-	pl->gapword = plan_gap(t, pl->ncols);
+	pl->gapword = plan_gap(t, pl->ncols, tab);
 	if (pl->gapword)
 		pl->flags |= TRACE_COLUMNS_GAP;
-	count_modes(t, hist, 0);
+	count_modes(t, hist, 0, tab);
 	base_costs(pl, hist, &c);
-	best_cost = choose_modes(pl, &c, hist, !!t->threads);
+	best_cost = choose_modes(pl, &c, hist, !!tab);
 	best = *pl;
 	/* The gap is the same thread's: with it, the slots stay keyed by the tid. */
 	key_candidates(t, &c, cand);
-	for (i = 0; i < 2 && t->threads && !pl->gapword && cand[i]; i++) {
+	for (i = 0; i < 2 && tab && !pl->gapword && cand[i]; i++) {
 		pl->key = cand[i];
-		count_modes(t, hist, 1);
+		count_modes(t, hist, 1, tab);
 		cost = choose_modes(pl, &c, hist, 1);
 		if (cost < best_cost) {
 			best_cost = cost;

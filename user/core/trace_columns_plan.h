@@ -113,10 +113,11 @@ static inline void col_load_fields(const struct col_plan *pl, const struct col_t
 }
 
 /*
- * Choose T's coding from its samples into T->plan, using HIST as scratch. Leaves T's thread
- * table (when the plan uses one) empty. The choice only weighs bytes: any plan decodes.
+ * Choose T's coding from its samples into T->plan, using HIST as scratch; the per-slot
+ * codings are weighed with TAB (T's table; NULL: not weighed), which is left empty. The
+ * choice only weighs bytes: any plan decodes.
  */
-void col_plan_type(struct col_type *t, plan_hist *hist);
+void col_plan_type(struct col_type *t, plan_hist *hist, struct col_threads *tab);
 
 /*
  * The lengths of the planes of a column whose varints have NLEN[k] of k + 1 bytes into
