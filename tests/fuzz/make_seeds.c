@@ -166,7 +166,8 @@ static int synth_slots_seed(const char *dir)
 		trace_columns_enc__reset(e);
 		for (i = 0; i < 100 && !err; i++) {
 			__u32 k = (__u32)(i * 7 + chunk) % 5;
-			struct bs_offcpu oc = { .h = { BS_REC_OFFCPU, sizeof(oc), k, 40, 100 + k } };
+			struct bs_offcpu oc = { .h = { BS_REC_OFFCPU, sizeof(oc), k, 40,
+						       100 + k } };
 
 			now += 3000 + (__u64)(i * 7919) % 50000;
 			oc.dur = end[k] ? (now - end[k]) / 2 + (__u64)i : 700;
