@@ -6,9 +6,11 @@
  *      user/core/trace_columns_dec.c user/core/trace_chunk_dec.c user/core/trace_meta.c \
  *      -lzstd -lz -o /tmp/make_seeds
  *   /tmp/make_seeds tests/fuzz/seeds
- * Files of format 2 (columns): seed-v2-*; seed-synth-columns, a column chunk for the harness.
- * seed-clean, seed-truncated and seed-corrupt-chunk are format 1, written by the writer of
- * before format 2: keep them (readers still read format 1), they cannot be made again.
+ * Files of format 3: seed-v3-*; for the harness, seed-synth-columns (a column chunk of
+ * plain codings) and seed-synth-slots (format 3's: slots, the gap, the chain, planes).
+ * seed-v2-* (format 2) were written by the writer of format 2, seed-clean, seed-truncated and
+ * seed-corrupt-chunk (format 1) by the one before it: keep them (readers still read both),
+ * they cannot be made again.
  * The seeds are not named *.bst: .gitignore keeps traces out of the tree.
  */
 #include <errno.h>
@@ -144,6 +146,53 @@ static int synth_columns_seed(const char *dir)
 	return err;
 }
 
+/*
+ * Off-CPU intervals of 5 threads as sched writes them (oncpu_ns the time since the thread's
+ * previous interval ended), in two chunks: the second, whose intervals are in the chain, its
+ * oncpu_ns coded by the gap, its cpu per thread and its times in planes, is the seed.
+ */
+static int synth_slots_seed(const char *dir)
+{
+	struct trace_columns_enc *e = trace_columns_enc__new();
+	__u64 end[5] = { 0 }, now = 1000000, lo = 0;
+	const __u8 *out = NULL;
+	__u8 buf[4096];
+	size_t n, len = 0;
+	int err = 0, chunk, i;
+
+	if (!e)
+		return -ENOMEM;
+	for (chunk = 0; chunk < 2 && !err; chunk++) {
+		trace_columns_enc__reset(e);
+		for (i = 0; i < 100 && !err; i++) {
+			__u32 k = (__u32)(i * 7 + chunk) % 5;
+			struct bs_offcpu oc = { .h = { BS_REC_OFFCPU, sizeof(oc), k, 40,
+						       100 + k } };
+
+			now += 3000 + (__u64)(i * 7919) % 50000;
+			oc.dur = end[k] ? (now - end[k]) / 2 + (__u64)i : 700;
+			oc.h.ts = now - oc.dur;
+			oc.runnable_ns = oc.dur / 3;
+			oc.oncpu_ns = end[k] ? oc.h.ts - end[k] : 5000;
+			oc.state = 1;
+			oc.waker_tid = 100 + (k + 1) % 5;
+			end[k] = now;
+			lo = i ? lo : oc.h.ts;
+			err = trace_columns_enc__add(e, &oc.h);
+		}
+		err = err ?: trace_columns_enc__finish(e, &out, &len);
+	}
+	if (!err && len > sizeof(buf) - 25)
+		err = -E2BIG;
+	if (!err) {
+		n = synth_head(buf, BS_CHUNK_COLUMNS, 100, lo, now);
+		memcpy(buf + n, out, len);
+		err = save(dir, "seed-synth-slots", buf, n + len);
+	}
+	trace_columns_enc__free(e);
+	return err;
+}
+
 /* The fuzzer's synthetic-chunk input: 0xfe, chunk fields, then encoded records. */
 static int synth_seed(const char *dir)
 {
@@ -199,14 +248,15 @@ int main(int argc, char **argv)
 	unlink(path);
 	rmdir(tmp);
 
-	err = save(argv[1], "seed-v2-clean", data, (size_t)len);
+	err = save(argv[1], "seed-v3-clean", data, (size_t)len);
 	/* A recorder killed while writing chunk 3. */
-	err = err ?: save(argv[1], "seed-v2-truncated", data, (size_t)(ends[1] + ends[2]) / 2);
+	err = err ?: save(argv[1], "seed-v3-truncated", data, (size_t)(ends[1] + ends[2]) / 2);
 	/* One flipped byte inside chunk 2's frame. */
 	data[ends[1] - 5] ^= 0x20;
-	err = err ?: save(argv[1], "seed-v2-corrupt-chunk", data, (size_t)len);
+	err = err ?: save(argv[1], "seed-v3-corrupt-chunk", data, (size_t)len);
 	err = err ?: synth_seed(argv[1]);
 	err = err ?: synth_columns_seed(argv[1]);
+	err = err ?: synth_slots_seed(argv[1]);
 	free(data);
 	return err ? 1 : 0;
 }

@@ -69,7 +69,8 @@ static int convert(const char *in, const char *out, int force)
 		fprintf(stderr, "bpfsight convert: %s: %s\n", in, msg);
 		return EXIT_READ_FAIL;
 	}
-	w = trace_writer__open(out, trace_reader__meta(r), force ? TRACE_WRITER_FORCE : 0, &err);
+	w = trace_writer__open(out, trace_reader__meta(r),
+			       TRACE_WRITER_FROM_FILE | (force ? TRACE_WRITER_FORCE : 0), &err);
 	if (!w) {
 		fprintf(stderr, "bpfsight convert: cannot create %s: %s\n", out, strerror(-err));
 		trace_reader__free(r);

@@ -1,18 +1,31 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Column codec for the records of a chunk (chunk flag BS_CHUNK_COLUMNS, format version 2).
+ * Column codec for the records of a chunk (chunk flag BS_CHUNK_COLUMNS, format version 2;
+ * the per-thread codings, TRACE_COLUMNS_THREAD and _GAP, since version 3).
  * A record is seen as little-endian u32 fields. Each record type has ncols columns (at most
  * TRACE_COLUMNS_MAX): field j < ncols of each record of the type goes to column (type, j) as
  * one varint, the field itself (bit j of the type's rawmask) or zigzag32(field - field j of
  * the type's previous record that had one). With TRACE_COLUMNS_END in the type's flags,
  * fields 4 and 5 (hdr.ts) of its records of 32 bytes or more hold the halves of ts + the u64
  * at byte 24 (the interval's end, for records with a dur there, which are written in the
- * order they end). The fields past ncols (string text, stack frames) go verbatim to the
- * type's tail. One byte per record says its type, in record order:
+ * order they end). With TRACE_COLUMNS_THREAD, a column whose bit is set in threadmask holds
+ * zigzag32(field - field j of the same thread's previous record of the type) instead; with
+ * TRACE_COLUMNS_GAP, the u64 word gapword holds its value less the time since the end of the
+ * same thread's previous record (trace_columns_thread.h); with TRACE_COLUMNS_CHAIN (and END),
+ * fields 4 and 5 are deltas against fields 4 and 5 of the chunk's previous record of any type
+ * with CHAIN: records are written as they end, so one chain of ends is shorter steps than
+ * one per type, and the order of types is already in the type bytes. With TRACE_COLUMNS_PLANES,
+ * a column whose bit is set in planemask is stored as 5 planes: plane k holds byte k of each
+ * of its varints that has one, so that zstd codes the random low bytes of timestamps apart
+ * from their few high bytes. The fields past ncols (string text, stack frames) go verbatim to
+ * the type's tail. One byte per record says its type, in record order:
  *
  *   directory | types (nrecords bytes) | per type, in directory order: its columns, its tail
  *   directory = varint(ntypes) | ntypes x (varint(type) | varint(flags) | varint(rawmask) |
- *                                          varint(ncols) | ncols x varint(column bytes) |
+ *                                          [varint(threadmask)] | [varint(gapword)] |
+ *                                          [varint(key)] | [varint(planemask)] |
+ *                                          varint(ncols) | ncols x varint(column bytes)
+ *                                          (5 x, one per plane, for a column in planes) |
  *                                          varint(tail bytes))
  *
  * Why: a column holds one field of one kind of record, so a pid|tid word no longer mixes two
@@ -28,8 +41,14 @@
 #include <linux/types.h>
 #include "records.h"
 
-#define TRACE_COLUMNS_MAX 32  /* columns a record type has at most (its first 128 bytes) */
-#define TRACE_COLUMNS_END 0x1 /* type flag: hdr.ts is coded as ts + the u64 at byte 24 */
+#define TRACE_COLUMNS_MAX     32   /* columns a record type has at most (its first 128 bytes) */
+#define TRACE_COLUMNS_END     0x1  /* type flag: hdr.ts is coded as ts + the u64 at byte 24 */
+#define TRACE_COLUMNS_THREAD  0x2  /* type flag: threadmask follows rawmask (version 3) */
+#define TRACE_COLUMNS_GAP     0x4  /* type flag: gapword follows (version 3) */
+#define TRACE_COLUMNS_CHAIN   0x8  /* type flag: ts or end against the chunk's chain (version 3) */
+#define TRACE_COLUMNS_PLANES  0x10 /* type flag: planemask follows (version 3) */
+#define TRACE_COLUMNS_FLAGS   0x1f /* the type flags a reader knows */
+#define TRACE_COLUMNS_NPLANES 5	   /* a u32's varint has 5 bytes at most */
 
 struct trace_columns_enc;
 struct trace_columns_dec;
@@ -53,6 +72,9 @@ __u32 trace_columns_enc__records(const struct trace_columns_enc *e);
 int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, size_t *len);
 /* Forget the records and the delta state: call after each chunk. */
 void trace_columns_enc__reset(struct trace_columns_enc *e);
+/* Reset, and forget what the chunks before taught (which types are in the chain): as new,
+ * with its memory kept (codec_bench encodes a trace again with it). */
+void trace_columns_enc__restart(struct trace_columns_enc *e);
 
 struct trace_columns_dec *trace_columns_dec__new(void);
 void trace_columns_dec__free(struct trace_columns_dec *d);

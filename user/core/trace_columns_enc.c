@@ -11,38 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "trace_codec.h"
-#include "trace_columns.h"
-
-#define PLAN_SAMPLE   1024 /* records of a type whose costs choose its coding, per chunk */
-#define VARIABLE_HEAD 32   /* bytes in columns of a record type whose length varies */
-
-struct col_buf {
-	__u8 *p;
-	size_t len, cap;
-};
-
-/* The coding chosen for a type, as the directory says it. */
-struct col_plan {
-	__u32 flags;   /* TRACE_COLUMNS_END */
-	__u32 rawmask; /* bit j: column j holds the values, not their deltas */
-	__u32 ncols;
-};
-
-/* One record type in this chunk, allocated the first time the type is seen. */
-struct col_type {
-	struct col_buf samples;			   /* its first records, until planned */
-	struct col_buf col[TRACE_COLUMNS_MAX + 1]; /* its columns, then its tail */
-	__u32 nrec, nsamples;
-	int planned;
-	struct col_plan plan;
-	__u32 min_size, max_size;	   /* of the samples: the end needs word 3 in each */
-	__u32 enc_prev[TRACE_COLUMNS_MAX]; /* the fields last written to each column */
-	/* Sampling: varint bytes each choice would take (the proxy for what zstd leaves). */
-	__u32 prev[TRACE_COLUMNS_MAX];
-	__u64 prev_ts, prev_end;
-	__u64 cost_delta[TRACE_COLUMNS_MAX], cost_raw[TRACE_COLUMNS_MAX];
-	__u64 cost_ts, cost_end;
-};
+#include "trace_columns_plan.h"
 
 struct trace_columns_enc {
 	struct col_type *t[BS_REC_TYPE_MAX];
@@ -50,7 +19,9 @@ struct trace_columns_enc {
 	struct col_buf flat;  /* finish(): the whole chunk */
 	size_t bytes;	      /* in the columns and tails */
 	size_t sampled;	      /* estimate for the records kept as samples: a byte a field */
+	__u64 chain;	      /* fields 4, 5 as coded of the last record in the chain */
 	__u32 nrec;
+	plan_hist hist; /* the planner's scratch */
 };
 
 static int buf_reserve(struct col_buf *b, size_t more)
@@ -78,22 +49,20 @@ static void buf_put(struct col_buf *b, const void *p, size_t n)
 	b->len += n;
 }
 
-static unsigned int varint_len(__u64 v)
-{
-	return v ? (unsigned int)(64 - __builtin_clzll(v) + 6) / 7 : 1;
-}
-
 static __u32 zigzag32(__u32 d)
 {
 	return (d << 1) ^ (__u32)((__s32)d >> 31);
 }
 
-static __u64 get64(const __u8 *p)
+/* Fields 4, 5 of a record coded with END: ts, plus the u64 at byte 24 when there is one. */
+static __u64 rec_ts_or_end(const __u8 *r, __u32 size)
 {
-	__u64 v;
+	__u64 ts, dur = 0;
 
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
+	memcpy(&ts, r + 16, 8);
+	if (size >= 32)
+		memcpy(&dur, r + 24, 8);
+	return le64toh(ts) + le64toh(dur);
 }
 
 struct trace_columns_enc *trace_columns_enc__new(void)
@@ -110,8 +79,11 @@ void trace_columns_enc__free(struct trace_columns_enc *e)
 	for (i = 0; i < BS_REC_TYPE_MAX; i++) {
 		for (j = 0; e->t[i] && j <= TRACE_COLUMNS_MAX; j++)
 			free(e->t[i]->col[j].p);
-		if (e->t[i])
+		if (e->t[i]) {
 			free(e->t[i]->samples.p);
+			free(e->t[i]->threads);
+			free(e->t[i]->chain_prev.p);
+		}
 		free(e->t[i]);
 	}
 	free(e->types.p);
@@ -125,17 +97,29 @@ void trace_columns_enc__reset(struct trace_columns_enc *e)
 
 	for (i = 0; i < BS_REC_TYPE_MAX; i++) {
 		struct col_type *t = e->t[i];
-		struct col_buf keep[TRACE_COLUMNS_MAX + 2];
+		struct col_buf keep[TRACE_COLUMNS_MAX + 3];
+		struct col_threads *threads;
+		int chain;
 
 		if (!t || !t->nrec)
 			continue;
-		/* The buffers stay for the next chunk; the counts, costs and delta state go. */
+		/* The buffers stay for the next chunk; the counts, plan and delta state go. */
+		threads = t->threads;
+		if (threads)
+			col_threads_clear(threads);
+		/* A type coded by its end joins the chain from the next chunk on. */
+		chain = !!(t->plan.flags & TRACE_COLUMNS_END);
 		keep[0] = t->samples;
-		memcpy(keep + 1, t->col, sizeof(t->col));
+		keep[1] = t->chain_prev;
+		memcpy(keep + 2, t->col, sizeof(t->col));
 		memset(t, 0, sizeof(*t));
 		t->samples = keep[0];
 		t->samples.len = 0;
-		memcpy(t->col, keep + 1, sizeof(t->col));
+		t->chain_prev = keep[1];
+		t->chain_prev.len = 0;
+		memcpy(t->col, keep + 2, sizeof(t->col));
+		t->threads = threads;
+		t->chain = chain;
 		for (j = 0; j <= TRACE_COLUMNS_MAX; j++)
 			t->col[j].len = 0;
 	}
@@ -144,7 +128,18 @@ void trace_columns_enc__reset(struct trace_columns_enc *e)
 	memset(&e->flat, 0, sizeof(e->flat));
 	e->types.len = 0;
 	e->bytes = e->sampled = 0;
+	e->chain = 0;
 	e->nrec = 0;
+}
+
+void trace_columns_enc__restart(struct trace_columns_enc *e)
+{
+	int i;
+
+	trace_columns_enc__reset(e);
+	for (i = 0; i < BS_REC_TYPE_MAX; i++)
+		if (e->t[i])
+			e->t[i]->chain = 0;
 }
 
 size_t trace_columns_enc__size(const struct trace_columns_enc *e)
@@ -157,102 +152,88 @@ __u32 trace_columns_enc__records(const struct trace_columns_enc *e)
 	return e->nrec;
 }
 
-/* What the record's fields would cost coded against the type's previous record. */
-static void count_costs(struct col_type *t, const __u8 *src, __u32 ncols, __u32 size)
+/*
+ * Write record R to its type's columns and tail; CHAIN: fields 4, 5 as coded of the chain's
+ * record before it. 0 or -ENOMEM (nothing written then).
+ */
+static int encode_record(struct trace_columns_enc *e, struct col_type *t, const __u8 *r, __u32 size,
+			 __u64 chain)
 {
-	__u64 ts = get64(src + 16), end;
-	__u32 j, v;
-
-	for (j = 0; j < ncols; j++) {
-		memcpy(&v, src + 4 * j, sizeof(v));
-		v = le32toh(v);
-		t->cost_delta[j] += varint_len(zigzag32(v - t->prev[j]));
-		t->cost_raw[j] += varint_len(v);
-		t->prev[j] = v;
-	}
-	t->cost_ts += varint_len(trace_zigzag(ts - t->prev_ts));
-	t->prev_ts = ts;
-	if (size >= 32) {
-		end = ts + get64(src + 24);
-		t->cost_end += varint_len(trace_zigzag(end - t->prev_end));
-		t->prev_end = end;
-	}
-}
-
-/* A record's fields as the plan codes them: with END, fields 4, 5 hold the end. */
-static void load_fields(const __u8 *r, __u32 n, __u32 size, __u32 flags, __u32 *v)
-{
-	__u32 j;
-
-	memcpy(v, r, (size_t)n * 4);
-	for (j = 0; j < n; j++)
-		v[j] = le32toh(v[j]);
-	if ((flags & TRACE_COLUMNS_END) && size >= 32) {
-		__u64 end = get64(r + 16) + get64(r + 24);
-
-		v[4] = (__u32)end;
-		v[5] = (__u32)(end >> 32);
-	}
-}
-
-/* Write record R to its type's columns and tail. 0 or -ENOMEM (nothing written then). */
-static int encode_record(struct trace_columns_enc *e, struct col_type *t, const __u8 *r, __u32 size)
-{
-	__u32 nf = size / 4, n = nf < t->plan.ncols ? nf : t->plan.ncols, v[TRACE_COLUMNS_MAX], j;
+	const struct col_plan *pl = &t->plan;
+	__u32 nf = size / 4, n = nf < pl->ncols ? nf : pl->ncols, j, m;
+	__u32 v[TRACE_COLUMNS_MAX], pred[TRACE_COLUMNS_MAX];
 	size_t bytes = (size_t)(nf - n) * 4;
+	struct col_thread *s = NULL;
 
 	for (j = 0; j < n; j++)
-		if (buf_reserve(&t->col[j], TRACE_VARINT_MAX))
+		if (t->col[j].cap - t->col[j].len < TRACE_VARINT_MAX &&
+		    buf_reserve(&t->col[j], TRACE_VARINT_MAX))
 			return -ENOMEM;
-	if (buf_reserve(&t->col[t->plan.ncols], (size_t)(nf - n) * 4))
+	if (buf_reserve(&t->col[pl->ncols], (size_t)(nf - n) * 4))
 		return -ENOMEM;
-	load_fields(r, n, size, t->plan.flags, v);
+	if (pl->flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP))
+		s = col_slot_of(pl, t->threads, r, n);
+	col_load_fields(pl, s, r, n, size, v);
+	/* What each column's delta is taken against: the type's, the slot's or the chain's. */
+	for (j = 0; j < n; j++) /* a loop: a small memcpy becomes a slow rep movs here */
+		pred[j] = t->enc_prev[j];
+	for (m = pl->threadmask; m; m &= m - 1) {
+		j = (__u32)__builtin_ctz(m);
+		pred[j] = s ? s->prev[j] : 0; /* a record out of the slots: against zeros */
+	}
+	if (pl->flags & TRACE_COLUMNS_CHAIN) {
+		pred[4] = (__u32)chain;
+		pred[5] = (__u32)(chain >> 32);
+	}
 	for (j = 0; j < n; j++) {
 		struct col_buf *c = &t->col[j];
-		__u32 x = t->plan.rawmask & (1u << j) ? v[j] : zigzag32(v[j] - t->enc_prev[j]);
+		__u32 x = pl->rawmask >> j & 1 ? v[j] : zigzag32(v[j] - pred[j]);
 		size_t k = trace_varint_put(c->p + c->len, x);
 
+		t->nlen[j][k - 1]++;
 		c->len += k;
 		bytes += k;
 		t->enc_prev[j] = v[j];
 	}
-	buf_put(&t->col[t->plan.ncols], r + 4 * n, (size_t)(nf - n) * 4);
+	if (s)
+		col_thread_note(s, v, n, r, size);
+	buf_put(&t->col[pl->ncols], r + 4 * n, (size_t)(nf - n) * 4);
 	e->bytes += bytes;
 	return 0;
 }
 
+/* Records of a type in a chunk, at least, for its plan to weigh coding it per thread. */
+#define THREAD_MIN_SAMPLES 64
+
 /*
- * Choose T's coding from its samples' costs, then split the samples into columns. A type
- * gets a column for each field its shortest sample has (at most 32); one whose records vary
- * in length (strings, stacks) only for their common head, so that their text and frames stay
- * together in the tail, where zstd finds what repeats.
+ * Choose T's coding from its samples (trace_columns_plan.c), then split the samples into
+ * columns. The thread table is allocated once for a type that has enough records; without
+ * memory for it the type is coded without it.
  */
 static int plan_type(struct trace_columns_enc *e, struct col_type *t)
 {
-	size_t off, bytes = e->bytes, sampled = e->sampled;
-	struct col_plan *pl = &t->plan;
+	size_t off, i, bytes = e->bytes, sampled = e->sampled;
 	__u32 j;
 	int err;
 
-	memset(pl, 0, sizeof(*pl));
-	pl->ncols = t->min_size / 4 < TRACE_COLUMNS_MAX ? t->min_size / 4 : TRACE_COLUMNS_MAX;
-	if (t->max_size != t->min_size && pl->ncols > VARIABLE_HEAD / 4)
-		pl->ncols = VARIABLE_HEAD / 4;
-	if (t->min_size >= 32 && t->cost_end < t->cost_ts)
-		pl->flags |= TRACE_COLUMNS_END;
-	/* The timestamp's halves (fields 4, 5) stay deltas: their costs were counted whole. */
-	for (j = 0; j < pl->ncols; j++)
-		if (j != 4 && j != 5 && t->cost_raw[j] < t->cost_delta[j])
-			pl->rawmask |= 1u << j;
-	for (off = 0; off < t->samples.len;) {
+	if (!t->threads && t->nsamples >= THREAD_MIN_SAMPLES)
+		t->threads = col_threads_new();
+	/* Whether the table is there from an earlier chunk does not change the plan. */
+	col_plan_type(t, &e->hist, t->nsamples >= THREAD_MIN_SAMPLES ? t->threads : NULL);
+	for (off = 0, i = 0; off < t->samples.len; i++) {
 		const __u8 *r = t->samples.p + off;
-		__u32 size = get64(r) >> 16 & 0xffff;
+		__u32 size = le32toh(*(const __u32 *)r) >> 16;
+		__u64 chain;
 
-		err = encode_record(e, t, r, size);
+		memcpy(&chain, t->chain_prev.p + 8 * i, 8);
+		err = encode_record(e, t, r, size, chain);
 		if (err) { /* as it was: all the records still in the samples */
 			for (j = 0; j <= TRACE_COLUMNS_MAX; j++)
 				t->col[j].len = 0;
 			memset(t->enc_prev, 0, sizeof(t->enc_prev));
+			memset(t->nlen, 0, sizeof(t->nlen));
+			if (t->threads)
+				col_threads_clear(t->threads);
 			e->bytes = bytes;
 			e->sampled = sampled;
 			return err;
@@ -261,6 +242,7 @@ static int plan_type(struct trace_columns_enc *e, struct col_type *t)
 		e->sampled -= size / 4;
 	}
 	t->samples.len = 0;
+	t->chain_prev.len = 0;
 	t->planned = 1;
 	return 0;
 }
@@ -283,16 +265,15 @@ int trace_columns_enc__add(struct trace_columns_enc *e, const struct bs_hdr *rec
 	if (buf_reserve(&e->types, 1))
 		return -ENOMEM;
 	if (t->planned) {
-		err = encode_record(e, t, (const __u8 *)rec, size);
+		err = encode_record(e, t, (const __u8 *)rec, size, e->chain);
 		if (err)
 			return err;
 	} else {
-		if (buf_reserve(&t->samples, size))
+		if (buf_reserve(&t->samples, size) || buf_reserve(&t->chain_prev, 8))
 			return -ENOMEM;
 		nf = size / 4;
-		count_costs(t, (const __u8 *)rec, nf < TRACE_COLUMNS_MAX ? nf : TRACE_COLUMNS_MAX,
-			    size);
 		buf_put(&t->samples, rec, size);
+		buf_put(&t->chain_prev, &e->chain, 8);
 		if (!t->nsamples || size < t->min_size)
 			t->min_size = size;
 		if (size > t->max_size)
@@ -303,10 +284,44 @@ int trace_columns_enc__add(struct trace_columns_enc *e, const struct bs_hdr *rec
 		if (t->nsamples >= PLAN_SAMPLE)
 			plan_type(e, t);
 	}
+	if (t->chain) /* fields 4, 5 as its type codes them: its end when it has a dur */
+		e->chain = rec_ts_or_end((const __u8 *)rec, size);
 	t->nrec++;
 	e->types.p[e->types.len++] = (__u8)type;
 	e->nrec++;
 	return 0;
+}
+
+/* T's entry of the directory (type I), deciding which of its columns go in planes. */
+static void put_directory_entry(struct col_buf *f, struct col_type *t, __u32 i)
+{
+	const struct col_plan *pl = &t->plan;
+	__u32 j, k, flags;
+
+	t->planemask = 0;
+	for (j = 0; j < pl->ncols; j++)
+		if (col_planes_measure(t->nlen[j], t->plane_len[j]))
+			t->planemask |= 1u << j;
+	flags = pl->flags | (t->planemask ? TRACE_COLUMNS_PLANES : 0);
+	f->len += trace_varint_put(f->p + f->len, i);
+	f->len += trace_varint_put(f->p + f->len, flags);
+	f->len += trace_varint_put(f->p + f->len, pl->rawmask);
+	if (flags & TRACE_COLUMNS_THREAD)
+		f->len += trace_varint_put(f->p + f->len, pl->threadmask);
+	if (flags & TRACE_COLUMNS_GAP)
+		f->len += trace_varint_put(f->p + f->len, pl->gapword);
+	if (flags & (TRACE_COLUMNS_THREAD | TRACE_COLUMNS_GAP))
+		f->len += trace_varint_put(f->p + f->len, pl->key);
+	if (flags & TRACE_COLUMNS_PLANES)
+		f->len += trace_varint_put(f->p + f->len, t->planemask);
+	f->len += trace_varint_put(f->p + f->len, pl->ncols);
+	for (j = 0; j <= pl->ncols; j++) {
+		if (j < pl->ncols && (t->planemask & (1u << j)))
+			for (k = 0; k < TRACE_COLUMNS_NPLANES; k++)
+				f->len += trace_varint_put(f->p + f->len, t->plane_len[j][k]);
+		else
+			f->len += trace_varint_put(f->p + f->len, t->col[j].len);
+	}
 }
 
 int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, size_t *len)
@@ -327,22 +342,13 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 		ntypes++;
 	}
 	f->len = 0;
-	if (buf_reserve(f,
-			TRACE_VARINT_MAX * (1 + (size_t)ntypes * (TRACE_COLUMNS_MAX + 5)) + total))
+	if (buf_reserve(f, TRACE_VARINT_MAX * (1 + (size_t)ntypes * (5 * TRACE_COLUMNS_MAX + 9)) +
+				   total))
 		return -ENOMEM;
 	f->len += trace_varint_put(f->p + f->len, ntypes);
-	for (i = 0; i < BS_REC_TYPE_MAX; i++) {
-		const struct col_type *t = e->t[i];
-
-		if (!t || !t->nrec)
-			continue;
-		f->len += trace_varint_put(f->p + f->len, i);
-		f->len += trace_varint_put(f->p + f->len, t->plan.flags);
-		f->len += trace_varint_put(f->p + f->len, t->plan.rawmask);
-		f->len += trace_varint_put(f->p + f->len, t->plan.ncols);
-		for (j = 0; j <= t->plan.ncols; j++)
-			f->len += trace_varint_put(f->p + f->len, t->col[j].len);
-	}
+	for (i = 0; i < BS_REC_TYPE_MAX; i++)
+		if (e->t[i] && e->t[i]->nrec)
+			put_directory_entry(f, e->t[i], i);
 	buf_put(f, e->types.p, e->types.len);
 	/*
 	 * Each column is let go once copied: the chunk is in memory once, not twice, however
@@ -352,7 +358,13 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 		struct col_type *t = e->t[i];
 
 		for (j = 0; t && t->nrec && j <= t->plan.ncols; j++) {
-			buf_put(f, t->col[j].p, t->col[j].len);
+			if (j < t->plan.ncols && (t->planemask & (1u << j))) {
+				col_planes_scatter(t->col[j].p, t->col[j].len, f->p + f->len,
+						   t->plane_len[j]);
+				f->len += t->col[j].len;
+			} else {
+				buf_put(f, t->col[j].p, t->col[j].len);
+			}
 			free(t->col[j].p);
 			memset(&t->col[j], 0, sizeof(t->col[j]));
 		}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * On-disk layout of a .bst trace file, version 2 (readers also read version 1). docs/FORMAT.md is the prose version of
- * this header; keep them together.
+ * On-disk layout of a .bst trace file, version 3 (readers also read versions 1 and 2).
+ * docs/FORMAT.md is the prose version of this header; keep them together.
  *
  *   file header   "BPFSIGHT" | u32 version | u32 meta_len | meta TLVs | u32 crc32
  *   chunk*        struct bs_chunk_hdr | one zstd frame (content checksum on)
@@ -9,8 +9,9 @@
  *   trailer       u64 footer offset | "BSTRAILR"
  *
  * Inside a chunk, records are in columns (BS_CHUNK_COLUMNS, trace_columns.h; data chunks
- * since version 2) or varint-delta encoded 64-bit words (trace_codec.h: version 1, and the
- * footer chunk); the delta state resets at every chunk, so each chunk decodes on its own.
+ * since version 2, with per-thread codings since version 3) or varint-delta encoded 64-bit
+ * words (trace_codec.h: version 1, and the footer chunk); the delta state resets at every
+ * chunk, so each chunk decodes on its own.
  * All integers are little-endian.
  */
 #ifndef BPFSIGHT_TRACE_FORMAT_H
@@ -18,17 +19,18 @@
 
 #include <linux/types.h>
 
-#define BS_FILE_MAGIC	    "BPFSIGHT" /* 8 bytes, no NUL */
-#define BS_FILE_VERSION	    2
-#define BS_FILE_VERSION_MIN 1 /* the oldest version a reader still reads */
-#define BS_TRAILER_MAGIC    "BSTRAILR"
-#define BS_CHUNK_MAGIC	    0x4b435342u /* "BSCK" */
-#define BS_CHUNK_FOOTER	    0x1u
-#define BS_CHUNK_COLUMNS    0x2u       /* records in columns (trace_columns.h), else varint words */
-#define BS_CHUNK_TARGET_RAW (1u << 20) /* close a chunk at ~1 MiB of encoded records... */
-#define BS_CHUNK_TARGET_NS  1000000000ull /* ...or 1 s after its first record */
-#define BS_CHUNK_MAX_RAW    (64u << 20)	  /* a reader refuses bigger chunks */
-#define BS_META_MAX	    (1u << 20)	  /* a reader refuses a bigger file header */
+#define BS_FILE_MAGIC	     "BPFSIGHT" /* 8 bytes, no NUL */
+#define BS_FILE_VERSION	     3
+#define BS_FILE_VERSION_MIN  1 /* the oldest version a reader still reads */
+#define BS_TRAILER_MAGIC     "BSTRAILR"
+#define BS_CHUNK_MAGIC	     0x4b435342u /* "BSCK" */
+#define BS_CHUNK_FOOTER	     0x1u
+#define BS_CHUNK_COLUMNS     0x2u /* records in columns (trace_columns.h), else varint words */
+#define BS_CHUNK_TARGET_RAW  (1u << 20)	   /* close a chunk at ~1 MiB of encoded records... */
+#define BS_CHUNK_TARGET_FILE (2u << 20)	   /* ...2 MiB when rewriting a file (convert) */
+#define BS_CHUNK_TARGET_NS   1000000000ull /* ...or 1 s after its first record */
+#define BS_CHUNK_MAX_RAW     (64u << 20)   /* a reader refuses bigger chunks */
+#define BS_META_MAX	     (1u << 20)	   /* a reader refuses a bigger file header */
 
 /* Keys of the file header's TLVs: u16 key, u16 zero, u32 len, len bytes (no padding). */
 #define BS_META_HOSTNAME 1 /* text */

@@ -43,6 +43,7 @@ struct trace_writer {
 	struct trace_codec *codec; /* the footer's */
 	struct trace_columns_enc *cols;
 	ZSTD_CCtx *cctx;
+	size_t chunk_target; /* encoded bytes that close a chunk */
 
 	/* The open chunk: its records are in cols. */
 	__u32 nrec;
@@ -224,7 +225,7 @@ int trace_writer__append(struct trace_writer *w, const struct bs_hdr *rec)
 	}
 	w->nrec++;
 	w->appended++;
-	if (trace_columns_enc__size(w->cols) >= BS_CHUNK_TARGET_RAW)
+	if (trace_columns_enc__size(w->cols) >= w->chunk_target)
 		return trace_writer__flush(w);
 	return 0;
 }
@@ -437,6 +438,7 @@ static struct trace_writer *writer_new(int *errp)
 		goto fail;
 	}
 	w->fd = -1;
+	w->chunk_target = BS_CHUNK_TARGET_RAW;
 	w->codec = trace_codec__new();
 	w->cols = trace_columns_enc__new();
 	w->cctx = ZSTD_createCCtx();
@@ -511,6 +513,8 @@ struct trace_writer *trace_writer__open(const char *path, const struct trace_met
 	w = writer_new(errp);
 	if (!w)
 		return NULL;
+	if (flags & TRACE_WRITER_FROM_FILE)
+		w->chunk_target = BS_CHUNK_TARGET_FILE;
 
 	if (meta)
 		m = *meta;

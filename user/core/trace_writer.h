@@ -12,6 +12,8 @@
 #include "trace_meta.h"
 
 #define TRACE_WRITER_FORCE 0x1 /* replace an existing regular file */
+/* Records from a file, not a recording (bpfsight convert): chunks of BS_CHUNK_TARGET_FILE. */
+#define TRACE_WRITER_FROM_FILE 0x2
 
 struct trace_writer;
 
