@@ -143,8 +143,9 @@ static void make_order(struct bs_ucall *c, struct bs_gpu_memset *m, int fn, __u3
 	c->fn = fn;
 	c->args[2] = bytes;
 	c->args[3] = 0x1000 + tid; /* the thread's stream */
-	m->h = (struct bs_hdr){ .type = BS_REC_GPU_MEMSET, .size = sizeof(*m), .pid = 1,
-				.ts = ts + 20000 };
+	m->h = (struct bs_hdr){
+		.type = BS_REC_GPU_MEMSET, .size = sizeof(*m), .pid = 1, .ts = ts + 20000
+	};
 	m->dur = 3000;
 	m->bytes = bytes;
 	m->context = 1;

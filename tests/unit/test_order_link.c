@@ -67,18 +67,16 @@ static void call(struct order_link *ol, __u32 tid, __u64 ts, __u64 bytes, __u64 
 	call_fn(ol, "cudaMemsetAsync", tid, ts, bytes, stream);
 }
 
-static void op(struct order_link *ol, __u32 stream, __u32 corr, __u64 start, __u64 bytes,
-	       __u64 now)
+static void op(struct order_link *ol, __u32 stream, __u32 corr, __u64 start, __u64 bytes, __u64 now)
 {
-	struct bs_gpu_memset m = { .h = { .type = BS_REC_GPU_MEMSET,
-					  .size = sizeof(m),
-					  .pid = PID,
-					  .ts = start },
-				   .dur = 1,
-				   .bytes = bytes,
-				   .correlation = corr,
-				   .context = 1,
-				   .stream = stream };
+	struct bs_gpu_memset m = {
+		.h = { .type = BS_REC_GPU_MEMSET, .size = sizeof(m), .pid = PID, .ts = start },
+		.dur = 1,
+		.bytes = bytes,
+		.correlation = corr,
+		.context = 1,
+		.stream = stream
+	};
 
 	order_link__op(ol, &m.h, now);
 }
@@ -136,7 +134,7 @@ static void test_pre_unprobed_lost(void)
 
 	for (k = 0; k < 60; k++)
 		call(ol, 11, t + k * 10 * US, 100 * (k % 5 + 1), 0x1000);
-	op(ol, 7, 1, t - US, 100, t + S);			/* queued before any call */
+	op(ol, 7, 1, t - US, 100, t + S); /* queued before any call */
 	for (k = 0; k < 60; k++) {
 		if (k == 45)
 			continue; /* lost */

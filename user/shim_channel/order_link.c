@@ -90,7 +90,7 @@ struct order_link *order_link__new(order_link_fn fn, void *arg)
 		const char *name = cuda_table.apis[fn].name;
 		size_t len = strlen(name);
 
-		ol->kinds[fn] = g == CUDA_GRP_LAUNCH				? OL_KERNEL
+		ol->kinds[fn] = g == CUDA_GRP_LAUNCH			       ? OL_KERNEL
 				: g == CUDA_GRP_MEMCPY || g == CUDA_GRP_MEMSET ? OL_BYTES
 									       : OL_NONE;
 		/* The _ptsz/_ptds variants: stream 0 is the thread's default stream. */
@@ -185,7 +185,8 @@ void order_link__call(struct order_link *ol, const struct bs_hdr *rec)
 		__u32 grid[3], block[3];
 
 		for (i = 0; i < 3; i++) {
-			if (!(c.have & 1ull << (K_GRID_X + i)) || !(c.have & 1ull << (K_BLOCK_X + i)))
+			if (!(c.have & 1ull << (K_GRID_X + i)) ||
+			    !(c.have & 1ull << (K_BLOCK_X + i)))
 				return;
 			grid[i] = (__u32)c.v[K_GRID_X + i];
 			block[i] = (__u32)c.v[K_BLOCK_X + i];
@@ -263,7 +264,8 @@ void order_link__op(struct order_link *ol, const struct bs_hdr *rec, __u64 now)
 	if (s->n == s->cap && array__grow((void **)&s->ops, s->n, &s->cap, sizeof(*s->ops)))
 		return;
 	s->unsorted |= s->n && s->ops[s->n - 1].start > rec->ts;
-	s->ops[s->n++] = (struct ol_op){ .start = rec->ts, .arrived = now, .key = key, .corr = corr };
+	s->ops[s->n++] =
+		(struct ol_op){ .start = rec->ts, .arrived = now, .key = key, .corr = corr };
 	ol->nops++;
 }
 
@@ -285,8 +287,8 @@ static int fits(const struct ol_op *o, const struct ol_call *c)
 }
 
 /* How many of S's ops from I on fit H's calls from NUM on, one for one (at most WANT). */
-static size_t run_length(const struct ol_stream *s, size_t i, const struct ol_handle *h,
-			 __u64 num, size_t want)
+static size_t run_length(const struct ol_stream *s, size_t i, const struct ol_handle *h, __u64 num,
+			 size_t want)
 {
 	size_t n = 0;
 

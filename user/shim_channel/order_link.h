@@ -57,10 +57,10 @@ void order_link__run(struct order_link *ol, __u64 now, int all);
 void order_link__proc_exit(struct order_link *ol, __u32 pid);
 
 struct order_link_stats {
-	__u64 linked, unlinked;	    /* ops matched to a call, and found to have none */
-	__u64 realigned;	    /* times a stream was aligned again after a miss */
-	__u64 calls_dropped;	    /* forgotten early by ORDER_MAX_CALLS */
-	__u64 ops_dropped;	    /* not matched: over ORDER_MAX_OPS waiting */
+	__u64 linked, unlinked; /* ops matched to a call, and found to have none */
+	__u64 realigned;	/* times a stream was aligned again after a miss */
+	__u64 calls_dropped;	/* forgotten early by ORDER_MAX_CALLS */
+	__u64 ops_dropped;	/* not matched: over ORDER_MAX_OPS waiting */
 };
 void order_link__stats(const struct order_link *ol, struct order_link_stats *s);
 

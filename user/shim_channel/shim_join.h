@@ -87,12 +87,12 @@ void shim_join__proc_exit(struct shim_join *j, __u32 pid);
 /* Counters for the end-of-recording summary and info. */
 struct shim_join_stats {
 	__u64 linked_cuda, linked_api, unlinked;
-	__u64 linked_order;	/* of linked_cuda: by launch order alone (order_link.h) */
-	__u64 order_agree;	/* ops linked both ways: launch order named CUPTI's call */
-	__u64 order_differ;	/* ... and another call */
-	__u64 order_linked;	/* ops launch order matched to a call (whatever linked them) */
-	__u64 order_unlinked;	/* ... and found without one */
-	__u64 order_dropped;	/* calls and ops launch order had no room for (bounds) */
+	__u64 linked_order;	 /* of linked_cuda: by launch order alone (order_link.h) */
+	__u64 order_agree;	 /* ops linked both ways: launch order named CUPTI's call */
+	__u64 order_differ;	 /* ... and another call */
+	__u64 order_linked;	 /* ops launch order matched to a call (whatever linked them) */
+	__u64 order_unlinked;	 /* ... and found without one */
+	__u64 order_dropped;	 /* calls and ops launch order had no room for (bounds) */
 	__u64 why[JOIN_WHY_MAX]; /* GPU records not linked to a call (api-only + unlinked) */
 	__u64 calls_dropped;	 /* calls forgotten early by JOIN_MAX_CALLS */
 };

@@ -66,7 +66,7 @@ void join_link_emit(struct shim_join *j, struct bs_hdr *rec, const struct corr_s
 		else
 			j->st.unlinked++;
 		j->st.why[s && (s->flags || s->order == JOIN_ORDER_DECIDED) ? s->why
-									     : JOIN_WHY_NO_API]++;
+									    : JOIN_WHY_NO_API]++;
 	}
 	j->emit(j->arg, rec);
 }
@@ -132,11 +132,11 @@ void shim_join__gpu(struct shim_join *j, struct bs_hdr *rec, __u64 now)
 		s = join_slot(j, rec->pid, *f.corr);
 		if (s)
 			join_order_check(j, s, *f.corr, rec->tid, *f.call_ts);
-		if (s && (s->corr != *f.corr || !s->flags))
+		if (s && (s->corr != *f.corr || (!s->flags && !s->order)))
 			*s = (struct corr_slot){ .corr = *f.corr,
 						 .tid = rec->tid,
 						 .call_ts = *f.call_ts,
-						 .flags = BS_GPU_CALL_CUDA,
+						 .order = JOIN_ORDER_FILE,
 						 .pend = s->pend };
 		join_link_emit(j, rec, NULL);
 		return;
@@ -212,12 +212,13 @@ void join_order_decided(void *arg, __u32 pid, __u32 corr, __u32 tid, __u64 call_
 	if (!p)
 		return;
 	s = p->slots ? &p->slots[corr % JOIN_CORR_SLOTS] : NULL;
-	if (s && s->corr == corr && s->flags) {
+	if (s && s->corr == corr && (s->flags || s->order == JOIN_ORDER_FILE)) {
 		struct corr_slot g = {
 			.corr = corr, .tid = tid, .call_ts = call_ts, .order = JOIN_ORDER_GUESS
 		};
 
-		if (s->flags & BS_GPU_CALL_CUDA) /* linked first (CUPTI's API record, the file) */
+		/* Linked first (CUPTI's API record, the file's): compare. */
+		if ((s->flags & BS_GPU_CALL_CUDA) || s->order == JOIN_ORDER_FILE)
 			join_order_check(j, &g, corr, s->tid, s->call_ts);
 		return;
 	}
@@ -230,7 +231,7 @@ void join_order_decided(void *arg, __u32 pid, __u32 corr, __u32 tid, __u64 call_
 				 .tid = tid,
 				 .call_ts = call_ts,
 				 .flags = tid && !guess ? BS_GPU_CALL_CUDA : 0,
-				 .why = tid	 ? 0
+				 .why = tid	   ? 0
 					: p->calls ? JOIN_WHY_NO_ORDER
 						   : JOIN_WHY_NO_CUDA,
 				 .order = guess ? JOIN_ORDER_GUESS : JOIN_ORDER_DECIDED,

@@ -17,15 +17,18 @@ struct corr_slot {
 	__u16 flags; /* BS_GPU_CALL_*: how the API record was linked; 0 = not decided */
 	__u8 why;    /* JOIN_WHY_* when flags is BS_GPU_CALL_API, or decided by order */
 	__u8 order;  /* JOIN_ORDER_*: launch order's part in it */
-	__u32 pend; /* index + 1 of the newest waiting GPU record of this slot, 0 = none */
+	__u32 pend;  /* index + 1 of the newest waiting GPU record of this slot, 0 = none */
 };
 
 /*
  * corr_slot.order: DECIDED, launch order linked it (or found it has no call: flags 0); GUESS,
- * launch order's call is in tid/call_ts while API records (which decide) are still to come.
+ * launch order's call is in tid/call_ts while API records (which decide) are still to come;
+ * FILE, a file's record of the id came linked (tid/call_ts), kept to compare launch order
+ * with, deciding nothing for other records.
  */
 #define JOIN_ORDER_DECIDED 1
 #define JOIN_ORDER_GUESS   2
+#define JOIN_ORDER_FILE	   3
 
 struct jproc {
 	struct hmap *threads;	 /* (tid, 0) -> struct jthread */

@@ -55,7 +55,9 @@ static void launch(const unsigned int *shape, cudaStream_t stream)
 	dim3 grid = { shape[0], shape[1], 1 }, block = { shape[2], shape[3], 1 };
 	void *args[1] = { NULL };
 
-	*c = (struct call){ .kind = K_KERNEL, .tid = gettid(), .shmem = shape[4], .stream = stream };
+	*c = (struct call){
+		.kind = K_KERNEL, .tid = gettid(), .shmem = shape[4], .stream = stream
+	};
 	c->grid[0] = shape[0], c->grid[1] = shape[1], c->grid[2] = 1;
 	c->block[0] = shape[2], c->block[1] = shape[3], c->block[2] = 1;
 	c->t0 = now();
@@ -78,11 +80,13 @@ static void memset_call(uint64_t bytes, cudaStream_t stream)
 
 /* grid x, grid y, block x, block y, dynamic shared memory */
 static const unsigned int shapes_a[5][5] = {
-	{ 8, 1, 128, 1, 0 }, { 4, 2, 64, 2, 256 }, { 16, 1, 32, 1, 0 },
+	{ 8, 1, 128, 1, 0 },   { 4, 2, 64, 2, 256 }, { 16, 1, 32, 1, 0 },
 	{ 1, 1, 1024, 1, 48 }, { 2, 3, 128, 1, 0 },
 };
 static const unsigned int shapes_b[3][5] = {
-	{ 8, 1, 128, 1, 0 }, { 32, 1, 256, 1, 0 }, { 2, 2, 2, 2, 16 },
+	{ 8, 1, 128, 1, 0 },
+	{ 32, 1, 256, 1, 0 },
+	{ 2, 2, 2, 2, 16 },
 };
 
 static void *second_thread(void *arg)
@@ -226,8 +230,9 @@ int main(int argc, char **argv)
 	fed = feed(buf, len);
 	printf("\n], \"calls\": [");
 	for (k = 0; k < ncalls; k++)
-		printf("%s\n  {\"tid\": %d, \"t0\": %llu, \"t1\": %llu}", k ? "," : "", calls[k].tid,
-		       (unsigned long long)calls[k].t0, (unsigned long long)calls[k].t1);
+		printf("%s\n  {\"tid\": %d, \"t0\": %llu, \"t1\": %llu}", k ? "," : "",
+		       calls[k].tid, (unsigned long long)calls[k].t0,
+		       (unsigned long long)calls[k].t1);
 	printf("\n], \"fed\": %d}\n", fed);
 	free(buf);
 	return 0;
