@@ -213,9 +213,10 @@ def test_shared_traces_launch_order_finds_cuptis_calls():
 
 
 def test_live_links_by_launch_order_without_api_records():
-    """order_feed: 66 GPU ops and no API record (GPU timing switched on in a running job):
+    """order_feed: 67 GPU ops and no API record (GPU timing switched on in a running job):
     each op is linked to the exact call that queued it, on its thread; the op queued before
-    the recording and the op whose launch was not probed have none, with the reason."""
+    the recording, the op whose launch was not probed and a graph's node have none, each
+    with its reason."""
     _, shim = flood_paths()
     from helpers import tmpdir, workload
     feed = workload("shim/order_feed")
@@ -252,7 +253,8 @@ def test_live_links_by_launch_order_without_api_records():
     links = info(out)["gpu_links"]
     # Read back, the file's links are kept; launch order, run again, finds the same calls.
     eq((links["linked_cuda"], links["unlinked"], links["order_found"], links["order_agrees"]),
-       (64, 2, 64, 64), f"info: {links}")
-    eq(links["not_linked_by_reason"], {"no_call_in_order": 2}, "the reason")
+       (64, 3, 64, 64), f"info: {links}")
+    eq(links["not_linked_by_reason"], {"no_call_in_order": 2, "graph_node_no_api": 1},
+       "the reasons")
     check("64 linked to their cuda call" in p.stderr and "64 by launch order" in p.stderr,
           f"the recorder's summary says how: {p.stderr}")

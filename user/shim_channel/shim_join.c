@@ -14,7 +14,7 @@ static const char *const why_names[JOIN_WHY_MAX] = {
 	[JOIN_WHY_NO_API] = "no_api_record",	  [JOIN_WHY_NO_CUDA] = "cuda_not_traced",
 	[JOIN_WHY_THREAD] = "thread_not_traced",  [JOIN_WHY_OUTSIDE] = "outside_calls",
 	[JOIN_WHY_NOT_SEEN] = "call_not_seen",	  [JOIN_WHY_EXPIRED] = "calls_expired",
-	[JOIN_WHY_NO_ORDER] = "no_call_in_order",
+	[JOIN_WHY_NO_ORDER] = "no_call_in_order", [JOIN_WHY_GRAPH] = "graph_node_no_api",
 };
 
 const char *join_why__name(unsigned int why)

@@ -50,6 +50,7 @@ enum join_why {
 	JOIN_WHY_NOT_SEEN, /* no containing call came within JOIN_WAIT_NS (lost, or running) */
 	JOIN_WHY_EXPIRED,  /* the calls around it were forgotten (older than kept, or cap) */
 	JOIN_WHY_NO_ORDER, /* no API records: no recorded call of its stream fits it in order */
+	JOIN_WHY_GRAPH,	   /* no API records: a CUDA graph's node, not linked by launch order */
 	JOIN_WHY_MAX,
 };
 /* "no_api_record"... for JOIN_WHY_*; "?" for others. */

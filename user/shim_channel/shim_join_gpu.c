@@ -44,6 +44,17 @@ static int gpu_fields(struct bs_hdr *rec, struct gpu_fields *f)
 	return -EINVAL;
 }
 
+/*
+ * Why REC, decided by nothing, has no link: its API record never came; or, in a process that
+ * sends none, launch order does not link a CUDA graph's nodes (one launch, many ops).
+ */
+static __u8 why_undecided(struct shim_join *j, const struct bs_hdr *rec, const struct gpu_fields *f)
+{
+	struct jproc *p = join_proc(j, rec->pid, 0);
+
+	return p && !p->apis && (*f->flags & BS_GPU_GRAPH) ? JOIN_WHY_GRAPH : JOIN_WHY_NO_API;
+}
+
 void join_link_emit(struct shim_join *j, struct bs_hdr *rec, const struct corr_slot *s)
 {
 	struct gpu_fields f;
@@ -65,8 +76,9 @@ void join_link_emit(struct shim_join *j, struct bs_hdr *rec, const struct corr_s
 			j->st.linked_api++;
 		else
 			j->st.unlinked++;
-		j->st.why[s && (s->flags || s->order == JOIN_ORDER_DECIDED) ? s->why
-									    : JOIN_WHY_NO_API]++;
+		j->st.why[s && (s->flags || s->order == JOIN_ORDER_DECIDED)
+				  ? s->why
+				  : why_undecided(j, rec, &f)]++;
 	}
 	j->emit(j->arg, rec);
 }

@@ -16,7 +16,8 @@
  * call returned. On stream 7 the feed also has an op queued before any call was recorded
  * (before the first call began), an op whose launch was not probed (a shape no call has)
  * after the 16th launch, and it lacks the op of the 31st launch (a lost record). Streams are
- * fed 13, 14, then 7, and 7's first op last.
+ * fed 13, 14, then 7, and 7's first op last; then a CUDA graph's node on 7 (graph 5), which
+ * launch order does not link.
  *
  * Prints {"pid": P, "tid": T} first, then {"calls": [{"tid", "t0", "t1"}...], "ops":
  * [{"correlation", "call": index into calls or -1}...], "fed": N}.
@@ -39,6 +40,7 @@ struct call {
 	unsigned int grid[3], block[3], shmem;
 	uint64_t bytes, t0, t1;
 	cudaStream_t stream;
+	uint32_t graph; /* the op is a node of this CUDA graph (no call of its own) */
 };
 
 static struct call calls[NCALLS];
@@ -134,6 +136,8 @@ static void op_record(const struct call *c, uint32_t stream, uint32_t corr, uint
 		r.blockX = (int32_t)c->block[0], r.blockY = (int32_t)c->block[1], r.blockZ = 1;
 		r.dynamicSharedMemory = (int32_t)c->shmem;
 		r.correlationId = corr;
+		r.graphId = c->graph;
+		r.graphNodeId = c->graph ? 0x42 : 0;
 		r.name = "_Z6kernelv";
 		put(&r, sizeof(r));
 	} else if (c->kind == K_MEMSET) {
@@ -227,6 +231,12 @@ int main(int argc, char **argv)
 	/* Stream 7: its first op (queued before the recording) is fed last. */
 	ops_of(STREAM_A, 7, 31, 16);
 	op(&calls[a0], -1, 7, calls[a0].t0 - 1000);
+	{
+		struct call node = calls[a0];
+
+		node.graph = 5; /* a graph's node, after the last launch */
+		op(&node, -1, 7, calls[ncalls - 1].t1 + 1000);
+	}
 	fed = feed(buf, len);
 	printf("\n], \"calls\": [");
 	for (k = 0; k < ncalls; k++)
