@@ -124,6 +124,12 @@ static int make_room(struct shim_join *j, struct jthread *t)
 	return 0;
 }
 
+void shim_join__order_always(struct shim_join *j)
+{
+	if (j)
+		j->order_always = 1;
+}
+
 void shim_join__no_calls(struct shim_join *j)
 {
 	if (j)
@@ -140,10 +146,11 @@ void shim_join__cuda_call(struct shim_join *j, const struct bs_hdr *rec)
 
 	if (rec->type != BS_REC_CUDA_CALL || rec->size < sizeof(*c))
 		return;
-	order_link__call(j->order, rec);
 	p = join_proc(j, rec->pid, 1);
 	if (!p)
 		return;
+	if (j->order_always || !p->apis)
+		order_link__call(j->order, rec);
 	p->calls++;
 	t = hmap__get(p->threads, (struct hkey){ rec->tid, 0 }, 1);
 	if (!t)

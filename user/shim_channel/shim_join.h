@@ -62,6 +62,11 @@ struct shim_join;
 struct shim_join *shim_join__new(void (*emit)(void *arg, struct bs_hdr *rec), void *arg);
 void shim_join__free(struct shim_join *j); /* waiting records are dropped: expire first */
 
+/*
+ * Launch order for every process, to compare with the links of API records too (readers: info
+ * shows it); by default only processes that sent no API records (the recorder's cost).
+ */
+void shim_join__order_always(struct shim_join *j);
 /* No cuda call will come (the cuda family is not recorded): API records do not wait. */
 void shim_join__no_calls(struct shim_join *j);
 /* A cuda-family record (anything else is ignored), in the order they returned. */

@@ -44,6 +44,16 @@ static int gpu_fields(struct bs_hdr *rec, struct gpu_fields *f)
 	return -EINVAL;
 }
 
+int join_wants_order(struct shim_join *j, __u32 pid)
+{
+	struct jproc *p;
+
+	if (j->order_always)
+		return 1;
+	p = join_proc(j, pid, 0);
+	return !p || !p->apis;
+}
+
 /*
  * Why REC, decided by nothing, has no link: its API record never came; or, in a process that
  * sends none, launch order does not link a CUDA graph's nodes (one launch, many ops).
@@ -134,7 +144,7 @@ void shim_join__gpu(struct shim_join *j, struct bs_hdr *rec, __u64 now)
 	struct pending *p;
 	__u32 idx;
 
-	if (!gpu_fields(rec, &f))
+	if (!gpu_fields(rec, &f) && join_wants_order(j, rec->pid))
 		order_link__op(j->order, rec, now); /* a file's linked ones too: they hold places */
 	if (gpu_fields(rec, &f)) {
 		join_link_emit(j, rec, NULL);

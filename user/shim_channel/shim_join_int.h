@@ -69,6 +69,7 @@ struct shim_join {
 	__u64 ncalls;	  /* calls kept, all threads */
 	__u64 last_sweep; /* now of the last trim of every thread */
 	int no_calls;	  /* shim_join__no_calls: decide every API record as it comes */
+	int order_always; /* shim_join__order_always: launch order for every process */
 	struct shim_join_stats st;
 	struct order_link *order;
 	__u8 launches[1024]; /* cuda_table fn -> 1 when it puts work on the GPU */
@@ -86,6 +87,8 @@ void join_pending_expire(struct shim_join *j, __u64 now, int all);
 /* S is being decided as CORR's link to (TID, CALL_TS): compare launch order's guess. */
 void join_order_check(struct shim_join *j, const struct corr_slot *s, __u32 corr, __u32 tid,
 		      __u64 call_ts);
+/* Whether PID's calls and ops go to launch order: it sent no API records, or order_always. */
+int join_wants_order(struct shim_join *j, __u32 pid);
 /* order_link_fn: an op's call by launch order (TID 0: none). */
 void join_order_decided(void *arg, __u32 pid, __u32 corr, __u32 tid, __u64 call_ts);
 

@@ -49,6 +49,7 @@ struct shim_relink *shim_relink__new(int calls)
 	}
 	if (!calls)
 		shim_join__no_calls(rl->join);
+	shim_join__order_always(rl->join);
 	return rl;
 }
 
