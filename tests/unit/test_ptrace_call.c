@@ -7,6 +7,7 @@
  * and signal mask as before (it checks them itself and exits 0 only if all hold).
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,17 @@ static void child(int in, int out)
 		      : (n < 0 && errno == EINTR ? 3 : 4));
 }
 
+/* waitpid PID for at most 60 s: 1 when it exited (STATUS), 0 when it still runs. */
+static int wait_exit(pid_t pid, int *status)
+{
+	for (int i = 0; i < 6000; i++) {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
 static void test_borrowed_call(void)
 {
 	struct ptrace_call c = { .arg = "hello", .arg2 = 42, .timeout_s = 5 };
@@ -118,6 +130,9 @@ static void test_borrowed_call(void)
 	pid = fork();
 	if (pid == 0)
 		child(to_child[0], from_call[1]);
+	/* The child's ends are the child's: should it die, our reads see it instead of hanging. */
+	close(to_child[0]);
+	close(from_call[1]);
 	c.pid = pid;
 	/* Until the child sits in its read (the call is meant for a waiting thread). */
 	for (int i = 0; i < 500; i++) {
@@ -138,13 +153,20 @@ static void test_borrowed_call(void)
 		goto out;
 	if (!ASSERT_EQ(r.tid, pid, "the thread borrowed"))
 		goto out;
-	n = read(from_call[0], got, sizeof(got) - 1);
+	{
+		struct pollfd pf = { .fd = from_call[0], .events = POLLIN };
+
+		n = poll(&pf, 1, 60000) == 1 ? read(from_call[0], got, sizeof(got) - 1) : -1;
+	}
 	got[n > 0 ? n : 0] = 0;
-	if (!ASSERT_STREQ(got, "hello 42", "what the call received"))
+	if (!ASSERT_STREQ(
+		    got, "hello 42",
+		    "what the call received within 60 s (nothing: the child died or never ran it)"))
 		goto out;
 	if (write(to_child[1], "x", 1) != 1)
 		goto out;
-	waitpid(pid, &status, 0);
+	if (!ASSERT_TRUE(wait_exit(pid, &status), "the child exits within 60 s of its byte"))
+		goto out;
 	pid = 0;
 	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		    "the child's read returned its byte, its state intact (exit 0; 3: EINTR)");
@@ -153,6 +175,8 @@ out:
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 	}
+	close(to_child[1]);
+	close(from_call[0]);
 }
 
 int main(void)
