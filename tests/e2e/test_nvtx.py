@@ -165,14 +165,15 @@ def test_launch_second_dso_and_fork_child():
     check(10 * MS <= r["dur"] < 500 * MS, f"child range lasted {r['dur']}")
 
 
-def attach_run(loops, duration=None, batches_out=None, **env):
+def attach_run(loops, duration=None, batches_out=None, then_wait=(), **env):
     """nvtx_ranges started with the shim in its environment (and ENV), -p attached after it
     loaded it; (recorder, pid, main, loops, proc). BATCHES_OUT (a list) gets the path of the
-    shim's batch dump."""
+    shim's batch dump. THEN_WAIT: (K, PATH), the workload waits for PATH after K loops."""
     d = tmpdir()
     go, batches = os.path.join(d, "go"), os.path.join(d, "batches.bin")
+    then = ["--then-wait", str(then_wait[0]), then_wait[1]] if then_wait else []
     # line-buffered: the loop lines of a process killed mid-run are wanted too
-    w = spawn(["stdbuf", "-oL", RANGES, "--loops", str(loops), "--wait-file", go],
+    w = spawn(["stdbuf", "-oL", RANGES, "--loops", str(loops), "--wait-file", go] + then,
               env=shim_env(BPFSIGHT_SHIM_DUMP=batches, **env))
     head = json.loads(w.stdout.readline())
     opts = ["-t", "nvtx", "-p", str(head["pid"])] + (["-d", duration] if duration else [])
@@ -214,7 +215,10 @@ def test_a_recorder_joining_another_gets_every_name():
     names resolved; the first one's file stays exact (names not written twice)."""
     need_shim()
     batches = []
-    r, pid, main, w = attach_run(8, batches_out=batches)
+    # After its first loop the workload waits for the join: loops 2-8 come after it, however
+    # long the second recorder takes to start on a busy machine.
+    joined_file = os.path.join(tmpdir(), "joined")
+    r, pid, main, w = attach_run(8, batches_out=batches, then_wait=(1, joined_file))
     first = json.loads(w.stdout.readline())  # a loop done: every name sent to the first
     check("loop" in first, f"loop line {first}")
     r2 = Recorder("-t", "nvtx", "-p", str(pid))
@@ -228,6 +232,7 @@ def test_a_recorder_joining_another_gets_every_name():
         except (AssertionError, struct.error):
             return False  # a batch being written
     wait_for(joined, 30, "the shim's join status")
+    open(joined_file, "w").close()
     eq(w.wait(60), 0, "workload exit")
     eq(r.wait(60), 0, f"first recorder exit ({r.stderr})")
     eq(r2.wait(60), 0, f"second recorder exit ({r2.stderr})")

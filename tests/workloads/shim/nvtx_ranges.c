@@ -3,11 +3,13 @@
  * NVTX workload with exactly known ranges, for the cupti-shim's tests (tests/e2e/test_shim.py)
  * and the nvtx family's. Header-only nvtx3: the shim arrives by NVTX_INJECTION64_PATH.
  *
- *   nvtx_ranges [--loops N] [--wait-file PATH] [--second-dso] [--fork] [--hold MS] [--late]
+ *   nvtx_ranges [--loops N] [--wait-file PATH] [--then-wait K PATH] [--second-dso] [--fork]
+ *               [--hold MS] [--late]
  *
  *   --loops N      repeat the loop body N times (default 1)
  *   --wait-file P  after loading the injection (nvtxInitialize) and printing the "pid" line,
  *                  wait until P exists (a tracer attaches meanwhile)
+ *   --then-wait K P  after K loops, wait again until P exists (a second tracer joins meanwhile)
  *   --second-dso   each loop also calls NVTX from libnvtx_second.so (its own NVTX instance,
  *                  which initializes the injection separately)
  *   --fork         after the loops, fork a child: it marks "child-wake", sleeps 300 ms (the
@@ -215,8 +217,8 @@ static void child(void)
 
 int main(int argc, char **argv)
 {
-	const char *wait_file = NULL;
-	int loops = 1, second = 0, do_fork = 0, hold = -1, i, status;
+	const char *wait_file = NULL, *then_file = NULL;
+	int then_after = -1, loops = 1, second = 0, do_fork = 0, hold = -1, i, status;
 	nvtxDomainHandle_t d;
 	nvtxStringHandle_t r1, r2;
 	struct stat st;
@@ -227,6 +229,9 @@ int main(int argc, char **argv)
 			loops = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--wait-file") && i + 1 < argc) {
 			wait_file = argv[++i];
+		} else if (!strcmp(argv[i], "--then-wait") && i + 2 < argc) {
+			then_after = atoi(argv[++i]);
+			then_file = argv[++i];
 		} else if (!strcmp(argv[i], "--second-dso")) {
 			second = 1;
 		} else if (!strcmp(argv[i], "--fork")) {
@@ -237,7 +242,8 @@ int main(int argc, char **argv)
 			late = 1;
 		} else {
 			fprintf(stderr, "usage: nvtx_ranges [--loops N] [--wait-file PATH] "
-					"[--second-dso] [--fork] [--hold MS] [--late]\n");
+					"[--then-wait K PATH] [--second-dso] [--fork] [--hold MS] "
+					"[--late]\n");
 			return 2;
 		}
 	}
@@ -255,8 +261,11 @@ int main(int argc, char **argv)
 	nvtxDomainNameCategoryA(d, 7, "domain-cat");
 	r1 = nvtxDomainRegisterStringA(d, "registered-step");
 	r2 = nvtxDomainRegisterStringA(d, "registered-mark");
-	for (i = 0; i < loops; i++)
+	for (i = 0; i < loops; i++) {
+		while (i == then_after && stat(then_file, &st))
+			sleep_ms(10);
 		loop(i, d, r1, r2, second);
+	}
 	if (hold >= 0) {
 		level(nvtxRangePushA("held"), 0, "held push");
 		printf("{\"held\": true}\n");
