@@ -36,7 +36,7 @@ static struct flight_recorder *start(const char *name, __u64 window, struct trac
 	memset(meta, 0, sizeof(*meta));
 	meta->version = 1; /* start clocks 0: the window is never clipped by the start */
 	snprintf(out, sizeof(out), "%s/%s.bst", dir, name);
-	return flight__new(&fo, meta, out, 1, "unit", &err);
+	return flight__new(&fo, meta, out, 1, &err);
 }
 
 /* Append, as record_ctx__write does: the flight recorder sees it first. */

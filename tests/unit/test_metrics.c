@@ -10,7 +10,7 @@
 #include "metrics.h"
 #include "record_options.h"
 #include "mono_clock.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "osrt_records.h"
 #include "cuda_records.h"
 

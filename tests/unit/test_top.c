@@ -18,7 +18,7 @@
 #include "osrt_records.h"
 #include "record_ctx.h"
 #include "shim_records.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "top.h"
 #include "top_family.h"
 #include "trace_reader.h"

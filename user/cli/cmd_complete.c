@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "family.h"
 #include "stats.h"
+#include "msg.h"
 
 /* One word per line from an "a, b, c" list. */
 static void print_list(const char *list)
@@ -34,7 +35,7 @@ static int print_options(const char *name)
 		if ((c->opts || c->opts_fn) && !strcmp(c->name, name))
 			break;
 	if (!c->name) {
-		fprintf(stderr, "bpfsight __complete: no command '%s'\n", name);
+		pr_err("no command '%s'\n", name);
 		return 1;
 	}
 	/* "--name=" for an option that takes a value: the shell then completes the value. */

@@ -12,6 +12,7 @@
 #include "trace_format.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
+#include "msg.h"
 
 static void convert_usage(FILE *f)
 {
@@ -49,7 +50,7 @@ static int copy_records(struct trace_reader *r, struct trace_writer *w, const ch
 	while (trace_reader__next(r, &h) == 1) {
 		err = trace_writer__append(w, h);
 		if (err) {
-			fprintf(stderr, "bpfsight convert: %s: %s\n", out, strerror(-err));
+			pr_err("%s: %s\n", out, strerror(-err));
 			return err;
 		}
 	}
@@ -66,13 +67,13 @@ static int convert(const char *in, const char *out, int force)
 
 	r = trace_reader__open(in, msg, sizeof(msg), &err);
 	if (!r) {
-		fprintf(stderr, "bpfsight convert: %s: %s\n", in, msg);
+		pr_err("%s: %s\n", in, msg);
 		return EXIT_READ_FAIL;
 	}
 	w = trace_writer__open(out, trace_reader__meta(r),
 			       TRACE_WRITER_FROM_FILE | (force ? TRACE_WRITER_FORCE : 0), &err);
 	if (!w) {
-		fprintf(stderr, "bpfsight convert: cannot create %s: %s\n", out, strerror(-err));
+		pr_err("cannot create %s: %s\n", out, strerror(-err));
 		trace_reader__free(r);
 		return EXIT_READ_FAIL;
 	}
@@ -89,21 +90,18 @@ static int convert(const char *in, const char *out, int force)
 	/* Without a footer in FILE its end is unknown: OUT's then says when it was written. */
 	err = trace_writer__close(w, st->has_end ? &st->end : NULL);
 	if (err) {
-		fprintf(stderr, "bpfsight convert: %s: %s\n", out, strerror(-err));
+		pr_err("%s: %s\n", out, strerror(-err));
 		unlink(out);
 		trace_reader__free(r);
 		return EXIT_READ_FAIL;
 	}
 	if (st->truncated)
-		fprintf(stderr,
-			"bpfsight convert: warning: %s was not closed cleanly (its recorder was "
+		pr_warn("%s was not closed cleanly (its recorder was "
 			"killed?): converted what it holds\n",
 			in);
 	if (st->corrupt_chunks)
-		fprintf(stderr, "bpfsight convert: warning: %s: %u corrupt chunks skipped\n", in,
-			st->corrupt_chunks);
-	fprintf(stderr, "bpfsight convert: wrote %s (%llu records)\n", out,
-		(unsigned long long)st->records);
+		pr_warn("%s: %u corrupt chunks skipped\n", in, st->corrupt_chunks);
+	pr_info("wrote %s (%llu records)\n", out, (unsigned long long)st->records);
 	err = st->corrupt_chunks ? EXIT_READ_CORRUPT : EXIT_READ_OK;
 	trace_reader__free(r);
 	return err;
@@ -135,7 +133,7 @@ int cmd_convert(int argc, char **argv)
 	if (!in)
 		return EXIT_READ_FAIL;
 	if (!out) {
-		fprintf(stderr, "bpfsight convert: where to? give -o OUT\n");
+		pr_err("where to? give -o OUT\n");
 		convert_usage(stderr);
 		return EXIT_READ_FAIL;
 	}

@@ -11,6 +11,7 @@
 #include "json.h"
 #include "stack_format.h"
 #include "trace_walk.h"
+#include "msg.h"
 
 #define DUMP_MAX_KINDS 32
 
@@ -78,7 +79,7 @@ static int dump_parse_kinds(struct dump_opts *o, const char *list)
 
 	/* Repeated --kind options add up: append after what earlier ones left. */
 	if (used + strlen(list) + 2 > sizeof(o->kindbuf)) {
-		fprintf(stderr, "bpfsight dump: --kind list too long\n");
+		pr_err("--kind list too long\n");
 		return -EINVAL;
 	}
 	if (used)
@@ -87,14 +88,14 @@ static int dump_parse_kinds(struct dump_opts *o, const char *list)
 	for (tok = strtok_r(o->kindbuf + used, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!family__kind_is_event(tok)) {
 			dump__list_kinds(kinds, sizeof(kinds));
-			fprintf(stderr, "bpfsight dump: %s '%s' (kinds: %s)\n",
-				dump_kind_is_meta(tok) ? "no events are of the metadata kind"
-						       : "unknown kind",
-				tok, kinds);
+			pr_err("%s '%s' (kinds: %s)\n",
+			       dump_kind_is_meta(tok) ? "no events are of the metadata kind"
+						      : "unknown kind",
+			       tok, kinds);
 			return -EINVAL;
 		}
 		if (o->nkinds == DUMP_MAX_KINDS) {
-			fprintf(stderr, "bpfsight dump: too many kinds\n");
+			pr_err("too many kinds\n");
 			return -EINVAL;
 		}
 		o->kinds[o->nkinds++] = tok;
@@ -173,7 +174,7 @@ int cmd_dump(int argc, char **argv)
 			errno = 0;
 			v = strtoul(optarg, &end, 10);
 			if (errno || end == optarg || *end || v > 0xffffffffUL) {
-				fprintf(stderr, "bpfsight dump: bad pid '%s'\n", optarg);
+				pr_err("bad pid '%s'\n", optarg);
 				return EXIT_READ_FAIL;
 			}
 			o.pid = v;
@@ -202,7 +203,7 @@ int cmd_dump(int argc, char **argv)
 			dump_event(stdout, &ev, w.m);
 	}
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "bpfsight dump: writing the output failed: %s\n", strerror(errno));
+		pr_err("writing the output failed: %s\n", strerror(errno));
 		trace_walk__close(&w);
 		return EXIT_READ_FAIL;
 	}

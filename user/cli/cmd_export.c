@@ -18,6 +18,7 @@
 #include "family.h"
 #include "trace_walk.h"
 #include "mono_clock.h"
+#include "msg.h"
 
 // clang-format off
 static const struct exporter *const exporters[] = {
@@ -157,22 +158,21 @@ static int export_check_out(const char *out, int force, int *replace)
 	if (lstat(out, &st)) {
 		if (errno == ENOENT)
 			return 0;
-		fprintf(stderr, "bpfsight export: %s: %s\n", out, strerror(errno));
+		pr_err("%s: %s\n", out, strerror(errno));
 		return 1;
 	}
 	if (S_ISLNK(st.st_mode)) {
-		fprintf(stderr,
-			"bpfsight export: %s is a symbolic link: refusing to follow or replace it; "
-			"choose another -o\n",
-			out);
+		pr_err("%s is a symbolic link: refusing to follow or replace it; "
+		       "choose another -o\n",
+		       out);
 		return 1;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "bpfsight export: %s exists and is not a regular file\n", out);
+		pr_err("%s exists and is not a regular file\n", out);
 		return 1;
 	}
 	if (!force) {
-		fprintf(stderr, "bpfsight export: %s exists: use --force to replace it\n", out);
+		pr_err("%s exists: use --force to replace it\n", out);
 		return 1;
 	}
 	*replace = 1;
@@ -242,21 +242,25 @@ static const struct exporter *export_pick(const char *format, const char *file, 
 	const char *suffix = NULL;
 
 	if (!format) {
-		fprintf(stderr, "bpfsight export: which format? --format perfetto, chrome, "
-				"sqlite, folded, pprof, svg or folded-offcpu\n");
+		pr_err("which format? --format perfetto, chrome, "
+		       "sqlite, folded, pprof, svg or folded-offcpu\n");
 		return NULL;
 	}
 	ex = export_find(format, &suffix);
 	if (!ex) {
-		fprintf(stderr, "bpfsight export: unknown format '%s' (formats:", format);
-		for (size_t i = 0; i < NEXPORTERS; i++)
-			fprintf(stderr, "%s %s", i ? "," : "", exporters[i]->format);
-		fprintf(stderr, ")\n");
+		char list[256];
+		size_t used = 0;
+
+		list[0] = 0;
+		for (size_t i = 0; i < NEXPORTERS && used < sizeof(list); i++)
+			used += snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+					 exporters[i]->format);
+		pr_err("unknown format '%s' (formats: %s)\n", format, list);
 		return NULL;
 	}
 	*out = out_arg ? strdup(out_arg) : export_default_out(file, suffix);
 	if (!*out) {
-		fprintf(stderr, "bpfsight export: out of memory\n");
+		pr_err("out of memory\n");
 		return NULL;
 	}
 	return ex;
@@ -322,10 +326,9 @@ static int export_check_dir(const char *dir, int force)
 	if (lstat(dir, &st))
 		return errno == ENOENT ? 0 : (perror(dir), 1);
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr,
-			"bpfsight export: %s is not a directory: a merged file's Chrome export is a "
-			"directory of one file per rank (HTA reads it so)\n",
-			dir);
+		pr_err("%s is not a directory: a merged file's Chrome export is a "
+		       "directory of one file per rank (HTA reads it so)\n",
+		       dir);
 		return 1;
 	}
 	for (DIR *d = opendir(dir); d;) {
@@ -338,8 +341,7 @@ static int export_check_dir(const char *dir, int force)
 		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
 	}
 	if (n && !force) {
-		fprintf(stderr, "bpfsight export: %s is not empty: use --force to write there\n",
-			dir);
+		pr_err("%s is not empty: use --force to write there\n", dir);
 		return 1;
 	}
 	return 0;
@@ -361,21 +363,21 @@ static int export_by_rank(const struct exporter *ex, struct trace_walk *w, const
 		goto out;
 	st = export_split__open(ex, dir, ".json", force, trace_walk__meta(w), &err);
 	if (!st) {
-		fprintf(stderr, "bpfsight export: cannot create %s: %s\n", dir, strerror(-err));
+		pr_err("cannot create %s: %s\n", dir, strerror(-err));
 		goto out;
 	}
 	err = export_walk(&export_split, &st, w, file, &events);
 	if (err || export_stop) {
 		if (st)
 			export_split.abort(st);
-		fprintf(stderr, "bpfsight export: %s: removed what was written in %s\n",
+		pr_info("%s: removed what was written in %s\n",
 			export_stop ? "interrupted" : strerror(err < 0 ? -err : EIO), dir);
 		status = export_stop ? 128 + export_stop : EXIT_READ_FAIL;
 		goto out;
 	}
 	status = trace_walk__finish(w);
-	fprintf(stderr, "bpfsight export: wrote %s/ (a file per rank, %u ranks, %llu events)\n",
-		dir, trace_ranks__count(trace_model__ranks(w->m)), (unsigned long long)events);
+	pr_info("wrote %s/ (a file per rank, %u ranks, %llu events)\n", dir,
+		trace_ranks__count(trace_model__ranks(w->m)), (unsigned long long)events);
 out:
 	free(dir);
 	return status;
@@ -411,13 +413,12 @@ int cmd_export(int argc, char **argv)
 	if (export_check_out(out, force, &replace))
 		goto out_close;
 	if (replace && unlink(out) && errno != ENOENT) {
-		fprintf(stderr, "bpfsight export: cannot replace %s: %s\n", out, strerror(errno));
+		pr_err("cannot replace %s: %s\n", out, strerror(errno));
 		goto out_close;
 	}
 	st = ex->open(out, trace_walk__meta(&w), &err);
 	if (!st) {
-		fprintf(stderr, "bpfsight export: cannot create %s: %s\n", out,
-			strerror(err < 0 ? -err : EIO));
+		pr_err("cannot create %s: %s\n", out, strerror(err < 0 ? -err : EIO));
 		/* Nothing of ours is there unless the exporter got as far as creating it. */
 		if (err != -EEXIST && err != -ELOOP)
 			unlink(out);
@@ -428,20 +429,18 @@ int cmd_export(int argc, char **argv)
 		if (st)
 			ex->abort(st);
 		if (export_stop)
-			fprintf(stderr, "bpfsight export: interrupted: removed %s\n", out);
+			pr_info("interrupted: removed %s\n", out);
 		else if (err == -ENODATA && ex->needs)
-			fprintf(stderr, "bpfsight export: %s holds no %s: nothing to write to %s\n",
-				file, ex->needs, out);
+			pr_info("%s holds no %s: nothing to write to %s\n", file, ex->needs, out);
 		else
-			fprintf(stderr, "bpfsight export: writing %s failed: %s: removed it\n", out,
-				strerror(err < 0 ? -err : EIO));
+			pr_err("writing %s failed: %s: removed it\n", out,
+			       strerror(err < 0 ? -err : EIO));
 		unlink(out);
 		status = export_stop ? 128 + export_stop : EXIT_READ_FAIL;
 		goto out_close;
 	}
 	status = trace_walk__finish(&w);
-	fprintf(stderr, "bpfsight export: wrote %s (%llu events)\n", out,
-		(unsigned long long)events);
+	pr_info("wrote %s (%llu events)\n", out, (unsigned long long)events);
 
 out_close:
 	trace_walk__close(&w);

@@ -18,6 +18,7 @@
 #include "proc.h"
 #include "table.h"
 #include "trace_walk.h"
+#include "msg.h"
 
 struct info {
 	__u64 by_type[BS_REC_TYPE_MAX];
@@ -378,13 +379,12 @@ static int info_reports_emit(struct info *in, const struct trace_model *m)
 
 		ir->t = table__new(ir->r->name);
 		if (!ir->t) {
-			fprintf(stderr, "bpfsight %s: %s\n", info_cmd(), strerror(ENOMEM));
+			pr_info("%s\n", strerror(ENOMEM));
 			return -ENOMEM;
 		}
 		err = ir->r->emit(ir->st, m, ir->t);
 		if (err) {
-			fprintf(stderr, "bpfsight %s: %s: %s\n", info_cmd(), ir->r->name,
-				strerror(-err));
+			pr_err("%s: %s\n", ir->r->name, strerror(-err));
 			return err;
 		}
 		if (!table__nrows(ir->t)) {
@@ -448,7 +448,7 @@ int cmd_info(int argc, char **argv)
 
 	/* Every record counts once, under its kind, metadata and too-short ones included. */
 	if (info_reports_new(&in)) {
-		fprintf(stderr, "bpfsight %s: %s\n", info_cmd(), strerror(ENOMEM));
+		pr_info("%s\n", strerror(ENOMEM));
 		info_reports_free(&in);
 		trace_walk__close(&w);
 		return EXIT_READ_FAIL;
@@ -481,7 +481,7 @@ int cmd_info(int argc, char **argv)
 		info_print_text(&w, &in, kinds, nkinds);
 	}
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "bpfsight %s: writing the output failed\n", info_cmd());
+		pr_err("writing the output failed\n");
 		status = EXIT_READ_FAIL;
 	}
 	info_reports_free(&in);

@@ -15,6 +15,7 @@
 #include "merge.h"
 #include "records.h"
 #include "trace_ranks.h"
+#include "msg.h"
 
 static void merge_usage(FILE *f)
 {
@@ -146,9 +147,7 @@ static int parse(int argc, char **argv, struct merge_opts *o, int *json)
 			break;
 		case 'f':
 			if (strcmp(optarg, "table") && strcmp(optarg, "json")) {
-				fprintf(stderr,
-					"bpfsight merge: unknown format '%s' (table, json)\n",
-					optarg);
+				pr_err("unknown format '%s' (table, json)\n", optarg);
 				return EXIT_READ_FAIL;
 			}
 			*json = !strcmp(optarg, "json");
@@ -164,15 +163,14 @@ static int parse(int argc, char **argv, struct merge_opts *o, int *json)
 	o->files = (const char *const *)argv + optind;
 	o->nfiles = (__u32)(argc - optind);
 	if (!o->nfiles) {
-		fprintf(stderr, "bpfsight merge: which files? give the ranks' traces\n");
+		pr_err("which files? give the ranks' traces\n");
 		merge_usage(stderr);
 		return EXIT_READ_FAIL;
 	}
 	if (o->nfiles > BS_RANK_NS_MAX) {
-		fprintf(stderr,
-			"bpfsight merge: %u files: at most %d in one merged file (merge "
-			"each host's, or use the SQLite path of docs/NCCL.md)\n",
-			o->nfiles, BS_RANK_NS_MAX);
+		pr_err("%u files: at most %d in one merged file (merge "
+		       "each host's, or use the SQLite path of docs/NCCL.md)\n",
+		       o->nfiles, BS_RANK_NS_MAX);
 		return EXIT_READ_FAIL;
 	}
 	return -1;
@@ -196,18 +194,15 @@ int cmd_merge(int argc, char **argv)
 	if (!err) {
 		for (__u32 i = 0; i < o.nfiles; i++) {
 			if (in[i].corrupt_chunks)
-				fprintf(stderr,
-					"bpfsight merge: warning: %s: %u corrupt chunks "
+				pr_warn("%s: %u corrupt chunks "
 					"skipped\n",
 					in[i].path, in[i].corrupt_chunks);
 			if (in[i].truncated)
-				fprintf(stderr,
-					"bpfsight merge: warning: %s was not closed cleanly "
+				pr_warn("%s was not closed cleanly "
 					"(its recorder was killed?): merged what it holds\n",
 					in[i].path);
 			if (in[i].unknown_records)
-				fprintf(stderr,
-					"bpfsight merge: warning: %s: %llu records of types "
+				pr_warn("%s: %llu records of types "
 					"this bpfsight does not know: their fields kept as "
 					"they were\n",
 					in[i].path, (unsigned long long)in[i].unknown_records);
@@ -217,7 +212,7 @@ int cmd_merge(int argc, char **argv)
 			print_json(&o, in, order);
 		else
 			print_table(&o, in, order);
-		fprintf(stderr, "bpfsight merge: wrote %s (%u files)\n", o.out, o.nfiles);
+		pr_info("wrote %s (%u files)\n", o.out, o.nfiles);
 	}
 	for (__u32 i = 0; in && i < o.nfiles; i++)
 		merge_input__free(&in[i]);

@@ -17,6 +17,7 @@
 #include "record_args.h"
 #include "record_options.h"
 #include "recorder.h"
+#include "msg.h"
 
 #define REBALANCE_NS (10 * 1000000000ull)
 
@@ -103,8 +104,7 @@ int cmd_monitor(int argc, char **argv)
 	 * Not by default: the kernel then reads the clock twice around every program run.
 	 */
 	if (a.bpf_stats && (stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
-		fprintf(stderr, "bpfsight monitor: warning: no BPF run time (bpf_stats): %s\n",
-			strerror(errno));
+		pr_warn("no BPF run time (bpf_stats): %s\n", strerror(errno));
 	e = http_server__start(srv, render, m);
 	if (e) {
 		FAIL("cannot start the HTTP server: %s", strerror(-e));

@@ -12,6 +12,7 @@
 #include "record_args.h"
 #include "record_options.h"
 #include "recorder.h"
+#include "msg.h"
 
 static void usage(FILE *f)
 {
@@ -56,8 +57,8 @@ static int check_stacks(struct record_opts *o, int stacks_given)
 			    "kernel lacks: drop --stacks and -t cpu");
 	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
 		o->stack_ns[i] = RECORD_STACKS_OFF;
-	fprintf(stderr, "bpfsight record: no stacks on GIL waits: this kernel has no bpf_loop "
-			"(Linux 5.17 or later)\n");
+	pr_err("no stacks on GIL waits: this kernel has no bpf_loop "
+	       "(Linux 5.17 or later)\n");
 	return 0;
 }
 

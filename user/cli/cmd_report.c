@@ -19,6 +19,7 @@
 #include "getopt_error.h"
 #include "report_html.h"
 #include "stats.h"
+#include "msg.h"
 
 #define INFO_MAX (256 * 1024) /* info's text is a few KiB; more is cut, and says so */
 
@@ -60,7 +61,7 @@ static char *info_text(const char *path)
 
 	if (!buf || pipe2(fds, O_CLOEXEC)) {
 		free(buf);
-		fprintf(stderr, "bpfsight report: %s\n", strerror(errno));
+		pr_info("%s\n", strerror(errno));
 		return NULL;
 	}
 	fflush(NULL);
@@ -76,7 +77,7 @@ static char *info_text(const char *path)
 	if (pid < 0) {
 		close(fds[0]);
 		free(buf);
-		fprintf(stderr, "bpfsight report: cannot run bpfsight info: %s\n", strerror(errno));
+		pr_err("cannot run bpfsight info: %s\n", strerror(errno));
 		return NULL;
 	}
 	while ((n = read(fds[0], buf + len, cap - len)) > 0 || (n < 0 && errno == EINTR)) {
@@ -151,23 +152,22 @@ int cmd_report(int argc, char **argv)
 		return EXIT_READ_FAIL;
 	/* Read three times (info, stats, timelines): a pipe cannot be. */
 	if (stat(file, &st)) {
-		fprintf(stderr, "bpfsight report: %s: %s\n", file, strerror(errno));
+		pr_err("%s: %s\n", file, strerror(errno));
 		return EXIT_READ_FAIL;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "bpfsight report: %s: not a regular file (a pipe? save it first)\n",
-			file);
+		pr_err("%s: not a regular file (a pipe? save it first)\n", file);
 		return EXIT_READ_FAIL;
 	}
 	out = out_arg ? strdup(out_arg) : default_out(file);
 	if (!out || snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >= (int)sizeof(tmp)) {
-		fprintf(stderr, "bpfsight report: %s\n", strerror(out ? ENAMETOOLONG : ENOMEM));
+		pr_info("%s\n", strerror(out ? ENAMETOOLONG : ENOMEM));
 		goto done;
 	}
 	if (!lstat(out, &st) && (!force || !S_ISREG(st.st_mode))) {
-		fprintf(stderr, "bpfsight report: %s exists%s\n", out,
-			S_ISREG(st.st_mode) ? ": use --force to replace it"
-					    : " and is not a regular file");
+		pr_err("%s exists%s\n", out,
+		       S_ISREG(st.st_mode) ? ": use --force to replace it"
+					   : " and is not a regular file");
 		goto done;
 	}
 
@@ -182,7 +182,7 @@ int cmd_report(int argc, char **argv)
 	/* Written to a temporary name beside OUT, renamed once complete: never half a page. */
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {
-		fprintf(stderr, "bpfsight report: cannot create %s: %s\n", out, strerror(errno));
+		pr_err("cannot create %s: %s\n", out, strerror(errno));
 		if (fd >= 0) {
 			close(fd);
 			unlink(tmp);
@@ -195,8 +195,7 @@ int cmd_report(int argc, char **argv)
 
 	if (walk == EXIT_READ_FAIL || fflush(f) || ferror(f) || fsync(fd)) {
 		if (walk != EXIT_READ_FAIL)
-			fprintf(stderr, "bpfsight report: writing %s failed: %s\n", out,
-				strerror(errno));
+			pr_err("writing %s failed: %s\n", out, strerror(errno));
 		fclose(f);
 		unlink(tmp);
 		status = EXIT_READ_FAIL;
@@ -204,14 +203,14 @@ int cmd_report(int argc, char **argv)
 	}
 	fclose(f);
 	if (rename(tmp, out)) {
-		fprintf(stderr, "bpfsight report: cannot write %s: %s\n", out, strerror(errno));
+		pr_err("cannot write %s: %s\n", out, strerror(errno));
 		unlink(tmp);
 		status = EXIT_READ_FAIL;
 		goto done;
 	}
 	if (walk > status)
 		status = walk;
-	fprintf(stderr, "bpfsight report: wrote %s\n", out);
+	pr_info("wrote %s\n", out);
 done:
 	stats__free(stats);
 	free(info);

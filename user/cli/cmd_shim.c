@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "getopt_error.h"
 #include "shim_blob.h"
+#include "msg.h"
 
 /*
  * Where `make install` and the Debian package put the shim: PREFIX/lib/bpfsight beside
@@ -93,25 +94,23 @@ int cmd_shim(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "bpfsight shim: unexpected argument '%s'\n", argv[optind]);
+		pr_err("unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
 		return 1;
 	}
 	if (!*dir) {
-		fprintf(stderr, "bpfsight shim: --install needs a directory\n");
+		pr_err("--install needs a directory\n");
 		return 1;
 	}
 	err = shim_blob__install(dir, SHIM_FILE_NAME, 0, path, sizeof(path));
 	if (err == -ENOENT && !shim_blob__size()) {
-		fprintf(stderr,
-			"bpfsight shim: this bpfsight was built without the cupti-shim (no "
-			"$CUDA_HOME/include/cupti.h at build time): rebuild with the CUDA toolkit\n");
+		pr_err("this bpfsight was built without the cupti-shim (no "
+		       "$CUDA_HOME/include/cupti.h at build time): rebuild with the CUDA toolkit\n");
 		return 1;
 	}
 	if (err) {
-		fprintf(stderr, "bpfsight shim: cannot write %s/%s: %s%s\n", dir, SHIM_FILE_NAME,
-			strerror(-err),
-			err == -EACCES ? " (run it as root, or give --install DIR)" : "");
+		pr_err("cannot write %s/%s: %s%s\n", dir, SHIM_FILE_NAME, strerror(-err),
+		       err == -EACCES ? " (run it as root, or give --install DIR)" : "");
 		return 1;
 	}
 	if (!env_only)

@@ -16,6 +16,7 @@
 #include "syscall_names.h"
 #include "thread_name.h"
 #include "trace_model.h"
+#include "msg.h"
 
 #define STACKS_WAIT_NS 2000000000ull /* running threads' samples are waited for this long */
 
@@ -263,7 +264,7 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 			errno = 0;
 			v = strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || v <= 0 || v > 0x3fffffff) {
-				fprintf(stderr, "bpfsight stacks: bad pid '%s'\n", optarg);
+				pr_err("bad pid '%s'\n", optarg);
 				return -1;
 			}
 			o->pid = v;
@@ -274,8 +275,8 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		case 'n':
 		case 'N':
 			if (o->native != NATIVE_LEAF) {
-				fprintf(stderr, "bpfsight stacks: --native and --no-native "
-						"exclude each other\n");
+				pr_err("--native and --no-native "
+				       "exclude each other\n");
 				return -1;
 			}
 			o->native = c == 'n' ? NATIVE_ALL : NATIVE_NONE;
@@ -292,11 +293,11 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "bpfsight stacks: unexpected argument '%s'\n", argv[optind]);
+		pr_err("unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
 	if (!o->pid) {
-		fprintf(stderr, "bpfsight stacks: -p PID is required\n");
+		pr_err("-p PID is required\n");
 		stacks_usage(stderr);
 		return -1;
 	}
@@ -313,11 +314,10 @@ int cmd_stacks(int argc, char **argv)
 		return err > 0 ? 0 : 1;
 	err = snap__take(o.pid, STACKS_WAIT_NS, &s);
 	if (err) {
-		fprintf(stderr, "bpfsight stacks: pid %d: %s: %s%s\n", o.pid, s.failure,
-			strerror(-err),
-			err == -EPERM || err == -EACCES ? " (needs root: CAP_BPF, CAP_PERFMON and "
-							  "CAP_SYS_PTRACE)"
-							: "");
+		pr_err("pid %d: %s: %s%s\n", o.pid, s.failure, strerror(-err),
+		       err == -EPERM || err == -EACCES ? " (needs root: CAP_BPF, CAP_PERFMON and "
+							 "CAP_SYS_PTRACE)"
+						       : "");
 		snap__free(&s);
 		return 1;
 	}
@@ -327,8 +327,7 @@ int cmd_stacks(int argc, char **argv)
 		print_text(&s, &o);
 	snap__free(&s);
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "bpfsight stacks: writing the output failed: %s\n",
-			strerror(errno));
+		pr_err("writing the output failed: %s\n", strerror(errno));
 		return 1;
 	}
 	return 0;

@@ -10,6 +10,7 @@
 #include "getopt_error.h"
 #include "human.h"
 #include "stats.h"
+#include "msg.h"
 
 #define TABLE_TOP 15 /* rows per report in table mode unless --top says */
 #define MAX_IDS	  256
@@ -93,14 +94,13 @@ static int add_ids(const char *opt, const char *list, __u32 *ids, int *n)
 	do {
 		v = strtoul(p, &end, 10);
 		if (end == p || (*end && *end != ',') || !v || v > 0xffffffffUL) {
-			fprintf(stderr,
-				"bpfsight stats: --%s %s: give ids, comma-separated "
-				"(e.g. --%s 1234,1240)\n",
-				opt, list, opt);
+			pr_err("--%s %s: give ids, comma-separated "
+			       "(e.g. --%s 1234,1240)\n",
+			       opt, list, opt);
 			return 1;
 		}
 		if (*n == MAX_IDS) {
-			fprintf(stderr, "bpfsight stats: --%s: at most %d\n", opt, MAX_IDS);
+			pr_err("--%s: at most %d\n", opt, MAX_IDS);
 			return 1;
 		}
 		ids[(*n)++] = (__u32)v;
@@ -133,7 +133,7 @@ static int parse_top(const char *s, int *top)
 	long v = strtol(s, &end, 10);
 
 	if (end == s || *end || v < 0 || v > 1000000000) {
-		fprintf(stderr, "bpfsight stats: --top %s: give a number of rows (0: all)\n", s);
+		pr_err("--top %s: give a number of rows (0: all)\n", s);
 		return 1;
 	}
 	*top = (int)v;
@@ -149,14 +149,14 @@ static int parse_one(struct stats_args *a, int c, int argc, char **argv)
 	case 'f':
 		if (!stats__parse_format(optarg, &a->o.fmt))
 			return 0;
-		fprintf(stderr, "bpfsight stats: unknown format '%s' (table, json, csv)\n", optarg);
+		pr_err("unknown format '%s' (table, json, csv)\n", optarg);
 		return 1;
 	case OPT_UNITS:
 		if (!strcmp(optarg, "ns") || !strcmp(optarg, "human")) {
 			a->o.view.raw = !strcmp(optarg, "ns");
 			return 0;
 		}
-		fprintf(stderr, "bpfsight stats: --units %s: human or ns\n", optarg);
+		pr_err("--units %s: human or ns\n", optarg);
 		return 1;
 	case OPT_TOP:
 		a->top_given = 1;
@@ -194,7 +194,7 @@ int cmd_stats(int argc, char **argv)
 	while (!ret && (c = getopt_long(argc, argv, "r:f:h", stats_options, NULL)) != -1)
 		ret = parse_one(a, c, argc, argv);
 	if (ret < 0)
-		fprintf(stderr, "bpfsight stats: out of memory\n");
+		pr_err("out of memory\n");
 	if (ret == 2) {
 		stats_usage(stdout);
 		status = EXIT_READ_OK;

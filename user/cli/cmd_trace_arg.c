@@ -7,13 +7,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "commands.h"
+#include "msg.h"
 
 const char *cmd__trace_arg(const char *cmd, int argc, char **argv, void (*usage)(FILE *f))
 {
 	if (optind == argc - 1)
 		return argv[optind];
-	fprintf(stderr, "bpfsight %s: %s\n", cmd,
-		optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
+	pr_info("%s\n", optind >= argc ? "which trace? give one FILE" : "one FILE at a time");
 	usage(stderr);
 	return NULL;
 }
@@ -41,21 +41,19 @@ int cmd__check_output(const char *cmd, const char *out, const char *const *in, _
 	for (__u32 i = 0; i < nin; i++) {
 		if (!stat(in[i], &st) && !stat(out, &so) && st.st_dev == so.st_dev &&
 		    st.st_ino == so.st_ino) {
-			fprintf(stderr,
-				"bpfsight %s: %s is one of the files to %s: choose another -o\n",
-				cmd, out, cmd);
+			pr_err("%s is one of the files to %s: choose another -o\n", out, cmd);
 			return 1;
 		}
 	}
 	if (lstat(out, &st))
 		return 0;
 	if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "bpfsight %s: %s is %s: choose another -o\n", cmd, out,
-			S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file");
+		pr_err("%s is %s: choose another -o\n", out,
+		       S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file");
 		return 1;
 	}
 	if (!force) {
-		fprintf(stderr, "bpfsight %s: %s exists: use --force to replace it\n", cmd, out);
+		pr_err("%s exists: use --force to replace it\n", out);
 		return 1;
 	}
 	return 0;

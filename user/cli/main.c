@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "commands.h"
+#include "msg.h"
 #include "record_options.h"
 
 const struct bpfsight_cmd bpfsight_cmds[] = {
@@ -60,8 +61,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (const struct bpfsight_cmd *c = bpfsight_cmds; c->name; c++)
-		if (!strcmp(argv[1], c->name))
+		if (!strcmp(argv[1], c->name)) {
+			msg__set_cmd(c->name);
 			return c->fn(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "bpfsight: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return 1;

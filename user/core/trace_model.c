@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "thread_name.h"
 #include "trace_model.h"
 #include "trace_ranks.h"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "stats_math.h"
+#include "hmap.h"
 #include "trace_ranks.h"
 
 struct trace_ranks {

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "proc.h"
 #include "trace_walk.h"
+#include "msg.h"
 
 /* NAME is one of the comma-separated LIST's. */
 static int has_family(const char *list, const char *name)
@@ -28,21 +29,19 @@ int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 	w->path = path;
 	w->r = trace_reader__open(path, err, sizeof(err), &e);
 	if (!w->r) {
-		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, path,
-			err[0] ? err : strerror(e < 0 ? -e : EIO));
+		pr_err("%s: %s\n", path, err[0] ? err : strerror(e < 0 ? -e : EIO));
 		return EXIT_READ_FAIL;
 	}
 	w->m = trace_model__new();
 	if (!w->m) {
-		fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, path, strerror(ENOMEM));
+		pr_err("%s: %s\n", path, strerror(ENOMEM));
 		trace_reader__free(w->r);
 		w->r = NULL;
 		return EXIT_READ_FAIL;
 	}
 	w->relink = shim_relink__new(has_family(trace_reader__meta(w->r)->families, "cuda"));
 	if (!w->relink)
-		fprintf(stderr, "bpfsight %s: warning: %s: GPU links are shown as recorded (%s)\n",
-			cmd, path, strerror(ENOMEM));
+		pr_warn("%s: GPU links are shown as recorded (%s)\n", path, strerror(ENOMEM));
 	return 0;
 }
 
@@ -102,10 +101,9 @@ int trace_walk__next(struct trace_walk *w, const struct bs_hdr **recp,
 	if (dec && rec->size < dec->min_size) {
 		/* The reader checked the chunk; a short record means a writer bug: say so once. */
 		if (!w->short_records++)
-			fprintf(stderr,
-				"bpfsight %s: warning: %s: record of type 0x%02x is %u bytes, "
+			pr_warn("%s: record of type 0x%02x is %u bytes, "
 				"needs %u: skipping such records\n",
-				w->cmd, w->path, rec->type, rec->size, dec->min_size);
+				w->path, rec->type, rec->size, dec->min_size);
 		return 2;
 	}
 	trace_model__observe(w->m, rec);
@@ -156,28 +154,24 @@ int trace_walk__finish(struct trace_walk *w)
 	if (w->quiet)
 		; /* the caller says it */
 	else if (st->truncated && st->writer_pid)
-		fprintf(stderr,
-			"bpfsight %s: note: %s is a recording in progress (recorder pid %u): showing "
+		pr_note("%s is a recording in progress (recorder pid %u): showing "
 			"the %u chunks written so far\n",
-			w->cmd, w->path, st->writer_pid, st->chunks);
+			w->path, st->writer_pid, st->chunks);
 	else if (st->truncated)
-		fprintf(stderr,
-			"bpfsight %s: warning: %s was not closed cleanly (recorder killed, or its disk "
+		pr_warn("%s was not closed cleanly (recorder killed, or its disk "
 			"full?): "
 			"showing the %u complete chunks\n",
-			w->cmd, w->path, st->chunks);
+			w->path, st->chunks);
 	if (st->corrupt_chunks) {
-		fprintf(stderr,
-			"bpfsight %s: warning: %s: %u corrupt chunks skipped (%llu bytes passed "
+		pr_warn("%s: %u corrupt chunks skipped (%llu bytes passed "
 			"over): the output is incomplete\n",
-			w->cmd, w->path, st->corrupt_chunks, (unsigned long long)st->skipped_bytes);
+			w->path, st->corrupt_chunks, (unsigned long long)st->skipped_bytes);
 		status = EXIT_READ_CORRUPT;
 	}
 	if (w->short_records) {
-		fprintf(stderr,
-			"bpfsight %s: warning: %s: %llu records too short for their type "
+		pr_warn("%s: %llu records too short for their type "
 			"were skipped\n",
-			w->cmd, w->path, (unsigned long long)w->short_records);
+			w->path, (unsigned long long)w->short_records);
 		status = EXIT_READ_CORRUPT;
 	}
 	return status;

@@ -38,6 +38,7 @@
 #include "export_chrome.h"
 #include "family.h"
 #include "json.h"
+#include "hmap.h"
 
 #define CHROME_GZ_HDR_LEN 10
 #define CHROME_STORED_MAX 65535 /* bytes of one stored deflate block */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <zlib.h>
 #include "export.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 /* gzip level: 1 keeps a 100 M-event export CPU-bound on JSON formatting, not on deflate. */
 #define CHROME_GZ_LEVEL 1

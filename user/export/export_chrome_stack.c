@@ -18,6 +18,7 @@
 #include "export_chrome.h"
 #include "stack_format.h"
 #include "trace_model.h"
+#include "hmap.h"
 
 struct chrome_stacks {
 	struct hmap *frame_ids; /* {frame key} -> u64 frame index + 1 */

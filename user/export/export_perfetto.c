@@ -42,6 +42,7 @@
 #include "export_perfetto.h"
 #include "stack_format.h"
 #include "trace_model.h"
+#include "hmap.h"
 
 static int pf__write(struct pf *pf, const void *buf, size_t len)
 {

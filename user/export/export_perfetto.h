@@ -11,7 +11,7 @@
 #include "export.h"
 #include "family.h"
 #include "pb.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "string_pool.h"
 #include "time_bins.h"
 

@@ -22,6 +22,7 @@
 #include "export_perfetto.h"
 #include "stack_format.h"
 #include "trace_model.h"
+#include "hmap.h"
 
 #define PKT_PERF_SAMPLE 66
 

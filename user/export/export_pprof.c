@@ -16,7 +16,7 @@
 #include "export.h"
 #include "pb.h"
 #include "stack_format.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 /* profile.proto field numbers. */
 enum {

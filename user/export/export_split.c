@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include "export_split.h"
 #include "trace_ranks.h"
+#include "msg.h"
 
 struct part {
 	void *st;
@@ -82,8 +83,8 @@ static int open_part(struct split *s, const struct trace_model *m, const struct 
 		unlink(s->parts[n - 1].path);
 	s->parts[n - 1].st = s->ex->open(s->parts[n - 1].path, &pm, &err);
 	if (!s->parts[n - 1].st)
-		fprintf(stderr, "bpfsight export: cannot create %s: %s\n", s->parts[n - 1].path,
-			strerror(err < 0 ? -err : EIO));
+		pr_err("cannot create %s: %s\n", s->parts[n - 1].path,
+		       strerror(err < 0 ? -err : EIO));
 	return s->parts[n - 1].st ? 0 : err ? err : -EIO;
 }
 

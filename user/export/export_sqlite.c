@@ -23,8 +23,9 @@
 #include <sqlite3.h>
 #include "export_sqlite.h"
 #include "family.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "string_pool.h"
+#include "msg.h"
 
 /* The tables of every trace; ENUM_NSYS_EVENT_CLASS gets its rows from the families. */
 static const char sq_schema[] =
@@ -56,8 +57,7 @@ int sq_fail(struct sq *s, const char *what)
 {
 	int rc = sqlite3_errcode(s->db);
 
-	fprintf(stderr, "bpfsight export: %s: sqlite: %s: %s\n", s->path, what,
-		sqlite3_errmsg(s->db));
+	pr_err("%s: sqlite: %s: %s\n", s->path, what, sqlite3_errmsg(s->db));
 	if (rc == SQLITE_FULL)
 		return -ENOSPC;
 	if (rc == SQLITE_NOMEM)
@@ -256,10 +256,9 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 
 	/* A database is rewritten in place as it grows: it cannot be a gzip stream. */
 	if (n >= 3 && !strcmp(out + n - 3, ".gz")) {
-		fprintf(stderr,
-			"bpfsight export: %s: SQLite output cannot be gzip-compressed; "
-			"write a .sqlite file and compress it afterwards\n",
-			out);
+		pr_err("%s: SQLite output cannot be gzip-compressed; "
+		       "write a .sqlite file and compress it afterwards\n",
+		       out);
 		*err = -EINVAL;
 		return NULL;
 	}

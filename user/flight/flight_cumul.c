@@ -11,7 +11,7 @@
 #include <string.h>
 #include "family.h"
 #include "flight_cumul.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "trace_writer.h"
 
 struct cumul_key {

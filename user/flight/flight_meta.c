@@ -12,7 +12,7 @@
 #include <string.h>
 #include "family.h"
 #include "flight_meta.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "trace_writer.h"
 
 struct meta_entry {

@@ -8,6 +8,7 @@
 #include "flight_opts.h"
 #include "getopt_error.h"
 #include "parse.h"
+#include "msg.h"
 
 void flight_opts__init(struct flight_opts *fo)
 {
@@ -19,9 +20,10 @@ void flight_opts__init(struct flight_opts *fo)
 
 static int bad(const char *cmd, const char *fmt, const char *arg)
 {
-	fprintf(stderr, "bpfsight %s: ", cmd);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
+	char buf[1024];
+
+	snprintf(buf, sizeof(buf), fmt, arg);
+	pr_err("%s\n", buf);
 	return -EINVAL;
 }
 
@@ -65,10 +67,8 @@ static int bad_family(const char *cmd, const char *arg, const char *fam)
 	}
 	names[n] = NULL;
 	meant = getopt_error__closest_word(fam, names);
-	fprintf(stderr, "bpfsight %s: --trigger '%s': no family '%s'", cmd, arg, fam);
-	if (meant)
-		fprintf(stderr, " (did you mean %s?)", meant);
-	fprintf(stderr, "; families: %s\n", list);
+	pr_err("--trigger '%s': no family '%s'%s%s%s; families: %s\n", arg, fam,
+	       meant ? " (did you mean " : "", meant ? meant : "", meant ? "?)" : "", list);
 	return -EINVAL;
 }
 

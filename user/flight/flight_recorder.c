@@ -21,6 +21,7 @@
 #include "trace_codec.h"
 #include "trace_format.h"
 #include "trace_writer.h"
+#include "msg.h"
 
 #define SIZE_DROPS_MAX 4096 /* chunks cut by SIZE remembered (one per 1 MiB of records) */
 
@@ -39,7 +40,7 @@ struct size_drop {
 struct flight_recorder {
 	struct flight_opts fo;
 	const struct trace_meta *meta;
-	const char *output, *cmd;
+	const char *output;
 	int force;
 	struct trace_writer *w;
 	struct flight_meta *fm;
@@ -151,7 +152,7 @@ static int on_chunk(void *arg, const __u8 *chunk, size_t len, const struct trace
 }
 
 struct flight_recorder *flight__new(const struct flight_opts *fo, const struct trace_meta *meta,
-				    const char *output, int force, const char *cmd, int *err)
+				    const char *output, int force, int *err)
 {
 	struct flight_recorder *fr = calloc(1, sizeof(*fr));
 
@@ -162,7 +163,6 @@ struct flight_recorder *flight__new(const struct flight_opts *fo, const struct t
 	fr->meta = meta;
 	fr->output = output;
 	fr->force = force;
-	fr->cmd = cmd;
 	fr->budget = fo->size_bytes;
 	fr->fm = flight_meta__new();
 	fr->fc = flight_cumul__new();
@@ -192,37 +192,34 @@ void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 	if (fr->fo.max_dumps && fr->ndumps + fr->nfailed >= fr->fo.max_dumps) {
 		fr->capped++;
 		if (!fr->capped_said++ || say)
-			fprintf(stderr,
-				"bpfsight %s: flight recorder: %s: --max-dumps %u reached, later "
+			pr_info("flight recorder: %s: --max-dumps %u reached, later "
 				"triggers are counted, not written\n",
-				fr->cmd, reason, fr->fo.max_dumps);
+				reason, fr->fo.max_dumps);
 		return;
 	}
 	if (fr->pending) {
 		fr->coalesced++; /* the dump on its way will hold this one too */
 		fr->since_coalesced++;
 		if (say)
-			fprintf(stderr,
-				"bpfsight %s: flight recorder: %s joins the dump on its way (triggered "
+			pr_info("flight recorder: %s joins the dump on its way (triggered "
 				"by %s)\n",
-				fr->cmd, reason, fr->reason);
+				reason, fr->reason);
 		return;
 	}
 	if (now < fr->cooldown_until) {
 		fr->cooled++;
 		fr->since_cooled++;
 		if (say)
-			fprintf(stderr,
-				"bpfsight %s: flight recorder: %s ignored: %.1fs of --trigger-cooldown "
+			pr_info("flight recorder: %s ignored: %.1fs of --trigger-cooldown "
 				"are left since the last dump (counted: %llu ignored so far)\n",
-				fr->cmd, reason, (fr->cooldown_until - now) / 1e9,
+				reason, (fr->cooldown_until - now) / 1e9,
 				(unsigned long long)fr->cooled);
 		return;
 	}
 	fr->pending = 1;
 	fr->due_ns = now + fr->fo.after_ns;
 	snprintf(fr->reason, sizeof(fr->reason), "%s", reason);
-	fprintf(stderr, "bpfsight %s: flight recorder: triggered by %s%s\n", fr->cmd, reason,
+	pr_info("flight recorder: triggered by %s%s\n", reason,
 		fr->fo.after_ns ? ", writing after --trigger-after" : "");
 }
 
@@ -421,14 +418,13 @@ int flight__dump(struct flight_recorder *fr)
 		err = write_dump(fr, path, now, from, &nrec);
 	if (err) {
 		fr->nfailed++;
-		fprintf(stderr, "bpfsight %s: flight recorder: cannot write %s: %s%s\n", fr->cmd,
-			path, strerror(-err), err == -EEXIST ? " (use --force to overwrite)" : "");
+		pr_err("flight recorder: cannot write %s: %s%s\n", path, strerror(-err),
+		       err == -EEXIST ? " (use --force to overwrite)" : "");
 	} else {
 		fr->ndumps++;
-		fprintf(stderr,
-			"bpfsight %s: flight recorder: wrote %s: %.1f s, %llu records, "
+		pr_info("flight recorder: wrote %s: %.1f s, %llu records, "
 			"%llu cut by SIZE, in %.0f ms\n",
-			fr->cmd, path, (now - from) / 1e9, (unsigned long long)nrec,
+			path, (now - from) / 1e9, (unsigned long long)nrec,
 			(unsigned long long)size_dropped_since(fr, from),
 			(mono_now_ns() - t0) / 1e6);
 	}
@@ -443,15 +439,14 @@ void flight__finish(struct flight_recorder *fr, size_t pump_peak)
 		return;
 	if (fr->pending)
 		flight__dump(fr);
-	fprintf(stderr,
-		"bpfsight %s: flight recorder: %u dumps written, %u failed; triggers: %llu "
-		"coalesced into a pending dump, %llu in cool-down, %llu over --max-dumps; "
-		"%llu records cut by SIZE; at most %.1f MiB held, and %.1f MiB of records waiting "
-		"for the recorder (the ring pump)\n",
-		fr->cmd, fr->ndumps, fr->nfailed, (unsigned long long)fr->coalesced,
-		(unsigned long long)fr->cooled, (unsigned long long)fr->capped,
-		(unsigned long long)fr->dropped_total, fr->peak_bytes / 1048576.0,
-		pump_peak / 1048576.0);
+	pr_err("flight recorder: %u dumps written, %u failed; triggers: %llu "
+	       "coalesced into a pending dump, %llu in cool-down, %llu over --max-dumps; "
+	       "%llu records cut by SIZE; at most %.1f MiB held, and %.1f MiB of records waiting "
+	       "for the recorder (the ring pump)\n",
+	       fr->ndumps, fr->nfailed, (unsigned long long)fr->coalesced,
+	       (unsigned long long)fr->cooled, (unsigned long long)fr->capped,
+	       (unsigned long long)fr->dropped_total, fr->peak_bytes / 1048576.0,
+	       pump_peak / 1048576.0);
 }
 
 void flight__free(struct flight_recorder *fr)

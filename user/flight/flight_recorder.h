@@ -31,7 +31,7 @@ struct trace_writer;
  * must outlive the recorder). CMD prefixes messages ("record"). NULL and *err on failure.
  */
 struct flight_recorder *flight__new(const struct flight_opts *fo, const struct trace_meta *meta,
-				    const char *output, int force, const char *cmd, int *err);
+				    const char *output, int force, int *err);
 /* The in-memory writer the recording appends to (owned by the flight recorder). */
 struct trace_writer *flight__writer(struct flight_recorder *fr);
 /*

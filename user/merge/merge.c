@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "merge.h"
+#include "msg.h"
 
 /* IN's rank in its largest group; -1 when it has none. */
 static __s32 main_rank(const struct merge_input *in, __s32 *nranks)
@@ -35,8 +36,7 @@ static int pick_reference(const struct merge_opts *o, const struct merge_input *
 				*ref = i;
 				return 0;
 			}
-		fprintf(stderr, "bpfsight merge: --reference %s is not one of the files to merge\n",
-			o->reference);
+		pr_err("--reference %s is not one of the files to merge\n", o->reference);
 		return -ENOENT;
 	}
 	for (__u32 i = 0; i < n; i++) {
@@ -102,7 +102,7 @@ int merge__run(const struct merge_opts *o, struct merge_input **inp, __u32 **ord
 		err[0] = 0;
 		e = merge_scan__file(&in[i], o->files[i], err, sizeof(err));
 		if (e) {
-			fprintf(stderr, "bpfsight merge: %s: %s\n", o->files[i], err);
+			pr_err("%s: %s\n", o->files[i], err);
 			bad++;
 		}
 	}
@@ -113,7 +113,7 @@ int merge__run(const struct merge_opts *o, struct merge_input **inp, __u32 **ord
 		return e;
 	e = merge_fit(in, o->nfiles, ref, o->wall_only);
 	if (e) {
-		fprintf(stderr, "bpfsight merge: aligning the files: %s\n", strerror(-e));
+		pr_info("aligning the files: %s\n", strerror(-e));
 		return e;
 	}
 	order = section_order(in, o->nfiles, ref);

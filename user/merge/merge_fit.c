@@ -28,7 +28,7 @@
 #include <string.h>
 #include "merge.h"
 #include "records.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 #define FIT_ROUNDS     3
 #define FIT_ITERS      20

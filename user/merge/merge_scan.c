@@ -11,7 +11,7 @@
 #include <string.h>
 #include "family.h"
 #include "merge.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "trace_meta_io.h"
 #include "trace_reader.h"
 

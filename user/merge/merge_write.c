@@ -17,6 +17,7 @@
 #include "merge.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
+#include "msg.h"
 
 struct out {
 	struct trace_writer *w;
@@ -134,7 +135,7 @@ static int copy_file(struct out *o, const struct merge_input *in)
 
 	r = trace_reader__open(in->path, err, sizeof(err), &e);
 	if (!r) {
-		fprintf(stderr, "bpfsight merge: %s: %s\n", in->path, err[0] ? err : strerror(-e));
+		pr_err("%s: %s\n", in->path, err[0] ? err : strerror(-e));
 		return e ? e : -EIO;
 	}
 	e = put_section(o, in);
@@ -229,27 +230,26 @@ int merge_write(const struct merge_opts *mo, struct merge_input *in, const __u32
 	}
 	if (!o || merged_meta(mo, in, n, order[0], &meta, &fams, &target, &options)) {
 		err = -ENOMEM;
-		fprintf(stderr, "bpfsight merge: %s\n", strerror(ENOMEM));
+		pr_info("%s\n", strerror(ENOMEM));
 		goto out;
 	}
 	if (strings + 3ull * n >= 0xffffffffull || stacks >= 0xffffffffull) {
-		fprintf(stderr, "bpfsight merge: the files hold more strings or stacks than one "
-				"file can (2^32): merge fewer at a time\n");
+		pr_err("the files hold more strings or stacks than one "
+		       "file can (2^32): merge fewer at a time\n");
 		err = -E2BIG;
 		goto out;
 	}
 	o->next_string = (__u32)strings + 1;
 	o->w = trace_writer__open(mo->out, &meta, mo->force ? TRACE_WRITER_FORCE : 0, &err);
 	if (!o->w) {
-		fprintf(stderr, "bpfsight merge: cannot create %s: %s%s\n", mo->out, strerror(-err),
-			err == -EEXIST ? " (use --force to replace it)" : "");
+		pr_err("cannot create %s: %s%s\n", mo->out, strerror(-err),
+		       err == -EEXIST ? " (use --force to replace it)" : "");
 		goto out;
 	}
 	for (__u32 k = 0; !err && k < n; k++)
 		err = copy_file(o, &in[order[k]]);
 	if (err) {
-		fprintf(stderr, "bpfsight merge: writing %s: %s: removed it\n", mo->out,
-			strerror(-err));
+		pr_err("writing %s: %s: removed it\n", mo->out, strerror(-err));
 		trace_writer__free(o->w);
 		unlink(mo->out);
 		goto out;
@@ -257,8 +257,7 @@ int merge_write(const struct merge_opts *mo, struct merge_input *in, const __u32
 	merged_end(in, n, order[0], &end);
 	err = trace_writer__close(o->w, &end);
 	if (err) {
-		fprintf(stderr, "bpfsight merge: closing %s: %s: removed it\n", mo->out,
-			strerror(-err));
+		pr_err("closing %s: %s: removed it\n", mo->out, strerror(-err));
 		unlink(mo->out);
 	}
 out:

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "metrics_state.h"
+#include "hmap.h"
 
 /* 1-2.5-5 per decade, from 1 us to 10 s: the bounds of every duration histogram. */
 static const __u64 std_bounds_ns[] = {

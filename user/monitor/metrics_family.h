@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #include "metrics.h"
 #include "records.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 struct family;
 struct record_opts;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "metrics_state.h"
 #include "mono_clock.h"
+#include "hmap.h"
 
 void metrics__label(FILE *f, const char *s, size_t max)
 {

@@ -12,7 +12,7 @@
 #include "py_code_free.h"
 #include "pycode.skel.h"
 #include "record_ctx.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 /* PyTypeObject (non-debug builds, 3.8-3.14): tp_name and tp_dealloc after PyVarObject. */
 #define TP_NAME	   24

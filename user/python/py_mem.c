@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "py_mem.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 #define STR_MAX 1024 /* characters of a string kept */
 #define TP_NAME 24   /* PyTypeObject: tp_name, after PyVarObject (every version) */

@@ -7,7 +7,7 @@
 #include "gil_python.h"
 #include "py_mem.h"
 #include "py_stack.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 /*
  * Offsets from each version's internal headers (pycore_frame.h, cpython/code.h,

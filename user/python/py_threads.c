@@ -7,7 +7,7 @@
 #include "gil_python.h"
 #include "py_mem.h"
 #include "py_threads.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 /* PyTypeObject (every version, x86-64, default build). */
 #define TP_BASICSIZE	  32

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include "launch.h"
+#include "msg.h"
 
 int launch__start(struct launch *l, char **cmd)
 {
@@ -32,7 +33,7 @@ int launch__start(struct launch *l, char **cmd)
 			_exit(127);
 		close(gate[0]);
 		execvp(cmd[0], cmd);
-		fprintf(stderr, "bpfsight record: cannot run '%s': %s\n", cmd[0], strerror(errno));
+		pr_err("cannot run '%s': %s\n", cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	close(gate[0]);

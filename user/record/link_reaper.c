@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
 #include "link_reaper.h"
+#include "msg.h"
 
 /* Below this many links, waiting here costs less than a second (~0.1 s each). */
 #define REAPER_MIN 8
@@ -95,8 +96,7 @@ int link_reaper__wait_others(unsigned int limit_ms)
 
 	if (!n)
 		return 0;
-	fprintf(stderr,
-		"bpfsight record: waiting for %d earlier recording(s) to free their uprobes (this "
+	pr_info("waiting for %d earlier recording(s) to free their uprobes (this "
 		"kernel has no uprobe_multi; at most %u s)\n",
 		n, limit_ms / 1000);
 	for (unsigned int waited = 0; n && waited < limit_ms; waited += 50) {

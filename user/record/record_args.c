@@ -12,6 +12,7 @@
 #include "proc_meta.h"
 #include "kernel_features.h"
 #include "record_args.h"
+#include "msg.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -22,13 +23,13 @@
 
 int record_args__fail(const char *cmd, const char *fmt, ...)
 {
+	char buf[2048];
 	va_list ap;
 
-	fprintf(stderr, "bpfsight %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	pr_err("%s\n", buf);
 	return 1;
 }
 
@@ -180,10 +181,9 @@ int record_args__check_kernel(const char *cmd, struct record_opts *o)
 					"the %s family needs %s, which this kernel lacks "
 					"(bpfsight record --features): drop it from -t",
 					families[i]->name, kfeature__name(f));
-			fprintf(stderr,
-				"bpfsight %s: not recording %s: this kernel lacks %s "
-				"(bpfsight record --features)\n",
-				cmd, families[i]->name, kfeature__name(f));
+			pr_err("not recording %s: this kernel lacks %s "
+			       "(bpfsight record --features)\n",
+			       families[i]->name, kfeature__name(f));
 			o->families &= ~(1ull << i);
 			break;
 		}

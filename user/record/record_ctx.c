@@ -20,6 +20,7 @@
 #include "ring_pump.h"
 #include "string_pool.h"
 #include "trace_writer.h"
+#include "msg.h"
 
 void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts)
 {
@@ -118,7 +119,7 @@ void record_ctx__stop_producers(struct record_ctx *ctx, __u64 by)
 void record_ctx__attach_failed(struct record_ctx *ctx, const char *family, const char *what,
 			       int err)
 {
-	fprintf(stderr, "bpfsight record: warning: cannot attach %s: %s\n", what, strerror(-err));
+	pr_warn("cannot attach %s: %s\n", what, strerror(-err));
 	record_ctx__lost(ctx, family, BS_LOSS_ATTACH, 1);
 }
 

@@ -61,7 +61,11 @@ struct record_opts {
 	void (*sink)(void *arg, const struct bs_hdr *rec);
 	void *sink_arg;
 	const char *sink_name;
-	const char *cmd_name; /* "record" (NULL) or "monitor": the prefix of its messages */
+	/*
+	 * NULL for record, else "monitor", "top" or "stacks": what its advice may suggest
+	 * (monitor has no --inject). Messages name the command through msg.h.
+	 */
+	const char *cmd_name;
 };
 
 /* Whether the recording reads stacks (the cpu family, --stacks): record_ctx.c. */

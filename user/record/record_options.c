@@ -12,6 +12,7 @@
 #include "record_options.h"
 #include "getopt_error.h"
 #include "human.h"
+#include "msg.h"
 
 #define R   RECORD_CMD_RECORD
 #define M   RECORD_CMD_MONITOR
@@ -646,10 +647,8 @@ int record_args__parse(struct record_args *a, int argc, char **argv)
 					ret = table[t].parse(a, optarg);
 			/* One meaning for -f: --format, where stats and export have one. */
 			if (c == 'f' && optind > 1 && strncmp(argv[optind - 1], "--", 2))
-				fprintf(stderr,
-					"bpfsight %s: -f is deprecated here: spell it --force (-f is "
-					"--format in stats and export)\n",
-					a->cmd);
+				pr_info("-f is deprecated here: spell it --force (-f is "
+					"--format in stats and export)\n");
 		}
 		if (ret < 0) { /* getopt's '?': one line says what is wrong */
 			getopt_error__print(a->cmd, argc, argv, shorts, longs);

@@ -31,6 +31,7 @@
 #include "string_pool.h"
 #include "trace_writer.h"
 #include "uprobe_mgr.h"
+#include "msg.h"
 
 #define POLL_MS	       20	    /* ring buffer drain period when no wakeup comes */
 #define HOUSEKEEP_NS   100000000ull /* losses, targets, chunk age */
@@ -255,10 +256,9 @@ static void release_cmd(struct launch *l)
 	sigprocmask(SIG_BLOCK, &stops, &old);
 	if (stop_signal) {
 		launch__abort(l);
-		fprintf(stderr,
-			"bpfsight record: stopped (%s) during start-up: CMD was not run "
-			"(exit status 127)\n",
-			strsignal(stop_signal));
+		pr_err("stopped (%s) during start-up: CMD was not run "
+		       "(exit status 127)\n",
+		       strsignal(stop_signal));
 	} else
 		launch__go(l);
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -287,11 +287,11 @@ static void close_after_write_error(struct record_ctx *ctx, const char *path)
 	else
 		err = trace_writer__close(ctx->writer, NULL);
 	ctx->writer = NULL;
-	fprintf(stderr, "bpfsight record: writing %s failed: %s; %llu records dropped; %s\n", path,
-		strerror(-ctx->write_err), (unsigned long long)r.count,
-		err ? "the file holds the chunks written before, without its end (readers say "
-		      "it was not closed cleanly)"
-		    : "the file is closed and counts them as lost (write_failed)");
+	pr_err("writing %s failed: %s; %llu records dropped; %s\n", path, strerror(-ctx->write_err),
+	       (unsigned long long)r.count,
+	       err ? "the file holds the chunks written before, without its end (readers say "
+		     "it was not closed cleanly)"
+		   : "the file is closed and counts them as lost (write_failed)");
 }
 
 /* 1 while some -p target (or the launched CMD) is still alive. */
@@ -334,7 +334,7 @@ static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_tota
 			ctx->write_err = err; /* ends the recording as any failed write does */
 		return;
 	}
-	fprintf(stderr, "bpfsight record: flushed %llu records to %s\n",
+	pr_info("flushed %llu records to %s\n",
 		(unsigned long long)trace_writer__records(ctx->writer), ctx->opts->output);
 }
 
@@ -363,7 +363,6 @@ struct recording {
 	__u64 seen_lost[BS_LOST_KEYS], lost_total;
 	__u64 start;
 	struct record_meta rm;
-	const char *cmd; /* "record" or "monitor": its messages' prefix */
 	int tty;
 	int wrote; /* the trace file is closed, whole: its verdict can be read */
 };
@@ -376,11 +375,9 @@ static int open_output(struct recording *r)
 
 	if (!o->dry_run && o->flight.window_ns) {
 		/* Nothing goes to -o: the window stays in memory until a trigger dumps it. */
-		r->ctx.flight =
-			flight__new(&o->flight, &r->rm.meta, o->output, o->force, r->cmd, &err);
+		r->ctx.flight = flight__new(&o->flight, &r->rm.meta, o->output, o->force, &err);
 		if (!r->ctx.flight) {
-			fprintf(stderr, "bpfsight %s: cannot start the flight recorder: %s\n",
-				r->cmd, strerror(-err));
+			pr_err("cannot start the flight recorder: %s\n", strerror(-err));
 			return -1;
 		}
 		r->ctx.writer = flight__writer(r->ctx.flight);
@@ -390,8 +387,8 @@ static int open_output(struct recording *r)
 	}
 	/* monitor without --flight-recorder writes no file: its records go to the sink only. */
 	if (!o->dry_run && (o->output || o->flight.window_ns) && !r->ctx.writer) {
-		fprintf(stderr, "bpfsight record: cannot create %s: %s%s\n", o->output,
-			strerror(-err), err == -EEXIST ? " (use --force to overwrite)" : "");
+		pr_err("cannot create %s: %s%s\n", o->output, strerror(-err),
+		       err == -EEXIST ? " (use --force to overwrite)" : "");
 		return -1;
 	}
 	return 0;
@@ -426,8 +423,7 @@ static int start(struct recording *r)
 	if (o->cmd) {
 		err = launch__start(&r->launch, o->cmd);
 		if (err) {
-			fprintf(stderr, "bpfsight record: cannot start %s: %s\n", o->cmd[0],
-				strerror(-err));
+			pr_err("cannot start %s: %s\n", o->cmd[0], strerror(-err));
 			return -1;
 		}
 		r->launched = 1;
@@ -435,7 +431,7 @@ static int start(struct recording *r)
 	raise_fd_limit();
 	err = create_shared_maps(ctx);
 	if (err) {
-		fprintf(stderr, "bpfsight record: cannot create BPF maps: %s\n", strerror(-err));
+		pr_err("cannot create BPF maps: %s\n", strerror(-err));
 		return -1;
 	}
 	/*
@@ -445,8 +441,7 @@ static int start(struct recording *r)
 	 */
 	r->pump = ring_pump__new(ctx->events_fd, PUMP_RINGS * o->ringbuf_bytes, on_record, ctx);
 	if (!r->pump) {
-		fprintf(stderr, "bpfsight record: cannot read the ring buffer: %s\n",
-			strerror(errno));
+		pr_err("cannot read the ring buffer: %s\n", strerror(errno));
 		return -1;
 	}
 	if (o->capture && !(ctx->gate = capture_gate__new()))
@@ -462,8 +457,7 @@ static int start(struct recording *r)
 			return -1;
 	/* Before the families: the service hears only of code examined after it exists. */
 	if ((record_opts__wants_stacks(o) || o->thread_names) && !stack_svc__get(ctx, &err)) {
-		fprintf(stderr, "bpfsight record: cannot start the stack service: %s\n",
-			strerror(-err));
+		pr_err("cannot start the stack service: %s\n", strerror(-err));
 		return -1;
 	}
 	for (int i = 0; families[i]; i++) {
@@ -471,8 +465,8 @@ static int start(struct recording *r)
 			continue;
 		err = families[i]->attach(ctx, &ctx->states[i]);
 		if (err) {
-			fprintf(stderr, "bpfsight record: cannot load the %s family: %s\n",
-				families[i]->name, strerror(-err));
+			pr_err("cannot load the %s family: %s\n", families[i]->name,
+			       strerror(-err));
 			return -1;
 		}
 		ctx->attached[i] = 1;
@@ -505,15 +499,13 @@ static int go_live(struct recording *r)
 		char first[4096];
 
 		flight_opts__dump_path(o->output, 1, first, sizeof(first));
-		fprintf(stderr,
-			"bpfsight %s: recording %s to %s%sflight recorder: the last %s, "
+		pr_info("recording %s to %s%sflight recorder: the last %s, "
 			"dumped to %s... on a trigger or SIGUSR1 (families: %s); Ctrl-C to stop\n",
-			r->cmd, r->rm.target, o->sink_name ? o->sink_name : "memory",
+			r->rm.target, o->sink_name ? o->sink_name : "memory",
 			o->sink_name ? " and memory, " : ", ", o->flight.text, first,
 			r->rm.families);
 	} else {
-		fprintf(stderr, "bpfsight %s: recording %s to %s (families: %s); Ctrl-C to stop\n",
-			r->cmd, r->rm.target,
+		pr_info("recording %s to %s (families: %s); Ctrl-C to stop\n", r->rm.target,
 			o->dry_run  ? "nothing (--dry-run)"
 			: o->output ? o->output
 				    : o->sink_name,
@@ -539,7 +531,7 @@ static void drain(struct recording *r)
 		/* A batch at a time: the stop is seen whatever the event rate. */
 		err = record_ctx__read(ctx, POLL_MS, RECORD_CTX_BATCH);
 		if (err < 0) {
-			fprintf(stderr, "bpfsight record: ring buffer: %s\n", strerror(-err));
+			pr_info("ring buffer: %s\n", strerror(-err));
 			break;
 		}
 		now = mono_now_ns();
@@ -599,11 +591,9 @@ static void print_verdict(const char *path)
 	int err = stats__verdict_line(path, line, sizeof(line));
 
 	if (err == -EFBIG)
-		fprintf(stderr, "bpfsight record: verdict: bpfsight stats %s (the file is large)\n",
-			path);
+		pr_info("verdict: bpfsight stats %s (the file is large)\n", path);
 	else if (!err && line[0])
-		fprintf(stderr, "bpfsight record: verdict: %s (bpfsight stats %s shows why)\n",
-			line, path);
+		pr_info("verdict: %s (bpfsight stats %s shows why)\n", line, path);
 }
 
 /*
@@ -663,7 +653,7 @@ static int finish(struct recording *r)
 		/* A dump still waiting for its --trigger-after is written with what there is. */
 		flight__finish(ctx->flight, ring_pump__held_peak(ctx->pump));
 		record_losses__summary(r->seen_lost, by, sizeof(by));
-		fprintf(stderr, "bpfsight record: recorded %llu records, %llu events lost%s%s\n",
+		pr_info("recorded %llu records, %llu events lost%s%s\n",
 			(unsigned long long)trace_writer__records(ctx->writer),
 			(unsigned long long)r->lost_total, by,
 			stop_signal ? " (stopped by signal)" : "");
@@ -682,8 +672,8 @@ static int finish(struct recording *r)
 	}
 	if (!ctx->writer) { /* monitor: the records went to the sink only */
 		record_losses__summary(r->seen_lost, by, sizeof(by));
-		fprintf(stderr, "bpfsight %s: stopped%s: %llu events lost%s\n", r->cmd,
-			stop_signal ? " by signal" : "", (unsigned long long)r->lost_total, by);
+		pr_info("stopped%s: %llu events lost%s\n", stop_signal ? " by signal" : "",
+			(unsigned long long)r->lost_total, by);
 		return -2;
 	}
 	record_clocks__now(&end);
@@ -691,23 +681,21 @@ static int finish(struct recording *r)
 	err = trace_writer__close(ctx->writer, &end);
 	ctx->writer = NULL;
 	if (err) {
-		fprintf(stderr, "bpfsight record: closing %s: %s\n", o->output, strerror(-err));
+		pr_err("closing %s: %s\n", o->output, strerror(-err));
 		return -1;
 	}
 	record_losses__summary(r->seen_lost, by, sizeof(by));
-	fprintf(stderr, "bpfsight record: wrote %s: %llu records, %llu events lost%s%s\n",
-		o->output, (unsigned long long)nrec, (unsigned long long)r->lost_total, by,
+	pr_info("wrote %s: %llu records, %llu events lost%s%s\n", o->output,
+		(unsigned long long)nrec, (unsigned long long)r->lost_total, by,
 		stop_signal ? " (stopped by signal)" : "");
 	queued = ring_pump__held_peak(ctx->pump);
 	if (queued > o->ringbuf_bytes)
-		fprintf(stderr,
-			"bpfsight record: the recording fell behind: up to %.1f MiB of records "
+		pr_info("the recording fell behind: up to %.1f MiB of records "
 			"waited in memory (more than the %.0f MiB ring holds: docs/ARCHITECTURE.md, "
 			"the ring pump)\n",
 			queued / 1048576.0, o->ringbuf_bytes / 1048576.0);
 	if (ctx->gate)
-		fprintf(stderr,
-			"bpfsight record: --capture-range: %llu events outside the ranges were not "
+		pr_info("--capture-range: %llu events outside the ranges were not "
 			"kept\n",
 			(unsigned long long)capture_gate__dropped(ctx->gate));
 	r->wrote = 1;
@@ -791,7 +779,6 @@ int recorder__run(const struct record_opts *o)
 				      .py_procs_fd = -1,
 				      .py_codes_fd = -1 };
 	r->launch = (struct launch){ .pid = -1, .gate_fd = -1 };
-	r->cmd = o->cmd_name ? o->cmd_name : "record";
 	r->tty = isatty(STDERR_FILENO);
 	r->ctx.self_pid = getpid();
 	/* BTF for every tracepoint we use, unless forced off (kernel_features.h). */

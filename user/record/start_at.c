@@ -11,6 +11,7 @@
 #include "record_meta.h"
 #include "trace_writer.h"
 #include "start_at.h"
+#include "msg.h"
 
 #define NS_PER_S 1000000000ull
 #define CHECK_NS (100 * 1000000ull) /* how often a stop is looked for while waiting */
@@ -110,24 +111,22 @@ int start_at__begin(const struct start_at *a, struct trace_meta *meta, struct tr
 	trace_clocks__now(&now);
 	at = start_at__next(a, now.realtime_ns);
 	if (at - now.realtime_ns > LONGEST_WAIT_NS) {
-		fprintf(stderr,
-			"bpfsight record: --start-at: %02d:%02d:%02d has passed today (it is %.1f h "
-			"away): give a time still to come\n",
-			a->tod_s / 3600, a->tod_s / 60 % 60, a->tod_s % 60,
-			(at - now.realtime_ns) / 3.6e12);
+		pr_err("--start-at: %02d:%02d:%02d has passed today (it is %.1f h "
+		       "away): give a time still to come\n",
+		       a->tod_s / 3600, a->tod_s / 60 % 60, a->tod_s % 60,
+		       (at - now.realtime_ns) / 3.6e12);
 		return -1;
 	}
 	s = (time_t)(at / NS_PER_S);
 	gmtime_r(&s, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "bpfsight record: probes live; starting at %s.%03lluZ (--start-at)\n", when,
+	pr_info("probes live; starting at %s.%03lluZ (--start-at)\n", when,
 		(unsigned long long)(at % NS_PER_S / 1000000));
 	if (start_at__wait(at, stop, &meta->start))
 		return 0; /* stopped: the recorder ends, CMD never runs */
 	err = w ? trace_writer__rewrite_header(w, meta) : 0;
 	if (err) {
-		fprintf(stderr, "bpfsight record: cannot write the start clocks: %s\n",
-			strerror(-err));
+		pr_err("cannot write the start clocks: %s\n", strerror(-err));
 		return -1;
 	}
 	bpf_map_update_elem(control_fd, &(__u32){ 0 }, &(__u32){ 0 }, BPF_ANY);

@@ -6,7 +6,7 @@
 #include "mono_clock.h"
 #include "py_threads.h"
 #include "record_ctx.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "thread_names.h"
 
 #define NAMES_PERIOD_NS 1000000000ull /* a process's names are read again after this */

@@ -16,6 +16,7 @@
 #include "table.h"
 #include "time_bins.h"
 #include "trace_walk.h"
+#include "msg.h"
 
 struct loss_mark {
 	__u64 ts, count;
@@ -86,7 +87,7 @@ static int collect(struct timelines *tl, const char *path)
 			err = add_record(tl, rec, w.m);
 	if (err) {
 		trace_walk__close(&w);
-		fprintf(stderr, "bpfsight report: %s\n", strerror(-err));
+		pr_info("%s\n", strerror(-err));
 		return EXIT_READ_FAIL;
 	}
 	status = trace_walk__finish(&w);

@@ -13,6 +13,7 @@
 #include "table.h"
 #include "trace_walk.h"
 #include "verdict.h"
+#include "msg.h"
 
 struct stats_report {
 	const struct report *rep;
@@ -140,8 +141,7 @@ static int stats__select(struct stats *s, const char *list, const char *cmd)
 		}
 		if (!found) {
 			stats__list_reports(names, sizeof(names));
-			fprintf(stderr, "bpfsight %s: unknown report '%s' (reports: %s)\n", cmd,
-				tok, names);
+			pr_err("unknown report '%s' (reports: %s)\n", tok, names);
 			err = -ENOENT;
 			break;
 		}
@@ -150,7 +150,7 @@ static int stats__select(struct stats *s, const char *list, const char *cmd)
 	if (!err && !named) {
 		/* `-r ,,,` or `-r ""`: a mistake, not a request for nothing. */
 		stats__list_reports(names, sizeof(names));
-		fprintf(stderr, "bpfsight %s: -r names no report (reports: %s)\n", cmd, names);
+		pr_err("-r names no report (reports: %s)\n", names);
 		err = -ENOENT;
 	}
 	return err;
@@ -268,7 +268,7 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	*status = EXIT_READ_FAIL;
 	s = stats__new();
 	if (!s) {
-		fprintf(stderr, "bpfsight %s: %s\n", cmd, strerror(ENOMEM));
+		pr_info("%s\n", strerror(ENOMEM));
 		return NULL;
 	}
 	s->top = o->top;
@@ -314,8 +314,8 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 			goto err_nomem;
 		err = stats__emit(&s->reps[i], w.m, o);
 		if (err) {
-			fprintf(stderr, "bpfsight %s: %s: report %s failed: %s\n", cmd, path,
-				s->reps[i].rep->name, strerror(-err));
+			pr_err("%s: report %s failed: %s\n", path, s->reps[i].rep->name,
+			       strerror(-err));
 			goto err_close;
 		}
 	}
@@ -330,7 +330,7 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	return s;
 
 err_nomem:
-	fprintf(stderr, "bpfsight %s: %s: %s\n", cmd, path, strerror(ENOMEM));
+	pr_err("%s: %s\n", path, strerror(ENOMEM));
 err_close:
 	*status = EXIT_READ_FAIL;
 	trace_walk__close(&w);
@@ -520,13 +520,12 @@ int stats__run_opts(const char *path, const struct stats_opts *o, FILE *out)
 		human__wrap(out, warn, width, 0, 2);
 		fputc('\n', out);
 	} else if (s->lost)
-		fprintf(stderr,
-			"bpfsight stats: warning: %s: %llu events were lost while "
+		pr_warn("%s: %llu events were lost while "
 			"recording (%s): the numbers undercount\n",
 			path, s->lost, s->loss);
 	stats__print(s, o->fmt, !o->reports || !*o->reports, view, out);
 	if (fflush(out) || ferror(out)) {
-		fprintf(stderr, "bpfsight stats: writing the output failed: %s\n", strerror(errno));
+		pr_err("writing the output failed: %s\n", strerror(errno));
 		status = EXIT_READ_FAIL;
 	}
 	stats__free(s);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tgroups.h"
+#include "hmap.h"
 
 struct tgroups {
 	struct hmap *idx; /* hash of the key -> index + 1 into groups */

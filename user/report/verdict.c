@@ -6,7 +6,7 @@
 #include <string.h>
 #include "family.h"
 #include "human.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "verdict.h"
 
 #define MAX_CLAIMS 32

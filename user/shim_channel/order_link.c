@@ -6,7 +6,8 @@
 #include "cuda_decode.h"
 #include "order_link.h"
 #include "shim_records.h"
-#include "stats_math.h"
+#include "array.h"
+#include "hmap.h"
 
 #define ALIGN_SCAN 4096 /* calls looked back at, per handle, when aligning a stream */
 

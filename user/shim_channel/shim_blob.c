@@ -12,6 +12,7 @@
 #include "records.h"
 #include "shim_blob.h"
 #include "shim_records.h"
+#include "msg.h"
 
 extern const unsigned char bpfsight_shim_start[], bpfsight_shim_end[];
 
@@ -153,8 +154,7 @@ int shim_blob__path(char *path, size_t len)
 	if (env && *env) {
 		if (access(env, R_OK)) {
 			err = -errno;
-			fprintf(stderr, "bpfsight record: BPFSIGHT_SHIM=%s: %s\n", env,
-				strerror(-err));
+			pr_err("BPFSIGHT_SHIM=%s: %s\n", env, strerror(-err));
 			return err;
 		}
 		if (snprintf(path, len, "%s", env) >= (int)len)
@@ -163,12 +163,10 @@ int shim_blob__path(char *path, size_t len)
 	}
 	err = shim_blob__install(SHIM_RUN_DIR, NULL, 1, path, len);
 	if (err == -EPERM)
-		fprintf(stderr,
-			"bpfsight record: %s is writable by others than root: not putting "
+		pr_info("%s is writable by others than root: not putting "
 			"the cupti-shim there (fix its owner and mode, or set BPFSIGHT_SHIM)\n",
 			SHIM_RUN_DIR);
 	else if (err && err != -ENOENT)
-		fprintf(stderr, "bpfsight record: cannot write the cupti-shim into %s: %s\n",
-			SHIM_RUN_DIR, strerror(-err));
+		pr_err("cannot write the cupti-shim into %s: %s\n", SHIM_RUN_DIR, strerror(-err));
 	return err;
 }

@@ -17,8 +17,9 @@
 #include "record_ctx.h"
 #include "shim_blob.h"
 #include "shim_inject.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "uprobe_mgr.h"
+#include "msg.h"
 
 #define INJECT_TIMEOUT_S 2
 #define MSG_LEN		 384
@@ -401,7 +402,7 @@ static void inject(struct shim_inject *si, struct inj_pid *p, pid_t pid)
 	p->tried = 1;
 	if (refuse(p, pid, msg, sizeof(msg)) ||
 	    install_for(pid, path, sizeof(path), msg, sizeof(msg))) {
-		fprintf(stderr, "bpfsight record: --inject: pid %d not injected: %s\n", pid, msg);
+		pr_err("--inject: pid %d not injected: %s\n", pid, msg);
 		set_failure(p, msg);
 		return;
 	}
@@ -415,14 +416,13 @@ static void inject(struct shim_inject *si, struct inj_pid *p, pid_t pid)
 	memcpy(c.unsafe, p->unsafe, sizeof(c.unsafe));
 	err = ptrace_call__run(&c, &r, msg, sizeof(msg));
 	if (err) {
-		fprintf(stderr, "bpfsight record: --inject: pid %d not injected: %s\n", pid, msg);
+		pr_err("--inject: pid %d not injected: %s\n", pid, msg);
 		set_failure(p, msg);
 		return;
 	}
 	p->sent = 1;
 	/* Tests and the benchmark read this line: keep its shape. */
-	fprintf(stderr,
-		"bpfsight record: --inject: pid %d: thread %d loads %s (stopped %llu us, %u "
+	pr_info("--inject: pid %d: thread %d loads %s (stopped %llu us, %u "
 		"tries)\n",
 		pid, r.tid, path, (unsigned long long)(r.stopped_ns / 1000), r.tries);
 }

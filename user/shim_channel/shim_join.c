@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cuda.h"
 #include "shim_join_int.h"
+#include "hmap.h"
 
 static const char *const why_names[JOIN_WHY_MAX] = {
 	[JOIN_WHY_NO_API] = "no_api_record",	  [JOIN_WHY_NO_CUDA] = "cuda_not_traced",

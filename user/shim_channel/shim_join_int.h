@@ -7,7 +7,7 @@
 #include "shim_join.h"
 #include "order_link.h"
 #include "shim_join_calls.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 /* What the join knows of one correlation id of a process. */
 struct corr_slot {

@@ -21,11 +21,12 @@
 #include "shim_inject.h"
 #include "shim_link.h"
 #include "shim_sites.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "uprobe_mgr.h"
 #include "uprobe_multi.h"
 #include "usdt_notes.h"
 #include "shim.skel.h"
+#include "msg.h"
 
 #define SHIM_WANT_SYNC 0x4 /* the sync probe: --capture-range=nvtx */
 
@@ -104,8 +105,7 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 			if (u->args_err || u->nargs < 2 ||
 			    !(a0 = shim_sites__arg_spec(&u->arg[0])) ||
 			    !(a1 = shim_sites__arg_spec(&u->arg[1]))) {
-				fprintf(stderr,
-					"bpfsight record: warning: %s: bpfsight:batch "
+				pr_warn("%s: bpfsight:batch "
 					"arguments '%s' are not understood; site skipped\n",
 					f->shown, u->args);
 				continue;
@@ -204,8 +204,7 @@ static void *on_file(void *arg, const char *path, const char *shown, const struc
 		err = -ENOMEM;
 	if (err) {
 		if (err == -ENOENT)
-			fprintf(stderr,
-				"bpfsight record: warning: %s has bpfsight probes but no "
+			pr_warn("%s has bpfsight probes but no "
 				"usable bpfsight:batch: not a cupti-shim this bpfsight can read\n",
 				shown);
 		file_free(f);
@@ -246,9 +245,7 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 		return; /* known (a rescan) */
 	p->file = f;
 	if (shim_inject__sent(l->inject, pid))
-		fprintf(stderr,
-			"bpfsight record: --inject: pid %d: the cupti-shim is loaded (%s)\n", pid,
-			f->shown);
+		pr_info("--inject: pid %d: the cupti-shim is loaded (%s)\n", pid, f->shown);
 	if (l->ctx->opts->system_wide)
 		return; /* the file's link covers it */
 	/* This process only: others mapping the same file keep their semaphores at 0. */
@@ -276,8 +273,7 @@ static void on_started(void *arg)
 	struct shim_link *l = arg;
 
 	if (l->inject && (l->want & SHIM_WANT_NVTX))
-		fprintf(stderr,
-			"bpfsight record: --inject: note: NVTX ranges are not recorded from a "
+		pr_info("--inject: note: NVTX ranges are not recorded from a "
 			"process the shim is injected into (its NVTX tables were set up without "
 			"it: docs/NVTX.md); GPU activity is\n");
 	shim_inject__run(l->inject, has_shim, l);
@@ -533,7 +529,6 @@ static void warn_targets(struct shim_link *l)
 	};
 	const struct record_opts *o = l->ctx->opts;
 	/* monitor has no --inject: one short record with it loads the shim, which stays. */
-	const char *cmd = o->cmd_name ? o->cmd_name : "record";
 	const char *inject = o->cmd_name ? "run `bpfsight record -p PID -t gpu --inject -d 1s` once"
 					 : "record it with --inject";
 	char why[512];
@@ -554,8 +549,7 @@ static void warn_targets(struct shim_link *l)
 			continue;
 		}
 		if (shim_inject__sent(l->inject, pid)) {
-			fprintf(stderr,
-				"bpfsight record: warning: pid %d: the cupti-shim injected "
+			pr_warn("pid %d: the cupti-shim injected "
 				"into it never appeared in its mappings (its dlopen failed?)\n",
 				pid);
 			note_no_shim(l, pid, "--inject: the injected dlopen did not load the shim");
@@ -567,21 +561,18 @@ static void warn_targets(struct shim_link *l)
 			if (!(l->want & needs[k].want))
 				continue;
 			if (!environ_get(pid, needs[k].var, val, sizeof(val)))
-				fprintf(stderr,
-					"bpfsight %s: note: pid %d has %s=%s but has not "
+				pr_note("pid %d has %s=%s but has not "
 					"loaded it yet (it does at cuInit or the first NVTX call)\n",
-					cmd, pid, needs[k].var, val);
+					pid, needs[k].var, val);
 			else
-				fprintf(stderr,
-					"bpfsight %s: warning: pid %d was not started "
+				pr_warn("pid %d was not started "
 					"with the cupti-shim: %s cannot be recorded from it. Either "
 					"%s (loads the shim into the running process, where it "
 					"stays), or start the job with %s=<shim>%s in its "
 					"environment once (`bpfsight shim --print-env` installs the "
 					"shim and prints the lines); later recordings then switch it "
 					"on and off without a restart\n",
-					cmd, pid, needs[k].what, inject, needs[k].var,
-					needs[k].also);
+					pid, needs[k].what, inject, needs[k].var, needs[k].also);
 			if (!noted++) {
 				snprintf(
 					why, sizeof(why),
@@ -667,8 +658,7 @@ void shim_link__stop(struct record_ctx *ctx, void *state)
 	it = 0;
 	while ((sp = shim_unpack__next(l->unpack, &it)))
 		if (owes_drain(sp))
-			fprintf(stderr,
-				"bpfsight record: warning: pid %u did not confirm its "
+			pr_warn("pid %u did not confirm its "
 				"cupti-shim flush within %d ms: what it still held is lost\n",
 				sp->pid, SHIM_DRAIN_MS);
 }
@@ -699,11 +689,10 @@ static int launch_path(const struct record_opts *o, const char *family, const ch
 		return 1; /* the default family set: programs without CUDA lose nothing */
 	if (err != -ENOENT)
 		return err; /* said by shim_blob__path */
-	fprintf(stderr,
-		"bpfsight record: -t %s needs the cupti-shim, and this bpfsight "
-		"was built without it (no %s/include/cupti.h at build time): set "
-		"BPFSIGHT_SHIM=/path/to/libbpfsight-shim.so, or drop %s from -t\n",
-		family, "$CUDA_HOME", family);
+	pr_err("-t %s needs the cupti-shim, and this bpfsight "
+	       "was built without it (no %s/include/cupti.h at build time): set "
+	       "BPFSIGHT_SHIM=/path/to/libbpfsight-shim.so, or drop %s from -t\n",
+	       family, "$CUDA_HOME", family);
 	return -ENOENT;
 }
 
@@ -738,8 +727,7 @@ int shim_link__prelaunch(const struct record_opts *o, const char *family, const 
 		usdt_notes__free(n);
 		if (is_shim)
 			return 0; /* the job's own copy of a shim: it answers us just the same */
-		fprintf(stderr,
-			"bpfsight record: warning: %s is already set to %s: keeping it, so "
+		pr_warn("%s is already set to %s: keeping it, so "
 			"%s records nothing from this command%s\n",
 			var, cur, family,
 			strcmp(var, "NVTX_INJECTION64_PATH")

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "shim_tids.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 #define NS_UNKNOWN 0
 #define NS_SAME	   1 /* our namespace: ids are BPF's */

@@ -15,10 +15,11 @@
 #include "shim_tids.h"
 #include "shim_batch_check.h"
 #include "shim_unpack.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "cuda.h"
 #include "cuda_records.h"
 #include "torch_records.h"
+#include "msg.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
 #define MAX_OPEN    256 /* capture ranges open at once */
@@ -123,8 +124,7 @@ static struct proc *proc_get(struct shim_unpack *u, __u32 pid, int create)
 		return pp ? *pp : NULL;
 	if (hmap__count(u->procs) >= UNPACK_MAX_PROCS) {
 		if (!u->procs_dropped++)
-			fprintf(stderr,
-				"bpfsight record: warning: over %u processes sending cupti-shim "
+			pr_warn("over %u processes sending cupti-shim "
 				"batches at once: the batches of pid %u and of others past the cap "
 				"are dropped (counted lost as shim_dropped)\n",
 				UNPACK_MAX_PROCS, pid);
@@ -388,8 +388,7 @@ static void drop_batch(struct shim_unpack *u, __u32 pid, __u64 nrec, const char 
 	record_ctx__lost(u->ctx, NULL, BS_LOSS_SHIM, nrec);
 	u->bad_batches++;
 	if (why && !u->warned_bad++)
-		fprintf(stderr,
-			"bpfsight record: warning: dropped a cupti-shim batch from pid %u: "
+		pr_warn("dropped a cupti-shim batch from pid %u: "
 			"%s (%llu records counted lost; further bad batches are only counted)\n",
 			pid, why, (unsigned long long)nrec);
 }
@@ -765,44 +764,35 @@ static void summary(const struct shim_unpack *u)
 	if (u->join)
 		shim_join__stats(u->join, &js);
 	if (js.linked_cuda || js.linked_api || js.unlinked)
-		fprintf(stderr,
-			"bpfsight record: GPU records: %llu linked to their cuda call (%llu by "
+		pr_info("GPU records: %llu linked to their cuda call (%llu by "
 			"launch order), %llu to CUPTI's API record only, %llu unlinked\n",
 			(unsigned long long)js.linked_cuda, (unsigned long long)js.linked_order,
 			(unsigned long long)js.linked_api, (unsigned long long)js.unlinked);
 	if (shim_join_stats__why(&js, why, sizeof(why)))
-		fprintf(stderr,
-			"bpfsight record: GPU records not linked to a cuda call, by reason: %s\n",
-			why);
+		pr_info("GPU records not linked to a cuda call, by reason: %s\n", why);
 	if (js.order_dropped)
-		fprintf(stderr,
-			"bpfsight record: warning: launch order had no room for %llu cuda calls "
+		pr_warn("launch order had no room for %llu cuda calls "
 			"and GPU records (over %u calls or %u waiting records)\n",
 			(unsigned long long)js.order_dropped, ORDER_MAX_CALLS, ORDER_MAX_OPS);
 	if (js.calls_dropped)
-		fprintf(stderr,
-			"bpfsight record: warning: the launch join forgot %llu cuda calls early "
+		pr_warn("the launch join forgot %llu cuda calls early "
 			"(over %u kept)\n",
 			(unsigned long long)js.calls_dropped, JOIN_MAX_CALLS);
 	if (u->lost_records || u->lost_batches)
-		fprintf(stderr,
-			"bpfsight record: cupti-shim: %llu records and %llu whole batches "
+		pr_info("cupti-shim: %llu records and %llu whole batches "
 			"lost (%llu bad batches dropped)\n",
 			(unsigned long long)u->lost_records, (unsigned long long)u->lost_batches,
 			(unsigned long long)u->bad_batches);
 	if (u->unresolved)
-		fprintf(stderr,
-			"bpfsight record: warning: %llu cupti-shim names could not be "
+		pr_warn("%llu cupti-shim names could not be "
 			"resolved (string text missing or over %u MiB)\n",
 			(unsigned long long)u->unresolved, UNPACK_MAX_STRING_BYTES >> 20);
 	if (u->procs_dropped)
-		fprintf(stderr,
-			"bpfsight record: warning: %llu batches of processes past %u alive "
+		pr_warn("%llu batches of processes past %u alive "
 			"at once were dropped\n",
 			(unsigned long long)u->procs_dropped, UNPACK_MAX_PROCS);
 	if (shim_tids__unknown(u->tids))
-		fprintf(stderr,
-			"bpfsight record: warning: %llu thread ids of processes in a pid "
+		pr_warn("%llu thread ids of processes in a pid "
 			"namespace could not be translated (their threads were gone): left as "
 			"the process saw them\n",
 			(unsigned long long)shim_tids__unknown(u->tids));

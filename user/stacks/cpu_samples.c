@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include "cpu_samples.h"
 #include "family.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 struct cpu_samples {
 	struct hmap *counts; /* (stack id, kernel) -> __u64 */

@@ -12,7 +12,7 @@
 #include "native_frames.h"
 #include "records.h"
 #include "stack_intern.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 /* A process's raw addresses seen before: the cache in front of symbolization. */
 struct raw_ent {

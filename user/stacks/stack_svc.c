@@ -15,7 +15,7 @@
 #include "record_ctx.h"
 #include "stack_intern.h"
 #include "stack_svc.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "thread_names.h"
 #include "uprobe_mgr.h"
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "top_priv.h"
 #include "trace_model.h"
+#include "hmap.h"
 
 /*
  * The name a thread (TID 0: a process) is shown by. The trace model's: the comm, or a name

@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 #include "family.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "top.h"
 #include "top_family.h"
 

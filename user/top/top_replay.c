@@ -12,6 +12,7 @@
 #include "top_screen.h"
 #include "top_ui.h"
 #include "trace_reader.h"
+#include "msg.h"
 
 struct replay {
 	struct top *t;
@@ -45,7 +46,7 @@ int top_replay__run(struct top *t, const char *path, const struct top_ui_opts *o
 
 	r = trace_reader__open(path, err, sizeof(err), &e);
 	if (!r) {
-		fprintf(stderr, "bpfsight top: %s: %s\n", path, err);
+		pr_err("%s: %s\n", path, err);
 		return EXIT_READ_FAIL;
 	}
 	top__replay(t);
@@ -72,8 +73,7 @@ int top_replay__run(struct top *t, const char *path, const struct top_ui_opts *o
 	st = trace_reader__status(r);
 	e = st->corrupt_chunks ? EXIT_READ_CORRUPT : EXIT_READ_OK;
 	if (st->corrupt_chunks)
-		fprintf(stderr, "bpfsight top: %s: %u corrupt chunks skipped\n", path,
-			st->corrupt_chunks);
+		pr_warn("%s: %u corrupt chunks skipped\n", path, st->corrupt_chunks);
 	trace_reader__free(r);
 	top_frame__free(&rp.fr);
 	return e;

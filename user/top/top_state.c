@@ -15,6 +15,7 @@
 #include "record_ctx.h"
 #include "top_priv.h"
 #include "trace_model.h"
+#include "hmap.h"
 
 /* CPU%: top's own column, from each thread's on-CPU time (top_cpu.c). */
 const struct top_column top_cpu_column = {

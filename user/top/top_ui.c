@@ -15,6 +15,7 @@
 #include "top_screen.h"
 #include "top_term.h"
 #include "top_ui.h"
+#include "msg.h"
 
 #define MESSAGE_NS	  5000000000ull /* how long a line from stderr stays on the last line */
 #define LOG_MAX		  (256 << 10) /* what stderr got while the screen was up, kept for after */
@@ -294,7 +295,7 @@ struct top_ui *top_ui__start(const struct top_ui_opts *o)
 	int err;
 
 	if (!ui || pipe2(ui->wake, O_CLOEXEC)) {
-		fprintf(stderr, "bpfsight top: out of memory\n");
+		pr_err("out of memory\n");
 		free(ui);
 		return NULL;
 	}
@@ -310,15 +311,14 @@ struct top_ui *top_ui__start(const struct top_ui_opts *o)
 		ui->log = malloc(LOG_MAX + 4096 + 1);
 		err = ui->log ? top_term__open(&ui->term) : -ENOMEM;
 		if (err) {
-			fprintf(stderr, "bpfsight top: cannot use the terminal: %s\n",
-				strerror(-err));
+			pr_err("cannot use the terminal: %s\n", strerror(-err));
 			goto fail;
 		}
 	}
 	if (pthread_create(&ui->thread, NULL, ui_main, ui)) {
 		top_term__restore(&ui->term);
 		top_term__release_stderr(&ui->term);
-		fprintf(stderr, "bpfsight top: cannot start its screen thread\n");
+		pr_err("cannot start its screen thread\n");
 		goto fail;
 	}
 	ui->started = 1;
@@ -343,7 +343,7 @@ void top_ui__stop(struct top_ui *ui)
 	if (!ui->batch) {
 		top_term__release_stderr(&ui->term);
 		if (ui->log_cut)
-			fprintf(stderr, "bpfsight top: (earlier messages dropped)\n");
+			pr_info("(earlier messages dropped)\n");
 		if (ui->log_len)
 			fwrite(ui->log, 1, ui->log_len, stderr);
 	}

@@ -15,6 +15,7 @@
 #include "cuda.h"
 #include "export_chrome.h"
 #include "nccl.h"
+#include "hmap.h"
 
 #define CHROME_DIST_RESERVE 128 /* bytes kept for distributedInfo (it needs at most 87) */
 

@@ -9,6 +9,7 @@
 #include "ucall_family.h"
 #include "uprobe_mgr.h"
 #include "uprobe_multi.h"
+#include "msg.h"
 
 int ucall_family__load(struct record_ctx *ctx, const struct ucall_table *table,
 		       struct bpf_object *obj, struct bpf_program *entry, struct bpf_program *ret,
@@ -41,8 +42,8 @@ int ucall_family__load(struct record_ctx *ctx, const struct ucall_table *table,
 		*exit_link = bpf_program__attach(exit);
 		if (!*exit_link) {
 			err = -errno;
-			fprintf(stderr, "bpfsight record: %s: cannot attach %s: %s\n",
-				table->family, bpf_program__name(exit), strerror(-err));
+			pr_err("%s: cannot attach %s: %s\n", table->family, bpf_program__name(exit),
+			       strerror(-err));
 			return err;
 		}
 	}

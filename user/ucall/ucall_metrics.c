@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "ucall_metrics.h"
+#include "hmap.h"
 
 struct ucall_metrics {
 	const struct ucall_metrics_def *def;

@@ -4,7 +4,7 @@
 #include <string.h>
 #include "native_frames.h"
 #include "record_ctx.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "ucall_symbols.h"
 
 struct ucall_symbols {

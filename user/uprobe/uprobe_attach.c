@@ -13,7 +13,7 @@
 #include <bpf/libbpf.h>
 #include "link_reaper.h"
 #include "record_ctx.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "uprobe_mgr_priv.h"
 #include "uprobe_multi.h"
 #include "libmap.skel.h"

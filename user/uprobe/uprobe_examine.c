@@ -18,6 +18,7 @@
 #include "scan_cache.h"
 #include "uprobe_mgr_priv.h"
 #include "libmap.skel.h"
+#include "msg.h"
 
 #define CODE_PEEK 64 /* prologue bytes given to probe_site__choose */
 /*
@@ -91,8 +92,7 @@ static void strref_sites(struct uprobe_mgr *m, struct uprobe_obj *o, const struc
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* -v: what the search found and cost (bench/RESULTS.md) */
 	if (m->ctx->opts->verbose && (found > 0 || st.rodata_bytes >= (1u << 20)))
-		fprintf(stderr,
-			"bpfsight record: %d %s entry points found by name in %s (%u names, %u "
+		pr_info("%d %s entry points found by name in %s (%u names, %u "
 			"ambiguous; %llu+%llu MB searched in %.1f ms)\n",
 			found, t->family, o->path, st.names, st.ambiguous,
 			(unsigned long long)(st.rodata_bytes >> 20),
@@ -182,8 +182,7 @@ void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char 
 		uprobe_obj__attach(m, o, path);
 		/* -v: when a file's probes are live (a test's cue, a user's "why not traced?") */
 		if (m->ctx->opts->verbose)
-			fprintf(stderr, "bpfsight record: probed %u sites in %s\n", o->nsites,
-				o->path);
+			pr_info("probed %u sites in %s\n", o->nsites, o->path);
 	}
 	if (o->nsites)
 		scan_cache__add(m->cache, o->path, o->dev, o->ino);

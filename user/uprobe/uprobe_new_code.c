@@ -16,8 +16,9 @@
 #include <bpf/bpf.h>
 #include "kdev.h"
 #include "record_ctx.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "uprobe_mgr_priv.h"
+#include "msg.h"
 
 #define STOP_WAIT_MS 200 /* for a process BPF stopped to reach the stopped state */
 
@@ -107,8 +108,7 @@ static void verbose_exec_scanned(const struct bs_hdr *rec, __u64 scan_start)
 	snprintf(fn, sizeof(fn), "/proc/%d/exe", rec->pid);
 	n = readlink(fn, exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
-	fprintf(stderr,
-		"bpfsight record: pid %d (%s): new program scanned and probed %.2f ms "
+	pr_info("pid %d (%s): new program scanned and probed %.2f ms "
 		"after its exec (the scan: %.2f ms)\n",
 		rec->pid, n > 0 ? exe : "exited", late / 1e6, (now - scan_start) / 1e6);
 }

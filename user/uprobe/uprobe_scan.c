@@ -17,7 +17,7 @@
 #include "kdev.h"
 #include "record_ctx.h"
 #include "scan_cache.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "uprobe_mgr_priv.h"
 
 void pid_mapping__path(char *buf, size_t len, pid_t pid, const struct pid_mapping *mp,

@@ -18,6 +18,7 @@
 #include "record_ctx.h"
 #include "stack_svc.h"
 #include "cpu.skel.h"
+#include "msg.h"
 
 struct cpu_state {
 	struct cpu_bpf *skel;
@@ -77,8 +78,7 @@ static int open_samplers(struct record_ctx *ctx, struct cpu_state *st)
 			if (errno == ENODEV)
 				continue; /* a possible CPU that is not online */
 			err = -errno;
-			fprintf(stderr, "bpfsight record: cpu: perf_event_open on CPU %d: %s\n",
-				cpu, strerror(errno));
+			pr_err("cpu: perf_event_open on CPU %d: %s\n", cpu, strerror(errno));
 			return err;
 		}
 		st->links[st->nlinks] =

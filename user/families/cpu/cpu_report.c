@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include "cpu.h"
 #include "stack_format.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "table.h"
 #include "trace_model.h"
 #include "report.h"

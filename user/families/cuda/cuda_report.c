@@ -10,6 +10,7 @@
 #include "cuda_decode.h"
 #include "cuda_errors.h"
 #include "stats_math.h"
+#include "hmap.h"
 #include "table.h"
 #include "time_sum.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include "cuda.h"
 #include "human.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "verdict.h"
 
 #define WAIT_SHARE   0.50 /* of the thread's time waiting for the GPU: GPU-bound */

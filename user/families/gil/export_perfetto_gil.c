@@ -10,6 +10,7 @@
 #include "export_perfetto.h"
 #include "gil.h"
 #include "gil_contention.h"
+#include "hmap.h"
 
 static int gil_open(struct pf *pf, void **st)
 {

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include "export_sqlite.h"
 #include "gil.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "trace_model.h"
 
 static const char gil_schema[] =

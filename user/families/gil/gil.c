@@ -30,6 +30,7 @@
 #include <bpf/libbpf.h>
 #include "kernel_features.h"
 #include "gil_state.h"
+#include "hmap.h"
 
 void gil_proc_unconfigure(struct gil_state *st, struct gil_proc *p)
 {

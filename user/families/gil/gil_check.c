@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "gil_state.h"
+#include "msg.h"
 
 static void write_proc(struct record_ctx *ctx, struct gil_proc *p, const struct gil_py *py,
 		       __u32 method, __u32 flags, const char *note)
@@ -34,9 +35,9 @@ static void write_proc(struct record_ctx *ctx, struct gil_proc *p, const struct 
 	r.note_id = record_ctx__intern(ctx, note);
 	record_ctx__write(ctx, &r);
 	if (ctx->opts->verbose)
-		fprintf(stderr, "bpfsight record: gil: pid %d: %s %x.%x (%s), method %s%s%s\n",
-			p->pid, py->object, py->version >> 24, py->version >> 16 & 0xff,
-			py->how ? py->how : "-", gil_method_name(method), *note ? ": " : "", note);
+		pr_info("gil: pid %d: %s %x.%x (%s), method %s%s%s\n", p->pid, py->object,
+			py->version >> 24, py->version >> 16 & 0xff, py->how ? py->how : "-",
+			gil_method_name(method), *note ? ": " : "", note);
 }
 
 static void note_add(char *buf, size_t len, const char *s)

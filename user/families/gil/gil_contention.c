@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "gil_contention.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "gil_records.h"
 
 struct gil_contention {

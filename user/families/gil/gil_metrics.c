@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include "gil.h"
 #include "metrics_family.h"
+#include "hmap.h"
 
 struct gil_series {
 	__u64 wait_ns, waits;

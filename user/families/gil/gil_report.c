@@ -19,6 +19,7 @@
 #include <string.h>
 #include "gil.h"
 #include "stats_math.h"
+#include "hmap.h"
 #include "table.h"
 
 const char *gil_method_name(__u32 method)

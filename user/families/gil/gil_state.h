@@ -12,7 +12,7 @@
 #include "gil.h"
 #include "gil_python.h"
 #include "record_ctx.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "uprobe_mgr.h"
 #include "uprobe_multi.h"
 #include "gil.skel.h"

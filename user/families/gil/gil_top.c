@@ -8,6 +8,7 @@
 #include "gil.h"
 #include "metrics_family.h"
 #include "top_family.h"
+#include "hmap.h"
 
 static const struct top_column gil_columns[] = {
 	{ "gil", "GIL%", "time waiting for the GIL (gil, every second)", TOP_SHARE, TOP_POLLED, 5 },

@@ -28,6 +28,7 @@
 #include "export_chrome.h"
 #include "gpu_decode.h"
 #include "gpu.h"
+#include "hmap.h"
 
 static const char *gpu_cat(__u16 type)
 {

@@ -26,6 +26,7 @@
 #include "gpu_decode.h"
 #include "time_bins.h"
 #include "shim_records.h"
+#include "hmap.h"
 
 struct pf_dev {
 	__u64 uuid;

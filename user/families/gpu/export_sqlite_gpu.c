@@ -25,7 +25,6 @@
 #include "export_sqlite.h"
 #include "gpu_decode.h"
 #include "gpu.h"
-#include "stats_math.h"
 
 static const char gpu_schema[] =
 	"CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT,"

@@ -20,6 +20,7 @@
 #include "table.h"
 #include "tgroups.h"
 #include "cuda_records.h"
+#include "hmap.h"
 
 #define EXEC_NONE "(none)"
 

@@ -15,7 +15,7 @@
 #include "gpu.h"
 #include "gpu_decode.h"
 #include "report.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "table.h"
 
 #define IDLE_LONG_GAP_NS 1000000ull

@@ -10,6 +10,7 @@
 #include "busy_union.h"
 #include "gpu.h"
 #include "metrics_family.h"
+#include "hmap.h"
 
 struct gpu_device {
 	__u64 count, total_ns;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include "busy_union.h"
 #include "gpu.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "top_family.h"
 
 static const struct top_column gpu_columns[] = {

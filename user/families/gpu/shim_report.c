@@ -12,7 +12,7 @@
 #include "gpu.h"
 #include "gpu_decode.h"
 #include "report.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "table.h"
 
 enum shim_count {

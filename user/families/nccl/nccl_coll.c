@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "nccl_coll.h"
+#include "hmap.h"
 
 #define GROUP_MAX 64 /* calls queued in one thread's group; more are not followed */
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nccl_decode.h"
+#include "hmap.h"
 
 /* nccl.h's enums, by value. */
 static const char *const result_names[] = {

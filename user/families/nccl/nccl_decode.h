@@ -8,7 +8,7 @@
 #define BPFSIGHT_NCCL_DECODE_H
 
 #include "nccl.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 /* The keys of nccl specs (nccl_keys, nccl_api.c, says what each is). */
 enum nccl_key {

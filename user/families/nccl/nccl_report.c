@@ -9,6 +9,7 @@
 #include <string.h>
 #include "nccl_decode.h"
 #include "stats_math.h"
+#include "hmap.h"
 #include "table.h"
 #include "time_sum.h"
 

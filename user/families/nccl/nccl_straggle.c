@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "nccl_straggle.h"
+#include "hmap.h"
 
 struct nccl_straggle {
 	struct nccl_colls *colls;

@@ -23,6 +23,7 @@
 #include "nccl_coll.h"
 #include "shim_records.h"
 #include "trace_meta.h"
+#include "hmap.h"
 
 #define QUEUE_MAX 256 /* collectives of a thread waiting for their kernels */
 

@@ -12,6 +12,7 @@
 #include "export_perfetto.h"
 #include "nvtx.h"
 #include "nvtx_decode.h"
+#include "hmap.h"
 
 struct pf_nvtx {
 	struct hmap *thread; /* {pid << 32 | tid, domain id} -> track uuid */

@@ -13,7 +13,7 @@
 #include "export_sqlite.h"
 #include "nvtx.h"
 #include "nvtx_decode.h"
-#include "stats_math.h"
+#include "hmap.h"
 
 /* nsys's ENUM_NSYS_EVENT_TYPE values for NVTX. */
 #define NVTX_T_CATEGORY	     33

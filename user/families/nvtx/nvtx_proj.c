@@ -6,7 +6,7 @@
 #include "nvtx.h"
 #include "nvtx_decode.h"
 #include "nvtx_proj.h"
-#include "stats_math.h"
+#include "array.h"
 
 struct nvtx_proj {
 	struct nvtx_proj_range *ranges;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include "export_sqlite.h"
 #include "osrt.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "syscall_names.h"
 
 #define NR_CACHE   1024 /* syscall numbers whose name id is cached in an array */

@@ -10,7 +10,7 @@
 #include <bpf/libbpf.h>
 #include "osrt.h"
 #include "record_ctx.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "osrt.skel.h"
 
 /* Defaults: a cap sized to the machine (map memory follows the live keys, not the cap). */

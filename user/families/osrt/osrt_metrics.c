@@ -10,6 +10,7 @@
 #include "osrt.h"
 #include "record_ctx.h"
 #include "syscall_names.h"
+#include "hmap.h"
 
 struct osrt_metrics {
 	struct hmap *last;	/* {pid << 32 | tid, nr} -> m_count: the last in-kernel total */

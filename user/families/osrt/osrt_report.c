@@ -6,6 +6,7 @@
 #include <string.h>
 #include "osrt.h"
 #include "stats_math.h"
+#include "hmap.h"
 #include "syscall_names.h"
 #include "table.h"
 #include "time_sum.h"

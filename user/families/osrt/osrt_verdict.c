@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include "human.h"
 #include "osrt.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "syscall_names.h"
 #include "verdict.h"
 

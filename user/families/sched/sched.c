@@ -10,6 +10,7 @@
 #include "sched.h"
 #include "record_ctx.h"
 #include "sched.skel.h"
+#include "msg.h"
 
 /*
  * --stacks=sched: its programs (a sys_exit and an exit program) run only when asked for, and
@@ -21,9 +22,8 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
 	int task_storage = bpf_map__autocreate(skel->maps.thread_sched_task), err = 0;
 
 	if (ns != RECORD_STACKS_OFF && !task_storage) {
-		fprintf(stderr,
-			"bpfsight record: no stacks on off-CPU intervals: they need BPF task "
-			"storage (Linux 5.11 with BTF), which this kernel lacks\n");
+		pr_err("no stacks on off-CPU intervals: they need BPF task "
+		       "storage (Linux 5.11 with BTF), which this kernel lacks\n");
 		ns = RECORD_STACKS_OFF;
 	}
 	skel->rodata->sched_stack_ns = ns;
@@ -58,8 +58,7 @@ static void sched_write_held(struct record_ctx *ctx, struct sched_bpf *skel)
 	}
 	fd = bpf_iter_create(bpf_link__fd(skel->links.sched_held_iter_btf));
 	if (fd < 0) {
-		fprintf(stderr,
-			"bpfsight record: warning: cannot write the off-CPU intervals "
+		pr_warn("cannot write the off-CPU intervals "
 			"still waiting for their stack: %s\n",
 			strerror(errno));
 		return;

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "sched.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "table.h"
 
 /* Blocked part of an interval; a record claiming more runnable time than its length is bogus. */

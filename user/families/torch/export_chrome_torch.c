@@ -20,7 +20,7 @@
 #include <string.h>
 #include "export_chrome.h"
 #include "gpu_decode.h"
-#include "stats_math.h"
+#include "hmap.h"
 #include "torch.h"
 
 #define WINDOW_NS (10 * 1000000000ull) /* as the launch join keeps calls (JOIN_KEEP_NS) */

@@ -13,13 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "stats_math.h"
+#include "hmap.h"
 #include "kernel_features.h"
 #include "record_args.h"
 #include "record_ctx.h"
 #include "shim_link.h"
 #include "shim_records.h"
 #include "torch.h"
+#include "msg.h"
 
 struct torch_proc {
 	int said;    /* a note was printed */
@@ -44,8 +45,7 @@ static void note(struct torch_state *st, const struct bs_shim_status *s, const c
 	if (p->missing || p->said)
 		return; /* not loaded yet: said at the end if it never was */
 	p->said = 1;
-	fprintf(stderr, "bpfsight record: %spid %u: %s\n", s->cupti_result ? "warning: " : "",
-		s->h.pid, text);
+	pr_info("%spid %u: %s\n", s->cupti_result ? "warning: " : "", s->h.pid, text);
 }
 
 static void listen(void *arg, const struct bs_hdr *rec, const char *text)
@@ -135,8 +135,7 @@ static void torch_stop(struct record_ctx *ctx, void *state)
 	shim_link__stop(ctx, st->shim);
 	while ((p = hmap__next(st->procs, &it, &k)))
 		if (p->missing && !p->ops)
-			fprintf(stderr,
-				"bpfsight record: pid %llu: no torch ops: libtorch_cpu was never "
+			pr_info("pid %llu: no torch ops: libtorch_cpu was never "
 				"loaded while recording\n",
 				(unsigned long long)k.a);
 	torch_steps__finish(st->steps);

@@ -6,7 +6,7 @@
 #include "shim_records.h"
 #include "torch.h"
 #include "torch_ops.h"
-#include "stats_math.h"
+#include "array.h"
 
 struct torch_ops *torch_ops__new(void)
 {

@@ -14,6 +14,7 @@
 #include "tgroups.h"
 #include "torch.h"
 #include "torch_ops.h"
+#include "array.h"
 
 #define TOP_OPS 3
 

@@ -27,6 +27,7 @@
 #include "record_args.h"
 #include "record_ctx.h"
 #include "torch.h"
+#include "msg.h"
 
 struct torch_steps {
 	struct record_ctx *ctx;
@@ -116,8 +117,7 @@ static int counted(struct torch_steps *s, const struct bs_torch_op *r, const cha
 		s->tid = r->h.tid;
 		s->name_id = r->name_id;
 		if (s->capture)
-			fprintf(stderr,
-				"bpfsight record: --capture-range=steps: steps end with \"%s\" "
+			pr_info("--capture-range=steps: steps end with \"%s\" "
 				"(pid %u, thread %u)\n",
 				name, s->pid, s->tid);
 	}
@@ -160,8 +160,7 @@ void torch_steps__op(struct torch_steps *s, const struct bs_torch_op *r, const c
 		s->open = 0;
 		s->done = 1;
 		s->ctx->capture_done = 1;
-		fprintf(stderr,
-			"bpfsight record: --capture-range=steps: %llu steps captured (%.3f s): "
+		pr_info("--capture-range=steps: %llu steps captured (%.3f s): "
 			"stopping\n",
 			(unsigned long long)s->n, (double)(s->close_ts - s->open_ts) / 1e9);
 	}
@@ -174,15 +173,13 @@ void torch_steps__finish(struct torch_steps *s)
 	if (!s || !s->capture || s->done)
 		return;
 	if (!s->name) {
-		fprintf(stderr,
-			"bpfsight record: warning: --capture-range=steps: no step ended while "
+		pr_warn("--capture-range=steps: no step ended while "
 			"recording (no Optimizer.step#... or ProfilerStep#N scope): nothing was "
 			"kept\n");
 		return;
 	}
 	got = s->open ? s->seen - 1 - s->skip : 0;
-	fprintf(stderr,
-		"bpfsight record: warning: --capture-range=steps: the recording ended after %llu "
+	pr_warn("--capture-range=steps: the recording ended after %llu "
 		"of %llu steps%s\n",
 		(unsigned long long)got, (unsigned long long)s->n,
 		s->open ? " (the last one is cut: what it did until the end is kept)"
