@@ -12,8 +12,6 @@
 #include <bpf/libbpf.h>
 #include "family.h"
 #include "flight_recorder.h"
-#include "gpu.h"
-#include "nvtx.h"
 #include "shim_records.h"
 #include "kernel_features.h"
 #include "record_ctx.h"
@@ -253,8 +251,7 @@ __u64 record_ctx__record_room(const struct record_ctx *ctx)
 	int shim = 0;
 
 	for (int i = 0; families[i]; i++)
-		if ((families[i] == &family_gpu || families[i] == &family_nvtx) &&
-		    (ctx->opts->families & (1ull << i)))
+		if ((families[i]->flags & FAMILY_SHIM) && (ctx->opts->families & (1ull << i)))
 			shim = 1;
 	/*
 	 * A sixteenth of the ring (process life records, and the cupti-shim's batches: then at

@@ -57,6 +57,7 @@ struct shim_link {
 	struct hmap *pids;	    /* (pid, struct shim_file *) -> struct shim_pid */
 	struct shim_inject *inject; /* --inject */
 	struct join_holds *joins;
+	int listener; /* its id with the manager, -1 before */
 	int warned_targets, stopped;
 };
 
@@ -324,6 +325,7 @@ static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 		return NULL;
 	l->ctx = ctx;
 	l->want = want;
+	l->listener = -1;
 	l->pids = hmap__new(sizeof(struct shim_pid));
 	l->joins = join_holds__new(join_attach, l);
 	l->skel = shim_bpf__open();
@@ -348,7 +350,7 @@ static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 	mgr = uprobe_mgr__get(ctx, err);
 	if (!mgr)
 		goto fail;
-	*err = uprobe_mgr__add_listener(mgr, &lis);
+	l->listener = *err = uprobe_mgr__add_listener(mgr, &lis);
 	if (*err < 0)
 		goto fail;
 	if (ctx->opts->inject && !(l->inject = shim_inject__new(ctx, mgr, err)))
@@ -356,6 +358,8 @@ static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 	*err = 0;
 	return l;
 fail:
+	/* The manager lives on (other families use it): it must not call back into L. */
+	uprobe_mgr__remove_listener(ctx->uprobes, l->listener);
 	link_free(l);
 	return NULL;
 }

@@ -175,8 +175,12 @@ void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char 
 	o->ncode = elf_syms__code_segments(syms, o->code, MAX_CODE_SEGS);
 	if (o->ncode > MAX_CODE_SEGS)
 		o->ncode = MAX_CODE_SEGS;
-	for (__u32 i = 0; i < m->nlisteners; i++)
-		o->heard[i] = m->listeners[i].file(m->listeners[i].arg, path, o->path, syms);
+	o->heard = m->nlisteners ? calloc(m->nlisteners, sizeof(*o->heard)) : NULL;
+	o->nheard = o->heard ? m->nlisteners : 0; /* no memory: no listener hears of it */
+	for (__u32 i = 0; i < o->nheard; i++)
+		if (m->listeners[i].file)
+			o->heard[i] =
+				m->listeners[i].file(m->listeners[i].arg, path, o->path, syms);
 	elf_syms__free(syms);
 	if (o->nsites && !m->ctx->opts->dry_run) {
 		uprobe_obj__attach(m, o, path);

@@ -5,21 +5,30 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
+#include "array.h"
 #include "uprobe_mgr_priv.h"
 
 int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener *l)
 {
-	if (m->nlisteners == MAX_LISTENERS)
-		return -E2BIG;
+	if (array__grow((void **)&m->listeners, m->nlisteners, &m->listeners_cap,
+			sizeof(*m->listeners)))
+		return -ENOMEM;
 	m->listeners[m->nlisteners] = *l;
 	return (int)m->nlisteners++;
+}
+
+void uprobe_mgr__remove_listener(struct uprobe_mgr *m, int listener)
+{
+	if (m && listener >= 0 && (size_t)listener < m->nlisteners)
+		memset(&m->listeners[listener], 0, sizeof(m->listeners[listener]));
 }
 
 void *uprobe_mgr__examine(struct uprobe_mgr *m, int listener, const char *path)
 {
 	struct uprobe_obj *o = uprobe_mgr__prescan(m, path);
 
-	return o && listener >= 0 && (__u32)listener < m->nlisteners ? o->heard[listener] : NULL;
+	return o && listener >= 0 && (__u32)listener < o->nheard ? o->heard[listener] : NULL;
 }
 
 /*
@@ -44,8 +53,8 @@ void uprobe_mgr__notify_mapped(struct uprobe_mgr *m, pid_t pid, const struct pid
 	struct uprobe_mapping um;
 	int have_path = 0;
 
-	for (__u32 i = 0; i < m->nlisteners && mp->obj; i++) {
-		if (!mp->obj->heard[i])
+	for (__u32 i = 0; mp->obj && i < mp->obj->nheard; i++) {
+		if (!mp->obj->heard[i] || !m->listeners[i].mapped)
 			continue;
 		if (!have_path++) {
 			pid_mapping__path(open_path, sizeof(open_path), pid, mp, mp->obj->path);

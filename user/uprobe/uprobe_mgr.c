@@ -99,6 +99,7 @@ void uprobe_obj__free(struct uprobe_obj *o)
 	free(o->fds);
 	free(o->ret_fds);
 	free(o->sites);
+	free(o->heard);
 	elf_syms__free(o->syms);
 	free(o->path);
 	free(o);
@@ -125,6 +126,7 @@ void uprobe_mgr__free(struct uprobe_mgr *m)
 	hmap__free(m->objs);
 	hmap__free(m->pids);
 	free(m->exited);
+	free(m->listeners);
 	/* What this recording found is there at the next one's start (a failure costs nothing
 	 * but that). */
 	scan_cache__save(m->cache);

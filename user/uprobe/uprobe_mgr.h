@@ -71,6 +71,11 @@ struct uprobe_listener {
 /* Returns the listener's id (for uprobe_mgr__examine), or a negative errno. */
 int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener *l);
 /*
+ * The listener LISTENER hears nothing more: its owner frees what ARG points to while the
+ * manager lives on (a family that failed to attach). M NULL or a negative id: nothing.
+ */
+void uprobe_mgr__remove_listener(struct uprobe_mgr *m, int listener);
+/*
  * Examine the file at PATH now, before a process maps it (probes on its inode cover every
  * process that will), if it was not already. Returns what listener LISTENER's file() kept
  * for it, or NULL.

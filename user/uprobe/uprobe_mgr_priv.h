@@ -33,7 +33,6 @@
 #include "uprobe_mgr.h"
 
 #define MAX_FAMILIES  4
-#define MAX_LISTENERS 3
 #define MAX_CODE_SEGS 4 /* executable segments of a file kept (for load biases) */
 #define MAX_PENDING   1024
 
@@ -67,7 +66,8 @@ struct uprobe_obj {
 	__u32 nfds, nret_fds;
 	struct elf_syms *syms; /* opened lazily for uprobe_mgr__code_at, then kept */
 	int syms_failed;
-	void *heard[MAX_LISTENERS]; /* what each listener's file() returned */
+	void **heard; /* what each listener's file() returned, of the NHEARD there were then */
+	__u32 nheard;
 	struct elf_seg code[MAX_CODE_SEGS];
 	__u32 ncode;
 };
@@ -104,8 +104,8 @@ struct uprobe_mgr {
 	struct libmap_bpf *libmap;
 	struct uprobe_fam fams[MAX_FAMILIES];
 	__u32 nfams;
-	struct uprobe_listener listeners[MAX_LISTENERS];
-	__u32 nlisteners;
+	struct uprobe_listener *listeners; /* a removed one's hooks are NULL: ids stay */
+	size_t nlisteners, listeners_cap;
 	struct hmap *objs;	    /* (dev, ino) -> struct uprobe_obj * */
 	struct hmap *pids;	    /* (pid, 0) -> struct pid_maps * (last scan) */
 	pid_t pending[MAX_PENDING]; /* pids to rescan; 0 = every process */
