@@ -424,6 +424,7 @@ int cmd_info(int argc, char **argv)
 	const char *path;
 	__u64 end;
 
+	msg__set_cmd(info_cmd()); /* report's page runs info: its messages are report's */
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "jh", info_options, NULL)) != -1) {

@@ -333,7 +333,7 @@ static int gil_attach(struct record_ctx *ctx, void **state)
 		err = gil_bpf__attach(st->skel); /* the lifecycle tracepoints; uprobes come later */
 	if (err)
 		goto fail;
-	/* Last: the manager keeps ST from here on, and nothing below can fail. */
+	/* Last: once added, the manager keeps ST (a failed add keeps nothing). */
 	if (!uprobe_mgr__get(ctx, &err))
 		goto fail;
 	st->listener = uprobe_mgr__add_listener(ctx->uprobes, &lis);
