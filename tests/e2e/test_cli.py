@@ -121,6 +121,27 @@ def test_duration_stops_system_wide_recording():
     check(0.9e9 <= meta["duration_ns"] <= 15e9, f"duration {meta['duration_ns']}")
 
 
+def test_duration_is_the_recordings_time():
+    """-d is the time recorded: from the moment every probe is live (the "recording" line)
+    to the stop, within 100 ms, whatever the start-up took (attaching every default family
+    to a Python process takes a while): `info` says so."""
+    need_root()
+    w = spawn(["python3", "-c", "import time\nwhile True: time.sleep(0.01)"])
+    for d, secs in (("1s", 1.0), ("1500ms", 1.5)):
+        out = os.path.join(tmpdir(), "d.bst")
+        t0 = time.monotonic()
+        p = run([BPFSIGHT, "record", "-p", str(w.pid), "-d", d, "-o", out], timeout=120)
+        took = time.monotonic() - t0
+        eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
+        dur = info(out)["duration_ns"] / 1e9
+        check(secs <= dur <= secs + 0.1, f"-d {d}: the file holds {dur:.3f} s "
+              f"(the command took {took:.2f} s)")
+    # Launch mode: CMD is released as the recording starts, and stopped at its end.
+    p, out = record(["sleep", "30"], "-t", "osrt", "-d", "500ms", timeout=60)
+    dur = info(out)["duration_ns"] / 1e9
+    check(0.5 <= dur <= 0.6, f"-d 500ms in launch mode: {dur:.3f} s")
+
+
 def test_duration_in_launch_mode_terminates_cmd():
     need_root()
     # nsys semantics: when -d ends, CMD gets SIGTERM (--kill) and its status is returned.

@@ -555,6 +555,36 @@ def test_capture_range_profiler_api():
     same_sequence(calls(dump(out2), pid2), exp2, "driver capture range")
 
 
+def test_capture_range_that_never_opens_is_a_failed_recording():
+    """A program that never calls cudaProfilerStart captured nothing: the recorder says so
+    and exits 1, though the program exited 0 (nsys's "no range": not an empty success)."""
+    need_cuda()
+    p, out = record(["true"], "-t", "cuda", "--capture-range=cudaProfilerApi")
+    eq(p.returncode, 1, f"exit status ({p.stderr[-600:]})")
+    check("--capture-range=cudaProfilerApi: no range opened while recording: nothing was "
+          "captured" in p.stderr, p.stderr[-600:])
+    check("though the command exited with 0" in p.stderr, p.stderr[-600:])
+    check(info(out)["clean_close"], "the file is written all the same")
+
+
+def test_verdict_of_failed_calls_says_what_the_trace_has():
+    """Every CUDA call failed (no GPU): no rule makes a claim, and the verdict says which
+    families' events the trace has (cuda: every call) and which were not recorded, never
+    "record with cuda" of a trace that did."""
+    need_cuda(API_SHARED)
+    out, pid, _ = record_runtime(API_SHARED, 3)
+    ncalls = sum(1 for e in dump(out) if e["kind"] == "cuda_api")
+    check(ncalls > 0, "calls recorded")
+    p = run([BPFSIGHT, "stats", out])
+    eq(p.returncode, 0, p.stderr)
+    head = " ".join(p.stdout.split("\n\n")[0].split())
+    check(head.startswith("Verdict: nothing to judge"), head)
+    check(f"judge: cuda {ncalls};" in head, f"the cuda events counted ({ncalls}): {head}")
+    missing = re.search(r"not recorded: (\S+) \(add them to -t\)", head)
+    check(missing and "cuda" not in missing.group(1).split(",") and
+          "sched" in missing.group(1).split(","), head)
+
+
 # ---- --dry-run ----
 
 def elf_functions(path):

@@ -8,6 +8,8 @@ import json
 import os
 import re
 import signal
+import subprocess
+import threading
 import time
 
 from helpers import (BPFSIGHT, Recorder, check, dump, eq, info, need_root, row, run, spawn,
@@ -44,11 +46,11 @@ class Flight:
         wait_for(lambda: len(self.dumps()) >= n, timeout, f"{n} dumps: {self.r.stderr[-600:]}")
         return self.dumps()
 
-    def stop(self):
+    def stop(self, status=0):
         tell(self.w, "q")
         self.w.wait(10)
         rc = self.r.wait(60)  # -p: the recording ends with its target
-        eq(rc, 0, f"recorder exit status ({self.r.stderr[-800:]})")
+        eq(rc, status, f"recorder exit status ({self.r.stderr[-800:]})")
         return self.r.stderr
 
 
@@ -393,5 +395,42 @@ def test_flight_existing_dump_file_is_kept_and_recording_goes_on():
     with open(taken) as fh:
         eq(fh.read(), "someone's file\n", "the existing file untouched")
     eq(len(syscalls(path, f.pid, "getppid")), 30, "both phases in the window")
-    err = f.stop()
+    err = f.stop(status=1)  # a dump that could not be written: the recording failed
     check("1 dumps written, 1 failed" in err, err[-300:])
+
+
+def test_flight_dump_on_a_full_disk_fails_the_recording_in_launch_mode():
+    """Launch mode, the dump's disk full: the dump fails (ENOSPC, said), CMD runs on to its
+    own end untouched (exit 0), and bpfsight exits 1 all the same, saying why: a failed
+    recording never exits with CMD's 0."""
+    need_root()
+    mnt = tmpdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], check=True)
+    try:
+        st = os.statvfs(mnt)
+        with open(os.path.join(mnt, "filler"), "wb") as fh:
+            fh.write(b"\0" * (st.f_bavail * st.f_frsize))
+        r = spawn([BPFSIGHT, "record", "-t", "osrt", "--osrt-threshold", "0",
+                   "--flight-recorder", "60s", "-o", os.path.join(mnt, "fr.bst"), "--",
+                   PHASES])
+        err = []
+        reader = threading.Thread(target=lambda: err.extend(r.stderr), daemon=True)
+        reader.start()
+        pid = int(re.match(r"pid (\d+)", r.stdout.readline()).group(1))
+        wait_for(lambda: "Ctrl-C to stop" in "".join(err), 60, "the recorder live")
+        tell(r, "g 10")  # CMD's stdin is the recorder's
+        check(r.stdout.readline().startswith("ok "), "the phase ran")
+        r.send_signal(signal.SIGUSR1)
+        wait_for(lambda: "cannot write" in "".join(err), 30, "the dump's failure")
+        tell(r, "q")
+        rc = r.wait(60)
+        reader.join(10)
+        text = "".join(err)
+        eq(rc, 1, f"exit status ({text[-600:]})")
+        check("No space left on device" in text, text[-600:])
+        check("0 dumps written, 1 failed" in text, text[-600:])
+        check("the recording failed (said above): exit status 1, though the command exited "
+              "with 0" in text, text[-600:])
+        check(pid > 0 and not os.path.exists(f"/proc/{pid}"), "CMD ran to its end")
+    finally:
+        subprocess.run(["umount", "-l", mnt], check=False)

@@ -85,7 +85,7 @@ def test_monitor_syscalls_exact_exit_grace_promtool_sigterm():
     wait_for(lambda: prom.value(sel % "getppid") is None, 20, "Prometheus: series stale")
     prom.stop()
     eq(mon.stop(signal.SIGTERM), 0, f"exit status after SIGTERM ({mon.stderr[-400:]})")
-    check("stopped by signal" in mon.stderr, mon.stderr[-300:])
+    check("bpfsight monitor: stopped by SIGTERM: " in mon.stderr, mon.stderr[-300:])
 
 
 @alone("a system-wide monitor (-a): other tests' processes would be traced by it")

@@ -205,7 +205,9 @@ def test_top_screen_gil_and_cuda_threads_resize_and_quit():
         out = t.text()
         check(out.rfind(LEAVE) > out.rfind(ENTER), "the alternate screen is left")
         check(out.rfind(b"\x1b[?25h") > out.rfind(b"\x1b[?25l"), "the cursor is shown again")
-        check(b"stopped" in out[out.rfind(LEAVE):], "the recording's end line after the screen")
+        end = out[out.rfind(LEAVE):]
+        check(re.search(rb"bpfsight top: \d+ frames shown, q pressed: \d+ events lost", end),
+              f"the recording's end line after the screen, saying what happened: {end[-300:]}")
     finally:
         t.kill()
         gil.kill()
@@ -264,7 +266,8 @@ def test_top_batch_frames():
     out = t.stdout.read()
     # Its last frame, shorter than -i: the target there, then gone (shown once more).
     check("sleep" in out and "- every 10.0s -" in out, f"the last frame: {out[-500:]}")
-    check("stopped" in t.stderr.read(), "the end line")
+    end = t.stderr.read()
+    check("bpfsight top: the targets exited: 0 events lost" in end, f"the end line: {end}")
     w = spawn(["sleep", "30"])
     p = run([BPFSIGHT, "top", "-b", "-n", "2", "-i", "300ms", "-p", str(w.pid)], timeout=60)
     eq(p.returncode, 0, f"exit status: {p.stderr[-400:]}")
@@ -274,7 +277,8 @@ def test_top_batch_frames():
     for f in frames:
         r = rows_of(f.splitlines())
         check(r.get((w.pid, False), {}).get("name") == "sleep", f"the -p process's row: {f}")
-    check("stopped" in p.stderr, p.stderr[-300:])
+    # What happened, in top's words (not "stopped by signal": -n asked for two frames).
+    check("bpfsight top: 2 frames shown: 0 events lost" in p.stderr, p.stderr[-300:])
 
 
 def test_top_refuses_dead_pid_bad_sort_no_root():

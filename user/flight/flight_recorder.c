@@ -449,6 +449,11 @@ void flight__finish(struct flight_recorder *fr, size_t pump_peak)
 	       pump_peak / 1048576.0);
 }
 
+__u32 flight__failed(const struct flight_recorder *fr)
+{
+	return fr ? fr->nfailed : 0;
+}
+
 void flight__free(struct flight_recorder *fr)
 {
 	if (!fr)

@@ -28,7 +28,7 @@ struct trace_writer;
 /*
  * OUTPUT names the dumps (its stem + -N.bst, replaced when FORCE); META is the recording's
  * header, repeated in each dump with the dump's own options appended (kept by pointer: it
- * must outlive the recorder). CMD prefixes messages ("record"). NULL and *err on failure.
+ * must outlive the recorder). NULL and *err on failure.
  */
 struct flight_recorder *flight__new(const struct flight_opts *fo, const struct trace_meta *meta,
 				    const char *output, int force, int *err);
@@ -56,6 +56,8 @@ __u64 flight__bytes(const struct flight_recorder *fr);
 /* The recording ends: write a pending dump, print what the flight recorder did. */
 /* PUMP_PEAK: the most the ring pump held at once (its end line says the memory it took). */
 void flight__finish(struct flight_recorder *fr, size_t pump_peak);
+/* Dumps that could not be written (said when they failed): the recording failed. */
+__u32 flight__failed(const struct flight_recorder *fr);
 void flight__free(struct flight_recorder *fr);
 
 #endif /* BPFSIGHT_FLIGHT_RECORDER_H */

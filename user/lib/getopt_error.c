@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "getopt_error.h"
+#include "msg.h"
 
 /* Edits from A to B (insert, delete, replace, swap two neighbours): a typo's distance. */
 static int distance(const char *a, size_t la, const char *b)
@@ -79,7 +80,7 @@ const char *getopt_error__closest(const char *name, const struct option *longs)
 	return closest(name, strlen(name), longs);
 }
 
-static void long_error(const char *cmd, const char *arg, const struct option *longs)
+static void long_error(char *buf, size_t size, const char *arg, const struct option *longs)
 {
 	const char *name = arg + 2, *eq = strchr(name, '='), *meant;
 	size_t len = eq ? (size_t)(eq - name) : strlen(name);
@@ -91,11 +92,11 @@ static void long_error(const char *cmd, const char *arg, const struct option *lo
 	for (o = longs; o && o->name; o++) {
 		if (strlen(o->name) == len && !strncmp(o->name, name, len)) {
 			if (o->has_arg == required_argument && !eq)
-				fprintf(stderr, "bpfsight %s: --%s needs a value", cmd, o->name);
+				snprintf(buf, size, "--%s needs a value", o->name);
 			else if (o->has_arg == no_argument && eq)
-				fprintf(stderr, "bpfsight %s: --%s takes no value", cmd, o->name);
+				snprintf(buf, size, "--%s takes no value", o->name);
 			else
-				fprintf(stderr, "bpfsight %s: bad option '%s'", cmd, arg);
+				snprintf(buf, size, "bad option '%s'", arg);
 			return;
 		}
 		if (len && !strncmp(o->name, name, len) && used < sizeof(matches)) {
@@ -106,18 +107,17 @@ static void long_error(const char *cmd, const char *arg, const struct option *lo
 	}
 	if (n == 1 && only->has_arg == required_argument && !eq) {
 		/* An abbreviation getopt took, then found without its value. */
-		fprintf(stderr, "bpfsight %s: --%s needs a value", cmd, only->name);
+		snprintf(buf, size, "--%s needs a value", only->name);
 		return;
 	}
 	if (n > 1) {
-		fprintf(stderr, "bpfsight %s: '--%.*s' is short for more than one option (%s)", cmd,
-			(int)len, name, matches);
+		snprintf(buf, size, "'--%.*s' is short for more than one option (%s)", (int)len,
+			 name, matches);
 		return;
 	}
-	fprintf(stderr, "bpfsight %s: unknown option '--%.*s'", cmd, (int)len, name);
 	meant = closest(name, len, longs);
-	if (meant)
-		fprintf(stderr, " (did you mean --%s?)", meant);
+	snprintf(buf, size, "unknown option '--%.*s'%s%s%s", (int)len, name,
+		 meant ? " (did you mean --" : "", meant ? meant : "", meant ? "?)" : "");
 }
 
 void getopt_error__print(const char *cmd, int argc, char **argv, const char *shorts,
@@ -126,22 +126,25 @@ void getopt_error__print(const char *cmd, int argc, char **argv, const char *sho
 	int at_arg = optind - 1 < argc ? optind - 1 : argc - 1;
 	const char *arg = at_arg > 0 ? argv[at_arg] : "";
 	const char *at;
+	char what[512];
 
 	if (arg && !strncmp(arg, "--", 2) && arg[2]) {
-		long_error(cmd, arg, longs);
+		long_error(what, sizeof(what), arg, longs);
 	} else if (optopt && optopt < 0x80 && (at = strchr(shorts, optopt)) && optopt != ':' &&
 		   optopt != '+') {
 		const struct option *o;
 
 		for (o = longs; o && o->name && o->val != optopt; o++)
 			;
-		fprintf(stderr, "bpfsight %s: -%c needs a value", cmd, optopt);
 		if (o && o->name)
-			fprintf(stderr, " (-%c is --%s)", optopt, o->name);
+			snprintf(what, sizeof(what), "-%c needs a value (-%c is --%s)", optopt,
+				 optopt, o->name);
+		else
+			snprintf(what, sizeof(what), "-%c needs a value", optopt);
 	} else if (optopt && optopt < 0x80) {
-		fprintf(stderr, "bpfsight %s: unknown option '-%c'", cmd, optopt);
+		snprintf(what, sizeof(what), "unknown option '-%c'", optopt);
 	} else {
-		fprintf(stderr, "bpfsight %s: bad option '%s'", cmd, arg ? arg : "");
+		snprintf(what, sizeof(what), "bad option '%s'", arg ? arg : "");
 	}
-	fprintf(stderr, "; bpfsight %s --help lists the options\n", cmd);
+	pr_err("%s; bpfsight %s --help lists the options\n", what, cmd);
 }

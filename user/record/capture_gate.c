@@ -16,6 +16,7 @@ struct capture_gate {
 	__u32 depth;	  /* open nesting */
 	__u64 open_start; /* valid while depth > 0 */
 	__u64 dropped;
+	__u64 opened;		    /* ranges opened (the outermost opens) */
 	__u8 kept[BS_REC_TYPE_MAX]; /* types kept whatever the ranges say: not events */
 };
 
@@ -59,8 +60,15 @@ void capture_gate__free(struct capture_gate *g)
 
 void capture_gate__open(struct capture_gate *g, __u64 ts)
 {
-	if (g->depth++ == 0)
+	if (g->depth++ == 0) {
 		g->open_start = ts;
+		g->opened++;
+	}
+}
+
+__u64 capture_gate__opened(const struct capture_gate *g)
+{
+	return g->opened;
 }
 
 void capture_gate__close(struct capture_gate *g, __u64 ts)

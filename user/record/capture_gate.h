@@ -26,5 +26,7 @@ void capture_gate__close(struct capture_gate *g, __u64 ts);
 int capture_gate__keep(struct capture_gate *g, const struct bs_hdr *rec);
 /* Events dropped so far (outside every range), for `info`. */
 __u64 capture_gate__dropped(const struct capture_gate *g);
+/* Ranges opened so far (nested opens count once): 0 = nothing was captured. */
+__u64 capture_gate__opened(const struct capture_gate *g);
 
 #endif /* BPFSIGHT_CAPTURE_GATE_H */

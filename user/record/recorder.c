@@ -49,7 +49,8 @@
 #define LET_GO_MS 500
 
 static volatile sig_atomic_t stop_signal, flush_signal;
-static pid_t main_tid; /* the thread that records (and stops) */
+static const char *volatile stop_why; /* recorder__stop's reason, said in place of the signal */
+static pid_t main_tid;		      /* the thread that records (and stops) */
 static pid_t pump_tid; /* the thread that empties the ring (ring_pump.h), once it runs */
 
 /* The stop gets the CPU first (finish() says why); errno is the interrupted code's. */
@@ -97,6 +98,27 @@ static void watch_stops(void)
 		return;
 	}
 	pthread_detach(t);
+}
+
+void recorder__stop(const char *why)
+{
+	stop_why = why;
+	kill(getpid(), SIGINT); /* taken by stop_watch, as Ctrl-C is */
+}
+
+/* How the recording was stopped, for its last line: "5 frames shown", "stopped by SIGTERM". */
+static const char *stopped_by(char *buf, size_t len)
+{
+	const char *name;
+
+	if (stop_why)
+		return stop_why;
+	if (!stop_signal)
+		return NULL;
+	name = sigabbrev_np(stop_signal);
+	snprintf(buf, len, "stopped by %sSIG%s%s", stop_signal == SIGINT ? "Ctrl-C (" : "",
+		 name ? name : "?", stop_signal == SIGINT ? ")" : "");
+	return buf;
 }
 
 /*
@@ -364,7 +386,8 @@ struct recording {
 	__u64 start;
 	struct record_meta rm;
 	int tty;
-	int wrote; /* the trace file is closed, whole: its verdict can be read */
+	int wrote;	   /* the trace file is closed, whole: its verdict can be read */
+	const char *ended; /* why drain() ended, when no signal ended it */
 };
 
 /* The file (or the flight recorder's window in memory) records go to; monitor may have none. */
@@ -483,9 +506,24 @@ static int go_live(struct recording *r)
 {
 	struct record_ctx *ctx = &r->ctx;
 	const struct record_opts *o = ctx->opts;
+	int err;
 
 	ctx->pump = r->pump;
 	pump_tid = ring_pump__tid(r->pump);
+	/*
+	 * The recording starts now, every probe live: -d counts from here, and the file's start
+	 * says so (start-up took the attach time before it; --start-at set its own instant).
+	 */
+	if (!o->start_at.set) {
+		record_clocks__now(&r->rm.meta.start);
+		if (ctx->writer && !ctx->flight &&
+		    (err = trace_writer__rewrite_header(ctx->writer, &r->rm.meta))) {
+			pr_err("cannot write the start clocks to %s: %s\n", o->output,
+			       strerror(-err));
+			return -1;
+		}
+	}
+	r->start = r->rm.meta.start.mono_ns;
 	if (o->system_wide)
 		proc_meta__snapshot_all(ctx);
 	for (__u32 i = 0; i < o->npids; i++)
@@ -523,26 +561,38 @@ static void drain(struct recording *r)
 {
 	struct record_ctx *ctx = &r->ctx;
 	const struct record_opts *o = ctx->opts;
-	__u64 now, last_keep, last_poll, last_status;
-	int err;
+	__u64 now, last_keep, last_poll, last_status,
+		end = o->duration_ns ? r->start + o->duration_ns : 0;
+	int err, wait_ms;
 
-	r->start = last_keep = last_poll = last_status = mono_now_ns();
+	last_keep = last_poll = last_status = mono_now_ns();
 	for (;;) {
+		/* -d: the read's wait ends at the duration's end, not up to POLL_MS past it. */
+		now = mono_now_ns();
+		wait_ms = end && end - now < POLL_MS * 1000000ull
+				  ? (int)((end > now ? end - now : 0) / 1000000 + 1)
+				  : POLL_MS;
 		/* A batch at a time: the stop is seen whatever the event rate. */
-		err = record_ctx__read(ctx, POLL_MS, RECORD_CTX_BATCH);
+		err = record_ctx__read(ctx, wait_ms, RECORD_CTX_BATCH);
 		if (err < 0) {
 			pr_info("ring buffer: %s\n", strerror(-err));
 			break;
 		}
 		now = mono_now_ns();
-		if (stop_signal || ctx->write_err || ctx->capture_done)
+		if (stop_signal || ctx->write_err)
 			break;
+		if (ctx->capture_done) {
+			r->ended = "the capture is complete";
+			break;
+		}
 		if (ctx->uprobes)
 			uprobe_mgr__poll(ctx->uprobes); /* files mapped since: bounded by POLL_MS */
 		if (ctx->stacks)
 			stack_svc__poll(ctx, ctx->stacks); /* pythons still starting */
-		if (o->duration_ns && now - r->start >= o->duration_ns)
+		if (end && now >= end) {
+			r->ended = "-d's time is over";
 			break;
+		}
 		if (flush_signal) {
 			int sig = flush_signal;
 
@@ -569,8 +619,10 @@ static void drain(struct recording *r)
 			 !ctx->write_err)
 			ctx->write_err =
 				err; /* the chunk's records are dropped: counted at the end */
-		if (!o->system_wide && !targets_alive(o, &r->launch))
+		if (!o->system_wide && !targets_alive(o, &r->launch)) {
+			r->ended = "the targets exited";
 			break;
+		}
 		if (now - last_poll >= FAMILY_POLL_NS) {
 			last_poll = now;
 			for (int i = 0; families[i]; i++)
@@ -596,18 +648,66 @@ static void print_verdict(const char *path)
 		pr_info("verdict: %s (bpfsight stats %s shows why)\n", line, path);
 }
 
+/* The last lines of a recording whose file (or flight window) is written. */
+static void say_written(struct recording *r, __u64 nrec, const char *how)
+{
+	const struct record_opts *o = r->ctx.opts;
+	size_t queued = ring_pump__held_peak(r->ctx.pump);
+	char by[512];
+
+	char what[4200];
+
+	record_losses__summary(r->seen_lost, by, sizeof(by));
+	if (r->ctx.flight)
+		snprintf(what, sizeof(what), "recorded %llu records", (unsigned long long)nrec);
+	else
+		snprintf(what, sizeof(what), "wrote %s: %llu records", o->output,
+			 (unsigned long long)nrec);
+	pr_info("%s, %llu events lost%s%s%s%s\n", what, (unsigned long long)r->lost_total, by,
+		how ? " (" : "", how ? how : "", how ? ")" : "");
+	if (!r->ctx.flight && queued > o->ringbuf_bytes) /* flight__finish says it */
+		pr_info("the recording fell behind: up to %.1f MiB of records "
+			"waited in memory (more than the %.0f MiB ring holds: the ring pump, "
+			"user/record/ring_pump.h)\n",
+			queued / 1048576.0, o->ringbuf_bytes / 1048576.0);
+}
+
+/*
+ * --capture-range: what the ranges kept; a range that never opened captured nothing, which
+ * is a failed recording, not an empty success.
+ */
+static enum record_outcome say_captured(struct recording *r)
+{
+	const struct record_ctx *ctx = &r->ctx;
+	unsigned long long dropped = capture_gate__dropped(ctx->gate);
+
+	if (!capture_gate__opened(ctx->gate)) {
+		pr_err("--capture-range=%s%s%s: no range opened while recording: nothing was "
+		       "captured (%llu events outside it not kept); %s\n",
+		       ctx->opts->capture->capture->kind, ctx->opts->capture_arg ? ":" : "",
+		       ctx->opts->capture_arg ? ctx->opts->capture_arg : "", dropped,
+		       ctx->opts->capture->capture->arg
+			       ? "check the name, and that the program gets there "
+				 "while recording"
+			       : "check that the program gets there while recording");
+		return RECORD_NOTHING_CAPTURED;
+	}
+	pr_info("--capture-range: %llu ranges captured; %llu events outside them not kept\n",
+		(unsigned long long)capture_gate__opened(ctx->gate), dropped);
+	return RECORD_WHOLE;
+}
+
 /*
  * The end of a recording that ran: producers flushed, probes detached (each family writes
- * its final state), the ring drained, the file closed and the run summed up. Returns the
- * exit status, CMD's in launch mode.
+ * its final state), the ring drained, the file closed and the run summed up.
  */
-static int finish(struct recording *r)
+static enum record_outcome finish(struct recording *r)
 {
 	struct record_ctx *ctx = &r->ctx;
 	const struct record_opts *o = ctx->opts;
 	struct trace_clocks end;
-	char by[512];
-	size_t queued;
+	char by[512], sigbuf[64];
+	const char *how;
 	__u64 nrec;
 	int err;
 
@@ -625,8 +725,10 @@ static int finish(struct recording *r)
 	/*
 	 * No new records from here on, so the ring only empties: what is in it is read for
 	 * STOP_READ_NS at most and the rest counted, so no event rate keeps the recording alive.
+	 * This is the recording's end: what comes later are the families' final states.
 	 */
 	record_ctx__stop_producers(ctx, mono_now_ns() + STOP_READ_NS);
+	record_clocks__now(&end);
 	/* Stacks in the ring are named while the processes' code is still known. */
 	while (record_ctx__read(ctx, 0, RECORD_CTX_BATCH) > 0)
 		;
@@ -648,16 +750,15 @@ static int finish(struct recording *r)
 		;
 	record_losses__account(ctx, r->seen_lost, &r->lost_total);
 	if (r->tty && ctx->writer)
-		print_status(ctx, r->start, mono_now_ns(), r->lost_total, 1);
+		print_status(ctx, r->start, end.mono_ns, r->lost_total, 1);
+	how = stopped_by(sigbuf, sizeof(sigbuf));
 	if (ctx->flight) {
 		/* A dump still waiting for its --trigger-after is written with what there is. */
 		flight__finish(ctx->flight, ring_pump__held_peak(ctx->pump));
-		record_losses__summary(r->seen_lost, by, sizeof(by));
-		pr_info("recorded %llu records, %llu events lost%s%s\n",
-			(unsigned long long)trace_writer__records(ctx->writer),
-			(unsigned long long)r->lost_total, by,
-			stop_signal ? " (stopped by signal)" : "");
-		return ctx->write_err ? 1 : 0;
+		say_written(r, trace_writer__records(ctx->writer), how);
+		if (ctx->write_err)
+			return RECORD_WRITE_FAILED;
+		return flight__failed(ctx->flight) ? RECORD_DUMP_FAILED : RECORD_WHOLE;
 	}
 	/*
 	 * The last records reach the disk before the end is written: a disk that filled while
@@ -668,38 +769,34 @@ static int finish(struct recording *r)
 		ctx->write_err = err;
 	if (ctx->write_err) {
 		close_after_write_error(ctx, o->output);
-		return -1;
+		return RECORD_WRITE_FAILED;
 	}
-	if (!ctx->writer) { /* monitor: the records went to the sink only */
+	if (!ctx->writer) { /* monitor, top: the records went to the sink only */
 		record_losses__summary(r->seen_lost, by, sizeof(by));
-		pr_info("stopped%s: %llu events lost%s\n", stop_signal ? " by signal" : "",
+		pr_info("%s: %llu events lost%s\n",
+			how	   ? how
+			: r->ended ? r->ended
+				   : "stopped",
 			(unsigned long long)r->lost_total, by);
-		return -2;
+		return RECORD_WHOLE;
 	}
-	record_clocks__now(&end);
 	nrec = trace_writer__records(ctx->writer);
 	err = trace_writer__close(ctx->writer, &end);
 	ctx->writer = NULL;
 	if (err) {
 		pr_err("closing %s: %s\n", o->output, strerror(-err));
-		return -1;
+		return RECORD_WRITE_FAILED;
 	}
-	record_losses__summary(r->seen_lost, by, sizeof(by));
-	pr_info("wrote %s: %llu records, %llu events lost%s%s\n", o->output,
-		(unsigned long long)nrec, (unsigned long long)r->lost_total, by,
-		stop_signal ? " (stopped by signal)" : "");
-	queued = ring_pump__held_peak(ctx->pump);
-	if (queued > o->ringbuf_bytes)
-		pr_info("the recording fell behind: up to %.1f MiB of records "
-			"waited in memory (more than the %.0f MiB ring holds: docs/ARCHITECTURE.md, "
-			"the ring pump)\n",
-			queued / 1048576.0, o->ringbuf_bytes / 1048576.0);
-	if (ctx->gate)
-		pr_info("--capture-range: %llu events outside the ranges were not "
-			"kept\n",
-			(unsigned long long)capture_gate__dropped(ctx->gate));
+	say_written(r, nrec, how);
 	r->wrote = 1;
-	return 0;
+	return ctx->gate ? say_captured(r) : RECORD_WHOLE;
+}
+
+int recorder__exit_status(enum record_outcome outcome, int cmd_status)
+{
+	if (outcome != RECORD_WHOLE)
+		return 1;
+	return cmd_status >= 0 ? cmd_status : 0;
 }
 
 /* A launched CMD is the user's job: pass our stop on, then report its status. */
@@ -767,7 +864,8 @@ static int dry_run(struct recording *r)
 int recorder__run(const struct record_opts *o)
 {
 	struct recording *r = calloc(1, sizeof(*r));
-	int ret = 1, end;
+	enum record_outcome outcome;
+	int ret = 1, cmd_status;
 
 	if (!r)
 		return 1;
@@ -813,12 +911,14 @@ int recorder__run(const struct record_opts *o)
 		ret = dry_run(r);
 		goto out;
 	}
-	end = finish(r);
-	if (end == -1) /* a write or the close failed */
-		goto out;
-	ret = end == -2 ? 0 : end;
-	if (end >= 0 && r->launched)
-		ret = reap_cmd(r);
+	outcome = finish(r);
+	/* CMD is the user's job: it runs to its end whatever became of the recording. */
+	cmd_status = r->launched ? reap_cmd(r) : -1;
+	ret = recorder__exit_status(outcome, cmd_status);
+	if (outcome != RECORD_WHOLE && cmd_status >= 0)
+		pr_err("the recording failed (said above): exit status 1, though the command "
+		       "exited with %d\n",
+		       cmd_status);
 	/* Last: reading the file must not keep CMD waiting for its stop signal. */
 	if (r->wrote)
 		print_verdict(o->output);

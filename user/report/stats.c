@@ -289,7 +289,7 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 		if (!s->reps[i].st)
 			goto err_nomem;
 	}
-	if (!reports && !(s->verdict = verdict__new(w.m)))
+	if (!reports && !(s->verdict = verdict__new(w.m, trace_walk__meta(&w)->families)))
 		goto err_nomem;
 
 	while ((ret = trace_walk__next(&w, &rec, &dec))) {

@@ -29,6 +29,8 @@ struct vthread {
 
 struct verdict {
 	const struct trace_model *m;
+	const char *recorded; /* the families the trace was recorded with ("osrt,sched") */
+	__u64 *events;	      /* per family of the registry: its event records seen */
 	void **states;	      /* per family of the registry: its rules' state */
 	struct hmap *threads; /* {pid, tid} -> struct vthread */
 	__u64 first_ts, last_ts;
@@ -53,7 +55,7 @@ static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_OFFCPU] = "off-CPU",	   [VERDICT_CPU] = "CPU-bound",
 };
 
-struct verdict *verdict__new(const struct trace_model *m)
+struct verdict *verdict__new(const struct trace_model *m, const char *recorded)
 {
 	struct verdict *v = calloc(1, sizeof(*v));
 	int i;
@@ -61,9 +63,11 @@ struct verdict *verdict__new(const struct trace_model *m)
 	if (!v)
 		return NULL;
 	v->m = m;
+	v->recorded = recorded;
 	v->threads = hmap__new(sizeof(struct vthread));
 	v->states = calloc(family__count() + 1, sizeof(*v->states));
-	if (!v->threads || !v->states) {
+	v->events = calloc(family__count() + 1, sizeof(*v->events));
+	if (!v->threads || !v->states || !v->events) {
 		verdict__free(v);
 		return NULL;
 	}
@@ -89,6 +93,7 @@ void verdict__free(struct verdict *v)
 		if (v->states[i])
 			families[i]->verdict->free(v->states[i]);
 	free(v->states);
+	free(v->events);
 	hmap__free(v->threads);
 	free(v);
 }
@@ -103,7 +108,10 @@ void verdict__observe(struct verdict *v, const struct bs_hdr *rec)
 	const struct bs_fork *f = (const void *)rec;
 	struct vthread *th;
 	int i;
+	const struct rec_decoder *dec = family__decoder_at(rec->type, &i);
 
+	if (dec && dec->decode != family__decode_meta)
+		v->events[i]++;
 	if (rec->ts && (!v->first_ts || rec->ts < v->first_ts))
 		v->first_ts = rec->ts;
 	if (rec->ts > v->last_ts)
@@ -358,6 +366,52 @@ static int print_claim(const struct verdict *v, const struct claim *c, int width
 	return human__wrap(f, text, width, col, 21);
 }
 
+/* 1 when NAME is in the comma-separated LIST. */
+static int listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+		if (strcspn(p, ",") == n && !strncmp(p, name, n))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * No rule made a claim: say what the rules read and what this trace has of it, family by
+ * family, so that a trace whose 126 CUDA calls all failed is not told to record cuda.
+ */
+static void nothing_to_judge(const struct verdict *v, int width, FILE *f)
+{
+	char had[512] = "", empty[256] = "", missing[256] = "", text[1200];
+	size_t nh = 0, ne = 0, nm = 0;
+
+	for (int i = 0; families[i]; i++) {
+		const char *name = families[i]->name;
+
+		if (!families[i]->verdict)
+			continue;
+		if (v->events[i])
+			nh += snprintf(had + nh, nh < sizeof(had) ? sizeof(had) - nh : 0,
+				       "%s%s %llu", nh ? ", " : "", name,
+				       (unsigned long long)v->events[i]);
+		else if (listed(v->recorded, name))
+			ne += snprintf(empty + ne, ne < sizeof(empty) ? sizeof(empty) - ne : 0,
+				       "%s%s", ne ? ", " : "", name);
+		else
+			nm += snprintf(missing + nm,
+				       nm < sizeof(missing) ? sizeof(missing) - nm : 0, "%s%s",
+				       nm ? "," : "", name);
+	}
+	snprintf(text, sizeof(text),
+		 "Verdict: nothing to judge: no rule found a claim in this trace. Events of the "
+		 "families whose rules judge: %s%s%s%s%s%s.",
+		 nh ? had : "none", ne ? "; recorded, without events: " : "", ne ? empty : "",
+		 nm ? "; not recorded: " : "", nm ? missing : "", nm ? " (add them to -t)" : "");
+	human__wrap(f, text, width, 0, 2);
+}
+
 void verdict__print(const struct verdict *v, int width, FILE *f)
 {
 	char head[512], *buf = NULL;
@@ -367,12 +421,7 @@ void verdict__print(const struct verdict *v, int width, FILE *f)
 
 	verdict__headline(v, head, sizeof(head));
 	if (!head[0]) {
-		human__wrap(
-			f,
-			"Verdict: nothing to judge: this trace has none of what the rules read "
-			"(threads' CPU time, the GIL, CUDA calls, GPU work: record with the sched, "
-			"gil, cuda or gpu families).",
-			width, 0, 2);
+		nothing_to_judge(v, width, f);
 		return;
 	}
 	lines = fprintf(f, "Verdict: ") ? human__wrap(f, head, width, 9, 2) : 0;

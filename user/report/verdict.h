@@ -89,7 +89,7 @@ verdict__detail(struct verdict *v, double share, const char *report, const char 
 
 /* ---- what stats does ---- */
 
-struct verdict *verdict__new(const struct trace_model *m);
+struct verdict *verdict__new(const struct trace_model *m, const char *recorded);
 void verdict__free(struct verdict *v);
 /* Every record of the pass (the families' rules' ADD hooks, threads' lifetimes). */
 void verdict__observe(struct verdict *v, const struct bs_hdr *rec);

@@ -18,6 +18,7 @@
 #include "hmap.h"
 #include "thread_names.h"
 #include "uprobe_mgr.h"
+#include "msg.h"
 
 #define PY_RECHECK_NS	20000000ull    /* a python still starting is looked at again after this */
 #define NOPY_RECHECK_NS 1000000000ull  /* a process without python yet, while it is new */
@@ -118,8 +119,7 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 	if (ctx->py_codes_fd >= 0) {
 		s->code_free = py_code_free__new(ctx, err);
 		if (!s->code_free)
-			fprintf(stderr,
-				"bpfsight: code objects' dealloc probe not loaded (%s): every "
+			pr_warn("code objects' dealloc probe not loaded (%s): every "
 				"Python stack reads its code objects again\n",
 				strerror(-*err));
 	}
@@ -145,9 +145,8 @@ static void say_unread(struct stack_svc *s, pid_t pid, const struct gil_py *py, 
 	if (!seen || *seen)
 		return;
 	*seen = 1;
-	fprintf(stderr,
-		"bpfsight: pid %d (%s): CPython %u.%u: its Python frames are not read: %s\n", pid,
-		py->object, py->version >> 24, py->version >> 16 & 0xff, why);
+	pr_warn("pid %d (%s): CPython %u.%u: its Python frames are not read: %s\n", pid, py->object,
+		py->version >> 24, py->version >> 16 & 0xff, why);
 }
 
 /*

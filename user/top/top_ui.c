@@ -16,6 +16,7 @@
 #include "top_term.h"
 #include "top_ui.h"
 #include "msg.h"
+#include "recorder.h"
 
 #define MESSAGE_NS	  5000000000ull /* how long a line from stderr stays on the last line */
 #define LOG_MAX		  (256 << 10) /* what stderr got while the screen was up, kept for after */
@@ -36,6 +37,7 @@ struct top_ui {
 	__u32 frames;
 	int quitting;	  /* q, or -n frames: the stop was asked for */
 	int stop_pending; /* and is still to be sent (send_stop) */
+	char why[96];	  /* what stopped it, for the recording's end line */
 	__u64 message_until;
 	char *log; /* stderr's text while the screen was up */
 	size_t log_len;
@@ -53,13 +55,16 @@ static void send_stop(struct top_ui *ui)
 	if (!ui->stop_pending || sigaction(SIGINT, NULL, &sa) || sa.sa_handler == SIG_DFL)
 		return;
 	ui->stop_pending = 0;
-	kill(getpid(), SIGINT);
+	recorder__stop(ui->why);
 }
 
-static void quit(struct top_ui *ui)
+/* Stop: WHY ("q pressed") says what happened, with the frames shown, in the end line. */
+static void quit(struct top_ui *ui, const char *why)
 {
 	if (ui->quitting)
 		return;
+	snprintf(ui->why, sizeof(ui->why), "%u frame%s shown%s%s", ui->frames,
+		 ui->frames == 1 ? "" : "s", why ? ", " : "", why ? why : "");
 	ui->quitting = ui->stop_pending = 1;
 	send_stop(ui);
 }
@@ -96,7 +101,7 @@ static void draw(struct top_ui *ui)
 	if (ui->batch) {
 		/* A reader that went away (| head): stop, as a full disk stops record. */
 		if (fwrite(text, 1, len, stdout) != len || fflush(stdout))
-			quit(ui);
+			quit(ui, "the output was closed");
 	} else if (!ui->quitting) {
 		top_term__draw(&ui->term, text, len);
 	}
@@ -121,7 +126,7 @@ static void key(struct top_ui *ui, char k)
 	case 'q':
 	case 'Q':
 	case 3: /* Ctrl-C: the terminal sends it as a key here */
-		quit(ui);
+		quit(ui, k == 3 ? "Ctrl-C pressed" : "q pressed");
 		top_term__restore(&ui->term); /* at once: the stop takes a moment */
 		break;
 	case '<':
@@ -152,7 +157,7 @@ static void read_keys(struct top_ui *ui)
 	ssize_t n = read(ui->term.in, buf, sizeof(buf));
 
 	if (n == 0) /* the terminal hung up */
-		quit(ui);
+		quit(ui, "the terminal hung up");
 	for (ssize_t i = 0; i < n; i++)
 		key(ui, buf[i]);
 }
@@ -221,7 +226,7 @@ static int wait_events(struct top_ui *ui, __u64 next)
 		read_keys(ui);
 		redraw = 1;
 	} else if (n > 1 && (p[1].revents & (POLLHUP | POLLERR))) {
-		quit(ui);
+		quit(ui, "the terminal hung up");
 	}
 	if (n > 2 && p[2].revents) {
 		resized(ui);
@@ -264,7 +269,7 @@ static void *ui_main(void *arg)
 				next = now + ui->o.interval_ns;
 			draw(ui);
 			if (ui->o.iterations && ui->frames >= ui->o.iterations)
-				quit(ui);
+				quit(ui, NULL);
 			continue;
 		}
 		if (wait_events(ui, next && !ui->quitting ? next : now + STARTING_MS * 1000000ull))
