@@ -350,11 +350,11 @@ def test_chaining_keeps_the_other_library():
            "bad_handle": 0}, "every call reached the chained library, with its own handles")
 
 
-def capture(spec, fams="nvtx,osrt"):
+def capture(spec, fams="nvtx,osrt", status=0):
     out = os.path.join(tmpdir(), "t.bst")
     p = run([BPFSIGHT, "record", "-o", out, "-t", fams, f"--capture-range=nvtx:{spec}", "--",
              RANGES, "--loops", "2"])
-    eq(p.returncode, 0, f"exit ({p.stderr[-500:]})")
+    eq(p.returncode, status, f"exit ({p.stderr[-500:]})")
     pid, main, loops, _ = parse(p.stdout)
     return p, out, pid, main, loops
 
@@ -383,10 +383,12 @@ def test_capture_range_nvtx():
     _, out, pid, _, _ = capture("domain-inner@*", fams="nvtx")
     eq(sorted(e["name"] for e in got_events(dump(out), pid) if e["kind"] != "nvtx_name"),
        ["domain-inner"] * 2, "NAME@*")
-    # NAME alone is the default domain's: domain-inner is in another one
-    _, out, pid, _, _ = capture("domain-inner", fams="nvtx")
+    # NAME alone is the default domain's: domain-inner is in another one. No range opened:
+    # nothing captured, which fails the recording (exit 1) and says so.
+    p, out, pid, _, _ = capture("domain-inner", fams="nvtx", status=1)
     eq([e["name"] for e in got_events(dump(out), pid) if e["kind"] != "nvtx_name"], [],
        "NAME: default domain only")
+    check("no range opened while recording: nothing was captured" in p.stderr, p.stderr)
 
 
 def test_program_without_nvtx():

@@ -692,7 +692,8 @@ static enum record_outcome say_captured(struct recording *r)
 			       : "check that the program gets there while recording");
 		return RECORD_NOTHING_CAPTURED;
 	}
-	pr_info("--capture-range: %llu ranges captured; %llu events outside them not kept\n",
+	pr_info("--capture-range: %llu ranges captured; %llu events outside the ranges were not "
+		"kept\n",
 		(unsigned long long)capture_gate__opened(ctx->gate), dropped);
 	return RECORD_WHOLE;
 }
