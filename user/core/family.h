@@ -103,6 +103,30 @@ struct sync_point {
 
 typedef void (*sync_emit_fn)(void *arg, const struct sync_point *p);
 
+/*
+ * Reading side, ahead of the model: a family that gives records back in another order than
+ * the file's. trace_walk (trace_walk.h) passes every record of the file through the
+ * families' hooks in registry order; a hook may hold a record and release it later, changed
+ * (the gpu family runs the launch join again: it holds GPU records and CUPTI API records
+ * until their launching call is decided, then gives them back linked, shim_relink.h).
+ */
+struct family_reorder {
+	/*
+	 * Its state for one walk of a file whose header is META; NULL when out of memory (the
+	 * records then pass as they are, and the walk says so with WITHOUT).
+	 */
+	void *(*new)(const struct trace_meta *meta);
+	/* 1: REC goes on as it is; 0: the hook took it (a copy) and gives it back from next. */
+	int (*feed)(void *st, const struct bs_hdr *rec);
+	/* The file ended: whatever the hook still holds becomes ready for next. */
+	void (*end)(void *st);
+	/* A record the hook releases, or NULL; valid until the next call of feed or next. */
+	const struct bs_hdr *(*next)(void *st);
+	void (*free)(void *st);
+	/* What a reader sees without the hook, for the warning ("GPU links are shown as ..."). */
+	const char *without;
+};
+
 struct family_sync {
 	/* Its state for one file, whose header is META (what it recorded). */
 	void *(*new)(const struct trace_meta *meta);
@@ -250,6 +274,8 @@ struct family {
 	void *(*walk_new)(void);
 	void (*walk_observe)(void *w, const struct bs_hdr *rec);
 	void (*walk_free)(void *w);
+	/* Records it holds and gives back later, ahead of the model. May be NULL. */
+	const struct family_reorder *reorder;
 	/*
 	 * Names its records give the reading model (trace_model__name_thread), fed every record
 	 * after the model's own names. Optional.
