@@ -2,7 +2,9 @@
 /*
  * A probe family is one unit: how it records (attach/poll/detach), how its records decode
  * into events, which stats reports it offers and how the exports draw its events. Adding a
- * family = its own files plus one line in families.c.
+ * family = its own files plus one line in families.c (docs/ARCHITECTURE.md, "Adding a
+ * family", is the checklist; each member's comment below is its contract, and
+ * tests/unit/test_family_toy.c is a whole family using every hook).
  */
 #ifndef BPFSIGHT_FAMILY_H
 #define BPFSIGHT_FAMILY_H
@@ -175,7 +177,9 @@ struct family_option {
 
 /*
  * --capture-range=KIND[:ARG]: the family records only inside the ranges it opens and closes
- * (record_ctx's gate), as nsys does (cuda's cudaProfilerApi, nvtx's nvtx:NAME).
+ * (record_ctx's gate), as nsys does (cuda's cudaProfilerApi, nvtx's nvtx:NAME): it calls
+ * capture_gate__open/close when record_opts__captures(o, &family_NAME). The gate keeps the
+ * recording's own records, state_records and ungated types whatever the ranges say.
  */
 struct family_capture {
 	const char *kind;
@@ -240,7 +244,11 @@ struct family {
 	 * it before linking (tools/check_specs.c). May be NULL.
 	 */
 	const struct ucall_table *api;
-	/* Record side. attach() loads and attaches; its state goes into *state. */
+	/*
+	 * Record side. attach() opens its skeleton, sets RECORD_CTX_SET_COMMON_RODATA and its own
+	 * rodata, calls record_ctx__prepare (the shared maps; one of each _btf/_raw program pair),
+	 * loads and attaches; its state goes into *state.
+	 */
 	int (*attach)(struct record_ctx *ctx, void **state);
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
 	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
@@ -304,7 +312,10 @@ struct family {
 	const struct family_verdict *verdict;
 	/*
 	 * Export side: what the family's events need beyond their decoders' styles (tracks of
-	 * their own, counters, flows, tables), one hook table per format. May be NULL.
+	 * their own, counters, flows, tables), one hook table per format, each in a file of its
+	 * own (export_FORMAT_NAME.c). May be NULL. The exporters call observe hooks in registry
+	 * order and finish hooks in reverse (the last registered first), except Chrome's, in
+	 * registry order: they write events, and the array keeps its order.
 	 */
 	const struct chrome_family *chrome;
 	const struct perfetto_family *perfetto;

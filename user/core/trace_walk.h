@@ -54,8 +54,8 @@ struct trace_walk {
 int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path);
 /*
  * Next record in file order (but for what a reorder hook held: the gpu family's GPU and CUPTI
- * API records come when their launch join decided them), already observed by the model. *DEC = its decoder (NULL for a
- * type no family knows). Returns 1 for a record, 2 for one shorter than its decoder needs
+ * API records come when their launch join decided them), already observed by the model.
+ * *DEC = its decoder (NULL for a type no family knows). Returns 1 for a record, 2 for one shorter than its decoder needs
  * (counted and warned about once; do not decode it), 0 at the end.
  */
 int trace_walk__next(struct trace_walk *w, const struct bs_hdr **rec,
