@@ -35,8 +35,9 @@ endif
 
 WARN	 := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS	 ?= -g -O2
-# user/ has a folder per part (docs/ARCHITECTURE.md, "Layout"); headers are included by name,
-# every folder being on the quote path (systemd's way), so a file can move between folders.
+# user/ has a folder per part (docs/ARCHITECTURE.md, "Folders"; which may include which:
+# "Layers"); headers are included by name, every folder being on the quote path (systemd's
+# way), so a file can move between folders.
 USER_SRCS := $(wildcard user/*/*.c user/*/*/*.c)
 USER_DIRS := $(patsubst %/,%,$(sort $(dir $(USER_SRCS))))
 USER_INC  := $(addprefix -iquote ,$(USER_DIRS))

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""Soak under process churn (section `soak` of bench/RESULTS.md; docs/ARCHITECTURE.md "Map
+"""Soak under process churn (section `soak` of bench/RESULTS.md; bpf/common.bpf.h, "Map
 lifetimes"): `bpfsight record -a -t osrt` while tests/workloads/churn forks 50,000 short
 children (each 7 sched_get_priority_max, a call nothing else on the machine makes) and a
 shell loop runs /bin/true beside it. Every second: the entries in the recorder's `sys_agg`

@@ -1,9 +1,47 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What every family's BPF object shares. The maps below are defined in each object so each
- * can be loaded on its own, but user space creates them once (with the proc object) and
- * every other family reuses them by fd (bpf_map__reuse_fd) before load: one ring buffer,
- * one target set, one loss table.
+ * can be loaded on its own (a family that fails to load does not take the others down), but
+ * user space creates them once and every family reuses them by fd before load
+ * (record_ctx__prepare, bpf_map__reuse_fd): one ring buffer, one target set, one loss table,
+ * one control word. Configuration is const volatile rodata set between open and load
+ * (RECORD_CTX_SET_COMMON_RODATA: trace_all, self_pid, wakeup_bytes, record_room; per family
+ * options such as threshold_ns). Each tracepoint program exists twice, *_btf (tp_btf: typed
+ * arguments, cheapest) and *_raw (raw_tp: kernels without BTF); record_ctx__prepare keeps one.
+ *
+ * Room in the ring: an event's record is refused (counted ringbuf_full) once the ring holds
+ * record_room bytes. The last sixteenth is left to the records of processes' lives
+ * (bs_reserve_life) and, with the gpu or nvtx family (then at least four whole batches, at
+ * most half), to the cupti-shim's batches, so a flood of events is lost before them
+ * (tests/e2e/test_shim_flood.py). Should a life record be refused all the same, the loss in
+ * the recording's own block makes the uprobe manager look at every traced process's maps
+ * again (uprobe_mgr__rescan_all): no process is left unprobed for good.
+ *
+ * Map lifetimes: every map keyed by a process or thread is emptied when it exits, so process
+ * churn cannot fill it (and a recycled pid or tid inherits nothing):
+ *   targets (tgid)                 proc.bpf.c, at the exit of the last thread
+ *   sys_start_task, thread_sched_task, gil_thr (task storage)
+ *                                  by the kernel with the task (thread_sched_task also holds,
+ *                                  with --stacks=sched, the off-CPU records waiting for their
+ *                                  stack: written at the thread's exit, and by a task
+ *                                  iterator when the recording stops)
+ *   sys_start, thread_sched (tid; the no-BTF fallback)
+ *                                  their family's sched_process_exit program
+ *   sys_agg ((pid, tid, nr, gen))  the exit marks the thread in sys_dead; osrt.c writes its
+ *                                  final totals (BS_AGG_FINAL) and deletes its keys and the
+ *                                  mark at the next flush (every second, and every cap / 8
+ *                                  thread exits); gen (low bits of the thread's start time)
+ *                                  keeps a recycled tid's keys apart; idle keys are evicted
+ *                                  when the map is 3/4 full
+ *   gil_procs (tgid)               gil.bpf.c, at the process's exit
+ *   gil_agg, gil_blame             gil.c, on the exit record
+ *   shim_gaps (tgid)               user space, when the process exits (after its holes are
+ *                                  settled); LRU, so bounded anyway
+ *   known_files ((dev, inode))     never: one per executable examined, not per process
+ * User space follows the same rule: what the recorder keeps per process (the shim channel's
+ * strings, sequence window, launch join, namespace tid map and links; --inject's notes; the
+ * cuda family's kernel names; the uprobe manager's maps, 2 s later) is freed at the process's
+ * exit record, with a sweep for exit records lost to a full ring (docs/GPU.md, "Memory").
  */
 #ifndef BPFSIGHT_COMMON_BPF_H
 #define BPFSIGHT_COMMON_BPF_H

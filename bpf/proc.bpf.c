@@ -3,6 +3,13 @@
  * Process and thread lifecycle, always loaded: it follows children of traced processes
  * (launch mode traces CMD's descendants) and names every thread that events refer to.
  * Each event is rare (fork/exec/exit/rename), so this costs nothing measurable.
+ *
+ * Children miss nothing: every new process whose parent is traced joins targets from
+ * sched_process_fork, which runs before the child is first scheduled; threads share the tgid
+ * and are covered at once. When the last thread of a process exits, its tgid leaves targets,
+ * so a recycled pid is not traced by mistake. In launch mode CMD is forked before anything is
+ * attached and waits on a pipe; once the probes are live and its pid is in targets, it is
+ * released and execs (user/record/launch.c).
  */
 #define BS_BLOCK 0x00
 #include "common.bpf.h"

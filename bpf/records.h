@@ -3,7 +3,11 @@
  * The record contract between BPF programs and user space (ring-buffer version 1): the
  * header every record starts with, the records of the recording itself (processes, strings,
  * losses, symbols, stacks) and the loss causes every family may count. Each family's own
- * records are in its header beside its program (bpf/NAME_records.h), which includes this one.
+ * records are in its header beside its program (bpf/NAME_records.h), which includes this one
+ * (the cupti-shim channel's, gpu's and nvtx's in shim_records.h; torch's, which the shim
+ * writes too, in torch_records.h; cuda's and nccl's share ucall_records.h). The file format
+ * stores records through a codec, so the ring layout (BS_RB_VERSION) and the disk layout are
+ * versioned separately.
  *
  * Every record starts with struct bs_hdr; the consumer switches on hdr.type and checks
  * hdr.size against the type's minimum before trusting a field. Records are made of

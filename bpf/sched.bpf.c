@@ -9,9 +9,9 @@
  * the target check (a hash lookup) runs when a thread without one is switched out, not on
  * every switch and wakeup. With a hash keyed by tid, a switch of two traced threads cost
  * four hash lookups (the target check and the state, of each) and probe reads of pid and
- * tgid: the programs took ~450 ns per switch and ~200 ns per wakeup on the benchmark VM
- * (bench/RESULTS.md, pingpong). Kernels without BTF (the _raw programs) cannot use task
- * storage, so they keep the hash, cleaned up when a thread exits.
+ * tgid, several times what task storage costs (bench/RESULTS.md, "Figures the code's
+ * comments cite"). Kernels without BTF (the _raw programs) cannot use task storage, so they
+ * keep the hash, cleaned up when a thread exits.
  *
  * --stacks=sched (below, "held" intervals): a long blocked interval's record waits in the
  * thread's slot for the stack read when the thread returns from the system call it blocked in.

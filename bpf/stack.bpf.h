@@ -11,6 +11,36 @@
  * bpf_loop needs Linux 5.17: a program that includes this header keeps its stack code behind
  * a test of a const volatile (rodata) threshold against ~0 (off), which the verifier knows
  * and prunes, so with stacks off it loads where bpf_loop does not exist.
+ *
+ * - Native frames: a frame-pointer walk from the user registers (bpf_task_pt_regs), a
+ *   bpf_loop over frames copied a page of the stack at a time, following a frame pointer
+ *   only upward, within 16 MiB of the stack pointer. A pending uretprobe's trampoline is
+ *   replaced by the return address the kernel keeps in utask->return_instances.
+ * - The thread state, in a process described in the shared py_procs map: the GIL's last
+ *   holder when the thread holds the GIL; else the one the CPU's last walk found for the
+ *   thread (same tid, start time and process image), unless it has no frame; else the one
+ *   with the thread's native id in the interpreter's list. From 3.12 the kept one is read
+ *   first, and its own word says whether its thread holds the GIL (bs_py_cfg.ts_gil).
+ * - Python frames: the _PyInterpreterFrame chain, a bpf_loop body; per frame its code
+ *   object, its instruction and an identity of the code object. 3.11+ frames come from one
+ *   8 KiB copy of the data stack ending at a frame; frame objects (<= 3.10) from one copy each.
+ * - A code object's identity: the previous frame's when it runs the same code; else the one
+ *   the CPU's last walk found at the same depth, while the process's bs_py_cfg.code_frees has
+ *   not moved; else from the shared LRU map py_codes (pid, registration, code address); else
+ *   one copy of the code object from its first line to its name and one of the name's hash,
+ *   kept in py_codes when the thread's own frame holds the object. bpf/pycode.bpf.c, a
+ *   uprobe on the interpreter's code_dealloc, removes a freed object's entry
+ *   (user/python/py_code_free.c attaches it once per interpreter file).
+ * - The verifier: the walks' state lives in the scratch buffer, not on the BPF stack. It
+ *   tracks no values in map memory, so it checks a frame callback once, not once per frame
+ *   count and branch (Linux 6.7+ checks a bpf_loop callback as if called any number of times).
+ *
+ * Who sends a stack: the cpu family, in its sample record; any family, as a ring-only
+ * STACK_RAW tagged with the event it belongs to (stack_emit), just before the event's own
+ * record (the sched family holds a long blocked interval's record until the thread returns
+ * from the system call it blocked in, where its stack can be read: docs/STACKS.md); the gil
+ * family also reads up to 8 of the holder's Python frames at each round of a wait
+ * (stack_read_python).
  */
 #ifndef BPFSIGHT_STACK_BPF_H
 #define BPFSIGHT_STACK_BPF_H

@@ -14,8 +14,8 @@
  *
  * The stack lives in a slot of an array map found by tid: the verifier inlines an array
  * lookup, where task storage costs two helper calls (bpf_get_current_task_btf,
- * bpf_task_storage_get) at entry and again at return, ~35 ns per call on the benchmark VM
- * (bench/RESULTS.md, docs/CUDA.md "What a call costs"). A thread claims a free slot among
+ * bpf_task_storage_get) at entry and again at return (what that costs a call:
+ * bench/RESULTS.md, "Figures the code's comments cite"; docs/CUDA.md "What a call costs"). A thread claims a free slot among
  * UCALL_PROBES from tid % UCALL_SLOTS on its first traced call and owns it until it exits
  * (ucall_exit_btf frees it). A thread that finds none free keeps its stack in task storage
  * for the rest of its life: more threads than slots cost time, never calls.

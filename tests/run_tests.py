@@ -17,6 +17,9 @@ tests (in order, in one process) is a job. E2e tests that cannot share the machi
 time, nothing else running. Every test's lines are printed whole, as its job reports them.
 
   tests/run_tests.py [--build DIR] [-k SUBSTRING] [-j JOBS] [--no-unit] [--no-fuzz] [--no-e2e]
+
+tests/README.md is the longer story: what a skip means, the time budget and the order of
+jobs, which tests run alone and why, the fuzzers and their seeds.
 """
 import argparse
 import ast

@@ -11,8 +11,30 @@ table kernel x family -> pass/fail with the failures' reasons; exits 1 if any fa
 
   tests/kernels/check_kernels.py [--build DIR] [--kernels 6.1,6.12] [--families osrt,sched]
                                  [--timeout SECONDS] [--command CMD]
-(as root; docs/ARCHITECTURE.md#kernels). --command runs CMD in the checkout instead of the
-tests (e.g. bench/stop_time.py) and prints its output.
+(as root; the features and the kernel each needs: user/record/kernel_features.h). --command
+runs CMD in the checkout instead of the tests (e.g. bench/stop_time.py) and prints its output.
+
+What is tested where: make check (the host's kernel) runs every path with every feature, and
+tests/e2e/test_fallbacks.py the fallbacks forced (osrt and sched on raw_tp + hashes + the CO-RE
+task state, cuda and gil on perf-event uprobes, gil without bpf_loop, exact counts each; the
+refusals without ring buffer or attach cookies). This script boots the kernels Debian 12's apt
+offers (6.1, the newest ABI, and 6.12) in QEMU without KVM (TCG, -smp 2, 4 GiB): the busybox
+initramfs loads the package's virtio and 9p modules, mounts the host's root read-only over 9p
+(tmpfs on /tmp and /run; /sys/fs/bpf, debugfs, tracefs mounted), chroots into it and runs the
+families' e2e tests against the host's build (guest.sh). It prints the kernel's
+`record --features` and a table kernel x family -> pass / FAIL with the failing tests' reasons
+and seconds; logs in build/kernels/out/PACKAGE/ (console.log, one log per family); the package
+and the initramfs are cached in build/kernels/ (never committed). KERNELS=6.1,
+FAMILIES=osrt,sched, FAMILY_TIMEOUT=900 narrow it. The guest runs with
+BPFSIGHT_TEST_SLOWDOWN=10 (helpers.SLOWDOWN): the few bounds a ten times slower machine cannot
+meet (a dlopen probed within 300 ms, steps of a torch loop in 3 s) scale with it, exact counts
+never. What the VM cannot do is left out by the patterns (e.g. `bpfsight shim`'s default
+directory on the read-only root). Under multi-threaded TCG, 6.12 once oopsed on an int3 in
+__schedule while perf_event_open patched a jump label (a TCG cross-vCPU code-patching
+artefact): QEMU_TCG=single runs both vCPUs on one host thread. 5.15, 5.14 and 5.10 have no
+Debian 12 package: for them the feature table, from the kernel sources, and the forced
+fallbacks are the evidence. Run times and the last results: bench/RESULTS.md, "make
+check-kernels".
 """
 import argparse
 import glob

@@ -14,8 +14,9 @@
 #include "family.h"
 #include "report.h"
 #include "stats.h"
+#include "gpu.h"
 #include "json.h"
-#include "proc.h"
+#include "shim_relink.h"
 #include "table.h"
 #include "trace_walk.h"
 #include "msg.h"
@@ -125,7 +126,7 @@ static void info_print_links(const struct trace_walk *w)
 	struct shim_join_stats js;
 	char why[512];
 
-	trace_walk__links(w, &js);
+	shim_relink__stats(trace_walk__reorder_state(w, &family_gpu), &js);
 	if (!js.linked_cuda && !js.linked_api && !js.unlinked)
 		return;
 	printf("gpu links:       %llu linked to their cuda call, %llu to CUPTI's API record only, "
@@ -149,7 +150,7 @@ static void info_json_links(const struct trace_walk *w, struct json *j)
 {
 	struct shim_join_stats js;
 
-	trace_walk__links(w, &js);
+	shim_relink__stats(trace_walk__reorder_state(w, &family_gpu), &js);
 	json__key(j, "gpu_links");
 	json__begin_object(j);
 	json__kv_u64(j, "linked_cuda", js.linked_cuda);

@@ -12,6 +12,7 @@
 #include "record_args.h"
 #include "record_options.h"
 #include "recorder.h"
+#include "stats.h"
 #include "msg.h"
 
 static void usage(FILE *f)
@@ -142,6 +143,7 @@ int cmd_record(int argc, char **argv)
 		a.o.output = NULL; /* nothing is written */
 	else if (!a.o.output)
 		a.o.output = default_output(outbuf, sizeof(outbuf));
+	a.o.verdict_line = stats__verdict_line;
 	record_args__libbpf_print(a.o.verbose);
 	ret = recorder__run(&a.o);
 out:

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <linux/types.h>
+#include "trace_walk.h" /* EXIT_READ_*: the exit statuses of the reading commands */
 
 int cmd_record(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
@@ -56,10 +57,5 @@ struct event;	    /* event.h */
 struct trace_model; /* trace_model.h */
 /* dump's NDJSON line for one event (shared with tests/fuzz/fuzz_decode.c); M names its stack. */
 void dump_event(FILE *out, const struct event *ev, const struct trace_model *m);
-
-/* Exit statuses of the reading commands (info, dump, stats). */
-#define EXIT_READ_OK	  0 /* clean, or truncated by a crash and recovered (warned on stderr) */
-#define EXIT_READ_FAIL	  1 /* cannot open, not a trace, bad arguments */
-#define EXIT_READ_CORRUPT 3 /* printed all that was readable, but corrupt chunks were skipped */
 
 #endif /* BPFSIGHT_COMMANDS_H */

@@ -2,7 +2,9 @@
 /*
  * A probe family is one unit: how it records (attach/poll/detach), how its records decode
  * into events, which stats reports it offers and how the exports draw its events. Adding a
- * family = its own files plus one line in families.c.
+ * family = its own files plus one line in families.c (docs/ARCHITECTURE.md, "Adding a
+ * family", is the checklist; each member's comment below is its contract, and
+ * tests/unit/test_family_toy.c is a whole family using every hook).
  */
 #ifndef BPFSIGHT_FAMILY_H
 #define BPFSIGHT_FAMILY_H
@@ -103,6 +105,30 @@ struct sync_point {
 
 typedef void (*sync_emit_fn)(void *arg, const struct sync_point *p);
 
+/*
+ * Reading side, ahead of the model: a family that gives records back in another order than
+ * the file's. trace_walk (trace_walk.h) passes every record of the file through the
+ * families' hooks in registry order; a hook may hold a record and release it later, changed
+ * (the gpu family runs the launch join again: it holds GPU records and CUPTI API records
+ * until their launching call is decided, then gives them back linked, shim_relink.h).
+ */
+struct family_reorder {
+	/*
+	 * Its state for one walk of a file whose header is META; NULL when out of memory (the
+	 * records then pass as they are, and the walk says so with WITHOUT).
+	 */
+	void *(*new)(const struct trace_meta *meta);
+	/* 1: REC goes on as it is; 0: the hook took it (a copy) and gives it back from next. */
+	int (*feed)(void *st, const struct bs_hdr *rec);
+	/* The file ended: whatever the hook still holds becomes ready for next. */
+	void (*end)(void *st);
+	/* A record the hook releases, or NULL; valid until the next call of feed or next. */
+	const struct bs_hdr *(*next)(void *st);
+	void (*free)(void *st);
+	/* What a reader sees without the hook, for the warning ("GPU links are shown as ..."). */
+	const char *without;
+};
+
 struct family_sync {
 	/* Its state for one file, whose header is META (what it recorded). */
 	void *(*new)(const struct trace_meta *meta);
@@ -151,7 +177,9 @@ struct family_option {
 
 /*
  * --capture-range=KIND[:ARG]: the family records only inside the ranges it opens and closes
- * (record_ctx's gate), as nsys does (cuda's cudaProfilerApi, nvtx's nvtx:NAME).
+ * (record_ctx's gate), as nsys does (cuda's cudaProfilerApi, nvtx's nvtx:NAME): it calls
+ * capture_gate__open/close when record_opts__captures(o, &family_NAME). The gate keeps the
+ * recording's own records, state_records and ungated types whatever the ranges say.
  */
 struct family_capture {
 	const char *kind;
@@ -216,7 +244,11 @@ struct family {
 	 * it before linking (tools/check_specs.c). May be NULL.
 	 */
 	const struct ucall_table *api;
-	/* Record side. attach() loads and attaches; its state goes into *state. */
+	/*
+	 * Record side. attach() opens its skeleton, sets RECORD_CTX_SET_COMMON_RODATA and its own
+	 * rodata, calls record_ctx__prepare (the shared maps; one of each _btf/_raw program pair),
+	 * loads and attaches; its state goes into *state.
+	 */
 	int (*attach)(struct record_ctx *ctx, void **state);
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
 	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
@@ -250,6 +282,8 @@ struct family {
 	void *(*walk_new)(void);
 	void (*walk_observe)(void *w, const struct bs_hdr *rec);
 	void (*walk_free)(void *w);
+	/* Records it holds and gives back later, ahead of the model. May be NULL. */
+	const struct family_reorder *reorder;
 	/*
 	 * Names its records give the reading model (trace_model__name_thread), fed every record
 	 * after the model's own names. Optional.
@@ -278,7 +312,10 @@ struct family {
 	const struct family_verdict *verdict;
 	/*
 	 * Export side: what the family's events need beyond their decoders' styles (tracks of
-	 * their own, counters, flows, tables), one hook table per format. May be NULL.
+	 * their own, counters, flows, tables), one hook table per format, each in a file of its
+	 * own (export_FORMAT_NAME.c). May be NULL. The exporters call observe hooks in registry
+	 * order and finish hooks in reverse (the last registered first), except Chrome's, in
+	 * registry order: they write events, and the array keeps its order.
 	 */
 	const struct chrome_family *chrome;
 	const struct perfetto_family *perfetto;

@@ -9,6 +9,17 @@
 #include "trace_format.h"
 #include "trace_meta_io.h"
 
+int trace_meta__has_family(const struct trace_meta *meta, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = meta ? meta->families : NULL; p && *p;
+	     p += strcspn(p, ","), p += *p == ',')
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
 static __u64 clock_ns(clockid_t id)
 {
 	struct timespec ts;

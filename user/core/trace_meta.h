@@ -27,5 +27,7 @@ struct trace_meta {
 
 /* Read the three clocks as close together as possible. */
 void trace_clocks__now(struct trace_clocks *c);
+/* 1 when the trace recorded family NAME (its header's comma-separated families). */
+int trace_meta__has_family(const struct trace_meta *meta, const char *name);
 
 #endif /* BPFSIGHT_TRACE_META_H */

@@ -3,21 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "commands.h"
-#include "proc.h"
 #include "trace_walk.h"
 #include "msg.h"
-
-/* NAME is one of the comma-separated LIST's. */
-static int has_family(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
-		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
-			return 1;
-	return 0;
-}
 
 int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 {
@@ -39,30 +26,44 @@ int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 		w->r = NULL;
 		return EXIT_READ_FAIL;
 	}
-	w->relink = shim_relink__new(has_family(trace_reader__meta(w->r)->families, "cuda"));
-	if (!w->relink)
-		pr_warn("%s: GPU links are shown as recorded (%s)\n", path, strerror(ENOMEM));
+	for (int i = 0; families[i]; i++) {
+		const struct family_reorder *h = families[i]->reorder;
+		void *st;
+
+		if (!h)
+			continue;
+		st = h->new (trace_reader__meta(w->r));
+		if (!st) {
+			pr_warn("%s: %s (%s)\n", path, h->without, strerror(ENOMEM));
+			continue;
+		}
+		w->stages[w->nstages++] = (struct trace_walk_stage){ families[i], st, 0 };
+	}
 	return 0;
 }
 
-/* The next record from the file, through the launch join: 0 at the end. */
-static int relinked(struct trace_walk *w, const struct bs_hdr **recp)
+/* The next record out of reorder hook I (-1: the file's next): 0 at the end. */
+static int pull(struct trace_walk *w, int i, const struct bs_hdr **recp)
 {
+	struct trace_walk_stage *s;
+	const struct family_reorder *h;
 	const struct bs_hdr *rec;
 
-	if (!w->relink)
+	if (i < 0)
 		return trace_reader__next(w->r, recp);
+	s = &w->stages[i];
+	h = s->f->reorder;
 	for (;;) {
-		if ((*recp = shim_relink__next(w->relink)))
+		if ((*recp = h->next(s->st)))
 			return 1;
-		if (w->ended)
+		if (s->ended)
 			return 0;
-		if (!trace_reader__next(w->r, &rec)) {
-			w->ended = 1;
-			shim_relink__end(w->relink);
+		if (!pull(w, i - 1, &rec)) {
+			s->ended = 1;
+			h->end(s->st);
 			continue;
 		}
-		if (shim_relink__feed(w->relink, rec)) {
+		if (h->feed(s->st, rec)) {
 			*recp = rec;
 			return 1;
 		}
@@ -93,7 +94,7 @@ int trace_walk__next(struct trace_walk *w, const struct bs_hdr **recp,
 	const struct bs_hdr *rec;
 	const struct bs_loss *l;
 
-	if (!relinked(w, &rec))
+	if (!pull(w, w->nstages - 1, &rec))
 		return 0;
 	dec = family__decoder(rec->type);
 	*recp = rec;
@@ -177,17 +178,19 @@ int trace_walk__finish(struct trace_walk *w)
 	return status;
 }
 
-void trace_walk__links(const struct trace_walk *w, struct shim_join_stats *s)
+void *trace_walk__reorder_state(const struct trace_walk *w, const struct family *f)
 {
-	memset(s, 0, sizeof(*s));
-	if (w->relink && w->ended)
-		shim_relink__stats(w->relink, s);
+	for (int i = 0; i < w->nstages; i++)
+		if (w->stages[i].f == f)
+			return w->stages[i].ended ? w->stages[i].st : NULL;
+	return NULL;
 }
 
 void trace_walk__close(struct trace_walk *w)
 {
-	shim_relink__free(w->relink);
-	w->relink = NULL;
+	for (int i = 0; i < w->nstages; i++)
+		w->stages[i].f->reorder->free(w->stages[i].st);
+	w->nstages = 0;
 	trace_reader__free(w->r);
 	trace_model__free(w->m);
 	w->r = NULL;

@@ -95,6 +95,11 @@ int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid);
  */
 int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key);
 __s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt);
+/*
+ * The start of an API call's row (the cuda and nccl families' tables): EV's start and end in
+ * columns 1 and 2, its name's id returned (0: no row to write, *ERR 0, or a failure, *ERR set).
+ */
+__u32 sq_call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *err);
 
 /* Stacks (export_sqlite_stack.c): their tables, created with the export's own. */
 extern const char sq_stack_schema[];

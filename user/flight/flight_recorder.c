@@ -5,7 +5,7 @@
  * (DUR) or the memory budget (SIZE). A dump is a new file: the recording's header, the
  * metadata records the window needs (flight_meta.c), a LOSS record for what SIZE cut out of
  * the window, the window's records (the oldest chunk cut at the window's start, the others
- * copied whole, still compressed), a footer. docs/ARCHITECTURE.md, "Flight recorder".
+ * copied whole, still compressed), a footer. flight_recorder.h says more.
  */
 #include <errno.h>
 #include <stdio.h>

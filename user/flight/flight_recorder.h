@@ -13,6 +13,57 @@
  *                           losses up to date (as for a flush), then flight__dump
  *   flight__tick            housekeeping (~10 times a second): the window slides
  *   flight__finish + free   at the end: a pending dump is written
+ *
+ *   record_ctx__write(rec) --> flight__observe: flight_meta (state records), flight_trigger
+ *                      \--> trace_writer (in memory, trace_writer__open_mem)
+ *                               | each closed chunk: header + zstd frame, as on disk
+ *                               v
+ *                       ring of chunks, oldest first  <-- flight__tick: slides by DUR, SIZE
+ *   SIGUSR1, --trigger --> flight__trigger --(--trigger-after)--> flight__due --> flight__dump
+ *
+ * The window is compressed chunks: the same codec, chunk rules (1 MiB of records or 1 s) and
+ * zstd frames as a file, each closed chunk copied into a ring. flight__tick drops the oldest
+ * chunk once the next one alone reaches back DUR (so at least DUR is held), and before a new
+ * chunk is stored, the oldest ones while chunks + metadata would exceed SIZE. A chunk SIZE
+ * pushes out while still inside DUR is remembered (its last time, its record count), so a
+ * dump says what its window lost (LOSS cause flight_size), never silently.
+ *
+ * The metadata the window needs (flight_meta.c): records that name things are written once,
+ * when first needed, usually long before the window: strings, processes, thread names,
+ * symbols, stacks, and a family's state_records (struct family). The store keeps the latest
+ * copy of each, keyed by what it describes, with the seq of the chunk it went into; it also
+ * sees STACK_REF and CPU_SAMPLE records (a stack's last use) and EXIT records. When the
+ * oldest chunk goes, it forgets stacks no longer used and processes and threads that ended
+ * before the new oldest chunk. A dump writes first the entries whose chunk is not part of the
+ * window, their time set to the window's start, and of the stacks only those the window's
+ * events use: the window's records then read as in the full recording.
+ *
+ * A dump (flight__dump) is a new file, opened like any trace (the recording's header with the
+ * dump's keys in its options): the metadata, the loss, then the window. The window's first
+ * chunk usually begins before the window: it is decompressed and its records from the
+ * window's start on (and its state records) appended again; every later chunk is copied still
+ * compressed (trace_writer__append_chunk: renumbered, indexed in the footer). Then the footer
+ * and fsync. The in-kernel totals and losses are brought up to date first, as for a SIGUSR1
+ * flush. A dump is written synchronously by the recording loop; the ring pump keeps emptying
+ * the ring meanwhile (the dump latency: bench/RESULTS.md, "Flight recorder").
+ *
+ * Triggers (flight_trigger.c): a table by record type says which conditions may match; only
+ * those records are decoded, by the family's own decoder, so NAME is dump's name or kind, and
+ * the duration its dur. A trigger while a dump waits for --trigger-after joins it (counted
+ * coalesced); within --trigger-cooldown of the last dump, or past --max-dumps, it is counted
+ * and ignored.
+ *
+ * Cumulative snapshots (flight_cumul.c): records that count since the recording began (a
+ * family's cumulative types, struct family_cumulative) cannot be copied into a dump as they
+ * are: flight__observe keeps them out of the chunks, per key in time order, with the last one
+ * before the oldest chunk as the key's base; a dump writes those of its window after its
+ * chunks, each less the base (docs/FORMAT.md, "Flight-recorder dumps"). A closing snapshot
+ * ends its key.
+ *
+ * Memory: SIZE bounds chunks + metadata + cumulative snapshots. Besides, whatever SIZE and the
+ * rate: the writer's open chunk and zstd's context, and while a dump is written its writer
+ * and the cut first chunk (docs/PRODUCTION.md). The recorder's string pool and stack cache
+ * are not the flight recorder's and grow as in any recording (with distinct names, not time).
  */
 #ifndef BPFSIGHT_FLIGHT_RECORDER_H
 #define BPFSIGHT_FLIGHT_RECORDER_H

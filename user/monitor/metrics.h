@@ -3,6 +3,18 @@
  * `bpfsight monitor`'s metrics: fed the recording's record stream (the recorder's sink, on its
  * thread), rendered in Prometheus's text exposition format (on the HTTP server's thread).
  * Every metric and its unit: docs/PRODUCTION.md#metrics.
+ *
+ * monitor (user/cli/cmd_monitor.c) runs recorder__run exactly as record does, with no file:
+ * record_opts.sink is given every record record_ctx__write would write (the file's whole
+ * stream, user-space records included), on the recording's thread. The metrics keep the
+ * owners of series: per process, the top N by activity own series, the rest add up under
+ * pid="other"; an exited process's series go after the grace. What is counted is each
+ * family's (struct family.metrics, metrics_family.h): its record hook folds the records it
+ * knows into counters per owner (metrics__series) or for the node (cumulative in-kernel
+ * snapshots, osrt's SYSCALL_AGG and gil's GIL_AGG, into increments per thread), its render
+ * hook writes them. All under a mutex that the HTTP server's thread (http_server.c) takes to
+ * render (metrics_render.c: the families', then the losses, records and processes;
+ * metrics_self.c: the daemon's own CPU, memory, fds and BPF run time).
  */
 #ifndef BPFSIGHT_METRICS_H
 #define BPFSIGHT_METRICS_H

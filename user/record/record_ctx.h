@@ -62,6 +62,11 @@ struct record_opts {
 	void *sink_arg;
 	const char *sink_name;
 	/*
+	 * record: the file just written judged in one line, the recording's last words
+	 * (stats__verdict_line, which lies above the recorder's layer); NULL: none.
+	 */
+	int (*verdict_line)(const char *path, char *buf, size_t len);
+	/*
 	 * NULL for record, else "monitor", "top" or "stacks": what its advice may suggest
 	 * (monitor has no --inject). Messages name the command through msg.h.
 	 */

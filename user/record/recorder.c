@@ -27,7 +27,6 @@
 #include "recorder.h"
 #include "ring_pump.h"
 #include "stack_svc.h"
-#include "stats.h"
 #include "string_pool.h"
 #include "trace_writer.h"
 #include "uprobe_mgr.h"
@@ -637,10 +636,11 @@ static void drain(struct recording *r)
 }
 
 /* The file just written, judged as `bpfsight stats` opens: where its threads' time went. */
-static void print_verdict(const char *path)
+static void print_verdict(const struct record_opts *o)
 {
-	char line[512];
-	int err = stats__verdict_line(path, line, sizeof(line));
+	const char *path = o->output;
+	char line[512] = "";
+	int err = o->verdict_line ? o->verdict_line(path, line, sizeof(line)) : 0;
 
 	if (err == -EFBIG)
 		pr_info("verdict: bpfsight stats %s (the file is large)\n", path);
@@ -922,7 +922,7 @@ int recorder__run(const struct record_opts *o)
 		       cmd_status);
 	/* Last: reading the file must not keep CMD waiting for its stop signal. */
 	if (r->wrote)
-		print_verdict(o->output);
+		print_verdict(o);
 out:
 	teardown(r);
 	free(r);

@@ -9,10 +9,35 @@
 #define RING_PUMP_BLOCKS 16 /* record-type blocks of 16 types (records.h) */
 
 /*
- * The BPF ring buffer, emptied by a thread of its own into a queue in memory, so that the
- * recording thread's slow steps (a new process's code examined, probes attached, a flight
- * dump) never leave it full: BPF then loses events only once the queue holds its bound too.
- * The recording thread takes the records from the queue, in ring order.
+ * The BPF ring buffer, emptied by a thread of its own (the pump) into a queue of 1 MiB blocks
+ * in memory, from the moment the shared maps exist (before any family attaches) to the end.
+ * The recording thread takes the records from the queue, in ring order, through the same
+ * record_ctx__read. It has slow steps the ring must not wait for: the start-up (each family
+ * attaching, the uprobe manager examining every file of every process: seconds on a node of
+ * PyTorch jobs, where cuBLASLt, cuDNN and NCCL are hundreds of MB each), a new process's or a
+ * dlopen's files examined and probed mid-recording, a flight dump. Before the pump, probes
+ * attached first filled the ring while later ones were still being attached, and a new CUDA
+ * process under -a stalled the reader for as long as its libraries took
+ * (tests/e2e/test_ring_rate.py).
+ *
+ * Memory is bounded and loss counted where it happens: the queue holds at most MAX_QUEUED
+ * (four rings, 64 MiB by default); at that bound the pump stops reading, the ring fills and
+ * BPF counts ringbuf_full as before. A record the pump took but could not keep (no memory for
+ * a block) is counted ringbuf_full too. When the queue took more memory than the ring itself,
+ * the end-of-run line says so ("the recording fell behind: up to N MiB of records waited in
+ * memory"); the flight recorder's end line always says it (docs/PRODUCTION.md bounds a flight
+ * recording's memory with it).
+ *
+ * The pump asks for nice -10 (root): it only copies, but at nice 0 on a machine busy with
+ * other work it would wait its turn behind every runnable thread while the ring fills.
+ *
+ * The two threads never wait on each other for long: whoever reads the ring (the pump, or the
+ * recording thread finding the queue empty, so that a read that returns 0 means both are
+ * empty) holds the ring's lock for a pass of at most 4,096 records, and publishes what it
+ * wrote every 256 records under the queue's lock, which the recording thread holds only to
+ * take a block. At a stop both threads get the stop's priority: with dozens of traced threads
+ * per core, a starved thread holding a lock the recording thread needs would stall the stop
+ * (it did, in test_stop, before the locks were split: bench/RESULTS.md).
  */
 struct ring_pump;
 

@@ -16,6 +16,10 @@
 #include "time_bins.h"
 #include "trace_model.h"
 
+#define REPORT_BIN_NS  10000000ull /* timelines are summed in 10 ms bins (as the exports) */
+#define REPORT_COLUMNS 600	   /* points per drawn series */
+#define REPORT_SERIES  8	   /* series per timeline: the largest by total */
+
 /* The page being made: the recording's span, which every timeline covers. */
 struct page {
 	__u64 origin, end; /* CLOCK_MONOTONIC ns */

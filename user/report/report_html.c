@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "commands.h"
 #include "family.h"
 #include "page.h"
 #include "records.h"

@@ -11,10 +11,7 @@
 
 #include <stdio.h>
 
-#define REPORT_BIN_NS  10000000ull /* timelines are summed in 10 ms bins (as the exports) */
-#define REPORT_COLUMNS 600	   /* points per drawn series */
-#define REPORT_SERIES  8	   /* series per timeline: the largest by total */
-#define REPORT_ROWS    20	   /* rows per stats report */
+#define REPORT_ROWS 20 /* rows per stats report (the timelines' bounds: page.h) */
 
 struct stats;
 

@@ -5,6 +5,12 @@
  * with its middle folded into one frame), drawn as SVG: width = samples, callers below
  * callees, a tooltip per frame (its samples and share), and an inline script (flamegraph.js)
  * to zoom into a frame and search.
+ *
+ * The tree's struct is in flamegraph_tree.h; flamegraph_svg.c draws it as flamegraph.pl does
+ * (a <g> per frame: tooltip, rectangle, label, and its place and width in the graph's unit as
+ * data-x/data-n). The interactivity (zoom, search, details line, labels fitted to the width
+ * shown) is flamegraph.js, a file of its own that flamegraph_js.c embeds with .incbin and
+ * every graph carries inline; tests/e2e/flame_probe.js drives it in headless chromium.
  */
 #ifndef BPFSIGHT_FLAMEGRAPH_H
 #define BPFSIGHT_FLAMEGRAPH_H

@@ -6,6 +6,30 @@
  * frames (py_stack), symbolizes native frames (uprobe_mgr) and merges the two
  * (docs/STACKS.md). Used by the cpu family for its samples and by the recorder for the
  * STACK_RAW records of events with --stacks, which it replaces by STACK_REF records.
+ *
+ * It starts before the families attach, when one is flagged FAMILY_STACKS or has --stacks on
+ * (the uprobe manager tells a listener only of files examined after it joined). It:
+ * - finds CPython processes through the manager's discovery (py_find.c, the interpreter
+ *   picked by the gil family's rule, gil_python__inspect for the layout): at the start, on
+ *   new code and on new threads, and describes each to BPF in py_procs (offsets per version
+ *   in py_stack.c; from 3.13 on, those of the process's own _Py_DebugOffsets);
+ * - names frames while the process lives: native ones in native_frames.c (from the file and
+ *   ELF address uprobe_mgr__code_at finds), Python ones by py_stack__name, which reads a code
+ *   object only while it is alive and the one BPF saw;
+ * - puts back the callers a frame-pointer walk skipped (functions without a frame of their
+ *   own, glibc's system-call wrappers): native_frames__return_slot decides from the code,
+ *   among the 8 words on top of the user stack that cpu samples and system-call stacks send
+ *   (BS_CPU_LEAF);
+ * - merges native and Python frames (_PyEval_EvalFrameDefault frames replaced by the Python
+ *   frames they ran) and interns stacks (stack_intern.c: one STACK record per distinct stack,
+ *   a cache from each process's raw addresses);
+ * - reads the Python processes' thread names (thread_names.c over py_threads.c): a
+ *   THREAD_NAME record when one is new or changed, shown over comm by thread_name.c's rule.
+ * On the reading side the trace model keeps the stacks and a decoder puts
+ * trace_model__event_stack() on its event; reports that sum by code location share
+ * frame_sum.c, the folded, pprof and svg exports read cpu samples through cpu_samples.c, and
+ * the timeline exports intern any event's ev->stack their own way
+ * (export_{perfetto,chrome,sqlite}_stack.c).
  */
 #ifndef BPFSIGHT_STACK_SVC_H
 #define BPFSIGHT_STACK_SVC_H

@@ -5,6 +5,30 @@
  * screen's thread) that say, per process and thread, what each column shows. CPU% is top's
  * own (the threads' on-CPU time from /proc); the other columns are the families'
  * (top_family.h). docs/USAGE.md#top says what each column means.
+ *
+ * top (user/cli/cmd_top.c) is a third command of the recording's option table (it takes
+ * monitor's family options and defaults: RECORD_CMD_TOP) and runs recorder__run as monitor
+ * does, with record_opts.sink = top__record (top_state.c) and no file; without -t it records
+ * the families that have columns.
+ * - Counters: per thread (and per process, tid 0, for what no thread owns) and per column,
+ *   for the interval under way. A column is a share of the time (top__add_span: the part of
+ *   an event inside the interval), a rate, or the longest event with a label; TOP_POLLED
+ *   columns (gil's, from the GIL_AGG snapshots each poll writes) are divided by the time
+ *   between the polls they came in. CPU% is each thread's on-CPU ns from
+ *   /proc/PID/task/TID/schedstat, read at each cut. Processes and threads come from the
+ *   lifecycle records, their names from a trace model fed every record (row_name in
+ *   top_cut.c is the one place to ask for another name).
+ * - Frames: the screen's thread (top_ui.c) cuts a frame every interval (top__cut,
+ *   top_cut.c): values as shown, each process the sum of its threads, the losses since the
+ *   last cut; exited threads are shown once more, then dropped. top_screen.c lays a frame out
+ *   in the terminal's width (names narrow first, then the text columns go, then numbers from
+ *   the right) and sorts it; the same text is a batch frame. top_term.c owns the terminal:
+ *   raw keys, the alternate screen, SIGWINCH through a signalfd (every thread blocks it),
+ *   stderr into a pipe while the screen is up (printed after). q stops the recording as
+ *   Ctrl-C does (SIGINT to itself, which recorder.c's stop thread takes).
+ * - Replay: `bpfsight top FILE` (top_replay.c) feeds a file's records to the same counters
+ *   (no /proc, so no CPU%) and cuts a frame each time the records' clock passes an interval;
+ *   fuzz_decode fuzzes it.
  */
 #ifndef BPFSIGHT_TOP_H
 #define BPFSIGHT_TOP_H

@@ -7,11 +7,11 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "commands.h"
 #include "top.h"
 #include "top_screen.h"
 #include "top_ui.h"
 #include "trace_reader.h"
+#include "trace_walk.h"
 #include "msg.h"
 
 struct replay {

@@ -35,7 +35,7 @@ void top_ui__stop(struct top_ui *ui);
 int top_ui__batch_width(void);
 /*
  * bpfsight top FILE (top_replay.c): the frames of a recording, cut at its records' times,
- * as batch text on stdout. An exit status of the reading commands (commands.h).
+ * as batch text on stdout. An exit status of the reading commands (EXIT_READ_*, trace_walk.h).
  */
 int top_replay__run(struct top *t, const char *path, const struct top_ui_opts *o, int width);
 

@@ -32,6 +32,29 @@
  * Without :TYPE a field has its key's type. One copy per spec: one '&' field, or '!' fields.
  * KEYs and their types are the family's (ucall_table.keys); a key appears once unless the
  * family lets it repeat (cuda's bytes: the sizes multiply).
+ *
+ * For example:
+ *   "*ptr bytes"                 cudaMalloc: the u64 the first argument points to, read at
+ *                                return and shown as ptr when the call succeeded; the second
+ *                                argument word as bytes
+ *   "&- kernel:fn - " "grid:dim3@0 block:dim3@12 ..."
+ *                                cudaLaunchKernelExC: the first argument's pointee, copied at
+ *                                return; fields read from the copy at offsets
+ *   "*comm nranks unique_id!16 rank"
+ *                                ncclCommInitRank: a 128-byte struct passed by value in 16
+ *                                stack words, copied from the stack-argument area; it takes no
+ *                                register, so rank is still in rdx
+ *
+ * A family gives only its vocabulary, the keys its specs may name and the types each may have
+ * (cuda_keys in user/families/cuda/cuda_api.c, nccl_keys in nccl_api.c), and a check of what
+ * its decoder needs beyond the grammar (a launch has a kernel, grid, block, shared memory and
+ * stream). The compiled descriptor serves both sides: ucall_spec__cookie makes the probe's
+ * bpf_cookie from it, and the decoders walk its fields over the record. A table is compiled
+ * once per process, on first use (ucall_table__spec). `make` builds and runs build/check_specs
+ * (every table the registry names, struct family.api) before it links build/bpfsight, so a
+ * malformed spec fails the build with the function's name and the problem ("cuda API table:
+ * cudaMalloc: 'bytez': unknown key 'bytez'"); tests/unit/test_ucall_spec.c checks each error
+ * and what good specs compile to.
  */
 #ifndef BPFSIGHT_UCALL_SPEC_H
 #define BPFSIGHT_UCALL_SPEC_H

@@ -1,14 +1,69 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Finds and probes the code of uprobe families (cuda, nccl) in traced processes, and tells
- * listeners (the cupti-shim channel, the gil family) what it finds: every ELF
- * file mapped executable (/proc/PID/maps, opened through /proc/PID/map_files), looked up
- * once per (dev, inode); each function of a family's table it defines gets an entry and a
- * return probe on the family's generic programs (bpf/ucall.bpf.h), attached for every
- * process that maps the file (the BPF side filters on the targets map), at the cheapest safe
- * site (probe_site.h). New processes (exec) and new mappings (dlopen, seen by
- * bpf/libmap.bpf.c) are examined as their records arrive; in launch mode the process waits,
- * stopped, until its new code is probed.
+ * listeners (the cupti-shim channel, the gil family, --inject) what it finds: the one process
+ * discovery of bpfsight, so nothing else reads /proc/PID/maps or ELF files itself. A family
+ * only gives its API table (user/families/cuda/cuda_api.c: symbol name and argument spec,
+ * ucall_spec.h) and the two generic programs of bpf/ucall.bpf.h, compiled into its own object
+ * (bpf/cuda.bpf.c is three lines). Its files, one per job: uprobe_mgr_priv.h lists them.
+ *
+ * Where: every file mapped executable in a traced process (/proc/PID/maps), opened through
+ * /proc/PID/map_files/START-END (so containers and replaced files work; fallback
+ * /proc/PID/root/PATH), looked up once per (dev, inode): .dynsym, then .symtab, then a debug
+ * file found by build-id under /usr/lib/debug/.build-id/ (elf_syms.c over elf_file.c). So a
+ * libcudart in site-packages/nvidia/cuda_runtime/lib, conda, /usr/local/cuda, cudart linked
+ * statically into an executable or another library, and several copies in one process are
+ * all found.
+ *
+ * Without symbols: a table may name a prefix (strref_prefix, ucall_api.h; cuda's "cuda")
+ * whose entries are also found by the name string their code loads (elf_strref.c): the CUDA
+ * runtime that cuBLAS, cuBLASLt, cuDNN and NCCL (and stripped static-cudart programs) carry
+ * passes each entry point's own name ("cudaMemsetAsync") to the API-callback machinery with a
+ * RIP-relative lea. One pass over .rodata finds the names (a file without them costs only
+ * that pass), one over .text the leas that load them, and .eh_frame_hdr the function around
+ * each (its FDE must cover the lea). A name loaded by two functions is left out, and a file
+ * where fewer than 32 names are found is left alone (a logger's or a profiler's table of API
+ * names is not a runtime). Cost: bench/RESULTS.md, "Runtime entry points found by name".
+ *
+ * How: an entry uprobe and a uretprobe per function, on the file's inode with pid -1: the
+ * kernel installs them in every process that maps the file, now or later (forked children,
+ * exec'd copies, processes -a sees start) from their first instruction; BPF keeps only
+ * targets. The price: other processes mapping the same file take a filtered probe hit per
+ * call while recording. Each probe's bpf_cookie (BS_UCOOKIE, records.h) tells the generic
+ * programs which function it is and what to copy. Functions whose cookie is
+ * BS_UCOOKIE_WRAPPED (cuda's driver launches) get one uprobe session link instead (Linux
+ * 6.13+, KF_UPROBE_SESSION; ucall_session in bpf/ucall.bpf.h): its entry returns 1, and no
+ * return probe fires, when the caller is a BS_UCOOKIE_WRAPS call (a runtime launch), so such
+ * a launch is recorded once (docs/CUDA.md, "One probe pair per launch").
+ *
+ * Cheap sites: on x86-64 a uprobe on an instruction the kernel emulates (push, nop, jmp)
+ * costs far less than one it must single-step (bench/RESULTS.md, "Per-probe cost");
+ * probe_site.c moves the probe to the first emulated instruction reached before any branch,
+ * while rsp and the argument registers are untouched (so a uretprobe on the same site still
+ * finds the return address at (%rsp)), e.g. past an endbr64. `record --dry-run` lists every
+ * site with its instruction and cost class.
+ *
+ * New code: bpf/libmap.bpf.c reports a traced process's exec of a file not seen yet
+ * (sched_process_exec) and every change of its link map (a uprobe on ld.so's _dl_debug_state,
+ * attached on every ld.so found: it runs after a new process's libraries are mapped and around
+ * every dlopen; mmap itself cannot be hooked without kprobes or fentry). The record wakes the
+ * recorder, which rescans that process's maps. In -p/-a mode the delay until new code is
+ * probed is one ring-buffer wakeup plus one maps scan (milliseconds; calls made in that
+ * window are missed). In launch mode BPF also sends the process SIGSTOP (taken on its way back
+ * to user space); the recorder probes the new code, then sends SIGCONT (uprobe_new_code.c):
+ * nothing is missed, at the price of a pause per dlopen (a maps scan).
+ *
+ * Nesting (bpf/ucall.bpf.h): a driver call made by the runtime is depth 1, and cuda_api_sum
+ * counts only depth 0; a call nested deeper than 8 is counted lost (cuda_too_deep,
+ * nccl_too_deep), not recorded. Detaching, every entry probe goes before any return probe
+ * (uprobe_mgr__unlink_all): a call whose entry is seen after its return probe is gone would
+ * leave a frame nothing pops.
+ *
+ * Names: a runtime launch passes the kernel's host stub; the recorder symbolizes it from the
+ * process's ELF files (demangled, native_frames__symbolize) and writes a SYMBOL record before
+ * the call record. Driver handles (CUfunction) are named by the cuModuleGetFunction /
+ * cuLibraryGetKernel call that returned them; handles created before recording began stay
+ * unnamed (hex).
  */
 #ifndef BPFSIGHT_UPROBE_MGR_H
 #define BPFSIGHT_UPROBE_MGR_H

@@ -2,8 +2,8 @@
 /*
  * uprobe_multi links (Linux 6.6+): many offsets of one file on one program in one link.
  * Why it matters here: each perf-event uprobe unregisters with its own RCU-tasks-trace and
- * SRCU grace periods (~0.5 s each on this kernel), so detaching a few hundred of them takes
- * minutes; a multi link pays that once. libbpf 1.1 (Debian 12) has no API for it, so the
+ * SRCU grace periods, so detaching a few hundred of them takes minutes (bench/RESULTS.md,
+ * "Figures the code's comments cite"); a multi link pays that once. libbpf 1.1 (Debian 12) has no API for it, so the
  * link is created with the raw bpf(2) command.
  */
 #ifndef BPFSIGHT_UPROBE_MULTI_H

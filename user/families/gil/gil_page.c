@@ -9,7 +9,6 @@
 #include "gil.h"
 #include "gil_contention.h"
 #include "page.h"
-#include "report_html.h"
 
 struct gil_page {
 	struct gil_contention *contention;

@@ -42,6 +42,7 @@ const struct family family_gpu = {
 	.consume = shim_link__consume,
 	.stop = shim_link__stop,
 	.prelaunch = gpu_prelaunch,
+	.reorder = &gpu_reorder,
 	.losses = gpu_losses,
 	.decoders = gpu_decoders,
 	.reports = gpu_reports,

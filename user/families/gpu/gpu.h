@@ -19,6 +19,8 @@ extern const struct chrome_family gpu_chrome;	  /* export_chrome_gpu.c */
 extern const struct perfetto_family gpu_perfetto; /* export_perfetto_gpu.c */
 extern const struct sqlite_family gpu_sqlite;	  /* export_sqlite_gpu.c */
 extern const struct family family_gpu;		  /* gpu.c */
+/* The launch join run again when a trace is read (shim_relink.c); its state a shim_relink. */
+extern const struct family_reorder gpu_reorder;
 
 extern const struct page_family gpu_page; /* gpu_page.c */
 

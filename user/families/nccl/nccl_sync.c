@@ -46,24 +46,13 @@ struct nccl_sync {
 	void *arg;
 };
 
-/* Does LIST (comma-separated families) name NAME? */
-static int has_family(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = list; p && *p; p += strcspn(p, ","), p += *p == ',')
-		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
-			return 1;
-	return 0;
-}
-
 static void *sync_new(const struct trace_meta *meta)
 {
 	struct nccl_sync *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
-	s->gpu = meta && has_family(meta->families, "gpu");
+	s->gpu = trace_meta__has_family(meta, "gpu");
 	s->colls = nccl_colls__new();
 	s->threads = hmap__new(sizeof(struct queue *));
 	if (!s->colls || !s->threads) {

@@ -14,5 +14,4 @@ extern const struct chrome_family proc_chrome;	   /* export_chrome_proc.c */
 extern const struct perfetto_family proc_perfetto; /* export_perfetto_proc.c */
 extern const struct sqlite_family proc_sqlite;	   /* export_sqlite_proc.c */
 extern const struct family family_proc;
-/* Name of a BS_LOSS_* cause ("ringbuf_full", ...), "unknown" otherwise. */
 #endif

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The cuda and nccl families' tables in the SQLite export:
+ * The cuda family's tables in the SQLite export:
  *   CUPTI_ACTIVITY_KIND_RUNTIME  nsys's, one row per CUDA call, with nsys's columns in nsys's
  *                                order, then three of ours: nestingLevel (bs_ucall.depth: 0 = a
  *                                call the application made), id, which BPFSIGHT_CUDA_ARGS.callId
@@ -8,16 +8,12 @@
  *                                call no cuda-family event was matched to, the gpu family's).
  *                                correlationId is CUPTI's, set on the launching calls of GPU
  *                                work by the gpu family (export_sqlite_gpu.c);
- *   BPFSIGHT_CUDA_ARGS           a CUDA call's decoded arguments (nsys has no table for them);
- *   BPFSIGHT_NCCL                one row per NCCL call.
- * callchainId: the call's stack (--stacks=cuda, nccl), a BPFSIGHT_STACKS id.
+ *   BPFSIGHT_CUDA_ARGS           a CUDA call's decoded arguments (nsys has no table for them).
+ * callchainId: the call's stack (--stacks=cuda), a BPFSIGHT_STACKS id.
  */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include "cuda.h"
 #include "export_sqlite.h"
-#include "nccl.h"
 
 static const char cuda_schema[] =
 	"INSERT INTO ENUM_NSYS_EVENT_CLASS VALUES"
@@ -94,25 +90,6 @@ static int cuda_args(struct sq *s, struct sq_stmts *c, const struct event *ev, _
 	return any ? sq_run(s, st) : 0;
 }
 
-/*
- * The start of a call's row, alike in both families' tables: its start and end in columns 1
- * and 2, its name's id returned (0: no row to write, *ERR 0, or a failure, *ERR set).
- */
-static __u32 call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *err)
-{
-	__u32 name;
-
-	*err = 0;
-	if (!ev || !ev->name)
-		return 0;
-	name = sq_intern(s, ev->name, err);
-	if (name) {
-		sqlite3_bind_int64(q, 1, ev->ts);
-		sqlite3_bind_int64(q, 2, ev->ts + ev->dur);
-	}
-	return name;
-}
-
 /* One CUDA API call: nsys's row, then its arguments. */
 static int cuda_record(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
 		       const struct trace_model *m)
@@ -120,7 +97,7 @@ static int cuda_record(struct sq *s, void *st, const struct bs_hdr *rec, const s
 	struct sq_stmts *c = st;
 	sqlite3_stmt *q = c->stmt[U_CUDA];
 	int err;
-	__u32 name = call_row(s, q, ev, &err);
+	__u32 name = sq_call_row(s, q, ev, &err);
 
 	if (!name)
 		return err;
@@ -140,61 +117,4 @@ const struct sqlite_family cuda_sqlite = {
 	.open = cuda_open,
 	.free = sq_stmts__free,
 	.record = cuda_record,
-};
-
-static const char nccl_schema[] =
-	"CREATE TABLE BPFSIGHT_NCCL (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-	" globalTid INTEGER NOT NULL, nameId INTEGER NOT NULL REFERENCES StringIds(id),"
-	" returnValue INTEGER NOT NULL, nestingLevel INTEGER NOT NULL, comm INTEGER,"
-	" rank INTEGER, nranks INTEGER, count INTEGER, bytes INTEGER, datatype TEXT, op TEXT,"
-	" root INTEGER, peer INTEGER, stream INTEGER, groupDepth INTEGER NOT NULL,"
-	" groupNs INTEGER, uniqueIdHash TEXT, callchainId INTEGER, seq INTEGER);";
-
-static const char nccl_indexes[] =
-	"CREATE INDEX BPFSIGHT_NCCL_start ON BPFSIGHT_NCCL(start);"
-	"CREATE INDEX BPFSIGHT_NCCL_globalTid ON BPFSIGHT_NCCL(globalTid);";
-
-static const char *const nccl_sql[] = {
-	"INSERT INTO BPFSIGHT_NCCL VALUES"
-	" (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-};
-
-static int nccl_open(struct sq *s, void **st)
-{
-	return sq_stmts__open(s, nccl_sql, 1, st);
-}
-
-/* One NCCL API call, with what dump shows: the communicator's rank joined by the decoder. */
-static int nccl_record(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
-		       const struct trace_model *m)
-{
-	static const char *const cols[] = { "comm",	"rank", "nranks", "count", "bytes",
-					    "datatype", "op",	"root",	  "peer",  "stream" };
-	struct sq_stmts *c = st;
-	sqlite3_stmt *q = c->stmt[0];
-	int err;
-	__u32 name = call_row(s, q, ev, &err);
-
-	if (!name)
-		return err;
-	sqlite3_bind_int64(q, 3, global_tid(rec->pid, rec->tid));
-	sqlite3_bind_int64(q, 4, name);
-	sqlite3_bind_int64(q, 5, sq_arg_int(ev, "ret", 0));
-	sqlite3_bind_int64(q, 6, sq_arg_int(ev, "depth", 0));
-	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
-		sq_bind_arg(q, 7 + (int)i, ev, cols[i]);
-	sqlite3_bind_int64(q, 17, sq_arg_int(ev, "group_depth", 0));
-	sq_bind_arg(q, 18, ev, "group_ns");
-	sq_bind_arg(q, 19, ev, "unique_id_hash");
-	sq_bind_stack(q, 20, ev->stack); /* --stacks=nccl */
-	sq_bind_arg(q, 21, ev, "seq");	 /* a collective's number on its communicator */
-	return sq_run(s, q);
-}
-
-const struct sqlite_family nccl_sqlite = {
-	.schema = nccl_schema,
-	.indexes = nccl_indexes,
-	.open = nccl_open,
-	.free = sq_stmts__free,
-	.record = nccl_record,
 };

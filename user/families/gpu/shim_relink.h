@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The launch join run again when a trace is read (trace_walk.h): the file's own cuda calls,
+ * The launch join run again when a trace is read: the gpu family's reorder hook (gpu_reorder,
+ * struct family_reorder), which trace_walk.h runs ahead of the model. The file's own cuda calls,
  * CUPTI API records and GPU records, in file order (the order the recorder wrote them,
  * which is the order they arrived), go through the recorder's join (shim_join.h), so a file
  * written by an earlier version, or whose recorder gave up too soon, gets every link its
@@ -27,6 +28,7 @@ int shim_relink__feed(struct shim_relink *rl, const struct bs_hdr *rec);
 void shim_relink__end(struct shim_relink *rl);
 /* A record the join released, or NULL; valid until the next call of feed or next. */
 const struct bs_hdr *shim_relink__next(struct shim_relink *rl);
+/* The join's counts; all 0 with RL NULL (trace_walk__reorder_state before the end). */
 void shim_relink__stats(const struct shim_relink *rl, struct shim_join_stats *s);
 
 #endif /* BPFSIGHT_SHIM_RELINK_H */

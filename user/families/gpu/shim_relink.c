@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_records.h"
+#include "gpu.h"
 #include "shim_relink.h"
+#include "trace_meta.h"
 
 #define TICK_NS	 100000000ull /* how often (in file time) waiting records are retried */
 #define MAX_COPY 512 /* GPU and API records are far smaller; larger ones pass as they are */
@@ -126,5 +128,41 @@ const struct bs_hdr *shim_relink__next(struct shim_relink *rl)
 
 void shim_relink__stats(const struct shim_relink *rl, struct shim_join_stats *s)
 {
-	shim_join__stats(rl->join, s);
+	memset(s, 0, sizeof(*s));
+	if (rl)
+		shim_join__stats(rl->join, s);
 }
+
+static void *reorder_new(const struct trace_meta *meta)
+{
+	return shim_relink__new(trace_meta__has_family(meta, "cuda"));
+}
+
+static int reorder_feed(void *st, const struct bs_hdr *rec)
+{
+	return shim_relink__feed(st, rec);
+}
+
+static void reorder_end(void *st)
+{
+	shim_relink__end(st);
+}
+
+static const struct bs_hdr *reorder_next(void *st)
+{
+	return shim_relink__next(st);
+}
+
+static void reorder_free(void *st)
+{
+	shim_relink__free(st);
+}
+
+const struct family_reorder gpu_reorder = {
+	.new = reorder_new,
+	.feed = reorder_feed,
+	.end = reorder_end,
+	.next = reorder_next,
+	.free = reorder_free,
+	.without = "GPU links are shown as recorded",
+};

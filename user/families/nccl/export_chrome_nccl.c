@@ -1,42 +1,19 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The cuda and nccl families in the Chrome export. Their calls are "X" events of their kinds'
- * styles; beyond that:
- *   - cuda: Kineto's category is "cuda_driver" for the driver API (cu*), "cuda_runtime" for
- *     the runtime (cuda*, __cuda*); a launching call's flow is the gpu family's hook;
- *   - nccl: Kineto's distributedInfo ({"backend": "nccl", "rank": R, "world_size": W}), written
- *     in the header at the end (struct chrome_family.header): only when exactly one process of
- *     the trace has a known rank, and one rank in its largest communicator.
+ * The nccl family in the Chrome export: its calls are "X" events of their kinds' styles, and
+ * Kineto's distributedInfo ({"backend": "nccl", "rank": R, "world_size": W}) is written in the
+ * header at the end (struct chrome_family.header): only when exactly one process of the trace
+ * has a known rank, and one rank in its largest communicator.
  * Memory: a rank per process that made NCCL calls.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "cuda.h"
 #include "export_chrome.h"
 #include "nccl.h"
 #include "hmap.h"
 
 #define CHROME_DIST_RESERVE 128 /* bytes kept for distributedInfo (it needs at most 87) */
-
-/* Kineto's category of a CUDA call: the driver API is cu*, the runtime cuda* and __cuda*. */
-static const char *cuda_cat(const char *name)
-{
-	return name && !strncmp(name, "cu", 2) && strncmp(name, "cuda", 4) ? "cuda_driver"
-									   : "cuda_runtime";
-}
-
-static int cuda_draw(struct chrome *c, void *st, const struct bs_hdr *rec, const struct event *ev,
-		     const struct trace_model *m)
-{
-	int err = chrome_event(c, rec, ev, cuda_cat(ev->name));
-
-	return err ? err : 1;
-}
-
-const struct chrome_family cuda_chrome = {
-	.draw = cuda_draw,
-};
 
 /* The rank a process showed in its largest NCCL communicator (its world, in torch terms). */
 struct chrome_rank {

@@ -2,7 +2,8 @@
 /*
  * The metrics of a uprobe API family (cuda, nccl): a latency histogram per process and API
  * function of the calls the application made (depth 0). A family gives its definition and
- * wraps open; the rest is shared.
+ * wraps open; the rest is shared: monitor's ready-made struct metrics_family for call records
+ * (struct bs_ucall) named by an API table (ucall_api.h).
  */
 #ifndef BPFSIGHT_UCALL_METRICS_H
 #define BPFSIGHT_UCALL_METRICS_H
