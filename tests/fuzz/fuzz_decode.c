@@ -17,6 +17,10 @@
  * record's size, or keeps a pointer into it, trips ASan. Records shorter than their
  * decoder's min_size are set aside as trace_walk__next does.
  *
+ * The families' reorder hooks (struct family_reorder: the gpu family's launch join, run again
+ * as a trace is read) see every record too; what each holds and gives back is checked as the
+ * walk would hand it on (a whole record of its own size) and decoded.
+ *
  * bpfsight merge's reading of a file goes through here too: every family's sync hook (struct
  * family_sync) sees every record, and each record is rebased (merge_rebase__record) as merge
  * writes it.
@@ -198,10 +202,41 @@ static void emit_reports(void **st, const struct trace_model *m)
 	}
 }
 
+/* A record a reorder hook gave back: whole, as trace_walk__next hands it on, and decodable. */
+static void released(const struct bs_hdr *r, const struct trace_model *m)
+{
+	const struct rec_decoder *dec;
+	struct event ev;
+
+	if (r->size < sizeof(*r) || r->size % 8)
+		abort(); /* the walk would hand on a record its readers cannot frame */
+	dec = family__decoder(r->type);
+	if (dec && r->size >= dec->min_size && family__decode(r, m, &ev) < 0)
+		abort();
+}
+
+/* REC (NULL: the file ended) through every family's reorder hook, what each releases checked. */
+static void reorder(void **st, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	const struct bs_hdr *r;
+
+	for (int f = 0; families[f]; f++) {
+		if (!st[f])
+			continue;
+		if (rec)
+			families[f]->reorder->feed(st[f], rec);
+		else
+			families[f]->reorder->end(st[f]);
+		while ((r = families[f]->reorder->next(st[f])))
+			released(r, m);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 {
 	struct trace_status status = { .clean_close = 1, .has_end = 1 };
 	void *rst[MAX_REPORTS] = {}, *xst[NEXPORTERS] = {}, *sync[FAMILY_MAX] = {};
+	void *reo[FAMILY_MAX] = {};
 	struct trace_meta smeta = meta; /* what the sync hooks are told was recorded */
 	const struct rec_decoder *dec;
 	struct trace_model *m;
@@ -225,9 +260,12 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		if (!(rst[i] = reports[i]->new ()))
 			abort();
 	smeta.families = opts & OPT_GPU_SYNC ? "proc,nccl,cuda,gpu" : "proc,nccl";
-	for (int f = 0; families[f]; f++)
+	for (int f = 0; families[f]; f++) {
 		if (families[f]->sync && !(sync[f] = families[f]->sync->new (&smeta)))
 			abort();
+		if (families[f]->reorder && !(reo[f] = families[f]->reorder->new (&smeta)))
+			abort();
+	}
 	/* A recording starts just before its first record: the exports' origin of time. */
 	meta.start.mono_ns = 0;
 	if (size >= 1 + sizeof(*rec))
@@ -260,6 +298,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 			free(rec); /* trace_walk__next: counted and skipped, never decoded */
 			continue;
 		}
+		reorder(reo, rec, m);
 		trace_model__observe(m, rec);
 		if (!status.records || rec->ts < status.first_ts)
 			status.first_ts = rec->ts;
@@ -301,7 +340,10 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	}
 	for (int i = 0; i < nreports; i++)
 		reports[i]->free(rst[i]);
+	reorder(reo, NULL, m);
 	for (int f = 0; families[f]; f++) {
+		if (reo[f])
+			families[f]->reorder->free(reo[f]);
 		if (!sync[f])
 			continue;
 		families[f]->sync->finish(sync[f], no_point, NULL);
