@@ -9,9 +9,9 @@
  * through a per-CPU scratch value because a batch (up to 16 KiB) is far larger than the BPF
  * stack. Losses count records: a batch that finds the ring full adds its nrec.
  *
- * The control probes (gpu, nvtx, sync, drain) run nothing here: attaching them is what
- * matters, as the kernel then bumps their semaphores in the process and the shim's poller
- * sees what is wanted.
+ * The other probes (the families' control sites, drain, join) run nothing here: attaching
+ * them is what matters, as the kernel then bumps their semaphores in the process and the
+ * shim's poller sees what is wanted.
  */
 #define BS_BLOCK 0x60 /* the cupti-shim channel: the gpu family's block */
 #include "common.bpf.h"

@@ -2,7 +2,8 @@
 /*
  * bpf_cookie of the probes bpf/shim.bpf.c serves (the cupti-shim's bpfsight:* USDT sites):
  * which probe it is and how to fetch the batch probe's two arguments, as the site's note
- * describes them (user/uprobe/usdt_notes.c parses the note, user/shim_channel/shim_link.c encodes it here).
+ * describes them (user/uprobe/usdt_notes.c parses the note, user/shim_channel/shim_link.c encodes
+ * it here).
  *
  *   bits  0-3   probe   SHIM_PROBE_*
  *   bits  4-33  arg 0   (buf)   30-bit argument spec, below
@@ -18,14 +19,11 @@
 #ifndef BPFSIGHT_SHIM_COOKIE_H
 #define BPFSIGHT_SHIM_COOKIE_H
 
-#define SHIM_PROBE_BATCH	1
-#define SHIM_PROBE_GPU		2
-#define SHIM_PROBE_NVTX		3
-#define SHIM_PROBE_SYNC		4
-#define SHIM_PROBE_DRAIN	5
-#define SHIM_PROBE_TORCH	6 /* PyTorch ops wanted (bpf/torch_records.h) */
-#define SHIM_PROBE_TORCH_SHAPES 7 /* ... with input shapes */
-#define SHIM_PROBE_JOIN		8 /* a tracer joining a session already on (BS_SHIM_EV_JOIN) */
+/* Which site: BPF acts on the batch probe alone; the others matter by their semaphores. */
+#define SHIM_PROBE_BATCH   1
+#define SHIM_PROBE_CONTROL 2 /* a family's control site (struct family_shim.sites) */
+#define SHIM_PROBE_DRAIN   3 /* flush now: attached at a recording's end */
+#define SHIM_PROBE_JOIN	   4 /* a tracer joining a session already on (BS_SHIM_EV_JOIN) */
 
 #define SHIM_ARG_REG   1
 #define SHIM_ARG_MEM   2

@@ -8,7 +8,7 @@
 #ifndef BPFSIGHT_TORCH_RECORDS_H
 #define BPFSIGHT_TORCH_RECORDS_H
 
-#include "records.h"
+#include "shim_records.h"
 
 #define BS_REC_TORCH_OP	  0x90 /* one op or scope, written when it ends (the shim) */
 #define BS_REC_TORCH_STEP 0x91 /* one training step, written when it ends (the recorder) */
@@ -59,6 +59,15 @@ struct bs_torch_step {
 	__u32 name_id; /* string: the step scope ("Optimizer.step#SGD.step", "ProfilerStep#") */
 	__u32 _pad;
 };
+
+/* The torch family's bit of a STATUS record's state, and its event (shim_records.h). */
+#define BS_SHIM_ST_TORCH_ON 0x100 /* a RecordFunction callback records torch ops */
+/*
+ * The torch module's news (cupti-shim/shim_torch.c), once per session: detail_id says what
+ * (callback registered, the version refused, libtorch not loaded yet), cupti_result is 0 when
+ * ops are recorded, else a negative errno.
+ */
+#define BS_SHIM_EV_TORCH 8
 
 BS_ASSERT_RECORD(bs_torch_op, 72);
 BS_ASSERT_RECORD(bs_torch_step, 48);

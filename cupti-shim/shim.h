@@ -30,7 +30,10 @@
 #include <stdint.h>
 #include <wchar.h>
 
+#include "gpu_records.h"
+#include "nvtx_records.h"
 #include "shim_records.h"
+#include "torch_records.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 

@@ -45,7 +45,7 @@ def tables(doc):
 class Rules:
     def __init__(self, doc):
         t = tables(doc)
-        need = ("layer", "plug-ins of", "family", "file")
+        need = ("layer", "plug-ins of", "family")
         missing = [k for k in need if k not in t]
         if missing:
             raise SystemExit(f"{doc}: no table starting with {missing} in its Layers section")
@@ -61,7 +61,7 @@ class Rules:
                 self.plugins[h] = TICKS.findall(folder)[0]
         self.pairs = {(TICKS.findall(a)[0], TICKS.findall(b)[0]) for a, b, *_ in t["family"]}
         self.pending = {}  # (file under user/, header) -> used
-        for file, headers, *_ in t["file"]:
+        for file, headers, *_ in t.get("file", []):  # pending exceptions, when there are any
             for h in TICKS.findall(headers):
                 self.pending[(TICKS.findall(file)[0], h)] = False
 

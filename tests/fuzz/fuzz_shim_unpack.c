@@ -6,8 +6,8 @@
  *   build/tests/fuzz_shim_unpack -runs=100000 CORPUS_DIR tests/fuzz/seeds-shim_unpack
  *
  * Input: one options byte, then frames: u8 op, u8 pid, u16 len, LEN bytes (fewer at the end).
- *   options: bits 0-1 what the families want (SHIM_WANT_GPU | SHIM_WANT_NVTX, 0 = those
- *            and SHIM_WANT_TORCH), bit 5 torch too;
+ *   options: bits 0-1 the families unpacked (WANT_GPU | WANT_NVTX, 0 = those and
+ *            WANT_TORCH), bit 5 torch too;
  *            bit 2 --capture-range=nvtx:middle, bits 3-4 its domain form (none, "@*",
  *            "@bpfsight.test", a bare "@"); bit 6 (without bit 2) the torch family's
  *            listener counting steps, with --capture-range=steps:1+2.
@@ -20,7 +20,7 @@
  *             the bytes over the fields after the header (dur, ret, out, fn, depth, ...);
  *           4 EXEC, 5 EXIT (group_dead = first byte), of the frame's process;
  *           6 a housekeeping tick at the time in the first 8 bytes;
- *           7 another family joins: want |= first byte.
+ *           7 more families join: the WANT_* bits of the first byte.
  *   pid: the process is 1000 + (pid & 15).
  * A BPFSIGHT_SHIM_DUMP file (the batches a shim sent) becomes a seed with
  * tests/fuzz/shim_seed.py.
@@ -43,12 +43,17 @@
 #include "trace_model.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
-#include "shim_records.h"
+#include "gpu_records.h"
+#include "nvtx_records.h"
 #include "cuda_records.h"
+#include "gpu.h"
 #include "nvtx.h"
 #include "torch.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
+#define WANT_GPU    0x1
+#define WANT_NVTX   0x2
+#define WANT_TORCH  0x8
 #define FRAME_HDR   4
 #define PID_BASE    1000
 #define NPIDS	    16
@@ -124,6 +129,15 @@ static struct bs_hdr *batch(__u8 op, __u32 pid, const __u8 *p, size_t n)
 	return &b->h;
 }
 
+/* The families of the WANT_* bits unpacked from now on. */
+static void want(struct shim_unpack *u, __u64 bits)
+{
+	if (((bits & WANT_GPU) && shim_unpack__want(u, &family_gpu)) ||
+	    ((bits & WANT_NVTX) && shim_unpack__want(u, &family_nvtx)) ||
+	    ((bits & WANT_TORCH) && shim_unpack__want(u, &family_torch)))
+		abort();
+}
+
 static void other(struct shim_unpack *u, __u8 op, __u32 pid, const __u8 *p, size_t n)
 {
 	union {
@@ -159,7 +173,7 @@ static void other(struct shim_unpack *u, __u8 op, __u32 pid, const __u8 *p, size
 		shim_unpack__tick(u, v);
 		return;
 	default:
-		shim_unpack__want(u, v & (SHIM_WANT_GPU | SHIM_WANT_NVTX | SHIM_WANT_TORCH));
+		want(u, v);
 		return;
 	}
 	if (shim_unpack__record(u, &r.h))
@@ -236,14 +250,14 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	struct torch_steps *steps = NULL;
 	struct shim_unpack *u;
 	size_t off, n;
-	__u32 want;
+	__u32 wanted;
 	int err = 0;
 
 	if (!size)
 		return 0;
-	want = data[0] & 3 ? data[0] & 3 : SHIM_WANT_GPU | SHIM_WANT_NVTX | SHIM_WANT_TORCH;
+	wanted = data[0] & 3 ? data[0] & 3 : WANT_GPU | WANT_NVTX | WANT_TORCH;
 	if (data[0] & 0x20)
-		want |= SHIM_WANT_TORCH;
+		wanted |= WANT_TORCH;
 	if (data[0] & 4) {
 		o.capture = &family_nvtx;
 		o.capture_arg = cap_forms[(data[0] >> 3) & 3];
@@ -255,14 +269,15 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	}
 	ctx.strings = string_pool__new();
 	ctx.writer = trace_writer__open(path, &meta, TRACE_WRITER_FORCE, &err);
-	u = ctx.writer && ctx.strings ? shim_unpack__new(&ctx, want, -1) : NULL;
+	u = ctx.writer && ctx.strings ? shim_unpack__new(&ctx, -1) : NULL;
 	if (!u || (o.capture && !ctx.gate))
 		abort();
+	want(u, wanted);
 	if (data[0] & 0x40) {
 		steps = torch_steps__new(&ctx, o.capture == &family_torch ? o.capture_arg : NULL);
 		if (!steps)
 			abort();
-		shim_unpack__listen(u, listen, steps);
+		shim_unpack__listen(u, &family_torch, listen, steps);
 	}
 
 	for (off = 1; off + FRAME_HDR <= size; off += FRAME_HDR + n) {

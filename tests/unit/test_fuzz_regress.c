@@ -18,7 +18,9 @@
 #include "trace_model.h"
 #include "unit.h"
 #include "osrt_records.h"
-#include "shim_records.h"
+#include "gpu.h"
+#include "nvtx.h"
+#include "gpu_records.h"
 
 static const struct report *find_report(const char *name)
 {
@@ -113,8 +115,10 @@ static void test_shim_ring_len_past_batch_max(void)
 	struct bs_hdr *k;
 
 	b = calloc(1, sizeof(*b) + LEN);
-	u = shim_unpack__new(&ctx, SHIM_WANT_GPU | SHIM_WANT_NVTX, -1);
-	if (!ASSERT_TRUE(b && u, "alloc"))
+	u = shim_unpack__new(&ctx, -1);
+	if (!ASSERT_TRUE(b && u && !shim_unpack__want(u, &family_gpu) &&
+				 !shim_unpack__want(u, &family_nvtx),
+			 "alloc"))
 		goto cleanup;
 	hdr(&b->h, BS_REC_SHIM_BATCH, sizeof(*b) + LEN, 4242, 1000);
 	b->len = LEN;
@@ -168,10 +172,12 @@ static void test_shim_nvtx_name_kind_0_keeps_the_string(void)
 
 	b = calloc(1, sizeof(*b) + LEN);
 	ctx.strings = string_pool__new();
-	u = ctx.strings ? shim_unpack__new(&ctx, SHIM_WANT_GPU | SHIM_WANT_NVTX, -1) : NULL;
-	if (!ASSERT_TRUE(b && u, "alloc"))
+	u = ctx.strings ? shim_unpack__new(&ctx, -1) : NULL;
+	if (!ASSERT_TRUE(b && u && !shim_unpack__want(u, &family_gpu) &&
+				 !shim_unpack__want(u, &family_nvtx),
+			 "alloc"))
 		goto cleanup;
-	shim_unpack__listen(u, hear, NULL);
+	shim_unpack__listen(u, &family_nvtx, hear, NULL);
 	hdr(&b->h, BS_REC_SHIM_BATCH, sizeof(*b) + LEN, 4242, 1000);
 	b->len = LEN;
 	bh = (void *)(b + 1);

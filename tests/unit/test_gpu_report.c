@@ -18,7 +18,7 @@
 #if __has_include("/usr/local/cuda/include/cupti_result.h")
 #define HAVE_CUPTI_HEADER 1
 #include "/usr/local/cuda/include/cupti_result.h"
-#include "shim_records.h"
+#include "gpu_records.h"
 #endif
 
 #define PID  100

@@ -11,7 +11,8 @@
 #include "commands.h"
 #include "stats.h"
 #include "trace_build.h"
-#include "shim_records.h"
+#include "gpu_records.h"
+#include "nvtx_records.h"
 
 #define PID 300
 #define T1  301

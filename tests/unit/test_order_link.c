@@ -10,7 +10,7 @@
 #include "cuda.h"
 #include "cuda_records.h"
 #include "order_link.h"
-#include "shim_records.h"
+#include "gpu_records.h"
 #include "unit.h"
 
 #define PID 7

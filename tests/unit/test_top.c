@@ -17,7 +17,7 @@
 #include "gil_records.h"
 #include "osrt_records.h"
 #include "record_ctx.h"
-#include "shim_records.h"
+#include "gpu_records.h"
 #include "hmap.h"
 #include "top.h"
 #include "top_family.h"

@@ -29,7 +29,8 @@
 #include <sys/sdt.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include "../../bpf/shim_records.h"
+#include "../../bpf/gpu_records.h"
+#include "../../bpf/nvtx_records.h"
 
 unsigned short bpfsight_batch_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_gpu_semaphore __attribute__((section(".probes"), used));

@@ -36,7 +36,8 @@
 #include <unistd.h>
 #include <sys/sdt.h>
 #include <sys/syscall.h>
-#include "../../bpf/shim_records.h"
+#include "../../bpf/gpu_records.h"
+#include "../../bpf/nvtx_records.h"
 #include "../../bpf/osrt_records.h"
 
 unsigned short bpfsight_batch_semaphore __attribute__((section(".probes"), used));

@@ -26,6 +26,7 @@ struct metrics_family;	/* metrics_family.h */
 struct top_family;	/* top_family.h */
 struct ucall_table;	/* ucall_api.h */
 struct family_verdict;	/* verdict.h */
+struct family_shim;	/* shim_family.h */
 struct rec_rebase;	/* below */
 struct trace_meta;	/* trace_meta.h */
 
@@ -154,8 +155,7 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_ALWAYS	      0x1 /* always recorded, not selectable with -t (process lifecycle) */
 #define FAMILY_OPT_IN	      0x2 /* only when -t names it: not in the default set (cpu sampling) */
 #define FAMILY_STACKS	      0x4 /* reads stacks: the stack service starts before families attach */
-#define FAMILY_STACKS_DEFAULT 0x8  /* its events carry stacks unless --stacks says otherwise */
-#define FAMILY_SHIM	      0x10 /* records through the cupti-shim: --inject loads it */
+#define FAMILY_STACKS_DEFAULT 0x8 /* its events carry stacks unless --stacks says otherwise */
 
 #define FAMILY_OPT_RECORD 0x1 /* `record` takes the option */
 #define FAMILY_OPT_MONITOR                                                                         \
@@ -328,6 +328,12 @@ struct family {
 	const struct page_family *page;
 	/* Its sync points, which `bpfsight merge` aligns files on. May be NULL. */
 	const struct family_sync *sync;
+	/*
+	 * A family whose records the cupti-shim writes: what it tells the channel (its sites,
+	 * records, hooks: user/shim_channel/shim_family.h); --inject loads the shim for it.
+	 * NULL for every other family.
+	 */
+	const struct family_shim *shim;
 };
 
 /* At most this many families: their sets are u64 bit masks (record_opts.families). */

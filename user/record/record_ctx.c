@@ -251,7 +251,7 @@ __u64 record_ctx__record_room(const struct record_ctx *ctx)
 	int shim = 0;
 
 	for (int i = 0; families[i]; i++)
-		if ((families[i]->flags & FAMILY_SHIM) && (ctx->opts->families & (1ull << i)))
+		if (families[i]->shim && (ctx->opts->families & (1ull << i)))
 			shim = 1;
 	/*
 	 * A sixteenth of the ring (process life records, and the cupti-shim's batches: then at

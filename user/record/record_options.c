@@ -217,7 +217,7 @@ static int stacks_by_default(const struct family *f)
 
 static int uses_shim(const struct family *f)
 {
-	return !!(f->flags & FAMILY_SHIM);
+	return f->shim != NULL;
 }
 
 /* --stacks LIST: "none", or FAMILY[:THRESHOLD] entries (docs/STACKS.md). */

@@ -11,13 +11,13 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "nvtx.h"
 #include "family.h"
 #include "join_holds.h"
 #include "proc_meta.h"
 #include "record_ctx.h"
 #include "shim_blob.h"
 #include "shim_cookie.h"
+#include "shim_family.h"
 #include "shim_inject.h"
 #include "shim_link.h"
 #include "shim_sites.h"
@@ -27,8 +27,6 @@
 #include "usdt_notes.h"
 #include "shim.skel.h"
 #include "msg.h"
-
-#define SHIM_WANT_SYNC 0x4 /* the sync probe: --capture-range=nvtx */
 
 struct shim_file {
 	int fd; /* held open: attaches later (per pid, drain) name it /proc/self/fd/N */
@@ -49,9 +47,12 @@ struct shim_link {
 	struct record_ctx *ctx;
 	struct shim_bpf *skel;
 	struct shim_unpack *unpack;
-	const struct family *users[3]; /* the families attached; the first handles records */
-	int refs;
-	__u32 want;
+	/*
+	 * The shim families attached (bit i: families[i]): the first in the registry's order
+	 * handles each record, tick and stop for all (handler); every one that ever attached
+	 * chose the sites (want).
+	 */
+	__u64 users, want;
 	struct shim_file **files;
 	__u32 nfiles;
 	struct hmap *pids;	    /* (pid, struct shim_file *) -> struct shim_pid */
@@ -89,6 +90,21 @@ static void file_free(struct shim_file *f)
  * The kernel installs a link's probes (and bumps their semaphores) in array order: the
  * batch sites go last, so that a shim seeing a tracer attached already sees all it wants.
  */
+/* Whether a family this recording has wants its control site NAME. */
+static int site_wanted(const struct shim_link *l, const char *name)
+{
+	for (int i = 0; families[i]; i++) {
+		const struct family_shim *s = families[i]->shim;
+
+		if (!s || !(l->want & (1ull << i)))
+			continue;
+		for (const struct shim_site *t = s->sites; t && t->name; t++)
+			if (!strcmp(t->name, name) && (!t->wanted || t->wanted(l->ctx->opts)))
+				return 1;
+	}
+	return 0;
+}
+
 static int file_sites(struct shim_link *l, struct shim_file *f, const struct usdt_notes *n)
 {
 	__u32 cnt = usdt_notes__count(n);
@@ -96,7 +112,10 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 
 	for (__u32 k = 0; k < 2 * cnt; k++) {
 		const struct usdt_note *u = usdt_notes__get(n, k % cnt);
-		int id = strcmp(u->provider, "bpfsight") ? 0 : shim_sites__probe_id(u->name);
+		int id = strcmp(u->provider, "bpfsight") ? 0
+			 : shim_sites__probe_id(u->name) ? shim_sites__probe_id(u->name)
+			 : site_wanted(l, u->name)	 ? SHIM_PROBE_CONTROL
+							 : 0;
 		__u32 a0 = 0, a1 = 0;
 
 		if (!id || (k < cnt) == (id == SHIM_PROBE_BATCH))
@@ -112,12 +131,6 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 				continue;
 			}
 			batches++;
-		} else if ((id == SHIM_PROBE_GPU && !(l->want & SHIM_WANT_GPU)) ||
-			   (id == SHIM_PROBE_NVTX && !(l->want & SHIM_WANT_NVTX)) ||
-			   (id == SHIM_PROBE_SYNC && !(l->want & SHIM_WANT_SYNC)) ||
-			   (id == SHIM_PROBE_TORCH && !(l->want & SHIM_WANT_TORCH)) ||
-			   (id == SHIM_PROBE_TORCH_SHAPES && !(l->want & SHIM_WANT_TORCH_SHAPES))) {
-			continue;
 		}
 		err = shim_sites__add(id == SHIM_PROBE_DRAIN  ? &f->drain
 				      : id == SHIM_PROBE_JOIN ? &f->join
@@ -273,10 +286,9 @@ static void on_started(void *arg)
 {
 	struct shim_link *l = arg;
 
-	if (l->inject && (l->want & SHIM_WANT_NVTX))
-		pr_info("--inject: note: NVTX ranges are not recorded from a "
-			"process the shim is injected into (its NVTX tables were set up without "
-			"it: docs/NVTX.md); GPU activity is\n");
+	for (int i = 0; l->inject && families[i]; i++)
+		if ((l->want & (1ull << i)) && families[i]->shim->inject_note)
+			pr_note("--inject: %s\n", families[i]->shim->inject_note);
 	shim_inject__run(l->inject, has_shim, l);
 }
 
@@ -312,7 +324,7 @@ static void link_free(struct shim_link *l)
 	free(l);
 }
 
-static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
+static struct shim_link *link_new(struct record_ctx *ctx, int *err)
 {
 	struct shim_link *l = calloc(1, sizeof(*l));
 	struct uprobe_listener lis = {
@@ -324,7 +336,6 @@ static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 	if (!l)
 		return NULL;
 	l->ctx = ctx;
-	l->want = want;
 	l->listener = -1;
 	l->pids = hmap__new(sizeof(struct shim_pid));
 	l->joins = join_holds__new(join_attach, l);
@@ -341,7 +352,7 @@ static struct shim_link *link_new(struct record_ctx *ctx, __u32 want, int *err)
 		*err = shim_bpf__load(l->skel);
 	if (*err)
 		goto fail;
-	l->unpack = shim_unpack__new(ctx, want, bpf_map__fd(l->skel->maps.shim_gaps));
+	l->unpack = shim_unpack__new(ctx, bpf_map__fd(l->skel->maps.shim_gaps));
 	if (!l->unpack) {
 		*err = -ENOMEM;
 		goto fail;
@@ -364,47 +375,69 @@ fail:
 	return NULL;
 }
 
-int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want, void **state)
+static int family_index(const struct family *f)
+{
+	for (int i = 0; families[i]; i++)
+		if (families[i] == f)
+			return i;
+	return -1;
+}
+
+int shim_link__attach(struct record_ctx *ctx, const struct family *f, void **state)
 {
 	struct shim_user *u = calloc(1, sizeof(*u));
 	struct shim_link *l = ctx->shim;
-	int err = 0;
+	int err = 0, i = family_index(f);
 
 	if (!u)
 		return -ENOMEM;
-	if (record_opts__captures(ctx->opts, &family_nvtx) && (want & SHIM_WANT_NVTX))
-		want |= SHIM_WANT_SYNC;
+	if (i < 0 || !f->shim) {
+		free(u);
+		return -EINVAL;
+	}
 	/* Families attach before the first scan: the sites of every want are chosen then. */
-	if (!l && !(l = link_new(ctx, want, &err))) {
+	if (!l && !(l = link_new(ctx, &err))) {
 		free(u);
 		return err;
 	}
 	ctx->shim = l;
-	l->want |= want;
-	shim_unpack__want(l->unpack, want);
-	l->users[l->refs++] = f;
+	err = shim_unpack__want(l->unpack, f);
+	if (err) {
+		if (!l->users) {
+			link_free(l);
+			ctx->shim = NULL;
+		}
+		free(u);
+		return err;
+	}
+	l->want |= 1ull << i;
+	l->users |= 1ull << i;
 	u->l = l;
 	u->f = f;
 	*state = u;
 	return 0;
 }
 
+/* Whether U's family handles the channel's records, ticks and stop (the first attached). */
+static int handles(const struct shim_user *u)
+{
+	return u && u->l->users && families[__builtin_ctzll(u->l->users)] == u->f;
+}
+
 void shim_link__detach(struct record_ctx *ctx, void *state)
 {
 	struct shim_user *u = state;
 	struct shim_link *l;
+	int i;
 
 	if (!u)
 		return;
 	l = u->l;
+	i = family_index(u->f);
 	/* The families that stay handle the records from now on, the first of them. */
-	for (int i = 0; i < 3; i++)
-		if (l->users[i] == u->f) {
-			memmove(&l->users[i], &l->users[i + 1], (2 - i) * sizeof(l->users[0]));
-			l->users[2] = NULL;
-			break;
-		}
-	if (--l->refs == 0) {
+	if (i >= 0)
+		l->users &= ~(1ull << i);
+	if (!l->users) {
 		link_free(l);
 		ctx->shim = NULL;
 	}
@@ -453,8 +486,8 @@ int shim_link__consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 	struct shim_user *u = state;
 	int ret;
 
-	/* Both families forward every record: one of them handles it. */
-	if (!u || u->l->users[0] != u->f || !u->l->unpack)
+	/* Every shim family forwards every record: one of them handles it. */
+	if (!handles(u) || !u->l->unpack)
 		return 0;
 	ret = shim_unpack__record(u->l->unpack, rec);
 	if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit) &&
@@ -521,16 +554,6 @@ static void note_no_shim(struct shim_link *l, pid_t pid, const char *why)
 /* -p processes that have no shim: say how to give them one, never a silent empty trace. */
 static void warn_targets(struct shim_link *l)
 {
-	static const struct {
-		__u32 want;
-		const char *var, *what, *also;
-	} needs[] = {
-		{ SHIM_WANT_GPU, "CUDA_INJECTION64_PATH", "GPU activity (-t gpu)", "" },
-		{ SHIM_WANT_NVTX, "NVTX_INJECTION64_PATH", "NVTX ranges (-t nvtx)", "" },
-		/* CUDA loads the shim at cuInit: a CPU-only job never does */
-		{ SHIM_WANT_TORCH, "CUDA_INJECTION64_PATH", "PyTorch ops (-t torch)",
-		  " (a CPU-only job: LD_PRELOAD=<shim>)" },
-	};
 	const struct record_opts *o = l->ctx->opts;
 	/* monitor has no --inject: one short record with it loads the shim, which stays. */
 	const char *inject = o->cmd_name ? "run `bpfsight record -p PID -t gpu --inject -d 1s` once"
@@ -559,15 +582,17 @@ static void warn_targets(struct shim_link *l)
 			note_no_shim(l, pid, "--inject: the injected dlopen did not load the shim");
 			continue;
 		}
-		for (size_t k = 0; k < sizeof(needs) / sizeof(needs[0]); k++) {
+		for (int k = 0; families[k]; k++) {
+			const struct shim_hint *h;
 			char val[PATH_MAX];
 
-			if (!(l->want & needs[k].want))
+			if (!(l->want & (1ull << k)))
 				continue;
-			if (!environ_get(pid, needs[k].var, val, sizeof(val)))
+			h = &families[k]->shim->hint;
+			if (!environ_get(pid, h->var, val, sizeof(val)))
 				pr_note("pid %d has %s=%s but has not "
 					"loaded it yet (it does at cuInit or the first NVTX call)\n",
-					pid, needs[k].var, val);
+					pid, h->var, val);
 			else
 				pr_warn("pid %d was not started "
 					"with the cupti-shim: %s cannot be recorded from it. Either "
@@ -576,13 +601,13 @@ static void warn_targets(struct shim_link *l)
 					"environment once (`bpfsight shim --print-env` installs the "
 					"shim and prints the lines); later recordings then switch it "
 					"on and off without a restart\n",
-					pid, needs[k].what, inject, needs[k].var, needs[k].also);
+					pid, h->what, inject, h->var, h->also);
 			if (!noted++) {
 				snprintf(
 					why, sizeof(why),
 					"not started with the cupti-shim: record with --inject, or "
 					"start it with %s=<shim>%s",
-					needs[k].var, needs[k].also);
+					h->var, h->also);
 				note_no_shim(l, pid, why);
 			}
 		}
@@ -593,7 +618,7 @@ int shim_link__poll(struct record_ctx *ctx, void *state)
 {
 	struct shim_user *u = state;
 
-	if (!u || u->l->users[0] != u->f)
+	if (!handles(u))
 		return 0;
 	shim_unpack__tick(u->l->unpack, mono_now_ns());
 	join_holds__poll(u->l->joins, mono_now_ns());
@@ -641,7 +666,7 @@ static int drain_attach(struct shim_link *l)
 void shim_link__stop(struct record_ctx *ctx, void *state)
 {
 	struct shim_user *u = state;
-	struct shim_link *l = u ? u->l : NULL;
+	struct shim_link *l = handles(u) ? u->l : NULL;
 	__u64 deadline = mono_now_ns() + SHIM_DRAIN_MS * 1000000ull;
 	const struct shim_proc *sp;
 	size_t it;
@@ -667,10 +692,10 @@ void shim_link__stop(struct record_ctx *ctx, void *state)
 				sp->pid, SHIM_DRAIN_MS);
 }
 
-void shim_link__listen(struct record_ctx *ctx, shim_unpack_fn fn, void *arg)
+void shim_link__listen(struct record_ctx *ctx, const struct family *f, shim_unpack_fn fn, void *arg)
 {
 	if (ctx->shim && ctx->shim->unpack)
-		shim_unpack__listen(ctx->shim->unpack, fn, arg);
+		shim_unpack__listen(ctx->shim->unpack, f, fn, arg);
 }
 
 /* ---- launch mode ---- */
@@ -700,14 +725,13 @@ static int launch_path(const struct record_opts *o, const char *family, const ch
 	return -ENOENT;
 }
 
-int shim_link__preload(const struct record_opts *o, const char *family)
+/* Launch mode: the shim first in CMD's LD_PRELOAD (a preloaded shim starts itself). */
+static int preload(const char *path)
 {
-	const char *path, *cur = getenv("LD_PRELOAD");
-	int err = launch_path(o, family, &path);
+	const char *cur = getenv("LD_PRELOAD");
 	char *list;
+	int err;
 
-	if (err)
-		return err < 0 ? err : 0;
 	if (cur && strstr(cur, path))
 		return 0;
 	if (asprintf(&list, "%s%s%s", path, cur && *cur ? ":" : "", cur ? cur : "") < 0)
@@ -717,13 +741,15 @@ int shim_link__preload(const struct record_opts *o, const char *family)
 	return err;
 }
 
-int shim_link__prelaunch(const struct record_opts *o, const char *family, const char *var)
+int shim_link__prelaunch(const struct record_opts *o, const struct family *f)
 {
-	const char *path, *cur = getenv(var);
-	int err = launch_path(o, family, &path);
+	const char *path, *var = f->shim->env, *cur = var ? getenv(var) : NULL;
+	int err = launch_path(o, f->name, &path);
 
 	if (err)
 		return err < 0 ? err : 0;
+	if (!var)
+		return preload(path);
 	if (cur && *cur && strcmp(cur, path)) {
 		struct usdt_notes *n = usdt_notes__open(cur);
 		int is_shim = n && usdt_notes__has_provider(n, "bpfsight");
@@ -731,13 +757,9 @@ int shim_link__prelaunch(const struct record_opts *o, const char *family, const 
 		usdt_notes__free(n);
 		if (is_shim)
 			return 0; /* the job's own copy of a shim: it answers us just the same */
-		pr_warn("%s is already set to %s: keeping it, so "
-			"%s records nothing from this command%s\n",
-			var, cur, family,
-			strcmp(var, "NVTX_INJECTION64_PATH")
-				? ""
-				: " (to keep both, set NVTX_INJECTION64_PATH to the cupti-shim and "
-				  "BPFSIGHT_NVTX_CHAIN to the other library)");
+		pr_warn("%s is already set to %s: keeping it, so %s records nothing from this "
+			"command%s\n",
+			var, cur, f->name, f->shim->env_kept ? f->shim->env_kept : "");
 		return 0;
 	}
 	if (setenv(var, path, 1))

@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The cupti-shim channel, record side: shared by the gpu and nvtx families (whichever
- * attaches first creates it, the last to detach frees it; ctx->shim).
+ * The cupti-shim channel, record side: shared by the shim families (struct family_shim,
+ * shim_family.h: gpu, nvtx, torch): whichever attaches first creates it, the last to detach
+ * frees it (ctx->shim).
  *
  * Finding shims: every ELF file the uprobe manager examines (targets at start, exec, dlopen:
  * libcuda dlopen()s the shim at cuInit, nvtx3 at the first NVTX call) is looked at for USDT
  * notes of provider "bpfsight". Attaching: bpf/shim.bpf.c goes on the batch site and on the
- * control sites the families want (gpu, nvtx; sync for --capture-range=nvtx), with their
+ * control sites the recording's families want (struct family_shim.sites), with their
  * semaphores as ref_ctr offsets, so the kernel bumps them in the processes the link covers:
  *   - launch mode and -p: one link per process (pid filter), when the manager sees the
  *     process map the shim (scan or fork); other processes mapping the same file are left
  *     alone: their semaphores never move, their shims stay idle;
  *   - -a: one link per shim file for every process (pid 0), including later ones.
- * Unpacking is shim_unpack.c; the launch join shim_join.c.
+ * Unpacking is shim_unpack.c; what a family does with its records, its hooks there.
  *
  * Ending: while shim processes live, the stop hook attaches the drain probe (flush now) and
  * keeps draining the ring until each process that sent anything confirmed (STATUS
@@ -32,28 +33,24 @@ struct family;
 struct record_ctx;
 struct record_opts;
 
-/* The family hooks of gpu, nvtx and torch: WANT is SHIM_WANT_GPU, _NVTX or _TORCH. */
-int shim_link__attach(struct record_ctx *ctx, const struct family *f, __u32 want, void **state);
+/* The record side of every shim family (struct family's hooks; shim_family.h). */
+int shim_link__attach(struct record_ctx *ctx, const struct family *f, void **state);
 void shim_link__detach(struct record_ctx *ctx, void *state);
 int shim_link__consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
 int shim_link__poll(struct record_ctx *ctx, void *state);
 void shim_link__stop(struct record_ctx *ctx, void *state);
 
 /*
- * Launch mode: put the shim in CMD's environment as VAR (CUDA_INJECTION64_PATH or
- * NVTX_INJECTION64_PATH) for FAMILY. A value the user set to another library is kept (with
- * a warning). Returns 0, or -ENOENT when FAMILY was asked for (-t) and no shim can be had.
+ * Launch mode: give CMD the shim for F, as F's struct family_shim says (its env variable, or
+ * LD_PRELOAD: a CPU-only job never calls cuInit, where CUDA_INJECTION64_PATH loads it). A value
+ * the user set to another library is kept (with a warning). Returns 0, or -ENOENT when F was
+ * asked for (-t) and no shim can be had.
  */
-int shim_link__prelaunch(const struct record_opts *o, const char *family, const char *var);
+int shim_link__prelaunch(const struct record_opts *o, const struct family *f);
 
-/*
- * Launch mode: put the shim first in CMD's LD_PRELOAD for FAMILY (torch: a CPU-only job has
- * no cuInit to load it); a preloaded shim starts itself. Errors as shim_link__prelaunch's.
- */
-int shim_link__preload(const struct record_opts *o, const char *family);
-
-/* The shim's records as they are written: shim_unpack__listen (the torch family's steps). */
-void shim_link__listen(struct record_ctx *ctx, shim_unpack_fn fn, void *arg);
+/* F's records as they are written: shim_unpack__listen (the torch family's steps). */
+void shim_link__listen(struct record_ctx *ctx, const struct family *f, shim_unpack_fn fn,
+		       void *arg);
 
 /* The shim's batches: unpacked into records by shim_link__consume, never on disk. */
 extern const __u16 shim_ring_only[];

@@ -9,16 +9,11 @@
 int shim_sites__probe_id(const char *name)
 {
 	static const char *const names[] = { [SHIM_PROBE_BATCH] = "batch",
-					     [SHIM_PROBE_GPU] = "gpu",
-					     [SHIM_PROBE_NVTX] = "nvtx",
-					     [SHIM_PROBE_SYNC] = "sync",
 					     [SHIM_PROBE_DRAIN] = "drain",
-					     [SHIM_PROBE_TORCH] = "torch",
-					     [SHIM_PROBE_TORCH_SHAPES] = "torch_shapes",
 					     [SHIM_PROBE_JOIN] = "join" };
 
 	for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
-		if (!strcmp(name, names[i]))
+		if (names[i] && !strcmp(name, names[i]))
 			return i;
 	return 0;
 }

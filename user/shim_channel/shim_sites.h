@@ -12,7 +12,7 @@ struct sites {
 	__u32 n;
 };
 
-/* SHIM_PROBE_* of a bpfsight probe NAME; 0 for one this bpfsight does not know. */
+/* SHIM_PROBE_* of the channel's own probe NAME (batch, drain, join); 0 for any other. */
 int shim_sites__probe_id(const char *name);
 /* An argument as the BPF side fetches it; 0 when it cannot be encoded. */
 __u32 shim_sites__arg_spec(const struct usdt_arg *a);

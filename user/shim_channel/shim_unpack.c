@@ -5,24 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
-#include "nvtx.h"
 #include "capture_gate.h"
 #include "elf_syms.h"
+#include "family.h"
 #include "record_ctx.h"
 #include "proc_meta.h"
-#include "order_link.h"
-#include "shim_join.h"
+#include "shim_family.h"
 #include "shim_tids.h"
 #include "shim_batch_check.h"
 #include "shim_unpack.h"
 #include "hmap.h"
-#include "cuda.h"
-#include "cuda_records.h"
-#include "torch_records.h"
 #include "msg.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
-#define MAX_OPEN    256 /* capture ranges open at once */
 #define SEQ_WINDOW  64
 #define SWEEP_NS    5000000000ull /* how often to look for exits whose record was lost */
 
@@ -34,35 +29,31 @@ struct str {
 
 struct proc {
 	struct shim_proc pub;
-	/*
-	 * (shim string id, 0) -> struct str; and (key, 1 << 63 | domain << 32 | kind) -> the file's name
-	 * id (in `id`) of each NVTX name heard, so one sent again (a join) is not written twice
-	 */
-	struct hmap *strs;
+	struct hmap *strs; /* (shim string id, 0) -> struct str */
 	int seq_started;
 };
 
-struct open_range {
-	__u32 pid, tid;
-	__u64 ts;
+/* A family of the registry, as this channel unpacks it. */
+struct fam {
+	const struct family_shim *shim; /* NULL: not a shim family, or not recorded */
+	void *st;			/* its hooks' state (family_shim.new) */
+	shim_unpack_fn listen;		/* shim_unpack__listen */
+	void *listen_arg;
 };
 
 struct shim_unpack {
 	struct record_ctx *ctx;
-	__u32 want;
 	int gaps_fd;
-	struct shim_join *join;
 	struct shim_tids *tids;
 	struct hmap *procs; /* (pid, 0) -> struct proc *: live processes heard from */
 	__u64 string_bytes;
-	/* --capture-range=nvtx:NAME[@DOMAIN] */
-	int capture;
-	char *cap_name;
-	const char *cap_domain; /* NULL = the default domain, "*" = any */
-	struct open_range open[MAX_OPEN];
-	__u32 nopen;
-	shim_unpack_fn listen; /* shim_unpack__listen */
-	void *listen_arg;
+	struct fam *fams; /* by registry index */
+	int nfams;
+	/* By record type: the family that sends it (-1: none), its record, its least size. */
+	__s8 fam_of[BS_REC_TYPE_MAX];
+	const struct shim_rec *rec_of[BS_REC_TYPE_MAX];
+	__u16 min_size[BS_REC_TYPE_MAX];
+	__u64 ring_fams[BS_REC_TYPE_MAX];     /* the families whose ring hook sees the type */
 	void (*answer)(void *arg, __u32 pid); /* shim_unpack__on_answer */
 	void *answer_arg;
 	/* what the summary says */
@@ -72,48 +63,47 @@ struct shim_unpack {
 	__u64 buf[BATCH_BYTES / 8 + 1]; /* the record being rewritten */
 };
 
-struct shim_unpack *shim_unpack__new(struct record_ctx *ctx, __u32 want, int gaps_fd)
+struct shim_unpack *shim_unpack__new(struct record_ctx *ctx, int gaps_fd)
 {
 	struct shim_unpack *u = calloc(1, sizeof(*u));
-	const char *cap = ctx->opts->capture_arg;
 
 	if (!u)
 		return NULL;
 	u->ctx = ctx;
-	u->want = want;
 	u->gaps_fd = gaps_fd;
+	u->nfams = family__count();
+	u->fams = calloc(u->nfams + 1, sizeof(*u->fams));
 	u->procs = hmap__new(sizeof(struct proc *));
 	u->tids = shim_tids__new();
-	if (!u->procs || !u->tids)
-		goto fail;
-	if (record_opts__captures(ctx->opts, &family_nvtx) && cap) {
-		char *at;
-
-		u->capture = 1;
-		u->cap_name = strdup(cap);
-		if (!u->cap_name)
-			goto fail;
-		/* nsys's forms: NAME (default domain), NAME@DOMAIN, NAME@* (any domain). */
-		at = strrchr(u->cap_name, '@');
-		if (at && at[1]) {
-			*at = 0;
-			u->cap_domain = at + 1;
-		}
+	if (!u->fams || !u->procs || !u->tids) {
+		shim_unpack__free(u);
+		return NULL;
 	}
+	shim_family__min_sizes(u->min_size);
+	for (int t = 0; t < BS_REC_TYPE_MAX; t++)
+		u->fam_of[t] = (__s8)shim_family__of((__u16)t, &u->rec_of[t]);
 	return u;
-fail:
-	shim_unpack__free(u);
-	return NULL;
 }
 
-static void emit(void *arg, struct bs_hdr *rec);
-
-static void join_new(struct shim_unpack *u)
+int shim_unpack__want(struct shim_unpack *u, const struct family *f)
 {
-	u->join = shim_join__new(emit, u);
-	/* Without the cuda family no call will come: API records need not wait for one. */
-	if (!record_opts__captures(u->ctx->opts, &family_cuda))
-		shim_join__no_calls(u->join);
+	int i = 0;
+	struct fam *fm;
+
+	while (families[i] && families[i] != f)
+		i++;
+	if (!families[i] || !f->shim)
+		return -EINVAL;
+	fm = &u->fams[i];
+	if (fm->shim)
+		return 0;
+	if (f->shim->new && !(fm->st = f->shim->new (u)))
+		return -ENOMEM;
+	fm->shim = f->shim;
+	for (const __u16 *t = f->shim->ring_types; t && *t; t++)
+		if (*t < BS_REC_TYPE_MAX)
+			u->ring_fams[*t] |= 1ull << i;
+	return 0;
 }
 
 static struct proc *proc_get(struct shim_unpack *u, __u32 pid, int create)
@@ -135,8 +125,6 @@ static struct proc *proc_get(struct shim_unpack *u, __u32 pid, int create)
 		return NULL;
 	(*pp)->pub.pid = pid;
 	(*pp)->strs = hmap__new(sizeof(struct str));
-	if (!u->join && (u->want & SHIM_WANT_GPU))
-		join_new(u);
 	return *pp;
 }
 
@@ -191,7 +179,7 @@ static void seq_settle(struct shim_unpack *u, struct proc *p);
 
 /*
  * PID exited (its batches all came before its exit record: both are the ring's, in order):
- * its holes are final, and everything kept for it goes, here and in the join, so that a
+ * its holes are final, and everything kept for it goes, here and in the families' hooks, so that a
  * node's process churn cannot grow the recorder and a recycled pid starts clean.
  */
 static void proc_gone(struct shim_unpack *u, __u32 pid)
@@ -206,7 +194,9 @@ static void proc_gone(struct shim_unpack *u, __u32 pid)
 		hmap__del(u->procs, (struct hkey){ pid, 0 });
 		u->procs_freed++;
 	}
-	shim_join__proc_exit(u->join, pid);
+	for (int i = 0; i < u->nfams; i++)
+		if (u->fams[i].shim && u->fams[i].shim->proc_exit)
+			u->fams[i].shim->proc_exit(u->fams[i].st, pid);
 	shim_tids__proc_exit(u->tids, pid);
 }
 
@@ -285,11 +275,6 @@ static void seq_settle(struct shim_unpack *u, struct proc *p)
 	}
 }
 
-void shim_unpack__want(struct shim_unpack *u, __u32 want)
-{
-	u->want |= want;
-}
-
 static void summary(const struct shim_unpack *u);
 
 void shim_unpack__finish(struct shim_unpack *u)
@@ -297,8 +282,9 @@ void shim_unpack__finish(struct shim_unpack *u)
 	size_t it = 0;
 	struct proc **pp;
 
-	if (u->join)
-		shim_join__expire(u->join, 0, 1);
+	for (int i = 0; i < u->nfams; i++)
+		if (u->fams[i].shim && u->fams[i].shim->finish)
+			u->fams[i].shim->finish(u->fams[i].st);
 	while ((pp = hmap__next(u->procs, &it, NULL)))
 		seq_settle(u, *pp);
 	summary(u);
@@ -316,9 +302,11 @@ void shim_unpack__free(struct shim_unpack *u)
 		free(*pp);
 	}
 	hmap__free(u->procs);
-	shim_join__free(u->join);
+	for (int i = 0; u->fams && i < u->nfams; i++)
+		if (u->fams[i].shim && u->fams[i].shim->free)
+			u->fams[i].shim->free(u->fams[i].st);
+	free(u->fams);
 	shim_tids__free(u->tids);
-	free(u->cap_name);
 	free(u);
 }
 
@@ -395,74 +383,14 @@ static void drop_batch(struct shim_unpack *u, __u32 pid, __u64 nrec, const char 
 
 /* ---- writing ---- */
 
-static void gated_ts(const struct bs_hdr *rec, __u64 *ts)
+void shim_unpack__emit(struct shim_unpack *u, struct bs_hdr *rec, __u64 gate_ts)
 {
-	__u64 call = 0;
-
-	switch (rec->type) {
-	case BS_REC_GPU_KERNEL:
-		call = ((const struct bs_gpu_kernel *)rec)->call_ts;
-		break;
-	case BS_REC_GPU_MEMCPY:
-		call = ((const struct bs_gpu_memcpy *)rec)->call_ts;
-		break;
-	case BS_REC_GPU_MEMSET:
-		call = ((const struct bs_gpu_memset *)rec)->call_ts;
-		break;
-	case BS_REC_GPU_API:
-		call = ((const struct bs_gpu_api *)rec)->call_ts;
-		break;
-	}
-	/* GPU work belongs to the range of the call that launched it. */
-	*ts = call ? call : rec->ts;
-}
-
-static void emit(void *arg, struct bs_hdr *rec)
-{
-	struct shim_unpack *u = arg;
 	struct bs_hdr judged = *rec;
 
-	if (u->ctx->gate) {
-		gated_ts(rec, &judged.ts);
-		if (!capture_gate__keep(u->ctx->gate, &judged))
-			return;
-	}
+	judged.ts = gate_ts;
+	if (u->ctx->gate && !capture_gate__keep(u->ctx->gate, &judged))
+		return;
 	record_ctx__write(u->ctx, rec);
-}
-
-static int cap_match(struct shim_unpack *u, struct proc *p, __u32 name_sid, __u32 dom_sid)
-{
-	const char *name = string_text(p, name_sid), *dom = string_text(p, dom_sid);
-
-	if (!name || strcmp(name, u->cap_name))
-		return 0;
-	if (!u->cap_domain)
-		return !dom_sid;
-	return !strcmp(u->cap_domain, "*") || (dom && !strcmp(dom, u->cap_domain));
-}
-
-/* --capture-range=nvtx: a matching range opens the gate when it begins (sync mode). */
-static void cap_begin(struct shim_unpack *u, struct proc *p, const struct bs_nvtx_begin *b)
-{
-	if (!u->capture || !u->ctx->gate || !cap_match(u, p, b->name_id, b->domain_id))
-		return;
-	if (u->nopen == MAX_OPEN)
-		return; /* bounded; the gate stays open through the ranges already open */
-	u->open[u->nopen++] = (struct open_range){ b->h.pid, b->h.tid, b->h.ts };
-	capture_gate__open(u->ctx->gate, b->h.ts);
-}
-
-/* ... and closes when the same range (thread and start) ends. */
-static void cap_end(struct shim_unpack *u, const struct bs_nvtx_range *r)
-{
-	for (__u32 i = 0; u->capture && u->ctx->gate && i < u->nopen; i++) {
-		if (u->open[i].pid != r->h.pid || u->open[i].tid != r->h.tid ||
-		    u->open[i].ts != r->h.ts)
-			continue;
-		u->open[i] = u->open[--u->nopen];
-		capture_gate__close(u->ctx->gate, r->h.ts + r->dur);
-		return;
-	}
 }
 
 static void status(struct shim_unpack *u, struct proc *p, struct bs_shim_status *s)
@@ -480,26 +408,25 @@ static void status(struct shim_unpack *u, struct proc *p, struct bs_shim_status 
 	s->detail_id = xlate(u, p, s->detail_id, 0);
 	if (u->answer && (s->event == BS_SHIM_EV_ATTACH || s->event == BS_SHIM_EV_JOIN))
 		u->answer(u->answer_arg, s->h.pid);
-	if (u->listen)
-		u->listen(u->listen_arg, &s->h, text ? text : "");
-	emit(u, &s->h);
+	for (int i = 0; i < u->nfams; i++) {
+		struct fam *fm = &u->fams[i];
+
+		if (fm->shim && fm->shim->status)
+			fm->shim->status(fm->st, s, text ? text : "");
+		if (fm->listen)
+			fm->listen(fm->listen_arg, &s->h, text ? text : "");
+	}
+	shim_unpack__emit(u, &s->h, s->h.ts);
 }
 
-static void torch_op(struct shim_unpack *u, struct proc *p, struct bs_torch_op *r)
+void shim_unpack__listen(struct shim_unpack *u, const struct family *f, shim_unpack_fn fn,
+			 void *arg)
 {
-	const char *text = string_text(p, r->name_id);
-
-	r->name_id = xlate(u, p, r->name_id, 0);
-	r->shapes_id = xlate(u, p, r->shapes_id, 0);
-	if (u->listen)
-		u->listen(u->listen_arg, &r->h, text ? text : "");
-	emit(u, &r->h);
-}
-
-void shim_unpack__listen(struct shim_unpack *u, shim_unpack_fn fn, void *arg)
-{
-	u->listen = fn;
-	u->listen_arg = arg;
+	for (int i = 0; i < u->nfams; i++)
+		if (families[i] == f) {
+			u->fams[i].listen = fn;
+			u->fams[i].listen_arg = arg;
+		}
 }
 
 void shim_unpack__on_answer(struct shim_unpack *u, void (*fn)(void *arg, __u32 pid), void *arg)
@@ -508,108 +435,49 @@ void shim_unpack__on_answer(struct shim_unpack *u, void (*fn)(void *arg, __u32 p
 	u->answer_arg = arg;
 }
 
-/* Where an NVTX record keeps its message's and its domain's string ids. */
-static void nvtx_ids(struct bs_hdr *h, __u32 **name, __u32 **domain)
+struct record_ctx *shim_unpack__ctx(const struct shim_unpack *u)
 {
-	switch (h->type) {
-	case BS_REC_NVTX_RANGE:
-		*name = &((struct bs_nvtx_range *)h)->name_id;
-		*domain = &((struct bs_nvtx_range *)h)->domain_id;
-		return;
-	case BS_REC_NVTX_MARK:
-		*name = &((struct bs_nvtx_mark *)h)->name_id;
-		*domain = &((struct bs_nvtx_mark *)h)->domain_id;
-		return;
-	case BS_REC_NVTX_NAME:
-		*name = &((struct bs_nvtx_name *)h)->name_id;
-		*domain = &((struct bs_nvtx_name *)h)->domain_id;
-		return;
-	default: /* BS_REC_NVTX_BEGIN */
-		*name = &((struct bs_nvtx_begin *)h)->name_id;
-		*domain = &((struct bs_nvtx_begin *)h)->domain_id;
-	}
+	return u->ctx;
 }
 
-/* Whether N (ids translated) names what P's last name of its kind and key already did. */
-static int name_repeat(struct proc *p, const struct bs_nvtx_name *n)
-{
-	/* b never 0: (id, 0) are the strings' keys, and a batch's kind may be anything */
-	struct hkey k = { n->key, 1ull << 63 | (__u64)n->domain_id << 32 | n->kind };
-	struct str *s = p->strs ? hmap__get(p->strs, k, 1) : NULL;
-
-	if (s && s->dem_id && s->id == n->name_id) /* dem_id: heard before */
-		return 1;
-	if (s)
-		*s = (struct str){ .id = n->name_id, .dem_id = 1 };
-	return 0;
-}
-
-/* One checked record of P, copied into u->buf. */
+/*
+ * One checked record of P, copied into u->buf: its string ids become the file's, then its
+ * family's hook sees it, and the channel writes it unless the hook took it. A family that is
+ * not recorded gets nothing (its module in the shim sends nothing unless another tracer asked).
+ */
 static void one_record(struct shim_unpack *u, struct proc *p, struct bs_hdr *h)
 {
-	int gpu = u->want & SHIM_WANT_GPU, nvtx = u->want & SHIM_WANT_NVTX;
-	__u32 *name, *domain;
+	const char *texts[SHIM_REC_STRINGS] = { NULL };
+	const struct shim_rec *r;
+	struct fam *fm;
+	int f;
 
-	switch (h->type) {
-	case BS_REC_STRING:
+	if (h->type == BS_REC_STRING) {
 		string_add(u, p, (const void *)h);
 		return;
-	case BS_REC_SHIM_STATUS:
+	}
+	if (h->type == BS_REC_SHIM_STATUS) {
 		status(u, p, (void *)h);
 		return;
-	case BS_REC_GPU_API: {
-		struct bs_gpu_api *r = (void *)h;
+	}
+	f = u->fam_of[h->type]; /* the batch's check refused every other type */
+	if (f < 0 || !(fm = &u->fams[f])->shim)
+		return;
+	r = u->rec_of[h->type];
+	for (int i = 0; i < SHIM_REC_STRINGS; i++) {
+		__u32 *id;
 
-		if (!gpu)
-			return;
-		r->name_id = xlate(u, p, r->name_id, 0);
-		if (u->join)
-			shim_join__api(u->join, r, mono_now_ns()); /* emits it, now or later */
-		else
-			emit(u, h);
-		return;
+		if (!r->strings[i])
+			continue;
+		id = (__u32 *)((__u8 *)h + r->strings[i]);
+		texts[i] = string_text(p, *id);
+		*id = xlate(u, p, *id, r->demangle >> i & 1);
 	}
-	case BS_REC_GPU_KERNEL: {
-		struct bs_gpu_kernel *r = (void *)h;
-
-		if (!gpu)
-			return;
-		r->name_id = xlate(u, p, r->name_id, 1);
-		break;
-	}
-	case BS_REC_GPU_MEMCPY:
-	case BS_REC_GPU_MEMSET:
-		if (!gpu)
-			return;
-		break;
-	case BS_REC_NVTX_RANGE:
-	case BS_REC_NVTX_MARK:
-	case BS_REC_NVTX_NAME:
-	case BS_REC_NVTX_BEGIN:
-		if (!nvtx)
-			return;
-		if (h->type == BS_REC_NVTX_BEGIN)
-			cap_begin(u, p, (const void *)h);
-		else if (h->type == BS_REC_NVTX_RANGE)
-			cap_end(u, (const void *)h);
-		nvtx_ids(h, &name, &domain);
-		*name = xlate(u, p, *name, 0);
-		*domain = xlate(u, p, *domain, 0);
-		if (h->type != BS_REC_NVTX_NAME || !name_repeat(p, (const void *)h))
-			emit(u, h);
+	if (fm->shim->record && fm->shim->record(fm->st, h, texts))
 		return;
-	case BS_REC_TORCH_OP:
-		if (u->want & SHIM_WANT_TORCH)
-			torch_op(u, p, (void *)h);
-		return;
-	default:
-		return;
-	}
-	/* kernels, copies, memsets: linked to their launching call first */
-	if (u->join)
-		shim_join__gpu(u->join, h, mono_now_ns());
-	else
-		emit(u, h);
+	if (fm->listen)
+		fm->listen(fm->listen_arg, h, texts[0] ? texts[0] : "");
+	shim_unpack__emit(u, h, h->ts);
 }
 
 /*
@@ -618,15 +486,27 @@ static void one_record(struct shim_unpack *u, struct proc *p, struct bs_hdr *h)
  */
 static void host_tids(struct shim_unpack *u, struct bs_hdr *h, __u64 now)
 {
-	struct bs_nvtx_name *n = (void *)h;
-	struct bs_nvtx_range *r = (void *)h;
+	const struct shim_rec *r = h->type < BS_REC_TYPE_MAX ? u->rec_of[h->type] : NULL;
 
 	h->tid = shim_tids__host(u->tids, h->pid, h->tid, now);
-	if (h->type == BS_REC_NVTX_RANGE)
-		r->end_tid = shim_tids__host(u->tids, h->pid, r->end_tid, now);
-	else if (h->type == BS_REC_NVTX_NAME && n->kind == BS_NVTX_NAME_THREAD &&
-		 n->key <= 0xffffffffull)
-		n->key = shim_tids__host(u->tids, h->pid, (__u32)n->key, now);
+	for (int i = 0; r && i < SHIM_REC_TIDS; i++) {
+		__u32 *tid = r->tids[i] ? (__u32 *)((__u8 *)h + r->tids[i]) : NULL;
+
+		if (tid)
+			*tid = shim_tids__host(u->tids, h->pid, *tid, now);
+	}
+}
+
+__u32 shim_unpack__host_tid(struct shim_unpack *u, __u32 pid, __u32 tid)
+{
+	return shim_tids__namespaced(u->tids, pid)
+		       ? shim_tids__host(u->tids, pid, tid, mono_now_ns())
+		       : tid;
+}
+
+void shim_unpack__tid_seen(struct shim_unpack *u, __u32 pid, __u32 tid)
+{
+	shim_tids__seen(u->tids, pid, tid);
 }
 
 static void batch(struct shim_unpack *u, const struct bs_shim_batch *b)
@@ -666,7 +546,7 @@ static void batch(struct shim_unpack *u, const struct bs_shim_batch *b)
 	}
 	why = b->flags & BS_SHIM_BATCH_CLAMP	? "larger than a batch may be"
 	      : bh->len != b->len - sizeof(*bh) ? "its length disagrees with what was sent"
-						: shim_batch__check(bh, bh->len);
+						: shim_batch__check(bh, bh->len, u->min_size);
 	if (why) {
 		drop_batch(u, b->h.pid, bh->nrec, why);
 		return;
@@ -694,7 +574,11 @@ static void batch(struct shim_unpack *u, const struct bs_shim_batch *b)
 int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec)
 {
 	struct proc *p;
+	__u64 fams = rec->type < BS_REC_TYPE_MAX ? u->ring_fams[rec->type] : 0;
 
+	for (int i = 0; fams; i++, fams >>= 1)
+		if (fams & 1)
+			u->fams[i].shim->ring(u->fams[i].st, rec);
 	switch (rec->type) {
 	case BS_REC_SHIM_BATCH:
 		batch(u, (const void *)rec);
@@ -703,17 +587,6 @@ int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec)
 		if (rec->size >= sizeof(struct bs_thread_ns))
 			shim_tids__told(u->tids, rec->pid, rec->tid,
 					((const struct bs_thread_ns *)rec)->ns_tid);
-		return 0;
-	case BS_REC_CUDA_CALL:
-		/* From the first call on, not the first batch: a process launches work well
-		 * before its shim's first batch arrives (up to a flush period later). */
-		if (!u->join && (u->want & SHIM_WANT_GPU))
-			join_new(u);
-		if (u->join) {
-			/* While the thread lives: its CUPTI records may name it by its ns id. */
-			shim_tids__seen(u->tids, rec->pid, rec->tid);
-			shim_join__cuda_call(u->join, rec);
-		}
 		return 0;
 	case BS_REC_EXEC:
 		/* A new image: its shim (if any) numbers strings and batches from 1 again. */
@@ -737,8 +610,9 @@ int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec)
 
 void shim_unpack__tick(struct shim_unpack *u, __u64 now)
 {
-	if (u->join)
-		shim_join__expire(u->join, now, 0);
+	for (int i = 0; i < u->nfams; i++)
+		if (u->fams[i].shim && u->fams[i].shim->tick)
+			u->fams[i].shim->tick(u->fams[i].st, now);
 	sweep(u, now);
 }
 
@@ -758,26 +632,6 @@ const struct shim_proc *shim_unpack__next(const struct shim_unpack *u, size_t *i
 
 static void summary(const struct shim_unpack *u)
 {
-	struct shim_join_stats js = {};
-	char why[512];
-
-	if (u->join)
-		shim_join__stats(u->join, &js);
-	if (js.linked_cuda || js.linked_api || js.unlinked)
-		pr_info("GPU records: %llu linked to their cuda call (%llu by "
-			"launch order), %llu to CUPTI's API record only, %llu unlinked\n",
-			(unsigned long long)js.linked_cuda, (unsigned long long)js.linked_order,
-			(unsigned long long)js.linked_api, (unsigned long long)js.unlinked);
-	if (shim_join_stats__why(&js, why, sizeof(why)))
-		pr_info("GPU records not linked to a cuda call, by reason: %s\n", why);
-	if (js.order_dropped)
-		pr_warn("launch order had no room for %llu cuda calls "
-			"and GPU records (over %u calls or %u waiting records)\n",
-			(unsigned long long)js.order_dropped, ORDER_MAX_CALLS, ORDER_MAX_OPS);
-	if (js.calls_dropped)
-		pr_warn("the launch join forgot %llu cuda calls early "
-			"(over %u kept)\n",
-			(unsigned long long)js.calls_dropped, JOIN_MAX_CALLS);
 	if (u->lost_records || u->lost_batches)
 		pr_info("cupti-shim: %llu records and %llu whole batches "
 			"lost (%llu bad batches dropped)\n",

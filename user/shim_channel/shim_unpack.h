@@ -8,8 +8,9 @@
  * then gets the pid BPF saw (the shim's getpid() can be a namespace's), the thread ids BPF
  * knows its threads by (shim_tids.h: a process in its own pid namespace), cpu 0, and the
  * file's string ids for the shim's (the shim interns per process: STRING records precede
- * their users; kernel names are demangled on the way). GPU records go through the launch
- * join (shim_join.h); NVTX ranges drive --capture-range=nvtx:NAME.
+ * their users; names a family marks are demangled on the way: kernels'). Each record then
+ * goes to its family's hooks (struct family_shim, shim_family.h: the gpu family's launch
+ * join, the nvtx family's capture ranges), which let the channel write it or take it.
  *
  * Losses (docs/FORMAT.md): a STATUS record's dropped count (the shim's or CUPTI's full
  * buffers), the records of a batch BPF could not read (FAULT) or that failed the checks,
@@ -18,9 +19,9 @@
  * may arrive out of order (two threads flushing at once): a hole counts once it is 64
  * batches old, or when the process exits or the recording ends.
  *
- * Bounds: what is kept per process (its strings, sequence window, the join's history and
- * correlation table, its namespace's thread ids) is freed at its exit record, or, should that
- * record be lost, when a sweep every few seconds finds the process gone. So only live
+ * Bounds: what is kept per process (its strings, sequence window, what the families' hooks
+ * keep of it, its namespace's thread ids) is freed at its exit record, or, should that record
+ * be lost, when a sweep every few seconds finds the process gone. So only live
  * processes count against UNPACK_MAX_PROCS (past it, their batches are dropped and counted
  * lost) and UNPACK_MAX_STRING_BYTES of string text (past it, records are written with their
  * names unresolved, counted); both are warned about.
@@ -33,11 +34,6 @@
 
 #define UNPACK_MAX_PROCS	4096
 #define UNPACK_MAX_STRING_BYTES (64u << 20)
-
-#define SHIM_WANT_GPU	       0x1  /* gpu family: GPU_* records */
-#define SHIM_WANT_NVTX	       0x2  /* nvtx family: NVTX_* records */
-#define SHIM_WANT_TORCH	       0x8  /* torch family: TORCH_* records (0x4 is shim_link.c's sync) */
-#define SHIM_WANT_TORCH_SHAPES 0x10 /* ... with input shapes */
 
 #define SHIM_PROC_SENT	  0x1 /* a batch arrived in this recording */
 #define SHIM_PROC_DRAINED 0x2 /* STATUS EV_DRAINED (or EV_EXIT) arrived */
@@ -53,38 +49,60 @@ struct shim_proc {
 	__u64 gaps_used; /* BPF's shim_gaps count already used to explain holes */
 };
 
+struct family;
 struct record_ctx;
 struct shim_unpack;
 
-struct shim_unpack *shim_unpack__new(struct record_ctx *ctx, __u32 want, int gaps_fd);
-/* Also unpack WANT's records from now on (a second family joined). */
-void shim_unpack__want(struct shim_unpack *u, __u32 want);
+struct shim_unpack *shim_unpack__new(struct record_ctx *ctx, int gaps_fd);
 /*
- * No batch will come any more: write the GPU records still waiting for their API record
- * (unlinked), count the sequence holes left, and say on stderr what was lost.
+ * Unpack F's records from now on (a shim family attached): its hooks' state is made now.
+ * 0, or -ENOMEM.
+ */
+int shim_unpack__want(struct shim_unpack *u, const struct family *f);
+/*
+ * No batch will come any more: the families finish (the GPU records still waiting for their
+ * API record written, unlinked), the sequence holes left are counted, and stderr says what
+ * was lost.
  */
 void shim_unpack__finish(struct shim_unpack *u);
 void shim_unpack__free(struct shim_unpack *u);
 /*
- * Every ring-buffer record: a SHIM_BATCH is unpacked and consumed (returns 1); cuda calls
- * feed the launch join, EXEC and EXIT records reset or settle a process (returns 0).
+ * Every ring-buffer record: a SHIM_BATCH is unpacked and consumed (returns 1); the families'
+ * ring hooks see the types they asked for (cuda calls), EXEC and EXIT records reset or settle
+ * a process (returns 0).
  */
 int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec);
-/* Housekeeping: GPU records that waited too long for their API record are written. */
+/* Housekeeping: the families' ticks (records that waited too long written), exits swept. */
 void shim_unpack__tick(struct shim_unpack *u, __u64 now);
 /* The process PID if it was heard from, else NULL. */
 const struct shim_proc *shim_unpack__proc(const struct shim_unpack *u, __u32 pid);
 /* Iterate the processes heard from: *it = 0 first; NULL at the end. */
 const struct shim_proc *shim_unpack__next(const struct shim_unpack *u, size_t *it);
 /*
- * FN(ARG, REC, TEXT) sees every torch record and every STATUS record, its string ids the
- * file's, just before it is judged by the capture gate and written: it may open or close the
- * gate (the torch family's --capture-range=steps). TEXT is the op's name or the status's
- * detail ("" when none). One listener; NULL FN removes it.
+ * FN(ARG, REC, TEXT) sees every record of F the channel writes and every STATUS record, its
+ * string ids the file's, just before it is judged by the capture gate and written: it may
+ * open or close the gate (the torch family's --capture-range=steps). TEXT is the text of the
+ * record's first string (an op's name) or the status's detail ("" when none). One listener
+ * per family; NULL FN removes it.
  */
 typedef void (*shim_unpack_fn)(void *arg, const struct bs_hdr *rec, const char *text);
-void shim_unpack__listen(struct shim_unpack *u, shim_unpack_fn fn, void *arg);
+void shim_unpack__listen(struct shim_unpack *u, const struct family *f, shim_unpack_fn fn,
+			 void *arg);
 /* FN(ARG, PID) when the shim of PID says a session began for this recording (ATTACH, JOIN). */
 void shim_unpack__on_answer(struct shim_unpack *u, void (*fn)(void *arg, __u32 pid), void *arg);
+
+/* ---- for the families' hooks (struct family_shim) ---- */
+
+/* The recording. */
+struct record_ctx *shim_unpack__ctx(const struct shim_unpack *u);
+/*
+ * Write REC (a family's record its hook took), judged by the capture gate as if at GATE_TS
+ * (GPU work belongs to the range of the call that launched it).
+ */
+void shim_unpack__emit(struct shim_unpack *u, struct bs_hdr *rec, __u64 gate_ts);
+/* The host's id of the thread PID's shim named TID (a process in a pid namespace of its own). */
+__u32 shim_unpack__host_tid(struct shim_unpack *u, __u32 pid, __u32 tid);
+/* BPF saw thread TID of PID call: its namespace id is learnt while it lives (shim_tids.h). */
+void shim_unpack__tid_seen(struct shim_unpack *u, __u32 pid, __u32 tid);
 
 #endif /* BPFSIGHT_SHIM_UNPACK_H */

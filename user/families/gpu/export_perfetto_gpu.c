@@ -25,7 +25,7 @@
 #include "export_perfetto.h"
 #include "gpu_decode.h"
 #include "time_bins.h"
-#include "shim_records.h"
+#include "gpu_records.h"
 #include "hmap.h"
 
 struct pf_dev {

@@ -2,7 +2,8 @@
 /*
  * gpu family, record side: the cupti-shim channel (shim_link.c) asked for GPU activity. The
  * kernel bumps the shim's gpu semaphore where the channel attaches, and the shim turns
- * CUPTI's CONCURRENT_KERNEL, MEMCPY and MEMSET on in those processes only.
+ * CUPTI's CONCURRENT_KERNEL, MEMCPY and MEMSET on in those processes only. What it tells the
+ * channel (its site, records, the launch join) is gpu_unpack.c.
  */
 #include "gpu.h"
 #include "kernel_features.h"
@@ -11,12 +12,12 @@
 
 static int gpu_attach(struct record_ctx *ctx, void **state)
 {
-	return shim_link__attach(ctx, &family_gpu, SHIM_WANT_GPU, state);
+	return shim_link__attach(ctx, &family_gpu, state);
 }
 
 static int gpu_prelaunch(const struct record_opts *o)
 {
-	return shim_link__prelaunch(o, "gpu", "CUDA_INJECTION64_PATH");
+	return shim_link__prelaunch(o, &family_gpu);
 }
 
 /* The shim's loss: it counts GPU and NVTX records alike (the channel is the gpu family's). */
@@ -31,9 +32,9 @@ static const __u16 gpu_ungated[] = { BS_REC_SHIM_STATUS, 0 };
 const struct family family_gpu = {
 	.name = "gpu",
 	.desc = "GPU kernels, copies and memsets timed by CUPTI (cupti-shim)",
-	/* shim.bpf.c tells the USDT sites apart by their cookies */
-	.flags = FAMILY_SHIM,
+	.shim = &gpu_shim,
 	.ring_only = shim_ring_only,
+	/* shim.bpf.c tells the USDT sites apart by their cookies */
 	.needs = 1u << KF_ATTACH_COOKIE,
 	.ungated = gpu_ungated,
 	.attach = gpu_attach,

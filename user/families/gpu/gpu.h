@@ -2,14 +2,15 @@
 /*
  * gpu family: GPU kernels, copies and memsets timed by CUPTI inside the application, through
  * the cupti-shim (cupti-shim/, loaded by CUDA_INJECTION64_PATH) and its USDT channel
- * (bpf/shim.bpf.c, user/shim_channel/shim_link.c). Record side in gpu.c; decoders in gpu_decode.c, reports
+ * (bpf/shim.bpf.c, user/shim_channel/shim_link.c). Record side in gpu.c, what it tells the
+ * channel in gpu_unpack.c (the launch join: shim_join.h); decoders in gpu_decode.c, reports
  * in gpu_report.c (and the files it names). docs/GPU.md for users.
  */
 #ifndef BPFSIGHT_GPU_H
 #define BPFSIGHT_GPU_H
 
 #include "family.h"
-#include "shim_records.h"
+#include "gpu_records.h"
 #include "report.h"
 
 extern const struct rec_decoder gpu_decoders[];	  /* gpu_decode.c */
@@ -19,6 +20,7 @@ extern const struct chrome_family gpu_chrome;	  /* export_chrome_gpu.c */
 extern const struct perfetto_family gpu_perfetto; /* export_perfetto_gpu.c */
 extern const struct sqlite_family gpu_sqlite;	  /* export_sqlite_gpu.c */
 extern const struct family family_gpu;		  /* gpu.c */
+extern const struct family_shim gpu_shim;	  /* gpu_unpack.c */
 /* The launch join run again when a trace is read (shim_relink.c); its state a shim_relink. */
 extern const struct family_reorder gpu_reorder;
 

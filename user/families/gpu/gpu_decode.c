@@ -9,6 +9,7 @@
 #include "cuda.h"
 #include "gpu.h"
 #include "gpu_decode.h"
+#include "shim_family.h"
 
 /* CUpti_ActivityMemcpyKind 1..10, with nsys's label for its operation name. */
 static const struct {
@@ -34,23 +35,15 @@ static const char *const mem_kinds[] = {
 	"array",   "managed",  "device_static", "managed_static",
 };
 
-const char *const shim_state_names[] = {
-	"cuda_injected", "nvtx_injected", "gpu_on",	     "nvtx_on",	 "cupti_busy",
-	"sync",		 "nvtx_chained",  "ptrace_injected", "torch_on", "preloaded",
-};
-const __u32 shim_state_nnames = sizeof(shim_state_names) / sizeof(shim_state_names[0]);
+const char *const *shim_state_names(void)
+{
+	static const char *names[32];
+	static int filled;
 
-static const char *const shim_events[] = {
-	[BS_SHIM_EV_ATTACH] = "attach",
-	[BS_SHIM_EV_STATE] = "state",
-	[BS_SHIM_EV_CUPTI_ERROR] = "cupti_error",
-	[BS_SHIM_EV_DRAINED] = "drained",
-	[BS_SHIM_EV_DROPPED] = "dropped",
-	[BS_SHIM_EV_EXIT] = "exit",
-	[BS_SHIM_EV_NO_SHIM] = "no_shim",
-	[BS_SHIM_EV_TORCH] = "torch",
-	[BS_SHIM_EV_JOIN] = "join",
-};
+	if (!filled++) /* the registry does not change: named once */
+		shim_family__state_names(names);
+	return names;
+}
 
 const char *gpu_copy_kind_name(__u32 kind)
 {
@@ -73,11 +66,6 @@ const char *gpu_link_name(__u16 flags)
 	if (flags & BS_GPU_CALL_CUDA)
 		return "cuda";
 	return flags & BS_GPU_CALL_API ? "api" : "none";
-}
-
-const char *shim_event_name(__u32 event)
-{
-	return event < sizeof(shim_events) / sizeof(shim_events[0]) ? shim_events[event] : NULL;
 }
 
 __u64 gpu_flow_id(__u32 pid, __u32 tid, __u64 call_ts)
@@ -282,7 +270,7 @@ static int decode_status(const struct bs_hdr *rec, const struct trace_model *m, 
 {
 	const struct bs_shim_status *s = (const void *)rec;
 	const char *detail = s->detail_id ? trace_model__string(m, s->detail_id) : NULL;
-	const char *name = shim_event_name(s->event);
+	const char *name = shim_family__event_name(s->event);
 
 	if (!name) {
 		/* A newer shim's event: keep its number visible. */
@@ -290,7 +278,7 @@ static int decode_status(const struct bs_hdr *rec, const struct trace_model *m, 
 		name = ev->namebuf;
 	}
 	ev->name = name;
-	event__arg_flags(ev, "state", s->state, shim_state_names, shim_state_nnames);
+	event__arg_flags(ev, "state", s->state, shim_state_names(), 32);
 	event__arg_s64(ev, "cupti_result", s->cupti_result);
 	event__arg_str(ev, "detail", detail ? detail : "");
 	event__arg_u64(ev, "dropped", s->dropped);

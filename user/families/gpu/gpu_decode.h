@@ -45,11 +45,8 @@ const char *gpu_mem_kind_name(__u32 kind);
 const char *gpu_link_name(__u16 flags);
 /* CUptiResult's name: "CUPTI_SUCCESS", "CUPTI_ERROR_UNKNOWN"...; NULL for a value it lacks. */
 const char *cupti_result_name(__s32 result);
-/* BS_SHIM_EV_*: "attach", "state", ...; NULL for an unknown one. */
-const char *shim_event_name(__u32 event);
-/* Names of the BS_SHIM_ST_* bits, by bit number. */
-extern const char *const shim_state_names[];
-extern const __u32 shim_state_nnames;
+/* Names of a STATUS record's state bits, by bit number (32; NULL: unnamed): shim_family.h. */
+const char *const *shim_state_names(void);
 
 /*
  * Is REC a cuda-family call that puts work on the GPU (groups LAUNCH, GRAPH, MEMCPY, MEMSET):

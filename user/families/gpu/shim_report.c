@@ -2,8 +2,10 @@
 /*
  * shim_sum (ours): per process that sent cupti-shim records, what the shim was doing and what
  * it sent: its last state bits, CUPTI's version, how often a tracer attached, CUPTI errors
- * (count, the last one named), records it dropped (full buffers), and the GPU and NVTX records
- * that reached the trace. `bpfsight info` prints it for traces that have shim records.
+ * (count, the last one named), records it dropped (full buffers), and the records of each
+ * shim family that reached the trace, as the families count them (struct family_shim's
+ * counts: kernels, NVTX ranges...). `bpfsight info` prints it for traces that have shim
+ * records.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,27 +13,48 @@
 #include <string.h>
 #include "gpu.h"
 #include "gpu_decode.h"
+#include "shim_family.h"
 #include "report.h"
 #include "hmap.h"
 #include "table.h"
 
-enum shim_count {
-	SC_KERNEL,
-	SC_MEMCPY,
-	SC_MEMSET,
-	SC_API,
-	SC_RANGE,
-	SC_OPEN,
-	SC_MARK,
-	SC_NR,
-};
+#define MAX_COUNTS 32 /* columns of the families' counts */
 
-static const char *const count_keys[SC_NR][2] = {
-	[SC_KERNEL] = { "kernels", "Kernels" },	       [SC_MEMCPY] = { "memcpys", "Copies" },
-	[SC_MEMSET] = { "memsets", "Memsets" },	       [SC_API] = { "gpu_api", "API Records" },
-	[SC_RANGE] = { "nvtx_ranges", "NVTX Ranges" }, [SC_OPEN] = { "open_ranges", "Open Ranges" },
-	[SC_MARK] = { "nvtx_marks", "NVTX Marks" },
-};
+/* The shim families' counts, in registry order, made once (the registry does not change). */
+static struct {
+	int n;
+	const struct shim_count *col[MAX_COUNTS];
+	__s8 fam_of[BS_REC_TYPE_MAX]; /* the family that sends a type, -1: none */
+	__u8 base[FAMILY_MAX];	      /* a family's first column */
+} counts = { .n = -1 };
+
+static void counts_init(void)
+{
+	if (counts.n >= 0)
+		return;
+	counts.n = 0;
+	for (int t = 0; t < BS_REC_TYPE_MAX; t++)
+		counts.fam_of[t] = (__s8)shim_family__of((__u16)t, NULL);
+	for (int i = 0; families[i] && i < FAMILY_MAX; i++) {
+		const struct family_shim *fs = families[i]->shim;
+
+		counts.base[i] = (__u8)counts.n;
+		for (const struct shim_count *c = fs ? fs->counts : NULL; c && c->key; c++)
+			if (counts.n < MAX_COUNTS)
+				counts.col[counts.n++] = c;
+	}
+}
+
+/* Which column REC (of its type's full size, as reports are given) adds to; -1 for none. */
+static int shim_count_of(const struct bs_hdr *rec)
+{
+	int f = rec->type < BS_REC_TYPE_MAX ? counts.fam_of[rec->type] : -1, k;
+	const struct family_shim *fs = f >= 0 ? families[f]->shim : NULL;
+
+	if (!fs || !fs->count_of || (k = fs->count_of(rec)) < 0)
+		return -1;
+	return counts.base[f] + k < counts.n ? counts.base[f] + k : -1;
+}
 
 struct shim_proc {
 	__u32 pid;
@@ -41,7 +64,7 @@ struct shim_proc {
 	__s32 last_result;
 	const char *last_error; /* model string: the failing call */
 	int exited;
-	__u64 counts[SC_NR];
+	__u64 counts[MAX_COUNTS];
 };
 
 struct shim_sum {
@@ -55,6 +78,7 @@ static void *shim_sum__new(void)
 
 	if (!st)
 		return NULL;
+	counts_init();
 	st->procs = hmap__new(sizeof(struct shim_proc));
 	if (!st->procs) {
 		free(st);
@@ -105,28 +129,6 @@ static void shim_status(struct shim_proc *p, const struct bs_shim_status *s,
 	}
 }
 
-/* Which count REC (of its type's full size, as reports are given) adds to; -1 for none. */
-static int shim_count_of(const struct bs_hdr *rec)
-{
-	switch (rec->type) {
-	case BS_REC_GPU_KERNEL:
-		return SC_KERNEL;
-	case BS_REC_GPU_MEMCPY:
-		return SC_MEMCPY;
-	case BS_REC_GPU_MEMSET:
-		return SC_MEMSET;
-	case BS_REC_GPU_API:
-		return SC_API;
-	case BS_REC_NVTX_RANGE:
-		return ((const struct bs_nvtx_range *)rec)->flags & BS_NVTX_OPEN ? SC_OPEN
-										 : SC_RANGE;
-	case BS_REC_NVTX_MARK:
-		return SC_MARK;
-	default:
-		return -1;
-	}
-}
-
 static void shim_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	struct shim_sum *st = vst;
@@ -165,9 +167,9 @@ static void state_text(__u32 state, char *buf, size_t len)
 	for (__u32 b = 0; b < 32 && used < len; b++) {
 		if (!(state & (1u << b)))
 			continue;
-		n = b < shim_state_nnames
+		n = shim_state_names()[b]
 			    ? snprintf(buf + used, len - used, "%s%s", used ? "," : "",
-				       shim_state_names[b])
+				       shim_state_names()[b])
 			    : snprintf(buf + used, len - used, "%sbit_%u", used ? "," : "", b);
 		if (n < 0)
 			break;
@@ -200,7 +202,7 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 	struct shim_proc **rows, *p;
 	size_t it = 0, n = 0;
 	char buf[256];
-	int c[10 + SC_NR], err;
+	int c[10 + MAX_COUNTS], err;
 
 	if (st->err)
 		return st->err;
@@ -220,8 +222,9 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 	c[7] = table__add_col(t, "dropped", "Dropped", TABLE_U64);
 	c[8] = table__add_col(t, "seq", "Batches", TABLE_U64);
 	c[9] = table__add_col(t, "exited", "Exited", TABLE_U64);
-	for (int k = 0; k < SC_NR; k++) {
-		c[10 + k] = table__add_col(t, count_keys[k][0], count_keys[k][1], TABLE_U64);
+	for (int k = 0; k < counts.n; k++) {
+		c[10 + k] =
+			table__add_col(t, counts.col[k]->key, counts.col[k]->heading, TABLE_U64);
 		table__set_flags(t, c[10 + k], TABLE_COL_MINOR);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -243,7 +246,7 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 		table__set_u64(t, c[7], p->dropped);
 		table__set_u64(t, c[8], p->seq);
 		table__set_u64(t, c[9], p->exited);
-		for (int k = 0; k < SC_NR; k++)
+		for (int k = 0; k < counts.n; k++)
 			table__set_u64(t, c[10 + k], p->counts[k]);
 	}
 	err = table__err(t);

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nccl_coll.h"
-#include "shim_records.h"
+#include "gpu_records.h"
 #include "trace_meta.h"
 #include "hmap.h"
 

@@ -2,7 +2,7 @@
 /*
  * nvtx family, record side: the cupti-shim channel (shim_link.c) asked for NVTX ranges.
  * The shim records NVTX calls only while its nvtx semaphore is up; --capture-range=nvtx
- * also raises sync, so that a range's start reaches us as it happens.
+ * also raises sync, so that a range's start reaches us as it happens (nvtx_unpack.c).
  */
 #include "nvtx.h"
 #include "kernel_features.h"
@@ -11,12 +11,12 @@
 
 static int nvtx_attach(struct record_ctx *ctx, void **state)
 {
-	return shim_link__attach(ctx, &family_nvtx, SHIM_WANT_NVTX, state);
+	return shim_link__attach(ctx, &family_nvtx, state);
 }
 
 static int nvtx_prelaunch(const struct record_opts *o)
 {
-	return shim_link__prelaunch(o, "nvtx", "NVTX_INJECTION64_PATH");
+	return shim_link__prelaunch(o, &family_nvtx);
 }
 
 /* Names given to threads and categories: they name events long after. */
@@ -30,7 +30,7 @@ static const __u16 nvtx_ungated[] = { BS_REC_NVTX_BEGIN, 0 };
 const struct family family_nvtx = {
 	.name = "nvtx",
 	.desc = "NVTX ranges, marks and names (cupti-shim as the NVTX injection)",
-	.flags = FAMILY_SHIM,
+	.shim = &nvtx_shim,
 	.ring_only = shim_ring_only,
 	.state_records = nvtx_state_records,
 	.capture = &nvtx_capture,

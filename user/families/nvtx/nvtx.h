@@ -2,14 +2,14 @@
 /*
  * nvtx family: NVTX ranges, marks and names, recorded by the cupti-shim acting as the NVTX
  * injection library (NVTX_INJECTION64_PATH) and sent through its USDT channel
- * (user/shim_channel/shim_link.c). Record side in nvtx.c; decoders in nvtx_decode.c, reports in
- * nvtx_report.c. docs/NVTX.md for users.
+ * (user/shim_channel/shim_link.c). Record side in nvtx.c, what it tells the channel in
+ * nvtx_unpack.c; decoders in nvtx_decode.c, reports in nvtx_report.c. docs/NVTX.md for users.
  */
 #ifndef BPFSIGHT_NVTX_H
 #define BPFSIGHT_NVTX_H
 
 #include "family.h"
-#include "shim_records.h"
+#include "nvtx_records.h"
 #include "report.h"
 
 extern const struct rec_decoder nvtx_decoders[];			 /* nvtx_decode.c */
@@ -19,5 +19,6 @@ extern const struct chrome_family nvtx_chrome;				 /* export_chrome_nvtx.c */
 extern const struct perfetto_family nvtx_perfetto; /* export_perfetto_nvtx.c */
 extern const struct sqlite_family nvtx_sqlite;	   /* export_sqlite_nvtx.c */
 extern const struct family family_nvtx;		   /* nvtx.c */
+extern const struct family_shim nvtx_shim;	   /* nvtx_unpack.c */
 
 #endif /* BPFSIGHT_NVTX_H */

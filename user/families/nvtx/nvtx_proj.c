@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "gpu_decode.h"
+#include "gpu_records.h"
 #include "nvtx.h"
 #include "nvtx_decode.h"
 #include "nvtx_proj.h"

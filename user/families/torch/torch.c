@@ -10,6 +10,7 @@
  * CUDA_INJECTION64_PATH would load it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "kernel_features.h"
 #include "record_args.h"
 #include "record_ctx.h"
+#include "shim_family.h"
 #include "shim_link.h"
 #include "shim_records.h"
 #include "torch.h"
@@ -71,7 +73,7 @@ static void torch_free(struct record_ctx *ctx, struct torch_state *st)
 	if (!st)
 		return;
 	if (st->shim) {
-		shim_link__listen(ctx, NULL, NULL);
+		shim_link__listen(ctx, &family_torch, NULL, NULL);
 		shim_link__detach(ctx, st->shim);
 	}
 	torch_steps__free(st->steps);
@@ -81,9 +83,7 @@ static void torch_free(struct record_ctx *ctx, struct torch_state *st)
 
 static int torch_attach(struct record_ctx *ctx, void **state)
 {
-	const struct torch_opts *o = record_opts__family(ctx->opts, &family_torch);
 	struct torch_state *st = calloc(1, sizeof(*st));
-	__u32 want = SHIM_WANT_TORCH | (o && o->shapes ? SHIM_WANT_TORCH_SHAPES : 0);
 	int err;
 
 	if (!st || !(st->procs = hmap__new(sizeof(struct torch_proc)))) {
@@ -99,12 +99,12 @@ static int torch_attach(struct record_ctx *ctx, void **state)
 		torch_free(ctx, st);
 		return -ENOMEM;
 	}
-	err = shim_link__attach(ctx, &family_torch, want, &st->shim);
+	err = shim_link__attach(ctx, &family_torch, &st->shim);
 	if (err) {
 		torch_free(ctx, st);
 		return err;
 	}
-	shim_link__listen(ctx, listen, st);
+	shim_link__listen(ctx, &family_torch, listen, st);
 	*state = st;
 	return 0;
 }
@@ -143,7 +143,7 @@ static void torch_stop(struct record_ctx *ctx, void *state)
 
 static int torch_prelaunch(const struct record_opts *o)
 {
-	return shim_link__preload(o, "torch");
+	return shim_link__prelaunch(o, &family_torch);
 }
 
 /* ---- options ---- */
@@ -173,6 +173,41 @@ static const struct family_option torch_options[] = {
 	{ 0 },
 };
 
+/* ---- what it tells the cupti-shim channel (shim_family.h) ---- */
+
+static int shapes_wanted(const struct record_opts *o)
+{
+	const struct torch_opts *t = record_opts__family(o, &family_torch);
+
+	return t && t->shapes;
+}
+
+static const struct shim_site torch_sites[] = { { "torch" },
+						{ "torch_shapes", shapes_wanted },
+						{ 0 } };
+
+static const struct shim_rec torch_recs[] = {
+	{ BS_REC_TORCH_OP, sizeof(struct bs_torch_op),
+	  .strings = { offsetof(struct bs_torch_op, name_id),
+		       offsetof(struct bs_torch_op, shapes_id) } },
+	{ 0 },
+};
+
+static const struct shim_name torch_states[] = { { BS_SHIM_ST_TORCH_ON, "torch_on" }, { 0 } };
+static const struct shim_name torch_events[] = { { BS_SHIM_EV_TORCH, "torch" }, { 0 } };
+
+/* Its ops reach the steps' listener (above) as they are written: no hook of its own. */
+static const struct family_shim torch_shim = {
+	.sites = torch_sites,
+	.recs = torch_recs,
+	.states = torch_states,
+	.events = torch_events,
+	/* CUDA loads the shim at cuInit: a CPU-only job never does */
+	.hint = { "CUDA_INJECTION64_PATH", "PyTorch ops (-t torch)",
+		  " (a CPU-only job: LD_PRELOAD=<shim>)" },
+	.env = NULL, /* launch mode: LD_PRELOAD, as a CPU-only job never calls cuInit */
+};
+
 /* --capture-range=steps:N: N whole training steps (torch_steps.c). */
 static const struct family_capture torch_capture = { .kind = "steps",
 						     .arg = ":N",
@@ -183,7 +218,8 @@ const struct family family_torch = {
 	.desc = "PyTorch ops, backward ops and user scopes (a RecordFunction callback in the "
 		"cupti-shim)",
 	/* not by default: it registers a callback in the job, which then costs per op */
-	.flags = FAMILY_SHIM | FAMILY_OPT_IN,
+	.flags = FAMILY_OPT_IN,
+	.shim = &torch_shim,
 	.ring_only = shim_ring_only,
 	.needs = 1u << KF_ATTACH_COOKIE,
 	.options = torch_options,

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "gpu_decode.h"
-#include "shim_records.h"
+#include "gpu_records.h"
 #include "torch.h"
 #include "torch_ops.h"
 #include "array.h"

@@ -5,7 +5,7 @@
 #include "cuda.h"
 #include "cuda_decode.h"
 #include "order_link.h"
-#include "shim_records.h"
+#include "gpu_records.h"
 #include "array.h"
 #include "hmap.h"
 

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "records.h"
-#include "shim_records.h"
+#include "gpu_records.h"
 
 #define JOIN_KEEP_NS	10000000000ull
 #define JOIN_WAIT_NS	4000000000ull
