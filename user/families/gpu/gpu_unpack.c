@@ -53,6 +53,15 @@ static void emit(void *arg, struct bs_hdr *rec)
 	shim_unpack__emit(g->u, rec, gate_ts(rec));
 }
 
+/* Whether the recording has the cuda family, whose calls GPU records are linked to. */
+static int cuda_recorded(const struct record_opts *o)
+{
+	for (int i = 0; families[i]; i++)
+		if (families[i] == &family_cuda)
+			return !!(o->families & (1ull << i));
+	return 0;
+}
+
 static void *gpu_unpack_new(struct shim_unpack *u)
 {
 	struct gpu_unpack *g = calloc(1, sizeof(*g));
@@ -66,7 +75,7 @@ static void *gpu_unpack_new(struct shim_unpack *u)
 		return NULL;
 	}
 	/* Without the cuda family no call will come: API records need not wait for one. */
-	if (!record_opts__captures(shim_unpack__ctx(u)->opts, &family_cuda))
+	if (!cuda_recorded(shim_unpack__ctx(u)->opts))
 		shim_join__no_calls(g->join);
 	return g;
 }

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The gpu family's hooks as the cupti-shim channel drives them (user/families/gpu/
+ * gpu_unpack.c): a batch unpacked through shim_unpack, the launch join wired as the
+ * recording's families say.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "cuda.h"
+#include "cuda_records.h"
+#include "family.h"
+#include "gpu.h"
+#include "record_ctx.h"
+#include "shim_unpack.h"
+#include "string_pool.h"
+#include "unit.h"
+
+#define PID 4242
+#define TID 4243
+
+static struct bs_gpu_api got;
+static int napi;
+
+static void sink(void *arg, const struct bs_hdr *rec)
+{
+	(void)arg;
+	if (rec->type == BS_REC_GPU_API) {
+		memcpy(&got, rec, sizeof(got));
+		napi++;
+	}
+}
+
+static __u64 family_bit(const struct family *f)
+{
+	for (int i = 0; families[i]; i++)
+		if (families[i] == f)
+			return 1ull << i;
+	return 0;
+}
+
+static __u32 fn(const char *name)
+{
+	for (__u32 i = 0; i < cuda_table.napis; i++)
+		if (!strcmp(cuda_table.apis[i].name, name))
+			return i;
+	return 0;
+}
+
+/*
+ * -t cuda,gpu: CUPTI's API record reached the recorder before the cuda call around it (the
+ * call's return record was still on its way). It must wait for the call, and be linked to it
+ * (BS_GPU_CALL_CUDA). The join was told "no call will come" unless --capture-range was the
+ * cuda family's, so it was decided at once, linked to nothing but itself.
+ */
+static void test_api_record_waits_for_its_call_when_cuda_is_recorded(void)
+{
+	enum { LEN = sizeof(struct bs_shim_batch_hdr) + sizeof(struct bs_gpu_api) };
+	struct record_opts o = { .families = family_bit(&family_cuda) | family_bit(&family_gpu),
+				 .sink = sink };
+	struct record_ctx ctx = { .opts = &o };
+	struct bs_ucall call = { .h = { .type = BS_REC_CUDA_CALL,
+					.size = sizeof(call),
+					.pid = PID,
+					.tid = TID,
+					.ts = 1500 },
+				 .dur = 1000,
+				 .fn = fn("cudaLaunchKernel") };
+	struct bs_shim_batch_hdr *bh;
+	struct bs_shim_batch *b;
+	struct bs_gpu_api *a;
+	struct shim_unpack *u = NULL;
+
+	napi = 0;
+	b = calloc(1, sizeof(*b) + LEN);
+	ctx.strings = string_pool__new();
+	if (ctx.strings)
+		u = shim_unpack__new(&ctx, -1);
+	if (!ASSERT_TRUE(b && u && !shim_unpack__want(u, &family_gpu), "alloc"))
+		goto cleanup;
+	b->h = (struct bs_hdr){ .type = BS_REC_SHIM_BATCH,
+				.size = sizeof(*b) + LEN,
+				.pid = PID,
+				.tid = PID,
+				.ts = 3000 };
+	b->len = LEN;
+	bh = (void *)(b + 1);
+	*bh = (struct bs_shim_batch_hdr){ BS_SHIM_MAGIC, BS_SHIM_VERSION, 1, sizeof(*a), 1 };
+	a = (void *)(bh + 1);
+	a->h = (struct bs_hdr){
+		.type = BS_REC_GPU_API, .size = sizeof(*a), .tid = TID, .ts = 2000
+	};
+	a->dur = 100;
+	a->correlation = 7;
+	ASSERT_EQ(shim_unpack__record(u, &b->h), 1, "the batch is consumed");
+	ASSERT_EQ(napi, 0, "the API record waits for its call");
+	ASSERT_EQ(shim_unpack__record(u, &call.h), 0, "a cuda call goes on to be written");
+	shim_unpack__finish(u);
+	ASSERT_EQ(napi, 1, "the API record written once");
+	ASSERT_EQ(got.flags & BS_GPU_CALL_CUDA, BS_GPU_CALL_CUDA, "linked to its cuda call");
+	ASSERT_EQ(got.call_ts, 1500, "the call's entry");
+cleanup:
+	shim_unpack__free(u);
+	string_pool__free(ctx.strings);
+	free(b);
+}
+
+int main(void)
+{
+	RUN_TEST(test_api_record_waits_for_its_call_when_cuda_is_recorded);
+	return UNIT_EXIT();
+}
