@@ -15,6 +15,7 @@
  *   shim_decode.c  CUPTI activity record -> bs_gpu_* record (the one decode path)
  *   shim_ptrace.c  loaded by record --inject: the constructor is the entry, CUPTI comes later
  *   shim_nvtx_late.c  NVTX instances an injected shim can still reach (.symtab)
+ *   shim_modules.c the modules of families beyond GPU activity and NVTX, one line each
  *   shim_torch*.c  PyTorch's ops through a RecordFunction callback (shim_torch.h)
  *   shim_clock.c   the TSC mapped onto CLOCK_MONOTONIC, for the torch ops' timestamps
  *
@@ -33,7 +34,6 @@
 #include "gpu_records.h"
 #include "nvtx_records.h"
 #include "shim_records.h"
-#include "torch_records.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 
@@ -41,11 +41,13 @@
 
 /* ---- shim_core.c ---- */
 
-/* Bits of shim_hot: what an NVTX handler must do beyond keeping its depth (0: nothing). */
+/*
+ * Bits of shim_hot: what a handler must do beyond keeping its depth (0: nothing). A module
+ * (shim_modules.c) takes the next free bit for its own (torch's: 0x8).
+ */
 #define SHIM_HOT_NVTX	 0x1 /* record NVTX calls */
 #define SHIM_HOT_SYNC	 0x2 /* also send BEGIN records and flush at once */
 #define SHIM_HOT_RESTART 0x4 /* a forked child: the poller must be started again */
-#define SHIM_HOT_TORCH	 0x8 /* the RecordFunction callback records torch ops */
 
 extern _Atomic uint32_t shim_hot;
 /* Non-zero while a tracer is attached; a new value for every attach (a "session"). */
@@ -81,8 +83,8 @@ void shim_thread__unlock(struct shim_thread *t);
 uint32_t shim_thread__tid(const struct shim_thread *t);
 /* The NVTX module's per-thread state (accessed with t locked). */
 void **shim_thread__nvtx(struct shim_thread *t);
-/* The torch module's per-thread state (only its thread touches it). */
-void **shim_thread__torch(struct shim_thread *t);
+/* Module SLOT's per-thread state (shim_module__slot; only its thread touches it). */
+void **shim_thread__module(struct shim_thread *t, int slot);
 /*
  * Copy one record into t's batch (t locked), sending the batch first when the record does
  * not fit. False when SESSION is over: the record is discarded.
@@ -162,12 +164,29 @@ void shim_ptrace__poll(bool gpu_wanted);
 /* Poller, ctl not held: an injected shim's late NVTX (shim_nvtx_late.c), once wanted. */
 void shim_ptrace__nvtx(void);
 
-/* ---- shim_torch.c, shim_torch_lib.c ---- */
+/* ---- shim_modules.c ---- */
 
-/* Poller, ctl not held: the RecordFunction callback registered while wanted (shim_torch.h). */
-void shim_torch__poll(void);
-/* At the shim's start: what it reads of the environment. */
-void shim_torch_lib__init(void);
+/*
+ * A module: what a bpfsight family whose records the shim writes needs in the application
+ * beyond GPU activity and NVTX (the torch family's RecordFunction callback). Its files and one
+ * line in shim_modules.c; its USDT control sites (semaphores) are its own, defined in its
+ * files, as bpfsight's side of the family says (struct family_shim.sites).
+ */
+struct shim_module {
+	const char *name;
+	void (*init)(void);		  /* once, at the shim's start (the environment) */
+	void (*poll)(void);		  /* the poller, every 50 ms, ctl not held */
+	void (*state)(uint32_t state);	  /* a state change was reported: its USDT probes */
+	void (*thread_gone)(void *state); /* a thread's state, its thread (or copy) gone */
+	uint32_t fork_clear;		  /* its STATUS state bits, cleared in a forked child */
+};
+
+#define SHIM_MAX_MODULES 4
+
+/* The modules, NULL-terminated (shim_modules.c). */
+extern const struct shim_module *const shim_modules[];
+/* M's slot in every thread's module states (shim_thread__module). */
+int shim_module__slot(const struct shim_module *m);
 
 /* ---- shim_find.c ---- */
 

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "shim.h"
-#include "shim_torch.h"
 #include "shim_usdt.h"
 
 #define BATCH_HDR sizeof(struct bs_shim_batch_hdr)
@@ -36,9 +35,9 @@ struct shim_thread {
 	uint32_t tid;
 	uint32_t session; /* the session the buffered records belong to */
 	uint32_t nrec;
-	uint32_t len; /* bytes of records after the batch header */
-	void *nvtx;   /* shim_nvtx.c's per-thread state */
-	void *torch;  /* shim_torch.c's */
+	uint32_t len;			/* bytes of records after the batch header */
+	void *nvtx;			/* shim_nvtx.c's per-thread state */
+	void *module[SHIM_MAX_MODULES]; /* the modules' (shim_modules.c) */
 	uint64_t data[(BATCH_HDR + BS_SHIM_BATCH_MAX) / 8];
 };
 
@@ -233,6 +232,16 @@ static void unlink_thread(struct shim_thread *t)
 		t->next->prev = t->prev;
 }
 
+/* T's module states, its thread gone. */
+static void modules_gone(struct shim_thread *t)
+{
+	for (int i = 0; i < SHIM_MAX_MODULES && shim_modules[i]; i++) {
+		if (t->module[i] && shim_modules[i]->thread_gone)
+			shim_modules[i]->thread_gone(t->module[i]);
+		t->module[i] = NULL;
+	}
+}
+
 static void thread_gone(void *arg)
 {
 	struct shim_thread *t = arg;
@@ -241,8 +250,7 @@ static void thread_gone(void *arg)
 	shim_thread__flush(t);
 	shim_nvtx__thread_gone(t->nvtx);
 	t->nvtx = NULL;
-	shim_torch__thread_gone(t->torch);
-	t->torch = NULL;
+	modules_gone(t);
 	shim_thread__unlock(t);
 	pthread_mutex_lock(&list_lock);
 	unlink_thread(t);
@@ -274,9 +282,9 @@ void **shim_thread__nvtx(struct shim_thread *t)
 	return &t->nvtx;
 }
 
-void **shim_thread__torch(struct shim_thread *t)
+void **shim_thread__module(struct shim_thread *t, int slot)
 {
-	return &t->torch;
+	return &t->module[slot];
 }
 
 void shim_buf__for_each(void (*fn)(struct shim_thread *t, void *arg), void *arg)
@@ -349,7 +357,7 @@ void shim_buf__atfork_child(void)
 			continue;
 		unlink_thread(t);
 		shim_nvtx__thread_gone(t->nvtx);
-		shim_torch__thread_gone(t->torch);
+		modules_gone(t);
 		free(t);
 	}
 	drop_one(&strings, NULL);

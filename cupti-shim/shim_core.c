@@ -8,8 +8,7 @@
  *   NVTX on   = attached && nvtx sem     handlers record (one relaxed load when off)
  *   GPU on    = attached && gpu sem      CUPTI activity kinds enabled (shim_cupti.c)
  *   sync      = attached && sync sem     NVTX BEGIN records, sent at once
- *   torch     = attached && torch sem    a RecordFunction callback (shim_torch.c; shapes with
- *                                        the torch_shapes sem)
+ *   modules   = their own semaphores     each polls its own (shim_modules.c: torch's callback)
  *   drain     = rising edge of drain sem flush everything, send open ranges, fire drain(seq)
  *   join      = join sem went up          while attached: a tracer joined the session, which
  *                                        another's attach began: every string, the NVTX
@@ -41,8 +40,6 @@ unsigned short bpfsight_gpu_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_nvtx_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_sync_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_drain_semaphore __attribute__((section(".probes"), used));
-unsigned short bpfsight_torch_semaphore __attribute__((section(".probes"), used));
-unsigned short bpfsight_torch_shapes_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_join_semaphore __attribute__((section(".probes"), used));
 
 _Atomic uint32_t shim_hot;
@@ -238,8 +235,9 @@ static void report_state(uint32_t session)
 	shim_core__status(session, BS_SHIM_EV_STATE, 0, NULL, 0);
 	SHIM_PROBE_GPU(st);
 	SHIM_PROBE_NVTX(st);
-	SHIM_PROBE_TORCH(st);
-	SHIM_PROBE_TORCH_SHAPES(st);
+	for (const struct shim_module *const *m = shim_modules; *m; m++)
+		if ((*m)->state)
+			(*m)->state(st);
 	shim_log("state 0x%x", st);
 }
 
@@ -328,7 +326,9 @@ static void *poller(void *arg)
 		poll_once();
 		pthread_mutex_unlock(&ctl);
 		shim_ptrace__nvtx();
-		shim_torch__poll();
+		for (const struct shim_module *const *m = shim_modules; *m; m++)
+			if ((*m)->poll)
+				(*m)->poll();
 		nanosleep(&period, NULL);
 	}
 	return NULL;
@@ -392,6 +392,9 @@ static void fork_parent(void)
  */
 static void fork_child(void)
 {
+	uint32_t clear =
+		BS_SHIM_ST_GPU_ON | BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_SYNC | BS_SHIM_ST_CUPTI_BUSY;
+
 	shim_buf__atfork_child();
 	shim_str__atfork_child();
 	shim_nvtx__atfork_child();
@@ -402,8 +405,9 @@ static void fork_child(void)
 	poll_state.forked = true;
 	atomic_store(&shim_session, 0);
 	atomic_store(&shim_hot, SHIM_HOT_RESTART);
-	shim_core__set_state(0, BS_SHIM_ST_GPU_ON | BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_SYNC |
-					BS_SHIM_ST_CUPTI_BUSY | BS_SHIM_ST_TORCH_ON);
+	for (const struct shim_module *const *m = shim_modules; *m; m++)
+		clear |= (*m)->fork_clear;
+	shim_core__set_state(0, clear);
 }
 
 static void init_once(void)
@@ -412,7 +416,9 @@ static void init_once(void)
 
 	debug = d && *d && strcmp(d, "0");
 	shim_pid = (uint32_t)getpid();
-	shim_torch_lib__init();
+	for (const struct shim_module *const *m = shim_modules; *m; m++)
+		if ((*m)->init)
+			(*m)->init();
 	shim_clock__init();
 	shim_buf__init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);

@@ -33,6 +33,13 @@
 #include "shim_usdt.h"
 #include "torch_records.h"
 
+extern const struct shim_module shim_torch_module;
+static int module_slot; /* its per-thread state (shim_thread__module), set at init */
+
+/* The torch family's control sites: bpfsight:torch and bpfsight:torch_shapes. */
+SHIM_SEMAPHORE(torch);
+SHIM_SEMAPHORE(torch_shapes);
+
 #define TORCH_MAX_DEPTH 64
 #define NAME_CACHE	256 /* per thread: schema names by address (they live as long as torch) */
 #define SHAPES_MAX	1024
@@ -166,7 +173,7 @@ static struct torch_thread *thread_state(uint32_t session)
 		t = shim_thread__self();
 		if (!t)
 			return NULL;
-		slot = shim_thread__torch(t);
+		slot = shim_thread__module(t, module_slot);
 		if (!*slot && !(*slot = calloc(1, sizeof(struct torch_thread)))) {
 			shim_core__add_dropped(1);
 			return NULL;
@@ -438,7 +445,7 @@ static void find(uint32_t session)
 		note(session, lib_err, lib_why);
 }
 
-void shim_torch__poll(void)
+static void shim_torch__poll(void)
 {
 	uint32_t session = atomic_load(&shim_session);
 	bool want = session && SHIM_SEM(batch) > 0 && SHIM_SEM(torch) > 0, shapes;
@@ -481,12 +488,34 @@ void shim_torch__poll(void)
 		set_on(true); /* a forked child, its poller started again */
 }
 
-void shim_torch__thread_gone(void *state)
+static void torch_thread_gone(void *state)
 {
 	if (me == state)
 		me = NULL;
 	free(state);
 }
+
+/* A state change: the probes a tracer can watch (their notes are the control sites). */
+static void torch_state(uint32_t st)
+{
+	STAP_PROBE1(bpfsight, torch, (uint64_t)st);
+	STAP_PROBE1(bpfsight, torch_shapes, (uint64_t)st);
+}
+
+static void torch_init(void)
+{
+	module_slot = shim_module__slot(&shim_torch_module);
+	shim_torch_lib__init();
+}
+
+const struct shim_module shim_torch_module = {
+	.name = "torch",
+	.init = torch_init,
+	.poll = shim_torch__poll,
+	.state = torch_state,
+	.thread_gone = torch_thread_gone,
+	.fork_clear = BS_SHIM_ST_TORCH_ON,
+};
 
 /* The exit: torch may still run ops on other threads; they find the slots empty. */
 __attribute__((destructor)) static void shim_torch_exit(void)

@@ -87,9 +87,7 @@ const char *shim_torch_lib__verified(void);
 size_t shim_torch_shapes__format(const struct torch_layout *l, const void *inputs, size_t n,
 				 char *buf, size_t len);
 
-/* shim_torch.c */
-
-/* A thread's state (shim_thread__torch) when the thread or a forked copy of it is gone. */
-void shim_torch__thread_gone(void *state);
+/* shim_torch.c: the module (shim_modules.c); its shim_hot bit */
+#define SHIM_HOT_TORCH 0x8 /* the RecordFunction callback records torch ops */
 
 #endif /* BPFSIGHT_SHIM_TORCH_H */
