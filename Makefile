@@ -266,14 +266,20 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(LIB_OBJS) -o $@ $(LDLIBS)
 
-# The toy-family test brings its own registry (families[]) and family (tests/unit/toy/, a
-# family's folder): every user object but families.o.
+# A registry with one family more: families.c built again with FAMILIES_EXTRA=family_NAME
+# (the toy-family test, the toy shim family), linked with every user object but families.o.
 TOY_OBJS := $(filter-out $(OUT)/obj/families/families.o,$(LIB_OBJS))
+$(OUT)/tests/families_%.o: user/families/families.c | $(OUT)/tests $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -DFAMILIES_EXTRA=family_$* -c $< -o $@
+
+# The toy-family test and its family (tests/unit/toy/, a family's folder).
 TOY_SRCS := $(wildcard tests/unit/toy/*.c)
-$(OUT)/tests/test_family_toy: tests/unit/test_family_toy.c $(TOY_SRCS) $(TOY_OBJS) | $(OUT)/tests
+$(OUT)/tests/test_family_toy: tests/unit/test_family_toy.c $(TOY_SRCS) $(TOY_OBJS) \
+		$(OUT)/tests/families_toy.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -iquote tests/unit/toy $< $(TOY_SRCS) $(TOY_OBJS) \
-		-o $@ $(LDLIBS)
+		$(OUT)/tests/families_toy.o -o $@ $(LDLIBS)
 
 $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_OBJS)) | $(OUT)/tests
 	$(call msg,FUZZ-CC,$@)
@@ -501,7 +507,7 @@ $(OUT)/bench/floor.skel.h: $(OUT)/bench/floor.bpf.o
 # With bpfsight's own uprobe_multi attach (user/uprobe_multi.c, which probes the kernel and
 # hands links to the reaper), so the floor probes alike.
 $(OUT)/bench/floor: bench/floor.c user/uprobe/uprobe_multi.c user/record/kernel_features.c \
-		   user/record/link_reaper.c \
+		   user/record/link_reaper.c user/lib/msg.c \
 		   $(OUT)/bench/floor.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -I$(OUT)/bench $(USER_INC) \

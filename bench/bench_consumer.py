@@ -43,7 +43,7 @@ def shim_paths(r):
 def one(r, families, cmd):
     """Record CMD with FAMILIES: {records, lost, cpu_ns (consumer), rate, cmd}."""
     out = r.tmpfile(".bst")
-    rcmd = [r.bpfsight, "record", "-f", "-o", out, "-t", families, "--"] + cmd
+    rcmd = [r.bpfsight, "record", "--force", "-o", out, "-t", families, "--"] + cmd
     p = subprocess.Popen(rcmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err, cpu0 = [], None
     for line in p.stderr:

@@ -85,7 +85,7 @@ def one(ctx, rate, n):
         p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
         return json.loads(p.stdout.strip().splitlines()[-1]), None, None, None, None
     out = ctx.r.tmpfile(".bst")
-    rcmd = [ctx.r.bpfsight, "record", "-f", "-o", out, "-t", "cpu", "--sample-rate",
+    rcmd = [ctx.r.bpfsight, "record", "--force", "-o", out, "-t", "cpu", "--sample-rate",
             str(rate), "--"] + cmd
     stdout, stderr, rc, per = recorded(rcmd, {"cpu_sample"})
     # The recorder reaps the program: its rusage holds both; the program says its own part.
@@ -104,7 +104,7 @@ def stacked(ctx, shape, depth, n, on):
     the thread's CPU per call, trace bytes, calls recorded, ns per run of the return probe's
     program or None)."""
     out = ctx.r.tmpfile(".bst")
-    cmd = [ctx.r.bpfsight, "record", "-f", "-o", out, "-t", "cuda",
+    cmd = [ctx.r.bpfsight, "record", "--force", "-o", out, "-t", "cuda",
            "--stacks=" + ("cuda:0" if on else "none"), "--", python(), "-c",
            CALLS.format(cudart=CUDART, n=n, depth=depth, at=AT[shape])]
     stdout, stderr, rc, per = recorded(cmd, {"ucall_return"})

@@ -36,7 +36,7 @@ GUARD_SCHED_SLOWDOWN = 1.25
 
 def record_cmd(ctx, families, extra=()):
     trace = ctx.r.tmpfile(".bst")
-    return trace, [ctx.r.bpfsight, "record", "-f", "-o", trace, "-t", families] + \
+    return trace, [ctx.r.bpfsight, "record", "--force", "-o", trace, "-t", families] + \
         list(extra) + ["--"]
 
 
@@ -182,7 +182,7 @@ def call_loop(ctx, family, loop_name, fn, soname, symbol, report):
     if not os.access(loop, os.X_OK):
         return {"skip": f"bench/{loop_name} not built (no CUDA toolkit)"}
     probe = r.tmpfile(".bst")
-    chk = r.run([r.bpfsight, "record", "-f", "-o", probe, "-t", family, "--", "true"],
+    chk = r.run([r.bpfsight, "record", "--force", "-o", probe, "-t", family, "--", "true"],
                 check=False, timeout=120)
     if chk.returncode:
         why = (chk.stderr.strip().splitlines() or ["no message"])[-1]

@@ -50,7 +50,7 @@ class Rec:
         self.load = subprocess.Popen([ctx.r.bench_bin("loadgen"), *load, "--wait-stdin"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.out = ctx.r.tmpfile(".bst")
-        self.cmd = [ctx.r.bpfsight, "record", "-f", "-t", "osrt", "--osrt-threshold", "0",
+        self.cmd = [ctx.r.bpfsight, "record", "--force", "-t", "osrt", "--osrt-threshold", "0",
                     "--buffer-size", "64M", "-o", self.out, "-p", str(self.load.pid), *opts]
         self.p = subprocess.Popen(self.cmd, stderr=subprocess.PIPE, text=True)
         self.lines = []

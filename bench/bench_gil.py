@@ -80,7 +80,7 @@ def run_once(bpfsight, py, mode, args, tmp):
     rec, out = None, None
     if mode != "untraced":
         out = os.path.join(tmp, f"{mode}.bst")
-        cmd = [bpfsight, "record", "-f", "-o", out, "-t", "gil", "-p", str(pid)]
+        cmd = [bpfsight, "record", "--force", "-o", out, "-t", "gil", "-p", str(pid)]
         if mode == "full":
             cmd.append("--gil-mode=full")
         if mode == "nostacks":

@@ -46,7 +46,7 @@ def readline(p, timeout=60):
 
 
 def recorder(bpfsight, pid, out, inject, env=None):
-    args = [bpfsight, "record", "-f", "-o", out, "-p", str(pid), "-t", "gpu"]
+    args = [bpfsight, "record", "--force", "-o", out, "-p", str(pid), "-t", "gpu"]
     if inject:
         args.append("--inject")
     rec = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)

@@ -37,7 +37,7 @@ SYMBOL = {"rtlaunch": "cudaLaunchKernel", "drvlaunch": "cuLaunchKernel"}
 
 def configs(build, lib, before, fn):
     floor = os.path.join(build, "bench", "floor")
-    rec = ["record", "-f", "-o", "{out}", "-t", "cuda", "--"]
+    rec = ["record", "--force", "-o", "{out}", "-t", "cuda", "--"]
     cfg = [("untraced", [], None),
            (f"floor, 1 pair ({SYMBOL[fn]})", [floor, "-u", f"{lib}:{SYMBOL[fn]}", "--"], None)]
     if fn == "rtlaunch":

@@ -74,7 +74,7 @@ def cost(build, rounds):
     for name, (fam, cmd, metric, unit, higher_better) in workloads(build).items():
         configs = {
             "untraced": None,
-            "record": [bs, "record", "-f", "-o", trace, "-a", *fam],
+            "record": [bs, "record", "--force", "-o", trace, "-a", *fam],
             "monitor (1us)": [bs, "monitor", "-l", "127.0.0.1:0", "-a", *fam,
                               "--osrt-threshold", "1us"],
             "monitor": [bs, "monitor", "-l", "127.0.0.1:0", "-a", *fam],

@@ -86,7 +86,7 @@ def measure(r, lib, rounds, loop_ms=900, settle=0.7):
                 vals[body].append(sum(got.values()))
                 cmds["floor"] = r.show_cmd(cmd).replace(f"--body {body}", "--body NAME")
             trace = r.tmpfile(".bst")
-            cmd = [r.bpfsight, "record", "-f", "-o", trace, "-t", "cuda", "--"] + loop
+            cmd = [r.bpfsight, "record", "--force", "-o", trace, "-t", "cuda", "--"] + loop
             got = sample(r, cmd, settle)
             for name, _ in BPFSIGHT:
                 vals[name].append(got.get(name))

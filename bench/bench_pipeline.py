@@ -100,7 +100,7 @@ class Bench:
         """One traced run: the generator under bpfsight record, and what bpfsight spent."""
         self.ntrace += 1
         trace = os.path.join(self.tmp, f"run{self.ntrace}.bst")
-        rec = [self.bpfsight, "record", "-f", "-o", trace, "-t", "osrt"]
+        rec = [self.bpfsight, "record", "--force", "-o", trace, "-t", "osrt"]
         if threshold is not None:
             rec += ["--osrt-threshold", threshold]
         if buffer_size:

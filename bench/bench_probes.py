@@ -71,7 +71,7 @@ def bpfsight_cuda_works(ctx):
     """HOOK(cuda): bpfsight's figure on libcudart needs `bpfsight record -t cuda`. Until the
     cuda family loads and records, the bpfsight rows are skipped with the reason."""
     out = ctx.r.tmpfile(".bst")
-    r = ctx.r.run([ctx.r.bpfsight, "record", "-f", "-o", out, "-t", "cuda", "--", "true"],
+    r = ctx.r.run([ctx.r.bpfsight, "record", "--force", "-o", out, "-t", "cuda", "--", "true"],
                   check=False, timeout=120)
     if r.returncode:
         lines = [ln for ln in r.stderr.strip().splitlines() if "bpfsight" in ln] or \
@@ -107,7 +107,7 @@ def run_target(ctx, config, target, fns, loop_args, probes, bpftrace_text=None, 
         cmd = ["bpftrace", script, "-c", shlex.join(base)]
     elif config == "bpfsight":
         trace = r.tmpfile(".bst")
-        cmd = [r.bpfsight, "record", "-f", "-o", trace, "-t", "cuda", "--"] + base
+        cmd = [r.bpfsight, "record", "--force", "-o", trace, "-t", "cuda", "--"] + base
     else:
         raise ValueError(config)
     p = r.run(cmd, timeout=300)

@@ -66,7 +66,7 @@ def pyenv(minor):
 
 
 def one(bpfsight, py, k, n, stacks):
-    cmd = ["taskset", "-c", "1", bpfsight, "record", "-f", "-o", "/tmp/bench_tstate.bst", "-t",
+    cmd = ["taskset", "-c", "1", bpfsight, "record", "--force", "-o", "/tmp/bench_tstate.bst", "-t",
            "cuda", "--stacks=" + ("cuda:0" if stacks else "none"), "--", py, "-c",
            PROG.format(cudart=CUDART, n=n, k=k)]
     stdout, stderr, rc, per = recorded(cmd, {"ucall_return"})

@@ -35,7 +35,7 @@ def one(build, cfg, extra, seconds, cpu, out):
     if extra is None:
         res = subprocess.run(load, capture_output=True, text=True, check=True)
         return json.loads(res.stdout.splitlines()[-1]), None
-    cmd = [os.path.join(build, "bpfsight"), "record", "-f", "-o", out, "-t", "sched"] + extra + \
+    cmd = [os.path.join(build, "bpfsight"), "record", "--force", "-o", out, "-t", "sched"] + extra + \
         ["--"] + load
     stdout, stderr, rc, runs = recorded(cmd, PROGS, timeout=120)
     if rc:

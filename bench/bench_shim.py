@@ -111,7 +111,7 @@ def recorded(ctx, load, env, family):
     rec, stats = None, None
     try:
         hello = last_json(first_line(stdout, w), cmd)
-        rcmd = [r.bpfsight, "record", "-f", "-o", trace, "-t", family, "-p", str(hello["pid"])]
+        rcmd = [r.bpfsight, "record", "--force", "-o", trace, "-t", family, "-p", str(hello["pid"])]
         rec = subprocess.Popen(rcmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
         line = rec.stderr.readline()

@@ -57,7 +57,7 @@ def rss_mb(pid):
 def run(ctx):
     children = 10_000 if ctx.quick else 50_000
     out = ctx.r.tmpfile(".bst")
-    rec_cmd = [ctx.r.bpfsight, "record", "-f", "-a", "-t", "osrt", "-o", out]
+    rec_cmd = [ctx.r.bpfsight, "record", "--force", "-a", "-t", "osrt", "-o", out]
     churn_cmd = [os.path.join(ctx.r.build, "tests", "churn"), str(children), str(CALLS), "2",
                  "prio"]
     loop_cmd = ["sh", "-c", "while :; do /bin/true; done"]

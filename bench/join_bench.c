@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The launch join's cost per record (user/shim_channel/shim_join.h), without a recorder:
+ * The launch join's cost per record (user/families/gpu/shim_join.h), without a recorder:
  *
  *   join_bench [THREADS [CALLS [LATE]]]
  *

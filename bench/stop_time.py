@@ -32,7 +32,7 @@ def one(build, mode, force):
     work = os.path.join(build, "tests", "cuda", "cuda_api_shared")
     t0 = time.monotonic()
     p = subprocess.Popen([os.path.join(build, "bpfsight"), "record", "-o", "/tmp/stop_time.bst",
-                          "-f", "-t", "cuda", "--", work, "1"], stdout=subprocess.PIPE,
+                          "--force", "-t", "cuda", "--", work, "1"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env)
     last = None
     for line in p.stdout:  # the workload's own lines: its last one is printed at its exit

@@ -4,8 +4,8 @@
  * header every record starts with, the records of the recording itself (processes, strings,
  * losses, symbols, stacks) and the loss causes every family may count. Each family's own
  * records are in its header beside its program (bpf/NAME_records.h), which includes this one
- * (the cupti-shim channel's, gpu's and nvtx's in shim_records.h; torch's, which the shim
- * writes too, in torch_records.h; cuda's and nccl's share ucall_records.h). The file format
+ * (the cupti-shim channel's in shim_records.h; the families it carries have theirs,
+ * gpu_records.h, nvtx_records.h, torch_records.h; cuda's and nccl's share ucall_records.h). The file format
  * stores records through a codec, so the ring layout (BS_RB_VERSION) and the disk layout are
  * versioned separately.
  *
@@ -20,6 +20,7 @@
  *   0x00 the recording's own (below)   0x10 osrt    0x20 sched   0x30 cuda   0x40 nccl
  *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu    0x90 torch
  *   0xa0 bpfsight merge's (below)
+ *   0xd0, 0xe0  the tests' toy families (the toy shim family's, tests/unit/toy/)
  *   0xf0, 0xf1  the file format's own (user/core/trace_format.h)
  * (tests/unit/test_family_toy.c checks that no two families decode the same type.)
  */

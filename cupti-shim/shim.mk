@@ -20,6 +20,14 @@ SHIM_TEST_LIB := $(SHIM_WL)/libbpfsight-shim-test.so
 SHIM_TEST_OBJS := $(filter-out $(OUT)/shim/shim_cupti.o,$(SHIM_OBJS)) $(OUT)/shim-test/shim_cupti.o
 SHIM_WORKLOADS := $(addprefix $(SHIM_WL)/,nvtx_ranges libnvtx_second.so libnvtx_chain.so \
 		    cupti_feed cupti_flood order_feed nvtx_bench) $(SHIM_TEST_LIB)
+# The toy shim family's variant (tests/toyshim/): the shim plus its module, added to the
+# module table by one line (SHIM_MODULES_EXTRA), and a bpfsight with the family in its
+# registry by one line (FAMILIES_EXTRA: the Makefile's families_%.o).
+TOYSHIM := tests/toyshim
+SHIM_TOYSHIM_LIB := $(SHIM_WL)/libbpfsight-shim-toyshim.so
+SHIM_TOYSHIM_OBJS := $(filter-out $(OUT)/shim/shim_modules.o,$(SHIM_OBJS)) \
+		     $(OUT)/shim-toyshim/shim_modules.o $(OUT)/shim-toyshim/shim_toyshim.o
+SHIM_WORKLOADS += $(SHIM_TOYSHIM_LIB) $(SHIM_WL)/toyshim_workload $(OUT)/tests/bpfsight-toyshim
 
 ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
 all: $(SHIM_LIB)
@@ -51,7 +59,30 @@ $(SHIM_TEST_LIB): $(SHIM_TEST_OBJS) cupti-shim/exports-test.map | $(SHIM_WL)
 	$(Q)$(CC) -shared -Wl,--version-script=cupti-shim/exports-test.map -Wl,-z,nodelete \
 		-Wl,-z,now -Wl,--no-undefined $(SHIM_TEST_OBJS) -o $@ -lpthread -ldl
 
-$(OUT)/shim $(OUT)/shim-test $(SHIM_WL):
+$(OUT)/shim-toyshim/shim_modules.o: cupti-shim/shim_modules.c | $(OUT)/shim-toyshim
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SHIM_CFLAGS) -DSHIM_MODULES_EXTRA=shim_toyshim_module -c $< -o $@
+
+$(OUT)/shim-toyshim/shim_toyshim.o: $(TOYSHIM)/shim_toyshim.c | $(OUT)/shim-toyshim
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SHIM_CFLAGS) -Icupti-shim -I$(TOYSHIM) -c $< -o $@
+
+$(SHIM_TOYSHIM_LIB): $(SHIM_TOYSHIM_OBJS) $(TOYSHIM)/exports-toyshim.map | $(SHIM_WL)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -shared -Wl,--version-script=$(TOYSHIM)/exports-toyshim.map -Wl,-z,nodelete \
+		-Wl,-z,now -Wl,--no-undefined $(SHIM_TOYSHIM_OBJS) -o $@ -lpthread -ldl
+
+$(SHIM_WL)/toyshim_workload: $(TOYSHIM)/toyshim_workload.c | $(SHIM_WL)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SHIM_WL_CFLAGS) $< -o $@ -ldl
+
+# bpfsight with the toy shim family as its registry's last line.
+$(OUT)/tests/bpfsight-toyshim: $(TOYSHIM)/toyshim.c $(OUT)/obj/cli/main.o \
+		$(OUT)/obj/cli/cmd_complete.o $(TOY_OBJS) $(OUT)/tests/families_toyshim.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -iquote $(TOYSHIM) $^ -o $@ $(LDLIBS)
+
+$(OUT)/shim $(OUT)/shim-test $(OUT)/shim-toyshim $(SHIM_WL):
 	$(Q)mkdir -p $@
 
 # Workloads (tests/workloads/shim/): NVTX programs use the header-only nvtx3 (the shim
@@ -86,4 +117,4 @@ $(SHIM_WL)/cupti_flood $(SHIM_WL)/order_feed: $(SHIM_WL)/%: tests/workloads/shim
 	$(Q)$(CC) $(SHIM_WL_CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,-rpath,$(CUDA_HOME)/lib64 -ldl -lpthread
 
--include $(wildcard $(OUT)/shim/*.d $(OUT)/shim-test/*.d $(SHIM_WL)/*.d)
+-include $(wildcard $(OUT)/shim/*.d $(OUT)/shim-test/*.d $(OUT)/shim-toyshim/*.d $(SHIM_WL)/*.d)

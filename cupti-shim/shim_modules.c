@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The shim's modules (struct shim_module, shim.h): one line each. A test variant of the shim
- * adds its own through SHIM_MODULES_EXTRA (the toy shim family's, tests/toyshim/).
+ * adds its own through SHIM_MODULES_EXTRA (a test family's module: cupti-shim/shim.mk).
  */
 #include <stddef.h>
 #include "shim.h"

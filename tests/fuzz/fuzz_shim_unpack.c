@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * libFuzzer target for the cupti-shim batch unpacker (user/shim_channel/shim_unpack.c, shim_join.c): the
+ * libFuzzer target for the cupti-shim batch unpacker (user/shim_channel/shim_unpack.c, and the
+ * families' hooks it calls: user/families/gpu/shim_join.c, nvtx_unpack.c): the
  * bytes of a batch come from the traced application's memory, so they are untrusted input.
  * `make fuzz`, or
  *   build/tests/fuzz_shim_unpack -runs=100000 CORPUS_DIR tests/fuzz/seeds-shim_unpack

@@ -7,8 +7,9 @@
  * with one line. Its trace goes through `bpfsight stats`, `info`, `dump`, every exporter and
  * the report's page; record and monitor take its option (--help, their getopt tables, the
  * parser); monitor's metrics count its ticks. Nothing outside its folder and this file knows
- * the toy. This test links every object but families.o (the Makefile's rule for it): the
- * registry below is the product's plus the toy.
+ * the toy. This test links every object but families.o (the Makefile's rule for it) and
+ * families.c built again with the toy as its last line (-DFAMILIES_EXTRA=family_toy): the
+ * product's registry plus one line, which cannot drift from the product's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,14 +39,6 @@
 #include "top_screen.h"
 #include "toy.h"
 #include "trace_build.h"
-
-/* ---- the registry: the product's (families.c), plus one line ------------------------- */
-
-const struct family *const families[] = {
-	&family_proc, &family_osrt, &family_sched, &family_cpu,	 &family_gil,
-	&family_cuda, &family_nccl, &family_gpu,   &family_nvtx, &family_toy, /* the one line */
-	NULL,
-};
 
 /* ---- the test -------------------------------------------------------------------------- */
 

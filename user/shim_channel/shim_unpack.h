@@ -29,6 +29,7 @@
 #ifndef BPFSIGHT_SHIM_UNPACK_H
 #define BPFSIGHT_SHIM_UNPACK_H
 
+#include <stddef.h>
 #include <linux/types.h>
 #include "records.h"
 
