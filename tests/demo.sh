@@ -9,7 +9,7 @@ trace="$out/demo.bst"
 sudo=""
 [ "$(id -u)" = 0 ] || sudo=sudo
 echo "== bpfsight record -o $trace -- $out/tests/demo_pipeline"
-$sudo "$bin" record -f -o "$trace" -- "$out/tests/demo_pipeline"
+$sudo "$bin" record --force -o "$trace" -- "$out/tests/demo_pipeline"
 echo
 echo "== bpfsight info $trace"
 "$bin" info "$trace"

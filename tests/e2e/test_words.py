@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import sys
 
 from helpers import (BPFSIGHT, Recorder, check, dump, eq, need_root, record, run, spawn, stats,
@@ -171,11 +172,34 @@ def test_empty_folded_exports_refused():
     out = known_trace()
     for fmt, needs in (("folded-offcpu", "off-CPU intervals with a stack (record with -t "
                                           "sched --stacks=sched)"),
-                       ("folded", "CPU samples (record with -t cpu)")):
+                       ("folded", "CPU samples (record with -t cpu)"),
+                       ("svg", "CPU samples (record with -t cpu)"),
+                       ("pprof", "CPU samples (record with -t cpu)")):
         dest = os.path.join(tmpdir(), "x.folded")
         line = one_line(run([BPFSIGHT, "export", out, "--format", fmt, "-o", dest]), fmt)
         eq(line, f"bpfsight export: {out} holds no {needs}: nothing to write to {dest}", fmt)
         check(not os.path.exists(dest), f"{fmt}: no empty file left")
+
+
+def test_a_trace_without_events_is_refused_by_every_export_and_report():
+    """A file with no event at all (here: its recorder killed before any record reached it)
+    shows nothing: each export and report says so and exits 1, leaving no empty file."""
+    out = os.path.join(tmpdir(), "empty.bst")
+    p = subprocess.run([workload("bst_write"), "--no-close", out], input=b"", capture_output=True)
+    eq(p.returncode, 0, p.stderr)
+    for fmt in ("chrome", "perfetto", "sqlite"):
+        dest = os.path.join(tmpdir(), "x." + fmt)
+        p = run([BPFSIGHT, "export", out, "--format", fmt, "-o", dest])
+        eq(p.returncode, 1, f"{fmt}: exit status ({p.stderr})")
+        check(f"bpfsight export: {out} holds no events: nothing to write to {dest}"
+              in p.stderr, f"{fmt}: {p.stderr}")
+        check(not os.path.exists(dest), f"{fmt}: no empty file left")
+    dest = os.path.join(tmpdir(), "x.html")
+    p = run([BPFSIGHT, "report", out, "-o", dest])
+    eq(p.returncode, 1, f"report: exit status ({p.stderr})")
+    check(f"bpfsight report: {out} holds no events: nothing to report in {dest}" in p.stderr,
+          p.stderr)
+    check(not os.path.exists(dest), "report: no page left")
 
 
 def test_our_uretprobes_are_not_the_applications_syscalls():

@@ -431,7 +431,7 @@ int cmd_export(int argc, char **argv)
 		if (export_stop)
 			pr_info("interrupted: removed %s\n", out);
 		else if (err == -ENODATA && ex->needs)
-			pr_info("%s holds no %s: nothing to write to %s\n", file, ex->needs, out);
+			pr_err("%s holds no %s: nothing to write to %s\n", file, ex->needs, out);
 		else
 			pr_err("writing %s failed: %s: removed it\n", out,
 			       strerror(err < 0 ? -err : EIO));
@@ -440,6 +440,13 @@ int cmd_export(int argc, char **argv)
 		goto out_close;
 	}
 	status = trace_walk__finish(&w);
+	if (!events) {
+		/* A timeline of nothing would read as a job that did nothing. */
+		pr_err("%s holds no events: nothing to write to %s\n", file, out);
+		unlink(out);
+		status = EXIT_READ_FAIL;
+		goto out_close;
+	}
 	pr_info("wrote %s (%llu events)\n", out, (unsigned long long)events);
 
 out_close:

@@ -179,6 +179,12 @@ int cmd_report(int argc, char **argv)
 				    &status);
 	if (!stats)
 		goto done;
+	if (!stats__events(stats)) {
+		/* A page of empty timelines would read as a job that did nothing. */
+		pr_err("%s holds no events: nothing to report in %s\n", file, out);
+		status = EXIT_READ_FAIL;
+		goto done;
+	}
 	/* Written to a temporary name beside OUT, renamed once complete: never half a page. */
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {

@@ -11,9 +11,11 @@
 #include <unistd.h>
 #include "commands.h"
 #include "json.h"
+#include "record_ctx.h"
 #include "snap.h"
 #include "stack_format.h"
 #include "syscall_names.h"
+#include "target_tree.h"
 #include "thread_name.h"
 #include "trace_model.h"
 #include "msg.h"
@@ -24,7 +26,7 @@ enum native_mode { NATIVE_LEAF, NATIVE_ALL, NATIVE_NONE };
 
 struct stacks_opts {
 	pid_t pid;
-	int json, active_only;
+	int json, active_only, no_subprocesses;
 	enum native_mode native;
 };
 
@@ -32,12 +34,17 @@ static void stacks_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: bpfsight stacks -p PID [--json] [--native | --no-native] [--active]\n"
+		"                    [--no-subprocesses]\n"
 		"\n"
 		"Every thread's stack of a running process now, Python and native, with its name,\n"
-		"state and the GIL's holder, like py-spy dump, without stopping the process.\n"
+		"state and the GIL's holder, like py-spy dump, without stopping the process; then\n"
+		"the same for each of its child processes (a DataLoader's workers), as py-spy dump\n"
+		"--subprocesses.\n"
 		"\n"
 		"  -p, --pid PID     the process (a thread id names its process)\n"
-		"  -j, --json        one JSON object instead of text\n"
+		"      --subprocesses     its child processes too (the default; py-spy's spelling)\n"
+		"      --no-subprocesses  only PID\n"
+		"  -j, --json        one JSON object per process, a line each, instead of text\n"
 		"  -n, --native      every native frame, the interpreter's own too\n"
 		"  -N, --no-native   Python frames only (for threads that have some)\n"
 		"  -a, --active      only threads that run or hold the GIL (idle ones are listed\n"
@@ -56,6 +63,8 @@ const struct option stacks_options[] = {
 	{ "native", no_argument, NULL, 'n' },
 	{ "no-native", no_argument, NULL, 'N' },
 	{ "active", no_argument, NULL, 'a' },
+	{ "subprocesses", no_argument, NULL, 'S' },
+	{ "no-subprocesses", no_argument, NULL, 'P' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -284,6 +293,12 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		case 'a':
 			o->active_only = 1;
 			break;
+		case 'S':
+			o->no_subprocesses = 0;
+			break;
+		case 'P':
+			o->no_subprocesses = 1;
+			break;
 		case 'h':
 			stacks_usage(stdout);
 			return 1;
@@ -304,28 +319,51 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 	return 0;
 }
 
-int cmd_stacks(int argc, char **argv)
+/* One process's stacks printed; 0, or -errno after saying what failed. */
+static int dump_one(pid_t pid, const struct stacks_opts *o)
 {
-	struct stacks_opts o = {};
 	struct snap s;
-	int err = parse_args(argc, argv, &o);
+	int err = snap__take(pid, STACKS_WAIT_NS, &s);
 
-	if (err)
-		return err > 0 ? 0 : 1;
-	err = snap__take(o.pid, STACKS_WAIT_NS, &s);
 	if (err) {
-		pr_err("pid %d: %s: %s%s\n", o.pid, s.failure, strerror(-err),
+		pr_err("pid %d: %s: %s%s\n", pid, s.failure, strerror(-err),
 		       err == -EPERM || err == -EACCES ? " (needs root: CAP_BPF, CAP_PERFMON and "
 							 "CAP_SYS_PTRACE)"
 						       : "");
 		snap__free(&s);
-		return 1;
+		return err;
 	}
-	if (o.json)
-		print_json(&s, &o);
+	if (o->json)
+		print_json(&s, o);
 	else
-		print_text(&s, &o);
+		print_text(&s, o);
 	snap__free(&s);
+	return 0;
+}
+
+int cmd_stacks(int argc, char **argv)
+{
+	struct stacks_opts o = {};
+	pid_t kids[RECORD_MAX_PIDS];
+	int err = parse_args(argc, argv, &o), n = 0;
+
+	if (err)
+		return err > 0 ? 0 : 1;
+	/* The children as they are now, before the parent's dump takes its time. */
+	if (!o.no_subprocesses)
+		n = target_tree__descendants(&o.pid, 1, kids, RECORD_MAX_PIDS);
+	if (dump_one(o.pid, &o))
+		return 1;
+	if (n > RECORD_MAX_PIDS) {
+		pr_warn("pid %d has %d child processes: the first %d are shown\n", o.pid, n,
+			RECORD_MAX_PIDS);
+		n = RECORD_MAX_PIDS;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!o.json)
+			printf("\n");
+		dump_one(kids[i], &o); /* one that exited meanwhile is said; the others shown */
+	}
 	if (fflush(stdout) || ferror(stdout)) {
 		pr_err("writing the output failed: %s\n", strerror(errno));
 		return 1;

@@ -257,6 +257,8 @@ static int pprof_finish(void *st, const struct trace_model *m, const struct trac
 	err = !p->strs || !p->funcs || !p->locs || pb__init(&body, 0) || pb__init(&p->tables, 0)
 		      ? -ENOMEM
 		      : 0;
+	if (!err && !hmap__count(p->samples))
+		err = -ENODATA; /* a profile of nothing */
 	if (!err) {
 		pprof_write(p, m, &body);
 		value_type(p, &body, P_PERIOD_TYPE, "cpu", "nanoseconds");
@@ -306,4 +308,5 @@ const struct exporter export_pprof = {
 	.record = pprof_record,
 	.finish = pprof_finish,
 	.abort = pprof_abort,
+	.needs = "CPU samples (record with -t cpu)",
 };

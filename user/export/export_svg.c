@@ -16,10 +16,14 @@ static int svg_finish(void *vst, const struct trace_model *m, const struct trace
 	size_t it = 0;
 	__u32 stack_id;
 	int kernel, err = g ? 0 : -ENOMEM;
-	__u64 n;
+	__u64 n, nsamples = 0;
 
-	while (!err && cpu_samples__next(st->counts, &it, &stack_id, &kernel, &n))
+	while (!err && cpu_samples__next(st->counts, &it, &stack_id, &kernel, &n)) {
 		err = flamegraph__add(g, trace_model__stack(m, stack_id), kernel, n, m);
+		nsamples += n;
+	}
+	if (!err && !nsamples)
+		err = -ENODATA; /* an empty graph would read as a profile of nothing */
 	if (!err)
 		err = flamegraph__svg(g, st->f, st->title, 1);
 	flamegraph__free(g);
@@ -33,4 +37,5 @@ const struct exporter export_svg = {
 	.record = samples_export__record,
 	.finish = svg_finish,
 	.abort = samples_export__abort,
+	.needs = "CPU samples (record with -t cpu)",
 };

@@ -32,6 +32,9 @@ struct record_opts {
 	__u64 pid_start
 		[RECORD_MAX_PIDS]; /* each -p target's start time: a recycled pid is not it */
 	__u32 npids;
+	/* Of pids, the last NCHILDREN: -p's descendants taken in at the start (target_tree.h). */
+	__u32 nchildren;
+	__u32 no_subprocesses; /* --no-subprocesses: -p takes in no existing child */
 	__u32 system_wide;
 	__u64 duration_ns; /* 0 = until the targets exit or a signal */
 	__u64 ringbuf_bytes;

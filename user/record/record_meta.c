@@ -43,9 +43,14 @@ void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
 			for (char **a = o->cmd; *a && used < target_len; a++)
 				used += snprintf(target + used, target_len - used, " %s", *a);
 		}
-		for (__u32 i = 0; i < o->npids && used < target_len; i++)
+		for (__u32 i = 0; i < o->npids - o->nchildren && used < target_len; i++)
 			used += snprintf(target + used, target_len - used, "%s%d",
 					 i ? "," : (used ? "; pid: " : "pid: "), o->pids[i]);
+		/* The children -p took in (target_tree.h): how many, and which. */
+		for (__u32 i = o->npids - o->nchildren; i < o->npids && used < target_len; i++)
+			used += snprintf(target + used, target_len - used, "%s%d",
+					 i == o->npids - o->nchildren ? " + children " : ",",
+					 o->pids[i]);
 	}
 	kfeatures__missing(missing, sizeof(missing));
 	used = snprintf(options, options_len, "ringbuf_bytes=%llu duration_ns=%llu",

@@ -64,6 +64,18 @@ static int opt_pid(struct record_args *a, const char *arg)
 	return record_args__pids(a->cmd, arg, &a->o);
 }
 
+static int opt_subprocesses(struct record_args *a, const char *arg)
+{
+	a->o.no_subprocesses = 0; /* py-spy's flag: what -p does anyway */
+	return 0;
+}
+
+static int opt_no_subprocesses(struct record_args *a, const char *arg)
+{
+	a->o.no_subprocesses = 1;
+	return 0;
+}
+
 static int opt_all(struct record_args *a, const char *arg)
 {
 	a->o.system_wide = 1;
@@ -379,10 +391,17 @@ static const struct rec_option table[] = {
 	  "families, comma-separated (default: all but the opt-in ones)", opt_trace,
 	  "families, comma-separated (default: those with columns, below)" },
 	{ "pid", 'p', "PID", RMT,
-	  "attach to PID (repeatable, or comma-separated); its threads and future children are "
-	  "traced",
-	  "only PID and its future children (repeatable); it ends when they have all exited",
+	  "attach to PID (repeatable, or comma-separated); its threads and child processes, "
+	  "those it has (a DataLoader's workers) and those it starts, are traced",
+	  "only PID and its child processes, existing and future (repeatable); it ends when they "
+	  "have all exited",
 	  opt_pid },
+	{ "subprocesses", 0, NULL, RMT,
+	  "-p: take in PID's existing child processes too (the default; py-spy's spelling)", NULL,
+	  opt_subprocesses },
+	{ "no-subprocesses", 0, NULL, RMT,
+	  "-p: only PID and the children it starts while recording, not those it has now",
+	  NULL, opt_no_subprocesses },
 	{ "system-wide", 'a', NULL, RMT,
 	  "every process, including those started while recording",
 	  "every process (the default)", opt_all },

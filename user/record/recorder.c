@@ -28,6 +28,7 @@
 #include "ring_pump.h"
 #include "stack_svc.h"
 #include "string_pool.h"
+#include "target_tree.h"
 #include "trace_writer.h"
 #include "uprobe_mgr.h"
 #include "msg.h"
@@ -377,6 +378,7 @@ static void raise_fd_limit(void)
 
 /* One recording: its context, the launched CMD, the ring, the losses seen so far. */
 struct recording {
+	struct record_opts opts; /* the caller's, with -p's children taken in */
 	struct record_ctx ctx;
 	struct launch launch;
 	int launched;
@@ -862,14 +864,20 @@ static int dry_run(struct recording *r)
 	return launch__exit_status(&r->launch);
 }
 
-int recorder__run(const struct record_opts *o)
+int recorder__run(const struct record_opts *opts)
 {
 	struct recording *r = calloc(1, sizeof(*r));
+	const struct record_opts *o = opts;
 	enum record_outcome outcome;
 	int ret = 1, cmd_status;
 
 	if (!r)
 		return 1;
+	/* -p takes in its targets' existing children, as BPF does those forked from now on. */
+	r->opts = *opts;
+	if (!opts->no_subprocesses)
+		target_tree__take_children(&r->opts);
+	o = &r->opts;
 	r->ctx = (struct record_ctx){ .opts = o,
 				      .events_fd = -1,
 				      .targets_fd = -1,

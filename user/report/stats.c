@@ -27,8 +27,9 @@ struct stats {
 	int n;
 	unsigned long long lost;
 	char loss[256];
-	struct verdict *verdict; /* the default selection's */
-	int top;		 /* JSON and CSV: at most this many rows of each report */
+	struct verdict *verdict;   /* the default selection's */
+	unsigned long long events; /* records that decode to events (what dump prints) */
+	int top;		   /* JSON and CSV: at most this many rows of each report */
 };
 
 /* Indexed by enum stats_format. */
@@ -296,6 +297,8 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 			continue;
 		if (fam_of_type[rec->type] >= 0)
 			fam_has[fam_of_type[rec->type]] = 1;
+		if (dec && dec->decode != family__decode_meta)
+			s->events++;
 		for (i = 0; i < s->n; i++)
 			s->reps[i].rep->add(s->reps[i].st, rec, w.m);
 		if (s->verdict)
@@ -344,6 +347,11 @@ struct stats *stats__collect(const char *path, const char *reports, int *status)
 	struct stats_opts o = { .reports = reports };
 
 	return stats__collect_opts(path, &o, status);
+}
+
+unsigned long long stats__events(const struct stats *s)
+{
+	return s->events;
 }
 
 const struct verdict *stats__verdict(const struct stats *s)

@@ -48,6 +48,8 @@ struct stats_opts {
 
 /* Like stats__collect, as O says; with the default selection, the verdict is judged too. */
 struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, int *status);
+/* The records read that are events (what dump prints), those --pid/--tid/--comm kept. */
+unsigned long long stats__events(const struct stats *s);
 /* The verdict of the default selection, NULL otherwise. */
 const struct verdict *stats__verdict(const struct stats *s);
 /*

@@ -562,7 +562,8 @@ static void warn_targets(struct shim_link *l)
 
 	if (l->warned_targets++ || !o->families_explicit)
 		return;
-	for (__u32 i = 0; i < o->npids; i++) {
+	/* The -p targets named, not the children they brought (target_tree.h): said once. */
+	for (__u32 i = 0; i < o->npids - o->nchildren; i++) {
 		pid_t pid = o->pids[i];
 		const char *failed = shim_inject__failure(l->inject, pid);
 		int noted = 0;
