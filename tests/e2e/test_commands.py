@@ -1,0 +1,283 @@
+"""Every command README.md and docs/USAGE.md show runs as written (tests/e2e/commands.py):
+against a GIL-bound Python job, a CPU PyTorch job with DataLoader workers and a program
+calling the real libcudart, each exits 0 and leaves what its comment promises. Then the
+combinations users make: --inject with the default families and with each opt-in family, and
+-t torch,gil,cpu --capture-range=steps:N. The system-wide ones (-a, monitor, top of every
+process) are test_commands_system.py's, alone.
+
+Every example of the docs is claimed by one scenario below (or by test_commands_system.py),
+by its text as the docs write it, or skipped by SKIPPED with the reason: a command the docs
+gain, or change, fails test_every_documented_command_is_run until a scenario runs it."""
+import json
+import os
+import re
+import signal
+
+import test_commands_system as system
+from commands import (DEBIAN_PY, WORKLOADS, Session, examples, need_cuda, need_torch)
+from helpers import BPFSIGHT, check, eq, info, run, workload
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 30
+SPLIT = True
+
+# What cannot run in make check, and where it does run.
+SKIPPED = {
+    "make deps && make demo": ".ci/run runs it on a clean clone before make check",
+    "make check": "this suite",
+    "make && sudo make install": "test_install installs into a DESTDIR and runs what it put",
+    "sudo make uninstall": "test_install: make uninstall removes exactly what it installed",
+    "make deb && sudo apt install ./build/deb/bpfsight_*.deb":
+        "make check-deb installs the package into a clean Debian root (debootstrap)",
+    "make check-deb": "its own target: it bootstraps a Debian root",
+}
+
+LAUNCH = ["sudo bpfsight record -o run.bst -- python3 train.py",
+          "bpfsight info run.bst",
+          "bpfsight stats run.bst",
+          "bpfsight stats run.bst --comm python3 --top 5 --wide",
+          "bpfsight stats run.bst -r osrt_sum --format json",
+          "bpfsight dump run.bst | head",
+          "bpfsight export run.bst --format perfetto -o run.pftrace",
+          "bpfsight report run.bst -o run.html",
+          "bpfsight top run.bst"]
+DEMO = ["build/bpfsight report build/demo.bst -o demo.html"]
+ATTACH = ["sudo bpfsight record -o run.bst -p 4242 -d 30s",
+          "sudo bpfsight record -t cpu,gil -p 4242 -d 10s",
+          "bpfsight export run.bst --format svg -o flame.svg",
+          "bpfsight stats run.bst -r cpu_sum,gil_stacks",
+          "sudo bpfsight stacks -p 4242",
+          "sudo bpfsight top -p 4242"]
+BLOCKING = ["sudo bpfsight record -t sched --stacks=sched -p 4242 -d 10s",
+            "bpfsight stats run.bst -r offcpu_stacks"]
+CUDA = ["sudo bpfsight record -t cuda --dry-run -p 4242",
+        "sudo bpfsight record -t cuda --capture-range=cudaProfilerApi -- ./train",
+        "sudo bpfsight record -t cuda --stacks=cuda -- python3 train.py",
+        "sudo bpfsight record -t cuda,gpu,nvtx -- python3 train.py"]
+TORCH = ["sudo bpfsight record -p 4242 -t torch,cuda,gpu --inject --capture-range=steps:5",
+         "bpfsight stats run.bst -r torch_op_sum,torch_step_sum"]
+SHIM_ENV = ['eval "$(sudo bpfsight shim --install /opt/bpfsight -e)"',
+            "sudo bpfsight record -p 4242 -t gpu,nvtx -d 10s"]
+MISC = ["bpfsight record --features", "bpfsight --help", "bpfsight --version",
+        "bpfsight record -t osrt -- /bin/true"]
+CLAIMED = LAUNCH + DEMO + ATTACH + BLOCKING + CUDA + TORCH + SHIM_ENV + MISC
+TRAIN_TORCH = f"{DEBIAN_PY} {WORKLOADS}/torch_train.py --steps 3"
+TRAIN_CUDA_PY = f"python3 {WORKLOADS}/py_cuda.py 20"
+
+
+def test_every_documented_command_is_run():
+    docs = examples()
+    claimed = CLAIMED + system.CLAIMED
+    eq(sorted(c for c in claimed if claimed.count(c) > 1), [], "claimed twice")
+    eq(sorted(c for c in docs if c not in claimed and c not in SKIPPED), [],
+       "documented commands no scenario runs (add one, or a reason to SKIPPED)")
+    eq(sorted(c for c in list(claimed) + list(SKIPPED) if c not in docs), [],
+       "scenarios of commands the docs no longer show")
+
+
+def families(path):
+    return info(path)["families"].split(",")
+
+
+def stats_json(path, reports):
+    p = run([BPFSIGHT, "stats", path, "-r", reports, "--format", "json"])
+    eq(p.returncode, 0, p.stderr)
+    return json.loads(p.stdout)["reports"]
+
+
+def default_families(s):
+    """The families a recording without -t has (the registry's default set)."""
+    p = s.run("bpfsight record -o default.bst -- /bin/true")
+    return families(s.last)
+
+
+def test_launch_then_read_it():
+    need_torch()
+    s = Session()
+    try:
+        p = s.run(LAUNCH[0], train=TRAIN_TORCH)
+        check('"steps": 3' in p.stdout, f"the job trained: {p.stdout[-300:]}")
+        trace = s.last
+        eq(sorted(families(trace)), sorted(["proc", "osrt", "sched", "gil", "cuda", "nccl",
+                                             "gpu", "nvtx"]), "the default families")
+        p = s.run(LAUNCH[1])
+        check("families:" in p.stdout and "lost:" in p.stdout, p.stdout)
+        p = s.run(LAUNCH[2])
+        # first the verdict (after a warning, when something was lost)
+        check(re.search(r"\A(WARNING: [\s\S]*?\n\n?)?Verdict: ", p.stdout), p.stdout[:300])
+        p = s.run(LAUNCH[3])
+        check("python3" in p.stdout and "** " in p.stdout, p.stdout[:600])
+        # the same selection, counted: --comm python3 keeps only the job's process
+        rows = stats_json(trace, "osrt_sum")["osrt_sum"]
+        p = s.run(LAUNCH[4])
+        eq(json.loads(p.stdout)["reports"]["osrt_sum"], rows, "osrt_sum as JSON")
+        check(rows and all("count" in r for r in rows), f"osrt_sum rows: {rows[:2]}")
+        p = s.run(LAUNCH[5])
+        lines = p.stdout.splitlines()
+        eq(len(lines), 10, "head's ten lines")
+        check(all({"ts", "pid", "kind", "name"} <= json.loads(l).keys() for l in lines), lines[0])
+        p = s.run(LAUNCH[6])
+        check(os.path.getsize(os.path.join(s.dir, "run.pftrace")) > 0, "run.pftrace")
+        check("wrote run.pftrace" in p.stderr, p.stderr)
+        s.run(LAUNCH[7])
+        with open(os.path.join(s.dir, "run.html")) as f:
+            check(f.read(200).lstrip().lower().startswith("<!doctype html"), "run.html")
+        p = s.run(LAUNCH[8])
+        check(re.search(r"^top - ", p.stdout, re.M), f"top's frames: {p.stdout[:300]}")
+    finally:
+        s.close()
+
+
+def test_the_demos_report():
+    s = Session()
+    try:
+        os.makedirs(os.path.join(s.dir, "build"))
+        p = run([BPFSIGHT, "record", "--force", "-o", os.path.join(s.dir, "build", "demo.bst"),
+                 "--", workload("demo_pipeline")], timeout=120)
+        eq(p.returncode, 0, p.stderr[-500:])  # what make demo records (tests/demo.sh)
+        s.run(DEMO[0])
+        check(os.path.getsize(os.path.join(s.dir, "demo.html")) > 1000, "demo.html")
+    finally:
+        s.close()
+
+
+def test_attach_to_a_python_job():
+    s = Session()
+    try:
+        job = s.python_job()
+        s.run(ATTACH[0], pid=job.pid)
+        i = info(s.last)
+        eq(i["target"], f"pid: {job.pid}", "the attached job")
+        check(1.9e9 <= i["duration_ns"] <= 2.2e9, f"-d 2s: {i['duration_ns']}")
+        p = s.run(ATTACH[1], pid=job.pid)
+        check(re.search(r"wrote report\d+\.bst", p.stderr), f"the default name: {p.stderr}")
+        eq(sorted(families(s.last)), ["cpu", "gil", "proc"], "-t cpu,gil")
+        s.run(ATTACH[2])
+        with open(os.path.join(s.dir, "flame.svg")) as f:
+            svg = f.read()
+        check(svg.startswith("<?xml") and "<svg" in svg and "cpu_thread" in svg,
+              "a flame graph naming the job's Python function")
+        p = s.run(ATTACH[3])
+        check("(cpu_sum)" in p.stdout and "(gil_stacks)" in p.stdout, p.stdout[:600])
+        p = s.run(ATTACH[4], pid=job.pid)
+        check(f"Process {job.pid}:" in p.stdout and "cpu_thread" in p.stdout, p.stdout[:800])
+        rc, out, err = s.run_until(ATTACH[5], r"^top - ", pid=job.pid)
+        eq(rc, 0, f"top after Ctrl-C: {err[-300:]}")
+        check(re.search(rf"^\s*{job.pid}\s", out, re.M), f"the job's row: {out[:600]}")
+    finally:
+        s.close()
+
+
+def test_where_a_job_blocks():
+    s = Session()
+    try:
+        job = s.blocking_job()
+        s.run(BLOCKING[0], pid=job.pid)
+        p = s.run(BLOCKING[1])
+        check("mode_io" in p.stdout, f"the sleeping Python function: {p.stdout[:800]}")
+    finally:
+        s.close()
+
+
+def test_cuda_programs():
+    need_cuda()
+    s = Session()
+    try:
+        job = s.cuda_job()
+        p = s.run(CUDA[0], pid=job.pid)
+        check("cudaStreamQuery" in p.stdout, f"the job's sites: {p.stdout[:400]}")
+        s.run(CUDA[1], train=f"{workload('cuda/cuda_api_shared')} 3")
+        rows = stats_json(s.last, "cuda_api_sum")["cuda_api_sum"]
+        eq({r["name"]: r["count"] for r in rows}.get("cudaLaunchKernel"), 18,
+           "the launches inside the profiler ranges")
+        for cmd in CUDA[2:]:  # a Python program whose CUDA calls all fail: no GPU here
+            s.run(cmd, train=TRAIN_CUDA_PY)
+            calls = [e["name"] for e in map(json.loads, run([BPFSIGHT, "dump", s.last]).stdout
+                                            .splitlines()) if e["kind"] == "cuda_api"]
+            eq((calls.count("cudaMalloc"), calls.count("cudaMemcpy")), (20, 20), cmd)
+    finally:
+        s.close()
+
+
+def test_torch_steps_of_a_running_job():
+    s = Session()
+    try:
+        job = s.torch_job()
+        p = s.run(TORCH[0], pid=job.pid)
+        check("5 steps captured" in p.stderr, p.stderr[-600:])
+        p = s.run(TORCH[1])
+        check("(torch_step_sum)" in p.stdout and "(torch_op_sum)" in p.stdout, p.stdout[:400])
+        eq(len(stats_json(s.last, "torch_step_sum")["torch_step_sum"]), 5, "five steps")
+    finally:
+        s.close()
+
+
+def test_a_job_started_with_the_shim():
+    s = Session()
+    try:
+        p = s.run(SHIM_ENV[0] + " && env")
+        env = dict(l.split("=", 1) for l in p.stdout.splitlines() if "INJECTION64_PATH=" in l)
+        check(os.path.exists(env.get("NVTX_INJECTION64_PATH", "")), f"installed: {env}")
+        job = s.start([workload("shim/nvtx_ranges"), "--loops", "400"],
+                      env=dict(s.env, **env), ready=r"pid")
+        s.run(SHIM_ENV[1], pid=job.pid)
+        kinds = [e["kind"] for e in map(json.loads, run([BPFSIGHT, "dump", s.last]).stdout
+                                        .splitlines()) if e["pid"] == job.pid]
+        check("nvtx_range" in kinds, f"NVTX ranges of the job: {sorted(set(kinds))}")
+    finally:
+        s.close()
+
+
+def test_what_usage_shows_in_its_prose():
+    s = Session()
+    try:
+        check("--capture-range" not in s.run(MISC[0]).stdout, "features")
+        check("usage: bpfsight COMMAND" in s.run(MISC[1]).stdout, "--help")
+        check(s.run(MISC[2]).stdout.startswith("bpfsight "), "--version")
+        s.run(MISC[3])
+        check("osrt" in families(s.last), "-t osrt")
+    finally:
+        s.close()
+
+
+# ---- the combinations users make ----
+
+def test_inject_with_the_default_families():
+    s = Session()
+    try:
+        job = s.torch_job()
+        p = s.run("bpfsight record -p 4242 --inject -d 2s -o inj.bst", pid=job.pid)
+        check("the cupti-shim is loaded" in p.stderr, p.stderr[-600:])
+        eq(sorted(families(s.last)), sorted(default_families(s)), "the default families")
+    finally:
+        s.close()
+
+
+def test_inject_with_each_opt_in_family():
+    s = Session()
+    try:
+        job = s.torch_job()
+        default = default_families(s)
+        every = run([BPFSIGHT, "__complete", "families"]).stdout.split()
+        opt_in = [f for f in every if f not in default]
+        check(opt_in, f"opt-in families: {every} less {default}")
+        for f in opt_in:
+            fams = ",".join([x for x in default if x != "proc"] + [f])
+            s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 2s -o {f}.bst", pid=job.pid)
+            check(f in families(s.last), f"-t ...,{f}")
+    finally:
+        s.close()
+
+
+def test_torch_gil_cpu_steps():
+    s = Session()
+    try:
+        job = s.torch_job()
+        p = s.run("bpfsight record -p 4242 -t torch,gil,cpu --inject --capture-range=steps:3 "
+                  "-o steps.bst", pid=job.pid)
+        check("3 steps captured" in p.stderr, p.stderr[-600:])
+        r = stats_json(s.last, "torch_step_sum,cpu_sum")
+        eq(len(r["torch_step_sum"]), 3, "three steps")
+        check(r["cpu_sum"], "CPU samples inside the steps")
+    finally:
+        s.close()
