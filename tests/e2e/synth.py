@@ -15,7 +15,7 @@ import struct
 import subprocess
 import tempfile
 
-from helpers import BPFSIGHT, BUILD, eq
+from helpers import BPFSIGHT, BUILD, check, eq
 
 BST_WRITE = os.path.join(BUILD, "tests", "bst_write")
 
@@ -81,8 +81,11 @@ def _attr_flags(color, payload):
 
 
 class Trace:
-    def __init__(self, families="proc,cuda,gpu,nvtx", start=1000, end=None):
+    def __init__(self, families="proc,cuda,gpu,nvtx", start=1000, end=None, flush_every=None):
+        """FLUSH_EVERY N: a chunk every N records (one chunk if None), for tests that spoil
+        one chunk of several."""
         self.recs = []
+        self.flush_every = flush_every
         self.strings = {}
         self.families = families
         self.start = start
@@ -236,12 +239,30 @@ class Trace:
         args = [BST_WRITE, "--families", self.families, "--start", str(self.start)]
         if self.end is not None:
             args += ["--end", str(self.end)]
+        if self.flush_every:
+            args += ["--flush-every", str(self.flush_every)]
         if not close:
             args.append("--no-close")
         p = subprocess.run(args + [path], input=b"".join(self.recs), capture_output=True,
                            timeout=60)
         eq(p.returncode, 0, f"bst_write ({p.stderr.decode().strip()})")
         return path
+
+
+def spoil_a_chunk(path, out):
+    """OUT: the trace at PATH with one data chunk in its middle spoiled (a byte of its zstd
+    frame flipped: the frame's checksum no longer matches). PATH needs three chunks or more."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    at, chunks = 0, []
+    while (at := data.find(b"BSCK", at + 1)) > 0:
+        chunks.append(at)
+    check(len(chunks) >= 3, f"{path}: {len(chunks)} chunks, 3 or more needed")
+    at = chunks[(len(chunks) - 1) // 2]  # the last is the footer
+    data[at + 48 + 8] ^= 0xff
+    with open(out, "wb") as f:
+        f.write(data)
+    return out
 
 
 _fns = {}

@@ -621,13 +621,10 @@ def test_bad_input_clear_errors():
     eq(p.returncode, 0, "a truncated trace reads")
     check("not closed cleanly" in p.stderr, f"says so: {p.stderr}")
     eq(len(p.stdout.splitlines()), len(dump(trace)), "all its events")
-    # A corrupted chunk: skipped, exit 3, and exports still write what is readable.
-    with open(trace, "rb") as f:
-        data = bytearray(f.read())
-    data[len(data) // 2] ^= 0xff
-    bad = os.path.join(d, "bad.bst")
-    with open(bad, "wb") as f:
-        f.write(data)
+    # A corrupted chunk of several: skipped, exit 3, and exports still write what is readable.
+    t = build_trace()
+    t.flush_every = 16
+    bad = synth.spoil_a_chunk(t.write(d, "chunks.bst"), os.path.join(d, "bad.bst"))
     for fmt, out in (("perfetto", "b.pftrace"), ("chrome", "b.json"), ("sqlite", "b.sqlite")):
         p = run([BPFSIGHT, "export", bad, "--format", fmt, "-o", os.path.join(d, out)])
         eq(p.returncode, 3, f"corrupt chunk: export {fmt} exit ({p.stderr})")

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 
 import helpers
+import synth
 from helpers import BPFSIGHT, check, dump, eq, need_root, record, run, tmpdir, workload
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -410,18 +411,18 @@ def test_export_perfetto_unwritable_out():
 def test_export_perfetto_corrupt_chunk():
     need_protoc()
     d = tmpdir()
-    trace = os.path.join(d, "c.bst")
-    data = bytearray(open(simple_trace(), "rb").read())
-    at = data.find(b"BSCK")
-    check(at > 0, "a chunk in the trace")
-    data[at + 48 + 8] ^= 0xff  # inside the zstd frame: its crc no longer matches
-    with open(trace, "wb") as f:
-        f.write(data)
+    t = synth.Trace(families="proc,gil", start=1000, end=10 ** 7, flush_every=8)
+    t.process(4242, "python3")
+    t.thread(4242, 4243, "worker")
+    for i in range(64):
+        t.gil_wait(4242, 4243, 2000 + i * 10 ** 5, 5 * 10 ** 4, holder=4242)
+    trace = synth.spoil_a_chunk(t.write(d), os.path.join(d, "c.bst"))
     out = os.path.join(d, "c.pftrace")
     p = export(trace, out)
     eq(p.returncode, 3, f"corrupt chunks skipped -> 3 ({p.stderr})")
-    check("corrupt" in p.stderr, f"warns: {p.stderr}")
-    decode(out)  # what was readable is still a valid trace
+    check("1 corrupt chunks skipped" in p.stderr, f"warns: {p.stderr}")
+    waits = [s for s in decode(out) if "GIL" in str(s)]
+    check(0 < len(waits) < 64, f"what was readable is still a valid trace: {len(waits)} waits")
 
 
 def test_export_help():

@@ -5,9 +5,11 @@
  * no recorder can produce on this machine (GPU kernels, CUPTI records, NVTX ranges) with it:
  * tests/e2e/synth.py packs them as records.h lays them out.
  *
- *   bst_write [--families LIST] [--start NS] [--end NS] [--no-close] OUT < records
+ *   bst_write [--families LIST] [--start NS] [--end NS] [--flush-every N] [--no-close] OUT
  *
- * --no-close leaves the file as a killed recorder would: no footer, no trailer.
+ * --flush-every N ends a chunk after every N records (a recorder ends one a second), so a test
+ * can spoil one chunk and keep the others; --no-close leaves the file as a killed recorder
+ * would: no footer, no trailer.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +30,7 @@ int main(int argc, char **argv)
 		{ "families", required_argument, NULL, 'f' },
 		{ "start", required_argument, NULL, 's' },
 		{ "end", required_argument, NULL, 'e' },
+		{ "flush-every", required_argument, NULL, 'F' },
 		{ "no-close", no_argument, NULL, 'n' },
 		{},
 	};
@@ -47,9 +50,9 @@ int main(int argc, char **argv)
 	} rec;
 	struct trace_writer *w;
 	int c, err = 0, no_close = 0;
-	__u64 n = 0;
+	__u64 n = 0, flush_every = 0;
 
-	while ((c = getopt_long(argc, argv, "f:s:e:n", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:s:e:F:n", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			meta.families = optarg;
@@ -60,6 +63,9 @@ int main(int argc, char **argv)
 		case 'e':
 			end.mono_ns = strtoull(optarg, NULL, 0);
 			break;
+		case 'F':
+			flush_every = strtoull(optarg, NULL, 0);
+			break;
 		case 'n':
 			no_close = 1;
 			break;
@@ -69,7 +75,7 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "usage: bst_write [--families L] [--start NS] [--end NS] "
-				"[--no-close] OUT < records\n");
+				"[--flush-every N] [--no-close] OUT < records\n");
 		return 2;
 	}
 	w = trace_writer__open(argv[optind], &meta, TRACE_WRITER_FORCE, &err);
@@ -97,6 +103,13 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		n++;
+		if (flush_every && n % flush_every == 0)
+			err = trace_writer__flush(w);
+		if (err) {
+			fprintf(stderr, "bst_write: flush: %s\n", strerror(-err));
+			trace_writer__free(w);
+			return 1;
+		}
 	}
 	if (no_close) {
 		err = trace_writer__flush(w);
