@@ -16,6 +16,7 @@
 #define BS_BLOCK 0x60 /* the cupti-shim channel: the gpu family's block */
 #include "common.bpf.h"
 #include "shim_cookie.h"
+#include "usdt_arg.bpf.h"
 #include "shim_records.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
@@ -54,51 +55,6 @@ static __always_inline void count_gap(__u32 tgid)
 		bpf_map_update_elem(&shim_gaps, &tgid, &one, BPF_NOEXIST);
 }
 
-/* The SIZE bytes at user address P, zero-extended. Constant sizes keep the verifier happy. */
-static __always_inline int read_user_sized(__u64 *v, __u32 log2size, const void *p)
-{
-	switch (log2size) {
-	case 0:
-		return bpf_probe_read_user(v, 1, p);
-	case 1:
-		return bpf_probe_read_user(v, 2, p);
-	case 2:
-		return bpf_probe_read_user(v, 4, p);
-	default:
-		return bpf_probe_read_user(v, 8, p);
-	}
-}
-
-/* One USDT argument as the note described it (shim_cookie.h). 0 or -1. */
-static __always_inline int fetch_arg(struct pt_regs *ctx, __u32 spec, __u64 *out)
-{
-	__u32 log2size = SHIM_ARG_LOG2SIZE(spec), shift = 64 - (8u << log2size);
-	__u64 v = 0, base = 0;
-
-	switch (SHIM_ARG_KIND(spec)) {
-	case SHIM_ARG_REG:
-		if (bpf_probe_read_kernel(&v, 8, (void *)ctx + SHIM_ARG_REG_SLOT(spec) * 8))
-			return -1;
-		break;
-	case SHIM_ARG_MEM:
-		if (bpf_probe_read_kernel(&base, 8, (void *)ctx + SHIM_ARG_REG_SLOT(spec) * 8) ||
-		    read_user_sized(&v, log2size, (void *)(base + (__s64)SHIM_ARG_VAL(spec))))
-			return -1;
-		break;
-	case SHIM_ARG_CONST:
-		v = (__s64)SHIM_ARG_VAL(spec);
-		break;
-	default:
-		return -1;
-	}
-	if (shift) {
-		v <<= shift;
-		v = SHIM_ARG_SIGNED(spec) ? (__u64)((__s64)v >> shift) : v >> shift;
-	}
-	*out = v;
-	return 0;
-}
-
 SEC("uprobe")
 int shim_probe(struct pt_regs *ctx)
 {
@@ -113,8 +69,8 @@ int shim_probe(struct pt_regs *ctx)
 	s = bpf_map_lookup_elem(&shim_scratch, &zero);
 	if (!s)
 		return 0;
-	if (fetch_arg(ctx, SHIM_COOKIE_ARG(cookie, 0), &buf) ||
-	    fetch_arg(ctx, SHIM_COOKIE_ARG(cookie, 1), &bytes))
+	if (usdt_fetch(ctx, SHIM_COOKIE_ARG(cookie, 0), &buf) ||
+	    usdt_fetch(ctx, SHIM_COOKIE_ARG(cookie, 1), &bytes))
 		flags |= BS_SHIM_BATCH_FAULT;
 	len = bytes;
 	if (bytes > BATCH_BYTES) {

@@ -214,6 +214,11 @@ struct family {
 	 */
 	__u64 stack_default_ns;
 	/*
+	 * Its stack THRESHOLD is a size in bytes, not a duration: --stacks=mem:1M takes
+	 * allocations of 1 MiB and more (stack_default_ns then holds bytes).
+	 */
+	__u8 stack_bytes;
+	/*
 	 * Kernel features it cannot record without, (1 << KF_*) of kernel_features.h: where
 	 * one is missing, a default recording goes on without the family (said once) and a
 	 * -t that names it is refused with the reason.

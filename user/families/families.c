@@ -17,6 +17,7 @@
 #include "nvtx.h"
 #include "cpu.h"
 #include "torch.h"
+#include "mem.h"
 
 #ifdef FAMILIES_EXTRA
 extern const struct family FAMILIES_EXTRA;
@@ -29,7 +30,7 @@ extern const struct family FAMILIES_EXTRA;
 // clang-format off
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
-	&family_osrt, &family_sched, &family_cpu, &family_gil, &family_cuda, &family_nccl,
+	&family_osrt, &family_sched, &family_cpu, &family_mem, &family_gil, &family_cuda, &family_nccl,
 	&family_gpu, &family_nvtx, &family_torch,
 #ifdef FAMILIES_EXTRA
 	&FAMILIES_EXTRA,

@@ -260,7 +260,11 @@ static int opt_stacks(struct record_args *a, const char *list)
 			break;
 		}
 		o->stack_ns[i] = families[i]->stack_default_ns;
-		if (colon && parse_threshold_ns(colon, &o->stack_ns[i]))
+		if (colon && families[i]->stack_bytes && parse_size(colon, &o->stack_ns[i]))
+			ret = FAIL("--stacks: bad size '%s' for %s: use e.g. 0, 64K or 1M", colon,
+				   tok);
+		else if (colon && !families[i]->stack_bytes &&
+			 parse_threshold_ns(colon, &o->stack_ns[i]))
 			ret = FAIL("--stacks: bad threshold '%s' for %s: use e.g. 0, 100us or 5ms",
 				   colon, tok);
 	}
@@ -728,6 +732,17 @@ static void threshold_text(__u64 ns, char *buf, size_t len)
 		snprintf(buf, len, "%lluns", (unsigned long long)ns);
 }
 
+/* "1M", "64K": a size as --stacks takes it. */
+static void size_text(__u64 bytes, char *buf, size_t len)
+{
+	if (bytes && !(bytes % (1 << 20)))
+		snprintf(buf, len, "%lluM", (unsigned long long)(bytes >> 20));
+	else if (bytes && !(bytes % 1024))
+		snprintf(buf, len, "%lluK", (unsigned long long)(bytes >> 10));
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)bytes);
+}
+
 static void print_stack_families(FILE *f)
 {
 	char line[640], thr[32], dflt[128];
@@ -737,7 +752,10 @@ static void print_stack_families(FILE *f)
 	for (int i = 0; families[i] && used < sizeof(line); i++) {
 		if (!takes_stacks(families[i]))
 			continue;
-		threshold_text(families[i]->stack_default_ns, thr, sizeof(thr));
+		if (families[i]->stack_bytes)
+			size_text(families[i]->stack_default_ns, thr, sizeof(thr));
+		else
+			threshold_text(families[i]->stack_default_ns, thr, sizeof(thr));
 		used += snprintf(line + used, sizeof(line) - used, " %s:%s", families[i]->name,
 				 thr);
 	}

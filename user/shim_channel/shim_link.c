@@ -122,9 +122,8 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 			continue; /* first pass: control probes; second: batch */
 		if (id == SHIM_PROBE_BATCH) {
 			/* The one probe whose arguments BPF reads: they must be understood. */
-			if (u->args_err || u->nargs < 2 ||
-			    !(a0 = shim_sites__arg_spec(&u->arg[0])) ||
-			    !(a1 = shim_sites__arg_spec(&u->arg[1]))) {
+			if (u->args_err || u->nargs < 2 || !(a0 = usdt_arg__spec(&u->arg[0])) ||
+			    !(a1 = usdt_arg__spec(&u->arg[1]))) {
 				pr_warn("%s: bpfsight:batch "
 					"arguments '%s' are not understood; site skipped\n",
 					f->shown, u->args);

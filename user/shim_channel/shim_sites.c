@@ -18,24 +18,6 @@ int shim_sites__probe_id(const char *name)
 	return 0;
 }
 
-__u32 shim_sites__arg_spec(const struct usdt_arg *a)
-{
-	int log2 = a->size == 8 ? 3 : a->size == 4 ? 2 : a->size == 2 ? 1 : 0;
-
-	if ((a->kind == USDT_ARG_MEM || a->kind == USDT_ARG_CONST) &&
-	    (a->val < SHIM_ARG_VAL_MIN || a->val > SHIM_ARG_VAL_MAX))
-		return 0;
-	switch (a->kind) {
-	case USDT_ARG_REG:
-		return SHIM_ARG(SHIM_ARG_REG, a->reg, log2, a->is_signed, 0);
-	case USDT_ARG_MEM:
-		return SHIM_ARG(SHIM_ARG_MEM, a->reg, log2, a->is_signed, a->val);
-	case USDT_ARG_CONST:
-		return SHIM_ARG(SHIM_ARG_CONST, 0, log2, a->is_signed, a->val);
-	}
-	return 0;
-}
-
 int shim_sites__add(struct sites *s, __u64 off, __u64 ref, __u64 cookie)
 {
 	__u64 *o = realloc(s->off, (s->n + 1) * sizeof(*o)), *r, *c;

@@ -14,8 +14,6 @@ struct sites {
 
 /* SHIM_PROBE_* of the channel's own probe NAME (batch, drain, join); 0 for any other. */
 int shim_sites__probe_id(const char *name);
-/* An argument as the BPF side fetches it; 0 when it cannot be encoded. */
-__u32 shim_sites__arg_spec(const struct usdt_arg *a);
 /* One more site in S: 0 or -ENOMEM. */
 int shim_sites__add(struct sites *s, __u64 off, __u64 ref, __u64 cookie);
 /* S emptied (it can be added to again). */

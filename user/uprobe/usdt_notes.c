@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "usdt_notes.h"
+#include "usdt_arg.h"
 
 #define NT_STAPSDT 3
 
@@ -353,5 +354,23 @@ int usdt_notes__has_provider(const struct usdt_notes *n, const char *provider)
 	for (__u32 i = 0; n && i < n->n; i++)
 		if (!strcmp(n->v[i].provider, provider))
 			return 1;
+	return 0;
+}
+
+__u32 usdt_arg__spec(const struct usdt_arg *a)
+{
+	int log2 = a->size == 8 ? 3 : a->size == 4 ? 2 : a->size == 2 ? 1 : 0;
+
+	if ((a->kind == USDT_ARG_MEM || a->kind == USDT_ARG_CONST) &&
+	    (a->val < BS_USDT_ARG_VAL_MIN || a->val > BS_USDT_ARG_VAL_MAX))
+		return 0;
+	switch (a->kind) {
+	case USDT_ARG_REG:
+		return BS_USDT_ARG(BS_USDT_ARG_REG, a->reg, log2, a->is_signed, 0);
+	case USDT_ARG_MEM:
+		return BS_USDT_ARG(BS_USDT_ARG_MEM, a->reg, log2, a->is_signed, a->val);
+	case USDT_ARG_CONST:
+		return BS_USDT_ARG(BS_USDT_ARG_CONST, 0, log2, a->is_signed, a->val);
+	}
 	return 0;
 }

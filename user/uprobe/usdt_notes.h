@@ -54,6 +54,8 @@ int usdt_notes__has_provider(const struct usdt_notes *n, const char *provider);
 
 /* Parse one argument spec ("-8@%rax", "4@16(%rsp)", "8@$0x10"). 0 or -ENOTSUP/-EINVAL. */
 int usdt_arg__parse(const char *spec, struct usdt_arg *out);
+/* ARG as BPF fetches it (bpf/usdt_arg.h's 30-bit spec); 0 when it cannot be encoded. */
+__u32 usdt_arg__spec(const struct usdt_arg *a);
 /* Parse the space-separated specs of a note into ARG[]; returns the count or -errno. */
 int usdt_args__parse(const char *specs, struct usdt_arg *arg, __u32 max);
 

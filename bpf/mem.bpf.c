@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * mem: where a job's memory goes, without touching the job.
+ *
+ * Tensors (uprobes, user/families/mem/mem_probes.c finds the sites in every libc10 and
+ * libc10_cuda a traced process maps):
+ *   - CPU: c10::ProfiledCPUMemoryReporter::New(ptr, nbytes) / Delete(ptr), which PyTorch's
+ *     default CPU allocator calls on every allocation and free, profiler or not; OutOfMemory
+ *     (nbytes) when alloc_cpu failed.
+ *   - GPU: c10::reportMemoryUsageToProfiler(ptr, size, allocated, reserved, device), which
+ *     the CUDA caching allocator calls on every malloc and free (it looks for a profiler
+ *     inside): the block's size and the device's totals; reportOutOfMemoryToProfiler(size,
+ *     allocated, reserved, device) before it raises OutOfMemoryError. Where the allocator
+ *     also has its USDT probes (pytorch:malloc / pytorch:free), malloc gives the block's
+ *     stream: kept per thread and put in the record the report probe writes next.
+ * Resident memory (the kmem:rss_stat tracepoint, which the kernel fires in the thread whose
+ * page fault or unmap moved one of the process's counters): a record when the process's RSS
+ * moved by rss_step since its last; and a growth sample each time it grew by grow_step since
+ * the last sample, charged to the thread whose fault took it there, with its stack: where
+ * memory is first touched, as memory_profiler and Scalene show it, by sampling bytes.
+ */
+#define BS_BLOCK 0xb0
+#include "stack.bpf.h"
+#include "usdt_arg.bpf.h"
+#include "mem_records.h"
+
+/* --stacks=mem:SIZE: allocations of at least SIZE bytes (and growth samples) carry stacks. */
+const volatile __u64 mem_stack_bytes = ~0ull;
+const volatile __u64 rss_step = 1 << 20;
+const volatile __u64 grow_step = 1 << 20;
+
+#define PAGE_SHIFT_X86 12
+#define DEV_TYPE_CUDA  1 /* c10::DeviceType::CUDA */
+
+struct mem_proc {
+	__u64 rss_written; /* the RSS of the process's last RSS record */
+	__u64 grow_base;   /* its RSS at its last growth sample (or its lowest since) */
+};
+
+/* tgid -> its RSS bookkeeping; deleted at the process's exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct mem_proc);
+} mem_procs SEC(".maps");
+
+/* How to read the arguments of one USDT site (the cookie of its probe is its index). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct bs_usdt_site);
+} mem_usdt_sites SEC(".maps");
+
+/* tid -> the stream of the block pytorch:malloc just saw (ptr, stream), for the report. */
+struct mem_pending {
+	__u64 ptr, stream;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct mem_pending);
+} mem_streams SEC(".maps");
+
+static __always_inline void emit_alloc(__u32 pid, __u32 tid, __u64 addr, __u64 bytes, __s16 dev,
+				       __u8 source, __u8 flags, __u64 allocated, __u64 reserved,
+				       __u64 stream)
+{
+	__u64 ts = bpf_ktime_get_ns();
+	struct bs_mem_alloc *r;
+
+	if (!(flags & BS_MEM_FREE) && mem_stack_bytes != ~0ull && bytes >= mem_stack_bytes)
+		stack_emit(BS_REC_MEM_ALLOC, pid, tid, ts, 1);
+	r = bs_reserve(BS_REC_MEM_ALLOC, sizeof(*r), pid, tid, ts);
+	if (!r)
+		return;
+	r->addr = addr;
+	r->bytes = bytes;
+	r->allocated = allocated;
+	r->reserved = reserved;
+	r->stream = stream;
+	r->device = dev;
+	r->source = source;
+	r->flags = flags;
+	r->_pad = 0;
+	bs_submit(r);
+}
+
+static __always_inline void emit_oom(__u32 pid, __u32 tid, __u64 bytes, __s16 dev, __u8 source,
+				     __u64 allocated, __u64 reserved)
+{
+	__u64 ts = bpf_ktime_get_ns();
+	struct bs_mem_oom *r;
+
+	/* An OOM always says where: what the job was doing when memory ran out. */
+	if (mem_stack_bytes != ~0ull)
+		stack_emit(BS_REC_MEM_OOM, pid, tid, ts, 1);
+	r = bs_reserve(BS_REC_MEM_OOM, sizeof(*r), pid, tid, ts);
+	if (!r)
+		return;
+	r->bytes = bytes;
+	r->allocated = allocated;
+	r->reserved = reserved;
+	r->device = dev;
+	r->source = source;
+	__builtin_memset(r->_pad, 0, sizeof(r->_pad));
+	bs_submit(r);
+}
+
+/* c10::ProfiledCPUMemoryReporter::New(this, void *ptr, size_t nbytes) */
+SEC("uprobe")
+int BPF_KPROBE(mem_cpu_new, void *self, void *ptr, __u64 nbytes)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	/* New returns at once for 0 bytes; its Delete never reaches the reporter either. */
+	if (!nbytes || !bs_is_target(id >> 32))
+		return 0;
+	emit_alloc(id >> 32, (__u32)id, (__u64)ptr, nbytes, BS_MEM_DEV_CPU, BS_MEM_SRC_CPU, 0, 0, 0,
+		   0);
+	return 0;
+}
+
+/* c10::ProfiledCPUMemoryReporter::Delete(this, void *ptr) */
+SEC("uprobe")
+int BPF_KPROBE(mem_cpu_delete, void *self, void *ptr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!ptr || !bs_is_target(id >> 32))
+		return 0;
+	emit_alloc(id >> 32, (__u32)id, (__u64)ptr, 0, BS_MEM_DEV_CPU, BS_MEM_SRC_CPU, BS_MEM_FREE,
+		   0, 0, 0);
+	return 0;
+}
+
+/* c10::ProfiledCPUMemoryReporter::OutOfMemory(this, size_t nbytes) */
+SEC("uprobe")
+int BPF_KPROBE(mem_cpu_oom, void *self, __u64 nbytes)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (bs_is_target(id >> 32))
+		emit_oom(id >> 32, (__u32)id, nbytes, BS_MEM_DEV_CPU, BS_MEM_SRC_CPU, 0, 0);
+	return 0;
+}
+
+/*
+ * c10::Device passed by value: two int8s in one register word, the type in the low byte
+ * and the index in the next. 0 for a CUDA device's index, else -1 (not a CUDA device).
+ */
+static __always_inline int cuda_index(__u64 word, __s16 *index)
+{
+	if ((__u8)word != DEV_TYPE_CUDA)
+		return -1;
+	*index = (__s8)(word >> 8);
+	return 0;
+}
+
+/*
+ * c10::reportMemoryUsageToProfiler(void *ptr, int64_t alloc_size, size_t total_allocated,
+ * size_t total_reserved, c10::Device device): the CUDA caching allocator's every malloc
+ * (size > 0) and free (size < 0). The CPU's calls (only while torch.profiler records
+ * memory) are New's and Delete's, seen there already.
+ */
+SEC("uprobe")
+int BPF_KPROBE(mem_report, void *ptr, __s64 size, __u64 allocated, __u64 reserved, __u64 dev)
+{
+	__u64 id = bpf_get_current_pid_tgid(), stream = 0;
+	__u32 tid = (__u32)id;
+	struct mem_pending *pend;
+	__u8 flags = BS_MEM_TOTALS;
+	__s16 index;
+
+	if (!size || cuda_index(dev, &index) || !bs_is_target(id >> 32))
+		return 0;
+	pend = bpf_map_lookup_elem(&mem_streams, &tid);
+	if (pend) {
+		if (pend->ptr == (__u64)ptr && size > 0) {
+			stream = pend->stream;
+			flags |= BS_MEM_HAS_STREAM;
+		}
+		bpf_map_delete_elem(&mem_streams, &tid);
+	}
+	if (size < 0)
+		flags |= BS_MEM_FREE;
+	emit_alloc(id >> 32, tid, (__u64)ptr, size < 0 ? -size : size, index, BS_MEM_SRC_REPORT,
+		   flags, allocated, reserved, stream);
+	return 0;
+}
+
+/*
+ * c10::reportOutOfMemoryToProfiler(int64_t alloc_size, size_t total_allocated,
+ * size_t total_reserved, c10::Device device)
+ */
+SEC("uprobe")
+int BPF_KPROBE(mem_report_oom, __s64 size, __u64 allocated, __u64 reserved, __u64 dev)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__s16 index;
+
+	if (!cuda_index(dev, &index) && bs_is_target(id >> 32))
+		emit_oom(id >> 32, (__u32)id, size, index, BS_MEM_SRC_REPORT, allocated, reserved);
+	return 0;
+}
+
+/*
+ * pytorch:malloc(ptr, device, size, stream), the CUDA caching allocator's USDT probe: its
+ * stream waits for the report probe the same thread reaches next, which writes the record.
+ */
+SEC("uprobe")
+int mem_usdt_malloc(struct pt_regs *ctx)
+{
+	__u32 key = bpf_get_attach_cookie(ctx), tid = (__u32)bpf_get_current_pid_tgid();
+	const struct bs_usdt_site *site = bpf_map_lookup_elem(&mem_usdt_sites, &key);
+	struct mem_pending p;
+
+	if (!site || !bs_is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	if (usdt_fetch(ctx, site->arg[0], &p.ptr) || usdt_fetch(ctx, site->arg[3], &p.stream))
+		return 0;
+	bpf_map_update_elem(&mem_streams, &tid, &p, BPF_ANY);
+	return 0;
+}
+
+/* mm's counter MEMBER, in pages, as the kernel's get_mm_counter() reads it. */
+struct mm_rss_stat___pre62 {
+	atomic_long_t count[4];
+} __attribute__((preserve_access_index));
+
+struct mm_struct___pre62 {
+	struct mm_rss_stat___pre62 rss_stat;
+} __attribute__((preserve_access_index));
+
+static __always_inline __s64 mm_counter(struct mm_struct *mm, __u32 member)
+{
+	__s64 v;
+
+	if (member > 3)
+		return 0;
+	/* Linux 6.2 made the counters percpu_counters (f1a7941243c1); before, atomics. */
+	if (bpf_core_field_exists(((struct mm_struct___pre62 *)0)->rss_stat.count))
+		v = BPF_CORE_READ((struct mm_struct___pre62 *)mm, rss_stat.count[member].counter);
+	else
+		v = BPF_CORE_READ(mm, rss_stat[member].count);
+	return v > 0 ? v : 0;
+}
+
+#define MM_FILEPAGES_   0
+#define MM_ANONPAGES_   1
+#define MM_SHMEMPAGES_  3
+
+static __always_inline int on_rss(struct mm_struct *mm)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid(), file, anon, shmem, rss, old;
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct mem_proc *p, init = {};
+
+	/* Only the process's own threads: its page faults, its unmaps (the tracepoint's curr). */
+	if (BPF_CORE_READ(t, mm) != mm || !bs_is_target(pid))
+		return 0;
+	file = mm_counter(mm, MM_FILEPAGES_) << PAGE_SHIFT_X86;
+	anon = mm_counter(mm, MM_ANONPAGES_) << PAGE_SHIFT_X86;
+	shmem = mm_counter(mm, MM_SHMEMPAGES_) << PAGE_SHIFT_X86;
+	rss = file + anon + shmem;
+	p = bpf_map_lookup_elem(&mem_procs, &pid);
+	if (!p) {
+		init.grow_base = rss;
+		bpf_map_update_elem(&mem_procs, &pid, &init, BPF_NOEXIST);
+		p = bpf_map_lookup_elem(&mem_procs, &pid);
+		if (!p)
+			return 0;
+	}
+	old = p->rss_written;
+	if ((rss > old ? rss - old : old - rss) >= rss_step &&
+	    __sync_val_compare_and_swap(&p->rss_written, old, rss) == old) {
+		struct bs_mem_rss *r = bs_reserve(BS_REC_MEM_RSS, sizeof(*r), pid, tid,
+						  bpf_ktime_get_ns());
+
+		if (r) {
+			r->rss = rss;
+			r->anon = anon;
+			r->file = file;
+			r->shmem = shmem;
+			bs_submit(r);
+		}
+	}
+	old = p->grow_base;
+	if (rss < old) {
+		p->grow_base = rss; /* growth counts from the lowest point since the last sample */
+	} else if (rss - old >= grow_step &&
+		   __sync_val_compare_and_swap(&p->grow_base, old, rss) == old) {
+		__u64 ts = bpf_ktime_get_ns();
+		struct bs_mem_grow *g;
+
+		if (mem_stack_bytes != ~0ull)
+			stack_emit(BS_REC_MEM_GROW, pid, tid, ts, 1);
+		g = bs_reserve(BS_REC_MEM_GROW, sizeof(*g), pid, tid, ts);
+		if (g) {
+			g->bytes = rss - old;
+			g->rss = rss;
+			bs_submit(g);
+		}
+	}
+	return 0;
+}
+
+SEC("tp_btf/rss_stat")
+int BPF_PROG(mem_rss_btf, struct mm_struct *mm, int member)
+{
+	return on_rss(mm);
+}
+
+SEC("raw_tp/rss_stat")
+int BPF_PROG(mem_rss_raw, struct mm_struct *mm, int member)
+{
+	return on_rss(mm);
+}
+
+/* A recycled pid must not inherit the bookkeeping. */
+static __always_inline int on_exit(struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
+	if (BPF_CORE_READ(p, signal, live.counter) == 0)
+		bpf_map_delete_elem(&mem_procs, &pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(mem_exit_btf, struct task_struct *p)
+{
+	return on_exit(p);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(mem_exit_raw, struct task_struct *p)
+{
+	return on_exit(p);
+}

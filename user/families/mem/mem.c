@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * mem family, record side: bpf/mem.bpf.c's tracepoints (resident memory, process exits)
+ * attached at once, and its uprobes on PyTorch's allocator code wherever the uprobe manager
+ * finds it (mem_probes.c), in launch mode, -p and -a alike: no cupti-shim, no injection.
+ * Nothing stays behind: the probes and the USDT semaphores go with the links.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <bpf/libbpf.h>
+#include "mem_state.h"
+#include "mem_walk.h"
+#include "uprobe_mgr.h"
+
+static void mem_state_free(struct mem_state *st)
+{
+	if (!st)
+		return;
+	mem_files_free(st);
+	mem_bpf__destroy(st->skel);
+	free(st);
+}
+
+static int prepare_uprobes(struct mem_bpf *skel)
+{
+	struct bpf_program *progs[] = {
+		skel->progs.mem_cpu_new, skel->progs.mem_cpu_delete, skel->progs.mem_cpu_oom,
+		skel->progs.mem_report,	 skel->progs.mem_report_oom, skel->progs.mem_usdt_malloc,
+	};
+	int err = 0;
+
+	if (!uprobe_multi__supported())
+		return 0;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]) && !err; i++)
+		err = uprobe_multi__prepare(progs[i]);
+	return err;
+}
+
+static int mem_attach(struct record_ctx *ctx, void **state)
+{
+	const struct mem_opts *mo = record_opts__family(ctx->opts, &family_mem);
+	struct mem_state *st = calloc(1, sizeof(*st));
+	struct uprobe_listener lis = { .file = mem_on_file, .mapped = mem_on_mapped, .arg = st };
+	__u64 stack_bytes;
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	st->ctx = ctx;
+	st->listener = -1;
+	st->skel = mem_bpf__open();
+	if (!st->skel) {
+		err = -errno;
+		goto fail;
+	}
+	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
+	stack_bytes = record_opts__stack_ns(ctx->opts, &family_mem);
+	st->skel->rodata->mem_stack_bytes = stack_bytes;
+	st->skel->rodata->rss_step = mo->step;
+	st->skel->rodata->grow_step = mo->step;
+	err = prepare_uprobes(st->skel);
+	if (!err)
+		err = record_ctx__prepare(ctx, st->skel->obj);
+	if (!err)
+		err = mem_bpf__load(st->skel);
+	if (!err)
+		err = mem_bpf__attach(st->skel); /* the tracepoints; uprobes come with the files */
+	if (err)
+		goto fail;
+	if (!uprobe_mgr__get(ctx, &err))
+		goto fail;
+	st->listener = uprobe_mgr__add_listener(ctx->uprobes, &lis);
+	if (st->listener < 0) {
+		err = st->listener;
+		goto fail;
+	}
+	*state = st;
+	return 0;
+fail:
+	mem_state_free(st);
+	return err;
+}
+
+static void mem_observe(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
+{
+	if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit) &&
+	    ((const struct bs_exit *)rec)->group_dead)
+		mem_proc_gone(state, rec->pid);
+}
+
+static void mem_detach(struct record_ctx *ctx, void *state)
+{
+	struct mem_state *st = state;
+
+	mem_bpf__detach(st->skel);
+	mem_unlink_all(st);
+	uprobe_mgr__remove_listener(ctx->uprobes, st->listener);
+	mem_state_free(st);
+}
+
+const struct family family_mem = {
+	.name = "mem",
+	.desc = "PyTorch tensor allocations and frees (CPU, GPU), allocator totals, RSS, "
+		"resident growth by stack, OOMs (uprobes on c10, kmem:rss_stat)",
+	.flags = FAMILY_OPT_IN | FAMILY_STACKS_DEFAULT,
+	.stack_default_ns = MEM_STACK_DEFAULT_BYTES,
+	.stack_bytes = 1,
+	.options = mem_options,
+	.opts_size = sizeof(struct mem_opts),
+	.opts_init = mem_opts_init,
+	.opts_describe = mem_opts_describe,
+	.attach = mem_attach,
+	.detach = mem_detach,
+	.observe = mem_observe,
+	.walk_new = mem_walk_new,
+	.walk_observe = mem_walk_observe,
+	.walk_free = mem_walk_free,
+	.decoders = mem_decoders,
+};

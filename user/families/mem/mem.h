@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * mem family: where a job's memory goes. PyTorch's tensor allocations and frees on the CPU
+ * and the GPU, the CUDA caching allocator's totals, the process's resident memory and samples
+ * of its growth with the stacks that grew it, and allocations refused for want of memory
+ * (bpf/mem.bpf.c). Record side in mem.c and mem_probes.c, the reading side's live blocks in
+ * mem_live.c, events in mem_decode.c. docs/MEMORY.md.
+ */
+#ifndef BPFSIGHT_MEM_H
+#define BPFSIGHT_MEM_H
+
+#include "family.h"
+#include "mem_records.h"
+
+/* --stacks=mem's default: allocations of 1 MiB and more carry their stacks. */
+#define MEM_STACK_DEFAULT_BYTES (1ull << 20)
+/* --mem-step's default: an RSS record and a growth sample per MiB the process moves. */
+#define MEM_STEP_DEFAULT_BYTES (1ull << 20)
+
+/* Its options (mem_options.c). */
+struct mem_opts {
+	__u64 step; /* --mem-step: bytes of RSS movement per RSS record and per growth sample */
+};
+extern const struct family_option mem_options[];
+void mem_opts_init(void *opts, const char *cmd);
+void mem_opts_describe(const void *opts, char *buf, size_t len);
+
+extern const struct rec_decoder mem_decoders[]; /* mem_decode.c */
+extern const struct family family_mem;
+
+/* "cpu", "cuda:0": a device as mem's events and reports name it. */
+const char *mem_device_name(__s16 device, char *buf, size_t len);
+
+#endif /* BPFSIGHT_MEM_H */

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The blocks live in each process and device (mem_live.h). */
+#include <stdlib.h>
+#include "hmap.h"
+#include "mem_live.h"
+
+struct mem_live {
+	struct hmap *blocks; /* (pid << 16 | device, addr) -> struct mem_block */
+	struct hmap *devs;   /* (pid << 16 | device, 0) -> struct mem_dev */
+};
+
+static __u64 pid_dev(__u32 pid, __s16 device)
+{
+	return (__u64)pid << 16 | (__u16)device;
+}
+
+struct mem_live *mem_live__new(void)
+{
+	struct mem_live *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->blocks = hmap__new(sizeof(struct mem_block));
+	l->devs = hmap__new(sizeof(struct mem_dev));
+	if (!l->blocks || !l->devs) {
+		mem_live__free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void mem_live__free(struct mem_live *l)
+{
+	if (!l)
+		return;
+	hmap__free(l->blocks);
+	hmap__free(l->devs);
+	free(l);
+}
+
+__u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 site,
+		      struct mem_block *freed)
+{
+	__u64 pd = pid_dev(r->h.pid, r->device);
+	struct hkey bk = { pd, r->addr };
+	struct mem_block *b;
+	struct mem_dev *d;
+	__u64 bytes;
+
+	if (r->flags & BS_MEM_FREE) {
+		b = hmap__get(l->blocks, bk, 0);
+		if (!b) { /* allocated before anything was seen: what the record says, if it does */
+			if (freed)
+				*freed = (struct mem_block){ .bytes = r->bytes };
+			return r->bytes;
+		}
+		bytes = b->bytes;
+		if (freed)
+			*freed = *b;
+		hmap__del(l->blocks, bk);
+		d = hmap__get(l->devs, (struct hkey){ pd, 0 }, 0);
+		if (d)
+			d->live = d->live > bytes ? d->live - bytes : 0;
+		return bytes;
+	}
+	if (!r->bytes)
+		return 0;
+	d = hmap__get(l->devs, (struct hkey){ pd, 0 }, 1);
+	b = hmap__get(l->blocks, bk, 1);
+	if (!b || !d)
+		return r->bytes; /* out of memory: counted, not kept */
+	if (b->bytes) /* the same address again without its free (a lost record) */
+		d->live = d->live > b->bytes ? d->live - b->bytes : 0;
+	b->bytes = r->bytes;
+	b->ts = r->h.ts;
+	b->tid = r->h.tid;
+	b->site = site;
+	d->live += r->bytes;
+	if (d->live > d->peak) {
+		d->peak = d->live;
+		d->peak_ts = r->h.ts;
+	}
+	return r->bytes;
+}
+
+const struct mem_dev *mem_live__dev(const struct mem_live *l, __u32 pid, __s16 device)
+{
+	return hmap__get(l->devs, (struct hkey){ pid_dev(pid, device), 0 }, 0);
+}
+
+void mem_live__each(const struct mem_live *l, __u32 pid, __s16 device,
+		    void (*fn)(void *arg, __u32 pid, __s16 device, __u64 addr,
+			       const struct mem_block *b),
+		    void *arg)
+{
+	const struct mem_block *b;
+	struct hkey k;
+	size_t it = 0;
+
+	while ((b = hmap__next(l->blocks, &it, &k)))
+		if (!pid || k.a == pid_dev(pid, device))
+			fn(arg, k.a >> 16, (__s16)(__u16)k.a, k.b, b);
+}
+
+void mem_live__forget(struct mem_live *l, __u32 pid)
+{
+	const struct mem_block *b;
+	struct hkey k;
+	size_t it = 0, n = 0, cap = 0;
+	struct hkey *dead = NULL;
+
+	/* Keys of every device of PID: collected first, as deleting moves the others. */
+	while ((b = hmap__next(l->blocks, &it, &k))) {
+		if (k.a >> 16 != pid)
+			continue;
+		if (n == cap) {
+			struct hkey *v = realloc(dead, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+
+			if (!v)
+				break;
+			dead = v;
+		}
+		dead[n++] = k;
+	}
+	for (size_t i = 0; i < n; i++)
+		hmap__del(l->blocks, dead[i]);
+	free(dead);
+	for (int dev = -1; dev < 256; dev++) /* BS_MEM_DEV_CPU, then CUDA devices */
+		hmap__del(l->devs, (struct hkey){ pid_dev(pid, dev), 0 });
+}
+
+__u64 mem_live__count(const struct mem_live *l)
+{
+	return hmap__count(l->blocks);
+}
