@@ -11,8 +11,8 @@
  *     the CUDA caching allocator calls on every malloc and free (it looks for a profiler
  *     inside): the block's size and the device's totals; reportOutOfMemoryToProfiler(size,
  *     allocated, reserved, device) before it raises OutOfMemoryError. Where the allocator
- *     also has its USDT probes (pytorch:malloc / pytorch:free), malloc gives the block's
- *     stream: kept per thread and put in the record the report probe writes next.
+ *     also has its USDT probe pytorch:malloc (torch 2.2+), it adds the block's stream and
+ *     requested size in a record of its own (it fires after the report).
  * Resident memory (the kmem:rss_stat tracepoint, which the kernel fires in the thread whose
  * page fault or unmap moved one of the process's counters): a record when the process's RSS
  * moved by rss_step since its last; and a growth sample each time it grew by grow_step since
@@ -54,21 +54,8 @@ struct {
 	__type(value, struct bs_usdt_site);
 } mem_usdt_sites SEC(".maps");
 
-/* tid -> the stream of the block pytorch:malloc just saw (ptr, stream), for the report. */
-struct mem_pending {
-	__u64 ptr, stream;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct mem_pending);
-} mem_streams SEC(".maps");
-
 static __always_inline void emit_alloc(__u32 pid, __u32 tid, __u64 addr, __u64 bytes, __s16 dev,
-				       __u8 source, __u8 flags, __u64 allocated, __u64 reserved,
-				       __u64 stream)
+				       __u8 source, __u8 flags, __u64 allocated, __u64 reserved)
 {
 	__u64 ts = bpf_ktime_get_ns();
 	struct bs_mem_alloc *r;
@@ -82,7 +69,6 @@ static __always_inline void emit_alloc(__u32 pid, __u32 tid, __u64 addr, __u64 b
 	r->bytes = bytes;
 	r->allocated = allocated;
 	r->reserved = reserved;
-	r->stream = stream;
 	r->device = dev;
 	r->source = source;
 	r->flags = flags;
@@ -120,7 +106,7 @@ int BPF_KPROBE(mem_cpu_new, void *self, void *ptr, __u64 nbytes)
 	/* New returns at once for 0 bytes; its Delete never reaches the reporter either. */
 	if (!nbytes || !bs_is_target(id >> 32))
 		return 0;
-	emit_alloc(id >> 32, (__u32)id, (__u64)ptr, nbytes, BS_MEM_DEV_CPU, BS_MEM_SRC_CPU, 0, 0, 0,
+	emit_alloc(id >> 32, (__u32)id, (__u64)ptr, nbytes, BS_MEM_DEV_CPU, BS_MEM_SRC_CPU, 0, 0,
 		   0);
 	return 0;
 }
@@ -134,7 +120,7 @@ int BPF_KPROBE(mem_cpu_delete, void *self, void *ptr)
 	if (!ptr || !bs_is_target(id >> 32))
 		return 0;
 	emit_alloc(id >> 32, (__u32)id, (__u64)ptr, 0, BS_MEM_DEV_CPU, BS_MEM_SRC_CPU, BS_MEM_FREE,
-		   0, 0, 0);
+		   0, 0);
 	return 0;
 }
 
@@ -170,26 +156,16 @@ static __always_inline int cuda_index(__u64 word, __s16 *index)
 SEC("uprobe")
 int BPF_KPROBE(mem_report, void *ptr, __s64 size, __u64 allocated, __u64 reserved, __u64 dev)
 {
-	__u64 id = bpf_get_current_pid_tgid(), stream = 0;
-	__u32 tid = (__u32)id;
-	struct mem_pending *pend;
+	__u64 id = bpf_get_current_pid_tgid();
 	__u8 flags = BS_MEM_TOTALS;
 	__s16 index;
 
 	if (!size || cuda_index(dev, &index) || !bs_is_target(id >> 32))
 		return 0;
-	pend = bpf_map_lookup_elem(&mem_streams, &tid);
-	if (pend) {
-		if (pend->ptr == (__u64)ptr && size > 0) {
-			stream = pend->stream;
-			flags |= BS_MEM_HAS_STREAM;
-		}
-		bpf_map_delete_elem(&mem_streams, &tid);
-	}
 	if (size < 0)
 		flags |= BS_MEM_FREE;
-	emit_alloc(id >> 32, tid, (__u64)ptr, size < 0 ? -size : size, index, BS_MEM_SRC_REPORT,
-		   flags, allocated, reserved, stream);
+	emit_alloc(id >> 32, (__u32)id, (__u64)ptr, size < 0 ? -size : size, index,
+		   BS_MEM_SRC_REPORT, flags, allocated, reserved);
 	return 0;
 }
 
@@ -209,21 +185,32 @@ int BPF_KPROBE(mem_report_oom, __s64 size, __u64 allocated, __u64 reserved, __u6
 }
 
 /*
- * pytorch:malloc(ptr, device, size, stream), the CUDA caching allocator's USDT probe: its
- * stream waits for the report probe the same thread reaches next, which writes the record.
+ * pytorch:malloc(ptr, device, size, stream), the CUDA caching allocator's USDT probe, where
+ * allocate() returns: the block's stream and requested size, after the report probe wrote
+ * its allocation.
  */
 SEC("uprobe")
 int mem_usdt_malloc(struct pt_regs *ctx)
 {
-	__u32 key = bpf_get_attach_cookie(ctx), tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 key = bpf_get_attach_cookie(ctx);
 	const struct bs_usdt_site *site = bpf_map_lookup_elem(&mem_usdt_sites, &key);
-	struct mem_pending p;
+	__u64 id = bpf_get_current_pid_tgid(), ptr, dev, size, stream;
+	struct bs_mem_stream *r;
 
-	if (!site || !bs_is_target(bpf_get_current_pid_tgid() >> 32))
+	if (!site || !bs_is_target(id >> 32))
 		return 0;
-	if (usdt_fetch(ctx, site->arg[0], &p.ptr) || usdt_fetch(ctx, site->arg[3], &p.stream))
+	if (usdt_fetch(ctx, site->arg[0], &ptr) || usdt_fetch(ctx, site->arg[1], &dev) ||
+	    usdt_fetch(ctx, site->arg[2], &size) || usdt_fetch(ctx, site->arg[3], &stream))
 		return 0;
-	bpf_map_update_elem(&mem_streams, &tid, &p, BPF_ANY);
+	r = bs_reserve(BS_REC_MEM_STREAM, sizeof(*r), id >> 32, (__u32)id, bpf_ktime_get_ns());
+	if (!r)
+		return 0;
+	r->addr = ptr;
+	r->stream = stream;
+	r->requested = size;
+	r->device = (__s16)dev;
+	__builtin_memset(r->_pad, 0, sizeof(r->_pad));
+	bs_submit(r);
 	return 0;
 }
 
@@ -250,9 +237,9 @@ static __always_inline __s64 mm_counter(struct mm_struct *mm, __u32 member)
 	return v > 0 ? v : 0;
 }
 
-#define MM_FILEPAGES_   0
-#define MM_ANONPAGES_   1
-#define MM_SHMEMPAGES_  3
+#define MM_FILEPAGES_  0
+#define MM_ANONPAGES_  1
+#define MM_SHMEMPAGES_ 3
 
 static __always_inline int on_rss(struct mm_struct *mm)
 {
@@ -279,8 +266,8 @@ static __always_inline int on_rss(struct mm_struct *mm)
 	old = p->rss_written;
 	if ((rss > old ? rss - old : old - rss) >= rss_step &&
 	    __sync_val_compare_and_swap(&p->rss_written, old, rss) == old) {
-		struct bs_mem_rss *r = bs_reserve(BS_REC_MEM_RSS, sizeof(*r), pid, tid,
-						  bpf_ktime_get_ns());
+		struct bs_mem_rss *r =
+			bs_reserve(BS_REC_MEM_RSS, sizeof(*r), pid, tid, bpf_ktime_get_ns());
 
 		if (r) {
 			r->rss = rss;

@@ -11,10 +11,11 @@
 
 #include "records.h"
 
-#define BS_REC_MEM_ALLOC 0xb0 /* one allocation or free of a tensor's memory */
-#define BS_REC_MEM_RSS	 0xb1 /* a process's resident memory, when it moved by a step */
-#define BS_REC_MEM_GROW	 0xb2 /* a sample of resident growth, with the stack that grew it */
-#define BS_REC_MEM_OOM	 0xb3 /* an allocation refused for want of memory */
+#define BS_REC_MEM_ALLOC  0xb0 /* one allocation or free of a tensor's memory */
+#define BS_REC_MEM_RSS	  0xb1 /* a process's resident memory, when it moved by a step */
+#define BS_REC_MEM_GROW	  0xb2 /* a sample of resident growth, with the stack that grew it */
+#define BS_REC_MEM_OOM	  0xb3 /* an allocation refused for want of memory */
+#define BS_REC_MEM_STREAM 0xb4 /* a GPU block's stream and requested size (pytorch:malloc) */
 
 /* bs_mem_alloc.device and bs_mem_oom.device: the CPU; else a CUDA device's index. */
 #define BS_MEM_DEV_CPU (-1)
@@ -24,9 +25,8 @@
 #define BS_MEM_SRC_REPORT 2 /* c10::reportMemoryUsageToProfiler / reportOutOfMemoryToProfiler */
 #define BS_MEM_SRC_USDT	  3 /* the CUDA caching allocator's USDT probes, provider pytorch */
 
-#define BS_MEM_FREE	 0x1 /* a free: bytes is what was freed, 0 when not known */
-#define BS_MEM_TOTALS	 0x2 /* allocated and reserved are the allocator's own totals */
-#define BS_MEM_HAS_STREAM 0x4 /* stream is the block's CUDA stream */
+#define BS_MEM_FREE   0x1 /* a free: bytes is what was freed, 0 when not known */
+#define BS_MEM_TOTALS 0x2 /* allocated and reserved are the allocator's own totals */
 
 /*
  * hdr.ts = the call, hdr.pid/tid = the thread that allocated or freed. A free that no probe
@@ -40,7 +40,6 @@ struct bs_mem_alloc {
 	__u64 bytes;	 /* the block's size (allocator's rounding, as torch.profiler shows it) */
 	__u64 allocated; /* BS_MEM_TOTALS: the device's allocated bytes after the call */
 	__u64 reserved;	 /* BS_MEM_TOTALS: the device's reserved bytes (the caching allocator's) */
-	__u64 stream;	 /* BS_MEM_HAS_STREAM: cudaStream_t */
 	__s16 device;	 /* BS_MEM_DEV_CPU, or the CUDA device index */
 	__u8 source;	 /* BS_MEM_SRC_* */
 	__u8 flags;	 /* BS_MEM_* */
@@ -73,6 +72,21 @@ struct bs_mem_grow {
 	__u64 rss;   /* the process's resident bytes after it */
 };
 
+/*
+ * The CUDA caching allocator's USDT probe pytorch:malloc (torch 2.2+), which fires when
+ * allocate() returns, after the report that wrote the block's MEM_ALLOC on the same thread:
+ * the block's stream and the size asked for (the block's is rounded up). Readers give them to
+ * the block at addr (mem_live.h). hdr.pid/tid: the allocating thread.
+ */
+struct bs_mem_stream {
+	struct bs_hdr h;
+	__u64 addr;
+	__u64 stream;	 /* c10::Stream's id (StreamId), not a cudaStream_t: as snapshots show it */
+	__u64 requested; /* bytes asked for */
+	__s16 device;
+	__u8 _pad[6];
+};
+
 /* An allocation that failed: hdr.pid/tid = the thread that asked. */
 struct bs_mem_oom {
 	struct bs_hdr h;
@@ -84,7 +98,8 @@ struct bs_mem_oom {
 	__u8 _pad[5];
 };
 
-BS_ASSERT_RECORD(bs_mem_alloc, 72);
+BS_ASSERT_RECORD(bs_mem_alloc, 64);
+BS_ASSERT_RECORD(bs_mem_stream, 56);
 BS_ASSERT_RECORD(bs_mem_rss, 56);
 BS_ASSERT_RECORD(bs_mem_grow, 40);
 BS_ASSERT_RECORD(bs_mem_oom, 56);

@@ -67,6 +67,8 @@ void mem_walk_observe(void *arg, const struct bs_hdr *rec)
 		w->last_bytes = mem_live__apply(w->live, r, 0, NULL);
 		d = mem_live__dev(w->live, rec->pid, r->device);
 		w->last_live = d ? d->live : 0;
+	} else if (rec->type == BS_REC_MEM_STREAM && rec->size >= sizeof(struct bs_mem_stream)) {
+		mem_live__stream(w->live, (const void *)rec);
 	} else if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit) &&
 		   ((const struct bs_exit *)rec)->group_dead) {
 		mem_live__forget(w->live, rec->pid);
@@ -89,8 +91,8 @@ static int decode_alloc(const struct bs_hdr *rec, const struct trace_model *m, s
 	const struct mem_walk *w = trace_model__walk(m, &family_mem);
 	int is_free = r->flags & BS_MEM_FREE;
 	__u64 bytes = r->bytes;
-	int walked = w && w->last_ts == rec->ts && w->last_tid == rec->tid &&
-		     w->last_addr == r->addr;
+	int walked =
+		w && w->last_ts == rec->ts && w->last_tid == rec->tid && w->last_addr == r->addr;
 
 	ev->name = is_free ? "free" : "alloc";
 	ev->stack = trace_model__event_stack(m, rec); /* --stacks=mem */
@@ -107,9 +109,19 @@ static int decode_alloc(const struct bs_hdr *rec, const struct trace_model *m, s
 		event__arg_u64(ev, "allocated", r->allocated);
 		event__arg_u64(ev, "reserved", r->reserved);
 	}
-	if (r->flags & BS_MEM_HAS_STREAM)
-		event__arg_hex(ev, "stream", r->stream);
 	event__arg_str(ev, "source", source_name(r->source));
+	return 1;
+}
+
+static int decode_stream(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_mem_stream *r = (const void *)rec;
+
+	ev->name = "stream";
+	arg_device(ev, r->device);
+	event__arg_hex(ev, "addr", r->addr);
+	event__arg_u64(ev, "stream", r->stream);
+	event__arg_u64(ev, "requested", r->requested);
 	return 1;
 }
 
@@ -161,5 +173,7 @@ const struct rec_decoder mem_decoders[] = {
 	{ BS_REC_MEM_RSS, sizeof(struct bs_mem_rss), "mem_rss", decode_rss, &counter_style },
 	{ BS_REC_MEM_GROW, sizeof(struct bs_mem_grow), "mem_grow", decode_grow, &counter_style },
 	{ BS_REC_MEM_OOM, sizeof(struct bs_mem_oom), "mem_oom", decode_oom, &counter_style },
+	{ BS_REC_MEM_STREAM, sizeof(struct bs_mem_stream), "mem_stream", decode_stream,
+	  &counter_style },
 	{ 0 },
 };

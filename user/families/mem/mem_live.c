@@ -69,18 +69,30 @@ __u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 si
 	b = hmap__get(l->blocks, bk, 1);
 	if (!b || !d)
 		return r->bytes; /* out of memory: counted, not kept */
-	if (b->bytes) /* the same address again without its free (a lost record) */
+	if (b->bytes)		 /* the same address again without its free (a lost record) */
 		d->live = d->live > b->bytes ? d->live - b->bytes : 0;
 	b->bytes = r->bytes;
 	b->ts = r->h.ts;
 	b->tid = r->h.tid;
 	b->site = site;
+	b->stream = b->requested = 0;
 	d->live += r->bytes;
 	if (d->live > d->peak) {
 		d->peak = d->live;
 		d->peak_ts = r->h.ts;
 	}
 	return r->bytes;
+}
+
+void mem_live__stream(struct mem_live *l, const struct bs_mem_stream *r)
+{
+	struct mem_block *b =
+		hmap__get(l->blocks, (struct hkey){ pid_dev(r->h.pid, r->device), r->addr }, 0);
+
+	if (b) {
+		b->stream = r->stream;
+		b->requested = r->requested;
+	}
 }
 
 const struct mem_dev *mem_live__dev(const struct mem_live *l, __u32 pid, __s16 device)

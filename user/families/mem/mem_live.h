@@ -20,7 +20,9 @@ struct mem_block {
 	__u64 bytes;
 	__u64 ts;
 	__u32 tid;
-	__u32 site; /* the caller's: an allocation site, a stack id */
+	__u32 site;	 /* the caller's: an allocation site, a stack id */
+	__u64 stream;	 /* a GPU block's (MEM_STREAM), else 0 */
+	__u64 requested; /* bytes asked for (MEM_STREAM), else 0: bytes */
 };
 
 /* A process's device: its live bytes by the records, their peak and when. */
@@ -37,6 +39,8 @@ void mem_live__free(struct mem_live *l);
  */
 __u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 site,
 		      struct mem_block *freed);
+/* A MEM_STREAM record: its stream and requested size go to the live block at its address. */
+void mem_live__stream(struct mem_live *l, const struct bs_mem_stream *r);
 /* PID's DEVICE, NULL when it allocated nothing seen. */
 const struct mem_dev *mem_live__dev(const struct mem_live *l, __u32 pid, __s16 device);
 /* Call FN for every live block of PID's DEVICE (every process and device: pid 0). */

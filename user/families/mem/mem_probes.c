@@ -23,15 +23,18 @@
 #include "usdt_notes.h"
 
 /*
- * c10's functions by their mangled names (the Itanium ABI's, the same in every torch from
- * 1.13 to 2.11: docs/MEMORY.md, "Where the data comes from").
+ * c10's functions by their mangled names (the Itanium ABI's; docs/MEMORY.md, "Where the data
+ * comes from", says which torch has which).
  */
-static const char *const fn_names[MEM_NFNS] = {
-	[MEM_FN_CPU_NEW] = "_ZN3c1025ProfiledCPUMemoryReporter3NewEPvm",
-	[MEM_FN_CPU_DELETE] = "_ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv",
-	[MEM_FN_CPU_OOM] = "_ZN3c1025ProfiledCPUMemoryReporter11OutOfMemoryEm",
-	[MEM_FN_REPORT] = "_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE",
-	[MEM_FN_REPORT_OOM] = "_ZN3c1027reportOutOfMemoryToProfilerElllNS_6DeviceE",
+static const char *const fn_names[MEM_NFNS][2] = {
+	[MEM_FN_CPU_NEW] = { "_ZN3c1025ProfiledCPUMemoryReporter3NewEPvm" },
+	[MEM_FN_CPU_DELETE] = { "_ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv" },
+	[MEM_FN_CPU_OOM] = { "_ZN3c1025ProfiledCPUMemoryReporter11OutOfMemoryEm" },
+	/* Their totals were int64_t until 2.x made them size_t: the same registers. */
+	[MEM_FN_REPORT] = { "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE",
+			    "_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE" },
+	[MEM_FN_REPORT_OOM] = { "_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE",
+				"_ZN3c1027reportOutOfMemoryToProfilerElllNS_6DeviceE" },
 };
 
 static const char *const fn_shown[MEM_NFNS] = {
@@ -85,10 +88,12 @@ static void find_usdt(struct mem_state *st, struct mem_file *f, const struct usd
 
 		if (strcmp(u->provider, "pytorch") || strcmp(u->name, "malloc"))
 			continue;
-		/* malloc(ptr, device, size, stream): the block and its stream are read. */
-		if (u->args_err || u->nargs < 4 || !(site.arg[0] = usdt_arg__spec(&u->arg[0])) ||
-		    !(site.arg[3] = usdt_arg__spec(&u->arg[3])))
+		/* malloc(ptr, device, size, stream), their sizes as the note says (they vary). */
+		if (u->args_err || u->nargs != 4)
 			return;
+		for (int a = 0; a < 4; a++)
+			if (!(site.arg[a] = usdt_arg__spec(&u->arg[a])))
+				return;
 		if (key >= bpf_map__max_entries(st->skel->maps.mem_usdt_sites) ||
 		    bpf_map_update_elem(bpf_map__fd(st->skel->maps.mem_usdt_sites), &key, &site, 0))
 			return;
@@ -113,13 +118,13 @@ void *mem_on_file(void *arg, const char *path, const char *shown, const struct e
 		struct probe_site ps;
 		__u64 off;
 
-		if (elf_syms__find(syms, fn_names[i], &sym))
+		if (elf_syms__find(syms, fn_names[i][0], &sym) &&
+		    (!fn_names[i][1] || elf_syms__find(syms, fn_names[i][1], &sym)))
 			continue;
 		found = 1;
 		off = uprobe_mgr__site(syms, &sym, &ps) ? sym.file_off : sym.file_off + ps.offset;
-		if (!st->ctx->opts->dry_run &&
-		    !probe(st, &f->fn[i], fn_prog(st->skel, i), 0, path, off, NULL, NULL,
-			   fn_shown[i], shown))
+		if (!st->ctx->opts->dry_run && !probe(st, &f->fn[i], fn_prog(st->skel, i), 0, path,
+						      off, NULL, NULL, fn_shown[i], shown))
 			st->probed++;
 	}
 	n = found ? usdt_notes__open(path) : NULL;
