@@ -203,7 +203,7 @@ NVCC	  ?= $(CUDA_HOME)/bin/nvcc
 CUDA_WL	  := $(OUT)/tests/cuda
 CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
 		    cuda_dlopen cublas_dlopen libcuda_wrap.so stubs/libcuda.so.1 inject_target_shared \
-		    inject_target_static libstep_proxy.so)
+		    inject_target_static libstep_proxy.so libfake_c10_cuda.so gpu_alloc)
 WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 
 ifneq ($(wildcard $(NVCC)),)
@@ -250,6 +250,17 @@ $(CUDA_WL)/libstep_proxy.so: tests/workloads/cuda/step_proxy.c | $(CUDA_WL)/stub
 $(CUDA_WL)/libcuda_wrap.so: tests/workloads/cuda/cuda_wrap.c | $(CUDA_WL)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) -fPIC -shared -fno-omit-frame-pointer $< -o $@ -ldl
+
+# The CUDA caching allocator as the mem family sees it, without a GPU (tests/e2e/test_mem_gpu.py):
+# c10's report functions and torch's USDT probes in a library, segments from real cudart.
+$(CUDA_WL)/libfake_c10_cuda.so: tests/workloads/mem/fake_c10_cuda.c | $(CUDA_WL)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -fPIC -shared -I$(CUDA_HOME)/include $< -o $@ \
+		-L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
+
+$(CUDA_WL)/gpu_alloc: tests/workloads/mem/gpu_alloc.c $(CUDA_WL)/libfake_c10_cuda.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(CUDA_WL) -lfake_c10_cuda -Wl,-rpath,'$$ORIGIN'
 
 $(CUDA_WL)/stubs/libcuda.so.1:
 	$(Q)mkdir -p $(@D)
