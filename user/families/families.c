@@ -30,8 +30,8 @@ extern const struct family FAMILIES_EXTRA;
 // clang-format off
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
-	&family_osrt, &family_sched, &family_cpu, &family_mem, &family_gil, &family_cuda, &family_nccl,
-	&family_gpu, &family_nvtx, &family_torch,
+	&family_osrt, &family_sched, &family_cpu, &family_gil, &family_cuda, &family_nccl,
+	&family_gpu, &family_nvtx, &family_torch, &family_mem,
 #ifdef FAMILIES_EXTRA
 	&FAMILIES_EXTRA,
 #endif
