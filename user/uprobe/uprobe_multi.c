@@ -90,13 +90,20 @@ int uprobe_multi__attach_fd(int prog_fd, const char *path, const __u64 *offsets,
 	return fd < 0 ? -errno : fd;
 }
 
-int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog, const char *path,
-			 const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o)
+int uprobe_multi__process_gone(pid_t pid)
+{
+	char fn[64], exe[8];
+
+	/* A zombie keeps its pid but not its memory: nothing of it can be probed any more. */
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", pid);
+	return readlink(fn, exe, sizeof(exe)) < 0 && (errno == ENOENT || errno == ESRCH);
+}
+
+static int attach(struct uprobe_links *l, const struct bpf_program *prog, const char *path,
+		  const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o)
 {
 	int err;
 
-	memset(l, 0, sizeof(*l));
-	l->fd = -1;
 	if (uprobe_multi__supported()) {
 		l->fd = uprobe_multi__attach_opts(prog, path, offsets, cnt, o);
 		return l->fd < 0 ? l->fd : 0;
@@ -119,6 +126,24 @@ int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog,
 		l->nlinks++;
 	}
 	return 0;
+}
+
+int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog, const char *path,
+			 const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o)
+{
+	int err;
+
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+	err = attach(l, prog, path, offsets, cnt, o);
+	/*
+	 * A process that ended while its probes were being attached fails on its path (its
+	 * /proc/PID/map_files went with it: ENOENT), not with ESRCH: say it ended, so that callers
+	 * tell it from a probe that could not be attached (it missed nothing).
+	 */
+	if (err && o->pid > 0 && uprobe_multi__process_gone(o->pid))
+		return -ESRCH;
+	return err;
 }
 
 void uprobe_links__detach(struct uprobe_links *l)

@@ -66,7 +66,13 @@ struct uprobe_links {
 	__u32 nlinks;
 };
 
-/* Attach into L (zeroed, or detached): 0 or a negative errno (nothing stays attached). */
+/* 1 when process PID has ended (gone, or a zombie): nothing of it can be probed. */
+int uprobe_multi__process_gone(pid_t pid);
+
+/*
+ * Attach into L (zeroed, or detached): 0 or a negative errno (nothing stays attached); with a
+ * pid, -ESRCH whenever that process ended meanwhile, whatever the failure said.
+ */
 int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog, const char *path,
 			 const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o);
 /* Detach everything in L (a zeroed L is fine); L can be attached again. */

@@ -27,8 +27,8 @@ struct c10_device {
 
 /* c10::reportMemoryUsageToProfiler(void*, long, unsigned long, unsigned long, c10::Device) */
 __attribute__((noinline, visibility("default"))) void
-report_usage(void *ptr, int64_t size, size_t allocated, size_t reserved, struct c10_device d)
-	__asm__("_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE");
+report_usage(void *ptr, int64_t size, size_t allocated, size_t reserved,
+	     struct c10_device d) __asm__("_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE");
 
 void report_usage(void *ptr, int64_t size, size_t allocated, size_t reserved, struct c10_device d)
 {
@@ -37,8 +37,8 @@ void report_usage(void *ptr, int64_t size, size_t allocated, size_t reserved, st
 
 /* c10::reportOutOfMemoryToProfiler(long, unsigned long, unsigned long, c10::Device) */
 __attribute__((noinline, visibility("default"))) void
-report_oom(int64_t size, size_t allocated, size_t reserved, struct c10_device d)
-	__asm__("_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE");
+report_oom(int64_t size, size_t allocated, size_t reserved,
+	   struct c10_device d) __asm__("_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE");
 
 void report_oom(int64_t size, size_t allocated, size_t reserved, struct c10_device d)
 {
