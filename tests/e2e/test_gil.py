@@ -540,4 +540,3 @@ def test_gil_torch_training_loop_attached_with_p():
           f"the pipeline makes the trainer wait: {by}")
     check(by.get(("loader", "trainer"), 0) > 0 or by.get(("augment", "trainer"), 0) > 0,
           f"the trainer makes the pipeline wait: {by}")
-
