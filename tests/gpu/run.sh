@@ -9,8 +9,9 @@
 # With the embedded cupti-shim: GPU kernels, time and launch links vs torch.profiler (launch
 # mode and --inject), GPU timing switched on twice in a running job, overhead against
 # torch.profiler's, NCCL collectives with their GPU work, Python stacks at real launches, the
-# torch family's ops and op -> kernel links against torch.profiler's, and the monitor's GPU
-# metrics (docs/gpu-validation.md: what each checks, and the results).
+# torch family's ops and op -> kernel links against torch.profiler's, the monitor's GPU
+# metrics, and the mem family's allocator totals, peak, OOM trigger and memory snapshot against
+# PyTorch's own (docs/gpu-validation.md: what each checks, and the results).
 # Results go to stdout and to $OUT/gpu-validation.txt ($OUT defaults to /tmp); KEEP_TRACES=DIR
 # keeps the traces and the workloads' JSON there. Exit 0 when
 # every check passed, 1 when one failed, 2 when this machine cannot run it (no GPU, no torch).
@@ -266,6 +267,41 @@ else
 	echo "== gpu/nvtx: this build has no embedded cupti-shim (built without CUPTI headers): skipped"
 	fail=1
 fi
+
+echo "== mem: the CUDA caching allocator's totals and peak vs PyTorch's own ($steps steps, -p)"
+python3 "$here/check_mem.py" loop "$steps" "$work/mem.json" --wait-file "$work/mem_go" --oom \
+	>"$work/mem_loop.out" 2>&1 & pid=$!
+pids+=("$pid")
+if wait_grep "$work/mem_loop.out" '^ready pid'; then
+	"$bin" record -f -t mem -p "$pid" --flight-recorder 30s --trigger mem:oom \
+		-o "$work/mem.bst" 2>"$work/mem_rec.err" & rec=$!
+	pids+=("$rec")
+	if wait_grep "$work/mem_rec.err" 'Ctrl-C'; then
+		touch "$work/mem_go"
+		check "mem: loop" wait "$pid"
+		check "mem: bpfsight record (stops when the loop exits)" wait "$rec"
+		cat "$work/mem_loop.out" "$work/mem_rec.err"
+		dumpf=$(ls "$work"/mem-*.bst 2>/dev/null | head -1 || true)
+		check "mem: --trigger mem:oom dumped the window of the OOM" \
+			python3 "$here/check_mem.py" oom "$bin" "${dumpf:-$work/none.bst}" "$work/mem.json"
+		"$bin" stats "${dumpf:-$work/none.bst}" -r mem_sum,mem_peak,mem_leaks | head -60 || true
+	else
+		cat "$work/mem_rec.err"
+		check "mem: recorder ready" false
+	fi
+else
+	cat "$work/mem_loop.out"
+	check "mem: loop ready" false
+fi
+check "mem: bpfsight record -t mem (launch mode)" \
+	"$bin" record -f -t mem -o "$work/mem_launch.bst" -- \
+	python3 "$here/check_mem.py" loop "$steps" "$work/mem_launch.json"
+check "mem: allocated/reserved at every step boundary and the peak equal PyTorch's" \
+	python3 "$here/check_mem.py" compare "$bin" "$work/mem_launch.bst" "$work/mem_launch.json"
+check "mem: bpfsight export --format memory-snapshot" \
+	"$bin" export "$work/mem_launch.bst" --format memory-snapshot -o "$work/mem.pickle"
+check "mem: the snapshot loads in torch/cuda/_memory_viz.py" \
+	python3 "$here/check_mem.py" snapshot "$work/mem.pickle"
 
 if [ "$fail" = 0 ]; then echo "OK: every check passed"; else echo "FAILED: see FAIL lines above"; fi
 exit "$fail"
