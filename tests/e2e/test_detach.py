@@ -21,6 +21,7 @@ Its step time after equals its step time before: that is a benchmark figure
 import json
 import os
 import re
+import signal
 import subprocess
 
 import helpers
@@ -203,3 +204,42 @@ def test_nothing_left_after_detaching_every_family():
     eq(job.ask("steps 0"), {"ns": [], "cpu": []}, "the job answers")
     job.p.stdin.close()
     eq(job.p.wait(60), 0, "the job's exit status")
+
+
+@alone("reads the job's code for breakpoints: another recording's uprobes would be there too")
+def test_nothing_left_after_a_mem_recording():
+    """-t mem on a job with PyTorch's CUDA allocator code (libfake_c10_cuda.so): its report
+    functions carry breakpoints and its USDT semaphore is raised while recording; after,
+    the code reads as its file, the semaphore is 0 and the recorder's programs are gone."""
+    need_root()
+    gpu_alloc = workload("cuda/gpu_alloc")
+    if not os.path.exists(gpu_alloc):
+        raise Skip(f"{gpu_alloc} missing (make test-build with the CUDA toolkit)")
+    job = subprocess.Popen([gpu_alloc, "1", "--wait"], stdout=subprocess.PIPE, text=True)
+    helpers._procs.append(job)
+    eq(job.stdout.readline().strip(), "ready", "the job waits")
+    lib = os.path.realpath(workload("cuda/libfake_c10_cuda.so"))
+    if code_changes(job.pid):
+        raise Skip("another tracer probes the job already")
+    rec = Recorder("-p", str(job.pid), "-t", "mem")
+    rec.wait_ready()
+    ids = bpf_ids(rec.p.pid)
+    probed = code_changes(job.pid)
+    # (and ld.so's _dl_debug_state: the uprobe manager's watch on new code)
+    check(lib in probed, f"while recording, the allocator's library carries breakpoints: "
+          f"{sorted(probed)}")
+    eq(len(probed[lib]), 3, "the report, the OOM report and the USDT site: one byte each")
+    job.send_signal(signal.SIGUSR1)
+    lines = [job.stdout.readline().strip()]
+    while lines[-1] and not lines[-1].startswith("semaphores"):
+        lines.append(job.stdout.readline().strip())
+    eq(lines[0].split()[0], "alloc", "the job allocates")
+    eq(rec.stop(), 0, rec.stderr[-400:])
+    settle(lambda: code_changes(job.pid), {}, "no breakpoint left in the job's code")
+    settle(lambda: [(k, i) for k, i in sorted(ids) if bpf_exists(k, i)], [],
+           "none of the recorder's programs and links is left")
+    job.send_signal(signal.SIGUSR1)
+    rest = job.stdout.read().split("\n")
+    eq([l for l in lines + rest if l.startswith("semaphores")], ["semaphores 1", "semaphores 0"],
+       "the semaphore raised while recording, 0 after")
+    eq(job.wait(30), 0, "the job's exit status")

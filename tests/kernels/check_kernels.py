@@ -61,6 +61,7 @@ FAMILIES = {
     "gil": "test_gil:",
     "stacks": "test_cpu:,test_stacks_,test_py_stacks:,test_ucall_stack:",
     "nvtx": "test_nvtx:",
+    "mem": "test_mem:",
     "shim": "test_shim:,test_shim_link:",
     "exports": "test_export_",
     "fallbacks": "test_fallbacks:",
