@@ -7,7 +7,7 @@ import json
 import os
 import signal
 
-from helpers import (BUILD, ROOT, Recorder, alone, check, dump, eq, need_root, record, run, spawn,
+from helpers import (BUILD, ROOT, SLOWDOWN, Recorder, alone, check, dump, eq, need_root, record, run, spawn,
                      tmpdir)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -195,9 +195,9 @@ def test_dataloader_workers_are_followed():
     need_torch()
     d = tmpdir()
     out = os.path.join(d, "w.bst")
-    r = Recorder("-t", "mem", "-d", "8s", "--", DEBIAN_PY, os.path.join(WORKLOADS, "torch_loader.py"),
+    r = Recorder("-t", "mem", "--", DEBIAN_PY, os.path.join(WORKLOADS, "torch_loader.py"),
                  "--seconds", "4", out=out)
-    eq(r.wait(120), 0, r.stderr[-600:])
+    eq(r.wait(120 * SLOWDOWN), 0, r.stderr[-600:])
     events = dump(out)
     pids = {e["pid"] for e in allocs(events)}
     forks = {e["args"]["child_pid"] for e in events if e["kind"] == "fork"

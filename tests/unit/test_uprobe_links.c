@@ -107,8 +107,8 @@ int main(void)
 		return 0;
 	}
 	skel = mem_bpf__open();
-	if (!skel || (uprobe_multi__supported() &&
-		      uprobe_multi__prepare(skel->progs.mem_cpu_delete)) ||
+	if (!skel ||
+	    (uprobe_multi__supported() && uprobe_multi__prepare(skel->progs.mem_cpu_delete)) ||
 	    mem_bpf__load(skel)) {
 		printf("not ok - test_uprobe_links: the mem object does not load\n");
 		return 1;
