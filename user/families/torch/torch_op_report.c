@@ -199,14 +199,14 @@ static int op_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 	c[6] = table__add_col(t, "gpu_self_ns", "Self GPU (ns)", TABLE_U64);
 	c[7] = table__add_col(t, "gpu_total_ns", "GPU Total (ns)", TABLE_U64);
 	c[8] = table__add_col(t, "gpu_ops", "GPU Ops", TABLE_U64);
-	c[9] = table__add_col(t, "scope", "Scope", TABLE_STR);
-	c[10] = table__add_col(t, "name", "Name", TABLE_STR);
 	if (with_mem) { /* key_averages' columns, the order its table prints them */
 		c[11] = table__add_col(t, "cpu_mem_bytes", "CPU Mem", TABLE_S64);
 		c[12] = table__add_col(t, "self_cpu_mem_bytes", "Self CPU Mem", TABLE_S64);
 		c[13] = table__add_col(t, "cuda_mem_bytes", "CUDA Mem", TABLE_S64);
 		c[14] = table__add_col(t, "self_cuda_mem_bytes", "Self CUDA Mem", TABLE_S64);
 	}
+	c[9] = table__add_col(t, "scope", "Scope", TABLE_STR);
+	c[10] = table__add_col(t, "name", "Name", TABLE_STR);
 	for (size_t i = 0; i < n; i++) {
 		const struct tstat *cpu = &rows[i]->st[OS_CPU];
 
