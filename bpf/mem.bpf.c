@@ -6,7 +6,9 @@
  * libc10_cuda a traced process maps):
  *   - CPU: c10::ProfiledCPUMemoryReporter::New(ptr, nbytes) / Delete(ptr), which PyTorch's
  *     default CPU allocator calls on every allocation and free, profiler or not; OutOfMemory
- *     (nbytes) when alloc_cpu failed.
+ *     (nbytes) when alloc_cpu failed. Storages in shared memory or mapped from a file
+ *     (at::MapAllocator: the batches a DataLoader's workers send) are reported by
+ *     reportMemoryUsageToProfiler, below, with the CPU as their device.
  *   - GPU: c10::reportMemoryUsageToProfiler(ptr, size, allocated, reserved, device), which
  *     the CUDA caching allocator calls on every malloc and free (it looks for a profiler
  *     inside): the block's size and the device's totals; reportOutOfMemoryToProfiler(size,
@@ -30,6 +32,7 @@ const volatile __u64 rss_step = 1 << 20;
 const volatile __u64 grow_step = 1 << 20;
 
 #define PAGE_SHIFT_X86 12
+#define DEV_TYPE_CPU   0 /* c10::DeviceType::CPU */
 #define DEV_TYPE_CUDA  1 /* c10::DeviceType::CUDA */
 
 struct mem_proc {
@@ -150,8 +153,12 @@ static __always_inline int cuda_index(__u64 word, __s16 *index)
 /*
  * c10::reportMemoryUsageToProfiler(void *ptr, int64_t alloc_size, size_t total_allocated,
  * size_t total_reserved, c10::Device device): the CUDA caching allocator's every malloc
- * (size > 0) and free (size < 0). The CPU's calls (only while torch.profiler records
- * memory) are New's and Delete's, seen there already.
+ * (size > 0) and free (size < 0). On the CPU: at::MapAllocator's maps and unmaps, whose
+ * total_allocated is 0 (1.13 to 2.11: (ptr, size, 0, size) and (ptr, -size, 0, 0)); and
+ * ProfiledCPUMemoryReporter's own while torch.profiler records memory, New's and Delete's
+ * seen there already, whose total_allocated is the reporter's running total: left out here
+ * but when a Delete took that total to 0, which readers know as the free its thread's Delete
+ * record just wrote (mem_live.h).
  */
 SEC("uprobe")
 int BPF_KPROBE(mem_report, void *ptr, __s64 size, __u64 allocated, __u64 reserved, __u64 dev)
@@ -160,7 +167,16 @@ int BPF_KPROBE(mem_report, void *ptr, __s64 size, __u64 allocated, __u64 reserve
 	__u8 flags = BS_MEM_TOTALS;
 	__s16 index;
 
-	if (!size || cuda_index(dev, &index) || !bs_is_target(id >> 32))
+	if (!size || !bs_is_target(id >> 32))
+		return 0;
+	if ((__u8)dev == DEV_TYPE_CPU) {
+		if (!allocated)
+			emit_alloc(id >> 32, (__u32)id, (__u64)ptr, size < 0 ? -size : size,
+				   BS_MEM_DEV_CPU, BS_MEM_SRC_REPORT, size < 0 ? BS_MEM_FREE : 0, 0,
+				   0);
+		return 0;
+	}
+	if (cuda_index(dev, &index))
 		return 0;
 	if (size < 0)
 		flags |= BS_MEM_FREE;

@@ -22,7 +22,7 @@
 
 /* Which probe saw it (bs_mem_alloc.source, bs_mem_oom.source). */
 #define BS_MEM_SRC_CPU	  1 /* c10::ProfiledCPUMemoryReporter::New / Delete / OutOfMemory */
-#define BS_MEM_SRC_REPORT 2 /* c10::reportMemoryUsageToProfiler / reportOutOfMemoryToProfiler */
+#define BS_MEM_SRC_REPORT 2 /* c10::report{MemoryUsage,OutOfMemory}ToProfiler: GPUs, CPU maps */
 #define BS_MEM_SRC_USDT	  3 /* the CUDA caching allocator's USDT probes, provider pytorch */
 
 #define BS_MEM_FREE   0x1 /* a free: bytes is what was freed, 0 when not known */
@@ -32,7 +32,9 @@
  * hdr.ts = the call, hdr.pid/tid = the thread that allocated or freed. A free that no probe
  * tells the size of (CPU Delete, the USDT free) carries bytes = 0: readers take the size from
  * the allocation of the same address in the same process and device, and a free of memory
- * allocated before the recording began counts nothing, as torch.profiler counts it.
+ * allocated before the recording began counts nothing, as torch.profiler counts it. A
+ * report's free carries its size; on the CPU it may repeat the free its thread's Delete wrote
+ * just before (user/families/mem/mem_live.h).
  */
 struct bs_mem_alloc {
 	struct bs_hdr h;

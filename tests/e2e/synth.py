@@ -32,6 +32,9 @@ NAME_THREAD, NAME_CATEGORY = 1, 2
 TORCH_OP, TORCH_STEP = 0x90, 0x91
 TORCH_SCOPES = {"function": 0, "backward_function": 1, "user_scope": 7}
 TORCH_STEP_SCOPE, TORCH_PROFILER_STEP = 0x1, 0x2
+MEM_ALLOC = 0xb0
+MEM_DEV_CPU, MEM_SRC_CPU, MEM_SRC_REPORT = -1, 1, 2
+MEM_FREE, MEM_TOTALS = 0x1, 0x2
 EV_ATTACH, EV_STATE, EV_CUPTI_ERROR, EV_DRAINED, EV_DROPPED, EV_EXIT = 1, 2, 3, 4, 5, 6
 LOSS_SHIM = 6
 GIL_WAIT, GIL_HOLD, GIL_AGG, GIL_BLAME, GIL_PROC = 0x50, 0x51, 0x52, 0x53, 0x54
@@ -43,7 +46,8 @@ HDR = "<HHIIIQ"
 SIZES = {STRING: 32, PROCESS: 64, THREAD: 40, LOSS: 40, FORK: 48, EXIT: 32, GIL_WAIT: 40,
          GIL_HOLD: 32, GIL_AGG: 336, GIL_BLAME: 48, GIL_PROC: 56, CUDA_CALL: 152, SHIM_STATUS: 64,
          GPU_KERNEL: 112, GPU_MEMCPY: 96, GPU_MEMSET: 88, GPU_API: 64, NVTX_RANGE: 72,
-         NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40, TORCH_OP: 72, TORCH_STEP: 48}
+         NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40, TORCH_OP: 72, TORCH_STEP: 48,
+         MEM_ALLOC: 64}
 
 
 def _rec(rtype, pid, tid, ts, body_fmt, *body, extra=b""):
@@ -225,6 +229,18 @@ class Trace:
     def torch_step(self, pid, tid, ts, dur, step, scope="Optimizer.step#SGD.step"):
         self.recs.append(_rec(TORCH_STEP, pid, tid, ts, "QQII", dur, step, self.string(scope, pid),
                               0))
+
+    # -- mem family --
+    def mem_alloc(self, pid, tid, ts, addr, nbytes, device=MEM_DEV_CPU, free=False, source=None,
+                  allocated=None, reserved=None):
+        """An allocation or free of NBYTES (a CPU Delete's free says 0) as bpf/mem.bpf.c writes
+        it: SOURCE the CPU reporter for the CPU, the profiler report for a GPU; ALLOCATED and
+        RESERVED the allocator's totals (BS_MEM_TOTALS) when given."""
+        if source is None:
+            source = MEM_SRC_CPU if device == MEM_DEV_CPU else MEM_SRC_REPORT
+        flags = (MEM_FREE if free else 0) | (MEM_TOTALS if allocated is not None else 0)
+        self.recs.append(_rec(MEM_ALLOC, pid, tid, ts, "QQQQhBBI", addr, nbytes,
+                              allocated or 0, reserved or 0, device, source, flags, 0))
 
     # -- osrt family --
     def syscall_agg(self, pid, tid, ts, nr, count, total, mn, mx, flags=0):

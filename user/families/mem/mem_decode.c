@@ -101,7 +101,9 @@ static int decode_alloc(const struct bs_hdr *rec, const struct trace_model *m, s
 	arg_device(ev, r->device);
 	event__arg_hex(ev, "addr", r->addr);
 	event__arg_u64(ev, "bytes", bytes);
-	if (is_free && !bytes)
+	if (is_free && !bytes && r->bytes) /* a CPU Delete's own report of this free (mem_live.h) */
+		event__arg_bool(ev, "duplicate", 1);
+	else if (is_free && !bytes)
 		event__arg_bool(ev, "unseen", 1); /* allocated before the recording saw it */
 	if (walked)
 		event__arg_u64(ev, "live", w->last_live);

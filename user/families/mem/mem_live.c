@@ -5,8 +5,9 @@
 #include "mem_live.h"
 
 struct mem_live {
-	struct hmap *blocks; /* (pid << 16 | device, addr) -> struct mem_block */
-	struct hmap *devs;   /* (pid << 16 | device, 0) -> struct mem_dev */
+	struct hmap *blocks;  /* (pid << 16 | device, addr) -> struct mem_block */
+	struct hmap *devs;    /* (pid << 16 | device, 0) -> struct mem_dev */
+	struct hmap *deleted; /* (pid, tid) -> the address its last CPU Delete freed */
 };
 
 static __u64 pid_dev(__u32 pid, __s16 device)
@@ -22,7 +23,8 @@ struct mem_live *mem_live__new(void)
 		return NULL;
 	l->blocks = hmap__new(sizeof(struct mem_block));
 	l->devs = hmap__new(sizeof(struct mem_dev));
-	if (!l->blocks || !l->devs) {
+	l->deleted = hmap__new(sizeof(__u64));
+	if (!l->blocks || !l->devs || !l->deleted) {
 		mem_live__free(l);
 		return NULL;
 	}
@@ -35,7 +37,33 @@ void mem_live__free(struct mem_live *l)
 		return;
 	hmap__free(l->blocks);
 	hmap__free(l->devs);
+	hmap__free(l->deleted);
 	free(l);
+}
+
+/*
+ * A CPU free's bookkeeping: 1 when R is the report of the free its thread's Delete just wrote
+ * (bpf/mem.bpf.c keeps those whose reporter's total fell to 0), to be left out. A CPU block
+ * lives at one address at a time: a report of an address no block holds was either that, or
+ * a map made before the recording (which counts the size it says).
+ */
+static int delete_echo(struct mem_live *l, const struct bs_mem_alloc *r, int live)
+{
+	struct hkey k = { r->h.pid, r->h.tid };
+	__u64 *last;
+
+	if (r->device != BS_MEM_DEV_CPU)
+		return 0;
+	if (r->source == BS_MEM_SRC_CPU) {
+		last = hmap__get(l->deleted, k, 1);
+		if (last)
+			*last = r->addr;
+		return 0;
+	}
+	if (live || !(last = hmap__get(l->deleted, k, 0)) || *last != r->addr)
+		return 0;
+	*last = 0;
+	return 1;
 }
 
 __u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 site,
@@ -49,6 +77,11 @@ __u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 si
 
 	if (r->flags & BS_MEM_FREE) {
 		b = hmap__get(l->blocks, bk, 0);
+		if (delete_echo(l, r, b != NULL)) {
+			if (freed)
+				*freed = (struct mem_block){ 0 };
+			return 0;
+		}
 		if (!b) { /* allocated before anything was seen: what the record says, if it does */
 			if (freed)
 				*freed = (struct mem_block){ .bytes = r->bytes };
@@ -137,6 +170,7 @@ void mem_live__forget(struct mem_live *l, __u32 pid)
 	for (size_t i = 0; i < n; i++)
 		hmap__del(l->blocks, dead[i]);
 	free(dead);
+	hmap__del_all(l->deleted, 0, pid);
 	for (int dev = -1; dev < 256; dev++) /* BS_MEM_DEV_CPU, then CUDA devices */
 		hmap__del(l->devs, (struct hkey){ pid_dev(pid, dev), 0 });
 }

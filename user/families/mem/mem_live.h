@@ -5,7 +5,9 @@
  * Used by the decoders (the walk state), the reports, the exports and monitor alike, so every
  * view counts a block the same way, as torch.profiler counts it: a free of memory allocated
  * before the recording (or before a flight window, or outside --capture-range) counts the
- * size its record gives (the GPU's), or 0 where it gives none (the CPU's: nothing anyone saw).
+ * size its record gives (the GPU's, a CPU map's), or 0 where it gives none (the CPU
+ * allocator's: nothing anyone saw). The report a CPU Delete makes of its own free while
+ * torch.profiler runs, which BPF cannot always tell from a map's, counts 0 (mem_live.c).
  */
 #ifndef BPFSIGHT_MEM_LIVE_H
 #define BPFSIGHT_MEM_LIVE_H
@@ -35,7 +37,8 @@ void mem_live__free(struct mem_live *l);
 /*
  * Apply the allocation or free R (SITE tags an allocation's block). Returns the bytes the
  * record allocated or freed: a free's from its allocation (unseen: its record's), its block into
- * *FREED when not NULL. 0, with nothing changed, for a record of 0 bytes.
+ * *FREED when not NULL. 0, with nothing changed, for a record of 0 bytes and for a Delete's
+ * own report.
  */
 __u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 site,
 		      struct mem_block *freed);

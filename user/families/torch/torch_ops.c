@@ -5,12 +5,19 @@
 #include "gpu_decode.h"
 #include "gpu_records.h"
 #include "torch.h"
+#include "torch_op_mem.h"
 #include "torch_ops.h"
 #include "array.h"
 
-struct torch_ops *torch_ops__new(void)
+struct torch_ops *torch_ops__new(int with_mem)
 {
-	return calloc(1, sizeof(struct torch_ops));
+	struct torch_ops *t = calloc(1, sizeof(struct torch_ops));
+
+	if (t && with_mem && !(t->mem = torch_op_mem__new())) {
+		free(t);
+		return NULL;
+	}
+	return t;
 }
 
 void torch_ops__free(struct torch_ops *t)
@@ -19,6 +26,7 @@ void torch_ops__free(struct torch_ops *t)
 		return;
 	free(t->ops);
 	free(t->gpu);
+	torch_op_mem__free(t->mem);
 	free(t);
 }
 
@@ -27,7 +35,10 @@ int torch_ops__add(struct torch_ops *t, const struct bs_hdr *rec, const struct t
 	const struct bs_torch_op *r = (const void *)rec;
 	const char *name;
 	struct gpu_op op;
+	int err;
 
+	if (t->mem && (err = torch_op_mem__add(t->mem, rec)))
+		return err;
 	if (torch_op__valid(rec)) {
 		if (array__grow((void **)&t->ops, t->nops, &t->cap_ops, sizeof(*t->ops)))
 			return -ENOMEM;
@@ -104,9 +115,13 @@ static int join_thread(struct torch_ops *t, struct open_stack *s, size_t o, size
 	while (o < oe || g < ge) {
 		if (o < oe && (g >= ge || t->ops[o].ts <= t->gpu[g].call_ts)) {
 			pop_ended(t, s, end_of(&t->ops[o]));
-			if (s->n)
-				t->ops[s->v[s->n - 1]].self_ns +=
-					t->ops[o].dur; /* children, for now */
+			if (s->n) { /* the parent's children, for now */
+				struct torch_op_row *p = &t->ops[s->v[s->n - 1]];
+
+				p->self_ns += t->ops[o].dur;
+				p->self_cpu_mem += t->ops[o].cpu_mem;
+				p->self_cuda_mem += t->ops[o].cuda_mem;
+			}
 			if (array__grow((void **)&s->v, s->n, &s->cap, sizeof(*s->v)))
 				return -ENOMEM;
 			s->v[s->n++] = o++;
@@ -137,8 +152,14 @@ int torch_ops__join(struct torch_ops *t)
 		qsort(t->ops, t->nops, sizeof(*t->ops), op_cmp);
 	if (t->ngpu)
 		qsort(t->gpu, t->ngpu, sizeof(*t->gpu), gpu_cmp);
-	for (size_t i = 0; i < t->nops; i++)
-		t->ops[i].self_ns = t->ops[i].gpu_self_ns = t->ops[i].gpu_total_ns = 0;
+	for (size_t i = 0; i < t->nops; i++) {
+		struct torch_op_row *r = &t->ops[i];
+
+		r->self_ns = r->gpu_self_ns = r->gpu_total_ns = 0;
+		r->cpu_mem = r->cuda_mem = r->self_cpu_mem = r->self_cuda_mem = 0;
+	}
+	if (t->mem)
+		err = torch_op_mem__join(t->mem, t->ops, t->nops);
 	while (!err && (o < t->nops || g < t->ngpu)) {
 		/* The next thread, in (pid, tid) order, with its ops and GPU work. */
 		__u32 pid, tid;
@@ -167,6 +188,9 @@ int torch_ops__join(struct torch_ops *t)
 		__u64 child = t->ops[i].self_ns;
 
 		t->ops[i].self_ns = child < t->ops[i].dur ? t->ops[i].dur - child : 0;
+		/* memory: torch.profiler's self may be negative (frees) */
+		t->ops[i].self_cpu_mem = t->ops[i].cpu_mem - t->ops[i].self_cpu_mem;
+		t->ops[i].self_cuda_mem = t->ops[i].cuda_mem - t->ops[i].self_cuda_mem;
 	}
 	return err;
 }

@@ -5,8 +5,10 @@
  * launching thread. An op's children are the ops of its thread inside it; its self time is
  * its duration less theirs. A GPU operation belongs to the innermost op open on its thread at
  * its launching call (as torch.profiler gives a kernel to the op that launched it): its
- * time is that op's GPU self time, and the GPU total time of every op around it. Holds every
- * op and linked operation until the join (as nvtx_proj does for ranges).
+ * time is that op's GPU self time, and the GPU total time of every op around it. Asked for,
+ * the memory allocated and freed in each op's time too (torch_op_mem.h), its self memory less
+ * its children's. Holds every op and linked operation until the join (as nvtx_proj does for
+ * ranges).
  */
 #ifndef BPFSIGHT_TORCH_OPS_H
 #define BPFSIGHT_TORCH_OPS_H
@@ -24,6 +26,8 @@ struct torch_op_row {
 	/* filled by the join */
 	__u64 self_ns, gpu_self_ns, gpu_total_ns;
 	__u32 gpu_ops; /* launched while it was the innermost op */
+	/* torch_ops.mem: bytes allocated less bytes freed in its time; self: less its children's */
+	__s64 cpu_mem, cuda_mem, self_cpu_mem, self_cuda_mem;
 };
 
 struct torch_gpu_row {
@@ -39,15 +43,17 @@ struct torch_ops {
 	size_t nops, cap_ops;
 	struct torch_gpu_row *gpu;
 	size_t ngpu, cap_gpu;
+	struct torch_op_mem *mem; /* NULL: memory not asked for */
 };
 
-struct torch_ops *torch_ops__new(void);
+/* WITH_MEM: the ops' memory too (the trace's MEM_ALLOC records). */
+struct torch_ops *torch_ops__new(int with_mem);
 void torch_ops__free(struct torch_ops *t);
-/* Keep REC when it is an op or a linked GPU operation: 0, or -ENOMEM. */
+/* Keep REC when it is an op, a linked GPU operation or (asked for) memory: 0, or -ENOMEM. */
 int torch_ops__add(struct torch_ops *t, const struct bs_hdr *rec, const struct trace_model *m);
 /*
  * Sort both by thread and time and fill the join's fields: ops by (pid, tid, start, longer
- * first), GPU operations by (pid, tid, launching call). 0 or -ENOMEM.
+ * first), GPU operations by (pid, tid, launching call); the ops' memory. 0 or -ENOMEM.
  */
 int torch_ops__join(struct torch_ops *t);
 

@@ -37,7 +37,7 @@ static void *step_report__new(void)
 {
 	struct step_report *st = calloc(1, sizeof(*st));
 
-	if (st && !(st->t = torch_ops__new())) {
+	if (st && !(st->t = torch_ops__new(0))) {
 		free(st);
 		return NULL;
 	}
