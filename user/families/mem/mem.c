@@ -117,4 +117,7 @@ const struct family family_mem = {
 	.walk_observe = mem_walk_observe,
 	.walk_free = mem_walk_free,
 	.decoders = mem_decoders,
+	.chrome = &mem_chrome,
+	.perfetto = &mem_perfetto,
+	.sqlite = &mem_sqlite,
 };
