@@ -32,9 +32,6 @@ NAME_THREAD, NAME_CATEGORY = 1, 2
 TORCH_OP, TORCH_STEP = 0x90, 0x91
 TORCH_SCOPES = {"function": 0, "backward_function": 1, "user_scope": 7}
 TORCH_STEP_SCOPE, TORCH_PROFILER_STEP = 0x1, 0x2
-MEM_ALLOC = 0xb0
-MEM_DEV_CPU, MEM_SRC_CPU, MEM_SRC_REPORT = -1, 1, 2
-MEM_FREE, MEM_TOTALS = 0x1, 0x2
 EV_ATTACH, EV_STATE, EV_CUPTI_ERROR, EV_DRAINED, EV_DROPPED, EV_EXIT = 1, 2, 3, 4, 5, 6
 LOSS_SHIM = 6
 GIL_WAIT, GIL_HOLD, GIL_AGG, GIL_BLAME, GIL_PROC = 0x50, 0x51, 0x52, 0x53, 0x54
@@ -42,12 +39,20 @@ GIL_WAIT_MUTEX, GIL_WAIT_TAKE_GIL, GIL_WAIT_HANDOFF = 0x1, 0x2, 0x4
 GIL_CONDWAIT, GIL_TAKE_GIL = 1, 2
 GIL_PROC_MUTEX, GIL_PROC_HOLDER, GIL_PROC_VERIFIED = 0x2, 0x4, 0x8
 
+STACK, STACK_REF = 0x0b, 0x0d
+FRAME_NATIVE, FRAME_PYTHON, FRAME_CUT, STACK_TRUNCATED = 1, 2, 3, 0x1
+MEM_ALLOC, MEM_RSS, MEM_GROW, MEM_OOM, MEM_STREAM = 0xb0, 0xb1, 0xb2, 0xb3, 0xb4
+MEM_DEV_CPU = -1
+MEM_SRC_CPU, MEM_SRC_REPORT, MEM_SRC_USDT = 1, 2, 3
+MEM_FREE, MEM_TOTALS = 0x1, 0x2
+
 HDR = "<HHIIIQ"
 SIZES = {STRING: 32, PROCESS: 64, THREAD: 40, LOSS: 40, FORK: 48, EXIT: 32, GIL_WAIT: 40,
          GIL_HOLD: 32, GIL_AGG: 336, GIL_BLAME: 48, GIL_PROC: 56, CUDA_CALL: 152, SHIM_STATUS: 64,
          GPU_KERNEL: 112, GPU_MEMCPY: 96, GPU_MEMSET: 88, GPU_API: 64, NVTX_RANGE: 72,
          NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40, TORCH_OP: 72, TORCH_STEP: 48,
-         MEM_ALLOC: 64}
+         STACK_REF: 32, MEM_ALLOC: 64, MEM_RSS: 56, MEM_GROW: 40, MEM_OOM: 56,
+         MEM_STREAM: 56}
 
 
 def _rec(rtype, pid, tid, ts, body_fmt, *body, extra=b""):
@@ -230,17 +235,66 @@ class Trace:
         self.recs.append(_rec(TORCH_STEP, pid, tid, ts, "QQII", dur, step, self.string(scope, pid),
                               0))
 
-    # -- mem family --
-    def mem_alloc(self, pid, tid, ts, addr, nbytes, device=MEM_DEV_CPU, free=False, source=None,
-                  allocated=None, reserved=None):
-        """An allocation or free of NBYTES (a CPU Delete's free says 0) as bpf/mem.bpf.c writes
-        it: SOURCE the CPU reporter for the CPU, the profiler report for a GPU; ALLOCATED and
-        RESERVED the allocator's totals (BS_MEM_TOTALS) when given."""
+    # -- stacks (bpf/stack_records.h) --
+    def stack(self, sid, frames, truncated=False, pid=0, tid=0, ts=0):
+        """Stack SID: FRAMES innermost first, each ("py", func, file, line),
+        ("native", func, module, addr) or ("cut", module)."""
+        body = b""
+        for f in frames:
+            if f[0] == "py":
+                body += struct.pack("<QIIII", 0, self.string(f[1]), self.string(f[2]), f[3],
+                                    FRAME_PYTHON)
+            elif f[0] == "native":
+                body += struct.pack("<QIIII", f[3], self.string(f[1]), self.string(f[2]), 0,
+                                    FRAME_NATIVE)
+            else:
+                body += struct.pack("<QIIII", 0, 0, self.string(f[1]), 0, FRAME_CUT)
+        self.recs.append(_rec(STACK, pid, tid, ts, "IHH", sid, len(frames),
+                              STACK_TRUNCATED if truncated else 0, extra=body))
+
+    def stack_ref(self, pid, tid, ts, event_type, sid):
+        """The record of EVENT_TYPE at (TID, TS) has stack SID: written just before it."""
+        self.recs.append(_rec(STACK_REF, pid, tid, ts, "IHH", sid, event_type, 0))
+
+    # -- mem family (bpf/mem_records.h) --
+    def mem_alloc(self, pid, tid, ts, addr, nbytes, device=MEM_DEV_CPU, free=False,
+                  allocated=None, reserved=None, stream=None, source=None, stack=None):
+        """An allocation (or free, FREE) of NBYTES at ADDR; ALLOCATED and RESERVED (both or
+        neither) the allocator's totals after it; STACK a stack id given before it."""
+        flags = (MEM_FREE if free else 0) | (MEM_TOTALS if allocated is not None else 0)
         if source is None:
             source = MEM_SRC_CPU if device == MEM_DEV_CPU else MEM_SRC_REPORT
-        flags = (MEM_FREE if free else 0) | (MEM_TOTALS if allocated is not None else 0)
+        if stack:
+            self.stack_ref(pid, tid, ts, MEM_ALLOC, stack)
         self.recs.append(_rec(MEM_ALLOC, pid, tid, ts, "QQQQhBBI", addr, nbytes,
                               allocated or 0, reserved or 0, device, source, flags, 0))
+        if stream is not None and not free:
+            self.mem_stream(pid, tid, ts + 1, addr, stream, nbytes, device)
+
+    def mem_stream(self, pid, tid, ts, addr, stream, requested, device):
+        """The USDT probe's record after a GPU allocation: its stream and requested size."""
+        self.recs.append(_rec(MEM_STREAM, pid, tid, ts, "QQQhHI", addr, stream, requested,
+                              device, 0, 0))
+
+    def mem_free(self, pid, tid, ts, addr, nbytes=0, **kw):
+        self.mem_alloc(pid, tid, ts, addr, nbytes, free=True, **kw)
+
+    def mem_rss(self, pid, tid, ts, rss, anon=0, file=0, shmem=0):
+        self.recs.append(_rec(MEM_RSS, pid, tid, ts, "QQQQ", rss, anon, file, shmem))
+
+    def mem_grow(self, pid, tid, ts, nbytes, rss, stack=None):
+        if stack:
+            self.stack_ref(pid, tid, ts, MEM_GROW, stack)
+        self.recs.append(_rec(MEM_GROW, pid, tid, ts, "QQ", nbytes, rss))
+
+    def mem_oom(self, pid, tid, ts, nbytes, device=MEM_DEV_CPU, allocated=0, reserved=0,
+                source=None, stack=None):
+        if source is None:
+            source = MEM_SRC_CPU if device == MEM_DEV_CPU else MEM_SRC_REPORT
+        if stack:
+            self.stack_ref(pid, tid, ts, MEM_OOM, stack)
+        self.recs.append(_rec(MEM_OOM, pid, tid, ts, "QQQhB5x", nbytes, allocated, reserved,
+                              device, source))
 
     # -- osrt family --
     def syscall_agg(self, pid, tid, ts, nr, count, total, mn, mx, flags=0):

@@ -244,7 +244,8 @@ def test_bash_completion():
           "gil_sum, gil_blocked_by, gil_procs, gil_stacks")
     eq(complete("stats", "--format", "=", ""), ["table", "json", "csv"], "stats --format")
     eq(complete("export", "-f", ""),
-       ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg", "folded-offcpu"],
+       ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg", "folded-offcpu",
+        "memory-snapshot"],
        "export formats")
     eq(complete("dump", "-k", "gpu_me"), ["gpu_memcpy", "gpu_memset"], "dump kinds")
     eq(complete("info", "docs/USA"), ["docs/USAGE.md"], "a file argument")

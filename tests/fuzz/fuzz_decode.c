@@ -7,9 +7,9 @@
  *   build/tests/fuzz_decode -runs=100000 CORPUS_DIR tests/fuzz/seeds-decode
  *
  * Input: one options byte (bit 0: chrome export, bit 1: perfetto, bit 2: sqlite, bit 3:
- * folded, bit 4: pprof, bit 5: svg, bit 6: `top FILE`'s counters and frames, bit 7: the sync
- * hooks see a recording of the gpu family), then records as they lie in memory (struct bs_hdr
- * first), back to back. The harness frames them
+ * folded, bit 4: pprof and the families' own formats (struct family.exporters), bit 5: svg,
+ * bit 6: `top FILE`'s counters and frames, bit 7: the sync hooks see a recording of the gpu
+ * family), then records as they lie in memory (struct bs_hdr first), back to back. The harness frames them
  * the way trace_reader__next hands them over, so nothing the reader would refuse reaches a
  * decoder: type modulo BS_REC_TYPE_MAX (FOOTER and CHUNK_INDEX skipped), size rounded down
  * to a multiple of 8, at least the header, at most what is left. Each record is a fresh
@@ -58,16 +58,21 @@
 #define OPT_TOP	     0x40
 #define TOP_EVERY    64 /* records between two frames of top */
 #define OPT_GPU_SYNC 0x80
-#define NEXPORTERS   6
+#define NBUILTIN     6 /* the exporters an options bit each chooses */
+#define MAX_EXPORTS  16
 #define MAX_REPORTS  64
 
-static const struct exporter *const exporters[NEXPORTERS] = { &export_chrome, &export_perfetto,
-							      &export_sqlite, &export_folded,
-							      &export_pprof,  &export_svg };
+/* The formats every trace has, by options bit; the families' own follow, on OPT_PPROF. */
+static const struct exporter *exporters[MAX_EXPORTS] = { &export_chrome, &export_perfetto,
+							 &export_sqlite, &export_folded,
+							 &export_pprof,	 &export_svg };
+static __u8 exporter_bit[MAX_EXPORTS] = { OPT_CHROME, OPT_PERFETTO, OPT_SQLITE,
+					  OPT_FOLDED, OPT_PPROF,    OPT_SVG };
+static int nexporters = NBUILTIN;
 static const struct report *reports[MAX_REPORTS];
 static int nreports;
 static FILE *sink;
-static char out_path[NEXPORTERS][64];
+static char out_path[MAX_EXPORTS][64];
 
 static struct trace_meta meta = {
 	.version = 1,
@@ -85,11 +90,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const struct report *const *rp;
 	const char *dir = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
 
-	for (int f = 0; families[f]; f++)
+	for (int f = 0; families[f]; f++) {
 		for (rp = families[f]->reports; rp && *rp; rp++)
 			if (nreports < MAX_REPORTS)
 				reports[nreports++] = *rp;
-	for (int i = 0; i < NEXPORTERS; i++)
+		for (const struct exporter *const *e = families[f]->exporters; e && *e; e++)
+			if (nexporters < MAX_EXPORTS) {
+				exporter_bit[nexporters] = OPT_PPROF;
+				exporters[nexporters++] = *e;
+			}
+	}
+	for (int i = 0; i < nexporters; i++)
 		snprintf(out_path[i], sizeof(out_path[i]), "%s/fuzz_decode.%d.%d", dir,
 			 (int)getpid(), i);
 	sink = fopen("/dev/null", "w");
@@ -235,7 +246,7 @@ static void reorder(void **st, const struct bs_hdr *rec, const struct trace_mode
 int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 {
 	struct trace_status status = { .clean_close = 1, .has_end = 1 };
-	void *rst[MAX_REPORTS] = {}, *xst[NEXPORTERS] = {}, *sync[FAMILY_MAX] = {};
+	void *rst[MAX_REPORTS] = {}, *xst[MAX_EXPORTS] = {}, *sync[FAMILY_MAX] = {};
 	void *reo[FAMILY_MAX] = {};
 	struct trace_meta smeta = meta; /* what the sync hooks are told was recorded */
 	const struct rec_decoder *dec;
@@ -271,8 +282,8 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	if (size >= 1 + sizeof(*rec))
 		memcpy(&meta.start.mono_ns, data + 1 + offsetof(struct bs_hdr, ts), 8);
 	meta.start.boottime_ns = meta.start.mono_ns;
-	for (int i = 0; i < NEXPORTERS; i++) {
-		if (!(opts & (1u << i)))
+	for (int i = 0; i < nexporters; i++) {
+		if (!(opts & exporter_bit[i]))
 			continue;
 		unlink(out_path[i]);
 		xst[i] = exporters[i]->open(out_path[i], &meta, &err);
@@ -317,7 +328,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		for (int i = 0; i < nreports; i++)
 			reports[i]->add(rst[i], rec, m);
 		merge_record(sync, rec, m);
-		for (int i = 0; i < NEXPORTERS; i++) {
+		for (int i = 0; i < nexporters; i++) {
 			if (xst[i] && exporters[i]->record(xst[i], rec, evp, m)) {
 				exporters[i]->abort(xst[i]); /* a write failed: what export does */
 				xst[i] = NULL;
@@ -333,7 +344,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	}
 	emit_reports(rst, m);
 	status.end.mono_ns = status.last_ts;
-	for (int i = 0; i < NEXPORTERS; i++) {
+	for (int i = 0; i < nexporters; i++) {
 		if (xst[i])
 			exporters[i]->finish(xst[i], m, &status);
 		unlink(out_path[i]);

@@ -2,9 +2,10 @@
 /*
  * Adding a family is its folder plus one registry line (docs/ARCHITECTURE.md, "Adding a
  * family"): the toy family of tests/unit/toy/, whose decoder (with its export style), stats
- * report, export hooks for the three formats, option, loss cause, capture-range kind, metrics
- * and report page are all registered by its struct family, is added to the registry here
- * with one line. Its trace goes through `bpfsight stats`, `info`, `dump`, every exporter and
+ * report, export hooks for the three formats, a format of its own, option, loss cause,
+ * capture-range kind, metrics and report page are all registered by its struct family, is
+ * added to the registry here with one line. Its trace goes through `bpfsight stats`, `info`,
+ * `dump`, every exporter (its own among them) and
  * the report's page; record and monitor take its option (--help, their getopt tables, the
  * parser); monitor's metrics count its ticks. Nothing outside its folder and this file knows
  * the toy. This test links every object but families.o (the Makefile's rule for it) and
@@ -50,8 +51,8 @@
 
 static char dir[64];
 
-/* A trace of process PID with TICKS toy ticks (values 10, 20, 30) and one system call. */
-static int write_trace(const char *path)
+/* A trace of process PID with N toy ticks (values 10, 20, 30...) and one system call. */
+static int write_trace(const char *path, int n)
 {
 	struct bs_process p = {
 		.h = { .type = BS_REC_PROCESS,
@@ -76,7 +77,7 @@ static int write_trace(const char *path)
 	if (tb_open(&b, path, "proc,osrt,toy"))
 		return -1;
 	tb_put(&b, &p);
-	for (int i = 0; i < TICKS; i++) {
+	for (int i = 0; i < n; i++) {
 		struct toy_tick t = {
 			.h = { .type = TOY_REC, .size = sizeof(t), .pid = PID, .tid = TID },
 			.dur = TICK_DUR,
@@ -447,6 +448,30 @@ out:
 	sqlite3_close(db);
 }
 
+/* Its own format: export offers it after the others and writes it; none without ticks. */
+static void test_export_offers_toy_format(void)
+{
+	char trace[128], empty[128], out[128], list[512], *text;
+	size_t len = 0;
+
+	export__list_formats(list, sizeof(list));
+	ASSERT_TRUE(strlen(list) > 11 && !strcmp(list + strlen(list) - 11, ", toy-total"),
+		    "the toy's format listed last");
+	snprintf(trace, sizeof(trace), "%s/toy.bst", dir);
+	snprintf(empty, sizeof(empty), "%s/no_ticks.bst", dir);
+	if (!ASSERT_EQ(write_trace(empty, 0), 0, "a trace without ticks"))
+		return;
+	snprintf(out, sizeof(out), "%s/t.toy", dir);
+	if (!ASSERT_EQ(export_to(trace, "toy-total", out), 0, "toy-total export exit"))
+		return;
+	text = slurp(out, &len);
+	ASSERT_TRUE(text && !strcmp(text, "ticks 3 total 60\n"), "what it wrote");
+	free(text);
+	snprintf(out, sizeof(out), "%s/empty.toy", dir);
+	ASSERT_EQ(export_to(empty, "toy-total", out), 1, "a trace without ticks: refused");
+	ASSERT_TRUE(access(out, F_OK) != 0, "and nothing left");
+}
+
 /* Everything F writes (a FILE) into a string, for the tests below. */
 static char *captured(void (*fn)(FILE *f, void *arg), void *arg)
 {
@@ -696,7 +721,7 @@ int main(void)
 	if (tb_tmp_dir(dir, sizeof(dir)))
 		return 1;
 	snprintf(trace, sizeof(trace), "%s/toy.bst", dir);
-	if (write_trace(trace)) {
+	if (write_trace(trace, TICKS)) {
 		fprintf(stderr, "cannot write %s\n", trace);
 		return 1;
 	}
@@ -706,6 +731,7 @@ int main(void)
 	RUN_TEST(test_chrome_draws_toy);
 	RUN_TEST(test_perfetto_draws_toy);
 	RUN_TEST(test_sqlite_has_toy_table);
+	RUN_TEST(test_export_offers_toy_format);
 	RUN_TEST(test_record_and_monitor_take_toy_option);
 	RUN_TEST(test_capture_range_takes_toy_kind);
 	RUN_TEST(test_info_and_dump_name_toy_loss);

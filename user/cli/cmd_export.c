@@ -20,15 +20,11 @@
 #include "mono_clock.h"
 #include "msg.h"
 
+/* The formats every trace has; a family's own follow (struct family.exporters). */
 // clang-format off
 static const struct exporter *const exporters[] = {
 	&export_perfetto, &export_chrome, &export_sqlite, &export_folded, &export_pprof,
 	&export_svg, &export_folded_offcpu,
-};
-
-/* The suffix that replaces FILE's .bst when -o is not given. */
-static const char *const default_suffix[] = {
-	".pftrace", ".json", ".sqlite", ".folded", ".pb.gz", ".svg", ".offcpu.folded",
 };
 // clang-format on
 
@@ -43,37 +39,80 @@ static void export_on_signal(int sig)
 	export_stop = sig;
 }
 
-void export__list_formats(char *buf, size_t len)
+/* The I-th format export offers: this folder's, then the families'; NULL past the last. */
+static const struct exporter *export_nth(size_t i)
 {
+	if (i < NEXPORTERS)
+		return exporters[i];
+	i -= NEXPORTERS;
+	for (int f = 0; families[f]; f++)
+		for (const struct exporter *const *e = families[f]->exporters; e && *e; e++)
+			if (!i--)
+				return *e;
+	return NULL;
+}
+
+/* "perfetto, chrome, ...": every format, or every suffix (SUFFIXES), into BUF. */
+static void export_list(char *buf, size_t len, int suffixes)
+{
+	const struct exporter *ex;
 	size_t used = 0;
 	int n;
 
 	buf[0] = 0;
-	for (size_t i = 0; i < NEXPORTERS; i++) {
+	for (size_t i = 0; (ex = export_nth(i)); i++) {
 		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-			     exporters[i]->format);
+			     suffixes ? ex->suffix : ex->format);
 		if (n < 0 || (size_t)n >= len - used)
 			return;
 		used += n;
 	}
 }
 
+void export__list_formats(char *buf, size_t len)
+{
+	export_list(buf, len, 0);
+}
+
+/* TEXT wrapped at 88 columns, its lines after the first indented by 23 spaces. */
+static void export_wrapped(FILE *f, const char *text)
+{
+	int col = 23, len;
+
+	for (const char *p = text; *p; p += len + (p[len] == ' ')) {
+		len = (int)strcspn(p, " ");
+		if (p != text && col + 1 + len > 88) {
+			fprintf(f, "\n%23s", "");
+			col = 23;
+		} else if (p != text) {
+			col += fprintf(f, " ");
+		}
+		col += fprintf(f, "%.*s", len, p);
+	}
+	fputc('\n', f);
+}
+
 static void export_usage(FILE *f)
 {
-	size_t i;
+	const struct exporter *ex;
+	char suffixes[512], text[768];
 
 	fprintf(f, "Usage: bpfsight export FILE --format FORMAT [-o OUT] [--force]\n"
 		   "\n"
 		   "Convert a trace for the tools that open it. Formats:\n");
-	for (i = 0; i < NEXPORTERS; i++)
-		fprintf(f, "  %-14s %s\n", exporters[i]->format, exporters[i]->desc);
+	for (size_t i = 0; (ex = export_nth(i)); i++)
+		fprintf(f, "  %-16s %s\n", ex->format, ex->desc);
+	export_list(suffixes, sizeof(suffixes), 1);
+	snprintf(text, sizeof(text),
+		 "default: FILE with .bst replaced by the format's suffix (%s, in the order "
+		 "above); an OUT ending in .gz is gzip-compressed (perfetto, chrome; pprof always "
+		 "is)",
+		 suffixes);
+	fprintf(f, "\n"
+		   "  -f, --format FORMAT  one of the above (required)\n"
+		   "  -o, --output OUT     ");
+	export_wrapped(f, text);
 	fprintf(f,
-		"\n"
-		"  -f, --format FORMAT  one of the above (required)\n"
-		"  -o, --output OUT     default: FILE with .bst replaced by .pftrace, .json,\n"
-		"                       .sqlite, .folded, .pb.gz, .svg or .offcpu.folded; an OUT\n"
-		"                       ending in .gz is gzip-compressed (perfetto, chrome; pprof\n"
-		"                       always is)\n"
 		"      --force          replace OUT if it exists (a symlink is never followed or\n"
 		"                       replaced)\n"
 		"  -h, --help           this help\n"
@@ -179,16 +218,13 @@ static int export_check_out(const char *out, int force, int *replace)
 	return 0;
 }
 
-static const struct exporter *export_find(const char *format, const char **suffix)
+static const struct exporter *export_find(const char *format)
 {
-	size_t i;
+	const struct exporter *ex;
 
-	for (i = 0; i < NEXPORTERS; i++) {
-		if (!strcmp(exporters[i]->format, format)) {
-			*suffix = default_suffix[i];
-			return exporters[i];
-		}
-	}
+	for (size_t i = 0; (ex = export_nth(i)); i++)
+		if (!strcmp(ex->format, format))
+			return ex;
 	return NULL;
 }
 
@@ -239,26 +275,19 @@ static const struct exporter *export_pick(const char *format, const char *file, 
 					  char **out)
 {
 	const struct exporter *ex;
-	const char *suffix = NULL;
+	char list[512];
 
+	export_list(list, sizeof(list), 0);
 	if (!format) {
-		pr_err("which format? --format perfetto, chrome, "
-		       "sqlite, folded, pprof, svg or folded-offcpu\n");
+		pr_err("which format? --format %s\n", list);
 		return NULL;
 	}
-	ex = export_find(format, &suffix);
+	ex = export_find(format);
 	if (!ex) {
-		char list[256];
-		size_t used = 0;
-
-		list[0] = 0;
-		for (size_t i = 0; i < NEXPORTERS && used < sizeof(list); i++)
-			used += snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
-					 exporters[i]->format);
 		pr_err("unknown format '%s' (formats: %s)\n", format, list);
 		return NULL;
 	}
-	*out = out_arg ? strdup(out_arg) : export_default_out(file, suffix);
+	*out = out_arg ? strdup(out_arg) : export_default_out(file, ex->suffix);
 	if (!*out) {
 		pr_err("out of memory\n");
 		return NULL;

@@ -21,6 +21,7 @@ struct report;		/* report.h */
 struct chrome_family;	/* export_chrome.h */
 struct perfetto_family; /* export_perfetto.h */
 struct sqlite_family;	/* export_sqlite.h */
+struct exporter;	/* export.h */
 struct page_family;	/* page.h */
 struct metrics_family;	/* metrics_family.h */
 struct top_family;	/* top_family.h */
@@ -325,6 +326,13 @@ struct family {
 	const struct chrome_family *chrome;
 	const struct perfetto_family *perfetto;
 	const struct sqlite_family *sqlite;
+	/*
+	 * Export formats of its own (struct exporter, export.h), NULL-terminated: formats only
+	 * its records fill (a PyTorch memory snapshot), offered by `bpfsight export --format`
+	 * after the formats every trace has. Each named apart from every other format. May be
+	 * NULL.
+	 */
+	const struct exporter *const *exporters;
 	/* `bpfsight monitor`: its metrics (metrics_family.h). May be NULL. */
 	const struct metrics_family *metrics;
 	/* `bpfsight top`: its columns (top_family.h); top records these families by default. */

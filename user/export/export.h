@@ -2,6 +2,8 @@
 /*
  * An export format: fed every decoded event of a trace in file order, it streams them to
  * OUT. Memory must stay bounded by what is interned (names, threads), never by events.
+ * `bpfsight export --format` offers the formats of this folder and those a family owns
+ * (struct family.exporters: a format only one family's records fill).
  */
 #ifndef BPFSIGHT_EXPORT_H
 #define BPFSIGHT_EXPORT_H
@@ -15,6 +17,7 @@
 struct exporter {
 	const char *format; /* "perfetto", "chrome", "sqlite" */
 	const char *desc;
+	const char *suffix; /* replaces FILE's .bst when -o is not given: ".pftrace" */
 	/* Create OUT (it does not exist yet, or --force removed it). NULL + *err on failure. */
 	void *(*open)(const char *out, const struct trace_meta *meta, int *err);
 	/*

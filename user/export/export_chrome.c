@@ -764,6 +764,7 @@ static void chrome__abort(void *st)
 const struct exporter export_chrome = {
 	.format = "chrome",
 	.desc = "Chrome trace JSON with Kineto's conventions (chrome://tracing, Perfetto, HTA)",
+	.suffix = ".json",
 	.open = chrome__open,
 	.record = chrome__record,
 	.finish = chrome__finish,

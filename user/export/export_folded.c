@@ -127,6 +127,7 @@ static int folded_finish(void *vst, const struct trace_model *m, const struct tr
 const struct exporter export_folded = {
 	.format = "folded",
 	.desc = "CPU samples as folded stacks (flamegraph.pl, inferno, speedscope)",
+	.suffix = ".folded",
 	.open = samples_export__open,
 	.record = samples_export__record,
 	.finish = folded_finish,
@@ -157,6 +158,7 @@ static int offcpu_record(void *vst, const struct bs_hdr *rec, const struct event
 const struct exporter export_folded_offcpu = {
 	.format = "folded-offcpu",
 	.desc = "off-CPU time (us) by blocking stack, folded (--stacks=sched; flame graphs)",
+	.suffix = ".offcpu.folded",
 	.open = offcpu_open,
 	.record = offcpu_record,
 	.finish = folded_finish,

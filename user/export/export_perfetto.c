@@ -510,25 +510,35 @@ __u64 pf__bins_origin(struct pf *pf, __u64 ts)
 	return pf->bins_origin;
 }
 
+int pf__describe_counter(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, const char *name,
+			 const char *desc, __u32 unit)
+{
+	struct pb *pb = &pf->pb;
+
+	pf__packet_begin(pf, ts, 0);
+	pb__begin(pb, PKT_TRACK_DESCRIPTOR);
+	pb__uint(pb, TD_UUID, uuid);
+	if (parent)
+		pb__uint(pb, TD_PARENT_UUID, parent);
+	pb__string(pb, TD_NAME, name);
+	pb__string(pb, TD_DESCRIPTION, desc);
+	pb__begin(pb, TD_COUNTER);
+	if (unit)
+		pb__uint(pb, CD_UNIT, unit);
+	pb__end(pb);
+	pb__end(pb);
+	return pf__packet_end(pf);
+}
+
 int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *desc,
 		     const struct time_bins *b, double cap)
 {
-	struct pb *pb = &pf->pb;
 	struct time_bins_iter it;
 	__u64 uuid = pf->next_uuid++, ts;
 	double v;
 	int err;
 
-	pf__packet_begin(pf, b->origin, 0);
-	pb__begin(pb, PKT_TRACK_DESCRIPTOR);
-	pb__uint(pb, TD_UUID, uuid);
-	pb__uint(pb, TD_PARENT_UUID, parent);
-	pb__string(pb, TD_NAME, name);
-	pb__string(pb, TD_DESCRIPTION, desc);
-	pb__begin(pb, TD_COUNTER);
-	pb__end(pb);
-	pb__end(pb);
-	err = pf__packet_end(pf);
+	err = pf__describe_counter(pf, b->origin, uuid, parent, name, desc, 0);
 	time_bins__iter_init(&it, b);
 	while (!err && time_bins__step(b, &it, cap, &ts, &v))
 		err = pf__counter(pf, ts, uuid, 0, &v);
@@ -745,6 +755,7 @@ static void perfetto_abort(void *st)
 const struct exporter export_perfetto = {
 	.format = "perfetto",
 	.desc = "Perfetto protobuf trace, for ui.perfetto.dev (.pftrace; .gz compresses)",
+	.suffix = ".pftrace",
 	.open = perfetto_open,
 	.record = perfetto_record,
 	.finish = perfetto_finish,

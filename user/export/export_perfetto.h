@@ -54,6 +54,7 @@
 #define THD_THREAD_NAME 5
 #define CD_UNIT		3
 #define CD_UNIT_COUNT	2
+#define CD_UNIT_BYTES	3 /* UNIT_SIZE_BYTES */
 
 #define TE_CATEGORY_IIDS     3
 #define TE_DEBUG_ANNOTATIONS 4
@@ -182,6 +183,12 @@ int pf__describe_named(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, const 
 int pf__event_start(struct pf *pf, const struct event *ev, __u64 track, __u64 flow_out,
 		    __u64 flow_in);
 int pf__event_end(struct pf *pf, __u64 ts, __u64 track);
+/*
+ * A counter track UUID named NAME under PARENT (0: a root track), with a description and a
+ * unit (CD_UNIT_*, 0: none), for the values pf__counter writes on it.
+ */
+int pf__describe_counter(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, const char *name,
+			 const char *desc, __u32 unit);
 /* A counter's value: V, or *D when D is given (double_counter_value). */
 int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d);
 /*

@@ -304,6 +304,7 @@ static void pprof_abort(void *st)
 const struct exporter export_pprof = {
 	.format = "pprof",
 	.desc = "CPU samples as a gzipped pprof profile (go tool pprof, Parca, Pyroscope)",
+	.suffix = ".pb.gz",
 	.open = pprof_open,
 	.record = pprof_record,
 	.finish = pprof_finish,

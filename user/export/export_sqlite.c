@@ -489,6 +489,7 @@ static void sqlite__abort(void *st)
 const struct exporter export_sqlite = {
 	.format = "sqlite",
 	.desc = "SQLite database shaped like Nsight Systems' export",
+	.suffix = ".sqlite",
 	.open = sqlite__open,
 	.record = sqlite__record,
 	.finish = sqlite__finish,

@@ -33,6 +33,7 @@ static int svg_finish(void *vst, const struct trace_model *m, const struct trace
 const struct exporter export_svg = {
 	.format = "svg",
 	.desc = "a flame graph of the CPU samples (SVG: click to zoom, search)",
+	.suffix = ".svg",
 	.open = samples_export__open,
 	.record = samples_export__record,
 	.finish = svg_finish,

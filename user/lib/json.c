@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "json.h"
+#include "utf8.h"
 
 void json__init(struct json *j, FILE *f, int pretty)
 {
@@ -83,42 +84,6 @@ void json__end_array(struct json *j)
 	json__close(j, ']');
 }
 
-/*
- * Length of the valid UTF-8 sequence at S (at most N bytes), 0 when invalid: overlong forms,
- * surrogates and code points above U+10FFFF are invalid (RFC 3629).
- */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	__u32 cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 /* Bytes that go out as they are: printable ASCII but the quote and the backslash. */
 static int json_plain(unsigned char c)
 {
@@ -163,7 +128,7 @@ void json_write_string(FILE *f, const char *str, size_t n)
 				fprintf(f, "\\u%04x", c);
 				break;
 			}
-			len = utf8_seq_len(s + i, n - i);
+			len = utf8__seq_len(s + i, n - i);
 			if (!len) {
 				/* Comms and cmdlines are any bytes: never emit invalid JSON. */
 				fputs("\\ufffd", f);

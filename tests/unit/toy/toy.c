@@ -105,6 +105,7 @@ const struct family family_toy = {
 	.chrome = &toy_chrome,
 	.perfetto = &toy_perfetto,
 	.sqlite = &toy_sqlite,
+	.exporters = toy_exporters,
 	.options = toy_options,
 	.opts_size = sizeof(struct toy_opts),
 	.opts_init = toy_opts_init,

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The toy family's export hooks: a Chrome counter, a Perfetto track, a SQLite table. */
+/*
+ * The toy family's export hooks: a Chrome counter, a Perfetto track, a SQLite table; and a
+ * format of its own, toy-total.
+ */
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include "export.h"
 #include "export_chrome.h"
 #include "export_perfetto.h"
 #include "export_sqlite.h"
@@ -95,3 +101,67 @@ const struct sqlite_family toy_sqlite = {
 	.free = sq_stmts__free,
 	.record = toy_sq_record,
 };
+
+/* toy-total: a text file "ticks N total T", refused (-ENODATA) for a trace without ticks. */
+struct toy_total {
+	FILE *f;
+	struct toy_sum sum;
+};
+
+static void *toy_total_open(const char *out, const struct trace_meta *meta, int *err)
+{
+	struct toy_total *t = calloc(1, sizeof(*t));
+	int fd = t ? export__create(out) : -ENOMEM;
+
+	if (fd >= 0 && !(t->f = fdopen(fd, "w")))
+		close(fd);
+	if (!t || !t->f) {
+		*err = fd < 0 ? fd : -ENOMEM;
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static int toy_total_record(void *st, const struct bs_hdr *rec, const struct event *ev,
+			    const struct trace_model *m)
+{
+	toy_sum__add(&((struct toy_total *)st)->sum, rec, m);
+	return 0;
+}
+
+static int toy_total_finish(void *st, const struct trace_model *m,
+			    const struct trace_status *status)
+{
+	struct toy_total *t = st;
+	int err = t->sum.n ? 0 : -ENODATA;
+
+	if (!err)
+		fprintf(t->f, "ticks %llu total %llu\n", (unsigned long long)t->sum.n,
+			(unsigned long long)t->sum.total);
+	if (fclose(t->f) && !err)
+		err = -EIO;
+	free(t);
+	return err;
+}
+
+static void toy_total_abort(void *st)
+{
+	struct toy_total *t = st;
+
+	fclose(t->f);
+	free(t);
+}
+
+static const struct exporter toy_total = {
+	.format = "toy-total",
+	.desc = "the toy ticks' count and total, as text",
+	.suffix = ".toy",
+	.open = toy_total_open,
+	.record = toy_total_record,
+	.finish = toy_total_finish,
+	.abort = toy_total_abort,
+	.needs = "toy ticks",
+};
+
+const struct exporter *const toy_exporters[] = { &toy_total, NULL };

@@ -99,6 +99,8 @@ static void mem_detach(struct record_ctx *ctx, void *state)
 	mem_state_free(st);
 }
 
+static const struct exporter *const mem_exporters[] = { &export_memory_snapshot, NULL };
+
 const struct family family_mem = {
 	.name = "mem",
 	.desc = "PyTorch tensor allocations and frees (CPU, GPU), allocator totals, RSS, "
@@ -117,4 +119,8 @@ const struct family family_mem = {
 	.walk_observe = mem_walk_observe,
 	.walk_free = mem_walk_free,
 	.decoders = mem_decoders,
+	.chrome = &mem_chrome,
+	.perfetto = &mem_perfetto,
+	.sqlite = &mem_sqlite,
+	.exporters = mem_exporters,
 };

@@ -28,6 +28,12 @@ void mem_opts_describe(const void *opts, char *buf, size_t len);
 extern const struct rec_decoder mem_decoders[]; /* mem_decode.c */
 extern const struct family family_mem;
 
+/* Its export hooks, and the format of its own (docs/EXPORT.md, "Memory"). */
+extern const struct chrome_family mem_chrome;	     /* export_chrome_mem.c */
+extern const struct perfetto_family mem_perfetto;    /* export_perfetto_mem.c */
+extern const struct sqlite_family mem_sqlite;	     /* export_sqlite_mem.c */
+extern const struct exporter export_memory_snapshot; /* export_memory_snapshot.c */
+
 /* "cpu", "cuda:0": a device as mem's events and reports name it. */
 const char *mem_device_name(__s16 device, char *buf, size_t len);
 

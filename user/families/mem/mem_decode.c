@@ -59,12 +59,14 @@ void mem_walk_observe(void *arg, const struct bs_hdr *rec)
 
 	if (rec->type == BS_REC_MEM_ALLOC && rec->size >= sizeof(struct bs_mem_alloc)) {
 		const struct bs_mem_alloc *r = (const void *)rec;
+		struct mem_block freed = {};
 		const struct mem_dev *d;
 
 		w->last_ts = rec->ts;
 		w->last_tid = rec->tid;
 		w->last_addr = r->addr;
-		w->last_bytes = mem_live__apply(w->live, r, 0, NULL);
+		w->last_bytes = mem_live__apply(w->live, r, 0, &freed);
+		w->last_alloc_ts = freed.ts;
 		d = mem_live__dev(w->live, rec->pid, r->device);
 		w->last_live = d ? d->live : 0;
 	} else if (rec->type == BS_REC_MEM_STREAM && rec->size >= sizeof(struct bs_mem_stream)) {
@@ -73,6 +75,17 @@ void mem_walk_observe(void *arg, const struct bs_hdr *rec)
 		   ((const struct bs_exit *)rec)->group_dead) {
 		mem_live__forget(w->live, rec->pid);
 	}
+}
+
+const struct mem_walk *mem_walk__of(const struct trace_model *m, const struct bs_hdr *rec)
+{
+	const struct mem_walk *w = trace_model__walk(m, &family_mem);
+	const struct bs_mem_alloc *r = (const void *)rec;
+
+	if (!w || rec->type != BS_REC_MEM_ALLOC || rec->size < sizeof(*r))
+		return NULL;
+	return w->last_ts == rec->ts && w->last_tid == rec->tid && w->last_addr == r->addr ? w
+											   : NULL;
 }
 
 void mem_walk_free(void *arg)
@@ -88,11 +101,10 @@ void mem_walk_free(void *arg)
 static int decode_alloc(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	const struct bs_mem_alloc *r = (const void *)rec;
-	const struct mem_walk *w = trace_model__walk(m, &family_mem);
+	const struct mem_walk *w = mem_walk__of(m, rec);
 	int is_free = r->flags & BS_MEM_FREE;
 	__u64 bytes = r->bytes;
-	int walked =
-		w && w->last_ts == rec->ts && w->last_tid == rec->tid && w->last_addr == r->addr;
+	int walked = w != NULL;
 
 	ev->name = is_free ? "free" : "alloc";
 	ev->stack = trace_model__event_stack(m, rec); /* --stacks=mem */

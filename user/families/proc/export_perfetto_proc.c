@@ -24,25 +24,16 @@ static int proc_observe(struct pf *pf, void *st, const struct bs_hdr *rec)
 {
 	const struct bs_loss *l = (const void *)rec;
 	struct pf_proc_loss *p = st;
-	struct pb *pb = &pf->pb;
 	int err;
 
 	if (rec->type != BS_REC_LOSS || rec->size < sizeof(*l))
 		return 0;
 	if (!p->uuid) {
 		p->uuid = pf->next_uuid++;
-		pf__packet_begin(pf, rec->ts, 0);
-		pb__begin(pb, PKT_TRACK_DESCRIPTOR);
-		pb__uint(pb, TD_UUID, p->uuid);
-		pb__string(pb, TD_NAME, "events lost");
-		pb__string(pb, TD_DESCRIPTION,
-			   "Events the recorder lost so far, every cause together (bpfsight info "
-			   "shows them by cause).");
-		pb__begin(pb, TD_COUNTER);
-		pb__uint(pb, CD_UNIT, CD_UNIT_COUNT);
-		pb__end(pb);
-		pb__end(pb);
-		err = pf__packet_end(pf);
+		err = pf__describe_counter(pf, rec->ts, p->uuid, 0, "events lost",
+					   "Events the recorder lost so far, every cause together "
+					   "(bpfsight info shows them by cause).",
+					   CD_UNIT_COUNT);
 		/* Start the line at zero where recording started, so the first step shows. */
 		if (!err && pf->start_mono && pf->start_mono < rec->ts)
 			err = pf__counter(pf, pf->start_mono, p->uuid, 0, NULL);

@@ -1,0 +1,738 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * `bpfsight export --format memory-snapshot`: the CUDA memory of a trace as the pickle
+ * torch.cuda.memory._snapshot() returns (torch/csrc/cuda/memory_snapshot.cpp), which
+ * pytorch.org/memory_viz and torch.cuda._memory_viz open (docs/EXPORT.md, "PyTorch memory
+ * snapshot"):
+ *
+ *   {'segments': [{'device', 'address', 'total_size', 'allocated_size', 'active_size',
+ *                  'requested_size', 'stream', 'segment_type', 'segment_pool_id',
+ *                  'is_expandable', 'frames', 'blocks': [{'address', 'size',
+ *                  'requested_size', 'state', 'frames', 'history'}]}],
+ *    'device_traces': [[{'action', 'addr' | 'device_free', 'size', 'stream', 'frames',
+ *                        'time_us'}, ...] per device],
+ *    'bpfsight_devices': [{'pid', 'process', 'device'} or None per device]}
+ *
+ * A device's trace holds every allocation ('alloc') and free ('free_requested' then
+ * 'free_completed': the report comes when the block goes back to the allocator), the segments
+ * derived from the reserved totals ('segment_alloc', 'segment_free': mem_segments.h) and the
+ * OOMs ('oom', 'device_free' 0: the report does not say), each with its allocation's frames
+ * (--stacks=mem) and the wall-clock time in microseconds. 'segments' is the allocator's state
+ * at each process's last record: its segments with the blocks still allocated in them
+ * ('active_allocated') and the gaps between ('inactive'); 'history' repeats an allocated
+ * block's size and frames for torch 1.13's _memory_viz. Sizes are the blocks' (the
+ * allocator's rounding): the reports do not give the size asked for.
+ *
+ * The device index is the CUDA device's, unless several processes used one index: then each
+ * (process, device) is an index of its own, in the order they first allocated, which
+ * 'bpfsight_devices' and a line on stderr tell. CPU tensors are not in a CUDA snapshot: they
+ * are left out, and said. A trace with no GPU memory event writes nothing (-ENODATA).
+ *
+ * Streamed: each (process, device)'s entries go to an unlinked temporary file in OUT's
+ * directory (O_TMPFILE: the disk OUT goes to, not a /tmp that may be memory) as pickle
+ * opcodes as they come (device_traces is a list per device, the records interleave devices),
+ * copied into OUT at the end. Memory: the live blocks and segments, and a memo id per distinct
+ * stack and string of each stream.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "export.h"
+#include "hmap.h"
+#include "mem.h"
+#include "mem_live.h"
+#include "mem_segments.h"
+#include "msg.h"
+#include "pickle.h"
+#include "stack_format.h"
+
+struct snap_entry {
+	const char *action;
+	__u64 addr; /* the OOM's: device_free */
+	__u64 size, stream;
+	__u32 stack;
+	__u64 ts;
+};
+
+#define SNAP_PENDING 8 /* an allocation and the segments it made (one, or a few around it) */
+
+/* One process's CUDA device. */
+struct snap_dev {
+	__u32 pid;
+	__s16 device;
+	__u32 index; /* its place in device_traces, chosen at the end */
+	struct mem_segs *segs;
+	FILE *tmp;	     /* its trace entries: MARK, entries, APPENDS (and MARK again) */
+	struct pickle p;     /* writing to tmp */
+	struct hmap *frames; /* {stack id, 0} -> the memo id + 1 of its frames in tmp */
+	__u64 entries;
+	/*
+	 * Its last allocation and the segments it made, held until the record after it: the
+	 * USDT probe's MEM_STREAM (torch 2.2+) comes just after the block's MEM_ALLOC and gives
+	 * their stream.
+	 */
+	struct snap_entry pending[SNAP_PENDING];
+	__u32 npending;
+	int holding; /* an allocation is being applied: its segment events are held */
+};
+
+struct snap {
+	FILE *out;
+	char *dir;	     /* OUT's directory, where the temporary files go */
+	struct pickle p;     /* OUT's own opcodes */
+	struct hmap *frames; /* the same as snap_dev.frames, for OUT */
+	__u32 memo;	     /* the pickle's memo ids, every stream's */
+	__s64 wall;	     /* CLOCK_REALTIME - CLOCK_MONOTONIC at the start; 0: not said */
+	struct hmap *devs;   /* {pid, device} -> index in v + 1 */
+	struct snap_dev **v; /* in the order they first allocated */
+	size_t n, cap;
+	struct mem_live *live; /* GPU blocks, each with its allocation's stack id as site */
+	const struct trace_model *m;
+	__u64 cpu_events; /* CPU allocations, frees and OOMs left out */
+};
+
+static void snap_dev_free(struct snap_dev *d)
+{
+	if (!d)
+		return;
+	pickle__free(&d->p);
+	if (d->tmp)
+		fclose(d->tmp);
+	hmap__free(d->frames);
+	mem_segs__free(d->segs);
+	free(d);
+}
+
+static void snap_free(struct snap *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		snap_dev_free(s->v[i]);
+	free(s->v);
+	pickle__free(&s->p);
+	if (s->out)
+		fclose(s->out);
+	hmap__free(s->frames);
+	hmap__free(s->devs);
+	mem_live__free(s->live);
+	free(s->dir);
+	free(s);
+}
+
+static void *snap_open(const char *out, const struct trace_meta *meta, int *err)
+{
+	struct snap *s = calloc(1, sizeof(*s));
+	char *slash;
+	int fd;
+
+	*err = -ENOMEM;
+	if (!s)
+		return NULL;
+	s->frames = hmap__new(sizeof(__u32));
+	s->devs = hmap__new(sizeof(size_t));
+	s->live = mem_live__new();
+	s->dir = strdup(out);
+	if (!s->frames || !s->devs || !s->live || !s->dir)
+		goto fail;
+	slash = strrchr(s->dir, '/');
+	if (!slash)
+		strcpy(s->dir, "."); /* OUT's name has a byte at least, and its NUL */
+	else if (slash == s->dir)
+		slash[1] = 0; /* OUT in / */
+	else
+		*slash = 0;
+	if (meta && meta->start.mono_ns && meta->start.realtime_ns)
+		s->wall = (__s64)(meta->start.realtime_ns - meta->start.mono_ns);
+	fd = export__create(out);
+	if (fd < 0) {
+		*err = fd;
+		goto fail;
+	}
+	s->out = fdopen(fd, "w");
+	if (!s->out) {
+		*err = -errno;
+		close(fd);
+		goto fail;
+	}
+	pickle__init(&s->p, s->out, &s->memo);
+	return s;
+fail:
+	snap_free(s);
+	return NULL;
+}
+
+/* An unlinked file in OUT's directory (where it has no O_TMPFILE: in TMPDIR), or NULL. */
+static FILE *snap_tmp(const struct snap *s)
+{
+	int fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	FILE *f;
+
+	if (fd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR ? tmpfile() : NULL;
+	f = fdopen(fd, "w+");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+/* PID's DEVICE, made the first time: its temporary file opened with the first MARK. */
+static struct snap_dev *snap_dev(struct snap *s, __u32 pid, __s16 device)
+{
+	size_t *at = hmap__get(s->devs, (struct hkey){ pid, (__u16)device }, 1);
+	struct snap_dev *d;
+
+	if (!at)
+		return NULL;
+	if (*at)
+		return s->v[*at - 1];
+	if (s->n == s->cap) {
+		struct snap_dev **v =
+			realloc(s->v, (s->cap = s->cap ? 2 * s->cap : 8) * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->v = v;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->pid = pid;
+	d->device = device;
+	d->segs = mem_segs__new();
+	d->frames = hmap__new(sizeof(__u32));
+	d->tmp = snap_tmp(s);
+	if (!d->segs || !d->frames || !d->tmp) {
+		snap_dev_free(d);
+		return NULL;
+	}
+	pickle__init(&d->p, d->tmp, &s->memo);
+	pickle__op(&d->p, PICKLE_MARK);
+	s->v[s->n++] = d;
+	*at = s->n;
+	return d;
+}
+
+/* A frame as PyTorch's symbolizer gives it: {'name', 'filename', 'line'}. */
+static void frame(struct pickle *p, const struct bs_frame *f, const struct trace_model *m)
+{
+	char buf[512];
+
+	pickle__op(p, PICKLE_DICT);
+	pickle__op(p, PICKLE_MARK);
+	pickle__str_memo(p, "name");
+	pickle__str_memo(p, stack_frame__func(f, m, buf, sizeof(buf)));
+	pickle__str_memo(p, "filename");
+	pickle__str_memo(p, stack_frame__file(f, m));
+	pickle__str_memo(p, "line");
+	pickle__uint(p, f->kind == BS_FRAME_PYTHON ? f->line : 0);
+	pickle__op(p, PICKLE_SETITEMS);
+}
+
+/*
+ * The frames of stack STACK (0: none), innermost first, a truncated one ending with its marker:
+ * written once per stream, MEMO's memo id afterwards (the same list object).
+ */
+static int frames(struct pickle *p, struct hmap *memo, const struct trace_model *m, __u32 stack)
+{
+	const struct trace_stack *t = stack ? trace_model__stack(m, stack) : NULL;
+	__u32 *id;
+
+	if (!t) {
+		pickle__op(p, PICKLE_LIST);
+		return 0;
+	}
+	id = hmap__get(memo, (struct hkey){ stack, 0 }, 1);
+	if (!id)
+		return -ENOMEM;
+	if (*id) {
+		pickle__get(p, *id - 1);
+		return 0;
+	}
+	pickle__op(p, PICKLE_LIST);
+	pickle__op(p, PICKLE_MARK);
+	for (__u32 i = 0; i < t->nframes; i++)
+		frame(p, &t->frames[i], m);
+	if (t->flags & BS_STACK_TRUNCATED)
+		frame(p, &stack_frame_truncated, m);
+	pickle__op(p, PICKLE_APPENDS);
+	*id = pickle__put(p) + 1;
+	return 0;
+}
+
+/* One entry of D's trace, in batches of PICKLE_BATCH. */
+static int entry(struct snap *s, struct snap_dev *d, const struct snap_entry *e)
+{
+	struct pickle *p = &d->p;
+	int err;
+
+	if (d->entries && !(d->entries % PICKLE_BATCH)) {
+		pickle__op(p, PICKLE_APPENDS);
+		pickle__op(p, PICKLE_MARK);
+	}
+	d->entries++;
+	pickle__op(p, PICKLE_DICT);
+	pickle__op(p, PICKLE_MARK);
+	pickle__str_memo(p, "action");
+	pickle__str_memo(p, e->action);
+	pickle__str_memo(p, strcmp(e->action, "oom") ? "addr" : "device_free");
+	pickle__uint(p, e->addr);
+	pickle__str_memo(p, "size");
+	pickle__uint(p, e->size);
+	pickle__str_memo(p, "stream");
+	pickle__uint(p, e->stream);
+	pickle__str_memo(p, "frames");
+	err = frames(p, d->frames, s->m, e->stack);
+	pickle__str_memo(p, "time_us");
+	pickle__int(p, ((__s64)e->ts + s->wall) / 1000);
+	pickle__op(p, PICKLE_SETITEMS);
+	return err ? err : pickle__error(p);
+}
+
+static int entry_or_hold(struct snap *s, struct snap_dev *d, const struct snap_entry *e);
+
+struct seg_ctx {
+	struct snap *s;
+	struct snap_dev *d;
+	__u64 ts;
+};
+
+static int seg_event(void *arg, enum mem_seg_event what, const struct mem_seg *g)
+{
+	struct seg_ctx *c = arg;
+	struct snap_entry e = {
+		.action = what == MEM_SEG_ALLOC ? "segment_alloc" : "segment_free",
+		.addr = g->addr,
+		.size = g->size,
+		.stream = g->stream,
+		.stack = g->stack,
+		.ts = c->ts,
+	};
+
+	return entry_or_hold(c->s, c->d, &e);
+}
+
+/* D's held entries into its trace. */
+static int flush_pending(struct snap *s, struct snap_dev *d)
+{
+	__u32 n = d->npending;
+	int err = 0;
+
+	d->npending = 0;
+	for (__u32 i = 0; i < n && !err; i++)
+		err = entry(s, d, &d->pending[i]);
+	return err;
+}
+
+/* E into D's trace, or held with the allocation being applied (full: flushed first). */
+static int entry_or_hold(struct snap *s, struct snap_dev *d, const struct snap_entry *e)
+{
+	int err;
+
+	if (!d->holding)
+		return entry(s, d, e);
+	if (d->npending == SNAP_PENDING && (err = flush_pending(s, d)))
+		return err;
+	d->pending[d->npending++] = *e;
+	return 0;
+}
+
+/* The block at R's address: its stream, for its allocation's entry and its segment. */
+static int snap_stream(struct snap *s, const struct bs_mem_stream *r)
+{
+	struct snap_dev *d = snap_dev(s, r->h.pid, r->device);
+
+	if (!d)
+		return -ENOMEM;
+	mem_segs__stream(d->segs, r->addr, r->stream);
+	for (__u32 i = 0; i < d->npending; i++)
+		d->pending[i].stream = r->stream; /* the block's, and the segments it made */
+	return flush_pending(s, d);
+}
+
+static int snap_alloc(struct snap *s, const struct bs_mem_alloc *r, const struct event *ev)
+{
+	int is_free = r->flags & BS_MEM_FREE, err;
+	struct mem_block freed = {};
+	struct snap_entry e = { .action = "alloc", .addr = r->addr, .ts = r->h.ts };
+	struct snap_dev *d = snap_dev(s, r->h.pid, r->device);
+	struct seg_ctx c = { s, d, r->h.ts };
+	const struct mem_seg *g;
+
+	if (!d)
+		return -ENOMEM;
+	err = flush_pending(s, d);
+	if (err)
+		return err;
+	e.stack = !is_free && ev && ev->stack ? ev->stack->id : 0;
+	e.size = mem_live__apply(s->live, r, e.stack, &freed);
+	if (is_free)
+		e.stack = freed.site;
+	d->holding = !is_free;
+	err = mem_segs__apply(d->segs, r, e.size, e.stack, seg_event, &c);
+	d->holding = 0;
+	if (err || !e.size)
+		return err ? err : flush_pending(s, d); /* no bytes: nothing the allocator holds */
+	g = mem_segs__find(d->segs, r->addr);
+	e.stream = g ? g->stream : 0;
+	if (!is_free) {
+		d->holding = 1;
+		err = entry_or_hold(s, d, &e);
+		d->holding = 0;
+		return err;
+	}
+	e.action = "free_requested";
+	err = entry(s, d, &e);
+	e.action = "free_completed";
+	return err ? err : entry(s, d, &e);
+}
+
+static int snap_oom(struct snap *s, const struct bs_mem_oom *o, const struct event *ev)
+{
+	struct snap_dev *d = snap_dev(s, o->h.pid, o->device);
+	struct seg_ctx c = { s, d, o->h.ts };
+	struct snap_entry e = {
+		.action = "oom",
+		.size = o->bytes,
+		.stack = ev && ev->stack ? ev->stack->id : 0,
+		.ts = o->h.ts,
+	};
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	err = flush_pending(s, d);
+	if (err)
+		return err;
+	/* The allocator empties its cache before it gives up: what the totals show released. */
+	err = o->source == BS_MEM_SRC_REPORT
+		      ? mem_segs__reserved(d->segs, o->reserved, seg_event, &c)
+		      : 0;
+	return err ? err : entry(s, d, &e);
+}
+
+static int snap_record(void *st, const struct bs_hdr *rec, const struct event *ev,
+		       const struct trace_model *m)
+{
+	struct snap *s = st;
+	const struct bs_mem_alloc *a = (const void *)rec;
+	const struct bs_mem_oom *o = (const void *)rec;
+
+	s->m = m;
+	/* A CUDA device's index is >= 0: the CPU's are left out, other values are no device. */
+	if (rec->type == BS_REC_MEM_ALLOC && rec->size >= sizeof(*a)) {
+		if (a->device >= 0)
+			return snap_alloc(s, a, ev);
+		s->cpu_events += a->device == BS_MEM_DEV_CPU;
+	} else if (rec->type == BS_REC_MEM_STREAM && rec->size >= sizeof(struct bs_mem_stream)) {
+		if (((const struct bs_mem_stream *)rec)->device >= 0)
+			return snap_stream(s, (const void *)rec);
+	} else if (rec->type == BS_REC_MEM_OOM && rec->size >= sizeof(*o)) {
+		if (o->device >= 0)
+			return snap_oom(s, o, ev);
+		s->cpu_events += o->device == BS_MEM_DEV_CPU;
+	}
+	return 0;
+}
+
+/* The blocks of one device still allocated, by address. */
+struct live_blocks {
+	struct snap_block {
+		__u64 addr, size;
+		__u32 stack;
+	} * v;
+	size_t n, cap;
+	int err;
+};
+
+static void live_block(void *arg, __u32 pid, __s16 device, __u64 addr, const struct mem_block *b)
+{
+	struct live_blocks *l = arg;
+
+	if (l->n == l->cap) {
+		struct snap_block *v =
+			realloc(l->v, (l->cap = l->cap ? 2 * l->cap : 64) * sizeof(*v));
+
+		if (!v) {
+			l->err = -ENOMEM;
+			return;
+		}
+		l->v = v;
+	}
+	if (!l->err)
+		l->v[l->n++] = (struct snap_block){ addr, b->bytes, b->site };
+}
+
+static int cmp_block(const void *a, const void *b)
+{
+	const struct snap_block *x = a, *y = b;
+
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static void kv_uint(struct pickle *p, const char *key, __u64 v)
+{
+	pickle__str_memo(p, key);
+	pickle__uint(p, v);
+}
+
+/* One block of a segment: allocated (STACK its allocation's) or a gap. */
+static int block(struct snap *s, __u64 addr, __u64 size, int active, __u32 stack)
+{
+	struct pickle *p = &s->p;
+	int err;
+
+	pickle__op(p, PICKLE_DICT);
+	pickle__op(p, PICKLE_MARK);
+	kv_uint(p, "address", addr);
+	kv_uint(p, "size", size);
+	kv_uint(p, "requested_size", active ? size : 0);
+	pickle__str_memo(p, "state");
+	pickle__str_memo(p, active ? "active_allocated" : "inactive");
+	pickle__str_memo(p, "frames");
+	err = frames(p, s->frames, s->m, active ? stack : 0);
+	if (!err && active) { /* torch 1.13's _memory_viz reads a block's frames here */
+		pickle__str_memo(p, "history");
+		pickle__op(p, PICKLE_LIST);
+		pickle__op(p, PICKLE_MARK);
+		pickle__op(p, PICKLE_DICT);
+		pickle__op(p, PICKLE_MARK);
+		kv_uint(p, "addr", addr);
+		kv_uint(p, "real_size", size);
+		pickle__str_memo(p, "frames");
+		err = frames(p, s->frames, s->m, stack);
+		pickle__op(p, PICKLE_SETITEMS);
+		pickle__op(p, PICKLE_APPENDS);
+	}
+	pickle__op(p, PICKLE_SETITEMS);
+	return err;
+}
+
+/* Segment G of D, with the blocks of L inside it (L->v from *AT on, by address). */
+static int segment(struct snap *s, const struct snap_dev *d, const struct mem_seg *g,
+		   const struct live_blocks *l, size_t *at)
+{
+	struct pickle *p = &s->p;
+	__u64 end = g->addr + g->size, cur = g->addr, used = 0;
+	size_t i;
+	int err = 0;
+
+	while (*at < l->n && l->v[*at].addr < g->addr)
+		(*at)++; /* in no segment: cannot be, the segments hold every block seen */
+	for (i = *at; i < l->n && l->v[i].addr < end; i++)
+		used += l->v[i].size;
+	pickle__op(p, PICKLE_DICT);
+	pickle__op(p, PICKLE_MARK);
+	kv_uint(p, "device", d->index);
+	kv_uint(p, "address", g->addr);
+	kv_uint(p, "total_size", g->size);
+	kv_uint(p, "allocated_size", used);
+	kv_uint(p, "active_size", used);
+	kv_uint(p, "requested_size", used);
+	kv_uint(p, "stream", g->stream);
+	pickle__str_memo(p, "segment_type");
+	pickle__str_memo(p, g->small ? "small" : "large");
+	pickle__str_memo(p, "segment_pool_id");
+	pickle__int(p, 0);
+	pickle__int(p, 0);
+	pickle__op(p, PICKLE_TUPLE2);
+	pickle__str_memo(p, "is_expandable");
+	pickle__op(p, PICKLE_FALSE);
+	pickle__str_memo(p, "frames");
+	err = frames(p, s->frames, s->m, g->stack);
+	pickle__str_memo(p, "blocks");
+	pickle__op(p, PICKLE_LIST);
+	pickle__op(p, PICKLE_MARK);
+	/* The blocks tile the segment: gaps between them are free ('inactive'). */
+	for (; !err && *at < l->n && l->v[*at].addr < end; (*at)++) {
+		const struct snap_block *b = &l->v[*at];
+		__u64 size = b->addr + b->size > end ? end - b->addr : b->size;
+
+		if (b->addr < cur)
+			continue; /* overlapping a block before it: cannot be, but stay a tiling */
+		if (b->addr > cur)
+			err = block(s, cur, b->addr - cur, 0, 0);
+		if (!err)
+			err = block(s, b->addr, size, 1, b->stack);
+		cur = b->addr + size;
+	}
+	if (!err && cur < end)
+		err = block(s, cur, end - cur, 0, 0);
+	pickle__op(p, PICKLE_APPENDS);
+	pickle__op(p, PICKLE_SETITEMS);
+	return err;
+}
+
+/* Every segment of D, as it was at its process's last record. *COUNT: items in the batch. */
+static int segments_of(struct snap *s, const struct snap_dev *d, __u64 *count)
+{
+	struct live_blocks l = {};
+	const struct mem_seg *g;
+	size_t at = 0;
+	int err = 0;
+
+	mem_live__each(s->live, d->pid, d->device, live_block, &l);
+	if (l.err) {
+		free(l.v);
+		return l.err;
+	}
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_block);
+	for (size_t i = 0; !err && (g = mem_segs__at(d->segs, i)); i++) {
+		if (*count && !(*count % PICKLE_BATCH)) {
+			pickle__op(&s->p, PICKLE_APPENDS);
+			pickle__op(&s->p, PICKLE_MARK);
+		}
+		(*count)++;
+		err = segment(s, d, g, &l, &at);
+	}
+	free(l.v);
+	return err;
+}
+
+/* D's entries, appended to its list in OUT. */
+static int copy_trace(struct snap *s, struct snap_dev *d)
+{
+	char buf[1 << 16];
+	size_t n;
+
+	pickle__op(&d->p, PICKLE_APPENDS);
+	if (fflush(d->tmp) || pickle__error(&d->p))
+		return errno ? -errno : -EIO;
+	rewind(d->tmp);
+	while ((n = fread(buf, 1, sizeof(buf), d->tmp)))
+		if (fwrite(buf, 1, n, s->out) != n)
+			return errno ? -errno : -EIO;
+	return ferror(d->tmp) ? -EIO : 0;
+}
+
+/*
+ * Device indexes: the CUDA device's, unless two processes used one; then one per (process,
+ * device) in the order they first allocated. Returns how many device_traces has.
+ */
+static size_t choose_indexes(struct snap *s)
+{
+	size_t n = 0, i, j;
+	int clash = 0;
+
+	for (i = 0; i < s->n && !clash; i++)
+		for (j = 0; j < i && !clash; j++)
+			clash = s->v[i]->device == s->v[j]->device;
+	for (i = 0; i < s->n; i++) {
+		s->v[i]->index = clash ? i : (__u32)s->v[i]->device;
+		if (s->v[i]->index + 1 > n)
+			n = s->v[i]->index + 1;
+	}
+	if (clash)
+		for (i = 0; i < s->n; i++)
+			pr_info("several processes used one CUDA device: device %u of the snapshot is "
+				"pid %u's cuda:%d\n",
+				s->v[i]->index, s->v[i]->pid, s->v[i]->device);
+	return n;
+}
+
+static struct snap_dev *dev_at(const struct snap *s, size_t index)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->index == index)
+			return s->v[i];
+	return NULL;
+}
+
+/* The snapshot dict into OUT, the device traces copied in. */
+static int snap_write(struct snap *s)
+{
+	struct pickle *p = &s->p;
+	size_t ntraces = choose_indexes(s);
+	struct snap_dev *d;
+	char name[16];
+	__u64 count = 0;
+	int err = 0;
+
+	pickle__proto(p);
+	pickle__op(p, PICKLE_DICT);
+	pickle__op(p, PICKLE_MARK);
+	pickle__str_memo(p, "segments");
+	pickle__op(p, PICKLE_LIST);
+	pickle__op(p, PICKLE_MARK);
+	for (size_t i = 0; i < ntraces && !err; i++)
+		if ((d = dev_at(s, i)))
+			err = segments_of(s, d, &count);
+	pickle__op(p, PICKLE_APPENDS);
+	pickle__str_memo(p, "device_traces");
+	pickle__op(p, PICKLE_LIST);
+	pickle__op(p, PICKLE_MARK);
+	for (size_t i = 0; i < ntraces && !err; i++) {
+		pickle__op(p, PICKLE_LIST);
+		if ((d = dev_at(s, i)))
+			err = copy_trace(s, d);
+	}
+	pickle__op(p, PICKLE_APPENDS);
+	/* Which process and device each index is (ours: PyTorch's snapshot is one process's). */
+	pickle__str_memo(p, "bpfsight_devices");
+	pickle__op(p, PICKLE_LIST);
+	pickle__op(p, PICKLE_MARK);
+	for (size_t i = 0; i < ntraces && !err; i++) {
+		if (!(d = dev_at(s, i))) {
+			pickle__op(p, PICKLE_NONE);
+			continue;
+		}
+		pickle__op(p, PICKLE_DICT);
+		pickle__op(p, PICKLE_MARK);
+		kv_uint(p, "pid", d->pid);
+		pickle__str_memo(p, "process");
+		pickle__str(p, trace_model__process_name(s->m, d->pid));
+		pickle__str_memo(p, "device");
+		pickle__str(p, mem_device_name(d->device, name, sizeof(name)));
+		pickle__op(p, PICKLE_SETITEMS);
+	}
+	pickle__op(p, PICKLE_APPENDS);
+	pickle__op(p, PICKLE_SETITEMS);
+	pickle__op(p, PICKLE_STOP);
+	if (!err)
+		err = pickle__error(p);
+	return err;
+}
+
+static int snap_finish(void *st, const struct trace_model *m, const struct trace_status *status)
+{
+	struct snap *s = st;
+	int err = -ENODATA, e;
+
+	s->m = m;
+	for (size_t i = 0; i < s->n && err == -ENODATA; i++)
+		if (flush_pending(s, s->v[i]))
+			err = -EIO;
+	if (s->n && err == -ENODATA)
+		err = snap_write(s);
+	e = fclose(s->out);
+	s->out = NULL;
+	if (!err && e)
+		err = errno ? -errno : -EIO;
+	if (!err && s->cpu_events)
+		pr_info("left out %llu CPU allocations, frees and OOMs: a CUDA memory snapshot "
+			"holds the GPU's\n",
+			(unsigned long long)s->cpu_events);
+	snap_free(s);
+	return err;
+}
+
+static void snap_abort(void *st)
+{
+	snap_free(st);
+}
+
+const struct exporter export_memory_snapshot = {
+	.format = "memory-snapshot",
+	.desc = "the GPU's memory events as PyTorch's memory snapshot (pytorch.org/memory_viz)",
+	.suffix = ".snapshot.pickle",
+	.open = snap_open,
+	.record = snap_record,
+	.finish = snap_finish,
+	.abort = snap_abort,
+	.needs = "GPU memory events (record -t mem a job that allocates CUDA memory; CPU tensors "
+		 "are not in a CUDA memory snapshot)",
+};
