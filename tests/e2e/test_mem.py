@@ -7,8 +7,8 @@ import json
 import os
 import signal
 
-from helpers import (BUILD, ROOT, SLOWDOWN, Recorder, alone, check, dump, eq, need_root, record, run, spawn,
-                     tmpdir)
+from helpers import (BPFSIGHT, BUILD, ROOT, SLOWDOWN, Recorder, alone, check, dump, eq,
+                     need_root, record, run, spawn, tmpdir)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 40
@@ -217,3 +217,30 @@ def test_system_wide_finds_the_allocator_in_a_new_process():
     pid_allocs = [e for e in allocs(dump(r.out)) if e["args"]["device"].startswith("cuda")]
     eq(len([e for e in pid_allocs if e["name"] == "alloc"]), 3, "its three blocks")
     eq(p.stdout.splitlines()[-1], "semaphores 1", "its semaphore raised by the tracer")
+
+
+def test_a_recorded_gpu_allocator_in_the_memory_snapshot():
+    """The snapshot of a real recording (the fake allocator's, with its USDT probe): every
+    block's alloc and free with its size and stream, as the program made them, per device."""
+    need_root()
+    need_gpu_alloc()
+    p, out = record([GPU_ALLOC, "2"], "-t", "mem")
+    eq(p.returncode, 0, p.stderr[-400:])
+    snap = os.path.join(tmpdir(), "s.pickle")
+    e = run([BPFSIGHT, "export", out, "--format", "memory-snapshot", "-o", snap])
+    eq(e.returncode, 0, e.stderr)
+    got = run([DEBIAN_PY, "-c", "import json, pickle, sys; s = pickle.load(open(sys.argv[1], "
+               "'rb')); print(json.dumps([[[t['action'], t.get('addr'), t['size'], t['stream']] "
+               "for t in d if t['action'] in ('alloc', 'free_completed', 'oom')] "
+               "for d in s['device_traces']]))", snap], check=True)
+    want, streams = [[], []], {}
+    for l in p.stdout.split("\n"):
+        w = l.split()
+        if w and w[0] == "alloc":
+            streams[w[2]] = int(w[7])
+            want[int(w[1])].append(["alloc", int(w[2], 16), int(w[4]), int(w[7])])
+        elif w and w[0] == "free":
+            want[int(w[1])].append(["free_completed", int(w[2], 16), int(w[3]), streams[w[2]]])
+        elif w and w[0] == "oom":
+            want[int(w[1])].append(["oom", None, int(w[2]), 0])
+    eq(json.loads(got.stdout), want, "each device's blocks, sizes and streams, in order")

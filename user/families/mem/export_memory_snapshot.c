@@ -347,9 +347,13 @@ static int snap_stream(struct snap *s, const struct bs_mem_stream *r)
 
 	if (!d)
 		return -ENOMEM;
-	mem_segs__stream(d->segs, r->addr, r->stream);
-	for (__u32 i = 0; i < d->npending; i++)
-		d->pending[i].stream = r->stream; /* the block's, and the segments it made */
+	mem_live__stream(s->live, r);
+	for (__u32 i = 0; i < d->npending; i++) {
+		/* The block's stream, and the segments its allocation made. */
+		if (!strcmp(d->pending[i].action, "segment_alloc"))
+			mem_segs__stream(d->segs, d->pending[i].addr, r->stream);
+		d->pending[i].stream = r->stream;
+	}
 	return flush_pending(s, d);
 }
 
@@ -377,7 +381,8 @@ static int snap_alloc(struct snap *s, const struct bs_mem_alloc *r, const struct
 	if (err || !e.size)
 		return err ? err : flush_pending(s, d); /* no bytes: nothing the allocator holds */
 	g = mem_segs__find(d->segs, r->addr);
-	e.stream = g ? g->stream : 0;
+	/* A free's: its block's (MEM_STREAM); an allocation's: its segment's, until its own. */
+	e.stream = is_free ? freed.stream : g ? g->stream : 0;
 	if (!is_free) {
 		d->holding = 1;
 		err = entry_or_hold(s, d, &e);

@@ -67,7 +67,7 @@ void mem_segs__stream(struct mem_segs *g, __u64 addr, __u64 stream)
 {
 	struct mem_seg *s = seg_at(g, addr);
 
-	if (s && !s->stream)
+	if (s)
 		s->stream = stream;
 }
 

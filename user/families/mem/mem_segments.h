@@ -32,7 +32,7 @@
 
 struct mem_seg {
 	__u64 addr, size;
-	__u64 stream; /* the stream of the first block known in it (MEM_STREAM), 0 = not said */
+	__u64 stream; /* the stream of the block that made it (MEM_STREAM), 0 = not said */
 	__u32 stack;  /* that block's stack id, 0 = none */
 	__u32 blocks; /* blocks allocated in it now */
 	__u8 made;    /* its segment_alloc is in the records; else it predates them */
@@ -63,7 +63,7 @@ int mem_segs__apply(struct mem_segs *g, const struct bs_mem_alloc *r, __u64 byte
 int mem_segs__reserved(struct mem_segs *g, __u64 reserved, mem_seg_fn fn, void *arg);
 /* The segment holding ADDR, or NULL. */
 const struct mem_seg *mem_segs__find(const struct mem_segs *g, __u64 addr);
-/* The segment holding ADDR takes STREAM, unless it has one (MEM_STREAM: the block's). */
+/* The segment at ADDR takes STREAM (MEM_STREAM: the block whose allocation made it). */
 void mem_segs__stream(struct mem_segs *g, __u64 addr, __u64 stream);
 /* The I-th segment by address, NULL past the last. */
 const struct mem_seg *mem_segs__at(const struct mem_segs *g, size_t i);
