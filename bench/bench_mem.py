@@ -314,10 +314,12 @@ def figures(res):
         f = {"idle": spread([x[key] for x in lp["idle"]])}
         for c in LOOP_CONFIGS[1:]:
             f[c] = spread(per_round(lp[c], key, lp["idle"], lambda a, b: a - b))
+        floor = [fl[key] - i[key] for fl, i in zip(lp["floor"], lp["idle"])]
         for c in ("none", "mem"):
-            if key in lp["floor"][0]:
-                f[f"{c}/floor"] = spread([(x[key] - i[key]) / (fl[key] - i[key])
-                                          for x, fl, i in zip(lp[c], lp["floor"], lp["idle"])])
+            # A floor within the rounds' noise (<= 0 in one) makes no ratio.
+            f[f"{c}/floor"] = spread([(x[key] - i[key]) / fl for x, i, fl in
+                                      zip(lp[c], lp["idle"], floor)]) \
+                if min(floor) > 0 else None
         out["loop"][key] = f
     out["touch_faults"] = median([x["touch_faults"] for x in lp["idle"]])
     mp = [x.get("mprof") for x in lp["idle"]]
@@ -343,6 +345,8 @@ def fmt_ns_spread(s):
 
 
 def fmt_x(s, digits=2):
+    if s is None:
+        return "n/a: the floor's within the noise"
     m, lo, hi = s
     return "n/a" if m is None else f"{m:.{digits}f}x ({lo:.{digits}f} .. {hi:.{digits}f})"
 
@@ -367,7 +371,13 @@ def text(ctx, res):
 
 
 def step_ratio(x):
-    return f"{x['ratio']:.3f}x ({fmt_x(x['rounds'], 3)}), CPU {x['cpu_ratio']:.3f}x"
+    return (f"{fmt_ratio(x['ratio'], x['rounds'])}, "
+            f"CPU {fmt_ratio(x['cpu_ratio'], x['cpu_rounds'])}")
+
+
+def fmt_ratio(r, rounds):
+    """A ratio of medians, and the range of the rounds' own ratios."""
+    return f"{r:.3f}x (rounds {rounds[1]:.3f} .. {rounds[2]:.3f})"
 
 
 def stats_line(res, proc, what):
@@ -467,9 +477,9 @@ def markdown(ctx, res):
                f"Q (`--settled`) freed a 16 MiB tensor first, which raised the threshold "
                f"above every tensor of the step (about ten page faults a step). A ratio is "
                f"the configuration's median over the rounds of its median step against its "
-               f"process's untraced one; the range is each round's ratio to the same round's "
-               f"untraced. CPU: the main thread's CPU time per step, the figure the machine's "
-               f"other load moves least. Load average (1 min) at each round's start, the "
+               f"process's untraced one; the rounds' range is each round's ratio to the same "
+               f"round's untraced. CPU: the main thread's CPU time per step, the figure the "
+               f"machine's other load moves least. Load average (1 min) at each round's start, the "
                f"loops' then the steps': {', '.join(f'{x:.1f}' for x in res['loads'])}.")
     out.append("")
     out.append("| configuration | step (wall) | / untraced | CPU / untraced | page faults a "
@@ -482,8 +492,8 @@ def markdown(ctx, res):
     for pc in STEP_CONFIGS:
         x, c = f["step"][pc], pc.split()[1]
         ratios = " | |" if c == "untraced" else \
-            f"{x['ratio']:.3f}x ({fmt_x(x['rounds'], 3)}) | " \
-            f"{x['cpu_ratio']:.3f}x ({fmt_x(x['cpu_rounds'], 3)}) |"
+            f"{fmt_ratio(x['ratio'], x['rounds'])} | " \
+            f"{fmt_ratio(x['cpu_ratio'], x['cpu_rounds'])} |"
         rec = fmt_ms(x["rec_cpu"]) if x["rec_cpu"][0] is not None else ""
         out.append(f"| {pc[0]}: {labels[c]} | {fmt_ms(x['wall'])} | {ratios} "
                    f"{fmt_count(x['faults'])} | {rec} | {cells.get(pc, '')} |")
