@@ -371,6 +371,21 @@ def prog_ids(pid, field="prog_id"):
     return sorted(ids)
 
 
+def links_gone(ids, timeout=60):
+    """Wait until none of the BPF links IDS exists: a recorder hands its links to
+    bpfsight-detach, which drops them once the kernel let the probes go; the next
+    configuration must start without them."""
+    end = time.monotonic() + timeout
+    while True:
+        left = sum(link_exists(i) for i in ids)
+        if not left:
+            return
+        if time.monotonic() > end:
+            raise BenchError(f"{left} of the recorder's BPF links still there {timeout} s after "
+                             "it exited")
+        time.sleep(0.05)
+
+
 class ProgStats:
     """The kernel's BPF stats (run_cnt, run_time_ns: kernel.bpf_stats_enabled) of the
     programs named NAMES (None: every one) that process PID holds, still readable after PID

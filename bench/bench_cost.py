@@ -40,13 +40,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_common import (REPO, BenchError, LineServer, ProgStats, Quiet, Runner,  # noqa: E402
                           block_end, block_head, bpf_stats, cpu_ns, fmt_ratio_spread,
-                          link_exists, median, prog_ids, skipped_block, spread)
+                          links_gone, median, prog_ids, skipped_block, spread)
 
 NAME = "cost"
 PY = os.path.expanduser("~/.pyenv/versions/3.12.1/bin/python3")
@@ -170,21 +169,6 @@ def kinds(r):
     """What another tracer must not probe while a configuration runs (Quiet): the system
     calls, the scheduler, the files whose calls the step makes."""
     return ["syscalls", "sched", CUDART, STUB, proxy_lib(r)]
-
-
-def links_gone(ids, timeout=60):
-    """Wait until none of the BPF links IDS exists: a recorder hands its links to
-    bpfsight-detach, which drops them once the kernel let the probes go; the next
-    configuration must start without them."""
-    end = time.monotonic() + timeout
-    while True:
-        left = sum(link_exists(i) for i in ids)
-        if not left:
-            return
-        if time.monotonic() > end:
-            raise BenchError(f"{left} of the recorder's BPF links still there {timeout} s after "
-                             "it exited")
-        time.sleep(0.05)
 
 
 def run(ctx, rounds=None, configs=None):

@@ -37,6 +37,13 @@ int BPF_PROG(floor_sched_wakeup)
 	return 0;
 }
 
+/* What the mem family samples resident memory on: every change of a process's RSS counters. */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(floor_rss_stat)
+{
+	return 0;
+}
+
 /* Perf-event uprobes (what bpftrace and libbpf 1.1 attach). */
 SEC("uprobe")
 int floor_uprobe(struct pt_regs *ctx)

@@ -3,13 +3,15 @@
  * floor: run a command with empty BPF programs attached (bench/floor.bpf.c), the floor
  * that bpfsight's and bpftrace's probe costs are compared with.
  *
- *   floor [--syscalls] [--sched] [-u BIN:FUNC]... [-U BIN:PROVIDER:NAME]... [--perf-uprobes]
- *         -- CMD [ARGS...]
+ *   floor [--syscalls] [--sched] [--rss-stat] [-u BIN:FUNC]... [-e BIN:FUNC]...
+ *         [-U BIN:PROVIDER:NAME]... [--perf-uprobes] -- CMD [ARGS...]
  *
  * --syscalls: tp_btf sys_enter + sys_exit (what osrt attaches); --sched: tp_btf sched_switch
- * + sched_wakeup (what sched attaches); -u: an entry uprobe and a uretprobe on FUNC in BIN,
- * as uprobe_multi links like bpfsight's (Linux 6.6+; --perf-uprobes, or an older kernel:
- * perf-event uprobes, as bpftrace attaches them); -U: a USDT probe (libbpf's, perf-event).
+ * + sched_wakeup (what sched attaches); --rss-stat: tp_btf rss_stat (what mem attaches); -u:
+ * an entry uprobe and a uretprobe on FUNC in BIN, as uprobe_multi links like bpfsight's
+ * (Linux 6.6+; --perf-uprobes, or an older kernel: perf-event uprobes, as bpftrace attaches
+ * them); -e: the entry uprobe alone (what families that need no return attach: mem on
+ * PyTorch's allocator); -U: a USDT probe (libbpf's, perf-event).
  * The probes are system-wide, as bpfsight's are, and attached before CMD starts. Exits with
  * CMD's status.
  *
@@ -117,8 +119,11 @@ static int func_offset(const char *path, const char *name, __u64 *off)
 	return err;
 }
 
-/* An entry and a return uprobe_multi link at FUNC of BIN, the way bpfsight attaches. */
-static int attach_multi(struct floor_bpf *skel, const char *bin, const char *func)
+/*
+ * An entry and a return uprobe_multi link at FUNC of BIN (ENTRY_ONLY: the entry's alone), the
+ * way bpfsight attaches.
+ */
+static int attach_multi(struct floor_bpf *skel, const char *bin, const char *func, int entry_only)
 {
 	__u64 off;
 	int err = func_offset(bin, func, &off);
@@ -127,7 +132,7 @@ static int attach_multi(struct floor_bpf *skel, const char *bin, const char *fun
 		fprintf(stderr, "floor: no function %s in %s: %s\n", func, bin, strerror(-err));
 		return err;
 	}
-	for (int ret = 0; ret < 2; ret++) {
+	for (int ret = 0; ret < 2 - entry_only; ret++) {
 		int fd;
 
 		if (nmulti == MAX_LINKS)
@@ -186,25 +191,25 @@ static int drop_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* "BIN:FUNC" -> an entry uprobe and a uretprobe on FUNC. */
-static int attach_uprobe(struct floor_bpf *skel, char *spec, int multi)
+/* "BIN:FUNC" -> an entry uprobe and (unless ENTRY_ONLY) a uretprobe on FUNC. */
+static int attach_uprobe(struct floor_bpf *skel, char *spec, int multi, int entry_only)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts);
 	char *colon = strrchr(spec, ':');
 	int err;
 
 	if (!colon || colon == spec || !colon[1]) {
-		fprintf(stderr, "floor: -u wants BIN:FUNC, not '%s'\n", spec);
+		fprintf(stderr, "floor: -u and -e want BIN:FUNC, not '%s'\n", spec);
 		return -EINVAL;
 	}
 	*colon = 0;
 	if (multi)
-		return attach_multi(skel, spec, colon + 1);
+		return attach_multi(skel, spec, colon + 1, entry_only);
 	opts.func_name = colon + 1;
 	opts.retprobe = false;
 	err = keep(bpf_program__attach_uprobe_opts(skel->progs.floor_uprobe, -1, spec, 0, &opts),
 		   colon + 1);
-	if (err)
+	if (err || entry_only)
 		return err;
 	opts.retprobe = true;
 	return keep(
@@ -234,15 +239,18 @@ bad:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: floor [--syscalls] [--sched] [-u BIN:FUNC]... "
-		   "[-U BIN:PROVIDER:NAME]... [--perf-uprobes] -- CMD [ARGS...]\n\n"
-		   "Runs CMD with empty BPF programs attached: the benchmark's floor.\n"
-		   "  --syscalls       tp_btf sys_enter and sys_exit\n"
-		   "  --sched          tp_btf sched_switch and sched_wakeup\n"
-		   "  -u BIN:FUNC      entry and return uprobe on FUNC (uprobe_multi links)\n"
-		   "  -U BIN:PROVIDER:NAME  USDT probe\n"
-		   "  --perf-uprobes   -u as perf-event uprobes (as bpftrace attaches them)\n"
-		   "  --body NAME      -u programs that do NAME (see bench/floor.bpf.c)\n");
+	fprintf(f,
+		"Usage: floor [--syscalls] [--sched] [--rss-stat] [-u BIN:FUNC]... [-e BIN:FUNC]... "
+		"[-U BIN:PROVIDER:NAME]... [--perf-uprobes] -- CMD [ARGS...]\n\n"
+		"Runs CMD with empty BPF programs attached: the benchmark's floor.\n"
+		"  --syscalls       tp_btf sys_enter and sys_exit\n"
+		"  --sched          tp_btf sched_switch and sched_wakeup\n"
+		"  --rss-stat       tp_btf rss_stat\n"
+		"  -u BIN:FUNC      entry and return uprobe on FUNC (uprobe_multi links)\n"
+		"  -e BIN:FUNC      entry uprobe alone on FUNC\n"
+		"  -U BIN:PROVIDER:NAME  USDT probe\n"
+		"  --perf-uprobes   -u as perf-event uprobes (as bpftrace attaches them)\n"
+		"  --body NAME      -u programs that do NAME (see bench/floor.bpf.c)\n");
 }
 
 int main(int argc, char **argv)
@@ -250,25 +258,31 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "syscalls", no_argument, NULL, 's' },
 		{ "sched", no_argument, NULL, 'S' },
+		{ "rss-stat", no_argument, NULL, 'R' },
 		{ "perf-uprobes", no_argument, NULL, 'P' },
 		{ "body", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	char *uprobes[MAX_LINKS], *usdts[MAX_LINKS];
-	int nup = 0, nusdt = 0, syscalls = 0, sched = 0, perf = 0, multi, c, err, status = 0;
+	int entry_only[MAX_LINKS];
+	int nup = 0, nusdt = 0, syscalls = 0, sched = 0, rss = 0, perf = 0, multi, c, err;
+	int status = 0;
 	struct ring_buffer *rb = NULL;
 	const char *body = NULL;
 	struct floor_bpf *skel;
 	pid_t child;
 
-	while ((c = getopt_long(argc, argv, "+u:U:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+u:e:U:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			syscalls = 1;
 			break;
 		case 'S':
 			sched = 1;
+			break;
+		case 'R':
+			rss = 1;
 			break;
 		case 'P':
 			perf = 1;
@@ -277,8 +291,11 @@ int main(int argc, char **argv)
 			body = optarg;
 			break;
 		case 'u':
-			if (nup < MAX_LINKS)
+		case 'e':
+			if (nup < MAX_LINKS) {
+				entry_only[nup] = c == 'e';
 				uprobes[nup++] = optarg;
+			}
 			break;
 		case 'U':
 			if (nusdt < MAX_LINKS)
@@ -305,6 +322,7 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.floor_sys_exit, syscalls);
 	bpf_program__set_autoload(skel->progs.floor_sched_switch, sched);
 	bpf_program__set_autoload(skel->progs.floor_sched_wakeup, sched);
+	bpf_program__set_autoload(skel->progs.floor_rss_stat, rss);
 	multi = nup && !perf && uprobe_multi__supported();
 	if (body && !multi) {
 		fprintf(stderr, "floor: --body needs -u and uprobe_multi links\n");
@@ -336,8 +354,10 @@ int main(int argc, char **argv)
 			      ?: keep(bpf_program__attach(skel->progs.floor_sched_wakeup),
 				      "sched_wakeup");
 	}
+	if (!err && rss)
+		err = keep(bpf_program__attach(skel->progs.floor_rss_stat), "rss_stat");
 	for (int i = 0; !err && i < nup; i++)
-		err = attach_uprobe(skel, uprobes[i], multi);
+		err = attach_uprobe(skel, uprobes[i], multi, entry_only[i]);
 	for (int i = 0; !err && i < nusdt; i++)
 		err = attach_usdt(skel, usdts[i]);
 	if (err)

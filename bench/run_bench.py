@@ -38,6 +38,10 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
   torch      the torch family: ns added per PyTorch op while recording, against
              torch.profiler (CPU) on the same loop and torch's own RecordFunction machinery
              (bench_torch.py; ~1 min)
+  mem        the mem family: ns added per tensor allocation and free against empty probes
+             on the same functions, per page written; a CPU CNN's step (DataLoader, 2
+             workers) under -t mem against untraced, and under torch.profiler's
+             profile_memory (bench_mem.py; ~3 min)
   cost       a launch-bound training step (tests/workloads/step_proxy.py: a real GPT-2
              step's 456 CUDA calls, 372 driver calls inside them, two launching threads,
              GIL hand-offs, syscalls):
@@ -69,6 +73,7 @@ import bench_cost  # noqa: E402
 import bench_cpu  # noqa: E402
 import bench_families  # noqa: E402
 import bench_flight  # noqa: E402
+import bench_mem  # noqa: E402
 import bench_monitor  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_probes  # noqa: E402
@@ -83,10 +88,10 @@ from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  #
 SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
             "pipeline": bench_pipeline, "consumer": bench_consumer, "soak": bench_soak, "cpu": bench_cpu,
             "flight": bench_flight, "monitor": bench_monitor, "top": bench_top, "ranks": bench_ranks,
-            "torch": bench_torch, "cost": bench_cost}
+            "torch": bench_torch, "mem": bench_mem, "cost": bench_cost}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
 ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "consumer", "soak", "cpu", "flight",
-         "monitor", "top", "ranks", "torch", "cost"]
+         "monitor", "top", "ranks", "torch", "mem", "cost"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,
@@ -248,7 +253,7 @@ def parse_args():
                          "RESULTS.md unless --results is given")
     ap.add_argument("--only", help="comma-separated sections: probes, families, shim, "
                                    "pipeline, consumer, soak, cpu, flight, monitor, top, ranks, "
-                                   "torch, cost, gil "
+                                   "torch, mem, cost, gil "
                                    "(default: all)")
     ap.add_argument("--runs", type=int, help="repeats per figure in families, shim and "
                                              "pipeline (default 5, quick 2-3)")
