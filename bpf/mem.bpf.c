@@ -49,6 +49,24 @@ struct {
 	__type(value, struct mem_proc);
 } mem_procs SEC(".maps");
 
+/*
+ * The last process and RSS this CPU looked at: a percpu counter's shared count moves once per
+ * batch of pages a CPU folds into it (32 or more), so most page faults find the RSS they saw
+ * last time and stop here, before the process's bookkeeping.
+ */
+struct mem_seen {
+	__u32 pid;
+	__u32 _pad;
+	__u64 rss;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mem_seen);
+} mem_last SEC(".maps");
+
 /* How to read the arguments of one USDT site (the cookie of its probe is its index). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -230,7 +248,7 @@ int mem_usdt_malloc(struct pt_regs *ctx)
 	return 0;
 }
 
-/* mm's counter MEMBER, in pages, as the kernel's get_mm_counter() reads it. */
+/* mm's counters, in pages, as the kernel's get_mm_counter() reads them. */
 struct mm_rss_stat___pre62 {
 	atomic_long_t count[4];
 } __attribute__((preserve_access_index));
@@ -239,38 +257,48 @@ struct mm_struct___pre62 {
 	struct mm_rss_stat___pre62 rss_stat;
 } __attribute__((preserve_access_index));
 
-static __always_inline __s64 mm_counter(struct mm_struct *mm, __u32 member)
-{
-	__s64 v;
-
-	if (member > 3)
-		return 0;
-	/* Linux 6.2 made the counters percpu_counters (f1a7941243c1); before, atomics. */
-	if (bpf_core_field_exists(((struct mm_struct___pre62 *)0)->rss_stat.count))
-		v = BPF_CORE_READ((struct mm_struct___pre62 *)mm, rss_stat.count[member].counter);
-	else
-		v = BPF_CORE_READ(mm, rss_stat[member].count);
-	return v > 0 ? v : 0;
-}
-
 #define MM_FILEPAGES_  0
 #define MM_ANONPAGES_  1
 #define MM_SHMEMPAGES_ 3
 
-static __always_inline int on_rss(struct mm_struct *mm)
-{
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	__u64 id = bpf_get_current_pid_tgid(), file, anon, shmem, rss, old;
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct mem_proc *p, init = {};
+/*
+ * Linux 6.2 made the counters percpu_counters (f1a7941243c1): their shared count, the
+ * value /proc shows; before, atomics. A page fault runs this: tp_btf's mm is the kernel's
+ * own pointer, read with plain loads (BTF); raw_tp's with probe reads.
+ */
+#define MM_PAGES(mm, m, load)                                                                      \
+	(bpf_core_field_exists(((struct mm_struct___pre62 *)0)->rss_stat.count)                    \
+		 ? load(((struct mm_struct___pre62 *)(mm))->rss_stat.count[m].counter)             \
+		 : load((mm)->rss_stat[m].count))
+#define LOAD_BTF(x) (x)
+#define LOAD_CORE(x)                                                                               \
+	({                                                                                         \
+		__s64 ___v = 0;                                                                    \
+		bpf_core_read(&___v, sizeof(___v), &(x));                                          \
+		___v;                                                                              \
+	})
 
-	/* Only the process's own threads: its page faults, its unmaps (the tracepoint's curr). */
-	if (BPF_CORE_READ(t, mm) != mm || !bs_is_target(pid))
-		return 0;
-	file = mm_counter(mm, MM_FILEPAGES_) << PAGE_SHIFT_X86;
-	anon = mm_counter(mm, MM_ANONPAGES_) << PAGE_SHIFT_X86;
-	shmem = mm_counter(mm, MM_SHMEMPAGES_) << PAGE_SHIFT_X86;
-	rss = file + anon + shmem;
+static __always_inline __u64 pages_bytes(__s64 v)
+{
+	return v > 0 ? (__u64)v << PAGE_SHIFT_X86 : 0;
+}
+
+/* Process PID's counters moved (its thread TID's fault or unmap): records, samples. */
+static __always_inline int on_rss(__u32 pid, __u32 tid, __s64 file, __s64 anon, __s64 shmem)
+{
+	__u64 rss, old, fb = pages_bytes(file), ab = pages_bytes(anon), sb = pages_bytes(shmem);
+	struct mem_proc *p, init = {};
+	struct mem_seen *seen;
+	__u32 zero = 0;
+
+	rss = fb + ab + sb;
+	seen = bpf_map_lookup_elem(&mem_last, &zero);
+	if (seen) {
+		if (seen->pid == pid && seen->rss == rss)
+			return 0;
+		seen->pid = pid;
+		seen->rss = rss;
+	}
 	p = bpf_map_lookup_elem(&mem_procs, &pid);
 	if (!p) {
 		init.grow_base = rss;
@@ -287,9 +315,9 @@ static __always_inline int on_rss(struct mm_struct *mm)
 
 		if (r) {
 			r->rss = rss;
-			r->anon = anon;
-			r->file = file;
-			r->shmem = shmem;
+			r->anon = ab;
+			r->file = fb;
+			r->shmem = sb;
 			bs_submit(r);
 		}
 	}
@@ -313,16 +341,33 @@ static __always_inline int on_rss(struct mm_struct *mm)
 	return 0;
 }
 
+/*
+ * Every process's page faults come here: the target test first, then only the process's own
+ * threads (the tracepoint's curr: its mm is theirs).
+ */
 SEC("tp_btf/rss_stat")
 int BPF_PROG(mem_rss_btf, struct mm_struct *mm, int member)
 {
-	return on_rss(mm);
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!bs_is_target(id >> 32) || bpf_get_current_task_btf()->mm != mm)
+		return 0;
+	return on_rss(id >> 32, (__u32)id, MM_PAGES(mm, MM_FILEPAGES_, LOAD_BTF),
+		      MM_PAGES(mm, MM_ANONPAGES_, LOAD_BTF),
+		      MM_PAGES(mm, MM_SHMEMPAGES_, LOAD_BTF));
 }
 
 SEC("raw_tp/rss_stat")
 int BPF_PROG(mem_rss_raw, struct mm_struct *mm, int member)
 {
-	return on_rss(mm);
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!bs_is_target(id >> 32) || BPF_CORE_READ(t, mm) != mm)
+		return 0;
+	return on_rss(id >> 32, (__u32)id, MM_PAGES(mm, MM_FILEPAGES_, LOAD_CORE),
+		      MM_PAGES(mm, MM_ANONPAGES_, LOAD_CORE),
+		      MM_PAGES(mm, MM_SHMEMPAGES_, LOAD_CORE));
 }
 
 /* A recycled pid must not inherit the bookkeeping. */
