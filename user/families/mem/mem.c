@@ -99,6 +99,12 @@ static void mem_detach(struct record_ctx *ctx, void *state)
 	mem_state_free(st);
 }
 
+/* --trigger mem:oom: an OOM is the incident; the window shows the allocations that led to it. */
+static const struct family_trigger mem_triggers[] = {
+	{ "oom", BS_REC_MEM_OOM, "an allocation refused for want of memory (mem_oom)" },
+	{ 0 },
+};
+
 const struct family family_mem = {
 	.name = "mem",
 	.desc = "PyTorch tensor allocations and frees (CPU, GPU), allocator totals, RSS, "
@@ -117,4 +123,8 @@ const struct family family_mem = {
 	.walk_observe = mem_walk_observe,
 	.walk_free = mem_walk_free,
 	.decoders = mem_decoders,
+	.triggers = mem_triggers,
+	.metrics = &mem_metrics,
+	.top = &mem_top,
+	.page = &mem_page,
 };

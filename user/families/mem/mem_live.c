@@ -88,6 +88,18 @@ const struct mem_dev *mem_live__dev(const struct mem_live *l, __u32 pid, __s16 d
 	return hmap__get(l->devs, (struct hkey){ pid_dev(pid, device), 0 }, 0);
 }
 
+void mem_live__held(const struct mem_live *l, const struct bs_mem_alloc *r, struct mem_held *h)
+{
+	const struct mem_dev *d;
+
+	if (r->flags & BS_MEM_TOTALS) {
+		*h = (struct mem_held){ r->allocated, r->reserved, 1 };
+		return;
+	}
+	d = mem_live__dev(l, r->h.pid, r->device);
+	*h = (struct mem_held){ d ? d->live : 0, 0, 0 };
+}
+
 void mem_live__each(const struct mem_live *l, __u32 pid, __s16 device,
 		    void (*fn)(void *arg, __u32 pid, __s16 device, __u64 addr,
 			       const struct mem_block *b),

@@ -44,6 +44,19 @@ void mem_live__each(const struct mem_live *l, __u32 pid, __s16 device,
 		    void (*fn)(void *arg, __u32 pid, __s16 device, __u64 addr,
 			       const struct mem_block *b),
 		    void *arg);
+/* What a process holds on a device after one of its allocations or frees. */
+struct mem_held {
+	__u64 allocated; /* bytes of live tensors */
+	__u64 reserved;	 /* what the caching allocator holds from the device (has_reserved) */
+	__u8 has_reserved;
+};
+
+/*
+ * What R's process holds on R's device after R (applied): the allocator's own totals where R
+ * carries them (BS_MEM_TOTALS, the GPU's: blocks allocated before the recording included),
+ * else the live bytes by the records (the CPU's, which has no cache: nothing reserved).
+ */
+void mem_live__held(const struct mem_live *l, const struct bs_mem_alloc *r, struct mem_held *h);
 /* PID exited: its blocks and devices go (their peaks with them). */
 void mem_live__forget(struct mem_live *l, __u32 pid);
 /* How many blocks are live, in every process. */
