@@ -88,6 +88,11 @@ def test_monitor_mem_bytes_exact_in_prometheus():
     seen(q("bpfsight_memory_ooms_total"), 1, "the OOM")
     eq(prom.value(f'min_over_time({q("bpfsight_memory_ooms_total")}[5m])'), 0,
        "a 0 before the OOM: increase() sees it")
+    # The alert docs/MEMORY.md and PRODUCTION.md show fires for it, and only for it.
+    fired = prom.query("increase(bpfsight_memory_ooms_total[10m]) > 0")
+    eq([r["metric"]["pid"] for r in fired], [str(h.pid)], "the documented OOM alert")
+    eq(prom.query('bpfsight_memory_bytes{kind="reserved"} - ignoring(kind) '
+                  'bpfsight_memory_bytes{kind="allocated"}'), [], "no cache on the CPU")
     # Resident memory: recorded each time it moved by --mem-step (1M); the process is idle.
     rss, vm = prom.value(q("bpfsight_memory_bytes", "rss")), h.vm_rss()
     check(rss is not None and abs(rss - vm) < MIB, f"RSS {rss} against /proc's VmRSS {vm}")
