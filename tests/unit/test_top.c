@@ -176,18 +176,30 @@ static void test_gil_polled_held_then_stale(void)
 	top__free(t);
 }
 
-static void test_calls_syscalls_exits(void)
+/* A replay's top with every family's columns, and process 100 "python3" with thread 101. */
+static struct top *python_and_worker(void)
 {
-	struct record_opts o = { .families = families_with_top() };
-	struct top_frame fr = { 0 };
-	struct top *t = top__new(&o);
-	struct bs_exit e;
+	static struct record_opts o;
+	struct top *t;
 
+	o.families = families_with_top();
+	t = top__new(&o);
 	if (!ASSERT_TRUE(t, "top"))
-		return;
+		return NULL;
 	top__replay(t);
 	thread_rec(t, 100, 100, "python3");
 	thread_rec(t, 100, 101, "worker");
+	return t;
+}
+
+static void test_calls_syscalls_exits(void)
+{
+	struct top_frame fr = { 0 };
+	struct top *t = python_and_worker();
+	struct bs_exit e;
+
+	if (!t)
+		return;
 	cuda_call(t, 101, T0 + 100 * MS, 100 * MS, 0);
 	cuda_call(t, 101, T0 + 120 * MS, 10 * MS, 1);  /* made by the library: not counted */
 	syscall_rec(t, 101, 202, T0, 5 * MS);	       /* futex */
@@ -235,18 +247,14 @@ static void mem_alloc(struct top *t, __u32 tid, __s16 device, __u64 addr, __u64 
 
 static void test_mem_levels(void)
 {
-	struct record_opts o = { .families = families_with_top() };
 	struct top_frame fr = { 0 };
-	struct top *t = top__new(&o);
+	struct top *t = python_and_worker();
 	struct bs_mem_rss rss;
 	struct bs_exec ex;
 	struct bs_exit e;
 
-	if (!ASSERT_TRUE(t, "top"))
+	if (!t)
 		return;
-	top__replay(t);
-	thread_rec(t, 100, 100, "python3");
-	thread_rec(t, 100, 101, "worker");
 	mem_alloc(t, 101, BS_MEM_DEV_CPU, 0x1000, 3000, 0, 0, 0);
 	mem_alloc(t, 101, BS_MEM_DEV_CPU, 0x2000, 5000, 0, 0, 0);
 	mem_alloc(t, 100, BS_MEM_DEV_CPU, 0x1000, 0, 1, 0, 0); /* Delete: its size from its block */

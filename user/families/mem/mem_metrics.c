@@ -34,54 +34,24 @@ struct mem_dev_series {
 	__u8 seen[NKINDS]; /* peak[] is */
 };
 
-struct mem_metrics;
-
 struct mem_series {
-	struct hmap *devs;	/* {device, 0} -> mem_dev_series */
-	struct mem_metrics *mm; /* a process's own series: the index it is in */
+	struct hmap *devs;   /* {device, 0} -> mem_dev_series */
+	struct mem_view *mm; /* a process's own series: the index it is in */
 	__u32 pid;
 };
 
-struct mem_metrics {
-	struct mem_live *live; /* every process's live blocks */
-	struct hmap *procs;    /* {pid, 0} -> struct mem_series *: processes holding bytes */
-};
-
+/* Its state (mem_view): the live blocks; {pid, 0} -> struct mem_series *, processes with bytes. */
 static int mem_metrics_open(const struct record_opts *o, void **st)
 {
-	struct mem_metrics *mm = calloc(1, sizeof(*mm));
-
-	if (mm) {
-		mm->live = mem_live__new();
-		mm->procs = hmap__new(sizeof(struct mem_series *));
-	}
-	if (!mm || !mm->live || !mm->procs) {
-		if (mm) {
-			mem_live__free(mm->live);
-			hmap__free(mm->procs);
-		}
-		free(mm);
-		return -ENOMEM;
-	}
-	*st = mm;
-	return 0;
-}
-
-static void mem_metrics_free(void *st)
-{
-	struct mem_metrics *mm = st;
-
-	mem_live__free(mm->live);
-	hmap__free(mm->procs);
-	free(mm);
+	return mem_view__new(sizeof(struct mem_series *), st);
 }
 
 /* PID holds nothing any more, for good: out of the index, its blocks gone. */
-static void forget(struct mem_metrics *mm, __u32 pid)
+static void forget(struct mem_view *mm, __u32 pid)
 {
-	if (!hmap__get(mm->procs, (struct hkey){ pid, 0 }, 0))
+	if (!hmap__get(mm->map, (struct hkey){ pid, 0 }, 0))
 		return;
-	hmap__del(mm->procs, (struct hkey){ pid, 0 });
+	hmap__del(mm->map, (struct hkey){ pid, 0 });
 	mem_live__forget(mm->live, pid);
 }
 
@@ -91,7 +61,7 @@ static void mem_series_free(void *counters)
 	struct mem_series *s = counters;
 	struct mem_series **in;
 
-	if (s->mm && (in = hmap__get(s->mm->procs, (struct hkey){ s->pid, 0 }, 0)) && *in == s)
+	if (s->mm && (in = hmap__get(s->mm->map, (struct hkey){ s->pid, 0 }, 0)) && *in == s)
 		forget(s->mm, s->pid);
 	hmap__free(s->devs);
 }
@@ -107,13 +77,13 @@ static struct mem_dev_series *dev_of(struct mem_series *s, __s16 device)
  * PID's own series, in the index of processes holding bytes. NULL without memory, or when PID
  * exited (a record late after its exit brings nothing back).
  */
-static struct mem_series *own(struct metrics *m, struct mem_metrics *mm, __u32 pid)
+static struct mem_series *own(struct metrics *m, struct mem_view *mm, __u32 pid)
 {
 	struct mem_series *s = metrics__proc_series(m, &family_mem, pid), **in;
 
 	if (!s || s->mm)
-		return s && hmap__get(mm->procs, (struct hkey){ pid, 0 }, 0) ? s : NULL;
-	in = hmap__get(mm->procs, (struct hkey){ pid, 0 }, 1);
+		return s && hmap__get(mm->map, (struct hkey){ pid, 0 }, 0) ? s : NULL;
+	in = hmap__get(mm->map, (struct hkey){ pid, 0 }, 1);
 	if (!in)
 		return NULL;
 	*in = s;
@@ -134,9 +104,9 @@ static void set(struct mem_dev_series *d, int kind, __u64 bytes)
 }
 
 /* PID's bytes are gone (an exit, an exec: its blocks with them); the peaks stay. */
-static void drop_bytes(struct mem_metrics *mm, __u32 pid)
+static void drop_bytes(struct mem_view *mm, __u32 pid)
 {
-	struct mem_series **in = hmap__get(mm->procs, (struct hkey){ pid, 0 }, 0);
+	struct mem_series **in = hmap__get(mm->map, (struct hkey){ pid, 0 }, 0);
 	struct mem_dev_series *d;
 	size_t it = 0;
 
@@ -147,79 +117,84 @@ static void drop_bytes(struct mem_metrics *mm, __u32 pid)
 			d->now[k] = d->held[k] = 0;
 }
 
-static void on_alloc(struct metrics *m, struct mem_metrics *mm, const struct bs_mem_alloc *r)
+/* A record's hooks' argument: the metrics, and mem's state. */
+struct ctx {
+	struct metrics *m;
+	struct mem_view *mm;
+};
+
+static void on_alloc(void *arg, const struct bs_mem_alloc *r)
 {
+	struct ctx *c = arg;
 	struct mem_dev_series *d;
 	struct mem_held held;
 	struct mem_series *s;
 
-	if ((d = dev_of(metrics__series(m, &family_mem, r->h.pid, 1), r->device))) {
+	if ((d = dev_of(metrics__series(c->m, &family_mem, r->h.pid, 1), r->device))) {
 		if (r->flags & BS_MEM_FREE)
 			d->frees++;
 		else
 			d->allocs++;
 	}
-	mem_live__apply(mm->live, r, 0, NULL);
-	if (!(s = own(m, mm, r->h.pid)) || !(d = dev_of(s, r->device)))
+	mem_live__apply(c->mm->live, r, 0, NULL);
+	if (!(s = own(c->m, c->mm, r->h.pid)) || !(d = dev_of(s, r->device)))
 		return;
-	mem_live__held(mm->live, r, &held);
+	mem_live__held(c->mm->live, r, &held);
 	set(d, ALLOCATED, held.allocated);
 	if (held.has_reserved)
 		set(d, RESERVED, held.reserved);
 }
 
-static void on_oom(struct metrics *m, struct mem_metrics *mm, const struct bs_mem_oom *r)
+static void on_oom(void *arg, const struct bs_mem_oom *r)
 {
-	struct mem_dev_series *d = dev_of(metrics__series(m, &family_mem, r->h.pid, 1), r->device);
+	struct ctx *c = arg;
+	struct mem_dev_series *d =
+		dev_of(metrics__series(c->m, &family_mem, r->h.pid, 1), r->device);
 
 	if (d)
 		d->ooms++;
 	/* The GPU's report says what the allocator held when it refused. */
-	if (r->device != BS_MEM_DEV_CPU && (d = dev_of(own(m, mm, r->h.pid), r->device))) {
+	if (r->device != BS_MEM_DEV_CPU && (d = dev_of(own(c->m, c->mm, r->h.pid), r->device))) {
 		set(d, ALLOCATED, r->allocated);
 		set(d, RESERVED, r->reserved);
 	}
 }
 
 /* Resident memory: an event of the process too, so that one doing nothing else owns series. */
-static void on_rss(struct metrics *m, struct mem_metrics *mm, __u32 pid, __u64 rss)
+static void on_rss(void *arg, __u32 pid, __u64 ts, __u64 rss)
 {
-	metrics__series(m, &family_mem, pid, 1);
-	set(dev_of(own(m, mm, pid), BS_MEM_DEV_CPU), RSS, rss);
+	struct ctx *c = arg;
+
+	metrics__series(c->m, &family_mem, pid, 1);
+	set(dev_of(own(c->m, c->mm, pid), BS_MEM_DEV_CPU), RSS, rss);
 }
+
+/* An exit or an exec: its bytes go; after an exit, for good. A recycled pid's series is new. */
+static void on_gone(void *arg, __u32 pid, __u64 ts, enum mem_gone how)
+{
+	struct ctx *c = arg;
+
+	if (how == MEM_GONE_RECYCLED)
+		return; /* the monitor dropped the old process's series: mem_series_free */
+	drop_bytes(c->mm, pid);
+	if (how == MEM_GONE_EXIT)
+		forget(c->mm, pid);
+	else
+		mem_live__forget(c->mm->live, pid);
+}
+
+static const struct mem_visit metrics_visit = {
+	.alloc = on_alloc,
+	.rss = on_rss,
+	.oom = on_oom,
+	.gone = on_gone,
+};
 
 static void mem_metrics_record(struct metrics *m, void *st, const struct bs_hdr *h)
 {
-	struct mem_metrics *mm = st;
+	struct ctx c = { m, st };
 
-	switch (h->type) {
-	case BS_REC_MEM_ALLOC:
-		if (h->size >= sizeof(struct bs_mem_alloc))
-			on_alloc(m, mm, (const void *)h);
-		break;
-	case BS_REC_MEM_RSS:
-		if (h->size >= sizeof(struct bs_mem_rss))
-			on_rss(m, mm, h->pid, ((const struct bs_mem_rss *)h)->rss);
-		break;
-	case BS_REC_MEM_GROW:
-		if (h->size >= sizeof(struct bs_mem_grow))
-			on_rss(m, mm, h->pid, ((const struct bs_mem_grow *)h)->rss);
-		break;
-	case BS_REC_MEM_OOM:
-		if (h->size >= sizeof(struct bs_mem_oom))
-			on_oom(m, mm, (const void *)h);
-		break;
-	case BS_REC_EXEC: /* a new program: what the old one held is gone */
-		drop_bytes(mm, h->pid);
-		mem_live__forget(mm->live, h->pid);
-		break;
-	case BS_REC_EXIT:
-		if (h->size >= sizeof(struct bs_exit) && ((const struct bs_exit *)h)->group_dead) {
-			drop_bytes(mm, h->pid);
-			forget(mm, h->pid);
-		}
-		break;
-	}
+	mem_visit(&metrics_visit, &c, h);
 }
 
 /* device="cpu", or a CUDA device's index as bpfsight_gpu_* label it. */
@@ -246,7 +221,7 @@ static void line(FILE *f, const char *name, const struct metrics_owner *o, __u64
 }
 
 /* pid="other": the bytes of the processes holding some without series of their own. */
-static struct hmap *other_bytes(struct mem_metrics *mm, const struct metrics_owner *ow, size_t n)
+static struct hmap *other_bytes(struct mem_view *mm, const struct metrics_owner *ow, size_t n)
 {
 	struct hmap *owned = hmap__new(1), *sums = hmap__new(sizeof(__u64));
 	struct mem_series **in, *s;
@@ -261,7 +236,7 @@ static struct hmap *other_bytes(struct mem_metrics *mm, const struct metrics_own
 		if ((s = metrics_owner__series(&ow[i], &family_mem)) &&
 		    !hmap__get(owned, (struct hkey){ (uintptr_t)s, 0 }, 1))
 			goto fail;
-	while ((in = hmap__next(mm->procs, &it, NULL))) {
+	while ((in = hmap__next(mm->map, &it, NULL))) {
 		if (hmap__get(owned, (struct hkey){ (uintptr_t)*in, 0 }, 0))
 			continue;
 		for (dit = 0; (d = hmap__next((*in)->devs, &dit, &k));)
@@ -281,7 +256,7 @@ fail:
 	return NULL;
 }
 
-static void render_bytes(FILE *f, struct mem_metrics *mm, const struct metrics_owner *ow, size_t n)
+static void render_bytes(FILE *f, struct mem_view *mm, const struct metrics_owner *ow, size_t n)
 {
 	const struct mem_dev_series *d;
 	const struct mem_series *s;
@@ -367,7 +342,7 @@ const struct metrics_family mem_metrics = {
 	.series_size = sizeof(struct mem_series),
 	.series_free = mem_series_free,
 	.open = mem_metrics_open,
-	.free = mem_metrics_free,
+	.free = mem_view__free,
 	.record = mem_metrics_record,
 	.render = mem_metrics_render,
 };

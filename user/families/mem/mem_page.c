@@ -39,6 +39,7 @@ struct mem_page {
 	struct hmap *held;  /* {proc, DEV_KEY(device)} -> mem_page_held; proc = gen << 32 | pid */
 	struct hmap *lines; /* struct mem_page_line */
 	struct hmap *names; /* {proc, 0} -> char[32]: "pid 42 (python3)" */
+	struct hmap *lives; /* {proc, 0} -> u8: the lives with memory */
 	int any;	    /* the trace has mem's records */
 };
 
@@ -57,6 +58,7 @@ static void mem_page_free(void *st)
 	hmap__free(g->held);
 	hmap__free(g->lines);
 	hmap__free(g->names);
+	hmap__free(g->lives);
 	free(g);
 }
 
@@ -70,8 +72,9 @@ static int mem_page_open(const struct page *p, void **st)
 		g->held = hmap__new(sizeof(struct mem_page_held));
 		g->lines = hmap__new(sizeof(struct mem_page_line));
 		g->names = hmap__new(32);
+		g->lives = hmap__new(1);
 	}
-	if (!g || !g->live || !g->gen || !g->held || !g->lines || !g->names) {
+	if (!g || !g->live || !g->gen || !g->held || !g->lines || !g->names || !g->lives) {
 		mem_page_free(g);
 		return -ENOMEM;
 	}
@@ -121,7 +124,7 @@ static int hold(const struct page *p, struct mem_page *g, __u32 pid, __s16 devic
 		hmap__get(g->held, (struct hkey){ proc_of(g, pid), DEV_KEY(device) }, 1);
 	__u64 was;
 
-	if (!h)
+	if (!h || !hmap__get(g->lives, (struct hkey){ proc_of(g, pid), 0 }, 1))
 		return -ENOMEM;
 	was = h->held[kind] ? h->now[kind] : 0;
 	h->now[kind] = v;
@@ -133,75 +136,89 @@ static int hold(const struct page *p, struct mem_page *g, __u32 pid, __s16 devic
 	return device_moves(p, g, device, kind, ts, was, v);
 }
 
-static int on_alloc(const struct page *p, struct mem_page *g, const struct bs_mem_alloc *r)
-{
-	struct mem_held h;
+/* A record's hooks' argument: the page, mem's state, the first error. */
+struct ctx {
+	const struct page *p;
+	struct mem_page *g;
 	int err;
+};
 
-	mem_live__apply(g->live, r, 0, NULL);
-	mem_live__held(g->live, r, &h);
-	err = hold(p, g, r->h.pid, r->device, ALLOCATED, r->h.ts, h.allocated);
-	if (!err && h.has_reserved)
-		err = hold(p, g, r->h.pid, r->device, RESERVED, r->h.ts, h.reserved);
-	return err;
+static void on_alloc(void *arg, const struct bs_mem_alloc *r)
+{
+	struct ctx *c = arg;
+	struct mem_held h;
+
+	mem_live__apply(c->g->live, r, 0, NULL);
+	mem_live__held(c->g->live, r, &h);
+	c->err = hold(c->p, c->g, r->h.pid, r->device, ALLOCATED, r->h.ts, h.allocated);
+	if (!c->err && h.has_reserved)
+		c->err = hold(c->p, c->g, r->h.pid, r->device, RESERVED, r->h.ts, h.reserved);
 }
 
-/* PID exited at TS: what it held leaves the devices, its RSS goes to 0, its next life begins. */
-static int exited(const struct page *p, struct mem_page *g, __u32 pid, __u64 ts)
+static void on_rss(void *arg, __u32 pid, __u64 ts, __u64 rss)
 {
+	struct ctx *c = arg;
+	__u64 proc = proc_of(c->g, pid);
+
+	c->err = hmap__get(c->g->lives, (struct hkey){ proc, 0 }, 1) ? 0 : -ENOMEM;
+	if (!c->err)
+		c->err = line_set(c->p, c->g, (struct hkey){ proc, 0 }, ts, rss);
+}
+
+/*
+ * What PID held leaves its devices at TS; at its end (an exit, or its pid taken by a new
+ * process) its RSS goes to 0 and its next life begins. An exec keeps the life (and the RSS line
+ * the new program's records go on with).
+ */
+static void on_gone(void *arg, __u32 pid, __u64 ts, enum mem_gone how)
+{
+	struct ctx *c = arg;
+	struct mem_page *g = c->g;
 	__u64 proc = proc_of(g, pid);
 	struct mem_page_held *h;
 	struct hkey k;
 	size_t it = 0;
 	__u32 *gen;
-	int err = 0;
 
-	while (!err && (h = hmap__next(g->held, &it, &k))) {
+	if (!hmap__get(g->lives, (struct hkey){ proc, 0 }, 0))
+		return;
+	while (!c->err && (h = hmap__next(g->held, &it, &k))) {
 		if (k.a != proc)
 			continue;
-		for (int kind = 0; kind < NKINDS && !err; kind++)
+		for (int kind = 0; kind < NKINDS && !c->err; kind++)
 			if (h->held[kind]) {
 				h->held[kind] = 0;
-				err = device_moves(p, g, (__s16)(__u16)k.b, kind, ts, h->now[kind],
-						   0);
+				c->err = device_moves(c->p, g, (__s16)(__u16)k.b, kind, ts,
+						      h->now[kind], 0);
 			}
 	}
-	if (!err && hmap__get(g->lines, (struct hkey){ proc, 0 }, 0))
-		err = line_set(p, g, (struct hkey){ proc, 0 }, ts, 0);
 	mem_live__forget(g->live, pid);
-	if (!err && !(gen = hmap__get(g->gen, (struct hkey){ pid, 0 }, 1)))
-		err = -ENOMEM;
-	if (!err)
+	if (c->err || how == MEM_GONE_EXEC)
+		return;
+	if (hmap__get(g->lines, (struct hkey){ proc, 0 }, 0))
+		c->err = line_set(c->p, g, (struct hkey){ proc, 0 }, ts, 0);
+	if (!c->err && !(gen = hmap__get(g->gen, (struct hkey){ pid, 0 }, 1)))
+		c->err = -ENOMEM;
+	if (!c->err)
 		(*gen)++;
-	return err;
 }
 
+static const struct mem_visit page_visit = {
+	.alloc = on_alloc,
+	.rss = on_rss,
+	.gone = on_gone,
+};
+
+/* Every record; any of mem's puts memory on the page (an OOM alone: timelines saying none). */
 static int mem_page_record(const struct page *p, void *st, const struct bs_hdr *rec,
 			   const struct trace_model *m)
 {
-	struct mem_page *g = st;
+	struct ctx c = { p, st, 0 };
 
-	switch (rec->type) {
-	case BS_REC_MEM_ALLOC:
-		g->any = 1;
-		return on_alloc(p, g, (const void *)rec);
-	case BS_REC_MEM_RSS:
-		g->any = 1;
-		return line_set(p, g, (struct hkey){ proc_of(g, rec->pid), 0 }, rec->ts,
-				((const struct bs_mem_rss *)rec)->rss);
-	case BS_REC_MEM_GROW:
-		g->any = 1;
-		return line_set(p, g, (struct hkey){ proc_of(g, rec->pid), 0 }, rec->ts,
-				((const struct bs_mem_grow *)rec)->rss);
-	case BS_REC_MEM_OOM:
-		g->any = 1;
-		return 0;
-	case BS_REC_EXIT:
-		if (((const struct bs_exit *)rec)->group_dead)
-			return exited(p, g, rec->pid, rec->ts);
-		return 0;
-	}
-	return 0;
+	if (rec->type >= BS_REC_MEM_ALLOC && rec->type <= BS_REC_MEM_OOM)
+		c.g->any = 1;
+	mem_visit(&page_visit, &c, rec);
+	return c.err;
 }
 
 /* PROC's name in the legend and the table: "pid 42 (python3)". */

@@ -37,43 +37,15 @@ struct mem_top_held {
 
 #define DEV_KEY(device) (1ull << 16 | (__u16)(device))
 
-struct mem_top {
-	struct mem_live *live;
-	struct hmap *held; /* struct mem_top_held */
-};
-
+/* The state (mem_view): live blocks, and struct mem_top_held by {pid, DEV_KEY} and {pid, 0}. */
 static int mem_top_open(const struct record_opts *o, void **st)
 {
-	struct mem_top *mt = calloc(1, sizeof(*mt));
-
-	if (mt) {
-		mt->live = mem_live__new();
-		mt->held = hmap__new(sizeof(struct mem_top_held));
-	}
-	if (!mt || !mt->live || !mt->held) {
-		if (mt) {
-			mem_live__free(mt->live);
-			hmap__free(mt->held);
-		}
-		free(mt);
-		return -ENOMEM;
-	}
-	*st = mt;
-	return 0;
+	return mem_view__new(sizeof(struct mem_top_held), st);
 }
 
-static void mem_top_free(void *st)
+static void set(struct top *t, struct mem_view *mt, __u32 pid, int col, __u64 v)
 {
-	struct mem_top *mt = st;
-
-	mem_live__free(mt->live);
-	hmap__free(mt->held);
-	free(mt);
-}
-
-static void set(struct top *t, struct mem_top *mt, __u32 pid, int col, __u64 v)
-{
-	struct mem_top_held *p = hmap__get(mt->held, (struct hkey){ pid, 0 }, 1);
+	struct mem_top_held *p = hmap__get(mt->map, (struct hkey){ pid, 0 }, 1);
 
 	if (p)
 		p->cols |= 1u << col;
@@ -81,17 +53,17 @@ static void set(struct top *t, struct mem_top *mt, __u32 pid, int col, __u64 v)
 }
 
 /* PID's bytes on a GPU are now ALLOCATED and RESERVED: its columns sum every GPU's. */
-static void set_gpu(struct top *t, struct mem_top *mt, __u32 pid, __s16 device,
+static void set_gpu(struct top *t, struct mem_view *mt, __u32 pid, __s16 device,
 		    const struct mem_held *h)
 {
 	struct hkey dk = { pid, DEV_KEY(device) }, pk = { pid, 0 };
 	struct mem_top_held *d, *p, was;
 
 	/* Made first, then looked up: making one may move the other. */
-	if (!hmap__get(mt->held, dk, 1) || !hmap__get(mt->held, pk, 1))
+	if (!hmap__get(mt->map, dk, 1) || !hmap__get(mt->map, pk, 1))
 		return;
-	d = hmap__get(mt->held, dk, 0);
-	p = hmap__get(mt->held, pk, 0);
+	d = hmap__get(mt->map, dk, 0);
+	p = hmap__get(mt->map, pk, 0);
 	was = *d;
 	d->allocated = h->allocated;
 	p->allocated += h->allocated - was.allocated;
@@ -105,74 +77,75 @@ static void set_gpu(struct top *t, struct mem_top *mt, __u32 pid, __s16 device,
 		set(t, mt, pid, GPU_RSV, was.reserved);
 }
 
-static void on_alloc(struct top *t, struct mem_top *mt, const struct bs_mem_alloc *r)
+/* A record's hooks' argument: top, and mem's state. */
+struct ctx {
+	struct top *t;
+	struct mem_view *mt;
+};
+
+static void on_alloc(void *arg, const struct bs_mem_alloc *r)
 {
+	struct ctx *c = arg;
 	struct mem_held h;
 
-	mem_live__apply(mt->live, r, 0, NULL);
-	mem_live__held(mt->live, r, &h);
+	mem_live__apply(c->mt->live, r, 0, NULL);
+	mem_live__held(c->mt->live, r, &h);
 	if (r->device == BS_MEM_DEV_CPU)
-		set(t, mt, r->h.pid, TENSORS, h.allocated);
+		set(c->t, c->mt, r->h.pid, TENSORS, h.allocated);
 	else
-		set_gpu(t, mt, r->h.pid, r->device, &h);
+		set_gpu(c->t, c->mt, r->h.pid, r->device, &h);
 }
 
-/* PID's state goes: it exited, or (NEW) a new program or process has its pid. */
-static void forget(struct top *t, struct mem_top *mt, __u32 pid, int new)
+static void on_rss(void *arg, __u32 pid, __u64 ts, __u64 rss)
 {
-	const struct mem_top_held *p = hmap__get(mt->held, (struct hkey){ pid, 0 }, 0);
+	struct ctx *c = arg;
+
+	set(c->t, c->mt, pid, RES, rss);
+}
+
+/* The GPU's OOM says what its allocator held when it refused. */
+static void on_oom(void *arg, const struct bs_mem_oom *r)
+{
+	struct ctx *c = arg;
+
+	if (r->device != BS_MEM_DEV_CPU)
+		set_gpu(c->t, c->mt, r->h.pid, r->device,
+			&(struct mem_held){ r->allocated, r->reserved, 1 });
+}
+
+/* PID's state goes; after an exec, what the old program held shows no more. */
+static void on_gone(void *arg, __u32 pid, __u64 ts, enum mem_gone how)
+{
+	struct ctx *c = arg;
+	const struct mem_top_held *p = hmap__get(c->mt->map, (struct hkey){ pid, 0 }, 0);
 	__u32 cols = p ? p->cols : 0;
 
 	if (!cols)
 		return;
-	mem_live__forget(mt->live, pid);
-	hmap__del_all(mt->held, 0, pid);
-	for (int c = 0; new &&c < NCOLS; c++) /* what the old one held is not the new one's */
-		if (cols & (1u << c))
-			top__set(t, &family_mem, c, pid, 0);
+	mem_live__forget(c->mt->live, pid);
+	hmap__del_all(c->mt->map, 0, pid);
+	for (int col = 0; how == MEM_GONE_EXEC && col < NCOLS; col++)
+		if (cols & (1u << col))
+			top__set(c->t, &family_mem, col, pid, 0);
 }
+
+static const struct mem_visit top_visit = {
+	.alloc = on_alloc,
+	.rss = on_rss,
+	.oom = on_oom,
+	.gone = on_gone,
+};
 
 static void mem_top_record(struct top *t, void *st, const struct bs_hdr *h)
 {
-	const struct bs_mem_oom *oom = (const void *)h;
-	const struct bs_fork *f = (const void *)h;
-	struct mem_top *mt = st;
+	struct ctx c = { t, st };
 
-	switch (h->type) {
-	case BS_REC_MEM_ALLOC:
-		if (h->size >= sizeof(struct bs_mem_alloc))
-			on_alloc(t, mt, (const void *)h);
-		break;
-	case BS_REC_MEM_RSS:
-		if (h->size >= sizeof(struct bs_mem_rss))
-			set(t, mt, h->pid, RES, ((const struct bs_mem_rss *)h)->rss);
-		break;
-	case BS_REC_MEM_GROW:
-		if (h->size >= sizeof(struct bs_mem_grow))
-			set(t, mt, h->pid, RES, ((const struct bs_mem_grow *)h)->rss);
-		break;
-	case BS_REC_MEM_OOM: /* the GPU's says what its allocator held when it refused */
-		if (h->size >= sizeof(*oom) && oom->device != BS_MEM_DEV_CPU)
-			set_gpu(t, mt, h->pid, oom->device,
-				&(struct mem_held){ oom->allocated, oom->reserved, 1 });
-		break;
-	case BS_REC_EXEC:
-		forget(t, mt, h->pid, 1);
-		break;
-	case BS_REC_FORK:
-		if (h->size >= sizeof(*f) && f->child_pid == f->child_tid)
-			forget(t, mt, f->child_pid, 0); /* a recycled pid whose exit was lost */
-		break;
-	case BS_REC_EXIT:
-		if (h->size >= sizeof(struct bs_exit) && ((const struct bs_exit *)h)->group_dead)
-			forget(t, mt, h->pid, 0);
-		break;
-	}
+	mem_visit(&top_visit, &c, h);
 }
 
 const struct top_family mem_top = {
 	.columns = mem_columns,
 	.open = mem_top_open,
-	.free = mem_top_free,
+	.free = mem_view__free,
 	.record = mem_top_record,
 };
