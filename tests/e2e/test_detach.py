@@ -76,14 +76,14 @@ def mappings(pid):
     return out
 
 
-def code_changes(pid):
+def code_changes(pid, only=None):
     """{path: {offsets in the file of the bytes that differ}} over PID's executable file
-    mappings: its memory against the file. Empty when no breakpoint is in the process's
-    code."""
+    mappings (those whose path has ONLY, when given: a torch process maps hundreds of MB of
+    code): its memory against the file. Empty when no breakpoint is in the process's code."""
     changed = {}
     with open(f"/proc/{pid}/mem", "rb") as mem:
         for lo, hi, perms, off, path in mappings(pid):
-            if "x" not in perms or path.endswith(" (deleted)"):
+            if "x" not in perms or path.endswith(" (deleted)") or (only and only not in path):
                 continue
             with open(path, "rb") as f:
                 f.seek(off)

@@ -3,9 +3,9 @@
  * Adding a family is its folder plus one registry line (docs/ARCHITECTURE.md, "Adding a
  * family"): the toy family of tests/unit/toy/, whose decoder (with its export style), stats
  * report, export hooks for the three formats, a format of its own, option, loss cause,
- * capture-range kind, metrics and report page are all registered by its struct family, is
- * added to the registry here with one line. Its trace goes through `bpfsight stats`, `info`,
- * `dump`, every exporter (its own among them) and
+ * capture-range kind, metrics, report page, top's column and flight-recorder trigger are all
+ * registered by its struct family, is added to the registry here with one line. Its trace
+ * goes through `bpfsight stats`, `info`, `dump`, every exporter (its own among them) and
  * the report's page; record and monitor take its option (--help, their getopt tables, the
  * parser); monitor's metrics count its ticks. Nothing outside its folder and this file knows
  * the toy. This test links every object but families.o (the Makefile's rule for it) and
@@ -21,6 +21,7 @@
 #include "export_chrome.h"
 #include "export_perfetto.h"
 #include "export_sqlite.h"
+#include "flight_trigger.h"
 #include "gil.h"
 #include "gpu.h"
 #include "nccl.h"
@@ -559,6 +560,32 @@ static void test_capture_range_takes_toy_kind(void)
 	record_args__free(&a);
 }
 
+static void test_flight_fires_on_toy_trigger(void)
+{
+	struct toy_tick tick = { .h = { .type = TOY_REC, .size = sizeof(tick), .pid = PID } };
+	struct bs_process p = { .h = { .type = BS_REC_PROCESS, .size = sizeof(p), .pid = PID } };
+	struct flight_triggers *ft;
+	struct flight_opts fo;
+	int err;
+
+	flight_opts__init(&fo);
+	ASSERT_EQ(flight_opts__parse(&fo, OPT_FLIGHT, "10s", "record"), 0, "--flight-recorder");
+	ASSERT_EQ(flight_opts__parse(&fo, OPT_FLIGHT_TRIGGER, "toy:tock", "record"), -EINVAL,
+		  "a trigger the toy does not offer");
+	ASSERT_EQ(flight_opts__parse(&fo, OPT_FLIGHT_TRIGGER, "toy:tick", "record"), 0,
+		  "the toy's own, with no duration");
+	ASSERT_EQ(fo.triggers[0].type, TOY_REC, "its record type");
+	ft = flight_triggers__new(&fo, &err);
+	if (!ASSERT_TRUE(ft, "triggers"))
+		return;
+	ASSERT_TRUE(flight_triggers__match(ft, &tick.h) == &fo.triggers[0],
+		    "a tick fires, however short");
+	ASSERT_TRUE(!flight_triggers__match(ft, &p.h), "another record does not");
+	tick.h.size = sizeof(tick.h);
+	ASSERT_TRUE(!flight_triggers__match(ft, &tick.h), "nor a tick too short for its type");
+	flight_triggers__free(ft);
+}
+
 static void test_info_and_dump_name_toy_loss(void)
 {
 	char trace[128], out[128], *text;
@@ -651,9 +678,10 @@ static void test_top_shows_toy(void)
 		  "top takes monitor's defaults");
 	ASSERT_EQ(record_args__parse(&a, 3, args), 0, "top -p 1");
 	ASSERT_EQ(record_args__check(&a), 0, "checked");
-	/* By default top records what has columns (the toy among them), and proc. */
+	/* By default top records what has columns (the toy among them; not opt-in ones), and proc. */
 	for (int i = 0; families[i]; i++)
-		if (families[i]->top || (families[i]->flags & FAMILY_ALWAYS))
+		if ((families[i]->top && !(families[i]->flags & FAMILY_OPT_IN)) ||
+		    (families[i]->flags & FAMILY_ALWAYS))
 			want |= 1ull << i;
 	ASSERT_EQ(a.o.families, want, "the families top records");
 	ASSERT_TRUE(family__find("toy")->top && family__find("sched") &&
@@ -734,6 +762,7 @@ int main(void)
 	RUN_TEST(test_export_offers_toy_format);
 	RUN_TEST(test_record_and_monitor_take_toy_option);
 	RUN_TEST(test_capture_range_takes_toy_kind);
+	RUN_TEST(test_flight_fires_on_toy_trigger);
 	RUN_TEST(test_info_and_dump_name_toy_loss);
 	RUN_TEST(test_monitor_counts_toy);
 	RUN_TEST(test_report_draws_toy);

@@ -2,8 +2,11 @@
 /*
  * monitor's metrics (user/monitor/metrics.c) fed records as the recorder writes them: cumulative
  * in-kernel snapshots become exact increments, top-N and "other", a recycled pid starting from
- * zero, the exit grace; and hmap__del, which the metrics rely on to forget threads.
+ * zero, the exit grace; mem's bytes (gauges of a process's own, summed under "other", gone at
+ * its exit, its peaks kept for the grace) and its state freed with the processes; and
+ * hmap__del, which the metrics rely on to forget threads.
  */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include "unit.h"
@@ -13,6 +16,7 @@
 #include "hmap.h"
 #include "osrt_records.h"
 #include "cuda_records.h"
+#include "mem_records.h"
 
 #define SEC 1000000000ull
 
@@ -171,11 +175,149 @@ static void test_top_n_other_and_grace(void)
 	record_args__free(&a);
 }
 
+static void mem_alloc(struct metrics *m, __u32 pid, __s16 device, __u64 addr, __u64 bytes, int free,
+		      __u64 allocated, __u64 reserved, __u64 ts)
+{
+	struct bs_mem_alloc r = {
+		.addr = addr,
+		.bytes = bytes,
+		.allocated = allocated,
+		.reserved = reserved,
+		.device = device,
+		.source = device == BS_MEM_DEV_CPU ? BS_MEM_SRC_CPU : BS_MEM_SRC_REPORT,
+		.flags = (free ? BS_MEM_FREE : 0) | (device == BS_MEM_DEV_CPU ? 0 : BS_MEM_TOTALS)
+	};
+
+	hdr(&r.h, BS_REC_MEM_ALLOC, sizeof(r), pid, pid, ts);
+	metrics__record(m, &r.h);
+}
+
+static void mem_rss(struct metrics *m, __u32 pid, __u64 rss, __u64 ts)
+{
+	struct bs_mem_rss r = { .rss = rss, .anon = rss };
+
+	hdr(&r.h, BS_REC_MEM_RSS, sizeof(r), pid, pid, ts);
+	metrics__record(m, &r.h);
+}
+
+#define MEM_BYTES(pid, dev, kind)                                                                  \
+	"bpfsight_memory_bytes{pid=\"" pid "\",comm=\"p\",device=\"" dev "\",kind=\"" kind "\"}"
+#define MEM_PEAK(pid, dev, kind)                                                                   \
+	"bpfsight_memory_peak_bytes{pid=\"" pid "\",comm=\"p\",device=\"" dev "\",kind=\"" kind    \
+	"\"}"
+
+static void test_mem_bytes_other_exit(void)
+{
+	struct metrics_opts o = { .top_n = 1, .grace_ns = 5 * SEC, .rebalance_ns = 1000 * SEC };
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+
+	fork_proc(m, 300, "p", 1);
+	fork_proc(m, 301, "p", 1);
+	/* 300 owns the one series: CPU tensors by the records, a free's size from its block. */
+	mem_alloc(m, 300, BS_MEM_DEV_CPU, 0x1000, 3000, 0, 0, 0, 2);
+	mem_alloc(m, 300, BS_MEM_DEV_CPU, 0x2000, 5000, 0, 0, 0, 3);
+	mem_alloc(m, 300, BS_MEM_DEV_CPU, 0x1000, 0, 1, 0, 0, 4); /* Delete: no size said */
+	mem_alloc(m, 300, BS_MEM_DEV_CPU, 0x9000, 0, 1, 0, 0, 4); /* allocated before: nothing */
+	/* The GPU's: the allocator's totals, whatever was allocated before the recording. */
+	mem_alloc(m, 300, 1, 0xa000, 512, 0, 10240, 20480, 5);
+	mem_alloc(m, 300, 1, 0xa000, 512, 1, 9728, 20480, 6);
+	mem_rss(m, 300, 7 << 20, 6);
+	ASSERT_EQ(sample(m, MEM_BYTES("300", "cpu", "allocated")), 5000.0, "CPU: 3000 freed");
+	ASSERT_EQ(sample(m, MEM_PEAK("300", "cpu", "allocated")), 8000.0, "CPU peak");
+	ASSERT_EQ(sample(m, MEM_BYTES("300", "cpu", "reserved")), -1.0, "no CPU reserve");
+	ASSERT_EQ(sample(m, MEM_BYTES("300", "1", "allocated")), 9728.0, "GPU 1: its totals");
+	ASSERT_EQ(sample(m, MEM_BYTES("300", "1", "reserved")), 20480.0, "GPU 1 reserved");
+	ASSERT_EQ(sample(m, MEM_PEAK("300", "1", "allocated")), 10240.0, "GPU 1 peak");
+	ASSERT_EQ(sample(m, MEM_BYTES("300", "cpu", "rss")), (double)(7 << 20), "RSS");
+	ASSERT_EQ(sample(m, "bpfsight_memory_allocations_total{pid=\"300\",comm=\"p\","
+			    "device=\"cpu\"}"),
+		  2.0, "CPU allocations");
+	ASSERT_EQ(sample(m, "bpfsight_memory_frees_total{pid=\"300\",comm=\"p\",device=\"cpu\"}"),
+		  2.0, "CPU frees");
+	ASSERT_EQ(sample(m, "bpfsight_memory_ooms_total{pid=\"300\",comm=\"p\",device=\"1\"}"), 0.0,
+		  "the OOM counter from 0");
+	/* 301 has no series of its own: its bytes are other's, summed; no peak for other. */
+	mem_alloc(m, 301, BS_MEM_DEV_CPU, 0x1000, 700, 0, 0, 0, 7);
+	mem_alloc(m, 301, BS_MEM_DEV_CPU, 0x2000, 11, 0, 0, 0, 7);
+	ASSERT_EQ(sample(m, "bpfsight_memory_bytes{pid=\"other\",comm=\"\",device=\"cpu\","
+			    "kind=\"allocated\"}"),
+		  711.0, "other: 301's bytes");
+	ASSERT_EQ(sample(m, "bpfsight_memory_peak_bytes{pid=\"other\",comm=\"\",device=\"cpu\","
+			    "kind=\"allocated\"}"),
+		  -1.0, "no peak for other");
+	ASSERT_EQ(sample(m, "bpfsight_memory_allocations_total{pid=\"other\",comm=\"\","
+			    "device=\"cpu\"}"),
+		  2.0, "other's allocations");
+	/* 300 exits: it holds nothing; its peaks stay for the grace. */
+	exit_proc(m, 300, 8);
+	ASSERT_EQ(sample(m, MEM_BYTES("300", "cpu", "allocated")), -1.0, "bytes gone at the exit");
+	ASSERT_EQ(sample(m, MEM_BYTES("300", "cpu", "rss")), -1.0, "RSS gone at the exit");
+	ASSERT_EQ(sample(m, MEM_PEAK("300", "1", "reserved")), 20480.0, "peaks kept");
+	mem_rss(m, 300, 9 << 20, 9); /* late after the exit: brings nothing back */
+	ASSERT_EQ(sample(m, MEM_BYTES("300", "cpu", "rss")), -1.0, "nothing after the exit");
+	/* A recycled pid starts over. */
+	fork_proc(m, 300, "p", 10);
+	mem_alloc(m, 300, BS_MEM_DEV_CPU, 0x2000, 0, 1, 0, 0, 11); /* the old one's block */
+	mem_alloc(m, 300, BS_MEM_DEV_CPU, 0x3000, 64, 0, 0, 0, 11);
+	ASSERT_EQ(sample(m, MEM_BYTES("300", "cpu", "allocated")), 64.0,
+		  "the new 300 (owning the series the old one left) holds its own 64 only");
+	ASSERT_EQ(sample(m, MEM_PEAK("300", "1", "reserved")), -1.0, "no peak of the old one");
+	ASSERT_EQ(sample(m, "bpfsight_memory_bytes{pid=\"other\",comm=\"\",device=\"cpu\","
+			    "kind=\"allocated\"}"),
+		  711.0, "other: still 301's");
+	metrics__free(m);
+	record_args__free(&a);
+}
+
+/* Heap bytes in use (glibc's count). */
+static size_t heap_used(void)
+{
+	return mallinfo2().uordblks;
+}
+
+/*
+ * Processes that allocate and exit, one after the other for hours: what mem keeps of them
+ * (their live blocks, devices, series) goes with them, so the heap stays where a few hundred
+ * of them left it.
+ */
+static void test_mem_churn_leaves_nothing(void)
+{
+	struct metrics_opts o = { .top_n = 30, .grace_ns = SEC, .rebalance_ns = SEC };
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+	size_t warm = 0;
+	__u64 ts = 1;
+
+	/* Made-up pids past pid_max: the rebalance's kill(pid, 0) finds none alive. */
+	for (__u32 i = 0; i < 20000; i++, ts += SEC / 4) {
+		__u32 pid = 5000000 + i;
+
+		fork_proc(m, pid, "p", ts);
+		for (__u64 b = 0; b < 8; b++)
+			mem_alloc(m, pid, BS_MEM_DEV_CPU, 0x1000 + b * 64, 64, 0, 0, 0, ts);
+		mem_alloc(m, pid, 0, 0x1000, 1 << 20, 0, 1 << 20, 2 << 20, ts);
+		mem_rss(m, pid, 64 << 20, ts);
+		exit_proc(m, pid, ts);
+		if (i == 1000)
+			warm = heap_used();
+	}
+	ASSERT_TRUE(sample(m, "bpfsight_processes") <= 10, "exited processes go after the grace");
+	ASSERT_TRUE(heap_used() <= warm + 64 * 1024,
+		    "the heap after 20000 processes is what it was after 1000");
+	if (heap_used() > warm + 64 * 1024)
+		fprintf(stderr, "heap %zu after 1000, %zu after 20000\n", warm, heap_used());
+	metrics__free(m);
+	record_args__free(&a);
+}
+
 int main(void)
 {
 	t0 = mono_now_ns();
 	RUN_TEST(test_hmap_del);
 	RUN_TEST(test_syscall_increments_and_recycled_pid);
 	RUN_TEST(test_top_n_other_and_grace);
+	RUN_TEST(test_mem_bytes_other_exit);
+	RUN_TEST(test_mem_churn_leaves_nothing);
 	return UNIT_EXIT();
 }

@@ -3,7 +3,8 @@
  * `bpfsight top`'s counters (user/top/): records in, frames out, as the live view cuts them.
  * Hand-made records check the arithmetic case by case (polled GIL totals divided by the time
  * between polls, held, then stale; a call cut at the interval's start; the slowest syscall;
- * an exited thread shown once more). The real H100 traces of ../shared/traces check it whole:
+ * an exited thread shown once more; the bytes a process holds, kept from frame to frame). The
+ * real H100 traces of ../shared/traces check it whole:
  * one frame over a recording equals what the test computes from the same records by itself
  * (calls, time in calls, GPU busy union per device, GIL waits per thread).
  */
@@ -19,6 +20,7 @@
 #include "record_ctx.h"
 #include "gpu_records.h"
 #include "hmap.h"
+#include "mem_records.h"
 #include "top.h"
 #include "top_family.h"
 #include "trace_reader.h"
@@ -174,18 +176,30 @@ static void test_gil_polled_held_then_stale(void)
 	top__free(t);
 }
 
-static void test_calls_syscalls_exits(void)
+/* A replay's top with every family's columns, and process 100 "python3" with thread 101. */
+static struct top *python_and_worker(void)
 {
-	struct record_opts o = { .families = families_with_top() };
-	struct top_frame fr = { 0 };
-	struct top *t = top__new(&o);
-	struct bs_exit e;
+	static struct record_opts o;
+	struct top *t;
 
+	o.families = families_with_top();
+	t = top__new(&o);
 	if (!ASSERT_TRUE(t, "top"))
-		return;
+		return NULL;
 	top__replay(t);
 	thread_rec(t, 100, 100, "python3");
 	thread_rec(t, 100, 101, "worker");
+	return t;
+}
+
+static void test_calls_syscalls_exits(void)
+{
+	struct top_frame fr = { 0 };
+	struct top *t = python_and_worker();
+	struct bs_exit e;
+
+	if (!t)
+		return;
 	cuda_call(t, 101, T0 + 100 * MS, 100 * MS, 0);
 	cuda_call(t, 101, T0 + 120 * MS, 10 * MS, 1);  /* made by the library: not counted */
 	syscall_rec(t, 101, 202, T0, 5 * MS);	       /* futex */
@@ -211,6 +225,77 @@ static void test_calls_syscalls_exits(void)
 	top__cut(t, T0 + 3000 * MS, &fr);
 	ASSERT_TRUE(!row_of(&fr, 100, 101), "then gone");
 	ASSERT_TRUE(row_of(&fr, 100, 100) && row_of(&fr, 100, 0), "the rest stays");
+	top_frame__free(&fr);
+	top__free(t);
+}
+
+static void mem_alloc(struct top *t, __u32 tid, __s16 device, __u64 addr, __u64 bytes, int free,
+		      __u64 allocated, __u64 reserved)
+{
+	struct bs_mem_alloc r;
+
+	memset(&r, 0, sizeof(r));
+	hdr(&r.h, BS_REC_MEM_ALLOC, sizeof(r), 100, tid, T0 + 10 * MS);
+	r.addr = addr;
+	r.bytes = bytes;
+	r.allocated = allocated;
+	r.reserved = reserved;
+	r.device = device;
+	r.flags = (free ? BS_MEM_FREE : 0) | (device == BS_MEM_DEV_CPU ? 0 : BS_MEM_TOTALS);
+	top__record(t, &r.h);
+}
+
+static void test_mem_levels(void)
+{
+	struct top_frame fr = { 0 };
+	struct top *t = python_and_worker();
+	struct bs_mem_rss rss;
+	struct bs_exec ex;
+	struct bs_exit e;
+
+	if (!t)
+		return;
+	mem_alloc(t, 101, BS_MEM_DEV_CPU, 0x1000, 3000, 0, 0, 0);
+	mem_alloc(t, 101, BS_MEM_DEV_CPU, 0x2000, 5000, 0, 0, 0);
+	mem_alloc(t, 100, BS_MEM_DEV_CPU, 0x1000, 0, 1, 0, 0); /* Delete: its size from its block */
+	top__cut(t, T0 + 1000 * MS, &fr);
+	ASSERT_NEAR(val(t, &fr, 100, 0, "tensors"), 5000, 0, "the process's live CPU tensors");
+	ASSERT_NEAR(val(t, &fr, 100, 101, "tensors"), 0, 0,
+		    "a level is the process's, not a "
+		    "thread's");
+	ASSERT_TRUE(!(fr.shown & (1u << col(t, "gpu-mem"))), "no GPU record: GPU-MEM hidden");
+	ASSERT_TRUE(!(fr.shown & (1u << col(t, "rss"))), "no RSS record: RES hidden");
+	/* Two GPUs: the allocator's totals of each, summed. */
+	mem_alloc(t, 101, 0, 0xa000, 1000, 0, 1000, 2048);
+	mem_alloc(t, 101, 1, 0xb000, 300, 0, 300, 4096);
+	mem_alloc(t, 101, 0, 0xc000, 24, 0, 1024, 2048);
+	memset(&rss, 0, sizeof(rss));
+	hdr(&rss.h, BS_REC_MEM_RSS, sizeof(rss), 100, 101, T0 + 1100 * MS);
+	rss.rss = 7 << 20;
+	top__record(t, &rss.h);
+	top__cut(t, T0 + 2000 * MS, &fr);
+	ASSERT_NEAR(val(t, &fr, 100, 0, "gpu-mem"), 1324, 0, "GPU tensors: 1024 + 300");
+	ASSERT_NEAR(val(t, &fr, 100, 0, "gpu-rsv"), 6144, 0, "reserved: 2048 + 4096");
+	ASSERT_NEAR(val(t, &fr, 100, 0, "rss"), 7 << 20, 0, "RES");
+	/* Nothing new: what it holds stays. */
+	top__cut(t, T0 + 3000 * MS, &fr);
+	ASSERT_NEAR(val(t, &fr, 100, 0, "tensors"), 5000, 0, "held across frames");
+	ASSERT_TRUE(!(row_of(&fr, 100, 0)->flags & TOP_ROW_IDLE), "a process holding memory");
+	/* A new program in the process: what the old one held is not its. */
+	memset(&ex, 0, sizeof(ex));
+	hdr(&ex.h, BS_REC_EXEC, sizeof(ex), 100, 100, T0 + 3100 * MS);
+	top__record(t, &ex.h);
+	mem_alloc(t, 100, BS_MEM_DEV_CPU, 0x2000, 0, 1, 0, 0); /* the old program's block */
+	top__cut(t, T0 + 4000 * MS, &fr);
+	ASSERT_NEAR(val(t, &fr, 100, 0, "tensors"), 0, 0, "after exec");
+	ASSERT_NEAR(val(t, &fr, 100, 0, "gpu-rsv"), 0, 0, "after exec: GPU");
+	hdr(&e.h, BS_REC_EXIT, sizeof(e), 100, 100, T0 + 4100 * MS);
+	e.exit_code = 0;
+	e.group_dead = 1;
+	top__record(t, &e.h);
+	top__cut(t, T0 + 5000 * MS, &fr);
+	top__cut(t, T0 + 6000 * MS, &fr);
+	ASSERT_TRUE(!row_of(&fr, 100, 0), "the process gone after its exit");
 	top_frame__free(&fr);
 	top__free(t);
 }
@@ -414,6 +499,7 @@ int main(void)
 		strncat(traces, "/../../../shared/traces", sizeof(traces) - strlen(traces) - 1);
 	RUN_TEST(test_gil_polled_held_then_stale);
 	RUN_TEST(test_calls_syscalls_exits);
+	RUN_TEST(test_mem_levels);
 	RUN_TEST(test_h100_calls_and_gpu_busy);
 	RUN_TEST(test_h100_gil_waits_per_thread);
 	return UNIT_EXIT();

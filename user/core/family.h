@@ -205,6 +205,17 @@ struct family_cumulative {
 	void (*since)(struct bs_hdr *rec, const struct bs_hdr *base);
 };
 
+/*
+ * An event a family offers as a flight-recorder trigger with no duration, `--trigger
+ * FAMILY:NAME`: every record of TYPE fires it (an allocation refused for want of memory is
+ * the incident itself, however long it took).
+ */
+struct family_trigger {
+	const char *name; /* NAME in --trigger FAMILY:NAME */
+	__u16 type;	  /* BS_REC_*: the family's own records */
+	const char *desc; /* what fires it, for messages and docs */
+};
+
 struct family {
 	const char *name;
 	const char *desc;
@@ -306,6 +317,8 @@ struct family {
 	 * zeroed entry; info, dump, the exports and the metrics name them from here. May be NULL.
 	 */
 	const struct loss_cause *losses;
+	/* Triggers it offers with no duration, ending with a zeroed entry. May be NULL. */
+	const struct family_trigger *triggers;
 	/* Its cumulative snapshot types, ending with a zeroed entry. May be NULL. */
 	const struct family_cumulative *cumulative;
 	/* Decode side; arrays end with a zeroed entry. */

@@ -72,31 +72,65 @@ static int bad_family(const char *cmd, const char *arg, const char *fam)
 	return -EINVAL;
 }
 
-/* FAMILY:NAME>DUR */
+/* "mem:oom, ...": the triggers families offer with no duration, for messages. */
+static void offered_triggers(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (int i = 0; families[i]; i++)
+		for (const struct family_trigger *t = families[i]->triggers; t && t->name; t++)
+			if (used < len)
+				used += snprintf(buf + used, len - used, "%s%s:%s",
+						 used ? ", " : "", families[i]->name, t->name);
+}
+
+/* FAMILY:NAME with no duration: a trigger family FAM offers. */
+static int family_trigger(struct flight_trigger *t, int fam, const char *arg, const char *cmd)
+{
+	char msg[512], list[256];
+
+	for (const struct family_trigger *ft = families[fam]->triggers; ft && ft->name; ft++)
+		if (!strcmp(ft->name, t->name)) {
+			t->type = ft->type;
+			return 0;
+		}
+	offered_triggers(list, sizeof(list));
+	snprintf(msg, sizeof(msg),
+		 "bad --trigger '%%s': use FAMILY:NAME>DUR, e.g. osrt:nanosleep>250ms%s%s",
+		 list[0] ? "; with no duration: " : "", list);
+	return bad(cmd, msg, arg);
+}
+
+/* FAMILY:NAME>DUR, or FAMILY:NAME (a trigger FAMILY offers) */
 static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cmd)
 {
 	const char *colon = strchr(arg, ':'), *gt = strrchr(arg, '>');
+	const char *end = gt && colon && gt > colon ? gt : arg + strlen(arg);
 	struct flight_trigger *t;
 	char fam[32];
 	int i;
 
 	if (fo->ntriggers == FLIGHT_MAX_TRIGGERS)
 		return bad(cmd, "too many --trigger (at most 16): '%s'", arg);
-	if (!colon || !gt || gt < colon || colon == arg || gt == colon + 1 ||
-	    (size_t)(colon - arg) >= sizeof(fam) || (size_t)(gt - colon - 1) >= sizeof(t->name))
+	if (!colon || colon == arg || end == colon + 1 || (size_t)(colon - arg) >= sizeof(fam) ||
+	    (size_t)(end - colon - 1) >= sizeof(t->name))
 		return bad(cmd,
 			   "bad --trigger '%s': use FAMILY:NAME>DUR, e.g. osrt:nanosleep>250ms",
 			   arg);
 	t = &fo->triggers[fo->ntriggers];
+	memset(t, 0, sizeof(*t));
 	memcpy(fam, arg, colon - arg);
 	fam[colon - arg] = 0;
 	for (i = 0; families[i] && strcmp(families[i]->name, fam); i++)
 		;
 	if (!families[i] || !families[i]->decoders)
 		return bad_family(cmd, arg, fam);
-	memcpy(t->name, colon + 1, gt - colon - 1);
-	t->name[gt - colon - 1] = 0;
-	if (parse_duration_ns(gt + 1, &t->min_dur_ns))
+	memcpy(t->name, colon + 1, end - colon - 1);
+	t->name[end - colon - 1] = 0;
+	if (end != gt && family_trigger(t, i, arg, cmd))
+		return -EINVAL;
+	if (end == gt && parse_duration_ns(gt + 1, &t->min_dur_ns))
 		return bad(cmd, "bad --trigger duration in '%s': e.g. 250ms, 1s", arg);
 	t->family = i;
 	t->text = arg;

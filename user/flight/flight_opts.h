@@ -15,11 +15,15 @@
 #define FLIGHT_DEFAULT_MAX_DUMPS   10
 #define FLIGHT_MIN_SIZE		   (1ull << 20) /* about one chunk of compressed records */
 
-/* --trigger=FAMILY:NAME>DUR: an event of FAMILY named NAME ("*": any) lasting over DUR. */
+/*
+ * --trigger=FAMILY:NAME>DUR: an event of FAMILY named NAME ("*": any) lasting over DUR; or
+ * FAMILY:NAME, a trigger FAMILY offers (struct family_trigger): every record of its type.
+ */
 struct flight_trigger {
 	int family;	  /* index in families[] */
 	char name[64];	  /* the event's name or kind; "*" = any */
 	__u64 min_dur_ns; /* fires when the event's duration is > this */
+	__u16 type;	  /* a family's own trigger: every record of this type; 0: by name */
 	const char *text; /* as given, for messages and the dump's options */
 };
 

@@ -466,9 +466,11 @@ static const struct rec_option table[] = {
 	  "keep at least the last DUR in memory (compressed, at most SIZE, default 256M) and "
 	  "write it only when triggered, to FILE's stem + -N.bst; SIGUSR1 triggers", NULL,
 	  opt_flight_window },
-	{ "trigger", 0, "FAMILY:NAME>DUR", RM,
+	{ "trigger", 0, "FAMILY:NAME[>DUR]", RM,
 	  "dump when an event of FAMILY named NAME (* any) lasts over DUR, e.g. "
-	  "osrt:nanosleep>250ms (repeatable)", NULL, opt_flight_trigger },
+	  "osrt:nanosleep>250ms; with no DUR, a trigger FAMILY offers of its own, each of whose "
+	  "events dumps (a bad NAME lists them) (repeatable)",
+	  NULL, opt_flight_trigger },
 	{ "trigger-after", 0, "DUR", RM,
 	  "keep recording DUR after a trigger before writing (default 0s)", NULL,
 	  opt_flight_after },

@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 #include "records.h"
+#include "level_bins.h"
 #include "time_bins.h"
 #include "trace_model.h"
 
@@ -60,6 +61,22 @@ double page__total(const struct time_bins *b);
  */
 void page__chart(const struct page *p, FILE *f, const char *id, const char *title, const char *what,
 		 struct page_series *s, int n, double cap, const char *unit);
+/* One line of a level timeline: bytes held over time (level_bins.h), its label. */
+struct page_level {
+	char label[96];
+	const struct level_bins *bins;
+};
+
+/*
+ * A timeline of levels: the N lines S (sorted here: the REPORT_SERIES highest peaks drawn) as
+ * step lines, each column the highest level in it (a peak is never averaged away), on one
+ * scale of bytes from 0.
+ */
+void page__level_chart(const struct page *p, FILE *f, const char *id, const char *title,
+		       const char *what, struct page_level *s, int n);
+struct table;
+/* T's first MAX rows (0: all) as the page draws the reports' tables. */
+void page__table(FILE *f, const struct table *t, int max);
 /* A timeline without data, saying why (e.g. which family records it). */
 void page__no_data(FILE *f, const char *id, const char *title, const char *why);
 /* TEXT with HTML's special characters escaped. */

@@ -13,6 +13,7 @@
 #include "report_html.h"
 #include "stats.h"
 #include "table.h"
+#include "level_bins.h"
 #include "time_bins.h"
 #include "trace_walk.h"
 #include "msg.h"
@@ -154,7 +155,8 @@ static int by_total(const void *a, const void *b)
 #define PLOT_Y 10
 #define PLOT_H (SVG_H - PLOT_Y - 30)
 
-static void axis(FILE *f, const struct page *p, double ymax, const char *unit)
+/* The axes: the recording's time, and 0 to TOP (the top value's label) in UNIT. */
+static void axis(FILE *f, const struct page *p, double top, const char *unit)
 {
 	double secs = (double)(p->end - p->origin) / 1e9;
 	char buf[32];
@@ -173,17 +175,38 @@ static void axis(FILE *f, const struct page *p, double ymax, const char *unit)
 			buf);
 	}
 	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.*f%s</text>", PLOT_X - 4,
-		PLOT_Y + 10, ymax >= 100 ? 0 : 2, ymax, unit);
+		PLOT_Y + 10, top >= 100 ? 0 : 2, top, unit);
 	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text></g>\n", PLOT_X - 4,
 		PLOT_Y + PLOT_H);
 }
 
+/* A line as drawn: its label, and its value over a column of bins [A, E) (capped at CAP). */
+struct drawn {
+	const char *label;
+	const void *src;
+	double (*column)(const void *src, __u32 a, __u32 e, double cap);
+};
+
+static double time_column(const void *src, __u32 a, __u32 e, double cap)
+{
+	return column(src, a, e, cap);
+}
+
+static double level_column(const void *src, __u32 a, __u32 e, double cap)
+{
+	double v = (double)level_bins__max(src, a, e);
+
+	return cap > 0 && v > cap ? cap : v;
+}
+
 /*
- * One timeline: every series a step line of at most REPORT_COLUMNS points over the whole
- * recording, on one y scale (0 .. the largest column, or CAP when given).
+ * One timeline: the first REPORT_SERIES of the N lines S (in the order they come), each a step
+ * line of at most REPORT_COLUMNS points over the whole recording, on one y scale (0 .. the
+ * largest column, or CAP when given), its top labelled in UNIT, values divided by SCALE.
  */
-void page__chart(const struct page *p, FILE *f, const char *id, const char *title, const char *what,
-		 struct page_series *s, int n, double cap, const char *unit)
+static void chart(const struct page *p, FILE *f, const char *id, const char *title,
+		  const char *what, const struct drawn *s, int n, double cap, double scale,
+		  const char *unit)
 {
 	__u32 bins = (__u32)((p->end - p->origin + REPORT_BIN_NS - 1) / REPORT_BIN_NS);
 	__u32 cols, shown;
@@ -194,13 +217,12 @@ void page__chart(const struct page *p, FILE *f, const char *id, const char *titl
 	if (!bins)
 		bins = 1;
 	cols = bins < REPORT_COLUMNS ? bins : REPORT_COLUMNS;
-	qsort(s, n, sizeof(*s), by_total);
 	shown = n < REPORT_SERIES ? n : REPORT_SERIES;
 	if (ymax <= 0) {
 		for (__u32 k = 0; k < shown; k++)
 			for (__u32 c = 0; c < cols; c++) {
-				v = column(s[k].bins, (__u64)c * bins / cols,
-					   (__u64)(c + 1) * bins / cols, 0);
+				v = s[k].column(s[k].src, (__u64)c * bins / cols,
+						(__u64)(c + 1) * bins / cols, 0);
 				ymax = v > ymax ? v : ymax;
 			}
 	}
@@ -215,12 +237,12 @@ void page__chart(const struct page *p, FILE *f, const char *id, const char *titl
 		"viewBox=\"0 0 "
 		"%d %d\" role=\"img\">\n",
 		SVG_W, SVG_H);
-	axis(f, p, ymax, unit);
+	axis(f, p, ymax / scale, unit);
 	for (__u32 k = 0; k < shown; k++) {
 		fprintf(f, "<polyline class=\"s%u\" points=\"", k);
 		for (__u32 c = 0; c < cols; c++) {
-			v = column(s[k].bins, (__u64)c * bins / cols, (__u64)(c + 1) * bins / cols,
-				   cap);
+			v = s[k].column(s[k].src, (__u64)c * bins / cols,
+					(__u64)(c + 1) * bins / cols, cap);
 			double y = PLOT_Y + PLOT_H - (v / ymax) * PLOT_H;
 
 			fprintf(f, "%.1f,%.1f %.1f,%.1f ", PLOT_X + (double)PLOT_W * c / cols, y,
@@ -239,6 +261,46 @@ void page__chart(const struct page *p, FILE *f, const char *id, const char *titl
 	if ((__u32)n > shown)
 		fprintf(f, "<li class=\"more\">and %u more, smaller</li>", n - shown);
 	fprintf(f, "</ul></figure>\n");
+}
+
+void page__chart(const struct page *p, FILE *f, const char *id, const char *title, const char *what,
+		 struct page_series *s, int n, double cap, const char *unit)
+{
+	struct drawn d[REPORT_SERIES];
+	int shown = n < REPORT_SERIES ? n : REPORT_SERIES;
+
+	qsort(s, n, sizeof(*s), by_total);
+	for (int k = 0; k < shown; k++)
+		d[k] = (struct drawn){ s[k].label, s[k].bins, time_column };
+	chart(p, f, id, title, what, d, n, cap, 1, unit);
+}
+
+static int by_peak(const void *a, const void *b)
+{
+	const struct page_level *x = a, *y = b;
+
+	return x->bins->peak < y->bins->peak   ? 1
+	       : x->bins->peak > y->bins->peak ? -1
+					       : strcmp(x->label, y->label);
+}
+
+void page__level_chart(const struct page *p, FILE *f, const char *id, const char *title,
+		       const char *what, struct page_level *s, int n)
+{
+	static const char *const units[] = { " B", " KiB", " MiB", " GiB", " TiB" };
+	struct drawn d[REPORT_SERIES];
+	int shown = n < REPORT_SERIES ? n : REPORT_SERIES, u = 0;
+	double scale = 1;
+
+	qsort(s, n, sizeof(*s), by_peak);
+	for (int k = 0; k < shown; k++)
+		d[k] = (struct drawn){ s[k].label, s[k].bins, level_column };
+	/* The top of the scale is the highest peak drawn: its unit keeps it under 1024. */
+	while (n && s[0].bins->peak / scale >= 1024 && u < 4) {
+		scale *= 1024;
+		u++;
+	}
+	chart(p, f, id, title, what, d, n, 0, scale, units[u]);
 }
 
 double page__total(const struct time_bins *b)
@@ -319,23 +381,21 @@ static void timelines_html(FILE *f, struct timelines *tl)
 /* A text cell longer than this wraps in the table (which fits the page's width). */
 #define LONG_CELL 40
 
-static void table_html(FILE *f, const struct table *t)
+void page__table(FILE *f, const struct table *t, int max)
 {
-	int rows = table__nrows(t), cols = table__ncols(t), shown;
+	int rows = table__nrows(t), cols = table__ncols(t);
 	char buf[64];
 
-	shown = rows < REPORT_ROWS ? rows : REPORT_ROWS;
-	fprintf(f,
-		"<div class=\"report\" id=\"r-%s\"><h3>%s</h3>\n<div class=\"scroll\"><table>"
-		"<thead><tr>",
-		table__name(t), table__name(t));
+	if (max > 0 && rows > max)
+		rows = max;
+	fprintf(f, "<div class=\"scroll\"><table><thead><tr>");
 	for (int c = 0; c < cols; c++) {
 		fprintf(f, "<th%s>", table__col_numeric(t, c) ? " class=\"n\"" : "");
 		page__esc(f, table__col_title(t, c));
 		fprintf(f, "</th>");
 	}
 	fprintf(f, "</tr></thead><tbody>\n");
-	for (int r = 0; r < shown; r++) {
+	for (int r = 0; r < rows; r++) {
 		fprintf(f, "<tr>");
 		for (int c = 0; c < cols; c++) {
 			const char *text = table__cell_text(t, r, c, buf, sizeof(buf));
@@ -352,8 +412,18 @@ static void table_html(FILE *f, const struct table *t)
 		}
 		fprintf(f, "</tr>\n");
 	}
-	fprintf(f, "</tbody></table></div>\n<p class=\"rows\">%d of %d rows%s</p></div>\n", shown,
-		rows, rows > shown ? " (the first, in the report's order)" : "");
+	fprintf(f, "</tbody></table></div>\n");
+}
+
+static void table_html(FILE *f, const struct table *t)
+{
+	int rows = table__nrows(t), shown = rows < REPORT_ROWS ? rows : REPORT_ROWS;
+
+	fprintf(f, "<div class=\"report\" id=\"r-%s\"><h3>%s</h3>\n", table__name(t),
+		table__name(t));
+	page__table(f, t, REPORT_ROWS);
+	fprintf(f, "<p class=\"rows\">%d of %d rows%s</p></div>\n", shown, rows,
+		rows > shown ? " (the first, in the report's order)" : "");
 }
 
 static void reports_html(FILE *f, const struct stats *st, int *shown)

@@ -2,7 +2,8 @@
 /*
  * An interval cut into a frame (top.h): each thread's counters become what its columns show
  * (a share of the interval, a rate, the longest event), each process gets the sum of its
- * threads (the longest: their longest), then the counters start over.
+ * threads (the longest: their longest), then the counters start over; a level (the bytes a
+ * process holds) is the process's own and stays.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -229,7 +230,8 @@ static void start_over(struct top *t)
 				continue;
 			}
 			for (__u32 c = 1; c < t->ncols; c++)
-				if (!(t->cols[c].c->flags & TOP_POLLED))
+				if (!(t->cols[c].c->flags & TOP_POLLED) &&
+				    t->cols[c].c->kind != TOP_LEVEL)
 					th->cell[c] = (struct top_cell){ 0 };
 		}
 		for (size_t i = 0; i < n; i++)

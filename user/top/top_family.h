@@ -2,7 +2,8 @@
 /*
  * A family's columns in `bpfsight top` (struct family.top): it folds the records it knows into
  * counters per thread for the interval under way (top__add and friends), and says how each
- * column reads (a share of the time, a rate, the longest event). top (user/top/) owns the
+ * column reads (a share of the time, a rate, the longest event); or it sets a process's level
+ * (the bytes it holds), which stays until set again. top (user/top/) owns the
  * threads, the intervals, the CPU column, the screen; it records by default the families that
  * have columns. Every hook runs on the recording's thread, with top's lock held.
  */
@@ -20,6 +21,7 @@ enum top_kind {
 	TOP_SHARE = 1, /* ns of the interval, as a percentage of it (a thread's at most 100) */
 	TOP_RATE,      /* events, shown per second */
 	TOP_LONGEST,   /* the longest event (ns) and its label ("futex 12ms"); a process: its max */
+	TOP_LEVEL,     /* bytes a process holds now (top__set): kept from frame to frame */
 };
 
 /*
@@ -64,5 +66,11 @@ void top__add_span(struct top *t, const struct family *f, int col, __u32 pid, __
 /* A TOP_LONGEST event of DUR; LABEL must live as long as top (a static string). */
 void top__longest(struct top *t, const struct family *f, int col, __u32 pid, __u32 tid, __u64 dur,
 		  const char *label);
+
+/*
+ * A TOP_LEVEL column of process PID: V bytes from now on, until set again or PID exits (the
+ * process's row shows it; its threads' rows do not).
+ */
+void top__set(struct top *t, const struct family *f, int col, __u32 pid, __u64 v);
 
 #endif /* BPFSIGHT_TOP_FAMILY_H */

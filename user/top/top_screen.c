@@ -117,6 +117,26 @@ static void human_rate(char *buf, size_t len, double x)
 		snprintf(buf, len, "%.1fM", x / 1e6);
 }
 
+/* 512B, 980K, 12.3M, 123M, 1.23G: bytes in 5 characters at most, units of 1024 (as htop). */
+static void human_size(char *buf, size_t len, double x)
+{
+	static const char units[] = "BKMGTP";
+	int u = 0;
+
+	while (x >= 1024 && u < 5) {
+		x /= 1024;
+		u++;
+	}
+	if (!u)
+		snprintf(buf, len, "%.0fB", x);
+	else
+		snprintf(buf, len,
+			 x < 9.995   ? "%.2f%c"
+			 : x < 99.95 ? "%.1f%c"
+				     : "%.0f%c",
+			 x, units[u]);
+}
+
 /* Column C's value X in W characters: "-" for nothing (CPU%, column 0, shows 0.0). */
 static void cell_text(char *buf, size_t len, const struct top_col *col, int c, double x,
 		      const char *label, int w)
@@ -133,6 +153,8 @@ static void cell_text(char *buf, size_t len, const struct top_col *col, int c, d
 		snprintf(buf, len, "%.*s %s", room > 0 ? room : 0, label ? label : "?", d);
 	} else if (col->c->kind == TOP_RATE) {
 		human_rate(buf, len, x);
+	} else if (col->c->kind == TOP_LEVEL) {
+		human_size(buf, len, x);
 	} else {
 		snprintf(buf, len, x < 99.95 ? "%.1f" : "%.0f", x);
 	}

@@ -220,6 +220,17 @@ void top__add_span(struct top *t, const struct family *f, int col, __u32 pid, __
 	top__add(t, f, col, pid, tid, end > from ? end - from : 0);
 }
 
+void top__set(struct top *t, const struct family *f, int col, __u32 pid, __u64 v)
+{
+	int c = col_of(t, f, col);
+	struct top_thread *th;
+
+	if (c < 0 || !(th = event_thread(t, pid, 0)))
+		return;
+	th->cell[c].v = v;
+	t->shown |= 1u << c;
+}
+
 void top__longest(struct top *t, const struct family *f, int col, __u32 pid, __u32 tid, __u64 dur,
 		  const char *label)
 {

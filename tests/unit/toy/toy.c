@@ -96,6 +96,12 @@ static const struct loss_cause toy_losses[] = {
 
 static const struct family_capture toy_capture = { .kind = "toyRange", .arg = ":N" };
 
+/* --trigger toy:tick: every tick dumps the flight recorder's window. */
+static const struct family_trigger toy_triggers[] = {
+	{ "tick", TOY_REC, "a tick" },
+	{ 0 },
+};
+
 const struct family family_toy = {
 	.name = "toy",
 	.desc = "a family that exists only in this test",
@@ -114,4 +120,5 @@ const struct family family_toy = {
 	.metrics = &toy_metrics,
 	.page = &toy_page,
 	.top = &toy_top,
+	.triggers = toy_triggers,
 };

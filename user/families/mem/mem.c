@@ -101,6 +101,12 @@ static void mem_detach(struct record_ctx *ctx, void *state)
 
 static const struct exporter *const mem_exporters[] = { &export_memory_snapshot, NULL };
 
+/* --trigger mem:oom: an OOM is the incident; the window shows the allocations that led to it. */
+static const struct family_trigger mem_triggers[] = {
+	{ "oom", BS_REC_MEM_OOM, "an allocation refused for want of memory (mem_oom)" },
+	{ 0 },
+};
+
 const struct family family_mem = {
 	.name = "mem",
 	.desc = "PyTorch tensor allocations and frees (CPU, GPU), allocator totals, RSS, "
@@ -123,4 +129,9 @@ const struct family family_mem = {
 	.perfetto = &mem_perfetto,
 	.sqlite = &mem_sqlite,
 	.exporters = mem_exporters,
+
+	.triggers = mem_triggers,
+	.metrics = &mem_metrics,
+	.top = &mem_top,
+	.page = &mem_page,
 };

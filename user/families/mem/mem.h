@@ -26,6 +26,9 @@ void mem_opts_init(void *opts, const char *cmd);
 void mem_opts_describe(const void *opts, char *buf, size_t len);
 
 extern const struct rec_decoder mem_decoders[]; /* mem_decode.c */
+extern const struct metrics_family mem_metrics; /* mem_metrics.c */
+extern const struct top_family mem_top;		/* mem_top.c */
+extern const struct page_family mem_page;	/* mem_page.c */
 extern const struct family family_mem;
 
 /* Its export hooks, and the format of its own (docs/EXPORT.md, "Memory"). */

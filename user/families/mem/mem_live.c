@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The blocks live in each process and device (mem_live.h). */
+#include <errno.h>
 #include <stdlib.h>
 #include "hmap.h"
 #include "mem_live.h"
@@ -133,6 +134,18 @@ const struct mem_dev *mem_live__dev(const struct mem_live *l, __u32 pid, __s16 d
 	return hmap__get(l->devs, (struct hkey){ pid_dev(pid, device), 0 }, 0);
 }
 
+void mem_live__held(const struct mem_live *l, const struct bs_mem_alloc *r, struct mem_held *h)
+{
+	const struct mem_dev *d;
+
+	if (r->flags & BS_MEM_TOTALS) {
+		*h = (struct mem_held){ r->allocated, r->reserved, 1 };
+		return;
+	}
+	d = mem_live__dev(l, r->h.pid, r->device);
+	*h = (struct mem_held){ d ? d->live : 0, 0, 0 };
+}
+
 void mem_live__each(const struct mem_live *l, __u32 pid, __s16 device,
 		    void (*fn)(void *arg, __u32 pid, __s16 device, __u64 addr,
 			       const struct mem_block *b),
@@ -178,4 +191,68 @@ void mem_live__forget(struct mem_live *l, __u32 pid)
 __u64 mem_live__count(const struct mem_live *l)
 {
 	return hmap__count(l->blocks);
+}
+
+void mem_visit(const struct mem_visit *v, void *arg, const struct bs_hdr *h)
+{
+	const struct bs_fork *f = (const void *)h;
+
+	switch (h->type) {
+	case BS_REC_MEM_ALLOC:
+		if (v->alloc && h->size >= sizeof(struct bs_mem_alloc))
+			v->alloc(arg, (const void *)h);
+		break;
+	case BS_REC_MEM_RSS:
+		if (v->rss && h->size >= sizeof(struct bs_mem_rss))
+			v->rss(arg, h->pid, h->ts, ((const struct bs_mem_rss *)h)->rss);
+		break;
+	case BS_REC_MEM_GROW:
+		if (v->rss && h->size >= sizeof(struct bs_mem_grow))
+			v->rss(arg, h->pid, h->ts, ((const struct bs_mem_grow *)h)->rss);
+		break;
+	case BS_REC_MEM_OOM:
+		if (v->oom && h->size >= sizeof(struct bs_mem_oom))
+			v->oom(arg, (const void *)h);
+		break;
+	case BS_REC_EXIT:
+		if (v->gone && h->size >= sizeof(struct bs_exit) &&
+		    ((const struct bs_exit *)h)->group_dead)
+			v->gone(arg, h->pid, h->ts, MEM_GONE_EXIT);
+		break;
+	case BS_REC_EXEC:
+		if (v->gone)
+			v->gone(arg, h->pid, h->ts, MEM_GONE_EXEC);
+		break;
+	case BS_REC_FORK:
+		if (v->gone && h->size >= sizeof(*f) && f->child_pid == f->child_tid)
+			v->gone(arg, f->child_pid, h->ts, MEM_GONE_RECYCLED);
+		break;
+	}
+}
+
+int mem_view__new(size_t val_size, void **st)
+{
+	struct mem_view *v = calloc(1, sizeof(*v));
+
+	if (v) {
+		v->live = mem_live__new();
+		v->map = hmap__new(val_size);
+	}
+	if (!v || !v->live || !v->map) {
+		mem_view__free(v);
+		return -ENOMEM;
+	}
+	*st = v;
+	return 0;
+}
+
+void mem_view__free(void *st)
+{
+	struct mem_view *v = st;
+
+	if (!v)
+		return;
+	mem_live__free(v->live);
+	hmap__free(v->map);
+	free(v);
 }

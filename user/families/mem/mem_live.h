@@ -12,10 +12,12 @@
 #ifndef BPFSIGHT_MEM_LIVE_H
 #define BPFSIGHT_MEM_LIVE_H
 
+#include <stddef.h>
 #include <linux/types.h>
 #include "mem_records.h"
 
 struct mem_live;
+struct hmap;
 
 /* What is kept of a live block: its allocation's record, as the caller tags it. */
 struct mem_block {
@@ -51,9 +53,51 @@ void mem_live__each(const struct mem_live *l, __u32 pid, __s16 device,
 		    void (*fn)(void *arg, __u32 pid, __s16 device, __u64 addr,
 			       const struct mem_block *b),
 		    void *arg);
+/* What a process holds on a device after one of its allocations or frees. */
+struct mem_held {
+	__u64 allocated; /* bytes of live tensors */
+	__u64 reserved;	 /* what the caching allocator holds from the device (has_reserved) */
+	__u8 has_reserved;
+};
+
+/*
+ * What R's process holds on R's device after R (applied): the allocator's own totals where R
+ * carries them (BS_MEM_TOTALS, the GPU's: blocks allocated before the recording included),
+ * else the live bytes by the records (the CPU's, which has no cache: nothing reserved).
+ */
+void mem_live__held(const struct mem_live *l, const struct bs_mem_alloc *r, struct mem_held *h);
 /* PID exited: its blocks and devices go (their peaks with them). */
 void mem_live__forget(struct mem_live *l, __u32 pid);
 /* How many blocks are live, in every process. */
 __u64 mem_live__count(const struct mem_live *l);
+
+/* What a view does with mem's records and the lives of processes (each hook may be NULL). */
+enum mem_gone { MEM_GONE_EXIT, MEM_GONE_EXEC, MEM_GONE_RECYCLED };
+
+struct mem_visit {
+	void (*alloc)(void *arg, const struct bs_mem_alloc *r);
+	void (*rss)(void *arg, __u32 pid, __u64 ts, __u64 rss); /* MEM_RSS and MEM_GROW */
+	void (*oom)(void *arg, const struct bs_mem_oom *r);
+	/*
+	 * What PID held is gone: it exited (the last of its threads), a new program replaced it
+	 * (exec), or a new process has its pid (a fork whose process's exit went unseen).
+	 */
+	void (*gone)(void *arg, __u32 pid, __u64 ts, enum mem_gone how);
+};
+
+/* REC to V's hook, checked against its type's size first. */
+void mem_visit(const struct mem_visit *v, void *arg, const struct bs_hdr *rec);
+
+/*
+ * A live view's state (monitor's metrics, top's columns): every process's live blocks, and a
+ * map of its own of VAL_SIZE-byte values. mem_view__new makes it into *ST (an open hook's).
+ */
+struct mem_view {
+	struct mem_live *live;
+	struct hmap *map;
+};
+
+int mem_view__new(size_t val_size, void **st);
+void mem_view__free(void *st);
 
 #endif /* BPFSIGHT_MEM_LIVE_H */
