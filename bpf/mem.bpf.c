@@ -250,9 +250,9 @@ static __always_inline __s64 mm_counter(struct mm_struct *mm, __u32 member)
 	return v > 0 ? v : 0;
 }
 
-#define MM_FILEPAGES_   0
-#define MM_ANONPAGES_   1
-#define MM_SHMEMPAGES_  3
+#define MM_FILEPAGES_  0
+#define MM_ANONPAGES_  1
+#define MM_SHMEMPAGES_ 3
 
 static __always_inline int on_rss(struct mm_struct *mm)
 {
@@ -279,8 +279,8 @@ static __always_inline int on_rss(struct mm_struct *mm)
 	old = p->rss_written;
 	if ((rss > old ? rss - old : old - rss) >= rss_step &&
 	    __sync_val_compare_and_swap(&p->rss_written, old, rss) == old) {
-		struct bs_mem_rss *r = bs_reserve(BS_REC_MEM_RSS, sizeof(*r), pid, tid,
-						  bpf_ktime_get_ns());
+		struct bs_mem_rss *r =
+			bs_reserve(BS_REC_MEM_RSS, sizeof(*r), pid, tid, bpf_ktime_get_ns());
 
 		if (r) {
 			r->rss = rss;

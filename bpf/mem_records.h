@@ -24,8 +24,8 @@
 #define BS_MEM_SRC_REPORT 2 /* c10::reportMemoryUsageToProfiler / reportOutOfMemoryToProfiler */
 #define BS_MEM_SRC_USDT	  3 /* the CUDA caching allocator's USDT probes, provider pytorch */
 
-#define BS_MEM_FREE	 0x1 /* a free: bytes is what was freed, 0 when not known */
-#define BS_MEM_TOTALS	 0x2 /* allocated and reserved are the allocator's own totals */
+#define BS_MEM_FREE	  0x1 /* a free: bytes is what was freed, 0 when not known */
+#define BS_MEM_TOTALS	  0x2 /* allocated and reserved are the allocator's own totals */
 #define BS_MEM_HAS_STREAM 0x4 /* stream is the block's CUDA stream */
 
 /*

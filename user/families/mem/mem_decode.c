@@ -89,8 +89,8 @@ static int decode_alloc(const struct bs_hdr *rec, const struct trace_model *m, s
 	const struct mem_walk *w = trace_model__walk(m, &family_mem);
 	int is_free = r->flags & BS_MEM_FREE;
 	__u64 bytes = r->bytes;
-	int walked = w && w->last_ts == rec->ts && w->last_tid == rec->tid &&
-		     w->last_addr == r->addr;
+	int walked =
+		w && w->last_ts == rec->ts && w->last_tid == rec->tid && w->last_addr == r->addr;
 
 	ev->name = is_free ? "free" : "alloc";
 	ev->stack = trace_model__event_stack(m, rec); /* --stacks=mem */

@@ -69,7 +69,7 @@ __u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 si
 	b = hmap__get(l->blocks, bk, 1);
 	if (!b || !d)
 		return r->bytes; /* out of memory: counted, not kept */
-	if (b->bytes) /* the same address again without its free (a lost record) */
+	if (b->bytes)		 /* the same address again without its free (a lost record) */
 		d->live = d->live > b->bytes ? d->live - b->bytes : 0;
 	b->bytes = r->bytes;
 	b->ts = r->h.ts;

@@ -12,7 +12,8 @@ void mem_opts_init(void *opts, const char *cmd)
 
 void mem_opts_describe(const void *opts, char *buf, size_t len)
 {
-	snprintf(buf, len, " mem_step=%llu", (unsigned long long)((const struct mem_opts *)opts)->step);
+	snprintf(buf, len, " mem_step=%llu",
+		 (unsigned long long)((const struct mem_opts *)opts)->step);
 }
 
 static int parse_step(void *opts, const char *arg, const char *cmd)
@@ -20,8 +21,9 @@ static int parse_step(void *opts, const char *arg, const char *cmd)
 	__u64 v;
 
 	if (parse_size(arg, &v) || v < 4096)
-		return record_args__fail(cmd, "bad --mem-step '%s': use a size of 4K or more, e.g. "
-					      "256K or 4M",
+		return record_args__fail(cmd,
+					 "bad --mem-step '%s': use a size of 4K or more, e.g. "
+					 "256K or 4M",
 					 arg);
 	((struct mem_opts *)opts)->step = v;
 	return 0;

@@ -117,9 +117,8 @@ void *mem_on_file(void *arg, const char *path, const char *shown, const struct e
 			continue;
 		found = 1;
 		off = uprobe_mgr__site(syms, &sym, &ps) ? sym.file_off : sym.file_off + ps.offset;
-		if (!st->ctx->opts->dry_run &&
-		    !probe(st, &f->fn[i], fn_prog(st->skel, i), 0, path, off, NULL, NULL,
-			   fn_shown[i], shown))
+		if (!st->ctx->opts->dry_run && !probe(st, &f->fn[i], fn_prog(st->skel, i), 0, path,
+						      off, NULL, NULL, fn_shown[i], shown))
 			st->probed++;
 	}
 	n = found ? usdt_notes__open(path) : NULL;

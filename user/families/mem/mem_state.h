@@ -15,8 +15,14 @@
 #include "mem.skel.h"
 
 /* The functions mem probes, by their mangled names (mem_probes.c's table). */
-enum { MEM_FN_CPU_NEW, MEM_FN_CPU_DELETE, MEM_FN_CPU_OOM, MEM_FN_REPORT, MEM_FN_REPORT_OOM,
-       MEM_NFNS };
+enum {
+	MEM_FN_CPU_NEW,
+	MEM_FN_CPU_DELETE,
+	MEM_FN_CPU_OOM,
+	MEM_FN_REPORT,
+	MEM_FN_REPORT_OOM,
+	MEM_NFNS
+};
 
 /* A file that holds PyTorch's allocator code (libc10, libc10_cuda, or torch linked in). */
 struct mem_file {
