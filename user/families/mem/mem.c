@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <bpf/libbpf.h>
+#include "mem_report.h"
 #include "mem_state.h"
 #include "mem_walk.h"
 #include "uprobe_mgr.h"
@@ -99,6 +100,9 @@ static void mem_detach(struct record_ctx *ctx, void *state)
 	mem_state_free(st);
 }
 
+static const struct report *const mem_reports[] = { &mem_sum, &mem_peak, &mem_leaks, &mem_growth,
+						    NULL };
+
 const struct family family_mem = {
 	.name = "mem",
 	.desc = "PyTorch tensor allocations and frees (CPU, GPU), allocator totals, RSS, "
@@ -117,4 +121,6 @@ const struct family family_mem = {
 	.walk_observe = mem_walk_observe,
 	.walk_free = mem_walk_free,
 	.decoders = mem_decoders,
+	.reports = mem_reports,
+	.verdict = &mem_verdict,
 };
