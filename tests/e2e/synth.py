@@ -39,11 +39,17 @@ GIL_WAIT_MUTEX, GIL_WAIT_TAKE_GIL, GIL_WAIT_HANDOFF = 0x1, 0x2, 0x4
 GIL_CONDWAIT, GIL_TAKE_GIL = 1, 2
 GIL_PROC_MUTEX, GIL_PROC_HOLDER, GIL_PROC_VERIFIED = 0x2, 0x4, 0x8
 
+MEM_ALLOC, MEM_RSS, MEM_GROW, MEM_OOM = 0xb0, 0xb1, 0xb2, 0xb3
+MEM_DEV_CPU = -1
+MEM_SRC_CPU, MEM_SRC_REPORT, MEM_SRC_USDT = 1, 2, 3
+MEM_FREE, MEM_TOTALS, MEM_HAS_STREAM = 0x1, 0x2, 0x4
+
 HDR = "<HHIIIQ"
 SIZES = {STRING: 32, PROCESS: 64, THREAD: 40, LOSS: 40, FORK: 48, EXIT: 32, GIL_WAIT: 40,
          GIL_HOLD: 32, GIL_AGG: 336, GIL_BLAME: 48, GIL_PROC: 56, CUDA_CALL: 152, SHIM_STATUS: 64,
          GPU_KERNEL: 112, GPU_MEMCPY: 96, GPU_MEMSET: 88, GPU_API: 64, NVTX_RANGE: 72,
-         NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40, TORCH_OP: 72, TORCH_STEP: 48}
+         NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40, TORCH_OP: 72, TORCH_STEP: 48,
+         MEM_ALLOC: 72, MEM_RSS: 56, MEM_GROW: 40, MEM_OOM: 56}
 
 
 def _rec(rtype, pid, tid, ts, body_fmt, *body, extra=b""):
@@ -225,6 +231,31 @@ class Trace:
     def torch_step(self, pid, tid, ts, dur, step, scope="Optimizer.step#SGD.step"):
         self.recs.append(_rec(TORCH_STEP, pid, tid, ts, "QQII", dur, step, self.string(scope, pid),
                               0))
+
+    # -- mem family (bpf/mem_records.h) --
+    def mem_alloc(self, pid, tid, ts, addr, nbytes, device=MEM_DEV_CPU, free=False,
+                  allocated=None, reserved=None, stream=None, source=None):
+        """An allocation or free; ALLOCATED and RESERVED (the allocator's totals, GPU) set
+        MEM_TOTALS. A CPU free says no size: NBYTES 0."""
+        flags = (MEM_FREE if free else 0) | (MEM_TOTALS if allocated is not None else 0) | \
+            (MEM_HAS_STREAM if stream is not None else 0)
+        if source is None:
+            source = MEM_SRC_CPU if device == MEM_DEV_CPU else MEM_SRC_REPORT
+        self.recs.append(_rec(MEM_ALLOC, pid, tid, ts, "QQQQQhBBI", addr, nbytes,
+                              allocated or 0, reserved or 0, stream or 0, device, source,
+                              flags, 0))
+
+    def mem_rss(self, pid, tid, ts, rss, anon=0, file=0, shmem=0):
+        self.recs.append(_rec(MEM_RSS, pid, tid, ts, "QQQQ", rss, anon, file, shmem))
+
+    def mem_grow(self, pid, tid, ts, nbytes, rss):
+        self.recs.append(_rec(MEM_GROW, pid, tid, ts, "QQ", nbytes, rss))
+
+    def mem_oom(self, pid, tid, ts, nbytes, device=0, allocated=0, reserved=0, source=None):
+        if source is None:
+            source = MEM_SRC_CPU if device == MEM_DEV_CPU else MEM_SRC_REPORT
+        self.recs.append(_rec(MEM_OOM, pid, tid, ts, "QQQhB5x", nbytes, allocated, reserved,
+                              device, source))
 
     # -- osrt family --
     def syscall_agg(self, pid, tid, ts, nr, count, total, mn, mx, flags=0):
