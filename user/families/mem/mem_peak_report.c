@@ -72,7 +72,11 @@ static void peak__add(void *vst, const struct bs_hdr *rec, const struct trace_mo
 		mem_log__add(st->log, rec, m);
 		return;
 	}
-	if (rec->type != BS_REC_TORCH_OP || st->err)
+	/*
+	 * An op's record comes when it ends, after the allocations inside it: one before the
+	 * first allocation holds none (a trace of torch alone keeps nothing here).
+	 */
+	if (rec->type != BS_REC_TORCH_OP || st->err || !st->log->n)
 		return;
 	if (array__grow((void **)&st->ops, st->nops, &st->cap_ops, sizeof(*st->ops))) {
 		st->err = -ENOMEM;
