@@ -46,13 +46,18 @@ struct verdict {
 };
 
 static const char *const kind_label[VERDICT_KINDS] = {
-	[VERDICT_GPU] = "GPU",		[VERDICT_GIL] = "GIL",	      [VERDICT_LAUNCH] = "launches",
-	[VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU", [VERDICT_CPU] = "CPU",
+	[VERDICT_MEMORY] = "memory",   [VERDICT_GPU] = "GPU",	       [VERDICT_GIL] = "GIL",
+	[VERDICT_LAUNCH] = "launches", [VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU",
+	[VERDICT_CPU] = "CPU",
 };
 static const char *const kind_verdict[VERDICT_KINDS] = {
-	[VERDICT_GPU] = "GPU-bound",	   [VERDICT_GIL] = "GIL-bound",
-	[VERDICT_LAUNCH] = "launch-bound", [VERDICT_SYSCALL] = "blocked in system calls",
-	[VERDICT_OFFCPU] = "off-CPU",	   [VERDICT_CPU] = "CPU-bound",
+	[VERDICT_MEMORY] = "memory at risk",
+	[VERDICT_GPU] = "GPU-bound",
+	[VERDICT_GIL] = "GIL-bound",
+	[VERDICT_LAUNCH] = "launch-bound",
+	[VERDICT_SYSCALL] = "blocked in system calls",
+	[VERDICT_OFFCPU] = "off-CPU",
+	[VERDICT_CPU] = "CPU-bound",
 };
 
 struct verdict *verdict__new(const struct trace_model *m, const char *recorded)

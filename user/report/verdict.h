@@ -20,6 +20,7 @@ struct table;
 struct trace_model;
 
 enum verdict_kind {
+	VERDICT_MEMORY,	 /* memory at risk: out of memory, a leak, a fragmented cache */
 	VERDICT_GPU,	 /* GPU-bound: a GPU busy most of its time */
 	VERDICT_GIL,	 /* GIL-bound: a thread waited for the GIL much of its time */
 	VERDICT_LAUNCH,	 /* launch-bound: a GPU idle between short kernels, waiting for launches */
@@ -73,7 +74,7 @@ const char *verdict__thread(const struct verdict *v, __u32 pid, __u32 tid, char 
 
 /*
  * A claim: of KIND, holding (HOLDS: its rule's threshold passed) or only worth saying,
- * SHARE (0..1) of its subject's time, shown by REPORT ("gil_sum", or with the options that
+ * SHARE (0..1) of its subject's time (negative: none, a claim about memory), shown by REPORT ("gil_sum", or with the options that
  * show it, "osrt_sum --tid 618"), worded by FMT.
  */
 __attribute__((format(printf, 6, 7))) void verdict__claim(struct verdict *v, enum verdict_kind kind,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <bpf/libbpf.h>
+#include "mem_report.h"
 #include "mem_state.h"
 #include "mem_walk.h"
 #include "uprobe_mgr.h"
@@ -106,6 +107,8 @@ static const struct family_trigger mem_triggers[] = {
 	{ "oom", BS_REC_MEM_OOM, "an allocation refused for want of memory (mem_oom)" },
 	{ 0 },
 };
+static const struct report *const mem_reports[] = { &mem_sum, &mem_peak, &mem_leaks, &mem_growth,
+						    NULL };
 
 const struct family family_mem = {
 	.name = "mem",
@@ -125,11 +128,12 @@ const struct family family_mem = {
 	.walk_observe = mem_walk_observe,
 	.walk_free = mem_walk_free,
 	.decoders = mem_decoders,
+	.reports = mem_reports,
+	.verdict = &mem_verdict,
 	.chrome = &mem_chrome,
 	.perfetto = &mem_perfetto,
 	.sqlite = &mem_sqlite,
 	.exporters = mem_exporters,
-
 	.triggers = mem_triggers,
 	.metrics = &mem_metrics,
 	.top = &mem_top,

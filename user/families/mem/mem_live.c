@@ -129,6 +129,11 @@ void mem_live__stream(struct mem_live *l, const struct bs_mem_stream *r)
 	}
 }
 
+const struct mem_block *mem_live__get(const struct mem_live *l, __u32 pid, __s16 device, __u64 addr)
+{
+	return hmap__get(l->blocks, (struct hkey){ pid_dev(pid, device), addr }, 0);
+}
+
 const struct mem_dev *mem_live__dev(const struct mem_live *l, __u32 pid, __s16 device)
 {
 	return hmap__get(l->devs, (struct hkey){ pid_dev(pid, device), 0 }, 0);

@@ -46,6 +46,9 @@ __u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 si
 		      struct mem_block *freed);
 /* A MEM_STREAM record: its stream and requested size go to the live block at its address. */
 void mem_live__stream(struct mem_live *l, const struct bs_mem_stream *r);
+/* The block live at ADDR in PID's DEVICE, NULL when none is. */
+const struct mem_block *mem_live__get(const struct mem_live *l, __u32 pid, __s16 device,
+				      __u64 addr);
 /* PID's DEVICE, NULL when it allocated nothing seen. */
 const struct mem_dev *mem_live__dev(const struct mem_live *l, __u32 pid, __s16 device);
 /* Call FN for every live block of PID's DEVICE (every process and device: pid 0). */

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * mem_peak: what was live at each (process, device)'s peak, by where it was allocated. The
+ * peak is the most live bytes the records tell (mem_live.h), reached by one allocation: the
+ * blocks allocated up to it and freed after it (or never) were live then. A row per (device,
+ * site): the allocation's innermost Python line (mem_site.h), and when the trace has torch
+ * ops, the innermost op on the allocating thread whose [ts, ts + dur) holds the allocation
+ * (a column, so a line that runs several ops has a row per op). Devices by their peak,
+ * largest first, and each device's rows by bytes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "array.h"
+#include "hmap.h"
+#include "human.h"
+#include "mem.h"
+#include "mem_log.h"
+#include "mem_report.h"
+#include "mem_site.h"
+#include "table.h"
+#include "torch_records.h"
+
+/* Ops walked back from an allocation before giving up on finding the one around it. */
+#define OP_WALK_MAX 4096
+
+struct op_span {
+	__u64 ts, end;
+	__u32 tid, name_id;
+	__u8 depth;
+};
+
+struct peak_state {
+	struct mem_log *log;
+	struct op_span *ops;
+	size_t nops, cap_ops;
+	int err;
+};
+
+struct peak_row {
+	__u32 dev, site, op; /* op: its name's string id, 0 = none */
+	__u64 bytes, blocks;
+};
+
+static void *peak__new(void)
+{
+	struct peak_state *st = calloc(1, sizeof(*st));
+
+	if (st && !(st->log = mem_log__new())) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void peak__free(void *vst)
+{
+	struct peak_state *st = vst;
+
+	if (!st)
+		return;
+	mem_log__free(st->log);
+	free(st->ops);
+	free(st);
+}
+
+static void peak__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	struct peak_state *st = vst;
+	const struct bs_torch_op *op = (const void *)rec;
+
+	if (rec->type == BS_REC_MEM_ALLOC) {
+		mem_log__add(st->log, rec, m);
+		return;
+	}
+	/*
+	 * An op's record comes when it ends, after the allocations inside it: one before the
+	 * first allocation holds none (a trace of torch alone keeps nothing here).
+	 */
+	if (rec->type != BS_REC_TORCH_OP || st->err || !st->log->n)
+		return;
+	if (array__grow((void **)&st->ops, st->nops, &st->cap_ops, sizeof(*st->ops))) {
+		st->err = -ENOMEM;
+		return;
+	}
+	st->ops[st->nops++] = (struct op_span){ .ts = rec->ts,
+						.end = rec->ts + op->dur,
+						.tid = rec->tid,
+						.name_id = op->name_id,
+						.depth = op->depth };
+}
+
+/* By thread, then start; of ops that start together the outer (longer) first. */
+static int op_cmp(const void *a, const void *b)
+{
+	const struct op_span *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->end > y->end ? -1 : x->end < y->end;
+}
+
+/* The name of the innermost op of thread TID around TS, 0 when none. Ops sorted by op_cmp. */
+static __u32 op_around(const struct peak_state *st, __u32 tid, __u64 ts)
+{
+	size_t lo = 0, hi = st->nops;
+
+	/* The first op after (tid, ts): everything before it started on TID at TS or earlier. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct op_span *o = &st->ops[mid];
+
+		if (o->tid < tid || (o->tid == tid && o->ts <= ts))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Back from the latest start: the first op still open at TS is the innermost. */
+	for (size_t k = 0; lo > 0 && k < OP_WALK_MAX; k++) {
+		const struct op_span *o = &st->ops[--lo];
+
+		if (o->tid != tid)
+			break;
+		if (o->end > ts)
+			return o->name_id;
+		if (!o->depth) /* a top-level op over before TS: none before it is open either */
+			break;
+	}
+	return 0;
+}
+
+/* The blocks live at each device's peak, summed by (device, site, op) into *ROWS. */
+static int live_at_peaks(const struct peak_state *st, struct peak_row **rows, size_t *nrows)
+{
+	const struct mem_log *l = st->log;
+	struct hmap *idx = hmap__new(sizeof(__u32));
+	size_t cap = 0;
+	int err = 0;
+
+	*rows = NULL;
+	*nrows = 0;
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->n && !err; i++) {
+		const struct mem_entry *e = &l->v[i];
+		const struct mem_log_dev *d = &l->devs[e->dev];
+		__u32 op, *at;
+
+		if (!d->peak || i > d->peak_entry || e->free_seq <= d->peak_entry)
+			continue;
+		op = st->nops ? op_around(st, e->tid, e->ts) : 0;
+		at = hmap__get(idx, (struct hkey){ (__u64)e->dev << 32 | e->site, op }, 1);
+		if (!at) {
+			err = -ENOMEM;
+			break;
+		}
+		if (!*at) {
+			if (array__grow((void **)rows, *nrows, &cap, sizeof(**rows))) {
+				err = -ENOMEM;
+				break;
+			}
+			(*rows)[*nrows] =
+				(struct peak_row){ .dev = e->dev, .site = e->site, .op = op };
+			*at = (__u32)++ * nrows;
+		}
+		(*rows)[*at - 1].bytes += e->bytes;
+		(*rows)[*at - 1].blocks++;
+	}
+	hmap__free(idx);
+	return err;
+}
+
+static const struct mem_log *sort_log;
+
+/* Devices by their peak, largest first; a device's rows by bytes, largest first. */
+static int row_cmp(const void *a, const void *b)
+{
+	const struct peak_row *x = a, *y = b;
+	const struct mem_log_dev *dx = &sort_log->devs[x->dev], *dy = &sort_log->devs[y->dev];
+
+	if (x->dev != y->dev) {
+		if (dx->peak != dy->peak)
+			return dx->peak > dy->peak ? -1 : 1;
+		return x->dev < y->dev ? -1 : 1;
+	}
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->site != y->site)
+		return x->site < y->site ? -1 : 1;
+	return x->op < y->op ? -1 : x->op > y->op;
+}
+
+/* A device whose allocator had more allocated than the recording saw (blocks from before). */
+static void peak_notes(const struct mem_log *l, const struct trace_model *m, struct table *t)
+{
+	char dev[16], b1[32], b2[32];
+
+	for (size_t i = 0; i < l->ndevs; i++) {
+		const struct mem_log_dev *d = &l->devs[i];
+		const char *proc = trace_model__process_name(m, d->pid);
+
+		if (d->peak_total <= d->peak)
+			continue;
+		table__add_note(
+			t,
+			"%s of %s (pid %u): its allocator's peak was %s allocated; the "
+			"recording saw %s of it allocated at its own peak (rows above), the "
+			"rest before it began.",
+			mem_device_name(d->device, dev, sizeof(dev)), proc ? proc : "process",
+			d->pid, human__bytes((double)d->peak_total, b1, sizeof(b1)),
+			human__bytes((double)d->peak, b2, sizeof(b2)));
+	}
+}
+
+static int peak__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	struct peak_state *st = vst;
+	const struct mem_log *l = st->log;
+	struct mem_site_cols site;
+	struct mem_who_cols who;
+	struct peak_row *rows;
+	size_t nrows;
+	int err, c[6], op = -1, unstacked = 0;
+
+	if (l->err || st->err)
+		return l->err ? l->err : st->err;
+	if (st->nops)
+		qsort(st->ops, st->nops, sizeof(*st->ops), op_cmp);
+	err = live_at_peaks(st, &rows, &nrows);
+	if (err)
+		return err;
+	sort_log = l;
+	if (nrows)
+		qsort(rows, nrows, sizeof(*rows), row_cmp);
+	sort_log = NULL;
+	mem_who__cols(t, &who);
+	mem_site__cols(t, &site);
+	if (st->nops)
+		op = table__add_col(t, "op", "Op", TABLE_STR);
+	c[0] = table__add_col(t, "bytes", "Bytes (B)", TABLE_U64);
+	c[1] = table__add_col(t, "blocks", "Blocks", TABLE_U64);
+	c[2] = table__add_col(t, "peak_pct", "Of Peak (%)", TABLE_DOUBLE);
+	c[3] = table__add_col(t, "peak_bytes", "Peak (B)", TABLE_U64);
+	c[4] = table__add_col(t, "peak_ts", "Peak At (ns)", TABLE_U64);
+	table__set_flags(t, c[3], TABLE_COL_MINOR);
+	table__set_flags(t, c[4], TABLE_COL_MINOR);
+	for (size_t i = 0; i < nrows; i++) {
+		const struct mem_log_dev *d = &l->devs[rows[i].dev];
+
+		table__row(t);
+		mem_who__set(t, &who, m, d->pid, d->device);
+		unstacked |= mem_site__set(t, &site, l->sites, rows[i].site, m, MEM_NO_STACK);
+		if (op >= 0 && rows[i].op)
+			table__set_str(t, op, trace_model__string(m, rows[i].op));
+		table__set_u64(t, c[0], rows[i].bytes);
+		table__set_u64(t, c[1], rows[i].blocks);
+		table__set_double(t, c[2], 100.0 * rows[i].bytes / d->peak);
+		table__set_u64(t, c[3], d->peak);
+		table__set_u64(t, c[4], d->peak_ts);
+	}
+	free(rows);
+	if (unstacked)
+		table__add_note(t, MEM_NO_STACK_ALLOC);
+	peak_notes(l, m, t);
+	return table__err(t);
+}
+
+const struct report mem_peak = {
+	.name = "mem_peak",
+	.desc = "Memory Live at Each Peak, by Line and Op",
+	.new = peak__new,
+	.add = peak__add,
+	.emit = peak__emit,
+	.free = peak__free,
+};

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Where mem's reports say memory was taken: a record's site is the innermost Python frame of
+ * its stack (file, line, function), else its innermost native frame; site 0 is a record
+ * without a stack (an allocation under --stacks=mem's size, or --stacks=none). Sites are
+ * numbered as first met and looked up by stack id, so a report pays a hash lookup per record.
+ */
+#ifndef BPFSIGHT_MEM_SITE_H
+#define BPFSIGHT_MEM_SITE_H
+
+#include <linux/types.h>
+#include "records.h"
+
+struct mem_sites;
+struct table;
+struct trace_model;
+
+struct mem_sites *mem_sites__new(void);
+void mem_sites__free(struct mem_sites *s);
+/* REC's site (its STACK_REF's stack, --stacks=mem), 0 when it has none or out of memory. */
+__u32 mem_sites__of(struct mem_sites *s, const struct trace_model *m, const struct bs_hdr *rec);
+/* SITE's frame (the model's), NULL for site 0. */
+const struct bs_frame *mem_sites__frame(const struct mem_sites *s, __u32 site);
+
+/* The site columns of a report: func, file, line. */
+struct mem_site_cols {
+	int func, file, line;
+};
+
+void mem_site__cols(struct table *t, struct mem_site_cols *c);
+/* Fill them for SITE in T's current row; NONE is site 0's function. 1 for site 0, else 0. */
+int mem_site__set(struct table *t, const struct mem_site_cols *c, const struct mem_sites *s,
+		  __u32 site, const struct trace_model *m, const char *none);
+
+/* The pid, process and device columns of a report's rows. */
+struct mem_who_cols {
+	int pid, process, device;
+};
+
+void mem_who__cols(struct table *t, struct mem_who_cols *c);
+void mem_who__set(struct table *t, const struct mem_who_cols *c, const struct trace_model *m,
+		  __u32 pid, __s16 device);
+
+#endif /* BPFSIGHT_MEM_SITE_H */
