@@ -56,11 +56,13 @@ CUDA = ["sudo bpfsight record -t cuda --dry-run -p 4242",
         "sudo bpfsight record -t cuda,gpu,nvtx -- python3 train.py"]
 TORCH = ["sudo bpfsight record -p 4242 -t torch,cuda,gpu --inject --capture-range=steps:5",
          "bpfsight stats run.bst -r torch_op_sum,torch_step_sum"]
+MEM = ["sudo bpfsight record -o run.bst -t mem -p 4242 -d 30s",
+       "bpfsight stats run.bst -r mem_sum,mem_peak,mem_leaks"]
 SHIM_ENV = ['eval "$(sudo bpfsight shim --install /opt/bpfsight -e)"',
             "sudo bpfsight record -p 4242 -t gpu,nvtx -d 10s"]
 MISC = ["bpfsight record --features", "bpfsight --help", "bpfsight --version",
         "bpfsight record -t osrt -- /bin/true"]
-CLAIMED = LAUNCH + DEMO + ATTACH + BLOCKING + CUDA + TORCH + SHIM_ENV + MISC
+CLAIMED = LAUNCH + DEMO + ATTACH + BLOCKING + CUDA + TORCH + MEM + SHIM_ENV + MISC
 TRAIN_TORCH = f"{DEBIAN_PY} {WORKLOADS}/torch_train.py --steps 3"
 TRAIN_CUDA_PY = f"python3 {WORKLOADS}/py_cuda.py 20"
 
@@ -208,6 +210,22 @@ def test_torch_steps_of_a_running_job():
         p = s.run(TORCH[1])
         check("(torch_step_sum)" in p.stdout and "(torch_op_sum)" in p.stdout, p.stdout[:400])
         eq(len(stats_json(s.last, "torch_step_sum")["torch_step_sum"]), 5, "five steps")
+    finally:
+        s.close()
+
+
+def test_where_a_torch_jobs_memory_goes():
+    s = Session()
+    try:
+        job = s.torch_job()
+        s.run(MEM[0], pid=job.pid)
+        eq(sorted(families(s.last)), ["mem", "proc"], "-t mem")
+        r = stats_json(s.last, "mem_sum,mem_peak,mem_leaks")
+        pids = {row["pid"] for row in r["mem_sum"]}
+        check(job.pid in pids and len(pids) >= 3, f"the job and its DataLoader workers: {pids}")
+        check(r["mem_peak"], "what was live at the peaks")
+        p = s.run(MEM[1])
+        check("(mem_sum)" in p.stdout and "(mem_leaks)" in p.stdout, p.stdout[:600])
     finally:
         s.close()
 
