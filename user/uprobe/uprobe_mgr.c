@@ -81,6 +81,15 @@ struct uprobe_mgr *uprobe_mgr__get(struct record_ctx *ctx, int *err)
 	return m;
 }
 
+int uprobe_mgr__listen(struct record_ctx *ctx, const struct uprobe_listener *l)
+{
+	int err;
+
+	if (!uprobe_mgr__get(ctx, &err))
+		return err;
+	return uprobe_mgr__add_listener(ctx->uprobes, l);
+}
+
 void uprobe_obj__free(struct uprobe_obj *o)
 {
 	if (!o)

@@ -125,6 +125,8 @@ struct uprobe_listener {
 
 /* Returns the listener's id (for uprobe_mgr__examine), or a negative errno. */
 int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener *l);
+/* The recording's manager (uprobe_mgr__get) with L added: L's id, or a negative errno. */
+int uprobe_mgr__listen(struct record_ctx *ctx, const struct uprobe_listener *l);
 /*
  * The listener LISTENER hears nothing more: its owner frees what ARG points to while the
  * manager lives on (a family that failed to attach). M NULL or a negative id: nothing.

@@ -334,9 +334,7 @@ static int gil_attach(struct record_ctx *ctx, void **state)
 	if (err)
 		goto fail;
 	/* Last: once added, the manager keeps ST (a failed add keeps nothing). */
-	if (!uprobe_mgr__get(ctx, &err))
-		goto fail;
-	st->listener = uprobe_mgr__add_listener(ctx->uprobes, &lis);
+	st->listener = uprobe_mgr__listen(ctx, &lis);
 	if (st->listener < 0) {
 		err = st->listener;
 		goto fail;

@@ -69,9 +69,7 @@ static int mem_attach(struct record_ctx *ctx, void **state)
 		err = mem_bpf__attach(st->skel); /* the tracepoints; uprobes come with the files */
 	if (err)
 		goto fail;
-	if (!uprobe_mgr__get(ctx, &err))
-		goto fail;
-	st->listener = uprobe_mgr__add_listener(ctx->uprobes, &lis);
+	st->listener = uprobe_mgr__listen(ctx, &lis);
 	if (st->listener < 0) {
 		err = st->listener;
 		goto fail;
