@@ -137,10 +137,17 @@ class Recorder:
             raise AssertionError(f"recorder neither live nor ended: {self.stderr[-800:]}")
         return self.live
 
+    # Without uprobe_multi a recorder first waits for other recordings' detached processes
+    # to free their uprobes, for at most this long (user/record/link_reaper.c), and says so:
+    # tests running beside it may have just stopped theirs.
+    OTHERS_WAIT_S = 120
+
     def wait_ready(self, timeout=60):
-        # A slower machine's start is slower (without uprobe_multi it may first wait for an
-        # earlier recording's probes to be freed).
-        if not self._ready.wait(timeout * SLOWDOWN) or self.p.poll() is not None:
+        # A slower machine's start is slower.
+        ready = self._ready.wait(timeout * SLOWDOWN)
+        if not ready and "earlier recording(s) to free their uprobes" in self.stderr:
+            ready = self._ready.wait(self.OTHERS_WAIT_S * SLOWDOWN)
+        if not ready or self.p.poll() is not None:
             raise AssertionError(f"recorder not ready: {''.join(self.stderr_lines)[-800:]}")
 
     def stop(self, sig=signal.SIGINT, timeout=60):
