@@ -264,11 +264,12 @@ struct mm_struct___pre62 {
 /*
  * Linux 6.2 made the counters percpu_counters (f1a7941243c1): their shared count, the
  * value /proc shows; before, atomics. A page fault runs this: tp_btf's mm is the kernel's
- * own pointer, read with plain loads (BTF); raw_tp's with probe reads.
+ * own pointer, read with plain loads (BTF); raw_tp's with probe reads, and 6.1's atomics too
+ * (its verifier refuses a BTF load through atomic_long_t's typedef: "not a struct").
  */
 #define MM_PAGES(mm, m, load)                                                                      \
 	(bpf_core_field_exists(((struct mm_struct___pre62 *)0)->rss_stat.count)                    \
-		 ? load(((struct mm_struct___pre62 *)(mm))->rss_stat.count[m].counter)             \
+		 ? LOAD_CORE(((struct mm_struct___pre62 *)(mm))->rss_stat.count[m].counter)        \
 		 : load((mm)->rss_stat[m].count))
 #define LOAD_BTF(x) (x)
 #define LOAD_CORE(x)                                                                               \
