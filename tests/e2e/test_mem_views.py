@@ -28,6 +28,15 @@ SIZE = 3_000_000  # bytes per tensor: 7 are 20.0M in top's units, 5 are 14.3M
 MIB = 1 << 20
 
 
+
+def rss_bound():
+    """How far the RSS the mem family recorded may be from /proc's VmRSS, and no more: less
+    than a --mem-step (1M) since the last record, and the kernel's percpu counters (6.2+),
+    whose shared count BPF reads while /proc sums the CPUs' deltas too: up to a batch
+    (max(32, 2 x CPUs) pages) per CPU for each of the 3 counters."""
+    ncpu = os.cpu_count()
+    return MIB + 3 * ncpu * max(32, 2 * ncpu) * 4096
+
 def need_torch():
     if not os.path.exists(PY) or run([PY, "-c", "import torch"]).returncode:
         raise Skip(f"no torch for {PY} (make deps installs python3-torch)")
@@ -94,8 +103,10 @@ def test_monitor_mem_bytes_exact_in_prometheus():
     eq(prom.query('bpfsight_memory_bytes{kind="reserved"} - ignoring(kind) '
                   'bpfsight_memory_bytes{kind="allocated"}'), [], "no cache on the CPU")
     # Resident memory: recorded each time it moved by --mem-step (1M); the process is idle.
+    bound = rss_bound()
     rss, vm = prom.value(q("bpfsight_memory_bytes", "rss")), h.vm_rss()
-    check(rss is not None and abs(rss - vm) < MIB, f"RSS {rss} against /proc's VmRSS {vm}")
+    check(rss is not None and abs(rss - vm) < bound,
+          f"RSS {rss} against /proc's VmRSS {vm} (bound {bound})")
     check(prom.value(q("bpfsight_memory_peak_bytes", "rss")) >= rss, "the RSS peak")
     text = mon.metrics()
     lint = run([PROMTOOL, "check", "metrics"], input=text)
@@ -172,7 +183,8 @@ def test_top_mem_columns():
     h.do("free 2")
     wait_for(lambda: shows("14.3M"), 30, "TENSORS 14.3M")
     res, vm = size_of(shows.row["RES"]), h.vm_rss()
-    check(abs(res - vm) <= vm * 0.005 + MIB, f"RES {shows.row['RES']} against VmRSS {vm}")
+    # RES shows 3 or 4 digits (0.5% at most off the bytes), beside what rss_bound says.
+    check(abs(res - vm) <= vm * 0.005 + rss_bound(), f"RES {shows.row['RES']} against VmRSS {vm}")
     h.quit()
     eq(t.wait(30), 0, "top's exit once its target exited")
     check("bpfsight top: the targets exited: 0 events lost" in t.stderr.read(), "end line")
