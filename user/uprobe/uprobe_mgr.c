@@ -5,6 +5,7 @@
  * uprobe_mgr_priv.h lists.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,22 @@ struct uprobe_mgr *uprobe_mgr__get(struct record_ctx *ctx, int *err)
 	}
 	ctx->uprobes = m;
 	return m;
+}
+
+int uprobe_mgr__attach_links(struct record_ctx *ctx, const char *family, struct uprobe_links *l,
+			     const struct bpf_program *prog, const char *path, const __u64 *offs,
+			     __u32 cnt, const struct uprobe_multi_opts *o, const char *what,
+			     const char *object)
+{
+	char msg[PATH_MAX + 128];
+	int err = uprobe_links__attach(l, prog, path, offs, cnt, o);
+
+	if (!err || (o->pid > 0 && err == -ESRCH))
+		return err;
+	snprintf(msg, sizeof(msg), "%s %s in %s", o->retprobe ? "uretprobe" : "uprobe", what,
+		 object);
+	record_ctx__attach_failed(ctx, family, msg, err);
+	return err;
 }
 
 int uprobe_mgr__listen(struct record_ctx *ctx, const struct uprobe_listener *l)

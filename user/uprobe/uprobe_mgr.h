@@ -125,6 +125,17 @@ struct uprobe_listener {
 
 /* Returns the listener's id (for uprobe_mgr__examine), or a negative errno. */
 int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener *l);
+/*
+ * A listener's own probes (uprobe_links__attach, O's pid 0: every process mapping PATH): a
+ * failure is said once and counted as FAMILY's lost probes (attach_failed), "uprobe WHAT in
+ * OBJECT"; a process that ended meanwhile missed nothing and is not said. 0 or -errno.
+ */
+struct uprobe_links;
+struct uprobe_multi_opts;
+int uprobe_mgr__attach_links(struct record_ctx *ctx, const char *family, struct uprobe_links *l,
+			     const struct bpf_program *prog, const char *path, const __u64 *offs,
+			     __u32 cnt, const struct uprobe_multi_opts *o, const char *what,
+			     const char *object);
 /* The recording's manager (uprobe_mgr__get) with L added: L's id, or a negative errno. */
 int uprobe_mgr__listen(struct record_ctx *ctx, const struct uprobe_listener *l);
 /*

@@ -19,24 +19,14 @@ void gil_file_free(struct gil_file *f)
 	free(f);
 }
 
-/*
- * PROG at the CNT file offsets OFFS of the file at PATH, for process PID (0: every process
- * that maps it), into L. 0, or -errno once said (a process that ended meanwhile missed
- * nothing: not said).
- */
+/* PROG at the CNT file offsets OFFS of PATH, for process PID (0: every one), into L. */
 static int probe(struct record_ctx *ctx, struct uprobe_links *l, const struct bpf_program *prog,
 		 int ret, pid_t pid, const char *path, const __u64 *offs, __u32 cnt,
 		 const char *what, const char *object)
 {
 	struct uprobe_multi_opts o = { .pid = pid, .retprobe = ret };
-	char msg[PATH_MAX + 128];
-	int err = uprobe_links__attach(l, prog, path, offs, cnt, &o);
 
-	if (!err || (pid > 0 && err == -ESRCH))
-		return err;
-	snprintf(msg, sizeof(msg), "%s %s in %s", ret ? "uretprobe" : "uprobe", what, object);
-	record_ctx__attach_failed(ctx, "gil", msg, err);
-	return err;
+	return uprobe_mgr__attach_links(ctx, "gil", l, prog, path, offs, cnt, &o, what, object);
 }
 
 /* Where to probe function SYM: its cheapest safe site (probe_site.h). */

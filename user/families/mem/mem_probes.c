@@ -9,8 +9,6 @@
  * other processes' allocators never see it raised.
  */
 #include <errno.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -61,20 +59,14 @@ static struct bpf_program *fn_prog(struct mem_bpf *skel, int fn)
 	}
 }
 
-/* PROG on PATH at OFF into L, for process PID (0: every one). 0, or -errno once said. */
+/* PROG on PATH at OFF into L, for process PID (0: every one): uprobe_mgr__attach_links. */
 static int probe(struct mem_state *st, struct uprobe_links *l, const struct bpf_program *prog,
 		 pid_t pid, const char *path, __u64 off, const __u64 *sema, const __u64 *cookie,
 		 const char *what, const char *object)
 {
 	struct uprobe_multi_opts o = { .pid = pid, .ref_ctr_offsets = sema, .cookies = cookie };
-	char msg[PATH_MAX + 128];
-	int err = uprobe_links__attach(l, prog, path, &off, 1, &o);
 
-	if (!err || (pid > 0 && err == -ESRCH))
-		return err;
-	snprintf(msg, sizeof(msg), "uprobe %s in %s", what, object);
-	record_ctx__attach_failed(st->ctx, "mem", msg, err);
-	return err;
+	return uprobe_mgr__attach_links(st->ctx, "mem", l, prog, path, &off, 1, &o, what, object);
 }
 
 /* The pytorch:malloc site of the file N describes, into F (its arguments into BPF's table). */
