@@ -317,7 +317,7 @@ static void emit(struct torch_thread *tt, const struct open_op *o, uint32_t dept
 		r->scope = scope;
 		r->depth = depth > 255 ? 255 : (uint8_t)depth;
 		r->flags = flags;
-		r->_pad = 0;
+		r->concrete_id = 0;
 		/* A step's end goes out at once: --capture-range=steps opens and closes on it. */
 		if (flags)
 			shim_thread__flush(t);

@@ -136,7 +136,8 @@ def test_mem_torch_op_sum_equals_torch_profiler():
     eq(profiler_rule(prof["ops"], cpu_mem, us=True, merge=True), ka,
        "key_averages from the profiler's own events by its rule, at us")
 
-    # bpfsight's torch_op_sum: the same rule at ns, every op counted (no merge).
+    # bpfsight's torch_op_sum: the same rule at ns, key_averages' merge of an op into its
+    # same-named parent when it is its only child (torch 2.x's rule: it nests by ns).
     p = run([BPFSIGHT, "stats", trace, "--pid", str(pid), "-r", "torch_op_sum", "--format",
              "json"], check=True)
     rows = json.loads(p.stdout)["reports"]["torch_op_sum"]
@@ -147,14 +148,14 @@ def test_mem_torch_op_sum_equals_torch_profiler():
         m[1] += r["self_cpu_mem_bytes"]
         m[2] += r["cpu_mem_bytes"]
         eq((r["cuda_mem_bytes"], r["self_cuda_mem_bytes"]), (0, 0), f"{r['name']}: CUDA memory")
-    at_ns = profiler_rule(prof["ops"], cpu_mem, us=False, merge=False)
+    at_ns = profiler_rule(prof["ops"], cpu_mem, us=False, merge=True)
     eq(dict(mine), at_ns, "torch_op_sum: calls, Self CPU Mem, CPU Mem of every name")
+    check(at_ns != profiler_rule(prof["ops"], cpu_mem, us=False, merge=False), "some merged")
 
     # Against key_averages itself: the names whose events its rounding moved nothing of
-    # (and that it merges nothing of) are equal as they are.
-    merged_ns = profiler_rule(prof["ops"], cpu_mem, us=False, merge=True)
+    # are equal as they are.
     with_mem = [k for k, (c, s, t) in ka.items() if s or t]
-    same = [k for k in with_mem if ka[k] == merged_ns.get(k) == at_ns.get(k)]
+    same = [k for k in with_mem if ka[k] == at_ns.get(k)]
     check(len(with_mem) > 40 and "[memory]" in with_mem, f"names with memory: {with_mem}")
     check(same, "names the profiler's rounding left alone")
     for k in same:
@@ -200,19 +201,20 @@ def test_mem_torch_op_sum_rules():
     t.mem_alloc(10, 11, 2001, 0x100, 32)                         # after every op
     t.mem_alloc(10, 11, 999, 0x110, 16, device=0)                # before
     path = t.write(tmpdir())
-    rows = {(r["name"], r["scope"]): r for r in stats(path, "torch_op_sum")["torch_op_sum"]}
+    rows = {(r["name"], r["scope"], r["pid"]): r
+            for r in stats(path, "torch_op_sum")["torch_op_sum"]}
     cols = ("count", "cpu_mem_bytes", "self_cpu_mem_bytes", "cuda_mem_bytes",
             "self_cuda_mem_bytes")
 
-    def of(name, scope="function"):
-        return tuple(rows[(name, scope)][c] for c in cols)
-    # outer (both processes' rows are one name): 64 + 1000 - 64 - 8192 on the CPU,
-    # 4096 - 4096 - 512 on cuda:0; the other process's 7 in its own op only
+    def of(name, scope="function", pid=10):
+        return tuple(rows[(name, scope, pid)][c] for c in cols)
+    # outer: 64 + 1000 - 64 - 8192 on the CPU, 4096 - 4096 - 512 on cuda:0; the other
+    # process's outer (a row of its own: a process column) has its 7
     eq(of("inner"), (1, 64, 64, 4096, 4096), "inner")
-    eq(of("outer"), (2, 64 + 1000 - 64 - 8192 + 7, 1000 - 64 - 8192 + 7, -512, -4096 - 512),
-       "outer")
-    eq(of("[memory]", None), (2, 32, 32, 16, 16), "[memory]")
-    eq(len(rows), 3, f"rows: {sorted(rows)}")
+    eq(of("outer"), (1, 64 + 1000 - 64 - 8192, 1000 - 64 - 8192, -512, -4096 - 512), "outer")
+    eq(of("outer", pid=20), (1, 7, 7, 0, 0), "the other process's outer")
+    eq(of("[memory]", None, None), (2, 32, 32, 16, 16), "[memory]")
+    eq(len(rows), 4, f"rows: {sorted(rows, key=str)}")
     # Without mem's records the columns are not there.
     t = Trace("proc,torch")
     t.process(10, "train")

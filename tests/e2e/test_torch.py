@@ -144,13 +144,24 @@ def test_torch_ops_equal_torch_profiler_over_steps_5_to_14():
         f = fwd_seq.get(b["args"]["seq"])
         check(f and f["ts"] < b["ts"], f"{b['name']} seq {b['args']['seq']}: its forward op")
 
-    # The reports: the same counts, 19 steps of the same ops.
+    # The reports: key_averages' counts (the merged ops in the op they are merged into: over
+    # 20 iterations twice what the profiler counted over 10), 19 steps of the same ops.
     rep = stats(out, "torch_op_sum,torch_step_sum")
     sums = {r["name"]: r for r in rep["torch_op_sum"]}
-    all_counts = collections.Counter(e["name"] for e in events if e["kind"] == "torch_op")
+    all_ops = [e for e in events if e["kind"] == "torch_op"]
+    all_counts = collections.Counter(e["name"] for e in all_ops)
+    merged_all = collections.Counter(all_ops[k[0]]["name"] for i, k in children(all_ops).items()
+                                     if len(k) == 1 and all_ops[k[0]]["name"] == all_ops[i]["name"])
     for name, c in all_counts.items():
-        eq(sums[name]["count"], c, f"torch_op_sum count of {name}")
+        eq(sums[name]["count"], c - merged_all[name], f"torch_op_sum count of {name}")
         check(sums[name]["cpu_self_ns"] <= sums[name]["cpu_total_ns"], f"{name}: self <= total")
+    # torch 2.x nests by ns, as we do; 1.13's key_averages truncates each op's start and
+    # duration to us apart, so a div_ ending within a us of its parent's end often does not
+    # nest there and is not merged: its count lies between the merged and the unmerged one.
+    lo, hi = sums["aten::div_"]["count"], all_counts["aten::div_"]
+    eq((lo, hi), (20, 40), "aten::div_: merged (one an iteration) and all")
+    check(10 <= prof["profile"]["aten::div_"] <= 20,
+          f"1.13's key_averages merged some of the 10 iterations' div_: {prof['profile']}")
     steps = rep["torch_step_sum"]
     eq([s["step"] for s in steps], list(range(1, 20)), "steps")
     eq({s["ops"] for s in steps}, {sum(per_iter.values())}, "ops a step")

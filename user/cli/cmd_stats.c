@@ -39,11 +39,25 @@ static void stats_usage(FILE *f)
 		"      --tid LIST      only these threads (comma-separated tids)\n"
 		"      --comm LIST     only processes of these names (comm, as ps shows it)\n"
 		"      --python        cpu_sum: Python frames only (py-spy's view)\n"
+		"      --group-by KEY  rows by KEY too, in the reports that take it: torch_op_sum's\n"
+		"                      shape (input shapes) and stack:N (the first N Python frames)\n"
+		"      --sort COLUMN   rows by COLUMN (a key --format json prints): numbers\n"
+		"                      descending, text ascending\n"
 		"  -h, --help          this help\n",
 		names);
 }
 
-enum { OPT_UNITS = 0x100, OPT_TOP, OPT_WIDE, OPT_PID, OPT_TID, OPT_COMM, OPT_PYTHON };
+enum {
+	OPT_UNITS = 0x100,
+	OPT_TOP,
+	OPT_WIDE,
+	OPT_PID,
+	OPT_TID,
+	OPT_COMM,
+	OPT_PYTHON,
+	OPT_GROUP_BY,
+	OPT_SORT,
+};
 
 /* Also printed by `bpfsight __complete options stats`: completion and the docs test read it. */
 const struct option stats_options[] = {
@@ -56,6 +70,8 @@ const struct option stats_options[] = {
 	{ "tid", required_argument, NULL, OPT_TID },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "python", no_argument, NULL, OPT_PYTHON },
+	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -172,6 +188,12 @@ static int parse_one(struct stats_args *a, int c, int argc, char **argv)
 		return add_comms(a, optarg) ? -1 : 0;
 	case OPT_PYTHON:
 		a->o.python = 1;
+		return 0;
+	case OPT_GROUP_BY:
+		a->o.group_by = optarg;
+		return 0;
+	case OPT_SORT:
+		a->o.sort = optarg;
 		return 0;
 	case 'h':
 		return 2;

@@ -18,6 +18,13 @@ struct report_info {
 	0x1		  /* table mode: rows as people read them (grouped, placeholders noted) */
 #define REPORT_PYTHON 0x2 /* --python: Python frames only */
 
+/* What stats was asked that changes a report's rows (docs/USAGE.md, "stats"). */
+struct report_ask {
+	unsigned flags;	      /* REPORT_* */
+	const char *group_by; /* --group-by KEY[:N]: KEY, one of the report's group_by; or NULL */
+	unsigned group_n;     /* its N (0: not given) */
+};
+
 struct report {
 	const char *name; /* "osrt_sum": nsys's name where one exists */
 	const char *desc;
@@ -31,9 +38,15 @@ struct report {
 	 * Instead of EMIT when set: the same, told what stats was asked (REPORT_*), for a report
 	 * whose rows depend on it. May be NULL.
 	 */
-	int (*emit_for)(void *st, const struct trace_model *m, unsigned flags, struct table *t);
+	int (*emit_for)(void *st, const struct trace_model *m, const struct report_ask *ask,
+			struct table *t);
 	/* Shown by `bpfsight info` too (what a trace's reader must know first). May be NULL. */
 	const struct report_info *info;
+	/*
+	 * The keys --group-by gives this report ("shape", "stack:N": N required), NULL-ended;
+	 * NULL: it takes none. Its emit_for reads the one asked in report_ask.
+	 */
+	const char *const *group_by;
 };
 
 #endif /* BPFSIGHT_REPORT_H */

@@ -9,6 +9,7 @@
 #include "json.h"
 #include "report.h"
 #include "stats.h"
+#include "stats_asks.h"
 #include "table.h"
 #include "trace_walk.h"
 #include "verdict.h"
@@ -244,15 +245,53 @@ static int stats__keep(const struct stats_opts *o, const struct bs_hdr *rec,
 	return 0;
 }
 
-static int stats__emit(struct stats_report *sr, const struct trace_model *m,
-		       const struct stats_opts *o)
+/*
+ * --group-by ARG: GROUP's key (in its buffer) and N; some report asked (with -r), or any
+ * report (without), must take it. 0, or -EINVAL after saying so.
+ */
+static int stats__check_group(struct stats *s, const char *arg, const char *reports,
+			      struct report_ask *group)
 {
-	unsigned flags = (o->fmt == STATS_FORMAT_TABLE && o->people ? REPORT_FOR_PEOPLE : 0) |
-			 (o->python ? REPORT_PYTHON : 0);
+	const struct report *reps[256];
+	char list[512];
+	int n = 0, takes = 0;
 
+	if (stats_asks__parse_group(arg, (char *)group->group_by, 32, &group->group_n))
+		return -EINVAL;
+	for (int i = 0; i < s->n && n < 256; i++) {
+		if (reports && !s->reps[i].selected)
+			continue;
+		reps[n++] = s->reps[i].rep;
+		takes += stats_asks__takes(s->reps[i].rep, group->group_by, group->group_n);
+	}
+	if (takes)
+		return 0;
+	stats_asks__list_groups(reps, n, list, sizeof(list));
+	pr_err("--group-by %s: no report %stakes it (%s)\n", arg, reports ? "asked " : "", list);
+	return -EINVAL;
+}
+
+/* GROUP: --group-by's key and N, parsed (key NULL: not asked). */
+static int stats__emit(struct stats_report *sr, const struct trace_model *m,
+		       const struct stats_opts *o, const struct report_ask *group)
+{
+	struct report_ask ask = {
+		.flags = (o->fmt == STATS_FORMAT_TABLE && o->people ? REPORT_FOR_PEOPLE : 0) |
+			 (o->python ? REPORT_PYTHON : 0),
+	};
+	int err;
+
+	if (group->group_by && stats_asks__takes(sr->rep, group->group_by, group->group_n)) {
+		ask.group_by = group->group_by;
+		ask.group_n = group->group_n;
+	}
 	if (sr->rep->emit_for)
-		return sr->rep->emit_for(sr->st, m, flags, sr->t);
-	return sr->rep->emit(sr->st, m, sr->t);
+		err = sr->rep->emit_for(sr->st, m, &ask, sr->t);
+	else
+		err = sr->rep->emit(sr->st, m, sr->t);
+	if (!err && o->sort && table__col(sr->t, o->sort) >= 0)
+		err = table__sort(sr->t, o->sort);
+	return err;
 }
 
 struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, int *status)
@@ -261,10 +300,14 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	const char *reports = o->reports && *o->reports ? o->reports : NULL;
 	const char *cmd = o->cmd ? o->cmd : "stats";
 	const struct rec_decoder *dec;
+	struct report_ask group = { 0 };
 	const struct bs_hdr *rec;
+	char group_key[32];
 	struct trace_walk w;
 	struct stats *s;
+	int sorted = 0;
 
+	group.group_by = group_key;
 	*status = EXIT_READ_FAIL;
 	s = stats__new();
 	if (!s) {
@@ -273,6 +316,8 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	}
 	s->top = o->top;
 	if (reports && stats__select(s, reports, cmd))
+		goto err_free;
+	if (o->group_by && stats__check_group(s, o->group_by, reports, &group))
 		goto err_free;
 	if (trace_walk__open(&w, cmd, path))
 		goto err_free;
@@ -314,12 +359,19 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 		s->reps[i].t = table__new(s->reps[i].rep->name);
 		if (!s->reps[i].t)
 			goto err_nomem;
-		err = stats__emit(&s->reps[i], w.m, o);
+		err = stats__emit(&s->reps[i], w.m, o, &group);
 		if (err) {
 			pr_err("%s: report %s failed: %s\n", path, s->reps[i].rep->name,
 			       strerror(-err));
 			goto err_close;
 		}
+		sorted += o->sort && table__col(s->reps[i].t, o->sort) >= 0;
+	}
+	if (o->sort && !sorted) {
+		pr_err("--sort %s: no report printed has that column (the columns are the keys "
+		       "--format json prints)\n",
+		       o->sort);
+		goto err_close;
 	}
 	for (i = 0; s->verdict && i < s->n; i++)
 		verdict__set_report(s->verdict, s->reps[i].rep->name, s->reps[i].t, s->reps[i].st);

@@ -35,6 +35,7 @@ struct table {
 	char **notes; /* sentences under the human table */
 	int nnotes;
 	int err;
+	int sort_col; /* table__sort's, for its comparison */
 };
 
 static int table__fail(struct table *t, int err)
@@ -541,4 +542,55 @@ void table__print_json_rows(const struct table *t, struct json *j, int max)
 		json__end_object(j);
 	}
 	json__end_array(j);
+}
+
+/* table__sort's order of two rows: by the column, then as they were (a stable sort). */
+struct sort_row {
+	struct table_cell *cells;
+	int at;
+};
+
+static int cell_cmp(const struct table_cell *a, const struct table_cell *b, enum table_type type)
+{
+	if (!a->set || !b->set)
+		return b->set - a->set; /* unset last */
+	switch (type) {
+	case TABLE_U64:
+		return (a->u < b->u) - (a->u > b->u);
+	case TABLE_S64:
+		return (a->s < b->s) - (a->s > b->s);
+	case TABLE_DOUBLE:
+		return (a->d < b->d) - (a->d > b->d);
+	default:
+		return strcmp(a->str ? a->str : "", b->str ? b->str : "");
+	}
+}
+
+static int sort_row_cmp(const void *x, const void *y, void *arg)
+{
+	const struct sort_row *a = x, *b = y;
+	const struct table *t = arg;
+	int col = t->sort_col, c = cell_cmp(&a->cells[col], &b->cells[col], t->cols[col].type);
+
+	return c ? c : a->at - b->at;
+}
+
+int table__sort(struct table *t, const char *key)
+{
+	int col = table__col(t, key);
+	struct sort_row *v;
+
+	if (col < 0)
+		return col;
+	v = malloc((t->nrows ? t->nrows : 1) * sizeof(*v));
+	if (!v)
+		return table__fail(t, -ENOMEM);
+	for (int i = 0; i < t->nrows; i++)
+		v[i] = (struct sort_row){ t->rows[i], i };
+	t->sort_col = col;
+	qsort_r(v, t->nrows, sizeof(*v), sort_row_cmp, t);
+	for (int i = 0; i < t->nrows; i++)
+		t->rows[i] = v[i].cells;
+	free(v);
+	return 0;
 }

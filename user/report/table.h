@@ -50,6 +50,11 @@ int table__set_str(struct table *t, int col, const char *s); /* copied; NULL = u
 int table__add_note(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int table__nnotes(const struct table *t);
 const char *table__get_note(const struct table *t, int i); /* NULL past the last */
+/*
+ * Order the rows by column KEY (stats --sort): numbers descending, text ascending, cells never
+ * set last, rows that tie as they were. -ENOENT when T has no such column.
+ */
+int table__sort(struct table *t, const char *key);
 /* The first error any call above returned, 0 if none. */
 int table__err(const struct table *t);
 

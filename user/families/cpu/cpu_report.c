@@ -233,12 +233,12 @@ static void note_cut(const struct cpu_emit *e, const struct trace_model *m, __u6
 	table__add_note(t, "%s", note);
 }
 
-static int cpu_sum__emit_for(void *vst, const struct trace_model *m, unsigned flags,
-			     struct table *t)
+static int cpu_sum__emit_for(void *vst, const struct trace_model *m,
+			     const struct report_ask *ask, struct table *t)
 {
 	struct cpu_emit e = { .funcs = hmap__new(sizeof(struct cpu_func)),
 			      .cut_at = hmap__new(sizeof(__u64)),
-			      .flags = flags };
+			      .flags = ask->flags };
 	struct cpu_sum *st = vst;
 	struct cpu_row *rows = NULL;
 	struct cpu_func *f;
@@ -281,7 +281,7 @@ static int cpu_sum__emit_for(void *vst, const struct trace_model *m, unsigned fl
 			const struct bs_frame *fr = rows[i].f->frame;
 
 			table__row(t);
-			table__set_str(t, c[0], row_func(fr, m, flags, buf, sizeof(buf)));
+			table__set_str(t, c[0], row_func(fr, m, ask->flags, buf, sizeof(buf)));
 			table__set_str(t, c[1], stack_frame__file(fr, m));
 			table__set_u64(t, c[2], fr->kind == BS_FRAME_PYTHON ? fr->line : 0);
 			table__set_u64(t, c[3], rows[i].f->self);
@@ -300,7 +300,7 @@ static int cpu_sum__emit_for(void *vst, const struct trace_model *m, unsigned fl
 
 static int cpu_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
-	return cpu_sum__emit_for(vst, m, 0, t);
+	return cpu_sum__emit_for(vst, m, &(struct report_ask){ 0 }, t);
 }
 
 static void cpu_sum__free(void *vst)

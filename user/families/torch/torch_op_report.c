@@ -17,6 +17,7 @@
 #include "tgroups.h"
 #include "time_sum.h"
 #include "torch.h"
+#include "torch_op_groups.h"
 #include "torch_op_mem.h"
 #include "torch_ops.h"
 
@@ -66,179 +67,187 @@ static void op_report__add(void *vst, const struct bs_hdr *rec, const struct tra
 
 /* ---- torch_op_sum ---- */
 
-enum { OS_CPU, OS_SELF, OS_GPU_TOTAL, OS_GPU_SELF }; /* OS_GPU_SELF: one sample per GPU op */
-
-/* key_averages' memory columns of one row: the sums over its ops. */
-struct mem_sum {
-	const char *name, *scope;
-	__s64 self_cpu, cpu, self_cuda, cuda;
-};
-
 #define MEMORY_ROW "[memory]" /* torch.profiler's name for memory in no op's time */
 
-static int mem_sum_cmp(const void *x, const void *y)
-{
-	const struct mem_sum *a = x, *b = y;
-	int c = strcmp(a->name, b->name);
+enum {
+	C_SELF_PCT,
+	C_SELF,
+	C_TOTAL,
+	C_COUNT,
+	C_AVG,
+	C_MAX,
+	C_GPU_SELF,
+	C_GPU_TOTAL,
+	C_GPU_OPS,
+	C_CPU_MEM,
+	C_SELF_CPU_MEM,
+	C_CUDA_MEM,
+	C_SELF_CUDA_MEM,
+	C_FLOPS,
+	C_GFLOPS,
+	C_PID,
+	C_SCOPE,
+	C_NAME,
+	C_BY,
+	NCOLS,
+};
 
-	return c ? c : strcmp(a->scope, b->scope);
+/* The columns: key_averages' (memory with mem's records, FLOPs with input shapes). */
+static void op_sum__cols(struct table *t, int *c, int with_mem, int with_flops,
+			 enum torch_group_by by)
+{
+	for (int i = 0; i < NCOLS; i++)
+		c[i] = -1;
+	c[C_SELF_PCT] = table__add_col(t, "self_cpu_pct", "Self CPU (%)", TABLE_DOUBLE);
+	c[C_SELF] = table__add_col(t, "cpu_self_ns", "Self CPU (ns)", TABLE_U64);
+	c[C_TOTAL] = table__add_col(t, "cpu_total_ns", "CPU Total (ns)", TABLE_U64);
+	c[C_COUNT] = table__add_col(t, "count", "Calls", TABLE_U64);
+	c[C_AVG] = table__add_col(t, "cpu_avg_ns", "CPU Avg (ns)", TABLE_DOUBLE);
+	c[C_MAX] = table__add_col(t, "cpu_max_ns", "CPU Max (ns)", TABLE_U64);
+	c[C_GPU_SELF] = table__add_col(t, "gpu_self_ns", "Self GPU (ns)", TABLE_U64);
+	c[C_GPU_TOTAL] = table__add_col(t, "gpu_total_ns", "GPU Total (ns)", TABLE_U64);
+	c[C_GPU_OPS] = table__add_col(t, "gpu_ops", "GPU Ops", TABLE_U64);
+	if (with_mem) { /* key_averages' columns, the order its table prints them */
+		c[C_CPU_MEM] = table__add_col(t, "cpu_mem_bytes", "CPU Mem", TABLE_S64);
+		c[C_SELF_CPU_MEM] = table__add_col(t, "self_cpu_mem_bytes", "Self CPU Mem",
+						   TABLE_S64);
+		c[C_CUDA_MEM] = table__add_col(t, "cuda_mem_bytes", "CUDA Mem", TABLE_S64);
+		c[C_SELF_CUDA_MEM] = table__add_col(t, "self_cuda_mem_bytes", "Self CUDA Mem",
+						    TABLE_S64);
+	}
+	if (with_flops) {
+		c[C_FLOPS] = table__add_col(t, "flops", "Total FLOPs", TABLE_U64);
+		c[C_GFLOPS] = table__add_col(t, "gflops_per_s", "GFLOP/s", TABLE_DOUBLE);
+	}
+	c[C_PID] = table__add_col(t, "pid", "PID", TABLE_U64);
+	c[C_SCOPE] = table__add_col(t, "scope", "Scope", TABLE_STR);
+	c[C_NAME] = table__add_col(t, "name", "Name", TABLE_STR);
+	if (by == TORCH_GROUP_SHAPE)
+		c[C_BY] = table__add_col(t, "input_shapes", "Input Shapes", TABLE_STR);
+	if (by == TORCH_GROUP_STACK)
+		c[C_BY] = table__add_col(t, "stack", "Source Location", TABLE_STR);
 }
 
-/* The ops' memory summed by (name, scope), sorted for mem_sum_of; *N rows. NULL: no memory. */
-static struct mem_sum *mem_sums(const struct torch_ops *t, size_t *n)
+/* FLOPs per second of R: over the GPU time of the work inside it, else over its CPU time. */
+static double gflops_per_s(const struct torch_op_group *r)
 {
-	struct mem_sum *v = malloc((t->nops ? t->nops : 1) * sizeof(*v));
-	size_t k = 0;
+	__u64 ns = r->gpu_total ? r->gpu_total : r->cpu_total;
 
-	if (!v)
-		return NULL;
-	for (size_t i = 0; i < t->nops; i++) {
-		const struct torch_op_row *o = &t->ops[i];
-
-		v[i] = (struct mem_sum){ o->name,    torch_scope_name(o->scope), o->self_cpu_mem,
-					 o->cpu_mem, o->self_cuda_mem,		 o->cuda_mem };
-	}
-	if (t->nops)
-		qsort(v, t->nops, sizeof(*v), mem_sum_cmp);
-	for (size_t i = 0; i < t->nops; i++) {
-		if (k && !mem_sum_cmp(&v[k - 1], &v[i])) {
-			v[k - 1].self_cpu += v[i].self_cpu;
-			v[k - 1].cpu += v[i].cpu;
-			v[k - 1].self_cuda += v[i].self_cuda;
-			v[k - 1].cuda += v[i].cuda;
-		} else {
-			v[k++] = v[i];
-		}
-	}
-	*n = k;
-	return v;
+	return ns ? (double)r->flops / (double)ns : 0.0;
 }
 
-/* Row R's memory: its ops', or (the "[memory]" row) the events in no op's time. */
-static struct mem_sum mem_sum_of(const struct mem_sum *v, size_t n, const struct tgroup *r,
-				 const struct torch_op_mem *mm)
+static void op_sum__row(struct table *t, const int *c, const struct torch_op_group *r,
+			long double self_all)
 {
-	struct mem_sum key = { r->name, r->name2 }, none = { 0 }, *found;
-
-	if (!r->name2) /* the memory row: ops always have a scope */
-		return (struct mem_sum){ .self_cpu = mm->loose_cpu,
-					 .cpu = mm->loose_cpu,
-					 .self_cuda = mm->loose_cuda,
-					 .cuda = mm->loose_cuda };
-	found = bsearch(&key, v, n, sizeof(*v), mem_sum_cmp);
-	return found ? *found : none;
+	table__row(t);
+	table__set_double(t, c[C_SELF_PCT], self_all ? 100.0L * r->cpu_self / self_all : 0.0);
+	table__set_u64(t, c[C_SELF], r->cpu_self);
+	table__set_u64(t, c[C_TOTAL], r->cpu_total);
+	table__set_u64(t, c[C_COUNT], r->count);
+	table__set_double(t, c[C_AVG], r->count ? (double)r->cpu_total / r->count : 0.0);
+	table__set_u64(t, c[C_MAX], r->cpu_max);
+	table__set_u64(t, c[C_GPU_SELF], r->gpu_self);
+	table__set_u64(t, c[C_GPU_TOTAL], r->gpu_total);
+	table__set_u64(t, c[C_GPU_OPS], r->gpu_ops);
+	if (c[C_CPU_MEM] >= 0) {
+		table__set_s64(t, c[C_CPU_MEM], r->cpu_mem);
+		table__set_s64(t, c[C_SELF_CPU_MEM], r->self_cpu_mem);
+		table__set_s64(t, c[C_CUDA_MEM], r->cuda_mem);
+		table__set_s64(t, c[C_SELF_CUDA_MEM], r->self_cuda_mem);
+	}
+	if (c[C_FLOPS] >= 0 && r->name) {
+		table__set_u64(t, c[C_FLOPS], r->flops);
+		table__set_double(t, c[C_GFLOPS], gflops_per_s(r));
+	}
+	if (r->pid)
+		table__set_u64(t, c[C_PID], r->pid);
+	table__set_str(t, c[C_SCOPE], r->scope);
+	table__set_str(t, c[C_NAME], r->name ? r->name : MEMORY_ROW);
+	if (c[C_BY] >= 0)
+		table__set_str(t, c[C_BY], r->by);
 }
 
-/* Groups by name: quantities above. */
-static struct tgroups *op_groups(struct torch_ops *t)
+/* --group-by's key for torch_op_sum (stats checked it is one of op_sum_groups). */
+static enum torch_group_by group_of(const struct report_ask *ask)
 {
-	struct tgroups *g = tgroups__new();
-	struct tgroup *row;
+	if (!ask->group_by)
+		return TORCH_GROUP_NAME;
+	return strcmp(ask->group_by, "shape") ? TORCH_GROUP_STACK : TORCH_GROUP_SHAPE;
+}
 
-	for (size_t i = 0; g && i < t->nops; i++) {
-		const struct torch_op_row *o = &t->ops[i];
+/* Under the table: the FLOPs of them all, and what is left out of the rows. */
+static void op_sum__notes(struct table *t, const struct torch_ops *ops,
+			  const struct torch_op_groups *g)
+{
+	__u64 flops = 0, ns = 0, merged = 0;
 
-		row = tgroups__get(g, o->name, torch_scope_name(o->scope), 0);
-		if (!row || tgroup__add(row, OS_CPU, o->dur) ||
-		    tgroup__add(row, OS_SELF, o->self_ns) ||
-		    tgroup__add(row, OS_GPU_TOTAL, o->gpu_total_ns))
-			goto fail;
-	}
-	for (size_t i = 0; g && i < t->ngpu; i++) {
-		const struct torch_op_row *o;
-
-		if (t->gpu[i].op < 0)
+	for (size_t i = 0; i < g->n; i++) {
+		if (!g->v[i].flops)
 			continue;
-		o = &t->ops[t->gpu[i].op];
-		row = tgroups__get(g, o->name, torch_scope_name(o->scope), 0);
-		if (!row || tgroup__add(row, OS_GPU_SELF, t->gpu[i].dur))
-			goto fail;
+		flops += g->v[i].flops;
+		ns += g->v[i].gpu_total ? g->v[i].gpu_total : g->v[i].cpu_total;
 	}
-	/* torch.profiler's "[memory]": a call of no time per event in no op's time */
-	for (__u64 i = 0; g && t->mem && t->mem->seen && i < t->mem->loose; i++) {
-		row = tgroups__get(g, MEMORY_ROW, NULL, 0);
-		if (!row || tgroup__add(row, OS_CPU, 0))
-			goto fail;
-	}
-	return g;
-fail:
-	tgroups__free(g);
-	return NULL;
+	for (size_t i = 0; i < ops->nops; i++)
+		merged += ops->ops[i].merged;
+	if (flops)
+		table__add_note(t,
+				"FLOPs (torch.profiler's formulas: conv2d, mm, addmm, bmm, "
+				"baddbmm, mul, add): %.3f GFLOP in all, %.1f GFLOP/s over those "
+				"ops' time (the GPU time of their work, else their CPU time).",
+				flops / 1e9, ns ? (double)flops / (double)ns : 0.0);
+	if (merged)
+		table__add_note(t,
+				"%llu ops that are the only child of an op of the same name are "
+				"counted in it, as key_averages() merges them (dump shows each).",
+				(unsigned long long)merged);
 }
 
-static int op_sum__emit(void *vst, const struct trace_model *m, struct table *t)
+static int op_sum__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
+			    struct table *t)
 {
 	struct op_report *st = vst;
 	const struct torch_op_mem *mm = st->t->mem;
-	int with_mem = mm && mm->seen;
-	struct mem_sum *mem = NULL;
-	struct tgroup **rows = NULL;
-	struct tgroups *g = NULL;
-	long double self_all;
-	int c[15] = { 0 }, err;
-	size_t n, nmem = 0;
+	int with_mem = mm && mm->seen, with_flops = 0, c[NCOLS], err;
+	enum torch_group_by by = group_of(ask);
+	struct torch_op_groups g = { 0 };
+	long double self_all = 0;
 
 	if (st->err)
 		return st->err;
 	err = torch_ops__join(st->t);
-	if (!err && !(g = op_groups(st->t)))
-		err = -ENOMEM;
-	if (!err && !(rows = tgroups__sorted(g, OS_CPU, &n)))
-		err = -ENOMEM;
-	if (!err && with_mem && !(mem = mem_sums(st->t, &nmem)))
-		err = -ENOMEM;
+	if (!err)
+		err = torch_op_groups__make(&g, st->t, m, by, ask->group_n);
 	if (err)
 		goto out;
-	self_all = tgroups__grand(g, OS_SELF);
-	c[0] = table__add_col(t, "self_cpu_pct", "Self CPU (%)", TABLE_DOUBLE);
-	c[1] = table__add_col(t, "cpu_self_ns", "Self CPU (ns)", TABLE_U64);
-	c[2] = table__add_col(t, "cpu_total_ns", "CPU Total (ns)", TABLE_U64);
-	c[3] = table__add_col(t, "count", "Calls", TABLE_U64);
-	c[4] = table__add_col(t, "cpu_avg_ns", "CPU Avg (ns)", TABLE_DOUBLE);
-	c[5] = table__add_col(t, "cpu_max_ns", "CPU Max (ns)", TABLE_U64);
-	c[6] = table__add_col(t, "gpu_self_ns", "Self GPU (ns)", TABLE_U64);
-	c[7] = table__add_col(t, "gpu_total_ns", "GPU Total (ns)", TABLE_U64);
-	c[8] = table__add_col(t, "gpu_ops", "GPU Ops", TABLE_U64);
-	if (with_mem) { /* key_averages' columns, the order its table prints them */
-		c[11] = table__add_col(t, "cpu_mem_bytes", "CPU Mem", TABLE_S64);
-		c[12] = table__add_col(t, "self_cpu_mem_bytes", "Self CPU Mem", TABLE_S64);
-		c[13] = table__add_col(t, "cuda_mem_bytes", "CUDA Mem", TABLE_S64);
-		c[14] = table__add_col(t, "self_cuda_mem_bytes", "Self CUDA Mem", TABLE_S64);
-	}
-	c[9] = table__add_col(t, "scope", "Scope", TABLE_STR);
-	c[10] = table__add_col(t, "name", "Name", TABLE_STR);
-	for (size_t i = 0; i < n; i++) {
-		const struct tstat *cpu = &rows[i]->st[OS_CPU];
-
-		table__row(t);
-		table__set_double(t, c[0],
-				  self_all ? 100.0L * rows[i]->st[OS_SELF].total / self_all : 0.0);
-		table__set_u64(t, c[1], rows[i]->st[OS_SELF].total);
-		table__set_u64(t, c[2], cpu->total);
-		table__set_u64(t, c[3], cpu->count);
-		table__set_double(t, c[4], (double)cpu->total / cpu->count);
-		table__set_u64(t, c[5], cpu->max);
-		table__set_u64(t, c[6], rows[i]->st[OS_GPU_SELF].total);
-		table__set_u64(t, c[7], rows[i]->st[OS_GPU_TOTAL].total);
-		table__set_u64(t, c[8], rows[i]->st[OS_GPU_SELF].count);
-		table__set_str(t, c[9], rows[i]->name2);
-		table__set_str(t, c[10], rows[i]->name);
-		if (with_mem) {
-			struct mem_sum ms = mem_sum_of(mem, nmem, rows[i], mm);
-
-			table__set_s64(t, c[11], ms.cpu);
-			table__set_s64(t, c[12], ms.self_cpu);
-			table__set_s64(t, c[13], ms.cuda);
-			table__set_s64(t, c[14], ms.self_cuda);
-		}
-	}
+	for (size_t i = 0; i < st->t->nops && !with_flops; i++)
+		with_flops = !!st->t->ops[i].shapes;
+	for (size_t i = 0; i < g.n; i++)
+		self_all += g.v[i].cpu_self;
+	op_sum__cols(t, c, with_mem, with_flops, by);
+	for (size_t i = 0; i < g.n; i++)
+		op_sum__row(t, c, &g.v[i], self_all);
+	/* torch.profiler's "[memory]": a call of no time per event in no op's time */
+	if (mm && mm->seen && mm->loose)
+		op_sum__row(t, c,
+			    &(struct torch_op_group){ .count = mm->loose,
+						      .cpu_mem = mm->loose_cpu,
+						      .self_cpu_mem = mm->loose_cpu,
+						      .cuda_mem = mm->loose_cuda,
+						      .self_cuda_mem = mm->loose_cuda },
+			    self_all);
+	op_sum__notes(t, st->t, &g);
 	err = table__err(t);
 out:
-	free(mem);
-	free(rows);
-	tgroups__free(g);
+	torch_op_groups__free(&g);
 	return err;
 }
+
+static int op_sum__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	return op_sum__emit_for(vst, m, &(struct report_ask){ 0 }, t);
+}
+
+static const char *const op_sum_groups[] = { "shape", "stack:N", NULL };
 
 static const struct report torch_op_sum = {
 	.name = "torch_op_sum",
@@ -247,6 +256,8 @@ static const struct report torch_op_sum = {
 	.add = op_report__add,
 	.emit = op_sum__emit,
 	.free = op_report__free,
+	.emit_for = op_sum__emit_for,
+	.group_by = op_sum_groups,
 };
 
 /* ---- torch_op_kernels ---- */

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Ops and the GPU work they launched (see torch_ops.h). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include "gpu_decode.h"
 #include "gpu_records.h"
 #include "torch.h"
+#include "torch_flops.h"
 #include "torch_op_mem.h"
 #include "torch_ops.h"
 #include "array.h"
@@ -33,6 +36,7 @@ void torch_ops__free(struct torch_ops *t)
 int torch_ops__add(struct torch_ops *t, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	const struct bs_torch_op *r = (const void *)rec;
+	struct torch_op_row *o;
 	const char *name;
 	struct gpu_op op;
 	int err;
@@ -43,12 +47,22 @@ int torch_ops__add(struct torch_ops *t, const struct bs_hdr *rec, const struct t
 		if (array__grow((void **)&t->ops, t->nops, &t->cap_ops, sizeof(*t->ops)))
 			return -ENOMEM;
 		name = r->name_id ? trace_model__string(m, r->name_id) : NULL;
-		t->ops[t->nops++] = (struct torch_op_row){ .pid = rec->pid,
-							   .tid = rec->tid,
-							   .ts = rec->ts,
-							   .dur = r->dur,
-							   .name = name ? name : "",
-							   .scope = r->scope };
+		o = &t->ops[t->nops++];
+		*o = (struct torch_op_row){ .pid = rec->pid,
+					    .tid = rec->tid,
+					    .ts = rec->ts,
+					    .dur = r->dur,
+					    .name = name ? name : "",
+					    .stack = trace_model__event_stack(m, rec),
+					    .seq = r->seq,
+					    .torch_tid = r->torch_tid,
+					    .fwd_tid = r->fwd_tid,
+					    .scope = r->scope };
+		if (r->shapes_id)
+			o->shapes = trace_model__string(m, r->shapes_id);
+		if (rec->size >= offsetof(struct bs_torch_op, concrete_id) + 4 && r->concrete_id)
+			o->concrete = trace_model__string(m, r->concrete_id);
+		o->flops = torch_flops__of(o->name, o->shapes, o->concrete);
 		return 0;
 	}
 	/* Only operations whose launching call is known have an op. */
@@ -107,7 +121,37 @@ static void pop_ended(struct torch_ops *t, struct open_stack *s, __u64 end)
 		s->n--;
 }
 
-/* One thread: ops [o, oe) and GPU operations [g, ge), both sorted by time. */
+/*
+ * Mark the ops of one thread, [o, oe), that key_averages() merges into their parent: the only
+ * child of an op of the same name. A chain of them (div_ in div_ in div_) all goes into the
+ * first, as _remove_dup_nodes' passes merge it. KIDS: a counter per op, zeroed.
+ */
+static int mark_merged(struct torch_ops *t, struct open_stack *s, size_t o, size_t oe,
+		       __u32 *kids)
+{
+	s->n = 0;
+	for (size_t i = o; i < oe; i++) {
+		pop_ended(t, s, end_of(&t->ops[i]));
+		t->ops[i].parent = s->n ? (long)s->v[s->n - 1] : -1;
+		if (s->n)
+			kids[s->v[s->n - 1] - o]++;
+		if (array__grow((void **)&s->v, s->n, &s->cap, sizeof(*s->v)))
+			return -ENOMEM;
+		s->v[s->n++] = i;
+	}
+	for (size_t i = o; i < oe; i++) {
+		long p = t->ops[i].parent;
+
+		t->ops[i].merged = p >= 0 && kids[p - (long)o] == 1 &&
+				   !strcmp(t->ops[p].name, t->ops[i].name);
+	}
+	return 0;
+}
+
+/*
+ * One thread: ops [o, oe) and GPU operations [g, ge), both sorted by time. A merged op is
+ * never on the stack: its children and GPU work are the op it is merged into's.
+ */
 static int join_thread(struct torch_ops *t, struct open_stack *s, size_t o, size_t oe, size_t g,
 		       size_t ge)
 {
@@ -115,6 +159,10 @@ static int join_thread(struct torch_ops *t, struct open_stack *s, size_t o, size
 	while (o < oe || g < ge) {
 		if (o < oe && (g >= ge || t->ops[o].ts <= t->gpu[g].call_ts)) {
 			pop_ended(t, s, end_of(&t->ops[o]));
+			if (t->ops[o].merged) {
+				o++;
+				continue;
+			}
 			if (s->n) { /* the parent's children, for now */
 				struct torch_op_row *p = &t->ops[s->v[s->n - 1]];
 
@@ -146,7 +194,8 @@ int torch_ops__join(struct torch_ops *t)
 {
 	struct open_stack s = { 0 };
 	size_t o = 0, g = 0;
-	int err = 0;
+	__u32 *kids = calloc(t->nops + 1, sizeof(*kids));
+	int err = kids ? 0 : -ENOMEM;
 
 	if (t->nops)
 		qsort(t->ops, t->nops, sizeof(*t->ops), op_cmp);
@@ -156,9 +205,10 @@ int torch_ops__join(struct torch_ops *t)
 		struct torch_op_row *r = &t->ops[i];
 
 		r->self_ns = r->gpu_self_ns = r->gpu_total_ns = 0;
+		r->merged = 0;
 		r->cpu_mem = r->cuda_mem = r->self_cpu_mem = r->self_cuda_mem = 0;
 	}
-	if (t->mem)
+	if (!err && t->mem)
 		err = torch_op_mem__join(t->mem, t->ops, t->nops);
 	while (!err && (o < t->nops || g < t->ngpu)) {
 		/* The next thread, in (pid, tid) order, with its ops and GPU work. */
@@ -178,15 +228,24 @@ int torch_ops__join(struct torch_ops *t)
 			oe++;
 		while (ge < t->ngpu && t->gpu[ge].pid == pid && t->gpu[ge].tid == tid)
 			ge++;
-		err = join_thread(t, &s, o, oe, g, ge);
+		memset(kids, 0, (oe - o) * sizeof(*kids));
+		err = mark_merged(t, &s, o, oe, kids);
+		if (!err)
+			err = join_thread(t, &s, o, oe, g, ge);
 		o = oe;
 		g = ge;
 	}
 	free(s.v);
+	free(kids);
 	/* self: the duration less the children's (a child that sticks out counts in full) */
 	for (size_t i = 0; i < t->nops; i++) {
 		__u64 child = t->ops[i].self_ns;
 
+		if (t->ops[i].merged) {
+			t->ops[i].self_ns = 0;
+			t->ops[i].self_cpu_mem = t->ops[i].self_cuda_mem = 0;
+			continue;
+		}
 		t->ops[i].self_ns = child < t->ops[i].dur ? t->ops[i].dur - child : 0;
 		/* memory: torch.profiler's self may be negative (frees) */
 		t->ops[i].self_cpu_mem = t->ops[i].cpu_mem - t->ops[i].self_cpu_mem;

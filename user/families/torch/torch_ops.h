@@ -8,7 +8,9 @@
  * time is that op's GPU self time, and the GPU total time of every op around it. Asked for,
  * the memory allocated and freed in each op's time too (torch_op_mem.h), its self memory less
  * its children's. Holds every op and linked operation until the join (as nvtx_proj does for
- * ranges).
+ * ranges). An op that is the only child of an op of its own name (dropout's div_ inside
+ * div_) is merged into it as key_averages() merges it: it is not a row of its own, its
+ * children and GPU work are its parent's.
  */
 #ifndef BPFSIGHT_TORCH_OPS_H
 #define BPFSIGHT_TORCH_OPS_H
@@ -22,8 +24,20 @@ struct torch_op_row {
 	__u32 pid, tid;
 	__u64 ts, dur;
 	const char *name; /* a model string: valid while the model is */
+	/* --torch-shapes' input shapes and concrete inputs (model strings), NULL: none */
+	const char *shapes, *concrete;
+	const struct trace_stack *stack; /* --stacks=torch's (the model's), NULL: none */
+	__u64 flops;			 /* torch.profiler's (torch_flops.h) */
+	__s64 seq;			 /* the record's: pairs a backward op with its forward op */
+	__u64 torch_tid, fwd_tid;
 	__u8 scope;
-	/* filled by the join */
+	/*
+	 * Filled by the join. MERGED: key_averages() leaves it out: the only child of an op of
+	 * its own name (torch.profiler's EventList._remove_dup_nodes), its time and its GPU work
+	 * that op's; every other field then stays 0.
+	 */
+	__u8 merged;
+	long parent; /* the op it is inside on its thread (merged or not), -1: none */
 	__u64 self_ns, gpu_self_ns, gpu_total_ns;
 	__u32 gpu_ops; /* launched while it was the innermost op */
 	/* torch_ops.mem: bytes allocated less bytes freed in its time; self: less its children's */
