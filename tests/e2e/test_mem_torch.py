@@ -9,9 +9,10 @@ first cut to whole microseconds (KinetoEvent's start_us and duration_us), which 
 event at an op's edge in or out of it: bpfsight attributes on its ns times. So the test
 holds three things exactly, every key, every column: the profiler's own rule (profiler_rule,
 below, written after torch's code) applied to its own events at us gives its key_averages;
-the same rule on the same events at ns (without key_averages' merge of an op into a
-same-named parent: bpfsight counts both) gives bpfsight's torch_op_sum; hence the two differ
-exactly where the profiler's rounding moved events, and nowhere else.
+the same rule on the same events at ns (key_averages' merge of an op into a same-named
+parent whose only child it is included, as torch 2.x applies it at ns) gives bpfsight's
+torch_op_sum; hence the two differ exactly where the profiler's rounding moved events, and
+nowhere else.
 """
 import bisect
 import collections

@@ -2,8 +2,9 @@
 /*
  * The torch family's ops in the Chrome export as torch.profiler (Kineto) writes them: "ph":"X"
  * on the op's thread, cat "cpu_op" ("user_annotation" for record_function scopes and steps),
- * with dump's args plus Kineto's "External id", "Sequence number", "Fwd thread id" and, with
- * --torch-shapes, "Input Dims". The op's cuda calls nest inside it on the same thread, and
+ * with dump's args plus Kineto's "External id", "Sequence number", "Fwd thread id", with
+ * --torch-shapes "Input Dims" and "Concrete Inputs" (and bpfsight's "flops": torch.profiler
+ * counts them in Python, its trace has none), with --stacks=torch "Call stack". The op's cuda calls nest inside it on the same thread, and
  * their "ac2g" flows lead to its kernels (export_chrome_gpu.c), so HTA, chrome://tracing and
  * Perfetto go op -> launch -> kernel.
  *
@@ -22,6 +23,7 @@
 #include "gpu_decode.h"
 #include "hmap.h"
 #include "torch.h"
+#include "torch_flops.h"
 
 #define WINDOW_NS (10 * 1000000000ull) /* as the launch join keeps calls (JOIN_KEEP_NS) */
 
@@ -141,13 +143,44 @@ static int json_dims(const char *s)
 	return s && s[0] == '[' && strspn(s, "[]0123456789, ") == strlen(s);
 }
 
+/*
+ * Kineto's "Concrete Inputs", a JSON array of strings: the text when it is one, of strings
+ * without escapes (what the shim writes: numbers, lists of them, True, False).
+ */
+static int json_strings(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n < 2 || s[0] != '[' || s[n - 1] != ']')
+		return 0;
+	for (const char *p = s + 1; p < s + n - 1;) {
+		const char *q;
+
+		p += strspn(p, ", ");
+		if (p >= s + n - 1)
+			break;
+		if (*p != '"' || !(q = strchr(p + 1, '"')) || q >= s + n - 1)
+			return 0;
+		for (const char *k = p + 1; k < q; k++)
+			if (*k == '\\' || (unsigned char)*k < 0x20)
+				return 0;
+		p = q + 1;
+	}
+	return 1;
+}
+
 static int draw_op(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
 		   const struct trace_model *m)
 {
 	const struct bs_torch_op *r = (const void *)rec;
 	const char *shapes = r->shapes_id ? trace_model__string(m, r->shapes_id) : NULL;
+	const char *concrete = NULL;
+	__u64 flops;
 	int nonempty;
 
+	if (rec->size >= sizeof(*r) && r->concrete_id)
+		concrete = trace_model__string(m, r->concrete_id);
+	flops = torch_flops__of(ev->name, shapes, concrete);
 	chrome_complete(c, r->scope == BS_TORCH_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op",
 			ev->name, ev->pid, ev->tid, ev->ts, ev->dur);
 	nonempty = chrome_args_open(c, ev);
@@ -160,8 +193,13 @@ static int draw_op(struct chrome *c, const struct bs_hdr *rec, const struct even
 			(unsigned long long)r->fwd_tid);
 	if (json_dims(shapes))
 		fprintf(c->f, ",\"Input Dims\":%s", shapes);
+	if (json_strings(concrete))
+		fprintf(c->f, ",\"Concrete Inputs\":%s", concrete);
+	if (flops)
+		fprintf(c->f, ",\"flops\":%llu", (unsigned long long)flops);
+	nonempty = chrome_stack_args(c, ev, m, 1);
 	fputs("}}", c->f);
-	return 1;
+	return nonempty < 0 ? nonempty : 1;
 }
 
 static int torch_draw(struct chrome *c, void *st, const struct bs_hdr *rec, const struct event *ev,

@@ -212,10 +212,12 @@ int torch_op_groups__make(struct torch_op_groups *g, const struct torch_ops *t,
 		free(k);
 		return -ENOMEM;
 	}
+	/* by shape: an op without inputs has none recorded, "[]" as torch.profiler shows it */
 	for (size_t i = 0; i < t->nops; i++)
 		if (!t->ops[i].merged)
-			k[nk++] = (struct keyed){ &t->ops[i],
-						  by == TORCH_GROUP_SHAPE ? t->ops[i].shapes : NULL };
+			k[nk++] = (struct keyed){ &t->ops[i], by != TORCH_GROUP_SHAPE ? NULL
+							      : t->ops[i].shapes ? t->ops[i].shapes
+										 : "[]" };
 	if (by == TORCH_GROUP_STACK)
 		err = stack_keys(g, t, m, n, k, nk);
 	if (!err && nk)

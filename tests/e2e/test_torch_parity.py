@@ -1,0 +1,107 @@
+"""torch_op_sum against torch.profiler's key_averages() on two real models trained as ML
+engineers train them (Debian's CPU PyTorch 1.13, /usr/bin/python3): a convolutional network
+with batch norm and AdamW, and a small transformer language model with dropout, each fed by
+a DataLoader with two worker processes. The job runs unchanged until bpfsight attaches
+(record -p --inject --torch-shapes --capture-range=steps:3); the job itself profiles the same
+3 steps with torch.profiler(record_shapes, with_flops, with_stack).
+
+Counts: key_averages() merges an op into a same-named parent whose only child it is
+(dropout's div_ in div_); torch 1.13 decides that nesting on times cut to whole us (start
+and duration apart), torch 2.x on ns, as bpfsight does. So every name's count equals the
+profiler's own rule applied to its own events at ns (test_mem_torch.profiler_rule), and
+equals key_averages() itself wherever its rounding changed nothing. FLOPs are per op, from
+its shapes (and conv2d's stride, padding, dilation and groups): every name's equal
+key_averages' exactly.
+"""
+import collections
+import json
+import os
+
+from helpers import BPFSIGHT, Recorder, check, eq, run, spawn, tmpdir
+from test_mem_torch import TRAIN, PY, profiler_rule, workload_line
+from test_torch import need_torch
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 70
+
+
+def capture(model):
+    """(pid, the profiler's JSON, the trace) of 3 steps of MODEL, both ways."""
+    d = tmpdir()
+    go, out, trace = (os.path.join(d, f) for f in ("go", "profile.json", "t.bst"))
+    w = spawn([PY, TRAIN, "--go", go, "--out", out, "--model", model, "--flops"])
+    pid = workload_line(w, lambda l: "ready" in l, "the workload's warmup", 180)["ready"]
+    rec = Recorder("-p", str(pid), "-t", "torch", "--inject", "--torch-shapes",
+                   "--capture-range=steps:3", out=trace)
+    rec.wait_ready(120)
+    workload_line(w, lambda l: l.get("callbacks"), "bpfsight's RecordFunction callback", 60)
+    open(go, "w").close()
+    eq(rec.wait(180), 0, f"record ({rec.stderr[-800:]})")
+    check("3 steps captured" in rec.stderr, rec.stderr[-800:])
+    workload_line(w, lambda l: l.get("done"), "the profile written", 120)
+    eq(w.wait(60), 0, "the workload's exit")
+    with open(out) as f:
+        return pid, json.load(f), trace
+
+
+def op_sum(trace, pid, *opts):
+    p = run([BPFSIGHT, "stats", trace, "--pid", str(pid), "-r", "torch_op_sum", "--format",
+             "json", *opts], check=True)
+    rows = json.loads(p.stdout)["reports"]["torch_op_sum"]
+    check(rows and all(r["pid"] == pid for r in rows), "rows of the job's process only")
+    return rows
+
+
+def by(rows, *keys):
+    """{key: [count, flops]} summed over the rows (key_averages' key has no scope)."""
+    out = collections.defaultdict(lambda: [0, 0])
+    for r in rows:
+        k = tuple(r[c] for c in keys) if len(keys) > 1 else r[keys[0]]
+        out[k][0] += r["count"]
+        out[k][1] += r.get("flops", 0)
+    return dict(out)
+
+
+def check_model(model, flop_ops):
+    need_torch()
+    pid, prof, trace = capture(model)
+    ka = {k: c for k, c, _ in prof["flops"] if k != "[memory]"}
+    at_ns = {k: v[0] for k, v in profiler_rule(prof["ops"], [], us=False, merge=True).items()}
+    at_us = {k: v[0] for k, v in profiler_rule(prof["ops"], [], us=True, merge=True).items()}
+    eq(at_us, ka, "key_averages' counts from the profiler's own events by its rule, at us")
+
+    rows = op_sum(trace, pid)
+    mine = by(rows, "name")
+    eq({k: v[0] for k, v in mine.items()}, at_ns, "every name's count: the rule at ns")
+    unmoved = [k for k in ka if at_ns.get(k) == ka[k]]
+    check(len(unmoved) > 0.9 * len(ka), f"names the profiler's rounding left alone: {unmoved}")
+    for k in unmoved:
+        eq(mine[k][0], ka[k], f"{k}: as key_averages counts it")
+
+    # FLOPs: torch's formulas on every op, per name, exactly.
+    theirs = {k: f for k, _, f in prof["flops"] if f}
+    eq({k: v[1] for k, v in mine.items() if v[1]}, theirs, "FLOPs of every name")
+    check(set(flop_ops) <= set(theirs), f"{flop_ops} have FLOPs: {theirs}")
+
+    # group_by_input_shape: a row per (name, shapes), the same counts where nothing moved.
+    shaped = by(op_sum(trace, pid, "--group-by", "shape"), "name", "input_shapes")
+    ka_shapes = {(k, s): c for k, s, c in prof["shapes"] if k in unmoved}
+    eq({k: v[0] for k, v in shaped.items() if k[0] in unmoved}, ka_shapes,
+       "rows by name and input shapes")
+    check(any(k == "aten::addmm" for k, _ in ka_shapes), "addmm by its shapes")
+    return pid, prof, trace, rows
+
+
+def test_torch_cnn_counts_and_flops_equal_key_averages():
+    """The CNN: conv2d's FLOPs (stride, padding from its concrete inputs) among them."""
+    check_model("cnn", ["aten::conv2d", "aten::addmm", "aten::add", "aten::mul"])
+
+
+def test_torch_transformer_counts_and_flops_equal_key_averages():
+    """The transformer: dropout's div_ in div_ counted once, as key_averages counts it."""
+    pid, prof, trace, rows = check_model("transformer",
+                                         ["aten::mm", "aten::bmm", "aten::addmm"])
+    events = {r["name"]: r["count"] for r in rows}
+    check(events.get("aten::dropout"), "dropout ran")
+    p = run([BPFSIGHT, "stats", trace, "-r", "torch_op_sum"], check=True)
+    check("counted in it, as key_averages() merges them" in p.stdout, p.stdout[-800:])
