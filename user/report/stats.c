@@ -259,10 +259,9 @@ static int stats__check_group(struct stats *s, const char *arg, const char *repo
 	if (stats_asks__parse_group(arg, (char *)group->group_by, 32, &group->group_n))
 		return -EINVAL;
 	for (int i = 0; i < s->n && n < 256; i++) {
-		if (reports && !s->reps[i].selected)
-			continue;
-		reps[n++] = s->reps[i].rep;
-		takes += stats_asks__takes(s->reps[i].rep, group->group_by, group->group_n);
+		reps[n++] = s->reps[i].rep; /* the list names every report that takes one */
+		if (!reports || s->reps[i].selected)
+			takes += stats_asks__takes(s->reps[i].rep, group->group_by, group->group_n);
 	}
 	if (takes)
 		return 0;

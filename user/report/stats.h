@@ -40,7 +40,7 @@ struct stats_opts {
 	int npids, ntids;
 	const char *const *comms;
 	int ncomms;
-	int python;	 /* --python: cpu_sum's Python frames only */
+	int python;	      /* --python: cpu_sum's Python frames only */
 	const char *group_by; /* --group-by KEY[:N]: the reports that take KEY group so */
 	const char *sort;     /* --sort COLUMN: rows by that column (numbers descending) */
 	int people;	 /* table mode's rows (REPORT_FOR_PEOPLE): what `bpfsight stats` prints */

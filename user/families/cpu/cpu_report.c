@@ -233,8 +233,8 @@ static void note_cut(const struct cpu_emit *e, const struct trace_model *m, __u6
 	table__add_note(t, "%s", note);
 }
 
-static int cpu_sum__emit_for(void *vst, const struct trace_model *m,
-			     const struct report_ask *ask, struct table *t)
+static int cpu_sum__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
+			     struct table *t)
 {
 	struct cpu_emit e = { .funcs = hmap__new(sizeof(struct cpu_func)),
 			      .cut_at = hmap__new(sizeof(__u64)),

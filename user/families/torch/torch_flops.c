@@ -126,9 +126,9 @@ static __u64 conv2d(const struct ints *in, int n, const struct ints *c, int nc, 
 	const struct ints *x = &in[0], *w = &in[1], *st = &c[3], *pad = &c[4], *dil = &c[5];
 	__s64 oh, ow, groups;
 
-	if (n < 7 || nc < 7 || x->n != 4 || w->n != 4 || st->n != 2 || pad->n != 2 ||
-	    dil->n != 2 || scalar[3] || scalar[4] || scalar[5] || !scalar[6] ||
-	    !(groups = c[6].v[0]) || !st->v[0] || !st->v[1])
+	if (n < 7 || nc < 7 || x->n != 4 || w->n != 4 || st->n != 2 || pad->n != 2 || dil->n != 2 ||
+	    scalar[3] || scalar[4] || scalar[5] || !scalar[6] || !(groups = c[6].v[0]) ||
+	    !st->v[0] || !st->v[1])
 		return 0;
 	oh = (x->v[2] + 2 * pad->v[0] - dil->v[0] * (w->v[2] - 1) - 1) / st->v[0] + 1;
 	ow = (x->v[3] + 2 * pad->v[1] - dil->v[1] * (w->v[3] - 1) - 1) / st->v[1] + 1;
@@ -150,8 +150,8 @@ static __u64 gemm(const struct ints *a, const struct ints *b, int batched)
 }
 
 static const char *const counted[] = {
-	"aten::conv2d", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::mul",
-	"aten::add",
+	"aten::conv2d",	 "aten::mm",  "aten::addmm", "aten::bmm",
+	"aten::baddbmm", "aten::mul", "aten::add",
 };
 
 int torch_flops__counted(const char *name)

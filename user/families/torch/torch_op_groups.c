@@ -12,9 +12,12 @@
 
 /* torch.profiler's _filter_stack_entry: frames of (file part, function part) left out. */
 static const char *const filtered[][2] = {
-	{ "autograd/__init__", "_make_grads" },	  { "autograd/__init__", "backward" },
-	{ "torch/tensor", "backward" },		  { "_internal/common_utils", "prof_callable" },
-	{ "_internal/common_utils", "prof_func_call" }, { "_internal/common_utils", "prof_meth_call" },
+	{ "autograd/__init__", "_make_grads" },
+	{ "autograd/__init__", "backward" },
+	{ "torch/tensor", "backward" },
+	{ "_internal/common_utils", "prof_callable" },
+	{ "_internal/common_utils", "prof_func_call" },
+	{ "_internal/common_utils", "prof_meth_call" },
 };
 
 static int left_out(const char *entry)
@@ -42,8 +45,8 @@ static char *stack_text(const struct trace_stack *s, const struct trace_model *m
 
 		if (f->kind != BS_FRAME_PYTHON)
 			continue;
-		k = (size_t)snprintf(entry, sizeof(entry), "%s(%u): %s", file ? file : "?",
-				     f->line, func ? func : "?");
+		k = (size_t)snprintf(entry, sizeof(entry), "%s(%u): %s", file ? file : "?", f->line,
+				     func ? func : "?");
 		if (k >= sizeof(entry) || left_out(entry))
 			continue;
 		if (len + k + 3 > cap) {
@@ -90,7 +93,8 @@ static int op_stacks(const struct torch_ops *t, const struct trace_stack **out)
 		out[i] = o->stack;
 		if (o->merged || backward_of(t, o))
 			continue;
-		v = hmap__get(fwd, (struct hkey){ ((__u64)o->pid << 32) ^ o->torch_tid, o->seq }, 1);
+		v = hmap__get(fwd, (struct hkey){ ((__u64)o->pid << 32) ^ o->torch_tid, o->seq },
+			      1);
 		if (!v) {
 			hmap__free(fwd);
 			return -ENOMEM;
@@ -231,8 +235,8 @@ int torch_op_groups__make(struct torch_op_groups *g, const struct torch_ops *t,
 						      .name = k[i].op->name,
 						      .scope = torch_scope_name(k[i].op->scope),
 						      .by = by == TORCH_GROUP_NAME ? NULL
-							    : k[i].by	       ? k[i].by
-									       : "" };
+							    : k[i].by		   ? k[i].by
+										   : "" };
 		}
 		add_op(&g->v[g->n - 1], k[i].op);
 	}

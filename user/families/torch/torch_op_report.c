@@ -109,15 +109,16 @@ static void op_sum__cols(struct table *t, int *c, int with_mem, int with_flops,
 	c[C_GPU_OPS] = table__add_col(t, "gpu_ops", "GPU Ops", TABLE_U64);
 	if (with_mem) { /* key_averages' columns, the order its table prints them */
 		c[C_CPU_MEM] = table__add_col(t, "cpu_mem_bytes", "CPU Mem", TABLE_S64);
-		c[C_SELF_CPU_MEM] = table__add_col(t, "self_cpu_mem_bytes", "Self CPU Mem",
-						   TABLE_S64);
+		c[C_SELF_CPU_MEM] =
+			table__add_col(t, "self_cpu_mem_bytes", "Self CPU Mem", TABLE_S64);
 		c[C_CUDA_MEM] = table__add_col(t, "cuda_mem_bytes", "CUDA Mem", TABLE_S64);
-		c[C_SELF_CUDA_MEM] = table__add_col(t, "self_cuda_mem_bytes", "Self CUDA Mem",
-						    TABLE_S64);
+		c[C_SELF_CUDA_MEM] =
+			table__add_col(t, "self_cuda_mem_bytes", "Self CUDA Mem", TABLE_S64);
 	}
 	if (with_flops) {
 		c[C_FLOPS] = table__add_col(t, "flops", "Total FLOPs", TABLE_U64);
 		c[C_GFLOPS] = table__add_col(t, "gflops_per_s", "GFLOP/s", TABLE_DOUBLE);
+		table__set_precision(t, c[C_GFLOPS], 3);
 	}
 	c[C_PID] = table__add_col(t, "pid", "PID", TABLE_U64);
 	c[C_SCOPE] = table__add_col(t, "scope", "Scope", TABLE_STR);

@@ -126,8 +126,7 @@ static void pop_ended(struct torch_ops *t, struct open_stack *s, __u64 end)
  * child of an op of the same name. A chain of them (div_ in div_ in div_) all goes into the
  * first, as _remove_dup_nodes' passes merge it. KIDS: a counter per op, zeroed.
  */
-static int mark_merged(struct torch_ops *t, struct open_stack *s, size_t o, size_t oe,
-		       __u32 *kids)
+static int mark_merged(struct torch_ops *t, struct open_stack *s, size_t o, size_t oe, __u32 *kids)
 {
 	s->n = 0;
 	for (size_t i = o; i < oe; i++) {
@@ -142,8 +141,8 @@ static int mark_merged(struct torch_ops *t, struct open_stack *s, size_t o, size
 	for (size_t i = o; i < oe; i++) {
 		long p = t->ops[i].parent;
 
-		t->ops[i].merged = p >= 0 && kids[p - (long)o] == 1 &&
-				   !strcmp(t->ops[p].name, t->ops[i].name);
+		t->ops[i].merged =
+			p >= 0 && kids[p - (long)o] == 1 && !strcmp(t->ops[p].name, t->ops[i].name);
 	}
 	return 0;
 }
