@@ -7,13 +7,16 @@ and their kernels, bpfsight's against torch.profiler's on identical iterations.
       AdamW); with --profile, iterations FIRST..LAST (1-based, inclusive) run under
       torch.profiler (CPU and CUDA activity) and OUT gets its ops by name and, per (op,
       kernel), how many kernels Kineto linked to that op (each GPU kernel's
-      linked_correlation_id is its launching op's correlation id).
+      linked_correlation_id is its launching op's correlation id), and key_averages()'s
+      count and FLOPs per name (record_shapes and with_flops on).
   check_torch.py compare BPFSIGHT TRACE PROFILE_JSON
       TRACE: `record -t torch,cuda,gpu --capture-range=steps:(FIRST-2)+(LAST-FIRST+1)` of
       `loop STEPS` (the same iterations). Checks: the captured Optimizer.step scopes are
       LAST-FIRST+1; the ops by name equal torch.profiler's; every GPU kernel linked to its
       launching cuda call sits under a torch op of that thread, and the (op, kernel) pairs
-      equal torch.profiler's. Exit 0 when all hold.
+      equal torch.profiler's; with --torch-shapes, torch_op_sum's count and FLOPs of every
+      name equal key_averages()' (torch 2.x nests ops by ns, as bpfsight: its merge of an
+      only child into its same-named parent is exactly bpfsight's). Exit 0 when all hold.
 
 --device cpu runs the loop on the CPU (a dry run of this script where there is no GPU).
 """
@@ -82,7 +85,8 @@ def loop(args):
             acts = [torch.profiler.ProfilerActivity.CPU]
             if device == "cuda":
                 acts.append(torch.profiler.ProfilerActivity.CUDA)
-            prof = torch.profiler.profile(activities=acts)
+            prof = torch.profiler.profile(activities=acts, record_shapes=True,
+                                          with_flops=True)
             prof.start()
         opt.zero_grad()
         logits = model(idx)
@@ -115,8 +119,9 @@ def dump_profile(prof, out):
                 e.name().startswith(("Memcpy", "Memset"))):
             continue
         pairs[f"{names.get(e.linked_correlation_id(), '[no op]')}\t{e.name()}"] += 1
+    averages = {e.key: [e.count, e.flops] for e in prof.key_averages() if e.key in cpu_names}
     with open(out, "w") as f:
-        json.dump({"ops": ops, "pairs": pairs}, f, indent=1)
+        json.dump({"ops": ops, "pairs": pairs, "key_averages": averages}, f, indent=1)
 
 
 def innermost(ops, tid, ts):
@@ -167,7 +172,29 @@ def compare(args):
               dict(list((want_pairs - pairs).items())[:20]))
     else:
         print(f"(op, kernel) pairs: equal to torch.profiler's ({sum(pairs.values())})")
-    return 0 if ok else 1
+    return 0 if compare_averages(bpfsight, trace, prof) and ok else 1
+
+
+def compare_averages(bpfsight, trace, prof):
+    """torch_op_sum's count and FLOPs per name against key_averages()'."""
+    out = subprocess.run([bpfsight, "stats", trace, "-r", "torch_op_sum", "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    rows = json.loads(out.stdout)["reports"]["torch_op_sum"]
+    mine = collections.defaultdict(lambda: [0, 0])
+    for r in rows:
+        mine[r["name"]][0] += r["count"]
+        mine[r["name"]][1] += r.get("flops") or 0
+    theirs = prof["key_averages"]
+    counts = {k: v[0] for k, v in mine.items() if k in theirs}
+    want = {k: v[0] for k, v in theirs.items()}
+    flops = {k: v[1] for k, v in mine.items() if v[1]}
+    want_flops = {k: v[1] for k, v in theirs.items() if v[1]}
+    ok = counts == want and flops == want_flops and want_flops
+    print("key_averages counts:", "equal" if counts == want else
+          f"differ: {[(k, counts.get(k), want.get(k)) for k in want if counts.get(k) != want[k]][:20]}")
+    print("key_averages FLOPs:", f"equal ({sum(flops.values()) / 1e9:.3f} GFLOP)"
+          if flops == want_flops else f"differ: bpfsight {flops}, torch.profiler {want_flops}")
+    return ok
 
 
 def main():

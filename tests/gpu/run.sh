@@ -253,10 +253,10 @@ if [ -n "$shim" ]; then
 	check "torch: torch.profiler on iterations 5..14 (own process)" \
 		python3 "$here/check_torch.py" loop 16 --profile 5:14 --json "$work/torch_prof.json"
 	check "torch: bpfsight record -t torch,cuda,gpu --capture-range=steps:3+10" \
-		"$bin" record -f -t torch,cuda,gpu --capture-range=steps:3+10 --kill none \
+		"$bin" record -f -t torch,cuda,gpu --torch-shapes --capture-range=steps:3+10 --kill none \
 		-o "$work/torch.bst" -- python3 "$here/check_torch.py" loop 16
 	"$bin" stats "$work/torch.bst" -r torch_op_sum,torch_step_sum | head -40 || true
-	check "torch: ops equal torch.profiler's, every kernel under the op that launched it" \
+	check "torch: ops equal torch.profiler's, every kernel under the op that launched it, key_averages' counts and FLOPs" \
 		python3 "$here/check_torch.py" compare "$bin" "$work/torch.bst" "$work/torch_prof.json"
 
 	echo "== monitor: GPU metrics of a job run with the shim, vs torch.profiler ($steps steps)"
