@@ -10,6 +10,7 @@
 #include "family.h"
 #include "kernel_features.h"
 #include "record_args.h"
+#include "nsys_args.h"
 #include "record_options.h"
 #include "recorder.h"
 #include "stats.h"
@@ -117,13 +118,22 @@ static int check_record(struct record_args *a)
 	return 0;
 }
 
-int cmd_record(int argc, char **argv)
+/* record and profile: PROFILE reads the command line as nsys does (nsys_args.h). */
+static int record_main(const char *name, int profile, int argc, char **argv)
 {
 	struct record_args a = {};
+	struct nsys_args n = {};
 	char outbuf[64], *cmdline = cmd__join_args(argc, argv);
 	int ret = 1, e;
 
-	e = record_args__start(&a, "record", cmdline, argc, argv, usage);
+	if (!cmdline || nsys_args__rewrite(&n, name, profile, argc, argv)) {
+		free(cmdline);
+		nsys_args__free(&n);
+		return 1;
+	}
+	argc = n.argc;
+	argv = n.argv;
+	e = record_args__start(&a, name, cmdline, argc, argv, usage);
 	if (e >= 0) {
 		ret = e;
 		goto out;
@@ -148,6 +158,17 @@ int cmd_record(int argc, char **argv)
 	ret = recorder__run(&a.o);
 out:
 	record_args__free(&a);
+	nsys_args__free(&n);
 	free(cmdline);
 	return ret;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	return record_main("record", 0, argc, argv);
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	return record_main("profile", 1, argc, argv);
 }

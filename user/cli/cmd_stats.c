@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "commands.h"
+#include "export.h"
 #include "getopt_error.h"
 #include "human.h"
 #include "stats.h"
@@ -30,6 +31,7 @@ static void stats_usage(FILE *f)
 		"  -r, --report LIST   reports to print (default: those of the recorded families)\n"
 		"                      reports: %s\n"
 		"  -f, --format FMT    table (default), json ({\"reports\": {NAME: [rows]}}), csv\n"
+		"  -o, --output FILE   write to FILE (a new file) instead of stdout\n"
 		"      --units UNITS   table mode's numbers: human (default: 5.35 ms, 1.2 MiB) or\n"
 		"                      ns (exact: ns and bytes, as json and csv always are)\n"
 		"      --top N         at most N rows per report (table: 15; json, csv: all); 0: all\n"
@@ -63,6 +65,7 @@ enum {
 const struct option stats_options[] = {
 	{ "report", required_argument, NULL, 'r' },
 	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
 	{ "units", required_argument, NULL, OPT_UNITS },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "wide", no_argument, NULL, OPT_WIDE },
@@ -82,6 +85,7 @@ struct stats_args {
 	__u32 pids[MAX_IDS], tids[MAX_IDS];
 	const char *comms[MAX_IDS]; /* copies */
 	int top_given;
+	const char *output; /* -o: NULL for stdout */
 };
 
 /* -r may repeat: the lists add up. */
@@ -162,6 +166,9 @@ static int parse_one(struct stats_args *a, int c, int argc, char **argv)
 	switch (c) {
 	case 'r':
 		return add_reports(a, optarg) ? -1 : 0;
+	case 'o':
+		a->output = optarg;
+		return 0;
 	case 'f':
 		if (!stats__parse_format(optarg, &a->o.fmt))
 			return 0;
@@ -198,9 +205,37 @@ static int parse_one(struct stats_args *a, int c, int argc, char **argv)
 	case 'h':
 		return 2;
 	default:
-		getopt_error__print("stats", argc, argv, "r:f:h", stats_options);
+		getopt_error__print("stats", argc, argv, "r:f:o:h", stats_options);
 		return 1;
 	}
+}
+
+/* The reports to -o's file (a new one, never through a symlink) or stdout. */
+static int run_to(const char *file, struct stats_args *a)
+{
+	int fd, status;
+	FILE *out;
+
+	if (!a->output)
+		return stats__run_opts(file, &a->o, stdout);
+	fd = export__create(a->output);
+	if (fd < 0) {
+		pr_err("-o %s: %s%s\n", a->output, strerror(-fd),
+		       fd == -EEXIST ? " (choose another name, or remove it)" : "");
+		return EXIT_READ_FAIL;
+	}
+	out = fdopen(fd, "w");
+	if (!out) {
+		close(fd);
+		return EXIT_READ_FAIL;
+	}
+	a->o.view.width = 0; /* a file: no terminal width */
+	status = stats__run_opts(file, &a->o, out);
+	if (fclose(out) && status == EXIT_READ_OK) {
+		pr_err("-o %s: %s\n", a->output, strerror(errno));
+		status = EXIT_READ_FAIL;
+	}
+	return status;
 }
 
 int cmd_stats(int argc, char **argv)
@@ -213,7 +248,7 @@ int cmd_stats(int argc, char **argv)
 		return EXIT_READ_FAIL;
 	optind = 1;
 	opterr = 0;
-	while (!ret && (c = getopt_long(argc, argv, "r:f:h", stats_options, NULL)) != -1)
+	while (!ret && (c = getopt_long(argc, argv, "r:f:o:h", stats_options, NULL)) != -1)
 		ret = parse_one(a, c, argc, argv);
 	if (ret < 0)
 		pr_err("out of memory\n");
@@ -236,7 +271,7 @@ int cmd_stats(int argc, char **argv)
 	if (a->o.fmt != STATS_FORMAT_TABLE && !a->top_given)
 		a->o.top = 0;
 	a->o.view.width = human__term_width(STDOUT_FILENO);
-	status = stats__run_opts(file, &a->o, stdout);
+	status = run_to(file, a);
 out:
 	free(a->reports);
 	for (c = 0; c < a->o.ncomms; c++)

@@ -9,6 +9,7 @@
 #include "trace_walk.h" /* EXIT_READ_*: the exit statuses of the reading commands */
 
 int cmd_record(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -9,6 +9,9 @@
 const struct bpfsight_cmd bpfsight_cmds[] = {
 	{ "record", cmd_record, NULL, "trace a command, running processes (-p) or the system (-a)",
 	  record_long_options },
+	{ "profile", cmd_profile, NULL,
+	  "record, reading the command line as nsys profile does (its -t names and defaults)",
+	  record_long_options },
 	{ "monitor", cmd_monitor, NULL,
 	  "serve Prometheus metrics (GIL, CUDA, NCCL, syscalls) of the system or -p",
 	  monitor_long_options },

@@ -57,19 +57,37 @@ int record_args__has_caps(void)
 #undef HAS
 }
 
-int record_args__families(const char *cmd, const char *list, __u64 *mask)
+/* nsys's -t names of what bpfsight's families trace under another name. */
+static const char *const nsys_names[][2] = {
+	{ "python-gil", "gil" },
+	{ "cublas-verbose", "cublas" },
+	{ "cudnn-verbose", "cudnn" },
+	{ "cuda-hw", "cuda" },
+};
+
+static const char *family_name(const char *tok)
+{
+	for (size_t i = 0; i < sizeof(nsys_names) / sizeof(nsys_names[0]); i++)
+		if (!strcmp(tok, nsys_names[i][0]))
+			return nsys_names[i][1];
+	return tok;
+}
+
+int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 *explicit)
 {
 	char *copy = strdup(list), *save = NULL, *tok, fams[256];
-	int ret = 0;
+	int ret = 0, named = 0;
 
 	if (!copy)
 		return 1;
 	*mask = 0;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		const char *name = family_name(tok + (tok[0] == '+'));
 		int found = 0;
 
+		named += tok[0] != '+';
 		for (int i = 0; families[i]; i++) {
-			if (strcmp(families[i]->name, tok) || (families[i]->flags & FAMILY_ALWAYS))
+			if (strcmp(families[i]->name, name) || (families[i]->flags & FAMILY_ALWAYS))
 				continue;
 			*mask |= 1ull << i;
 			found = 1;
@@ -82,6 +100,11 @@ int record_args__families(const char *cmd, const char *list, __u64 *mask)
 		}
 	}
 	free(copy);
+	*explicit = named > 0;
+	if (!ret && !named) /* only +NAME: the default set, and those */
+		for (int i = 0; families[i]; i++)
+			if (!(families[i]->flags & FAMILY_OPT_IN))
+				*mask |= 1ull << i;
 	if (!ret && !*mask)
 		ret = record_args__fail(cmd, "-t needs at least one family");
 	return ret;

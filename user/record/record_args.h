@@ -12,8 +12,13 @@
 
 /* Print "bpfsight CMD: " and the message on stderr; returns 1 (an exit status). */
 int record_args__fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* -t LIST: the families' bits in *MASK; 1 after saying what is wrong. */
-int record_args__families(const char *cmd, const char *list, __u64 *mask);
+/*
+ * -t LIST: the families' bits in *MASK; 1 after saying what is wrong. An item +NAME adds NAME
+ * to the others, or to the default set when every item is one (*EXPLICIT then 0: the default
+ * set was not chosen by name). nsys's names of families bpfsight names otherwise (python-gil)
+ * are taken for ours.
+ */
+int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 *explicit);
 /* -p LIST: pids (or thread ids, taken as their process) appended to O; 1 on error. */
 int record_args__pids(const char *cmd, const char *arg, struct record_opts *o);
 /*

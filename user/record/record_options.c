@@ -53,9 +53,15 @@ static int opt_force(struct record_args *a, const char *arg)
 	return 0;
 }
 
+/* -t repeats add up, as nsys's --trace does: -t cuda,nvtx -t gil records the three. */
 static int opt_trace(struct record_args *a, const char *arg)
 {
-	a->trace = arg;
+	char *joined;
+
+	if (asprintf(&joined, "%s%s%s", a->trace ?: "", a->trace ? "," : "", arg) < 0)
+		return FAIL("out of memory");
+	free(a->trace);
+	a->trace = joined;
 	return 0;
 }
 
@@ -591,6 +597,11 @@ static void short_options(__u32 cmds, char *buf, size_t len)
 	buf[n] = 0;
 }
 
+void record_args__short_options(const char *cmd, char *buf, size_t len)
+{
+	short_options(cmd_bit(cmd), buf, len);
+}
+
 int record_args__init(struct record_args *a, const char *cmd)
 {
 	memset(a, 0, sizeof(*a));
@@ -623,6 +634,8 @@ int record_args__init(struct record_args *a, const char *cmd)
 
 void record_args__free(struct record_args *a)
 {
+	free(a->trace);
+	a->trace = NULL;
 	for (int i = 0; i < RECORD_MAX_FAMILIES; i++) {
 		free(a->o.family_opts[i]);
 		a->o.family_opts[i] = NULL;
@@ -832,9 +845,8 @@ int record_args__check(struct record_args *a)
 	if (flight_opts__check(&o->flight, a->cmd))
 		return 1;
 	if (a->trace) {
-		if (record_args__families(a->cmd, a->trace, &o->families))
+		if (record_args__families(a->cmd, a->trace, &o->families, &o->families_explicit))
 			return 1;
-		o->families_explicit = 1;
 	} else if (a->cmd_bit == T) { /* top records what it shows: the families with columns */
 		for (int i = 0; families[i]; i++)
 			if (families[i]->top && !(families[i]->flags & FAMILY_OPT_IN))

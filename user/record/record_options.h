@@ -21,10 +21,10 @@ struct record_args {
 	const char *cmd; /* "record", "monitor" or "top": every message's prefix */
 	__u32 cmd_bit;	 /* RECORD_CMD_* */
 	struct record_opts o;
-	const char *trace; /* -t as given (families are chosen after every option) */
-	int stacks_given;  /* --stacks was given */
-	int done;	   /* --help or --features answered: exit 0 */
-	int help;	   /* --help: the command prints its usage */
+	char *trace;	  /* -t's lists, joined (-t repeats add up); chosen after every option */
+	int stacks_given; /* --stacks was given */
+	int done;	  /* --help or --features answered: exit 0 */
+	int help;	  /* --help: the command prints its usage */
 	/* monitor's own */
 	const char *listen;
 	__u32 top_n;
@@ -59,6 +59,8 @@ int record_args__parse(struct record_args *a, int argc, char **argv);
  * them. 0, or 1 after saying what is wrong.
  */
 int record_args__check(struct record_args *a);
+/* CMD's short options for getopt ("+o:ft:..."), for a reader of its command line. */
+void record_args__short_options(const char *cmd, char *buf, size_t len);
 /* The options' part of CMD's --help. */
 void record_args__print_options(FILE *f, const char *cmd);
 /* CMD's getopt_long table ("record", "monitor", "top"), made once. */

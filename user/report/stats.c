@@ -134,6 +134,7 @@ static int stats__select(struct stats *s, const char *list, const char *cmd)
 	for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
 		named++;
 		found = 0;
+		tok = (char *)stats_asks__nsys_report(tok);
 		for (i = 0; i < s->n; i++) {
 			if (!strcmp(s->reps[i].rep->name, tok)) {
 				s->reps[i].selected = 1;
@@ -142,7 +143,8 @@ static int stats__select(struct stats *s, const char *list, const char *cmd)
 		}
 		if (!found) {
 			stats__list_reports(names, sizeof(names));
-			pr_err("unknown report '%s' (reports: %s)\n", tok, names);
+			pr_err("unknown report '%s'%s (reports: %s)\n", tok,
+			       stats_asks__nsys_only(tok), names);
 			err = -ENOENT;
 			break;
 		}

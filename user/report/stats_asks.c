@@ -67,3 +67,49 @@ void stats_asks__list_groups(const struct report *const *reps, int n, char *buf,
 	if (!buf[0])
 		snprintf(buf, len, "no report takes one");
 }
+
+/* nsys's report names that bpfsight spells otherwise (nsys 2021's short names among them). */
+static const char *const nsys_reports[][2] = {
+	{ "cudaapisum", "cuda_api_sum" },
+	{ "gpukernsum", "cuda_gpu_kern_sum" },
+	{ "gpumemtimesum", "cuda_gpu_mem_time_sum" },
+	{ "gpumemsizesum", "cuda_gpu_mem_size_sum" },
+	{ "osrtsum", "osrt_sum" },
+	{ "nvtxsum", "nvtx_sum" },
+	{ "nvtxppsum", "nvtx_sum" },
+	{ "nvtx_pushpop_sum", "nvtx_sum" },
+	{ "nvtx_startend_sum", "nvtx_sum" },
+	{ "nvtxgpuproj", "nvtx_gpu_proj_sum" },
+	{ "cuda_kern_exec_trace", "cuda_kern_exec_sum" },
+};
+
+/* nsys's reports without a bpfsight one of that name, and what to use. */
+static const char *const nsys_others[][2] = {
+	{ "cuda_gpu_trace", ": nsys's trace of every GPU operation is `bpfsight dump FILE`" },
+	{ "gputrace", ": nsys's trace of every GPU operation is `bpfsight dump FILE`" },
+	{ "cuda_api_trace", ": nsys's trace of every CUDA call is `bpfsight dump FILE`" },
+	{ "cudaapitrace", ": nsys's trace of every CUDA call is `bpfsight dump FILE`" },
+	{ "cuda_gpu_sum", ": nsys's GPU operations together are cuda_gpu_kern_sum and "
+			  "cuda_gpu_mem_time_sum here" },
+	{ "cuda_api_gpu_sum", ": nsys's API with GPU time is cuda_launch_sum here" },
+	{ "nvtx_kern_sum", ": nsys's kernels by NVTX range is nvtx_gpu_proj_sum here" },
+	{ "nvtx_pushpop_trace", ": nsys's trace of every range is `bpfsight dump FILE`" },
+	{ "um_sum", ": bpfsight does not trace unified memory" },
+	{ "openmp_sum", ": bpfsight does not trace OpenMP" },
+};
+
+const char *stats_asks__nsys_report(const char *name)
+{
+	for (size_t i = 0; i < sizeof(nsys_reports) / sizeof(nsys_reports[0]); i++)
+		if (!strcmp(name, nsys_reports[i][0]))
+			return nsys_reports[i][1];
+	return name;
+}
+
+const char *stats_asks__nsys_only(const char *name)
+{
+	for (size_t i = 0; i < sizeof(nsys_others) / sizeof(nsys_others[0]); i++)
+		if (!strcmp(name, nsys_others[i][0]))
+			return nsys_others[i][1];
+	return "";
+}

@@ -16,4 +16,12 @@ int stats_asks__takes(const struct report *r, const char *key, unsigned n);
 /* "torch_op_sum (shape, stack:N)": the reports of REPS[N] that take a --group-by. */
 void stats_asks__list_groups(const struct report *const *reps, int n, char *buf, size_t len);
 
+/*
+ * -r NAME as nsys names reports: its older names (cudaapisum, gpukernsum, osrtsum, nvtxsum,
+ * nvtx_pushpop_sum...) are bpfsight's (cuda_api_sum, ...); any other NAME as it is.
+ */
+const char *stats_asks__nsys_report(const char *name);
+/* For an unknown NAME that is one of nsys's reports: what to use instead (", ..."), else "". */
+const char *stats_asks__nsys_only(const char *name);
+
 #endif /* BPFSIGHT_STATS_ASKS_H */

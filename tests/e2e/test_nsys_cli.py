@@ -1,0 +1,124 @@
+"""An nsys user's command line: the lines nsys's PyTorch material copies, with `nsys profile`
+replaced by `bpfsight record` or `bpfsight profile`, run on a real CUDA program here (the
+real libcudart, no GPU: every call fails, every probe fires) and record what they name;
+nsys's option values are never taken for the command; nsys's report names work in stats."""
+import os
+
+from helpers import BPFSIGHT, check, dump, eq, info, run, stats, tmpdir, workload
+from test_cuda import API_SHARED, need_cuda
+
+SECONDS = 20
+
+# (what nsys's material calls it, its options but -o and the command)
+LINES = [
+    ("quick sweep", ["-t", "cuda,nvtx,osrt,cudnn,cublas", "-w", "true"]),
+    ("targeted", ["--trace=cuda,nvtx", "--capture-range=cudaProfilerApi",
+                  "--capture-range-end=stop"]),
+    ("deep dive", ["--trace=cuda,nvtx,osrt,cudnn,cublas", "--cudabacktrace=all",
+                   "--python-backtrace=cuda", "--pytorch=autograd-shapes-nvtx",
+                   "--cuda-memory-usage=true", "--sampling-frequency=1000",
+                   "-s", "process-tree"]),
+    ("classic", ["-w", "true", "-t", "cuda,nvtx,osrt,cudnn,cublas", "-s", "cpu",
+                 "--capture-range=cudaProfilerApi", "--stop-on-range-end=true",
+                 "--cudabacktrace=true", "-x", "true"]),
+]
+
+# The families each line records: record keeps its meaning of -t and takes nsys's other
+# options; profile reads -t as nsys (cuda: the calls and the GPU work) with its defaults
+# (CPU sampling, context switches).
+FAMILIES = {
+    "record": {
+        "quick sweep": "proc,osrt,cuda,nvtx,cublas,cudnn",
+        "targeted": "proc,cuda,nvtx",
+        "deep dive": "proc,osrt,cpu,cuda,nvtx,torch,mem,cublas,cudnn",
+        "classic": "proc,osrt,cpu,cuda,nvtx,cublas,cudnn",
+    },
+    "profile": {
+        "quick sweep": "proc,osrt,sched,cpu,cuda,gpu,nvtx,cublas,cudnn",
+        "targeted": "proc,sched,cpu,cuda,gpu,nvtx",
+        "deep dive": "proc,osrt,sched,cpu,cuda,gpu,nvtx,torch,mem,cublas,cudnn",
+        "classic": "proc,osrt,sched,cpu,cuda,gpu,nvtx,cublas,cudnn",
+    },
+}
+
+
+def fams(trace):
+    return set(info(trace)["families"].split(","))
+
+
+def test_nsys_lines_record_what_they_name():
+    """Each line, both verbs, on cuda_api_shared (3 rounds): exit 0, the families it names,
+    the program's calls (all 18 launches, or the 3 profiler ranges' where the line captures
+    by cudaProfilerApi), CUDA calls' stacks where it asks --cudabacktrace."""
+    need_cuda(API_SHARED)
+    for verb in ("record", "profile"):
+        for name, opts in LINES:
+            out = os.path.join(tmpdir(), "t.bst")
+            p = run([BPFSIGHT, verb, *opts, "-o", out, API_SHARED, "3"], timeout=120)
+            eq(p.returncode, 0, f"{verb} {name}: exit ({p.stderr[-600:]})")
+            eq(fams(out), set(FAMILIES[verb][name].split(",")), f"{verb} {name}: families")
+            rep = {r["name"]: r["count"] for r in stats(out, "cuda_api_sum")["cuda_api_sum"]}
+            eq(rep.get("cudaLaunchKernel"), 18, f"{verb} {name}: launches")
+            captured = any("cudaProfilerApi" in o for o in opts)
+            check(captured == ("cudaMalloc" not in rep), f"{verb} {name}: capture {rep}")
+            if "cudabacktrace" in " ".join(opts):
+                cuda = [e for e in dump(out) if e["kind"] == "cuda_api"]
+                check(cuda and all(e.get("stack") for e in cuda),
+                      f"{verb} {name}: every CUDA call's stack")
+            if "--capture-range-end=stop" in opts or "--stop-on-range-end=true" in opts:
+                check("bpfsight keeps recording after a range ends" in p.stderr, p.stderr)
+
+
+def test_nsys_values_are_never_the_command():
+    """-f true (nsys's --force-overwrite), -w true, -x true: values, not the program; -f
+    alone is bpfsight's --force; repeated --trace options add up; nsys's short -t names."""
+    need_cuda(API_SHARED)
+    d = tmpdir()
+    out = os.path.join(d, "t.bst")
+    open(out, "w").close()
+    for verb in ("record", "profile"):
+        p = run([BPFSIGHT, verb, "-f", "true", "-x", "true", "-w", "true", "--trace=osrt",
+                 "--trace=python-gil", "-o", out, API_SHARED, "1"], timeout=120)
+        eq(p.returncode, 0, f"{verb}: exit ({p.stderr[-600:]})")
+        eq(info(out)["target"], f"launch: {API_SHARED} 1", f"{verb}: the program launched")
+        check({"osrt", "gil"} <= fams(out), f"{verb}: both --trace lists ({fams(out)})")
+    p = run([BPFSIGHT, "record", "-f", "-o", out, "-t", "osrt", API_SHARED, "1"])
+    eq(p.returncode, 0, f"-f alone overwrites ({p.stderr[-300:]})")
+
+
+def test_nsys_options_without_equivalent_are_named():
+    """An nsys option or -t name bpfsight has no equivalent for: exit 1, the option named;
+    nothing launched."""
+    d = tmpdir()
+    mark = os.path.join(d, "ran")
+    for opts, words in ((["--gpu-metrics-device=all"], "--gpu-metrics-device: nsys's option"),
+                        (["-t", "cuda,mpi"], "-t mpi: nsys traces mpi; bpfsight has no family"),
+                        (["-y", "5"], "-y: nsys's option has no bpfsight equivalent"),
+                        (["--capture-range=nvtx"], "needs --nvtx-capture=NAME")):
+        for verb in ("record", "profile"):
+            p = run([BPFSIGHT, verb, *opts, "-o", os.path.join(d, "x.bst"), "touch", mark])
+            eq(p.returncode, 1, f"{verb} {opts}: exit")
+            check(words in p.stderr, f"{verb} {opts}: {p.stderr}")
+            check(not os.path.exists(mark), f"{verb} {opts}: nothing launched")
+
+
+def test_stats_takes_nsys_report_names_and_output():
+    """nsys's older report names are ours; its trace reports name what does their job; -o
+    writes the tables to a new file."""
+    need_cuda(API_SHARED)
+    d = tmpdir()
+    out = os.path.join(d, "t.bst")
+    p = run([BPFSIGHT, "record", "-t", "cuda,osrt", "-o", out, API_SHARED, "1"], timeout=120)
+    eq(p.returncode, 0, p.stderr[-300:])
+    old = stats(out, "cudaapisum,osrtsum")
+    eq(sorted(old), ["cuda_api_sum", "osrt_sum"], "nsys 2021's names")
+    p = run([BPFSIGHT, "stats", out, "-r", "cuda_gpu_trace"])
+    eq(p.returncode, 1, "an nsys trace report")
+    check("`bpfsight dump FILE`" in p.stderr, p.stderr)
+    table = os.path.join(d, "tables.txt")
+    p = run([BPFSIGHT, "stats", out, "-r", "cuda_api_sum", "-o", table])
+    eq((p.returncode, p.stdout), (0, ""), "-o: nothing on stdout")
+    with open(table) as f:
+        check("cudaLaunchKernel" in f.read(), "the table in the file")
+    p = run([BPFSIGHT, "stats", out, "-r", "cuda_api_sum", "-o", table])
+    eq(p.returncode, 1, "-o never overwrites")

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * nsys profile's command line, read by bpfsight (docs/USAGE.md, "Coming from nsys"): a user
+ * who replaces `nsys profile` with `bpfsight profile` (or `bpfsight record`) keeps the
+ * options they pass. Before record parses its options, the ones spelled as nsys spells them
+ * are rewritten into bpfsight's (-s cpu: the cpu family; --cudabacktrace: --stacks=cuda;
+ * -f true: --force; ...), one line on stderr for each that bpfsight does differently; an
+ * nsys option bpfsight has no equivalent for is an error that names it. An option's value
+ * is never taken for the command (-f true, -x true, -w true).
+ *
+ * `profile` reads the line as nsys does: its -t names mean nsys's (cuda: the API calls and
+ * the GPU work, which are bpfsight's cuda and gpu families), and its defaults are nsys's
+ * (CPU sampling and context switches of the process tree: the cpu and sched families;
+ * -t cuda,nvtx,osrt without -t; -o NAME gets ".bst" without an extension). `record` keeps its
+ * own meaning of -t and its defaults, and takes nsys's other options.
+ */
+#ifndef BPFSIGHT_NSYS_ARGS_H
+#define BPFSIGHT_NSYS_ARGS_H
+
+struct nsys_args {
+	int argc;
+	char **argv;  /* the rewritten command line: argv[0], bpfsight's options, CMD... */
+	char **owned; /* the strings made for it, freed with it */
+	int nowned;
+};
+
+/*
+ * Rewrite ARGV (record's: argv[0] is "record" or "profile") into N. PROFILE: nsys's meaning of
+ * -t and its defaults. 0, or 1 after saying what is wrong (an exit status).
+ */
+int nsys_args__rewrite(struct nsys_args *n, const char *cmd, int profile, int argc,
+		       char **argv);
+void nsys_args__free(struct nsys_args *n);
+
+#endif /* BPFSIGHT_NSYS_ARGS_H */
