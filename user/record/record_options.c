@@ -854,6 +854,10 @@ int record_args__check(struct record_args *a)
 		return FAIL("--capture-range=%s%s%s needs the %s family: add %s to -t",
 			    o->capture->capture->kind, o->capture_arg ? ":" : "",
 			    o->capture_arg ?: "", o->capture->name, o->capture->name);
+	if (record_opts__capture_files(o) && o->flight.window_ns)
+		return FAIL(
+			"--capture-range=%s%s%s writes a file per range: drop --flight-recorder",
+			o->capture->capture->kind, o->capture_arg ? ":" : "", o->capture_arg ?: "");
 	if (o->inject && !records_shim(o)) {
 		names_of(fams, sizeof(fams), " or ", uses_shim);
 		return FAIL("--inject loads the cupti-shim for -t %s: add one of them to -t", fams);

@@ -208,10 +208,11 @@ static const struct family_shim torch_shim = {
 	.env = NULL, /* launch mode: LD_PRELOAD, as a CPU-only job never calls cuInit */
 };
 
-/* --capture-range=steps:N: N whole training steps (torch_steps.c). */
+/* --capture-range=steps:[WAIT+]N[xREPEAT]: N whole training steps (torch_steps.c). */
 static const struct family_capture torch_capture = { .kind = "steps",
-						     .arg = ":N",
-						     .check = torch_steps__check };
+						     .arg = ":[WAIT+]N[xREPEAT]",
+						     .check = torch_steps__check,
+						     .files = torch_steps__files };
 
 const struct family family_torch = {
 	.name = "torch",

@@ -21,8 +21,10 @@ struct torch_opts {
 struct record_ctx;
 struct torch_steps;
 
-/* torch_steps.c: TORCH_STEP records; --capture-range=steps:N and steps:SKIP+N */
+/* torch_steps.c: TORCH_STEP records; --capture-range=steps:[WAIT+]N[xREPEAT] */
 int torch_steps__check(const char *arg, const char *cmd);
+/* The files ARG writes: REPEAT (one per window), 0 without x (one file, -o). */
+__u32 torch_steps__files(const char *arg);
 /* ARG: --capture-range=steps's value, NULL when the recording does not capture by steps. */
 struct torch_steps *torch_steps__new(struct record_ctx *ctx, const char *arg);
 /* Every torch op written: a step boundary opens or closes the gate; the last ends it all. */
