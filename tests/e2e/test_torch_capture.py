@@ -5,11 +5,12 @@ a capture that can never record an op fails at once; a -t cpu capture too short 
 sampling rate says so; the step table's start times count from the file's start.
 """
 import collections
-import json
 import os
+import re
+import time
 
-from helpers import (BPFSIGHT, check, dump, eq, info, run, stats, tmpdir)
-from test_torch import PY, STEP, TRAIN, lines, need_torch
+from helpers import BPFSIGHT, Recorder, check, dump, eq, info, record, run, stats, tell, tmpdir
+from test_torch import PY, STEP, TRAIN, lines, need_torch, running_loop, train_line
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 40
@@ -58,3 +59,60 @@ def test_torch_capture_schedule_x2_equals_torch_profiler_windows():
         e = run([BPFSIGHT, "export", path, "--format", "chrome", "-o",
                  os.path.join(tmpdir(), "t.json")])
         eq(e.returncode, 0, f"window {k}: export ({e.stderr[-300:]})")
+
+
+def test_torch_capture_that_can_never_record_fails_at_once():
+    """A steps capture where no op can ever be recorded fails by itself, exit 1, the fix in
+    its message, instead of waiting for steps forever: -p on a loop started without the
+    shim and no --inject; launch mode where the shim refuses the job's torch (a version
+    faked for tests: BPFSIGHT_SHIM_TORCH_VERSION). The bound on the time from the recording's
+    start line to its exit is a real one: the torch family decides at its first poll (1 s),
+    then the stop reads the ring for at most 1 s and lets the probes go within 0.5 s; 10 s
+    leaves the rest to a loaded machine, where the old behaviour never ends. The -p job runs
+    on untouched."""
+    need_torch()
+    w, pid = running_loop()
+    rec = Recorder("-p", str(pid), "-t", "torch", "--capture-range=steps:3")
+    check(rec.started(), f"recorder live: {rec.stderr[-600:]}")
+    live = time.monotonic()
+    rec.wait(60)
+    took = time.monotonic() - live
+    err = rec.stderr
+    eq(rec.p.returncode, 1, f"record's exit ({err[-800:]})")
+    check(took < 10, f"it ended {took:.1f} s after going live")
+    check("no process of this recording has the cupti-shim" in err and "add --inject" in err
+          and "LD_PRELOAD=<shim>" in err, err[-800:])
+    check("nothing was captured" in err, err[-800:])
+    last = train_line(w, lambda l: "step" in l, "the job goes on")
+    tell(w, "stop")
+    end = lines(w.communicate(timeout=60)[0])[-1]
+    eq(w.returncode, 0, "the job's exit")
+    check(end["steps"] >= last["step"] and not end["callbacks_at_end"], f"the job: {end}")
+
+    start = time.monotonic()
+    p, _ = record(["env", "BPFSIGHT_SHIM_TORCH_VERSION=2.7.0", PY, TRAIN, "--steps", "0",
+                   "--sleep", "0.02"], "-t", "torch", "--capture-range=steps:3", timeout=120)
+    eq(p.returncode, 1, f"record ({p.stderr[-800:]})")
+    check("torch ops cannot be recorded in pid" in p.stderr and "torch 2.7.0" in p.stderr,
+          p.stderr[-800:])
+    # The job's import of torch (seconds here) comes first, then the same bound as above.
+    check(time.monotonic() - start < 60, "the refused capture ended")
+
+
+def test_torch_capture_too_few_cpu_samples_says_so():
+    """-t torch,cpu at 99 Hz over 3 steps that sleep 20 ms each (a few ms on the CPU): the
+    samples the capture holds are far fewer than 100, and the recording says how many, over
+    how long, at what rate, and what to do; the count it gives is the file's."""
+    need_torch()
+    p, out = record([PY, TRAIN, "--steps", "20", "--sleep", "0.02"], "-t", "torch,cpu",
+                    "--capture-range=steps:2+3", "--kill", "none")
+    eq(p.returncode, 0, f"record ({p.stderr[-800:]})")
+    m = re.search(r"cpu: (\d+) samples over ([\d.]+) ms captured at 99 Hz: too few to say "
+                  r"where time went \(under 100[^)]*\); raise --sample-rate", p.stderr)
+    check(m, p.stderr[-800:])
+    n = sum(e["kind"] == "cpu_sample" for e in dump(out))
+    eq(int(m.group(1)), n, "the samples said = the file's")
+    steps = stats(out, "torch_step_sum")["torch_step_sum"]
+    eq(len(steps), 3, "steps")
+    check(abs(float(m.group(2)) * 1e6 - sum(s["wall_ns"] for s in steps)) < 1e5,
+          f"{m.group(2)} ms: the 3 steps' time")

@@ -91,6 +91,15 @@ void capture_gate__on_close(struct capture_gate *g, capture_gate_closed_fn fn, v
 	g->on_close_arg = arg;
 }
 
+__u64 capture_gate__kept_ns(const struct capture_gate *g, __u64 now)
+{
+	__u64 ns = g->depth && now > g->open_start ? now - g->open_start : 0;
+
+	for (__u32 i = 0; i < g->nclosed; i++)
+		ns += g->closed[i].end - g->closed[i].start;
+	return ns;
+}
+
 int capture_gate__judges(const struct capture_gate *g, __u16 type)
 {
 	return type >= BS_REC_TYPE_MAX || !g->kept[type];

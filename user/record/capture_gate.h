@@ -28,6 +28,8 @@ int capture_gate__keep(struct capture_gate *g, const struct bs_hdr *rec);
 __u64 capture_gate__dropped(const struct capture_gate *g);
 /* Ranges opened so far (nested opens count once): 0 = nothing was captured. */
 __u64 capture_gate__opened(const struct capture_gate *g);
+/* How long the ranges lasted: the closed ones, and the open one until NOW. */
+__u64 capture_gate__kept_ns(const struct capture_gate *g, __u64 now);
 /* 1 when records of TYPE are events the ranges judge, 0 when they are kept whatever. */
 int capture_gate__judges(const struct capture_gate *g, __u16 type);
 /*

@@ -115,7 +115,9 @@ struct record_ctx {
 	int attached[RECORD_MAX_FAMILIES];
 	struct capture_gate *gate;   /* NULL unless --capture-range */
 	struct capture_files *files; /* a file per range (capture_files.h), else NULL */
-	int capture_done;	    /* the capturing family has all it wanted: the recording ends */
+	int capture_done; /* the capturing family has all it wanted: the recording ends */
+	/* ... or it said why no range can ever open: the recording ends, failed */
+	int capture_failed;
 	struct uprobe_mgr *uprobes; /* created by the first uprobe family that attaches */
 	struct stack_svc *stacks;   /* made before the families attach when stacks are wanted */
 	struct shim_link *shim;	    /* the cupti-shim channel (gpu, nvtx), shared */

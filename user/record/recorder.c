@@ -659,7 +659,8 @@ static void drain(struct recording *r)
 		if (stop_signal || ctx->write_err)
 			break;
 		if (ctx->capture_done) {
-			r->ended = "the capture is complete";
+			r->ended = ctx->capture_failed ? "no capture range can open"
+						       : "the capture is complete";
 			break;
 		}
 		if (ctx->uprobes)
@@ -760,6 +761,12 @@ static enum record_outcome say_captured(struct recording *r)
 	const struct record_ctx *ctx = &r->ctx;
 	unsigned long long dropped = capture_gate__dropped(ctx->gate);
 
+	if (!capture_gate__opened(ctx->gate) && ctx->capture_failed) {
+		pr_err("--capture-range=%s%s%s: nothing was captured (said above)\n",
+		       ctx->opts->capture->capture->kind, ctx->opts->capture_arg ? ":" : "",
+		       ctx->opts->capture_arg ? ctx->opts->capture_arg : "");
+		return RECORD_NOTHING_CAPTURED;
+	}
 	if (!capture_gate__opened(ctx->gate)) {
 		pr_err("--capture-range=%s%s%s: no range opened while recording: nothing was "
 		       "captured (%llu events outside it not kept); %s\n",

@@ -29,6 +29,8 @@ __u32 torch_steps__files(const char *arg);
 struct torch_steps *torch_steps__new(struct record_ctx *ctx, const char *arg);
 /* Every torch op written: a step boundary opens or closes the gate; the last ends it all. */
 void torch_steps__op(struct torch_steps *s, const struct bs_torch_op *r, const char *name);
+/* 1 while a steps capture has seen no step boundary yet. */
+int torch_steps__waiting(const struct torch_steps *s);
 /* The recording ends: what was captured, said on stderr. */
 void torch_steps__finish(struct torch_steps *s);
 void torch_steps__free(struct torch_steps *s);

@@ -215,11 +215,16 @@ void torch_steps__op(struct torch_steps *s, const struct bs_torch_op *r, const c
 	}
 }
 
+int torch_steps__waiting(const struct torch_steps *s)
+{
+	return s && s->capture && !s->name;
+}
+
 void torch_steps__finish(struct torch_steps *s)
 {
 	__u64 got;
 
-	if (!s || !s->capture || s->done)
+	if (!s || !s->capture || s->done || s->ctx->capture_failed)
 		return;
 	if (!s->name) {
 		pr_warn("--capture-range=steps: no step ended while "
