@@ -68,8 +68,8 @@ def test_torch_capture_that_can_never_record_fails_at_once():
     faked for tests: BPFSIGHT_SHIM_TORCH_VERSION). The bound on the time from the recording's
     start line to its exit is a real one: the torch family decides at its first poll (1 s),
     then the stop reads the ring for at most 1 s and lets the probes go within 0.5 s; 10 s
-    leaves the rest to a loaded machine, where the old behaviour never ends. The -p job runs
-    on untouched."""
+    leaves the rest to a loaded machine, where the old behaviour never ends. The jobs run on
+    untouched."""
     need_torch()
     w, pid = running_loop()
     rec = Recorder("-p", str(pid), "-t", "torch", "--capture-range=steps:3")
@@ -89,14 +89,15 @@ def test_torch_capture_that_can_never_record_fails_at_once():
     eq(w.returncode, 0, "the job's exit")
     check(end["steps"] >= last["step"] and not end["callbacks_at_end"], f"the job: {end}")
 
-    start = time.monotonic()
-    p, _ = record(["env", "BPFSIGHT_SHIM_TORCH_VERSION=2.7.0", PY, TRAIN, "--steps", "0",
+    # Launch mode: the shim is there from the start, torch loads later, and is refused. The
+    # recording fails as soon as it is; a failed recording leaves CMD to run to its end.
+    p, _ = record(["env", "BPFSIGHT_SHIM_TORCH_VERSION=2.7.0", PY, TRAIN, "--steps", "30",
                    "--sleep", "0.02"], "-t", "torch", "--capture-range=steps:3", timeout=120)
     eq(p.returncode, 1, f"record ({p.stderr[-800:]})")
     check("torch ops cannot be recorded in pid" in p.stderr and "torch 2.7.0" in p.stderr,
           p.stderr[-800:])
-    # The job's import of torch (seconds here) comes first, then the same bound as above.
-    check(time.monotonic() - start < 60, "the refused capture ended")
+    check("though the command exited with 0" in p.stderr, p.stderr[-800:])
+    eq(lines(p.stdout)[-1]["steps"], 30, "the job's steps")
 
 
 def test_torch_capture_too_few_cpu_samples_says_so():

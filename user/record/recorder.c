@@ -888,14 +888,17 @@ int recorder__exit_status(enum record_outcome outcome, int cmd_status)
 	return cmd_status >= 0 ? cmd_status : 0;
 }
 
-/* A launched CMD is the user's job: pass our stop on, then report its status. */
+/*
+ * A launched CMD is the user's job: pass our stop on, then report its status. A capture that
+ * failed (no range can open) is a failed recording: CMD runs on to its own end, untouched.
+ */
 static int reap_cmd(struct recording *r)
 {
 	const struct record_opts *o = r->ctx.opts;
 
 	if (!r->launch.reaped && stop_signal)
 		kill(r->launch.pid, stop_signal);
-	else if (!r->launch.reaped && o->kill_signal)
+	else if (!r->launch.reaped && o->kill_signal && !r->ctx.capture_failed)
 		kill(r->launch.pid, o->kill_signal);
 	launch__reap(&r->launch, 1);
 	r->launched = 0;
