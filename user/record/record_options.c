@@ -443,7 +443,9 @@ static const struct rec_option table[] = {
 	  "(between cudaProfilerStart and cudaProfilerStop, repeated ranges allowed), "
 	  "nvtx:NAME (inside NVTX ranges whose text is NAME in the default domain; NAME@DOMAIN, "
 	  "NAME@* any), steps:N or steps:SKIP+N (-t torch: N whole training steps from the next "
-	  "optimizer step's end, after SKIP more, then the recording stops)", NULL, opt_capture },
+	  "optimizer step's end, after SKIP more, then the recording stops), steps:SKIP+NxREPEAT "
+	  "(torch.profiler's schedule: REPEAT windows of N steps, each after SKIP, each to a file "
+	  "of its own, -o's stem + -1.bst, -2.bst, ...)", NULL, opt_capture },
 	{ "stacks", 0, "LIST", R,
 	  "events that carry the calling thread's stack (native and Python): "
 	  "FAMILY[:THRESHOLD],... (its events of at least THRESHOLD; :0 every one), or none",
