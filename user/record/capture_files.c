@@ -66,9 +66,15 @@ int capture_files__append(struct capture_files *cf, struct trace_writer *cur,
 
 	if (!capture_gate__judges(cf->gate, rec->type)) {
 		err = flight_meta__observe(cf->names, rec, 0);
-		if (!err && cf->prev && flight_meta__is_state(cf->names, rec->type))
-			err = trace_writer__append(cf->prev, rec); /* its late events may need it */
-		return err ? err : trace_writer__append(cur, rec);
+		if (err)
+			return err;
+		if (!flight_meta__is_state(cf->names, rec->type))
+			/* By its time (a stack's reference goes with its event), never refused. */
+			return trace_writer__append(
+				cf->prev && rec->ts < cf->prev_end ? cf->prev : cur, rec);
+		if (cf->prev && (err = trace_writer__append(cf->prev, rec)))
+			return err; /* its late events may need it */
+		return trace_writer__append(cur, rec);
 	}
 	/* A range's file holds what started before its end (at it: the next range's start). */
 	if (rec->ts < cf->closed_upto)

@@ -16,7 +16,9 @@
  *     elsewhere (LOSS cause capture_late);
  *   - a record that names things (string, process, thread, symbol, stack, a family's
  *     state_records) goes to both files while two are open;
- *   - any other record the gate keeps whatever (losses, cumulative totals) to the current one.
+ *   - any other record the gate keeps whatever by its time too, but never refused: a stack's
+ *     reference goes with its event, losses and cumulative totals (written now) to the
+ *     current file.
  * The last range's file stays the writer until the recording ends; a recording that ends
  * before range k opened leaves file k with no events (said).
  */
