@@ -103,7 +103,8 @@ def test_torch_capture_that_can_never_record_fails_at_once():
 def test_torch_capture_too_few_cpu_samples_says_so():
     """-t torch,cpu at 99 Hz over 3 steps that sleep 20 ms each (a few ms on the CPU): the
     samples the capture holds are far fewer than 100, and the recording says how many, over
-    how long, at what rate, and what to do; the count it gives is the file's."""
+    how long, at what rate, and what to do; the count it gives is the file's. The step
+    table's starts count from the file's start (they read the clock's ~2000 s before)."""
     need_torch()
     p, out = record([PY, TRAIN, "--steps", "20", "--sleep", "0.02"], "-t", "torch,cpu",
                     "--capture-range=steps:2+3", "--kill", "none")
@@ -117,3 +118,6 @@ def test_torch_capture_too_few_cpu_samples_says_so():
     eq(len(steps), 3, "steps")
     check(abs(float(m.group(2)) * 1e6 - sum(s["wall_ns"] for s in steps)) < 1e5,
           f"{m.group(2)} ms: the 3 steps' time")
+    # One file, as without a schedule: its steps start from its start, as info's duration.
+    dur = info(out)["duration_ns"]
+    check(all(0 < s["start_ns"] < dur for s in steps), f"starts {steps} within {dur} ns")
