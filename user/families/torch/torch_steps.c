@@ -161,7 +161,7 @@ static void window_closed(struct torch_steps *s, __u64 end)
 	s->open = 0;
 	s->window++;
 	s->done = s->window == windows;
-	/* Before the gate closes: the next window's file (if any) is opened as it does. */
+	/* Said first: closing the gate opens the next window's file (capture_files.h). */
 	if (s->repeat)
 		pr_info("--capture-range=steps: window %llu of %llu: %llu steps captured "
 			"(%.3f s)%s\n",
