@@ -84,6 +84,8 @@
 
 /* records in the ring when the recording stopped that it could not read in its stop time */
 #define BS_LOSS_STOP_UNREAD 10
+/* --capture-range, a file per range: an event of a range that came after its file closed */
+#define BS_LOSS_CAPTURE_LATE 11
 
 /* The shared `control` array's one value (common.bpf.h): bits user space sets. */
 #define BS_CTL_STOPPED 1u /* the recording stops: no new records */

@@ -202,6 +202,17 @@ def train_line(w, pred, what, timeout=60):
     return found[-1]
 
 
+def running_loop():
+    """The workload started without the shim, training until told "stop" (a step every
+    20 ms), once its first step is done: (the process, its pid)."""
+    w = spawn([PY, TRAIN, "--go", "--steps", "0", "--sleep", "0.02"])
+    line = w.stdout.readline()
+    check(line.startswith("ready"), f"workload: {line} {w.stderr.read()[-300:] if not line else ''}")
+    tell(w, "go")
+    train_line(w, lambda l: l.get("step", 0) >= 1, "the loop's first step")
+    return w, int(line.split()[1])
+
+
 def test_torch_attach_steps_capture_then_nothing_left():
     """A loop running without the shim: record -p --inject --capture-range=steps:3 stops by
     itself after exactly 3 whole iterations (3 optimizer steps, every op 3 times per
@@ -209,12 +220,7 @@ def test_torch_attach_steps_capture_then_nothing_left():
     ends (torch's own hasGlobalCallbacks). A recorder SIGKILLed mid-recording leaves the job
     untouched: its callback goes too, and it finishes its steps with exit 0."""
     need_torch()
-    w = spawn([PY, TRAIN, "--go", "--steps", "0", "--sleep", "0.02"])
-    line = w.stdout.readline()
-    check(line.startswith("ready"), f"workload: {line} {w.stderr.read()[-300:] if not line else ''}")
-    pid = int(line.split()[1])
-    tell(w, "go")
-    train_line(w, lambda l: l.get("step", 0) >= 1, "the loop's first step")
+    w, pid = running_loop()
 
     def capture(arg, inject):
         d = tmpdir()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A small PyTorch (CPU) model trained step by step, for the torch family's tests.
 
-    torch_train.py [--go] [--steps N] [--profile FIRST:LAST] [--sleep SECS]
+    torch_train.py [--go] [--steps N] [--profile FIRST:LAST] [--schedule W:U:A:R] [--sleep SECS]
 
 Each iteration: zero_grad, a "batch" record_function scope, forward, MSE loss, backward and
 SGD's step (its Optimizer.step#SGD.step scope ends the iteration: nothing runs after it).
@@ -14,6 +14,13 @@ The data is made before the loop, so every iteration runs the same ops.
                    inclusive) and print {"profile": {op name: count} (key_averages),
                    "events": [[name, scope, sequence nr, fwd thread, shapes], ...]} (its
                    events as Kineto recorded them, before key_averages merges any)
+  --schedule W:U:A:R
+                   run torch.profiler (CPU) with schedule(wait=W, warmup=U, active=A,
+                   repeat=R) from the end of iteration 1 on (prof.step() ends every later
+                   one), so that its step 0 is iteration 2: the first whole step of a
+                   recorder launched with the job. Each active window, as on_trace_ready gets
+                   it, prints {"window": K, "events": {name: count}} (its events as Kineto
+                   recorded them)
   --sleep SECS     sleep after each iteration (a loop a tracer can attach to)
 
 Every iteration prints one line: {"step": K, "callbacks": B, "tid": T, "t0": NS, "t1": NS}
@@ -52,6 +59,23 @@ def stdin_line(block):
     return None
 
 
+def scheduled_profiler(wait, warmup, active, repeat):
+    """torch.profiler with a schedule; each window's events by name, printed when ready."""
+    windows = []
+
+    def ready(prof):
+        counts = {}
+        for e in prof.profiler.kineto_results.events():
+            counts[e.name()] = counts.get(e.name(), 0) + 1
+        windows.append(counts)
+        print(json.dumps({"window": len(windows), "events": counts}), flush=True)
+
+    return torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU],
+        schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
+        on_trace_ready=ready)
+
+
 def main():
     args = sys.argv[1:]
     go = "--go" in args
@@ -61,6 +85,10 @@ def main():
         a, b = args[args.index("--profile") + 1].split(":")
         prof_range = (int(a), int(b))
     pause = float(args[args.index("--sleep") + 1]) if "--sleep" in args else 0.0
+    sched = None
+    if "--schedule" in args:
+        w, u, a, r = (int(v) for v in args[args.index("--schedule") + 1].split(":"))
+        sched = scheduled_profiler(w, u, a, r)
     has_callbacks = torch_cpu()
 
     torch.manual_seed(0)
@@ -89,6 +117,8 @@ def main():
         loss.backward()
         opt.step()
         t1 = time.monotonic_ns()
+        if sched:
+            sched.start() if k == 1 else sched.step()
         if prof and k == prof_range[1]:
             prof.stop()
             counts = {}
@@ -104,6 +134,8 @@ def main():
             time.sleep(pause)
         if steps == 0 and stdin_line(False) is not None:
             break
+    if sched:
+        sched.stop()
     print(json.dumps({"pid": os.getpid(), "steps": k, "main_tid": threading.get_native_id(),
                       "callbacks_at_end": bool(has_callbacks())}), flush=True)
 

@@ -187,6 +187,11 @@ struct family_capture {
 	const char *arg; /* ":NAME" when the kind takes a value (its name, for --help), else NULL */
 	/* The value checked when parsed: 0, or 1 after saying what is wrong. May be NULL. */
 	int (*check)(const char *arg, const char *cmd);
+	/*
+	 * The ranges ARG asks for, each to be written to a file of its own (-o's stem + -k.bst:
+	 * capture_files.h); 0: every range in one file, -o. ARG was checked. May be NULL.
+	 */
+	__u32 (*files)(const char *arg);
 };
 
 /*

@@ -19,6 +19,8 @@ const struct loss_cause recording_losses[] = {
 	  "stacks not taken: a program they interrupted was taking one" },
 	{ BS_LOSS_STOP_UNREAD, "stop_unread",
 	  "records in the ring when the recording stopped that its stop time left unread" },
+	{ BS_LOSS_CAPTURE_LATE, "capture_late",
+	  "events of a --capture-range range that came after its own file was closed" },
 	{ 0 },
 };
 

@@ -58,7 +58,8 @@ struct trace_model {
 	struct hmap *event_stacks; /* (type << 32 | tid, ts) -> stack id, from STACK_REF records */
 	struct trace_ranks *ranks; /* a merged file's, from RANK records (NULL: none yet) */
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
-	int oom; /* an allocation failed: some names are unknown (lookups say NULL) */
+	int oom;	/* an allocation failed: some names are unknown (lookups say NULL) */
+	__u64 start_ns; /* the recording's start (its header's CLOCK_MONOTONIC), 0: unknown */
 };
 
 static __u32 hash_bytes(const char *s, __u32 len)
@@ -202,6 +203,16 @@ static struct ent *map__get(struct map *m, __u32 key)
 struct trace_model *trace_model__new(void)
 {
 	return calloc(1, sizeof(struct trace_model));
+}
+
+void trace_model__set_start(struct trace_model *m, __u64 mono_ns)
+{
+	m->start_ns = mono_ns;
+}
+
+__u64 trace_model__start(const struct trace_model *m)
+{
+	return m->start_ns;
 }
 
 void trace_model__free(struct trace_model *m)

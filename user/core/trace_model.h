@@ -17,6 +17,12 @@ struct trace_model;
 struct trace_model *trace_model__new(void);
 void trace_model__free(struct trace_model *m);
 void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec);
+/*
+ * The recording's start, CLOCK_MONOTONIC ns (the file header's start clocks; trace_walk sets
+ * it): reports give times from it, as the exports' timelines start there. 0: unknown.
+ */
+void trace_model__set_start(struct trace_model *m, __u64 mono_ns);
+__u64 trace_model__start(const struct trace_model *m);
 /* NULL when unknown. Results stay valid until trace_model__free. */
 const char *trace_model__string(const struct trace_model *m, __u32 id);
 const char *trace_model__process_name(const struct trace_model *m, __u32 pid); /* comm */

@@ -26,6 +26,7 @@ int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 		w->r = NULL;
 		return EXIT_READ_FAIL;
 	}
+	trace_model__set_start(w->m, trace_reader__meta(w->r)->start.mono_ns);
 	for (int i = 0; families[i]; i++) {
 		const struct family_reorder *h = families[i]->reorder;
 		void *st;

@@ -8,6 +8,7 @@
  * referred to, the processes and threads that ended before the window.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
@@ -270,28 +271,40 @@ fail:
 	hmap__free(ended);
 }
 
-long flight_meta__write(struct flight_meta *fm, struct trace_writer *w, __u64 from_ts,
-			__u32 first_seq)
+/* The kept records of chunks before FIRST_SEQ, stacks referred to from STACKS_FROM on. */
+static long write_kept(struct flight_meta *fm, struct trace_writer *w, __u64 ts, __u32 first_seq,
+		       __u64 stacks_from)
 {
 	long n = 0;
 	int err;
 
 	for (size_t i = 0; i < fm->n; i++) {
 		struct meta_entry *e = &fm->e[i];
-		__u64 ts = e->rec->ts;
+		__u64 was = e->rec->ts;
 
 		if (e->seq >= first_seq)
 			continue; /* in the window's chunks already */
-		if (e->rec->type == BS_REC_STACK && e->ref_ts < from_ts)
+		if (e->rec->type == BS_REC_STACK && e->ref_ts < stacks_from)
 			continue; /* no event of the window has it */
-		e->rec->ts = from_ts;
-		err = trace_writer__append(w, e->rec);
 		e->rec->ts = ts;
+		err = trace_writer__append(w, e->rec);
+		e->rec->ts = was;
 		if (err)
 			return err;
 		n++;
 	}
 	return n;
+}
+
+long flight_meta__write(struct flight_meta *fm, struct trace_writer *w, __u64 from_ts,
+			__u32 first_seq)
+{
+	return write_kept(fm, w, from_ts, first_seq, from_ts);
+}
+
+long flight_meta__write_all(struct flight_meta *fm, struct trace_writer *w, __u64 ts)
+{
+	return write_kept(fm, w, ts, UINT32_MAX, 0);
 }
 
 __u64 flight_meta__bytes(const struct flight_meta *fm)

@@ -35,6 +35,11 @@ void flight_meta__prune(struct flight_meta *fm, __u64 oldest_ts);
  */
 long flight_meta__write(struct flight_meta *fm, struct trace_writer *w, __u64 from_ts,
 			__u32 first_seq);
+/*
+ * Append to W every kept record, with ts = TS: what a new file of a recording already
+ * under way needs before its events (a file per --capture-range range: capture_files.h).
+ */
+long flight_meta__write_all(struct flight_meta *fm, struct trace_writer *w, __u64 ts);
 /* Bytes held (records and index), for the SIZE budget. */
 __u64 flight_meta__bytes(const struct flight_meta *fm);
 __u64 flight_meta__count(const struct flight_meta *fm);

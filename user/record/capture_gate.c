@@ -18,6 +18,8 @@ struct capture_gate {
 	__u64 dropped;
 	__u64 opened;		    /* ranges opened (the outermost opens) */
 	__u8 kept[BS_REC_TYPE_MAX]; /* types kept whatever the ranges say: not events */
+	capture_gate_closed_fn on_close;
+	void *on_close_arg;
 };
 
 /* 1 when TYPE is in the 0-terminated LIST. */
@@ -75,11 +77,32 @@ void capture_gate__close(struct capture_gate *g, __u64 ts)
 {
 	if (!g->depth || --g->depth)
 		return; /* a stop without a start is ignored, as nsys does */
-	if (g->nclosed == MAX_RANGES) {
+	if (g->nclosed == MAX_RANGES)
 		g->closed[MAX_RANGES - 1].end = ts; /* widen the last: keeps more, never less */
-		return;
-	}
-	g->closed[g->nclosed++] = (struct range){ g->open_start, ts };
+	else
+		g->closed[g->nclosed++] = (struct range){ g->open_start, ts };
+	if (g->on_close)
+		g->on_close(g->on_close_arg, g->open_start, ts);
+}
+
+void capture_gate__on_close(struct capture_gate *g, capture_gate_closed_fn fn, void *arg)
+{
+	g->on_close = fn;
+	g->on_close_arg = arg;
+}
+
+__u64 capture_gate__kept_ns(const struct capture_gate *g, __u64 now)
+{
+	__u64 ns = g->depth && now > g->open_start ? now - g->open_start : 0;
+
+	for (__u32 i = 0; i < g->nclosed; i++)
+		ns += g->closed[i].end - g->closed[i].start;
+	return ns;
+}
+
+int capture_gate__judges(const struct capture_gate *g, __u16 type)
+{
+	return type >= BS_REC_TYPE_MAX || !g->kept[type];
 }
 
 int capture_gate__keep(struct capture_gate *g, const struct bs_hdr *rec)

@@ -28,5 +28,15 @@ int capture_gate__keep(struct capture_gate *g, const struct bs_hdr *rec);
 __u64 capture_gate__dropped(const struct capture_gate *g);
 /* Ranges opened so far (nested opens count once): 0 = nothing was captured. */
 __u64 capture_gate__opened(const struct capture_gate *g);
+/* How long the ranges lasted: the closed ones, and the open one until NOW. */
+__u64 capture_gate__kept_ns(const struct capture_gate *g, __u64 now);
+/* 1 when records of TYPE are events the ranges judge, 0 when they are kept whatever. */
+int capture_gate__judges(const struct capture_gate *g, __u16 type);
+/*
+ * FN(ARG, START, END) as each range closes, at once, from the capture_gate__close that
+ * closes it (a file per range: capture_files.h). NULL: none.
+ */
+typedef void (*capture_gate_closed_fn)(void *arg, __u64 start, __u64 end);
+void capture_gate__on_close(struct capture_gate *g, capture_gate_closed_fn fn, void *arg);
 
 #endif /* BPFSIGHT_CAPTURE_GATE_H */

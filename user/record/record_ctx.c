@@ -10,6 +10,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "capture_files.h"
 #include "family.h"
 #include "flight_recorder.h"
 #include "shim_records.h"
@@ -40,8 +41,13 @@ int record_ctx__write(struct record_ctx *ctx, const void *rec)
 		return 0; /* --dry-run, or monitor without a file */
 	if (ctx->flight && flight__observe(ctx->flight, rec))
 		return 0; /* a cumulative snapshot: the flight recorder keeps those apart */
-	err = trace_writer__append(ctx->writer, rec);
-
+	err = ctx->files ? capture_files__append(ctx->files, ctx->writer, rec)
+			 : trace_writer__append(ctx->writer, rec);
+	if (err > 0) { /* an event of a range whose file is closed: counted, as a loss */
+		ctx->lost_user[BS_LOST_KEY(((const struct bs_hdr *)rec)->type & 0xf0,
+					   BS_LOSS_CAPTURE_LATE)]++;
+		return 0;
+	}
 	if (err && !ctx->write_err)
 		ctx->write_err = err;
 	return err;
@@ -243,6 +249,13 @@ void *record_opts__family(const struct record_opts *o, const struct family *f)
 int record_opts__captures(const struct record_opts *o, const struct family *f)
 {
 	return o->capture == f;
+}
+
+__u32 record_opts__capture_files(const struct record_opts *o)
+{
+	const struct family_capture *c = o->capture ? o->capture->capture : NULL;
+
+	return c && c->files ? c->files(o->capture_arg) : 0;
 }
 
 __u64 record_ctx__record_room(const struct record_ctx *ctx)

@@ -86,8 +86,11 @@ __u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f)
 void *record_opts__family(const struct record_opts *o, const struct family *f);
 /* 1 when --capture-range names F's kind: F opens and closes the gate's ranges. */
 int record_opts__captures(const struct record_opts *o, const struct family *f);
+/* The files --capture-range writes, one per range (struct family_capture.files); 0: one, -o. */
+__u32 record_opts__capture_files(const struct record_opts *o);
 
 struct capture_gate;	/* capture_gate.h */
+struct capture_files;	/* capture_files.h */
 struct uprobe_mgr;	/* uprobe_mgr.h */
 struct shim_link;	/* shim_link.h */
 struct stack_svc;	/* stack_svc.h */
@@ -110,8 +113,11 @@ struct record_ctx {
 	/* Family states, for the observe hooks (index = families[] index). */
 	void *states[RECORD_MAX_FAMILIES];
 	int attached[RECORD_MAX_FAMILIES];
-	struct capture_gate *gate;  /* NULL unless --capture-range */
-	int capture_done;	    /* the capturing family has all it wanted: the recording ends */
+	struct capture_gate *gate;   /* NULL unless --capture-range */
+	struct capture_files *files; /* a file per range (capture_files.h), else NULL */
+	int capture_done; /* the capturing family has all it wanted: the recording ends */
+	/* ... or it said why no range can ever open: the recording ends, failed */
+	int capture_failed;
 	struct uprobe_mgr *uprobes; /* created by the first uprobe family that attaches */
 	struct stack_svc *stacks;   /* made before the families attach when stacks are wanted */
 	struct shim_link *shim;	    /* the cupti-shim channel (gpu, nvtx), shared */

@@ -449,7 +449,9 @@ static const struct rec_option table[] = {
 	  "(between cudaProfilerStart and cudaProfilerStop, repeated ranges allowed), "
 	  "nvtx:NAME (inside NVTX ranges whose text is NAME in the default domain; NAME@DOMAIN, "
 	  "NAME@* any), steps:N or steps:SKIP+N (-t torch: N whole training steps from the next "
-	  "optimizer step's end, after SKIP more, then the recording stops)", NULL, opt_capture },
+	  "optimizer step's end, after SKIP more, then the recording stops), steps:SKIP+NxREPEAT "
+	  "(torch.profiler's schedule: REPEAT windows of N steps, each after SKIP, each to a file "
+	  "of its own, -o's stem + -1.bst, -2.bst, ...)", NULL, opt_capture },
 	{ "stacks", 0, "LIST", R,
 	  "events that carry the calling thread's stack (native and Python): "
 	  "FAMILY[:THRESHOLD],... (its events of at least THRESHOLD; :0 every one), or none",
@@ -866,6 +868,10 @@ int record_args__check(struct record_args *a)
 		return FAIL("--capture-range=%s%s%s needs the %s family: add %s to -t",
 			    o->capture->capture->kind, o->capture_arg ? ":" : "",
 			    o->capture_arg ?: "", o->capture->name, o->capture->name);
+	if (record_opts__capture_files(o) && o->flight.window_ns)
+		return FAIL(
+			"--capture-range=%s%s%s writes a file per range: drop --flight-recorder",
+			o->capture->capture->kind, o->capture_arg ? ":" : "", o->capture_arg ?: "");
 	if (o->inject && !records_shim(o)) {
 		names_of(fams, sizeof(fams), " or ", uses_shim);
 		return FAIL("--inject loads the cupti-shim for -t %s: add one of them to -t", fams);

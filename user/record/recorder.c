@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "capture_files.h"
 #include "capture_gate.h"
 #include "family.h"
 #include "flight_recorder.h"
@@ -357,7 +358,8 @@ static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_tota
 		return;
 	}
 	pr_info("flushed %llu records to %s\n",
-		(unsigned long long)trace_writer__records(ctx->writer), ctx->opts->output);
+		(unsigned long long)trace_writer__records(ctx->writer),
+		ctx->files ? capture_files__path(ctx->files) : ctx->opts->output);
 }
 
 /*
@@ -387,15 +389,56 @@ struct recording {
 	__u64 start;
 	struct record_meta rm;
 	int tty;
-	int wrote;	   /* the trace file is closed, whole: its verdict can be read */
-	const char *ended; /* why drain() ended, when no signal ended it */
+	int wrote;		 /* the trace file is closed, whole: its verdict can be read */
+	char verdict_path[4096]; /* the file it judges (the last one, with a file per range) */
+	const char *ended;	 /* why drain() ended, when no signal ended it */
 };
+
+/* The file records go to now: -o, or with a file per capture range, the current range's. */
+static const char *out_path(const struct recording *r)
+{
+	return r->ctx.files ? capture_files__path(r->ctx.files) : r->ctx.opts->output;
+}
+
+/*
+ * A file per --capture-range range (capture_files.h): the first range's file is opened as
+ * -o would be; the ones after it must be free too (--force replaces them), known now.
+ */
+static int capture_files_check(const struct record_opts *o, char *first, size_t len)
+{
+	__u32 n = record_opts__capture_files(o);
+	char path[4096];
+
+	if (!o->output) {
+		pr_err("--capture-range=%s:%s writes a file per range: give -o\n",
+		       o->capture->capture->kind, o->capture_arg);
+		return -1;
+	}
+	for (__u32 k = 1; k <= n && !o->force; k++) {
+		flight_opts__dump_path(o->output, k, path, sizeof(path));
+		if (!access(path, F_OK)) {
+			pr_err("cannot create %s: %s (use --force to overwrite)\n", path,
+			       strerror(EEXIST));
+			return -1;
+		}
+	}
+	flight_opts__dump_path(o->output, 1, first, len);
+	return 0;
+}
 
 /* The file (or the flight recorder's window in memory) records go to; monitor may have none. */
 static int open_output(struct recording *r)
 {
 	const struct record_opts *o = r->ctx.opts;
+	char first[4096];
+	const char *path = o->output;
 	int err = 0;
+
+	if (!o->dry_run && record_opts__capture_files(o)) {
+		if (capture_files_check(o, first, sizeof(first)))
+			return -1;
+		path = first;
+	}
 
 	if (!o->dry_run && o->flight.window_ns) {
 		/* Nothing goes to -o: the window stays in memory until a trigger dumps it. */
@@ -406,12 +449,12 @@ static int open_output(struct recording *r)
 		}
 		r->ctx.writer = flight__writer(r->ctx.flight);
 	} else if (!o->dry_run && o->output) {
-		r->ctx.writer = trace_writer__open(o->output, &r->rm.meta,
+		r->ctx.writer = trace_writer__open(path, &r->rm.meta,
 						   o->force ? TRACE_WRITER_FORCE : 0, &err);
 	}
 	/* monitor without --flight-recorder writes no file: its records go to the sink only. */
 	if (!o->dry_run && (o->output || o->flight.window_ns) && !r->ctx.writer) {
-		pr_err("cannot create %s: %s%s\n", o->output, strerror(-err),
+		pr_err("cannot create %s: %s%s\n", path, strerror(-err),
 		       err == -EEXIST ? " (use --force to overwrite)" : "");
 		return -1;
 	}
@@ -432,6 +475,38 @@ static void catch_signals(void)
 	sigemptyset(&fsa.sa_mask);
 	sigaction(SIGUSR1, &fsa, NULL);
 	sigaction(SIGUSR2, &fsa, NULL);
+}
+
+/* A capture range closed: with a file per range, the next range's file is the writer now. */
+static void on_range_closed(void *arg, __u64 start, __u64 end)
+{
+	struct record_ctx *ctx = arg;
+	struct trace_writer *next;
+	int err = capture_files__next(ctx->files, ctx->writer, end, &next);
+
+	if (err && !ctx->write_err)
+		ctx->write_err = err; /* said: the recording stops */
+	else if (next)
+		ctx->writer = next;
+}
+
+/* --capture-range: the gate, and a file per range when the capture asks for that. */
+static int capture_start(struct recording *r)
+{
+	struct record_ctx *ctx = &r->ctx;
+	const struct record_opts *o = ctx->opts;
+	__u32 n = record_opts__capture_files(o);
+
+	if (!(ctx->gate = capture_gate__new()))
+		return -1;
+	if (!n || !ctx->writer)
+		return 0;
+	ctx->files = capture_files__new(o->output, &r->rm.meta, o->force ? TRACE_WRITER_FORCE : 0,
+					n, ctx->gate);
+	if (!ctx->files)
+		return -1;
+	capture_gate__on_close(ctx->gate, on_range_closed, ctx);
+	return 0;
 }
 
 /*
@@ -468,7 +543,7 @@ static int start(struct recording *r)
 		pr_err("cannot read the ring buffer: %s\n", strerror(errno));
 		return -1;
 	}
-	if (o->capture && !(ctx->gate = capture_gate__new()))
+	if (o->capture && capture_start(r))
 		return -1;
 	/* Targets first: families that look for code to probe scan them as they attach. */
 	if (r->launched) {
@@ -519,7 +594,7 @@ static int go_live(struct recording *r)
 		record_clocks__now(&r->rm.meta.start);
 		if (ctx->writer && !ctx->flight &&
 		    (err = trace_writer__rewrite_header(ctx->writer, &r->rm.meta))) {
-			pr_err("cannot write the start clocks to %s: %s\n", o->output,
+			pr_err("cannot write the start clocks to %s: %s\n", out_path(r),
 			       strerror(-err));
 			return -1;
 		}
@@ -544,10 +619,11 @@ static int go_live(struct recording *r)
 			o->sink_name ? " and memory, " : ", ", o->flight.text, first,
 			r->rm.families);
 	} else {
-		pr_info("recording %s to %s (families: %s); Ctrl-C to stop\n", r->rm.target,
+		pr_info("recording %s to %s%s (families: %s); Ctrl-C to stop\n", r->rm.target,
 			o->dry_run  ? "nothing (--dry-run)"
-			: o->output ? o->output
+			: o->output ? out_path(r)
 				    : o->sink_name,
+			ctx->files ? " (a file per range: -1.bst, -2.bst, ...)" : "",
 			r->rm.families);
 	}
 	return 0;
@@ -583,7 +659,8 @@ static void drain(struct recording *r)
 		if (stop_signal || ctx->write_err)
 			break;
 		if (ctx->capture_done) {
-			r->ended = "the capture is complete";
+			r->ended = ctx->capture_failed ? "no capture range can open"
+						       : "the capture is complete";
 			break;
 		}
 		if (ctx->uprobes)
@@ -620,6 +697,8 @@ static void drain(struct recording *r)
 			 !ctx->write_err)
 			ctx->write_err =
 				err; /* the chunk's records are dropped: counted at the end */
+		if (ctx->files && (err = capture_files__tick(ctx->files, now)) && !ctx->write_err)
+			ctx->write_err = err; /* said */
 		if (!o->system_wide && !targets_alive(o, &r->launch)) {
 			r->ended = "the targets exited";
 			break;
@@ -638,9 +717,8 @@ static void drain(struct recording *r)
 }
 
 /* The file just written, judged as `bpfsight stats` opens: where its threads' time went. */
-static void print_verdict(const struct record_opts *o)
+static void print_verdict(const struct record_opts *o, const char *path)
 {
-	const char *path = o->output;
 	char line[512] = "";
 	int err = o->verdict_line ? o->verdict_line(path, line, sizeof(line)) : 0;
 
@@ -663,7 +741,7 @@ static void say_written(struct recording *r, __u64 nrec, const char *how)
 	if (r->ctx.flight)
 		snprintf(what, sizeof(what), "recorded %llu records", (unsigned long long)nrec);
 	else
-		snprintf(what, sizeof(what), "wrote %s: %llu records", o->output,
+		snprintf(what, sizeof(what), "wrote %s: %llu records", out_path(r),
 			 (unsigned long long)nrec);
 	pr_info("%s, %llu events lost%s%s%s%s\n", what, (unsigned long long)r->lost_total, by,
 		how ? " (" : "", how ? how : "", how ? ")" : "");
@@ -683,6 +761,12 @@ static enum record_outcome say_captured(struct recording *r)
 	const struct record_ctx *ctx = &r->ctx;
 	unsigned long long dropped = capture_gate__dropped(ctx->gate);
 
+	if (!capture_gate__opened(ctx->gate) && ctx->capture_failed) {
+		pr_err("--capture-range=%s%s%s: nothing was captured (said above)\n",
+		       ctx->opts->capture->capture->kind, ctx->opts->capture_arg ? ":" : "",
+		       ctx->opts->capture_arg ? ctx->opts->capture_arg : "");
+		return RECORD_NOTHING_CAPTURED;
+	}
 	if (!capture_gate__opened(ctx->gate)) {
 		pr_err("--capture-range=%s%s%s: no range opened while recording: nothing was "
 		       "captured (%llu events outside it not kept); %s\n",
@@ -707,7 +791,6 @@ static enum record_outcome say_captured(struct recording *r)
 static enum record_outcome finish(struct recording *r)
 {
 	struct record_ctx *ctx = &r->ctx;
-	const struct record_opts *o = ctx->opts;
 	struct trace_clocks end;
 	char by[512], sigbuf[64];
 	const char *how;
@@ -768,10 +851,12 @@ static enum record_outcome finish(struct recording *r)
 	 * they waited is then a write error like any other (dropped records counted), not a
 	 * file without its end.
 	 */
+	if (ctx->files && (err = capture_files__finish(ctx->files)) && !ctx->write_err)
+		ctx->write_err = err; /* said */
 	if (!ctx->write_err && ctx->writer && (err = trace_writer__flush(ctx->writer)))
 		ctx->write_err = err;
 	if (ctx->write_err) {
-		close_after_write_error(ctx, o->output);
+		close_after_write_error(ctx, out_path(r));
 		return RECORD_WRITE_FAILED;
 	}
 	if (!ctx->writer) { /* monitor, top: the records went to the sink only */
@@ -787,11 +872,12 @@ static enum record_outcome finish(struct recording *r)
 	err = trace_writer__close(ctx->writer, &end);
 	ctx->writer = NULL;
 	if (err) {
-		pr_err("closing %s: %s\n", o->output, strerror(-err));
+		pr_err("closing %s: %s\n", out_path(r), strerror(-err));
 		return RECORD_WRITE_FAILED;
 	}
 	say_written(r, nrec, how);
 	r->wrote = 1;
+	snprintf(r->verdict_path, sizeof(r->verdict_path), "%s", out_path(r));
 	return ctx->gate ? say_captured(r) : RECORD_WHOLE;
 }
 
@@ -802,14 +888,17 @@ int recorder__exit_status(enum record_outcome outcome, int cmd_status)
 	return cmd_status >= 0 ? cmd_status : 0;
 }
 
-/* A launched CMD is the user's job: pass our stop on, then report its status. */
+/*
+ * A launched CMD is the user's job: pass our stop on, then report its status. A capture that
+ * failed (no range can open) is a failed recording: CMD runs on to its own end, untouched.
+ */
 static int reap_cmd(struct recording *r)
 {
 	const struct record_opts *o = r->ctx.opts;
 
 	if (!r->launch.reaped && stop_signal)
 		kill(r->launch.pid, stop_signal);
-	else if (!r->launch.reaped && o->kill_signal)
+	else if (!r->launch.reaped && o->kill_signal && !r->ctx.capture_failed)
 		kill(r->launch.pid, o->kill_signal);
 	launch__reap(&r->launch, 1);
 	r->launched = 0;
@@ -826,6 +915,7 @@ static void teardown(struct recording *r)
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
 		if (ctx->attached[i])
 			families[i]->detach(ctx, ctx->states[i]);
+	capture_files__free(ctx->files);
 	capture_gate__free(ctx->gate);
 	stack_svc__free(ctx->stacks);
 	ring_pump__free(r->pump);
@@ -930,7 +1020,7 @@ int recorder__run(const struct record_opts *opts)
 		       cmd_status);
 	/* Last: reading the file must not keep CMD waiting for its stop signal. */
 	if (r->wrote)
-		print_verdict(o);
+		print_verdict(o, r->verdict_path);
 out:
 	teardown(r);
 	free(r);

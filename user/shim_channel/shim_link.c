@@ -614,6 +614,21 @@ static void warn_targets(struct shim_link *l)
 	}
 }
 
+int shim_link__unreachable(struct record_ctx *ctx, void *state)
+{
+	const struct shim_user *u = state;
+	const struct record_opts *o = ctx->opts;
+	char val[PATH_MAX];
+
+	if (!u || o->cmd || o->system_wide || o->inject || !o->npids)
+		return 0; /* a launched CMD, new processes or --inject may bring one */
+	for (__u32 i = 0; i < o->npids; i++)
+		if (maps_shim(u->l, o->pids[i]) ||
+		    !environ_get(o->pids[i], u->f->shim->hint.var, val, sizeof(val)))
+			return 0;
+	return 1;
+}
+
 int shim_link__poll(struct record_ctx *ctx, void *state)
 {
 	struct shim_user *u = state;

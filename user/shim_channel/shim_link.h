@@ -41,6 +41,14 @@ int shim_link__poll(struct record_ctx *ctx, void *state);
 void shim_link__stop(struct record_ctx *ctx, void *state);
 
 /*
+ * 1 when no process of this recording can ever send records of STATE's family: -p targets
+ * only (no launched CMD, no -a, no --inject), none maps a cupti-shim and none has the
+ * family's hint variable (struct family_shim.hint: a shim it loads later, at cuInit). Known
+ * from the first poll on (the targets' first scan is done before the recording goes live).
+ */
+int shim_link__unreachable(struct record_ctx *ctx, void *state);
+
+/*
  * Launch mode: give CMD the shim for F, as F's struct family_shim says (its env variable, or
  * LD_PRELOAD: a CPU-only job never calls cuInit, where CUDA_INJECTION64_PATH loads it). A value
  * the user set to another library is kept (with a warning). Returns 0, or -ENOENT when F was

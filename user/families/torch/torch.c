@@ -27,6 +27,8 @@
 struct torch_proc {
 	int said;    /* a note was printed */
 	int missing; /* the last note: no libtorch_cpu (yet) */
+	int refused; /* the last note: torch ops cannot be recorded in it (a version refused) */
+	int on;	     /* its callback was registered */
 	__u64 ops;
 };
 
@@ -35,6 +37,7 @@ struct torch_state {
 	struct record_ctx *ctx;
 	struct torch_steps *steps;
 	struct hmap *procs; /* {pid, 0} -> struct torch_proc */
+	__u32 refused;	    /* the first process whose torch was refused, 0: none */
 };
 
 static void note(struct torch_state *st, const struct bs_shim_status *s, const char *text)
@@ -44,6 +47,11 @@ static void note(struct torch_state *st, const struct bs_shim_status *s, const c
 	if (!p)
 		return;
 	p->missing = s->cupti_result == -ENOENT;
+	/* A note with ops still recorded (no shapes) is followed by the registration's. */
+	p->on |= !s->cupti_result;
+	p->refused = s->cupti_result && !p->missing;
+	if (p->refused && !st->refused)
+		st->refused = s->h.pid;
 	if (p->missing || p->said)
 		return; /* not loaded yet: said at the end if it never was */
 	p->said = 1;
@@ -119,9 +127,54 @@ static int torch_consume(struct record_ctx *ctx, void *state, const struct bs_hd
 	return shim_link__consume(ctx, ((struct torch_state *)state)->shim, rec);
 }
 
+/* 1 when some process registered the callback: ops can be recorded. */
+static int some_on(const struct torch_state *st)
+{
+	struct torch_proc *p;
+	size_t it = 0;
+
+	while ((p = hmap__next(st->procs, &it, NULL)))
+		if (p->on && !p->refused)
+			return 1;
+	return 0;
+}
+
+/*
+ * --capture-range=steps before its first step: a recording in which no process can ever
+ * record an op (no shim reachable, or torch refused where it loaded) fails now, saying how
+ * to fix it, rather than wait for steps that never come.
+ */
+static void capture_check(struct record_ctx *ctx, struct torch_state *st)
+{
+	const char *arg = ctx->opts->capture_arg;
+
+	if (!torch_steps__waiting(st->steps) || ctx->capture_done)
+		return;
+	if (shim_link__unreachable(ctx, st->shim)) {
+		pr_err("--capture-range=steps:%s: no process of this recording has the "
+		       "cupti-shim, so no torch op (and no step) can be recorded: add --inject "
+		       "(loads it into the running job), or start the job with "
+		       "LD_PRELOAD=<shim> (CUDA_INJECTION64_PATH=<shim> for a GPU job; "
+		       "`bpfsight shim --print-env` installs it and prints the line)\n",
+		       arg);
+	} else if (st->refused && !some_on(st)) {
+		pr_err("--capture-range=steps:%s: torch ops cannot be recorded in pid %u "
+		       "(said above: bpfsight stats -r shim_sum tells why), so no step can be "
+		       "counted\n",
+		       arg, st->refused);
+	} else {
+		return;
+	}
+	ctx->capture_done = ctx->capture_failed = 1;
+}
+
 static int torch_poll(struct record_ctx *ctx, void *state)
 {
-	return shim_link__poll(ctx, ((struct torch_state *)state)->shim);
+	struct torch_state *st = state;
+	int err = shim_link__poll(ctx, st->shim);
+
+	capture_check(ctx, st);
+	return err;
 }
 
 /* The shims flushed: say what is missing and why. */
@@ -208,10 +261,11 @@ static const struct family_shim torch_shim = {
 	.env = NULL, /* launch mode: LD_PRELOAD, as a CPU-only job never calls cuInit */
 };
 
-/* --capture-range=steps:N: N whole training steps (torch_steps.c). */
+/* --capture-range=steps:[WAIT+]N[xREPEAT]: N whole training steps (torch_steps.c). */
 static const struct family_capture torch_capture = { .kind = "steps",
-						     .arg = ":N",
-						     .check = torch_steps__check };
+						     .arg = ":[WAIT+]N[xREPEAT]",
+						     .check = torch_steps__check,
+						     .files = torch_steps__files };
 
 const struct family family_torch = {
 	.name = "torch",

@@ -21,12 +21,16 @@ struct torch_opts {
 struct record_ctx;
 struct torch_steps;
 
-/* torch_steps.c: TORCH_STEP records; --capture-range=steps:N and steps:SKIP+N */
+/* torch_steps.c: TORCH_STEP records; --capture-range=steps:[WAIT+]N[xREPEAT] */
 int torch_steps__check(const char *arg, const char *cmd);
+/* The files ARG writes: REPEAT (one per window), 0 without x (one file, -o). */
+__u32 torch_steps__files(const char *arg);
 /* ARG: --capture-range=steps's value, NULL when the recording does not capture by steps. */
 struct torch_steps *torch_steps__new(struct record_ctx *ctx, const char *arg);
 /* Every torch op written: a step boundary opens or closes the gate; the last ends it all. */
 void torch_steps__op(struct torch_steps *s, const struct bs_torch_op *r, const char *name);
+/* 1 while a steps capture has seen no step boundary yet. */
+int torch_steps__waiting(const struct torch_steps *s);
 /* The recording ends: what was captured, said on stderr. */
 void torch_steps__finish(struct torch_steps *s);
 void torch_steps__free(struct torch_steps *s);

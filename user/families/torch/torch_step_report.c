@@ -180,6 +180,7 @@ static int step_report__emit(void *vst, const struct trace_model *m, struct tabl
 {
 	struct step_report *st = vst;
 	struct span *by_start;
+	__u64 start = trace_model__start(m);
 	int c[9], err;
 	char top[512];
 
@@ -199,6 +200,7 @@ static int step_report__emit(void *vst, const struct trace_model *m, struct tabl
 		qsort(st->gpu, st->ngpu, sizeof(*st->gpu), span_cmp);
 	c[0] = table__add_col(t, "step", "Step", TABLE_U64);
 	c[1] = table__add_col(t, "pid", "PID", TABLE_U64);
+	/* From the recording's start, as a timeline shows it (a step before it: 0). */
 	c[2] = table__add_col(t, "start_ns", "Start (ns)", TABLE_U64);
 	c[3] = table__add_col(t, "wall_ns", "Wall (ns)", TABLE_U64);
 	c[4] = table__add_col(t, "gpu_busy_ns", "GPU Busy (ns)", TABLE_U64);
@@ -215,7 +217,7 @@ static int step_report__emit(void *vst, const struct trace_model *m, struct tabl
 		table__row(t);
 		table__set_u64(t, c[0], s->step);
 		table__set_u64(t, c[1], s->h.pid);
-		table__set_u64(t, c[2], s->h.ts);
+		table__set_u64(t, c[2], s->h.ts > start ? s->h.ts - start : 0);
 		table__set_u64(t, c[3], s->dur);
 		table__set_u64(t, c[4], busy);
 		table__set_double(t, c[5], s->dur ? 100.0 * busy / s->dur : 0.0);
