@@ -21,9 +21,13 @@
 #define REPORT_COLUMNS 600	   /* points per drawn series */
 #define REPORT_SERIES  8	   /* series per timeline: the largest by total */
 
+struct stats;
+
 /* The page being made: the recording's span, which every timeline covers. */
 struct page {
-	__u64 origin, end; /* CLOCK_MONOTONIC ns */
+	__u64 origin, end;	   /* CLOCK_MONOTONIC ns */
+	const struct stats *stats; /* every report's table (stats.h), for a family's figures */
+	char focus[160];	   /* the verdict's focus thread, named ("" when none) */
 };
 
 struct page_family {
@@ -38,6 +42,8 @@ struct page_family {
 	void (*timelines)(const struct page *p, void *st, FILE *f);
 	/* Sections of its own after the timelines ("<section id=...>", a flame graph). */
 	void (*sections)(const struct page *p, void *st, FILE *f);
+	/* Its headline figures under the verdict: page__figure() each (may be NULL). */
+	void (*figures)(const struct page *p, void *st, FILE *f);
 	/* What the footer adds ("; ... are not drawn"), or NULL. */
 	const char *(*footnote)(void *st);
 	void (*free)(void *st);
@@ -79,6 +85,12 @@ struct table;
 void page__table(FILE *f, const struct table *t, int max);
 /* A timeline without data, saying why (e.g. which family records it). */
 void page__no_data(FILE *f, const char *id, const char *title, const char *why);
+/*
+ * A headline figure: VALUE in human units under LABEL, EXACT on hover (may be NULL), a link
+ * to the section that shows it when HREF ("#tl-gpu") is given.
+ */
+void page__figure(FILE *f, const char *label, const char *value, const char *exact,
+		  const char *href);
 /* TEXT with HTML's special characters escaped. */
 void page__esc(FILE *f, const char *text);
 

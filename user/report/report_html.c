@@ -9,6 +9,8 @@
 #include <string.h>
 #include "family.h"
 #include "page.h"
+#include "page_info.h"
+#include "page_summary.h"
 #include "records.h"
 #include "report_html.h"
 #include "stats.h"
@@ -95,6 +97,7 @@ static int collect(struct timelines *tl, const char *path)
 	for (int i = 0; families[i]; i++)
 		if (tl->states[i] && families[i]->page->named)
 			families[i]->page->named(&tl->p, tl->states[i], w.m);
+	page_summary__focus(&tl->p, tl->p.stats, w.m);
 	st = trace_walk__status(&w);
 	tl->p.end = st->has_end ? st->end.mono_ns : st->last_ts;
 	if (tl->p.end < tl->p.origin)
@@ -378,6 +381,17 @@ static void timelines_html(FILE *f, struct timelines *tl)
 	fprintf(f, "</section>\n");
 }
 
+/* The headline figures: the page's own, then each family's (in registry order). */
+static void figures_html(FILE *f, struct timelines *tl)
+{
+	fprintf(f, "<section id=\"figures\"><h2>At a glance</h2><div class=\"figs\">\n");
+	page_summary__figures(f, &tl->p, tl->p.stats);
+	for (int i = 0; families[i]; i++)
+		if (tl->states[i] && families[i]->page->figures)
+			families[i]->page->figures(&tl->p, tl->states[i], f);
+	fprintf(f, "</div></section>\n");
+}
+
 /* A text cell longer than this wraps in the table (which fits the page's width). */
 #define LONG_CELL 40
 
@@ -479,11 +493,25 @@ static const char style[] =
 	"th,td{padding:3px 6px;border-bottom:1px solid var(--line);text-align:left;"
 	"vertical-align:top}td,th{overflow-wrap:anywhere}td.n{white-space:nowrap}"
 	"th{position:sticky;top:0;background:var(--card)}.n{text-align:right}\n"
+	"a{color:var(--c0)}#verdict .headline{font-size:16px;font-weight:600;margin:6px 0}\n"
+	".claims{list-style:none;padding:0;margin:6px 0}.claims li{display:grid;"
+	"grid-template-columns:1em 5.5em 3.8em 1fr;gap:8px;padding:2px 0}.claims .detail"
+	"{color:var(--mute)}.claims .share{text-align:right;font-variant-numeric:tabular-nums}"
+	".claims .mark{color:var(--c1);font-weight:700}.claims .text{overflow-wrap:anywhere}"
+	".more,.legend-note{color:var(--mute);font-size:12px}\n"
+	".figs{display:flex;flex-wrap:wrap;gap:10px}.fig{display:flex;flex-direction:column;"
+	"min-width:130px;max-width:340px;padding:8px 12px;background:var(--card);border:1px "
+	"solid var(--line);border-radius:6px;color:inherit;text-decoration:none}"
+	".fig .v{font-size:20px;font-weight:600}.fig .l{font-size:12px;color:var(--mute);"
+	"overflow-wrap:anywhere}a.fig:hover{border-color:var(--c0)}\n"
+	"summary{cursor:pointer;color:var(--mute)}table.kv th{white-space:nowrap;"
+	"position:static;background:none}table.kv tr.sub th{padding-left:22px;"
+	"font-weight:normal}table.info{margin:8px 0}\n"
 	"footer{margin-top:28px;font-size:12px;border-top:1px solid var(--line);padding-top:8px}\n";
 
 int report_html__write(const struct report_input *in, FILE *f)
 {
-	struct timelines tl = {};
+	struct timelines tl = { .p.stats = in->stats };
 	int status, reports = 0;
 
 	status = collect(&tl, in->path);
@@ -500,9 +528,10 @@ int report_html__write(const struct report_input *in, FILE *f)
 		"<p class=\"sub\">",
 		style);
 	page__esc(f, in->path);
-	fprintf(f, "</p></header>\n<section id=\"info\"><h2>Recording</h2>\n<pre>");
-	page__esc(f, in->info_text);
-	fprintf(f, "</pre></section>\n");
+	fprintf(f, "</p></header>\n");
+	page_summary__verdict(f, in->stats);
+	figures_html(f, &tl);
+	page_info__write(f, in->info_text);
 	timelines_html(f, &tl);
 	for (int i = 0; families[i]; i++)
 		if (tl.states[i] && families[i]->page->sections)

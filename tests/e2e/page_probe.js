@@ -1,0 +1,72 @@
+// Run by tests/e2e/test_report_page.py in a page that holds report pages in iframes (or in a
+// copy of one page): for each, what a reader sees, as JSON in a pre element (id probe) for
+// --dump-dom. PROBE_ARGS: {"drag": [x0, x1] share of a timeline's width to drag over, or null}.
+(function (args) {
+	function text(el) {
+		return el ? el.textContent.replace(/\s+/g, ' ').trim() : null;
+	}
+	function see(doc, win) {
+		var out = {}, vw = doc.documentElement.clientWidth, body = doc.body;
+		var first = body.querySelector('header + section');
+		out.first_section = first ? first.id : null;
+		var v = doc.getElementById('verdict');
+		out.headline = text(v && v.querySelector('.headline'));
+		out.claims = v ? [].map.call(v.querySelectorAll('.claims li'), function (li) {
+			var a = li.querySelector('a'), t = li.querySelector('.text').cloneNode(true);
+			if (t.querySelector('a'))
+				t.removeChild(t.querySelector('a'));
+			return { mark: text(li.querySelector('.mark')), kind: text(li.querySelector('.kind')),
+				 share: text(li.querySelector('.share')), text: text(t),
+				 link: a ? text(a) : null,
+				 target: a ? !!doc.getElementById(a.getAttribute('href').slice(1)) : null };
+		}) : [];
+		out.more = text(v && v.querySelector('.more'));
+		out.figures = [].map.call(doc.querySelectorAll('#figures .fig'), function (fg) {
+			return [text(fg.querySelector('.l')), text(fg.querySelector('.v')),
+				fg.querySelector('.v').title];
+		});
+		var d = doc.querySelector('#info details');
+		out.info_open = d ? d.open : null;
+		out.info_cells = d ? [].map.call(d.querySelectorAll('th, td'), function (c) {
+			return c.textContent;
+		}) : null;
+		out.viewport = vw;
+		out.page_width = doc.documentElement.scrollWidth;
+		if (d)
+			d.open = true; // measured unfolded too
+		out.boxes = [];
+		[].forEach.call(body.querySelectorAll('table, pre, figure, section, details, .fig, svg'),
+				function (b) {
+			var r = b.getBoundingClientRect(), p = b.tagName === 'TABLE' ? b.parentNode : b;
+			if (r.right > vw || r.width > 1280 || p.scrollWidth - p.clientWidth > 0)
+				out.boxes.push({ tag: b.tagName, id: (b.closest('[id]') || {}).id,
+						 right: r.right, width: r.width,
+						 scroll: p.scrollWidth - p.clientWidth });
+		});
+		out.reports = {};
+		[].forEach.call(doc.querySelectorAll('#reports .report'), function (r) {
+			out.reports[r.id] = [].map.call(r.querySelectorAll('tbody tr'), function (tr) {
+				return [].map.call(tr.querySelectorAll('td'), function (td) {
+					return [td.textContent, td.title];
+				});
+			});
+		});
+		return out;
+	}
+	var frames = document.querySelectorAll('iframe'), out = {};
+	function done() {
+		var pre = document.createElement('pre');
+		pre.id = 'probe';
+		pre.textContent = JSON.stringify(out);
+		document.body.appendChild(pre);
+	}
+	if (!frames.length) {
+		out.page = see(document, window);
+		done();
+		return;
+	}
+	[].forEach.call(frames, function (f) {
+		out[f.name] = see(f.contentDocument, f.contentWindow);
+	});
+	done();
+})(PROBE_ARGS);

@@ -1,0 +1,163 @@
+"""bpfsight report's page answers first (issue 44): the verdict on top, equal to stats', the
+headline figures, info folded as tables; human units in every table; nothing wider than a
+laptop. Pages are opened in Debian's chromium (headless), several at once in frames of one
+page, so that the real traces cost one browser start."""
+import json
+import os
+import re
+
+from helpers import BPFSIGHT, check, eq, need_root, record, run, tmpdir
+
+import helpers
+from test_report import TRACES, VIEWPORT, browse, chromium
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 15
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page_probe.js")
+
+
+def real_traces():
+    if not os.path.isdir(TRACES):
+        raise helpers.Skip(f"no {TRACES} (the real traces)")
+    # The .ndjson.zst files there are dump's output, not traces bpfsight reads.
+    return sorted(os.path.join(TRACES, t) for t in os.listdir(TRACES) if t.endswith(".bst"))
+
+
+def pages(traces, args=None):
+    """Each trace's page as chromium shows it, all in one start: {trace: what page_probe.js
+    saw}, after checking the console."""
+    d = tmpdir()
+    frames = []
+    for i, t in enumerate(traces):
+        out = os.path.join(d, f"p{i}.html")
+        p = run([BPFSIGHT, "report", t, "-o", out])
+        eq(p.returncode, 0, f"report {t}: {p.stderr[-400:]}")
+        frames.append(f'<iframe name="p{i}" src="p{i}.html" width="{VIEWPORT}" height="900">'
+                      "</iframe>")
+    with open(PROBE) as f:
+        js = f.read().replace("PROBE_ARGS", json.dumps(args))
+    wrap = os.path.join(d, "all.html")
+    with open(wrap, "w") as f:
+        f.write("<!DOCTYPE html><html><body style=\"margin:0\">" + "".join(frames) +
+                f"<script>window.addEventListener('load', function () {{{js}}});</script>"
+                "</body></html>")
+    dom, console = browse(wrap, "--dump-dom", "--allow-file-access-from-files")
+    eq(console, [], "console messages")
+    m = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    check(m, "the probe ran")
+    import html
+    seen = json.loads(html.unescape(m.group(1)))
+    return {t: seen[f"p{i}"] for i, t in enumerate(traces)}
+
+
+def stats_verdict(trace):
+    """stats' verdict, piped: (headline, [claim lines], "N more" or None)."""
+    out = run([BPFSIGHT, "stats", trace], check=True).stdout
+    lines = out.split("\n")
+    i = next(k for k, l in enumerate(lines) if l.startswith("Verdict: "))
+    head = lines[i][len("Verdict: "):]
+    if head.startswith("nothing to judge"):
+        return lines[i], [], None
+    claims, more = [], None
+    for l in lines[i + 2:]:
+        if l.startswith("* = "):
+            break
+        m = re.match(r"   \((\d+) more", l)
+        if m:
+            more = int(m.group(1))
+        else:
+            claims.append(l)
+    return head, claims, more
+
+
+def claim_line(c):
+    """A claim the page shows, as stats prints it (verdict.c's print_claim)."""
+    share = c["share"] and "%5.1f%%" % float(c["share"].rstrip("%"))
+    text = c["text"] + (f" ({c['link']})" if c["link"] else "")
+    return f" {c['mark'] or ' '} {c['kind'] or '':<8} {share or '':>6}  {text}"
+
+
+def check_verdict(trace, seen):
+    head, claims, more = stats_verdict(trace)
+    eq(seen["first_section"], "verdict", f"{trace}: the first section after the title")
+    eq(seen["headline"], head, f"{trace}: the verdict's headline")
+    eq([claim_line(c) for c in seen["claims"]], claims, f"{trace}: the claims")
+    for c in seen["claims"]:
+        if c["link"]:
+            check(c["link"].startswith("-r ") and c["target"],
+                  f"{trace}: {c['link']} links to its section on the page")
+    eq(seen["more"] is not None and int(seen["more"].split()[0]), more or False,
+       f"{trace}: the claims left out")
+
+
+def check_info(trace, seen):
+    """info's text, folded, as tables: every word of it in order, in the tables' cells."""
+    eq(seen["info_open"], False, f"{trace}: the details folded")
+    info = run([BPFSIGHT, "info", trace], check=True).stdout
+    words = [w for w in info.replace(":", " ").split() if not re.fullmatch(r"-{3,}", w)]
+    eq(" ".join(seen["info_cells"]).replace(":", " ").split(), words, f"{trace}: info's words")
+
+
+def check_boxes(trace, seen):
+    eq(seen["boxes"], [], f"{trace}: boxes wider than the {VIEWPORT} px window or scrolling")
+    check(seen["page_width"] <= seen["viewport"], f"{trace}: page {seen['page_width']} px")
+
+
+def test_report_page_real_traces():
+    """Every real trace: the verdict first, equal to stats' (claims, numbers, links to their
+    tables), figures, info folded as tables, nothing wider than the window."""
+    chromium()
+    traces = real_traces()
+    for trace, seen in pages(traces).items():
+        check_verdict(trace, seen)
+        check_info(trace, seen)
+        check_boxes(trace, seen)
+        figs = {f[0]: f for f in seen["figures"]}
+        info = json.loads(run([BPFSIGHT, "info", "--json", trace], check=True).stdout)
+        eq(figs["events lost"][1], str(info["lost_total"]) if info["lost_total"] else "none",
+           f"{trace}: the events lost")
+        check(any(k.startswith("GPU 0 busy") for k in figs), f"{trace}: GPU busy {figs}")
+
+
+def test_report_page_torch_trace():
+    """A torch trace made here (Debian's torch): the verdict equals stats', the step time's
+    median and spread are torch_step_sum's."""
+    need_root()
+    chromium()
+    script = os.path.join(tmpdir(), "steps.py")
+    with open(script, "w") as f:
+        f.write("import torch\nm = torch.nn.Linear(256, 256)\n"
+                "opt = torch.optim.SGD(m.parameters(), lr=0.01)\nx = torch.randn(64, 256)\n"
+                "for i in range(12):\n    opt.zero_grad()\n    m(x).sum().backward()\n"
+                "    opt.step()\n")
+    p, trace = record(["/usr/bin/python3", script], "-t", "torch,sched")
+    eq(p.returncode, 0, f"record ({p.stderr[-400:]})")
+    seen = pages([trace])[trace]
+    check_verdict(trace, seen)
+    check(seen["claims"], "the torch trace has claims (sched's)")
+    check_info(trace, seen)
+    check_boxes(trace, seen)
+    steps = json.loads(run([BPFSIGHT, "stats", trace, "-r", "torch_step_sum", "--format",
+                            "json"], check=True).stdout)["reports"]["torch_step_sum"]
+    walls = sorted(s["wall_ns"] for s in steps)
+    n = len(walls)
+    check(n >= 10, f"{n} steps")
+    figs = {f[0]: f for f in seen["figures"]}
+    med = figs[f"step time, median of {n}"]
+    mid = (walls[(n - 1) // 2] + walls[n // 2]) / 2
+    check(re.fullmatch(r"[\d.]+ (ns|µs|ms|s)", med[1]), f"median in human units: {med}")
+    eq(human(mid), med[1], "the median step")
+    check("step time spread (p10 – p90)" in figs, f"the spread: {figs}")
+
+
+def human(v, units=("ns", "µs", "ms", "s"), factor=1000):
+    """human.c's scaled(): the first unit that keeps V under 1000 once rounded, three
+    significant digits, the first unit whole."""
+    u = 0
+    while u + 1 < len(units) and v >= 999.5:
+        v /= factor
+        u += 1
+    if not u or v >= 99.95:
+        return f"{v:.0f} {units[u]}"
+    return f"{v:.1f} {units[u]}" if v >= 9.995 else f"{v:.2f} {units[u]}"
