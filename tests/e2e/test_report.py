@@ -161,7 +161,10 @@ def check_page(trace, page):
         eq((int(sec.group(2)), int(sec.group(3))), (min(20, len(rows)), len(rows)),
            f"{name}: rows shown of rows")
         first = re.search(r"<tbody>\n<tr>(.*?)</tr>", sec.group(1), re.S).group(1)
+        # A cell's text, and its exact value or whole text on hover (test_report_page.py).
         cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", first)]
+        cells += [html.unescape(c).removesuffix(" ns").removesuffix(" B")
+                  for c in re.findall(r'<td[^>]* title="([^"]*)"', first)]
         for key, v in rows[0].items():
             if isinstance(v, str) or isinstance(v, int) and not isinstance(v, bool):
                 check(str(v) in cells, f"{name}: first row's {key}={v!r} in {cells}")

@@ -104,6 +104,30 @@ def check_boxes(trace, seen):
     check(seen["page_width"] <= seen["viewport"], f"{trace}: page {seen['page_width']} px")
 
 
+def check_units(trace, seen):
+    """No report table on the page shows a duration as a raw ns integer: each of stats' _ns
+    values of the rows shown is in human units, the exact value on hover; sizes likewise."""
+    reports = json.loads(run([BPFSIGHT, "stats", trace, "--format", "json"],
+                             check=True).stdout)["reports"]
+    checked = 0
+    for rid, rows in seen["reports"].items():
+        for row, cells in zip(reports[rid[2:]], rows):
+            for key, v in row.items():
+                unit = "ns" if key.endswith("_ns") else "B" if key.endswith("bytes") else None
+                if not unit or isinstance(v, bool) or not isinstance(v, (int, float)):
+                    continue
+                for text, _ in cells:
+                    if re.fullmatch(r"-?\d+(\.\d+)?", text) and v >= 1000:
+                        check(abs(float(text) - v) > 0.5, f"{trace} {rid}: {key} raw {text}")
+                if isinstance(v, int):
+                    shown = human(v) if unit == "ns" else human(v, ("B", "KiB", "MiB", "GiB",
+                                                                   "TiB"), 1024)
+                    check([shown, f"{v} {unit}"] in cells,
+                          f"{trace} {rid}: {key}={v} shown as {shown}, exact on hover: {cells}")
+                    checked += 1
+    return checked
+
+
 def test_report_page_real_traces():
     """Every real trace: the verdict first, equal to stats' (claims, numbers, links to their
     tables), figures, info folded as tables, nothing wider than the window."""
@@ -113,6 +137,7 @@ def test_report_page_real_traces():
         check_verdict(trace, seen)
         check_info(trace, seen)
         check_boxes(trace, seen)
+        check(check_units(trace, seen) > 50, f"{trace}: durations checked")
         figs = {f[0]: f for f in seen["figures"]}
         info = json.loads(run([BPFSIGHT, "info", "--json", trace], check=True).stdout)
         eq(figs["events lost"][1], str(info["lost_total"]) if info["lost_total"] else "none",
@@ -138,6 +163,7 @@ def test_report_page_torch_trace():
     check(seen["claims"], "the torch trace has claims (sched's)")
     check_info(trace, seen)
     check_boxes(trace, seen)
+    check(check_units(trace, seen) > 20, "torch tables' durations checked")
     steps = json.loads(run([BPFSIGHT, "stats", trace, "-r", "torch_step_sum", "--format",
                             "json"], check=True).stdout)["reports"]["torch_step_sum"]
     walls = sorted(s["wall_ns"] for s in steps)

@@ -52,8 +52,9 @@ void page_summary__verdict(FILE *f, const struct stats *s)
 	}
 	fprintf(f, "</ul>\n");
 	if (more)
-		fprintf(f, "<p class=\"more\">%d more claims: <code>bpfsight stats</code> lists "
-			   "them</p>\n",
+		fprintf(f,
+			"<p class=\"more\">%d more claims: <code>bpfsight stats</code> lists "
+			"them</p>\n",
 			more);
 	fprintf(f, "<p class=\"legend-note\">");
 	page__esc(f, verdict__legend);

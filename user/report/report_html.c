@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
+#include "human.h"
 #include "page.h"
 #include "page_info.h"
 #include "page_summary.h"
@@ -15,6 +16,7 @@
 #include "report_html.h"
 #include "stats.h"
 #include "table.h"
+#include "table_view.h"
 #include "level_bins.h"
 #include "time_bins.h"
 #include "trace_walk.h"
@@ -392,38 +394,50 @@ static void figures_html(FILE *f, struct timelines *tl)
 	fprintf(f, "</div></section>\n");
 }
 
-/* A text cell longer than this wraps in the table (which fits the page's width). */
-#define LONG_CELL 40
+/* A text cell wider than this is cut in the middle (human__shorten), whole on hover. */
+#define LONG_CELL 48
+
+/* Cell (R, C) as stats' table mode shows it, its exact value or whole text on hover. */
+static void table_cell(FILE *f, const struct table *t, int r, int c)
+{
+	static const struct table_view people = {}; /* human units, paths' file names */
+	char raw[4096], view[4096], cut[256];
+	const char *exact = table__cell_text(t, r, c, raw, sizeof(raw));
+	const char *shown = table__view_cell(t, r, c, &people, view, sizeof(view));
+	const char *unit = table__view_unit(t, c);
+
+	if (!table__col_numeric(t, c) && human__width(shown) > LONG_CELL)
+		shown = human__shorten(shown, LONG_CELL, cut, sizeof(cut));
+	fprintf(f, "<td%s", table__col_numeric(t, c) ? " class=\"n\"" : "");
+	if (*shown && strcmp(shown, exact)) {
+		fprintf(f, " title=\"");
+		page__esc(f, exact);
+		fprintf(f, "%s%s\"", unit ? " " : "", unit ? unit : "");
+	}
+	fprintf(f, ">");
+	page__esc(f, shown);
+	fprintf(f, "</td>");
+}
 
 void page__table(FILE *f, const struct table *t, int max)
 {
+	static const struct table_view people = {};
 	int rows = table__nrows(t), cols = table__ncols(t);
-	char buf[64];
+	char title[128];
 
 	if (max > 0 && rows > max)
 		rows = max;
 	fprintf(f, "<div class=\"scroll\"><table><thead><tr>");
 	for (int c = 0; c < cols; c++) {
 		fprintf(f, "<th%s>", table__col_numeric(t, c) ? " class=\"n\"" : "");
-		page__esc(f, table__col_title(t, c));
+		page__esc(f, table__view_title(t, c, &people, title, sizeof(title)));
 		fprintf(f, "</th>");
 	}
 	fprintf(f, "</tr></thead><tbody>\n");
 	for (int r = 0; r < rows; r++) {
 		fprintf(f, "<tr>");
-		for (int c = 0; c < cols; c++) {
-			const char *text = table__cell_text(t, r, c, buf, sizeof(buf));
-
-			fprintf(f, "<td%s", table__col_numeric(t, c) ? " class=\"n\"" : "");
-			if (strlen(text) > LONG_CELL) { /* wrapped: the whole text on hover too */
-				fprintf(f, " title=\"");
-				page__esc(f, text);
-				fprintf(f, "\"");
-			}
-			fprintf(f, ">");
-			page__esc(f, text);
-			fprintf(f, "</td>");
-		}
+		for (int c = 0; c < cols; c++)
+			table_cell(f, t, r, c);
 		fprintf(f, "</tr>\n");
 	}
 	fprintf(f, "</tbody></table></div>\n");
