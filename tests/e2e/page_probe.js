@@ -43,6 +43,14 @@
 						 right: r.right, width: r.width,
 						 scroll: p.scrollWidth - p.clientWidth });
 		});
+		out.bands = {};
+		[].forEach.call(doc.querySelectorAll('#tl-ranges g.bands'), function (g) {
+			out.bands[g.getAttribute('data-row')] = g.querySelectorAll('rect').length;
+		});
+		out.lanes = [].map.call(doc.querySelectorAll('#tl-threads text.lane-name'), text);
+		out.lane_groups = doc.querySelectorAll('#tl-threads g.lane').length;
+		if (args && args.drag)
+			out.zoom = drag(doc, win, args.drag);
 		out.reports = {};
 		[].forEach.call(doc.querySelectorAll('#reports .report'), function (r) {
 			out.reports[r.id] = [].map.call(r.querySelectorAll('tbody tr'), function (tr) {
@@ -52,6 +60,39 @@
 			});
 		});
 		return out;
+	}
+	// Each plot's shown range [x, width] in its viewBox, every tick's label, the shaded bands
+	// drawn in each plot.
+	function state(doc) {
+		return { plots: [].map.call(doc.querySelectorAll('figure.timeline svg.plot'), function (p) {
+				var v = p.viewBox.baseVal;
+				return [p.closest('figure').id, +v.x.toFixed(2), +v.width.toFixed(2),
+					p.querySelectorAll(':scope > g.shade rect').length];
+			}),
+			 ticks: [].map.call(doc.querySelectorAll('figure.timeline text.tick'), text) };
+	}
+	// A user's drag over share [a, b] of the plot of the timeline of index I, then a click.
+	function mouse(win, svg, type, share) {
+		var r = svg.getBoundingClientRect(), X = 60 / 960 * r.width, W = 890 / 960 * r.width;
+		svg.dispatchEvent(new win.MouseEvent(type, { bubbles: true, clientX: r.left + X + share * W,
+							     clientY: r.top + 20 }));
+	}
+	function drag(doc, win, d) {
+		var svgs = doc.querySelectorAll('figure.timeline > svg'), res = { before: state(doc) };
+		if (!svgs.length)
+			return null;
+		res.timelines = svgs.length;
+		var first = svgs[d.first], second = svgs[d.second < 0 ? svgs.length + d.second : d.second];
+		mouse(win, first, 'mousedown', d.a);
+		mouse(win, first, 'mouseup', d.b);
+		res.dragged = state(doc);
+		mouse(win, second, 'mousedown', 0.5);
+		mouse(win, second, 'mouseup', 1);
+		res.again = state(doc);
+		mouse(win, second, 'mousedown', 0.3);
+		mouse(win, second, 'mouseup', 0.3);
+		res.clicked = state(doc);
+		return res;
 	}
 	var frames = document.querySelectorAll('iframe'), out = {};
 	function done() {

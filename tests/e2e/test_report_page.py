@@ -128,12 +128,52 @@ def check_units(trace, seen):
     return checked
 
 
+X, W = 60, 890  # page_axis.h: the plot's left and width in every timeline's SVG units
+
+
+def near(plots, want, what):
+    """Every plot's [x, width] within a pixel of WANT, all the same."""
+    eq(len({(x, w) for _, x, w, _ in plots}), 1, f"{what}: one range for all {plots}")
+    for _, x, w, _ in plots:
+        check(abs(x - want[0]) < 1 and abs(w - want[1]) < 1, f"{what}: {x}, {w} != {want}")
+
+
+def check_zoom(trace, z, shaded):
+    """A drag over a quarter of the first timeline zooms every timeline and lane to it, a drag
+    over the right half of the last timeline zooms into that, a click puts them all back; the
+    ticks say the times shown; SHADED bands (steps, capture ranges) lie behind every plot."""
+    before = z["before"]["plots"]
+    check(len(before) >= 3 and z["timelines"] == len(before), f"{trace}: plots {before}")
+    eq({(x, w) for _, x, w, _ in before}, {(X, W)}, f"{trace}: the whole recording first")
+    eq(sorted({p[0] for p in z["dragged"]["plots"]}), sorted({p[0] for p in before}),
+       f"{trace}: the same plots")
+    # (clientX is a whole pixel: a pixel of 1240 is 0.8 of the SVG's units)
+    near(z["dragged"]["plots"], (X + W / 4, W / 4), f"{trace}: every plot shows the quarter "
+         "dragged over")
+    check(z["dragged"]["ticks"] != z["before"]["ticks"], f"{trace}: the ticks relabelled")
+    near(z["again"]["plots"], (X + W * 3 / 8, W / 8),
+         f"{trace}: a drag on another timeline zooms into the zoomed range")
+    eq(z["clicked"], z["before"], f"{trace}: a click resets every plot and tick")
+    for fid, _, _, n in before:
+        if fid != "tl-ranges":
+            eq(n, shaded, f"{trace}: {fid}: the shaded bands behind it")
+
+
 def test_report_page_real_traces():
     """Every real trace: the verdict first, equal to stats' (claims, numbers, links to their
     tables), figures, info folded as tables, nothing wider than the window."""
     chromium()
     traces = real_traces()
-    for trace, seen in pages(traces).items():
+    drag = {"first": 0, "second": -1, "a": 0.25, "b": 0.5}
+    for trace, seen in pages(traces, {"drag": drag}).items():
+        z = seen["zoom"]
+        events = json.loads(run([BPFSIGHT, "info", "--json", trace], check=True).stdout)
+        check(seen["bands"].get("NVTX", 0) > 0, f"{trace}: NVTX bands {seen['bands']}")
+        capture = "cudaProfilerApi" in events.get("command", "")
+        eq("capture" in seen["bands"], capture, f"{trace}: the capture range drawn")
+        check_zoom(trace, z, seen["bands"].get("capture", 0))
+        eq(len(seen["lanes"]), min(8, seen["lane_groups"]), f"{trace}: lanes named")
+        check(len(seen["lanes"]) >= 2, f"{trace}: lanes {seen['lanes']}")
         check_verdict(trace, seen)
         check_info(trace, seen)
         check_boxes(trace, seen)
@@ -145,20 +185,53 @@ def test_report_page_real_traces():
         check(any(k.startswith("GPU 0 busy") for k in figs), f"{trace}: GPU busy {figs}")
 
 
+SCRIPT = """
+import ctypes, threading, time
+import torch
+torch.set_num_threads(1)  # no OpenMP pool spinning beside the threads below
+libc = ctypes.CDLL(None)
+
+def spin(name, secs):
+    libc.prctl(15, name.encode())  # PR_SET_NAME: the thread's name in the trace
+    end = time.process_time() + secs  # this thread's own CPU time
+    while time.process_time() < end:
+        pass
+
+def sleep(name):
+    libc.prctl(15, name.encode())
+    time.sleep(0.3)
+
+threads = [threading.Thread(target=spin, args=(n, s))
+           for n, s in (("spin-a", 0.9), ("spin-b", 0.6), ("spin-c", 0.3))]
+threads += [threading.Thread(target=sleep, args=(f"idle-{i}",)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+m = torch.nn.Linear(256, 256)
+opt = torch.optim.SGD(m.parameters(), lr=0.01)
+x = torch.randn(64, 256)
+for i in range(12):
+    opt.zero_grad()
+    m(x).sum().backward()
+    time.sleep(0.03)  # each step wider than a column of the page's axis
+    opt.step()
+"""
+
+
 def test_report_page_torch_trace():
-    """A torch trace made here (Debian's torch): the verdict equals stats', the step time's
-    median and spread are torch_step_sum's."""
+    """A torch trace made here (Debian's torch), with threads of known CPU time: the verdict
+    equals stats', the step time's median and spread are torch_step_sum's, each step a band
+    behind every timeline, zoomed with them; a lane for each of the 8 busiest threads, named,
+    the three spinning ones in the order of their CPU time."""
     need_root()
     chromium()
     script = os.path.join(tmpdir(), "steps.py")
     with open(script, "w") as f:
-        f.write("import torch\nm = torch.nn.Linear(256, 256)\n"
-                "opt = torch.optim.SGD(m.parameters(), lr=0.01)\nx = torch.randn(64, 256)\n"
-                "for i in range(12):\n    opt.zero_grad()\n    m(x).sum().backward()\n"
-                "    opt.step()\n")
+        f.write(SCRIPT)
     p, trace = record(["/usr/bin/python3", script], "-t", "torch,sched")
     eq(p.returncode, 0, f"record ({p.stderr[-400:]})")
-    seen = pages([trace])[trace]
+    seen = pages([trace], {"drag": {"first": 0, "second": -1, "a": 0.25, "b": 0.5}})[trace]
     check_verdict(trace, seen)
     check(seen["claims"], "the torch trace has claims (sched's)")
     check_info(trace, seen)
@@ -175,6 +248,15 @@ def test_report_page_torch_trace():
     check(re.fullmatch(r"[\d.]+ (ns|µs|ms|s)", med[1]), f"median in human units: {med}")
     eq(human(mid), med[1], "the median step")
     check("step time spread (p10 – p90)" in figs, f"the spread: {figs}")
+    eq(seen["bands"].get("steps"), n, "a band per step")
+    check_zoom(trace, seen["zoom"], n)
+    lanes = seen["lanes"]
+    eq(len(lanes), 8, f"the 8 busiest threads: {lanes}")
+    for lane in lanes:
+        check(re.fullmatch(r"\S+ \((tid \d+|main thread), pid \d+\) · [\d.]+ (ms|s|µs)", lane),
+              f"a lane named: {lane}")
+    spin = [l.split()[0] for l in lanes if l.startswith("spin-")]
+    eq(spin, ["spin-a", "spin-b", "spin-c"], f"the spinning threads by CPU time: {lanes}")
 
 
 def human(v, units=("ns", "µs", "ms", "s"), factor=1000):

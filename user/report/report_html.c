@@ -10,8 +10,12 @@
 #include "family.h"
 #include "human.h"
 #include "page.h"
+#include "page_axis.h"
+#include "page_bands.h"
 #include "page_info.h"
+#include "page_lanes.h"
 #include "page_summary.h"
+#include "page_zoom.h"
 #include "records.h"
 #include "report_html.h"
 #include "stats.h"
@@ -70,6 +74,8 @@ static void timelines_free(struct timelines *tl)
 		if (tl->states[i])
 			families[i]->page->free(tl->states[i]);
 	free(tl->loss);
+	page_lanes__free(tl->p.lanes);
+	page_bands__free(tl->p.bands);
 }
 
 static int collect(struct timelines *tl, const char *path)
@@ -83,6 +89,10 @@ static int collect(struct timelines *tl, const char *path)
 	if (trace_walk__open(&w, "report", path))
 		return EXIT_READ_FAIL;
 	tl->p.origin = trace_walk__meta(&w)->start.mono_ns;
+	tl->p.lanes = page_lanes__new();
+	tl->p.bands = page_bands__new();
+	if (!tl->p.lanes || !tl->p.bands)
+		err = -ENOMEM;
 	for (int i = 0; families[i] && !err; i++)
 		if (families[i]->page)
 			err = families[i]->page->open(&tl->p, &tl->states[i]);
@@ -95,15 +105,16 @@ static int collect(struct timelines *tl, const char *path)
 		return EXIT_READ_FAIL;
 	}
 	status = trace_walk__finish(&w);
+	st = trace_walk__status(&w);
+	tl->p.end = st->has_end ? st->end.mono_ns : st->last_ts;
+	if (tl->p.end < tl->p.origin)
+		tl->p.end = tl->p.origin;
 	/* The names while the model is here: the legend says "pid 42 (python3)". */
 	for (int i = 0; families[i]; i++)
 		if (tl->states[i] && families[i]->page->named)
 			families[i]->page->named(&tl->p, tl->states[i], w.m);
 	page_summary__focus(&tl->p, tl->p.stats, w.m);
-	st = trace_walk__status(&w);
-	tl->p.end = st->has_end ? st->end.mono_ns : st->last_ts;
-	if (tl->p.end < tl->p.origin)
-		tl->p.end = tl->p.origin;
+	page_lanes__named(tl->p.lanes, w.m);
 	trace_walk__close(&w);
 	return status;
 }
@@ -124,17 +135,6 @@ void page__esc(FILE *f, const char *s)
 	}
 }
 
-/* "1.5 s", "250 ms": an axis label. */
-static void fmt_secs(char *buf, size_t len, double s)
-{
-	if (s >= 100)
-		snprintf(buf, len, "%.0f s", s);
-	else if (s >= 1 || s == 0)
-		snprintf(buf, len, "%.3g s", s);
-	else
-		snprintf(buf, len, "%.3g ms", s * 1e3);
-}
-
 /* The mean of bins [a, b) over their width: one drawn column. */
 static double column(const struct time_bins *b, __u32 a, __u32 e, double cap)
 {
@@ -153,37 +153,8 @@ static int by_total(const void *a, const void *b)
 	return x->total < y->total ? 1 : x->total > y->total ? -1 : strcmp(x->label, y->label);
 }
 
-#define SVG_W  960
 #define SVG_H  150
-#define PLOT_X 60 /* left margin: the value labels */
-#define PLOT_W (SVG_W - PLOT_X - 10)
-#define PLOT_Y 10
-#define PLOT_H (SVG_H - PLOT_Y - 30)
-
-/* The axes: the recording's time, and 0 to TOP (the top value's label) in UNIT. */
-static void axis(FILE *f, const struct page *p, double top, const char *unit)
-{
-	double secs = (double)(p->end - p->origin) / 1e9;
-	char buf[32];
-
-	fprintf(f, "<g class=\"axis\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", PLOT_X,
-		PLOT_Y + PLOT_H, PLOT_X + PLOT_W, PLOT_Y + PLOT_H);
-	fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", PLOT_X, PLOT_Y, PLOT_X,
-		PLOT_Y + PLOT_H);
-	for (int t = 0; t <= 4; t++) {
-		fmt_secs(buf, sizeof(buf), secs * t / 4);
-		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">%s</text>",
-			PLOT_X + PLOT_W * t / 4, SVG_H - 8,
-			t == 0	 ? "start"
-			: t == 4 ? "end"
-				 : "middle",
-			buf);
-	}
-	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.*f%s</text>", PLOT_X - 4,
-		PLOT_Y + 10, top >= 100 ? 0 : 2, top, unit);
-	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text></g>\n", PLOT_X - 4,
-		PLOT_Y + PLOT_H);
-}
+#define PLOT_H (SVG_H - PLOT_Y - AXIS_H)
 
 /* A line as drawn: its label, and its value over a column of bins [A, E) (capped at CAP). */
 struct drawn {
@@ -237,12 +208,8 @@ static void chart(const struct page *p, FILE *f, const char *id, const char *tit
 	page__esc(f, title);
 	fprintf(f, " <span class=\"what\">");
 	page__esc(f, what);
-	fprintf(f,
-		"</span></figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
-		"viewBox=\"0 0 "
-		"%d %d\" role=\"img\">\n",
-		SVG_W, SVG_H);
-	axis(f, p, ymax / scale, unit);
+	fprintf(f, "</span></figcaption>\n");
+	page_axis__open(f, p, PLOT_H, ymax / scale, unit);
 	for (__u32 k = 0; k < shown; k++) {
 		fprintf(f, "<polyline class=\"s%u\" points=\"", k);
 		for (__u32 c = 0; c < cols; c++) {
@@ -257,6 +224,7 @@ static void chart(const struct page *p, FILE *f, const char *id, const char *tit
 		page__esc(f, s[k].label);
 		fprintf(f, "</title></polyline>\n");
 	}
+	page_axis__close_plot(f);
 	fprintf(f, "</svg>\n<ul class=\"legend\">");
 	for (__u32 k = 0; k < shown; k++) {
 		fprintf(f, "<li class=\"s%u\">", k);
@@ -345,10 +313,9 @@ static void loss_chart(FILE *f, const struct timelines *tl)
 	fprintf(f,
 		"<figure class=\"timeline\" id=\"tl-loss\"><figcaption>Loss <span "
 		"class=\"what\">events lost, %llu in all (bpfsight info: by cause)</span>"
-		"</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
-		"role=\"img\">\n",
-		(unsigned long long)tl->lost, SVG_W, SVG_H);
-	axis(f, &tl->p, (double)max, "");
+		"</figcaption>\n",
+		(unsigned long long)tl->lost);
+	page_axis__open(f, &tl->p, PLOT_H, (double)max, "");
 	for (int c = 0; c < REPORT_COLUMNS; c++) {
 		double h;
 
@@ -362,6 +329,7 @@ static void loss_chart(FILE *f, const struct timelines *tl)
 			(double)PLOT_W / REPORT_COLUMNS > 2 ? (double)PLOT_W / REPORT_COLUMNS : 2,
 			h, (unsigned long long)cols[c]);
 	}
+	page_axis__close_plot(f);
 	fprintf(f, "</svg></figure>\n");
 }
 
@@ -376,9 +344,11 @@ static void timelines_html(FILE *f, struct timelines *tl)
 	int n = family__count();
 
 	fprintf(f, "<section id=\"timelines\"><h2>Timelines</h2>\n");
+	page_bands__draw(&tl->p, tl->p.bands, f);
 	for (int i = n - 1; i >= 0; i--)
 		if (tl->states[i] && families[i]->page->timelines)
 			families[i]->page->timelines(&tl->p, tl->states[i], f);
+	page_lanes__draw(&tl->p, tl->p.lanes, f);
 	loss_chart(f, tl);
 	fprintf(f, "</section>\n");
 }
@@ -493,7 +463,14 @@ static const char style[] =
 	"border-radius:6px;padding:8px 12px}figcaption{font-weight:600}\n"
 	"svg{width:100%;height:auto;display:block}.axis line{stroke:var(--line)}"
 	".axis text{fill:var(--mute);font-size:11px}\n"
-	"polyline{fill:none;stroke-width:1.5}rect.loss{fill:var(--c1)}\n"
+	"polyline{fill:none;stroke-width:1.5}rect.loss{fill:var(--c1)}"
+	"svg.plot *{vector-effect:non-scaling-stroke}figure.timeline>svg{cursor:crosshair;"
+	"user-select:none}.bands rect{fill:var(--c3);opacity:.35}.bands rect.b1{opacity:.2}"
+	"svg.plot .shade rect{opacity:.1}svg.plot .shade rect.b1{opacity:.05}"
+	".lane-name{fill:var(--fg);font-size:10px}"
+	"path.k0{fill:var(--c0)}path.k1{fill:var(--c1)}path.k2{fill:var(--c2)}"
+	"path.k3{fill:var(--c3)}path.k4{fill:var(--c4)}path.k5{fill:var(--c5)}"
+	"path.k6{fill:var(--c6)}path.k7{fill:var(--c7)}\n"
 	".legend{list-style:none;padding:0;margin:4px 0 0;display:flex;flex-wrap:wrap;gap:14px;"
 	"font-size:12px}.legend li::before{content:'';display:inline-block;width:12px;height:3px;"
 	"margin-right:5px;vertical-align:middle;background:currentColor}.legend .more::before"
@@ -568,7 +545,9 @@ int report_html__write(const struct report_input *in, FILE *f)
 			fputs(note, f);
 	}
 	fprintf(f, ". The full data: <code>bpfsight stats</code>, <code>bpfsight export</code>."
-		   "</footer>\n</body></html>\n");
+		   "</footer>\n");
+	page_zoom__script(f, &tl.p);
+	fprintf(f, "</body></html>\n");
 	timelines_free(&tl);
 	return status;
 }

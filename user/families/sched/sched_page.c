@@ -2,19 +2,25 @@
 /* The sched family on the report's page: traced threads off the CPU, blocked or preempted. */
 #include <errno.h>
 #include <stdlib.h>
+#include "hmap.h"
 #include "page.h"
 #include "sched.h"
 
 struct sched_page {
 	struct time_bins blocked, preempted;
+	struct hmap *woke; /* {pid, tid} -> __u64: when the thread's last off-CPU interval ended */
+	int oncpu;	   /* the lanes' kind */
 };
 
 static int sched_page_open(const struct page *p, void **st)
 {
 	struct sched_page *s = calloc(1, sizeof(*s));
 
-	if (!s)
+	if (!s || !(s->woke = hmap__new(sizeof(__u64)))) {
+		free(s);
 		return -ENOMEM;
+	}
+	s->oncpu = page__lane_kind(p, "on a CPU", 1);
 	page__bins_init(p, &s->blocked);
 	page__bins_init(p, &s->preempted);
 	*st = s;
@@ -26,10 +32,21 @@ static int sched_page_record(const struct page *p, void *st, const struct bs_hdr
 {
 	struct sched_page *s = st;
 	const struct bs_offcpu *o = (const void *)rec;
+	__u64 *woke;
+	int err;
 
 	if (rec->type != BS_REC_OFFCPU)
 		return 0;
-	return time_bins__add(o->state ? &s->blocked : &s->preempted, rec->ts, o->dur);
+	err = time_bins__add(o->state ? &s->blocked : &s->preempted, rec->ts, o->dur);
+	woke = hmap__get(s->woke, (struct hkey){ rec->pid, rec->tid }, 1);
+	if (err || !woke)
+		return -ENOMEM;
+	/* On a CPU from the end of its last off-CPU interval to the start of this one. */
+	if (*woke && rec->ts > *woke)
+		err = page__lane(p, s->oncpu, rec->pid, rec->tid, *woke, rec->ts - *woke);
+	if (rec->ts + o->dur > *woke)
+		*woke = rec->ts + o->dur;
+	return err;
 }
 
 static void sched_page_timelines(const struct page *p, void *st, FILE *f)
@@ -60,6 +77,7 @@ static void sched_page_free(void *st)
 		return;
 	time_bins__free(&s->blocked);
 	time_bins__free(&s->preempted);
+	hmap__free(s->woke);
 	free(s);
 }
 

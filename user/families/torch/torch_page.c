@@ -10,12 +10,19 @@
 
 struct torch_page {
 	struct samples steps; /* each step's wall time, ns */
+	int row, ops;	      /* its band row, its lanes' kind */
 };
 
 static int torch_page_open(const struct page *p, void **st)
 {
-	*st = calloc(1, sizeof(struct torch_page));
-	return *st ? 0 : -ENOMEM;
+	struct torch_page *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	t->row = page__band_row(p, "steps", 1);
+	t->ops = page__lane_kind(p, "torch ops", 1);
+	*st = t;
+	return 0;
 }
 
 static int torch_page_record(const struct page *p, void *st, const struct bs_hdr *rec,
@@ -23,10 +30,17 @@ static int torch_page_record(const struct page *p, void *st, const struct bs_hdr
 {
 	struct torch_page *t = st;
 	const struct bs_torch_step *s = (const void *)rec;
+	const struct bs_torch_op *op = (const void *)rec;
+	char label[80];
 
+	/* The outermost ops of a thread: what it was doing (their children are within). */
+	if (rec->type == BS_REC_TORCH_OP && rec->size >= sizeof(*op) && !op->depth)
+		return page__lane(p, t->ops, rec->pid, rec->tid, rec->ts, op->dur);
 	if (rec->type != BS_REC_TORCH_STEP || rec->size < sizeof(*s))
 		return 0;
-	return samples__add(&t->steps, (double)s->dur, 1);
+	snprintf(label, sizeof(label), "step %llu", (unsigned long long)s->step);
+	return samples__add(&t->steps, (double)s->dur, 1)
+		       ?: page__band(p, t->row, rec->ts, s->dur, label);
 }
 
 /* The median step and the spread of the middle 80% (p10 to p90), as torch_step_sum has them. */
