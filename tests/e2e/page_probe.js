@@ -51,8 +51,21 @@
 		out.lane_groups = doc.querySelectorAll('#tl-threads g.lane').length;
 		if (args && args.drag)
 			out.zoom = drag(doc, win, args.drag);
+		function look(el) {
+			var c = win.getComputedStyle(el);
+			return [c.fontSize, c.fontWeight, c.fontFamily, c.borderBottomWidth].join(' ');
+		}
+		out.families = [].map.call(doc.querySelectorAll('section.family'), function (sec) {
+			var h = sec.querySelector(':scope > h2');
+			return { id: sec.id, name: h ? h.firstChild.textContent.trim() : null,
+				 what: text(h && h.querySelector('.what')), h2: h ? look(h) : null,
+				 reports: [].map.call(sec.querySelectorAll('.report'), function (r) {
+					 return [r.id, look(r.querySelector('h3')), look(r.querySelector('table')),
+						 look(r.querySelector('td') || r.querySelector('th'))];
+				 }) };
+		});
 		out.reports = {};
-		[].forEach.call(doc.querySelectorAll('#reports .report'), function (r) {
+		[].forEach.call(doc.querySelectorAll('.report'), function (r) {
 			out.reports[r.id] = [].map.call(r.querySelectorAll('tbody tr'), function (tr) {
 				return [].map.call(tr.querySelectorAll('td'), function (td) {
 					return [td.textContent, td.title];

@@ -159,12 +159,41 @@ def check_zoom(trace, z, shaded):
             eq(n, shaded, f"{trace}: {fid}: the shaded bands behind it")
 
 
+def check_families(trace, seen):
+    """Each family's part looks the same: a heading with its name and what it records (as
+    `bpfsight record --help` says), then its reports' tables, headed and drawn alike; every
+    report with rows is in its family's part, once; no text cell is wider than 48 characters,
+    those cut in the middle whole on hover."""
+    reports = {k for k, v in json.loads(run([BPFSIGHT, "stats", trace, "--format", "json"],
+                                            check=True).stdout)["reports"].items() if v}
+    fams = seen["families"]
+    check(fams, f"{trace}: family sections")
+    eq(len({f["h2"] for f in fams}), 1, f"{trace}: one look of the families' headings {fams}")
+    tables = [r for f in fams for r in f["reports"]]
+    eq(sorted(r[0][2:] for r in tables), sorted(reports), f"{trace}: each report once")
+    eq(len({tuple(r[1:]) for r in tables}), 1, f"{trace}: one look of the tables {tables}")
+    for f in fams:
+        eq(f["id"], "family-" + f["name"], f"{trace}: the family's id")
+        check(f["what"], f"{trace}: {f['name']} says what it records")
+    cut = 0
+    for rid, rows in seen["reports"].items():
+        for row in rows:
+            for text, title in row:
+                check(len(text) <= 48 or re.fullmatch(r"[\d.]+( \S+)?", text),
+                      f"{trace} {rid}: a cell of {len(text)} characters: {text}")
+                if "…" in text:
+                    check(len(title) > len(text), f"{trace} {rid}: {text} whole on hover")
+                    cut += 1
+    return cut
+
+
 def test_report_page_real_traces():
     """Every real trace: the verdict first, equal to stats' (claims, numbers, links to their
     tables), figures, info folded as tables, nothing wider than the window."""
     chromium()
     traces = real_traces()
     drag = {"first": 0, "second": -1, "a": 0.25, "b": 0.5}
+    cut = 0
     for trace, seen in pages(traces, {"drag": drag}).items():
         z = seen["zoom"]
         events = json.loads(run([BPFSIGHT, "info", "--json", trace], check=True).stdout)
@@ -178,11 +207,13 @@ def test_report_page_real_traces():
         check_info(trace, seen)
         check_boxes(trace, seen)
         check(check_units(trace, seen) > 50, f"{trace}: durations checked")
+        cut += check_families(trace, seen)
         figs = {f[0]: f for f in seen["figures"]}
         info = json.loads(run([BPFSIGHT, "info", "--json", trace], check=True).stdout)
         eq(figs["events lost"][1], str(info["lost_total"]) if info["lost_total"] else "none",
            f"{trace}: the events lost")
         check(any(k.startswith("GPU 0 busy") for k in figs), f"{trace}: GPU busy {figs}")
+    check(cut > 10, f"long names cut: {cut}")
 
 
 SCRIPT = """
@@ -237,6 +268,7 @@ def test_report_page_torch_trace():
     check_info(trace, seen)
     check_boxes(trace, seen)
     check(check_units(trace, seen) > 20, "torch tables' durations checked")
+    check_families(trace, seen)
     steps = json.loads(run([BPFSIGHT, "stats", trace, "-r", "torch_step_sum", "--format",
                             "json"], check=True).stdout)["reports"]["torch_step_sum"]
     walls = sorted(s["wall_ns"] for s in steps)

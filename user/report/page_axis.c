@@ -19,7 +19,8 @@ void page_axis__open(FILE *f, const struct page *p, int plot_h, double top, cons
 	int h = PLOT_Y + plot_h + AXIS_H;
 	char buf[32];
 
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" role=\"img\">\n",
+	fprintf(f,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" role=\"img\">\n",
 		SVG_W, h);
 	fprintf(f, "<g class=\"axis\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", PLOT_X,
 		PLOT_Y + plot_h, PLOT_X + PLOT_W, PLOT_Y + plot_h);
@@ -27,7 +28,8 @@ void page_axis__open(FILE *f, const struct page *p, int plot_h, double top, cons
 		PLOT_Y + plot_h);
 	for (int t = 0; t <= 4; t++) {
 		page_axis__secs(buf, sizeof(buf), secs * t / 4);
-		fprintf(f, "<text class=\"tick\" data-f=\"%.2f\" x=\"%d\" y=\"%d\" text-anchor=\"%s\">%s</text>",
+		fprintf(f,
+			"<text class=\"tick\" data-f=\"%.2f\" x=\"%d\" y=\"%d\" text-anchor=\"%s\">%s</text>",
 			t / 4.0, PLOT_X + PLOT_W * t / 4, h - 8,
 			t == 0	 ? "start"
 			: t == 4 ? "end"
@@ -40,8 +42,9 @@ void page_axis__open(FILE *f, const struct page *p, int plot_h, double top, cons
 		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>", PLOT_X - 4,
 			PLOT_Y + plot_h);
 	}
-	fprintf(f, "</g>\n<svg class=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-		   "viewBox=\"%d %d %d %d\" preserveAspectRatio=\"none\">\n",
+	fprintf(f,
+		"</g>\n<svg class=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"%d %d %d %d\" preserveAspectRatio=\"none\">\n",
 		PLOT_X, PLOT_Y, PLOT_W, plot_h, PLOT_X, PLOT_Y, PLOT_W, plot_h);
 }
 

@@ -132,7 +132,8 @@ void page_bands__draw(const struct page *p, const struct page_bands *cb, FILE *f
 	page_axis__close_plot(f);
 	for (int r = 0, i = 0; r < b->nrows; r++)
 		if (b->rows[r].n) {
-			fprintf(f, "<text class=\"lane-name\" x=\"%d\" y=\"%d\" text-anchor=\"end\">",
+			fprintf(f,
+				"<text class=\"lane-name\" x=\"%d\" y=\"%d\" text-anchor=\"end\">",
 				PLOT_X - 4, PLOT_Y + (i++) * ROW_H + ROW_H - 5);
 			page__esc(f, b->rows[r].name);
 			fprintf(f, "</text>");

@@ -16,7 +16,7 @@ struct run {
 };
 
 struct lane {
-	__u64 busy;			 /* ns, summed over the busy kinds */
+	__u64 busy;			/* ns, summed over the busy kinds */
 	__u64 quantum[PAGE_LANE_KINDS]; /* spans closer than this are one (0: LANE_QUANTUM_NS) */
 	struct run *runs[PAGE_LANE_KINDS];
 	size_t n[PAGE_LANE_KINDS], cap[PAGE_LANE_KINDS];
@@ -216,8 +216,8 @@ void page_lanes__draw(const struct page *p, struct page_lanes *l, FILE *f)
 		l->ntop);
 	page_axis__open(f, p, h, 0, NULL);
 	for (int i = 0; i < l->ntop; i++) {
-		struct lane *ln = hmap__get(l->threads,
-						  (struct hkey){ l->top[i].pid, l->top[i].tid }, 0);
+		struct lane *ln =
+			hmap__get(l->threads, (struct hkey){ l->top[i].pid, l->top[i].tid }, 0);
 		double y = PLOT_Y + (double)i * lane_h;
 
 		fprintf(f, "<g class=\"lane\" data-tid=\"%u\" data-pid=\"%u\">", l->top[i].tid,

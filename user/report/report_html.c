@@ -17,6 +17,7 @@
 #include "page_summary.h"
 #include "page_zoom.h"
 #include "records.h"
+#include "report.h"
 #include "report_html.h"
 #include "stats.h"
 #include "table.h"
@@ -413,34 +414,75 @@ void page__table(FILE *f, const struct table *t, int max)
 	fprintf(f, "</tbody></table></div>\n");
 }
 
-static void table_html(FILE *f, const struct table *t)
+static void table_html(FILE *f, const struct report *rep, const struct table *t)
 {
 	int rows = table__nrows(t), shown = rows < REPORT_ROWS ? rows : REPORT_ROWS;
 
-	fprintf(f, "<div class=\"report\" id=\"r-%s\"><h3>%s</h3>\n", table__name(t),
-		table__name(t));
+	fprintf(f, "<div class=\"report\" id=\"r-%s\"><h3>", rep->name);
+	page__esc(f, rep->desc);
+	fprintf(f, " <code>%s</code></h3>\n", rep->name);
 	page__table(f, t, REPORT_ROWS);
 	fprintf(f, "<p class=\"rows\">%d of %d rows%s</p></div>\n", shown, rows,
 		rows > shown ? " (the first, in the report's order)" : "");
 }
 
-static void reports_html(FILE *f, const struct stats *st, int *shown)
+/* 1 when family I lists report NAME before REP (a report two families share is shown once). */
+static int listed_before(int i, const struct report *const *rep)
 {
-	char names[1024], *tok, *save = NULL;
-	const struct table *t;
+	for (int k = 0; k <= i; k++)
+		for (const struct report *const *rp = families[k]->reports; rp && *rp; rp++) {
+			if (rp == rep)
+				return 0;
+			if (!strcmp((*rp)->name, (*rep)->name))
+				return 1;
+		}
+	return 0;
+}
 
-	stats__list_reports(names, sizeof(names));
-	fprintf(f, "<section id=\"reports\"><h2>Reports</h2>\n");
-	for (tok = strtok_r(names, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-		t = stats__table(st, tok);
-		if (!t || !table__nrows(t))
-			continue;
-		table_html(f, t);
-		(*shown)++;
+/*
+ * Each family's part, all alike: its name and what it records, its own sections (flame graphs,
+ * peaks: written aside first, so that a family with nothing to show has no heading), then the
+ * tables of its reports with rows.
+ */
+static void family_html(FILE *f, struct timelines *tl, const struct stats *st, int i, int *shown)
+{
+	const struct report *const *rp;
+	const struct table *t;
+	char *own = NULL;
+	size_t len = 0;
+	int rows = 0;
+	FILE *mem;
+
+	for (rp = families[i]->reports; rp && *rp; rp++)
+		rows += (t = stats__table(st, (*rp)->name)) && table__nrows(t) &&
+			!listed_before(i, rp);
+	if (tl->states[i] && families[i]->page->sections && (mem = open_memstream(&own, &len))) {
+		families[i]->page->sections(&tl->p, tl->states[i], mem);
+		fclose(mem);
 	}
+	if (rows || len) {
+		fprintf(f,
+			"<section class=\"family\" id=\"family-%s\"><h2>%s <span class=\"what\">",
+			families[i]->name, families[i]->name);
+		page__esc(f, families[i]->desc);
+		fprintf(f, "</span></h2>\n%s", own ? own : "");
+		for (rp = families[i]->reports; rp && *rp; rp++)
+			if ((t = stats__table(st, (*rp)->name)) && table__nrows(t) &&
+			    !listed_before(i, rp)) {
+				table_html(f, *rp, t);
+				(*shown)++;
+			}
+		fprintf(f, "</section>\n");
+	}
+	free(own);
+}
+
+static void families_html(FILE *f, struct timelines *tl, const struct stats *st, int *shown)
+{
+	for (int i = 0; families[i]; i++)
+		family_html(f, tl, st, i, shown);
 	if (!*shown)
-		fprintf(f, "<p>No report has rows.</p>\n");
-	fprintf(f, "</section>\n");
+		fprintf(f, "<section id=\"reports\"><p>No report has rows.</p></section>\n");
 }
 
 /* Colours of the series and both themes: readable on a laptop, light or dark. */
@@ -484,6 +526,8 @@ static const char style[] =
 	"th,td{padding:3px 6px;border-bottom:1px solid var(--line);text-align:left;"
 	"vertical-align:top}td,th{overflow-wrap:anywhere}td.n{white-space:nowrap}"
 	"th{position:sticky;top:0;background:var(--card)}.n{text-align:right}\n"
+	".family section h2{font-size:15px;border:0;margin-top:14px}h3 code{font-weight:normal;"
+	"color:var(--mute)}h3{font-family:inherit}\n"
 	"a{color:var(--c0)}#verdict .headline{font-size:16px;font-weight:600;margin:6px 0}\n"
 	".claims{list-style:none;padding:0;margin:6px 0}.claims li{display:grid;"
 	"grid-template-columns:1em 5.5em 3.8em 1fr;gap:8px;padding:2px 0}.claims .detail"
@@ -524,10 +568,7 @@ int report_html__write(const struct report_input *in, FILE *f)
 	figures_html(f, &tl);
 	page_info__write(f, in->info_text);
 	timelines_html(f, &tl);
-	for (int i = 0; families[i]; i++)
-		if (tl.states[i] && families[i]->page->sections)
-			families[i]->page->sections(&tl.p, tl.states[i], f);
-	reports_html(f, in->stats, &reports);
+	families_html(f, &tl, in->stats, &reports);
 	fprintf(f, "<footer>Summarized by bpfsight ");
 	page__esc(f, in->version);
 	fprintf(f,
