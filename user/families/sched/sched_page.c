@@ -27,6 +27,27 @@ static int sched_page_open(const struct page *p, void **st)
 	return 0;
 }
 
+/* A new thread runs from its fork: its first span on a CPU starts there. */
+static int fork_of(struct sched_page *s, const struct bs_fork *f)
+{
+	__u64 *woke = hmap__get(s->woke, (struct hkey){ f->child_pid, f->child_tid }, 1);
+
+	if (!woke)
+		return -ENOMEM;
+	*woke = f->h.ts;
+	return 0;
+}
+
+/* An exiting thread ran from its last wake-up to its exit. */
+static int exit_of(const struct page *p, struct sched_page *s, const struct bs_hdr *rec)
+{
+	__u64 *woke = hmap__get(s->woke, (struct hkey){ rec->pid, rec->tid }, 0);
+
+	if (!woke || !*woke || rec->ts <= *woke)
+		return 0;
+	return page__lane(p, s->oncpu, rec->pid, rec->tid, *woke, rec->ts - *woke);
+}
+
 static int sched_page_record(const struct page *p, void *st, const struct bs_hdr *rec,
 			     const struct trace_model *m)
 {
@@ -35,6 +56,10 @@ static int sched_page_record(const struct page *p, void *st, const struct bs_hdr
 	__u64 *woke;
 	int err;
 
+	if (rec->type == BS_REC_FORK && rec->size >= sizeof(struct bs_fork))
+		return fork_of(s, (const struct bs_fork *)rec);
+	if (rec->type == BS_REC_EXIT)
+		return exit_of(p, s, rec);
 	if (rec->type != BS_REC_OFFCPU)
 		return 0;
 	err = time_bins__add(o->state ? &s->blocked : &s->preempted, rec->ts, o->dur);
