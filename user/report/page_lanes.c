@@ -197,12 +197,31 @@ static void draw_runs(const struct page *p, struct lane *ln, int k, double y, FI
 	fprintf(f, "\"/>");
 }
 
+/* The row of each kind that some lane drawn has (-1: none has it), and how many rows. */
+static int kind_rows(const struct page_lanes *l, int *row)
+{
+	int rows = 0;
+
+	for (int k = 0; k < l->nkinds; k++) {
+		row[k] = -1;
+		for (int i = 0; i < l->ntop && row[k] < 0; i++) {
+			const struct lane *ln = hmap__get(
+				l->threads, (struct hkey){ l->top[i].pid, l->top[i].tid }, 0);
+
+			if (ln && ln->n[k])
+				row[k] = rows++;
+		}
+	}
+	return rows;
+}
+
 void page_lanes__draw(const struct page *p, struct page_lanes *l, FILE *f)
 {
-	int lane_h = NAME_H + KIND_H * l->nkinds + 4, h;
+	int row[PAGE_LANE_KINDS], rows = kind_rows(l, row);
+	int lane_h = NAME_H + KIND_H * rows + 4, h;
 	char busy[32];
 
-	if (!l->ntop || !l->nkinds) {
+	if (!l->ntop || !rows) {
 		page__no_data(f, "tl-threads", "Threads",
 			      "no thread's spans recorded (on a CPU, in calls, waiting)");
 		return;
@@ -223,7 +242,8 @@ void page_lanes__draw(const struct page *p, struct page_lanes *l, FILE *f)
 		fprintf(f, "<g class=\"lane\" data-tid=\"%u\" data-pid=\"%u\">", l->top[i].tid,
 			l->top[i].pid);
 		for (int k = 0; ln && k < l->nkinds; k++)
-			draw_runs(p, ln, k, y + NAME_H + k * KIND_H, f);
+			if (row[k] >= 0)
+				draw_runs(p, ln, k, y + NAME_H + row[k] * KIND_H, f);
 		fprintf(f, "</g>\n");
 	}
 	page_axis__close_plot(f);
@@ -236,6 +256,8 @@ void page_lanes__draw(const struct page *p, struct page_lanes *l, FILE *f)
 	}
 	fprintf(f, "</svg>\n<ul class=\"legend\">");
 	for (int k = 0; k < l->nkinds; k++) {
+		if (row[k] < 0)
+			continue;
 		fprintf(f, "<li class=\"s%d\">", k);
 		page__esc(f, l->kinds[k]);
 		fprintf(f, "</li>");
