@@ -271,12 +271,14 @@ def test_report_mem_page_of_a_real_trace():
     start = info(out)["start_monotonic_ns"]
     sec = re.search(r'<section id="mem-peaks">(.*?)</section>', page, re.S)
     check(sec, "the peaks table")
-    rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r)]
+    # Each cell's text and hover (the exact bytes behind human units).
+    rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*?(?: title=\"([^\"]*)\")?>(.*?)</td>",
+                                                   r) for c in c]
             for r in re.findall(r"<tr>(.*?)</tr>", sec.group(1)) if "<td" in r]
-    eq([r[:4] for r in rows], [[f"pid {pid} (python3)", "rss", str(rss), rows[0][3]],
-                               [f"pid {pid} (python3)", "cpu tensors", str(7 * SIZE),
-                                "20.0 MiB"]], "the peaks, highest first")
-    check(abs(float(rows[1][4]) - (allocs[6]["ts"] - start) / 1e9) < 0.0006,
+    eq([r[:6] for r in rows], [["", f"pid {pid} (python3)", "", "rss", f"{rss} B", rows[0][5]],
+                               ["", f"pid {pid} (python3)", "", "cpu tensors",
+                                f"{7 * SIZE} B", "20.0 MiB"]], "the peaks, highest first")
+    check(abs(float(rows[1][7]) - (allocs[6]["ts"] - start) / 1e9) < 0.0006,
           f"the tensors' peak at the 7th allocation: {rows[1]}")
     check_browser(path, {"tl-mem": 1, "tl-rss": 1})
 
@@ -299,7 +301,7 @@ def test_report_mem_page_of_gpu_records():
         check(abs(max(v) - peak) < 0.01 * MIB, f"{what}: its peak {max(v)} ~ {peak}")
     left = polyline_values(body, "cuda:0 reserved", 12 * MIB)[-1]
     check(abs(left - 4 * MIB) < 0.01 * MIB, f"after train's exit, eval's 4 MiB: {left}")
-    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td class=\"n\">(\d+)</td>", page)
+    rows = re.findall(r'<tr><td>(.*?)</td><td>(.*?)</td><td class="n" title="(\d+) B">', page)
     eq(rows[:3], [("pid 100 (train)", "rss", str(300 * MIB)),
                   ("pid 200 (eval)", "rss", str(200 * MIB)),
                   ("pid 100 (train)", "cuda:0 reserved", str(8 * MIB))], "the highest peaks")

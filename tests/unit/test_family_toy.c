@@ -719,7 +719,7 @@ out:
 /* The page as `bpfsight report` makes it (its info text aside: cmd_report runs the binary). */
 static void test_report_draws_toy(void)
 {
-	char trace[128], *text;
+	char trace[128], path[64], *text, *lane, *legend;
 	struct stats *stats;
 	int status;
 
@@ -738,6 +738,23 @@ static void test_report_draws_toy(void)
 		"the toy's section");
 	ASSERT_TRUE(text && strstr(text, "<div class=\"report\" id=\"r-toy_sum\">"),
 		    "its stats report's table");
+	ASSERT_TRUE(text && strstr(text, "<section class=\"family\" id=\"family-toy\"><h2>toy "),
+		    "its part of the page");
+	ASSERT_TRUE(text && strstr(text, "<a class=\"fig\" href=\"#toy\"><span class=\"v\">60"
+					 "</span><span class=\"l\">toy total</span></a>"),
+		    "its headline figure");
+	lane = text ? strstr(text, "<g class=\"lane\" data-tid=\"701\" data-pid=\"700\">") : NULL;
+	legend = text ? strstr(text, "\">toy ticks</li>") : NULL;
+	if (ASSERT_TRUE(lane && legend, "the thread's lane, its legend")) {
+		/* The legend's colour "sK" is the lane's row of ticks "kK". */
+		while (legend > text && legend[-1] != 's')
+			legend--;
+		snprintf(path, sizeof(path), "<path class=\"k%d\" d=\"M", atoi(legend));
+		ASSERT_TRUE(strstr(lane, path) && strstr(lane, path) < strstr(lane, "</g>"),
+			    "the ticks in the thread's lane");
+	}
+	ASSERT_EQ(text ? count(text, "<title>tick (2.00 µs)</title>") : 0, TICKS,
+		  "a band per tick");
 	free(text);
 	stats__free(stats);
 }

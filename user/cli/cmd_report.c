@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * bpfsight report FILE [-o OUT.html] [--force]: one self-contained HTML page of a trace, for
- * a machine with no GUI (report_html.h). The summary is `bpfsight info`'s own output (this
- * binary run as `info FILE`, so the page says exactly what info says), the tables are the
- * stats reports', the timelines come from one more walk of the trace.
+ * a machine with no GUI (report_html.h). The verdict and the tables are the stats reports',
+ * the recording's details `bpfsight info`'s own output (this binary run as `info FILE`, so
+ * the page says exactly what info says), the timelines come from one more walk of the trace.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,10 +28,12 @@ static void report_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfsight report FILE [-o OUT] [--force]\n"
 		"\n"
-		"One self-contained HTML page of a trace (no network: all inline): info's summary,\n"
-		"timelines (GPU busy, GIL contention, off-CPU, system calls, loss), flame graphs\n"
-		"(click to zoom, search) and the top rows of every stats report with data. Opens\n"
-		"in any browser, offline.\n"
+		"One self-contained HTML page of a trace (no network: all inline): stats' verdict\n"
+		"first, headline figures, info's summary (folded), timelines on one time axis\n"
+		"(drag to zoom them all: steps and ranges, GPU busy, GIL contention, off-CPU,\n"
+		"system calls, a lane per busy thread, loss), then a part per family: its flame\n"
+		"graphs (click to zoom, search) and the top rows of its stats reports with data.\n"
+		"Opens in any browser, offline.\n"
 		"\n"
 		"  -o, --output OUT   default: FILE with .bst replaced by .html\n"
 		"      --force        replace OUT if it exists\n"

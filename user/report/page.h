@@ -21,9 +21,17 @@
 #define REPORT_COLUMNS 600	   /* points per drawn series */
 #define REPORT_SERIES  8	   /* series per timeline: the largest by total */
 
+struct stats;
+struct page_lanes;
+struct page_bands;
+
 /* The page being made: the recording's span, which every timeline covers. */
 struct page {
-	__u64 origin, end; /* CLOCK_MONOTONIC ns */
+	__u64 origin, end;	   /* CLOCK_MONOTONIC ns */
+	const struct stats *stats; /* every report's table (stats.h), for a family's figures */
+	char focus[160];	   /* the verdict's focus thread, named ("" when none) */
+	struct page_lanes *lanes;  /* the busy threads' lanes (page_lanes.h) */
+	struct page_bands *bands;  /* steps and ranges (page_bands.h) */
 };
 
 struct page_family {
@@ -32,12 +40,14 @@ struct page_family {
 	/* Every record of the walk, checked against its decoder's size. 0, or -ENOMEM. */
 	int (*record)(const struct page *p, void *st, const struct bs_hdr *rec,
 		      const struct trace_model *m);
-	/* After the walk, while the trace's names are known (a legend's process names). */
+	/* After the walk (P's end known), while the trace's names are (a legend's). */
 	int (*named)(const struct page *p, void *st, const struct trace_model *m);
 	/* Its timelines: page__chart() or page__no_data() each. */
 	void (*timelines)(const struct page *p, void *st, FILE *f);
 	/* Sections of its own after the timelines ("<section id=...>", a flame graph). */
 	void (*sections)(const struct page *p, void *st, FILE *f);
+	/* Its headline figures under the verdict: page__figure() each (may be NULL). */
+	void (*figures)(const struct page *p, void *st, FILE *f);
 	/* What the footer adds ("; ... are not drawn"), or NULL. */
 	const char *(*footnote)(void *st);
 	void (*free)(void *st);
@@ -79,6 +89,27 @@ struct table;
 void page__table(FILE *f, const struct table *t, int max);
 /* A timeline without data, saying why (e.g. which family records it). */
 void page__no_data(FILE *f, const char *id, const char *title, const char *why);
+/*
+ * A headline figure: VALUE in human units under LABEL, EXACT on hover (may be NULL), a link
+ * to the section that shows it when HREF ("#tl-gpu") is given.
+ */
+void page__figure(FILE *f, const char *label, const char *value, const char *exact,
+		  const char *href);
+/*
+ * A thread's lane (page_lanes.h): the kind of span NAME ("on a CPU", "GIL waits"), asked at
+ * open, BUSY when its time says the thread was busy (the lanes drawn are the busiest): its
+ * index, or a negative errno (too many kinds). Then each span of thread TID of PID,
+ * [TS, TS + DUR): 0, or -ENOMEM.
+ */
+int page__lane_kind(const struct page *p, const char *name, int busy);
+int page__lane(const struct page *p, int kind, __u32 pid, __u32 tid, __u64 ts, __u64 dur);
+/*
+ * Steps and ranges (page_bands.h): a row of bands NAME ("torch steps", "NVTX ranges"), asked at
+ * open, SHADE: drawn behind every timeline too (steps, capture ranges); then each band with
+ * its LABEL (a step's number, a range's name): 0, or -ENOMEM.
+ */
+int page__band_row(const struct page *p, const char *name, int shade);
+int page__band(const struct page *p, int row, __u64 ts, __u64 dur, const char *label);
 /* TEXT with HTML's special characters escaped. */
 void page__esc(FILE *f, const char *text);
 

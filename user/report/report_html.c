@@ -8,11 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
+#include "human.h"
 #include "page.h"
+#include "page_axis.h"
+#include "page_bands.h"
+#include "page_info.h"
+#include "page_lanes.h"
+#include "page_summary.h"
+#include "page_zoom.h"
 #include "records.h"
+#include "report.h"
 #include "report_html.h"
 #include "stats.h"
 #include "table.h"
+#include "table_view.h"
 #include "level_bins.h"
 #include "time_bins.h"
 #include "trace_walk.h"
@@ -66,6 +75,8 @@ static void timelines_free(struct timelines *tl)
 		if (tl->states[i])
 			families[i]->page->free(tl->states[i]);
 	free(tl->loss);
+	page_lanes__free(tl->p.lanes);
+	page_bands__free(tl->p.bands);
 }
 
 static int collect(struct timelines *tl, const char *path)
@@ -79,6 +90,10 @@ static int collect(struct timelines *tl, const char *path)
 	if (trace_walk__open(&w, "report", path))
 		return EXIT_READ_FAIL;
 	tl->p.origin = trace_walk__meta(&w)->start.mono_ns;
+	tl->p.lanes = page_lanes__new();
+	tl->p.bands = page_bands__new();
+	if (!tl->p.lanes || !tl->p.bands)
+		err = -ENOMEM;
 	for (int i = 0; families[i] && !err; i++)
 		if (families[i]->page)
 			err = families[i]->page->open(&tl->p, &tl->states[i]);
@@ -91,14 +106,16 @@ static int collect(struct timelines *tl, const char *path)
 		return EXIT_READ_FAIL;
 	}
 	status = trace_walk__finish(&w);
-	/* The names while the model is here: the legend says "pid 42 (python3)". */
-	for (int i = 0; families[i]; i++)
-		if (tl->states[i] && families[i]->page->named)
-			families[i]->page->named(&tl->p, tl->states[i], w.m);
 	st = trace_walk__status(&w);
 	tl->p.end = st->has_end ? st->end.mono_ns : st->last_ts;
 	if (tl->p.end < tl->p.origin)
 		tl->p.end = tl->p.origin;
+	/* The names while the model is here: the legend says "pid 42 (python3)". */
+	for (int i = 0; families[i]; i++)
+		if (tl->states[i] && families[i]->page->named)
+			families[i]->page->named(&tl->p, tl->states[i], w.m);
+	page_summary__focus(&tl->p, tl->p.stats, w.m);
+	page_lanes__named(tl->p.lanes, w.m);
 	trace_walk__close(&w);
 	return status;
 }
@@ -119,17 +136,6 @@ void page__esc(FILE *f, const char *s)
 	}
 }
 
-/* "1.5 s", "250 ms": an axis label. */
-static void fmt_secs(char *buf, size_t len, double s)
-{
-	if (s >= 100)
-		snprintf(buf, len, "%.0f s", s);
-	else if (s >= 1 || s == 0)
-		snprintf(buf, len, "%.3g s", s);
-	else
-		snprintf(buf, len, "%.3g ms", s * 1e3);
-}
-
 /* The mean of bins [a, b) over their width: one drawn column. */
 static double column(const struct time_bins *b, __u32 a, __u32 e, double cap)
 {
@@ -148,37 +154,8 @@ static int by_total(const void *a, const void *b)
 	return x->total < y->total ? 1 : x->total > y->total ? -1 : strcmp(x->label, y->label);
 }
 
-#define SVG_W  960
 #define SVG_H  150
-#define PLOT_X 60 /* left margin: the value labels */
-#define PLOT_W (SVG_W - PLOT_X - 10)
-#define PLOT_Y 10
-#define PLOT_H (SVG_H - PLOT_Y - 30)
-
-/* The axes: the recording's time, and 0 to TOP (the top value's label) in UNIT. */
-static void axis(FILE *f, const struct page *p, double top, const char *unit)
-{
-	double secs = (double)(p->end - p->origin) / 1e9;
-	char buf[32];
-
-	fprintf(f, "<g class=\"axis\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", PLOT_X,
-		PLOT_Y + PLOT_H, PLOT_X + PLOT_W, PLOT_Y + PLOT_H);
-	fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", PLOT_X, PLOT_Y, PLOT_X,
-		PLOT_Y + PLOT_H);
-	for (int t = 0; t <= 4; t++) {
-		fmt_secs(buf, sizeof(buf), secs * t / 4);
-		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">%s</text>",
-			PLOT_X + PLOT_W * t / 4, SVG_H - 8,
-			t == 0	 ? "start"
-			: t == 4 ? "end"
-				 : "middle",
-			buf);
-	}
-	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.*f%s</text>", PLOT_X - 4,
-		PLOT_Y + 10, top >= 100 ? 0 : 2, top, unit);
-	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text></g>\n", PLOT_X - 4,
-		PLOT_Y + PLOT_H);
-}
+#define PLOT_H (SVG_H - PLOT_Y - AXIS_H)
 
 /* A line as drawn: its label, and its value over a column of bins [A, E) (capped at CAP). */
 struct drawn {
@@ -232,12 +209,8 @@ static void chart(const struct page *p, FILE *f, const char *id, const char *tit
 	page__esc(f, title);
 	fprintf(f, " <span class=\"what\">");
 	page__esc(f, what);
-	fprintf(f,
-		"</span></figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
-		"viewBox=\"0 0 "
-		"%d %d\" role=\"img\">\n",
-		SVG_W, SVG_H);
-	axis(f, p, ymax / scale, unit);
+	fprintf(f, "</span></figcaption>\n");
+	page_axis__open(f, p, PLOT_H, ymax / scale, unit);
 	for (__u32 k = 0; k < shown; k++) {
 		fprintf(f, "<polyline class=\"s%u\" points=\"", k);
 		for (__u32 c = 0; c < cols; c++) {
@@ -252,6 +225,7 @@ static void chart(const struct page *p, FILE *f, const char *id, const char *tit
 		page__esc(f, s[k].label);
 		fprintf(f, "</title></polyline>\n");
 	}
+	page_axis__close_plot(f);
 	fprintf(f, "</svg>\n<ul class=\"legend\">");
 	for (__u32 k = 0; k < shown; k++) {
 		fprintf(f, "<li class=\"s%u\">", k);
@@ -340,10 +314,9 @@ static void loss_chart(FILE *f, const struct timelines *tl)
 	fprintf(f,
 		"<figure class=\"timeline\" id=\"tl-loss\"><figcaption>Loss <span "
 		"class=\"what\">events lost, %llu in all (bpfsight info: by cause)</span>"
-		"</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
-		"role=\"img\">\n",
-		(unsigned long long)tl->lost, SVG_W, SVG_H);
-	axis(f, &tl->p, (double)max, "");
+		"</figcaption>\n",
+		(unsigned long long)tl->lost);
+	page_axis__open(f, &tl->p, PLOT_H, (double)max, "");
 	for (int c = 0; c < REPORT_COLUMNS; c++) {
 		double h;
 
@@ -357,6 +330,7 @@ static void loss_chart(FILE *f, const struct timelines *tl)
 			(double)PLOT_W / REPORT_COLUMNS > 2 ? (double)PLOT_W / REPORT_COLUMNS : 2,
 			h, (unsigned long long)cols[c]);
 	}
+	page_axis__close_plot(f);
 	fprintf(f, "</svg></figure>\n");
 }
 
@@ -371,78 +345,144 @@ static void timelines_html(FILE *f, struct timelines *tl)
 	int n = family__count();
 
 	fprintf(f, "<section id=\"timelines\"><h2>Timelines</h2>\n");
+	page_bands__draw(&tl->p, tl->p.bands, f);
 	for (int i = n - 1; i >= 0; i--)
 		if (tl->states[i] && families[i]->page->timelines)
 			families[i]->page->timelines(&tl->p, tl->states[i], f);
+	page_lanes__draw(&tl->p, tl->p.lanes, f);
 	loss_chart(f, tl);
 	fprintf(f, "</section>\n");
 }
 
-/* A text cell longer than this wraps in the table (which fits the page's width). */
-#define LONG_CELL 40
+/* The headline figures: the page's own, then each family's (in registry order). */
+static void figures_html(FILE *f, struct timelines *tl)
+{
+	fprintf(f, "<section id=\"figures\"><h2>At a glance</h2><div class=\"figs\">\n");
+	page_summary__figures(f, &tl->p, tl->p.stats);
+	for (int i = 0; families[i]; i++)
+		if (tl->states[i] && families[i]->page->figures)
+			families[i]->page->figures(&tl->p, tl->states[i], f);
+	fprintf(f, "</div></section>\n");
+}
+
+/* A text cell wider than this is cut in the middle (human__shorten), whole on hover. */
+#define LONG_CELL 48
+
+/* Cell (R, C) as stats' table mode shows it, its exact value or whole text on hover. */
+static void table_cell(FILE *f, const struct table *t, int r, int c)
+{
+	static const struct table_view people = {}; /* human units, paths' file names */
+	char raw[4096], view[4096], cut[256];
+	const char *exact = table__cell_text(t, r, c, raw, sizeof(raw));
+	const char *shown = table__view_cell(t, r, c, &people, view, sizeof(view));
+	const char *unit = table__view_unit(t, c);
+
+	if (!table__col_numeric(t, c) && human__width(shown) > LONG_CELL)
+		shown = human__shorten(shown, LONG_CELL, cut, sizeof(cut));
+	fprintf(f, "<td%s", table__col_numeric(t, c) ? " class=\"n\"" : "");
+	if (*shown && strcmp(shown, exact)) {
+		fprintf(f, " title=\"");
+		page__esc(f, exact);
+		fprintf(f, "%s%s\"", unit ? " " : "", unit ? unit : "");
+	}
+	fprintf(f, ">");
+	page__esc(f, shown);
+	fprintf(f, "</td>");
+}
 
 void page__table(FILE *f, const struct table *t, int max)
 {
+	static const struct table_view people = {};
 	int rows = table__nrows(t), cols = table__ncols(t);
-	char buf[64];
+	char title[128];
 
 	if (max > 0 && rows > max)
 		rows = max;
 	fprintf(f, "<div class=\"scroll\"><table><thead><tr>");
 	for (int c = 0; c < cols; c++) {
 		fprintf(f, "<th%s>", table__col_numeric(t, c) ? " class=\"n\"" : "");
-		page__esc(f, table__col_title(t, c));
+		page__esc(f, table__view_title(t, c, &people, title, sizeof(title)));
 		fprintf(f, "</th>");
 	}
 	fprintf(f, "</tr></thead><tbody>\n");
 	for (int r = 0; r < rows; r++) {
 		fprintf(f, "<tr>");
-		for (int c = 0; c < cols; c++) {
-			const char *text = table__cell_text(t, r, c, buf, sizeof(buf));
-
-			fprintf(f, "<td%s", table__col_numeric(t, c) ? " class=\"n\"" : "");
-			if (strlen(text) > LONG_CELL) { /* wrapped: the whole text on hover too */
-				fprintf(f, " title=\"");
-				page__esc(f, text);
-				fprintf(f, "\"");
-			}
-			fprintf(f, ">");
-			page__esc(f, text);
-			fprintf(f, "</td>");
-		}
+		for (int c = 0; c < cols; c++)
+			table_cell(f, t, r, c);
 		fprintf(f, "</tr>\n");
 	}
 	fprintf(f, "</tbody></table></div>\n");
 }
 
-static void table_html(FILE *f, const struct table *t)
+static void table_html(FILE *f, const struct report *rep, const struct table *t)
 {
 	int rows = table__nrows(t), shown = rows < REPORT_ROWS ? rows : REPORT_ROWS;
 
-	fprintf(f, "<div class=\"report\" id=\"r-%s\"><h3>%s</h3>\n", table__name(t),
-		table__name(t));
+	fprintf(f, "<div class=\"report\" id=\"r-%s\"><h3>", rep->name);
+	page__esc(f, rep->desc);
+	fprintf(f, " <code>%s</code></h3>\n", rep->name);
 	page__table(f, t, REPORT_ROWS);
 	fprintf(f, "<p class=\"rows\">%d of %d rows%s</p></div>\n", shown, rows,
 		rows > shown ? " (the first, in the report's order)" : "");
 }
 
-static void reports_html(FILE *f, const struct stats *st, int *shown)
+/* 1 when family I lists report NAME before REP (a report two families share is shown once). */
+static int listed_before(int i, const struct report *const *rep)
 {
-	char names[1024], *tok, *save = NULL;
-	const struct table *t;
+	for (int k = 0; k <= i; k++)
+		for (const struct report *const *rp = families[k]->reports; rp && *rp; rp++) {
+			if (rp == rep)
+				return 0;
+			if (!strcmp((*rp)->name, (*rep)->name))
+				return 1;
+		}
+	return 0;
+}
 
-	stats__list_reports(names, sizeof(names));
-	fprintf(f, "<section id=\"reports\"><h2>Reports</h2>\n");
-	for (tok = strtok_r(names, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-		t = stats__table(st, tok);
-		if (!t || !table__nrows(t))
-			continue;
-		table_html(f, t);
-		(*shown)++;
+/*
+ * Each family's part, all alike: its name and what it records, its own sections (flame graphs,
+ * peaks: written aside first, so that a family with nothing to show has no heading), then the
+ * tables of its reports with rows.
+ */
+static void family_html(FILE *f, struct timelines *tl, const struct stats *st, int i, int *shown)
+{
+	const struct report *const *rp;
+	const struct table *t;
+	char *own = NULL;
+	size_t len = 0;
+	int rows = 0;
+	FILE *mem;
+
+	for (rp = families[i]->reports; rp && *rp; rp++)
+		rows += (t = stats__table(st, (*rp)->name)) && table__nrows(t) &&
+			!listed_before(i, rp);
+	if (tl->states[i] && families[i]->page->sections && (mem = open_memstream(&own, &len))) {
+		families[i]->page->sections(&tl->p, tl->states[i], mem);
+		fclose(mem);
 	}
+	if (rows || len) {
+		fprintf(f,
+			"<section class=\"family\" id=\"family-%s\"><h2>%s <span class=\"what\">",
+			families[i]->name, families[i]->name);
+		page__esc(f, families[i]->desc);
+		fprintf(f, "</span></h2>\n%s", own ? own : "");
+		for (rp = families[i]->reports; rp && *rp; rp++)
+			if ((t = stats__table(st, (*rp)->name)) && table__nrows(t) &&
+			    !listed_before(i, rp)) {
+				table_html(f, *rp, t);
+				(*shown)++;
+			}
+		fprintf(f, "</section>\n");
+	}
+	free(own);
+}
+
+static void families_html(FILE *f, struct timelines *tl, const struct stats *st, int *shown)
+{
+	for (int i = 0; families[i]; i++)
+		family_html(f, tl, st, i, shown);
 	if (!*shown)
-		fprintf(f, "<p>No report has rows.</p>\n");
-	fprintf(f, "</section>\n");
+		fprintf(f, "<section id=\"reports\"><p>No report has rows.</p></section>\n");
 }
 
 /* Colours of the series and both themes: readable on a laptop, light or dark. */
@@ -465,7 +505,14 @@ static const char style[] =
 	"border-radius:6px;padding:8px 12px}figcaption{font-weight:600}\n"
 	"svg{width:100%;height:auto;display:block}.axis line{stroke:var(--line)}"
 	".axis text{fill:var(--mute);font-size:11px}\n"
-	"polyline{fill:none;stroke-width:1.5}rect.loss{fill:var(--c1)}\n"
+	"polyline{fill:none;stroke-width:1.5}rect.loss{fill:var(--c1)}"
+	"svg.plot *{vector-effect:non-scaling-stroke}figure.timeline>svg{cursor:crosshair;"
+	"user-select:none}.bands rect{fill:var(--c3);opacity:.35}.bands rect.b1{opacity:.2}"
+	"svg.plot .shade rect{opacity:.1}svg.plot .shade rect.b1{opacity:.05}"
+	".lane-name{fill:var(--fg);font-size:10px}"
+	"path.k0{fill:var(--c0)}path.k1{fill:var(--c1)}path.k2{fill:var(--c2)}"
+	"path.k3{fill:var(--c3)}path.k4{fill:var(--c4)}path.k5{fill:var(--c5)}"
+	"path.k6{fill:var(--c6)}path.k7{fill:var(--c7)}\n"
 	".legend{list-style:none;padding:0;margin:4px 0 0;display:flex;flex-wrap:wrap;gap:14px;"
 	"font-size:12px}.legend li::before{content:'';display:inline-block;width:12px;height:3px;"
 	"margin-right:5px;vertical-align:middle;background:currentColor}.legend .more::before"
@@ -479,11 +526,27 @@ static const char style[] =
 	"th,td{padding:3px 6px;border-bottom:1px solid var(--line);text-align:left;"
 	"vertical-align:top}td,th{overflow-wrap:anywhere}td.n{white-space:nowrap}"
 	"th{position:sticky;top:0;background:var(--card)}.n{text-align:right}\n"
+	".family section h2{font-size:15px;border:0;margin-top:14px}h3 code{font-weight:normal;"
+	"color:var(--mute)}h3{font-family:inherit}\n"
+	"a{color:var(--c0)}#verdict .headline{font-size:16px;font-weight:600;margin:6px 0}\n"
+	".claims{list-style:none;padding:0;margin:6px 0}.claims li{display:grid;"
+	"grid-template-columns:1em 5.5em 3.8em 1fr;gap:8px;padding:2px 0}.claims .detail"
+	"{color:var(--mute)}.claims .share{text-align:right;font-variant-numeric:tabular-nums}"
+	".claims .mark{color:var(--c1);font-weight:700}.claims .text{overflow-wrap:anywhere}"
+	".more,.legend-note{color:var(--mute);font-size:12px}\n"
+	".figs{display:flex;flex-wrap:wrap;gap:10px}.fig{display:flex;flex-direction:column;"
+	"min-width:130px;max-width:340px;padding:8px 12px;background:var(--card);border:1px "
+	"solid var(--line);border-radius:6px;color:inherit;text-decoration:none}"
+	".fig .v{font-size:20px;font-weight:600}.fig .l{font-size:12px;color:var(--mute);"
+	"overflow-wrap:anywhere}a.fig:hover{border-color:var(--c0)}\n"
+	"summary{cursor:pointer;color:var(--mute)}table.kv th{white-space:nowrap;"
+	"position:static;background:none}table.kv tr.sub th{padding-left:22px;"
+	"font-weight:normal}table.info{margin:8px 0}\n"
 	"footer{margin-top:28px;font-size:12px;border-top:1px solid var(--line);padding-top:8px}\n";
 
 int report_html__write(const struct report_input *in, FILE *f)
 {
-	struct timelines tl = {};
+	struct timelines tl = { .p.stats = in->stats };
 	int status, reports = 0;
 
 	status = collect(&tl, in->path);
@@ -500,14 +563,12 @@ int report_html__write(const struct report_input *in, FILE *f)
 		"<p class=\"sub\">",
 		style);
 	page__esc(f, in->path);
-	fprintf(f, "</p></header>\n<section id=\"info\"><h2>Recording</h2>\n<pre>");
-	page__esc(f, in->info_text);
-	fprintf(f, "</pre></section>\n");
+	fprintf(f, "</p></header>\n");
+	page_summary__verdict(f, in->stats);
+	figures_html(f, &tl);
+	page_info__write(f, in->info_text);
 	timelines_html(f, &tl);
-	for (int i = 0; families[i]; i++)
-		if (tl.states[i] && families[i]->page->sections)
-			families[i]->page->sections(&tl.p, tl.states[i], f);
-	reports_html(f, in->stats, &reports);
+	families_html(f, &tl, in->stats, &reports);
 	fprintf(f, "<footer>Summarized by bpfsight ");
 	page__esc(f, in->version);
 	fprintf(f,
@@ -525,7 +586,9 @@ int report_html__write(const struct report_input *in, FILE *f)
 			fputs(note, f);
 	}
 	fprintf(f, ". The full data: <code>bpfsight stats</code>, <code>bpfsight export</code>."
-		   "</footer>\n</body></html>\n");
+		   "</footer>\n");
+	page_zoom__script(f, &tl.p);
+	fprintf(f, "</body></html>\n");
 	timelines_free(&tl);
 	return status;
 }

@@ -23,8 +23,10 @@ struct report_input {
 };
 
 /*
- * Walk PATH once for the timelines (GPU busy per device, GIL contention per process, off-CPU
- * by state, time in system calls, losses) and write the page to OUT. Returns the walk's exit
+ * Walk PATH once for the timelines (the families' page plug-ins: page.h; the steps and
+ * ranges, the threads' lanes, losses) and write the page to OUT: the verdict, the headline
+ * figures, info folded (page_summary.h, page_info.h), the timelines on one axis (page_axis.h,
+ * page_zoom.h), a part per family. Returns the walk's exit
  * status (EXIT_READ_OK, EXIT_READ_CORRUPT) or EXIT_READ_FAIL after a message on stderr.
  */
 int report_html__write(const struct report_input *in, FILE *out);

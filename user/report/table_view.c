@@ -100,18 +100,32 @@ struct view {
 	int more, empty;  /* rows past --top, rows with nothing in them */
 };
 
-/* The title for people: durations and sizes say their unit in every cell. */
-static void view_title(struct view *w, int c)
+const char *table__view_unit(const struct table *t, int col)
 {
-	const char *title = table__col_title(w->t, c);
-	enum unit u = col_unit(w->t, c);
+	enum unit u = col_unit(t, col);
+
+	return u == UNIT_NS ? "ns" : u == UNIT_BYTES ? "B" : NULL;
+}
+
+/* The title for people: durations and sizes say their unit in every cell. */
+const char *table__view_title(const struct table *t, int col, const struct table_view *v, char *buf,
+			      size_t len)
+{
+	const char *title = table__col_title(t, col);
+	enum unit u = col_unit(t, col);
 	size_t n = strlen(title);
 
-	if (!w->v->raw && u == UNIT_NS && ends_with(title, " (ns)"))
+	if (!v->raw && u == UNIT_NS && ends_with(title, " (ns)"))
 		n -= 5;
-	else if (!w->v->raw && u == UNIT_BYTES && ends_with(title, " (B)"))
+	else if (!v->raw && u == UNIT_BYTES && ends_with(title, " (B)"))
 		n -= 4;
-	snprintf(w->cols[c].title[0], sizeof(w->cols[c].title[0]), "%.*s", (int)n, title);
+	snprintf(buf, len, "%.*s", (int)n, title);
+	return buf;
+}
+
+static void view_title(struct view *w, int c)
+{
+	table__view_title(w->t, c, w->v, w->cols[c].title[0], sizeof(w->cols[c].title[0]));
 	w->cols[c].title[1][0] = 0;
 }
 

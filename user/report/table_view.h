@@ -28,4 +28,13 @@ void table__print_view(const struct table *t, const struct table_view *v, FILE *
 const char *table__view_cell(const struct table *t, int row, int col, const struct table_view *v,
 			     char *buf, size_t len);
 
+/*
+ * Column COL's title as table mode shows it: without " (ns)" or " (B)" when its cells say
+ * their unit (V->raw unset), into BUF.
+ */
+const char *table__view_title(const struct table *t, int col, const struct table_view *v, char *buf,
+			      size_t len);
+/* The unit column COL's cells are in: "ns", "B", or NULL (a count, a name). */
+const char *table__view_unit(const struct table *t, int col);
+
 #endif /* BPFSIGHT_TABLE_VIEW_H */

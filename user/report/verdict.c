@@ -212,7 +212,13 @@ int verdict__focus(const struct verdict *v, __u32 *pid, __u32 *tid)
 
 const char *verdict__thread(const struct verdict *v, __u32 pid, __u32 tid, char *buf, size_t len)
 {
-	const char *name = trace_model__thread_name(v->m, tid);
+	return verdict__thread_in(v->m, pid, tid, buf, len);
+}
+
+const char *verdict__thread_in(const struct trace_model *m, __u32 pid, __u32 tid, char *buf,
+			       size_t len)
+{
+	const char *name = trace_model__thread_name(m, tid);
 
 	if (pid == tid)
 		snprintf(buf, len, "%s (main thread, pid %u)", name && *name ? name : "thread",
@@ -387,11 +393,14 @@ static int listed(const char *list, const char *name)
  * No rule made a claim: say what the rules read and what this trace has of it, family by
  * family, so that a trace whose 126 CUDA calls all failed is not told to record cuda.
  */
-static void nothing_to_judge(const struct verdict *v, int width, FILE *f)
+const char *verdict__nothing(const struct verdict *v, char *text, size_t len)
 {
-	char had[512] = "", empty[256] = "", missing[256] = "", text[1200];
+	char had[512] = "", empty[256] = "", missing[256] = "", head[512];
 	size_t nh = 0, ne = 0, nm = 0;
 
+	text[0] = 0;
+	if (verdict__headline(v, head, sizeof(head))[0])
+		return text;
 	for (int i = 0; families[i]; i++) {
 		const char *name = families[i]->name;
 
@@ -409,12 +418,46 @@ static void nothing_to_judge(const struct verdict *v, int width, FILE *f)
 				       nm < sizeof(missing) ? sizeof(missing) - nm : 0, "%s%s",
 				       nm ? "," : "", name);
 	}
-	snprintf(text, sizeof(text),
+	snprintf(text, len,
 		 "Verdict: nothing to judge: no rule found a claim in this trace. Events of the "
 		 "families whose rules judge: %s%s%s%s%s%s.",
 		 nh ? had : "none", ne ? "; recorded, without events: " : "", ne ? empty : "",
 		 nm ? "; not recorded: " : "", nm ? missing : "", nm ? " (add them to -t)" : "");
-	human__wrap(f, text, width, 0, 2);
+	return text;
+}
+
+const char verdict__legend[] = "* = the rule holds (its threshold was passed); the percentages "
+			       "are of the time of what the line names.";
+
+/* 1 when a claim of N lines, after LINES printed, leaves room for what follows it. */
+static int fits(int lines, int n, int i, int nclaims)
+{
+	/* The footnote's two lines (and a line saying what is left out) fit too. */
+	return lines + n + (i + 1 < nclaims ? 3 : 2) <= MAX_LINES;
+}
+
+int verdict__lines(const struct verdict *v, struct verdict_line *out, int max, int *more)
+{
+	char head[512];
+	int n = 0;
+
+	*more = 0;
+	if (!verdict__headline(v, head, sizeof(head))[0])
+		return 0;
+	for (int i = 0; i < v->nclaims; i++) {
+		const struct claim *c = &v->claims[v->order[i]];
+		int detail = c->parent != (int)(c - v->claims);
+
+		if (!fits(2 + i, 1, i, v->nclaims) || n == max) { /* the headline, a blank line */
+			*more = v->nclaims - i;
+			break;
+		}
+		out[n++] = (struct verdict_line){
+			c->holds && !detail, detail, detail ? "" : kind_label[c->kind], c->share,
+			c->report,	     c->text
+		};
+	}
+	return n;
 }
 
 void verdict__print(const struct verdict *v, int width, FILE *f)
@@ -426,7 +469,9 @@ void verdict__print(const struct verdict *v, int width, FILE *f)
 
 	verdict__headline(v, head, sizeof(head));
 	if (!head[0]) {
-		nothing_to_judge(v, width, f);
+		char text[1200];
+
+		human__wrap(f, verdict__nothing(v, text, sizeof(text)), width, 0, 2);
 		return;
 	}
 	lines = fprintf(f, "Verdict: ") ? human__wrap(f, head, width, 9, 2) : 0;
@@ -439,8 +484,7 @@ void verdict__print(const struct verdict *v, int width, FILE *f)
 			return;
 		n = print_claim(v, &v->claims[v->order[i]], width, mem);
 		fclose(mem);
-		/* The footnote's two lines (and a line saying what is left out) fit too. */
-		if (lines + n + (i + 1 < v->nclaims ? 3 : 2) > MAX_LINES) {
+		if (!fits(lines, n, i, v->nclaims)) {
 			fprintf(f, "   (%d more: -r NAME shows each report)\n", v->nclaims - i);
 			free(buf);
 			break;
@@ -450,8 +494,5 @@ void verdict__print(const struct verdict *v, int width, FILE *f)
 		buf = NULL;
 		lines += n;
 	}
-	human__wrap(f,
-		    "* = the rule holds (its threshold was passed); the percentages are of "
-		    "the time of what the line names.",
-		    width, 0, 2);
+	human__wrap(f, verdict__legend, width, 0, 2);
 }

@@ -71,6 +71,9 @@ __u64 verdict__time(const struct verdict *v, __u32 pid, __u32 tid, enum verdict_
 int verdict__focus(const struct verdict *v, __u32 *pid, __u32 *tid);
 /* "python3 (tid 618, pid 618)" into BUF: the thread's name and ids. */
 const char *verdict__thread(const struct verdict *v, __u32 pid, __u32 tid, char *buf, size_t len);
+/* The same, named by model M (the verdict's lives only while stats reads the trace). */
+const char *verdict__thread_in(const struct trace_model *m, __u32 pid, __u32 tid, char *buf,
+			       size_t len);
 
 /*
  * A claim: of KIND, holding (HOLDS: its rule's threshold passed) or only worth saying,
@@ -102,6 +105,24 @@ void verdict__judge(struct verdict *v);
 const char *verdict__headline(const struct verdict *v, char *buf, size_t len);
 /* Reports the claims cite, in the order printed: REPORTS[i] for i < the count returned. */
 int verdict__cited(const struct verdict *v, const char **reports, int max);
+/* A claim as printed (verdict__lines): a detail has no kind and does not hold. */
+struct verdict_line {
+	int holds, detail;
+	const char *kind;   /* "GIL", "" for a detail */
+	double share;	    /* 0..1, negative: none */
+	const char *report; /* "osrt_sum --tid 618", "" */
+	const char *text;
+};
+
+/*
+ * The claims verdict__print prints in one line each (WIDTH 0, as to a pipe), in its order and
+ * under its budget of lines: into OUT (at most MAX). Returns how many; *MORE: those left out.
+ */
+int verdict__lines(const struct verdict *v, struct verdict_line *out, int max, int *more);
+/* "Verdict: nothing to judge: ..." into BUF when no rule made a claim ("" otherwise). */
+const char *verdict__nothing(const struct verdict *v, char *buf, size_t len);
+/* What the marks and percentages of the claims mean: the verdict's last line. */
+extern const char verdict__legend[];
 /* At most 25 lines in WIDTH columns (0 = no limit). Prints nothing without claims. */
 void verdict__print(const struct verdict *v, int width, FILE *f);
 

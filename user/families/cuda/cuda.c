@@ -147,6 +147,7 @@ const struct family family_cuda = {
 	.losses = cuda_losses,
 	.decoders = cuda_decoders,
 	.reports = cuda_reports,
+	.page = &cuda_page,
 	.verdict = &cuda_verdict,
 	.chrome = &cuda_chrome,
 	.sqlite = &cuda_sqlite,

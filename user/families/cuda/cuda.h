@@ -45,6 +45,7 @@ extern const struct rec_decoder cuda_decoders[];
 extern const struct report *const cuda_reports[];
 extern const struct chrome_family cuda_chrome; /* export_chrome_cuda.c */
 extern const struct sqlite_family cuda_sqlite; /* export_sqlite_cuda.c */
+extern const struct page_family cuda_page;     /* cuda_page.c */
 extern const struct family family_cuda;
 extern const struct report cuda_callsites; /* callsites_report.c: CUDA and NCCL calls */
 

@@ -14,6 +14,7 @@ struct gil_page {
 	struct gil_contention *contention;
 	char (*names)[32];	    /* each process's name, in gil_contention__next's order */
 	struct flamegraph *holders; /* the holders' code, by the waits it caused (us) */
+	int waits;		    /* the lanes' kind */
 };
 
 static void gil_page_free(void *st)
@@ -40,6 +41,7 @@ static int gil_page_open(const struct page *p, void **st)
 		gil_page_free(g);
 		return -ENOMEM;
 	}
+	g->waits = page__lane_kind(p, "GIL waits", 1);
 	*st = g;
 	return 0;
 }
@@ -51,6 +53,10 @@ static int gil_page_record(const struct page *p, void *st, const struct bs_hdr *
 	const struct trace_stack *s;
 
 	if (gil_contention__add(g->contention, rec, p->origin))
+		return -ENOMEM;
+	if (rec->type == BS_REC_GIL_WAIT && rec->size >= sizeof(struct bs_gil_wait) &&
+	    page__lane(p, g->waits, rec->pid, rec->tid, rec->ts,
+		       ((const struct bs_gil_wait *)rec)->dur))
 		return -ENOMEM;
 	/* --stacks=gil: a round of a wait, as wide as it lasted, under the holder's code. */
 	if (rec->type != BS_REC_GIL_HOLDER || rec->size < sizeof(struct bs_gil_holder))

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "gpu.h"
 #include "gpu_decode.h"
+#include "human.h"
 #include "page.h"
 
 #define MAX_GPUS 64
@@ -60,6 +61,24 @@ static void gpu_page_timelines(const struct page *p, void *st, FILE *f)
 		page__no_data(f, "tl-gpu", "GPU busy", "no GPU operation recorded (gpu family)");
 }
 
+/* Each device's busy share of the recording (the first four). */
+static void gpu_page_figures(const struct page *p, void *st, FILE *f)
+{
+	struct gpu_page *g = st;
+	double span = (double)(p->end - p->origin);
+	char label[32], value[32], exact[96], a[32], b[32];
+
+	for (__u32 i = 0; i < g->n && i < 4 && span > 0; i++) {
+		double busy = page__total(&g->busy[i]);
+
+		snprintf(label, sizeof(label), "GPU %u busy", g->dev[i]);
+		snprintf(value, sizeof(value), "%.1f%%", 100 * busy / span);
+		snprintf(exact, sizeof(exact), "%s of the %s recorded",
+			 human__ns(busy, a, sizeof(a)), human__ns(span, b, sizeof(b)));
+		page__figure(f, label, value, exact, "#tl-gpu");
+	}
+}
+
 static const char *gpu_page_footnote(void *st)
 {
 	return ((struct gpu_page *)st)->dropped
@@ -82,6 +101,7 @@ const struct page_family gpu_page = {
 	.open = gpu_page_open,
 	.record = gpu_page_record,
 	.timelines = gpu_page_timelines,
+	.figures = gpu_page_figures,
 	.footnote = gpu_page_footnote,
 	.free = gpu_page_free,
 };

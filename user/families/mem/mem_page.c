@@ -373,23 +373,21 @@ static void mem_page_sections(const struct page *p, void *st, FILE *f)
 	struct table *t = table__new("mem_peaks");
 	struct peak_row *r = NULL;
 	size_t n = g->any && t ? peak_rows(g, &r) : 0;
-	char human[32];
 
 	for (size_t i = 0; i < n && i < MEM_PEAK_ROWS; i++) {
 		if (!i) {
 			table__add_col(t, "process", "Process", TABLE_STR);
 			table__add_col(t, "memory", "Memory", TABLE_STR);
-			table__add_col(t, "peak_bytes", "Peak (bytes)", TABLE_U64);
-			table__add_col(t, "peak", "Peak", TABLE_STR);
+			/* In human units on the page, the exact bytes on hover. */
+			table__add_col(t, "peak_bytes", "Peak (B)", TABLE_U64);
 			table__add_col(t, "at_s", "At (s)", TABLE_DOUBLE);
-			table__set_precision(t, 4, 3);
+			table__set_precision(t, 3, 3);
 		}
 		table__row(t);
 		table__set_str(t, 0, name_of(g, r[i].proc));
 		table__set_str(t, 1, r[i].what);
 		table__set_u64(t, 2, r[i].bytes);
-		table__set_str(t, 3, human__bytes((double)r[i].bytes, human, sizeof(human)));
-		table__set_double(t, 4, r[i].ts > p->origin ? (r[i].ts - p->origin) / 1e9 : 0);
+		table__set_double(t, 3, r[i].ts > p->origin ? (r[i].ts - p->origin) / 1e9 : 0);
 	}
 	if (n && !table__err(t)) {
 		fprintf(f,

@@ -46,6 +46,7 @@ const struct family family_nvtx = {
 	.decoders = nvtx_decoders,
 	.name_observe = nvtx_name_observe,
 	.reports = nvtx_reports,
+	.page = &nvtx_page,
 	.chrome = &nvtx_chrome,
 	.perfetto = &nvtx_perfetto,
 	.sqlite = &nvtx_sqlite,

@@ -18,6 +18,7 @@ extern const struct report *const nvtx_reports[];			 /* nvtx_report.c */
 extern const struct chrome_family nvtx_chrome;				 /* export_chrome_nvtx.c */
 extern const struct perfetto_family nvtx_perfetto; /* export_perfetto_nvtx.c */
 extern const struct sqlite_family nvtx_sqlite;	   /* export_sqlite_nvtx.c */
+extern const struct page_family nvtx_page;	   /* nvtx_page.c */
 extern const struct family family_nvtx;		   /* nvtx.c */
 extern const struct family_shim nvtx_shim;	   /* nvtx_unpack.c */
 

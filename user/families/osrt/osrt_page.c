@@ -5,23 +5,33 @@
 #include "osrt.h"
 #include "page.h"
 
+struct osrt_page {
+	struct time_bins bins; /* the first member: the timeline's series */
+	int calls;	       /* the lanes' kind */
+};
+
 static int osrt_page_open(const struct page *p, void **st)
 {
-	struct time_bins *b = calloc(1, sizeof(*b));
+	struct osrt_page *o = calloc(1, sizeof(*o));
 
-	if (!b)
+	if (!o)
 		return -ENOMEM;
-	page__bins_init(p, b);
-	*st = b;
+	page__bins_init(p, &o->bins);
+	o->calls = page__lane_kind(p, "system calls", 0);
+	*st = o;
 	return 0;
 }
 
 static int osrt_page_record(const struct page *p, void *st, const struct bs_hdr *rec,
 			    const struct trace_model *m)
 {
+	struct osrt_page *o = st;
+	__u64 dur = ((const struct bs_syscall *)rec)->dur;
+
 	if (rec->type != BS_REC_SYSCALL)
 		return 0;
-	return time_bins__add(st, rec->ts, ((const struct bs_syscall *)rec)->dur);
+	return time_bins__add(&o->bins, rec->ts, dur)
+		       ?: page__lane(p, o->calls, rec->pid, rec->tid, rec->ts, dur);
 }
 
 static void osrt_page_timelines(const struct page *p, void *st, FILE *f)

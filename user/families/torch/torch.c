@@ -289,6 +289,7 @@ const struct family family_torch = {
 	.prelaunch = torch_prelaunch,
 	.decoders = torch_decoders,
 	.reports = torch_reports,
+	.page = &torch_page,
 	.chrome = &torch_chrome,
 	.sqlite = &torch_sqlite,
 };

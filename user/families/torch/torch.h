@@ -45,6 +45,7 @@ extern const struct report *const torch_reports[]; /* torch_op_report.c */
 extern const struct report torch_step_sum;	   /* torch_step_report.c */
 extern const struct chrome_family torch_chrome;	   /* export_chrome_torch.c */
 extern const struct sqlite_family torch_sqlite;	   /* export_sqlite_torch.c */
+extern const struct page_family torch_page;	   /* torch_page.c */
 extern const struct family family_torch;	   /* torch.c */
 
 #endif /* BPFSIGHT_TORCH_H */
