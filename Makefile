@@ -204,7 +204,7 @@ NVCC	  ?= $(CUDA_HOME)/bin/nvcc
 CUDA_WL	  := $(OUT)/tests/cuda
 CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
 		    cuda_dlopen cublas_dlopen libcuda_wrap.so stubs/libcuda.so.1 inject_target_shared \
-		    inject_target_static libstep_proxy.so libfake_c10_cuda.so gpu_alloc)
+		    inject_target_static libstep_proxy.so libfake_c10_cuda.so gpu_alloc cublas_gemm)
 WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 
 ifneq ($(wildcard $(NVCC)),)
@@ -239,6 +239,12 @@ $(CUDA_WL)/cuda_dlopen: tests/workloads/cuda/cuda_dlopen.c | $(CUDA_WL)
 $(CUDA_WL)/cublas_dlopen: tests/workloads/cuda/cublas_dlopen.c | $(CUDA_WL)/stubs/libcuda.so.1
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -ldl -Wl,-rpath,'$$ORIGIN/stubs'
+
+# Every GEMM form through the real libcublas and libcublasLt (tests/e2e/test_cublas.py).
+$(CUDA_WL)/cublas_gemm: tests/workloads/cuda/cublas_gemm.c | $(CUDA_WL)/stubs/libcuda.so.1
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lcublas \
+		-lcublasLt -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/stubs'
 
 # The launch-bound step proxy's native half (tests/e2e/test_detach.py, bench/bench_cost.py):
 # runtime-shaped launches that enter the stub libcuda's real entry points.
