@@ -19,6 +19,7 @@
 #include "torch.h"
 #include "mem.h"
 #include "cublas.h"
+#include "blas.h"
 
 #ifdef FAMILIES_EXTRA
 extern const struct family FAMILIES_EXTRA;
@@ -32,7 +33,7 @@ extern const struct family FAMILIES_EXTRA;
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
 	&family_osrt, &family_sched, &family_cpu, &family_gil, &family_cuda, &family_nccl,
-	&family_gpu, &family_nvtx, &family_torch, &family_mem, &family_cublas,
+	&family_gpu, &family_nvtx, &family_torch, &family_mem, &family_cublas, &family_blas,
 #ifdef FAMILIES_EXTRA
 	&FAMILIES_EXTRA,
 #endif

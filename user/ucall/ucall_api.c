@@ -82,3 +82,34 @@ int ucall_table__check(const struct ucall_table *t, char *err, size_t len)
 #undef FAIL
 	return 0;
 }
+
+int ucall_field__value(const struct bs_hdr *rec, const struct ucall_spec *s,
+		       const struct ucall_field *f, __u64 *v)
+{
+	const struct bs_ucall *r = (const void *)rec;
+	__u32 size = ucall_type_size[f->type], at, len = r->deref_len;
+
+	switch (f->src) {
+	case UCALL_SRC_WORD:
+		*v = r->args[f->word];
+		break;
+	case UCALL_SRC_OUT:
+		*v = r->out;
+		break;
+	case UCALL_SRC_CONST:
+		*v = f->konst;
+		break;
+	case UCALL_SRC_AT:
+		at = f->off - s->copy_off8 * 8u;
+		if (!size || size > 8 || rec->size < sizeof(*r) + len || at + size > len)
+			return 0;
+		*v = 0;
+		memcpy(v, (const __u8 *)(r + 1) + at, size); /* little-endian: the low bytes */
+		break;
+	default:
+		return 0;
+	}
+	if (f->type == UCALL_T_S32)
+		*v = (__u64)(__s64)(__s32)*v; /* a C int: the low half of its word */
+	return 1;
+}

@@ -44,41 +44,9 @@ const char *cublas__type_short(__s32 t)
 	return t >= 0 && (__u32)t < NELEMS(shorts) ? shorts[t] : "?";
 }
 
-/* The value of field F of the record: a word, the out value, a constant or the copy's bytes. */
-static int field_value(const struct bs_ucall *r, const struct ucall_spec *s,
-		       const struct ucall_field *f, const __u8 *copy, __u32 copy_len, __u64 *v)
-{
-	__u32 size = ucall_type_size[f->type], at;
-
-	switch (f->src) {
-	case UCALL_SRC_WORD:
-		*v = r->args[f->word];
-		break;
-	case UCALL_SRC_OUT:
-		*v = r->out;
-		break;
-	case UCALL_SRC_CONST:
-		*v = f->konst;
-		break;
-	case UCALL_SRC_AT:
-		at = f->off - s->copy_off8 * 8u;
-		if (!copy || !size || size > 8 || at + size > copy_len)
-			return 0;
-		*v = 0;
-		memcpy(v, copy + at, size); /* little-endian: the low bytes */
-		break;
-	default:
-		return 0;
-	}
-	if (f->type == UCALL_T_S32)
-		*v = (__u64)(__s64)(__s32)*v; /* a C int: the low half of its word */
-	return 1;
-}
-
 void cublas_call__parse(const struct bs_hdr *rec, struct cublas_call *c)
 {
 	const struct bs_ucall *r = (const void *)rec;
-	const __u8 *copy = NULL;
 	const struct ucall_spec *s;
 	struct ucall_spec tmp;
 	__u64 v;
@@ -87,8 +55,6 @@ void cublas_call__parse(const struct bs_hdr *rec, struct cublas_call *c)
 	c->r = r;
 	c->api = ucall_table__api(&cublas_table, r->fn);
 	c->ret = (__s32)r->ret;
-	if (r->deref_len && rec->size >= sizeof(*r) + (__u32)r->deref_len)
-		copy = (const __u8 *)(r + 1);
 	if (!c->api)
 		return;
 	s = ucall_table__spec(&cublas_table, r->fn, &tmp);
@@ -97,7 +63,7 @@ void cublas_call__parse(const struct bs_hdr *rec, struct cublas_call *c)
 
 		if (f->written && c->ret != CUBLAS_STATUS_SUCCESS)
 			continue; /* nothing written */
-		if (!field_value(r, s, f, copy, copy ? r->deref_len : 0, &v))
+		if (!ucall_field__value(rec, s, f, &v))
 			continue;
 		c->v[f->key] = v;
 		c->have |= 1ull << f->key;

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * blas family: a CPU job's GEMMs in the BLAS library it maps (libblas, OpenBLAS, MKL): the
+ * Fortran entry points (sgemm_, which Debian's torch calls for mm) and CBLAS's (cblas_sgemm),
+ * with m, n, k, the transposes, leading dimensions and FLOPs. Record side in blas.c, the API
+ * table in blas_api.c, the decoder in blas_decode.c. docs/BLAS.md for users.
+ */
+#ifndef BPFSIGHT_BLAS_H
+#define BPFSIGHT_BLAS_H
+
+#include "family.h"
+#include "blas_records.h"
+#include "ucall_api.h"
+
+/* ucall_api.group of a blas API: its element type. */
+enum blas_group { BLAS_GRP_S, BLAS_GRP_D, BLAS_GRP_C, BLAS_GRP_Z };
+
+/* The keys of blas specs (blas_keys, blas_api.c). */
+enum blas_key { K_ORDER, K_TRANSA, K_TRANSB, K_M, K_N, K_K, K_LDA, K_LDB, K_LDC, K_NR };
+
+extern const struct ucall_key blas_keys[K_NR];
+extern const struct ucall_table blas_table; /* blas_api.c */
+extern const struct rec_decoder blas_decoders[];
+extern const struct family family_blas; /* blas.c */
+
+/* A GEMM call read back: sizes and transposes as the library was given them. */
+struct blas_gemm {
+	__u64 have; /* 1ull << K_* */
+	__s64 v[K_NR];
+	const struct ucall_api *api; /* NULL: a function of a newer table */
+	__u64 flops;		     /* 2 m n k, x4 complex; 0: a size unknown */
+};
+
+/* Parse REC (a BS_REC_BLAS_CALL of at least sizeof(struct bs_ucall)) into G. */
+void blas_gemm__parse(const struct bs_hdr *rec, struct blas_gemm *g);
+
+#endif /* BPFSIGHT_BLAS_H */
