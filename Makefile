@@ -204,7 +204,8 @@ NVCC	  ?= $(CUDA_HOME)/bin/nvcc
 CUDA_WL	  := $(OUT)/tests/cuda
 CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
 		    cuda_dlopen cublas_dlopen libcuda_wrap.so stubs/libcuda.so.1 inject_target_shared \
-		    inject_target_static libstep_proxy.so libfake_c10_cuda.so gpu_alloc cublas_gemm)
+		    inject_target_static libstep_proxy.so libfake_c10_cuda.so gpu_alloc cublas_gemm \
+		    cudnn_calls)
 WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 
 ifneq ($(wildcard $(NVCC)),)
@@ -245,6 +246,12 @@ $(CUDA_WL)/cublas_gemm: tests/workloads/cuda/cublas_gemm.c | $(CUDA_WL)/stubs/li
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) -I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lcublas \
 		-lcublasLt -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/stubs'
+
+# cuDNN's backend graph and a legacy call through the real libcudnn (tests/e2e/test_cudnn.py).
+$(CUDA_WL)/cudnn_calls: tests/workloads/cuda/cudnn_calls.c | $(CUDA_WL)/stubs/libcuda.so.1
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lcudnn \
+		-Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/stubs'
 
 # The launch-bound step proxy's native half (tests/e2e/test_detach.py, bench/bench_cost.py):
 # runtime-shaped launches that enter the stub libcuda's real entry points.

@@ -20,6 +20,7 @@
 #include "mem.h"
 #include "cublas.h"
 #include "blas.h"
+#include "cudnn.h"
 
 #ifdef FAMILIES_EXTRA
 extern const struct family FAMILIES_EXTRA;
@@ -34,6 +35,7 @@ const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
 	&family_osrt, &family_sched, &family_cpu, &family_gil, &family_cuda, &family_nccl,
 	&family_gpu, &family_nvtx, &family_torch, &family_mem, &family_cublas, &family_blas,
+	&family_cudnn,
 #ifdef FAMILIES_EXTRA
 	&FAMILIES_EXTRA,
 #endif

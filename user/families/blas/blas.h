@@ -16,9 +16,20 @@
 enum blas_group { BLAS_GRP_S, BLAS_GRP_D, BLAS_GRP_C, BLAS_GRP_Z };
 
 /* The keys of blas specs (blas_keys, blas_api.c). */
-enum blas_key { K_ORDER, K_TRANSA, K_TRANSB, K_M, K_N, K_K, K_LDA, K_LDB, K_LDC, K_NR };
+enum blas_key {
+	BLAS_K_ORDER,
+	BLAS_K_TRANSA,
+	BLAS_K_TRANSB,
+	BLAS_K_M,
+	BLAS_K_N,
+	BLAS_K_K,
+	BLAS_K_LDA,
+	BLAS_K_LDB,
+	BLAS_K_LDC,
+	BLAS_K_NR
+};
 
-extern const struct ucall_key blas_keys[K_NR];
+extern const struct ucall_key blas_keys[BLAS_K_NR];
 extern const struct ucall_table blas_table; /* blas_api.c */
 extern const struct rec_decoder blas_decoders[];
 extern const struct family family_blas; /* blas.c */
@@ -26,7 +37,7 @@ extern const struct family family_blas; /* blas.c */
 /* A GEMM call read back: sizes and transposes as the library was given them. */
 struct blas_gemm {
 	__u64 have; /* 1ull << K_* */
-	__s64 v[K_NR];
+	__s64 v[BLAS_K_NR];
 	const struct ucall_api *api; /* NULL: a function of a newer table */
 	__u64 flops;		     /* 2 m n k, x4 complex; 0: a size unknown */
 };

@@ -37,16 +37,16 @@ static const struct ucall_api blas_apis[] = {
 
 #define INT   1u << UCALL_T_S32, UCALL_T_S32
 #define TRANS 1u << UCALL_T_S32 | 1u << UCALL_T_U8, UCALL_T_S32 /* CBLAS enum, Fortran char */
-const struct ucall_key blas_keys[K_NR] = {
-	[K_ORDER] = { "order", INT },
-	[K_TRANSA] = { "transa", TRANS },
-	[K_TRANSB] = { "transb", TRANS },
-	[K_M] = { "m", INT },
-	[K_N] = { "n", INT },
-	[K_K] = { "k", INT },
-	[K_LDA] = { "lda", INT },
-	[K_LDB] = { "ldb", INT },
-	[K_LDC] = { "ldc", INT },
+const struct ucall_key blas_keys[BLAS_K_NR] = {
+	[BLAS_K_ORDER] = { "order", INT },
+	[BLAS_K_TRANSA] = { "transa", TRANS },
+	[BLAS_K_TRANSB] = { "transb", TRANS },
+	[BLAS_K_M] = { "m", INT },
+	[BLAS_K_N] = { "n", INT },
+	[BLAS_K_K] = { "k", INT },
+	[BLAS_K_LDA] = { "lda", INT },
+	[BLAS_K_LDB] = { "ldb", INT },
+	[BLAS_K_LDC] = { "ldc", INT },
 };
 
 static struct ucall_spec *blas_compiled;
@@ -57,6 +57,6 @@ const struct ucall_table blas_table = {
 	.apis = blas_apis,
 	.napis = sizeof(blas_apis) / sizeof(blas_apis[0]),
 	.keys = blas_keys,
-	.nkeys = K_NR,
+	.nkeys = BLAS_K_NR,
 	.compiled = &blas_compiled,
 };

@@ -7,28 +7,21 @@
 void blas_gemm__parse(const struct bs_hdr *rec, struct blas_gemm *g)
 {
 	const struct bs_ucall *r = (const void *)rec;
-	const struct ucall_spec *s;
-	struct ucall_spec tmp;
-	__u64 v;
+	__u64 v[BLAS_K_NR] = { 0 };
 
 	memset(g, 0, sizeof(*g));
 	g->api = ucall_table__api(&blas_table, r->fn);
 	if (!g->api)
 		return;
-	s = ucall_table__spec(&blas_table, r->fn, &tmp);
-	for (int i = 0; i < s->nfields; i++) {
-		const struct ucall_field *f = &s->f[i];
-
-		if (!ucall_field__value(rec, s, f, &v))
-			continue;
-		/* A '^' value is 4 bytes: an int (sign-extended) or a char (its low byte). */
-		g->v[f->key] = f->type == UCALL_T_U8 ? (__s64)(v & 0xff) : (__s64)(__s32)v;
-		g->have |= 1ull << f->key;
-	}
-	if ((g->have & (1ull << K_M | 1ull << K_N | 1ull << K_K)) ==
-		    (1ull << K_M | 1ull << K_N | 1ull << K_K) &&
-	    g->v[K_M] > 0 && g->v[K_N] > 0 && g->v[K_K] > 0) {
-		g->flops = 2 * (__u64)g->v[K_M] * (__u64)g->v[K_N] * (__u64)g->v[K_K];
+	ucall_record__values(&blas_table, rec, 1, v, &g->have);
+	/* A '^' value is 4 bytes: an int (sign-extended by its type) or a char (u8). */
+	for (int k = 0; k < BLAS_K_NR; k++)
+		g->v[k] = (__s64)v[k];
+	if ((g->have & (1ull << BLAS_K_M | 1ull << BLAS_K_N | 1ull << BLAS_K_K)) ==
+		    (1ull << BLAS_K_M | 1ull << BLAS_K_N | 1ull << BLAS_K_K) &&
+	    g->v[BLAS_K_M] > 0 && g->v[BLAS_K_N] > 0 && g->v[BLAS_K_K] > 0) {
+		g->flops =
+			2 * (__u64)g->v[BLAS_K_M] * (__u64)g->v[BLAS_K_N] * (__u64)g->v[BLAS_K_K];
 		if (g->api->group == BLAS_GRP_C || g->api->group == BLAS_GRP_Z)
 			g->flops *= 4;
 	}
@@ -60,25 +53,21 @@ static const char *const dtypes[] = { "f32", "f64", "c64", "c128" };
 static int decode_blas_call(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	const struct bs_ucall *r = (const void *)rec;
-	static const int sizes[] = { K_M, K_N, K_K, K_LDA, K_LDB, K_LDC };
+	static const int sizes[] = { BLAS_K_M,	 BLAS_K_N,   BLAS_K_K,
+				     BLAS_K_LDA, BLAS_K_LDB, BLAS_K_LDC };
 	struct blas_gemm g;
 	char trans[3];
 
 	ev->stack = trace_model__event_stack(m, rec); /* --stacks=blas */
 	blas_gemm__parse(rec, &g);
-	if (g.api) {
-		ev->name = g.api->name;
-	} else {
-		snprintf(ev->namebuf, sizeof(ev->namebuf), "blas_fn_%u", r->fn);
-		ev->name = ev->namebuf;
-	}
+	ucall_table__name_event(&blas_table, r->fn, ev);
 	ev->dur = r->dur;
 	if (!g.api)
 		return 1;
-	if (g.have & (1ull << K_ORDER))
-		event__arg_str(ev, "order", g.v[K_ORDER] == 101 ? "row" : "col");
-	trans[0] = trans_char(g.v[K_TRANSA]);
-	trans[1] = trans_char(g.v[K_TRANSB]);
+	if (g.have & (1ull << BLAS_K_ORDER))
+		event__arg_str(ev, "order", g.v[BLAS_K_ORDER] == 101 ? "row" : "col");
+	trans[0] = trans_char(g.v[BLAS_K_TRANSA]);
+	trans[1] = trans_char(g.v[BLAS_K_TRANSB]);
 	trans[2] = 0;
 	event__arg_strn(ev, "trans", trans, sizeof(trans));
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)

@@ -47,27 +47,12 @@ const char *cublas__type_short(__s32 t)
 void cublas_call__parse(const struct bs_hdr *rec, struct cublas_call *c)
 {
 	const struct bs_ucall *r = (const void *)rec;
-	const struct ucall_spec *s;
-	struct ucall_spec tmp;
-	__u64 v;
 
 	memset(c, 0, sizeof(*c));
 	c->r = r;
 	c->api = ucall_table__api(&cublas_table, r->fn);
 	c->ret = (__s32)r->ret;
-	if (!c->api)
-		return;
-	s = ucall_table__spec(&cublas_table, r->fn, &tmp);
-	for (int i = 0; i < s->nfields; i++) {
-		const struct ucall_field *f = &s->f[i];
-
-		if (f->written && c->ret != CUBLAS_STATUS_SUCCESS)
-			continue; /* nothing written */
-		if (!ucall_field__value(rec, s, f, &v))
-			continue;
-		c->v[f->key] = v;
-		c->have |= 1ull << f->key;
-	}
+	ucall_record__values(&cublas_table, rec, c->ret == CUBLAS_STATUS_SUCCESS, c->v, &c->have);
 }
 
 /* What the walk keeps of a cuBLASLt matrix layout and matmul descriptor. */
@@ -440,12 +425,7 @@ static int decode_cublas_call(const struct bs_hdr *rec, const struct trace_model
 
 	ev->stack = trace_model__event_stack(m, rec); /* --stacks=cublas */
 	cublas_call__parse(rec, &c);
-	if (c.api) {
-		ev->name = c.api->name;
-	} else {
-		snprintf(ev->namebuf, sizeof(ev->namebuf), "cublas_fn_%u", c.r->fn);
-		ev->name = ev->namebuf;
-	}
+	ucall_table__name_event(&cublas_table, c.r->fn, ev);
 	ev->dur = c.r->dur;
 	arg_name(ev, "status", cublas__status_name(c.ret), "cublasStatus_", c.ret);
 	if (cublas__gemm(w, rec, &g))

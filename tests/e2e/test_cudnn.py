@@ -1,0 +1,56 @@
+"""cudnn family on the real libcudnn (cuDNN 9): calls named, counted and given their status;
+what a cudnnBackendExecute ran, read from the backend descriptors it was built from.
+
+tests/workloads/cuda/cudnn_calls builds a matmul-then-ReLU operation graph with the backend
+API per repetition (host-side: it succeeds without a GPU), executes it on the NULL handle a
+failed cudnnCreate left, and makes one legacy call. libcudnn.so.9 is a dispatcher into
+libcudnn_graph/_ops/_cnn/_adv, which define the same functions: each call is recorded twice,
+the application's at depth 0 and the sub-library's inside it at depth 1.
+"""
+import os
+from collections import Counter
+
+from helpers import Skip, check, dump, eq, need_root, record, workload
+
+CUDNN_CALLS = workload("cuda/cudnn_calls")
+OK, BAD = "CUDNN_STATUS_SUCCESS", "CUDNN_STATUS_BAD_PARAM"
+# Per repetition: 13 descriptors (4 tensors, matmul and pointwise with their operations, the
+# graph, an engine, its config, the plan, the variant pack), 34 attributes, 8 finalized.
+PER_REP = {("cudnnBackendCreateDescriptor", OK): 13, ("cudnnBackendSetAttribute", OK): 34,
+           ("cudnnBackendFinalize", OK): 8, ("cudnnBackendExecute", BAD): 1,
+           ("cudnnBackendDestroyDescriptor", OK): 13, ("cudnnAddTensor", BAD): 1}
+
+
+def need_no_gpu():
+    need_root()
+    if not os.path.exists(CUDNN_CALLS):
+        raise Skip(f"{CUDNN_CALLS} not built (no CUDA toolkit)")
+    if os.path.exists("/dev/nvidiactl"):
+        raise Skip("a GPU is present: cudnn_calls expects cudnnCreate to fail")
+
+
+def test_cudnn_calls_named_and_executes_read():
+    need_no_gpu()
+    p, out = record([CUDNN_CALLS, "2"], "-t", "cudnn")
+    eq(p.returncode, 0, f"record exit ({p.stderr[-800:]})")
+    pid = int(p.stdout.split()[1])
+    evs = [e for e in dump(out) if e["kind"] == "cudnn_api" and e["pid"] == pid]
+    top = [e for e in evs if "depth" not in e["args"]]
+    want = Counter({k: 2 * n for k, n in PER_REP.items()})
+    want[("cudnnCreate", "CUDNN_STATUS_NOT_INITIALIZED")] = 1
+    eq(Counter((e["name"], e["args"]["status"]) for e in top), want,
+       "the application's calls by name and status (2 repetitions)")
+    inner = Counter((e["name"], e["args"]["status"]) for e in evs if e["args"].get("depth") == 1)
+    eq(inner, want, "each again in the sub-library, at depth 1")
+    eq(len(evs), len(top) + sum(inner.values()), "no deeper calls")
+    for e in [e for e in top if e["name"] == "cudnnBackendExecute"]:
+        a = e["args"]
+        eq({k: a.get(k) for k in ("handle", "ops", "batch", "m", "n", "k", "flops")},
+           {"handle": "0x0", "ops": "MATMUL,POINTWISE", "batch": 2, "m": 64, "n": 32,
+            "k": 128, "flops": 2 * 2 * 64 * 32 * 128}, "what the execute ran")
+    created = Counter(e["args"]["type"] for e in top if e["name"] == "cudnnBackendCreateDescriptor")
+    eq(created, Counter({"TENSOR": 8, "MATMUL": 2, "OPERATION_MATMUL": 2, "POINTWISE": 2,
+                         "OPERATION_POINTWISE": 2, "OPERATIONGRAPH": 2, "ENGINE": 2,
+                         "ENGINECFG": 2, "EXECUTION_PLAN": 2, "VARIANT_PACK": 2}),
+       "descriptor types by name")
+    check(all(e["dur"] > 0 for e in evs), "every call timed")

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * cuDNN 9 through the real libcudnn (tests/e2e/test_cudnn.py): the backend API builds a
+ * matmul-then-ReLU graph on the host (tensors, the matmul and pointwise descriptors and
+ * operations, the operation graph, an engine, its config and a plan: these succeed without a
+ * GPU) and executes it; and a legacy call. Without a GPU cudnnCreate fails, so the execute
+ * (given that NULL handle) and the legacy call return errors: the probes fire all the same.
+ *
+ *   cudnn_calls N
+ *
+ * Runs it N times. The matmul: A 2 x 64 x 128, B 2 x 128 x 32 (batch 2, m 64, k 128, n 32).
+ * Output: "pid P", then "done CREATE EXECUTE" (their statuses, the last repetition's).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <cudnn.h>
+
+typedef cudnnBackendDescriptor_t desc_t;
+
+static desc_t make(cudnnBackendDescriptorType_t type)
+{
+	desc_t d = NULL;
+
+	cudnnBackendCreateDescriptor(type, &d);
+	return d;
+}
+
+static void set(desc_t d, cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t t, int64_t n,
+		const void *v)
+{
+	cudnnBackendSetAttribute(d, a, t, n, v);
+}
+
+static void set_desc(desc_t d, cudnnBackendAttributeName_t a, desc_t v)
+{
+	set(d, a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v);
+}
+
+static desc_t tensor(int64_t id, int64_t b, int64_t r, int64_t c)
+{
+	int64_t dims[3] = { b, r, c }, strides[3] = { r * c, c, 1 }, align = 16;
+	cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+	desc_t t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+
+	set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+	set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, dims);
+	set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, strides);
+	set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id);
+	set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+	cudnnBackendFinalize(t);
+	return t;
+}
+
+static int graph(cudnnHandle_t h)
+{
+	desc_t a = tensor(1, 2, 64, 128), b = tensor(2, 2, 128, 32), c = tensor(3, 2, 64, 32);
+	desc_t y = tensor(4, 2, 64, 32), mm, mm_op, pw, pw_op, g, engine, cfg, plan, pack;
+	cudnnPointwiseMode_t relu = CUDNN_POINTWISE_RELU_FWD;
+	cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+	desc_t ops[2];
+	int ret;
+
+	mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+	set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+	cudnnBackendFinalize(mm);
+	mm_op = make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+	set_desc(mm_op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
+	set_desc(mm_op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
+	set_desc(mm_op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+	set_desc(mm_op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
+	cudnnBackendFinalize(mm_op);
+	pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+	set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &relu);
+	set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+	cudnnBackendFinalize(pw);
+	pw_op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+	set_desc(pw_op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+	set_desc(pw_op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, c);
+	set_desc(pw_op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+	cudnnBackendFinalize(pw_op);
+	g = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+	ops[0] = mm_op;
+	ops[1] = pw_op;
+	set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 2, ops);
+	engine = make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+	set_desc(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, g);
+	cfg = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+	set_desc(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, engine);
+	plan = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+	set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg);
+	pack = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+	ret = cudnnBackendExecute(h, plan, pack);
+	desc_t all[] = { a, b, c, y, mm, mm_op, pw, pw_op, g, engine, cfg, plan, pack };
+	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		cudnnBackendDestroyDescriptor(all[i]);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	cudnnHandle_t h = NULL;
+	int n, created, ret = 0;
+
+	if (argc != 2 || (n = atoi(argv[1])) < 1) {
+		fprintf(stderr, "usage: %s N\n", argv[0]);
+		return 2;
+	}
+	printf("pid %d\n", getpid());
+	fflush(stdout);
+	created = cudnnCreate(&h);
+	if (created != CUDNN_STATUS_SUCCESS)
+		h = NULL;
+	for (int i = 0; i < n; i++) {
+		ret = graph(h);
+		cudnnAddTensor(h, NULL, NULL, NULL, NULL, NULL, NULL);
+	}
+	if (h)
+		cudnnDestroy(h);
+	printf("done %d %d\n", created, ret);
+	return 0;
+}

@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Decode side of cudnn: calls read through their specs, the walk that keeps each process's
+ * backend descriptors (their types and the descriptors set into them), what an execute ran,
+ * and the event a call shows.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cudnn.h"
+
+static const struct {
+	__s32 v;
+	const char *name;
+} statuses[] = {
+	{ 0, "CUDNN_STATUS_SUCCESS" },
+	{ 1001, "CUDNN_STATUS_NOT_INITIALIZED" },
+	{ 1002, "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH" },
+	{ 1008, "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED" },
+	{ 2000, "CUDNN_STATUS_BAD_PARAM" },
+	{ 2002, "CUDNN_STATUS_BAD_PARAM_NULL_POINTER" },
+	{ 2004, "CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED" },
+	{ 2005, "CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND" },
+	{ 2008, "CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH" },
+	{ 2010, "CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE" },
+	{ 2012, "CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE" },
+	{ 3000, "CUDNN_STATUS_NOT_SUPPORTED" },
+	{ 3001, "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN" },
+	{ 3002, "CUDNN_STATUS_NOT_SUPPORTED_SHAPE" },
+	{ 3003, "CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE" },
+	{ 3007, "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH" },
+	{ 4000, "CUDNN_STATUS_INTERNAL_ERROR" },
+	{ 5000, "CUDNN_STATUS_EXECUTION_FAILED" },
+};
+
+/* cudnnBackendDescriptorType_t (cudnn_graph.h), without CUDNN_BACKEND_ and _DESCRIPTOR. */
+static const char *const desc_types[] = {
+	"POINTWISE",
+	"CONVOLUTION",
+	"ENGINE",
+	"ENGINECFG",
+	"ENGINEHEUR",
+	"EXECUTION_PLAN",
+	"INTERMEDIATE_INFO",
+	"KNOB_CHOICE",
+	"KNOB_INFO",
+	"LAYOUT_INFO",
+	"OPERATION_CONVOLUTION_FORWARD",
+	"OPERATION_CONVOLUTION_BACKWARD_FILTER",
+	"OPERATION_CONVOLUTION_BACKWARD_DATA",
+	"OPERATION_POINTWISE",
+	"OPERATION_GEN_STATS",
+	"OPERATIONGRAPH",
+	"VARIANT_PACK",
+	"TENSOR",
+	"MATMUL",
+	"OPERATION_MATMUL",
+	"OPERATION_BN_FINALIZE_STATISTICS",
+	"REDUCTION",
+	"OPERATION_REDUCTION",
+	"OPERATION_BN_BWD_WEIGHTS",
+	"RESAMPLE",
+	"OPERATION_RESAMPLE_FWD",
+	"OPERATION_RESAMPLE_BWD",
+	"OPERATION_CONCAT",
+	"OPERATION_SIGNAL",
+	"OPERATION_NORM_FORWARD",
+	"OPERATION_NORM_BACKWARD",
+	"OPERATION_RESHAPE",
+	"RNG",
+	"OPERATION_RNG",
+	"KERNEL_CACHE",
+	"OPERATION_PAGED_CACHE_LOAD",
+	"OPERATION_BLOCK_SCALE_QUANTIZE",
+	"OPERATION_BLOCK_SCALE_DEQUANTIZE",
+	"DEVICEPROP",
+	"OPERATION_EXPAND_BAND_MATRIX",
+	"OPERATION_CONTRACT_BAND_MATRIX",
+	"OPERATION_SDPA_FWD",
+	"OPERATION_MOE_GROUPED_MATMUL",
+	"OPERATION_SDPA_BWD",
+};
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *cudnn__status_name(__s32 s)
+{
+	for (unsigned i = 0; i < NELEMS(statuses); i++)
+		if (statuses[i].v == s)
+			return statuses[i].name;
+	return NULL;
+}
+
+const char *cudnn__desc_type_name(__s32 t)
+{
+	return t >= 0 && (__u32)t < NELEMS(desc_types) ? desc_types[t] : NULL;
+}
+
+void cudnn_call__parse(const struct bs_hdr *rec, struct cudnn_call *c)
+{
+	const struct bs_ucall *r = (const void *)rec;
+
+	memset(c, 0, sizeof(*c));
+	c->r = r;
+	c->api = ucall_table__api(&cudnn_table, r->fn);
+	c->ret = (__s32)r->ret;
+	if (r->deref_len && rec->size >= sizeof(*r) + (__u32)r->deref_len) {
+		c->elems = (const __u8 *)(r + 1);
+		c->elems_len = r->deref_len;
+	}
+	ucall_record__values(&cudnn_table, rec, c->ret == CUDNN_STATUS_SUCCESS, c->v, &c->have);
+}
+
+/* cudnnBackendAttributeName_t and cudnnBackendAttributeType_t values (cudnn_graph.h). */
+enum {
+	ATTR_ENGINECFG_ENGINE = 300,
+	ATTR_EXECUTION_PLAN_ENGINE_CONFIG = 401,
+	ATTR_OPERATIONGRAPH_OPS = 801,
+	ATTR_TENSOR_DIMENSIONS = 902,
+	ATTR_ENGINE_OPERATION_GRAPH = 1300,
+	ATTR_OPERATION_MATMUL_ADESC = 1520,
+	ATTR_OPERATION_MATMUL_BDESC = 1521,
+};
+enum { TYPE_INT64 = 3, TYPE_BACKEND_DESCRIPTOR = 15 };
+enum { DESC_OPERATION_MATMUL = 19 };
+
+#define MAX_DIMS 8
+
+/* What the walk keeps of one backend descriptor. */
+struct cudnn_desc {
+	__s32 type;
+	__u32 nops, ndims;
+	__u64 link; /* plan: its engine config; config: its engine; engine: its graph */
+	__u64 ops[CUDNN_GRAPH_OPS];
+	__u64 a, b; /* a matmul operation's tensors */
+	__s64 dims[MAX_DIMS];
+};
+
+struct cudnn_walk *cudnn_walk__new(void)
+{
+	struct cudnn_walk *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->descs = hmap__new(sizeof(struct cudnn_desc));
+	if (!w->descs) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void cudnn_walk__free(struct cudnn_walk *w)
+{
+	if (!w)
+		return;
+	hmap__free(w->descs);
+	free(w);
+}
+
+static __u64 elem(const struct cudnn_call *c, __u32 i)
+{
+	__u64 v = 0;
+
+	if ((i + 1) * 8 <= c->elems_len)
+		memcpy(&v, c->elems + i * 8, sizeof(v)); /* descriptors and int64s: 8 bytes */
+	return v;
+}
+
+static void walk__set_attr(struct cudnn_desc *d, const struct cudnn_call *c)
+{
+	__u64 n = c->v[CUDNN_K_COUNT];
+
+	if (!c->elems || !n)
+		return;
+	if (c->v[CUDNN_K_ATYPE] == TYPE_INT64 && c->v[CUDNN_K_ATTR] == ATTR_TENSOR_DIMENSIONS) {
+		d->ndims = n < MAX_DIMS ? (__u32)n : MAX_DIMS;
+		for (__u32 i = 0; i < d->ndims; i++)
+			d->dims[i] = (__s64)elem(c, i);
+		return;
+	}
+	if (c->v[CUDNN_K_ATYPE] != TYPE_BACKEND_DESCRIPTOR)
+		return;
+	switch (c->v[CUDNN_K_ATTR]) {
+	case ATTR_EXECUTION_PLAN_ENGINE_CONFIG:
+	case ATTR_ENGINECFG_ENGINE:
+	case ATTR_ENGINE_OPERATION_GRAPH:
+		d->link = elem(c, 0);
+		break;
+	case ATTR_OPERATIONGRAPH_OPS:
+		d->nops = n < CUDNN_GRAPH_OPS ? (__u32)n : CUDNN_GRAPH_OPS;
+		for (__u32 i = 0; i < d->nops; i++)
+			d->ops[i] = elem(c, i);
+		break;
+	case ATTR_OPERATION_MATMUL_ADESC:
+		d->a = elem(c, 0);
+		break;
+	case ATTR_OPERATION_MATMUL_BDESC:
+		d->b = elem(c, 0);
+		break;
+	}
+}
+
+static struct cudnn_desc *desc_of(const struct cudnn_walk *w, __u32 pid, __u64 desc)
+{
+	return desc ? hmap__get(w->descs, (struct hkey){ pid, desc }, 0) : NULL;
+}
+
+/* A matmul's shape from its tensors: A [..., m, k], B [..., k, n], the batch A's leading. */
+static void exec__matmul(const struct cudnn_walk *w, __u32 pid, const struct cudnn_desc *op,
+			 struct cudnn_exec *e)
+{
+	const struct cudnn_desc *a = desc_of(w, pid, op->a), *b = desc_of(w, pid, op->b);
+	__u64 batch = 1;
+
+	if (!a || !b || a->ndims < 2 || b->ndims < 2)
+		return;
+	for (__u32 i = 0; i + 2 < a->ndims; i++)
+		batch *= (__u64)a->dims[i];
+	e->batch = batch;
+	e->m = (__u64)a->dims[a->ndims - 2];
+	e->k = (__u64)a->dims[a->ndims - 1];
+	e->n = (__u64)b->dims[b->ndims - 1];
+	e->flops = 2 * e->batch * e->m * e->n * e->k;
+}
+
+/* The plan's engine config, its engine, its operation graph, its operations. */
+static void walk__exec(const struct cudnn_walk *w, const struct cudnn_call *c, __u32 pid,
+		       struct cudnn_exec *e)
+{
+	const struct cudnn_desc *d = desc_of(w, pid, c->v[CUDNN_K_PLAN]);
+
+	for (int hop = 0; d && hop < 3; hop++)
+		d = desc_of(w, pid, d->link);
+	if (!d)
+		return;
+	e->nops = d->nops;
+	for (__u32 i = 0; i < d->nops; i++) {
+		const struct cudnn_desc *op = desc_of(w, pid, d->ops[i]);
+
+		e->op_types[i] = op ? op->type : -1;
+		if (op && op->type == DESC_OPERATION_MATMUL && !e->flops)
+			exec__matmul(w, pid, op, e);
+	}
+}
+
+void cudnn_walk__observe(struct cudnn_walk *w, const struct bs_hdr *rec)
+{
+	struct cudnn_call c;
+	struct cudnn_desc *d;
+	__u16 fl;
+
+	if (!w || !rec || rec->type != BS_REC_CUDNN_CALL || rec->size < sizeof(struct bs_ucall))
+		return;
+	cudnn_call__parse(rec, &c);
+	w->have_last = 1;
+	w->last_ts = rec->ts;
+	w->last_pid = rec->pid;
+	w->last_tid = rec->tid;
+	memset(&w->last, 0, sizeof(w->last));
+	if (!c.api)
+		return;
+	fl = c.api->flags;
+	if (fl & CUDNN_F_EXECUTE)
+		walk__exec(w, &c, rec->pid, &w->last);
+	if (c.ret != CUDNN_STATUS_SUCCESS || !c.v[CUDNN_K_DESC])
+		return;
+	if (fl & CUDNN_F_DESTROY) {
+		hmap__del(w->descs, (struct hkey){ rec->pid, c.v[CUDNN_K_DESC] });
+		return;
+	}
+	if (!(fl & (CUDNN_F_CREATE | CUDNN_F_SET_ATTR)))
+		return;
+	d = hmap__get(w->descs, (struct hkey){ rec->pid, c.v[CUDNN_K_DESC] }, 1);
+	if (!d) {
+		w->err = -ENOMEM;
+		return;
+	}
+	if (fl & CUDNN_F_CREATE) {
+		memset(d, 0, sizeof(*d));
+		d->type = (__s32)c.v[CUDNN_K_TYPE];
+	} else {
+		walk__set_attr(d, &c);
+	}
+}
+
+int cudnn__exec(const struct cudnn_walk *w, const struct bs_hdr *rec, struct cudnn_exec *e)
+{
+	if (!w || !w->have_last || w->last_ts != rec->ts || w->last_pid != rec->pid ||
+	    w->last_tid != rec->tid)
+		return 0;
+	*e = w->last;
+	return 1;
+}
+
+/* Decoder. */
+
+static void arg_named(struct event *ev, const char *key, const char *name, __s64 v)
+{
+	if (name)
+		event__arg_str(ev, key, name);
+	else
+		event__arg_s64(ev, key, v);
+}
+
+static void decode_exec(struct event *ev, const struct cudnn_exec *e)
+{
+	char buf[sizeof(ev->strbuf)];
+	size_t used = 0;
+	int n;
+
+	buf[0] = 0;
+	for (__u32 i = 0; i < e->nops; i++) {
+		const char *t = cudnn__desc_type_name(e->op_types[i]);
+
+		if (t && !strncmp(t, "OPERATION_", 10))
+			t += 10;
+		n = snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "," : "", t ? t : "?");
+		if (n < 0 || (size_t)n >= sizeof(buf) - used) {
+			buf[used] = 0; /* whole names only */
+			break;
+		}
+		used += n;
+	}
+	event__arg_strn(ev, "ops", buf, sizeof(buf));
+	if (!e->flops)
+		return;
+	event__arg_u64(ev, "batch", e->batch);
+	event__arg_u64(ev, "m", e->m);
+	event__arg_u64(ev, "n", e->n);
+	event__arg_u64(ev, "k", e->k);
+	event__arg_u64(ev, "flops", e->flops);
+}
+
+static int decode_cudnn_call(const struct bs_hdr *rec, const struct trace_model *m,
+			     struct event *ev)
+{
+	const struct cudnn_walk *w = trace_model__walk(m, &family_cudnn);
+	struct cudnn_exec e;
+	struct cudnn_call c;
+
+	ev->stack = trace_model__event_stack(m, rec); /* --stacks=cudnn */
+	cudnn_call__parse(rec, &c);
+	ucall_table__name_event(&cudnn_table, c.r->fn, ev);
+	ev->dur = c.r->dur;
+	arg_named(ev, "status", cudnn__status_name(c.ret), c.ret);
+	for (int k = 0; k < CUDNN_K_NR; k++) {
+		if (!(c.have & (1u << k)) || k == CUDNN_K_ELEMS)
+			continue;
+		if (k == CUDNN_K_TYPE)
+			arg_named(ev, "type", cudnn__desc_type_name((__s32)c.v[k]), (__s32)c.v[k]);
+		else if (cudnn_keys[k].type == UCALL_T_S32)
+			event__arg_s64(ev, cudnn_keys[k].name, (__s32)c.v[k]);
+		else if (k == CUDNN_K_COUNT)
+			event__arg_s64(ev, "count", (__s64)c.v[k]);
+		else
+			event__arg_hex(ev, cudnn_keys[k].name, c.v[k]);
+	}
+	if (cudnn__exec(w, rec, &e) && e.nops)
+		decode_exec(ev, &e);
+	if (c.r->depth)
+		event__arg_u64(ev, "depth", c.r->depth);
+	return 1;
+}
+
+/* nsys shows cuDNN calls on a row of their thread: their own category, on the thread. */
+static const struct export_style call_style = { .cat = "cudnn", .ph = 'X', .on_thread = 1 };
+
+const struct rec_decoder cudnn_decoders[] = {
+	{ BS_REC_CUDNN_CALL, sizeof(struct bs_ucall), "cudnn_api", decode_cudnn_call, &call_style },
+	{ 0 },
+};
