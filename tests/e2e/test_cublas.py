@@ -8,10 +8,14 @@ cublasCreate_v2 fails and every GEMM, given the NULL handle, returns
 CUBLAS_STATUS_NOT_INITIALIZED after entering the library; cuBLASLt's layouts and matmul
 descriptors succeed on the host.
 """
+import json
 import os
+import sqlite3
 from collections import Counter
 
-from helpers import Skip, check, dump, eq, need_root, record, workload
+from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, record, row, run, stats, tmpdir,
+                     workload)
+from synth import GPU_CALL_CUDA, Trace
 
 CUBLAS_GEMM = workload("cuda/cublas_gemm")
 
@@ -108,3 +112,78 @@ def test_lt_matmul_from_descriptors():
             if e["name"] == "cublasLtMatrixLayoutSetAttribute"]
     eq([(a["attr"], a["size"], a["value"]) for a in sets], [(5, 4, 4)] * 8,
        "BATCH_COUNT (5), an int32_t of 4, on each layout")
+
+
+def test_reports_cublas_sum_and_gemm_sum():
+    """cublas_sum counts the application's calls by function; gemm_sum groups the GEMMs by
+    shape and types with their FLOPs (no kernels here: no GPU time, no rate)."""
+    need_no_gpu()
+    p, out = record([CUBLAS_GEMM, "3"], "-t", "cublas")
+    eq(p.returncode, 0, f"record exit ({p.stderr[-800:]})")
+    s = stats(out, "cublas_sum,gemm_sum")
+    want = {g[0]: 3 for g in GEMMS}
+    want.update({name: 3 * n for name, (n, _) in LT_CALLS.items()})
+    want["cublasCreate_v2"] = 1
+    eq({r["name"]: r["count"] for r in s["cublas_sum"]}, want, "cublas_sum's counts")
+    rows = s["gemm_sum"]
+    for i, g in enumerate(GEMMS):
+        if g[5] is None:
+            continue  # grouped: no shape
+        e = expected(i, *g)
+        r = row(rows, name=g[0])
+        eq((r["m"], r["n"], r["k"], r["batch"], r["count"], r["flops"]),
+           (e["m"], e["n"], e["k"], e["batch"], 3, 3 * e["flops"]), f"{g[0]}'s row")
+        eq((r.get("gpu_ns"), r.get("tflops")), (None, None), f"{g[0]}: no kernel, no GPU time")
+    lt = row(rows, name="cublasLtMatmul")
+    eq((lt["trans"], lt["m"], lt["n"], lt["k"], lt["batch"], lt["a_type"], lt["compute_type"],
+        lt["flops"]), ("TN", 64, 32, 128, 4, "bf16", "32F", 3 * 2 * 64 * 32 * 128 * 4), "Lt's row")
+    eq(len(rows), len(GEMMS) - 2 + 1, "one row per shape: the forms and the Lt matmul")
+
+
+def test_gemm_sum_links_kernels():
+    """A GEMM's GPU time is its kernels', those launched on its thread during its call; the
+    TFLOP/s are its FLOPs over that time."""
+    t = Trace(families="proc,cuda,gpu,cublas")
+    sgemm = 6  # cublasSgemm_v2's index in cublas_api.c
+    n = 1024
+
+    def gemm(tid, ts, dur):
+        t.cublas_call(1, tid, ts, dur, sgemm, ret=0, args=(0x1, 1, 0, n, n, n),
+                      stack=(0, 0, n, 0, n, 0, 0, n))
+    gemm(1, 1000, 100)
+    t.kernel(1, 1, 5000, 2000, "sm90_gemm", call_ts=1050, flags=GPU_CALL_CUDA)
+    t.kernel(1, 1, 8000, 999, "other", call_ts=1200, flags=GPU_CALL_CUDA)  # after the call
+    gemm(2, 3000, 50)
+    t.kernel(1, 2, 9000, 1000, "sm90_gemm", call_ts=3000, flags=GPU_CALL_CUDA)
+    t.kernel(1, 2, 9500, 500, "sm90_gemm_splitk", call_ts=3050, flags=GPU_CALL_CUDA)
+    path = t.write(tmpdir())
+    r = row(stats(path, "gemm_sum")["gemm_sum"], name="cublasSgemm_v2")
+    flops = 2 * 2 * n ** 3
+    eq((r["count"], r["flops"], r["api_ns"], r["gpu_ns"], r["kernels"]),
+       (2, flops, 150, 3500, 3), "two calls, three kernels of theirs")
+    eq(r["tflops"], round(flops / 3500 / 1e3, 2), "FLOPs over their GPU time")
+
+
+def test_exports_carry_the_arguments():
+    """Chrome's event and SQLite's CUBLAS_EVENTS row (nsys's table, eventClass 29, with our
+    argument columns) of a GEMM carry what dump shows."""
+    need_no_gpu()
+    p, out = record([CUBLAS_GEMM, "1"], "-t", "cublas")
+    eq(p.returncode, 0, f"record exit ({p.stderr[-800:]})")
+    d = tmpdir()
+    chrome, db = os.path.join(d, "t.json"), os.path.join(d, "t.sqlite")
+    for fmt, path in (("chrome", chrome), ("sqlite", db)):
+        run([BPFSIGHT, "export", out, "-f", fmt, "-o", path], check=True)
+    with open(chrome) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("name") == "cublasGemmEx"]
+    eq([(e["cat"], e["args"]) for e in ev], [("cublas", expected(8, *GEMMS[8]))],
+       "Chrome: the GEMM's event")
+    q = ("SELECT eventClass, returnValue, nestingLevel, trans, m, n, k, lda, ldb, ldc, batch,"
+         " aType, bType, cType, computeType, flops FROM CUBLAS_EVENTS JOIN StringIds"
+         " ON StringIds.id = nameId WHERE value = 'cublasGemmEx'")
+    with sqlite3.connect(db) as c:
+        rows = c.execute(q).fetchall()
+    e = expected(8, *GEMMS[8])
+    eq(rows, [(29, 1, 0, "TN", e["m"], e["n"], e["k"], e["lda"], e["ldb"], e["ldc"], 1,
+               "CUDA_R_16BF", "CUDA_R_16BF", "CUDA_R_16BF", "CUBLAS_COMPUTE_32F", e["flops"])],
+       "SQLite: the GEMM's row")

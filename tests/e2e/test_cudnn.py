@@ -8,9 +8,11 @@ libcudnn_graph/_ops/_cnn/_adv, which define the same functions: each call is rec
 the application's at depth 0 and the sub-library's inside it at depth 1.
 """
 import os
+import sqlite3
 from collections import Counter
 
-from helpers import Skip, check, dump, eq, need_root, record, workload
+from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, record, run, stats, tmpdir,
+                     workload)
 
 CUDNN_CALLS = workload("cuda/cudnn_calls")
 OK, BAD = "CUDNN_STATUS_SUCCESS", "CUDNN_STATUS_BAD_PARAM"
@@ -54,3 +56,32 @@ def test_cudnn_calls_named_and_executes_read():
                          "ENGINECFG": 2, "EXECUTION_PLAN": 2, "VARIANT_PACK": 2}),
        "descriptor types by name")
     check(all(e["dur"] > 0 for e in evs), "every call timed")
+
+
+def test_cudnn_sum():
+    need_no_gpu()
+    p, out = record([CUDNN_CALLS, "2"], "-t", "cudnn")
+    eq(p.returncode, 0, f"record exit ({p.stderr[-800:]})")
+    s = stats(out, "cudnn_sum")["cudnn_sum"]
+    want = Counter()
+    for (name, _), n in PER_REP.items():
+        want[name] += 2 * n
+    want["cudnnCreate"] = 1
+    eq({r["name"]: r["count"] for r in s}, dict(want), "the application's calls (depth 0)")
+
+
+def test_sqlite_cudnn_events():
+    """CUDNN_EVENTS (nsys's table, eventClass 28): every call, the execute with what it ran."""
+    need_no_gpu()
+    p, out = record([CUDNN_CALLS, "1"], "-t", "cudnn")
+    eq(p.returncode, 0, f"record exit ({p.stderr[-800:]})")
+    db = os.path.join(tmpdir(), "t.sqlite")
+    run([BPFSIGHT, "export", out, "-f", "sqlite", "-o", db], check=True)
+    with sqlite3.connect(db) as c:
+        n = c.execute("SELECT count(*), min(eventClass), max(eventClass) FROM CUDNN_EVENTS"
+                      " WHERE nestingLevel = 0").fetchone()
+        ex = c.execute("SELECT returnValue, ops, batch, m, n, k, flops FROM CUDNN_EVENTS JOIN"
+                       " StringIds ON StringIds.id = nameId WHERE value = 'cudnnBackendExecute'"
+                       " AND nestingLevel = 0").fetchall()
+    eq(n, (sum(PER_REP.values()) + 1, 28, 28), "the application's calls, class 28")
+    eq(ex, [(2000, "MATMUL,POINTWISE", 2, 64, 32, 128, 2 * 2 * 64 * 32 * 128)], "the execute")

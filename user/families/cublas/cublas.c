@@ -74,4 +74,6 @@ const struct family family_cublas = {
 	.walk_observe = cublas_walk_observe,
 	.walk_free = cublas_walk_free,
 	.decoders = cublas_decoders,
+	.reports = cublas_reports,
+	.sqlite = &cublas_sqlite,
 };

@@ -74,4 +74,6 @@ const struct family family_cudnn = {
 	.walk_observe = cudnn_walk_observe,
 	.walk_free = cudnn_walk_free,
 	.decoders = cudnn_decoders,
+	.reports = cudnn_reports,
+	.sqlite = &cudnn_sqlite,
 };
