@@ -187,3 +187,45 @@ def test_exports_carry_the_arguments():
     eq(rows, [(29, 1, 0, "TN", e["m"], e["n"], e["k"], e["lda"], e["ldb"], e["ldc"], 1,
                "CUDA_R_16BF", "CUDA_R_16BF", "CUDA_R_16BF", "CUBLAS_COMPUTE_32F", e["flops"])],
        "SQLite: the GEMM's row")
+
+
+def _mfu_trace():
+    """Step 1 (1 ms): two fp32 GEMMs of 1024^3 and one at depth 1 (not the application's);
+    step 2 (2 ms): one bf16 cublasGemmEx of 1024^3; a GEMM of another process outside them."""
+    t = Trace(families="proc,cuda,gpu,torch,cublas")
+    n, sgemm, gemm_ex, bf16, c32 = 1024, 6, 50, 14, 68
+    for ts, depth in ((100_000, 0), (300_000, 0), (310_000, 1)):
+        t.cublas_call(1, 1, ts, 1000, sgemm, depth=depth, args=(0x1, 1, 0, n, n, n),
+                      stack=(0, 0, n, 0, n, 0, 0, n))
+    t.torch_step(1, 1, 0, 1_000_000, 1)
+    t.cublas_call(1, 1, 1_500_000, 1000, gemm_ex, args=(0x1, 0, 0, n, n, n),
+                  stack=(0, 0, bf16, n, 0, bf16, n, 0, 0, bf16, n, c32, 0))
+    t.torch_step(1, 1, 1_000_000, 2_000_000, 2)
+    t.cublas_call(2, 2, 1_500_000, 1000, sgemm, args=(0x1, 1, 0, n, n, n),
+                  stack=(0, 0, n, 0, n, 0, 0, n))
+    return t.write(tmpdir())
+
+
+def test_gemm_step_sum_mfu():
+    path = _mfu_trace()
+    eq(sorted({e["name"] for e in dump(path) if e["kind"] == "cublas_api"}),
+       ["cublasGemmEx", "cublasSgemm_v2"], "the synthetic calls' table indexes")
+    f = 2 * 1024 ** 3
+    p = run([BPFSIGHT, "stats", path, "-r", "gemm_step_sum", "--peak-tflops", "h100-sxm",
+             "--format", "json"], check=True)
+    rows = json.loads(p.stdout)["reports"]["gemm_step_sum"]
+    got = [(r["pid"], r["step"], r["step_ns"], r["gemms"], r["flops"], r["tflops"],
+            r["mfu_pct"]) for r in rows]
+    # MFU: the GEMMs' time at H100 SXM's peak (fp32 67, bf16 989.4 TFLOP/s) over the step's.
+    eq(got, [(1, "1", 1_000_000, 2, 2 * f, round(2 * f / 1e9, 2),
+              round(100 * 2 * f / 67e3 / 1e6, 2)),
+             (1, "2", 2_000_000, 1, f, round(f / 2e9, 2), round(100 * f / 989.4e3 / 2e6, 2))],
+       "per step, the application's GEMMs of the step's process")
+    p = run([BPFSIGHT, "stats", path, "-r", "gemm_step_sum", "--peak-tflops", "100",
+             "--format", "json"], check=True)
+    mfu = [r["mfu_pct"] for r in json.loads(p.stdout)["reports"]["gemm_step_sum"]]
+    eq(mfu, [round(100 * 2 * f / 100e3 / 1e6, 2), round(100 * f / 100e3 / 2e6, 2)],
+       "--peak-tflops N: N for every type")
+    p = run([BPFSIGHT, "stats", path, "-r", "gemm_step_sum", "--peak-tflops", "h100"])
+    eq(p.returncode != 0 and "--peak-tflops h100: give TFLOP/s" in p.stderr, True,
+       f"an unknown GPU is refused, naming the choices ({p.returncode}: {p.stderr})")

@@ -288,4 +288,7 @@ static const struct report gemm_sum = {
 	.free = gemm_sum__free,
 };
 
-const struct report *const cublas_reports[] = { &cublas_sum, &gemm_sum, NULL };
+extern const struct report cublas_gemm_step_sum; /* cublas_mfu.c */
+
+const struct report *const cublas_reports[] = { &cublas_sum, &gemm_sum, &cublas_gemm_step_sum,
+						NULL };
