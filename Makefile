@@ -473,7 +473,8 @@ BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed pai
 BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop \
 	      $(CUDA_WL)/libstep_proxy.so)
 BENCH_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(OUT)/bench/nccl_loop)
-BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(OUT)/bench/floor
+BENCH_BLAS := $(if $(wildcard $(CUDA_HOME)/include/cublas_v2.h),$(OUT)/bench/blas_loop)
+BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(BENCH_BLAS) $(OUT)/bench/floor
 
 # The launch join's cost per record and the Python thread names' reads, linked like the unit
 # tests (bench/join_bench.c, bench/names_bench.c).
@@ -510,7 +511,8 @@ $(BENCH_PROGS): $(OUT)/bench/%: bench/%.c
 # The loops over the real libraries, each linked with its own.
 LOOP_LIB_cuda_loop := -lcudart
 LOOP_LIB_nccl_loop := -lnccl
-$(OUT)/bench/cuda_loop $(OUT)/bench/nccl_loop: $(OUT)/bench/%: bench/%.c
+LOOP_LIB_blas_loop := -lcublas -lblas
+$(OUT)/bench/cuda_loop $(OUT)/bench/nccl_loop $(OUT)/bench/blas_loop: $(OUT)/bench/%: bench/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \

@@ -9,7 +9,7 @@ then calls dgemm_ column-major, one level deeper.
 import os
 from collections import Counter
 
-from helpers import Skip, check, dump, eq, need_root, record, run, tmpdir
+from helpers import Skip, check, dump, eq, need_root, record, run, stats, tmpdir
 
 PY = "/usr/bin/python3"
 SCRIPT = """
@@ -53,3 +53,6 @@ def test_torch_mm_as_sgemm():
                                "dtype": "f64", "flops": 540, "depth": 1}),
            "the reference CBLAS's column-major call")
     check(len(nested) <= 1, f"one nested call at most: {nested}")
+    s = stats(out, "blas_sum")["blas_sum"]
+    eq({r["name"]: r["count"] for r in s}, {"sgemm_": 4, "dgemm_": 1, "cblas_dgemm": 1},
+       "blas_sum: the application's calls (depth 0)")

@@ -55,4 +55,5 @@ const struct family family_blas = {
 	.attach = blas_attach,
 	.detach = blas_detach,
 	.decoders = blas_decoders,
+	.reports = blas_reports,
 };

@@ -32,7 +32,9 @@ enum blas_key {
 extern const struct ucall_key blas_keys[BLAS_K_NR];
 extern const struct ucall_table blas_table; /* blas_api.c */
 extern const struct rec_decoder blas_decoders[];
-extern const struct family family_blas; /* blas.c */
+struct report;
+extern const struct report *const blas_reports[]; /* blas_report.c */
+extern const struct family family_blas;		  /* blas.c */
 
 /* A GEMM call read back: sizes and transposes as the library was given them. */
 struct blas_gemm {
