@@ -17,7 +17,7 @@
 
 static void stats_usage(FILE *f)
 {
-	char names[512];
+	char names[1024];
 
 	stats__list_reports(names, sizeof(names));
 	fprintf(f,
