@@ -47,7 +47,8 @@ NOT_INIT, OK = "CUBLAS_STATUS_NOT_INITIALIZED", "CUBLAS_STATUS_SUCCESS"
 LT_CALLS = {"cublasLtCreate": (1, NOT_INIT), "cublasLtMatrixLayoutCreate": (4, OK),
             "cublasLtMatrixLayoutSetAttribute": (4, OK), "cublasLtMatmulDescCreate": (1, OK),
             "cublasLtMatmulDescSetAttribute": (1, OK), "cublasLtMatmul": (1, NOT_INIT),
-            "cublasLtMatmulDescDestroy": (1, OK), "cublasLtMatrixLayoutDestroy": (4, OK)}
+            "cublasLtMatmulDescDestroy": (1, OK), "cublasLtMatrixLayoutDestroy": (4, OK),
+            "cublasSnrm2_v2": (1, NOT_INIT)}
 
 
 def need_no_gpu():
@@ -89,6 +90,8 @@ def test_every_gemm_form_exact():
         got = [e["args"] for e in evs if e["name"] == g[0]]
         for a in got:
             eq(a, expected(i, *g), f"{g[0]}'s decoded arguments")
+    eq([e["args"] for e in evs if e["name"] == "cublasSnrm2_v2"],
+       [{"status": NOT_INIT, "handle": "0x0"}] * 3, "a function traced by name: its handle")
     for e in evs:
         if e["name"] in LT_CALLS:
             eq(e["args"]["status"], LT_CALLS[e["name"]][1], f"{e['name']} status")
@@ -229,3 +232,21 @@ def test_gemm_step_sum_mfu():
     p = run([BPFSIGHT, "stats", path, "-r", "gemm_step_sum", "--peak-tflops", "h100"])
     eq(p.returncode != 0 and "--peak-tflops h100: give TFLOP/s" in p.stderr, True,
        f"an unknown GPU is refused, naming the choices ({p.returncode}: {p.stderr})")
+
+
+def test_stream_of_a_handle():
+    """A handle's calls show the stream its last successful cublasSetStream_v2 gave it; a
+    failed one changes nothing; another handle keeps the default stream."""
+    t = Trace(families="proc,cublas")
+    set_stream, sgemm = 2, 6  # cublas_api.c's indexes
+    gemm = dict(args=(0x1, 0, 0, 8, 8, 8), stack=(0, 0, 8, 0, 8, 0, 0, 8))
+    t.cublas_call(1, 1, 1000, 10, sgemm, **gemm)
+    t.cublas_call(1, 1, 2000, 10, set_stream, args=(0x1, 0x7000))
+    t.cublas_call(1, 1, 3000, 10, sgemm, **gemm)
+    t.cublas_call(1, 1, 4000, 10, set_stream, ret=7, args=(0x1, 0x9000))  # INVALID_VALUE
+    t.cublas_call(1, 1, 5000, 10, sgemm, **gemm)
+    t.cublas_call(1, 1, 6000, 10, sgemm, args=(0x2, 0, 0, 8, 8, 8), stack=gemm["stack"])
+    evs = [e for e in dump(t.write(tmpdir())) if e["name"] == "cublasSgemm_v2"]
+    eq([(e["args"]["handle"], e["args"]["stream"]) for e in evs],
+       [("0x1", "0x0"), ("0x1", "0x7000"), ("0x1", "0x7000"), ("0x2", "0x0")],
+       "each GEMM's stream")

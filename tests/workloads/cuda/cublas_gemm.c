@@ -12,7 +12,8 @@
  * n = 200 + i, k = 300 + i, lda = 400 + i, ldb = 500 + i, ldc = 600 + i and (batched forms)
  * batch = 2 + i, transa = T and transb = N; the _64 form's m is 5000000000 (past 32 bits).
  * The cublasLtMatmul: transa T, m 64, n 32, k 128, batch 4, bf16 in and out, compute 32F,
- * stream 0x5000, workspace 4096 bytes. Output: "pid P", then "done STATUS" (the first GEMM's).
+ * stream 0x5000, workspace 4096 bytes. Then a cublasSnrm2_v2, a function traced by name only.
+ * Output: "pid P", then "done STATUS" (the first GEMM's).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,8 +137,11 @@ int main(int argc, char **argv)
 	if (cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS)
 		h = NULL;
 	for (int i = 0; i < n; i++) {
+		float norm = 0;
+
 		first = gemms(h);
 		lt_matmul();
+		cublasSnrm2_v2(h, 10, buf, 1, &norm); /* one of the rest: name, status, handle */
 	}
 	if (h)
 		cublasDestroy_v2(h);

@@ -420,6 +420,7 @@ static int decode_cublas_call(const struct bs_hdr *rec, const struct trace_model
 			      struct event *ev)
 {
 	const struct cublas_walk *w = trace_model__walk(m, &family_cublas);
+	const __u64 *stream;
 	struct cublas_call c;
 	struct cublas_gemm g;
 
@@ -428,10 +429,15 @@ static int decode_cublas_call(const struct bs_hdr *rec, const struct trace_model
 	ucall_table__name_event(&cublas_table, c.r->fn, ev);
 	ev->dur = c.r->dur;
 	arg_name(ev, "status", cublas__status_name(c.ret), "cublasStatus_", c.ret);
-	if (cublas__gemm(w, rec, &g))
+	if (cublas__gemm(w, rec, &g)) {
 		decode_gemm(ev, &c, &g);
-	else
+	} else {
 		decode_fields(ev, &c);
+		/* A handle's calls go to its stream: the last cublasSetStream_v2's seen. */
+		if (w && c.v[K_HANDLE] && !cublas_call__has(&c, K_STREAM) &&
+		    (stream = hmap__get(w->streams, (struct hkey){ rec->pid, c.v[K_HANDLE] }, 0)))
+			event__arg_hex(ev, "stream", *stream);
+	}
 	if (c.r->depth)
 		event__arg_u64(ev, "depth", c.r->depth);
 	return 1;
