@@ -20,7 +20,13 @@ OK, BAD = "CUDNN_STATUS_SUCCESS", "CUDNN_STATUS_BAD_PARAM"
 # graph, an engine, its config, the plan, the variant pack), 34 attributes, 8 finalized.
 PER_REP = {("cudnnBackendCreateDescriptor", OK): 13, ("cudnnBackendSetAttribute", OK): 34,
            ("cudnnBackendFinalize", OK): 8, ("cudnnBackendExecute", BAD): 1,
-           ("cudnnBackendDestroyDescriptor", OK): 13, ("cudnnAddTensor", BAD): 1}
+           ("cudnnBackendDestroyDescriptor", OK): 13, ("cudnnAddTensor", BAD): 1,
+           # the legacy convolution: x, y, the filter and the convolution's descriptors
+           ("cudnnCreateTensorDescriptor", OK): 2, ("cudnnCreateFilterDescriptor", OK): 1,
+           ("cudnnCreateConvolutionDescriptor", OK): 1, ("cudnnSetTensor4dDescriptor", OK): 2,
+           ("cudnnSetFilter4dDescriptor", OK): 1, ("cudnnSetConvolution2dDescriptor", OK): 1,
+           ("cudnnConvolutionForward", BAD): 1, ("cudnnDestroyConvolutionDescriptor", OK): 1,
+           ("cudnnDestroyFilterDescriptor", OK): 1, ("cudnnDestroyTensorDescriptor", OK): 2}
 
 
 def need_no_gpu():
@@ -44,12 +50,20 @@ def test_cudnn_calls_named_and_executes_read():
        "the application's calls by name and status (2 repetitions)")
     inner = Counter((e["name"], e["args"]["status"]) for e in evs if e["args"].get("depth") == 1)
     eq(inner, want, "each again in the sub-library, at depth 1")
-    eq(len(evs), len(top) + sum(inner.values()), "no deeper calls")
+    deeper = Counter((e["name"], e["args"]["depth"]) for e in evs if e["args"].get("depth", 0) > 1)
+    eq(deeper, Counter({("cudnnSetTensor4dDescriptorEx", 2): 2 * 2}),
+       "deeper: libcudnn_ops's cudnnSetTensor4dDescriptor calls its Ex form")
     for e in [e for e in top if e["name"] == "cudnnBackendExecute"]:
         a = e["args"]
         eq({k: a.get(k) for k in ("handle", "ops", "batch", "m", "n", "k", "flops")},
            {"handle": "0x0", "ops": "MATMUL,POINTWISE", "batch": 2, "m": 64, "n": 32,
             "k": 128, "flops": 2 * 2 * 64 * 32 * 128}, "what the execute ran")
+    for e in [e for e in top if e["name"] == "cudnnConvolutionForward"]:
+        a = e["args"]
+        eq({k: a.get(k) for k in ("x", "w", "y", "groups", "algo", "bytes", "flops")},
+           {"x": "8x3x32x32", "w": "16x3x5x5", "y": "8x16x32x32", "groups": 1, "algo": 0,
+            "bytes": 4096, "flops": 2 * (8 * 16 * 32 * 32) * (3 * 5 * 5)},
+           "the legacy convolution's shapes from its descriptors")
     created = Counter(e["args"]["type"] for e in top if e["name"] == "cudnnBackendCreateDescriptor")
     eq(created, Counter({"TENSOR": 8, "MATMUL": 2, "OPERATION_MATMUL": 2, "POINTWISE": 2,
                          "OPERATION_POINTWISE": 2, "OPERATIONGRAPH": 2, "ENGINE": 2,

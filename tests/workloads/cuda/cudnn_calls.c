@@ -3,7 +3,8 @@
  * cuDNN 9 through the real libcudnn (tests/e2e/test_cudnn.py): the backend API builds a
  * matmul-then-ReLU graph on the host (tensors, the matmul and pointwise descriptors and
  * operations, the operation graph, an engine, its config and a plan: these succeed without a
- * GPU) and executes it; and a legacy call. Without a GPU cudnnCreate fails, so the execute
+ * GPU) and executes it; a legacy call; and a legacy convolution forward of known shapes.
+ * Without a GPU cudnnCreate fails, so the execute
  * (given that NULL handle) and the legacy call return errors: the probes fire all the same.
  *
  *   cudnn_calls N
@@ -97,6 +98,33 @@ static int graph(cudnnHandle_t h)
 	return ret;
 }
 
+/* A legacy convolution: x 8x3x32x32, a 16x3x5x5 filter padded by 2, y 8x16x32x32. */
+static void legacy_conv(cudnnHandle_t h)
+{
+	cudnnTensorDescriptor_t x = NULL, y = NULL;
+	cudnnFilterDescriptor_t w = NULL;
+	cudnnConvolutionDescriptor_t conv = NULL;
+	float one = 1, zero = 0;
+	static float data[16];
+
+	cudnnCreateTensorDescriptor(&x);
+	cudnnCreateTensorDescriptor(&y);
+	cudnnCreateFilterDescriptor(&w);
+	cudnnCreateConvolutionDescriptor(&conv);
+	cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 8, 3, 32, 32);
+	cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 8, 16, 32, 32);
+	cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 16, 3, 5, 5);
+	cudnnSetConvolution2dDescriptor(conv, 2, 2, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+					CUDNN_DATA_FLOAT);
+	cudnnConvolutionForward(h, &one, x, data, w, data, conv,
+				CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 4096, &zero, y,
+				data);
+	cudnnDestroyConvolutionDescriptor(conv);
+	cudnnDestroyFilterDescriptor(w);
+	cudnnDestroyTensorDescriptor(y);
+	cudnnDestroyTensorDescriptor(x);
+}
+
 int main(int argc, char **argv)
 {
 	cudnnHandle_t h = NULL;
@@ -114,6 +142,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		ret = graph(h);
 		cudnnAddTensor(h, NULL, NULL, NULL, NULL, NULL, NULL);
+		legacy_conv(h);
 	}
 	if (h)
 		cudnnDestroy(h);

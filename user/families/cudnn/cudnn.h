@@ -30,6 +30,8 @@ enum cudnn_group {
 #define CUDNN_F_DESTROY	   0x0004
 #define CUDNN_F_SET_ATTR   0x0008 /* cudnnBackendSetAttribute: desc attr atype count &elems */
 #define CUDNN_F_EXECUTE	   0x0010 /* handle plan pack */
+#define CUDNN_F_SET_SHAPE  0x0020 /* a legacy 4-d tensor or filter, a convolution's groups */
+#define CUDNN_F_CONV	   0x0040 /* a legacy convolution: xdesc wdesc ydesc conv */
 
 #define CUDNN_STATUS_SUCCESS 0
 
@@ -45,6 +47,19 @@ enum cudnn_key {
 	CUDNN_K_ELEMS,
 	CUDNN_K_PLAN,
 	CUDNN_K_PACK,
+	CUDNN_K_XDESC,
+	CUDNN_K_WDESC,
+	CUDNN_K_YDESC,
+	CUDNN_K_CONV,
+	CUDNN_K_ALGO,
+	CUDNN_K_BYTES,
+	CUDNN_K_DTYPE,
+	CUDNN_K_FORMAT,
+	CUDNN_K_N,
+	CUDNN_K_C,
+	CUDNN_K_H,
+	CUDNN_K_W,
+	CUDNN_K_GROUPS,
 	CUDNN_K_NR
 };
 
@@ -71,6 +86,13 @@ void cudnn_call__parse(const struct bs_hdr *rec, struct cudnn_call *c);
 
 #define CUDNN_GRAPH_OPS 8
 
+/* A legacy convolution's shapes, as the walk read them from its descriptors. */
+struct cudnn_conv {
+	__s32 x[4], w[4], y[4]; /* n c h w; the filter's k c r s */
+	__s32 groups;
+	__u64 flops; /* 2 numel(y) numel(w) / k; 0: a shape unknown */
+};
+
 /* What a cudnnBackendExecute ran, as the walk read it from its plan's descriptors. */
 struct cudnn_exec {
 	__u32 nops;			 /* 0: the graph was not seen */
@@ -86,7 +108,9 @@ struct cudnn_walk {
 	int have_last;
 	__u64 last_ts;
 	__u32 last_pid, last_tid;
-	struct cudnn_exec last; /* the record observed last, when an execute */
+	struct cudnn_exec last;	     /* the record observed last, when an execute */
+	struct cudnn_conv last_conv; /* ... when a legacy convolution */
+	int last_is_conv;
 };
 
 struct cudnn_walk *cudnn_walk__new(void);
@@ -94,6 +118,8 @@ void cudnn_walk__free(struct cudnn_walk *w);
 void cudnn_walk__observe(struct cudnn_walk *w, const struct bs_hdr *rec);
 /* What REC (an execute the walk observed last) ran: 1 and *E, else 0. */
 int cudnn__exec(const struct cudnn_walk *w, const struct bs_hdr *rec, struct cudnn_exec *e);
+/* REC's shapes (a legacy convolution the walk observed last): 1 and *C, else 0. */
+int cudnn__conv(const struct cudnn_walk *w, const struct bs_hdr *rec, struct cudnn_conv *c);
 
 /* Names: cudnnStatus_t, and a backend descriptor type without its CUDNN_BACKEND_ and
  * _DESCRIPTOR ("OPERATION_MATMUL"); NULL when unknown. */

@@ -11,7 +11,10 @@
  *
  * args, in cudnn_keys: handle (every function whose first parameter is a cudnnHandle_t:
  * group CUDNN_GRP_CALL), stream, and the backend API's type, desc, attr, atype, count, elems
- * (the first 192 bytes of a SetAttribute's elements: 24 descriptors or int64s), plan, pack.
+ * (the first 192 bytes of a SetAttribute's elements: 24 descriptors or int64s), plan, pack;
+ * the legacy convolutions' xdesc, wdesc, ydesc (x, the filter, y: dx and dy for the backward
+ * ones), conv, algo, bytes (the workspace's size), and the 4-d descriptors' dtype, format, n
+ * c h w (a filter's k is n), a convolution's groups.
  */
 #include "cudnn.h"
 
@@ -43,10 +46,10 @@ static const struct ucall_api cudnn_apis[] = {
 	A("cudnnCTCLoss_v8", CUDNN_GRP_CALL, 0, "handle"),
 	A("cudnnCnnVersionCheck", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnConvolutionBackwardBias", CUDNN_GRP_CALL, 0, "handle"),
-	A("cudnnConvolutionBackwardData", CUDNN_GRP_CALL, 0, "handle"),
-	A("cudnnConvolutionBackwardFilter", CUDNN_GRP_CALL, 0, "handle"),
+	A("cudnnConvolutionBackwardData", CUDNN_GRP_CALL, CUDNN_F_CONV, "handle - wdesc - ydesc - conv algo - bytes - xdesc"),
+	A("cudnnConvolutionBackwardFilter", CUDNN_GRP_CALL, CUDNN_F_CONV, "handle - xdesc - ydesc - conv algo - bytes - wdesc"),
 	A("cudnnConvolutionBiasActivationForward", CUDNN_GRP_CALL, 0, "handle"),
-	A("cudnnConvolutionForward", CUDNN_GRP_CALL, 0, "handle"),
+	A("cudnnConvolutionForward", CUDNN_GRP_CALL, CUDNN_F_CONV, "handle - xdesc - wdesc - conv algo - bytes - ydesc"),
 	A("cudnnCreate", CUDNN_GRP_HANDLE, 0, "*handle"),
 	A("cudnnCreateActivationDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnCreateAttnDescriptor", CUDNN_GRP_OTHER, 0, ""),
@@ -73,9 +76,9 @@ static const struct ucall_api cudnn_apis[] = {
 	A("cudnnDestroyActivationDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnDestroyAttnDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnDestroyCTCLossDescriptor", CUDNN_GRP_OTHER, 0, ""),
-	A("cudnnDestroyConvolutionDescriptor", CUDNN_GRP_OTHER, 0, ""),
+	A("cudnnDestroyConvolutionDescriptor", CUDNN_GRP_OTHER, CUDNN_F_DESTROY, "desc"),
 	A("cudnnDestroyDropoutDescriptor", CUDNN_GRP_OTHER, 0, ""),
-	A("cudnnDestroyFilterDescriptor", CUDNN_GRP_OTHER, 0, ""),
+	A("cudnnDestroyFilterDescriptor", CUDNN_GRP_OTHER, CUDNN_F_DESTROY, "desc"),
 	A("cudnnDestroyFusedOpsConstParamPack", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnDestroyFusedOpsPlan", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnDestroyFusedOpsVariantParamPack", CUDNN_GRP_OTHER, 0, ""),
@@ -87,7 +90,7 @@ static const struct ucall_api cudnn_apis[] = {
 	A("cudnnDestroyReduceTensorDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnDestroySeqDataDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnDestroySpatialTransformerDescriptor", CUDNN_GRP_OTHER, 0, ""),
-	A("cudnnDestroyTensorDescriptor", CUDNN_GRP_OTHER, 0, ""),
+	A("cudnnDestroyTensorDescriptor", CUDNN_GRP_OTHER, CUDNN_F_DESTROY, "desc"),
 	A("cudnnDestroyTensorTransformDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnDivisiveNormalizationBackward", CUDNN_GRP_CALL, 0, "handle"),
 	A("cudnnDivisiveNormalizationForward", CUDNN_GRP_CALL, 0, "handle"),
@@ -201,12 +204,12 @@ static const struct ucall_api cudnn_apis[] = {
 	A("cudnnSetCTCLossDescriptor_v9", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetCallback", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetConvolution2dDescriptor", CUDNN_GRP_OTHER, 0, ""),
-	A("cudnnSetConvolutionGroupCount", CUDNN_GRP_OTHER, 0, ""),
+	A("cudnnSetConvolutionGroupCount", CUDNN_GRP_OTHER, CUDNN_F_SET_SHAPE, "desc groups"),
 	A("cudnnSetConvolutionMathType", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetConvolutionNdDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetConvolutionReorderType", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetDropoutDescriptor", CUDNN_GRP_OTHER, 0, ""),
-	A("cudnnSetFilter4dDescriptor", CUDNN_GRP_OTHER, 0, ""),
+	A("cudnnSetFilter4dDescriptor", CUDNN_GRP_OTHER, CUDNN_F_SET_SHAPE, "desc dtype format n c h w"),
 	A("cudnnSetFilterNdDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetFusedOpsConstParamPackAttribute", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetFusedOpsVariantParamPackAttribute", CUDNN_GRP_OTHER, 0, ""),
@@ -221,8 +224,8 @@ static const struct ucall_api cudnn_apis[] = {
 	A("cudnnSetSpatialTransformerNdDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetStream", CUDNN_GRP_HANDLE, CUDNN_F_SET_STREAM, "handle stream"),
 	A("cudnnSetTensor", CUDNN_GRP_CALL, 0, "handle"),
-	A("cudnnSetTensor4dDescriptor", CUDNN_GRP_OTHER, 0, ""),
-	A("cudnnSetTensor4dDescriptorEx", CUDNN_GRP_OTHER, 0, ""),
+	A("cudnnSetTensor4dDescriptor", CUDNN_GRP_OTHER, CUDNN_F_SET_SHAPE, "desc format dtype n c h w"),
+	A("cudnnSetTensor4dDescriptorEx", CUDNN_GRP_OTHER, CUDNN_F_SET_SHAPE, "desc dtype n c h w"),
 	A("cudnnSetTensorNdDescriptor", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetTensorNdDescriptorEx", CUDNN_GRP_OTHER, 0, ""),
 	A("cudnnSetTensorTransformDescriptor", CUDNN_GRP_OTHER, 0, ""),
@@ -251,6 +254,19 @@ const struct ucall_key cudnn_keys[CUDNN_K_NR] = {
 	[CUDNN_K_ELEMS] = { "elems", 1u << UCALL_T_MEM, UCALL_T_MEM },
 	[CUDNN_K_PLAN] = { "plan", U64 },
 	[CUDNN_K_PACK] = { "pack", U64 },
+	[CUDNN_K_XDESC] = { "xdesc", U64 },
+	[CUDNN_K_WDESC] = { "wdesc", U64 },
+	[CUDNN_K_YDESC] = { "ydesc", U64 },
+	[CUDNN_K_CONV] = { "conv", U64 },
+	[CUDNN_K_ALGO] = { "algo", INT },
+	[CUDNN_K_BYTES] = { "bytes", U64 }, /* size_t */
+	[CUDNN_K_DTYPE] = { "dtype", INT },
+	[CUDNN_K_FORMAT] = { "format", INT },
+	[CUDNN_K_N] = { "n", INT },
+	[CUDNN_K_C] = { "c", INT },
+	[CUDNN_K_H] = { "h", INT },
+	[CUDNN_K_W] = { "w", INT },
+	[CUDNN_K_GROUPS] = { "groups", INT },
 };
 
 static struct ucall_spec *cudnn_compiled;

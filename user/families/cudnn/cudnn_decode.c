@@ -135,6 +135,7 @@ struct cudnn_desc {
 	__u64 ops[CUDNN_GRAPH_OPS];
 	__u64 a, b; /* a matmul operation's tensors */
 	__s64 dims[MAX_DIMS];
+	__s32 groups; /* a legacy convolution's; 0: not set (1) */
 };
 
 struct cudnn_walk *cudnn_walk__new(void)
@@ -245,6 +246,53 @@ static void walk__exec(const struct cudnn_walk *w, const struct cudnn_call *c, _
 	}
 }
 
+/* A legacy 4-d tensor's or filter's dimensions, a convolution's groups. */
+static void walk__set_shape(struct cudnn_desc *d, const struct cudnn_call *c)
+{
+	static const int dims[] = { CUDNN_K_N, CUDNN_K_C, CUDNN_K_H, CUDNN_K_W };
+
+	if (c->have & (1ull << CUDNN_K_GROUPS))
+		d->groups = (__s32)c->v[CUDNN_K_GROUPS];
+	if (!(c->have & (1ull << CUDNN_K_W)))
+		return;
+	d->ndims = 4;
+	for (int i = 0; i < 4; i++)
+		d->dims[i] = (__s32)c->v[dims[i]];
+}
+
+/* The shape of a 4-d descriptor, 0 when unknown. */
+static int conv__dims(const struct cudnn_walk *w, __u32 pid, __u64 desc, __s32 *out, __u64 *numel)
+{
+	const struct cudnn_desc *d = desc_of(w, pid, desc);
+
+	if (!d || d->ndims != 4)
+		return 0;
+	*numel = 1;
+	for (int i = 0; i < 4; i++) {
+		out[i] = (__s32)d->dims[i];
+		*numel *= d->dims[i] > 0 ? (__u64)d->dims[i] : 0;
+	}
+	return 1;
+}
+
+/* FLOPs of any of the three: 2 x numel(y) x (c / groups) x r x s = 2 numel(y) numel(w) / k. */
+static int walk__conv(const struct cudnn_walk *w, const struct cudnn_call *c, __u32 pid,
+		      struct cudnn_conv *cv)
+{
+	const struct cudnn_desc *conv = desc_of(w, pid, c->v[CUDNN_K_CONV]);
+	__u64 nx, nw, ny;
+	int kx, kw, ky;
+
+	memset(cv, 0, sizeof(*cv));
+	kx = conv__dims(w, pid, c->v[CUDNN_K_XDESC], cv->x, &nx);
+	kw = conv__dims(w, pid, c->v[CUDNN_K_WDESC], cv->w, &nw);
+	ky = conv__dims(w, pid, c->v[CUDNN_K_YDESC], cv->y, &ny);
+	cv->groups = conv && conv->groups > 0 ? conv->groups : 1;
+	if (kw && ky && cv->w[0] > 0)
+		cv->flops = 2 * ny * (nw / (__u64)cv->w[0]);
+	return kx || kw || ky;
+}
+
 void cudnn_walk__observe(struct cudnn_walk *w, const struct bs_hdr *rec)
 {
 	struct cudnn_call c;
@@ -259,18 +307,21 @@ void cudnn_walk__observe(struct cudnn_walk *w, const struct bs_hdr *rec)
 	w->last_pid = rec->pid;
 	w->last_tid = rec->tid;
 	memset(&w->last, 0, sizeof(w->last));
+	w->last_is_conv = 0;
 	if (!c.api)
 		return;
 	fl = c.api->flags;
 	if (fl & CUDNN_F_EXECUTE)
 		walk__exec(w, &c, rec->pid, &w->last);
+	if (fl & CUDNN_F_CONV)
+		w->last_is_conv = walk__conv(w, &c, rec->pid, &w->last_conv);
 	if (c.ret != CUDNN_STATUS_SUCCESS || !c.v[CUDNN_K_DESC])
 		return;
 	if (fl & CUDNN_F_DESTROY) {
 		hmap__del(w->descs, (struct hkey){ rec->pid, c.v[CUDNN_K_DESC] });
 		return;
 	}
-	if (!(fl & (CUDNN_F_CREATE | CUDNN_F_SET_ATTR)))
+	if (!(fl & (CUDNN_F_CREATE | CUDNN_F_SET_ATTR | CUDNN_F_SET_SHAPE)))
 		return;
 	d = hmap__get(w->descs, (struct hkey){ rec->pid, c.v[CUDNN_K_DESC] }, 1);
 	if (!d) {
@@ -280,17 +331,32 @@ void cudnn_walk__observe(struct cudnn_walk *w, const struct bs_hdr *rec)
 	if (fl & CUDNN_F_CREATE) {
 		memset(d, 0, sizeof(*d));
 		d->type = (__s32)c.v[CUDNN_K_TYPE];
+	} else if (fl & CUDNN_F_SET_SHAPE) {
+		walk__set_shape(d, &c);
 	} else {
 		walk__set_attr(d, &c);
 	}
 }
 
+static int walk__is_last(const struct cudnn_walk *w, const struct bs_hdr *rec)
+{
+	return w && w->have_last && w->last_ts == rec->ts && w->last_pid == rec->pid &&
+	       w->last_tid == rec->tid;
+}
+
 int cudnn__exec(const struct cudnn_walk *w, const struct bs_hdr *rec, struct cudnn_exec *e)
 {
-	if (!w || !w->have_last || w->last_ts != rec->ts || w->last_pid != rec->pid ||
-	    w->last_tid != rec->tid)
+	if (!walk__is_last(w, rec))
 		return 0;
 	*e = w->last;
+	return 1;
+}
+
+int cudnn__conv(const struct cudnn_walk *w, const struct bs_hdr *rec, struct cudnn_conv *c)
+{
+	if (!walk__is_last(w, rec) || !w->last_is_conv)
+		return 0;
+	*c = w->last_conv;
 	return 1;
 }
 
@@ -333,10 +399,32 @@ static void decode_exec(struct event *ev, const struct cudnn_exec *e)
 	event__arg_u64(ev, "flops", e->flops);
 }
 
+/* "8x3x224x224", or nothing when unknown (all zero). */
+static void arg_dims(struct event *ev, const char *key, const __s32 *d)
+{
+	char buf[64];
+
+	if (!d[0] && !d[1] && !d[2] && !d[3])
+		return;
+	snprintf(buf, sizeof(buf), "%dx%dx%dx%d", d[0], d[1], d[2], d[3]);
+	event__arg_strn(ev, key, buf, sizeof(buf));
+}
+
+static void decode_conv(struct event *ev, const struct cudnn_conv *c)
+{
+	arg_dims(ev, "x", c->x);
+	arg_dims(ev, "w", c->w);
+	arg_dims(ev, "y", c->y);
+	event__arg_s64(ev, "groups", c->groups);
+	if (c->flops)
+		event__arg_u64(ev, "flops", c->flops);
+}
+
 static int decode_cudnn_call(const struct bs_hdr *rec, const struct trace_model *m,
 			     struct event *ev)
 {
 	const struct cudnn_walk *w = trace_model__walk(m, &family_cudnn);
+	struct cudnn_conv cv;
 	struct cudnn_exec e;
 	struct cudnn_call c;
 
@@ -346,19 +434,21 @@ static int decode_cudnn_call(const struct bs_hdr *rec, const struct trace_model 
 	ev->dur = c.r->dur;
 	arg_named(ev, "status", cudnn__status_name(c.ret), c.ret);
 	for (int k = 0; k < CUDNN_K_NR; k++) {
-		if (!(c.have & (1u << k)) || k == CUDNN_K_ELEMS)
+		if (!(c.have & (1ull << k)) || k == CUDNN_K_ELEMS)
 			continue;
 		if (k == CUDNN_K_TYPE)
 			arg_named(ev, "type", cudnn__desc_type_name((__s32)c.v[k]), (__s32)c.v[k]);
 		else if (cudnn_keys[k].type == UCALL_T_S32)
 			event__arg_s64(ev, cudnn_keys[k].name, (__s32)c.v[k]);
-		else if (k == CUDNN_K_COUNT)
-			event__arg_s64(ev, "count", (__s64)c.v[k]);
+		else if (k == CUDNN_K_COUNT || k == CUDNN_K_BYTES)
+			event__arg_s64(ev, cudnn_keys[k].name, (__s64)c.v[k]);
 		else
 			event__arg_hex(ev, cudnn_keys[k].name, c.v[k]);
 	}
 	if (cudnn__exec(w, rec, &e) && e.nops)
 		decode_exec(ev, &e);
+	if (cudnn__conv(w, rec, &cv))
+		decode_conv(ev, &cv);
 	if (c.r->depth)
 		event__arg_u64(ev, "depth", c.r->depth);
 	return 1;
