@@ -145,6 +145,8 @@ static void gemm_sum__link(struct gemm_sum *st)
 {
 	size_t c = 0;
 
+	if (!st->ncalls || !st->nkernels)
+		return; /* (qsort is given no NULL array) */
 	qsort(st->calls, st->ncalls, sizeof(*st->calls), span_cmp);
 	qsort(st->kernels, st->nkernels, sizeof(*st->kernels), span_cmp);
 	for (size_t i = 0; i < st->nkernels; i++) {
@@ -231,7 +233,8 @@ static int gemm_sum__emit(void *vst, const struct trace_model *m, struct table *
 	if (st->err)
 		return st->err;
 	gemm_sum__link(st);
-	qsort(st->rows, st->nrows, sizeof(*st->rows), row_cmp);
+	if (st->nrows)
+		qsort(st->rows, st->nrows, sizeof(*st->rows), row_cmp);
 	for (int i = 0; i < NCOLS; i++)
 		c[i] = table__add_col(t, cols[i].key, cols[i].title, cols[i].type);
 	table__set_precision(t, c[TFLOPS], 2);
