@@ -16,11 +16,13 @@ from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, record, run, st
 
 CUDNN_CALLS = workload("cuda/cudnn_calls")
 OK, BAD = "CUDNN_STATUS_SUCCESS", "CUDNN_STATUS_BAD_PARAM"
-# Per repetition: 13 descriptors (4 tensors, matmul and pointwise with their operations, the
-# graph, an engine, its config, the plan, the variant pack), 34 attributes, 8 finalized.
-PER_REP = {("cudnnBackendCreateDescriptor", OK): 13, ("cudnnBackendSetAttribute", OK): 34,
-           ("cudnnBackendFinalize", OK): 8, ("cudnnBackendExecute", BAD): 1,
-           ("cudnnBackendDestroyDescriptor", OK): 13, ("cudnnAddTensor", BAD): 1,
+# Per repetition, the matmul graph: 13 descriptors (4 tensors, matmul and pointwise with their
+# operations, the graph, an engine, its config, the plan, the variant pack), 34 attributes, 8
+# finalized; the convolution graph: 10 (3 tensors, the convolution and its operation, the
+# graph, engine, config, plan, pack), 32 attributes, 5 finalized.
+PER_REP = {("cudnnBackendCreateDescriptor", OK): 23, ("cudnnBackendSetAttribute", OK): 66,
+           ("cudnnBackendFinalize", OK): 13, ("cudnnBackendExecute", BAD): 2,
+           ("cudnnBackendDestroyDescriptor", OK): 23, ("cudnnAddTensor", BAD): 1,
            # the legacy convolution: x, y, the filter and the convolution's descriptors
            ("cudnnCreateTensorDescriptor", OK): 2, ("cudnnCreateFilterDescriptor", OK): 1,
            ("cudnnCreateConvolutionDescriptor", OK): 1, ("cudnnSetTensor4dDescriptor", OK): 2,
@@ -53,21 +55,24 @@ def test_cudnn_calls_named_and_executes_read():
     deeper = Counter((e["name"], e["args"]["depth"]) for e in evs if e["args"].get("depth", 0) > 1)
     eq(deeper, Counter({("cudnnSetTensor4dDescriptorEx", 2): 2 * 2}),
        "deeper: libcudnn_ops's cudnnSetTensor4dDescriptor calls its Ex form")
-    for e in [e for e in top if e["name"] == "cudnnBackendExecute"]:
-        a = e["args"]
-        eq({k: a.get(k) for k in ("handle", "ops", "batch", "m", "n", "k", "flops")},
-           {"handle": "0x0", "ops": "MATMUL,POINTWISE", "batch": 2, "m": 64, "n": 32,
-            "k": 128, "flops": 2 * 2 * 64 * 32 * 128}, "what the execute ran")
+    conv_flops = 2 * (8 * 16 * 32 * 32) * (3 * 5 * 5)
+    mm = {"handle": "0x0", "ops": "MATMUL,POINTWISE", "batch": 2, "m": 64, "n": 32, "k": 128,
+          "flops": 2 * 2 * 64 * 32 * 128}
+    conv = {"handle": "0x0", "ops": "CONVOLUTION_FORWARD", "batch": None, "m": None, "n": None,
+            "k": None, "flops": conv_flops}
+    eq([{k: e["args"].get(k) for k in mm} for e in top if e["name"] == "cudnnBackendExecute"],
+       [mm, conv] * 2, "what each execute ran, from its plan's descriptors")
     for e in [e for e in top if e["name"] == "cudnnConvolutionForward"]:
         a = e["args"]
         eq({k: a.get(k) for k in ("x", "w", "y", "groups", "algo", "bytes", "flops")},
            {"x": "8x3x32x32", "w": "16x3x5x5", "y": "8x16x32x32", "groups": 1, "algo": 0,
-            "bytes": 4096, "flops": 2 * (8 * 16 * 32 * 32) * (3 * 5 * 5)},
+            "bytes": 4096, "flops": conv_flops},
            "the legacy convolution's shapes from its descriptors")
     created = Counter(e["args"]["type"] for e in top if e["name"] == "cudnnBackendCreateDescriptor")
-    eq(created, Counter({"TENSOR": 8, "MATMUL": 2, "OPERATION_MATMUL": 2, "POINTWISE": 2,
-                         "OPERATION_POINTWISE": 2, "OPERATIONGRAPH": 2, "ENGINE": 2,
-                         "ENGINECFG": 2, "EXECUTION_PLAN": 2, "VARIANT_PACK": 2}),
+    eq(created, Counter({"TENSOR": 14, "MATMUL": 2, "OPERATION_MATMUL": 2, "POINTWISE": 2,
+                         "OPERATION_POINTWISE": 2, "CONVOLUTION": 2,
+                         "OPERATION_CONVOLUTION_FORWARD": 2, "OPERATIONGRAPH": 4, "ENGINE": 4,
+                         "ENGINECFG": 4, "EXECUTION_PLAN": 4, "VARIANT_PACK": 4}),
        "descriptor types by name")
     check(all(e["dur"] > 0 for e in evs), "every call timed")
 
@@ -98,4 +103,6 @@ def test_sqlite_cudnn_events():
                        " StringIds ON StringIds.id = nameId WHERE value = 'cudnnBackendExecute'"
                        " AND nestingLevel = 0").fetchall()
     eq(n, (sum(PER_REP.values()) + 1, 28, 28), "the application's calls, class 28")
-    eq(ex, [(2000, "MATMUL,POINTWISE", 2, 64, 32, 128, 2 * 2 * 64 * 32 * 128)], "the execute")
+    eq(ex, [(2000, "MATMUL,POINTWISE", 2, 64, 32, 128, 2 * 2 * 64 * 32 * 128),
+             (2000, "CONVOLUTION_FORWARD", None, None, None, None,
+              2 * (8 * 16 * 32 * 32) * (3 * 5 * 5))], "the executes")

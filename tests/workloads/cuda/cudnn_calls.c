@@ -3,7 +3,8 @@
  * cuDNN 9 through the real libcudnn (tests/e2e/test_cudnn.py): the backend API builds a
  * matmul-then-ReLU graph on the host (tensors, the matmul and pointwise descriptors and
  * operations, the operation graph, an engine, its config and a plan: these succeed without a
- * GPU) and executes it; a legacy call; and a legacy convolution forward of known shapes.
+ * GPU) and executes it; a legacy call; a legacy convolution forward of known shapes; and
+ * the same convolution as a backend graph.
  * Without a GPU cudnnCreate fails, so the execute
  * (given that NULL handle) and the legacy call return errors: the probes fire all the same.
  *
@@ -38,29 +39,96 @@ static void set_desc(desc_t d, cudnnBackendAttributeName_t a, desc_t v)
 	set(d, a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v);
 }
 
-static desc_t tensor(int64_t id, int64_t b, int64_t r, int64_t c)
+/* A float tensor of NDIMS packed dimensions. */
+static desc_t tensor_nd(int64_t id, int ndims, const int64_t *dims)
 {
-	int64_t dims[3] = { b, r, c }, strides[3] = { r * c, c, 1 }, align = 16;
+	int64_t strides[4], align = 16;
 	cudnnDataType_t dt = CUDNN_DATA_FLOAT;
 	desc_t t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
 
+	strides[ndims - 1] = 1;
+	for (int i = ndims - 2; i >= 0; i--)
+		strides[i] = strides[i + 1] * dims[i + 1];
 	set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
-	set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, dims);
-	set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, strides);
+	set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, ndims, dims);
+	set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, ndims, strides);
 	set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id);
 	set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
 	cudnnBackendFinalize(t);
 	return t;
 }
 
+static desc_t tensor(int64_t id, int64_t b, int64_t r, int64_t c)
+{
+	int64_t dims[3] = { b, r, c };
+
+	return tensor_nd(id, 3, dims);
+}
+
+/* PLAN, built over graph G (an engine, its config, the plan), executed; then all destroyed. */
+static int execute(cudnnHandle_t h, desc_t g, desc_t *all, unsigned n)
+{
+	desc_t engine, cfg, plan, pack;
+	int ret;
+
+	engine = make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+	set_desc(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, g);
+	cfg = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+	set_desc(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, engine);
+	plan = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+	set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg);
+	pack = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+	ret = cudnnBackendExecute(h, plan, pack);
+	for (unsigned i = 0; i < n; i++)
+		cudnnBackendDestroyDescriptor(all[i]);
+	cudnnBackendDestroyDescriptor(engine);
+	cudnnBackendDestroyDescriptor(cfg);
+	cudnnBackendDestroyDescriptor(plan);
+	cudnnBackendDestroyDescriptor(pack);
+	return ret;
+}
+
+/* A forward convolution graph: x 8x3x32x32, w 16x3x5x5 padded by 2, y 8x16x32x32. */
+static int conv_graph(cudnnHandle_t h)
+{
+	static const int64_t xd[4] = { 8, 3, 32, 32 }, wd[4] = { 16, 3, 5, 5 },
+			     yd[4] = { 8, 16, 32, 32 }, ones[2] = { 1, 1 }, pads[2] = { 2, 2 };
+	desc_t x = tensor_nd(11, 4, xd), w = tensor_nd(12, 4, wd), y = tensor_nd(13, 4, yd);
+	desc_t conv = make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR), op, g;
+	cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+	cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+	int64_t spatial = 2;
+	float one = 1, zero = 0;
+
+	set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+	set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+	set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+	set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, ones);
+	set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, ones);
+	set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads);
+	set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads);
+	cudnnBackendFinalize(conv);
+	op = make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+	set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
+	set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x);
+	set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w);
+	set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
+	set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
+	set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
+	cudnnBackendFinalize(op);
+	g = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+	set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op);
+	desc_t all[] = { x, w, y, conv, op, g };
+	return execute(h, g, all, sizeof(all) / sizeof(all[0]));
+}
+
 static int graph(cudnnHandle_t h)
 {
 	desc_t a = tensor(1, 2, 64, 128), b = tensor(2, 2, 128, 32), c = tensor(3, 2, 64, 32);
-	desc_t y = tensor(4, 2, 64, 32), mm, mm_op, pw, pw_op, g, engine, cfg, plan, pack;
+	desc_t y = tensor(4, 2, 64, 32), mm, mm_op, pw, pw_op, g;
 	cudnnPointwiseMode_t relu = CUDNN_POINTWISE_RELU_FWD;
 	cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
 	desc_t ops[2];
-	int ret;
 
 	mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
 	set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
@@ -84,18 +152,8 @@ static int graph(cudnnHandle_t h)
 	ops[0] = mm_op;
 	ops[1] = pw_op;
 	set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 2, ops);
-	engine = make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-	set_desc(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, g);
-	cfg = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-	set_desc(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, engine);
-	plan = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-	set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg);
-	pack = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-	ret = cudnnBackendExecute(h, plan, pack);
-	desc_t all[] = { a, b, c, y, mm, mm_op, pw, pw_op, g, engine, cfg, plan, pack };
-	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		cudnnBackendDestroyDescriptor(all[i]);
-	return ret;
+	desc_t all[] = { a, b, c, y, mm, mm_op, pw, pw_op, g };
+	return execute(h, g, all, sizeof(all) / sizeof(all[0]));
 }
 
 /* A legacy convolution: x 8x3x32x32, a 16x3x5x5 filter padded by 2, y 8x16x32x32. */
@@ -143,6 +201,7 @@ int main(int argc, char **argv)
 		ret = graph(h);
 		cudnnAddTensor(h, NULL, NULL, NULL, NULL, NULL, NULL);
 		legacy_conv(h);
+		conv_graph(h);
 	}
 	if (h)
 		cudnnDestroy(h);

@@ -97,8 +97,8 @@ struct cudnn_conv {
 struct cudnn_exec {
 	__u32 nops;			 /* 0: the graph was not seen */
 	__s32 op_types[CUDNN_GRAPH_OPS]; /* cudnnBackendDescriptorType_t, -1 unknown */
-	/* The graph's first matmul, when its tensors' dimensions were seen: */
-	__u64 batch, m, n, k, flops;
+	__u64 batch, m, n, k; /* its first matmul's, when its tensors' dimensions were seen */
+	__u64 flops;	      /* its matmuls' and convolutions' whose tensors were seen */
 };
 
 /* Backend descriptors per process, as their Create, SetAttribute and Destroy calls made them. */

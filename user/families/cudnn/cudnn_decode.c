@@ -121,9 +121,21 @@ enum {
 	ATTR_ENGINE_OPERATION_GRAPH = 1300,
 	ATTR_OPERATION_MATMUL_ADESC = 1520,
 	ATTR_OPERATION_MATMUL_BDESC = 1521,
+	/* A convolution's filter and output: forward W, Y; backward data W, DY; filter DW, DY. */
+	ATTR_CONV_FWD_W = 703,
+	ATTR_CONV_FWD_Y = 705,
+	ATTR_CONV_BWD_DATA_W = 709,
+	ATTR_CONV_BWD_DATA_DY = 711,
+	ATTR_CONV_BWD_FILTER_DW = 715,
+	ATTR_CONV_BWD_FILTER_DY = 717,
 };
 enum { TYPE_INT64 = 3, TYPE_BACKEND_DESCRIPTOR = 15 };
-enum { DESC_OPERATION_MATMUL = 19 };
+enum {
+	DESC_OPERATION_CONVOLUTION_FORWARD = 10,
+	DESC_OPERATION_CONVOLUTION_BACKWARD_FILTER = 11,
+	DESC_OPERATION_CONVOLUTION_BACKWARD_DATA = 12,
+	DESC_OPERATION_MATMUL = 19,
+};
 
 #define MAX_DIMS 8
 
@@ -133,7 +145,7 @@ struct cudnn_desc {
 	__u32 nops, ndims;
 	__u64 link; /* plan: its engine config; config: its engine; engine: its graph */
 	__u64 ops[CUDNN_GRAPH_OPS];
-	__u64 a, b; /* a matmul operation's tensors */
+	__u64 a, b; /* a matmul operation's A and B tensors; a convolution's filter and output */
 	__s64 dims[MAX_DIMS];
 	__s32 groups; /* a legacy convolution's; 0: not set (1) */
 };
@@ -195,9 +207,15 @@ static void walk__set_attr(struct cudnn_desc *d, const struct cudnn_call *c)
 			d->ops[i] = elem(c, i);
 		break;
 	case ATTR_OPERATION_MATMUL_ADESC:
+	case ATTR_CONV_FWD_W:
+	case ATTR_CONV_BWD_DATA_W:
+	case ATTR_CONV_BWD_FILTER_DW:
 		d->a = elem(c, 0);
 		break;
 	case ATTR_OPERATION_MATMUL_BDESC:
+	case ATTR_CONV_FWD_Y:
+	case ATTR_CONV_BWD_DATA_DY:
+	case ATTR_CONV_BWD_FILTER_DY:
 		d->b = elem(c, 0);
 		break;
 	}
@@ -208,22 +226,42 @@ static struct cudnn_desc *desc_of(const struct cudnn_walk *w, __u32 pid, __u64 d
 	return desc ? hmap__get(w->descs, (struct hkey){ pid, desc }, 0) : NULL;
 }
 
-/* A matmul's shape from its tensors: A [..., m, k], B [..., k, n], the batch A's leading. */
-static void exec__matmul(const struct cudnn_walk *w, __u32 pid, const struct cudnn_desc *op,
-			 struct cudnn_exec *e)
+static __u64 numel(const struct cudnn_desc *t)
+{
+	__u64 n = 1;
+
+	for (__u32 i = 0; i < t->ndims; i++)
+		n *= t->dims[i] > 0 ? (__u64)t->dims[i] : 0;
+	return n;
+}
+
+/*
+ * An operation's FLOPs from its tensors, 0 when unknown. A matmul: A [..., m, k], B [..., k, n],
+ * the batch A's leading dimensions; its shape goes to E when it is the graph's first. A
+ * convolution (any direction): 2 numel(y) numel(w) / k, w being k x c/groups x r x s.
+ */
+static __u64 exec__op_flops(const struct cudnn_walk *w, __u32 pid, const struct cudnn_desc *op,
+			    struct cudnn_exec *e)
 {
 	const struct cudnn_desc *a = desc_of(w, pid, op->a), *b = desc_of(w, pid, op->b);
-	__u64 batch = 1;
+	__u64 batch = 1, m, n, k;
 
 	if (!a || !b || a->ndims < 2 || b->ndims < 2)
-		return;
+		return 0;
+	if (op->type != DESC_OPERATION_MATMUL)
+		return a->dims[0] > 0 ? 2 * numel(b) * (numel(a) / (__u64)a->dims[0]) : 0;
 	for (__u32 i = 0; i + 2 < a->ndims; i++)
 		batch *= (__u64)a->dims[i];
-	e->batch = batch;
-	e->m = (__u64)a->dims[a->ndims - 2];
-	e->k = (__u64)a->dims[a->ndims - 1];
-	e->n = (__u64)b->dims[b->ndims - 1];
-	e->flops = 2 * e->batch * e->m * e->n * e->k;
+	m = (__u64)a->dims[a->ndims - 2];
+	k = (__u64)a->dims[a->ndims - 1];
+	n = (__u64)b->dims[b->ndims - 1];
+	if (!e->m) {
+		e->batch = batch;
+		e->m = m;
+		e->n = n;
+		e->k = k;
+	}
+	return 2 * batch * m * n * k;
 }
 
 /* The plan's engine config, its engine, its operation graph, its operations. */
@@ -241,8 +279,11 @@ static void walk__exec(const struct cudnn_walk *w, const struct cudnn_call *c, _
 		const struct cudnn_desc *op = desc_of(w, pid, d->ops[i]);
 
 		e->op_types[i] = op ? op->type : -1;
-		if (op && op->type == DESC_OPERATION_MATMUL && !e->flops)
-			exec__matmul(w, pid, op, e);
+		if (op && (op->type == DESC_OPERATION_MATMUL ||
+			   op->type == DESC_OPERATION_CONVOLUTION_FORWARD ||
+			   op->type == DESC_OPERATION_CONVOLUTION_BACKWARD_FILTER ||
+			   op->type == DESC_OPERATION_CONVOLUTION_BACKWARD_DATA))
+			e->flops += exec__op_flops(w, pid, op, e);
 	}
 }
 
@@ -390,13 +431,14 @@ static void decode_exec(struct event *ev, const struct cudnn_exec *e)
 		used += n;
 	}
 	event__arg_strn(ev, "ops", buf, sizeof(buf));
-	if (!e->flops)
-		return;
-	event__arg_u64(ev, "batch", e->batch);
-	event__arg_u64(ev, "m", e->m);
-	event__arg_u64(ev, "n", e->n);
-	event__arg_u64(ev, "k", e->k);
-	event__arg_u64(ev, "flops", e->flops);
+	if (e->m) {
+		event__arg_u64(ev, "batch", e->batch);
+		event__arg_u64(ev, "m", e->m);
+		event__arg_u64(ev, "n", e->n);
+		event__arg_u64(ev, "k", e->k);
+	}
+	if (e->flops)
+		event__arg_u64(ev, "flops", e->flops);
 }
 
 /* "8x3x224x224", or nothing when unknown (all zero). */
