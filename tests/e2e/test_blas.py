@@ -56,3 +56,14 @@ def test_torch_mm_as_sgemm():
     s = stats(out, "blas_sum")["blas_sum"]
     eq({r["name"]: r["count"] for r in s}, {"sgemm_": 4, "dgemm_": 1, "cblas_dgemm": 1},
        "blas_sum: the application's calls (depth 0)")
+    rows = stats(out, "blas_gemm_sum")["blas_gemm_sum"]
+    got = sorted((r["name"], r["trans"], r["m"], r["n"], r["k"], r["count"], r["flops"])
+                 for r in rows)
+    f = 2 * 30 * 50 * 70
+    eq(got, sorted([("sgemm_", "NN", 70, 30, 50, 3, 3 * f), ("sgemm_", "NT", 70, 30, 50, 1, f),
+                    ("dgemm_", "NN", 4, 8, 16, 1, 2 * 8 * 16 * 4),
+                    ("cblas_dgemm", "NN", 6, 9, 5, 1, 2 * 6 * 5 * 9)]),
+       "blas_gemm_sum: by function, transposes and shape")
+    for r in rows:
+        check(r["total_ns"] > 0 and abs(r["gflops"] - round(r["flops"] / r["total_ns"], 2)) < 0.006,
+              f"GFLOP/s = FLOPs / time: {r}")

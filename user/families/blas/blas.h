@@ -44,6 +44,9 @@ struct blas_gemm {
 	__u64 flops;		     /* 2 m n k, x4 complex; 0: a size unknown */
 };
 
+/* 'N', 'T' or 'C' from a Fortran character (either case) or a CBLAS_TRANSPOSE; '?' else. */
+char blas__trans_char(__s64 t);
+
 /* Parse REC (a BS_REC_BLAS_CALL of at least sizeof(struct bs_ucall)) into G. */
 void blas_gemm__parse(const struct bs_hdr *rec, struct blas_gemm *g);
 

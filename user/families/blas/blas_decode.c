@@ -27,8 +27,7 @@ void blas_gemm__parse(const struct bs_hdr *rec, struct blas_gemm *g)
 	}
 }
 
-/* 'N', 'T' or 'C' from a Fortran character (either case) or a CBLAS_TRANSPOSE. */
-static char trans_char(__s64 t)
+char blas__trans_char(__s64 t)
 {
 	switch (t) {
 	case 'N':
@@ -66,8 +65,8 @@ static int decode_blas_call(const struct bs_hdr *rec, const struct trace_model *
 		return 1;
 	if (g.have & (1ull << BLAS_K_ORDER))
 		event__arg_str(ev, "order", g.v[BLAS_K_ORDER] == 101 ? "row" : "col");
-	trans[0] = trans_char(g.v[BLAS_K_TRANSA]);
-	trans[1] = trans_char(g.v[BLAS_K_TRANSB]);
+	trans[0] = blas__trans_char(g.v[BLAS_K_TRANSA]);
+	trans[1] = blas__trans_char(g.v[BLAS_K_TRANSB]);
 	trans[2] = 0;
 	event__arg_strn(ev, "trans", trans, sizeof(trans));
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)

@@ -17,4 +17,6 @@ static const struct report blas_sum = {
 	.free = api_sum__free,
 };
 
-const struct report *const blas_reports[] = { &blas_sum, NULL };
+extern const struct report blas_gemm_sum; /* blas_gemm_report.c */
+
+const struct report *const blas_reports[] = { &blas_sum, &blas_gemm_sum, NULL };
