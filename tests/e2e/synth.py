@@ -170,14 +170,15 @@ class Trace:
                               *words))
 
     # -- cublas family --
-    def cublas_call(self, pid, tid, ts, dur, fn, ret=0, depth=0, args=(), stack=None):
-        """A bs_ucall of the cublas family; STACK: the 7th.. argument words, copied (192 bytes,
-        as a GEMM's spec's -!N copy)."""
+    def cublas_call(self, pid, tid, ts, dur, fn, ret=0, depth=0, args=(), stack=None,
+                    rtype=CUBLAS_CALL):
+        """A bs_ucall of the cublas family (RTYPE: of another uprobe family); STACK: the 7th..
+        argument words, copied (192 bytes, as a GEMM's spec's -!N copy)."""
         words = list(args) + [0] * (12 - len(args))
         copy = b""
         if stack is not None:
             copy = struct.pack(f"<{len(stack)}Q", *stack).ljust(192, b"\0")
-        self.recs.append(_rec(CUBLAS_CALL, pid, tid, ts, "QqQIHH12Q", dur, ret, 0, fn, depth,
+        self.recs.append(_rec(rtype, pid, tid, ts, "QqQIHH12Q", dur, ret, 0, fn, depth,
                               len(copy), *words, extra=copy))
 
     # -- gpu family --

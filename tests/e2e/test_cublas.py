@@ -250,3 +250,34 @@ def test_stream_of_a_handle():
     eq([(e["args"]["handle"], e["args"]["stream"]) for e in evs],
        [("0x1", "0x0"), ("0x1", "0x7000"), ("0x1", "0x7000"), ("0x2", "0x0")],
        "each GEMM's stream")
+
+
+def test_bad_records():
+    """Records of the math families too short for their type are counted and skipped; a
+    function of a newer table is named by its index; a GEMM whose stack copy is missing shows
+    its register arguments and no leading dimensions; the reports stay whole."""
+    import synth
+    t = Trace(families="proc,cublas,cudnn,blas")
+    for ty in (synth.CUBLAS_CALL, 0xd0, 0xe0):
+        t.raw(synth.short_rec(ty, 1, 1, 5, 16))
+    t.cublas_call(1, 1, 100, 10, 4000)
+    t.cublas_call(1, 1, 200, 10, 6, args=(0x1, 0, 0, 8, 9, 10))  # no stack copy
+    t.cublas_call(1, 1, 300, 10, 4000, rtype=0xd0)
+    t.cublas_call(1, 1, 400, 10, 4000, rtype=0xe0)
+    path = t.write(tmpdir())
+    p = run([BPFSIGHT, "info", "--json", path])
+    eq(json.loads(p.stdout)["corrupt_records"], 3, "the short records counted")
+    evs = [(e["name"], e["args"]) for e in dump(path, check=False) if e["kind"] == "cublas_api"]
+    eq(evs, [("cublas_fn_4000", {"status": OK}),
+             ("cublasSgemm_v2", {"status": OK, "handle": "0x1", "stream": "0x0", "trans": "NN",
+                                 "m": 8, "n": 9, "k": 10, "batch": 1, "a_type": "CUDA_R_32F",
+                                 "b_type": "CUDA_R_32F", "c_type": "CUDA_R_32F",
+                                 "compute_type": "CUBLAS_COMPUTE_32F",
+                                 "flops": 2 * 8 * 9 * 10})], "what the records hold")
+    s = stats(path, "cublas_sum,gemm_sum,cudnn_sum,blas_sum", check=False)
+    eq(sorted(r["name"] for r in s["cublas_sum"]), ["cublasSgemm_v2", "cublas_fn_4000"],
+       "cublas_sum names both")
+    eq(([r["name"] for r in s["cudnn_sum"]], [r["name"] for r in s["blas_sum"]]),
+       (["cudnn_fn_4000"], ["blas_fn_4000"]), "the others' newer functions, by index")
+    eq([(e["kind"], e["name"]) for e in dump(path, check=False) if e["ts"] in (300, 400)],
+       [("blas_api", "blas_fn_4000"), ("cudnn_api", "cudnn_fn_4000")], "named by index")

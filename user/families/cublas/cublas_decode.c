@@ -392,8 +392,8 @@ static void decode_fields(struct event *ev, const struct cublas_call *c)
 	const struct ucall_spec *s;
 	struct ucall_spec tmp;
 
-	s = ucall_table__spec(&cublas_table, c->r->fn, &tmp);
-	for (int i = 0; i < s->nfields; i++) {
+	s = c->api ? ucall_table__spec(&cublas_table, c->r->fn, &tmp) : NULL;
+	for (int i = 0; s && i < s->nfields; i++) {
 		int k = s->f[i].key;
 		const char *key = cublas_keys[k].name;
 		__u64 v = c->v[k];
