@@ -7,9 +7,10 @@ cblas_dgemm row-major with the shapes as written; the reference CBLAS (libblas.s
 then calls dgemm_ column-major, one level deeper.
 """
 import os
+import sqlite3
 from collections import Counter
 
-from helpers import Skip, check, dump, eq, need_root, record, run, stats, tmpdir
+from helpers import BPFSIGHT, Skip, check, dump, eq, need_root, record, run, stats, tmpdir
 
 PY = "/usr/bin/python3"
 SCRIPT = """
@@ -64,6 +65,16 @@ def test_torch_mm_as_sgemm():
                     ("dgemm_", "NN", 4, 8, 16, 1, 2 * 8 * 16 * 4),
                     ("cblas_dgemm", "NN", 6, 9, 5, 1, 2 * 6 * 5 * 9)]),
        "blas_gemm_sum: by function, transposes and shape")
+    db = os.path.join(tmpdir(), "t.sqlite")
+    run([BPFSIGHT, "export", out, "-f", "sqlite", "-o", db], check=True)
+    with sqlite3.connect(db) as c:
+        got = c.execute("SELECT value, nestingLevel, ord, trans, m, n, k, lda, ldb, ldc, dtype,"
+                        " flops FROM BPFSIGHT_BLAS JOIN StringIds ON StringIds.id = nameId"
+                        " ORDER BY start").fetchall()
+    eq([g for g in got if g[1] == 0][:1] + [g for g in got if g[0] == "cblas_dgemm"],
+       [("sgemm_", 0, None, "NN", 70, 30, 50, 70, 50, None, "f32", f),
+        ("cblas_dgemm", 0, "row", "NN", 6, 9, 5, 5, 9, 9, "f64", 540)],
+       "SQLite: BPFSIGHT_BLAS rows with the arguments")
     for r in rows:
         check(r["total_ns"] > 0 and abs(r["gflops"] - round(r["flops"] / r["total_ns"], 2)) < 0.006,
               f"GFLOP/s = FLOPs / time: {r}")

@@ -56,4 +56,5 @@ const struct family family_blas = {
 	.detach = blas_detach,
 	.decoders = blas_decoders,
 	.reports = blas_reports,
+	.sqlite = &blas_sqlite,
 };
