@@ -386,14 +386,18 @@ int sq_ucall_events_row(struct sq *s, sqlite3_stmt *q, const struct bs_hdr *rec,
 
 	if (!name)
 		return err;
-	sqlite3_bind_int64(q, 3, event_class);
-	sqlite3_bind_int64(q, 4, global_tid(rec->pid, rec->tid));
-	sqlite3_bind_int64(q, 5, name);
-	sqlite3_bind_int64(q, 6, (__s32)u->ret);
-	sqlite3_bind_int64(q, 7, u->depth);
+	int col = 3;
+
+	if (event_class >= 0)
+		sqlite3_bind_int64(q, col++, event_class);
+	sqlite3_bind_int64(q, col++, global_tid(rec->pid, rec->tid));
+	sqlite3_bind_int64(q, col++, name);
+	if (event_class >= 0)
+		sqlite3_bind_int64(q, col++, (__s32)u->ret);
+	sqlite3_bind_int64(q, col++, u->depth);
 	for (int i = 0; i < ncols; i++)
-		sq_bind_arg(q, 8 + i, ev, cols[i]);
-	sq_bind_stack(q, 8 + ncols, ev->stack);
+		sq_bind_arg(q, col++, ev, cols[i]);
+	sq_bind_stack(q, col, ev->stack);
 	return sq_run(s, q);
 }
 

@@ -29,20 +29,10 @@ static int blas_record(struct sq *s, void *st, const struct bs_hdr *rec, const s
 {
 	static const char *const cols[] = { "order", "trans", "m",   "n",     "k",
 					    "lda",   "ldb",   "ldc", "dtype", "flops" };
-	const struct bs_ucall *u = (const void *)rec;
-	sqlite3_stmt *q = ((struct sq_stmts *)st)->stmt[0];
-	int err;
-	__u32 name = sq_call_row(s, q, ev, &err);
+	struct sq_stmts *c = st;
 
-	if (!name)
-		return err;
-	sqlite3_bind_int64(q, 3, global_tid(rec->pid, rec->tid));
-	sqlite3_bind_int64(q, 4, name);
-	sqlite3_bind_int64(q, 5, u->depth);
-	for (int i = 0; i < (int)(sizeof(cols) / sizeof(cols[0])); i++)
-		sq_bind_arg(q, 6 + i, ev, cols[i]);
-	sq_bind_stack(q, 16, ev->stack);
-	return sq_run(s, q);
+	return sq_ucall_events_row(s, c->stmt[0], rec, ev, -1, cols,
+				   (int)(sizeof(cols) / sizeof(cols[0])));
 }
 
 const struct sqlite_family blas_sqlite = {
