@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Generic entry/return uprobes for API families (cuda, nccl, cublas, cudnn, blas): one pair of programs serves
+ * Generic entry/return uprobes for API families (cuda, nccl): one pair of programs serves
  * every probed function; the probe's bpf_cookie (records.h, BS_UCOOKIE) says which function
  * it is and what to capture. A family's .bpf.c defines UCALL_REC_TYPE and UCALL_LOSS_DEPTH
  * (its loss cause for calls nested deeper than UCALL_MAX_DEPTH) and includes this.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The record of the uprobe API families (cuda, nccl, cublas, cudnn, blas): one call, written by the generic
+ * The record of the uprobe API families (cuda, nccl): one call, written by the generic
  * programs of bpf/ucall.bpf.h, read through the family's API table (user/ucall/). Each
  * family gives its record type in a header of its own (cuda_records.h, nccl_records.h).
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * An API table of a uprobe family (cuda, nccl, cublas, cudnn, blas): the functions it probes and, for each, its
+ * An API table of a uprobe family (cuda, nccl): the functions it probes and, for each, its
  * argument spec (ucall_spec.h: what the generic BPF programs of bpf/ucall.bpf.h capture, and
  * how a decoder reads the arguments). The index of an entry is bs_ucall.fn in trace files:
  * tables are append-only.
