@@ -204,7 +204,8 @@ NVCC	  ?= $(CUDA_HOME)/bin/nvcc
 CUDA_WL	  := $(OUT)/tests/cuda
 CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_driver \
 		    cuda_dlopen cublas_dlopen libcuda_wrap.so stubs/libcuda.so.1 inject_target_shared \
-		    inject_target_static libstep_proxy.so libfake_c10_cuda.so gpu_alloc)
+		    inject_target_static libstep_proxy.so libfake_c10_cuda.so gpu_alloc cublas_gemm \
+		    cudnn_calls)
 WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 
 ifneq ($(wildcard $(NVCC)),)
@@ -239,6 +240,18 @@ $(CUDA_WL)/cuda_dlopen: tests/workloads/cuda/cuda_dlopen.c | $(CUDA_WL)
 $(CUDA_WL)/cublas_dlopen: tests/workloads/cuda/cublas_dlopen.c | $(CUDA_WL)/stubs/libcuda.so.1
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -ldl -Wl,-rpath,'$$ORIGIN/stubs'
+
+# Every GEMM form through the real libcublas and libcublasLt (tests/e2e/test_cublas.py).
+$(CUDA_WL)/cublas_gemm: tests/workloads/cuda/cublas_gemm.c | $(CUDA_WL)/stubs/libcuda.so.1
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lcublas \
+		-lcublasLt -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/stubs'
+
+# cuDNN's backend graph and a legacy call through the real libcudnn (tests/e2e/test_cudnn.py).
+$(CUDA_WL)/cudnn_calls: tests/workloads/cuda/cudnn_calls.c | $(CUDA_WL)/stubs/libcuda.so.1
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lcudnn \
+		-Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/stubs'
 
 # The launch-bound step proxy's native half (tests/e2e/test_detach.py, bench/bench_cost.py):
 # runtime-shaped launches that enter the stub libcuda's real entry points.
@@ -460,7 +473,8 @@ BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed pai
 BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop \
 	      $(CUDA_WL)/libstep_proxy.so)
 BENCH_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(OUT)/bench/nccl_loop)
-BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(OUT)/bench/floor
+BENCH_BLAS := $(if $(wildcard $(CUDA_HOME)/include/cublas_v2.h),$(OUT)/bench/blas_loop)
+BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(BENCH_BLAS) $(OUT)/bench/floor
 
 # The launch join's cost per record and the Python thread names' reads, linked like the unit
 # tests (bench/join_bench.c, bench/names_bench.c).
@@ -497,7 +511,8 @@ $(BENCH_PROGS): $(OUT)/bench/%: bench/%.c
 # The loops over the real libraries, each linked with its own.
 LOOP_LIB_cuda_loop := -lcudart
 LOOP_LIB_nccl_loop := -lnccl
-$(OUT)/bench/cuda_loop $(OUT)/bench/nccl_loop: $(OUT)/bench/%: bench/%.c
+LOOP_LIB_blas_loop := -lcublas -lblas
+$(OUT)/bench/cuda_loop $(OUT)/bench/nccl_loop $(OUT)/bench/blas_loop: $(OUT)/bench/%: bench/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \

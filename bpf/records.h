@@ -19,9 +19,10 @@
  * part of the file format: never renumber. The blocks:
  *   0x00 the recording's own (below)   0x10 osrt    0x20 sched   0x30 cuda   0x40 nccl
  *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu    0x90 torch
- *   0xa0 bpfsight merge's (below)
- *   0xd0, 0xe0  the tests' toy families (the toy shim family's, tests/unit/toy/)
- *   0xf0, 0xf1  the file format's own (user/core/trace_format.h)
+ *   0xa0 bpfsight merge's (below)   0xb0 mem    0xc0 cublas    0xd0 blas
+ *   0xe0 cudnn
+ *   0xf0, 0xf1  the file format's own (user/core/trace_format.h); 0xf8 on: the tests' toy
+ *               families (the toy shim family's too, tests/unit/toy/: one in a registry)
  * (tests/unit/test_family_toy.c checks that no two families decode the same type.)
  */
 #ifndef BPFSIGHT_RECORDS_H

@@ -178,6 +178,21 @@ static __always_inline __u32 ucall_unwind(struct ucall_thread *t, __u64 below)
 	return 0;
 }
 
+/* The words of MASK point to their values (Fortran BLAS's ints): read them now, at entry. */
+static __always_inline void ucall_read_byref(struct ucall_frame *f, __u32 mask)
+{
+#pragma unroll
+	for (int i = 0; i < BS_UCALL_NARGS; i++) {
+		__u32 v = 0;
+
+		if (!(mask & (1u << i)))
+			continue;
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)f->args[i]))
+			v = 0;
+		f->args[i] = v;
+	}
+}
+
 /*
  * A call's entry: push its frame. 1 when nothing is pushed, so its return has nothing to do:
  * a thread not traced, or a WRAPPED call made directly by a WRAPS one (a driver launch inside
@@ -226,6 +241,8 @@ static __always_inline int ucall_enter(struct pt_regs *ctx)
 		bpf_probe_read_user(&f->args[6], 6 * sizeof(__u64), (void *)(sp + 8));
 	else
 		__builtin_memset(&f->args[6], 0, 6 * sizeof(__u64));
+	if (BS_UCOOKIE_BYREF(cookie))
+		ucall_read_byref(f, BS_UCOOKIE_BYREF(cookie));
 	f->ts = bpf_ktime_get_ns();
 	return 0;
 }

@@ -47,6 +47,8 @@ struct bs_ucall {
  *                       launch, whose driver launch is the same launch)
  *   bit  32    wrapped  called directly inside a WRAPS call, the call is not recorded and, on
  *                       a uprobe session, its return probe does not fire (cuda: a driver launch)
+ *   bits 33-44 byref    argument words that point to their value (Fortran BLAS): the 4 bytes
+ *                       each points to are read at entry and replace the word (0: a fault)
  */
 #define BS_DEREF_ARG_STACK 15
 #define BS_DEREF_NONE	   0
@@ -59,6 +61,8 @@ struct bs_ucall {
 #define BS_UCOOKIE_STACK	(1ull << 30)
 #define BS_UCOOKIE_WRAPS	(1ull << 31)
 #define BS_UCOOKIE_WRAPPED	(1ull << 32)
+#define BS_UCOOKIE_BYREF_SHIFT	33
+#define BS_UCOOKIE_BYREF(c)	((__u32)((c) >> BS_UCOOKIE_BYREF_SHIFT) & 0xfff)
 #define BS_UCOOKIE_FN(c)	((__u32)(c)&0xfff)
 #define BS_UCOOKIE_DEREF_ARG(c) (((__u32)(c) >> 12) & 0xf)
 #define BS_UCOOKIE_DEREF_OFF(c) ((((__u32)(c) >> 16) & 0xff) * 8)

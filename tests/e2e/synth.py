@@ -23,6 +23,7 @@ BST_WRITE = os.path.join(BUILD, "tests", "bst_write")
 STRING, PROCESS, THREAD, LOSS, FORK, EXIT = 0x01, 0x02, 0x03, 0x04, 0x05, 0x07
 SYSCALL_AGG, AGG_FINAL = 0x11, 0x1
 CUDA_CALL = 0x30
+CUBLAS_CALL = 0xc0  # cublas_records.h
 SHIM_STATUS, GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_API = 0x61, 0x62, 0x63, 0x64, 0x65
 NVTX_RANGE, NVTX_MARK, NVTX_NAME, NVTX_BEGIN = 0x70, 0x71, 0x72, 0x73
 GPU_CALL_CUDA, GPU_CALL_API, GPU_GRAPH = 0x1, 0x2, 0x4
@@ -167,6 +168,18 @@ class Trace:
         words = list(args) + [0] * (12 - len(args))
         self.recs.append(_rec(CUDA_CALL, pid, tid, ts, "QqQIHH12Q", dur, ret, 0, fn, depth, 0,
                               *words))
+
+    # -- cublas family --
+    def cublas_call(self, pid, tid, ts, dur, fn, ret=0, depth=0, args=(), stack=None,
+                    rtype=CUBLAS_CALL):
+        """A bs_ucall of the cublas family (RTYPE: of another uprobe family); STACK: the 7th..
+        argument words, copied (192 bytes, as a GEMM's spec's -!N copy)."""
+        words = list(args) + [0] * (12 - len(args))
+        copy = b""
+        if stack is not None:
+            copy = struct.pack(f"<{len(stack)}Q", *stack).ljust(192, b"\0")
+        self.recs.append(_rec(rtype, pid, tid, ts, "QqQIHH12Q", dur, ret, 0, fn, depth,
+                              len(copy), *words, extra=copy))
 
     # -- gpu family --
     def status(self, pid, tid, ts, state, event, cupti_result=0, detail=None, dropped=0, seq=0,

@@ -259,6 +259,14 @@ if [ -n "$shim" ]; then
 	check "torch: ops equal torch.profiler's, every kernel under the op that launched it, key_averages' counts and FLOPs" \
 		python3 "$here/check_torch.py" compare "$bin" "$work/torch.bst" "$work/torch_prof.json"
 
+	echo "== cublas: torch.mm's GEMMs, their kernels, TFLOP/s and MFU"
+	check "cublas: bpfsight record -t cuda,gpu,cublas" \
+		"$bin" record -f -t cuda,gpu,cublas -o "$work/gemm.bst" -- \
+		python3 "$here/check_gemm.py" loop "$work/gemm.json"
+	"$bin" stats "$work/gemm.bst" -r gemm_sum,cublas_sum | head -30 || true
+	check "cublas: gemm_sum's shapes, FLOPs and GPU time; gemm_step_sum's MFU in (0, 100]" \
+		python3 "$here/check_gemm.py" compare "$bin" "$work/gemm.bst" "$work/gemm.json"
+
 	echo "== monitor: GPU metrics of a job run with the shim, vs torch.profiler ($steps steps)"
 	check "monitor: bpfsight_gpu_kernels_total, kernel and busy seconds" \
 		python3 "$here/check_monitor.py" "$bin" "$here/torch_loop.py" "$shim" "$work" \

@@ -74,6 +74,16 @@ static void test_words_and_cookies(void)
 		  BS_UCOOKIE(2, BS_DEREF_ARG_STACK, 0, BS_DEREF_STRUCT, 0) | BS_UCOOKIE_STACK,
 		  "by-value cookie");
 
+	/* By reference (Fortran): the words point to the values, which the cookie reads. */
+	ASSERT_EQ(compile("^rank - ^bytes:u8 - - - - ^ptr:u32", &s, err, sizeof(err)), 0, "byref");
+	ASSERT_FIELD(&s, 0, K_RANK, UCALL_T_S32, UCALL_SRC_WORD, 0, "^rank");
+	ASSERT_FIELD(&s, 1, K_BYTES, UCALL_T_U8, UCALL_SRC_WORD, 2, "^bytes");
+	ASSERT_FIELD(&s, 2, K_PTR, UCALL_T_U32, UCALL_SRC_WORD, 7, "^ptr");
+	ASSERT_EQ(s.byref, 1u << 0 | 1u << 2 | 1u << 7, "byref words");
+	ASSERT_EQ(ucall_spec__cookie(&s, 3), 3 | BS_UCOOKIE_STACK | (__u64)s.byref << 33,
+		  "byref cookie");
+	ASSERT_EQ(BS_UCOOKIE_BYREF(ucall_spec__cookie(&s, 3)), s.byref, "byref bits read back");
+
 	/* Fields of a struct copy: from the object's start while 192 bytes reach them all. */
 	ASSERT_EQ(compile("- &- ptr@8 bytes:u32@184", &s, err, sizeof(err)), 0, "struct");
 	ASSERT_EQ(ucall_spec__cookie(&s, 1), BS_UCOOKIE(1, 2, 0, BS_DEREF_STRUCT, 0), "from 0");
@@ -111,6 +121,10 @@ static const struct {
 	const char *args, *err;
 } bad[] = {
 	{ "ptr bytez", "'bytez': unknown key 'bytez'" },
+	{ "^ptr", "'^ptr': a '^' field is ^KEY of an integer of 4 bytes or less" },
+	{ "^*rank", "'^*rank': a '^' field is ^KEY of an integer of 4 bytes or less" },
+	{ "^rank=1", "'^rank=1': a constant is KEY=VALUE" },
+	{ "&- ^rank@8", "'^rank@8': a '^' field is an argument word" },
 	{ "ptr)", "'ptr)': unknown key 'ptr)'" },
 	{ "ptr:u128", "'ptr:u128': unknown type 'u128'" },
 	{ "rank:u64", "'rank:u64': rank cannot be u64" },

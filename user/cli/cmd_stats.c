@@ -18,7 +18,7 @@
 
 static void stats_usage(FILE *f)
 {
-	char names[512];
+	char names[1024];
 
 	stats__list_reports(names, sizeof(names));
 	fprintf(f,
@@ -45,6 +45,9 @@ static void stats_usage(FILE *f)
 		"                      shape (input shapes) and stack:N (the first N Python frames)\n"
 		"      --sort COLUMN   rows by COLUMN (a key --format json prints): numbers\n"
 		"                      descending, text ascending\n"
+		"      --peak-tflops N|GPU\n"
+		"                      gemm_step_sum's MFU against N TFLOP/s, or GPU's peak for\n"
+		"                      each GEMM's types (h100-sxm, h100-pcie, h200, a100, l4)\n"
 		"  -h, --help          this help\n",
 		names);
 }
@@ -59,6 +62,7 @@ enum {
 	OPT_PYTHON,
 	OPT_GROUP_BY,
 	OPT_SORT,
+	OPT_PEAK,
 };
 
 /* Also printed by `bpfsight __complete options stats`: completion and the docs test read it. */
@@ -75,6 +79,7 @@ const struct option stats_options[] = {
 	{ "python", no_argument, NULL, OPT_PYTHON },
 	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "peak-tflops", required_argument, NULL, OPT_PEAK },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -201,6 +206,9 @@ static int parse_one(struct stats_args *a, int c, int argc, char **argv)
 		return 0;
 	case OPT_SORT:
 		a->o.sort = optarg;
+		return 0;
+	case OPT_PEAK:
+		a->o.peak = optarg;
 		return 0;
 	case 'h':
 		return 2;

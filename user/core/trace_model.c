@@ -281,10 +281,13 @@ static void model__thread(struct trace_model *m, __u32 tid, const char *s, __u32
 static void model__py_name(struct trace_model *m, const struct bs_hdr *rec)
 {
 	const struct bs_thread_name *t = (const void *)rec;
-	const char *name = trace_model__string(m, t->name_id);
+	const char *name;
 	struct ent *e;
 
-	if (rec->size < sizeof(*t) || !name || !*name)
+	if (rec->size < sizeof(*t))
+		return; /* before name_id is read */
+	name = trace_model__string(m, t->name_id);
+	if (!name || !*name)
 		return;
 	e = map__get(&m->threads, rec->tid);
 	if (!e) {

@@ -23,6 +23,7 @@ struct report_ask {
 	unsigned flags;	      /* REPORT_* */
 	const char *group_by; /* --group-by KEY[:N]: KEY, one of the report's group_by; or NULL */
 	unsigned group_n;     /* its N (0: not given) */
+	const char *peak;     /* --peak-tflops N|GPU as given, or NULL (docs/BLAS.md, "MFU") */
 };
 
 struct report {

@@ -279,6 +279,7 @@ static int stats__emit(struct stats_report *sr, const struct trace_model *m,
 	struct report_ask ask = {
 		.flags = (o->fmt == STATS_FORMAT_TABLE && o->people ? REPORT_FOR_PEOPLE : 0) |
 			 (o->python ? REPORT_PYTHON : 0),
+		.peak = o->peak,
 	};
 	int err;
 

@@ -43,6 +43,7 @@ struct stats_opts {
 	int python;	      /* --python: cpu_sum's Python frames only */
 	const char *group_by; /* --group-by KEY[:N]: the reports that take KEY group so */
 	const char *sort;     /* --sort COLUMN: rows by that column (numbers descending) */
+	const char *peak;     /* --peak-tflops N|GPU: the reports that compute MFU take it */
 	int people;	 /* table mode's rows (REPORT_FOR_PEOPLE): what `bpfsight stats` prints */
 	const char *cmd; /* messages' "bpfsight CMD:" (NULL: "stats") */
 	int quiet;	 /* say nothing of how the file ended (the caller's other walk does) */

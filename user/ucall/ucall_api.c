@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ucall_api.h"
+#include "event.h"
 
 static void compile(const struct ucall_table *t, __u32 fn, struct ucall_spec *s)
 {
@@ -81,4 +82,69 @@ int ucall_table__check(const struct ucall_table *t, char *err, size_t len)
 	}
 #undef FAIL
 	return 0;
+}
+
+int ucall_field__value(const struct bs_hdr *rec, const struct ucall_spec *s,
+		       const struct ucall_field *f, __u64 *v)
+{
+	const struct bs_ucall *r = (const void *)rec;
+	__u32 size = ucall_type_size[f->type], at, len = r->deref_len;
+
+	switch (f->src) {
+	case UCALL_SRC_WORD:
+		*v = r->args[f->word];
+		break;
+	case UCALL_SRC_OUT:
+		*v = r->out;
+		break;
+	case UCALL_SRC_CONST:
+		*v = f->konst;
+		break;
+	case UCALL_SRC_AT:
+		at = f->off - s->copy_off8 * 8u;
+		if (!size || size > 8 || rec->size < sizeof(*r) + len || at + size > len)
+			return 0;
+		*v = 0;
+		memcpy(v, (const __u8 *)(r + 1) + at, size); /* little-endian: the low bytes */
+		break;
+	default:
+		return 0;
+	}
+	if (f->type == UCALL_T_S32)
+		*v = (__u64)(__s64)(__s32)*v; /* a C int: the low half of its word */
+	else if (size && size < 8)
+		*v &= (1ull << 8 * size) - 1; /* u32, u16, u8: the word's low bits */
+	return 1;
+}
+
+void ucall_table__name_event(const struct ucall_table *t, __u32 fn, struct event *ev)
+{
+	const struct ucall_api *a = ucall_table__api(t, fn);
+
+	if (a) {
+		ev->name = a->name;
+		return;
+	}
+	snprintf(ev->namebuf, sizeof(ev->namebuf), "%s_fn_%u", t->family, fn);
+	ev->name = ev->namebuf;
+}
+
+void ucall_record__values(const struct ucall_table *t, const struct bs_hdr *rec, int ok, __u64 *v,
+			  __u64 *have)
+{
+	const struct bs_ucall *r = (const void *)rec;
+	const struct ucall_spec *s;
+	struct ucall_spec tmp;
+
+	if (!ucall_table__api(t, r->fn))
+		return;
+	s = ucall_table__spec(t, r->fn, &tmp);
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ucall_field *f = &s->f[i];
+
+		if (f->written && !ok)
+			continue; /* nothing written */
+		if (ucall_field__value(rec, s, f, &v[f->key]))
+			*have |= 1ull << f->key;
+	}
 }

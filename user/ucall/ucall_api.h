@@ -58,6 +58,27 @@ static inline const struct ucall_api *ucall_table__api(const struct ucall_table 
 const struct ucall_spec *ucall_table__spec(const struct ucall_table *t, __u32 fn,
 					   struct ucall_spec *tmp);
 
+/*
+ * The value of field F of spec S in REC (a bs_ucall of at least its size): its argument word,
+ * out value, constant, or bytes of the copy; a C int (s32) sign-extended. 1, or 0 when the
+ * record does not hold it (a copy missing or too short, a str or mem field).
+ */
+struct ucall_field;
+int ucall_field__value(const struct bs_hdr *rec, const struct ucall_spec *s,
+		       const struct ucall_field *f, __u64 *v);
+
+/*
+ * The integer fields of REC (a record of table T, at least a bs_ucall): V[key] and bit key of
+ * *HAVE for each value the record holds. OK: the call succeeded; else its written fields
+ * ('*', '&*') are left out. Fields of the copy itself (str, mem) are not read.
+ */
+void ucall_record__values(const struct ucall_table *t, const struct bs_hdr *rec, int ok, __u64 *v,
+			  __u64 *have);
+
+/* Name EV (event.h) after entry FN: its name, or "FAMILY_fn_N" for a newer table's. */
+struct event;
+void ucall_table__name_event(const struct ucall_table *t, __u32 fn, struct event *ev);
+
 /* The bpf_cookie of entry FN's probes. */
 __u64 ucall_api__cookie(const struct ucall_table *t, __u32 fn);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* What the record sides of the uprobe families (cuda, nccl) share. */
+/* What the record sides of the uprobe families (cuda, nccl, cublas, cudnn, blas) share. */
 #ifndef BPFSIGHT_UCALL_FAMILY_H
 #define BPFSIGHT_UCALL_FAMILY_H
 

@@ -73,6 +73,7 @@ struct tok {
 	const char *text; /* the whole token, for messages */
 	const char *p;	  /* what is left to read of it */
 	int copy;	  /* '&': the pointee is copied */
+	int byref;	  /* '^': the word points to the value, read at entry */
 	int key;	  /* index in the keys, -1 for '-' (argument words that are no field) */
 	int has_type;	  /* ':TYPE' given */
 	struct ucall_field f;
@@ -86,6 +87,10 @@ static int field_key(struct compiler *c, struct tok *t)
 	const char *name;
 	size_t n;
 
+	if (*t->p == '^') {
+		t->byref = 1;
+		t->p++;
+	}
 	if (*t->p == '&') {
 		t->copy = 1;
 		t->p++;
@@ -117,7 +122,7 @@ static int field_constant(struct compiler *c, struct tok *t)
 	struct ucall_field *f = &t->f;
 	char *end;
 
-	if (t->key < 0 || t->copy || f->written)
+	if (t->key < 0 || t->copy || f->written || t->byref)
 		return fail(c, t->text, "a constant is KEY=VALUE");
 	k = &c->keys[f->key];
 	f->src = UCALL_SRC_CONST;
@@ -169,6 +174,8 @@ static int field_at(struct compiler *c, struct tok *t)
 	struct ucall_field *f = &t->f;
 	unsigned long at = 0;
 
+	if (t->byref)
+		return fail(c, t->text, "a '^' field is an argument word");
 	if (parse_uint(t->p + 1, 0xffff, &at))
 		return fail(c, t->text, "bad offset");
 	if (t->key < 0 || t->copy || f->written)
@@ -192,6 +199,8 @@ static int field_byval(struct compiler *c, struct tok *t)
 
 	if (parse_uint(t->p + 1, 0xff, &words) || !words)
 		return fail(c, t->text, "bad word count");
+	if (t->byref)
+		return fail(c, t->text, "a '^' field is an argument word");
 	if (t->copy || t->f.written || t->has_type)
 		return fail(c, t->text, "a by-value struct is KEY!N or -!N");
 	if (t->key >= 0 && t->f.type != UCALL_T_MEM)
@@ -218,6 +227,13 @@ static int field_word(struct compiler *c, struct tok *t)
 	if (word < 0)
 		return fail(c, t->text, "past argument word %d", BS_UCALL_NARGS);
 	f->word = word;
+	if (t->byref) {
+		if (t->key < 0 || t->copy || f->written || !(1u << f->type & UCALL_T_INTS) ||
+		    ucall_type_size[f->type] > 4)
+			return fail(c, t->text,
+				    "a '^' field is ^KEY of an integer of 4 bytes or less");
+		s->byref |= 1u << f->word;
+	}
 	if (t->copy) {
 		if (t->key >= 0 && f->type != UCALL_T_STR && f->type != UCALL_T_MEM)
 			return fail(c, t->text, "a '&' field is type str or mem");
@@ -376,5 +392,5 @@ __u64 ucall_spec__cookie(const struct ucall_spec *s, __u32 fn)
 	/* The stack words are copied at entry only for functions that have them. */
 	if (s->nwords > NREGS || s->copy_arg == BS_DEREF_ARG_STACK)
 		c |= BS_UCOOKIE_STACK;
-	return c;
+	return c | (__u64)s->byref << BS_UCOOKIE_BYREF_SHIFT;
 }

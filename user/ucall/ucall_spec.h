@@ -21,6 +21,9 @@
  *                it). &*KEY: the call writes it, so it is shown only when the call succeeded.
  *   KEY!N  -!N   a struct passed by value in N stack words (memory class, more than 16 bytes):
  *                it takes no register, and the stack-argument area is the copy (KEY: type mem)
+ *   ^KEY[:TYPE]  the next word points to the value (a Fortran argument: BLAS's sgemm_ takes
+ *                every int by reference): the 4 bytes there, read at entry (0 when the read
+ *                faults), replace the word in the record; an integer of 4 bytes or less
  *   KEY[:TYPE]@N N bytes into the copied object; takes no word. The copy (192 bytes) starts
  *                at the object when that reaches every @ field, else at the 8-byte boundary
  *                at or below the lowest N (the cookie's off8), and must then reach them all.
@@ -126,7 +129,8 @@ struct ucall_spec {
 	__u8 copy_mode; /* BS_DEREF_* */
 	__u8 copy_off8; /* where the copy starts in the copied object, / 8 */
 	__u8 _pad;
-	__u64 keys; /* 1 << key of every field */
+	__u64 keys;  /* 1 << key of every field */
+	__u32 byref; /* 1 << word of every '^' field: the cookie's BS_UCOOKIE_BYREF */
 	struct ucall_field f[UCALL_SPEC_MAX_FIELDS];
 };
 

@@ -32,7 +32,7 @@
 #include "ucall_api.h"
 #include "uprobe_mgr.h"
 
-#define MAX_FAMILIES  4
+#define MAX_FAMILIES  8 /* uprobe API families: cuda, nccl, cublas, cudnn, blas, and room */
 #define MAX_CODE_SEGS 4 /* executable segments of a file kept (for load biases) */
 #define MAX_PENDING   1024
 

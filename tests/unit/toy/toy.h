@@ -8,8 +8,8 @@
 
 #include "family.h"
 
-#define TOY_REC	 0xe0 /* a block of 16 no family uses (0xf0, 0xf1: trace_format.h) */
-#define TOY_LOSS 0xe1 /* its own loss cause, in its block (records.h) */
+#define TOY_REC	 0xf8 /* in the file format's block, past its 0xf0 and 0xf1 (records.h) */
+#define TOY_LOSS 0xf9 /* its own loss cause, in its block (records.h) */
 
 struct toy_tick {
 	struct bs_hdr h;

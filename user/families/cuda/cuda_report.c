@@ -9,10 +9,9 @@
 #include <string.h>
 #include "cuda_decode.h"
 #include "cuda_errors.h"
-#include "stats_math.h"
 #include "hmap.h"
 #include "table.h"
-#include "time_sum.h"
+#include "api_sum.h"
 
 /* The calls the reports count: records too short to be one are skipped, never read. */
 static const struct bs_ucall *as_call(const struct bs_hdr *rec)
@@ -22,125 +21,16 @@ static const struct bs_ucall *as_call(const struct bs_hdr *rec)
 	return (const void *)rec;
 }
 
-/* ---- cuda_api_sum: nsys's, over the calls the application made (depth 0). ---- */
-struct api_stat {
-	struct samples samples;
-	__u64 count, total, min, max;
-};
-
-struct api_sum {
-	struct hmap *by_fn; /* {fn, 0} -> struct api_stat */
-	int err;
-};
-
-static void *api_sum__new(void)
+/* ---- cuda_api_sum: nsys's, over the calls the application made (api_sum.h). ---- */
+static void *cuda_api_sum__new(void)
 {
-	struct api_sum *st = calloc(1, sizeof(*st));
-
-	if (!st)
-		return NULL;
-	st->by_fn = hmap__new(sizeof(struct api_stat));
-	if (!st->by_fn) {
-		free(st);
-		return NULL;
-	}
-	return st;
-}
-
-static void api_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
-{
-	const struct bs_ucall *u = as_call(rec);
-	struct api_sum *st = vst;
-	struct api_stat *a;
-
-	/* A driver call made by the runtime is part of its caller's time: count it once. */
-	if (!u || u->depth)
-		return;
-	a = hmap__get(st->by_fn, (struct hkey){ u->fn, 0 }, 1);
-	if (!a || samples__add(&a->samples, (double)u->dur, 1)) {
-		st->err = -ENOMEM;
-		return;
-	}
-	if (!a->count || u->dur < a->min)
-		a->min = u->dur;
-	if (!a->count || u->dur > a->max)
-		a->max = u->dur;
-	a->count++;
-	a->total += u->dur;
-}
-
-struct api_row {
-	char name[64]; /* a copy: rows move while sorting */
-	struct api_stat *a;
-};
-
-static int api_row_cmp(const void *x, const void *y)
-{
-	const struct api_row *a = x, *b = y;
-
-	if (a->a->total != b->a->total)
-		return a->a->total < b->a->total ? 1 : -1;
-	return strcmp(a->name, b->name);
-}
-
-static int api_sum__emit(void *vst, const struct trace_model *m, struct table *t)
-{
-	struct api_sum *st = vst;
-	struct api_row *rows;
-	struct api_stat *a;
-	size_t it = 0, n = 0, i;
-	long double grand = 0;
-	struct hkey key;
-	int c[9], err;
-
-	if (st->err)
-		return st->err;
-	rows = calloc(hmap__count(st->by_fn) + 1, sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	while ((a = hmap__next(st->by_fn, &it, &key))) {
-		const struct ucall_api *api = ucall_table__api(&cuda_table, (__u32)key.a);
-
-		if (api)
-			snprintf(rows[n].name, sizeof(rows[n].name), "%s", api->name);
-		else
-			snprintf(rows[n].name, sizeof(rows[n].name), "cuda_fn_%u", (__u32)key.a);
-		rows[n++].a = a;
-		grand += a->total;
-	}
-	qsort(rows, n, sizeof(*rows), api_row_cmp);
-
-	time_sum__cols(t, c);
-	c[8] = table__add_col(t, "name", "Name", TABLE_STR);
-	for (i = 0; i < n; i++) {
-		a = rows[i].a;
-		table__row(t);
-		time_sum__set(t, c, a->count, a->total, a->min, a->max, &a->samples, grand);
-		table__set_str(t, c[8], rows[i].name);
-	}
-	err = table__err(t);
-	free(rows);
-	return err;
-}
-
-static void api_sum__free(void *vst)
-{
-	struct api_sum *st = vst;
-	struct api_stat *a;
-	size_t it = 0;
-
-	if (!st)
-		return;
-	while ((a = hmap__next(st->by_fn, &it, NULL)))
-		samples__free(&a->samples);
-	hmap__free(st->by_fn);
-	free(st);
+	return api_sum__new(&cuda_table);
 }
 
 static const struct report cuda_api_sum = {
 	.name = "cuda_api_sum",
 	.desc = "CUDA API Summary",
-	.new = api_sum__new,
+	.new = cuda_api_sum__new,
 	.add = api_sum__add,
 	.emit = api_sum__emit,
 	.free = api_sum__free,

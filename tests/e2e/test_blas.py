@@ -1,0 +1,80 @@
+"""blas family on Debian's torch and numpy: torch.mm's GEMMs as the BLAS library sees them.
+
+torch is row-major and BLAS column-major: torch.mm(a, b) with a M x K and b K x N computes
+C^T = b^T a^T, so it calls sgemm_ with m = N, n = M, k = K, b first (lda = N) and a second
+(ldb = K); a transposed view of a is passed as 'T' with its own stride. numpy.dot calls
+cblas_dgemm row-major with the shapes as written; the reference CBLAS (libblas.so.3 here)
+then calls dgemm_ column-major, one level deeper.
+"""
+import os
+import sqlite3
+from collections import Counter
+
+from helpers import BPFSIGHT, Skip, check, dump, eq, need_root, record, run, stats, tmpdir
+
+PY = "/usr/bin/python3"
+SCRIPT = """
+import numpy, torch
+a, b = torch.ones(30, 50), torch.ones(50, 70)
+for _ in range(3):
+    torch.mm(a, b)
+torch.mm(torch.ones(50, 30).t(), b)
+torch.mm(torch.ones(8, 16, dtype=torch.float64), torch.ones(16, 4, dtype=torch.float64))
+numpy.dot(numpy.ones((6, 5)), numpy.ones((5, 9)))
+"""
+
+
+def need_torch():
+    need_root()
+    if run([PY, "-c", "import torch, numpy"]).returncode:
+        raise Skip(f"{PY} has no torch and numpy (Debian's python3-torch)")
+
+
+def test_torch_mm_as_sgemm():
+    need_torch()
+    script = os.path.join(tmpdir(), "mm.py")
+    with open(script, "w") as f:
+        f.write(SCRIPT)
+    p, out = record([PY, script], "-t", "blas")
+    eq(p.returncode, 0, f"record exit ({p.stderr[-800:]})")
+    evs = [(e["name"], e["args"]) for e in dump(out) if e["kind"] == "blas_api"]
+    top = [(n, a) for n, a in evs if "depth" not in a]
+    mm = {"trans": "NN", "m": 70, "n": 30, "k": 50, "lda": 70, "ldb": 50, "dtype": "f32",
+          "flops": 2 * 30 * 50 * 70}
+    want = [("sgemm_", mm)] * 3 + [
+        ("sgemm_", dict(mm, trans="NT", ldb=30)),
+        ("dgemm_", {"trans": "NN", "m": 4, "n": 8, "k": 16, "lda": 4, "ldb": 16, "dtype": "f64",
+                    "flops": 2 * 8 * 16 * 4}),
+        ("cblas_dgemm", {"order": "row", "trans": "NN", "m": 6, "n": 9, "k": 5, "lda": 5,
+                         "ldb": 9, "ldc": 9, "dtype": "f64", "flops": 2 * 6 * 5 * 9})]
+    eq(top, want, "the application's GEMMs, in order")
+    nested = [(n, a) for n, a in evs if "depth" in a]
+    for n, a in nested:
+        eq((n, a), ("dgemm_", {"trans": "NN", "m": 9, "n": 6, "k": 5, "lda": 9, "ldb": 5,
+                               "dtype": "f64", "flops": 540, "depth": 1}),
+           "the reference CBLAS's column-major call")
+    check(len(nested) <= 1, f"one nested call at most: {nested}")
+    s = stats(out, "blas_sum")["blas_sum"]
+    eq({r["name"]: r["count"] for r in s}, {"sgemm_": 4, "dgemm_": 1, "cblas_dgemm": 1},
+       "blas_sum: the application's calls (depth 0)")
+    rows = stats(out, "blas_gemm_sum")["blas_gemm_sum"]
+    got = sorted((r["name"], r["trans"], r["m"], r["n"], r["k"], r["count"], r["flops"])
+                 for r in rows)
+    f = 2 * 30 * 50 * 70
+    eq(got, sorted([("sgemm_", "NN", 70, 30, 50, 3, 3 * f), ("sgemm_", "NT", 70, 30, 50, 1, f),
+                    ("dgemm_", "NN", 4, 8, 16, 1, 2 * 8 * 16 * 4),
+                    ("cblas_dgemm", "NN", 6, 9, 5, 1, 2 * 6 * 5 * 9)]),
+       "blas_gemm_sum: by function, transposes and shape")
+    db = os.path.join(tmpdir(), "t.sqlite")
+    run([BPFSIGHT, "export", out, "-f", "sqlite", "-o", db], check=True)
+    with sqlite3.connect(db) as c:
+        got = c.execute("SELECT value, nestingLevel, ord, trans, m, n, k, lda, ldb, ldc, dtype,"
+                        " flops FROM BPFSIGHT_BLAS JOIN StringIds ON StringIds.id = nameId"
+                        " ORDER BY start").fetchall()
+    eq([g for g in got if g[1] == 0][:1] + [g for g in got if g[0] == "cblas_dgemm"],
+       [("sgemm_", 0, None, "NN", 70, 30, 50, 70, 50, None, "f32", f),
+        ("cblas_dgemm", 0, "row", "NN", 6, 9, 5, 5, 9, 9, "f64", 540)],
+       "SQLite: BPFSIGHT_BLAS rows with the arguments")
+    for r in rows:
+        check(r["total_ns"] > 0 and abs(r["gflops"] - round(r["flops"] / r["total_ns"], 2)) < 0.006,
+              f"GFLOP/s = FLOPs / time: {r}")

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * nsys's API summary (cuda_api_sum, cublas_sum, cudnn_sum) over the calls of a uprobe family's
+ * table (user/ucall/): one row per function, nsys's timing columns (time_sum.h) and its name,
+ * over the calls the application made (depth 0: a call a traced call made is part of its
+ * caller's time). A family's report gives its table to api_sum__new; the other hooks are the
+ * report's own.
+ */
+#ifndef BPFSIGHT_API_SUM_H
+#define BPFSIGHT_API_SUM_H
+
+#include "report.h"
+#include "ucall_api.h"
+
+void *api_sum__new(const struct ucall_table *t);
+void api_sum__add(void *st, const struct bs_hdr *rec, const struct trace_model *m);
+int api_sum__emit(void *st, const struct trace_model *m, struct table *t);
+void api_sum__free(void *st);
+
+#endif /* BPFSIGHT_API_SUM_H */
