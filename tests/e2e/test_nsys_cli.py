@@ -12,12 +12,15 @@ SECONDS = 20
 # (what nsys's material calls it, its options but -o and the command)
 LINES = [
     ("quick sweep", ["-t", "cuda,nvtx,osrt,cudnn,cublas", "-w", "true"]),
+    ("typical", ["-w", "true", "-t", "cuda,nvtx,osrt,cudnn,cublas", "-s", "none", "-f", "true",
+                 "-x", "true"]),
     ("targeted", ["--trace=cuda,nvtx", "--capture-range=cudaProfilerApi",
                   "--capture-range-end=stop"]),
     ("deep dive", ["--trace=cuda,nvtx,osrt,cudnn,cublas", "--cudabacktrace=all",
                    "--python-backtrace=cuda", "--pytorch=autograd-shapes-nvtx",
                    "--cuda-memory-usage=true", "--sampling-frequency=1000",
                    "-s", "process-tree"]),
+    ("every backtrace", ["-t", "cuda", "--cudabacktrace=all:0", "--python-backtrace=cuda"]),
     ("classic", ["-w", "true", "-t", "cuda,nvtx,osrt,cudnn,cublas", "-s", "cpu",
                  "--capture-range=cudaProfilerApi", "--stop-on-range-end=true",
                  "--cudabacktrace=true", "-x", "true"]),
@@ -29,14 +32,18 @@ LINES = [
 FAMILIES = {
     "record": {
         "quick sweep": "proc,osrt,cuda,nvtx,cublas,cudnn",
+        "typical": "proc,osrt,cuda,nvtx,cublas,cudnn",
         "targeted": "proc,cuda,nvtx",
         "deep dive": "proc,osrt,cpu,cuda,nvtx,torch,mem,cublas,cudnn",
+        "every backtrace": "proc,cuda",
         "classic": "proc,osrt,cpu,cuda,nvtx,cublas,cudnn",
     },
     "profile": {
         "quick sweep": "proc,osrt,sched,cpu,cuda,gpu,nvtx,cublas,cudnn",
+        "typical": "proc,osrt,sched,cuda,gpu,nvtx,cublas,cudnn",
         "targeted": "proc,sched,cpu,cuda,gpu,nvtx",
         "deep dive": "proc,osrt,sched,cpu,cuda,gpu,nvtx,torch,mem,cublas,cudnn",
+        "every backtrace": "proc,sched,cpu,cuda,gpu",
         "classic": "proc,osrt,sched,cpu,cuda,gpu,nvtx,cublas,cudnn",
     },
 }
@@ -49,7 +56,7 @@ def fams(trace):
 def test_nsys_lines_record_what_they_name():
     """Each line, both verbs, on cuda_api_shared (3 rounds): exit 0, the families it names,
     the program's calls (all 18 launches, or the 3 profiler ranges' where the line captures
-    by cudaProfilerApi), CUDA calls' stacks where it asks --cudabacktrace."""
+    by cudaProfilerApi), CUDA calls' stacks where it asks --cudabacktrace (nsys's threshold)."""
     need_cuda(API_SHARED)
     for verb in ("record", "profile"):
         for name, opts in LINES:
@@ -61,10 +68,12 @@ def test_nsys_lines_record_what_they_name():
             eq(rep.get("cudaLaunchKernel"), 18, f"{verb} {name}: launches")
             captured = any("cudaProfilerApi" in o for o in opts)
             check(captured == ("cudaMalloc" not in rep), f"{verb} {name}: capture {rep}")
-            if "cudabacktrace" in " ".join(opts):
+            if "cudabacktrace" in " ".join(opts):  # nsys's threshold: 80 us, or :0
                 cuda = [e for e in dump(out) if e["kind"] == "cuda_api"]
-                check(cuda and all(e.get("stack") for e in cuda),
-                      f"{verb} {name}: every CUDA call's stack")
+                least = 0 if "--cudabacktrace=all:0" in opts else 80000
+                check(cuda, f"{verb} {name}: CUDA calls")
+                eq([bool(e.get("stack")) for e in cuda], [e["dur"] >= least for e in cuda],
+                   f"{verb} {name}: the stacks of the calls of {least} ns or more")
             if "--capture-range-end=stop" in opts or "--stop-on-range-end=true" in opts:
                 check("bpfsight keeps recording after a range ends" in p.stderr, p.stderr)
 

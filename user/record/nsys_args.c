@@ -191,19 +191,49 @@ static int opt_rate(struct rw *r, const char *opt, const char *v)
 	return push(r, "--sample-rate", 0) || push(r, v, 0) ? -ENOMEM : 0;
 }
 
-/* --cudabacktrace=all|true|kernel|memory|sync|other|none: the cuda family's stacks. */
+#define NSYS_BACKTRACE_NS 80000ull /* nsys's default --cudabacktrace threshold: 80 us */
+
+/* Keep the lowest threshold asked (bpfsight has one per family). */
+static void cuda_bt_threshold(struct rw *r, unsigned long long ns)
+{
+	unsigned long long now = r->cuda_bt[0] ? strtoull(r->cuda_bt, NULL, 10) : ~0ull;
+
+	if (ns < now)
+		snprintf(r->cuda_bt, sizeof(r->cuda_bt), "%lluns", ns);
+	r->cuda_bt_on = 1;
+}
+
+/*
+ * --cudabacktrace=KIND[:NS],... (all, true, kernel, memory, sync, other; none): the cuda
+ * family's stacks, over NS (nsys's default 80 us) for every kind of call.
+ */
 static int opt_cuda_bt(struct rw *r, const char *opt, const char *v)
 {
-	if (!strcmp(v, "none") || !strcmp(v, "false")) {
-		r->cuda_bt_on = 0;
-		return 0;
+	char copy[256], *save = NULL, *tok;
+
+	snprintf(copy, sizeof(copy), "%s", v);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':');
+		__u64 ns = NSYS_BACKTRACE_NS;
+
+		if (colon)
+			*colon = 0;
+		if (!strcmp(tok, "none") || !strcmp(tok, "false"))
+			continue;
+		if (strcmp(tok, "all") && strcmp(tok, "true") && strcmp(tok, "kernel") &&
+		    strcmp(tok, "memory") && strcmp(tok, "sync") && strcmp(tok, "other"))
+			return fail(r,
+				    "%s %s: all, kernel, memory, sync, other (each with :NS) or "
+				    "none",
+				    opt, tok);
+		if (colon && parse_threshold_ns(colon + 1, &ns))
+			return fail(r, "%s %s: a threshold in ns after ':'", opt, colon + 1);
+		if (strcmp(tok, "all") && strcmp(tok, "true"))
+			differs(r, opt,
+				"bpfsight takes the stack of every kind of CUDA call over the "
+				"threshold");
+		cuda_bt_threshold(r, ns);
 	}
-	if (strcmp(v, "all") && strcmp(v, "true") && strcmp(v, "kernel") && strcmp(v, "memory") &&
-	    strcmp(v, "sync") && strcmp(v, "other"))
-		return fail(r, "%s %s: all, kernel, memory, sync, other or none", opt, v);
-	if (strcmp(v, "all") && strcmp(v, "true"))
-		differs(r, opt, "bpfsight takes the stack of every kind of CUDA call over the threshold");
-	r->cuda_bt_on = 1;
 	return 0;
 }
 
@@ -213,8 +243,8 @@ static int opt_cuda_bt_threshold(struct rw *r, const char *opt, const char *v)
 
 	if (parse_threshold_ns(v, &ns))
 		return fail(r, "%s %s: a time in ns (nsys's unit)", opt, v);
-	snprintf(r->cuda_bt, sizeof(r->cuda_bt), "%lluns", (unsigned long long)ns);
-	r->cuda_bt_on = 1;
+	r->cuda_bt[0] = 0; /* this one, not the default */
+	cuda_bt_threshold(r, ns);
 	return 0;
 }
 
@@ -225,7 +255,8 @@ static int opt_py_bt(struct rw *r, const char *opt, const char *v)
 		return 0;
 	if (strcmp(v, "cuda"))
 		return fail(r, "%s %s: cuda (the stacks of CUDA calls) or none", opt, v);
-	r->cuda_bt_on = 1;
+	if (!r->cuda_bt_on)
+		cuda_bt_threshold(r, NSYS_BACKTRACE_NS);
 	return 0;
 }
 
@@ -253,8 +284,9 @@ static int opt_pytorch(struct rw *r, const char *opt, const char *v)
 		if (!strcmp(tok, "autograd-shapes-nvtx") || !strcmp(tok, "functions-trace"))
 			shapes = 1;
 		else if (strcmp(tok, "autograd-nvtx"))
-			return fail(r, "%s %s: autograd-nvtx, autograd-shapes-nvtx, "
-				       "functions-trace or none",
+			return fail(r,
+				    "%s %s: autograd-nvtx, autograd-shapes-nvtx, "
+				    "functions-trace or none",
 				    opt, tok);
 	}
 	differs(r, opt,
@@ -529,7 +561,7 @@ static int finish(struct rw *r)
 	if (trace[0])
 		err = push(r, "--trace", 0) || push(r, trace, 1);
 	if (!err && r->cuda_bt_on) {
-		snprintf(item, sizeof(item), "cuda%s%s", r->cuda_bt[0] ? ":" : "", r->cuda_bt);
+		snprintf(item, sizeof(item), "cuda:%s", r->cuda_bt);
 		list_add(r->stacks, item);
 	}
 	if (!err && r->stacks[0])
@@ -607,8 +639,7 @@ static int rewrite(struct rw *r, int argc, char **argv)
 	return err;
 }
 
-int nsys_args__rewrite(struct nsys_args *n, const char *cmd, int profile, int argc,
-		       char **argv)
+int nsys_args__rewrite(struct nsys_args *n, const char *cmd, int profile, int argc, char **argv)
 {
 	struct rw r = { .n = n, .cmd = cmd, .profile = profile, .sample = 1, .ctxsw = 1 };
 

@@ -28,8 +28,7 @@ struct nsys_args {
  * Rewrite ARGV (record's: argv[0] is "record" or "profile") into N. PROFILE: nsys's meaning of
  * -t and its defaults. 0, or 1 after saying what is wrong (an exit status).
  */
-int nsys_args__rewrite(struct nsys_args *n, const char *cmd, int profile, int argc,
-		       char **argv);
+int nsys_args__rewrite(struct nsys_args *n, const char *cmd, int profile, int argc, char **argv);
 void nsys_args__free(struct nsys_args *n);
 
 #endif /* BPFSIGHT_NSYS_ARGS_H */
