@@ -146,7 +146,7 @@ static int draw_op(struct chrome *c, const struct bs_hdr *rec, const struct even
 {
 	const struct bs_torch_op *r = (const void *)rec;
 	const char *shapes = r->shapes_id ? trace_model__string(m, r->shapes_id) : NULL;
-	int nonempty;
+	int nonempty, err;
 
 	chrome_complete(c, r->scope == BS_TORCH_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op",
 			ev->name, ev->pid, ev->tid, ev->ts, ev->dur);
@@ -160,8 +160,9 @@ static int draw_op(struct chrome *c, const struct bs_hdr *rec, const struct even
 			(unsigned long long)r->fwd_tid);
 	if (json_dims(shapes))
 		fprintf(c->f, ",\"Input Dims\":%s", shapes);
+	err = chrome_stack_args(c, ev, m, 1); /* --stacks=torch: Kineto's "Call stack" */
 	fputs("}}", c->f);
-	return 1;
+	return err ? err : 1;
 }
 
 static int torch_draw(struct chrome *c, void *st, const struct bs_hdr *rec, const struct event *ev,
