@@ -1,0 +1,224 @@
+"""--stacks=torch on Debian's CPU PyTorch 1.13: every op the cupti-shim records carries the
+stack that called it (Python frames and native), as torch.profiler(with_stack=True) gives it.
+
+The workload (tests/workloads/torch_stacks.py) calls its ops from lines marked "# LINE name";
+run once, it calls work() twice from one line, the first time under torch.profiler with
+with_stack=True (its events' stacks written to a file), so both give the stacks of the same
+calls in the same process. torch 1.13's with_stack names each Python function by the line
+its frame was at when the profiler first saw it (a function called under it: its def line;
+one already running: the line then) and lists the C functions called from Python
+("<built-in method mm ...>") among them; bpfsight names the line each frame is at when the op
+runs, and only Python and native frames.
+"""
+import collections
+import json
+import os
+import re
+import sqlite3
+
+from helpers import (BPFSIGHT, Recorder, check, dump, eq, record, run, spawn, tell, tmpdir,
+                     wait_for)
+from test_torch import PY, need_torch
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 40
+SPLIT = True
+
+WORK = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "workloads",
+                                     "torch_stacks.py"))
+
+
+def marks():
+    """{name: line} of the workload's "# LINE name" marks, and its def lines by function."""
+    m, defs = {}, {}
+    with open(WORK) as f:
+        for i, l in enumerate(f, 1):
+            if "# LINE " in l:
+                m[l.split("# LINE ")[1].strip()] = i
+            d = re.match(r"def (\w+)\(", l)
+            if d:
+                defs[d.group(1)] = i
+            if l.startswith("    main()"):
+                m["main"] = i
+    return m, defs
+
+
+def python_frames(e):
+    """An event's Python frames, innermost first: (function, file's base name, line)."""
+    return [(f["func"], os.path.basename(f["file"]), f["line"])
+            for f in e.get("stack", []) if "line" in f]
+
+
+def native_frames(e):
+    return [f for f in e.get("stack", []) if "line" not in f]
+
+
+def expected(L):
+    """By op name, the workload's frames (function, line) an op of work() may have below
+    work()'s caller, innermost first (aten::empty and aten::fill_ run on two lines)."""
+    at_add = [("add", L["add"]), ("outer", L["add_call"]), ("work", L["outer"])]
+    at_mm = [("inner", L["mm"]), ("outer", L["inner"]), ("work", L["outer"])]
+    at_scope = [("outer", L["scope"]), ("work", L["outer"])]
+    at_sum = [("outer", L["sum"]), ("work", L["outer"])]
+    at_ones = [("work", L["ones"])]
+    return {"aten::ones": [at_ones], "aten::fill_": [at_ones, at_sum],
+            "aten::empty": [at_ones, at_scope], "aten::mm": [at_mm],
+            "aten::resolve_conj": [at_mm], "aten::zeros": [at_scope],
+            "aten::zero_": [at_scope], "scope": [at_scope], "aten::add": [at_add],
+            "aten::sum": [at_sum], "aten::as_strided": [at_sum]}
+
+
+def check_op_stacks(ops, L, caller):
+    """Every op's Python frames: those of the workload exactly EXPECTED's (then main at
+    CALLER, then <module> at main()'s call), below them torch's own Python code where the op
+    came from it (record_function's methods); its native frames: torch's first (the callback
+    is called from torch's RecordFunction; the shim's own frames are dropped)."""
+    want = expected(L)
+    tail = [("main", caller), ("<module>", L["main"])]
+    for o in ops:
+        py = python_frames(o)
+        mine = [(f, l) for f, b, l in py if b == "torch_stacks.py"]
+        check(any(mine == w + tail for w in want[o["name"]]),
+              f"{o['name']}: workload frames {mine}, expected one of "
+              f"{[w + tail for w in want[o['name']]]}")
+        native = native_frames(o)
+        check(native and "libtorch_cpu" in native[0]["file"] and
+              not any("bpfsight-shim" in f.get("file", "") for f in native),
+              f"{o['name']}: native frames {native}")
+
+
+def profiler_stacks(path):
+    """torch.profiler's events as {(op name, ((function, file's base name), ...))}: its
+    Python entries, innermost first, without the C functions it lists among them."""
+    out = set()
+    for name, stack in json.load(open(path)):
+        frames = []
+        for entry in stack:
+            m = re.match(r"^(.+)\((\d+)\): (.+)$", entry)
+            if m:
+                frames.append((m.group(3), os.path.basename(m.group(1)), int(m.group(2))))
+            else:
+                check(entry.startswith("<built-in "), f"a with_stack entry: {entry}")
+        out.add((name, tuple(frames)))
+    return out
+
+
+def test_torch_stacks_name_the_lines_torch_profiler_names():
+    """`record -t torch --stacks=torch`: every op of both calls of work() carries its stack;
+    its Python frames are the workload's functions at the exact lines that called the op, in
+    the order torch.profiler(with_stack=True) gives for the same op in the same process
+    (the same functions and files, innermost first; torch's lines are its functions' def
+    lines where ours are the calling lines); a user scope's stack is where it began
+    (record_function.__enter__), as torch's. The Chrome export writes each op's stack as
+    Kineto's "Call stack" and the SQLite export as its callchainId."""
+    need_torch()
+    d = tmpdir()
+    prof = os.path.join(d, "prof.json")
+    p, out = record([PY, WORK, prof], "-t", "torch", "--stacks=torch")
+    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    L, defs = marks()
+    events = dump(out)
+    ops = [e for e in events if e["kind"] == "torch_op"]
+    names = collections.Counter(o["name"] for o in ops)
+    eq(set(names), set(expected(L)), "the ops recorded")
+    eq(names["aten::mm"], 2, "work()'s two calls")
+    check(all(python_frames(o) for o in ops),
+          f"ops without Python frames: {[o['name'] for o in ops if not python_frames(o)]}")
+    check_op_stacks(ops, L, L["work"])
+    scope = [python_frames(o) for o in ops if o["name"] == "scope"]
+    for py in scope:
+        eq([f.split(".")[-1] for f, b, l in py[:2]], ["__call__", "__enter__"],
+           "the user scope's stack: where it began (record_function.__enter__)")
+
+    # torch.profiler's stacks of the same ops: the same functions in the same order.
+    theirs = profiler_stacks(prof)
+    mine = {(o["name"], tuple((f.split(".")[-1], b) for f, b, l in python_frames(o)))
+            for o in ops}
+    eq(mine, {(n, tuple((f, b) for f, b, l in s)) for n, s in theirs},
+       "(op, Python functions) as torch.profiler's with_stack")
+    # Its lines: a function's def line (where its frame was when the profiler saw it come).
+    for n, s in theirs:
+        for f, b, line in s:
+            if b == "torch_stacks.py" and f in ("add", "inner", "outer", "work"):
+                eq(line, defs[f], f"torch.profiler's line of {f} ({n})")
+
+    # Chrome: Kineto's "Call stack", innermost first, "FILE(LINE): FUNC" per frame.
+    chrome = os.path.join(d, "t.json")
+    run([BPFSIGHT, "export", "-f", "chrome", "-o", chrome, out], check=True)
+    trace = json.load(open(chrome))
+    drawn = [e for e in trace["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation")
+             and e.get("name") in names]
+    eq(len(drawn), len(ops), "ops drawn")
+    for e in drawn:
+        cs = e["args"].get("Call stack", "")
+        check(f"{WORK}({L['main']}): <module>" == cs.split(";")[-1] and
+              f"{WORK}({L['work']}): main" == cs.split(";")[-2],
+              f"{e['name']}'s Call stack: {cs}")
+    # SQLite: every op's callchainId names its stack's frames.
+    db = os.path.join(d, "t.db")
+    run([BPFSIGHT, "export", "-f", "sqlite", "-o", db, out], check=True)
+    con = sqlite3.connect(db)
+    eq(con.execute("SELECT COUNT(*), COUNT(callchainId) FROM BPFSIGHT_TORCH_OPS").fetchone(),
+       (len(ops), len(ops)), "ops with a callchainId")
+
+
+def test_torch_stacks_only_when_asked_and_over_the_threshold():
+    """Without --stacks no op carries a stack; with --stacks=torch:300us exactly the ops that
+    lasted 300 us or more do (the user scope, whose stack is taken at its start, whatever its
+    length), a 256x256 mm among them and work()'s small ops not."""
+    need_torch()
+    d = tmpdir()
+    p, out = record([PY, WORK, os.path.join(d, "p.json")], "-t", "torch")
+    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    ops = [e for e in dump(out) if e["kind"] == "torch_op"]
+    check(len(ops) >= 30, f"{len(ops)} ops")
+    eq([o["name"] for o in ops if "stack" in o], [], "ops with a stack without --stacks")
+
+    p, out = record([PY, WORK, os.path.join(d, "p.json"), "--size", "256"], "-t", "torch",
+                    "--stacks=torch:300us")
+    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    ops = [e for e in dump(out) if e["kind"] == "torch_op"]
+    L, _ = marks()
+    for o in ops:
+        want = o["dur"] >= 300000 or o["args"]["scope"] == "user_scope"
+        eq("stack" in o, want, f"{o['name']} of {o['dur']} ns: a stack")
+    check_op_stacks([o for o in ops if "stack" in o], L, L["work"])
+    with_stack = {o["name"] for o in ops if "stack" in o}
+    check("aten::mm" in with_stack and "aten::resolve_conj" not in with_stack,
+          f"ops with a stack: {with_stack}")
+
+
+def test_torch_stacks_attach_with_inject():
+    """`record -p PID -t torch --stacks=torch --inject` on a running process without the shim:
+    once the callback is there, every op of work() carries the stack of the line it came
+    from."""
+    need_torch()
+    w = spawn([PY, WORK, "--go"])
+    line = w.stdout.readline()
+    if not line.startswith("ready"):
+        raise AssertionError(f"workload: {line} {w.stderr.read()[-300:]}")
+    pid = int(line.split()[1])
+    rec = Recorder("-p", str(pid), "-t", "torch", "--stacks=torch", "--inject")
+    rec.wait_ready()
+
+    def one():
+        tell(w, "run")
+        line = w.stdout.readline()
+        if not line:
+            raise AssertionError(f"the workload ended: {w.stderr.read()[-300:]}")
+        return json.loads(line)["callbacks"]
+
+    # --inject's shim comes within seconds; then 3 calls with the callback there all along.
+    wait_for(one, 60, "the callback registered")
+    for _ in range(3):
+        one()
+    eq(rec.stop(), 0, f"record ({rec.stderr[-600:]})")
+    check("--inject: pid" in rec.stderr, rec.stderr[-600:])
+    tell(w, "stop")
+    w.communicate(timeout=60)
+    L, _ = marks()
+    ops = [e for e in dump(rec.out) if e["kind"] == "torch_op"]
+    check(collections.Counter(o["name"] for o in ops)["aten::mm"] >= 3, "three calls' mm")
+    check(all(python_frames(o) for o in ops),
+          f"ops without Python frames: {[o['name'] for o in ops if not python_frames(o)]}")
+    check_op_stacks(ops, L, L["run"])
