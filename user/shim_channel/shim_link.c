@@ -134,9 +134,25 @@ static void stack_rodata(struct shim_bpf *skel, const struct record_opts *o)
 	}
 }
 
+/*
+ * A stack site this recording wants that the shim of F lacks (a shim older than the option):
+ * its events come without stacks, said once per file.
+ */
+static void stack_sites_missing(const struct shim_link *l, const struct shim_file *f, __u32 found)
+{
+	const struct shim_site *t;
+	int fi;
+
+	for (int k = 0; k < SHIM_STACK_SITES && (t = shim_family__stack_slot(k, &fi)); k++)
+		if (!(found & (1u << k)) && stack_wanted(l, t->name))
+			pr_warn("%s has no bpfsight:%s site (an older cupti-shim): --stacks=%s "
+				"gives its events no stack there\n",
+				f->shown, t->name, families[fi]->name);
+}
+
 static int file_sites(struct shim_link *l, struct shim_file *f, const struct usdt_notes *n)
 {
-	__u32 cnt = usdt_notes__count(n);
+	__u32 cnt = usdt_notes__count(n), stacks = 0;
 	int err, batches = 0;
 
 	for (__u32 k = 0; k < 2 * cnt; k++) {
@@ -150,6 +166,8 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 
 		if (!id || (k < cnt) == (id == SHIM_PROBE_BATCH))
 			continue; /* first pass: control and stack probes; second: batch */
+		if (id >= SHIM_PROBE_STACK)
+			stacks |= 1u << (id - SHIM_PROBE_STACK);
 		if (id == SHIM_PROBE_BATCH || id >= SHIM_PROBE_STACK) {
 			/* The probes whose arguments BPF reads: they must be understood. */
 			if (u->args_err || u->nargs < 2 || !(a0 = usdt_arg__spec(&u->arg[0])) ||
@@ -168,6 +186,8 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 		if (err)
 			return err;
 	}
+	if (batches)
+		stack_sites_missing(l, f, stacks);
 	return batches ? 0 : -ENOENT;
 }
 
