@@ -68,13 +68,13 @@ def expected(L):
             "aten::sum": [at_sum], "aten::as_strided": [at_sum]}
 
 
-def check_op_stacks(ops, L, caller):
-    """Every op's Python frames: those of the workload exactly EXPECTED's (then main at
-    CALLER, then <module> at main()'s call), below them torch's own Python code where the op
-    came from it (record_function's methods); its native frames: torch's first (the callback
-    is called from torch's RecordFunction; the shim's own frames are dropped)."""
+def check_op_stacks(ops, L, caller, tail=None):
+    """Every op's Python frames: those of the workload exactly EXPECTED's, then TAIL (main
+    at CALLER, then <module> at main()'s call), below them torch's own Python code where the
+    op came from it (record_function's methods); its native frames: torch's first (the
+    callback is called from torch's RecordFunction; the shim's own frames are dropped)."""
     want = expected(L)
-    tail = [("main", caller), ("<module>", L["main"])]
+    tail = tail or [("main", caller), ("<module>", L["main"])]
     for o in ops:
         py = python_frames(o)
         mine = [(f, l) for f, b, l in py if b == "torch_stacks.py"]
@@ -188,12 +188,15 @@ def test_torch_stacks_only_when_asked_and_over_the_threshold():
           f"ops with a stack: {with_stack}")
 
 
-def test_torch_stacks_attach_with_inject():
+def test_torch_stacks_attach_with_inject_and_threads():
     """`record -p PID -t torch --stacks=torch --inject` on a running process without the shim:
     once the callback is there, every op of work() carries the stack of the line it came
-    from."""
+    from; then two Python threads and the main thread run work() at once (torch's bindings
+    release the GIL around each op, so their ops interleave): each op's stack is its own
+    thread's, down to the function the thread started in. The recording stops before the
+    job does: every frame is named while its code lives."""
     need_torch()
-    w = spawn([PY, WORK, "--go"])
+    w = spawn([PY, WORK, "--go", "--size", "64"])
     line = w.stdout.readline()
     if not line.startswith("ready"):
         raise AssertionError(f"workload: {line} {w.stderr.read()[-300:]}")
@@ -201,8 +204,8 @@ def test_torch_stacks_attach_with_inject():
     rec = Recorder("-p", str(pid), "-t", "torch", "--stacks=torch", "--inject")
     rec.wait_ready()
 
-    def one():
-        tell(w, "run")
+    def one(cmd="run"):
+        tell(w, cmd)
         line = w.stdout.readline()
         if not line:
             raise AssertionError(f"the workload ended: {w.stderr.read()[-300:]}")
@@ -212,13 +215,32 @@ def test_torch_stacks_attach_with_inject():
     wait_for(one, 60, "the callback registered")
     for _ in range(3):
         one()
+    check(one("threads 2"), "the callback still there")
     eq(rec.stop(), 0, f"record ({rec.stderr[-600:]})")
     check("--inject: pid" in rec.stderr, rec.stderr[-600:])
     tell(w, "stop")
     w.communicate(timeout=60)
     L, _ = marks()
     ops = [e for e in dump(rec.out) if e["kind"] == "torch_op"]
-    check(collections.Counter(o["name"] for o in ops)["aten::mm"] >= 3, "three calls' mm")
     check(all(python_frames(o) for o in ops),
           f"ops without Python frames: {[o['name'] for o in ops if not python_frames(o)]}")
-    check_op_stacks(ops, L, L["run"])
+    tail = [("main", None), ("<module>", L["main"])]
+    main = [o for o in ops if o["tid"] == pid]
+    alone = [o for o in main if ("threaded", L["main_threads"]) not in
+             [(f, l) for f, b, l in python_frames(o)]]
+    check(collections.Counter(o["name"] for o in alone)["aten::mm"] >= 3, "three calls' mm")
+    check_op_stacks(alone, L, None, [("main", L["run"])] + tail[1:])
+    check_op_stacks([o for o in main if o not in alone], L, None,
+                    [("threaded", L["main_threads"]), ("main", L["threads_call"])] + tail[1:])
+    threads = collections.defaultdict(list)
+    for o in ops:
+        if o["tid"] != pid:
+            threads[o["tid"]].append(o)
+    eq(len(threads), 2, "threads with ops")
+    for t in threads.values():
+        eq(collections.Counter(o["name"] for o in t)["aten::mm"], 3, "work() 3 times a thread")
+        check_op_stacks(t, L, None, [("in_thread", L["thread"])])
+        for o in t:
+            eq([f for f, b, l in python_frames(o)][-2:],
+               ["Thread._bootstrap_inner", "Thread._bootstrap"],
+               f"{o['name']}: a thread's outermost frames")

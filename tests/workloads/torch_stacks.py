@@ -9,13 +9,15 @@ find their numbers there. The first form calls work() twice from one line: the f
 under torch.profiler (CPU, with_stack=True), whose events it writes to OUT.json as
 [[name, [stack entries, innermost first]], ...]; the second time plain. The second form
 prints "ready PID" and then, for each line "run" on stdin, calls work() and prints
-{"callbacks": B} (torch's own at::hasGlobalCallbacks(): a tracer's callback is there);
-"stop" ends it.
+{"callbacks": B} (torch's own at::hasGlobalCallbacks(): a tracer's callback is there); for
+each line "threads N", calls work() 3 times on each of N new threads and on the main thread,
+all at once, and prints the same; "stop" ends it.
 """
 import contextlib
 import json
 import os
 import sys
+import threading
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
@@ -44,16 +46,35 @@ def work(n):
     return outer(a)  # LINE outer
 
 
+def in_thread(n):
+    for _ in range(3):
+        work(n)  # LINE thread
+
+
+def threaded(n, nthreads):
+    ts = [threading.Thread(target=in_thread, args=(n,)) for _ in range(nthreads)]
+    for t in ts:
+        t.start()
+    for _ in range(3):
+        work(n)  # LINE main_threads
+    for t in ts:
+        t.join()
+
+
 def main():
     args = sys.argv[1:]
     size = int(args[args.index("--size") + 1]) if "--size" in args else 8
     if "--go" in args:
         has_callbacks = torch_cpu()
         print("ready", os.getpid(), flush=True)
-        for cmd in sys.stdin:
-            if cmd.strip() != "run":
+        for line in sys.stdin:
+            cmd = line.split()
+            if cmd == ["run"]:
+                work(size)  # LINE run
+            elif cmd[:1] == ["threads"]:
+                threaded(size, int(cmd[1]))  # LINE threads_call
+            else:
                 break
-            work(size)  # LINE run
             print(json.dumps({"callbacks": has_callbacks()}), flush=True)
         return
     for i in range(2):
