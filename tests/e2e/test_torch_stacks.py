@@ -16,8 +16,10 @@ import os
 import re
 import sqlite3
 
-from helpers import (BPFSIGHT, Recorder, check, dump, eq, record, run, spawn, tell, tmpdir,
-                     wait_for)
+from helpers import Recorder, check, dump, eq, record, spawn, tell, tmpdir, wait_for
+from test_export_perfetto import decode, need_protoc
+from test_export_stacks import (Stacks, dump_frames, export, kineto_stack, sql_frames,
+                                track_events)
 from test_torch import PY, need_torch
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -109,8 +111,7 @@ def test_torch_stacks_name_the_lines_torch_profiler_names():
     the order torch.profiler(with_stack=True) gives for the same op in the same process
     (the same functions and files, innermost first; torch's lines are its functions' def
     lines where ours are the calling lines); a user scope's stack is where it began
-    (record_function.__enter__), as torch's. The Chrome export writes each op's stack as
-    Kineto's "Call stack" and the SQLite export as its callchainId."""
+    (record_function.__enter__), as torch's."""
     need_torch()
     d = tmpdir()
     prof = os.path.join(d, "prof.json")
@@ -142,24 +143,50 @@ def test_torch_stacks_name_the_lines_torch_profiler_names():
             if b == "torch_stacks.py" and f in ("add", "inner", "outer", "work"):
                 eq(line, defs[f], f"torch.profiler's line of {f} ({n})")
 
-    # Chrome: Kineto's "Call stack", innermost first, "FILE(LINE): FUNC" per frame.
-    chrome = os.path.join(d, "t.json")
-    run([BPFSIGHT, "export", "-f", "chrome", "-o", chrome, out], check=True)
-    trace = json.load(open(chrome))
-    drawn = [e for e in trace["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation")
-             and e.get("name") in names]
-    eq(len(drawn), len(ops), "ops drawn")
-    for e in drawn:
-        cs = e["args"].get("Call stack", "")
-        check(f"{WORK}({L['main']}): <module>" == cs.split(";")[-1] and
-              f"{WORK}({L['work']}): main" == cs.split(";")[-2],
-              f"{e['name']}'s Call stack: {cs}")
-    # SQLite: every op's callchainId names its stack's frames.
-    db = os.path.join(d, "t.db")
-    run([BPFSIGHT, "export", "-f", "sqlite", "-o", db, out], check=True)
-    con = sqlite3.connect(db)
-    eq(con.execute("SELECT COUNT(*), COUNT(callchainId) FROM BPFSIGHT_TORCH_OPS").fetchone(),
-       (len(ops), len(ops)), "ops with a callchainId")
+
+def test_torch_stacks_in_every_export():
+    """Each op's stack in the exports is dump's, frame for frame: Perfetto's slice callstack
+    (an instant's, for an op of 0 ns), Chrome's Kineto "Call stack", SQLite's callchainId
+    into BPFSIGHT_CALLCHAINS."""
+    need_torch()
+    need_protoc()
+    p, out = record([PY, WORK, os.path.join(tmpdir(), "p.json")], "-t", "torch",
+                    "--stacks=torch")
+    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    ops = [e for e in dump(out) if e["kind"] == "torch_op"]
+    check(ops and all("stack" in o for o in ops), f"{len(ops)} ops, all with a stack")
+    by_ts = {(o["ts"], o["name"]): o for o in ops}
+    eq(len(by_ts), len(ops), "ops told apart by start and name")
+
+    packets = decode(export(out, "perfetto", "t.pftrace"))
+    stacks, seen = Stacks(packets), set()
+    for ts, name, kind, callstack in track_events(packets):
+        o = by_ts.get((ts, name))
+        # An op of 0 ns (two clock reads alike) is an instant.
+        if o is None or kind != ("TYPE_SLICE_BEGIN" if o["dur"] else "TYPE_INSTANT"):
+            continue
+        eq(stacks.stacks[callstack], dump_frames(o["stack"]), f"perfetto: {name} at {ts}")
+        seen.add((ts, name))
+    eq(sorted(set(by_ts) - seen), [], "perfetto: ops without a slice with their stack")
+
+    seen = 0
+    for c in json.load(open(export(out, "chrome", "t.json")))["traceEvents"]:
+        o = by_ts.get((round(float(c.get("ts", 0)) * 1000), c.get("name")))
+        if o is None or c.get("ph") != "X":
+            continue
+        eq(c["args"]["Call stack"], kineto_stack(o["stack"]), f"chrome: {o['name']}")
+        seen += 1
+    eq(seen, len(ops), "chrome: ops with their stacks")
+
+    db = sqlite3.connect(export(out, "sqlite", "t.sqlite"))
+    seen = 0
+    for start, name, chain in db.execute(
+            "SELECT o.start, s.value, o.callchainId FROM BPFSIGHT_TORCH_OPS o"
+            " JOIN StringIds s ON s.id = o.nameId"):
+        o = by_ts[(start, name)]
+        eq(sql_frames(db, chain), dump_frames(o["stack"]), f"sqlite: {name} at {start}")
+        seen += 1
+    eq(seen, len(ops), "sqlite: ops with their stacks")
 
 
 def test_torch_stacks_only_when_asked_and_over_the_threshold():
