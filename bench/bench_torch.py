@@ -9,7 +9,13 @@ does), and every round runs, in turn:
   P idle        no tracer: the shim has registered no callback (torch pays nothing)
   P recording   `bpfsight record -p P -t torch` attached, its callback registered (the process
                 says so: at::hasGlobalCallbacks), the round run, the recorder stopped
+  P probe       `record -p P -t torch --stacks=torch:1000s`: the shim fires its stack site
+                at each op, whose BPF program returns at once (no op lasts that long): the
+                bare uprobe hit
+  P stacks      `record -p P -t torch --stacks=torch`: each op's stack read (Python frames and
+                native) and named
   P profiler    the same loop under torch.profiler (CPU activity only), in the process
+  P profiler-stack   the same with with_stack=True
   Q empty       Q's shim registers its callback with empty slots (BPFSIGHT_SHIM_TORCH_EMPTY,
                 for benchmarks only): torch's own RecordFunction machinery with a callback,
                 the trampoline returning at once
@@ -20,7 +26,9 @@ per op varies by up to 2x from loop to loop on this shared VM: the least disturb
 the steadiest figure). Figures, per op (the recording's trace counts the ops of its loops
 exactly): what recording adds (P recording - P idle of the same round), what torch.profiler
 adds (P profiler - P idle), torch's own part (Q empty - Q idle), and so the shim's handlers
-and its channel (the difference).
+and its channel (the difference); what a stack adds to recording (P stacks - P recording),
+against the bare uprobe hit (P probe - P recording) and torch.profiler's with_stack
+(P profiler-stack - P profiler).
 
     python3 bench/run_bench.py --build B --only torch --no-results   # this section alone
 """
@@ -37,7 +45,11 @@ NAME = "torch"
 PY = "/usr/bin/python3.11"
 GOAL_NS = 150  # the issue's: recording costs at most 150 ns per op here
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_oploop.py")
-CONFIGS = ("P idle", "P recording", "P profiler", "Q empty", "Q idle")
+CONFIGS = ("P idle", "P recording", "P probe", "P stacks", "P profiler", "P profiler-stack",
+           "Q empty", "Q idle")
+# The recorded configurations: record's options beyond -p P -t torch.
+RECORDED = {"P recording": [], "P probe": ["--stacks=torch:1000s"],
+            "P stacks": ["--stacks=torch"], "Q empty": []}
 BLOCKS = 5  # loops per configuration in a round: its fastest counts
 
 
@@ -67,7 +79,8 @@ def recorded_round(ctx, loop, name):
     loop, from the trace)."""
     out = ctx.r.tmpfile(".bst")
     rec = subprocess.Popen([ctx.r.bpfsight, "record", "-p", str(loop.pid), "-t", "torch", "-o",
-                            out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            out, *RECORDED[name]], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
     try:
         loop.wait_callbacks(True)
         ns = fastest(loop, name)
@@ -103,7 +116,7 @@ def run(ctx):
             order = CONFIGS if i % 2 == 0 else CONFIGS[::-1]
             for c in order:
                 loop = p if c.startswith("P") else q
-                if c in ("P recording", "Q empty"):
+                if c in RECORDED:
                     ns, n = recorded_round(ctx, loop, c)
                     if c == "P recording":
                         ops.append(n)
@@ -126,10 +139,17 @@ def figures(res):
     def per_op(a, b):
         return spread([(x - y) / n for x, y in zip(r[a], r[b])])
 
+    def ratio(a, b, base):
+        return spread([(x - z) / (y - z) for x, y, z in zip(r[a], r[b], r[base]) if y > z])
+
     return {"ops": n, "base": spread([x / n for x in r["P idle"]]),
             "ours": per_op("P recording", "P idle"), "profiler": per_op("P profiler", "P idle"),
             "floor": per_op("Q empty", "Q idle"),
-            "idle_q": spread([x / n for x in r["Q idle"]])}
+            "idle_q": spread([x / n for x in r["Q idle"]]),
+            "probe": per_op("P probe", "P recording"),
+            "stacks": per_op("P stacks", "P recording"),
+            "stack_ratio": ratio("P stacks", "P probe", "P recording"),
+            "profiler_stack": per_op("P profiler-stack", "P profiler")}
 
 
 def fmt(s):
@@ -143,7 +163,14 @@ def text(ctx, res):
     f = figures(res)
     return (f"torch: an op {fmt(f['base'])} untraced; recording adds {fmt(f['ours'])} per op, "
             f"torch.profiler (CPU) {fmt(f['profiler'])}, torch's own machinery with a "
-            f"callback {fmt(f['floor'])}")
+            f"callback {fmt(f['floor'])}; --stacks=torch adds {fmt(f['stacks'])} per op "
+            f"({fmt_ratio(f['stack_ratio'])} the bare uprobe hit, {fmt(f['probe'])}), "
+            f"with_stack {fmt(f['profiler_stack'])}")
+
+
+def fmt_ratio(s):
+    m, lo, hi = s
+    return "n/a" if m is None else f"{m:.1f}x ({lo:.1f} .. {hi:.1f})"
 
 
 def markdown(ctx, res):
@@ -158,13 +185,16 @@ def markdown(ctx, res):
     out.append(f"LD_PRELOAD=build/libbpfsight-shim.so {PY} bench/torch_oploop.py "
                f"{res['iters']}   # P (and Q with BPFSIGHT_SHIM_TORCH_EMPTY=1)")
     out.append("build/bpfsight record -p P -t torch -o T.bst   # around each recorded round")
+    out.append("build/bpfsight record -p P -t torch --stacks=torch -o T.bst   # P stacks")
+    out.append("build/bpfsight record -p P -t torch --stacks=torch:1000s -o T.bst   # P probe")
     out.append("```")
     out.append("")
     out.append(f"A loop: {res['iters']:,} iterations of `relu(x @ w + b).sum()` "
                f"({f['ops'] // res['iters']} RecordFunction ranges each: {f['ops']:,} a loop, "
                f"as the recording counts them), timed in the thread's CPU time; each "
                f"configuration runs {BLOCKS} loops and keeps its fastest; {res['rounds']} "
-               "rounds, each in the other order, the five configurations in each. Medians "
+               f"rounds, each in the other order, the {len(CONFIGS)} configurations in each. "
+               "Medians "
                "(min .. max) of the per-round differences, per op.")
     out.append("")
     out.append("| figure | per op | goal |")
@@ -177,6 +207,14 @@ def markdown(ctx, res):
                f"{fmt(f['profiler'])} | |")
     out.append(f"| torch's own RecordFunction machinery with a callback registered (Q empty - "
                f"Q idle: the trampoline returns at once) | {fmt(f['floor'])} | |")
+    out.append(f"| `--stacks=torch` adds to recording, each op's stack (P stacks - P "
+               f"recording) | {fmt(f['stacks'])} | |")
+    out.append(f"| of which the bare uprobe hit of the stack site (P probe - P recording: "
+               f"`--stacks=torch:1000s`, BPF returns at once) | {fmt(f['probe'])} | |")
+    out.append(f"| a stack in bare uprobe hits (per round: (P stacks - P recording) / (P probe "
+               f"- P recording)) | {fmt_ratio(f['stack_ratio'])} | |")
+    out.append(f"| torch.profiler's with_stack=True adds (P profiler-stack - P profiler) | "
+               f"{fmt(f['profiler_stack'])} | |")
     out.append("")
     meaning = ("with no tracer the shim registers no callback, so torch skips RecordFunction "
                "altogether: an idle job pays nothing (P idle is that state, and "
@@ -186,5 +224,10 @@ def markdown(ctx, res):
                "and end handlers: two clock reads, a per-thread stack, the op's name "
                "interned by address, one 72-byte record into the thread's batch, and a "
                "probe hit per batch of about 220 ops. torch.profiler pays the same "
-               "machinery and builds its own event objects.")
+               "machinery and builds its own event objects. A stack (--stacks=torch) costs "
+               "the job a uprobe hit at the shim's stack site (P probe) and, in BPF, a "
+               "frame-pointer walk and the Python frames read from the thread state; naming "
+               "them is the recorder's CPU, not the job's. torch.profiler's with_stack costs "
+               "less per op: its Python tracer records the Python calls (few in this loop) "
+               "and gives each op its stack afterwards.")
     return block_end(ctx, NAME, out, meaning)

@@ -7,7 +7,8 @@
 Each iteration: y = relu(x @ w + b); y.sum() (a handful of ATen ops, a few us each here).
 Commands on stdin, one a line; each answers one JSON line:
   round NAME      run ITERS iterations (under torch.profiler, CPU only, when NAME is
-                  "profiler") -> {"name", "ns", "callbacks"}: ns is the thread's CPU time
+                  "profiler"; with with_stack=True when it is "profiler-stack")
+                  -> {"name", "ns", "callbacks"}: ns is the thread's CPU time
                   around the loop (time.thread_time_ns: the probe's kernel time counts, the
                   machine's other load does not)
   callbacks       -> {"callbacks": at::hasGlobalCallbacks()} (is a RecordFunction callback
@@ -55,8 +56,9 @@ def main():
             continue
         name = cmd[1]
         prof = None
-        if name == "profiler":
-            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        if name.startswith("profiler"):
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                          with_stack=name == "profiler-stack")
             prof.start()
         t = time.thread_time_ns()
         loop()

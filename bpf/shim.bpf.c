@@ -9,6 +9,12 @@
  * through a per-CPU scratch value because a batch (up to 16 KiB) is far larger than the BPF
  * stack. Losses count records: a batch that finds the ring full adds its nrec.
  *
+ * A family's stack site (--stacks=torch: bpfsight:torch_op_stack(ts, dur) at each recorded
+ * op) reads the thread's stack (bpf/stack.bpf.h) and sends it as the STACK_RAW of the event
+ * the site names, at the ts the shim passes: the very ts of the event's record, which comes
+ * later in a batch, so the recorder's STACK_REF for it is written first, as for any event.
+ * Its code is verified only when a recording asks for stacks (shim_stacks_on).
+ *
  * The other probes (the families' control sites, drain, join) run nothing here: attaching
  * them is what matters, as the kernel then bumps their semaphores in the process and the
  * shim's poller sees what is wanted.
@@ -18,8 +24,19 @@
 #include "shim_cookie.h"
 #include "usdt_arg.bpf.h"
 #include "shim_records.h"
+#include "stack.bpf.h"
 
 #define BATCH_BYTES (sizeof(struct bs_shim_batch_hdr) + BS_SHIM_BATCH_MAX)
+
+/*
+ * The stack sites (shim_cookie.h's SHIM_PROBE_STACK + K): the event type each sends its
+ * stacks for, and the least duration of an event that gets one (~0: none). Set by the channel
+ * before loading; shim_stacks_on is 0 when no site is on, and the stack code is pruned.
+ */
+const volatile __u32 shim_stacks_on = 0;
+const volatile __u64 shim_stack_ns[SHIM_STACK_SITES] = { ~0ull, ~0ull, ~0ull, ~0ull,
+							 ~0ull, ~0ull, ~0ull, ~0ull };
+const volatile __u16 shim_stack_type[SHIM_STACK_SITES];
 
 struct scratch {
 	struct bs_shim_batch rec;
@@ -55,6 +72,19 @@ static __always_inline void count_gap(__u32 tgid)
 		bpf_map_update_elem(&shim_gaps, &tgid, &one, BPF_NOEXIST);
 }
 
+/* A stack site: the current thread's stack, for the event at the ts the site passes. */
+static __always_inline void shim_stack(struct pt_regs *ctx, __u64 cookie, __u64 id)
+{
+	__u32 k = (SHIM_COOKIE_PROBE(cookie) - SHIM_PROBE_STACK) & (SHIM_STACK_SITES - 1);
+	__u64 ts = 0, dur = 0;
+
+	if (usdt_fetch(ctx, SHIM_COOKIE_ARG(cookie, 0), &ts) ||
+	    usdt_fetch(ctx, SHIM_COOKIE_ARG(cookie, 1), &dur) || dur < shim_stack_ns[k])
+		return;
+	/* Read in the shim's own code: the recorder drops its frames (BS_STACK_OWN). */
+	stack_emit_flags(shim_stack_type[k], id >> 32, (__u32)id, ts, 0, BS_STACK_OWN);
+}
+
 SEC("uprobe")
 int shim_probe(struct pt_regs *ctx)
 {
@@ -64,6 +94,11 @@ int shim_probe(struct pt_regs *ctx)
 	__u32 tgid = id >> 32, zero = 0, len, flags = 0, size;
 	struct scratch *s;
 
+	if (SHIM_COOKIE_PROBE(cookie) >= SHIM_PROBE_STACK) {
+		if (shim_stacks_on && bs_is_target(tgid))
+			shim_stack(ctx, cookie, id);
+		return 0;
+	}
 	if (SHIM_COOKIE_PROBE(cookie) != SHIM_PROBE_BATCH || !bs_is_target(tgid))
 		return 0;
 	s = bpf_map_lookup_elem(&shim_scratch, &zero);

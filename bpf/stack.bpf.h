@@ -197,20 +197,27 @@ static __always_inline void stack_emit_python(struct stack_scratch *s, __u32 npy
 /*
  * Emit the current thread's stack for the event of TYPE it is about to write at TS. TOP: the
  * words on top of the user stack too (see stack_unwind): where a system call was made from
- * a function without a frame of its own (glibc's wrappers).
+ * a function without a frame of its own (glibc's wrappers). FLAGS: the record's own
+ * (BS_STACK_OWN).
  */
-static __always_inline void stack_emit(__u16 type, __u32 pid, __u32 tid, __u64 ts, int top)
+static __always_inline void stack_emit_flags(__u16 type, __u32 pid, __u32 tid, __u64 ts, int top,
+					     __u32 flags)
 {
 	struct stack_scratch *s = stack_scratch_take();
 	__u32 size;
 
 	if (!s)
 		return;
-	s->flags = 0;
+	s->flags = flags;
 	size = stack_read(s, pid, tid, top);
 	s->type = type;
 	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
 	stack_scratch_put(s);
+}
+
+static __always_inline void stack_emit(__u16 type, __u32 pid, __u32 tid, __u64 ts, int top)
+{
+	stack_emit_flags(type, pid, tid, ts, top, 0);
 }
 
 /*

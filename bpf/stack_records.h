@@ -53,7 +53,7 @@ struct bs_frame {
 struct bs_stack_raw {
 	struct bs_hdr h;
 	__u32 nips;
-	__u32 flags; /* BS_CPU_PYTHON, BS_CPU_GIL (the thread held the GIL) */
+	__u32 flags; /* BS_CPU_PYTHON, BS_CPU_GIL (the thread held the GIL), BS_STACK_OWN */
 	__u32 npy;
 	__u16 event_type; /* the BS_REC_* of the event it belongs to */
 	__u16 _pad;
@@ -160,6 +160,12 @@ struct bs_py_code_id {
  */
 #define BS_CPU_LEAF	   0x8
 #define BS_STACK_TOP_WORDS 8
+/*
+ * Ring only (BS_REC_STACK_RAW): the stack was read in a probe of the traced process's own
+ * tracing code (the cupti-shim's stack sites, --stacks=torch): its innermost addresses in the
+ * file of the first one are that code's, not the program's, and are dropped.
+ */
+#define BS_STACK_OWN 0x10
 
 BS_ASSERT_RECORD(bs_stack, 32);
 BS_ASSERT_RECORD(bs_stack_raw, 40);

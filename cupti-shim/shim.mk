@@ -41,6 +41,10 @@ shim-skipped:
 	@echo "  SKIP     cupti-shim: no $(CUDA_HOME)/include/cupti.h (set CUDA_HOME); its tests skip"
 endif
 
+# The torch ops' callback keeps its frame pointer: a stack read in it (--stacks=torch) walks on
+# into torch's code, whose first frame says where the unwind stopped (docs/STACKS.md).
+$(OUT)/shim/shim_torch.o: SHIM_CFLAGS += -fno-omit-frame-pointer
+
 $(OUT)/shim/%.o: cupti-shim/%.c | $(OUT)/shim
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(SHIM_CFLAGS) -c $< -o $@

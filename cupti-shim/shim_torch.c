@@ -39,6 +39,15 @@ static int module_slot; /* its per-thread state (shim_thread__module), set at in
 /* The torch family's control sites: bpfsight:torch and bpfsight:torch_shapes. */
 SHIM_SEMAPHORE(torch);
 SHIM_SEMAPHORE(torch_shapes);
+/*
+ * Its stack site, bpfsight:torch_op_stack(ts, dur) (--stacks=torch): fired for each op
+ * recorded, with the record's own ts; BPF sends the thread's stack as that op's (shim.bpf.c).
+ * An op fires it when it ends, after its end time: the op's own time does not include the
+ * stack's cost. A user scope (record_function) fires it at its start (dur ~0: whatever the
+ * threshold), as its end runs in other Python code (__exit__).
+ */
+SHIM_SEMAPHORE(torch_op_stack);
+#define STACK_PROBE(ts, dur) STAP_PROBE2(bpfsight, torch_op_stack, (uint64_t)(ts), (uint64_t)(dur))
 
 #define TORCH_MAX_DEPTH 64
 #define NAME_CACHE	256 /* per thread: schema names by address (they live as long as torch) */
@@ -247,6 +256,9 @@ static void **on_start(void **ret, const void *rf)
 							     shim_thread__tid(shim_thread__self()));
 		}
 		o->ts = shim_clock__now(); /* last: what the shim did above is not the op's */
+		if (SHIM_SEM(torch_op_stack) > 0 &&
+		    ((const uint8_t *)rf)[lib.layout->scope] == BS_TORCH_SCOPE_USER_SCOPE)
+			STACK_PROBE(o->ts, UINT64_MAX);
 	}
 	tt->depth++;
 	return ret;
@@ -318,6 +330,9 @@ static void emit(struct torch_thread *tt, const struct open_op *o, uint32_t dept
 		r->depth = depth > 255 ? 255 : (uint8_t)depth;
 		r->flags = flags;
 		r->concrete_id = 0;
+		/* Before the record's batch can leave: its STACK_RAW goes first. */
+		if (scope != BS_TORCH_SCOPE_USER_SCOPE && SHIM_SEM(torch_op_stack) > 0)
+			STACK_PROBE(o->ts, r->dur);
 		/* A step's end goes out at once: --capture-range=steps opens and closes on it. */
 		if (flags)
 			shim_thread__flush(t);

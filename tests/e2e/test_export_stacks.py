@@ -82,6 +82,18 @@ class Stacks:
                                                   reversed(e.get("frame_ids", []))]
 
 
+def track_events(packets):
+    """A decoded Perfetto export's track events: (timestamp, name, type, callstack iid)."""
+    names = {}
+    for pk in packets:
+        for idata in pk.get("interned_data", []):
+            for e in idata.get("event_names", []):
+                names[one(e, "iid")] = one(e, "name")
+        for te in pk.get("track_event", []):
+            yield (one(pk, "timestamp"), names.get(one(te, "name_iid")), one(te, "type"),
+                   one(te, "callstack_iid"))
+
+
 def dump_frames(stack):
     return [(f["func"], f["file"], f.get("line", 0)) for f in stack]
 
@@ -207,19 +219,13 @@ def test_cuda_call_stacks_in_every_export():
     # Perfetto: the slice's callstack_iid.
     packets = decode(export(out, "perfetto", "t.pftrace"))
     stacks = Stacks(packets)
-    names = {}
     seen = 0
-    for pk in packets:
-        for idata in pk.get("interned_data", []):
-            for e in idata.get("event_names", []):
-                names[one(e, "iid")] = one(e, "name")
-        for te in pk.get("track_event", []):
-            e = by_ts.get((one(pk, "timestamp"), names.get(one(te, "name_iid"))))
-            if e is None or one(te, "type") != "TYPE_SLICE_BEGIN":
-                continue
-            eq(stacks.stacks[one(te, "callstack_iid")], dump_frames(e["stack"]),
-               f"perfetto: {e['name']} at {e['ts']}")
-            seen += 1
+    for ts, name, kind, callstack in track_events(packets):
+        e = by_ts.get((ts, name))
+        if e is None or kind != "TYPE_SLICE_BEGIN":
+            continue
+        eq(stacks.stacks[callstack], dump_frames(e["stack"]), f"perfetto: {name} at {ts}")
+        seen += 1
     eq(seen, len(calls), "perfetto: calls with their stacks")
 
     # Chrome: Kineto's "Call stack".

@@ -156,7 +156,8 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_ALWAYS	      0x1 /* always recorded, not selectable with -t (process lifecycle) */
 #define FAMILY_OPT_IN	      0x2 /* only when -t names it: not in the default set (cpu sampling) */
 #define FAMILY_STACKS	      0x4 /* reads stacks: the stack service starts before families attach */
-#define FAMILY_STACKS_DEFAULT 0x8 /* its events carry stacks unless --stacks says otherwise */
+#define FAMILY_STACKS_DEFAULT 0x8  /* its events carry stacks unless --stacks says otherwise */
+#define FAMILY_STACKS_EVERY   0x10 /* takes --stacks with stack_default_ns 0: every event */
 
 #define FAMILY_OPT_RECORD 0x1 /* `record` takes the option */
 #define FAMILY_OPT_MONITOR                                                                         \
@@ -227,7 +228,8 @@ struct family {
 	__u32 flags;
 	/*
 	 * --stacks FAMILY[:THRESHOLD]: its events of at least THRESHOLD get the thread's stack,
-	 * this default when none is given; 0 = the family takes no --stacks.
+	 * this default when none is given; 0 = the family takes no --stacks (but with
+	 * FAMILY_STACKS_EVERY: every event by default).
 	 */
 	__u64 stack_default_ns;
 	/*

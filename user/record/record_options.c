@@ -225,12 +225,12 @@ static void names_of(char *buf, size_t len, const char *sep, int (*has)(const st
 
 static int takes_stacks(const struct family *f)
 {
-	return !!f->stack_default_ns;
+	return f->stack_default_ns || (f->flags & FAMILY_STACKS_EVERY);
 }
 
 static int stacks_by_default(const struct family *f)
 {
-	return (f->flags & FAMILY_STACKS_DEFAULT) && f->stack_default_ns;
+	return (f->flags & FAMILY_STACKS_DEFAULT) && takes_stacks(f);
 }
 
 static int uses_shim(const struct family *f)
@@ -259,7 +259,7 @@ static int opt_stacks(struct record_args *a, const char *list)
 			*colon++ = 0;
 		for (i = 0; families[i] && strcmp(families[i]->name, tok); i++)
 			;
-		if (!families[i] || !families[i]->stack_default_ns) {
+		if (!families[i] || !takes_stacks(families[i])) {
 			names_of(fams, sizeof(fams), ", ", takes_stacks);
 			ret = FAIL("--stacks: '%s' takes no stacks; families that do: %s (or none)",
 				   tok, fams);

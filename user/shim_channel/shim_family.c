@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The shim families of the registry, as the channel asks after them (shim_family.h). */
 #include <stddef.h>
+#include <string.h>
 #include "family.h"
+#include "shim_cookie.h"
 #include "shim_family.h"
 
 /* The channel's own state bits and events (bpf/shim_records.h). */
@@ -36,6 +38,30 @@ int shim_family__of(__u16 type, const struct shim_rec **rec)
 				return i;
 			}
 	}
+	return -1;
+}
+
+const struct shim_site *shim_family__stack_slot(int k, int *family)
+{
+	for (int i = 0; families[i]; i++) {
+		const struct family_shim *s = families[i]->shim;
+
+		for (const struct shim_site *t = s ? s->sites : NULL; t && t->name; t++)
+			if (t->stack_type && k-- == 0) {
+				*family = i;
+				return t;
+			}
+	}
+	return NULL;
+}
+
+int shim_family__stack_site(const char *name, int *family)
+{
+	const struct shim_site *t;
+
+	for (int k = 0; k < SHIM_STACK_SITES && (t = shim_family__stack_slot(k, family)); k++)
+		if (!strcmp(t->name, name))
+			return k;
 	return -1;
 }
 

@@ -14,7 +14,11 @@
  * What it says:
  *   - sites: the USDT sites of provider "bpfsight" it wants attached, each maybe only with an
  *     option (torch_shapes with --torch-shapes): the kernel raises their semaphores in the
- *     processes the channel covers, which is how the shim's module learns it is wanted;
+ *     processes the channel covers, which is how the shim's module learns it is wanted. A
+ *     stack site (stack_type set: torch_op_stack) is attached when --stacks names the family:
+ *     the shim fires it as SITE(ts, dur) for each event of that type it records, and BPF sends
+ *     the thread's stack as the event's STACK_RAW at that ts when dur is at least the
+ *     family's --stacks threshold (bpf/shim.bpf.c);
  *   - recs: the record types it sends, their minimum sizes (a batch with a shorter one is
  *     dropped whole, never trusted in part), the offsets of their u32 string ids (translated
  *     from the shim's per-process ids to the file's; demangled: C++ names, as kernels'), and
@@ -51,6 +55,8 @@ struct shim_site {
 	const char *name; /* bpfsight:NAME */
 	/* Whether this recording wants it (NULL: always, while the family is recorded). */
 	int (*wanted)(const struct record_opts *o);
+	/* A stack site: the BS_REC_* of the events it gives stacks to (wanted: --stacks). */
+	__u16 stack_type;
 };
 
 struct shim_rec {
@@ -102,6 +108,14 @@ struct family_shim {
 
 /* The registry's index of the shim family that sends TYPE, with its record (*REC), or -1. */
 int shim_family__of(__u16 type, const struct shim_rec **rec);
+/* The stack site of slot K (below) and its family's index (*FAMILY), or NULL. */
+const struct shim_site *shim_family__stack_slot(int k, int *family);
+/*
+ * The slot K of the stack site NAME (bpf/shim_cookie.h's SHIM_PROBE_STACK + K: the stack
+ * sites of the registry, in its order) and its family's index (*FAMILY); -1 when NAME is no
+ * stack site.
+ */
+int shim_family__stack_site(const char *name, int *family);
 /* The least size of each record type a shim may send (the channel's too), 0 for the others. */
 void shim_family__min_sizes(__u16 min_size[BS_REC_TYPE_MAX]);
 /*

@@ -99,37 +99,85 @@ static int site_wanted(const struct shim_link *l, const char *name)
 		if (!s || !(l->want & (1ull << i)))
 			continue;
 		for (const struct shim_site *t = s->sites; t && t->name; t++)
-			if (!strcmp(t->name, name) && (!t->wanted || t->wanted(l->ctx->opts)))
+			if (!t->stack_type && !strcmp(t->name, name) &&
+			    (!t->wanted || t->wanted(l->ctx->opts)))
 				return 1;
 	}
 	return 0;
 }
 
+/* SHIM_PROBE_STACK + K of the stack site NAME when --stacks names its family, else 0. */
+static int stack_wanted(const struct shim_link *l, const char *name)
+{
+	int fi, k = shim_family__stack_site(name, &fi);
+
+	if (k < 0 || !(l->want & (1ull << fi)) ||
+	    record_opts__stack_ns(l->ctx->opts, families[fi]) == RECORD_STACKS_OFF)
+		return 0;
+	return SHIM_PROBE_STACK + k;
+}
+
+/* The stack sites' event types and thresholds, for BPF (before the object is loaded). */
+static void stack_rodata(struct shim_bpf *skel, const struct record_opts *o)
+{
+	const struct shim_site *t;
+	int fi;
+
+	for (int k = 0; k < SHIM_STACK_SITES && (t = shim_family__stack_slot(k, &fi)); k++) {
+		__u64 ns = record_opts__stack_ns(o, families[fi]);
+
+		if (!(o->families & (1ull << fi)) || ns == RECORD_STACKS_OFF)
+			continue;
+		skel->rodata->shim_stack_ns[k] = ns;
+		skel->rodata->shim_stack_type[k] = t->stack_type;
+		skel->rodata->shim_stacks_on = 1;
+	}
+}
+
+/*
+ * A stack site this recording wants that the shim of F lacks (a shim older than the option):
+ * its events come without stacks, said once per file.
+ */
+static void stack_sites_missing(const struct shim_link *l, const struct shim_file *f, __u32 found)
+{
+	const struct shim_site *t;
+	int fi;
+
+	for (int k = 0; k < SHIM_STACK_SITES && (t = shim_family__stack_slot(k, &fi)); k++)
+		if (!(found & (1u << k)) && stack_wanted(l, t->name))
+			pr_warn("%s has no bpfsight:%s site (an older cupti-shim): --stacks=%s "
+				"gives its events no stack there\n",
+				f->shown, t->name, families[fi]->name);
+}
+
 static int file_sites(struct shim_link *l, struct shim_file *f, const struct usdt_notes *n)
 {
-	__u32 cnt = usdt_notes__count(n);
+	__u32 cnt = usdt_notes__count(n), stacks = 0;
 	int err, batches = 0;
 
 	for (__u32 k = 0; k < 2 * cnt; k++) {
 		const struct usdt_note *u = usdt_notes__get(n, k % cnt);
 		int id = strcmp(u->provider, "bpfsight") ? 0
 			 : shim_sites__probe_id(u->name) ? shim_sites__probe_id(u->name)
+			 : stack_wanted(l, u->name)	 ? stack_wanted(l, u->name)
 			 : site_wanted(l, u->name)	 ? SHIM_PROBE_CONTROL
 							 : 0;
 		__u32 a0 = 0, a1 = 0;
 
 		if (!id || (k < cnt) == (id == SHIM_PROBE_BATCH))
-			continue; /* first pass: control probes; second: batch */
-		if (id == SHIM_PROBE_BATCH) {
-			/* The one probe whose arguments BPF reads: they must be understood. */
+			continue; /* first pass: control and stack probes; second: batch */
+		if (id >= SHIM_PROBE_STACK)
+			stacks |= 1u << (id - SHIM_PROBE_STACK);
+		if (id == SHIM_PROBE_BATCH || id >= SHIM_PROBE_STACK) {
+			/* The probes whose arguments BPF reads: they must be understood. */
 			if (u->args_err || u->nargs < 2 || !(a0 = usdt_arg__spec(&u->arg[0])) ||
 			    !(a1 = usdt_arg__spec(&u->arg[1]))) {
-				pr_warn("%s: bpfsight:batch "
+				pr_warn("%s: bpfsight:%s "
 					"arguments '%s' are not understood; site skipped\n",
-					f->shown, u->args);
+					f->shown, u->name, u->args);
 				continue;
 			}
-			batches++;
+			batches += id == SHIM_PROBE_BATCH;
 		}
 		err = shim_sites__add(id == SHIM_PROBE_DRAIN  ? &f->drain
 				      : id == SHIM_PROBE_JOIN ? &f->join
@@ -138,6 +186,8 @@ static int file_sites(struct shim_link *l, struct shim_file *f, const struct usd
 		if (err)
 			return err;
 	}
+	if (batches)
+		stack_sites_missing(l, f, stacks);
 	return batches ? 0 : -ENOENT;
 }
 
@@ -344,6 +394,7 @@ static struct shim_link *link_new(struct record_ctx *ctx, int *err)
 		goto fail;
 	}
 	RECORD_CTX_SET_COMMON_RODATA(l->skel, ctx);
+	stack_rodata(l->skel, ctx->opts);
 	if (uprobe_multi__supported())
 		uprobe_multi__prepare(l->skel->progs.shim_probe);
 	*err = record_ctx__prepare(ctx, l->skel->obj);

@@ -352,6 +352,23 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 	return id;
 }
 
+/*
+ * BS_STACK_OWN: how many of W's N innermost addresses lie in the file of the first (the
+ * tracing code the stack was read in: the cupti-shim's callback), to be dropped.
+ */
+static __u32 own_frames(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, const __u64 *w,
+			__u32 n)
+{
+	struct uprobe_code own, c;
+	__u32 k = 1;
+
+	if (!n || !ctx->uprobes || uprobe_mgr__code_at(s->mgr, pid, w[0], 1, &own))
+		return 0;
+	while (k < n && !uprobe_mgr__code_at(s->mgr, pid, w[k], 0, &c) && !strcmp(c.path, own.path))
+		k++;
+	return k;
+}
+
 void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
 {
 	const struct bs_stack_raw *r = (const void *)rec;
@@ -363,6 +380,13 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 		return;
 	stack_svc__raw_counts(rec->size - sizeof(*r), r->nips, r->npy, &n, &npy);
 	top = stack_svc__raw_top(r->flags, &w, &n);
+	if (r->flags & BS_STACK_OWN) {
+		__u32 own = own_frames(ctx, s, rec->pid, w, n);
+
+		/* The Python frames follow the addresses: they move down with them. */
+		w += own;
+		n -= own;
+	}
 	record_ctx__hdr(&ref.h, BS_REC_STACK_REF, sizeof(ref), rec->pid, rec->tid, rec->ts);
 	ref.h.cpu = rec->cpu;
 	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, w, n, npy, top);

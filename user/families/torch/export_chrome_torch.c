@@ -175,8 +175,8 @@ static int draw_op(struct chrome *c, const struct bs_hdr *rec, const struct even
 	const struct bs_torch_op *r = (const void *)rec;
 	const char *shapes = r->shapes_id ? trace_model__string(m, r->shapes_id) : NULL;
 	const char *concrete = NULL;
+	int nonempty, err;
 	__u64 flops;
-	int nonempty;
 
 	if (rec->size >= sizeof(*r) && r->concrete_id)
 		concrete = trace_model__string(m, r->concrete_id);
@@ -197,9 +197,9 @@ static int draw_op(struct chrome *c, const struct bs_hdr *rec, const struct even
 		fprintf(c->f, ",\"Concrete Inputs\":%s", concrete);
 	if (flops)
 		fprintf(c->f, ",\"flops\":%llu", (unsigned long long)flops);
-	nonempty = chrome_stack_args(c, ev, m, 1);
+	err = chrome_stack_args(c, ev, m, 1); /* --stacks=torch: Kineto's "Call stack" */
 	fputs("}}", c->f);
-	return nonempty < 0 ? nonempty : 1;
+	return err ? err : 1;
 }
 
 static int torch_draw(struct chrome *c, void *st, const struct bs_hdr *rec, const struct event *ev,

@@ -235,8 +235,10 @@ static int shapes_wanted(const struct record_opts *o)
 	return t && t->shapes;
 }
 
+/* --stacks=torch: the shim fires torch_op_stack(ts, dur) at each op it records. */
 static const struct shim_site torch_sites[] = { { "torch" },
 						{ "torch_shapes", shapes_wanted },
+						{ "torch_op_stack", .stack_type = BS_REC_TORCH_OP },
 						{ 0 } };
 
 static const struct shim_rec torch_recs[] = {
@@ -271,8 +273,11 @@ const struct family family_torch = {
 	.name = "torch",
 	.desc = "PyTorch ops, backward ops and user scopes (a RecordFunction callback in the "
 		"cupti-shim)",
-	/* not by default: it registers a callback in the job, which then costs per op */
-	.flags = FAMILY_OPT_IN,
+	/*
+	 * not by default: it registers a callback in the job, which then costs per op;
+	 * --stacks=torch[:THRESHOLD]: every op (ops lasting THRESHOLD or more) carries its stack
+	 */
+	.flags = FAMILY_OPT_IN | FAMILY_STACKS_EVERY,
 	.shim = &torch_shim,
 	.ring_only = shim_ring_only,
 	.needs = 1u << KF_ATTACH_COOKIE,

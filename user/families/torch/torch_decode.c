@@ -48,6 +48,7 @@ static int decode_op(const struct bs_hdr *rec, const struct trace_model *m, stru
 		event__arg_str(ev, "shapes", shapes);
 	if (r->flags & (BS_TORCH_STEP | BS_TORCH_PROFILER_STEP))
 		event__arg_bool(ev, "step", 1);
+	ev->stack = trace_model__event_stack(m, rec); /* --stacks=torch */
 	return 1;
 }
 
