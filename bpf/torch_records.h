@@ -28,7 +28,8 @@ struct bs_torch_op {
 	__u8 scope;	 /* BS_TORCH_SCOPE_* (at::RecordScope) */
 	__u8 depth;	 /* ops open around it on its thread (255: 255 or more) */
 	__u16 flags;	 /* BS_TORCH_* */
-	__u32 _pad;
+	/* string: the scalar inputs' values, ["", "", "[2, 2]", "1"] (0: not asked or none) */
+	__u32 concrete_id;
 };
 
 /* at::RecordScope, numbered as in torch 1.13 and 2.11 */

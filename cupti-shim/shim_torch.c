@@ -43,11 +43,13 @@ SHIM_SEMAPHORE(torch_shapes);
 #define TORCH_MAX_DEPTH 64
 #define NAME_CACHE	256 /* per thread: schema names by address (they live as long as torch) */
 #define SHAPES_MAX	1024
+#define CONCRETE_MAX	2048
 
 struct open_op {
 	const void *rf;
 	uint64_t ts;
 	uint32_t shapes_id;
+	uint32_t concrete_id;
 };
 
 struct torch_thread {
@@ -214,6 +216,29 @@ static bool check_layout(const void *rf)
 	return false;
 }
 
+/* The string ids of TEXT (N bytes; none when 0) for this thread's records of SESSION. */
+static uint32_t string_id(const char *text, size_t n, uint32_t session)
+{
+	if (!n)
+		return 0;
+	return shim_str__use(shim_str__intern(text, n), session,
+			     shim_thread__tid(shim_thread__self()));
+}
+
+/* --torch-shapes: the inputs' shapes and concrete values (valid in the start callback only). */
+static void read_inputs(struct open_op *o, const void *rf, uint32_t session)
+{
+	const uint8_t *in = (const uint8_t *)rf + lib.layout->inputs;
+	const void *data = *(void *const *)in;
+	size_t n = *(const size_t *)(in + 8);
+	char buf[CONCRETE_MAX];
+
+	o->shapes_id =
+		string_id(buf, shim_torch_shapes__format(&lib, data, n, buf, SHAPES_MAX), session);
+	o->concrete_id = string_id(
+		buf, shim_torch_concrete__format(lib.layout, data, n, buf, sizeof(buf)), session);
+}
+
 static void **on_start(void **ret, const void *rf)
 {
 	uint32_t hot = atomic_load_explicit(&shim_hot, memory_order_relaxed), session;
@@ -234,18 +259,9 @@ static void **on_start(void **ret, const void *rf)
 	if (tt->depth < TORCH_MAX_DEPTH) {
 		o = &tt->stack[tt->depth];
 		o->rf = rf;
-		o->shapes_id = 0;
-		if (atomic_load_explicit(&shapes_on, memory_order_relaxed)) {
-			const uint8_t *in = (const uint8_t *)rf + lib.layout->inputs;
-			char buf[SHAPES_MAX];
-			size_t n = shim_torch_shapes__format(lib.layout, *(void *const *)in,
-							     *(const size_t *)(in + 8), buf,
-							     sizeof(buf));
-
-			if (n)
-				o->shapes_id = shim_str__use(shim_str__intern(buf, n), session,
-							     shim_thread__tid(shim_thread__self()));
-		}
+		o->shapes_id = o->concrete_id = 0;
+		if (atomic_load_explicit(&shapes_on, memory_order_relaxed))
+			read_inputs(o, rf, session);
 		o->ts = shim_clock__now(); /* last: what the shim did above is not the op's */
 	}
 	tt->depth++;
@@ -317,7 +333,7 @@ static void emit(struct torch_thread *tt, const struct open_op *o, uint32_t dept
 		r->scope = scope;
 		r->depth = depth > 255 ? 255 : (uint8_t)depth;
 		r->flags = flags;
-		r->_pad = 0;
+		r->concrete_id = o->concrete_id;
 		/* A step's end goes out at once: --capture-range=steps opens and closes on it. */
 		if (flags)
 			shim_thread__flush(t);

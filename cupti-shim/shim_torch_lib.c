@@ -26,6 +26,12 @@
 #include "shim_torch.h"
 
 // clang-format off
+/*
+ * Per version: num_scopes; RecordFunction's thread_id, scope, needs_inputs, fn_index, seq,
+ * inputs, fwd_tid; TensorImpl's impl_sizes, impl_numel; IValue's tags Double, Int, Bool,
+ * GenericList; ListImpl's list_vector. tests/torch/layout.cpp prints the same from a
+ * release's real headers; `make check-torch-versions` compares and runs each it can.
+ */
 static const struct torch_layout layouts[] = {
 	/*
 	 * Debian's 1.13.1 (python3-torch), read in its libtorch_cpu.so.1.13.0: addGlobalCallback
@@ -35,18 +41,35 @@ static const struct torch_layout layouts[] = {
 	 * step_callbacks_ at 0x8), isAsync is_async_ at 0x108: the fields between follow the
 	 * header's order. Checked at run time in tests/e2e/test_torch.py (sequence numbers and
 	 * forward thread ids equal torch.profiler's); the TensorImpl offsets read from tensors
-	 * of known shapes.
+	 * of known shapes; the tags from its ivalue.h (no SymBool yet), ListImpl's vector after
+	 * intrusive_ptr_target's two size_t counts, both checked by the concrete inputs of
+	 * conv2d (tests/e2e/test_torch_concrete.py).
 	 */
 	{ "1.13", "libtorch_cpu.so.1.13.0 (Debian 1.13.1) disassembled and run",
-	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8 },
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 8, 12, 0x18 },
 	/*
-	 * 2.11: aten/src/ATen/record_function.h as in the 2.x line (kwinputs_ between inputs_
-	 * and outputs_ moves fwd_thread_id_ to 0x130; 10 scopes, LITE_INTERPRETER still one);
-	 * not run here (no GPU machine yet: tests/gpu/run.sh checks it). Shapes: TensorImpl not
-	 * verified, --torch-shapes is refused for it (impl_sizes 0).
+	 * Debian's 2.6.0 (trixie's libtorch-dev and python3-torch): every value printed by
+	 * tests/torch/layout.cpp built against its headers, and run (make check-torch-versions:
+	 * tests/e2e/test_torch*.py against torch.profiler in a trixie root). kwinputs_ between
+	 * inputs_ and outputs_ moves fwd_thread_id_ to 0x130; intrusive_ptr_target's counts are
+	 * two u32 (TensorImpl 8 bytes shorter before its sizes, ListImpl's vector at 0x10);
+	 * SymBool before Bool.
+	 */
+	{ "2.6", "Debian 2.6.0: real headers (tests/torch/layout.cpp) and run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	/*
+	 * 2.11: aten/src/ATen/record_function.h as in the 2.x line (10 scopes, LITE_INTERPRETER
+	 * still one), read, not run. Shapes: TensorImpl not verified, --torch-shapes is refused
+	 * for it (impl_sizes 0).
 	 */
 	{ "2.11", "aten/src/ATen/record_function.h of the 2.x line, read (not yet run)",
-	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0, 0 },
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0, 0, 0, 0, 0, 0, 0 },
+	/*
+	 * Debian's 2.14.1 (sid's libtorch-dev and python3-torch): real headers and run, as 2.6.
+	 * TensorImpl 8 bytes shorter again before its sizes; a tag more before Bool.
+	 */
+	{ "2.14", "Debian 2.14.1: real headers (tests/torch/layout.cpp) and run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x38, 0x98, 3, 5, 10, 14, 0x10 },
 };
 // clang-format on
 
@@ -76,7 +99,7 @@ void shim_torch_lib__init(void)
 
 const char *shim_torch_lib__verified(void)
 {
-	static char list[64];
+	static char list[256];
 
 	if (!list[0])
 		for (size_t i = 0; i < NLAYOUTS; i++)
@@ -205,6 +228,8 @@ int shim_torch_lib__find(struct torch_lib *lib, char *why, size_t len)
 	}
 	for (size_t i = 0; i < NSYMS; i++)
 		fn[i] = dlsym(h, syms[i]);
+	/* in libc10, which libtorch_cpu needs: its scope has it; without it none is undefined */
+	lib->undefined = dlsym(h, "_ZN3c1019UndefinedTensorImpl10_singletonE");
 	dlclose(h); /* the process keeps it loaded: torch libraries are never unloaded */
 	for (size_t i = 0; i < NSYMS; i++)
 		if (!fn[i]) {

@@ -9,6 +9,8 @@
  * 5 sizes (and their strides) inline, or a pointer to them past 5. The product of the sizes
  * must be the tensor's numel_ (impl_numel): an input where it is not (an undefined tensor,
  * sizes kept elsewhere by a subclass) shows as [] rather than as numbers that may be wrong.
+ * An undefined tensor (a None bias passed on as at::Tensor()) is c10::UndefinedTensorImpl's
+ * singleton, whose sizes are [0] in 2.x: [] as the profiler shows it (Tag::UndefinedTensor).
  */
 #include <stdio.h>
 #include <string.h>
@@ -42,9 +44,10 @@ static int tensor_sizes(const struct torch_layout *l, const uint8_t *impl, int64
 	return prod == numel ? (int)dims : -1;
 }
 
-size_t shim_torch_shapes__format(const struct torch_layout *l, const void *inputs, size_t n,
+size_t shim_torch_shapes__format(const struct torch_lib *lib, const void *inputs, size_t n,
 				 char *buf, size_t len)
 {
+	const struct torch_layout *l = lib->layout;
 	const uint8_t *iv = inputs;
 	int64_t sizes[MAX_DIMS];
 	size_t used = 0;
@@ -55,7 +58,9 @@ size_t shim_torch_shapes__format(const struct torch_layout *l, const void *input
 	for (size_t i = 0; i < n && used + 32 < len; i++, iv += IVALUE_SIZE) {
 		uint32_t tag = *(const uint32_t *)(iv + IVALUE_TAG);
 		const uint8_t *impl = *(const uint8_t *const *)iv;
-		int dims = tag == TAG_TENSOR && impl ? tensor_sizes(l, impl, sizes) : -1;
+		int dims = tag == TAG_TENSOR && impl && impl != lib->undefined
+				   ? tensor_sizes(l, impl, sizes)
+				   : -1;
 
 		used += (size_t)snprintf(buf + used, len - used, "%s[", i ? ", " : "");
 		for (int d = 0; d < dims && used + 24 < len; d++)

@@ -141,11 +141,21 @@ static int json_dims(const char *s)
 	return s && s[0] == '[' && strspn(s, "[]0123456789, ") == strlen(s);
 }
 
+/*
+ * Kineto's "Concrete Inputs" is a JSON array of strings: the text as the shim writes it
+ * (numbers, brackets, True/False, inf/nan in quotes), never one a reader would misparse.
+ */
+static int json_concrete(const char *s)
+{
+	return s && s[0] == '[' && strspn(s, "[]\"0123456789, .+-einfaTrueFls") == strlen(s);
+}
+
 static int draw_op(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
 		   const struct trace_model *m)
 {
 	const struct bs_torch_op *r = (const void *)rec;
 	const char *shapes = r->shapes_id ? trace_model__string(m, r->shapes_id) : NULL;
+	const char *concrete = r->concrete_id ? trace_model__string(m, r->concrete_id) : NULL;
 	int nonempty;
 
 	chrome_complete(c, r->scope == BS_TORCH_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op",
@@ -160,6 +170,8 @@ static int draw_op(struct chrome *c, const struct bs_hdr *rec, const struct even
 			(unsigned long long)r->fwd_tid);
 	if (json_dims(shapes))
 		fprintf(c->f, ",\"Input Dims\":%s", shapes);
+	if (json_concrete(concrete))
+		fprintf(c->f, ",\"Concrete Inputs\":%s", concrete);
 	fputs("}}", c->f);
 	return 1;
 }

@@ -189,7 +189,8 @@ static const struct shim_site torch_sites[] = { { "torch" },
 static const struct shim_rec torch_recs[] = {
 	{ BS_REC_TORCH_OP, sizeof(struct bs_torch_op),
 	  .strings = { offsetof(struct bs_torch_op, name_id),
-		       offsetof(struct bs_torch_op, shapes_id) } },
+		       offsetof(struct bs_torch_op, shapes_id),
+		       offsetof(struct bs_torch_op, concrete_id) } },
 	{ 0 },
 };
 
