@@ -87,7 +87,7 @@ static uint32_t noted_session;
 static char noted[sizeof(lib_why)];
 static _Atomic bool checked;	/* the layout was checked against a live RecordFunction */
 static _Atomic bool layout_bad; /* ... and found wrong: never registered again */
-static char bad_why[256];
+static char bad_why[384];
 static _Atomic bool shapes_on;
 
 static __thread struct torch_thread *me;
@@ -191,26 +191,57 @@ static struct torch_thread *thread_state(uint32_t session)
 }
 
 /*
+ * kwinputs_ (an std::unordered_map<std::string, IValue>, 2.4 and later) lies between inputs_
+ * and outputs_, which moves fwd_thread_id_ from 0xf8 to 0x130. libstdc++'s empty map keeps
+ * its one bucket inside itself: its bucket array points 48 bytes past its start and its
+ * bucket count is 1, a pair no other field there can hold (before 2.4, outputs_'s begin and
+ * end: null or heap pointers).
+ */
+#define KWINPUTS_AT	    0xe0
+#define KWINPUTS_BUCKET	    48
+#define FWD_TID_NO_KWINPUTS 0xf8
+
+static bool empty_kwinputs(const uint8_t *rf)
+{
+	const uint8_t *kw = rf + KWINPUTS_AT;
+
+	return *(const uint8_t *const *)kw == kw + KWINPUTS_BUCKET &&
+	       *(const uint64_t *)(kw + 8) == 1;
+}
+
+/*
  * The first op after registering: the fields read at the layout's offsets must be what
- * torch says they are, else nothing is recorded (the poller removes the callback).
+ * torch says they are, else nothing is recorded (the poller removes the callback). The
+ * thread id is torch's own answer; the rest are values only the right field can hold: a
+ * scope below NUM_SCOPES, a name kind of 0 or 1, a sequence number of -1 or more, a forward
+ * thread id that is one of torch's small counters, inputs_ as an ArrayRef (a count that is
+ * small, data where there is a count), and kwinputs_ empty where the version has it and
+ * absent where it has not (empty_kwinputs).
  */
 static bool check_layout(const void *rf)
 {
 	const struct torch_layout *l = lib.layout;
 	const uint8_t *p = rf;
 	uint64_t tid = *(const uint64_t *)(p + l->thread_id), want = lib.current_thread_id();
+	uint64_t fwd = *(const uint64_t *)(p + l->fwd_tid);
+	const void *in = *(const void *const *)(p + l->inputs);
+	uint64_t nin = *(const uint64_t *)(p + l->inputs + 8);
 	uint8_t scope = p[l->scope], idx = p[l->fn_index];
 	int64_t seq = *(const int64_t *)(p + l->seq);
+	bool kw = empty_kwinputs(p), want_kw = l->fwd_tid != FWD_TID_NO_KWINPUTS;
 
-	if (tid == want && scope < l->num_scopes && idx <= 1 && seq >= -1) {
+	if (tid == want && scope < l->num_scopes && idx <= 1 && seq >= -1 && fwd < (1ull << 32) &&
+	    nin < (1u << 16) && (!nin || in) && kw == want_kw) {
 		atomic_store(&checked, true);
 		return true;
 	}
 	snprintf(bad_why, sizeof(bad_why),
 		 "torch ops not recorded: torch %s: the RecordFunction layout check failed "
-		 "(thread id %llu, expected %llu; scope %u; name kind %u; sequence number %lld)",
+		 "(thread id %llu, expected %llu; scope %u; name kind %u; sequence number %lld; "
+		 "forward thread %llu; inputs %llu; kwinputs %s, expected %s)",
 		 lib.version, (unsigned long long)tid, (unsigned long long)want, scope, idx,
-		 (long long)seq);
+		 (long long)seq, (unsigned long long)fwd, (unsigned long long)nin,
+		 kw ? "found" : "not found", want_kw ? "found" : "none");
 	atomic_store(&layout_bad, true);
 	atomic_fetch_and(&shim_hot, ~(uint32_t)SHIM_HOT_TORCH);
 	return false;

@@ -63,11 +63,14 @@ static int put_scalar(const struct torch_layout *l, const uint8_t *iv, char *out
 static int put_list(const struct torch_layout *l, const uint8_t *impl, char *out, size_t len)
 {
 	const uint8_t *const *vec = (const uint8_t *const *)(impl + l->list_vector);
-	const uint8_t *begin = vec[0], *end = vec[1];
+	const uint8_t *begin = vec[0], *end = vec[1], *cap = vec[2];
 	size_t n = (size_t)(end - begin) / IVALUE_SIZE, used = 1;
 	char one[SCALAR_TEXT_MAX];
 
-	if (end < begin || (size_t)(end - begin) % IVALUE_SIZE || n > LIST_MAX || (n && !begin))
+	/* a std::vector<IValue>: begin <= end <= capacity, whole IValues, malloc's alignment */
+	if (end < begin || cap < end || (size_t)(end - begin) % IVALUE_SIZE ||
+	    (size_t)(cap - begin) % IVALUE_SIZE || (uintptr_t)begin % 16 || n > LIST_MAX ||
+	    (n && !begin))
 		return -1;
 	out[0] = '[';
 	for (size_t i = 0; i < n; i++) {

@@ -251,3 +251,22 @@ def test_torch_unknown_version_refused():
     check(not any(l.get("callbacks") or l.get("callbacks_at_end") for l in lines(p.stdout)),
           "no callback registered")
     eq([e for e in dump(out) if e["kind"] == "torch_op"], [], "torch ops")
+
+
+def test_torch_wrong_layout_caught_at_the_first_op():
+    """A layout of another version (BPFSIGHT_SHIM_TORCH_VERSION names one: 2.6's on 1.13, whose
+    RecordFunction has no kwinputs_ and so keeps fwd_thread_id_ 56 bytes earlier; 1.13's on
+    2.x) is caught by the check of the first op: the callback is removed with the fields it
+    read, no op is recorded, the job runs on as without bpfsight."""
+    need_torch()
+    real = run([PY, "-c", "import torch; print(torch.__version__)"], check=True).stdout.strip()
+    other = "2.6.0" if real.startswith("1.") else "1.13.1"
+    p, out = record(["env", f"BPFSIGHT_SHIM_TORCH_VERSION={other}", PY, TRAIN, "--steps", "3",
+                     "--sleep", "0.3"],  # the poller (50 ms) says why before the job ends
+                    "-t", "torch")
+    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    want = "kwinputs not found, expected found" if other == "2.6.0" else "kwinputs found, expected none"
+    check(f"torch {other}: the RecordFunction layout check failed" in p.stderr and want in p.stderr,
+          p.stderr[-800:])
+    eq([e for e in dump(out) if e["kind"] == "torch_op"], [], "torch ops")
+    eq(lines(p.stdout)[-1]["steps"], 3, "the job's steps")

@@ -25,8 +25,10 @@
 #include "msg.h"
 
 struct torch_proc {
-	int said;    /* a note was printed */
-	int missing; /* the last note: no libtorch_cpu (yet) */
+	int said;     /* a note was printed */
+	int said_bad; /* ... one saying ops are not recorded (a layout check fails after the
+			 note that the callback was registered: it is said too) */
+	int missing;  /* the last note: no libtorch_cpu (yet) */
 	__u64 ops;
 };
 
@@ -44,9 +46,10 @@ static void note(struct torch_state *st, const struct bs_shim_status *s, const c
 	if (!p)
 		return;
 	p->missing = s->cupti_result == -ENOENT;
-	if (p->missing || p->said)
+	if (p->missing || (p->said && (!s->cupti_result || p->said_bad)))
 		return; /* not loaded yet: said at the end if it never was */
 	p->said = 1;
+	p->said_bad = s->cupti_result != 0;
 	pr_info("%spid %u: %s\n", s->cupti_result ? "warning: " : "", s->h.pid, text);
 }
 
