@@ -32,7 +32,7 @@ struct bs_torch_op {
 	__u32 concrete_id;
 };
 
-/* at::RecordScope, numbered as in torch 1.13 and 2.11 */
+/* at::RecordScope, numbered as in torch 1.13 to 2.14 (tests/torch/layout.cpp: NUM_SCOPES 10) */
 #define BS_TORCH_SCOPE_FUNCTION		     0 /* c10/ATen ops */
 #define BS_TORCH_SCOPE_BACKWARD_FUNCTION     1 /* autograd nodes (the backward ops) */
 #define BS_TORCH_SCOPE_TORCHSCRIPT_FUNCTION  2

@@ -79,7 +79,7 @@ void shim_torch_lib__init(void);
  * another -errno: refused, WHY says why in a sentence for the user.
  */
 int shim_torch_lib__find(struct torch_lib *lib, char *why, size_t len);
-/* The versions with a verified layout, "1.13, 2.11", for messages. */
+/* The versions with a verified layout, "1.13, 2.0, ...", for messages. */
 const char *shim_torch_lib__verified(void);
 
 /* shim_torch_shapes.c */

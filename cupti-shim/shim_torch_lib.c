@@ -45,8 +45,38 @@ static const struct torch_layout layouts[] = {
 	 * intrusive_ptr_target's two size_t counts, both checked by the concrete inputs of
 	 * conv2d (tests/e2e/test_torch_concrete.py).
 	 */
-	{ "1.13", "libtorch_cpu.so.1.13.0 (Debian 1.13.1) disassembled and run",
+	{ "1.13", "Debian 1.13.1: disassembled, real headers (tests/torch/layout.cpp) and run",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 8, 12, 0x18 },
+	/*
+	 * Read, not run: the releases between, from what changed between the three releases
+	 * built and run here (1.13, 2.6, 2.14; their member lists are the same but for these)
+	 * and the pytorch pull requests that changed it, placed by the release branch cuts:
+	 * - SymBool's IValue tag (Bool 8 -> 9, GenericList 12 -> 13): #98453, April 2023,
+	 *   after 2.0's branch: 2.1 on;
+	 * - intrusive_ptr_target's counts from two size_t to two u32 (TensorImpl's sizes 0x48
+	 *   -> 0x40, ListImpl's vector 0x18 -> 0x10): #117986, February 2024: 2.3 on;
+	 * - RecordFunction's kwinputs_ (fwd_thread_id_ 0xf8 -> 0x130): with RecordFunctionFast's
+	 *   inputs, #123208, April 2024 (#130373, July 2024, found it there): 2.4 on;
+	 * - UInt's tag after Int (Bool 9 -> 10, GenericList 13 -> 14): #160102, August 2025,
+	 *   before 2.9's branch (8 September 2025): 2.9 on;
+	 * - PyObjectSlot without its interpreter (TensorImpl's sizes 0x40 -> 0x38): #181289,
+	 *   April 2026: after 2.11 (2.12 and 2.13 are not placed: refused).
+	 * check_layout proves the RecordFunction part at the first op (kwinputs_ where it is
+	 * said to be, and not where it is not); shapes show [] rather than wrong sizes where
+	 * TensorImpl's offsets are wrong; a wrong tag leaves a value out ("").
+	 */
+	{ "2.0", "read (pull requests between 1.13 and 2.6), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 8, 12, 0x18 },
+	{ "2.1", "read (pull requests between 1.13 and 2.6), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 9, 13, 0x18 },
+	{ "2.2", "read (pull requests between 1.13 and 2.6), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 9, 13, 0x18 },
+	{ "2.3", "read (pull requests between 1.13 and 2.6), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	{ "2.4", "read (pull requests between 1.13 and 2.6), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	{ "2.5", "read (pull requests between 1.13 and 2.6), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
 	/*
 	 * Debian's 2.6.0 (trixie's libtorch-dev and python3-torch): every value printed by
 	 * tests/torch/layout.cpp built against its headers, and run (make check-torch-versions:
@@ -57,13 +87,16 @@ static const struct torch_layout layouts[] = {
 	 */
 	{ "2.6", "Debian 2.6.0: real headers (tests/torch/layout.cpp) and run",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
-	/*
-	 * 2.11: aten/src/ATen/record_function.h as in the 2.x line (10 scopes, LITE_INTERPRETER
-	 * still one), read, not run. Shapes: TensorImpl not verified, --torch-shapes is refused
-	 * for it (impl_sizes 0).
-	 */
-	{ "2.11", "aten/src/ATen/record_function.h of the 2.x line, read (not yet run)",
-	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0, 0, 0, 0, 0, 0, 0 },
+	{ "2.7", "read (pull requests between 2.6 and 2.14), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	{ "2.8", "read (pull requests between 2.6 and 2.14), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	{ "2.9", "read (pull requests between 2.6 and 2.14), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	{ "2.10", "read (pull requests between 2.6 and 2.14), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	{ "2.11", "read (pull requests between 2.6 and 2.14), not run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
 	/*
 	 * Debian's 2.14.1 (sid's libtorch-dev and python3-torch): real headers and run, as 2.6.
 	 * TensorImpl 8 bytes shorter again before its sizes; a tag more before Bool.
