@@ -10,7 +10,7 @@ import collections
 import json
 import os
 
-from helpers import check, dump, eq, record
+from helpers import BPFSIGHT, check, dump, eq, record, run, tmpdir
 from test_torch import PY, lines, need_torch
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -30,6 +30,8 @@ ROUND = [
     ("aten::sum", ["", "[0, 1]", "True", ""]),
     ("aten::leaky_relu", ["", "0.125"]),
     ("aten::clamp_min", ["", "-1.5"]),
+    ("aten::clamp", ["", "-inf", "1e+20"]),  # past int64: %.17g
+    ("aten::nan_to_num", ["", "2.5000000000000171e-310", "1000000000000000000.", ""]),
 ]
 
 
@@ -37,8 +39,8 @@ def test_torch_concrete_inputs_equal_torch_profiler():
     """One round of ops with known non-tensor inputs, recorded with --torch-shapes while
     torch.profiler (record_shapes) profiles the same round in the same process: the round's
     top-level ops carry exactly the concrete inputs written above (conv2d's stride 2, padding
-    3, dilation 1, groups 1; a grouped one; a double, a bool, an int list; "" for tensors and
-    None); where torch writes concrete inputs (2.x), every op of the round, nested ones
+    3, dilation 1, groups 1; a grouped one; doubles printed each way torch prints them, a
+    bool, an int list; "" for tensors and None); where torch writes concrete inputs (2.x), every op of the round, nested ones
     included, has torch's name, shapes and concrete inputs, as many times."""
     need_torch()
     p, out = record([PY, WORKLOAD, "--profile"], "-t", "torch", "--torch-shapes")
@@ -49,6 +51,13 @@ def test_torch_concrete_inputs_equal_torch_profiler():
     top = [(o["name"], json.loads(o["args"]["concrete"])) for o in sorted(ops, key=lambda o: o["ts"])
            if o["args"]["depth"] == min(x["args"]["depth"] for x in ops)]
     eq(top, ROUND, "the round's ops and their concrete inputs")
+    # The Chrome export writes them as Kineto does, a JSON list under "Concrete Inputs".
+    path = os.path.join(tmpdir(), "t.json")
+    run([BPFSIGHT, "export", out, "--format", "chrome", "-o", path], check=True)
+    with open(path) as f:
+        convs = [e["args"].get("Concrete Inputs") for e in json.load(f)["traceEvents"]
+                 if e.get("name") == "aten::conv2d" and res["t0"] <= e["ts"] * 1000 <= res["t1"]]
+    eq(convs, [c for n, c in ROUND if n == "aten::conv2d"], "conv2d's Concrete Inputs in Chrome JSON")
 
     theirs = res["events"]
     if all(c is None for _, _, c in theirs):

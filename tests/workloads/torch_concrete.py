@@ -7,7 +7,8 @@
 Runs, after a warm-up round, one round of: conv2d with stride 2, padding 3, dilation 1,
 groups 1; a grouped conv2d (stride 1, padding 1, dilation 2, groups 2); mul by 0.1 and by
 2.0; add with alpha 3; dropout with p 0.25, not training; sum over dims [0, 1] keeping them;
-leaky_relu with slope 0.125; clamp_min(-1.5). Prints {"t0": NS, "t1": NS} (the round's
+leaky_relu with slope 0.125; clamp_min(-1.5); clamp(-inf, 1e20); nan_to_num with a subnormal
+and 1e18 (doubles printed each way torch prints them). Prints {"t0": NS, "t1": NS} (the round's
 CLOCK_MONOTONIC bracket) and, with --profile, torch.profiler's (record_shapes) events of the
 round as {"events": [[name, shapes, concrete inputs or null], ...]}, in the order of their
 start: the "Input Dims" and "Concrete Inputs" of its Kineto trace (export_chrome_trace), the
@@ -31,6 +32,8 @@ def round_of_ops(x, w, wg):
     x.sum(dim=[0, 1], keepdim=True)
     torch.nn.functional.leaky_relu(x, 0.125)
     torch.clamp_min(x, -1.5)
+    torch.clamp(x, min=float("-inf"), max=1e20)
+    torch.nan_to_num(x, nan=2.5e-310, posinf=1e18)
 
 
 def main():
