@@ -234,10 +234,11 @@ class Trace:
 
     # -- torch family --
     def torch_op(self, pid, tid, ts, dur, name, scope="function", seq=-1, fwd_tid=0,
-                 torch_tid=1, depth=0, shapes=None, flags=0):
+                 torch_tid=1, depth=0, shapes=None, flags=0, concrete=None):
         n, s = self.string(name, pid), self.string(shapes, pid)
+        c = self.string(concrete, pid)
         self.recs.append(_rec(TORCH_OP, pid, tid, ts, "QqQQIIBBHI", dur, seq, fwd_tid,
-                              torch_tid, n, s, TORCH_SCOPES[scope], depth, flags, 0))
+                              torch_tid, n, s, TORCH_SCOPES[scope], depth, flags, c))
 
     def torch_step(self, pid, tid, ts, dur, step, scope="Optimizer.step#SGD.step"):
         self.recs.append(_rec(TORCH_STEP, pid, tid, ts, "QQII", dur, step, self.string(scope, pid),

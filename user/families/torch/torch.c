@@ -170,8 +170,9 @@ static void torch_opts_describe(const void *opts, char *buf, size_t len)
 
 static const struct family_option torch_options[] = {
 	{ "torch-shapes", NULL,
-	  "-t torch: also record each op's input shapes, as torch.profiler's record_shapes "
-	  "(costs more per op: docs/TORCH.md)",
+	  "-t torch: also record each op's input shapes and concrete inputs (its scalar "
+	  "arguments' values), as torch.profiler's record_shapes (costs more per op: "
+	  "docs/TORCH.md)",
 	  FAMILY_OPT_RECORD, parse_shapes },
 	{ 0 },
 };
