@@ -48,59 +48,51 @@ static const struct torch_layout layouts[] = {
 	{ "1.13", "Debian 1.13.1: disassembled, real headers (tests/torch/layout.cpp) and run",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 8, 12, 0x18 },
 	/*
-	 * Read, not run: the releases between, from what changed between the three releases
-	 * built and run here (1.13, 2.6, 2.14; their member lists are the same but for these)
-	 * and the pytorch pull requests that changed it, placed by the release branch cuts:
-	 * - SymBool's IValue tag (Bool 8 -> 9, GenericList 12 -> 13): #98453, April 2023,
-	 *   after 2.0's branch: 2.1 on;
-	 * - intrusive_ptr_target's counts from two size_t to two u32 (TensorImpl's sizes 0x48
-	 *   -> 0x40, ListImpl's vector 0x18 -> 0x10): #117986, February 2024: 2.3 on;
-	 * - RecordFunction's kwinputs_ (fwd_thread_id_ 0xf8 -> 0x130): with RecordFunctionFast's
-	 *   inputs, #123208, April 2024 (#130373, July 2024, found it there): 2.4 on;
-	 * - UInt's tag after Int (Bool 9 -> 10, GenericList 13 -> 14): #160102, August 2025,
-	 *   before 2.9's branch (8 September 2025): 2.9 on;
-	 * - PyObjectSlot without its interpreter (TensorImpl's sizes 0x40 -> 0x38): #181289,
-	 *   April 2026: after 2.11 (2.12 and 2.13 are not placed: refused).
-	 * check_layout proves the RecordFunction part at the first op (kwinputs_ where it is
-	 * said to be, and not where it is not); shapes show [] rather than wrong sizes where
-	 * TensorImpl's offsets are wrong; a wrong tag leaves a value out ("").
+	 * The other releases: tests/torch/layout.cpp built against each release's own installed
+	 * headers, as a libtorch archive or a wheel's torch/include ships them (copies kept in
+	 * public repositories; docs/TORCH.md names them), compared by check_torch_versions.py
+	 * --headers; not run here. Their member lists are 1.13's but for five changes: SymBool's
+	 * IValue tag (2.1 on: Bool 9, GenericList 13), intrusive_ptr_target's counts two u32
+	 * (2.3 on: TensorImpl's sizes 0x40, ListImpl's vector 0x10), RecordFunction's kwinputs_
+	 * (2.4 on: fwd_thread_id_ 0x130), UInt's tag (2.9 on: Bool 10, GenericList 14),
+	 * PyObjectSlot without its interpreter (2.13 on: TensorImpl's sizes 0x38). The first
+	 * op's check guards the RecordFunction part of each (kwinputs_ where it is said to be).
 	 */
-	{ "2.0", "read (pull requests between 1.13 and 2.6), not run",
+	{ "2.0", "libtorch 2.0.1's headers",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 8, 12, 0x18 },
-	{ "2.1", "read (pull requests between 1.13 and 2.6), not run",
+	{ "2.1", "libtorch 2.1.1's headers",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 9, 13, 0x18 },
-	{ "2.2", "read (pull requests between 1.13 and 2.6), not run",
+	{ "2.2", "libtorch 2.2.2's headers",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 9, 13, 0x18 },
-	{ "2.3", "read (pull requests between 1.13 and 2.6), not run",
+	{ "2.3", "libtorch 2.3.1's headers",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
-	{ "2.4", "read (pull requests between 1.13 and 2.6), not run",
+	{ "2.4", "the 2.4.0 and 2.4.1 wheels' headers",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
-	{ "2.5", "read (pull requests between 1.13 and 2.6), not run",
+	{ "2.5", "the 2.5.1 wheel's headers",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
-	/*
-	 * Debian's 2.6.0 (trixie's libtorch-dev and python3-torch): every value printed by
-	 * tests/torch/layout.cpp built against its headers, and run (make check-torch-versions:
-	 * tests/e2e/test_torch*.py against torch.profiler in a trixie root). kwinputs_ between
-	 * inputs_ and outputs_ moves fwd_thread_id_ to 0x130; intrusive_ptr_target's counts are
-	 * two u32 (TensorImpl 8 bytes shorter before its sizes, ListImpl's vector at 0x10);
-	 * SymBool before Bool.
-	 */
+	/* Debian's 2.6.0 (trixie's libtorch-dev and python3-torch): real headers and run. */
 	{ "2.6", "Debian 2.6.0: real headers (tests/torch/layout.cpp) and run",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
-	{ "2.7", "read (pull requests between 2.6 and 2.14), not run",
+	{ "2.7", "libtorch 2.7.1's headers",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
-	{ "2.8", "read (pull requests between 2.6 and 2.14), not run",
-	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
-	{ "2.9", "read (pull requests between 2.6 and 2.14), not run",
-	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
-	{ "2.10", "read (pull requests between 2.6 and 2.14), not run",
-	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
-	{ "2.11", "read (pull requests between 2.6 and 2.14), not run",
-	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
 	/*
-	 * Debian's 2.14.1 (sid's libtorch-dev and python3-torch): real headers and run, as 2.6.
-	 * TensorImpl 8 bytes shorter again before its sizes; a tag more before Bool.
+	 * 2.8: no headers of it seen. 2.7.1's and 2.9.0's differ only by UInt's tag, added by
+	 * pytorch #160102 in August 2025, after 2.8's branch (2.8.0: 6 August 2025): 2.7's row.
 	 */
+	{ "2.8", "read: between 2.7.1's and 2.9.0's headers, before UInt's tag",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	{ "2.9", "the 2.9.0 wheel's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	{ "2.10", "libtorch 2.10.0's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	{ "2.11", "libtorch 2.11.0's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	{ "2.12", "libtorch 2.12.1's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	/* 2.13: its nightly's headers (libtorch 2.13.0.dev20260428), the release's not seen */
+	{ "2.13", "libtorch 2.13.0.dev20260428's headers (a nightly)",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x38, 0x98, 3, 5, 10, 14, 0x10 },
+	/* Debian's 2.14.1 (sid's libtorch-dev and python3-torch): real headers and run. */
 	{ "2.14", "Debian 2.14.1: real headers (tests/torch/layout.cpp) and run",
 	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x38, 0x98, 3, 5, 10, 14, 0x10 },
 };

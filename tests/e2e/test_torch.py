@@ -24,7 +24,8 @@ PY = os.environ.get("BPFSIGHT_TORCH_PYTHON", "/usr/bin/python3.11")
 TRAIN = os.path.join(os.path.dirname(__file__), "..", "workloads", "torch_train.py")
 STEP = "Optimizer.step#SGD.step"
 EVAL = "autograd::engine::evaluate_function: "
-VERIFIED = "1.13, 2.0, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 2.9, 2.10, 2.11, 2.14"  # cupti-shim/shim_torch_lib.c's table
+VERIFIED = ("1.13, 2.0, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 2.9, 2.10, 2.11, 2.12, 2.13, "
+            "2.14")  # cupti-shim/shim_torch_lib.c's table
 SCOPES = {"function": 0, "backward_function": 1, "user_scope": 7}
 
 

@@ -26,6 +26,11 @@ failed. Not part of make check (CI's 8 minutes): a first run downloads ~700 MB o
 
   tests/torch/check_torch_versions.py [--build DIR] [--suites bookworm,trixie,sid]
                                       [-k PATTERN]    (as root: chroot, mount, BPF)
+  tests/torch/check_torch_versions.py --headers VERSION=DIR [--headers ...]
+
+--headers compares the table with any release's headers (a libtorch archive's include/, a
+wheel's torch/include/): no root, no tests, no root privileges; how the releases Debian does
+not package were checked (docs/TORCH.md "Versions").
 """
 import argparse
 import json
@@ -156,13 +161,11 @@ def table():
     return rows
 
 
-def check_layout(top, row):
-    """'' when the real headers give ROW, else why not."""
-    dev = os.path.join(top, "dev", "usr", "include")
-    exe = os.path.join(top, "layout")
+def check_layout(include, exe, row):
+    """'' when the headers under INCLUDE give ROW, else why not (EXE: layout.cpp built)."""
     err = ""
     for std in ("c++20", "c++17"):
-        p = subprocess.run(["g++", f"-std={std}", "-O1", "-w", "-DNDEBUG", "-I", dev,
+        p = subprocess.run(["g++", f"-std={std}", "-O1", "-w", "-DNDEBUG", "-I", include,
                             "-Wl,--unresolved-symbols=ignore-all", "-o", exe,
                             os.path.join(HERE, "layout.cpp")], capture_output=True, text=True)
         if p.returncode == 0:
@@ -216,13 +219,31 @@ def run_tests(build, top, patterns):
     return out
 
 
+def check_headers(pairs, build):
+    """--headers: each VERSION=DIR against the table; 0 when all equal."""
+    rows, bad = table(), 0
+    os.makedirs(build, exist_ok=True)
+    for pair in pairs:
+        version, _, include = pair.partition("=")
+        mm = ".".join(version.split(".")[:2])
+        why = check_layout(include, os.path.join(build, "torch-layout"), rows.get(mm))
+        bad += bool(why)
+        print(f"{version:24} {'FAIL: ' + why if why else 'equal to the table'}")
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--suites", default=",".join(SUITES))
     ap.add_argument("-k", dest="patterns", default=",".join(TESTS),
                     help="run_tests.py patterns, comma-separated")
+    ap.add_argument("--headers", action="append", default=[], metavar="VERSION=DIR",
+                    help="only compare the table with the headers in DIR (a libtorch "
+                         "archive's include/, a wheel's torch/include/) of torch VERSION")
     args = ap.parse_args()
+    if args.headers:
+        sys.exit(check_headers(args.headers, os.path.abspath(args.build)))
     if os.geteuid():
         sys.exit("check-torch-versions: needs root (chroot, mount, BPF)")
     build = os.path.abspath(args.build)
@@ -239,7 +260,8 @@ def main():
             failed = True
             continue
         mm = ".".join(version.split(".")[:2])
-        layout = check_layout(top, rows.get(mm))
+        layout = check_layout(os.path.join(top, "dev", "usr", "include"),
+                              os.path.join(top, "layout"), rows.get(mm))
         with Mounts(os.path.join(top, "root")):
             tests = run_tests(build, top, args.patterns.split(","))
         failed |= bool(layout) or any(rc for *_, rc in tests)

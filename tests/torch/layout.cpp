@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The layout test built from a torch release's real installed headers (libtorch-dev):
- * prints, as one line of JSON, the offsets and sizes cupti-shim/shim_torch_lib.c's table
- * keeps for that release, computed by the compiler from the headers the release was built
- * with (generated ones included). tests/torch/check_torch_versions.py compiles it against
- * each root's headers and compares the output with the shim's table (`bpfsight shim
- * --torch-layouts`): a mismatch fails.
+ * The layout test built from a torch release's real installed headers (Debian's
+ * libtorch-dev, a libtorch archive's include/, a wheel's torch/include/): prints, as one
+ * line of JSON, the offsets, sizes and tags cupti-shim/shim_torch_lib.c's table keeps for
+ * that release, computed by the compiler from the headers the release was built with
+ * (generated ones included). tests/torch/check_torch_versions.py compiles it against each
+ * release's headers and compares the output with the table's row (parsed from the source):
+ * a mismatch fails. Linked with unresolved symbols allowed: main calls nothing of torch's,
+ * but inline functions the headers define refer to libc10's.
  *
  * The fields are private: the standard headers are included first, then the torch headers
  * with private and protected made public (the layout does not change with access).
