@@ -192,21 +192,30 @@ static struct torch_thread *thread_state(uint32_t session)
 
 /*
  * kwinputs_ (an std::unordered_map<std::string, IValue>, 2.4 and later) lies between inputs_
- * and outputs_, which moves fwd_thread_id_ from 0xf8 to 0x130. libstdc++'s empty map keeps
- * its one bucket inside itself: its bucket array points 48 bytes past its start and its
- * bucket count is 1, a pair no other field there can hold (before 2.4, outputs_'s begin and
- * end: null or heap pointers).
+ * and outputs_, which moves fwd_thread_id_ from 0xf8 to 0x130. libstdc++'s map says what it
+ * is: its rehash policy's max load factor (a float at 32) is 1.0; empty, it keeps its one
+ * bucket inside itself (its bucket array points 48 bytes past its start, its bucket count is
+ * 1); holding kwargs (a user scope's), a heap array of more buckets than elements. Before
+ * 2.4 the same bytes are outputs_ (null at an op's start), fwd_thread_id_ and handle_.
  */
 #define KWINPUTS_AT	    0xe0
 #define KWINPUTS_BUCKET	    48
+#define KWINPUTS_LOAD	    32
 #define FWD_TID_NO_KWINPUTS 0xf8
 
-static bool empty_kwinputs(const uint8_t *rf)
+static bool has_kwinputs(const uint8_t *rf)
 {
 	const uint8_t *kw = rf + KWINPUTS_AT;
+	const uint8_t *buckets = *(const uint8_t *const *)kw;
+	uint64_t nbuckets = *(const uint64_t *)(kw + 8), n = *(const uint64_t *)(kw + 24);
+	float load;
 
-	return *(const uint8_t *const *)kw == kw + KWINPUTS_BUCKET &&
-	       *(const uint64_t *)(kw + 8) == 1;
+	memcpy(&load, kw + KWINPUTS_LOAD, sizeof(load));
+	if (load != 1.0f)
+		return false;
+	if (nbuckets == 1)
+		return buckets == kw + KWINPUTS_BUCKET;
+	return buckets && nbuckets > 1 && nbuckets < (1u << 20) && n >= 1 && n <= nbuckets;
 }
 
 /*
@@ -215,8 +224,8 @@ static bool empty_kwinputs(const uint8_t *rf)
  * thread id is torch's own answer; the rest are values only the right field can hold: a
  * scope below NUM_SCOPES, a name kind of 0 or 1, a sequence number of -1 or more, a forward
  * thread id that is one of torch's small counters, inputs_ as an ArrayRef (a count that is
- * small, data where there is a count), and kwinputs_ empty where the version has it and
- * absent where it has not (empty_kwinputs).
+ * small, data where there is a count), and kwinputs_ where the version has it and absent
+ * where it has not (has_kwinputs).
  */
 static bool check_layout(const void *rf)
 {
@@ -228,7 +237,7 @@ static bool check_layout(const void *rf)
 	uint64_t nin = *(const uint64_t *)(p + l->inputs + 8);
 	uint8_t scope = p[l->scope], idx = p[l->fn_index];
 	int64_t seq = *(const int64_t *)(p + l->seq);
-	bool kw = empty_kwinputs(p), want_kw = l->fwd_tid != FWD_TID_NO_KWINPUTS;
+	bool kw = has_kwinputs(p), want_kw = l->fwd_tid != FWD_TID_NO_KWINPUTS;
 
 	if (tid == want && scope < l->num_scopes && idx <= 1 && seq >= -1 && fwd < (1ull << 32) &&
 	    nin < (1u << 16) && (!nin || in) && kw == want_kw) {

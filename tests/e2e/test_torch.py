@@ -271,3 +271,21 @@ def test_torch_wrong_layout_caught_at_the_first_op():
           p.stderr[-800:])
     eq([e for e in dump(out) if e["kind"] == "torch_op"], [], "torch ops")
     eq(lines(p.stdout)[-1]["steps"], 3, "the job's steps")
+
+
+def test_torch_kwargs_in_the_first_op_pass_the_check():
+    """2.4 on: the first op the callback sees is a user scope holding kwargs (kwinputs_ not
+    empty: tests/workloads/torch_kwargs.py): the layout check still finds kwinputs_ where the
+    version has it, and the scope and the ops after it are recorded (before 2.4 there is no
+    such scope: skipped, as on 1.13 here; make check-torch-versions runs it on 2.6 and 2.14)."""
+    need_torch()
+    p, out = record([PY, os.path.join(os.path.dirname(TRAIN), "torch_kwargs.py")], "-t", "torch")
+    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    res = lines(p.stdout)[-1]
+    if "skip" in res:
+        raise Skip(res["skip"])
+    eq(res["kwinputs"], [{"grid": 3, "stream": 0}], "the scope's kwargs, as torch.profiler saw them")
+    check("layout check failed" not in p.stderr, p.stderr[-600:])
+    ops = sorted((e for e in dump(out) if e["kind"] == "torch_op"), key=lambda e: e["ts"])
+    eq(ops[0]["name"] if ops else None, "with_kwargs", "the first op recorded")
+    eq(sum(o["name"] == "aten::add" for o in ops), 50, "the adds after it")

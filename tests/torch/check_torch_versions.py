@@ -14,7 +14,8 @@ links and the BLAS/LAPACK alternatives are made by hand), cached in build/torch-
           scopes at 24, 16-byte IValues, Tensor's tag 1).
   tests   the torch e2e tests (tests/e2e/test_torch.py and test_torch_concrete.py: ops, shapes
           and concrete inputs equal torch.profiler's in the same job, -p --inject with
-          --capture-range=steps, a refused version, a wrong layout caught) run by the host's
+          --capture-range=steps, a refused version, a wrong layout caught, a first op
+          holding kwargs passing the check) run by the host's
           bpfsight against that release's python3, chrooted into the root
           (BPFSIGHT_TORCH_PYTHON names a wrapper that does it). The root sees the checkout at
           its own path, /tmp and /run/bpfsight (where the recorder puts the shim) bind-mounted,
