@@ -213,7 +213,8 @@ def run_tests(build, top, patterns):
         p = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "run_tests.py"),
                             "--build", build, "--no-unit", "--no-fuzz", "-k", pat],
                            capture_output=True, text=True, env=env)
-        summary = re.findall(r"^(\d+ passed, \d+ failed)$", p.stdout + p.stderr, re.M)
+        summary = re.findall(r"^(\d+ passed, \d+ failed(?:, \d+ skipped)?)$", p.stdout + p.stderr,
+                             re.M)
         fails = re.findall(r"^FAIL (.*)$", p.stdout + p.stderr, re.M)
         out.append((pat, summary[-1] if summary else f"exit {p.returncode}", fails,
                     p.returncode))
