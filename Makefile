@@ -74,7 +74,7 @@ FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 	    $(OUT)/tests/fuzz_pylines
 
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
-	man install uninstall deb check-deb check-kernels
+	man install uninstall deb check-deb check-kernels check-torch-versions
 all: $(OUT)/bpfsight man
 
 help:
@@ -99,11 +99,13 @@ help:
 	@echo '                in /var/cache/bpfsight) and record with the installed binary there'
 	@echo 'make check-kernels  the e2e tests of each family on every kernel series Debian'
 	@echo '                packages (6.1, 6.12), booted in QEMU (KERNELS=6.1 FAMILIES=osrt,sched)'
+	@echo 'make check-torch-versions  the torch family on every torch release Debian packages'
+	@echo '                (1.13, 2.6, sid'"'"'s), chrooted roots of their packages (SUITES=trixie)'
 	@echo 'V=1             show full commands'
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
-	     sqlite3 libsqlite3-dev make gcc libc6-dbg python3-torch clang-format \
+	     sqlite3 libsqlite3-dev make gcc g++ libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
 	     golang-go prometheus qemu-system-x86 busybox-static cpio musl-tools patchelf \
 	     python3-memory-profiler
@@ -442,6 +444,11 @@ check-deb: deb
 # Slow (QEMU without KVM; see tests/kernels/check_kernels.py): not part of make check.
 check-kernels: test-build
 	$(Q)$(PYTHON) tests/kernels/check_kernels.py --build $(OUT)
+
+# tests/torch/check_torch_versions.py: each release's layout from its real headers, and the
+# torch e2e tests run against its python in a root built from its Debian packages.
+check-torch-versions: test-build
+	$(Q)$(PYTHON) tests/torch/check_torch_versions.py --build $(OUT) $(if $(SUITES),--suites $(SUITES))
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)

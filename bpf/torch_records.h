@@ -28,10 +28,11 @@ struct bs_torch_op {
 	__u8 scope;	 /* BS_TORCH_SCOPE_* (at::RecordScope) */
 	__u8 depth;	 /* ops open around it on its thread (255: 255 or more) */
 	__u16 flags;	 /* BS_TORCH_* */
-	__u32 concrete_id; /* string: concrete inputs, '["", "[2, 2]", "1"]' (0: none, --torch-shapes) */
+	/* string: the scalar inputs' values, ["", "", "[2, 2]", "1"] (0: not asked or none) */
+	__u32 concrete_id;
 };
 
-/* at::RecordScope, numbered as in torch 1.13 and 2.11 */
+/* at::RecordScope, numbered as in torch 1.13 to 2.14 (tests/torch/layout.cpp: NUM_SCOPES 10) */
 #define BS_TORCH_SCOPE_FUNCTION		     0 /* c10/ATen ops */
 #define BS_TORCH_SCOPE_BACKWARD_FUNCTION     1 /* autograd nodes (the backward ops) */
 #define BS_TORCH_SCOPE_TORCHSCRIPT_FUNCTION  2

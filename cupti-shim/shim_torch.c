@@ -52,11 +52,13 @@ SHIM_SEMAPHORE(torch_op_stack);
 #define TORCH_MAX_DEPTH 64
 #define NAME_CACHE	256 /* per thread: schema names by address (they live as long as torch) */
 #define SHAPES_MAX	1024
+#define CONCRETE_MAX	2048
 
 struct open_op {
 	const void *rf;
 	uint64_t ts;
 	uint32_t shapes_id;
+	uint32_t concrete_id;
 };
 
 struct torch_thread {
@@ -94,7 +96,7 @@ static uint32_t noted_session;
 static char noted[sizeof(lib_why)];
 static _Atomic bool checked;	/* the layout was checked against a live RecordFunction */
 static _Atomic bool layout_bad; /* ... and found wrong: never registered again */
-static char bad_why[256];
+static char bad_why[384];
 static _Atomic bool shapes_on;
 
 static __thread struct torch_thread *me;
@@ -198,29 +200,92 @@ static struct torch_thread *thread_state(uint32_t session)
 }
 
 /*
+ * kwinputs_ (an std::unordered_map<std::string, IValue>, 2.4 and later) lies between inputs_
+ * and outputs_, which moves fwd_thread_id_ from 0xf8 to 0x130. libstdc++'s map says what it
+ * is: its rehash policy's max load factor (a float at 32) is 1.0; empty, it keeps its one
+ * bucket inside itself (its bucket array points 48 bytes past its start, its bucket count is
+ * 1); holding kwargs (a user scope's), a heap array of more buckets than elements. Before
+ * 2.4 the same bytes are outputs_ (null at an op's start), fwd_thread_id_ and handle_.
+ */
+#define KWINPUTS_AT	    0xe0
+#define KWINPUTS_BUCKET	    48
+#define KWINPUTS_LOAD	    32
+#define FWD_TID_NO_KWINPUTS 0xf8
+
+static bool has_kwinputs(const uint8_t *rf)
+{
+	const uint8_t *kw = rf + KWINPUTS_AT;
+	const uint8_t *buckets = *(const uint8_t *const *)kw;
+	uint64_t nbuckets = *(const uint64_t *)(kw + 8), n = *(const uint64_t *)(kw + 24);
+	float load;
+
+	memcpy(&load, kw + KWINPUTS_LOAD, sizeof(load));
+	if (load != 1.0f)
+		return false;
+	if (nbuckets == 1)
+		return buckets == kw + KWINPUTS_BUCKET;
+	return buckets && nbuckets > 1 && nbuckets < (1u << 20) && n >= 1 && n <= nbuckets;
+}
+
+/*
  * The first op after registering: the fields read at the layout's offsets must be what
- * torch says they are, else nothing is recorded (the poller removes the callback).
+ * torch says they are, else nothing is recorded (the poller removes the callback). The
+ * thread id is torch's own answer; the rest are values only the right field can hold: a
+ * scope below NUM_SCOPES, a name kind of 0 or 1, a sequence number of -1 or more, a forward
+ * thread id that is one of torch's small counters, inputs_ as an ArrayRef (a count that is
+ * small, data where there is a count), and kwinputs_ where the version has it and absent
+ * where it has not (has_kwinputs).
  */
 static bool check_layout(const void *rf)
 {
 	const struct torch_layout *l = lib.layout;
 	const uint8_t *p = rf;
 	uint64_t tid = *(const uint64_t *)(p + l->thread_id), want = lib.current_thread_id();
+	uint64_t fwd = *(const uint64_t *)(p + l->fwd_tid);
+	const void *in = *(const void *const *)(p + l->inputs);
+	uint64_t nin = *(const uint64_t *)(p + l->inputs + 8);
 	uint8_t scope = p[l->scope], idx = p[l->fn_index];
 	int64_t seq = *(const int64_t *)(p + l->seq);
+	bool kw = has_kwinputs(p), want_kw = l->fwd_tid != FWD_TID_NO_KWINPUTS;
 
-	if (tid == want && scope < l->num_scopes && idx <= 1 && seq >= -1) {
+	if (tid == want && scope < l->num_scopes && idx <= 1 && seq >= -1 && fwd < (1ull << 32) &&
+	    nin < (1u << 16) && (!nin || in) && kw == want_kw) {
 		atomic_store(&checked, true);
 		return true;
 	}
 	snprintf(bad_why, sizeof(bad_why),
 		 "torch ops not recorded: torch %s: the RecordFunction layout check failed "
-		 "(thread id %llu, expected %llu; scope %u; name kind %u; sequence number %lld)",
+		 "(thread id %llu, expected %llu; scope %u; name kind %u; sequence number %lld; "
+		 "forward thread %llu; inputs %llu; kwinputs %s, expected %s)",
 		 lib.version, (unsigned long long)tid, (unsigned long long)want, scope, idx,
-		 (long long)seq);
+		 (long long)seq, (unsigned long long)fwd, (unsigned long long)nin,
+		 kw ? "found" : "not found", want_kw ? "found" : "none");
 	atomic_store(&layout_bad, true);
 	atomic_fetch_and(&shim_hot, ~(uint32_t)SHIM_HOT_TORCH);
 	return false;
+}
+
+/* The string ids of TEXT (N bytes; none when 0) for this thread's records of SESSION. */
+static uint32_t string_id(const char *text, size_t n, uint32_t session)
+{
+	if (!n)
+		return 0;
+	return shim_str__use(shim_str__intern(text, n), session,
+			     shim_thread__tid(shim_thread__self()));
+}
+
+/* --torch-shapes: the inputs' shapes and concrete values (valid in the start callback only). */
+static void read_inputs(struct open_op *o, const void *rf, uint32_t session)
+{
+	const uint8_t *in = (const uint8_t *)rf + lib.layout->inputs;
+	const void *data = *(void *const *)in;
+	size_t n = *(const size_t *)(in + 8);
+	char buf[CONCRETE_MAX];
+
+	o->shapes_id =
+		string_id(buf, shim_torch_shapes__format(&lib, data, n, buf, SHAPES_MAX), session);
+	o->concrete_id = string_id(
+		buf, shim_torch_concrete__format(lib.layout, data, n, buf, sizeof(buf)), session);
 }
 
 static void **on_start(void **ret, const void *rf)
@@ -243,18 +308,9 @@ static void **on_start(void **ret, const void *rf)
 	if (tt->depth < TORCH_MAX_DEPTH) {
 		o = &tt->stack[tt->depth];
 		o->rf = rf;
-		o->shapes_id = 0;
-		if (atomic_load_explicit(&shapes_on, memory_order_relaxed)) {
-			const uint8_t *in = (const uint8_t *)rf + lib.layout->inputs;
-			char buf[SHAPES_MAX];
-			size_t n = shim_torch_shapes__format(lib.layout, *(void *const *)in,
-							     *(const size_t *)(in + 8), buf,
-							     sizeof(buf));
-
-			if (n)
-				o->shapes_id = shim_str__use(shim_str__intern(buf, n), session,
-							     shim_thread__tid(shim_thread__self()));
-		}
+		o->shapes_id = o->concrete_id = 0;
+		if (atomic_load_explicit(&shapes_on, memory_order_relaxed))
+			read_inputs(o, rf, session);
 		o->ts = shim_clock__now(); /* last: what the shim did above is not the op's */
 		if (SHIM_SEM(torch_op_stack) > 0 &&
 		    ((const uint8_t *)rf)[lib.layout->scope] == BS_TORCH_SCOPE_USER_SCOPE)
@@ -329,7 +385,7 @@ static void emit(struct torch_thread *tt, const struct open_op *o, uint32_t dept
 		r->scope = scope;
 		r->depth = depth > 255 ? 255 : (uint8_t)depth;
 		r->flags = flags;
-		r->concrete_id = 0;
+		r->concrete_id = o->concrete_id;
 		/* Before the record's batch can leave: its STACK_RAW goes first. */
 		if (scope != BS_TORCH_SCOPE_USER_SCOPE && SHIM_SEM(torch_op_stack) > 0)
 			STACK_PROBE(o->ts, r->dur);

@@ -7,6 +7,7 @@
  *                        the C++ entry points by their mangled names
  *   shim_torch.c         registering and removing the callback, the trampoline, the handlers
  *   shim_torch_shapes.c  input shapes (--torch-shapes)
+ *   shim_torch_concrete.c  the scalar inputs' values (--torch-shapes)
  *
  * PyTorch's API is C++; the shim calls four exported functions from C, with the callback
  * structure laid out by hand, and reads three fields of at::RecordFunction that the header
@@ -50,6 +51,9 @@ struct torch_layout {
 	uint16_t fwd_tid;      /* fwd_thread_id_ (u64): forwardThreadId() */
 	/* --torch-shapes: c10::TensorImpl's sizes_and_strides_ and numel_ */
 	uint16_t impl_sizes, impl_numel;
+	/* and the concrete inputs: c10::IValue's tags, c10::detail::ListImpl's std::vector */
+	uint8_t tag_double, tag_int, tag_bool, tag_list;
+	uint8_t list_vector;
 };
 
 struct torch_lib {
@@ -60,6 +64,7 @@ struct torch_lib {
 	void (*remove)(uint64_t handle);
 	const char *(*name)(const void *rf);
 	uint64_t (*current_thread_id)(void);
+	const void *undefined; /* c10::UndefinedTensorImpl's singleton: an undefined tensor */
 };
 
 /* shim_torch_lib.c */
@@ -74,18 +79,28 @@ void shim_torch_lib__init(void);
  * another -errno: refused, WHY says why in a sentence for the user.
  */
 int shim_torch_lib__find(struct torch_lib *lib, char *why, size_t len);
-/* The versions with a verified layout, "1.13, 2.11", for messages. */
+/* The versions with a verified layout, "1.13, 2.0, ...", for messages. */
 const char *shim_torch_lib__verified(void);
 
 /* shim_torch_shapes.c */
 
 /*
- * The shapes of the tensors among INPUTS (N c10::IValue of 16 bytes) as text into BUF:
- * "[[4, 8], [], [8]]" (a non-tensor input is "[]", as torch.profiler's record_shapes shows
- * it). Returns the length, 0 when nothing could be read.
+ * The shapes of the tensors among INPUTS (N c10::IValue of 16 bytes) of LIB's torch as text
+ * into BUF: "[[4, 8], [], [8]]" (a non-tensor input or an undefined tensor is "[]", as
+ * torch.profiler's record_shapes shows it). Returns the length, 0 when nothing could be read.
  */
-size_t shim_torch_shapes__format(const struct torch_layout *l, const void *inputs, size_t n,
+size_t shim_torch_shapes__format(const struct torch_lib *lib, const void *inputs, size_t n,
 				 char *buf, size_t len);
+
+/* shim_torch_concrete.c */
+
+/*
+ * The concrete values of the scalar inputs among INPUTS as Kineto's "Concrete Inputs" shows
+ * them, a JSON list of strings into BUF: ["", "", "[2, 2]", "1"] ("" for a tensor or a value
+ * not read). Returns the length, 0 when nothing could be read.
+ */
+size_t shim_torch_concrete__format(const struct torch_layout *l, const void *inputs, size_t n,
+				   char *buf, size_t len);
 
 /* shim_torch.c: the module (shim_modules.c); its shim_hot bit */
 #define SHIM_HOT_TORCH 0x8 /* the RecordFunction callback records torch ops */

@@ -26,6 +26,12 @@
 #include "shim_torch.h"
 
 // clang-format off
+/*
+ * Per version: num_scopes; RecordFunction's thread_id, scope, needs_inputs, fn_index, seq,
+ * inputs, fwd_tid; TensorImpl's impl_sizes, impl_numel; IValue's tags Double, Int, Bool,
+ * GenericList; ListImpl's list_vector. tests/torch/layout.cpp prints the same from a
+ * release's real headers; `make check-torch-versions` compares and runs each it can.
+ */
 static const struct torch_layout layouts[] = {
 	/*
 	 * Debian's 1.13.1 (python3-torch), read in its libtorch_cpu.so.1.13.0: addGlobalCallback
@@ -35,18 +41,60 @@ static const struct torch_layout layouts[] = {
 	 * step_callbacks_ at 0x8), isAsync is_async_ at 0x108: the fields between follow the
 	 * header's order. Checked at run time in tests/e2e/test_torch.py (sequence numbers and
 	 * forward thread ids equal torch.profiler's); the TensorImpl offsets read from tensors
-	 * of known shapes.
+	 * of known shapes; the tags from its ivalue.h (no SymBool yet), ListImpl's vector after
+	 * intrusive_ptr_target's two size_t counts, both checked by the concrete inputs of
+	 * conv2d (tests/e2e/test_torch_concrete.py).
 	 */
-	{ "1.13", "libtorch_cpu.so.1.13.0 (Debian 1.13.1) disassembled and run",
-	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8 },
+	{ "1.13", "Debian 1.13.1: disassembled, real headers (tests/torch/layout.cpp) and run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 8, 12, 0x18 },
 	/*
-	 * 2.11: aten/src/ATen/record_function.h as in the 2.x line (kwinputs_ between inputs_
-	 * and outputs_ moves fwd_thread_id_ to 0x130; 10 scopes, LITE_INTERPRETER still one);
-	 * not run here (no GPU machine yet: tests/gpu/run.sh checks it). Shapes: TensorImpl not
-	 * verified, --torch-shapes is refused for it (impl_sizes 0).
+	 * The other releases: tests/torch/layout.cpp built against each release's own installed
+	 * headers, as a libtorch archive or a wheel's torch/include ships them (copies kept in
+	 * public repositories; docs/TORCH.md names them), compared by check_torch_versions.py
+	 * --headers; not run here. Their member lists are 1.13's but for five changes: SymBool's
+	 * IValue tag (2.1 on: Bool 9, GenericList 13), intrusive_ptr_target's counts two u32
+	 * (2.3 on: TensorImpl's sizes 0x40, ListImpl's vector 0x10), RecordFunction's kwinputs_
+	 * (2.4 on: fwd_thread_id_ 0x130), UInt's tag (2.9 on: Bool 10, GenericList 14),
+	 * PyObjectSlot without its interpreter (2.13 on: TensorImpl's sizes 0x38). The first
+	 * op's check guards the RecordFunction part of each (kwinputs_ where it is said to be).
 	 */
-	{ "2.11", "aten/src/ATen/record_function.h of the 2.x line, read (not yet run)",
-	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0, 0 },
+	{ "2.0", "libtorch 2.0.1's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 8, 12, 0x18 },
+	{ "2.1", "libtorch 2.1.1's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 9, 13, 0x18 },
+	{ "2.2", "libtorch 2.2.2's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x48, 0xa8, 3, 5, 9, 13, 0x18 },
+	{ "2.3", "libtorch 2.3.1's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0xf8, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	{ "2.4", "the 2.4.0 and 2.4.1 wheels' headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	{ "2.5", "the 2.5.1 wheel's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	/* Debian's 2.6.0 (trixie's libtorch-dev and python3-torch): real headers and run. */
+	{ "2.6", "Debian 2.6.0: real headers (tests/torch/layout.cpp) and run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	{ "2.7", "libtorch 2.7.1's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	/*
+	 * 2.8: no headers of it seen. 2.7.1's and 2.9.0's differ only by UInt's tag, added by
+	 * pytorch #160102 in August 2025, after 2.8's branch (2.8.0: 6 August 2025): 2.7's row.
+	 */
+	{ "2.8", "read: between 2.7.1's and 2.9.0's headers, before UInt's tag",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 9, 13, 0x10 },
+	{ "2.9", "the 2.9.0 wheel's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	{ "2.10", "libtorch 2.10.0's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	{ "2.11", "libtorch 2.11.0's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	{ "2.12", "libtorch 2.12.1's headers",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x40, 0xa0, 3, 5, 10, 14, 0x10 },
+	/* 2.13: its nightly's headers (libtorch 2.13.0.dev20260428), the release's not seen */
+	{ "2.13", "libtorch 2.13.0.dev20260428's headers (a nightly)",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x38, 0x98, 3, 5, 10, 14, 0x10 },
+	/* Debian's 2.14.1 (sid's libtorch-dev and python3-torch): real headers and run. */
+	{ "2.14", "Debian 2.14.1: real headers (tests/torch/layout.cpp) and run",
+	  10, 0x58, 0x60, 0x61, 0xc0, 0xc8, 0xd0, 0x130, 0x38, 0x98, 3, 5, 10, 14, 0x10 },
 };
 // clang-format on
 
@@ -76,7 +124,7 @@ void shim_torch_lib__init(void)
 
 const char *shim_torch_lib__verified(void)
 {
-	static char list[64];
+	static char list[256];
 
 	if (!list[0])
 		for (size_t i = 0; i < NLAYOUTS; i++)
@@ -205,6 +253,8 @@ int shim_torch_lib__find(struct torch_lib *lib, char *why, size_t len)
 	}
 	for (size_t i = 0; i < NSYMS; i++)
 		fn[i] = dlsym(h, syms[i]);
+	/* in libc10, which libtorch_cpu needs: its scope has it; without it none is undefined */
+	lib->undefined = dlsym(h, "_ZN3c1019UndefinedTensorImpl10_singletonE");
 	dlclose(h); /* the process keeps it loaded: torch libraries are never unloaded */
 	for (size_t i = 0; i < NSYMS; i++)
 		if (!fn[i]) {

@@ -9,7 +9,11 @@
  * 5 sizes (and their strides) inline, or a pointer to them past 5. The product of the sizes
  * must be the tensor's numel_ (impl_numel): an input where it is not (an undefined tensor,
  * sizes kept elsewhere by a subclass) shows as [] rather than as numbers that may be wrong.
+ * An undefined tensor (a None bias passed on as at::Tensor()) is c10::UndefinedTensorImpl's
+ * singleton, whose sizes are [0] in 2.x: [] as the profiler shows it (Tag::UndefinedTensor).
  */
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +26,13 @@
 #define MAX_DIMS    64
 #define MAX_INPUTS  32
 
+/*
+ * Set once a tensor's inline sizes matched its numel_: the layout's offsets are proven, and
+ * only then is a pointer read there followed (sizes past 5 dimensions). A wrong layout reads
+ * numbers that never match, so it shows [] and never follows what it took for a pointer.
+ */
+static _Atomic bool proven;
+
 /* The sizes of the tensor at IMPL into SIZES; the number of dimensions, or -1. */
 static int tensor_sizes(const struct torch_layout *l, const uint8_t *impl, int64_t *sizes)
 {
@@ -29,7 +40,8 @@ static int tensor_sizes(const struct torch_layout *l, const uint8_t *impl, int64
 	const int64_t *src = (const int64_t *)(impl + l->impl_sizes + 8);
 	int64_t numel = *(const int64_t *)(impl + l->impl_numel), prod = 1;
 
-	if (dims > MAX_DIMS)
+	if (dims > MAX_DIMS ||
+	    (dims > INLINE_DIMS && !atomic_load_explicit(&proven, memory_order_relaxed)))
 		return -1;
 	if (dims > INLINE_DIMS)
 		src = *(int64_t *const *)src;
@@ -39,12 +51,17 @@ static int tensor_sizes(const struct torch_layout *l, const uint8_t *impl, int64
 			return -1;
 		prod *= sizes[d];
 	}
-	return prod == numel ? (int)dims : -1;
+	if (prod != numel)
+		return -1;
+	if (dims <= INLINE_DIMS && numel > 1)
+		atomic_store_explicit(&proven, true, memory_order_relaxed);
+	return (int)dims;
 }
 
-size_t shim_torch_shapes__format(const struct torch_layout *l, const void *inputs, size_t n,
+size_t shim_torch_shapes__format(const struct torch_lib *lib, const void *inputs, size_t n,
 				 char *buf, size_t len)
 {
+	const struct torch_layout *l = lib->layout;
 	const uint8_t *iv = inputs;
 	int64_t sizes[MAX_DIMS];
 	size_t used = 0;
@@ -55,7 +72,9 @@ size_t shim_torch_shapes__format(const struct torch_layout *l, const void *input
 	for (size_t i = 0; i < n && used + 32 < len; i++, iv += IVALUE_SIZE) {
 		uint32_t tag = *(const uint32_t *)(iv + IVALUE_TAG);
 		const uint8_t *impl = *(const uint8_t *const *)iv;
-		int dims = tag == TAG_TENSOR && impl ? tensor_sizes(l, impl, sizes) : -1;
+		int dims = tag == TAG_TENSOR && impl && impl != lib->undefined
+				   ? tensor_sizes(l, impl, sizes)
+				   : -1;
 
 		used += (size_t)snprintf(buf + used, len - used, "%s[", i ? ", " : "");
 		for (int d = 0; d < dims && used + 24 < len; d++)

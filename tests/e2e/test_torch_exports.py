@@ -21,6 +21,7 @@ SECONDS = 4
 
 PID, MAIN, AUTOGRAD = 500, 501, 502
 LAUNCH = "cudaLaunchKernel"
+CONCRETE = '["", "", "", "1", "1"]'  # addmm's beta and alpha
 
 
 def build():
@@ -34,7 +35,8 @@ def build():
         t.cuda_call(PID, tid, ts, 400, fn)
     # the ops, as they end: children first
     t.torch_op(PID, MAIN, 10100, 200, "aten::t", depth=1, seq=3)
-    t.torch_op(PID, MAIN, 10400, 8000, "aten::addmm", depth=1, seq=4, shapes="[[64], [16, 32], [32, 64]]")
+    t.torch_op(PID, MAIN, 10400, 8000, "aten::addmm", depth=1, seq=4, shapes="[[64], [16, 32], [32, 64]]",
+               concrete=CONCRETE)
     t.torch_op(PID, MAIN, 10000, 9000, "aten::linear", seq=2)
     t.torch_op(PID, MAIN, 20000, 3000, "aten::relu", seq=5)
     t.torch_op(PID, AUTOGRAD, 40500, 4000, "aten::mm", depth=1)
@@ -91,6 +93,8 @@ def test_torch_chrome_and_perfetto():
     ext = {n: e["args"]["External id"] for n, e in ops.items()}
     eq(ext["aten::addmm"], synth.flow_id(PID, MAIN, 10400), "an op's External id")
     eq(ops["aten::addmm"]["args"]["Input Dims"], [[64], [16, 32], [32, 64]], "Input Dims")
+    eq(ops["aten::addmm"]["args"]["Concrete Inputs"], json.loads(CONCRETE), "Concrete Inputs")
+    check("Concrete Inputs" not in ops["aten::relu"]["args"], "none where none was recorded")
     eq((ops["MmBackward0"]["args"]["Sequence number"], ops["MmBackward0"]["args"]["Fwd thread id"]),
        (4, 1), "backward op's pairing")
     kernels = collections.defaultdict(list)
@@ -122,14 +126,15 @@ def test_torch_chrome_and_perfetto():
     run([BPFSIGHT, "export", trace, "--format", "sqlite", "-o", db], check=True)
     con = sqlite3.connect(db)
     rows = con.execute("SELECT s.value, o.start, o.end - o.start, o.globalTid & 0xffffff, o.scope, "
-                       "o.seq, o.fwdThread, o.depth, o.shapes FROM BPFSIGHT_TORCH_OPS AS o "
+                       "o.seq, o.fwdThread, o.depth, o.shapes, o.concrete FROM BPFSIGHT_TORCH_OPS AS o "
                        "JOIN StringIds AS s ON s.id = o.nameId").fetchall()
     eq(sorted(rows), sorted([
-        ("aten::t", 10100, 200, MAIN, "function", 3, 0, 1, None),
-        ("aten::addmm", 10400, 8000, MAIN, "function", 4, 0, 1, "[[64], [16, 32], [32, 64]]"),
-        ("aten::linear", 10000, 9000, MAIN, "function", 2, 0, 0, None),
-        ("aten::relu", 20000, 3000, MAIN, "function", 5, 0, 0, None),
-        ("aten::mm", 40500, 4000, AUTOGRAD, "function", None, None, 1, None),
-        ("MmBackward0", 40000, 5000, AUTOGRAD, "backward_function", 4, 1, 0, None)]),
+        ("aten::t", 10100, 200, MAIN, "function", 3, 0, 1, None, None),
+        ("aten::addmm", 10400, 8000, MAIN, "function", 4, 0, 1, "[[64], [16, 32], [32, 64]]",
+         CONCRETE),
+        ("aten::linear", 10000, 9000, MAIN, "function", 2, 0, 0, None, None),
+        ("aten::relu", 20000, 3000, MAIN, "function", 5, 0, 0, None, None),
+        ("aten::mm", 40500, 4000, AUTOGRAD, "function", None, None, 1, None, None),
+        ("MmBackward0", 40000, 5000, AUTOGRAD, "backward_function", 4, 1, 0, None, None)]),
        "BPFSIGHT_TORCH_OPS")
     eq(con.execute("SELECT COUNT(*) FROM BPFSIGHT_TORCH_STEPS").fetchone()[0], 2, "steps")

@@ -174,12 +174,10 @@ static int draw_op(struct chrome *c, const struct bs_hdr *rec, const struct even
 {
 	const struct bs_torch_op *r = (const void *)rec;
 	const char *shapes = r->shapes_id ? trace_model__string(m, r->shapes_id) : NULL;
-	const char *concrete = NULL;
+	const char *concrete = r->concrete_id ? trace_model__string(m, r->concrete_id) : NULL;
 	int nonempty, err;
 	__u64 flops;
 
-	if (rec->size >= sizeof(*r) && r->concrete_id)
-		concrete = trace_model__string(m, r->concrete_id);
 	flops = torch_flops__of(ev->name, shapes, concrete);
 	chrome_complete(c, r->scope == BS_TORCH_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op",
 			ev->name, ev->pid, ev->tid, ev->ts, ev->dur);

@@ -3,8 +3,9 @@
  * The torch family's tables in the SQLite export (nsys has none for PyTorch's ops):
  *   BPFSIGHT_TORCH_OPS    one row per op: start, end, thread, name (-> StringIds), scope (dump's
  *                         text), sequence number and forward thread (NULL without one), torch's
- *                         thread id, depth, input shapes (NULL without --torch-shapes),
- *                         callchainId (its stack with --stacks=torch: BPFSIGHT_CALLCHAINS)
+ *                         thread id, depth, input shapes and concrete inputs (NULL without
+ *                         --torch-shapes), callchainId (its stack with --stacks=torch:
+ *                         BPFSIGHT_CALLCHAINS)
  *   BPFSIGHT_TORCH_STEPS  one row per training step: start, end, thread, step, scope name
  * Kernels join an op by time on their launching thread (CUPTI_ACTIVITY_KIND_KERNEL's
  * globalTid and its launching call's start), as torch_op_kernels does.
@@ -16,7 +17,7 @@ static const char torch_schema[] =
 	"CREATE TABLE BPFSIGHT_TORCH_OPS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
 	" globalTid INTEGER NOT NULL, nameId INTEGER NOT NULL, scope TEXT NOT NULL,"
 	" seq INTEGER, fwdThread INTEGER, torchThread INTEGER NOT NULL, depth INTEGER NOT NULL,"
-	" shapes TEXT, callchainId INTEGER);"
+	" shapes TEXT, concrete TEXT, callchainId INTEGER);"
 	"CREATE TABLE BPFSIGHT_TORCH_STEPS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
 	" globalTid INTEGER NOT NULL, step INTEGER NOT NULL, scopeNameId INTEGER NOT NULL);";
 
@@ -27,7 +28,7 @@ static const char torch_indexes[] =
 enum { T_OP, T_STEP, T_NSTMT };
 
 static const char *const torch_sql[T_NSTMT] = {
-	[T_OP] = "INSERT INTO BPFSIGHT_TORCH_OPS VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[T_OP] = "INSERT INTO BPFSIGHT_TORCH_OPS VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[T_STEP] = "INSERT INTO BPFSIGHT_TORCH_STEPS VALUES (?, ?, ?, ?, ?)",
 };
 
@@ -59,7 +60,8 @@ static int torch_record(struct sq *s, void *st, const struct bs_hdr *rec, const 
 		sqlite3_bind_int64(q, 8, (__s64)r->torch_tid);
 		sqlite3_bind_int(q, 9, r->depth);
 		sq_bind_arg(q, 10, ev, "shapes");
-		sq_bind_stack(q, 11, ev->stack);
+		sq_bind_arg(q, 11, ev, "concrete");
+		sq_bind_stack(q, 12, ev->stack);
 	} else if (rec->type == BS_REC_TORCH_STEP) {
 		q = c->stmt[T_STEP];
 		sqlite3_bind_int64(q, 1, rec->ts);

@@ -25,10 +25,12 @@
 #include "msg.h"
 
 struct torch_proc {
-	int said;    /* a note was printed */
-	int missing; /* the last note: no libtorch_cpu (yet) */
-	int refused; /* the last note: torch ops cannot be recorded in it (a version refused) */
-	int on;	     /* its callback was registered */
+	int said;     /* a note was printed */
+	int said_bad; /* ... one saying ops are not recorded (a layout check fails after the
+			 note that the callback was registered: it is said too) */
+	int missing;  /* the last note: no libtorch_cpu (yet) */
+	int refused;  /* the last note: torch ops cannot be recorded in it (a version refused) */
+	int on;	      /* its callback was registered */
 	__u64 ops;
 };
 
@@ -52,9 +54,10 @@ static void note(struct torch_state *st, const struct bs_shim_status *s, const c
 	p->refused = s->cupti_result && !p->missing;
 	if (p->refused && !st->refused)
 		st->refused = s->h.pid;
-	if (p->missing || p->said)
+	if (p->missing || (p->said && (!s->cupti_result || p->said_bad)))
 		return; /* not loaded yet: said at the end if it never was */
 	p->said = 1;
+	p->said_bad = s->cupti_result != 0;
 	pr_info("%spid %u: %s\n", s->cupti_result ? "warning: " : "", s->h.pid, text);
 }
 
@@ -220,8 +223,9 @@ static void torch_opts_describe(const void *opts, char *buf, size_t len)
 
 static const struct family_option torch_options[] = {
 	{ "torch-shapes", NULL,
-	  "-t torch: also record each op's input shapes, as torch.profiler's record_shapes "
-	  "(costs more per op: docs/TORCH.md)",
+	  "-t torch: also record each op's input shapes and concrete inputs (its scalar "
+	  "arguments' values), as torch.profiler's record_shapes (costs more per op: "
+	  "docs/TORCH.md)",
 	  FAMILY_OPT_RECORD, parse_shapes },
 	{ 0 },
 };
@@ -244,7 +248,8 @@ static const struct shim_site torch_sites[] = { { "torch" },
 static const struct shim_rec torch_recs[] = {
 	{ BS_REC_TORCH_OP, sizeof(struct bs_torch_op),
 	  .strings = { offsetof(struct bs_torch_op, name_id),
-		       offsetof(struct bs_torch_op, shapes_id) } },
+		       offsetof(struct bs_torch_op, shapes_id),
+		       offsetof(struct bs_torch_op, concrete_id) } },
 	{ 0 },
 };
 

@@ -33,6 +33,7 @@ static int decode_op(const struct bs_hdr *rec, const struct trace_model *m, stru
 	const struct bs_torch_op *r = (const void *)rec;
 	const char *name = r->name_id ? trace_model__string(m, r->name_id) : NULL;
 	const char *shapes = r->shapes_id ? trace_model__string(m, r->shapes_id) : NULL;
+	const char *concrete = r->concrete_id ? trace_model__string(m, r->concrete_id) : NULL;
 
 	ev->name = name ? name : "";
 	ev->dur = r->dur;
@@ -46,6 +47,8 @@ static int decode_op(const struct bs_hdr *rec, const struct trace_model *m, stru
 	event__arg_u64(ev, "depth", r->depth);
 	if (shapes)
 		event__arg_str(ev, "shapes", shapes);
+	if (concrete)
+		event__arg_str(ev, "concrete", concrete);
 	if (r->flags & (BS_TORCH_STEP | BS_TORCH_PROFILER_STEP))
 		event__arg_bool(ev, "step", 1);
 	ev->stack = trace_model__event_stack(m, rec); /* --stacks=torch */
@@ -86,7 +89,8 @@ static const struct export_style step_style = {
 /* fwd_tid and torch_tid are torch's own thread ids, not the system's: merge leaves them. */
 const struct rec_decoder torch_decoders[] = {
 	{ BS_REC_TORCH_OP, sizeof(struct bs_torch_op), "torch_op", decode_op, &op_style,
-	  .string_offs = { OFF(bs_torch_op, name_id), OFF(bs_torch_op, shapes_id) } },
+	  .string_offs = { OFF(bs_torch_op, name_id), OFF(bs_torch_op, shapes_id),
+			   OFF(bs_torch_op, concrete_id) } },
 	{ BS_REC_TORCH_STEP, sizeof(struct bs_torch_step), "torch_step", decode_step, &step_style,
 	  .string_offs = { OFF(bs_torch_step, name_id) } },
 	{ 0 },
