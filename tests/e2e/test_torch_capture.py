@@ -89,12 +89,13 @@ def test_torch_capture_that_can_never_record_fails_at_once():
     eq(w.returncode, 0, "the job's exit")
     check(end["steps"] >= last["step"] and not end["callbacks_at_end"], f"the job: {end}")
 
-    # Launch mode: the shim is there from the start, torch loads later, and is refused. The
-    # recording fails as soon as it is; a failed recording leaves CMD to run to its end.
-    p, _ = record(["env", "BPFSIGHT_SHIM_TORCH_VERSION=2.7.0", PY, TRAIN, "--steps", "30",
+    # Launch mode: the shim is there from the start, torch loads later, and is refused (a
+    # version past the layouts bpfsight knows). The recording fails as soon as it is; a
+    # failed recording leaves CMD to run to its end.
+    p, _ = record(["env", "BPFSIGHT_SHIM_TORCH_VERSION=2.15.0", PY, TRAIN, "--steps", "30",
                    "--sleep", "0.02"], "-t", "torch", "--capture-range=steps:3", timeout=120)
     eq(p.returncode, 1, f"record ({p.stderr[-800:]})")
-    check("torch ops cannot be recorded in pid" in p.stderr and "torch 2.7.0" in p.stderr,
+    check("torch ops cannot be recorded in pid" in p.stderr and "torch 2.15.0" in p.stderr,
           p.stderr[-800:])
     check("though the command exited with 0" in p.stderr, p.stderr[-800:])
     eq(lines(p.stdout)[-1]["steps"], 30, "the job's steps")
