@@ -38,7 +38,8 @@ LIB = workload("cuda/libstep_proxy.so")
 SHIM = os.path.abspath(os.path.join(BUILD, "libbpfsight-shim.so"))
 EVERY = "osrt,sched,cuda,nccl,gil,gpu,nvtx,cpu,torch"
 # The shim's USDT semaphores (cupti-shim/shim_usdt.h): each raised by a recorder's link.
-SEMAPHORES = ("batch", "gpu", "nvtx", "sync", "drain", "torch", "torch_shapes", "join")
+SEMAPHORES = ("batch", "gpu", "nvtx", "sync", "drain", "torch", "torch_shapes", "torch_op_stack",
+              "join")
 
 
 class Job:

@@ -268,10 +268,11 @@ def test_shim_library_shape():
     probes = re.findall(r"Provider: (\w+)\n\s+Name: (\w+)\n\s+Location: \S+, Base: \S+, "
                         r"Semaphore: (\S+)\n\s+Arguments: (.*)", p.stdout)
     eq(sorted(n for prov, n, _, _ in probes if prov == "bpfsight"),
-       ["batch", "drain", "gpu", "join", "nvtx", "sync", "torch", "torch_shapes"], "USDT probes")
+       ["batch", "drain", "gpu", "join", "nvtx", "sync", "torch", "torch_op_stack",
+        "torch_op_stack", "torch_shapes"], "USDT probes (torch_op_stack: an op's end, a scope's")
     for prov, name, sem, spec in probes:
         check(int(sem, 16) != 0, f"{name} has no semaphore")
-        want = 2 if name == "batch" else 1
+        want = 2 if name in ("batch", "torch_op_stack") else 1
         args = spec.split()
         eq(len(args), want, f"{name} arguments {spec}")
         check(all(re.match(r"^8@(%\w+|\$-?\d+)$", a) for a in args),

@@ -16,6 +16,7 @@ key_averages' exactly.
 import collections
 import json
 import os
+import re
 
 from helpers import BPFSIGHT, Recorder, check, eq, run, spawn, tmpdir
 from test_mem_torch import TRAIN, PY, profiler_rule, workload_line
@@ -25,14 +26,14 @@ from test_torch import need_torch
 SECONDS = 70
 
 
-def capture(model):
+def capture(model, *opts):
     """(pid, the profiler's JSON, the trace) of 3 steps of MODEL, both ways."""
     d = tmpdir()
     go, out, trace = (os.path.join(d, f) for f in ("go", "profile.json", "t.bst"))
     w = spawn([PY, TRAIN, "--go", go, "--out", out, "--model", model, "--flops"])
     pid = workload_line(w, lambda l: "ready" in l, "the workload's warmup", 180)["ready"]
     rec = Recorder("-p", str(pid), "-t", "torch", "--inject", "--torch-shapes",
-                   "--capture-range=steps:3", out=trace)
+                   "--capture-range=steps:3", *opts, out=trace)
     rec.wait_ready(120)
     workload_line(w, lambda l: l.get("callbacks"), "bpfsight's RecordFunction callback", 60)
     open(go, "w").close()
@@ -62,9 +63,9 @@ def by(rows, *keys):
     return dict(out)
 
 
-def check_model(model, flop_ops):
+def check_model(model, flop_ops, *opts):
     need_torch()
-    pid, prof, trace = capture(model)
+    pid, prof, trace = capture(model, *opts)
     ka = {k: c for k, c, _ in prof["flops"] if k != "[memory]"}
     at_ns = {k: v[0] for k, v in profiler_rule(prof["ops"], [], us=False, merge=True).items()}
     at_us = {k: v[0] for k, v in profiler_rule(prof["ops"], [], us=True, merge=True).items()}
@@ -89,7 +90,23 @@ def check_model(model, flop_ops):
     eq({k: v[0] for k, v in shaped.items() if k[0] in unmoved}, ka_shapes,
        "rows by name and input shapes")
     check(any(k == "aten::addmm" for k, _ in ka_shapes), "addmm by its shapes")
-    return pid, prof, trace, rows
+    return pid, prof, trace, rows, unmoved
+
+
+ENTRY = re.compile(r"^(.*)\((\d+)\): (.*)$")
+
+
+def innermost(frames):
+    """(file's name, function) of the first Python frame of FRAMES ("FILE(LINE): FUNC" each;
+    torch's C calls "<built-in ...>" and "nn.Module: X" entries are not Python frames). The
+    line is left out: torch gives a function the line its frame was at when its tracer saw
+    it come (the def line), bpfsight the line running the op; and the function's last name
+    (bpfsight's is the qualified name on 3.11+)."""
+    for f in frames:
+        m = ENTRY.match(f.strip())
+        if m and not f.startswith("<"):
+            return os.path.basename(m.group(1)), m.group(3).rsplit(".", 1)[-1]
+    return None
 
 
 def test_torch_cnn_counts_and_flops_equal_key_averages():
@@ -99,9 +116,23 @@ def test_torch_cnn_counts_and_flops_equal_key_averages():
 
 def test_torch_transformer_counts_and_flops_equal_key_averages():
     """The transformer: dropout's div_ in div_ counted once, as key_averages counts it."""
-    pid, prof, trace, rows = check_model("transformer",
-                                         ["aten::mm", "aten::bmm", "aten::addmm"])
+    pid, prof, trace, rows, unmoved = check_model(
+        "transformer", ["aten::mm", "aten::bmm", "aten::addmm"], "--stacks=torch")
     events = {r["name"]: r["count"] for r in rows}
     check(events.get("aten::dropout"), "dropout ran")
     p = run([BPFSIGHT, "stats", trace, "-r", "torch_op_sum"], check=True)
     check("counted in it, as key_averages() merges them" in p.stdout, p.stdout[-800:])
+
+    # group_by_stack_n=5 (with_stack): each op's calls by the Python function that made them
+    # (its innermost Python frame) are torch.profiler's, backward ops by their forward op's.
+    theirs = collections.Counter()
+    for k, stack, c in prof["stacks"]:
+        if k in unmoved:
+            theirs[(k, innermost(stack))] += c
+    mine = collections.Counter()
+    for r in op_sum(trace, pid, "--group-by", "stack:5"):
+        if r["name"] in unmoved:
+            mine[(r["name"], innermost(r["stack"].split("; ") if r["stack"] else []))] += \
+                r["count"]
+    eq(mine, theirs, "calls by op and the Python function that made them")
+    check(any(f and f[1] == "forward" for _, f in theirs), f"forward()s among them: {theirs}")
