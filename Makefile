@@ -43,7 +43,10 @@ USER_DIRS := $(patsubst %/,%,$(sort $(dir $(USER_SRCS))))
 USER_INC  := $(addprefix -iquote ,$(USER_DIRS))
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	      -I$(OUT) $(USER_INC) -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
-LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -lstdc++ -lm -lpthread
+# libsupc++.a for the demangler's callback form (user/uprobe/demangle.c), which libstdc++.so does
+# not export: the unit tests and fuzzers link dynamically.
+LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -l:libsupc++.a \
+	    -lstdc++ -lm -lpthread
 LDFLAGS	 ?= -static
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	      -Ivmlinux -Ibpf -MMD -MP

@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "capture_gate.h"
+#include "elf_syms.h"
 #include "family.h"
 #include "flight_recorder.h"
 #include "kernel_features.h"
@@ -672,6 +673,10 @@ static void say_written(struct recording *r, __u64 nrec, const char *how)
 			"waited in memory (more than the %.0f MiB ring holds: the ring pump, "
 			"user/record/ring_pump.h)\n",
 			queued / 1048576.0, o->ringbuf_bytes / 1048576.0);
+	if (demangle__over_budget())
+		pr_warn("%llu C++ names were over the demangler's budget (1 KiB mangled, 64 KiB "
+			"demangled): shown mangled\n",
+			demangle__over_budget());
 }
 
 /*

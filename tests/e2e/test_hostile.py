@@ -1,0 +1,119 @@
+"""bpfsight runs as root and reads what traced processes control (docs/SECURITY.md): their
+symbols, the files they map, their shim's batches, their names. These tests play the hostile
+process, run by an unprivileged user each test creates, and check that the recorder's work
+on it stays bounded."""
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import time
+
+from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, run, spawn, tmpdir, workload)
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 15
+
+HOSTILE = "bpfsight-hostile"
+BOMB = workload("demangle_bomb")
+FAKE = workload("shim_fake")
+# tests/workloads/demangle_bomb.h
+BOMB_NAME = ("_Z3hot1PI" + "S_I" * 29 + "iiE" +
+             "".join(f"S{c}_E" for c in "0123456789ABCDEFGHIJKLMNOPQRS"))
+# A recorder without the demangler's budget grows to ~30 GB on the bomb: it must fail the
+# test, not the machine (bpfsight's own address space is well under it).
+AS_LIMIT = 4 << 30
+
+
+def hostile_user():
+    """The unprivileged user (created once, no home, no login): (uid, gid)."""
+    need_root()
+    if not shutil.which("setpriv") or not shutil.which("useradd"):
+        raise Skip("no setpriv/useradd")
+    try:
+        pw = pwd.getpwnam(HOSTILE)
+    except KeyError:
+        run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+             HOSTILE], check=True)
+        pw = pwd.getpwnam(HOSTILE)
+    return pw.pw_uid, pw.pw_gid
+
+
+def as_hostile():
+    uid, gid = hostile_user()
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+
+
+def hostile_copy(path):
+    """PATH copied where the hostile user can run it: (the copy, its folder)."""
+    d = tmpdir()
+    os.chmod(d, 0o755)
+    dst = os.path.join(d, os.path.basename(path))
+    shutil.copy(path, dst)
+    os.chmod(dst, 0o755)
+    return dst, d
+
+
+def record_bounded(args, timeout, env=None):
+    """bpfsight ARGS with its address space limited: (exit status, stderr, peak RSS in MiB,
+    seconds taken). Killed past TIMEOUT (exit status None)."""
+    err = os.path.join(tmpdir(), "stderr")
+
+    def limit():
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+
+    t0 = time.monotonic()
+    with open(err, "w") as f:
+        p = subprocess.Popen([BPFSIGHT, *args], stdout=subprocess.DEVNULL, stderr=f,
+                             preexec_fn=limit, env=env)
+        rc = None
+        while time.monotonic() - t0 < timeout:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                rc = os.waitstatus_to_exitcode(status)
+                break
+            time.sleep(0.05)
+        else:
+            p.kill()
+            pid, status, ru = os.wait4(p.pid, 0)
+        p.returncode = rc if rc is not None else -9
+    with open(err) as f:
+        return rc, f.read(), ru.ru_maxrss / 1024, time.monotonic() - t0
+
+
+def test_demangler_bomb_in_a_sampled_function():
+    """An unprivileged process spins in a function whose symbol demangles to ~30 GB (30 levels
+    of nested substitutions), sampled with -t cpu -d 3s: the recording ends (an unbounded
+    demangler takes minutes per sample, and its memory), its peak RSS stays under 200 MB, the
+    samples name the function mangled, and the recorder says one name was over the budget."""
+    exe, d = hostile_copy(BOMB)
+    w = spawn(as_hostile() + [exe, "60"])
+    pid = int(w.stdout.readline().split()[1])
+    out = os.path.join(tmpdir(), "t.bst")
+    rc, err, rss, _ = record_bounded(["record", "-o", out, "-t", "cpu", "-p", str(pid), "-d",
+                                      "3s"], timeout=90)
+    eq(rc, 0, f"record's exit ({err[-600:]})")
+    check(rss < 200, f"the recorder's peak RSS: {rss:.0f} MiB")
+    check("1 C++ names were over the demangler's budget" in err, f"not counted: {err[-600:]}")
+    tops = [e["stack"][0]["func"] for e in dump(out)
+            if e["kind"] == "cpu_sample" and e["pid"] == pid and e.get("stack")]
+    check(tops.count(BOMB_NAME) > len(tops) / 2,
+          f"the hot function, shown mangled: {sorted(set(tops))[:5]} of {len(tops)} samples")
+    w.kill()
+
+
+def test_demangler_bomb_as_a_shim_kernel_name():
+    """The same name sent as a GPU kernel's name through the shim channel (gpu is on by
+    default under -a and monitor: any user who loads a shim can send one): the kernel record
+    keeps the name mangled, the recorder's peak RSS stays under 200 MB."""
+    exe, d = hostile_copy(FAKE)
+    out = os.path.join(tmpdir(), "t.bst")
+    env = dict(os.environ, BPFSIGHT_SHIM=exe)
+    rc, err, rss, _ = record_bounded(["record", "-o", out, "-t", "gpu", "--",
+                                      *as_hostile(), exe, "bomb"], timeout=90, env=env)
+    eq(rc, 0, f"record's exit ({err[-600:]})")
+    check(rss < 200, f"the recorder's peak RSS: {rss:.0f} MiB")
+    check("1 C++ names were over the demangler's budget" in err, f"not counted: {err[-600:]}")
+    kernels = [e["name"] for e in dump(out) if e["kind"] == "gpu_kernel"]
+    eq(kernels, [BOMB_NAME], "the kernel, named mangled")
