@@ -117,3 +117,56 @@ def test_demangler_bomb_as_a_shim_kernel_name():
     check("1 C++ names were over the demangler's budget" in err, f"not counted: {err[-600:]}")
     kernels = [e["name"] for e in dump(out) if e["kind"] == "gpu_kernel"]
     eq(kernels, [BOMB_NAME], "the kernel, named mangled")
+
+
+CPU_SPLIT = workload("cpu_split")
+
+
+def debuglink_to(kind):
+    """A stripped program of the hostile user whose .gnu_debuglink names prog.debug beside it,
+    and prog.debug made KIND by that user ("fifo": a FIFO; "zero": a symlink to /dev/zero):
+    (the program, the debug file's path)."""
+    uid, gid = hostile_user()
+    prog, d = hostile_copy(CPU_SPLIT)
+    prog_dir = os.path.dirname(prog)
+    dbg = os.path.join(prog_dir, "cpu_split.debug")
+    run(["objcopy", "--only-keep-debug", prog, dbg], check=True)
+    run(["strip", "--strip-all", prog], check=True)
+    run(["objcopy", f"--add-gnu-debuglink={dbg}", prog], check=True)
+    os.unlink(dbg)
+    os.chown(prog_dir, uid, gid)
+    make = ["mkfifo", dbg] if kind == "fifo" else ["ln", "-s", "/dev/zero", dbg]
+    run(as_hostile() + make, check=True)
+    return prog, dbg
+
+
+def record_debuglink(kind, what):
+    if not shutil.which("objcopy"):
+        raise Skip("no objcopy (binutils)")
+    prog, dbg = debuglink_to(kind)
+    w = spawn(as_hostile() + [prog, "split", "60"])
+    pid = int(w.stdout.readline().split()[1])
+    out = os.path.join(tmpdir(), "t.bst")
+    # Before the fix the FIFO's open() blocked until a writer came (forever, -d or not): any
+    # bound tells the two apart; 60 s leaves a loaded machine's start of a recording room.
+    rc, err, _, took = record_bounded(["record", "-o", out, "-t", "cpu", "-p", str(pid), "-d",
+                                       "2s"], timeout=60)
+    w.kill()
+    eq(rc, 0, f"record's exit after {took:.0f} s ({err[-600:]})")
+    check(f"{dbg}: skipped as a debug file: {what}, not a regular file" in err,
+          f"the reason it was skipped: {err[-800:]}")
+    samples = [e for e in dump(out) if e["kind"] == "cpu_sample" and e["pid"] == pid]
+    check(samples, "the program was sampled")
+
+
+def test_debuglink_naming_a_fifo_is_skipped():
+    """A stripped program's .gnu_debuglink names a FIFO its user made beside it: -d 2s ends
+    (the FIFO is never opened for reading: its type is read from an O_PATH open first), and
+    the recorder says why it skipped it."""
+    record_debuglink("fifo", "a FIFO")
+
+
+def test_debuglink_naming_a_link_to_a_device_is_skipped():
+    """The same with a symlink to /dev/zero (a device's open may act, and its read never
+    ends): skipped, with the reason."""
+    record_debuglink("zero", "a character device")

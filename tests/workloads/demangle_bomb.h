@@ -11,7 +11,7 @@
 #ifndef BPFSIGHT_DEMANGLE_BOMB_H
 #define BPFSIGHT_DEMANGLE_BOMB_H
 
-#define DEMANGLE_BOMB_30                                                                           \
+#define DEMANGLE_BOMB_30                                                                            \
 	"_Z3hot1PIS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_" \
 	"IS_IS_IiiES0_ES1_ES2_ES3_ES4_ES5_ES6_ES7_ES8_ES9_ESA_ESB_ESC_ESD_ESE_ESF_ESG_ESH_ESI_ESJ_" \
 	"ESK_ESL_ESM_ESN_ESO_ESP_ESQ_ESR_ESS_E"

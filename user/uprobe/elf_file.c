@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "elf_file.h"
+#include "msg.h"
+#include "safe_open.h"
 
 /*
  * Is every header, section and segment inside the file? libelf maps the file and trusts
@@ -174,12 +176,18 @@ static int dbg_try(const char *build_id, const char *path, __u32 crc, int check_
 		   struct elf_dbg *d)
 {
 	char bid[ELF_BUILD_ID_LEN];
+	const char *why = NULL;
 	struct elf_table t;
 	int err;
 
-	d->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (d->fd < 0)
+	/* The traced process may have put a FIFO or a link to a device here: never opened. */
+	d->fd = safe_open__regular(path, &why);
+	if (d->fd < 0) {
+		if (why)
+			pr_warn("%s: skipped as a debug file: %s, not a regular file\n", path, why);
+		d->fd = -1;
 		return 0;
+	}
 	d->elf = elf_file__open(d->fd, 1, &err);
 	if (!d->elf || !elf_file__table(d->elf, SHT_SYMTAB, ELF_SRC_DEBUG, &t))
 		goto fail;

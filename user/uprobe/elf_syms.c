@@ -17,6 +17,7 @@
 #include "elf_file.h"
 #include "elf_plt.h"
 #include "elf_syms.h"
+#include "safe_open.h"
 
 #define NONE UINT32_MAX
 
@@ -319,9 +320,9 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	s->fd = safe_open__regular(path, NULL);
 	if (s->fd < 0) {
-		err = -errno;
+		err = s->fd;
 		goto fail;
 	}
 	elf = elf_file__open(s->fd, 0, &err);
