@@ -9,7 +9,8 @@ import signal
 import subprocess
 import time
 
-from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, run, spawn, tmpdir, workload)
+from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, run, spawn, tmpdir, wait_for,
+                     workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 15
@@ -170,3 +171,97 @@ def test_debuglink_naming_a_link_to_a_device_is_skipped():
     """The same with a symlink to /dev/zero (a device's open may act, and its read never
     ends): skipped, with the reason."""
     record_debuglink("zero", "a character device")
+
+
+def named_process(comm):
+    """A process of the hostile user that names itself COMM (bytes), then sleeps in 10 ms
+    steps (nanosleep calls: series of its own in monitor -t osrt): (it, its pid)."""
+    py = ("import ctypes, os, time\n"
+          f"ctypes.CDLL(None).prctl(15, {comm!r}, 0, 0, 0)\n"
+          "print('pid', os.getpid(), flush=True)\n"
+          "while True: time.sleep(0.01)\n")
+    w = spawn(as_hostile() + ["/usr/bin/python3", "-c", py])
+    return w, int(w.stdout.readline().split()[1])
+
+
+def test_monitor_comm_with_invalid_utf8_passes_promtool():
+    """A comm of bytes that are not UTF-8 ("bad\\xff\\xfename"): its label value has U+FFFD
+    for each, the scrape passes `promtool check metrics` (which refused it before), and a
+    Prometheus server scraping the monitor stores the series."""
+    from monitor_prom import PROMTOOL, Monitor, Prometheus
+    if not os.path.exists(PROMTOOL):
+        raise Skip("needs Debian's prometheus package (make deps installs it)")
+    w, pid = named_process(b"bad\xff\xfename")
+    mon = Monitor("-t", "osrt", "-p", str(pid), "--osrt-threshold", "0")
+    want = f'pid="{pid}",comm="bad\ufffd\ufffdname"'
+    text = ""
+
+    def served():
+        nonlocal text
+        text = mon.metrics()
+        return want in text
+
+    wait_for(served, 20, f"{want} in the scrape")
+    lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text.encode(),
+                          capture_output=True)
+    eq(lint.returncode, 0, f"promtool check metrics: {lint.stdout}{lint.stderr}")
+    # A Prometheus server scrapes it (up is 1 only for a scrape it accepted) and has the series.
+    prom = Prometheus(mon.target)
+    wait_for(lambda: prom.query(f'bpfsight_syscalls_total{{pid="{pid}"}}'), 20,
+             "Prometheus: the process's series")
+    eq({r["metric"]["comm"] for r in prom.query(f'bpfsight_syscalls_total{{pid="{pid}"}}')},
+       {"bad\ufffd\ufffdname"}, "the comm label Prometheus stored")
+    prom.stop()
+    w.kill()
+    mon.stop()
+
+
+def test_monitor_one_slow_client_stalls_no_scrape():
+    """A client connects and sends one byte every 4 s: a scrape meanwhile answers within 3 s
+    (the old server served one connection at a time and answered nobody until the slow
+    client was done: ~9 h for its 8 KiB), and the server closes the slow client 2 s after it
+    came (its request's deadline). Then 40 clients connect and send nothing (more than the 32
+    connections served at once): a scrape still answers within 3 s."""
+    import socket
+    from monitor_prom import Monitor, get
+    w, pid = named_process(b"sleeper")
+    mon = Monitor("-t", "osrt", "-p", str(pid))
+    host, port = mon.target.rsplit(":", 1)
+
+    def scrape(what):
+        t = time.monotonic()
+        text = get(mon.url, timeout=30)
+        took = time.monotonic() - t
+        check("bpfsight_" in text, f"{what}: {text[:200]!r}")
+        # A real bound: the scrape's own work is milliseconds; the old server made it wait
+        # for the slow client's whole request (forever at this pace).
+        check(took < 3, f"{what} took {took:.1f} s")
+
+    slow = socket.create_connection((host, int(port)))
+    t0 = time.monotonic()
+    slow.sendall(b"G")
+    scrape("a scrape behind a slow client")
+    closed_at = None
+    slow.settimeout(4)
+    for _ in range(4):
+        try:
+            if slow.recv(1) == b"":
+                closed_at = time.monotonic() - t0
+                break
+            slow.sendall(b"E")
+        except socket.timeout:
+            slow.sendall(b"E")
+        except OSError:
+            closed_at = time.monotonic() - t0
+            break
+    check(closed_at is not None, "the slow client was never closed")
+    # Not before its deadline (2 s of the server's clock from after this connect), and not
+    # after its 8 KiB at 4 s a byte: at the deadline, give or take this loop's 4 s steps.
+    check(1.9 <= closed_at < 12, f"the slow client was closed after {closed_at:.1f} s")
+    slow.close()
+    idle = [socket.create_connection((host, int(port))) for _ in range(40)]
+    scrape("a scrape behind 40 idle connections")
+    for s in idle:
+        s.close()
+    w.kill()
+    mon.stop()

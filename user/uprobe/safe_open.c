@@ -52,12 +52,12 @@ static int open_path(const char *path)
 
 static const char *type_name(mode_t m)
 {
-	return S_ISFIFO(m)  ? "a FIFO" :
-	       S_ISCHR(m)   ? "a character device" :
-	       S_ISBLK(m)   ? "a block device" :
-	       S_ISSOCK(m)  ? "a socket" :
-	       S_ISDIR(m)   ? "a directory" :
-			      "not a regular file";
+	return S_ISFIFO(m)   ? "a FIFO"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISSOCK(m) ? "a socket"
+	       : S_ISDIR(m)  ? "a directory"
+			     : "not a regular file";
 }
 
 int safe_open__regular(const char *path, const char **why)
