@@ -4,6 +4,7 @@ process, run by an unprivileged user each test creates, and check that the recor
 on it stays bounded."""
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
@@ -265,3 +266,43 @@ def test_monitor_one_slow_client_stalls_no_scrape():
         s.close()
     w.kill()
     mon.stop()
+
+
+# An escape sequence that turns the terminal red, a bell, and a C1 control (CSI, U+009B).
+EVIL = b"e\x1b[31mvil\x07\xc2\x9b"
+
+
+def test_text_output_escapes_control_characters():
+    """A process of the unprivileged user names itself with an escape sequence, a bell and a
+    C1 control (EVIL) and runs with one in its command line: the recorder's messages and
+    verdict line, stats (verdict and tables), info and top show each as '?', as dump's JSON
+    escapes them: nothing of them reaches the terminal."""
+    py = ("import ctypes, time\n"
+          f"ctypes.CDLL(None).prctl(15, {EVIL!r}, 0, 0, 0)\n"
+          "t = time.time()\n"
+          "while time.time() - t < 1.5: pass\n")
+    out = os.path.join(tmpdir(), "t.bst")
+    arg = EVIL.decode("utf-8", "surrogateescape")
+    shown = "e?[31mvil??"
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "cpu,sched", "--",
+                        *as_hostile(), "/usr/bin/python3", "-c", py, arg],
+                       capture_output=True, timeout=120)
+    eq(p.returncode, 0, f"record's exit ({p.stderr[-600:]})")
+    outputs = {"record": p.stderr,
+               "stats": run_bytes(["stats", out]),
+               "info": run_bytes(["info", out]),
+               "top": run_bytes(["top", "-n", "1", out])}
+    for what, text in outputs.items():
+        for bad in (b"\x1b", b"\x07", b"\xc2\x9b"):
+            check(bad not in text, f"{what} printed {bad!r}: {text[:1500]!r}")
+    check(re.search(rb"verdict: [^\n]*" + re.escape(f"{shown} (main thread".encode()), p.stderr),
+          f"the recorder's verdict names the thread: {p.stderr[-600:]!r}")
+    check(f"{shown} (main thread".encode() in outputs["stats"], "stats' verdict")
+    check(f"python3 -c".encode() in outputs["info"] and shown.encode() in outputs["info"],
+          f"info's target: {outputs['info'][:800]!r}")
+
+
+def run_bytes(args):
+    p = subprocess.run([BPFSIGHT, *args], capture_output=True, timeout=60)
+    eq(p.returncode, 0, f"{args}: {p.stderr[-400:]!r}")
+    return p.stdout + p.stderr
