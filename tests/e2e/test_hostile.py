@@ -306,3 +306,118 @@ def run_bytes(args):
     p = subprocess.run([BPFSIGHT, *args], capture_output=True, timeout=60)
     eq(p.returncode, 0, f"{args}: {p.stderr[-400:]!r}")
     return p.stdout + p.stderr
+
+
+SHIM = os.path.abspath(os.path.join(os.path.dirname(BPFSIGHT), "libbpfsight-shim.so"))
+
+
+def need_shim():
+    if not os.path.exists(SHIM):
+        raise Skip("no libbpfsight-shim.so (built only with CUPTI headers: set CUDA_HOME)")
+
+
+def test_shim_install_refuses_a_directory_another_user_owns():
+    """The unprivileged user makes DIR (in a sticky, world-writable parent, as /tmp is) and
+    plants the very library in it: shim --install DIR refuses, says why, and names no file
+    for jobs to load (that user could rewrite it later: every job would run their code)."""
+    need_shim()
+    uid, gid = hostile_user()
+    d = tmpdir()
+    os.chmod(d, 0o1777)
+    lib_dir = os.path.join(d, "lib")
+    run(as_hostile() + ["mkdir", lib_dir], check=True)
+    run(as_hostile() + ["cp", SHIM, os.path.join(lib_dir, "libbpfsight-shim.so")], check=True)
+    p = run([BPFSIGHT, "shim", "--install", lib_dir])
+    eq(p.returncode, 1, f"exit ({p.stdout}{p.stderr})")
+    check("INJECTION64_PATH" not in p.stdout, f"a path was given: {p.stdout}")
+    check("is not root's (or yours), or others can write it" in p.stderr, p.stderr)
+    eq(os.stat(os.path.join(lib_dir, "libbpfsight-shim.so")).st_uid, uid, "left as it was")
+    # Its parent writable by others (not sticky): refused too.
+    mine = os.path.join(tmpdir(), "open")
+    os.mkdir(mine)
+    os.chmod(mine, 0o777)
+    p = run([BPFSIGHT, "shim", "--install", os.path.join(mine, "lib")])
+    eq(p.returncode, 1, f"under a world-writable parent: {p.stdout}{p.stderr}")
+
+
+def test_shim_install_replaces_a_file_another_user_owns():
+    """In root's own directory, a byte-identical library that the unprivileged user owns
+    (planted earlier): shim --install replaces it with a root-owned file nobody else can
+    write, and names that."""
+    need_shim()
+    uid, gid = hostile_user()
+    d = tmpdir()
+    os.chmod(d, 0o755)
+    lib = os.path.join(d, "libbpfsight-shim.so")
+    shutil.copy(SHIM, lib)
+    os.chown(lib, uid, gid)
+    planted = os.stat(lib).st_ino
+    p = run([BPFSIGHT, "shim", "--install", d, "-e"])
+    eq(p.returncode, 0, f"exit ({p.stderr})")
+    eq(p.stdout.splitlines()[0], f"export CUDA_INJECTION64_PATH={lib}", "the path given")
+    st = os.stat(lib)
+    eq((st.st_uid, st.st_mode & 0o777), (0, 0o755), "owner and mode")
+    check(st.st_ino != planted, "a new file, not the planted one")
+    with open(lib, "rb") as a, open(SHIM, "rb") as b:
+        check(a.read() == b.read(), "the shim's bytes")
+
+
+def chroot_with_run_link(owner_is_hostile):
+    """A root for a chroot: /bin/spin (a loop in its own code: a safe point to inject at)
+    and the libraries it needs, and run -> /etc (absolute:
+    resolved from outside the chroot, it is the host's /etc). OWNER_IS_HOSTILE: the
+    unprivileged user owns the root directory (and made all of it), else root does (a
+    container image's own link): the root's path."""
+    uid, gid = hostile_user()
+    spin, d = hostile_copy(BOMB)
+    if owner_is_hostile:
+        os.chown(d, uid, gid)
+    root = os.path.join(d, "root")
+    files = ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"]
+    steps = [["mkdir", "-p", root + "/lib/x86_64-linux-gnu", root + "/lib64", root + "/bin"]]
+    steps += [["cp", f, root + f] for f in files] + [["cp", spin, root + "/bin/spin"]]
+    steps += [["ln", "-s", "/etc", root + "/run"]]
+    for s in steps:
+        run((as_hostile() if owner_is_hostile else []) + s, check=True)
+    return root
+
+
+def inject_into_chroot(owner_is_hostile):
+    """--inject into /bin/spin in an unprivileged user's `unshare -Urm` chroot of that root:
+    (the recorder's stderr, the target's pid)."""
+    need_shim()
+    if not shutil.which("unshare") or not shutil.which("chroot"):
+        raise Skip("needs unshare and chroot")
+    check(not os.path.exists("/etc/bpfsight"), "/etc/bpfsight exists before the test")
+    root = chroot_with_run_link(owner_is_hostile)
+    w = spawn(as_hostile() + ["unshare", "-Urm", "chroot", root, "/bin/spin", "60"])
+    eq(w.stdout.readline().split()[0], "pid", "the chrooted program's first line")
+    out = os.path.join(tmpdir(), "t.bst")
+    p = run([BPFSIGHT, "record", "-o", out, "-p", str(w.pid), "-t", "gpu", "--inject", "-d",
+             "2s"], timeout=120)
+    w.kill()
+    written = os.path.exists("/etc/bpfsight")
+    if written:
+        shutil.rmtree("/etc/bpfsight")
+    check(not written, f"root wrote into the host's /etc through the chroot's run link: "
+                       f"{p.stderr[-600:]}")
+    return p.stderr, w.pid, root
+
+
+def test_inject_into_a_chroot_the_user_owns_is_refused():
+    """The chroot's root directory is the unprivileged user's: nothing is written (it could
+    point root's writes anywhere), and the recorder says why it did not inject."""
+    err, pid, _ = inject_into_chroot(True)
+    check(f"--inject: pid {pid} not injected: cannot write the shim where it can open it (its "
+          "own root, /run/bpfsight): a directory on the way is not root's, or others can "
+          "write it" in err, err[-800:])
+
+
+def test_inject_into_a_chroot_writes_inside_it():
+    """A root-owned chroot (an image) whose run links to /etc: the link is not followed
+    (/etc/bpfsight is not made); the shim goes to the chroot's own /tmp/bpfsight instead, and
+    the process is injected."""
+    err, pid, root = inject_into_chroot(False)
+    check(f"--inject: pid {pid}: thread" in err, f"injected: {err[-800:]}")
+    shims = os.listdir(os.path.join(root, "tmp", "bpfsight"))
+    eq(len(shims), 1, f"the shim in the chroot's /tmp/bpfsight: {shims}")
