@@ -421,3 +421,29 @@ def test_inject_into_a_chroot_writes_inside_it():
     check(f"--inject: pid {pid}: thread" in err, f"injected: {err[-800:]}")
     shims = os.listdir(os.path.join(root, "tmp", "bpfsight"))
     eq(len(shims), 1, f"the shim in the chroot's /tmp/bpfsight: {shims}")
+
+
+def test_variables_naming_files_are_ignored_under_sudo():
+    """Run by sudo for another user (SUDO_UID), with that user's BPFSIGHT_SHIM (a library of
+    theirs) and BPFSIGHT_CACHE_DIR: both are ignored, and said so; CMD gets the shim bpfsight
+    carries, and nothing is written into the user's cache directory."""
+    need_shim()
+    uid, gid = hostile_user()
+    d = tmpdir()
+    os.chown(d, uid, gid)
+    theirs = os.path.join(d, "libmine.so")
+    shutil.copy(SHIM, theirs)
+    os.chown(theirs, uid, gid)
+    cache = os.path.join(d, "cache")
+    cmd = ["sh", "-c", 'echo "cuda=$CUDA_INJECTION64_PATH"']
+    env = dict(os.environ, SUDO_UID=str(uid), BPFSIGHT_SHIM=theirs, BPFSIGHT_CACHE_DIR=cache)
+    p = run([BPFSIGHT, "record", "-o", os.path.join(tmpdir(), "t.bst"), "-t", "gpu,cpu", "--",
+             *cmd], env=env)
+    eq(p.returncode, 0, f"exit ({p.stderr[-400:]})")
+    got = p.stdout.strip()
+    check(got.startswith("cuda=/run/bpfsight/libbpfsight-shim-") and theirs not in got,
+          f"CMD's shim: {got}")
+    for var in ("BPFSIGHT_SHIM", "BPFSIGHT_CACHE_DIR"):
+        eq(p.stderr.count(f"{var} is ignored: bpfsight runs with another user's privileges"),
+           1, f"{var} said once: {p.stderr[-600:]}")
+    check(not os.path.exists(cache), "the user's cache directory written")

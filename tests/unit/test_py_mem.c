@@ -24,7 +24,7 @@ static __u64 str_at_end(char *page_end, size_t avail, const char *text)
 	__u32 state = 1 << 2 | 1 << 5 | 1 << 6; /* kind 1, compact, ascii */
 
 	memset(o, 0, avail);
-	o[0] = 1;			/* the reference count */
+	o[0] = 1;			   /* the reference count */
 	o[1] = (__u64)(uintptr_t)str_type; /* the type */
 	o[2] = strlen(text);
 	memcpy((char *)o + 32, &state, 4);

@@ -13,6 +13,7 @@
 #include "records.h"
 #include "shim_blob.h"
 #include "shim_records.h"
+#include "env.h"
 #include "msg.h"
 
 extern const unsigned char bpfsight_shim_start[], bpfsight_shim_end[];
@@ -240,7 +241,7 @@ int shim_blob__install(const char *root, const char *dir, const char *name, char
 
 int shim_blob__path(char *path, size_t len)
 {
-	const char *env = getenv("BPFSIGHT_SHIM");
+	const char *env = env__trusted("BPFSIGHT_SHIM");
 	int err;
 
 	if (env && *env) {

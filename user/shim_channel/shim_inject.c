@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "elf_syms.h"
+#include "env.h"
 #include "ptrace_call.h"
 #include "record_ctx.h"
 #include "shim_blob.h"
@@ -401,7 +402,7 @@ static void set_failure(struct inj_pid *p, const char *msg)
 static void inject(struct shim_inject *si, struct inj_pid *p, pid_t pid)
 {
 	struct ptrace_call c = { .pid = pid, .timeout_s = INJECT_TIMEOUT_S };
-	const char *tid = getenv("BPFSIGHT_INJECT_TID");
+	const char *tid = env__trusted("BPFSIGHT_INJECT_TID");
 	char msg[MSG_LEN], path[PATH_MAX];
 	struct ptrace_call_result r;
 	int err;
