@@ -60,7 +60,10 @@ static __u64 fill(struct batch *b, __u64 seq, __u64 first, __u64 nkeys)
 		struct bs_nvtx_name *nm = (void *)(p + used);
 
 		*nm = (struct bs_nvtx_name){
-			.h = { .type = BS_REC_NVTX_NAME, .size = sizeof(*nm), .tid = PID, .ts = key },
+			.h = { .type = BS_REC_NVTX_NAME,
+			       .size = sizeof(*nm),
+			       .tid = PID,
+			       .ts = key },
 			.key = key,
 			.kind = BS_NVTX_NAME_CATEGORY,
 			.name_id = 1,
