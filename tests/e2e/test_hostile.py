@@ -447,3 +447,34 @@ def test_variables_naming_files_are_ignored_under_sudo():
         eq(p.stderr.count(f"{var} is ignored: bpfsight runs with another user's privileges"),
            1, f"{var} said once: {p.stderr[-600:]}")
     check(not os.path.exists(cache), "the user's cache directory written")
+
+
+KEPT_CAPS = ("cap_bpf", "cap_perfmon", "cap_sys_ptrace", "cap_dac_read_search")
+
+
+def test_records_as_an_unprivileged_user_with_four_capabilities():
+    """docs/PRODUCTION.md's unit runs the monitor as a user of its own with CAP_BPF,
+    CAP_PERFMON, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, not as root: so run, a recording of
+    another user's process (system calls, scheduling, CPU samples with their stacks, the
+    Python and CUDA families' probes) works, with those four capabilities and no other."""
+    if not shutil.which("capsh"):
+        raise Skip("needs capsh (libcap2-bin)")
+    uid, gid = hostile_user()
+    w = spawn([CPU_SPLIT, "split", "30"])
+    pid = int(w.stdout.readline().split()[1])
+    d = tmpdir()
+    os.chown(d, uid, gid)
+    out = os.path.join(d, "t.bst")
+    caps = ",".join(KEPT_CAPS)
+    p = run(["capsh", f"--caps={caps}+eip cap_setpcap,cap_setuid,cap_setgid+ep", "--keep=1",
+             f"--user={HOSTILE}", f"--addamb={caps}", "--", "-c",
+             f'grep CapEff /proc/self/status >&2; exec "$0" "$@"', BPFSIGHT, "record", "-o",
+             out, "-p", str(pid), "-t", "osrt,sched,gil,cuda,cpu", "-d", "2s"], timeout=120)
+    w.kill()
+    eq(p.returncode, 0, f"record's exit ({p.stderr[-600:]})")
+    eff = int(p.stderr.split("CapEff:")[1].split()[0], 16)
+    eq(eff, sum(1 << {"cap_dac_read_search": 2, "cap_sys_ptrace": 19, "cap_perfmon": 38,
+                      "cap_bpf": 39}[c] for c in KEPT_CAPS), "the recorder's capabilities")
+    check("(families: proc,osrt,sched,cpu,gil,cuda)" in p.stderr, p.stderr[-600:])
+    samples = [e for e in dump(out) if e["kind"] == "cpu_sample" and e["pid"] == pid]
+    check(samples and all(e.get("stack") for e in samples), "CPU samples with their stacks")
