@@ -478,3 +478,52 @@ def test_records_as_an_unprivileged_user_with_four_capabilities():
     check("(families: proc,osrt,sched,cpu,gil,cuda)" in p.stderr, p.stderr[-600:])
     samples = [e for e in dump(out) if e["kind"] == "cpu_sample" and e["pid"] == pid]
     check(samples and all(e.get("stack") for e in samples), "CPU samples with their stacks")
+
+
+CAP_NUM = {"cap_dac_override": 1, "cap_dac_read_search": 2, "cap_sys_ptrace": 19,
+           "cap_sys_admin": 21, "cap_sys_nice": 23, "cap_sys_resource": 24, "cap_perfmon": 38,
+           "cap_bpf": 39, "cap_checkpoint_restore": 40}
+# user/record/privileges.c
+RECORDER_CAPS = ("cap_bpf", "cap_perfmon", "cap_sys_ptrace", "cap_dac_read_search",
+                 "cap_checkpoint_restore", "cap_sys_resource", "cap_sys_nice")
+
+
+def status_fields(path):
+    with open(path) as f:
+        return dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
+
+
+def test_a_root_recorder_keeps_only_the_capabilities_it_needs():
+    """record -p as root: once attached, every thread of the recorder holds only what
+    recording needs (RECORDER_CAPS, of those root has) in its permitted, effective and
+    bounding sets, none inheritable or ambient, and no_new_privs: an exec gives nothing back.
+    Launch mode's CMD, forked before, keeps all of root's."""
+    need_root()
+    from helpers import Recorder
+    w = spawn([CPU_SPLIT, "split", "30"])
+    pid = int(w.stdout.readline().split()[1])
+    rec = Recorder("-p", str(pid), "-t", "cpu,osrt,gil", "-d", "20s")
+    rec.wait_ready()
+    mine = status_fields("/proc/self/status")
+    have = int(mine["CapBnd"], 16)
+    want = sum(1 << CAP_NUM[c] for c in RECORDER_CAPS) & have
+    release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    tasks = os.listdir(f"/proc/{rec.p.pid}/task")
+    check(len(tasks) >= 2, f"the recorder's threads: {tasks}")
+    for t in tasks:
+        st = status_fields(f"/proc/{rec.p.pid}/task/{t}/status")
+        got = {k: int(st[k], 16) for k in ("CapPrm", "CapEff", "CapBnd", "CapInh", "CapAmb")}
+        # Before 6.6 (no uprobe_multi), perf-event uprobes need CAP_SYS_ADMIN too.
+        extra = got["CapEff"] & ~want
+        check(extra == 0 or (release < (6, 6) and extra == 1 << CAP_NUM["cap_sys_admin"]),
+              f"thread {t}: {got['CapEff']:#x}, want {want:#x}")
+        eq((got["CapPrm"], got["CapBnd"], got["CapInh"], got["CapAmb"]),
+           (got["CapEff"], got["CapEff"], 0, 0), f"thread {t}'s other sets")
+        eq(st["NoNewPrivs"].strip(), "1", f"thread {t}: no_new_privs")
+    rec.stop()
+    w.kill()
+    cmd = ["sh", "-c", "grep CapEff /proc/self/status"]
+    p = run([BPFSIGHT, "record", "-o", os.path.join(tmpdir(), "t.bst"), "-t", "osrt", "--",
+             *cmd])
+    eq(p.returncode, 0, p.stderr[-400:])
+    eq(p.stdout.split(), ["CapEff:", mine["CapEff"]], "CMD's capabilities: root's")

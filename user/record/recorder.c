@@ -22,6 +22,7 @@
 #include "kernel_features.h"
 #include "launch.h"
 #include "link_reaper.h"
+#include "privileges.h"
 #include "proc_meta.h"
 #include "record_losses.h"
 #include "record_meta.h"
@@ -454,6 +455,11 @@ static int start(struct recording *r)
 		r->launched = 1;
 	}
 	raise_fd_limit();
+	/* CMD forked with what it had; the rest runs with what recording needs (privileges.h). */
+	err = privileges__drop(o->flight.window_ns != 0);
+	if (err)
+		pr_warn("cannot drop the capabilities recording does not need: %s\n",
+			strerror(-err));
 	err = create_shared_maps(ctx);
 	if (err) {
 		pr_err("cannot create BPF maps: %s\n", strerror(-err));
