@@ -322,7 +322,7 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 	}
 	s->fd = safe_open__regular(path, NULL);
 	if (s->fd < 0) {
-		err = s->fd;
+		err = s->fd == -EINVAL ? -ENOEXEC : s->fd; /* not a regular file: no ELF file */
 		goto fail;
 	}
 	elf = elf_file__open(s->fd, 0, &err);

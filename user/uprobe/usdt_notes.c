@@ -309,7 +309,7 @@ struct usdt_notes *usdt_notes__open(const char *path)
 	}
 	fd = safe_open__regular(path, NULL);
 	if (fd < 0) {
-		errno = -fd;
+		errno = fd == -EINVAL ? ENOEXEC : -fd; /* not a regular file: no ELF file */
 		return NULL;
 	}
 	n = calloc(1, sizeof(*n));
