@@ -527,3 +527,24 @@ def test_a_root_recorder_keeps_only_the_capabilities_it_needs():
              *cmd])
     eq(p.returncode, 0, p.stderr[-400:])
     eq(p.stdout.split(), ["CapEff:", mine["CapEff"]], "CMD's capabilities: root's")
+
+
+def test_launch_user_runs_cmd_as_that_user():
+    """record --user USER -- CMD: CMD runs as USER with USER's groups (and is recorded: its
+    exec is in the trace); a user not in /etc/passwd is refused before anything runs;
+    --user without CMD is refused."""
+    uid, gid = hostile_user()
+    out = os.path.join(tmpdir(), "t.bst")
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--user", HOSTILE, "--", "sh", "-c",
+             "id -u; id -g; id -G"])
+    eq(p.returncode, 0, p.stderr[-400:])
+    eq(p.stdout.split(), [str(uid), str(gid), str(gid)], "CMD's uid, gid and groups")
+    check(any(e["kind"] == "exec" for e in dump(out)), "CMD recorded")
+    p = run([BPFSIGHT, "record", "-o", out + "2", "--user", "1234:5678", "--", "id", "-u"])
+    eq((p.returncode, p.stdout.strip()), (0, "1234"), f"UID:GID ({p.stderr[-300:]})")
+    p = run([BPFSIGHT, "record", "-o", out + "3", "--user", "no-such-user-here", "--", "id"])
+    eq(p.returncode, 1, "an unknown user")
+    check("bad --user 'no-such-user-here'" in p.stderr and not p.stdout, p.stderr)
+    p = run([BPFSIGHT, "record", "-o", out + "4", "--user", HOSTILE, "-p", str(os.getpid())])
+    eq(p.returncode, 1, "--user with -p")
+    check("--user is for a launched command" in p.stderr, p.stderr)

@@ -447,7 +447,7 @@ static int start(struct recording *r)
 	int err;
 
 	if (o->cmd) {
-		err = launch__start(&r->launch, o->cmd);
+		err = launch__start(&r->launch, o->cmd, o->run_as, o->run_uid, o->run_gid);
 		if (err) {
 			pr_err("cannot start %s: %s\n", o->cmd[0], strerror(-err));
 			return -1;
