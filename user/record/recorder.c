@@ -456,7 +456,8 @@ static int start(struct recording *r)
 	}
 	raise_fd_limit();
 	/* CMD forked with what it had; the rest runs with what recording needs (privileges.h). */
-	err = privileges__drop(o->flight.window_ns != 0);
+	/* Written later, maybe into another user's directory: dumps, --inject's shim. */
+	err = privileges__drop(o->flight.window_ns != 0 || o->inject);
 	if (err)
 		pr_warn("cannot drop the capabilities recording does not need: %s\n",
 			strerror(-err));

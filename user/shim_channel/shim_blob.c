@@ -45,13 +45,14 @@ static int foreign(const struct stat *st)
 }
 
 /*
- * May a directory on the way to the shim stay as it is? Its owner is root or us, and nobody
- * else may write it; a parent may be a root-owned sticky directory (/tmp): others cannot
- * rename or remove what is ours in it.
+ * May a directory on the way to the shim stay as it is? Its owner is root, us or OWNER (the
+ * owner of the process's root it is under: what only that user's processes load, that user
+ * may swap), and nobody else may write it; a parent may be a root-owned sticky directory
+ * (/tmp): others cannot rename or remove what is ours in it.
  */
-static int safe_dir(const struct stat *st, int last)
+static int safe_dir(const struct stat *st, int last, uid_t owner)
 {
-	if (foreign(st))
+	if (foreign(st) && st->st_uid != owner)
 		return 0;
 	if (!(st->st_mode & (S_IWGRP | S_IWOTH)))
 		return 1;
@@ -62,14 +63,16 @@ static int safe_dir(const struct stat *st, int last)
  * DIR (absolute) under ROOT (NULL: "/"), walked one name at a time from ROOT's descriptor,
  * each directory checked (safe_dir) before anything in it is trusted, the missing ones
  * created (0755): a descriptor of DIR, or a negative errno (-EPERM: a directory others can
- * write; -ELOOP: a symlink under ROOT, or too many). Under "/", a symlink met in a directory
- * that passed the check is followed (only root or we could have made it: /lib -> usr/lib);
- * under a process's root, none is, nor "..".
+ * write; -ELOOP: a symlink under ROOT, or too many). Under ROOT, its owner's directories are
+ * as good as root's: the shim there is loaded by processes that user runs. Under "/", a
+ * symlink met in a directory that passed the check is followed (only root or we could have
+ * made it: /lib -> usr/lib); under a process's root, none is, nor "..".
  */
 static int open_dir(const char *root, const char *dir)
 {
 	char buf[PATH_MAX], link[PATH_MAX], joined[PATH_MAX], *name, *rest;
 	int fd, next, err, links = 0;
+	uid_t owner = 0;
 	struct stat st;
 	ssize_t n;
 
@@ -78,6 +81,8 @@ static int open_dir(const char *root, const char *dir)
 	fd = open(root ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	if (root && !fstat(fd, &st))
+		owner = st.st_uid; /* a container's (user-namespace) root, a chroot's user */
 	for (rest = buf;;) {
 		rest += strspn(rest, "/");
 		name = rest;
@@ -88,7 +93,7 @@ static int open_dir(const char *root, const char *dir)
 			err = -errno;
 			goto fail;
 		}
-		if (!safe_dir(&st, !*name)) {
+		if (!safe_dir(&st, !*name, owner)) {
 			err = -EPERM;
 			goto fail;
 		}

@@ -23,8 +23,9 @@ size_t shim_blob__size(void);
  * nobody else can write it (else it is replaced: someone else could rewrite it later). PATH
  * gets DIR/NAME. DIR is taken under ROOT (NULL: "/"; "/proc/PID/root" for a process with a
  * root of its own), one name at a time from ROOT's descriptor (mkdirat, openat, renameat):
- * a symlink on the way is refused (-ELOOP), as is a directory that anyone but root or we own,
- * or that others can write (-EPERM; a root-owned sticky parent such as /tmp is fine).
+ * a symlink on the way is refused (-ELOOP), as is a directory that anyone but root or we own
+ * (or, under ROOT, ROOT's owner: a user-namespace container's root, a chroot's user), or that
+ * others can write (-EPERM; a root-owned sticky parent such as /tmp is fine).
  * Returns 0, -ENOENT (no shim in this build), -ELOOP, -EPERM or another negative errno.
  */
 int shim_blob__install(const char *root, const char *dir, const char *name, char *path, size_t len);
