@@ -7,6 +7,7 @@ import pwd
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import time
 
@@ -14,7 +15,7 @@ from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, run, spawn, tmp
                      workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
-SECONDS = 30
+SECONDS = 33
 
 HOSTILE = "bpfsight-hostile"
 BOMB = workload("demangle_bomb")
@@ -566,3 +567,38 @@ def test_launch_user_runs_cmd_as_that_user():
     p = run([BPFSIGHT, "record", "-o", out + "4", "--user", HOSTILE, "-p", str(os.getpid())])
     eq(p.returncode, 1, "--user with -p")
     check("--user is for a launched command" in p.stderr, p.stderr)
+
+
+def sparse_symtab_copy(path, entries):
+    """PATH's copy whose .symtab claims ENTRIES entries in a sparse tail of zeros (a few KiB on
+    disk, hundreds of MB in size): the program still runs (no segment maps the tail)."""
+    dst, d = hostile_copy(path)
+    with open(dst, "rb") as f:
+        b = bytearray(f.read())
+    shoff, = struct.unpack_from("<Q", b, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", b, 0x3a)
+    for i in range(shnum):
+        o = shoff + i * shentsize
+        if struct.unpack_from("<I", b, o + 4)[0] == 2:  # SHT_SYMTAB
+            off = (len(b) + 4095) & ~4095
+            struct.pack_into("<QQ", b, o + 0x18, off, entries * 24)
+            with open(dst, "wb") as f:
+                f.write(b)
+                f.truncate(off + entries * 24)
+            return dst
+    raise AssertionError(f"{path} has no .symtab")
+
+
+def test_a_sparse_symbol_table_is_not_read():
+    """An unprivileged user's program whose .symtab claims 17M entries in a sparse tail (24 KiB
+    on disk), sampled with -t cpu: its symbols are not read, and said so; the recorder's peak
+    RSS stays under 200 MB (720 MB before: every claimed entry cost memory)."""
+    prog = sparse_symtab_copy(CPU_SPLIT, 17 << 20)
+    w = spawn(as_hostile() + [prog, "split", "60"])
+    pid = int(w.stdout.readline().split()[1])
+    rc, err, rss, _ = record_bounded(["record", "-o", os.path.join(tmpdir(), "t.bst"), "-t",
+                                      "cpu", "-p", str(pid), "-d", "2s"], timeout=90)
+    w.kill()
+    eq(rc, 0, f"record's exit ({err[-600:]})")
+    check(rss < 200, f"the recorder's peak RSS: {rss:.0f} MiB")
+    check("over 16777216 symbol-table entries: its symbols are not read" in err, err[-600:])
