@@ -15,7 +15,7 @@ from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, run, spawn, tmp
                      workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
-SECONDS = 33
+SECONDS = 31
 
 HOSTILE = "bpfsight-hostile"
 BOMB = workload("demangle_bomb")
@@ -151,43 +151,35 @@ def debuglink_to(kind):
     return prog, dbg
 
 
-def record_debuglink(kind, what):
+def test_debuglinks_naming_a_fifo_a_device_or_a_sparse_terabyte_are_skipped():
+    """Three stripped programs of an unprivileged user, sampled in one recording (-d 2s): the
+    .gnu_debuglink of one names a FIFO its user made beside it, of another a symlink to
+    /dev/zero; the third has no build-id and its debug file is a valid one made a sparse
+    terabyte. The recording ends: the FIFO's open blocked until a writer came, -d or not
+    (it is never opened for reading now: its type is read from an O_PATH open first), and
+    the terabyte's CRC read zeros for minutes (not read past 1 GiB now). Each is skipped, and
+    the recorder says why."""
     if not shutil.which("objcopy"):
         raise Skip("no objcopy (binutils)")
-    prog, dbg = debuglink_to(kind)
-    w = spawn(as_hostile() + [prog, "split", "60"])
-    pid = int(w.stdout.readline().split()[1])
+    whats = {"fifo": "a FIFO, not a regular file",
+             "zero": "a character device, not a regular file",
+             "huge": "over 1 GiB with no build-id to compare"}
+    dbgs, pids = {}, []
+    for kind in whats:
+        prog, dbgs[kind] = debuglink_to(kind)
+        w = spawn(as_hostile() + [prog, "split", "60"])
+        pids.append(int(w.stdout.readline().split()[1]))
     out = os.path.join(tmpdir(), "t.bst")
-    # Before the fix the FIFO's open() blocked until a writer came (forever, -d or not): any
-    # bound tells the two apart; 60 s leaves a loaded machine's start of a recording room.
-    rc, err, _, took = record_bounded(["record", "-o", out, "-t", "cpu", "-p", str(pid), "-d",
-                                       "2s"], timeout=60)
-    w.kill()
+    # Before, the FIFO's open() never returned: any bound tells the two apart; 60 s leaves a
+    # loaded machine's start of a recording room.
+    rc, err, _, took = record_bounded(["record", "-o", out, "-t", "cpu", "-p",
+                                       ",".join(map(str, pids)), "-d", "2s"], timeout=60)
     eq(rc, 0, f"record's exit after {took:.0f} s ({err[-600:]})")
-    check(f"{dbg}: skipped as a debug file: {what}" in err,
-          f"the reason it was skipped: {err[-800:]}")
-    samples = [e for e in dump(out) if e["kind"] == "cpu_sample" and e["pid"] == pid]
-    check(samples, "the program was sampled")
-
-
-def test_debuglink_naming_a_fifo_is_skipped():
-    """A stripped program's .gnu_debuglink names a FIFO its user made beside it: -d 2s ends
-    (the FIFO is never opened for reading: its type is read from an O_PATH open first), and
-    the recorder says why it skipped it."""
-    record_debuglink("fifo", "a FIFO, not a regular file")
-
-
-def test_debuglink_naming_a_link_to_a_device_is_skipped():
-    """The same with a symlink to /dev/zero (a device's open may act, and its read never
-    ends): skipped, with the reason."""
-    record_debuglink("zero", "a character device, not a regular file")
-
-
-def test_debuglink_naming_a_sparse_terabyte_is_skipped():
-    """The program has no build-id, and its debug file is a valid one made a sparse terabyte
-    (truncate): its CRC is not read (a terabyte of zeros took minutes, -d or not), and the
-    recorder says why."""
-    record_debuglink("huge", "over 1 GiB with no build-id to compare")
+    for kind, what in whats.items():
+        check(f"{dbgs[kind]}: skipped as a debug file: {what}" in err,
+              f"{kind}: the reason it was skipped: {err[-800:]}")
+    sampled = {e["pid"] for e in dump(out) if e["kind"] == "cpu_sample"}
+    eq(sampled & set(pids), set(pids), "the programs were sampled")
 
 
 def named_process(comm):
