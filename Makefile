@@ -43,7 +43,10 @@ USER_DIRS := $(patsubst %/,%,$(sort $(dir $(USER_SRCS))))
 USER_INC  := $(addprefix -iquote ,$(USER_DIRS))
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	      -I$(OUT) $(USER_INC) -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
-LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -lstdc++ -lm -lpthread
+# libsupc++.a for the demangler's callback form (user/uprobe/demangle.c), which libstdc++.so does
+# not export: the unit tests and fuzzers link dynamically.
+LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -l:libsupc++.a \
+	    -lstdc++ -lm -lpthread
 LDFLAGS	 ?= -static
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	      -Ivmlinux -Ibpf -MMD -MP
@@ -71,7 +74,7 @@ FUZZER	 := $(OUT)/tests/fuzz_reader
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(SHIM_EMBED_OBJ),$(LIB_OBJS)))
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
-	    $(OUT)/tests/fuzz_pylines
+	    $(OUT)/tests/fuzz_pylines $(OUT)/tests/fuzz_elf
 
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
 	man install uninstall deb check-deb check-kernels check-torch-versions
@@ -320,7 +323,8 @@ $(OUT)/fuzz-obj/%.o: user/%.c | $(SKELS)
 		-MMD -MP -I$(OUT) $(USER_INC) -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
 
 # Dynamically linked like the unit tests; shim_embed.o carries no code to instrument.
-$(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines: \
+$(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines \
+		$(OUT)/tests/fuzz_elf: \
 		$(OUT)/tests/%: tests/fuzz/%.c \
 		$(FUZZ_OBJS) $(SHIM_EMBED_OBJ) | $(OUT)/tests
 	$(call msg,FUZZ-LD,$@)
@@ -459,7 +463,7 @@ soak: test-build
 
 # One corpus per fuzzer, grown from its committed seeds (tests/fuzz/seeds[-NAME]).
 fuzz: $(FUZZERS)
-	$(Q)for f in reader decode shim_unpack pylines; do \
+	$(Q)for f in reader decode shim_unpack pylines elf; do \
 		s=tests/fuzz/seeds; [ $$f = reader ] || s=$$s-$$f; \
 		mkdir -p fuzz-corpus/$$f && \
 		$(OUT)/tests/fuzz_$$f -max_total_time=$${FUZZ_SECONDS:-600} -timeout=10 \

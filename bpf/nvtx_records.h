@@ -14,6 +14,9 @@
 #define BS_REC_NVTX_NAME  0x72 /* a name given to a thread or a category */
 #define BS_REC_NVTX_BEGIN 0x73 /* a range began (sync mode only: --capture-range=nvtx) */
 
+/* NAME records of a process past the keys the recorder keeps for it (65536): not written */
+#define BS_LOSS_NVTX_NAMES 0x70
+
 /* hdr.ts = start, hdr.tid = the thread that pushed or started it. */
 struct bs_nvtx_range {
 	struct bs_hdr h;

@@ -29,6 +29,11 @@ if "BPFSIGHT_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["BPFSIGHT_CACHE_DIR"], True)
 
 
+# bpfsight ignores the variables that name files when sudo ran it for another user (env.h):
+# the tests' variables are the tests' own, even under `sudo make check`.
+os.environ.pop("SUDO_UID", None)
+
+
 def alone(why):
     """Marks a test that cannot share the machine with other tests (WHY says what it does to
     the machine or needs of it: a system-wide recording, a global setting). tests/run_tests.py

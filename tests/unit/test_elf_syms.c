@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "elf_syms.h"
 #include "unit.h"
+#include "../workloads/demangle_bomb.h"
 
 #define CUDART "/usr/local/cuda/lib64/libcudart.so.13"
 #define LIBC   "/lib/x86_64-linux-gnu/libc.so.6"
@@ -755,6 +756,36 @@ static void test_demangle(void)
 	ASSERT_STREQ(buf, "", "NULL");
 }
 
+/* Names over the budget come back as they are, counted; the cache answers as the first call. */
+static void test_demangle_budget(void)
+{
+	unsigned long long before = demangle__over_budget();
+	char buf[4096], big[1100];
+
+	demangle(DEMANGLE_BOMB_30, buf, sizeof(buf));
+	ASSERT_TRUE(!strcmp(buf, DEMANGLE_BOMB_30), "the 30-level bomb, mangled");
+	ASSERT_EQ(demangle__over_budget(), before + 1, "counted");
+	demangle(DEMANGLE_BOMB_30, buf, sizeof(buf));
+	ASSERT_TRUE(!strcmp(buf, DEMANGLE_BOMB_30), "again, from the cache");
+	/* 12 levels: 4096 copies of P<int, int>, ~45 KiB, within the budget: cut at the buffer */
+	demangle("_Z3hot1PIS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IS_IiiES0_ES1_ES2_ES3_ES4_ES5_ES6_ES7_ES8_"
+		 "ES9_ESA_E",
+		 buf, sizeof(buf));
+	ASSERT_EQ(strlen(buf), sizeof(buf) - 1, "a long name within the budget: truncated");
+	ASSERT_TRUE(!strncmp(buf, "hot(P<P<P<", 10), "demangled");
+	ASSERT_EQ(demangle__over_budget(), before + 1, "not counted");
+	/* over 1 KiB of mangled name: not tried */
+	memset(big, 'i', sizeof(big) - 1);
+	memcpy(big, "_Z1fv", 5);
+	big[sizeof(big) - 1] = 0;
+	demangle(big, buf, sizeof(buf));
+	ASSERT_TRUE(!strcmp(buf, big), "over 1 KiB");
+	ASSERT_EQ(demangle__over_budget(), before + 2, "counted");
+	demangle("_Z6kernelPfi", buf, sizeof(buf));
+	demangle("_Z6kernelPfi", buf, 8);
+	ASSERT_TRUE(!strcmp(buf, "kernel("), "cached, truncated to the caller's buffer");
+}
+
 int main(void)
 {
 	char self[400];
@@ -786,6 +817,7 @@ int main(void)
 	RUN_TEST(test_truncated);
 	RUN_TEST(test_large_library);
 	RUN_TEST(test_demangle);
+	RUN_TEST(test_demangle_budget);
 	RUN_TEST(test_plt_stubs_named);
 	ret = UNIT_EXIT();
 	sh("rm -rf %s", tmp);

@@ -179,10 +179,54 @@ out:
 	close(from_call[0]);
 }
 
+/* The state letter of /proc/PID/stat (Z: a zombie), or 0. */
+static char proc_state(pid_t pid)
+{
+	char fn[64], buf[256], *rp;
+	FILE *f;
+	size_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/stat", pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+/* A process killed while it is being injected: a zombie, "exited", not "SEIZE refused". */
+static void test_a_dead_target_is_said_to_have_exited(void)
+{
+	struct ptrace_call c = { .arg = "hello", .timeout_s = 5 };
+	struct ptrace_call_result r;
+	char msg[256] = "", want[64];
+	int status, err;
+	pid_t pid = fork();
+
+	if (!pid)
+		_exit(0);
+	for (int i = 0; i < 500 && proc_state(pid) != 'Z'; i++)
+		usleep(10000);
+	if (!ASSERT_EQ(proc_state(pid), 'Z', "a zombie"))
+		goto out;
+	c.pid = pid;
+	c.func = (unsigned long)called;
+	err = ptrace_call__run(&c, &r, msg, sizeof(msg));
+	ASSERT_EQ(err, -ESRCH, msg);
+	snprintf(want, sizeof(want), "pid %d exited", pid);
+	ASSERT_STREQ(msg, want, "the reason");
+out:
+	waitpid(pid, &status, 0);
+}
+
 int main(void)
 {
 	RUN_TEST(test_find_restorer);
 	RUN_TEST(test_glibc_restorer);
 	RUN_TEST(test_borrowed_call);
+	RUN_TEST(test_a_dead_target_is_said_to_have_exited);
 	return UNIT_EXIT();
 }

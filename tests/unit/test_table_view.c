@@ -11,6 +11,7 @@
 #include "table.h"
 #include "table_view.h"
 #include "unit.h"
+#include "utf8.h"
 
 static void test_durations(void)
 {
@@ -203,6 +204,41 @@ static void test_view_fits(void)
 	table__free(t);
 }
 
+/* What a terminal is shown of names a process chose: controls and invalid UTF-8 as '?'. */
+static void test_printable(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "plain", "plain" },
+		{ "e\x1b[31mvil\x07", "e?[31mvil?" }, /* ESC, BEL */
+		{ "del\x7f", "del?" },
+		{ "csi\xc2\x9b!", "csi?!" },	    /* U+009B, a C1 control */
+		{ "nbsp\xc2\xa0", "nbsp\xc2\xa0" }, /* U+00A0: printable */
+		{ "caf\xc3\xa9 \xe6\x97\xa5", "caf\xc3\xa9 \xe6\x97\xa5" },
+		{ "bad\xff\xfe", "bad??" },
+		{ "over\xc0\xaflong", "over??long" }, /* an overlong '/' */
+		{ "cut\xe6\x97", "cut??" },	      /* a sequence cut short */
+	};
+	char buf[64];
+	char *mem = NULL;
+	size_t len = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *f = open_memstream(&mem, &len);
+
+		snprintf(buf, sizeof(buf), "%s", cases[i].in);
+		ASSERT_STREQ(utf8__printable(buf), cases[i].out, cases[i].in);
+		utf8__put_printable(f, cases[i].in);
+		fclose(f);
+		ASSERT_STREQ(mem, cases[i].out, "written");
+		ASSERT_EQ(utf8__is_printable(cases[i].in), !strcmp(cases[i].in, cases[i].out),
+			  cases[i].in);
+		free(mem);
+		mem = NULL;
+	}
+}
+
 int main(void)
 {
 	RUN_TEST(test_durations);
@@ -211,5 +247,6 @@ int main(void)
 	RUN_TEST(test_wrap);
 	RUN_TEST(test_view_human);
 	RUN_TEST(test_view_fits);
+	RUN_TEST(test_printable);
 	return unit_failed_total ? 1 : 0;
 }

@@ -20,6 +20,7 @@
  *           cbid 211, [2000000, +100]) and a GPU_KERNEL of corr 7 ("_Z6kernelPfi",
  *           demangled "kernel(float*, int)", ts 3000000, dur 4000), a GPU_MEMCPY of corr 9
  *           with no API record (unlinked), and a STATUS with dropped = 5.
+ *   bomb    basic's batch, but the kernel's name is a demangler bomb (demangle_bomb.h).
  *   bad     five bad batches (wrong magic, wrong record count, a record cut short, a type a
  *           shim never sends, a length that disagrees), each claiming 3 records, between
  *           two good ones with one NVTX mark each.
@@ -39,6 +40,7 @@
 #include "../../bpf/gpu_records.h"
 #include "../../bpf/nvtx_records.h"
 #include "../../bpf/osrt_records.h"
+#include "demangle_bomb.h"
 
 unsigned short bpfsight_batch_semaphore __attribute__((section(".probes"), used));
 unsigned short bpfsight_gpu_semaphore __attribute__((section(".probes"), used));
@@ -120,7 +122,8 @@ static void status(__u32 event, __u64 dropped)
 	s->seq = next_seq - 1;
 }
 
-static void basic(void)
+/* KERNEL: the kernel's mangled name. */
+static void basic(const char *kernel)
 {
 	struct bs_nvtx_range *r;
 	struct bs_nvtx_name *n;
@@ -132,7 +135,7 @@ static void basic(void)
 	add_string(2, "fakedom");
 	add_string(3, "worker");
 	add_string(4, "cudaLaunchKernel_v7000");
-	add_string(5, "_Z6kernelPfi");
+	add_string(5, kernel);
 	status(BS_SHIM_EV_ATTACH, 0);
 	r = add(BS_REC_NVTX_RANGE, sizeof(*r), 1000000);
 	r->dur = 500;
@@ -252,7 +255,9 @@ int main(int argc, char **argv)
 	}
 	print_sems("sem");
 	if (!strcmp(scenario, "basic"))
-		basic();
+		basic("_Z6kernelPfi");
+	else if (!strcmp(scenario, "bomb"))
+		basic(DEMANGLE_BOMB_30);
 	else if (!strcmp(scenario, "bad"))
 		bad();
 	else if (!strcmp(scenario, "gaps"))

@@ -20,6 +20,7 @@
 #include "table.h"
 #include "trace_walk.h"
 #include "msg.h"
+#include "utf8.h"
 
 struct info {
 	__u64 by_type[BS_REC_TYPE_MAX];
@@ -115,8 +116,7 @@ static const char *str_or(const char *s, const char *dflt)
 static void info_field(const char *label, const char *value)
 {
 	printf("%-17s", label);
-	for (; *value; value++)
-		putchar((unsigned char)*value < 0x20 || *value == 0x7f ? '?' : *value);
+	utf8__put_printable(stdout, value);
 	putchar('\n');
 }
 

@@ -14,6 +14,7 @@
 #include "family.h"
 #include "http_server.h"
 #include "metrics.h"
+#include "privileges.h"
 #include "record_args.h"
 #include "record_options.h"
 #include "recorder.h"
@@ -105,6 +106,11 @@ int cmd_monitor(int argc, char **argv)
 	 */
 	if (a.bpf_stats && (stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
 		pr_warn("no BPF run time (bpf_stats): %s\n", strerror(errno));
+	/* Before the server's thread: it serves with no more than recording needs. */
+	e = privileges__drop(o->flight.window_ns != 0);
+	if (e)
+		pr_warn("cannot drop the capabilities monitoring does not need: %s\n",
+			strerror(-e));
 	e = http_server__start(srv, render, m);
 	if (e) {
 		FAIL("cannot start the HTTP server: %s", strerror(-e));

@@ -108,6 +108,9 @@ static int check_record(struct record_args *a)
 		usage(stderr);
 		return 1;
 	}
+	if (o->run_as && !o->cmd)
+		return FAIL(
+			"--user is for a launched command (bpfsight record --user USER -- CMD)");
 	if (o->inject && o->cmd)
 		return FAIL("--inject is for running processes (-p, -a): a launched command gets "
 			    "the cupti-shim from its environment already");

@@ -102,15 +102,19 @@ int cmd_shim(int argc, char **argv)
 		pr_err("--install needs a directory\n");
 		return 1;
 	}
-	err = shim_blob__install(dir, SHIM_FILE_NAME, 0, path, sizeof(path));
+	err = shim_blob__install(NULL, dir, SHIM_FILE_NAME, path, sizeof(path));
 	if (err == -ENOENT && !shim_blob__size()) {
 		pr_err("this bpfsight was built without the cupti-shim (no "
 		       "$CUDA_HOME/include/cupti.h at build time): rebuild with the CUDA toolkit\n");
 		return 1;
 	}
 	if (err) {
-		pr_err("cannot write %s/%s: %s%s\n", dir, SHIM_FILE_NAME, strerror(-err),
-		       err == -EACCES ? " (run it as root, or give --install DIR)" : "");
+		pr_err("cannot write %s/%s: %s\n", dir, SHIM_FILE_NAME,
+		       err == -EACCES ? "permission denied (run it as root, or give --install DIR)"
+		       : err == -EPERM
+			       ? "it, or a directory above it, is not root's (or yours), or others "
+				 "can write it: whoever can could swap the library every job loads"
+			       : strerror(-err));
 		return 1;
 	}
 	if (!env_only)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "commands.h"
 #include "family.h"
+#include "privileges.h"
 #include "record_args.h"
 #include "record_options.h"
 #include "recorder.h"
@@ -193,6 +194,7 @@ int cmd_top(int argc, char **argv)
 	o->thread_names = 1; /* a thread's row shows its threading name, as py-spy top */
 	o->sink_name = uo.batch ? "stdout" : "the screen";
 	record_args__libbpf_print(o->verbose);
+	privileges__drop(0); /* before the screen's thread (privileges.h); recorder__run says */
 	ui = top_ui__start(&uo);
 	if (!ui)
 		goto out;

@@ -2,7 +2,10 @@
 /* bpfsight's messages on stderr (msg.h). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "msg.h"
+#include "utf8.h"
 
 static const char *cmd_name;
 
@@ -16,16 +19,34 @@ const char *msg__cmd(void)
 	return cmd_name ? cmd_name : "bpfsight";
 }
 
-/* One locked write: threads' messages (the recorder's, a stop thread's) never interleave. */
+/*
+ * One locked write: threads' messages (the recorder's, a stop thread's) never interleave.
+ * Messages name what traced processes chose (comms, paths, symbols): their control characters
+ * and invalid UTF-8 are shown as '?' (utf8.h), line ends kept.
+ */
 static void say(const char *kind, const char *fmt, va_list ap)
 {
+	char *text = NULL, *line, *nl;
+
+	if (vasprintf(&text, fmt, ap) < 0)
+		text = NULL;
 	flockfile(stderr);
 	if (cmd_name)
 		fprintf(stderr, "bpfsight %s: %s", cmd_name, kind);
 	else
 		fprintf(stderr, "bpfsight: %s", kind);
-	vfprintf(stderr, fmt, ap);
+	for (line = text; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		utf8__put_printable(stderr, line);
+		if (nl)
+			fputc('\n', stderr);
+	}
+	if (!text)
+		fputs("(out of memory for a message)\n", stderr);
 	funlockfile(stderr);
+	free(text);
 }
 
 #define SAY(kind)                                                                                  \

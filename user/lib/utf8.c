@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* UTF-8 for the writers of text formats (utf8.h). */
+#include <string.h>
 #include <linux/types.h>
 #include "utf8.h"
 
@@ -33,4 +34,58 @@ size_t utf8__seq_len(const unsigned char *s, size_t n)
 	    (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
 	return len;
+}
+
+/* The length of the character at S (N bytes left), and whether a terminal may show it. */
+static size_t printable_len(const unsigned char *s, size_t n, int *ok)
+{
+	size_t len = utf8__seq_len(s, n);
+
+	*ok = len && !(len == 1 && (s[0] < 0x20 || s[0] == 0x7f)) &&
+	      !(len == 2 && s[0] == 0xc2 && s[1] < 0xa0); /* U+0080..U+009F: C1 */
+	return len ? len : 1;
+}
+
+char *utf8__printable(char *s)
+{
+	size_t n = strlen(s), i = 0, o = 0, len;
+	int ok;
+
+	while (i < n) {
+		len = printable_len((const unsigned char *)s + i, n - i, &ok);
+		if (ok) {
+			memmove(s + o, s + i, len);
+			o += len;
+		} else {
+			s[o++] = '?';
+		}
+		i += len;
+	}
+	s[o] = 0;
+	return s;
+}
+
+void utf8__put_printable(FILE *f, const char *s)
+{
+	size_t n = strlen(s), i = 0, len;
+	int ok;
+
+	while (i < n) {
+		len = printable_len((const unsigned char *)s + i, n - i, &ok);
+		if (ok)
+			fwrite(s + i, 1, len, f);
+		else
+			fputc('?', f);
+		i += len;
+	}
+}
+
+int utf8__is_printable(const char *s)
+{
+	size_t n = strlen(s), i = 0;
+	int ok = 1;
+
+	while (i < n && ok)
+		i += printable_len((const unsigned char *)s + i, n - i, &ok);
+	return ok;
 }

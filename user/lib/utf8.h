@@ -7,6 +7,7 @@
 #define BPFSIGHT_UTF8_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* U+FFFD, what a writer puts for a byte that starts no valid sequence. */
 #define UTF8_REPLACEMENT     "\xef\xbf\xbd"
@@ -17,5 +18,16 @@
  * forms, surrogates and code points above U+10FFFF are invalid (RFC 3629).
  */
 size_t utf8__seq_len(const unsigned char *s, size_t n);
+
+/*
+ * Text for a terminal: S with every control character (C0, DEL, C1: a comm, a command line or a
+ * symbol could move the cursor, retitle the window or rewrite the screen) and every byte that
+ * starts no valid UTF-8 sequence shown as '?'. In place (S never grows): S.
+ */
+char *utf8__printable(char *s);
+/* The same, written to F (S unchanged). */
+void utf8__put_printable(FILE *f, const char *s);
+/* 1 when utf8__printable would leave S as it is. */
+int utf8__is_printable(const char *s);
 
 #endif /* BPFSIGHT_UTF8_H */

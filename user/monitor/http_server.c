@@ -7,14 +7,31 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include "http_server.h"
 
-#define REQUEST_MAX  8192
-#define IO_TIMEOUT_S 5 /* a client that stalls is dropped: scrapes must not queue behind it */
+/*
+ * Bounds on what a client can take (docs/SECURITY.md): a request head of 4 KiB at most (a
+ * scraper sends ~200 bytes), whole within 2 s of the connection; the answer sent within 10 s;
+ * 32 connections at once, each served as its bytes come (one slow client holds no other).
+ */
+#define REQUEST_MAX	    4096
+#define REQUEST_DEADLINE_MS 2000
+#define REPLY_DEADLINE_MS   10000
+#define MAX_CONNS	    32
+
+struct conn {
+	int fd;			   /* -1: a free slot */
+	long long since, deadline; /* ms of CLOCK_MONOTONIC */
+	size_t used;		   /* bytes of the request in REQ */
+	char *out;		   /* the answer, once the request is whole */
+	size_t out_len, sent;
+	char req[REQUEST_MAX];
+};
 
 struct http_server {
 	int fd;
@@ -24,6 +41,7 @@ struct http_server {
 	http_render_fn render;
 	void *arg;
 	char url[128];
+	struct conn conns[MAX_CONNS];
 };
 
 /*
@@ -140,7 +158,9 @@ struct http_server *http_server__listen(const char *addr_port, char *err, size_t
 		return NULL;
 	}
 	s->stop[0] = s->stop[1] = -1;
-	s->fd = socket(want.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	for (int i = 0; i < MAX_CONNS; i++)
+		s->conns[i].fd = -1;
+	s->fd = socket(want.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->fd < 0 || setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(s->fd, (struct sockaddr *)&want, wlen) || listen(s->fd, 16) ||
 	    getsockname(s->fd, (struct sockaddr *)&bound, &blen) || pipe2(s->stop, O_CLOEXEC)) {
@@ -160,22 +180,28 @@ const char *http_server__url(const struct http_server *s)
 	return s->url;
 }
 
-static int send_all(int fd, const char *p, size_t n)
+/* ms of CLOCK_MONOTONIC */
+static long long now_ms(void)
 {
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+	struct timespec ts;
 
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= w;
-	}
-	return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-static void reply(int fd, const char *status, const char *type, const char *body, size_t len)
+static void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->out);
+	c->fd = -1;
+	c->out = NULL;
+	c->used = c->out_len = c->sent = 0;
+}
+
+/* The answer C is to send: STATUS, TYPE, then LEN bytes of BODY. */
+static void respond(struct conn *c, long long now, const char *status, const char *type,
+		    const char *body, size_t len)
 {
 	char head[256];
 	int n = snprintf(head, sizeof(head),
@@ -183,88 +209,178 @@ static void reply(int fd, const char *status, const char *type, const char *body
 			 "Connection: close\r\n\r\n",
 			 status, type, len);
 
-	if (!send_all(fd, head, n))
-		send_all(fd, body, len);
-}
-
-/* Read the request head (up to the blank line); 0 or -1. */
-static int read_request(int fd, char *buf, size_t cap)
-{
-	size_t used = 0;
-
-	while (used + 1 < cap) {
-		ssize_t r = recv(fd, buf + used, cap - 1 - used, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		used += r;
-		buf[used] = 0;
-		if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
-			return 0;
+	c->out = malloc(n + len);
+	if (!c->out) {
+		conn_close(c);
+		return;
 	}
-	return -1;
+	memcpy(c->out, head, n);
+	memcpy(c->out + n, body, len);
+	c->out_len = n + len;
+	c->deadline = now + REPLY_DEADLINE_MS;
 }
 
-static void serve_one(struct http_server *s, int fd)
+/* C's request is whole (C->req, NUL-terminated): make its answer. */
+static void answer(struct http_server *s, struct conn *c, long long now)
 {
-	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
-	char req[REQUEST_MAX], *body = NULL;
+	const char *req = c->req, *target;
+	char *body = NULL;
 	size_t len = 0;
 	FILE *f;
 
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (read_request(fd, req, sizeof(req)))
-		return;
 	if (strncmp(req, "GET ", 4) && strncmp(req, "HEAD ", 5)) {
-		reply(fd, "405 Method Not Allowed", "text/plain", "GET /metrics\n", 13);
+		respond(c, now, "405 Method Not Allowed", "text/plain", "GET /metrics\n", 13);
 		return;
 	}
 	if (!strncmp(req, "GET / ", 6)) {
 		static const char home[] = "bpfsight monitor: metrics at /metrics\n";
 
-		reply(fd, "200 OK", "text/plain", home, sizeof(home) - 1);
+		respond(c, now, "200 OK", "text/plain", home, sizeof(home) - 1);
 		return;
 	}
-	if (strncmp(strchr(req, ' ') + 1, "/metrics", 8) || !strchr(" ?", strchr(req, ' ')[9])) {
-		reply(fd, "404 Not Found", "text/plain", "not found: try /metrics\n", 24);
+	target = strchr(req, ' ') + 1; /* after "GET " or "HEAD " */
+	if (strncmp(target, "/metrics", 8) || !strchr(" ?", target[8])) {
+		respond(c, now, "404 Not Found", "text/plain", "not found: try /metrics\n", 24);
 		return;
 	}
 	f = open_memstream(&body, &len);
 	if (!f) {
-		reply(fd, "500 Internal Server Error", "text/plain", "out of memory\n", 14);
+		respond(c, now, "500 Internal Server Error", "text/plain", "out of memory\n", 14);
 		return;
 	}
 	s->render(s->arg, f);
 	fclose(f);
 	if (!strncmp(req, "HEAD ", 5))
 		len = 0;
-	reply(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", body, len);
+	respond(c, now, "200 OK", "text/plain; version=0.0.4; charset=utf-8", body, len);
 	free(body);
+}
+
+/* Read what C's client sent; answer once the request head is whole (the blank line). */
+static void conn_read(struct http_server *s, struct conn *c, long long now)
+{
+	for (;;) {
+		ssize_t r = recv(c->fd, c->req + c->used, sizeof(c->req) - 1 - c->used, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (r <= 0) {
+			conn_close(c);
+			return;
+		}
+		c->used += r;
+		c->req[c->used] = 0;
+		if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
+			answer(s, c, now);
+			return;
+		}
+		if (c->used + 1 >= sizeof(c->req)) {
+			conn_close(c); /* a request head no scraper sends */
+			return;
+		}
+	}
+}
+
+/* Send what C's answer has left; close once it is all sent. */
+static void conn_write(struct conn *c)
+{
+	while (c->sent < c->out_len) {
+		ssize_t w = send(c->fd, c->out + c->sent, c->out_len - c->sent, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (w <= 0)
+			break;
+		c->sent += w;
+	}
+	conn_close(c);
+}
+
+/*
+ * A free slot for a new connection. When every slot is taken, the one that has waited longest
+ * for its request gives its place: a client holding connections open cannot keep a scrape out.
+ */
+static struct conn *free_slot(struct http_server *s)
+{
+	struct conn *oldest = NULL;
+
+	for (int i = 0; i < MAX_CONNS; i++) {
+		struct conn *c = &s->conns[i];
+
+		if (c->fd < 0)
+			return c;
+		if (!c->out && (!oldest || c->since < oldest->since))
+			oldest = c;
+	}
+	if (oldest)
+		conn_close(oldest);
+	return oldest;
+}
+
+static void take_new(struct http_server *s, long long now)
+{
+	for (;;) {
+		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct conn *c;
+
+		if (fd < 0)
+			return;
+		c = free_slot(s);
+		if (!c) { /* every slot is sending an answer: this one waits for none */
+			close(fd);
+			return;
+		}
+		c->fd = fd;
+		c->since = now;
+		c->deadline = now + REQUEST_DEADLINE_MS;
+	}
 }
 
 static void *serve(void *arg)
 {
 	struct http_server *s = arg;
-	struct pollfd pfd[2] = { { .fd = s->fd, .events = POLLIN },
-				 { .fd = s->stop[0], .events = POLLIN } };
+	struct pollfd pfd[2 + MAX_CONNS];
 
+	pfd[0] = (struct pollfd){ .fd = s->fd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = s->stop[0], .events = POLLIN };
 	for (;;) {
-		int c;
+		long long now = now_ms(), next = -1;
+		int n;
 
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+		for (int i = 0; i < MAX_CONNS; i++) {
+			struct conn *c = &s->conns[i];
+
+			if (c->fd >= 0 && c->deadline <= now)
+				conn_close(c); /* too slow a client: others must not wait on it */
+			pfd[2 + i] =
+				(struct pollfd){ .fd = c->fd, .events = c->out ? POLLOUT : POLLIN };
+			if (c->fd >= 0 && (next < 0 || c->deadline - now < next))
+				next = c->deadline - now;
+		}
+		n = poll(pfd, 2 + MAX_CONNS, (int)next);
+		if (n < 0 && errno != EINTR)
 			break;
+		if (n <= 0)
+			continue;
 		if (pfd[1].revents)
 			break;
-		if (!(pfd[0].revents & POLLIN))
-			continue;
-		c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0)
-			continue;
-		serve_one(s, c);
-		close(c);
+		now = now_ms();
+		for (int i = 0; i < MAX_CONNS; i++) {
+			struct conn *c = &s->conns[i];
+
+			if (c->fd < 0 || !pfd[2 + i].revents)
+				continue;
+			if (!c->out)
+				conn_read(s, c, now);
+			if (c->fd >= 0 && c->out)
+				conn_write(c);
+		}
+		if (pfd[0].revents & POLLIN)
+			take_new(s, now);
 	}
 	return NULL;
 }
@@ -297,6 +413,8 @@ void http_server__free(struct http_server *s)
 		}
 		pthread_join(s->thread, NULL);
 	}
+	for (int i = 0; i < MAX_CONNS; i++)
+		conn_close(&s->conns[i]);
 	if (s->fd >= 0)
 		close(s->fd);
 	if (s->stop[0] >= 0)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The smallest HTTP/1.1 server a Prometheus scrape needs: GET /metrics answered with what a
- * callback writes, one connection at a time, on a thread of its own (signals stay with the
- * caller's thread). `Connection: close` after every answer.
+ * callback writes, on a thread of its own (signals stay with the caller's thread).
+ * `Connection: close` after every answer. Clients are not trusted: up to 32 connections are
+ * served at once, each as its bytes come; a request must be whole within 2 s, its answer sent
+ * within 10 s, and its head is 4 KiB at most (http_server.c).
  */
 #ifndef BPFSIGHT_HTTP_SERVER_H
 #define BPFSIGHT_HTTP_SERVER_H

@@ -10,16 +10,27 @@
 #include "metrics_state.h"
 #include "mono_clock.h"
 #include "hmap.h"
+#include "utf8.h"
 
+/*
+ * A label value: S escaped as the format says, and valid UTF-8 (a comm is any bytes a process
+ * chose, and Prometheus refuses a scrape with invalid UTF-8): a byte that starts no valid
+ * sequence becomes U+FFFD.
+ */
 void metrics__label(FILE *f, const char *s, size_t max)
 {
-	for (size_t i = 0; i < max && s[i]; i++) {
-		if (s[i] == '\\' || s[i] == '"')
+	size_t n = strnlen(s, max), len;
+
+	for (size_t i = 0; i < n; i += len ? len : 1) {
+		len = utf8__seq_len((const unsigned char *)s + i, n - i);
+		if (!len)
+			fputs(UTF8_REPLACEMENT, f);
+		else if (s[i] == '\\' || s[i] == '"')
 			fprintf(f, "\\%c", s[i]);
 		else if (s[i] == '\n')
 			fputs("\\n", f);
 		else
-			fputc(s[i], f);
+			fwrite(s + i, 1, len, f);
 	}
 }
 

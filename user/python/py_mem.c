@@ -180,12 +180,12 @@ char *py_mem__str(struct py_mem *m, pid_t pid, __u32 minor, __u64 addr)
 	__u32 ascii_size = minor >= 12 ? 40 : 48, compact_size = minor >= 12 ? 56 : 72;
 	__u8 raw[STR_MAX * 4 + 128];
 	__u64 len;
-	__u32 state, kind, nbytes, at;
+	__u32 state, kind, nbytes, at, got = 128;
 	char *out, *p;
 
 	/* The header and a short text in one read; a header at a mapping's end alone. */
-	if (py_mem__obj(m, pid, addr, PY_KIND_STR, raw, 128) &&
-	    py_mem__obj(m, pid, addr, PY_KIND_STR, raw, 40))
+	if (py_mem__obj(m, pid, addr, PY_KIND_STR, raw, got) &&
+	    py_mem__obj(m, pid, addr, PY_KIND_STR, raw, got = 40))
 		return NULL;
 	memcpy(&len, raw + 16, 8);
 	memcpy(&state, raw + 32, 4);
@@ -196,7 +196,8 @@ char *py_mem__str(struct py_mem *m, pid_t pid, __u32 minor, __u64 addr)
 		len = STR_MAX;
 	nbytes = len * kind;
 	at = (state >> 6 & 1) ? ascii_size : compact_size;
-	if (at + nbytes > 128 && py_mem__read(m, pid, addr + at, raw + at, nbytes))
+	/* The text past what the first read got (never bytes it did not read). */
+	if (at + nbytes > got && py_mem__read(m, pid, addr + at, raw + at, nbytes))
 		return NULL;
 	out = p = malloc(len * 4 + 1);
 	if (!out)
@@ -216,10 +217,11 @@ int py_mem__int(struct py_mem *m, pid_t pid, __u32 minor, __u64 addr, __s64 *v)
 	/* head, then ob_size (3.8-3.11) or lv_tag (3.12+), then the first 30-bit digits */
 	__u64 w[4];
 	__s64 ndigits, sign = 1;
+	size_t got = sizeof(w);
 	__u32 d[2];
 
-	if (py_mem__obj(m, pid, addr, PY_KIND_INT, w, sizeof(w)) &&
-	    py_mem__obj(m, pid, addr, PY_KIND_INT, w, 28))
+	if (py_mem__obj(m, pid, addr, PY_KIND_INT, w, got) &&
+	    py_mem__obj(m, pid, addr, PY_KIND_INT, w, got = 28))
 		return -EINVAL;
 	if (minor >= 12) {
 		ndigits = (__s64)(w[2] >> 3);
@@ -228,7 +230,8 @@ int py_mem__int(struct py_mem *m, pid_t pid, __u32 minor, __u64 addr, __s64 *v)
 		ndigits = (__s64)w[2] < 0 ? -(__s64)w[2] : (__s64)w[2];
 		sign = (__s64)w[2] < 0 ? -1 : 1;
 	}
-	if (ndigits > 2)
+	/* Two digits are 8 bytes at 24: past a 28-byte read (an int at a mapping's end). */
+	if (ndigits > 2 || (ndigits > 1 && got < sizeof(w)))
 		return -EINVAL;
 	memcpy(d, &w[3], ndigits > 1 ? 8 : 4);
 	*v = sign * (__s64)((ndigits > 0 ? d[0] : 0) | (ndigits > 1 ? (__u64)d[1] << 30 : 0));

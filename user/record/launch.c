@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +11,27 @@
 #include "launch.h"
 #include "msg.h"
 
-int launch__start(struct launch *l, char **cmd)
+/* USER's groups from /etc/group (not NSS: the binary is static), and GID. */
+static int set_groups(const char *user, gid_t gid)
+{
+	gid_t list[NGROUPS_MAX];
+	struct group *g;
+	size_t n = 0;
+	FILE *f = fopen("/etc/group", "re");
+
+	list[n++] = gid;
+	while (f && *user && (g = fgetgrent(f)))
+		for (char **m = g->gr_mem; *m && n < NGROUPS_MAX; m++)
+			if (!strcmp(*m, user) && g->gr_gid != gid) {
+				list[n++] = g->gr_gid;
+				break;
+			}
+	if (f)
+		fclose(f);
+	return setgroups(n, list);
+}
+
+int launch__start(struct launch *l, char **cmd, const char *user, uid_t uid, gid_t gid)
 {
 	int gate[2];
 	char go;
@@ -28,6 +50,11 @@ int launch__start(struct launch *l, char **cmd)
 	}
 	if (l->pid == 0) {
 		close(gate[1]);
+		if (user && (set_groups(user, gid) || setgid(gid) || setuid(uid))) {
+			pr_err("cannot run '%s' as uid %u: %s\n", cmd[0], (unsigned)uid,
+			       strerror(errno));
+			_exit(126);
+		}
 		/* EOF without a byte means the recorder gave up: do not run CMD untraced. */
 		if (read(gate[0], &go, 1) != 1)
 			_exit(127);

@@ -15,8 +15,12 @@ struct launch {
 	int reaped;
 };
 
-/* Fork CMD, held at the gate. Returns 0 or a negative errno. */
-int launch__start(struct launch *l, char **cmd);
+/*
+ * Fork CMD, held at the gate; with USER (a name, "" for a uid not in /etc/passwd), it runs as
+ * UID and GID with USER's groups of /etc/group (set before it waits: CMD never runs with
+ * more). Returns 0 or a negative errno.
+ */
+int launch__start(struct launch *l, char **cmd, const char *user, uid_t uid, gid_t gid);
 /* Let CMD exec. */
 void launch__go(struct launch *l);
 /* Abort a held CMD (the child exits 127 without running it). */

@@ -38,8 +38,11 @@ struct record_opts {
 	__u32 system_wide;
 	__u64 duration_ns; /* 0 = until the targets exit or a signal */
 	__u64 ringbuf_bytes;
-	int kill_signal;     /* sent to a launched CMD when -d ends; 0 = none */
-	char **cmd;	     /* launch mode when non-NULL */
+	int kill_signal;    /* sent to a launched CMD when -d ends; 0 = none */
+	char **cmd;	    /* launch mode when non-NULL */
+	const char *run_as; /* --user: CMD runs as this user (its name), NULL: as bpfsight */
+	uid_t run_uid;	    /* --user's ids */
+	gid_t run_gid;
 	const char *cmdline; /* bpfsight's own command line, for the file header */
 	__u32 verbose;
 	__u32 dry_run; /* --dry-run: find and list probe sites, record nothing */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The one option table of record, monitor and top, and its parser (record_options.h). */
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,38 @@ static int opt_kill(struct record_args *a, const char *arg)
 			return 0;
 		}
 	return FAIL("bad --kill '%s': use none, TERM, INT, KILL, HUP, USR1 or USR2", arg);
+}
+
+/*
+ * --user NAME, UID or UID:GID, resolved now (a bad one fails before anything starts) from
+ * /etc/passwd itself: the binary is static, and NSS modules are not for it to load.
+ */
+static int opt_user(struct record_args *a, const char *arg)
+{
+	unsigned long uid = ~0ul, gid = ~0ul;
+	struct passwd *pw = NULL;
+	char *end = NULL;
+	FILE *f;
+
+	if (*arg >= '0' && *arg <= '9') {
+		uid = strtoul(arg, &end, 10);
+		if (*end == ':' && end[1])
+			gid = strtoul(end + 1, &end, 10);
+		if (*end)
+			return FAIL("bad --user '%s': give a name, UID or UID:GID", arg);
+	}
+	f = fopen("/etc/passwd", "re");
+	while (f && (pw = fgetpwent(f)))
+		if (uid == ~0ul ? !strcmp(pw->pw_name, arg) : pw->pw_uid == uid)
+			break;
+	a->o.run_as = pw ? strdup(pw->pw_name) : uid != ~0ul && gid != ~0ul ? strdup("") : NULL;
+	a->o.run_uid = pw ? pw->pw_uid : (uid_t)uid;
+	a->o.run_gid = pw && gid == ~0ul ? pw->pw_gid : (gid_t)gid;
+	if (f)
+		fclose(f);
+	if (!a->o.run_as)
+		return FAIL("bad --user '%s': not in /etc/passwd (give UID:GID)", arg);
+	return 0;
 }
 
 static int opt_buffer(struct record_args *a, const char *arg)
@@ -434,6 +467,10 @@ static const struct rec_option table[] = {
 	  opt_grace },
 	{ "kill", 0, "SIG|none", R,
 	  "launch mode: signal sent to CMD when -d ends (default TERM, as nsys)", NULL, opt_kill },
+	{ "user", 'u', "USER", R,
+	  "launch mode: run CMD as USER (a name or uid of /etc/passwd, with its groups of "
+	  "/etc/group; or UID:GID), as strace -u; default: as bpfsight runs (root under sudo)",
+	  NULL, opt_user },
 	{ "interval", 'i', "DUR", T, "time between refreshes (default 1s)", NULL, opt_interval },
 	{ "iterations", 'n', "N", T, "refresh N times, then exit", NULL, opt_iterations },
 	{ "batch", 'b', NULL, T,

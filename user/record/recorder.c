@@ -17,11 +17,13 @@
 #include <bpf/libbpf.h>
 #include "capture_files.h"
 #include "capture_gate.h"
+#include "elf_syms.h"
 #include "family.h"
 #include "flight_recorder.h"
 #include "kernel_features.h"
 #include "launch.h"
 #include "link_reaper.h"
+#include "privileges.h"
 #include "proc_meta.h"
 #include "record_losses.h"
 #include "record_meta.h"
@@ -520,7 +522,7 @@ static int start(struct recording *r)
 	int err;
 
 	if (o->cmd) {
-		err = launch__start(&r->launch, o->cmd);
+		err = launch__start(&r->launch, o->cmd, o->run_as, o->run_uid, o->run_gid);
 		if (err) {
 			pr_err("cannot start %s: %s\n", o->cmd[0], strerror(-err));
 			return -1;
@@ -528,6 +530,12 @@ static int start(struct recording *r)
 		r->launched = 1;
 	}
 	raise_fd_limit();
+	/* CMD forked with what it had; the rest runs with what recording needs (privileges.h). */
+	/* Written later, maybe into another user's directory: dumps, --inject's shim. */
+	err = privileges__drop(o->flight.window_ns != 0 || o->inject);
+	if (err)
+		pr_warn("cannot drop the capabilities recording does not need: %s\n",
+			strerror(-err));
 	err = create_shared_maps(ctx);
 	if (err) {
 		pr_err("cannot create BPF maps: %s\n", strerror(-err));
@@ -750,6 +758,10 @@ static void say_written(struct recording *r, __u64 nrec, const char *how)
 			"waited in memory (more than the %.0f MiB ring holds: the ring pump, "
 			"user/record/ring_pump.h)\n",
 			queued / 1048576.0, o->ringbuf_bytes / 1048576.0);
+	if (demangle__over_budget())
+		pr_warn("%llu C++ names were over the demangler's budget (1 KiB mangled, 64 KiB "
+			"demangled): shown mangled\n",
+			demangle__over_budget());
 }
 
 /*

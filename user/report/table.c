@@ -7,6 +7,7 @@
 #include <string.h>
 #include "json.h"
 #include "table.h"
+#include "utf8.h"
 
 struct table_col {
 	char *key;
@@ -393,13 +394,6 @@ static int text_width(const char *s)
 	return w;
 }
 
-/* S with control characters shown as '?', so a comm cannot break the layout. */
-static void put_text(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
-}
-
 static void put_padded(FILE *f, const char *s, int width, int right, int last)
 {
 	int pad = width - text_width(s);
@@ -407,7 +401,7 @@ static void put_padded(FILE *f, const char *s, int width, int right, int last)
 	if (right)
 		for (; pad > 0; pad--)
 			fputc(' ', f);
-	put_text(f, s);
+	utf8__put_printable(f, s); /* a comm cannot break the layout, nor the terminal */
 	if (!right && !last)
 		for (; pad > 0; pad--)
 			fputc(' ', f);
@@ -455,8 +449,11 @@ void table__print(const struct table *t, FILE *f)
 	}
 	if (t->nnotes)
 		fputc('\n', f);
-	for (r = 0; r < t->nnotes; r++)
-		fprintf(f, " %s\n", t->notes[r]);
+	for (r = 0; r < t->nnotes; r++) {
+		fputc(' ', f);
+		utf8__put_printable(f, t->notes[r]);
+		fputc('\n', f);
+	}
 	free(width);
 }
 

@@ -5,6 +5,7 @@
 #include "human.h"
 #include "table.h"
 #include "table_view.h"
+#include "utf8.h"
 
 #define MIN_TEXT     10 /* a name is cut below this many columns (or its title's) last */
 #define COMFORT_TEXT 40 /* nor below this before minor columns are left out */
@@ -36,18 +37,13 @@ static double cell_value(const struct table *t, int row, int col)
 	return table__get_number(t, row, col);
 }
 
-/* S with control characters as '?', so a comm cannot break the layout. */
+/* S with control characters and invalid UTF-8 as '?' (utf8.h): a comm cannot break the layout. */
 static const char *printable(const char *s, char *buf, size_t len)
 {
-	size_t i;
-
-	if (!strpbrk(s, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11"
-			"\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f"))
+	if (utf8__is_printable(s))
 		return s;
-	for (i = 0; s[i] && i + 1 < len; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	buf[i] = 0;
-	return buf;
+	snprintf(buf, len, "%s", s);
+	return utf8__printable(buf);
 }
 
 const char *table__view_cell(const struct table *t, int row, int col, const struct table_view *v,

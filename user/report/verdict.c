@@ -8,6 +8,7 @@
 #include "human.h"
 #include "hmap.h"
 #include "verdict.h"
+#include "utf8.h"
 
 #define MAX_CLAIMS 32
 #define MAX_LINES  25 /* the whole verdict, its headline included */
@@ -256,6 +257,7 @@ void verdict__claim(struct verdict *v, enum verdict_kind kind, int holds, double
 	va_start(ap, fmt);
 	vsnprintf(c->text, sizeof(c->text), fmt, ap);
 	va_end(ap);
+	utf8__printable(c->text); /* it names threads: their names are the processes' */
 }
 
 void verdict__detail(struct verdict *v, double share, const char *report, const char *fmt, ...)
@@ -274,6 +276,7 @@ void verdict__detail(struct verdict *v, double share, const char *report, const 
 	va_start(ap, fmt);
 	vsnprintf(c->text, sizeof(c->text), fmt, ap);
 	va_end(ap);
+	utf8__printable(c->text);
 }
 
 static const struct verdict *sort_ctx;

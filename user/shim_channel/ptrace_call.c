@@ -565,6 +565,30 @@ static int explain(const struct ptrace_call *c, const struct outcome *o, char *m
 	return o->err;
 }
 
+/*
+ * Has PID exited, or is it exiting (a zombie, or on its way: SIGKILL)? Whatever failed then, it
+ * failed because the process went: PTRACE_SEIZE of an exiting thread is EPERM, a read of a
+ * zombie's memory ESRCH.
+ */
+static int gone(pid_t pid)
+{
+	char fn[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return 1;
+	snprintf(fn, sizeof(fn), "/proc/%d/stat", pid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	rp = strrchr(buf, ')'); /* after the comm, which may hold anything */
+	return rp && rp[1] == ' ' && strchr("ZXx", rp[2]);
+}
+
 int ptrace_call__run(const struct ptrace_call *c, struct ptrace_call_result *r, char *msg,
 		     size_t len)
 {
@@ -579,7 +603,7 @@ int ptrace_call__run(const struct ptrace_call *c, struct ptrace_call_result *r, 
 	err = list_threads(&h);
 	if (err) {
 		snprintf(msg, len, "pid %d has no thread to use: %s", c->pid, strerror(-err));
-		return err;
+		goto out;
 	}
 	struct iovec local = { h.func_bytes, sizeof(h.func_bytes) },
 		     remote = { (void *)c->func, sizeof(h.func_bytes) };
@@ -587,7 +611,7 @@ int ptrace_call__run(const struct ptrace_call *c, struct ptrace_call_result *r, 
 	if (process_vm_readv(c->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(h.func_bytes)) {
 		err = errno ? -errno : -EFAULT;
 		snprintf(msg, len, "cannot read pid %d's dlopen: %s", c->pid, strerror(-err));
-		return err;
+		goto out;
 	}
 	h.xstate = aligned_alloc(64, XSTATE_MAX);
 	h.scratch = malloc(STACK_ROOM);
@@ -625,6 +649,10 @@ int ptrace_call__run(const struct ptrace_call *c, struct ptrace_call_result *r, 
 	*r = o.r;
 	err = o.err ? explain(c, &o, msg, len) : 0;
 out:
+	if (err && gone(c->pid)) {
+		snprintf(msg, len, "pid %d exited", c->pid);
+		err = -ESRCH;
+	}
 	if (fds[0] >= 0)
 		close(fds[0]);
 	if (fds[1] >= 0)

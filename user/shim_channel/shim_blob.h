@@ -19,11 +19,16 @@
 size_t shim_blob__size(void);
 /*
  * Write the shim as DIR/NAME (NAME NULL: libbpfsight-shim-<hash>.so), mode 0755, creating
- * DIR (0755) if needed; an identical file already there is kept. PATH gets the file's path.
- * Returns 0, -ENOENT (no shim in this build), -EPERM (DIR or the file is writable by
- * others than its root owner, when SECURE), or another negative errno.
+ * DIR (0755) if needed; an identical file already there is kept if root or we own it and
+ * nobody else can write it (else it is replaced: someone else could rewrite it later). PATH
+ * gets DIR/NAME. DIR is taken under ROOT (NULL: "/"; "/proc/PID/root" for a process with a
+ * root of its own), one name at a time from ROOT's descriptor (mkdirat, openat, renameat):
+ * a symlink on the way is refused (-ELOOP), as is a directory that anyone but root or we own
+ * (or, under ROOT, ROOT's owner: a user-namespace container's root, a chroot's user), or that
+ * others can write (-EPERM; a root-owned sticky parent such as /tmp is fine).
+ * Returns 0, -ENOENT (no shim in this build), -ELOOP, -EPERM or another negative errno.
  */
-int shim_blob__install(const char *dir, const char *name, int secure, char *path, size_t len);
+int shim_blob__install(const char *root, const char *dir, const char *name, char *path, size_t len);
 /*
  * The shim launch mode puts in a command's environment: $BPFSIGHT_SHIM when set, else the
  * embedded one written to SHIM_RUN_DIR. 0 or a negative errno (a message is printed).

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "elf_syms.h"
+#include "env.h"
 #include "ptrace_call.h"
 #include "record_ctx.h"
 #include "shim_blob.h"
@@ -342,27 +343,34 @@ static int refuse(const struct inj_pid *p, pid_t pid, char *msg, size_t len)
 
 /* ---- installing and injecting ---- */
 
-static int same_mount_ns(pid_t pid)
+/* Does PID see the file system as we do: the same mount namespace, and no chroot? */
+static int same_root(pid_t pid)
 {
-	struct stat a, b;
-	char fn[64];
+	struct stat a, b, c, d;
+	char ns[64], root[64];
 
-	snprintf(fn, sizeof(fn), "/proc/%d/ns/mnt", pid);
-	if (stat("/proc/self/ns/mnt", &a) || stat(fn, &b))
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", pid);
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	if (stat("/proc/self/ns/mnt", &a) || stat(ns, &b))
 		return 1; /* no namespaces to tell apart */
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	if (stat("/", &c) || stat(root, &d))
+		return 0;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino && c.st_dev == d.st_dev &&
+	       c.st_ino == d.st_ino;
 }
 
 /*
- * The shim where PID can open it, at TARGET_PATH in its own mount namespace: under
- * /run/bpfsight, reached through /proc/PID/root when PID lives in another one (a
- * container), else /tmp/bpfsight.
+ * The shim where PID can open it, at TARGET_PATH in its own view of the file system: under
+ * /run/bpfsight, else /tmp/bpfsight, written under /proc/PID/root when PID has a root of its
+ * own (a container, a chroot). Nothing is written through a symlink, or into a directory
+ * that anyone but root can write (shim_blob__install): a process that made its own root
+ * would otherwise point root's writes anywhere on the host.
  */
 static int install_for(pid_t pid, char *target_path, size_t len, char *msg, size_t mlen)
 {
 	static const char *const dirs[] = { SHIM_RUN_DIR, "/tmp/bpfsight" };
-	char name[96], dir[PATH_MAX], path[PATH_MAX];
-	int same = same_mount_ns(pid), err = -ENOENT;
+	char name[96], root[64], path[PATH_MAX];
+	int same = same_root(pid), err = -ENOENT;
 
 	if (!shim_blob__size()) {
 		snprintf(msg, mlen, "this bpfsight was built without the cupti-shim");
@@ -370,18 +378,18 @@ static int install_for(pid_t pid, char *target_path, size_t len, char *msg, size
 	}
 	shim_blob__inject_name(name, sizeof(name));
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		if (same)
-			snprintf(dir, sizeof(dir), "%s", dirs[i]);
-		else
-			snprintf(dir, sizeof(dir), "/proc/%d/root%s", pid, dirs[i]);
-		err = shim_blob__install(dir, name, 1, path, sizeof(path));
+		snprintf(root, sizeof(root), "/proc/%d/root", pid);
+		err = shim_blob__install(same ? NULL : root, dirs[i], name, path, sizeof(path));
 		if (!err) {
 			snprintf(target_path, len, "%s/%s", dirs[i], name);
 			return 0;
 		}
 	}
 	snprintf(msg, mlen, "cannot write the shim where it can open it (%s%s): %s",
-		 same ? "" : "its mount namespace, ", SHIM_RUN_DIR, strerror(-err));
+		 same ? "" : "its own root, ", SHIM_RUN_DIR,
+		 err == -EPERM	 ? "a directory on the way is not root's, or others can write it"
+		 : err == -ELOOP ? "a symlink on the way"
+				 : strerror(-err));
 	return err;
 }
 
@@ -394,7 +402,7 @@ static void set_failure(struct inj_pid *p, const char *msg)
 static void inject(struct shim_inject *si, struct inj_pid *p, pid_t pid)
 {
 	struct ptrace_call c = { .pid = pid, .timeout_s = INJECT_TIMEOUT_S };
-	const char *tid = getenv("BPFSIGHT_INJECT_TID");
+	const char *tid = env__trusted("BPFSIGHT_INJECT_TID");
 	char msg[MSG_LEN], path[PATH_MAX];
 	struct ptrace_call_result r;
 	int err;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "env.h"
 #include "family.h"
 #include "join_holds.h"
 #include "proc_meta.h"
@@ -771,7 +772,7 @@ static int launch_path(const struct record_opts *o, const char *family, const ch
 {
 	static char buf[PATH_MAX];
 	static int err = 1;
-	const char *env = getenv("BPFSIGHT_SHIM");
+	const char *env = env__trusted("BPFSIGHT_SHIM");
 
 	if (err > 0)
 		err = shim_blob__path(buf, sizeof(buf)); /* once for every family */

@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "elf_file.h"
+#include "msg.h"
+#include "safe_open.h"
 
 /*
  * Is every header, section and segment inside the file? libelf maps the file and trusts
@@ -166,6 +168,9 @@ int elf_file__table(Elf *elf, Elf64_Word type, enum elf_src src, struct elf_tabl
 	return t->syms ? 1 : 0;
 }
 
+/* The largest debug file whose CRC is read (one without a build-id). */
+#define DEBUG_CRC_MAX (1 << 30)
+
 /*
  * Open PATH as the debug file of a file with BUILD_ID: an ELF with a .symtab whose build-id
  * matches.
@@ -174,12 +179,18 @@ static int dbg_try(const char *build_id, const char *path, __u32 crc, int check_
 		   struct elf_dbg *d)
 {
 	char bid[ELF_BUILD_ID_LEN];
+	const char *why = NULL;
 	struct elf_table t;
 	int err;
 
-	d->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (d->fd < 0)
+	/* The traced process may have put a FIFO or a link to a device here: never opened. */
+	d->fd = safe_open__regular(path, &why);
+	if (d->fd < 0) {
+		if (why)
+			pr_warn("%s: skipped as a debug file: %s, not a regular file\n", path, why);
+		d->fd = -1;
 		return 0;
+	}
 	d->elf = elf_file__open(d->fd, 1, &err);
 	if (!d->elf || !elf_file__table(d->elf, SHT_SYMTAB, ELF_SRC_DEBUG, &t))
 		goto fail;
@@ -190,9 +201,17 @@ static int dbg_try(const char *build_id, const char *path, __u32 crc, int check_
 		/* No build-id to compare: the .gnu_debuglink CRC of the whole file decides. */
 		unsigned char buf[65536];
 		uLong c = crc32(0L, Z_NULL, 0);
+		struct stat st;
 		ssize_t n;
 		off_t off = 0;
 
+		/* A sparse file of a terabyte reads as fast as zeros come: minutes of CRC. */
+		if (fstat(d->fd, &st) || st.st_size > DEBUG_CRC_MAX) {
+			pr_warn("%s: skipped as a debug file: over %d GiB with no build-id to "
+				"compare (its CRC is not read)\n",
+				path, DEBUG_CRC_MAX >> 30);
+			goto fail;
+		}
 		while ((n = pread(d->fd, buf, sizeof(buf), off)) > 0) {
 			c = crc32(c, buf, (uInt)n);
 			off += n;

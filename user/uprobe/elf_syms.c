@@ -17,8 +17,16 @@
 #include "elf_file.h"
 #include "elf_plt.h"
 #include "elf_syms.h"
+#include "msg.h"
+#include "safe_open.h"
 
 #define NONE UINT32_MAX
+/*
+ * The most symbol-table entries read from one file (with its debug file): the largest real
+ * libraries have a few million; a sparse file of a process's making could claim billions,
+ * each costing the recorder memory before it is known to be empty.
+ */
+#define MAX_ENTRIES (16u << 20)
 
 static const char *const src_names[] = { "dynsym", "symtab", "debug" }; /* enum elf_src */
 
@@ -260,7 +268,7 @@ static int build(struct elf_syms *s, struct elf_table *tabs, size_t ntabs)
 		bytes += tabs[i].strs->d_size;
 	}
 	bytes += 1;
-	if (n >= NONE / 2)
+	if (n > MAX_ENTRIES)
 		return -E2BIG;
 	while (cap < 2 * n)
 		cap <<= 1;
@@ -319,9 +327,9 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	s->fd = safe_open__regular(path, NULL);
 	if (s->fd < 0) {
-		err = -errno;
+		err = s->fd == -EINVAL ? -ENOEXEC : s->fd; /* not a regular file: no ELF file */
 		goto fail;
 	}
 	elf = elf_file__open(s->fd, 0, &err);
@@ -343,6 +351,9 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 		s->has_symtab = 1;
 	}
 	err = build(s, tabs, ntabs);
+	if (err == -E2BIG)
+		pr_warn("%s: over %u symbol-table entries: its symbols are not read\n", path,
+			MAX_ENTRIES);
 	if (d.elf)
 		elf_end(d.elf);
 	if (d.fd >= 0)

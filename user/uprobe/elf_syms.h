@@ -83,8 +83,13 @@ int elf_syms__has_symtab(const struct elf_syms *s);
 
 /*
  * Demangle an Itanium C++ name into BUF (e.g. "_Z6kernelPfi" -> "kernel(float*, int)").
- * Names that are not mangled are copied as they are. Always NUL-terminates; truncates.
+ * Names that are not mangled are copied as they are. Always NUL-terminates; truncates (at
+ * 4095 bytes at most). The work is bounded: a name over 1 KiB, or one whose demangled form
+ * passes 64 KiB (nested substitutions double it per level), is copied as it is and counted
+ * (demangle__over_budget). Thread-safe; results are cached.
  */
 void demangle(const char *name, char *buf, size_t len);
+/* How many names were kept mangled because they were over the budget. */
+unsigned long long demangle__over_budget(void);
 
 #endif /* BPFSIGHT_ELF_SYMS_H */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include "env.h"
 #include "kdev.h"
 #include "scan_cache.h"
 
@@ -72,7 +73,7 @@ struct scan_cache *scan_cache__load(void)
 {
 	struct scan_cache *c = calloc(1, sizeof(*c));
 	char line[PATH_MAX + 128], path[PATH_MAX], fn[PATH_MAX + 32];
-	const char *dir = getenv("BPFSIGHT_CACHE_DIR"), *no = getenv("BPFSIGHT_NO_CACHE");
+	const char *dir = env__trusted("BPFSIGHT_CACHE_DIR"), *no = getenv("BPFSIGHT_NO_CACHE");
 	struct entry e;
 	FILE *f;
 

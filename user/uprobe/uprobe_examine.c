@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "elf_strref.h"
 #include "record_ctx.h"
+#include "safe_open.h"
 #include "scan_cache.h"
 #include "uprobe_mgr_priv.h"
 #include "libmap.skel.h"
@@ -141,7 +142,7 @@ void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char 
 	 * process can exit (taking its /proc/PID/map_files links with it) between the look
 	 * and the attach. If it is already gone, the file stays unexamined for the next one.
 	 */
-	fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	fd = safe_open__regular(open_path, NULL);
 	if (fd < 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "safe_open.h"
 #include "usdt_notes.h"
 #include "usdt_arg.h"
 
@@ -306,9 +307,11 @@ struct usdt_notes *usdt_notes__open(const char *path)
 		errno = ENOEXEC;
 		return NULL;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	fd = safe_open__regular(path, NULL);
+	if (fd < 0) {
+		errno = fd == -EINVAL ? ENOEXEC : -fd; /* not a regular file: no ELF file */
 		return NULL;
+	}
 	n = calloc(1, sizeof(*n));
 	if (!n) {
 		err = -ENOMEM;

@@ -27,6 +27,13 @@ static const struct family_capture nvtx_capture = { .kind = "nvtx", .arg = ":NAM
 /* A range's start: what opens the gate, and the range's record comes only at its end. */
 static const __u16 nvtx_ungated[] = { BS_REC_NVTX_BEGIN, 0 };
 
+static const struct loss_cause nvtx_losses[] = {
+	{ BS_LOSS_NVTX_NAMES, "nvtx_names_capped",
+	  "names given to thread or category keys of a process past the 65536 the recorder keeps: "
+	  "not written" },
+	{ 0 },
+};
+
 const struct family family_nvtx = {
 	.name = "nvtx",
 	.desc = "NVTX ranges, marks and names (cupti-shim as the NVTX injection)",
@@ -45,6 +52,7 @@ const struct family family_nvtx = {
 	.prelaunch = nvtx_prelaunch,
 	.decoders = nvtx_decoders,
 	.name_observe = nvtx_name_observe,
+	.losses = nvtx_losses,
 	.reports = nvtx_reports,
 	.page = &nvtx_page,
 	.chrome = &nvtx_chrome,

@@ -20,6 +20,11 @@
 #include "shim_unpack.h"
 
 #define MAX_OPEN 256 /* capture ranges open at once */
+/*
+ * Thread and category keys named per process: each costs the recorder memory as long as the
+ * process lives, and a process names as many as it likes (682k keys took 338 MB).
+ */
+#define MAX_NAME_KEYS 65536
 
 struct open_range {
 	__u32 pid, tid;
@@ -130,7 +135,11 @@ struct heard {
 	__u32 name_id, heard;
 };
 
-/* Whether NM (ids translated) names what its process's last name of its kind and key did. */
+/*
+ * Whether NM (ids translated) is not to be written: it names what its process's last name of
+ * its kind and key did, or its key is one past the MAX_NAME_KEYS its process has (counted
+ * lost: never silent).
+ */
 static int name_repeat(struct nvtx_unpack *n, const struct bs_nvtx_name *nm)
 {
 	struct hmap **m = hmap__get(n->names, (struct hkey){ nm->h.pid, 0 }, 1);
@@ -139,7 +148,13 @@ static int name_repeat(struct nvtx_unpack *n, const struct bs_nvtx_name *nm)
 
 	if (m && !*m)
 		*m = hmap__new(sizeof(struct heard));
-	h = m && *m ? hmap__get(*m, k, 1) : NULL;
+	h = m && *m ? hmap__get(*m, k, 0) : NULL;
+	if (!h && m && *m && hmap__count(*m) >= MAX_NAME_KEYS) {
+		record_ctx__lost(shim_unpack__ctx(n->u), family_nvtx.name, BS_LOSS_NVTX_NAMES, 1);
+		return 1;
+	}
+	if (!h && m && *m)
+		h = hmap__get(*m, k, 1);
 	if (h && h->heard && h->name_id == nm->name_id)
 		return 1;
 	if (h)

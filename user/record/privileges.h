@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Least privilege: once its output is open (and launch mode's CMD forked, keeping what it
+ * had), the recorder keeps only the capabilities recording needs, while it parses what the
+ * traced processes control (ELF files, USDT notes, shim batches) and serves HTTP.
+ */
+#ifndef BPFSIGHT_PRIVILEGES_H
+#define BPFSIGHT_PRIVILEGES_H
+
+/*
+ * Keep CAP_BPF, CAP_PERFMON (CAP_SYS_ADMIN on a kernel without them, before 5.8, or without
+ * uprobe_multi links, before 6.6: perf-event uprobes), CAP_SYS_PTRACE (other processes'
+ * memory and /proc, stacks, --inject), CAP_DAC_READ_SEARCH (the files they map),
+ * CAP_CHECKPOINT_RESTORE (/proc/PID/map_files), CAP_SYS_RESOURCE (locked memory for BPF maps
+ * before 5.11), CAP_SYS_NICE (the ring's reader and the stop run at a higher priority,
+ * --start-at's wait at a real-time one), and CAP_DAC_OVERRIDE when WRITES_LATER (files made
+ * after this in a directory that may be another user's: flight-recorder dumps, --inject's
+ * shim): of those the process has, the others are dropped from its permitted, effective,
+ * inheritable, ambient and bounding sets, and no_new_privs is set, so no exec (of a root
+ * binary, of a setuid one) gives any back. Every thread created after inherits it: call it
+ * before any thread starts. Once per process (later calls do nothing). 0, or a negative
+ * errno.
+ */
+int privileges__drop(int writes_later);
+
+#endif /* BPFSIGHT_PRIVILEGES_H */
