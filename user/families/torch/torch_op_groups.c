@@ -109,7 +109,12 @@ static int op_stacks(const struct torch_ops *t, const struct trace_stack **out)
 
 		if (!b)
 			continue;
-		v = hmap__get(fwd, (struct hkey){ ((__u64)b->pid << 32) ^ b->fwd_tid, b->seq }, 0);
+		/* no sequence number (AccumulateGrad): torch's forward thread is 0, no op's */
+		v = b->seq < 0
+			    ? NULL
+			    : hmap__get(fwd,
+					(struct hkey){ ((__u64)b->pid << 32) ^ b->fwd_tid, b->seq },
+					0);
 		out[i] = v ? v->stack : NULL;
 	}
 	hmap__free(fwd);
