@@ -34,12 +34,14 @@ int privileges__drop(int writes_later)
 	       BIT(CAP_CHECKPOINT_RESTORE) | BIT(CAP_SYS_RESOURCE) | BIT(CAP_SYS_NICE) |
 	       (writes_later ? BIT(CAP_DAC_OVERRIDE) : 0);
 	/*
-	 * A kernel before 5.8 has neither CAP_BPF nor CAP_PERFMON: BPF needs CAP_SYS_ADMIN. So
-	 * do perf-event uprobes, attached one per site where there are no uprobe_multi links
-	 * (before 6.6): their attach failed without it (tests/e2e/test_fallbacks.py).
+	 * CAP_SYS_ADMIN stays: a perf-event uprobe attached after this (one per site: the
+	 * kernels without uprobe_multi links, before 6.6, and on every kernel the per-process
+	 * probes on a /proc/PID/map_files path, such as CPython's code-object free) is refused
+	 * without it (EACCES on 6.18 here, with CAP_PERFMON and CAP_CHECKPOINT_RESTORE kept:
+	 * tests/e2e/test_detach.py and test_fallbacks.py). Kernels before 5.8 have neither
+	 * CAP_BPF nor CAP_PERFMON: BPF needs it there in any case.
 	 */
-	if (!(have & BIT(CAP_BPF)) || !(have & BIT(CAP_PERFMON)) || !kfeature__has(KF_UPROBE_MULTI))
-		keep |= BIT(CAP_SYS_ADMIN);
+	keep |= BIT(CAP_SYS_ADMIN);
 	keep &= have;
 	/* The bounding set first: dropping from it takes CAP_SETPCAP, which goes next. */
 	for (int c = 0; c < 64; c++)

@@ -8,8 +8,8 @@
 #define BPFSIGHT_PRIVILEGES_H
 
 /*
- * Keep CAP_BPF, CAP_PERFMON (CAP_SYS_ADMIN on a kernel without them, before 5.8, or without
- * uprobe_multi links, before 6.6: perf-event uprobes), CAP_SYS_PTRACE (other processes'
+ * Keep CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN (perf-event uprobes attached later are refused
+ * without it: privileges.c), CAP_SYS_PTRACE (other processes'
  * memory and /proc, stacks, --inject), CAP_DAC_READ_SEARCH (the files they map),
  * CAP_CHECKPOINT_RESTORE (/proc/PID/map_files), CAP_SYS_RESOURCE (locked memory for BPF maps
  * before 5.11), CAP_SYS_NICE (the ring's reader and the stop run at a higher priority,
