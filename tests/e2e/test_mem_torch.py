@@ -88,6 +88,27 @@ def profiler_rule(ops, mem, us, merge):
     return dict(out)
 
 
+def capture_steps(train_args, record_opts):
+    """TRAIN (with TRAIN_ARGS) warm, attached to with record -p --inject
+    --capture-range=steps:3 (and RECORD_OPTS) for the 3 steps it profiles itself:
+    (pid, the profiler's JSON, the trace)."""
+    d = tmpdir()
+    go, out, trace = (os.path.join(d, f) for f in ("go", "profile.json", "t.bst"))
+    w = spawn([PY, TRAIN, "--go", go, "--out", out, *train_args])
+    pid = workload_line(w, lambda l: "ready" in l, "the workload's warmup", 180)["ready"]
+    rec = Recorder("-p", str(pid), "--inject", "--capture-range=steps:3", *record_opts,
+                   out=trace)
+    rec.wait_ready(120)
+    workload_line(w, lambda l: l.get("callbacks"), "bpfsight's RecordFunction callback", 60)
+    open(go, "w").close()
+    eq(rec.wait(180), 0, f"record ({rec.stderr[-800:]})")
+    check("3 steps captured" in rec.stderr, rec.stderr[-800:])
+    workload_line(w, lambda l: l.get("done"), "the profile written", 120)
+    eq(w.wait(60), 0, "the workload's exit")
+    with open(out) as f:
+        return pid, json.load(f), trace
+
+
 def workload_line(w, pred, what, timeout=60):
     """Read W's JSON lines until one satisfies PRED; returns it."""
     found = []
@@ -113,22 +134,7 @@ def test_mem_torch_op_sum_equals_torch_profiler():
     same sizes: the DataLoader's batches, which arrive in shared memory (at::MapAllocator)
     inside its __next__ scope, among them."""
     need_torch()
-    d = tmpdir()
-    go, out, trace = (os.path.join(d, f) for f in ("go", "profile.json", "t.bst"))
-    w = spawn([PY, TRAIN, "--go", go, "--out", out])
-    ready = workload_line(w, lambda l: "ready" in l, "the workload's warmup", 180)
-    pid = ready["ready"]
-    rec = Recorder("-p", str(pid), "-t", "torch,mem", "--inject", "--capture-range=steps:3",
-                   out=trace)
-    rec.wait_ready(120)
-    workload_line(w, lambda l: l.get("callbacks"), "bpfsight's RecordFunction callback", 60)
-    open(go, "w").close()
-    eq(rec.wait(180), 0, f"record ({rec.stderr[-800:]})")
-    check("3 steps captured" in rec.stderr, rec.stderr[-800:])
-    workload_line(w, lambda l: l.get("done"), "the profile written", 120)
-    eq(w.wait(60), 0, "the workload's exit")
-    with open(out) as f:
-        prof = json.load(f)
+    pid, prof, trace = capture_steps([], ["-t", "torch,mem"])
 
     # The rule is torch's: at us it gives key_averages, every key and column.
     ka = {k: [c, s, t] for k, c, s, t in prof["key_averages"]}

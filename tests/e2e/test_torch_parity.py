@@ -18,8 +18,8 @@ import json
 import os
 import re
 
-from helpers import BPFSIGHT, Recorder, check, eq, run, spawn, tmpdir
-from test_mem_torch import TRAIN, PY, profiler_rule, workload_line
+from helpers import BPFSIGHT, check, eq, run
+from test_mem_torch import capture_steps, profiler_rule
 from test_torch import need_torch
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -28,21 +28,8 @@ SECONDS = 70
 
 def capture(model, *opts):
     """(pid, the profiler's JSON, the trace) of 3 steps of MODEL, both ways."""
-    d = tmpdir()
-    go, out, trace = (os.path.join(d, f) for f in ("go", "profile.json", "t.bst"))
-    w = spawn([PY, TRAIN, "--go", go, "--out", out, "--model", model, "--flops"])
-    pid = workload_line(w, lambda l: "ready" in l, "the workload's warmup", 180)["ready"]
-    rec = Recorder("-p", str(pid), "-t", "torch", "--inject", "--torch-shapes",
-                   "--capture-range=steps:3", *opts, out=trace)
-    rec.wait_ready(120)
-    workload_line(w, lambda l: l.get("callbacks"), "bpfsight's RecordFunction callback", 60)
-    open(go, "w").close()
-    eq(rec.wait(180), 0, f"record ({rec.stderr[-800:]})")
-    check("3 steps captured" in rec.stderr, rec.stderr[-800:])
-    workload_line(w, lambda l: l.get("done"), "the profile written", 120)
-    eq(w.wait(60), 0, "the workload's exit")
-    with open(out) as f:
-        return pid, json.load(f), trace
+    return capture_steps(["--model", model, "--flops"],
+                         ["-t", "torch", "--torch-shapes", *opts])
 
 
 def op_sum(trace, pid, *opts):
