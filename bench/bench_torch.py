@@ -16,6 +16,9 @@ does), and every round runs, in turn:
                 native) and named
   P profiler    the same loop under torch.profiler (CPU activity only), in the process
   P profiler-stack   the same with with_stack=True
+  P shapes      `record -p P -t torch --torch-shapes`: each op's input shapes and concrete
+                inputs read from its IValues and interned
+  P profiler-shapes  torch.profiler with record_shapes=True
   Q empty       Q's shim registers its callback with empty slots (BPFSIGHT_SHIM_TORCH_EMPTY,
                 for benchmarks only): torch's own RecordFunction machinery with a callback,
                 the trampoline returning at once
@@ -28,7 +31,8 @@ exactly): what recording adds (P recording - P idle of the same round), what tor
 adds (P profiler - P idle), torch's own part (Q empty - Q idle), and so the shim's handlers
 and its channel (the difference); what a stack adds to recording (P stacks - P recording),
 against the bare uprobe hit (P probe - P recording) and torch.profiler's with_stack
-(P profiler-stack - P profiler).
+(P profiler-stack - P profiler); what shapes add (P shapes - P recording) against
+torch.profiler's record_shapes (P profiler-shapes - P profiler).
 
     python3 bench/run_bench.py --build B --only torch --no-results   # this section alone
 """
@@ -45,11 +49,11 @@ NAME = "torch"
 PY = "/usr/bin/python3.11"
 GOAL_NS = 150  # the issue's: recording costs at most 150 ns per op here
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_oploop.py")
-CONFIGS = ("P idle", "P recording", "P probe", "P stacks", "P profiler", "P profiler-stack",
-           "Q empty", "Q idle")
+CONFIGS = ("P idle", "P recording", "P probe", "P stacks", "P shapes", "P profiler",
+           "P profiler-stack", "P profiler-shapes", "Q empty", "Q idle")
 # The recorded configurations: record's options beyond -p P -t torch.
 RECORDED = {"P recording": [], "P probe": ["--stacks=torch:1000s"],
-            "P stacks": ["--stacks=torch"], "Q empty": []}
+            "P stacks": ["--stacks=torch"], "P shapes": ["--torch-shapes"], "Q empty": []}
 BLOCKS = 5  # loops per configuration in a round: its fastest counts
 
 
@@ -149,7 +153,9 @@ def figures(res):
             "probe": per_op("P probe", "P recording"),
             "stacks": per_op("P stacks", "P recording"),
             "stack_ratio": ratio("P stacks", "P probe", "P recording"),
-            "profiler_stack": per_op("P profiler-stack", "P profiler")}
+            "profiler_stack": per_op("P profiler-stack", "P profiler"),
+            "shapes": per_op("P shapes", "P recording"),
+            "profiler_shapes": per_op("P profiler-shapes", "P profiler")}
 
 
 def fmt(s):
@@ -165,7 +171,8 @@ def text(ctx, res):
             f"torch.profiler (CPU) {fmt(f['profiler'])}, torch's own machinery with a "
             f"callback {fmt(f['floor'])}; --stacks=torch adds {fmt(f['stacks'])} per op "
             f"({fmt_ratio(f['stack_ratio'])} the bare uprobe hit, {fmt(f['probe'])}), "
-            f"with_stack {fmt(f['profiler_stack'])}")
+            f"with_stack {fmt(f['profiler_stack'])}; --torch-shapes adds {fmt(f['shapes'])}, "
+            f"record_shapes {fmt(f['profiler_shapes'])}")
 
 
 def fmt_ratio(s):
@@ -187,6 +194,7 @@ def markdown(ctx, res):
     out.append("build/bpfsight record -p P -t torch -o T.bst   # around each recorded round")
     out.append("build/bpfsight record -p P -t torch --stacks=torch -o T.bst   # P stacks")
     out.append("build/bpfsight record -p P -t torch --stacks=torch:1000s -o T.bst   # P probe")
+    out.append("build/bpfsight record -p P -t torch --torch-shapes -o T.bst   # P shapes")
     out.append("```")
     out.append("")
     out.append(f"A loop: {res['iters']:,} iterations of `relu(x @ w + b).sum()` "
@@ -215,6 +223,10 @@ def markdown(ctx, res):
                f"- P recording)) | {fmt_ratio(f['stack_ratio'])} | |")
     out.append(f"| torch.profiler's with_stack=True adds (P profiler-stack - P profiler) | "
                f"{fmt(f['profiler_stack'])} | |")
+    out.append(f"| `--torch-shapes` adds to recording, each op's input shapes and concrete "
+               f"inputs (P shapes - P recording) | {fmt(f['shapes'])} | |")
+    out.append(f"| torch.profiler's record_shapes=True adds (P profiler-shapes - P profiler) | "
+               f"{fmt(f['profiler_shapes'])} | |")
     out.append("")
     meaning = ("with no tracer the shim registers no callback, so torch skips RecordFunction "
                "altogether: an idle job pays nothing (P idle is that state, and "

@@ -7,7 +7,8 @@
 Each iteration: y = relu(x @ w + b); y.sum() (a handful of ATen ops, a few us each here).
 Commands on stdin, one a line; each answers one JSON line:
   round NAME      run ITERS iterations (under torch.profiler, CPU only, when NAME is
-                  "profiler"; with with_stack=True when it is "profiler-stack")
+                  "profiler"; with with_stack=True when it is "profiler-stack",
+                  record_shapes=True when "profiler-shapes")
                   -> {"name", "ns", "callbacks"}: ns is the thread's CPU time
                   around the loop (time.thread_time_ns: the probe's kernel time counts, the
                   machine's other load does not)
@@ -58,7 +59,8 @@ def main():
         prof = None
         if name.startswith("profiler"):
             prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                          with_stack=name == "profiler-stack")
+                                          with_stack=name == "profiler-stack",
+                                          record_shapes=name == "profiler-shapes")
             prof.start()
         t = time.thread_time_ns()
         loop()
