@@ -99,15 +99,18 @@ def _attr_flags(color, payload):
 
 
 class Trace:
-    def __init__(self, families="proc,cuda,gpu,nvtx", start=1000, end=None, flush_every=None):
+    def __init__(self, families="proc,cuda,gpu,nvtx", start=1000, end=None, flush_every=None,
+                 gpus=None):
         """FLUSH_EVERY N: a chunk every N records (one chunk if None), for tests that spoil
-        one chunk of several."""
+        one chunk of several. GPUS: the header's GPUs, ["0000:18:00.0 NVIDIA H100 80GB HBM3"]
+        (none if None)."""
         self.recs = []
         self.flush_every = flush_every
         self.strings = {}
         self.families = families
         self.start = start
         self.end = end
+        self.gpus = gpus
 
     # -- metadata --
     def string(self, text, pid=0):
@@ -330,6 +333,8 @@ class Trace:
         args = [BST_WRITE, "--families", self.families, "--start", str(self.start)]
         if self.end is not None:
             args += ["--end", str(self.end)]
+        if self.gpus:
+            args += ["--gpus", "\n".join(self.gpus)]
         if self.flush_every:
             args += ["--flush-every", str(self.flush_every)]
         if not close:

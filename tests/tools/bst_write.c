@@ -5,11 +5,12 @@
  * no recorder can produce on this machine (GPU kernels, CUPTI records, NVTX ranges) with it:
  * tests/e2e/synth.py packs them as records.h lays them out.
  *
- *   bst_write [--families LIST] [--start NS] [--end NS] [--flush-every N] [--no-close] OUT
+ *   bst_write [--families LIST] [--gpus TEXT] [--start NS] [--end NS] [--flush-every N]
+ *             [--no-close] OUT
  *
  * --flush-every N ends a chunk after every N records (a recorder ends one a second), so a test
  * can spoil one chunk and keep the others; --no-close leaves the file as a killed recorder
- * would: no footer, no trailer.
+ * would: no footer, no trailer. --gpus is the header's GPUs (BS_META_GPUS: "BUS MODEL" lines).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +29,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "families", required_argument, NULL, 'f' },
+		{ "gpus", required_argument, NULL, 'g' },
 		{ "start", required_argument, NULL, 's' },
 		{ "end", required_argument, NULL, 'e' },
 		{ "flush-every", required_argument, NULL, 'F' },
@@ -52,10 +54,13 @@ int main(int argc, char **argv)
 	int c, err = 0, no_close = 0;
 	__u64 n = 0, flush_every = 0;
 
-	while ((c = getopt_long(argc, argv, "f:s:e:F:n", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:g:s:e:F:n", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			meta.families = optarg;
+			break;
+		case 'g':
+			meta.gpus = optarg;
 			break;
 		case 's':
 			meta.start.mono_ns = strtoull(optarg, NULL, 0);
@@ -74,8 +79,9 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: bst_write [--families L] [--start NS] [--end NS] "
-				"[--flush-every N] [--no-close] OUT < records\n");
+		fprintf(stderr,
+			"usage: bst_write [--families L] [--gpus TEXT] [--start NS] [--end NS] "
+			"[--flush-every N] [--no-close] OUT < records\n");
 		return 2;
 	}
 	w = trace_writer__open(argv[optind], &meta, TRACE_WRITER_FORCE, &err);

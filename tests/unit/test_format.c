@@ -118,6 +118,7 @@ static void test_roundtrip(void)
 		.target = "launch: python train.py",
 		.options = "threshold=10us buffer=64M",
 		.tool_version = "0.1-test",
+		.gpus = "0000:18:00.0 NVIDIA H100 80GB HBM3\n0000:2a:00.0 NVIDIA H100 80GB HBM3",
 		.start = { 123456789, 1700000000123456789ull, 223456789 },
 	};
 	struct trace_clocks end = { 999999999, 1700000001000000000ull, 1099999999 };
@@ -182,6 +183,7 @@ static void test_roundtrip(void)
 	ASSERT_STREQ(m->target, meta.target, "target");
 	ASSERT_STREQ(m->options, meta.options, "options");
 	ASSERT_STREQ(m->tool_version, meta.tool_version, "tool_version");
+	ASSERT_STREQ(m->gpus, meta.gpus, "gpus");
 	ASSERT_TRUE(!memcmp(&m->start, &meta.start, sizeof(meta.start)), "start clocks");
 	while (trace_reader__next(r, &h) == 1) {
 		if (!ASSERT_TRUE(nread < rs.n, "no extra records") ||

@@ -120,6 +120,29 @@ static void info_field(const char *label, const char *value)
 	putchar('\n');
 }
 
+/* The header's GPUs, a line each ("0000:18:00.0 NVIDIA H100 80GB HBM3"). */
+static void info_gpus(const char *gpus)
+{
+	char line[256];
+	int n = 0;
+
+	for (const char *p = gpus; p && *p; p += strcspn(p, "\n"), p += *p == '\n', n++) {
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(p, "\n"), p);
+		info_field(n ? "" : "gpus:", line);
+	}
+	if (!n)
+		info_field("gpus:", "none recorded");
+}
+
+static void info_json_gpus(struct json *j, const char *gpus)
+{
+	json__key(j, "gpus");
+	json__begin_array(j);
+	for (const char *p = gpus; p && *p; p += strcspn(p, "\n"), p += *p == '\n')
+		json__strn(j, p, strcspn(p, "\n"));
+	json__end_array(j);
+}
+
 /* GPU records by how they link to the call that launched them (docs/GPU.md). */
 static void info_print_links(const struct trace_walk *w)
 {
@@ -238,6 +261,7 @@ static void info_print_text(const struct trace_walk *w, const struct info *in,
 	info_field("target:", str_or(m->target, "unknown"));
 	info_field("families:", str_or(m->families, "none"));
 	info_field("options:", str_or(m->options, "none"));
+	info_gpus(m->gpus);
 	printf("version:         bpfsight %s (format %u)\n", str_or(m->tool_version, "unknown"),
 	       m->version);
 	printf("start:           %s\n", in->start_time);
@@ -316,6 +340,7 @@ static void info_print_json(const struct trace_walk *w, const struct info *in,
 	json__kv_str(&j, "target", m->target);
 	json__kv_str(&j, "families", m->families);
 	json__kv_str(&j, "options", m->options);
+	info_json_gpus(&j, m->gpus);
 	json__kv_str(&j, "version", m->tool_version);
 	json__kv_u64(&j, "format_version", m->version);
 	json__kv_u64(&j, "start_realtime_ns", m->start.realtime_ns);

@@ -33,15 +33,16 @@
 #define BS_META_MAX	     (1u << 20)	   /* a reader refuses a bigger file header */
 
 /* Keys of the file header's TLVs: u16 key, u16 zero, u32 len, len bytes (no padding). */
-#define BS_META_HOSTNAME 1 /* text */
-#define BS_META_KERNEL	 2 /* text: uname release + version */
-#define BS_META_BOOT_ID	 3 /* text: /proc/sys/kernel/random/boot_id */
-#define BS_META_CMDLINE	 4 /* text: bpfsight's own command line */
-#define BS_META_FAMILIES 5 /* text: comma-separated families recorded */
-#define BS_META_TARGET	 6 /* text: "launch: CMD", "pid: 1,2" or "system-wide" */
-#define BS_META_CLOCKS	 7 /* 3 x u64: MONOTONIC, REALTIME, BOOTTIME ns at start */
-#define BS_META_VERSION	 8 /* text: bpfsight version */
-#define BS_META_OPTIONS	 9 /* text: recording options, "key=value" separated by spaces */
+#define BS_META_HOSTNAME 1  /* text */
+#define BS_META_KERNEL	 2  /* text: uname release + version */
+#define BS_META_BOOT_ID	 3  /* text: /proc/sys/kernel/random/boot_id */
+#define BS_META_CMDLINE	 4  /* text: bpfsight's own command line */
+#define BS_META_FAMILIES 5  /* text: comma-separated families recorded */
+#define BS_META_TARGET	 6  /* text: "launch: CMD", "pid: 1,2" or "system-wide" */
+#define BS_META_CLOCKS	 7  /* 3 x u64: MONOTONIC, REALTIME, BOOTTIME ns at start */
+#define BS_META_VERSION	 8  /* text: bpfsight version */
+#define BS_META_OPTIONS	 9  /* text: recording options, "key=value" separated by spaces */
+#define BS_META_GPUS	 10 /* text: the NVIDIA GPUs, a line "BUS MODEL" each (nv_gpus.h) */
 
 struct bs_chunk_hdr {
 	__u32 magic;

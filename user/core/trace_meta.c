@@ -20,6 +20,28 @@ int trace_meta__has_family(const struct trace_meta *meta, const char *name)
 	return 0;
 }
 
+const char *trace_meta__gpu_model(const char *gpus, char *buf, size_t len)
+{
+	const char *model = NULL;
+	size_t mlen = 0;
+
+	for (const char *p = gpus; p && *p; p += strcspn(p, "\n"), p += *p == '\n') {
+		const char *m = p + strcspn(p, " \n"); /* "BUS MODEL" */
+		size_t n;
+
+		m += *m == ' ';
+		n = strcspn(m, "\n");
+		if (!n || (model && (n != mlen || strncmp(m, model, n))))
+			return NULL;
+		model = m;
+		mlen = n;
+	}
+	if (!model || !len)
+		return NULL;
+	snprintf(buf, len, "%.*s", (int)mlen, model);
+	return buf;
+}
+
 static __u64 clock_ns(clockid_t id)
 {
 	struct timespec ts;
@@ -56,6 +78,7 @@ static const struct tlv_text tlv_texts[] = {
 	{ BS_META_TARGET, offsetof(struct trace_meta, target) },
 	{ BS_META_VERSION, offsetof(struct trace_meta, tool_version) },
 	{ BS_META_OPTIONS, offsetof(struct trace_meta, options) },
+	{ BS_META_GPUS, offsetof(struct trace_meta, gpus) },
 };
 
 #define NTEXTS	   (sizeof(tlv_texts) / sizeof(tlv_texts[0]))

@@ -3,6 +3,7 @@
 #ifndef BPFSIGHT_TRACE_META_H
 #define BPFSIGHT_TRACE_META_H
 
+#include <stddef.h>
 #include <linux/types.h>
 
 struct trace_clocks {
@@ -22,6 +23,7 @@ struct trace_meta {
 	char *target;
 	char *options;
 	char *tool_version;
+	char *gpus; /* "0000:18:00.0 NVIDIA H100 80GB HBM3", a line per GPU */
 	struct trace_clocks start;
 };
 
@@ -29,5 +31,10 @@ struct trace_meta {
 void trace_clocks__now(struct trace_clocks *c);
 /* 1 when the trace recorded family NAME (its header's comma-separated families). */
 int trace_meta__has_family(const struct trace_meta *meta, const char *name);
+/*
+ * The model of GPUS (struct trace_meta.gpus) into BUF when every GPU line names the same one
+ * ("NVIDIA H100 80GB HBM3"); NULL when there is none, or GPUs of several models.
+ */
+const char *trace_meta__gpu_model(const char *gpus, char *buf, size_t len);
 
 #endif /* BPFSIGHT_TRACE_META_H */

@@ -150,7 +150,7 @@ static int copy_file(struct out *o, const struct merge_input *in)
 	return e;
 }
 
-/* The merged header: the reference's host, clocks and kernel; every input's families. */
+/* The merged header: the reference's host, clocks, kernel and GPUs; every input's families. */
 static int merged_meta(const struct merge_opts *mo, const struct merge_input *in, __u32 n,
 		       __u32 ref, struct trace_meta *m, char **fams, char **target, char **options)
 {
@@ -186,6 +186,7 @@ static int merged_meta(const struct merge_opts *mo, const struct merge_input *in
 				  .target = *target,
 				  .options = *options,
 				  .tool_version = BPFSIGHT_VERSION,
+				  .gpus = in[ref].meta.gpus,
 				  .start = in[ref].meta.start };
 	return 0;
 }

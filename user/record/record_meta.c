@@ -5,6 +5,7 @@
 #include <string.h>
 #include "family.h"
 #include "kernel_features.h"
+#include "nv_gpus.h"
 #include "record_meta.h"
 
 void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
@@ -72,6 +73,9 @@ void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
 	m->target = target;
 	m->options = options;
 	m->tool_version = BPFSIGHT_VERSION;
+	/* Which GPUs: a reader needs the model for its peak (gemm_step_sum's MFU). */
+	nv_gpus__read(NV_GPUS_DIR, rm->gpus, sizeof(rm->gpus));
+	m->gpus = rm->gpus;
 	record_clocks__now(&m->start);
 }
 

@@ -10,13 +10,14 @@
 struct record_meta {
 	struct trace_meta meta;
 	char families[256], target[1024], options[512], kernel[512], boot_id[64];
+	char gpus[2048]; /* nv_gpus.h */
 	struct utsname uts;
 };
 
 /*
  * The header of a recording with options O: host, kernel, boot, the families, the target
  * ("launch: CMD", "pid: 1,2", "system-wide"), the options (the families' own too, and the
- * kernel features missing), the start's clocks.
+ * kernel features missing), the NVIDIA GPUs (nv_gpus.h), the start's clocks.
  */
 void record_meta__fill(struct record_meta *rm, const struct record_opts *o);
 /* The clocks now, as the recording's header and footer keep them (trace_clocks__now). */

@@ -24,6 +24,7 @@ struct report_ask {
 	const char *group_by; /* --group-by KEY[:N]: KEY, one of the report's group_by; or NULL */
 	unsigned group_n;     /* its N (0: not given) */
 	const char *peak;     /* --peak-tflops N|GPU as given, or NULL (docs/BLAS.md, "MFU") */
+	const char *gpus;     /* the trace's GPUs (struct trace_meta.gpus), or NULL */
 };
 
 struct report {

@@ -274,12 +274,14 @@ static int stats__check_group(struct stats *s, const char *arg, const char *repo
 
 /* GROUP: --group-by's key and N, parsed (key NULL: not asked). */
 static int stats__emit(struct stats_report *sr, const struct trace_model *m,
-		       const struct stats_opts *o, const struct report_ask *group)
+		       const struct trace_meta *meta, const struct stats_opts *o,
+		       const struct report_ask *group)
 {
 	struct report_ask ask = {
 		.flags = (o->fmt == STATS_FORMAT_TABLE && o->people ? REPORT_FOR_PEOPLE : 0) |
 			 (o->python ? REPORT_PYTHON : 0),
 		.peak = o->peak,
+		.gpus = meta ? meta->gpus : NULL,
 	};
 	int err;
 
@@ -361,7 +363,7 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 		s->reps[i].t = table__new(s->reps[i].rep->name);
 		if (!s->reps[i].t)
 			goto err_nomem;
-		err = stats__emit(&s->reps[i], w.m, o, &group);
+		err = stats__emit(&s->reps[i], w.m, trace_walk__meta(&w), o, &group);
 		if (err) {
 			pr_err("%s: report %s failed: %s\n", path, s->reps[i].rep->name,
 			       strerror(-err));

@@ -49,7 +49,7 @@ struct verdict {
 static const char *const kind_label[VERDICT_KINDS] = {
 	[VERDICT_MEMORY] = "memory",   [VERDICT_GPU] = "GPU",	       [VERDICT_GIL] = "GIL",
 	[VERDICT_LAUNCH] = "launches", [VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU",
-	[VERDICT_CPU] = "CPU",
+	[VERDICT_CPU] = "CPU",	       [VERDICT_MFU] = "MFU",
 };
 static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_MEMORY] = "memory at risk",
@@ -59,6 +59,7 @@ static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_SYSCALL] = "blocked in system calls",
 	[VERDICT_OFFCPU] = "off-CPU",
 	[VERDICT_CPU] = "CPU-bound",
+	[VERDICT_MFU] = "low MFU",
 };
 
 struct verdict *verdict__new(const struct trace_model *m, const char *recorded)

@@ -27,6 +27,7 @@ enum verdict_kind {
 	VERDICT_SYSCALL, /* blocked in system calls */
 	VERDICT_OFFCPU,	 /* off-CPU: blocked, or runnable without a CPU */
 	VERDICT_CPU,	 /* CPU-bound: a thread on a CPU most of its time */
+	VERDICT_MFU,	 /* low MFU: the steps' GEMMs far from the GPU's peak (a symptom: last) */
 	VERDICT_KINDS,
 };
 

@@ -75,5 +75,6 @@ const struct family family_cublas = {
 	.walk_free = cublas_walk_free,
 	.decoders = cublas_decoders,
 	.reports = cublas_reports,
+	.verdict = &cublas_verdict,
 	.sqlite = &cublas_sqlite,
 };

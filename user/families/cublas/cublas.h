@@ -4,7 +4,8 @@
  * with its shape, types and FLOPs, cublasLtMatmul decoded from its descriptors), traced by
  * uprobes on libcublas/libcublasLt wherever they are mapped. Record side in cublas.c, the API
  * table in cublas_api.c, the decoder and the descriptor walk in cublas_decode.c, the reports
- * in cublas_report.c. docs/BLAS.md for users.
+ * in cublas_report.c and cublas_mfu.c, the verdict's rule in cublas_verdict.c. docs/BLAS.md for
+ * users.
  */
 #ifndef BPFSIGHT_CUBLAS_H
 #define BPFSIGHT_CUBLAS_H
@@ -41,5 +42,6 @@ extern const struct rec_decoder cublas_decoders[];
 extern const struct sqlite_family cublas_sqlite;    /* export_sqlite_cublas.c */
 extern const struct report *const cublas_reports[]; /* cublas_report.c */
 extern const struct family family_cublas;	    /* cublas.c */
+extern const struct family_verdict cublas_verdict;  /* cublas_verdict.c */
 
 #endif /* BPFSIGHT_CUBLAS_H */

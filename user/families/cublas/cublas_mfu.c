@@ -7,7 +7,8 @@
  * row spans the GEMMs, from the first call's start to the last one's end.
  *
  * Peaks (dense, no sparsity; TFLOP/s, NVIDIA's data sheets) by GPU and the class of a GEMM's
- * types; --peak-tflops N takes N for every GEMM instead.
+ * types; the GPU is the one the trace's header names (BS_META_GPUS), or --peak-tflops GPU;
+ * --peak-tflops N takes N for every GEMM instead.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,9 +16,11 @@
 #include <string.h>
 #include "array.h"
 #include "cublas_decode.h"
+#include "cublas_mfu.h"
 #include "msg.h"
 #include "table.h"
 #include "torch_records.h"
+#include "trace_meta.h"
 
 enum peak_class { P_FP64, P_FP32, P_TF32, P_16, P_FP8, P_INT8, P_NCLASS };
 
@@ -35,28 +38,76 @@ static const struct {
 
 #define NPEAKS (sizeof(peaks) / sizeof(peaks[0]))
 
-/* The class of a GEMM's peak: its input type, and TF32 where the compute type asks for it. */
-static int peak_class(const struct cublas_gemm *g)
+/*
+ * The row of a GPU model as the driver names it ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-
+ * 40GB", "NVIDIA L4"): by the words of its name, the first rule that matches; NVL boards (two
+ * GPUs bridged, other clocks) and anything else have none.
+ */
+static const struct {
+	const char *word, *and_word, *not_word, *gpu;
+} model_rules[] = {
+	{ "H100", "PCIe", NULL, "h100-pcie" }, { "H100", NULL, "NVL", "h100-sxm" },
+	{ "H200", NULL, "NVL", "h200" },       { "GH200", NULL, NULL, "h200" },
+	{ "A100", NULL, NULL, "a100" },	       { "L4", NULL, NULL, "l4" },
+};
+
+/* 1 when WORD is a word of NAME (between spaces or dashes). */
+static int has_word(const char *name, const char *word)
+{
+	size_t n = word ? strlen(word) : 0;
+
+	for (const char *p = name; n && p && *p; p += strcspn(p, " -"), p += strspn(p, " -"))
+		if (strcspn(p, " -") == n && !strncmp(p, word, n))
+			return 1;
+	return 0;
+}
+
+static int peaks_of_model(const char *model)
+{
+	for (size_t r = 0; model && r < sizeof(model_rules) / sizeof(model_rules[0]); r++) {
+		if (!has_word(model, model_rules[r].word) ||
+		    (model_rules[r].and_word && !has_word(model, model_rules[r].and_word)) ||
+		    (model_rules[r].not_word && has_word(model, model_rules[r].not_word)))
+			continue;
+		for (size_t i = 0; i < NPEAKS; i++)
+			if (!strcmp(peaks[i].gpu, model_rules[r].gpu))
+				return (int)i;
+	}
+	return -1;
+}
+
+/* A GEMM's data type, as the verdict names it; its peak's class. */
+enum gemm_dtype { D_FP64, D_FP32, D_TF32, D_BF16, D_FP16, D_FP8, D_INT8, D_NTYPES };
+
+static const char *const dtype_name[D_NTYPES] = { "fp64", "fp32", "tf32", "bf16",
+						  "fp16", "fp8",  "int8" };
+static const enum peak_class class_of[D_NTYPES] = { P_FP64, P_FP32, P_TF32, P_16,
+						    P_16,   P_FP8,  P_INT8 };
+
+/* Its input type, and TF32 or a 16-bit type where the compute type asks for it. */
+static int gemm_dtype(const struct cublas_gemm *g)
 {
 	const char *a = cublas__type_name(g->atype), *c = cublas__compute_name(g->compute);
 
 	if (!a)
 		return -1;
 	if (strstr(a, "_8F_") || strstr(a, "_6F_") || strstr(a, "_4F_"))
-		return P_FP8;
-	if (strstr(a, "16F") || strstr(a, "16BF") || (c && strstr(c, "FAST_16")))
-		return P_16;
+		return D_FP8;
+	if (strstr(a, "16BF") || (c && strstr(c, "FAST_16BF")))
+		return D_BF16;
+	if (strstr(a, "16F") || (c && strstr(c, "FAST_16F")))
+		return D_FP16;
 	if (strstr(a, "8I") || strstr(a, "8U"))
-		return P_INT8;
+		return D_INT8;
 	if (strstr(a, "64F"))
-		return P_FP64;
-	return c && strstr(c, "TF32") ? P_TF32 : P_FP32;
+		return D_FP64;
+	return c && strstr(c, "TF32") ? D_TF32 : D_FP32;
 }
 
 struct step_gemm {
 	__u32 pid;
 	__u64 ts, end, flops;
-	__s8 cls;
+	__s8 dtype;
 };
 
 struct step_row {
@@ -69,6 +120,7 @@ struct step_sum {
 	struct step_row *steps;
 	size_t ngemms, cap_gemms, nsteps, cap_steps;
 	int err;
+	struct gemm_mfu sum; /* the rows with an MFU, together */
 };
 
 static void *step_sum__new(void)
@@ -99,7 +151,7 @@ static void step_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 		st->err = -ENOMEM;
 	else
 		st->gemms[st->ngemms++] = (struct step_gemm){ rec->pid, rec->ts, rec->ts + u->dur,
-							      g.flops, (__s8)peak_class(&g) };
+							      g.flops, (__s8)gemm_dtype(&g) };
 }
 
 /* --peak-tflops: a number (*N), or a GPU of the table (*GPU); 0, or -EINVAL said. */
@@ -125,14 +177,66 @@ static int parse_peak(const char *arg, double *n, int *gpu)
 	return -EINVAL;
 }
 
-/* A GEMM's time at peak (ns), or -1 when its class has no peak on GPU. */
-static double at_peak_ns(const struct step_gemm *g, double n, int gpu)
-{
-	double tf = n;
+/* Where the peaks come from: --peak-tflops (N, or a GPU of the table), else the trace's GPU. */
+struct peak_src {
+	double n;
+	int gpu;
+	char model[128];  /* the trace's GPU, when it chose the row */
+	char unknown[96]; /* why there is no peak, "" when there is one */
+};
 
-	if (gpu >= 0)
-		tf = g->cls >= 0 ? peaks[gpu].tflops[(int)g->cls] : 0;
+static int peak_src(const struct report_ask *ask, struct peak_src *p)
+{
+	int err = parse_peak(ask->peak, &p->n, &p->gpu);
+
+	p->model[0] = p->unknown[0] = 0;
+	if (err || ask->peak)
+		return err;
+	if (!trace_meta__gpu_model(ask->gpus, p->model, sizeof(p->model)))
+		snprintf(p->unknown, sizeof(p->unknown), "%s",
+			 ask->gpus && *ask->gpus ? "the trace's GPUs are of several models"
+						 : "the trace names no GPU");
+	else if ((p->gpu = peaks_of_model(p->model)) < 0)
+		snprintf(p->unknown, sizeof(p->unknown), "no peak known for the %s", p->model);
+	return 0;
+}
+
+/* A GEMM's time at peak (ns), or -1 when its type has no peak on the GPU. */
+static double at_peak_ns(const struct step_gemm *g, const struct peak_src *p)
+{
+	double tf = p->n;
+
+	if (p->gpu >= 0)
+		tf = g->dtype >= 0 ? peaks[p->gpu].tflops[class_of[(int)g->dtype]] : 0;
 	return tf > 0 ? (double)g->flops / (tf * 1e3) : -1;
+}
+
+/* "the NVIDIA H100 80GB HBM3's bf16 peak (989.4 TFLOP/s)": what the MFU is of, for the verdict. */
+static void name_peak(struct gemm_mfu *sum, const struct peak_src *p, const __u64 *flops)
+{
+	int top = 0;
+	__u64 all = 0;
+	char share[48] = "";
+	double tf;
+
+	for (int d = 0; d < D_NTYPES; d++) {
+		all += flops[d];
+		top = flops[d] > flops[top] ? d : top;
+	}
+	if (p->gpu < 0) {
+		snprintf(sum->peak_of, sizeof(sum->peak_of), "%g TFLOP/s (--peak-tflops)", p->n);
+		return;
+	}
+	tf = peaks[p->gpu].tflops[class_of[top]];
+	if (all && flops[top] < all)
+		snprintf(share, sizeof(share), "; %.0f%% of the FLOPs are %s",
+			 100.0 * (double)flops[top] / (double)all, dtype_name[top]);
+	if (p->model[0])
+		snprintf(sum->peak_of, sizeof(sum->peak_of), "the %s's %s peak (%g TFLOP/s%s)",
+			 p->model, dtype_name[top], tf, share);
+	else
+		snprintf(sum->peak_of, sizeof(sum->peak_of), "%s's %s peak (%g TFLOP/s%s)",
+			 peaks[p->gpu].gpu, dtype_name[top], tf, share);
 }
 
 static int step_sum__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
@@ -141,14 +245,18 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 	enum { PID, STEP, DUR, GEMMS, FLOPS, TFLOPS, MFU, NCOLS };
 	struct step_sum *st = vst;
 	struct step_row all = { 0 };
-	int c[NCOLS], gpu, err;
-	double n;
+	__u64 flops_of[D_NTYPES] = { 0 };
+	struct peak_src peak;
+	int c[NCOLS], err;
 
 	if (st->err)
 		return st->err;
-	err = parse_peak(ask->peak, &n, &gpu);
+	err = peak_src(ask, &peak);
 	if (err)
 		return err;
+	memset(&st->sum, 0, sizeof(st->sum));
+	st->sum.known = peak.n > 0 || peak.gpu >= 0;
+	st->sum.steps_are_torch = st->nsteps > 0;
 	c[PID] = table__add_col(t, "pid", "PID", TABLE_U64);
 	c[STEP] = table__add_col(t, "step", "Step", TABLE_STR);
 	c[DUR] = table__add_col(t, "step_ns", "Step Time (ns)", TABLE_U64);
@@ -170,9 +278,9 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 	}
 	for (size_t s = 0; s < (st->nsteps ? st->nsteps : !!st->ngemms); s++) {
 		const struct step_row *r = st->nsteps ? &st->steps[s] : &all;
-		__u64 count = 0, flops = 0;
+		__u64 count = 0, flops = 0, by_type[D_NTYPES] = { 0 };
 		double peak_ns = 0;
-		int peak_known = n > 0 || gpu >= 0;
+		int peak_known = st->sum.known;
 		char step[24];
 
 		for (size_t i = 0; i < st->ngemms; i++) {
@@ -184,7 +292,9 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 				continue;
 			count++;
 			flops += g->flops;
-			p = at_peak_ns(g, n, gpu);
+			if (g->dtype >= 0)
+				by_type[(int)g->dtype] += g->flops;
+			p = at_peak_ns(g, &peak);
 			if (p < 0)
 				peak_known = 0;
 			peak_ns += p;
@@ -202,12 +312,46 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 		table__set_u64(t, c[FLOPS], flops);
 		if (r->dur)
 			table__set_double(t, c[TFLOPS], (double)flops / (double)r->dur / 1e3);
-		if (r->dur && peak_known && count)
-			table__set_double(t, c[MFU], 100.0 * peak_ns / (double)r->dur);
+		if (!r->dur || !peak_known || !count)
+			continue;
+		table__set_double(t, c[MFU], 100.0 * peak_ns / (double)r->dur);
+		st->sum.steps++;
+		st->sum.step_ns += r->dur;
+		st->sum.peak_ns += peak_ns;
+		for (int d = 0; d < D_NTYPES; d++)
+			flops_of[d] += by_type[d];
 	}
-	if (!ask->peak)
-		table__add_note(t, "MFU: give --peak-tflops N (TFLOP/s) or a GPU (h100-sxm, ...)");
+	if (st->sum.known)
+		name_peak(&st->sum, &peak, flops_of);
+	if (peak.model[0] && peak.gpu >= 0)
+		table__add_note(t,
+				"MFU: against the peaks of the trace's GPU, the %s (%s's row, "
+				"docs/BLAS.md); --peak-tflops overrides",
+				peak.model, peaks[peak.gpu].gpu);
+	else if (!st->sum.known)
+		table__add_note(t,
+				"MFU: peak unknown (%s): --peak-tflops N (TFLOP/s) or a GPU "
+				"(h100-sxm, h100-pcie, h200, a100, l4)",
+				peak.unknown);
 	return table__err(t);
+}
+
+const struct gemm_mfu *cublas_mfu__summary(const void *vst)
+{
+	return &((const struct step_sum *)vst)->sum;
+}
+
+int cublas_mfu__has_pid(const void *vst, __u32 pid)
+{
+	const struct step_sum *st = vst;
+
+	for (size_t i = 0; i < st->nsteps; i++)
+		if (st->steps[i].pid == pid)
+			return 1;
+	for (size_t i = 0; !st->nsteps && i < st->ngemms; i++)
+		if (st->gemms[i].pid == pid)
+			return 1;
+	return 0;
 }
 
 static int step_sum__emit(void *vst, const struct trace_model *m, struct table *t)

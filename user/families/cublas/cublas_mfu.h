@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * gemm_step_sum's rows taken together (cublas_mfu.c), for the family's verdict rule
+ * (cublas_verdict.c): the steps' MFU against the peak the report used.
+ */
+#ifndef BPFSIGHT_CUBLAS_MFU_H
+#define BPFSIGHT_CUBLAS_MFU_H
+
+#include <linux/types.h>
+
+/* Filled when gemm_step_sum emits its table. */
+struct gemm_mfu {
+	int known;	     /* a peak: --peak-tflops, or the trace's GPU in the table of peaks */
+	int steps_are_torch; /* the rows are torch's steps (else one row over the GEMMs' span) */
+	char peak_of[160];   /* "the NVIDIA H100 80GB HBM3's bf16 peak (989.4 TFLOP/s)" */
+	__u64 steps;	     /* rows with GEMMs and an MFU */
+	__u64 step_ns;	     /* their time */
+	double peak_ns;	     /* their GEMMs' time at the peak */
+};
+
+/* The summary of gemm_step_sum's state ST. */
+const struct gemm_mfu *cublas_mfu__summary(const void *st);
+/* 1 when a row of the summary is of process PID. */
+int cublas_mfu__has_pid(const void *st, __u32 pid);
+
+#endif /* BPFSIGHT_CUBLAS_MFU_H */

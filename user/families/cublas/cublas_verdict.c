@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * cublas's rule for stats' verdict (verdict.h): a low MFU. Over the steps gemm_step_sum gave
+ * an MFU (the steps' GEMMs' time at the peak over the steps' time), when that share is under
+ * LOW_MFU the verdict says how far the GEMMs are from the peak and how idle the GPU was
+ * (gpu_idle_sum's rows of the steps' processes), and so where to look next: a GPU idle much
+ * of its span waits for the host; a busy one runs small GEMMs or other kernels.
+ *
+ * LOW_MFU, 30 %: tuned large-model training reaches 40 to 55 % on A100s and H100s (PaLM's
+ * 46 %); the large runs before it reported 20 to 32 % (Megatron-Turing NLG 30 %, Gopher 32 %),
+ * the range ML engineers call low. Only cuBLAS's GEMMs count here (not attention kernels
+ * of other libraries), which makes this MFU a lower bound of the model's: under 30 % it is
+ * low by any count.
+ */
+#include <stdio.h>
+#include "cublas.h"
+#include "cublas_mfu.h"
+#include "human.h"
+#include "table.h"
+#include "verdict.h"
+
+#define LOW_MFU	     0.30
+#define IDLE_WAITING 0.30 /* of the GPU's span idle: it waits for the host (gpu's verdict) */
+
+/* The GPU's idle share over the steps' processes' devices (gpu_idle_sum), -1 unknown. */
+static double gpu_idle(struct verdict *v, const void *st)
+{
+	const struct table *t = verdict__table(v, "gpu_idle_sum");
+	double span = 0, idle = 0;
+	int cp, cs, ci;
+
+	if (!t)
+		return -1;
+	cp = table__col(t, "pid");
+	cs = table__col(t, "span_ns");
+	ci = table__col(t, "idle_ns");
+	for (int r = 0; r < table__nrows(t); r++) {
+		if (!cublas_mfu__has_pid(st, (__u32)table__get_number(t, r, cp)))
+			continue;
+		span += table__get_number(t, r, cs);
+		idle += table__get_number(t, r, ci);
+	}
+	return span > 0 ? idle / span : -1;
+}
+
+static void cublas_claims(void *unused, struct verdict *v)
+{
+	const void *st = verdict__state(v, "gemm_step_sum");
+	const struct gemm_mfu *s;
+	char over[96], idle_text[64] = "", d1[32];
+	double mfu, idle;
+
+	if (!st || !verdict__table(v, "gemm_step_sum"))
+		return;
+	s = cublas_mfu__summary(st);
+	if (!s->known || !s->steps || !s->step_ns)
+		return;
+	mfu = s->peak_ns / (double)s->step_ns;
+	if (mfu >= LOW_MFU)
+		return;
+	if (s->steps_are_torch)
+		snprintf(over, sizeof(over), "over %llu steps (%s)", (unsigned long long)s->steps,
+			 human__ns((double)s->step_ns, d1, sizeof(d1)));
+	else
+		snprintf(over, sizeof(over),
+			 "over the %s from the first GEMM to the last (no training steps)",
+			 human__ns((double)s->step_ns, d1, sizeof(d1)));
+	idle = gpu_idle(v, st);
+	if (idle >= 0)
+		snprintf(idle_text, sizeof(idle_text), "; GPU idle %.1f%% of its span", idle * 100);
+	verdict__claim(v, VERDICT_MFU, 1, mfu, "gemm_step_sum", "GEMMs reach %.1f%% of %s %s%s",
+		       mfu * 100, s->peak_of, over, idle_text);
+	if (idle < 0)
+		verdict__detail(v, -1, "",
+				"record -t gpu too to see whether the GPU waits for the host or "
+				"runs other kernels");
+	else if (idle >= IDLE_WAITING)
+		verdict__detail(v, -1, "gpu_idle_sum",
+				"the GPU waits for work: look at the host first (its gaps, then "
+				"what the launching thread did in them)");
+	else
+		verdict__detail(v, -1, "gemm_sum",
+				"the GPU is busy, not in large GEMMs: the GEMMs' shapes and "
+				"TFLOP/s, then the kernels that take its time (cuda_gpu_kern_sum)");
+}
+
+const struct family_verdict cublas_verdict = {
+	.claims = cublas_claims,
+};
