@@ -1,5 +1,7 @@
 """GEMMs on a real GPU under the cublas family (tests/gpu/run.sh): torch.mm's shapes and
-FLOPs as cuBLAS was asked them, their kernels' GPU time, TFLOP/s and MFU.
+FLOPs as cuBLAS was asked them, their kernels' GPU time, TFLOP/s and MFU; the GPUs the trace's
+header names (read from /proc/driver/nvidia/gpus) against nvidia-smi's, the MFU against the
+recorded GPU's peak without --peak-tflops, and the verdict's low-MFU claim.
 
   check_gemm.py loop OUT.json        torch.mm of known shapes (bf16 and fp32), CALLS each
   check_gemm.py compare BIN TRACE OUT.json
@@ -9,6 +11,7 @@ m = N, n = M, k = K (docs/BLAS.md). Whether torch calls cublasGemmEx, cublasSgem
 cublasLtMatmul depends on its version: the rows are matched by shape and types, not name.
 """
 import json
+import re
 import subprocess
 import sys
 
@@ -39,10 +42,49 @@ def stats(binary, trace, report, *extra):
     return json.loads(p.stdout)["reports"][report]
 
 
+def bus_key(bus):
+    """0000:18:00.0 (procfs) and 00000000:18:00.0 (nvidia-smi) name one GPU."""
+    dom, rest = bus.strip().lower().split(":", 1)
+    return int(dom, 16), rest
+
+
+def check_gpus(binary, trace):
+    """The header's GPUs ("BUS MODEL" lines) are nvidia-smi's, by bus and name."""
+    p = subprocess.run([binary, "info", "--json", trace], capture_output=True, text=True,
+                       check=True)
+    got = {bus_key(g.split(" ", 1)[0]): g.split(" ", 1)[1] for g in json.loads(p.stdout)["gpus"]}
+    p = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id,name", "--format=csv,noheader"],
+                       capture_output=True, text=True, check=True)
+    smi = {bus_key(b): n.strip() for b, n in (l.split(",", 1) for l in p.stdout.splitlines())}
+    print(f"  recorded GPUs {sorted(got.values())}, nvidia-smi's {sorted(smi.values())}")
+    if got != smi:
+        print(f"FAIL the trace's GPUs {got} != nvidia-smi's {smi}")
+        return False
+    return True
+
+
+def check_verdict(binary, trace, steps):
+    """The verdict names a low MFU once (under 30 %, docs/BLAS.md), and says nothing of a
+    high one: the share over the rows, as the rule sums them."""
+    ns = sum(s["step_ns"] for s in steps if s.get("mfu_pct") is not None)
+    mfu = sum(s["mfu_pct"] * s["step_ns"] for s in steps if s.get("mfu_pct") is not None) / ns
+    out = subprocess.run([binary, "stats", trace], capture_output=True, text=True,
+                         check=True).stdout
+    claims = re.findall(r"^ \* MFU .*GEMMs reach ([0-9.]+)% of", out, re.M)
+    print(f"  verdict: MFU {mfu:.2f} %, claims {claims}")
+    if mfu < 30 and (len(claims) != 1 or abs(float(claims[0]) - mfu) > 0.06):
+        print("FAIL a low MFU not named once with its share")
+        return False
+    if mfu >= 30 and claims:
+        print("FAIL a claim of a high MFU")
+        return False
+    return True
+
+
 def compare(binary, trace, out):
     want = json.load(open(out))
     rows = stats(binary, trace, "gemm_sum")
-    ok = True
+    ok = check_gpus(binary, trace)
     for t, m, k, n in want["shapes"]:
         got = [r for r in rows if (r["m"], r["n"], r["k"]) == (n, m, k) and r["a_type"] == t]
         if len(got) != 1:
@@ -70,6 +112,11 @@ def compare(binary, trace, out):
         if not steps or any(v is None or not 0 < v <= 100 for v in mfu):
             print(f"FAIL MFU out of (0, 100]: {steps}")
             ok = False
+        recorded = [s.get("mfu_pct") for s in stats(binary, trace, "gemm_step_sum")]
+        if recorded != mfu:
+            print(f"FAIL MFU against the recorded GPU {recorded} != against {peak} {mfu}")
+            ok = False
+        ok = check_verdict(binary, trace, steps) and ok
     else:
         print(f"  no peak for {want['device']}: MFU not checked")
     return 0 if ok else 1

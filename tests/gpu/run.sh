@@ -264,7 +264,7 @@ if [ -n "$shim" ]; then
 		"$bin" record -f -t cuda,gpu,cublas -o "$work/gemm.bst" -- \
 		python3 "$here/check_gemm.py" loop "$work/gemm.json"
 	"$bin" stats "$work/gemm.bst" -r gemm_sum,cublas_sum | head -30 || true
-	check "cublas: gemm_sum's shapes, FLOPs and GPU time; gemm_step_sum's MFU in (0, 100]" \
+	check "cublas: gemm_sum's shapes, FLOPs and GPU time; gemm_step_sum's MFU in (0, 100], against the recorded GPU (= nvidia-smi's) too; the verdict's low MFU" \
 		python3 "$here/check_gemm.py" compare "$bin" "$work/gemm.bst" "$work/gemm.json"
 
 	echo "== monitor: GPU metrics of a job run with the shim, vs torch.profiler ($steps steps)"
