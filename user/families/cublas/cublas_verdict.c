@@ -6,11 +6,11 @@
  * (gpu_idle_sum's rows of the steps' processes), and so where to look next: a GPU idle much
  * of its span waits for the host; a busy one runs small GEMMs or other kernels.
  *
- * LOW_MFU, 30 %: tuned large-model training reaches 40 to 55 % on A100s and H100s (PaLM's
- * 46 %); the large runs before it reported 20 to 32 % (Megatron-Turing NLG 30 %, Gopher 32 %),
- * the range ML engineers call low. Only cuBLAS's GEMMs count here (not attention kernels
- * of other libraries), which makes this MFU a lower bound of the model's: under 30 % it is
- * low by any count.
+ * LOW_MFU, 30 %: tuned large-model training reports about 40 % and more (PaLM 46 %, Llama 3
+ * 38 to 43 % on H100s); the large GPU runs before PaLM reported 21 to 32 % (GPT-3, Megatron-
+ * Turing NLG, Gopher), what ML engineers call low. Only cuBLAS's GEMMs count here (not
+ * attention kernels of other libraries), which makes this MFU a lower bound of the model's:
+ * under 30 % it is low by any count.
  */
 #include <stdio.h>
 #include "cublas.h"
