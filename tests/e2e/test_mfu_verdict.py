@@ -13,19 +13,23 @@ from synth import Trace
 SECONDS = 4
 
 H100 = "NVIDIA H100 80GB HBM3"
-N, GEMM_EX, BF16, C32 = 4096, 50, 14, 68  # cublas_api.c's index; cudaDataType_t values
+N, GEMM_EX, SGEMM, BF16, C32 = 4096, 50, 6, 14, 68  # cublas_api.c's indexes; cudaDataType_t
 FLOPS = 2 * N ** 3
 KERNEL = 300_000
 LOW, HIGH = 1_000_000, 400_000  # step times: MFU 13.9 % and 34.7 % of the H100's bf16 peak
 
 
-def trace(step, gpus=None, name="t.bst", kernel=KERNEL):
+def trace(step, gpus=None, name="t.bst", kernel=KERNEL, fp32=0):
+    """FP32: an fp32 cublasSgemm_v2 of FP32^3 in each step too."""
     t = Trace(families="proc,cuda,gpu,torch,cublas", gpus=gpus)
     t.process(1, "train")
     for s in range(2):
         base = s * step
         t.cublas_call(1, 1, base + 1000, 1000, GEMM_EX, args=(0x1, 0, 0, N, N, N),
                       stack=(0, 0, BF16, N, 0, BF16, N, 0, 0, BF16, N, C32, 0))
+        if fp32:
+            t.cublas_call(1, 1, base + 3000, 1000, SGEMM, args=(0x1, 0, 0, fp32, fp32, fp32),
+                          stack=(0, 0, fp32, 0, fp32, 0, 0, fp32))
         t.kernel(1, 1, base + 50_000, kernel, "sm90_xmma_gemm_bf16", call_ts=base + 1000)
         t.torch_step(1, 1, base, step, s + 1)
     return t.write(tmpdir(), name)
@@ -92,6 +96,19 @@ def test_low_mfu_on_a_busy_gpu():
     eq(claims[i + 1].split(), ("the GPU is busy, not in large GEMMs: the GEMMs' shapes and "
                                "TFLOP/s, then the kernels that take its time "
                                "(cuda_gpu_kern_sum) (-r gemm_sum)").split(), "what to look at")
+
+
+def test_mixed_types():
+    """An fp32 GEMM beside the bf16 one: each at its own peak (fp32 67 TFLOP/s), the peak named
+    the one of the type with the most FLOPs, with its share of them."""
+    n32 = 1024
+    f32 = 2 * n32 ** 3
+    head, claims = verdict(trace(LOW, gpus=["0000:18:00.0 " + H100], fp32=n32))
+    mfu = 100 * (FLOPS / 989.4e3 + f32 / 67e3) / LOW
+    eq([re.sub(r"\s+", " ", c.strip()) for c in mfu_lines(claims)],
+       [f"* MFU {mfu:.1f}% GEMMs reach {mfu:.1f}% of the {H100}'s bf16 peak (989.4 TFLOP/s; "
+        f"{100 * FLOPS / (FLOPS + f32):.1f}% of the FLOPs are bf16) over 2 steps (2.00 ms); GPU "
+        f"idle {idle_pct(LOW):.1f}% of its span (-r gemm_step_sum)"], "the claim")
 
 
 def test_high_mfu_silent():

@@ -229,7 +229,7 @@ static void name_peak(struct gemm_mfu *sum, const struct peak_src *p, const __u6
 	}
 	tf = peaks[p->gpu].tflops[class_of[top]];
 	if (all && flops[top] < all)
-		snprintf(share, sizeof(share), "; %.0f%% of the FLOPs are %s",
+		snprintf(share, sizeof(share), "; %.1f%% of the FLOPs are %s",
 			 100.0 * (double)flops[top] / (double)all, dtype_name[top]);
 	if (p->model[0])
 		snprintf(sum->peak_of, sizeof(sum->peak_of), "the %s's %s peak (%g TFLOP/s%s)",
