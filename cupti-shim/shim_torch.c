@@ -53,6 +53,8 @@ SHIM_SEMAPHORE(torch_op_stack);
 #define NAME_CACHE	256 /* per thread: schema names by address (they live as long as torch) */
 #define SHAPES_MAX	1024
 #define CONCRETE_MAX	2048
+#define INPUTS_CACHE	64 /* per thread: the texts of the inputs last read, by their words */
+#define INPUTS_WORDS	(2 + TORCH_SHAPES_WORDS + TORCH_CONCRETE_WORDS)
 
 struct open_op {
 	const void *rf;
@@ -61,10 +63,28 @@ struct open_op {
 	uint32_t concrete_id;
 };
 
+/*
+ * --torch-shapes' texts by what was read: an op's words (the count of shape words and of
+ * concrete words, then those words) and the interned texts they made. Most ops of a training
+ * step repeat their shapes at every step: those cost the read, a hash and a compare.
+ */
+struct inputs_text {
+	uint64_t hash;
+	uint64_t *words; /* malloc'd, NWORDS; NULL: an empty entry */
+	size_t nwords;
+	struct shim_str *shapes, *concrete;
+};
+
+struct torch_inputs {
+	uint64_t words[INPUTS_WORDS]; /* the op's, as read */
+	struct inputs_text cache[INPUTS_CACHE];
+};
+
 struct torch_thread {
-	struct shim_thread *thread; /* its buffer (freed with it: shim_thread's torch slot) */
-	uint32_t session;	    /* the recording session the stack belongs to */
-	uint32_t depth;		    /* may exceed TORCH_MAX_DEPTH: those above it are not kept */
+	struct shim_thread *thread;  /* its buffer (freed with it: shim_thread's torch slot) */
+	struct torch_inputs *inputs; /* --torch-shapes: made at its first op with shapes */
+	uint32_t session;	     /* the recording session the stack belongs to */
+	uint32_t depth;		     /* may exceed TORCH_MAX_DEPTH: those above it are not kept */
 	struct open_op stack[TORCH_MAX_DEPTH];
 	struct {
 		const char *text;
@@ -265,27 +285,70 @@ static bool check_layout(const void *rf)
 	return false;
 }
 
-/* The string ids of TEXT (N bytes; none when 0) for this thread's records of SESSION. */
-static uint32_t string_id(const char *text, size_t n, uint32_t session)
+static uint64_t words_hash(const uint64_t *w, size_t n)
 {
-	if (!n)
-		return 0;
-	return shim_str__use(shim_str__intern(text, n), session,
-			     shim_thread__tid(shim_thread__self()));
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
+/* E, made the texts of W (NW words: the two counts, then the words they count). */
+static bool inputs_fill(struct inputs_text *e, const uint64_t *w, size_t nw, uint64_t h)
+{
+	long ns = (long)w[0], nc = (long)w[1];
+	const uint64_t *cw = w + 2 + (ns > 0 ? ns : 0);
+	uint64_t *copy = malloc(nw * sizeof(*w));
+	char buf[CONCRETE_MAX];
+	size_t n;
+
+	if (!copy)
+		return false;
+	memcpy(copy, w, nw * sizeof(*w));
+	free(e->words);
+	e->words = copy;
+	e->nwords = nw;
+	e->hash = h;
+	n = ns >= 0 ? shim_torch_shapes__text(w + 2, (size_t)ns, buf, SHAPES_MAX) : 0;
+	e->shapes = n ? shim_str__intern(buf, n) : NULL;
+	n = nc >= 0 ? shim_torch_concrete__text(cw, (size_t)nc, buf, sizeof(buf)) : 0;
+	e->concrete = n ? shim_str__intern(buf, n) : NULL;
+	return true;
 }
 
 /* --torch-shapes: the inputs' shapes and concrete values (valid in the start callback only). */
-static void read_inputs(struct open_op *o, const void *rf, uint32_t session)
+static void read_inputs(struct torch_thread *tt, struct open_op *o, const void *rf,
+			uint32_t session)
 {
 	const uint8_t *in = (const uint8_t *)rf + lib.layout->inputs;
 	const void *data = *(void *const *)in;
-	size_t n = *(const size_t *)(in + 8);
-	char buf[CONCRETE_MAX];
+	size_t n = *(const size_t *)(in + 8), nw;
+	struct torch_inputs *ti = tt->inputs;
+	struct inputs_text *e;
+	uint32_t tid;
+	long ns, nc;
+	uint64_t *w, h;
 
-	o->shapes_id =
-		string_id(buf, shim_torch_shapes__format(&lib, data, n, buf, SHAPES_MAX), session);
-	o->concrete_id = string_id(
-		buf, shim_torch_concrete__format(lib.layout, data, n, buf, sizeof(buf)), session);
+	if (!ti && !(ti = tt->inputs = calloc(1, sizeof(*ti))))
+		return;
+	w = ti->words;
+	ns = shim_torch_shapes__read(&lib, data, n, w + 2);
+	nc = shim_torch_concrete__read(lib.layout, data, n, w + 2 + (ns > 0 ? ns : 0));
+	w[0] = (uint64_t)ns;
+	w[1] = (uint64_t)nc;
+	nw = 2 + (size_t)(ns > 0 ? ns : 0) + (size_t)(nc > 0 ? nc : 0);
+	h = words_hash(w, nw);
+	e = &ti->cache[h % INPUTS_CACHE];
+	if ((!e->words || e->hash != h || e->nwords != nw ||
+	     memcmp(e->words, w, nw * sizeof(*w))) &&
+	    !inputs_fill(e, w, nw, h))
+		return;
+	tid = shim_thread__tid(tt->thread);
+	o->shapes_id = shim_str__use(e->shapes, session, tid);
+	o->concrete_id = shim_str__use(e->concrete, session, tid);
 }
 
 static void **on_start(void **ret, const void *rf)
@@ -310,7 +373,7 @@ static void **on_start(void **ret, const void *rf)
 		o->rf = rf;
 		o->shapes_id = o->concrete_id = 0;
 		if (atomic_load_explicit(&shapes_on, memory_order_relaxed))
-			read_inputs(o, rf, session);
+			read_inputs(tt, o, rf, session);
 		o->ts = shim_clock__now(); /* last: what the shim did above is not the op's */
 		if (SHIM_SEM(torch_op_stack) > 0 &&
 		    ((const uint8_t *)rf)[lib.layout->scope] == BS_TORCH_SCOPE_USER_SCOPE)
@@ -561,8 +624,14 @@ static void shim_torch__poll(void)
 
 static void torch_thread_gone(void *state)
 {
+	struct torch_thread *tt = state;
+
 	if (me == state)
 		me = NULL;
+	for (int i = 0; tt && tt->inputs && i < INPUTS_CACHE; i++)
+		free(tt->inputs->cache[i].words);
+	if (tt)
+		free(tt->inputs);
 	free(state);
 }
 

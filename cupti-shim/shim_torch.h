@@ -82,25 +82,47 @@ int shim_torch_lib__find(struct torch_lib *lib, char *why, size_t len);
 /* The versions with a verified layout, "1.13, 2.0, ...", for messages. */
 const char *shim_torch_lib__verified(void);
 
+/*
+ * --torch-shapes: an op's inputs (N c10::IValue of 16 bytes at INPUTS, up to TORCH_MAX_INPUTS)
+ * read in its start callback as words, then made texts from those words. The words key each
+ * thread's cache of texts (shim_torch.c): repeated shapes and values cost the read and a
+ * lookup, not the formatting and interning.
+ */
+#define TORCH_MAX_INPUTS     32
+#define TORCH_MAX_DIMS	     64
+#define TORCH_LIST_MAX	     30 /* torch's SCALAR_LIST_LENGTH_LIMIT */
+#define TORCH_SHAPES_WORDS   (TORCH_MAX_INPUTS * (1 + TORCH_MAX_DIMS))
+#define TORCH_CONCRETE_WORDS (TORCH_MAX_INPUTS * (1 + 2 * TORCH_LIST_MAX))
+
 /* shim_torch_shapes.c */
 
 /*
- * The shapes of the tensors among INPUTS (N c10::IValue of 16 bytes) of LIB's torch as text
- * into BUF: "[[4, 8], [], [8]]" (a non-tensor input or an undefined tensor is "[]", as
- * torch.profiler's record_shapes shows it). Returns the length, 0 when nothing could be read.
+ * The shapes of the tensors among INPUTS of LIB's torch into W (TORCH_SHAPES_WORDS): per input
+ * its number of dimensions (-1: not a tensor, an undefined one, or not read), then its sizes.
+ * Returns the words written, -1 when nothing can be read.
  */
-size_t shim_torch_shapes__format(const struct torch_lib *lib, const void *inputs, size_t n,
-				 char *buf, size_t len);
+long shim_torch_shapes__read(const struct torch_lib *lib, const void *inputs, size_t n,
+			     uint64_t *w);
+/*
+ * The text of NW words of shim_torch_shapes__read into BUF: "[[4, 8], [], [8]]" (what is not a
+ * tensor is "[]", as torch.profiler's record_shapes shows it). Returns the length, or 0.
+ */
+size_t shim_torch_shapes__text(const uint64_t *w, size_t nw, char *buf, size_t len);
 
 /* shim_torch_concrete.c */
 
 /*
- * The concrete values of the scalar inputs among INPUTS as Kineto's "Concrete Inputs" shows
- * them, a JSON list of strings into BUF: ["", "", "[2, 2]", "1"] ("" for a tensor or a value
- * not read). Returns the length, 0 when nothing could be read.
+ * The scalar inputs among INPUTS into W (TORCH_CONCRETE_WORDS): per input its kind (none, int,
+ * double, bool, a list and its length) and its values. Returns the words, -1 when none.
  */
-size_t shim_torch_concrete__format(const struct torch_layout *l, const void *inputs, size_t n,
-				   char *buf, size_t len);
+long shim_torch_concrete__read(const struct torch_layout *l, const void *inputs, size_t n,
+			       uint64_t *w);
+/*
+ * The text of NW words of shim_torch_concrete__read as Kineto's "Concrete Inputs" shows them, a
+ * JSON list of strings into BUF: ["", "", "[2, 2]", "1"] ("" for a tensor or a value not read).
+ * Returns the length, 0 when it does not fit.
+ */
+size_t shim_torch_concrete__text(const uint64_t *w, size_t nw, char *buf, size_t len);
 
 /* shim_torch.c: the module (shim_modules.c); its shim_hot bit */
 #define SHIM_HOT_TORCH 0x8 /* the RecordFunction callback records torch ops */

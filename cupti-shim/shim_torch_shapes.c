@@ -11,6 +11,9 @@
  * sizes kept elsewhere by a subclass) shows as [] rather than as numbers that may be wrong.
  * An undefined tensor (a None bias passed on as at::Tensor()) is c10::UndefinedTensorImpl's
  * singleton, whose sizes are [0] in 2.x: [] as the profiler shows it (Tag::UndefinedTensor).
+ *
+ * Read and formatted apart: the words read key the thread's cache of texts (shim_torch.c),
+ * so an op whose inputs have the shapes of an earlier one's costs the read, not the text.
  */
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -23,8 +26,6 @@
 #define IVALUE_TAG  8
 #define TAG_TENSOR  1
 #define INLINE_DIMS 5
-#define MAX_DIMS    64
-#define MAX_INPUTS  32
 
 /*
  * Set once a tensor's inline sizes matched its numel_: the layout's offsets are proven, and
@@ -40,7 +41,7 @@ static int tensor_sizes(const struct torch_layout *l, const uint8_t *impl, int64
 	const int64_t *src = (const int64_t *)(impl + l->impl_sizes + 8);
 	int64_t numel = *(const int64_t *)(impl + l->impl_numel), prod = 1;
 
-	if (dims > MAX_DIMS ||
+	if (dims > TORCH_MAX_DIMS ||
 	    (dims > INLINE_DIMS && !atomic_load_explicit(&proven, memory_order_relaxed)))
 		return -1;
 	if (dims > INLINE_DIMS)
@@ -58,28 +59,42 @@ static int tensor_sizes(const struct torch_layout *l, const uint8_t *impl, int64
 	return (int)dims;
 }
 
-size_t shim_torch_shapes__format(const struct torch_lib *lib, const void *inputs, size_t n,
-				 char *buf, size_t len)
+long shim_torch_shapes__read(const struct torch_lib *lib, const void *inputs, size_t n, uint64_t *w)
 {
 	const struct torch_layout *l = lib->layout;
 	const uint8_t *iv = inputs;
-	int64_t sizes[MAX_DIMS];
-	size_t used = 0;
+	size_t nw = 0;
 
-	if (!l->impl_sizes || !inputs || n > MAX_INPUTS || len < 16)
-		return 0;
-	buf[used++] = '[';
-	for (size_t i = 0; i < n && used + 32 < len; i++, iv += IVALUE_SIZE) {
+	if (!l->impl_sizes || !inputs || n > TORCH_MAX_INPUTS)
+		return -1;
+	for (size_t i = 0; i < n; i++, iv += IVALUE_SIZE) {
 		uint32_t tag = *(const uint32_t *)(iv + IVALUE_TAG);
 		const uint8_t *impl = *(const uint8_t *const *)iv;
 		int dims = tag == TAG_TENSOR && impl && impl != lib->undefined
-				   ? tensor_sizes(l, impl, sizes)
+				   ? tensor_sizes(l, impl, (int64_t *)w + nw + 1)
 				   : -1;
 
+		w[nw] = (uint64_t)(int64_t)dims;
+		nw += 1 + (dims > 0 ? (size_t)dims : 0);
+	}
+	return (long)nw;
+}
+
+size_t shim_torch_shapes__text(const uint64_t *w, size_t nw, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (len < 16)
+		return 0;
+	buf[used++] = '[';
+	for (size_t k = 0, i = 0; k < nw && used + 32 < len; i++) {
+		int64_t dims = (int64_t)w[k++];
+
 		used += (size_t)snprintf(buf + used, len - used, "%s[", i ? ", " : "");
-		for (int d = 0; d < dims && used + 24 < len; d++)
+		for (int64_t d = 0; d < dims && used + 24 < len; d++)
 			used += (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "",
-						 (long long)sizes[d]);
+						 (long long)w[k + d]);
+		k += dims > 0 ? (size_t)dims : 0;
 		buf[used++] = ']';
 	}
 	buf[used++] = ']';
