@@ -53,7 +53,8 @@ SHIM_SEMAPHORE(torch_op_stack);
 #define NAME_CACHE	256 /* per thread: schema names by address (they live as long as torch) */
 #define SHAPES_MAX	1024
 #define CONCRETE_MAX	2048
-#define INPUTS_CACHE	64 /* per thread: the texts of the inputs last read, by their words */
+#define INPUTS_FIRST	1024  /* slots of a thread's table of input texts at first */
+#define INPUTS_MAX	16384 /* ... and at most (half of them used): then emptied */
 #define INPUTS_WORDS	(2 + TORCH_SHAPES_WORDS + TORCH_CONCRETE_WORDS)
 
 struct open_op {
@@ -65,19 +66,23 @@ struct open_op {
 
 /*
  * --torch-shapes' texts by what was read: an op's words (the count of shape words and of
- * concrete words, then those words) and the interned texts they made. Most ops of a training
- * step repeat their shapes at every step: those cost the read, a hash and a compare.
+ * concrete words, then those words) and the interned texts they made, in a table per thread
+ * (open addressing, at most half full). Most ops of a training step repeat their inputs at
+ * every step (and a model's layers repeat each other's): those cost the read, a hash and a
+ * compare. Three steps of tests/workloads' small transformer have 893 distinct inputs in
+ * 25,581 ops. A job whose shapes never repeat fills the table: it is emptied at INPUTS_MAX.
  */
 struct inputs_text {
 	uint64_t hash;
-	uint64_t *words; /* malloc'd, NWORDS; NULL: an empty entry */
+	uint64_t *words; /* malloc'd, NWORDS; NULL: an empty slot */
 	size_t nwords;
 	struct shim_str *shapes, *concrete;
 };
 
 struct torch_inputs {
 	uint64_t words[INPUTS_WORDS]; /* the op's, as read */
-	struct inputs_text cache[INPUTS_CACHE];
+	struct inputs_text *slots;    /* CAP of them, a power of 2; USED taken */
+	size_t cap, used;
 };
 
 struct torch_thread {
@@ -296,7 +301,56 @@ static uint64_t words_hash(const uint64_t *w, size_t n)
 	return h;
 }
 
-/* E, made the texts of W (NW words: the two counts, then the words they count). */
+/* Empty TI's table (it keeps its slots). */
+static void inputs_clear(struct torch_inputs *ti)
+{
+	if (!ti->slots)
+		return;
+	for (size_t i = 0; i < ti->cap; i++)
+		free(ti->slots[i].words);
+	memset(ti->slots, 0, ti->cap * sizeof(*ti->slots));
+	ti->used = 0;
+}
+
+/* TI's table twice as large (INPUTS_FIRST slots at first); false when out of memory. */
+static bool inputs_grow(struct torch_inputs *ti)
+{
+	size_t cap = ti->cap ? 2 * ti->cap : INPUTS_FIRST;
+	struct inputs_text *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < ti->cap; i++) {
+		size_t j = ti->slots[i].hash & (cap - 1);
+
+		if (!ti->slots[i].words)
+			continue;
+		while (slots[j].words)
+			j = (j + 1) & (cap - 1);
+		slots[j] = ti->slots[i];
+	}
+	free(ti->slots);
+	ti->slots = slots;
+	ti->cap = cap;
+	return true;
+}
+
+/* The slot of W (NW words, hash H): the one holding them, or the empty one they would take. */
+static struct inputs_text *inputs_slot(struct torch_inputs *ti, const uint64_t *w, size_t nw,
+				       uint64_t h)
+{
+	size_t i = h & (ti->cap - 1);
+	struct inputs_text *e;
+
+	for (;; i = (i + 1) & (ti->cap - 1)) {
+		e = &ti->slots[i];
+		if (!e->words ||
+		    (e->hash == h && e->nwords == nw && !memcmp(e->words, w, nw * sizeof(*w))))
+			return e;
+	}
+}
+
+/* The empty slot E, made the texts of W (NW words: the two counts, then the words they count). */
 static bool inputs_fill(struct inputs_text *e, const uint64_t *w, size_t nw, uint64_t h)
 {
 	long ns = (long)w[0], nc = (long)w[1];
@@ -308,14 +362,13 @@ static bool inputs_fill(struct inputs_text *e, const uint64_t *w, size_t nw, uin
 	if (!copy)
 		return false;
 	memcpy(copy, w, nw * sizeof(*w));
-	free(e->words);
-	e->words = copy;
-	e->nwords = nw;
-	e->hash = h;
 	n = ns >= 0 ? shim_torch_shapes__text(w + 2, (size_t)ns, buf, SHAPES_MAX) : 0;
 	e->shapes = n ? shim_str__intern(buf, n) : NULL;
 	n = nc >= 0 ? shim_torch_concrete__text(cw, (size_t)nc, buf, sizeof(buf)) : 0;
 	e->concrete = n ? shim_str__intern(buf, n) : NULL;
+	e->words = copy;
+	e->nwords = nw;
+	e->hash = h;
 	return true;
 }
 
@@ -341,11 +394,21 @@ static void read_inputs(struct torch_thread *tt, struct open_op *o, const void *
 	w[1] = (uint64_t)nc;
 	nw = 2 + (size_t)(ns > 0 ? ns : 0) + (size_t)(nc > 0 ? nc : 0);
 	h = words_hash(w, nw);
-	e = &ti->cache[h % INPUTS_CACHE];
-	if ((!e->words || e->hash != h || e->nwords != nw ||
-	     memcmp(e->words, w, nw * sizeof(*w))) &&
-	    !inputs_fill(e, w, nw, h))
+	if (!ti->cap && !inputs_grow(ti))
 		return;
+	e = inputs_slot(ti, w, nw, h);
+	if (!e->words) {
+		if (2 * (ti->used + 1) > ti->cap) {
+			if (ti->cap >= INPUTS_MAX)
+				inputs_clear(ti);
+			else if (!inputs_grow(ti))
+				return;
+			e = inputs_slot(ti, w, nw, h);
+		}
+		if (!inputs_fill(e, w, nw, h))
+			return;
+		ti->used++;
+	}
 	tid = shim_thread__tid(tt->thread);
 	o->shapes_id = shim_str__use(e->shapes, session, tid);
 	o->concrete_id = shim_str__use(e->concrete, session, tid);
@@ -628,10 +691,11 @@ static void torch_thread_gone(void *state)
 
 	if (me == state)
 		me = NULL;
-	for (int i = 0; tt && tt->inputs && i < INPUTS_CACHE; i++)
-		free(tt->inputs->cache[i].words);
-	if (tt)
+	if (tt && tt->inputs) {
+		inputs_clear(tt->inputs);
+		free(tt->inputs->slots);
 		free(tt->inputs);
+	}
 	free(state);
 }
 
