@@ -148,3 +148,15 @@ def test_peak_tflops_overrides():
         eq([re.sub(r"\s+", " ", c.strip()) for c in lines],
            [f"* MFU {mfu:.1f}% GEMMs reach {mfu:.1f}% of {of} over 2 steps (2.00 ms); GPU "
             f"idle {idle_pct(LOW):.1f}% of its span (-r gemm_step_sum)"], f"--peak-tflops {arg}")
+
+
+def test_models_to_rows():
+    """A model's row by the words of its name, as the driver names it: the bf16 peak each
+    gives the steps' MFU; an NVL board has none."""
+    for model, bf16 in (("NVIDIA H100 PCIe", 756), ("NVIDIA A100-SXM4-80GB", 312),
+                        ("NVIDIA A100 80GB PCIe", 312), ("NVIDIA L4", 121),
+                        ("NVIDIA GH200 480GB", 989.4), ("NVIDIA H200", 989.4),
+                        ("NVIDIA H100 NVL", None)):
+        rows = stats(trace(LOW, gpus=["0000:18:00.0 " + model]), "gemm_step_sum")
+        want = round(100 * FLOPS / (bf16 * 1e3) / LOW, 2) if bf16 else None
+        eq([r.get("mfu_pct") for r in rows["gemm_step_sum"]], [want] * 2, model)
