@@ -211,7 +211,9 @@ def test_torch_stacks_only_when_asked_and_over_the_threshold():
         eq("stack" in o, want, f"{o['name']} of {o['dur']} ns: a stack")
     check_op_stacks([o for o in ops if "stack" in o], L, L["work"])
     with_stack = {o["name"] for o in ops if "stack" in o}
-    check("aten::mm" in with_stack and "aten::resolve_conj" not in with_stack,
+    # Which small op stays under the threshold is the machine's load's to say (a preempted
+    # resolve_conj lasts 300 us too): the per-op check above is the exact one.
+    check("aten::mm" in with_stack and any("stack" not in o for o in ops),
           f"ops with a stack: {with_stack}")
 
 
