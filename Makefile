@@ -373,6 +373,13 @@ $(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
 
+# The unwind table bpfsight builds for an ELF file, for its readelf comparison and its
+# benchmark (tests/e2e/test_unwind_table.py, bench/bench_unwind.py).
+$(OUT)/tests/unwind_dump: tests/tools/unwind_dump.c $(LIB_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)
+test-build: $(OUT)/tests/unwind_dump
+
 # tests/e2e/test_sched.py runs bench/pingpong.
 # record --inject must refuse a static program without dlopen (tests/e2e/test_inject.py).
 $(OUT)/tests/inject/static_loop: tests/workloads/inject/static_loop.c

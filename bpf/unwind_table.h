@@ -30,7 +30,11 @@ struct bs_unwind_row {
 
 #define BS_UNW_CFA_RSP 0 /* CFA = rsp + cfa_off */
 #define BS_UNW_CFA_RBP 1 /* CFA = rbp + cfa_off */
-/* A PLT entry's expression: CFA = rsp + 8, or rsp + 16 from the entry's 11th byte on. */
+/*
+ * A PLT entry's expression (binutils' lazy PLT): CFA = rsp + 8, or rsp + 16 when
+ * (pc & 15) >= cfa_off, the entry's byte after its push: 11 in the classic PLT (the 11th
+ * byte on), 10 in the IBT PLT, 5 in the MPX one. rbp_off is 0.
+ */
 #define BS_UNW_PLT 2
 /* A signal frame (__restore_rt, an 'S' augmentation): the registers come from the
  * ucontext_t the kernel put at rsp (rip, rsp, rbp from its uc_mcontext). */

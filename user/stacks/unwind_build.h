@@ -33,7 +33,8 @@ struct unwind_stats {
 	__u32 fdes_bad;	    /* FDEs cut at an error: their rows end in STOP_BAD */
 	__u32 fdes_refused; /* FDEs or CIEs skipped whole (an encoding refused, a bad pc range) */
 	__u32 fdes_expr;    /* FDEs with a row a table cannot hold (STOP_EXPR) */
-	__u32 rows_signal;  /* SIGNAL rows ('S' augmentation) */
+	__u32 rows_signal;  /* FDEs of signal frames ('S' augmentation): SIGNAL rows */
+	__u32 sections_cut; /* sections whose walk stopped at a malformed entry: FDEs after it lost */
 	__u64 build_ns;	    /* wall time to build the table, reading the file included */
 };
 
