@@ -333,7 +333,7 @@ static void test_bad_instructions(void)
 	ASSERT_EQ(table.stats.fdes_bad, 4, "FDEs cut (an advance in a CIE spoils its FDEs)");
 }
 
-/* The section cut inside an FDE: earlier FDEs whole, the cut one STOP_BAD where it ends. */
+/* The section cut inside an FDE: earlier FDEs whole, the cut one STOP_BAD all through. */
 static void test_cut_section(void)
 {
 	static const __u8 insns[] = { 0x41, 0x0e, 0x10, 0x42, 0x0e, 0x18, 0x43, 0x0e, 0x08 };
@@ -348,7 +348,7 @@ static void test_cut_section(void)
 	ASSERT_EQ(build(&s), 0, "build");
 	ROWS_ARE(ROW(0x1000, CFA_RSP, 8, 0), ROW(0x1001, CFA_RSP, 16, 0),
 		 ROW(0x1003, CFA_RSP, 24, 0), ROW(0x1006, CFA_RSP, 8, 0),
-		 ROW(0x1011, STOP_BAD, 0, 0), ROW(0x1020, STOP_NONE, 0, 0));
+		 ROW(0x1010, STOP_BAD, 0, 0), ROW(0x1020, STOP_NONE, 0, 0));
 	ASSERT_EQ(table.stats.sections_cut, 1, "sections cut");
 	/* cut inside its pc fields: the FDE is not there at all */
 	s.n = second + 10;

@@ -371,6 +371,15 @@ int cfi_rows__fde(const struct eh_section *s, const struct eh_cie *c, const stru
 	m.loc = f->pc;
 	m.flags = 0;
 	m.depth = 0;
+	/*
+	 * An entry the section's end cut short: a truncated file, or a length field that is
+	 * wrong, when the bytes after its true end are other entries'. Which one cannot be told,
+	 * so none of its rows is trusted.
+	 */
+	if (f->cut) {
+		r = row_buf__push(out, (__u32)f->pc, BS_UNW_STOP_BAD, 0, 0);
+		return r ? r : CFI_ROWS_BAD;
+	}
 	memset(&m.st, 0, sizeof(m.st)); /* no CFA rule at all: register 0, a stop */
 	m.initial = m.st;
 	r = run(&m, c->insns, c->insns_end, 1, &err);
@@ -378,8 +387,6 @@ int cfi_rows__fde(const struct eh_section *s, const struct eh_cie *c, const stru
 	m.depth = 0; /* a CIE's remembered states are not its FDEs' */
 	if (r == STEP_ON)
 		r = run(&m, f->insns, f->insns_end, 0, &err);
-	if (!err && r == STEP_ON && f->cut)
-		r = STEP_BAD; /* the section ended inside the FDE: more instructions were due */
 	if (!err && r == STEP_BAD) {
 		m.flags |= CFI_ROWS_BAD;
 		err = row_buf__push(out, (__u32)m.loc, BS_UNW_STOP_BAD, 0, 0);

@@ -4,7 +4,7 @@
  * instructions, then the FDE's, a row at each address where the rules change. Only what the
  * x86-64 walk restores is kept (the CFA, rbp, the return address); what a row cannot hold
  * becomes a stop (STOP_EXPR), and an error in the instructions ends the FDE's rows with a
- * STOP_BAD row at the address where it happened.
+ * STOP_BAD row at the address where it happened (an FDE the section's end cuts short: all of it).
  */
 #ifndef BPFSIGHT_CFI_ROWS_H
 #define BPFSIGHT_CFI_ROWS_H

@@ -53,7 +53,7 @@ struct eh_fde {
 	__u64 pc, end; /* [pc, end): ELF addresses */
 	const __u8 *insns, *insns_end;
 	__u32 cie; /* index in struct eh_frame.cies */
-	__u8 cut;  /* the entry ran past the section: its instructions stop where the bytes do */
+	__u8 cut;  /* the entry ran past the section: its range is known, its rules are not */
 	__u8 src;  /* which section, for the caller (eh_frame__walk's SRC) */
 };
 
