@@ -130,11 +130,14 @@ def row_at(rows, pcs, loc):
     return rows[i] if i >= 0 else None
 
 
-def compare(path, rows, section=".eh_frame"):
-    """Every row readelf prints for PATH equals bpfsight's row at its address, each FDE's end
-    is a STOP_NONE row unless another FDE starts there, and bpfsight has no row at an address
-    readelf has none for. Returns how many readelf rows were compared."""
-    _, fdes = frames(path, section)
+def compare(path, rows, sections=None):
+    """Every row readelf prints for PATH's SECTIONS ((file, section name) pairs; PATH's
+    .eh_frame when None) equals bpfsight's row at its address, each FDE's end is a STOP_NONE
+    row unless another FDE starts there, and bpfsight has no row at an address readelf has
+    none for. Returns how many readelf rows were compared."""
+    fdes = []
+    for file, section in sections or [(path, ".eh_frame")]:
+        fdes += frames(file, section)[1]
     plts = plt_ranges(path)
     pcs = [r[0] for r in rows]
     starts = {f.pc for f in fdes}

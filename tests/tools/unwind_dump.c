@@ -4,8 +4,9 @@
  * for the tests that compare it with readelf -wF (tests/e2e/test_unwind_table.py) and for the
  * building benchmark (bench/bench_unwind.py).
  *
- *   unwind_dump FILE                 a line of counts (JSON), then a row a line:
- *                                    "PC KIND CFA_OFF RBP_OFF" (PC in hex)
+ *   unwind_dump [--root DIR] FILE    a line of counts (JSON), then a row a line:
+ *                                    "PC KIND CFA_OFF RBP_OFF" (PC in hex); debug
+ *                                    files are looked for under DIR/usr/lib/debug
  *   unwind_dump --stats FILE...      only the counts, a line per file, each file built twice
  *                                    through one cache (the second call must be a hit)
  *   unwind_dump --section eh|debug VADDR FILE
@@ -121,11 +122,11 @@ int main(int argc, char **argv)
 		if (!err)
 			err = unwind_table__from_section(buf, len, strtoull(argv[3], NULL, 16),
 							 !strcmp(argv[2], "debug"), &t);
-	} else if (argc == 2) {
-		err = unwind_table__build(argv[1], NULL, &t);
+	} else if (argc == 2 || (argc == 4 && !strcmp(argv[1], "--root"))) {
+		err = unwind_table__build(argv[argc - 1], argc == 4 ? argv[2] : NULL, &t);
 	} else {
-		fprintf(stderr, "usage: unwind_dump [--stats] FILE... | --section eh|debug VADDR "
-				"FILE\n");
+		fprintf(stderr, "usage: unwind_dump [--root DIR] FILE | --stats FILE... | "
+				"--section eh|debug VADDR FILE\n");
 		return 2;
 	}
 	free(buf);
