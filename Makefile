@@ -74,7 +74,7 @@ FUZZER	 := $(OUT)/tests/fuzz_reader
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(SHIM_EMBED_OBJ),$(LIB_OBJS)))
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
-	    $(OUT)/tests/fuzz_pylines $(OUT)/tests/fuzz_elf
+	    $(OUT)/tests/fuzz_pylines $(OUT)/tests/fuzz_elf $(OUT)/tests/fuzz_eh_frame
 
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
 	man install uninstall deb check-deb check-kernels check-torch-versions
@@ -324,7 +324,7 @@ $(OUT)/fuzz-obj/%.o: user/%.c | $(SKELS)
 
 # Dynamically linked like the unit tests; shim_embed.o carries no code to instrument.
 $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines \
-		$(OUT)/tests/fuzz_elf: \
+		$(OUT)/tests/fuzz_elf $(OUT)/tests/fuzz_eh_frame: \
 		$(OUT)/tests/%: tests/fuzz/%.c \
 		$(FUZZ_OBJS) $(SHIM_EMBED_OBJ) | $(OUT)/tests
 	$(call msg,FUZZ-LD,$@)
@@ -470,7 +470,7 @@ soak: test-build
 
 # One corpus per fuzzer, grown from its committed seeds (tests/fuzz/seeds[-NAME]).
 fuzz: $(FUZZERS)
-	$(Q)for f in reader decode shim_unpack pylines elf; do \
+	$(Q)for f in reader decode shim_unpack pylines elf eh_frame; do \
 		s=tests/fuzz/seeds; [ $$f = reader ] || s=$$s-$$f; \
 		mkdir -p fuzz-corpus/$$f && \
 		$(OUT)/tests/fuzz_$$f -max_total_time=$${FUZZ_SECONDS:-600} -timeout=10 \

@@ -284,7 +284,7 @@ static int keep_below_4g(__u64 pc, __u64 end, void *arg)
 {
 	(void)pc;
 	(void)arg;
-	return end <= FOUR_GIB;
+	return end < FOUR_GIB; /* a row's pc holds 32 bits: the end's STOP_NONE row too */
 }
 
 /* The FDE of entry E; 1 kept, 0 left out, -ENOMEM. */
@@ -324,7 +324,7 @@ static int add_fde(const struct eh_section *s, const struct entry *e, __u8 src,
 	if (c.bad || !range || f.pc + range < f.pc)
 		return 0;
 	f.end = f.pc + range;
-	if (!(keep ? keep : keep_below_4g)(f.pc, f.end, arg) || f.end > FOUR_GIB)
+	if (!(keep ? keep : keep_below_4g)(f.pc, f.end, arg) || f.end >= FOUR_GIB)
 		return 0;
 	if (cie->augz)
 		cfi_skip(&c, cfi_uleb(&c));

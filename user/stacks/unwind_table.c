@@ -50,7 +50,8 @@ static int rows_of(struct eh_frame *ef, const struct eh_section *secs, struct un
 	__u64 prev_end = 0;
 	int r;
 
-	qsort(ef->fdes, ef->nfdes, sizeof(*ef->fdes), fde_cmp);
+	if (ef->nfdes) /* qsort(NULL, 0) is undefined */
+		qsort(ef->fdes, ef->nfdes, sizeof(*ef->fdes), fde_cmp);
 	n = drop_overlaps(ef->fdes, ef->nfdes);
 	t->stats.fdes_refused += (__u32)(ef->nfdes - n);
 	for (i = 0; i < n; i++) {
