@@ -24,6 +24,44 @@ class Entry:
         self.off, self.kind = off, kind
         self.columns, self.rows = [], []  # rows: (loc, {column: value})
         self.aug, self.ra, self.cie, self.pc, self.end = "", 16, None, 0, 0
+        self.path, self.section = None, None
+
+
+RBP_AT = re.compile(r"DW_CFA_expression: r6 \(rbp\) \(DW_OP_breg6 \(rbp\): (-?\d+)\)$")
+CFA_AT = re.compile(r"DW_CFA_def_cfa_expression \(DW_OP_breg6 \(rbp\): (-?\d+); DW_OP_deref\)$")
+_raw = {}
+
+
+def expressions(f):
+    """The expressions FDE F's instructions (readelf -wf) give the CFA and rbp: ([CFA's], [rbp's]),
+    each "rbp+N" (stack realignment's forms: *(rbp + N), and rbp saved at rbp + N) or "other"."""
+    key = (f.path, f.section)
+    if key not in _raw:
+        out = subprocess.run(["readelf", "-wNf", f.path], capture_output=True, text=True,
+                             check=True).stdout
+        by_off, cur, inside = {}, None, False
+        for line in out.splitlines():
+            if line.startswith("Contents of the "):
+                inside = line.startswith(f"Contents of the {f.section} section")
+                continue
+            m = ENTRY.match(line)
+            if inside and m:
+                cur = by_off.setdefault(int(m.group(1), 16), ([], []))
+            elif inside and cur is not None and "DW_CFA_def_cfa_expression" in line:
+                m = CFA_AT.search(line.strip())
+                cur[0].append(f"rbp+{m.group(1)}" if m else "other")
+            elif inside and cur is not None and "DW_CFA_expression: r6 " in line:
+                m = RBP_AT.search(line.strip())
+                cur[1].append(f"rbp+{m.group(1)}" if m else "other")
+        _raw[key] = by_off
+    return _raw[key].get(f.off, ([], []))
+
+
+def only(forms):
+    """The one offset of FORMS, all "rbp+N" with a single N; else None."""
+    if len(set(forms)) != 1 or not forms[0].startswith("rbp+"):
+        return None
+    return int(forms[0][4:])
 
 
 def frames(path, section=".eh_frame"):
@@ -40,6 +78,7 @@ def frames(path, section=".eh_frame"):
         m = ENTRY.match(line)
         if m:
             cur = Entry(int(m.group(1), 16), m.group(4))
+            cur.path, cur.section = path, section
             if cur.kind == "CIE":
                 c = CIE_INFO.search(m.group(5))
                 check(c, f"readelf's CIE line: {line}")
@@ -85,31 +124,41 @@ def plt_ranges(path):
 def expected(fde, loc, rules, plts):
     """What bpfsight's row at LOC must say, from readelf's RULES: (kind, cfa_off, rbp_off);
     None where readelf's text cannot tell the value (a stop's offsets)."""
+    stop = ("stop-expr", None, None)
     if "S" in fde.cie.aug:
         return ("signal", None, None)
     if fde.cie.ra != 16:
-        return ("stop-expr", None, None)
+        return stop
     ra = rules.get("ra", "u")
     if ra == "u":
         return ("end", None, None)
     if ra != "c-8":
-        return ("stop-expr", None, None)
-    rbp = rules.get("rbp", "u")
-    if rbp in ("u", "s", "r6 (rbp)"):
-        rbp_off = 0
-    elif re.fullmatch(r"c[-+]\d+", rbp) and -32768 <= int(rbp[1:]) <= 32767:
-        rbp_off = int(rbp[1:])
-    else:
-        return ("stop-expr", None, None)
-    cfa = rules["CFA"]
+        return stop
+    cfa, rbp = rules["CFA"], rules.get("rbp", "u")
+    rbp_at = only(expressions(fde)[1]) if rbp == "exp" else None
     if cfa == "exp":
         if any(s <= loc < e for s, e in plts):
-            return ("plt", None, 0)
-        return ("stop-expr", None, None)
+            return ("plt", None, 0) if rbp in ("u", "s") else stop
+        # stack realignment: CFA = *(rbp + N), rbp saved at rbp + M
+        n = only(expressions(fde)[0])
+        if n is None or rbp_at is None or not -32768 <= rbp_at <= 32767:
+            return stop
+        return ("rbp-deref", n, rbp_at)
     m = re.fullmatch(r"(rsp|rbp)\+(-?\d+)", cfa)
     if not m:
-        return ("stop-expr", None, None)
-    return (m.group(1), int(m.group(2)), rbp_off)
+        return stop
+    reg, off = m.group(1), int(m.group(2))
+    if rbp in ("u", "s", "r6 (rbp)"):
+        rbp_off = 0
+    elif re.fullmatch(r"c[-+]\d+", rbp) and int(rbp[1:]) != 0:
+        rbp_off = int(rbp[1:])
+    elif rbp_at is not None and reg == "rbp" and rbp_at != off:
+        rbp_off = rbp_at - off  # *(rbp + M) is *(CFA + M - N) when CFA = rbp + N
+    else:
+        return stop
+    if not -32768 <= rbp_off <= 32767:
+        return stop
+    return (reg, off, rbp_off)
 
 
 def table(dump_out):

@@ -7,8 +7,9 @@
  *   unwind_dump [--root DIR] FILE    a line of counts (JSON), then a row a line:
  *                                    "PC KIND CFA_OFF RBP_OFF" (PC in hex); debug
  *                                    files are looked for under DIR/usr/lib/debug
- *   unwind_dump --stats FILE...      only the counts, a line per file, each file built twice
- *                                    through one cache (the second call must be a hit)
+ *   unwind_dump --stats FILE...      only the counts, a line per file, each file asked for
+ *                                    twice through one cache: the second call must be a hit
+ *                                    (its time a line of its own), then the cache's counts
  *   unwind_dump --section eh|debug VADDR FILE
  *                                    FILE's bytes as one section loaded at VADDR (hex)
  *
@@ -19,11 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include "mono_clock.h"
 #include "unwind_build.h"
 
 static const char *kind_name(__u8 kind)
 {
-	static const char *const names[] = { "rsp", "rbp", "plt", "signal", "end" };
+	static const char *const names[] = { "rsp", "rbp", "plt", "signal", "end", "rbp-deref" };
 
 	if (kind < sizeof(names) / sizeof(names[0]))
 		return names[kind];
@@ -52,10 +54,12 @@ static void print_counts(const char *path, const struct unwind_table *t)
 	printf("{\"file\": \"%s\", \"build_id\": \"%s\", \"sources\": %u, \"rows\": %u, "
 	       "\"bytes\": %zu, \"cies\": %u, \"fdes\": %u, \"fdes_bad\": %u, "
 	       "\"fdes_refused\": %u, \"fdes_expr\": %u, \"fdes_signal\": %u, "
-	       "\"sections_cut\": %u, \"build_ns\": %llu, \"max_rss_kib\": %ld}\n",
+	       "\"sections_cut\": %u, \"section_bytes\": %llu, \"build_ns\": %llu, "
+	       "\"max_rss_kib\": %ld}\n",
 	       path, t->build_id, t->sources, t->n, unwind_table__bytes(t), s->cies, s->fdes,
 	       s->fdes_bad, s->fdes_refused, s->fdes_expr, s->rows_signal, s->sections_cut,
-	       (unsigned long long)s->build_ns, max_rss_kib());
+	       (unsigned long long)s->section_bytes, (unsigned long long)s->build_ns,
+	       max_rss_kib());
 }
 
 static int read_file(const char *path, void **buf, size_t *len)
@@ -79,8 +83,9 @@ static int stats(int argc, char **argv)
 {
 	struct unwind_cache *c = unwind_cache__new(0);
 	struct unwind_cache_stats cs;
-	const struct unwind_table *t;
+	const struct unwind_table *t, *hit;
 	int i, err, bad = 0;
+	__u64 t0;
 
 	if (!c)
 		return 1;
@@ -92,7 +97,11 @@ static int stats(int argc, char **argv)
 			continue;
 		}
 		print_counts(argv[i], t);
-		if (unwind_cache__get(c, argv[i], NULL, &err) != t) {
+		t0 = mono_now_ns();
+		hit = unwind_cache__get(c, argv[i], NULL, &err);
+		printf("{\"file\": \"%s\", \"hit_ns\": %llu}\n", argv[i],
+		       (unsigned long long)(mono_now_ns() - t0));
+		if (hit != t) {
 			fprintf(stderr, "%s: built twice\n", argv[i]);
 			bad = 1;
 		}

@@ -268,6 +268,35 @@ static void test_signal_end_and_stops(void)
 	ASSERT_EQ(table.stats.fdes_expr, 5, "FDEs with a stop (a return column not 16 included)");
 }
 
+/*
+ * GCC's stack realignment (libtorch's AVX kernels): lea 8(%rsp),%r10; and $-32,%rsp;
+ * pushq -8(%r10); push %rbp; mov %rsp,%rbp; push %r10: CFA = r10 (a stop), then rbp saved at
+ * rbp + 0 and CFA = *(rbp - 8); the epilogue's CFA = rsp + 8 with that rbp rule left over
+ * (a stop: rbp is no longer the frame's); an rbp-based CFA with it: an offset from the CFA.
+ */
+static void test_stack_realignment(void)
+{
+	static const __u8 insns[] = {
+		0x45, 0x0c, 0x0a, 0x00,		    /* 5: CFA = r10 + 0 */
+		0x4f, 0x10, 0x06, 0x02, 0x76, 0x00, /* 20: rbp at rbp + 0 */
+		0x44, 0x0f, 0x03, 0x76, 0x78, 0x06, /* 24: CFA = *(rbp - 8) */
+		0x02, 0x40, 0x0a,		    /* 88: remember */
+		0x0c, 0x07, 0x08,		    /*     CFA = rsp + 8 */
+		0x41, 0x0b,			    /* 89: restore */
+		0x42, 0x0c, 0x06, 0x10,		    /* 91: CFA = rbp + 16: rbp at CFA - 16 */
+		0x41, 0x10, 0x06, 0x02, 0x76, 0x10, /* 92: rbp at rbp + 16: CFA + 0, no row */
+	};
+	struct sec s = { 0 };
+	size_t c = std_cie(&s, "zR", PCREL);
+
+	std_fde(&s, c, 0x1000, 0x80, insns, sizeof(insns));
+	ASSERT_EQ(build(&s), 0, "build");
+	ROWS_ARE(ROW(0x1000, CFA_RSP, 8, 0), ROW(0x1005, STOP_EXPR, 0, 0),
+		 ROW(0x1018, CFA_RBP_DEREF, -8, 0), ROW(0x1058, STOP_EXPR, 0, 0),
+		 ROW(0x1059, CFA_RBP_DEREF, -8, 0), ROW(0x105b, CFA_RBP, 16, -16),
+		 ROW(0x105c, STOP_EXPR, 0, 0), ROW(0x1080, STOP_NONE, 0, 0));
+}
+
 /* The FDE pointer encodings compilers emit, and those refused. */
 static void test_pointer_encodings(void)
 {
@@ -453,6 +482,7 @@ int main(void)
 	RUN_TEST(test_remember_restore_and_merge);
 	RUN_TEST(test_plt_expressions);
 	RUN_TEST(test_signal_end_and_stops);
+	RUN_TEST(test_stack_realignment);
 	RUN_TEST(test_pointer_encodings);
 	RUN_TEST(test_debug_frame);
 	RUN_TEST(test_bad_instructions);

@@ -44,20 +44,20 @@ enum {
 };
 
 /* How a register the walk restores is found in the caller. */
-enum { RULE_SAME, RULE_UNDEF, RULE_OFFSET, RULE_OTHER };
+enum { RULE_SAME, RULE_UNDEF, RULE_OFFSET, RULE_AT_RBP, RULE_OTHER };
 
 struct rule {
 	__u8 how;
-	__s64 off; /* RULE_OFFSET: saved at CFA + off */
+	__s64 off; /* RULE_OFFSET: saved at CFA + off; RULE_AT_RBP: at rbp + off */
 };
 
-enum { CFA_BY_REG, CFA_BY_PLT, CFA_BY_EXPR };
+enum { CFA_BY_REG, CFA_BY_PLT, CFA_BY_RBP_DEREF, CFA_BY_EXPR };
 
 struct cfa_state {
 	__u8 how;
 	__u8 plt_from; /* CFA_BY_PLT: rsp + 16 from this byte of the 16-byte entry on */
 	__u64 reg;
-	__s64 off;
+	__s64 off; /* CFA_BY_REG: reg + off; CFA_BY_RBP_DEREF: *(rbp + off) */
 	struct rule rbp, ra;
 };
 
@@ -109,36 +109,80 @@ static int plt_expression(const __u8 *p, __u64 len)
 	return p[sizeof(head)] - 0x30;
 }
 
+/*
+ * GCC's forms of the expressions stack realignment emits: DW_OP_breg6 (rbp) N, then
+ * DW_OP_deref when DEREF. 0 with *N, or -1 for any other expression.
+ */
+static int rbp_expression(const __u8 *p, __u64 len, int deref, __s64 *n)
+{
+	struct cfi_cursor c = { p, p + len, 0 };
+
+	if (cfi_u8(&c) != 0x76)
+		return -1;
+	*n = cfi_sleb(&c);
+	if (deref && cfi_u8(&c) != 0x06)
+		return -1;
+	return c.bad || cfi_left(&c) ? -1 : 0;
+}
+
+/* What the walk does in the state M is in: a BS_UNW_* kind, and its offsets. */
+static __u8 row_kind(const struct machine *m, __s32 *cfa_off, __s16 *rbp_off)
+{
+	const struct cfa_state *st = &m->st;
+	__s64 rbp;
+
+	if (m->c->signal)
+		return BS_UNW_SIGNAL; /* the registers are in the ucontext, whatever the rules */
+	if (m->c->ra_reg != DW_X86_64_RA)
+		return BS_UNW_STOP_EXPR;
+	if (st->ra.how == RULE_UNDEF)
+		return BS_UNW_END;
+	if (st->ra.how != RULE_OFFSET || st->ra.off != -8 || st->off != (__s32)st->off)
+		return BS_UNW_STOP_EXPR;
+	*cfa_off = (__s32)st->off;
+	if (st->how == CFA_BY_PLT) {
+		*cfa_off = st->plt_from;
+		return st->rbp.how == RULE_SAME ? BS_UNW_PLT : BS_UNW_STOP_EXPR;
+	}
+	if (st->how == CFA_BY_RBP_DEREF) {
+		if (st->rbp.how != RULE_AT_RBP || st->rbp.off != (__s16)st->rbp.off)
+			return BS_UNW_STOP_EXPR;
+		*rbp_off = (__s16)st->rbp.off;
+		return BS_UNW_CFA_RBP_DEREF;
+	}
+	if (st->how != CFA_BY_REG || (st->reg != DW_X86_64_RSP && st->reg != DW_X86_64_RBP))
+		return BS_UNW_STOP_EXPR;
+	switch (st->rbp.how) {
+	case RULE_SAME:
+		rbp = 0;
+		break;
+	case RULE_OFFSET:
+		rbp = st->rbp.off ? st->rbp.off : INT64_MAX; /* at the CFA itself: no such row */
+		break;
+	case RULE_AT_RBP: /* *(rbp + M) is *(CFA + M - cfa_off) when the CFA is rbp's */
+		rbp = st->reg == DW_X86_64_RBP && st->rbp.off == (__s32)st->rbp.off
+			      ? st->rbp.off - st->off
+			      : INT64_MAX;
+		rbp = rbp ? rbp : INT64_MAX;
+		break;
+	default:
+		rbp = INT64_MAX;
+	}
+	if (rbp != (__s16)rbp)
+		return BS_UNW_STOP_EXPR;
+	*rbp_off = (__s16)rbp;
+	return st->reg == DW_X86_64_RSP ? BS_UNW_CFA_RSP : BS_UNW_CFA_RBP;
+}
+
 /* The row the walk needs from the state, pushed at M->loc. */
 static int emit(struct machine *m)
 {
-	const struct cfa_state *st = &m->st;
-	__u8 kind = BS_UNW_STOP_EXPR;
 	__s32 cfa_off = 0;
 	__s16 rbp_off = 0;
+	__u8 kind = row_kind(m, &cfa_off, &rbp_off);
 
-	if (m->c->signal) {
-		kind = BS_UNW_SIGNAL; /* the registers are in the ucontext, whatever the rules */
-	} else if (m->c->ra_reg != DW_X86_64_RA) {
-		kind = BS_UNW_STOP_EXPR;
-	} else if (st->ra.how == RULE_UNDEF) {
-		kind = BS_UNW_END;
-	} else if (st->ra.how != RULE_OFFSET || st->ra.off != -8) {
-		kind = BS_UNW_STOP_EXPR;
-	} else if (st->rbp.how != RULE_SAME && (st->rbp.how != RULE_OFFSET || !st->rbp.off ||
-						st->rbp.off != (__s16)st->rbp.off)) {
-		kind = BS_UNW_STOP_EXPR;
-	} else if (st->how == CFA_BY_PLT) {
-		kind = BS_UNW_PLT;
-		cfa_off = st->plt_from;
-	} else if (st->how == CFA_BY_REG &&
-		   (st->reg == DW_X86_64_RSP || st->reg == DW_X86_64_RBP) &&
-		   st->off == (__s32)st->off) {
-		kind = st->reg == DW_X86_64_RSP ? BS_UNW_CFA_RSP : BS_UNW_CFA_RBP;
-		cfa_off = (__s32)st->off;
-		if (st->rbp.how == RULE_OFFSET)
-			rbp_off = (__s16)st->rbp.off;
-	}
+	if (kind >= BS_UNW_STOP_FIRST || kind == BS_UNW_SIGNAL || kind == BS_UNW_END)
+		cfa_off = rbp_off = 0; /* what they say is their kind: identical ones merge */
 	if (kind == BS_UNW_STOP_EXPR)
 		m->flags |= CFI_ROWS_EXPR;
 	return row_buf__push(m->out, (__u32)m->loc, kind, cfa_off, rbp_off);
@@ -280,6 +324,17 @@ static int step(struct machine *m, struct cfi_cursor *c, int in_cie, int *err)
 		set_rule(m, reg, RULE_OTHER, 0);
 		break;
 	case CFA_EXPRESSION:
+		reg = cfi_uleb(c);
+		v = cfi_uleb(c);
+		if (c->bad || v > cfi_left(c))
+			return STEP_BAD;
+		/* stack realignment saves rbp at rbp + M: a row holds that */
+		if (reg == DW_X86_64_RBP && !rbp_expression(c->p, v, 0, &off))
+			set_rule(m, reg, RULE_AT_RBP, off);
+		else
+			set_rule(m, reg, RULE_OTHER, 0);
+		cfi_skip(c, v);
+		break;
 	case CFA_VAL_EXPRESSION:
 		reg = cfi_uleb(c);
 		cfi_skip(c, cfi_uleb(c));
@@ -328,6 +383,10 @@ static int step(struct machine *m, struct cfi_cursor *c, int in_cie, int *err)
 		k = plt_expression(c->p, len);
 		m->st.how = k < 0 ? CFA_BY_EXPR : CFA_BY_PLT;
 		m->st.plt_from = k < 0 ? 0 : (__u8)k;
+		if (k < 0 && !rbp_expression(c->p, len, 1, &off)) {
+			m->st.how = CFA_BY_RBP_DEREF; /* stack realignment's CFA, saved below rbp */
+			m->st.off = off;
+		}
 		cfi_skip(c, len);
 		break;
 	}

@@ -35,7 +35,8 @@ struct unwind_stats {
 	__u32 fdes_expr;    /* FDEs with a row a table cannot hold (STOP_EXPR) */
 	__u32 rows_signal;  /* FDEs of signal frames ('S' augmentation): SIGNAL rows */
 	__u32 sections_cut; /* sections whose walk stopped at a malformed entry: FDEs after it lost */
-	__u64 build_ns;	    /* wall time to build the table, reading the file included */
+	__u64 section_bytes; /* of the sections read (inflated): held while the table is built */
+	__u64 build_ns;	     /* wall time to build the table, reading the file included */
 };
 
 /* One ELF file's table. */

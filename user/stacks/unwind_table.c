@@ -92,8 +92,10 @@ int unwind_table__rows(const struct eh_section *secs, size_t nsecs,
 	size_t i;
 	int err = 0;
 
-	for (i = 0; i < nsecs && !err; i++)
+	for (i = 0; i < nsecs && !err; i++) {
 		err = eh_frame__walk(&secs[i], (__u8)i, keep, arg, &ef);
+		t->stats.section_bytes += secs[i].len;
+	}
 	if (!err) {
 		t->stats.cies += (__u32)ef.ncies;
 		t->stats.fdes_refused += ef.refused;
