@@ -77,6 +77,7 @@ FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 	    $(OUT)/tests/fuzz_pylines $(OUT)/tests/fuzz_elf $(OUT)/tests/fuzz_eh_frame
 
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
+	bench-unwind \
 	man install uninstall deb check-deb check-kernels check-torch-versions
 all: $(OUT)/bpfsight man
 
@@ -87,10 +88,12 @@ help:
 	@echo 'make report-png docs/report.png: the report page of a real trace in headless chromium'
 	@echo '                (TRACE=../shared/traces/gpt2-gil-bound.bst)'
 	@echo 'make check      build and run the whole test suite (as root)'
-	@echo 'make fuzz       long libFuzzer runs of the trace reader, the record decoders and the'
-	@echo '                cupti-shim batch unpacker (FUZZ_SECONDS=600 each)'
+	@echo 'make fuzz       long libFuzzer runs of the trace reader, the record decoders, the'
+	@echo '                cupti-shim batch unpacker, the ELF and unwind-table readers'
+	@echo '                (FUZZ_SECONDS=600 each)'
 	@echo 'make bench      overhead and throughput benchmarks -> bench/RESULTS.md (< 10 min;'
 	@echo '                BENCH_ARGS=--quick: < 1 min, indicative only)'
+	@echo 'make bench-unwind  unwind tables: build time and memory for libtorch_cpu, cuBLAS (~15 s)'
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo 'make format     clang-format every C file git tracks (.clang-format; make check'
 	@echo '                fails on an unformatted one)'
@@ -510,7 +513,7 @@ $(OUT)/bench/codec_bench: bench/codec_bench.c $(FORMAT_OBJS)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
 
 # Synthetic rank files of one job, for merge at scale (bench/bench_ranks.py).
-BENCH_BINS += $(OUT)/bench/rank_files
+BENCH_BINS += $(OUT)/bench/rank_files $(OUT)/tests/unwind_dump
 $(OUT)/bench/rank_files: bench/rank_files.c $(LIB_OBJS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -518,6 +521,10 @@ $(OUT)/bench/rank_files: bench/rank_files.c $(LIB_OBJS)
 
 bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make $(BENCH_ARGS)
+
+# The unwind tables' building time and memory alone (bench/bench_unwind.py, ~15 s).
+bench-unwind: $(OUT)/bpfsight $(OUT)/tests/unwind_dump
+	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make --only unwind $(BENCH_ARGS)
 
 bench-build: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
 

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include "mono_clock.h"
 #include "unwind_build.h"
 
@@ -40,11 +39,22 @@ static const char *kind_name(__u8 kind)
 	return "?";
 }
 
+/*
+ * The peak resident memory of this process since its exec (VmHWM: getrusage's maxrss keeps
+ * the forking parent's, a Python's tens of MB, across the exec).
+ */
 static long max_rss_kib(void)
 {
-	struct rusage ru;
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kib = -1;
 
-	return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_maxrss;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
 }
 
 static void print_counts(const char *path, const struct unwind_table *t)
