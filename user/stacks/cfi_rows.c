@@ -9,6 +9,7 @@
 #include <string.h>
 #include "array.h"
 #include "cfi_rows.h"
+#include "unwind_build.h"
 
 /* DW_CFA_* (DWARF 5 table 7.29, and GNU's) */
 enum {
@@ -85,6 +86,8 @@ int row_buf__push(struct row_buf *b, __u32 pc, __u8 kind, __s32 cfa_off, __s16 r
 	last = b->n ? &b->rows[b->n - 1] : NULL;
 	if (last && last->kind == kind && last->cfa_off == cfa_off && last->rbp_off == rbp_off)
 		return 0;
+	if (b->n >= UNWIND_MAX_ROWS)
+		return -E2BIG; /* a file made to exhaust the recorder's memory */
 	if (array__grow((void **)&b->rows, b->n, &b->cap, sizeof(r)))
 		return -ENOMEM;
 	b->rows[b->n++] = r;

@@ -27,7 +27,7 @@ struct row_buf {
 
 /*
  * Add a row at PC: a row already at PC is replaced, and a row that says what the one before
- * it says is not added (it would only extend it). 0 or -ENOMEM.
+ * it says is not added (it would only extend it). 0, -E2BIG past UNWIND_MAX_ROWS, or -ENOMEM.
  */
 int row_buf__push(struct row_buf *b, __u32 pc, __u8 kind, __s32 cfa_off, __s16 rbp_off);
 
@@ -37,7 +37,7 @@ int row_buf__push(struct row_buf *b, __u32 pc, __u8 kind, __s32 cfa_off, __s16 r
 
 /*
  * Append the rows of FDE F (of CIE C, in section S) to OUT, from F->pc up to F->end
- * (exclusive: the caller says what follows). Flags, or -ENOMEM.
+ * (exclusive: the caller says what follows). Flags, or row_buf__push's error.
  */
 int cfi_rows__fde(const struct eh_section *s, const struct eh_cie *c, const struct eh_fde *f,
 		  struct row_buf *out);

@@ -26,9 +26,6 @@
 #define ELFCOMPRESS_ZSTD 2
 #endif
 
-/* A compressed .debug_frame larger than this once inflated is left out (a zip bomb). */
-#define DEBUG_FRAME_MAX (256u << 20)
-
 /* The code segments, which every FDE's range must lie in. */
 struct code_segs {
 	__u64 start[8], end[8];
@@ -113,8 +110,8 @@ static int inflate_section(const __u8 *raw, size_t len, __u8 **out, size_t *out_
 	if (len < sizeof(ch))
 		return -ENOEXEC;
 	memcpy(&ch, raw, sizeof(ch));
-	if (!ch.ch_size || ch.ch_size > DEBUG_FRAME_MAX)
-		return -EFBIG;
+	if (!ch.ch_size || ch.ch_size > UNWIND_MAX_SECTION)
+		return -EFBIG; /* a zip bomb */
 	buf = malloc(ch.ch_size);
 	if (!buf)
 		return -ENOMEM;
@@ -151,7 +148,9 @@ static int load_section(Elf *elf, int fd, const char *name, int debug_frame, str
 		return 0;
 	if (!debug_frame && sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_X86_64_UNWIND)
 		return 0;
-	if (sh.sh_size > SIZE_MAX || !(raw = malloc(sh.sh_size)))
+	if (sh.sh_size > UNWIND_MAX_SECTION)
+		return -EFBIG; /* a sparse file's, or a file made to exhaust the recorder's memory */
+	if (!(raw = malloc(sh.sh_size)))
 		return -ENOMEM;
 	err = read_all(fd, raw, sh.sh_size, sh.sh_offset);
 	if (err) {

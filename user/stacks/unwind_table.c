@@ -57,20 +57,22 @@ static int rows_of(struct eh_frame *ef, const struct eh_section *secs, struct un
 	for (i = 0; i < n; i++) {
 		const struct eh_fde *f = &ef->fdes[i];
 
-		if (i && prev_end < f->pc &&
-		    row_buf__push(&b, (__u32)prev_end, BS_UNW_STOP_NONE, 0, 0))
-			goto nomem;
-		r = cfi_rows__fde(&secs[f->src], &ef->cies[f->cie], f, &b);
+		r = 0;
+		if (i && prev_end < f->pc)
+			r = row_buf__push(&b, (__u32)prev_end, BS_UNW_STOP_NONE, 0, 0);
+		if (!r)
+			r = cfi_rows__fde(&secs[f->src], &ef->cies[f->cie], f, &b);
 		if (r < 0)
-			goto nomem;
+			goto fail;
 		t->stats.fdes++;
 		t->stats.fdes_bad += !!(r & CFI_ROWS_BAD);
 		t->stats.fdes_expr += !!(r & CFI_ROWS_EXPR);
 		t->stats.rows_signal += ef->cies[f->cie].signal;
 		prev_end = f->end;
 	}
-	if (n && row_buf__push(&b, (__u32)prev_end, BS_UNW_STOP_NONE, 0, 0))
-		goto nomem;
+	r = n ? row_buf__push(&b, (__u32)prev_end, BS_UNW_STOP_NONE, 0, 0) : 0;
+	if (r)
+		goto fail;
 	/* the buffer doubled as it grew: give back what the rows do not use */
 	t->rows = b.n ? realloc(b.rows, b.n * sizeof(*b.rows)) : NULL;
 	if (b.n && !t->rows)
@@ -79,9 +81,9 @@ static int rows_of(struct eh_frame *ef, const struct eh_section *secs, struct un
 		free(b.rows);
 	t->n = (__u32)b.n;
 	return 0;
-nomem:
+fail:
 	free(b.rows);
-	return -ENOMEM;
+	return r;
 }
 
 int unwind_table__rows(const struct eh_section *secs, size_t nsecs,
