@@ -204,6 +204,22 @@ def test_cut_eh_frame():
         check(got is None or got[1] in ("stop-none", "stop-bad"), f"FDE past the cut: {got}")
 
 
+def test_no_section_headers():
+    """A library whose section headers are gone (sstrip's, or cut off): .eh_frame found
+    through PT_GNU_EH_FRAME and .eh_frame_hdr's table, the same rows."""
+    gomp = need(LIBGOMP)
+    counts, rows = dump(gomp)
+
+    def no_headers(data, off, size, size_field):
+        struct.pack_into("<Q", data, 0x28, 0)  # e_shoff
+        struct.pack_into("<HHH", data, 0x3a, 0, 0, 0)  # e_shentsize, e_shnum, e_shstrndx
+    bare_counts, bare_rows = dump(spoiled("gomp-bare.so", no_headers))
+    eq(bare_counts["sources"], 1 | 8, "sources: .eh_frame, found by .eh_frame_hdr")
+    eq((bare_counts["fdes"], bare_counts["build_id"]), (counts["fdes"], counts["build_id"]),
+       "FDEs, build id (from PT_NOTE)")
+    eq(bare_rows, rows, "the rows")
+
+
 def test_bad_files_clean_errors():
     """Not an ELF file, a cut ELF file, a FIFO (never opened: the open would block), a
     missing file: an error each, exit status 1, no table."""

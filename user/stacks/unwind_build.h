@@ -30,7 +30,7 @@
 #define UNWIND_SRC_EH_FRAME	0x1 /* the file's .eh_frame */
 #define UNWIND_SRC_DEBUG_FRAME	0x2 /* the file's own .debug_frame */
 #define UNWIND_SRC_DEBUG_FILE	0x4 /* the .debug_frame of its debug file (build id, debuglink) */
-#define UNWIND_SRC_EH_FRAME_HDR 0x8 /* .eh_frame's FDEs were found through .eh_frame_hdr */
+#define UNWIND_SRC_EH_FRAME_HDR 0x8 /* no section headers: .eh_frame found by .eh_frame_hdr */
 
 /* What building one table met: figures for `info`, the end-of-run line and the tests. */
 struct unwind_stats {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The unwind table of one ELF file (unwind_build.h): its .eh_frame and .debug_frame, and the
- * .debug_frame of its local debug file. libelf reads only the headers (elf_file.c checks
+ * The unwind table of one ELF file (unwind_build.h): its .eh_frame (through .eh_frame_hdr when
+ * the file has no section headers) and .debug_frame, and the .debug_frame of its local debug
+ * file. libelf reads only the headers (elf_file.c checks
  * that every section is inside the file); the sections' bytes are read with pread into
  * memory of our own, so a file the traced process truncates meanwhile is a short read, not a
  * SIGBUS in a mapping.
@@ -13,6 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
+#include "eh_frame.h"
 #include "elf_file.h"
 #include "mono_clock.h"
 #include "safe_open.h"
@@ -172,6 +174,95 @@ static int load_section(Elf *elf, int fd, const char *name, int debug_frame, str
 	return 1;
 }
 
+/* The PT_LOAD segment whose file bytes hold [START, END): 1 with *LOAD. */
+static int segment_holding(Elf *elf, __u64 start, __u64 end, GElf_Phdr *load)
+{
+	size_t nph, i;
+
+	if (elf_getphdrnum(elf, &nph))
+		return 0;
+	for (i = 0; i < nph; i++)
+		if (gelf_getphdr(elf, (int)i, load) && load->p_type == PT_LOAD &&
+		    start >= load->p_vaddr && end >= start && end <= load->p_vaddr + load->p_filesz)
+			return 1;
+	return 0;
+}
+
+/*
+ * The last FDE's address in .eh_frame_hdr (HDR, loaded at HDR_VADDR): the search table every
+ * linker writes (datarel|sdata4 pairs from the header); 1 with *START (.eh_frame's address)
+ * and *LAST, 0 when there is no table to trust.
+ */
+static int hdr_table(const __u8 *hdr, size_t len, __u64 hdr_vaddr, __u64 *start, __u64 *last)
+{
+	struct eh_section h = { .data = hdr, .len = len, .vaddr = hdr_vaddr, .datarel = hdr_vaddr };
+	struct cfi_cursor c = { hdr + 4, hdr + len, 0 };
+	__u64 count, i, loc, fde;
+
+	if (len < 4 || hdr[0] != 1 || hdr[3] != (EH_PE_DATAREL | EH_PE_SDATA4) ||
+	    eh_frame__pointer(&c, hdr[1], &h, start) || eh_frame__pointer(&c, hdr[2], &h, &count) ||
+	    !count || count > cfi_left(&c) / 8)
+		return 0;
+	*last = 0;
+	for (i = 0; i < count; i++) {
+		if (eh_frame__pointer(&c, hdr[3], &h, &loc) ||
+		    eh_frame__pointer(&c, hdr[3], &h, &fde))
+			return 0;
+		*last = fde > *last ? fde : *last;
+	}
+	return *last >= *start;
+}
+
+/*
+ * .eh_frame in a file without section headers (sstrip'd, or cut off): found through
+ * PT_GNU_EH_FRAME, .eh_frame_hdr's pointer to it, and ended after the last FDE its search
+ * table names (the bytes after it are other sections'). 1 with S filled, 0 when the file has
+ * no such header to trust, or a negative errno.
+ */
+static int load_by_hdr(Elf *elf, int fd, struct eh_section *s)
+{
+	GElf_Phdr ph, load;
+	__u64 start, last, end;
+	size_t nph, i;
+	__u32 len;
+	__u8 *hdr;
+	int err, ok = 0;
+
+	if (elf_getphdrnum(elf, &nph))
+		return 0;
+	for (i = 0; i < nph && !ok; i++)
+		ok = gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME;
+	if (!ok || ph.p_filesz < 4 || ph.p_filesz > UNWIND_MAX_SECTION)
+		return 0;
+	hdr = malloc(ph.p_filesz);
+	if (!hdr)
+		return -ENOMEM;
+	err = read_all(fd, hdr, ph.p_filesz, ph.p_offset);
+	ok = !err && hdr_table(hdr, ph.p_filesz, ph.p_vaddr, &start, &last);
+	free(hdr);
+	if (err || !ok)
+		return err;
+	/* the last FDE's length: .eh_frame ends with it */
+	if (!segment_holding(elf, last, last + 4, &load) ||
+	    read_all(fd, &len, 4, load.p_offset + (last - load.p_vaddr)) || len == 0xffffffffu)
+		return 0;
+	end = last + 4 + len;
+	if (end - start > UNWIND_MAX_SECTION || !segment_holding(elf, start, end, &load))
+		return 0;
+	s->data = malloc(end - start);
+	if (!s->data)
+		return -ENOMEM;
+	err = read_all(fd, (void *)s->data, end - start, load.p_offset + (start - load.p_vaddr));
+	if (err) {
+		free((void *)s->data);
+		s->data = NULL;
+		return err;
+	}
+	s->len = end - start;
+	s->vaddr = start;
+	return 1;
+}
+
 /* .got's address: what DW_EH_PE_datarel is relative to in .eh_frame on x86-64. */
 static __u64 got_address(Elf *elf)
 {
@@ -206,6 +297,8 @@ int unwind_table__build_fd(int fd, const char *path, const char *root, struct un
 		goto out;
 	elf_file__build_id(elf, out->build_id, sizeof(out->build_id));
 	r = load_section(elf, fd, ".eh_frame", 0, &secs[nsecs]);
+	if (!r && (r = load_by_hdr(elf, fd, &secs[nsecs])) > 0)
+		out->sources |= UNWIND_SRC_EH_FRAME_HDR;
 	if (r > 0) {
 		secs[nsecs++].datarel = got_address(elf);
 		out->sources |= UNWIND_SRC_EH_FRAME;
