@@ -58,7 +58,8 @@ struct cfa_state {
 	__u8 how;
 	__u8 plt_from; /* CFA_BY_PLT: rsp + 16 from this byte of the 16-byte entry on */
 	__u64 reg;
-	__s64 off; /* CFA_BY_REG: reg + off; CFA_BY_RBP_DEREF: *(rbp + off) */
+	__s64 off;	 /* CFA_BY_REG: reg + off (what def_cfa_offset sets whatever the rule) */
+	__s64 deref_off; /* CFA_BY_RBP_DEREF: *(rbp + deref_off) */
 	struct rule rbp, ra;
 };
 
@@ -140,19 +141,23 @@ static __u8 row_kind(const struct machine *m, __s32 *cfa_off, __s16 *rbp_off)
 		return BS_UNW_STOP_EXPR;
 	if (st->ra.how == RULE_UNDEF)
 		return BS_UNW_END;
-	if (st->ra.how != RULE_OFFSET || st->ra.off != -8 || st->off != (__s32)st->off)
+	if (st->ra.how != RULE_OFFSET || st->ra.off != -8)
 		return BS_UNW_STOP_EXPR;
-	*cfa_off = (__s32)st->off;
 	if (st->how == CFA_BY_PLT) {
 		*cfa_off = st->plt_from;
 		return st->rbp.how == RULE_SAME ? BS_UNW_PLT : BS_UNW_STOP_EXPR;
 	}
 	if (st->how == CFA_BY_RBP_DEREF) {
-		if (st->rbp.how != RULE_AT_RBP || st->rbp.off != (__s16)st->rbp.off)
+		if (st->rbp.how != RULE_AT_RBP || st->rbp.off != (__s16)st->rbp.off ||
+		    st->deref_off != (__s32)st->deref_off)
 			return BS_UNW_STOP_EXPR;
+		*cfa_off = (__s32)st->deref_off;
 		*rbp_off = (__s16)st->rbp.off;
 		return BS_UNW_CFA_RBP_DEREF;
 	}
+	if (st->off != (__s32)st->off)
+		return BS_UNW_STOP_EXPR;
+	*cfa_off = (__s32)st->off;
 	if (st->how != CFA_BY_REG || (st->reg != DW_X86_64_RSP && st->reg != DW_X86_64_RBP))
 		return BS_UNW_STOP_EXPR;
 	switch (st->rbp.how) {
@@ -388,7 +393,7 @@ static int step(struct machine *m, struct cfi_cursor *c, int in_cie, int *err)
 		m->st.plt_from = k < 0 ? 0 : (__u8)k;
 		if (k < 0 && !rbp_expression(c->p, len, 1, &off)) {
 			m->st.how = CFA_BY_RBP_DEREF; /* stack realignment's CFA, saved below rbp */
-			m->st.off = off;
+			m->st.deref_off = off;
 		}
 		cfi_skip(c, len);
 		break;
