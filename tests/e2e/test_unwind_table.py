@@ -222,7 +222,8 @@ def test_no_section_headers():
 
 def test_bad_files_clean_errors():
     """Not an ELF file, a cut ELF file, a FIFO (never opened: the open would block), a
-    missing file: an error each, exit status 1, no table."""
+    missing file, a program without unwind sections: an error each, exit status 1, no
+    table."""
     d = tmpdir()
     text = os.path.join(d, "text")
     shutil.copy("/etc/hostname", text)
@@ -231,8 +232,12 @@ def test_bad_files_clean_errors():
     open(half, "wb").write(data[:len(data) // 2])
     fifo = os.path.join(d, "fifo")
     os.mkfifo(fifo)
+    bare = os.path.join(d, "no-unwind")
+    subprocess.run(["objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", "-R", ".debug_frame",
+                    PLT_PROGRAM, bare], check=True)
     for path, why in ((text, "Exec format error"), (half, "Exec format error"),
-                      (fifo, "Exec format error"), (os.path.join(d, "none"), "No such file")):
+                      (fifo, "Exec format error"), (os.path.join(d, "none"), "No such file"),
+                      (bare, "No data available")):
         p = dump(path, ok=False)
         eq(p.returncode, 1, f"{path}: exit status ({p.stderr})")
         check(why in p.stderr and not p.stdout, f"{path}: {p.stderr!r}")

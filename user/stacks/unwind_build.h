@@ -58,7 +58,7 @@ struct unwind_table {
  * Build the table of the ELF file at PATH (a /proc/PID/map_files/... or /proc/PID/root/...
  * path is fine). ROOT prefixes the debug-file directories ("/proc/PID/root" for a process in
  * a container; NULL = ""). 0 with OUT filled (free it with unwind_table__free), or a negative
- * errno: -ENOEXEC for anything but a complete x86-64 ELF executable or shared object, -ENOENT
+ * errno: -ENOEXEC for anything but a complete x86-64 ELF executable or shared object, -ENODATA
  * when the file has no .eh_frame nor .debug_frame, -EFBIG for a file whose addresses pass
  * 4 GiB (rows hold 32-bit pcs) or whose section passes UNWIND_MAX_SECTION, -E2BIG for a table
  * that would pass UNWIND_MAX_ROWS, -ENOMEM, or the open's error.

@@ -314,7 +314,7 @@ int unwind_table__build_fd(int fd, const char *path, const char *root, struct un
 		nsecs++;
 		out->sources |= UNWIND_SRC_DEBUG_FILE;
 	}
-	err = r < 0 ? r : -ENOENT;
+	err = r < 0 ? r : -ENODATA;
 	if (r >= 0 && nsecs)
 		err = unwind_table__rows(secs, nsecs, in_code, &cs, out);
 	for (i = 0; i < nsecs; i++)
