@@ -495,11 +495,11 @@ CAP_NUM = {"cap_dac_override": 1, "cap_dac_read_search": 2, "cap_sys_ptrace": 19
            "cap_sys_admin": 21, "cap_sys_nice": 23, "cap_sys_resource": 24, "cap_perfmon": 38,
            "cap_bpf": 39, "cap_checkpoint_restore": 40}
 # user/record/privileges.c
-# cap_sys_admin: perf-event uprobes attached once live (CPython's code-object free on a
-# /proc/PID/map_files path) are refused without it (user/record/privileges.c)
-RECORDER_CAPS = ("cap_bpf", "cap_perfmon", "cap_sys_admin", "cap_sys_ptrace",
-                 "cap_dac_read_search", "cap_checkpoint_restore", "cap_sys_resource",
-                 "cap_sys_nice")
+RECORDER_CAPS = ("cap_bpf", "cap_perfmon", "cap_sys_ptrace", "cap_dac_read_search",
+                 "cap_checkpoint_restore", "cap_sys_resource", "cap_sys_nice")
+# user/uprobe/uprobe_broker.c: perf-event uprobes need cap_sys_admin (since 6.16)
+BROKER_CAPS = ("cap_sys_admin", "cap_sys_ptrace", "cap_dac_read_search",
+               "cap_checkpoint_restore")
 
 
 def status_fields(path):
@@ -530,6 +530,19 @@ def test_a_root_recorder_keeps_only_the_capabilities_it_needs():
         eq((got["CapPrm"], got["CapBnd"], got["CapInh"], got["CapAmb"]),
            (got["CapEff"], got["CapEff"], 0, 0), f"thread {t}'s other sets")
         eq(st["NoNewPrivs"].strip(), "1", f"thread {t}: no_new_privs")
+    # The uprobe broker: a child that keeps cap_sys_admin, holds only its socket, and runs
+    # under an allow-list (Seccomp: 2).
+    kids = [int(k) for k in open(f"/proc/{rec.p.pid}/task/{rec.p.pid}/children").read().split()]
+    brokers = [k for k in kids if open(f"/proc/{k}/comm").read().strip() == "bpfsight-uprobe"]
+    eq(len(brokers), 1, f"the recorder's uprobe broker among its children {kids}")
+    st = status_fields(f"/proc/{brokers[0]}/status")
+    eq({k: int(st[k], 16) for k in ("CapEff", "CapPrm", "CapBnd")},
+       dict.fromkeys(("CapEff", "CapPrm", "CapBnd"),
+                     sum(1 << CAP_NUM[c] for c in BROKER_CAPS) & have), "the broker's sets")
+    eq((st["Seccomp"].strip(), st["NoNewPrivs"].strip()), ("2", "1"), "the broker's filter")
+    fds = os.listdir(f"/proc/{brokers[0]}/fd")
+    eq([os.readlink(f"/proc/{brokers[0]}/fd/{fd}")[:7] for fd in fds], ["socket:"],
+       "the broker's descriptors: its socket alone")
     rec.stop()
     w.kill()
     check("Permission denied" not in rec.stderr, f"every probe attached: {rec.stderr[-600:]}")

@@ -6,8 +6,8 @@
 #include <linux/types.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include "kernel_features.h"
 #include "privileges.h"
+#include "uprobe_broker.h"
 
 #define BIT(c) (1ull << (c))
 
@@ -21,28 +21,12 @@ static __u64 permitted_now(void)
 	return d[0].permitted | (__u64)d[1].permitted << 32;
 }
 
-int privileges__drop(int writes_later)
+int privileges__limit(__u64 keep)
 {
-	static int dropped;
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2] = { 0 };
-	__u64 have = permitted_now(), keep;
 
-	if (dropped++)
-		return 0;
-	keep = BIT(CAP_BPF) | BIT(CAP_PERFMON) | BIT(CAP_SYS_PTRACE) | BIT(CAP_DAC_READ_SEARCH) |
-	       BIT(CAP_CHECKPOINT_RESTORE) | BIT(CAP_SYS_RESOURCE) | BIT(CAP_SYS_NICE) |
-	       (writes_later ? BIT(CAP_DAC_OVERRIDE) : 0);
-	/*
-	 * CAP_SYS_ADMIN stays: a perf-event uprobe attached after this (one per site: the
-	 * kernels without uprobe_multi links, before 6.6, and on every kernel the per-process
-	 * probes on a /proc/PID/map_files path, such as CPython's code-object free) is refused
-	 * without it (EACCES on 6.18 here, with CAP_PERFMON and CAP_CHECKPOINT_RESTORE kept:
-	 * tests/e2e/test_detach.py and test_fallbacks.py). Kernels before 5.8 have neither
-	 * CAP_BPF nor CAP_PERFMON: BPF needs it there in any case.
-	 */
-	keep |= BIT(CAP_SYS_ADMIN);
-	keep &= have;
+	keep &= permitted_now();
 	/* The bounding set first: dropping from it takes CAP_SETPCAP, which goes next. */
 	for (int c = 0; c < 64; c++)
 		if (!(keep & BIT(c)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno == EINVAL)
@@ -55,4 +39,25 @@ int privileges__drop(int writes_later)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -errno;
 	return 0;
+}
+
+int privileges__drop(int writes_later)
+{
+	static int dropped;
+	__u64 have = permitted_now(), keep;
+
+	if (dropped++)
+		return 0;
+	keep = BIT(CAP_BPF) | BIT(CAP_PERFMON) | BIT(CAP_SYS_PTRACE) | BIT(CAP_DAC_READ_SEARCH) |
+	       BIT(CAP_CHECKPOINT_RESTORE) | BIT(CAP_SYS_RESOURCE) | BIT(CAP_SYS_NICE) |
+	       (writes_later ? BIT(CAP_DAC_OVERRIDE) : 0);
+	/*
+	 * Kernels before 5.8 have neither CAP_BPF nor CAP_PERFMON: BPF needs CAP_SYS_ADMIN
+	 * there. Elsewhere it goes, and the perf-event uprobes attached later (which need it:
+	 * uprobe_broker.h) are opened by a broker forked now, which keeps it.
+	 */
+	if (!(have & BIT(CAP_BPF)) || !(have & BIT(CAP_PERFMON)) ||
+	    ((have & BIT(CAP_SYS_ADMIN)) && uprobe_broker__start()))
+		keep |= BIT(CAP_SYS_ADMIN);
+	return privileges__limit(keep);
 }

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* A seccomp filter from a list of system call numbers (seccomp_list.h). */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/syscall.h>
+#include "seccomp_list.h"
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#define X32_BIT	    0x40000000u /* x32's calls: the same numbers with this bit set */
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#define X32_BIT	    0
+#endif
+
+#define STMT(code, k)	      ((struct sock_filter)BPF_STMT(code, k))
+#define JUMP(code, k, jt, jf) ((struct sock_filter)BPF_JUMP(code, k, jt, jf))
+
+int seccomp_list__install(const int *nrs, unsigned int n, enum seccomp_list_kind kind,
+			  int all_threads)
+{
+#ifdef NATIVE_ARCH
+	__u32 listed = kind == SECCOMP_LIST_ALLOW ? SECCOMP_RET_ALLOW : SECCOMP_RET_ERRNO | EPERM;
+	__u32 other = kind == SECCOMP_LIST_ALLOW ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ALLOW;
+	__u32 foreign = kind == SECCOMP_LIST_ALLOW ? other : listed;
+	struct sock_filter *f;
+	struct sock_fprog prog;
+	unsigned int i = 0;
+	long r;
+
+	if (n > 200)
+		return -E2BIG; /* the jumps below are 8 bits */
+	f = calloc(n + 8, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f[i++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+	f[i++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0);
+	f[i++] = STMT(BPF_RET | BPF_K, foreign);
+	f[i++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+	if (X32_BIT) {
+		f[i++] = JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_BIT, 0, 1);
+		f[i++] = STMT(BPF_RET | BPF_K, foreign);
+	}
+	/* Each listed number jumps to the last-but-one statement: the listed calls' answer. */
+	for (unsigned int k = 0; k < n; k++, i++)
+		f[i] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, (__u32)nrs[k], n - k, 0);
+	f[i++] = STMT(BPF_RET | BPF_K, other);
+	f[i++] = STMT(BPF_RET | BPF_K, listed);
+	prog.len = (unsigned short)i;
+	prog.filter = f;
+	r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+		    all_threads ? SECCOMP_FILTER_FLAG_TSYNC : 0, &prog);
+	free(f);
+	/* TSYNC's failure names a thread that could not take it: a positive id. */
+	if (r > 0)
+		return -EAGAIN;
+	return r ? -errno : 0;
+#else
+	(void)nrs;
+	(void)n;
+	(void)kind;
+	(void)all_threads;
+	return -ENOSYS;
+#endif
+}
