@@ -61,10 +61,18 @@ __u32 record_ctx__intern(struct record_ctx *ctx, const char *s)
 
 	if (!s || !*s)
 		return 0;
+	id = string_pool__find(ctx->strings, s);
+	if (id)
+		return id;
+	len = strlen(s);
+	/* Names a traced process makes up (generated code, renamed threads) are kept to a bound. */
+	if (string_pool__bytes(ctx->strings) + len + 1 > RECORD_STRINGS_MAX_BYTES) {
+		record_ctx__lost(ctx, NULL, BS_LOSS_STRINGS_CAPPED, 1);
+		return 0;
+	}
 	id = string_pool__intern(ctx->strings, s, &is_new);
 	if (!id || !is_new)
 		return id;
-	len = strlen(s);
 	if (len > 60000) /* a record's size is a u16 */
 		len = 60000;
 	size = (sizeof(*r) + len + 7) & ~7u;

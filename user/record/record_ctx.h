@@ -155,8 +155,12 @@ int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj
 				  struct bpf_map *task_map, struct bpf_map *hash_map);
 /* Append a user-space record; a failure is remembered in write_err and counted as loss. */
 int record_ctx__write(struct record_ctx *ctx, const void *rec);
-/* Intern S (writing its STRING record the first time); 0 for NULL/empty. */
+/*
+ * Intern S (writing its STRING record the first time); 0 for NULL/empty, and for a new name
+ * once the recording's names hold RECORD_STRINGS_MAX_BYTES (counted: strings_capped).
+ */
 __u32 record_ctx__intern(struct record_ctx *ctx, const char *s);
+#define RECORD_STRINGS_MAX_BYTES (256ull << 20)
 /*
  * Count N events of FAMILY (a name; NULL: CAUSE's own family) lost for CAUSE that user
  * space noticed: they join the LOSS records.
