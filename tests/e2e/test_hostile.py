@@ -510,8 +510,9 @@ def status_fields(path):
 def test_a_root_recorder_keeps_only_the_capabilities_it_needs():
     """record -p as root: once attached, every thread of the recorder holds only what
     recording needs (RECORDER_CAPS, of those root has) in its permitted, effective and
-    bounding sets, none inheritable or ambient, and no_new_privs: an exec gives nothing back.
-    Launch mode's CMD, forked before, keeps all of root's."""
+    bounding sets, none inheritable or ambient, and no_new_privs: an exec gives nothing back;
+    every thread is under the seccomp filter, and a denied call is refused. Launch mode's CMD,
+    forked before, keeps all of root's."""
     need_root()
     from helpers import Recorder
     w = spawn([CPU_SPLIT, "split", "30"])
@@ -530,6 +531,7 @@ def test_a_root_recorder_keeps_only_the_capabilities_it_needs():
         eq((got["CapPrm"], got["CapBnd"], got["CapInh"], got["CapAmb"]),
            (got["CapEff"], got["CapEff"], 0, 0), f"thread {t}'s other sets")
         eq(st["NoNewPrivs"].strip(), "1", f"thread {t}: no_new_privs")
+        eq(st["Seccomp"].strip(), "2", f"thread {t}: the seccomp filter (privileges.c)")
     # The uprobe broker: a child that keeps cap_sys_admin, holds only its socket, and runs
     # under an allow-list (Seccomp: 2).
     kids = [int(k) for k in open(f"/proc/{rec.p.pid}/task/{rec.p.pid}/children").read().split()]
@@ -547,10 +549,13 @@ def test_a_root_recorder_keeps_only_the_capabilities_it_needs():
     w.kill()
     check("Permission denied" not in rec.stderr, f"every probe attached: {rec.stderr[-600:]}")
     cmd = ["sh", "-c", "grep CapEff /proc/self/status"]
-    p = run([BPFSIGHT, "record", "-o", os.path.join(tmpdir(), "t.bst"), "-t", "osrt", "--",
-             *cmd])
+    p = run([BPFSIGHT, "record", "-v", "-o", os.path.join(tmpdir(), "t.bst"), "-t", "osrt",
+             "--", *cmd])
     eq(p.returncode, 0, p.stderr[-400:])
     eq(p.stdout.split(), ["CapEff:", mine["CapEff"]], "CMD's capabilities: root's")
+    # The recorder calls execveat once filtered: refused (without the filter: ENOENT); CMD,
+    # forked before, ran sh and grep.
+    check("seccomp filter installed: execveat refused (EPERM)" in p.stderr, p.stderr[-600:])
 
 
 def test_launch_user_runs_cmd_as_that_user():
@@ -572,6 +577,32 @@ def test_launch_user_runs_cmd_as_that_user():
     p = run([BPFSIGHT, "record", "-o", out + "4", "--user", HOSTILE, "-p", str(os.getpid())])
     eq(p.returncode, 1, "--user with -p")
     check("--user is for a launched command" in p.stderr, p.stderr)
+
+
+def test_launch_under_sudo_says_cmd_runs_as_root_and_user_sudo_is_its_user():
+    """As sudo sets them (SUDO_UID, SUDO_GID): record -- CMD runs CMD as root, with a note
+    that says so; --user sudo runs it as SUDO_UID:SUDO_GID (with that user's name, so its
+    groups); --user sudo without them (not under sudo, or sudo by root) is refused."""
+    uid, gid = hostile_user()
+    out = os.path.join(tmpdir(), "t.bst")
+    sudo = dict(os.environ, SUDO_UID=str(uid), SUDO_GID=str(gid), SUDO_USER=HOSTILE)
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--", "id", "-u"], env=sudo)
+    eq((p.returncode, p.stdout.strip()), (0, "0"), f"CMD as root ({p.stderr[-300:]})")
+    check(f"note: id runs as root (bpfsight's user under sudo); --user sudo runs it as the "
+          f"user who ran sudo (uid {uid})" in p.stderr, p.stderr[-400:])
+    p = run([BPFSIGHT, "record", "-o", out + "2", "-t", "osrt", "--user", "sudo", "--", "sh",
+             "-c", "id -u; id -g; id -G"], env=sudo)
+    eq(p.returncode, 0, p.stderr[-400:])
+    eq(p.stdout.split(), [str(uid), str(gid), str(gid)], "CMD's uid, gid and groups")
+    check("runs as root" not in p.stderr, p.stderr[-400:])
+    bare = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    for env in (bare, dict(bare, SUDO_UID="0", SUDO_GID="0")):
+        p = run([BPFSIGHT, "record", "-o", out + "3", "--user", "sudo", "--", "id"], env=env)
+        eq(p.returncode, 1, "--user sudo, not under sudo")
+        check("--user sudo: bpfsight was not run by sudo" in p.stderr and not p.stdout,
+              p.stderr)
+    p = run([BPFSIGHT, "record", "-o", out + "4", "-t", "osrt", "--", "true"], env=bare)
+    check("runs as root" not in p.stderr, "no note without sudo")
 
 
 def sparse_symtab_copy(path, entries):

@@ -15,14 +15,21 @@ enum seccomp_list_kind {
 	SECCOMP_LIST_DENY,  /* the listed calls fail with EPERM; any other runs */
 };
 
+/* One listed call: NR, or NR only when its first argument is ARG0 (bpf's command). */
+struct seccomp_rule {
+	int nr;
+	int arg0_only;
+	__u32 arg0;
+};
+
 /*
- * Install the filter of the N system call numbers NRS on the calling thread, and with
- * ALL_THREADS on every thread of the process (SECCOMP_FILTER_FLAG_TSYNC). A call of another
- * architecture's ABI (i386's int 0x80, x32) is treated as unlisted for ALLOW and denied for
- * DENY, so that no second table of numbers gets around the list. Needs no_new_privs (or
- * CAP_SYS_ADMIN). 0, or a negative errno (-ENOSYS on an architecture this does not know).
+ * Install the filter of the N RULES on the calling thread, and with ALL_THREADS on every
+ * thread of the process (SECCOMP_FILTER_FLAG_TSYNC). A call of another architecture's ABI
+ * (i386's int 0x80, x32) is treated as unlisted for ALLOW and denied for DENY, so that no
+ * second table of numbers gets around the list. Needs no_new_privs (or CAP_SYS_ADMIN). 0, or
+ * a negative errno (-ENOSYS on an architecture this does not know).
  */
-int seccomp_list__install(const int *nrs, unsigned int n, enum seccomp_list_kind kind,
-			  int all_threads);
+int seccomp_list__install(const struct seccomp_rule *rules, unsigned int n,
+			  enum seccomp_list_kind kind, int all_threads);
 
 #endif /* BPFSIGHT_SECCOMP_LIST_H */

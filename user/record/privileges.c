@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Dropping what recording does not need (privileges.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <linux/capability.h>
+#include <linux/bpf.h>
 #include <linux/types.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include "privileges.h"
+#include "seccomp_list.h"
 #include "uprobe_broker.h"
 
 #define BIT(c) (1ull << (c))
@@ -60,4 +63,91 @@ int privileges__drop(int writes_later)
 	    ((have & BIT(CAP_SYS_ADMIN)) && uprobe_broker__start()))
 		keep |= BIT(CAP_SYS_ADMIN);
 	return privileges__limit(keep);
+}
+
+/*
+ * A deny-list: the recorder calls too much through libbpf and libc (and the kernel's
+ * answers change what libbpf calls next) for an allow-list to be safe; a call nobody
+ * foresaw must not kill a recording. What it denies is what a recorder taken over would
+ * want first, and what recording never does once attached.
+ */
+static const struct seccomp_rule denied[] = {
+	/* No program run: CMD was forked before; the link reaper's children only close links. */
+	{ SYS_execve },
+	{ SYS_execveat },
+	/*
+	 * No BPF program loaded once every family is attached (later probes attach the
+	 * programs loaded at the start): with CAP_BPF and CAP_PERFMON a program reads the
+	 * kernel's memory and writes any process's.
+	 */
+	{ SYS_bpf, 1, BPF_PROG_LOAD },
+	/* Another process's memory written (--inject's calls need it, and ptrace). */
+	{ SYS_process_vm_writev },
+	/* Mounts, namespaces, roots. */
+	{ SYS_mount },
+	{ SYS_umount2 },
+	{ SYS_pivot_root },
+	{ SYS_chroot },
+	{ SYS_unshare },
+	{ SYS_setns },
+	{ SYS_fsopen },
+	{ SYS_fsmount },
+	{ SYS_fsconfig },
+	{ SYS_fspick },
+	{ SYS_move_mount },
+	{ SYS_open_tree },
+	{ SYS_mount_setattr },
+	/* Files by handle: with CAP_DAC_READ_SEARCH, any file of a mounted file system. */
+	{ SYS_name_to_handle_at },
+	{ SYS_open_by_handle_at },
+	/* The kernel, the machine, the clock, the keys. */
+	{ SYS_init_module },
+	{ SYS_finit_module },
+	{ SYS_delete_module },
+	{ SYS_kexec_load },
+	{ SYS_kexec_file_load },
+	{ SYS_reboot },
+	{ SYS_swapon },
+	{ SYS_swapoff },
+	{ SYS_acct },
+	{ SYS_settimeofday },
+	{ SYS_clock_settime },
+	{ SYS_clock_adjtime },
+	{ SYS_adjtimex },
+	{ SYS_sethostname },
+	{ SYS_setdomainname },
+	{ SYS_keyctl },
+	{ SYS_add_key },
+	{ SYS_request_key },
+	{ SYS_userfaultfd },
+#ifdef SYS_iopl
+	{ SYS_iopl },
+	{ SYS_ioperm },
+#endif
+	/* Another process's control (--inject's, which keeps it). */
+	{ SYS_ptrace },
+};
+
+int privileges__confine(int injects, const char **check)
+{
+	unsigned int n = sizeof(denied) / sizeof(denied[0]);
+	const struct seccomp_rule *r = denied;
+	struct seccomp_rule keep[sizeof(denied) / sizeof(denied[0])];
+	int err;
+
+	if (injects) { /* process_vm_writev and ptrace stay allowed */
+		n = 0;
+		for (unsigned int i = 0; i < sizeof(denied) / sizeof(denied[0]); i++)
+			if (denied[i].nr != SYS_process_vm_writev && denied[i].nr != SYS_ptrace)
+				keep[n++] = denied[i];
+		r = keep;
+	}
+	err = seccomp_list__install(r, n, SECCOMP_LIST_DENY, 1);
+	if (err)
+		return err;
+	/* A call of the list with an empty path: EPERM from the filter, ENOENT without it. */
+	*check = syscall(SYS_execveat, AT_FDCWD, "", NULL, NULL, 0) < 0 && errno == EPERM
+			 ? "execveat refused (EPERM)"
+			 : "execveat not refused";
+	return 0;
 }

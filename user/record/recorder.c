@@ -590,10 +590,17 @@ static int go_live(struct recording *r)
 {
 	struct record_ctx *ctx = &r->ctx;
 	const struct record_opts *o = ctx->opts;
+	const char *check;
 	int err;
 
 	ctx->pump = r->pump;
 	pump_tid = ring_pump__tid(r->pump);
+	/* Every family attached: what recording never does from here on is denied. */
+	err = privileges__confine(o->inject, &check);
+	if (err)
+		pr_warn("cannot install the seccomp filter: %s\n", strerror(-err));
+	else if (o->verbose)
+		pr_info("seccomp filter installed: %s\n", check);
 	/*
 	 * The recording starts now, every probe live: -d counts from here, and the file's start
 	 * says so (start-up took the attach time before it; --start-at set its own instant).

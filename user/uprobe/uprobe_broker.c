@@ -108,8 +108,10 @@ static void close_all_but(int keep)
 
 static __attribute__((noreturn)) void broker_main(int sock, pid_t parent)
 {
-	static const int calls[] = { SYS_recvmsg, SYS_sendmsg,	  SYS_perf_event_open, SYS_close,
-				     SYS_exit,	  SYS_exit_group, SYS_rt_sigreturn };
+	static const struct seccomp_rule calls[] = {
+		{ SYS_recvmsg }, { SYS_sendmsg },    { SYS_perf_event_open }, { SYS_close },
+		{ SYS_exit },	 { SYS_exit_group }, { SYS_rt_sigreturn },
+	};
 	static const int quiet[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP };
 	int type = sysfs_int("/sys/bus/event_source/devices/uprobe/type", "");
 	int retbit = sysfs_int("/sys/bus/event_source/devices/uprobe/format/retprobe", "config:");
