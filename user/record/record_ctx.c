@@ -10,6 +10,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "mono_clock.h"
 #include "capture_files.h"
 #include "family.h"
 #include "flight_recorder.h"
@@ -126,6 +127,12 @@ void record_ctx__stop_producers(struct record_ctx *ctx, __u64 by)
 	ctx->stop_by = by;
 	if (ctx->control_fd >= 0)
 		bpf_map_update_elem(ctx->control_fd, &zero, &stopped, BPF_ANY);
+}
+
+int record_ctx__must_stop(struct record_ctx *ctx)
+{
+	return ctx->stop_by || (ctx->stop_flag && *ctx->stop_flag) ||
+	       (ctx->end_ns && mono_now_ns() >= ctx->end_ns);
 }
 
 void record_ctx__attach_failed(struct record_ctx *ctx, const char *family, const char *what,

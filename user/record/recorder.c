@@ -530,6 +530,8 @@ static int start(struct recording *r)
 		r->launched = 1;
 	}
 	raise_fd_limit();
+	/* Reads that may never end give up on it, and on -d's end once live (must_stop). */
+	ctx->stop_flag = &stop_signal;
 	/* CMD forked with what it had; the rest runs with what recording needs (privileges.h). */
 	/* Written later, maybe into another user's directory: dumps, --inject's shim. */
 	err = privileges__drop(o->flight.window_ns != 0 || o->inject);
@@ -615,6 +617,7 @@ static int go_live(struct recording *r)
 		}
 	}
 	r->start = r->rm.meta.start.mono_ns;
+	ctx->end_ns = o->duration_ns ? r->start + o->duration_ns : 0;
 	if (o->system_wide)
 		proc_meta__snapshot_all(ctx);
 	for (__u32 i = 0; i < o->npids; i++)
