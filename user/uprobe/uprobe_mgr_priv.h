@@ -143,9 +143,9 @@ void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char 
  * O's first reads (elf_syms__open(OPEN_PATH, ROOT), and with FD an fd of the file held open
  * for what follows), where they can be left behind: they may never end (a FUSE file system
  * whose server does not answer). 0 (*SYMS NULL when not ELF or unreadable, *FD -1 when it
- * could not be opened); -ETIMEDOUT when they had not ended as the recording had to stop, or
- * after the time -d gives (60 s without it), said, and the file's device remembered: a file
- * of a device whose reads stalled before is not read, -EAGAIN.
+ * could not be opened); -ETIMEDOUT when they had not ended after 10 s, or after 1 s once the
+ * recording must stop (record_ctx__must_stop), said; a FUSE file system's device is
+ * remembered: a file of a FUSE device whose reads stalled before is not read, -EAGAIN.
  */
 int uprobe_obj__first_reads(struct uprobe_mgr *m, struct uprobe_obj *o, const char *open_path,
 			    const char *root, int *fd, struct elf_syms **syms);

@@ -9,22 +9,55 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "abandonable.h"
 #include "elf_syms.h"
 #include "hmap.h"
+#include "kdev.h"
+#include "mono_clock.h"
 #include "record_ctx.h"
 #include "safe_open.h"
 #include "uprobe_mgr_priv.h"
 #include "msg.h"
 
-#define READS_MAX_MS 60000u /* without -d */
+/*
+ * A file's first reads are left behind after READS_MAX_MS (a big library's symbols take a
+ * second or two), or once the recording must stop and they have run STOP_GRACE_NS: files
+ * read while stopping (stacks named at the end) still are.
+ */
+#define READS_MAX_MS  10000u
+#define STOP_GRACE_NS 1000000000ull
 
 struct first_reads {
 	char open_path[PATH_MAX + 64], root[64], fd_path[64];
 	int want_fd, fd;
 	struct elf_syms *syms;
 };
+
+/*
+ * 1 when the device DEV (kdev.h) holds a FUSE file system, from /proc/self/mountinfo: the
+ * kernel's own table, no request to the file system. Only such a device is given up on for
+ * good; a slow read elsewhere (a big library on a loaded disk) costs that file alone.
+ */
+static int is_fuse(__u64 dev)
+{
+	char line[4096], type[64];
+	unsigned int maj, min;
+	int found = 0;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - ");
+
+		found = sep && sscanf(line, "%*u %*u %u:%u", &maj, &min) == 2 &&
+			kdev(maj, min) == dev && sscanf(sep + 3, "%63s", type) == 1 &&
+			!strncmp(type, "fuse", 4);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
 
 static void first_reads(void *arg)
 {
@@ -51,16 +84,22 @@ static void first_reads_drop(void *arg)
 	free(r);
 }
 
-static int must_stop(void *ctx)
+struct give_up {
+	struct record_ctx *ctx;
+	__u64 since;
+};
+
+static int must_stop(void *arg)
 {
-	return record_ctx__must_stop(ctx);
+	struct give_up *g = arg;
+
+	return mono_now_ns() - g->since >= STOP_GRACE_NS && record_ctx__must_stop(g->ctx);
 }
 
 int uprobe_obj__first_reads(struct uprobe_mgr *m, struct uprobe_obj *o, const char *open_path,
 			    const char *root, int *fd, struct elf_syms **syms)
 {
-	__u64 dur_ms = m->ctx->opts->duration_ns / 1000000;
-	unsigned int limit = dur_ms && dur_ms < READS_MAX_MS ? (unsigned int)dur_ms : READS_MAX_MS;
+	struct give_up g = { m->ctx, mono_now_ns() };
 	struct first_reads *r;
 	__u8 *dev;
 
@@ -76,14 +115,17 @@ int uprobe_obj__first_reads(struct uprobe_mgr *m, struct uprobe_obj *o, const ch
 	snprintf(r->root, sizeof(r->root), "%s", root ? root : "");
 	r->want_fd = fd != NULL;
 	r->fd = -1;
-	if (abandonable__run(first_reads, first_reads_drop, r, limit, must_stop, m->ctx)) {
-		dev = hmap__get(m->stalled, (struct hkey){ o->dev, 0 }, 1);
+	if (abandonable__run(first_reads, first_reads_drop, r, READS_MAX_MS, must_stop, &g)) {
+		int fuse = is_fuse(o->dev);
+
+		dev = fuse ? hmap__get(m->stalled, (struct hkey){ o->dev, 0 }, 1) : NULL;
 		if (dev)
 			*dev = 1;
-		pr_warn("%s: its reads had not ended after %.1f s%s (a FUSE file system that does "
-			"not answer?): not read, nor other files of its file system\n",
-			o->path, limit / 1000.0,
-			record_ctx__must_stop(m->ctx) ? ", or the recording stopped" : "");
+		pr_warn("%s: its reads had not ended after %.1f s%s%s: not read%s\n", o->path,
+			(double)(mono_now_ns() - g.since) / 1e9,
+			record_ctx__must_stop(m->ctx) ? " as the recording stopped" : "",
+			fuse ? " (a FUSE file system that does not answer?)" : "",
+			fuse ? ", nor other files of its file system" : "");
 		return -ETIMEDOUT;
 	}
 	if (fd)
