@@ -109,8 +109,14 @@ static void close_all_but(int keep)
 static __attribute__((noreturn)) void broker_main(int sock, pid_t parent)
 {
 	static const struct seccomp_rule calls[] = {
-		{ SYS_recvmsg }, { SYS_sendmsg },    { SYS_perf_event_open }, { SYS_close },
-		{ SYS_exit },	 { SYS_exit_group }, { SYS_rt_sigreturn },
+		{ SYS_recvmsg },
+		{ SYS_sendmsg },
+		{ SYS_perf_event_open },
+		{ SYS_close },
+		{ SYS_exit },
+		{ SYS_exit_group },
+		{ SYS_rt_sigreturn },
+		{ SYS_restart_syscall },
 	};
 	static const int quiet[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP };
 	int type = sysfs_int("/sys/bus/event_source/devices/uprobe/type", "");
