@@ -87,6 +87,10 @@
 #define BS_LOSS_STOP_UNREAD 10
 /* --capture-range, a file per range: an event of a range that came after its file closed */
 #define BS_LOSS_CAPTURE_LATE 11
+/* a stack not interned: its process (or the recording) made as many as the recorder keeps */
+#define BS_LOSS_STACKS_CAPPED 12
+/* a name not interned: the recording's names reached the bytes the recorder keeps */
+#define BS_LOSS_STRINGS_CAPPED 13
 
 /* The shared `control` array's one value (common.bpf.h): bits user space sets. */
 #define BS_CTL_STOPPED 1u /* the recording stops: no new records */

@@ -5,6 +5,7 @@ on it stays bounded."""
 import os
 import pwd
 import re
+import select
 import shutil
 import signal
 import struct
@@ -495,11 +496,11 @@ CAP_NUM = {"cap_dac_override": 1, "cap_dac_read_search": 2, "cap_sys_ptrace": 19
            "cap_sys_admin": 21, "cap_sys_nice": 23, "cap_sys_resource": 24, "cap_perfmon": 38,
            "cap_bpf": 39, "cap_checkpoint_restore": 40}
 # user/record/privileges.c
-# cap_sys_admin: perf-event uprobes attached once live (CPython's code-object free on a
-# /proc/PID/map_files path) are refused without it (user/record/privileges.c)
-RECORDER_CAPS = ("cap_bpf", "cap_perfmon", "cap_sys_admin", "cap_sys_ptrace",
-                 "cap_dac_read_search", "cap_checkpoint_restore", "cap_sys_resource",
-                 "cap_sys_nice")
+RECORDER_CAPS = ("cap_bpf", "cap_perfmon", "cap_sys_ptrace", "cap_dac_read_search",
+                 "cap_checkpoint_restore", "cap_sys_resource", "cap_sys_nice")
+# user/uprobe/uprobe_broker.c: perf-event uprobes need cap_sys_admin (since 6.16)
+BROKER_CAPS = ("cap_sys_admin", "cap_sys_ptrace", "cap_dac_read_search",
+               "cap_checkpoint_restore")
 
 
 def status_fields(path):
@@ -510,8 +511,9 @@ def status_fields(path):
 def test_a_root_recorder_keeps_only_the_capabilities_it_needs():
     """record -p as root: once attached, every thread of the recorder holds only what
     recording needs (RECORDER_CAPS, of those root has) in its permitted, effective and
-    bounding sets, none inheritable or ambient, and no_new_privs: an exec gives nothing back.
-    Launch mode's CMD, forked before, keeps all of root's."""
+    bounding sets, none inheritable or ambient, and no_new_privs: an exec gives nothing back;
+    every thread is under the seccomp filter, and a denied call is refused. Launch mode's CMD,
+    forked before, keeps all of root's."""
     need_root()
     from helpers import Recorder
     w = spawn([CPU_SPLIT, "split", "30"])
@@ -530,14 +532,31 @@ def test_a_root_recorder_keeps_only_the_capabilities_it_needs():
         eq((got["CapPrm"], got["CapBnd"], got["CapInh"], got["CapAmb"]),
            (got["CapEff"], got["CapEff"], 0, 0), f"thread {t}'s other sets")
         eq(st["NoNewPrivs"].strip(), "1", f"thread {t}: no_new_privs")
+        eq(st["Seccomp"].strip(), "2", f"thread {t}: the seccomp filter (privileges.c)")
+    # The uprobe broker: a child that keeps cap_sys_admin, holds only its socket, and runs
+    # under an allow-list (Seccomp: 2).
+    kids = [int(k) for k in open(f"/proc/{rec.p.pid}/task/{rec.p.pid}/children").read().split()]
+    brokers = [k for k in kids if open(f"/proc/{k}/comm").read().strip() == "bpfsight-uprobe"]
+    eq(len(brokers), 1, f"the recorder's uprobe broker among its children {kids}")
+    st = status_fields(f"/proc/{brokers[0]}/status")
+    eq({k: int(st[k], 16) for k in ("CapEff", "CapPrm", "CapBnd")},
+       dict.fromkeys(("CapEff", "CapPrm", "CapBnd"),
+                     sum(1 << CAP_NUM[c] for c in BROKER_CAPS) & have), "the broker's sets")
+    eq((st["Seccomp"].strip(), st["NoNewPrivs"].strip()), ("2", "1"), "the broker's filter")
+    fds = os.listdir(f"/proc/{brokers[0]}/fd")
+    eq([os.readlink(f"/proc/{brokers[0]}/fd/{fd}")[:7] for fd in fds], ["socket:"],
+       "the broker's descriptors: its socket alone")
     rec.stop()
     w.kill()
     check("Permission denied" not in rec.stderr, f"every probe attached: {rec.stderr[-600:]}")
     cmd = ["sh", "-c", "grep CapEff /proc/self/status"]
-    p = run([BPFSIGHT, "record", "-o", os.path.join(tmpdir(), "t.bst"), "-t", "osrt", "--",
-             *cmd])
+    p = run([BPFSIGHT, "record", "-v", "-o", os.path.join(tmpdir(), "t.bst"), "-t", "osrt",
+             "--", *cmd])
     eq(p.returncode, 0, p.stderr[-400:])
     eq(p.stdout.split(), ["CapEff:", mine["CapEff"]], "CMD's capabilities: root's")
+    # The recorder calls execveat once filtered: refused (without the filter: ENOENT); CMD,
+    # forked before, ran sh and grep.
+    check("seccomp filter installed: execveat refused (EPERM)" in p.stderr, p.stderr[-600:])
 
 
 def test_launch_user_runs_cmd_as_that_user():
@@ -559,6 +578,32 @@ def test_launch_user_runs_cmd_as_that_user():
     p = run([BPFSIGHT, "record", "-o", out + "4", "--user", HOSTILE, "-p", str(os.getpid())])
     eq(p.returncode, 1, "--user with -p")
     check("--user is for a launched command" in p.stderr, p.stderr)
+
+
+def test_launch_under_sudo_says_cmd_runs_as_root_and_user_sudo_is_its_user():
+    """As sudo sets them (SUDO_UID, SUDO_GID): record -- CMD runs CMD as root, with a note
+    that says so; --user sudo runs it as SUDO_UID:SUDO_GID (with that user's name, so its
+    groups); --user sudo without them (not under sudo, or sudo by root) is refused."""
+    uid, gid = hostile_user()
+    out = os.path.join(tmpdir(), "t.bst")
+    sudo = dict(os.environ, SUDO_UID=str(uid), SUDO_GID=str(gid), SUDO_USER=HOSTILE)
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "osrt", "--", "id", "-u"], env=sudo)
+    eq((p.returncode, p.stdout.strip()), (0, "0"), f"CMD as root ({p.stderr[-300:]})")
+    check(f"note: id runs as root (bpfsight's user under sudo); --user sudo runs it as the "
+          f"user who ran sudo (uid {uid})" in p.stderr, p.stderr[-400:])
+    p = run([BPFSIGHT, "record", "-o", out + "2", "-t", "osrt", "--user", "sudo", "--", "sh",
+             "-c", "id -u; id -g; id -G"], env=sudo)
+    eq(p.returncode, 0, p.stderr[-400:])
+    eq(p.stdout.split(), [str(uid), str(gid), str(gid)], "CMD's uid, gid and groups")
+    check("runs as root" not in p.stderr, p.stderr[-400:])
+    bare = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    for env in (bare, dict(bare, SUDO_UID="0", SUDO_GID="0")):
+        p = run([BPFSIGHT, "record", "-o", out + "3", "--user", "sudo", "--", "id"], env=env)
+        eq(p.returncode, 1, "--user sudo, not under sudo")
+        check("--user sudo: bpfsight was not run by sudo" in p.stderr and not p.stdout,
+              p.stderr)
+    p = run([BPFSIGHT, "record", "-o", out + "4", "-t", "osrt", "--", "true"], env=bare)
+    check("runs as root" not in p.stderr, "no note without sudo")
 
 
 def sparse_symtab_copy(path, entries):
@@ -594,3 +639,50 @@ def test_a_sparse_symbol_table_is_not_read():
     eq(rc, 0, f"record's exit ({err[-600:]})")
     check(rss < 200, f"the recorder's peak RSS: {rss:.0f} MiB")
     check("over 16777216 symbol-table entries: its symbols are not read" in err, err[-600:])
+
+
+def test_a_fuse_file_whose_reads_stall_does_not_hold_the_recording():
+    """A program run from a FUSE file system whose server stops answering (OPEN and READ are
+    never answered: tests/e2e/fuse_stall.py), sampled with record -t cpu -p PID: Ctrl-C 1.5 s
+    in, while the file's first reads wait: they are left behind, said, and the recording stops
+    and writes its file (before, the recorder waited in the file's open until the server
+    answered, whatever the signal). The recorder's process ends once the server goes away: a
+    thread whose request the server has read waits for its answer, uninterruptibly."""
+    need_root()
+    from fuse_stall import FuseStall
+    mnt = os.path.join(tmpdir(), "mnt")
+    os.mkdir(mnt)
+    with open(CPU_SPLIT, "rb") as f:
+        fs = FuseStall(mnt, f.read())
+    w = p = None
+    err = ""
+    try:
+        w = spawn([os.path.join(mnt, "prog"), "split", "30"])
+        pid = int(w.stdout.readline().split()[1])
+        fs.stall()
+        out = os.path.join(tmpdir(), "t.bst")
+        p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "-t", "cpu", "-p", str(pid)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        while "wrote " not in err and time.monotonic() - t0 < 60:
+            if not select.select([p.stderr], [], [], 1)[0]:
+                continue  # nothing said yet (before: the recorder waited in the open)
+            chunk = os.read(p.stderr.fileno(), 65536)
+            if not chunk:
+                break
+            err += chunk.decode(errors="replace")
+        took = time.monotonic() - t0
+        check("wrote " in err, f"the recording stopped and wrote its file: {err[-600:]}")
+        check(took < 8, f"the stop took {took:.1f} s")
+        check(re.search(re.escape(mnt) + r"/prog: its reads had not ended after [\d.]+ s as the "
+                        r"recording stopped \(a FUSE file system that does not answer\?\)", err),
+              err[-600:])
+        check(os.path.getsize(out) > 0, "the trace file")
+    finally:
+        if w:
+            w.kill()
+            w.wait()
+        fs.close()
+    eq(p.wait(30), 0, f"record's exit once the server is gone ({err[-300:]})")

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "env.h"
 #include "commands.h"
 #include "family.h"
 #include "kernel_features.h"
@@ -111,6 +112,11 @@ static int check_record(struct record_args *a)
 	if (o->run_as && !o->cmd)
 		return FAIL(
 			"--user is for a launched command (bpfsight record --user USER -- CMD)");
+	/* As nsys and strace: CMD runs as bpfsight does. Under sudo that is root: say so. */
+	if (o->cmd && !o->run_as && env__sudo_uid())
+		pr_note("%s runs as root (bpfsight's user under sudo); --user sudo runs it as the "
+			"user who ran sudo (uid %s)\n",
+			o->cmd[0], env__sudo_uid());
 	if (o->inject && o->cmd)
 		return FAIL("--inject is for running processes (-p, -a): a launched command gets "
 			    "the cupti-shim from its environment already");

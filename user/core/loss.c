@@ -21,6 +21,10 @@ const struct loss_cause recording_losses[] = {
 	  "records in the ring when the recording stopped that its stop time left unread" },
 	{ BS_LOSS_CAPTURE_LATE, "capture_late",
 	  "events of a --capture-range range that came after its own file was closed" },
+	{ BS_LOSS_STACKS_CAPPED, "stacks_capped",
+	  "stacks not kept: their process made 65536, or the recording 256 MiB of them" },
+	{ BS_LOSS_STRINGS_CAPPED, "strings_capped",
+	  "names not kept (shown unknown): the recording's names reached 256 MiB" },
 	{ 0 },
 };
 

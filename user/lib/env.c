@@ -5,12 +5,11 @@
 #include "env.h"
 #include "msg.h"
 
-/* Run through sudo by a user other than root. */
-static int under_sudo(void)
+const char *env__sudo_uid(void)
 {
 	const char *uid = getenv("SUDO_UID");
 
-	return uid && *uid && strcmp(uid, "0");
+	return uid && *uid && strcmp(uid, "0") ? uid : NULL;
 }
 
 const char *env__trusted(const char *name)
@@ -19,7 +18,7 @@ const char *env__trusted(const char *name)
 	const char *v = getenv(name);
 	size_t i;
 
-	if (!v || (!under_sudo() && secure_getenv(name)))
+	if (!v || (!env__sudo_uid() && secure_getenv(name)))
 		return v;
 	for (i = 0; i < sizeof(said) / sizeof(said[0]) && said[i]; i++)
 		if (!strcmp(said[i], name))

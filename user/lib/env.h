@@ -15,4 +15,7 @@
  */
 const char *env__trusted(const char *name);
 
+/* The uid that asked sudo to run bpfsight (SUDO_UID), or NULL: not under sudo, or by root. */
+const char *env__sudo_uid(void);
+
 #endif /* BPFSIGHT_ENV_H */

@@ -8,6 +8,7 @@ struct string_pool {
 	char **keys;
 	__u32 *ids;
 	__u32 cap, used, next_id;
+	__u64 bytes;
 };
 
 static __u64 hash_str(const char *s)
@@ -91,6 +92,20 @@ __u32 string_pool__intern(struct string_pool *p, const char *s, int *is_new)
 		return 0;
 	p->ids[i] = p->next_id++;
 	p->used++;
+	p->bytes += strlen(s) + 1;
 	*is_new = 1;
 	return p->ids[i];
+}
+
+__u32 string_pool__find(const struct string_pool *p, const char *s)
+{
+	for (__u32 i = hash_str(s) & (p->cap - 1); p->keys[i]; i = (i + 1) & (p->cap - 1))
+		if (!strcmp(p->keys[i], s))
+			return p->ids[i];
+	return 0;
+}
+
+__u64 string_pool__bytes(const struct string_pool *p)
+{
+	return p->bytes;
 }

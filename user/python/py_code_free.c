@@ -12,6 +12,7 @@
 #include "py_code_free.h"
 #include "pycode.skel.h"
 #include "record_ctx.h"
+#include "uprobe_broker.h"
 #include "hmap.h"
 
 /* PyTypeObject (non-debug builds, 3.8-3.14): tp_name and tp_dealloc after PyVarObject. */
@@ -127,7 +128,7 @@ int py_code_free__watch(struct py_code_free *f, pid_t pid, __u64 code_type)
 		return -ENOMEM;
 	if (*l)
 		return 0;
-	*l = bpf_program__attach_uprobe(f->skel->progs.py_code_free, false, -1, path, off);
+	*l = uprobe_broker__attach(f->skel->progs.py_code_free, -1, path, off, NULL);
 	if (!*l) {
 		err = -errno;
 		return err ? err : -EINVAL;

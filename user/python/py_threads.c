@@ -19,6 +19,7 @@
 #define MA_KEYS		  32	      /* PyDictObject: ma_keys, ma_values */
 #define MA_VALUES	  40
 #define MAX_ENTRIES	  16384 /* entries of a dict read (sys.modules of a big program) */
+#define CACHE_MAX	  65536 /* types and dict layouts remembered, of every process */
 
 /*
  * Per minor version, from gdb's ptype /o on pyenv's 3.8-3.13 and Debian's 3.14 debug build:
@@ -277,6 +278,26 @@ static __u64 active_of(struct py_threads *t, pid_t pid, struct py_proc *p)
 	return p->active;
 }
 
+/*
+ * KEY's entry of the cache *M (of VAL_SIZE values), made if new. The caches are the
+ * processes' types and dict layouts, read again when forgotten: past CACHE_MAX entries one
+ * starts again, so a process that makes up types or dicts without end grows it no further.
+ */
+static void *cache_get(struct hmap **m, size_t val_size, struct hkey key)
+{
+	void *v = hmap__get(*m, key, 0);
+	struct hmap *fresh;
+
+	if (v || hmap__count(*m) < CACHE_MAX)
+		return v ?: hmap__get(*m, key, 1);
+	fresh = hmap__new(val_size);
+	if (!fresh)
+		return NULL;
+	hmap__free(*m);
+	*m = fresh;
+	return hmap__get(*m, key, 1);
+}
+
 static const struct type_info *type_of(struct py_threads *t, pid_t pid, struct py_proc *p,
 				       __u64 obj)
 {
@@ -286,7 +307,7 @@ static const struct type_info *type_of(struct py_threads *t, pid_t pid, struct p
 
 	if (!type)
 		return NULL;
-	ti = hmap__get(t->types, (struct hkey){ type, (__u64)pid }, 1);
+	ti = cache_get(&t->types, sizeof(*ti), (struct hkey){ type, (__u64)pid });
 	if (!ti || ti->basicsize)
 		return ti && ti->basicsize ? ti : NULL;
 	if (py_mem__read(t->mem, pid, type + TP_BASICSIZE, &ti->basicsize, 8) ||
@@ -345,7 +366,7 @@ static void attrs_of(struct py_threads *t, pid_t pid, __u32 minor, __u64 obj,
 static const struct keys_ix *keys_ix(struct py_threads *t, pid_t pid, struct py_proc *p, __u64 keys,
 				     int fresh)
 {
-	struct keys_ix *x = hmap__get(t->keysix, (struct hkey){ keys, (__u64)pid }, 1);
+	struct keys_ix *x = cache_get(&t->keysix, sizeof(*x), (struct hkey){ keys, (__u64)pid });
 	struct dict_view v = {};
 
 	if (!x || (x->entries && !fresh))

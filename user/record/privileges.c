@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Dropping what recording does not need (privileges.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <linux/capability.h>
+#include <linux/bpf.h>
 #include <linux/types.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include "kernel_features.h"
 #include "privileges.h"
+#include "seccomp_list.h"
+#include "uprobe_broker.h"
 
 #define BIT(c) (1ull << (c))
 
@@ -21,28 +24,12 @@ static __u64 permitted_now(void)
 	return d[0].permitted | (__u64)d[1].permitted << 32;
 }
 
-int privileges__drop(int writes_later)
+int privileges__limit(__u64 keep)
 {
-	static int dropped;
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2] = { 0 };
-	__u64 have = permitted_now(), keep;
 
-	if (dropped++)
-		return 0;
-	keep = BIT(CAP_BPF) | BIT(CAP_PERFMON) | BIT(CAP_SYS_PTRACE) | BIT(CAP_DAC_READ_SEARCH) |
-	       BIT(CAP_CHECKPOINT_RESTORE) | BIT(CAP_SYS_RESOURCE) | BIT(CAP_SYS_NICE) |
-	       (writes_later ? BIT(CAP_DAC_OVERRIDE) : 0);
-	/*
-	 * CAP_SYS_ADMIN stays: a perf-event uprobe attached after this (one per site: the
-	 * kernels without uprobe_multi links, before 6.6, and on every kernel the per-process
-	 * probes on a /proc/PID/map_files path, such as CPython's code-object free) is refused
-	 * without it (EACCES on 6.18 here, with CAP_PERFMON and CAP_CHECKPOINT_RESTORE kept:
-	 * tests/e2e/test_detach.py and test_fallbacks.py). Kernels before 5.8 have neither
-	 * CAP_BPF nor CAP_PERFMON: BPF needs it there in any case.
-	 */
-	keep |= BIT(CAP_SYS_ADMIN);
-	keep &= have;
+	keep &= permitted_now();
 	/* The bounding set first: dropping from it takes CAP_SETPCAP, which goes next. */
 	for (int c = 0; c < 64; c++)
 		if (!(keep & BIT(c)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno == EINVAL)
@@ -54,5 +41,113 @@ int privileges__drop(int writes_later)
 		return -errno;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -errno;
+	return 0;
+}
+
+int privileges__drop(int writes_later)
+{
+	static int dropped;
+	__u64 have = permitted_now(), keep;
+
+	if (dropped++)
+		return 0;
+	keep = BIT(CAP_BPF) | BIT(CAP_PERFMON) | BIT(CAP_SYS_PTRACE) | BIT(CAP_DAC_READ_SEARCH) |
+	       BIT(CAP_CHECKPOINT_RESTORE) | BIT(CAP_SYS_RESOURCE) | BIT(CAP_SYS_NICE) |
+	       (writes_later ? BIT(CAP_DAC_OVERRIDE) : 0);
+	/*
+	 * Kernels before 5.8 have neither CAP_BPF nor CAP_PERFMON: BPF needs CAP_SYS_ADMIN
+	 * there. Elsewhere it goes, and the perf-event uprobes attached later (which need it:
+	 * uprobe_broker.h) are opened by a broker forked now, which keeps it.
+	 */
+	if (!(have & BIT(CAP_BPF)) || !(have & BIT(CAP_PERFMON)) ||
+	    ((have & BIT(CAP_SYS_ADMIN)) && uprobe_broker__start()))
+		keep |= BIT(CAP_SYS_ADMIN);
+	return privileges__limit(keep);
+}
+
+/*
+ * A deny-list: the recorder calls too much through libbpf and libc (and the kernel's
+ * answers change what libbpf calls next) for an allow-list to be safe; a call nobody
+ * foresaw must not kill a recording. What it denies is what a recorder taken over would
+ * want first, and what recording never does once attached.
+ */
+static const struct seccomp_rule denied[] = {
+	/* No program run: CMD was forked before; the link reaper's children only close links. */
+	{ SYS_execve },
+	{ SYS_execveat },
+	/*
+	 * No BPF program loaded once every family is attached (later probes attach the
+	 * programs loaded at the start): with CAP_BPF and CAP_PERFMON a program reads the
+	 * kernel's memory and writes any process's.
+	 */
+	{ SYS_bpf, 1, BPF_PROG_LOAD },
+	/* Another process's memory written (--inject's calls need it, and ptrace). */
+	{ SYS_process_vm_writev },
+	/* Mounts, namespaces, roots. */
+	{ SYS_mount },
+	{ SYS_umount2 },
+	{ SYS_pivot_root },
+	{ SYS_chroot },
+	{ SYS_unshare },
+	{ SYS_setns },
+	{ SYS_fsopen },
+	{ SYS_fsmount },
+	{ SYS_fsconfig },
+	{ SYS_fspick },
+	{ SYS_move_mount },
+	{ SYS_open_tree },
+	{ SYS_mount_setattr },
+	/* Files by handle: with CAP_DAC_READ_SEARCH, any file of a mounted file system. */
+	{ SYS_name_to_handle_at },
+	{ SYS_open_by_handle_at },
+	/* The kernel, the machine, the clock, the keys. */
+	{ SYS_init_module },
+	{ SYS_finit_module },
+	{ SYS_delete_module },
+	{ SYS_kexec_load },
+	{ SYS_kexec_file_load },
+	{ SYS_reboot },
+	{ SYS_swapon },
+	{ SYS_swapoff },
+	{ SYS_acct },
+	{ SYS_settimeofday },
+	{ SYS_clock_settime },
+	{ SYS_clock_adjtime },
+	{ SYS_adjtimex },
+	{ SYS_sethostname },
+	{ SYS_setdomainname },
+	{ SYS_keyctl },
+	{ SYS_add_key },
+	{ SYS_request_key },
+	{ SYS_userfaultfd },
+#ifdef SYS_iopl
+	{ SYS_iopl },
+	{ SYS_ioperm },
+#endif
+	/* Another process's control (--inject's, which keeps it). */
+	{ SYS_ptrace },
+};
+
+int privileges__confine(int injects, const char **check)
+{
+	unsigned int n = sizeof(denied) / sizeof(denied[0]);
+	const struct seccomp_rule *r = denied;
+	struct seccomp_rule keep[sizeof(denied) / sizeof(denied[0])];
+	int err;
+
+	if (injects) { /* process_vm_writev and ptrace stay allowed */
+		n = 0;
+		for (unsigned int i = 0; i < sizeof(denied) / sizeof(denied[0]); i++)
+			if (denied[i].nr != SYS_process_vm_writev && denied[i].nr != SYS_ptrace)
+				keep[n++] = denied[i];
+		r = keep;
+	}
+	err = seccomp_list__install(r, n, SECCOMP_LIST_DENY, 1);
+	if (err)
+		return err;
+	/* A call of the list with an empty path: EPERM from the filter, ENOENT without it. */
+	*check = syscall(SYS_execveat, AT_FDCWD, "", NULL, NULL, 0) < 0 && errno == EPERM
+			 ? "execveat refused (EPERM)"
+			 : "execveat not refused";
 	return 0;
 }

@@ -7,12 +7,15 @@
 #ifndef BPFSIGHT_PRIVILEGES_H
 #define BPFSIGHT_PRIVILEGES_H
 
+#include <linux/types.h>
+
 /*
- * Keep CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN (perf-event uprobes attached later are refused
- * without it: privileges.c), CAP_SYS_PTRACE (other processes'
- * memory and /proc, stacks, --inject), CAP_DAC_READ_SEARCH (the files they map),
- * CAP_CHECKPOINT_RESTORE (/proc/PID/map_files), CAP_SYS_RESOURCE (locked memory for BPF maps
- * before 5.11), CAP_SYS_NICE (the ring's reader and the stop run at a higher priority,
+ * Keep CAP_BPF, CAP_PERFMON (CAP_SYS_ADMIN too on a kernel without them, before 5.8;
+ * elsewhere the perf-event uprobes that need it are opened by a broker forked here that keeps
+ * it: uprobe_broker.h), CAP_SYS_PTRACE (other processes' memory and /proc, stacks, --inject),
+ * CAP_DAC_READ_SEARCH (the files they map), CAP_CHECKPOINT_RESTORE (/proc/PID/map_files),
+ * CAP_SYS_RESOURCE (locked memory for BPF maps before 5.11), CAP_SYS_NICE (the ring's reader
+ * and the stop run at a higher priority,
  * --start-at's wait at a real-time one), and CAP_DAC_OVERRIDE when WRITES_LATER (files made
  * after this in a directory that may be another user's: flight-recorder dumps, --inject's
  * shim): of those the process has, the others are dropped from its permitted, effective,
@@ -22,5 +25,21 @@
  * errno.
  */
 int privileges__drop(int writes_later);
+
+/*
+ * Keep only KEEP (a mask of 1 << CAP_*) of the capabilities the process has, in every set
+ * (the others leave the bounding set too), and set no_new_privs. 0, or a negative errno.
+ */
+int privileges__limit(__u64 keep);
+
+/*
+ * Once every family is attached: a seccomp filter on every thread (threads and processes
+ * made later inherit it) that denies, with EPERM, what recording never does from then on:
+ * exec, loading a BPF program, mounts and namespaces, files by handle, modules, kexec, the
+ * clock, keys; and unless INJECTS (--inject), ptrace and process_vm_writev. It needs
+ * privileges__drop's no_new_privs. *CHECK says how one denied call answered, for --verbose.
+ * 0, or a negative errno.
+ */
+int privileges__confine(int injects, const char **check);
 
 #endif /* BPFSIGHT_PRIVILEGES_H */

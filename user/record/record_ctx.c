@@ -10,6 +10,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "mono_clock.h"
 #include "capture_files.h"
 #include "family.h"
 #include "flight_recorder.h"
@@ -61,10 +62,18 @@ __u32 record_ctx__intern(struct record_ctx *ctx, const char *s)
 
 	if (!s || !*s)
 		return 0;
+	id = string_pool__find(ctx->strings, s);
+	if (id)
+		return id;
+	len = strlen(s);
+	/* Names a traced process makes up (generated code, renamed threads) are kept to a bound. */
+	if (string_pool__bytes(ctx->strings) + len + 1 > RECORD_STRINGS_MAX_BYTES) {
+		record_ctx__lost(ctx, NULL, BS_LOSS_STRINGS_CAPPED, 1);
+		return 0;
+	}
 	id = string_pool__intern(ctx->strings, s, &is_new);
 	if (!id || !is_new)
 		return id;
-	len = strlen(s);
 	if (len > 60000) /* a record's size is a u16 */
 		len = 60000;
 	size = (sizeof(*r) + len + 7) & ~7u;
@@ -118,6 +127,12 @@ void record_ctx__stop_producers(struct record_ctx *ctx, __u64 by)
 	ctx->stop_by = by;
 	if (ctx->control_fd >= 0)
 		bpf_map_update_elem(ctx->control_fd, &zero, &stopped, BPF_ANY);
+}
+
+int record_ctx__must_stop(struct record_ctx *ctx)
+{
+	return ctx->stop_by || (ctx->stop_flag && *ctx->stop_flag) ||
+	       (ctx->end_ns && mono_now_ns() >= ctx->end_ns);
 }
 
 void record_ctx__attach_failed(struct record_ctx *ctx, const char *family, const char *what,

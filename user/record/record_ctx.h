@@ -133,6 +133,9 @@ struct record_ctx {
 	long rb_left;  /* records the read under way may still take */
 	__u64 rb_seen; /* records read, for checking the clock every so many */
 	__u64 stop_by; /* CLOCK_MONOTONIC ns; 0 while recording */
+	/* The recording must stop: a signal (the recorder's flag), or -d's end (0: none). */
+	volatile const int *stop_flag;
+	__u64 end_ns;
 	int rb_count_only;
 	/* --flight-recorder: sees every record; writer is then its in-memory window. */
 	struct flight_recorder *flight;
@@ -155,8 +158,12 @@ int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj
 				  struct bpf_map *task_map, struct bpf_map *hash_map);
 /* Append a user-space record; a failure is remembered in write_err and counted as loss. */
 int record_ctx__write(struct record_ctx *ctx, const void *rec);
-/* Intern S (writing its STRING record the first time); 0 for NULL/empty. */
+/*
+ * Intern S (writing its STRING record the first time); 0 for NULL/empty, and for a new name
+ * once the recording's names hold RECORD_STRINGS_MAX_BYTES (counted: strings_capped).
+ */
 __u32 record_ctx__intern(struct record_ctx *ctx, const char *s);
+#define RECORD_STRINGS_MAX_BYTES (256ull << 20)
 /*
  * Count N events of FAMILY (a name; NULL: CAUSE's own family) lost for CAUSE that user
  * space noticed: they join the LOSS records.
@@ -179,6 +186,11 @@ int record_ctx__poll(struct record_ctx *ctx, int timeout_ms);
  * ring's records are read until BY, then counted as stop_unread.
  */
 void record_ctx__stop_producers(struct record_ctx *ctx, __u64 by);
+/*
+ * 1 once the recording must stop (a stop signal came, -d's time is over, or it is stopping):
+ * for work that may block long (abandonable.h), whose caller goes back to the recorder's loop.
+ */
+int record_ctx__must_stop(struct record_ctx *ctx);
 
 /* The cap BPFSIGHT_MAP_ENTRIES gives the maps named NAME, or 0 (record_ctx.c). */
 __u32 record_ctx__map_entries(const char *name);

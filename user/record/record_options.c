@@ -10,6 +10,7 @@
 #include "kernel_features.h"
 #include "parse.h"
 #include "record_args.h"
+#include "env.h"
 #include "record_options.h"
 #include "getopt_error.h"
 #include "human.h"
@@ -163,14 +164,26 @@ static int opt_kill(struct record_args *a, const char *arg)
 
 /*
  * --user NAME, UID or UID:GID, resolved now (a bad one fails before anything starts) from
- * /etc/passwd itself: the binary is static, and NSS modules are not for it to load.
+ * /etc/passwd itself: the binary is static, and NSS modules are not for it to load. `sudo`:
+ * the user who ran sudo (SUDO_UID:SUDO_GID, which sudo sets; a lower privilege in any case).
  */
 static int opt_user(struct record_args *a, const char *arg)
 {
 	unsigned long uid = ~0ul, gid = ~0ul;
 	struct passwd *pw = NULL;
-	char *end = NULL;
+	char *end = NULL, ids[64];
 	FILE *f;
+
+	if (!strcmp(arg, "sudo")) {
+		const char *su = env__sudo_uid(), *sg = getenv("SUDO_GID");
+
+		if (!su || !sg || !*sg)
+			return FAIL(
+				"--user sudo: bpfsight was not run by sudo for a user other than "
+				"root (SUDO_UID and SUDO_GID are not set)");
+		snprintf(ids, sizeof(ids), "%s:%s", su, sg);
+		arg = ids;
+	}
 
 	if (*arg >= '0' && *arg <= '9') {
 		uid = strtoul(arg, &end, 10);
@@ -469,7 +482,8 @@ static const struct rec_option table[] = {
 	  "launch mode: signal sent to CMD when -d ends (default TERM, as nsys)", NULL, opt_kill },
 	{ "user", 'u', "USER", R,
 	  "launch mode: run CMD as USER (a name or uid of /etc/passwd, with its groups of "
-	  "/etc/group; or UID:GID), as strace -u; default: as bpfsight runs (root under sudo)",
+	  "/etc/group; or UID:GID; sudo: the user who ran sudo, SUDO_UID), as strace -u; "
+	  "default: as bpfsight runs (root under sudo, said in a note)",
 	  NULL, opt_user },
 	{ "interval", 'i', "DUR", T, "time between refreshes (default 1s)", NULL, opt_interval },
 	{ "iterations", 'n', "N", T, "refresh N times, then exit", NULL, opt_iterations },

@@ -530,6 +530,8 @@ static int start(struct recording *r)
 		r->launched = 1;
 	}
 	raise_fd_limit();
+	/* Reads that may never end give up on it, and on -d's end once live (must_stop). */
+	ctx->stop_flag = &stop_signal;
 	/* CMD forked with what it had; the rest runs with what recording needs (privileges.h). */
 	/* Written later, maybe into another user's directory: dumps, --inject's shim. */
 	err = privileges__drop(o->flight.window_ns != 0 || o->inject);
@@ -590,10 +592,17 @@ static int go_live(struct recording *r)
 {
 	struct record_ctx *ctx = &r->ctx;
 	const struct record_opts *o = ctx->opts;
+	const char *check;
 	int err;
 
 	ctx->pump = r->pump;
 	pump_tid = ring_pump__tid(r->pump);
+	/* Every family attached: what recording never does from here on is denied. */
+	err = privileges__confine(o->inject, &check);
+	if (err)
+		pr_warn("cannot install the seccomp filter: %s\n", strerror(-err));
+	else if (o->verbose)
+		pr_info("seccomp filter installed: %s\n", check);
 	/*
 	 * The recording starts now, every probe live: -d counts from here, and the file's start
 	 * says so (start-up took the attach time before it; --start-at set its own instant).
@@ -608,6 +617,7 @@ static int go_live(struct recording *r)
 		}
 	}
 	r->start = r->rm.meta.start.mono_ns;
+	ctx->end_ns = o->duration_ns ? r->start + o->duration_ns : 0;
 	if (o->system_wide)
 		proc_meta__snapshot_all(ctx);
 	for (__u32 i = 0; i < o->npids; i++)

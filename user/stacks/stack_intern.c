@@ -37,6 +37,8 @@ struct stack_intern {
 	struct hmap *stacks; /* (hash of frames, n << 16 | flags) -> struct stack_ent */
 	struct hmap *gens;   /* pid -> __u32 generation, bumped by forget */
 	struct hmap *vdsos;  /* pid -> __u64 its vDSO's address + 1 (1: none) */
+	struct hmap *made;   /* pid -> __u32 stacks it added (STACK_INTERN_PER_PROCESS) */
+	__u64 frame_bytes;   /* the frames of every stack kept (STACK_INTERN_MAX_BYTES) */
 	__u32 next_id;
 };
 
@@ -59,9 +61,10 @@ struct stack_intern *stack_intern__new(void)
 		return NULL;
 	s->raw = hmap__new(sizeof(struct raw_ent));
 	s->stacks = hmap__new(sizeof(struct stack_ent));
+	s->made = hmap__new(sizeof(__u32));
 	s->gens = hmap__new(sizeof(__u32));
 	s->vdsos = hmap__new(sizeof(__u64));
-	if (!s->raw || !s->stacks || !s->gens || !s->vdsos) {
+	if (!s->raw || !s->stacks || !s->gens || !s->vdsos || !s->made) {
 		stack_intern__free(s);
 		return NULL;
 	}
@@ -94,6 +97,7 @@ void stack_intern__free(struct stack_intern *s)
 	hmap__free(s->stacks);
 	hmap__free(s->gens);
 	hmap__free(s->vdsos);
+	hmap__free(s->made);
 	free(s);
 }
 
@@ -285,6 +289,7 @@ __u32 stack_intern__frames(struct stack_intern *s, struct record_ctx *ctx,
 {
 	struct hkey key;
 	struct stack_ent *e;
+	__u32 *made;
 	struct {
 		struct bs_stack h;
 		struct bs_frame f[BS_STACK_MAX_FRAMES + 1];
@@ -297,11 +302,19 @@ __u32 stack_intern__frames(struct stack_intern *s, struct record_ctx *ctx,
 		n = BS_STACK_MAX_FRAMES + 1;
 	key = (struct hkey){ hash64(frames, n * sizeof(*frames), 14695981039346656037ull),
 			     (__u64)n << 16 | flags };
+	e = hmap__get(s->stacks, key, 0);
+	if (e) /* the same key: the same frames, or a 64-bit collision (then compared) */
+		return e->n == n && !memcmp(e->frames, frames, n * sizeof(*frames)) ? e->id : 0;
+	/* Stacks a traced process makes up (generated code, recursion) are kept to a bound. */
+	made = hmap__get(s->made, (struct hkey){ (__u64)pid, 0 }, 1);
+	if (!made || *made >= STACK_INTERN_PER_PROCESS ||
+	    s->frame_bytes + n * sizeof(*frames) > STACK_INTERN_MAX_BYTES) {
+		record_ctx__lost(ctx, NULL, BS_LOSS_STACKS_CAPPED, 1);
+		return 0;
+	}
 	e = hmap__get(s->stacks, key, 1);
 	if (!e)
 		return 0;
-	if (e->id) /* the same key: the same frames, or a 64-bit collision (then compared) */
-		return e->n == n && !memcmp(e->frames, frames, n * sizeof(*frames)) ? e->id : 0;
 	e->frames = malloc(n * sizeof(*frames));
 	if (!e->frames)
 		return 0;
@@ -309,6 +322,8 @@ __u32 stack_intern__frames(struct stack_intern *s, struct record_ctx *ctx,
 	e->n = n;
 	e->flags = flags;
 	e->id = id = ++s->next_id;
+	(*made)++;
+	s->frame_bytes += n * sizeof(*frames);
 	record_ctx__hdr(&rec.h.h, BS_REC_STACK, sizeof(rec.h) + n * sizeof(*frames), pid, tid, ts);
 	rec.h.id = id;
 	rec.h.nframes = n;

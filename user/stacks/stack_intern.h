@@ -15,6 +15,9 @@ struct record_ctx;
 struct uprobe_mgr;
 struct stack_intern;
 
+#define STACK_INTERN_PER_PROCESS 65536u
+#define STACK_INTERN_MAX_BYTES	 (256ull << 20)
+
 struct stack_intern *stack_intern__new(void);
 void stack_intern__free(struct stack_intern *s);
 /*
@@ -35,7 +38,11 @@ __u32 stack_intern__native(struct stack_intern *s, struct record_ctx *ctx, struc
 __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, struct uprobe_mgr *m,
 			      pid_t pid, const __u64 *ips, __u32 n, int capped,
 			      struct bs_frame *frames);
-/* The id of FRAMES (BS_STACK_* FLAGS), writing its STACK record when new; 0 on failure. */
+/*
+ * The id of FRAMES (BS_STACK_* FLAGS), writing its STACK record when new; 0 on failure, and
+ * for a new stack once PID has added STACK_INTERN_PER_PROCESS or the recording's stacks hold
+ * STACK_INTERN_MAX_BYTES of frames (counted: stacks_capped).
+ */
 __u32 stack_intern__frames(struct stack_intern *s, struct record_ctx *ctx,
 			   const struct bs_frame *frames, __u32 n, __u32 flags, pid_t pid,
 			   __u32 tid, __u64 ts);

@@ -15,6 +15,7 @@
 #include "record_ctx.h"
 #include "hmap.h"
 #include "uprobe_mgr_priv.h"
+#include "uprobe_broker.h"
 #include "uprobe_multi.h"
 #include "libmap.skel.h"
 
@@ -138,8 +139,8 @@ void uprobe_obj__attach(struct uprobe_mgr *m, struct uprobe_obj *o, const char *
 
 		for (int ret = 1; ret >= 0 && f; ret--) { /* the return probe first, as above */
 			opts.retprobe = ret;
-			l = bpf_program__attach_uprobe_opts(ret ? f->ret : f->entry, -1, path,
-							    s->file_off, &opts);
+			l = uprobe_broker__attach(ret ? f->ret : f->entry, -1, path, s->file_off,
+						  &opts);
 			if (!l || link_add(o, l, ret)) {
 				int err = l ? -ENOMEM : -errno;
 
@@ -173,8 +174,8 @@ void uprobe_obj__attach_dl_hook(struct uprobe_mgr *m, struct uprobe_obj *o,
 			close(fd);
 		err = fd < 0 ? fd : -ENOMEM;
 	} else {
-		l = bpf_program__attach_uprobe(m->libmap->progs.dl_debug_state, false, -1, path,
-					       s.file_off);
+		l = uprobe_broker__attach(m->libmap->progs.dl_debug_state, -1, path, s.file_off,
+					  NULL);
 		if (l && !link_add(o, l, 0))
 			return;
 		err = l ? -ENOMEM : -errno;

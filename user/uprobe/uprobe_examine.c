@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,7 @@ void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char 
 	struct {
 		__u64 dev, ino;
 	} key = { o->dev, o->ino };
-	char root[64], path[64];
+	char path[64], root[64];
 	struct elf_syms *syms;
 	__u8 one = 1;
 	int fd;
@@ -142,16 +143,18 @@ void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char 
 	 * process can exit (taking its /proc/PID/map_files links with it) between the look
 	 * and the attach. If it is already gone, the file stays unexamined for the next one.
 	 */
-	fd = safe_open__regular(open_path, NULL);
+	snprintf(root, sizeof(root), "/proc/%d/root", pid); /* debug files: the process's view */
+	if (uprobe_obj__first_reads(m, o, open_path, root, &fd, &syms)) {
+		o->examined = 1; /* its reads stalled: never again */
+		return;
+	}
 	if (fd < 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	o->examined = 1;
-	snprintf(root, sizeof(root), "/proc/%d/root", pid); /* debug files: the process's view */
 	/* Whatever it holds, BPF need not report this file again. */
 	if (m->libmap)
 		bpf_map_update_elem(bpf_map__fd(m->libmap->maps.known_files), &key, &one, BPF_ANY);
-	syms = elf_syms__open(path, root);
 	if (!syms) {
 		close(fd);
 		return; /* not ELF or unreadable: nothing to probe */

@@ -29,7 +29,8 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 	m->objs = hmap__new(sizeof(struct uprobe_obj *));
 	m->pids = hmap__new(sizeof(struct pid_maps *));
 	m->cache = scan_cache__load();
-	if (!m->objs || !m->pids || !m->cache) {
+	m->stalled = hmap__new(sizeof(__u8));
+	if (!m->objs || !m->pids || !m->cache || !m->stalled) {
 		uprobe_mgr__free(m);
 		return NULL;
 	}
@@ -150,6 +151,7 @@ void uprobe_mgr__free(struct uprobe_mgr *m)
 		free(pm);
 	}
 	hmap__free(m->objs);
+	hmap__free(m->stalled);
 	hmap__free(m->pids);
 	free(m->exited);
 	free(m->listeners);

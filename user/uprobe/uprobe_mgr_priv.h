@@ -113,6 +113,7 @@ struct uprobe_mgr {
 	pid_t *exited; /* pids whose maps go once their grace is over, oldest first */
 	__u32 nexited, exited_cap;
 	struct scan_cache *cache; /* files with probe sites, across recordings (-a) */
+	struct hmap *stalled;	  /* (dev, 0): a file there whose reads did not end */
 };
 
 /* uprobe_mgr.c */
@@ -136,6 +137,18 @@ struct uprobe_obj *uprobe_mgr__prescan(struct uprobe_mgr *m, const char *path);
 /* Look up every family's functions in O, not examined before; probe what it defines. */
 void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char *open_path,
 			 pid_t pid);
+
+/* uprobe_reads.c */
+/*
+ * O's first reads (elf_syms__open(OPEN_PATH, ROOT), and with FD an fd of the file held open
+ * for what follows), where they can be left behind: they may never end (a FUSE file system
+ * whose server does not answer). 0 (*SYMS NULL when not ELF or unreadable, *FD -1 when it
+ * could not be opened); -ETIMEDOUT when they had not ended after 10 s, or after 1 s once the
+ * recording must stop (record_ctx__must_stop), said; a FUSE file system's device is
+ * remembered: a file of a FUSE device whose reads stalled before is not read, -EAGAIN.
+ */
+int uprobe_obj__first_reads(struct uprobe_mgr *m, struct uprobe_obj *o, const char *open_path,
+			    const char *root, int *fd, struct elf_syms **syms);
 
 /* uprobe_attach.c */
 /* Entry and return probe on every site of O, for every process (pid -1). */

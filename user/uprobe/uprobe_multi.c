@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include "kernel_features.h"
 #include "link_reaper.h"
+#include "uprobe_broker.h"
 #include "uprobe_multi.h"
 
 /* A value from the kernel's uapi (linux/bpf.h of 6.6+), absent from Debian 12's headers. */
@@ -116,8 +117,8 @@ static int attach(struct uprobe_links *l, const struct bpf_program *prog, const 
 
 		uo.bpf_cookie = o->cookies ? o->cookies[i] : 0;
 		uo.ref_ctr_offset = o->ref_ctr_offsets ? o->ref_ctr_offsets[i] : 0;
-		l->links[i] = bpf_program__attach_uprobe_opts(prog, o->pid > 0 ? o->pid : -1, path,
-							      offsets[i], &uo);
+		l->links[i] = uprobe_broker__attach(prog, o->pid > 0 ? o->pid : -1, path,
+						    offsets[i], &uo);
 		if (!l->links[i]) {
 			err = -errno;
 			uprobe_links__detach(l);

@@ -244,9 +244,9 @@ int uprobe_mgr__code_at(struct uprobe_mgr *m, pid_t pid, __u64 addr, int rescan,
 	if (!o->syms && !o->syms_failed) {
 		pid_mapping__path(open_path, sizeof(open_path), pid, mp, o->path);
 		snprintf(root, sizeof(root), "/proc/%d/root", pid);
-		o->syms = elf_syms__open(open_path, root);
-		if (!o->syms) /* the process is gone: its path as we saw it */
-			o->syms = elf_syms__open(o->path, NULL);
+		if (!uprobe_obj__first_reads(m, o, open_path, root, NULL, &o->syms) && !o->syms)
+			/* the process is gone: its path as we saw it */
+			uprobe_obj__first_reads(m, o, o->path, NULL, NULL, &o->syms);
 		o->syms_failed = !o->syms;
 	}
 	if (!o->syms || elf_syms__off_to_vaddr(o->syms, addr - mp->start + mp->pgoff, &out->vaddr))
