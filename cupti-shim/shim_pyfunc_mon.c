@@ -2,10 +2,11 @@
 /*
  * 3.12+: sys.monitoring (PEP 669). A tool id of its own (the first free of 4, 3, 5, 2, 1, 0:
  * 4 and 3 have no assigned user, 2 is cProfile's, 1 coverage's, 0 debuggers'), C callbacks
- * (builtin functions with vectorcall) for PY_START, PY_RESUME, PY_THROW, PY_RETURN, PY_YIELD
- * as LOCAL events on the named code objects only: code outside them is not instrumented and
- * pays nothing. PY_UNWIND can only be a global event: its callback runs for every function an
- * exception leaves, and looks the code up in the table (a hash probe) before anything else.
+ * (builtin functions with vectorcall) for PY_START, PY_RESUME, PY_RETURN, PY_YIELD as LOCAL
+ * events on the named code objects only: code outside them is not instrumented and pays
+ * nothing. PY_UNWIND and PY_THROW can only be global events: their callbacks run for every
+ * function an exception leaves and every throw() into a generator, and look the code up in
+ * the table (a hash probe) before anything else.
  * Removing: the local events of every code object cleared, the global one too, each callback
  * unregistered, the tool id freed (3.12's free_tool_id clears nothing itself).
  */
@@ -159,7 +160,7 @@ static int mon_install(char *why, size_t len, char *desc, size_t dlen)
 		ev_bits[e] = v ? py.PyLong_AsLong(v) : 0;
 		if (v)
 			py.Py_DecRef(v);
-		if (e != EV_UNWIND)
+		if (e != EV_UNWIND && e != EV_THROW)
 			local_mask |= ev_bits[e];
 	}
 	py.Py_DecRef(events);
@@ -185,7 +186,7 @@ static int mon_install(char *why, size_t len, char *desc, size_t dlen)
 		}
 	}
 	if (call_obj(py.PyObject_CallMethod(monitoring, "set_events", "il", tool,
-					    ev_bits[EV_UNWIND]))) {
+					    ev_bits[EV_UNWIND] | ev_bits[EV_THROW]))) {
 		mon_remove();
 		snprintf(why, len, "Python functions not traced: sys.monitoring.set_events failed");
 		return -EINVAL;
