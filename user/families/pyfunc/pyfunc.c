@@ -191,8 +191,7 @@ static const struct shim_rec pyfunc_recs[] = {
 	{ 0 },
 };
 
-static const struct shim_name pyfunc_states[] = { { BS_SHIM_ST_PYFUNC_ON, "pyfunc_on" },
-						   { 0 } };
+static const struct shim_name pyfunc_states[] = { { BS_SHIM_ST_PYFUNC_ON, "pyfunc_on" }, { 0 } };
 static const struct shim_name pyfunc_events[] = { { BS_SHIM_EV_PYFUNC, "pyfunc" }, { 0 } };
 static const struct shim_count pyfunc_counts[] = { { "python_calls", "Python Calls" }, { 0 } };
 
