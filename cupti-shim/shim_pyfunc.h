@@ -124,7 +124,7 @@ struct pyfunc_mech {
 	int (*install)(char *why, size_t len, char *desc, size_t dlen);
 	void (*add)(const struct pyfunc_code *c); /* a code object newly traced */
 	void (*refresh)(void); /* before each resolve: what changed in the job (threading came) */
-	void (*remove)(void);			  /* everything off */
+	void (*remove)(void);  /* everything off */
 };
 
 extern const struct pyfunc_mech shim_pyfunc_mon;  /* shim_pyfunc_mon.c, 3.12+ */
