@@ -322,6 +322,11 @@ static void install(uint32_t session, uint32_t gen)
 	st.gen = gen;
 	st.text = text;
 	st.missing = -1;
+	/*
+	 * A new recorder's spec: its notes are news even within one session (it attached
+	 * before the shim saw the last one's batch semaphore fall, and joined its session).
+	 */
+	st.noted_session = 0;
 	st.modules_dict = py.PySys_GetObject("modules");
 	if (st.modules_dict)
 		py.Py_IncRef(st.modules_dict);
