@@ -65,6 +65,7 @@ static struct {
 	const struct pyfunc_mech *mech; /* installed, NULL: nothing is */
 	pid_t pid;			/* the process that installed it (a fork's copy is not) */
 	uint32_t gen;			/* the spec installed */
+	uint32_t refused_gen;		/* a spec whose install failed: not tried again */
 	char *text;			/* its copy */
 	PyObject *modules_dict;		/* sys.modules (a reference) */
 	long modules;			/* len(sys.modules) at the last resolve */
@@ -322,6 +323,7 @@ static void install(uint32_t session, uint32_t gen)
 		py.PyGILState_Release(g);
 		free(text);
 		note(session, err, why);
+		st.refused_gen = gen; /* said; a new recording's spec tries again */
 		return;
 	}
 	st.mech = m;
@@ -371,7 +373,8 @@ static void pyfunc_poll(void)
 	if (st.mech && gen != st.gen)
 		uninstall(); /* a new spec: installed afresh below */
 	if (!st.mech) {
-		install(session, gen);
+		if (gen != st.refused_gen)
+			install(session, gen);
 		return;
 	}
 	if (!(atomic_load(&shim_hot) & SHIM_HOT_PYFUNC))
