@@ -267,3 +267,22 @@ def test_pyfunc_inject_every_version():
         raise Skip("every interpreter: make check-pyfunc-versions")
     for which in ("3.8", "3.9", "3.11", "3.12", "3.13", "debian3.11", "debian3.14"):
         check_injected(which)
+
+
+def test_pyfunc_option_implies_the_family_and_bad_input():
+    """--python-functions alone records pyfunc; -t pyfunc without it, or a spec that names
+    nothing, fails with the reason and exit 1, before CMD runs."""
+    need_shim()
+    out = os.path.join(tmpdir(), "p.bst")
+    mark = os.path.join(tmpdir(), "ran")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "--python-functions", "__main__:f", "--",
+                        "true"], capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 0, p.stderr[-800:])
+    check(re.search(r"families: [a-z,]*\bpyfunc\)", p.stderr), f"pyfunc implied: {p.stderr}")
+    for args, says in ((["-t", "pyfunc"], "--python-functions SPEC names: give it"),
+                       (["--python-functions", "nocolon"], '"nocolon": neither')):
+        p = subprocess.run([BPFSIGHT, "record", "-o", out, "--force", *args, "--", "touch",
+                            mark], capture_output=True, text=True, timeout=120)
+        eq(p.returncode, 1, f"{args}: exit status ({p.stderr[-800:]})")
+        check(says in p.stderr, f"{args}: says why: {p.stderr[-800:]}")
+        check(not os.path.exists(mark), f"{args}: CMD never ran")

@@ -142,12 +142,12 @@ static int parse_functions(void *opts, const char *arg, const char *cmd)
 	int n;
 
 	if (!text) {
-		pr_err("%s: --python-functions: out of memory\n", cmd);
+		pr_err("--python-functions: out of memory\n");
 		return 1;
 	}
 	n = pyfunc_spec__parse(arg, text, SPEC_TEXT_MAX, err, sizeof(err));
 	if (n < 0) {
-		pr_err("%s: --python-functions %s: %s\n", cmd, arg, err);
+		pr_err("--python-functions %s: %s\n", arg, err);
 		free(text);
 		return 1;
 	}
