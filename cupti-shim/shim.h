@@ -17,6 +17,8 @@
  *   shim_nvtx_late.c  NVTX instances an injected shim can still reach (.symtab)
  *   shim_modules.c the modules of families beyond GPU activity and NVTX, one line each
  *   shim_torch*.c  PyTorch's ops through a RecordFunction callback (shim_torch.h)
+ *   shim_pyfunc*.c named Python functions' calls, sys.monitoring or a C profile function
+ *                  (shim_pyfunc.h)
  *   shim_clock.c   the TSC mapped onto CLOCK_MONOTONIC, for the torch ops' timestamps
  *
  * Nothing here may harm the application: every failure is reported in a STATUS record (or
