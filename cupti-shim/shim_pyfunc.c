@@ -9,7 +9,8 @@
  *     (shim_pyfunc_resolve.c) and the mechanism installed (3.12+: sys.monitoring; before: the
  *     C profile function), STATUS(PYFUNC) saying which and what was not found;
  *   - while up: resolved again when sys.modules grew, and every second while an entry is
- *     still missing (a function imported or defined later);
+ *     still missing or has flag 's' (a function imported or defined later, a subclass
+ *     defined later in a module already imported: a script's model class);
  *   - semaphore down (the recording ended, or the recorder was SIGKILLed: the kernel drops
  *     its semaphores), or a forked child's inherited copy: everything removed, GIL held,
  *     and the spec's gen put back to 0 (compare-and-swap: a new recorder's write wins), so
@@ -70,6 +71,7 @@ static struct {
 	PyObject *modules_dict;		/* sys.modules (a reference) */
 	long modules;			/* len(sys.modules) at the last resolve */
 	int missing;			/* entries not found at the last resolve */
+	bool subclasses;		/* an entry has flag 's': a class defined later may add */
 	uint64_t last_resolve;
 	char desc[128];
 	uint32_t noted_session;
@@ -231,6 +233,23 @@ static char *spec_copy(uint32_t gen)
 	return text;
 }
 
+/* Whether an entry of TEXT has flag 's' (its third field). */
+static bool has_subclass_entry(const char *text)
+{
+	for (const char *line = text; *line;) {
+		const char *end = strchr(line, '\n'), *f = line;
+
+		end = end ? end : line + strlen(line);
+		for (int tab = 0; tab < 2 && f < end; f++)
+			tab += *f == '\t';
+		for (; f < end && *f != '\t'; f++)
+			if (*f == 's')
+				return true;
+		line = *end ? end + 1 : end;
+	}
+	return false;
+}
+
 /* The GIL, unless the interpreter is going away (a thread taking it then never returns). */
 static bool gil_take(int *g)
 {
@@ -331,6 +350,7 @@ static void install(uint32_t session, uint32_t gen)
 	st.gen = gen;
 	st.text = text;
 	st.missing = -1;
+	st.subclasses = has_subclass_entry(text);
 	/*
 	 * A new recorder's spec: its notes are news even within one session (it attached
 	 * before the shim saw the last one's batch semaphore fall, and joined its session).
@@ -380,7 +400,8 @@ static void pyfunc_poll(void)
 	if (!(atomic_load(&shim_hot) & SHIM_HOT_PYFUNC))
 		set_on(true);
 	/* Functions imported or defined since: sys.modules grew, or something is missing. */
-	if (modules_len() == st.modules && (!st.missing || shim_now() - st.last_resolve < RETRY_NS))
+	if (modules_len() == st.modules &&
+	    ((!st.missing && !st.subclasses) || shim_now() - st.last_resolve < RETRY_NS))
 		return;
 	if (!gil_take(&g))
 		return;

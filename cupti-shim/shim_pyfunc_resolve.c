@@ -5,7 +5,8 @@
  * effects, its time) the job did not ask for.
  *
  *   - MODULE:QUALNAME walked through attributes; a decorated function's __wrapped__
- *     unwrapped, a method's __func__ taken; "outer.<locals>.inner" is inner's code among
+ *     unwrapped, a method's __func__ taken, a wrapper made without functools.wraps looked
+ *     through (the function of its name in its closure); "outer.<locals>.inner" is inner's code among
  *     outer's constants (no function object of it need exist yet);
  *   - flag 's': the override of every subclass of the class, each named by the class that
  *     defines it;
@@ -188,10 +189,44 @@ static long attr_long(PyObject *o, const char *name)
 	return n;
 }
 
-/* The code object behind a function, method, staticmethod or decorated function (new ref). */
-static PyObject *code_of(PyObject *obj)
+static PyObject *code_of(PyObject *obj, const char *name);
+
+/*
+ * A wrapper made without functools.wraps (torch's optimizers' step: one wrapper code for
+ * every class): the function named NAME among the closure's cells, the one it wraps. A
+ * wrapper's code is shared by all it wraps, so it cannot stand for one of them.
+ */
+static PyObject *closure_code(PyObject *fn, const char *name)
 {
-	PyObject *o = obj, *next;
+	PyObject *cells = attr(fn, "__closure__"), *found = NULL;
+	long n = cells && cells != py.none ? py.PyObject_Size(cells) : 0;
+	char fname[256];
+
+	for (long i = 0; i < n && !found; i++) {
+		PyObject *cell = py.PySequence_GetItem(cells, i);
+		PyObject *v = cell ? attr(cell, "cell_contents") : NULL;
+
+		if (v && !strcmp(attr_str(v, "__name__", fname, sizeof(fname)), name))
+			found = code_of(v, NULL);
+		if (v)
+			py.Py_DecRef(v);
+		if (cell)
+			py.Py_DecRef(cell);
+		py.PyErr_Clear();
+	}
+	if (cells)
+		py.Py_DecRef(cells);
+	return found;
+}
+
+/*
+ * The code object behind a function, method, staticmethod or decorated function (new ref);
+ * NAME (or NULL): the name it is looked up by, which a wrapper's code does not have.
+ */
+static PyObject *code_of(PyObject *obj, const char *name)
+{
+	PyObject *o = obj, *next, *inner;
+	char co_name[256];
 	int hops = 0;
 
 	py.Py_IncRef(o);
@@ -201,14 +236,21 @@ static PyObject *code_of(PyObject *obj)
 		o = next;
 	}
 	if ((next = attr(o, "__code__"))) {
+		if (!is_code(next)) {
+			py.Py_DecRef(next);
+			py.Py_DecRef(o);
+			return NULL;
+		}
+		if (name && strcmp(attr_str(next, "co_name", co_name, sizeof(co_name)), name) &&
+		    (inner = closure_code(o, name))) {
+			py.Py_DecRef(next);
+			next = inner;
+		}
 		py.Py_DecRef(o);
-		if (is_code(next))
-			return next;
-		py.Py_DecRef(next);
-		return NULL;
+		return next;
 	}
 	if ((next = attr(o, "__func__"))) {
-		PyObject *c = code_of(next);
+		PyObject *c = code_of(next, name);
 
 		py.Py_DecRef(next);
 		py.Py_DecRef(o);
@@ -416,7 +458,7 @@ static void subclasses(PyObject *cls, const char *method, const char *domain,
 		dict = attr(sub, "__dict__");
 		fn = dict ? py.PyObject_CallMethod(dict, "get", "s", method) : NULL;
 		py.PyErr_Clear();
-		if (fn && fn != py.none && (code = code_of(fn))) {
+		if (fn && fn != py.none && (code = code_of(fn, method))) {
 			snprintf(name, sizeof(name), "%s:%s.%s",
 				 attr_str(sub, "__module__", mod, sizeof(mod)),
 				 attr_str(sub, "__qualname__", qual, sizeof(qual)), method);
@@ -448,7 +490,7 @@ static int resolve_entry(PyObject *modules, const struct entry *e,
 		py.Py_IncRef(mod);
 		if (locals) {
 			obj = walk(mod, e->qual, (size_t)(locals - e->qual));
-			PyObject *outer = obj ? code_of(obj) : NULL;
+			PyObject *outer = obj ? code_of(obj, NULL) : NULL;
 			char head[NAME_MAX_LEN];
 
 			snprintf(head, sizeof(head), "%.*s", (int)(locals - e->qual), e->qual);
@@ -457,7 +499,7 @@ static int resolve_entry(PyObject *modules, const struct entry *e,
 				py.Py_DecRef(outer);
 		} else {
 			obj = walk(mod, e->qual, strlen(e->qual));
-			code = obj ? code_of(obj) : NULL;
+			code = obj ? code_of(obj, last ? last + 1 : e->qual) : NULL;
 		}
 		if (obj)
 			py.Py_DecRef(obj);
