@@ -64,13 +64,13 @@ def need_shim():
         raise Skip("bpfsight was built without the cupti-shim (no CUDA headers)")
 
 
-def recorded_calls(which):
-    """Record the job's calls phase on interpreter WHICH: (the job's truth, the calls)."""
+def go_when_found(cmd, spec, found_when, which):
+    """Record CMD with SPEC; "go" to its stdin once a line of the recorder says FOUND_WHEN
+    (the shim's note of what it found). Returns (the job's JSON line, the calls)."""
     need_shim()
-    py = interpreter(which)
     out = os.path.join(tmpdir(), "pyfunc.bst")
-    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "--python-functions", SPEC, "--", py,
-                          JOB, "calls"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "--python-functions", spec, "--",
+                          *cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     lines = []
     found = threading.Event()
@@ -78,8 +78,7 @@ def recorded_calls(which):
     def read():
         for line in p.stderr:
             lines.append(line)
-            # every entry found: the shim's note names them all, nothing missing
-            if re.search(r": %d code objects traced$" % len(NAMES), line.rstrip()):
+            if found_when(line.rstrip()):
                 found.set()
         found.set()
 
@@ -87,7 +86,7 @@ def recorded_calls(which):
     t.start()
     try:
         check(found.wait(60) and p.poll() is None,
-              f"{which}: the shim never found every function: {''.join(lines)[-1500:]}")
+              f"{which}: the shim never found the functions: {''.join(lines)[-1500:]}")
         tell(p, "go")
         stdout, _ = p.communicate(timeout=120)
     finally:
@@ -96,10 +95,17 @@ def recorded_calls(which):
     t.join(5)
     eq(p.returncode, 0, f"{which}: record ({''.join(lines)[-1500:]})")
     m = re.search(r"^\{\"pid\".*$", stdout, re.M)
-    check(m, f"{which}: the job's truth line: {stdout[-600:]}")
-    truth = json.loads(m.group(0))
+    check(m, f"{which}: the job's line: {stdout[-600:]}")
     calls = [e for e in dump(out) if e["kind"] == "pyfunc_call"]
-    return truth, calls
+    return json.loads(m.group(0)), calls
+
+
+def recorded_calls(which):
+    """Record the job's calls phase on interpreter WHICH: (the job's truth, the calls)."""
+    # every entry found: the shim's note names them all, nothing missing
+    return go_when_found([interpreter(which), JOB, "calls"], SPEC,
+                         lambda line: line.endswith(f": {len(NAMES)} code objects traced"),
+                         which)
 
 
 def check_calls(which):
@@ -157,6 +163,29 @@ def test_pyfunc_calls_stripped_debian_311():
 
 def test_pyfunc_calls_314():
     check_calls("debian3.14")
+
+
+def test_pyfunc_pytorch_preset():
+    """The pytorch preset on a CPU training loop (Debian's torch): every module's forward by
+    its class as torch's own forward hook counts the calls, the optimizer's step and
+    zero_grad once per step."""
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode:
+        raise Skip("no torch for /usr/bin/python3 (Debian's python3-torch)")
+    # marker is defined after the model: once it is found, so is the model's forward
+    job, calls = go_when_found(
+        [py, os.path.join(os.path.dirname(JOB), "pyfunc_torch.py")], "__main__:marker,pytorch",
+        lambda line: "code objects traced" in line and "__main__:marker" not in line,
+        "pytorch")
+    got = collections.Counter(e["name"] for e in calls)
+    steps = job["steps"]
+    eq(job["modules"], {"Net": steps, "Linear": 2 * steps}, "the job's own module calls")
+    eq(got["__main__:Net.forward"], job["modules"]["Net"], "Net.forward, by its class")
+    eq(got["torch.nn.modules.linear:Linear.forward"], job["modules"]["Linear"],
+       "Linear.forward, by its class")
+    eq(got["torch.optim.sgd:SGD.step"], steps, "the optimizer's step, by its class")
+    eq(got["torch.optim.optimizer:Optimizer.zero_grad"], steps, "zero_grad")
+    check(all(e["args"].get("domain") for e in calls), "the preset's domain on each call")
 
 
 def test_pyfunc_calls_every_version():
