@@ -21,6 +21,7 @@
 #include "cublas.h"
 #include "blas.h"
 #include "cudnn.h"
+#include "pyfunc.h"
 
 #ifdef FAMILIES_EXTRA
 extern const struct family FAMILIES_EXTRA;
@@ -35,7 +36,7 @@ const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
 	&family_osrt, &family_sched, &family_cpu, &family_gil, &family_cuda, &family_nccl,
 	&family_gpu, &family_nvtx, &family_torch, &family_mem, &family_cublas, &family_blas,
-	&family_cudnn,
+	&family_cudnn, &family_pyfunc,
 #ifdef FAMILIES_EXTRA
 	&FAMILIES_EXTRA,
 #endif
