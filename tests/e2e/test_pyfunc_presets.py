@@ -4,11 +4,13 @@
   count equals the job's, the optimizer's step, zero_grad and both backwards equal its steps,
   the DataLoader's next equals its batches plus one StopIteration per epoch; with -t torch,
   pyfunc_step_sum puts exactly one of each in every torch step;
-- dask, on Debian's python3-dask (tests/workloads/pyfunc_dask.py, whose task functions count
-  their runs): one execute_task per task run, every compute and scheduler's get counted;
-- an nsys --python-functions-trace file in the docs' format (tests/fixtures/pyfunc/
-  nsys_json.json) runs unchanged, with the docs' own CuPy example beside it (CuPy is not
-  installed: its entries are only not found).
+  the docs' own CuPy example runs beside the preset (CuPy is not installed: its entries are
+  only not found);
+- dask (as nsys's --dask=functions-trace gives it), on Debian's python3-dask
+  (tests/workloads/pyfunc_dask.py, whose task functions count their runs): one execute_task
+  per task run, every compute and scheduler's get counted;
+- a file in the docs' format (tests/fixtures/pyfunc/nsys_json.json) given to nsys's own
+  --python-functions-trace runs unchanged.
 The records come from the cupti-shim's pyfunc module in the job's interpreter (the profile
 function of /usr/bin/python3, a stripped 3.11).
 """
@@ -47,7 +49,9 @@ def calls(rows, pattern):
 def test_pytorch_preset():
     need_root()
     need_torch()
-    truth, rows, out = job("pyfunc_train.py", "-t", "torch", "--python-functions", "pytorch")
+    docs = os.path.join(FIXTURES, "nsys_cupy_annotations.json")  # CuPy's: not found
+    truth, rows, out = job("pyfunc_train.py", "-t", "torch", "--python-functions",
+                           f"pytorch,{docs}")
     got = {f[:-len(".forward")]: r["calls"] for f, r in rows.items() if f.endswith(".forward")}
     eq(got, truth["forward"], "forward calls by class (module:Class) as the job counted them")
     steps = truth["steps"]
@@ -74,7 +78,7 @@ def need_dask():
 def test_dask_preset():
     need_root()
     need_dask()
-    truth, rows, _ = job("pyfunc_dask.py", "--python-functions", "dask")
+    truth, rows, _ = job("pyfunc_dask.py", "--dask=functions-trace")  # nsys's: the preset
     eq(rows["dask.local:execute_task"]["calls"], truth["tasks"], "a task, one execute_task")
     # (dask.core's _execute_task runs each task's function, and compute's repacking of the
     # results too: no count of the job's own says how many times)
@@ -89,12 +93,11 @@ def test_dask_preset():
 def test_nsys_spec_file_runs_unchanged():
     need_root()
     spec = os.path.join(FIXTURES, "nsys_json.json")
-    docs = os.path.join(FIXTURES, "nsys_cupy_annotations.json")
-    truth, rows, out = job("pyfunc_json.py", "--python-functions", f"{spec},{docs}")
+    truth, rows, out = job("pyfunc_json.py", f"--python-functions-trace={spec}")  # nsys's
     eq({f: r["calls"] for f, r in rows.items()},
        {"json:dumps": truth["dumps"], "json:loads": truth["loads"],
         "json.decoder:JSONDecoder.decode": truth["loads"], "__main__:work": truth["work"]},
-       "the file's functions, __main__'s too; CuPy's not found")
+       "the file's functions, __main__'s too")
     domains = collections.Counter()
     for e in dump(out):
         if e["kind"] == "pyfunc":
