@@ -400,10 +400,10 @@ static void test_decode_api_status(void)
 	ASSERT_ARG_U64(&ev, "dropped", 4);
 	ASSERT_ARG_U64(&ev, "seq", 17);
 	ASSERT_ARG_U64(&ev, "cupti_version", 130000);
-	for (__u32 e = 1; e <= 10; e++) {
+	for (__u32 e = 1; e <= 11; e++) {
 		static const char *const names[] = {
-			NULL,	"attach",  "state", "cupti_error", "drained",  "dropped",
-			"exit", "no_shim", "torch", "join",	   "event_10",
+			NULL,	"attach",  "state", "cupti_error", "drained", "dropped",
+			"exit", "no_shim", "torch", "join",	   "pyfunc",  "event_11",
 		};
 
 		s.event = e;
