@@ -21,7 +21,7 @@ import re
 import subprocess
 
 from commands import DEBIAN_PY, ROOT, WORKLOADS, need_torch
-from helpers import Skip, check, dump, eq, need_root, record, stats
+from helpers import BPFSIGHT, Skip, check, dump, eq, need_root, record, run, stats
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 20
@@ -104,3 +104,23 @@ def test_nsys_spec_file_runs_unchanged():
             domains[e["args"].get("domain")] += 1
     eq(domains, {"JSON": truth["dumps"] + 2 * truth["loads"], None: truth["work"]},
        "the file's domains")
+
+
+def test_bad_specs_and_nsys_options():
+    """A malformed spec stops record before anything runs, exit 1, naming the piece; nsys's
+    --pytorch=functions-trace and --dask=functions-trace record the presets' family."""
+    need_root()
+    for args, said in (
+            (["--python-functions", "pytorch,1mod:f"],
+             "--python-functions pytorch,1mod:f: \"1mod:f\": \"1mod\" is not a module name"),
+            (["--python-functions", "torch"], "\"torch\": neither module:function, a preset "
+                                              "(pytorch, lightning, dask) nor a file"),
+            (["--python-functions", os.path.join(FIXTURES, "..", "pyfunc")],
+             "neither module:function"),
+            (["--dask=bogus"], "--dask bogus: functions-trace or none")):
+        p = run([BPFSIGHT, "record", *args, "--dry-run", "--", "true"])
+        eq(p.returncode, 1, f"{args}: exit 1")
+        check(said in p.stderr, f"{args}: {said!r} in {p.stderr.strip()[-300:]!r}")
+    p = run([BPFSIGHT, "record", "--pytorch=functions-trace", "--dask=functions-trace",
+             "--dry-run", "--", "true"], check=True)
+    check("torch,pyfunc)" in p.stderr, f"torch and pyfunc recorded: {p.stderr[-300:]!r}")

@@ -2,8 +2,8 @@
 /*
  * --python-functions SPEC -> the canonical text the shim reads (pyfunc_spec.h). The presets'
  * names were checked against Debian's torch 1.13, python3-dask 2022.12 and
- * python3-distributed (tests/e2e/test_pyfunc_presets.py resolves every entry whose module
- * imports); Lightning's against its SimpleProfiler's hook names, in both package paths.
+ * python3-distributed (tests/e2e/test_pyfunc_presets.py runs the pytorch and dask presets
+ * against the jobs' own counts); Lightning's against its sources' hooks (not packaged here).
  */
 #include <errno.h>
 #include <stdio.h>
