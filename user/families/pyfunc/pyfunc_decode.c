@@ -41,14 +41,17 @@ static int decode_call(const struct bs_hdr *rec, const struct trace_model *m, st
 }
 
 /*
- * Kineto's category for Python calls (its Python tracer's), on the thread's own track: a
- * Python call encloses the API calls it makes and nests with them, as nsys draws its Python
- * function ranges on the thread.
+ * Kineto's category for Python calls (its Python tracer's). Perfetto: a child track of the
+ * thread, as torch ops: the shim's clock is CLOCK_MONOTONIC to a fraction of a microsecond,
+ * so a call that returns right after a CUDA call it made could cross that call's end on a
+ * shared track; on their own track the calls nest exactly, and with the thread's other
+ * tracks by time.
  */
 static const struct export_style call_style = {
 	.cat = "python_function",
 	.ph = 'X',
-	.on_thread = 1,
+	.track = "python functions",
+	.desc = "Calls of the Python functions --python-functions names, nested by time",
 };
 
 #define OFF(t, f) offsetof(struct t, f)
