@@ -40,7 +40,7 @@ SHIM_SEMAPHORE(pyfunc);
 /* Written by the recorder (process_vm_writev): text first, gen last. */
 SHIM_EXPORT struct bs_pyfunc_spec bpfsight_pyfunc_spec;
 
-#define SHIM_HOT_PYFUNC 0x10 /* the callbacks record (shim.h: the next free bit after torch) */
+#define SHIM_HOT_PYFUNC	 0x10 /* the callbacks record (shim.h: the next free bit after torch) */
 #define PYFUNC_MAX_DEPTH 128
 #define RETRY_NS	 (1000 * SHIM_NS_PER_MS)
 
@@ -216,8 +216,7 @@ static char *spec_copy(uint32_t gen)
 		return NULL;
 	memcpy(text, s->text, len + 1);
 	atomic_thread_fence(memory_order_acquire);
-	if (text[len] || strlen(text) != len ||
-	    atomic_load((_Atomic uint32_t *)&s->gen) != gen) {
+	if (text[len] || strlen(text) != len || atomic_load((_Atomic uint32_t *)&s->gen) != gen) {
 		free(text);
 		return NULL;
 	}
@@ -253,13 +252,16 @@ static void resolve(uint32_t session)
 
 	st.modules = modules_len();
 	st.last_resolve = shim_now();
+	if (st.mech->refresh)
+		st.mech->refresh();
 	n = shim_pyfunc_resolve(st.text, st.mech->add, missing, sizeof(missing));
 	if (n < 0)
 		return;
 	if (shim_pyfunc_codes__count() == before && n == st.missing && before)
 		return;
 	st.missing = n;
-	snprintf(text, sizeof(text), "Python 3.%d: %s: %u code objects traced%s%s", py.minor, st.desc, shim_pyfunc_codes__count(), n ? "; not found yet: " : "",
+	snprintf(text, sizeof(text), "Python 3.%d: %s: %u code objects traced%s%s", py.minor,
+		 st.desc, shim_pyfunc_codes__count(), n ? "; not found yet: " : "",
 		 n ? missing : "");
 	note(session, 0, text);
 }
@@ -363,8 +365,7 @@ static void pyfunc_poll(void)
 	if (!(atomic_load(&shim_hot) & SHIM_HOT_PYFUNC))
 		set_on(true);
 	/* Functions imported or defined since: sys.modules grew, or something is missing. */
-	if (modules_len() == st.modules &&
-	    (!st.missing || shim_now() - st.last_resolve < RETRY_NS))
+	if (modules_len() == st.modules && (!st.missing || shim_now() - st.last_resolve < RETRY_NS))
 		return;
 	if (!gil_take(&g))
 		return;

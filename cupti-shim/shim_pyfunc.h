@@ -61,9 +61,9 @@ struct py_api {
 	void *(*PyInterpreterState_ThreadHead)(void *);
 	void *(*PyThreadState_Next)(void *);
 	/* 3.8-3.11's profile function */
-	int (*PyEval_SetProfile)(void *func, PyObject *obj);		     /* void in fact */
+	int (*PyEval_SetProfile)(void *func, PyObject *obj);		    /* void in fact */
 	int (*_PyEval_SetProfile)(void *tstate, void *func, PyObject *obj); /* 3.9+ */
-	PyObject *(*PyFrame_GetCode)(void *frame);			     /* 3.9+ */
+	PyObject *(*PyFrame_GetCode)(void *frame);			    /* 3.9+ */
 	PyObject *none;
 	PyObject *code_type;
 };
@@ -92,12 +92,12 @@ void *shim_pyfunc_api__profile_of(void *tstate);
 
 /* What the records of one code object carry. */
 struct pyfunc_code {
-	PyObject *code;		  /* a strong reference while it is in the table */
-	struct shim_str *func;	  /* "module:Qual.name" */
-	struct shim_str *file;	  /* co_filename */
-	struct shim_str *domain;  /* the entry's domain, NULL: none */
-	uint32_t line;		  /* co_firstlineno */
-	bool gen;		  /* a generator's, a coroutine's or an async generator's */
+	PyObject *code;		 /* a strong reference while it is in the table */
+	struct shim_str *func;	 /* "module:Qual.name" */
+	struct shim_str *file;	 /* co_filename */
+	struct shim_str *domain; /* the entry's domain, NULL: none */
+	uint32_t line;		 /* co_firstlineno */
+	bool gen;		 /* a generator's, a coroutine's or an async generator's */
 };
 
 /* The code table (GIL held): lookups from the callbacks, additions from the poller. */
@@ -113,8 +113,8 @@ void shim_pyfunc_codes__clear(void);
  * code object found goes into the table and to ADDED (once each). Returns how many entries
  * are still not found; their names go to MISSING ("a, b", cut to LEN).
  */
-int shim_pyfunc_resolve(const char *text, void (*added)(const struct pyfunc_code *c),
-			char *missing, size_t len);
+int shim_pyfunc_resolve(const char *text, void (*added)(const struct pyfunc_code *c), char *missing,
+			size_t len);
 
 /* ---- the mechanisms (GIL held) ---- */
 
@@ -123,7 +123,8 @@ struct pyfunc_mech {
 	/* 0 or -errno with WHY said; DESC: a few words on what it is (the tool id) */
 	int (*install)(char *why, size_t len, char *desc, size_t dlen);
 	void (*add)(const struct pyfunc_code *c); /* a code object newly traced */
-	void (*remove)(void);			  /* everything off */
+	void (*refresh)(void); /* before each resolve: what changed in the job (threading came) */
+	void (*remove)(void);  /* everything off */
 };
 
 extern const struct pyfunc_mech shim_pyfunc_mon;  /* shim_pyfunc_mon.c, 3.12+ */

@@ -22,21 +22,23 @@
 
 struct py_api py;
 
-#define OPCODE_YIELD_VALUE_311 86
+#define OPCODE_YIELD_VALUE_311	86
+#define OPCODE_RESUME_QUICK_311 150
+#define OPCODE_RESUME_311	151
 
 /* Where each version keeps what the profile function reads (byte offsets). */
 struct py_layout {
 	int minor;
-	uint16_t f_code;	/* PyFrameObject.f_code (3.11: _PyInterpreterFrame.f_code) */
-	uint16_t f_lasti;	/* PyFrameObject.f_lasti (int); 0: not read */
-	uint16_t f_stacktop;	/* 3.8/3.9: PyFrameObject.f_stacktop, set by a yield */
-	uint16_t f_state;	/* 3.10: PyFrameObject.f_state (signed char) */
-	uint16_t f_frame;	/* 3.11: PyFrameObject.f_frame (the interpreter frame) */
-	uint16_t prev_instr;	/* 3.11: _PyInterpreterFrame.prev_instr */
-	uint16_t profilefunc;	/* PyThreadState.c_profilefunc */
-	uint16_t profileobj;	/* PyThreadState.c_profileobj */
-	uint16_t use_tracing;	/* 3.8: PyThreadState.use_tracing (int) */
-	uint16_t tracefunc;	/* 3.8: PyThreadState.c_tracefunc */
+	uint16_t f_code;      /* PyFrameObject.f_code (3.11: _PyInterpreterFrame.f_code) */
+	uint16_t f_lasti;     /* PyFrameObject.f_lasti (int); 0: not read */
+	uint16_t f_stacktop;  /* 3.8/3.9: PyFrameObject.f_stacktop, set by a yield */
+	uint16_t f_state;     /* 3.10: PyFrameObject.f_state (signed char) */
+	uint16_t f_frame;     /* 3.11: PyFrameObject.f_frame (the interpreter frame) */
+	uint16_t prev_instr;  /* 3.11: _PyInterpreterFrame.prev_instr */
+	uint16_t profilefunc; /* PyThreadState.c_profilefunc */
+	uint16_t profileobj;  /* PyThreadState.c_profileobj */
+	uint16_t use_tracing; /* 3.8: PyThreadState.use_tracing (int) */
+	uint16_t tracefunc;   /* 3.8: PyThreadState.c_tracefunc */
 };
 
 static const struct py_layout layouts[] = {
@@ -44,8 +46,7 @@ static const struct py_layout layouts[] = {
 	  .use_tracing = 48, .tracefunc = 64 },
 	{ 9, .f_code = 32, .f_lasti = 104, .f_stacktop = 72, .profilefunc = 56, .profileobj = 72 },
 	{ 10, .f_code = 32, .f_lasti = 96, .f_state = 108, .profilefunc = 56, .profileobj = 72 },
-	{ 11, .f_code = 32, .f_frame = 24, .prev_instr = 56, .profilefunc = 64,
-	  .profileobj = 80 },
+	{ 11, .f_code = 32, .f_frame = 24, .prev_instr = 56, .profilefunc = 64, .profileobj = 80 },
 };
 
 static const struct py_layout *lay;
@@ -59,13 +60,30 @@ PyObject *shim_pyfunc_api__frame_code(void *frame)
 	return FIELD(frame, lay->f_code, PyObject *);
 }
 
-/* 3.11: the opcode of the instruction the frame stopped at. */
+/* 3.11: the instruction the frame stopped at (a code unit: opcode, then its argument). */
+static const uint8_t *prev_instr(void *frame)
+{
+	return FIELD(FIELD(frame, lay->f_frame, void *), lay->prev_instr, const uint8_t *);
+}
+
 static uint8_t prev_opcode(void *frame)
 {
-	const uint8_t *instr = FIELD(FIELD(frame, lay->f_frame, void *), lay->prev_instr,
-				     const uint8_t *);
+	const uint8_t *instr = prev_instr(frame);
 
 	return instr ? instr[0] : 0;
+}
+
+/*
+ * 3.11 reports a call at the RESUME its frame starts or resumes at: its argument is 0 at
+ * the function's start, 1-3 after a yield, a yield from or an await. -1: not at a RESUME.
+ */
+static int prev_resume_arg(void *frame)
+{
+	const uint8_t *instr = prev_instr(frame);
+
+	if (!instr || (instr[0] != OPCODE_RESUME_311 && instr[0] != OPCODE_RESUME_QUICK_311))
+		return -1;
+	return instr[1];
 }
 
 bool shim_pyfunc_api__frame_yielded(void *frame)
@@ -81,7 +99,7 @@ bool shim_pyfunc_api__frame_resumed(void *frame)
 {
 	if (lay->f_lasti)
 		return FIELD(frame, lay->f_lasti, int) >= 0; /* -1 until it first ran */
-	return prev_opcode(frame) == OPCODE_YIELD_VALUE_311;
+	return prev_resume_arg(frame) > 0;
 }
 
 void *shim_pyfunc_api__profile_of(void *tstate)
@@ -114,7 +132,7 @@ int shim_pyfunc_api__set_profile(void *tstate, void *func)
 
 #define NEED(field, name)                                                                          \
 	do {                                                                                       \
-		if (!(*(void **)&py.field = dlsym(RTLD_DEFAULT, name))) {                           \
+		if (!(*(void **)&py.field = dlsym(RTLD_DEFAULT, name))) {                          \
 			missing = name;                                                            \
 			goto fail;                                                                 \
 		}                                                                                  \
@@ -184,8 +202,10 @@ int shim_pyfunc_api__find(char *why, size_t len)
 		return err;
 	v = py.Py_GetVersion();
 	if (sscanf(v, "%d.%d", &major, &minor) != 2 || major != 3 || minor < 8 || minor > 14) {
-		snprintf(why, len, "Python functions not traced: Python %.40s is not supported "
-				   "(3.8 to 3.14 are)", v);
+		snprintf(why, len,
+			 "Python functions not traced: Python %.40s is not supported "
+			 "(3.8 to 3.14 are)",
+			 v);
 		return err = -ENOTSUP;
 	}
 	py.minor = minor;
@@ -203,10 +223,11 @@ int shim_pyfunc_api__find(char *why, size_t len)
 				lay = &layouts[i];
 		/* Py_TRACE_REFS puts two more pointers in every object's header: no layout fits. */
 		if (dlsym(RTLD_DEFAULT, "_Py_PrintReferenceAddresses")) {
-			snprintf(why, len,
-				 "Python functions not traced: a Py_TRACE_REFS build of Python 3.%d "
-				 "(its objects are not laid out as the release build's)",
-				 minor);
+			snprintf(
+				why, len,
+				"Python functions not traced: a Py_TRACE_REFS build of Python 3.%d "
+				"(its objects are not laid out as the release build's)",
+				minor);
 			return err = -ENOTSUP;
 		}
 	}

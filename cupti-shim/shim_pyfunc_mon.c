@@ -30,7 +30,7 @@ struct py_method_def {
 enum { EV_START, EV_RESUME, EV_THROW, EV_RETURN, EV_YIELD, EV_UNWIND, EV_N };
 
 static const char *const ev_names[EV_N] = { "PY_START",	 "PY_RESUME", "PY_THROW",
-					     "PY_RETURN", "PY_YIELD",  "PY_UNWIND" };
+					    "PY_RETURN", "PY_YIELD",  "PY_UNWIND" };
 static const int tool_order[] = { 4, 3, 5, 2, 1, 0 };
 
 static long ev_bits[EV_N];
@@ -77,7 +77,6 @@ static struct py_method_def defs[EV_N] = {
 	[EV_YIELD] = { "bpfsight_py_yield", (void *)on_yield, METH_FASTCALL, NULL },
 	[EV_UNWIND] = { "bpfsight_py_unwind", (void *)on_unwind, METH_FASTCALL, NULL },
 };
-
 
 /* The result of a call into sys.monitoring: 0, or -1 with the error cleared. */
 static int call_obj(PyObject *ret)
@@ -180,8 +179,9 @@ static int mon_install(char *why, size_t len, char *desc, size_t dlen)
 						    ev_bits[e], callbacks[e]))) {
 			py.PyErr_Clear();
 			mon_remove();
-			snprintf(why, len, "Python functions not traced: sys.monitoring refused "
-					   "the callbacks");
+			snprintf(why, len,
+				 "Python functions not traced: sys.monitoring refused "
+				 "the callbacks");
 			return -EINVAL;
 		}
 	}

@@ -35,9 +35,9 @@ struct py_method_def {
 };
 
 static bool installed;
-static PyObject *starter;    /* threading's hook for new threads */
-static PyObject *threading;  /* the module, when the job imported it */
-static uint32_t skipped;     /* threads left to their own profiler */
+static PyObject *starter;   /* threading's hook for new threads */
+static PyObject *threading; /* the module, when the job imported it */
+static uint32_t skipped;    /* threads left to their own profiler */
 
 static int profile(PyObject *obj, void *frame, int what, PyObject *arg)
 {
@@ -53,9 +53,9 @@ static int profile(PyObject *obj, void *frame, int what, PyObject *arg)
 		shim_pyfunc__begin(c, c->gen && shim_pyfunc_api__frame_resumed(frame));
 	else
 		shim_pyfunc__end(c, !arg ? BS_PYFUNC_END_UNWIND
-				 : c->gen && shim_pyfunc_api__frame_yielded(frame)
-					 ? BS_PYFUNC_END_YIELD
-					 : BS_PYFUNC_END_RETURN);
+				    : c->gen && shim_pyfunc_api__frame_yielded(frame)
+					    ? BS_PYFUNC_END_YIELD
+					    : BS_PYFUNC_END_RETURN);
 	return 0;
 }
 
@@ -78,7 +78,8 @@ static void for_each_thread(void (*fn)(void *tstate))
 {
 	void *interp = py.PyInterpreterState_Main();
 
-	for (void *ts = py.PyInterpreterState_ThreadHead(interp); ts; ts = py.PyThreadState_Next(ts))
+	for (void *ts = py.PyInterpreterState_ThreadHead(interp); ts;
+	     ts = py.PyThreadState_Next(ts))
 		fn(ts);
 }
 
@@ -132,16 +133,22 @@ static int prof_install(char *why, size_t len, char *desc, size_t dlen)
 	skipped = 0;
 	for_each_thread(set_one);
 	threading_hook(starter);
-	snprintf(desc, dlen, "a C profile function%s", skipped ? " (threads with a profiler of "
-								 "their own left alone)"
-							       : "");
+	snprintf(desc, dlen, "a C profile function%s",
+		 skipped ? " (threads with a profiler of "
+			   "their own left alone)"
+			 : "");
 	return 0;
 }
 
-/* A code object newly traced: nothing to do but (threading imported since) new threads. */
+/* A code object newly traced: the profile function knows it from the table. */
 static void prof_add(const struct pyfunc_code *c)
 {
 	(void)c;
+}
+
+/* The job imported threading since: its new threads get the starter too. */
+static void prof_refresh(void)
+{
 	if (!threading)
 		threading_hook(starter);
 }
@@ -168,5 +175,6 @@ const struct pyfunc_mech shim_pyfunc_prof = {
 	.name = "profile function",
 	.install = prof_install,
 	.add = prof_add,
+	.refresh = prof_refresh,
 	.remove = prof_remove,
 };

@@ -25,7 +25,7 @@
 
 #define CO_NEWLOCALS 0x2
 /* CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR */
-#define CO_SUSPENDS 0x3a0
+#define CO_SUSPENDS  0x3a0
 #define MAX_DEPTH    24
 #define MAX_FRAMES   512
 #define NAME_MAX_LEN 1024
@@ -274,7 +274,10 @@ static PyObject *search(PyObject *code, const char *qual, const char *want, int 
 		} else {
 			attr_str(c, "co_name", name, sizeof(name));
 			snprintf(child, sizeof(child), "%s%s%s", qual,
-				 !*qual ? "" : in_function ? ".<locals>." : ".", name);
+				 !*qual	       ? ""
+				 : in_function ? ".<locals>."
+					       : ".",
+				 name);
 		}
 		len = strlen(child);
 		if (!strcmp(child, want)) {
@@ -325,7 +328,8 @@ static PyObject *search_running(const char *module, const char *want)
 
 		while (f && !found && seen++ < MAX_FRAMES) {
 			PyObject *globals = attr(f, "f_globals"), *code = attr(f, "f_code");
-			PyObject *name = globals ? py.PyDict_GetItemString(globals, "__name__") : NULL;
+			PyObject *name =
+				globals ? py.PyDict_GetItemString(globals, "__name__") : NULL;
 			const char *text = name ? py.PyUnicode_AsUTF8(name) : NULL;
 			char qual[NAME_MAX_LEN];
 
@@ -392,8 +396,8 @@ static int add(PyObject *code, const char *name, const char *domain,
 static void subclasses(PyObject *cls, const char *method, const char *domain,
 		       void (*added)(const struct pyfunc_code *c), int depth)
 {
-	PyObject *subs = depth < MAX_DEPTH ? py.PyObject_CallMethod(cls, "__subclasses__", NULL)
-					   : NULL;
+	PyObject *subs =
+		depth < MAX_DEPTH ? py.PyObject_CallMethod(cls, "__subclasses__", NULL) : NULL;
 	long n;
 
 	if (!subs) {
@@ -477,8 +481,8 @@ static int resolve_entry(PyObject *modules, const struct entry *e,
 	return found;
 }
 
-int shim_pyfunc_resolve(const char *text, void (*added)(const struct pyfunc_code *c),
-			char *missing, size_t len)
+int shim_pyfunc_resolve(const char *text, void (*added)(const struct pyfunc_code *c), char *missing,
+			size_t len)
 {
 	PyObject *modules = py.PySys_GetObject("modules");
 	struct entry *e = malloc(sizeof(*e));

@@ -100,7 +100,7 @@ def test_nsys_spec_file_runs_unchanged():
        "the file's functions, __main__'s too")
     domains = collections.Counter()
     for e in dump(out):
-        if e["kind"] == "pyfunc":
+        if e["kind"] == "pyfunc_call":
             domains[e["args"].get("domain")] += 1
     eq(domains, {"JSON": truth["dumps"] + 2 * truth["loads"], None: truth["work"]},
        "the file's domains")

@@ -140,7 +140,7 @@ def test_pyfunc_sum_exact():
 
 def test_pyfunc_dump():
     need_root()
-    evs = [e for e in dump(trace()) if e["kind"] == "pyfunc"]
+    evs = [e for e in dump(trace()) if e["kind"] == "pyfunc_call"]
     eq(len(evs), len(PIECES), "one event per piece")
     by = {(e["tid"], e["ts"]): e for e in evs}
     gen = by[(MAIN, 4600)]

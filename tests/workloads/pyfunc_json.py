@@ -15,7 +15,7 @@ def work():
 
 
 # The cupti-shim installs the calls' hooks at the first safe point after the interpreter
-# started, as for a job it joins with -p: give it that moment (docs/PYFUNC.md, "Launch").
+# started, as for a job it joins with -p: give it that moment (docs/PYFUNC-mechanism.md).
 time.sleep(1)
 work()
 # not json.dumps: it would count once more

@@ -36,10 +36,7 @@ __u32 loss_cause__slot(__u32 cause);
 const struct family *loss__family(const struct bs_loss *l);
 /* The family of the record-type block BLOCK (the one decoding a type in it), or NULL. */
 const struct family *loss__block_family(__u32 block);
-/*
- * The record-type block of F (0x30 for cuda; one sharing a block with an earlier family: the
- * block of its own loss causes), or -1 for one that decodes no record.
- */
+/* The record-type block of F (0x30 for cuda), or -1 for one that decodes no record. */
 int loss__family_block(const struct family *f);
 /*
  * The name of the family whose events loss L counts, for labels and reports: "all" for a

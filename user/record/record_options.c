@@ -894,7 +894,7 @@ int record_args__check(struct record_args *a)
 				o->families |= 1ull << i;
 	}
 	record_args__default_families(o);
-	o->families |= a->implied; /* after the defaults: an option adds to them */
+	o->families |= a->implied;		 /* after the defaults: an option adds to them */
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */
 		for (int i = 0; families[i]; i++)
 			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&

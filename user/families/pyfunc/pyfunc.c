@@ -172,8 +172,8 @@ static void pyfunc_opts_describe(const void *opts, char *buf, size_t len)
 static const struct family_option pyfunc_options[] = {
 	{ "python-functions", "SPEC",
 	  "time every call of these Python functions in the job's interpreter (implies -t "
-	  "pyfunc): module:Qual.name,... (__main__ too), a JSON spec file in nsys's format, "
-	  "or a preset (pytorch, lightning, dask); with -p the job needs the cupti-shim "
+	  "pyfunc): module:Qual.name,... (__main__ too), a file in nsys's Python functions trace "
+	  "JSON format, or a preset (pytorch, lightning, dask); with -p the job needs the cupti-shim "
 	  "(--inject). docs/PYFUNC.md",
 	  FAMILY_OPT_RECORD | FAMILY_OPT_IMPLIES, parse_functions },
 	{ 0 },

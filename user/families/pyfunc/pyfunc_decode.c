@@ -57,7 +57,8 @@ static const struct export_style call_style = {
 #define OFF(t, f) offsetof(struct t, f)
 
 const struct rec_decoder pyfunc_decoders[] = {
-	{ BS_REC_PYFUNC_CALL, sizeof(struct bs_pyfunc_call), "pyfunc", decode_call, &call_style,
+	{ BS_REC_PYFUNC_CALL, sizeof(struct bs_pyfunc_call), "pyfunc_call", decode_call,
+	  &call_style,
 	  .string_offs = { OFF(bs_pyfunc_call, func_id), OFF(bs_pyfunc_call, file_id),
 			   OFF(bs_pyfunc_call, domain_id) } },
 	{ 0 },
