@@ -271,6 +271,10 @@ def test_inject_with_the_default_families():
         s.close()
 
 
+# What an opt-in family records nothing without (pyfunc: the functions to time).
+NEEDS = {"pyfunc": " --python-functions pytorch"}
+
+
 def test_inject_with_each_opt_in_family():
     s = Session()
     try:
@@ -281,7 +285,8 @@ def test_inject_with_each_opt_in_family():
         check(opt_in, f"opt-in families: {every} less {default}")
         for f in opt_in:
             fams = ",".join([x for x in default if x != "proc"] + [f])
-            s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 2s -o {f}.bst", pid=job.pid)
+            s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 2s -o {f}.bst"
+                  f"{NEEDS.get(f, '')}", pid=job.pid)
             check(f in families(s.last), f"-t ...,{f}")
     finally:
         s.close()
