@@ -14,7 +14,8 @@ import re
 import signal
 
 import test_commands_system as system
-from commands import (DEBIAN_PY, WORKLOADS, Session, examples, need_cuda, need_torch)
+from commands import (DEBIAN_PY, FAMILY_NEEDS, WORKLOADS, Session, examples, need_cuda,
+                      need_torch)
 from helpers import BPFSIGHT, check, dump, eq, info, run, workload
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -271,10 +272,6 @@ def test_inject_with_the_default_families():
         s.close()
 
 
-# What an opt-in family records nothing without (pyfunc: the functions to time).
-NEEDS = {"pyfunc": " --python-functions pytorch"}
-
-
 def test_inject_with_each_opt_in_family():
     s = Session()
     try:
@@ -286,7 +283,7 @@ def test_inject_with_each_opt_in_family():
         for f in opt_in:
             fams = ",".join([x for x in default if x != "proc"] + [f])
             s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 2s -o {f}.bst"
-                  f"{NEEDS.get(f, '')}", pid=job.pid)
+                  f"{FAMILY_NEEDS.get(f, '')}", pid=job.pid)
             check(f in families(s.last), f"-t ...,{f}")
     finally:
         s.close()
