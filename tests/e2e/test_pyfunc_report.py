@@ -4,8 +4,8 @@ by yields and begun by resumes, a call unwound by an exception, one still runnin
 recording ended), torch's steps, an NVTX range and torch ops on the same thread, and a second
 process without steps. Exact: pyfunc_sum's cProfile columns and pyfunc_step_sum's per-step
 figures, worked out by hand below; dump's fields; the ranges in Chrome (on their thread, args
-file/line/domain/end), Perfetto (a "python functions" track under the thread) and SQLite (BPFSIGHT_PYFUNC_EVENTS),
-nesting with NVTX and torch ops. Records come in a real trace's order: each piece when it ends
+file/line/domain/end), Perfetto (a "python functions" track under the thread) and SQLite
+(BPFSIGHT_PYFUNC_EVENTS), nesting with NVTX and torch ops. Records come in a real trace's order: each piece when it ends
 (children first), the open one last.
 """
 import collections
