@@ -14,7 +14,7 @@ import os
 import sqlite3
 
 import synth
-from helpers import BPFSIGHT, check, dump, eq, need_root, run, stats, tmpdir
+from helpers import BPFSIGHT, check, docs_query, dump, eq, need_root, run, stats, tmpdir
 from test_export_gpu import Pf, check_nesting
 from test_export_perfetto import need_protoc
 
@@ -200,10 +200,7 @@ def test_pyfunc_exports():
                              "IO" if func.startswith("pkg") else None, depth, end, int(res))
                             for tid, ts, dur, func, line, depth, end, res in PIECES),
        "BPFSIGHT_PYFUNC_EVENTS")
-    # the range and the ops of the main thread join the calls by time on globalTid
-    inside = con.execute(
-        "SELECT n.value FROM BPFSIGHT_PYFUNC_EVENTS AS e JOIN BPFSIGHT_TORCH_OPS AS o "
-        "ON o.globalTid = e.globalTid AND o.start >= e.start AND o.end <= e.end "
-        "JOIN StringIds AS n ON n.id = e.nameId JOIN StringIds AS s ON s.id = o.nameId "
-        "WHERE s.value = 'aten::mm' ORDER BY e.depth DESC LIMIT 1").fetchone()
-    eq(inside, ("__main__:leaf",), "the innermost call around an op")
+    # the ops of the main thread join the calls by time on globalTid: docs/EXPORT.md's query
+    eq(con.execute(docs_query("pyfunc_around_ops")).fetchall(),
+       [(2230, "aten::mm", "__main__:leaf", 5), (4000, "aten::add", "__main__:step", 1)],
+       "the innermost named call around each op")
