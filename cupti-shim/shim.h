@@ -178,7 +178,9 @@ struct shim_module {
 	void (*poll)(void);		  /* the poller, every 50 ms, ctl not held */
 	void (*state)(uint32_t state);	  /* a state change was reported: its USDT probes */
 	void (*thread_gone)(void *state); /* a thread's state, its thread (or copy) gone */
-	uint32_t fork_clear;		  /* its STATUS state bits, cleared in a forked child */
+	/* A drain (a tracer's, the exit), ctl held: what it holds open, as records now. */
+	void (*drain)(uint32_t session, uint64_t now);
+	uint32_t fork_clear; /* its STATUS state bits, cleared in a forked child */
 };
 
 #define SHIM_MAX_MODULES 4

@@ -130,14 +130,14 @@ void shim_pyfunc__begin(const struct pyfunc_code *c, bool resumed)
 	pt->depth++;
 }
 
-static void emit(struct pyfunc_thread *pt, const struct pyfunc_code *c, const struct open_call *o,
-		 uint32_t depth, uint8_t end, uint64_t now, uint32_t session)
+/* C's piece O as a record into its thread's batch (T locked). */
+static void write_call(struct shim_thread *t, const struct pyfunc_code *c,
+		       const struct open_call *o, uint32_t depth, uint8_t end, uint64_t now,
+		       uint32_t session)
 {
-	struct shim_thread *t = pt->thread;
 	uint32_t tid = shim_thread__tid(t), func, file, domain;
 	struct bs_pyfunc_call *r;
 
-	shim_thread__lock(t);
 	/* The STRINGs queued first: they go before any batch this record is in. */
 	func = shim_str__use(c->func, session, tid);
 	file = shim_str__use(c->file, session, tid);
@@ -155,7 +155,14 @@ static void emit(struct pyfunc_thread *pt, const struct pyfunc_code *c, const st
 		r->flags = o->resumed ? BS_PYFUNC_RESUMED : 0;
 		r->_pad = 0;
 	}
-	shim_thread__unlock(t);
+}
+
+static void emit(struct pyfunc_thread *pt, const struct pyfunc_code *c, const struct open_call *o,
+		 uint32_t depth, uint8_t end, uint64_t now, uint32_t session)
+{
+	shim_thread__lock(pt->thread);
+	write_call(pt->thread, c, o, depth, end, now, session);
+	shim_thread__unlock(pt->thread);
 }
 
 void shim_pyfunc__end(const struct pyfunc_code *c, uint8_t end)
@@ -322,6 +329,11 @@ static void install(uint32_t session, uint32_t gen)
 	st.gen = gen;
 	st.text = text;
 	st.missing = -1;
+	/*
+	 * A new recorder's spec: its notes are news even within one session (it attached
+	 * before the shim saw the last one's batch semaphore fall, and joined its session).
+	 */
+	st.noted_session = 0;
 	st.modules_dict = py.PySys_GetObject("modules");
 	if (st.modules_dict)
 		py.Py_IncRef(st.modules_dict);
@@ -373,6 +385,50 @@ static void pyfunc_poll(void)
 	py.PyGILState_Release(g);
 }
 
+struct drain_arg {
+	uint32_t session;
+	uint64_t now;
+};
+
+/*
+ * Thread T's calls still open (T locked). Read without the GIL: the drain holds the shim's
+ * ctl, which a thread holding the GIL may be waiting for (cuInit's injection entry), so it
+ * must not wait for the GIL. The table is the poller's own (it alone changes it, and this is
+ * the poller or the exit); a thread's stack may move meanwhile, which can only cut the list
+ * short or repeat a call that just ended: each entry is checked against the table.
+ */
+static void send_open(struct shim_thread *t, void *arg)
+{
+	struct pyfunc_thread *pt = *shim_thread__module(t, module_slot);
+	const struct drain_arg *d = arg;
+	const struct pyfunc_code *c;
+	uint32_t depth;
+
+	if (!pt || pt->session != d->session)
+		return;
+	depth = *(volatile uint32_t *)&pt->depth;
+	for (uint32_t i = 0; i < depth && i < PYFUNC_MAX_DEPTH; i++) {
+		struct open_call o = pt->stack[i];
+
+		if (o.ts && o.ts <= d->now && (c = shim_pyfunc_codes__get(o.code)))
+			write_call(t, c, &o, i, BS_PYFUNC_END_OPEN, d->now, d->session);
+	}
+}
+
+/*
+ * A drain: every call still running, as a record of its own ending now (BS_PYFUNC_END_OPEN),
+ * so a function that outlives the recording (a training loop) is in it. They stay open in
+ * the shim: their ends are recorded if the recording goes on.
+ */
+static void pyfunc_drain(uint32_t session, uint64_t now)
+{
+	struct drain_arg d = { session, now };
+
+	if (st.mech && st.pid == getpid())
+		shim_buf__for_each(send_open, &d)
+			;
+}
+
 static void pyfunc_thread_gone(void *state)
 {
 	if (me == state)
@@ -396,5 +452,6 @@ const struct shim_module shim_pyfunc_module = {
 	.poll = pyfunc_poll,
 	.state = pyfunc_state,
 	.thread_gone = pyfunc_thread_gone,
+	.drain = pyfunc_drain,
 	.fork_clear = BS_SHIM_ST_PYFUNC_ON,
 };

@@ -12,7 +12,8 @@ Debian's stripped /usr/bin/python3.11); `make check-pyfunc-versions` runs every 
 
 -p --inject on a running job, twice, then once with the recorder SIGKILLed: afterwards the job
 holds no monitoring tool, no profile function on any thread and no threading hook, and its
-untraced loop runs as fast as before (calls per CPU second of its thread).
+untraced loop runs as fast as before (calls per CPU second of its thread); a call still
+running when a recording stops is in it, as an "open" piece.
 """
 import collections
 import json
@@ -197,9 +198,8 @@ def clean(s):
     return True
 
 
-def attach(which, round_, pid):
-    rec = Recorder("-p", str(pid), "-t", "pyfunc", "--python-functions", "pyfunc_mod:tiny",
-                   "--inject")
+def attach(which, round_, pid, spec):
+    rec = Recorder("-p", str(pid), "-t", "pyfunc", "--python-functions", spec, "--inject")
     rec.wait_ready()
     try:
         wait_for(lambda: "1 code objects traced" in rec.stderr, 30, "the shim's hooks")
@@ -210,24 +210,42 @@ def attach(which, round_, pid):
 
 
 def check_injected(which):
+    """Round 1 traces the loop's function and stops; round 2 traces a call that is still
+    running when it stops (an "open" piece); round 3 traces the loop and is SIGKILLed."""
     need_shim()
     p = spawn([interpreter(which), JOB, "loop"])
     pid = readline(p)["pid"]
     try:
         before = best(p)
         check(clean(before), f"{which}: no hooks before: {before}")
-        for round_, kill in ((1, False), (2, False), (3, True)):
-            rec = attach(which, round_, pid)
+        for round_, spec in ((1, "pyfunc_mod:tiny"), (2, "pyfunc_mod:hold"),
+                             (3, "pyfunc_mod:tiny")):
+            rec = attach(which, round_, pid, spec)
             during = sample(p)
             check(not clean(during), f"{which}: round {round_}: the hooks are in: {during}")
-            if kill:
+            if spec.endswith("tiny"):
+                check(during["rate"] < 0.75 * before["rate"],
+                      f"{which}: round {round_}: the bound can tell traced from untraced "
+                      f"(traced {during['rate']:.0f}, untraced {before['rate']:.0f})")
+            if round_ == 3:
                 rec.p.kill()
                 rec.wait(30)
+            elif round_ == 2:
+                tell(p, "hold")
+                eq(readline(p), {"held": 1}, f"{which}: a thread inside hold()")
+                eq(rec.stop(), 0, f"{which}: round 2: record ({rec.stderr[-800:]})")
+                tell(p, "release")
+                calls = [e for e in dump(rec.out) if e["kind"] == "pyfunc_call"]
+                eq([(e["name"], e["args"]["end"], e["args"]["depth"]) for e in calls],
+                   [("pyfunc_mod:hold", "open", 0)],
+                   f"{which}: round 2: the call still running when it stopped")
+                check(calls[0]["tid"] != pid and calls[0]["dur"] > 0,
+                      f"{which}: on the thread that runs it, up to the end: {calls[0]}")
             else:
-                eq(rec.stop(), 0, f"{which}: round {round_}: record ({rec.stderr[-800:]})")
+                eq(rec.stop(), 0, f"{which}: round 1: record ({rec.stderr[-800:]})")
                 sums = stats(rec.out, "shim_sum")["shim_sum"]
                 check(row(sums, pid=pid)["python_calls"] > 1000,
-                      f"{which}: round {round_}: the loop's calls recorded: {sums}")
+                      f"{which}: round 1: the loop's calls recorded: {sums}")
             wait_for(lambda: clean(sample(p, 0.05)), 20,
                      f"{which}: round {round_}: every hook removed")
             after = best(p)
@@ -235,9 +253,6 @@ def check_injected(which):
             check(after["rate"] >= 0.75 * before["rate"],
                   f"{which}: round {round_}: the loop runs at {after['rate']:.0f} calls per "
                   f"CPU second, {before['rate']:.0f} before (traced: {during['rate']:.0f})")
-            check(during["rate"] < 0.75 * before["rate"],
-                  f"{which}: round {round_}: the bound can tell traced from untraced "
-                  f"(traced {during['rate']:.0f}, untraced {before['rate']:.0f})")
     finally:
         tell(p, "quit")
         p.wait(30)

@@ -10,7 +10,8 @@ their total duration.
 
 loop: a job to attach to (-p --inject): a loop of untraced calls whose rate it prints with
 what its interpreter holds (monitoring tools, profile functions of every thread, threading's
-hook) on each line of stdin; "quit" ends it.
+hook) on each line of stdin; "hold" starts a thread that stays inside pyfunc_mod.hold until
+"release"; "quit" ends it.
 """
 import json
 import os
@@ -213,9 +214,20 @@ def loop():
     th.start()
     print(json.dumps({"pid": os.getpid()}), flush=True)
     last = list(counter)
+    release = threading.Event()
     for line in sys.stdin:
         if line.strip() == "quit":
             break
+        if line.strip() == "hold":  # a thread inside pyfunc_mod.hold until "release"
+            entered = threading.Event()
+            threading.Thread(target=pyfunc_mod.hold, args=(entered, release)).start()
+            entered.wait()
+            print(json.dumps({"held": 1}), flush=True)
+            continue
+        if line.strip() == "release":
+            release.set()
+            release = threading.Event()
+            continue
         now = list(counter)
         probe = {}
         other = threading.Thread(target=lambda: probe.update(hooks()))

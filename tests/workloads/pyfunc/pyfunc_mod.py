@@ -10,3 +10,8 @@ def helper(n):
 
 def tiny():
     pass
+
+
+def hold(entered, release):
+    entered.set()
+    release.wait()
