@@ -98,6 +98,20 @@ static void test_nsys_file(void)
 
 	ASSERT_EQ(parse(path), 44, "the docs' example");
 	TEXT_EQ(out, "cupy\trandom.random\t\t\ncupy\tdot\t\t\ncupy\tsort\t\t\n", "entries");
+	path = file("bom.json", "\xef\xbb\xbf[{\"module\": \"m\", \"functions\": [\"f\"]}]");
+	ASSERT_EQ(parse(path), 6, "a byte order mark first");
+	{
+		/* a file named like a preset: the preset; ./NAME the file */
+		char cwd[256], arg[300];
+
+		if (getcwd(cwd, sizeof(cwd)) && !chdir(dir)) {
+			file("dask", "[{\"module\": \"mine\", \"functions\": [\"f\"]}]");
+			ASSERT_TRUE(parse("dask") > 0 && strstr(out, "dask.local\t"), "the preset");
+			snprintf(arg, sizeof(arg), "./dask");
+			ASSERT_EQ(parse(arg), 9, "./dask: the file");
+			ASSERT_TRUE(!chdir(cwd), "back");
+		}
+	}
 	path = file("domains.json",
 		    "[{\"domain\": \"PyTorch\", \"color\": \"E8B795\", \"module\": \"torch.amp\",\n"
 		    "  \"functions\": [\"GradScaler.scale\", {\"function\": \"GradScaler.step\","

@@ -231,4 +231,6 @@ const struct family family_pyfunc = {
 	.stop = pyfunc_stop,
 	.prelaunch = pyfunc_prelaunch,
 	.decoders = pyfunc_decoders,
+	.reports = pyfunc_reports,
+	.sqlite = &pyfunc_sqlite,
 };

@@ -4,12 +4,13 @@
  * the job's interpreter by the cupti-shim's pyfunc module (cupti-shim/shim_pyfunc*.c) and
  * carried by the shim channel (user/shim_channel/). Record side and the option in pyfunc.c,
  * the spec written into each shim in pyfunc_write.c, the spec's parsing in pyfunc_spec*.c,
- * decoders in pyfunc_decode.c. docs/PYFUNC.md for users, docs/PYFUNC-mechanism.md for how.
+ * the reading side in pyfunc_read.h. docs/PYFUNC.md for users, docs/PYFUNC-mechanism.md for how.
  */
 #ifndef BPFSIGHT_PYFUNC_H
 #define BPFSIGHT_PYFUNC_H
 
 #include "family.h"
+#include "pyfunc_read.h" /* decoders, reports, exports */
 #include "pyfunc_records.h"
 
 struct pyfunc_opts {
@@ -27,9 +28,6 @@ struct pyfunc_writer;
 int pyfunc_writer__new(struct record_ctx *ctx, const char *text, struct pyfunc_writer **out);
 void pyfunc_writer__free(struct record_ctx *ctx, struct pyfunc_writer *w);
 
-/* pyfunc_decode.c */
-const char *pyfunc_end_name(__u8 end);
-extern const struct rec_decoder pyfunc_decoders[];
 extern const struct family family_pyfunc; /* pyfunc.c */
 
 #endif /* BPFSIGHT_PYFUNC_H */

@@ -2,8 +2,8 @@
 /*
  * --python-functions SPEC -> the canonical text the shim reads (pyfunc_spec.h). The presets'
  * names were checked against Debian's torch 1.13, python3-dask 2022.12 and
- * python3-distributed (tests/e2e/test_pyfunc_presets.py resolves every entry whose module
- * imports); Lightning's against its SimpleProfiler's hook names, in both package paths.
+ * python3-distributed (tests/e2e/test_pyfunc_presets.py runs the pytorch and dask presets
+ * against the jobs' own counts); Lightning's against its sources' hooks (not packaged here).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -212,11 +212,12 @@ static int add_piece(struct pyfunc_spec_build *b, char *piece, char *err, size_t
 		snprintf(err, errlen, "an empty entry (two commas, or one at an end)");
 		return -EINVAL;
 	}
-	if (is_file(piece))
-		return pyfunc_spec__json_file(b, piece, err, errlen);
+	/* a preset's name before a file of that name: ./pytorch names the file */
 	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
 		if (!strcmp(piece, presets[i].name))
 			return add_preset(b, &presets[i], err, errlen);
+	if (is_file(piece))
+		return pyfunc_spec__json_file(b, piece, err, errlen);
 	colon = strchr(piece, ':');
 	if (!colon) {
 		snprintf(err, errlen,
@@ -259,7 +260,7 @@ int pyfunc_spec__parse(const char *arg, char *out, size_t len, char *err, size_t
 	int ret = copy ? 0 : -ENOMEM;
 
 	err[0] = 0;
-	if (copy && is_file(copy)) /* a path with a comma in it */
+	if (copy && strchr(copy, ',') && is_file(copy)) /* a path with a comma in it */
 		ret = pyfunc_spec__json_file(&b, copy, err, errlen);
 	else
 		for (piece = copy; !ret && piece; piece = next) {

@@ -371,6 +371,8 @@ int pyfunc_spec__json_file(struct pyfunc_spec_build *b, const char *path, char *
 	if (!ret) {
 		j.s = j.p = text;
 		j.end = text + n;
+		if (n >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) /* a UTF-8 byte order mark */
+			j.p += 3;
 		ret = groups(&j, b);
 	}
 	free(text);
