@@ -11,8 +11,10 @@ after the hooks went in. make check runs one interpreter of each mechanism and e
 Debian's stripped /usr/bin/python3.11); `make check-pyfunc-versions` runs every one.
 
 -p --inject on a running job, twice, then once with the recorder SIGKILLed: afterwards the job
-holds no monitoring tool, no profile function on any thread and no threading hook, and its
-untraced loop runs as fast as before (calls per CPU second of its thread); a call still
+holds no monitoring tool and no event of any tool, sys.getprofile() and threading's hook are
+None on the main thread and on a new one, and its untraced loop runs as fast as before (calls
+per CPU second of its thread: on 3.8-3.11 this is what shows that the shim's C profile
+function, which sys.getprofile cannot see, is gone from the loop's thread); a call still
 running when a recording stops is in it, as an "open" piece.
 """
 import collections
