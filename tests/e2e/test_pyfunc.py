@@ -279,8 +279,11 @@ def check_injected(which):
                       f"{which}: round 1: the loop's calls recorded: {sums}")
             wait_for(lambda: clean(sample(p, 0.05)), 20,
                      f"{which}: round {round_}: every hook removed")
-            after = best(p)
-            # Untraced again: tracing the loop's call costs it far more than the 25% allowed
+            # Untraced again: tracing the loop's call costs it far more than the 25% allowed.
+            # A moment of other load can slow a sample: the best one within 10 s counts.
+            after, deadline = best(p), time.time() + 10
+            while after["rate"] < 0.75 * before["rate"] and time.time() < deadline:
+                after = max(after, best(p), key=lambda s: s["rate"])
             check(after["rate"] >= 0.75 * before["rate"],
                   f"{which}: round {round_}: the loop runs at {after['rate']:.0f} calls per "
                   f"CPU second, {before['rate']:.0f} before (traced: {during['rate']:.0f})")
