@@ -9,8 +9,8 @@
  *     (shim_pyfunc_resolve.c) and the mechanism installed (3.12+: sys.monitoring; before: the
  *     C profile function), STATUS(PYFUNC) saying which and what was not found;
  *   - while up: resolved again when sys.modules grew, and every second while an entry is
- *     still missing or has flag 's' (a function imported or defined later, a subclass
- *     defined later in a module already imported: a script's model class);
+ *     still missing or has flag 's' (a function imported or defined later); a class created
+ *     meanwhile is checked as it is created (builtins.__build_class__ wrapped, below);
  *   - semaphore down (the recording ended, or the recorder was SIGKILLed: the kernel drops
  *     its semaphores), or a forked child's inherited copy: everything removed, GIL held,
  *     and the spec's gen put back to 0 (compare-and-swap: a new recorder's write wins), so
@@ -270,6 +270,85 @@ static long modules_len(void)
 	return st.modules_dict ? *(volatile long *)((char *)st.modules_dict + DICT_MA_USED) : 0;
 }
 
+/*
+ * Classes created while recording (a script's model class, defined after its imports): the
+ * builtin __build_class__, which every class statement calls, is wrapped while a flag 's'
+ * entry's class is known, so a subclass's override is traced from the class's creation on,
+ * before its first call. Put back when the recording ends (if still ours).
+ */
+#define METH_VARARGS_KEYWORDS 0x3
+
+static PyObject *build_class_orig; /* a reference, kept: a copy of the wrapper may outlive */
+static PyObject *build_class_hook;
+
+static PyObject *build_class(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PyObject *cls = py.PyObject_Call(build_class_orig, args, kw);
+
+	(void)self;
+	if (cls && st.mech && shim_pyfunc__on())
+		shim_pyfunc_resolve_class(cls, st.mech->add);
+	return cls;
+}
+
+static struct {
+	const char *name;
+	void *meth;
+	int flags;
+	const char *doc;
+} build_class_def = { "__build_class__", (void *)build_class, METH_VARARGS_KEYWORDS, NULL };
+
+static PyObject *builtins(void)
+{
+	PyObject *mods = py.PySys_GetObject("modules");
+
+	return mods ? py.PyDict_GetItemString(mods, "builtins") : NULL;
+}
+
+/* GIL held. */
+static void hook_classes(void)
+{
+	PyObject *b = builtins(), *cur;
+
+	if (build_class_hook || !b || !shim_pyfunc_resolve__has_bases())
+		return;
+	cur = py.PyObject_GetAttrString(b, "__build_class__");
+	if (!cur) {
+		py.PyErr_Clear();
+		return;
+	}
+	if (!build_class_orig)
+		build_class_orig = cur;
+	else
+		py.Py_DecRef(cur);
+	build_class_hook = py.PyCFunction_NewEx(&build_class_def, NULL, NULL);
+	if (!build_class_hook ||
+	    py.PyObject_SetAttrString(b, "__build_class__", build_class_hook)) {
+		py.PyErr_Clear();
+		if (build_class_hook)
+			py.Py_DecRef(build_class_hook);
+		build_class_hook = NULL;
+	}
+}
+
+/* GIL held. */
+static void unhook_classes(void)
+{
+	PyObject *b = builtins(), *cur;
+
+	if (!build_class_hook)
+		return;
+	cur = b ? py.PyObject_GetAttrString(b, "__build_class__") : NULL;
+	if (cur == build_class_hook &&
+	    py.PyObject_SetAttrString(b, "__build_class__", build_class_orig))
+		py.PyErr_Clear();
+	if (cur)
+		py.Py_DecRef(cur);
+	py.PyErr_Clear();
+	py.Py_DecRef(build_class_hook);
+	build_class_hook = NULL;
+}
+
 /* GIL held: resolve again, the new code objects handed to the mechanism. */
 static void resolve(uint32_t session)
 {
@@ -284,6 +363,7 @@ static void resolve(uint32_t session)
 	n = shim_pyfunc_resolve(st.text, st.mech->add, missing, sizeof(missing));
 	if (n < 0)
 		return;
+	hook_classes();
 	if (shim_pyfunc_codes__count() == before && n == st.missing && before)
 		return;
 	st.missing = n;
@@ -297,6 +377,7 @@ static void resolve(uint32_t session)
 static void remove_all(void)
 {
 	set_on(false);
+	unhook_classes();
 	if (st.mech)
 		st.mech->remove();
 	shim_pyfunc_codes__clear();

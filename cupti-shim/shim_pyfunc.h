@@ -44,6 +44,9 @@ struct py_api {
 	PyObject *(*PyObject_CallFunction)(PyObject *, const char *, ...);
 	PyObject *(*PyObject_CallMethod)(PyObject *, const char *, const char *, ...);
 	PyObject *(*PyObject_Type)(PyObject *);
+	int (*PyObject_IsSubclass)(PyObject *, PyObject *);
+	int (*PyObject_SetAttrString)(PyObject *, const char *, PyObject *);
+	PyObject *(*PyObject_Call)(PyObject *, PyObject *, PyObject *);
 	int (*PyObject_IsTrue)(PyObject *);
 	PyObject *(*PyDict_GetItemString)(PyObject *, const char *);
 	PyObject *(*PyDict_Values)(PyObject *);
@@ -115,6 +118,11 @@ void shim_pyfunc_codes__clear(void);
  */
 int shim_pyfunc_resolve(const char *text, void (*added)(const struct pyfunc_code *c), char *missing,
 			size_t len);
+
+/* Whether a flag 's' entry's class was found: new classes are then checked (GIL held). */
+bool shim_pyfunc_resolve__has_bases(void);
+/* A class just created: its overrides of flag 's' entries' methods traced (GIL held). */
+void shim_pyfunc_resolve_class(PyObject *cls, void (*added)(const struct pyfunc_code *c));
 
 /* ---- the mechanisms (GIL held) ---- */
 

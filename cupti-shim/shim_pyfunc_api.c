@@ -155,6 +155,9 @@ static int bind(char *why, size_t len)
 	NEED(PyObject_CallFunction, "PyObject_CallFunction");
 	NEED(PyObject_CallMethod, "PyObject_CallMethod");
 	NEED(PyObject_Type, "PyObject_Type");
+	NEED(PyObject_IsSubclass, "PyObject_IsSubclass");
+	NEED(PyObject_SetAttrString, "PyObject_SetAttrString");
+	NEED(PyObject_Call, "PyObject_Call");
 	NEED(PyObject_IsTrue, "PyObject_IsTrue");
 	NEED(PyDict_GetItemString, "PyDict_GetItemString");
 	NEED(PyDict_Values, "PyDict_Values");

@@ -32,6 +32,11 @@
 #define NAME_MAX_LEN 1024
 
 static struct pyfunc_code *codes; /* in the order added */
+static int nbases;
+static struct base {
+	PyObject *cls; /* a reference */
+	char method[256], domain[256];
+} bases[32];
 static uint32_t ncodes, cap_codes;
 static uint32_t *slots; /* index + 1 into codes, 0: empty */
 static uint32_t nslots; /* a power of two, at least twice ncodes */
@@ -72,6 +77,8 @@ void shim_pyfunc_codes__for_each(void (*fn)(const struct pyfunc_code *c, void *a
 
 void shim_pyfunc_codes__clear(void)
 {
+	while (nbases > 0)
+		py.Py_DecRef(bases[--nbases].cls);
 	for (uint32_t i = 0; i < ncodes; i++)
 		py.Py_DecRef(codes[i].code);
 	ncodes = 0;
@@ -435,6 +442,28 @@ static int add(PyObject *code, const char *name, const char *domain,
 }
 
 /* Flag 's': METHOD's override in every subclass of CLS (and theirs). */
+/* CLS's own METHOD (in its __dict__), traced under CLS's name. */
+static void override(PyObject *cls, const char *method, const char *domain,
+		     void (*added)(const struct pyfunc_code *c))
+{
+	PyObject *dict = attr(cls, "__dict__"), *fn, *code;
+	char mod[256], qual[NAME_MAX_LEN / 2], name[NAME_MAX_LEN];
+
+	fn = dict ? py.PyObject_CallMethod(dict, "get", "s", method) : NULL;
+	py.PyErr_Clear();
+	if (fn && fn != py.none && (code = code_of(fn, method))) {
+		snprintf(name, sizeof(name), "%s:%s.%s",
+			 attr_str(cls, "__module__", mod, sizeof(mod)),
+			 attr_str(cls, "__qualname__", qual, sizeof(qual)), method);
+		add(code, name, domain, added);
+		py.Py_DecRef(code);
+	}
+	if (fn)
+		py.Py_DecRef(fn);
+	if (dict)
+		py.Py_DecRef(dict);
+}
+
 static void subclasses(PyObject *cls, const char *method, const char *domain,
 		       void (*added)(const struct pyfunc_code *c), int depth)
 {
@@ -448,31 +477,54 @@ static void subclasses(PyObject *cls, const char *method, const char *domain,
 	}
 	n = py.PyObject_Size(subs);
 	for (long i = 0; i < n; i++) {
-		PyObject *sub = py.PySequence_GetItem(subs, i), *dict, *fn, *code;
-		char mod[256], qual[NAME_MAX_LEN / 2], name[NAME_MAX_LEN];
+		PyObject *sub = py.PySequence_GetItem(subs, i);
 
 		if (!sub) {
 			py.PyErr_Clear();
 			continue;
 		}
-		dict = attr(sub, "__dict__");
-		fn = dict ? py.PyObject_CallMethod(dict, "get", "s", method) : NULL;
-		py.PyErr_Clear();
-		if (fn && fn != py.none && (code = code_of(fn, method))) {
-			snprintf(name, sizeof(name), "%s:%s.%s",
-				 attr_str(sub, "__module__", mod, sizeof(mod)),
-				 attr_str(sub, "__qualname__", qual, sizeof(qual)), method);
-			add(code, name, domain, added);
-			py.Py_DecRef(code);
-		}
-		if (fn)
-			py.Py_DecRef(fn);
-		if (dict)
-			py.Py_DecRef(dict);
+		override(sub, method, domain, added);
 		subclasses(sub, method, domain, added, depth + 1);
 		py.Py_DecRef(sub);
 	}
 	py.Py_DecRef(subs);
+}
+
+/* The bases of flag 's' entries found (bases[], above): a class created later is checked
+ * against them. */
+#define MAX_BASES ((int)(sizeof(bases) / sizeof(bases[0])))
+
+static void base_keep(PyObject *cls, const char *method, const char *domain)
+{
+	for (int i = 0; i < nbases; i++)
+		if (bases[i].cls == cls && !strcmp(bases[i].method, method))
+			return;
+	if (nbases == MAX_BASES)
+		return;
+	py.Py_IncRef(cls);
+	bases[nbases].cls = cls;
+	snprintf(bases[nbases].method, sizeof(bases[nbases].method), "%s", method);
+	snprintf(bases[nbases].domain, sizeof(bases[nbases].domain), "%s", domain);
+	nbases++;
+}
+
+bool shim_pyfunc_resolve__has_bases(void)
+{
+	return nbases > 0;
+}
+
+void shim_pyfunc_resolve_class(PyObject *cls, void (*added)(const struct pyfunc_code *c))
+{
+	PyObject *saved[3];
+
+	/* A class statement may run while an exception is being handled: keep it. */
+	py.PyErr_Fetch(&saved[0], &saved[1], &saved[2]);
+	for (int i = 0; i < nbases; i++) {
+		if (py.PyObject_IsSubclass(cls, bases[i].cls) == 1)
+			override(cls, bases[i].method, bases[i].domain, added);
+		py.PyErr_Clear();
+	}
+	py.PyErr_Restore(saved[0], saved[1], saved[2]);
 }
 
 /* One entry: 1 when something was found for it. */
@@ -507,6 +559,7 @@ static int resolve_entry(PyObject *modules, const struct entry *e,
 			PyObject *cls = walk(mod, e->qual, (size_t)(last - e->qual));
 
 			if (cls) {
+				base_keep(cls, last + 1, e->domain);
 				subclasses(cls, last + 1, e->domain, added, 0);
 				py.Py_DecRef(cls);
 			}
