@@ -78,7 +78,7 @@ FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
 	bench-unwind check-unwind-tables \
-	man install uninstall deb check-deb check-kernels check-torch-versions
+	man install uninstall deb check-deb check-kernels check-torch-versions check-pyfunc-versions
 all: $(OUT)/bpfsight man
 
 help:
@@ -108,6 +108,7 @@ help:
 	@echo '                packages (6.1, 6.12), booted in QEMU (KERNELS=6.1 FAMILIES=osrt,sched)'
 	@echo 'make check-torch-versions  the torch family on every torch release Debian packages'
 	@echo '                (1.13, 2.6, sid'"'"'s), chrooted roots of their packages (SUITES=trixie)'
+	@echo 'make check-pyfunc-versions  --python-functions on every CPython here (3.8-3.14)'
 	@echo 'V=1             show full commands'
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
@@ -471,6 +472,12 @@ check: test-build
 # The unwind tables of every library and program here against readelf -wF (~8 min).
 check-unwind-tables: $(OUT)/tests/unwind_dump
 	$(Q)$(PYTHON) tests/tools/unwind_sweep.py --build $(OUT)
+
+# The pyfunc family on every interpreter here (pyenv's 3.8-3.13, Debian's 3.11 and 3.14), both
+# mechanisms, calls and -p --inject (tests/e2e/test_pyfunc.py): about 90 s; make check runs four.
+check-pyfunc-versions: test-build
+	$(Q)BPFSIGHT_PYFUNC_ALL_VERSIONS=1 $(PYTHON) tests/run_tests.py --build $(OUT) --no-unit \
+		--no-fuzz -k test_pyfunc
 
 # Long runs that make check keeps short (tests/e2e/test_shim_churn.py: 10,000 processes).
 soak: test-build

@@ -21,8 +21,9 @@
  *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu    0x90 torch
  *   0xa0 bpfsight merge's (below)   0xb0 mem    0xc0 cublas    0xd0 blas
  *   0xe0 cudnn
- *   0xf0, 0xf1  the file format's own (user/core/trace_format.h); 0xf8 on: the tests' toy
- *               families (the toy shim family's too, tests/unit/toy/: one in a registry)
+ *   0xf0, 0xf1  the file format's own (user/core/trace_format.h); 0xf2-0xf7 pyfunc (no block
+ *               of 16 was left); 0xf8 on: the tests' toy families (the toy shim family's too,
+ *               tests/unit/toy/: one in a registry)
  * (tests/unit/test_family_toy.c checks that no two families decode the same type.)
  */
 #ifndef BPFSIGHT_RECORDS_H

@@ -17,6 +17,8 @@
  *   shim_nvtx_late.c  NVTX instances an injected shim can still reach (.symtab)
  *   shim_modules.c the modules of families beyond GPU activity and NVTX, one line each
  *   shim_torch*.c  PyTorch's ops through a RecordFunction callback (shim_torch.h)
+ *   shim_pyfunc*.c named Python functions' calls, sys.monitoring or a C profile function
+ *                  (shim_pyfunc.h)
  *   shim_clock.c   the TSC mapped onto CLOCK_MONOTONIC, for the torch ops' timestamps
  *
  * Nothing here may harm the application: every failure is reported in a STATUS record (or
@@ -178,7 +180,9 @@ struct shim_module {
 	void (*poll)(void);		  /* the poller, every 50 ms, ctl not held */
 	void (*state)(uint32_t state);	  /* a state change was reported: its USDT probes */
 	void (*thread_gone)(void *state); /* a thread's state, its thread (or copy) gone */
-	uint32_t fork_clear;		  /* its STATUS state bits, cleared in a forked child */
+	/* A drain (a tracer's, the exit), ctl held: what it holds open, as records now. */
+	void (*drain)(uint32_t session, uint64_t now);
+	uint32_t fork_clear; /* its STATUS state bits, cleared in a forked child */
 };
 
 #define SHIM_MAX_MODULES 4

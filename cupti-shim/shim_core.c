@@ -247,6 +247,9 @@ static void drain(uint32_t session, uint32_t event, uint64_t now)
 	shim_cupti__flush(true);
 	shim_buf__flush_all();
 	shim_nvtx__send_open(session, now);
+	for (const struct shim_module *const *m = shim_modules; *m; m++)
+		if ((*m)->drain)
+			(*m)->drain(session, now);
 	shim_buf__flush_all();
 	shim_core__status(session, event, 0, NULL, 0);
 }

@@ -6,13 +6,15 @@
 #include <stddef.h>
 #include "shim.h"
 
-extern const struct shim_module shim_torch_module; /* shim_torch.c */
+extern const struct shim_module shim_torch_module;  /* shim_torch.c */
+extern const struct shim_module shim_pyfunc_module; /* shim_pyfunc.c */
 #ifdef SHIM_MODULES_EXTRA
 extern const struct shim_module SHIM_MODULES_EXTRA;
 #endif
 
 const struct shim_module *const shim_modules[] = {
 	&shim_torch_module,
+	&shim_pyfunc_module,
 #ifdef SHIM_MODULES_EXTRA
 	&SHIM_MODULES_EXTRA,
 #endif

@@ -23,6 +23,9 @@ WORKLOADS = os.path.join(ROOT, "tests", "workloads")
 # Debian's python3 (a symlink to python3.11: its comm is "python3", as a user's job's is),
 # with Debian's torch (make deps installs python3-torch).
 DEBIAN_PY = "/usr/bin/python3"
+# What a family records nothing without, as options for `record` (pyfunc: the functions to
+# time; -t pyfunc alone is refused).
+FAMILY_NEEDS = {"pyfunc": " --python-functions pytorch"}
 CUDART = "/usr/local/cuda/lib64/libcudart.so"
 
 # Words that make a command a synopsis (a form to fill in), not an example to run.

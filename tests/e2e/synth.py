@@ -33,6 +33,9 @@ NAME_THREAD, NAME_CATEGORY = 1, 2
 TORCH_OP, TORCH_STEP = 0x90, 0x91
 TORCH_SCOPES = {"function": 0, "backward_function": 1, "user_scope": 7}
 TORCH_STEP_SCOPE, TORCH_PROFILER_STEP = 0x1, 0x2
+PYFUNC_CALL = 0xf2  # pyfunc_records.h
+PYFUNC_ENDS = {"return": 0, "unwind": 1, "yield": 2, "open": 3}
+PYFUNC_RESUMED = 0x1
 EV_ATTACH, EV_STATE, EV_CUPTI_ERROR, EV_DRAINED, EV_DROPPED, EV_EXIT = 1, 2, 3, 4, 5, 6
 LOSS_SHIM = 6
 GIL_WAIT, GIL_HOLD, GIL_AGG, GIL_BLAME, GIL_PROC = 0x50, 0x51, 0x52, 0x53, 0x54
@@ -61,7 +64,7 @@ SIZES = {STRING: 32, PROCESS: 64, THREAD: 40, LOSS: 40, FORK: 48, EXIT: 32, GIL_
          GPU_KERNEL: 112, GPU_MEMCPY: 96, GPU_MEMSET: 88, GPU_API: 64, NVTX_RANGE: 72,
          NVTX_MARK: 56, NVTX_NAME: 48, NVTX_BEGIN: 40, TORCH_OP: 72, TORCH_STEP: 48,
          STACK_REF: 32, MEM_ALLOC: 64, MEM_RSS: 56, MEM_GROW: 40, MEM_OOM: 56,
-         MEM_STREAM: 56}
+         MEM_STREAM: 56, PYFUNC_CALL: 56}
 
 
 def _rec(rtype, pid, tid, ts, body_fmt, *body, extra=b""):
@@ -258,6 +261,15 @@ class Trace:
     def torch_step(self, pid, tid, ts, dur, step, scope="Optimizer.step#SGD.step"):
         self.recs.append(_rec(TORCH_STEP, pid, tid, ts, "QQII", dur, step, self.string(scope, pid),
                               0))
+
+    # -- pyfunc family (bpf/pyfunc_records.h) --
+    def pyfunc_call(self, pid, tid, ts, dur, func, file, line, depth=0, end="return",
+                    resumed=False, domain=None):
+        """One piece of a named Python function's call (FUNC "module:Qual.name"), written when
+        it ends; END one of PYFUNC_ENDS, RESUMED: it began at a generator's resume."""
+        f, fl, d = self.string(func, pid), self.string(file, pid), self.string(domain, pid)
+        self.recs.append(_rec(PYFUNC_CALL, pid, tid, ts, "QIIIIHBBI", dur, f, fl, line, d, depth,
+                              PYFUNC_ENDS[end], PYFUNC_RESUMED if resumed else 0, 0))
 
     # -- stacks (bpf/stack_records.h) --
     def stack(self, sid, frames, truncated=False, pid=0, tid=0, ts=0):

@@ -14,7 +14,8 @@ import re
 import signal
 
 import test_commands_system as system
-from commands import (DEBIAN_PY, WORKLOADS, Session, examples, need_cuda, need_torch)
+from commands import (DEBIAN_PY, FAMILY_NEEDS, WORKLOADS, Session, examples, need_cuda,
+                      need_torch)
 from helpers import BPFSIGHT, check, dump, eq, info, run, workload
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -281,7 +282,8 @@ def test_inject_with_each_opt_in_family():
         check(opt_in, f"opt-in families: {every} less {default}")
         for f in opt_in:
             fams = ",".join([x for x in default if x != "proc"] + [f])
-            s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 2s -o {f}.bst", pid=job.pid)
+            s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 2s -o {f}.bst"
+                  f"{FAMILY_NEEDS.get(f, '')}", pid=job.pid)
             check(f in families(s.last), f"-t ...,{f}")
     finally:
         s.close()

@@ -9,7 +9,7 @@ import threading
 import time
 import urllib.request
 
-from commands import Session
+from commands import FAMILY_NEEDS, Session
 from helpers import BPFSIGHT, check, eq, info, run, wait_for
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -93,7 +93,8 @@ def test_system_wide_with_every_family():
     s = Session()
     try:
         every = run([BPFSIGHT, "__complete", "families"]).stdout.split()
-        s.run(f"bpfsight record -a -t {','.join(every)} -d 2s -o all.bst")
+        needs = "".join(FAMILY_NEEDS.get(f, "") for f in every)
+        s.run(f"bpfsight record -a -t {','.join(every)} -d 2s -o all.bst{needs}")
         eq(sorted(info(s.last)["families"].split(",")), sorted(["proc"] + every), "-t every one")
     finally:
         s.close()

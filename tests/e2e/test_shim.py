@@ -244,8 +244,9 @@ def check_nvtx_times(recs, t0, t1):
 
 
 def test_shim_library_shape():
-    """Exports the two entry points only (the test hook is in the test variant alone);
-    needs nothing but libc."""
+    """Exports the two entry points only (the test hook is in the test variant alone) and
+    the pyfunc module's spec buffer, the one variable the recorder writes; needs nothing but
+    libc."""
     need_shim()
 
     def exported(lib):
@@ -256,6 +257,9 @@ def test_shim_library_shape():
     eq(exported(SHIM_TEST),
        ["InitializeInjection", "InitializeInjectionNvtx2", "bpfsight_shim_test_feed"],
        "the test variant's exported functions")
+    out = run(["objdump", "-T", SHIM], check=True).stdout
+    eq(sorted(l.split()[-1] for l in out.splitlines() if re.match(r"^[0-9a-f]+ g\s+DO ", l)),
+       ["bpfsight_pyfunc_spec"], "exported variables")
     p = run(["objdump", "-T", SHIM], check=True)
     versions = {tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_([0-9.]+)",
                                                                         p.stdout)}
@@ -268,7 +272,7 @@ def test_shim_library_shape():
     probes = re.findall(r"Provider: (\w+)\n\s+Name: (\w+)\n\s+Location: \S+, Base: \S+, "
                         r"Semaphore: (\S+)\n\s+Arguments: (.*)", p.stdout)
     eq(sorted(n for prov, n, _, _ in probes if prov == "bpfsight"),
-       ["batch", "drain", "gpu", "join", "nvtx", "sync", "torch", "torch_op_stack",
+       ["batch", "drain", "gpu", "join", "nvtx", "pyfunc", "sync", "torch", "torch_op_stack",
         "torch_op_stack", "torch_shapes"], "USDT probes (torch_op_stack: an op's end, a scope's")
     for prov, name, sem, spec in probes:
         check(int(sem, 16) != 0, f"{name} has no semaphore")

@@ -162,6 +162,7 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_OPT_RECORD 0x1 /* `record` takes the option */
 #define FAMILY_OPT_MONITOR                                                                         \
 	0x2 /* `monitor` takes the option, and `top` (it records as monitor does) */
+#define FAMILY_OPT_IMPLIES 0x100 /* giving it records the family too, -t or not */
 
 /*
  * An option of a family's own. record and monitor list it in their --help and parse it

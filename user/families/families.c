@@ -17,6 +17,7 @@
 #include "nvtx.h"
 #include "cpu.h"
 #include "torch.h"
+#include "pyfunc.h"
 #include "mem.h"
 #include "cublas.h"
 #include "blas.h"
@@ -34,8 +35,8 @@ extern const struct family FAMILIES_EXTRA;
 const struct family *const families[] = {
 	&family_proc, /* first: always on, names what the others record */
 	&family_osrt, &family_sched, &family_cpu, &family_gil, &family_cuda, &family_nccl,
-	&family_gpu, &family_nvtx, &family_torch, &family_mem, &family_cublas, &family_blas,
-	&family_cudnn,
+	&family_gpu, &family_nvtx, &family_torch, &family_pyfunc, &family_mem, &family_cublas,
+	&family_blas, &family_cudnn,
 #ifdef FAMILIES_EXTRA
 	&FAMILIES_EXTRA,
 #endif

@@ -30,7 +30,8 @@ struct rw {
 	char nvtx_capture[256];
 	char output[LIST_MAX];
 	int output_given;
-	int nsys_seen; /* an option only nsys has was given */
+	char pyfunc[LIST_MAX]; /* --python-functions' pieces (its spec files, presets) */
+	int nsys_seen;	       /* an option only nsys has was given */
 };
 
 static int fail(const struct rw *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -293,7 +294,29 @@ static int opt_pytorch(struct rw *r, const char *opt, const char *v)
 		"bpfsight records PyTorch's ops themselves (-t torch: torch_op events, "
 		"torch.profiler's view), not NVTX ranges");
 	list_add(r->extra, "+torch");
+	if (strstr(v, "functions-trace")) /* nsys's pytorch.json: the pytorch preset */
+		list_add(r->pyfunc, "pytorch");
 	return shapes && push(r, "--torch-shapes", 0) ? -ENOMEM : 0;
+}
+
+/* --python-functions-trace=FILE: the file, read by --python-functions as nsys reads it. */
+static int opt_py_functions(struct rw *r, const char *opt, const char *v)
+{
+	if (strlen(r->pyfunc) + strlen(v) + 2 > sizeof(r->pyfunc))
+		return fail(r, "%s %s: too long a path", opt, v);
+	list_add(r->pyfunc, v);
+	return 0;
+}
+
+/* --dask=functions-trace|none: nsys's dask.json is the dask preset of --python-functions. */
+static int opt_dask(struct rw *r, const char *opt, const char *v)
+{
+	if (!strcmp(v, "none"))
+		return 0;
+	if (strcmp(v, "functions-trace"))
+		return fail(r, "%s %s: functions-trace or none", opt, v);
+	list_add(r->pyfunc, "dask");
+	return 0;
 }
 
 static int opt_cuda_memory(struct rw *r, const char *opt, const char *v)
@@ -470,8 +493,8 @@ static const struct nsys_opt {
 	{ "session-new", 0, A, no_equivalent },
 	{ "wait", 0, A, no_equivalent },
 	{ "run-as", 0, A, no_equivalent },
-	{ "python-functions-trace", 0, A, no_equivalent },
-	{ "dask", 0, A, no_equivalent },
+	{ "python-functions-trace", 0, A, opt_py_functions },
+	{ "dask", 0, A, opt_dask },
 };
 
 /* Long names: the same in both verbs (only short letters collide with record's). */
@@ -575,6 +598,8 @@ static int finish(struct rw *r)
 		snprintf(item, sizeof(item), "--capture-range=nvtx:%s", r->nvtx_capture);
 		err = push(r, item, 1);
 	}
+	if (!err && r->pyfunc[0]) /* one option: given twice, its last would win */
+		err = push(r, "--python-functions", 0) || push(r, r->pyfunc, 1);
 	if (!err && r->output_given) { /* nsys adds .nsys-rep; profile adds .bst */
 		const char *base = strrchr(r->output, '/');
 

@@ -730,6 +730,8 @@ int record_args__parse(struct record_args *a, int argc, char **argv)
 			    oi = (c - FAMILY_VAL) % FAMILY_OPTS;
 
 			ret = families[fi]->options[oi].parse(a->o.family_opts[fi], optarg, a->cmd);
+			if (!ret && (families[fi]->options[oi].cmds & FAMILY_OPT_IMPLIES))
+				a->implied |= 1ull << fi;
 		} else if (c >= TABLE_VAL && c < TABLE_VAL + (int)NTABLE) {
 			ret = table[c - TABLE_VAL].parse(a, optarg);
 		} else {
@@ -906,6 +908,7 @@ int record_args__check(struct record_args *a)
 				o->families |= 1ull << i;
 	}
 	record_args__default_families(o);
+	o->families |= a->implied;		 /* after the defaults: an option adds to them */
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */
 		for (int i = 0; families[i]; i++)
 			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&

@@ -23,6 +23,7 @@ struct record_args {
 	struct record_opts o;
 	char *trace;	  /* -t's lists, joined (-t repeats add up); chosen after every option */
 	int stacks_given; /* --stacks was given */
+	__u64 implied;	  /* families an option of theirs implies (FAMILY_OPT_IMPLIES) */
 	int done;	  /* --help or --features answered: exit 0 */
 	int help;	  /* --help: the command prints its usage */
 	/* monitor's own */

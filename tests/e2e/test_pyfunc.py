@@ -1,0 +1,322 @@
+"""--python-functions: every call of named Python functions, timed in the job's interpreter.
+
+The workload (tests/workloads/pyfunc/pyfunc_job.py) measures its named functions itself with
+Python's own hook while the recording runs: the file must hold exactly as many pieces of each
+(a generator's or coroutine's every run between resumes and yields counts, as cProfile's
+ncalls does) and their durations must add up to the job's own total within 5%. Plain
+functions, a method, a function of another module, recursion, a generator, an async function,
+an exception unwinding through two named functions, three threads, and a function defined
+after the hooks went in. make check runs one interpreter of each mechanism and each build
+(sys.monitoring: pyenv's 3.12 and Debian's 3.14; the C profile function: pyenv's 3.10 and
+Debian's stripped /usr/bin/python3.11); `make check-pyfunc-versions` runs every one.
+
+-p --inject on a running job, twice, then once with the recorder SIGKILLed: afterwards the job
+holds no monitoring tool and no event of any tool, sys.getprofile() and threading's hook are
+None on the main thread and on a new one, and its untraced loop runs as fast as before (calls
+per CPU second of its thread: on 3.8-3.11 this is what shows that the shim's C profile
+function, which sys.getprofile cannot see, is gone from the loop's thread); a call still
+running when a recording stops is in it, as an "open" piece.
+"""
+import collections
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import threading
+import time
+
+from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, spawn, stats, tell,
+                     tmpdir, wait_for)
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 30
+
+JOB = os.path.join(os.path.dirname(__file__), "..", "workloads", "pyfunc", "pyfunc_job.py")
+PYENV = os.path.expanduser("~/.pyenv/versions")
+NAMES = ["__main__:spin", "__main__:Worker.step", "__main__:rec", "__main__:gen",
+         "__main__:acoro", "__main__:boom", "__main__:passes", "__main__:thread_work",
+         "pyfunc_mod:helper", "__main__:calls.<locals>.late"]
+SPEC = ",".join(NAMES)
+ALL = os.environ.get("BPFSIGHT_PYFUNC_ALL_VERSIONS") == "1"
+
+
+def pyenv(minor):
+    for d in sorted(os.listdir(PYENV)) if os.path.isdir(PYENV) else ():
+        if d.startswith(f"3.{minor}."):
+            return os.path.join(PYENV, d, "bin", "python3")
+    return None
+
+
+def interpreter(which):
+    path = {"debian3.11": "/usr/bin/python3.11",
+            "debian3.14": "/opt/cpython/3.14/bin/python3.14"}.get(which)
+    path = path or pyenv(int(which.split(".")[1]))
+    if not path or not os.path.exists(path):
+        raise Skip(f"no {which} interpreter here")
+    return path
+
+
+def need_shim():
+    need_root()
+    p = subprocess.run([BPFSIGHT, "record", "--python-functions", "x:y", "--dry-run", "--",
+                        "true"], capture_output=True, text=True)
+    if "without it" in p.stderr:
+        raise Skip("bpfsight was built without the cupti-shim (no CUDA headers)")
+
+
+def go_when_found(cmd, spec, found_when, which):
+    """Record CMD with SPEC; "go" to its stdin once a line of the recorder says FOUND_WHEN
+    (the shim's note of what it found). Returns (the job's JSON line, the calls)."""
+    need_shim()
+    out = os.path.join(tmpdir(), "pyfunc.bst")
+    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "--python-functions", spec, "--",
+                          *cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    lines = []
+    found = threading.Event()
+
+    def read():
+        for line in p.stderr:
+            lines.append(line)
+            if found_when(line.rstrip()):
+                found.set()
+        found.set()
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    try:
+        check(found.wait(60) and p.poll() is None,
+              f"{which}: the shim never found the functions: {''.join(lines)[-1500:]}")
+        tell(p, "go")
+        stdout, _ = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    t.join(5)
+    eq(p.returncode, 0, f"{which}: record ({''.join(lines)[-1500:]})")
+    m = re.search(r"^\{\"pid\".*$", stdout, re.M)
+    check(m, f"{which}: the job's line: {stdout[-600:]}")
+    calls = [e for e in dump(out) if e["kind"] == "pyfunc_call"]
+    return json.loads(m.group(0)), calls
+
+
+def recorded_calls(which):
+    """Record the job's calls phase on interpreter WHICH: (the job's truth, the calls)."""
+    # every entry found: the shim's note names them all, nothing missing
+    return go_when_found([interpreter(which), JOB, "calls"], SPEC,
+                         lambda line: line.endswith(f": {len(NAMES)} code objects traced"),
+                         which)
+
+
+def check_calls(which):
+    truth, calls = recorded_calls(which)
+    pid = truth["pid"]
+    by = collections.defaultdict(list)
+    for e in calls:
+        check(e["pid"] == pid, f"{which}: a call of another process: {e}")
+        by[e["name"]].append(e)
+    for name in NAMES:
+        count, total = truth["truth"][name]
+        got = by.get(name, [])
+        eq(len(got), count, f"{which}: {name}: pieces recorded, against the job's own hook")
+        dur = sum(e["dur"] for e in got)
+        check(abs(dur - total) <= 0.05 * total,
+              f"{which}: {name}: {dur} ns recorded, the job's own hook measured {total} ns "
+              f"(more than 5% apart)")
+
+    def ends(name):
+        return collections.Counter((e["args"]["end"], bool(e["args"].get("resumed")))
+                                   for e in by[name])
+
+    # 10 rounds: gen(3) yields 3 times then returns, acoro(2) awaits twice then returns
+    eq(ends("__main__:gen"), {("yield", False): 10, ("yield", True): 20, ("return", True): 10},
+       f"{which}: the generator's pieces")
+    eq(ends("__main__:acoro"), {("yield", False): 10, ("yield", True): 10,
+                                ("return", True): 10}, f"{which}: the coroutine's pieces")
+    eq(ends("__main__:boom"), {("unwind", False): 10}, f"{which}: boom raises")
+    eq(ends("__main__:passes"), {("unwind", False): 10}, f"{which}: the exception unwinds it")
+    eq(collections.Counter(e["args"]["depth"] for e in by["__main__:rec"]),
+       {0: 10, 1: 10, 2: 10, 3: 10}, f"{which}: rec(3)'s recursion depths")
+    eq(collections.Counter(e["args"]["depth"] for e in by["__main__:boom"]), {1: 10},
+       f"{which}: boom runs inside passes")
+    workers = {e["tid"] for e in by["__main__:thread_work"]}
+    eq(len(workers), 3, f"{which}: three threads")
+    check(pid not in workers, f"{which}: not the main thread")
+    steps = collections.Counter(e["tid"] for e in by["__main__:Worker.step"])
+    eq(steps, {pid: 10, **{t: 5 for t in workers}}, f"{which}: Worker.step on each thread")
+    line = by["pyfunc_mod:helper"][0]["args"]
+    check(line["file"].endswith("pyfunc_mod.py") and line["line"] == 4,
+          f"{which}: the helper's file and first line: {line}")
+
+
+def test_pyfunc_calls_sys_monitoring():
+    check_calls("3.12")
+
+
+def test_pyfunc_calls_profile_function():
+    check_calls("3.10")
+
+
+def test_pyfunc_calls_stripped_debian_311():
+    check_calls("debian3.11")
+
+
+def test_pyfunc_calls_314():
+    check_calls("debian3.14")
+
+
+def test_pyfunc_pytorch_preset():
+    """The pytorch preset on a CPU training loop (Debian's torch): every module's forward by
+    its class as torch's own forward hook counts the calls, the optimizer's step and
+    zero_grad once per step."""
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode:
+        raise Skip("no torch for /usr/bin/python3 (Debian's python3-torch)")
+    # marker is defined after the model: once it is found, so is the model's forward
+    job, calls = go_when_found(
+        [py, os.path.join(os.path.dirname(JOB), "pyfunc_torch.py")], "__main__:marker,pytorch",
+        lambda line: "code objects traced" in line and "__main__:marker" not in line,
+        "pytorch")
+    got = collections.Counter(e["name"] for e in calls)
+    steps = job["steps"]
+    eq(job["modules"], {"Net": steps, "Linear": 2 * steps}, "the job's own module calls")
+    eq(got["__main__:Net.forward"], job["modules"]["Net"], "Net.forward, by its class")
+    eq(got["torch.nn.modules.linear:Linear.forward"], job["modules"]["Linear"],
+       "Linear.forward, by its class")
+    eq(got["torch.optim.sgd:SGD.step"], steps, "the optimizer's step, by its class")
+    eq(got["torch.optim.optimizer:Optimizer.zero_grad"], steps, "zero_grad")
+    check(all(e["args"].get("domain") for e in calls), "the preset's domain on each call")
+
+
+def test_pyfunc_calls_every_version():
+    """make check-pyfunc-versions: every interpreter here, both mechanisms."""
+    if not ALL:
+        raise Skip("every interpreter: make check-pyfunc-versions")
+    for which in ("3.8", "3.9", "3.11", "3.13"):
+        check_calls(which)
+
+
+# ---- -p --inject on a running job ----
+
+def readline(p, timeout=60):
+    r, _, _ = select.select([p.stdout], [], [], timeout)
+    check(r, f"pid {p.pid}: no output within {timeout} s")
+    return json.loads(p.stdout.readline())
+
+
+def sample(p, window=0.2):
+    """The job's loop rate over WINDOW s (calls per CPU second of its thread), and its hooks."""
+    tell(p, "")
+    readline(p)
+    time.sleep(window)  # a measuring window, not a wait
+    tell(p, "")
+    return readline(p)
+
+
+def best(p):
+    """The best of three samples: other load only ever slows the loop down."""
+    return max((sample(p) for _ in range(3)), key=lambda s: s["rate"])
+
+
+def clean(s):
+    """No hook of the shim's is left, on the main thread or a new one."""
+    for where in ("main", "new_thread"):
+        h = s[where]
+        if h["profile"] or h["threading"] or h.get("tools") or any(h.get("events", [])):
+            return False
+    return True
+
+
+def attach(which, round_, pid, spec):
+    rec = Recorder("-p", str(pid), "-t", "pyfunc", "--python-functions", spec, "--inject")
+    rec.wait_ready()
+    try:
+        wait_for(lambda: "1 code objects traced" in rec.stderr, 30, "the shim's hooks")
+    except AssertionError:
+        raise AssertionError(f"{which}: round {round_}: the shim's hooks never went in: "
+                             f"{rec.stderr[-1500:]}")
+    return rec
+
+
+def check_injected(which):
+    """Round 1 traces the loop's function and stops; round 2 traces a call that is still
+    running when it stops (an "open" piece); round 3 traces the loop and is SIGKILLed."""
+    need_shim()
+    p = spawn([interpreter(which), JOB, "loop"])
+    pid = readline(p)["pid"]
+    try:
+        before = best(p)
+        check(clean(before), f"{which}: no hooks before: {before}")
+        for round_, spec in ((1, "pyfunc_mod:tiny"), (2, "pyfunc_mod:hold"),
+                             (3, "pyfunc_mod:tiny")):
+            rec = attach(which, round_, pid, spec)
+            during = sample(p)
+            check(not clean(during), f"{which}: round {round_}: the hooks are in: {during}")
+            if spec.endswith("tiny"):
+                check(during["rate"] < 0.75 * before["rate"],
+                      f"{which}: round {round_}: the bound can tell traced from untraced "
+                      f"(traced {during['rate']:.0f}, untraced {before['rate']:.0f})")
+            if round_ == 3:
+                rec.p.kill()
+                rec.wait(30)
+            elif round_ == 2:
+                tell(p, "hold")
+                eq(readline(p), {"held": 1}, f"{which}: a thread inside hold()")
+                eq(rec.stop(), 0, f"{which}: round 2: record ({rec.stderr[-800:]})")
+                tell(p, "release")
+                calls = [e for e in dump(rec.out) if e["kind"] == "pyfunc_call"]
+                eq([(e["name"], e["args"]["end"], e["args"]["depth"]) for e in calls],
+                   [("pyfunc_mod:hold", "open", 0)],
+                   f"{which}: round 2: the call still running when it stopped")
+                check(calls[0]["tid"] != pid and calls[0]["dur"] > 0,
+                      f"{which}: on the thread that runs it, up to the end: {calls[0]}")
+            else:
+                eq(rec.stop(), 0, f"{which}: round 1: record ({rec.stderr[-800:]})")
+                sums = stats(rec.out, "shim_sum")["shim_sum"]
+                check(row(sums, pid=pid)["python_calls"] > 1000,
+                      f"{which}: round 1: the loop's calls recorded: {sums}")
+            wait_for(lambda: clean(sample(p, 0.05)), 20,
+                     f"{which}: round {round_}: every hook removed")
+            # Untraced again: tracing the loop's call costs it far more than the 25% allowed.
+            # A moment of other load can slow a sample: the best one within 10 s counts.
+            after, deadline = best(p), time.time() + 10
+            while after["rate"] < 0.75 * before["rate"] and time.time() < deadline:
+                after = max(after, best(p), key=lambda s: s["rate"])
+            check(after["rate"] >= 0.75 * before["rate"],
+                  f"{which}: round {round_}: the loop runs at {after['rate']:.0f} calls per "
+                  f"CPU second, {before['rate']:.0f} before (traced: {during['rate']:.0f})")
+    finally:
+        tell(p, "quit")
+        p.wait(30)
+
+
+def test_pyfunc_inject_twice_and_killed_profile_function():
+    check_injected("3.10")
+
+
+def test_pyfunc_inject_every_version():
+    if not ALL:
+        raise Skip("every interpreter: make check-pyfunc-versions")
+    for which in ("3.8", "3.9", "3.11", "3.12", "3.13", "debian3.11", "debian3.14"):
+        check_injected(which)
+
+
+def test_pyfunc_option_implies_the_family_and_bad_input():
+    """--python-functions alone records pyfunc; -t pyfunc without it, or a spec that names
+    nothing, fails with the reason and exit 1, before CMD runs."""
+    need_shim()
+    out = os.path.join(tmpdir(), "p.bst")
+    mark = os.path.join(tmpdir(), "ran")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "--python-functions", "__main__:f", "--",
+                        "true"], capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 0, p.stderr[-800:])
+    check(re.search(r"families: [a-z,]*\bpyfunc\)", p.stderr), f"pyfunc implied: {p.stderr}")
+    for args, says in ((["-t", "pyfunc"], "--python-functions SPEC names: give it"),
+                       (["--python-functions", "nocolon"], '"nocolon": neither')):
+        p = subprocess.run([BPFSIGHT, "record", "-o", out, "--force", *args, "--", "touch",
+                            mark], capture_output=True, text=True, timeout=120)
+        eq(p.returncode, 1, f"{args}: exit status ({p.stderr[-800:]})")
+        check(says in p.stderr, f"{args}: says why: {p.stderr[-800:]}")
+        check(not os.path.exists(mark), f"{args}: CMD never ran")

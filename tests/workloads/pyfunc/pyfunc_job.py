@@ -1,0 +1,245 @@
+"""The pyfunc family's workload (tests/e2e/test_pyfunc.py): named functions of every kind.
+
+calls: waits for "go" on stdin (the test sends it once the recorder said every named function
+was found) and checks that bpfsight's shim installed its hooks, then runs every named function a known number of times while measuring each itself with Python's own
+hook (the truth): sys.setprofile on 3.12+ (its own sys.monitoring tool, beside the shim's),
+sys.settrace before (the shim's C profile function holds the profile slot there), on every
+thread. It prints one JSON line: per named function, the pieces the hook saw (a generator's
+or coroutine's every run between resumes and yields is one, as cProfile counts them) and
+their total duration.
+
+loop: a job to attach to (-p --inject): a loop of untraced calls whose rate it prints with
+what its interpreter holds (monitoring tools, profile functions of every thread, threading's
+hook) on each line of stdin; "hold" starts a thread that stays inside pyfunc_mod.hold until
+"release"; "quit" ends it.
+"""
+import json
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pyfunc_mod  # noqa: E402
+
+NEW = sys.version_info >= (3, 12)
+SPIN = 20000
+
+
+def spin(n):
+    x = 0
+    for i in range(n):
+        x += i
+    return x
+
+
+class Worker:
+    def step(self, n):
+        return spin(n)
+
+
+def rec(n):
+    spin(SPIN)
+    if n:
+        rec(n - 1)
+
+
+def gen(k):
+    for i in range(k):
+        spin(SPIN)
+        yield i
+
+
+class Later:
+    def __await__(self):
+        yield "suspended"
+
+
+async def acoro(k):
+    for _ in range(k):
+        spin(SPIN)
+        await Later()
+    return k
+
+
+def boom():
+    spin(SPIN)
+    raise ValueError("boom")
+
+
+def passes():
+    boom()
+
+
+def thread_work(k):
+    for _ in range(k):
+        Worker().step(SPIN)
+
+
+def installed():
+    """The shim's hooks are in: its sys.monitoring tool, or threading's hook (3.8-3.11)."""
+    if NEW:
+        return any(sys.monitoring.get_tool(i) == "bpfsight" for i in range(6))
+    return threading._profile_hook is not None
+
+
+class Truth:
+    """Pieces and their total ns per named code object, from Python's own hook."""
+
+    def __init__(self, codes):
+        self.codes = codes  # code -> name
+        self.count = {n: 0 for n in codes.values()}
+        self.total = {n: 0 for n in codes.values()}
+        self.local = threading.local()
+
+    def stack(self):
+        s = getattr(self.local, "s", None)
+        if s is None:
+            s = self.local.s = []
+        return s
+
+    def event(self, frame, what, arg):
+        name = self.codes.get(frame.f_code)
+        if name is None:
+            return None
+        if what == "call":
+            self.stack().append((name, time.perf_counter_ns()))
+        elif what == "return":
+            now = time.perf_counter_ns()
+            s = self.stack()
+            if s and s[-1][0] == name:
+                n, t0 = s.pop()
+                self.count[n] += 1
+                self.total[n] += now - t0
+        return self.trace
+
+    def trace(self, frame, what, arg):
+        if what == "call":
+            frame.f_trace_lines = False
+        return self.event(frame, what, arg)
+
+    def profile(self, frame, what, arg):
+        self.event(frame, what, arg)
+
+    def __enter__(self):
+        if NEW:
+            threading.setprofile(self.profile)
+            sys.setprofile(self.profile)
+        else:
+            threading.settrace(self.trace)
+            sys.settrace(self.trace)
+        return self
+
+    def __exit__(self, *exc):
+        if NEW:
+            sys.setprofile(None)
+            threading.setprofile(None)
+        else:
+            sys.settrace(None)
+            threading.settrace(None)
+
+
+def calls():
+    if sys.stdin.readline().strip() != "go":
+        sys.exit("no go")
+    if not installed():
+        sys.exit("the shim has not installed its hooks")
+
+    # Defined now, after the hooks went in: the shim found its code among this module's
+    # constants, so even its first call is traced.
+    def late(n):
+        return spin(n)
+
+    g = globals()
+    codes = {f.__code__: "__main__:" + f.__qualname__ for f in
+             (spin, Worker.step, rec, gen, acoro, boom, passes, thread_work)}
+    codes[pyfunc_mod.helper.__code__] = "pyfunc_mod:helper"
+    codes[late.__code__] = "__main__:calls.<locals>.late"
+    # Threads switch where they block, not every 5 ms inside a hook: a switch between the
+    # shim's timestamp and the truth's would count another thread's time in one of them.
+    sys.setswitchinterval(10)
+    with Truth(codes) as t:
+        for _ in range(10):
+            Worker().step(SPIN)
+            pyfunc_mod.helper(SPIN)
+            rec(3)
+            for _ in gen(3):
+                pass
+            c = acoro(2)
+            try:
+                while True:
+                    c.send(None)
+            except StopIteration:
+                pass
+            try:
+                passes()
+            except ValueError:
+                pass
+            late(SPIN)
+        threads = [threading.Thread(target=thread_work, args=(5,)) for _ in range(3)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    g.pop("late", None)
+    print(json.dumps({"pid": os.getpid(), "version": list(sys.version_info[:2]),
+                      "truth": {n: [t.count[n], t.total[n]] for n in t.count}}), flush=True)
+
+
+def hooks():
+    """What this interpreter holds now, on every thread."""
+    out = {"profile": sys.getprofile() is not None,
+           "threading": getattr(threading, "_profile_hook", None) is not None}
+    if NEW:
+        out["tools"] = [i for i in range(6) if sys.monitoring.get_tool(i) is not None]
+        out["events"] = [sys.monitoring.get_events(i) for i in range(6)]
+    return out
+
+
+def loop():
+    """Untraced calls in a thread; each line of stdin: their rate since the last line (calls
+    per CPU second of that thread: other load on the machine does not move it) and what the
+    interpreter holds, asked on the main thread and on a thread started then."""
+    counter = [0, 0]  # calls, the worker's CPU ns
+    stop = threading.Event()
+
+    def work():
+        while not stop.is_set():
+            for _ in range(1000):
+                pyfunc_mod.tiny()
+            counter[0] += 1000
+            counter[1] = time.thread_time_ns()
+
+    th = threading.Thread(target=work)
+    th.start()
+    print(json.dumps({"pid": os.getpid()}), flush=True)
+    last = list(counter)
+    release = threading.Event()
+    for line in sys.stdin:
+        if line.strip() == "quit":
+            break
+        if line.strip() == "hold":  # a thread inside pyfunc_mod.hold until "release"
+            entered = threading.Event()
+            threading.Thread(target=pyfunc_mod.hold, args=(entered, release)).start()
+            entered.wait()
+            print(json.dumps({"held": 1}), flush=True)
+            continue
+        if line.strip() == "release":
+            release.set()
+            release = threading.Event()
+            continue
+        now = list(counter)
+        probe = {}
+        other = threading.Thread(target=lambda: probe.update(hooks()))
+        other.start()
+        other.join()
+        cpu = (now[1] - last[1]) / 1e9
+        print(json.dumps({"rate": (now[0] - last[0]) / cpu if cpu > 0 else 0,
+                          "main": hooks(), "new_thread": probe}), flush=True)
+        last = now
+    stop.set()
+    th.join()
+
+
+if __name__ == "__main__":
+    {"calls": calls, "loop": loop}[sys.argv[1]]()

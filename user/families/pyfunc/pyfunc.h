@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * pyfunc family: every call of the Python functions --python-functions names, timed inside
+ * the job's interpreter by the cupti-shim's pyfunc module (cupti-shim/shim_pyfunc*.c) and
+ * carried by the shim channel (user/shim_channel/). Record side and the option in pyfunc.c,
+ * the spec written into each shim in pyfunc_write.c, the spec's parsing in pyfunc_spec*.c,
+ * the reading side in pyfunc_read.h. docs/PYFUNC.md for users, docs/PYFUNC-mechanism.md for how.
+ */
+#ifndef BPFSIGHT_PYFUNC_H
+#define BPFSIGHT_PYFUNC_H
+
+#include "family.h"
+#include "pyfunc_read.h" /* decoders, reports, exports */
+#include "pyfunc_records.h"
+
+struct pyfunc_opts {
+	char *text; /* --python-functions, as the canonical text; NULL: not given */
+};
+
+struct record_ctx;
+struct pyfunc_writer;
+
+/*
+ * pyfunc_write.c: TEXT written into the spec buffer of every cupti-shim this recording's
+ * processes map (launch, -p, -a, loaded later), before or as the channel attaches the
+ * control site. 0 with *OUT, or -errno.
+ */
+int pyfunc_writer__new(struct record_ctx *ctx, const char *text, struct pyfunc_writer **out);
+void pyfunc_writer__free(struct record_ctx *ctx, struct pyfunc_writer *w);
+
+extern const struct family family_pyfunc; /* pyfunc.c */
+
+#endif /* BPFSIGHT_PYFUNC_H */

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pyfunc_step_sum (ours, Lightning's simple profiler's per-hook means): with torch's steps in
+ * the trace (BS_REC_TORCH_STEP: -t torch), per named function of a process, its calls and its
+ * time per training step of that process: the mean over every step (a step without a call
+ * counts 0), and the least and most time one step held. A call belongs to the step it began
+ * in; its time is cumtime's (recursion counted once). Calls outside every step are counted
+ * apart.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hmap.h"
+#include "pyfunc_calls.h"
+#include "table.h"
+
+struct step_row {
+	const struct pyfunc_piece *first; /* its key: pid, function, file, line */
+	__u64 outside;			  /* calls in no step */
+	double time_per_step, calls_per_step;
+	__u64 min, max, steps;
+};
+
+struct cell {
+	__u64 calls, ns;
+};
+
+static int step_cmp(const void *x, const void *y)
+{
+	const struct pyfunc_step *a = x, *b = y;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return (a->ts > b->ts) - (a->ts < b->ts);
+}
+
+/* The first of the steps of (PID, >= TS) in ST's sorted steps. */
+static size_t first_step(const struct pyfunc_calls *st, __u32 pid, __u64 ts)
+{
+	struct pyfunc_step key = { pid, ts, 0 };
+	size_t lo = 0, hi = st->nsteps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (step_cmp(&st->steps[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The index of the step of P's process that P began in, or -1. */
+static long step_of(const struct pyfunc_calls *st, const struct pyfunc_piece *p)
+{
+	size_t i = first_step(st, p->pid, p->ts + 1); /* past the steps that began by P */
+	const struct pyfunc_step *s;
+
+	if (!i)
+		return -1;
+	s = &st->steps[i - 1];
+	return s->pid == p->pid && p->ts < s->ts + s->dur ? (long)(i - 1) : -1;
+}
+
+/* Fill R's per-step figures from its cells, over every step of its process. */
+static void row_finish(const struct pyfunc_calls *st, struct hmap *cells, size_t idx,
+		       struct step_row *r)
+{
+	__u32 pid = r->first->pid;
+	__u64 calls = 0, ns = 0;
+
+	r->min = ~0ull;
+	for (size_t i = first_step(st, pid, 0); i < st->nsteps && st->steps[i].pid == pid; i++) {
+		struct cell *c = hmap__get(cells, (struct hkey){ idx, i }, 0);
+		__u64 v = c ? c->ns : 0;
+
+		r->steps++;
+		calls += c ? c->calls : 0;
+		ns += v;
+		r->min = v < r->min ? v : r->min;
+		r->max = v > r->max ? v : r->max;
+	}
+	if (!r->steps)
+		r->min = 0;
+	r->calls_per_step = r->steps ? (double)calls / r->steps : 0.0;
+	r->time_per_step = r->steps ? (double)ns / r->steps : 0.0;
+}
+
+static int by_time(const void *x, const void *y)
+{
+	const struct step_row *a = x, *b = y;
+
+	if (a->time_per_step != b->time_per_step)
+		return a->time_per_step < b->time_per_step ? 1 : -1;
+	return (a->first > b->first) - (a->first < b->first); /* by first start */
+}
+
+static void step__table(struct table *t, const struct trace_model *m, struct step_row *rows,
+			size_t n)
+{
+	int c[10];
+	__u64 outside = 0, stepless = 0;
+
+	c[0] = table__add_col(t, "time_per_step_ns", "Time/Step (ns)", TABLE_DOUBLE);
+	c[1] = table__add_col(t, "calls_per_step", "Calls/Step", TABLE_DOUBLE);
+	table__set_precision(t, c[1], 2);
+	c[2] = table__add_col(t, "min_step_ns", "Min Step (ns)", TABLE_U64);
+	c[3] = table__add_col(t, "max_step_ns", "Max Step (ns)", TABLE_U64);
+	c[4] = table__add_col(t, "steps", "Steps", TABLE_U64);
+	c[5] = table__add_col(t, "outside_steps", "Calls Outside", TABLE_U64);
+	c[6] = table__add_col(t, "pid", "PID", TABLE_U64);
+	c[7] = table__add_col(t, "function", "Function", TABLE_STR);
+	c[8] = table__add_col(t, "file", "File", TABLE_STR);
+	c[9] = table__add_col(t, "line", "Line", TABLE_U64);
+	table__set_flags(t, c[8], TABLE_COL_PATH);
+	for (size_t i = 0; i < n; i++) {
+		const struct step_row *r = &rows[i];
+		const char *func = trace_model__string(m, r->first->func_id);
+		const char *file = trace_model__string(m, r->first->file_id);
+
+		if (!r->steps) {
+			stepless++;
+			continue;
+		}
+		outside += r->outside;
+		table__row(t);
+		table__set_double(t, c[0], r->time_per_step);
+		table__set_double(t, c[1], r->calls_per_step);
+		table__set_u64(t, c[2], r->min);
+		table__set_u64(t, c[3], r->max);
+		table__set_u64(t, c[4], r->steps);
+		table__set_u64(t, c[5], r->outside);
+		table__set_u64(t, c[6], r->first->pid);
+		table__set_str(t, c[7], func ? func : "");
+		table__set_str(t, c[8], file ? file : "");
+		table__set_u64(t, c[9], r->first->line);
+	}
+	if (n && !table__nrows(t))
+		table__add_note(t, "No torch step in the trace: record -t torch too (its steps end "
+				   "at each optimizer step).");
+	if (stepless && table__nrows(t))
+		table__add_note(t, "%llu functions of processes without a step are left out.",
+				(unsigned long long)stepless);
+	if (outside && table__nrows(t))
+		table__add_note(t,
+				"%llu calls began outside every step (before the first step's "
+				"start, after the last one's end): Calls Outside.",
+				(unsigned long long)outside);
+}
+
+/* Each piece's calls and time into the cell of its function and step (else outside). */
+static int step__cells(const struct pyfunc_calls *st, const size_t *row, struct step_row *rows,
+		       struct hmap *cells)
+{
+	for (size_t i = 0; i < st->n; i++) {
+		const struct pyfunc_piece *p = &st->v[i];
+		long s = step_of(st, p);
+		struct cell *c;
+
+		if (!rows[row[i]].first)
+			rows[row[i]].first = p;
+		if (s < 0) {
+			rows[row[i]].outside++;
+			continue;
+		}
+		c = hmap__get(cells, (struct hkey){ row[i], (__u64)s }, 1);
+		if (!c)
+			return -ENOMEM;
+		c->calls++;
+		c->ns += p->recursive ? 0 : p->dur;
+	}
+	return 0;
+}
+
+static int step__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	struct pyfunc_calls *st = vst;
+	struct hmap *cells = NULL;
+	struct step_row *rows = NULL;
+	size_t *row = NULL;
+	long nrows = pyfunc_calls__rows(st, &row);
+	int err = nrows < 0 ? (int)nrows : 0;
+
+	if (!err && (!(rows = calloc(nrows + 1, sizeof(*rows))) ||
+		     !(cells = hmap__new(sizeof(struct cell)))))
+		err = -ENOMEM;
+	if (err)
+		goto out;
+	if (st->nsteps)
+		qsort(st->steps, st->nsteps, sizeof(*st->steps), step_cmp);
+	err = step__cells(st, row, rows, cells);
+	if (err)
+		goto out;
+	for (long i = 0; i < nrows; i++)
+		row_finish(st, cells, i, &rows[i]);
+	if (nrows)
+		qsort(rows, nrows, sizeof(*rows), by_time);
+	step__table(t, m, rows, nrows);
+	err = table__err(t);
+out:
+	free(rows);
+	free(row);
+	hmap__free(cells);
+	return err;
+}
+
+const struct report pyfunc_step_sum = {
+	.name = "pyfunc_step_sum",
+	.desc = "Named Python functions per torch step: calls and time per step (-t torch)",
+	.new = pyfunc_calls__new,
+	.add = pyfunc_calls__add,
+	.emit = step__emit,
+	.free = pyfunc_calls__free,
+};
