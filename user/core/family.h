@@ -158,6 +158,8 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_STACKS	      0x4 /* reads stacks: the stack service starts before families attach */
 #define FAMILY_STACKS_DEFAULT 0x8  /* its events carry stacks unless --stacks says otherwise */
 #define FAMILY_STACKS_EVERY   0x10 /* takes --stacks with stack_default_ns 0: every event */
+/* writes into its targets' memory (pyfunc's spec into the shim): the seccomp filter allows it */
+#define FAMILY_WRITES_TARGETS 0x20
 
 #define FAMILY_OPT_RECORD 0x1 /* `record` takes the option */
 #define FAMILY_OPT_MONITOR                                                                         \

@@ -128,17 +128,18 @@ static const struct seccomp_rule denied[] = {
 	{ SYS_ptrace },
 };
 
-int privileges__confine(int injects, const char **check)
+int privileges__confine(int injects, int writes, const char **check)
 {
 	unsigned int n = sizeof(denied) / sizeof(denied[0]);
 	const struct seccomp_rule *r = denied;
 	struct seccomp_rule keep[sizeof(denied) / sizeof(denied[0])];
 	int err;
 
-	if (injects) { /* process_vm_writev and ptrace stay allowed */
+	if (injects || writes) { /* process_vm_writev (and ptrace, to inject) stay allowed */
 		n = 0;
 		for (unsigned int i = 0; i < sizeof(denied) / sizeof(denied[0]); i++)
-			if (denied[i].nr != SYS_process_vm_writev && denied[i].nr != SYS_ptrace)
+			if (denied[i].nr != SYS_process_vm_writev &&
+			    (!injects || denied[i].nr != SYS_ptrace))
 				keep[n++] = denied[i];
 		r = keep;
 	}

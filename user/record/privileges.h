@@ -36,10 +36,11 @@ int privileges__limit(__u64 keep);
  * Once every family is attached: a seccomp filter on every thread (threads and processes
  * made later inherit it) that denies, with EPERM, what recording never does from then on:
  * exec, loading a BPF program, mounts and namespaces, files by handle, modules, kexec, the
- * clock, keys; and unless INJECTS (--inject), ptrace and process_vm_writev. It needs
+ * clock, keys; ptrace unless INJECTS (--inject); process_vm_writev unless INJECTS or WRITES
+ * (a family that writes into its targets: pyfunc's spec). It needs
  * privileges__drop's no_new_privs. *CHECK says how one denied call answered, for --verbose.
  * 0, or a negative errno.
  */
-int privileges__confine(int injects, const char **check);
+int privileges__confine(int injects, int writes, const char **check);
 
 #endif /* BPFSIGHT_PRIVILEGES_H */

@@ -245,6 +245,14 @@ int record_opts__wants_stacks(const struct record_opts *o)
 	return 0;
 }
 
+int record_opts__writes_targets(const struct record_opts *o)
+{
+	for (int i = 0; families[i]; i++)
+		if ((families[i]->flags & FAMILY_WRITES_TARGETS) && (o->families & (1ull << i)))
+			return 1;
+	return 0;
+}
+
 __u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f)
 {
 	for (int i = 0; families[i]; i++)

@@ -81,6 +81,8 @@ struct record_opts {
 
 /* Whether the recording reads stacks (the cpu family, --stacks): record_ctx.c. */
 int record_opts__wants_stacks(const struct record_opts *o);
+/* 1 when a family it records writes into its targets' memory (FAMILY_WRITES_TARGETS). */
+int record_opts__writes_targets(const struct record_opts *o);
 struct family;
 /* --stacks for family F: the threshold of its events that get a stack, RECORD_STACKS_OFF. */
 __u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f);

@@ -598,7 +598,7 @@ static int go_live(struct recording *r)
 	ctx->pump = r->pump;
 	pump_tid = ring_pump__tid(r->pump);
 	/* Every family attached: what recording never does from here on is denied. */
-	err = privileges__confine(o->inject, &check);
+	err = privileges__confine(o->inject, record_opts__writes_targets(o), &check);
 	if (err)
 		pr_warn("cannot install the seccomp filter: %s\n", strerror(-err));
 	else if (o->verbose)

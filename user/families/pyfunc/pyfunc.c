@@ -216,7 +216,7 @@ const struct family family_pyfunc = {
 	.desc = "every call of the Python functions --python-functions names (sys.monitoring or "
 		"a C profile function in the cupti-shim)",
 	/* not by default: it hooks the job's interpreter, and needs a spec */
-	.flags = FAMILY_OPT_IN,
+	.flags = FAMILY_OPT_IN | FAMILY_WRITES_TARGETS,
 	.shim = &pyfunc_shim,
 	.ring_only = shim_ring_only,
 	.needs = 1u << KF_ATTACH_COOKIE,
