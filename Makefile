@@ -194,6 +194,9 @@ $(OUT)/tests/cpu_split $(OUT)/tests/syscall_callers $(OUT)/tests/stacks_native: 
 	-fno-omit-frame-pointer \
 	-fno-optimize-sibling-calls
 
+# Unwind tables' workload is built as the libraries without frame pointers are.
+$(OUT)/tests/unwind_qsort: WL_EXTRA := -O2 -fomit-frame-pointer
+
 # The demo marks its phases with NVTX when the toolkit's header-only nvtx3 is there.
 ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)
 $(OUT)/tests/demo_pipeline: WL_EXTRA := -I$(CUDA_HOME)/include -DHAVE_NVTX

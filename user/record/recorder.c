@@ -33,6 +33,7 @@
 #include "string_pool.h"
 #include "target_tree.h"
 #include "trace_writer.h"
+#include "unwind_load.h"
 #include "uprobe_mgr.h"
 #include "msg.h"
 
@@ -168,7 +169,9 @@ static int create_shared_maps(struct record_ctx *ctx)
 			       sizeof(struct bs_py_code_id), BS_PY_CODES, NULL);
 	if (ctx->py_codes_fd < 0)
 		return -errno;
-	return 0;
+	return unwind_load__create(record_opts__wants_stacks(ctx->opts) &&
+					   kfeature__has(KF_UNWIND_TABLES),
+				   &ctx->unw_rows_fd, &ctx->unw_procs_fd);
 }
 
 static int add_target(struct record_ctx *ctx, pid_t pid)
@@ -950,6 +953,10 @@ static void teardown(struct recording *r)
 		close(ctx->py_procs_fd);
 	if (ctx->py_codes_fd >= 0)
 		close(ctx->py_codes_fd);
+	if (ctx->unw_rows_fd >= 0)
+		close(ctx->unw_rows_fd);
+	if (ctx->unw_procs_fd >= 0)
+		close(ctx->unw_procs_fd);
 	string_pool__free(ctx->strings);
 	/* Every link of ours is closed: the held ones go, within the stop's time if they can. */
 	link_reaper__let_go(LET_GO_MS);
@@ -986,7 +993,9 @@ int recorder__run(const struct record_opts *opts)
 				      .lost_fd = -1,
 				      .control_fd = -1,
 				      .py_procs_fd = -1,
-				      .py_codes_fd = -1 };
+				      .py_codes_fd = -1,
+				      .unw_rows_fd = -1,
+				      .unw_procs_fd = -1 };
 	r->launch = (struct launch){ .pid = -1, .gate_fd = -1 };
 	r->tty = isatty(STDERR_FILENO);
 	r->ctx.self_pid = getpid();

@@ -297,8 +297,9 @@ static void name_all(struct snap_run *r)
 		if (raw->have != 1)
 			continue;
 		top = stack_svc__raw_top(raw->flags, &w, &n);
-		s->threads[i].stack_id = stack_svc__stack(
-			&r->ctx, r->svc, s->pid, s->threads[i].task.tid, 0, w, n, raw->npy, top);
+		s->threads[i].stack_id =
+			stack_svc__stack(&r->ctx, r->svc, s->pid, s->threads[i].task.tid, 0, w, n,
+					 raw->npy, top, raw->flags);
 		if (!s->threads[i].stack_id && !s->threads[i].error)
 			s->threads[i].error = "no frame could be read";
 	}

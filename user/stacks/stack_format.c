@@ -24,6 +24,20 @@ static const char *base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
+/* Why a walk stopped (a cut marker's line: BS_CUT_*), as its marker frame says it. */
+static const char *stack_cut_reason(__u32 why)
+{
+	static const char *const reasons[BS_CUT_REASONS] = {
+		[BS_CUT_NO_FP] = "no frame pointers",
+		[BS_CUT_NO_FDE] = "no unwind information covers the address",
+		[BS_CUT_EXPR] = "an unwind rule the table cannot hold",
+		[BS_CUT_BAD_FDE] = "malformed unwind information",
+		[BS_CUT_BAD_CFA] = "the unwind table gave a frame off the stack",
+	};
+
+	return why < BS_CUT_REASONS ? reasons[why] : "an unknown reason";
+}
+
 const char *stack_frame__file(const struct bs_frame *f, const struct trace_model *m)
 {
 	const char *file = f->file_id ? trace_model__string(m, f->file_id) : NULL;
@@ -42,8 +56,8 @@ const char *stack_frame__func(const struct bs_frame *f, const struct trace_model
 	if (f->kind == STACK_FRAME_TRUNCATED)
 		return "[truncated]";
 	if (f->kind == BS_FRAME_CUT) {
-		snprintf(buf, len, "[unwind stopped in %s: no frame pointers]",
-			 *file ? base_name(file) : "unknown code");
+		snprintf(buf, len, "[unwind stopped in %s: %s]",
+			 *file ? base_name(file) : "unknown code", stack_cut_reason(f->line));
 		return buf;
 	}
 	if (func && *func)

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The maps the native walk reads unwind tables from (bpf/stack_native.bpf.h), filled by the
+ * stack service (user/stacks/unwind_maps.c), shared by every BPF object of a recording as
+ * py_procs is (docs/STACKS.md, "Unwind tables"):
+ * - unw_rows: every loaded file's rows (bpf/unwind_table.h), one file after another, each
+ *   sorted by pc; an ARRAY (its lookups are inlined: a binary search costs no helper call),
+ *   BPF_F_MMAPABLE so user space writes a file's rows with one memcpy. Its size is the cap
+ *   on the tables' memory: rows are never removed (a file's table serves every process that
+ *   maps it, and later ones), and a file that does not fit is said and left to frame
+ *   pointers.
+ * - unw_procs: per process (tgid), its executable mappings of files with a table, sorted by
+ *   start: where each is, its load bias and its file's rows. Removed at the process's exit
+ *   or exec. A process absent here is walked by frame pointers alone, as before tables.
+ */
+#ifndef BPFSIGHT_UNWIND_MAPS_H
+#define BPFSIGHT_UNWIND_MAPS_H
+
+#include "unwind_table.h"
+
+/* Rows in unw_rows: 24 MiB (BPFSIGHT_MAP_ENTRIES=unw_rows=N, in pairs of rows). */
+#define BS_UNW_ROWS  (1u << 21)
+#define BS_UNW_MAPS  128  /* mappings with a table per process (a power of two) */
+#define BS_UNW_PROCS 4096 /* processes in unw_procs */
+/* A file's rows searched in at most this many halvings: bigger tables are not loaded. */
+#define BS_UNW_SEARCH	24
+#define BS_UNW_MAX_ROWS (1u << BS_UNW_SEARCH)
+
+/*
+ * An unw_rows element: two rows. An array's elements are 8-byte aligned (a lone 12-byte row
+ * would take 16), so row i is element i / 2's r[i % 2] and the rows lie one after another,
+ * 12 bytes each, in the array user space maps.
+ */
+struct bs_unw_pair {
+	struct bs_unwind_row r[2];
+};
+
+struct bs_unw_map {
+	__u64 start, end; /* the mapping's runtime addresses [start, end) */
+	__u64 bias;	  /* runtime address - ELF virtual address (the rows' pc) */
+	__u32 row0;	  /* its file's first row in unw_rows */
+	__u32 nrows;	  /* and how many (<= BS_UNW_MAX_ROWS) */
+};
+
+struct bs_unw_proc {
+	__u32 n; /* mappings in m, sorted by start, not overlapping */
+	__u32 _pad;
+	struct bs_unw_map m[BS_UNW_MAPS];
+};
+
+_Static_assert(sizeof(struct bs_unw_map) == 32, "part of the BPF maps' layout");
+_Static_assert(sizeof(struct bs_unw_pair) == 24, "rows lie 12 bytes apart in unw_rows");
+
+#endif /* BPFSIGHT_UNWIND_MAPS_H */
