@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Which files get an unwind table, and when (stack_unwind.h). */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 #include "hmap.h"
 #include "records.h"
 #include "stack_unwind.h"
+#include "unwind_build.h"
 #include "unwind_load.h"
 #include "uprobe_mgr.h"
 
@@ -16,9 +21,57 @@
 struct stack_unwind {
 	struct uprobe_mgr *mgr;
 	struct unwind_load *load;
-	struct hmap *procs; /* pid -> __u8: it had a stack cut, its mappings are followed */
+	struct hmap *procs;	  /* pid -> __u8: it had a stack cut, its mappings are followed */
+	struct unwind_table vdso; /* the vDSO's (n = 0: none) */
+	__u64 vdso_size;	  /* the bytes its image spans */
 	struct uprobe_code maps[MAPS_MAX];
 };
+
+/*
+ * The vDSO's table: every process of this kernel maps the image ours is (mapped whole, its
+ * section headers and .eh_frame included). Its code (clock_gettime) is where many samples
+ * land, and no file maps it.
+ */
+static void vdso_table(struct stack_unwind *s)
+{
+	const Elf64_Ehdr *eh = (const void *)getauxval(AT_SYSINFO_EHDR);
+	const char *base = (const char *)eh, *names;
+	const Elf64_Shdr *sh;
+	const Elf64_Phdr *ph;
+
+	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_shentsize != sizeof(*sh) ||
+	    eh->e_shstrndx >= eh->e_shnum)
+		return;
+	ph = (const void *)(base + eh->e_phoff);
+	for (int i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > s->vdso_size)
+			s->vdso_size = ph[i].p_vaddr + ph[i].p_memsz;
+	sh = (const void *)(base + eh->e_shoff);
+	names = base + sh[eh->e_shstrndx].sh_offset;
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (!strcmp(names + sh[i].sh_name, ".eh_frame") &&
+		    unwind_table__from_section(base + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addr,
+					       0, &s->vdso))
+			unwind_table__free(&s->vdso);
+}
+
+/* Where PID's vDSO is (its auxiliary vector's AT_SYSINFO_EHDR), 0 when unknown. */
+static __u64 vdso_of(pid_t pid)
+{
+	__u64 aux[2], at = 0;
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (read(fd, aux, sizeof(aux)) == sizeof(aux) && aux[0] != AT_NULL)
+		if (aux[0] == AT_SYSINFO_EHDR)
+			at = aux[1];
+	close(fd);
+	return at;
+}
 
 struct stack_unwind *stack_unwind__new(struct uprobe_mgr *mgr, int rows_fd, int procs_fd, int *err)
 {
@@ -28,6 +81,7 @@ struct stack_unwind *stack_unwind__new(struct uprobe_mgr *mgr, int rows_fd, int 
 	if (!s)
 		return NULL;
 	s->mgr = mgr;
+	vdso_table(s);
 	s->procs = hmap__new(sizeof(__u8));
 	if (s->procs)
 		s->load = unwind_load__new(rows_fd, procs_fd, err);
@@ -43,6 +97,7 @@ void stack_unwind__free(struct stack_unwind *s)
 	if (!s)
 		return;
 	unwind_load__free(s->load);
+	unwind_table__free(&s->vdso);
 	hmap__free(s->procs);
 	free(s);
 }
@@ -94,6 +149,15 @@ void stack_unwind__process(struct stack_unwind *s, pid_t pid, int all)
 				root))
 			unwind_load__add(s->load, pid, &um);
 	}
+	um = (struct unwind_mapping){ .start = vdso_of(pid),
+				      .dev = ~0ull,
+				      .ino = ~0ull,
+				      .shown = "[vdso]",
+				      .table = &s->vdso };
+	um.end = um.start + s->vdso_size;
+	um.bias = um.start;
+	if (s->vdso.n && um.start)
+		unwind_load__add(s->load, pid, &um);
 }
 
 void stack_unwind__cut(struct stack_unwind *s, pid_t pid, const __u64 *w, __u32 n)

@@ -116,30 +116,34 @@ static int no_room(struct unwind_load *u, const struct unwind_mapping *m, __u32 
 /* M's file's table into unw_rows (built now unless a file with its build id has one). */
 static void load(struct unwind_load *u, const struct unwind_mapping *m, struct load_file *f)
 {
-	struct unwind_table t = {};
+	struct unwind_table built = {};
+	const struct unwind_table *t = m->table ?: &built;
 	struct load_file *same = NULL;
-	int err;
+	int err = 0;
 
-	err = unwind_table__build(m->open_path, m->root, &t);
-	u->use.build_ns += t.stats.build_ns;
-	if (!err && t.n > BS_UNW_MAX_ROWS)
+	if (!m->table) {
+		err = unwind_table__build(m->open_path, m->root, &built);
+		u->use.build_ns += built.stats.build_ns;
+	}
+	if (!err && t->n > BS_UNW_MAX_ROWS)
 		err = -EFBIG;
-	if (!err && t.build_id[0])
-		same = hmap__get(u->ids, (struct hkey){ id_hash(t.build_id), 0 }, 1);
+	if (!err && t->build_id[0])
+		same = hmap__get(u->ids, (struct hkey){ id_hash(t->build_id), 0 }, 1);
 	if (!err && same && same->nrows) {
-		*f = *same;
-	} else if (!err && t.n > u->cap - u->used) {
-		err = no_room(u, m, t.n);
+		f->row0 = same->row0;
+		f->nrows = same->nrows;
+	} else if (!err && t->n > u->cap - u->used) {
+		err = no_room(u, m, t->n);
 	} else if (!err) {
-		memcpy(u->rows + u->used, t.rows, unwind_table__bytes(&t));
+		memcpy(u->rows + u->used, t->rows, unwind_table__bytes(t));
 		f->row0 = u->used;
-		f->nrows = t.n;
-		u->used += t.n;
+		f->nrows = t->n;
+		u->used += t->n;
 		u->use.files++;
 		if (same)
 			*same = *f;
 	}
-	unwind_table__free(&t);
+	unwind_table__free(&built);
 	f->err = err;
 	if (err)
 		u->use.failed++;

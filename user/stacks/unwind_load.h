@@ -15,6 +15,7 @@
 #include "unwind_maps.h"
 
 struct unwind_load;
+struct unwind_table;
 
 /* One executable mapping of a file, as the process's maps show it. */
 struct unwind_mapping {
@@ -24,6 +25,7 @@ struct unwind_mapping {
 	const char *open_path; /* where to read it (/proc/PID/map_files/..., or a path) */
 	const char *root;      /* the process's root, for its debug files ("/proc/PID/root") */
 	const char *shown;     /* its path as the process shows it (for messages) */
+	const struct unwind_table *table; /* its table built already (the vDSO's), or NULL */
 };
 
 /* What the tables take (`info`, the end-of-run line). */
