@@ -136,74 +136,46 @@ static __always_inline const struct bs_unwind_row *stack_unw_row(const struct bs
 	return stack_unw_row_at(u->lo - 1);
 }
 
-/* struct ucontext_t at a signal frame's rsp: uc_mcontext's rbp, rsp and rip. */
-#define STACK_UC_RBP 0x78
-#define STACK_UC_RSP 0xa0
-#define STACK_UC_RIP 0xa8
-
 /*
- * The caller of the frame at hand by its table's row R: its CFA, return address and rbp into
- * *CFA, *RA, *BP (the caller's rsp is the CFA). 0, or 1 when the walk ends here (u->end
- * says why). A signal frame sets the interrupted registers itself and answers 2.
+ * The caller of the frame at hand by its table's row R (bs_unw_cfa): its CFA, return address
+ * and rbp into *CFA, *RA, *BP (the caller's rsp is the CFA). 0, 2 after a signal frame (the
+ * interrupted registers: *RA is an instruction, not a return address), or 1 when the walk
+ * ends here (u->end says why).
  */
 static __always_inline int stack_unw_step(struct stack_scratch *s, const struct bs_unwind_row *r,
 					  __u64 *cfa, __u64 *ra, __u64 *bp)
 {
 	struct stack_fp_walk *u = &s->fpw;
 	const __u8 *b;
-	__u64 c;
+	int how = bs_unw_cfa(r, u->ip, u->sp, u->bp, u->hi, cfa);
 
-	switch (r->kind) {
-	case BS_UNW_CFA_RSP:
-		c = u->sp + r->cfa_off;
-		break;
-	case BS_UNW_CFA_RBP:
-		c = u->bp + r->cfa_off;
-		break;
-	case BS_UNW_PLT:
-		c = u->sp + ((u->ip & 15) >= 11 ? 16 : 8);
-		break;
-	case BS_UNW_SIGNAL:
-		b = stack_page_bytes(s, u->sp + STACK_UC_RBP, STACK_UC_RIP + 8 - STACK_UC_RBP);
-		if (!b) {
-			u->end = BS_CUT_BAD_CFA + 1;
-			return 1;
-		}
+	if (how == BS_UNW_STEP_SIGNAL) {
+		b = stack_page_bytes(s, u->sp + BS_UC_RBP, BS_UC_RIP + 8 - BS_UC_RBP);
+		if (!b)
+			goto bad;
 		*bp = *(const __u64 *)b;
-		*cfa = *(const __u64 *)(b + STACK_UC_RSP - STACK_UC_RBP);
-		*ra = *(const __u64 *)(b + STACK_UC_RIP - STACK_UC_RBP);
+		*cfa = *(const __u64 *)(b + BS_UC_RSP - BS_UC_RBP);
+		*ra = *(const __u64 *)(b + BS_UC_RIP - BS_UC_RBP);
 		return 2;
-	case BS_UNW_END:
-		u->end = BS_STACK_END_WHOLE;
-		return 1;
-	default:
-		u->end = r->kind >= BS_UNW_STOP_FIRST && r->kind <= BS_UNW_STOP_BAD
-				 ? r->kind - BS_UNW_STOP_FIRST + BS_CUT_NO_FDE + 1
-				 : BS_CUT_BAD_FDE + 1;
+	}
+	if (how != BS_UNW_STEP_CFA) {
+		u->end = how;
 		return 1;
 	}
-	/* A caller's frame lies above its callee's, on this stack: else the table is wrong for
-	 * this code (or rbp was not what the row says), and nothing is followed. */
-	if (c <= u->sp || c >= u->hi || (c & 7)) {
-		u->end = BS_CUT_BAD_CFA + 1;
-		return 1;
-	}
-	b = stack_page_bytes(s, c - 8, 8);
-	if (!b) {
-		u->end = BS_CUT_BAD_CFA + 1;
-		return 1;
-	}
+	b = stack_page_bytes(s, *cfa - 8, 8);
+	if (!b)
+		goto bad;
 	*ra = *(const __u64 *)b;
-	*cfa = c;
 	if (r->rbp_off) {
-		b = stack_page_bytes(s, c + r->rbp_off, 8);
-		if (!b) {
-			u->end = BS_CUT_BAD_CFA + 1;
-			return 1;
-		}
+		b = stack_page_bytes(s, *cfa + r->rbp_off, 8);
+		if (!b)
+			goto bad;
 		*bp = *(const __u64 *)b;
 	}
 	return 0;
+bad:
+	u->end = BS_CUT_BAD_CFA + 1;
+	return 1;
 }
 
 /*

@@ -17,6 +17,7 @@
 #define BPFSIGHT_UNWIND_MAPS_H
 
 #include "unwind_table.h"
+#include "stack_records.h"
 
 /* Rows in unw_rows: 24 MiB (BPFSIGHT_MAP_ENTRIES=unw_rows=N, in pairs of rows). */
 #define BS_UNW_ROWS  (1u << 21)
@@ -47,6 +48,55 @@ struct bs_unw_proc {
 	__u32 _pad;
 	struct bs_unw_map m[BS_UNW_MAPS];
 };
+
+/* struct ucontext_t at a signal frame's rsp (__restore_rt): uc_mcontext's rbp, rsp, rip. */
+#define BS_UC_RBP 0x78
+#define BS_UC_RSP 0xa0
+#define BS_UC_RIP 0xa8
+
+#define BS_UNW_STEP_CFA	   -1 /* the caller's frame is at *CFA (bs_unw_cfa) */
+#define BS_UNW_STEP_SIGNAL -2 /* the interrupted registers are in the ucontext at rsp */
+
+/*
+ * What row R says of the frame at IP with registers SP and BP, for both walks (BPF's and
+ * `bpfsight stacks`' of sleeping threads in user space): BS_UNW_STEP_CFA with *CFA set (the
+ * return address is at CFA - 8, the caller's rbp at CFA + rbp_off when rbp_off, its rsp is
+ * the CFA), BS_UNW_STEP_SIGNAL, or how the walk ends there (BS_STACK_END_WHOLE, or a stop:
+ * BS_CUT_* + 1). A CFA not above SP and below HI (on the stack, up from this frame) or not
+ * 8-byte aligned is a stop: the table does not describe this code (or rbp was not what the
+ * row says), and nothing is followed.
+ */
+static inline __attribute__((always_inline)) int
+bs_unw_cfa(const struct bs_unwind_row *r, __u64 ip, __u64 sp, __u64 bp, __u64 hi, __u64 *cfa)
+{
+	__u64 c;
+
+	switch (r->kind) {
+	case BS_UNW_CFA_RSP:
+		c = sp + r->cfa_off;
+		break;
+	case BS_UNW_CFA_RBP:
+		c = bp + r->cfa_off;
+		break;
+	case BS_UNW_PLT:
+		c = sp + ((ip & 15) >= 11 ? 16 : 8);
+		break;
+	case BS_UNW_SIGNAL:
+		return BS_UNW_STEP_SIGNAL;
+	case BS_UNW_END:
+		return BS_STACK_END_WHOLE;
+	case BS_UNW_STOP_NONE:
+		return BS_CUT_NO_FDE + 1;
+	case BS_UNW_STOP_EXPR:
+		return BS_CUT_EXPR + 1;
+	default:
+		return BS_CUT_BAD_FDE + 1;
+	}
+	if (c <= sp || c >= hi || (c & 7))
+		return BS_CUT_BAD_CFA + 1;
+	*cfa = c;
+	return BS_UNW_STEP_CFA;
+}
 
 _Static_assert(sizeof(struct bs_unw_map) == 32, "part of the BPF maps' layout");
 _Static_assert(sizeof(struct bs_unw_pair) == 24, "rows lie 12 bytes apart in unw_rows");

@@ -21,6 +21,7 @@
 #include "stack_svc.h"
 #include "string_pool.h"
 #include "trace_model.h"
+#include "unwind_load.h"
 #include "uprobe_mgr.h"
 #include "snap.skel.h"
 
@@ -105,13 +106,71 @@ static void add_new(struct snap_run *r)
 }
 
 /*
+ * The caller of the frame at *IP (registers *SP, *BP) of a thread of PID that is not running,
+ * as the BPF walk finds it (bpf/stack_native.bpf.h): by its file's unwind table when it has
+ * one (the rows BPF reads, bs_unw_cfa), else by the frame pointer. 0 with the caller's
+ * registers in place (*EXACT: *IP is an instruction, after a signal frame), else how the walk
+ * ended (BS_STACK_END_*, -1 where a frame pointer could not be followed).
+ */
+static int caller_from_memory(struct snap_run *r, __u64 *ip, __u64 *sp, __u64 *bp, __u64 hi,
+			      int *exact)
+{
+	struct unwind_load *ul = stack_svc__unwind_load(r->svc);
+	const struct bs_unwind_row *row = NULL;
+	const struct bs_unw_map *m = NULL;
+	__u64 cfa, fr[2], uc[(BS_UC_RIP + 8 - BS_UC_RBP) / 8];
+	pid_t pid = r->out->pid;
+	int how;
+
+	if (ul)
+		row = unwind_load__row(ul, pid, *ip, *exact, &m);
+	if (!m) {
+		/* A frame pointer lies up the stack, or it is not one. */
+		if (*bp < *sp || *bp >= hi || (*bp & 7) ||
+		    py_mem__read(r->mem, pid, *bp, fr, sizeof(fr)) || !fr[1])
+			return -1;
+		*sp = *bp + 16;
+		*bp = fr[0];
+		*ip = fr[1];
+		*exact = 0;
+		return 0;
+	}
+	if (!row)
+		return BS_CUT_NO_FDE + 1;
+	how = bs_unw_cfa(row, *ip, *sp, *bp, hi, &cfa);
+	if (how == BS_UNW_STEP_SIGNAL) {
+		if (py_mem__read(r->mem, pid, *sp + BS_UC_RBP, uc, sizeof(uc)))
+			return BS_CUT_BAD_CFA + 1;
+		*bp = uc[0];
+		*sp = uc[(BS_UC_RSP - BS_UC_RBP) / 8];
+		*ip = uc[(BS_UC_RIP - BS_UC_RBP) / 8];
+		*exact = 1;
+		return 0;
+	}
+	if (how != BS_UNW_STEP_CFA)
+		return how;
+	if (py_mem__read(r->mem, pid, cfa - 8, fr, 8) ||
+	    (row->rbp_off && py_mem__read(r->mem, pid, cfa + row->rbp_off, bp, 8)))
+		return BS_CUT_BAD_CFA + 1;
+	*ip = fr[0];
+	*sp = cfa;
+	*exact = 0;
+	return *ip ? 0 : -1;
+}
+
+/*
  * The native stack of T, which is not running, from its saved registers, as stack_unwind
  * reads a running one: the words on top of its stack, its instruction, the return addresses
- * a frame-pointer walk finds. How many words after the top ones.
+ * the walk finds; how the walk ended into *FLAGS (BS_STACK_END_*, BS_STACK_UNW_FIRST). How
+ * many words after the top ones.
  */
-static __u32 native_from_memory(struct snap_run *r, const struct snap_task *t, __u64 *w)
+static __u32 native_from_memory(struct snap_run *r, const struct snap_task *t, __u64 *w,
+				__u32 *flags)
 {
-	__u64 fp = t->bp, hi = t->sp + FP_SPAN, fr[2];
+	__u64 ip = t->ip, sp = t->sp, bp = t->bp, hi = t->sp + FP_SPAN;
+	struct unwind_load *ul = stack_svc__unwind_load(r->svc);
+	const struct bs_unw_map *m;
+	int exact = 1, end = 0;
 	__u32 n = 0;
 
 	if (py_mem__read(r->mem, r->out->pid, t->sp, w, BS_STACK_TOP_WORDS * 8))
@@ -119,16 +178,14 @@ static __u32 native_from_memory(struct snap_run *r, const struct snap_task *t, _
 	w += BS_STACK_TOP_WORDS;
 	if (!t->ip)
 		return 0;
-	w[n++] = t->ip;
-	while (fp >= t->sp && fp < hi && !(fp & 7) && n < BS_STACK_MAX_FRAMES + 1) {
-		if (py_mem__read(r->mem, r->out->pid, fp, fr, sizeof(fr)) || !fr[1])
-			break;
-		w[n++] = fr[1];
-		/* A caller's frame lies above its callee's: anything else ends the chain. */
-		if (fr[0] <= fp)
-			break;
-		fp = fr[0];
-	}
+	if (ul && unwind_load__row(ul, r->out->pid, ip, 1, &m) && m)
+		*flags |= BS_STACK_UNW_FIRST;
+	w[n++] = ip;
+	while (n < BS_STACK_MAX_FRAMES + 1 &&
+	       !(end = caller_from_memory(r, &ip, &sp, &bp, hi, &exact)))
+		w[n++] = ip;
+	if (end > 0)
+		*flags |= (__u32)end << BS_STACK_END_SHIFT;
 	return n;
 }
 
@@ -137,8 +194,8 @@ static void read_memory(struct snap_run *r, const struct snap_task *t, struct ra
 {
 	int npy = 0;
 
-	raw->n = native_from_memory(r, t, raw->w);
 	raw->flags = BS_CPU_LEAF;
+	raw->n = native_from_memory(r, t, raw->w, &raw->flags);
 	if (r->out->python_minor) {
 		npy = py_walk__frames(r->mem, r->out->pid, &r->cfg,
 				      py_walk__key(&r->cfg, t->tid, t->fsbase),
@@ -372,11 +429,15 @@ static int setup(struct snap_run *r)
 				      .lost_fd = -1,
 				      .control_fd = -1,
 				      .py_procs_fd = bpf_map__fd(r->skel->maps.py_procs),
-				      .py_codes_fd = -1 };
+				      .py_codes_fd = -1,
+				      .unw_rows_fd = bpf_map__fd(r->skel->maps.unw_rows),
+				      .unw_procs_fd = bpf_map__fd(r->skel->maps.unw_procs) };
 	r->ctx.uprobes = r->ctx.strings ? uprobe_mgr__new(&r->ctx) : NULL;
 	if (!r->ctx.uprobes || !(r->svc = stack_svc__get(&r->ctx, &err)))
 		return fail(s, -ENOMEM, "cannot start the stack service");
 	stack_svc__start(&r->ctx, r->svc);
+	/* One look at each thread: every file's table is there before any stack is read. */
+	stack_svc__unwind_all(r->svc, s->pid);
 	s->python_minor = stack_svc__python_minor(r->svc, s->pid);
 	if (s->python_minor && bpf_map_lookup_elem(r->ctx.py_procs_fd, &key, &r->cfg))
 		s->python_minor = 0;

@@ -13,6 +13,7 @@
 #include "records.h"
 #include "stack_intern.h"
 #include "hmap.h"
+#include "proc_meta.h"
 
 /* A process's raw addresses seen before: the cache in front of symbolization. */
 struct raw_ent {
@@ -111,23 +112,12 @@ void stack_intern__forget(struct stack_intern *s, pid_t pid)
 /* Where PID's vDSO is (its auxiliary vector's AT_SYSINFO_EHDR), read once; 0 = none. */
 static __u64 vdso_of(struct stack_intern *s, pid_t pid)
 {
-	__u64 *v = hmap__get(s->vdsos, (struct hkey){ (__u64)pid, 0 }, 1), aux[2];
-	char path[64];
-	int fd;
+	__u64 *v = hmap__get(s->vdsos, (struct hkey){ (__u64)pid, 0 }, 1);
 
 	if (!v)
 		return 0;
-	if (*v)
-		return *v - 1;
-	*v = 1;
-	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while (read(fd, aux, sizeof(aux)) == sizeof(aux) && aux[0] != AT_NULL)
-		if (aux[0] == AT_SYSINFO_EHDR)
-			*v = aux[1] + 1;
-	close(fd);
+	if (!*v)
+		*v = proc_meta__vdso(pid) + 1;
 	return *v - 1;
 }
 

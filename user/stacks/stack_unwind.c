@@ -2,7 +2,6 @@
 /* Which files get an unwind table, and when (stack_unwind.h). */
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 #include <sys/auxv.h>
 #include "hmap.h"
+#include "proc_meta.h"
 #include "records.h"
 #include "stack_unwind.h"
 #include "unwind_build.h"
@@ -53,24 +53,6 @@ static void vdso_table(struct stack_unwind *s)
 		    unwind_table__from_section(base + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addr,
 					       0, &s->vdso))
 			unwind_table__free(&s->vdso);
-}
-
-/* Where PID's vDSO is (its auxiliary vector's AT_SYSINFO_EHDR), 0 when unknown. */
-static __u64 vdso_of(pid_t pid)
-{
-	__u64 aux[2], at = 0;
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while (read(fd, aux, sizeof(aux)) == sizeof(aux) && aux[0] != AT_NULL)
-		if (aux[0] == AT_SYSINFO_EHDR)
-			at = aux[1];
-	close(fd);
-	return at;
 }
 
 struct stack_unwind *stack_unwind__new(struct uprobe_mgr *mgr, int rows_fd, int procs_fd, int *err)
@@ -149,7 +131,7 @@ void stack_unwind__process(struct stack_unwind *s, pid_t pid, int all)
 				root))
 			unwind_load__add(s->load, pid, &um);
 	}
-	um = (struct unwind_mapping){ .start = vdso_of(pid),
+	um = (struct unwind_mapping){ .start = proc_meta__vdso(pid),
 				      .dev = ~0ull,
 				      .ino = ~0ull,
 				      .shown = "[vdso]",

@@ -1,0 +1,198 @@
+"""Whole native stacks through code without frame pointers: unwind tables (.eh_frame) walked in
+BPF (docs/STACKS.md, "Unwind tables"), for stacks on events, cpu samples and `bpfsight
+stacks`. Workload: tests/workloads/unwind_qsort.c, built with -O2 -fomit-frame-pointer:
+main -> level_a -> level_b -> level_c -> libc's qsort -> compare_cb, which calls the real
+libcudart's cudaStreamQuery and getppid (mode calls), spins (spin), or, on thread "reader",
+blocks in read() while thread "sleeper" sleeps under nest_x -> nest_y (sleep). Truths: the
+program's own call chain, gdb's unwind of the same threads, and perf's DWARF unwind."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, record, run, spawn, stats,
+                     tmpdir, wait_for, workload)
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 25
+
+PROG = workload("unwind_qsort")
+CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+ROUNDS = 20
+# The chain from the comparator up, as the program calls it: libc's sort frames between
+# compare_cb and level_c, libc's start frames between main and _start.
+CALLERS = ["compare_cb", "LIBC", "level_c", "level_b", "level_a", "main", "LIBC", "_start"]
+
+
+def shape(stack):
+    """A dump stack's native frames as CALLERS' words: runs of libc frames become one
+    "LIBC"; a marker is "CUT:reason"."""
+    out = []
+    for f in stack:
+        func = f.get("func", "")
+        if func.startswith("[unwind stopped"):
+            out.append("CUT:" + func)
+        elif os.path.basename(f.get("file") or "").startswith("libc.so"):
+            if not out or out[-1] != "LIBC":
+                out.append("LIBC")
+        else:
+            out.append(func)
+    return out
+
+
+def check_stacks(stacks, first, what):
+    """Every stack is the whole chain from FIRST, or a cut one whose frames before the marker
+    are the whole chain's (never a wrong frame); the last is whole; most are (the first
+    ones, before the tables of the program's files are loaded, are cut)."""
+    whole = first + CALLERS
+    check(stacks, f"{what}: no stack")
+    for s in stacks:
+        sh = shape(s)
+        if sh != whole:
+            check(sh[-1].startswith("CUT:") and whole[:len(sh) - 1] == sh[:-1],
+                  f"{what}: a stack neither whole nor cut at a marker: {sh}")
+    eq(shape(stacks[-1]), whole, f"{what}: the last stack")
+    n = sum(shape(s) == whole for s in stacks)
+    check(n >= len(stacks) // 2, f"{what}: only {n} of {len(stacks)} stacks whole")
+
+
+def test_stacks_on_events_are_whole_through_code_without_frame_pointers():
+    need_root()
+    if not os.path.exists(CUDART):
+        raise Skip(f"{CUDART} is not installed")
+    p, out = record([PROG, "calls", CUDART, str(ROUNDS)], "-t", "cuda,osrt",
+                    "--stacks=cuda:0,osrt:0", "--osrt-threshold", "0")
+    eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
+    recs = dump(out)
+    pid = next(r["pid"] for r in recs if r.get("name") == "getppid")
+    calls = [r["stack"] for r in recs if r.get("name") == "cudaStreamQuery" and "stack" in r]
+    ppids = [r["stack"] for r in recs
+             if r.get("name") == "getppid" and r.get("pid") == pid and "stack" in r]
+    eq(len(calls), ROUNDS, "cudaStreamQuery calls with a stack")
+    eq(len(ppids), ROUNDS, "getppid calls with a stack")
+    # The CUDA call's stack begins at its caller; the system call's in libc's wrapper.
+    check_stacks(calls, [], "cudaStreamQuery")
+    check_stacks(ppids, ["LIBC"], "getppid")
+
+
+def test_cpu_samples_are_whole_through_code_without_frame_pointers():
+    need_root()
+    p, out = record([PROG, "spin", "1500"], "-t", "cpu", "--sample-rate", "499")
+    eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
+    spins = [r["stack"] for r in dump(out)
+             if r.get("name") == "user" and any(f.get("func") == "spin_here"
+                                                for f in r.get("stack", []))]
+    check(len(spins) >= 100, f"only {len(spins)} samples in spin_here")
+    # From spin_here up (clock_gettime's vDSO and libc frames above it when it was there).
+    cut = [s[[f.get("func") for f in s].index("spin_here"):] for s in spins]
+    check_stacks(cut, ["spin_here"], "cpu samples")
+    # cpu_sum: main's total is every sample of the spin (the chain reaches it).
+    rows = {r["func"]: r for r in stats(out, "cpu_sum")["cpu_sum"]
+            if r["file"] == os.path.realpath(PROG)}
+    check(rows["main"]["total_samples"] >= rows["spin_here"]["total_samples"] * 9 // 10,
+          f"main's total {rows['main']['total_samples']} against spin_here's "
+          f"{rows['spin_here']['total_samples']}")
+
+
+# gdb's physical frames (not those of functions inlined into them, nor its tail-call guesses)
+# of every thread, by pc, with the module mapped there.
+GDB_SCRIPT = r"""
+python
+import gdb
+for t in gdb.selected_inferior().threads():
+    t.switch()
+    f, pcs = gdb.newest_frame(), []
+    while f is not None:
+        if f.type() in (gdb.NORMAL_FRAME, gdb.SIGTRAMP_FRAME):
+            pcs.append(f.pc())
+        f = f.older()
+    print("THREAD %d %s" % (t.ptid[1], " ".join("%x" % pc for pc in pcs)))
+end
+"""
+
+
+def file_bases(pid):
+    """Each file's load base in PID (where its offset 0 is mapped): its ELF address 0."""
+    bases = {}
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and parts[5].startswith("/") and int(parts[2], 16) == 0:
+                bases.setdefault(parts[5].strip(), int(parts[0].split("-")[0], 16))
+    return bases
+
+
+def gdb_frames(pid, timeout=120):
+    """{tid: [(file, ELF address)]} of PID's threads as gdb unwinds them now."""
+    if not shutil.which("gdb"):
+        raise Skip("gdb is not installed (apt-get install gdb)")
+    bases = file_bases(pid)
+    script = os.path.join(tmpdir(), "frames.gdb")
+    with open(script, "w") as f:
+        f.write(GDB_SCRIPT)
+    p = run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex", "set debuginfod enabled off", "-ex", "set backtrace past-main on",
+             "-ex", "set backtrace past-entry on",
+             "-x", script], timeout=timeout)
+    out = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"THREAD (\d+) ?(.*)$", line)
+        if not m:
+            continue
+        frames = []
+        for k, pc in enumerate(int(x, 16) for x in m.group(2).split()):
+            at = pc - (k > 0)  # a return address's call is the byte before
+            owner = max(((b, f) for f, b in bases.items() if b <= at), default=None)
+            frames.append((owner[1], pc - owner[0]) if owner else ("?", pc))
+        out[int(m.group(1))] = frames
+    check(out, f"gdb read no thread: {p.stdout[-400:]} {p.stderr[-400:]}")
+    return out
+
+
+def ours(pid, skip=()):
+    """{tid: [(file, ELF address)]}: `bpfsight stacks -p PID --json`'s native frames (not the
+    Python ones); a marker fails the comparison as ("CUT", its text)."""
+    p = run([BPFSIGHT, "stacks", "-p", str(pid), "--json", "--native", "--no-subprocesses"],
+            timeout=120)
+    eq(p.returncode, 0, f"bpfsight stacks: {p.stderr[-600:]}")
+    d = json.loads(p.stdout.splitlines()[0])
+    out = {}
+    for t in d["threads"]:
+        check(not t.get("error"), f"thread {t['tid']}: {t.get('error')}")
+        out[t["tid"]] = [("CUT", f["func"]) if f["func"].startswith("[unwind")
+                         else (f["file"], int(f["addr"], 16))
+                         for f in t["stack"] if "addr" in f and f.get("func") not in skip]
+    return out
+
+
+def blocked(pid):
+    """Every thread of PID asleep in a system call (not running: /proc's syscall file)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+            if not f.read().split()[0].isdigit():
+                return False
+    return True
+
+
+def compare_with_gdb(pid, skip=()):
+    """Ours first, gdb right after (it stops the process; the threads sleep: their stacks do
+    not move): every thread's frames equal, SKIP's functions left out of gdb's too."""
+    mine = ours(pid, skip)
+    theirs = gdb_frames(pid)
+    eq(sorted(mine), sorted(theirs), "threads")
+    for tid in theirs:
+        eq(mine[tid], theirs[tid], f"thread {tid}'s frames (file, ELF address)")
+    return mine
+
+
+def test_bpfsight_stacks_equals_gdb_on_sleeping_threads():
+    need_root()
+    p = spawn([PROG, "sleep"])
+    line = p.stdout.readline()
+    check(line.startswith("ready"), f"workload: {line!r}")
+    wait_for(lambda: blocked(p.pid), 10, "every thread asleep in a system call")
+    mine = compare_with_gdb(p.pid)
+    names = [[os.path.basename(f) for f, _ in fr] for fr in mine.values()]
+    check(any(n.count("unwind_qsort") >= 5 and "libc.so.6" in n[1:] for n in names),
+          f"the reader's stack goes through qsort to level_a: {names}")
+    p.kill()
