@@ -74,9 +74,10 @@ FUZZER	 := $(OUT)/tests/fuzz_reader
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(SHIM_EMBED_OBJ),$(LIB_OBJS)))
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
-	    $(OUT)/tests/fuzz_pylines $(OUT)/tests/fuzz_elf
+	    $(OUT)/tests/fuzz_pylines $(OUT)/tests/fuzz_elf $(OUT)/tests/fuzz_eh_frame
 
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
+	bench-unwind \
 	man install uninstall deb check-deb check-kernels check-torch-versions
 all: $(OUT)/bpfsight man
 
@@ -87,10 +88,12 @@ help:
 	@echo 'make report-png docs/report.png: the report page of a real trace in headless chromium'
 	@echo '                (TRACE=../shared/traces/gpt2-gil-bound.bst)'
 	@echo 'make check      build and run the whole test suite (as root)'
-	@echo 'make fuzz       long libFuzzer runs of the trace reader, the record decoders and the'
-	@echo '                cupti-shim batch unpacker (FUZZ_SECONDS=600 each)'
+	@echo 'make fuzz       long libFuzzer runs of the trace reader, the record decoders, the'
+	@echo '                cupti-shim batch unpacker, the ELF and unwind-table readers'
+	@echo '                (FUZZ_SECONDS=600 each)'
 	@echo 'make bench      overhead and throughput benchmarks -> bench/RESULTS.md (< 10 min;'
 	@echo '                BENCH_ARGS=--quick: < 1 min, indicative only)'
+	@echo 'make bench-unwind  unwind tables: build time and memory for libtorch_cpu, cuBLAS (~15 s)'
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo 'make format     clang-format every C file git tracks (.clang-format; make check'
 	@echo '                fails on an unformatted one)'
@@ -327,7 +330,7 @@ $(OUT)/fuzz-obj/%.o: user/%.c | $(SKELS)
 
 # Dynamically linked like the unit tests; shim_embed.o carries no code to instrument.
 $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines \
-		$(OUT)/tests/fuzz_elf: \
+		$(OUT)/tests/fuzz_elf $(OUT)/tests/fuzz_eh_frame: \
 		$(OUT)/tests/%: tests/fuzz/%.c \
 		$(FUZZ_OBJS) $(SHIM_EMBED_OBJ) | $(OUT)/tests
 	$(call msg,FUZZ-LD,$@)
@@ -375,6 +378,13 @@ test-build: $(NCCL_CPU)/nccl_ranks
 $(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
+
+# The unwind table bpfsight builds for an ELF file, for its readelf comparison and its
+# benchmark (tests/e2e/test_unwind_table.py, bench/bench_unwind.py).
+$(OUT)/tests/unwind_dump: tests/tools/unwind_dump.c $(LIB_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)
+test-build: $(OUT)/tests/unwind_dump
 
 # tests/e2e/test_sched.py runs bench/pingpong.
 # record --inject must refuse a static program without dlopen (tests/e2e/test_inject.py).
@@ -466,7 +476,7 @@ soak: test-build
 
 # One corpus per fuzzer, grown from its committed seeds (tests/fuzz/seeds[-NAME]).
 fuzz: $(FUZZERS)
-	$(Q)for f in reader decode shim_unpack pylines elf; do \
+	$(Q)for f in reader decode shim_unpack pylines elf eh_frame; do \
 		s=tests/fuzz/seeds; [ $$f = reader ] || s=$$s-$$f; \
 		mkdir -p fuzz-corpus/$$f && \
 		$(OUT)/tests/fuzz_$$f -max_total_time=$${FUZZ_SECONDS:-600} -timeout=10 \
@@ -506,7 +516,7 @@ $(OUT)/bench/codec_bench: bench/codec_bench.c $(FORMAT_OBJS)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(FORMAT_OBJS) -o $@ -lzstd -lz
 
 # Synthetic rank files of one job, for merge at scale (bench/bench_ranks.py).
-BENCH_BINS += $(OUT)/bench/rank_files
+BENCH_BINS += $(OUT)/bench/rank_files $(OUT)/tests/unwind_dump
 $(OUT)/bench/rank_files: bench/rank_files.c $(LIB_OBJS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -514,6 +524,10 @@ $(OUT)/bench/rank_files: bench/rank_files.c $(LIB_OBJS)
 
 bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make $(BENCH_ARGS)
+
+# The unwind tables' building time and memory alone (bench/bench_unwind.py, ~15 s).
+bench-unwind: $(OUT)/bpfsight $(OUT)/tests/unwind_dump
+	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make --only unwind $(BENCH_ARGS)
 
 bench-build: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
 

@@ -136,7 +136,7 @@ def run_unit(build, res, b):
 # failing input is kept as build/tests/FUZZER-crash-* (the output names it).
 FUZZERS = [("fuzz_reader", "seeds", 10), ("fuzz_decode", "seeds-decode", 10),
            ("fuzz_shim_unpack", "seeds-shim_unpack", 10), ("fuzz_pylines", "seeds-pylines", 5),
-           ("fuzz_elf", "seeds-elf", 5)]
+           ("fuzz_elf", "seeds-elf", 5), ("fuzz_eh_frame", "seeds-eh_frame", 5)]
 
 
 def run_fuzzer(build, res, fz):

@@ -3,7 +3,7 @@
  * Regressions found by the fuzzers (tests/fuzz/): each case rebuilds the input that broke
  * a reader and checks the right answer in the ordinary build, where the sanitizers that
  * caught the bug are not there. The fuzzers' own inputs are kept with their seeds too
- * (the regress-* files in tests/fuzz/seeds-decode and tests/fuzz/seeds-shim_unpack).
+ * (the regress-* files in tests/fuzz/seeds-decode, seeds-shim_unpack and seeds-eh_frame).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include "table.h"
 #include "trace_model.h"
 #include "unit.h"
+#include "unwind_build.h"
 #include "osrt_records.h"
 #include "gpu.h"
 #include "nvtx.h"
@@ -204,10 +205,28 @@ cleanup:
 	free(b);
 }
 
+/*
+ * fuzz_eh_frame (regress-no-fde-kept): a section none of whose FDEs is kept (their CIE
+ * pointers lead nowhere) sorted an empty list through qsort(NULL, 0), undefined behaviour:
+ * the answer is an empty table, the FDE counted as refused.
+ */
+static void test_eh_frame_without_a_kept_fde(void)
+{
+	/* length 12, a CIE pointer past the section's start, pc and range */
+	static const __u8 sec[] = { 12, 0, 0, 0, 0x40, 0, 0, 0, 0, 0x10, 0, 0, 0x20, 0, 0, 0 };
+	struct unwind_table t;
+
+	ASSERT_EQ(unwind_table__from_section(sec, sizeof(sec), 0x1000, 0, &t), 0, "built");
+	ASSERT_EQ(t.n, 0, "rows");
+	ASSERT_EQ(t.stats.fdes_refused, 1, "FDEs refused");
+	unwind_table__free(&t);
+}
+
 int main(void)
 {
 	RUN_TEST(test_time_pct_past_2_64);
 	RUN_TEST(test_shim_ring_len_past_batch_max);
 	RUN_TEST(test_shim_nvtx_name_kind_0_keeps_the_string);
+	RUN_TEST(test_eh_frame_without_a_kept_fde);
 	return UNIT_EXIT();
 }

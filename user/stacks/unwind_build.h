@@ -19,12 +19,18 @@
 #include "unwind_table.h"
 
 #define UNWIND_BUILD_ID_LEN 129 /* hex of the longest build id kept, and its NUL */
+/*
+ * What one file may make the builder hold, whatever its bytes: a section (inflated) of
+ * 256 MiB (libtorch_cpu's .eh_frame is 10 MiB), a table of 16 M rows, 192 MiB (its is 1.4 M).
+ */
+#define UNWIND_MAX_SECTION (256u << 20)
+#define UNWIND_MAX_ROWS	   (1u << 24)
 
 /* Where a table's rows came from (struct unwind_table.sources). */
 #define UNWIND_SRC_EH_FRAME	0x1 /* the file's .eh_frame */
 #define UNWIND_SRC_DEBUG_FRAME	0x2 /* the file's own .debug_frame */
 #define UNWIND_SRC_DEBUG_FILE	0x4 /* the .debug_frame of its debug file (build id, debuglink) */
-#define UNWIND_SRC_EH_FRAME_HDR 0x8 /* .eh_frame's FDEs were found through .eh_frame_hdr */
+#define UNWIND_SRC_EH_FRAME_HDR 0x8 /* no section headers: .eh_frame found by .eh_frame_hdr */
 
 /* What building one table met: figures for `info`, the end-of-run line and the tests. */
 struct unwind_stats {
@@ -33,8 +39,10 @@ struct unwind_stats {
 	__u32 fdes_bad;	    /* FDEs cut at an error: their rows end in STOP_BAD */
 	__u32 fdes_refused; /* FDEs or CIEs skipped whole (an encoding refused, a bad pc range) */
 	__u32 fdes_expr;    /* FDEs with a row a table cannot hold (STOP_EXPR) */
-	__u32 rows_signal;  /* SIGNAL rows ('S' augmentation) */
-	__u64 build_ns;	    /* wall time to build the table, reading the file included */
+	__u32 rows_signal;  /* FDEs of signal frames ('S' augmentation): SIGNAL rows */
+	__u32 sections_cut; /* sections whose walk stopped at a malformed entry: FDEs after it lost */
+	__u64 section_bytes; /* of the sections read (inflated): held while the table is built */
+	__u64 build_ns;	     /* wall time to build the table, reading the file included */
 };
 
 /* One ELF file's table. */
@@ -50,9 +58,10 @@ struct unwind_table {
  * Build the table of the ELF file at PATH (a /proc/PID/map_files/... or /proc/PID/root/...
  * path is fine). ROOT prefixes the debug-file directories ("/proc/PID/root" for a process in
  * a container; NULL = ""). 0 with OUT filled (free it with unwind_table__free), or a negative
- * errno: -ENOEXEC for anything but a complete x86-64 ELF executable or shared object, -ENOENT
+ * errno: -ENOEXEC for anything but a complete x86-64 ELF executable or shared object, -ENODATA
  * when the file has no .eh_frame nor .debug_frame, -EFBIG for a file whose addresses pass
- * 4 GiB (rows hold 32-bit pcs), -ENOMEM, or the open's error.
+ * 4 GiB (rows hold 32-bit pcs) or whose section passes UNWIND_MAX_SECTION, -E2BIG for a table
+ * that would pass UNWIND_MAX_ROWS, -ENOMEM, or the open's error.
  */
 int unwind_table__build(const char *path, const char *root, struct unwind_table *out);
 /* The same from an open file descriptor (not closed); PATH only finds a debug file. */
@@ -60,7 +69,8 @@ int unwind_table__build_fd(int fd, const char *path, const char *root, struct un
 /*
  * The rows of one section's bytes (SEC, LEN, loaded at ELF address VADDR): DEBUG_FRAME says
  * .debug_frame's format, else .eh_frame's. For the fuzzer and the tests; the ELF paths above
- * call it. 0 or -ENOMEM; a malformed section gives rows, STOP_BAD and counts, not an error.
+ * call it. 0, -E2BIG or -ENOMEM; a malformed section gives rows, STOP_BAD and counts, not an
+ * error.
  */
 int unwind_table__from_section(const void *sec, size_t len, __u64 vaddr, int debug_frame,
 			       struct unwind_table *out);
