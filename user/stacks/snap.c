@@ -31,6 +31,7 @@
 #define SAMPLE_NS	 100000	       /* a running thread is sampled after this much CPU */
 #define ROUND_MS	 10	       /* the samples waited for between two rounds */
 #define RING_BYTES	 (1u << 20)
+#define UNWIND_PASSES	 8 /* reads of the threads, each with the tables the last one wanted */
 
 /* One thread's stack as BPF sends it: the words on top of its stack, addresses, frames. */
 struct raw {
@@ -436,8 +437,6 @@ static int setup(struct snap_run *r)
 	if (!r->ctx.uprobes || !(r->svc = stack_svc__get(&r->ctx, &err)))
 		return fail(s, -ENOMEM, "cannot start the stack service");
 	stack_svc__start(&r->ctx, r->svc);
-	/* One look at each thread: every file's table is there before any stack is read. */
-	stack_svc__unwind_all(r->svc, s->pid);
 	s->python_minor = stack_svc__python_minor(r->svc, s->pid);
 	if (s->python_minor && bpf_map_lookup_elem(r->ctx.py_procs_fd, &key, &r->cfg))
 		s->python_minor = 0;
@@ -468,12 +467,37 @@ static void teardown(struct snap_run *r)
 	free(r->view);
 }
 
+/* Each thread's stack, as the rounds read them within WAIT_NS; how many have none. */
+static int read_all(struct snap_run *r, __u64 wait_ns)
+{
+	struct snap *out = r->out;
+	__u64 start = mono_now_ns();
+	int left = 1;
+
+	/* The wait is for the threads, from the first look: not the setup's time. */
+	if (!out->read_at)
+		out->read_at = start;
+	while (left > 0) {
+		left = round_once(r);
+		if (out->rounds == 1 && left >= 0)
+			mark_gil(r);
+		if (left > 0 && mono_now_ns() - start >= wait_ns)
+			break;
+		if (left > 0)
+			ring_buffer__poll(r->rb, ROUND_MS);
+	}
+	ring_buffer__consume(r->rb);
+	out->read_ns += mono_now_ns() - start;
+	return left;
+}
+
 int snap__take(pid_t pid, __u64 wait_ns, struct snap *out)
 {
-	__u64 t0 = mono_now_ns(), start;
+	struct unwind_load_usage before, after;
+	__u64 t0 = mono_now_ns();
 	struct snap_run r = { .out = out };
 	pid_t tgid = proc_meta__tgid(pid);
-	int err, left = 1;
+	int err, left;
 
 	memset(out, 0, sizeof(*out));
 	if (tgid <= 0 || !proc_meta__alive(tgid))
@@ -492,29 +516,33 @@ int snap__take(pid_t pid, __u64 wait_ns, struct snap *out)
 	err = setup(&r);
 	if (err)
 		goto out;
-	/* The wait is for the threads, from the first look: not the setup's time. */
-	start = out->read_at = mono_now_ns();
-	while (left > 0) {
-		left = round_once(&r);
-		if (out->rounds == 1 && left >= 0)
-			mark_gil(&r);
-		if (left > 0 && mono_now_ns() - start >= wait_ns)
+	/*
+	 * Read, named: the tables of the files a cut stack went through are built as it is
+	 * named (stack_unwind.h), and the threads are read again with them, until no new
+	 * file comes up. Every file's table at once would cost more than the dump (a torch
+	 * job maps 300 files, libtorch_cpu's table alone is 17 MB).
+	 */
+	for (int pass = 0;; pass++) {
+		stack_svc__unwind_usage(r.svc, &before);
+		left = read_all(&r, wait_ns);
+		if (left < 0 || !proc_meta__alive(tgid)) {
+			err = fail(out, -ESRCH, "the process exited during the dump");
+			goto out;
+		}
+		for (__u32 i = 0; i < out->n; i++)
+			if (r.raws[i].have != 1 && !out->threads[i].error)
+				out->threads[i].error =
+					r.raws[i].sampler
+						? "running, and no sample of it came in time"
+						: "it kept running while its memory was read";
+		name_all(&r);
+		stack_svc__unwind_usage(r.svc, &after);
+		if (pass + 1 >= UNWIND_PASSES ||
+		    after.files + after.failed == before.files + before.failed)
 			break;
-		if (left > 0)
-			ring_buffer__poll(r.rb, ROUND_MS);
+		for (__u32 i = 0; i < out->n; i++)
+			r.raws[i].have = 0;
 	}
-	ring_buffer__consume(r.rb);
-	out->read_ns = mono_now_ns() - start;
-	if (left < 0 || !proc_meta__alive(tgid)) {
-		err = fail(out, -ESRCH, "the process exited during the dump");
-		goto out;
-	}
-	for (__u32 i = 0; i < out->n; i++)
-		if (r.raws[i].have != 1 && !out->threads[i].error)
-			out->threads[i].error =
-				r.raws[i].sampler ? "running, and no sample of it came in time"
-						  : "it kept running while its memory was read";
-	name_all(&r);
 	out->took_ns = mono_now_ns() - t0;
 out:
 	teardown(&r);

@@ -520,12 +520,6 @@ void stack_svc__unwind_usage(struct stack_svc *s, struct unwind_load_usage *out)
 		stack_unwind__usage(s->unw, out);
 }
 
-void stack_svc__unwind_all(struct stack_svc *s, pid_t pid)
-{
-	if (s->unw)
-		stack_unwind__process(s->unw, pid, 1);
-}
-
 struct unwind_load *stack_svc__unwind_load(struct stack_svc *s)
 {
 	return s->unw ? stack_unwind__load(s->unw) : NULL;

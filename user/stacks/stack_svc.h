@@ -87,8 +87,6 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 /* The unwind tables' memory and files so far (zeros without tables): `info`, the end line. */
 struct unwind_load_usage;
 void stack_svc__unwind_usage(struct stack_svc *s, struct unwind_load_usage *out);
-/* `bpfsight stacks`: every file PID maps gets its table now, before any stack is read. */
-void stack_svc__unwind_all(struct stack_svc *s, pid_t pid);
 struct unwind_load;
 /* The tables loaded (for a walk in user space), NULL without. */
 struct unwind_load *stack_svc__unwind_load(struct stack_svc *s);

@@ -116,7 +116,7 @@ static int mapping_of(struct stack_unwind *s, pid_t pid, __u64 addr, int rescan,
 	return 0;
 }
 
-void stack_unwind__process(struct stack_unwind *s, pid_t pid, int all)
+void stack_unwind__process(struct stack_unwind *s, pid_t pid)
 {
 	char open_path[PATH_MAX + 64], root[64];
 	struct unwind_mapping um;
@@ -125,7 +125,7 @@ void stack_unwind__process(struct stack_unwind *s, pid_t pid, int all)
 	for (int i = 0; i < n; i++) {
 		um = (struct unwind_mapping){ .dev = s->maps[i].dev, .ino = s->maps[i].ino };
 		/* A file's symbols are opened (for its bias) only when it has a table. */
-		if (!all && !unwind_load__tried(s->load, &um))
+		if (!unwind_load__tried(s->load, &um))
 			continue;
 		if (!mapping_of(s, pid, s->maps[i].start, 0, &um, open_path, sizeof(open_path),
 				root))
@@ -158,7 +158,7 @@ void stack_unwind__cut(struct stack_unwind *s, pid_t pid, const __u64 *w, __u32 
 	}
 	/* Every other mapping of a file already built, registered at once. */
 	if (seen && (!*seen || fresh))
-		stack_unwind__process(s, pid, 0);
+		stack_unwind__process(s, pid);
 	if (seen)
 		*seen = 1;
 }
@@ -177,7 +177,7 @@ void stack_unwind__observe(struct stack_unwind *s, const struct bs_hdr *rec)
 	/* A process that had a cut: its new code (or its new program) gets its tables. */
 	if ((rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC) &&
 	    hmap__get(s->procs, key, 0))
-		stack_unwind__process(s, rec->pid, 0);
+		stack_unwind__process(s, rec->pid);
 	if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f) &&
 	    f->child_pid != (__u32)rec->pid && hmap__get(s->procs, key, 0)) {
 		__u8 *child = hmap__get(s->procs, (struct hkey){ f->child_pid, 0 }, 1);
