@@ -19,8 +19,11 @@
 #include "unwind_table.h"
 #include "stack_records.h"
 
-/* Rows in unw_rows: 24 MiB (BPFSIGHT_MAP_ENTRIES=unw_rows=N, in pairs of rows). */
-#define BS_UNW_ROWS  (1u << 21)
+/*
+ * Rows in unw_rows: 48 MiB, allocated when a recording with stacks starts (libtorch_cpu's
+ * table alone is 1.4 million rows; BPFSIGHT_MAP_ENTRIES=unw_rows=N: N pairs of rows).
+ */
+#define BS_UNW_ROWS  (1u << 22)
 #define BS_UNW_MAPS  128  /* mappings with a table per process (a power of two) */
 #define BS_UNW_PROCS 4096 /* processes in unw_procs */
 /* A file's rows searched in at most this many halvings: bigger tables are not loaded. */

@@ -739,6 +739,20 @@ static void print_verdict(const struct record_opts *o, const char *path)
 		pr_info("verdict: %s (bpfsight stats %s shows why)\n", line, path);
 }
 
+/* What the unwind tables took, when any file needed one (docs/STACKS.md, "Unwind tables"). */
+static void say_unwind(struct stack_svc *s)
+{
+	struct unwind_load_usage u;
+
+	stack_svc__unwind_usage(s, &u);
+	if (!u.files && !u.failed)
+		return;
+	pr_info("unwind tables: %u file%s, %.1f MiB of rows of the %.0f MiB reserved, built in "
+		"%llu ms; %u file%s without one\n",
+		u.files, u.files == 1 ? "" : "s", u.bytes / 1048576.0, u.cap_bytes / 1048576.0,
+		(unsigned long long)(u.build_ns / 1000000), u.failed, u.failed == 1 ? "" : "s");
+}
+
 /* The last lines of a recording whose file (or flight window) is written. */
 static void say_written(struct recording *r, __u64 nrec, const char *how)
 {
@@ -761,6 +775,7 @@ static void say_written(struct recording *r, __u64 nrec, const char *how)
 			"waited in memory (more than the %.0f MiB ring holds: the ring pump, "
 			"user/record/ring_pump.h)\n",
 			queued / 1048576.0, o->ringbuf_bytes / 1048576.0);
+	say_unwind(r->ctx.stacks);
 	if (demangle__over_budget())
 		pr_warn("%llu C++ names were over the demangler's budget (1 KiB mangled, 64 KiB "
 			"demangled): shown mangled\n",

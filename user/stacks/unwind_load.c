@@ -250,6 +250,5 @@ void unwind_load__usage(const struct unwind_load *u, struct unwind_load_usage *o
 	out->rows = u->used;
 	out->cap = u->cap;
 	out->cap_bytes = (__u64)u->cap * sizeof(struct bs_unwind_row);
-	out->bytes = (__u64)u->used * sizeof(struct bs_unwind_row) +
-		     (__u64)out->procs * sizeof(struct bs_unw_proc);
+	out->bytes = (__u64)u->used * sizeof(struct bs_unwind_row);
 }

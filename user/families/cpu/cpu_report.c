@@ -223,9 +223,10 @@ static void note_cut(const struct cpu_emit *e, const struct trace_model *m, __u6
 		}
 	b = file ? strrchr(file, '/') : NULL;
 	snprintf(note, sizeof(note),
-		 "In %.1f%% of the samples the native unwind stopped at code without frame "
-		 "pointers (mostly in %s): native callers above it are not known; Python frames "
-		 "are read apart and are whole.",
+		 "In %.1f%% of the samples the native unwind stopped (mostly in %s: code without "
+		 "frame pointers before its unwind table was loaded, or a stop the table said; "
+		 "the marker frames say which): native callers above it are not known; Python "
+		 "frames are read apart and are whole.",
 		 100.0 * e->cut / samples,
 		 b	? b + 1
 		 : file ? file
