@@ -158,20 +158,29 @@ static __always_inline int stack_unw_step(struct stack_scratch *s, const struct 
 		*ra = *(const __u64 *)(b + BS_UC_RIP - BS_UC_RBP);
 		return 2;
 	}
-	if (how != BS_UNW_STEP_CFA) {
+	if (how == BS_UNW_STEP_DEREF) {
+		/* Stack realignment: the CFA and the caller's rbp saved in the frame. */
+		b = stack_page_bytes(s, u->bp + r->cfa_off, 8);
+		if (!b)
+			goto bad;
+		*cfa = *(const __u64 *)b;
+		b = stack_page_bytes(s, u->bp + r->rbp_off, 8);
+		if (!b || !bs_unw_cfa_ok(*cfa, u->sp, u->hi))
+			goto bad;
+		*bp = *(const __u64 *)b;
+	} else if (how != BS_UNW_STEP_CFA) {
 		u->end = how;
 		return 1;
-	}
-	b = stack_page_bytes(s, *cfa - 8, 8);
-	if (!b)
-		goto bad;
-	*ra = *(const __u64 *)b;
-	if (r->rbp_off) {
+	} else if (r->rbp_off) {
 		b = stack_page_bytes(s, *cfa + r->rbp_off, 8);
 		if (!b)
 			goto bad;
 		*bp = *(const __u64 *)b;
 	}
+	b = stack_page_bytes(s, *cfa - 8, 8);
+	if (!b)
+		goto bad;
+	*ra = *(const __u64 *)b;
 	return 0;
 bad:
 	u->end = BS_CUT_BAD_CFA + 1;

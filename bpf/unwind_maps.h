@@ -59,15 +59,26 @@ struct bs_unw_proc {
 
 #define BS_UNW_STEP_CFA	   -1 /* the caller's frame is at *CFA (bs_unw_cfa) */
 #define BS_UNW_STEP_SIGNAL -2 /* the interrupted registers are in the ucontext at rsp */
+/* CFA = *(rbp + cfa_off), the caller's rbp = *(rbp + rbp_off) (GCC's stack realignment) */
+#define BS_UNW_STEP_DEREF -3
+
+/*
+ * Whether C can be a caller's frame (its CFA) above a frame at SP: above it, below HI (on
+ * this stack) and 8-byte aligned; else the table does not describe this code (or rbp was not
+ * what the row says), and nothing is followed.
+ */
+static inline __attribute__((always_inline)) int bs_unw_cfa_ok(__u64 c, __u64 sp, __u64 hi)
+{
+	return c > sp && c < hi && !(c & 7);
+}
 
 /*
  * What row R says of the frame at IP with registers SP and BP, for both walks (BPF's and
  * `bpfsight stacks`' of sleeping threads in user space): BS_UNW_STEP_CFA with *CFA set (the
  * return address is at CFA - 8, the caller's rbp at CFA + rbp_off when rbp_off, its rsp is
- * the CFA), BS_UNW_STEP_SIGNAL, or how the walk ends there (BS_STACK_END_WHOLE, or a stop:
- * BS_CUT_* + 1). A CFA not above SP and below HI (on the stack, up from this frame) or not
- * 8-byte aligned is a stop: the table does not describe this code (or rbp was not what the
- * row says), and nothing is followed.
+ * the CFA), BS_UNW_STEP_DEREF (the CFA and rbp read from the frame: bs_unw_cfa_ok then),
+ * BS_UNW_STEP_SIGNAL, or how the walk ends there (BS_STACK_END_WHOLE, or a stop:
+ * BS_CUT_* + 1).
  */
 static inline __attribute__((always_inline)) int
 bs_unw_cfa(const struct bs_unwind_row *r, __u64 ip, __u64 sp, __u64 bp, __u64 hi, __u64 *cfa)
@@ -82,8 +93,11 @@ bs_unw_cfa(const struct bs_unwind_row *r, __u64 ip, __u64 sp, __u64 bp, __u64 hi
 		c = bp + r->cfa_off;
 		break;
 	case BS_UNW_PLT:
-		c = sp + ((ip & 15) >= 11 ? 16 : 8);
+		c = sp + ((__s64)(ip & 15) >= r->cfa_off ? 16 : 8);
 		break;
+	case BS_UNW_CFA_RBP_DEREF:
+		/* rbp points into this frame: on the stack, or the row is not for this code. */
+		return bp >= sp && bp < hi && !(bp & 7) ? BS_UNW_STEP_DEREF : BS_CUT_BAD_CFA + 1;
 	case BS_UNW_SIGNAL:
 		return BS_UNW_STEP_SIGNAL;
 	case BS_UNW_END:
@@ -95,7 +109,7 @@ bs_unw_cfa(const struct bs_unwind_row *r, __u64 ip, __u64 sp, __u64 bp, __u64 hi
 	default:
 		return BS_CUT_BAD_FDE + 1;
 	}
-	if (c <= sp || c >= hi || (c & 7))
+	if (!bs_unw_cfa_ok(c, sp, hi))
 		return BS_CUT_BAD_CFA + 1;
 	*cfa = c;
 	return BS_UNW_STEP_CFA;

@@ -148,10 +148,18 @@ static int caller_from_memory(struct snap_run *r, __u64 *ip, __u64 *sp, __u64 *b
 		*exact = 1;
 		return 0;
 	}
-	if (how != BS_UNW_STEP_CFA)
+	if (how == BS_UNW_STEP_DEREF) {
+		/* Stack realignment: the CFA and the caller's rbp saved in the frame. */
+		if (py_mem__read(r->mem, pid, *bp + row->cfa_off, &cfa, 8) ||
+		    !bs_unw_cfa_ok(cfa, *sp, hi) ||
+		    py_mem__read(r->mem, pid, *bp + row->rbp_off, bp, 8))
+			return BS_CUT_BAD_CFA + 1;
+	} else if (how != BS_UNW_STEP_CFA) {
 		return how;
-	if (py_mem__read(r->mem, pid, cfa - 8, fr, 8) ||
-	    (row->rbp_off && py_mem__read(r->mem, pid, cfa + row->rbp_off, bp, 8)))
+	} else if (row->rbp_off && py_mem__read(r->mem, pid, cfa + row->rbp_off, bp, 8)) {
+		return BS_CUT_BAD_CFA + 1;
+	}
+	if (py_mem__read(r->mem, pid, cfa - 8, fr, 8))
 		return BS_CUT_BAD_CFA + 1;
 	*ip = fr[0];
 	*sp = cfa;
