@@ -5,6 +5,8 @@ main -> level_a -> level_b -> level_c -> libc's qsort -> compare_cb, which calls
 libcudart's cudaStreamQuery and getppid (mode calls), spins (spin), or, on thread "reader",
 blocks in read() while thread "sleeper" sleeps under nest_x -> nest_y (sleep). Truths: the
 program's own call chain, gdb's unwind of the same threads, and perf's DWARF unwind."""
+import collections
+import functools
 import json
 import os
 import re
@@ -79,11 +81,19 @@ def test_stacks_on_events_are_whole_through_code_without_frame_pointers():
     check_stacks(ppids, ["LIBC"], "getppid")
 
 
-def test_cpu_samples_are_whole_through_code_without_frame_pointers():
-    need_root()
+@functools.lru_cache(maxsize=None)
+def spin_trace():
+    """One recording of cpu samples of the spinning comparator (shared: the cpu samples' test
+    and perf's)."""
     p, out = record([PROG, "spin", "1500"], "-t", "cpu", "--sample-rate", "499")
     eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
-    spins = [r["stack"] for r in dump(out)
+    return out, dump(out)
+
+
+def test_cpu_samples_are_whole_through_code_without_frame_pointers():
+    need_root()
+    out, recs = spin_trace()
+    spins = [r["stack"] for r in recs
              if r.get("name") == "user" and any(f.get("func") == "spin_here"
                                                 for f in r.get("stack", []))]
     check(len(spins) >= 100, f"only {len(spins)} samples in spin_here")
@@ -245,3 +255,42 @@ def test_bpfsight_stacks_equals_gdb_on_an_idle_torch_job():
     check({"libgomp.so.1.0.0", "libc.so.6", "python3.11"} <= files,
           f"the threads' stacks go through libgomp, libc and python: {files}")
     p.kill()
+
+
+def top_chain(stacks):
+    """The most frequent chain of return addresses [(module, ELF address of the call's last
+    byte)] among STACKS (each innermost first, its sampled instruction dropped: where in the
+    spinning loop a sample lands varies, its callers do not)."""
+    return collections.Counter(tuple(s[1:]) for s in stacks).most_common(1)[0]
+
+
+def test_cpu_samples_top_stack_equals_perfs_dwarf_unwind():
+    """perf record --call-graph dwarf copies 8 KiB of stack per sample and unwinds it with
+    .eh_frame afterwards (libdw); ours walks the tables in BPF: the same callers."""
+    need_root()
+    if not shutil.which("perf"):
+        raise Skip("perf is not installed (apt-get install linux-perf)")
+    data = os.path.join(tmpdir(), "perf.data")
+    p = run(["perf", "record", "-q", "--call-graph", "dwarf", "-F", "499", "-o", data, "--",
+             PROG, "spin", "1000"], timeout=120)
+    eq(p.returncode, 0, f"perf record: {p.stderr[-600:]}")
+    p = run(["perf", "script", "-i", data, "--no-inline", "-F", "ip,dso"], timeout=120)
+    theirs, cur = [], []
+    for line in p.stdout.splitlines() + [""]:
+        m = re.match(r"\s+([0-9a-f]+) \((.*)\)$", line)
+        if m:
+            # perf gives return addresses less one: the call's last byte.
+            cur.append((os.path.basename(m.group(2)), int(m.group(1), 16)))
+        elif cur:
+            theirs.append(cur)
+            cur = []
+    _, recs = spin_trace()
+    mine = [[(os.path.basename(f["file"]), int(f["addr"], 16) - (k > 0)) if "addr" in f
+             else (f["func"], 0) for k, f in enumerate(r["stack"])]
+            for r in recs if r.get("name") == "user" and "stack" in r]
+    (chain, n), (perf_chain, perf_n) = top_chain(mine), top_chain(theirs)
+    check(len(chain) >= 11, f"our top chain is whole from the vDSO up: {chain}")
+    check(n >= len(mine) // 2 and perf_n >= len(theirs) // 2,
+          f"the top chains are most samples: {n} of {len(mine)}, perf {perf_n} of "
+          f"{len(theirs)}")
+    eq(list(chain), list(perf_chain), "the top stack's callers, ours and perf's")
