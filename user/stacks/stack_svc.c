@@ -245,7 +245,8 @@ static __u32 name_python(struct record_ctx *ctx, struct stack_svc *s, pid_t pid,
  * each native frame of the eval loop (_PyEval_EvalFrameDefault) stands for the Python
  * frames it ran, which replace it (py-spy's --native); Python frames without an eval-loop
  * frame to stand in for (a native stack cut short, a stripped interpreter) follow the
- * native ones. Returns the frames in OUT.
+ * native ones. Where all would not fit in a stack, native frames are left out for the
+ * Python frames. Returns the frames in OUT.
  */
 static __u32 merge(struct record_ctx *ctx, const struct bs_frame *nf, __u32 nn,
 		   const struct bs_frame *pf, const __u32 *entry, __u32 np, struct bs_frame *out)
@@ -253,6 +254,10 @@ static __u32 merge(struct record_ctx *ctx, const struct bs_frame *nf, __u32 nn,
 	__u32 eval_id = record_ctx__intern(ctx, "_PyEval_EvalFrameDefault"), k = 0, j = 0;
 
 	for (__u32 i = 0; i < nn && k < BS_STACK_MAX_FRAMES; i++) {
+		/* Python frames before native ones: a deep stack (whole through unwind tables)
+		 * leaves out its outer native frames, not the Python frames that have room. */
+		if (np - j >= BS_STACK_MAX_FRAMES - k)
+			break;
 		if (nf[i].kind == BS_FRAME_CUT) {
 			out[k++] = nf[i]; /* native frames stop here; Python's go on */
 			break;
