@@ -78,7 +78,7 @@ FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
 	bench-unwind \
-	man install uninstall deb check-deb check-kernels check-torch-versions
+	man install uninstall deb check-deb check-kernels check-torch-versions bench-unwind-walk
 all: $(OUT)/bpfsight man
 
 help:
@@ -521,6 +521,20 @@ $(OUT)/bench/rank_files: bench/rank_files.c $(LIB_OBJS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)
+
+# The native walk's cost per stack, frame pointers against unwind tables (one source, two
+# builds: bench/unwind_deep.c, bench/bench_unwind_walk.py; make bench-unwind-walk, ~1 min).
+UNWIND_DEEP := $(OUT)/bench/unwind_deep_fp $(OUT)/bench/unwind_deep_nofp
+BENCH_BINS += $(UNWIND_DEEP)
+$(OUT)/bench/unwind_deep_fp: UNWIND_CFLAGS := -O1 -fno-omit-frame-pointer
+$(OUT)/bench/unwind_deep_nofp: UNWIND_CFLAGS := -O2 -fomit-frame-pointer
+$(UNWIND_DEEP): bench/unwind_deep.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -Wall -Wextra -Werror $(UNWIND_CFLAGS) $< -o $@
+
+bench-unwind-walk: $(OUT)/bpfsight $(UNWIND_DEEP)
+	$(Q)$(PYTHON) bench/bench_unwind_walk.py --build $(OUT) $(BENCH_ARGS)
 
 bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make $(BENCH_ARGS)
