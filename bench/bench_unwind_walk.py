@@ -57,7 +57,7 @@ def frames(build, binary, depth, out):
     return [f["func"] for f in last.get("stack", [])]
 
 
-def torch_steps(build, traced, steps, out):
+def torch_steps(build, traced, steps, out, env=None):
     """The training loop's time (ms: the sum of its steps) of tests/workloads/torch_train.py,
     untraced or under `record -t cpu` (99 Hz); with it, the cpu_sample program's ns per run
     and the samples whose stacks went through libtorch_cpu whole (no marker)."""
@@ -68,7 +68,7 @@ def torch_steps(build, traced, steps, out):
     if traced:
         stdout, stderr, rc, per = recorded([os.path.join(build, "bpfsight"), "record", "--force",
                                             "-o", out, "-t", "cpu", "--", *prog], {"cpu_sample"},
-                                           timeout=600)
+                                           timeout=600, env=env)
         if rc:
             raise SystemExit(f"record: {stderr[-600:]}")
     else:
@@ -81,11 +81,16 @@ def torch_steps(build, traced, steps, out):
 
 def torch_main(a):
     out = f"/tmp/bench_unwind_walk.{os.getpid()}.bst"
-    ms = {"untraced": [], "-t cpu (99 Hz)": []}
-    prog_ns = []
-    with bpf_stats() as on:
+    fp_only = dict(os.environ, BPFSIGHT_FORCE_FALLBACKS="unwind_tables")
+    ms = {"untraced": [], "-t cpu, frame pointers only": [], "-t cpu (99 Hz)": []}
+    prog_ns, fp_ns = [], []
+    with bpf_stats():
         for _ in range(a.rounds):
             ms["untraced"].append(torch_steps(a.build, False, a.steps, out)[0])
+            m, ns = torch_steps(a.build, True, a.steps, out, env=fp_only)
+            ms["-t cpu, frame pointers only"].append(m)
+            if ns is not None:
+                fp_ns.append(ns)
             m, ns = torch_steps(a.build, True, a.steps, out)
             ms["-t cpu (99 Hz)"].append(m)
             if ns is not None:
@@ -108,8 +113,9 @@ def torch_main(a):
     if prog_ns:
         p99 = statistics.median(prog_ns)
         print(f"cpu_sample's BPF time per sample {p99:.0f} ns (median of the rounds, "
-              f"kernel.bpf_stats_enabled): at 99 Hz {p99 * 99 / 1e7:.4f}% of a CPU's time "
-              "(goal 1%);")
+              f"kernel.bpf_stats_enabled; frame pointers only: "
+              f"{statistics.median(fp_ns) if fp_ns else 0:.0f} ns): at 99 Hz "
+              f"{p99 * 99 / 1e7:.4f}% of a CPU's time (goal 1%);")
     print(f"last round: {len(whole)} of {len(torch)} samples in libtorch_cpu whole (no marker; "
           f"{len(stacks)} samples)")
 
