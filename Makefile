@@ -77,7 +77,7 @@ FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 	    $(OUT)/tests/fuzz_pylines $(OUT)/tests/fuzz_elf $(OUT)/tests/fuzz_eh_frame
 
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
-	bench-unwind \
+	bench-unwind check-unwind-tables \
 	man install uninstall deb check-deb check-kernels check-torch-versions bench-unwind-walk
 all: $(OUT)/bpfsight man
 
@@ -88,12 +88,14 @@ help:
 	@echo 'make report-png docs/report.png: the report page of a real trace in headless chromium'
 	@echo '                (TRACE=../shared/traces/gpt2-gil-bound.bst)'
 	@echo 'make check      build and run the whole test suite (as root)'
+	@echo 'make check-unwind-tables  unwind tables of every library here against readelf (~8 min)'
 	@echo 'make fuzz       long libFuzzer runs of the trace reader, the record decoders, the'
 	@echo '                cupti-shim batch unpacker, the ELF and unwind-table readers'
 	@echo '                (FUZZ_SECONDS=600 each)'
 	@echo 'make bench      overhead and throughput benchmarks -> bench/RESULTS.md (< 10 min;'
 	@echo '                BENCH_ARGS=--quick: < 1 min, indicative only)'
 	@echo 'make bench-unwind  unwind tables: build time and memory for libtorch_cpu, cuBLAS (~15 s)'
+	@echo 'make bench-unwind-walk  unwind tables walked: a stack'"'"'s cost against frame pointers (~1 min)'
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo 'make format     clang-format every C file git tracks (.clang-format; make check'
 	@echo '                fails on an unformatted one)'
@@ -469,6 +471,10 @@ check-torch-versions: test-build
 
 check: test-build
 	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)
+
+# The unwind tables of every library and program here against readelf -wF (~8 min).
+check-unwind-tables: $(OUT)/tests/unwind_dump
+	$(Q)$(PYTHON) tests/tools/unwind_sweep.py --build $(OUT)
 
 # Long runs that make check keeps short (tests/e2e/test_shim_churn.py: 10,000 processes).
 soak: test-build

@@ -7,6 +7,8 @@ saved at CFA-16; "u": undefined, which is also how it shows a register not yet s
 same value; "exp"; a register's name). An FDE whose instructions are all padding has no rows:
 its CIE's initial row holds.
 """
+import bisect
+import json
 import re
 import subprocess
 
@@ -163,7 +165,6 @@ def expected(fde, loc, rules, plts):
 
 def table(dump_out):
     """unwind_dump's output: (counts, [(pc, kind, cfa_off, rbp_off)])."""
-    import json
     lines = dump_out.splitlines()
     rows = []
     for line in lines[1:]:
@@ -174,7 +175,6 @@ def table(dump_out):
 
 def row_at(rows, pcs, loc):
     """The row covering LOC (the last with pc <= LOC), or None."""
-    import bisect
     i = bisect.bisect_right(pcs, loc) - 1
     return rows[i] if i >= 0 else None
 

@@ -433,6 +433,17 @@ static int copy_file(const char *from, const char *to)
 	return err ? -1 : 0;
 }
 
+static int append_byte(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND), err;
+
+	if (fd < 0)
+		return -1;
+	err = write(fd, "", 1) != 1;
+	close(fd);
+	return err ? -1 : 0;
+}
+
 /* A library copied elsewhere is the same build id: one table; a text file: remembered. */
 static void test_cache_by_build_id(void)
 {
@@ -462,11 +473,15 @@ static void test_cache_by_build_id(void)
 	ASSERT_EQ(err, -ENOEXEC, "its error");
 	ASSERT_TRUE(!unwind_cache__get(c, text, NULL, &err) && err == -ENOEXEC, "again");
 	ASSERT_TRUE(!unwind_cache__get(c, dir, NULL, &err), "a directory: no table");
+	/* the same build id on a file of another size: not trusted to be the same code */
+	ASSERT_TRUE(append_byte(copy) == 0, "grow the copy");
+	b = unwind_cache__get(c, copy, NULL, &err);
+	ASSERT_TRUE(b && b != a && b->n == a->n, "a file claiming its build id: built apart");
 	unwind_cache__stats(c, &st);
-	ASSERT_EQ(st.files, 1, "tables built");
+	ASSERT_EQ(st.files, 2, "tables built");
 	ASSERT_EQ(st.hits, 2, "answered from the cache");
 	ASSERT_EQ(st.failed, 1, "files without one, remembered");
-	ASSERT_EQ(st.bytes, (__u64)a->n * 12, "bytes");
+	ASSERT_EQ(st.bytes, (__u64)a->n * 12 * 2, "bytes");
 	unwind_cache__free(c);
 	c = unwind_cache__new(1000);
 	ASSERT_TRUE(c && !unwind_cache__get(c, lib, NULL, &err) && err == -E2BIG,
