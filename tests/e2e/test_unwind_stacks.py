@@ -46,11 +46,11 @@ def shape(stack):
     return out
 
 
-def check_stacks(stacks, first, what):
+def check_stacks(stacks, first, what, callers=CALLERS):
     """Every stack is the whole chain from FIRST, or a cut one whose frames before the marker
     are the whole chain's (never a wrong frame); the last is whole; most are (the first
     ones, before the tables of the program's files are loaded, are cut)."""
-    whole = first + CALLERS
+    whole = first + callers
     check(stacks, f"{what}: no stack")
     for s in stacks:
         sh = shape(s)
@@ -66,8 +66,8 @@ def test_stacks_on_events_are_whole_through_code_without_frame_pointers():
     need_root()
     if not os.path.exists(CUDART):
         raise Skip(f"{CUDART} is not installed")
-    p, out = record([PROG, "calls", CUDART, str(ROUNDS)], "-t", "cuda,osrt",
-                    "--stacks=cuda:0,osrt:0", "--osrt-threshold", "0")
+    p, out = record([PROG, "calls", CUDART, str(ROUNDS)], "-t", "cuda,osrt,sched",
+                    "--stacks=cuda:0,osrt:0,sched:0", "--osrt-threshold", "0")
     eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
     recs = dump(out)
     pid = next(r["pid"] for r in recs if r.get("name") == "getppid")
@@ -79,6 +79,11 @@ def test_stacks_on_events_are_whole_through_code_without_frame_pointers():
     # The CUDA call's stack begins at its caller; the system call's in libc's wrapper.
     check_stacks(calls, [], "cudaStreamQuery")
     check_stacks(ppids, ["LIBC"], "getppid")
+    # Off-CPU: main's usleep between the rounds, blocked in libc's clock_nanosleep.
+    sleeps = [r["stack"] for r in recs if r.get("kind") == "offcpu" and r.get("pid") == pid
+              and "stack" in r and any(f.get("func") == "usleep" for f in r["stack"])]
+    check(len(sleeps) >= ROUNDS // 2, f"{len(sleeps)} off-CPU stacks in usleep")
+    check_stacks(sleeps, ["LIBC"], "usleep", callers=["main", "LIBC", "_start"])
 
 
 @functools.lru_cache(maxsize=None)
