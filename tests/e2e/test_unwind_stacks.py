@@ -86,6 +86,52 @@ def test_stacks_on_events_are_whole_through_code_without_frame_pointers():
     check_stacks(sleeps, ["LIBC"], "usleep", callers=["main", "LIBC", "_start"])
 
 
+def spoiled_copy():
+    """A copy of the workload whose .eh_frame entry for compare_cb starts with an opcode no
+    DWARF has (0x1b): the rest of the file's unwind information is sound."""
+    sections = run(["readelf", "-SW", PROG], check=True).stdout
+    m = re.search(r"\] \.eh_frame\s+PROGBITS\s+([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+)", sections)
+    addr, off, size = (int(x, 16) for x in m.groups())
+    cb = int(re.search(r"([0-9a-f]+) t compare_cb", run(["nm", PROG], check=True).stdout)
+             .group(1), 16)
+    data = bytearray(open(PROG, "rb").read())
+    p = off
+    while p < off + size:
+        length, cie = struct.unpack_from("<II", data, p)
+        if not length:
+            break
+        if cie:
+            begin = addr + p + 8 - off + struct.unpack_from("<i", data, p + 8)[0]
+            if begin <= cb < begin + struct.unpack_from("<I", data, p + 12)[0]:
+                eq(data[p + 16], 0, "compare_cb's FDE: no augmentation data")
+                data[p + 17] = 0x1b  # its first instruction
+                break
+        p += 4 + length
+    else:
+        raise AssertionError("no FDE covers compare_cb")
+    out = os.path.join(tmpdir(), "unwind_qsort_spoiled")
+    with open(out, "wb") as f:
+        f.write(data)
+    os.chmod(out, 0o755)
+    return out
+
+
+def test_spoiled_unwind_information_stops_the_stack_with_its_reason():
+    """A bad table is never followed: the stacks through compare_cb, whose FDE is malformed,
+    stop there saying so; the frames before it are right."""
+    need_root()
+    prog = spoiled_copy()
+    p, out = record([prog, "calls", CUDART, str(ROUNDS)], "-t", "osrt", "--stacks=osrt:0",
+                    "--osrt-threshold", "0")
+    eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
+    ppids = [shape(r["stack"]) for r in dump(out) if r.get("name") == "getppid" and "stack" in r]
+    check(len(ppids) >= ROUNDS // 2, f"{len(ppids)} getppid stacks")
+    eq(ppids[-1], ["LIBC", "compare_cb", "CUT:[unwind stopped in unwind_qsort_spoiled: "
+                   "malformed unwind information]"], "the last getppid stack")
+    for s in ppids:
+        eq(s[:2], ["LIBC", "compare_cb"], "the frames before the stop")
+
+
 @functools.lru_cache(maxsize=None)
 def spin_trace():
     """One recording of cpu samples of the spinning comparator (shared: the cpu samples' test
