@@ -14,8 +14,8 @@ import shutil
 import struct
 import subprocess
 
-from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, record, run, spawn, stats,
-                     tmpdir, wait_for, workload)
+from helpers import (BPFSIGHT, SLOWDOWN, Skip, check, dump, eq, need_root, record, run, spawn,
+                     stats, tmpdir, wait_for, workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 25
@@ -147,8 +147,8 @@ def test_cpu_samples_are_whole_through_code_without_frame_pointers():
     spins = [r["stack"] for r in recs
              if r.get("name") == "user" and any(f.get("func") == "spin_here"
                                                 for f in r.get("stack", []))]
-    # ~700 here; a slower machine (QEMU's TCG) takes fewer.
-    check(len(spins) >= 50, f"only {len(spins)} samples in spin_here")
+    # ~700 here; a slower machine (QEMU's TCG: 40-80) takes fewer.
+    check(len(spins) >= 200 // SLOWDOWN, f"only {len(spins)} samples in spin_here")
     # From spin_here up (clock_gettime's vDSO and libc frames above it when it was there).
     cut = [s[[f.get("func") for f in s].index("spin_here"):] for s in spins]
     check_stacks(cut, ["spin_here"], "cpu samples")
@@ -330,6 +330,8 @@ def test_cpu_samples_top_stack_equals_perfs_dwarf_unwind():
     theirs, cur = [], []
     for line in p.stdout.splitlines() + [""]:
         m = re.match(r"\s+([0-9a-f]+) \((.*)\)$", line)
+        if m and m.group(2) == "[kernel.kallsyms]":
+            continue  # ours are user stacks (a sample in the kernel: where it entered it)
         if m:
             # perf gives return addresses less one: the call's last byte.
             cur.append((os.path.basename(m.group(2)), int(m.group(1), 16)))
