@@ -343,6 +343,9 @@ def test_cpu_samples_top_stack_equals_perfs_dwarf_unwind():
              else (f["func"], 0) for k, f in enumerate(r["stack"])]
             for r in recs if r.get("name") == "user" and "stack" in r]
     (chain, n), (perf_chain, perf_n) = top_chain(mine), top_chain(theirs)
+    if len(perf_chain) < 3:
+        # Seen on 6.1 under QEMU: perf's user-space DWARF unwind gave no caller at all.
+        raise Skip(f"perf unwound no user-space callers here (its top chain: {perf_chain})")
     check(len(chain) >= 11, f"our top chain is whole up to _start: {chain}")
     eq(list(chain), list(perf_chain), f"the top stack's callers, ours ({n} of {len(mine)} "
        f"samples) and perf's ({perf_n} of {len(theirs)})")

@@ -96,6 +96,9 @@ static struct hkey func_key(const struct bs_frame *f, unsigned flags)
 				      (__u64)f->file_id << 32 | f->kind };
 	if (f->func_id)
 		return (struct hkey){ f->func_id, (__u64)f->file_id << 32 | f->kind };
+	/* A marker's line is why the walk stopped: two reasons are two rows. */
+	if (f->kind == BS_FRAME_CUT)
+		return (struct hkey){ f->line, (__u64)f->file_id << 32 | f->kind };
 	if (flags & REPORT_FOR_PEOPLE)
 		return (struct hkey){ 0, (__u64)f->file_id << 32 | f->kind };
 	return (struct hkey){ f->addr, (__u64)f->file_id << 32 | f->kind };
