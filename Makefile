@@ -78,7 +78,8 @@ FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
 	bench-unwind check-unwind-tables \
-	man install uninstall deb check-deb check-kernels check-torch-versions check-pyfunc-versions
+	man install uninstall deb check-deb check-kernels check-torch-versions check-pyfunc-versions \
+	bench-unwind-walk
 all: $(OUT)/bpfsight man
 
 help:
@@ -95,6 +96,7 @@ help:
 	@echo 'make bench      overhead and throughput benchmarks -> bench/RESULTS.md (< 10 min;'
 	@echo '                BENCH_ARGS=--quick: < 1 min, indicative only)'
 	@echo 'make bench-unwind  unwind tables: build time and memory for libtorch_cpu, cuBLAS (~15 s)'
+	@echo 'make bench-unwind-walk  unwind tables walked: a stack'"'"'s cost against frame pointers (~1 min)'
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo 'make format     clang-format every C file git tracks (.clang-format; make check'
 	@echo '                fails on an unformatted one)'
@@ -198,6 +200,9 @@ test-build: $(patsubst tests/workloads/lib/%.c,$(OUT)/tests/lib/lib%.so,\
 $(OUT)/tests/cpu_split $(OUT)/tests/syscall_callers $(OUT)/tests/stacks_native: WL_EXTRA := \
 	-fno-omit-frame-pointer \
 	-fno-optimize-sibling-calls
+
+# Unwind tables' workload is built as the libraries without frame pointers are.
+$(OUT)/tests/unwind_qsort: WL_EXTRA := -O2 -fomit-frame-pointer
 
 # The demo marks its phases with NVTX when the toolkit's header-only nvtx3 is there.
 ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)
@@ -530,6 +535,20 @@ $(OUT)/bench/rank_files: bench/rank_files.c $(LIB_OBJS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)
+
+# The native walk's cost per stack, frame pointers against unwind tables (one source, two
+# builds: bench/unwind_deep.c, bench/bench_unwind_walk.py; make bench-unwind-walk, ~1 min).
+UNWIND_DEEP := $(OUT)/bench/unwind_deep_fp $(OUT)/bench/unwind_deep_nofp
+BENCH_BINS += $(UNWIND_DEEP)
+$(OUT)/bench/unwind_deep_fp: UNWIND_CFLAGS := -O1 -fno-omit-frame-pointer
+$(OUT)/bench/unwind_deep_nofp: UNWIND_CFLAGS := -O2 -fomit-frame-pointer
+$(UNWIND_DEEP): bench/unwind_deep.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -Wall -Wextra -Werror $(UNWIND_CFLAGS) $< -o $@
+
+bench-unwind-walk: $(OUT)/bpfsight $(UNWIND_DEEP)
+	$(Q)$(PYTHON) bench/bench_unwind_walk.py --build $(OUT) $(BENCH_ARGS)
 
 bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make $(BENCH_ARGS)

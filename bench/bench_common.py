@@ -437,12 +437,13 @@ class ProgStats:
         self.fds = []
 
 
-def recorded(cmd, progs, timeout=None):
+def recorded(cmd, progs, timeout=None, env=None):
     """Run recorder command CMD to its end (TIMEOUT s at most): (its stdout, its stderr, its exit status, {name:
     (runs, ns)} of its BPF programs named in PROGS over the run, empty without
     kernel.bpf_stats_enabled's figures). The programs are read once the probes are attached
     (the recorder's "Ctrl-C" line), through fds of their own: they go when it exits."""
-    rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env)
     head = ""
     while "Ctrl-C" not in head:
         line = rec.stderr.readline()

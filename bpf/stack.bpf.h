@@ -99,7 +99,7 @@ static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u3
 	__u64 ts, fr = 0, size, npy = 0;
 	long n;
 
-	n = stack_unwind(s, top);
+	n = stack_unwind(s, pid, top);
 	s->nips = n;
 	s->npy = 0;
 	c = bpf_map_lookup_elem(&py_procs, &pid);

@@ -64,47 +64,198 @@ static __always_inline __u64 stack_fp_ret(struct stack_fp_walk *u, __u64 ret)
 	return BPF_CORE_READ(ri, orig_ret_vaddr);
 }
 
+/* bpf_loop's argument for the native walk: the scratch buffer, the process's tables. */
+struct stack_native_arg {
+	struct stack_scratch *s;
+	const struct bs_unw_proc *p; /* NULL: no file of the process has a table */
+};
+
 /*
- * One frame of the native walk (bpf_loop's body; ARG points to the scratch buffer: bpf_loop
- * takes a pointer to the BPF stack): its return address, then its caller's frame.
+ * The mapping of P that holds IP (a binary search over its starts), or NULL. The search's
+ * bounds live in the scratch buffer (u->lo, u->hi_row), whose values the verifier does not
+ * track: it checks one round of the loop, not every range the bounds could have.
+ */
+static __always_inline const struct bs_unw_map *stack_unw_map(const struct bs_unw_proc *p,
+							      struct stack_fp_walk *u, __u64 ip)
+{
+	const struct bs_unw_map *m = &p->m[u->map & (BS_UNW_MAPS - 1)];
+	__u32 mid;
+
+	/* Frames come in runs of one file: the last frame's mapping first. */
+	if (u->map < p->n && ip >= m->start && ip < m->end)
+		return m;
+	u->lo = 0;
+	u->top = p->n;
+	for (int k = 0; k < 8 && u->lo < u->top; k++) {
+		mid = (u->lo + u->top) / 2;
+		if (ip < p->m[mid & (BS_UNW_MAPS - 1)].start)
+			u->top = mid;
+		else
+			u->lo = mid + 1;
+	}
+	mid = u->lo;
+	if (!mid || mid > BS_UNW_MAPS)
+		return NULL;
+	m = &p->m[(mid - 1) & (BS_UNW_MAPS - 1)];
+	if (ip >= m->end)
+		return NULL;
+	u->map = mid - 1;
+	return m;
+}
+
+/* Row I of unw_rows (two to an element: bs_unw_pair), or NULL. */
+static __always_inline const struct bs_unwind_row *stack_unw_row_at(__u32 i)
+{
+	__u32 key = i / 2;
+	const struct bs_unw_pair *p = bpf_map_lookup_elem(&unw_rows, &key);
+
+	return p ? &p->r[i & 1] : NULL;
+}
+
+/* The row of M's table that covers ELF address PC (the last with row.pc <= PC), or NULL. */
+static __always_inline const struct bs_unwind_row *stack_unw_row(const struct bs_unw_map *m,
+								 struct stack_fp_walk *u, __u64 pc)
+{
+	const struct bs_unwind_row *r;
+
+	if (pc >> 32 || m->nrows > BS_UNW_MAX_ROWS)
+		return NULL;
+	u->lo = m->row0;
+	u->top = m->row0 + m->nrows;
+	for (int k = 0; k <= BS_UNW_SEARCH && u->lo < u->top; k++) {
+		r = stack_unw_row_at(u->lo + (u->top - u->lo) / 2);
+		if (!r)
+			return NULL;
+		if (r->pc <= pc)
+			u->lo = u->lo + (u->top - u->lo) / 2 + 1;
+		else
+			u->top = u->lo + (u->top - u->lo) / 2;
+	}
+	if (u->lo == m->row0)
+		return NULL;
+	return stack_unw_row_at(u->lo - 1);
+}
+
+/*
+ * The caller of the frame at hand by its table's row R (bs_unw_cfa): its CFA, return address
+ * and rbp into *CFA, *RA, *BP (the caller's rsp is the CFA). 0, 2 after a signal frame (the
+ * interrupted registers: *RA is an instruction, not a return address), or 1 when the walk
+ * ends here (u->end says why).
+ */
+static __always_inline int stack_unw_step(struct stack_scratch *s, const struct bs_unwind_row *r,
+					  __u64 *cfa, __u64 *ra, __u64 *bp)
+{
+	struct stack_fp_walk *u = &s->fpw;
+	const __u8 *b;
+	int how = bs_unw_cfa(r, u->ip, u->sp, u->bp, u->hi, cfa);
+
+	if (how == BS_UNW_STEP_SIGNAL) {
+		b = stack_page_bytes(s, u->sp + BS_UC_RBP, BS_UC_RIP + 8 - BS_UC_RBP);
+		if (!b)
+			goto bad;
+		*bp = *(const __u64 *)b;
+		*cfa = *(const __u64 *)(b + BS_UC_RSP - BS_UC_RBP);
+		*ra = *(const __u64 *)(b + BS_UC_RIP - BS_UC_RBP);
+		return 2;
+	}
+	if (how == BS_UNW_STEP_DEREF) {
+		/* Stack realignment: the CFA and the caller's rbp saved in the frame. */
+		b = stack_page_bytes(s, u->bp + r->cfa_off, 8);
+		if (!b)
+			goto bad;
+		*cfa = *(const __u64 *)b;
+		b = stack_page_bytes(s, u->bp + r->rbp_off, 8);
+		if (!b || !bs_unw_cfa_ok(*cfa, u->sp, u->hi))
+			goto bad;
+		*bp = *(const __u64 *)b;
+	} else if (how != BS_UNW_STEP_CFA) {
+		u->end = how;
+		return 1;
+	} else if (r->rbp_off) {
+		b = stack_page_bytes(s, *cfa + r->rbp_off, 8);
+		if (!b)
+			goto bad;
+		*bp = *(const __u64 *)b;
+	}
+	b = stack_page_bytes(s, *cfa - 8, 8);
+	if (!b)
+		goto bad;
+	*ra = *(const __u64 *)b;
+	return 0;
+bad:
+	u->end = BS_CUT_BAD_CFA + 1;
+	return 1;
+}
+
+/*
+ * One frame of the native walk (bpf_loop's body; ARG is a struct stack_native_arg on the BPF
+ * stack): the caller of the frame at hand, by its file's unwind table when it has one, else
+ * by the frame pointer.
  */
 static long stack_fp_frame(__u32 i, void *arg)
 {
-	struct stack_scratch *s = *(struct stack_scratch **)arg;
+	struct stack_native_arg *a = arg;
+	struct stack_scratch *s = a->s;
 	struct stack_fp_walk *u = &s->fpw;
-	__u64 fp = u->fp, next, ret;
+	const struct bs_unwind_row *r;
+	const struct bs_unw_map *m = NULL;
+	__u64 bp = u->bp, cfa, ra, at = u->ip - !u->exact;
 	const __u8 *b;
 	__u32 n = u->n;
+	int step = 0;
 
-	if (n >= u->max || n >= STACK_WORDS || (fp & 7) || fp >= u->hi)
+	if (n >= u->max || n >= STACK_WORDS)
 		return 1;
-	b = stack_page_bytes(s, fp, 16);
-	if (!b)
+	if (a->p)
+		m = stack_unw_map(a->p, u, at);
+	if (m) {
+		r = stack_unw_row(m, u, at - m->bias);
+		if (!r) {
+			u->end = BS_CUT_NO_FDE + 1;
+			return 1;
+		}
+		step = stack_unw_step(s, r, &cfa, &ra, &bp);
+		if (step == 1)
+			return 1;
+		if (!i)
+			s->flags |= BS_STACK_UNW_FIRST;
+	} else {
+		/* The frame pointer: followed only up the stack, never where rbp is not one. */
+		if ((bp & 7) || bp < u->sp || bp >= u->hi)
+			return 1;
+		b = stack_page_bytes(s, bp, 16);
+		if (!b)
+			return 1;
+		bp = *(const __u64 *)b;
+		ra = *(const __u64 *)(b + 8);
+		cfa = u->bp + 16;
+	}
+	if (!ra)
 		return 1;
-	next = *(const __u64 *)b;
-	ret = *(const __u64 *)(b + 8);
-	if (!ret)
-		return 1;
-	s->w[n] = stack_fp_ret(u, ret);
+	ra = stack_fp_ret(u, ra);
+	s->w[n] = ra;
 	u->n = n + 1;
-	/* A caller's frame lies above its callee's: anything else ends the chain. */
-	if (next <= fp)
-		return 1;
-	u->fp = next;
+	u->ip = ra;
+	u->sp = cfa;
+	u->bp = bp;
+	/* After a signal frame: the interrupted instruction itself. */
+	u->exact = step == 2;
 	return 0;
 }
 
 /*
  * The current thread's user stack into S's words, innermost first (its instruction, then the
- * return addresses a frame-pointer walk finds); how many words. With TOP, the
+ * return addresses the walk finds: by the unwind tables of the files of PID that have one,
+ * else by frame pointers; u->end says how it ended, copied to s->flags). With TOP, the
  * BS_STACK_TOP_WORDS words on top of the user stack go first (zeros when unreadable) and
  * BS_CPU_LEAF is set: the recorder finds among them the return addresses the walk misses.
  * The registers are those saved where the thread entered the kernel (a uprobe's trap, a
  * system call, the interrupt of a sample): the user's, whatever program runs this.
  */
-static __always_inline long stack_unwind(struct stack_scratch *s, int top)
+static __always_inline long stack_unwind(struct stack_scratch *s, __u32 pid, int top)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
+	struct stack_native_arg a = { .s = s };
 	struct stack_fp_walk *u = &s->fpw;
 	struct uprobe_task *ut;
 	struct xol_area *xol;
@@ -138,12 +289,16 @@ static __always_inline long stack_unwind(struct stack_scratch *s, int top)
 		u->tramp = xol ? xol->vaddr : 0;
 	}
 	/* n is BS_STACK_TOP_WORDS or 0: the instruction, then the walk's return addresses. */
-	s->w[n & BS_STACK_TOP_WORDS] = stack_fp_ret(u, r->ip);
+	u->ip = stack_fp_ret(u, r->ip);
+	s->w[n & BS_STACK_TOP_WORDS] = u->ip;
 	u->n = n + 1;
 	u->max = n + BS_STACK_MAX_FRAMES;
-	u->fp = r->bp;
-	if (u->fp >= sp)
-		bpf_loop(BS_STACK_MAX_FRAMES, stack_fp_frame, &s, 0);
+	u->sp = sp;
+	u->bp = r->bp;
+	u->exact = 1;
+	a.p = bpf_map_lookup_elem(&unw_procs, &pid);
+	bpf_loop(BS_STACK_MAX_FRAMES, stack_fp_frame, &a, 0);
+	s->flags |= (u->end << BS_STACK_END_SHIFT) & BS_STACK_END_MASK;
 	n = u->n;
 	return n > BS_STACK_TOP_WORDS + BS_STACK_MAX_FRAMES ? 0 : n;
 }

@@ -37,8 +37,18 @@ struct bs_frame {
 
 #define BS_FRAME_NATIVE 1 /* user-space machine code */
 #define BS_FRAME_PYTHON 2 /* a Python function (file, line) */
-#define BS_FRAME_CUT                                                                               \
-	3 /* marker: the unwind stopped here (file_id = the module without frame pointers) */
+/*
+ * A marker: the unwind stopped here. file_id: the module it stopped in; line: why (BS_CUT_*):
+ * the module had no frame pointers (0, every file before unwind tables), or its unwind table
+ * (bpf/unwind_table.h) said the next frame cannot be found there.
+ */
+#define BS_FRAME_CUT   3
+#define BS_CUT_NO_FP   0 /* code without frame pointers, and no table for it (yet) */
+#define BS_CUT_NO_FDE  1 /* the table covers no function at the address */
+#define BS_CUT_EXPR    2 /* a DWARF expression or register rule the table cannot hold */
+#define BS_CUT_BAD_FDE 3 /* the file's unwind information was malformed there */
+#define BS_CUT_BAD_CFA 4 /* the frame the table gave lay outside the stack, or was unreadable */
+#define BS_CUT_REASONS 5
 
 #define BS_STACK_MAX_FRAMES 128 /* frames kept per stack: deeper ones are cut (TRUNCATED) */
 
@@ -166,6 +176,18 @@ struct bs_py_code_id {
  * file of the first one are that code's, not the program's, and are dropped.
  */
 #define BS_STACK_OWN 0x10
+/*
+ * Ring only (BS_REC_CPU_SAMPLE_RAW, BS_REC_STACK_RAW): how the native walk ended, in these
+ * bits (bpf/stack_native.bpf.h): 0, where a frame pointer could not be followed (the
+ * recorder decides from the frames whether that was the thread's first function);
+ * BS_STACK_END_WHOLE, at the outermost frame an unwind table marks (the stack is whole);
+ * else a stop an unwind table said, BS_CUT_* + 1.
+ */
+#define BS_STACK_END_SHIFT 8
+#define BS_STACK_END_MASK  0xf00
+#define BS_STACK_END_WHOLE 1
+/* Ring only: the innermost frame was unwound by a table (the words on top are not needed). */
+#define BS_STACK_UNW_FIRST 0x1000
 
 BS_ASSERT_RECORD(bs_stack, 32);
 BS_ASSERT_RECORD(bs_stack_raw, 40);

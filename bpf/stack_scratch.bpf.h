@@ -8,6 +8,7 @@
 #define BPFSIGHT_STACK_SCRATCH_BPF_H
 
 #include "common.bpf.h"
+#include "unwind_maps.h"
 
 #define STACK_WORDS (BS_STACK_TOP_WORDS + BS_STACK_MAX_FRAMES + 4 * BS_PY_MAX_FRAMES)
 #define STACK_HDR   128 /* bytes of a frame (and of a code object) read in one copy */
@@ -63,12 +64,17 @@ struct stack_id_ent {
  * a fault as often as not.
  */
 struct stack_fp_walk {
-	__u64 fp;      /* the next frame: the caller's frame pointer, then a return address */
-	__u64 hi;      /* frames lie above the stack pointer and below hi */
-	__u64 win_lo;  /* s->win holds the user memory from win_lo on, win_len bytes */
-	__u32 win_len; /* 0: none yet */
-	__u32 n;       /* words written to s->w */
-	__u32 max;     /* words wanted */
+	__u64 ip, sp, bp; /* the frame at hand: its instruction (or return address), registers */
+	__u64 hi;	  /* frames lie above the first stack pointer and below hi */
+	__u64 win_lo;	  /* s->win holds the user memory from win_lo on, win_len bytes */
+	__u32 win_len;	  /* 0: none yet */
+	__u32 n;	  /* words written to s->w */
+	__u32 max;	  /* words wanted */
+	__u32 exact;	  /* ip is the instruction itself (the first frame, a signal's), not a
+			   * return address (whose call is the byte before) */
+	__u32 end;	  /* how the walk ended: BS_STACK_END_* (stack_records.h) */
+	__u32 map;	  /* the unw_procs mapping the last frame was in (tried first) */
+	__u32 lo, top;	  /* a binary search's bounds (stack_unw_map, stack_unw_row) */
 	__u32 pad;
 	__u64 tramp; /* the uretprobe trampoline, while calls with a uretprobe are pending */
 	__u64 ri;    /* the pending return_instance of the next trampoline met (kernel memory) */
@@ -129,6 +135,23 @@ struct {
 	__type(key, __u32);
 	__type(value, struct stack_scratch);
 } stack_scratch SEC(".maps");
+
+/* Unwind tables (bpf/unwind_maps.h): every file's rows, and each process's mappings. Shared. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BS_UNW_ROWS / 2);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct bs_unw_pair);
+} unw_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BS_UNW_PROCS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct bs_unw_proc);
+} unw_procs SEC(".maps");
 
 /* Python processes: pid -> how to read their frames. One map, shared by every object. */
 struct {

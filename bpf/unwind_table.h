@@ -18,7 +18,9 @@
 #ifndef BPFSIGHT_UNWIND_TABLE_H
 #define BPFSIGHT_UNWIND_TABLE_H
 
+#ifndef __VMLINUX_H__
 #include <linux/types.h>
+#endif
 
 struct bs_unwind_row {
 	__u32 pc;      /* first ELF virtual address the row covers (files above 4 GiB: no table) */

@@ -149,10 +149,10 @@ def test_c_code_between_python_frames_is_shown_where_the_interpreter_has_frame_p
     such stack is whole and in place: each eval-loop frame replaced by the Python frames it
     ran, sorted()'s C frames between key_spin and callback, the C main() below <module>, no
     cut marker before it (also when the sample caught a function before it made its frame:
-    the recorder puts back the caller the walk skipped). The rest stop at a marker in code
-    without frame pointers (Debian's libc), after which only Python frames follow, as in
-    every stack of an interpreter without frame pointers. Skipped, saying so, where no
-    interpreter has frame pointers."""
+    the recorder puts back the caller the walk skipped). Where it was not, most are whole
+    too, through the unwind tables (docs/STACKS.md) of its files, loaded after its first
+    cut stacks. The rest stop at a marker, after which only Python frames follow. Skipped,
+    saying so, where no interpreter has frame pointers."""
     need_root()
     fp_seen = []
     for py in pythons():
@@ -169,22 +169,31 @@ def test_c_code_between_python_frames_is_shown_where_the_interpreter_has_frame_p
             check("_PyEval_EvalFrameDefault" not in names, f"{py}: an eval-loop frame left "
                   f"in {names}")
             cut = [k for k, x in enumerate(names) if x.startswith("[unwind stopped in ")]
-            cmain = [k for k, f in enumerate(st) if f["func"] == "main" and "line" not in f]
+            # The C main(), or _start where main() tail-calls Py_BytesMain (pyenv's builds).
+            cmain = [k for k, f in enumerate(st)
+                     if f["func"] in ("main", "_start") and "line" not in f]
             if cut and not (cmain and cmain[-1] < cut[0]):
                 check(all("line" in f for f in st[cut[0] + 1:]), f"{py}: native frames after "
                       f"the marker: {names}")
                 continue
-            check(fp, f"{py}: no marker where the native frames end: {names}")
+            check(cmain, f"{py}: neither a marker nor main() nor _start: {names}")
             i, j = names.index("key_spin"), names.index("callback")
-            check(any("sort" in x for x in names[i + 1:j]) and
+            if i > cmain[-1]:
+                # No symbol names the eval loop (sid's stripped 3.14): the Python frames
+                # follow the whole native stack (docs/STACKS.md, "Unwind tables").
+                whole.append(st)
+                continue
+            # (Debian's python3.11 is stripped: its static functions are module+offset.)
+            check(any("sort" in x or x.startswith("[python") for x in names[i + 1:j]) and
                   all("line" not in f for f in st[i + 1:j]),
                   f"{py}: sorted()'s C frames between key_spin and callback: {names}")
-            check(not any(x.startswith("[") for x in names[:cmain[-1]]),
+            check(not any(x.startswith(("[unwind", "[truncated")) for x in names[:cmain[-1]]),
                   f"{py}: a whole native stack down to the C main(): {names}")
             whole.append(st)
+        # Without frame pointers the stacks before the tables are loaded are cut.
+        check(len(whole) >= (0.95 if fp else 0.5) * len(stacks), f"{py}: {len(whole)} of "
+              f"{len(stacks)} stacks whole down to main()")
         if fp:
-            check(len(whole) >= 0.95 * len(stacks), f"{py}: {len(whole)} of {len(stacks)} "
-                  f"stacks whole down to main()")
             fp_seen.append(py)
     if not fp_seen:
         raise Skip("no interpreter here was built with frame pointers (tests/tools/"

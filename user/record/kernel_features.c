@@ -34,11 +34,13 @@ static const struct {
 	[KF_UPROBE_SESSION] = { "uprobe_session", "6.13",
 				"a driver launch made by a runtime launch also fires its return "
 				"probe (the same records)" },
+	[KF_UNWIND_TABLES] = { "unwind_tables", "5.17",
+			       "native stacks by frame pointers only: cut in code without them" },
 };
 
 /* -1: not probed yet. */
-static int kf_have[KF_NR] = { -1, -1, -1, -1, -1, -1, -1, -1, -1 };
-_Static_assert(KF_NR == 9, "kf_have's initializer lists every feature");
+static int kf_have[KF_NR] = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+_Static_assert(KF_NR == 10, "kf_have's initializer lists every feature");
 
 const char *kfeature__name(enum kfeature f)
 {
@@ -151,6 +153,18 @@ static int probe_perf_sampling(void)
 	return libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) == 1;
 }
 
+/* An array user space maps (the unwind tables' rows are written through it). */
+static int probe_mmapable(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "probe", 4, 4, 1, &o);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 /* Every tracepoint a tp_btf program of ours attaches to (bpf/ *.bpf.c). */
 static const char *const btf_tracepoints[] = {
 	"sys_enter",	      "sys_exit",	    "sched_switch",	  "sched_wakeup",
@@ -186,6 +200,8 @@ static int probe(enum kfeature f)
 		return probe_perf_sampling();
 	case KF_UPROBE_SESSION:
 		return kfeature__present(KF_UPROBE_MULTI) && probe_uprobe_link(1);
+	case KF_UNWIND_TABLES:
+		return kfeature__present(KF_BPF_LOOP) && probe_mmapable();
 	default:
 		return 0;
 	}

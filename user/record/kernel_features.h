@@ -51,6 +51,9 @@
  *                                                     mode stops a process at dlopen)
  *   bpf_task_pt_regs                                  5.15; implied by bpf_loop; stacks (the
  *                                                     user registers the walk starts from)
+ *   unwind tables: bpf_loop and BPF_F_MMAPABLE arrays 5.17, 5.5 fc9702273e2e; an
+ *                                                     mmapable array created; native stacks:
+ *                                                     frame pointers only (docs/STACKS.md)
  *   global data (const volatile rodata), bounded loops 5.2, 5.3 d8eca5bbb2be, 2589726d12a1; all
  * Tracepoint arguments read (all present long before 5.5 unless said): sys_enter(regs, id),
  * sys_exit(regs, ret), sched_switch(preempt, prev, next[, prev_state 5.18]), sched_wakeup(p),
@@ -82,6 +85,7 @@ enum kfeature {
 	KF_BPF_LOOP,	   /* bpf_loop (5.17): no stacks (BPFSIGHT_NO_BPF_LOOP=1 too) */
 	KF_PERF_SAMPLING,  /* cpu-clock perf events with a BPF program: none, cpu refused */
 	KF_UPROBE_SESSION, /* uprobe sessions (6.13): nested driver launches fire returns too */
+	KF_UNWIND_TABLES, /* bpf_loop and mmapable arrays (5.17): native stacks by frame pointers */
 	KF_NR
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <ctype.h>
+#include <elf.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -233,4 +234,21 @@ void proc_meta__observe(struct record_ctx *ctx, const struct bs_hdr *rec)
 	} else if (rec->type == BS_REC_EXEC) {
 		proc_meta__snapshot(ctx, rec->pid, 0);
 	}
+}
+
+__u64 proc_meta__vdso(pid_t pid)
+{
+	__u64 aux[2], at = 0;
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (read(fd, aux, sizeof(aux)) == sizeof(aux) && aux[0] != AT_NULL)
+		if (aux[0] == AT_SYSINFO_EHDR)
+			at = aux[1];
+	close(fd);
+	return at;
 }

@@ -26,6 +26,8 @@ int proc_meta__start(pid_t pid, __u64 *start_ticks);
  */
 int proc_meta__alive_since(pid_t pid, __u64 start_ticks);
 /* Parse a /proc/PID/stat line: state, ppid and starttime (field 22); -EINVAL if malformed. */
+/* Where PID's vDSO is mapped (its auxiliary vector's AT_SYSINFO_EHDR), 0 when unknown. */
+__u64 proc_meta__vdso(pid_t pid);
 int proc_meta__parse_stat(const char *buf, __u32 *ppid, __u64 *start_ticks, char *state);
 
 #endif

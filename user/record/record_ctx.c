@@ -197,6 +197,10 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
 			fd = ctx->py_procs_fd;
 		else if (!strcmp(name, "py_codes"))
 			fd = ctx->py_codes_fd;
+		else if (!strcmp(name, "unw_rows"))
+			fd = ctx->unw_rows_fd;
+		else if (!strcmp(name, "unw_procs"))
+			fd = ctx->unw_procs_fd;
 		if (fd < 0) {
 			__u32 n = record_ctx__map_entries(name);
 

@@ -112,6 +112,8 @@ struct record_ctx {
 	int control_fd;	  /* BS_CTL_* bits every program reads (common.bpf.h) */
 	int py_procs_fd;  /* Python processes whose frames BPF reads (bpf/stack_scratch.bpf.h) */
 	int py_codes_fd;  /* code objects' identities (bpf/stack_scratch.bpf.h), shared likewise */
+	int unw_rows_fd;  /* unwind tables' rows and each process's mappings of them */
+	int unw_procs_fd; /* (bpf/unwind_maps.h: user/stacks/unwind_maps.c fills them) */
 	int use_btf;	  /* tp_btf programs, else raw_tp */
 	int write_err;	  /* first error from the writer: recording stops on it */
 	pid_t launch_pid; /* the launched CMD (already a target when families attach), or 0 */

@@ -33,6 +33,7 @@
 #include "string_pool.h"
 #include "target_tree.h"
 #include "trace_writer.h"
+#include "unwind_load.h"
 #include "uprobe_mgr.h"
 #include "msg.h"
 
@@ -168,7 +169,9 @@ static int create_shared_maps(struct record_ctx *ctx)
 			       sizeof(struct bs_py_code_id), BS_PY_CODES, NULL);
 	if (ctx->py_codes_fd < 0)
 		return -errno;
-	return 0;
+	return unwind_load__create(record_opts__wants_stacks(ctx->opts) &&
+					   kfeature__has(KF_UNWIND_TABLES),
+				   &ctx->unw_rows_fd, &ctx->unw_procs_fd);
 }
 
 static int add_target(struct record_ctx *ctx, pid_t pid)
@@ -746,6 +749,20 @@ static void print_verdict(const struct record_opts *o, const char *path)
 		pr_info("verdict: %s (bpfsight stats %s shows why)\n", line, path);
 }
 
+/* What the unwind tables took, when any file needed one (docs/STACKS.md, "Unwind tables"). */
+static void say_unwind(struct stack_svc *s)
+{
+	struct unwind_load_usage u;
+
+	stack_svc__unwind_usage(s, &u);
+	if (!u.files && !u.failed)
+		return;
+	pr_info("unwind tables: %u file%s, %.1f MiB of rows of the %.0f MiB reserved, built in "
+		"%llu ms; %u file%s without one\n",
+		u.files, u.files == 1 ? "" : "s", u.bytes / 1048576.0, u.cap_bytes / 1048576.0,
+		(unsigned long long)(u.build_ns / 1000000), u.failed, u.failed == 1 ? "" : "s");
+}
+
 /* The last lines of a recording whose file (or flight window) is written. */
 static void say_written(struct recording *r, __u64 nrec, const char *how)
 {
@@ -768,6 +785,7 @@ static void say_written(struct recording *r, __u64 nrec, const char *how)
 			"waited in memory (more than the %.0f MiB ring holds: the ring pump, "
 			"user/record/ring_pump.h)\n",
 			queued / 1048576.0, o->ringbuf_bytes / 1048576.0);
+	say_unwind(r->ctx.stacks);
 	if (demangle__over_budget())
 		pr_warn("%llu C++ names were over the demangler's budget (1 KiB mangled, 64 KiB "
 			"demangled): shown mangled\n",
@@ -960,6 +978,10 @@ static void teardown(struct recording *r)
 		close(ctx->py_procs_fd);
 	if (ctx->py_codes_fd >= 0)
 		close(ctx->py_codes_fd);
+	if (ctx->unw_rows_fd >= 0)
+		close(ctx->unw_rows_fd);
+	if (ctx->unw_procs_fd >= 0)
+		close(ctx->unw_procs_fd);
 	string_pool__free(ctx->strings);
 	/* Every link of ours is closed: the held ones go, within the stop's time if they can. */
 	link_reaper__let_go(LET_GO_MS);
@@ -996,7 +1018,9 @@ int recorder__run(const struct record_opts *opts)
 				      .lost_fd = -1,
 				      .control_fd = -1,
 				      .py_procs_fd = -1,
-				      .py_codes_fd = -1 };
+				      .py_codes_fd = -1,
+				      .unw_rows_fd = -1,
+				      .unw_procs_fd = -1 };
 	r->launch = (struct launch){ .pid = -1, .gate_fd = -1 };
 	r->tty = isatty(STDERR_FILENO);
 	r->ctx.self_pid = getpid();

@@ -21,6 +21,7 @@
 #include "stack_svc.h"
 #include "string_pool.h"
 #include "trace_model.h"
+#include "unwind_load.h"
 #include "uprobe_mgr.h"
 #include "snap.skel.h"
 
@@ -30,6 +31,7 @@
 #define SAMPLE_NS	 100000	       /* a running thread is sampled after this much CPU */
 #define ROUND_MS	 10	       /* the samples waited for between two rounds */
 #define RING_BYTES	 (1u << 20)
+#define UNWIND_PASSES	 8 /* reads of the threads, each with the tables the last one wanted */
 
 /* One thread's stack as BPF sends it: the words on top of its stack, addresses, frames. */
 struct raw {
@@ -105,13 +107,79 @@ static void add_new(struct snap_run *r)
 }
 
 /*
+ * The caller of the frame at *IP (registers *SP, *BP) of a thread of PID that is not running,
+ * as the BPF walk finds it (bpf/stack_native.bpf.h): by its file's unwind table when it has
+ * one (the rows BPF reads, bs_unw_cfa), else by the frame pointer. 0 with the caller's
+ * registers in place (*EXACT: *IP is an instruction, after a signal frame), else how the walk
+ * ended (BS_STACK_END_*, -1 where a frame pointer could not be followed).
+ */
+static int caller_from_memory(struct snap_run *r, __u64 *ip, __u64 *sp, __u64 *bp, __u64 hi,
+			      int *exact)
+{
+	struct unwind_load *ul = stack_svc__unwind_load(r->svc);
+	const struct bs_unwind_row *row = NULL;
+	const struct bs_unw_map *m = NULL;
+	__u64 cfa, fr[2], uc[(BS_UC_RIP + 8 - BS_UC_RBP) / 8];
+	pid_t pid = r->out->pid;
+	int how;
+
+	if (ul)
+		row = unwind_load__row(ul, pid, *ip, *exact, &m);
+	if (!m) {
+		/* A frame pointer lies up the stack, or it is not one. */
+		if (*bp < *sp || *bp >= hi || (*bp & 7) ||
+		    py_mem__read(r->mem, pid, *bp, fr, sizeof(fr)) || !fr[1])
+			return -1;
+		*sp = *bp + 16;
+		*bp = fr[0];
+		*ip = fr[1];
+		*exact = 0;
+		return 0;
+	}
+	if (!row)
+		return BS_CUT_NO_FDE + 1;
+	how = bs_unw_cfa(row, *ip, *sp, *bp, hi, &cfa);
+	if (how == BS_UNW_STEP_SIGNAL) {
+		if (py_mem__read(r->mem, pid, *sp + BS_UC_RBP, uc, sizeof(uc)))
+			return BS_CUT_BAD_CFA + 1;
+		*bp = uc[0];
+		*sp = uc[(BS_UC_RSP - BS_UC_RBP) / 8];
+		*ip = uc[(BS_UC_RIP - BS_UC_RBP) / 8];
+		*exact = 1;
+		return 0;
+	}
+	if (how == BS_UNW_STEP_DEREF) {
+		/* Stack realignment: the CFA and the caller's rbp saved in the frame. */
+		if (py_mem__read(r->mem, pid, *bp + row->cfa_off, &cfa, 8) ||
+		    !bs_unw_cfa_ok(cfa, *sp, hi) ||
+		    py_mem__read(r->mem, pid, *bp + row->rbp_off, bp, 8))
+			return BS_CUT_BAD_CFA + 1;
+	} else if (how != BS_UNW_STEP_CFA) {
+		return how;
+	} else if (row->rbp_off && py_mem__read(r->mem, pid, cfa + row->rbp_off, bp, 8)) {
+		return BS_CUT_BAD_CFA + 1;
+	}
+	if (py_mem__read(r->mem, pid, cfa - 8, fr, 8))
+		return BS_CUT_BAD_CFA + 1;
+	*ip = fr[0];
+	*sp = cfa;
+	*exact = 0;
+	return *ip ? 0 : -1;
+}
+
+/*
  * The native stack of T, which is not running, from its saved registers, as stack_unwind
  * reads a running one: the words on top of its stack, its instruction, the return addresses
- * a frame-pointer walk finds. How many words after the top ones.
+ * the walk finds; how the walk ended into *FLAGS (BS_STACK_END_*, BS_STACK_UNW_FIRST). How
+ * many words after the top ones.
  */
-static __u32 native_from_memory(struct snap_run *r, const struct snap_task *t, __u64 *w)
+static __u32 native_from_memory(struct snap_run *r, const struct snap_task *t, __u64 *w,
+				__u32 *flags)
 {
-	__u64 fp = t->bp, hi = t->sp + FP_SPAN, fr[2];
+	__u64 ip = t->ip, sp = t->sp, bp = t->bp, hi = t->sp + FP_SPAN;
+	struct unwind_load *ul = stack_svc__unwind_load(r->svc);
+	const struct bs_unw_map *m;
+	int exact = 1, end = 0;
 	__u32 n = 0;
 
 	if (py_mem__read(r->mem, r->out->pid, t->sp, w, BS_STACK_TOP_WORDS * 8))
@@ -119,16 +187,14 @@ static __u32 native_from_memory(struct snap_run *r, const struct snap_task *t, _
 	w += BS_STACK_TOP_WORDS;
 	if (!t->ip)
 		return 0;
-	w[n++] = t->ip;
-	while (fp >= t->sp && fp < hi && !(fp & 7) && n < BS_STACK_MAX_FRAMES + 1) {
-		if (py_mem__read(r->mem, r->out->pid, fp, fr, sizeof(fr)) || !fr[1])
-			break;
-		w[n++] = fr[1];
-		/* A caller's frame lies above its callee's: anything else ends the chain. */
-		if (fr[0] <= fp)
-			break;
-		fp = fr[0];
-	}
+	if (ul && unwind_load__row(ul, r->out->pid, ip, 1, &m) && m)
+		*flags |= BS_STACK_UNW_FIRST;
+	w[n++] = ip;
+	while (n < BS_STACK_MAX_FRAMES + 1 &&
+	       !(end = caller_from_memory(r, &ip, &sp, &bp, hi, &exact)))
+		w[n++] = ip;
+	if (end > 0)
+		*flags |= (__u32)end << BS_STACK_END_SHIFT;
 	return n;
 }
 
@@ -137,8 +203,8 @@ static void read_memory(struct snap_run *r, const struct snap_task *t, struct ra
 {
 	int npy = 0;
 
-	raw->n = native_from_memory(r, t, raw->w);
 	raw->flags = BS_CPU_LEAF;
+	raw->n = native_from_memory(r, t, raw->w, &raw->flags);
 	if (r->out->python_minor) {
 		npy = py_walk__frames(r->mem, r->out->pid, &r->cfg,
 				      py_walk__key(&r->cfg, t->tid, t->fsbase),
@@ -297,8 +363,9 @@ static void name_all(struct snap_run *r)
 		if (raw->have != 1)
 			continue;
 		top = stack_svc__raw_top(raw->flags, &w, &n);
-		s->threads[i].stack_id = stack_svc__stack(
-			&r->ctx, r->svc, s->pid, s->threads[i].task.tid, 0, w, n, raw->npy, top);
+		s->threads[i].stack_id =
+			stack_svc__stack(&r->ctx, r->svc, s->pid, s->threads[i].task.tid, 0, w, n,
+					 raw->npy, top, raw->flags);
 		if (!s->threads[i].stack_id && !s->threads[i].error)
 			s->threads[i].error = "no frame could be read";
 	}
@@ -371,7 +438,9 @@ static int setup(struct snap_run *r)
 				      .lost_fd = -1,
 				      .control_fd = -1,
 				      .py_procs_fd = bpf_map__fd(r->skel->maps.py_procs),
-				      .py_codes_fd = -1 };
+				      .py_codes_fd = -1,
+				      .unw_rows_fd = bpf_map__fd(r->skel->maps.unw_rows),
+				      .unw_procs_fd = bpf_map__fd(r->skel->maps.unw_procs) };
 	r->ctx.uprobes = r->ctx.strings ? uprobe_mgr__new(&r->ctx) : NULL;
 	if (!r->ctx.uprobes || !(r->svc = stack_svc__get(&r->ctx, &err)))
 		return fail(s, -ENOMEM, "cannot start the stack service");
@@ -406,12 +475,37 @@ static void teardown(struct snap_run *r)
 	free(r->view);
 }
 
+/* Each thread's stack, as the rounds read them within WAIT_NS; how many have none. */
+static int read_all(struct snap_run *r, __u64 wait_ns)
+{
+	struct snap *out = r->out;
+	__u64 start = mono_now_ns();
+	int left = 1;
+
+	/* The wait is for the threads, from the first look: not the setup's time. */
+	if (!out->read_at)
+		out->read_at = start;
+	while (left > 0) {
+		left = round_once(r);
+		if (out->rounds == 1 && left >= 0)
+			mark_gil(r);
+		if (left > 0 && mono_now_ns() - start >= wait_ns)
+			break;
+		if (left > 0)
+			ring_buffer__poll(r->rb, ROUND_MS);
+	}
+	ring_buffer__consume(r->rb);
+	out->read_ns += mono_now_ns() - start;
+	return left;
+}
+
 int snap__take(pid_t pid, __u64 wait_ns, struct snap *out)
 {
-	__u64 t0 = mono_now_ns(), start;
+	struct unwind_load_usage before, after;
+	__u64 t0 = mono_now_ns();
 	struct snap_run r = { .out = out };
 	pid_t tgid = proc_meta__tgid(pid);
-	int err, left = 1;
+	int err, left;
 
 	memset(out, 0, sizeof(*out));
 	if (tgid <= 0 || !proc_meta__alive(tgid))
@@ -430,29 +524,33 @@ int snap__take(pid_t pid, __u64 wait_ns, struct snap *out)
 	err = setup(&r);
 	if (err)
 		goto out;
-	/* The wait is for the threads, from the first look: not the setup's time. */
-	start = out->read_at = mono_now_ns();
-	while (left > 0) {
-		left = round_once(&r);
-		if (out->rounds == 1 && left >= 0)
-			mark_gil(&r);
-		if (left > 0 && mono_now_ns() - start >= wait_ns)
+	/*
+	 * Read, named: the tables of the files a cut stack went through are built as it is
+	 * named (stack_unwind.h), and the threads are read again with them, until no new
+	 * file comes up. Every file's table at once would cost more than the dump (a torch
+	 * job maps 300 files, libtorch_cpu's table alone is 17 MB).
+	 */
+	for (int pass = 0;; pass++) {
+		stack_svc__unwind_usage(r.svc, &before);
+		left = read_all(&r, wait_ns);
+		if (left < 0 || !proc_meta__alive(tgid)) {
+			err = fail(out, -ESRCH, "the process exited during the dump");
+			goto out;
+		}
+		for (__u32 i = 0; i < out->n; i++)
+			if (r.raws[i].have != 1 && !out->threads[i].error)
+				out->threads[i].error =
+					r.raws[i].sampler
+						? "running, and no sample of it came in time"
+						: "it kept running while its memory was read";
+		name_all(&r);
+		stack_svc__unwind_usage(r.svc, &after);
+		if (pass + 1 >= UNWIND_PASSES ||
+		    after.files + after.failed == before.files + before.failed)
 			break;
-		if (left > 0)
-			ring_buffer__poll(r.rb, ROUND_MS);
+		for (__u32 i = 0; i < out->n; i++)
+			r.raws[i].have = 0;
 	}
-	ring_buffer__consume(r.rb);
-	out->read_ns = mono_now_ns() - start;
-	if (left < 0 || !proc_meta__alive(tgid)) {
-		err = fail(out, -ESRCH, "the process exited during the dump");
-		goto out;
-	}
-	for (__u32 i = 0; i < out->n; i++)
-		if (r.raws[i].have != 1 && !out->threads[i].error)
-			out->threads[i].error =
-				r.raws[i].sampler ? "running, and no sample of it came in time"
-						  : "it kept running while its memory was read";
-	name_all(&r);
 	out->took_ns = mono_now_ns() - t0;
 out:
 	teardown(&r);

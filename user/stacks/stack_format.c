@@ -11,7 +11,8 @@ const struct bs_frame stack_frame_truncated = { .kind = STACK_FRAME_TRUNCATED };
 
 void stack_frame__key(const struct bs_frame *f, __u64 key[2])
 {
-	__u64 where = f->kind == BS_FRAME_PYTHON ? f->line : f->addr;
+	/* A marker's line is why the walk stopped: two reasons are two frames. */
+	__u64 where = f->kind == BS_FRAME_PYTHON || f->kind == BS_FRAME_CUT ? f->line : f->addr;
 
 	key[0] = (__u64)f->func_id << 32 | f->file_id;
 	key[1] = where ^ (__u64)f->kind << 52;
@@ -22,6 +23,20 @@ static const char *base_name(const char *path)
 	const char *b = strrchr(path, '/');
 
 	return b ? b + 1 : path;
+}
+
+/* Why a walk stopped (a cut marker's line: BS_CUT_*), as its marker frame says it. */
+static const char *stack_cut_reason(__u32 why)
+{
+	static const char *const reasons[BS_CUT_REASONS] = {
+		[BS_CUT_NO_FP] = "no frame pointers",
+		[BS_CUT_NO_FDE] = "no unwind information covers the address",
+		[BS_CUT_EXPR] = "an unwind rule the table cannot hold",
+		[BS_CUT_BAD_FDE] = "malformed unwind information",
+		[BS_CUT_BAD_CFA] = "the unwind table gave a frame off the stack",
+	};
+
+	return why < BS_CUT_REASONS ? reasons[why] : "an unknown reason";
 }
 
 const char *stack_frame__file(const struct bs_frame *f, const struct trace_model *m)
@@ -42,8 +57,8 @@ const char *stack_frame__func(const struct bs_frame *f, const struct trace_model
 	if (f->kind == STACK_FRAME_TRUNCATED)
 		return "[truncated]";
 	if (f->kind == BS_FRAME_CUT) {
-		snprintf(buf, len, "[unwind stopped in %s: no frame pointers]",
-			 *file ? base_name(file) : "unknown code");
+		snprintf(buf, len, "[unwind stopped in %s: %s]",
+			 *file ? base_name(file) : "unknown code", stack_cut_reason(f->line));
 		return buf;
 	}
 	if (func && *func)

@@ -13,6 +13,7 @@
 #include "records.h"
 #include "stack_intern.h"
 #include "hmap.h"
+#include "proc_meta.h"
 
 /* A process's raw addresses seen before: the cache in front of symbolization. */
 struct raw_ent {
@@ -115,23 +116,12 @@ void stack_intern__forget(struct stack_intern *s, pid_t pid)
 /* Where PID's vDSO is (its auxiliary vector's AT_SYSINFO_EHDR), read once; 0 = none. */
 static __u64 vdso_of(struct stack_intern *s, pid_t pid)
 {
-	__u64 *v = hmap__get(s->vdsos, (struct hkey){ (__u64)pid, 0 }, 1), aux[2];
-	char path[64];
-	int fd;
+	__u64 *v = hmap__get(s->vdsos, (struct hkey){ (__u64)pid, 0 }, 1);
 
 	if (!v)
 		return 0;
-	if (*v)
-		return *v - 1;
-	*v = 1;
-	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while (read(fd, aux, sizeof(aux)) == sizeof(aux) && aux[0] != AT_NULL)
-		if (aux[0] == AT_SYSINFO_EHDR)
-			*v = aux[1] + 1;
-	close(fd);
+	if (!*v)
+		*v = proc_meta__vdso(pid) + 1;
 	return *v - 1;
 }
 
@@ -234,16 +224,16 @@ static int is_root(const char *func)
 }
 
 __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, struct uprobe_mgr *m,
-			      pid_t pid, const __u64 *ips, __u32 n, int capped,
+			      pid_t pid, const __u64 *ips, __u32 n, int capped, __u32 end,
 			      struct bs_frame *frames)
 {
 	struct native_frame uf;
 	const char *cut_in = NULL;
-	int root = 0;
+	int root = 0, exact = 1;
 	__u32 k = 0;
 
 	for (__u32 i = 0; i < n && i < BS_STACK_MAX_FRAMES; i++) {
-		int found = m ? !native_frames__resolve(m, pid, ips[i], i > 0, &uf) : 0;
+		int found = m ? !native_frames__resolve(m, pid, ips[i], !exact, &uf) : 0;
 
 		/* The sampled instruction may be in the vDSO (clock_gettime): no file maps it. */
 		if (!found && i == 0 && vdso_frame(s, ctx, pid, ips[i], &frames[k])) {
@@ -264,6 +254,8 @@ __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, st
 			return k;
 		}
 		root = found && is_root(uf.func);
+		/* The walk went through a signal frame: the next is the interrupted instruction. */
+		exact = found && !strcmp(uf.func, "__restore_rt");
 		frames[k++] = (struct bs_frame){
 			.addr = found ? uf.vaddr : ips[i],
 			.func_id = found ? record_ctx__intern(ctx, uf.func) : 0,
@@ -277,7 +269,11 @@ __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, st
 	 * neither at a thread's first function nor at the depth limit ended in code without
 	 * frame pointers (its caller's frames are unknown).
 	 */
-	if (k && !root && !capped)
+	if (k && end > BS_STACK_END_WHOLE)
+		frames[k++] = (struct bs_frame){ .kind = BS_FRAME_CUT,
+						 .file_id = record_ctx__intern(ctx, cut_in),
+						 .line = end - 1 };
+	else if (k && !root && !capped && !end)
 		frames[k++] = (struct bs_frame){ .kind = BS_FRAME_CUT,
 						 .file_id = record_ctx__intern(ctx, cut_in) };
 	return k;
@@ -383,7 +379,7 @@ __u32 stack_intern__native(struct stack_intern *s, struct record_ctx *ctx, struc
 	id = stack_intern__cached(s, pid, ips, n, !!capped);
 	if (id)
 		return id;
-	k = stack_intern__symbolize(s, ctx, m, pid, ips, n, capped, frames);
+	k = stack_intern__symbolize(s, ctx, m, pid, ips, n, capped, 0, frames);
 	id = stack_intern__frames(s, ctx, frames, k,
 				  capped && frames[k - 1].kind != BS_FRAME_CUT ? BS_STACK_TRUNCATED
 									       : 0,

@@ -33,10 +33,12 @@ __u32 stack_intern__native(struct stack_intern *s, struct record_ctx *ctx, struc
  * The steps of stack_intern__native, for stacks made of more than native frames. Symbolize
  * native addresses IPS into FRAMES (room for N + 1): how many frames, a cut marker included
  * (a frame that cannot be real, or a walk that ended before a thread's first function
- * without being CAPPED at the depth limit).
+ * without being CAPPED at the depth limit). END: how BPF's walk ended (BS_STACK_END_*, 0 for
+ * a frame-pointer walk's end): whole at a table's outermost frame, or a stop the marker
+ * says (its line).
  */
 __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, struct uprobe_mgr *m,
-			      pid_t pid, const __u64 *ips, __u32 n, int capped,
+			      pid_t pid, const __u64 *ips, __u32 n, int capped, __u32 end,
 			      struct bs_frame *frames);
 /*
  * The id of FRAMES (BS_STACK_* FLAGS), writing its STACK record when new; 0 on failure, and

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include "gil_python.h"
+#include "kernel_features.h"
 #include "mono_clock.h"
 #include "native_frames.h"
 #include "py_code_free.h"
@@ -15,6 +16,8 @@
 #include "record_ctx.h"
 #include "stack_intern.h"
 #include "stack_svc.h"
+#include "stack_unwind.h"
+#include "unwind_load.h"
 #include "hmap.h"
 #include "thread_names.h"
 #include "uprobe_mgr.h"
@@ -47,6 +50,7 @@ struct stack_svc {
 	__u32 code_gen;			/* registrations so far (bs_py_cfg.code_gen) */
 	__u32 max_depth;		/* the kernel's unwinding limit (perf_event_max_stack) */
 	struct thread_names *names;	/* the Python processes' thread names */
+	struct stack_unwind *unw;	/* unwind tables (NULL: frame pointers only) */
 	struct gil_py scratch;
 };
 
@@ -73,6 +77,7 @@ void stack_svc__free(struct stack_svc *s)
 	py_stack__free(s->py);
 	py_code_free__free(s->code_free);
 	thread_names__free(s->names);
+	stack_unwind__free(s->unw);
 	hmap__free(s->procs);
 	hmap__free(s->told);
 	hmap__free(s->slots);
@@ -121,6 +126,14 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 		if (!s->code_free)
 			pr_warn("code objects' dealloc probe not loaded (%s): every "
 				"Python stack reads its code objects again\n",
+				strerror(-*err));
+	}
+	*err = 0;
+	if (ctx->unw_rows_fd >= 0 && ctx->unw_procs_fd >= 0 && kfeature__has(KF_UNWIND_TABLES)) {
+		s->unw = stack_unwind__new(s->mgr, ctx->unw_rows_fd, ctx->unw_procs_fd, err);
+		if (!s->unw)
+			pr_warn("unwind tables not loaded (%s): native stacks by frame pointers "
+				"only\n",
 				strerror(-*err));
 	}
 	*err = 0;
@@ -232,7 +245,8 @@ static __u32 name_python(struct record_ctx *ctx, struct stack_svc *s, pid_t pid,
  * each native frame of the eval loop (_PyEval_EvalFrameDefault) stands for the Python
  * frames it ran, which replace it (py-spy's --native); Python frames without an eval-loop
  * frame to stand in for (a native stack cut short, a stripped interpreter) follow the
- * native ones. Returns the frames in OUT.
+ * native ones. Where all would not fit in a stack, native frames are left out for the
+ * Python frames. Returns the frames in OUT.
  */
 static __u32 merge(struct record_ctx *ctx, const struct bs_frame *nf, __u32 nn,
 		   const struct bs_frame *pf, const __u32 *entry, __u32 np, struct bs_frame *out)
@@ -240,6 +254,10 @@ static __u32 merge(struct record_ctx *ctx, const struct bs_frame *nf, __u32 nn,
 	__u32 eval_id = record_ctx__intern(ctx, "_PyEval_EvalFrameDefault"), k = 0, j = 0;
 
 	for (__u32 i = 0; i < nn && k < BS_STACK_MAX_FRAMES; i++) {
+		/* Python frames before native ones: a deep stack (whole through unwind tables)
+		 * leaves out its outer native frames, not the Python frames that have room. */
+		if (np - j >= BS_STACK_MAX_FRAMES - k)
+			break;
 		if (nf[i].kind == BS_FRAME_CUT) {
 			out[k++] = nf[i]; /* native frames stop here; Python's go on */
 			break;
@@ -314,7 +332,7 @@ static __u32 leaf_fix(struct stack_svc *s, pid_t pid, const __u64 *w, __u32 n, _
 }
 
 __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid, __u64 ts,
-		       const __u64 *w, __u32 n, __u32 npy, const __u64 *top)
+		       const __u64 *w, __u32 n, __u32 npy, const __u64 *top, __u32 raw_flags)
 {
 	struct bs_frame nf[BS_STACK_MAX_FRAMES + 1], pf[BS_PY_MAX_FRAMES],
 		all[BS_STACK_MAX_FRAMES + 1];
@@ -322,6 +340,7 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 	__u32 nn, np = 0, k, entry[BS_PY_MAX_FRAMES], tag, flags, id, nfix;
 	struct py_proc *p = python_of(ctx, s, pid);
 	int capped = n >= s->max_depth;
+	__u32 end = (raw_flags & BS_STACK_END_MASK) >> BS_STACK_END_SHIFT;
 
 	if (n > BS_STACK_MAX_FRAMES)
 		n = BS_STACK_MAX_FRAMES;
@@ -329,17 +348,23 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 		npy = BS_PY_MAX_FRAMES;
 	if (!n && !npy)
 		return 0;
-	if (top && n && ctx->uprobes && (nfix = leaf_fix(s, pid, w, n, npy, top, fixed))) {
+	/* A first frame unwound by its table skipped no caller. */
+	if (top && n && ctx->uprobes && !(raw_flags & BS_STACK_UNW_FIRST) &&
+	    (nfix = leaf_fix(s, pid, w, n, npy, top, fixed))) {
 		w = fixed;
 		n = nfix;
 	}
-	tag = capped | (npy && p ? p->minor << 1 : 0);
+	tag = capped | end << 1 | (npy && p ? p->minor << 5 : 0);
 	id = stack_intern__cached(s->intern, pid, w, n + 4 * npy, tag);
 	if (id)
 		return id;
 	/* The manager is freed before the families detach: the last stacks go unnamed. */
 	nn = stack_intern__symbolize(s->intern, ctx, ctx->uprobes ? s->mgr : NULL, pid, w, n,
-				     capped, nf);
+				     capped, end, nf);
+	/* Cut in code without frame pointers: the tables of the stack's files, for the next. */
+	if (s->unw && ctx->uprobes && nn && nf[nn - 1].kind == BS_FRAME_CUT &&
+	    nf[nn - 1].line == BS_CUT_NO_FP)
+		stack_unwind__cut(s->unw, pid, w, n);
 	if (npy && p && p->minor)
 		np = name_python(ctx, s, pid, p->minor, (const struct bs_py_frame *)(w + n), npy,
 				 pf, entry);
@@ -389,7 +414,8 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 	}
 	record_ctx__hdr(&ref.h, BS_REC_STACK_REF, sizeof(ref), rec->pid, rec->tid, rec->ts);
 	ref.h.cpu = rec->cpu;
-	ref.stack_id = stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, w, n, npy, top);
+	ref.stack_id =
+		stack_svc__stack(ctx, s, rec->pid, rec->tid, rec->ts, w, n, npy, top, r->flags);
 	ref.event_type = r->event_type;
 	ref.flags = r->flags & BS_CPU_GIL;
 	if (ref.stack_id)
@@ -402,6 +428,8 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 	__u32 key = rec->pid;
 
 	thread_names__observe(s->names, rec);
+	if (s->unw && ctx->uprobes)
+		stack_unwind__observe(s->unw, rec);
 	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
 	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {
 		__u32 *gen = hmap__get(s->slot_gens, (struct hkey){ rec->pid, 0 }, 1);
@@ -488,4 +516,16 @@ __u32 stack_svc__python_minor(struct stack_svc *s, pid_t pid)
 int stack_svc__thread_names(struct stack_svc *s, pid_t pid, struct py_thread_name *out, int max)
 {
 	return thread_names__read(s->names, pid, out, max);
+}
+
+void stack_svc__unwind_usage(struct stack_svc *s, struct unwind_load_usage *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (s && s->unw)
+		stack_unwind__usage(s->unw, out);
+}
+
+struct unwind_load *stack_svc__unwind_load(struct stack_svc *s)
+{
+	return s->unw ? stack_unwind__load(s->unw) : NULL;
 }

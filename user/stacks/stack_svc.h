@@ -78,11 +78,18 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err);
 void stack_svc__free(struct stack_svc *s);
 /*
  * The stack id of what BPF read into W (NIPS addresses, then NPY Python frames) for thread
- * TID of PID at TS (the STACK record's own pid/tid/ts). TOP: the two words on top of the user
- * stack (BS_CPU_LEAF), or NULL. 0 when there is no frame at all.
+ * TID of PID at TS (the STACK record's own pid/tid/ts). TOP: the words on top of the user
+ * stack (BS_CPU_LEAF), or NULL. RAW_FLAGS: the raw record's (how the native walk ended:
+ * BS_STACK_END_*, BS_STACK_UNW_FIRST). 0 when there is no frame at all.
  */
 __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u32 tid, __u64 ts,
-		       const __u64 *w, __u32 nips, __u32 npy, const __u64 *top);
+		       const __u64 *w, __u32 nips, __u32 npy, const __u64 *top, __u32 raw_flags);
+/* The unwind tables' memory and files so far (zeros without tables): `info`, the end line. */
+struct unwind_load_usage;
+void stack_svc__unwind_usage(struct stack_svc *s, struct unwind_load_usage *out);
+struct unwind_load;
+/* The tables loaded (for a walk in user space), NULL without. */
+struct unwind_load *stack_svc__unwind_load(struct stack_svc *s);
 /* A STACK_RAW record: its STACK_REF is written (and the STACK first, when new). */
 void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec);
 /*

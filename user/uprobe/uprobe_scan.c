@@ -253,5 +253,31 @@ int uprobe_mgr__code_at(struct uprobe_mgr *m, pid_t pid, __u64 addr, int rescan,
 		return -ENOENT;
 	out->path = o->path;
 	out->syms = o->syms;
+	out->start = mp->start;
+	out->end = mp->end;
+	out->dev = mp->dev;
+	out->ino = mp->ino;
 	return 0;
+}
+
+int uprobe_mgr__code_maps(struct uprobe_mgr *m, pid_t pid, int rescan, struct uprobe_code *out,
+			  int max)
+{
+	struct pid_maps **slot;
+	int n = 0;
+
+	if (rescan)
+		uprobe_mgr__scan_pid(m, pid);
+	slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 0);
+	for (__u32 i = 0; slot && *slot && i < (*slot)->n && n < max; i++) {
+		const struct pid_mapping *mp = &(*slot)->v[i];
+
+		if (mp->obj)
+			out[n++] = (struct uprobe_code){ .path = mp->obj->path,
+							 .start = mp->start,
+							 .end = mp->end,
+							 .dev = mp->dev,
+							 .ino = mp->ino };
+	}
+	return n;
 }

@@ -165,7 +165,8 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 	s.h.cpu = rec->cpu;
 	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_GIL | BS_CPU_PYTHON);
 	top = stack_svc__raw_top(r->flags, &w, &n);
-	s.stack_id = stack_svc__stack(ctx, st->stacks, rec->pid, rec->tid, rec->ts, w, n, npy, top);
+	s.stack_id = stack_svc__stack(ctx, st->stacks, rec->pid, rec->tid, rec->ts, w, n, npy, top,
+				      r->flags);
 	/* Written as the ring's records are: judged by --capture-range's gate. */
 	if (ctx->gate && !capture_gate__keep(ctx->gate, &s.h))
 		return 1;

@@ -96,6 +96,9 @@ static struct hkey func_key(const struct bs_frame *f, unsigned flags)
 				      (__u64)f->file_id << 32 | f->kind };
 	if (f->func_id)
 		return (struct hkey){ f->func_id, (__u64)f->file_id << 32 | f->kind };
+	/* A marker's line is why the walk stopped: two reasons are two rows. */
+	if (f->kind == BS_FRAME_CUT)
+		return (struct hkey){ f->line, (__u64)f->file_id << 32 | f->kind };
 	if (flags & REPORT_FOR_PEOPLE)
 		return (struct hkey){ 0, (__u64)f->file_id << 32 | f->kind };
 	return (struct hkey){ f->addr, (__u64)f->file_id << 32 | f->kind };
@@ -223,9 +226,10 @@ static void note_cut(const struct cpu_emit *e, const struct trace_model *m, __u6
 		}
 	b = file ? strrchr(file, '/') : NULL;
 	snprintf(note, sizeof(note),
-		 "In %.1f%% of the samples the native unwind stopped at code without frame "
-		 "pointers (mostly in %s): native callers above it are not known; Python frames "
-		 "are read apart and are whole.",
+		 "In %.1f%% of the samples the native unwind stopped (mostly in %s: code without "
+		 "frame pointers before its unwind table was loaded, or a stop the table said; "
+		 "the marker frames say which): native callers above it are not known; Python "
+		 "frames are read apart and are whole.",
 		 100.0 * e->cut / samples,
 		 b	? b + 1
 		 : file ? file

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The maps the native walk reads unwind tables from (bpf/stack_native.bpf.h), filled by the
+ * stack service (user/stacks/unwind_maps.c), shared by every BPF object of a recording as
+ * py_procs is (docs/STACKS.md, "Unwind tables"):
+ * - unw_rows: every loaded file's rows (bpf/unwind_table.h), one file after another, each
+ *   sorted by pc; an ARRAY (its lookups are inlined: a binary search costs no helper call),
+ *   BPF_F_MMAPABLE so user space writes a file's rows with one memcpy. Its size is the cap
+ *   on the tables' memory: rows are never removed (a file's table serves every process that
+ *   maps it, and later ones), and a file that does not fit is said and left to frame
+ *   pointers.
+ * - unw_procs: per process (tgid), its executable mappings of files with a table, sorted by
+ *   start: where each is, its load bias and its file's rows. Removed at the process's exit
+ *   or exec. A process absent here is walked by frame pointers alone, as before tables.
+ */
+#ifndef BPFSIGHT_UNWIND_MAPS_H
+#define BPFSIGHT_UNWIND_MAPS_H
+
+#include "unwind_table.h"
+#include "stack_records.h"
+
+/*
+ * Rows in unw_rows: 48 MiB, allocated when a recording with stacks starts (libtorch_cpu's
+ * table alone is 1.4 million rows; BPFSIGHT_MAP_ENTRIES=unw_rows=N: N pairs of rows).
+ */
+#define BS_UNW_ROWS  (1u << 22)
+#define BS_UNW_MAPS  128  /* mappings with a table per process (a power of two) */
+#define BS_UNW_PROCS 4096 /* processes in unw_procs */
+/* A file's rows searched in at most this many halvings: bigger tables are not loaded. */
+#define BS_UNW_SEARCH	24
+#define BS_UNW_MAX_ROWS (1u << BS_UNW_SEARCH)
+
+/*
+ * An unw_rows element: two rows. An array's elements are 8-byte aligned (a lone 12-byte row
+ * would take 16), so row i is element i / 2's r[i % 2] and the rows lie one after another,
+ * 12 bytes each, in the array user space maps.
+ */
+struct bs_unw_pair {
+	struct bs_unwind_row r[2];
+};
+
+struct bs_unw_map {
+	__u64 start, end; /* the mapping's runtime addresses [start, end) */
+	__u64 bias;	  /* runtime address - ELF virtual address (the rows' pc) */
+	__u32 row0;	  /* its file's first row in unw_rows */
+	__u32 nrows;	  /* and how many (<= BS_UNW_MAX_ROWS) */
+};
+
+struct bs_unw_proc {
+	__u32 n; /* mappings in m, sorted by start, not overlapping */
+	__u32 _pad;
+	struct bs_unw_map m[BS_UNW_MAPS];
+};
+
+/* struct ucontext_t at a signal frame's rsp (__restore_rt): uc_mcontext's rbp, rsp, rip. */
+#define BS_UC_RBP 0x78
+#define BS_UC_RSP 0xa0
+#define BS_UC_RIP 0xa8
+
+#define BS_UNW_STEP_CFA	   -1 /* the caller's frame is at *CFA (bs_unw_cfa) */
+#define BS_UNW_STEP_SIGNAL -2 /* the interrupted registers are in the ucontext at rsp */
+/* CFA = *(rbp + cfa_off), the caller's rbp = *(rbp + rbp_off) (GCC's stack realignment) */
+#define BS_UNW_STEP_DEREF -3
+
+/*
+ * Whether C can be a caller's frame (its CFA) above a frame at SP: above it, below HI (on
+ * this stack) and 8-byte aligned; else the table does not describe this code (or rbp was not
+ * what the row says), and nothing is followed.
+ */
+static inline __attribute__((always_inline)) int bs_unw_cfa_ok(__u64 c, __u64 sp, __u64 hi)
+{
+	return c > sp && c < hi && !(c & 7);
+}
+
+/*
+ * What row R says of the frame at IP with registers SP and BP, for both walks (BPF's and
+ * `bpfsight stacks`' of sleeping threads in user space): BS_UNW_STEP_CFA with *CFA set (the
+ * return address is at CFA - 8, the caller's rbp at CFA + rbp_off when rbp_off, its rsp is
+ * the CFA), BS_UNW_STEP_DEREF (the CFA and rbp read from the frame: bs_unw_cfa_ok then),
+ * BS_UNW_STEP_SIGNAL, or how the walk ends there (BS_STACK_END_WHOLE, or a stop:
+ * BS_CUT_* + 1).
+ */
+static inline __attribute__((always_inline)) int
+bs_unw_cfa(const struct bs_unwind_row *r, __u64 ip, __u64 sp, __u64 bp, __u64 hi, __u64 *cfa)
+{
+	__u64 c;
+
+	switch (r->kind) {
+	case BS_UNW_CFA_RSP:
+		c = sp + r->cfa_off;
+		break;
+	case BS_UNW_CFA_RBP:
+		c = bp + r->cfa_off;
+		break;
+	case BS_UNW_PLT:
+		c = sp + ((__s64)(ip & 15) >= r->cfa_off ? 16 : 8);
+		break;
+	case BS_UNW_CFA_RBP_DEREF:
+		/* rbp points into this frame: on the stack, or the row is not for this code. */
+		return bp >= sp && bp < hi && !(bp & 7) ? BS_UNW_STEP_DEREF : BS_CUT_BAD_CFA + 1;
+	case BS_UNW_SIGNAL:
+		return BS_UNW_STEP_SIGNAL;
+	case BS_UNW_END:
+		return BS_STACK_END_WHOLE;
+	case BS_UNW_STOP_NONE:
+		return BS_CUT_NO_FDE + 1;
+	case BS_UNW_STOP_EXPR:
+		return BS_CUT_EXPR + 1;
+	default:
+		return BS_CUT_BAD_FDE + 1;
+	}
+	if (!bs_unw_cfa_ok(c, sp, hi))
+		return BS_CUT_BAD_CFA + 1;
+	*cfa = c;
+	return BS_UNW_STEP_CFA;
+}
+
+_Static_assert(sizeof(struct bs_unw_map) == 32, "part of the BPF maps' layout");
+_Static_assert(sizeof(struct bs_unw_pair) == 24, "rows lie 12 bytes apart in unw_rows");
+
+#endif /* BPFSIGHT_UNWIND_MAPS_H */

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Unwind tables loaded into the BPF maps the native walk reads (unwind_load.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+#include "hmap.h"
+#include "msg.h"
+#include "record_ctx.h"
+#include "unwind_build.h"
+#include "unwind_load.h"
+
+/* A file's table in unw_rows: loaded (nrows rows from row0), or why not (err < 0). */
+struct load_file {
+	__u32 row0, nrows;
+	int err;
+	int tried;
+};
+
+struct unwind_load {
+	int rows_fd, procs_fd;
+	struct bs_unwind_row *rows; /* unw_rows, mapped */
+	__u32 used, cap;
+	struct hmap *files; /* (dev, ino) -> struct load_file */
+	struct hmap *ids;   /* hash of a build id -> struct load_file: a copy of a file shares */
+	struct hmap *procs; /* pid -> struct bs_unw_proc, as in unw_procs */
+	struct unwind_load_usage use;
+};
+
+int unwind_load__create(int tables, int *rows_fd, int *procs_fd)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+	LIBBPF_OPTS(bpf_map_create_opts, no_prealloc, .map_flags = BPF_F_NO_PREALLOC);
+
+	/* Without tables the walk never reads a row: one, not the cap's worth of memory. */
+	*rows_fd = bpf_map_create(
+		BPF_MAP_TYPE_ARRAY, "unw_rows", sizeof(__u32), sizeof(struct bs_unw_pair),
+		tables ? record_ctx__map_entries("unw_rows") ?: BS_UNW_ROWS / 2 : 1,
+		tables ? &mmapable : NULL);
+	if (*rows_fd < 0)
+		return -errno;
+	*procs_fd = bpf_map_create(
+		BPF_MAP_TYPE_HASH, "unw_procs", sizeof(__u32), sizeof(struct bs_unw_proc),
+		record_ctx__map_entries("unw_procs") ?: BS_UNW_PROCS, &no_prealloc);
+	return *procs_fd < 0 ? -errno : 0;
+}
+
+struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int *err)
+{
+	struct unwind_load *u = calloc(1, sizeof(*u));
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	void *rows;
+
+	*err = -ENOMEM;
+	if (!u)
+		return NULL;
+	u->rows_fd = rows_fd;
+	u->procs_fd = procs_fd;
+	u->files = hmap__new(sizeof(struct load_file));
+	u->ids = hmap__new(sizeof(struct load_file));
+	u->procs = hmap__new(sizeof(struct bs_unw_proc));
+	if (!u->files || !u->ids || !u->procs)
+		goto fail;
+	*err = bpf_obj_get_info_by_fd(rows_fd, &info, &len) ? -errno : 0;
+	if (*err)
+		goto fail;
+	rows = mmap(NULL, (size_t)info.max_entries * sizeof(struct bs_unw_pair),
+		    PROT_READ | PROT_WRITE, MAP_SHARED, rows_fd, 0);
+	if (rows == MAP_FAILED) {
+		*err = -errno;
+		goto fail;
+	}
+	u->rows = rows;
+	u->cap = info.max_entries * 2;
+	return u;
+fail:
+	unwind_load__free(u);
+	return NULL;
+}
+
+void unwind_load__free(struct unwind_load *u)
+{
+	if (!u)
+		return;
+	if (u->rows)
+		munmap(u->rows, (size_t)u->cap * sizeof(struct bs_unwind_row));
+	hmap__free(u->files);
+	hmap__free(u->ids);
+	hmap__free(u->procs);
+	free(u);
+}
+
+static __u64 id_hash(const char *id)
+{
+	__u64 h = 1469598103934665603ull;
+
+	for (; *id; id++)
+		h = (h ^ (__u8)*id) * 1099511628211ull;
+	return h;
+}
+
+/* The rows' map is the cap on the tables' memory: reaching it is said, once. */
+static int no_room(struct unwind_load *u, const struct unwind_mapping *m, __u32 n)
+{
+	if (!u->use.full++)
+		pr_warn("unwind tables: %s's %u rows do not fit in the %u left of %u (%llu MiB): "
+			"its stacks stop there as without a table "
+			"(BPFSIGHT_MAP_ENTRIES=unw_rows=N: room for 2N rows)\n",
+			m->shown, n, u->cap - u->used, u->cap,
+			(unsigned long long)u->cap * sizeof(struct bs_unwind_row) >> 20);
+	return -ENOSPC;
+}
+
+/* M's file's table into unw_rows (built now unless a file with its build id has one). */
+static void load(struct unwind_load *u, const struct unwind_mapping *m, struct load_file *f)
+{
+	struct unwind_table built = {};
+	const struct unwind_table *t = m->table ?: &built;
+	struct load_file *same = NULL;
+	int err = 0;
+
+	if (!m->table) {
+		err = unwind_table__build(m->open_path, m->root, &built);
+		u->use.build_ns += built.stats.build_ns;
+	}
+	if (!err && t->n > BS_UNW_MAX_ROWS)
+		err = -EFBIG;
+	if (!err && t->build_id[0])
+		same = hmap__get(u->ids, (struct hkey){ id_hash(t->build_id), 0 }, 1);
+	if (!err && same && same->nrows) {
+		f->row0 = same->row0;
+		f->nrows = same->nrows;
+	} else if (!err && t->n > u->cap - u->used) {
+		err = no_room(u, m, t->n);
+	} else if (!err) {
+		memcpy(u->rows + u->used, t->rows, unwind_table__bytes(t));
+		f->row0 = u->used;
+		f->nrows = t->n;
+		u->used += t->n;
+		u->use.files++;
+		if (same)
+			*same = *f;
+	}
+	unwind_table__free(&built);
+	f->err = err;
+	if (err)
+		u->use.failed++;
+}
+
+int unwind_load__tried(struct unwind_load *u, const struct unwind_mapping *m)
+{
+	struct load_file *f = hmap__get(u->files, (struct hkey){ m->dev, m->ino }, 0);
+
+	return f && f->tried;
+}
+
+int unwind_load__add(struct unwind_load *u, pid_t pid, const struct unwind_mapping *m)
+{
+	struct load_file *f = hmap__get(u->files, (struct hkey){ m->dev, m->ino }, 1);
+	struct bs_unw_proc *p;
+	__u32 key = pid, i;
+
+	if (!f)
+		return -ENOMEM;
+	if (!f->tried) {
+		f->tried = 1;
+		load(u, m, f);
+	}
+	if (f->err)
+		return f->err;
+	p = hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 1);
+	if (!p)
+		return -ENOMEM;
+	for (i = 0; i < p->n && p->m[i].start < m->start; i++)
+		;
+	if (i < p->n && p->m[i].start < m->end)
+		return 0; /* there already (or overlapping one that is: the maps are rescanned) */
+	if (i && p->m[i - 1].end > m->start)
+		return 0;
+	if (p->n >= BS_UNW_MAPS)
+		return -E2BIG;
+	memmove(&p->m[i + 1], &p->m[i], (p->n - i) * sizeof(p->m[0]));
+	p->m[i] = (struct bs_unw_map){ .start = m->start,
+				       .end = m->end,
+				       .bias = m->bias,
+				       .row0 = f->row0,
+				       .nrows = f->nrows };
+	p->n++;
+	/* One update: BPF sees the old list or the new one, never half of it. */
+	return bpf_map_update_elem(u->procs_fd, &key, p, BPF_ANY) ? -errno : 0;
+}
+
+void unwind_load__copy(struct unwind_load *u, pid_t parent, pid_t child)
+{
+	struct bs_unw_proc *p = hmap__get(u->procs, (struct hkey){ (__u64)parent, 0 }, 0), *c;
+	__u32 key = child;
+
+	if (!p || !(c = hmap__get(u->procs, (struct hkey){ (__u64)child, 0 }, 1)))
+		return;
+	/* hmap__get may have moved P: looked up again. */
+	p = hmap__get(u->procs, (struct hkey){ (__u64)parent, 0 }, 0);
+	*c = *p;
+	bpf_map_update_elem(u->procs_fd, &key, c, BPF_ANY);
+}
+
+void unwind_load__forget(struct unwind_load *u, pid_t pid)
+{
+	__u32 key = pid;
+
+	if (!hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 0))
+		return;
+	hmap__del(u->procs, (struct hkey){ (__u64)pid, 0 });
+	bpf_map_delete_elem(u->procs_fd, &key);
+}
+
+const struct bs_unwind_row *unwind_load__row(struct unwind_load *u, pid_t pid, __u64 addr,
+					     int exact, const struct bs_unw_map **map)
+{
+	const struct bs_unw_proc *p = hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 0);
+	const struct bs_unw_map *m = NULL;
+	__u64 at = addr - !exact, pc;
+	__u32 lo, hi;
+
+	for (__u32 i = 0; p && i < p->n && !m; i++)
+		if (at >= p->m[i].start && at < p->m[i].end)
+			m = &p->m[i];
+	*map = m;
+	if (!m || (pc = at - m->bias) >> 32)
+		return NULL;
+	/* The last row with pc <= PC, as the BPF walk finds it. */
+	lo = m->row0;
+	hi = m->row0 + m->nrows;
+	while (lo < hi) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		if (u->rows[mid].pc <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > m->row0 ? &u->rows[lo - 1] : NULL;
+}
+
+void unwind_load__usage(const struct unwind_load *u, struct unwind_load_usage *out)
+{
+	*out = u->use;
+	out->procs = hmap__count(u->procs);
+	out->rows = u->used;
+	out->cap = u->cap;
+	out->cap_bytes = (__u64)u->cap * sizeof(struct bs_unwind_row);
+	out->bytes = (__u64)u->used * sizeof(struct bs_unwind_row);
+}
