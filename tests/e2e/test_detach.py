@@ -39,7 +39,7 @@ SHIM = os.path.abspath(os.path.join(BUILD, "libbpfsight-shim.so"))
 EVERY = "osrt,sched,cuda,nccl,gil,gpu,nvtx,cpu,torch"
 # The shim's USDT semaphores (cupti-shim/shim_usdt.h): each raised by a recorder's link.
 SEMAPHORES = ("batch", "gpu", "nvtx", "sync", "drain", "torch", "torch_shapes", "torch_op_stack",
-              "join")
+              "join", "pyfunc")
 
 
 class Job:
@@ -165,7 +165,8 @@ def test_nothing_left_after_detaching_every_family():
         raise Skip(f"another tracer probes the job already: breakpoints in "
                    f"{sorted(base_code)}, semaphores {base_sems}")
 
-    rec = Recorder("-p", str(job.pid), "-t", EVERY)
+    # --python-functions: the pyfunc family too, whose spec the recorder writes into the shim.
+    rec = Recorder("-p", str(job.pid), "-t", EVERY, "--python-functions", "__main__:spread")
     rec.wait_ready()
     ids = bpf_ids(rec.p.pid)
     check(any(k == "prog" for k, _ in ids) and any(k == "link" for k, _ in ids),
@@ -177,7 +178,7 @@ def test_nothing_left_after_detaching_every_family():
         check(any(f in p for p in probed), f"while recording, {f} carries breakpoints: "
               f"{ {p: len(o) for p, o in probed.items()} }")
     sems = semaphores(job.pid)
-    check(all(sems[s] for s in ("batch", "gpu", "nvtx", "torch")), f"raised: {sems}")
+    check(all(sems[s] for s in ("batch", "gpu", "nvtx", "torch", "pyfunc")), f"raised: {sems}")
     before = job.ask("calls")
     job.ask("steps 3")
     made = job.ask("calls")
