@@ -218,7 +218,10 @@ def test_perf_event_uprobes_past_the_usual_fd_limit_and_cmd_keeps_its_own():
     eq(len(driver), 15 * 2, "cuda_driver's calls (15 a round)")
 
 
-def test_gil_exact_with_perf_event_uprobes_and_no_bpf_loop():
+def test_attached_gil_exact_with_perf_event_uprobes_and_no_bpf_loop():
+    """The gil test attaches (-p), so it first waits for earlier recordings' per-site uprobes
+    to go (the cuda tests here leave a teardown of half a minute): named to run before them
+    (the runner runs a module's tests in name order)."""
     with forced("uprobe_multi,bpf_loop"):
         gil_tests.test_gil_long_c_call_is_blamed_on_its_holder()
 
