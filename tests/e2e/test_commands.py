@@ -281,7 +281,7 @@ def test_inject_with_each_opt_in_family():
         check(opt_in, f"opt-in families: {every} less {default}")
         for f in opt_in:
             fams = ",".join([x for x in default if x != "proc"] + [f])
-            s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 2s -o {f}.bst", pid=job.pid)
+            s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 1s -o {f}.bst", pid=job.pid)
             check(f in families(s.last), f"-t ...,{f}")
     finally:
         s.close()
