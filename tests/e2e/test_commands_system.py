@@ -93,7 +93,7 @@ def test_system_wide_with_every_family():
     s = Session()
     try:
         every = run([BPFSIGHT, "__complete", "families"]).stdout.split()
-        s.run(f"bpfsight record -a -t {','.join(every)} -d 2s -o all.bst")
+        s.run(f"bpfsight record -a -t {','.join(every)} -d 1s -o all.bst")
         eq(sorted(info(s.last)["families"].split(",")), sorted(["proc"] + every), "-t every one")
     finally:
         s.close()
