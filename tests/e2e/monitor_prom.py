@@ -132,18 +132,24 @@ def _start_server():
 _server = None
 
 
+def start_prometheus():
+    """Start this process's server now (when there is none), so that its first reload runs
+    while the test starts its workloads."""
+    global _server
+    if os.path.exists(PROMETHEUS) and (_server is None or _server[0].poll() is not None):
+        _server = _start_server()
+
+
 class Prometheus:
     """The process's Prometheus server scraping TARGET (a Monitor's) every second, ready once
     it has scraped it since this call (an earlier test's monitor was there before)."""
 
     def __init__(self, target):
-        global _server
         if not os.path.exists(PROMETHEUS):
             raise Skip("needs Debian's prometheus package (make deps installs it)")
         check(target == f"127.0.0.1:{scraped_port()}", f"{target}: not a Monitor's")
         since = time.time()
-        if _server is None or _server[0].poll() is not None:
-            _server = _start_server()
+        start_prometheus()
         self.p, self.base, self.log = _server
         wait_for(self.ready, 60, "prometheus ready")
         wait_for(lambda: self.target_up(since), 30, "prometheus's first scrape of the monitor")
