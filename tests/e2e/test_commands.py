@@ -282,7 +282,7 @@ def test_inject_with_each_opt_in_family():
         check(opt_in, f"opt-in families: {every} less {default}")
         for f in opt_in:
             fams = ",".join([x for x in default if x != "proc"] + [f])
-            s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 2s -o {f}.bst"
+            s.run(f"bpfsight record -p 4242 -t {fams} --inject -d 1s -o {f}.bst"
                   f"{FAMILY_NEEDS.get(f, '')}", pid=job.pid)
             check(f in families(s.last), f"-t ...,{f}")
     finally:

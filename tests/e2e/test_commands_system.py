@@ -94,7 +94,7 @@ def test_system_wide_with_every_family():
     try:
         every = run([BPFSIGHT, "__complete", "families"]).stdout.split()
         needs = "".join(FAMILY_NEEDS.get(f, "") for f in every)
-        s.run(f"bpfsight record -a -t {','.join(every)} -d 2s -o all.bst{needs}")
+        s.run(f"bpfsight record -a -t {','.join(every)} -d 1s -o all.bst{needs}")
         eq(sorted(info(s.last)["families"].split(",")), sorted(["proc"] + every), "-t every one")
     finally:
         s.close()

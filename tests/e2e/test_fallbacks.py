@@ -81,6 +81,75 @@ def test_features_lists_every_probe_and_all_forces_each_fallback():
         eq(one[f][0], want, f"prev_state alone: {f}")
 
 
+# A stand-in for an earlier recording's bpfsight-detach (link_reaper.c): named so, holding a
+# perf event as a per-site uprobe's teardown does (a software one here) when argv[1] is 1, and
+# gone when its stdin closes.
+FAKE_DETACHER = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(15, b"bpfsight-detach", 0, 0, 0)  # PR_SET_NAME
+if sys.argv[1] == "1":
+    attr = (ctypes.c_uint32 * 32)(1, 128)  # PERF_TYPE_SOFTWARE, sizeof(perf_event_attr)
+    attr[2] = 9  # PERF_COUNT_SW_DUMMY
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(298, attr, 0, -1, -1, 0)  # perf_event_open(attr, self, any cpu)
+    assert fd >= 0, ctypes.get_errno()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+WAITING = "earlier recording(s) to free their uprobes"
+
+
+def fake_detacher(with_perf_event):
+    p = helpers.spawn(["python3", "-c", FAKE_DETACHER, "1" if with_perf_event else "0"])
+    eq(p.stdout.readline(), "ready\n", "the stand-in started")
+    return p
+
+
+def perf_event_detachers():
+    """The pids of the bpfsight-detach processes that hold a perf event, as record sees them."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if open(f"/proc/{pid}/comm").read() != "bpfsight-detach\n":
+                continue
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]" for fd in fds):
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_teardown_delays_only_an_attach_beside_running_processes():
+    """Without uprobe_multi, a recording attaching uprobes beside running processes (-p)
+    waits for earlier recordings' bpfsight-detach to drop their perf events; a launched CMD
+    is held until every probe is attached, so it never waits; and a bpfsight-detach holding
+    no perf event (only bpf links, or exited) delays nobody."""
+    need_root()
+    target = helpers.spawn(["sleep", "60"])
+    with forced("uprobe_multi"):
+        holder = fake_detacher(True)
+        p, _ = record(["/bin/true"], "-t", "sched")
+        eq(p.returncode, 0, f"launch mode ({p.stderr[-300:]})")
+        check(WAITING not in p.stderr, f"launch mode waited: {p.stderr[-300:]}")
+        rec = helpers.Recorder("-t", "sched", "-p", str(target.pid))
+        helpers.wait_for(lambda: WAITING in rec.stderr, 60, "-p waiting for the stand-in")
+        check(not rec.live, "-p went live while a teardown held perf events")
+        holder.stdin.close()
+        rec.wait_ready()
+        eq(rec.stop(), 0, f"-p recording ({rec.stderr[-300:]})")
+        # Only the stand-in without a perf event now, unless another test's teardown runs.
+        helpers.wait_for(lambda: not perf_event_detachers(), 120, "other teardowns")
+        fake_detacher(False)
+        rec = helpers.Recorder("-t", "sched", "-p", str(target.pid))
+        rec.wait_ready()
+        eq(rec.stop(), 0, f"-p recording ({rec.stderr[-300:]})")
+        others = perf_event_detachers()
+        check(WAITING not in rec.stderr or others,
+              f"-p waited for a bpfsight-detach without perf events: {rec.stderr[-300:]}")
+
+
 def test_osrt_exact_on_raw_tracepoints_and_hashes():
     with forced("all"):
         osrt_tests.test_launch_exact_counts()
@@ -149,7 +218,10 @@ def test_perf_event_uprobes_past_the_usual_fd_limit_and_cmd_keeps_its_own():
     eq(len(driver), 15 * 2, "cuda_driver's calls (15 a round)")
 
 
-def test_gil_exact_with_perf_event_uprobes_and_no_bpf_loop():
+def test_attached_gil_exact_with_perf_event_uprobes_and_no_bpf_loop():
+    """The gil test attaches (-p), so it first waits for earlier recordings' per-site uprobes
+    to go (the cuda tests here leave a teardown of half a minute): named to run before them
+    (the runner runs a module's tests in name order)."""
     with forced("uprobe_multi,bpf_loop"):
         gil_tests.test_gil_long_c_call_is_blamed_on_its_holder()
 

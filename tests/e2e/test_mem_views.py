@@ -16,7 +16,7 @@ import threading
 import synth
 from helpers import (BPFSIGHT, Skip, alone, check, dump, eq, info, need_root, run, spawn, tell,
                      tmpdir, wait_for)
-from monitor_prom import PROMTOOL, Monitor, Prometheus
+from monitor_prom import PROMTOOL, Monitor, Prometheus, start_prometheus
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 60
@@ -69,6 +69,7 @@ def test_monitor_mem_bytes_exact_in_prometheus():
     counter there from 0, then 1 after a real OOM; RSS as /proc says (to --mem-step). Its
     bytes go at its exit, its peak stays for the grace; promtool accepts the exposition."""
     need_root()
+    start_prometheus()  # its first look for targets is 5 s away: while torch imports
     h, other = Hold(), Hold()
     mon = Monitor("-t", "mem", "-p", f"{h.pid},{other.pid}", "--exit-grace", "4s")
     prom = Prometheus(mon.target)

@@ -175,6 +175,26 @@ static void test_top_n_other_and_grace(void)
 	record_args__free(&a);
 }
 
+/* An exited process's series go when its grace ends, not at the next rebalance (10 s). */
+static void test_grace_ends_between_rebalances(void)
+{
+	struct metrics_opts o = { .top_n = 10, .grace_ns = 5 * SEC, .rebalance_ns = 1000 * SEC };
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+
+	fork_proc(m, 300, "p", 1);
+	agg(m, 300, 300, 39, 1, 0, 2);
+	exit_proc(m, 300, 3 * SEC);
+	fork_proc(m, 301, "q", 7 * SEC);
+	ASSERT_EQ(sample(m, "bpfsight_syscalls_total{pid=\"300\",comm=\"p\",syscall=\"getpid\"}"),
+		  1.0, "1 s before the grace ends");
+	fork_proc(m, 302, "r", 9 * SEC);
+	ASSERT_EQ(sample(m, "bpfsight_syscalls_total{pid=\"300\",comm=\"p\",syscall=\"getpid\"}"),
+		  -1.0, "1 s after it");
+	metrics__free(m);
+	record_args__free(&a);
+}
+
 static void mem_alloc(struct metrics *m, __u32 pid, __s16 device, __u64 addr, __u64 bytes, int free,
 		      __u64 allocated, __u64 reserved, __u64 ts)
 {
@@ -317,6 +337,7 @@ int main(void)
 	RUN_TEST(test_hmap_del);
 	RUN_TEST(test_syscall_increments_and_recycled_pid);
 	RUN_TEST(test_top_n_other_and_grace);
+	RUN_TEST(test_grace_ends_between_rebalances);
 	RUN_TEST(test_mem_bytes_other_exit);
 	RUN_TEST(test_mem_churn_leaves_nothing);
 	return UNIT_EXIT();

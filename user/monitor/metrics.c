@@ -201,12 +201,20 @@ void *metrics_owner__series(const struct metrics_owner *o, const struct family *
 	return i < 0 ? NULL : o->s->fam[i];
 }
 
+/* P exited at AT: its series go when its grace ends (metrics__housekeep). */
+static void set_dead(struct metrics *m, struct metrics_proc *p, __u64 at)
+{
+	p->dead_at = at;
+	if (!m->grace_end || at + m->o.grace_ns < m->grace_end)
+		m->grace_end = at + m->o.grace_ns;
+}
+
 static void on_exit_rec(struct metrics *m, const struct bs_exit *r)
 {
 	struct metrics_proc *p;
 
 	if (r->group_dead && (p = proc_get(m, r->h.pid, 0)))
-		p->dead_at = r->h.ts ? r->h.ts : 1;
+		set_dead(m, p, r->h.ts ? r->h.ts : 1);
 }
 
 static void set_comm(struct metrics *m, __u32 pid, const char *comm)
@@ -226,14 +234,10 @@ static void on_fork(struct metrics *m, const struct bs_fork *r)
 	set_comm(m, r->child_pid, r->comm);
 }
 
-/*
- * Every REBALANCE_NS: an exited process's entry goes after the grace period; then while the
- * busiest process without series had more than twice the events of the quietest owner (and
- * a margin, so that noise does not swap them), they swap.
- */
-static void rebalance(struct metrics *m)
+/* The exited processes whose grace period has ended go; GRACE_END is the next one's. */
+static void drop_graced(struct metrics *m)
 {
-	struct metrics_proc *p, *lo, *hi;
+	struct metrics_proc *p;
 	__u32 dead[256];
 	int ndead = 0;
 	size_t it;
@@ -241,12 +245,29 @@ static void rebalance(struct metrics *m)
 	do {
 		ndead = 0;
 		it = 0;
-		while ((p = hmap__next(m->procs, &it, NULL)) && ndead < 256)
-			if (p->dead_at && m->now > p->dead_at + m->o.grace_ns)
+		m->grace_end = 0;
+		while ((p = hmap__next(m->procs, &it, NULL)) && ndead < 256) {
+			if (!p->dead_at)
+				continue;
+			if (m->now > p->dead_at + m->o.grace_ns)
 				dead[ndead++] = p->pid;
+			else if (!m->grace_end || p->dead_at + m->o.grace_ns < m->grace_end)
+				m->grace_end = p->dead_at + m->o.grace_ns;
+		}
 		for (int i = 0; i < ndead; i++)
 			proc_drop(m, dead[i]);
 	} while (ndead == 256);
+}
+
+/*
+ * Every REBALANCE_NS: while the busiest process without series had more than twice the
+ * events of the quietest owner (and a margin, so that noise does not swap them), they swap.
+ */
+static void rebalance(struct metrics *m)
+{
+	struct metrics_proc *p, *lo, *hi;
+	size_t it;
+
 	for (__u32 round = 0; round < m->o.top_n; round++) {
 		lo = hi = NULL;
 		it = 0;
@@ -275,7 +296,7 @@ static void rebalance(struct metrics *m)
 	it = 0;
 	while ((p = hmap__next(m->procs, &it, NULL))) {
 		if (!p->activity && !p->dead_at && kill(p->pid, 0) && errno == ESRCH)
-			p->dead_at = m->now;
+			set_dead(m, p, m->now);
 		p->activity = 0;
 	}
 }
@@ -286,6 +307,9 @@ void metrics__housekeep(struct metrics *m, __u64 now)
 		m->now = now;
 	if (!m->last_rebalance) /* the first window starts with the first record */
 		m->last_rebalance = m->now;
+	/* At the grace's end, not at the next rebalance: --exit-grace is what a user waits. */
+	if (m->grace_end && m->now > m->grace_end)
+		drop_graced(m);
 	if (m->now >= m->last_rebalance + m->o.rebalance_ns) {
 		m->last_rebalance = m->now;
 		rebalance(m);

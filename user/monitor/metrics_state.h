@@ -32,6 +32,7 @@ struct metrics {
 	__u64 lost_all[BS_LOSS_MAX]; /* the whole recording's (or not said): family "all" */
 	__u64 records;
 	__u64 last_rebalance, now;
+	__u64 grace_end; /* when the first exited process's grace ends; 0: none exited */
 };
 
 /* With the lock held: exited processes' series go after the grace period, owners change. */

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,33 @@ static void reaper_child(int gate, int done, struct bpf_link **links, unsigned i
 	_exit(0);
 }
 
+/* Whether process PID still holds a perf event: where a per-site uprobe lives. */
+static bool holds_perf_event(const char *pid)
+{
+	char path[600], target[64];
+	struct dirent *d;
+	bool found = false;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
+	dir = opendir(path);
+	while (dir && !found && (d = readdir(dir))) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/%s/fd/%s", pid, d->d_name);
+		len = readlink(path, target, sizeof(target) - 1);
+		target[len > 0 ? len : 0] = 0;
+		found = !strcmp(target, "anon_inode:[perf_event]");
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+/*
+ * The bpfsight-detach processes still dropping perf events. One that holds only bpf links
+ * (tracepoints, uprobe_multi) takes nothing an attach needs, nor does one that has exited.
+ */
 static int detachers_running(void)
 {
 	char path[288], comm[32];
@@ -80,7 +108,8 @@ static int detachers_running(void)
 		f = fopen(path, "r");
 		if (!f)
 			continue;
-		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "bpfsight-detach\n"))
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "bpfsight-detach\n") &&
+		    holds_perf_event(d->d_name))
 			n++;
 		fclose(f);
 	}

@@ -35,7 +35,8 @@ int link_reaper__hold_all(void);
 /* Our links are closed: the holder drops them; waits up to WAIT_MS for it to be done. */
 void link_reaper__let_go(unsigned int wait_ms);
 /*
- * Wait (at most LIMIT_MS) until no bpfsight-detach process is left, saying so once on
+ * Wait (at most LIMIT_MS) until no bpfsight-detach process holds a perf event (a per-site
+ * uprobe's; bpf links alone take no mutex an attach needs), saying so once on
  * stderr. Attaching perf-event uprobes takes the mutex their teardown holds: a recording
  * started meanwhile would attach a probe per teardown step, and in -p/-a mode miss the calls
  * made while it does. Returns how many were still running when it gave up (0: none).

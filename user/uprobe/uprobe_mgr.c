@@ -19,6 +19,12 @@
 #include "scan_cache.h"
 #include "libmap.skel.h"
 
+/* Launch mode with no running process beside CMD (-p, -a). */
+static bool launch_only(const struct record_opts *o)
+{
+	return o->cmd && !o->npids && !o->system_wide;
+}
+
 struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 {
 	struct uprobe_mgr *m = calloc(1, sizeof(*m));
@@ -34,8 +40,13 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 		uprobe_mgr__free(m);
 		return NULL;
 	}
-	/* Per-site perf-event uprobes: attach after earlier recordings' teardown, not during. */
-	if (!uprobe_multi__supported())
+	/*
+	 * Per-site perf-event uprobes: attach after earlier recordings' teardown, not during,
+	 * where processes already run (-p, -a): while attaching crawls behind the teardown's
+	 * mutex, their calls would be missed. A launched CMD alone is held until every probe is
+	 * attached: it misses nothing, and a few probes need not wait for hundreds to go.
+	 */
+	if (!uprobe_multi__supported() && !launch_only(ctx->opts))
 		link_reaper__wait_others(120 * 1000);
 	return m;
 }
