@@ -189,6 +189,27 @@ struct bs_py_code_id {
 /* Ring only: the innermost frame was unwound by a table (the words on top are not needed). */
 #define BS_STACK_UNW_FIRST 0x1000
 
+/*
+ * What the unwind tables (bpf/unwind_table.h) took, as the recorder's end-of-run line says it:
+ * written when the recording stops (and at a flush or a flight dump, so those files hold it
+ * too), only when some file needed a table; the latest one in a file holds. Its type is in
+ * merge's block because the recording's own is full (records.h). hdr.pid/tid: 0.
+ */
+#define BS_REC_UNWIND_USAGE 0xa2
+
+struct bs_unwind_usage {
+	struct bs_hdr h;
+	__u32 files;	 /* files with a table loaded */
+	__u32 failed;	 /* files that needed one and have none (no .eh_frame, too big, map full) */
+	__u32 procs;	 /* processes with mappings registered */
+	__u32 full;	 /* of FAILED: refused because the rows' map was full */
+	__u64 rows;	 /* rows loaded */
+	__u64 cap_rows;	 /* rows the map holds */
+	__u64 bytes;	 /* BPF memory of the rows loaded */
+	__u64 cap_bytes; /* the rows' map's size, reserved when the recording starts */
+	__u64 build_ns;	 /* time spent building tables */
+};
+
 BS_ASSERT_RECORD(bs_stack, 32);
 BS_ASSERT_RECORD(bs_stack_raw, 40);
 BS_ASSERT_RECORD(bs_stack_ref, 32);
@@ -197,5 +218,6 @@ BS_ASSERT_RECORD(bs_py_frame, 32);
 BS_ASSERT_RECORD(bs_py_cfg, 104);
 BS_ASSERT_RECORD(bs_py_code_key, 16);
 BS_ASSERT_RECORD(bs_py_code_id, 16);
+BS_ASSERT_RECORD(bs_unwind_usage, 80);
 
 #endif /* BPFSIGHT_STACK_RECORDS_H */

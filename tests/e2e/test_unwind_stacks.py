@@ -14,8 +14,8 @@ import shutil
 import struct
 import subprocess
 
-from helpers import (BPFSIGHT, SLOWDOWN, Skip, check, dump, eq, need_root, record, run, spawn,
-                     stats, tmpdir, wait_for, workload)
+from helpers import (BPFSIGHT, SLOWDOWN, Skip, check, dump, eq, info, need_root, record, run,
+                     spawn, stats, tmpdir, wait_for, workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 25
@@ -134,16 +134,17 @@ def test_spoiled_unwind_information_stops_the_stack_with_its_reason():
 
 @functools.lru_cache(maxsize=None)
 def spin_trace():
-    """One recording of cpu samples of the spinning comparator (shared: the cpu samples' test
-    and perf's)."""
+    """One recording of cpu samples of the spinning comparator (shared: the cpu samples' test,
+    perf's and info's), read at once: its folder goes with the test that made it."""
     p, out = record([PROG, "spin", "1500"], "-t", "cpu", "--sample-rate", "499")
     eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
-    return out, dump(out)
+    return {"recs": dump(out), "cpu_sum": stats(out, "cpu_sum")["cpu_sum"], "stderr": p.stderr,
+            "info": run([BPFSIGHT, "info", out], check=True).stdout, "info_json": info(out)}
 
 
 def test_cpu_samples_are_whole_through_code_without_frame_pointers():
     need_root()
-    out, recs = spin_trace()
+    recs = spin_trace()["recs"]
     spins = [r["stack"] for r in recs
              if r.get("name") == "user" and any(f.get("func") == "spin_here"
                                                 for f in r.get("stack", []))]
@@ -153,11 +154,47 @@ def test_cpu_samples_are_whole_through_code_without_frame_pointers():
     cut = [s[[f.get("func") for f in s].index("spin_here"):] for s in spins]
     check_stacks(cut, ["spin_here"], "cpu samples")
     # cpu_sum: main's total is every sample of the spin (the chain reaches it).
-    rows = {r["func"]: r for r in stats(out, "cpu_sum")["cpu_sum"]
+    rows = {r["func"]: r for r in spin_trace()["cpu_sum"]
             if r["file"] == os.path.realpath(PROG)}
     check(rows["main"]["total_samples"] >= rows["spin_here"]["total_samples"] * 9 // 10,
           f"main's total {rows['main']['total_samples']} against spin_here's "
           f"{rows['spin_here']['total_samples']}")
+
+
+UNWIND_LINE = re.compile(r"unwind tables: +((\d+) files?, ([\d.]+) MiB of rows of the (\d+) MiB "
+                         r"reserved, built in (\d+) ms; (\d+) files? without one)$", re.M)
+
+
+def test_info_says_the_unwind_tables_memory_as_the_end_of_run_line():
+    """The tables' memory is in the file: `info` and `info --json` say what the recorder's
+    end-of-run line said; a recording that took no stacks says nothing of them."""
+    need_root()
+    spin = spin_trace()
+    said = UNWIND_LINE.search(spin["stderr"])
+    check(said, f"no end-of-run unwind line: {spin['stderr'][-600:]}")
+    shown = UNWIND_LINE.search(spin["info"])
+    check(shown, f"no unwind line in info: {spin['info'][-600:]}")
+    eq(shown.group(1), said.group(1), "info's unwind line")
+    u = spin["info_json"]["unwind_tables"]
+    files, mib, reserved, ms, without = said.group(2, 3, 4, 5, 6)
+    eq(u["files"], int(files), "files with a table")
+    eq(u["files_without"], int(without), "files without one")
+    eq(f"{u['bytes'] / 1048576:.1f}", mib, "MiB of rows")
+    eq(f"{u['bytes_reserved'] / 1048576:.0f}", reserved, "MiB reserved")
+    eq(u["build_ns"] // 1000000, int(ms), "build time")
+    # Each row is 12 bytes (bpf/unwind_table.h).
+    check(u["files"] >= 1, f"{u['files']} files with a table")
+    check(0 < u["bytes"] <= u["bytes_reserved"], f"{u['bytes']} bytes of {u['bytes_reserved']}")
+    eq(u["bytes"], u["rows"] * 12, "bytes of rows")
+    check(u["rows"] <= u["rows_reserved"], f"{u['rows']} rows of {u['rows_reserved']}")
+    eq(sum(r.get("kind") == "unwind_usage" for r in spin["recs"]), 0, "unwind_usage in dump")
+    # No stacks: no table, no line, no record.
+    p, plain = record(["/bin/true"], "-t", "osrt")
+    eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
+    check(not UNWIND_LINE.search(p.stderr), f"an unwind line without stacks: {p.stderr}")
+    check("unwind_tables" not in info(plain), "info --json's unwind_tables without stacks")
+    check("unwind tables" not in run([BPFSIGHT, "info", plain], check=True).stdout,
+          "info's unwind line without stacks")
 
 
 # gdb's physical frames (not those of functions inlined into them, nor its tail-call guesses)
@@ -338,7 +375,7 @@ def test_cpu_samples_top_stack_equals_perfs_dwarf_unwind():
         elif cur:
             theirs.append(cur)
             cur = []
-    _, recs = spin_trace()
+    recs = spin_trace()["recs"]
     mine = [[(os.path.basename(f["file"]), int(f["addr"], 16) - (k > 0)) if "addr" in f
              else (f["func"], 0) for k, f in enumerate(r["stack"])]
             for r in recs if r.get("name") == "user" and "stack" in r]

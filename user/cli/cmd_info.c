@@ -17,6 +17,7 @@
 #include "gpu.h"
 #include "json.h"
 #include "shim_relink.h"
+#include "stack_svc.h"
 #include "table.h"
 #include "trace_walk.h"
 #include "msg.h"
@@ -245,6 +246,38 @@ static void json_lost_by_family(struct json *j, const struct trace_walk *w)
 	json__end_object(j);
 }
 
+/* What the unwind tables took (bpf/unwind_table.h), as the recorder's end-of-run line said. */
+static void info_print_unwind(const struct trace_walk *w)
+{
+	const struct bs_unwind_usage *u = trace_model__unwind_usage(w->m);
+	char line[160];
+
+	if (!u)
+		return;
+	unwind_usage__text(u, line, sizeof(line));
+	printf("unwind tables:   %s\n", line);
+}
+
+static void info_json_unwind(const struct trace_walk *w, struct json *j)
+{
+	const struct bs_unwind_usage *u = trace_model__unwind_usage(w->m);
+
+	if (!u)
+		return;
+	json__key(j, "unwind_tables");
+	json__begin_object(j);
+	json__kv_u64(j, "files", u->files);
+	json__kv_u64(j, "files_without", u->failed);
+	json__kv_u64(j, "files_refused_full", u->full);
+	json__kv_u64(j, "processes", u->procs);
+	json__kv_u64(j, "rows", u->rows);
+	json__kv_u64(j, "rows_reserved", u->cap_rows);
+	json__kv_u64(j, "bytes", u->bytes);
+	json__kv_u64(j, "bytes_reserved", u->cap_bytes);
+	json__kv_u64(j, "build_ns", u->build_ns);
+	json__end_object(j);
+}
+
 static void info_print_text(const struct trace_walk *w, const struct info *in,
 			    const struct info_kind *kinds, int nkinds)
 {
@@ -293,6 +326,7 @@ static void info_print_text(const struct trace_walk *w, const struct info *in,
 		print_lost_by_family(w);
 	}
 	info_print_links(w);
+	info_print_unwind(w);
 	if (w->short_records)
 		printf("corrupt records: %llu (too short for their type, not decoded)\n",
 		       (unsigned long long)w->short_records);
@@ -363,6 +397,7 @@ static void info_print_json(const struct trace_walk *w, const struct info *in,
 	json__kv_u64(&j, "lost_total", w->lost_total);
 	info_json_links(w, &j);
 	json_lost_by_family(&j, w);
+	info_json_unwind(w, &j);
 	json__kv_u64(&j, "corrupt_records", w->short_records);
 	json__kv_u64(&j, "chunks", st->chunks);
 	json__kv_u64(&j, "corrupt_chunks", st->corrupt_chunks);

@@ -57,6 +57,7 @@ struct trace_model {
 	struct hmap *stacks;	   /* id -> struct trace_stack *, from STACK records */
 	struct hmap *event_stacks; /* (type << 32 | tid, ts) -> stack id, from STACK_REF records */
 	struct trace_ranks *ranks; /* a merged file's, from RANK records (NULL: none yet) */
+	struct bs_unwind_usage unwind;	 /* the latest UNWIND_USAGE record (h.type 0: none) */
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom;	/* an allocation failed: some names are unknown (lookups say NULL) */
 	__u64 start_ns; /* the recording's start (its header's CLOCK_MONOTONIC), 0: unknown */
@@ -517,6 +518,10 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 	case BS_REC_RANK:
 		model__rank(m, rec);
 		break;
+	case BS_REC_UNWIND_USAGE:
+		if (rec->size >= sizeof(m->unwind))
+			memcpy(&m->unwind, rec, sizeof(m->unwind));
+		break;
 	default:
 		break;
 	}
@@ -622,4 +627,9 @@ const struct trace_rank *trace_model__rank(const struct trace_model *m, __u32 pi
 const struct trace_ranks *trace_model__ranks(const struct trace_model *m)
 {
 	return m ? m->ranks : NULL;
+}
+
+const struct bs_unwind_usage *trace_model__unwind_usage(const struct trace_model *m)
+{
+	return m && m->unwind.h.type ? &m->unwind : NULL;
 }

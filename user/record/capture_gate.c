@@ -41,10 +41,11 @@ struct capture_gate *capture_gate__new(void)
 	}
 	/*
 	 * The recording's own records (processes, strings, losses, symbols, stacks) and what the
-	 * families say is state (struct family.state_records, .ungated) name the events kept.
+	 * families say is state (struct family.state_records, .ungated) name the events kept;
+	 * the unwind tables' use, written at the stop, is the recording's own too.
 	 */
 	for (int t = 0; g && t < BS_REC_TYPE_MAX; t++) {
-		g->kept[t] = t < 0x10;
+		g->kept[t] = t < 0x10 || t == BS_REC_UNWIND_USAGE;
 		for (int i = 0; families[i] && !g->kept[t]; i++)
 			g->kept[t] = listed(families[i]->state_records, t) ||
 				     listed(families[i]->ungated, t);

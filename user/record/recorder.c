@@ -338,6 +338,7 @@ static int targets_alive(const struct record_opts *o, struct launch *l)
 static void bring_up_to_date(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_total)
 {
 	record_losses__account(ctx, seen_lost, lost_total);
+	stack_svc__write_unwind_usage(ctx, ctx->stacks);
 	for (int i = 0; families[i]; i++)
 		if (ctx->attached[i] && families[i]->poll)
 			families[i]->poll(ctx, ctx->states[i]);
@@ -752,15 +753,13 @@ static void print_verdict(const struct record_opts *o, const char *path)
 /* What the unwind tables took, when any file needed one (docs/STACKS.md, "Unwind tables"). */
 static void say_unwind(struct stack_svc *s)
 {
-	struct unwind_load_usage u;
+	struct bs_unwind_usage u;
+	char line[160];
 
-	stack_svc__unwind_usage(s, &u);
-	if (!u.files && !u.failed)
+	if (!stack_svc__unwind_record(s, &u))
 		return;
-	pr_info("unwind tables: %u file%s, %.1f MiB of rows of the %.0f MiB reserved, built in "
-		"%llu ms; %u file%s without one\n",
-		u.files, u.files == 1 ? "" : "s", u.bytes / 1048576.0, u.cap_bytes / 1048576.0,
-		(unsigned long long)(u.build_ns / 1000000), u.failed, u.failed == 1 ? "" : "s");
+	unwind_usage__text(&u, line, sizeof(line));
+	pr_info("unwind tables: %s\n", line);
 }
 
 /* The last lines of a recording whose file (or flight window) is written. */
@@ -875,6 +874,8 @@ static enum record_outcome finish(struct recording *r)
 	while (record_ctx__read(ctx, 0, RECORD_CTX_BATCH) > 0)
 		;
 	record_losses__account(ctx, r->seen_lost, &r->lost_total);
+	/* What say_unwind will print, into the file (or the flight window) before it ends. */
+	stack_svc__write_unwind_usage(ctx, ctx->stacks);
 	if (r->tty && ctx->writer)
 		print_status(ctx, r->start, end.mono_ns, r->lost_total, 1);
 	how = stopped_by(sigbuf, sizeof(sigbuf));

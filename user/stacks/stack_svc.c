@@ -525,6 +525,46 @@ void stack_svc__unwind_usage(struct stack_svc *s, struct unwind_load_usage *out)
 		stack_unwind__usage(s->unw, out);
 }
 
+int stack_svc__unwind_record(struct stack_svc *s, struct bs_unwind_usage *r)
+{
+	struct unwind_load_usage u;
+
+	stack_svc__unwind_usage(s, &u);
+	*r = (struct bs_unwind_usage){
+		.files = u.files,
+		.failed = u.failed,
+		.procs = u.procs,
+		.full = u.full,
+		.rows = u.rows,
+		.cap_rows = u.cap,
+		.bytes = u.bytes,
+		.cap_bytes = u.cap_bytes,
+		.build_ns = u.build_ns,
+	};
+	r->h.type = BS_REC_UNWIND_USAGE;
+	r->h.size = sizeof(*r);
+	return u.files || u.failed;
+}
+
+void stack_svc__write_unwind_usage(struct record_ctx *ctx, struct stack_svc *s)
+{
+	struct bs_unwind_usage r;
+
+	if (!stack_svc__unwind_record(s, &r))
+		return;
+	record_ctx__hdr(&r.h, BS_REC_UNWIND_USAGE, sizeof(r), 0, 0, 0);
+	record_ctx__write(ctx, &r);
+}
+
+void unwind_usage__text(const struct bs_unwind_usage *r, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "%u file%s, %.1f MiB of rows of the %.0f MiB reserved, built in %llu ms; "
+		 "%u file%s without one",
+		 r->files, r->files == 1 ? "" : "s", r->bytes / 1048576.0, r->cap_bytes / 1048576.0,
+		 (unsigned long long)(r->build_ns / 1000000), r->failed, r->failed == 1 ? "" : "s");
+}
+
 struct unwind_load *stack_svc__unwind_load(struct stack_svc *s)
 {
 	return s->unw ? stack_unwind__load(s->unw) : NULL;

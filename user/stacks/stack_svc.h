@@ -87,6 +87,19 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 /* The unwind tables' memory and files so far (zeros without tables): `info`, the end line. */
 struct unwind_load_usage;
 void stack_svc__unwind_usage(struct stack_svc *s, struct unwind_load_usage *out);
+/*
+ * The tables' use as a record (BS_REC_UNWIND_USAGE), when some file needed a table: at the
+ * stop, a flush or a flight dump, so the file says what the end-of-run line says.
+ */
+void stack_svc__write_unwind_usage(struct record_ctx *ctx, struct stack_svc *s);
+/* The same figures into R: 1 when some file needed a table, 0 (nothing to say) else. */
+struct bs_unwind_usage;
+int stack_svc__unwind_record(struct stack_svc *s, struct bs_unwind_usage *r);
+/*
+ * How the end-of-run line and `info` say R: "3 files, 1.2 MiB of rows of the 64 MiB reserved,
+ * built in 12 ms; 0 files without one".
+ */
+void unwind_usage__text(const struct bs_unwind_usage *r, char *buf, size_t len);
 struct unwind_load;
 /* The tables loaded (for a walk in user space), NULL without. */
 struct unwind_load *stack_svc__unwind_load(struct stack_svc *s);
