@@ -126,8 +126,12 @@ def test_man_pages_render_without_warnings():
 
 
 def make(*args):
-    return run(["make", "-C", ROOT, f"OUT={os.path.abspath(BUILD)}", *args], timeout=900,
-               check=True)
+    # OUT spelled as make check's build spelled it (relative to the tree, "build"): make
+    # names a target by its spelling, and the header dependencies an object's .d file lists
+    # are for the spelling that compiled it. Another spelling finds objects stale that the
+    # suite's build does not, and relinks build/bpfsight while other tests run it.
+    out = os.path.relpath(os.path.abspath(BUILD), os.path.abspath(ROOT))
+    return run(["make", "-C", ROOT, f"OUT={out}", *args], timeout=900, check=True)
 
 
 def installed_files(root):
