@@ -111,7 +111,7 @@ def perf_event_detachers():
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if open(f"/proc/{pid}/comm").read() != "bpfsight-detach\n":
+            if open(f"/proc/{pid}/comm", "rb").read() != b"bpfsight-detach\n":
                 continue
             fds = os.listdir(f"/proc/{pid}/fd")
             if any(os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]" for fd in fds):
