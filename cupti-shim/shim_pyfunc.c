@@ -276,8 +276,6 @@ static long modules_len(void)
  * entry's class is known, so a subclass's override is traced from the class's creation on,
  * before its first call. Put back when the recording ends (if still ours).
  */
-#define METH_VARARGS_KEYWORDS 0x3
-
 static PyObject *build_class_orig; /* a reference, kept: a copy of the wrapper may outlive */
 static PyObject *build_class_hook;
 
@@ -291,12 +289,8 @@ static PyObject *build_class(PyObject *self, PyObject *args, PyObject *kw)
 	return cls;
 }
 
-static struct {
-	const char *name;
-	void *meth;
-	int flags;
-	const char *doc;
-} build_class_def = { "__build_class__", (void *)build_class, METH_VARARGS_KEYWORDS, NULL };
+static struct py_method_def build_class_def = { "__build_class__", (void *)build_class,
+						METH_VARARGS_KEYWORDS, NULL };
 
 static PyObject *builtins(void)
 {

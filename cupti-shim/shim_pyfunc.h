@@ -25,6 +25,16 @@
 typedef struct py_object PyObject;
 struct shim_str;
 
+/* PyMethodDef's layout and the calling conventions used, the same in every version taken. */
+struct py_method_def {
+	const char *name;
+	void *meth;
+	int flags;
+	const char *doc;
+};
+#define METH_VARARGS_KEYWORDS 0x3  /* METH_VARARGS | METH_KEYWORDS */
+#define METH_FASTCALL	      0x80 /* vectorcall-style (args, nargs): 3.7+ */
+
 /* ---- shim_pyfunc_api.c ---- */
 
 /* The C API functions used, by the names Python exports them under. */
@@ -55,7 +65,7 @@ struct py_api {
 	const char *(*PyUnicode_AsUTF8)(PyObject *);
 	long (*PyLong_AsLong)(PyObject *);
 	PyObject *(*PyLong_FromLong)(long);
-	PyObject *(*PyCFunction_NewEx)(void *def, PyObject *self, PyObject *module);
+	PyObject *(*PyCFunction_NewEx)(struct py_method_def *def, PyObject *self, PyObject *module);
 	PyObject *(*PyErr_Occurred)(void);
 	void (*PyErr_Clear)(void);
 	void (*PyErr_Fetch)(PyObject **, PyObject **, PyObject **);

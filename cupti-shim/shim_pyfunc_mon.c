@@ -18,15 +18,6 @@
 #include "shim.h"
 #include "shim_pyfunc.h"
 
-#define METH_FASTCALL 0x80
-
-struct py_method_def {
-	const char *name;
-	void *meth;
-	int flags;
-	const char *doc;
-};
-
 enum { EV_START, EV_RESUME, EV_THROW, EV_RETURN, EV_YIELD, EV_UNWIND, EV_N };
 
 static const char *const ev_names[EV_N] = { "PY_START",	 "PY_RESUME", "PY_THROW",

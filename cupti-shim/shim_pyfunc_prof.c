@@ -25,14 +25,6 @@
 
 #define PYTRACE_CALL   0
 #define PYTRACE_RETURN 3
-#define METH_FASTCALL  0x80
-
-struct py_method_def {
-	const char *name;
-	void *meth;
-	int flags;
-	const char *doc;
-};
 
 static bool installed;
 static PyObject *starter;   /* threading's hook for new threads */
