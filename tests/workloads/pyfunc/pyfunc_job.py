@@ -63,7 +63,10 @@ async def acoro(k):
 
 
 def boom():
-    spin(SPIN)
+    # Longer than the others: the truth's own hook runs inside the shim's timed span at each
+    # end, and an exception's end makes it slower (13 us a call on a loaded 2-core machine, 5%
+    # of passes() at SPIN): its share of the total must stay well under the 5% compared.
+    spin(4 * SPIN)
     raise ValueError("boom")
 
 
