@@ -11,8 +11,13 @@ const struct bs_frame stack_frame_truncated = { .kind = STACK_FRAME_TRUNCATED };
 
 void stack_frame__key(const struct bs_frame *f, __u64 key[2])
 {
-	/* A marker's line is why the walk stopped: two reasons are two frames. */
-	__u64 where = f->kind == BS_FRAME_PYTHON || f->kind == BS_FRAME_CUT ? f->line : f->addr;
+	/*
+	 * A marker's line is why the walk stopped: two reasons are two frames. A Python frame is
+	 * its code and line, but one whose code was gone before it was read has no name: its
+	 * address is all that tells it apart (and what its text says).
+	 */
+	int by_line = f->kind == BS_FRAME_CUT || (f->kind == BS_FRAME_PYTHON && f->func_id);
+	__u64 where = by_line ? f->line : f->addr;
 
 	key[0] = (__u64)f->func_id << 32 | f->file_id;
 	key[1] = where ^ (__u64)f->kind << 52;
