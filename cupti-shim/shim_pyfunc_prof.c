@@ -104,9 +104,11 @@ static void threading_hook(PyObject *hook)
 	if (!mod)
 		return;
 	ret = py.PyObject_CallMethod(mod, "setprofile", "O", hook);
-	if (ret)
-		py.Py_DecRef(ret);
 	py.PyErr_Clear();
+	/* A module still being imported has no setprofile yet: the next refresh tries again. */
+	if (!ret)
+		return;
+	py.Py_DecRef(ret);
 	if (hook != py.none && !threading) {
 		threading = mod;
 		py.Py_IncRef(threading);
