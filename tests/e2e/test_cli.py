@@ -20,6 +20,20 @@ def test_exit_status_of_cmd_passed_through():
     check("cannot run" in p.stderr, p.stderr)
 
 
+def test_a_plain_recording_says_no_warning():
+    """A recording on a machine that has all it needs warns of nothing: the defaults, each
+    family alone, and stacks (cpu: unwind tables loaded). A recording without stacks once
+    warned "unwind tables not loaded (Invalid argument)" on every run."""
+    need_root()
+    for opts in [[], ["-t", "osrt"], ["-t", "sched"], ["-t", "cuda,nccl"], ["-t", "gil"],
+                 ["-t", "gpu,nvtx,torch"], ["-t", "cpu"], ["-t", "osrt", "--stacks", "osrt:0"]]:
+        p, _ = record(["true"], *opts)
+        eq(p.returncode, 0, f"{opts}: {p.stderr}")
+        said = [ln for ln in p.stderr.splitlines()
+                if "warning" in ln or "note:" in ln or "not loaded" in ln]
+        eq(said, [], f"{opts}: what a plain recording said")
+
+
 def test_unknown_family_lists_valid_ones():
     p = run([BPFSIGHT, "record", "-t", "osrt,bogus", "-o", os.path.join(tmpdir(), "x.bst"),
              "--", "true"])

@@ -1,13 +1,29 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* bpfsight's messages on stderr (msg.h). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "msg.h"
 #include "utf8.h"
 
 static const char *cmd_name;
+
+static void write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
+}
 
 void msg__set_cmd(const char *cmd)
 {
@@ -20,32 +36,49 @@ const char *msg__cmd(void)
 }
 
 /*
- * One locked write: threads' messages (the recorder's, a stop thread's) never interleave.
- * Messages name what traced processes chose (comms, paths, symbols): their control characters
- * and invalid UTF-8 are shown as '?' (utf8.h), line ends kept.
+ * One write(2) per message: threads' messages (the recorder's, a stop thread's) and a launched
+ * child's before its exec ("cannot run ...") never interleave, even byte by byte (stderr is
+ * unbuffered: a message put piece by piece was many writes, and CI once read the child's and
+ * the recorder's lines mixed letter by letter). Messages name what traced processes chose
+ * (comms, paths, symbols): their control characters and invalid UTF-8 are shown as '?'
+ * (utf8.h), line ends kept.
  */
 static void say(const char *kind, const char *fmt, va_list ap)
 {
-	char *text = NULL, *line, *nl;
+	char *text = NULL, *line, *nl, *out = NULL;
+	size_t len = 0;
+	FILE *f;
 
 	if (vasprintf(&text, fmt, ap) < 0)
 		text = NULL;
-	flockfile(stderr);
+	f = open_memstream(&out, &len);
+	if (!f) {
+		f = stderr;
+		flockfile(f);
+	}
 	if (cmd_name)
-		fprintf(stderr, "bpfsight %s: %s", cmd_name, kind);
+		fprintf(f, "bpfsight %s: %s", cmd_name, kind);
 	else
-		fprintf(stderr, "bpfsight: %s", kind);
+		fprintf(f, "bpfsight: %s", kind);
 	for (line = text; line && *line; line = nl ? nl + 1 : NULL) {
 		nl = strchr(line, '\n');
 		if (nl)
 			*nl = 0;
-		utf8__put_printable(stderr, line);
+		utf8__put_printable(f, line);
 		if (nl)
-			fputc('\n', stderr);
+			fputc('\n', f);
 	}
 	if (!text)
-		fputs("(out of memory for a message)\n", stderr);
-	funlockfile(stderr);
+		fputs("(out of memory for a message)\n", f);
+	if (f == stderr) {
+		funlockfile(f);
+	} else if (!fclose(f) && out) {
+		flockfile(stderr);
+		fflush(stderr);
+		write_all(fileno(stderr), out, len);
+		funlockfile(stderr);
+	}
+	free(out);
 	free(text);
 }
 

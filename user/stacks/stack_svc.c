@@ -129,7 +129,9 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 				strerror(-*err));
 	}
 	*err = 0;
-	if (ctx->unw_rows_fd >= 0 && ctx->unw_procs_fd >= 0 && kfeature__has(KF_UNWIND_TABLES)) {
+	/* A recording without stacks made the one-row map: no tables, nothing to say. */
+	if (ctx->unw_rows_fd >= 0 && ctx->unw_procs_fd >= 0 && kfeature__has(KF_UNWIND_TABLES) &&
+	    unwind_load__has_tables(ctx->unw_rows_fd)) {
 		s->unw = stack_unwind__new(s->mgr, ctx->unw_rows_fd, ctx->unw_procs_fd, err);
 		if (!s->unw)
 			pr_warn("unwind tables not loaded (%s): native stacks by frame pointers "

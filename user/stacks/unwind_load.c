@@ -46,6 +46,14 @@ int unwind_load__create(int tables, int *rows_fd, int *procs_fd)
 	return *procs_fd < 0 ? -errno : 0;
 }
 
+int unwind_load__has_tables(int rows_fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	return !bpf_obj_get_info_by_fd(rows_fd, &info, &len) && (info.map_flags & BPF_F_MMAPABLE);
+}
+
 struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int *err)
 {
 	struct unwind_load *u = calloc(1, sizeof(*u));

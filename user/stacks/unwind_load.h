@@ -47,6 +47,8 @@ struct unwind_load_usage {
  * or -errno.
  */
 int unwind_load__create(int tables, int *rows_fd, int *procs_fd);
+/* Whether ROWS_FD was made to hold tables (mappable), not unwind_load__create's one row. */
+int unwind_load__has_tables(int rows_fd);
 /* The tables of maps ROWS_FD and PROCS_FD (not closed by unwind_load__free); NULL on error. */
 struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int *err);
 void unwind_load__free(struct unwind_load *u);
