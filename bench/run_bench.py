@@ -50,6 +50,9 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
              recorder's CPU and the BPF programs' time per step (bench_cost.py; ~1.5 min)
   unwind     unwind tables: time and memory to build those of libtorch_cpu, libcublas,
              libcublasLt, libc and libpython, a process per run (bench_unwind.py; ~15 s)
+  pyfunc     --python-functions: ns per traced call against an empty hook written in
+             Python, and what untraced calls pay while recording, on every interpreter
+             here (bench_pyfunc.py; ~30 s)
 
 The summary block lists every figure with a goal; a run of some sections (--only) replaces
 their rows and keeps the other sections' rows, their runs and any notes, each row dated.
@@ -84,6 +87,7 @@ import bench_shim  # noqa: E402
 import bench_soak  # noqa: E402
 import bench_top  # noqa: E402
 import bench_torch  # noqa: E402
+import bench_pyfunc  # noqa: E402
 import bench_unwind  # noqa: E402
 from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  # noqa: E402
                           end, machine, machine_line, write_block)
@@ -91,10 +95,11 @@ from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  #
 SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
             "pipeline": bench_pipeline, "consumer": bench_consumer, "soak": bench_soak, "cpu": bench_cpu,
             "flight": bench_flight, "monitor": bench_monitor, "top": bench_top, "ranks": bench_ranks,
-            "torch": bench_torch, "mem": bench_mem, "cost": bench_cost, "unwind": bench_unwind}
+            "torch": bench_torch, "mem": bench_mem, "cost": bench_cost, "unwind": bench_unwind,
+            "pyfunc": bench_pyfunc}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
 ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "consumer", "soak", "cpu", "flight",
-         "monitor", "top", "ranks", "torch", "mem", "cost", "unwind"]
+         "monitor", "top", "ranks", "torch", "mem", "cost", "unwind", "pyfunc"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,
@@ -256,7 +261,7 @@ def parse_args():
                          "RESULTS.md unless --results is given")
     ap.add_argument("--only", help="comma-separated sections: probes, families, shim, "
                                    "pipeline, consumer, soak, cpu, flight, monitor, top, ranks, "
-                                   "torch, mem, cost, unwind, gil "
+                                   "torch, mem, cost, unwind, pyfunc, gil "
                                    "(default: all)")
     ap.add_argument("--runs", type=int, help="repeats per figure in families, shim and "
                                              "pipeline (default 5, quick 2-3)")

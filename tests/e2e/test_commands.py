@@ -305,9 +305,13 @@ def test_torch_gil_cpu_steps():
         end = max(x["start_ns"] + x["wall_ns"] for x in r["torch_step_sum"])
         t0 = info(s.last)["start_monotonic_ns"]
         samples = [e for e in dump(s.last) if e["kind"] == "cpu_sample"]
+        # Said in full when it fails (it did once under load, not understood yet): each
+        # step, each sample's thread and time, and what the recorder said.
         check(all(start <= e["ts"] - t0 <= end for e in samples),
               f"samples inside the steps [{start}, {end}]: "
-              f"{[e['ts'] - t0 for e in samples]}")
+              f"{[(e['pid'], e['tid'], e['ts'] - t0) for e in samples]}; steps "
+              f"{[(x['step'], x['start_ns'], x['wall_ns']) for x in r['torch_step_sum']]}; "
+              f"stderr: {p.stderr[-1500:]}")
         m = re.search(r"cpu: (\d+) samples over [\d.]+ ms captured at 99 Hz: too few", p.stderr)
         check(bool(m) == (len(samples) < 100) and (not m or int(m.group(1)) == len(samples)),
               f"{len(samples)} samples: {p.stderr[-600:]}")
