@@ -247,7 +247,8 @@ static void listen(void *arg, const struct bs_hdr *rec, const char *text)
 int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 {
 	struct record_opts o = {};
-	struct record_ctx ctx = { .opts = &o, .self_pid = 1 };
+	/* Live from the first instant: a capture counts every step scope (torch_steps.c). */
+	struct record_ctx ctx = { .opts = &o, .self_pid = 1, .live_ns = 1 };
 	struct torch_steps *steps = NULL;
 	struct shim_unpack *u;
 	size_t off, n;

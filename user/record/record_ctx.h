@@ -114,6 +114,7 @@ struct record_ctx {
 	int py_codes_fd;  /* code objects' identities (bpf/stack_scratch.bpf.h), shared likewise */
 	int unw_rows_fd;  /* unwind tables' rows and each process's mappings of them */
 	int unw_procs_fd; /* (bpf/unwind_maps.h: user/stacks/unwind_maps.c fills them) */
+	int unwind_sync;  /* tables built at once by who wants them (snap.c), not by a thread */
 	int use_btf;	  /* tp_btf programs, else raw_tp */
 	int write_err;	  /* first error from the writer: recording stops on it */
 	pid_t launch_pid; /* the launched CMD (already a target when families attach), or 0 */
@@ -140,6 +141,8 @@ struct record_ctx {
 	/* The recording must stop: a signal (the recorder's flag), or -d's end (0: none). */
 	volatile const int *stop_flag;
 	__u64 end_ns;
+	/* The recording's start (CLOCK_MONOTONIC ns), once every family is attached; 0 before. */
+	__u64 live_ns;
 	int rb_count_only;
 	/* --flight-recorder: sees every record; writer is then its in-memory window. */
 	struct flight_recorder *flight;

@@ -10,7 +10,7 @@
  * record_function every torch.optim optimizer runs its step in (so plain loops, Lightning
  * and the HF Trainer all have it), or ProfilerStep#N in a loop with no optimizer step
  * (torch.profiler's schedule). The first step scope that ends after the recording started
- * is the first boundary (step 1 ends at the second): the gate opens there after WAIT more,
+ * (every family attached: record_ctx.live_ns) is the first boundary (step 1 ends at the second): the gate opens there after WAIT more,
  * and closes at the end of the N-th step scope after that; window k (0-based) opens after
  * k * (WAIT + N) + WAIT steps. Only the scopes of the process, the thread and the name of
  * the first one seen count (two optimizers, or DDP ranks, do not count twice).
@@ -181,6 +181,14 @@ void torch_steps__op(struct torch_steps *s, const struct bs_torch_op *r, const c
 	__u64 end = r->h.ts + r->dur, cycle;
 
 	if (!s || !(r->flags & (BS_TORCH_STEP | BS_TORCH_PROFILER_STEP)))
+		return;
+	/*
+	 * A capture counts the steps that end once every family is attached: a job's shim
+	 * (injected first) sends steps while the others still attach (-p --inject into a job and
+	 * its workers), and a window opened then would miss what those families record in it,
+	 * and lie before the file's start.
+	 */
+	if (s->capture && (!s->ctx->live_ns || end < s->ctx->live_ns))
 		return;
 	/* An optimizer's step is the boundary; ProfilerStep only where none comes. */
 	if ((r->flags & BS_TORCH_PROFILER_STEP) && s->name && strncmp(s->name, "ProfilerStep#", 13))
