@@ -3,9 +3,12 @@ to a root recorder that reads the files a process maps (tests/e2e/test_hostile.p
 
 It speaks the kernel's protocol on /dev/fuse itself (no libfuse, no Python binding: none is
 installed here), as root: mount(2) with fd=N. The file system holds one executable file,
-`prog`, whose bytes are given. Until `stall()`, every request is answered; after it, OPEN and
-READ are never answered (the request waits in the kernel until the connection ends), the rest
-still are. `close()` unmounts and ends the connection: the requests left waiting fail.
+`prog` (or the name given), whose bytes are given. Until `stall()`, every request is
+answered; after it, OPEN and READ are never answered (the request waits in the kernel until
+the connection ends), the rest still are. With `stall_range=(LO, HI)`, a READ of any byte in
+[LO, HI) is never answered, from the start: the file runs, and whoever reads those bytes
+waits for good (readahead is one page, so only a read of those bytes asks for them).
+`close()` answers what waits with EIO, unmounts and ends the connection.
 """
 import ctypes
 import errno
@@ -24,8 +27,10 @@ LONG = 3600  # seconds the kernel may keep names and attributes
 
 
 class FuseStall:
-    def __init__(self, mountpoint, data):
+    def __init__(self, mountpoint, data, stall_range=None, name="prog"):
         self.mountpoint, self.data, self.stalled = mountpoint, data, False
+        self.stall_range, self.name = stall_range, name.encode()
+        self.waiting = []  # requests never answered
         self.fd = os.open("/dev/fuse", os.O_RDWR)
         libc = ctypes.CDLL(None, use_errno=True)
         opts = f"fd={self.fd},rootmode=40000,user_id=0,group_id=0,allow_other".encode()
@@ -53,11 +58,12 @@ class FuseStall:
             major, minor = struct.unpack_from("<II", body)
             # major, minor, max_readahead, flags, max_background, congestion, max_write,
             # time_gran, max_pages, map_alignment, flags2, then unused: 64 bytes in all
-            out = struct.pack("<IIIIHHIIHHI", 7, min(minor, 31), 1 << 17, 0, 16, 12, 1 << 17,
+            readahead = 4096 if self.stall_range else 1 << 17
+            out = struct.pack("<IIIIHHIIHHI", 7, min(minor, 31), readahead, 0, 16, 12, 1 << 17,
                               1, 32, 0, 0)
             return 0, out + bytes(64 - len(out))
         if op == OP["LOOKUP"]:
-            if node != ROOT or body.split(b"\0")[0] != b"prog":
+            if node != ROOT or body.split(b"\0")[0] != self.name:
                 return errno.ENOENT, b""
             return 0, struct.pack("<QQQQII", FILE, 0, LONG, LONG, 0, 0) + self.attr(FILE)
         if op == OP["GETATTR"]:
@@ -89,7 +95,13 @@ class FuseStall:
             if op == OP["DESTROY"]:
                 return
             if self.stalled and op in (OP["OPEN"], OP["READ"]):
-                continue  # never answered
+                self.waiting.append(unique)  # never answered (until close)
+                continue
+            if self.stall_range and op == OP["READ"]:
+                off, size = struct.unpack_from("<QQI", req, IN_HDR.size)[1:]
+                if off < self.stall_range[1] and off + size > self.stall_range[0]:
+                    self.waiting.append(unique)
+                    continue
             err, payload = self.answer(op, unique, node, req[IN_HDR.size:n])
             self.reply(unique, err, payload)
 
@@ -97,5 +109,11 @@ class FuseStall:
         self.stalled = True
 
     def close(self):
+        # The server gives up: what it left waiting fails now. A thread whose request the
+        # server had read waited for it uninterruptibly, and held the mount (and so the
+        # connection) while it did: without an answer, only this process's exit ended it.
+        self.stall_range, self.stalled = None, False
+        for unique in list(self.waiting):
+            self.reply(unique, errno.EIO)
         self.libc.umount2(self.mountpoint.encode(), 2)  # MNT_DETACH
         os.close(self.fd)  # the connection ends: requests still waiting fail (ENOTCONN)

@@ -16,7 +16,7 @@ from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, run, spawn, tmp
                      workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
-SECONDS = 31
+SECONDS = 40
 
 HOSTILE = "bpfsight-hostile"
 BOMB = workload("demangle_bomb")
@@ -124,6 +124,9 @@ def test_demangler_bomb_as_a_shim_kernel_name():
 
 
 CPU_SPLIT = workload("cpu_split")
+UNWIND_QSORT = workload("unwind_qsort")
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 
 
 def debuglink_to(kind):
@@ -686,3 +689,82 @@ def test_a_fuse_file_whose_reads_stall_does_not_hold_the_recording():
             w.wait()
         fs.close()
     eq(p.wait(30), 0, f"record's exit once the server is gone ({err[-300:]})")
+
+
+def eh_frame_pages(path):
+    """The file offsets [LO, HI) of the whole pages inside PATH's .eh_frame."""
+    out = run(["readelf", "-SW", path], check=True).stdout
+    m = re.search(r"\] \.eh_frame\s+PROGBITS\s+[0-9a-f]+ ([0-9a-f]+) ([0-9a-f]+)", out)
+    off, size = int(m.group(1), 16), int(m.group(2), 16)
+    return (off + 4095) // 4096 * 4096, (off + size) // 4096 * 4096
+
+
+def read_until(p, err, pattern, timeout):
+    """P's stderr read on from ERR until PATTERN shows (not its end: the recorder may not end
+    while its builder waits on the server). The text so far."""
+    t0 = time.monotonic()
+    while not re.search(pattern, err) and time.monotonic() - t0 < timeout:
+        if not select.select([p.stderr], [], [], 0.5)[0]:
+            continue
+        chunk = os.read(p.stderr.fileno(), 65536)
+        if not chunk:
+            break
+        err += chunk.decode(errors="replace")
+    return err
+
+
+def test_a_table_build_whose_reads_never_end_does_not_hold_the_recording():
+    """The unwind table of a library whose .eh_frame a FUSE server never serves (the program
+    runs: it never reads those pages; the builder does): the recording goes on while the
+    build waits - every cudaStreamQuery counted, its stack cut at that libc as without a
+    table - and the build is left behind after BPFSIGHT_UNWIND_WAIT_S (2 s here), said, so
+    the next process's tables are built: its later calls' stacks reach main through the real
+    libc's qsort. The recording then ends with its CMD and writes its file; the recorder's
+    process ends once the server answers. Before, tables were built in the recorder's loop:
+    it waited in the read for good, Ctrl-C and the CMD's end included."""
+    need_root()
+    from fuse_stall import FuseStall
+    mnt = os.path.join(tmpdir(), "mnt")
+    os.mkdir(mnt)
+    trigger = os.path.join(tmpdir(), "second")
+    with open(LIBC, "rb") as f:
+        fs = FuseStall(mnt, f.read(), stall_range=eh_frame_pages(LIBC), name="libc.so.6")
+    out = os.path.join(tmpdir(), "t.bst")
+    rounds = 100
+    script = (f"LD_LIBRARY_PATH={mnt} {UNWIND_QSORT} calls {CUDART} {rounds}; "
+              f"while [ ! -e {trigger} ]; do sleep 0.05; done; "
+              f"{UNWIND_QSORT} calls {CUDART} {rounds}")
+    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "-t", "cuda", "--stacks",
+                          "cuda:0", "--", "sh", "-c", script],
+                         env=dict(os.environ, BPFSIGHT_UNWIND_WAIT_S="2"),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = ""
+    try:
+        left = (re.escape(mnt) + r"/libc\.so\.6 has not ended in 2 s \(a file system that does "
+                r"not answer\?\): left behind")
+        err = read_until(p, err, left, 60)
+        check(re.search(left, err), f"the build left behind, said: {err[-800:]}")
+        with open(trigger, "w"):
+            pass
+        err = read_until(p, err, r"wrote ", 60)
+        check("wrote " in err, f"the recording ended with its CMD: {err[-800:]}")
+        calls = {}  # pid -> its calls' stacks, in the order the processes ran
+        for r in sorted((r for r in dump(out) if r.get("name") == "cudaStreamQuery"),
+                        key=lambda r: r["ts"]):
+            calls.setdefault(r["pid"], []).append([f.get("func") for f in r.get("stack", [])])
+        eq([len(c) for c in calls.values()], [rounds, rounds], "every call of both processes")
+        first, second = calls.items()
+        check(all("compare_cb" in s and "main" not in s for s in first[1]),
+              f"the first process's stacks stop at its libc (no table): {first[1][-1]}")
+        check(all("main" in s and "qsort" in " ".join(map(str, s)) for s in second[1][-10:]),
+              f"the second process's last stacks reach main: {second[1][-1]}")
+    finally:
+        with open(trigger, "w"):
+            pass  # the script ends in any case
+        fs.close()
+        try:
+            err += p.communicate(timeout=30)[1].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+    eq(p.returncode, 0, f"record's exit once the server answers ({err[-300:]})")

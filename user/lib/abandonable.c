@@ -43,9 +43,7 @@ static void *worker(void *p)
 	return NULL;
 }
 
-/* A thread of its own, detached, every signal blocked (the recorder's handlers are the main
- * thread's business). 0, or a positive error. */
-static int start(struct job *j)
+int abandonable__thread(void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
 	pthread_attr_t at;
@@ -57,7 +55,7 @@ static int start(struct job *j)
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&t, &at, worker, j);
+	err = pthread_create(&t, &at, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
 	return err;
@@ -77,7 +75,7 @@ int abandonable__run(void (*fn)(void *), void (*drop)(void *), void *arg, unsign
 	*j = (struct job){ .fn = fn, .drop = drop, .arg = arg };
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->done_cond, NULL);
-	if (start(j)) {
+	if (abandonable__thread(worker, j)) {
 		job_free(j);
 		fn(arg);
 		return 0;

@@ -18,4 +18,10 @@
 int abandonable__run(void (*fn)(void *), void (*drop)(void *), void *arg, unsigned int timeout_ms,
 		     int (*give_up)(void *), void *give_up_arg);
 
+/*
+ * FN(ARG) in a thread of its own, detached, every signal blocked (the recorder's handlers are
+ * the main thread's business): what abandonable__run runs its work in. 0, or a positive error.
+ */
+int abandonable__thread(void *(*fn)(void *), void *arg);
+
 #endif /* BPFSIGHT_ABANDONABLE_H */

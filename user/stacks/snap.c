@@ -440,7 +440,8 @@ static int setup(struct snap_run *r)
 				      .py_procs_fd = bpf_map__fd(r->skel->maps.py_procs),
 				      .py_codes_fd = -1,
 				      .unw_rows_fd = bpf_map__fd(r->skel->maps.unw_rows),
-				      .unw_procs_fd = bpf_map__fd(r->skel->maps.unw_procs) };
+				      .unw_procs_fd = bpf_map__fd(r->skel->maps.unw_procs),
+				      .unwind_sync = 1 };
 	r->ctx.uprobes = r->ctx.strings ? uprobe_mgr__new(&r->ctx) : NULL;
 	if (!r->ctx.uprobes || !(r->svc = stack_svc__get(&r->ctx, &err)))
 		return fail(s, -ENOMEM, "cannot start the stack service");

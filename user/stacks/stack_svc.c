@@ -132,7 +132,8 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 	/* A recording without stacks made the one-row map: no tables, nothing to say. */
 	if (ctx->unw_rows_fd >= 0 && ctx->unw_procs_fd >= 0 && kfeature__has(KF_UNWIND_TABLES) &&
 	    unwind_load__has_tables(ctx->unw_rows_fd)) {
-		s->unw = stack_unwind__new(s->mgr, ctx->unw_rows_fd, ctx->unw_procs_fd, err);
+		s->unw = stack_unwind__new(s->mgr, ctx->unw_rows_fd, ctx->unw_procs_fd,
+					   !ctx->unwind_sync, err);
 		if (!s->unw)
 			pr_warn("unwind tables not loaded (%s): native stacks by frame pointers "
 				"only\n",
@@ -506,6 +507,8 @@ void stack_svc__poll(struct record_ctx *ctx, struct stack_svc *s)
 	for (int i = 0; i < n; i++)
 		python_of(ctx, s, due[i]);
 	thread_names__poll(ctx, s->names);
+	if (s->unw)
+		stack_unwind__poll(s->unw); /* tables built since */
 }
 
 __u32 stack_svc__python_minor(struct stack_svc *s, pid_t pid)
@@ -523,8 +526,10 @@ int stack_svc__thread_names(struct stack_svc *s, pid_t pid, struct py_thread_nam
 void stack_svc__unwind_usage(struct stack_svc *s, struct unwind_load_usage *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (s && s->unw)
+	if (s && s->unw) {
+		stack_unwind__poll(s->unw); /* builds done since the loop last looked */
 		stack_unwind__usage(s->unw, out);
+	}
 }
 
 int stack_svc__unwind_record(struct stack_svc *s, struct bs_unwind_usage *r)

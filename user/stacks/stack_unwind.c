@@ -55,7 +55,8 @@ static void vdso_table(struct stack_unwind *s)
 			unwind_table__free(&s->vdso);
 }
 
-struct stack_unwind *stack_unwind__new(struct uprobe_mgr *mgr, int rows_fd, int procs_fd, int *err)
+struct stack_unwind *stack_unwind__new(struct uprobe_mgr *mgr, int rows_fd, int procs_fd, int async,
+				       int *err)
 {
 	struct stack_unwind *s = calloc(1, sizeof(*s));
 
@@ -66,7 +67,7 @@ struct stack_unwind *stack_unwind__new(struct uprobe_mgr *mgr, int rows_fd, int 
 	vdso_table(s);
 	s->procs = hmap__new(sizeof(__u8));
 	if (s->procs)
-		s->load = unwind_load__new(rows_fd, procs_fd, err);
+		s->load = unwind_load__new(rows_fd, procs_fd, async, err);
 	if (!s->load) {
 		stack_unwind__free(s);
 		return NULL;
@@ -186,6 +187,11 @@ void stack_unwind__observe(struct stack_unwind *s, const struct bs_hdr *rec)
 		if (child)
 			*child = 1;
 	}
+}
+
+void stack_unwind__poll(struct stack_unwind *s)
+{
+	unwind_load__poll(s->load);
 }
 
 void stack_unwind__usage(const struct stack_unwind *s, struct unwind_load_usage *out)

@@ -5,10 +5,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <bpf/bpf.h>
+#include "array.h"
 #include "hmap.h"
+#include "mono_clock.h"
 #include "msg.h"
 #include "record_ctx.h"
 #include "unwind_build.h"
+#include "unwind_builder.h"
 #include "unwind_load.h"
 
 /* A file's table in unw_rows: loaded (nrows rows from row0), or why not (err < 0). */
@@ -16,7 +19,24 @@ struct load_file {
 	__u32 row0, nrows;
 	int err;
 	int tried;
+	int pending; /* with the builder: its mappings wait (struct waiter) */
+	int retries; /* builds whose open failed as the process went (it is tried again) */
 };
+
+/* A process's mapping of a file whose table is being built: registered once it is. */
+struct waiter {
+	__u64 dev, ino;
+	pid_t pid;
+	__u64 start, end, bias;
+};
+
+/*
+ * A build that reads for this long is left behind: its file's stacks stop there
+ * (BPFSIGHT_UNWIND_WAIT_S=N seconds, 1 to 3600, instead).
+ */
+#define STUCK_S	    30
+#define MAX_RETRIES 3
+#define SAY_BUSY_NS 1000000000ull /* a build under way at the stop is said past this */
 
 struct unwind_load {
 	int rows_fd, procs_fd;
@@ -26,7 +46,25 @@ struct unwind_load {
 	struct hmap *ids;   /* hash of a build id -> struct load_file: a copy of a file shares */
 	struct hmap *procs; /* pid -> struct bs_unw_proc, as in unw_procs */
 	struct unwind_load_usage use;
+	struct unwind_builder *builder; /* NULL: tables built in the caller (synchronous) */
+	struct waiter *waiters;
+	size_t nwait, capwait;
+	__u64 stuck_ns;
 };
+
+static __u64 stuck_ns(void)
+{
+	const char *v = getenv("BPFSIGHT_UNWIND_WAIT_S");
+	char *end;
+	long n = v ? strtol(v, &end, 10) : 0;
+
+	if (v && (*end || n < 1 || n > 3600)) {
+		pr_warn("BPFSIGHT_UNWIND_WAIT_S=%s is not 1 to 3600 seconds: %d used\n", v,
+			STUCK_S);
+		n = 0;
+	}
+	return (__u64)(n ?: STUCK_S) * 1000000000ull;
+}
 
 int unwind_load__create(int tables, int *rows_fd, int *procs_fd)
 {
@@ -54,7 +92,7 @@ int unwind_load__has_tables(int rows_fd)
 	return !bpf_obj_get_info_by_fd(rows_fd, &info, &len) && (info.map_flags & BPF_F_MMAPABLE);
 }
 
-struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int *err)
+struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int async, int *err)
 {
 	struct unwind_load *u = calloc(1, sizeof(*u));
 	struct bpf_map_info info = {};
@@ -82,6 +120,10 @@ struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int *err)
 	}
 	u->rows = rows;
 	u->cap = info.max_entries * 2;
+	/* Without a thread, tables are built in the caller as before. */
+	if (async)
+		u->builder = unwind_builder__new();
+	u->stuck_ns = stuck_ns();
 	return u;
 fail:
 	unwind_load__free(u);
@@ -90,8 +132,23 @@ fail:
 
 void unwind_load__free(struct unwind_load *u)
 {
+	const char *shown;
+
 	if (!u)
 		return;
+	if (u->builder) {
+		__u64 dev, ino,
+			ns = unwind_builder__busy(u->builder, mono_now_ns(), &dev, &ino, &shown);
+
+		/* Cut stacks for a moment are a build's usual wait; a read this long is not. */
+		if (ns >= SAY_BUSY_NS)
+			pr_warn("unwind tables: reading %s had not ended after %.1f s as the "
+				"recording stopped (a file system that does not answer?): its "
+				"stacks stopped there\n",
+				shown, ns / 1e9);
+		unwind_builder__free(u->builder);
+	}
+	free(u->waiters);
 	if (u->rows)
 		munmap(u->rows, (size_t)u->cap * sizeof(struct bs_unwind_row));
 	hmap__free(u->files);
@@ -110,29 +167,24 @@ static __u64 id_hash(const char *id)
 }
 
 /* The rows' map is the cap on the tables' memory: reaching it is said, once. */
-static int no_room(struct unwind_load *u, const struct unwind_mapping *m, __u32 n)
+static int no_room(struct unwind_load *u, const char *shown, __u32 n)
 {
 	if (!u->use.full++)
 		pr_warn("unwind tables: %s's %u rows do not fit in the %u left of %u (%llu MiB): "
 			"its stacks stop there as without a table "
 			"(BPFSIGHT_MAP_ENTRIES=unw_rows=N: room for 2N rows)\n",
-			m->shown, n, u->cap - u->used, u->cap,
+			shown, n, u->cap - u->used, u->cap,
 			(unsigned long long)u->cap * sizeof(struct bs_unwind_row) >> 20);
 	return -ENOSPC;
 }
 
-/* M's file's table into unw_rows (built now unless a file with its build id has one). */
-static void load(struct unwind_load *u, const struct unwind_mapping *m, struct load_file *f)
+/* T, the table of file SHOWN (or ERR: none), into unw_rows unless a file with its build id
+ * has one; F says where, or why not. */
+static void install(struct unwind_load *u, const char *shown, const struct unwind_table *t, int err,
+		    struct load_file *f)
 {
-	struct unwind_table built = {};
-	const struct unwind_table *t = m->table ?: &built;
 	struct load_file *same = NULL;
-	int err = 0;
 
-	if (!m->table) {
-		err = unwind_table__build(m->open_path, m->root, &built);
-		u->use.build_ns += built.stats.build_ns;
-	}
 	if (!err && t->n > BS_UNW_MAX_ROWS)
 		err = -EFBIG;
 	if (!err && t->build_id[0])
@@ -141,7 +193,7 @@ static void load(struct unwind_load *u, const struct unwind_mapping *m, struct l
 		f->row0 = same->row0;
 		f->nrows = same->nrows;
 	} else if (!err && t->n > u->cap - u->used) {
-		err = no_room(u, m, t->n);
+		err = no_room(u, shown, t->n);
 	} else if (!err) {
 		memcpy(u->rows + u->used, t->rows, unwind_table__bytes(t));
 		f->row0 = u->used;
@@ -151,10 +203,35 @@ static void load(struct unwind_load *u, const struct unwind_mapping *m, struct l
 		if (same)
 			*same = *f;
 	}
-	unwind_table__free(&built);
 	f->err = err;
 	if (err)
 		u->use.failed++;
+}
+
+/* M's file's table, built now (the vDSO's is built already), into unw_rows. */
+static void load(struct unwind_load *u, const struct unwind_mapping *m, struct load_file *f)
+{
+	struct unwind_table built = {};
+	int err = 0;
+
+	if (!m->table) {
+		err = unwind_table__build(m->open_path, m->root, &built);
+		u->use.build_ns += built.stats.build_ns;
+	}
+	install(u, m->shown, m->table ?: &built, err, f);
+	unwind_table__free(&built);
+}
+
+/* PID's mapping W waits for its file's table. 0 or -ENOMEM. */
+static int wait_for(struct unwind_load *u, const struct waiter *w)
+{
+	for (size_t i = 0; i < u->nwait; i++)
+		if (u->waiters[i].pid == w->pid && u->waiters[i].start == w->start)
+			return 0;
+	if (array__grow((void **)&u->waiters, u->nwait, &u->capwait, sizeof(*w)))
+		return -ENOMEM;
+	u->waiters[u->nwait++] = *w;
+	return 0;
 }
 
 int unwind_load__tried(struct unwind_load *u, const struct unwind_mapping *m)
@@ -164,40 +241,131 @@ int unwind_load__tried(struct unwind_load *u, const struct unwind_mapping *m)
 	return f && f->tried;
 }
 
+/* PID's mapping [START, END) of file F (BIAS) joins PID's in unw_procs. */
+static int add_mapping(struct unwind_load *u, pid_t pid, __u64 start, __u64 end, __u64 bias,
+		       const struct load_file *f)
+{
+	struct bs_unw_proc *p;
+	__u32 key = pid, i;
+
+	p = hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 1);
+	if (!p)
+		return -ENOMEM;
+	for (i = 0; i < p->n && p->m[i].start < start; i++)
+		;
+	if (i < p->n && p->m[i].start < end)
+		return 0; /* there already (or overlapping one that is: the maps are rescanned) */
+	if (i && p->m[i - 1].end > start)
+		return 0;
+	if (p->n >= BS_UNW_MAPS)
+		return -E2BIG;
+	memmove(&p->m[i + 1], &p->m[i], (p->n - i) * sizeof(p->m[0]));
+	p->m[i] = (struct bs_unw_map){
+		.start = start, .end = end, .bias = bias, .row0 = f->row0, .nrows = f->nrows
+	};
+	p->n++;
+	/* One update: BPF sees the old list or the new one, never half of it. */
+	return bpf_map_update_elem(u->procs_fd, &key, p, BPF_ANY) ? -errno : 0;
+}
+
 int unwind_load__add(struct unwind_load *u, pid_t pid, const struct unwind_mapping *m)
 {
 	struct load_file *f = hmap__get(u->files, (struct hkey){ m->dev, m->ino }, 1);
-	struct bs_unw_proc *p;
-	__u32 key = pid, i;
 
 	if (!f)
 		return -ENOMEM;
 	if (!f->tried) {
 		f->tried = 1;
-		load(u, m, f);
+		if (!m->table && u->builder &&
+		    !unwind_builder__queue(u->builder, m->dev, m->ino, m->open_path, m->root,
+					   m->shown))
+			f->pending = 1;
+		else
+			load(u, m, f);
 	}
+	if (f->pending)
+		return wait_for(u,
+				&(struct waiter){ m->dev, m->ino, pid, m->start, m->end, m->bias });
 	if (f->err)
 		return f->err;
-	p = hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 1);
-	if (!p)
-		return -ENOMEM;
-	for (i = 0; i < p->n && p->m[i].start < m->start; i++)
-		;
-	if (i < p->n && p->m[i].start < m->end)
-		return 0; /* there already (or overlapping one that is: the maps are rescanned) */
-	if (i && p->m[i - 1].end > m->start)
-		return 0;
-	if (p->n >= BS_UNW_MAPS)
-		return -E2BIG;
-	memmove(&p->m[i + 1], &p->m[i], (p->n - i) * sizeof(p->m[0]));
-	p->m[i] = (struct bs_unw_map){ .start = m->start,
-				       .end = m->end,
-				       .bias = m->bias,
-				       .row0 = f->row0,
-				       .nrows = f->nrows };
-	p->n++;
-	/* One update: BPF sees the old list or the new one, never half of it. */
-	return bpf_map_update_elem(u->procs_fd, &key, p, BPF_ANY) ? -errno : 0;
+	return add_mapping(u, pid, m->start, m->end, m->bias, f);
+}
+
+/* File (DEV, INO) is done with (F: loaded, or not): its waiting mappings registered or let go. */
+static void settle(struct unwind_load *u, __u64 dev, __u64 ino, const struct load_file *f)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < u->nwait; i++) {
+		const struct waiter *w = &u->waiters[i];
+
+		if (w->dev != dev || w->ino != ino)
+			u->waiters[k++] = *w;
+		else if (f && !f->err)
+			add_mapping(u, w->pid, w->start, w->end, w->bias, f);
+	}
+	u->nwait = k;
+}
+
+/* A finished build: its table installed, its waiting mappings registered. */
+static void finished(struct unwind_load *u, struct unwind_build_job *j)
+{
+	struct load_file *f = hmap__get(u->files, (struct hkey){ j->dev, j->ino }, 0);
+
+	u->use.build_ns += j->t.stats.build_ns;
+	if (!f || !f->pending)
+		return; /* left behind as stuck, then it came back: decided already */
+	f->pending = 0;
+	/*
+	 * The open failed because the process that mapped it went (its /proc/PID/map_files
+	 * entry with it) while the build waited its turn: the next process with the file tries
+	 * again rather than leave the file without a table for the whole recording.
+	 */
+	if ((j->err == -ENOENT || j->err == -ESRCH) && j->open_path &&
+	    !strncmp(j->open_path, "/proc/", 6) && ++f->retries < MAX_RETRIES) {
+		f->tried = 0;
+		settle(u, j->dev, j->ino, NULL);
+		return;
+	}
+	install(u, j->shown, &j->t, j->err, f);
+	settle(u, j->dev, j->ino, f);
+}
+
+void unwind_load__poll(struct unwind_load *u)
+{
+	struct unwind_build_job *j;
+	struct unwind_builder *nb;
+	struct load_file *f;
+	const char *shown;
+	__u64 dev, ino;
+
+	if (!u->builder)
+		return;
+	while ((j = unwind_builder__done(u->builder))) {
+		finished(u, j);
+		unwind_build_job__free(j);
+	}
+	if (unwind_builder__busy(u->builder, mono_now_ns(), &dev, &ino, &shown) < u->stuck_ns)
+		return;
+	f = hmap__get(u->files, (struct hkey){ dev, ino }, 0);
+	if (f && f->pending) {
+		pr_warn("unwind tables: reading %s has not ended in %llu s (a file system that "
+			"does not answer?): left behind, its stacks stop there as without a "
+			"table (BPFSIGHT_UNWIND_WAIT_S)\n",
+			shown, (unsigned long long)(u->stuck_ns / 1000000000ull));
+		f->pending = 0;
+		f->err = -ETIMEDOUT;
+		u->use.failed++;
+		settle(u, dev, ino, NULL);
+	}
+	nb = unwind_builder__replace(u->builder);
+	if (nb)
+		u->builder = nb;
+}
+
+__u32 unwind_load__pending(struct unwind_load *u)
+{
+	return u->builder ? unwind_builder__pending(u->builder) : 0;
 }
 
 void unwind_load__copy(struct unwind_load *u, pid_t parent, pid_t child)
@@ -205,6 +373,14 @@ void unwind_load__copy(struct unwind_load *u, pid_t parent, pid_t child)
 	struct bs_unw_proc *p = hmap__get(u->procs, (struct hkey){ (__u64)parent, 0 }, 0), *c;
 	__u32 key = child;
 
+	/* The parent's mappings still waiting for their tables wait for the child too. */
+	for (size_t i = 0, n = u->nwait; i < n; i++)
+		if (u->waiters[i].pid == parent) {
+			struct waiter w = u->waiters[i];
+
+			w.pid = child;
+			wait_for(u, &w);
+		}
 	if (!p || !(c = hmap__get(u->procs, (struct hkey){ (__u64)child, 0 }, 1)))
 		return;
 	/* hmap__get may have moved P: looked up again. */
@@ -216,6 +392,12 @@ void unwind_load__copy(struct unwind_load *u, pid_t parent, pid_t child)
 void unwind_load__forget(struct unwind_load *u, pid_t pid)
 {
 	__u32 key = pid;
+	size_t k = 0;
+
+	for (size_t i = 0; i < u->nwait; i++)
+		if (u->waiters[i].pid != pid)
+			u->waiters[k++] = u->waiters[i];
+	u->nwait = k;
 
 	if (!hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 0))
 		return;
@@ -254,6 +436,8 @@ const struct bs_unwind_row *unwind_load__row(struct unwind_load *u, pid_t pid, _
 void unwind_load__usage(const struct unwind_load *u, struct unwind_load_usage *out)
 {
 	*out = u->use;
+	/* Files still being built needed a table and have none (yet): their stacks stop. */
+	out->failed += unwind_load__pending((struct unwind_load *)u);
 	out->procs = hmap__count(u->procs);
 	out->rows = u->used;
 	out->cap = u->cap;

@@ -49,16 +49,29 @@ struct unwind_load_usage {
 int unwind_load__create(int tables, int *rows_fd, int *procs_fd);
 /* Whether ROWS_FD was made to hold tables (mappable), not unwind_load__create's one row. */
 int unwind_load__has_tables(int rows_fd);
-/* The tables of maps ROWS_FD and PROCS_FD (not closed by unwind_load__free); NULL on error. */
-struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int *err);
+/*
+ * The tables of maps ROWS_FD and PROCS_FD (not closed by unwind_load__free); NULL on error.
+ * ASYNC: tables are built by a thread of their own (unwind_builder.h) and loaded when
+ * unwind_load__poll finds them done (a recording: its loop goes on meanwhile); else in
+ * unwind_load__add itself (`bpfsight stacks`, which walks by them at once).
+ */
+struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int async, int *err);
 void unwind_load__free(struct unwind_load *u);
 /*
  * PID maps M: its file's table is built and loaded on first use, and the mapping joins PID's
- * in unw_procs (a mapping already there is left as it is). 0, or -errno: the file has no
- * table (-ENOENT, -ENOEXEC...), the rows' map is full (-ENOSPC, said once), PID has
- * BS_UNW_MAPS mappings already (-E2BIG).
+ * in unw_procs (a mapping already there is left as it is); with ASYNC, once the build is done
+ * (0 until then). 0, or -errno: the file has no table (-ENOENT, -ENOEXEC...), the rows' map
+ * is full (-ENOSPC, said once), PID has BS_UNW_MAPS mappings already (-E2BIG).
  */
 int unwind_load__add(struct unwind_load *u, pid_t pid, const struct unwind_mapping *m);
+/*
+ * ASYNC: the builds done since are loaded and their waiting mappings registered; a build
+ * that has read for 30 s (BPFSIGHT_UNWIND_WAIT_S) is left behind (said: its file gets no
+ * table), the builds queued behind it go on in a new thread. Called by the loop.
+ */
+void unwind_load__poll(struct unwind_load *u);
+/* ASYNC: builds queued or under way. */
+__u32 unwind_load__pending(struct unwind_load *u);
 /* Whether M's file was tried already (loaded or not): a stack through it says nothing new. */
 int unwind_load__tried(struct unwind_load *u, const struct unwind_mapping *m);
 /* A fork: CHILD has PARENT's mappings (the same address space, copied). */

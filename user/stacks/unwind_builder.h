@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Unwind tables built off the recorder's main loop. A library's table takes a while to build
+ * (libtorch_cpu's: ~0.2 s here, more under load; bench/RESULTS.md, section unwind), and its
+ * file may sit on a file system that never answers (a FUSE server, a hung NFS mount): built
+ * in the loop, the ring went undrained all that time, and a read that never returned held
+ * the recording for good (Ctrl-C and -d included). A builder is one thread that builds the
+ * queued files' tables in turn; the loop takes the finished ones when it polls. A build that
+ * does not end is left behind in its thread (unwind_builder__replace, unwind_builder__free),
+ * which frees what it holds if it ever returns.
+ */
+#ifndef BPFSIGHT_UNWIND_BUILDER_H
+#define BPFSIGHT_UNWIND_BUILDER_H
+
+#include <linux/types.h>
+#include "unwind_build.h"
+
+struct unwind_builder;
+
+/* A file to build, and once done, its table (T, when ERR is 0) or why not (ERR < 0). */
+struct unwind_build_job {
+	struct unwind_build_job *next;
+	__u64 dev, ino;
+	char *open_path, *root, *shown; /* as in struct unwind_mapping */
+	struct unwind_table t;
+	int err;
+};
+
+/* A builder and its thread (every signal blocked in it); NULL when no thread can be had. */
+struct unwind_builder *unwind_builder__new(void);
+/* Queue the table of file (DEV, INO), read at OPEN_PATH (ROOT, SHOWN: unwind_mapping's). */
+int unwind_builder__queue(struct unwind_builder *b, __u64 dev, __u64 ino, const char *open_path,
+			  const char *root, const char *shown);
+/* A finished job (free it with unwind_build_job__free), or NULL when none is. */
+struct unwind_build_job *unwind_builder__done(struct unwind_builder *b);
+/* Queued or under way, not yet taken by unwind_builder__done. */
+__u32 unwind_builder__pending(struct unwind_builder *b);
+/*
+ * How long the build under way has run by NOW (mono_clock.h), with its file's DEV and INO and
+ * SHOWN (valid while the builder lives); 0 when none is under way.
+ */
+__u64 unwind_builder__busy(struct unwind_builder *b, __u64 now, __u64 *dev, __u64 *ino,
+			   const char **shown);
+/*
+ * A new builder with B's queued jobs and finished ones; B's build under way is left behind
+ * (B is freed). NULL (B untouched) when no thread can be had.
+ */
+struct unwind_builder *unwind_builder__replace(struct unwind_builder *b);
+/* Jobs not begun are dropped; a build under way is left to end in its thread. */
+void unwind_builder__free(struct unwind_builder *b);
+void unwind_build_job__free(struct unwind_build_job *j);
+
+#endif /* BPFSIGHT_UNWIND_BUILDER_H */
