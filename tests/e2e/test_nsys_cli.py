@@ -4,7 +4,7 @@ real libcudart, no GPU: every call fails, every probe fires) and record what the
 nsys's option values are never taken for the command; nsys's report names work in stats."""
 import os
 
-from helpers import BPFSIGHT, check, dump, eq, info, run, stats, tmpdir, workload
+from helpers import BPFSIGHT, check, dump, eq, info, need_root, run, stats, tmpdir, workload
 from test_cuda import API_SHARED, need_cuda
 
 SECONDS = 20
@@ -131,3 +131,24 @@ def test_stats_takes_nsys_report_names_and_output():
         check("cudaLaunchKernel" in f.read(), "the table in the file")
     p = run([BPFSIGHT, "stats", out, "-r", "cuda_api_sum", "-o", table])
     eq(p.returncode, 1, "-o never overwrites")
+
+
+def test_nsys_backtrace_chooses_the_unwind():
+    """-b fp is --unwind=fp (frame pointers only: no table built, none in the file); -b dwarf
+    and -b lbr say that bpfsight's default unwinds by tables and record with them; a bad
+    value is refused."""
+    need_root()
+    spin = workload("unwind_qsort")
+    for verb in ("record", "profile"):
+        for how, tables, said in (("fp", False, None),
+                                  ("dwarf", True, "by unwind tables built from .eh_frame"),
+                                  ("lbr", True, "no LBR")):
+            out = os.path.join(tmpdir(), "t.bst")
+            p = run([BPFSIGHT, verb, "-b", how, "-t", "cpu", "-o", out, spin, "spin", "300"],
+                    timeout=120)
+            eq(p.returncode, 0, f"{verb} -b {how}: exit ({p.stderr[-600:]})")
+            eq("unwind_tables" in info(out), tables, f"{verb} -b {how}: tables in the file")
+            check(said is None or said in p.stderr, f"{verb} -b {how}: {p.stderr[-300:]}")
+        p = run([BPFSIGHT, verb, "-b", "bogus", "-o", os.path.join(tmpdir(), "x.bst"), "true"])
+        eq(p.returncode, 1, f"{verb} -b bogus: exit")
+        check("-b bogus: give fp, dwarf, lbr or none" in p.stderr, p.stderr)

@@ -197,6 +197,49 @@ def test_info_says_the_unwind_tables_memory_as_the_end_of_run_line():
           "info's unwind line without stacks")
 
 
+def test_unwind_option_chooses_the_walk_and_the_tables_memory():
+    """--unwind=fp walks by frame pointers alone: the spin's samples stop in the program's
+    code without them (none reaches main) and no table is built or reserved.
+    --unwind=tables:1M reserves 1 MiB: the tables fit, the samples are whole. tables:64K
+    (5,460 rows): libc's 28 k rows do not fit, said once, counted among the files without
+    one, and the samples stop in libc's qsort as without a table. A bad value is refused."""
+    need_root()
+
+    def spin(how):
+        p, out = record([PROG, "spin", "600"], "-t", "cpu", "--sample-rate", "499",
+                        f"--unwind={how}")
+        eq(p.returncode, 0, f"--unwind={how}: {p.stderr[-600:]}")
+        # Every sample of the program in user space (by frame pointers alone, those in
+        # clock_gettime's vDSO name nothing below it).
+        stacks = [[f.get("func") for f in r["stack"]] for r in dump(out)
+                  if r.get("name") == "user" and r.get("stack")]
+        check(len(stacks) >= 100 // SLOWDOWN, f"--unwind={how}: {len(stacks)} samples")
+        return p.stderr, stacks, info(out).get("unwind_tables")
+
+    err, stacks, u = spin("fp")
+    check(not any("main" in s for s in stacks), f"fp: a stack reached main: {stacks[0]}")
+    check(u is None and not UNWIND_LINE.search(err), f"fp: tables: {u} {err[-300:]}")
+    err, stacks, u = spin("tables:1M")
+    spins = [s for s in stacks if "spin_here" in s]
+    check(len(spins) >= 100 // SLOWDOWN and all("main" in s for s in spins[len(spins) // 2:]),
+          f"tables:1M: {len(spins)} spins, cut: {[s for s in spins if 'main' not in s][-1:]}")
+    eq(u["bytes_reserved"], 1048560, "1 MiB reserved (whole pairs of 12-byte rows)")
+    eq(u["files_without"], 0, "files without a table")
+    err, stacks, u = spin("tables:64K")
+    said = re.findall(r"warning: unwind tables: (\S+)'s (\d+) rows do not fit in the \d+ left "
+                      r"of 5460 \(64.0 KiB\): its stacks stop there", err)
+    eq([(os.path.basename(f), int(n) > 5460) for f, n in said], [("libc.so.6", True)],
+       f"the file that does not fit, said once: {err[-600:]}")
+    eq(u["files_without"], 1, "libc among the files without a table")
+    check(not any("main" in s for s in stacks) and any("qsort" in " ".join(map(str, s))
+                                                       or "msort_with_tmp" in s for s in stacks),
+          f"tables:64K: the stacks stop in libc: {stacks[-1]}")
+    for bad in ("tables:1K", "dwarf", "tables:"):
+        p, _ = record(["/bin/true"], "-t", "cpu", f"--unwind={bad}")
+        eq(p.returncode, 1, f"--unwind={bad} refused")
+        check("bad --unwind" in p.stderr, p.stderr)
+
+
 # gdb's physical frames (not those of functions inlined into them, nor its tail-call guesses)
 # of every thread, by pc, with the module mapped there.
 GDB_SCRIPT = r"""

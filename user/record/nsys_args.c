@@ -413,10 +413,27 @@ static int opt_stats(struct rw *r, const char *opt, const char *v)
 	return 0;
 }
 
+/*
+ * -b fp|dwarf|lbr|none: fp is --unwind=fp; bpfsight's default (frame pointers, and unwind
+ * tables from .eh_frame where a stack is cut) does what dwarf is for, without copying the
+ * stack as perf does; lbr and none are said.
+ */
 static int opt_backtrace(struct rw *r, const char *opt, const char *v)
 {
-	if (strcmp(v, "fp") && strcmp(v, "none"))
-		differs(r, opt, "bpfsight unwinds native stacks by frame pointers, Python's apart");
+	if (!strcmp(v, "fp"))
+		return push(r, "--unwind=fp", 0) ? -ENOMEM : 0;
+	if (!strcmp(v, "dwarf"))
+		differs(r, opt,
+			"bpfsight unwinds by frame pointers and, where a stack is cut, "
+			"by unwind tables built from .eh_frame (--unwind=tables, the default)");
+	else if (!strcmp(v, "lbr"))
+		differs(r, opt,
+			"no LBR: frame pointers and unwind tables (--unwind=tables, the "
+			"default)");
+	else if (!strcmp(v, "none"))
+		differs(r, opt, "cpu samples always carry their stack");
+	else
+		return fail(r, "%s %s: give fp, dwarf, lbr or none", opt, v);
 	return 0;
 }
 

@@ -55,6 +55,9 @@ struct record_opts {
 	__u32 thread_names;
 	/* --stacks: per families[] index, the events of at least this many ns get a stack */
 	__u64 stack_ns[RECORD_MAX_FAMILIES];
+	/* --unwind: frame pointers only, or unwind tables of at most this many rows (0: default) */
+	__u32 unwind_fp;
+	__u64 unwind_rows;
 	struct flight_opts flight; /* --flight-recorder: window_ns 0 = off */
 	struct start_at start_at;  /* --start-at: set 0 = at once */
 	/* per families[] index, its options (struct family.opts_size), NULL without */

@@ -15,6 +15,7 @@
 #include "getopt_error.h"
 #include "human.h"
 #include "msg.h"
+#include "unwind_maps.h"
 
 #define R   RECORD_CMD_RECORD
 #define M   RECORD_CMD_MONITOR
@@ -324,6 +325,28 @@ static int opt_stacks(struct record_args *a, const char *list)
 	return ret;
 }
 
+/*
+ * --unwind=tables[:SIZE] or fp. The rows' map is allocated whole when a recording that takes
+ * stacks starts: SIZE is what an operator gives the tables (12 bytes a row).
+ */
+static int opt_unwind(struct record_args *a, const char *arg)
+{
+	__u64 bytes;
+
+	a->o.unwind_fp = !strcmp(arg, "fp");
+	a->o.unwind_rows = 0;
+	if (a->o.unwind_fp || !strcmp(arg, "tables"))
+		return 0;
+	if (strncmp(arg, "tables:", 7) || parse_size(arg + 7, &bytes) || bytes < (64ull << 10) ||
+	    bytes > (4ull << 30))
+		return FAIL("bad --unwind '%s': use tables (the default), tables:SIZE (the unwind "
+			    "tables' memory, 64K to 4G, default %uM) or fp (frame pointers only)",
+			    arg,
+			    (unsigned)((__u64)BS_UNW_ROWS * sizeof(struct bs_unwind_row) >> 20));
+	a->o.unwind_rows = bytes / sizeof(struct bs_unwind_row) & ~1ull; /* pairs of rows */
+	return 0;
+}
+
 static int opt_inject(struct record_args *a, const char *arg)
 {
 	a->o.inject = 1;
@@ -507,6 +530,11 @@ static const struct rec_option table[] = {
 	  "events that carry the calling thread's stack (native and Python): "
 	  "FAMILY[:THRESHOLD],... (its events of at least THRESHOLD; :0 every one), or none",
 	  NULL, opt_stacks },
+	{ "unwind", 0, "HOW", RM,
+	  "how native stacks are walked: tables (the default: frame pointers, and the unwind "
+	  "tables of .eh_frame where a stack is cut; tables:SIZE for their memory, default 48M) "
+	  "or fp (frame pointers only)",
+	  NULL, opt_unwind },
 	FAMILY_OPTIONS_HERE,
 	{ "inject", 0, NULL, R,
 	  "-p/-a with -t gpu or nvtx: load the cupti-shim into running processes that lack it "

@@ -170,8 +170,8 @@ static int create_shared_maps(struct record_ctx *ctx)
 	if (ctx->py_codes_fd < 0)
 		return -errno;
 	return unwind_load__create(record_opts__wants_stacks(ctx->opts) &&
-					   kfeature__has(KF_UNWIND_TABLES),
-				   &ctx->unw_rows_fd, &ctx->unw_procs_fd);
+					   kfeature__has(KF_UNWIND_TABLES) && !ctx->opts->unwind_fp,
+				   ctx->opts->unwind_rows, &ctx->unw_rows_fd, &ctx->unw_procs_fd);
 }
 
 static int add_target(struct record_ctx *ctx, pid_t pid)

@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include "array.h"
 #include "hmap.h"
+#include "human.h"
 #include "mono_clock.h"
 #include "msg.h"
 #include "record_ctx.h"
@@ -66,7 +67,7 @@ static __u64 stuck_ns(void)
 	return (__u64)(n ?: STUCK_S) * 1000000000ull;
 }
 
-int unwind_load__create(int tables, int *rows_fd, int *procs_fd)
+int unwind_load__create(int tables, __u64 rows, int *rows_fd, int *procs_fd)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
 	LIBBPF_OPTS(bpf_map_create_opts, no_prealloc, .map_flags = BPF_F_NO_PREALLOC);
@@ -74,7 +75,7 @@ int unwind_load__create(int tables, int *rows_fd, int *procs_fd)
 	/* Without tables the walk never reads a row: one, not the cap's worth of memory. */
 	*rows_fd = bpf_map_create(
 		BPF_MAP_TYPE_ARRAY, "unw_rows", sizeof(__u32), sizeof(struct bs_unw_pair),
-		tables ? record_ctx__map_entries("unw_rows") ?: BS_UNW_ROWS / 2 : 1,
+		!tables ? 1 : rows ? rows / 2 : record_ctx__map_entries("unw_rows") ?: BS_UNW_ROWS / 2,
 		tables ? &mmapable : NULL);
 	if (*rows_fd < 0)
 		return -errno;
@@ -169,12 +170,15 @@ static __u64 id_hash(const char *id)
 /* The rows' map is the cap on the tables' memory: reaching it is said, once. */
 static int no_room(struct unwind_load *u, const char *shown, __u32 n)
 {
+	char size[32];
+
 	if (!u->use.full++)
-		pr_warn("unwind tables: %s's %u rows do not fit in the %u left of %u (%llu MiB): "
+		pr_warn("unwind tables: %s's %u rows do not fit in the %u left of %u (%s): "
 			"its stacks stop there as without a table "
-			"(BPFSIGHT_MAP_ENTRIES=unw_rows=N: room for 2N rows)\n",
+			"(record --unwind=tables:SIZE gives them more: 12 bytes a row)\n",
 			shown, n, u->cap - u->used, u->cap,
-			(unsigned long long)u->cap * sizeof(struct bs_unwind_row) >> 20);
+			human__bytes((double)u->cap * sizeof(struct bs_unwind_row), size,
+				     sizeof(size)));
 	return -ENOSPC;
 }
 
