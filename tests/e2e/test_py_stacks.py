@@ -347,7 +347,8 @@ def test_an_interpreter_whose_frames_are_not_read_says_so():
     py = pyenv_python(7)
     if not py:
         raise Skip("no pyenv CPython 3.7 to stand for an interpreter whose frames are not read")
-    spin = "import time\nt = time.time()\nwhile time.time() - t < 0.4: pass\n"
+    # 0.4 s of CPU each (not of wall time: on a loaded machine that was 171 samples once)
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass\n"
     p, out = record(["sh", "-c", f'"$0" -c "$1" & "$0" -c "$1"; wait', py, spin], "-t", "cpu",
                     "--sample-rate", str(RATE))
     eq(p.returncode, 0, f"record exit ({p.stderr[-400:]})")
