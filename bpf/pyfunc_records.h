@@ -66,11 +66,18 @@ struct bs_pyfunc_call {
  */
 #define BS_PYFUNC_SPEC_SYMBOL "bpfsight_pyfunc_spec"
 #define BS_PYFUNC_SPEC_MAX    65536
+#define BS_PYFUNC_SPEC_MAGIC  0x6370736e66797062ull /* "bpyfnspc" */
 
+/*
+ * magic: the shim's initial value, never written. The recorder reads it at the address it
+ * computed before writing: a process that exec'd since that address was known (a child of a
+ * wrapper such as sh or env that became python) has other memory there, left untouched.
+ */
 struct bs_pyfunc_spec {
+	__u64 magic;
 	__u32 gen; /* written last */
-	__u32 len; /* bytes of text, < BS_PYFUNC_SPEC_MAX - 8 */
-	char text[BS_PYFUNC_SPEC_MAX - 8];
+	__u32 len; /* bytes of text, < BS_PYFUNC_SPEC_MAX - 16 */
+	char text[BS_PYFUNC_SPEC_MAX - 16];
 };
 
 BS_ASSERT_RECORD(bs_pyfunc_call, 56);

@@ -38,8 +38,8 @@ extern const struct shim_module shim_pyfunc_module;
 /* The pyfunc family's control site: bpfsight:pyfunc. */
 SHIM_SEMAPHORE(pyfunc);
 
-/* Written by the recorder (process_vm_writev): text first, gen last. */
-SHIM_EXPORT struct bs_pyfunc_spec bpfsight_pyfunc_spec;
+/* Written by the recorder (process_vm_writev): text first, gen last; magic, never. */
+SHIM_EXPORT struct bs_pyfunc_spec bpfsight_pyfunc_spec = { .magic = BS_PYFUNC_SPEC_MAGIC };
 
 #define SHIM_HOT_PYFUNC	 0x10 /* the callbacks record (shim.h: the next free bit after torch) */
 #define PYFUNC_MAX_DEPTH 128

@@ -5,8 +5,8 @@ was found) and checks that bpfsight's shim installed its hooks, then runs every 
 hook (the truth): sys.setprofile on 3.12+ (its own sys.monitoring tool, beside the shim's),
 sys.settrace before (the shim's C profile function holds the profile slot there), on every
 thread. It prints one JSON line: per named function, the pieces the hook saw (a generator's
-or coroutine's every run between resumes and yields is one, as cProfile counts them), their
-total duration and each one's.
+or coroutine's every run between resumes and yields is one, as cProfile counts them) and
+their total duration.
 
 loop: a job to attach to (-p --inject): a loop of untraced calls whose rate it prints with
 what its interpreter holds (monitoring tools, profile functions of every thread, threading's
@@ -93,7 +93,6 @@ class Truth:
         self.codes = codes  # code -> name
         self.count = {n: 0 for n in codes.values()}
         self.total = {n: 0 for n in codes.values()}
-        self.pieces = {n: [] for n in codes.values()}  # each piece's ns
         self.local = threading.local()
 
     def stack(self):
@@ -115,7 +114,6 @@ class Truth:
                 n, t0 = s.pop()
                 self.count[n] += 1
                 self.total[n] += now - t0
-                self.pieces[n].append(now - t0)
         return self.trace
 
     def trace(self, frame, what, arg):
@@ -188,8 +186,7 @@ def calls():
             th.join()
     g.pop("late", None)
     print(json.dumps({"pid": os.getpid(), "version": list(sys.version_info[:2]),
-                      "truth": {n: [t.count[n], t.total[n]] for n in t.count},
-                      "pieces": t.pieces}), flush=True)
+                      "truth": {n: [t.count[n], t.total[n]] for n in t.count}}), flush=True)
 
 
 def hooks():

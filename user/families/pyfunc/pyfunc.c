@@ -110,6 +110,11 @@ static int pyfunc_consume(struct record_ctx *ctx, void *state, const struct bs_h
 	return shim_link__consume(ctx, ((struct pyfunc_state *)state)->shim, rec);
 }
 
+static void pyfunc_observe(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
+{
+	pyfunc_writer__observe(((struct pyfunc_state *)state)->writer, rec);
+}
+
 static int pyfunc_poll(struct record_ctx *ctx, void *state)
 {
 	return shim_link__poll(ctx, ((struct pyfunc_state *)state)->shim);
@@ -127,7 +132,7 @@ static int pyfunc_prelaunch(const struct record_opts *o)
 
 /* ---- options ---- */
 
-#define SPEC_TEXT_MAX (BS_PYFUNC_SPEC_MAX - 8) /* struct bs_pyfunc_spec's text */
+#define SPEC_TEXT_MAX sizeof(((struct bs_pyfunc_spec *)0)->text)
 
 static void pyfunc_opts_init(void *opts, const char *cmd)
 {
@@ -228,6 +233,7 @@ const struct family family_pyfunc = {
 	.poll = pyfunc_poll,
 	.detach = pyfunc_detach,
 	.consume = pyfunc_consume,
+	.observe = pyfunc_observe,
 	.stop = pyfunc_stop,
 	.prelaunch = pyfunc_prelaunch,
 	.decoders = pyfunc_decoders,

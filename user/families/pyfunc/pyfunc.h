@@ -27,6 +27,8 @@ struct pyfunc_writer;
  */
 int pyfunc_writer__new(struct record_ctx *ctx, const char *text, struct pyfunc_writer **out);
 void pyfunc_writer__free(struct record_ctx *ctx, struct pyfunc_writer *w);
+/* Every record: an exec or an exit makes the process's next scan write it again. */
+void pyfunc_writer__observe(struct pyfunc_writer *w, const struct bs_hdr *rec);
 
 extern const struct family family_pyfunc; /* pyfunc.c */
 

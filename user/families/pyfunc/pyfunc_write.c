@@ -8,6 +8,12 @@
  * gen move reads a whole text. Added before the channel attaches (pyfunc.c), it writes before
  * the semaphore rises where it is the channel's first family; elsewhere the shim waits for a
  * gen it has not installed (it puts gen back to 0 when its recording ends).
+ *
+ * Written once per process image: an exec (a wrapper, `env python`, `chrt`, `sh -c`, a
+ * launcher, that becomes the job) maps the shim again at another address, and is written
+ * again there. Before each write the buffer's magic is read where the mapping said: a child
+ * told of by its fork with its parent's mappings may have exec'd meanwhile, and what lies at
+ * that address in its new image is left alone (its exec's scan writes it).
  */
 
 #include <errno.h>
@@ -27,7 +33,9 @@ struct pyfunc_writer {
 	const char *text;
 	__u32 len, gen;
 	int listener;
-	struct hmap *done; /* (pid, file) -> int: written */
+	struct hmap *done;   /* (pid, file) -> the process's image (images[pid]) + 1 written */
+	struct hmap *images; /* pid that mapped a shim -> __u64: new at each exec and its exit */
+	__u64 nimages;
 };
 
 struct spec_file {
@@ -59,19 +67,35 @@ static int put(pid_t pid, __u64 addr, const void *buf, size_t len)
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
 
+/* The shim's buffer is at ADDR in PID's memory now: its magic reads back. */
+static int is_spec(pid_t pid, __u64 addr)
+{
+	__u64 magic = 0;
+	struct iovec local = { &magic, sizeof(magic) }, remote = { (void *)(uintptr_t)addr, 8 };
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == sizeof(magic) &&
+	       magic == BS_PYFUNC_SPEC_MAGIC;
+}
+
 static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 		      const struct uprobe_mapping *mp)
 {
 	struct pyfunc_writer *w = arg;
 	const struct spec_file *f = cookie;
 	__u64 at = mp->bias + f->vaddr;
-	int *done = hmap__get(w->done, (struct hkey){ (__u64)pid, (__u64)(uintptr_t)f }, 1);
+	__u64 *image = hmap__get(w->images, (struct hkey){ (__u64)pid, 0 }, 1), now, *done;
 	int err;
 
 	(void)path;
-	if (!done || *done)
-		return; /* known (a rescan) */
-	*done = 1;
+	if (!image)
+		return;
+	now = *image + 1;
+	done = hmap__get(w->done, (struct hkey){ (__u64)pid, (__u64)(uintptr_t)f }, 1);
+	if (!done || *done == now)
+		return; /* this image has it (a rescan) */
+	if (!is_spec(pid, at))
+		return; /* another image now, or gone: its exec's scan comes */
+	*done = now;
 	err = put(pid, at + offsetof(struct bs_pyfunc_spec, text), w->text, w->len + 1);
 	if (!err)
 		err = put(pid, at + offsetof(struct bs_pyfunc_spec, len), &w->len, sizeof(w->len));
@@ -90,7 +114,10 @@ int pyfunc_writer__new(struct record_ctx *ctx, const char *text, struct pyfunc_w
 	struct uprobe_listener l = { .file = on_file, .mapped = on_mapped, .arg = w };
 	int id;
 
-	if (!w || !(w->done = hmap__new(sizeof(int)))) {
+	if (!w || !(w->done = hmap__new(sizeof(__u64))) ||
+	    !(w->images = hmap__new(sizeof(__u64)))) {
+		if (w)
+			hmap__free(w->done);
 		free(w);
 		return -ENOMEM;
 	}
@@ -101,6 +128,7 @@ int pyfunc_writer__new(struct record_ctx *ctx, const char *text, struct pyfunc_w
 	id = uprobe_mgr__listen(ctx, &l);
 	if (id < 0) {
 		hmap__free(w->done);
+		hmap__free(w->images);
 		free(w);
 		return id;
 	}
@@ -115,5 +143,18 @@ void pyfunc_writer__free(struct record_ctx *ctx, struct pyfunc_writer *w)
 		return;
 	uprobe_mgr__remove_listener(ctx->uprobes, w->listener);
 	hmap__free(w->done);
+	hmap__free(w->images);
 	free(w);
+}
+
+void pyfunc_writer__observe(struct pyfunc_writer *w, const struct bs_hdr *rec)
+{
+	__u64 *image;
+
+	/* A new image (or, after an exit, a new process with the pid): written again. */
+	if (rec->type != BS_REC_EXEC && !(rec->type == BS_REC_EXIT && rec->pid == rec->tid))
+		return;
+	image = hmap__get(w->images, (struct hkey){ (__u64)rec->pid, 0 }, 0);
+	if (image)
+		*image = ++w->nimages;
 }
