@@ -235,7 +235,7 @@ def test_unwind_option_chooses_the_walk_and_the_tables_memory():
     check(not any("main" in s for s in stacks) and any("qsort" in " ".join(map(str, s))
                                                        or "msort_with_tmp" in s for s in stacks),
           f"tables:64K: the stacks stop in libc: {stacks[-1]}")
-    for bad in ("tables:1K", "dwarf", "tables:"):
+    for bad in ("tables:1K", "tables:2G", "dwarf", "tables:"):
         p, _ = record(["/bin/true"], "-t", "cpu", f"--unwind={bad}")
         eq(p.returncode, 1, f"--unwind={bad} refused")
         check("bad --unwind" in p.stderr, p.stderr)

@@ -338,9 +338,9 @@ static int opt_unwind(struct record_args *a, const char *arg)
 	if (a->o.unwind_fp || !strcmp(arg, "tables"))
 		return 0;
 	if (strncmp(arg, "tables:", 7) || parse_size(arg + 7, &bytes) || bytes < (64ull << 10) ||
-	    bytes > (4ull << 30))
+	    bytes > (1ull << 30))
 		return FAIL("bad --unwind '%s': use tables (the default), tables:SIZE (the unwind "
-			    "tables' memory, 64K to 4G, default %uM) or fp (frame pointers only)",
+			    "tables' memory, 64K to 1G, default %uM) or fp (frame pointers only)",
 			    arg,
 			    (unsigned)((__u64)BS_UNW_ROWS * sizeof(struct bs_unwind_row) >> 20));
 	a->o.unwind_rows = bytes / sizeof(struct bs_unwind_row) & ~1ull; /* pairs of rows */
