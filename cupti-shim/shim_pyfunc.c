@@ -456,6 +456,13 @@ static void pyfunc_poll(void)
 	if (!gen)
 		return; /* the recorder has not written its spec yet */
 	err = shim_pyfunc_api__find(why, sizeof(why));
+	if (err == -ESRCH) {
+		/* The launched wrapper (sh, env, a launcher that is not Python): its children are. */
+		note(session, -ENOENT,
+		     "no Python in this process (yet): its Python children are "
+		     "traced, and it is if it loads libpython");
+		return;
+	}
 	if (err == -ENOENT) {
 		note(session, err, "no initialized Python interpreter in the process (yet)");
 		return;

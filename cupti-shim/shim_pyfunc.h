@@ -84,9 +84,10 @@ struct py_api {
 extern struct py_api py;
 
 /*
- * Find the API in this process: 0 when an initialized, usable interpreter is there; -ENOENT
- * when none (yet: an interpreter may start later); another -errno with WHY when refused for
- * good (free-threaded, a version outside 3.8-3.14).
+ * Find the API in this process: 0 when an initialized, usable interpreter is there; -ESRCH
+ * when the process has no Python at all (yet: a wrapper such as sh, or a program that loads
+ * libpython later); -ENOENT when it has one not initialized yet; another -errno with WHY when
+ * refused for good (free-threaded, a version outside 3.8-3.14).
  */
 int shim_pyfunc_api__find(char *why, size_t len);
 

@@ -197,7 +197,7 @@ int shim_pyfunc_api__find(char *why, size_t len)
 	if (err != -ENOENT)
 		return err;
 	if (!MAYBE(Py_IsInitialized, "Py_IsInitialized"))
-		return -ENOENT;
+		return -ESRCH; /* no Python here (yet): a wrapper, or a program that loads it later */
 	if (!py.Py_IsInitialized())
 		return -ENOENT; /* not yet: an embedding program may start one later */
 	err = bind(why, len);
