@@ -30,8 +30,8 @@ import subprocess
 import threading
 import time
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, spawn, stats, tell,
-                     tmpdir, wait_for)
+from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, run, spawn, stats,
+                     tell, tmpdir, wait_for)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 30
@@ -337,3 +337,29 @@ def test_pyfunc_option_implies_the_family_and_bad_input():
         eq(p.returncode, 1, f"{args}: exit status ({p.stderr[-800:]})")
         check(says in p.stderr, f"{args}: says why: {p.stderr[-800:]}")
         check(not os.path.exists(mark), f"{args}: CMD never ran")
+
+
+def test_the_shims_own_gil_waits_are_not_the_verdict():
+    """The shim's poller takes the GIL to look for a function not found yet (every second):
+    behind a main thread that holds it in long C calls (sorted() of 3 M floats, 0.6 s each)
+    it waits a good share of its time. gil_sum shows that thread (bpfsight-shim) as it is; the
+    verdict speaks of the job's threads only (it named bpfsight-shim before)."""
+    need_shim()
+    py = interpreter("3.10")
+    job = ("import random, time\n"
+           "big = [random.random() for _ in range(3000000)]\n"
+           "t = time.time()\n"
+           "while time.time() - t < 4:\n"
+           "    sorted(big)\n")
+    out = os.path.join(tmpdir(), "gil.bst")
+    p = subprocess.run([BPFSIGHT, "record", "-o", out, "-t", "gil,pyfunc", "--python-functions",
+                        "nosuchmodule:f", "--", py, "-c", job], capture_output=True, text=True,
+                       timeout=120)
+    eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
+    shim = [r for r in stats(out, "gil_sum")["gil_sum"] if r["thread_name"] == "bpfsight-shim"]
+    check(shim and shim[0]["contention_pct"] >= 5,
+          f"the shim's thread waited for the GIL (the case at hand): {shim}")
+    text = run([BPFSIGHT, "stats", out], check=True).stdout
+    verdict = text[:text.index("\n** ")]  # the verdict and its claims, before the tables
+    check("bpfsight-shim" not in verdict and "bpfsight-shim" not in p.stderr.splitlines()[-1],
+          f"the verdict names the shim's thread: {verdict}")

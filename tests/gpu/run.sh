@@ -259,6 +259,30 @@ if [ -n "$shim" ]; then
 	check "torch: ops equal torch.profiler's, every kernel under the op that launched it, key_averages' counts and FLOPs" \
 		python3 "$here/check_torch.py" compare "$bin" "$work/torch.bst" "$work/torch_prof.json"
 
+	echo "== pyfunc: --python-functions pytorch on the GPU loop, through a launcher"
+	# torchrun starts the worker as a child (fork and exec of python): each new image's shim
+	# gets the spec (docs/PYFUNC-mechanism.md). Without torchrun, env execs it.
+	launcher=(env)
+	command -v torchrun >/dev/null && launcher=(torchrun --standalone --nproc_per_node=1)
+	check "pyfunc: bpfsight record --python-functions pytorch -- ${launcher[*]} check_torch.py loop 16" \
+		"$bin" record -f --python-functions pytorch -o "$work/pyfunc.bst" -- \
+		"${launcher[@]}" "$here/check_torch.py" loop 16
+	"$bin" stats "$work/pyfunc.bst" -r pyfunc_sum | head -20 || true
+	check "pyfunc: the worker's 16 AdamW steps, zero_grads and backwards, its modules' forwards" \
+		python3 - "$bin" "$work/pyfunc.bst" <<-'EOF'
+			import json, re, subprocess, sys
+			out = subprocess.run([sys.argv[1], "stats", sys.argv[2], "-r", "pyfunc_sum",
+			                      "--format", "json"], capture_output=True, text=True, check=True)
+			rows = json.loads(out.stdout)["reports"]["pyfunc_sum"]
+			calls = lambda pat: sum(r["calls"] for r in rows if re.fullmatch(pat, r["function"]))
+			got = (calls(r"torch\.optim\.[\w.]+:AdamW\.step"),
+			       calls(r"torch\.optim\.optimizer:Optimizer\.zero_grad"),
+			       calls(r"torch\._tensor:Tensor\.backward"),
+			       calls(r".*\.forward") >= 16)
+			print("steps, zero_grads, backwards, forwards >= 16:", got)
+			sys.exit(0 if got == (16, 16, 16, True) else 1)
+		EOF
+
 	echo "== cublas: torch.mm's GEMMs, their kernels, TFLOP/s and MFU"
 	check "cublas: bpfsight record -t cuda,gpu,cublas" \
 		"$bin" record -f -t cuda,gpu,cublas -o "$work/gemm.bst" -- \

@@ -91,10 +91,19 @@ static void claim_holder_code(struct verdict *v)
 			(unsigned long long)table__get_u64(t, best, cl));
 }
 
+/*
+ * bpfsight's own thread in the job (the cupti-shim's poller, which takes the GIL to find the
+ * functions --python-functions names): its waits are the tracer's, not the job's bottleneck.
+ */
+static int own_thread(const char *name)
+{
+	return name && !strcmp(name, "bpfsight-shim");
+}
+
 static void gil_claims(void *st, struct verdict *v)
 {
 	const struct table *t = verdict__table(v, "gil_sum");
-	int cp, ct, cw, cc, best = -1, over = 0;
+	int cp, ct, cw, cc, cn, best = -1, over = 0;
 	char who[128], d1[32], d2[32], more[64] = "";
 	double pct, best_pct = 0;
 	__u64 wait;
@@ -105,7 +114,10 @@ static void gil_claims(void *st, struct verdict *v)
 	ct = table__col(t, "tid");
 	cw = table__col(t, "wait_total_ns");
 	cc = table__col(t, "contention_pct");
+	cn = table__col(t, "thread_name");
 	for (int r = 0; r < table__nrows(t); r++) {
+		if (own_thread(table__get_str(t, r, cn)))
+			continue;
 		pct = table__get_number(t, r, cc);
 		wait = table__get_u64(t, r, cw);
 		if (pct >= GIL_BOUND_SHARE * 100 && wait >= GIL_BOUND_MIN_NS)
