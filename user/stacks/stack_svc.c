@@ -364,9 +364,13 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 	/* The manager is freed before the families detach: the last stacks go unnamed. */
 	nn = stack_intern__symbolize(s->intern, ctx, ctx->uprobes ? s->mgr : NULL, pid, w, n,
 				     capped, end, nf);
-	/* Cut in code without frame pointers: the tables of the stack's files, for the next. */
+	/*
+	 * Cut in code without frame pointers: the tables of the stack's files, for the next
+	 * stacks (none once the recording stops: a build then would only take CPU from the
+	 * last stacks' names, which have a second each to read their files).
+	 */
 	if (s->unw && ctx->uprobes && nn && nf[nn - 1].kind == BS_FRAME_CUT &&
-	    nf[nn - 1].line == BS_CUT_NO_FP)
+	    nf[nn - 1].line == BS_CUT_NO_FP && !record_ctx__must_stop(ctx))
 		stack_unwind__cut(s->unw, pid, w, n);
 	if (npy && p && p->minor)
 		np = name_python(ctx, s, pid, p->minor, (const struct bs_py_frame *)(w + n), npy,
