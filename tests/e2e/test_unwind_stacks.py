@@ -200,7 +200,7 @@ def test_info_says_the_unwind_tables_memory_as_the_end_of_run_line():
 def test_unwind_option_chooses_the_walk_and_the_tables_memory():
     """--unwind=fp walks by frame pointers alone: the spin's samples stop in the program's
     code without them (none reaches main) and no table is built or reserved.
-    --unwind=tables:1M reserves 1 MiB: the tables fit, the samples are whole. tables:64K
+    --unwind=tables:4M reserves 4 MiB: the tables fit, the samples are whole. tables:64K
     (5,460 rows): libc's 28 k rows do not fit, said once, counted among the files without
     one, and the samples stop in libc's qsort as without a table. A bad value is refused."""
     need_root()
@@ -210,9 +210,12 @@ def test_unwind_option_chooses_the_walk_and_the_tables_memory():
                         f"--unwind={how}")
         eq(p.returncode, 0, f"--unwind={how}: {p.stderr[-600:]}")
         # Every sample of the program in user space (by frame pointers alone, those in
-        # clock_gettime's vDSO name nothing below it).
+        # clock_gettime's vDSO name nothing below it), not those of the launched child
+        # before its exec (bpfsight's own code, its own main: a loaded machine takes some).
         stacks = [[f.get("func") for f in r["stack"]] for r in dump(out)
-                  if r.get("name") == "user" and r.get("stack")]
+                  if r.get("name") == "user" and r.get("stack") and
+                  not any(os.path.basename(f.get("file", "")) == "bpfsight"
+                          for f in r["stack"])]
         # ~400 on a quiet machine; the spin is wall time, so a loaded one takes fewer.
         check(len(stacks) >= 20, f"--unwind={how}: {len(stacks)} samples")
         return p.stderr, stacks, info(out).get("unwind_tables")
@@ -220,18 +223,21 @@ def test_unwind_option_chooses_the_walk_and_the_tables_memory():
     err, stacks, u = spin("fp")
     check(not any("main" in s for s in stacks), f"fp: a stack reached main: {stacks[0]}")
     check(u is None and not UNWIND_LINE.search(err), f"fp: tables: {u} {err[-300:]}")
-    err, stacks, u = spin("tables:1M")
+    err, stacks, u = spin("tables:4M")
     spins = [s for s in stacks if "spin_here" in s]
     check(len(spins) >= 10 and all("main" in s for s in spins[len(spins) // 2:]),
-          f"tables:1M: {len(spins)} spins, cut: {[s for s in spins if 'main' not in s][-1:]}")
-    eq(u["bytes_reserved"], 1048560, "1 MiB reserved (whole pairs of 12-byte rows)")
+          f"tables:4M: {len(spins)} spins, cut: {[s for s in spins if 'main' not in s][-1:]}")
+    eq(u["bytes_reserved"], 4194288, "4 MiB reserved (whole pairs of 12-byte rows)")
     eq(u["files_without"], 0, "files without a table")
     err, stacks, u = spin("tables:64K")
     said = re.findall(r"warning: unwind tables: (\S+)'s (\d+) rows do not fit in the \d+ left "
                       r"of 5460 \(64.0 KiB\): its stacks stop there", err)
-    eq([(os.path.basename(f), int(n) > 5460) for f, n in said], [("libc.so.6", True)],
-       f"the file that does not fit, said once: {err[-600:]}")
-    eq(u["files_without"], 1, "libc among the files without a table")
+    # Said once, for the first file that did not fit: libc's, or under load the launched
+    # child's own code before its exec (bpfsight's, when a sample lands there).
+    eq(len(said), 1, f"the file that does not fit, said once: {err[-600:]}")
+    check(os.path.basename(said[0][0]) in ("libc.so.6", "bpfsight") and int(said[0][1]) > 5460,
+          f"the file said: {said}")
+    check(u["files_without"] >= 1, f"libc among the files without a table: {u}")
     check(not any("main" in s for s in stacks) and any("qsort" in " ".join(map(str, s))
                                                        or "msort_with_tmp" in s for s in stacks),
           f"tables:64K: the stacks stop in libc: {stacks[-1]}")
