@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "export_chrome.h"
+#include "fd_write.h"
 #include "family.h"
 #include "json.h"
 #include "hmap.h"
@@ -45,21 +46,11 @@
 
 static int write_all(int fd, const void *buf, size_t n, int *errp)
 {
-	const char *p = buf;
-	ssize_t w;
+	int err = fd__write_all(fd, buf, n);
 
-	while (n) {
-		w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			*errp = w < 0 ? errno : EIO;
-			return -1;
-		}
-		p += w;
-		n -= w;
-	}
-	return 0;
+	if (err)
+		*errp = -err;
+	return err ? -1 : 0;
 }
 
 /* Deflate N bytes (Z_NO_FLUSH) or finish the stream (Z_FINISH), writing what comes out. */

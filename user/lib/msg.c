@@ -1,29 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* bpfsight's messages on stderr (msg.h). */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include "fd_write.h"
 #include "msg.h"
 #include "utf8.h"
 
 static const char *cmd_name;
-
-static void write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		p += n;
-		len -= (size_t)n;
-	}
-}
 
 void msg__set_cmd(const char *cmd)
 {
@@ -75,7 +60,7 @@ static void say(const char *kind, const char *fmt, va_list ap)
 	} else if (!fclose(f) && out) {
 		flockfile(stderr);
 		fflush(stderr);
-		write_all(fileno(stderr), out, len);
+		fd__write_all(fileno(stderr), out, len);
 		funlockfile(stderr);
 	}
 	free(out);

@@ -8,26 +8,13 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include "fd_write.h"
 #include "top_term.h"
 
 #define ENTER "\033[?1049h\033[?25l\033[H\033[2J" /* alternate screen, no cursor, cleared */
 #define LEAVE "\033[?25h\033[?1049l"		  /* cursor back, the screen of before */
 
 static struct top_term *taken; /* for the fatal-signal handler */
-
-static void write_all(int fd, const char *s, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, s, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return; /* the terminal is gone (ssh dropped): nothing to draw on */
-		s += w;
-		n -= w;
-	}
-}
 
 int top_term__usable(void)
 {
@@ -52,7 +39,7 @@ void top_term__restore(struct top_term *tt)
 {
 	if (!tt || tt->out < 0)
 		return;
-	write_all(tt->out, LEAVE, strlen(LEAVE));
+	fd__write_all(tt->out, LEAVE, strlen(LEAVE)); /* a terminal gone: nothing to draw on */
 	if (tt->keys)
 		tcsetattr(tt->in, TCSAFLUSH, &tt->saved);
 	tt->keys = 0;
@@ -127,7 +114,7 @@ int top_term__open(struct top_term *tt)
 	taken = tt;
 	catch_fatal();
 	top_term__size(tt);
-	write_all(tt->out, ENTER, strlen(ENTER));
+	fd__write_all(tt->out, ENTER, strlen(ENTER));
 	return 0;
 }
 
@@ -155,7 +142,7 @@ void top_term__draw(struct top_term *tt, const char *text, size_t len)
 	}
 	memcpy(buf + n, "\033[J", 3);
 	n += 3;
-	write_all(tt->out, buf, n);
+	fd__write_all(tt->out, buf, n);
 	free(buf);
 }
 
