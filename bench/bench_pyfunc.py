@@ -115,14 +115,9 @@ def text(ctx, res):
 
 
 def markdown(ctx, res):
-    from bench_common import begin, end
+    from bench_common import block_head, end
     g = ctx.goals
-    out = [begin(NAME), "## Python functions (`--python-functions`)", "",
-           f"Measured {ctx.machine['date']} by {ctx.invocation}, bpfsight "
-           f"{ctx.machine['version']}." + (" **Quick run: indicative only.**" if ctx.quick
-                                            else ""), "",
-           f"Machine: `nproc` {ctx.machine['nproc']}, CPU {ctx.machine['cpu']}, hypervisor: "
-           f"{ctx.machine['virt']}.", "",
+    out = block_head(ctx, NAME, "Python functions (`--python-functions`)") + [
            "Per interpreter, bench/pyfunc_loop.py times `f()` and `g()` (both `pass`) untraced "
            "and `f()` under a hook written in Python (3.12+: a sys.monitoring tool whose "
            "PY_START and PY_RETURN callbacks are Python lambdas, local events on f only; "

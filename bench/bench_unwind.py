@@ -16,7 +16,7 @@ import os
 import statistics
 import subprocess
 
-from bench_common import BenchError, begin, end
+from bench_common import BenchError, block_head, end
 
 NAME = "unwind"
 GOAL_S = 1.0  # libtorch_cpu's table, built once per build id
@@ -80,12 +80,7 @@ def text(ctx, res):
 
 def markdown(ctx, res):
     g = ctx.goals
-    out = [begin(NAME), "## Unwind tables: building them (issue 42)", "",
-           f"Measured {ctx.machine['date']} by {ctx.invocation}, bpfsight "
-           f"{ctx.machine['version']}." + (" **Quick run: indicative only.**" if ctx.quick
-                                            else ""), "",
-           f"Machine: `nproc` {ctx.machine['nproc']}, CPU {ctx.machine['cpu']}, hypervisor: "
-           f"{ctx.machine['virt']}.", "", "```",
+    out = block_head(ctx, NAME, "Unwind tables: building them (issue 42)") + ["```",
            "build/tests/unwind_dump --stats FILE   # a process per run: build_ns, the table's "
            "rows and bytes,",
            "                                       # its peak RSS (VmHWM), the cache's second "
