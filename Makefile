@@ -79,7 +79,7 @@ FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
 	bench-unwind check-unwind-tables \
 	man install uninstall deb check-deb check-kernels check-torch-versions check-pyfunc-versions \
-	bench-unwind-walk
+	bench-unwind-walk record-path
 all: $(OUT)/bpfsight man
 
 help:
@@ -97,6 +97,8 @@ help:
 	@echo '                BENCH_ARGS=--quick: < 1 min, indicative only)'
 	@echo 'make bench-unwind  unwind tables: build time and memory for libtorch_cpu, cuBLAS (~15 s)'
 	@echo 'make bench-unwind-walk  unwind tables walked: a stack'"'"'s cost against frame pointers (~1 min)'
+	@echo 'make record-path  how far one ring record travels from the driver: files entered,'
+	@echo '                climbs up a floor of docs/ARCHITECTURE.md (tools/record_path.py, ~1 min)'
 	@echo 'make vmlinux    regenerate vmlinux/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo 'make format     clang-format every C file git tracks (.clang-format; make check'
 	@echo '                fails on an unformatted one)'
@@ -489,6 +491,10 @@ soak: test-build
 	$(Q)BPFSIGHT_SOAK=1 $(PYTHON) tests/run_tests.py --build $(OUT) --no-unit --no-fuzz -k soak
 
 # One corpus per fuzzer, grown from its committed seeds (tests/fuzz/seeds[-NAME]).
+# The compiler's call graph of user/ from the driver's record callback (tools/record_path.py).
+record-path: $(SKELS)
+	$(Q)$(PYTHON) tools/record_path.py --build $(OUT) $(RECORD_PATH_ARGS)
+
 fuzz: $(FUZZERS)
 	$(Q)for f in reader decode shim_unpack pylines elf eh_frame; do \
 		s=tests/fuzz/seeds; [ $$f = reader ] || s=$$s-$$f; \

@@ -9,7 +9,7 @@
  * and are covered at once. When the last thread of a process exits, its tgid leaves targets,
  * so a recycled pid is not traced by mistake. In launch mode CMD is forked before anything is
  * attached and waits on a pipe; once the probes are live and its pid is in targets, it is
- * released and execs (user/record/launch.c).
+ * released and execs (user/session/launch.c).
  */
 #define BS_BLOCK 0x00
 #include "common.bpf.h"

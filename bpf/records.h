@@ -135,7 +135,7 @@ struct bs_thread {
 
 /*
  * The name a language runtime gave a thread (Python's threading.Thread name: "MainThread",
- * "cpu-0"), read from the process while it lives (user/record/thread_names.c): written when
+ * "cpu-0"), read from the process while it lives (user/python/thread_names.c): written when
  * first read and whenever it changes. Readers show it in place of the thread's comm, until
  * the thread's tid is reused (FORK) or its process execs. hdr.pid/tid: the thread; hdr.ts:
  * when it was read.

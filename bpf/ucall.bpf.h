@@ -2,8 +2,9 @@
 /*
  * Generic entry/return uprobes for API families (cuda, nccl): one pair of programs serves
  * every probed function; the probe's bpf_cookie (records.h, BS_UCOOKIE) says which function
- * it is and what to capture. A family's .bpf.c defines UCALL_REC_TYPE and UCALL_LOSS_DEPTH
- * (its loss cause for calls nested deeper than UCALL_MAX_DEPTH) and includes this.
+ * it is and what to capture. ucall.bpf.c, the one object of every such family, defines
+ * UCALL_REC_TYPE and UCALL_LOSS_DEPTH (its loss cause for calls nested deeper than
+ * UCALL_MAX_DEPTH) as rodata the family sets, and includes this.
  *
  * Entry pushes a frame (time, cookie, 6 register + 6 stack argument words) on a per-thread
  * stack: no hash insert/delete per call, and nesting (a driver call inside a runtime call) is

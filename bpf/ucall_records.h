@@ -13,7 +13,7 @@
  * One call of a probed user-space API function (cuda, nccl): the generic uprobe programs of
  * bpf/ucall.bpf.h. hdr.ts = entry, written at return. What is captured per function comes
  * from the probe's bpf_cookie (BS_UCOOKIE below), which user space compiles from the
- * argument spec of the function's entry in the family's API table (user/ucall/ucall_spec.h); the
+ * argument spec of the function's entry in the family's API table (user/core/ucall_spec.h); the
  * entry's index is `fn`.
  */
 #define BS_UCALL_NARGS	      12  /* rdi rsi rdx rcx r8 r9, then 6 stack words */

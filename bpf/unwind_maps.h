@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The maps the native walk reads unwind tables from (bpf/stack_native.bpf.h), filled by the
- * stack service (user/stacks/unwind_maps.c), shared by every BPF object of a recording as
+ * stack service (user/stacks/unwind_load.c), shared by every BPF object of a recording as
  * py_procs is (docs/STACKS.md, "Unwind tables"):
  * - unw_rows: every loaded file's rows (bpf/unwind_table.h), one file after another, each
  *   sorted by pc; an ARRAY (its lookups are inlined: a binary search costs no helper call),

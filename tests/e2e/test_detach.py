@@ -196,7 +196,7 @@ def test_nothing_left_after_detaching_every_family():
     settle(lambda: semaphores(job.pid), base_sems, "every semaphore back to 0")
     wait_for(lambda: job.shim_said("detached"), 30, "the shim detached")
     # The links go last: the recorder hands them to bpfsight-detach, which drops them once the
-    # kernel has let the probes go (user/record/recorder.h, "Stopping at any event rate").
+    # kernel has let the probes go (user/session/recorder.h, "Stopping at any event rate").
     settle(lambda: [(k, i) for k, i in sorted(ids) if bpf_exists(k, i)], [],
            "none of the recorder's programs and links is left")
     job.ask("steps 2")

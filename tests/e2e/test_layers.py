@@ -46,9 +46,68 @@ def test_a_planted_violation_is_named():
     p = check_layers(d)
     eq(p.returncode, 1, f"planted violations fail the check: {p.stdout}")
     lines = p.stdout.splitlines()
-    eq(len(lines), 2, f"one line per violation: {lines}")
+    eq(len(lines), 3, f"one line per violation, and the circle core -> cli closes: {lines}")
     eq(lines[0], f'user/core/trace_walk.c:{core}: #include "commands.h": core may not include '
        f'cli; core may include: lib (docs/ARCHITECTURE.md, "Layers")', "core -> cli named")
     check(lines[1].startswith(f'user/families/osrt/osrt.h:{pair}: #include "gil.h": family osrt '
                               f'includes family gil, which is not a listed pair'),
           f"an unlisted family pair named: {lines[1]}")
+    check(lines[2].startswith("include circle across folders: cli -> core (") and
+          f"core -> cli (user/core/trace_walk.c:{core})" in lines[2],
+          f"the circle core -> cli named with its includes: {lines[2]}")
+
+
+def copy_tree():
+    d = tmpdir()
+    for sub in ("user", "bpf"):
+        shutil.copytree(os.path.join(ROOT, sub), os.path.join(d, sub))
+    os.makedirs(os.path.join(d, "docs"))
+    shutil.copy(os.path.join(ROOT, "docs", "ARCHITECTURE.md"), os.path.join(d, "docs"))
+    return d
+
+
+def test_a_service_that_includes_one_above_it_is_named():
+    """The services are floors in their row's order: record is below the stack service, so
+    record_ctx.c reaching up into stack_svc.h breaks the order (and closes a circle)."""
+    d = copy_tree()
+    eq(check_layers(d).returncode, 0, "the copy passes before anything is planted")
+    up = plant(os.path.join(d, "user", "record", "record_ctx.c"), '#include "record_ctx.h"',
+               '#include "stack_svc.h"')
+    p = check_layers(d)
+    eq(p.returncode, 1, f"an include up the services fails the check: {p.stdout}")
+    lines = p.stdout.splitlines()
+    eq(lines[0], f'user/record/record_ctx.c:{up}: #include "stack_svc.h": stacks comes after '
+       f'record in the services row, which is ordered: a services folder includes only those '
+       f'before it (docs/ARCHITECTURE.md, "Layers")', "the include up named")
+    check(any(x.startswith("include circle across folders:") and
+              f"record -> stacks (user/record/record_ctx.c:{up})" in x for x in lines[1:]),
+          f"and the circle it closes: {lines}")
+
+
+def test_an_include_circle_the_rules_allow_is_still_named():
+    """torch builds on mem (it includes mem_live.h) and mem on torch's records (both listed
+    pairs): mem including a torch header too is allowed row by row, and closes a circle."""
+    d = copy_tree()
+    b = plant(os.path.join(d, "user", "families", "mem", "mem_leaks_report.c"),
+              '#include "hmap.h"', '#include "torch.h"')
+    p = check_layers(d)
+    eq(p.returncode, 1, f"the circle fails the check: {p.stdout}")
+    lines = p.stdout.splitlines()
+    eq(len(lines), 1, f"the circle alone, both includes being allowed: {lines}")
+    check(f"families/mem -> families/torch (user/families/mem/mem_leaks_report.c:{b})" in lines[0]
+          and "families/torch -> families/mem (user/families/torch/" in lines[0],
+          f"each step with its include: {lines[0]}")
+
+
+def test_core_names_only_the_plug_in_tables_listed():
+    """core is below the services: a core header naming one of their types (even by pointer,
+    with no include) is named, and the family interface's listed plug-in tables are not."""
+    d = copy_tree()
+    line = plant(os.path.join(d, "user", "core", "event.h"), "struct json; /* json.h */",
+                 "struct stack_svc;")
+    p = check_layers(d)
+    eq(p.returncode, 1, f"a service's type in core fails the check: {p.stdout}")
+    lines = p.stdout.splitlines()
+    eq(len(lines), 1, f"that one: {lines}")
+    check(lines[0].startswith("user/core/event.h: struct stack_svc (user/stacks/) is named by "
+                              "core, which is below it"), f"named: {lines[0]}")

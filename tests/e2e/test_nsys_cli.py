@@ -95,6 +95,28 @@ def test_nsys_values_are_never_the_command():
     eq(p.returncode, 0, f"-f alone overwrites ({p.stderr[-300:]})")
 
 
+def test_nsys_trace_names_mean_the_same_in_record_and_profile():
+    """An nsys -t name bpfsight has not itself records the same families under both verbs
+    (one table: nsys_args.h): cuda-hw is the calls and the GPU work, python-gil gil, the
+    -verbose forms their family; bpfsight's own names keep their meaning under record."""
+    need_cuda(API_SHARED)
+    cases = [("cuda-hw", "cuda,gpu", "cuda,gpu"), ("python-gil", "gil", "gil"),
+             ("cublas-verbose", "cublas", "cublas"), ("cudnn-verbose", "cudnn", "cudnn"),
+             ("cuda", "cuda", "cuda,gpu")]
+    for name, rec, prof in cases:
+        for verb, want in (("record", rec), ("profile", prof)):
+            out = os.path.join(tmpdir(), "t.bst")
+            p = run([BPFSIGHT, verb, "-t", name, "-s", "none", "-o", out, API_SHARED, "1"],
+                    timeout=120)
+            eq(p.returncode, 0, f"{verb} -t {name}: exit ({p.stderr[-600:]})")
+            got = fams(out) - {"proc", "sched"}  # profile adds nsys's context switches
+            eq(got, set(want.split(",")), f"{verb} -t {name}: families")
+    p = run([BPFSIGHT, "record", "-t", "mpi", "-o", os.path.join(tmpdir(), "x.bst"),
+             API_SHARED, "1"])
+    eq(p.returncode, 1, "record -t mpi: refused")
+    check("nsys traces mpi; bpfsight has no family for it" in p.stderr, p.stderr)
+
+
 def test_nsys_options_without_equivalent_are_named():
     """An nsys option or -t name bpfsight has no equivalent for: exit 1, the option named;
     nothing launched."""

@@ -244,12 +244,19 @@ static void listen(void *arg, const struct bs_hdr *rec, const char *text)
 		torch_steps__op(arg, (const void *)rec, text);
 }
 
+/* Where the unpacked records go: the trace file check_trace reads back. */
+static int to_file(void *arg, const struct bs_hdr *rec)
+{
+	return trace_writer__append(arg, rec);
+}
+
 int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 {
 	struct record_opts o = {};
 	/* Live from the first instant: a capture counts every step scope (torch_steps.c). */
 	struct record_ctx ctx = { .opts = &o, .self_pid = 1, .live_ns = 1 };
 	struct torch_steps *steps = NULL;
+	struct trace_writer *w;
 	struct shim_unpack *u;
 	size_t off, n;
 	__u32 wanted;
@@ -270,8 +277,9 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		ctx.gate = capture_gate__new();
 	}
 	ctx.strings = string_pool__new();
-	ctx.writer = trace_writer__open(path, &meta, TRACE_WRITER_FORCE, &err);
-	u = ctx.writer && ctx.strings ? shim_unpack__new(&ctx, -1) : NULL;
+	w = trace_writer__open(path, &meta, TRACE_WRITER_FORCE, &err);
+	ctx.out = (struct record_out){ to_file, w };
+	u = w && ctx.strings ? shim_unpack__new(&ctx, -1) : NULL;
 	if (!u || (o.capture && !ctx.gate))
 		abort();
 	want(u, wanted);
@@ -300,10 +308,10 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	shim_unpack__finish(u);
 	shim_unpack__free(u);
 	torch_steps__free(steps);
-	if (ctx.write_err || trace_writer__flush(ctx.writer))
+	if (ctx.write_err || trace_writer__flush(w))
 		abort();
-	check_trace(trace_writer__records(ctx.writer));
-	trace_writer__free(ctx.writer);
+	check_trace(trace_writer__records(w));
+	trace_writer__free(w);
 	unlink(path);
 	string_pool__free(ctx.strings);
 	capture_gate__free(ctx.gate);

@@ -52,11 +52,6 @@ static const struct family_shim toyshim_shim = {
 	.env = NULL, /* launch mode: LD_PRELOAD */
 };
 
-static int toyshim_attach(struct record_ctx *ctx, void **state)
-{
-	return shim_link__attach(ctx, &family_toyshim, state);
-}
-
 static int toyshim_prelaunch(const struct record_opts *o)
 {
 	return shim_link__prelaunch(o, &family_toyshim);
@@ -173,7 +168,7 @@ const struct family family_toyshim = {
 	.ring_only = shim_ring_only,
 	/* shim.bpf.c tells the USDT sites apart by their cookies */
 	.needs = 1u << KF_ATTACH_COOKIE,
-	.attach = toyshim_attach,
+	.attach = shim_link__attach,
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,
 	.consume = shim_link__consume,

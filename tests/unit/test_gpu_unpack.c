@@ -21,13 +21,14 @@
 static struct bs_gpu_api got;
 static int napi;
 
-static void sink(void *arg, const struct bs_hdr *rec)
+static int sink(void *arg, const struct bs_hdr *rec)
 {
 	(void)arg;
 	if (rec->type == BS_REC_GPU_API) {
 		memcpy(&got, rec, sizeof(got));
 		napi++;
 	}
+	return 0;
 }
 
 static __u64 family_bit(const struct family *f)
@@ -55,9 +56,8 @@ static __u32 fn(const char *name)
 static void test_api_record_waits_for_its_call_when_cuda_is_recorded(void)
 {
 	enum { LEN = sizeof(struct bs_shim_batch_hdr) + sizeof(struct bs_gpu_api) };
-	struct record_opts o = { .families = family_bit(&family_cuda) | family_bit(&family_gpu),
-				 .sink = sink };
-	struct record_ctx ctx = { .opts = &o };
+	struct record_opts o = { .families = family_bit(&family_cuda) | family_bit(&family_gpu) };
+	struct record_ctx ctx = { .opts = &o, .out = { sink, NULL } };
 	struct bs_ucall call = { .h = { .type = BS_REC_CUDA_CALL,
 					.size = sizeof(call),
 					.pid = PID,

@@ -16,11 +16,12 @@
 
 static long stacks_written, strings_written;
 
-static void sink(void *arg, const struct bs_hdr *rec)
+static int sink(void *arg, const struct bs_hdr *rec)
 {
 	(void)arg;
 	stacks_written += rec->type == BS_REC_STACK;
 	strings_written += rec->type == BS_REC_STRING;
+	return 0;
 }
 
 /* A stack of three frames of process PID whose innermost address is I: distinct per I. */
@@ -37,8 +38,8 @@ static __u32 stack_of(struct stack_intern *s, struct record_ctx *ctx, pid_t pid,
 
 static void test_a_process_keeps_65536_stacks(void)
 {
-	struct record_opts o = { .sink = sink };
-	struct record_ctx ctx = { .opts = &o };
+	struct record_opts o = { 0 };
+	struct record_ctx ctx = { .opts = &o, .out = { sink, NULL } };
 	struct stack_intern *s = stack_intern__new();
 	__u32 first = 0, kept = 0;
 
@@ -62,8 +63,10 @@ static void test_a_process_keeps_65536_stacks(void)
 
 static void test_the_names_keep_to_256_mib(void)
 {
-	struct record_opts o = { .sink = sink };
-	struct record_ctx ctx = { .opts = &o, .strings = string_pool__new() };
+	struct record_opts o = { 0 };
+	struct record_ctx ctx = { .opts = &o,
+				  .out = { sink, NULL },
+				  .strings = string_pool__new() };
 	size_t len = (1 << 20) - 1; /* 1 MiB with its end */
 	char *name = malloc(len + 1);
 	__u32 kept = 0, first = 0;

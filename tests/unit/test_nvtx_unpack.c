@@ -19,10 +19,11 @@
 
 static long written;
 
-static void sink(void *arg, const struct bs_hdr *rec)
+static int sink(void *arg, const struct bs_hdr *rec)
 {
 	(void)arg;
 	written += rec->type == BS_REC_NVTX_NAME;
+	return 0;
 }
 
 static __u64 family_bit(const struct family *f)
@@ -84,8 +85,8 @@ static __u64 fill(struct batch *b, __u64 seq, __u64 first, __u64 nkeys)
 
 static void test_names_past_the_cap_are_lost_and_counted(void)
 {
-	struct record_opts o = { .families = family_bit(&family_nvtx), .sink = sink };
-	struct record_ctx ctx = { .opts = &o };
+	struct record_opts o = { .families = family_bit(&family_nvtx) };
+	struct record_ctx ctx = { .opts = &o, .out = { sink, NULL } };
 	struct batch *b = calloc(1, sizeof(*b));
 	__u64 total = KEYS_KEPT + 1000, key = 0, seq = 0;
 	struct shim_unpack *u = NULL;

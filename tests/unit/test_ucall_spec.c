@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The argument-spec compiler (user/ucall/ucall_spec.c): what a spec compiles to (words, copies,
+ * The argument-spec compiler (user/core/ucall_spec.c): what a spec compiles to (words, copies,
  * cookies), and the exact error of every way a spec can be malformed, as the build's check
  * (tools/check_specs.c) reports it.
  */

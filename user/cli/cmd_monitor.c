@@ -16,6 +16,7 @@
 #include "metrics.h"
 #include "privileges.h"
 #include "record_args.h"
+#include "uprobe_broker.h"
 #include "record_options.h"
 #include "recorder.h"
 #include "msg.h"
@@ -40,7 +41,7 @@ static void render(void *arg, FILE *f)
 	metrics_self__render(f);
 }
 
-#define FAIL(...) record_args__fail("monitor", __VA_ARGS__)
+#define FAIL(...) msg__fail(__VA_ARGS__)
 
 /* What only monitor checks: it launches nothing, and -o names the flight recorder's dumps. */
 static int check_monitor(struct record_args *a, int argc, char **argv)
@@ -89,7 +90,7 @@ int cmd_monitor(int argc, char **argv)
 		FAIL("%s", err);
 		goto out;
 	}
-	if (!record_args__has_caps()) {
+	if (!privileges__can_trace()) {
 		FAIL("monitoring needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
 		goto out;
 	}
@@ -107,7 +108,7 @@ int cmd_monitor(int argc, char **argv)
 	if (a.bpf_stats && (stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
 		pr_warn("no BPF run time (bpf_stats): %s\n", strerror(errno));
 	/* Before the server's thread: it serves with no more than recording needs. */
-	e = privileges__drop(o->flight.window_ns != 0);
+	e = privileges__drop(o->flight.window_ns != 0, uprobe_broker__start);
 	if (e)
 		pr_warn("cannot drop the capabilities monitoring does not need: %s\n",
 			strerror(-e));

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "family.h"
 #include "kernel_features.h"
+#include "privileges.h"
 #include "record_args.h"
 #include "nsys_args.h"
 #include "record_options.h"
@@ -32,7 +33,7 @@ static void usage(FILE *f)
 		"SIGUSR1 flushes it to disk and goes on (with --flight-recorder: dumps).\n");
 }
 
-#define FAIL(...) record_args__fail("record", __VA_ARGS__)
+#define FAIL(...) msg__fail(__VA_ARGS__)
 
 /*
  * Stacks are read in a bpf_loop (Linux 5.17+), probed (kernel_features.h;
@@ -151,7 +152,7 @@ static int record_main(const char *name, int profile, int argc, char **argv)
 		a.o.cmd = argv + optind;
 	if (check_record(&a) || record_args__check(&a))
 		goto out;
-	if (!record_args__has_caps()) {
+	if (!privileges__can_trace()) {
 		FAIL("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo");
 		goto out;
 	}

@@ -14,7 +14,9 @@
 #include "commands.h"
 #include "family.h"
 #include "privileges.h"
+#include "msg.h"
 #include "record_args.h"
+#include "uprobe_broker.h"
 #include "record_options.h"
 #include "recorder.h"
 #include "top.h"
@@ -23,7 +25,7 @@
 #include "top_term.h"
 #include "top_ui.h"
 
-#define FAIL(...) record_args__fail("top", __VA_ARGS__)
+#define FAIL(...) msg__fail(__VA_ARGS__)
 
 /* The columns there are: CPU%, then every family's (its own when recorded). */
 static void print_columns(FILE *f)
@@ -159,7 +161,7 @@ int cmd_top(int argc, char **argv)
 	}
 	if (check_top(&a, argc, argv))
 		goto out;
-	if (!record_args__has_caps()) {
+	if (!privileges__can_trace()) {
 		FAIL("top traces with BPF: it needs root (or CAP_BPF and CAP_PERFMON): run it "
 		     "with sudo");
 		goto out;
@@ -194,7 +196,9 @@ int cmd_top(int argc, char **argv)
 	o->thread_names = 1; /* a thread's row shows its threading name, as py-spy top */
 	o->sink_name = uo.batch ? "stdout" : "the screen";
 	record_args__libbpf_print(o->verbose);
-	privileges__drop(0); /* before the screen's thread (privileges.h); recorder__run says */
+	privileges__drop(
+		0,
+		uprobe_broker__start); /* before the screen's thread (privileges.h); recorder__run says */
 	ui = top_ui__start(&uo);
 	if (!ui)
 		goto out;

@@ -15,21 +15,29 @@
 #include "trace_model.h"
 #include "loss.h"
 
+#include "trace_meta.h"
+#include "ucall_api.h"
+
+/*
+ * The plug-in tables a family fills for the layers above core, and its record side's hook
+ * arguments: named here by pointer only, each defined by the layer that calls it (the header
+ * beside each). tools/check_layers.py holds core to these: a core header may declare no other
+ * type it does not define (docs/ARCHITECTURE.md, "Layers").
+ */
 struct record_ctx;	/* record_ctx.h */
 struct record_opts;	/* record_ctx.h */
+struct family_attach;	/* family_attach.h */
+struct family_shim;	/* shim_family.h */
 struct report;		/* report.h */
+struct family_verdict;	/* verdict.h */
+struct page_family;	/* page.h */
 struct chrome_family;	/* export_chrome.h */
 struct perfetto_family; /* export_perfetto.h */
 struct sqlite_family;	/* export_sqlite.h */
 struct exporter;	/* export.h */
-struct page_family;	/* page.h */
 struct metrics_family;	/* metrics_family.h */
 struct top_family;	/* top_family.h */
-struct ucall_table;	/* ucall_api.h */
-struct family_verdict;	/* verdict.h */
-struct family_shim;	/* shim_family.h */
 struct rec_rebase;	/* below */
-struct trace_meta;	/* trace_meta.h */
 
 /*
  * How the exports draw the events of one kind (docs/EXPORT.md). Without one, or where a field
@@ -160,6 +168,8 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_STACKS_EVERY   0x10 /* takes --stacks with stack_default_ns 0: every event */
 /* writes into its targets' memory (pyfunc's spec into the shim): the seccomp filter allows it */
 #define FAMILY_WRITES_TARGETS 0x20
+/* finds code in its targets (uprobes, USDT): the driver makes the uprobe manager for it */
+#define FAMILY_UPROBES 0x40
 
 #define FAMILY_OPT_RECORD 0x1 /* `record` takes the option */
 #define FAMILY_OPT_MONITOR                                                                         \
@@ -168,7 +178,7 @@ int family__kind_is_event(const char *kind);
 
 /*
  * An option of a family's own. record and monitor list it in their --help and parse it
- * (user/record/record_options.c) into the family's options, which the family reads with
+ * (user/session/record_options.c) into the family's options, which the family reads with
  * record_opts__family().
  */
 struct family_option {
@@ -274,9 +284,10 @@ struct family {
 	/*
 	 * Record side. attach() opens its skeleton, sets RECORD_CTX_SET_COMMON_RODATA and its own
 	 * rodata, calls record_ctx__prepare (the shared maps; one of each _btf/_raw program pair),
-	 * loads and attaches; its state goes into *state.
+	 * loads and attaches; its state goes into *state. A is the recording and the services the
+	 * driver made for it (family_attach.h): what the family keeps of them goes into its state.
 	 */
-	int (*attach)(struct record_ctx *ctx, void **state);
+	int (*attach)(const struct family_attach *a, void **state);
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
 	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
 	/*

@@ -94,3 +94,15 @@ void pr_info(const char *fmt, ...)
 {
 	SAY("");
 }
+
+int msg__fail(const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	pr_err("%s\n", buf);
+	return 1;
+}

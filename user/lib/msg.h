@@ -21,5 +21,10 @@ void pr_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pr_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * pr_err of a one-line message FMT (its "\n" added), returning 1: an exit status, or a
+ * parser's "said what is wrong".
+ */
+int msg__fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* BPFSIGHT_MSG_H */

@@ -7,7 +7,7 @@
  * version keeps them in (3.8-3.10 a dict, 3.11+ the values of the class's shared keys, 3.13+
  * inline in the object). CPython 3.8 to 3.14, stripped or not. Threads that threading did
  * not start (a C library's thread that called threading.current_thread(): "Dummy-N") are
- * left out: their OS name (comm) says more. For the recording (user/record/thread_names.c),
+ * left out: their OS name (comm) says more. For the recording (user/python/thread_names.c),
  * `bpfsight stacks` and `bpfsight top`.
  */
 #ifndef BPFSIGHT_PY_THREADS_H

@@ -10,8 +10,8 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "env.h"
 #include "kernel_features.h"
-#include "uprobe_multi.h"
 
 /* A feature without a fallback ("none: ...") is forced off only by name, never by "all":
  * "all" is for running every fallback, not for refusing to record. */
@@ -38,6 +38,18 @@ static const struct {
 			       "native stacks by frame pointers only: cut in code without them" },
 };
 
+/*
+ * Features whose probe lives with the code that uses them (uprobe_multi.c's links), given
+ * before main runs (kfeature__probe_by); a feature nobody gives a probe for reads absent.
+ */
+static int (*kf_probe_by[KF_NR])(void);
+
+void kfeature__probe_by(enum kfeature f, int (*probe)(void))
+{
+	if (f < KF_NR)
+		kf_probe_by[f] = probe;
+}
+
 /* -1: not probed yet. */
 static int kf_have[KF_NR] = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
 _Static_assert(KF_NR == 10, "kf_have's initializer lists every feature");
@@ -49,11 +61,11 @@ const char *kfeature__name(enum kfeature f)
 
 int kfeature__forced_off(enum kfeature f)
 {
-	const char *env = getenv("BPFSIGHT_FORCE_FALLBACKS");
+	const char *env = env__trusted("BPFSIGHT_FORCE_FALLBACKS");
 	const char *name = kfeature__name(f), *p;
 	size_t n = strlen(name);
 
-	if (f == KF_BPF_LOOP && (p = getenv("BPFSIGHT_NO_BPF_LOOP")) && *p == '1')
+	if (f == KF_BPF_LOOP && (p = env__trusted("BPFSIGHT_NO_BPF_LOOP")) && *p == '1')
 		return 1;
 	if (!env)
 		return 0;
@@ -103,35 +115,6 @@ int kfeature__tp_args(const char *tp)
 	if (!t || !btf_is_func_proto(t) || btf_vlen(t) < 1)
 		return -1;
 	return btf_vlen(t) - 1;
-}
-
-/*
- * uprobe_multi (SESSION 0) or uprobe session links (1): a link on "/" (a directory) with one
- * offset is refused with EBADF by a kernel that has the link type and EINVAL (unknown attach
- * type) by one that has not; libbpf's own probe does the same.
- */
-static int probe_uprobe_link(int session)
-{
-	struct bpf_insn ret0[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, o,
-		    .expected_attach_type = (enum bpf_attach_type)(
-			    session ? UPROBE_SESSION_ATTACH_TYPE : UPROBE_MULTI_ATTACH_TYPE));
-	struct uprobe_multi_opts uo = { .session = session };
-	__u64 off = 0;
-	int prog, link, err;
-
-	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "bs_probe_um", "GPL", ret0, 2, &o);
-	if (prog < 0)
-		return 0;
-	link = uprobe_multi__attach_fd(prog, "/", &off, 1, &uo);
-	err = link < 0 ? link : 0;
-	if (link >= 0)
-		close(link);
-	close(prog);
-	return err == -EBADF;
 }
 
 /* A cpu-clock event on CPU 0 for every task: what the cpu family opens per CPU. */
@@ -193,13 +176,13 @@ static int probe(enum kfeature f)
 		return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie,
 					       NULL) == 1;
 	case KF_UPROBE_MULTI:
-		return probe_uprobe_link(0);
+		return kf_probe_by[f] && kf_probe_by[f]();
 	case KF_BPF_LOOP:
 		return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) == 1;
 	case KF_PERF_SAMPLING:
 		return probe_perf_sampling();
 	case KF_UPROBE_SESSION:
-		return kfeature__present(KF_UPROBE_MULTI) && probe_uprobe_link(1);
+		return kfeature__present(KF_UPROBE_MULTI) && kf_probe_by[f] && kf_probe_by[f]();
 	case KF_UNWIND_TABLES:
 		return kfeature__present(KF_BPF_LOOP) && probe_mmapable();
 	default:

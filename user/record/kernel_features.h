@@ -89,6 +89,12 @@ enum kfeature {
 	KF_NR
 };
 
+/*
+ * F's probe, for a feature whose probe lives with the code that uses it (KF_UPROBE_MULTI and
+ * KF_UPROBE_SESSION: uprobe_multi.c gives it from a constructor, before main). PROBE returns 1
+ * when the kernel has F. Without one, F reads absent.
+ */
+void kfeature__probe_by(enum kfeature f, int (*probe)(void));
 /* 1 when the kernel has F and it is not forced off, else 0. Probed on first use. */
 int kfeature__has(enum kfeature f);
 /* 1 when BPFSIGHT_FORCE_FALLBACKS names F (or "all"). */

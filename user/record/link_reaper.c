@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
+#include "env.h"
 #include "link_reaper.h"
 #include "msg.h"
 
@@ -144,7 +145,7 @@ static int reaper_start(int *done, struct bpf_link **links, unsigned int n)
 	int gate[2], fin[2] = { -1, -1 }, st;
 	pid_t pid;
 
-	if (getenv("BPFSIGHT_DETACH_INLINE") || pipe2(gate, O_CLOEXEC))
+	if (env__trusted("BPFSIGHT_DETACH_INLINE") || pipe2(gate, O_CLOEXEC))
 		return -1;
 	if (done && pipe2(fin, O_CLOEXEC)) {
 		close(gate[0]);

@@ -10,18 +10,31 @@
 #include <sys/syscall.h>
 #include "privileges.h"
 #include "seccomp_list.h"
-#include "uprobe_broker.h"
 
 #define BIT(c) (1ull << (c))
 
-static __u64 permitted_now(void)
+/* The process's permitted (EFFECTIVE 0) or effective capabilities, 1 << CAP_* each; 0 on error. */
+static __u64 caps_now(int effective)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2] = { 0 };
 
 	if (syscall(SYS_capget, &h, d))
 		return 0;
-	return d[0].permitted | (__u64)d[1].permitted << 32;
+	return effective ? d[0].effective | (__u64)d[1].effective << 32
+			 : d[0].permitted | (__u64)d[1].permitted << 32;
+}
+
+static __u64 permitted_now(void)
+{
+	return caps_now(0);
+}
+
+int privileges__can_trace(void)
+{
+	__u64 e = caps_now(1);
+
+	return !!(e & BIT(CAP_SYS_ADMIN)) || ((e & BIT(CAP_BPF)) && (e & BIT(CAP_PERFMON)));
 }
 
 int privileges__limit(__u64 keep)
@@ -44,7 +57,7 @@ int privileges__limit(__u64 keep)
 	return 0;
 }
 
-int privileges__drop(int writes_later)
+int privileges__drop(int writes_later, int (*keeper)(void))
 {
 	static int dropped;
 	__u64 have = permitted_now(), keep;
@@ -56,11 +69,11 @@ int privileges__drop(int writes_later)
 	       (writes_later ? BIT(CAP_DAC_OVERRIDE) : 0);
 	/*
 	 * Kernels before 5.8 have neither CAP_BPF nor CAP_PERFMON: BPF needs CAP_SYS_ADMIN
-	 * there. Elsewhere it goes, and the perf-event uprobes attached later (which need it:
-	 * uprobe_broker.h) are opened by a broker forked now, which keeps it.
+	 * there. Elsewhere it goes, and what needs it later (the perf-event uprobes:
+	 * uprobe_broker.h) is done by a process KEEPER forks now, which keeps it.
 	 */
 	if (!(have & BIT(CAP_BPF)) || !(have & BIT(CAP_PERFMON)) ||
-	    ((have & BIT(CAP_SYS_ADMIN)) && uprobe_broker__start()))
+	    ((have & BIT(CAP_SYS_ADMIN)) && (!keeper || keeper())))
 		keep |= BIT(CAP_SYS_ADMIN);
 	return privileges__limit(keep);
 }

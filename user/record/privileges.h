@@ -11,8 +11,9 @@
 
 /*
  * Keep CAP_BPF, CAP_PERFMON (CAP_SYS_ADMIN too on a kernel without them, before 5.8;
- * elsewhere the perf-event uprobes that need it are opened by a broker forked here that keeps
- * it: uprobe_broker.h), CAP_SYS_PTRACE (other processes' memory and /proc, stacks, --inject),
+ * elsewhere it goes once KEEPER, called now, returns 0: it forked what keeps it for the work
+ * that needs it later, the uprobe broker (uprobe_broker__start); KEEPER NULL or failing, it
+ * stays), CAP_SYS_PTRACE (other processes' memory and /proc, stacks, --inject),
  * CAP_DAC_READ_SEARCH (the files they map), CAP_CHECKPOINT_RESTORE (/proc/PID/map_files),
  * CAP_SYS_RESOURCE (locked memory for BPF maps before 5.11), CAP_SYS_NICE (the ring's reader
  * and the stop run at a higher priority,
@@ -24,7 +25,10 @@
  * before any thread starts. Once per process (later calls do nothing). 0, or a negative
  * errno.
  */
-int privileges__drop(int writes_later);
+int privileges__drop(int writes_later, int (*keeper)(void));
+
+/* 1 when the process may trace: root's CAP_SYS_ADMIN, or CAP_BPF and CAP_PERFMON (effective). */
+int privileges__can_trace(void);
 
 /*
  * Keep only KEEP (a mask of 1 << CAP_*) of the capabilities the process has, in every set

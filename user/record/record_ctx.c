@@ -11,15 +11,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "mono_clock.h"
-#include "capture_files.h"
 #include "family.h"
-#include "flight_recorder.h"
 #include "shim_records.h"
 #include "kernel_features.h"
 #include "record_ctx.h"
 #include "ring_pump.h"
 #include "string_pool.h"
-#include "trace_writer.h"
 #include "msg.h"
 
 void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 tid, __u64 ts)
@@ -34,16 +31,8 @@ void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 
 
 int record_ctx__write(struct record_ctx *ctx, const void *rec)
 {
-	int err;
+	int err = ctx->out.write ? ctx->out.write(ctx->out.arg, rec) : 0;
 
-	if (ctx->opts->sink)
-		ctx->opts->sink(ctx->opts->sink_arg, rec);
-	if (!ctx->writer)
-		return 0; /* --dry-run, or monitor without a file */
-	if (ctx->flight && flight__observe(ctx->flight, rec))
-		return 0; /* a cumulative snapshot: the flight recorder keeps those apart */
-	err = ctx->files ? capture_files__append(ctx->files, ctx->writer, rec)
-			 : trace_writer__append(ctx->writer, rec);
 	if (err > 0) { /* an event of a range whose file is closed: counted, as a loss */
 		ctx->lost_user[BS_LOST_KEY(((const struct bs_hdr *)rec)->type & 0xf0,
 					   BS_LOSS_CAPTURE_LATE)]++;

@@ -16,7 +16,6 @@
 
 struct bpf_map;
 struct bpf_object;
-struct trace_writer;
 struct string_pool;
 
 #define RECORD_MAX_PIDS	    256
@@ -97,41 +96,47 @@ int record_opts__captures(const struct record_opts *o, const struct family *f);
 /* The files --capture-range writes, one per range (struct family_capture.files); 0: one, -o. */
 __u32 record_opts__capture_files(const struct record_opts *o);
 
-struct capture_gate;	/* capture_gate.h */
-struct capture_files;	/* capture_files.h */
-struct uprobe_mgr;	/* uprobe_mgr.h */
-struct shim_link;	/* shim_link.h */
-struct stack_svc;	/* stack_svc.h */
-struct ring_buffer;	/* libbpf */
-struct flight_recorder; /* flight_recorder.h */
+struct capture_gate; /* capture_gate.h */
+struct ring_pump;    /* ring_pump.h */
 
+/*
+ * Where the recording's records go, set by the driver (user/session/): the file, a file per
+ * capture range, the flight recorder's window, monitor's and top's sink. WRITE returns 0, a
+ * negative errno (the recording stops on it), or 1: the record belongs to a capture range
+ * whose file is closed (counted as its family's capture_late). NULL WRITE: nowhere
+ * (--dry-run).
+ */
+struct record_out {
+	int (*write)(void *arg, const struct bs_hdr *rec);
+	void *arg;
+};
+
+/*
+ * One recording as the services and the families see it: its options, the shared BPF maps,
+ * where its records go and what it lost. Plain data and the record path only: the services
+ * themselves (the uprobe manager, the stack service, the shim channel) are made by the driver
+ * and handed to who uses them (struct family_attach, family_attach.h), never found here.
+ */
 struct record_ctx {
 	const struct record_opts *opts;
-	struct trace_writer *writer;
+	struct record_out out;
 	struct string_pool *strings;
 	pid_t self_pid;
-	/* Shared maps, created by the recorder (recorder.c) and reused by every family. */
+	/* Shared maps, created by the driver (user/session/) and reused by every family. */
 	int events_fd, targets_fd, lost_fd;
 	int control_fd;	  /* BS_CTL_* bits every program reads (common.bpf.h) */
 	int py_procs_fd;  /* Python processes whose frames BPF reads (bpf/stack_scratch.bpf.h) */
 	int py_codes_fd;  /* code objects' identities (bpf/stack_scratch.bpf.h), shared likewise */
 	int unw_rows_fd;  /* unwind tables' rows and each process's mappings of them */
-	int unw_procs_fd; /* (bpf/unwind_maps.h: user/stacks/unwind_maps.c fills them) */
+	int unw_procs_fd; /* (bpf/unwind_maps.h: user/stacks/unwind_load.c fills them) */
 	int unwind_sync;  /* tables built at once by who wants them (snap.c), not by a thread */
 	int use_btf;	  /* tp_btf programs, else raw_tp */
 	int write_err;	  /* first error from the writer: recording stops on it */
 	pid_t launch_pid; /* the launched CMD (already a target when families attach), or 0 */
-	/* Family states, for the observe hooks (index = families[] index). */
-	void *states[RECORD_MAX_FAMILIES];
-	int attached[RECORD_MAX_FAMILIES];
-	struct capture_gate *gate;   /* NULL unless --capture-range */
-	struct capture_files *files; /* a file per range (capture_files.h), else NULL */
-	int capture_done; /* the capturing family has all it wanted: the recording ends */
+	struct capture_gate *gate; /* NULL unless --capture-range */
+	int capture_done;	   /* the capturing family has all it wanted: the recording ends */
 	/* ... or it said why no range can ever open: the recording ends, failed */
 	int capture_failed;
-	struct uprobe_mgr *uprobes; /* created by the first uprobe family that attaches */
-	struct stack_svc *stacks;   /* made before the families attach when stacks are wanted */
-	struct shim_link *shim;	    /* the cupti-shim channel (gpu, nvtx), shared */
 	struct ring_pump *pump; /* the ring's records (ring_pump.h), once the recording is live */
 	/*
 	 * Reading the ring: a read takes at most a batch, so the recorder looks at its clock
@@ -147,8 +152,6 @@ struct record_ctx {
 	/* The recording's start (CLOCK_MONOTONIC ns), once every family is attached; 0 before. */
 	__u64 live_ns;
 	int rb_count_only;
-	/* --flight-recorder: sees every record; writer is then its in-memory window. */
-	struct flight_recorder *flight;
 	/* Losses user space found (BS_LOST_KEY), added to BPF's counts. */
 	__u64 lost_user[BS_LOST_KEYS];
 };
@@ -166,7 +169,7 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj);
  */
 int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj,
 				  struct bpf_map *task_map, struct bpf_map *hash_map);
-/* Append a user-space record; a failure is remembered in write_err and counted as loss. */
+/* Append a user-space record (ctx->out); a failure is remembered in write_err and counted as loss. */
 int record_ctx__write(struct record_ctx *ctx, const void *rec);
 /*
  * Intern S (writing its STRING record the first time); 0 for NULL/empty, and for a new name

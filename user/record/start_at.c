@@ -8,7 +8,7 @@
 #include <time.h>
 #include <bpf/bpf.h>
 #include "parse.h"
-#include "record_meta.h"
+#include "record_clock.h"
 #include "trace_writer.h"
 #include "start_at.h"
 #include "msg.h"

@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "env.h"
 #include "family.h"
+#include "family_attach.h"
 #include "join_holds.h"
 #include "proc_meta.h"
 #include "record_ctx.h"
@@ -344,7 +345,7 @@ static void on_started(void *arg)
 
 /* ---- lifecycle ---- */
 
-static void link_free(struct shim_link *l)
+void shim_link__free(struct shim_link *l)
 {
 	size_t it = 0;
 	struct shim_pid *p;
@@ -374,13 +375,12 @@ static void link_free(struct shim_link *l)
 	free(l);
 }
 
-static struct shim_link *link_new(struct record_ctx *ctx, int *err)
+struct shim_link *shim_link__new(struct record_ctx *ctx, struct uprobe_mgr *mgr, int *err)
 {
 	struct shim_link *l = calloc(1, sizeof(*l));
 	struct uprobe_listener lis = {
 		.file = on_file, .mapped = on_mapped, .started = on_started, .arg = l
 	};
-	struct uprobe_mgr *mgr;
 
 	*err = -ENOMEM;
 	if (!l)
@@ -409,9 +409,10 @@ static struct shim_link *link_new(struct record_ctx *ctx, int *err)
 		goto fail;
 	}
 	shim_unpack__on_answer(l->unpack, join_answered, l);
-	mgr = uprobe_mgr__get(ctx, err);
-	if (!mgr)
+	if (!mgr) {
+		*err = -EINVAL;
 		goto fail;
+	}
 	l->listener = *err = uprobe_mgr__add_listener(mgr, &lis);
 	if (*err < 0)
 		goto fail;
@@ -421,8 +422,8 @@ static struct shim_link *link_new(struct record_ctx *ctx, int *err)
 	return l;
 fail:
 	/* The manager lives on (other families use it): it must not call back into L. */
-	uprobe_mgr__remove_listener(ctx->uprobes, l->listener);
-	link_free(l);
+	uprobe_mgr__remove_listener(mgr, l->listener);
+	shim_link__free(l);
 	return NULL;
 }
 
@@ -434,30 +435,22 @@ static int family_index(const struct family *f)
 	return -1;
 }
 
-int shim_link__attach(struct record_ctx *ctx, const struct family *f, void **state)
+int shim_link__attach(const struct family_attach *a, void **state)
 {
 	struct shim_user *u = calloc(1, sizeof(*u));
-	struct shim_link *l = ctx->shim;
-	int err = 0, i = family_index(f);
+	const struct family *f = a->self;
+	struct shim_link *l = a->shim;
+	int err, i = family_index(f);
 
 	if (!u)
 		return -ENOMEM;
-	if (i < 0 || !f->shim) {
+	if (i < 0 || !f->shim || !l) {
 		free(u);
 		return -EINVAL;
 	}
 	/* Families attach before the first scan: the sites of every want are chosen then. */
-	if (!l && !(l = link_new(ctx, &err))) {
-		free(u);
-		return err;
-	}
-	ctx->shim = l;
 	err = shim_unpack__want(l->unpack, f);
 	if (err) {
-		if (!l->users) {
-			link_free(l);
-			ctx->shim = NULL;
-		}
 		free(u);
 		return err;
 	}
@@ -488,10 +481,6 @@ void shim_link__detach(struct record_ctx *ctx, void *state)
 	/* The families that stay handle the records from now on, the first of them. */
 	if (i >= 0)
 		l->users &= ~(1ull << i);
-	if (!l->users) {
-		link_free(l);
-		ctx->shim = NULL;
-	}
 	free(u);
 }
 
@@ -759,10 +748,12 @@ void shim_link__stop(struct record_ctx *ctx, void *state)
 				sp->pid, SHIM_DRAIN_MS);
 }
 
-void shim_link__listen(struct record_ctx *ctx, const struct family *f, shim_unpack_fn fn, void *arg)
+void shim_link__listen(void *state, shim_unpack_fn fn, void *arg)
 {
-	if (ctx->shim && ctx->shim->unpack)
-		shim_unpack__listen(ctx->shim->unpack, f, fn, arg);
+	struct shim_user *u = state;
+
+	if (u && u->l->unpack)
+		shim_unpack__listen(u->l->unpack, u->f, fn, arg);
 }
 
 /* ---- launch mode ---- */

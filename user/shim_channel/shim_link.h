@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The cupti-shim channel, record side: shared by the shim families (struct family_shim,
- * shim_family.h: gpu, nvtx, torch): whichever attaches first creates it, the last to detach
- * frees it (ctx->shim).
+ * shim_family.h: gpu, nvtx, torch, pyfunc). The driver makes it when a family it records has a
+ * shim, before they attach, and frees it after they detach; each shim family's attach joins it
+ * (shim_link__attach, through struct family_attach.shim).
  *
  * Finding shims: every ELF file the uprobe manager examines (targets at start, exec, dlopen:
  * libcuda dlopen()s the shim at cuInit, nvtx3 at the first NVTX call) is looked at for USDT
@@ -30,11 +31,22 @@
 #define SHIM_DRAIN_MS 2000
 
 struct family;
+struct family_attach;
 struct record_ctx;
 struct record_opts;
+struct shim_link;
+struct uprobe_mgr;
+
+/*
+ * The channel of a recording: its BPF object loaded, a listener of MGR's discovery (and with
+ * --inject, the injector). NULL with *ERR a negative errno.
+ */
+struct shim_link *shim_link__new(struct record_ctx *ctx, struct uprobe_mgr *mgr, int *err);
+/* Detach everything, unpack what the ring still holds, free. L may be NULL. */
+void shim_link__free(struct shim_link *l);
 
 /* The record side of every shim family (struct family's hooks; shim_family.h). */
-int shim_link__attach(struct record_ctx *ctx, const struct family *f, void **state);
+int shim_link__attach(const struct family_attach *a, void **state);
 void shim_link__detach(struct record_ctx *ctx, void *state);
 int shim_link__consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
 int shim_link__poll(struct record_ctx *ctx, void *state);
@@ -56,9 +68,11 @@ int shim_link__unreachable(struct record_ctx *ctx, void *state);
  */
 int shim_link__prelaunch(const struct record_opts *o, const struct family *f);
 
-/* F's records as they are written: shim_unpack__listen (the torch family's steps). */
-void shim_link__listen(struct record_ctx *ctx, const struct family *f, shim_unpack_fn fn,
-		       void *arg);
+/*
+ * The records of STATE's family (shim_link__attach's) as they are written: shim_unpack__listen
+ * (the torch family's steps). FN NULL: no more.
+ */
+void shim_link__listen(void *state, shim_unpack_fn fn, void *arg);
 
 /* The shim's batches: unpacked into records by shim_link__consume, never on disk. */
 extern const __u16 shim_ring_only[];

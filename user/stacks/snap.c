@@ -48,6 +48,7 @@ struct snap_run {
 	struct bpf_link *iter;
 	struct record_opts opts;
 	struct record_ctx ctx;
+	struct uprobe_mgr *uprobes; /* no probes: its files name the native frames */
 	struct stack_svc *svc;
 	struct ring_buffer *rb;
 	struct py_mem *mem;
@@ -58,9 +59,10 @@ struct snap_run {
 };
 
 /* The records the stack service writes (strings, stacks) go to the snap's model. */
-static void to_model(void *arg, const struct bs_hdr *rec)
+static int to_model_out(void *arg, const struct bs_hdr *rec)
 {
 	trace_model__observe(arg, rec);
+	return 0;
 }
 
 /* The iterator's view of the process now into r->view; how many threads (0: none left). */
@@ -426,9 +428,7 @@ static int setup(struct snap_run *r)
 	r->iter = bpf_program__attach_iter(r->skel->progs.snap_tasks, NULL);
 	if (!r->iter)
 		return fail(s, -errno, "cannot attach the task iterator");
-	r->opts = (struct record_opts){
-		.npids = 1, .sink = to_model, .sink_arg = s->model, .cmd_name = "stacks"
-	};
+	r->opts = (struct record_opts){ .npids = 1, .cmd_name = "stacks" };
 	r->opts.pids[0] = s->pid;
 	r->ctx = (struct record_ctx){ .opts = &r->opts,
 				      .self_pid = getpid(),
@@ -442,8 +442,9 @@ static int setup(struct snap_run *r)
 				      .unw_rows_fd = bpf_map__fd(r->skel->maps.unw_rows),
 				      .unw_procs_fd = bpf_map__fd(r->skel->maps.unw_procs),
 				      .unwind_sync = 1 };
-	r->ctx.uprobes = r->ctx.strings ? uprobe_mgr__new(&r->ctx) : NULL;
-	if (!r->ctx.uprobes || !(r->svc = stack_svc__get(&r->ctx, &err)))
+	r->ctx.out = (struct record_out){ to_model_out, s->model };
+	r->uprobes = r->ctx.strings ? uprobe_mgr__new(&r->ctx) : NULL;
+	if (!r->uprobes || !(r->svc = stack_svc__new(&r->ctx, r->uprobes, &err)))
 		return fail(s, -ENOMEM, "cannot start the stack service");
 	stack_svc__start(&r->ctx, r->svc);
 	s->python_minor = stack_svc__python_minor(r->svc, s->pid);
@@ -466,7 +467,7 @@ static void teardown(struct snap_run *r)
 		stop_sampling(&r->raws[i]);
 	ring_buffer__free(r->rb);
 	stack_svc__free(r->svc);
-	uprobe_mgr__free(r->ctx.uprobes);
+	uprobe_mgr__free(r->uprobes);
 	string_pool__free(r->ctx.strings);
 	bpf_link__destroy(r->iter);
 	snap_bpf__destroy(r->skel);

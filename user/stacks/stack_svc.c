@@ -85,14 +85,11 @@ void stack_svc__free(struct stack_svc *s)
 	free(s);
 }
 
-struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
+struct stack_svc *stack_svc__new(struct record_ctx *ctx, struct uprobe_mgr *mgr, int *err)
 {
-	struct stack_svc *s = ctx->stacks;
+	struct stack_svc *s = calloc(1, sizeof(*s));
 
 	*err = 0;
-	if (s)
-		return s;
-	s = calloc(1, sizeof(*s));
 	if (!s) {
 		*err = -ENOMEM;
 		return NULL;
@@ -109,8 +106,9 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 	if (!s->intern || !s->py || !s->procs || !s->told || !s->slots || !s->slot_gens ||
 	    !s->names)
 		*err = -ENOMEM;
-	if (!*err)
-		s->mgr = uprobe_mgr__get(ctx, err);
+	s->mgr = mgr;
+	if (!*err && !mgr)
+		*err = -EINVAL; /* it names native frames from the manager's files */
 	if (!*err)
 		s->finder = py_find__new(s->mgr, err);
 	if (*err) {
@@ -140,7 +138,6 @@ struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err)
 				strerror(-*err));
 	}
 	*err = 0;
-	ctx->stacks = s;
 	return s;
 }
 
@@ -184,8 +181,8 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 		p->first_ns = now;
 	p->next_ns = now + PY_RECHECK_NS;
 	p->pending = 0;
-	/* The manager is gone (the recording stops, the last records drain): no more looks. */
-	if (!ctx->uprobes || py_find__inspect(s->finder, pid, py)) {
+	/* The manager is closed (the recording stops, the last records drain): no more looks. */
+	if (uprobe_mgr__closed(s->mgr) || py_find__inspect(s->finder, pid, py)) {
 		p->final = 1;
 		return p;
 	}
@@ -352,7 +349,7 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 	if (!n && !npy)
 		return 0;
 	/* A first frame unwound by its table skipped no caller. */
-	if (top && n && ctx->uprobes && !(raw_flags & BS_STACK_UNW_FIRST) &&
+	if (top && n && !uprobe_mgr__closed(s->mgr) && !(raw_flags & BS_STACK_UNW_FIRST) &&
 	    (nfix = leaf_fix(s, pid, w, n, npy, top, fixed))) {
 		w = fixed;
 		n = nfix;
@@ -361,15 +358,15 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 	id = stack_intern__cached(s->intern, pid, w, n + 4 * npy, tag);
 	if (id)
 		return id;
-	/* The manager is freed before the families detach: the last stacks go unnamed. */
-	nn = stack_intern__symbolize(s->intern, ctx, ctx->uprobes ? s->mgr : NULL, pid, w, n,
-				     capped, end, nf);
+	/* The manager is closed before the families detach: the last stacks go unnamed. */
+	nn = stack_intern__symbolize(s->intern, ctx, uprobe_mgr__closed(s->mgr) ? NULL : s->mgr,
+				     pid, w, n, capped, end, nf);
 	/*
 	 * Cut in code without frame pointers: the tables of the stack's files, for the next
 	 * stacks (none once the recording stops: a build then would only take CPU from the
 	 * last stacks' names, which have a second each to read their files).
 	 */
-	if (s->unw && ctx->uprobes && nn && nf[nn - 1].kind == BS_FRAME_CUT &&
+	if (s->unw && !uprobe_mgr__closed(s->mgr) && nn && nf[nn - 1].kind == BS_FRAME_CUT &&
 	    nf[nn - 1].line == BS_CUT_NO_FP && !record_ctx__must_stop(ctx))
 		stack_unwind__cut(s->unw, pid, w, n);
 	if (npy && p && p->minor)
@@ -394,7 +391,7 @@ static __u32 own_frames(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, 
 	struct uprobe_code own, c;
 	__u32 k = 1;
 
-	if (!n || !ctx->uprobes || uprobe_mgr__code_at(s->mgr, pid, w[0], 1, &own))
+	if (!n || uprobe_mgr__closed(s->mgr) || uprobe_mgr__code_at(s->mgr, pid, w[0], 1, &own))
 		return 0;
 	while (k < n && !uprobe_mgr__code_at(s->mgr, pid, w[k], 0, &c) && !strcmp(c.path, own.path))
 		k++;
@@ -435,7 +432,7 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 	__u32 key = rec->pid;
 
 	thread_names__observe(s->names, rec);
-	if (s->unw && ctx->uprobes)
+	if (s->unw && !uprobe_mgr__closed(s->mgr))
 		stack_unwind__observe(s->unw, rec);
 	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
 	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {

@@ -71,10 +71,12 @@ static inline const __u64 *stack_svc__raw_top(__u32 flags, const __u64 **w, __u3
 }
 
 /*
- * The recording's service (ctx->stacks), made on first use with the uprobe manager's
- * discovery. Make it before the families attach: it hears only of files examined after.
+ * The recording's service, on the uprobe manager MGR's discovery (and its files, to name
+ * native frames): the driver makes it before the families attach (it hears only of files
+ * examined after) and hands it to them (family_attach.h). NULL with *ERR a negative errno.
  */
-struct stack_svc *stack_svc__get(struct record_ctx *ctx, int *err);
+struct uprobe_mgr;
+struct stack_svc *stack_svc__new(struct record_ctx *ctx, struct uprobe_mgr *mgr, int *err);
 void stack_svc__free(struct stack_svc *s);
 /*
  * The stack id of what BPF read into W (NIPS addresses, then NPY Python frames) for thread

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <bpf/bpf.h>
 #include "array.h"
+#include "env.h"
 #include "hmap.h"
 #include "human.h"
 #include "mono_clock.h"
@@ -55,7 +56,7 @@ struct unwind_load {
 
 static __u64 stuck_ns(void)
 {
-	const char *v = getenv("BPFSIGHT_UNWIND_WAIT_S");
+	const char *v = env__trusted("BPFSIGHT_UNWIND_WAIT_S");
 	char *end;
 	long n = v ? strtol(v, &end, 10) : 0;
 

@@ -1,24 +1,49 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* What the record sides of the uprobe families (cuda, nccl, cublas, cudnn, blas) share. */
+/*
+ * The record side every uprobe-API family (cuda, nccl, cublas, cudnn, blas) shares, written
+ * once: its copy of the one generic program (bpf/ucall.bpf.c), told by rodata which records
+ * it writes, loaded on the shared maps and handed to the uprobe manager for every function of
+ * the family's API table (struct family.api). A family that needs nothing more at record time
+ * is its table, its decoders and reports, and these members (docs/ARCHITECTURE.md, "A
+ * uprobe-API family"):
+ *
+ *	.flags = FAMILY_UPROBES,
+ *	.needs = UCALL_FAMILY_NEEDS,
+ *	.api = &NAME_table,
+ *	.losses = NAME_losses,	  (UCALL_LOSS_TOO_DEEP: its one loss cause)
+ *	.attach = ucall_family__attach,
+ *	.detach = ucall_family__detach,
+ */
 #ifndef BPFSIGHT_UCALL_FAMILY_H
 #define BPFSIGHT_UCALL_FAMILY_H
 
+#include "kernel_features.h"
 #include "ucall_api.h"
 
-struct bpf_link;
-struct bpf_object;
-struct bpf_program;
+struct family_attach;
 struct record_ctx;
+struct ucall_family;
 
 /*
- * Load OBJ (opened, its common rodata set) on the shared maps and hand its generic programs
- * to the recording's uprobe manager for every function of TABLE. The programs are attached
- * per function by the manager, never by the skeleton. EXIT (ucall_exit_btf, which frees a
- * thread's slot when it exits) is attached here, before any uprobe, into *EXIT_LINK (the
- * skeleton's, which destroys it).
+ * The generic programs tell the functions apart by their cookies, and keep the call stacks of
+ * threads without a slot in task storage.
  */
-int ucall_family__load(struct record_ctx *ctx, const struct ucall_table *table,
-		       struct bpf_object *obj, struct bpf_program *entry, struct bpf_program *ret,
-		       struct bpf_program *exit, struct bpf_link **exit_link);
+#define UCALL_FAMILY_NEEDS (1u << KF_ATTACH_COOKIE | 1u << KF_TASK_STORAGE)
+
+/* Its loss cause for calls nested too deep (the table's loss_depth), as struct loss_cause. */
+#define UCALL_LOSS_TOO_DEEP(cause, name)                                                           \
+	{                                                                                          \
+		cause, name,                                                                       \
+			"calls nested deeper than the per-thread call stack keeps (8): not timed"  \
+	}
+
+/*
+ * A->self's copy of the generic program, for its API table: loaded on the shared maps, its
+ * thread-exit program attached, its functions handed to the uprobe manager (A->uprobes), which
+ * attaches them wherever they are found; the copy goes into *STATE. 0, or a negative errno.
+ */
+int ucall_family__attach(const struct family_attach *a, void **state);
+/* Destroy what ucall_family__attach made (STATE may be NULL). */
+void ucall_family__detach(struct record_ctx *ctx, void *state);
 
 #endif /* BPFSIGHT_UCALL_FAMILY_H */

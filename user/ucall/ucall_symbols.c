@@ -6,16 +6,20 @@
 #include "record_ctx.h"
 #include "hmap.h"
 #include "ucall_symbols.h"
+#include "uprobe_mgr.h"
 
 struct ucall_symbols {
-	struct hmap *names; /* (pid, addr) -> char * (NULL: host lookup failed) */
-	struct hmap *pids;  /* (pid, 0) -> __u64: its entries in names (freed at its exit) */
+	struct uprobe_mgr *mgr; /* the process's ELF files: host names */
+	struct hmap *names;	/* (pid, addr) -> char * (NULL: host lookup failed) */
+	struct hmap *pids;	/* (pid, 0) -> __u64: its entries in names (freed at its exit) */
 };
 
-struct ucall_symbols *ucall_symbols__new(void)
+struct ucall_symbols *ucall_symbols__new(struct uprobe_mgr *mgr)
 {
 	struct ucall_symbols *s = calloc(1, sizeof(*s));
 
+	if (s)
+		s->mgr = mgr;
 	if (s &&
 	    (!(s->names = hmap__new(sizeof(char *))) || !(s->pids = hmap__new(sizeof(__u64))))) {
 		hmap__free(s->names);
@@ -120,7 +124,8 @@ const char *ucall_symbols__host(struct ucall_symbols *s, struct record_ctx *ctx,
 
 	if (slot)
 		return *slot; /* known, or known to be unknown */
-	name = ctx->uprobes ? native_frames__symbolize(ctx->uprobes, pid, addr) : NULL;
+	/* Closed (the recording stops, the last records drain): no more reads of processes. */
+	name = uprobe_mgr__closed(s->mgr) ? NULL : native_frames__symbolize(s->mgr, pid, addr);
 	if (name) {
 		ucall_symbols__set(s, ctx, pid, addr, name, BS_SYM_HOST_FUNC);
 		free(name);

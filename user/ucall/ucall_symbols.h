@@ -11,8 +11,10 @@
 
 struct record_ctx;
 struct ucall_symbols;
+struct uprobe_mgr;
 
-struct ucall_symbols *ucall_symbols__new(void);
+/* Host addresses are named from MGR's files (NULL: never). */
+struct ucall_symbols *ucall_symbols__new(struct uprobe_mgr *mgr);
 void ucall_symbols__free(struct ucall_symbols *s);
 /* Name ADDR in PID as NAME (BS_SYM_*), writing the record unless already written so. */
 void ucall_symbols__set(struct ucall_symbols *s, struct record_ctx *ctx, __u32 pid, __u64 addr,

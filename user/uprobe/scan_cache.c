@@ -73,7 +73,8 @@ struct scan_cache *scan_cache__load(void)
 {
 	struct scan_cache *c = calloc(1, sizeof(*c));
 	char line[PATH_MAX + 128], path[PATH_MAX], fn[PATH_MAX + 32];
-	const char *dir = env__trusted("BPFSIGHT_CACHE_DIR"), *no = getenv("BPFSIGHT_NO_CACHE");
+	const char *dir = env__trusted("BPFSIGHT_CACHE_DIR"),
+		   *no = env__trusted("BPFSIGHT_NO_CACHE");
 	struct entry e;
 	FILE *f;
 

@@ -175,32 +175,74 @@ int uprobe_broker__start(void)
 	return 0;
 }
 
-/* The broker's descriptor for R, or a negative errno. */
-static int ask(const struct broker_req *r)
+int uprobe_broker__reply(int sock)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { (void *)r, sizeof(*r) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	/* Zeroed: nothing in it is taken for a descriptor unless the kernel put it there. */
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct msghdr mh = { .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct iovec iov;
 	struct cmsghdr *c;
-	int err = -EPIPE, fd = -1;
+	int err = -EPIPE, fd = -1, many = 0;
+	ssize_t n;
 
-	pthread_mutex_lock(&broker_lock);
-	if (sendmsg(broker_fd, &mh, MSG_NOSIGNAL) == sizeof(*r)) {
-		iov = (struct iovec){ &err, sizeof(err) };
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		if (recvmsg(broker_fd, &mh, MSG_CMSG_CLOEXEC) != sizeof(err))
-			err = -EPIPE;
-		c = CMSG_FIRSTHDR(&mh);
-		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	iov = (struct iovec){ &err, sizeof(err) };
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	/*
+	 * A stop signal interrupts the wait (the recorder's handlers do not restart calls): read
+	 * on, or the answer would be taken for the next request's.
+	 */
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno; /* the kernel wrote nothing: no descriptor came */
+	/* What the kernel passed is ours to close, whatever else is wrong with the answer. */
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t nfds =
+			c->cmsg_len > CMSG_LEN(0) ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < nfds; i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (fd < 0) {
+				fd = got;
+			} else {
+				close(got); /* more than one: not the broker's answer */
+				many = 1;
+			}
+		}
 	}
-	pthread_mutex_unlock(&broker_lock);
-	if (!err && fd < 0)
+	if (n != sizeof(err) || many || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		err = -EPROTO; /* not the broker's answer: a short one, or more than one fd */
+	else if (!err && fd < 0)
+		err = -EPROTO;
+	else if (err > 0)
 		err = -EPROTO;
 	if (err && fd >= 0)
 		close(fd);
 	return err ? err : fd;
+}
+
+/* The broker's descriptor for R, or a negative errno. */
+static int ask(const struct broker_req *r)
+{
+	struct iovec iov = { (void *)r, sizeof(*r) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int ret = -EPIPE;
+	ssize_t n;
+
+	pthread_mutex_lock(&broker_lock);
+	do
+		n = sendmsg(broker_fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n == sizeof(*r))
+		ret = uprobe_broker__reply(broker_fd);
+	pthread_mutex_unlock(&broker_lock);
+	return ret;
 }
 
 struct bpf_link *uprobe_broker__attach(const struct bpf_program *prog, pid_t pid, const char *path,

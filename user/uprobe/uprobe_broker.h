@@ -37,4 +37,13 @@ int uprobe_broker__start(void);
 struct bpf_link *uprobe_broker__attach(const struct bpf_program *prog, pid_t pid, const char *path,
 				       size_t off, const struct bpf_uprobe_opts *o);
 
+/*
+ * The recorder's side of the protocol: one answer read from SOCK, the descriptor it carries,
+ * or a negative errno: -EPROTO for an answer that is not one (short, an error with a
+ * descriptor, success without one), the read's own error when it failed. Every descriptor
+ * the answer carried and does not return is closed, and none it did not carry: a broker that
+ * died or misbehaves never makes the recorder close one of its own files.
+ */
+int uprobe_broker__reply(int sock);
+
 #endif /* BPFSIGHT_UPROBE_BROKER_H */

@@ -181,10 +181,13 @@ void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char 
 		o->ncode = MAX_CODE_SEGS;
 	o->heard = m->nlisteners ? calloc(m->nlisteners, sizeof(*o->heard)) : NULL;
 	o->nheard = o->heard ? m->nlisteners : 0; /* no memory: no listener hears of it */
-	for (__u32 i = 0; i < o->nheard; i++)
-		if (m->listeners[i].file)
+	for (__u32 k = 0; k < 2 * o->nheard; k++) {
+		__u32 i = uprobe_mgr__listener_order(m, k);
+
+		if (i < o->nheard && m->listeners[i].file)
 			o->heard[i] =
 				m->listeners[i].file(m->listeners[i].arg, path, o->path, syms);
+	}
 	elf_syms__free(syms);
 	if (o->nsites && !m->ctx->opts->dry_run) {
 		uprobe_obj__attach(m, o, path);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 #include "array.h"
 #include "uprobe_mgr_priv.h"
@@ -16,6 +17,17 @@ int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener 
 		return -ENOMEM;
 	m->listeners[m->nlisteners] = *l;
 	return (int)m->nlisteners++;
+}
+
+__u32 uprobe_mgr__listener_order(const struct uprobe_mgr *m, __u32 k)
+{
+	__u32 i;
+
+	if (!m->nlisteners || k >= 2 * m->nlisteners)
+		return UINT32_MAX;
+	i = k % m->nlisteners;
+	/* The first pass tells the listeners that asked to be first, the second the others. */
+	return !!m->listeners[i].first == (k < m->nlisteners) ? i : UINT32_MAX;
 }
 
 void uprobe_mgr__remove_listener(struct uprobe_mgr *m, int listener)
@@ -53,8 +65,10 @@ void uprobe_mgr__notify_mapped(struct uprobe_mgr *m, pid_t pid, const struct pid
 	struct uprobe_mapping um;
 	int have_path = 0;
 
-	for (__u32 i = 0; mp->obj && i < mp->obj->nheard; i++) {
-		if (!mp->obj->heard[i] || !m->listeners[i].mapped)
+	for (__u32 k = 0; mp->obj && k < 2 * m->nlisteners; k++) {
+		__u32 i = uprobe_mgr__listener_order(m, k);
+
+		if (i >= mp->obj->nheard || !mp->obj->heard[i] || !m->listeners[i].mapped)
 			continue;
 		if (!have_path++) {
 			pid_mapping__path(open_path, sizeof(open_path), pid, mp, mp->obj->path);

@@ -73,14 +73,11 @@ static int libmap_start(struct uprobe_mgr *m)
 	return err;
 }
 
-struct uprobe_mgr *uprobe_mgr__get(struct record_ctx *ctx, int *err)
+struct uprobe_mgr *uprobe_mgr__open(struct record_ctx *ctx, int *err)
 {
-	struct uprobe_mgr *m = ctx->uprobes;
+	struct uprobe_mgr *m = uprobe_mgr__new(ctx);
 
 	*err = 0;
-	if (m)
-		return m;
-	m = uprobe_mgr__new(ctx);
 	if (!m) {
 		*err = -ENOMEM;
 		return NULL;
@@ -90,8 +87,26 @@ struct uprobe_mgr *uprobe_mgr__get(struct record_ctx *ctx, int *err)
 		uprobe_mgr__free(m);
 		return NULL;
 	}
-	ctx->uprobes = m;
 	return m;
+}
+
+void uprobe_mgr__close(struct uprobe_mgr *m)
+{
+	if (!m || m->closed)
+		return;
+	uprobe_mgr__unlink_all(m);
+	/* The new-code reporter too: nothing is scanned any more, so nothing need report. */
+	libmap_bpf__destroy(m->libmap);
+	m->libmap = NULL;
+	/* Nobody is told anything from now on: the families detach and free what they gave. */
+	for (size_t i = 0; i < m->nlisteners; i++)
+		uprobe_mgr__remove_listener(m, (int)i);
+	m->closed = 1;
+}
+
+int uprobe_mgr__closed(const struct uprobe_mgr *m)
+{
+	return !m || m->closed;
 }
 
 int uprobe_mgr__attach_links(struct record_ctx *ctx, const char *family, struct uprobe_links *l,
@@ -108,15 +123,6 @@ int uprobe_mgr__attach_links(struct record_ctx *ctx, const char *family, struct 
 		 object);
 	record_ctx__attach_failed(ctx, family, msg, err);
 	return err;
-}
-
-int uprobe_mgr__listen(struct record_ctx *ctx, const struct uprobe_listener *l)
-{
-	int err;
-
-	if (!uprobe_mgr__get(ctx, &err))
-		return err;
-	return uprobe_mgr__add_listener(ctx->uprobes, l);
 }
 
 void uprobe_obj__free(struct uprobe_obj *o)

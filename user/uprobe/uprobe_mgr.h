@@ -4,8 +4,8 @@
  * listeners (the cupti-shim channel, the gil family, --inject) what it finds: the one process
  * discovery of bpfsight, so nothing else reads /proc/PID/maps or ELF files itself. A family
  * only gives its API table (user/families/cuda/cuda_api.c: symbol name and argument spec,
- * ucall_spec.h) and the two generic programs of bpf/ucall.bpf.h, compiled into its own object
- * (bpf/cuda.bpf.c is three lines). Its files, one per job: uprobe_mgr_priv.h lists them.
+ * ucall_spec.h) and its copy of the two generic programs of bpf/ucall.bpf.c (ucall_family.h).
+ * Its files, one per job: uprobe_mgr_priv.h lists them.
  *
  * Where: every file mapped executable in a traced process (/proc/PID/maps), opened through
  * /proc/PID/map_files/START-END (so containers and replaced files work; fallback
@@ -80,9 +80,21 @@ struct probe_site;
 struct record_ctx;
 struct uprobe_mgr;
 
+/* A manager without the new-code reporter (`bpfsight stacks`: it probes nothing). */
 struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx);
-/* The recording's manager (ctx->uprobes), created with its new-code reporter on first use. */
-struct uprobe_mgr *uprobe_mgr__get(struct record_ctx *ctx, int *err);
+/*
+ * A recording's manager, with its new-code reporter (bpf/libmap.bpf.c) attached: made by the
+ * driver before any family attaches (family_attach.h). NULL with *ERR a negative errno.
+ */
+struct uprobe_mgr *uprobe_mgr__open(struct record_ctx *ctx, int *err);
+/*
+ * The recording stops: every probe is detached (links to the reaper when it holds them,
+ * link_reaper.h) and nothing is scanned from now on; what was learned of the processes' code
+ * stays readable (uprobe_mgr__code_at) and listeners may still be removed, until freed.
+ */
+void uprobe_mgr__close(struct uprobe_mgr *m);
+/* 1 when M is NULL or closed: no scan, no new probe, no more looks at processes. */
+int uprobe_mgr__closed(const struct uprobe_mgr *m);
 void uprobe_mgr__free(struct uprobe_mgr *m); /* detaches everything */
 
 /*
@@ -121,6 +133,12 @@ struct uprobe_listener {
 	/* Optional: the first scan (uprobe_mgr__start) is done; every family is added. */
 	void (*started)(void *arg);
 	void *arg;
+	/*
+	 * Told before the listeners without it, whenever they were added: what must be in place
+	 * before another listener acts on the same file (pyfunc's spec in a cupti-shim before the
+	 * channel raises its semaphores).
+	 */
+	int first;
 };
 
 /* Returns the listener's id (for uprobe_mgr__examine), or a negative errno. */
@@ -136,8 +154,6 @@ int uprobe_mgr__attach_links(struct record_ctx *ctx, const char *family, struct 
 			     const struct bpf_program *prog, const char *path, const __u64 *offs,
 			     __u32 cnt, const struct uprobe_multi_opts *o, const char *what,
 			     const char *object);
-/* The recording's manager (uprobe_mgr__get) with L added: L's id, or a negative errno. */
-int uprobe_mgr__listen(struct record_ctx *ctx, const struct uprobe_listener *l);
 /*
  * The listener LISTENER hears nothing more: its owner frees what ARG points to while the
  * manager lives on (a family that failed to attach). M NULL or a negative id: nothing.

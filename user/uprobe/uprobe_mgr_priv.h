@@ -114,10 +114,18 @@ struct uprobe_mgr {
 	__u32 nexited, exited_cap;
 	struct scan_cache *cache; /* files with probe sites, across recordings (-a) */
 	struct hmap *stalled;	  /* (dev, 0): a file there whose reads did not end */
+	int closed;		  /* uprobe_mgr__close: probes gone, nothing scanned */
 };
 
 /* uprobe_mgr.c */
 void uprobe_obj__free(struct uprobe_obj *o);
+
+/* uprobe_listeners.c */
+/*
+ * The listener told K-th (K from 0 to twice the listeners: those that asked to be first, then
+ * the others, each in the order they were added), or UINT32_MAX at a K of the other pass.
+ */
+__u32 uprobe_mgr__listener_order(const struct uprobe_mgr *m, __u32 k);
 
 /* uprobe_scan.c */
 /* The file (DEV, INO), first seen at PATH: known already, or new and not examined yet. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 #include <linux/bpf.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "kernel_features.h"
 #include "link_reaper.h"
@@ -35,6 +36,52 @@ struct link_create_uprobe_multi {
 
 _Static_assert(offsetof(struct link_create_uprobe_multi, path) == 16, "uapi layout");
 _Static_assert(offsetof(struct link_create_uprobe_multi, pid) == 56, "uapi layout");
+
+/*
+ * uprobe_multi (SESSION 0) or uprobe session links (1): a link on "/" (a directory) with one
+ * offset is refused with EBADF by a kernel that has the link type and EINVAL (unknown attach
+ * type) by one that has not; libbpf's own probe does the same.
+ */
+static int probe_uprobe_link(int session)
+{
+	struct bpf_insn ret0[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o,
+		    .expected_attach_type = (enum bpf_attach_type)(
+			    session ? UPROBE_SESSION_ATTACH_TYPE : UPROBE_MULTI_ATTACH_TYPE));
+	struct uprobe_multi_opts uo = { .session = session };
+	__u64 off = 0;
+	int prog, link, err;
+
+	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "bs_probe_um", "GPL", ret0, 2, &o);
+	if (prog < 0)
+		return 0;
+	link = uprobe_multi__attach_fd(prog, "/", &off, 1, &uo);
+	err = link < 0 ? link : 0;
+	if (link >= 0)
+		close(link);
+	close(prog);
+	return err == -EBADF;
+}
+
+static int probe_multi(void)
+{
+	return probe_uprobe_link(0);
+}
+
+static int probe_session(void)
+{
+	return probe_uprobe_link(1);
+}
+
+/* The feature table's probes for these links live here, beside the links (kernel_features.h). */
+__attribute__((constructor)) static void give_probes(void)
+{
+	kfeature__probe_by(KF_UPROBE_MULTI, probe_multi);
+	kfeature__probe_by(KF_UPROBE_SESSION, probe_session);
+}
 
 int uprobe_multi__supported(void)
 {

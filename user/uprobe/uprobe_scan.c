@@ -74,6 +74,8 @@ int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)
 	__u32 n = 0, cap = 0;
 	FILE *f;
 
+	if (m->closed)
+		return -ESHUTDOWN; /* the recording stops: its probes are gone, none is added */
 	snprintf(fn, sizeof(fn), "/proc/%d/maps", pid);
 	f = fopen(fn, "re");
 	if (!f)
@@ -122,29 +124,12 @@ int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)
 	return 0;
 }
 
-/*
- * Where CUDA and NCCL libraries usually live. With -a nothing can be stopped, so a process
- * started while recording races the scan its exec triggers; probing these files up front
- * (on their inodes: every process mapping them is covered) takes that race away for them.
- */
-static const char *const well_known[] = {
-	"/usr/local/cuda*/lib64/lib{cudart,nccl}.so*",
-	"/usr/local/cuda*/targets/*/lib/lib{cudart,nccl}.so*",
-	"/usr/lib/x86_64-linux-gnu/lib{cuda,cudart,nccl}.so*",
-	"/usr/lib64/lib{cuda,cudart,nccl}.so*",
-	"/opt/conda/lib/lib{cudart,nccl}.so*",
-	"/usr/{local/,}lib/python3*/{dist,site}-packages/nvidia/*/lib/lib{cudart,nccl}.so*",
-	"/usr/{local/,}lib/python3*/{dist,site}-packages/torch/lib/libtorch_cuda.so",
-	"/opt/conda/lib/python3*/site-packages/nvidia/*/lib/lib{cudart,nccl}.so*",
-	"/opt/conda/lib/python3*/site-packages/torch/lib/libtorch_cuda.so",
-};
-
 struct uprobe_obj *uprobe_mgr__prescan(struct uprobe_mgr *m, const char *path)
 {
 	struct stat st;
 	struct uprobe_obj *o;
 
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
+	if (m->closed || stat(path, &st) || !S_ISREG(st.st_mode))
 		return NULL;
 	o = uprobe_obj__get(m, kdev_of(st.st_dev), st.st_ino, path);
 	if (o && !o->examined)
@@ -157,17 +142,24 @@ static void prescan_path(void *arg, const char *path)
 	uprobe_mgr__prescan(arg, path);
 }
 
+/*
+ * Where the families' libraries usually live (struct ucall_table.well_known). With -a nothing
+ * can be stopped, so a process started while recording races the scan its exec triggers;
+ * probing these files up front (on their inodes: every process mapping them is covered) takes
+ * that race away for them.
+ */
 static void prescan_well_known(struct uprobe_mgr *m)
 {
-	for (size_t i = 0; i < sizeof(well_known) / sizeof(well_known[0]); i++) {
-		glob_t g;
+	for (__u32 f = 0; f < m->nfams; f++)
+		for (const char *const *w = m->fams[f].table->well_known; w && *w; w++) {
+			glob_t g;
 
-		if (glob(well_known[i], GLOB_BRACE | GLOB_NOSORT, NULL, &g))
-			continue;
-		for (size_t j = 0; j < g.gl_pathc; j++)
-			prescan_path(m, g.gl_pathv[j]);
-		globfree(&g);
-	}
+			if (glob(*w, GLOB_BRACE | GLOB_NOSORT, NULL, &g))
+				continue;
+			for (size_t j = 0; j < g.gl_pathc; j++)
+				prescan_path(m, g.gl_pathv[j]);
+			globfree(&g);
+		}
 	/* And every file earlier recordings found code in: short programs seen before. */
 	scan_cache__for_each(m->cache, prescan_path, m);
 }
@@ -186,9 +178,12 @@ int uprobe_mgr__start(struct uprobe_mgr *m)
 		for (__u32 i = 0; i < o->npids; i++)
 			uprobe_mgr__scan(m, o->pids[i]);
 	}
-	for (__u32 i = 0; i < m->nlisteners; i++)
-		if (m->listeners[i].started)
+	for (__u32 k = 0; k < 2 * m->nlisteners; k++) {
+		__u32 i = uprobe_mgr__listener_order(m, k);
+
+		if (i < m->nlisteners && m->listeners[i].started)
 			m->listeners[i].started(m->listeners[i].arg);
+	}
 	return err;
 }
 

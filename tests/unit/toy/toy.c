@@ -3,10 +3,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "record_args.h"
 #include "report.h"
 #include "table.h"
 #include "toy.h"
+#include "msg.h"
+#include "record_ctx.h"
 
 static int toy_decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
@@ -79,7 +80,7 @@ static int toy_parse_scale(void *opts, const char *arg, const char *cmd)
 
 	((struct toy_opts *)opts)->scale = strtoull(arg, &end, 10);
 	if (*end || end == arg)
-		return record_args__fail(cmd, "bad --toy-scale '%s': a number", arg);
+		return msg__fail("bad --toy-scale '%s': a number", arg);
 	return 0;
 }
 

@@ -54,6 +54,7 @@ static struct ucall_spec *blas_compiled;
 const struct ucall_table blas_table = {
 	.family = "blas",
 	.rec_type = BS_REC_BLAS_CALL,
+	.loss_depth = BS_LOSS_BLAS_DEPTH,
 	.apis = blas_apis,
 	.napis = sizeof(blas_apis) / sizeof(blas_apis[0]),
 	.keys = blas_keys,

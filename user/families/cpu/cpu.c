@@ -16,6 +16,7 @@
 #include "capture_gate.h"
 #include "cpu.h"
 #include "kernel_features.h"
+#include "family_attach.h"
 #include "record_ctx.h"
 #include "stack_svc.h"
 #include "cpu.skel.h"
@@ -120,8 +121,9 @@ static int open_samplers(struct record_ctx *ctx, struct cpu_state *st)
 	return st->nlinks ? 0 : -ENODEV;
 }
 
-static int cpu_attach(struct record_ctx *ctx, void **state)
+static int cpu_attach(const struct family_attach *a, void **state)
 {
+	struct record_ctx *ctx = a->ctx;
 	struct cpu_state *st = calloc(1, sizeof(*st));
 	int err;
 
@@ -136,8 +138,9 @@ static int cpu_attach(struct record_ctx *ctx, void **state)
 	err = record_ctx__prepare(ctx, st->skel->obj);
 	if (!err)
 		err = cpu_bpf__load(st->skel);
-	if (!err)
-		st->stacks = stack_svc__get(ctx, &err);
+	st->stacks = a->stacks; /* FAMILY_STACKS: the driver made it */
+	if (!err && !st->stacks)
+		err = -EINVAL;
 	if (!err)
 		err = open_samplers(ctx, st);
 	if (err) {

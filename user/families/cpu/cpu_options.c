@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cpu.h"
-#include "record_args.h"
+#include "msg.h"
+#include "record_ctx.h"
 
 /* 99, not 100: samples do not fall in step with work that runs every 10 ms (perf's habit). */
 #define DEFAULT_HZ 99
@@ -22,10 +23,9 @@ static int parse_rate(void *opts, const char *arg, const char *cmd)
 	errno = 0;
 	hz = strtoul(arg, &end, 10);
 	if (errno || end == arg || *end || hz < 1 || hz > 10000)
-		return record_args__fail(cmd,
-					 "bad --sample-rate '%s': samples per second, 1 to "
-					 "10000 (default %d)",
-					 arg, DEFAULT_HZ);
+		return msg__fail("bad --sample-rate '%s': samples per second, 1 to "
+				 "10000 (default %d)",
+				 arg, DEFAULT_HZ);
 	((struct cpu_opts *)opts)->hz = hz;
 	return 0;
 }

@@ -819,6 +819,7 @@ static struct ucall_spec *cublas_compiled;
 const struct ucall_table cublas_table = {
 	.family = "cublas",
 	.rec_type = BS_REC_CUBLAS_CALL,
+	.loss_depth = BS_LOSS_CUBLAS_DEPTH,
 	.apis = cublas_apis,
 	.napis = sizeof(cublas_apis) / sizeof(cublas_apis[0]),
 	.keys = cublas_keys,

@@ -71,7 +71,7 @@ struct cublas_desc {
 enum { LAYOUT_TYPE = 0, LAYOUT_ROWS = 2, LAYOUT_COLS = 3, LAYOUT_LD = 4, LAYOUT_BATCH = 5 };
 enum { DESC_COMPUTE = 0, DESC_SCALE = 1, DESC_TRANSA = 3, DESC_TRANSB = 4 };
 
-struct cublas_walk *cublas_walk__new(void)
+void *cublas_walk__new(void)
 {
 	struct cublas_walk *w = calloc(1, sizeof(*w));
 
@@ -87,8 +87,10 @@ struct cublas_walk *cublas_walk__new(void)
 	return w;
 }
 
-void cublas_walk__free(struct cublas_walk *w)
+void cublas_walk__free(void *vw)
 {
+	struct cublas_walk *w = vw;
+
 	if (!w)
 		return;
 	hmap__free(w->streams);
@@ -274,8 +276,9 @@ static int gemm_of(const struct cublas_walk *w, const struct cublas_call *c, __u
 	return 1;
 }
 
-void cublas_walk__observe(struct cublas_walk *w, const struct bs_hdr *rec)
+void cublas_walk__observe(void *vw, const struct bs_hdr *rec)
 {
+	struct cublas_walk *w = vw;
 	struct cublas_call c;
 	__u64 *stream;
 	__u16 fl;

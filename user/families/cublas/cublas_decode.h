@@ -95,9 +95,10 @@ struct cublas_walk {
 	int last_is_gemm;
 };
 
-struct cublas_walk *cublas_walk__new(void);
-void cublas_walk__free(struct cublas_walk *w);
-void cublas_walk__observe(struct cublas_walk *w, const struct bs_hdr *rec);
+/* The family's walk hooks (struct family.walk_*), over a struct cublas_walk. */
+void *cublas_walk__new(void);
+void cublas_walk__free(void *w);
+void cublas_walk__observe(void *w, const struct bs_hdr *rec);
 
 /*
  * The GEMM of REC (a cublas call record the walk W observed last, or any with W NULL: then

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * cuda family, record side: the generic uprobe pair (bpf/cuda.bpf.c) on every function of
+ * cuda family, record side: the generic uprobe pair (bpf/ucall.bpf.c) on every function of
  * cuda_table wherever libcudart/libcuda code is mapped (uprobe_mgr), kernel names as
  * SYMBOL records, and cudaProfilerStart/Stop driving --capture-range=cudaProfilerApi.
  */
@@ -10,56 +10,45 @@
 #include "capture_gate.h"
 #include "cuda.h"
 #include "elf_syms.h"
-#include "kernel_features.h"
+#include "family_attach.h"
 #include "record_ctx.h"
 #include "ucall_family.h"
 #include "ucall_symbols.h"
-#include "cuda.skel.h"
 
 struct cuda_state {
-	struct cuda_bpf *skel;
+	void *ucall; /* the generic program's copy (ucall_family.h) */
 	struct ucall_symbols *syms;
 };
 
-static void cuda_free(struct cuda_state *st)
+static void cuda_free(struct record_ctx *ctx, struct cuda_state *st)
 {
 	if (!st)
 		return;
-	cuda_bpf__destroy(st->skel);
+	ucall_family__detach(ctx, st->ucall);
 	ucall_symbols__free(st->syms);
 	free(st);
 }
 
-static int cuda_attach(struct record_ctx *ctx, void **state)
+static int cuda_attach(const struct family_attach *a, void **state)
 {
 	struct cuda_state *st = calloc(1, sizeof(*st));
 	int err;
 
 	if (!st)
 		return -ENOMEM;
-	st->syms = ucall_symbols__new();
-	st->skel = cuda_bpf__open();
-	if (!st->skel || !st->syms) {
-		err = st->skel ? -ENOMEM : -errno;
-		goto fail;
+	st->syms = ucall_symbols__new(a->uprobes);
+	err = st->syms ? ucall_family__attach(a, &st->ucall) : -ENOMEM;
+	if (err) {
+		cuda_free(a->ctx, st);
+		return err;
 	}
-	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
-	st->skel->rodata->ucall_stack_ns = record_opts__stack_ns(ctx->opts, &family_cuda);
-	err = ucall_family__load(ctx, &cuda_table, st->skel->obj, st->skel->progs.ucall_entry,
-				 st->skel->progs.ucall_return, st->skel->progs.ucall_exit_btf,
-				 &st->skel->links.ucall_exit_btf);
-	if (err)
-		goto fail;
 	*state = st;
 	return 0;
-fail:
-	cuda_free(st);
-	return err;
 }
 
 static void cuda_detach(struct record_ctx *ctx, void *state)
 {
-	cuda_free(state);
+	cuda_free(ctx, state);
 }
 
 /* The NUL-terminated deref string of R, or NULL. */
@@ -127,17 +116,15 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 static const struct family_capture cuda_capture = { .kind = "cudaProfilerApi" };
 
 static const struct loss_cause cuda_losses[] = {
-	{ BS_LOSS_CUDA_DEPTH, "cuda_too_deep",
-	  "calls nested deeper than the per-thread call stack keeps (8): not timed" },
+	UCALL_LOSS_TOO_DEEP(BS_LOSS_CUDA_DEPTH, "cuda_too_deep"),
 	{ 0 },
 };
 
 const struct family family_cuda = {
 	.name = "cuda",
+	.flags = FAMILY_UPROBES,
 	.desc = "CUDA runtime and driver API calls (uprobes on libcudart/libcuda, static too)",
-	/* ucall.bpf.h's generic programs tell the functions apart by their cookies, and keep
-	 * the call stacks of threads without a slot in task storage */
-	.needs = 1u << KF_ATTACH_COOKIE | 1u << KF_TASK_STORAGE,
+	.needs = UCALL_FAMILY_NEEDS,
 	.stack_default_ns = 100000, /* --stacks=cuda: calls of 100 us or more (nsys: 80 us) */
 	.attach = cuda_attach,
 	.detach = cuda_detach,

@@ -449,9 +449,23 @@ static int cuda_api__check(const struct ucall_api *a, const struct ucall_spec *s
 
 static struct ucall_spec *cuda_compiled;
 
+/* Where the CUDA runtime and driver usually live: -a probes them up front. */
+static const char *const cuda_well_known[] = {
+	"/usr/local/cuda*/lib64/libcudart.so*",
+	"/usr/local/cuda*/targets/*/lib/libcudart.so*",
+	"/usr/lib/x86_64-linux-gnu/lib{cuda,cudart}.so*",
+	"/usr/lib64/lib{cuda,cudart}.so*",
+	"/opt/conda/lib/libcudart.so*",
+	"/usr/{local/,}lib/python3*/{dist,site}-packages/nvidia/*/lib/libcudart.so*",
+	"/opt/conda/lib/python3*/site-packages/nvidia/*/lib/libcudart.so*",
+	NULL,
+};
+
 const struct ucall_table cuda_table = {
 	.family = "cuda",
 	.rec_type = BS_REC_CUDA_CALL,
+	.loss_depth = BS_LOSS_CUDA_DEPTH,
+	.well_known = cuda_well_known,
 	.apis = cuda_apis,
 	.napis = sizeof(cuda_apis) / sizeof(cuda_apis[0]),
 	.keys = cuda_keys,

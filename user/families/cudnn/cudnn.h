@@ -113,9 +113,10 @@ struct cudnn_walk {
 	int last_is_conv;
 };
 
-struct cudnn_walk *cudnn_walk__new(void);
-void cudnn_walk__free(struct cudnn_walk *w);
-void cudnn_walk__observe(struct cudnn_walk *w, const struct bs_hdr *rec);
+/* The family's walk hooks (struct family.walk_*), over a struct cudnn_walk. */
+void *cudnn_walk__new(void);
+void cudnn_walk__free(void *w);
+void cudnn_walk__observe(void *w, const struct bs_hdr *rec);
 /* What REC (an execute the walk observed last) ran: 1 and *E, else 0. */
 int cudnn__exec(const struct cudnn_walk *w, const struct bs_hdr *rec, struct cudnn_exec *e);
 /* REC's shapes (a legacy convolution the walk observed last): 1 and *C, else 0. */

@@ -277,6 +277,7 @@ static struct ucall_spec *cudnn_compiled;
 const struct ucall_table cudnn_table = {
 	.family = "cudnn",
 	.rec_type = BS_REC_CUDNN_CALL,
+	.loss_depth = BS_LOSS_CUDNN_DEPTH,
 	.apis = cudnn_apis,
 	.napis = sizeof(cudnn_apis) / sizeof(cudnn_apis[0]),
 	.keys = cudnn_keys,

@@ -150,7 +150,7 @@ struct cudnn_desc {
 	__s32 groups; /* a legacy convolution's; 0: not set (1) */
 };
 
-struct cudnn_walk *cudnn_walk__new(void)
+void *cudnn_walk__new(void)
 {
 	struct cudnn_walk *w = calloc(1, sizeof(*w));
 
@@ -164,8 +164,10 @@ struct cudnn_walk *cudnn_walk__new(void)
 	return w;
 }
 
-void cudnn_walk__free(struct cudnn_walk *w)
+void cudnn_walk__free(void *vw)
 {
+	struct cudnn_walk *w = vw;
+
 	if (!w)
 		return;
 	hmap__free(w->descs);
@@ -334,8 +336,9 @@ static int walk__conv(const struct cudnn_walk *w, const struct cudnn_call *c, __
 	return kx || kw || ky;
 }
 
-void cudnn_walk__observe(struct cudnn_walk *w, const struct bs_hdr *rec)
+void cudnn_walk__observe(void *vw, const struct bs_hdr *rec)
 {
+	struct cudnn_walk *w = vw;
 	struct cudnn_call c;
 	struct cudnn_desc *d;
 	__u16 fl;

@@ -29,6 +29,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "kernel_features.h"
+#include "family_attach.h"
 #include "gil_state.h"
 #include "hmap.h"
 
@@ -241,7 +242,7 @@ static void preattach_libc(struct gil_state *st, struct record_ctx *ctx)
 	struct gil_file *f;
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		f = uprobe_mgr__examine(ctx->uprobes, st->listener, paths[i]);
+		f = uprobe_mgr__examine(st->uprobes, st->listener, paths[i]);
 		if (f && f->cond && !f->cond_tried)
 			gil_libc_attach(st, ctx, f, paths[i], paths[i]);
 	}
@@ -289,8 +290,9 @@ static void on_started(void *arg)
 	st->starting = 0;
 }
 
-static int gil_attach(struct record_ctx *ctx, void **state)
+static int gil_attach(const struct family_attach *a, void **state)
 {
+	struct record_ctx *ctx = a->ctx;
 	struct gil_state *st = calloc(1, sizeof(*st));
 	struct uprobe_listener lis = {
 		.file = gil_on_file, .mapped = gil_on_mapped, .started = on_started, .arg = st
@@ -300,6 +302,7 @@ static int gil_attach(struct record_ctx *ctx, void **state)
 	if (!st)
 		return -ENOMEM;
 	st->ctx = ctx;
+	st->uprobes = a->uprobes;
 	st->full = ((const struct gil_opts *)record_opts__family(ctx->opts, &family_gil))->full;
 	st->procs = hmap__new(sizeof(struct gil_proc *));
 	st->agg_w = hmap__new(sizeof(__u64));
@@ -334,7 +337,7 @@ static int gil_attach(struct record_ctx *ctx, void **state)
 	if (err)
 		goto fail;
 	/* Last: once added, the manager keeps ST (a failed add keeps nothing). */
-	st->listener = uprobe_mgr__listen(ctx, &lis);
+	st->listener = a->uprobes ? uprobe_mgr__add_listener(a->uprobes, &lis) : -EINVAL;
 	if (st->listener < 0) {
 		err = st->listener;
 		goto fail;
@@ -460,7 +463,7 @@ static const __u16 gil_state_records[] = { BS_REC_GIL_PROC, 0 };
 const struct family family_gil = {
 	.name = "gil",
 	.desc = "CPython GIL waits per thread and who held it (uprobes on glibc/libpython)",
-	.flags = FAMILY_STACKS_DEFAULT,
+	.flags = FAMILY_STACKS_DEFAULT | FAMILY_UPROBES,
 	.needs = 1u << KF_TASK_STORAGE,	      /* gil_thr: each thread's GIL state */
 	.stack_default_ns = GIL_THRESHOLD_NS, /* every wait with a record, and its rounds */
 	.options = gil_options,

@@ -153,8 +153,8 @@ void gil_proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 	struct gil_proc *p;
 	__u32 flags = 0;
 
-	/* The manager is gone (recording stops, the last records drain): no more looks. */
-	if (!ctx->uprobes)
+	/* The manager is closed (recording stops, the last records drain): no more looks. */
+	if (uprobe_mgr__closed(st->uprobes))
 		return;
 	p = gil_proc_get(st, pid, 1);
 	if (!p)

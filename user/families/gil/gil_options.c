@@ -2,7 +2,8 @@
 /* The gil family's option: --gil-mode (record and monitor). */
 #include <string.h>
 #include "gil.h"
-#include "record_args.h"
+#include "msg.h"
+#include "record_ctx.h"
 
 static int parse_mode(void *opts, const char *arg, const char *cmd)
 {
@@ -13,7 +14,7 @@ static int parse_mode(void *opts, const char *arg, const char *cmd)
 	else if (!strcmp(arg, "full"))
 		g->full = 1;
 	else
-		return record_args__fail(cmd, "bad --gil-mode '%s': use default or full", arg);
+		return msg__fail("bad --gil-mode '%s': use default or full", arg);
 	return 0;
 }
 

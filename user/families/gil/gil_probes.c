@@ -177,7 +177,7 @@ int gil_look(struct gil_state *st, pid_t pid)
 	n = readlink(fn, lk->exe, sizeof(lk->exe) - 1);
 	lk->exe[n > 0 ? n : 0] = 0;
 	lk->pid = pid;
-	err = uprobe_mgr__scan(st->ctx->uprobes, pid);
+	err = uprobe_mgr__scan(st->uprobes, pid);
 	lk->pid = 0;
 	return err;
 }

@@ -74,7 +74,8 @@ struct gil_proc {
 struct gil_state {
 	struct record_ctx *ctx;
 	struct gil_bpf *skel;
-	int listener; /* gil's id with the manager (ctx->uprobes) */
+	struct uprobe_mgr *uprobes; /* the recording's (family_attach.h) */
+	int listener;		    /* gil's id with it */
 	struct gil_file *files;
 	struct hmap *procs;   /* (pid, 0) -> struct gil_proc * */
 	struct hmap *agg_w;   /* (pid << 32 | tid, 0) -> wait_count + hold_count last written */

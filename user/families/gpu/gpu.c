@@ -10,11 +10,6 @@
 #include "record_ctx.h"
 #include "shim_link.h"
 
-static int gpu_attach(struct record_ctx *ctx, void **state)
-{
-	return shim_link__attach(ctx, &family_gpu, state);
-}
-
 static int gpu_prelaunch(const struct record_opts *o)
 {
 	return shim_link__prelaunch(o, &family_gpu);
@@ -37,7 +32,7 @@ const struct family family_gpu = {
 	/* shim.bpf.c tells the USDT sites apart by their cookies */
 	.needs = 1u << KF_ATTACH_COOKIE,
 	.ungated = gpu_ungated,
-	.attach = gpu_attach,
+	.attach = shim_link__attach,
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,
 	.consume = shim_link__consume,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <bpf/libbpf.h>
+#include "family_attach.h"
 #include "mem_report.h"
 #include "mem_state.h"
 #include "mem_walk.h"
@@ -38,8 +39,9 @@ static int prepare_uprobes(struct mem_bpf *skel)
 	return err;
 }
 
-static int mem_attach(struct record_ctx *ctx, void **state)
+static int mem_attach(const struct family_attach *a, void **state)
 {
+	struct record_ctx *ctx = a->ctx;
 	const struct mem_opts *mo = record_opts__family(ctx->opts, &family_mem);
 	struct mem_state *st = calloc(1, sizeof(*st));
 	struct uprobe_listener lis = { .file = mem_on_file, .mapped = mem_on_mapped, .arg = st };
@@ -69,7 +71,8 @@ static int mem_attach(struct record_ctx *ctx, void **state)
 		err = mem_bpf__attach(st->skel); /* the tracepoints; uprobes come with the files */
 	if (err)
 		goto fail;
-	st->listener = uprobe_mgr__listen(ctx, &lis);
+	st->uprobes = a->uprobes;
+	st->listener = a->uprobes ? uprobe_mgr__add_listener(a->uprobes, &lis) : -EINVAL;
 	if (st->listener < 0) {
 		err = st->listener;
 		goto fail;
@@ -94,7 +97,7 @@ static void mem_detach(struct record_ctx *ctx, void *state)
 
 	mem_bpf__detach(st->skel);
 	mem_unlink_all(st);
-	uprobe_mgr__remove_listener(ctx->uprobes, st->listener);
+	uprobe_mgr__remove_listener(st->uprobes, st->listener);
 	mem_state_free(st);
 }
 
@@ -112,7 +115,7 @@ const struct family family_mem = {
 	.name = "mem",
 	.desc = "PyTorch tensor allocations and frees (CPU, GPU), allocator totals, RSS, "
 		"resident growth by stack, OOMs (uprobes on c10, kmem:rss_stat)",
-	.flags = FAMILY_OPT_IN | FAMILY_STACKS_DEFAULT,
+	.flags = FAMILY_OPT_IN | FAMILY_STACKS_DEFAULT | FAMILY_UPROBES,
 	.stack_default_ns = MEM_STACK_DEFAULT_BYTES,
 	.stack_bytes = 1,
 	.options = mem_options,

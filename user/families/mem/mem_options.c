@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include "mem.h"
 #include "parse.h"
-#include "record_args.h"
+#include "msg.h"
+#include "record_ctx.h"
 
 void mem_opts_init(void *opts, const char *cmd)
 {
@@ -21,10 +22,9 @@ static int parse_step(void *opts, const char *arg, const char *cmd)
 	__u64 v;
 
 	if (parse_size(arg, &v) || v < 4096)
-		return record_args__fail(cmd,
-					 "bad --mem-step '%s': use a size of 4K or more, e.g. "
-					 "256K or 4M",
-					 arg);
+		return msg__fail("bad --mem-step '%s': use a size of 4K or more, e.g. "
+				 "256K or 4M",
+				 arg);
 	((struct mem_opts *)opts)->step = v;
 	return 0;
 }

@@ -46,7 +46,8 @@ struct mem_usdt_proc {
 struct mem_state {
 	struct record_ctx *ctx;
 	struct mem_bpf *skel;
-	int listener; /* mem's id with the uprobe manager (ctx->uprobes) */
+	struct uprobe_mgr *uprobes; /* the recording's (family_attach.h) */
+	int listener;		    /* mem's id with it */
 	struct mem_file *files;
 	struct mem_usdt_proc *procs;
 	__u32 usdt_sites; /* entries of mem_usdt_sites used */

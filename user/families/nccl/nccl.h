@@ -80,10 +80,11 @@ struct nccl_comm {
 	__u64 ncoll; /* its collectives so far (the next one's sequence number) */
 };
 
-struct nccl_walk *nccl_walk__new(void);
-void nccl_walk__free(struct nccl_walk *w);
+/* The family's walk hooks (struct family.walk_*), over a struct nccl_walk. */
+void *nccl_walk__new(void);
+void nccl_walk__free(void *w);
 /* Every record in file order (others than BS_REC_NCCL_CALL are ignored). */
-void nccl_walk__observe(struct nccl_walk *w, const struct bs_hdr *rec);
+void nccl_walk__observe(void *w, const struct bs_hdr *rec);
 /* What the walk knows of communicator COMM of process PID now; NULL when never seen. */
 const struct nccl_comm *nccl_walk__comm(const struct nccl_walk *w, __u32 pid, __u64 comm);
 /* -ENOMEM when an allocation failed during the walk (some joins are then missing). */

@@ -125,9 +125,25 @@ static int nccl_api__check(const struct ucall_api *a, const struct ucall_spec *s
 
 static struct ucall_spec *nccl_compiled;
 
+/* Where NCCL usually lives (libtorch_cuda.so links it in): -a probes them up front. */
+static const char *const nccl_well_known[] = {
+	"/usr/local/cuda*/lib64/libnccl.so*",
+	"/usr/local/cuda*/targets/*/lib/libnccl.so*",
+	"/usr/lib/x86_64-linux-gnu/libnccl.so*",
+	"/usr/lib64/libnccl.so*",
+	"/opt/conda/lib/libnccl.so*",
+	"/usr/{local/,}lib/python3*/{dist,site}-packages/nvidia/*/lib/libnccl.so*",
+	"/usr/{local/,}lib/python3*/{dist,site}-packages/torch/lib/libtorch_cuda.so",
+	"/opt/conda/lib/python3*/site-packages/nvidia/*/lib/libnccl.so*",
+	"/opt/conda/lib/python3*/site-packages/torch/lib/libtorch_cuda.so",
+	NULL,
+};
+
 const struct ucall_table nccl_table = {
 	.family = "nccl",
 	.rec_type = BS_REC_NCCL_CALL,
+	.loss_depth = BS_LOSS_NCCL_DEPTH,
+	.well_known = nccl_well_known,
 	.apis = nccl_apis,
 	.napis = sizeof(nccl_apis) / sizeof(nccl_apis[0]),
 	.keys = nccl_keys,

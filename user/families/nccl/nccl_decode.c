@@ -194,7 +194,7 @@ struct nccl_thread {
 	__u64 start_ts[NCCL_GROUP_TS_MAX]; /* entry time of each open ncclGroupStart */
 };
 
-struct nccl_walk *nccl_walk__new(void)
+void *nccl_walk__new(void)
 {
 	struct nccl_walk *w = calloc(1, sizeof(*w));
 
@@ -212,8 +212,10 @@ struct nccl_walk *nccl_walk__new(void)
 	return w;
 }
 
-void nccl_walk__free(struct nccl_walk *w)
+void nccl_walk__free(void *vw)
 {
+	struct nccl_walk *w = vw;
+
 	if (!w)
 		return;
 	hmap__free(w->by_ptr);
@@ -408,8 +410,9 @@ static void walk__sync_base(struct nccl_walk *w, const struct bs_sync_base *b)
 		*v = b->base;
 }
 
-void nccl_walk__observe(struct nccl_walk *w, const struct bs_hdr *rec)
+void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 {
+	struct nccl_walk *w = vw;
 	struct nccl_comm *comm;
 	struct nccl_call *c;
 

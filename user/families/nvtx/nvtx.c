@@ -9,11 +9,6 @@
 #include "record_ctx.h"
 #include "shim_link.h"
 
-static int nvtx_attach(struct record_ctx *ctx, void **state)
-{
-	return shim_link__attach(ctx, &family_nvtx, state);
-}
-
 static int nvtx_prelaunch(const struct record_opts *o)
 {
 	return shim_link__prelaunch(o, &family_nvtx);
@@ -44,7 +39,7 @@ const struct family family_nvtx = {
 	.ungated = nvtx_ungated,
 	/* shim.bpf.c tells the USDT sites apart by their cookies */
 	.needs = 1u << KF_ATTACH_COOKIE,
-	.attach = nvtx_attach,
+	.attach = shim_link__attach,
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,
 	.consume = shim_link__consume,

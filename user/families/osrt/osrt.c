@@ -9,6 +9,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "osrt.h"
+#include "family_attach.h"
 #include "record_ctx.h"
 #include "hmap.h"
 #include "osrt.skel.h"
@@ -64,8 +65,9 @@ static void osrt_state__free(struct osrt_state *st)
 	free(st);
 }
 
-static int osrt_attach(struct record_ctx *ctx, void **state)
+static int osrt_attach(const struct family_attach *a, void **state)
 {
+	struct record_ctx *ctx = a->ctx;
 	struct osrt_state *st = calloc(1, sizeof(*st));
 	int err;
 

@@ -4,7 +4,8 @@
 #include <string.h>
 #include "osrt.h"
 #include "parse.h"
-#include "record_args.h"
+#include "msg.h"
+#include "record_ctx.h"
 
 /*
  * record keeps every call of at least 1 us as a record (syscalls shorter than that are mostly
@@ -22,10 +23,9 @@ void osrt_opts_init(void *opts, const char *cmd)
 static int parse_threshold(void *opts, const char *arg, const char *cmd)
 {
 	if (parse_threshold_ns(arg, &((struct osrt_opts *)opts)->threshold_ns))
-		return record_args__fail(cmd,
-					 "bad --osrt-threshold '%s': use e.g. 0, 500ns, 1us "
-					 "or 2ms",
-					 arg);
+		return msg__fail("bad --osrt-threshold '%s': use e.g. 0, 500ns, 1us "
+				 "or 2ms",
+				 arg);
 	return 0;
 }
 

@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "proc.h"
+#include "family_attach.h"
 #include "record_ctx.h"
 #include "proc.skel.h"
 
-static int proc_attach(struct record_ctx *ctx, void **state)
+static int proc_attach(const struct family_attach *a, void **state)
 {
+	struct record_ctx *ctx = a->ctx;
 	struct proc_bpf *skel;
 	int err;
 

@@ -22,6 +22,7 @@
 #include "msg.h"
 #include "pyfunc.h"
 #include "pyfunc_spec.h"
+#include "family_attach.h"
 #include "record_ctx.h"
 #include "shim_family.h"
 #include "shim_link.h"
@@ -62,16 +63,17 @@ static void pyfunc_free(struct record_ctx *ctx, struct pyfunc_state *st)
 	if (!st)
 		return;
 	if (st->shim) {
-		shim_link__listen(ctx, &family_pyfunc, NULL, NULL);
+		shim_link__listen(st->shim, NULL, NULL);
 		shim_link__detach(ctx, st->shim);
 	}
-	pyfunc_writer__free(ctx, st->writer);
+	pyfunc_writer__free(st->writer);
 	hmap__free(st->said);
 	free(st);
 }
 
-static int pyfunc_attach(struct record_ctx *ctx, void **state)
+static int pyfunc_attach(const struct family_attach *a, void **state)
 {
+	struct record_ctx *ctx = a->ctx;
 	const struct pyfunc_opts *o = record_opts__family(ctx->opts, &family_pyfunc);
 	struct pyfunc_state *st;
 	int err;
@@ -86,16 +88,16 @@ static int pyfunc_attach(struct record_ctx *ctx, void **state)
 		free(st);
 		return -ENOMEM;
 	}
-	/* The writer listens first: where it is the channel's first family, the text is in
-	 * each shim before the semaphore rises. */
-	err = pyfunc_writer__new(ctx, o->text, &st->writer);
+	/* The writer is told of each shim first: the text is there before the semaphore
+	 * rises (pyfunc_write.c). */
+	err = pyfunc_writer__new(a->uprobes, o->text, &st->writer);
 	if (!err)
-		err = shim_link__attach(ctx, &family_pyfunc, &st->shim);
+		err = shim_link__attach(a, &st->shim);
 	if (err) {
 		pyfunc_free(ctx, st);
 		return err;
 	}
-	shim_link__listen(ctx, &family_pyfunc, listen, st);
+	shim_link__listen(st->shim, listen, st);
 	*state = st;
 	return 0;
 }

@@ -25,8 +25,9 @@ struct pyfunc_writer;
  * processes map (launch, -p, -a, loaded later), before or as the channel attaches the
  * control site. 0 with *OUT, or -errno.
  */
-int pyfunc_writer__new(struct record_ctx *ctx, const char *text, struct pyfunc_writer **out);
-void pyfunc_writer__free(struct record_ctx *ctx, struct pyfunc_writer *w);
+struct uprobe_mgr;
+int pyfunc_writer__new(struct uprobe_mgr *mgr, const char *text, struct pyfunc_writer **out);
+void pyfunc_writer__free(struct pyfunc_writer *w);
 /* Every record: an exec or an exit makes the process's next scan write it again. */
 void pyfunc_writer__observe(struct pyfunc_writer *w, const struct bs_hdr *rec);
 

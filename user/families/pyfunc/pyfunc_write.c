@@ -32,6 +32,7 @@
 struct pyfunc_writer {
 	const char *text;
 	__u32 len, gen;
+	struct uprobe_mgr *mgr;
 	int listener;
 	struct hmap *done;   /* (pid, file) -> the process's image (images[pid]) + 1 written */
 	struct hmap *images; /* pid that mapped a shim -> __u64: new at each exec and its exit */
@@ -108,10 +109,11 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 			pid, strerror(-err));
 }
 
-int pyfunc_writer__new(struct record_ctx *ctx, const char *text, struct pyfunc_writer **out)
+int pyfunc_writer__new(struct uprobe_mgr *mgr, const char *text, struct pyfunc_writer **out)
 {
 	struct pyfunc_writer *w = calloc(1, sizeof(*w));
-	struct uprobe_listener l = { .file = on_file, .mapped = on_mapped, .arg = w };
+	/* First: the spec is in each shim before the channel raises its semaphores there. */
+	struct uprobe_listener l = { .file = on_file, .mapped = on_mapped, .arg = w, .first = 1 };
 	int id;
 
 	if (!w || !(w->done = hmap__new(sizeof(__u64))) ||
@@ -125,7 +127,7 @@ int pyfunc_writer__new(struct record_ctx *ctx, const char *text, struct pyfunc_w
 	w->len = (__u32)strlen(text);
 	/* A new value per recording: the shim installs a gen it has not installed yet. */
 	w->gen = (__u32)(mono_now_ns() >> 8) | 1;
-	id = uprobe_mgr__listen(ctx, &l);
+	id = mgr ? uprobe_mgr__add_listener(mgr, &l) : -EINVAL;
 	if (id < 0) {
 		hmap__free(w->done);
 		hmap__free(w->images);
@@ -133,15 +135,16 @@ int pyfunc_writer__new(struct record_ctx *ctx, const char *text, struct pyfunc_w
 		return id;
 	}
 	w->listener = id;
+	w->mgr = mgr;
 	*out = w;
 	return 0;
 }
 
-void pyfunc_writer__free(struct record_ctx *ctx, struct pyfunc_writer *w)
+void pyfunc_writer__free(struct pyfunc_writer *w)
 {
 	if (!w)
 		return;
-	uprobe_mgr__remove_listener(ctx->uprobes, w->listener);
+	uprobe_mgr__remove_listener(w->mgr, w->listener);
 	hmap__free(w->done);
 	hmap__free(w->images);
 	free(w);

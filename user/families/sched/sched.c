@@ -8,6 +8,7 @@
 #include <bpf/libbpf.h>
 #include "kernel_features.h"
 #include "sched.h"
+#include "family_attach.h"
 #include "record_ctx.h"
 #include "sched.skel.h"
 #include "msg.h"
@@ -90,8 +91,9 @@ static int pick_switch_state(struct bpf_object *obj)
 	return 0;
 }
 
-static int sched_attach(struct record_ctx *ctx, void **state)
+static int sched_attach(const struct family_attach *a, void **state)
 {
+	struct record_ctx *ctx = a->ctx;
 	struct sched_bpf *skel = sched_bpf__open();
 	int err;
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include "hmap.h"
 #include "kernel_features.h"
-#include "record_args.h"
+#include "family_attach.h"
 #include "record_ctx.h"
 #include "shim_family.h"
 #include "shim_link.h"
@@ -84,7 +84,7 @@ static void torch_free(struct record_ctx *ctx, struct torch_state *st)
 	if (!st)
 		return;
 	if (st->shim) {
-		shim_link__listen(ctx, &family_torch, NULL, NULL);
+		shim_link__listen(st->shim, NULL, NULL);
 		shim_link__detach(ctx, st->shim);
 	}
 	torch_steps__free(st->steps);
@@ -92,8 +92,9 @@ static void torch_free(struct record_ctx *ctx, struct torch_state *st)
 	free(st);
 }
 
-static int torch_attach(struct record_ctx *ctx, void **state)
+static int torch_attach(const struct family_attach *a, void **state)
 {
+	struct record_ctx *ctx = a->ctx;
 	struct torch_state *st = calloc(1, sizeof(*st));
 	int err;
 
@@ -110,12 +111,12 @@ static int torch_attach(struct record_ctx *ctx, void **state)
 		torch_free(ctx, st);
 		return -ENOMEM;
 	}
-	err = shim_link__attach(ctx, &family_torch, &st->shim);
+	err = shim_link__attach(a, &st->shim);
 	if (err) {
 		torch_free(ctx, st);
 		return err;
 	}
-	shim_link__listen(ctx, &family_torch, listen, st);
+	shim_link__listen(st->shim, listen, st);
 	*state = st;
 	return 0;
 }

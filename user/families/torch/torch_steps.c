@@ -27,7 +27,6 @@
 #include <string.h>
 #include "capture_gate.h"
 #include "parse.h"
-#include "record_args.h"
 #include "record_ctx.h"
 #include "torch.h"
 #include "msg.h"
@@ -81,8 +80,7 @@ int torch_steps__check(const char *arg, const char *cmd)
 	__u64 skip, n, repeat;
 
 	if (parse(arg, &skip, &n, &repeat))
-		return record_args__fail(
-			cmd,
+		return msg__fail(
 			"bad --capture-range=steps:%s: use steps:N (N whole "
 			"training steps from the next step's start), steps:WAIT+N (after WAIT "
 			"more) or steps:WAIT+NxREPEAT (REPEAT windows of N, each after WAIT, each "

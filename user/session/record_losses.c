@@ -10,7 +10,6 @@
 #include "record_ctx.h"
 #include "record_losses.h"
 #include "ring_pump.h"
-#include "uprobe_mgr.h"
 
 /* Each family's causes in the lost array: the recording's and its own (records.h). */
 #define FOR_EACH_LOSS_KEY(i, block, l, own)                                                        \
@@ -20,14 +19,14 @@
 				for (l = own ? families[i]->losses : recording_losses;             \
 				     l && l->name; l++)
 
-void record_losses__account(struct record_ctx *ctx, __u64 *seen, __u64 *total)
+int record_losses__account(struct record_ctx *ctx, __u64 *seen, __u64 *total)
 {
-	int ncpu = libbpf_num_possible_cpus(), block;
+	int ncpu = libbpf_num_possible_cpus(), block, own_lost = 0;
 	const struct loss_cause *l;
 	__u64 *vals;
 
 	if (ncpu <= 0 || !(vals = calloc(ncpu, sizeof(*vals))))
-		return;
+		return 0;
 	if (ctx->pump) {
 		__u64 dropped[RING_PUMP_BLOCKS] = { 0 };
 
@@ -43,12 +42,9 @@ void record_losses__account(struct record_ctx *ctx, __u64 *seen, __u64 *total)
 		if (!bpf_map_lookup_elem(ctx->lost_fd, &key, vals))
 			for (int c = 0; c < ncpu; c++)
 				sum += vals[c];
-		/*
-		 * The ring refused records of the recording's own (exec, dlopen among them):
-		 * the uprobe manager looks at every process again, none is left unprobed.
-		 */
+		/* The ring refused records of the recording's own (exec, dlopen among them). */
 		if (sum > seen[key] && key == BS_LOST_KEY(0, BS_LOSS_RINGBUF_FULL))
-			uprobe_mgr__rescan_all(ctx->uprobes);
+			own_lost = 1;
 		if (sum > seen[key]) {
 			struct bs_loss r = { .cause = l->cause,
 					     .block = BS_LOSS_BLOCK_SET | block,
@@ -61,6 +57,7 @@ void record_losses__account(struct record_ctx *ctx, __u64 *seen, __u64 *total)
 		}
 	}
 	free(vals);
+	return own_lost;
 }
 
 void record_losses__summary(const __u64 *seen, char *buf, size_t len)

@@ -9,6 +9,7 @@
 #include "flight_opts.h"
 #include "kernel_features.h"
 #include "parse.h"
+#include "privileges.h"
 #include "record_args.h"
 #include "env.h"
 #include "record_options.h"
@@ -42,7 +43,7 @@ struct rec_option {
 	const char *help_top; /* top's, where it differs from monitor's */
 };
 
-#define FAIL(...) record_args__fail(a->cmd, __VA_ARGS__)
+#define FAIL(...) msg__fail(__VA_ARGS__)
 
 static int opt_output(struct record_args *a, const char *arg)
 {
@@ -367,7 +368,7 @@ static int opt_dry_run(struct record_args *a, const char *arg)
 
 static int opt_features(struct record_args *a, const char *arg)
 {
-	if (!record_args__has_caps())
+	if (!privileges__can_trace())
 		return FAIL("probing the kernel needs root (or CAP_BPF and CAP_PERFMON)");
 	kfeatures__print(stdout);
 	a->done = 1;
@@ -729,7 +730,7 @@ int record_args__start(struct record_args *a, const char *cmd, const char *cmdli
 	int e;
 
 	if (record_args__init(a, cmd) || !cmdline)
-		return record_args__fail(cmd, "out of memory");
+		return msg__fail("out of memory");
 	a->o.cmdline = cmdline;
 	e = record_args__parse(a, argc, argv);
 	if (e == 2)

@@ -13,10 +13,10 @@ struct record_ctx;
 
 /*
  * Turn increases of the loss counters into LOSS records; SEEN holds what was written per
- * key, TOTAL grows by the new ones. A loss of the recording's own records (exec, dlopen)
- * makes the uprobe manager look at every process again.
+ * key, TOTAL grows by the new ones. Returns 1 when records of the recording's own (exec,
+ * dlopen) were lost since: the caller has the uprobe manager look at every process again.
  */
-void record_losses__account(struct record_ctx *ctx, __u64 *seen, __u64 *total);
+int record_losses__account(struct record_ctx *ctx, __u64 *seen, __u64 *total);
 /* " (cuda: task_map_full 3; gil: ringbuf_full 5)" for the end-of-run line; "" when none. */
 void record_losses__summary(const __u64 *seen, char *buf, size_t len);
 

@@ -6,6 +6,7 @@
 #include "family.h"
 #include "kernel_features.h"
 #include "nv_gpus.h"
+#include "record_clock.h"
 #include "record_meta.h"
 
 void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
@@ -77,30 +78,4 @@ void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
 	nv_gpus__read(NV_GPUS_DIR, rm->gpus, sizeof(rm->gpus));
 	m->gpus = rm->gpus;
 	record_clocks__now(&m->start);
-}
-
-/*
- * BPFSIGHT_TEST_CLOCK_SHIFT_NS=S[,PPM] (tests only, docs/NCCL.md): the wall clock this
- * recording reads is S ns ahead of the machine's, and gains PPM millionths from its first
- * reading on, as another host's would be; the tests of merge put ranks recorded on one
- * machine on clocks they must recover.
- */
-void record_clocks__now(struct trace_clocks *c)
-{
-	static __u64 first_mono;
-	const char *env = getenv("BPFSIGHT_TEST_CLOCK_SHIFT_NS");
-	double ppm = 0;
-	char *end;
-	long long shift;
-
-	trace_clocks__now(c);
-	if (!env || !*env)
-		return;
-	shift = strtoll(env, &end, 10);
-	if (*end == ',')
-		ppm = strtod(end + 1, NULL);
-	if (!first_mono)
-		first_mono = c->mono_ns;
-	c->realtime_ns +=
-		(__u64)shift + (__u64)(__s64)(ppm * 1e-6 * (double)(c->mono_ns - first_mono));
 }

@@ -22,7 +22,7 @@ struct ucall_api {
 
 struct ucall_table {
 	const char *family; /* "cuda" */
-	__u16 rec_type;	    /* BS_REC_CUDA_CALL */
+	__u16 rec_type;	    /* BS_REC_CUDA_CALL: its block (records.h) is the family's */
 	const struct ucall_api *apis;
 	__u32 napis;
 	const struct ucall_key *keys; /* what the specs may name: ucall_field.key indexes it */
@@ -42,6 +42,13 @@ struct ucall_table {
 	 * wrapped_flag BS_UCOOKIE_WRAPPED (bpf/ucall.bpf.h). 0: none.
 	 */
 	__u16 wraps_flag, wrapped_flag;
+	/* BS_LOSS_CUDA_DEPTH: its loss cause for calls nested too deep (ucall_family.h). */
+	__u16 loss_depth;
+	/*
+	 * Globs (GLOB_BRACE) of where its libraries usually live, NULL-terminated: with -a the
+	 * uprobe manager probes them before any process maps them (uprobe_scan.c). May be NULL.
+	 */
+	const char *const *well_known;
 };
 
 /* The entry of REC's fn, or NULL when the trace was written by a newer table. */

@@ -44,7 +44,7 @@ static int fail(const struct rw *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return record_args__fail(r->cmd, "%s", msg);
+	return msg__fail("%s", msg);
 }
 
 /* One line: what nsys's OPT does that bpfsight does otherwise. */
@@ -133,7 +133,17 @@ static const struct {
 	{ "cusolver", NULL },
 };
 
-/* -t LIST: profile reads nsys's names; record keeps LIST (its parser knows nsys's aliases). */
+int nsys_args__trace(const char *name, const char **ours)
+{
+	for (size_t i = 0; i < sizeof(trace_names) / sizeof(trace_names[0]); i++)
+		if (!strcmp(trace_names[i].nsys, name)) {
+			*ours = trace_names[i].ours;
+			return 1;
+		}
+	return 0;
+}
+
+/* -t LIST: profile reads nsys's names; record keeps LIST (its parser knows nsys's names). */
 static int opt_trace(struct rw *r, const char *opt, const char *v)
 {
 	char copy[LIST_MAX], *save = NULL, *tok;
@@ -677,7 +687,7 @@ static int rewrite(struct rw *r, int argc, char **argv)
 	for (; !err && i < argc; i++)
 		err = push(r, argv[i], 0);
 	if (err < 0)
-		return record_args__fail(r->cmd, "%s", strerror(-err));
+		return msg__fail("%s", strerror(-err));
 	return err;
 }
 
@@ -690,7 +700,7 @@ int nsys_args__rewrite(struct nsys_args *n, const char *cmd, int profile, int ar
 	n->argv = calloc(2 * argc + 16, sizeof(*n->argv));
 	n->owned = calloc(16, sizeof(*n->owned));
 	if (!n->argv || !n->owned)
-		return record_args__fail(cmd, "out of memory");
+		return msg__fail("out of memory");
 	n->argv[n->argc++] = argv[0];
 	return rewrite(&r, argc, argv);
 }

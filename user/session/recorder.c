@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * One recording, start to finish: create the shared maps, attach the families, release a
- * launched CMD, drain the ring buffer into the writer until the targets exit, the duration
- * ends or a signal comes, then detach, drain what is left and close the file.
+ * One recording, start to finish: create the shared maps and the services, attach the
+ * families, release a launched CMD, drain the ring buffer into the writer until the targets
+ * exit, the duration ends or a signal comes, then detach, drain what is left and close the
+ * file (recording.h lists the driver's files).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,23 +18,25 @@
 #include <bpf/libbpf.h>
 #include "capture_files.h"
 #include "capture_gate.h"
-#include "elf_syms.h"
 #include "family.h"
+#include "family_attach.h"
 #include "flight_recorder.h"
 #include "kernel_features.h"
 #include "launch.h"
 #include "link_reaper.h"
 #include "privileges.h"
 #include "proc_meta.h"
+#include "record_clock.h"
 #include "record_losses.h"
-#include "record_meta.h"
-#include "recorder.h"
+#include "recording.h"
 #include "ring_pump.h"
+#include "shim_link.h"
 #include "stack_svc.h"
+#include "start_at.h"
 #include "string_pool.h"
 #include "target_tree.h"
 #include "trace_writer.h"
-#include "unwind_load.h"
+#include "uprobe_broker.h"
 #include "uprobe_mgr.h"
 #include "msg.h"
 
@@ -134,46 +137,6 @@ static void on_flush_signal(int sig)
 	flush_signal = sig;
 }
 
-/* The maps every family shares live as long as the recording, independent of families. */
-static int create_shared_maps(struct record_ctx *ctx)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, no_prealloc, .map_flags = BPF_F_NO_PREALLOC);
-
-	ctx->events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "events", 0, 0,
-					ctx->opts->ringbuf_bytes, NULL);
-	if (ctx->events_fd < 0)
-		return -errno;
-	ctx->targets_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "targets", sizeof(__u32), sizeof(__u8),
-					 record_ctx__map_entries("targets") ?: 65536, NULL);
-	if (ctx->targets_fd < 0)
-		return -errno;
-	ctx->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "lost", sizeof(__u32),
-				      sizeof(__u64), BS_LOST_KEYS, NULL);
-	if (ctx->lost_fd < 0)
-		return -errno;
-	ctx->control_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "control", sizeof(__u32),
-					 sizeof(__u32), 1, NULL);
-	if (ctx->control_fd < 0)
-		return -errno;
-	/* --start-at: the probes write nothing (and count no loss) until the instant. */
-	if (ctx->opts->start_at.set)
-		bpf_map_update_elem(ctx->control_fd, &(__u32){ 0 }, &(__u32){ BS_CTL_STOPPED },
-				    BPF_ANY);
-	ctx->py_procs_fd = bpf_map_create(
-		BPF_MAP_TYPE_HASH, "py_procs", sizeof(__u32), sizeof(struct bs_py_cfg),
-		record_ctx__map_entries("py_procs") ?: 4096, &no_prealloc);
-	if (ctx->py_procs_fd < 0)
-		return -errno;
-	ctx->py_codes_fd =
-		bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "py_codes", sizeof(struct bs_py_code_key),
-			       sizeof(struct bs_py_code_id), BS_PY_CODES, NULL);
-	if (ctx->py_codes_fd < 0)
-		return -errno;
-	return unwind_load__create(record_opts__wants_stacks(ctx->opts) &&
-					   kfeature__has(KF_UNWIND_TABLES) && !ctx->opts->unwind_fp,
-				   ctx->opts->unwind_rows, &ctx->unw_rows_fd, &ctx->unw_procs_fd);
-}
-
 static int add_target(struct record_ctx *ctx, pid_t pid)
 {
 	__u32 key = pid;
@@ -184,8 +147,20 @@ static int add_target(struct record_ctx *ctx, pid_t pid)
 	return 0;
 }
 
-static void handle_record(struct record_ctx *ctx, void *data, size_t size)
+/* 1 when REC says BPF stopped its process at new code (launch mode): it waits for us. */
+static int stopped_at_new_code(const struct bs_hdr *h, size_t size)
 {
+	return h->type == BS_REC_MAP_EXEC && size >= sizeof(struct bs_map_exec) &&
+	       (((const struct bs_map_exec *)h)->flags & BS_MAP_EXEC_STOPPED);
+}
+
+/*
+ * The record path: every ring record goes to the families' consume hooks, the stack service,
+ * every observe hook, the uprobe manager and the capture gate, then where records go.
+ */
+static void handle_record(struct recording *r, void *data, size_t size)
+{
+	struct record_ctx *ctx = &r->ctx;
 	const struct bs_hdr *h = data;
 	int consumed = 0;
 
@@ -193,26 +168,25 @@ static void handle_record(struct record_ctx *ctx, void *data, size_t size)
 	if (size < sizeof(*h) || h->size != size || size % 8)
 		return;
 	for (int i = 0; families[i] && !consumed; i++)
-		if (ctx->attached[i] && families[i]->consume)
-			consumed = families[i]->consume(ctx, ctx->states[i], h);
+		if (r->attached[i] && families[i]->consume)
+			consumed = families[i]->consume(ctx, r->states[i], h);
 	if (consumed)
 		return;
 	if (h->type == BS_REC_STACK_RAW) {
-		if (ctx->stacks)
-			stack_svc__consume(ctx, ctx->stacks, h);
+		if (r->stacks)
+			stack_svc__consume(ctx, r->stacks, h);
 		return;
 	}
 	if (family__ring_only(h->type))
 		return; /* and the family that unpacks it is gone: never on disk */
-	if (ctx->stacks)
-		stack_svc__observe(ctx, ctx->stacks, h);
+	if (r->stacks)
+		stack_svc__observe(ctx, r->stacks, h);
 	for (int i = 0; families[i]; i++)
-		if (ctx->attached[i] && families[i]->observe)
-			families[i]->observe(ctx, ctx->states[i], h);
-	if (ctx->uprobes)
-		uprobe_mgr__observe(ctx->uprobes, h);
-	else if (h->type == BS_REC_MAP_EXEC && size >= sizeof(struct bs_map_exec) &&
-		 (((const struct bs_map_exec *)h)->flags & BS_MAP_EXEC_STOPPED))
+		if (r->attached[i] && families[i]->observe)
+			families[i]->observe(ctx, r->states[i], h);
+	if (!uprobe_mgr__closed(r->uprobes))
+		uprobe_mgr__observe(r->uprobes, h);
+	else if (stopped_at_new_code(h, size))
 		kill(h->pid, SIGCONT); /* probes already gone: never leave a process stopped */
 	if (ctx->gate && !capture_gate__keep(ctx->gate, h))
 		return;
@@ -229,15 +203,15 @@ static void count_unread(struct record_ctx *ctx, const struct bs_hdr *h, size_t 
 {
 	/* The family whose record it is: its record-type block (records.h). */
 	ctx->lost_user[BS_LOST_KEY(h->type & 0xf0, BS_LOSS_STOP_UNREAD)]++;
-	if (h->type == BS_REC_MAP_EXEC && size >= sizeof(struct bs_map_exec) &&
-	    (((const struct bs_map_exec *)h)->flags & BS_MAP_EXEC_STOPPED))
+	if (stopped_at_new_code(h, size))
 		kill(h->pid, SIGCONT);
 }
 
 /* Every ring record; ends the read (record_ctx__read) once its batch is taken. */
 static int on_record(void *arg, void *data, size_t size)
 {
-	struct record_ctx *ctx = arg;
+	struct recording *r = arg;
+	struct record_ctx *ctx = &r->ctx;
 
 	if (stop_signal && !ctx->stop_by)
 		ctx->rb_left = 1; /* this one is the read's last: the loop sees the signal */
@@ -248,24 +222,8 @@ static int on_record(void *arg, void *data, size_t size)
 	if (ctx->rb_count_only && size >= sizeof(struct bs_hdr))
 		count_unread(ctx, data, size);
 	else
-		handle_record(ctx, data, size);
+		handle_record(r, data, size);
 	return --ctx->rb_left > 0 ? 0 : -EAGAIN;
-}
-
-static void print_status(struct record_ctx *ctx, __u64 start, __u64 now, __u64 lost, int final)
-{
-	double secs = (now - start) / 1e9, limit = ctx->opts->duration_ns / 1e9;
-	__u64 ev = trace_writer__records(ctx->writer);
-	char until[32] = "";
-
-	/* -d: how far along, as "4.0s/10.0s (40%)". */
-	if (limit > 0)
-		snprintf(until, sizeof(until), "/%.1fs (%.0f%%)", limit,
-			 secs < limit ? 100 * secs / limit : 100.0);
-	fprintf(stderr, "\r\033[K[bpfsight] %.1fs%s  %llu events  %.0f ev/s  lost %llu  %.1f MiB%s",
-		secs, until, (unsigned long long)ev, secs > 0 ? ev / secs : 0.0,
-		(unsigned long long)lost, trace_writer__bytes(ctx->writer) / 1048576.0,
-		final ? "\n" : "");
 }
 
 /*
@@ -292,36 +250,6 @@ static void release_cmd(struct launch *l)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-/*
- * Writing failed (a full disk): the chunk that failed was cut off again, so the file's small
- * end (a loss record counting what was dropped, the footer) often still fits. Then the file
- * is closed cleanly and says what it misses (write_failed); else it ends without a footer.
- */
-static void close_after_write_error(struct record_ctx *ctx, const char *path)
-{
-	struct bs_loss r = { .cause = BS_LOSS_WRITE };
-	int err;
-
-	/* What is pending first: if it fails too, it is counted in the loss record. */
-	trace_writer__flush(ctx->writer);
-	r.count = trace_writer__dropped(ctx->writer);
-	record_ctx__hdr(&r.h, BS_REC_LOSS, sizeof(r), 0, 0, 0);
-	/* A footer without the loss record would claim a complete file. */
-	err = trace_writer__append(ctx->writer, &r.h);
-	if (!err)
-		err = trace_writer__flush(ctx->writer);
-	if (err)
-		trace_writer__free(ctx->writer);
-	else
-		err = trace_writer__close(ctx->writer, NULL);
-	ctx->writer = NULL;
-	pr_err("writing %s failed: %s; %llu records dropped; %s\n", path, strerror(-ctx->write_err),
-	       (unsigned long long)r.count,
-	       err ? "the file holds the chunks written before, without its end (readers say "
-		     "it was not closed cleanly)"
-		   : "the file is closed and counts them as lost (write_failed)");
-}
-
 /* 1 while some -p target (or the launched CMD) is still alive. */
 /* Launch mode ends with CMD, whatever -p processes are traced beside it. */
 static int targets_alive(const struct record_opts *o, struct launch *l)
@@ -334,38 +262,28 @@ static int targets_alive(const struct record_opts *o, struct launch *l)
 	return 0;
 }
 
-/* What the records so far miss from the kernel: losses, the families' in-kernel totals. */
-static void bring_up_to_date(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_total)
+/*
+ * Losses into LOSS records; a loss of the recording's own records (exec, dlopen) has the
+ * uprobe manager look at every process again, so none is left unprobed.
+ */
+static void account_losses(struct recording *r)
 {
-	record_losses__account(ctx, seen_lost, lost_total);
-	stack_svc__write_unwind_usage(ctx, ctx->stacks);
-	for (int i = 0; families[i]; i++)
-		if (ctx->attached[i] && families[i]->poll)
-			families[i]->poll(ctx, ctx->states[i]);
+	if (record_losses__account(&r->ctx, r->seen_lost, &r->lost_total))
+		uprobe_mgr__rescan_all(r->uprobes);
 }
 
-/*
- * SIGUSR1/SIGUSR2 (the ring buffer was just drained): losses and the families' in-kernel
- * totals are written as on a poll, and the open chunk goes to disk, so the file read now (it
- * has no footer yet: readers take it as a recording in progress) holds everything up to
- * the signal. The signal is not passed on to CMD.
- */
-static void flush_now(struct record_ctx *ctx, __u64 *seen_lost, __u64 *lost_total)
+static void poll_families(struct recording *r)
 {
-	int err;
+	for (int i = 0; families[i]; i++)
+		if (r->attached[i] && families[i]->poll)
+			families[i]->poll(&r->ctx, r->states[i]);
+}
 
-	bring_up_to_date(ctx, seen_lost, lost_total);
-	if (!ctx->writer)
-		return;
-	err = trace_writer__flush(ctx->writer);
-	if (err) {
-		if (!ctx->write_err)
-			ctx->write_err = err; /* ends the recording as any failed write does */
-		return;
-	}
-	pr_info("flushed %llu records to %s\n",
-		(unsigned long long)trace_writer__records(ctx->writer),
-		ctx->files ? capture_files__path(ctx->files) : ctx->opts->output);
+void recording__bring_up_to_date(struct recording *r)
+{
+	account_losses(r);
+	stack_svc__write_unwind_usage(&r->ctx, r->stacks);
+	poll_families(r);
 }
 
 /*
@@ -384,89 +302,6 @@ static void raise_fd_limit(void)
 	}
 }
 
-/* One recording: its context, the launched CMD, the ring, the losses seen so far. */
-struct recording {
-	struct record_opts opts; /* the caller's, with -p's children taken in */
-	struct record_ctx ctx;
-	struct launch launch;
-	int launched;
-	struct ring_pump *pump; /* reads the ring from the start; ctx->pump once we go live */
-	__u64 seen_lost[BS_LOST_KEYS], lost_total;
-	__u64 start;
-	struct record_meta rm;
-	int tty;
-	int wrote;		 /* the trace file is closed, whole: its verdict can be read */
-	char verdict_path[4096]; /* the file it judges (the last one, with a file per range) */
-	const char *ended;	 /* why drain() ended, when no signal ended it */
-};
-
-/* The file records go to now: -o, or with a file per capture range, the current range's. */
-static const char *out_path(const struct recording *r)
-{
-	return r->ctx.files ? capture_files__path(r->ctx.files) : r->ctx.opts->output;
-}
-
-/*
- * A file per --capture-range range (capture_files.h): the first range's file is opened as
- * -o would be; the ones after it must be free too (--force replaces them), known now.
- */
-static int capture_files_check(const struct record_opts *o, char *first, size_t len)
-{
-	__u32 n = record_opts__capture_files(o);
-	char path[4096];
-
-	if (!o->output) {
-		pr_err("--capture-range=%s:%s writes a file per range: give -o\n",
-		       o->capture->capture->kind, o->capture_arg);
-		return -1;
-	}
-	for (__u32 k = 1; k <= n && !o->force; k++) {
-		flight_opts__dump_path(o->output, k, path, sizeof(path));
-		if (!access(path, F_OK)) {
-			pr_err("cannot create %s: %s (use --force to overwrite)\n", path,
-			       strerror(EEXIST));
-			return -1;
-		}
-	}
-	flight_opts__dump_path(o->output, 1, first, len);
-	return 0;
-}
-
-/* The file (or the flight recorder's window in memory) records go to; monitor may have none. */
-static int open_output(struct recording *r)
-{
-	const struct record_opts *o = r->ctx.opts;
-	char first[4096];
-	const char *path = o->output;
-	int err = 0;
-
-	if (!o->dry_run && record_opts__capture_files(o)) {
-		if (capture_files_check(o, first, sizeof(first)))
-			return -1;
-		path = first;
-	}
-
-	if (!o->dry_run && o->flight.window_ns) {
-		/* Nothing goes to -o: the window stays in memory until a trigger dumps it. */
-		r->ctx.flight = flight__new(&o->flight, &r->rm.meta, o->output, o->force, &err);
-		if (!r->ctx.flight) {
-			pr_err("cannot start the flight recorder: %s\n", strerror(-err));
-			return -1;
-		}
-		r->ctx.writer = flight__writer(r->ctx.flight);
-	} else if (!o->dry_run && o->output) {
-		r->ctx.writer = trace_writer__open(path, &r->rm.meta,
-						   o->force ? TRACE_WRITER_FORCE : 0, &err);
-	}
-	/* monitor without --flight-recorder writes no file: its records go to the sink only. */
-	if (!o->dry_run && (o->output || o->flight.window_ns) && !r->ctx.writer) {
-		pr_err("cannot create %s: %s%s\n", path, strerror(-err),
-		       err == -EEXIST ? " (use --force to overwrite)" : "");
-		return -1;
-	}
-	return 0;
-}
-
 /* Signals stop the recording cleanly from here on; none restarts a system call. */
 static void catch_signals(void)
 {
@@ -481,38 +316,6 @@ static void catch_signals(void)
 	sigemptyset(&fsa.sa_mask);
 	sigaction(SIGUSR1, &fsa, NULL);
 	sigaction(SIGUSR2, &fsa, NULL);
-}
-
-/* A capture range closed: with a file per range, the next range's file is the writer now. */
-static void on_range_closed(void *arg, __u64 start, __u64 end)
-{
-	struct record_ctx *ctx = arg;
-	struct trace_writer *next;
-	int err = capture_files__next(ctx->files, ctx->writer, end, &next);
-
-	if (err && !ctx->write_err)
-		ctx->write_err = err; /* said: the recording stops */
-	else if (next)
-		ctx->writer = next;
-}
-
-/* --capture-range: the gate, and a file per range when the capture asks for that. */
-static int capture_start(struct recording *r)
-{
-	struct record_ctx *ctx = &r->ctx;
-	const struct record_opts *o = ctx->opts;
-	__u32 n = record_opts__capture_files(o);
-
-	if (!(ctx->gate = capture_gate__new()))
-		return -1;
-	if (!n || !ctx->writer)
-		return 0;
-	ctx->files = capture_files__new(o->output, &r->rm.meta, o->force ? TRACE_WRITER_FORCE : 0,
-					n, ctx->gate);
-	if (!ctx->files)
-		return -1;
-	capture_gate__on_close(ctx->gate, on_range_closed, ctx);
-	return 0;
 }
 
 /*
@@ -538,11 +341,11 @@ static int start(struct recording *r)
 	ctx->stop_flag = &stop_signal;
 	/* CMD forked with what it had; the rest runs with what recording needs (privileges.h). */
 	/* Written later, maybe into another user's directory: dumps, --inject's shim. */
-	err = privileges__drop(o->flight.window_ns != 0 || o->inject);
+	err = privileges__drop(o->flight.window_ns != 0 || o->inject, uprobe_broker__start);
 	if (err)
 		pr_warn("cannot drop the capabilities recording does not need: %s\n",
 			strerror(-err));
-	err = create_shared_maps(ctx);
+	err = recording__create_maps(r);
 	if (err) {
 		pr_err("cannot create BPF maps: %s\n", strerror(-err));
 		return -1;
@@ -552,12 +355,12 @@ static int start(struct recording *r)
 	 * and the uprobe manager examines every process's files (seconds on a node of CUDA
 	 * jobs). Their records wait in memory until the recording goes live.
 	 */
-	r->pump = ring_pump__new(ctx->events_fd, PUMP_RINGS * o->ringbuf_bytes, on_record, ctx);
+	r->pump = ring_pump__new(ctx->events_fd, PUMP_RINGS * o->ringbuf_bytes, on_record, r);
 	if (!r->pump) {
 		pr_err("cannot read the ring buffer: %s\n", strerror(errno));
 		return -1;
 	}
-	if (o->capture && capture_start(r))
+	if (o->capture && recording__capture_start(r))
 		return -1;
 	/* Targets first: families that look for code to probe scan them as they attach. */
 	if (r->launched) {
@@ -568,26 +371,26 @@ static int start(struct recording *r)
 	for (__u32 i = 0; i < o->npids; i++)
 		if (add_target(ctx, o->pids[i]))
 			return -1;
-	/* Before the families: the service hears only of code examined after it exists. */
-	if ((record_opts__wants_stacks(o) || o->thread_names) && !stack_svc__get(ctx, &err)) {
-		pr_err("cannot start the stack service: %s\n", strerror(-err));
+	if (recording__make_services(r))
 		return -1;
-	}
 	for (int i = 0; families[i]; i++) {
+		struct family_attach a;
+
 		if (!(o->families & (1ull << i)))
 			continue;
-		err = families[i]->attach(ctx, &ctx->states[i]);
+		recording__attach_args(r, i, &a);
+		err = families[i]->attach(&a, &r->states[i]);
 		if (err) {
 			pr_err("cannot load the %s family: %s\n", families[i]->name,
 			       strerror(-err));
 			return -1;
 		}
-		ctx->attached[i] = 1;
+		r->attached[i] = 1;
 	}
-	if (ctx->uprobes)
-		uprobe_mgr__start(ctx->uprobes);
-	if (ctx->stacks)
-		stack_svc__start(ctx, ctx->stacks);
+	if (r->uprobes)
+		uprobe_mgr__start(r->uprobes);
+	if (r->stacks)
+		stack_svc__start(ctx, r->stacks);
 	return 0;
 }
 
@@ -613,9 +416,9 @@ static int go_live(struct recording *r)
 	 */
 	if (!o->start_at.set) {
 		record_clocks__now(&r->rm.meta.start);
-		if (ctx->writer && !ctx->flight &&
-		    (err = trace_writer__rewrite_header(ctx->writer, &r->rm.meta))) {
-			pr_err("cannot write the start clocks to %s: %s\n", out_path(r),
+		if (r->writer && !r->flight &&
+		    (err = trace_writer__rewrite_header(r->writer, &r->rm.meta))) {
+			pr_err("cannot write the start clocks to %s: %s\n", recording__out_path(r),
 			       strerror(-err));
 			return -1;
 		}
@@ -632,7 +435,7 @@ static int go_live(struct recording *r)
 		release_cmd(&r->launch);
 	}
 	/* Scripts wait for this line: every probe is live from here on. */
-	if (ctx->flight) {
+	if (r->flight) {
 		char first[4096];
 
 		flight_opts__dump_path(o->output, 1, first, sizeof(first));
@@ -644,10 +447,9 @@ static int go_live(struct recording *r)
 	} else {
 		pr_info("recording %s to %s%s (families: %s); Ctrl-C to stop\n", r->rm.target,
 			o->dry_run  ? "nothing (--dry-run)"
-			: o->output ? out_path(r)
+			: o->output ? recording__out_path(r)
 				    : o->sink_name,
-			ctx->files ? " (a file per range: -1.bst, -2.bst, ...)" : "",
-			r->rm.families);
+			r->files ? " (a file per range: -1.bst, -2.bst, ...)" : "", r->rm.families);
 	}
 	return 0;
 }
@@ -686,10 +488,10 @@ static void drain(struct recording *r)
 						       : "the capture is complete";
 			break;
 		}
-		if (ctx->uprobes)
-			uprobe_mgr__poll(ctx->uprobes); /* files mapped since: bounded by POLL_MS */
-		if (ctx->stacks)
-			stack_svc__poll(ctx, ctx->stacks); /* pythons still starting */
+		if (r->uprobes)
+			uprobe_mgr__poll(r->uprobes); /* files mapped since: bounded by POLL_MS */
+		if (r->stacks)
+			stack_svc__poll(ctx, r->stacks); /* pythons still starting */
 		if (end && now >= end) {
 			r->ended = "-d's time is over";
 			break;
@@ -698,29 +500,28 @@ static void drain(struct recording *r)
 			int sig = flush_signal;
 
 			flush_signal = 0;
-			if (!ctx->flight) {
-				flush_now(ctx, r->seen_lost, &r->lost_total);
+			if (!r->flight) {
+				recording__flush_now(r);
 				continue;
 			}
-			flight__trigger(ctx->flight, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2", 1);
+			flight__trigger(r->flight, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2", 1);
 		}
-		if (ctx->flight && flight__due(ctx->flight, now)) {
+		if (r->flight && flight__due(r->flight, now)) {
 			/* The window ends now: in-kernel totals and losses first, as a flush. */
-			bring_up_to_date(ctx, r->seen_lost, &r->lost_total);
-			flight__dump(ctx->flight);
+			recording__bring_up_to_date(r);
+			flight__dump(r->flight);
 			continue;
 		}
 		if (now - last_keep < HOUSEKEEP_NS)
 			continue;
 		last_keep = now;
-		record_losses__account(ctx, r->seen_lost, &r->lost_total);
-		if (ctx->flight)
-			flight__tick(ctx->flight, now);
-		else if (ctx->writer && (err = trace_writer__tick(ctx->writer, now)) &&
-			 !ctx->write_err)
+		account_losses(r);
+		if (r->flight)
+			flight__tick(r->flight, now);
+		else if (r->writer && (err = trace_writer__tick(r->writer, now)) && !ctx->write_err)
 			ctx->write_err =
 				err; /* the chunk's records are dropped: counted at the end */
-		if (ctx->files && (err = capture_files__tick(ctx->files, now)) && !ctx->write_err)
+		if (r->files && (err = capture_files__tick(r->files, now)) && !ctx->write_err)
 			ctx->write_err = err; /* said */
 		if (!o->system_wide && !targets_alive(o, &r->launch)) {
 			r->ended = "the targets exited";
@@ -728,100 +529,13 @@ static void drain(struct recording *r)
 		}
 		if (now - last_poll >= FAMILY_POLL_NS) {
 			last_poll = now;
-			for (int i = 0; families[i]; i++)
-				if (ctx->attached[i] && families[i]->poll)
-					families[i]->poll(ctx, ctx->states[i]);
+			poll_families(r);
 		}
-		if (r->tty && ctx->writer && now - last_status >= STATUS_NS) {
+		if (r->tty && r->writer && now - last_status >= STATUS_NS) {
 			last_status = now;
-			print_status(ctx, r->start, now, r->lost_total, 0);
+			recording__print_status(r, now, 0);
 		}
 	}
-}
-
-/* The file just written, judged as `bpfsight stats` opens: where its threads' time went. */
-static void print_verdict(const struct record_opts *o, const char *path)
-{
-	char line[512] = "";
-	int err = o->verdict_line ? o->verdict_line(path, line, sizeof(line)) : 0;
-
-	if (err == -EFBIG)
-		pr_info("verdict: bpfsight stats %s (the file is large)\n", path);
-	else if (!err && line[0])
-		pr_info("verdict: %s (bpfsight stats %s shows why)\n", line, path);
-}
-
-/* What the unwind tables took, when any file needed one (docs/STACKS.md, "Unwind tables"). */
-static void say_unwind(struct stack_svc *s)
-{
-	struct bs_unwind_usage u;
-	char line[160];
-
-	if (!stack_svc__unwind_record(s, &u))
-		return;
-	unwind_usage__text(&u, line, sizeof(line));
-	pr_info("unwind tables: %s\n", line);
-}
-
-/* The last lines of a recording whose file (or flight window) is written. */
-static void say_written(struct recording *r, __u64 nrec, const char *how)
-{
-	const struct record_opts *o = r->ctx.opts;
-	size_t queued = ring_pump__held_peak(r->ctx.pump);
-	char by[512];
-
-	char what[4200];
-
-	record_losses__summary(r->seen_lost, by, sizeof(by));
-	if (r->ctx.flight)
-		snprintf(what, sizeof(what), "recorded %llu records", (unsigned long long)nrec);
-	else
-		snprintf(what, sizeof(what), "wrote %s: %llu records", out_path(r),
-			 (unsigned long long)nrec);
-	pr_info("%s, %llu events lost%s%s%s%s\n", what, (unsigned long long)r->lost_total, by,
-		how ? " (" : "", how ? how : "", how ? ")" : "");
-	if (!r->ctx.flight && queued > o->ringbuf_bytes) /* flight__finish says it */
-		pr_info("the recording fell behind: up to %.1f MiB of records "
-			"waited in memory (more than the %.0f MiB ring holds: the ring pump, "
-			"user/record/ring_pump.h)\n",
-			queued / 1048576.0, o->ringbuf_bytes / 1048576.0);
-	say_unwind(r->ctx.stacks);
-	if (demangle__over_budget())
-		pr_warn("%llu C++ names were over the demangler's budget (1 KiB mangled, 64 KiB "
-			"demangled): shown mangled\n",
-			demangle__over_budget());
-}
-
-/*
- * --capture-range: what the ranges kept; a range that never opened captured nothing, which
- * is a failed recording, not an empty success.
- */
-static enum record_outcome say_captured(struct recording *r)
-{
-	const struct record_ctx *ctx = &r->ctx;
-	unsigned long long dropped = capture_gate__dropped(ctx->gate);
-
-	if (!capture_gate__opened(ctx->gate) && ctx->capture_failed) {
-		pr_err("--capture-range=%s%s%s: nothing was captured (said above)\n",
-		       ctx->opts->capture->capture->kind, ctx->opts->capture_arg ? ":" : "",
-		       ctx->opts->capture_arg ? ctx->opts->capture_arg : "");
-		return RECORD_NOTHING_CAPTURED;
-	}
-	if (!capture_gate__opened(ctx->gate)) {
-		pr_err("--capture-range=%s%s%s: no range opened while recording: nothing was "
-		       "captured (%llu events outside it not kept); %s\n",
-		       ctx->opts->capture->capture->kind, ctx->opts->capture_arg ? ":" : "",
-		       ctx->opts->capture_arg ? ctx->opts->capture_arg : "", dropped,
-		       ctx->opts->capture->capture->arg
-			       ? "check the name, and that the program gets there "
-				 "while recording"
-			       : "check that the program gets there while recording");
-		return RECORD_NOTHING_CAPTURED;
-	}
-	pr_info("--capture-range: %llu ranges captured; %llu events outside the ranges were not "
-		"kept\n",
-		(unsigned long long)capture_gate__opened(ctx->gate), dropped);
-	return RECORD_WHOLE;
 }
 
 /*
@@ -846,8 +560,8 @@ static enum record_outcome finish(struct recording *r)
 		setpriority(PRIO_PROCESS, pump_tid, STOP_NICE);
 	/* Producers that buffer (the cupti-shim) flush first, the probes still attached. */
 	for (int i = 0; families[i]; i++)
-		if (ctx->attached[i] && families[i]->stop)
-			families[i]->stop(ctx, ctx->states[i]);
+		if (r->attached[i] && families[i]->stop)
+			families[i]->stop(ctx, r->states[i]);
 	/*
 	 * No new records from here on, so the ring only empties: what is in it is read for
 	 * STOP_READ_NS at most and the rest counted, so no event rate keeps the recording alive.
@@ -865,43 +579,45 @@ static enum record_outcome finish(struct recording *r)
 	 * probes write nothing past the stop bit meanwhile.
 	 */
 	link_reaper__hold_all();
-	uprobe_mgr__free(ctx->uprobes);
-	ctx->uprobes = NULL;
+	recording__close_services(r);
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
-		if (ctx->attached[i]) {
-			families[i]->detach(ctx, ctx->states[i]);
-			ctx->attached[i] = 0;
+		if (r->attached[i]) {
+			families[i]->detach(ctx, r->states[i]);
+			r->attached[i] = 0;
 		}
+	/* Its probes go, and what the ring still holds of its batches is unpacked. */
+	shim_link__free(r->shim);
+	r->shim = NULL;
 	while (record_ctx__read(ctx, 0, RECORD_CTX_BATCH) > 0)
 		;
-	record_losses__account(ctx, r->seen_lost, &r->lost_total);
-	/* What say_unwind will print, into the file (or the flight window) before it ends. */
-	stack_svc__write_unwind_usage(ctx, ctx->stacks);
-	if (r->tty && ctx->writer)
-		print_status(ctx, r->start, end.mono_ns, r->lost_total, 1);
+	account_losses(r);
+	/* What the end line says of the unwind tables, into the file (or the window) first. */
+	stack_svc__write_unwind_usage(ctx, r->stacks);
+	if (r->tty && r->writer)
+		recording__print_status(r, end.mono_ns, 1);
 	how = stopped_by(sigbuf, sizeof(sigbuf));
-	if (ctx->flight) {
+	if (r->flight) {
 		/* A dump still waiting for its --trigger-after is written with what there is. */
-		flight__finish(ctx->flight, ring_pump__held_peak(ctx->pump));
-		say_written(r, trace_writer__records(ctx->writer), how);
+		flight__finish(r->flight, ring_pump__held_peak(ctx->pump));
+		recording__say_written(r, trace_writer__records(r->writer), how);
 		if (ctx->write_err)
 			return RECORD_WRITE_FAILED;
-		return flight__failed(ctx->flight) ? RECORD_DUMP_FAILED : RECORD_WHOLE;
+		return flight__failed(r->flight) ? RECORD_DUMP_FAILED : RECORD_WHOLE;
 	}
 	/*
 	 * The last records reach the disk before the end is written: a disk that filled while
 	 * they waited is then a write error like any other (dropped records counted), not a
 	 * file without its end.
 	 */
-	if (ctx->files && (err = capture_files__finish(ctx->files)) && !ctx->write_err)
+	if (r->files && (err = capture_files__finish(r->files)) && !ctx->write_err)
 		ctx->write_err = err; /* said */
-	if (!ctx->write_err && ctx->writer && (err = trace_writer__flush(ctx->writer)))
+	if (!ctx->write_err && r->writer && (err = trace_writer__flush(r->writer)))
 		ctx->write_err = err;
 	if (ctx->write_err) {
-		close_after_write_error(ctx, out_path(r));
+		recording__close_after_write_error(r);
 		return RECORD_WRITE_FAILED;
 	}
-	if (!ctx->writer) { /* monitor, top: the records went to the sink only */
+	if (!r->writer) { /* monitor, top: the records went to the sink only */
 		record_losses__summary(r->seen_lost, by, sizeof(by));
 		pr_info("%s: %llu events lost%s\n",
 			how	   ? how
@@ -910,17 +626,17 @@ static enum record_outcome finish(struct recording *r)
 			(unsigned long long)r->lost_total, by);
 		return RECORD_WHOLE;
 	}
-	nrec = trace_writer__records(ctx->writer);
-	err = trace_writer__close(ctx->writer, &end);
-	ctx->writer = NULL;
+	nrec = trace_writer__records(r->writer);
+	err = trace_writer__close(r->writer, &end);
+	r->writer = NULL;
 	if (err) {
-		pr_err("closing %s: %s\n", out_path(r), strerror(-err));
+		pr_err("closing %s: %s\n", recording__out_path(r), strerror(-err));
 		return RECORD_WRITE_FAILED;
 	}
-	say_written(r, nrec, how);
+	recording__say_written(r, nrec, how);
 	r->wrote = 1;
-	snprintf(r->verdict_path, sizeof(r->verdict_path), "%s", out_path(r));
-	return ctx->gate ? say_captured(r) : RECORD_WHOLE;
+	snprintf(r->verdict_path, sizeof(r->verdict_path), "%s", recording__out_path(r));
+	return ctx->gate ? recording__say_captured(r) : RECORD_WHOLE;
 }
 
 int recorder__exit_status(enum record_outcome outcome, int cmd_status)
@@ -952,38 +668,24 @@ static void teardown(struct recording *r)
 {
 	struct record_ctx *ctx = &r->ctx;
 
-	uprobe_mgr__free(ctx->uprobes);
-	ctx->uprobes = NULL; /* families' detach must not use it (gil checks) */
+	recording__close_services(r); /* families' detach must not scan (gil checks) */
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
-		if (ctx->attached[i])
-			families[i]->detach(ctx, ctx->states[i]);
-	capture_files__free(ctx->files);
+		if (r->attached[i]) {
+			families[i]->detach(ctx, r->states[i]);
+			r->attached[i] = 0; /* the shim channel's last drain calls no hook of it */
+		}
+	recording__free_services(r);
+	capture_files__free(r->files);
 	capture_gate__free(ctx->gate);
-	stack_svc__free(ctx->stacks);
 	ring_pump__free(r->pump);
 	r->pump = ctx->pump = NULL;
 	if (r->launched)
 		launch__abort(&r->launch);
-	if (ctx->flight)
-		flight__free(ctx->flight); /* its writer with it */
+	if (r->flight)
+		flight__free(r->flight); /* its writer with it */
 	else
-		trace_writer__free(ctx->writer);
-	if (ctx->events_fd >= 0)
-		close(ctx->events_fd);
-	if (ctx->targets_fd >= 0)
-		close(ctx->targets_fd);
-	if (ctx->lost_fd >= 0)
-		close(ctx->lost_fd);
-	if (ctx->control_fd >= 0)
-		close(ctx->control_fd);
-	if (ctx->py_procs_fd >= 0)
-		close(ctx->py_procs_fd);
-	if (ctx->py_codes_fd >= 0)
-		close(ctx->py_codes_fd);
-	if (ctx->unw_rows_fd >= 0)
-		close(ctx->unw_rows_fd);
-	if (ctx->unw_procs_fd >= 0)
-		close(ctx->unw_procs_fd);
+		trace_writer__free(r->writer);
+	recording__close_maps(r);
 	string_pool__free(ctx->strings);
 	/* Every link of ours is closed: the held ones go, within the stop's time if they can. */
 	link_reaper__let_go(LET_GO_MS);
@@ -992,7 +694,7 @@ static void teardown(struct recording *r)
 /* --dry-run: list every site found (after CMD ran, in launch mode), record nothing. */
 static int dry_run(struct recording *r)
 {
-	uprobe_mgr__print_sites(r->ctx.uprobes, stdout);
+	uprobe_mgr__print_sites(r->uprobes, stdout);
 	if (!r->launched)
 		return 0;
 	launch__reap(&r->launch, 1);
@@ -1037,7 +739,7 @@ int recorder__run(const struct record_opts *opts)
 		if ((o->families & (1ull << i)) && families[i]->prelaunch &&
 		    families[i]->prelaunch(o))
 			goto out;
-	if (open_output(r))
+	if (recording__open_output(r))
 		goto out;
 	catch_signals();
 	if (start(r))
@@ -1048,7 +750,7 @@ int recorder__run(const struct record_opts *opts)
 	}
 	watch_stops();
 	if (o->start_at.set &&
-	    start_at__begin(&o->start_at, &r->rm.meta, r->ctx.flight ? NULL : r->ctx.writer,
+	    start_at__begin(&o->start_at, &r->rm.meta, r->flight ? NULL : r->writer,
 			    r->ctx.control_fd, &stop_signal))
 		goto out;
 	if (go_live(r))
@@ -1068,7 +770,7 @@ int recorder__run(const struct record_opts *opts)
 		       cmd_status);
 	/* Last: reading the file must not keep CMD waiting for its stop signal. */
 	if (r->wrote)
-		print_verdict(o, r->verdict_path);
+		recording__print_verdict(r);
 out:
 	teardown(r);
 	free(r);

@@ -5,12 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <linux/capability.h>
-#include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include "family.h"
 #include "proc_meta.h"
 #include "kernel_features.h"
+#include "nsys_args.h"
 #include "record_args.h"
 #include "msg.h"
 
@@ -20,18 +19,6 @@
 #ifndef CAP_BPF
 #define CAP_BPF 39
 #endif
-
-int record_args__fail(const char *cmd, const char *fmt, ...)
-{
-	char buf[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	pr_err("%s\n", buf);
-	return 1;
-}
 
 static int verbose_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -45,32 +32,36 @@ static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list a
 	return vfprintf(stderr, fmt, ap);
 }
 
-int record_args__has_caps(void)
+/* Add the family NAME (not an always-on one) to *MASK: 1 when there is one. */
+static int add_family(const char *name, __u64 *mask)
 {
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = {};
+	int found = 0;
 
-#define HAS(c) (d[(c) / 32].effective & (1u << ((c) % 32)))
-	if (syscall(SYS_capget, &h, d))
-		return 0;
-	return HAS(CAP_SYS_ADMIN) || (HAS(CAP_BPF) && HAS(CAP_PERFMON));
-#undef HAS
+	for (int i = 0; families[i]; i++) {
+		if (strcmp(families[i]->name, name) || (families[i]->flags & FAMILY_ALWAYS))
+			continue;
+		*mask |= 1ull << i;
+		found = 1;
+	}
+	return found;
 }
 
-/* nsys's -t names of what bpfsight's families trace under another name. */
-static const char *const nsys_names[][2] = {
-	{ "python-gil", "gil" },
-	{ "cublas-verbose", "cublas" },
-	{ "cudnn-verbose", "cudnn" },
-	{ "cuda-hw", "cuda" },
-};
-
-static const char *family_name(const char *tok)
+/*
+ * An nsys -t name bpfsight does not have itself (python-gil, cuda-hw): its families into
+ * *MASK, as `profile` reads it (nsys_args.h). 1 when nsys knows it and bpfsight records it.
+ */
+static int add_nsys_name(const char *name, __u64 *mask)
 {
-	for (size_t i = 0; i < sizeof(nsys_names) / sizeof(nsys_names[0]); i++)
-		if (!strcmp(tok, nsys_names[i][0]))
-			return nsys_names[i][1];
-	return tok;
+	char copy[128], *save = NULL, *tok;
+	const char *ours;
+	int ok = 1;
+
+	if (!nsys_args__trace(name, &ours) || !ours)
+		return 0;
+	snprintf(copy, sizeof(copy), "%s", ours);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		ok &= add_family(tok, mask);
+	return ok;
 }
 
 int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 *explicit)
@@ -82,20 +73,18 @@ int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 
 		return 1;
 	*mask = 0;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		const char *name = family_name(tok + (tok[0] == '+'));
-		int found = 0;
+		const char *name = tok + (tok[0] == '+'), *ours;
 
 		named += tok[0] != '+';
-		for (int i = 0; families[i]; i++) {
-			if (strcmp(families[i]->name, name) || (families[i]->flags & FAMILY_ALWAYS))
-				continue;
-			*mask |= 1ull << i;
-			found = 1;
-		}
-		if (!found) {
+		if (!add_family(name, mask) && !add_nsys_name(name, mask)) {
+			if (nsys_args__trace(name, &ours) && !ours) {
+				ret = msg__fail(
+					"-t %s: nsys traces %s; bpfsight has no family for it",
+					name, name);
+				break;
+			}
 			family__list_selectable(fams, sizeof(fams));
-			ret = record_args__fail(
-				cmd, "unknown family '%s' in -t; valid families: %s", tok, fams);
+			ret = msg__fail("unknown family '%s' in -t; valid families: %s", tok, fams);
 			break;
 		}
 	}
@@ -106,7 +95,7 @@ int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 
 			if (!(families[i]->flags & FAMILY_OPT_IN))
 				*mask |= 1ull << i;
 	if (!ret && !*mask)
-		ret = record_args__fail(cmd, "-t needs at least one family");
+		ret = msg__fail("-t needs at least one family");
 	return ret;
 }
 
@@ -122,41 +111,39 @@ int record_args__pids(const char *cmd, const char *arg, struct record_opts *o)
 		pid_t tgid;
 
 		if (*end || pid <= 0 || pid > 0x7fffffff) {
-			ret = record_args__fail(
-				cmd, "bad pid '%s': give a process id, e.g. -p 1234", tok);
+			ret = msg__fail("bad pid '%s': give a process id, e.g. -p 1234", tok);
 			break;
 		}
 		/* A thread id names its process: attach to the whole process. */
 		tgid = proc_meta__tgid(pid);
 		if (tgid < 0) {
-			ret = record_args__fail(
-				cmd, "no such process: %ld (is it still running? see `ps -p %ld`)",
-				pid, pid);
+			ret = msg__fail(
+				"no such process: %ld (is it still running? see `ps -p %ld`)", pid,
+				pid);
 			break;
 		}
 		if (!proc_meta__alive(tgid)) {
-			ret = record_args__fail(
-				cmd,
+			ret = msg__fail(
 				"process %ld has exited (a zombie until its parent reaps it): "
 				"nothing is left to trace",
 				pid);
 			break;
 		}
 		if (tgid == getpid()) {
-			ret = record_args__fail(
-				cmd, "-p %ld is bpfsight itself, which never traces itself", pid);
+			ret = msg__fail("-p %ld is bpfsight itself, which never traces itself",
+					pid);
 			break;
 		}
 		if (o->npids == RECORD_MAX_PIDS) {
-			ret = record_args__fail(cmd, "too many -p (at most %d); use -a instead",
-						RECORD_MAX_PIDS);
+			ret = msg__fail("too many -p (at most %d); use -a instead",
+					RECORD_MAX_PIDS);
 			break;
 		}
 		/* The start time tells the target from a later process given its recycled pid. */
 		if (proc_meta__start(tgid, &o->pid_start[o->npids])) {
-			ret = record_args__fail(
-				cmd, "no such process: %ld (is it still running? see `ps -p %ld`)",
-				pid, pid);
+			ret = msg__fail(
+				"no such process: %ld (is it still running? see `ps -p %ld`)", pid,
+				pid);
 			break;
 		}
 		o->pids[o->npids++] = tgid;
@@ -199,11 +186,9 @@ int record_args__check_kernel(const char *cmd, struct record_opts *o)
 			if (!(missing & (1u << f)))
 				continue;
 			if (o->families_explicit)
-				return record_args__fail(
-					cmd,
-					"the %s family needs %s, which this kernel lacks "
-					"(bpfsight record --features): drop it from -t",
-					families[i]->name, kfeature__name(f));
+				return msg__fail("the %s family needs %s, which this kernel lacks "
+						 "(bpfsight record --features): drop it from -t",
+						 families[i]->name, kfeature__name(f));
 			pr_err("not recording %s: this kernel lacks %s "
 			       "(bpfsight record --features)\n",
 			       families[i]->name, kfeature__name(f));
@@ -212,8 +197,7 @@ int record_args__check_kernel(const char *cmd, struct record_opts *o)
 		}
 	}
 	if (!kfeature__has(KF_RINGBUF))
-		return record_args__fail(cmd,
-					 "this kernel has no BPF ring buffer (Linux 5.8 or later "
-					 "needed)");
+		return msg__fail("this kernel has no BPF ring buffer (Linux 5.8 or later "
+				 "needed)");
 	return 0;
 }

@@ -10,8 +10,6 @@
 #include <linux/types.h>
 #include "record_ctx.h"
 
-/* Print "bpfsight CMD: " and the message on stderr; returns 1 (an exit status). */
-int record_args__fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
  * -t LIST: the families' bits in *MASK; 1 after saying what is wrong. An item +NAME adds NAME
  * to the others, or to the default set when every item is one (*EXPLICIT then 0: the default
@@ -31,8 +29,6 @@ void record_args__default_families(struct record_opts *o);
  * else left out (said once each); no ring buffer: refused. 1 after saying why.
  */
 int record_args__check_kernel(const char *cmd, struct record_opts *o);
-/* Root, or CAP_BPF and CAP_PERFMON. */
-int record_args__has_caps(void);
 /* libbpf's messages on stderr, its debug ones only with VERBOSE. */
 void record_args__libbpf_print(int verbose);
 

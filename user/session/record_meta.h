@@ -20,7 +20,5 @@ struct record_meta {
  * kernel features missing), the NVIDIA GPUs (nv_gpus.h), the start's clocks.
  */
 void record_meta__fill(struct record_meta *rm, const struct record_opts *o);
-/* The clocks now, as the recording's header and footer keep them (trace_clocks__now). */
-void record_clocks__now(struct trace_clocks *c);
 
 #endif /* BPFSIGHT_RECORD_META_H */

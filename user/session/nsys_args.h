@@ -30,5 +30,12 @@ struct nsys_args {
  */
 int nsys_args__rewrite(struct nsys_args *n, const char *cmd, int profile, int argc, char **argv);
 void nsys_args__free(struct nsys_args *n);
+/*
+ * nsys's -t name NAME: 1 with *OURS what bpfsight records for it (a list of families,
+ * "cuda,gpu"; "" for none; NULL when nsys traces it and bpfsight has no family for it), 0 when
+ * nsys has no such name. The one table of them: `profile` reads -t through it, and record's
+ * -t (record_args.h) takes the names it does not have itself from it.
+ */
+int nsys_args__trace(const char *name, const char **ours);
 
 #endif /* BPFSIGHT_NSYS_ARGS_H */

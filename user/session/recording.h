@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One recording as its driver holds it (recorder.h is the driver's face): what the services
+ * and the families see of it (ctx), the services it made for them, the families' states, where
+ * its records go, the launched CMD. Shared by the driver's files only:
+ *   recorder.c           the life: start, go live, drain, finish, teardown; the record path
+ *   recorder_services.c  the shared maps and the services, made by what the families need
+ *   recorder_output.c    where records go: the file, a file per range, the flight window, a sink
+ *   recorder_end.c       the end-of-run lines and --capture-range's account
+ */
+#ifndef BPFSIGHT_RECORDING_H
+#define BPFSIGHT_RECORDING_H
+
+#include <linux/types.h>
+#include "launch.h"
+#include "record_ctx.h"
+#include "record_meta.h"
+#include "recorder.h"
+
+struct capture_files;
+struct family_attach;
+struct flight_recorder;
+struct ring_pump;
+struct shim_link;
+struct stack_svc;
+struct trace_writer;
+struct uprobe_mgr;
+
+struct recording {
+	struct record_opts opts; /* the caller's, with -p's children taken in */
+	struct record_ctx ctx;
+	/* The services, made before the families attach (recorder_services.c), or NULL. */
+	struct uprobe_mgr *uprobes;
+	struct stack_svc *stacks;
+	struct shim_link *shim;
+	/* The families' states (index = families[] index) and which are attached. */
+	void *states[RECORD_MAX_FAMILIES];
+	int attached[RECORD_MAX_FAMILIES];
+	/*
+	 * Where records go (ctx.out, recorder_output.c): the file, or the flight recorder's
+	 * window (writer is then its in-memory writer), with a file per capture range.
+	 */
+	struct trace_writer *writer;
+	struct flight_recorder *flight;
+	struct capture_files *files;
+	struct launch launch;
+	int launched;
+	struct ring_pump *pump; /* reads the ring from the start; ctx.pump once we go live */
+	__u64 seen_lost[BS_LOST_KEYS], lost_total;
+	__u64 start;
+	struct record_meta rm;
+	int tty;
+	int wrote;		 /* the trace file is closed, whole: its verdict can be read */
+	char verdict_path[4096]; /* the file it judges (the last one, with a file per range) */
+	const char *ended;	 /* why drain() ended, when no signal ended it */
+};
+
+/* recorder_services.c */
+/* The maps every family shares, for the whole recording. 0, or a negative errno. */
+int recording__create_maps(struct recording *r);
+void recording__close_maps(struct recording *r);
+/*
+ * The services the recorded families use (struct family_attach): the uprobe manager, the
+ * stack service, the shim channel, each only when needed. 0, or -1 after saying what failed.
+ */
+int recording__make_services(struct recording *r);
+/* What family I's attach is handed. */
+void recording__attach_args(const struct recording *r, int i, struct family_attach *a);
+/* The probes go (the stop): the uprobe manager is closed, its links to the reaper. */
+void recording__close_services(struct recording *r);
+/* Every family detached: the shim channel's last records unpacked, the services freed. */
+void recording__free_services(struct recording *r);
+
+/* recorder_output.c */
+/* The file records go to now: -o, or with a file per capture range, the current range's. */
+const char *recording__out_path(const struct recording *r);
+/* The file (or the flight window) records go to, and ctx.out. 0, or -1 after saying why. */
+int recording__open_output(struct recording *r);
+/* --capture-range: the gate, and a file per range when the capture asks. 0, or -1. */
+int recording__capture_start(struct recording *r);
+/*
+ * SIGUSR1/SIGUSR2 (the ring buffer just drained): losses and the families' in-kernel totals
+ * written as on a poll, and the open chunk to disk.
+ */
+void recording__flush_now(struct recording *r);
+/* The file after a failed write: closed as cleanly as it can be, and said. */
+void recording__close_after_write_error(struct recording *r);
+/* The status line on a terminal (FINAL: its last, with a newline). */
+void recording__print_status(struct recording *r, __u64 now, int final);
+
+/* recorder.c */
+/* What the records so far miss from the kernel: losses, the families' in-kernel totals. */
+void recording__bring_up_to_date(struct recording *r);
+
+/* recorder_end.c */
+/* The last lines of a recording whose file (or flight window) is written. */
+void recording__say_written(struct recording *r, __u64 nrec, const char *how);
+/* --capture-range: what the ranges kept; nothing captured is a failed recording. */
+enum record_outcome recording__say_captured(struct recording *r);
+/* The file just written, judged as `bpfsight stats` opens: where its threads' time went. */
+void recording__print_verdict(const struct recording *r);
+
+#endif /* BPFSIGHT_RECORDING_H */
