@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for everything that reads a record after the trace reader handed it over:
  * the trace model and every family's walk hooks, every decoder with dump's JSON line, every
- * stats report (add, then emit and the three table printers), and optionally the exports.
+ * stats report (add, then emit and the three table printers) with the steps service (steps.h)
+ * fed the same records, and optionally the exports.
  * `make fuzz`, or
  *   build/tests/fuzz_decode -runs=100000 CORPUS_DIR tests/fuzz/seeds-decode
  *
@@ -42,6 +43,7 @@
 #include "json.h"
 #include "merge.h"
 #include "report.h"
+#include "steps.h"
 #include "table.h"
 #include "trace_format.h"
 #include "trace_model.h"
@@ -192,17 +194,27 @@ static void merge_record(void **sync, const struct bs_hdr *rec, const struct tra
 	free(copy);
 }
 
-static void emit_reports(void **st, const struct trace_model *m)
+/* --steps as stats takes it: each input runs one of these, by its length. */
+static const char *const steps_asks[] = { NULL, "cudaProfilerApi", "nvtx:step@*", "ProfilerStep" };
+
+static void emit_reports(void **st, const struct trace_model *m, struct steps *steps)
 {
+	struct report_ask ask = { .steps = steps };
 	struct json j;
 	int err;
 
+	err = steps__finish(steps);
+	if (err && err != -ENOMEM)
+		abort(); /* it fails only when memory does */
 	for (int i = 0; i < nreports; i++) {
 		struct table *t = table__new(reports[i]->name);
 
 		if (!t)
 			abort();
-		err = reports[i]->emit(st[i], m, t);
+		if (reports[i]->emit_for)
+			err = reports[i]->emit_for(st[i], m, &ask, t);
+		else
+			err = reports[i]->emit(st[i], m, t);
 		if (err && err != -ENOMEM)
 			abort(); /* emit fails only when memory does */
 		table__print(t, sink);
@@ -251,6 +263,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	struct trace_meta smeta = meta; /* what the sync hooks are told was recorded */
 	const struct rec_decoder *dec;
 	struct trace_model *m;
+	struct steps *steps;
 	struct bs_hdr *rec;
 	struct event ev;
 	size_t off, n, nrec = 0;
@@ -270,6 +283,9 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	for (int i = 0; i < nreports; i++)
 		if (!(rst[i] = reports[i]->new ()))
 			abort();
+	steps = steps__new(steps_asks[size % (sizeof(steps_asks) / sizeof(steps_asks[0]))]);
+	if (!steps)
+		abort();
 	smeta.families = opts & OPT_GPU_SYNC ? "proc,nccl,cuda,gpu" : "proc,nccl";
 	for (int f = 0; families[f]; f++) {
 		if (families[f]->sync && !(sync[f] = families[f]->sync->new (&smeta)))
@@ -325,6 +341,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 				evp = &ev;
 			}
 		}
+		steps__add(steps, rec, m);
 		for (int i = 0; i < nreports; i++)
 			reports[i]->add(rst[i], rec, m);
 		merge_record(sync, rec, m);
@@ -342,7 +359,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		top_frame__free(&top_fr);
 		top__free(top);
 	}
-	emit_reports(rst, m);
+	emit_reports(rst, m, steps);
 	status.end.mono_ns = status.last_ts;
 	for (int i = 0; i < nexporters; i++) {
 		if (xst[i])
@@ -351,6 +368,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	}
 	for (int i = 0; i < nreports; i++)
 		reports[i]->free(rst[i]);
+	steps__free(steps);
 	reorder(reo, NULL, m);
 	for (int f = 0; families[f]; f++) {
 		if (reo[f])

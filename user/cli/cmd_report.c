@@ -19,14 +19,18 @@
 #include "getopt_error.h"
 #include "report_html.h"
 #include "stats.h"
+#include "steps.h"
 #include "msg.h"
 
 #define INFO_MAX (256 * 1024) /* info's text is a few KiB; more is cut, and says so */
 
 static void report_usage(FILE *f)
 {
+	char sources[256];
+
+	steps__list(sources, sizeof(sources));
 	fprintf(f,
-		"Usage: bpfsight report FILE [-o OUT] [--force]\n"
+		"Usage: bpfsight report FILE [-o OUT] [--force] [--steps SOURCE]\n"
 		"\n"
 		"One self-contained HTML page of a trace (no network: all inline): stats' verdict\n"
 		"first, headline figures, info's summary (folded), timelines on one time axis\n"
@@ -37,16 +41,21 @@ static void report_usage(FILE *f)
 		"\n"
 		"  -o, --output OUT   default: FILE with .bst replaced by .html\n"
 		"      --force        replace OUT if it exists\n"
+		"      --steps SOURCE the per-step reports' steps where a process has no torch\n"
+		"                     steps, as stats --steps: SOURCE's, one of\n"
+		"                     %s\n"
 		"  -h, --help         this help\n"
 		"\n"
 		"Exit status: 0 done, 1 failed (nothing is left at OUT), 3 written but corrupt\n"
-		"chunks of FILE were skipped.\n");
+		"chunks of FILE were skipped.\n",
+		sources);
 }
 
 /* Also printed by `bpfsight __complete options report`: completion and the docs test read it. */
 const struct option report_options[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "force", no_argument, NULL, 'F' },
+	{ "steps", required_argument, NULL, 'S' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -125,7 +134,7 @@ static char *default_out(const char *file)
 int cmd_report(int argc, char **argv)
 {
 	char *out = NULL, *info = NULL, tmp[PATH_MAX];
-	const char *file, *out_arg = NULL;
+	const char *file, *out_arg = NULL, *steps = NULL;
 	struct stats *stats = NULL;
 	int c, force = 0, status = EXIT_READ_FAIL, fd = -1;
 	FILE *f = NULL;
@@ -140,6 +149,11 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'F':
 			force = 1;
+			break;
+		case 'S':
+			if (steps__check(optarg, "--steps"))
+				return EXIT_READ_FAIL;
+			steps = optarg;
 			break;
 		case 'h':
 			report_usage(stdout);
@@ -177,8 +191,8 @@ int cmd_report(int argc, char **argv)
 	if (!info)
 		goto done;
 	/* The page's own walk says how the file ended: once, as report's. */
-	stats = stats__collect_opts(file, &(struct stats_opts){ .cmd = "report", .quiet = 1 },
-				    &status);
+	stats = stats__collect_opts(
+		file, &(struct stats_opts){ .cmd = "report", .quiet = 1, .steps = steps }, &status);
 	if (!stats)
 		goto done;
 	if (!stats__events(stats)) {

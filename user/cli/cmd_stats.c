@@ -11,6 +11,7 @@
 #include "getopt_error.h"
 #include "human.h"
 #include "stats.h"
+#include "steps.h"
 #include "msg.h"
 
 #define TABLE_TOP 15 /* rows per report in table mode unless --top says */
@@ -18,9 +19,10 @@
 
 static void stats_usage(FILE *f)
 {
-	char names[1024];
+	char names[1024], sources[256];
 
 	stats__list_reports(names, sizeof(names));
+	steps__list(sources, sizeof(sources));
 	fprintf(f,
 		"Usage: bpfsight stats [OPTIONS] FILE\n"
 		"\n"
@@ -48,8 +50,11 @@ static void stats_usage(FILE *f)
 		"      --peak-tflops N|GPU\n"
 		"                      gemm_step_sum's MFU against N TFLOP/s, or GPU's peak for\n"
 		"                      each GEMM's types (h100-sxm, h100-pcie, h200, a100, l4)\n"
+		"      --steps SOURCE  the per-step reports' steps where a process has no torch\n"
+		"                      steps: SOURCE's, one of\n"
+		"                      %s\n"
 		"  -h, --help          this help\n",
-		names);
+		names, sources);
 }
 
 enum {
@@ -63,6 +68,7 @@ enum {
 	OPT_GROUP_BY,
 	OPT_SORT,
 	OPT_PEAK,
+	OPT_STEPS,
 };
 
 /* Also printed by `bpfsight __complete options stats`: completion and the docs test read it. */
@@ -80,6 +86,7 @@ const struct option stats_options[] = {
 	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "peak-tflops", required_argument, NULL, OPT_PEAK },
+	{ "steps", required_argument, NULL, OPT_STEPS },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -210,6 +217,9 @@ static int parse_one(struct stats_args *a, int c, int argc, char **argv)
 	case OPT_PEAK:
 		a->o.peak = optarg;
 		return 0;
+	case OPT_STEPS:
+		a->o.steps = optarg;
+		return steps__check(optarg, "--steps") ? 1 : 0;
 	case 'h':
 		return 2;
 	default:

@@ -381,6 +381,13 @@ struct family {
 	 * NULL for every other family.
 	 */
 	const struct family_shim *shim;
+	/*
+	 * Reading side: the steps its records give (struct family_steps, user/report/steps.h:
+	 * torch's steps, NVTX ranges of a name, ...), ending with a zeroed entry; the per-step
+	 * reports ask the steps service, which chooses among every family's per process. May be
+	 * NULL.
+	 */
+	const struct family_steps *steps;
 };
 
 /* At most this many families: their sets are u64 bit masks (record_opts.families). */

@@ -22,6 +22,7 @@
 #define REPORT_SERIES  8	   /* series per timeline: the largest by total */
 
 struct stats;
+struct steps;
 struct page_lanes;
 struct page_bands;
 
@@ -32,6 +33,8 @@ struct page {
 	char focus[160];	   /* the verdict's focus thread, named ("" when none) */
 	struct page_lanes *lanes;  /* the busy threads' lanes (page_lanes.h) */
 	struct page_bands *bands;  /* steps and ranges (page_bands.h) */
+	/* Every process's steps, the reports' (steps.h): the page draws them in its row "steps". */
+	const struct steps *steps;
 };
 
 struct page_family {

@@ -7,6 +7,7 @@
 #include "trace_model.h"
 
 struct table; /* table.h */
+struct steps; /* steps.h */
 
 /* `bpfsight info` shows the report's table, when it has rows: under TITLE, as KEY in JSON. */
 struct report_info {
@@ -25,6 +26,11 @@ struct report_ask {
 	unsigned group_n;     /* its N (0: not given) */
 	const char *peak;     /* --peak-tflops N|GPU as given, or NULL (docs/BLAS.md, "MFU") */
 	const char *gpus;     /* the trace's GPUs (struct trace_meta.gpus), or NULL */
+	/*
+	 * The trace's steps, each process's from the source --steps chose (steps.h): what a
+	 * per-step report asks. NULL: none known (emit called without stats).
+	 */
+	const struct steps *steps;
 };
 
 struct report {

@@ -20,6 +20,7 @@
 #include "report.h"
 #include "report_html.h"
 #include "stats.h"
+#include "steps.h"
 #include "table.h"
 #include "table_view.h"
 #include "level_bins.h"
@@ -79,6 +80,23 @@ static void timelines_free(struct timelines *tl)
 	page_bands__free(tl->p.bands);
 }
 
+/* The row "steps": each process's steps, as the per-step reports had them, a band each. */
+static int steps_bands(const struct page *p)
+{
+	int row = page__band_row(p, "steps", 1);
+	const struct step_span *const *v;
+	char label[80];
+	size_t n;
+
+	v = steps__all(p->steps, &n);
+	for (size_t i = 0; row >= 0 && i < n; i++) {
+		snprintf(label, sizeof(label), "step %llu", (unsigned long long)v[i]->step);
+		if (page__band(p, row, v[i]->ts, v[i]->end - v[i]->ts, label))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int collect(struct timelines *tl, const char *path)
 {
 	const struct rec_decoder *dec;
@@ -97,6 +115,8 @@ static int collect(struct timelines *tl, const char *path)
 	for (int i = 0; families[i] && !err; i++)
 		if (families[i]->page)
 			err = families[i]->page->open(&tl->p, &tl->states[i]);
+	if (!err)
+		err = steps_bands(&tl->p);
 	while (!err && (ret = trace_walk__next(&w, &rec, &dec)))
 		if (ret == 1)
 			err = add_record(tl, rec, w.m);
@@ -546,7 +566,7 @@ static const char style[] =
 
 int report_html__write(const struct report_input *in, FILE *f)
 {
-	struct timelines tl = { .p.stats = in->stats };
+	struct timelines tl = { .p.stats = in->stats, .p.steps = stats__steps(in->stats) };
 	int status, reports = 0;
 
 	status = collect(&tl, in->path);

@@ -10,6 +10,7 @@
 #include "report.h"
 #include "stats.h"
 #include "stats_asks.h"
+#include "steps.h"
 #include "table.h"
 #include "trace_walk.h"
 #include "verdict.h"
@@ -29,6 +30,7 @@ struct stats {
 	unsigned long long lost;
 	char loss[256];
 	struct verdict *verdict;   /* the default selection's */
+	struct steps *steps;	   /* every process's steps, for the per-step reports */
 	unsigned long long events; /* records that decode to events (what dump prints) */
 	int top;		   /* JSON and CSV: at most this many rows of each report */
 };
@@ -90,6 +92,7 @@ void stats__free(struct stats *s)
 		table__free(s->reps[i].t);
 	}
 	verdict__free(s->verdict);
+	steps__free(s->steps);
 	free(s->reps);
 	free(s);
 }
@@ -275,13 +278,14 @@ static int stats__check_group(struct stats *s, const char *arg, const char *repo
 /* GROUP: --group-by's key and N, parsed (key NULL: not asked). */
 static int stats__emit(struct stats_report *sr, const struct trace_model *m,
 		       const struct trace_meta *meta, const struct stats_opts *o,
-		       const struct report_ask *group)
+		       const struct report_ask *group, const struct steps *steps)
 {
 	struct report_ask ask = {
 		.flags = (o->fmt == STATS_FORMAT_TABLE && o->people ? REPORT_FOR_PEOPLE : 0) |
 			 (o->python ? REPORT_PYTHON : 0),
 		.peak = o->peak,
 		.gpus = meta ? meta->gpus : NULL,
+		.steps = steps,
 	};
 	int err;
 
@@ -323,6 +327,8 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 		goto err_free;
 	if (o->group_by && stats__check_group(s, o->group_by, reports, &group))
 		goto err_free;
+	if (steps__check(o->steps, "--steps"))
+		goto err_free;
 	if (trace_walk__open(&w, cmd, path))
 		goto err_free;
 	w.quiet = o->quiet;
@@ -340,6 +346,8 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	}
 	if (!reports && !(s->verdict = verdict__new(w.m, trace_walk__meta(&w)->families)))
 		goto err_nomem;
+	if (!(s->steps = steps__new(o->steps)))
+		goto err_nomem;
 
 	while ((ret = trace_walk__next(&w, &rec, &dec))) {
 		if (ret != 1 || !stats__keep(o, rec, w.m))
@@ -348,6 +356,7 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 			fam_has[fam_of_type[rec->type]] = 1;
 		if (dec && dec->decode != family__decode_meta)
 			s->events++;
+		steps__add(s->steps, rec, w.m);
 		for (i = 0; i < s->n; i++)
 			s->reps[i].rep->add(s->reps[i].st, rec, w.m);
 		if (s->verdict)
@@ -356,6 +365,8 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	*status = trace_walk__finish(&w);
 	if (!reports)
 		stats__select_default(s, trace_walk__meta(&w), fam_has);
+	if (steps__finish(s->steps))
+		goto err_nomem;
 
 	for (i = 0; i < s->n; i++) {
 		if (!s->reps[i].selected)
@@ -363,7 +374,7 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 		s->reps[i].t = table__new(s->reps[i].rep->name);
 		if (!s->reps[i].t)
 			goto err_nomem;
-		err = stats__emit(&s->reps[i], w.m, trace_walk__meta(&w), o, &group);
+		err = stats__emit(&s->reps[i], w.m, trace_walk__meta(&w), o, &group, s->steps);
 		if (err) {
 			pr_err("%s: report %s failed: %s\n", path, s->reps[i].rep->name,
 			       strerror(-err));
@@ -413,6 +424,11 @@ unsigned long long stats__events(const struct stats *s)
 const struct verdict *stats__verdict(const struct stats *s)
 {
 	return s->verdict;
+}
+
+const struct steps *stats__steps(const struct stats *s)
+{
+	return s->steps;
 }
 
 const struct table *stats__table(const struct stats *s, const char *name)

@@ -44,6 +44,8 @@ struct stats_opts {
 	const char *group_by; /* --group-by KEY[:N]: the reports that take KEY group so */
 	const char *sort;     /* --sort COLUMN: rows by that column (numbers descending) */
 	const char *peak;     /* --peak-tflops N|GPU: the reports that compute MFU take it */
+	/* --steps=KIND[:ARG]: the per-step reports' source where torch has no steps (steps.h) */
+	const char *steps;
 	int people;	 /* table mode's rows (REPORT_FOR_PEOPLE): what `bpfsight stats` prints */
 	const char *cmd; /* messages' "bpfsight CMD:" (NULL: "stats") */
 	int quiet;	 /* say nothing of how the file ended (the caller's other walk does) */
@@ -55,6 +57,9 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 unsigned long long stats__events(const struct stats *s);
 /* The verdict of the default selection, NULL otherwise. */
 const struct verdict *stats__verdict(const struct stats *s);
+struct steps;
+/* Every process's steps, as the per-step reports had them (steps.h). */
+const struct steps *stats__steps(const struct stats *s);
 /*
  * The verdict's headline of the trace at PATH into BUF, as `bpfsight stats` would open with
  * it: 0, or -EFBIG when the file is over STATS_VERDICT_MAX_BYTES (reading it would hold up

@@ -3,8 +3,9 @@
  * gemm_step_sum: per training step, the FLOPs of the cuBLAS GEMMs the step called, the FLOP/s
  * achieved over the step's time and the MFU: the share of the step the GPU would have needed
  * at its peak for those GEMMs, sum(flops / peak of their types) / step time. Steps are the
- * torch family's (BS_REC_TORCH_STEP: ProfilerStep#N or the optimizer's steps); without any, one
- * row spans the GEMMs, from the first call's start to the last one's end.
+ * steps service's (steps.h: torch's, ProfilerStep#N or the optimizer's steps, else the source
+ * --steps names), in the trace's order; without any, one row spans the GEMMs, from the first
+ * call's start to the last one's end.
  *
  * Peaks (dense, no sparsity; TFLOP/s, NVIDIA's data sheets) by GPU and the class of a GEMM's
  * types; the GPU is the one the trace's header names (BS_META_GPUS), or --peak-tflops GPU;
@@ -18,8 +19,8 @@
 #include "cublas_decode.h"
 #include "cublas_mfu.h"
 #include "msg.h"
+#include "steps.h"
 #include "table.h"
-#include "torch_records.h"
 #include "trace_meta.h"
 
 enum peak_class { P_FP64, P_FP32, P_TF32, P_16, P_FP8, P_INT8, P_NCLASS };
@@ -117,10 +118,11 @@ struct step_row {
 
 struct step_sum {
 	struct step_gemm *gemms;
-	struct step_row *steps;
-	size_t ngemms, cap_gemms, nsteps, cap_steps;
+	size_t ngemms, cap_gemms;
 	int err;
-	struct gemm_mfu sum; /* the rows with an MFU, together */
+	struct gemm_mfu sum;	   /* the rows with an MFU, together */
+	const struct steps *steps; /* the rows' steps: emit's (stats keeps them until its end) */
+	size_t nsteps;
 };
 
 static void *step_sum__new(void)
@@ -130,20 +132,10 @@ static void *step_sum__new(void)
 
 static void step_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
 {
-	const struct bs_torch_step *ts = (const void *)rec;
 	const struct bs_ucall *u = (const void *)rec;
 	struct step_sum *st = vst;
 	struct cublas_gemm g;
 
-	if (rec->type == BS_REC_TORCH_STEP && rec->size >= sizeof(*ts)) {
-		if (array__grow((void **)&st->steps, st->nsteps, &st->cap_steps,
-				sizeof(*st->steps)))
-			st->err = -ENOMEM;
-		else
-			st->steps[st->nsteps++] =
-				(struct step_row){ rec->pid, ts->step, rec->ts, ts->dur };
-		return;
-	}
 	if (rec->type != BS_REC_CUBLAS_CALL || rec->size < sizeof(*u) || u->depth ||
 	    !cublas__gemm(trace_model__walk(m, &family_cublas), rec, &g) || !g.flops)
 		return;
@@ -244,7 +236,8 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 {
 	enum { PID, STEP, DUR, GEMMS, FLOPS, TFLOPS, MFU, NCOLS };
 	struct step_sum *st = vst;
-	struct step_row all = { 0 };
+	struct step_row all = { 0 }, step;
+	const struct step_span *const *steps = steps__all(ask->steps, &st->nsteps);
 	__u64 flops_of[D_NTYPES] = { 0 };
 	struct peak_src peak;
 	int c[NCOLS], err;
@@ -254,9 +247,10 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 	err = peak_src(ask, &peak);
 	if (err)
 		return err;
+	st->steps = ask->steps;
 	memset(&st->sum, 0, sizeof(st->sum));
 	st->sum.known = peak.n > 0 || peak.gpu >= 0;
-	st->sum.steps_are_torch = st->nsteps > 0;
+	st->sum.by_step = st->nsteps > 0;
 	c[PID] = table__add_col(t, "pid", "PID", TABLE_U64);
 	c[STEP] = table__add_col(t, "step", "Step", TABLE_STR);
 	c[DUR] = table__add_col(t, "step_ns", "Step Time (ns)", TABLE_U64);
@@ -277,12 +271,17 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 		all = (struct step_row){ 0, 0, lo, hi - lo };
 	}
 	for (size_t s = 0; s < (st->nsteps ? st->nsteps : !!st->ngemms); s++) {
-		const struct step_row *r = st->nsteps ? &st->steps[s] : &all;
+		const struct step_row *r = &all;
 		__u64 count = 0, flops = 0, by_type[D_NTYPES] = { 0 };
 		double peak_ns = 0;
 		int peak_known = st->sum.known;
-		char step[24];
+		char num[24];
 
+		if (st->nsteps) {
+			step = (struct step_row){ steps[s]->pid, steps[s]->step, steps[s]->ts,
+						  steps[s]->end - steps[s]->ts };
+			r = &step;
+		}
 		for (size_t i = 0; i < st->ngemms; i++) {
 			const struct step_gemm *g = &st->gemms[i];
 			double p;
@@ -302,11 +301,11 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 		table__row(t);
 		if (st->nsteps) {
 			table__set_u64(t, c[PID], r->pid);
-			snprintf(step, sizeof(step), "%llu", (unsigned long long)r->step);
+			snprintf(num, sizeof(num), "%llu", (unsigned long long)r->step);
 		} else {
-			snprintf(step, sizeof(step), "all");
+			snprintf(num, sizeof(num), "all");
 		}
-		table__set_str(t, c[STEP], step);
+		table__set_str(t, c[STEP], num);
 		table__set_u64(t, c[DUR], r->dur);
 		table__set_u64(t, c[GEMMS], count);
 		table__set_u64(t, c[FLOPS], flops);
@@ -344,11 +343,11 @@ const struct gemm_mfu *cublas_mfu__summary(const void *vst)
 int cublas_mfu__has_pid(const void *vst, __u32 pid)
 {
 	const struct step_sum *st = vst;
+	size_t n;
 
-	for (size_t i = 0; i < st->nsteps; i++)
-		if (st->steps[i].pid == pid)
-			return 1;
-	for (size_t i = 0; !st->nsteps && i < st->ngemms; i++)
+	if (st->nsteps)
+		return steps__of(st->steps, pid, &n) != NULL;
+	for (size_t i = 0; i < st->ngemms; i++)
 		if (st->gemms[i].pid == pid)
 			return 1;
 	return 0;
@@ -368,7 +367,6 @@ static void step_sum__free(void *vst)
 	if (!st)
 		return;
 	free(st->gemms);
-	free(st->steps);
 	free(st);
 }
 

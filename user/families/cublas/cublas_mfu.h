@@ -10,12 +10,12 @@
 
 /* Filled when gemm_step_sum emits its table. */
 struct gemm_mfu {
-	int known;	     /* a peak: --peak-tflops, or the trace's GPU in the table of peaks */
-	int steps_are_torch; /* the rows are torch's steps (else one row over the GEMMs' span) */
-	char peak_of[160];   /* "the NVIDIA H100 80GB HBM3's bf16 peak (989.4 TFLOP/s)" */
-	__u64 steps;	     /* rows with GEMMs and an MFU */
-	__u64 step_ns;	     /* their time */
-	double peak_ns;	     /* their GEMMs' time at the peak */
+	int known;	   /* a peak: --peak-tflops, or the trace's GPU in the table of peaks */
+	int by_step;	   /* the rows are steps (steps.h; else one row over the GEMMs' span) */
+	char peak_of[160]; /* "the NVIDIA H100 80GB HBM3's bf16 peak (989.4 TFLOP/s)" */
+	__u64 steps;	   /* rows with GEMMs and an MFU */
+	__u64 step_ns;	   /* their time */
+	double peak_ns;	   /* their GEMMs' time at the peak */
 };
 
 /* The summary of gemm_step_sum's state ST. */

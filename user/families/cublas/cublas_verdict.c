@@ -58,7 +58,7 @@ static void cublas_claims(void *unused, struct verdict *v)
 	mfu = s->peak_ns / (double)s->step_ns;
 	if (mfu >= LOW_MFU)
 		return;
-	if (s->steps_are_torch)
+	if (s->by_step)
 		snprintf(over, sizeof(over), "over %llu steps (%s)", (unsigned long long)s->steps,
 			 human__ns((double)s->step_ns, d1, sizeof(d1)));
 	else

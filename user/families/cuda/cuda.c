@@ -140,4 +140,5 @@ const struct family family_cuda = {
 	.sqlite = &cuda_sqlite,
 	.metrics = &cuda_metrics,
 	.top = &cuda_top,
+	.steps = cuda_step_sources,
 };

@@ -2,7 +2,8 @@
 /*
  * cuda family: CUDA runtime (libcudart, shared or static) and driver (libcuda) API calls,
  * traced by uprobes wherever the code is mapped. Record side in cuda.c, the API table in
- * cuda_api.c, the decoder in cuda_decode.c, the reports in cuda_report.c.
+ * cuda_api.c, the decoder in cuda_decode.c, the reports in cuda_report.c, its profiler ranges
+ * as steps of the per-step reports (--steps=cudaProfilerApi) in cuda_step_src.c.
  */
 #ifndef BPFSIGHT_CUDA_H
 #define BPFSIGHT_CUDA_H
@@ -10,6 +11,7 @@
 #include "family.h"
 #include "cuda_records.h"
 #include "report.h"
+#include "steps.h"
 #include <stddef.h>
 #include "ucall_api.h"
 
@@ -52,5 +54,8 @@ extern const struct report cuda_callsites; /* callsites_report.c: CUDA and NCCL 
 extern const struct metrics_family cuda_metrics; /* cuda_metrics.c */
 extern const struct family_verdict cuda_verdict; /* cuda_verdict.c */
 extern const struct top_family cuda_top;	 /* cuda_top.c */
+
+/* Its sources of steps for the per-step reports (cuda_step_src.c). */
+extern const struct family_steps cuda_step_sources[];
 
 #endif /* BPFSIGHT_CUDA_H */

@@ -3,8 +3,9 @@
  * mem_leaks: what stayed live, by allocation site (mem_site.h), per (process, device): the
  * bytes and blocks still live at the end of the recording (of those it saw allocated: a
  * process that exited without freeing them counts them too), and whether the site's live
- * bytes grew step after step. The steps are the process's torch steps (TORCH_STEP records)
- * where it has MEM_GROW_MIN_STEPS of them, else the device's allocations split into
+ * bytes grew step after step. The steps are the process's (the steps service's, steps.h: its
+ * torch steps, else the source --steps names) where it has MEM_GROW_MIN_STEPS of them, else
+ * the device's allocations split into
  * MEM_GROW_WINDOWS windows of as many each; the site's live bytes are taken at each boundary,
  * and it grows when they went up at MEM_GROW_SHARE of the boundaries or more: its growth per
  * step is the median of the changes. Growing sites come first, the steepest first (a leak is
@@ -18,29 +19,21 @@
 #include "mem_log.h"
 #include "mem_report.h"
 #include "mem_site.h"
+#include "steps.h"
 #include "table.h"
-#include "torch_records.h"
 
 /* At most this many boundaries a device: more steps are taken a group at a time. */
 #define MAX_BOUNDS 500
 
-struct step_span {
-	__u32 pid;
-	__u64 ts, end;
-};
-
 struct leaks_state {
 	struct mem_log *log;
-	struct step_span *steps;
-	size_t nsteps, cap_steps;
-	int err;
 };
 
 /* A device's boundaries: bounds[0..k], each interval GROUP steps long (1 for windows). */
 struct dev_bounds {
 	__u64 *bounds;
 	__u32 k, group;
-	int torch; /* torch steps, not windows */
+	int steps; /* steps, not windows */
 };
 
 struct leak_row {
@@ -70,7 +63,6 @@ static void leaks__free(void *vst)
 	if (!st)
 		return;
 	mem_log__free(st->log);
-	free(st->steps);
 	free(st);
 }
 
@@ -78,55 +70,24 @@ static void leaks__add(void *vst, const struct bs_hdr *rec, const struct trace_m
 {
 	struct leaks_state *st = vst;
 
-	if (rec->type == BS_REC_MEM_ALLOC) {
+	if (rec->type == BS_REC_MEM_ALLOC)
 		mem_log__add(st->log, rec, m);
-		return;
-	}
-	if (rec->type != BS_REC_TORCH_STEP || st->err)
-		return;
-	if (array__grow((void **)&st->steps, st->nsteps, &st->cap_steps, sizeof(*st->steps))) {
-		st->err = -ENOMEM;
-		return;
-	}
-	st->steps[st->nsteps++] = (struct step_span){
-		.pid = rec->pid,
-		.ts = rec->ts,
-		.end = rec->ts + ((const struct bs_torch_step *)rec)->dur,
-	};
 }
 
-static int step_cmp(const void *a, const void *b)
+/* PID's steps as boundaries into B, when it has enough. */
+static void step_bounds(const struct steps *steps, __u32 pid, struct dev_bounds *b)
 {
-	const struct step_span *x = a, *y = b;
+	size_t n;
+	const struct step_span *v = steps__of(steps, pid, &n);
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
-
-/* PID's torch steps as boundaries into B, when it has enough. Steps sorted. */
-static void step_bounds(const struct leaks_state *st, __u32 pid, struct dev_bounds *b)
-{
-	size_t lo = 0, hi = st->nsteps, n = 0;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (st->steps[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	while (lo + n < st->nsteps && st->steps[lo + n].pid == pid)
-		n++;
 	if (n < MEM_GROW_MIN_STEPS)
 		return;
 	b->group = (__u32)((n + MAX_BOUNDS - 1) / MAX_BOUNDS);
 	b->k = (__u32)(n / b->group);
-	b->bounds[0] = st->steps[lo].ts;
+	b->bounds[0] = v[0].ts;
 	for (__u32 i = 1; i <= b->k; i++)
-		b->bounds[i] = st->steps[lo + (size_t)i * b->group - 1].end;
-	b->torch = 1;
+		b->bounds[i] = v[(size_t)i * b->group - 1].end;
+	b->steps = 1;
 }
 
 /*
@@ -140,7 +101,7 @@ static void window_bounds(const struct mem_log *l, struct dev_bounds *b)
 	__u64 *seen = calloc(2 * l->ndevs + 1, sizeof(*seen)), *next = seen + l->ndevs;
 
 	for (size_t d = 0; d < l->ndevs; d++) {
-		if (b[d].torch)
+		if (b[d].steps)
 			continue;
 		b[d].group = 1;
 		b[d].k = seen && l->devs[d].allocs >= MEM_GROW_WINDOWS ? MEM_GROW_WINDOWS : 0;
@@ -155,7 +116,7 @@ static void window_bounds(const struct mem_log *l, struct dev_bounds *b)
 		__u64 *j = &next[l->v[i].dev];
 
 		/* Window j (1-based) ends at the device's allocation ceil(j * all / k). */
-		if (!db->torch && *j < db->k && n == (*j * all + db->k - 1) / db->k)
+		if (!db->steps && *j < db->k && n == (*j * all + db->k - 1) / db->k)
 			db->bounds[(*j)++] = l->v[i].ts;
 	}
 	free(seen);
@@ -283,20 +244,16 @@ static int leak_cmp(const void *a, const void *b)
 	return x->site < y->site ? -1 : x->site > y->site;
 }
 
-static int bounds_of(const struct leaks_state *st, struct leaks_run *r)
+static int bounds_of(const struct mem_log *l, const struct steps *steps, struct leaks_run *r)
 {
-	const struct mem_log *l = st->log;
-
 	r->b = calloc(l->ndevs + 1, sizeof(*r->b));
 	if (!r->b)
 		return -ENOMEM;
-	if (st->nsteps)
-		qsort(st->steps, st->nsteps, sizeof(*st->steps), step_cmp);
 	for (size_t d = 0; d < l->ndevs; d++) {
 		r->b[d].bounds = calloc(MAX_BOUNDS + MEM_GROW_WINDOWS + 1, sizeof(__u64));
 		if (!r->b[d].bounds)
 			return -ENOMEM;
-		step_bounds(st, l->devs[d].pid, &r->b[d]);
+		step_bounds(steps, l->devs[d].pid, &r->b[d]);
 	}
 	window_bounds(l, r->b);
 	return 0;
@@ -313,7 +270,7 @@ static void run_free(struct leaks_run *r, size_t ndevs)
 }
 
 static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
-		      const struct trace_model *m, struct table *t)
+		      const struct trace_model *m, const char *named, struct table *t)
 {
 	struct mem_site_cols site;
 	struct mem_who_cols who;
@@ -348,10 +305,18 @@ static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
 			continue;
 		table__set_u64(t, c[3], row->grew);
 		table__set_u64(t, c[4], b->k);
-		table__set_str(t, c[5], b->torch ? "step" : "window");
+		table__set_str(t, c[5], b->steps ? "step" : "window");
 		table__set_u64(t, c[6], (b->bounds[b->k] - b->bounds[0]) / b->k);
 	}
-	if (table__nrows(t))
+	if (table__nrows(t) && named)
+		table__add_note(
+			t,
+			"Step: a torch training step where the process has them (-t "
+			"torch), else a step of --steps=%s where it has those, else a tenth "
+			"of the device's allocations; a site grows when its live bytes went "
+			"up at %.0f%% of the steps or more.",
+			named, MEM_GROW_SHARE * 100);
+	else if (table__nrows(t))
 		table__add_note(t,
 				"Step: a torch training step where the process has them (-t "
 				"torch), else a tenth of the device's allocations; a site grows "
@@ -361,7 +326,8 @@ static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
 		table__add_note(t, MEM_NO_STACK_ALLOC);
 }
 
-static int leaks__emit(void *vst, const struct trace_model *m, struct table *t)
+static int leaks__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
+			   struct table *t)
 {
 	struct leaks_state *st = vst;
 	const struct mem_log *l = st->log;
@@ -369,9 +335,9 @@ static int leaks__emit(void *vst, const struct trace_model *m, struct table *t)
 	__s64 *tmp = NULL;
 	int err;
 
-	if (l->err || st->err)
-		return l->err ? l->err : st->err;
-	err = bounds_of(st, &r);
+	if (l->err)
+		return l->err;
+	err = bounds_of(l, ask->steps, &r);
 	if (!err)
 		err = fill_rows(l, &r);
 	if (!err && !(tmp = calloc(MAX_BOUNDS + MEM_GROW_WINDOWS + 1, sizeof(*tmp))))
@@ -381,12 +347,17 @@ static int leaks__emit(void *vst, const struct trace_model *m, struct table *t)
 			judge_row(&r.rows[i], &r.b[r.rows[i].dev], tmp);
 		if (r.nrows)
 			qsort(r.rows, r.nrows, sizeof(*r.rows), leak_cmp);
-		emit_rows(&r, l, m, t);
+		emit_rows(&r, l, m, steps__named(ask->steps), t);
 		err = table__err(t);
 	}
 	free(tmp);
 	run_free(&r, l->ndevs);
 	return err;
+}
+
+static int leaks__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	return leaks__emit_for(vst, m, &(struct report_ask){ 0 }, t);
 }
 
 const struct report mem_leaks = {
@@ -395,5 +366,6 @@ const struct report mem_leaks = {
 	.new = leaks__new,
 	.add = leaks__add,
 	.emit = leaks__emit,
+	.emit_for = leaks__emit_for,
 	.free = leaks__free,
 };

@@ -25,7 +25,7 @@ extern const struct family_verdict mem_verdict;
  */
 #define MEM_GROW_SHARE	   0.8
 #define MEM_GROW_MIN_STEPS 3
-/* Without torch steps, a device's records split into this many windows of equal time. */
+/* Without steps (steps.h), a device's records split into this many windows of equal time. */
 #define MEM_GROW_WINDOWS 10
 
 #endif /* BPFSIGHT_MEM_REPORT_H */

@@ -53,4 +53,5 @@ const struct family family_nvtx = {
 	.chrome = &nvtx_chrome,
 	.perfetto = &nvtx_perfetto,
 	.sqlite = &nvtx_sqlite,
+	.steps = nvtx_step_sources,
 };

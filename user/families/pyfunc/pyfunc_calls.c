@@ -6,7 +6,6 @@
 #include "array.h"
 #include "hmap.h"
 #include "pyfunc_calls.h"
-#include "torch_records.h"
 
 void *pyfunc_calls__new(void)
 {
@@ -32,16 +31,6 @@ static int add_piece(struct pyfunc_calls *c, const struct bs_hdr *rec)
 	return 0;
 }
 
-static int add_step(struct pyfunc_calls *c, const struct bs_hdr *rec)
-{
-	const struct bs_torch_step *s = (const void *)rec;
-
-	if (array__grow((void **)&c->steps, c->nsteps, &c->cap_steps, sizeof(*c->steps)))
-		return -ENOMEM;
-	c->steps[c->nsteps++] = (struct pyfunc_step){ rec->pid, rec->ts, s->dur };
-	return 0;
-}
-
 void pyfunc_calls__add(void *vc, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	struct pyfunc_calls *c = vc;
@@ -50,8 +39,6 @@ void pyfunc_calls__add(void *vc, const struct bs_hdr *rec, const struct trace_mo
 		return;
 	if (pyfunc_call__valid(rec))
 		c->err = add_piece(c, rec);
-	else if (rec->type == BS_REC_TORCH_STEP && rec->size >= sizeof(struct bs_torch_step))
-		c->err = add_step(c, rec);
 }
 
 int pyfunc_piece__same(const struct pyfunc_piece *a, const struct pyfunc_piece *b)
@@ -150,6 +137,5 @@ void pyfunc_calls__free(void *vc)
 	if (!c)
 		return;
 	free(c->v);
-	free(c->steps);
 	free(c);
 }

@@ -21,18 +21,10 @@ struct pyfunc_piece {
 	__u8 recursive; /* inside a piece of the same function on its thread */
 };
 
-/* A torch step (BS_REC_TORCH_STEP) of a process. */
-struct pyfunc_step {
-	__u32 pid;
-	__u64 ts, dur;
-};
-
-/* What the reports read: the pieces and torch's steps, and the first error. */
+/* What the reports read: the pieces, and the first error (steps: the steps service's). */
 struct pyfunc_calls {
 	struct pyfunc_piece *v;
 	size_t n, cap;
-	struct pyfunc_step *steps;
-	size_t nsteps, cap_steps;
 	int err;
 };
 

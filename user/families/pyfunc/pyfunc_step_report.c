@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * pyfunc_step_sum (ours, Lightning's simple profiler's per-hook means): with torch's steps in
- * the trace (BS_REC_TORCH_STEP: -t torch), per named function of a process, its calls and its
- * time per training step of that process: the mean over every step (a step without a call
- * counts 0), and the least and most time one step held. A call belongs to the step it began
- * in; its time is cumtime's (recursion counted once). Calls outside every step are counted
- * apart.
+ * pyfunc_step_sum (ours, Lightning's simple profiler's per-hook means): with steps in the
+ * trace (the steps service's, steps.h: torch's, -t torch, else the source --steps names), per
+ * named function of a process, its calls and its time per step of that process: the mean over
+ * every step (a step without a call counts 0), and the least and most time one step held. A
+ * call belongs to the step it began in; its time is cumtime's (recursion counted once). Calls
+ * outside every step are counted apart.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hmap.h"
 #include "pyfunc_calls.h"
+#include "steps.h"
 #include "table.h"
 
 struct step_row {
@@ -25,53 +26,25 @@ struct cell {
 	__u64 calls, ns;
 };
 
-static int step_cmp(const void *x, const void *y)
-{
-	const struct pyfunc_step *a = x, *b = y;
-
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	return (a->ts > b->ts) - (a->ts < b->ts);
-}
-
-/* The first of the steps of (PID, >= TS) in ST's sorted steps. */
-static size_t first_step(const struct pyfunc_calls *st, __u32 pid, __u64 ts)
-{
-	struct pyfunc_step key = { pid, ts, 0 };
-	size_t lo = 0, hi = st->nsteps;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (step_cmp(&st->steps[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* The index of the step of P's process that P began in, or -1. */
-static long step_of(const struct pyfunc_calls *st, const struct pyfunc_piece *p)
+static long step_of(const struct steps *steps, const struct pyfunc_piece *p)
 {
-	size_t i = first_step(st, p->pid, p->ts + 1); /* past the steps that began by P */
-	const struct pyfunc_step *s;
+	size_t n;
+	const struct step_span *v = steps__of(steps, p->pid, &n);
 
-	if (!i)
-		return -1;
-	s = &st->steps[i - 1];
-	return s->pid == p->pid && p->ts < s->ts + s->dur ? (long)(i - 1) : -1;
+	return steps__find(v, n, p->ts);
 }
 
 /* Fill R's per-step figures from its cells, over every step of its process. */
-static void row_finish(const struct pyfunc_calls *st, struct hmap *cells, size_t idx,
+static void row_finish(const struct steps *steps, struct hmap *cells, size_t idx,
 		       struct step_row *r)
 {
-	__u32 pid = r->first->pid;
 	__u64 calls = 0, ns = 0;
+	size_t n;
 
+	steps__of(steps, r->first->pid, &n);
 	r->min = ~0ull;
-	for (size_t i = first_step(st, pid, 0); i < st->nsteps && st->steps[i].pid == pid; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct cell *c = hmap__get(cells, (struct hkey){ idx, i }, 0);
 		__u64 v = c ? c->ns : 0;
 
@@ -97,7 +70,7 @@ static int by_time(const void *x, const void *y)
 }
 
 static void step__table(struct table *t, const struct trace_model *m, struct step_row *rows,
-			size_t n)
+			size_t n, const char *named)
 {
 	int c[10];
 	__u64 outside = 0, stepless = 0;
@@ -136,7 +109,11 @@ static void step__table(struct table *t, const struct trace_model *m, struct ste
 		table__set_str(t, c[8], file ? file : "");
 		table__set_u64(t, c[9], r->first->line);
 	}
-	if (n && !table__nrows(t))
+	if (n && !table__nrows(t) && named)
+		table__add_note(
+			t, "No step in the trace: neither torch's (-t torch) nor --steps=%s's.",
+			named);
+	else if (n && !table__nrows(t))
 		table__add_note(t, "No torch step in the trace: record -t torch too (its steps end "
 				   "at each optimizer step).");
 	if (stepless && table__nrows(t))
@@ -150,12 +127,12 @@ static void step__table(struct table *t, const struct trace_model *m, struct ste
 }
 
 /* Each piece's calls and time into the cell of its function and step (else outside). */
-static int step__cells(const struct pyfunc_calls *st, const size_t *row, struct step_row *rows,
-		       struct hmap *cells)
+static int step__cells(const struct pyfunc_calls *st, const struct steps *steps, const size_t *row,
+		       struct step_row *rows, struct hmap *cells)
 {
 	for (size_t i = 0; i < st->n; i++) {
 		const struct pyfunc_piece *p = &st->v[i];
-		long s = step_of(st, p);
+		long s = step_of(steps, p);
 		struct cell *c;
 
 		if (!rows[row[i]].first)
@@ -173,7 +150,8 @@ static int step__cells(const struct pyfunc_calls *st, const size_t *row, struct 
 	return 0;
 }
 
-static int step__emit(void *vst, const struct trace_model *m, struct table *t)
+static int step__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
+			  struct table *t)
 {
 	struct pyfunc_calls *st = vst;
 	struct hmap *cells = NULL;
@@ -187,16 +165,14 @@ static int step__emit(void *vst, const struct trace_model *m, struct table *t)
 		err = -ENOMEM;
 	if (err)
 		goto out;
-	if (st->nsteps)
-		qsort(st->steps, st->nsteps, sizeof(*st->steps), step_cmp);
-	err = step__cells(st, row, rows, cells);
+	err = step__cells(st, ask->steps, row, rows, cells);
 	if (err)
 		goto out;
 	for (long i = 0; i < nrows; i++)
-		row_finish(st, cells, i, &rows[i]);
+		row_finish(ask->steps, cells, i, &rows[i]);
 	if (nrows)
 		qsort(rows, nrows, sizeof(*rows), by_time);
-	step__table(t, m, rows, nrows);
+	step__table(t, m, rows, nrows, steps__named(ask->steps));
 	err = table__err(t);
 out:
 	free(rows);
@@ -205,11 +181,17 @@ out:
 	return err;
 }
 
+static int step__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	return step__emit_for(vst, m, &(struct report_ask){ 0 }, t);
+}
+
 const struct report pyfunc_step_sum = {
 	.name = "pyfunc_step_sum",
 	.desc = "Named Python functions per torch step: calls and time per step (-t torch)",
 	.new = pyfunc_calls__new,
 	.add = pyfunc_calls__add,
 	.emit = step__emit,
+	.emit_for = step__emit_for,
 	.free = pyfunc_calls__free,
 };

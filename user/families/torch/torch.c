@@ -303,4 +303,5 @@ const struct family family_torch = {
 	.page = &torch_page,
 	.chrome = &torch_chrome,
 	.sqlite = &torch_sqlite,
+	.steps = torch_step_sources,
 };

@@ -4,7 +4,8 @@
  * callback the cupti-shim registers while a recording wants it (cupti-shim/shim_torch.c),
  * carried by the shim channel (user/shim_channel/). Record side and options in torch.c, the
  * step capture in torch_steps.c, decoders in torch_decode.c, reports in torch_op_report.c
- * and torch_step_report.c, op -> GPU work in torch_ops.c, exports in export_*_torch.c.
+ * and torch_step_report.c, op -> GPU work in torch_ops.c, exports in export_*_torch.c, its
+ * sources of steps for the per-step reports (steps.h) in torch_step_src.c.
  * docs/TORCH.md for users.
  */
 #ifndef BPFSIGHT_TORCH_H
@@ -12,6 +13,7 @@
 
 #include "family.h"
 #include "report.h"
+#include "steps.h"
 #include "torch_records.h"
 
 struct torch_opts {
@@ -47,5 +49,8 @@ extern const struct chrome_family torch_chrome;	   /* export_chrome_torch.c */
 extern const struct sqlite_family torch_sqlite;	   /* export_sqlite_torch.c */
 extern const struct page_family torch_page;	   /* torch_page.c */
 extern const struct family family_torch;	   /* torch.c */
+
+/* Its sources of steps for the per-step reports (torch_step_src.c). */
+extern const struct family_steps torch_step_sources[];
 
 #endif /* BPFSIGHT_TORCH_H */

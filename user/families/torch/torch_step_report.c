@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * torch_step_sum (ours): one row per training step the trace holds (TORCH_STEP records:
- * torch_steps.c), with its wall time, how busy the GPU was inside it (the union of the
- * process's GPU operations, clipped to the step), the ops that began in it and the three op
- * names with the most self CPU time in it.
+ * torch_step_sum (ours): one row per training step the trace holds (the steps service's:
+ * steps.h; torch's TORCH_STEP records, torch_steps.c, where a process has them, else the
+ * source --steps names), in the trace's order, with its wall time, how busy the GPU was inside
+ * it (the union of the process's GPU operations, clipped to the step), the ops that began in
+ * it and the three op names with the most self CPU time in it.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_decode.h"
+#include "steps.h"
 #include "table.h"
 #include "tgroups.h"
 #include "torch.h"
@@ -25,8 +27,6 @@ struct span {
 
 struct step_report {
 	struct torch_ops *t;
-	struct bs_torch_step *steps;
-	size_t nsteps, cap_steps;
 	struct span *gpu; /* every GPU operation, linked or not */
 	size_t ngpu, cap_gpu;
 	__u64 gpu_max_dur;
@@ -51,7 +51,6 @@ static void step_report__free(void *vst)
 	if (!st)
 		return;
 	torch_ops__free(st->t);
-	free(st->steps);
 	free(st->gpu);
 	free(st);
 }
@@ -73,11 +72,6 @@ static void step_report__add(void *vst, const struct bs_hdr *rec, const struct t
 
 	if (st->err)
 		return;
-	if (rec->type == BS_REC_TORCH_STEP && rec->size >= sizeof(struct bs_torch_step)) {
-		st->err = push((void **)&st->steps, &st->nsteps, &st->cap_steps, sizeof(*st->steps),
-			       rec);
-		return;
-	}
 	if (gpu_op__read(rec, &op)) {
 		struct span s = { op.pid, op.ts, op.dur };
 
@@ -152,7 +146,7 @@ static void top_ops(struct tgroups *g, char *buf, size_t len)
  * sorted): their count, and their self time by name.
  */
 static int step_ops(const struct torch_ops *t, const struct span *by_start,
-		    const struct bs_torch_step *s, __u64 *count, char *top, size_t len)
+		    const struct step_span *s, __u64 *count, char *top, size_t len)
 {
 	struct tgroups *g = tgroups__new();
 	struct tgroup *row;
@@ -160,8 +154,8 @@ static int step_ops(const struct torch_ops *t, const struct span *by_start,
 	if (!g)
 		return -ENOMEM;
 	*count = 0;
-	for (size_t i = lower_bound(by_start, t->nops, s->h.pid, s->h.ts);
-	     i < t->nops && by_start[i].pid == s->h.pid && by_start[i].ts < s->h.ts + s->dur; i++) {
+	for (size_t i = lower_bound(by_start, t->nops, s->pid, s->ts);
+	     i < t->nops && by_start[i].pid == s->pid && by_start[i].ts < s->end; i++) {
 		const struct torch_op_row *o = &t->ops[by_start[i].dur];
 
 		(*count)++;
@@ -176,11 +170,14 @@ static int step_ops(const struct torch_ops *t, const struct span *by_start,
 	return 0;
 }
 
-static int step_report__emit(void *vst, const struct trace_model *m, struct table *t)
+static int step_report__emit_for(void *vst, const struct trace_model *m,
+				 const struct report_ask *ask, struct table *t)
 {
 	struct step_report *st = vst;
+	const struct step_span *const *steps;
 	struct span *by_start;
 	__u64 start = trace_model__start(m);
+	size_t nsteps;
 	int c[9], err;
 	char top[512];
 
@@ -208,25 +205,35 @@ static int step_report__emit(void *vst, const struct trace_model *m, struct tabl
 	c[6] = table__add_col(t, "ops", "Ops", TABLE_U64);
 	c[7] = table__add_col(t, "top_ops", "Top Ops (self CPU)", TABLE_STR);
 	c[8] = table__add_col(t, "name", "Step Scope", TABLE_STR);
-	for (size_t i = 0; i < st->nsteps && !err; i++) {
-		const struct bs_torch_step *s = &st->steps[i];
-		__u64 busy = gpu_busy(st, s->h.pid, s->h.ts, s->h.ts + s->dur), ops = 0;
+	steps = steps__all(ask->steps, &nsteps);
+	for (size_t i = 0; i < nsteps && !err; i++) {
+		const struct step_span *s = steps[i];
+		__u64 dur = s->end - s->ts, busy = gpu_busy(st, s->pid, s->ts, s->end), ops = 0;
 		const char *name = s->name_id ? trace_model__string(m, s->name_id) : NULL;
 
 		err = step_ops(st->t, by_start, s, &ops, top, sizeof(top));
 		table__row(t);
 		table__set_u64(t, c[0], s->step);
-		table__set_u64(t, c[1], s->h.pid);
-		table__set_u64(t, c[2], s->h.ts > start ? s->h.ts - start : 0);
-		table__set_u64(t, c[3], s->dur);
+		table__set_u64(t, c[1], s->pid);
+		table__set_u64(t, c[2], s->ts > start ? s->ts - start : 0);
+		table__set_u64(t, c[3], dur);
 		table__set_u64(t, c[4], busy);
-		table__set_double(t, c[5], s->dur ? 100.0 * busy / s->dur : 0.0);
+		table__set_double(t, c[5], dur ? 100.0 * busy / dur : 0.0);
 		table__set_u64(t, c[6], ops);
 		table__set_str(t, c[7], top);
-		table__set_str(t, c[8], name ? name : "");
+		/* Another source's step without a name (cudaProfilerApi's ranges): its kind. */
+		table__set_str(t, c[8],
+			       name				 ? name
+			       : (s->src->flags & STEPS_DEFAULT) ? ""
+								 : s->src->kind);
 	}
 	free(by_start);
 	return err ? err : table__err(t);
+}
+
+static int step_report__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	return step_report__emit_for(vst, m, &(struct report_ask){ 0 }, t);
 }
 
 const struct report torch_step_sum = {
@@ -235,5 +242,6 @@ const struct report torch_step_sum = {
 	.new = step_report__new,
 	.add = step_report__add,
 	.emit = step_report__emit,
+	.emit_for = step_report__emit_for,
 	.free = step_report__free,
 };
