@@ -6,7 +6,7 @@
    modules in sys.modules); bench/names_bench reads their names 200 times: the first read
    (it searches sys.modules for threading), the median of the others, per thread, and in
    8-byte reads of the process's memory (the floor, measured beside it). A recording reads a
-   process at most once a second once its threads are named (user/record/thread_names.c):
+   process at most once a second once its threads are named (user/python/thread_names.c):
    that median per second per Python process is the recorder's cost.
 2. One dump (`bpfsight stacks -p`): a CPython whose thread spins in fixed units of work and
    stamps each unit's end (CLOCK_MONOTONIC), two more threads asleep; after a second alone,

@@ -42,7 +42,7 @@ CUPTI_BUF = 4 << 20  # cupti-shim/shim_cupti.c BUF_SIZE: what CUPTI fills before
 # cupti_feed --extra: as many records as one of the shim's CUPTI buffers holds (what one
 # bufferCompleted gets), and a burst of five (CUPTI handing over buffers back to back): more
 # than the quarter of the 16 MiB ring buffer past which BPF wakes the recorder at every batch
-# (wakeup_bytes, user/record/recorder.h).
+# (wakeup_bytes, user/session/recorder.h).
 FEEDS = {"one 4 MiB buffer": CUPTI_BUF // KERNEL_BYTES - FEED_FIXED,
          "a 21 MiB burst": 100_000}
 PROBE = "shim_probe"  # bpf/shim.bpf.c: one run per batch
