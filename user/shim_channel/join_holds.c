@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "join_holds.h"
 
 struct hold {
@@ -57,15 +58,8 @@ int join_holds__take(struct join_holds *h, const void *file, pid_t pid, __u64 no
 
 	if (!h)
 		return -EINVAL;
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 8;
-		struct hold *v = realloc(h->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		h->v = v;
-		h->cap = cap;
-	}
+	if (array__grow((void **)&h->v, h->n, &h->cap, sizeof(*h->v)))
+		return -ENOMEM;
 	h->v[h->n++] = (struct hold){ .links = { .fd = -1 }, .file = file, .pid = pid };
 	n = h->n;
 	take(h, n - 1, now);

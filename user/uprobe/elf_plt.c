@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "elf_plt.h"
 
 #ifndef R_X86_64_GLOB_DAT
@@ -55,15 +56,8 @@ static int read_relocs(Elf *elf, Elf_Scn *rela, const GElf_Shdr *sh, struct slot
 		name = elf_strptr(elf, symsh.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		if (s->n == s->cap) {
-			size_t cap = s->cap ? 2 * s->cap : 256;
-			struct slot *v = realloc(s->v, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			s->v = v;
-			s->cap = cap;
-		}
+		if (array__grow((void **)&s->v, s->n, &s->cap, sizeof(*s->v)))
+			return -ENOMEM;
 		s->v[s->n++] = (struct slot){ r.r_offset, name };
 	}
 	return 0;

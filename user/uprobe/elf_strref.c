@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gelf.h>
+#include "array.h"
 #include "elf_file.h"
 #include "elf_strref.h"
 
@@ -148,15 +149,8 @@ static int find_strings(const struct sect *ro, const char *prefix, const char *c
 			if (strncmp(names[i], prefix, plen) || strlen(names[i]) != len ||
 			    memcmp(names[i], s, len))
 				continue;
-			if (*nt == cap) {
-				struct target *nt2;
-
-				cap = cap ? cap * 2 : 64;
-				nt2 = realloc(*t, cap * sizeof(**t));
-				if (!nt2)
-					return -ENOMEM;
-				*t = nt2;
-			}
+			if (array__grow((void **)t, *nt, &cap, sizeof(**t)))
+				return -ENOMEM;
 			(*t)[(*nt)++] =
 				(struct target){ ro->vaddr + (__u64)((const __u8 *)s - ro->p), i };
 			break;

@@ -111,7 +111,8 @@ struct uprobe_mgr {
 	pid_t pending[MAX_PENDING]; /* pids to rescan; 0 = every process */
 	__u32 npending;
 	pid_t *exited; /* pids whose maps go once their grace is over, oldest first */
-	__u32 nexited, exited_cap;
+	__u32 nexited;
+	size_t exited_cap;
 	struct scan_cache *cache; /* files with probe sites, across recordings (-a) */
 	struct hmap *stalled;	  /* (dev, 0): a file there whose reads did not end */
 	int closed;		  /* uprobe_mgr__close: probes gone, nothing scanned */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <bpf/bpf.h>
+#include "array.h"
 #include "kdev.h"
 #include "record_ctx.h"
 #include "hmap.h"
@@ -120,15 +121,8 @@ static void exited(struct uprobe_mgr *m, pid_t pid, __u64 ts)
 
 	if (!slot || !*slot)
 		return;
-	if (m->nexited == m->exited_cap) {
-		__u32 cap = m->exited_cap ? 2 * m->exited_cap : 64;
-		pid_t *n = realloc(m->exited, cap * sizeof(*n));
-
-		if (!n)
-			return; /* kept until the recording ends */
-		m->exited = n;
-		m->exited_cap = cap;
-	}
+	if (array__grow((void **)&m->exited, m->nexited, &m->exited_cap, sizeof(*m->exited)))
+		return; /* kept until the recording ends */
 	(*slot)->exited_ns = ts ? ts : 1;
 	m->exited[m->nexited++] = pid;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "array.h"
 #include "kdev.h"
 #include "record_ctx.h"
 #include "scan_cache.h"
@@ -70,8 +71,9 @@ void uprobe_mgr__set_maps(struct uprobe_mgr *m, pid_t pid, struct pid_mapping *v
 int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)
 {
 	char fn[64], line[PATH_MAX + 256], path[PATH_MAX], open_path[PATH_MAX + 64];
-	struct pid_mapping *v = NULL, *nv;
-	__u32 n = 0, cap = 0;
+	struct pid_mapping *v = NULL;
+	size_t cap = 0;
+	__u32 n = 0;
 	FILE *f;
 
 	if (m->closed)
@@ -104,13 +106,8 @@ int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)
 			uprobe_obj__examine(m, o, open_path, pid);
 		}
 		uprobe_mgr__notify_mapped(m, pid, &mp, path);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 32;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
+		if (array__grow((void **)&v, n, &cap, sizeof(*v)))
+			break; /* no memory: the maps read so far are kept */
 		v[n++] = mp;
 	}
 	fclose(f);
