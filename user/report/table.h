@@ -53,7 +53,7 @@ enum table_type {
  * declared in an automatic array, whose initializers may be any expression: the table copies
  * every string, so the declaration may live in the caller's frame or buffers. Columns shared by
  * several reports are a macro of designated initializers at the index the report gives
- * (TIME_SUM_COLS), filled by a setter given the same index.
+ * (TIME_SUM_COLS, MEM_SITE_COLS), filled by a setter given the same index.
  */
 struct table_col {
 	const char *key;   /* snake_case: JSON key, CSV header; unique in the table */
