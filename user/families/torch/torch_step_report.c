@@ -178,10 +178,34 @@ static int step_ops(const struct torch_ops *t, const struct span *by_start,
 
 static int step_report__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_STEP,
+		C_PID,
+		C_START,
+		C_WALL,
+		C_GPU_BUSY,
+		C_GPU_BUSY_PCT,
+		C_OPS,
+		C_TOP_OPS,
+		C_NAME,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_STEP] = { "step", "Step", TABLE_U64 },
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		/* From the recording's start, as a timeline shows it (a step before it: 0). */
+		[C_START] = { "start_ns", "Start (ns)", TABLE_U64 },
+		[C_WALL] = { "wall_ns", "Wall (ns)", TABLE_U64 },
+		[C_GPU_BUSY] = { "gpu_busy_ns", "GPU Busy (ns)", TABLE_U64 },
+		[C_GPU_BUSY_PCT] = { "gpu_busy_pct", "GPU Busy (%)", TABLE_DOUBLE },
+		[C_OPS] = { "ops", "Ops", TABLE_U64 },
+		[C_TOP_OPS] = { "top_ops", "Top Ops (self CPU)", TABLE_STR },
+		[C_NAME] = { "name", "Step Scope", TABLE_STR },
+	};
 	struct step_report *st = vst;
 	struct span *by_start;
 	__u64 start = trace_model__start(m);
-	int c[9], err;
+	int err;
 	char top[512];
 
 	if (st->err)
@@ -198,16 +222,7 @@ static int step_report__emit(void *vst, const struct trace_model *m, struct tabl
 		qsort(by_start, st->t->nops, sizeof(*by_start), span_cmp);
 	if (st->ngpu)
 		qsort(st->gpu, st->ngpu, sizeof(*st->gpu), span_cmp);
-	c[0] = table__add_col(t, "step", "Step", TABLE_U64);
-	c[1] = table__add_col(t, "pid", "PID", TABLE_U64);
-	/* From the recording's start, as a timeline shows it (a step before it: 0). */
-	c[2] = table__add_col(t, "start_ns", "Start (ns)", TABLE_U64);
-	c[3] = table__add_col(t, "wall_ns", "Wall (ns)", TABLE_U64);
-	c[4] = table__add_col(t, "gpu_busy_ns", "GPU Busy (ns)", TABLE_U64);
-	c[5] = table__add_col(t, "gpu_busy_pct", "GPU Busy (%)", TABLE_DOUBLE);
-	c[6] = table__add_col(t, "ops", "Ops", TABLE_U64);
-	c[7] = table__add_col(t, "top_ops", "Top Ops (self CPU)", TABLE_STR);
-	c[8] = table__add_col(t, "name", "Step Scope", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < st->nsteps && !err; i++) {
 		const struct bs_torch_step *s = &st->steps[i];
 		__u64 busy = gpu_busy(st, s->h.pid, s->h.ts, s->h.ts + s->dur), ops = 0;
@@ -215,15 +230,15 @@ static int step_report__emit(void *vst, const struct trace_model *m, struct tabl
 
 		err = step_ops(st->t, by_start, s, &ops, top, sizeof(top));
 		table__row(t);
-		table__set_u64(t, c[0], s->step);
-		table__set_u64(t, c[1], s->h.pid);
-		table__set_u64(t, c[2], s->h.ts > start ? s->h.ts - start : 0);
-		table__set_u64(t, c[3], s->dur);
-		table__set_u64(t, c[4], busy);
-		table__set_double(t, c[5], s->dur ? 100.0 * busy / s->dur : 0.0);
-		table__set_u64(t, c[6], ops);
-		table__set_str(t, c[7], top);
-		table__set_str(t, c[8], name ? name : "");
+		table__set_u64(t, C_STEP, s->step);
+		table__set_u64(t, C_PID, s->h.pid);
+		table__set_u64(t, C_START, s->h.ts > start ? s->h.ts - start : 0);
+		table__set_u64(t, C_WALL, s->dur);
+		table__set_u64(t, C_GPU_BUSY, busy);
+		table__set_double(t, C_GPU_BUSY_PCT, s->dur ? 100.0 * busy / s->dur : 0.0);
+		table__set_u64(t, C_OPS, ops);
+		table__set_str(t, C_TOP_OPS, top);
+		table__set_str(t, C_NAME, name ? name : "");
 	}
 	free(by_start);
 	return err ? err : table__err(t);
