@@ -112,7 +112,7 @@ static void test_declaration_checked(void)
 	ASSERT_EQ(table__ncols(t), NCOLS, "nothing added");
 	table__free(t);
 	t = table__new("after");
-	table__add_col(t, "x", "X", TABLE_U64);
+	table__add_col(t, &(const struct table_col){ "x", "X", TABLE_U64 });
 	ASSERT_EQ(table__add_cols(t, demo_cols, NCOLS), -EINVAL, "after another column");
 	ASSERT_EQ(table__ncols(t), 1, "nothing added");
 	table__free(t);
@@ -197,6 +197,22 @@ static void test_optional_columns(void)
 	table__free(t);
 }
 
+/* A column only the data names (shim_sum's counts), after the declared ones. */
+static void test_dynamic_column(void)
+{
+	struct table *t = table__new("dyn");
+
+	table__add_cols(t, demo_cols, NCOLS);
+	ASSERT_EQ(table__add_col(t, &(const struct table_col){ "kernels", "Kernels", TABLE_U64,
+							       TABLE_COL_MINOR }),
+		  NCOLS, "its index: the enum's count");
+	ASSERT_EQ(table__col_flags(t, NCOLS), TABLE_COL_MINOR, "its flags");
+	ASSERT_EQ(table__add_col(t, &(const struct table_col){ "name", "Again", TABLE_STR }),
+		  -EINVAL, "a key the table has");
+	ASSERT_EQ(table__ncols(t), NCOLS + 1, "not added");
+	table__free(t);
+}
+
 /* Each report's declaration holds: on an empty trace, every --group-by, no table error. */
 static void test_every_report_declares(void)
 {
@@ -239,6 +255,7 @@ int main(void)
 	RUN_TEST(test_declaration_checked);
 	RUN_TEST(test_run_time_title);
 	RUN_TEST(test_optional_columns);
+	RUN_TEST(test_dynamic_column);
 	RUN_TEST(test_every_report_declares);
 	return unit_failed_total ? 1 : 0;
 }

@@ -155,25 +155,11 @@ static int table__append(struct table *t, const struct table_col *col)
 	return t->ncols++;
 }
 
-int table__add_col(struct table *t, const char *key, const char *title, enum table_type type)
+int table__add_col(struct table *t, const struct table_col *col)
 {
-	return table__append(t, &(const struct table_col){ key, title, type });
-}
-
-int table__set_precision(struct table *t, int col, int digits)
-{
-	if (col < 0 || col >= t->ncols || digits < 0 || digits > 17)
+	if (table__check_col(t, col))
 		return table__fail(t, -EINVAL);
-	t->cols[col].precision = digits;
-	return 0;
-}
-
-int table__set_flags(struct table *t, int col, unsigned flags)
-{
-	if (col < 0 || col >= t->ncols)
-		return table__fail(t, -EINVAL);
-	t->cols[col].flags |= flags;
-	return 0;
+	return table__append(t, col);
 }
 
 /* A declared column goes in where its `when` is 0 or meets the options. */

@@ -84,10 +84,11 @@ int table__add_cols(struct table *t, const struct table_col *cols, int n);
  */
 int table__add_cols_when(struct table *t, const struct table_col *cols, int n, unsigned on,
 			 int *idx);
-/* Add a column; returns its index or a negative errno. TITLE NULL = the key. */
-int table__add_col(struct table *t, const char *key, const char *title, enum table_type type);
-int table__set_precision(struct table *t, int col, int digits);
-int table__set_flags(struct table *t, int col, unsigned flags);
+/*
+ * Append one column (its `when` ignored); its index or a negative errno. For columns only the
+ * data names, after the declared ones (shim_sum's per-family counts).
+ */
+int table__add_col(struct table *t, const struct table_col *col);
 /* Start a new row: the set_* calls that follow fill it. 0 or -ENOMEM. */
 int table__row(struct table *t);
 /* 0, or -EINVAL for a bad column / type / no row, -ENOMEM. Errors also stick (table__err). */
