@@ -121,20 +121,24 @@ static void toyshim_sum__add(void *st, const struct bs_hdr *rec, const struct tr
 
 static int toyshim_sum__emit(void *st, const struct trace_model *m, struct table *t)
 {
+	enum { C_NAME, C_TICKS, C_TOTAL, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[C_NAME] = { "name", "Name", TABLE_STR },
+		[C_TICKS] = { "ticks", "Ticks", TABLE_U64 },
+		[C_TOTAL] = { "total", "Total", TABLE_U64 },
+	};
 	struct toyshim_sum *s = st;
-	int name = table__add_col(t, "name", "Name", TABLE_STR);
-	int n = table__add_col(t, "ticks", "Ticks", TABLE_U64);
-	int v = table__add_col(t, "total", "Total", TABLE_U64);
 	struct toyshim_row *r;
 	size_t it = 0;
 
+	table__add_cols(t, cols, NCOLS);
 	while ((r = hmap__next(s->names, &it, NULL))) {
 		const char *text = r->name_id ? trace_model__string(m, r->name_id) : NULL;
 
 		table__row(t);
-		table__set_str(t, name, text ? text : "?");
-		table__set_u64(t, n, r->ticks);
-		table__set_u64(t, v, r->total);
+		table__set_str(t, C_NAME, text ? text : "?");
+		table__set_u64(t, C_TICKS, r->ticks);
+		table__set_u64(t, C_TOTAL, r->total);
 	}
 	return table__err(t);
 }

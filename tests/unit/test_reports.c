@@ -489,27 +489,29 @@ static void test_json_escape(void)
 
 static void test_table_csv(void)
 {
+	enum { C_N, C_S, C_D, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[C_N] = { "n", "N", TABLE_U64 },
+		[C_S] = { "s", "Text", TABLE_STR },
+		[C_D] = { "d", "D", TABLE_DOUBLE, .precision = 2 },
+	};
 	struct table *t = table__new("t");
 	char *buf = NULL;
 	size_t len = 0;
-	int n, s, d;
 	FILE *f;
 
-	n = table__add_col(t, "n", "N", TABLE_U64);
-	s = table__add_col(t, "s", "Text", TABLE_STR);
-	d = table__add_col(t, "d", "D", TABLE_DOUBLE);
-	table__set_precision(t, d, 2);
+	table__add_cols(t, cols, NCOLS);
 	table__row(t);
-	table__set_u64(t, n, 1);
-	table__set_str(t, s, "plain");
-	table__set_double(t, d, 1.005);
+	table__set_u64(t, C_N, 1);
+	table__set_str(t, C_S, "plain");
+	table__set_double(t, C_D, 1.005);
 	table__row(t);
-	table__set_u64(t, n, 22);
-	table__set_str(t, s, "a,b");
+	table__set_u64(t, C_N, 22);
+	table__set_str(t, C_S, "a,b");
 	table__row(t);
-	table__set_u64(t, n, 333);
-	table__set_str(t, s, "say \"hi\"\nbye");
-	ASSERT_EQ(table__set_u64(t, s, 1), -EINVAL, "wrong type refused");
+	table__set_u64(t, C_N, 333);
+	table__set_str(t, C_S, "say \"hi\"\nbye");
+	ASSERT_EQ(table__set_u64(t, C_S, 1), -EINVAL, "wrong type refused");
 	ASSERT_EQ(table__err(t), -EINVAL, "error sticks");
 
 	f = open_memstream(&buf, &len);
@@ -535,15 +537,15 @@ static void test_table_csv(void)
 	/* The cells as the HTML report reads them: as the human table prints them. */
 	char cell[32];
 
-	ASSERT_STREQ(table__cell_text(t, 0, d, cell, sizeof(cell)), "1.00", "double's precision");
-	ASSERT_STREQ(table__cell_text(t, 2, n, cell, sizeof(cell)), "333", "u64");
-	ASSERT_STREQ(table__cell_text(t, 1, s, cell, sizeof(cell)), "a,b", "string");
-	ASSERT_STREQ(table__cell_text(t, 1, d, cell, sizeof(cell)), "", "unset");
-	ASSERT_STREQ(table__cell_text(t, 3, n, cell, sizeof(cell)), "", "past the rows");
-	ASSERT_STREQ(table__col_title(t, s), "Text", "title");
-	ASSERT_TRUE(!table__col_title(t, 3), "past the columns");
-	ASSERT_TRUE(table__col_numeric(t, n) && table__col_numeric(t, d) &&
-			    !table__col_numeric(t, s),
+	ASSERT_STREQ(table__cell_text(t, 0, C_D, cell, sizeof(cell)), "1.00", "double's precision");
+	ASSERT_STREQ(table__cell_text(t, 2, C_N, cell, sizeof(cell)), "333", "u64");
+	ASSERT_STREQ(table__cell_text(t, 1, C_S, cell, sizeof(cell)), "a,b", "string");
+	ASSERT_STREQ(table__cell_text(t, 1, C_D, cell, sizeof(cell)), "", "unset");
+	ASSERT_STREQ(table__cell_text(t, 3, C_N, cell, sizeof(cell)), "", "past the rows");
+	ASSERT_STREQ(table__col_title(t, C_S), "Text", "title");
+	ASSERT_TRUE(!table__col_title(t, NCOLS), "past the columns");
+	ASSERT_TRUE(table__col_numeric(t, C_N) && table__col_numeric(t, C_D) &&
+			    !table__col_numeric(t, C_S),
 		    "numeric columns");
 	table__free(t);
 }

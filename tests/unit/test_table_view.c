@@ -120,30 +120,30 @@ static void test_wrap(void)
 /* A table like sched_sum's: ids, durations, counts, two names, one path, a minor column. */
 static struct table *sample_table(int rows)
 {
+	enum { C_TID, C_WAIT_COUNT, C_TOTAL, C_BYTES, C_STDDEV, C_FILE, C_FUNC, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[C_TID] = { "tid", "TID", TABLE_U64 },
+		[C_WAIT_COUNT] = { "wait_count", "Waits", TABLE_U64, TABLE_COL_WEIGHT },
+		[C_TOTAL] = { "total_ns", "Total Wait Time (ns)", TABLE_U64 },
+		[C_BYTES] = { "bytes", "Bytes Moved (B)", TABLE_U64 },
+		[C_STDDEV] = { "stddev_ns", "StdDev (ns)", TABLE_DOUBLE, TABLE_COL_MINOR },
+		[C_FILE] = { "file", "File", TABLE_STR, TABLE_COL_PATH },
+		[C_FUNC] = { "func", "Function", TABLE_STR },
+	};
 	struct table *t = table__new("demo");
-	int c[7];
 
-	c[0] = table__add_col(t, "tid", "TID", TABLE_U64);
-	c[1] = table__add_col(t, "wait_count", "Waits", TABLE_U64);
-	c[2] = table__add_col(t, "total_ns", "Total Wait Time (ns)", TABLE_U64);
-	c[3] = table__add_col(t, "bytes", "Bytes Moved (B)", TABLE_U64);
-	c[4] = table__add_col(t, "stddev_ns", "StdDev (ns)", TABLE_DOUBLE);
-	c[5] = table__add_col(t, "file", "File", TABLE_STR);
-	c[6] = table__add_col(t, "func", "Function", TABLE_STR);
-	table__set_flags(t, c[1], TABLE_COL_WEIGHT);
-	table__set_flags(t, c[4], TABLE_COL_MINOR);
-	table__set_flags(t, c[5], TABLE_COL_PATH);
+	table__add_cols(t, cols, NCOLS);
 	for (int r = 0; r < rows; r++) {
 		table__row(t);
-		table__set_u64(t, c[0], 100 + r);
-		table__set_u64(t, c[1], r % 3 ? 5 : 0); /* every third row never waited */
-		table__set_u64(t, c[2], 5457056ull * (r + 1));
-		table__set_u64(t, c[3], 1536);
-		table__set_double(t, c[4], 1234.5);
-		table__set_str(t, c[5],
+		table__set_u64(t, C_TID, 100 + r);
+		table__set_u64(t, C_WAIT_COUNT, r % 3 ? 5 : 0); /* every third row never waited */
+		table__set_u64(t, C_TOTAL, 5457056ull * (r + 1));
+		table__set_u64(t, C_BYTES, 1536);
+		table__set_double(t, C_STDDEV, 1234.5);
+		table__set_str(t, C_FILE,
 			       "/opt/torch/.venv/lib/python3.12/site-packages/transformers/"
 			       "models/gpt2/modeling_gpt2.py");
-		table__set_str(t, c[6],
+		table__set_str(t, C_FUNC,
 			       "GPT2Attention.forward_with_a_rather_long_name_to_cut_down");
 	}
 	return t;

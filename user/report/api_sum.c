@@ -79,8 +79,13 @@ int api_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 	struct api_stat *a;
 	size_t it = 0, n = 0, i;
 	long double grand = 0;
+	enum { C_NAME = TIME_SUM_NCOLS, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		TIME_SUM_COLS("Num Calls"),
+		[C_NAME] = { "name", "Name", TABLE_STR },
+	};
 	struct hkey key;
-	int c[9], err;
+	int err;
 
 	if (st->err)
 		return st->err;
@@ -100,13 +105,12 @@ int api_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 	}
 	qsort(rows, n, sizeof(*rows), api_row_cmp);
 
-	time_sum__cols(t, c);
-	c[8] = table__add_col(t, "name", "Name", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (i = 0; i < n; i++) {
 		a = rows[i].a;
 		table__row(t);
-		time_sum__set(t, c, a->count, a->total, a->min, a->max, &a->samples, grand);
-		table__set_str(t, c[8], rows[i].name);
+		time_sum__set(t, a->count, a->total, a->min, a->max, &a->samples, grand);
+		table__set_str(t, C_NAME, rows[i].name);
 	}
 	err = table__err(t);
 	free(rows);

@@ -80,30 +80,32 @@ static int by_total(const void *a, const void *b)
 int frame_sum__emit(struct frame_sum *fs, const struct trace_model *m, struct table *t,
 		    const char *label_key, const char *label_title)
 {
+	enum { C_LABEL, C_FUNC, C_FILE, C_LINE, C_COUNT, C_TOTAL, NCOLS };
+	const struct table_col cols[NCOLS] = {
+		[C_LABEL] = { label_key, label_title, TABLE_STR }, /* the caller's */
+		[C_FUNC] = { "func", "Function", TABLE_STR },
+		[C_FILE] = { "file", "File", TABLE_STR, TABLE_COL_PATH },
+		[C_LINE] = { "line", "Line", TABLE_U64 },
+		[C_COUNT] = { "count", "Count", TABLE_U64 },
+		[C_TOTAL] = { "total_ns", "Total (ns)", TABLE_U64 },
+	};
 	char buf[512];
-	int c[6];
 
 	if (fs->err)
 		return fs->err;
 	if (fs->n)
 		qsort(fs->v, fs->n, sizeof(*fs->v), by_total);
-	c[0] = table__add_col(t, label_key, label_title, TABLE_STR);
-	c[1] = table__add_col(t, "func", "Function", TABLE_STR);
-	c[2] = table__add_col(t, "file", "File", TABLE_STR);
-	c[3] = table__add_col(t, "line", "Line", TABLE_U64);
-	c[4] = table__add_col(t, "count", "Count", TABLE_U64);
-	c[5] = table__add_col(t, "total_ns", "Total (ns)", TABLE_U64);
-	table__set_flags(t, c[2], TABLE_COL_PATH);
+	table__add_cols(t, cols, NCOLS);
 	for (__u64 i = 0; i < fs->n; i++) {
 		const struct bs_frame *f = fs->v[i].frame;
 
 		table__row(t);
-		table__set_str(t, c[0], fs->v[i].label);
-		table__set_str(t, c[1], stack_frame__func(f, m, buf, sizeof(buf)));
-		table__set_str(t, c[2], stack_frame__file(f, m));
-		table__set_u64(t, c[3], f->kind == BS_FRAME_PYTHON ? f->line : 0);
-		table__set_u64(t, c[4], fs->v[i].count);
-		table__set_u64(t, c[5], fs->v[i].total_ns);
+		table__set_str(t, C_LABEL, fs->v[i].label);
+		table__set_str(t, C_FUNC, stack_frame__func(f, m, buf, sizeof(buf)));
+		table__set_str(t, C_FILE, stack_frame__file(f, m));
+		table__set_u64(t, C_LINE, f->kind == BS_FRAME_PYTHON ? f->line : 0);
+		table__set_u64(t, C_COUNT, fs->v[i].count);
+		table__set_u64(t, C_TOTAL, fs->v[i].total_ns);
 	}
 	return table__err(t);
 }

@@ -9,7 +9,7 @@
 #include "table.h"
 #include "utf8.h"
 
-struct table_col {
+struct column {
 	char *key;
 	char *title;
 	enum table_type type;
@@ -29,7 +29,7 @@ struct table_cell {
 
 struct table {
 	char *name;
-	struct table_col *cols;
+	struct column *cols;
 	int ncols;
 	struct table_cell **rows; /* each row has ncols cells, allocated when the row starts */
 	int nrows, rows_cap;
@@ -118,9 +118,21 @@ const char *table__get_note(const struct table *t, int i)
 	return i >= 0 && i < t->nnotes ? t->notes[i] : NULL;
 }
 
-int table__add_col(struct table *t, const char *key, const char *title, enum table_type type)
+#define TABLE_COL_FLAGS (TABLE_COL_PATH | TABLE_COL_MINOR | TABLE_COL_WEIGHT)
+
+/* 0 when T can take COL as its next column, else -EINVAL (nothing stuck: the caller says). */
+static int table__check_col(const struct table *t, const struct table_col *col)
 {
-	struct table_col *nc, *col;
+	if (!col->key || (unsigned)col->type > TABLE_STR || (col->flags & ~TABLE_COL_FLAGS) ||
+	    col->precision < 0 || col->precision > 17)
+		return -EINVAL;
+	return table__col(t, col->key) >= 0 ? -EINVAL : 0;
+}
+
+/* Append COL, which the caller checked; its index. */
+static int table__append(struct table *t, const struct table_col *col)
+{
+	struct column *nc, *c;
 
 	/* Rows are sized by the column count when they start: columns come first. */
 	if (t->nrows)
@@ -129,34 +141,82 @@ int table__add_col(struct table *t, const char *key, const char *title, enum tab
 	if (!nc)
 		return table__fail(t, -ENOMEM);
 	t->cols = nc;
-	col = &t->cols[t->ncols];
-	col->key = strdup(key);
-	col->title = strdup(title ? title : key);
-	if (!col->key || !col->title) {
-		free(col->key);
-		free(col->title);
+	c = &t->cols[t->ncols];
+	c->key = strdup(col->key);
+	c->title = strdup(col->title ? col->title : col->key);
+	if (!c->key || !c->title) {
+		free(c->key);
+		free(c->title);
 		return table__fail(t, -ENOMEM);
 	}
-	col->type = type;
-	col->precision = TABLE_DEFAULT_PRECISION;
-	col->flags = 0;
+	c->type = col->type;
+	c->precision = col->precision ? col->precision : TABLE_DEFAULT_PRECISION;
+	c->flags = col->flags;
 	return t->ncols++;
 }
 
-int table__set_precision(struct table *t, int col, int digits)
+int table__add_col(struct table *t, const struct table_col *col)
 {
-	if (col < 0 || col >= t->ncols || digits < 0 || digits > 17)
+	if (table__check_col(t, col))
 		return table__fail(t, -EINVAL);
-	t->cols[col].precision = digits;
+	return table__append(t, col);
+}
+
+/* A declared column goes in where its `when` is 0 or meets the options. */
+static int col_taken(const struct table_col *col, unsigned on)
+{
+	return !col->when || (col->when & on);
+}
+
+/*
+ * Both add calls: COLS[i] goes in where col_taken. Every entry is checked,
+ * the left-out ones too, and every key against the others taken, before any goes in: a bad
+ * declaration adds nothing.
+ */
+static int table__declare(struct table *t, const struct table_col *cols, int n, unsigned on,
+			  int *idx)
+{
+	int i, j, at = 0, err;
+
+	if (t->ncols || t->nrows || n <= 0)
+		return table__fail(t, -EINVAL);
+	for (i = 0; i < n; i++) {
+		if (table__check_col(t, &cols[i]))
+			return table__fail(t, -EINVAL);
+		if (!col_taken(&cols[i], on))
+			continue;
+		for (j = 0; j < i; j++)
+			if (col_taken(&cols[j], on) && !strcmp(cols[j].key, cols[i].key))
+				return table__fail(t, -EINVAL);
+	}
+	for (i = 0; i < n; i++) {
+		if (!col_taken(&cols[i], on)) {
+			if (idx)
+				idx[i] = -1;
+			continue;
+		}
+		err = table__append(t, &cols[i]);
+		if (err < 0)
+			return err;
+		if (idx)
+			idx[i] = at;
+		at++;
+	}
 	return 0;
 }
 
-int table__set_flags(struct table *t, int col, unsigned flags)
+int table__add_cols(struct table *t, const struct table_col *cols, int n)
 {
-	if (col < 0 || col >= t->ncols)
-		return table__fail(t, -EINVAL);
-	t->cols[col].flags |= flags;
-	return 0;
+	for (int i = 0; i < n; i++)
+		if (cols[i].when)
+			return table__fail(t, -EINVAL);
+	return table__declare(t, cols, n, 0, NULL);
+}
+
+int table__add_cols_when(struct table *t, const struct table_col *cols, int n, unsigned on,
+			 int *idx)
+{
+	return table__declare(t, cols, n, on, idx);
 }
 
 int table__row(struct table *t)
@@ -334,7 +394,7 @@ int table__is_set(const struct table *t, int row, int col)
 static const char *table__fmt(const struct table *t, int row, int col, char *buf, size_t len)
 {
 	const struct table_cell *c = &t->rows[row][col];
-	const struct table_col *tc = &t->cols[col];
+	const struct column *tc = &t->cols[col];
 
 	buf[0] = 0;
 	if (!c->set)
@@ -508,7 +568,7 @@ void table__print_json_rows(const struct table *t, struct json *j, int max)
 {
 	int r, c, n = max > 0 && max < t->nrows ? max : t->nrows;
 	const struct table_cell *cell;
-	const struct table_col *col;
+	const struct column *col;
 
 	json__begin_array(j);
 	for (r = 0; r < n; r++) {

@@ -21,13 +21,6 @@ enum table_type {
 
 #define TABLE_DEFAULT_PRECISION 1 /* digits after the point of double columns (nsys's) */
 
-struct table;
-
-struct table *table__new(const char *name);
-void table__free(struct table *t);
-/* Add a column; returns its index or a negative errno. TITLE NULL = the key. */
-int table__add_col(struct table *t, const char *key, const char *title, enum table_type type);
-int table__set_precision(struct table *t, int col, int digits);
 /*
  * How table mode shows a column (table_view.h); JSON and CSV ignore it. A column whose key ends
  * in "_ns" is a duration and one named "bytes" or "*_bytes" a size, by the key alone.
@@ -35,7 +28,67 @@ int table__set_precision(struct table *t, int col, int digits);
 #define TABLE_COL_PATH	 0x1 /* a file's path: its file name is shown */
 #define TABLE_COL_MINOR	 0x2 /* left out first when the table does not fit the width */
 #define TABLE_COL_WEIGHT 0x4 /* a row whose weight columns are all 0 has nothing to show */
-int table__set_flags(struct table *t, int col, unsigned flags);
+
+/*
+ * A column, as a report declares it. The report names its columns by an enum whose values are
+ * their indexes in the table, declares them in an array indexed by that enum, and adds them all
+ * at once; rows are then filled by the enum's names:
+ *
+ *	enum { C_TOTAL, C_COUNT, C_NAME, NCOLS };
+ *	static const struct table_col cols[NCOLS] = {
+ *		[C_TOTAL] = { "total_ns", "Total Time (ns)", TABLE_U64 },
+ *		[C_COUNT] = { "count", "Num Calls", TABLE_U64, TABLE_COL_MINOR },
+ *		[C_NAME] = { "name", "Name", TABLE_STR },
+ *	};
+ *
+ *	table__add_cols(t, cols, NCOLS);
+ *	table__row(t);
+ *	table__set_u64(t, C_TOTAL, total);
+ *
+ * A new column is one enum entry and one line of the array; nothing is renumbered. Declared
+ * [NCOLS], the array cannot hold an entry past the enum (it does not compile), nor one twice
+ * (-Woverride-init), and an entry left out is a hole that table__add_cols refuses.
+ *
+ * A key or title known only at run time (a caller's label, a title chosen by the data) is
+ * declared in an automatic array, whose initializers may be any expression: the table copies
+ * every string, so the declaration may live in the caller's frame or buffers. Columns shared by
+ * several reports are a macro of designated initializers at the index the report gives
+ * (TIME_SUM_COLS, MEM_SITE_COLS), filled by a setter given the same index.
+ */
+struct table_col {
+	const char *key;   /* snake_case: JSON key, CSV header; unique in the table */
+	const char *title; /* the human table's header; NULL: the key */
+	enum table_type type;
+	unsigned flags; /* TABLE_COL_* */
+	int precision;	/* digits after the point of a TABLE_DOUBLE, 1 to 17; 0: the default */
+	unsigned when;	/* table__add_cols_when's options, one of which it needs; 0: always */
+};
+
+struct table;
+
+struct table *table__new(const char *name);
+void table__free(struct table *t);
+/*
+ * Add the columns COLS[0..N) to T, which has none yet: column i is COLS[i], so the enum that
+ * indexes COLS indexes T. N short of the enum's count leaves its last entries out (columns
+ * only some tables have, put last: gil_sum's). 0, -ENOMEM, or -EINVAL, adding nothing: T has
+ * columns or rows already, an entry has no key (a hole), a bad type, precision or flags, a
+ * `when` (that is table__add_cols_when's), or a key another column has. Errors stick.
+ */
+int table__add_cols(struct table *t, const struct table_col *cols, int n);
+/*
+ * The same for a report whose columns depend on its options: COLS[i] is added, in the array's
+ * order, where its `when` is 0 or shares a bit with ON. IDX[i] (N entries) gets its index in
+ * T, or -1 where it was left out: such a report fills its rows through IDX, and a column left
+ * out is not set (setting it is -EINVAL, as any bad column).
+ */
+int table__add_cols_when(struct table *t, const struct table_col *cols, int n, unsigned on,
+			 int *idx);
+/*
+ * Append one column (its `when` ignored); its index or a negative errno. For columns only the
+ * data names, after the declared ones (shim_sum's per-family counts).
+ */
+int table__add_col(struct table *t, const struct table_col *col);
 /* Start a new row: the set_* calls that follow fill it. 0 or -ENOMEM. */
 int table__row(struct table *t);
 /* 0, or -EINVAL for a bad column / type / no row, -ENOMEM. Errors also stick (table__err). */

@@ -48,13 +48,17 @@ void toy_sum__add(void *st, const struct bs_hdr *rec, const struct trace_model *
 
 static int toy_sum__emit(void *st, const struct trace_model *m, struct table *t)
 {
+	enum { C_TICKS, C_TOTAL, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[C_TICKS] = { "ticks", "Ticks", TABLE_U64 },
+		[C_TOTAL] = { "total", "Total", TABLE_U64 },
+	};
 	struct toy_sum *s = st;
-	int n = table__add_col(t, "ticks", "Ticks", TABLE_U64);
-	int v = table__add_col(t, "total", "Total", TABLE_U64);
 
+	table__add_cols(t, cols, NCOLS);
 	table__row(t);
-	table__set_u64(t, n, s->n);
-	table__set_u64(t, v, s->total);
+	table__set_u64(t, C_TICKS, s->n);
+	table__set_u64(t, C_TOTAL, s->total);
 	return table__err(t);
 }
 

@@ -76,38 +76,40 @@ static int row_cmp(const void *x, const void *y)
 
 static int rows__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum { C_NAME, C_TRANS, C_M, C_N, C_K, C_COUNT, C_FLOPS, C_TOTAL, C_GFLOPS, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[C_NAME] = { "name", "Name", TABLE_STR },
+		[C_TRANS] = { "trans", "Trans", TABLE_STR },
+		[C_M] = { "m", "M", TABLE_S64 },
+		[C_N] = { "n", "N", TABLE_S64 },
+		[C_K] = { "k", "K", TABLE_S64 },
+		[C_COUNT] = { "count", "Count", TABLE_U64 },
+		[C_FLOPS] = { "flops", "FLOPs", TABLE_U64 },
+		[C_TOTAL] = { "total_ns", "Total Time (ns)", TABLE_U64 },
+		[C_GFLOPS] = { "gflops", "GFLOP/s", TABLE_DOUBLE, .precision = 2 },
+	};
 	struct gemm_rows *st = vst;
-	int name, trans, cm, cn, ck, count, flops, ns, rate;
 
 	if (st->err)
 		return st->err;
 	if (st->n)
 		qsort(st->v, st->n, sizeof(*st->v), row_cmp);
-	name = table__add_col(t, "name", "Name", TABLE_STR);
-	trans = table__add_col(t, "trans", "Trans", TABLE_STR);
-	cm = table__add_col(t, "m", "M", TABLE_S64);
-	cn = table__add_col(t, "n", "N", TABLE_S64);
-	ck = table__add_col(t, "k", "K", TABLE_S64);
-	count = table__add_col(t, "count", "Count", TABLE_U64);
-	flops = table__add_col(t, "flops", "FLOPs", TABLE_U64);
-	ns = table__add_col(t, "total_ns", "Total Time (ns)", TABLE_U64);
-	rate = table__add_col(t, "gflops", "GFLOP/s", TABLE_DOUBLE);
-	table__set_precision(t, rate, 2);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < st->n; i++) {
 		const struct gemm_row *r = &st->v[i];
 		const struct ucall_api *api = ucall_table__api(&blas_table, r->fn);
 
 		table__row(t);
-		table__set_str(t, name, api ? api->name : "?");
-		table__set_str(t, trans, r->trans);
-		table__set_s64(t, cm, r->m);
-		table__set_s64(t, cn, r->n);
-		table__set_s64(t, ck, r->k);
-		table__set_u64(t, count, r->count);
-		table__set_u64(t, flops, r->flops);
-		table__set_u64(t, ns, r->ns);
+		table__set_str(t, C_NAME, api ? api->name : "?");
+		table__set_str(t, C_TRANS, r->trans);
+		table__set_s64(t, C_M, r->m);
+		table__set_s64(t, C_N, r->n);
+		table__set_s64(t, C_K, r->k);
+		table__set_u64(t, C_COUNT, r->count);
+		table__set_u64(t, C_FLOPS, r->flops);
+		table__set_u64(t, C_TOTAL, r->ns);
 		if (r->ns)
-			table__set_double(t, rate, (double)r->flops / (double)r->ns);
+			table__set_double(t, C_GFLOPS, (double)r->flops / (double)r->ns);
 	}
 	return table__err(t);
 }

@@ -240,6 +240,25 @@ static void note_cut(const struct cpu_emit *e, const struct trace_model *m, __u6
 static int cpu_sum__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
 			     struct table *t)
 {
+	enum {
+		C_FUNC,
+		C_FILE,
+		C_LINE,
+		C_SELF_SAMPLES,
+		C_TOTAL_SAMPLES,
+		C_SELF_PCT,
+		C_TOTAL_PCT,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_FUNC] = { "func", "Function", TABLE_STR },
+		[C_FILE] = { "file", "File", TABLE_STR, TABLE_COL_PATH },
+		[C_LINE] = { "line", "Line", TABLE_U64 },
+		[C_SELF_SAMPLES] = { "self_samples", "Self", TABLE_U64 },
+		[C_TOTAL_SAMPLES] = { "total_samples", "Total", TABLE_U64 },
+		[C_SELF_PCT] = { "self_pct", "Self (%)", TABLE_DOUBLE, .precision = 1 },
+		[C_TOTAL_PCT] = { "total_pct", "Total (%)", TABLE_DOUBLE, .precision = 1 },
+	};
 	struct cpu_emit e = { .funcs = hmap__new(sizeof(struct cpu_func)),
 			      .cut_at = hmap__new(sizeof(__u64)),
 			      .flags = ask->flags };
@@ -249,7 +268,6 @@ static int cpu_sum__emit_for(void *vst, const struct trace_model *m, const struc
 	size_t it = 0, n = 0;
 	struct hkey key;
 	char buf[512];
-	int c[7];
 	__u64 *cnt;
 
 	if (!e.funcs || !e.cut_at) {
@@ -271,27 +289,18 @@ static int cpu_sum__emit_for(void *vst, const struct trace_model *m, const struc
 		rows[n++].f = f;
 	if (!e.err) {
 		qsort(rows, n, sizeof(*rows), cpu_row_cmp);
-		c[0] = table__add_col(t, "func", "Function", TABLE_STR);
-		c[1] = table__add_col(t, "file", "File", TABLE_STR);
-		c[2] = table__add_col(t, "line", "Line", TABLE_U64);
-		c[3] = table__add_col(t, "self_samples", "Self", TABLE_U64);
-		c[4] = table__add_col(t, "total_samples", "Total", TABLE_U64);
-		c[5] = table__add_col(t, "self_pct", "Self (%)", TABLE_DOUBLE);
-		c[6] = table__add_col(t, "total_pct", "Total (%)", TABLE_DOUBLE);
-		table__set_flags(t, c[1], TABLE_COL_PATH);
-		table__set_precision(t, c[5], 1);
-		table__set_precision(t, c[6], 1);
+		table__add_cols(t, cols, NCOLS);
 		for (size_t i = 0; i < n; i++) {
 			const struct bs_frame *fr = rows[i].f->frame;
 
 			table__row(t);
-			table__set_str(t, c[0], row_func(fr, m, ask->flags, buf, sizeof(buf)));
-			table__set_str(t, c[1], stack_frame__file(fr, m));
-			table__set_u64(t, c[2], fr->kind == BS_FRAME_PYTHON ? fr->line : 0);
-			table__set_u64(t, c[3], rows[i].f->self);
-			table__set_u64(t, c[4], rows[i].f->total);
-			table__set_double(t, c[5], 100.0 * rows[i].f->self / st->samples);
-			table__set_double(t, c[6], 100.0 * rows[i].f->total / st->samples);
+			table__set_str(t, C_FUNC, row_func(fr, m, ask->flags, buf, sizeof(buf)));
+			table__set_str(t, C_FILE, stack_frame__file(fr, m));
+			table__set_u64(t, C_LINE, fr->kind == BS_FRAME_PYTHON ? fr->line : 0);
+			table__set_u64(t, C_SELF_SAMPLES, rows[i].f->self);
+			table__set_u64(t, C_TOTAL_SAMPLES, rows[i].f->total);
+			table__set_double(t, C_SELF_PCT, 100.0 * rows[i].f->self / st->samples);
+			table__set_double(t, C_TOTAL_PCT, 100.0 * rows[i].f->total / st->samples);
 		}
 		note_cut(&e, m, st->samples, t);
 		e.err = table__err(t);

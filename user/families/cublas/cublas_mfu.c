@@ -235,12 +235,21 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 			      struct table *t)
 {
 	enum { PID, STEP, DUR, GEMMS, FLOPS, TFLOPS, MFU, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[PID] = { "pid", "PID", TABLE_U64 },
+		[STEP] = { "step", "Step", TABLE_STR },
+		[DUR] = { "step_ns", "Step Time (ns)", TABLE_U64 },
+		[GEMMS] = { "gemms", "GEMMs", TABLE_U64 },
+		[FLOPS] = { "flops", "FLOPs", TABLE_U64 },
+		[TFLOPS] = { "tflops", "TFLOP/s", TABLE_DOUBLE, .precision = 2 },
+		[MFU] = { "mfu_pct", "MFU (%)", TABLE_DOUBLE, .precision = 2 },
+	};
 	struct step_sum *st = vst;
 	struct step_row all = { 0 }, step;
 	const struct step_span *const *steps = steps__all(ask->steps, &st->nsteps);
 	__u64 flops_of[D_NTYPES] = { 0 };
 	struct peak_src peak;
-	int c[NCOLS], err;
+	int err;
 
 	if (st->err)
 		return st->err;
@@ -251,15 +260,7 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 	memset(&st->sum, 0, sizeof(st->sum));
 	st->sum.known = peak.n > 0 || peak.gpu >= 0;
 	st->sum.by_step = st->nsteps > 0;
-	c[PID] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[STEP] = table__add_col(t, "step", "Step", TABLE_STR);
-	c[DUR] = table__add_col(t, "step_ns", "Step Time (ns)", TABLE_U64);
-	c[GEMMS] = table__add_col(t, "gemms", "GEMMs", TABLE_U64);
-	c[FLOPS] = table__add_col(t, "flops", "FLOPs", TABLE_U64);
-	c[TFLOPS] = table__add_col(t, "tflops", "TFLOP/s", TABLE_DOUBLE);
-	c[MFU] = table__add_col(t, "mfu_pct", "MFU (%)", TABLE_DOUBLE);
-	table__set_precision(t, c[TFLOPS], 2);
-	table__set_precision(t, c[MFU], 2);
+	table__add_cols(t, cols, NCOLS);
 	if (!st->nsteps && st->ngemms) {
 		/* No steps: the GEMMs' span, in one row. */
 		__u64 lo = st->gemms[0].ts, hi = st->gemms[0].end;
@@ -300,20 +301,20 @@ static int step_sum__emit_for(void *vst, const struct trace_model *m, const stru
 		}
 		table__row(t);
 		if (st->nsteps) {
-			table__set_u64(t, c[PID], r->pid);
+			table__set_u64(t, PID, r->pid);
 			snprintf(num, sizeof(num), "%llu", (unsigned long long)r->step);
 		} else {
 			snprintf(num, sizeof(num), "all");
 		}
-		table__set_str(t, c[STEP], num);
-		table__set_u64(t, c[DUR], r->dur);
-		table__set_u64(t, c[GEMMS], count);
-		table__set_u64(t, c[FLOPS], flops);
+		table__set_str(t, STEP, num);
+		table__set_u64(t, DUR, r->dur);
+		table__set_u64(t, GEMMS, count);
+		table__set_u64(t, FLOPS, flops);
 		if (r->dur)
-			table__set_double(t, c[TFLOPS], (double)flops / (double)r->dur / 1e3);
+			table__set_double(t, TFLOPS, (double)flops / (double)r->dur / 1e3);
 		if (!r->dur || !peak_known || !count)
 			continue;
-		table__set_double(t, c[MFU], 100.0 * peak_ns / (double)r->dur);
+		table__set_double(t, MFU, 100.0 * peak_ns / (double)r->dur);
 		st->sum.steps++;
 		st->sum.step_ns += r->dur;
 		st->sum.peak_ns += peak_ns;

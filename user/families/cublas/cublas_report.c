@@ -206,38 +206,32 @@ static int gemm_sum__emit(void *vst, const struct trace_model *m, struct table *
 		TFLOPS,
 		NCOLS
 	};
-	static const struct {
-		const char *key, *title;
-		enum table_type type;
-	} cols[NCOLS] = {
-		{ "name", "Name", TABLE_STR },
-		{ "trans", "Trans", TABLE_STR },
-		{ "m", "M", TABLE_U64 },
-		{ "n", "N", TABLE_U64 },
-		{ "k", "K", TABLE_U64 },
-		{ "batch", "Batch", TABLE_U64 },
-		{ "a_type", "A", TABLE_STR },
-		{ "b_type", "B", TABLE_STR },
-		{ "c_type", "C", TABLE_STR },
-		{ "compute_type", "Compute", TABLE_STR },
-		{ "count", "Count", TABLE_U64 },
-		{ "flops", "FLOPs", TABLE_U64 },
-		{ "api_ns", "API Time (ns)", TABLE_U64 },
-		{ "gpu_ns", "GPU Time (ns)", TABLE_U64 },
-		{ "kernels", "Kernels", TABLE_U64 },
-		{ "tflops", "TFLOP/s", TABLE_DOUBLE },
+	static const struct table_col cols[NCOLS] = {
+		[NAME] = { "name", "Name", TABLE_STR },
+		[TRANS] = { "trans", "Trans", TABLE_STR },
+		[M] = { "m", "M", TABLE_U64 },
+		[N] = { "n", "N", TABLE_U64 },
+		[K] = { "k", "K", TABLE_U64 },
+		[BATCH] = { "batch", "Batch", TABLE_U64 },
+		[AT] = { "a_type", "A", TABLE_STR },
+		[BT] = { "b_type", "B", TABLE_STR },
+		[CT] = { "c_type", "C", TABLE_STR },
+		[COMP] = { "compute_type", "Compute", TABLE_STR },
+		[COUNT] = { "count", "Count", TABLE_U64 },
+		[FLOPS] = { "flops", "FLOPs", TABLE_U64 },
+		[API] = { "api_ns", "API Time (ns)", TABLE_U64 },
+		[GPU] = { "gpu_ns", "GPU Time (ns)", TABLE_U64 },
+		[KERN] = { "kernels", "Kernels", TABLE_U64 },
+		[TFLOPS] = { "tflops", "TFLOP/s", TABLE_DOUBLE, .precision = 2 },
 	};
 	struct gemm_sum *st = vst;
-	int c[NCOLS];
 
 	if (st->err)
 		return st->err;
 	gemm_sum__link(st);
 	if (st->nrows)
 		qsort(st->rows, st->nrows, sizeof(*st->rows), row_cmp);
-	for (int i = 0; i < NCOLS; i++)
-		c[i] = table__add_col(t, cols[i].key, cols[i].title, cols[i].type);
-	table__set_precision(t, c[TFLOPS], 2);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < st->nrows; i++) {
 		const struct gemm_row *r = &st->rows[i];
 		const struct ucall_api *api = ucall_table__api(&cublas_table, r->fn);
@@ -247,25 +241,25 @@ static int gemm_sum__emit(void *vst, const struct trace_model *m, struct table *
 		};
 
 		table__row(t);
-		table__set_str(t, c[NAME], api ? api->name : "?");
-		table__set_str(t, c[TRANS], trans);
-		table__set_u64(t, c[M], r->key.m);
-		table__set_u64(t, c[N], r->key.n);
-		table__set_u64(t, c[K], r->key.k);
-		table__set_u64(t, c[BATCH], r->key.batch);
-		table__set_str(t, c[AT], cublas__type_short(r->key.atype));
-		table__set_str(t, c[BT], cublas__type_short(r->key.btype));
-		table__set_str(t, c[CT], cublas__type_short(r->key.ctype));
-		table__set_str(t, c[COMP], compute_short(r->key.compute));
-		table__set_u64(t, c[COUNT], r->count);
-		table__set_u64(t, c[FLOPS], r->flops);
-		table__set_u64(t, c[API], r->api_ns);
+		table__set_str(t, NAME, api ? api->name : "?");
+		table__set_str(t, TRANS, trans);
+		table__set_u64(t, M, r->key.m);
+		table__set_u64(t, N, r->key.n);
+		table__set_u64(t, K, r->key.k);
+		table__set_u64(t, BATCH, r->key.batch);
+		table__set_str(t, AT, cublas__type_short(r->key.atype));
+		table__set_str(t, BT, cublas__type_short(r->key.btype));
+		table__set_str(t, CT, cublas__type_short(r->key.ctype));
+		table__set_str(t, COMP, compute_short(r->key.compute));
+		table__set_u64(t, COUNT, r->count);
+		table__set_u64(t, FLOPS, r->flops);
+		table__set_u64(t, API, r->api_ns);
 		if (!r->kernels)
 			continue; /* no kernel recorded: no GPU time, no rate */
-		table__set_u64(t, c[GPU], r->gpu_ns);
-		table__set_u64(t, c[KERN], r->kernels);
+		table__set_u64(t, GPU, r->gpu_ns);
+		table__set_u64(t, KERN, r->kernels);
 		if (r->gpu_ns)
-			table__set_double(t, c[TFLOPS], (double)r->flops / (double)r->gpu_ns / 1e3);
+			table__set_double(t, TFLOPS, (double)r->flops / (double)r->gpu_ns / 1e3);
 	}
 	return table__err(t);
 }

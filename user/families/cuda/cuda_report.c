@@ -176,33 +176,36 @@ static int launch_row_cmp(const void *x, const void *y)
 
 static int launch_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum { C_COUNT, C_TOTAL, C_GRID, C_BLOCK, C_SHARED_BYTES, C_NAME, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[C_COUNT] = { "count", "Num Launches", TABLE_U64 },
+		[C_TOTAL] = { "total_ns", "Total API Time (ns)", TABLE_U64 },
+		[C_GRID] = { "grid", "Grid", TABLE_STR },
+		[C_BLOCK] = { "block", "Block", TABLE_STR },
+		[C_SHARED_BYTES] = { "shared_bytes", "Shared (B)", TABLE_U64 },
+		[C_NAME] = { "name", "Kernel", TABLE_STR },
+	};
 	struct launch_sum *st = vst;
 	char dims[40];
-	int c[6];
 
 	if (st->err)
 		return st->err;
 	/* The index points at rows by position: it is not used after this sort. */
 	if (st->n) /* rows is NULL until the first launch */
 		qsort(st->rows, st->n, sizeof(*st->rows), launch_row_cmp);
-	c[0] = table__add_col(t, "count", "Num Launches", TABLE_U64);
-	c[1] = table__add_col(t, "total_ns", "Total API Time (ns)", TABLE_U64);
-	c[2] = table__add_col(t, "grid", "Grid", TABLE_STR);
-	c[3] = table__add_col(t, "block", "Block", TABLE_STR);
-	c[4] = table__add_col(t, "shared_bytes", "Shared (B)", TABLE_U64);
-	c[5] = table__add_col(t, "name", "Kernel", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < st->n; i++) {
 		const struct launch_row *r = &st->rows[i];
 
 		table__row(t);
-		table__set_u64(t, c[0], r->count);
-		table__set_u64(t, c[1], r->total);
+		table__set_u64(t, C_COUNT, r->count);
+		table__set_u64(t, C_TOTAL, r->total);
 		snprintf(dims, sizeof(dims), "%ux%ux%u", r->grid[0], r->grid[1], r->grid[2]);
-		table__set_str(t, c[2], dims);
+		table__set_str(t, C_GRID, dims);
 		snprintf(dims, sizeof(dims), "%ux%ux%u", r->block[0], r->block[1], r->block[2]);
-		table__set_str(t, c[3], dims);
-		table__set_u64(t, c[4], r->shared);
-		table__set_str(t, c[5], r->name);
+		table__set_str(t, C_BLOCK, dims);
+		table__set_u64(t, C_SHARED_BYTES, r->shared);
+		table__set_str(t, C_NAME, r->name);
 	}
 	return table__err(t);
 }
@@ -291,9 +294,19 @@ static int memcpy_row_cmp(const void *x, const void *y)
 
 static int memcpy_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum { C_TOTAL, C_COUNT, C_BYTES, C_AVG, C_MIN, C_MAX, C_NAME, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[C_TOTAL] = { "total_ns", "Total Time (ns)", TABLE_U64 },
+		[C_COUNT] = { "count", "Count", TABLE_U64 },
+		[C_BYTES] = { "bytes", "Total (B)", TABLE_U64 },
+		[C_AVG] = { "avg_ns", "Avg (ns)", TABLE_DOUBLE },
+		[C_MIN] = { "min_ns", "Min (ns)", TABLE_U64 },
+		[C_MAX] = { "max_ns", "Max (ns)", TABLE_U64 },
+		[C_NAME] = { "name", "Operation", TABLE_STR },
+	};
 	struct memcpy_row rows[KIND_NR + 1];
 	struct memcpy_sum *st = vst;
-	int c[7], n = 0;
+	int n = 0;
 
 	for (int i = 0; i <= KIND_NR; i++) {
 		if (!st->rows[i].count)
@@ -302,25 +315,19 @@ static int memcpy_sum__emit(void *vst, const struct trace_model *m, struct table
 		rows[n++].s = &st->rows[i];
 	}
 	qsort(rows, n, sizeof(rows[0]), memcpy_row_cmp);
-	c[0] = table__add_col(t, "total_ns", "Total Time (ns)", TABLE_U64);
-	c[1] = table__add_col(t, "count", "Count", TABLE_U64);
-	c[2] = table__add_col(t, "bytes", "Total (B)", TABLE_U64);
-	c[3] = table__add_col(t, "avg_ns", "Avg (ns)", TABLE_DOUBLE);
-	c[4] = table__add_col(t, "min_ns", "Min (ns)", TABLE_U64);
-	c[5] = table__add_col(t, "max_ns", "Max (ns)", TABLE_U64);
-	c[6] = table__add_col(t, "name", "Operation", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (int i = 0; i < n; i++) {
 		const struct memcpy_stat *s = rows[i].s;
 
 		table__row(t);
-		table__set_u64(t, c[0], s->total);
-		table__set_u64(t, c[1], s->count);
+		table__set_u64(t, C_TOTAL, s->total);
+		table__set_u64(t, C_COUNT, s->count);
 		if (s->nbytes) /* batch copies: the sizes are not in the record */
-			table__set_u64(t, c[2], s->bytes);
-		table__set_double(t, c[3], (double)s->total / s->count);
-		table__set_u64(t, c[4], s->min);
-		table__set_u64(t, c[5], s->max);
-		table__set_str(t, c[6], rows[i].name);
+			table__set_u64(t, C_BYTES, s->bytes);
+		table__set_double(t, C_AVG, (double)s->total / s->count);
+		table__set_u64(t, C_MIN, s->min);
+		table__set_u64(t, C_MAX, s->max);
+		table__set_str(t, C_NAME, rows[i].name);
 	}
 	return table__err(t);
 }
@@ -398,11 +405,18 @@ static int err_row_cmp(const void *x, const void *y)
 
 static int err_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum { C_COUNT, C_CODE, C_ERROR, C_NAME, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[C_COUNT] = { "count", "Count", TABLE_U64 },
+		[C_CODE] = { "code", "Code", TABLE_S64 },
+		[C_ERROR] = { "error", "Error", TABLE_STR },
+		[C_NAME] = { "name", "Name", TABLE_STR },
+	};
 	struct err_sum *st = vst;
 	struct err_row *rows;
 	size_t it = 0, n = 0;
 	struct hkey key;
-	int c[4], err;
+	int err;
 	__u64 *cnt;
 
 	if (st->err)
@@ -423,21 +437,18 @@ static int err_sum__emit(void *vst, const struct trace_model *m, struct table *t
 		n++;
 	}
 	qsort(rows, n, sizeof(*rows), err_row_cmp);
-	c[0] = table__add_col(t, "count", "Count", TABLE_U64);
-	c[1] = table__add_col(t, "code", "Code", TABLE_S64);
-	c[2] = table__add_col(t, "error", "Error", TABLE_STR);
-	c[3] = table__add_col(t, "name", "Name", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < n; i++) {
 		const struct ucall_api *api = ucall_table__api(&cuda_table, rows[i].fn);
 
 		table__row(t);
-		table__set_u64(t, c[0], rows[i].count);
-		table__set_s64(t, c[1], rows[i].code);
+		table__set_u64(t, C_COUNT, rows[i].count);
+		table__set_s64(t, C_CODE, rows[i].code);
 		if (api)
-			table__set_str(t, c[2],
+			table__set_str(t, C_ERROR,
 				       api->flags & CUDA_F_DRIVER ? cuda_result_name(rows[i].code)
 								  : cuda_error_name(rows[i].code));
-		table__set_str(t, c[3], rows[i].name);
+		table__set_str(t, C_NAME, rows[i].name);
 	}
 	err = table__err(t);
 	free(rows);

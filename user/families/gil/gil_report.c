@@ -340,13 +340,44 @@ static int add_hist(struct samples *s, const struct bs_gil_agg_val *a, __u64 thr
 
 static int gil_sum__emit(void *vd, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_PID,
+		C_TID,
+		C_THREAD_NAME,
+		C_WAIT_COUNT,
+		C_WAIT_TOTAL,
+		C_WAIT_P50,
+		C_WAIT_P99,
+		C_WAIT_MAX,
+		C_CONTENTION_PCT,
+		C_METHOD,
+		C_HOLD_COUNT,
+		C_HOLD_TOTAL,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_TID] = { "tid", "TID", TABLE_U64 },
+		[C_THREAD_NAME] = { "thread_name", "Thread", TABLE_STR },
+		/* A thread that never waited (nor held, in full mode) has nothing to show. */
+		[C_WAIT_COUNT] = { "wait_count", "Waits", TABLE_U64, TABLE_COL_WEIGHT },
+		[C_WAIT_TOTAL] = { "wait_total_ns", "Wait Total (ns)", TABLE_U64 },
+		[C_WAIT_P50] = { "wait_p50_ns", "Wait P50 (ns)", TABLE_DOUBLE },
+		[C_WAIT_P99] = { "wait_p99_ns", "Wait P99 (ns)", TABLE_DOUBLE, TABLE_COL_MINOR },
+		[C_WAIT_MAX] = { "wait_max_ns", "Wait Max (ns)", TABLE_U64 },
+		[C_CONTENTION_PCT] = { "contention_pct", "Contention (%)", TABLE_DOUBLE },
+		[C_METHOD] = { "method", "Method", TABLE_STR, TABLE_COL_MINOR },
+		/* full mode's only: last, so that without them the table is the lines above */
+		[C_HOLD_COUNT] = { "hold_count", "Holds", TABLE_U64, TABLE_COL_WEIGHT },
+		[C_HOLD_TOTAL] = { "hold_total_ns", "Hold Total (ns)", TABLE_U64 },
+	};
 	struct gil_data *d = vd;
 	struct gil_thread *th;
 	struct gil_pinfo *pi;
 	struct sum_row *rows;
 	size_t it = 0, n = 0, i;
 	struct hkey key;
-	int c[12] = { 0 }, full = 0, err;
+	int full = 0, err;
 
 	if (d->err)
 		return d->err;
@@ -373,25 +404,7 @@ static int gil_sum__emit(void *vd, const struct trace_model *m, struct table *t)
 	}
 	qsort(rows, n, sizeof(*rows), sum_row_cmp);
 
-	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[1] = table__add_col(t, "tid", "TID", TABLE_U64);
-	c[2] = table__add_col(t, "thread_name", "Thread", TABLE_STR);
-	c[3] = table__add_col(t, "wait_count", "Waits", TABLE_U64);
-	c[4] = table__add_col(t, "wait_total_ns", "Wait Total (ns)", TABLE_U64);
-	c[5] = table__add_col(t, "wait_p50_ns", "Wait P50 (ns)", TABLE_DOUBLE);
-	c[6] = table__add_col(t, "wait_p99_ns", "Wait P99 (ns)", TABLE_DOUBLE);
-	c[7] = table__add_col(t, "wait_max_ns", "Wait Max (ns)", TABLE_U64);
-	c[8] = table__add_col(t, "contention_pct", "Contention (%)", TABLE_DOUBLE);
-	c[9] = table__add_col(t, "method", "Method", TABLE_STR);
-	if (full) {
-		c[10] = table__add_col(t, "hold_count", "Holds", TABLE_U64);
-		c[11] = table__add_col(t, "hold_total_ns", "Hold Total (ns)", TABLE_U64);
-		table__set_flags(t, c[10], TABLE_COL_WEIGHT);
-	}
-	/* A thread that never waited (nor held, in full mode) has nothing to show. */
-	table__set_flags(t, c[3], TABLE_COL_WEIGHT);
-	table__set_flags(t, c[6], TABLE_COL_MINOR);
-	table__set_flags(t, c[9], TABLE_COL_MINOR);
+	table__add_cols(t, cols, full ? NCOLS : C_HOLD_COUNT);
 	for (i = 0; i < n; i++) {
 		const struct sum_row *r = &rows[i];
 		__u64 born, died, wall;
@@ -406,22 +419,22 @@ static int gil_sum__emit(void *vd, const struct trace_model *m, struct table *t)
 		wall = died > born ? died - born : 0;
 		name = trace_model__thread_name(m, r->tid);
 		table__row(t);
-		table__set_u64(t, c[0], r->pid);
-		table__set_u64(t, c[1], r->tid);
-		table__set_str(t, c[2], name ? name : "");
-		table__set_u64(t, c[3], r->count);
-		table__set_u64(t, c[4], r->total);
-		table__set_double(t, c[5],
+		table__set_u64(t, C_PID, r->pid);
+		table__set_u64(t, C_TID, r->tid);
+		table__set_str(t, C_THREAD_NAME, name ? name : "");
+		table__set_u64(t, C_WAIT_COUNT, r->count);
+		table__set_u64(t, C_WAIT_TOTAL, r->total);
+		table__set_double(t, C_WAIT_P50,
 				  th->waits.count ? samples__percentile(&th->waits, 50) : 0);
-		table__set_double(t, c[6],
+		table__set_double(t, C_WAIT_P99,
 				  th->waits.count ? samples__percentile(&th->waits, 99) : 0);
-		table__set_u64(t, c[7], r->max);
-		table__set_double(t, c[8], wall ? r->total * 100.0 / wall : 0);
-		table__set_str(t, c[9], gil_method_name(pi && pi->seen ? pi->last.method : 0));
+		table__set_u64(t, C_WAIT_MAX, r->max);
+		table__set_double(t, C_CONTENTION_PCT, wall ? r->total * 100.0 / wall : 0);
+		table__set_str(t, C_METHOD, gil_method_name(pi && pi->seen ? pi->last.method : 0));
 		if (full) {
-			table__set_u64(t, c[10],
+			table__set_u64(t, C_HOLD_COUNT,
 				       th->has_agg ? th->agg.hold_count : th->hold_ev_count);
-			table__set_u64(t, c[11],
+			table__set_u64(t, C_HOLD_TOTAL,
 				       th->has_agg ? th->agg.hold_total_ns : th->hold_ev_total);
 		}
 	}
@@ -460,6 +473,25 @@ static int blame_row_cmp(const void *a, const void *b)
 
 static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_PID,
+		C_WAITER_TID,
+		C_WAITER_NAME,
+		C_HOLDER_TID,
+		C_HOLDER_NAME,
+		C_WAIT_COUNT,
+		C_TOTAL,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_WAITER_TID] = { "waiter_tid", "Waiter TID", TABLE_U64 },
+		[C_WAITER_NAME] = { "waiter_name", "Waiter", TABLE_STR },
+		[C_HOLDER_TID] = { "holder_tid", "Holder TID", TABLE_U64 },
+		[C_HOLDER_NAME] = { "holder_name", "Holder", TABLE_STR },
+		[C_WAIT_COUNT] = { "wait_count", "Waits", TABLE_U64 },
+		[C_TOTAL] = { "total_ns", "Total (ns)", TABLE_U64 },
+	};
 	struct gil_data *d = vd;
 	/* In-kernel totals when the trace has them; else what the wait records say. */
 	struct hmap *h = hmap__count(d->blame) ? d->blame : d->ev_blame;
@@ -467,7 +499,7 @@ static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct ta
 	struct blame_row *rows;
 	size_t it = 0, n = 0, i;
 	struct hkey key;
-	int c[7], err;
+	int err;
 
 	if (d->err)
 		return d->err;
@@ -484,26 +516,20 @@ static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct ta
 		n++;
 	}
 	qsort(rows, n, sizeof(*rows), blame_row_cmp);
-	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[1] = table__add_col(t, "waiter_tid", "Waiter TID", TABLE_U64);
-	c[2] = table__add_col(t, "waiter_name", "Waiter", TABLE_STR);
-	c[3] = table__add_col(t, "holder_tid", "Holder TID", TABLE_U64);
-	c[4] = table__add_col(t, "holder_name", "Holder", TABLE_STR);
-	c[5] = table__add_col(t, "wait_count", "Waits", TABLE_U64);
-	c[6] = table__add_col(t, "total_ns", "Total (ns)", TABLE_U64);
+	table__add_cols(t, cols, NCOLS);
 	for (i = 0; i < n; i++) {
 		const char *wn = trace_model__thread_name(m, rows[i].waiter);
 		const char *hn =
 			rows[i].holder ? trace_model__thread_name(m, rows[i].holder) : NULL;
 
 		table__row(t);
-		table__set_u64(t, c[0], rows[i].pid);
-		table__set_u64(t, c[1], rows[i].waiter);
-		table__set_str(t, c[2], wn ? wn : "");
-		table__set_u64(t, c[3], rows[i].holder);
-		table__set_str(t, c[4], hn ? hn : rows[i].holder ? "" : "(unknown)");
-		table__set_u64(t, c[5], rows[i].v.count);
-		table__set_u64(t, c[6], rows[i].v.total_ns);
+		table__set_u64(t, C_PID, rows[i].pid);
+		table__set_u64(t, C_WAITER_TID, rows[i].waiter);
+		table__set_str(t, C_WAITER_NAME, wn ? wn : "");
+		table__set_u64(t, C_HOLDER_TID, rows[i].holder);
+		table__set_str(t, C_HOLDER_NAME, hn ? hn : rows[i].holder ? "" : "(unknown)");
+		table__set_u64(t, C_WAIT_COUNT, rows[i].v.count);
+		table__set_u64(t, C_TOTAL, rows[i].v.total_ns);
 	}
 	err = table__err(t);
 	free(rows);
@@ -530,13 +556,39 @@ static int pid_cmp(const void *a, const void *b)
 
 static int gil_procs__emit(void *vd, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_PID,
+		C_PROCESS,
+		C_PYTHON,
+		C_METHOD,
+		C_FREE_THREADED,
+		C_MUTEX,
+		C_HOLDER,
+		C_VERIFIED,
+		C_OBJECT,
+		C_NOTE,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_PROCESS] = { "process", "Process", TABLE_STR },
+		[C_PYTHON] = { "python", "Python", TABLE_STR },
+		[C_METHOD] = { "method", "Method", TABLE_STR },
+		[C_FREE_THREADED] = { "free_threaded", "Free-threaded", TABLE_U64,
+				      TABLE_COL_MINOR },
+		[C_MUTEX] = { "mutex", "Mutex Waits", TABLE_U64, TABLE_COL_MINOR },
+		[C_HOLDER] = { "holder", "Holders", TABLE_U64, TABLE_COL_MINOR },
+		[C_VERIFIED] = { "verified", "Verified", TABLE_U64, TABLE_COL_MINOR },
+		[C_OBJECT] = { "object", "Interpreter", TABLE_STR, TABLE_COL_PATH },
+		[C_NOTE] = { "note", "Cannot See", TABLE_STR },
+	};
 	struct gil_data *d = vd;
 	struct gil_pinfo *pi;
 	size_t it = 0, n = 0, i;
 	struct hkey key;
 	__u32 *pids;
 	char ver[32];
-	int c[10], err;
+	int err;
 
 	if (d->err)
 		return d->err;
@@ -547,19 +599,7 @@ static int gil_procs__emit(void *vd, const struct trace_model *m, struct table *
 		if (pi->seen)
 			pids[n++] = (__u32)key.a;
 	qsort(pids, n, sizeof(*pids), pid_cmp);
-	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[1] = table__add_col(t, "process", "Process", TABLE_STR);
-	c[2] = table__add_col(t, "python", "Python", TABLE_STR);
-	c[3] = table__add_col(t, "method", "Method", TABLE_STR);
-	c[4] = table__add_col(t, "free_threaded", "Free-threaded", TABLE_U64);
-	c[5] = table__add_col(t, "mutex", "Mutex Waits", TABLE_U64);
-	c[6] = table__add_col(t, "holder", "Holders", TABLE_U64);
-	c[7] = table__add_col(t, "verified", "Verified", TABLE_U64);
-	c[8] = table__add_col(t, "object", "Interpreter", TABLE_STR);
-	c[9] = table__add_col(t, "note", "Cannot See", TABLE_STR);
-	for (i = 4; i <= 7; i++)
-		table__set_flags(t, c[i], TABLE_COL_MINOR);
-	table__set_flags(t, c[8], TABLE_COL_PATH);
+	table__add_cols(t, cols, NCOLS);
 	for (i = 0; i < n; i++) {
 		const struct bs_gil_proc *p;
 		const char *s;
@@ -568,19 +608,19 @@ static int gil_procs__emit(void *vd, const struct trace_model *m, struct table *
 		p = &pi->last;
 		gil_version_str(p->py_version, ver, sizeof(ver));
 		table__row(t);
-		table__set_u64(t, c[0], pids[i]);
+		table__set_u64(t, C_PID, pids[i]);
 		s = trace_model__process_name(m, pids[i]);
-		table__set_str(t, c[1], s ? s : "");
-		table__set_str(t, c[2], ver);
-		table__set_str(t, c[3], gil_method_name(p->method));
-		table__set_u64(t, c[4], !!(p->flags & BS_GIL_PROC_FREE_THREADED));
-		table__set_u64(t, c[5], !!(p->flags & BS_GIL_PROC_MUTEX));
-		table__set_u64(t, c[6], !!(p->flags & BS_GIL_PROC_HOLDER));
-		table__set_u64(t, c[7], !!(p->flags & BS_GIL_PROC_VERIFIED));
+		table__set_str(t, C_PROCESS, s ? s : "");
+		table__set_str(t, C_PYTHON, ver);
+		table__set_str(t, C_METHOD, gil_method_name(p->method));
+		table__set_u64(t, C_FREE_THREADED, !!(p->flags & BS_GIL_PROC_FREE_THREADED));
+		table__set_u64(t, C_MUTEX, !!(p->flags & BS_GIL_PROC_MUTEX));
+		table__set_u64(t, C_HOLDER, !!(p->flags & BS_GIL_PROC_HOLDER));
+		table__set_u64(t, C_VERIFIED, !!(p->flags & BS_GIL_PROC_VERIFIED));
 		s = trace_model__string(m, p->object_id);
-		table__set_str(t, c[8], s ? s : "");
+		table__set_str(t, C_OBJECT, s ? s : "");
 		s = trace_model__string(m, p->note_id);
-		table__set_str(t, c[9], s ? s : "");
+		table__set_str(t, C_NOTE, s ? s : "");
 	}
 	err = table__err(t);
 	free(pids);

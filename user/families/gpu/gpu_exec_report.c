@@ -170,11 +170,37 @@ static void set_avg_med(struct table *t, int avg, int med, struct tstat *s)
 
 static int exec_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_COUNT,
+		C_API_AVG,
+		C_API_MED,
+		C_QUEUE_AVG,
+		C_QUEUE_MED,
+		C_KERNEL_AVG,
+		C_KERNEL_MED,
+		C_KERNEL_TOTAL,
+		C_API_NAME,
+		C_NAME,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_COUNT] = { "count", "Count", TABLE_U64 },
+		[C_API_AVG] = { "api_avg_ns", "API Avg (ns)", TABLE_DOUBLE },
+		[C_API_MED] = { "api_med_ns", "API Med (ns)", TABLE_DOUBLE, TABLE_COL_MINOR },
+		[C_QUEUE_AVG] = { "queue_avg_ns", "Queue Avg (ns)", TABLE_DOUBLE },
+		[C_QUEUE_MED] = { "queue_med_ns", "Queue Med (ns)", TABLE_DOUBLE, TABLE_COL_MINOR },
+		[C_KERNEL_AVG] = { "kernel_avg_ns", "Kernel Avg (ns)", TABLE_DOUBLE },
+		[C_KERNEL_MED] = { "kernel_med_ns", "Kernel Med (ns)", TABLE_DOUBLE,
+				   TABLE_COL_MINOR },
+		[C_KERNEL_TOTAL] = { "kernel_total_ns", "Kernel Total (ns)", TABLE_U64 },
+		[C_API_NAME] = { "api_name", "API Name", TABLE_STR },
+		[C_NAME] = { "name", "Kernel Name", TABLE_STR },
+	};
 	struct exec_sum *st = vst;
 	struct tgroups *g;
 	struct tgroup **rows = NULL;
 	size_t n = 0;
-	int c[10], err;
+	int err;
 
 	if (st->err)
 		return st->err;
@@ -188,30 +214,18 @@ static int exec_sum__emit(void *vst, const struct trace_model *m, struct table *
 	}
 	if (err)
 		goto out;
-	c[0] = table__add_col(t, "count", "Count", TABLE_U64);
-	c[1] = table__add_col(t, "api_avg_ns", "API Avg (ns)", TABLE_DOUBLE);
-	c[2] = table__add_col(t, "api_med_ns", "API Med (ns)", TABLE_DOUBLE);
-	c[3] = table__add_col(t, "queue_avg_ns", "Queue Avg (ns)", TABLE_DOUBLE);
-	c[4] = table__add_col(t, "queue_med_ns", "Queue Med (ns)", TABLE_DOUBLE);
-	c[5] = table__add_col(t, "kernel_avg_ns", "Kernel Avg (ns)", TABLE_DOUBLE);
-	c[6] = table__add_col(t, "kernel_med_ns", "Kernel Med (ns)", TABLE_DOUBLE);
-	c[7] = table__add_col(t, "kernel_total_ns", "Kernel Total (ns)", TABLE_U64);
-	c[8] = table__add_col(t, "api_name", "API Name", TABLE_STR);
-	c[9] = table__add_col(t, "name", "Kernel Name", TABLE_STR);
-	table__set_flags(t, c[2], TABLE_COL_MINOR);
-	table__set_flags(t, c[4], TABLE_COL_MINOR);
-	table__set_flags(t, c[6], TABLE_COL_MINOR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < n; i++) {
 		struct tgroup *r = rows[i];
 
 		table__row(t);
-		table__set_u64(t, c[0], r->st[ST_KERNEL].count);
-		set_avg_med(t, c[1], c[2], &r->st[ST_API]);
-		set_avg_med(t, c[3], c[4], &r->st[ST_QUEUE]);
-		set_avg_med(t, c[5], c[6], &r->st[ST_KERNEL]);
-		table__set_u64(t, c[7], r->st[ST_KERNEL].total);
-		table__set_str(t, c[8], r->name2);
-		table__set_str(t, c[9], r->name);
+		table__set_u64(t, C_COUNT, r->st[ST_KERNEL].count);
+		set_avg_med(t, C_API_AVG, C_API_MED, &r->st[ST_API]);
+		set_avg_med(t, C_QUEUE_AVG, C_QUEUE_MED, &r->st[ST_QUEUE]);
+		set_avg_med(t, C_KERNEL_AVG, C_KERNEL_MED, &r->st[ST_KERNEL]);
+		table__set_u64(t, C_KERNEL_TOTAL, r->st[ST_KERNEL].total);
+		table__set_str(t, C_API_NAME, r->name2);
+		table__set_str(t, C_NAME, r->name);
 	}
 	err = table__err(t);
 out:

@@ -167,10 +167,37 @@ static long sorted_devs(struct idle_sum *st, struct idle_dev ***devs)
 
 static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_PID,
+		C_DEVICE,
+		C_OPS,
+		C_SPAN,
+		C_BUSY,
+		C_IDLE,
+		C_IDLE_PCT,
+		C_GAPS,
+		C_GAPS_1MS,
+		C_MAX_GAP,
+		C_MAX_GAP_TS,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_DEVICE] = { "device", "Device", TABLE_U64 },
+		[C_OPS] = { "ops", "GPU Ops", TABLE_U64 },
+		[C_SPAN] = { "span_ns", "Span (ns)", TABLE_U64 },
+		[C_BUSY] = { "busy_ns", "Busy (ns)", TABLE_U64 },
+		[C_IDLE] = { "idle_ns", "Idle (ns)", TABLE_U64 },
+		[C_IDLE_PCT] = { "idle_pct", "Idle (%)", TABLE_DOUBLE },
+		[C_GAPS] = { "gaps", "Gaps", TABLE_U64 },
+		[C_GAPS_1MS] = { "gaps_1ms", "Gaps >= 1 ms", TABLE_U64 },
+		[C_MAX_GAP] = { "max_gap_ns", "Max Gap (ns)", TABLE_U64 },
+		[C_MAX_GAP_TS] = { "max_gap_ts", "Max Gap At (ns)", TABLE_U64, TABLE_COL_MINOR },
+	};
 	struct idle_sum *st = vst;
 	struct idle_dev **devs;
 	struct idle_result r;
-	int c[11], err;
+	int err;
 	long n;
 
 	if (st->err)
@@ -178,33 +205,23 @@ static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *
 	n = sorted_devs(st, &devs);
 	if (n < 0)
 		return (int)n;
-	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[1] = table__add_col(t, "device", "Device", TABLE_U64);
-	c[2] = table__add_col(t, "ops", "GPU Ops", TABLE_U64);
-	c[3] = table__add_col(t, "span_ns", "Span (ns)", TABLE_U64);
-	c[4] = table__add_col(t, "busy_ns", "Busy (ns)", TABLE_U64);
-	c[5] = table__add_col(t, "idle_ns", "Idle (ns)", TABLE_U64);
-	c[6] = table__add_col(t, "idle_pct", "Idle (%)", TABLE_DOUBLE);
-	c[7] = table__add_col(t, "gaps", "Gaps", TABLE_U64);
-	c[8] = table__add_col(t, "gaps_1ms", "Gaps >= 1 ms", TABLE_U64);
-	c[9] = table__add_col(t, "max_gap_ns", "Max Gap (ns)", TABLE_U64);
-	c[10] = table__add_col(t, "max_gap_ts", "Max Gap At (ns)", TABLE_U64);
-	table__set_flags(t, c[10], TABLE_COL_MINOR);
+	table__add_cols(t, cols, NCOLS);
 	for (long i = 0; i < n; i++) {
 		idle_sweep(devs[i], &r);
 		table__row(t);
-		table__set_u64(t, c[0], devs[i]->pid);
-		table__set_u64(t, c[1], devs[i]->device);
-		table__set_u64(t, c[2], devs[i]->n);
-		table__set_u64(t, c[3], r.span);
-		table__set_u64(t, c[4], r.busy);
-		table__set_u64(t, c[5], r.span - r.busy);
-		table__set_double(t, c[6], r.span ? (double)(r.span - r.busy) * 100.0 / r.span : 0);
-		table__set_u64(t, c[7], r.gaps);
-		table__set_u64(t, c[8], r.long_gaps);
-		table__set_u64(t, c[9], r.max_gap);
+		table__set_u64(t, C_PID, devs[i]->pid);
+		table__set_u64(t, C_DEVICE, devs[i]->device);
+		table__set_u64(t, C_OPS, devs[i]->n);
+		table__set_u64(t, C_SPAN, r.span);
+		table__set_u64(t, C_BUSY, r.busy);
+		table__set_u64(t, C_IDLE, r.span - r.busy);
+		table__set_double(t, C_IDLE_PCT,
+				  r.span ? (double)(r.span - r.busy) * 100.0 / r.span : 0);
+		table__set_u64(t, C_GAPS, r.gaps);
+		table__set_u64(t, C_GAPS_1MS, r.long_gaps);
+		table__set_u64(t, C_MAX_GAP, r.max_gap);
 		if (r.gaps)
-			table__set_u64(t, c[10], r.max_gap_ts);
+			table__set_u64(t, C_MAX_GAP_TS, r.max_gap_ts);
 	}
 	err = table__err(t);
 	free(devs);

@@ -76,29 +76,32 @@ static void gpu_sum__add(void *vst, const struct bs_hdr *rec, const struct trace
 		st->err = -ENOMEM;
 }
 
-/* nsys's timing columns, then the name under TITLE. */
+/* nsys's timing columns, then the name. */
 static int gpu_sum__emit_time(void *vst, const struct trace_model *m, struct table *t)
 {
 	struct gpu_sum *st = vst;
-	const char *title = st->kind == SUM_KERNELS ? "Name" : "Operation";
+	enum { C_NAME = TIME_SUM_NCOLS, NCOLS };
+	const struct table_col cols[NCOLS] = {
+		TIME_SUM_COLS(st->kind == SUM_KERNELS ? "Instances" : "Count"),
+		[C_NAME] = { "name", st->kind == SUM_KERNELS ? "Name" : "Operation", TABLE_STR },
+	};
 	__u64 grand = tgroups__grand(st->g, 0);
 	struct tgroup **rows;
 	size_t n;
-	int c[TIME_SUM_NCOLS + 1], err;
+	int err;
 
 	if (st->err)
 		return st->err;
 	rows = tgroups__sorted(st->g, 0, &n);
 	if (!rows)
 		return -ENOMEM;
-	time_sum__cols_counting(t, c, st->kind == SUM_KERNELS ? "Instances" : "Count");
-	c[TIME_SUM_NCOLS] = table__add_col(t, "name", title, TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < n; i++) {
 		struct tstat *s = &rows[i]->st[0];
 
 		table__row(t);
-		time_sum__set(t, c, s->count, s->total, s->min, s->max, &s->samples, grand);
-		table__set_str(t, c[TIME_SUM_NCOLS], rows[i]->name);
+		time_sum__set(t, s->count, s->total, s->min, s->max, &s->samples, grand);
+		table__set_str(t, C_NAME, rows[i]->name);
 	}
 	err = table__err(t);
 	free(rows);
@@ -108,36 +111,50 @@ static int gpu_sum__emit_time(void *vst, const struct trace_model *m, struct tab
 /* nsys's cuda_gpu_mem_size_sum, in bytes where nsys shows MB. */
 static int gpu_sum__emit_size(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_TOTAL_BYTES,
+		C_COUNT,
+		C_AVG_BYTES,
+		C_MED_BYTES,
+		C_MIN_BYTES,
+		C_MAX_BYTES,
+		C_STDDEV_BYTES,
+		C_NAME,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_TOTAL_BYTES] = { "total_bytes", "Total (B)", TABLE_U64 },
+		[C_COUNT] = { "count", "Count", TABLE_U64 },
+		[C_AVG_BYTES] = { "avg_bytes", "Avg (B)", TABLE_DOUBLE },
+		[C_MED_BYTES] = { "med_bytes", "Med (B)", TABLE_DOUBLE },
+		[C_MIN_BYTES] = { "min_bytes", "Min (B)", TABLE_U64 },
+		[C_MAX_BYTES] = { "max_bytes", "Max (B)", TABLE_U64 },
+		[C_STDDEV_BYTES] = { "stddev_bytes", "StdDev (B)", TABLE_DOUBLE },
+		[C_NAME] = { "name", "Operation", TABLE_STR },
+	};
 	struct gpu_sum *st = vst;
 	struct tgroup **rows;
 	size_t n;
-	int c[8], err;
+	int err;
 
 	if (st->err)
 		return st->err;
 	rows = tgroups__sorted(st->g, 0, &n);
 	if (!rows)
 		return -ENOMEM;
-	c[0] = table__add_col(t, "total_bytes", "Total (B)", TABLE_U64);
-	c[1] = table__add_col(t, "count", "Count", TABLE_U64);
-	c[2] = table__add_col(t, "avg_bytes", "Avg (B)", TABLE_DOUBLE);
-	c[3] = table__add_col(t, "med_bytes", "Med (B)", TABLE_DOUBLE);
-	c[4] = table__add_col(t, "min_bytes", "Min (B)", TABLE_U64);
-	c[5] = table__add_col(t, "max_bytes", "Max (B)", TABLE_U64);
-	c[6] = table__add_col(t, "stddev_bytes", "StdDev (B)", TABLE_DOUBLE);
-	c[7] = table__add_col(t, "name", "Operation", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < n; i++) {
 		struct tstat *s = &rows[i]->st[0];
 
 		table__row(t);
-		table__set_u64(t, c[0], s->total);
-		table__set_u64(t, c[1], s->count);
-		table__set_double(t, c[2], (double)s->total / s->count);
-		table__set_double(t, c[3], samples__median(&s->samples));
-		table__set_u64(t, c[4], s->min);
-		table__set_u64(t, c[5], s->max);
-		table__set_double(t, c[6], samples__stddev(&s->samples));
-		table__set_str(t, c[7], rows[i]->name);
+		table__set_u64(t, C_TOTAL_BYTES, s->total);
+		table__set_u64(t, C_COUNT, s->count);
+		table__set_double(t, C_AVG_BYTES, (double)s->total / s->count);
+		table__set_double(t, C_MED_BYTES, samples__median(&s->samples));
+		table__set_u64(t, C_MIN_BYTES, s->min);
+		table__set_u64(t, C_MAX_BYTES, s->max);
+		table__set_double(t, C_STDDEV_BYTES, samples__stddev(&s->samples));
+		table__set_str(t, C_NAME, rows[i]->name);
 	}
 	err = table__err(t);
 	free(rows);

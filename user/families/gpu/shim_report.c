@@ -198,11 +198,36 @@ static void error_text(const struct shim_proc *p, char *buf, size_t len)
 
 static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_PID,
+		C_PROCESS,
+		C_STATE,
+		C_CUPTI_VERSION,
+		C_ATTACHES,
+		C_CUPTI_ERRORS,
+		C_LAST_ERROR,
+		C_DROPPED,
+		C_SEQ,
+		C_EXITED,
+		C_COUNTS /* the families' counts, one column each: the registry's, at run time */
+	};
+	static const struct table_col cols[C_COUNTS] = {
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_PROCESS] = { "process", "Process", TABLE_STR },
+		[C_STATE] = { "state", "Shim State", TABLE_STR },
+		[C_CUPTI_VERSION] = { "cupti_version", "CUPTI", TABLE_U64 },
+		[C_ATTACHES] = { "attaches", "Attaches", TABLE_U64 },
+		[C_CUPTI_ERRORS] = { "cupti_errors", "CUPTI Errors", TABLE_U64 },
+		[C_LAST_ERROR] = { "last_error", "Last CUPTI Error", TABLE_STR },
+		[C_DROPPED] = { "dropped", "Dropped", TABLE_U64 },
+		[C_SEQ] = { "seq", "Batches", TABLE_U64 },
+		[C_EXITED] = { "exited", "Exited", TABLE_U64 },
+	};
 	struct shim_sum *st = vst;
 	struct shim_proc **rows, *p;
 	size_t it = 0, n = 0;
 	char buf[256];
-	int c[10 + MAX_COUNTS], err;
+	int err;
 
 	if (st->err)
 		return st->err;
@@ -212,42 +237,32 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 	while ((p = hmap__next(st->procs, &it, NULL)))
 		rows[n++] = p;
 	qsort(rows, n, sizeof(*rows), proc_cmp);
-	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[1] = table__add_col(t, "process", "Process", TABLE_STR);
-	c[2] = table__add_col(t, "state", "Shim State", TABLE_STR);
-	c[3] = table__add_col(t, "cupti_version", "CUPTI", TABLE_U64);
-	c[4] = table__add_col(t, "attaches", "Attaches", TABLE_U64);
-	c[5] = table__add_col(t, "cupti_errors", "CUPTI Errors", TABLE_U64);
-	c[6] = table__add_col(t, "last_error", "Last CUPTI Error", TABLE_STR);
-	c[7] = table__add_col(t, "dropped", "Dropped", TABLE_U64);
-	c[8] = table__add_col(t, "seq", "Batches", TABLE_U64);
-	c[9] = table__add_col(t, "exited", "Exited", TABLE_U64);
-	for (int k = 0; k < counts.n; k++) {
-		c[10 + k] =
-			table__add_col(t, counts.col[k]->key, counts.col[k]->heading, TABLE_U64);
-		table__set_flags(t, c[10 + k], TABLE_COL_MINOR);
-	}
+	table__add_cols(t, cols, C_COUNTS);
+	for (int k = 0; k < counts.n; k++)
+		table__add_col(t, &(const struct table_col){ counts.col[k]->key,
+							     counts.col[k]->heading, TABLE_U64,
+							     TABLE_COL_MINOR });
 	for (size_t i = 0; i < n; i++) {
 		p = rows[i];
 		table__row(t);
-		table__set_u64(t, c[0], p->pid);
-		table__set_str(t, c[1], trace_model__process_name(m, p->pid));
+		table__set_u64(t, C_PID, p->pid);
+		table__set_str(t, C_PROCESS, trace_model__process_name(m, p->pid));
 		if (p->statuses) { /* else no STATUS record reached the trace: state unknown */
 			state_text(p->state, buf, sizeof(buf));
-			table__set_str(t, c[2], buf);
-			table__set_u64(t, c[3], p->cupti_version);
+			table__set_str(t, C_STATE, buf);
+			table__set_u64(t, C_CUPTI_VERSION, p->cupti_version);
 		}
-		table__set_u64(t, c[4], p->attaches);
-		table__set_u64(t, c[5], p->errors);
+		table__set_u64(t, C_ATTACHES, p->attaches);
+		table__set_u64(t, C_CUPTI_ERRORS, p->errors);
 		if (p->errors) {
 			error_text(p, buf, sizeof(buf));
-			table__set_str(t, c[6], buf);
+			table__set_str(t, C_LAST_ERROR, buf);
 		}
-		table__set_u64(t, c[7], p->dropped);
-		table__set_u64(t, c[8], p->seq);
-		table__set_u64(t, c[9], p->exited);
+		table__set_u64(t, C_DROPPED, p->dropped);
+		table__set_u64(t, C_SEQ, p->seq);
+		table__set_u64(t, C_EXITED, p->exited);
 		for (int k = 0; k < counts.n; k++)
-			table__set_u64(t, c[10 + k], p->counts[k]);
+			table__set_u64(t, C_COUNTS + k, p->counts[k]);
 	}
 	err = table__err(t);
 	free(rows);

@@ -88,35 +88,46 @@ static int by_bytes(const void *a, const void *b)
 
 static int growth__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_PID,
+		C_PROCESS,
+		C_SITE,
+		C_SAMPLES = C_SITE + MEM_SITE_NCOLS,
+		C_GROWTH,
+		C_GROWTH_PCT,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_PROCESS] = { "process", "Process", TABLE_STR, TABLE_COL_MINOR },
+		MEM_SITE_COLS(C_SITE),
+		[C_SAMPLES] = { "samples", "Samples", TABLE_U64 },
+		[C_GROWTH] = { "growth_bytes", "Growth (B)", TABLE_U64 },
+		[C_GROWTH_PCT] = { "growth_pct", "Growth (%)", TABLE_DOUBLE },
+	};
 	struct growth_state *st = vst;
 	size_t n = hmap__count(st->rows), it = 0, i = 0;
 	struct grow_row *rows = calloc(n + 1, sizeof(*rows));
 	const struct grow_site *s;
-	struct mem_site_cols site;
 	struct hkey k;
-	int c[5], unstacked = 0;
+	int unstacked = 0;
 
 	if (!rows)
 		return -ENOMEM;
 	while (i < n && (s = hmap__next(st->rows, &it, &k)))
 		rows[i++] = (struct grow_row){ k, s };
 	qsort(rows, n, sizeof(*rows), by_bytes);
-	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[1] = table__add_col(t, "process", "Process", TABLE_STR);
-	table__set_flags(t, c[1], TABLE_COL_MINOR);
-	mem_site__cols(t, &site);
-	c[2] = table__add_col(t, "samples", "Samples", TABLE_U64);
-	c[3] = table__add_col(t, "growth_bytes", "Growth (B)", TABLE_U64);
-	c[4] = table__add_col(t, "growth_pct", "Growth (%)", TABLE_DOUBLE);
+	table__add_cols(t, cols, NCOLS);
 	for (i = 0; i < n; i++) {
 		table__row(t);
-		table__set_u64(t, c[0], rows[i].key.a);
-		table__set_str(t, c[1], trace_model__process_name(m, (__u32)rows[i].key.a));
+		table__set_u64(t, C_PID, rows[i].key.a);
+		table__set_str(t, C_PROCESS, trace_model__process_name(m, (__u32)rows[i].key.a));
 		unstacked |=
-			mem_site__set(t, &site, st->sites, (__u32)rows[i].key.b, m, MEM_NO_STACK);
-		table__set_u64(t, c[2], rows[i].s->samples);
-		table__set_u64(t, c[3], rows[i].s->bytes);
-		table__set_double(t, c[4], st->all ? 100.0 * rows[i].s->bytes / st->all : 0);
+			mem_site__set(t, C_SITE, st->sites, (__u32)rows[i].key.b, m, MEM_NO_STACK);
+		table__set_u64(t, C_SAMPLES, rows[i].s->samples);
+		table__set_u64(t, C_GROWTH, rows[i].s->bytes);
+		table__set_double(t, C_GROWTH_PCT,
+				  st->all ? 100.0 * rows[i].s->bytes / st->all : 0);
 	}
 	free(rows);
 	if (unstacked)

@@ -272,21 +272,32 @@ static void run_free(struct leaks_run *r, size_t ndevs)
 static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
 		      const struct trace_model *m, const char *named, struct table *t)
 {
-	struct mem_site_cols site;
-	struct mem_who_cols who;
-	int c[7], unstacked = 0;
+	enum {
+		C_WHO,
+		C_SITE = C_WHO + MEM_WHO_NCOLS,
+		C_LIVE = C_SITE + MEM_SITE_NCOLS,
+		C_LIVE_BLOCKS,
+		C_GROWTH_PER_STEP,
+		C_GREW,
+		C_STEPS,
+		C_PER,
+		C_STEP,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		MEM_WHO_COLS(C_WHO),
+		MEM_SITE_COLS(C_SITE),
+		[C_LIVE] = { "live_bytes", "Live at End (B)", TABLE_U64 },
+		[C_LIVE_BLOCKS] = { "live_blocks", "Blocks", TABLE_U64, TABLE_COL_MINOR },
+		[C_GROWTH_PER_STEP] = { "growth_per_step_bytes", "Growth/Step (B)", TABLE_U64 },
+		[C_GREW] = { "grew", "Grew", TABLE_U64 },
+		[C_STEPS] = { "steps", "Steps", TABLE_U64 },
+		[C_PER] = { "per", "Step", TABLE_STR },
+		[C_STEP] = { "step_ns", "Step Length (ns)", TABLE_U64, TABLE_COL_MINOR },
+	};
+	int unstacked = 0;
 
-	mem_who__cols(t, &who);
-	mem_site__cols(t, &site);
-	c[0] = table__add_col(t, "live_bytes", "Live at End (B)", TABLE_U64);
-	c[1] = table__add_col(t, "live_blocks", "Blocks", TABLE_U64);
-	c[2] = table__add_col(t, "growth_per_step_bytes", "Growth/Step (B)", TABLE_U64);
-	c[3] = table__add_col(t, "grew", "Grew", TABLE_U64);
-	c[4] = table__add_col(t, "steps", "Steps", TABLE_U64);
-	c[5] = table__add_col(t, "per", "Step", TABLE_STR);
-	c[6] = table__add_col(t, "step_ns", "Step Length (ns)", TABLE_U64);
-	table__set_flags(t, c[1], TABLE_COL_MINOR);
-	table__set_flags(t, c[6], TABLE_COL_MINOR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct leak_row *row = &r->rows[i];
 		const struct dev_bounds *b = &r->b[row->dev];
@@ -295,18 +306,18 @@ static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
 		if (!row->grows && !row->live_bytes)
 			continue;
 		table__row(t);
-		mem_who__set(t, &who, m, d->pid, d->device);
-		unstacked |= mem_site__set(t, &site, l->sites, row->site, m, MEM_NO_STACK);
-		table__set_u64(t, c[0], row->live_bytes);
-		table__set_u64(t, c[1], row->live_blocks);
+		mem_who__set(t, C_WHO, m, d->pid, d->device);
+		unstacked |= mem_site__set(t, C_SITE, l->sites, row->site, m, MEM_NO_STACK);
+		table__set_u64(t, C_LIVE, row->live_bytes);
+		table__set_u64(t, C_LIVE_BLOCKS, row->live_blocks);
 		if (row->grows)
-			table__set_u64(t, c[2], row->growth);
+			table__set_u64(t, C_GROWTH_PER_STEP, row->growth);
 		if (!b->k)
 			continue;
-		table__set_u64(t, c[3], row->grew);
-		table__set_u64(t, c[4], b->k);
-		table__set_str(t, c[5], b->steps ? "step" : "window");
-		table__set_u64(t, c[6], (b->bounds[b->k] - b->bounds[0]) / b->k);
+		table__set_u64(t, C_GREW, row->grew);
+		table__set_u64(t, C_STEPS, b->k);
+		table__set_str(t, C_PER, b->steps ? "step" : "window");
+		table__set_u64(t, C_STEP, (b->bounds[b->k] - b->bounds[0]) / b->k);
 	}
 	if (table__nrows(t) && named)
 		table__add_note(

@@ -369,25 +369,27 @@ static size_t peak_rows(const struct mem_page *g, struct peak_row **out)
 
 static void mem_page_sections(const struct page *p, void *st, FILE *f)
 {
+	enum { C_PROCESS, C_MEMORY, C_PEAK, C_AT, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		[C_PROCESS] = { "process", "Process", TABLE_STR },
+		[C_MEMORY] = { "memory", "Memory", TABLE_STR },
+		/* In human units on the page, the exact bytes on hover. */
+		[C_PEAK] = { "peak_bytes", "Peak (B)", TABLE_U64 },
+		[C_AT] = { "at_s", "At (s)", TABLE_DOUBLE, .precision = 3 },
+	};
 	struct mem_page *g = st;
 	struct table *t = table__new("mem_peaks");
 	struct peak_row *r = NULL;
 	size_t n = g->any && t ? peak_rows(g, &r) : 0;
 
+	if (n)
+		table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < n && i < MEM_PEAK_ROWS; i++) {
-		if (!i) {
-			table__add_col(t, "process", "Process", TABLE_STR);
-			table__add_col(t, "memory", "Memory", TABLE_STR);
-			/* In human units on the page, the exact bytes on hover. */
-			table__add_col(t, "peak_bytes", "Peak (B)", TABLE_U64);
-			table__add_col(t, "at_s", "At (s)", TABLE_DOUBLE);
-			table__set_precision(t, 3, 3);
-		}
 		table__row(t);
-		table__set_str(t, 0, name_of(g, r[i].proc));
-		table__set_str(t, 1, r[i].what);
-		table__set_u64(t, 2, r[i].bytes);
-		table__set_double(t, 3, r[i].ts > p->origin ? (r[i].ts - p->origin) / 1e9 : 0);
+		table__set_str(t, C_PROCESS, name_of(g, r[i].proc));
+		table__set_str(t, C_MEMORY, r[i].what);
+		table__set_u64(t, C_PEAK, r[i].bytes);
+		table__set_double(t, C_AT, r[i].ts > p->origin ? (r[i].ts - p->origin) / 1e9 : 0);
 	}
 	if (n && !table__err(t)) {
 		fprintf(f,

@@ -215,13 +215,33 @@ static void peak_notes(const struct mem_log *l, const struct trace_model *m, str
 
 static int peak__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_WHO,
+		C_SITE = C_WHO + MEM_WHO_NCOLS,
+		C_OP = C_SITE + MEM_SITE_NCOLS,
+		C_BYTES,
+		C_BLOCKS,
+		C_PEAK_PCT,
+		C_PEAK,
+		C_PEAK_TS,
+		NCOLS
+	};
+	enum { WITH_OPS = 1 }; /* the op column's option: the trace has torch's ops */
+	static const struct table_col cols[NCOLS] = {
+		MEM_WHO_COLS(C_WHO),
+		MEM_SITE_COLS(C_SITE),
+		[C_OP] = { "op", "Op", TABLE_STR, .when = WITH_OPS },
+		[C_BYTES] = { "bytes", "Bytes (B)", TABLE_U64 },
+		[C_BLOCKS] = { "blocks", "Blocks", TABLE_U64 },
+		[C_PEAK_PCT] = { "peak_pct", "Of Peak (%)", TABLE_DOUBLE },
+		[C_PEAK] = { "peak_bytes", "Peak (B)", TABLE_U64, TABLE_COL_MINOR },
+		[C_PEAK_TS] = { "peak_ts", "Peak At (ns)", TABLE_U64, TABLE_COL_MINOR },
+	};
 	struct peak_state *st = vst;
 	const struct mem_log *l = st->log;
-	struct mem_site_cols site;
-	struct mem_who_cols who;
 	struct peak_row *rows;
 	size_t nrows;
-	int err, c[6], op = -1, unstacked = 0;
+	int err, c[NCOLS], unstacked = 0;
 
 	if (l->err || st->err)
 		return l->err ? l->err : st->err;
@@ -234,30 +254,20 @@ static int peak__emit(void *vst, const struct trace_model *m, struct table *t)
 	if (nrows)
 		qsort(rows, nrows, sizeof(*rows), row_cmp);
 	sort_log = NULL;
-	mem_who__cols(t, &who);
-	mem_site__cols(t, &site);
-	if (st->nops)
-		op = table__add_col(t, "op", "Op", TABLE_STR);
-	c[0] = table__add_col(t, "bytes", "Bytes (B)", TABLE_U64);
-	c[1] = table__add_col(t, "blocks", "Blocks", TABLE_U64);
-	c[2] = table__add_col(t, "peak_pct", "Of Peak (%)", TABLE_DOUBLE);
-	c[3] = table__add_col(t, "peak_bytes", "Peak (B)", TABLE_U64);
-	c[4] = table__add_col(t, "peak_ts", "Peak At (ns)", TABLE_U64);
-	table__set_flags(t, c[3], TABLE_COL_MINOR);
-	table__set_flags(t, c[4], TABLE_COL_MINOR);
+	table__add_cols_when(t, cols, NCOLS, st->nops ? WITH_OPS : 0, c);
 	for (size_t i = 0; i < nrows; i++) {
 		const struct mem_log_dev *d = &l->devs[rows[i].dev];
 
 		table__row(t);
-		mem_who__set(t, &who, m, d->pid, d->device);
-		unstacked |= mem_site__set(t, &site, l->sites, rows[i].site, m, MEM_NO_STACK);
-		if (op >= 0 && rows[i].op)
-			table__set_str(t, op, trace_model__string(m, rows[i].op));
-		table__set_u64(t, c[0], rows[i].bytes);
-		table__set_u64(t, c[1], rows[i].blocks);
-		table__set_double(t, c[2], 100.0 * rows[i].bytes / d->peak);
-		table__set_u64(t, c[3], d->peak);
-		table__set_u64(t, c[4], d->peak_ts);
+		mem_who__set(t, c[C_WHO], m, d->pid, d->device);
+		unstacked |= mem_site__set(t, c[C_SITE], l->sites, rows[i].site, m, MEM_NO_STACK);
+		if (c[C_OP] >= 0 && rows[i].op)
+			table__set_str(t, c[C_OP], trace_model__string(m, rows[i].op));
+		table__set_u64(t, c[C_BYTES], rows[i].bytes);
+		table__set_u64(t, c[C_BLOCKS], rows[i].blocks);
+		table__set_double(t, c[C_PEAK_PCT], 100.0 * rows[i].bytes / d->peak);
+		table__set_u64(t, c[C_PEAK], d->peak);
+		table__set_u64(t, c[C_PEAK_TS], d->peak_ts);
 	}
 	free(rows);
 	if (unstacked)

@@ -90,44 +90,27 @@ const struct bs_frame *mem_sites__frame(const struct mem_sites *s, __u32 site)
 	return site < s->n ? s->frames[site] : NULL;
 }
 
-void mem_site__cols(struct table *t, struct mem_site_cols *c)
-{
-	c->func = table__add_col(t, "func", "Function", TABLE_STR);
-	c->file = table__add_col(t, "file", "File", TABLE_STR);
-	c->line = table__add_col(t, "line", "Line", TABLE_U64);
-	table__set_flags(t, c->file, TABLE_COL_PATH);
-}
-
-int mem_site__set(struct table *t, const struct mem_site_cols *c, const struct mem_sites *s,
-		  __u32 site, const struct trace_model *m, const char *none)
+int mem_site__set(struct table *t, int at, const struct mem_sites *s, __u32 site,
+		  const struct trace_model *m, const char *none)
 {
 	const struct bs_frame *f = mem_sites__frame(s, site);
 	char buf[512];
 
 	if (!f) {
-		table__set_str(t, c->func, none);
+		table__set_str(t, at + MEM_SITE_FUNC, none);
 		return 1;
 	}
-	table__set_str(t, c->func, stack_frame__func(f, m, buf, sizeof(buf)));
-	table__set_str(t, c->file, stack_frame__file(f, m));
-	table__set_u64(t, c->line, f->kind == BS_FRAME_PYTHON ? f->line : 0);
+	table__set_str(t, at + MEM_SITE_FUNC, stack_frame__func(f, m, buf, sizeof(buf)));
+	table__set_str(t, at + MEM_SITE_FILE, stack_frame__file(f, m));
+	table__set_u64(t, at + MEM_SITE_LINE, f->kind == BS_FRAME_PYTHON ? f->line : 0);
 	return 0;
 }
 
-void mem_who__cols(struct table *t, struct mem_who_cols *c)
-{
-	c->pid = table__add_col(t, "pid", "PID", TABLE_U64);
-	c->process = table__add_col(t, "process", "Process", TABLE_STR);
-	c->device = table__add_col(t, "device", "Device", TABLE_STR);
-	table__set_flags(t, c->process, TABLE_COL_MINOR);
-}
-
-void mem_who__set(struct table *t, const struct mem_who_cols *c, const struct trace_model *m,
-		  __u32 pid, __s16 device)
+void mem_who__set(struct table *t, int at, const struct trace_model *m, __u32 pid, __s16 device)
 {
 	char dev[16];
 
-	table__set_u64(t, c->pid, pid);
-	table__set_str(t, c->process, trace_model__process_name(m, pid));
-	table__set_str(t, c->device, mem_device_name(device, dev, sizeof(dev)));
+	table__set_u64(t, at + MEM_WHO_PID, pid);
+	table__set_str(t, at + MEM_WHO_PROCESS, trace_model__process_name(m, pid));
+	table__set_str(t, at + MEM_WHO_DEVICE, mem_device_name(device, dev, sizeof(dev)));
 }

@@ -144,30 +144,41 @@ static int by_pid_device(const void *a, const void *b)
 
 static int sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_WHO,
+		C_PEAK_ALLOCATED = C_WHO + MEM_WHO_NCOLS,
+		C_PEAK_RESERVED,
+		C_ALLOCS,
+		C_FREES,
+		C_ALLOCATED,
+		C_LARGEST,
+		C_OOMS,
+		C_PEAK_RSS,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		MEM_WHO_COLS(C_WHO),
+		[C_PEAK_ALLOCATED] = { "peak_allocated_bytes", "Peak Allocated (B)", TABLE_U64 },
+		[C_PEAK_RESERVED] = { "peak_reserved_bytes", "Peak Reserved (B)", TABLE_U64 },
+		[C_ALLOCS] = { "allocs", "Allocs", TABLE_U64 },
+		[C_FREES] = { "frees", "Frees", TABLE_U64, TABLE_COL_MINOR },
+		[C_ALLOCATED] = { "allocated_bytes", "Allocated (B)", TABLE_U64 },
+		[C_LARGEST] = { "largest_bytes", "Largest (B)", TABLE_U64, TABLE_COL_MINOR },
+		[C_OOMS] = { "ooms", "OOMs", TABLE_U64 },
+		[C_PEAK_RSS] = { "peak_rss_bytes", "Peak RSS (B)", TABLE_U64 },
+	};
 	struct sum_state *st = vst;
 	size_t n = hmap__count(st->devs), it = 0, i = 0;
 	struct sum_row *rows = calloc(n + 1, sizeof(*rows));
-	struct mem_who_cols who;
 	const struct sum_dev *d;
 	struct hkey k;
-	int c[8];
 
 	if (!rows)
 		return -ENOMEM;
 	while (i < n && (d = hmap__next(st->devs, &it, &k)))
 		rows[i++] = (struct sum_row){ k, d };
 	qsort(rows, n, sizeof(*rows), by_pid_device);
-	mem_who__cols(t, &who);
-	c[0] = table__add_col(t, "peak_allocated_bytes", "Peak Allocated (B)", TABLE_U64);
-	c[1] = table__add_col(t, "peak_reserved_bytes", "Peak Reserved (B)", TABLE_U64);
-	c[2] = table__add_col(t, "allocs", "Allocs", TABLE_U64);
-	c[3] = table__add_col(t, "frees", "Frees", TABLE_U64);
-	c[4] = table__add_col(t, "allocated_bytes", "Allocated (B)", TABLE_U64);
-	c[5] = table__add_col(t, "largest_bytes", "Largest (B)", TABLE_U64);
-	c[6] = table__add_col(t, "ooms", "OOMs", TABLE_U64);
-	c[7] = table__add_col(t, "peak_rss_bytes", "Peak RSS (B)", TABLE_U64);
-	table__set_flags(t, c[3], TABLE_COL_MINOR);
-	table__set_flags(t, c[5], TABLE_COL_MINOR);
+	table__add_cols(t, cols, NCOLS);
 	for (i = 0; i < n; i++) {
 		__s16 device = (__s16)(__u16)rows[i].key.b;
 		__u32 pid = (__u32)rows[i].key.a;
@@ -175,22 +186,22 @@ static int sum__emit(void *vst, const struct trace_model *m, struct table *t)
 
 		d = rows[i].d;
 		table__row(t);
-		mem_who__set(t, &who, m, pid, device);
+		mem_who__set(t, C_WHO, m, pid, device);
 		if (d->flags & SUM_TOTALS) {
-			table__set_u64(t, c[0], d->peak_allocated);
-			table__set_u64(t, c[1], d->peak_reserved);
+			table__set_u64(t, C_PEAK_ALLOCATED, d->peak_allocated);
+			table__set_u64(t, C_PEAK_RESERVED, d->peak_reserved);
 		} else if (d->flags & SUM_TENSORS) {
-			table__set_u64(t, c[0], live ? live->peak : 0);
+			table__set_u64(t, C_PEAK_ALLOCATED, live ? live->peak : 0);
 		}
 		if (d->flags & SUM_TENSORS || d->ooms) { /* else a row for its RSS alone */
-			table__set_u64(t, c[2], d->allocs);
-			table__set_u64(t, c[3], d->frees);
-			table__set_u64(t, c[4], d->bytes);
-			table__set_u64(t, c[5], d->largest);
-			table__set_u64(t, c[6], d->ooms);
+			table__set_u64(t, C_ALLOCS, d->allocs);
+			table__set_u64(t, C_FREES, d->frees);
+			table__set_u64(t, C_ALLOCATED, d->bytes);
+			table__set_u64(t, C_LARGEST, d->largest);
+			table__set_u64(t, C_OOMS, d->ooms);
 		}
 		if (d->flags & SUM_RSS)
-			table__set_u64(t, c[7], d->peak_rss);
+			table__set_u64(t, C_PEAK_RSS, d->peak_rss);
 	}
 	free(rows);
 	return table__err(t);

@@ -112,46 +112,63 @@ static int straggler_notes(struct table *t, const struct trace_model *m,
 
 static int stragglers_emit(void *st, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_COMM,
+		C_SEQ,
+		C_NAME,
+		C_RANKS,
+		C_NRANKS,
+		C_LAST_RANK,
+		C_LAST,
+		C_SKEW,
+		C_WAIT,
+		C_END_SPREAD,
+		C_START,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_COMM] = { "comm", "Communicator", TABLE_STR },
+		[C_SEQ] = { "seq", "Seq", TABLE_U64 },
+		[C_NAME] = { "name", "Name", TABLE_STR },
+		[C_RANKS] = { "ranks", "Ranks", TABLE_U64 },
+		[C_NRANKS] = { "nranks", "NRanks", TABLE_S64 },
+		[C_LAST_RANK] = { "last_rank", "Last Rank", TABLE_S64 },
+		[C_LAST] = { "last", "Entered Last", TABLE_STR },
+		[C_SKEW] = { "skew_ns", "Skew (ns)", TABLE_U64 },
+		[C_WAIT] = { "wait_ns", "Others Waited (ns)", TABLE_U64 },
+		[C_END_SPREAD] = { "end_spread_ns", "End Spread (ns)", TABLE_U64 },
+		[C_START] = { "start", "First Entry (ns)", TABLE_U64 },
+	};
 	struct nccl_rank_tot **ranks;
 	struct nccl_inst **insts;
 	size_t ni, nr;
 	char buf[64];
-	int c[11], err;
+	int err;
 
 	err = nccl_straggle__finish(st, &insts, &ni, &ranks, &nr);
 	if (err)
 		return err;
-	c[0] = table__add_col(t, "comm", "Communicator", TABLE_STR);
-	c[1] = table__add_col(t, "seq", "Seq", TABLE_U64);
-	c[2] = table__add_col(t, "name", "Name", TABLE_STR);
-	c[3] = table__add_col(t, "ranks", "Ranks", TABLE_U64);
-	c[4] = table__add_col(t, "nranks", "NRanks", TABLE_S64);
-	c[5] = table__add_col(t, "last_rank", "Last Rank", TABLE_S64);
-	c[6] = table__add_col(t, "last", "Entered Last", TABLE_STR);
-	c[7] = table__add_col(t, "skew_ns", "Skew (ns)", TABLE_U64);
-	c[8] = table__add_col(t, "wait_ns", "Others Waited (ns)", TABLE_U64);
-	c[9] = table__add_col(t, "end_spread_ns", "End Spread (ns)", TABLE_U64);
-	c[10] = table__add_col(t, "start", "First Entry (ns)", TABLE_U64);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < ni; i++) {
 		const struct nccl_inst *in = insts[i];
 
 		if (in->ranks < 2)
 			continue; /* one rank recorded it: nothing to compare */
 		table__row(t);
-		set_hash(t, c[0], in->group);
-		table__set_u64(t, c[1], in->seq);
-		table__set_str(t, c[2], fn_name(in->fn, buf, sizeof(buf)));
-		table__set_u64(t, c[3], in->ranks);
+		set_hash(t, C_COMM, in->group);
+		table__set_u64(t, C_SEQ, in->seq);
+		table__set_str(t, C_NAME, fn_name(in->fn, buf, sizeof(buf)));
+		table__set_u64(t, C_RANKS, in->ranks);
 		if (in->nranks >= 0)
-			table__set_s64(t, c[4], in->nranks);
+			table__set_s64(t, C_NRANKS, in->nranks);
 		if (in->last_rank >= 0)
-			table__set_s64(t, c[5], in->last_rank);
-		table__set_str(t, c[6],
+			table__set_s64(t, C_LAST_RANK, in->last_rank);
+		table__set_str(t, C_LAST,
 			       rank_label(m, in->last_pid, in->last_rank, buf, sizeof(buf)));
-		table__set_u64(t, c[7], in->last_enter - in->first_enter);
-		table__set_u64(t, c[8], nccl_inst__wait(in));
-		table__set_u64(t, c[9], in->max_end - in->min_end);
-		table__set_u64(t, c[10], in->first_enter);
+		table__set_u64(t, C_SKEW, in->last_enter - in->first_enter);
+		table__set_u64(t, C_WAIT, nccl_inst__wait(in));
+		table__set_u64(t, C_END_SPREAD, in->max_end - in->min_end);
+		table__set_u64(t, C_START, in->first_enter);
 	}
 	err = table__err(t);
 	return err ? err : straggler_notes(t, m, ranks, nr);
@@ -168,30 +185,51 @@ const struct report nccl_stragglers = {
 
 static int rank_sum_emit(void *st, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_RANK,
+		C_NRANKS,
+		C_PID,
+		C_COLLECTIVES,
+		C_SPAN,
+		C_COLL,
+		C_OUTSIDE,
+		C_COLL_PCT,
+		C_LATE,
+		C_MADE_WAIT,
+		C_TOP_OP,
+		C_TOP_OP_PCT,
+		C_WORST_SEQ,
+		C_WORST_WAIT,
+		C_NAME,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_RANK] = { "rank", "Rank", TABLE_S64 },
+		[C_NRANKS] = { "nranks", "NRanks", TABLE_S64 },
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_COLLECTIVES] = { "collectives", "Collectives", TABLE_U64 },
+		[C_SPAN] = { "span_ns", "Span (ns)", TABLE_U64 },
+		[C_COLL] = { "coll_ns", "In Collectives (ns)", TABLE_U64 },
+		[C_OUTSIDE] = { "outside_ns", "Outside (ns)", TABLE_U64 },
+		[C_COLL_PCT] = { "coll_pct", "In Coll (%)", TABLE_DOUBLE },
+		[C_LATE] = { "late", "Entered Last", TABLE_U64 },
+		[C_MADE_WAIT] = { "made_wait_ns", "Made Others Wait (ns)", TABLE_U64 },
+		[C_TOP_OP] = { "top_op", "Mostly In", TABLE_STR },
+		[C_TOP_OP_PCT] = { "top_op_pct", "Share (%)", TABLE_DOUBLE },
+		[C_WORST_SEQ] = { "worst_seq", "Worst Seq", TABLE_U64 },
+		[C_WORST_WAIT] = { "worst_wait_ns", "Worst Wait (ns)", TABLE_U64 },
+		[C_NAME] = { "name", "Process", TABLE_STR },
+	};
 	struct nccl_rank_tot **ranks;
 	struct nccl_inst **insts;
 	size_t ni, nr;
 	char buf[64];
-	int c[15], err;
+	int err;
 
 	err = nccl_straggle__finish(st, &insts, &ni, &ranks, &nr);
 	if (err)
 		return err;
-	c[0] = table__add_col(t, "rank", "Rank", TABLE_S64);
-	c[1] = table__add_col(t, "nranks", "NRanks", TABLE_S64);
-	c[2] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[3] = table__add_col(t, "collectives", "Collectives", TABLE_U64);
-	c[4] = table__add_col(t, "span_ns", "Span (ns)", TABLE_U64);
-	c[5] = table__add_col(t, "coll_ns", "In Collectives (ns)", TABLE_U64);
-	c[6] = table__add_col(t, "outside_ns", "Outside (ns)", TABLE_U64);
-	c[7] = table__add_col(t, "coll_pct", "In Coll (%)", TABLE_DOUBLE);
-	c[8] = table__add_col(t, "late", "Entered Last", TABLE_U64);
-	c[9] = table__add_col(t, "made_wait_ns", "Made Others Wait (ns)", TABLE_U64);
-	c[10] = table__add_col(t, "top_op", "Mostly In", TABLE_STR);
-	c[11] = table__add_col(t, "top_op_pct", "Share (%)", TABLE_DOUBLE);
-	c[12] = table__add_col(t, "worst_seq", "Worst Seq", TABLE_U64);
-	c[13] = table__add_col(t, "worst_wait_ns", "Worst Wait (ns)", TABLE_U64);
-	c[14] = table__add_col(t, "name", "Process", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < nr; i++) {
 		const struct nccl_rank_tot *r = ranks[i];
 		__u64 span = r->last_end > r->first_enter ? r->last_end - r->first_enter : 0;
@@ -201,24 +239,24 @@ static int rank_sum_emit(void *st, const struct trace_model *m, struct table *t)
 
 		table__row(t);
 		if (r->rank >= 0)
-			table__set_s64(t, c[0], r->rank);
+			table__set_s64(t, C_RANK, r->rank);
 		if (r->nranks >= 0)
-			table__set_s64(t, c[1], r->nranks);
-		table__set_u64(t, c[2], r->pid);
-		table__set_u64(t, c[3], r->calls);
-		table__set_u64(t, c[4], span);
-		table__set_u64(t, c[5], in);
-		table__set_u64(t, c[6], span - in);
-		table__set_double(t, c[7], span ? 100.0 * in / span : 0);
-		table__set_u64(t, c[8], r->late);
-		table__set_u64(t, c[9], r->made_wait_ns);
+			table__set_s64(t, C_NRANKS, r->nranks);
+		table__set_u64(t, C_PID, r->pid);
+		table__set_u64(t, C_COLLECTIVES, r->calls);
+		table__set_u64(t, C_SPAN, span);
+		table__set_u64(t, C_COLL, in);
+		table__set_u64(t, C_OUTSIDE, span - in);
+		table__set_double(t, C_COLL_PCT, span ? 100.0 * in / span : 0);
+		table__set_u64(t, C_LATE, r->late);
+		table__set_u64(t, C_MADE_WAIT, r->made_wait_ns);
 		if (r->made_wait_ns) {
-			table__set_str(t, c[10], fn_name(f, buf, sizeof(buf)));
-			table__set_double(t, c[11], pct);
-			table__set_u64(t, c[12], r->worst_seq);
-			table__set_u64(t, c[13], r->worst_wait_ns);
+			table__set_str(t, C_TOP_OP, fn_name(f, buf, sizeof(buf)));
+			table__set_double(t, C_TOP_OP_PCT, pct);
+			table__set_u64(t, C_WORST_SEQ, r->worst_seq);
+			table__set_u64(t, C_WORST_WAIT, r->worst_wait_ns);
 		}
-		table__set_str(t, c[14], rank_label(m, r->pid, r->rank, buf, sizeof(buf)));
+		table__set_str(t, C_NAME, rank_label(m, r->pid, r->rank, buf, sizeof(buf)));
 	}
 	return table__err(t);
 }

@@ -103,13 +103,20 @@ static void fn_name(__u32 fn, char *buf, size_t len)
 
 static int nccl_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum { C_BYTES = TIME_SUM_NCOLS, C_ERRORS, C_NAME, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		TIME_SUM_COLS("Num Calls"),
+		[C_BYTES] = { "bytes", "Bytes", TABLE_U64 },
+		[C_ERRORS] = { "errors", "Errors", TABLE_U64 },
+		[C_NAME] = { "name", "Name", TABLE_STR },
+	};
 	struct nccl_sum_row *rows;
 	struct nccl_sum *st = vst;
 	size_t it = 0, nrows = 0;
 	long double grand = 0;
 	struct nccl_fn *f;
 	struct hkey key;
-	int c[11], err;
+	int err;
 
 	if (st->err)
 		return st->err;
@@ -124,18 +131,15 @@ static int nccl_sum__emit(void *vst, const struct trace_model *m, struct table *
 	}
 	qsort(rows, nrows, sizeof(*rows), nccl_sum_row_cmp);
 
-	time_sum__cols(t, c);
-	c[8] = table__add_col(t, "bytes", "Bytes", TABLE_U64);
-	c[9] = table__add_col(t, "errors", "Errors", TABLE_U64);
-	c[10] = table__add_col(t, "name", "Name", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < nrows; i++) {
 		f = rows[i].f;
 		table__row(t);
-		time_sum__set(t, c, f->count, f->total, f->min, f->max, &f->samples, grand);
+		time_sum__set(t, f->count, f->total, f->min, f->max, &f->samples, grand);
 		if (f->has_bytes)
-			table__set_u64(t, c[8], f->bytes);
-		table__set_u64(t, c[9], f->errors);
-		table__set_str(t, c[10], rows[i].name);
+			table__set_u64(t, C_BYTES, f->bytes);
+		table__set_u64(t, C_ERRORS, f->errors);
+		table__set_str(t, C_NAME, rows[i].name);
 	}
 	err = table__err(t);
 	free(rows);
@@ -244,12 +248,35 @@ static int comm_cmp(const void *a, const void *b)
 
 static int nccl_comm_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_PID,
+		C_COMM,
+		C_RANK,
+		C_NRANKS,
+		C_UNIQUE_ID_HASH,
+		C_OPERATIONS,
+		C_BYTES,
+		C_TOTAL,
+		C_PARENT,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_COMM] = { "comm", "Communicator", TABLE_STR },
+		[C_RANK] = { "rank", "Rank", TABLE_S64 },
+		[C_NRANKS] = { "nranks", "NRanks", TABLE_S64 },
+		[C_UNIQUE_ID_HASH] = { "unique_id_hash", "Unique Id Hash", TABLE_STR },
+		[C_OPERATIONS] = { "operations", "Operations", TABLE_U64 },
+		[C_BYTES] = { "bytes", "Bytes", TABLE_U64 },
+		[C_TOTAL] = { "total_ns", "Total Time (ns)", TABLE_U64 },
+		[C_PARENT] = { "parent", "Parent", TABLE_STR },
+	};
 	struct nccl_comm_sum *st = vst;
 	const struct nccl_comm_ops *o;
 	struct nccl_comm **rows, *cm;
 	size_t it = 0, nrows = 0;
 	char buf[24];
-	int c[9], err;
+	int err;
 
 	if (st->err || st->w->err)
 		return st->err ? st->err : st->w->err;
@@ -260,36 +287,28 @@ static int nccl_comm_sum__emit(void *vst, const struct trace_model *m, struct ta
 		rows[nrows++] = cm;
 	qsort(rows, nrows, sizeof(*rows), comm_cmp);
 
-	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[1] = table__add_col(t, "comm", "Communicator", TABLE_STR);
-	c[2] = table__add_col(t, "rank", "Rank", TABLE_S64);
-	c[3] = table__add_col(t, "nranks", "NRanks", TABLE_S64);
-	c[4] = table__add_col(t, "unique_id_hash", "Unique Id Hash", TABLE_STR);
-	c[5] = table__add_col(t, "operations", "Operations", TABLE_U64);
-	c[6] = table__add_col(t, "bytes", "Bytes", TABLE_U64);
-	c[7] = table__add_col(t, "total_ns", "Total Time (ns)", TABLE_U64);
-	c[8] = table__add_col(t, "parent", "Parent", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < nrows; i++) {
 		cm = rows[i];
 		o = hmap__get(st->by_serial, (struct hkey){ cm->serial, 0 }, 0);
 		table__row(t);
-		table__set_u64(t, c[0], cm->pid);
+		table__set_u64(t, C_PID, cm->pid);
 		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)cm->comm);
-		table__set_str(t, c[1], buf);
+		table__set_str(t, C_COMM, buf);
 		if (cm->rank >= 0)
-			table__set_s64(t, c[2], cm->rank);
+			table__set_s64(t, C_RANK, cm->rank);
 		if (cm->nranks >= 0)
-			table__set_s64(t, c[3], cm->nranks);
+			table__set_s64(t, C_NRANKS, cm->nranks);
 		if (cm->have_hash) {
 			snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)cm->id_hash);
-			table__set_str(t, c[4], buf);
+			table__set_str(t, C_UNIQUE_ID_HASH, buf);
 		}
-		table__set_u64(t, c[5], o ? o->ops : 0);
-		table__set_u64(t, c[6], o ? o->bytes : 0);
-		table__set_u64(t, c[7], o ? o->total : 0);
+		table__set_u64(t, C_OPERATIONS, o ? o->ops : 0);
+		table__set_u64(t, C_BYTES, o ? o->bytes : 0);
+		table__set_u64(t, C_TOTAL, o ? o->total : 0);
 		if (cm->parent) {
 			snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)cm->parent);
-			table__set_str(t, c[8], buf);
+			table__set_str(t, C_PARENT, buf);
 		}
 	}
 	err = table__err(t);

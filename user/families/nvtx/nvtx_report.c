@@ -91,10 +91,16 @@ static void nvtx_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 
 static int nvtx_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum { C_STYLE = TIME_SUM_NCOLS, C_NAME, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		TIME_SUM_COLS("Instances"),
+		[C_STYLE] = { "style", "Style", TABLE_STR },
+		[C_NAME] = { "name", "Range", TABLE_STR },
+	};
 	struct nvtx_sum *st = vst;
 	__u64 grand = tgroups__grand(st->g, 0);
 	struct tgroup **rows;
-	int c[TIME_SUM_NCOLS + 2], err;
+	int err;
 	size_t n;
 
 	if (st->err)
@@ -102,16 +108,14 @@ static int nvtx_sum__emit(void *vst, const struct trace_model *m, struct table *
 	rows = tgroups__sorted(st->g, 0, &n);
 	if (!rows)
 		return -ENOMEM;
-	time_sum__cols_counting(t, c, "Instances");
-	c[TIME_SUM_NCOLS] = table__add_col(t, "style", "Style", TABLE_STR);
-	c[TIME_SUM_NCOLS + 1] = table__add_col(t, "name", "Range", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < n; i++) {
 		struct tstat *s = &rows[i]->st[0];
 
 		table__row(t);
-		time_sum__set(t, c, s->count, s->total, s->min, s->max, &s->samples, grand);
-		table__set_str(t, c[TIME_SUM_NCOLS], rows[i]->name2);
-		table__set_str(t, c[TIME_SUM_NCOLS + 1], rows[i]->name);
+		time_sum__set(t, s->count, s->total, s->min, s->max, &s->samples, grand);
+		table__set_str(t, C_STYLE, rows[i]->name2);
+		table__set_str(t, C_NAME, rows[i]->name);
 	}
 	err = table__err(t);
 	free(rows);
@@ -191,11 +195,43 @@ static int proj_sum__range(void *arg, const struct nvtx_proj_range *r,
 
 static int proj_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_NAME,
+		C_STYLE,
+		C_TOTAL_PROJ,
+		C_TOTAL_RANGE,
+		C_COUNT,
+		C_PROJ_AVG,
+		C_PROJ_MED,
+		C_PROJ_MIN,
+		C_PROJ_MAX,
+		C_PROJ_STDDEV,
+		C_TOTAL_GPU_OPS,
+		C_AVG_GPU_OPS,
+		C_GPU_TIME,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_NAME] = { "name", "Range", TABLE_STR },
+		[C_STYLE] = { "style", "Style", TABLE_STR },
+		[C_TOTAL_PROJ] = { "total_proj_ns", "Total Proj Time (ns)", TABLE_U64 },
+		[C_TOTAL_RANGE] = { "total_range_ns", "Total Range Time (ns)", TABLE_U64 },
+		[C_COUNT] = { "count", "Range Instances", TABLE_U64 },
+		[C_PROJ_AVG] = { "proj_avg_ns", "Proj Avg (ns)", TABLE_DOUBLE },
+		[C_PROJ_MED] = { "proj_med_ns", "Proj Med (ns)", TABLE_DOUBLE, TABLE_COL_MINOR },
+		[C_PROJ_MIN] = { "proj_min_ns", "Proj Min (ns)", TABLE_U64, TABLE_COL_MINOR },
+		[C_PROJ_MAX] = { "proj_max_ns", "Proj Max (ns)", TABLE_U64, TABLE_COL_MINOR },
+		[C_PROJ_STDDEV] = { "proj_stddev_ns", "Proj StdDev (ns)", TABLE_DOUBLE,
+				    TABLE_COL_MINOR },
+		[C_TOTAL_GPU_OPS] = { "total_gpu_ops", "Total GPU Ops", TABLE_U64 },
+		[C_AVG_GPU_OPS] = { "avg_gpu_ops", "Avg GPU Ops", TABLE_DOUBLE, TABLE_COL_MINOR },
+		[C_GPU_TIME] = { "gpu_time_ns", "GPU Time (ns)", TABLE_U64 },
+	};
 	struct proj_sum *st = vst;
 	struct tgroup **rows = NULL;
 	struct tgroups *g;
 	size_t n = 0;
-	int c[13], err;
+	int err;
 
 	if (st->err)
 		return st->err;
@@ -209,39 +245,24 @@ static int proj_sum__emit(void *vst, const struct trace_model *m, struct table *
 	}
 	if (err)
 		goto out;
-	c[0] = table__add_col(t, "name", "Range", TABLE_STR);
-	c[1] = table__add_col(t, "style", "Style", TABLE_STR);
-	c[2] = table__add_col(t, "total_proj_ns", "Total Proj Time (ns)", TABLE_U64);
-	c[3] = table__add_col(t, "total_range_ns", "Total Range Time (ns)", TABLE_U64);
-	c[4] = table__add_col(t, "count", "Range Instances", TABLE_U64);
-	c[5] = table__add_col(t, "proj_avg_ns", "Proj Avg (ns)", TABLE_DOUBLE);
-	c[6] = table__add_col(t, "proj_med_ns", "Proj Med (ns)", TABLE_DOUBLE);
-	c[7] = table__add_col(t, "proj_min_ns", "Proj Min (ns)", TABLE_U64);
-	c[8] = table__add_col(t, "proj_max_ns", "Proj Max (ns)", TABLE_U64);
-	c[9] = table__add_col(t, "proj_stddev_ns", "Proj StdDev (ns)", TABLE_DOUBLE);
-	c[10] = table__add_col(t, "total_gpu_ops", "Total GPU Ops", TABLE_U64);
-	c[11] = table__add_col(t, "avg_gpu_ops", "Avg GPU Ops", TABLE_DOUBLE);
-	c[12] = table__add_col(t, "gpu_time_ns", "GPU Time (ns)", TABLE_U64);
-	for (int k = 6; k <= 9; k++) /* the projection's median, min, max and stddev */
-		table__set_flags(t, c[k], TABLE_COL_MINOR);
-	table__set_flags(t, c[11], TABLE_COL_MINOR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < n; i++) {
 		struct tstat *p = &rows[i]->st[PJ_PROJ];
 
 		table__row(t);
-		table__set_str(t, c[0], rows[i]->name);
-		table__set_str(t, c[1], rows[i]->name2);
-		table__set_u64(t, c[2], p->total);
-		table__set_u64(t, c[3], rows[i]->st[PJ_RANGE].total);
-		table__set_u64(t, c[4], p->count);
-		table__set_double(t, c[5], (double)p->total / p->count);
-		table__set_double(t, c[6], samples__median(&p->samples));
-		table__set_u64(t, c[7], p->min);
-		table__set_u64(t, c[8], p->max);
-		table__set_double(t, c[9], samples__stddev(&p->samples));
-		table__set_u64(t, c[10], rows[i]->st[PJ_OPS].total);
-		table__set_double(t, c[11], (double)rows[i]->st[PJ_OPS].total / p->count);
-		table__set_u64(t, c[12], rows[i]->st[PJ_GPU].total);
+		table__set_str(t, C_NAME, rows[i]->name);
+		table__set_str(t, C_STYLE, rows[i]->name2);
+		table__set_u64(t, C_TOTAL_PROJ, p->total);
+		table__set_u64(t, C_TOTAL_RANGE, rows[i]->st[PJ_RANGE].total);
+		table__set_u64(t, C_COUNT, p->count);
+		table__set_double(t, C_PROJ_AVG, (double)p->total / p->count);
+		table__set_double(t, C_PROJ_MED, samples__median(&p->samples));
+		table__set_u64(t, C_PROJ_MIN, p->min);
+		table__set_u64(t, C_PROJ_MAX, p->max);
+		table__set_double(t, C_PROJ_STDDEV, samples__stddev(&p->samples));
+		table__set_u64(t, C_TOTAL_GPU_OPS, rows[i]->st[PJ_OPS].total);
+		table__set_double(t, C_AVG_GPU_OPS, (double)rows[i]->st[PJ_OPS].total / p->count);
+		table__set_u64(t, C_GPU_TIME, rows[i]->st[PJ_GPU].total);
 	}
 	err = table__err(t);
 out:

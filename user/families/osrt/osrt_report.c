@@ -172,6 +172,11 @@ static int osrt_row_cmp(const void *a, const void *b)
 
 static int osrt_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum { C_NAME = TIME_SUM_NCOLS, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		TIME_SUM_COLS("Num Calls"),
+		[C_NAME] = { "name", "Name", TABLE_STR },
+	};
 	struct osrt_row *rows = NULL;
 	struct osrt_sum *st = vst;
 	struct bs_syscall_agg_val *v;
@@ -180,7 +185,7 @@ static int osrt_sum__emit(void *vst, const struct trace_model *m, struct table *
 	struct osrt_nr *n;
 	char namebuf[32];
 	struct hkey key;
-	int c[9], err;
+	int err;
 
 	if (st->err)
 		return st->err;
@@ -207,13 +212,12 @@ static int osrt_sum__emit(void *vst, const struct trace_model *m, struct table *
 	}
 	qsort(rows, nrows, sizeof(*rows), osrt_row_cmp);
 
-	time_sum__cols(t, c);
-	c[8] = table__add_col(t, "name", "Name", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (i = 0; i < nrows; i++) {
 		n = rows[i].n;
 		table__row(t);
-		time_sum__set(t, c, n->count, n->total, n->min, n->max, &n->samples, grand);
-		table__set_str(t, c[8], rows[i].name);
+		time_sum__set(t, n->count, n->total, n->min, n->max, &n->samples, grand);
+		table__set_str(t, C_NAME, rows[i].name);
 	}
 	err = table__err(t);
 	free(rows);

@@ -19,41 +19,59 @@ static void ranks_add(void *st, const struct bs_hdr *rec, const struct trace_mod
 
 static int ranks_emit(void *st, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_NS,
+		C_RANK,
+		C_NRANKS,
+		C_PID,
+		C_HOST,
+		C_ALIGNED_BY,
+		C_OFFSET,
+		C_OFFSET_ERR,
+		C_DRIFT_PPB,
+		C_POINTS,
+		C_RESIDUAL_RMS,
+		C_RESIDUAL_MAX,
+		C_FILE,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_NS] = { "ns", "NS", TABLE_U64 },
+		[C_RANK] = { "rank", "Rank", TABLE_S64 },
+		[C_NRANKS] = { "nranks", "NRanks", TABLE_S64 },
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_HOST] = { "host", "Host", TABLE_STR },
+		[C_ALIGNED_BY] = { "aligned_by", "Aligned By", TABLE_STR },
+		[C_OFFSET] = { "offset_ns", "Clock Offset (ns)", TABLE_S64 },
+		[C_OFFSET_ERR] = { "offset_err_ns", "+- (ns)", TABLE_U64 },
+		[C_DRIFT_PPB] = { "drift_ppb", "Drift (ppb)", TABLE_S64 },
+		[C_POINTS] = { "points", "Collectives Used", TABLE_U64 },
+		[C_RESIDUAL_RMS] = { "residual_rms_ns", "Residual RMS (ns)", TABLE_U64 },
+		[C_RESIDUAL_MAX] = { "residual_max_ns", "Residual Max (ns)", TABLE_U64 },
+		[C_FILE] = { "file", "File", TABLE_STR },
+	};
 	const struct trace_ranks *ranks = trace_model__ranks(m);
 	const struct trace_rank *r;
 	__u32 i = 0;
-	int c[13];
 
-	c[0] = table__add_col(t, "ns", "NS", TABLE_U64);
-	c[1] = table__add_col(t, "rank", "Rank", TABLE_S64);
-	c[2] = table__add_col(t, "nranks", "NRanks", TABLE_S64);
-	c[3] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[4] = table__add_col(t, "host", "Host", TABLE_STR);
-	c[5] = table__add_col(t, "aligned_by", "Aligned By", TABLE_STR);
-	c[6] = table__add_col(t, "offset_ns", "Clock Offset (ns)", TABLE_S64);
-	c[7] = table__add_col(t, "offset_err_ns", "+- (ns)", TABLE_U64);
-	c[8] = table__add_col(t, "drift_ppb", "Drift (ppb)", TABLE_S64);
-	c[9] = table__add_col(t, "points", "Collectives Used", TABLE_U64);
-	c[10] = table__add_col(t, "residual_rms_ns", "Residual RMS (ns)", TABLE_U64);
-	c[11] = table__add_col(t, "residual_max_ns", "Residual Max (ns)", TABLE_U64);
-	c[12] = table__add_col(t, "file", "File", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	while ((r = trace_ranks__next(ranks, &i))) {
 		table__row(t);
-		table__set_u64(t, c[0], r->r.ns);
+		table__set_u64(t, C_NS, r->r.ns);
 		if (r->r.rank >= 0)
-			table__set_s64(t, c[1], r->r.rank);
+			table__set_s64(t, C_RANK, r->r.rank);
 		if (r->r.nranks >= 0)
-			table__set_s64(t, c[2], r->r.nranks);
-		table__set_u64(t, c[3], r->r.h.pid);
-		table__set_str(t, c[4], r->host);
-		table__set_str(t, c[5], trace_ranks__aligned_by(r->r.flags));
-		table__set_s64(t, c[6], r->r.offset_ns);
-		table__set_u64(t, c[7], r->r.offset_err_ns);
-		table__set_s64(t, c[8], r->r.drift_ppb);
-		table__set_u64(t, c[9], r->r.points);
-		table__set_u64(t, c[10], r->r.residual_rms_ns);
-		table__set_u64(t, c[11], r->r.residual_max_ns);
-		table__set_str(t, c[12], r->path);
+			table__set_s64(t, C_NRANKS, r->r.nranks);
+		table__set_u64(t, C_PID, r->r.h.pid);
+		table__set_str(t, C_HOST, r->host);
+		table__set_str(t, C_ALIGNED_BY, trace_ranks__aligned_by(r->r.flags));
+		table__set_s64(t, C_OFFSET, r->r.offset_ns);
+		table__set_u64(t, C_OFFSET_ERR, r->r.offset_err_ns);
+		table__set_s64(t, C_DRIFT_PPB, r->r.drift_ppb);
+		table__set_u64(t, C_POINTS, r->r.points);
+		table__set_u64(t, C_RESIDUAL_RMS, r->r.residual_rms_ns);
+		table__set_u64(t, C_RESIDUAL_MAX, r->r.residual_max_ns);
+		table__set_str(t, C_FILE, r->path);
 	}
 	return table__err(t);
 }

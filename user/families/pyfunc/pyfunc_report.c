@@ -89,33 +89,28 @@ enum {
 	NCOLS,
 };
 
-static void sum__cols(struct table *t, int *c)
-{
-	c[C_NCALLS] = table__add_col(t, "ncalls", "ncalls", TABLE_STR);
-	c[C_TOTTIME] = table__add_col(t, "tottime_ns", "tottime (ns)", TABLE_U64);
-	c[C_TOT_PERCALL] = table__add_col(t, "tottime_percall_ns", "percall (ns)", TABLE_DOUBLE);
-	c[C_CUMTIME] = table__add_col(t, "cumtime_ns", "cumtime (ns)", TABLE_U64);
-	c[C_CUM_PERCALL] = table__add_col(t, "cumtime_percall_ns", "percall (ns)", TABLE_DOUBLE);
-	c[C_AVG] = table__add_col(t, "avg_ns", "Avg (ns)", TABLE_DOUBLE);
-	c[C_MIN] = table__add_col(t, "min_ns", "Min (ns)", TABLE_U64);
-	c[C_MAX] = table__add_col(t, "max_ns", "Max (ns)", TABLE_U64);
-	c[C_CALLS] = table__add_col(t, "calls", "Calls", TABLE_U64);
-	c[C_PRIMITIVE] = table__add_col(t, "primitive_calls", "Primitive", TABLE_U64);
-	c[C_UNWOUND] = table__add_col(t, "exceptions", "Exceptions", TABLE_U64);
-	c[C_YIELDED] = table__add_col(t, "yields", "Yields", TABLE_U64);
-	c[C_OPEN] = table__add_col(t, "open", "Open", TABLE_U64);
-	c[C_PID] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[C_FUNC] = table__add_col(t, "function", "Function", TABLE_STR);
-	c[C_FILE] = table__add_col(t, "file", "File", TABLE_STR);
-	c[C_LINE] = table__add_col(t, "line", "Line", TABLE_U64);
-	/* the counts cProfile's ncalls already says, and the file's path, go first */
-	for (int i = C_CALLS; i <= C_PRIMITIVE; i++)
-		table__set_flags(t, c[i], TABLE_COL_MINOR);
-	table__set_flags(t, c[C_FILE], TABLE_COL_PATH);
-}
+static const struct table_col sum_cols[NCOLS] = {
+	[C_NCALLS] = { "ncalls", "ncalls", TABLE_STR },
+	[C_TOTTIME] = { "tottime_ns", "tottime (ns)", TABLE_U64 },
+	[C_TOT_PERCALL] = { "tottime_percall_ns", "percall (ns)", TABLE_DOUBLE },
+	[C_CUMTIME] = { "cumtime_ns", "cumtime (ns)", TABLE_U64 },
+	[C_CUM_PERCALL] = { "cumtime_percall_ns", "percall (ns)", TABLE_DOUBLE },
+	[C_AVG] = { "avg_ns", "Avg (ns)", TABLE_DOUBLE },
+	[C_MIN] = { "min_ns", "Min (ns)", TABLE_U64 },
+	[C_MAX] = { "max_ns", "Max (ns)", TABLE_U64 },
+	/* the counts cProfile's ncalls already says go first where the width is short */
+	[C_CALLS] = { "calls", "Calls", TABLE_U64, TABLE_COL_MINOR },
+	[C_PRIMITIVE] = { "primitive_calls", "Primitive", TABLE_U64, TABLE_COL_MINOR },
+	[C_UNWOUND] = { "exceptions", "Exceptions", TABLE_U64 },
+	[C_YIELDED] = { "yields", "Yields", TABLE_U64 },
+	[C_OPEN] = { "open", "Open", TABLE_U64 },
+	[C_PID] = { "pid", "PID", TABLE_U64 },
+	[C_FUNC] = { "function", "Function", TABLE_STR },
+	[C_FILE] = { "file", "File", TABLE_STR, TABLE_COL_PATH },
+	[C_LINE] = { "line", "Line", TABLE_U64 },
+};
 
-static void sum__row(struct table *t, const int *c, const struct sum_row *r,
-		     const struct trace_model *m)
+static void sum__row(struct table *t, const struct sum_row *r, const struct trace_model *m)
 {
 	char ncalls[48];
 
@@ -125,24 +120,23 @@ static void sum__row(struct table *t, const int *c, const struct sum_row *r,
 		snprintf(ncalls, sizeof(ncalls), "%llu/%llu", (unsigned long long)r->calls,
 			 (unsigned long long)r->primitive);
 	table__row(t);
-	table__set_str(t, c[C_NCALLS], ncalls);
-	table__set_u64(t, c[C_TOTTIME], r->tottime);
-	table__set_double(t, c[C_TOT_PERCALL], (double)r->tottime / r->calls);
-	table__set_u64(t, c[C_CUMTIME], r->cumtime);
-	table__set_double(t, c[C_CUM_PERCALL],
-			  r->primitive ? (double)r->cumtime / r->primitive : 0.0);
-	table__set_double(t, c[C_AVG], (double)r->total / r->calls);
-	table__set_u64(t, c[C_MIN], r->min);
-	table__set_u64(t, c[C_MAX], r->max);
-	table__set_u64(t, c[C_CALLS], r->calls);
-	table__set_u64(t, c[C_PRIMITIVE], r->primitive);
-	table__set_u64(t, c[C_UNWOUND], r->unwound);
-	table__set_u64(t, c[C_YIELDED], r->yielded);
-	table__set_u64(t, c[C_OPEN], r->open);
-	table__set_u64(t, c[C_PID], r->first->pid);
-	table__set_str(t, c[C_FUNC], str(m, r->first->func_id));
-	table__set_str(t, c[C_FILE], str(m, r->first->file_id));
-	table__set_u64(t, c[C_LINE], r->first->line);
+	table__set_str(t, C_NCALLS, ncalls);
+	table__set_u64(t, C_TOTTIME, r->tottime);
+	table__set_double(t, C_TOT_PERCALL, (double)r->tottime / r->calls);
+	table__set_u64(t, C_CUMTIME, r->cumtime);
+	table__set_double(t, C_CUM_PERCALL, r->primitive ? (double)r->cumtime / r->primitive : 0.0);
+	table__set_double(t, C_AVG, (double)r->total / r->calls);
+	table__set_u64(t, C_MIN, r->min);
+	table__set_u64(t, C_MAX, r->max);
+	table__set_u64(t, C_CALLS, r->calls);
+	table__set_u64(t, C_PRIMITIVE, r->primitive);
+	table__set_u64(t, C_UNWOUND, r->unwound);
+	table__set_u64(t, C_YIELDED, r->yielded);
+	table__set_u64(t, C_OPEN, r->open);
+	table__set_u64(t, C_PID, r->first->pid);
+	table__set_str(t, C_FUNC, str(m, r->first->func_id));
+	table__set_str(t, C_FILE, str(m, r->first->file_id));
+	table__set_u64(t, C_LINE, r->first->line);
 }
 
 /* What the rows' figures leave out, under the table. */
@@ -165,7 +159,7 @@ static int sum__emit(void *vst, const struct trace_model *m, struct table *t)
 	struct sum_row *rows = NULL;
 	size_t *row = NULL;
 	long nrows = pyfunc_calls__rows(calls, &row);
-	int c[NCOLS], err = nrows < 0 ? (int)nrows : 0;
+	int err = nrows < 0 ? (int)nrows : 0;
 
 	if (!err && !(rows = calloc(nrows + 1, sizeof(*rows))))
 		err = -ENOMEM;
@@ -176,9 +170,9 @@ static int sum__emit(void *vst, const struct trace_model *m, struct table *t)
 	sort_model = m;
 	if (nrows)
 		qsort(rows, nrows, sizeof(*rows), by_cumtime);
-	sum__cols(t, c);
+	table__add_cols(t, sum_cols, NCOLS);
 	for (long i = 0; i < nrows; i++)
-		sum__row(t, c, &rows[i], m);
+		sum__row(t, &rows[i], m);
 	sum__notes(t, rows, nrows);
 	err = table__err(t);
 out:

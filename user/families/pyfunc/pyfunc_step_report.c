@@ -72,21 +72,35 @@ static int by_time(const void *x, const void *y)
 static void step__table(struct table *t, const struct trace_model *m, struct step_row *rows,
 			size_t n, const char *named)
 {
-	int c[10];
+	enum {
+		C_TIME_PER_STEP,
+		C_CALLS_PER_STEP,
+		C_MIN_STEP,
+		C_MAX_STEP,
+		C_STEPS,
+		C_OUTSIDE_STEPS,
+		C_PID,
+		C_FUNCTION,
+		C_FILE,
+		C_LINE,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_TIME_PER_STEP] = { "time_per_step_ns", "Time/Step (ns)", TABLE_DOUBLE },
+		[C_CALLS_PER_STEP] = { "calls_per_step", "Calls/Step", TABLE_DOUBLE,
+				       .precision = 2 },
+		[C_MIN_STEP] = { "min_step_ns", "Min Step (ns)", TABLE_U64 },
+		[C_MAX_STEP] = { "max_step_ns", "Max Step (ns)", TABLE_U64 },
+		[C_STEPS] = { "steps", "Steps", TABLE_U64 },
+		[C_OUTSIDE_STEPS] = { "outside_steps", "Calls Outside", TABLE_U64 },
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_FUNCTION] = { "function", "Function", TABLE_STR },
+		[C_FILE] = { "file", "File", TABLE_STR, TABLE_COL_PATH },
+		[C_LINE] = { "line", "Line", TABLE_U64 },
+	};
 	__u64 outside = 0, stepless = 0;
 
-	c[0] = table__add_col(t, "time_per_step_ns", "Time/Step (ns)", TABLE_DOUBLE);
-	c[1] = table__add_col(t, "calls_per_step", "Calls/Step", TABLE_DOUBLE);
-	table__set_precision(t, c[1], 2);
-	c[2] = table__add_col(t, "min_step_ns", "Min Step (ns)", TABLE_U64);
-	c[3] = table__add_col(t, "max_step_ns", "Max Step (ns)", TABLE_U64);
-	c[4] = table__add_col(t, "steps", "Steps", TABLE_U64);
-	c[5] = table__add_col(t, "outside_steps", "Calls Outside", TABLE_U64);
-	c[6] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[7] = table__add_col(t, "function", "Function", TABLE_STR);
-	c[8] = table__add_col(t, "file", "File", TABLE_STR);
-	c[9] = table__add_col(t, "line", "Line", TABLE_U64);
-	table__set_flags(t, c[8], TABLE_COL_PATH);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < n; i++) {
 		const struct step_row *r = &rows[i];
 		const char *func = trace_model__string(m, r->first->func_id);
@@ -98,16 +112,16 @@ static void step__table(struct table *t, const struct trace_model *m, struct ste
 		}
 		outside += r->outside;
 		table__row(t);
-		table__set_double(t, c[0], r->time_per_step);
-		table__set_double(t, c[1], r->calls_per_step);
-		table__set_u64(t, c[2], r->min);
-		table__set_u64(t, c[3], r->max);
-		table__set_u64(t, c[4], r->steps);
-		table__set_u64(t, c[5], r->outside);
-		table__set_u64(t, c[6], r->first->pid);
-		table__set_str(t, c[7], func ? func : "");
-		table__set_str(t, c[8], file ? file : "");
-		table__set_u64(t, c[9], r->first->line);
+		table__set_double(t, C_TIME_PER_STEP, r->time_per_step);
+		table__set_double(t, C_CALLS_PER_STEP, r->calls_per_step);
+		table__set_u64(t, C_MIN_STEP, r->min);
+		table__set_u64(t, C_MAX_STEP, r->max);
+		table__set_u64(t, C_STEPS, r->steps);
+		table__set_u64(t, C_OUTSIDE_STEPS, r->outside);
+		table__set_u64(t, C_PID, r->first->pid);
+		table__set_str(t, C_FUNCTION, func ? func : "");
+		table__set_str(t, C_FILE, file ? file : "");
+		table__set_u64(t, C_LINE, r->first->line);
 	}
 	if (n && !table__nrows(t) && named)
 		table__add_note(

@@ -106,12 +106,37 @@ static int sched_row_cmp(const void *a, const void *b)
 
 static int sched_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	enum {
+		C_PID,
+		C_TID,
+		C_ONCPU,
+		C_OFFCPU,
+		C_BLOCKED,
+		C_RUNNABLE,
+		C_SWITCHES,
+		C_PREEMPTIONS,
+		C_PROCESS,
+		C_THREAD_NAME,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		[C_TID] = { "tid", "TID", TABLE_U64 },
+		[C_ONCPU] = { "oncpu_ns", "On-CPU (ns)", TABLE_U64 },
+		[C_OFFCPU] = { "offcpu_ns", "Off-CPU (ns)", TABLE_U64 },
+		[C_BLOCKED] = { "blocked_ns", "Blocked (ns)", TABLE_U64 },
+		[C_RUNNABLE] = { "runnable_ns", "Runnable (ns)", TABLE_U64 },
+		[C_SWITCHES] = { "switches", "Switches", TABLE_U64, TABLE_COL_MINOR },
+		[C_PREEMPTIONS] = { "preemptions", "Preemptions", TABLE_U64, TABLE_COL_MINOR },
+		[C_PROCESS] = { "process", "Process", TABLE_STR },
+		[C_THREAD_NAME] = { "thread_name", "Thread", TABLE_STR },
+	};
 	struct sched_sum *st = vst;
 	const struct sched_thread *th;
 	struct sched_row *rows;
 	size_t it = 0, n = 0, i;
 	struct hkey key;
-	int c[10], err;
+	int err;
 
 	if (st->err)
 		return st->err;
@@ -126,31 +151,20 @@ static int sched_sum__emit(void *vst, const struct trace_model *m, struct table 
 	}
 	qsort(rows, n, sizeof(*rows), sched_row_cmp);
 
-	c[0] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[1] = table__add_col(t, "tid", "TID", TABLE_U64);
-	c[2] = table__add_col(t, "oncpu_ns", "On-CPU (ns)", TABLE_U64);
-	c[3] = table__add_col(t, "offcpu_ns", "Off-CPU (ns)", TABLE_U64);
-	c[4] = table__add_col(t, "blocked_ns", "Blocked (ns)", TABLE_U64);
-	c[5] = table__add_col(t, "runnable_ns", "Runnable (ns)", TABLE_U64);
-	c[6] = table__add_col(t, "switches", "Switches", TABLE_U64);
-	c[7] = table__add_col(t, "preemptions", "Preemptions", TABLE_U64);
-	c[8] = table__add_col(t, "process", "Process", TABLE_STR);
-	c[9] = table__add_col(t, "thread_name", "Thread", TABLE_STR);
-	table__set_flags(t, c[6], TABLE_COL_MINOR);
-	table__set_flags(t, c[7], TABLE_COL_MINOR);
+	table__add_cols(t, cols, NCOLS);
 	for (i = 0; i < n; i++) {
 		th = rows[i].th;
 		table__row(t);
-		table__set_u64(t, c[0], rows[i].pid);
-		table__set_u64(t, c[1], rows[i].tid);
-		table__set_u64(t, c[2], th->oncpu);
-		table__set_u64(t, c[3], th->offcpu);
-		table__set_u64(t, c[4], th->blocked);
-		table__set_u64(t, c[5], th->runnable);
-		table__set_u64(t, c[6], th->switches);
-		table__set_u64(t, c[7], th->preemptions);
-		table__set_str(t, c[8], trace_model__process_name(m, rows[i].pid));
-		table__set_str(t, c[9], trace_model__thread_name(m, rows[i].tid));
+		table__set_u64(t, C_PID, rows[i].pid);
+		table__set_u64(t, C_TID, rows[i].tid);
+		table__set_u64(t, C_ONCPU, th->oncpu);
+		table__set_u64(t, C_OFFCPU, th->offcpu);
+		table__set_u64(t, C_BLOCKED, th->blocked);
+		table__set_u64(t, C_RUNNABLE, th->runnable);
+		table__set_u64(t, C_SWITCHES, th->switches);
+		table__set_u64(t, C_PREEMPTIONS, th->preemptions);
+		table__set_str(t, C_PROCESS, trace_model__process_name(m, rows[i].pid));
+		table__set_str(t, C_THREAD_NAME, trace_model__thread_name(m, rows[i].tid));
 	}
 	err = table__err(t);
 	free(rows);

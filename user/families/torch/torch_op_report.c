@@ -88,45 +88,45 @@ enum {
 	C_PID,
 	C_SCOPE,
 	C_NAME,
-	C_BY,
+	C_SHAPES,
+	C_STACK,
 	NCOLS,
 };
 
+/* What a column of torch_op_sum needs (its `when`): mem's records, input shapes, --group-by. */
+enum { OP_MEM = 1, OP_FLOPS = 2, OP_BY_SHAPE = 4, OP_BY_STACK = 8 };
+
 /* The columns: key_averages' (memory with mem's records, FLOPs with input shapes). */
-static void op_sum__cols(struct table *t, int *c, int with_mem, int with_flops,
-			 enum torch_group_by by)
+static const struct table_col op_sum_cols[NCOLS] = {
+	[C_SELF_PCT] = { "self_cpu_pct", "Self CPU (%)", TABLE_DOUBLE },
+	[C_SELF] = { "cpu_self_ns", "Self CPU (ns)", TABLE_U64 },
+	[C_TOTAL] = { "cpu_total_ns", "CPU Total (ns)", TABLE_U64 },
+	[C_COUNT] = { "count", "Calls", TABLE_U64 },
+	[C_AVG] = { "cpu_avg_ns", "CPU Avg (ns)", TABLE_DOUBLE },
+	[C_MAX] = { "cpu_max_ns", "CPU Max (ns)", TABLE_U64 },
+	[C_GPU_SELF] = { "gpu_self_ns", "Self GPU (ns)", TABLE_U64 },
+	[C_GPU_TOTAL] = { "gpu_total_ns", "GPU Total (ns)", TABLE_U64 },
+	[C_GPU_OPS] = { "gpu_ops", "GPU Ops", TABLE_U64 },
+	/* key_averages' columns, the order its table prints them */
+	[C_CPU_MEM] = { "cpu_mem_bytes", "CPU Mem", TABLE_S64, .when = OP_MEM },
+	[C_SELF_CPU_MEM] = { "self_cpu_mem_bytes", "Self CPU Mem", TABLE_S64, .when = OP_MEM },
+	[C_CUDA_MEM] = { "cuda_mem_bytes", "CUDA Mem", TABLE_S64, .when = OP_MEM },
+	[C_SELF_CUDA_MEM] = { "self_cuda_mem_bytes", "Self CUDA Mem", TABLE_S64, .when = OP_MEM },
+	[C_FLOPS] = { "flops", "Total FLOPs", TABLE_U64, .when = OP_FLOPS },
+	[C_GFLOPS] = { "gflops_per_s", "GFLOP/s", TABLE_DOUBLE, .precision = 3, .when = OP_FLOPS },
+	[C_PID] = { "pid", "PID", TABLE_U64 },
+	[C_SCOPE] = { "scope", "Scope", TABLE_STR },
+	[C_NAME] = { "name", "Name", TABLE_STR },
+	[C_SHAPES] = { "input_shapes", "Input Shapes", TABLE_STR, .when = OP_BY_SHAPE },
+	[C_STACK] = { "stack", "Source Location", TABLE_STR, .when = OP_BY_STACK },
+};
+
+/* The OP_* of a table with memory, FLOPs and rows grouped BY. */
+static unsigned op_sum__options(int with_mem, int with_flops, enum torch_group_by by)
 {
-	for (int i = 0; i < NCOLS; i++)
-		c[i] = -1;
-	c[C_SELF_PCT] = table__add_col(t, "self_cpu_pct", "Self CPU (%)", TABLE_DOUBLE);
-	c[C_SELF] = table__add_col(t, "cpu_self_ns", "Self CPU (ns)", TABLE_U64);
-	c[C_TOTAL] = table__add_col(t, "cpu_total_ns", "CPU Total (ns)", TABLE_U64);
-	c[C_COUNT] = table__add_col(t, "count", "Calls", TABLE_U64);
-	c[C_AVG] = table__add_col(t, "cpu_avg_ns", "CPU Avg (ns)", TABLE_DOUBLE);
-	c[C_MAX] = table__add_col(t, "cpu_max_ns", "CPU Max (ns)", TABLE_U64);
-	c[C_GPU_SELF] = table__add_col(t, "gpu_self_ns", "Self GPU (ns)", TABLE_U64);
-	c[C_GPU_TOTAL] = table__add_col(t, "gpu_total_ns", "GPU Total (ns)", TABLE_U64);
-	c[C_GPU_OPS] = table__add_col(t, "gpu_ops", "GPU Ops", TABLE_U64);
-	if (with_mem) { /* key_averages' columns, the order its table prints them */
-		c[C_CPU_MEM] = table__add_col(t, "cpu_mem_bytes", "CPU Mem", TABLE_S64);
-		c[C_SELF_CPU_MEM] =
-			table__add_col(t, "self_cpu_mem_bytes", "Self CPU Mem", TABLE_S64);
-		c[C_CUDA_MEM] = table__add_col(t, "cuda_mem_bytes", "CUDA Mem", TABLE_S64);
-		c[C_SELF_CUDA_MEM] =
-			table__add_col(t, "self_cuda_mem_bytes", "Self CUDA Mem", TABLE_S64);
-	}
-	if (with_flops) {
-		c[C_FLOPS] = table__add_col(t, "flops", "Total FLOPs", TABLE_U64);
-		c[C_GFLOPS] = table__add_col(t, "gflops_per_s", "GFLOP/s", TABLE_DOUBLE);
-		table__set_precision(t, c[C_GFLOPS], 3);
-	}
-	c[C_PID] = table__add_col(t, "pid", "PID", TABLE_U64);
-	c[C_SCOPE] = table__add_col(t, "scope", "Scope", TABLE_STR);
-	c[C_NAME] = table__add_col(t, "name", "Name", TABLE_STR);
-	if (by == TORCH_GROUP_SHAPE)
-		c[C_BY] = table__add_col(t, "input_shapes", "Input Shapes", TABLE_STR);
-	if (by == TORCH_GROUP_STACK)
-		c[C_BY] = table__add_col(t, "stack", "Source Location", TABLE_STR);
+	return (with_mem ? OP_MEM : 0) | (with_flops ? OP_FLOPS : 0) |
+	       (by == TORCH_GROUP_SHAPE ? OP_BY_SHAPE : 0) |
+	       (by == TORCH_GROUP_STACK ? OP_BY_STACK : 0);
 }
 
 /* FLOPs per second of R: over the GPU time of the work inside it, else over its CPU time. */
@@ -164,8 +164,10 @@ static void op_sum__row(struct table *t, const int *c, const struct torch_op_gro
 		table__set_u64(t, c[C_PID], r->pid);
 	table__set_str(t, c[C_SCOPE], r->scope);
 	table__set_str(t, c[C_NAME], r->name ? r->name : MEMORY_ROW);
-	if (c[C_BY] >= 0)
-		table__set_str(t, c[C_BY], r->by);
+	if (c[C_SHAPES] >= 0)
+		table__set_str(t, c[C_SHAPES], r->by);
+	if (c[C_STACK] >= 0)
+		table__set_str(t, c[C_STACK], r->by);
 }
 
 /* --group-by's key for torch_op_sum (stats checked it is one of op_sum_groups). */
@@ -224,7 +226,7 @@ static int op_sum__emit_for(void *vst, const struct trace_model *m, const struct
 		with_flops = !!st->t->ops[i].shapes;
 	for (size_t i = 0; i < g.n; i++)
 		self_all += g.v[i].cpu_self;
-	op_sum__cols(t, c, with_mem, with_flops, by);
+	table__add_cols_when(t, op_sum_cols, NCOLS, op_sum__options(with_mem, with_flops, by), c);
 	for (size_t i = 0; i < g.n; i++)
 		op_sum__row(t, c, &g.v[i], self_all);
 	/* torch.profiler's "[memory]": a call of no time per event in no op's time */
@@ -265,10 +267,17 @@ static const struct report torch_op_sum = {
 
 static int op_kernels__emit(void *vst, const struct trace_model *m, struct table *t)
 {
+	/* nsys's timing columns over the GPU time, as cuda_gpu_kern_sum's */
+	enum { C_OP = TIME_SUM_NCOLS, C_KERNEL, NCOLS };
+	static const struct table_col cols[NCOLS] = {
+		TIME_SUM_COLS("Instances"),
+		[C_OP] = { "op", "Op", TABLE_STR },
+		[C_KERNEL] = { "kernel", "Kernel", TABLE_STR },
+	};
 	struct op_report *st = vst;
 	struct tgroup **rows = NULL, *row;
 	struct tgroups *g;
-	int c[TIME_SUM_NCOLS + 2], err;
+	int err;
 	size_t n = 0;
 
 	if (st->err)
@@ -286,18 +295,15 @@ static int op_kernels__emit(void *vst, const struct trace_model *m, struct table
 		err = -ENOMEM;
 	if (err)
 		goto out;
-	/* nsys's timing columns over the GPU time, as cuda_gpu_kern_sum's */
-	time_sum__cols_counting(t, c, "Instances");
-	c[TIME_SUM_NCOLS] = table__add_col(t, "op", "Op", TABLE_STR);
-	c[TIME_SUM_NCOLS + 1] = table__add_col(t, "kernel", "Kernel", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < n; i++) {
 		struct tstat *s = &rows[i]->st[0];
 
 		table__row(t);
-		time_sum__set(t, c, s->count, s->total, s->min, s->max, &s->samples,
+		time_sum__set(t, s->count, s->total, s->min, s->max, &s->samples,
 			      tgroups__grand(g, 0));
-		table__set_str(t, c[TIME_SUM_NCOLS], rows[i]->name);
-		table__set_str(t, c[TIME_SUM_NCOLS + 1], rows[i]->name2);
+		table__set_str(t, C_OP, rows[i]->name);
+		table__set_str(t, C_KERNEL, rows[i]->name2);
 	}
 	err = table__err(t);
 out:

@@ -173,12 +173,36 @@ static int step_ops(const struct torch_ops *t, const struct span *by_start,
 static int step_report__emit_for(void *vst, const struct trace_model *m,
 				 const struct report_ask *ask, struct table *t)
 {
+	enum {
+		C_STEP,
+		C_PID,
+		C_START,
+		C_WALL,
+		C_GPU_BUSY,
+		C_GPU_BUSY_PCT,
+		C_OPS,
+		C_TOP_OPS,
+		C_NAME,
+		NCOLS
+	};
+	static const struct table_col cols[NCOLS] = {
+		[C_STEP] = { "step", "Step", TABLE_U64 },
+		[C_PID] = { "pid", "PID", TABLE_U64 },
+		/* From the recording's start, as a timeline shows it (a step before it: 0). */
+		[C_START] = { "start_ns", "Start (ns)", TABLE_U64 },
+		[C_WALL] = { "wall_ns", "Wall (ns)", TABLE_U64 },
+		[C_GPU_BUSY] = { "gpu_busy_ns", "GPU Busy (ns)", TABLE_U64 },
+		[C_GPU_BUSY_PCT] = { "gpu_busy_pct", "GPU Busy (%)", TABLE_DOUBLE },
+		[C_OPS] = { "ops", "Ops", TABLE_U64 },
+		[C_TOP_OPS] = { "top_ops", "Top Ops (self CPU)", TABLE_STR },
+		[C_NAME] = { "name", "Step Scope", TABLE_STR },
+	};
 	struct step_report *st = vst;
 	const struct step_span *const *steps;
 	struct span *by_start;
 	__u64 start = trace_model__start(m);
 	size_t nsteps;
-	int c[9], err;
+	int err;
 	char top[512];
 
 	if (st->err)
@@ -195,16 +219,7 @@ static int step_report__emit_for(void *vst, const struct trace_model *m,
 		qsort(by_start, st->t->nops, sizeof(*by_start), span_cmp);
 	if (st->ngpu)
 		qsort(st->gpu, st->ngpu, sizeof(*st->gpu), span_cmp);
-	c[0] = table__add_col(t, "step", "Step", TABLE_U64);
-	c[1] = table__add_col(t, "pid", "PID", TABLE_U64);
-	/* From the recording's start, as a timeline shows it (a step before it: 0). */
-	c[2] = table__add_col(t, "start_ns", "Start (ns)", TABLE_U64);
-	c[3] = table__add_col(t, "wall_ns", "Wall (ns)", TABLE_U64);
-	c[4] = table__add_col(t, "gpu_busy_ns", "GPU Busy (ns)", TABLE_U64);
-	c[5] = table__add_col(t, "gpu_busy_pct", "GPU Busy (%)", TABLE_DOUBLE);
-	c[6] = table__add_col(t, "ops", "Ops", TABLE_U64);
-	c[7] = table__add_col(t, "top_ops", "Top Ops (self CPU)", TABLE_STR);
-	c[8] = table__add_col(t, "name", "Step Scope", TABLE_STR);
+	table__add_cols(t, cols, NCOLS);
 	steps = steps__all(ask->steps, &nsteps);
 	for (size_t i = 0; i < nsteps && !err; i++) {
 		const struct step_span *s = steps[i];
@@ -213,16 +228,16 @@ static int step_report__emit_for(void *vst, const struct trace_model *m,
 
 		err = step_ops(st->t, by_start, s, &ops, top, sizeof(top));
 		table__row(t);
-		table__set_u64(t, c[0], s->step);
-		table__set_u64(t, c[1], s->pid);
-		table__set_u64(t, c[2], s->ts > start ? s->ts - start : 0);
-		table__set_u64(t, c[3], dur);
-		table__set_u64(t, c[4], busy);
-		table__set_double(t, c[5], dur ? 100.0 * busy / dur : 0.0);
-		table__set_u64(t, c[6], ops);
-		table__set_str(t, c[7], top);
+		table__set_u64(t, C_STEP, s->step);
+		table__set_u64(t, C_PID, s->pid);
+		table__set_u64(t, C_START, s->ts > start ? s->ts - start : 0);
+		table__set_u64(t, C_WALL, dur);
+		table__set_u64(t, C_GPU_BUSY, busy);
+		table__set_double(t, C_GPU_BUSY_PCT, dur ? 100.0 * busy / dur : 0.0);
+		table__set_u64(t, C_OPS, ops);
+		table__set_str(t, C_TOP_OPS, top);
 		/* Another source's step without a name (cudaProfilerApi's ranges): its kind. */
-		table__set_str(t, c[8],
+		table__set_str(t, C_NAME,
 			       name				 ? name
 			       : (s->src->flags & STEPS_DEFAULT) ? ""
 								 : s->src->kind);
