@@ -247,7 +247,9 @@ static int snap_chunk_add(struct snap *s, struct snap_dev *d)
 
 	if (!s->tmp && (err = snap_tmp(s)))
 		return err;
-	if (array__grow((void **)&d->chunks, d->nchunks, &d->chunks_cap, sizeof(*d->chunks)))
+	/* from 16: thousands of processes may each spill a few chunks */
+	if (array__grow_from((void **)&d->chunks, d->nchunks, &d->chunks_cap, sizeof(*d->chunks),
+			     16))
 		return -ENOMEM;
 	if (fwrite(d->buf, 1, d->size, s->tmp) != d->size)
 		return errno ? -errno : -EIO;
@@ -570,16 +572,8 @@ static void live_block(void *arg, __u32 pid, __s16 device, __u64 addr, const str
 {
 	struct live_blocks *l = arg;
 
-	if (l->n == l->cap) {
-		struct snap_block *v =
-			realloc(l->v, (l->cap = l->cap ? 2 * l->cap : 64) * sizeof(*v));
-
-		if (!v) {
-			l->err = -ENOMEM;
-			return;
-		}
-		l->v = v;
-	}
+	if (!l->err && array__grow((void **)&l->v, l->n, &l->cap, sizeof(*l->v)))
+		l->err = -ENOMEM;
 	if (!l->err)
 		l->v[l->n++] = (struct snap_block){ addr, b->bytes, b->site };
 }

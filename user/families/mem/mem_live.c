@@ -95,7 +95,8 @@ static struct mem_pdev *pdev_make(struct mem_live *l, __u32 pid, __s16 device)
 	if (d)
 		return d;
 	p = hmap__get(l->procs, (struct hkey){ pid, 0 }, 1);
-	if (!p || array__grow((void **)&p->devs, p->ndevs, &p->cap, sizeof(*p->devs)))
+	/* from 4: a process uses the CPU and a device or two */
+	if (!p || array__grow_from((void **)&p->devs, p->ndevs, &p->cap, sizeof(*p->devs), 4))
 		return NULL;
 	blocks = hmap__new(sizeof(struct mem_block));
 	d = blocks ? hmap__get(l->devs, pid_dev(pid, device), 1) : NULL;
