@@ -10,9 +10,11 @@
  * it. --chunk BYTES: close chunks at BYTES of encoded records instead of the writer's target.
  * The codecs are made once and reused by every repeat, as a writer keeps them over a file;
  * --fresh makes them anew for each repeat (a one-chunk trace then also measures the heap the
- * previous repeat gave back being faulted in again).
+ * previous repeat gave back being faulted in again). --level N: zstd level N instead of the
+ * writer's 3 (what another level would give).
  *
- *   codec_bench [--types] [--columns] [--fresh] [--chunk BYTES] [--repeat N] FILE.bst...
+ *   codec_bench [--types] [--columns] [--fresh] [--chunk BYTES] [--level N] [--repeat N]
+ *               FILE.bst...
  */
 #include <errno.h>
 #include <stdio.h>
@@ -389,6 +391,10 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--chunk") && i + 1 < argc) {
 			chunk_target = strtoul(argv[++i], NULL, 0);
 			chunk_target = chunk_target < 4096 ? 4096 : chunk_target;
+			continue;
+		}
+		if (!strcmp(argv[i], "--level") && i + 1 < argc) {
+			ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, atoi(argv[++i]));
 			continue;
 		}
 		if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {

@@ -7,8 +7,8 @@
  * The entry time of the call in flight lives in BPF task storage (the _btf programs): a
  * slot attached to the task_struct, created on the thread's first traced call and freed by
  * the kernel with the task. A hash keyed by tid cost an insert on every sys_enter and a
- * delete on every sys_exit (two bucket locks and a free-list round trip, ~250 ns of the
- * ~450 ns the programs took per call on the benchmark VM, bench/RESULTS.md); the slot
+ * delete on every sys_exit (two bucket locks and a free-list round trip: most of what the
+ * programs took per call, bench/RESULTS.md, "Figures the code's comments cite"); the slot
  * costs a pointer walk. Kernels without BTF (the _raw programs) cannot use task storage,
  * so they keep the hash, cleaned up when a thread dies inside a call.
  *

@@ -25,6 +25,7 @@ import json
 import os
 import pickle
 import pickletools
+import resource
 import shutil
 import sqlite3
 import tempfile
@@ -35,7 +36,7 @@ import synth
 from test_export_gil import load_chrome, ns, rows
 from test_export_perfetto import Model, decode, need_protoc, one
 
-SECONDS = 15
+SECONDS = 25
 
 PY = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -345,6 +346,111 @@ def test_export_mem_snapshot_processes_sharing_a_device():
     eq([(s["device"], s["total_size"]) for s in snap["segments"]], [(0, 2 * MiB), (1, 20 * MiB)],
        "each process's own segments")
     check("device 1 of the snapshot is pid 200's cuda:0" in p.stderr, f"said: {p.stderr}")
+
+
+def nofile(n):
+    """preexec_fn: at most N descriptors open (the soft RLIMIT_NOFILE)."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+
+
+def many_processes_trace(nproc, rounds, busy=0):
+    """NPROC processes on cuda:0, each with a 20 MiB segment where every round allocates a
+    2 MiB block (in 8 slots) and, from the fifth, frees the one of four rounds before; the
+    rounds interleave the processes. BUSY: one more process (pid 99) allocating and freeing a
+    block in a 2 MiB segment of its own BUSY times between them. Returns (trace, {pid: the
+    addresses it allocated, in order}): the last four's blocks are left."""
+    t = synth.Trace(families="proc,mem")
+    pids = list(range(1000, 1000 + nproc))
+    slot = lambda i, r: 0x7f0000000000 + i * (1 << 32) + (r % 8) * 2 * MiB  # noqa: E731
+    t.process(99, "busy")
+    for pid in pids:
+        t.process(pid, f"rank{pid}")
+    ts, done = 1000, 0
+
+    def busy_step():
+        nonlocal ts, done
+        if done < busy:
+            addr, reserved = 0x7e0000000000 + done * 2 * MiB, 2 * MiB * (done + 1)
+            t.mem_alloc(99, 99, ts, addr, MiB, device=0, allocated=MiB, reserved=reserved)
+            t.mem_free(99, 99, ts + 1, addr, MiB, device=0, allocated=0, reserved=reserved)
+            ts += 2
+            done += 1
+
+    for r in range(rounds):
+        for i, pid in enumerate(pids):
+            live = min(r, 4) + 1
+            t.mem_alloc(pid, pid, ts, slot(i, r), 2 * MiB, device=0, allocated=live * 2 * MiB,
+                        reserved=20 * MiB)
+            if r >= 4:
+                t.mem_free(pid, pid, ts + 1, slot(i, r - 4), 2 * MiB, device=0,
+                           allocated=4 * 2 * MiB, reserved=20 * MiB)
+            ts += 2
+            busy_step()
+    while done < busy:
+        busy_step()
+    return t.write(tmpdir()), {pid: [slot(i, r) for r in range(rounds)]
+                               for i, pid in enumerate(pids)}
+
+
+def test_export_mem_snapshot_thousands_of_processes():
+    """2,000 processes on one device, exported with 64 descriptors: each process's trace and
+    blocks whole. Their entries together are more than the exporter keeps in memory, and the
+    busy process's more than it keeps for one device, so both spills to the temporary file
+    run, interleaved (an export once held a temporary file per process: out of descriptors,
+    said as out of memory)."""
+    need_tools()
+    nproc, rounds, busy = 2000, 40, 1500
+    trace, allocs = many_processes_trace(nproc, rounds, busy)
+    out = os.path.join(tmpdir(), "many.pickle")
+    p = run([BPFSIGHT, "export", trace, "--format", "memory-snapshot", "-o", out],
+            timeout=300, preexec_fn=nofile(64))
+    eq(p.returncode, 0, f"export under ulimit -n 64 ({p.stderr.strip()[-600:]})")
+    check("and 1993 more (process, device) pairs" in p.stderr and p.stderr.count("\n") < 12,
+          f"the first devices named, the rest counted: {p.stderr[-600:]}")
+    snap = load_snapshot(out)
+    devs = snap["bpfsight_devices"]
+    index = {d["pid"]: i for i, d in enumerate(devs)}
+    eq(sorted(index), [99] + sorted(allocs), "an index per process, every process")
+    traces = snap["device_traces"]
+    eq([e["action"] for e in traces[index[99]]],
+       ["segment_alloc", "alloc", "free_requested", "free_completed"] * busy,
+       "the busy process's every entry")
+    eq(replay_backwards(snap, index[99]), busy * 4, "and a consistent one")
+    want = ["segment_alloc"]
+    for r in range(rounds):
+        want += ["alloc"] + (["free_requested", "free_completed"] if r >= 4 else [])
+    blocks = collections.defaultdict(list)
+    for s in snap["segments"]:
+        blocks[devs[s["device"]]["pid"]] += [b["address"] for b in s["blocks"]
+                                             if b["state"] == "active_allocated"]
+    for pid, addrs in allocs.items():
+        tr = traces[index[pid]]
+        eq([e["action"] for e in tr], want, f"pid {pid}'s actions")
+        eq([e["addr"] for e in tr if e["action"] == "alloc"], addrs, f"pid {pid}'s allocations")
+        eq(sorted(blocks[pid]), sorted(addrs[-4:]), f"pid {pid}'s blocks left")
+
+
+def test_export_mem_snapshot_out_of_descriptors_says_so():
+    """Fewer and fewer descriptors: the export either works or says which file it could not
+    open and why, the temporary file included (once said as out of memory)."""
+    need_tools()
+    trace, _ = many_processes_trace(0, 0, busy=1500)  # more than a device's buffer: spilled
+    d, said, worked = tmpdir(), [], False
+    for n in range(3, 16):
+        out = os.path.join(d, f"s{n}.pickle")
+        p = run([BPFSIGHT, "export", trace, "--format", "memory-snapshot", "-o", out],
+                preexec_fn=nofile(n))
+        if p.returncode == 0:
+            worked = True
+            break
+        check("Too many open files" in p.stderr and "Cannot allocate memory" not in p.stderr,
+              f"ulimit -n {n}: says why: {p.stderr}")
+        check(not os.path.exists(out), f"ulimit -n {n}: no OUT left")
+        said.append(p.stderr)
+    check(worked, "works with enough descriptors")
+    check(any("cannot create a temporary file in " + d in e for e in said),
+          f"the temporary file's failure named: {said}")
 
 
 def test_export_mem_snapshot_refuses_what_it_cannot_show():

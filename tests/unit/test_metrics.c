@@ -3,10 +3,12 @@
  * monitor's metrics (user/monitor/metrics.c) fed records as the recorder writes them: cumulative
  * in-kernel snapshots become exact increments, top-N and "other", a recycled pid starting from
  * zero, the exit grace; mem's bytes (gauges of a process's own, summed under "other", gone at
- * its exit, its peaks kept for the grace) and its state freed with the processes; and
- * hmap__del, which the metrics rely on to forget threads.
+ * its exit, its peaks kept for the grace) and its state freed with the processes, the live
+ * blocks' forgetting a process whatever its devices; and hmap__del, which the metrics rely on
+ * to forget threads.
  */
 #include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "unit.h"
@@ -17,6 +19,7 @@
 #include "osrt_records.h"
 #include "cuda_records.h"
 #include "mem_records.h"
+#include "mem_live.h"
 
 #define SEC 1000000000ull
 
@@ -290,6 +293,73 @@ static void test_mem_bytes_other_exit(void)
 	record_args__free(&a);
 }
 
+static __u64 live_apply(struct mem_live *l, __u32 pid, __s16 device, __u64 addr, __u64 bytes,
+			int free, __u8 source)
+{
+	struct bs_mem_alloc r = {
+		.addr = addr,
+		.bytes = bytes,
+		.device = device,
+		.source = source,
+		.flags = free ? BS_MEM_FREE : 0,
+	};
+
+	hdr(&r.h, BS_REC_MEM_ALLOC, sizeof(r), pid, pid, 1);
+	return mem_live__apply(l, &r, 0, NULL);
+}
+
+static void count_block(void *arg, __u32 pid, __s16 device, __u64 addr, const struct mem_block *b)
+{
+	(*(__u64 *)arg)++;
+}
+
+/*
+ * A process's exit forgets what it had, on whatever device its records name (any 16-bit
+ * value: once only -1 to 255 were forgotten), its last CPU Delete included, and nothing of
+ * another process's.
+ */
+static void test_mem_live_forget(void)
+{
+	static const __s16 devs[] = {
+		BS_MEM_DEV_CPU, 0, 7, 255, 256, 300, -5, INT16_MAX, INT16_MIN
+	};
+	const size_t ndevs = sizeof(devs) / sizeof(devs[0]);
+	struct mem_live *l = mem_live__new();
+	const struct mem_dev *d;
+	__u64 n = 0;
+
+	if (!ASSERT_TRUE(l, "mem_live__new"))
+		return;
+	for (size_t i = 0; i < ndevs; i++)
+		for (__u64 b = 0; b < 2; b++)
+			live_apply(l, 100, devs[i], 0x1000 + b * 0x100, 64, 0, BS_MEM_SRC_REPORT);
+	live_apply(l, 200, 0, 0x1000, 4096, 0, BS_MEM_SRC_REPORT);
+	live_apply(l, 200, BS_MEM_DEV_CPU, 0x1000, 32, 0, BS_MEM_SRC_CPU);
+	/* 100's Delete of a block allocated before: its report is left out, until 100 goes */
+	live_apply(l, 100, BS_MEM_DEV_CPU, 0x9000, 0, 1, BS_MEM_SRC_CPU);
+	ASSERT_EQ(mem_live__count(l), 2 * ndevs + 2, "every block live");
+	mem_live__forget(l, 100);
+	ASSERT_EQ(mem_live__count(l), 2, "200's blocks only");
+	for (size_t i = 0; i < ndevs; i++) {
+		ASSERT_TRUE(!mem_live__dev(l, 100, devs[i]), "100's devices forgotten");
+		ASSERT_TRUE(!mem_live__get(l, 100, devs[i], 0x1000), "100's blocks forgotten");
+	}
+	mem_live__each(l, 0, 0, count_block, &n);
+	ASSERT_EQ(n, 2, "every block left is 200's");
+	d = mem_live__dev(l, 200, 0);
+	ASSERT_TRUE(d && d->live == 4096 && mem_live__get(l, 200, BS_MEM_DEV_CPU, 0x1000),
+		    "200's kept");
+	ASSERT_EQ(live_apply(l, 100, BS_MEM_DEV_CPU, 0x9000, 48, 1, BS_MEM_SRC_REPORT), 48,
+		  "100's Delete forgotten: a report of that address counts what it says");
+	mem_live__forget(l, 999); /* never seen: nothing */
+	ASSERT_EQ(mem_live__count(l), 2, "an unknown pid forgets nothing");
+	live_apply(l, 100, 300, 0x1000, 16, 0, BS_MEM_SRC_REPORT);
+	d = mem_live__dev(l, 100, 300);
+	ASSERT_TRUE(d && d->live == 16 && d->peak == 16, "the pid again starts from nothing");
+	ASSERT_EQ(mem_live__unkept(l), 0, "nothing left unkept");
+	mem_live__free(l);
+}
+
 /* Heap bytes in use (glibc's count). */
 static size_t heap_used(void)
 {
@@ -339,6 +409,7 @@ int main(void)
 	RUN_TEST(test_top_n_other_and_grace);
 	RUN_TEST(test_grace_ends_between_rebalances);
 	RUN_TEST(test_mem_bytes_other_exit);
+	RUN_TEST(test_mem_live_forget);
 	RUN_TEST(test_mem_churn_leaves_nothing);
 	return UNIT_EXIT();
 }

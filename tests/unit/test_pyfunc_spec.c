@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "pyfunc_records.h"
 #include "pyfunc_spec.h"
@@ -222,6 +224,76 @@ static void test_too_big(void)
 	ASSERT_EQ(pyfunc_spec__parse("m:f", out, 6, err, sizeof(err)), -E2BIG, "one byte short");
 }
 
+#define BIG_NAMES 10000
+#define FILE_BIG  (4u << 20)   /* the most pyfunc_spec_json.c reads */
+#define BIG_ROOM  (64ul << 20) /* the file, the entries and malloc's slack, many times over */
+
+/* The address space in use now, in bytes (/proc/self/statm's first field), or 0. */
+static unsigned long vm_size(void)
+{
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return pages * sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * An nsys file of 10,000 names padded to near the 4 MiB a spec may be, read by a child whose
+ * address space may grow by BIG_ROOM only: every name must come out. Each string once took the
+ * rest of the file, which the names kept: gigabytes, so the child ran out of room.
+ */
+static void test_big_file(void)
+{
+	size_t cap = FILE_BIG, used = 0, wused = 0, wcap = BIG_NAMES * 16 + 1;
+	char *text = malloc(cap), *want = malloc(wcap), *got = malloc(wcap), pad[361];
+	const char *path;
+	struct rlimit rl;
+	int status = -1;
+	pid_t child;
+
+	if (!ASSERT_TRUE(text && want && got, "buffers"))
+		goto cleanup;
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = 0;
+	used += snprintf(text, cap, "[{\"module\": \"m\", \"functions\": [\n");
+	for (int i = 0; i < BIG_NAMES; i++) {
+		used += snprintf(text + used, cap - used,
+				 "%s{\"function\": \"f%05d\", \"_comment\": \"%s\"}\n",
+				 i ? "," : "", i, pad);
+		wused += snprintf(want + wused, wcap - wused, "m\tf%05d\t\t\n", i);
+	}
+	used += snprintf(text + used, cap - used, "]}]\n");
+	if (!ASSERT_TRUE(used > (3u << 20) && used < cap, "a file of 3 to 4 MiB"))
+		goto cleanup;
+	path = file("big.json", text);
+	child = fork();
+	if (!ASSERT_TRUE(child >= 0, "fork"))
+		goto cleanup;
+	if (!child) {
+		rl.rlim_cur = rl.rlim_max = vm_size() + BIG_ROOM;
+		if (rl.rlim_cur == BIG_ROOM || setrlimit(RLIMIT_AS, &rl))
+			_exit(4);
+		int ret = pyfunc_spec__parse(path, got, wcap, err, sizeof(err));
+
+		_exit(ret == -ENOMEM ? 2 : ret != (int)wused ? 5 : strcmp(got, want) ? 3 : 0);
+	}
+	if (waitpid(child, &status, 0) != child)
+		status = -1;
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 4, "RLIMIT_AS set");
+	ASSERT_TRUE(!WIFEXITED(status) || WEXITSTATUS(status) != 2,
+		    "parsed within the room (not -ENOMEM)");
+	ASSERT_EQ(status, 0, "every name, in order");
+cleanup:
+	free(text);
+	free(want);
+	free(got);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/test_pyfunc_spec.XXXXXX");
@@ -234,6 +306,7 @@ int main(void)
 	RUN_TEST(test_nsys_file);
 	RUN_TEST(test_errors);
 	RUN_TEST(test_too_big);
+	RUN_TEST(test_big_file);
 	{
 		char cmd[96];
 

@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "hmap.h"
 #include "trace_ranks.h"
 
 struct trace_ranks {
 	struct trace_rank **v; /* in file order; never moved once made (pointers handed out) */
-	__u32 n, cap;
+	__u32 n;
+	size_t cap;
 	struct hmap *by_pid; /* {pid, 0} -> index + 1; {ns, 1} -> index + 1 of its first */
 };
 
@@ -45,15 +47,8 @@ int trace_ranks__add(struct trace_ranks *t, const struct bs_rank *r, const char 
 
 	if (!t || !r)
 		return -EINVAL;
-	if (t->n == t->cap) {
-		__u32 cap = t->cap ? t->cap * 2 : 16;
-		struct trace_rank **v = realloc(t->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (array__grow((void **)&t->v, t->n, &t->cap, sizeof(*t->v)))
+		return -ENOMEM;
 	if (r->rank >= 0)
 		snprintf(label, sizeof(label), "rank %d @ %s", r->rank, host ? host : "?");
 	else

@@ -23,8 +23,8 @@
 #include "mono_clock.h"
 
 /*
- * Level 3: on syscall streams it is 6-10% smaller than level 1 and still compresses
- * 16-37 M records/s on one core, 15x what a busy recorder produces (docs/FORMAT.md).
+ * Level 3: smaller chunks than level 1, and still many times the records a busy recorder
+ * writes on one core (bench/RESULTS.md, "Record encodings", the writer's zstd level).
  */
 #define WRITER_ZSTD_LEVEL 3
 #define CHUNK_HDR_LEN	  ((size_t)sizeof(struct bs_chunk_hdr))

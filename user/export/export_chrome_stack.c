@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "export_chrome.h"
 #include "stack_format.h"
 #include "trace_model.h"
@@ -27,7 +28,8 @@ struct chrome_stacks {
 		__u64 parent; /* 0: a root */
 		const struct bs_frame *frame;
 	} * v;
-	__u64 n, cap;
+	__u64 n;
+	size_t cap;
 	char *text; /* a "Call stack" string being built */
 	size_t len, size;
 };
@@ -137,13 +139,8 @@ static __u64 chrome_node(struct chrome_stacks *st, __u64 parent, const struct bs
 		return 0;
 	if (*node)
 		return *node;
-	if (st->n == st->cap) {
-		struct sf_node *v = realloc(st->v, (st->cap = st->cap * 2 + 256) * sizeof(*v));
-
-		if (!v)
-			return 0;
-		st->v = v;
-	}
+	if (array__grow((void **)&st->v, st->n, &st->cap, sizeof(*st->v)))
+		return 0;
 	st->v[st->n] = (struct sf_node){ parent, f };
 	*node = ++st->n;
 	return *node;

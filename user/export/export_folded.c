@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "cpu_samples.h"
 #include "export_samples.h"
 #include "stack_format.h"
@@ -24,11 +25,11 @@ static int put(char **buf, size_t *len, size_t *cap, const char *text)
 	char *nb;
 
 	if (*len + n + 1 > *cap) {
-		*cap = (*len + n + 1) * 2;
-		nb = realloc(*buf, *cap);
+		nb = realloc(*buf, (*len + n + 1) * 2);
 		if (!nb)
 			return -ENOMEM;
 		*buf = nb;
+		*cap = (*len + n + 1) * 2;
 	}
 	for (size_t i = 0; i < n; i++)
 		(*buf)[(*len)++] = text[i] == ';' ? ':' : text[i] == '\n' ? ' ' : text[i];
@@ -84,20 +85,16 @@ static int line_cmp(const void *a, const void *b)
 static int folded_finish(void *vst, const struct trace_model *m, const struct trace_status *status)
 {
 	struct samples_export *st = vst;
-	struct folded_line *lines = NULL, *nl;
+	struct folded_line *lines = NULL;
 	size_t it = 0, n = 0, cap = 0, i, j, written = 0;
 	__u32 stack_id;
 	int err = 0, kernel;
 	__u64 cnt;
 
 	while (!err && cpu_samples__next(st->counts, &it, &stack_id, &kernel, &cnt)) {
-		if (n == cap) {
-			nl = realloc(lines, (cap = cap * 2 + 64) * sizeof(*lines));
-			if (!nl) {
-				err = -ENOMEM;
-				break;
-			}
-			lines = nl;
+		if (array__grow((void **)&lines, n, &cap, sizeof(*lines))) {
+			err = -ENOMEM;
+			break;
 		}
 		lines[n].text = fold(trace_model__stack(m, stack_id), kernel, m);
 		lines[n].n = cnt;

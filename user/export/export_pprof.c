@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "array.h"
 #include "cpu_samples.h"
 #include "export.h"
 #include "pb.h"
@@ -40,7 +41,8 @@ struct pprof {
 	/* Built at finish. */
 	struct hmap *strs; /* (hash, len | probe << 32) -> __u64 index + 1 */
 	char **str;
-	__u64 nstr, capstr;
+	__u64 nstr;
+	size_t capstr;
 	struct hmap *funcs; /* (name index, file index) -> __u64 id */
 	struct hmap *locs;  /* (frame identity) -> __u64 id */
 	struct pb tables;   /* functions and locations, written as they are met */
@@ -69,13 +71,8 @@ static __u64 str_index(struct pprof *p, const char *s)
 			return *v - 1;
 		if (*v)
 			continue; /* another string with this hash and length */
-		if (p->nstr == p->capstr) {
-			char **n = realloc(p->str, (p->capstr = p->capstr * 2 + 64) * sizeof(*n));
-
-			if (!n)
-				return 0;
-			p->str = n;
-		}
+		if (array__grow((void **)&p->str, p->nstr, &p->capstr, sizeof(*p->str)))
+			return 0;
 		p->str[p->nstr] = strdup(s);
 		if (!p->str[p->nstr])
 			return 0;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "family.h"
 #include "flight_cumul.h"
 #include "hmap.h"
@@ -79,15 +80,8 @@ static struct cumul_key *key_of(struct flight_cumul *fc, const struct family_cum
 	if (!pos)
 		return NULL;
 	if (!*pos) {
-		if (fc->nk == fc->capk) {
-			size_t cap = fc->capk ? fc->capk * 2 : 64;
-			struct cumul_key *nk = realloc(fc->k, cap * sizeof(*nk));
-
-			if (!nk)
-				return NULL;
-			fc->k = nk;
-			fc->capk = cap;
-		}
+		if (array__grow((void **)&fc->k, fc->nk, &fc->capk, sizeof(*fc->k)))
+			return NULL;
 		memset(&fc->k[fc->nk], 0, sizeof(fc->k[fc->nk]));
 		fc->k[fc->nk].fc = c;
 		fc->k[fc->nk].key = key;
@@ -109,15 +103,9 @@ int flight_cumul__observe(struct flight_cumul *fc, const struct bs_hdr *rec)
 	k = key_of(fc, c, rec);
 	if (!k)
 		return 0; /* out of memory: the chunks keep it, as a plain recording would */
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 8;
-		struct bs_hdr **ns = realloc(k->snap, cap * sizeof(*ns));
-
-		if (!ns)
-			return 0;
-		k->snap = ns;
-		k->cap = cap;
-	}
+	/* from 8: a key per thread and counter, most with few snapshots in the window */
+	if (array__grow_from((void **)&k->snap, k->n, &k->cap, sizeof(*k->snap), 8))
+		return 0;
 	copy = malloc(rec->size);
 	if (!copy)
 		return 0;

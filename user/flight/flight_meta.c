@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "family.h"
 #include "flight_meta.h"
 #include "hmap.h"
@@ -112,15 +113,8 @@ static int keep(struct flight_meta *fm, const struct bs_hdr *rec, __u32 seq)
 	if (!pos)
 		return -ENOMEM;
 	if (!*pos) {
-		if (fm->n == fm->cap) {
-			size_t cap = fm->cap ? fm->cap * 2 : 256;
-			struct meta_entry *ne = realloc(fm->e, cap * sizeof(*ne));
-
-			if (!ne)
-				return -ENOMEM;
-			fm->e = ne;
-			fm->cap = cap;
-		}
+		if (array__grow((void **)&fm->e, fm->n, &fm->cap, sizeof(*fm->e)))
+			return -ENOMEM;
 		memset(&fm->e[fm->n], 0, sizeof(fm->e[fm->n]));
 		fm->e[fm->n].key = key;
 		*pos = (__u32)++fm->n;

@@ -7,8 +7,14 @@
 
 /*
  * Room for one more element of SIZE bytes in the array *V of *N (capacity *CAP, doubled from
- * 256): 0 or -ENOMEM (*V unchanged).
+ * 256): 0 or -ENOMEM (*V and *CAP unchanged).
  */
 int array__grow(void **v, size_t n, size_t *cap, size_t size);
+
+/*
+ * The same, doubled from FIRST: for arrays there are many of (one per process, per key), most
+ * of them small.
+ */
+int array__grow_from(void **v, size_t n, size_t *cap, size_t size, size_t first);
 
 #endif /* BPFSIGHT_ARRAY_H */

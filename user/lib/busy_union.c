@@ -2,6 +2,7 @@
 /* The union of a device's kernel intervals, counted incrementally (busy_union.h). */
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "busy_union.h"
 
 /* The first span ending at or after T (spans are disjoint and sorted, so ends are too). */
@@ -59,15 +60,9 @@ int busy_union__add(struct busy_union *u, __u64 start, __u64 end)
 		memmove(u->spans + i + 1, u->spans + j, (u->n - j) * sizeof(*u->spans));
 		u->n -= j - i - 1;
 	} else {
-		if (u->n == u->cap) {
-			size_t cap = u->cap ? 2 * u->cap : 16;
-			struct busy_span *s = realloc(u->spans, cap * sizeof(*s));
-
-			if (!s)
-				return -1;
-			u->spans = s;
-			u->cap = cap;
-		}
+		/* from 16: a union per stream or device, most of them a few spans apart */
+		if (array__grow_from((void **)&u->spans, u->n, &u->cap, sizeof(*u->spans), 16))
+			return -1;
 		memmove(u->spans + i + 1, u->spans + i, (u->n - i) * sizeof(*u->spans));
 		u->n++;
 	}

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "level_bins.h"
 #include "time_bins.h"
 
@@ -27,13 +28,9 @@ int level_bins__set(struct level_bins *b, __u64 ts, __u64 v)
 
 	if (!last || i > last->i) {
 		if (b->n == b->cap) {
-			__u32 cap = b->cap ? 2 * b->cap : 64;
-			struct level_bin *nv = realloc(b->v, cap * sizeof(*nv));
-
-			if (!nv)
+			/* from 64: a series per process and device, most with few changes */
+			if (array__grow_from((void **)&b->v, b->n, &b->cap, sizeof(*b->v), 64))
 				return -ENOMEM;
-			b->v = nv;
-			b->cap = cap;
 			last = b->n ? &b->v[b->n - 1] : NULL;
 		}
 		/* The bin starts at the level the previous change left. */

@@ -12,6 +12,7 @@
 #ifndef BPFSIGHT_LEVEL_BINS_H
 #define BPFSIGHT_LEVEL_BINS_H
 
+#include <stddef.h>
 #include <linux/types.h>
 
 struct level_bin {
@@ -23,7 +24,8 @@ struct level_bin {
 struct level_bins {
 	__u64 origin, width;
 	struct level_bin *v; /* by bin, ascending */
-	__u32 n, cap;
+	__u32 n;
+	size_t cap;
 	__u64 peak, peak_ts; /* the highest level of all, and when it was first reached */
 };
 

@@ -17,6 +17,7 @@
 #ifndef BPFSIGHT_MERGE_H
 #define BPFSIGHT_MERGE_H
 
+#include <stddef.h>
 #include <linux/types.h>
 #include "trace_meta.h"
 
@@ -53,9 +54,11 @@ struct merge_input {
 	__u32 corrupt_chunks;
 	int truncated, merged; /* merged: it is a merged file itself */
 	struct merge_member *members;
-	__u32 nmembers, members_cap;
+	__u32 nmembers;
+	size_t members_cap;
 	struct merge_point *pts;
-	__u32 npts, pts_cap;
+	__u32 npts;
+	size_t pts_cap;
 	__u64 stride; /* points past a member's head kept when seq % stride == 0 */
 	/* Fit: how its times go onto the merged clock: merged = merged0 + d + d * rate, d = t - mono0. */
 	__u64 mono0, merged0;

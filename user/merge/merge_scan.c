@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "family.h"
 #include "merge.h"
 #include "hmap.h"
@@ -62,15 +63,9 @@ static struct merge_member *member_get(struct scan *s, const struct sync_point *
 		return NULL;
 	if (*idx)
 		return &in->members[*idx - 1];
-	if (in->nmembers == in->members_cap) {
-		__u32 cap = in->members_cap ? in->members_cap * 2 : 8;
-		struct merge_member *v = realloc(in->members, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		in->members = v;
-		in->members_cap = cap;
-	}
+	if (array__grow_from((void **)&in->members, in->nmembers, &in->members_cap,
+			     sizeof(*in->members), 8))
+		return NULL;
 	m = &in->members[in->nmembers];
 	*m = (struct merge_member){ .group = p->group,
 				    .pid = p->pid,
@@ -122,16 +117,9 @@ static void on_point(void *arg, const struct sync_point *p)
 		thin(in);
 	if (in->npts == MERGE_POINTS_MAX || (!in_head(in, &pt) && pt.seq % in->stride))
 		return; /* heads alone fill it (hundreds of members): the rest are not needed */
-	if (in->npts == in->pts_cap) {
-		__u32 cap = in->pts_cap ? in->pts_cap * 2 : 256;
-		struct merge_point *v = realloc(in->pts, cap * sizeof(*v));
-
-		if (!v) {
-			s->err = -ENOMEM;
-			return;
-		}
-		in->pts = v;
-		in->pts_cap = cap;
+	if (array__grow((void **)&in->pts, in->npts, &in->pts_cap, sizeof(*in->pts))) {
+		s->err = -ENOMEM;
+		return;
 	}
 	in->pts[in->npts++] = pt;
 }

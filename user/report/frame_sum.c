@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "frame_sum.h"
 #include "stack_format.h"
 #include "table.h"
@@ -46,15 +47,9 @@ void frame_sum__add(struct frame_sum *fs, const char *label, const struct bs_fra
 		if (!strcmp(fs->v[i].label, label) && same_frame(fs->v[i].frame, f))
 			row = &fs->v[i];
 	if (!row) {
-		if (fs->n == fs->cap) {
-			struct frame_sum_row *nv =
-				realloc(fs->v, (fs->cap = fs->cap * 2 + 16) * sizeof(*nv));
-
-			if (!nv) {
-				fs->err = -ENOMEM;
-				return;
-			}
-			fs->v = nv;
+		if (array__grow((void **)&fs->v, fs->n, &fs->cap, sizeof(*fs->v))) {
+			fs->err = -ENOMEM;
+			return;
 		}
 		row = &fs->v[fs->n];
 		*row = (struct frame_sum_row){ .label = strdup(label), .frame = f };

@@ -7,6 +7,7 @@
 #ifndef BPFSIGHT_FRAME_SUM_H
 #define BPFSIGHT_FRAME_SUM_H
 
+#include <stddef.h>
 #include <linux/types.h>
 #include "records.h"
 
@@ -22,7 +23,8 @@ struct frame_sum_row {
 
 struct frame_sum {
 	struct frame_sum_row *v;
-	__u64 n, cap;
+	__u64 n;
+	size_t cap;
 	int err;
 };
 

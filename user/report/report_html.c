@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "family.h"
 #include "human.h"
 #include "page.h"
@@ -43,15 +44,8 @@ struct timelines {
 
 static int add_loss(struct timelines *tl, const struct bs_loss *l)
 {
-	if (tl->nloss == tl->loss_cap) {
-		size_t cap = tl->loss_cap ? 2 * tl->loss_cap : 64;
-		struct loss_mark *n = realloc(tl->loss, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		tl->loss = n;
-		tl->loss_cap = cap;
-	}
+	if (array__grow((void **)&tl->loss, tl->nloss, &tl->loss_cap, sizeof(*tl->loss)))
+		return -ENOMEM;
 	tl->loss[tl->nloss++] = (struct loss_mark){ l->h.ts, l->count };
 	tl->lost += l->count;
 	return 0;

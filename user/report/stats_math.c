@@ -3,23 +3,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "stats_math.h"
 
 int samples__add(struct samples *s, double value, __u64 weight)
 {
-	struct sample *nv;
-	size_t ncap;
-
 	if (!weight)
 		return 0;
-	if (s->n == s->cap) {
-		ncap = s->cap ? s->cap * 2 : 64;
-		nv = realloc(s->v, ncap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		s->v = nv;
-		s->cap = ncap;
-	}
+	/* from 64: a report keeps samples per row, and most rows have few */
+	if (array__grow_from((void **)&s->v, s->n, &s->cap, sizeof(*s->v), 64))
+		return -ENOMEM;
 	s->v[s->n].value = value;
 	s->v[s->n].weight = weight;
 	s->n++;

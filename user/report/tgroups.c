@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "tgroups.h"
 #include "hmap.h"
 
@@ -77,15 +78,8 @@ struct tgroup *tgroups__get(struct tgroups *g, const char *name, const char *nam
 			return &g->groups[*slot - 1];
 		key.b += 0x9e3779b97f4a7c15ull;
 	}
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 32;
-		struct tgroup *groups = realloc(g->groups, cap * sizeof(*groups));
-
-		if (!groups)
-			return NULL;
-		g->groups = groups;
-		g->cap = cap;
-	}
+	if (array__grow((void **)&g->groups, g->n, &g->cap, sizeof(*g->groups)))
+		return NULL;
 	t = &g->groups[g->n];
 	memset(t, 0, sizeof(*t));
 	t->name = strdup(name);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Unwind tables built off the recorder's main loop. A library's table takes a while to build
- * (libtorch_cpu's: ~0.2 s here, more under load; bench/RESULTS.md, section unwind), and its
+ * (libtorch_cpu's the longest: bench/RESULTS.md, "Unwind tables: building them"), and its
  * file may sit on a file system that never answers (a FUSE server, a hung NFS mount): built
  * in the loop, the ring went undrained all that time, and a read that never returned held
  * the recording for good (Ctrl-C and -d included). A builder is one thread that builds the

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "array.h"
 #include "top_priv.h"
 #include "trace_model.h"
 #include "hmap.h"
@@ -115,15 +116,8 @@ static double cpu_share(const struct top *t, struct top_thread *th, __u64 span)
 
 static struct top_row *new_row(struct top_frame *fr)
 {
-	if (fr->nrows == fr->cap) {
-		size_t cap = fr->cap ? fr->cap * 2 : 64;
-		struct top_row *r = realloc(fr->rows, cap * sizeof(*r));
-
-		if (!r)
-			return NULL;
-		fr->rows = r;
-		fr->cap = cap;
-	}
+	if (array__grow((void **)&fr->rows, fr->nrows, &fr->cap, sizeof(*fr->rows)))
+		return NULL;
 	memset(&fr->rows[fr->nrows], 0, sizeof(fr->rows[0]));
 	return &fr->rows[fr->nrows++];
 }

@@ -13,8 +13,8 @@
  * Everything else the kernel accepts is single-stepped out of line, endbr64 (f3 0f 1e fa)
  * included. What each costs: bench/RESULTS.md, "Per-probe cost" (and, alone,
  * tests/fixtures/elf/probe_cost.sh). 6.18 may also turn a probed 5-byte nop into a call to a
- * trampoline after its first hit (arch_uprobe_optimize); with bpftrace's probes that measured
- * no cheaper than a 1-byte nop here.
+ * trampoline after its first hit (arch_uprobe_optimize); what that saves was measured twice,
+ * with different answers (bench/RESULTS.md, "Figures the code's comments cite").
  */
 #include <stdio.h>
 #include <string.h>

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "cuda_decode.h"
 #include "cuda_errors.h"
 #include "hmap.h"
@@ -102,15 +103,8 @@ static struct launch_row *launch_row_get(struct launch_sum *st, const char *name
 			return &st->rows[*slot - 1];
 		key.b += 0x9e3779b97f4a7c15ull;
 	}
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 64;
-		struct launch_row *rows = realloc(st->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return NULL;
-		st->rows = rows;
-		st->cap = cap;
-	}
+	if (array__grow((void **)&st->rows, st->n, &st->cap, sizeof(*st->rows)))
+		return NULL;
 	r = &st->rows[st->n];
 	memset(r, 0, sizeof(*r));
 	r->name = strdup(name);

@@ -101,9 +101,12 @@ struct cudnn_exec {
 	__u64 flops;	      /* its matmuls' and convolutions' whose tensors were seen */
 };
 
-/* Backend descriptors per process, as their Create, SetAttribute and Destroy calls made them. */
+/*
+ * Backend descriptors per process, as their Create, SetAttribute and Destroy calls made them;
+ * a process's go when it exits or execs (its addresses may be another's later).
+ */
 struct cudnn_walk {
-	struct hmap *descs; /* {pid, desc} -> struct cudnn_desc */
+	struct hmap *procs; /* {pid, 0} -> struct hmap *: {desc, 0} -> struct cudnn_desc */
 	int err;
 	int have_last;
 	__u64 last_ts;
@@ -117,6 +120,8 @@ struct cudnn_walk {
 void *cudnn_walk__new(void);
 void cudnn_walk__free(void *w);
 void cudnn_walk__observe(void *w, const struct bs_hdr *rec);
+/* How many descriptors the walk keeps, of every process. */
+size_t cudnn_walk__count(const struct cudnn_walk *w);
 /* What REC (an execute the walk observed last) ran: 1 and *E, else 0. */
 int cudnn__exec(const struct cudnn_walk *w, const struct bs_hdr *rec, struct cudnn_exec *e);
 /* REC's shapes (a legacy convolution the walk observed last): 1 and *C, else 0. */

@@ -156,8 +156,8 @@ void *cudnn_walk__new(void)
 
 	if (!w)
 		return NULL;
-	w->descs = hmap__new(sizeof(struct cudnn_desc));
-	if (!w->descs) {
+	w->procs = hmap__new(sizeof(struct hmap *));
+	if (!w->procs) {
 		free(w);
 		return NULL;
 	}
@@ -167,11 +167,44 @@ void *cudnn_walk__new(void)
 void cudnn_walk__free(void *vw)
 {
 	struct cudnn_walk *w = vw;
+	struct hmap **descs;
+	size_t it = 0;
 
 	if (!w)
 		return;
-	hmap__free(w->descs);
+	while ((descs = hmap__next(w->procs, &it, NULL)))
+		hmap__free(*descs);
+	hmap__free(w->procs);
 	free(w);
+}
+
+size_t cudnn_walk__count(const struct cudnn_walk *w)
+{
+	struct hmap **descs;
+	size_t it = 0, n = 0;
+
+	while (w && (descs = hmap__next(w->procs, &it, NULL)))
+		n += hmap__count(*descs);
+	return n;
+}
+
+/* PID's descriptors, made the first time with CREATE; NULL when none (or out of memory). */
+static struct hmap *descs_of(const struct cudnn_walk *w, __u32 pid, int create)
+{
+	struct hmap **descs = hmap__get(w->procs, (struct hkey){ pid, 0 }, create);
+
+	if (create && descs && !*descs)
+		*descs = hmap__new(sizeof(struct cudnn_desc));
+	return descs ? *descs : NULL;
+}
+
+/* PID exited or exec'd: its descriptors go. */
+static void walk__forget(struct cudnn_walk *w, __u32 pid)
+{
+	struct hmap *descs = descs_of(w, pid, 0);
+
+	hmap__free(descs);
+	hmap__del(w->procs, (struct hkey){ pid, 0 });
 }
 
 static __u64 elem(const struct cudnn_call *c, __u32 i)
@@ -225,7 +258,9 @@ static void walk__set_attr(struct cudnn_desc *d, const struct cudnn_call *c)
 
 static struct cudnn_desc *desc_of(const struct cudnn_walk *w, __u32 pid, __u64 desc)
 {
-	return desc ? hmap__get(w->descs, (struct hkey){ pid, desc }, 0) : NULL;
+	struct hmap *descs = desc ? descs_of(w, pid, 0) : NULL;
+
+	return descs ? hmap__get(descs, (struct hkey){ desc, 0 }, 0) : NULL;
 }
 
 static __u64 numel(const struct cudnn_desc *t)
@@ -339,11 +374,20 @@ static int walk__conv(const struct cudnn_walk *w, const struct cudnn_call *c, __
 void cudnn_walk__observe(void *vw, const struct bs_hdr *rec)
 {
 	struct cudnn_walk *w = vw;
+	struct cudnn_desc *d = NULL;
 	struct cudnn_call c;
-	struct cudnn_desc *d;
+	struct hmap *descs;
 	__u16 fl;
 
-	if (!w || !rec || rec->type != BS_REC_CUDNN_CALL || rec->size < sizeof(struct bs_ucall))
+	if (!w || !rec)
+		return;
+	if ((rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit) &&
+	     ((const struct bs_exit *)rec)->group_dead) ||
+	    rec->type == BS_REC_EXEC) {
+		walk__forget(w, rec->pid);
+		return;
+	}
+	if (rec->type != BS_REC_CUDNN_CALL || rec->size < sizeof(struct bs_ucall))
 		return;
 	cudnn_call__parse(rec, &c);
 	w->have_last = 1;
@@ -362,12 +406,14 @@ void cudnn_walk__observe(void *vw, const struct bs_hdr *rec)
 	if (c.ret != CUDNN_STATUS_SUCCESS || !c.v[CUDNN_K_DESC])
 		return;
 	if (fl & CUDNN_F_DESTROY) {
-		hmap__del(w->descs, (struct hkey){ rec->pid, c.v[CUDNN_K_DESC] });
+		if ((descs = descs_of(w, rec->pid, 0)))
+			hmap__del(descs, (struct hkey){ c.v[CUDNN_K_DESC], 0 });
 		return;
 	}
 	if (!(fl & (CUDNN_F_CREATE | CUDNN_F_SET_ATTR | CUDNN_F_SET_SHAPE)))
 		return;
-	d = hmap__get(w->descs, (struct hkey){ rec->pid, c.v[CUDNN_K_DESC] }, 1);
+	if ((descs = descs_of(w, rec->pid, 1)))
+		d = hmap__get(descs, (struct hkey){ c.v[CUDNN_K_DESC], 0 }, 1);
 	if (!d) {
 		w->err = -ENOMEM;
 		return;

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "array.h"
 #include "kernel_features.h"
 #include "family_attach.h"
 #include "gil_state.h"
@@ -162,10 +163,10 @@ static void thread_done(struct gil_state *st, struct record_ctx *ctx, __u32 pid,
 static void flush_blame(struct gil_state *st, struct record_ctx *ctx, __u32 done_pid)
 {
 	int fd = bpf_map__fd(st->skel->maps.gil_blame);
-	struct bs_gil_blame_key key, next, *prev = NULL, *dead = NULL, *nd;
+	struct bs_gil_blame_key key, next, *prev = NULL, *dead = NULL;
 	struct bs_gil_blame_val v;
 	struct bs_gil_blame r;
-	size_t ndead = 0;
+	size_t ndead = 0, cap = 0;
 	__u64 *last;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
@@ -173,10 +174,9 @@ static void flush_blame(struct gil_state *st, struct record_ctx *ctx, __u32 done
 		prev = &key;
 		if (done_pid && key.pid != done_pid)
 			continue;
-		if (done_pid && (nd = realloc(dead, (ndead + 1) * sizeof(*dead)))) {
-			dead = nd;
+		/* out of memory: the key stays, and is read again at the next flush */
+		if (done_pid && !array__grow((void **)&dead, ndead, &cap, sizeof(*dead)))
 			dead[ndead++] = key;
-		}
 		if (bpf_map_lookup_elem(fd, &key, &v))
 			continue;
 		last = hmap__get(st->blame_w,

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include "array.h"
 #include "flamegraph.h"
 #include "gil.h"
 #include "gil_contention.h"
@@ -89,18 +90,12 @@ static void gil_page_timelines(const struct page *p, void *st, FILE *f)
 	struct gil_page *g = st;
 	struct page_series *s = NULL;
 	const struct time_bins *b;
-	int n = 0, cap = 0;
-	size_t it = 0;
+	size_t it = 0, n = 0, cap = 0;
 	__u32 pid;
 
 	while ((b = gil_contention__next(g->contention, &it, &pid))) {
-		if (n == cap) {
-			struct page_series *t = realloc(s, (cap = cap ? 2 * cap : 8) * sizeof(*s));
-
-			if (!t)
-				break;
-			s = t;
-		}
+		if (array__grow((void **)&s, n, &cap, sizeof(*s)))
+			break;
 		if (g->names && g->names[n][0])
 			snprintf(s[n].label, sizeof(s[n].label), "pid %u (%s)", pid, g->names[n]);
 		else

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include "array.h"
 #include "gpu.h"
 #include "gpu_decode.h"
 #include "report.h"
@@ -106,16 +107,9 @@ static void exec_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 	}
 	if (!gpu_op__read(rec, &op) || op.type != BS_REC_GPU_KERNEL)
 		return;
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 256;
-		struct exec_kernel *v = realloc(st->kernels, cap * sizeof(*v));
-
-		if (!v) {
-			st->err = -ENOMEM;
-			return;
-		}
-		st->kernels = v;
-		st->cap = cap;
+	if (array__grow((void **)&st->kernels, st->n, &st->cap, sizeof(*st->kernels))) {
+		st->err = -ENOMEM;
+		return;
 	}
 	k = &st->kernels[st->n++];
 	*k = (struct exec_kernel){

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include "array.h"
 #include "gpu.h"
 #include "gpu_decode.h"
 #include "report.h"
@@ -77,16 +78,7 @@ static void idle_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 		d->pid = op.pid;
 		d->device = op.device;
 	}
-	if (d && d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 256;
-		struct idle_iv *v = realloc(d->iv, cap * sizeof(*v));
-
-		if (v) {
-			d->iv = v;
-			d->cap = cap;
-		}
-	}
-	if (!d || d->n == d->cap) {
+	if (!d || array__grow((void **)&d->iv, d->n, &d->cap, sizeof(*d->iv))) {
 		st->err = -ENOMEM;
 		return;
 	}

@@ -25,14 +25,18 @@
  *
  * The device index is the CUDA device's, unless several processes used one index: then each
  * (process, device) is an index of its own, in the order they first allocated, which
- * 'bpfsight_devices' and a line on stderr tell. CPU tensors are not in a CUDA snapshot: they
- * are left out, and said. A trace with no GPU memory event writes nothing (-ENODATA).
+ * 'bpfsight_devices' tells (and a line on stderr for each of the first SNAP_SAID). CPU tensors
+ * are not in a CUDA snapshot: they are left out, and said. A trace with no GPU memory event
+ * writes nothing (-ENODATA).
  *
- * Streamed: each (process, device)'s entries go to an unlinked temporary file in OUT's
- * directory (O_TMPFILE: the disk OUT goes to, not a /tmp that may be memory) as pickle
- * opcodes as they come (device_traces is a list per device, the records interleave devices),
- * copied into OUT at the end. Memory: the live blocks and segments, and a memo id per distinct
- * stack and string of each stream.
+ * Streamed: device_traces is a list per device and the records interleave devices, so each
+ * (process, device)'s entries are written as pickle opcodes as they come into a buffer of its
+ * own in memory; a buffer of SNAP_CHUNK bytes, or every buffer once they hold SNAP_HELD
+ * together, goes as a chunk to the end of one unlinked temporary file in OUT's directory
+ * (O_TMPFILE: the disk OUT goes to, not a /tmp that may be memory), and each device's chunks
+ * and buffer are copied into OUT in order at the end. One descriptor whatever the number of
+ * processes. Memory: the live blocks and segments, a memo id per distinct stack and string of
+ * each stream, SNAP_HELD bytes of entries and an offset per chunk.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "array.h"
 #include "export.h"
 #include "hmap.h"
 #include "mem.h"
@@ -58,6 +63,14 @@ struct snap_entry {
 };
 
 #define SNAP_PENDING 8 /* an allocation and the segments it made (one, or a few around it) */
+#define SNAP_CHUNK   (64u << 10) /* a device's buffer spilled alone: chunks few and long */
+#define SNAP_HELD    (8u << 20)	 /* every device's buffers together: then all are spilled */
+#define SNAP_SAID    8		 /* devices each named on stderr */
+
+/* Bytes of a device's trace in the temporary file. */
+struct snap_chunk {
+	__u64 off, len;
+};
 
 /* One process's CUDA device. */
 struct snap_dev {
@@ -65,8 +78,17 @@ struct snap_dev {
 	__s16 device;
 	__u32 index; /* its place in device_traces, chosen at the end */
 	struct mem_segs *segs;
-	FILE *tmp;	     /* its trace entries: MARK, entries, APPENDS (and MARK again) */
-	struct pickle p;     /* writing to tmp */
+	/*
+	 * Its trace entries (MARK, entries, APPENDS and MARK again): the chunks spilled, then
+	 * what mem holds (open_memstream's buf and size; NULL: nothing since the last spill).
+	 */
+	struct snap_chunk *chunks;
+	size_t nchunks, chunks_cap;
+	FILE *mem;
+	char *buf;
+	size_t size;
+	__u64 held;	     /* bytes in mem */
+	struct pickle p;     /* writing to mem */
 	struct hmap *frames; /* {stack id, 0} -> the memo id + 1 of its frames in tmp */
 	__u64 entries;
 	/*
@@ -81,7 +103,10 @@ struct snap_dev {
 
 struct snap {
 	FILE *out;
-	char *dir;	     /* OUT's directory, where the temporary files go */
+	char *dir; /* OUT's directory, where the temporary file goes */
+	FILE *tmp; /* the devices' chunks; NULL until the first spill */
+	__u64 tmp_size;
+	__u64 held;	     /* bytes in the devices' mem */
 	struct pickle p;     /* OUT's own opcodes */
 	struct hmap *frames; /* the same as snap_dev.frames, for OUT */
 	__u32 memo;	     /* the pickle's memo ids, every stream's */
@@ -99,8 +124,10 @@ static void snap_dev_free(struct snap_dev *d)
 	if (!d)
 		return;
 	pickle__free(&d->p);
-	if (d->tmp)
-		fclose(d->tmp);
+	if (d->mem)
+		fclose(d->mem);
+	free(d->buf);
+	free(d->chunks);
 	hmap__free(d->frames);
 	mem_segs__free(d->segs);
 	free(d);
@@ -116,6 +143,8 @@ static void snap_free(struct snap *s)
 	pickle__free(&s->p);
 	if (s->out)
 		fclose(s->out);
+	if (s->tmp)
+		fclose(s->tmp);
 	hmap__free(s->frames);
 	hmap__free(s->devs);
 	mem_live__free(s->live);
@@ -165,55 +194,133 @@ fail:
 	return NULL;
 }
 
-/* An unlinked file in OUT's directory (where it has no O_TMPFILE: in TMPDIR), or NULL. */
-static FILE *snap_tmp(const struct snap *s)
+/* The unlinked file in OUT's directory (where it has no O_TMPFILE: in TMPDIR): 0 or -errno. */
+static int snap_tmp(struct snap *s)
 {
-	int fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	FILE *f;
+	int fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), err;
 
-	if (fd < 0)
-		return errno == EOPNOTSUPP || errno == EISDIR ? tmpfile() : NULL;
-	f = fdopen(fd, "w+");
-	if (!f)
-		close(fd);
-	return f;
+	if (fd >= 0) {
+		s->tmp = fdopen(fd, "w+");
+		if (!s->tmp)
+			close(fd);
+	} else if (errno == EOPNOTSUPP || errno == EISDIR) {
+		s->tmp = tmpfile();
+	}
+	if (s->tmp)
+		return 0;
+	err = errno ? -errno : -EIO;
+	pr_err("cannot create a temporary file in %s for the device traces: %s\n", s->dir,
+	       strerror(-err));
+	return err;
 }
 
-/* PID's DEVICE, made the first time: its temporary file opened with the first MARK. */
-static struct snap_dev *snap_dev(struct snap *s, __u32 pid, __s16 device)
+/* D's buffer closed: its bytes in D->buf, D->size. 0, or -ENOMEM (a write to it failed). */
+static int snap_mem_close(struct snap *s, struct snap_dev *d)
+{
+	int err = d->mem && fclose(d->mem) ? -ENOMEM : 0;
+
+	d->mem = NULL;
+	d->p.f = NULL;
+	s->held -= d->held;
+	d->held = 0;
+	return err;
+}
+
+/* D's buffer open, for the pickle to write to: a new one after a spill. */
+static int snap_mem(struct snap_dev *d)
+{
+	if (d->mem)
+		return 0;
+	free(d->buf);
+	d->buf = NULL;
+	d->mem = open_memstream(&d->buf, &d->size);
+	if (!d->mem)
+		return -ENOMEM;
+	d->p.f = d->mem; /* the stream's memo ids stay: only where its bytes go changes */
+	return 0;
+}
+
+/* D's closed buffer to the end of the temporary file, a chunk of its trace. */
+static int snap_chunk_add(struct snap *s, struct snap_dev *d)
+{
+	int err;
+
+	if (!s->tmp && (err = snap_tmp(s)))
+		return err;
+	/* from 16: thousands of processes may each spill a few chunks */
+	if (array__grow_from((void **)&d->chunks, d->nchunks, &d->chunks_cap, sizeof(*d->chunks),
+			     16))
+		return -ENOMEM;
+	if (fwrite(d->buf, 1, d->size, s->tmp) != d->size)
+		return errno ? -errno : -EIO;
+	d->chunks[d->nchunks++] = (struct snap_chunk){ s->tmp_size, d->size };
+	s->tmp_size += d->size;
+	return 0;
+}
+
+/* D's buffer spilled: the memory it held goes back now (a device may write nothing more). */
+static int snap_spill(struct snap *s, struct snap_dev *d)
+{
+	int err = snap_mem_close(s, d);
+
+	if (!err && d->size)
+		err = snap_chunk_add(s, d);
+	free(d->buf);
+	d->buf = NULL;
+	d->size = 0;
+	return err;
+}
+
+/* What D's last writes added to the memory held: past the bounds, buffers spilled. */
+static int snap_account(struct snap *s, struct snap_dev *d)
+{
+	off_t pos = ftello(d->mem);
+	int err = 0;
+
+	if (pos < 0)
+		return -errno;
+	s->held += pos - d->held;
+	d->held = pos;
+	if (d->held >= SNAP_CHUNK)
+		return snap_spill(s, d);
+	for (size_t i = 0; s->held >= SNAP_HELD && i < s->n && !err; i++)
+		err = snap_spill(s, s->v[i]);
+	return err;
+}
+
+/* PID's DEVICE into *OUT, made the first time (its trace opened with the first MARK). */
+static int snap_dev(struct snap *s, __u32 pid, __s16 device, struct snap_dev **out)
 {
 	size_t *at = hmap__get(s->devs, (struct hkey){ pid, (__u16)device }, 1);
 	struct snap_dev *d;
+	int err;
 
 	if (!at)
-		return NULL;
-	if (*at)
-		return s->v[*at - 1];
-	if (s->n == s->cap) {
-		struct snap_dev **v =
-			realloc(s->v, (s->cap = s->cap ? 2 * s->cap : 8) * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		s->v = v;
+		return -ENOMEM;
+	if (*at) {
+		*out = s->v[*at - 1];
+		return 0;
 	}
+	if (array__grow((void **)&s->v, s->n, &s->cap, sizeof(*s->v)))
+		return -ENOMEM;
 	d = calloc(1, sizeof(*d));
 	if (!d)
-		return NULL;
+		return -ENOMEM;
 	d->pid = pid;
 	d->device = device;
 	d->segs = mem_segs__new();
 	d->frames = hmap__new(sizeof(__u32));
-	d->tmp = snap_tmp(s);
-	if (!d->segs || !d->frames || !d->tmp) {
+	pickle__init(&d->p, NULL, &s->memo);
+	err = d->segs && d->frames ? snap_mem(d) : -ENOMEM;
+	if (err) {
 		snap_dev_free(d);
-		return NULL;
+		return err;
 	}
-	pickle__init(&d->p, d->tmp, &s->memo);
 	pickle__op(&d->p, PICKLE_MARK);
 	s->v[s->n++] = d;
 	*at = s->n;
-	return d;
+	*out = d;
+	return 0;
 }
 
 /* A frame as PyTorch's symbolizer gives it: {'name', 'filename', 'line'}. */
@@ -267,8 +374,10 @@ static int frames(struct pickle *p, struct hmap *memo, const struct trace_model 
 static int entry(struct snap *s, struct snap_dev *d, const struct snap_entry *e)
 {
 	struct pickle *p = &d->p;
-	int err;
+	int err = snap_mem(d);
 
+	if (err)
+		return err;
 	if (d->entries && !(d->entries % PICKLE_BATCH)) {
 		pickle__op(p, PICKLE_APPENDS);
 		pickle__op(p, PICKLE_MARK);
@@ -289,7 +398,9 @@ static int entry(struct snap *s, struct snap_dev *d, const struct snap_entry *e)
 	pickle__str_memo(p, "time_us");
 	pickle__int(p, ((__s64)e->ts + s->wall) / 1000);
 	pickle__op(p, PICKLE_SETITEMS);
-	return err ? err : pickle__error(p);
+	if (!err)
+		err = pickle__error(p);
+	return err ? err : snap_account(s, d);
 }
 
 static int entry_or_hold(struct snap *s, struct snap_dev *d, const struct snap_entry *e);
@@ -343,10 +454,11 @@ static int entry_or_hold(struct snap *s, struct snap_dev *d, const struct snap_e
 /* The block at R's address: its stream, for its allocation's entry and its segment. */
 static int snap_stream(struct snap *s, const struct bs_mem_stream *r)
 {
-	struct snap_dev *d = snap_dev(s, r->h.pid, r->device);
+	struct snap_dev *d;
+	int err = snap_dev(s, r->h.pid, r->device, &d);
 
-	if (!d)
-		return -ENOMEM;
+	if (err)
+		return err;
 	mem_live__stream(s->live, r);
 	for (__u32 i = 0; i < d->npending; i++) {
 		/* The block's stream, and the segments its allocation made. */
@@ -362,12 +474,14 @@ static int snap_alloc(struct snap *s, const struct bs_mem_alloc *r, const struct
 	int is_free = r->flags & BS_MEM_FREE, err;
 	struct mem_block freed = {};
 	struct snap_entry e = { .action = "alloc", .addr = r->addr, .ts = r->h.ts };
-	struct snap_dev *d = snap_dev(s, r->h.pid, r->device);
-	struct seg_ctx c = { s, d, r->h.ts };
+	struct seg_ctx c = { s, NULL, r->h.ts };
 	const struct mem_seg *g;
+	struct snap_dev *d;
 
-	if (!d)
-		return -ENOMEM;
+	err = snap_dev(s, r->h.pid, r->device, &d);
+	if (err)
+		return err;
+	c.d = d;
 	err = flush_pending(s, d);
 	if (err)
 		return err;
@@ -397,18 +511,19 @@ static int snap_alloc(struct snap *s, const struct bs_mem_alloc *r, const struct
 
 static int snap_oom(struct snap *s, const struct bs_mem_oom *o, const struct event *ev)
 {
-	struct snap_dev *d = snap_dev(s, o->h.pid, o->device);
-	struct seg_ctx c = { s, d, o->h.ts };
+	struct seg_ctx c = { s, NULL, o->h.ts };
 	struct snap_entry e = {
 		.action = "oom",
 		.size = o->bytes,
 		.stack = ev && ev->stack ? ev->stack->id : 0,
 		.ts = o->h.ts,
 	};
-	int err;
+	struct snap_dev *d;
+	int err = snap_dev(s, o->h.pid, o->device, &d);
 
-	if (!d)
-		return -ENOMEM;
+	if (err)
+		return err;
+	c.d = d;
 	err = flush_pending(s, d);
 	if (err)
 		return err;
@@ -457,16 +572,8 @@ static void live_block(void *arg, __u32 pid, __s16 device, __u64 addr, const str
 {
 	struct live_blocks *l = arg;
 
-	if (l->n == l->cap) {
-		struct snap_block *v =
-			realloc(l->v, (l->cap = l->cap ? 2 * l->cap : 64) * sizeof(*v));
-
-		if (!v) {
-			l->err = -ENOMEM;
-			return;
-		}
-		l->v = v;
-	}
+	if (!l->err && array__grow((void **)&l->v, l->n, &l->cap, sizeof(*l->v)))
+		l->err = -ENOMEM;
 	if (!l->err)
 		l->v[l->n++] = (struct snap_block){ addr, b->bytes, b->site };
 }
@@ -598,20 +705,38 @@ static int segments_of(struct snap *s, const struct snap_dev *d, __u64 *count)
 	return err;
 }
 
-/* D's entries, appended to its list in OUT. */
-static int copy_trace(struct snap *s, struct snap_dev *d)
+/* LEN bytes of the temporary file from OFF, appended to OUT. */
+static int copy_chunk(struct snap *s, __u64 off, __u64 len)
 {
 	char buf[1 << 16];
-	size_t n;
+	ssize_t n;
 
-	pickle__op(&d->p, PICKLE_APPENDS);
-	if (fflush(d->tmp) || pickle__error(&d->p))
-		return errno ? -errno : -EIO;
-	rewind(d->tmp);
-	while ((n = fread(buf, 1, sizeof(buf), d->tmp)))
-		if (fwrite(buf, 1, n, s->out) != n)
+	for (; len; off += n, len -= n) {
+		n = pread(fileno(s->tmp), buf, len < sizeof(buf) ? len : sizeof(buf), off);
+		if (n <= 0)
+			return n ? -errno : -EIO; /* shorter than what was written to it */
+		if (fwrite(buf, 1, n, s->out) != (size_t)n)
 			return errno ? -errno : -EIO;
-	return ferror(d->tmp) ? -EIO : 0;
+	}
+	return 0;
+}
+
+/* D's entries, appended to its list in OUT: its chunks, then its buffer. */
+static int copy_trace(struct snap *s, struct snap_dev *d)
+{
+	int err = snap_mem(d);
+
+	if (err)
+		return err;
+	pickle__op(&d->p, PICKLE_APPENDS);
+	err = pickle__error(&d->p);
+	if (!err)
+		err = snap_mem_close(s, d);
+	for (size_t i = 0; i < d->nchunks && !err; i++)
+		err = copy_chunk(s, d->chunks[i].off, d->chunks[i].len);
+	if (!err && fwrite(d->buf, 1, d->size, s->out) != d->size)
+		err = errno ? -errno : -EIO;
+	return err;
 }
 
 /*
@@ -631,11 +756,15 @@ static size_t choose_indexes(struct snap *s)
 		if (s->v[i]->index + 1 > n)
 			n = s->v[i]->index + 1;
 	}
-	if (clash)
-		for (i = 0; i < s->n; i++)
-			pr_info("several processes used one CUDA device: device %u of the snapshot is "
-				"pid %u's cuda:%d\n",
-				s->v[i]->index, s->v[i]->pid, s->v[i]->device);
+	/* a line each for the first few: thousands of processes would bury the rest */
+	for (i = 0; clash && i < s->n && i < SNAP_SAID; i++)
+		pr_info("several processes used one CUDA device: device %u of the snapshot is pid "
+			"%u's cuda:%d\n",
+			s->v[i]->index, s->v[i]->pid, s->v[i]->device);
+	if (clash && s->n > SNAP_SAID)
+		pr_info("and %zu more (process, device) pairs: the snapshot's bpfsight_devices lists "
+			"every device's\n",
+			s->n - SNAP_SAID);
 	return n;
 }
 
@@ -670,6 +799,8 @@ static int snap_write(struct snap *s)
 	pickle__str_memo(p, "device_traces");
 	pickle__op(p, PICKLE_LIST);
 	pickle__op(p, PICKLE_MARK);
+	if (!err && s->tmp && fflush(s->tmp)) /* the chunks are read back by their descriptor */
+		err = errno ? -errno : -EIO;
 	for (size_t i = 0; i < ntraces && !err; i++) {
 		pickle__op(p, PICKLE_LIST);
 		if ((d = dev_at(s, i)))
@@ -709,8 +840,8 @@ static int snap_finish(void *st, const struct trace_model *m, const struct trace
 
 	s->m = m;
 	for (size_t i = 0; i < s->n && err == -ENODATA; i++)
-		if (flush_pending(s, s->v[i]))
-			err = -EIO;
+		if ((e = flush_pending(s, s->v[i])))
+			err = e;
 	if (s->n && err == -ENODATA)
 		err = snap_write(s);
 	e = fclose(s->out);

@@ -2,18 +2,34 @@
 /* The blocks live in each process and device (mem_live.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include "array.h"
 #include "hmap.h"
 #include "mem_live.h"
+#include "msg.h"
 
-struct mem_live {
-	struct hmap *blocks;  /* (pid << 16 | device, addr) -> struct mem_block */
-	struct hmap *devs;    /* (pid << 16 | device, 0) -> struct mem_dev */
-	struct hmap *deleted; /* (pid, tid) -> the address its last CPU Delete freed */
+/* A process's device: its totals (mem_live__dev's answer) and its blocks. */
+struct mem_pdev {
+	struct mem_dev d;
+	struct hmap *blocks; /* (addr, 0) -> struct mem_block */
 };
 
-static __u64 pid_dev(__u32 pid, __s16 device)
+/* What a process has: all that forgetting it removes, and only that. */
+struct mem_proc {
+	__s16 *devs; /* the devices it used, each a key of mem_live.devs */
+	size_t ndevs, cap;
+	struct hmap *deleted; /* (tid, 0) -> the address its last CPU Delete freed; NULL: none */
+};
+
+struct mem_live {
+	struct hmap *procs; /* (pid, 0) -> struct mem_proc */
+	struct hmap *devs;  /* (pid << 16 | device, 0) -> struct mem_pdev */
+	__u64 nblocks;
+	__u64 unkept; /* blocks, devices and Deletes not kept for want of memory */
+};
+
+static struct hkey pid_dev(__u32 pid, __s16 device)
 {
-	return (__u64)pid << 16 | (__u16)device;
+	return (struct hkey){ (__u64)pid << 16 | (__u16)device, 0 };
 }
 
 struct mem_live *mem_live__new(void)
@@ -22,10 +38,9 @@ struct mem_live *mem_live__new(void)
 
 	if (!l)
 		return NULL;
-	l->blocks = hmap__new(sizeof(struct mem_block));
-	l->devs = hmap__new(sizeof(struct mem_dev));
-	l->deleted = hmap__new(sizeof(__u64));
-	if (!l->blocks || !l->devs || !l->deleted) {
+	l->procs = hmap__new(sizeof(struct mem_proc));
+	l->devs = hmap__new(sizeof(struct mem_pdev));
+	if (!l->procs || !l->devs) {
 		mem_live__free(l);
 		return NULL;
 	}
@@ -34,12 +49,64 @@ struct mem_live *mem_live__new(void)
 
 void mem_live__free(struct mem_live *l)
 {
+	struct mem_proc *p;
+	struct mem_pdev *d;
+	size_t it = 0;
+
 	if (!l)
 		return;
-	hmap__free(l->blocks);
+	while (l->procs && (p = hmap__next(l->procs, &it, NULL))) {
+		free(p->devs);
+		hmap__free(p->deleted);
+	}
+	it = 0;
+	while (l->devs && (d = hmap__next(l->devs, &it, NULL)))
+		hmap__free(d->blocks);
+	hmap__free(l->procs);
 	hmap__free(l->devs);
-	hmap__free(l->deleted);
 	free(l);
+}
+
+/* A block, device or Delete not kept: the views undercount from here, which is said once. */
+static void unkept(struct mem_live *l)
+{
+	if (!l->unkept++)
+		pr_warn("out of memory: some memory blocks are not kept, so live bytes, peaks and "
+			"frees undercount from here\n");
+}
+
+__u64 mem_live__unkept(const struct mem_live *l)
+{
+	return l->unkept;
+}
+
+static struct mem_pdev *pdev_get(const struct mem_live *l, __u32 pid, __s16 device)
+{
+	return hmap__get(l->devs, pid_dev(pid, device), 0);
+}
+
+/* PID's DEVICE, made the first time (and listed in its process's), or NULL. */
+static struct mem_pdev *pdev_make(struct mem_live *l, __u32 pid, __s16 device)
+{
+	struct mem_pdev *d = pdev_get(l, pid, device);
+	struct mem_proc *p;
+	struct hmap *blocks;
+
+	if (d)
+		return d;
+	p = hmap__get(l->procs, (struct hkey){ pid, 0 }, 1);
+	/* from 4: a process uses the CPU and a device or two */
+	if (!p || array__grow_from((void **)&p->devs, p->ndevs, &p->cap, sizeof(*p->devs), 4))
+		return NULL;
+	blocks = hmap__new(sizeof(struct mem_block));
+	d = blocks ? hmap__get(l->devs, pid_dev(pid, device), 1) : NULL;
+	if (!d) {
+		hmap__free(blocks);
+		return NULL;
+	}
+	d->blocks = blocks;
+	p->devs[p->ndevs++] = device;
+	return d;
 }
 
 /*
@@ -50,18 +117,25 @@ void mem_live__free(struct mem_live *l)
  */
 static int delete_echo(struct mem_live *l, const struct bs_mem_alloc *r, int live)
 {
-	struct hkey k = { r->h.pid, r->h.tid };
+	struct hkey k = { r->h.tid, 0 };
+	struct mem_proc *p;
 	__u64 *last;
 
 	if (r->device != BS_MEM_DEV_CPU)
 		return 0;
 	if (r->source == BS_MEM_SRC_CPU) {
-		last = hmap__get(l->deleted, k, 1);
+		p = hmap__get(l->procs, (struct hkey){ r->h.pid, 0 }, 1);
+		if (p && !p->deleted)
+			p->deleted = hmap__new(sizeof(__u64));
+		last = p && p->deleted ? hmap__get(p->deleted, k, 1) : NULL;
 		if (last)
 			*last = r->addr;
+		else
+			unkept(l);
 		return 0;
 	}
-	if (live || !(last = hmap__get(l->deleted, k, 0)) || *last != r->addr)
+	p = hmap__get(l->procs, (struct hkey){ r->h.pid, 0 }, 0);
+	if (live || !p || !p->deleted || !(last = hmap__get(p->deleted, k, 0)) || *last != r->addr)
 		return 0;
 	*last = 0;
 	return 1;
@@ -70,14 +144,15 @@ static int delete_echo(struct mem_live *l, const struct bs_mem_alloc *r, int liv
 __u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 site,
 		      struct mem_block *freed)
 {
-	__u64 pd = pid_dev(r->h.pid, r->device);
-	struct hkey bk = { pd, r->addr };
-	struct mem_block *b;
-	struct mem_dev *d;
+	struct hkey bk = { r->addr, 0 };
+	struct mem_block *b = NULL;
+	struct mem_pdev *d;
 	__u64 bytes;
 
 	if (r->flags & BS_MEM_FREE) {
-		b = hmap__get(l->blocks, bk, 0);
+		d = pdev_get(l, r->h.pid, r->device);
+		if (d)
+			b = hmap__get(d->blocks, bk, 0);
 		if (delete_echo(l, r, b != NULL)) {
 			if (freed)
 				*freed = (struct mem_block){ 0 };
@@ -91,37 +166,40 @@ __u64 mem_live__apply(struct mem_live *l, const struct bs_mem_alloc *r, __u32 si
 		bytes = b->bytes;
 		if (freed)
 			*freed = *b;
-		hmap__del(l->blocks, bk);
-		d = hmap__get(l->devs, (struct hkey){ pd, 0 }, 0);
-		if (d)
-			d->live = d->live > bytes ? d->live - bytes : 0;
+		d->d.live = d->d.live > bytes ? d->d.live - bytes : 0;
+		hmap__del(d->blocks, bk);
+		l->nblocks--;
 		return bytes;
 	}
 	if (!r->bytes)
 		return 0;
-	d = hmap__get(l->devs, (struct hkey){ pd, 0 }, 1);
-	b = hmap__get(l->blocks, bk, 1);
-	if (!b || !d)
-		return r->bytes; /* out of memory: counted, not kept */
-	if (b->bytes)		 /* the same address again without its free (a lost record) */
-		d->live = d->live > b->bytes ? d->live - b->bytes : 0;
+	d = pdev_make(l, r->h.pid, r->device);
+	b = d ? hmap__get(d->blocks, bk, 1) : NULL;
+	if (!b) {
+		unkept(l);
+		return r->bytes; /* counted, not kept */
+	}
+	if (b->bytes) /* the same address again without its free (a lost record) */
+		d->d.live = d->d.live > b->bytes ? d->d.live - b->bytes : 0;
+	else
+		l->nblocks++;
 	b->bytes = r->bytes;
 	b->ts = r->h.ts;
 	b->tid = r->h.tid;
 	b->site = site;
 	b->stream = b->requested = 0;
-	d->live += r->bytes;
-	if (d->live > d->peak) {
-		d->peak = d->live;
-		d->peak_ts = r->h.ts;
+	d->d.live += r->bytes;
+	if (d->d.live > d->d.peak) {
+		d->d.peak = d->d.live;
+		d->d.peak_ts = r->h.ts;
 	}
 	return r->bytes;
 }
 
 void mem_live__stream(struct mem_live *l, const struct bs_mem_stream *r)
 {
-	struct mem_block *b =
-		hmap__get(l->blocks, (struct hkey){ pid_dev(r->h.pid, r->device), r->addr }, 0);
+	struct mem_pdev *d = pdev_get(l, r->h.pid, r->device);
+	struct mem_block *b = d ? hmap__get(d->blocks, (struct hkey){ r->addr, 0 }, 0) : NULL;
 
 	if (b) {
 		b->stream = r->stream;
@@ -131,12 +209,16 @@ void mem_live__stream(struct mem_live *l, const struct bs_mem_stream *r)
 
 const struct mem_block *mem_live__get(const struct mem_live *l, __u32 pid, __s16 device, __u64 addr)
 {
-	return hmap__get(l->blocks, (struct hkey){ pid_dev(pid, device), addr }, 0);
+	const struct mem_pdev *d = pdev_get(l, pid, device);
+
+	return d ? hmap__get(d->blocks, (struct hkey){ addr, 0 }, 0) : NULL;
 }
 
 const struct mem_dev *mem_live__dev(const struct mem_live *l, __u32 pid, __s16 device)
 {
-	return hmap__get(l->devs, (struct hkey){ pid_dev(pid, device), 0 }, 0);
+	const struct mem_pdev *d = pdev_get(l, pid, device);
+
+	return d ? &d->d : NULL;
 }
 
 void mem_live__held(const struct mem_live *l, const struct bs_mem_alloc *r, struct mem_held *h)
@@ -151,51 +233,61 @@ void mem_live__held(const struct mem_live *l, const struct bs_mem_alloc *r, stru
 	*h = (struct mem_held){ d ? d->live : 0, 0, 0 };
 }
 
-void mem_live__each(const struct mem_live *l, __u32 pid, __s16 device,
-		    void (*fn)(void *arg, __u32 pid, __s16 device, __u64 addr,
-			       const struct mem_block *b),
-		    void *arg)
+/* FN for every block of D, PID's DEVICE. */
+static void pdev_each(const struct mem_pdev *d, __u32 pid, __s16 device,
+		      void (*fn)(void *arg, __u32 pid, __s16 device, __u64 addr,
+				 const struct mem_block *b),
+		      void *arg)
 {
 	const struct mem_block *b;
 	struct hkey k;
 	size_t it = 0;
 
-	while ((b = hmap__next(l->blocks, &it, &k)))
-		if (!pid || k.a == pid_dev(pid, device))
-			fn(arg, k.a >> 16, (__s16)(__u16)k.a, k.b, b);
+	while ((b = hmap__next(d->blocks, &it, &k)))
+		fn(arg, pid, device, k.a, b);
+}
+
+void mem_live__each(const struct mem_live *l, __u32 pid, __s16 device,
+		    void (*fn)(void *arg, __u32 pid, __s16 device, __u64 addr,
+			       const struct mem_block *b),
+		    void *arg)
+{
+	const struct mem_pdev *d;
+	struct hkey k;
+	size_t it = 0;
+
+	if (pid) {
+		if ((d = pdev_get(l, pid, device)))
+			pdev_each(d, pid, device, fn, arg);
+		return;
+	}
+	while ((d = hmap__next(l->devs, &it, &k)))
+		pdev_each(d, k.a >> 16, (__s16)(__u16)k.a, fn, arg);
 }
 
 void mem_live__forget(struct mem_live *l, __u32 pid)
 {
-	const struct mem_block *b;
-	struct hkey k;
-	size_t it = 0, n = 0, cap = 0;
-	struct hkey *dead = NULL;
+	struct mem_proc *p = hmap__get(l->procs, (struct hkey){ pid, 0 }, 0);
+	struct mem_pdev *d;
 
-	/* Keys of every device of PID: collected first, as deleting moves the others. */
-	while ((b = hmap__next(l->blocks, &it, &k))) {
-		if (k.a >> 16 != pid)
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->ndevs; i++) {
+		d = pdev_get(l, pid, p->devs[i]);
+		if (!d)
 			continue;
-		if (n == cap) {
-			struct hkey *v = realloc(dead, (cap = cap ? 2 * cap : 64) * sizeof(*v));
-
-			if (!v)
-				break;
-			dead = v;
-		}
-		dead[n++] = k;
+		l->nblocks -= hmap__count(d->blocks);
+		hmap__free(d->blocks);
+		hmap__del(l->devs, pid_dev(pid, p->devs[i]));
 	}
-	for (size_t i = 0; i < n; i++)
-		hmap__del(l->blocks, dead[i]);
-	free(dead);
-	hmap__del_all(l->deleted, 0, pid);
-	for (int dev = -1; dev < 256; dev++) /* BS_MEM_DEV_CPU, then CUDA devices */
-		hmap__del(l->devs, (struct hkey){ pid_dev(pid, dev), 0 });
+	free(p->devs);
+	hmap__free(p->deleted);
+	hmap__del(l->procs, (struct hkey){ pid, 0 });
 }
 
 __u64 mem_live__count(const struct mem_live *l)
 {
-	return hmap__count(l->blocks);
+	return l->nblocks;
 }
 
 void mem_visit(const struct mem_visit *v, void *arg, const struct bs_hdr *h)

@@ -69,10 +69,12 @@ struct mem_held {
  * else the live bytes by the records (the CPU's, which has no cache: nothing reserved).
  */
 void mem_live__held(const struct mem_live *l, const struct bs_mem_alloc *r, struct mem_held *h);
-/* PID exited: its blocks and devices go (their peaks with them). */
+/* PID exited: its blocks and devices go (their peaks with them), and nothing else is read. */
 void mem_live__forget(struct mem_live *l, __u32 pid);
 /* How many blocks are live, in every process. */
 __u64 mem_live__count(const struct mem_live *l);
+/* How many blocks, devices and Deletes were not kept for want of memory (said once). */
+__u64 mem_live__unkept(const struct mem_live *l);
 
 /* What a view does with mem's records and the lives of processes (each hook may be NULL). */
 enum mem_gone { MEM_GONE_EXIT, MEM_GONE_EXEC, MEM_GONE_RECYCLED };

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "mem_segments.h"
 
 struct mem_segs {
@@ -80,13 +81,9 @@ static struct mem_seg *seg_insert(struct mem_segs *g, const struct mem_seg *s)
 {
 	size_t i = seg_after(g, s->addr);
 
-	if (g->n == g->cap) {
-		struct mem_seg *v = realloc(g->v, (g->cap = g->cap ? 2 * g->cap : 16) * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		g->v = v;
-	}
+	/* from 16: segments per process and device, many processes with few */
+	if (array__grow_from((void **)&g->v, g->n, &g->cap, sizeof(*g->v), 16))
+		return NULL;
 	memmove(&g->v[i + 1], &g->v[i], (g->n - i) * sizeof(*g->v));
 	g->v[i] = *s;
 	g->n++;

@@ -2,6 +2,7 @@
 /* Who came last to each collective (nccl_straggle.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include "array.h"
 #include "nccl_straggle.h"
 #include "hmap.h"
 
@@ -57,16 +58,9 @@ static void close_inst(struct nccl_straggle *s, const struct nccl_inst *in)
 	struct nccl_inst *copy;
 	__u64 wait = nccl_inst__wait(in);
 
-	if (s->ndone == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct nccl_inst **v = realloc(s->done, cap * sizeof(*v));
-
-		if (!v) {
-			s->err = -ENOMEM;
-			return;
-		}
-		s->done = v;
-		s->cap = cap;
+	if (array__grow((void **)&s->done, s->ndone, &s->cap, sizeof(*s->done))) {
+		s->err = -ENOMEM;
+		return;
 	}
 	copy = malloc(sizeof(*copy));
 	if (!copy) {

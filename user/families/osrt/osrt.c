@@ -8,6 +8,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "array.h"
 #include "osrt.h"
 #include "family_attach.h"
 #include "record_ctx.h"
@@ -134,15 +135,8 @@ static long osrt_read_aggs(struct osrt_state *st, int fd)
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (n == st->cap) {
-			size_t cap = st->cap ? st->cap * 2 : 1024;
-			struct agg_ent *e = realloc(st->ents, cap * sizeof(*e));
-
-			if (!e)
-				return -ENOMEM;
-			st->ents = e;
-			st->cap = cap;
-		}
+		if (array__grow((void **)&st->ents, n, &st->cap, sizeof(*st->ents)))
+			return -ENOMEM;
 		if (bpf_map_lookup_elem(fd, &key, &st->ents[n].val))
 			continue;
 		st->ents[n++].key = key;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "pyfunc_spec.h"
 
 #define FILE_MAX (4u << 20) /* a spec file is small: more is not one */
@@ -90,13 +91,20 @@ static size_t put_utf8(char *o, unsigned cp)
 /* A string into a malloc'ed *OUT (NULL: read and dropped). 0 or the error. */
 static int string(struct jp *j, char **out)
 {
+	const char *q;
 	char *o, *buf;
 	unsigned cp, lo;
 
 	if (!take(j, '"'))
 		return jp_fail(j, "a string expected");
-	/* escapes only shrink: the text left is room enough */
-	buf = o = malloc(j->end - j->p + 1);
+	/*
+	 * Escapes only shrink, so the raw text up to the closing quote is room enough; sized to
+	 * that, not to the rest of the file, which every name kept would hold.
+	 */
+	for (q = j->p; q < j->end && *q != '"'; q++)
+		if (*q == '\\' && q + 1 < j->end)
+			q++;
+	buf = o = malloc(q - j->p + 1);
 	if (!buf)
 		return j->ret = -ENOMEM;
 	while (j->p < j->end && *j->p != '"') {
@@ -255,7 +263,7 @@ static int function(struct jp *j, char **name)
 struct group {
 	char *module, *domain;
 	char **functions;
-	size_t nfunctions;
+	size_t nfunctions, cap;
 	const char *functions_at; /* where "functions" began, for errors */
 };
 
@@ -271,13 +279,11 @@ static void group_free(struct group *g)
 static int function_element(struct jp *j, void *arg)
 {
 	struct group *g = arg;
-	char **v = realloc(g->functions, (g->nfunctions + 1) * sizeof(*v));
 
-	if (!v)
+	if (array__grow((void **)&g->functions, g->nfunctions, &g->cap, sizeof(*g->functions)))
 		return j->ret = -ENOMEM;
-	g->functions = v;
-	if (function(j, &v[g->nfunctions])) {
-		free(v[g->nfunctions]);
+	if (function(j, &g->functions[g->nfunctions])) {
+		free(g->functions[g->nfunctions]);
 		return j->ret;
 	}
 	g->nfunctions++;

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "array.h"
 #include "export_chrome.h"
 #include "gpu_decode.h"
 #include "hmap.h"
@@ -80,15 +81,8 @@ static int window_add(struct window *w, struct span op)
 			w->n -= w->head;
 			w->head = 0;
 		}
-		if (w->n == w->cap) {
-			size_t cap = w->cap ? w->cap * 2 : 256;
-			struct span *v = realloc(w->v, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			w->v = v;
-			w->cap = cap;
-		}
+		if (array__grow((void **)&w->v, w->n, &w->cap, sizeof(*w->v)))
+			return -ENOMEM;
 	}
 	w->v[w->n++] = op;
 	return 0;

@@ -50,13 +50,14 @@ static char *stack_text(const struct trace_stack *s, const struct trace_model *m
 		if (k >= sizeof(entry) || left_out(entry))
 			continue;
 		if (len + k + 3 > cap) {
-			char *more = realloc(out, cap = (len + k + 3) * 2);
+			char *more = realloc(out, (len + k + 3) * 2);
 
 			if (!more) {
 				free(out);
 				return NULL;
 			}
 			out = more;
+			cap = (len + k + 3) * 2;
 		}
 		len += (size_t)sprintf(out + len, "%s%s", len ? "; " : "", entry);
 		n--;
