@@ -176,6 +176,7 @@ const struct family family_toyshim = {
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,
 	.consume = shim_link__consume,
+	.consumes = shim_link_consumes,
 	.stop = shim_link__stop,
 	.prelaunch = toyshim_prelaunch,
 	.decoders = toyshim_decoders,

@@ -291,16 +291,24 @@ struct family {
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
 	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
 	/*
-	 * Every ring-buffer record (of any family), before it is written; may be NULL. May write
-	 * records of its own first (e.g. a SYMBOL the record refers to).
+	 * Every ring-buffer record (of any family) of the types in observes, before it is
+	 * written; may be NULL. May write records of its own first (e.g. a SYMBOL the record
+	 * refers to).
 	 */
 	void (*observe)(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
+	/*
+	 * The record types observe acts on, 0-terminated: the driver calls it for those alone
+	 * (a record of another type never enters the family). NULL: every record.
+	 */
+	const __u16 *observes;
 	/*
 	 * Like observe, before every observe hook: returns 1 when it consumed the record (a
 	 * ring-only record it unpacked and wrote as records of its own), which then goes no
 	 * further and is not written; else 0. May be NULL.
 	 */
 	int (*consume)(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
+	/* The record types consume takes, as observes. NULL: every record. */
+	const __u16 *consumes;
 	/*
 	 * The recording is ending: runs before any probe is detached, with the ring buffer still
 	 * drained by record_ctx__poll (e.g. to ask a producer to flush and wait for it). May be

@@ -154,22 +154,57 @@ static int stopped_at_new_code(const struct bs_hdr *h, size_t size)
 	       (((const struct bs_map_exec *)h)->flags & BS_MAP_EXEC_STOPPED);
 }
 
+/* 1 when TYPES (0-terminated; NULL: every type) holds TYPE. */
+static int takes(const __u16 *types, __u16 type)
+{
+	if (!types)
+		return 1;
+	for (; *types; types++)
+		if (*types == type)
+			return 1;
+	return 0;
+}
+
+/* Who takes each record type: the families attached and the uprobe manager (recording.h). */
+static void make_dispatch(struct recording *r)
+{
+	for (int t = 0; t < BS_REC_TYPE_MAX; t++) {
+		int nc = 0, no = 0;
+
+		for (int i = 0; families[i] && i < RECORD_MAX_FAMILIES; i++) {
+			const struct family *f = families[i];
+
+			if (!r->attached[i])
+				continue;
+			if (f->consume && takes(f->consumes, t))
+				r->consumers[t][nc++] = (__s8)i;
+			if (f->observe && takes(f->observes, t))
+				r->observers[t][no++] = (__s8)i;
+		}
+		r->consumers[t][nc] = r->observers[t][no] = -1;
+		r->uprobes_observe[t] = takes(uprobe_mgr__observes, t);
+		r->ring_only[t] = family__ring_only(t);
+	}
+}
+
 /*
- * The record path: every ring record goes to the families' consume hooks, the stack service,
- * every observe hook, the uprobe manager and the capture gate, then where records go.
+ * The record path: every ring record goes to the consume hooks that take its type, the stack
+ * service, the observe hooks that take its type, the uprobe manager and the capture gate, then
+ * where records go.
  */
 static void handle_record(struct recording *r, void *data, size_t size)
 {
 	struct record_ctx *ctx = &r->ctx;
 	const struct bs_hdr *h = data;
+	const __s8 *fi;
 	int consumed = 0;
 
 	/* BPF wrote it, but the contract is checked on both sides. */
-	if (size < sizeof(*h) || h->size != size || size % 8)
+	if (size < sizeof(*h) || h->size != size || size % 8 || h->type >= BS_REC_TYPE_MAX)
 		return;
-	for (int i = 0; families[i] && !consumed; i++)
-		if (r->attached[i] && families[i]->consume)
-			consumed = families[i]->consume(ctx, r->states[i], h);
+	for (fi = r->consumers[h->type]; *fi >= 0 && !consumed; fi++)
+		if (r->attached[*fi]) /* a family detached at the stop takes no more */
+			consumed = families[*fi]->consume(ctx, r->states[*fi], h);
 	if (consumed)
 		return;
 	if (h->type == BS_REC_STACK_RAW) {
@@ -177,14 +212,16 @@ static void handle_record(struct recording *r, void *data, size_t size)
 			stack_svc__consume(ctx, r->stacks, h);
 		return;
 	}
-	if (family__ring_only(h->type))
+	if (r->ring_only[h->type])
 		return; /* and the family that unpacks it is gone: never on disk */
 	if (r->stacks)
 		stack_svc__observe(ctx, r->stacks, h);
-	for (int i = 0; families[i]; i++)
-		if (r->attached[i] && families[i]->observe)
-			families[i]->observe(ctx, r->states[i], h);
-	if (!uprobe_mgr__closed(r->uprobes))
+	for (fi = r->observers[h->type]; *fi >= 0; fi++)
+		if (r->attached[*fi])
+			families[*fi]->observe(ctx, r->states[*fi], h);
+	if (!r->uprobes_observe[h->type])
+		;
+	else if (r->uprobes && !r->uprobes_closed)
 		uprobe_mgr__observe(r->uprobes, h);
 	else if (stopped_at_new_code(h, size))
 		kill(h->pid, SIGCONT); /* probes already gone: never leave a process stopped */
@@ -387,6 +424,7 @@ static int start(struct recording *r)
 		}
 		r->attached[i] = 1;
 	}
+	make_dispatch(r);
 	if (r->uprobes)
 		uprobe_mgr__start(r->uprobes);
 	if (r->stacks)
@@ -726,6 +764,9 @@ int recorder__run(const struct record_opts *opts)
 				      .unw_rows_fd = -1,
 				      .unw_procs_fd = -1 };
 	r->launch = (struct launch){ .pid = -1, .gate_fd = -1 };
+	/* No family takes a record until every one is attached (make_dispatch). */
+	memset(r->consumers, -1, sizeof(r->consumers));
+	memset(r->observers, -1, sizeof(r->observers));
 	r->tty = isatty(STDERR_FILENO);
 	r->ctx.self_pid = getpid();
 	/* BTF for every tracepoint we use, unless forced off (kernel_features.h). */

@@ -124,6 +124,8 @@ void recording__attach_args(const struct recording *r, int i, struct family_atta
 void recording__close_services(struct recording *r)
 {
 	uprobe_mgr__close(r->uprobes);
+	r->uprobes_closed = 1;
+	stack_svc__uprobes_closed(r->stacks);
 }
 
 void recording__free_services(struct recording *r)

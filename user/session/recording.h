@@ -31,11 +31,22 @@ struct recording {
 	struct record_ctx ctx;
 	/* The services, made before the families attach (recorder_services.c), or NULL. */
 	struct uprobe_mgr *uprobes;
+	int uprobes_closed; /* its probes gone at the stop: it sees no more records */
 	struct stack_svc *stacks;
 	struct shim_link *shim;
 	/* The families' states (index = families[] index) and which are attached. */
 	void *states[RECORD_MAX_FAMILIES];
 	int attached[RECORD_MAX_FAMILIES];
+	/*
+	 * The record path's dispatch (recorder.c), made once every family is attached: per
+	 * record type, the families whose consume / observe hook takes it (struct family's
+	 * consumes, observes), registry order, -1 after the last; and whether the uprobe manager
+	 * acts on it. A record enters only the code that acts on its type.
+	 */
+	__s8 consumers[BS_REC_TYPE_MAX][RECORD_MAX_FAMILIES + 1];
+	__s8 observers[BS_REC_TYPE_MAX][RECORD_MAX_FAMILIES + 1];
+	__u8 uprobes_observe[BS_REC_TYPE_MAX];
+	__u8 ring_only[BS_REC_TYPE_MAX]; /* family__ring_only, asked once per type */
 	/*
 	 * Where records go (ctx.out, recorder_output.c): the file, or the flight recorder's
 	 * window (writer is then its in-memory writer), with a file per capture range.

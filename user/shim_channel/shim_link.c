@@ -375,6 +375,28 @@ void shim_link__free(struct shim_link *l)
 	free(l);
 }
 
+__u16 shim_link_consumes[BS_REC_TYPE_MAX + 1];
+
+/* What the channel and the registry's shim families' ring hooks take (shim_unpack__record). */
+static void fill_consumes(void)
+{
+	__u8 want[BS_REC_TYPE_MAX] = { [BS_REC_SHIM_BATCH] = 1,
+				       [BS_REC_THREAD_NS] = 1,
+				       [BS_REC_EXEC] = 1,
+				       [BS_REC_EXIT] = 1 };
+	int n = 0;
+
+	for (int i = 0; families[i]; i++)
+		for (const __u16 *t = families[i]->shim ? families[i]->shim->ring_types : NULL;
+		     t && *t; t++)
+			if (*t < BS_REC_TYPE_MAX)
+				want[*t] = 1;
+	for (int t = 1; t < BS_REC_TYPE_MAX; t++)
+		if (want[t])
+			shim_link_consumes[n++] = (__u16)t;
+	shim_link_consumes[n] = 0;
+}
+
 struct shim_link *shim_link__new(struct record_ctx *ctx, struct uprobe_mgr *mgr, int *err)
 {
 	struct shim_link *l = calloc(1, sizeof(*l));
@@ -385,6 +407,7 @@ struct shim_link *shim_link__new(struct record_ctx *ctx, struct uprobe_mgr *mgr,
 	*err = -ENOMEM;
 	if (!l)
 		return NULL;
+	fill_consumes();
 	l->ctx = ctx;
 	l->listener = -1;
 	l->pids = hmap__new(sizeof(struct shim_pid));

@@ -76,5 +76,12 @@ void shim_link__listen(void *state, shim_unpack_fn fn, void *arg);
 
 /* The shim's batches: unpacked into records by shim_link__consume, never on disk. */
 extern const __u16 shim_ring_only[];
+/*
+ * The record types shim_link__consume takes (every shim family's struct family.consumes):
+ * the batches, a thread's namespace id, an exec and an exit, and the types the shim families'
+ * ring hooks see (struct family_shim.ring_types), filled from the registry when the channel
+ * is made (shim_link__new), before the driver asks (0-terminated).
+ */
+extern __u16 shim_link_consumes[];
 
 #endif /* BPFSIGHT_SHIM_LINK_H */

@@ -42,6 +42,7 @@ struct stack_svc {
 	struct hmap *slot_gens; /* pid -> its exec/mapping generation, for slots' keys */
 	struct stack_intern *intern;
 	struct uprobe_mgr *mgr;		/* discovery and symbols of every traced process's code */
+	int mgr_closed;			/* stack_svc__uprobes_closed: the recording stops */
 	struct py_find *finder;		/* which processes are CPython, and where their GIL is */
 	struct py_stack *py;		/* names Python frames */
 	struct hmap *procs;		/* pid -> struct py_proc */
@@ -66,6 +67,12 @@ static __u32 unwind_limit(void)
 		fclose(f);
 	}
 	return v < BS_STACK_MAX_FRAMES ? v : BS_STACK_MAX_FRAMES;
+}
+
+void stack_svc__uprobes_closed(struct stack_svc *s)
+{
+	if (s)
+		s->mgr_closed = 1;
 }
 
 void stack_svc__free(struct stack_svc *s)
@@ -182,7 +189,7 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 	p->next_ns = now + PY_RECHECK_NS;
 	p->pending = 0;
 	/* The manager is closed (the recording stops, the last records drain): no more looks. */
-	if (uprobe_mgr__closed(s->mgr) || py_find__inspect(s->finder, pid, py)) {
+	if (s->mgr_closed || py_find__inspect(s->finder, pid, py)) {
 		p->final = 1;
 		return p;
 	}
@@ -349,7 +356,7 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 	if (!n && !npy)
 		return 0;
 	/* A first frame unwound by its table skipped no caller. */
-	if (top && n && !uprobe_mgr__closed(s->mgr) && !(raw_flags & BS_STACK_UNW_FIRST) &&
+	if (top && n && !s->mgr_closed && !(raw_flags & BS_STACK_UNW_FIRST) &&
 	    (nfix = leaf_fix(s, pid, w, n, npy, top, fixed))) {
 		w = fixed;
 		n = nfix;
@@ -359,14 +366,14 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 	if (id)
 		return id;
 	/* The manager is closed before the families detach: the last stacks go unnamed. */
-	nn = stack_intern__symbolize(s->intern, ctx, uprobe_mgr__closed(s->mgr) ? NULL : s->mgr,
-				     pid, w, n, capped, end, nf);
+	nn = stack_intern__symbolize(s->intern, ctx, s->mgr_closed ? NULL : s->mgr, pid, w, n,
+				     capped, end, nf);
 	/*
 	 * Cut in code without frame pointers: the tables of the stack's files, for the next
 	 * stacks (none once the recording stops: a build then would only take CPU from the
 	 * last stacks' names, which have a second each to read their files).
 	 */
-	if (s->unw && !uprobe_mgr__closed(s->mgr) && nn && nf[nn - 1].kind == BS_FRAME_CUT &&
+	if (s->unw && !s->mgr_closed && nn && nf[nn - 1].kind == BS_FRAME_CUT &&
 	    nf[nn - 1].line == BS_CUT_NO_FP && !record_ctx__must_stop(ctx))
 		stack_unwind__cut(s->unw, pid, w, n);
 	if (npy && p && p->minor)
@@ -391,7 +398,7 @@ static __u32 own_frames(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, 
 	struct uprobe_code own, c;
 	__u32 k = 1;
 
-	if (!n || uprobe_mgr__closed(s->mgr) || uprobe_mgr__code_at(s->mgr, pid, w[0], 1, &own))
+	if (!n || s->mgr_closed || uprobe_mgr__code_at(s->mgr, pid, w[0], 1, &own))
 		return 0;
 	while (k < n && !uprobe_mgr__code_at(s->mgr, pid, w[k], 0, &c) && !strcmp(c.path, own.path))
 		k++;
@@ -432,7 +439,7 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 	__u32 key = rec->pid;
 
 	thread_names__observe(s->names, rec);
-	if (s->unw && !uprobe_mgr__closed(s->mgr))
+	if (s->unw && !s->mgr_closed)
 		stack_unwind__observe(s->unw, rec);
 	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
 	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {

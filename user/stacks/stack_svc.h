@@ -79,6 +79,11 @@ struct uprobe_mgr;
 struct stack_svc *stack_svc__new(struct record_ctx *ctx, struct uprobe_mgr *mgr, int *err);
 void stack_svc__free(struct stack_svc *s);
 /*
+ * The recording stops and the uprobe manager is closed (uprobe_mgr__close): no more looks at
+ * processes, no table built, the last stacks' native frames left unnamed. The driver says it.
+ */
+void stack_svc__uprobes_closed(struct stack_svc *s);
+/*
  * The stack id of what BPF read into W (NIPS addresses, then NPY Python frames) for thread
  * TID of PID at TS (the STACK record's own pid/tid/ts). TOP: the words on top of the user
  * stack (BS_CPU_LEAF), or NULL. RAW_FLAGS: the raw record's (how the native walk ended:

@@ -180,6 +180,8 @@ int uprobe_mgr__scan(struct uprobe_mgr *m, pid_t pid);
  * queued for uprobe_mgr__poll.
  */
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec);
+/* The record types uprobe_mgr__observe acts on, 0-terminated: the driver gives it no other. */
+extern const __u16 uprobe_mgr__observes[];
 /* Scan what was queued (called on each housekeeping tick). */
 int uprobe_mgr__poll(struct uprobe_mgr *m);
 /*

@@ -148,6 +148,8 @@ static void forget_exited(struct uprobe_mgr *m, __u64 now)
 	m->nexited -= i;
 }
 
+const __u16 uprobe_mgr__observes[] = { BS_REC_EXIT, BS_REC_FORK, BS_REC_MAP_EXEC, 0 };
+
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
 {
 	const struct bs_map_exec *x = (const void *)rec;

@@ -151,6 +151,9 @@ static int cpu_attach(const struct family_attach *a, void **state)
 	return 0;
 }
 
+/* The raw samples BPF writes: unpacked into CPU_SAMPLE records here, never on disk. */
+static const __u16 cpu_consumes[] = { BS_REC_CPU_SAMPLE_RAW, 0 };
+
 static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
 {
 	const struct bs_cpu_sample_raw *r = (const void *)rec;
@@ -194,6 +197,7 @@ const struct family family_cpu = {
 	.attach = cpu_attach,
 	.detach = cpu_detach,
 	.consume = cpu_consume,
+	.consumes = cpu_consumes,
 	.stop = cpu_stop,
 	.decoders = cpu_decoders,
 	.reports = cpu_reports,

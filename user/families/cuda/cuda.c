@@ -112,6 +112,9 @@ static void cuda_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 	}
 }
 
+/* A process's exit forgets its names; a call may name a kernel or a handle. */
+static const __u16 cuda_observes[] = { BS_REC_EXIT, BS_REC_CUDA_CALL, 0 };
+
 /* --capture-range=cudaProfilerApi: between cudaProfilerStart and cudaProfilerStop, as nsys. */
 static const struct family_capture cuda_capture = { .kind = "cudaProfilerApi" };
 
@@ -129,6 +132,7 @@ const struct family family_cuda = {
 	.attach = cuda_attach,
 	.detach = cuda_detach,
 	.observe = cuda_observe,
+	.observes = cuda_observes,
 	.capture = &cuda_capture,
 	.api = &cuda_table,
 	.losses = cuda_losses,

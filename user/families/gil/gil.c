@@ -349,6 +349,9 @@ fail:
 	return err;
 }
 
+/* A process's life: a python to look at (exec, fork, new code), one gone (exit). */
+static const __u16 gil_observes[] = { BS_REC_EXEC, BS_REC_FORK, BS_REC_MAP_EXEC, BS_REC_EXIT, 0 };
+
 static void gil_observe(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
 {
 	const struct bs_fork *fk = (const void *)rec;
@@ -474,6 +477,7 @@ const struct family family_gil = {
 	.poll = gil_poll,
 	.detach = gil_detach,
 	.observe = gil_observe,
+	.observes = gil_observes,
 	.decoders = gil_decoders,
 	.reports = gil_reports,
 	.verdict = &gil_verdict,

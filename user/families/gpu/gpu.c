@@ -36,6 +36,7 @@ const struct family family_gpu = {
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,
 	.consume = shim_link__consume,
+	.consumes = shim_link_consumes,
 	.stop = shim_link__stop,
 	.prelaunch = gpu_prelaunch,
 	.reorder = &gpu_reorder,

@@ -91,6 +91,8 @@ static void mem_observe(struct record_ctx *ctx, void *state, const struct bs_hdr
 		mem_proc_gone(state, rec->pid);
 }
 
+static const __u16 mem_observes[] = { BS_REC_EXIT, 0 };
+
 static void mem_detach(struct record_ctx *ctx, void *state)
 {
 	struct mem_state *st = state;
@@ -125,6 +127,7 @@ const struct family family_mem = {
 	.attach = mem_attach,
 	.detach = mem_detach,
 	.observe = mem_observe,
+	.observes = mem_observes,
 	.walk_new = mem_walk_new,
 	.walk_observe = mem_walk_observe,
 	.walk_free = mem_walk_free,

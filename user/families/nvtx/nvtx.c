@@ -43,6 +43,7 @@ const struct family family_nvtx = {
 	.poll = shim_link__poll,
 	.detach = shim_link__detach,
 	.consume = shim_link__consume,
+	.consumes = shim_link_consumes,
 	.stop = shim_link__stop,
 	.prelaunch = nvtx_prelaunch,
 	.decoders = nvtx_decoders,

@@ -279,6 +279,8 @@ static void osrt_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 		osrt_flush(ctx, st, 0);
 }
 
+static const __u16 osrt_observes[] = { BS_REC_EXIT, 0 };
+
 static void osrt_detach(struct record_ctx *ctx, void *state)
 {
 	struct osrt_state *st = state;
@@ -299,6 +301,7 @@ const struct family family_osrt = {
 	.poll = osrt_poll,
 	.detach = osrt_detach,
 	.observe = osrt_observe,
+	.observes = osrt_observes,
 	.cumulative = osrt_cumulative,
 	.options = osrt_options,
 	.opts_size = sizeof(struct osrt_opts),

@@ -117,6 +117,9 @@ static void pyfunc_observe(struct record_ctx *ctx, void *state, const struct bs_
 	pyfunc_writer__observe(((struct pyfunc_state *)state)->writer, rec);
 }
 
+/* An exec or an exit: the process's next shim gets the spec again (pyfunc_write.c). */
+static const __u16 pyfunc_observes[] = { BS_REC_EXEC, BS_REC_EXIT, 0 };
+
 static int pyfunc_poll(struct record_ctx *ctx, void *state)
 {
 	return shim_link__poll(ctx, ((struct pyfunc_state *)state)->shim);
@@ -235,7 +238,9 @@ const struct family family_pyfunc = {
 	.poll = pyfunc_poll,
 	.detach = pyfunc_detach,
 	.consume = pyfunc_consume,
+	.consumes = shim_link_consumes,
 	.observe = pyfunc_observe,
+	.observes = pyfunc_observes,
 	.stop = pyfunc_stop,
 	.prelaunch = pyfunc_prelaunch,
 	.decoders = pyfunc_decoders,

@@ -296,6 +296,7 @@ const struct family family_torch = {
 	.poll = torch_poll,
 	.detach = torch_detach,
 	.consume = torch_consume,
+	.consumes = shim_link_consumes,
 	.stop = torch_stop,
 	.prelaunch = torch_prelaunch,
 	.decoders = torch_decoders,
