@@ -670,3 +670,24 @@ def test_dry_run_lists_sites():
     sites, _ = dry_run_sites("--", DRIVER, "1")
     for sym in ("cuLaunchKernel", "cuMemcpyHtoD_v2", "cuModuleGetFunction", "cuProfilerStart"):
         check_site(sites, sym, "/usr/local/cuda/lib64/stubs/libcuda.so", "--dry-run CMD")
+
+
+def test_verdict_counts_no_failed_call_as_waiting_or_launching():
+    """A thread whose calls failed waited for no GPU and launched nothing, however long the
+    calls took (a loaded machine preempts a failed call as any other): no claim; the same
+    calls succeeding are claimed. A synthetic trace: one thread of 1 s, a 600 ms
+    cudaDeviceSynchronize and 20 launches of 10 ms (a fifth of its life)."""
+    import synth
+
+    sync, launch = synth.cuda_fn("cudaDeviceSynchronize"), synth.cuda_fn("cudaLaunchKernel")
+    for ret, want in ((100, "Verdict: nothing to judge"), (0, "Verdict: GPU-bound")):
+        t = synth.Trace(families="proc,cuda", start=1_000_000_000, end=2_000_000_000)
+        t.process(7, "job")
+        t.thread(7, 7, "job")
+        t.cuda_call(7, 7, 1_100_000_000, 600_000_000, sync, ret=ret)
+        for i in range(20):
+            t.cuda_call(7, 7, 1_750_000_000 + i * 11_000_000, 10_000_000, launch, ret=ret)
+        p = run([BPFSIGHT, "stats", t.write(tmpdir())])
+        eq(p.returncode, 0, p.stderr)
+        head = " ".join(p.stdout.split("\n\n")[0].split())
+        check(head.startswith(want), f"calls returning {ret}: {head}")

@@ -67,6 +67,13 @@ static void cuda_rule__add(void *vst, const struct bs_hdr *rec, const struct tra
 	if (!t)
 		return;
 	t->total += u->dur;
+	/*
+	 * A call that failed waited for no GPU and launched nothing (every call of a machine
+	 * without one): its time is the API's, never a claim's. The code is in eax (rax's upper
+	 * half is undefined).
+	 */
+	if ((__s32)u->ret != 0)
+		return;
 	api = ucall_table__api(&cuda_table, u->fn);
 	if (api && waits_for_gpu(api))
 		t->wait += u->dur;
