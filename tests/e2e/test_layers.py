@@ -31,12 +31,17 @@ def plant(path, after, line):
     return i + 2
 
 
-def test_a_planted_violation_is_named():
+def copy_tree():
     d = tmpdir()
     for sub in ("user", "bpf"):
         shutil.copytree(os.path.join(ROOT, sub), os.path.join(d, sub))
     os.makedirs(os.path.join(d, "docs"))
     shutil.copy(os.path.join(ROOT, "docs", "ARCHITECTURE.md"), os.path.join(d, "docs"))
+    return d
+
+
+def test_a_planted_violation_is_named():
+    d = copy_tree()
     eq(check_layers(d).returncode, 0, "the copy passes before anything is planted")
 
     core = plant(os.path.join(d, "user", "core", "trace_walk.c"), '#include "trace_walk.h"',
@@ -55,15 +60,6 @@ def test_a_planted_violation_is_named():
     check(lines[2].startswith("include circle across folders: cli -> core (") and
           f"core -> cli (user/core/trace_walk.c:{core})" in lines[2],
           f"the circle core -> cli named with its includes: {lines[2]}")
-
-
-def copy_tree():
-    d = tmpdir()
-    for sub in ("user", "bpf"):
-        shutil.copytree(os.path.join(ROOT, sub), os.path.join(d, sub))
-    os.makedirs(os.path.join(d, "docs"))
-    shutil.copy(os.path.join(ROOT, "docs", "ARCHITECTURE.md"), os.path.join(d, "docs"))
-    return d
 
 
 def test_a_service_that_includes_one_above_it_is_named():
