@@ -223,6 +223,8 @@ static int is_root(const char *func)
 	return 0;
 }
 
+static const char VDSO[] = "[vdso]";
+
 __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, struct uprobe_mgr *m,
 			      pid_t pid, const __u64 *ips, __u32 n, int capped, __u32 end,
 			      struct bs_frame *frames)
@@ -235,10 +237,15 @@ __u32 stack_intern__symbolize(struct stack_intern *s, struct record_ctx *ctx, st
 	for (__u32 i = 0; i < n && i < BS_STACK_MAX_FRAMES; i++) {
 		int found = m ? !native_frames__resolve(m, pid, ips[i], !exact, &uf) : 0;
 
-		/* The sampled instruction may be in the vDSO (clock_gettime): no file maps it. */
-		if (!found && i == 0 && vdso_frame(s, ctx, pid, ips[i], &frames[k])) {
+		/*
+		 * The sampled instruction may be in the vDSO (clock_gettime): no file maps it. So
+		 * may a return address: under a paravirtual clock (kvm-clock, every cloud VM) the
+		 * sample lands in the vDSO's helper that clock_gettime calls.
+		 */
+		if (!found && (i == 0 || cut_in == VDSO) &&
+		    vdso_frame(s, ctx, pid, ips[i], &frames[k])) {
 			k++;
-			cut_in = "[vdso]";
+			cut_in = VDSO;
 			continue;
 		}
 		if (!found && i == 0 && xol_frame(ctx, pid, ips[i], &frames[k])) {
