@@ -51,17 +51,37 @@ static __u64 clock_ns(clockid_t id)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
+/*
+ * One clock read between two MONOTONIC reads, as the narrowest of a few brackets: a read
+ * preempted between its brackets (a loaded machine: tens or hundreds of us) would put the
+ * other clock that far from the MONOTONIC time it is paired with, and merge would take that
+ * error for the hosts' clock offset. Returns ID's time; *MONO is the bracket's midpoint.
+ */
+#define CLOCK_BRACKETS 16
+
+static __u64 bracketed(clockid_t id, __u64 *mono)
+{
+	__u64 best = ~0ull, at = 0;
+
+	for (int i = 0; i < CLOCK_BRACKETS; i++) {
+		__u64 m0 = clock_ns(CLOCK_MONOTONIC), t = clock_ns(id), m1 = clock_ns(CLOCK_MONOTONIC);
+
+		if (m1 - m0 < best) {
+			best = m1 - m0;
+			at = t;
+			*mono = m0 + (m1 - m0) / 2;
+		}
+	}
+	return at;
+}
+
 void trace_clocks__now(struct trace_clocks *c)
 {
-	/*
-	 * MONOTONIC is what every record uses, so it gets the midpoint of the other two reads:
-	 * that halves the error of converting a record's time to wall or boot time.
-	 */
-	__u64 m0 = clock_ns(CLOCK_MONOTONIC);
+	__u64 mono_boot;
 
-	c->realtime_ns = clock_ns(CLOCK_REALTIME);
-	c->boottime_ns = clock_ns(CLOCK_BOOTTIME);
-	c->mono_ns = m0 + (clock_ns(CLOCK_MONOTONIC) - m0) / 2;
+	c->realtime_ns = bracketed(CLOCK_REALTIME, &c->mono_ns);
+	/* BOOTTIME - MONOTONIC moves only across a suspend: carried to the same instant. */
+	c->boottime_ns = bracketed(CLOCK_BOOTTIME, &mono_boot) - (mono_boot - c->mono_ns);
 }
 
 struct tlv_text {
