@@ -21,6 +21,7 @@
 #include "stats.h"
 #include "steps.h"
 #include "msg.h"
+#include "sudo_owner.h"
 
 #define INFO_MAX (256 * 1024) /* info's text is a few KiB; more is cut, and says so */
 
@@ -203,6 +204,8 @@ int cmd_report(int argc, char **argv)
 	}
 	/* Written to a temporary name beside OUT, renamed once complete: never half a page. */
 	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd >= 0)
+		sudo_owner__give_fd(fd);
 	if (fd < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {
 		pr_err("cannot create %s: %s\n", out, strerror(errno));
 		if (fd >= 0) {

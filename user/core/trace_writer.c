@@ -21,6 +21,7 @@
 #include "trace_meta_io.h"
 #include "trace_writer.h"
 #include "mono_clock.h"
+#include "sudo_owner.h"
 
 /*
  * Level 3: smaller chunks than level 1, and still many times the records a busy recorder
@@ -417,6 +418,7 @@ static int create_file(const char *path, __u32 flags)
 	fd = open(path, oflags, 0600);
 	if (fd < 0)
 		return -errno;
+	sudo_owner__give_fd(fd);
 	/*
 	 * A write lock for as long as the file is open: a reader asks for it (F_GETLK) to tell a
 	 * recording in progress, and the recorder's pid, from a file a recorder left unclosed.

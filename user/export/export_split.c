@@ -16,6 +16,7 @@
 #include "export_split.h"
 #include "trace_ranks.h"
 #include "msg.h"
+#include "sudo_owner.h"
 
 struct part {
 	void *st;
@@ -122,7 +123,9 @@ void *export_split__open(const struct exporter *ex, const char *dir, const char 
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
+	if (!mkdir(dir, 0700)) {
+		sudo_owner__give_path(dir);
+	} else if (errno != EEXIST) {
 		*err = -errno;
 		free(s);
 		return NULL;

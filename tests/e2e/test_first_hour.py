@@ -1,0 +1,53 @@
+"""A newcomer's first hour (issue 54): what README's and docs/USAGE.md's commands do for a user
+who runs them as written: files they can read after sudo, nothing silent, no noise."""
+import os
+import pwd
+import shutil
+
+from helpers import BPFSIGHT, check, eq, need_root, run, tmpdir, workload
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 10
+
+SYSCALLS = workload("syscalls")
+
+
+def as_user(uid, gid, args):
+    """ARGS run as UID:GID with no other group (setpriv: what a shell of that user has)."""
+    return run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *args])
+
+
+def test_files_written_under_sudo_belong_to_the_user_who_ran_it():
+    """`sudo bpfsight record -o run.bst` then `bpfsight info run.bst`: sudo sets SUDO_UID and
+    SUDO_GID; the trace, an export, a directory of rank files and the report page are that
+    user's, who reads them without sudo. A root shell (no SUDO_UID) keeps root's files."""
+    need_root()
+    nobody = pwd.getpwnam("nobody")
+    uid, gid = nobody.pw_uid, nobody.pw_gid
+    d = tmpdir()
+    os.chmod(d, 0o755)
+    env = dict(os.environ, SUDO_UID=str(uid), SUDO_GID=str(gid), SUDO_USER="nobody")
+    trace = os.path.join(d, "run.bst")
+    p = run([BPFSIGHT, "record", "-t", "osrt", "-o", trace, "--", SYSCALLS, "3", "1", "1000"],
+            env=env)
+    eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
+    outs = {"trace": trace}
+    for fmt, name in (("perfetto", "run.pftrace"), ("sqlite", "run.sqlite")):
+        outs[fmt] = os.path.join(d, name)
+        run([BPFSIGHT, "export", trace, "--format", fmt, "-o", outs[fmt]], env=env, check=True)
+    outs["report"] = os.path.join(d, "run.html")
+    run([BPFSIGHT, "report", trace, "-o", outs["report"]], env=env, check=True)
+    for what, path in outs.items():
+        st = os.stat(path)
+        eq((st.st_uid, st.st_gid), (uid, gid), f"the {what}'s owner")
+    # The trace stays private to that user: 0600.
+    eq(os.stat(trace).st_mode & 0o777, 0o600, "the trace's mode")
+    q = as_user(uid, gid, [BPFSIGHT, "info", trace])
+    eq(q.returncode, 0, f"info as the user who ran sudo: {q.stderr[-400:]}")
+    check("osrt" in q.stdout, f"info names the family: {q.stdout[-400:]}")
+    # Root's own shell: root's file.
+    own = os.path.join(d, "root.bst")
+    env_root = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    run([BPFSIGHT, "record", "-t", "osrt", "-o", own, "--", "/bin/true"], env=env_root,
+        check=True)
+    eq(os.stat(own).st_uid, 0, "a root shell's trace")
