@@ -51,3 +51,17 @@ def test_files_written_under_sudo_belong_to_the_user_who_ran_it():
     run([BPFSIGHT, "record", "-t", "osrt", "-o", own, "--", "/bin/true"], env=env_root,
         check=True)
     eq(os.stat(own).st_uid, 0, "a root shell's trace")
+
+
+def test_a_launch_with_the_default_families_prints_no_libbpf_warning():
+    """`record -- python3 script.py` with the default families: libbpf's feature probe, run
+    after the seccomp filter refuses new programs, warned on every launch ("Detection of
+    kernel BPF perf link support support failed: -1"). Only bpfsight's own lines; -v shows
+    libbpf's."""
+    need_root()
+    py = shutil.which("python3")
+    p = run([BPFSIGHT, "record", "-o", os.path.join(tmpdir(), "t.bst"), "--", py, "-c",
+             "import time; time.sleep(0.2)"])
+    eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
+    noise = [l for l in p.stderr.splitlines() if l.startswith("libbpf")]
+    eq(noise, [], "libbpf's lines without -v")
