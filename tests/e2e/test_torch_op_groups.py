@@ -131,6 +131,10 @@ def test_torch_op_sum_group_by_shape_and_stack():
        "--sort cpu_total_ns: descending")
     eq([r["name"] for r in rows("--sort", "name")], ["AddmmBackward0", "aten::addmm", "aten::mm"],
        "--sort name: ascending")
+    # The column as the table titles it, or its key without the unit: the same order.
+    for name in ("cpu_total", "CPU Total (ns)", "cpu total", "CPU_TOTAL"):
+        eq([r["cpu_total_ns"] for r in rows("--sort", name)], [500, 500, 100],
+           f"--sort {name!r}: the CPU Total (ns) column")
 
 
 def test_stats_group_by_and_sort_errors():

@@ -297,7 +297,7 @@ static int stats__emit(struct stats_report *sr, const struct trace_model *m,
 		err = sr->rep->emit_for(sr->st, m, &ask, sr->t);
 	else
 		err = sr->rep->emit(sr->st, m, sr->t);
-	if (!err && o->sort && table__col(sr->t, o->sort) >= 0)
+	if (!err && o->sort && table__col_named(sr->t, o->sort) >= 0)
 		err = table__sort(sr->t, o->sort);
 	return err;
 }
@@ -380,10 +380,10 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 			       strerror(-err));
 			goto err_close;
 		}
-		sorted += o->sort && table__col(s->reps[i].t, o->sort) >= 0;
+		sorted += o->sort && table__col_named(s->reps[i].t, o->sort) >= 0;
 	}
 	if (o->sort && !sorted) {
-		pr_err("--sort %s: no report printed has that column (the columns are the keys "
+		pr_err("--sort %s: no report printed has that column (a column's title or the key "
 		       "--format json prints)\n",
 		       o->sort);
 		goto err_close;

@@ -332,6 +332,66 @@ int table__col(const struct table *t, const char *key)
 	return -ENOENT;
 }
 
+/*
+ * NAME as a key: lower case, each run of other characters one '_', none at the ends; with
+ * NO_UNIT, a unit in parentheses ("(ns)") or at the end of a key ("_ns", "_bytes", "_pct")
+ * dropped: the human table's "CPU Total (ns)", its key cpu_total_ns and what users type,
+ * cpu_total, meet as one.
+ */
+static void as_key(const char *name, int no_unit, char *out, size_t len)
+{
+	static const char *const units[] = { "_ns", "_us", "_ms", "_bytes", "_pct", "_s" };
+	size_t n = 0, k;
+
+	for (const char *c = name; *c && n + 1 < len; c++) {
+		if (no_unit && *c == '(' && strchr(c, ')')) {
+			c = strchr(c, ')');
+			continue;
+		}
+		if ((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9'))
+			out[n++] = *c;
+		else if (*c >= 'A' && *c <= 'Z')
+			out[n++] = (char)(*c - 'A' + 'a');
+		else if (n && out[n - 1] != '_')
+			out[n++] = '_';
+	}
+	while (n && out[n - 1] == '_')
+		n--;
+	out[n] = 0;
+	for (size_t u = 0; no_unit && u < sizeof(units) / sizeof(units[0]); u++) {
+		k = strlen(units[u]);
+		if (n > k && !strcmp(out + n - k, units[u])) {
+			out[n - k] = 0;
+			break;
+		}
+	}
+}
+
+int table__col_named(const struct table *t, const char *name)
+{
+	char want[128], have[128];
+	int c = table__col(t, name);
+
+	if (c >= 0)
+		return c;
+	as_key(name, 0, want, sizeof(want));
+	for (c = 0; c < t->ncols; c++) {
+		as_key(t->cols[c].title ?: t->cols[c].key, 0, have, sizeof(have));
+		if (!strcmp(have, want))
+			return c;
+	}
+	as_key(name, 1, want, sizeof(want));
+	for (c = 0; c < t->ncols; c++) {
+		as_key(t->cols[c].title ?: t->cols[c].key, 1, have, sizeof(have));
+		if (!strcmp(have, want))
+			return c;
+		as_key(t->cols[c].key, 1, have, sizeof(have));
+		if (!strcmp(have, want))
+			return c;
+	}
+	return -ENOENT;
+}
+
 static const struct table_cell *table__cell(const struct table *t, int row, int col,
 					    enum table_type type)
 {
@@ -634,7 +694,7 @@ static int sort_row_cmp(const void *x, const void *y, void *arg)
 
 int table__sort(struct table *t, const char *key)
 {
-	int col = table__col(t, key);
+	int col = table__col_named(t, key);
 	struct sort_row *v;
 
 	if (col < 0)

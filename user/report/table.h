@@ -105,7 +105,9 @@ int table__nnotes(const struct table *t);
 const char *table__get_note(const struct table *t, int i); /* NULL past the last */
 /*
  * Order the rows by column KEY (stats --sort): numbers descending, text ascending, cells never
- * set last, rows that tie as they were. -ENOENT when T has no such column.
+ * set last, rows that tie as they were. KEY is a column's key or its title, in any case, its
+ * unit left out or not (cpu_total_ns, "CPU Total (ns)", cpu_total: table__col_named).
+ * -ENOENT when T has no such column.
  */
 int table__sort(struct table *t, const char *key);
 /* The first error any call above returned, 0 if none. */
@@ -115,6 +117,8 @@ const char *table__name(const struct table *t);
 int table__ncols(const struct table *t);
 int table__nrows(const struct table *t);
 int table__col(const struct table *t, const char *key); /* index, or -ENOENT */
+/* The column NAME means: its key, else its title or key as a key, the unit optional. */
+int table__col_named(const struct table *t, const char *name);
 /* Cell readers (tests, exports): a cell never set, or of another type, reads 0 / NULL. */
 __u64 table__get_u64(const struct table *t, int row, int col);
 __s64 table__get_s64(const struct table *t, int row, int col);
