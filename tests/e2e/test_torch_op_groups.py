@@ -152,3 +152,24 @@ def test_stats_group_by_and_sort_errors():
         p = run([BPFSIGHT, "stats", path, *opts])
         eq(p.returncode, 1, f"{opts}: exit")
         check(words in p.stderr, f"{opts}: {p.stderr}")
+
+
+def test_group_by_what_the_trace_lacks_is_said():
+    """--group-by shape on a trace recorded without --torch-shapes, or stack:N without
+    --stacks=torch: every row would be "[]" or "" without a word. Said on stderr (the JSON
+    has no notes) and under the table; exit 0, the rows by name."""
+    t = Trace("proc,torch")
+    t.process(10, "train")
+    t.torch_op(10, 10, 1000, 100, "aten::mm")
+    t.torch_op(10, 10, 2000, 100, "aten::mm")
+    path = t.write(tmpdir())
+    for key, words in (("shape", "recorded without --torch-shapes"),
+                       ("stack:2", "recorded without them (record with --stacks=torch)")):
+        p = run([BPFSIGHT, "stats", path, "-r", "torch_op_sum", "--group-by", key,
+                 "--format", "json"])
+        eq(p.returncode, 0, f"--group-by {key}: {p.stderr}")
+        check(words in p.stderr, f"--group-by {key}: stderr says why: {p.stderr!r}")
+        eq([r["count"] for r in json.loads(p.stdout)["reports"]["torch_op_sum"]], [2],
+           f"--group-by {key}: one row of both calls")
+        human = run([BPFSIGHT, "stats", path, "-r", "torch_op_sum", "--group-by", key])
+        check(words in human.stdout, f"--group-by {key}: the note under the table")

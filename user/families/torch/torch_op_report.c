@@ -20,6 +20,7 @@
 #include "torch_op_groups.h"
 #include "torch_op_mem.h"
 #include "torch_ops.h"
+#include "msg.h"
 
 struct op_report {
 	struct torch_ops *t;
@@ -205,6 +206,37 @@ static void op_sum__notes(struct table *t, const struct torch_ops *ops,
 				(unsigned long long)merged);
 }
 
+/*
+ * --group-by shape of a trace without input shapes: every row would be "[]" without a word.
+ * Said on stderr (JSON and CSV have no notes) and under the table.
+ */
+static void no_shapes(struct table *t)
+{
+	static const char why[] = "no op has input shapes: the trace was recorded without "
+				  "--torch-shapes (record with it to group by shape); the rows "
+				  "are by name";
+
+	pr_warn("torch_op_sum --group-by shape: %s\n", why);
+	table__add_note(t, "--group-by shape: %s.", why);
+}
+
+static int any_stack(const struct torch_op_groups *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->v[i].by && *g->v[i].by)
+			return 1;
+	return 0;
+}
+
+static void no_stacks(struct table *t)
+{
+	static const char why[] = "no op has a Python stack: the trace was recorded without "
+				  "them (record with --stacks=torch); the rows are by name";
+
+	pr_warn("torch_op_sum --group-by stack: %s\n", why);
+	table__add_note(t, "--group-by stack: %s.", why);
+}
+
 static int op_sum__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
 			    struct table *t)
 {
@@ -239,6 +271,10 @@ static int op_sum__emit_for(void *vst, const struct trace_model *m, const struct
 						      .self_cuda_mem = mm->loose_cuda },
 			    self_all);
 	op_sum__notes(t, st->t, &g);
+	if (by == TORCH_GROUP_SHAPE && !with_flops && st->t->nops)
+		no_shapes(t);
+	else if (by == TORCH_GROUP_STACK && st->t->nops && !any_stack(&g))
+		no_stacks(t);
 	err = table__err(t);
 out:
 	torch_op_groups__free(&g);
