@@ -3,8 +3,9 @@ who runs them as written: files they can read after sudo, nothing silent, no noi
 import os
 import pwd
 import shutil
+import subprocess
 
-from helpers import BPFSIGHT, check, eq, need_root, run, tmpdir, workload
+from helpers import BPFSIGHT, _procs, check, eq, need_root, run, tmpdir, workload
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 10
@@ -65,3 +66,18 @@ def test_a_launch_with_the_default_families_prints_no_libbpf_warning():
     eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
     noise = [l for l in p.stderr.splitlines() if l.startswith("libbpf")]
     eq(noise, [], "libbpf's lines without -v")
+
+
+def test_dry_run_on_a_process_without_cuda_says_why_it_lists_nothing():
+    """`record -t cuda --dry-run -p PID` of a process that maps no CUDA library: "0 sites in 0
+    objects" alone read as a failure; it says what was looked for and that a library loaded
+    later is probed in a recording."""
+    need_root()
+    sleeper = subprocess.Popen(["sleep", "60"])
+    _procs.append(sleeper)
+    p = run([BPFSIGHT, "record", "-t", "cuda", "--dry-run", "-p", str(sleeper.pid)])
+    eq(p.returncode, 0, f"dry-run: {p.stderr[-400:]}")
+    check("0 sites in 0 objects" in p.stdout, f"the count: {p.stdout}")
+    check("cuda: none of its" in p.stdout and "cudaLaunchKernel" in p.stdout,
+          f"what was looked for: {p.stdout}")
+    check("probed when it is loaded, in a recording" in p.stdout, f"what to do: {p.stdout}")

@@ -225,4 +225,16 @@ void uprobe_mgr__print_sites(const struct uprobe_mgr *m, FILE *out)
 	}
 	fprintf(out, "%u sites in %u objects: %u emulated, %u single-step\n", nsites, nobj, cheap,
 		nsites - cheap);
+	if (nsites || !m)
+		return;
+	/* Nothing to list reads as a failure: say what was looked for and where it would be. */
+	for (__u32 f = 0; f < m->nfams; f++)
+		fprintf(out,
+			"%s: none of its %u entry points (%s, ...) is in a file the traced "
+			"processes map now\n",
+			m->fams[f].table->family, m->fams[f].table->napis,
+			m->fams[f].table->napis ? m->fams[f].table->apis[0].name : "");
+	fprintf(out, "a library loaded later (import torch, dlopen) is probed when it is loaded, "
+		     "in a recording; --dry-run lists only what is mapped now (is this the process "
+		     "that loads it?)\n");
 }
