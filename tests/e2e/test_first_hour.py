@@ -81,3 +81,24 @@ def test_dry_run_on_a_process_without_cuda_says_why_it_lists_nothing():
     check("cuda: none of its" in p.stdout and "cudaLaunchKernel" in p.stdout,
           f"what was looked for: {p.stdout}")
     check("probed when it is loaded, in a recording" in p.stdout, f"what to do: {p.stdout}")
+
+
+def test_a_loss_warns_above_the_reports_it_touches_only():
+    """19 context switches lost (sched_missed) do not touch osrt_sum: no WARNING above it,
+    a note on stderr (loss is never silent); above sched's report the WARNING names it."""
+    from synth import Trace
+    t = Trace("proc,osrt,sched")
+    t.process(10, "train")
+    t.syscall_agg(10, 10, 1000, 39, 5, 5000, 1000, 1000)  # 5 getpid
+    t.loss(7, 19, 2000)  # BS_LOSS_SCHED
+    path = t.write(tmpdir())
+    p = run([BPFSIGHT, "stats", path, "-r", "osrt_sum"])
+    eq(p.returncode, 0, f"stats: {p.stderr}")
+    check("WARNING" not in p.stdout, f"no warning above osrt_sum: {p.stdout}")
+    check("19 events were lost" in p.stderr and "do not read them" in p.stderr,
+          f"a note on stderr: {p.stderr!r}")
+    p = run([BPFSIGHT, "stats", path, "-r", "osrt_sum,sched_sum"])
+    check("WARNING: 19 events were lost" in p.stdout and "sched_sum below undercounts" in p.stdout,
+          f"the warning names sched_sum: {p.stdout}")
+    check("osrt_sum below" not in p.stdout and "osrt_sum," not in p.stdout,
+          f"and not osrt_sum: {p.stdout}")

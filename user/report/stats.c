@@ -29,6 +29,9 @@ struct stats {
 	int n;
 	unsigned long long lost;
 	char loss[256];
+	/* The families the losses were of (loss__family_name: static names). */
+	const char *loss_fams[TRACE_WALK_LOSSES];
+	int nloss_fams;
 	struct verdict *verdict;   /* the default selection's */
 	struct steps *steps;	   /* every process's steps, for the per-step reports */
 	unsigned long long events; /* records that decode to events (what dump prints) */
@@ -394,6 +397,8 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 		verdict__judge(s->verdict); /* while the model still names threads */
 	s->lost = w.lost_total;
 	trace_walk__loss_summary(&w, s->loss, sizeof(s->loss));
+	for (i = 0; i < w.nlost_by; i++)
+		s->loss_fams[s->nloss_fams++] = w.lost_by[i].family;
 	trace_walk__close(&w);
 	free(fam_has);
 	return s;
@@ -580,28 +585,72 @@ int stats__verdict_line(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Whether the losses can touch a report of SR's family: its own family's, one of no family
+ * ("all": the writer's; "unknown"), or proc's (every report names processes by it). A report
+ * of no family reads several: touched by any.
+ */
+static int loss_touches(const struct stats *s, const struct stats_report *sr)
+{
+	if (!sr->fam)
+		return 1;
+	for (int i = 0; i < s->nloss_fams; i++)
+		if (!strcmp(s->loss_fams[i], sr->fam->name) || !strcmp(s->loss_fams[i], "all") ||
+		    !strcmp(s->loss_fams[i], "unknown") || !strcmp(s->loss_fams[i], "proc"))
+			return 1;
+	return 0;
+}
+
+/* The reports printed that the losses touch, named into BUF; how many. */
+static int touched_reports(const struct stats *s, char *buf, size_t len)
+{
+	size_t used = 0;
+	int n = 0, k;
+
+	buf[0] = 0;
+	for (int i = 0; i < s->n; i++) {
+		if (!s->reps[i].selected || !loss_touches(s, &s->reps[i]))
+			continue;
+		k = snprintf(buf + used, len - used, "%s%s", n ? ", " : "", s->reps[i].rep->name);
+		if (k > 0 && (size_t)k < len - used)
+			used += (size_t)k;
+		n++;
+	}
+	return n;
+}
+
 int stats__run_opts(const char *path, const struct stats_opts *o, FILE *out)
 {
 	const struct table_view *view = o->fmt == STATS_FORMAT_TABLE ? &o->view : NULL;
 	int status, width = view && !view->wide ? view->width : 0;
 	struct stats *s;
-	char warn[512];
+	char warn[1024], names[512];
+	int touched;
 
 	s = stats__collect_opts(path, o, &status);
 	if (!s)
 		return status;
-	/* Loss is never silent; JSON and CSV stay parseable, so it goes to stderr there. */
-	if (s->lost && o->fmt == STATS_FORMAT_TABLE) {
+	/*
+	 * Loss is never silent; JSON and CSV stay parseable, so it goes to stderr there. Above
+	 * the tables only when it touches one of them, naming those; else a note (the events
+	 * lost were of families these reports do not read).
+	 */
+	touched = s->lost ? touched_reports(s, names, sizeof(names)) : 0;
+	if (touched && o->fmt == STATS_FORMAT_TABLE) {
 		snprintf(warn, sizeof(warn),
-			 "WARNING: %llu events were lost while recording (%s): the numbers below "
-			 "undercount.",
-			 s->lost, s->loss);
+			 "WARNING: %llu events were lost while recording (%s): %s below "
+			 "undercount%s.",
+			 s->lost, s->loss, names, touched > 1 ? "" : "s");
 		human__wrap(out, warn, width, 0, 2);
 		fputc('\n', out);
-	} else if (s->lost)
-		pr_warn("%s: %llu events were lost while "
-			"recording (%s): the numbers undercount\n",
+	} else if (touched) {
+		pr_warn("%s: %llu events were lost while recording (%s): %s undercount%s\n", path,
+			s->lost, s->loss, names, touched > 1 ? "" : "s");
+	} else if (s->lost) {
+		pr_note("%s: %llu events were lost while recording (%s); the reports shown do "
+			"not read them\n",
 			path, s->lost, s->loss);
+	}
 	stats__print(s, o->fmt, !o->reports || !*o->reports, view, out);
 	if (fflush(out) || ferror(out)) {
 		pr_err("writing the output failed: %s\n", strerror(errno));
