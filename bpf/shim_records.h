@@ -4,6 +4,8 @@
 
 #include "records.h"
 
+#define BS_SHIM_WAKE_NAME "bpfsight-shim-wake"
+
 /*
  * The records of the cupti-shim channel itself (block 0x60, which the gpu family shares: it
  * decodes the channel's STATUS records and names its loss), written by the shim
@@ -26,6 +28,12 @@
  *   join(u64 seq)     semaphore: a tracer joins a session another began (BS_SHIM_EV_JOIN)
  * and each family's control sites (struct family_shim.sites: gpu, nvtx and sync, torch and
  * torch_shapes), whose semaphore says the family is wanted.
+ *
+ * Between recordings (after a tracer detached) the poller sleeps without a timer: it waits on
+ * a futex word in a one-page memfd named BS_SHIM_WAKE_NAME ("/memfd:bpfsight-shim-wake" in
+ * /proc/PID/maps). A tracer that attaches maps that page (/proc/PID/map_files), adds 1 to the
+ * word and wakes it (FUTEX_WAKE, shared); the poller then reads the semaphores. Before its
+ * first attach, and while attached, the poller polls the semaphores every 50 ms.
  *
  * Inside a batch the shim also writes BS_REC_STRING records (struct bs_string, id = the
  * shim's own id, unique per process) before the first record that refers to the id; user space

@@ -73,6 +73,12 @@ void shim_core__status(uint32_t session, uint32_t event, int32_t result, const c
 /* Records lost inside the shim or CUPTI: reported by the poller as EV_DROPPED. */
 void shim_core__add_dropped(uint64_t n);
 
+/* The poller's sleep between recordings (shim_wake.c). */
+void shim_wake__init(void);
+bool shim_wake__can_sleep(void);
+uint32_t shim_wake__seen(void);	      /* read before the semaphores are */
+void shim_wake__sleep(uint32_t seen); /* until a tracer wakes it (or at once) */
+
 /* ---- shim_buf.c ---- */
 
 struct shim_thread;

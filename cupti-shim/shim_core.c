@@ -2,7 +2,8 @@
 /*
  * The shim's state machine. A light poller thread (started by the first injection entry,
  * never by a constructor) reads the USDT semaphores every 50 ms and turns recording on and
- * off to match:
+ * off to match; once a tracer has come and gone, it sleeps without a timer until the next
+ * one wakes it (shim_wake.c):
  *
  *   attached  = batch semaphore > 0      a new session: STATUS(ATTACH), strings re-sent
  *   NVTX on   = attached && nvtx sem     handlers record (one relaxed load when off)
@@ -64,6 +65,12 @@ static struct {
 	unsigned short join_seen;
 	bool exiting;
 	bool forked;	     /* a forked child: CUDA is unusable here, GPU stays off */
+	/*
+	 * A tracer came and went: until the next one wakes the poller (shim_wake.c), it sleeps
+	 * without a timer. Before the first one it polls (a tracer that cannot wake it, as
+	 * bpftrace, is seen); a forked child keeps its parent's.
+	 */
+	bool sleeps_when_idle;
 	uint32_t gen;	     /* the last session number handed out */
 	uint32_t sent_state; /* state bits in the last STATUS */
 	uint64_t last_flush;
@@ -199,6 +206,7 @@ static void on_detach(uint64_t now)
 	atomic_store(&shim_session, 0);
 	shim_buf__drop_all();
 	poll_state.attached = false;
+	poll_state.sleeps_when_idle = shim_wake__can_sleep();
 	shim_log("detached");
 }
 
@@ -319,20 +327,30 @@ static void poll_once(void)
 static void *poller(void *arg)
 {
 	const struct timespec period = { 0, POLL_MS * SHIM_NS_PER_MS };
+	uint32_t seen;
+	bool idle;
 
 	for (;;) {
+		/* Read before the semaphores: a wake after this makes the sleep return at once. */
+		seen = shim_wake__seen();
 		pthread_mutex_lock(&ctl);
 		if (poll_state.exiting) {
 			pthread_mutex_unlock(&ctl);
 			break;
 		}
 		poll_once();
+		idle = !poll_state.attached && poll_state.sleeps_when_idle;
 		pthread_mutex_unlock(&ctl);
 		shim_ptrace__nvtx();
 		for (const struct shim_module *const *m = shim_modules; *m; m++)
 			if ((*m)->poll)
 				(*m)->poll();
-		nanosleep(&period, NULL);
+		if (idle) {
+			shim_log("idle: sleeping until a tracer wakes the shim");
+			shim_wake__sleep(seen);
+		} else {
+			nanosleep(&period, NULL);
+		}
 	}
 	return NULL;
 }
@@ -424,6 +442,7 @@ static void init_once(void)
 			(*m)->init();
 	shim_clock__init();
 	shim_buf__init();
+	shim_wake__init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	/* atexit, not a destructor: it runs before the libraries (libcupti) are torn down. */
 	atexit(at_exit);

@@ -449,3 +449,41 @@ def test_chaining_forwards_every_call_under_stress():
             who = "parent" if p["pid"] == pid else "child"
             eq(json.load(f), want, f"calls of the {who} (pid {p['pid']}) that reached the "
                f"chained library, {recordings} recordings")
+
+
+def shim_thread_runs(pid):
+    """How many times the shim's poller thread has run (schedstat's third field)."""
+    task = f"/proc/{pid}/task"
+    for tid in os.listdir(task):
+        with open(f"{task}/{tid}/comm") as f:
+            if f.read().strip() == "bpfsight-shim":
+                with open(f"{task}/{tid}/schedstat") as s:
+                    return int(s.read().split()[2])
+    raise AssertionError(f"no bpfsight-shim thread in {pid}")
+
+
+def test_the_shim_sleeps_between_recordings_and_the_next_wakes_it():
+    """Once a recording has gone, the shim's poller makes no wakeup at all (it polled every
+    50 ms for as long as the job lived): it sleeps until the next recording wakes it, which
+    then records every loop."""
+    need_shim()
+    go2 = os.path.join(tmpdir(), "go2")
+    r, pid, main, w = attach_run(4, then_wait=(2, go2), BPFSIGHT_SHIM_DEBUG="1")
+    log = []
+    threading.Thread(target=lambda: log.extend(w.stderr), daemon=True).start()
+    lines = [w.stdout.readline() for _ in range(2)]
+    check(all('"loop"' in l for l in lines), f"loop lines {lines}")
+    eq(r.stop(signal.SIGINT), 0, f"recorder exit ({r.stderr})")
+    wait_for(lambda: any("idle: sleeping" in l for l in log), 60, "the shim's sleep")
+    before = shim_thread_runs(pid)
+    time.sleep(1.0)
+    eq(shim_thread_runs(pid), before, "the shim thread's runs over 1 s between recordings")
+    r2 = Recorder("-t", "nvtx", "-p", str(pid))
+    r2.wait_ready()
+    wait_for(lambda: sum("attached: session" in l for l in log) >= 2, 30,
+             "the second recording's attach, once it woke the shim")
+    open(go2, "w").close()
+    eq(w.wait(60), 0, "workload exit")
+    eq(r2.wait(60), 0, f"second recorder exit ({r2.stderr})")
+    outer = [e for e in got_events(dump(r2.out), pid) if e["name"] == "outer"]
+    eq(len(outer), 2, "the second recording's loops")

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 
 import shim_batches as sb
-from helpers import BUILD, Skip, alone, check, eq, need_root, run, spawn, tmpdir, wait_for, workload
+from helpers import BPFSIGHT, BUILD, Skip, alone, check, eq, need_root, run, spawn, tmpdir, wait_for, workload
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 26
@@ -559,6 +559,14 @@ def test_shim_detach_reattach():
             break
     check(early and early[-1].rstrip().endswith("detached"), f"no detach: {''.join(early)}")
     bt2 = attach(w, ["batch", "nvtx"])
+
+    # The shim sleeps since the first tracer left; bpftrace cannot wake it, `bpfsight shim
+    # --wake` does (repeated: bpftrace's semaphores may come up after its first wake).
+    def woken():
+        run([BPFSIGHT, "shim", "--wake", str(w.pid)], check=True)
+        return sum(r["kind"] == "status" and r["event_name"] == "attach"
+                   for _, recs in sb.decode(w.data()) for r in recs) >= 2
+    wait_for(woken, 30, "the second session's attach, once woken")
     rc, out, err = w.finish()
     err = "".join(early) + err
     maps2 = bt2.stop()

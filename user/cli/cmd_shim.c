@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <limits.h>
 #include <unistd.h>
 #include "commands.h"
 #include "getopt_error.h"
 #include "shim_blob.h"
+#include "shim_waker.h"
 #include "msg.h"
 
 /*
@@ -44,6 +46,7 @@ static void usage(FILE *f)
 
 	fprintf(f,
 		"usage: bpfsight shim [--install DIR] [--print-env]\n"
+		"       bpfsight shim --wake PID\n"
 		"\n"
 		"Writes the cupti-shim built into bpfsight as DIR/" SHIM_FILE_NAME " (default\n"
 		"DIR %s; an identical file is left as it is) and prints its path\n"
@@ -53,10 +56,13 @@ static void usage(FILE *f)
 		"\n"
 		"  -i, --install DIR   where to write it\n"
 		"  -e, --print-env     print only the two export lines (for eval)\n"
+		"  -w, --wake PID      wake PID's shim, asleep since its last tracer left, to read\n"
+		"                      its probes' semaphores now (bpfsight does it; bpftrace not)\n"
 		"  -h, --help          this help\n"
 		"\n"
 		"The shim does nothing until a tracer attaches (bpfsight record -p PID -t gpu,nvtx\n"
-		"or -a), and stops when it detaches. To keep another NVTX injection library too,\n"
+		"or -a), and stops when it detaches; then it sleeps, without a timer, until the next\n"
+		"bpfsight wakes it. To keep another NVTX injection library too,\n"
 		"set BPFSIGHT_NVTX_CHAIN=/path/to/it (the shim passes every NVTX call on).\n",
 		default_dir(buf, sizeof(buf)));
 }
@@ -65,9 +71,39 @@ static void usage(FILE *f)
 const struct option shim_options[] = {
 	{ "install", required_argument, NULL, 'i' },
 	{ "print-env", no_argument, NULL, 'e' },
+	{ "wake", required_argument, NULL, 'w' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* --wake PID: for a shim driven by another tracer (bpftrace), which cannot wake it. */
+static int wake(const char *arg)
+{
+	char *end;
+	long pid = strtol(arg, &end, 10);
+	int r;
+
+	if (*end || pid <= 0) {
+		pr_err("--wake %s: give a process id\n", arg);
+		return 1;
+	}
+	r = shim_waker__wake((pid_t)pid);
+	if (r < 0) {
+		pr_err("--wake %ld: %s\n", pid,
+		       r == -ENOENT || r == -ESRCH ? "no such process"
+		       : r == -EACCES || r == -EPERM
+			       ? "permission denied (run it as root)"
+			       : strerror(-r));
+		return 1;
+	}
+	if (!r) {
+		pr_err("--wake %ld: the process has no sleeping cupti-shim (none loaded, or one "
+		       "that never slept: it polls until its first tracer leaves)\n",
+		       pid);
+		return 1;
+	}
+	return 0;
+}
 
 int cmd_shim(int argc, char **argv)
 {
@@ -77,8 +113,10 @@ int cmd_shim(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "i:eh", shim_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:ehw:", shim_options, NULL)) != -1) {
 		switch (c) {
+		case 'w':
+			return wake(optarg);
 		case 'i':
 			dir = optarg;
 			break;
@@ -89,7 +127,7 @@ int cmd_shim(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			getopt_error__print("shim", argc, argv, "i:eh", shim_options);
+			getopt_error__print("shim", argc, argv, "i:ehw:", shim_options);
 			return 1;
 		}
 	}

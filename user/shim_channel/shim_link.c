@@ -27,6 +27,7 @@
 #include "uprobe_mgr.h"
 #include "uprobe_multi.h"
 #include "usdt_notes.h"
+#include "shim_waker.h"
 #include "shim.skel.h"
 #include "msg.h"
 
@@ -311,8 +312,11 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 	p->file = f;
 	if (shim_inject__sent(l->inject, pid))
 		pr_info("--inject: pid %d: the cupti-shim is loaded (%s)\n", pid, f->shown);
-	if (l->ctx->opts->system_wide)
-		return; /* the file's link covers it */
+	if (l->ctx->opts->system_wide) {
+		/* The file's link covers it (attached in on_file): a shim asleep is woken. */
+		shim_waker__wake(pid);
+		return;
+	}
 	/* This process only: others mapping the same file keep their semaphores at 0. */
 	err = links_attach(l, &p->links, &f->base, f->fd, pid);
 	if (err) {
@@ -323,6 +327,8 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 	}
 	p->attached = 1;
 	join_take(l, f, pid);
+	/* Its semaphores are up: a shim that sleeps between recordings reads them now. */
+	shim_waker__wake(pid);
 }
 
 static int maps_shim(struct shim_link *l, pid_t pid);
