@@ -3,17 +3,17 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "env.h"
 #include "sudo_owner.h"
 
 /* 1 with *UID and *GID when bpfsight is root by sudo of another user. */
 static int sudo_ids(uid_t *uid, gid_t *gid)
 {
-	const char *su = env__sudo_uid(), *sg = getenv("SUDO_GID");
+	/* getenv, not env.h: the trace writer links this alone (the fuzzed reader, bst_write). */
+	const char *su = getenv("SUDO_UID"), *sg = getenv("SUDO_GID");
 	char *end;
 	unsigned long u, g;
 
-	if (geteuid() || !su || !sg || !*sg)
+	if (geteuid() || !su || !*su || !sg || !*sg)
 		return 0;
 	u = strtoul(su, &end, 10);
 	if (*end)
