@@ -3,6 +3,8 @@ replaced by `bpfsight record` or `bpfsight profile`, run on a real CUDA program 
 real libcudart, no GPU: every call fails, every probe fires) and record what they name;
 nsys's option values are never taken for the command; nsys's report names work in stats."""
 import os
+import sqlite3
+import subprocess
 
 from helpers import BPFSIGHT, check, dump, eq, info, need_root, run, stats, tmpdir, workload
 from test_cuda import API_SHARED, need_cuda
@@ -175,3 +177,49 @@ def test_nsys_backtrace_chooses_the_unwind():
         p = run([BPFSIGHT, verb, "-b", "bogus", "-o", os.path.join(tmpdir(), "x.bst"), "true"])
         eq(p.returncode, 1, f"{verb} -b bogus: exit")
         check("-b bogus: give fp, dwarf, lbr or none" in p.stderr, p.stderr)
+
+
+SYSCALLS = workload("syscalls")
+
+
+def test_nsys_output_escapes_stats_and_export():
+    """nsys's -o escapes: %p the launched command's pid (the first -p's when attached), %h the
+    host, %q{VAR} a variable, %n the first free number, %% a '%'; an unknown one is refused.
+    --stats=true prints the reports and --export=sqlite writes STEM.sqlite once the file is
+    closed, as nsys does; an existing file's refusal says -f true."""
+    need_root()
+    d = tmpdir()
+    host = os.uname().nodename
+    env = dict(os.environ, RUN_TAG="r7")
+    p = run([BPFSIGHT, "profile", "-t", "osrt", "-o", os.path.join(d, "prof_%p_%h_%q{RUN_TAG}"),
+             "--stats=true", "--export=sqlite", "--", SYSCALLS, "3", "1", "1000"], env=env)
+    eq(p.returncode, 0, f"profile: {p.stderr[-600:]}")
+    pid = int(next(l.split()[1] for l in p.stdout.splitlines() if l.startswith("pid ")))
+    trace = os.path.join(d, f"prof_{pid}_{host}_r7.bst")
+    check(os.path.exists(trace), f"{trace} written: {sorted(os.listdir(d))}")
+    check(any(e["pid"] == pid for e in dump(trace)), "%p is the launched command's pid")
+    check("** OS Runtime Summary (osrt_sum):" in p.stdout, f"--stats=true: {p.stdout[-800:]}")
+    db = sqlite3.connect(trace[:-4] + ".sqlite")
+    check(db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0,
+          "--export=sqlite: the database beside the trace")
+    # An existing file: nsys's spelling of the way out.
+    q = run([BPFSIGHT, "profile", "-t", "osrt", "-o", trace[:-4], "--", "/bin/true"])
+    eq(q.returncode, 1, "an existing file")
+    check("use -f true or --force" in q.stderr, q.stderr)
+    # %n, %%, and -p's pid.
+    for want in ("rep1%.bst", "rep2%.bst"):
+        r = run([BPFSIGHT, "record", "-t", "osrt", "-o", os.path.join(d, "rep%n%%.bst"), "--",
+                 "/bin/true"])
+        eq(r.returncode, 0, r.stderr[-400:])
+        check(os.path.exists(os.path.join(d, want)), f"{want}: {sorted(os.listdir(d))}")
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        r = run([BPFSIGHT, "record", "-t", "osrt", "-p", str(sleeper.pid), "-d", "300ms",
+                 "-o", os.path.join(d, "att_%p.bst")])
+        eq(r.returncode, 0, r.stderr[-400:])
+        check(os.path.exists(os.path.join(d, f"att_{sleeper.pid}.bst")), sorted(os.listdir(d)))
+    finally:
+        sleeper.kill()
+    bad = run([BPFSIGHT, "record", "-t", "osrt", "-o", os.path.join(d, "x%z"), "--", "/bin/true"])
+    eq(bad.returncode, 1, "an unknown escape")
+    check("unknown escape '%z'" in bad.stderr, bad.stderr)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* bpfsight record: parse and check everything a user can get wrong, then run a recording. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "recorder.h"
 #include "stats.h"
 #include "msg.h"
+#include "output_name.h"
 
 static void usage(FILE *f)
 {
@@ -128,12 +130,75 @@ static int check_record(struct record_args *a)
 	return 0;
 }
 
+/*
+ * -o's %-escapes (output_name.h), now; a launched command's %p once it is forked (the
+ * recorder expands output_pattern then). 0, or 1 after saying what is wrong.
+ */
+static int expand_output(struct record_opts *o, char *buf, size_t len)
+{
+	if (!o->output || !strchr(o->output, '%'))
+		return 0;
+	if (o->cmd && output_name__wants_pid(o->output)) {
+		o->output_pattern = o->output;
+		/* Checked as far as it can be: every other escape expanded. */
+		return output_name__expand(o->output, 0, buf, len);
+	}
+	if (output_name__expand(o->output, o->npids ? o->pids[0] : getpid(), buf, len))
+		return 1;
+	o->output = buf;
+	return 0;
+}
+
+/* The file the recording wrote (record_opts.written). */
+static void note_written(void *arg, const char *path)
+{
+	snprintf(arg, PATH_MAX, "%s", path);
+}
+
+/*
+ * nsys's --stats=true and --export=sqlite, as nsys does them once the file is closed: the
+ * reports on stdout, the SQLite file beside the trace (its stem + .sqlite). The recording's
+ * exit status, or the export's when it failed and the recording did not.
+ */
+static int after_written(const struct nsys_args *n, const struct record_opts *o,
+			 const char *path, int ret)
+{
+	char out[PATH_MAX + 8];
+	size_t len = strlen(path);
+	int e;
+
+	if (!*path)
+		return ret;
+	if (n->stats) {
+		char *sv[] = { "stats", (char *)path, NULL };
+
+		fflush(stdout);
+		cmd_stats(2, sv);
+	}
+	if (n->export_sqlite) {
+		/* FILE last: getopt keeps record's order (options stop at the first operand). */
+		char *ev[] = { "export", "--format", "sqlite", "-o", out, (char *)path, NULL, NULL };
+
+		if (len > 4 && !strcmp(path + len - 4, ".bst"))
+			len -= 4;
+		snprintf(out, sizeof(out), "%.*s.sqlite", (int)len, path);
+		if (o->force) {
+			ev[5] = "--force";
+			ev[6] = (char *)path;
+		}
+		e = cmd_export(o->force ? 7 : 6, ev);
+		if (e && !ret)
+			ret = e;
+	}
+	return ret;
+}
+
 /* record and profile: PROFILE reads the command line as nsys does (nsys_args.h). */
 static int record_main(const char *name, int profile, int argc, char **argv)
 {
 	struct record_args a = {};
 	struct nsys_args n = {};
-	char outbuf[64], *cmdline = cmd__join_args(argc, argv);
+	char outbuf[64], named[4096], written[PATH_MAX] = "", *cmdline = cmd__join_args(argc, argv);
 	int ret = 1, e;
 
 	if (!cmdline || nsys_args__rewrite(&n, name, profile, argc, argv)) {
@@ -150,6 +215,8 @@ static int record_main(const char *name, int profile, int argc, char **argv)
 	}
 	if (optind < argc)
 		a.o.cmd = argv + optind;
+	if (expand_output(&a.o, named, sizeof(named)))
+		goto out;
 	if (check_record(&a) || record_args__check(&a))
 		goto out;
 	if (!privileges__can_trace()) {
@@ -164,8 +231,13 @@ static int record_main(const char *name, int profile, int argc, char **argv)
 	else if (!a.o.output)
 		a.o.output = default_output(outbuf, sizeof(outbuf));
 	a.o.verdict_line = stats__verdict_line;
+	if (n.stats || n.export_sqlite) {
+		a.o.written = note_written;
+		a.o.written_arg = written;
+	}
 	record_args__libbpf_print(a.o.verbose);
 	ret = recorder__run(&a.o);
+	ret = after_written(&n, &a.o, written, ret);
 out:
 	record_args__free(&a);
 	nsys_args__free(&n);

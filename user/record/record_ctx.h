@@ -25,6 +25,8 @@ struct string_pool;
 
 struct record_opts {
 	const char *output;
+	/* -o with %p in launch mode: expanded once CMD is forked (output_name.h), then output */
+	const char *output_pattern;
 	__u32 force;
 	__u64 families; /* bit i = families[i] */
 	pid_t pids[RECORD_MAX_PIDS];
@@ -74,6 +76,9 @@ struct record_opts {
 	 * (stats__verdict_line, which lies above the recorder's layer); NULL: none.
 	 */
 	int (*verdict_line)(const char *path, char *buf, size_t len);
+	/* profile: the file written, told once it is closed (nsys's --stats, --export); or NULL */
+	void (*written)(void *arg, const char *path);
+	void *written_arg;
 	/*
 	 * NULL for record, else "monitor", "top" or "stacks": what its advice may suggest
 	 * (monitor has no --inject). Messages name the command through msg.h.

@@ -403,23 +403,38 @@ static int opt_same_if_true(struct rw *r, const char *opt, const char *v)
 	return 0;
 }
 
+/* --export=LIST: sqlite is written beside the trace once it is closed, as nsys does. */
 static int opt_export(struct rw *r, const char *opt, const char *v)
 {
-	if (strcmp(v, "none"))
-		differs(r, opt,
-			"run `bpfsight export FILE --format sqlite` (or perfetto, chrome) after "
-			"the recording");
+	char copy[LIST_MAX], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", v);
+	for (char *f = strtok_r(copy, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(f, "sqlite"))
+			r->n->export_sqlite = 1;
+		else if (!strcmp(f, "none"))
+			continue;
+		else if (!strcmp(f, "json") || !strcmp(f, "text") || !strcmp(f, "hdf") ||
+			 !strncmp(f, "arrow", 5) || !strcmp(f, "parquetdir"))
+			differs(r, opt,
+				"bpfsight exports sqlite itself; for the others, run `bpfsight "
+				"export FILE --format perfetto` (or chrome, pprof) after the "
+				"recording");
+		else
+			return fail(r, "%s %s: sqlite, json, text, hdf, arrow, arrowdir, "
+				    "parquetdir or none (nsys's)", opt, f);
+	}
 	return 0;
 }
 
+/* --stats=true: the reports printed once the file is closed, as nsys does. */
 static int opt_stats(struct rw *r, const char *opt, const char *v)
 {
 	int on;
 
 	if (need_bool(r, opt, v, &on))
 		return 1;
-	if (on)
-		differs(r, opt, "run `bpfsight stats FILE` after the recording");
+	r->n->stats = on;
 	return 0;
 }
 

@@ -22,6 +22,9 @@ struct nsys_args {
 	char **argv;  /* the rewritten command line: argv[0], bpfsight's options, CMD... */
 	char **owned; /* the strings made for it, freed with it */
 	int nowned;
+	/* What nsys does once the file is written, bpfsight too (profile and record). */
+	int stats;	   /* --stats=true: the reports, printed */
+	int export_sqlite; /* --export=sqlite: FILE's stem + .sqlite beside it */
 };
 
 /*

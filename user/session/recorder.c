@@ -39,6 +39,7 @@
 #include "uprobe_broker.h"
 #include "uprobe_mgr.h"
 #include "msg.h"
+#include "output_name.h"
 
 #define POLL_MS	       20	    /* ring buffer drain period when no wakeup comes */
 #define HOUSEKEEP_NS   100000000ull /* losses, targets, chunk age */
@@ -373,6 +374,15 @@ static int start(struct recording *r)
 		}
 		r->launched = 1;
 	}
+	/* After the fork (-o's %p is CMD's pid), before the privileges to create it go. */
+	if (o->output_pattern) {
+		if (output_name__expand(o->output_pattern, r->launch.pid, r->output_name,
+					sizeof(r->output_name)))
+			return -1;
+		r->opts.output = r->output_name;
+	}
+	if (recording__open_output(r))
+		return -1;
 	raise_fd_limit();
 	/* Reads that may never end give up on it, and on -d's end once live (must_stop). */
 	ctx->stop_flag = &stop_signal;
@@ -780,8 +790,6 @@ int recorder__run(const struct record_opts *opts)
 		if ((o->families & (1ull << i)) && families[i]->prelaunch &&
 		    families[i]->prelaunch(o))
 			goto out;
-	if (recording__open_output(r))
-		goto out;
 	catch_signals();
 	if (start(r))
 		goto out;
@@ -812,6 +820,8 @@ int recorder__run(const struct record_opts *opts)
 	/* Last: reading the file must not keep CMD waiting for its stop signal. */
 	if (r->wrote)
 		recording__print_verdict(r);
+	if (r->wrote && o->written)
+		o->written(o->written_arg, r->verdict_path);
 out:
 	teardown(r);
 	free(r);

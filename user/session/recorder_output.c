@@ -37,6 +37,13 @@ static int write_out(void *arg, const struct bs_hdr *rec)
 			: trace_writer__append(r->writer, rec);
 }
 
+/* How to overwrite, as the command is spelt: nsys users of profile type -f true. */
+static const char *force_hint(void)
+{
+	return strstr(msg__cmd(), "profile") ? " (use -f true or --force to overwrite)"
+					     : " (use --force to overwrite)";
+}
+
 /*
  * A file per --capture-range range (capture_files.h): the first range's file is opened as
  * -o would be; the ones after it must be free too (--force replaces them), known now.
@@ -54,8 +61,7 @@ static int capture_files_check(const struct record_opts *o, char *first, size_t 
 	for (__u32 k = 1; k <= n && !o->force; k++) {
 		flight_opts__dump_path(o->output, k, path, sizeof(path));
 		if (!access(path, F_OK)) {
-			pr_err("cannot create %s: %s (use --force to overwrite)\n", path,
-			       strerror(EEXIST));
+			pr_err("cannot create %s: %s%s\n", path, strerror(EEXIST), force_hint());
 			return -1;
 		}
 	}
@@ -92,7 +98,7 @@ int recording__open_output(struct recording *r)
 	/* monitor without --flight-recorder writes no file: its records go to the sink only. */
 	if (!o->dry_run && (o->output || o->flight.window_ns) && !r->writer) {
 		pr_err("cannot create %s: %s%s\n", path, strerror(-err),
-		       err == -EEXIST ? " (use --force to overwrite)" : "");
+		       err == -EEXIST ? force_hint() : "");
 		return -1;
 	}
 	return 0;

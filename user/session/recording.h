@@ -28,6 +28,7 @@ struct uprobe_mgr;
 
 struct recording {
 	struct record_opts opts; /* the caller's, with -p's children taken in */
+	char output_name[4096];	 /* opts.output_pattern expanded with CMD's pid */
 	struct record_ctx ctx;
 	/* The services, made before the families attach (recorder_services.c), or NULL. */
 	struct uprobe_mgr *uprobes;
