@@ -142,6 +142,12 @@ def test_the_peak_is_the_temporary_line():
     peak_ts = {e["ts"] for e in dump(out) if e["kind"] == "mem_alloc" and
                e["args"]["bytes"] == 100 * MIB and e["name"] == "alloc"}
     eq({r["peak_ts"] for r in rows}, peak_ts, "when: the temporary's allocation")
+    # People read the instant from the recording's start, not as CLOCK_MONOTONIC ns.
+    text = run([BPFSIGHT, "stats", "-r", "mem_peak", out]).stdout
+    check(re.search(r"Peak At\b(?! \(ns\))", text), f"the title has no (ns):\n{text}")
+    shown = re.findall(r"\+(\d+(?:\.\d+)?) (ns|us|ms|s)\b", text)
+    eq(len(shown), len(rows), f"one '+T' per row:\n{text}")
+    check(str(min(peak_ts)) not in text, f"no raw timestamp:\n{text}")
     out = launched("peak")
     rows = stats(out, "mem_peak")["mem_peak"]
     eq(peak_rows(rows)[0], (line("PEAK"), 100 * MIB, 1), "-t mem alone")

@@ -377,6 +377,7 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 		s->reps[i].t = table__new(s->reps[i].rep->name);
 		if (!s->reps[i].t)
 			goto err_nomem;
+		table__set_origin(s->reps[i].t, trace_model__start(w.m));
 		err = stats__emit(&s->reps[i], w.m, trace_walk__meta(&w), o, &group, s->steps);
 		if (err) {
 			pr_err("%s: report %s failed: %s\n", path, s->reps[i].rep->name,

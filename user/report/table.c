@@ -37,7 +37,18 @@ struct table {
 	int nnotes;
 	int err;
 	int sort_col; /* table__sort's, for its comparison */
+	__u64 origin; /* table__set_origin's */
 };
+
+void table__set_origin(struct table *t, __u64 mono_ns)
+{
+	t->origin = mono_ns;
+}
+
+__u64 table__origin(const struct table *t)
+{
+	return t->origin;
+}
 
 static int table__fail(struct table *t, int err)
 {
@@ -118,7 +129,7 @@ const char *table__get_note(const struct table *t, int i)
 	return i >= 0 && i < t->nnotes ? t->notes[i] : NULL;
 }
 
-#define TABLE_COL_FLAGS (TABLE_COL_PATH | TABLE_COL_MINOR | TABLE_COL_WEIGHT)
+#define TABLE_COL_FLAGS (TABLE_COL_PATH | TABLE_COL_MINOR | TABLE_COL_WEIGHT | TABLE_COL_TIMESTAMP)
 
 /* 0 when T can take COL as its next column, else -EINVAL (nothing stuck: the caller says). */
 static int table__check_col(const struct table *t, const struct table_col *col)

@@ -28,6 +28,9 @@ enum table_type {
 #define TABLE_COL_PATH	 0x1 /* a file's path: its file name is shown */
 #define TABLE_COL_MINOR	 0x2 /* left out first when the table does not fit the width */
 #define TABLE_COL_WEIGHT 0x4 /* a row whose weight columns are all 0 has nothing to show */
+/* A CLOCK_MONOTONIC instant (ns), kept so in JSON and CSV (dump's `ts`): people read it from the
+ * table's origin (table__set_origin: the recording's start), as "+8.75 s". */
+#define TABLE_COL_TIMESTAMP 0x8
 
 /*
  * A column, as a report declares it. The report names its columns by an enum whose values are
@@ -67,6 +70,9 @@ struct table_col {
 struct table;
 
 struct table *table__new(const char *name);
+/* The instant TABLE_COL_TIMESTAMP columns are shown from (the recording's start); 0: none. */
+void table__set_origin(struct table *t, __u64 mono_ns);
+__u64 table__origin(const struct table *t);
 void table__free(struct table *t);
 /*
  * Add the columns COLS[0..N) to T, which has none yet: column i is COLS[i], so the enum that

@@ -10,7 +10,7 @@
 #define MIN_TEXT     10 /* a name is cut below this many columns (or its title's) last */
 #define COMFORT_TEXT 40 /* nor below this before minor columns are left out */
 
-enum unit { UNIT_NONE, UNIT_NS, UNIT_BYTES };
+enum unit { UNIT_NONE, UNIT_NS, UNIT_BYTES, UNIT_TS };
 
 static int ends_with(const char *s, const char *tail)
 {
@@ -25,6 +25,8 @@ static enum unit col_unit(const struct table *t, int col)
 
 	if (!table__col_numeric(t, col))
 		return UNIT_NONE;
+	if (table__col_flags(t, col) & TABLE_COL_TIMESTAMP)
+		return UNIT_TS;
 	if (ends_with(key, "_ns"))
 		return UNIT_NS;
 	if (!strcmp(key, "bytes") || ends_with(key, "_bytes"))
@@ -46,6 +48,21 @@ static const char *printable(const char *s, char *buf, size_t len)
 	return utf8__printable(buf);
 }
 
+/* An instant from the table's origin ("+8.75 s"); the raw ns when the table has none. */
+static const char *from_origin(const struct table *t, double ts, char *buf, size_t len)
+{
+	double origin = (double)table__origin(t);
+	char d[32];
+
+	if (!origin) {
+		snprintf(buf, len, "%.0f", ts);
+		return buf;
+	}
+	human__ns(ts >= origin ? ts - origin : origin - ts, d, sizeof(d));
+	snprintf(buf, len, "%c%s", ts >= origin ? '+' : '-', d);
+	return buf;
+}
+
 const char *table__view_cell(const struct table *t, int row, int col, const struct table_view *v,
 			     char *buf, size_t len)
 {
@@ -56,6 +73,8 @@ const char *table__view_cell(const struct table *t, int row, int col, const stru
 		return "";
 	if (!v->raw && u == UNIT_NS)
 		return human__ns(cell_value(t, row, col), buf, len);
+	if (!v->raw && u == UNIT_TS)
+		return from_origin(t, cell_value(t, row, col), buf, len);
 	if (!v->raw && u == UNIT_BYTES)
 		return human__bytes(cell_value(t, row, col), buf, len);
 	if (table__col_numeric(t, col))
@@ -111,7 +130,7 @@ const char *table__view_title(const struct table *t, int col, const struct table
 	enum unit u = col_unit(t, col);
 	size_t n = strlen(title);
 
-	if (!v->raw && u == UNIT_NS && ends_with(title, " (ns)"))
+	if (!v->raw && (u == UNIT_NS || u == UNIT_TS) && ends_with(title, " (ns)"))
 		n -= 5;
 	else if (!v->raw && u == UNIT_BYTES && ends_with(title, " (B)"))
 		n -= 4;
