@@ -1,11 +1,12 @@
 """A newcomer's first hour (issue 54): what README's and docs/USAGE.md's commands do for a user
 who runs them as written: files they can read after sudo, nothing silent, no noise."""
+import json
 import os
 import pwd
 import shutil
 import subprocess
 
-from helpers import BPFSIGHT, _procs, check, eq, need_root, run, tmpdir, workload
+from helpers import BPFSIGHT, Skip, _procs, check, eq, need_root, run, tmpdir, workload
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 10
@@ -102,3 +103,41 @@ def test_a_loss_warns_above_the_reports_it_touches_only():
           f"the warning names sched_sum: {p.stdout}")
     check("osrt_sum below" not in p.stdout and "osrt_sum," not in p.stdout,
           f"and not osrt_sum: {p.stdout}")
+
+
+def test_a_cpu_job_shows_no_gpu_columns_or_panel():
+    """A CPU PyTorch job recorded with -t torch: torch_op_sum's Self GPU, GPU Total and GPU
+    Ops, torch_step_sum's GPU Busy and the cupti-shim's counts are 0 on every row; the table
+    leaves them out and says so once, --wide shows them, JSON keeps them (a schema does not
+    change with the machine). The report page has neither those columns nor a GPU panel."""
+    need_root()
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode:
+        raise Skip(f"no torch for {py} (make deps installs python3-torch)")
+    d = tmpdir()
+    trace = os.path.join(d, "cpu.bst")
+    here = os.path.dirname(os.path.abspath(__file__))
+    train = os.path.join(here, "..", "workloads", "torch_train.py")
+    p = run([BPFSIGHT, "record", "-t", "torch", "-o", trace, "--", py, train, "--steps", "5"])
+    eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
+    reports = "torch_op_sum,torch_step_sum,shim_sum"
+    text = run([BPFSIGHT, "stats", "-r", reports, trace], check=True).stdout
+    for title in ("Self GPU", "GPU Total", "GPU Ops", "GPU Busy", "Kernels", "CUPTI Errors"):
+        check(f"  {title}  " not in text.split("0 on every row")[0] and
+              f"{title}  \n" not in text, f"no {title} column:\n{text}")
+    eq(text.count("0 on every row, not shown:"), 3, f"said once per table:\n{text}")
+    check("not shown: Self GPU, GPU Total, GPU Ops (--wide shows them)" in text,
+          f"torch_op_sum names what it left out:\n{text}")
+    wide = run([BPFSIGHT, "stats", "-r", "torch_op_sum", "--wide", trace], check=True).stdout
+    check("Self GPU" in wide and "0 on every row" not in wide, f"--wide shows them:\n{wide}")
+    js = json.loads(run([BPFSIGHT, "stats", "-r", "torch_op_sum", "--format", "json", trace],
+                        check=True).stdout)
+    rows = js["reports"]["torch_op_sum"]
+    check(rows and all(r["gpu_self_ns"] == 0 and r["gpu_ops"] == 0 for r in rows),
+          f"JSON keeps the GPU columns, 0: {rows[:1]}")
+    page = os.path.join(d, "cpu.html")
+    run([BPFSIGHT, "report", trace, "-o", page], check=True)
+    html = open(page).read()
+    check("tl-gpu" not in html and ">Self GPU<" not in html and ">GPU Busy<" not in html,
+          "the page: no GPU panel, no GPU column")
+    check("not shown: Self GPU, GPU Total, GPU Ops" in html, "the page says what it left out")

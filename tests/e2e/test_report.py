@@ -168,7 +168,7 @@ def check_page(trace, page):
         for key, v in rows[0].items():
             if isinstance(v, str) or isinstance(v, int) and not isinstance(v, bool):
                 check(str(v) in cells, f"{name}: first row's {key}={v!r} in {cells}")
-    for fid in ("tl-gpu", "tl-gil", "tl-offcpu", "tl-syscall", "tl-loss"):
+    for fid in ("tl-gil", "tl-offcpu", "tl-syscall", "tl-loss"):
         figure(page, fid)
     total = json.loads(run([BPFSIGHT, "info", "--json", trace], check=True).stdout)["lost_total"]
     cls, body = figure(page, "tl-loss")
@@ -202,7 +202,8 @@ def test_report_of_the_demo():
     eq(p.returncode, 0, f"record ({p.stderr[-400:]})")
     path, page = report(trace)
     check_page(trace, page)
-    eq(figure(page, "tl-gpu")[0], "timeline empty", "no GPU in the demo")
+    # A CPU program (no CUDA call): no GPU panel at all, not an empty one.
+    check('id="tl-gpu"' not in page, "no GPU panel for the demo")
     eq(figure(page, "tl-gil")[0], "timeline empty", "no GIL in the demo")
     legend = re.findall(r'<li class="s\d">(.*?)</li>', figure(page, "tl-offcpu")[1])
     eq(sorted(legend), ["blocked (slept)", "preempted (runnable)"], "off-CPU series")
@@ -223,8 +224,9 @@ def test_report_of_a_gil_trace():
     proc = [r for r in stats_json(trace)["gil_procs"] if r["pid"] == truth["pid"]]
     eq(re.findall(r'<li class="s\d">(.*?)</li>', body),
        [f"pid {truth['pid']} ({proc[0]['process']})"], "one process, named as gil_procs names it")
-    for empty in ("tl-gpu", "tl-offcpu", "tl-syscall"):
+    for empty in ("tl-offcpu", "tl-syscall"):
         eq(figure(page, empty)[0], "timeline empty", f"{empty}: family not recorded")
+    check('id="tl-gpu"' not in page, "no GPU panel for a CPU job")
     check('id="r-gil_sum"' in page, "gil_sum shown")
     # The holders' code by the waiting it caused: as wide as gil_stacks' holder rows, in us
     # (each round rounded down to a whole us, at least 1).

@@ -119,7 +119,8 @@ def check_units(trace, seen):
                 for text, _ in cells:
                     if re.fullmatch(r"-?\d+(\.\d+)?", text) and v >= 1000:
                         check(abs(float(text) - v) > 0.5, f"{trace} {rid}: {key} raw {text}")
-                if isinstance(v, int):
+                # (a column 0 on every row may be left out: a CPU job's GPU columns)
+                if isinstance(v, int) and v:
                     shown = human(v) if unit == "ns" else human(v, ("B", "KiB", "MiB", "GiB",
                                                                    "TiB"), 1024)
                     check([shown, f"{v} {unit}"] in cells,

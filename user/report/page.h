@@ -90,6 +90,8 @@ void page__level_chart(const struct page *p, FILE *f, const char *id, const char
 struct table;
 /* T's first MAX rows (0: all) as the page draws the reports' tables. */
 void page__table(FILE *f, const struct table *t, int max);
+/* REPORT's table (its name: "cuda_api_sum"), NULL when not made: what other families found. */
+const struct table *page__report(const struct page *p, const char *report);
 /* A timeline without data, saying why (e.g. which family records it). */
 void page__no_data(FILE *f, const char *id, const char *title, const char *why);
 /*

@@ -300,6 +300,11 @@ double page__total(const struct time_bins *b)
 	return ns;
 }
 
+const struct table *page__report(const struct page *p, const char *report)
+{
+	return p->stats ? stats__table(p->stats, report) : NULL;
+}
+
 void page__no_data(FILE *f, const char *id, const char *title, const char *why)
 {
 	fprintf(f, "<figure class=\"timeline empty\" id=\"%s\"><figcaption>", id);
@@ -414,6 +419,8 @@ void page__table(FILE *f, const struct table *t, int max)
 		rows = max;
 	fprintf(f, "<div class=\"scroll\"><table><thead><tr>");
 	for (int c = 0; c < cols; c++) {
+		if (table__view_hides(t, c, &people))
+			continue;
 		fprintf(f, "<th%s>", table__col_numeric(t, c) ? " class=\"n\"" : "");
 		page__esc(f, table__view_title(t, c, &people, title, sizeof(title)));
 		fprintf(f, "</th>");
@@ -422,10 +429,26 @@ void page__table(FILE *f, const struct table *t, int max)
 	for (int r = 0; r < rows; r++) {
 		fprintf(f, "<tr>");
 		for (int c = 0; c < cols; c++)
-			table_cell(f, t, r, c);
+			if (!table__view_hides(t, c, &people))
+				table_cell(f, t, r, c);
 		fprintf(f, "</tr>\n");
 	}
 	fprintf(f, "</tbody></table></div>\n");
+}
+
+/* The columns page__table left out, 0 on every row (a CPU job's GPU columns). */
+static void hidden_columns(FILE *f, const struct table *t)
+{
+	static const struct table_view people = {};
+	char title[128];
+	int n = 0;
+
+	for (int c = 0; c < table__ncols(t); c++) {
+		if (!table__view_hides(t, c, &people))
+			continue;
+		fprintf(f, "%s", n++ ? ", " : "; 0 on every row, not shown: ");
+		page__esc(f, table__view_title(t, c, &people, title, sizeof(title)));
+	}
 }
 
 static void table_html(FILE *f, const struct report *rep, const struct table *t)
@@ -436,8 +459,10 @@ static void table_html(FILE *f, const struct report *rep, const struct table *t)
 	page__esc(f, rep->desc);
 	fprintf(f, " <code>%s</code></h3>\n", rep->name);
 	page__table(f, t, REPORT_ROWS);
-	fprintf(f, "<p class=\"rows\">%d of %d rows%s</p></div>\n", shown, rows,
+	fprintf(f, "<p class=\"rows\">%d of %d rows%s", shown, rows,
 		rows > shown ? " (the first, in the report's order)" : "");
+	hidden_columns(f, t);
+	fprintf(f, "</p></div>\n");
 }
 
 /* 1 when family I lists report NAME before REP (a report two families share is shown once). */

@@ -31,6 +31,9 @@ enum table_type {
 /* A CLOCK_MONOTONIC instant (ns), kept so in JSON and CSV (dump's `ts`): people read it from the
  * table's origin (table__set_origin: the recording's start), as "+8.75 s". */
 #define TABLE_COL_TIMESTAMP 0x8
+/* Table mode leaves the column out, saying so once, when it is 0 or empty on every row (a CPU
+ * job's GPU columns, a family's counts that did not record); --wide, JSON and CSV keep it. */
+#define TABLE_COL_IF_ANY 0x10
 
 /*
  * A column, as a report declares it. The report names its columns by an enum whose values are

@@ -103,6 +103,7 @@ struct vcol {
 	char title[2][64]; /* one line, or two when split to fit */
 	int width, nat, minw, shown, right;
 	int cellw; /* the widest cell's */
+	int zero;  /* a TABLE_COL_IF_ANY column 0 on every row: not shown, said once */
 };
 
 struct view {
@@ -144,6 +145,27 @@ static void view_title(struct view *w, int c)
 	w->cols[c].title[1][0] = 0;
 }
 
+/* Column C is 0, empty or unset on every row of T. */
+static int all_zero(const struct table *t, int c)
+{
+	char buf[8];
+
+	for (int r = 0; r < table__nrows(t); r++) {
+		if (!table__is_set(t, r, c))
+			continue;
+		if (table__col_numeric(t, c) ? table__get_number(t, r, c) != 0
+					     : *table__cell_text(t, r, c, buf, sizeof(buf)))
+			return 0;
+	}
+	return 1;
+}
+
+int table__view_hides(const struct table *t, int col, const struct table_view *v)
+{
+	return !v->wide && (table__col_flags(t, col) & TABLE_COL_IF_ANY) && table__nrows(t) &&
+	       all_zero(t, col);
+}
+
 static int view_fill(struct view *w)
 {
 	char buf[4096];
@@ -167,7 +189,8 @@ static int view_fill(struct view *w)
 		return -1;
 	for (c = 0; c < w->ncols; c++) {
 		view_title(w, c);
-		w->cols[c].shown = 1;
+		w->cols[c].zero = table__view_hides(w->t, c, w->v);
+		w->cols[c].shown = !w->cols[c].zero;
 		w->cols[c].right = table__col_numeric(w->t, c);
 		w->cols[c].width = human__width(w->cols[c].title[0]);
 		w->cols[c].minw = w->cols[c].width > MIN_TEXT ? w->cols[c].width : MIN_TEXT;
@@ -414,12 +437,24 @@ static void print_notes(const struct view *w, int width, FILE *f)
 				 "%s%d row%s with nothing in %s not shown.", used ? " " : "",
 				 w->empty, w->empty == 1 ? "" : "s", w->empty == 1 ? "it" : "them");
 	for (c = 0; c < w->ncols && used < sizeof(note); c++) {
-		if (w->cols[c].shown)
+		if (w->cols[c].shown || w->cols[c].zero)
 			continue;
 		used += snprintf(note + used, sizeof(note) - used, "%s%s%s%s",
 				 n++	? ", "
 				 : used ? " Left out to fit: "
 					: "Left out to fit: ",
+				 w->cols[c].title[0], w->cols[c].title[1][0] ? " " : "",
+				 w->cols[c].title[1]);
+	}
+	if (n && used < sizeof(note))
+		used += snprintf(note + used, sizeof(note) - used, " (--wide shows them).");
+	for (c = 0, n = 0; c < w->ncols && used < sizeof(note); c++) {
+		if (!w->cols[c].zero)
+			continue;
+		used += snprintf(note + used, sizeof(note) - used, "%s%s%s%s",
+				 n++	? ", "
+				 : used ? " 0 on every row, not shown: "
+					: "0 on every row, not shown: ",
 				 w->cols[c].title[0], w->cols[c].title[1][0] ? " " : "",
 				 w->cols[c].title[1]);
 	}

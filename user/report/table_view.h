@@ -36,5 +36,7 @@ const char *table__view_title(const struct table *t, int col, const struct table
 			      size_t len);
 /* The unit column COL's cells are in: "ns", "B", or NULL (a count, a name). */
 const char *table__view_unit(const struct table *t, int col);
+/* 1: V leaves column COL out, a TABLE_COL_IF_ANY column 0 or empty on every row (not --wide). */
+int table__view_hides(const struct table *t, int col, const struct table_view *v);
 
 #endif /* BPFSIGHT_TABLE_VIEW_H */

@@ -6,6 +6,7 @@
 #include "gpu_decode.h"
 #include "human.h"
 #include "page.h"
+#include "table.h"
 
 #define MAX_GPUS 64
 
@@ -43,6 +44,14 @@ static int gpu_page_record(const struct page *p, void *st, const struct bs_hdr *
 	return time_bins__add(&g->busy[i], op.ts, op.dur);
 }
 
+/* The job called the CUDA runtime or driver (cuda_api_sum has rows): no GPU work is news. */
+static int called_cuda(const struct page *p)
+{
+	const struct table *t = page__report(p, "cuda_api_sum");
+
+	return t && table__nrows(t) > 0;
+}
+
 static void gpu_page_timelines(const struct page *p, void *st, FILE *f)
 {
 	struct gpu_page *g = st;
@@ -57,8 +66,9 @@ static void gpu_page_timelines(const struct page *p, void *st, FILE *f)
 		page__chart(p, f, "tl-gpu", "GPU busy",
 			    "per device: share of time with a kernel, copy or memset running", s,
 			    g->n, 1.0, "");
-	else
+	else if (called_cuda(p))
 		page__no_data(f, "tl-gpu", "GPU busy", "no GPU operation recorded (gpu family)");
+	/* else a CPU job: no GPU panel at all. */
 }
 
 /* Each device's busy share of the recording (the first four). */

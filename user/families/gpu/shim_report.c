@@ -215,10 +215,10 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 		[C_PID] = { "pid", "PID", TABLE_U64 },
 		[C_PROCESS] = { "process", "Process", TABLE_STR },
 		[C_STATE] = { "state", "Shim State", TABLE_STR },
-		[C_CUPTI_VERSION] = { "cupti_version", "CUPTI", TABLE_U64 },
+		[C_CUPTI_VERSION] = { "cupti_version", "CUPTI", TABLE_U64, TABLE_COL_IF_ANY },
 		[C_ATTACHES] = { "attaches", "Attaches", TABLE_U64 },
-		[C_CUPTI_ERRORS] = { "cupti_errors", "CUPTI Errors", TABLE_U64 },
-		[C_LAST_ERROR] = { "last_error", "Last CUPTI Error", TABLE_STR },
+		[C_CUPTI_ERRORS] = { "cupti_errors", "CUPTI Errors", TABLE_U64, TABLE_COL_IF_ANY },
+		[C_LAST_ERROR] = { "last_error", "Last CUPTI Error", TABLE_STR, TABLE_COL_IF_ANY },
 		[C_DROPPED] = { "dropped", "Dropped", TABLE_U64 },
 		[C_SEQ] = { "seq", "Batches", TABLE_U64 },
 		[C_EXITED] = { "exited", "Exited", TABLE_U64 },
@@ -241,7 +241,7 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 	for (int k = 0; k < counts.n; k++)
 		table__add_col(t, &(const struct table_col){ counts.col[k]->key,
 							     counts.col[k]->heading, TABLE_U64,
-							     TABLE_COL_MINOR });
+							     TABLE_COL_MINOR | TABLE_COL_IF_ANY });
 	for (size_t i = 0; i < n; i++) {
 		p = rows[i];
 		table__row(t);

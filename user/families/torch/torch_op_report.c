@@ -105,9 +105,9 @@ static const struct table_col op_sum_cols[NCOLS] = {
 	[C_COUNT] = { "count", "Calls", TABLE_U64 },
 	[C_AVG] = { "cpu_avg_ns", "CPU Avg (ns)", TABLE_DOUBLE },
 	[C_MAX] = { "cpu_max_ns", "CPU Max (ns)", TABLE_U64 },
-	[C_GPU_SELF] = { "gpu_self_ns", "Self GPU (ns)", TABLE_U64 },
-	[C_GPU_TOTAL] = { "gpu_total_ns", "GPU Total (ns)", TABLE_U64 },
-	[C_GPU_OPS] = { "gpu_ops", "GPU Ops", TABLE_U64 },
+	[C_GPU_SELF] = { "gpu_self_ns", "Self GPU (ns)", TABLE_U64, TABLE_COL_IF_ANY },
+	[C_GPU_TOTAL] = { "gpu_total_ns", "GPU Total (ns)", TABLE_U64, TABLE_COL_IF_ANY },
+	[C_GPU_OPS] = { "gpu_ops", "GPU Ops", TABLE_U64, TABLE_COL_IF_ANY },
 	/* key_averages' columns, the order its table prints them */
 	[C_CPU_MEM] = { "cpu_mem_bytes", "CPU Mem", TABLE_S64, .when = OP_MEM },
 	[C_SELF_CPU_MEM] = { "self_cpu_mem_bytes", "Self CPU Mem", TABLE_S64, .when = OP_MEM },
