@@ -27,7 +27,7 @@
 		});
 		var d = doc.querySelector('#info details');
 		out.info_open = d ? d.open : null;
-		out.info_cells = d ? [].map.call(d.querySelectorAll('th, td'), function (c) {
+		out.info_cells = d ? [].map.call(d.querySelectorAll('th, td, p.rows'), function (c) {
 			return c.textContent;
 		}) : null;
 		out.viewport = vw;
@@ -42,6 +42,20 @@
 				out.boxes.push({ tag: b.tagName, id: (b.closest('[id]') || {}).id,
 						 right: r.right, width: r.width,
 						 scroll: p.scrollWidth - p.clientWidth });
+		});
+		// A cell's one word (a process name, a number, a title) drawn on two lines ("pytho n3").
+		out.broken = [];
+		[].forEach.call(body.querySelectorAll('td, th'), function (c) {
+			var t = c.textContent.trim(), r = doc.createRange(), lines = {};
+			if (!t || /\s/.test(t) || t.length > 24)
+				return;
+			r.selectNodeContents(c);
+			[].forEach.call(r.getClientRects(), function (q) {
+				if (q.width > 0)
+					lines[Math.round(q.top)] = 1;
+			});
+			if (Object.keys(lines).length > 1)
+				out.broken.push(t);
 		});
 		out.bands = {};
 		[].forEach.call(doc.querySelectorAll('#tl-ranges g.bands'), function (g) {

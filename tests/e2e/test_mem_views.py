@@ -302,7 +302,8 @@ def test_report_mem_page_of_gpu_records():
         check(abs(max(v) - peak) < 0.01 * MIB, f"{what}: its peak {max(v)} ~ {peak}")
     left = polyline_values(body, "cuda:0 reserved", 12 * MIB)[-1]
     check(abs(left - 4 * MIB) < 0.01 * MIB, f"after train's exit, eval's 4 MiB: {left}")
-    rows = re.findall(r'<tr><td>(.*?)</td><td>(.*?)</td><td class="n" title="(\d+) B">', page)
+    rows = re.findall(r'<tr><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td><td class="n" title="(\d+) B">',
+                      page)
     eq(rows[:3], [("pid 100 (train)", "rss", str(300 * MIB)),
                   ("pid 200 (eval)", "rss", str(200 * MIB)),
                   ("pid 100 (train)", "cuda:0 reserved", str(8 * MIB))], "the highest peaks")

@@ -92,7 +92,8 @@ def check_verdict(trace, seen):
 
 
 def check_info(trace, seen):
-    """info's text, folded, as tables: every word of it in order, in the tables' cells."""
+    """info's text, folded, as tables: every word of it in order, in the tables' cells and
+    the notes under them."""
     eq(seen["info_open"], False, f"{trace}: the details folded")
     info = run([BPFSIGHT, "info", trace], check=True).stdout
     words = [w for w in info.replace(":", " ").split() if not re.fullmatch(r"-{3,}", w)]
@@ -101,6 +102,7 @@ def check_info(trace, seen):
 
 def check_boxes(trace, seen):
     eq(seen["boxes"], [], f"{trace}: boxes wider than the {VIEWPORT} px window or scrolling")
+    eq(seen["broken"], [], f"{trace}: a cell's one word on two lines")
     check(seen["page_width"] <= seen["viewport"], f"{trace}: page {seen['page_width']} px")
 
 

@@ -19,6 +19,7 @@
 #include "shim_relink.h"
 #include "stack_svc.h"
 #include "table.h"
+#include "table_view.h"
 #include "trace_walk.h"
 #include "msg.h"
 #include "utf8.h"
@@ -351,7 +352,8 @@ static void info_print_text(const struct trace_walk *w, const struct info *in,
 			continue;
 		snprintf(title, sizeof(title), "%s:", in->reports[i].r->info->title);
 		printf("%-16s per process (bpfsight stats -r %s)\n", title, in->reports[i].r->name);
-		table__print(in->reports[i].t, stdout);
+		/* Exact numbers; a column 0 on every row (a CPU job's GPU counts) said, not shown. */
+		table__print_view(in->reports[i].t, &(const struct table_view){ .raw = 1 }, stdout);
 	}
 }
 

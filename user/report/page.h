@@ -92,6 +92,11 @@ struct table;
 void page__table(FILE *f, const struct table *t, int max);
 /* REPORT's table (its name: "cuda_api_sum"), NULL when not made: what other families found. */
 const struct table *page__report(const struct page *p, const char *report);
+/*
+ * A table cell's class attribute (with its leading space, or ""): "n", right-aligned, for a
+ * NUMERIC column; "w", never broken over two lines, for one short word ("pytho n3" was).
+ */
+const char *page__cell_class(int numeric, const char *text);
 /* A timeline without data, saying why (e.g. which family records it). */
 void page__no_data(FILE *f, const char *id, const char *title, const char *why);
 /*

@@ -60,10 +60,9 @@ static int columns(const char *s, int n, int *start)
 	return k;
 }
 
-/* S[A, B) without its spaces around, escaped. */
-static void cell(FILE *f, const char *s, int n, int a, int b)
+/* S[A, B) without its spaces around, into BUF (LEN > 0). */
+static const char *trimmed(const char *s, int n, int a, int b, char *buf, int size)
 {
-	char buf[1024];
 	int len;
 
 	if (a > n)
@@ -74,10 +73,18 @@ static void cell(FILE *f, const char *s, int n, int a, int b)
 		a++;
 	while (b > a && s[b - 1] == ' ')
 		b--;
-	len = b - a < (int)sizeof(buf) - 1 ? b - a : (int)sizeof(buf) - 1;
+	len = b - a < size - 1 ? b - a : size - 1;
 	memcpy(buf, s + a, len);
 	buf[len] = 0;
-	page__esc(f, buf);
+	return buf;
+}
+
+/* S[A, B) without its spaces around, escaped. */
+static void cell(FILE *f, const char *s, int n, int a, int b)
+{
+	char buf[1024];
+
+	page__esc(f, trimmed(s, n, a, b, buf, sizeof(buf)));
 }
 
 static int numeric(const char *s, int n, int a, int b)
@@ -97,22 +104,41 @@ static int numeric(const char *s, int n, int a, int b)
 static void row(FILE *f, const struct lines *l, int r, const char *tag, const int *start, int k,
 		const int *num)
 {
+	char buf[1024];
+	const char *text;
+
 	fprintf(f, "<tr>");
 	for (int c = 0; c < k; c++) {
-		fprintf(f, "<%s%s>", tag, num[c] ? " class=\"n\"" : "");
-		cell(f, l->s[r], l->len[r], start[c], c + 1 < k ? start[c + 1] : l->len[r]);
+		text = trimmed(l->s[r], l->len[r], start[c], c + 1 < k ? start[c + 1] : l->len[r],
+			       buf, sizeof(buf));
+		fprintf(f, "<%s%s>", tag, page__cell_class(num[c], text));
+		page__esc(f, text);
 		fprintf(f, "</%s>", tag);
 	}
 	fprintf(f, "</tr>\n");
 }
 
-/* The table whose header is line H (underlined by H + 1): its rows are the indented lines. */
+/* Line R is a row of the table underlined by line U: blank wherever U is between columns. */
+static int is_row(const struct lines *l, int r, int u)
+{
+	if (!l->len[r] || l->s[r][0] != ' ')
+		return 0;
+	for (int i = 0; i < l->len[r] && i < l->len[u]; i++)
+		if (l->s[u][i] == ' ' && l->s[r][i] != ' ')
+			return 0;
+	return 1;
+}
+
+/*
+ * The table whose header is line H (underlined by H + 1): its rows are the indented lines that
+ * keep its columns; the indented lines after them are its notes (what the table left out).
+ */
 static int table(FILE *f, const struct lines *l, int h)
 {
 	int start[MAX_COLS + 1] = {}, num[MAX_COLS] = {}, k, end, r;
 
 	k = columns(l->s[h + 1], l->len[h + 1], start);
-	for (end = h + 2; end < l->n && l->s[end][0] == ' '; end++)
+	for (end = h + 2; end < l->n && is_row(l, end, h + 1); end++)
 		;
 	for (int c = 0; c < k; c++) {
 		num[c] = end > h + 2;
@@ -126,6 +152,11 @@ static int table(FILE *f, const struct lines *l, int h)
 	for (r = h + 2; r < end; r++)
 		row(f, l, r, "td", start, k, num);
 	fprintf(f, "</tbody></table></div>\n");
+	for (; end < l->n && l->len[end] && l->s[end][0] == ' '; end++) {
+		fprintf(f, "<p class=\"rows\">");
+		cell(f, l->s[end], l->len[end], 0, l->len[end]);
+		fprintf(f, "</p>\n");
+	}
 	return end;
 }
 

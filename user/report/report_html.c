@@ -387,6 +387,14 @@ static void figures_html(FILE *f, struct timelines *tl)
 /* A text cell wider than this is cut in the middle (human__shorten), whole on hover. */
 #define LONG_CELL 48
 
+const char *page__cell_class(int numeric, const char *text)
+{
+	/* One word of at most 24 columns: a comm, a state, a title such as "Free-threaded". */
+	int word = !strpbrk(text, " \t") && human__width(text) <= 24;
+
+	return numeric ? (word ? " class=\"n w\"" : " class=\"n\"") : word ? " class=\"w\"" : "";
+}
+
 /* Cell (R, C) as stats' table mode shows it, its exact value or whole text on hover. */
 static void table_cell(FILE *f, const struct table *t, int r, int c)
 {
@@ -398,7 +406,7 @@ static void table_cell(FILE *f, const struct table *t, int r, int c)
 
 	if (!table__col_numeric(t, c) && human__width(shown) > LONG_CELL)
 		shown = human__shorten(shown, LONG_CELL, cut, sizeof(cut));
-	fprintf(f, "<td%s", table__col_numeric(t, c) ? " class=\"n\"" : "");
+	fprintf(f, "<td%s", page__cell_class(table__col_numeric(t, c), shown));
 	if (*shown && strcmp(shown, exact)) {
 		fprintf(f, " title=\"");
 		page__esc(f, exact);
@@ -421,8 +429,9 @@ void page__table(FILE *f, const struct table *t, int max)
 	for (int c = 0; c < cols; c++) {
 		if (table__view_hides(t, c, &people))
 			continue;
-		fprintf(f, "<th%s>", table__col_numeric(t, c) ? " class=\"n\"" : "");
-		page__esc(f, table__view_title(t, c, &people, title, sizeof(title)));
+		table__view_title(t, c, &people, title, sizeof(title));
+		fprintf(f, "<th%s>", page__cell_class(table__col_numeric(t, c), title));
+		page__esc(f, title);
 		fprintf(f, "</th>");
 	}
 	fprintf(f, "</tr></thead><tbody>\n");
@@ -563,7 +572,7 @@ static const char style[] =
 	".empty p{margin:4px 0;color:var(--mute)}.scroll{overflow-x:auto}\n"
 	"table{border-collapse:collapse;font:12px ui-monospace,monospace}"
 	"th,td{padding:3px 6px;border-bottom:1px solid var(--line);text-align:left;"
-	"vertical-align:top}td,th{overflow-wrap:anywhere}td.n{white-space:nowrap}"
+	"vertical-align:top}td{overflow-wrap:anywhere}td.n,.w{white-space:nowrap}"
 	"th{position:sticky;top:0;background:var(--card)}.n{text-align:right}\n"
 	".family section h2{font-size:15px;border:0;margin-top:14px}h3 code{font-weight:normal;"
 	"color:var(--mute)}h3{font-family:inherit}\n"
