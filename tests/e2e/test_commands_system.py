@@ -27,10 +27,14 @@ WORK = os.path.join(os.path.dirname(__file__), "..", "workloads", "gil_work.py")
 def test_the_whole_system():
     s = Session()
     try:
+        t0 = time.monotonic_ns()
         s.run(SYSTEM[0])
+        wall = time.monotonic_ns() - t0
         i = info(s.last)
         eq(i["target"], "system-wide", "-a")
-        check(1.9e9 <= i["duration_ns"] <= 2.2e9, f"-d 2s: {i['duration_ns']}")
+        # -d 2s (commands.py's): at least 2 s; at most the command's own run, whatever the
+        # load (a loaded machine delays the stop, not the duration's start).
+        check(1.99e9 <= i["duration_ns"] <= wall, f"-d 2s: {i['duration_ns']} in {wall} ns")
     finally:
         s.close()
 

@@ -148,7 +148,8 @@ def test_cpu_samples_are_whole_through_code_without_frame_pointers():
     spins = [r["stack"] for r in recs
              if r.get("name") == "user" and any(f.get("func") == "spin_here"
                                                 for f in r.get("stack", []))]
-    # ~700 here; a slower machine (QEMU's TCG: 40-80) takes fewer.
+    # 1.5 s of the spinner's CPU time at 499 Hz: ~700 however loaded the machine; a slower
+    # one (QEMU's TCG: 40-80) takes fewer.
     check(len(spins) >= 200 // SLOWDOWN, f"only {len(spins)} samples in spin_here")
     # From spin_here up (clock_gettime's vDSO and libc frames above it when it was there).
     cut = [s[[f.get("func") for f in s].index("spin_here"):] for s in spins]

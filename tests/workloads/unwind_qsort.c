@@ -6,7 +6,7 @@
  * from inside qsort, does what the mode says:
  *   calls CUDART ROUNDS  cudaStreamQuery (the real libcudart at CUDART) and getppid, once per
  *                        round, ROUNDS rounds 20 ms apart (the first stacks load the tables)
- *   spin MS              spins for MS milliseconds in spin_here (cpu samples)
+ *   spin MS              spins for MS milliseconds of its CPU time in spin_here (cpu samples)
  *   sleep                threads sleep in the kernel in nested calls, for ever (gdb's view):
  *                        "sleeper" in nanosleep under nest_x -> nest_y, "reader" in read()
  *                        under the comparator inside qsort; prints "ready PID" when both are
@@ -34,12 +34,25 @@ static __u_long now_ms(void)
 	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The process's CPU time: a spin measured in it gives as many samples on a loaded machine. */
+static long cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads the monotonic clock (the vDSO's frames above it), MS of CPU time, not of the wall. */
 __attribute__((noinline)) static void spin_here(void)
 {
-	__u_long end = now_ms() + spin_ms;
+	long end = cpu_ms() + spin_ms;
 
-	while (now_ms() < end)
-		sink++;
+	for (unsigned i = 1;; i++) {
+		sink += now_ms();
+		if (!(i & 0xfff) && cpu_ms() >= end)
+			break;
+	}
 }
 
 /* The comparator, called by qsort (libc: no frame pointers either). */
