@@ -113,8 +113,8 @@ def test_bad_specs_and_nsys_options():
     for args, said in (
             (["--python-functions", "pytorch,1mod:f"],
              "--python-functions pytorch,1mod:f: \"1mod:f\": \"1mod\" is not a module name"),
-            (["--python-functions", "torch"], "\"torch\": neither module:function, a preset "
-                                              "(pytorch, lightning, dask) nor a file"),
+            (["--python-functions", "torch"], "\"torch\": a function is named with its "
+                                              "module: __main__:torch (the script run)"),
             (["--python-functions", os.path.join(FIXTURES, "..", "pyfunc")],
              "neither module:function"),
             (["--dask=bogus"], "--dask bogus: functions-trace or none")):

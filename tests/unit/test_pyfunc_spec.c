@@ -155,8 +155,15 @@ static void test_errors(void)
 	ASSERT_ERR("", -EINVAL, "an empty entry (two commas, or one at an end)");
 	ASSERT_ERR("m:f,,m:g", -EINVAL, "an empty entry (two commas, or one at an end)");
 	ASSERT_ERR("torch", -EINVAL,
-		   "\"torch\": neither module:function, a preset (pytorch, lightning, dask) nor a "
-		   "file that exists");
+		   "\"torch\": a function is named with its module: __main__:torch (the script "
+		   "run) or MODULE:torch (a module it imports); else a preset (pytorch, lightning, "
+		   "dask) or a file that exists");
+	ASSERT_ERR("train.step", -EINVAL,
+		   "\"train.step\": a function is named with its module, a colon between: "
+		   "train:step (or, for a method, MODULE:train.step)");
+	ASSERT_ERR("no such", -EINVAL,
+		   "\"no such\": neither module:function, a preset (pytorch, lightning, dask) nor "
+		   "a file that exists");
 	ASSERT_ERR("/no/such.json", -ENOENT,
 		   "\"/no/such.json\": neither module:function, a preset (pytorch, lightning, "
 		   "dask) nor a file that exists");

@@ -5,6 +5,7 @@
  * python3-distributed (tests/e2e/test_pyfunc_presets.py runs the pytorch and dask presets
  * against the jobs' own counts); Lightning's against its sources' hooks (not packaged here).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,26 @@ static int is_file(const char *path)
 	return !stat(path, &st) && !S_ISDIR(st.st_mode);
 }
 
+/* S is a Python name, dotted or not ("train_step", "pkg.mod.f"): what a bare name looks like. */
+static int python_name(const char *s)
+{
+	int start = 1;
+
+	if (!*s || strstr(s, ".json"))
+		return 0;
+	for (; *s; s++) {
+		if (*s == '.' && !start) {
+			start = 1;
+			continue;
+		}
+		if (!(isalpha((unsigned char)*s) || *s == '_' ||
+		      (!start && isdigit((unsigned char)*s))))
+			return 0;
+		start = 0;
+	}
+	return !start;
+}
+
 /* One comma-separated piece of the argument. */
 static int add_piece(struct pyfunc_spec_build *b, char *piece, char *err, size_t errlen)
 {
@@ -220,9 +241,25 @@ static int add_piece(struct pyfunc_spec_build *b, char *piece, char *err, size_t
 		return pyfunc_spec__json_file(b, piece, err, errlen);
 	colon = strchr(piece, ':');
 	if (!colon) {
-		snprintf(err, errlen,
-			 "\"%s\": neither module:function, a preset (%s) nor a file that exists",
-			 piece, pyfunc_spec_presets);
+		const char *dot = strrchr(piece, '.');
+
+		if (python_name(piece) && dot)
+			/* pkg.mod.f: the module is all but the last name (or a class's method) */
+			snprintf(err, errlen,
+				 "\"%s\": a function is named with its module, a colon between: "
+				 "%.*s:%s (or, for a method, MODULE:%s)",
+				 piece, (int)(dot - piece), piece, dot + 1, piece);
+		else if (python_name(piece))
+			snprintf(err, errlen,
+				 "\"%s\": a function is named with its module: __main__:%s (the "
+				 "script run) or MODULE:%s (a module it imports); else a preset "
+				 "(%s) or a file that exists",
+				 piece, piece, piece, pyfunc_spec_presets);
+		else
+			snprintf(err, errlen,
+				 "\"%s\": neither module:function, a preset (%s) nor a file that "
+				 "exists",
+				 piece, pyfunc_spec_presets);
 		return strchr(piece, '/') || strstr(piece, ".json") ? -ENOENT : -EINVAL;
 	}
 	snprintf(what, sizeof(what), "\"%s\"", piece);
