@@ -64,7 +64,7 @@ static struct {
 	 */
 	unsigned short join_seen;
 	bool exiting;
-	bool forked;	     /* a forked child: CUDA is unusable here, GPU stays off */
+	bool forked; /* a forked child: CUDA is unusable here, GPU stays off */
 	/*
 	 * A tracer came and went: until the next one wakes the poller (shim_wake.c), it sleeps
 	 * without a timer. Before the first one it polls (a tracer that cannot wake it, as

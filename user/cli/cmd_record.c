@@ -160,8 +160,8 @@ static void note_written(void *arg, const char *path)
  * reports on stdout, the SQLite file beside the trace (its stem + .sqlite). The recording's
  * exit status, or the export's when it failed and the recording did not.
  */
-static int after_written(const struct nsys_args *n, const struct record_opts *o,
-			 const char *path, int ret)
+static int after_written(const struct nsys_args *n, const struct record_opts *o, const char *path,
+			 int ret)
 {
 	char out[PATH_MAX + 8];
 	size_t len = strlen(path);
@@ -177,7 +177,9 @@ static int after_written(const struct nsys_args *n, const struct record_opts *o,
 	}
 	if (n->export_sqlite) {
 		/* FILE last: getopt keeps record's order (options stop at the first operand). */
-		char *ev[] = { "export", "--format", "sqlite", "-o", out, (char *)path, NULL, NULL };
+		char *ev[] = {
+			"export", "--format", "sqlite", "-o", out, (char *)path, NULL, NULL
+		};
 
 		if (len > 4 && !strcmp(path + len - 4, ".bst"))
 			len -= 4;

@@ -90,10 +90,9 @@ static int wake(const char *arg)
 	r = shim_waker__wake((pid_t)pid);
 	if (r < 0) {
 		pr_err("--wake %ld: %s\n", pid,
-		       r == -ENOENT || r == -ESRCH ? "no such process"
-		       : r == -EACCES || r == -EPERM
-			       ? "permission denied (run it as root)"
-			       : strerror(-r));
+		       r == -ENOENT || r == -ESRCH   ? "no such process"
+		       : r == -EACCES || r == -EPERM ? "permission denied (run it as root)"
+						     : strerror(-r));
 		return 1;
 	}
 	if (!r) {

@@ -64,7 +64,8 @@ static __u64 bracketed(clockid_t id, __u64 *mono)
 	__u64 best = ~0ull, at = 0;
 
 	for (int i = 0; i < CLOCK_BRACKETS; i++) {
-		__u64 m0 = clock_ns(CLOCK_MONOTONIC), t = clock_ns(id), m1 = clock_ns(CLOCK_MONOTONIC);
+		__u64 m0 = clock_ns(CLOCK_MONOTONIC), t = clock_ns(id),
+		      m1 = clock_ns(CLOCK_MONOTONIC);
 
 		if (m1 - m0 < best) {
 			best = m1 - m0;

@@ -129,8 +129,9 @@ const char *table__get_note(const struct table *t, int i)
 	return i >= 0 && i < t->nnotes ? t->notes[i] : NULL;
 }
 
-#define TABLE_COL_FLAGS (TABLE_COL_PATH | TABLE_COL_MINOR | TABLE_COL_WEIGHT | TABLE_COL_TIMESTAMP | \
-			 TABLE_COL_IF_ANY)
+#define TABLE_COL_FLAGS                                                                            \
+	(TABLE_COL_PATH | TABLE_COL_MINOR | TABLE_COL_WEIGHT | TABLE_COL_TIMESTAMP |               \
+	 TABLE_COL_IF_ANY)
 
 /* 0 when T can take COL as its next column, else -EINVAL (nothing stuck: the caller says). */
 static int table__check_col(const struct table *t, const struct table_col *col)

@@ -421,8 +421,10 @@ static int opt_export(struct rw *r, const char *opt, const char *v)
 				"export FILE --format perfetto` (or chrome, pprof) after the "
 				"recording");
 		else
-			return fail(r, "%s %s: sqlite, json, text, hdf, arrow, arrowdir, "
-				    "parquetdir or none (nsys's)", opt, f);
+			return fail(r,
+				    "%s %s: sqlite, json, text, hdf, arrow, arrowdir, "
+				    "parquetdir or none (nsys's)",
+				    opt, f);
 	}
 	return 0;
 }

@@ -185,7 +185,7 @@ static int idle_sum__emit(void *vst, const struct trace_model *m, struct table *
 		[C_GAPS_1MS] = { "gaps_1ms", "Gaps >= 1 ms", TABLE_U64 },
 		[C_MAX_GAP] = { "max_gap_ns", "Max Gap (ns)", TABLE_U64 },
 		[C_MAX_GAP_TS] = { "max_gap_ts", "Max Gap At (ns)", TABLE_U64,
-				    TABLE_COL_MINOR | TABLE_COL_TIMESTAMP },
+				   TABLE_COL_MINOR | TABLE_COL_TIMESTAMP },
 	};
 	struct idle_sum *st = vst;
 	struct idle_dev **devs;

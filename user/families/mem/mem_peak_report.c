@@ -236,7 +236,7 @@ static int peak__emit(void *vst, const struct trace_model *m, struct table *t)
 		[C_PEAK_PCT] = { "peak_pct", "Of Peak (%)", TABLE_DOUBLE },
 		[C_PEAK] = { "peak_bytes", "Peak (B)", TABLE_U64, TABLE_COL_MINOR },
 		[C_PEAK_TS] = { "peak_ts", "Peak At (ns)", TABLE_U64,
-				 TABLE_COL_MINOR | TABLE_COL_TIMESTAMP },
+				TABLE_COL_MINOR | TABLE_COL_TIMESTAMP },
 	};
 	struct peak_state *st = vst;
 	const struct mem_log *l = st->log;

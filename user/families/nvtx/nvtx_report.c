@@ -223,8 +223,10 @@ static int proj_sum__emit(void *vst, const struct trace_model *m, struct table *
 		[C_PROJ_MAX] = { "proj_max_ns", "Proj Max (ns)", TABLE_U64, TABLE_COL_MINOR },
 		[C_PROJ_STDDEV] = { "proj_stddev_ns", "Proj StdDev (ns)", TABLE_DOUBLE,
 				    TABLE_COL_MINOR },
-		[C_TOTAL_GPU_OPS] = { "total_gpu_ops", "Total GPU Ops", TABLE_U64, TABLE_COL_IF_ANY },
-		[C_AVG_GPU_OPS] = { "avg_gpu_ops", "Avg GPU Ops", TABLE_DOUBLE, TABLE_COL_MINOR | TABLE_COL_IF_ANY },
+		[C_TOTAL_GPU_OPS] = { "total_gpu_ops", "Total GPU Ops", TABLE_U64,
+				      TABLE_COL_IF_ANY },
+		[C_AVG_GPU_OPS] = { "avg_gpu_ops", "Avg GPU Ops", TABLE_DOUBLE,
+				    TABLE_COL_MINOR | TABLE_COL_IF_ANY },
 		[C_GPU_TIME] = { "gpu_time_ns", "GPU Time (ns)", TABLE_U64, TABLE_COL_IF_ANY },
 	};
 	struct proj_sum *st = vst;
