@@ -331,7 +331,7 @@ def test_pyfunc_option_implies_the_family_and_bad_input():
     eq(p.returncode, 0, p.stderr[-800:])
     check(re.search(r"families: [a-z,]*\bpyfunc\)", p.stderr), f"pyfunc implied: {p.stderr}")
     for args, says in ((["-t", "pyfunc"], "--python-functions SPEC names: give it"),
-                       (["--python-functions", "nocolon"], '"nocolon": neither')):
+                       (["--python-functions", "nocolon"], '"nocolon": a function is named with its module: __main__:nocolon')):
         p = subprocess.run([BPFSIGHT, "record", "-o", out, "--force", *args, "--", "touch",
                             mark], capture_output=True, text=True, timeout=120)
         eq(p.returncode, 1, f"{args}: exit status ({p.stderr[-800:]})")
