@@ -197,6 +197,13 @@ struct bs_symbol {
 
 #define BS_SYM_HOST_FUNC 1 /* a host-side function address (kernel stub) */
 #define BS_SYM_HANDLE	 2 /* an opaque driver handle (CUfunction, CUkernel) */
+/*
+ * The file a uprobe-API family's functions were found in, mapped by the process (which BLAS,
+ * which libcudart): addr = the family's record type (BS_REC_BLAS_CALL), below any address
+ * a process can map; name = the file's path as the process's maps show it. Written once per
+ * process and file, when a scan first finds the process mapping it.
+ */
+#define BS_SYM_LIBRARY 3
 
 /*
  * New code may be mapped in a traced process: it exec'd (ino/dev = the executable), or the

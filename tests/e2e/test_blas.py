@@ -7,12 +7,16 @@ cblas_dgemm row-major with the shapes as written; the reference CBLAS (libblas.s
 then calls dgemm_ column-major, one level deeper.
 """
 import os
+import re
 import sqlite3
 from collections import Counter
 
-from helpers import BPFSIGHT, Skip, check, dump, eq, need_root, record, run, stats, tmpdir
+from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, record, run, spawn,
+                     stats, tmpdir)
 
 PY = "/usr/bin/python3"
+# The file libblas.so.3 resolves to: Debian's reference BLAS (libblas3, in .../blas/) here.
+LIBBLAS = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
 SCRIPT = """
 import numpy, torch
 a, b = torch.ones(30, 50), torch.ones(50, 70)
@@ -61,6 +65,8 @@ def test_torch_mm_as_sgemm():
     got = sorted((r["name"], r["trans"], r["m"], r["n"], r["k"], r["count"], r["flops"])
                  for r in rows)
     f = 2 * 30 * 50 * 70
+    eq(sorted((r["library"], r["blas"]) for r in rows),
+       [(os.path.basename(LIBBLAS), "reference")] * 4, "blas_gemm_sum: the library that ran them")
     eq(got, sorted([("sgemm_", "NN", 70, 30, 50, 3, 3 * f), ("sgemm_", "NT", 70, 30, 50, 1, f),
                     ("dgemm_", "NN", 4, 8, 16, 1, 2 * 8 * 16 * 4),
                     ("cblas_dgemm", "NN", 6, 9, 5, 1, 2 * 6 * 5 * 9)]),
@@ -78,3 +84,47 @@ def test_torch_mm_as_sgemm():
     for r in rows:
         check(r["total_ns"] > 0 and abs(r["gflops"] - round(r["flops"] / r["total_ns"], 2)) < 0.006,
               f"GFLOP/s = FLOPs / time: {r}")
+
+
+GEMM_LOOP = """
+import sys, torch
+a = torch.ones(256, 256)
+print("ready", flush=True)
+while not sys.stdin.closed and a is not None:
+    for _ in range(20):
+        a @ a
+    import select
+    if select.select([sys.stdin], [], [], 0)[0] and not sys.stdin.readline():
+        break
+"""
+
+
+def test_the_verdict_names_the_reference_blas_running_the_gemms():
+    """A job whose main thread spends its time in sgemm_ on netlib's reference BLAS (what
+    Debian's torch gets when no other BLAS is installed): the verdict says how much of the
+    thread's time the GEMMs took, at what GFLOP/s and in which library, and what to install."""
+    need_torch()
+    if "/blas/" not in LIBBLAS:
+        raise Skip(f"libblas.so.3 is {LIBBLAS} here, not Debian's reference BLAS")
+    job = spawn([PY, "-c", GEMM_LOOP])
+    try:
+        line = job.stdout.readline().strip()
+        eq(line, "ready", f"the job started: {'' if line else job.stderr.read()[-300:]}")
+        rec = Recorder("-t", "blas", "-p", str(job.pid), "-d", "1s")
+        eq(rec.wait(), 0, rec.stderr[-800:])
+    finally:
+        job.stdin.close()
+        job.wait(60)
+    rows = stats(rec.out, "blas_gemm_sum")["blas_gemm_sum"]
+    eq([(r["name"], r["m"], r["library"], r["blas"]) for r in rows],
+       [("sgemm_", 256, os.path.basename(LIBBLAS), "reference")], "the GEMMs and their library")
+    out = run([BPFSIGHT, "stats", rec.out], check=True).stdout
+    claim = re.search(r"^ \* CPU +([\d.]+)%  (\S+) \(main thread, pid (\d+)\) spent (.+) in (\d+) CPU "
+                      r"GEMMs at ([\d.]+) GFLOP/s, on the reference BLAS \((\S+)\) "
+                      r"\(-r blas_gemm_sum\)$", out, re.M)
+    check(claim, f"a holding CPU claim naming the reference BLAS: {out[:1200]}")
+    eq((int(claim.group(3)), int(claim.group(5)), claim.group(7)),
+       (job.pid, rows[0]["count"], os.path.basename(LIBBLAS)), "the claim's thread, GEMMs, library")
+    check(float(claim.group(1)) >= 20, f"GEMMs are most of the thread's second: {claim.group(0)}")
+    eq(float(claim.group(6)), round(rows[0]["gflops"], 1), "the claim's GFLOP/s")
+    check("apt install libopenblas0-pthread" in out, f"what to install: {out[:1500]}")

@@ -50,6 +50,54 @@ struct uprobe_obj *uprobe_obj__get(struct uprobe_mgr *m, __u64 dev, __u64 ino, c
 	return *slot;
 }
 
+/* Whether OLD (N of them) holds a mapping of O. */
+static int maps_have(const struct pid_maps *old, const struct uprobe_obj *o)
+{
+	for (__u32 i = 0; old && i < old->n; i++)
+		if (old->v[i].obj == o)
+			return 1;
+	return 0;
+}
+
+/*
+ * A LIBRARY symbol for each family whose functions are in a file PID maps now and did not at
+ * its last scan: the reports name the library that did the work (the reference BLAS or
+ * OpenBLAS, which libcudart).
+ */
+static void say_libraries(struct uprobe_mgr *m, pid_t pid, const struct pid_mapping *v, __u32 n)
+{
+	struct pid_maps **old = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 0);
+
+	for (__u32 i = 0; i < n; i++) {
+		const struct uprobe_obj *o = v[i].obj;
+		__u16 said[MAX_FAMILIES];
+		__u32 nsaid = 0;
+
+		if (!o->nsites || maps_have(old ? *old : NULL, o))
+			continue;
+		for (__u32 j = 0; j < i; j++)
+			if (v[j].obj == o)
+				goto next; /* a second segment of the same file */
+		for (__u32 s = 0; s < o->nsites; s++) {
+			__u16 type = o->sites[s].table->rec_type;
+			struct bs_symbol r = { .addr = type, .kind = BS_SYM_LIBRARY };
+			__u32 k = 0;
+
+			while (k < nsaid && said[k] != type)
+				k++;
+			if (k < nsaid || nsaid == MAX_FAMILIES)
+				continue;
+			said[nsaid++] = type;
+			r.name_id = record_ctx__intern(m->ctx, o->path);
+			if (!r.name_id)
+				continue;
+			record_ctx__hdr(&r.h, BS_REC_SYMBOL, sizeof(r), pid, pid, 0);
+			record_ctx__write(m->ctx, &r);
+		}
+next:;
+	}
+}
+
 void uprobe_mgr__set_maps(struct uprobe_mgr *m, pid_t pid, struct pid_mapping *v, __u32 n)
 {
 	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 1);
@@ -117,6 +165,8 @@ int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)
 		free(v);
 		return 0;
 	}
+	if (m->nfams)
+		say_libraries(m, pid, v, n);
 	uprobe_mgr__set_maps(m, pid, v, n);
 	return 0;
 }

@@ -24,5 +24,6 @@ const struct family family_blas = {
 	.detach = ucall_family__detach,
 	.decoders = blas_decoders,
 	.reports = blas_reports,
+	.verdict = &blas_verdict,
 	.sqlite = &blas_sqlite,
 };

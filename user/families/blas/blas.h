@@ -36,6 +36,8 @@ extern const struct sqlite_family blas_sqlite; /* export_sqlite_blas.c */
 struct report;
 extern const struct report *const blas_reports[]; /* blas_report.c */
 extern const struct family family_blas;		  /* blas.c */
+struct family_verdict;
+extern const struct family_verdict blas_verdict; /* blas_verdict.c */
 
 /* A GEMM call read back: sizes and transposes as the library was given them. */
 struct blas_gemm {
@@ -47,6 +49,16 @@ struct blas_gemm {
 
 /* 'N', 'T' or 'C' from a Fortran character (either case) or a CBLAS_TRANSPOSE; '?' else. */
 char blas__trans_char(__s64 t);
+
+struct trace_model;
+/* The file process PID's GEMMs were found in (its path), NULL when the trace does not say. */
+const char *blas__library(const struct trace_model *m, __u32 pid);
+/*
+ * What PATH's name says the library is: "OpenBLAS", "MKL", "BLIS", "ATLAS", "vendor BLAS",
+ * "reference" (netlib's, installed as libblas.so.3 with no other name), "" unknown.
+ */
+const char *blas__impl(const char *path);
+int blas__is_reference(const char *path);
 
 /* Parse REC (a BS_REC_BLAS_CALL of at least sizeof(struct bs_ucall)) into G. */
 void blas_gemm__parse(const struct bs_hdr *rec, struct blas_gemm *g);
