@@ -45,16 +45,20 @@ static void missing__free(void *vs)
 	free(s);
 }
 
-/* "never found: MODULE:QUALNAME: why": a qualname holds no ": ". */
-static int split(const char *text, char **function, char **why)
+/* A qualname holds no ": ": the first one ends the name. */
+int pyfunc_never_found__split(const char *text, char **function, char **why)
 {
-	const char *name = text + strlen(NEVER_FOUND), *sep = strstr(name, ": ");
+	const char *name = text + strlen(NEVER_FOUND), *sep;
 
-	if (strncmp(text, NEVER_FOUND, strlen(NEVER_FOUND)) || !sep)
+	if (strncmp(text, NEVER_FOUND, strlen(NEVER_FOUND)) || !(sep = strstr(name, ": ")))
 		return -EINVAL;
 	*function = strndup(name, (size_t)(sep - name));
 	*why = strdup(sep + 2);
-	return *function && *why ? 0 : -ENOMEM;
+	if (*function && *why)
+		return 0;
+	free(*function);
+	free(*why);
+	return -ENOMEM;
 }
 
 static void missing__add(void *vs, const struct bs_hdr *rec, const struct trace_model *m)
@@ -69,11 +73,8 @@ static void missing__add(void *vs, const struct bs_hdr *rec, const struct trace_
 	    st->event != BS_SHIM_EV_PYFUNC || st->cupti_result != BS_PYFUNC_NEVER_FOUND ||
 	    !st->detail_id || !(text = trace_model__string(m, st->detail_id)))
 		return;
-	if (split(text, &function, &why)) {
-		free(function);
-		free(why);
+	if (pyfunc_never_found__split(text, &function, &why))
 		return;
-	}
 	/* The last word on each (an exit after a drain says it again, maybe better). */
 	for (i = 0; i < s->n; i++)
 		if (s->v[i].pid == rec->pid && !strcmp(s->v[i].function, function))
@@ -116,8 +117,9 @@ static int missing__emit(void *vs, const struct trace_model *m, struct table *t)
 		table__set_str(t, C_WHY, s->v[i].why);
 	}
 	if (s->n)
-		table__add_note(t, "--python-functions names these: none of their calls could be "
-				   "recorded. A preset's functions a job does not use are not listed.");
+		table__add_note(
+			t, "--python-functions names these: none of their calls could be "
+			   "recorded. A preset's functions a job does not use are not listed.");
 	return table__err(t);
 }
 

@@ -17,6 +17,11 @@
 
 /* "return", "unwind", "yield", "open": how a piece ended (BS_PYFUNC_END_*), dump's text. */
 const char *pyfunc_end_name(__u8 end);
+/*
+ * A never-found STATUS's detail "never found: MODULE:QUALNAME: why" into *FUNCTION and *WHY
+ * (malloc'ed): 0, -EINVAL (not one; nothing allocated) or -ENOMEM.
+ */
+int pyfunc_never_found__split(const char *text, char **function, char **why);
 /* 1 when REC is a call piece this reader can use (type and size). */
 int pyfunc_call__valid(const struct bs_hdr *rec);
 
