@@ -45,8 +45,7 @@ static int audit_hook(const char *event, PyObject *args, void *data)
 	(void)event;
 	(void)args;
 	(void)data;
-	if (atomic_load_explicit(&early, memory_order_relaxed) != EARLY_ARMED ||
-	    !is_initialized())
+	if (atomic_load_explicit(&early, memory_order_relaxed) != EARLY_ARMED || !is_initialized())
 		return 0;
 	/* Once, on the first thread to see the interpreter up; the events our work raises pass. */
 	if (!atomic_compare_exchange_strong(&early, &armed, EARLY_BUSY))

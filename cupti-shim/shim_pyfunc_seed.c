@@ -164,8 +164,7 @@ void shim_pyfunc_seed__scan(uint32_t first, const PyObject *skip, uint64_t now)
 	py.PyErr_Clear();
 }
 
-void shim_pyfunc_seed__take(struct open_call *stack, uint32_t *depth, uint32_t max,
-			    uint32_t *seen)
+void shim_pyfunc_seed__take(struct open_call *stack, uint32_t *depth, uint32_t max, uint32_t *seen)
 {
 	uint32_t n = shim_pyfunc_seed__count();
 	unsigned long self = (unsigned long)pthread_self();

@@ -75,8 +75,8 @@ static void consider(struct close *c, const char *want, const char *name)
 	d = distance(want, name);
 	if (d > most)
 		return;
-	for (at = c->n; at > 0 && (c->dist[at - 1] > d || (c->dist[at - 1] == d &&
-							  strcmp(c->name[at - 1], name) > 0));
+	for (at = c->n; at > 0 && (c->dist[at - 1] > d ||
+				   (c->dist[at - 1] == d && strcmp(c->name[at - 1], name) > 0));
 	     at--)
 		;
 	if (at >= NCLOSE)
@@ -124,7 +124,7 @@ static void suggest(char *text, size_t len, PyObject *names, const char *want)
 	py.PyErr_Clear();
 	for (int i = 0; i < c->n && used < len; i++)
 		used += (size_t)snprintf(text + used, len - used, "%s%s",
-					 !i			? "; did you mean "
+					 !i		 ? "; did you mean "
 					 : i == c->n - 1 ? " or "
 							 : ", ",
 					 c->name[i]);
@@ -186,17 +186,15 @@ static void not_function(PyObject *obj, const char *shown, const char *module, c
 			 shown, module, qual);
 	else if (!strcmp(tname, "builtin_function_or_method") ||
 		 !strcmp(tname, "method_descriptor") || !strcmp(tname, "wrapper_descriptor"))
-		snprintf(why, len,
-			 "%s is a %s: C code, which has no Python code object to trace", shown,
-			 tname);
+		snprintf(why, len, "%s is a %s: C code, which has no Python code object to trace",
+			 shown, tname);
 	else
 		snprintf(why, len, "%s is a %s, not a Python function", shown,
 			 tname[0] ? tname : "object");
 	py.PyErr_Clear();
 }
 
-void shim_pyfunc_why(PyObject *modules, const char *module, const char *qual, char *why,
-		     size_t len)
+void shim_pyfunc_why(PyObject *modules, const char *module, const char *qual, char *why, size_t len)
 {
 	PyObject *obj = py.PyDict_GetItemString(modules, module), *next;
 	char shown[1024], part[MAX_NAME];

@@ -104,8 +104,8 @@ void pyfunc_missed__say(const struct pyfunc_missed *m)
 		if (hmap__get(m->called, (struct hkey){ name_hash(f->function), 0 }, 0))
 			continue;
 		if (f->others)
-			pr_warn("never found: %s: %s (pid %u and %u other process%s)\n", f->function,
-				f->why, f->pid, f->others, f->others == 1 ? "" : "es");
+			pr_warn("never found: %s: %s (pid %u and %u other process%s)\n",
+				f->function, f->why, f->pid, f->others, f->others == 1 ? "" : "es");
 		else
 			pr_warn("never found: %s: %s (pid %u)\n", f->function, f->why, f->pid);
 	}
