@@ -481,7 +481,8 @@ check-unwind-tables: $(OUT)/tests/unwind_dump
 	$(Q)$(PYTHON) tests/tools/unwind_sweep.py --build $(OUT)
 
 # The pyfunc family on every interpreter here (pyenv's 3.8-3.13, Debian's 3.11 and 3.14), both
-# mechanisms, calls and -p --inject (tests/e2e/test_pyfunc.py): about 90 s; make check runs four.
+# mechanisms, calls, -p --inject, launch mode from the first call and calls running at the attach
+# (tests/e2e/test_pyfunc.py, test_pyfunc_first.py): about 3 min; make check runs two to four.
 check-pyfunc-versions: test-build
 	$(Q)BPFSIGHT_PYFUNC_ALL_VERSIONS=1 $(PYTHON) tests/run_tests.py --build $(OUT) --no-unit \
 		--no-fuzz -k test_pyfunc

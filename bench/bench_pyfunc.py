@@ -5,10 +5,14 @@ For each interpreter, bench/pyfunc_loop.py times f() and g() untraced and f() un
 written in Python (a sys.monitoring tool's callbacks on 3.12+, a sys.setprofile function
 before); then `bpfsight record -p PID -t pyfunc --python-functions __main__:f --inject`
 attaches, and once the shim says it traces f, the job times f() traced and g() untraced while
-the recording is on. Prints
-ns per call: what tracing adds per traced call (traced - untraced) against what the Python
-hook adds (python - untraced), and what untraced code pays while recording (recording_g -
-untraced_g).
+the recording is on. Then launch mode, where the shim's hooks go in as the interpreter
+starts and each function is found at its first call: `record --python-functions __main__:f
+-- python3 pyfunc_loop.py` (f found at its first call: what untraced g() pays once every name
+is found), and with a name the job never has (`__main__:f,__main__:nosuch`: the entries stay
+looked for at every first call, what g() pays then). Prints ns per call: what tracing adds
+per traced call (traced - untraced) against what the Python hook adds (python - untraced),
+and what untraced code pays while recording (recording_g - untraced_g), attached and in
+launch mode.
 
     python3 bench/run_bench.py --only pyfunc               # this section (~30 s)
     sudo python3 bench/bench_pyfunc.py [--build build]     # the table alone, printed
@@ -28,6 +32,8 @@ NAME = "pyfunc"
 # a profile function), and untraced code pays nothing on 3.12+ (local events only).
 TRACED_VS_PYTHON = 1.2
 UNTRACED_312 = 1.10
+# Launch mode installs the same hooks, earlier: untraced code pays what it pays attached.
+LAUNCH_VS_ATTACHED = 1.10
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYENV = os.path.expanduser("~/.pyenv/versions")
@@ -72,15 +78,32 @@ def one(bpfsight, py, out):
     return res
 
 
+def one_launch(bpfsight, py, out, spec):
+    """Launch mode: the loop runs under the recording from its first line; its untraced
+    phase times g() (f, named, is traced there). The job's ns per call of g."""
+    rec = subprocess.Popen([bpfsight, "record", "-o", out, "--force", "--python-functions",
+                            spec, "--", py, os.path.join(HERE, "pyfunc_loop.py")],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+    json.loads(rec.stdout.readline())
+    rec.stdin.write("stop\n")  # not "go": its traced phase is the -p run's
+    rec.stdin.flush()
+    res = json.loads(rec.stdout.readline())
+    rec.wait(60)
+    return res["untraced_g"]
+
+
 def row(name, r):
-    u = r["untraced_f"]
+    u, g = r["untraced_f"], r["untraced_g"]
     return (f"| {name} | {u:.0f} ns | {r['traced_f']:.0f} ({r['traced_f'] - u:+.0f}) | "
             f"{r['python_f']:.0f} ({r['python_f'] - u:+.0f}) | {r['recording_g']:.0f} "
-            f"({r['recording_g'] - r['untraced_g']:+.0f}) |")
+            f"({r['recording_g'] - g:+.0f}) | {r['launch_g']:.0f} ({r['launch_g'] - g:+.0f}) "
+            f"| {r['missing_g']:.0f} ({r['missing_g'] - g:+.0f}) |")
 
 
 HEADER = ["| interpreter | untraced call | traced call (+ns) | Python hook (+ns) | untraced call "
-          "while recording (+ns) |", "|---|---|---|---|---|"]
+          "while recording (+ns) | the same, launch mode (+ns) | launch mode, a name never "
+          "found (+ns) |", "|---|---|---|---|---|---|---|"]
 
 
 def run(ctx):
@@ -95,9 +118,13 @@ def run(ctx):
     runs = 1 if ctx.quick else 3
     out = []
     for i, (name, py) in enumerate(pys):
-        rs = sorted((one(ctx.r.bpfsight, py, os.path.join(ctx.r.tmp, "pyfunc.bst"))
-                     for _ in range(runs)), key=lambda r: r["traced_f"] - r["untraced_f"])
+        bst = os.path.join(ctx.r.tmp, "pyfunc.bst")
+        rs = sorted((one(ctx.r.bpfsight, py, bst) for _ in range(runs)),
+                    key=lambda r: r["traced_f"] - r["untraced_f"])
         r = dict(rs[len(rs) // 2], name=name, runs=runs)
+        for key, spec in (("launch_g", "__main__:f"), ("missing_g", "__main__:f,__main__:nosuch")):
+            r[key] = statistics.median(one_launch(ctx.r.bpfsight, py, bst, spec)
+                                       for _ in range(runs))
         ctx.progress("interpreters", i + 1, len(pys), row(name, r))
         out.append(r)
     return {"rows": out, "runs": runs}
@@ -109,9 +136,17 @@ def ratios(r):
     return added / hook, r["recording_g"] / r["untraced_g"]
 
 
+def launch_ratios(r):
+    """Untraced g() in launch mode against untraced, and against -p's recording (names
+    found either way: the same hooks, found at the first call rather than by the poller)."""
+    return r["launch_g"] / r["untraced_g"], r["launch_g"] / r["recording_g"]
+
+
 def text(ctx, res):
     worst = max(ratios(r)[0] for r in res["rows"])
-    return f"pyfunc: a traced call adds at most {worst:.2f}x what a Python hook adds"
+    return (f"pyfunc: a traced call adds at most {worst:.2f}x what a Python hook adds; launch "
+            "mode's untraced call at most "
+            f"{max(launch_ratios(r)[1] for r in res['rows']):.2f}x the attached one's")
 
 
 def markdown(ctx, res):
@@ -124,9 +159,13 @@ def markdown(ctx, res):
            "before 3.12: a `sys.setprofile` function that checks the code object); then "
            "`record -p PID -t pyfunc --python-functions __main__:f --inject` attaches and, "
            "once the shim traces f, the job times `f()` traced and `g()` untraced while the "
-           "recording is on. ns per call, each the best of 5 loops of 200,000 calls (the "
-           f"thread's CPU time); of {res['runs']} runs per interpreter, the median by traced "
-           "cost.", ""] + HEADER
+           "recording is on. Launch mode: `record --python-functions __main__:f -- python3 "
+           "pyfunc_loop.py` (the hooks in as the interpreter starts, f found at its first "
+           "call) times `g()` untraced while recording; and the same with a name the job "
+           "never has (`__main__:f,__main__:nosuch`), looked for at every first call all "
+           "along. ns per call, each the best of 5 loops of 200,000 calls (the thread's CPU "
+           f"time); of {res['runs']} runs per interpreter, the median by traced cost (launch "
+           "mode: the median); every + against the untraced call of g.", ""] + HEADER
     for r in res["rows"]:
         out.append(row(r["name"], r))
     worst = max(res["rows"], key=lambda r: ratios(r)[0])
@@ -143,8 +182,29 @@ def markdown(ctx, res):
                    f"instrumented): {u:.2f}x its untraced time; "
                    + g.check(NAME, "untraced call while recording, 3.12+", f"{u:.2f}x",
                              f"<= {UNTRACED_312}x", u <= UNTRACED_312))
+        lw = max(launch_ratios(r)[0] for r in new)
+        out.append("- Launch mode on 3.12+, every name found at its first call: untraced code "
+                   f"at {lw:.2f}x its untraced time; "
+                   + g.check(NAME, "untraced call in launch mode, 3.12+", f"{lw:.2f}x",
+                             f"<= {UNTRACED_312}x", lw <= UNTRACED_312))
+    old = [r for r in res["rows"] if tuple(map(int, r["version"].split("."))) < (3, 12)]
+    if old:
+        lp = max(launch_ratios(r)[1] for r in old)
+        out.append("- Launch mode on 3.8-3.11, every name found: untraced code pays what it "
+                   f"pays attached (the same profile function): at most {lp:.2f}x the "
+                   "attached recording's untraced call; "
+                   + g.check(NAME, "untraced call, launch vs attached, 3.8-3.11", f"{lp:.2f}x",
+                             f"<= {LAUNCH_VS_ATTACHED}x", lp <= LAUNCH_VS_ATTACHED))
+    if old:
+        miss = max(r["missing_g"] - r["launch_g"] for r in old)
+        out.append("- A name never found keeps every first call looked at: on 3.12+ once per "
+                   "code object (sys.monitoring's DISABLE), nothing per call (the last column); "
+                   "on 3.8-3.11 the profile function reads each untraced call's name and probes "
+                   f"the missing names: at most {miss:+.0f} ns per untraced call over the names "
+                   "found (the last column against the one before).")
     out += ["- On 3.8-3.11 the C profile function runs at every call and return of every "
-            "thread: untraced calls pay what the last column says (3.11 creates the frame "
+            "thread: untraced calls pay what the column \"untraced call while recording\" "
+            "says (3.11 creates the frame "
             "object a profile function is handed, which it otherwise never makes). After the "
             "recording, nothing is left: tests/e2e/test_pyfunc.py checks the loop's speed and "
             "the hooks.", end(NAME)]
@@ -158,7 +218,11 @@ def main():
     bpfsight = os.path.join(a.build, "bpfsight")
     print("\n".join(HEADER))
     for name, py in interpreters():
-        print(row(name, one(bpfsight, py, "/tmp/bench_pyfunc.bst")), flush=True)
+        r = one(bpfsight, py, "/tmp/bench_pyfunc.bst")
+        r["launch_g"] = one_launch(bpfsight, py, "/tmp/bench_pyfunc.bst", "__main__:f")
+        r["missing_g"] = one_launch(bpfsight, py, "/tmp/bench_pyfunc.bst",
+                                    "__main__:f,__main__:nosuch")
+        print(row(name, r), flush=True)
 
 
 if __name__ == "__main__":

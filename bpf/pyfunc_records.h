@@ -44,15 +44,24 @@ struct bs_pyfunc_call {
 #define BS_PYFUNC_END_OPEN   3 /* still running when the recording ended (dur up to then) */
 
 #define BS_PYFUNC_RESUMED 0x1 /* the piece began at a resume, not a call */
+/*
+ * The call began before tracing did (already running when the hooks went in: a job's main()
+ * when -p attached): hdr.ts is when tracing began, not when it was called.
+ */
+#define BS_PYFUNC_BEGAN_BEFORE 0x2
 
 /* The pyfunc family's bit of a STATUS record's state, and its event (shim_records.h). */
 #define BS_SHIM_ST_PYFUNC_ON 0x400 /* named Python functions are traced */
 /*
  * The pyfunc module's news: detail_id says what (the mechanism and how many code objects, a
  * spec entry not found yet, a free-threaded build refused), cupti_result is 0 when calls are
- * traced, else a negative errno.
+ * traced, else a negative errno. At a drain (the recording's end, the exit), one per entry
+ * still not found (a preset's left out), cupti_result BS_PYFUNC_NEVER_FOUND, detail
+ * "never found: MODULE:QUALNAME: why", the why in words ("__main__ has no trian_step; did
+ * you mean train_step?").
  */
-#define BS_SHIM_EV_PYFUNC 10
+#define BS_SHIM_EV_PYFUNC     10
+#define BS_PYFUNC_NEVER_FOUND (-3) /* -ESRCH */
 
 /*
  * The spec buffer, exported by the shim as BS_PYFUNC_SPEC_SYMBOL (its .dynsym). The recorder
@@ -62,7 +71,9 @@ struct bs_pyfunc_call {
  *   MODULE \t QUALNAME \t FLAGS \t DOMAIN \n
  * MODULE: "__main__" included; QUALNAME: "f", "Class.method", "outer.<locals>.inner";
  * FLAGS: "" or letters: 's' every subclass's override of Class.method is traced too (the
- * presets' nn.Module.forward), each named by the class that defines it.
+ * presets' nn.Module.forward), each named by the class that defines it; 'p' a preset's entry
+ * (a library the job may not use: not said when never found). A shim ignores letters it does
+ * not know.
  */
 #define BS_PYFUNC_SPEC_SYMBOL "bpfsight_pyfunc_spec"
 #define BS_PYFUNC_SPEC_MAX    65536

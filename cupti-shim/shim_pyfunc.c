@@ -45,16 +45,11 @@ SHIM_EXPORT struct bs_pyfunc_spec bpfsight_pyfunc_spec = { .magic = BS_PYFUNC_SP
 #define PYFUNC_MAX_DEPTH 128
 #define RETRY_NS	 (1000 * SHIM_NS_PER_MS)
 
-struct open_call {
-	const PyObject *code;
-	uint64_t ts;
-	bool resumed;
-};
-
 struct pyfunc_thread {
 	struct shim_thread *thread;
 	uint32_t session;
 	uint32_t depth; /* may exceed PYFUNC_MAX_DEPTH: those above it are not kept */
+	uint32_t seeds_seen, seeds_epoch; /* calls begun before tracing: shim_pyfunc_seed.c */
 	struct open_call stack[PYFUNC_MAX_DEPTH];
 };
 
@@ -73,6 +68,10 @@ static struct {
 	int missing;			/* entries not found at the last resolve */
 	bool subclasses;		/* an entry has flag 's': a class defined later may add */
 	uint64_t last_resolve;
+	uint32_t noted_codes;  /* the code objects the last note counted */
+	_Atomic bool found;    /* a callback found an entry at its first call: note it */
+	bool discovering;      /* a callback is trying a code object (not re-entered) */
+	PyObject *atexit_hook; /* registered with atexit while an entry is missing */
 	char desc[128];
 	uint32_t noted_session;
 	char noted[1024];
@@ -112,7 +111,15 @@ static struct pyfunc_thread *thread_state(uint32_t session)
 	if (pt->session != session) { /* a new recording: nothing open is its */
 		pt->session = session;
 		pt->depth = 0;
+		pt->seeds_seen = 0;
 	}
+	if (pt->seeds_epoch != shim_pyfunc_seed__epoch()) {
+		pt->seeds_epoch = shim_pyfunc_seed__epoch();
+		pt->seeds_seen = 0;
+	}
+	/* Calls of this thread that were running when tracing began: taken into its stack. */
+	if (shim_pyfunc_seed__count() > pt->seeds_seen && pt->depth <= PYFUNC_MAX_DEPTH)
+		shim_pyfunc_seed__take(pt->stack, &pt->depth, PYFUNC_MAX_DEPTH, &pt->seeds_seen);
 	return pt;
 }
 
@@ -127,18 +134,20 @@ void shim_pyfunc__begin(const struct pyfunc_code *c, bool resumed)
 	if (pt->depth < PYFUNC_MAX_DEPTH) {
 		o = &pt->stack[pt->depth];
 		o->code = c->code;
+		o->c = c;
 		o->resumed = resumed;
+		o->before = false;
 		o->ts = shim_clock__now(); /* last: the shim's own work is not the call's */
 	}
 	pt->depth++;
 }
 
-/* C's piece O as a record into its thread's batch (T locked). */
-static void write_call(struct shim_thread *t, const struct pyfunc_code *c,
+/* C's piece O of thread TID as a record into T's batch (T locked). */
+static void write_call(struct shim_thread *t, uint32_t tid, const struct pyfunc_code *c,
 		       const struct open_call *o, uint32_t depth, uint8_t end, uint64_t now,
 		       uint32_t session)
 {
-	uint32_t tid = shim_thread__tid(t), func, file, domain;
+	uint32_t func, file, domain;
 	struct bs_pyfunc_call *r;
 
 	/* The STRINGs queued first: they go before any batch this record is in. */
@@ -155,7 +164,8 @@ static void write_call(struct shim_thread *t, const struct pyfunc_code *c,
 		r->domain_id = domain;
 		r->depth = depth > 65535 ? 65535 : (uint16_t)depth;
 		r->end = end;
-		r->flags = o->resumed ? BS_PYFUNC_RESUMED : 0;
+		r->flags = (o->resumed ? BS_PYFUNC_RESUMED : 0) |
+			   (o->before ? BS_PYFUNC_BEGAN_BEFORE : 0);
 		r->_pad = 0;
 	}
 }
@@ -164,7 +174,7 @@ static void emit(struct pyfunc_thread *pt, const struct pyfunc_code *c, const st
 		 uint32_t depth, uint8_t end, uint64_t now, uint32_t session)
 {
 	shim_thread__lock(pt->thread);
-	write_call(pt->thread, c, o, depth, end, now, session);
+	write_call(pt->thread, shim_thread__tid(pt->thread), c, o, depth, end, now, session);
 	shim_thread__unlock(pt->thread);
 }
 
@@ -172,9 +182,10 @@ void shim_pyfunc__end(const struct pyfunc_code *c, uint8_t end)
 {
 	uint64_t now = shim_clock__now();
 	uint32_t session = atomic_load_explicit(&shim_session, memory_order_relaxed), i;
-	struct pyfunc_thread *pt = me;
+	/* A call begun before tracing may be this thread's: its stack takes it first. */
+	struct pyfunc_thread *pt = session ? thread_state(session) : NULL;
 
-	if (!pt || !session || pt->session != session || !pt->depth)
+	if (!pt || !pt->depth)
 		return;
 	if (pt->depth > PYFUNC_MAX_DEPTH) { /* one of those not kept */
 		pt->depth--;
@@ -183,7 +194,8 @@ void shim_pyfunc__end(const struct pyfunc_code *c, uint8_t end)
 	}
 	/*
 	 * The top, or below calls whose end was not seen (one begun before the install): those
-	 * are let go. A call begun before the install has no entry: its end is ignored.
+	 * are let go. A call begun before the install is in the stack when its frame was seen
+	 * running then (shim_pyfunc_seed.c); else it has no entry: its end is ignored.
 	 */
 	for (i = pt->depth; i-- > 0 && pt->depth - i <= 8;) {
 		if (pt->stack[i].code != c->code)
@@ -276,6 +288,8 @@ static long modules_len(void)
  * entry's class is known, so a subclass's override is traced from the class's creation on,
  * before its first call. Put back when the recording ends (if still ours).
  */
+static void added(const struct pyfunc_code *c, bool may_have_run);
+
 static PyObject *build_class_orig; /* a reference, kept: a copy of the wrapper may outlive */
 static PyObject *build_class_hook;
 
@@ -285,7 +299,7 @@ static PyObject *build_class(PyObject *self, PyObject *args, PyObject *kw)
 
 	(void)self;
 	if (cls && st.mech && shim_pyfunc__on())
-		shim_pyfunc_resolve_class(cls, st.mech->add);
+		shim_pyfunc_resolve_class(cls, added);
 	return cls;
 }
 
@@ -343,8 +357,67 @@ static void unhook_classes(void)
 	build_class_hook = NULL;
 }
 
-/* GIL held: resolve again, the new code objects handed to the mechanism. */
-static void resolve(uint32_t session)
+/* A code object found: to the mechanism (GIL held). */
+static void added(const struct pyfunc_code *c, bool may_have_run)
+{
+	if (st.mech)
+		st.mech->add(c, may_have_run);
+}
+
+/*
+ * The interpreter exits (an atexit function, registered while an entry is missing): why each
+ * missing entry is not found is worked out once more, with everything the job defined, for
+ * the drain that follows (the shim's own exit handler) to say.
+ */
+static PyObject *exiting(PyObject *self, PyObject *const *args, long nargs)
+{
+	(void)self;
+	(void)args;
+	(void)nargs;
+	if (st.mech && st.pid == getpid())
+		shim_pyfunc_resolve__why_all();
+	py.Py_IncRef(py.none);
+	return py.none;
+}
+
+static struct py_method_def exiting_def = { "bpfsight_pyfunc_exiting", (void *)exiting,
+					    METH_FASTCALL, NULL };
+
+/* atexit.register/unregister(our function) (GIL held): atexit is a builtin module. */
+static void atexit_call(const char *method)
+{
+	PyObject *mod = py.PyImport_ImportModule("atexit"), *ret;
+
+	if (mod) {
+		ret = py.PyObject_CallMethod(mod, method, "O", st.atexit_hook);
+		if (ret)
+			py.Py_DecRef(ret);
+		py.Py_DecRef(mod);
+	}
+	py.PyErr_Clear();
+}
+
+static void atexit_hook(bool on)
+{
+	if (on == !!st.atexit_hook)
+		return;
+	if (on) {
+		st.atexit_hook = py.PyCFunction_NewEx(&exiting_def, NULL, NULL);
+		if (st.atexit_hook)
+			atexit_call("register");
+		py.PyErr_Clear();
+		return;
+	}
+	atexit_call("unregister");
+	py.Py_DecRef(st.atexit_hook);
+	st.atexit_hook = NULL;
+}
+
+/*
+ * GIL held: resolve again, the new code objects handed to the mechanism. EARLY: the first, as
+ * the interpreter starts: the script has not run, so nothing of it is missing yet.
+ */
+static void resolve(uint32_t session, bool early)
 {
 	char missing[768], text[1024];
 	uint32_t before = shim_pyfunc_codes__count();
@@ -352,19 +425,52 @@ static void resolve(uint32_t session)
 
 	st.modules = modules_len();
 	st.last_resolve = shim_now();
+	atomic_store(&st.found, false);
 	if (st.mech->refresh)
 		st.mech->refresh();
-	n = shim_pyfunc_resolve(st.text, st.mech->add, missing, sizeof(missing));
+	n = shim_pyfunc_resolve(added, missing, sizeof(missing));
 	if (n < 0)
 		return;
 	hook_classes();
-	if (shim_pyfunc_codes__count() == before && n == st.missing && before)
+	/* A code object found running: its call began before tracing did. */
+	shim_pyfunc_seed__scan(before, NULL, shim_clock__now());
+	if (st.mech->scan)
+		st.mech->scan(shim_pyfunc_resolve__scanning());
+	atexit_hook(n > 0);
+	if (shim_pyfunc_codes__count() == st.noted_codes && n == st.missing)
 		return;
 	st.missing = n;
-	snprintf(text, sizeof(text), "Python 3.%d: %s: %u code objects traced%s%s", py.minor,
-		 st.desc, shim_pyfunc_codes__count(), n ? "; not found yet: " : "",
-		 n ? missing : "");
+	st.noted_codes = shim_pyfunc_codes__count();
+	if (early)
+		snprintf(text, sizeof(text),
+			 "Python 3.%d: %s: in as the interpreter started, each function traced "
+			 "from its first call",
+			 py.minor, st.desc);
+	else
+		snprintf(text, sizeof(text), "Python 3.%d: %s: %u code objects traced%s%s",
+			 py.minor, st.desc, st.noted_codes, n ? "; not found yet: " : "",
+			 n ? missing : "");
 	note(session, 0, text);
+}
+
+const struct pyfunc_code *shim_pyfunc__discover(PyObject *code, PyObject *name, bool *candidate)
+{
+	const struct pyfunc_code *c;
+	uint32_t before = shim_pyfunc_codes__count();
+
+	*candidate = false;
+	if (!st.mech || st.discovering || !shim_pyfunc__on())
+		return NULL;
+	st.discovering = true;
+	c = shim_pyfunc_resolve__discover(code, name, added, candidate);
+	if (shim_pyfunc_codes__count() != before) {
+		hook_classes();
+		/* Others found with it (a class's overrides) may be running: as at a resolve. */
+		shim_pyfunc_seed__scan(before, code, shim_clock__now());
+		atomic_store(&st.found, true); /* the poller says it */
+	}
+	st.discovering = false;
+	return c;
 }
 
 /* GIL held. */
@@ -372,9 +478,12 @@ static void remove_all(void)
 {
 	set_on(false);
 	unhook_classes();
+	atexit_hook(false);
 	if (st.mech)
 		st.mech->remove();
+	shim_pyfunc_seed__clear();
 	shim_pyfunc_codes__clear();
+	shim_pyfunc_resolve__unload();
 	if (st.modules_dict)
 		py.Py_DecRef(st.modules_dict);
 	st.modules_dict = NULL;
@@ -399,23 +508,28 @@ static void uninstall(void)
 	atomic_compare_exchange_strong((_Atomic uint32_t *)&bpfsight_pyfunc_spec.gen, &st.gen, 0);
 }
 
-static void install(uint32_t session, uint32_t gen)
+/*
+ * GIL held: the hooks in, for spec TEXT of GEN (taken over: freed here on failure). EARLY:
+ * as the interpreter starts.
+ */
+static void install_held(uint32_t session, uint32_t gen, char *text, bool early)
 {
 	const struct pyfunc_mech *m = py.minor >= 12 ? &shim_pyfunc_mon : &shim_pyfunc_prof;
 	char why[512];
-	char *text = spec_copy(gen);
-	int g, err;
+	int err;
 
-	if (!text)
-		return;
-	if (!gil_take(&g)) {
+	if (st.mech) { /* another thread installed it meanwhile (the poller, the early hook) */
 		free(text);
 		return;
 	}
-	err = m->install(why, sizeof(why), st.desc, sizeof(st.desc));
+	err = shim_pyfunc_resolve__load(text);
+	if (!err)
+		err = m->install(why, sizeof(why), st.desc, sizeof(st.desc));
 	if (err) {
-		py.PyGILState_Release(g);
+		shim_pyfunc_resolve__unload();
 		free(text);
+		if (err == -ENOMEM)
+			snprintf(why, sizeof(why), "Python functions not traced: out of memory");
 		note(session, err, why);
 		st.refused_gen = gen; /* said; a new recording's spec tries again */
 		return;
@@ -425,6 +539,7 @@ static void install(uint32_t session, uint32_t gen)
 	st.gen = gen;
 	st.text = text;
 	st.missing = -1;
+	st.noted_codes = ~0u;
 	st.subclasses = has_subclass_entry(text);
 	/*
 	 * A new recorder's spec: its notes are news even within one session (it attached
@@ -434,26 +549,75 @@ static void install(uint32_t session, uint32_t gen)
 	st.modules_dict = py.PySys_GetObject("modules");
 	if (st.modules_dict)
 		py.Py_IncRef(st.modules_dict);
+	shim_pyfunc_seed__clear();
 	set_on(true);
-	resolve(session);
+	resolve(session, early);
+}
+
+static void install(uint32_t session, uint32_t gen)
+{
+	char *text = spec_copy(gen);
+	int g;
+
+	if (!text)
+		return;
+	if (!gil_take(&g)) {
+		free(text);
+		return;
+	}
+	install_held(session, gen, text, false);
 	py.PyGILState_Release(g);
+}
+
+/* A recording wants Python functions here now (its session, its spec's gen), or 0. */
+static uint32_t wanted(uint32_t *gen)
+{
+	uint32_t session = atomic_load(&shim_session);
+
+	if (!session || SHIM_SEM(batch) == 0 || SHIM_SEM(pyfunc) == 0)
+		return 0;
+	*gen = atomic_load((_Atomic uint32_t *)&bpfsight_pyfunc_spec.gen);
+	return *gen ? session : 0;
+}
+
+int shim_pyfunc__install_early(void)
+{
+	uint32_t session, gen = 0;
+	char why[512], *text;
+	int err;
+
+	/* The poller's first look may not have begun the session yet: it does now. */
+	if (!atomic_load(&shim_session))
+		shim_core__poll_now();
+	session = wanted(&gen);
+	if (!session)
+		return -EAGAIN;
+	err = shim_pyfunc_api__find(why, sizeof(why));
+	if (err) {
+		note(session, err, why);
+		return err;
+	}
+	if (st.mech || gen == st.refused_gen || !(text = spec_copy(gen)))
+		return -EAGAIN;
+	shim_clock__poll();
+	install_held(session, gen, text,
+		     true); /* the caller holds the GIL: an audit hook runs so */
+	return st.mech ? 0 : -EINVAL;
 }
 
 static void pyfunc_poll(void)
 {
-	uint32_t session = atomic_load(&shim_session), gen;
-	bool want = session && SHIM_SEM(batch) > 0 && SHIM_SEM(pyfunc) > 0;
+	uint32_t gen = 0, session = wanted(&gen);
 	char why[512];
 	int err, g;
 
 	if (st.mech && st.pid != getpid()) /* a forked child: the parent's, not ours */
 		uninstall();
-	if (!want) {
+	if (!atomic_load(&shim_session) || SHIM_SEM(batch) == 0 || SHIM_SEM(pyfunc) == 0) {
 		uninstall();
 		return;
 	}
-	gen = atomic_load((_Atomic uint32_t *)&bpfsight_pyfunc_spec.gen);
-	if (!gen)
+	if (!session)
 		return; /* the recorder has not written its spec yet */
 	err = shim_pyfunc_api__find(why, sizeof(why));
 	if (err == -ESRCH) {
@@ -464,7 +628,10 @@ static void pyfunc_poll(void)
 		return;
 	}
 	if (err == -ENOENT) {
-		note(session, err, "no initialized Python interpreter in the process (yet)");
+		/* Armed in launch mode: the interpreter's start installs everything itself. */
+		if (!shim_pyfunc_early__armed())
+			note(session, err,
+			     "no initialized Python interpreter in the process (yet)");
 		return;
 	}
 	if (err) {
@@ -481,13 +648,15 @@ static void pyfunc_poll(void)
 	}
 	if (!(atomic_load(&shim_hot) & SHIM_HOT_PYFUNC))
 		set_on(true);
-	/* Functions imported or defined since: sys.modules grew, or something is missing. */
-	if (modules_len() == st.modules &&
+	/* Functions imported or defined since: sys.modules grew, something is missing, or a
+	 * callback found one at its first call (said now). */
+	if (modules_len() == st.modules && !atomic_load(&st.found) &&
 	    ((!st.missing && !st.subclasses) || shim_now() - st.last_resolve < RETRY_NS))
 		return;
 	if (!gil_take(&g))
 		return;
-	resolve(session);
+	if (st.mech)
+		resolve(session, false);
 	py.PyGILState_Release(g);
 }
 
@@ -496,12 +665,20 @@ struct drain_arg {
 	uint64_t now;
 };
 
+/* O's entry in the table, if O is still what it was (a stale read fails the check). */
+static const struct pyfunc_code *open_code(const struct open_call *o, uint64_t now)
+{
+	const struct pyfunc_code *c = o->c;
+
+	return o->ts && o->ts <= now && c && c->code && c->code == o->code ? c : NULL;
+}
+
 /*
  * Thread T's calls still open (T locked). Read without the GIL: the drain holds the shim's
  * ctl, which a thread holding the GIL may be waiting for (cuInit's injection entry), so it
- * must not wait for the GIL. The table is the poller's own (it alone changes it, and this is
- * the poller or the exit); a thread's stack may move meanwhile, which can only cut the list
- * short or repeat a call that just ended: each entry is checked against the table.
+ * must not wait for the GIL. A thread's stack may move meanwhile, which can only cut the list
+ * short or repeat a call that just ended; each entry points at its table entry, which is never
+ * freed, and is checked against it.
  */
 static void send_open(struct shim_thread *t, void *arg)
 {
@@ -516,23 +693,50 @@ static void send_open(struct shim_thread *t, void *arg)
 	for (uint32_t i = 0; i < depth && i < PYFUNC_MAX_DEPTH; i++) {
 		struct open_call o = pt->stack[i];
 
-		if (o.ts && o.ts <= d->now && (c = shim_pyfunc_codes__get(o.code)))
-			write_call(t, c, &o, i, BS_PYFUNC_END_OPEN, d->now, d->session);
+		if ((c = open_code(&o, d->now)))
+			write_call(t, shim_thread__tid(t), c, &o, i, BS_PYFUNC_END_OPEN, d->now,
+				   d->session);
 	}
 }
 
+/* A call begun before tracing whose thread never took it (made no named call since). */
+static void send_untaken(const struct open_call *o, uint32_t tid, uint32_t depth, void *arg)
+{
+	const struct drain_arg *d = arg;
+	struct shim_thread *t = shim_thread__self();
+	const struct pyfunc_code *c = open_code(o, d->now);
+
+	if (!t || !c)
+		return;
+	shim_thread__lock(t);
+	write_call(t, tid, c, o, depth, BS_PYFUNC_END_OPEN, d->now, d->session);
+	shim_thread__unlock(t);
+}
+
+static void say_never_found(const char *text, void *arg)
+{
+	const struct drain_arg *d = arg;
+
+	shim_log("%s", text);
+	shim_core__status(d->session, BS_SHIM_EV_PYFUNC, BS_PYFUNC_NEVER_FOUND, text, 0);
+}
+
 /*
- * A drain: every call still running, as a record of its own ending now (BS_PYFUNC_END_OPEN),
- * so a function that outlives the recording (a training loop) is in it. They stay open in
- * the shim: their ends are recorded if the recording goes on.
+ * A drain (the recording's end, or the exit): every call still running, as a record of its
+ * own ending now (BS_PYFUNC_END_OPEN), so a function that outlives the recording (a training
+ * loop) is in it. They stay open in the shim: their ends are recorded if the recording goes
+ * on. And each entry never found, with why (the last resolve's, or the exit's).
  */
 static void pyfunc_drain(uint32_t session, uint64_t now)
 {
 	struct drain_arg d = { session, now };
 
-	if (st.mech && st.pid == getpid())
-		shim_buf__for_each(send_open, &d)
-			;
+	if (!st.mech || st.pid != getpid())
+		return;
+	shim_buf__for_each(send_open, &d)
+		;
+	shim_pyfunc_seed__each_untaken(send_untaken, &d);
+	shim_pyfunc_resolve__each_never_found(say_never_found, &d);
 }
 
 static void pyfunc_thread_gone(void *state)
@@ -550,6 +754,7 @@ static void pyfunc_state(uint32_t s)
 static void pyfunc_init(void)
 {
 	module_slot = shim_module__slot(&shim_pyfunc_module);
+	shim_pyfunc_early__arm();
 }
 
 const struct shim_module shim_pyfunc_module = {

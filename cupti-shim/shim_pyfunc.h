@@ -8,7 +8,12 @@
  *                          the per-thread stacks of open calls and the records
  *   shim_pyfunc_api.c      Python's C API, found with dlsym in the process (no headers: one
  *                          shim serves every version), and the few layouts read by hand
- *   shim_pyfunc_resolve.c  the spec's entries -> code objects (imports nothing)
+ *   shim_pyfunc_resolve.c  the spec's entries -> code objects (imports nothing), also at a
+ *                          code object's first call (discover)
+ *   shim_pyfunc_codes.c    the table of code objects traced
+ *   shim_pyfunc_why.c      why an entry is not found, in words (with the closest names)
+ *   shim_pyfunc_seed.c     calls already running when tracing began
+ *   shim_pyfunc_early.c    launch mode: installed as the interpreter starts (an audit hook)
  *   shim_pyfunc_mon.c      3.12+: sys.monitoring local events on the named code objects
  *   shim_pyfunc_prof.c     3.8-3.11: a C profile function filtered by code object
  *
@@ -60,6 +65,11 @@ struct py_api {
 	int (*PyObject_IsTrue)(PyObject *);
 	PyObject *(*PyDict_GetItemString)(PyObject *, const char *);
 	PyObject *(*PyDict_Values)(PyObject *);
+	PyObject *(*PyDict_Keys)(PyObject *);
+	PyObject *(*PyDict_Items)(PyObject *);
+	PyObject *(*PyObject_Dir)(PyObject *);
+	PyObject *(*PyUnicode_InternFromString)(const char *);
+	PyObject *(*PyImport_ImportModule)(const char *);
 	long (*PyObject_Size)(PyObject *);
 	PyObject *(*PySequence_GetItem)(PyObject *, long);
 	const char *(*PyUnicode_AsUTF8)(PyObject *);
@@ -97,43 +107,154 @@ PyObject *shim_pyfunc_api__frame_code(void *frame);
 bool shim_pyfunc_api__frame_yielded(void *frame);
 /* At PyTrace_CALL: the frame resumes a generator or coroutine rather than starting it? */
 bool shim_pyfunc_api__frame_resumed(void *frame);
+/* CODE's co_name (borrowed), read as 3.8-3.11 lay it out: interned, so compared by address. */
+PyObject *shim_pyfunc_api__code_name(const PyObject *code);
 /* Set the C profile function of thread state TSTATE (3.8: its fields, by hand). */
 int shim_pyfunc_api__set_profile(void *tstate, void *func);
 /* TSTATE's C profile function now. */
 void *shim_pyfunc_api__profile_of(void *tstate);
 
-/* ---- shim_pyfunc_resolve.c: the code objects traced ---- */
+/* ---- shim_pyfunc_codes.c: the code objects traced ---- */
 
-/* What the records of one code object carry. */
+/*
+ * What the records of one code object carry. Each is allocated once and never moved nor
+ * freed (a cleared one is reused): an open call points at its own, and the drain reads it
+ * without the GIL.
+ */
 struct pyfunc_code {
 	PyObject *code;		 /* a strong reference while it is in the table */
 	struct shim_str *func;	 /* "module:Qual.name" */
 	struct shim_str *file;	 /* co_filename */
 	struct shim_str *domain; /* the entry's domain, NULL: none */
 	uint32_t line;		 /* co_firstlineno */
+	uint32_t index;		 /* its place in the table, in the order added */
 	bool gen;		 /* a generator's, a coroutine's or an async generator's */
 };
 
 /* The code table (GIL held): lookups from the callbacks, additions from the poller. */
 const struct pyfunc_code *shim_pyfunc_codes__get(const PyObject *code);
 uint32_t shim_pyfunc_codes__count(void);
+/* A new code object into the table (a reference taken); NULL when known or out of memory. */
+const struct pyfunc_code *shim_pyfunc_codes__add(PyObject *code, const char *name,
+						 const char *domain);
 /* Each code in the table, in the order added (FN may call Python). */
 void shim_pyfunc_codes__for_each(void (*fn)(const struct pyfunc_code *c, void *arg), void *arg);
 /* Drop every code (their references released): GIL held. */
 void shim_pyfunc_codes__clear(void);
 
+/* ---- shim_pyfunc_resolve.c: the spec's entries -> code objects ---- */
+
+#define PYFUNC_WHY_LEN 240
+
+/* One line of the spec. */
+struct pyfunc_entry {
+	char module[256], qual[1024], flags[16], domain[256];
+	PyObject *last;		  /* the qualname's last part, interned (a reference) */
+	bool found;		  /* something is traced for it */
+	char why[PYFUNC_WHY_LEN]; /* not found: why, in words (shim_pyfunc_why.c) */
+};
+
+/* Parse TEXT (the canonical lines) into the entries: 0 or -ENOMEM. GIL held. */
+int shim_pyfunc_resolve__load(const char *text);
+/* Drop the entries (GIL held). */
+void shim_pyfunc_resolve__unload(void);
+
+/* How a code object found gets to the mechanism: MAY_HAVE_RUN when it may have run before. */
+typedef void (*pyfunc_added_fn)(const struct pyfunc_code *c, bool may_have_run);
+
 /*
- * Resolve the spec TEXT (the canonical lines) against the interpreter now (GIL held): every
- * code object found goes into the table and to ADDED (once each). Returns how many entries
- * are still not found; their names go to MISSING ("a, b", cut to LEN).
+ * Resolve every entry against the interpreter now (GIL held): every code object found goes
+ * into the table and to ADDED (once each). Returns how many entries are still not found;
+ * their names and why go to MISSING ("a (why), b (why)", cut to LEN).
  */
-int shim_pyfunc_resolve(const char *text, void (*added)(const struct pyfunc_code *c), char *missing,
-			size_t len);
+int shim_pyfunc_resolve(pyfunc_added_fn added, char *missing, size_t len);
+
+/* Why each entry not found is not, worked out again (the interpreter exits): GIL held. */
+void shim_pyfunc_resolve__why_all(void);
+/*
+ * Entries not found (but a preset's) as "never found" lines, one per call of FN, under the
+ * entries' lock: the drain's, without the GIL.
+ */
+void shim_pyfunc_resolve__each_never_found(void (*fn)(const char *text, void *arg), void *arg);
+
+/* Whether an entry is still looked for at first calls (discover): GIL held. */
+bool shim_pyfunc_resolve__scanning(void);
+/* NAME (an interned co_name) is the last part of an entry still looked for. */
+bool shim_pyfunc_resolve__candidate(const PyObject *name);
+/*
+ * CODE starts and is not traced: when its NAME is an entry's still looked for, that entry is
+ * resolved now (ADDED as by shim_pyfunc_resolve), and CODE's table entry returned if it is one
+ * of them. NULL: not (yet) one; *CANDIDATE says whether its name was one. GIL held.
+ */
+const struct pyfunc_code *shim_pyfunc_resolve__discover(PyObject *code, PyObject *name,
+							pyfunc_added_fn added, bool *candidate);
 
 /* Whether a flag 's' entry's class was found: new classes are then checked (GIL held). */
 bool shim_pyfunc_resolve__has_bases(void);
 /* A class just created: its overrides of flag 's' entries' methods traced (GIL held). */
-void shim_pyfunc_resolve_class(PyObject *cls, void (*added)(const struct pyfunc_code *c));
+void shim_pyfunc_resolve_class(PyObject *cls, pyfunc_added_fn added);
+
+/* shim_pyfunc_resolve.c's helpers, shared with shim_pyfunc_why.c and shim_pyfunc_seed.c */
+PyObject *shim_pyfunc_attr(PyObject *o, const char *name); /* new ref or NULL, no error */
+long shim_pyfunc_attr_long(PyObject *o, const char *name);
+const char *shim_pyfunc_attr_str(PyObject *o, const char *name, char *buf, size_t len);
+
+/* ---- shim_pyfunc_why.c ---- */
+
+/*
+ * Why MODULE:QUAL is not found, in words a user can act on, into WHY (LEN bytes): its module
+ * never imported (with the imported modules' closest names), an attribute it lacks (with the
+ * closest it has: "did you mean train_step?"), or an object that is not a Python function.
+ * GIL held (Python code may run: dir()).
+ */
+void shim_pyfunc_why(PyObject *modules, const char *module, const char *qual, char *why,
+		     size_t len);
+
+/* ---- shim_pyfunc_seed.c: calls already running when tracing began ---- */
+
+struct open_call {
+	const PyObject *code;
+	const struct pyfunc_code *c; /* its table entry (stable) */
+	uint64_t ts;
+	bool resumed;
+	bool before; /* began before tracing did: ts is when tracing began */
+};
+
+/*
+ * Code objects added from index FIRST on (the table's order) that are running now on some
+ * thread, found in sys._current_frames(): each a call begun before tracing, kept for its
+ * thread to take (GIL held). SKIP: a code whose call begins now (its start is seen). NOW:
+ * when tracing began, on the shim's clock.
+ */
+void shim_pyfunc_seed__scan(uint32_t first, const PyObject *skip, uint64_t now);
+/* Forget every call kept (a new install, or removal): GIL held. */
+void shim_pyfunc_seed__clear(void);
+/* How many calls were kept since the last clear (one load: the callbacks' check). */
+uint32_t shim_pyfunc_seed__count(void);
+/* The epoch of the seeds: a new one at each clear. */
+uint32_t shim_pyfunc_seed__epoch(void);
+/*
+ * The calling thread's calls among seeds [*SEEN, count) into STACK (DEPTH open, MAX room),
+ * each where it nests; *SEEN moved to the count. GIL held.
+ */
+void shim_pyfunc_seed__take(struct open_call *stack, uint32_t *depth, uint32_t max, uint32_t *seen);
+/* Each call kept that no thread took, with its thread's tid (0: unknown): the drain's. */
+void shim_pyfunc_seed__each_untaken(void (*fn)(const struct open_call *o, uint32_t tid,
+					       uint32_t depth, void *arg),
+				    void *arg);
+
+/* ---- shim_pyfunc_early.c: launch mode ---- */
+
+/*
+ * At the shim's start (its constructor, before main): when a recording already wants this
+ * process's Python functions (the pyfunc semaphore is up: launch mode stops a new program
+ * until its probes are in) and the interpreter is not initialized yet, an audit hook (PEP 578)
+ * is added, which installs the hooks at the interpreter's first event once it is initialized,
+ * before the first line of the script runs.
+ */
+void shim_pyfunc_early__arm(void);
+/* Armed and not yet run: the interpreter's start will install. */
+bool shim_pyfunc_early__armed(void);
 
 /* ---- the mechanisms (GIL held) ---- */
 
@@ -141,9 +262,12 @@ struct pyfunc_mech {
 	const char *name;
 	/* 0 or -errno with WHY said; DESC: a few words on what it is (the tool id) */
 	int (*install)(char *why, size_t len, char *desc, size_t dlen);
-	void (*add)(const struct pyfunc_code *c); /* a code object newly traced */
+	/* a code object newly traced (MAY_HAVE_RUN: found by a walk, not at its call) */
+	void (*add)(const struct pyfunc_code *c, bool may_have_run);
 	void (*refresh)(void); /* before each resolve: what changed in the job (threading came) */
-	void (*remove)(void);  /* everything off */
+	/* after each resolve: whether entries are still looked for at first calls */
+	void (*scan)(bool on);
+	void (*remove)(void); /* everything off */
 };
 
 extern const struct pyfunc_mech shim_pyfunc_mon;  /* shim_pyfunc_mon.c, 3.12+ */
@@ -151,6 +275,16 @@ extern const struct pyfunc_mech shim_pyfunc_prof; /* shim_pyfunc_prof.c, 3.8-3.1
 
 /* ---- shim_pyfunc.c: what the mechanisms call (GIL held) ---- */
 
+/*
+ * CODE starts, and is not in the table: the entries still looked for are tried against it
+ * (shim_pyfunc_resolve__discover); its table entry when it is now one, else NULL with
+ * *CANDIDATE whether its name was an entry's. NAME: its co_name. GIL held.
+ */
+const struct pyfunc_code *shim_pyfunc__discover(PyObject *code, PyObject *name, bool *candidate);
+/* Install now, from the thread that holds the GIL (shim_pyfunc_early.c): 0 or -errno. */
+int shim_pyfunc__install_early(void);
+/* The interpreter is exiting (an atexit function): why each entry not found is not. */
+void shim_pyfunc__exiting(void);
 /* A named code's piece begins on this thread (RESUMED: at a resume, not a call). */
 void shim_pyfunc__begin(const struct pyfunc_code *c, bool resumed);
 /* ... and ends (END: BS_PYFUNC_END_*): its record is written. */

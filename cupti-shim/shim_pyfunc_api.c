@@ -30,6 +30,7 @@ struct py_api py;
 struct py_layout {
 	int minor;
 	uint16_t f_code;      /* PyFrameObject.f_code (3.11: _PyInterpreterFrame.f_code) */
+	uint16_t co_name;     /* PyCodeObject.co_name */
 	uint16_t f_lasti;     /* PyFrameObject.f_lasti (int); 0: not read */
 	uint16_t f_stacktop;  /* 3.8/3.9: PyFrameObject.f_stacktop, set by a yield */
 	uint16_t f_state;     /* 3.10: PyFrameObject.f_state (signed char) */
@@ -42,11 +43,14 @@ struct py_layout {
 };
 
 static const struct py_layout layouts[] = {
-	{ 8, .f_code = 32, .f_lasti = 104, .f_stacktop = 72, .profilefunc = 56, .profileobj = 72,
-	  .use_tracing = 48, .tracefunc = 64 },
-	{ 9, .f_code = 32, .f_lasti = 104, .f_stacktop = 72, .profilefunc = 56, .profileobj = 72 },
-	{ 10, .f_code = 32, .f_lasti = 96, .f_state = 108, .profilefunc = 56, .profileobj = 72 },
-	{ 11, .f_code = 32, .f_frame = 24, .prev_instr = 56, .profilefunc = 64, .profileobj = 80 },
+	{ 8, .f_code = 32, .co_name = 112, .f_lasti = 104, .f_stacktop = 72, .profilefunc = 56,
+	  .profileobj = 72, .use_tracing = 48, .tracefunc = 64 },
+	{ 9, .f_code = 32, .co_name = 112, .f_lasti = 104, .f_stacktop = 72, .profilefunc = 56,
+	  .profileobj = 72 },
+	{ 10, .f_code = 32, .co_name = 112, .f_lasti = 96, .f_state = 108, .profilefunc = 56,
+	  .profileobj = 72 },
+	{ 11, .f_code = 32, .co_name = 120, .f_frame = 24, .prev_instr = 56, .profilefunc = 64,
+	  .profileobj = 80 },
 };
 
 static const struct py_layout *lay;
@@ -58,6 +62,11 @@ PyObject *shim_pyfunc_api__frame_code(void *frame)
 	if (lay->f_frame)
 		return FIELD(FIELD(frame, lay->f_frame, void *), lay->f_code, PyObject *);
 	return FIELD(frame, lay->f_code, PyObject *);
+}
+
+PyObject *shim_pyfunc_api__code_name(const PyObject *code)
+{
+	return FIELD(code, lay->co_name, PyObject *);
 }
 
 /* 3.11: the instruction the frame stopped at (a code unit: opcode, then its argument). */
@@ -161,6 +170,11 @@ static int bind(char *why, size_t len)
 	NEED(PyObject_IsTrue, "PyObject_IsTrue");
 	NEED(PyDict_GetItemString, "PyDict_GetItemString");
 	NEED(PyDict_Values, "PyDict_Values");
+	NEED(PyDict_Keys, "PyDict_Keys");
+	NEED(PyDict_Items, "PyDict_Items");
+	NEED(PyObject_Dir, "PyObject_Dir");
+	NEED(PyUnicode_InternFromString, "PyUnicode_InternFromString");
+	NEED(PyImport_ImportModule, "PyImport_ImportModule");
 	NEED(PyObject_Size, "PyObject_Size");
 	NEED(PySequence_GetItem, "PySequence_GetItem");
 	NEED(PyUnicode_AsUTF8, "PyUnicode_AsUTF8");

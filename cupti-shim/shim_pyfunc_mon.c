@@ -9,6 +9,17 @@
  * the table (a hash probe) before anything else.
  * Removing: the local events of every code object cleared, the global one too, each callback
  * unregistered, the tool id freed (3.12's free_tool_id clears nothing itself).
+ *
+ * Finding functions at their first call: while an entry is not found, PY_START is a global
+ * event too. Its callback hands a code object that is not traced to the discovery
+ * (shim_pyfunc__discover): one whose name is a missing entry's last part is resolved at once
+ * and traced from that very call when it is the entry's; any other gets DISABLE back, which
+ * turns the event off for that code object alone, so untraced code pays once, not per call.
+ * A disabled location stays so even when local events are added later (CPython's DISABLE is
+ * per code location and tool, and a local event already active globally is not "new"), so a
+ * code object the poller's walk finds later whose name is none of the missing entries' (an
+ * alias, a lambda) may have been disabled: sys.monitoring.restart_events() re-enables it then
+ * (and every tool's disabled events, which each tool's callback disables again).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,7 +39,11 @@ static long ev_bits[EV_N];
 static long local_mask;
 static int tool = -1;
 static PyObject *monitoring;
+static PyObject *disable; /* sys.monitoring.DISABLE */
 static PyObject *callbacks[EV_N];
+static bool scanning;	  /* PY_START is a global event too */
+static bool disabled_any; /* a callback returned DISABLE since the last restart */
+static bool need_restart; /* a code object that may have been disabled is traced now */
 
 static PyObject *none(void)
 {
@@ -53,7 +68,31 @@ static const struct pyfunc_code *named(PyObject *const *args, long nargs)
 		return none();                                                                     \
 	}
 
-CALLBACK(on_start, shim_pyfunc__begin(c, false))
+/* PY_START: a named code's call begins; while scanning, any other's is tried first. */
+static PyObject *on_start(PyObject *self, PyObject *const *args, long nargs)
+{
+	const struct pyfunc_code *c = nargs >= 1 ? shim_pyfunc_codes__get(args[0]) : NULL;
+	bool candidate = true;
+	PyObject *name;
+
+	(void)self;
+	if (!c && scanning && nargs >= 1) {
+		name = py.PyObject_GetAttrString(args[0], "co_name");
+		py.PyErr_Clear();
+		c = shim_pyfunc__discover(args[0], name, &candidate);
+		if (name)
+			py.Py_DecRef(name);
+		if (!c && !candidate && disable) {
+			disabled_any = true;
+			py.Py_IncRef(disable);
+			return disable;
+		}
+	}
+	if (c && shim_pyfunc__on())
+		shim_pyfunc__begin(c, false);
+	return none();
+}
+
 CALLBACK(on_resume, shim_pyfunc__begin(c, true))
 CALLBACK(on_return, shim_pyfunc__end(c, BS_PYFUNC_END_RETURN))
 CALLBACK(on_yield, shim_pyfunc__end(c, BS_PYFUNC_END_YIELD))
@@ -90,6 +129,10 @@ static void mon_remove(void)
 {
 	if (tool < 0)
 		return;
+	scanning = disabled_any = need_restart = false;
+	if (disable)
+		py.Py_DecRef(disable);
+	disable = NULL;
 	shim_pyfunc_codes__for_each(remove_code, NULL);
 	call_obj(py.PyObject_CallMethod(monitoring, "set_events", "ii", tool, 0));
 	for (int e = 0; e < EV_N; e++) {
@@ -105,10 +148,35 @@ static void mon_remove(void)
 	tool = -1;
 }
 
-static void mon_add(const struct pyfunc_code *c)
+static void mon_add(const struct pyfunc_code *c, bool may_have_run)
 {
+	PyObject *name;
+
 	call_obj(py.PyObject_CallMethod(monitoring, "set_local_events", "iOl", tool, c->code,
 					local_mask));
+	if (!may_have_run || !disabled_any || need_restart)
+		return;
+	/* A missing entry's name never got DISABLE (it is tried at each call): others may have. */
+	name = py.PyObject_GetAttrString(c->code, "co_name");
+	py.PyErr_Clear();
+	if (!name || !shim_pyfunc_resolve__candidate(name))
+		need_restart = true;
+	if (name)
+		py.Py_DecRef(name);
+}
+
+/* The global events: PY_START too while entries are looked for at first calls. */
+static void mon_scan(bool on)
+{
+	long global = ev_bits[EV_UNWIND] | ev_bits[EV_THROW] | (on ? ev_bits[EV_START] : 0);
+
+	if (on != scanning &&
+	    !call_obj(py.PyObject_CallMethod(monitoring, "set_events", "il", tool, global)))
+		scanning = on;
+	if (need_restart) {
+		call_obj(py.PyObject_CallMethod(monitoring, "restart_events", NULL));
+		need_restart = disabled_any = false;
+	}
 }
 
 /* A free tool id, taken: its number, or -1. */
@@ -143,6 +211,9 @@ static int mon_install(char *why, size_t len, char *desc, size_t dlen)
 		return -ENOSYS;
 	}
 	py.Py_IncRef(monitoring);
+	disable = py.PyObject_GetAttrString(monitoring, "DISABLE");
+	py.PyErr_Clear();
+	scanning = disabled_any = need_restart = false;
 	local_mask = 0;
 	for (int e = 0; e < EV_N; e++) {
 		PyObject *v = py.PyObject_GetAttrString(events, ev_names[e]);
@@ -190,5 +261,6 @@ const struct pyfunc_mech shim_pyfunc_mon = {
 	.name = "sys.monitoring",
 	.install = mon_install,
 	.add = mon_add,
+	.scan = mon_scan,
 	.remove = mon_remove,
 };

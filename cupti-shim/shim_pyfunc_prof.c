@@ -11,6 +11,15 @@
  * function that Python's threading makes each new thread's profile hook; its first event
  * puts the C function in its place (and removes itself if the recording ended meanwhile).
  *
+ * Finding functions at their first call: while an entry is not found, a call of a code object
+ * that is not traced reads its co_name (interned: compared by address) and, when it is a
+ * missing entry's last part, hands it to the discovery (shim_pyfunc__discover), which traces
+ * it from that very call when it is the entry's; that costs untraced calls one load and a
+ * probe while an entry is missing, nothing once all are found. The same look watches for
+ * threading's Thread.start (by its name, "start") until threading's hook is in: installed as
+ * the interpreter starts (launch mode), the hook must be in before the job's first thread
+ * starts, not at the poller's next look.
+ *
  * The events: PyTrace_CALL begins a piece (a generator's resume is one too: its frame has
  * run before); PyTrace_RETURN ends it, with arg NULL when an exception leaves the frame, and
  * a generator's frame suspended when it yields (shim_pyfunc_api.c reads which by version).
@@ -27,18 +36,37 @@
 #define PYTRACE_RETURN 3
 
 static bool installed;
+static bool scanning;	    /* entries are looked for at first calls */
+static PyObject *start;	    /* "start", interned: threading.Thread.start's co_name */
 static PyObject *starter;   /* threading's hook for new threads */
 static PyObject *threading; /* the module, when the job imported it */
 static uint32_t skipped;    /* threads left to their own profiler */
 
+static void threading_hook(PyObject *hook);
+
+/* A call of CODE, which is not traced: a missing entry's at its first call? Thread.start? */
+static const struct pyfunc_code *untraced_call(PyObject *code)
+{
+	PyObject *name = shim_pyfunc_api__code_name(code);
+	bool candidate;
+
+	if (name == start && !threading) /* the job's first thread starts: the hook first */
+		threading_hook(starter);
+	return scanning ? shim_pyfunc__discover(code, name, &candidate) : NULL;
+}
+
 static int profile(PyObject *obj, void *frame, int what, PyObject *arg)
 {
 	const struct pyfunc_code *c;
+	PyObject *code;
 
 	(void)obj;
 	if (what != PYTRACE_CALL && what != PYTRACE_RETURN)
 		return 0;
-	c = shim_pyfunc_codes__get(shim_pyfunc_api__frame_code(frame));
+	code = shim_pyfunc_api__frame_code(frame);
+	c = shim_pyfunc_codes__get(code);
+	if (!c && what == PYTRACE_CALL && (scanning || !threading))
+		c = untraced_call(code);
 	if (!c || !shim_pyfunc__on())
 		return 0;
 	if (what == PYTRACE_CALL)
@@ -124,7 +152,11 @@ static int prof_install(char *why, size_t len, char *desc, size_t dlen)
 		return -ENOMEM;
 	}
 	installed = true;
+	scanning = false;
 	skipped = 0;
+	if (!start)
+		start = py.PyUnicode_InternFromString("start"); /* kept: interned for good */
+	py.PyErr_Clear();
 	for_each_thread(set_one);
 	threading_hook(starter);
 	snprintf(desc, dlen, "a C profile function%s",
@@ -135,9 +167,15 @@ static int prof_install(char *why, size_t len, char *desc, size_t dlen)
 }
 
 /* A code object newly traced: the profile function knows it from the table. */
-static void prof_add(const struct pyfunc_code *c)
+static void prof_add(const struct pyfunc_code *c, bool may_have_run)
 {
 	(void)c;
+	(void)may_have_run;
+}
+
+static void prof_scan(bool on)
+{
+	scanning = on;
 }
 
 /* The job imported threading since: its new threads get the starter too. */
@@ -150,6 +188,7 @@ static void prof_refresh(void)
 static void prof_remove(void)
 {
 	installed = false;
+	scanning = false;
 	for_each_thread(clear_one);
 	if (threading) {
 		PyObject *ret = py.PyObject_CallMethod(threading, "setprofile", "O", py.none);
@@ -170,5 +209,6 @@ const struct pyfunc_mech shim_pyfunc_prof = {
 	.install = prof_install,
 	.add = prof_add,
 	.refresh = prof_refresh,
+	.scan = prof_scan,
 	.remove = prof_remove,
 };

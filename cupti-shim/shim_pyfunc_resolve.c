@@ -14,9 +14,17 @@
  *     constant of code that is running, found in the frames of the module's code on every
  *     thread (sys._current_frames), so its first call is traced.
  *
- * The table holds a strong reference to each code object found, so a pointer seen by a
- * callback is never another object's; it is an open-addressing hash by address.
+ * Discovery at the first call: while an entry is not found, the mechanisms hand each code
+ * object that starts and is not traced to shim_pyfunc_resolve__discover (3.12+: a global
+ * PY_START that switches itself off per code object; before: the profile function). Its
+ * co_name, interned, is compared by address with the last parts of the entries not found
+ * (the candidates); on a match those entries are resolved at once, and the code is traced
+ * from that very call when it is theirs. A code whose name matched but that is not theirs
+ * is remembered until the next resolve (a small cache by address), so a loop calling it pays
+ * one probe, not a resolve.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,129 +33,32 @@
 #include "shim_pyfunc.h"
 
 #define CO_NEWLOCALS 0x2
-/* CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR */
-#define CO_SUSPENDS  0x3a0
 #define MAX_DEPTH    24
 #define MAX_FRAMES   512
 #define NAME_MAX_LEN 1024
 
-static struct pyfunc_code *codes; /* in the order added */
 static int nbases;
 static struct base {
 	PyObject *cls; /* a reference */
 	char method[256], domain[256];
 } bases[32];
-static uint32_t ncodes, cap_codes;
-static uint32_t *slots; /* index + 1 into codes, 0: empty */
-static uint32_t nslots; /* a power of two, at least twice ncodes */
 
-static long attr_long(PyObject *o, const char *name);
+static struct pyfunc_entry *entries;
+static int nentries;
+/* The entries' lifetime and why[] against the drain, which reads them without the GIL. */
+static pthread_mutex_t entries_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint32_t slot_of(const PyObject *code)
-{
-	uintptr_t h = (uintptr_t)code >> 4;
+/* The candidates: the last parts of the entries not found, by address (interned). */
+#define NCANDIDATES 128 /* a power of two, at least twice the entries looked for */
+static const PyObject *candidates[NCANDIDATES];
+static bool scanning;
+/* Codes whose name is a candidate's but that are none of its entries': until a resolve. */
+#define NREJECTED 64
+static const PyObject *rejected[NREJECTED];
 
-	h ^= h >> 17;
-	h *= 0x9e3779b1u;
-	return (uint32_t)h & (nslots - 1);
-}
-
-const struct pyfunc_code *shim_pyfunc_codes__get(const PyObject *code)
-{
-	uint32_t i;
-
-	if (!nslots)
-		return NULL;
-	for (i = slot_of(code); slots[i]; i = (i + 1) & (nslots - 1))
-		if (codes[slots[i] - 1].code == code)
-			return &codes[slots[i] - 1];
-	return NULL;
-}
-
-uint32_t shim_pyfunc_codes__count(void)
-{
-	return ncodes;
-}
-
-void shim_pyfunc_codes__for_each(void (*fn)(const struct pyfunc_code *c, void *arg), void *arg)
-{
-	for (uint32_t i = 0; i < ncodes; i++)
-		fn(&codes[i], arg);
-}
-
-void shim_pyfunc_codes__clear(void)
-{
-	while (nbases > 0)
-		py.Py_DecRef(bases[--nbases].cls);
-	for (uint32_t i = 0; i < ncodes; i++)
-		py.Py_DecRef(codes[i].code);
-	ncodes = 0;
-	if (slots)
-		memset(slots, 0, nslots * sizeof(*slots));
-}
-
-static bool rehash(uint32_t want)
-{
-	uint32_t *s = calloc(want, sizeof(*s));
-
-	if (!s)
-		return false;
-	free(slots);
-	slots = s;
-	nslots = want;
-	for (uint32_t k = 0; k < ncodes; k++) {
-		uint32_t i = slot_of(codes[k].code);
-
-		while (slots[i])
-			i = (i + 1) & (nslots - 1);
-		slots[i] = k + 1;
-	}
-	return true;
-}
-
-/* A new code object into the table (a reference taken); NULL when known or out of memory. */
-static const struct pyfunc_code *codes_add(PyObject *code, const char *name, const char *domain)
-{
-	struct pyfunc_code *c;
-	PyObject *file, *line;
-	const char *text;
-	uint32_t i;
-
-	if (shim_pyfunc_codes__get(code))
-		return NULL;
-	if (ncodes == cap_codes) {
-		uint32_t n = cap_codes ? 2 * cap_codes : 64;
-		struct pyfunc_code *m = realloc(codes, n * sizeof(*m));
-
-		if (!m)
-			return NULL;
-		codes = m;
-		cap_codes = n;
-	}
-	if (2 * (ncodes + 1) > nslots && !rehash(nslots ? 2 * nslots : 256))
-		return NULL;
-	c = &codes[ncodes];
-	memset(c, 0, sizeof(*c));
-	c->code = code;
-	py.Py_IncRef(code);
-	c->func = shim_str__intern_c(name);
-	c->domain = domain && *domain ? shim_str__intern_c(domain) : NULL;
-	file = py.PyObject_GetAttrString(code, "co_filename");
-	text = file ? py.PyUnicode_AsUTF8(file) : NULL;
-	c->file = shim_str__intern_c(text ? text : "");
-	line = py.PyObject_GetAttrString(code, "co_firstlineno");
-	c->line = line ? (uint32_t)py.PyLong_AsLong(line) : 0;
-	c->gen = attr_long(code, "co_flags") & CO_SUSPENDS;
-	if (file)
-		py.Py_DecRef(file);
-	if (line)
-		py.Py_DecRef(line);
-	py.PyErr_Clear();
-	for (i = slot_of(code); slots[i];)
-		i = (i + 1) & (nslots - 1);
-	slots[i] = ++ncodes;
-	return c;
-}
+/* Set while a code object that starts is tried: it has not run before (no restart needed). */
+static const PyObject *starting;
+static bool in_class_hook;
 
 /* ---- looking at objects ---- */
 
@@ -162,7 +73,7 @@ static bool is_code(PyObject *o)
 }
 
 /* O's attribute NAME as a new reference, or NULL (no error left set). */
-static PyObject *attr(PyObject *o, const char *name)
+PyObject *shim_pyfunc_attr(PyObject *o, const char *name)
 {
 	PyObject *v = py.PyObject_GetAttrString(o, name);
 
@@ -172,9 +83,9 @@ static PyObject *attr(PyObject *o, const char *name)
 }
 
 /* A string attribute of O into BUF ("" when none). */
-static const char *attr_str(PyObject *o, const char *name, char *buf, size_t len)
+const char *shim_pyfunc_attr_str(PyObject *o, const char *name, char *buf, size_t len)
 {
-	PyObject *v = attr(o, name);
+	PyObject *v = shim_pyfunc_attr(o, name);
 	const char *s = v ? py.PyUnicode_AsUTF8(v) : NULL;
 
 	snprintf(buf, len, "%s", s ? s : "");
@@ -185,9 +96,9 @@ static const char *attr_str(PyObject *o, const char *name, char *buf, size_t len
 	return buf;
 }
 
-static long attr_long(PyObject *o, const char *name)
+long shim_pyfunc_attr_long(PyObject *o, const char *name)
 {
-	PyObject *v = attr(o, name);
+	PyObject *v = shim_pyfunc_attr(o, name);
 	long n = v ? py.PyLong_AsLong(v) : 0;
 
 	if (v)
@@ -205,15 +116,15 @@ static PyObject *code_of(PyObject *obj, const char *name);
  */
 static PyObject *closure_code(PyObject *fn, const char *name)
 {
-	PyObject *cells = attr(fn, "__closure__"), *found = NULL;
+	PyObject *cells = shim_pyfunc_attr(fn, "__closure__"), *found = NULL;
 	long n = cells && cells != py.none ? py.PyObject_Size(cells) : 0;
 	char fname[256];
 
 	for (long i = 0; i < n && !found; i++) {
 		PyObject *cell = py.PySequence_GetItem(cells, i);
-		PyObject *v = cell ? attr(cell, "cell_contents") : NULL;
+		PyObject *v = cell ? shim_pyfunc_attr(cell, "cell_contents") : NULL;
 
-		if (v && !strcmp(attr_str(v, "__name__", fname, sizeof(fname)), name))
+		if (v && !strcmp(shim_pyfunc_attr_str(v, "__name__", fname, sizeof(fname)), name))
 			found = code_of(v, NULL);
 		if (v)
 			py.Py_DecRef(v);
@@ -238,17 +149,18 @@ static PyObject *code_of(PyObject *obj, const char *name)
 
 	py.Py_IncRef(o);
 	/* functools.wraps' chain, then a bound method's or a staticmethod's function */
-	while (hops++ < 16 && (next = attr(o, "__wrapped__"))) {
+	while (hops++ < 16 && (next = shim_pyfunc_attr(o, "__wrapped__"))) {
 		py.Py_DecRef(o);
 		o = next;
 	}
-	if ((next = attr(o, "__code__"))) {
+	if ((next = shim_pyfunc_attr(o, "__code__"))) {
 		if (!is_code(next)) {
 			py.Py_DecRef(next);
 			py.Py_DecRef(o);
 			return NULL;
 		}
-		if (name && strcmp(attr_str(next, "co_name", co_name, sizeof(co_name)), name) &&
+		if (name &&
+		    strcmp(shim_pyfunc_attr_str(next, "co_name", co_name, sizeof(co_name)), name) &&
 		    (inner = closure_code(o, name))) {
 			py.Py_DecRef(next);
 			next = inner;
@@ -256,7 +168,7 @@ static PyObject *code_of(PyObject *obj, const char *name)
 		py.Py_DecRef(o);
 		return next;
 	}
-	if ((next = attr(o, "__func__"))) {
+	if ((next = shim_pyfunc_attr(o, "__func__"))) {
 		PyObject *c = code_of(next, name);
 
 		py.Py_DecRef(next);
@@ -282,7 +194,7 @@ static PyObject *walk(PyObject *root, const char *path, size_t n)
 			part[k++] = path[i++];
 		part[k] = 0;
 		i++;
-		next = attr(o, part);
+		next = shim_pyfunc_attr(o, part);
 		py.Py_DecRef(o);
 		if (!next)
 			return NULL;
@@ -299,10 +211,10 @@ static PyObject *walk(PyObject *root, const char *path, size_t n)
 static PyObject *search(PyObject *code, const char *qual, const char *want, int depth)
 {
 	PyObject *consts, *found = NULL;
-	bool in_function = attr_long(code, "co_flags") & CO_NEWLOCALS;
+	bool in_function = shim_pyfunc_attr_long(code, "co_flags") & CO_NEWLOCALS;
 	long n;
 
-	if (depth > MAX_DEPTH || !(consts = attr(code, "co_consts")))
+	if (depth > MAX_DEPTH || !(consts = shim_pyfunc_attr(code, "co_consts")))
 		return NULL;
 	n = py.PyObject_Size(consts);
 	for (long i = 0; i < n && !found; i++) {
@@ -319,9 +231,9 @@ static PyObject *search(PyObject *code, const char *qual, const char *want, int 
 			continue;
 		}
 		if (py.minor >= 11) {
-			attr_str(c, "co_qualname", child, sizeof(child));
+			shim_pyfunc_attr_str(c, "co_qualname", child, sizeof(child));
 		} else {
-			attr_str(c, "co_name", name, sizeof(name));
+			shim_pyfunc_attr_str(c, "co_name", name, sizeof(name));
 			snprintf(child, sizeof(child), "%s%s%s", qual,
 				 !*qual	       ? ""
 				 : in_function ? ".<locals>."
@@ -346,11 +258,11 @@ static void frame_qual(PyObject *code, char *buf, size_t len)
 {
 	char name[NAME_MAX_LEN];
 
-	attr_str(code, "co_name", name, sizeof(name));
+	shim_pyfunc_attr_str(code, "co_name", name, sizeof(name));
 	if (!strcmp(name, "<module>"))
 		buf[0] = 0;
 	else if (py.minor >= 11)
-		attr_str(code, "co_qualname", buf, len);
+		shim_pyfunc_attr_str(code, "co_qualname", buf, len);
 	else
 		snprintf(buf, len, "%s", name);
 }
@@ -376,7 +288,8 @@ static PyObject *search_running(const char *module, const char *want)
 		PyObject *f = py.PySequence_GetItem(frames, i), *next;
 
 		while (f && !found && seen++ < MAX_FRAMES) {
-			PyObject *globals = attr(f, "f_globals"), *code = attr(f, "f_code");
+			PyObject *globals = shim_pyfunc_attr(f, "f_globals"),
+				 *code = shim_pyfunc_attr(f, "f_code");
 			PyObject *name =
 				globals ? py.PyDict_GetItemString(globals, "__name__") : NULL;
 			const char *text = name ? py.PyUnicode_AsUTF8(name) : NULL;
@@ -391,7 +304,7 @@ static PyObject *search_running(const char *module, const char *want)
 				py.Py_DecRef(globals);
 			if (code)
 				py.Py_DecRef(code);
-			next = attr(f, "f_back");
+			next = shim_pyfunc_attr(f, "f_back");
 			py.Py_DecRef(f);
 			f = next != py.none ? next : NULL;
 			if (next == py.none)
@@ -406,11 +319,7 @@ static PyObject *search_running(const char *module, const char *want)
 
 /* ---- the entries ---- */
 
-struct entry {
-	char module[256], qual[NAME_MAX_LEN], flags[16], domain[256];
-};
-
-static bool parse_line(const char *line, size_t n, struct entry *e)
+static bool parse_line(const char *line, size_t n, struct pyfunc_entry *e)
 {
 	char *fields[4] = { e->module, e->qual, e->flags, e->domain };
 	size_t sizes[4] = { sizeof(e->module), sizeof(e->qual), sizeof(e->flags),
@@ -431,30 +340,92 @@ static bool parse_line(const char *line, size_t n, struct entry *e)
 	return e->module[0] && e->qual[0];
 }
 
-static int add(PyObject *code, const char *name, const char *domain,
-	       void (*added)(const struct pyfunc_code *c))
+/* The qualname's last part: what a code object's co_name is. */
+static const char *last_part(const char *qual)
 {
-	const struct pyfunc_code *c = codes_add(code, name, domain);
+	const char *dot = strrchr(qual, '.');
 
+	return dot ? dot + 1 : qual;
+}
+
+int shim_pyfunc_resolve__load(const char *text)
+{
+	struct pyfunc_entry *v = NULL, *m;
+	int n = 0, cap = 0;
+
+	shim_pyfunc_resolve__unload();
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			if (!(m = realloc(v, (size_t)cap * sizeof(*v)))) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = m;
+		}
+		memset(&v[n], 0, sizeof(v[n]));
+		if (parse_line(p, len, &v[n])) {
+			v[n].last = py.PyUnicode_InternFromString(last_part(v[n].qual));
+			py.PyErr_Clear();
+			n++;
+		}
+		p += len + (nl ? 1 : 0);
+	}
+	pthread_mutex_lock(&entries_lock);
+	entries = v;
+	nentries = n;
+	pthread_mutex_unlock(&entries_lock);
+	return 0;
+}
+
+void shim_pyfunc_resolve__unload(void)
+{
+	struct pyfunc_entry *v;
+	int n;
+
+	while (nbases > 0)
+		py.Py_DecRef(bases[--nbases].cls);
+	pthread_mutex_lock(&entries_lock);
+	v = entries;
+	n = nentries;
+	entries = NULL;
+	nentries = 0;
+	pthread_mutex_unlock(&entries_lock);
+	for (int i = 0; i < n; i++)
+		if (v[i].last)
+			py.Py_DecRef(v[i].last);
+	free(v);
+	memset(candidates, 0, sizeof(candidates));
+	memset(rejected, 0, sizeof(rejected));
+	scanning = false;
+}
+
+static int add(PyObject *code, const char *name, const char *domain, pyfunc_added_fn added)
+{
+	const struct pyfunc_code *c = shim_pyfunc_codes__add(code, name, domain);
+
+	/* Found at its own first call, or in a class just created: it never ran. */
 	if (c)
-		added(c);
+		added(c, code != starting && !in_class_hook);
 	return 1;
 }
 
 /* Flag 's': METHOD's override in every subclass of CLS (and theirs). */
 /* CLS's own METHOD (in its __dict__), traced under CLS's name. */
-static void override(PyObject *cls, const char *method, const char *domain,
-		     void (*added)(const struct pyfunc_code *c))
+static void override(PyObject *cls, const char *method, const char *domain, pyfunc_added_fn added)
 {
-	PyObject *dict = attr(cls, "__dict__"), *fn, *code;
+	PyObject *dict = shim_pyfunc_attr(cls, "__dict__"), *fn, *code;
 	char mod[256], qual[NAME_MAX_LEN / 2], name[NAME_MAX_LEN];
 
 	fn = dict ? py.PyObject_CallMethod(dict, "get", "s", method) : NULL;
 	py.PyErr_Clear();
 	if (fn && fn != py.none && (code = code_of(fn, method))) {
 		snprintf(name, sizeof(name), "%s:%s.%s",
-			 attr_str(cls, "__module__", mod, sizeof(mod)),
-			 attr_str(cls, "__qualname__", qual, sizeof(qual)), method);
+			 shim_pyfunc_attr_str(cls, "__module__", mod, sizeof(mod)),
+			 shim_pyfunc_attr_str(cls, "__qualname__", qual, sizeof(qual)), method);
 		add(code, name, domain, added);
 		py.Py_DecRef(code);
 	}
@@ -464,8 +435,8 @@ static void override(PyObject *cls, const char *method, const char *domain,
 		py.Py_DecRef(dict);
 }
 
-static void subclasses(PyObject *cls, const char *method, const char *domain,
-		       void (*added)(const struct pyfunc_code *c), int depth)
+static void subclasses(PyObject *cls, const char *method, const char *domain, pyfunc_added_fn added,
+		       int depth)
 {
 	PyObject *subs =
 		depth < MAX_DEPTH ? py.PyObject_CallMethod(cls, "__subclasses__", NULL) : NULL;
@@ -513,23 +484,28 @@ bool shim_pyfunc_resolve__has_bases(void)
 	return nbases > 0;
 }
 
-void shim_pyfunc_resolve_class(PyObject *cls, void (*added)(const struct pyfunc_code *c))
+void shim_pyfunc_resolve_class(PyObject *cls, pyfunc_added_fn added)
 {
 	PyObject *saved[3];
 
 	/* A class statement may run while an exception is being handled: keep it. */
 	py.PyErr_Fetch(&saved[0], &saved[1], &saved[2]);
+	in_class_hook = true;
 	for (int i = 0; i < nbases; i++) {
 		if (py.PyObject_IsSubclass(cls, bases[i].cls) == 1)
 			override(cls, bases[i].method, bases[i].domain, added);
 		py.PyErr_Clear();
 	}
+	in_class_hook = false;
 	py.PyErr_Restore(saved[0], saved[1], saved[2]);
 }
 
-/* One entry: 1 when something was found for it. */
-static int resolve_entry(PyObject *modules, const struct entry *e,
-			 void (*added)(const struct pyfunc_code *c))
+/*
+ * One entry: 1 when something was found for it. RUNNING: also among the constants of code
+ * running now (a def below the line running: not needed at a call, where the def has run).
+ */
+static int resolve_entry(PyObject *modules, const struct pyfunc_entry *e, pyfunc_added_fn added,
+			 bool running)
 {
 	PyObject *mod = py.PyDict_GetItemString(modules, e->module), *obj = NULL, *code = NULL;
 	const char *locals = strstr(e->qual, ".<locals>.");
@@ -567,7 +543,7 @@ static int resolve_entry(PyObject *modules, const struct entry *e,
 		py.Py_DecRef(mod);
 	}
 	py.PyErr_Clear();
-	if (!code)
+	if (!code && running)
 		code = search_running(e->module, e->qual);
 	if (code) {
 		found = add(code, name, e->domain, added);
@@ -576,34 +552,144 @@ static int resolve_entry(PyObject *modules, const struct entry *e,
 	return found;
 }
 
-int shim_pyfunc_resolve(const char *text, void (*added)(const struct pyfunc_code *c), char *missing,
-			size_t len)
+static uint32_t ptr_slot(const PyObject *p, uint32_t n)
+{
+	uintptr_t h = (uintptr_t)p >> 4;
+
+	return (uint32_t)((h ^ (h >> 13)) * 0x9e3779b1u) & (n - 1);
+}
+
+/* The candidates again, from the entries not found (their last parts). */
+static void candidates_update(void)
+{
+	memset(candidates, 0, sizeof(candidates));
+	memset(rejected, 0, sizeof(rejected));
+	scanning = false;
+	for (int i = 0; i < nentries; i++) {
+		const struct pyfunc_entry *e = &entries[i];
+		uint32_t k, tries = 0;
+
+		if (e->found || !e->last)
+			continue;
+		for (k = ptr_slot(e->last, NCANDIDATES);
+		     candidates[k] && candidates[k] != e->last && tries++ < NCANDIDATES;
+		     k = (k + 1) & (NCANDIDATES - 1))
+			;
+		if (tries < NCANDIDATES)
+			candidates[k] = e->last;
+		scanning = true;
+	}
+}
+
+bool shim_pyfunc_resolve__scanning(void)
+{
+	return scanning;
+}
+
+bool shim_pyfunc_resolve__candidate(const PyObject *name)
+{
+	for (uint32_t k = ptr_slot(name, NCANDIDATES), n = 0; candidates[k] && n < NCANDIDATES;
+	     k = (k + 1) & (NCANDIDATES - 1), n++)
+		if (candidates[k] == name)
+			return true;
+	return false;
+}
+
+const struct pyfunc_code *shim_pyfunc_resolve__discover(PyObject *code, PyObject *name,
+							pyfunc_added_fn added, bool *candidate)
+{
+	PyObject *modules;
+	uint32_t r = ptr_slot(code, NREJECTED);
+	const struct pyfunc_code *c = NULL;
+	bool any = false;
+
+	*candidate = name && shim_pyfunc_resolve__candidate(name);
+	if (!*candidate || rejected[r] == code || starting ||
+	    !(modules = py.PySys_GetObject("modules")))
+		return NULL;
+	starting = code;
+	for (int i = 0; i < nentries; i++) {
+		struct pyfunc_entry *e = &entries[i];
+
+		if (e->found || e->last != name)
+			continue;
+		e->found = resolve_entry(modules, e, added, false);
+		any |= e->found;
+	}
+	starting = NULL;
+	c = shim_pyfunc_codes__get(code);
+	if (any)
+		candidates_update();
+	else if (!c)
+		rejected[r] = code;
+	return c;
+}
+
+/*
+ * Why E is not found, into E->why: worked out with the GIL (Python code may run, and let
+ * other threads in), copied under the entries' lock, which the drain takes without the GIL.
+ */
+static void entry_why(PyObject *modules, struct pyfunc_entry *e)
+{
+	char why[PYFUNC_WHY_LEN];
+
+	shim_pyfunc_why(modules, e->module, e->qual, why, sizeof(why));
+	pthread_mutex_lock(&entries_lock);
+	memcpy(e->why, why, sizeof(why));
+	pthread_mutex_unlock(&entries_lock);
+}
+
+void shim_pyfunc_resolve__why_all(void)
 {
 	PyObject *modules = py.PySys_GetObject("modules");
-	struct entry *e = malloc(sizeof(*e));
+
+	for (int i = 0; modules && i < nentries; i++)
+		if (!entries[i].found)
+			entry_why(modules, &entries[i]);
+}
+
+int shim_pyfunc_resolve(pyfunc_added_fn added, char *missing, size_t len)
+{
+	PyObject *modules = py.PySys_GetObject("modules");
 	int nmissing = 0;
 	size_t used = 0;
 
 	if (missing && len)
 		missing[0] = 0;
-	if (!e || !modules) {
-		free(e);
+	if (!modules)
 		return -1;
-	}
-	for (const char *p = text; *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+	for (int i = 0; i < nentries; i++) {
+		struct pyfunc_entry *e = &entries[i];
 
-		if (parse_line(p, n, e) && !resolve_entry(modules, e, added)) {
-			nmissing++;
-			if (missing && used + 1 < len)
-				used += (size_t)snprintf(missing + used, len - used, "%s%s:%s",
-							 used ? ", " : "", e->module, e->qual);
-			if (used >= len)
-				used = len - 1;
-		}
-		p += n + (nl ? 1 : 0);
+		e->found = resolve_entry(modules, e, added, true);
+		if (e->found)
+			continue;
+		nmissing++;
+		entry_why(modules, e);
+		if (missing && used + 1 < len)
+			used += (size_t)snprintf(missing + used, len - used, "%s%s:%s",
+						 used ? ", " : "", e->module, e->qual);
+		if (used >= len)
+			used = len - 1;
 	}
-	free(e);
+	candidates_update();
 	return nmissing;
+}
+
+void shim_pyfunc_resolve__each_never_found(void (*fn)(const char *text, void *arg), void *arg)
+{
+	char text[NAME_MAX_LEN + 256 + PYFUNC_WHY_LEN + 32];
+
+	pthread_mutex_lock(&entries_lock);
+	for (int i = 0; i < nentries; i++) {
+		const struct pyfunc_entry *e = &entries[i];
+
+		/* A preset names functions of libraries a job may not have: not said. */
+		if (e->found || strchr(e->flags, 'p'))
+			continue;
+		snprintf(text, sizeof(text), "never found: %s:%s: %s", e->module, e->qual,
+			 e->why[0] ? e->why : "not looked for yet");
+		fn(text, arg);
+	}
+	pthread_mutex_unlock(&entries_lock);
 }

@@ -63,24 +63,27 @@ static void test_list(void)
 static void test_presets(void)
 {
 	ASSERT_TRUE(parse("pytorch") > 0, "pytorch");
-	ASSERT_TRUE(strstr(out, "torch.nn.modules.module\tModule.forward\ts\tPyTorch\n") == out,
+	ASSERT_TRUE(strstr(out, "torch.nn.modules.module\tModule.forward\tsp\tPyTorch\n") == out,
 		    "forward by class first");
-	ASSERT_TRUE(strstr(out, "torch.optim.optimizer\tOptimizer.step\ts\tPyTorch\n") != NULL,
+	ASSERT_TRUE(strstr(out, "torch.optim.optimizer\tOptimizer.step\tsp\tPyTorch\n") != NULL,
 		    "every optimizer's step");
-	ASSERT_TRUE(strstr(out, "torch._tensor\tTensor.backward\t\tPyTorch\n") != NULL,
+	ASSERT_TRUE(strstr(out, "torch._tensor\tTensor.backward\tp\tPyTorch\n") != NULL,
 		    "Tensor.backward");
-	ASSERT_TRUE(strstr(out, "torch.utils.data.dataloader\t_BaseDataLoaderIter.__next__\ts\t"
+	ASSERT_TRUE(strstr(out, "torch.utils.data.dataloader\t_BaseDataLoaderIter.__next__\tsp\t"
 				"PyTorch\n") != NULL,
 		    "DataLoader's next");
 	ASSERT_TRUE(parse("lightning") > 0, "lightning");
-	ASSERT_TRUE(strstr(out, "lightning.pytorch.core.module\tLightningModule.training_step\ts\t"
+	ASSERT_TRUE(strstr(out, "lightning.pytorch.core.module\tLightningModule.training_step\tsp\t"
 				"Lightning\n") != NULL,
 		    "lightning.pytorch");
-	ASSERT_TRUE(strstr(out, "pytorch_lightning.core.module\tLightningModule.training_step\ts\t"
+	ASSERT_TRUE(strstr(out, "pytorch_lightning.core.module\tLightningModule.training_step\tsp\t"
 				"Lightning\n") != NULL,
 		    "pytorch_lightning");
 	ASSERT_TRUE(parse("dask") > 0, "dask");
-	ASSERT_TRUE(strstr(out, "dask.local\texecute_task\t\tDask\n") != NULL, "a task");
+	ASSERT_TRUE(strstr(out, "dask.local\texecute_task\tp\tDask\n") != NULL, "a task");
+	/* a preset's entry the user names too is the user's: said when never found */
+	ASSERT_TRUE(parse("dask,dask.local:execute_task") > 0, "preset, then named");
+	ASSERT_TRUE(strstr(out, "dask.local\texecute_task\t\tDask\n") != NULL, "not a preset's");
 }
 
 /* The example of nsys's documentation (a CuPy annotations file), as given there. */

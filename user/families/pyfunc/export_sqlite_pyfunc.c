@@ -7,7 +7,8 @@
  *                           StringIds), line (its first line), domainId (the spec's domain ->
  *                           StringIds, NULL: none), depth (named calls open around it on its
  *                           thread), endKind (return, unwind, yield, open), resumed (1: it
- *                           began at a generator's or coroutine's resume)
+ *                           began at a generator's or coroutine's resume), beganBefore (1:
+ *                           already running when tracing began, which start is)
  * NVTX ranges and torch ops of the same thread join it by time on globalTid.
  */
 #include "export_sqlite.h"
@@ -17,14 +18,14 @@ static const char pyfunc_schema[] =
 	"CREATE TABLE BPFSIGHT_PYFUNC_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
 	" globalTid INTEGER NOT NULL, nameId INTEGER NOT NULL, fileId INTEGER NOT NULL,"
 	" line INTEGER NOT NULL, domainId INTEGER, depth INTEGER NOT NULL, endKind TEXT NOT NULL,"
-	" resumed INTEGER NOT NULL);";
+	" resumed INTEGER NOT NULL, beganBefore INTEGER NOT NULL);";
 
 static const char pyfunc_indexes[] =
 	"CREATE INDEX BPFSIGHT_PYFUNC_EVENTS_start ON BPFSIGHT_PYFUNC_EVENTS(start);"
 	"CREATE INDEX BPFSIGHT_PYFUNC_EVENTS_globalTid ON BPFSIGHT_PYFUNC_EVENTS(globalTid);";
 
 static const char *const pyfunc_sql[] = {
-	"INSERT INTO BPFSIGHT_PYFUNC_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	"INSERT INTO BPFSIGHT_PYFUNC_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
 static int pyfunc_open(struct sq *s, void **st)
@@ -57,6 +58,7 @@ static int pyfunc_record(struct sq *s, void *st, const struct bs_hdr *rec, const
 	sqlite3_bind_int(q, 8, r->depth);
 	sq_bind_text(q, 9, pyfunc_end_name(r->end));
 	sqlite3_bind_int(q, 10, !!(r->flags & BS_PYFUNC_RESUMED));
+	sqlite3_bind_int(q, 11, !!(r->flags & BS_PYFUNC_BEGAN_BEFORE));
 	return err ? err : sq_run(s, q);
 }
 

@@ -31,6 +31,7 @@ struct pyfunc_state {
 	void *shim; /* the channel's state for this family */
 	struct pyfunc_writer *writer;
 	struct hmap *said; /* {pid, hash of the text} -> int */
+	struct pyfunc_missed *missed;
 };
 
 static __u64 text_hash(const char *s)
@@ -48,8 +49,17 @@ static void listen(void *arg, const struct bs_hdr *rec, const char *text)
 	struct pyfunc_state *st = arg;
 	int *said;
 
+	if (rec->type == BS_REC_PYFUNC_CALL && rec->size >= sizeof(struct bs_pyfunc_call)) {
+		pyfunc_missed__call(st->missed, ((const struct bs_pyfunc_call *)rec)->func_id,
+				    text);
+		return;
+	}
 	if (rec->type != BS_REC_SHIM_STATUS || s->event != BS_SHIM_EV_PYFUNC)
 		return;
+	if (s->cupti_result == BS_PYFUNC_NEVER_FOUND) { /* said once each, at the end */
+		pyfunc_missed__status(st->missed, rec->pid, text);
+		return;
+	}
 	said = hmap__get(st->said, (struct hkey){ rec->pid, text_hash(text) }, 1);
 	if (!said || *said)
 		return;
@@ -68,6 +78,7 @@ static void pyfunc_free(struct record_ctx *ctx, struct pyfunc_state *st)
 	}
 	pyfunc_writer__free(st->writer);
 	hmap__free(st->said);
+	pyfunc_missed__free(st->missed);
 	free(st);
 }
 
@@ -84,7 +95,9 @@ static int pyfunc_attach(const struct family_attach *a, void **state)
 		return -EINVAL;
 	}
 	st = calloc(1, sizeof(*st));
-	if (!st || !(st->said = hmap__new(sizeof(int)))) {
+	if (!st || !(st->said = hmap__new(sizeof(int))) || !(st->missed = pyfunc_missed__new())) {
+		if (st)
+			hmap__free(st->said);
 		free(st);
 		return -ENOMEM;
 	}
@@ -104,6 +117,11 @@ static int pyfunc_attach(const struct family_attach *a, void **state)
 
 static void pyfunc_detach(struct record_ctx *ctx, void *state)
 {
+	struct pyfunc_state *st = state;
+
+	/* The drains are done: every process's entries never found are in. */
+	if (st)
+		pyfunc_missed__say(st->missed);
 	pyfunc_free(ctx, state);
 }
 

@@ -31,6 +31,17 @@ void pyfunc_writer__free(struct pyfunc_writer *w);
 /* Every record: an exec or an exit makes the process's next scan write it again. */
 void pyfunc_writer__observe(struct pyfunc_writer *w, const struct bs_hdr *rec);
 
+/* pyfunc_missed.c: the entries never found, gathered over the recording, said at its end. */
+struct pyfunc_missed;
+struct pyfunc_missed *pyfunc_missed__new(void);
+void pyfunc_missed__free(struct pyfunc_missed *m);
+/* A call of NAME (its string FUNC_ID) was recorded. */
+void pyfunc_missed__call(struct pyfunc_missed *m, __u32 func_id, const char *name);
+/* PID's shim never found an entry: TEXT, its STATUS's detail ("never found: NAME: why"). */
+void pyfunc_missed__status(struct pyfunc_missed *m, __u32 pid, const char *text);
+/* One warning per function no process recorded a call of. */
+void pyfunc_missed__say(const struct pyfunc_missed *m);
+
 extern const struct family family_pyfunc; /* pyfunc.c */
 
 #endif /* BPFSIGHT_PYFUNC_H */

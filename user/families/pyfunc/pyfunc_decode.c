@@ -37,6 +37,9 @@ static int decode_call(const struct bs_hdr *rec, const struct trace_model *m, st
 	event__arg_str(ev, "end", pyfunc_end_name(r->end));
 	if (r->flags & BS_PYFUNC_RESUMED)
 		event__arg_bool(ev, "resumed", 1);
+	/* already running when tracing began: ts is then */
+	if (r->flags & BS_PYFUNC_BEGAN_BEFORE)
+		event__arg_bool(ev, "began_before", 1);
 	return 1;
 }
 

@@ -3,7 +3,8 @@
  * The pyfunc family's reading side (issue #41): every call of the Python functions a user
  * names (--python-functions), one BS_REC_PYFUNC_CALL record per piece (bpf/pyfunc_records.h).
  * Decoders in pyfunc_decode.c, the pieces' nesting in pyfunc_calls.c, reports in
- * pyfunc_report.c (cProfile's view) and pyfunc_step_report.c (per torch step), the SQLite
+ * pyfunc_report.c (cProfile's view), pyfunc_step_report.c (per torch step) and
+ * pyfunc_missing_report.c (the entries never found, and why), the SQLite
  * table in export_sqlite_pyfunc.c; Chrome and Perfetto draw the calls by their style.
  * docs/PYFUNC.md for users.
  */
@@ -16,12 +17,18 @@
 
 /* "return", "unwind", "yield", "open": how a piece ended (BS_PYFUNC_END_*), dump's text. */
 const char *pyfunc_end_name(__u8 end);
+/*
+ * A never-found STATUS's detail "never found: MODULE:QUALNAME: why" into *FUNCTION and *WHY
+ * (malloc'ed): 0, -EINVAL (not one; nothing allocated) or -ENOMEM.
+ */
+int pyfunc_never_found__split(const char *text, char **function, char **why);
 /* 1 when REC is a call piece this reader can use (type and size). */
 int pyfunc_call__valid(const struct bs_hdr *rec);
 
 extern const struct rec_decoder pyfunc_decoders[];  /* pyfunc_decode.c */
 extern const struct report *const pyfunc_reports[]; /* pyfunc_report.c */
 extern const struct report pyfunc_step_sum;	    /* pyfunc_step_report.c */
+extern const struct report pyfunc_not_found;	    /* pyfunc_missing_report.c */
 extern const struct sqlite_family pyfunc_sqlite;    /* export_sqlite_pyfunc.c */
 
 #endif /* BPFSIGHT_PYFUNC_READ_H */

@@ -5,7 +5,8 @@
  * named calls directly inside it), cumtime (recursion counted once: the pieces not inside a
  * piece of their own function), both per-call figures, and the pieces' min, max and mean;
  * how many were left by an exception, suspended (a generator's or coroutine's yield or
- * await) or still running when the recording ended. A generator's every run between resumes
+ * await) or still running when the recording ended, and how many began before it (already
+ * running when tracing began: timed from then). A generator's every run between resumes
  * is a call, as cProfile counts it. Unlike cProfile, "inside" means inside a named call:
  * what the job called that is not named is the caller's own time.
  */
@@ -19,7 +20,7 @@
 struct sum_row {
 	const struct pyfunc_piece *first; /* its key: pid, function, file, line */
 	__u64 calls, primitive, tottime, cumtime, min, max, total;
-	__u64 unwound, yielded, open;
+	__u64 unwound, yielded, open, before;
 };
 
 static void row_add(struct sum_row *r, const struct pyfunc_piece *p)
@@ -41,6 +42,7 @@ static void row_add(struct sum_row *r, const struct pyfunc_piece *p)
 	r->unwound += p->end == BS_PYFUNC_END_UNWIND;
 	r->yielded += p->end == BS_PYFUNC_END_YIELD;
 	r->open += p->end == BS_PYFUNC_END_OPEN;
+	r->before += !!(p->flags & BS_PYFUNC_BEGAN_BEFORE);
 }
 
 static const struct trace_model *sort_model;
@@ -82,6 +84,7 @@ enum {
 	C_UNWOUND,
 	C_YIELDED,
 	C_OPEN,
+	C_BEFORE,
 	C_PID,
 	C_FUNC,
 	C_FILE,
@@ -104,6 +107,7 @@ static const struct table_col sum_cols[NCOLS] = {
 	[C_UNWOUND] = { "exceptions", "Exceptions", TABLE_U64 },
 	[C_YIELDED] = { "yields", "Yields", TABLE_U64 },
 	[C_OPEN] = { "open", "Open", TABLE_U64 },
+	[C_BEFORE] = { "began_before", "Began Before", TABLE_U64 },
 	[C_PID] = { "pid", "PID", TABLE_U64 },
 	[C_FUNC] = { "function", "Function", TABLE_STR },
 	[C_FILE] = { "file", "File", TABLE_STR, TABLE_COL_PATH },
@@ -133,6 +137,7 @@ static void sum__row(struct table *t, const struct sum_row *r, const struct trac
 	table__set_u64(t, C_UNWOUND, r->unwound);
 	table__set_u64(t, C_YIELDED, r->yielded);
 	table__set_u64(t, C_OPEN, r->open);
+	table__set_u64(t, C_BEFORE, r->before);
 	table__set_u64(t, C_PID, r->first->pid);
 	table__set_str(t, C_FUNC, str(m, r->first->func_id));
 	table__set_str(t, C_FILE, str(m, r->first->file_id));
@@ -142,10 +147,17 @@ static void sum__row(struct table *t, const struct sum_row *r, const struct trac
 /* What the rows' figures leave out, under the table. */
 static void sum__notes(struct table *t, const struct sum_row *rows, size_t n)
 {
-	__u64 open = 0;
+	__u64 open = 0, before = 0;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		open += rows[i].open;
+		before += rows[i].before;
+	}
+	if (before)
+		table__add_note(t,
+				"%llu calls were already running when the recording began (Began "
+				"Before): their time runs from its start, not from the call.",
+				(unsigned long long)before);
 	if (open)
 		table__add_note(t,
 				"%llu calls were still running when the recording ended: their "
@@ -193,5 +205,6 @@ static const struct report pyfunc_sum = {
 const struct report *const pyfunc_reports[] = {
 	&pyfunc_sum,
 	&pyfunc_step_sum,
+	&pyfunc_not_found,
 	NULL,
 };

@@ -171,8 +171,13 @@ int pyfunc_spec__add(struct pyfunc_spec_build *b, const char *module, const char
 		if (strcmp(e->module, module) || strcmp(e->qualname, qualname))
 			continue;
 		for (const char *f = flags; *f; f++) /* named again: its flags joined */
-			if (!strchr(e->flags, *f) && strlen(e->flags) < sizeof(e->flags) - 1)
+			if (!strchr(e->flags, *f) && strlen(e->flags) < sizeof(e->flags) - 1 &&
+			    *f != 'p')
 				strncat(e->flags, f, 1);
+		/* named by the user too: said if never found */
+		if (!strchr(flags, 'p') && strchr(e->flags, 'p'))
+			memmove(strchr(e->flags, 'p'), strchr(e->flags, 'p') + 1,
+				strlen(strchr(e->flags, 'p')));
 		return 0;
 	}
 	if (array__grow((void **)&b->v, b->n, &b->cap, sizeof(*b->v)))
@@ -191,9 +196,14 @@ static int add_preset(struct pyfunc_spec_build *b, const struct preset *p, char 
 {
 	int ret = 0;
 
-	for (const struct preset_entry *e = p->entries; e->module && !ret; e++)
-		ret = pyfunc_spec__add(b, e->module, e->qualname, e->flags, p->domain, p->name, err,
+	char flags[8];
+
+	/* 'p': a preset's entry, of a library the job may not use: not said when never found */
+	for (const struct preset_entry *e = p->entries; e->module && !ret; e++) {
+		snprintf(flags, sizeof(flags), "%sp", e->flags);
+		ret = pyfunc_spec__add(b, e->module, e->qualname, flags, p->domain, p->name, err,
 				       errlen);
+	}
 	return ret;
 }
 
