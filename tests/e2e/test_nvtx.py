@@ -113,9 +113,10 @@ def check_timing(evs, nloops, t_start, t_end, what):
     for name, ms in (("inner-\u03c9", 20), ("middle", 20), ("outer", 35), ("worker-1", 10),
                      ("worker-2", 10), ("cross-thread", 10), ("domain-inner", 5),
                      ("registered-step", 5)):
+        # At least its sleep; no upper bound but the recording's edges (above) and the
+        # nesting (below): a loaded machine wakes a 35 ms sleep 700 ms late.
         for e in by_name(evs, name):
-            check(ms * MS <= e["dur"] < (ms + 500) * MS,
-                  f"{what}: {name} lasted {e['dur']} ns, it sleeps {ms} ms")
+            check(ms * MS <= e["dur"], f"{what}: {name} lasted {e['dur']} ns, it sleeps {ms} ms")
     outer, middle, inner = by_name(evs, "outer"), by_name(evs, "middle"), by_name(evs,
                                                                                 "inner-\u03c9")
     eq(len(outer), nloops, f"{what}: loops")
