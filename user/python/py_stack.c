@@ -436,5 +436,11 @@ int py_stack__name(struct py_stack *ps, pid_t pid, __u32 minor, const struct bs_
 		out->line = py_stack__lnotab(e->table, e->table_len, e->first, (__s32)f->instr);
 		break;
 	}
+	/*
+	 * An instruction with no line of its own (3.12's RESUME that opens a module, a frame
+	 * sampled before its first line ran) is the code's start: its first line, never 0.
+	 */
+	if (!out->line)
+		out->line = e->first;
 	return 0;
 }
