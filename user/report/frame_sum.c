@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Time summed per (label, code location) (frame_sum.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "array.h"
@@ -29,6 +30,88 @@ const struct bs_frame *frame_sum__site(const struct trace_stack *s)
 		if (s->frames[i].kind == BS_FRAME_PYTHON)
 			return &s->frames[i];
 	return &s->frames[0];
+}
+
+/*
+ * PATH has a folder ".../lib/python3.X/" or ".../lib64/python3/": an interpreter's own ("lib"
+ * then "python" and a digit, a pattern SQL's GLOB can say as well).
+ */
+static int under_python_lib(const char *path)
+{
+	static const char *const libs[] = { "/lib/python", "/lib64/python" };
+
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		for (const char *p = strstr(path, libs[i]); p; p = strstr(p + 1, libs[i]))
+			if (p[strlen(libs[i])] >= '0' && p[strlen(libs[i])] <= '9')
+				return 1;
+	return 0;
+}
+
+int frame_sum__library_file(const char *path)
+{
+	static const char *const parts[] = { "/site-packages/", "/dist-packages/", "/torch/" };
+
+	if (!path || !*path || !strncmp(path, "<frozen ", 8) || under_python_lib(path))
+		return 1;
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (strstr(path, parts[i]))
+			return 1;
+	return 0;
+}
+
+const struct bs_frame *frame_sum__own_site(const struct trace_stack *s, const struct trace_model *m,
+					   const struct bs_frame **via)
+{
+	const struct bs_frame *lib = frame_sum__site(s);
+
+	*via = NULL;
+	for (__u32 i = 0; s && i < s->nframes; i++) {
+		const struct bs_frame *f = &s->frames[i];
+
+		if (f->kind != BS_FRAME_PYTHON || !f->file_id ||
+		    frame_sum__library_file(trace_model__string(m, f->file_id)))
+			continue;
+		*via = f != lib ? lib : NULL;
+		return f;
+	}
+	return lib;
+}
+
+char *frame_sum__stack_text(const struct trace_stack *s, const struct trace_model *m, unsigned n,
+			    int (*skip)(const char *entry))
+{
+	size_t len = 0, cap = 256;
+	char *out = malloc(cap), entry[1024];
+
+	if (!out)
+		return NULL;
+	out[0] = 0;
+	for (__u16 i = 0; s && i < s->nframes && n; i++) {
+		const struct bs_frame *f = &s->frames[i];
+		const char *file = f->file_id ? trace_model__string(m, f->file_id) : NULL;
+		const char *func = f->func_id ? trace_model__string(m, f->func_id) : NULL;
+		size_t k;
+
+		if (f->kind != BS_FRAME_PYTHON)
+			continue;
+		k = (size_t)snprintf(entry, sizeof(entry), "%s(%u): %s", file ? file : "?", f->line,
+				     func ? func : "?");
+		if (k >= sizeof(entry) || (skip && skip(entry)))
+			continue;
+		if (len + k + 3 > cap) {
+			char *more = realloc(out, (len + k + 3) * 2);
+
+			if (!more) {
+				free(out);
+				return NULL;
+			}
+			out = more;
+			cap = (len + k + 3) * 2;
+		}
+		len += (size_t)sprintf(out + len, "%s%s", len ? "; " : "", entry);
+		n--;
+	}
+	return out;
 }
 
 static int same_frame(const struct bs_frame *a, const struct bs_frame *b)

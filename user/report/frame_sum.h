@@ -33,6 +33,29 @@ void *frame_sum__new(void);
 void frame_sum__delete(void *fs);
 /* The frame a stack is summed under: its innermost Python frame, else its first. */
 const struct bs_frame *frame_sum__site(const struct trace_stack *s);
+/*
+ * The frame of S in the job's own code: its innermost Python frame whose file is neither the
+ * interpreter's standard library nor an installed package (frame_sum__library_file), the
+ * line a user wrote. *VIA gets the frame the stack is summed under otherwise (frame_sum__site:
+ * the library's line that did the work, conv.py:459) when it is another, else NULL. A stack
+ * without a frame of the job's own gives frame_sum__site's frame, *VIA NULL.
+ */
+const struct bs_frame *frame_sum__own_site(const struct trace_stack *s, const struct trace_model *m,
+					   const struct bs_frame **via);
+/*
+ * 1 when PATH, a Python frame's file, is library code rather than the job's: the standard
+ * library (.../lib/python3.X/, a frozen module "<frozen ...>"), an installed package
+ * (site-packages, dist-packages) or PyTorch's own tree (.../torch/, installed or built from
+ * source); 1 for an empty or NULL path.
+ */
+int frame_sum__library_file(const char *path);
+/*
+ * The first N Python frames of S, innermost first, as torch.profiler's group_by_stack_n
+ * writes them: "FILE(LINE): FUNC" joined by "; ", leaving out frames SKIP says (may be NULL).
+ * malloc'ed; NULL when out of memory.
+ */
+char *frame_sum__stack_text(const struct trace_stack *s, const struct trace_model *m, unsigned n,
+			    int (*skip)(const char *entry));
 /* Add one occurrence of DUR ns under (LABEL, F). */
 void frame_sum__add(struct frame_sum *fs, const char *label, const struct bs_frame *f, __u64 dur);
 /* Rows by total, largest first: columns LABEL_KEY (LABEL_TITLE), func, file, line, count,

@@ -14,10 +14,9 @@ struct mem_log *mem_log__new(void)
 
 	if (!l)
 		return NULL;
-	l->sites = mem_sites__new();
 	l->live = mem_live__new();
 	l->dev_of = hmap__new(sizeof(__u32));
-	if (!l->sites || !l->live || !l->dev_of) {
+	if (!l->live || !l->dev_of) {
 		mem_log__free(l);
 		return NULL;
 	}
@@ -30,7 +29,6 @@ void mem_log__free(struct mem_log *l)
 		return;
 	free(l->v);
 	free(l->devs);
-	mem_sites__free(l->sites);
 	mem_live__free(l->live);
 	hmap__free(l->dev_of);
 	free(l);
@@ -92,6 +90,8 @@ void mem_log__add(struct mem_log *l, const struct bs_hdr *rec, const struct trac
 	}
 	if (!r->bytes)
 		return;
+	if (r->flags & BS_MEM_EARLY)
+		ld->early_ts = rec->ts;
 	if (l->n >= MEM_LOG_LIVE - 1 || array__grow((void **)&l->v, l->n, &l->cap, sizeof(*l->v))) {
 		l->err = -ENOMEM;
 		return;
@@ -104,9 +104,10 @@ void mem_log__add(struct mem_log *l, const struct bs_hdr *rec, const struct trac
 	l->v[l->n] = (struct mem_entry){ .ts = rec->ts,
 					 .bytes = r->bytes,
 					 .free_seq = MEM_LOG_LIVE,
-					 .site = mem_sites__of(l->sites, m, rec),
+					 .stack = mem_sites__stack_of(m, rec),
 					 .tid = rec->tid,
-					 .dev = (__u32)dev };
+					 .dev = (__u32)dev,
+					 .weight = (float)mem_alloc__weight(r) };
 	mem_live__apply(l->live, r, (__u32)l->n + 1, NULL);
 	d = mem_live__dev(l->live, rec->pid, r->device);
 	if (d && d->peak > before) {
