@@ -1,0 +1,86 @@
+"""The mem family's lines on a real job (Debian's CPU PyTorch 1.13, tests/workloads/
+mem_lines.py, whose lines end in "# NAME" markers): allocation stacks by sampled bytes
+(--mem-sample-rate) against a stack on every allocation, and mem_growth's net growth, from
+one run recorded by two recorders at once. The leaks of training loops:
+test_mem_leak_loops.py. docs/MEMORY.md."""
+import atexit
+import os
+import shutil
+import tempfile
+
+from helpers import BPFSIGHT, Recorder, check, eq, run, spawn, stats, tell
+from marked import PY, Marked, need_torch
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 15
+
+WORKLOAD = Marked("mem_lines.py")
+WORK, line, at = WORKLOAD.path, WORKLOAD.line, WORKLOAD.at
+MIB = 1 << 20
+
+
+_lines = {}
+# The two traces serve two tests: kept until the module's worker ends (helpers' cleanup
+# removes a test's own files after it).
+_LINES_DIR = tempfile.mkdtemp(prefix="bpfsight-test-lines-")
+atexit.register(shutil.rmtree, _LINES_DIR, ignore_errors=True)
+
+
+def lines_recorded():
+    """The lines mode attached by two recorders at once: every allocation's stack
+    (--stacks=mem:0) and sampled ones (--mem-sample-rate 32K); their traces."""
+    if _lines:
+        return _lines
+    need_torch()
+    p = spawn([PY, WORK, "lines", "--go"])
+    ready = p.stdout.readline().split()
+    if ready[:1] != ["ready"]:
+        raise AssertionError(f"the workload's cue: {ready} {p.stderr.read()[-400:]}")
+    recs = {"exact": Recorder("-p", ready[1], "-t", "mem", "--stacks=mem:0",
+                              out=os.path.join(_LINES_DIR, "exact.bst")),
+            "sampled": Recorder("-p", ready[1], "-t", "mem", "--mem-sample-rate", "32K",
+                                out=os.path.join(_LINES_DIR, "sampled.bst"))}
+    for r in recs.values():
+        r.wait_ready()
+    tell(p, "go")
+    eq(p.stdout.readline().strip(), "done", "the workload did its work")
+    for name, r in recs.items():
+        eq(r.stop(), 0, f"record ({r.stderr[-400:]})")
+        _lines[name] = r.out
+    tell(p, "exit")
+    eq(p.wait(60), 0, "the workload's exit")
+    return _lines
+
+
+def test_sampled_bytes_per_line_estimate_the_exact_ones():
+    """Three lines keep 64 MiB each in blocks of 4 KiB, 64 KiB and 4 MiB: a recorder that
+    sampled stacks once per 32 KiB on average estimates each line's live bytes within 10% of
+    the exact figure another recorder took with a stack on every allocation, and says which
+    rows are estimates (Sampled); the 4 MiB blocks, over the stack size, are exact."""
+    t = lines_recorded()
+    exact = stats(t["exact"], "mem_leaks")["mem_leaks"]
+    sampled = stats(t["sampled"], "mem_leaks")["mem_leaks"]
+    for name in ("SITE4K", "SITE64K", "SITE4M"):
+        e, s = at(exact, name), at(sampled, name)
+        eq((len(e), len(s)), (1, 1), f"one row of {name}")
+        eq(e[0]["live_bytes"], 64 * MIB, f"{name}'s exact bytes")
+        eq(e[0].get("sampled"), None, f"{name}: no estimate with a stack each")
+        check(abs(s[0]["live_bytes"] - e[0]["live_bytes"]) <= 0.1 * e[0]["live_bytes"],
+              f"{name}: sampled {s[0]['live_bytes']} B, exact {e[0]['live_bytes']} B")
+        eq(s[0].get("sampled") is None, name == "SITE4M", f"{name}: sampled or not")
+    text = run([BPFSIGHT, "stats", t["sampled"], "-r", "mem_leaks"], check=True).stdout
+    check("are estimates" in text, f"the note says so:\n{text}")
+
+
+def test_growth_nets_what_a_line_left_behind():
+    """20 times a 64 MiB temporary written and freed in one line, then 100 MiB kept at
+    another: mem_growth's net growth is the kept line's 100 MiB (within 5%) and the
+    temporary's none (within 5% of that), whose gross growth, its 20 temporaries, is said
+    apart."""
+    rows = stats(lines_recorded()["exact"], "mem_growth")["mem_growth"]
+    kept, temp = at(rows, "KEPT"), at(rows, "TEMP")
+    eq((len(kept), len(temp)), (1, 1), f"a row each: {rows[:5]}")
+    eq(rows[0], kept[0], "the kept line first")
+    check(abs(kept[0]["growth_bytes"] - 100 * MIB) <= 5 * MIB, f"kept: {kept[0]}")
+    check(abs(temp[0]["growth_bytes"]) <= 5 * MIB, f"the temporary's net: {temp[0]}")
+    check(temp[0]["gross_growth_bytes"] >= 19 * 64 * MIB, f"its gross: {temp[0]}")
