@@ -41,7 +41,7 @@ const volatile __u32 mem_log2_frac[256];
 /*
  * Set by user space once the running targets' interpreters were looked for (attached with
  * -p, the first scan probes PyTorch's allocator before): stacks taken before would have no
- * Python frames, so allocations take none until then, and stand in no line's row.
+ * Python frames, so allocations take none until then (BS_MEM_EARLY).
  */
 __u32 mem_stacks_live = 0;
 const volatile __u64 rss_step = 1 << 20;
@@ -174,7 +174,7 @@ static __always_inline void emit_alloc(__u32 pid, __u32 tid, __u64 addr, __u64 b
 	if (!(flags & BS_MEM_FREE) && mem_stack_bytes != ~0ull) {
 		if (!mem_stacks_live) {
 			flags |= BS_MEM_EARLY;
-			rate = mem_sample_rate; /* no row: the later samples stand for it */
+			rate = mem_sample_rate; /* readers count it under "(before stacks)" */
 		} else if (bytes >= mem_stack_bytes) {
 			stack_emit(BS_REC_MEM_ALLOC, pid, tid, ts, 1);
 		} else if (mem_sample_rate) {

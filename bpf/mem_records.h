@@ -29,7 +29,7 @@
 #define BS_MEM_FREE    0x1 /* a free: bytes is what was freed, 0 when not known */
 #define BS_MEM_TOTALS  0x2 /* allocated and reserved are the allocator's own totals */
 #define BS_MEM_SAMPLED 0x4 /* its stack was sampled (sample_rate): it stands for more bytes */
-/* made before stacks were taken (attached: the first scan): stands in no line's row */
+/* made before stacks were taken (attached: during the first scan): "(before stacks)" */
 #define BS_MEM_EARLY 0x8
 
 /*

@@ -4,7 +4,9 @@ mem_lines.py, whose lines end in "# NAME" markers): allocation stacks by sampled
 one run recorded by two recorders at once. The leaks of training loops:
 test_mem_leak_loops.py. docs/MEMORY.md."""
 import atexit
+import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -84,3 +86,29 @@ def test_growth_nets_what_a_line_left_behind():
     check(abs(kept[0]["growth_bytes"] - 100 * MIB) <= 5 * MIB, f"kept: {kept[0]}")
     check(abs(temp[0]["growth_bytes"]) <= 5 * MIB, f"the temporary's net: {temp[0]}")
     check(temp[0]["gross_growth_bytes"] >= 19 * 64 * MIB, f"its gross: {temp[0]}")
+
+
+def test_group_by_stack_splits_a_line_by_its_stacks():
+    """--group-by stack:2 splits mem_leaks', mem_peak's and mem_growth's rows by the first 2
+    Python frames of their stacks, in a stack column written as torch_op_sum writes it; the
+    bytes of a line's rows add up to its bytes by line."""
+    t = lines_recorded()["exact"]
+    for report in ("mem_leaks", "mem_peak", "mem_growth"):
+        rows = stats_grouped(t, report)
+        check(rows and all("stack" in r for r in rows), f"{report}: a stack column: {rows[:2]}")
+        ours = [r for r in rows if r["file"] and os.path.realpath(r["file"]) == WORK]
+        check(ours, f"{report}: the job's rows")
+        for r in ours:
+            frames = r["stack"].split("; ")
+            check(1 <= len(frames) <= 2 and all(re.match(r".+\(\d+\): .+", f) for f in frames),
+                  f"{report}: FILE(LINE): FUNC, at most 2: {r['stack']}")
+    by_stack = stats_grouped(t, "mem_leaks")
+    by_line = stats(t, "mem_leaks")["mem_leaks"]
+    eq(sum(r["live_bytes"] for r in at(by_stack, "SITE4K")),
+       at(by_line, "SITE4K")[0]["live_bytes"], "SITE4K's bytes, split or not")
+
+
+def stats_grouped(path, report):
+    p = run([BPFSIGHT, "stats", path, "-r", report, "--group-by", "stack:2", "--format", "json"],
+            check=True)
+    return json.loads(p.stdout)["reports"][report]

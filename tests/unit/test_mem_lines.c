@@ -93,8 +93,11 @@ static void test_library_files(void)
 		"",
 	};
 	static const char *const own[] = {
-		"/home/u/train.py", "/srv/lib/python_utils/x.py", "<string>",
-		"/work/tests/workloads/torch_mem.py", "/home/u/lib/python/tool.py",
+		"/home/u/train.py",
+		"/srv/lib/python_utils/x.py",
+		"<string>",
+		"/work/tests/workloads/torch_mem.py",
+		"/home/u/lib/python/tool.py",
 	};
 
 	for (size_t i = 0; i < sizeof(lib) / sizeof(lib[0]); i++)

@@ -190,8 +190,7 @@ static int growth__emit_for(void *vst, const struct trace_model *m, const struct
 				"increment: the resident memory its page faults took and its "
 				"unmaps gave back, netted (a temporary freed at its line nets 0); "
 				"Gross Growth: the growth alone.");
-	if (unstacked)
-		table__add_note(t, MEM_NO_STACK_GROW);
+	mem_site_notes(t, unstacked, MEM_NO_STACK_GROW);
 	return err ? err : table__err(t);
 }
 

@@ -59,6 +59,7 @@ struct leak_row {
 	int grows;
 	__u64 growth; /* a step's: the slope of its live bytes over the boundaries */
 	__s64 net;    /* its live bytes at the last boundary less at the first */
+	__s64 up;     /* what they went up by, over the boundaries they went up at */
 };
 
 static void *leaks__new(void)
@@ -86,7 +87,7 @@ static void leaks__add(void *vst, const struct bs_hdr *rec, const struct trace_m
 {
 	struct leaks_state *st = vst;
 
-	if (rec->type == BS_REC_MEM_ALLOC)
+	if (rec->type == BS_REC_MEM_ALLOC || rec->type == BS_REC_EXIT)
 		mem_log__add(st->log, rec, m);
 }
 
@@ -305,13 +306,13 @@ static int fill_rows(const struct mem_log *l, struct leaks_run *r)
  * falls), and kept half of what it grew by to the last (a site whose blocks come and go with
  * the steps' phase grows at many boundaries and keeps nothing), and still holds half of it
  * at the end (what a DataLoader worker had in flight at the last boundary, then sent, is no
- * leak). Its growth a step is the slope of its live bytes at the boundaries (least squares).
+ * leak; a process that exited freed what it kept as it ended). Its growth a step is the
+ * slope of its live bytes at the boundaries (least squares).
  */
-static void judge_row(struct leak_row *row, const struct dev_bounds *b)
+static void judge_row(struct leak_row *row, const struct dev_bounds *b, int exited)
 {
-	__s64 live = 0, prev = 0, first = 0, up = 0;
+	__s64 live = 0, prev = 0, first = 0;
 	double mid = b->k / 2.0, sxy = 0, sxx = 0;
-	__u32 fell = 0;
 
 	if (!row->diff || b->k < MEM_GROW_MIN_STEPS)
 		return;
@@ -320,18 +321,17 @@ static void judge_row(struct leak_row *row, const struct dev_bounds *b)
 		if (!j)
 			first = live;
 		else if (live > prev)
-			row->grew++, up += live - prev;
+			row->grew++, row->up += live - prev;
 		else if (live < prev)
-			fell++;
+			row->fell++;
 		prev = live;
 		sxy += (j - mid) * (double)live;
 		sxx += (j - mid) * (j - mid);
 	}
-	row->fell = fell;
 	row->net = live - first;
-	row->grows = row->net > 0 && fell <= (1 - MEM_GROW_SHARE) * b->k + 1e-9 &&
+	row->grows = row->net > 0 && row->fell <= (1 - MEM_GROW_SHARE) * b->k + 1e-9 &&
 		     row->grew >= MEM_GROW_MIN_STEPS && 3 * row->grew >= b->k &&
-		     2 * row->net >= up && 2 * row->live_bytes >= (double)row->net;
+		     2 * row->net >= row->up && (exited || 2 * row->live_bytes >= (double)row->net);
 	/* the least-squares slope: a boundary that falls beside one of the leak's allocations,
 	 * early or late by the loop's jitter, moves it less than the ends' difference */
 	if (row->grows && sxy > 0)
@@ -350,12 +350,11 @@ static const char *why_not(const struct leak_row *row, const struct dev_bounds *
 		snprintf(buf, len, "fell at %u of %u %s", row->fell, b->k, per);
 	else if (row->grew < MEM_GROW_MIN_STEPS || 3 * row->grew < b->k)
 		snprintf(buf, len, "grew at %u of %u %s", row->grew, b->k, per);
-	else if (2 * row->live_bytes < (double)row->net)
-		snprintf(buf, len, "freed what it grew by: %lld B grown, %.0f B live at the end",
-			 (long long)row->net, row->live_bytes);
-	else
+	else if (row->net <= 0 || 2 * row->net < row->up)
 		snprintf(buf, len, "kept little of it: %+lld B from the first to the last",
 			 (long long)row->net);
+	else
+		snprintf(buf, len, "freed most of it by the end: %.0f B live", row->live_bytes);
 	return buf;
 }
 
@@ -480,8 +479,7 @@ static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
 			"last; its growth a step is the slope of its live bytes over the steps.",
 			named ? ", else a step of --steps=" : "", named ? named : "",
 			named ? " where it has those" : "", (1 - MEM_GROW_SHARE) * 100);
-	if (unstacked)
-		table__add_note(t, MEM_NO_STACK_ALLOC);
+	mem_site_notes(t, unstacked, MEM_NO_STACK_ALLOC);
 	if (sampled)
 		table__add_note(t, MEM_SAMPLED_NOTE);
 }
@@ -503,7 +501,7 @@ static int leaks__emit_for(void *vst, const struct trace_model *m, const struct 
 		err = fill_rows(l, &r);
 	if (!err) {
 		for (size_t i = 0; i < r.nrows; i++)
-			judge_row(&r.rows[i], &r.b[r.rows[i].dev]);
+			judge_row(&r.rows[i], &r.b[r.rows[i].dev], l->devs[r.rows[i].dev].exited);
 		if (r.nrows)
 			qsort(r.rows, r.nrows, sizeof(*r.rows), leak_cmp);
 		emit_rows(&r, l, m, steps__named(ask->steps), t);

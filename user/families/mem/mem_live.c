@@ -35,7 +35,7 @@ static struct hkey pid_dev(__u32 pid, __s16 device)
 
 double mem_alloc__weight(const struct bs_mem_alloc *r)
 {
-	if (!r->sample_rate && !(r->flags & BS_MEM_EARLY))
+	if (!r->sample_rate || r->flags & BS_MEM_EARLY)
 		return 1;
 	if (!(r->flags & BS_MEM_SAMPLED) || !r->bytes)
 		return 0;

@@ -36,10 +36,10 @@ struct mem_dev {
 
 /*
  * What allocation R counts for at its site, in blocks of its size (mem_records.h's
- * sample_rate): 1 for a block whose stack was taken for its size, or recorded without
- * sampling; 1 / (1 - exp(-bytes / rate)) for one sampled, the inverse of its chance to be;
- * 0 for one not sampled, which the sampled ones stand for, and for one made before stacks
- * were taken (BS_MEM_EARLY).
+ * sample_rate): 1 for a block whose stack was taken for its size, one recorded without
+ * sampling, and one made before stacks were taken (BS_MEM_EARLY: a site of its own);
+ * 1 / (1 - exp(-bytes / rate)) for one sampled, the inverse of its chance to be; 0 for one
+ * not sampled, which the sampled ones stand for.
  */
 double mem_alloc__weight(const struct bs_mem_alloc *r);
 

@@ -26,7 +26,7 @@ struct mem_entry {
 	__u64 free_ts; /* its free; unset while free_seq is MEM_LOG_LIVE */
 	__u64 bytes;
 	__u32 free_seq; /* entries made before its free: it was live after entry i < free_seq */
-	__u32 stack;	/* its stack's id (mem_site.h), 0 none */
+	__u32 stack;	/* its stack's id (mem_site.h), 0 none, MEM_SITE_STACK_EARLY */
 	__u32 tid;
 	__u32 dev;    /* its process's device: mem_log.devs[dev] */
 	float weight; /* blocks it counts for at its site (mem_alloc__weight); 0: none */
@@ -46,7 +46,8 @@ struct mem_log_dev {
 	__u32 peak_entry;	 /* the allocation that reached it */
 	__u64 first_ts, last_ts; /* its first and last allocation or free */
 	__u64 early_ts;		 /* its last allocation made before stacks were taken (EARLY) */
-	__u64 allocs;		 /* its entries */
+	int exited;	  /* its process exited in the trace (what it kept, it freed or lost) */
+	__u64 allocs;	  /* its entries */
 	__u64 peak_total; /* the allocator's own allocated total at its highest (BS_MEM_TOTALS) */
 };
 
@@ -62,7 +63,7 @@ struct mem_log {
 
 struct mem_log *mem_log__new(void);
 void mem_log__free(struct mem_log *l);
-/* Take REC if it is an allocation or a free (other records: nothing). */
+/* Take REC if it is an allocation or a free, or the exit of a process (other records: nothing). */
 void mem_log__add(struct mem_log *l, const struct bs_hdr *rec, const struct trace_model *m);
 
 #endif /* BPFSIGHT_MEM_LOG_H */

@@ -296,8 +296,7 @@ static int peak__emit_for(void *vst, const struct trace_model *m, const struct r
 	}
 	free(rows);
 	mem_sites__free(sites);
-	if (unstacked)
-		table__add_note(t, MEM_NO_STACK_ALLOC);
+	mem_site_notes(t, unstacked, MEM_NO_STACK_ALLOC);
 	if (sampled)
 		table__add_note(t, MEM_SAMPLED_NOTE);
 	peak_notes(l, m, t);

@@ -92,7 +92,8 @@ static size_t candidates(const __u64 *sizes, size_t n, struct candidate *out)
 	}
 	votes = hmap__new(sizeof(struct candidate));
 	while (votes && (s = hmap__next(seen, &it, &key)))
-		if (s->best_run >= 2 && (v = hmap__get(votes, (struct hkey){ s->best_gap, 0 }, 1))) {
+		if (s->best_run >= 2 &&
+		    (v = hmap__get(votes, (struct hkey){ s->best_gap, 0 }, 1))) {
 			v->period = s->best_gap;
 			v->votes += s->best_run;
 			if (s->best_run > v->anchor_run) {
@@ -131,7 +132,8 @@ int mem_period__find(const __u64 *sizes, size_t n, size_t min_passes, struct mem
 		return -ENOENT;
 	/* Multiples of the period match as well: the smallest that matches about the best. */
 	for (size_t i = 0; i < nc; i++)
-		if (score[i] >= top - 0.02 && (best == MAX_CANDIDATES || c[i].period < c[best].period))
+		if (score[i] >= top - 0.02 &&
+		    (best == MAX_CANDIDATES || c[i].period < c[best].period))
 			best = i;
 	*out = (struct mem_period){ c[best].period, c[best].anchor };
 	return 0;

@@ -18,6 +18,11 @@ extern const struct family_verdict mem_verdict;
 	"(no stack): allocations recorded with --stacks=none, under --stacks=mem's size with "     \
 	"--mem-sample-rate=none, or whose stack was lost."
 #define MEM_NO_STACK_GROW "(no stack): growth samples recorded with --stacks=none."
+#define MEM_BEFORE_STACKS_NOTE                                                                     \
+	"(before stacks): allocations made while the recorder attached (-p: its first look at "    \
+	"the job's files), before it took stacks."
+/* The notes a report's rows call for: mem_site__set's answers, or'ed. */
+void mem_site_notes(struct table *t, int unstacked, const char *no_stack);
 /* Under a table whose rows have sampled allocations (struct bs_mem_alloc.sample_rate). */
 #define MEM_SAMPLED_NOTE                                                                            \
 	"Bytes and blocks by line are estimates where a row has Sampled allocations: blocks under " \

@@ -7,6 +7,7 @@
 #include "frame_sum.h"
 #include "hmap.h"
 #include "mem.h"
+#include "mem_report.h"
 #include "mem_site.h"
 #include "stack_format.h"
 #include "string_pool.h"
@@ -49,7 +50,8 @@ struct mem_sites *mem_sites__new(unsigned stack_n)
 		mem_sites__free(s);
 		return NULL;
 	}
-	s->v[s->n++] = (struct mem_site){ 0 };
+	s->v[s->n++] = (struct mem_site){ 0 }; /* 0: no stack */
+	s->v[s->n++] = (struct mem_site){ 0 }; /* MEM_SITE_EARLY */
 	s->texts[s->ntexts++] = NULL;
 	return s;
 }
@@ -139,6 +141,8 @@ __u32 mem_sites__of(struct mem_sites *s, const struct trace_model *m, __u32 stac
 
 	if (!stack)
 		return 0;
+	if (stack == MEM_SITE_STACK_EARLY)
+		return MEM_SITE_EARLY;
 	site = hmap__get(s->by_stack, (struct hkey){ stack, 0 }, 0);
 	if (site)
 		return *site;
@@ -178,6 +182,10 @@ int mem_site__set(struct table *t, int at, const struct mem_sites *s, __u32 site
 {
 	const struct mem_site *v = site < s->n ? &s->v[site] : NULL;
 
+	if (site == MEM_SITE_EARLY) {
+		table__set_str(t, at + MEM_SITE_FUNC, MEM_BEFORE_STACKS);
+		return 2;
+	}
 	if (!v || !v->own) {
 		table__set_str(t, at + MEM_SITE_FUNC, none);
 		return 1;
@@ -192,6 +200,14 @@ void mem_site__set_stack(struct table *t, int col, const struct mem_sites *s, __
 {
 	if (s->stack_n && site && site < s->n)
 		table__set_str(t, col, s->v[site].text ? s->texts[s->v[site].text] : "");
+}
+
+void mem_site_notes(struct table *t, int unstacked, const char *no_stack)
+{
+	if (unstacked & 1)
+		table__add_note(t, "%s", no_stack);
+	if (unstacked & 2)
+		table__add_note(t, MEM_BEFORE_STACKS_NOTE);
 }
 
 void mem_who__set(struct table *t, int at, const struct trace_model *m, __u32 pid, __s16 device)

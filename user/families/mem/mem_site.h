@@ -20,6 +20,14 @@
 struct mem_sites;
 struct trace_model;
 
+/*
+ * The stack id of an allocation made before the recording took stacks (BS_MEM_EARLY: while it
+ * attached), and its site: "(before stacks)".
+ */
+#define MEM_SITE_STACK_EARLY 0xffffffffu
+#define MEM_SITE_EARLY	     1
+#define MEM_BEFORE_STACKS    "(before stacks)"
+
 /* Sites by line, and by the first STACK_N Python frames too when STACK_N is not 0. */
 struct mem_sites *mem_sites__new(unsigned stack_n);
 void mem_sites__free(struct mem_sites *s);
@@ -61,7 +69,10 @@ enum {
 #define MEM_SITE_STACK_COL { "stack", "Stack", TABLE_STR }
 // clang-format on
 
-/* Fill them for SITE in T's current row; NONE is site 0's function. 1 for site 0, else 0. */
+/*
+ * Fill them for SITE in T's current row; NONE is site 0's function. 1 for site 0, 2 for
+ * MEM_SITE_EARLY (MEM_BEFORE_STACKS), else 0.
+ */
 int mem_site__set(struct table *t, int at, const struct mem_sites *s, __u32 site,
 		  const struct trace_model *m, const char *none);
 /* The stack column (COL) of SITE with --group-by stack:N; nothing without. */
