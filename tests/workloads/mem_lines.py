@@ -20,12 +20,13 @@
 --go: print "ready PID" and wait for a line on stdin before the work, then print "done" and
 wait for a line (or the end of stdin) before exiting, so that a recorder attached with -p
 sees the work alone and stops while what it kept is still live. The loops (leak, cnn) print
-"ready PID" after their first steps, then "step N" after each, and run until a line comes on
-stdin.
+"ready PID" after their first steps, then "step N CPU_NS" after each (the main thread's CPU
+time so far), and run until a line comes on stdin.
 """
 import os
 import sys
 import threading
+import time
 
 import torch
 
@@ -124,7 +125,7 @@ def train(validate):
             print("ready", os.getpid(), flush=True)
             threading.Thread(target=stop_on_stdin, args=(stop,), daemon=True).start()
         elif step > 3:
-            print("step", step, flush=True)
+            print("step", step, time.thread_time_ns(), flush=True)
         if stop.is_set():
             break
 
