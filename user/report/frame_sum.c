@@ -120,14 +120,23 @@ static int same_frame(const struct bs_frame *a, const struct bs_frame *b)
 	       (a->kind == BS_FRAME_PYTHON ? a->line == b->line : a->addr == b->addr);
 }
 
-void frame_sum__add(struct frame_sum *fs, const char *label, const struct bs_frame *f, __u64 dur)
+/* Whether frames A and B (either may be NULL) are the same. */
+static int same_or_none(const struct bs_frame *a, const struct bs_frame *b)
 {
+	return a == b || (a && b && same_frame(a, b));
+}
+
+void frame_sum__add(struct frame_sum *fs, const char *label, const struct trace_stack *s,
+		    const struct trace_model *m, __u64 dur)
+{
+	const struct bs_frame *via, *f = frame_sum__own_site(s, m, &via);
 	struct frame_sum_row *row = NULL;
 
 	if (!f || fs->err)
 		return;
 	for (__u64 i = 0; i < fs->n && !row; i++)
-		if (!strcmp(fs->v[i].label, label) && same_frame(fs->v[i].frame, f))
+		if (!strcmp(fs->v[i].label, label) && same_frame(fs->v[i].frame, f) &&
+		    same_or_none(fs->v[i].via, via))
 			row = &fs->v[i];
 	if (!row) {
 		if (array__grow((void **)&fs->v, fs->n, &fs->cap, sizeof(*fs->v))) {
@@ -135,7 +144,7 @@ void frame_sum__add(struct frame_sum *fs, const char *label, const struct bs_fra
 			return;
 		}
 		row = &fs->v[fs->n];
-		*row = (struct frame_sum_row){ .label = strdup(label), .frame = f };
+		*row = (struct frame_sum_row){ .label = strdup(label), .frame = f, .via = via };
 		if (!row->label) {
 			fs->err = -ENOMEM;
 			return;
@@ -158,12 +167,28 @@ static int by_total(const void *a, const void *b)
 int frame_sum__emit(struct frame_sum *fs, const struct trace_model *m, struct table *t,
 		    const char *label_key, const char *label_title)
 {
-	enum { C_LABEL, C_FUNC, C_FILE, C_LINE, C_COUNT, C_TOTAL, NCOLS };
+	enum {
+		C_LABEL,
+		C_FUNC,
+		C_FILE,
+		C_LINE,
+		C_VIA_FUNC,
+		C_VIA_FILE,
+		C_VIA_LINE,
+		C_COUNT,
+		C_TOTAL,
+		NCOLS
+	};
 	const struct table_col cols[NCOLS] = {
 		[C_LABEL] = { label_key, label_title, TABLE_STR }, /* the caller's */
 		[C_FUNC] = { "func", "Function", TABLE_STR },
 		[C_FILE] = { "file", "File", TABLE_STR, TABLE_COL_PATH },
 		[C_LINE] = { "line", "Line", TABLE_U64 },
+		[C_VIA_FUNC] = { "via_func", "Via", TABLE_STR, TABLE_COL_MINOR | TABLE_COL_IF_ANY },
+		[C_VIA_FILE] = { "via_file", "Via File", TABLE_STR,
+				 TABLE_COL_PATH | TABLE_COL_MINOR | TABLE_COL_IF_ANY },
+		[C_VIA_LINE] = { "via_line", "Via Line", TABLE_U64,
+				 TABLE_COL_MINOR | TABLE_COL_IF_ANY },
 		[C_COUNT] = { "count", "Count", TABLE_U64 },
 		[C_TOTAL] = { "total_ns", "Total (ns)", TABLE_U64 },
 	};
@@ -182,6 +207,12 @@ int frame_sum__emit(struct frame_sum *fs, const struct trace_model *m, struct ta
 		table__set_str(t, C_FUNC, stack_frame__func(f, m, buf, sizeof(buf)));
 		table__set_str(t, C_FILE, stack_frame__file(f, m));
 		table__set_u64(t, C_LINE, f->kind == BS_FRAME_PYTHON ? f->line : 0);
+		if (fs->v[i].via) {
+			f = fs->v[i].via;
+			table__set_str(t, C_VIA_FUNC, stack_frame__func(f, m, buf, sizeof(buf)));
+			table__set_str(t, C_VIA_FILE, stack_frame__file(f, m));
+			table__set_u64(t, C_VIA_LINE, f->kind == BS_FRAME_PYTHON ? f->line : 0);
+		}
 		table__set_u64(t, C_COUNT, fs->v[i].count);
 		table__set_u64(t, C_TOTAL, fs->v[i].total_ns);
 	}

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Time and counts summed per (label, code location) for the reports that say where in the
- * code something happened (cuda_callsites, gil_stacks): the location is a stack's innermost
- * Python frame (a line), or its first frame when it has none.
+ * code something happened (cuda_callsites, gil_stacks, offcpu_stacks): the location is the
+ * stack's line in the job's own code, with the library's line that did the work beside it
+ * (frame_sum__own_site); its innermost Python frame, or its first frame, when it has no
+ * line of the job's.
  */
 #ifndef BPFSIGHT_FRAME_SUM_H
 #define BPFSIGHT_FRAME_SUM_H
@@ -17,7 +19,7 @@ struct trace_stack;
 
 struct frame_sum_row {
 	char *label;
-	const struct bs_frame *frame; /* the model's */
+	const struct bs_frame *frame, *via; /* the model's; via NULL when none */
 	__u64 count, total_ns;
 };
 
@@ -56,10 +58,13 @@ int frame_sum__library_file(const char *path);
  */
 char *frame_sum__stack_text(const struct trace_stack *s, const struct trace_model *m, unsigned n,
 			    int (*skip)(const char *entry));
-/* Add one occurrence of DUR ns under (LABEL, F). */
-void frame_sum__add(struct frame_sum *fs, const char *label, const struct bs_frame *f, __u64 dur);
-/* Rows by total, largest first: columns LABEL_KEY (LABEL_TITLE), func, file, line, count,
- * total_ns. */
+/* Add one occurrence of DUR ns under (LABEL, stack S's site): nothing for a NULL stack. */
+void frame_sum__add(struct frame_sum *fs, const char *label, const struct trace_stack *s,
+		    const struct trace_model *m, __u64 dur);
+/*
+ * Rows by total, largest first: columns LABEL_KEY (LABEL_TITLE), func, file, line, via_func,
+ * via_file, via_line, count, total_ns.
+ */
 int frame_sum__emit(struct frame_sum *fs, const struct trace_model *m, struct table *t,
 		    const char *label_key, const char *label_title);
 void frame_sum__free(struct frame_sum *fs);
