@@ -10,7 +10,7 @@ import re
 import shutil
 import tempfile
 
-from helpers import BPFSIGHT, Recorder, check, eq, run, spawn, stats, tell
+from helpers import BPFSIGHT, Recorder, check, eq, run, spawn, stats, tell, tmpdir
 from marked import PY, Marked, need_torch
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -112,3 +112,37 @@ def stats_grouped(path, report):
     p = run([BPFSIGHT, "stats", path, "-r", report, "--group-by", "stack:2", "--format", "json"],
             check=True)
     return json.loads(p.stdout)["reports"][report]
+
+
+def test_heap_profile_and_flame_graphs_of_memory():
+    """export --format pprof-heap of the sampled recording: go tool pprof reads Go's heap
+    profile's four sample types, and each line's inuse_space is mem_leaks' estimate of its
+    live bytes; memory-flamegraph-leaks draws the same bytes at each line's frame, and
+    memory-flamegraph those live at the peak (all of them here: nothing was freed)."""
+    from test_cpu import go_pprof
+    tool = go_pprof()
+    t = lines_recorded()["sampled"]
+    leaks = stats(t, "mem_leaks")["mem_leaks"]
+    d = tmpdir()
+    prof = os.path.join(d, "h.pb.gz")
+    run([BPFSIGHT, "export", t, "--format", "pprof-heap", "-o", prof], check=True)
+    raw = run(tool + ["-raw", prof], check=True).stdout
+    check("alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes" in raw,
+          f"Go's heap sample types: {raw[:300]}")
+    top = run(tool + ["-sample_index=inuse_space", "-unit=B", "-lines", "-top",
+                      "-nodecount=1000", prof], check=True).stdout
+    for name in ("SITE4K", "SITE64K", "SITE4M"):
+        want = at(leaks, name)[0]["live_bytes"]
+        cum = [int(m.group(1)) for m in re.finditer(
+            rf"^\s*\S+\s+\S+\s+\S+\s+(\d+)B\s+\S+\s+.*mem_lines\.py:{line(name)}$", top, re.M)]
+        check(cum and abs(max(cum) - want) <= 64, f"{name}: pprof's {cum}, mem_leaks' {want}")
+    for fmt in ("memory-flamegraph-leaks", "memory-flamegraph"):
+        svg = os.path.join(d, f"{fmt}.svg")
+        run([BPFSIGHT, "export", t, "--format", fmt, "-o", svg], check=True)
+        text = open(svg).read()
+        for name in ("SITE4K", "SITE64K", "SITE4M"):
+            want = at(leaks, name)[0]["live_bytes"]
+            # the generator expression that allocates, under every path that reached it
+            frame = rf"sites\.&lt;locals&gt;\.&lt;genexpr&gt; \([^<]*mem_lines\.py:{line(name)}\)"
+            got = [int(n) for n in re.findall(rf"<title>{frame} \((\d+) bytes, ", text)]
+            check(got and abs(sum(got) - want) <= 64, f"{fmt}, {name}: {got}, want {want}")

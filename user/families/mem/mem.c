@@ -133,7 +133,9 @@ static void mem_detach(struct record_ctx *ctx, void *state)
 	mem_state_free(st);
 }
 
-static const struct exporter *const mem_exporters[] = { &export_memory_snapshot, NULL };
+static const struct exporter *const mem_exporters[] = { &export_memory_snapshot, &export_pprof_heap,
+							&export_memory_flamegraph,
+							&export_memory_flamegraph_leaks, NULL };
 
 /* --trigger mem:oom: an OOM is the incident; the window shows the allocations that led to it. */
 static const struct family_trigger mem_triggers[] = {

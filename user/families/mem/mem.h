@@ -44,6 +44,9 @@ extern const struct chrome_family mem_chrome;	     /* export_chrome_mem.c */
 extern const struct perfetto_family mem_perfetto;    /* export_perfetto_mem.c */
 extern const struct sqlite_family mem_sqlite;	     /* export_sqlite_mem.c */
 extern const struct exporter export_memory_snapshot; /* export_memory_snapshot.c */
+/* export_mem_profiles.c: the heap profile and the flame graphs, by allocation stack */
+extern const struct exporter export_pprof_heap, export_memory_flamegraph,
+	export_memory_flamegraph_leaks;
 
 /* "cpu", "cuda:0": a device as mem's events and reports name it. */
 const char *mem_device_name(__s16 device, char *buf, size_t len);
