@@ -740,7 +740,9 @@ def test_export_mem_format_listed():
     check("  memory-snapshot  " in p.stdout and ".snapshot.pickle" in p.stdout,
           f"--help lists the family's format and its suffix: {p.stdout}")
     p = run([BPFSIGHT, "__complete", "export-formats"])
-    eq(p.stdout.split()[-1], "memory-snapshot", "completion offers it, after the others")
+    eq(p.stdout.split()[-4:], ["memory-snapshot", "pprof-heap", "memory-flamegraph",
+                               "memory-flamegraph-leaks"],
+       "completion offers the family's formats, after the others")
     d = tmpdir()
     trace = os.path.join(d, "run.bst")
     os.rename(gpu_trace(), trace)

@@ -83,8 +83,7 @@ struct pprof_profile *pprof_profile__new(void)
 	p->strs = hmap__new(sizeof(__u64));
 	p->funcs = hmap__new(sizeof(__u64));
 	p->locs = hmap__new(sizeof(__u64));
-	if (!p->strs || !p->funcs || !p->locs || pb__init(&p->body, 0) ||
-	    pb__init(&p->tables, 0)) {
+	if (!p->strs || !p->funcs || !p->locs || pb__init(&p->body, 0) || pb__init(&p->tables, 0)) {
 		pprof_profile__free(p);
 		return NULL;
 	}

@@ -176,7 +176,8 @@ static int heap_write(struct mem_profiles *st, const struct trace_model *m, stru
 		pprof_profile__value(pp, llround(s->inuse_objects));
 		pprof_profile__value(pp, llround(s->inuse_space));
 		pprof_profile__label_num(pp, "pid", d->pid);
-		pprof_profile__label_str(pp, "device", mem_device_name(d->device, dev, sizeof(dev)));
+		pprof_profile__label_str(pp, "device",
+					 mem_device_name(d->device, dev, sizeof(dev)));
 		pprof_profile__sample_end(pp);
 	}
 	/* Go's: a period of the sampling rate in bytes (1: every allocation had its stack) */

@@ -196,14 +196,29 @@ static int row_cmp(const void *a, const void *b)
 	return x->op < y->op ? -1 : x->op > y->op;
 }
 
-/* A device whose allocator had more allocated than the recording saw (blocks from before). */
-static void peak_notes(const struct mem_log *l, const struct trace_model *m, struct table *t)
+/*
+ * A device whose allocator had more allocated than the recording saw (blocks from before); a
+ * device none of whose blocks live at its peak was sampled (HAS_ROWS[i] 0): a peak of small
+ * blocks, below what sampling resolves.
+ */
+static void peak_notes(const struct mem_log *l, const struct trace_model *m, const char *has_rows,
+		       struct table *t)
 {
 	char dev[16], b1[32], b2[32];
 
 	for (size_t i = 0; i < l->ndevs; i++) {
 		const struct mem_log_dev *d = &l->devs[i];
 		const char *proc = trace_model__process_name(m, d->pid);
+
+		if (d->peak && !has_rows[i])
+			table__add_note(
+				t,
+				"%s of %s (pid %u): none of the blocks live at its peak (%s) was "
+				"sampled: they are small against --mem-sample-rate (its stacks are "
+				"taken once per so many bytes); --stacks=mem:0 gives each its stack.",
+				mem_device_name(d->device, dev, sizeof(dev)),
+				proc ? proc : "process", d->pid,
+				human__bytes((double)d->peak, b1, sizeof(b1)));
 
 		if (d->peak_total <= d->peak)
 			continue;
@@ -255,17 +270,22 @@ static int peak__emit_for(void *vst, const struct trace_model *m, const struct r
 	struct peak_row *rows;
 	size_t nrows;
 	int err, c[NCOLS], unstacked = 0, sampled = 0;
+	char *has_rows = calloc(l->ndevs + 1, 1);
 
 	if (l->err || st->err)
 		return l->err ? l->err : st->err;
 	if (st->nops)
 		qsort(st->ops, st->nops, sizeof(*st->ops), op_cmp);
 	sites = mem_sites__new(mem_sites__stack_n(ask));
-	if (!sites)
+	if (!sites || !has_rows) {
+		mem_sites__free(sites);
+		free(has_rows);
 		return -ENOMEM;
+	}
 	err = live_at_peaks(st, sites, m, &rows, &nrows);
 	if (err) {
 		mem_sites__free(sites);
+		free(has_rows);
 		return err;
 	}
 	sort_log = l;
@@ -278,6 +298,7 @@ static int peak__emit_for(void *vst, const struct trace_model *m, const struct r
 	for (size_t i = 0; i < nrows; i++) {
 		const struct mem_log_dev *d = &l->devs[rows[i].dev];
 
+		has_rows[rows[i].dev] = 1;
 		table__row(t);
 		mem_who__set(t, c[C_WHO], m, d->pid, d->device);
 		unstacked |= mem_site__set(t, c[C_SITE], sites, rows[i].site, m, MEM_NO_STACK);
@@ -299,7 +320,8 @@ static int peak__emit_for(void *vst, const struct trace_model *m, const struct r
 	mem_site_notes(t, unstacked, MEM_NO_STACK_ALLOC);
 	if (sampled)
 		table__add_note(t, MEM_SAMPLED_NOTE);
-	peak_notes(l, m, t);
+	peak_notes(l, m, has_rows, t);
+	free(has_rows);
 	return table__err(t);
 }
 
