@@ -17,9 +17,9 @@
  *     requested size in a record of its own (it fires after the report).
  * Resident memory (the kmem:rss_stat tracepoint, which the kernel fires in the thread whose
  * page fault or unmap moved one of the process's counters): a record when the process's RSS
- * moved by rss_step since its last; and a growth sample each time it grew by grow_step since
- * the last sample, charged to the thread whose fault took it there, with its stack: where
- * memory is first touched, as memory_profiler and Scalene show it, by sampling bytes.
+ * moved by rss_step since its last; and a sample each time it moved by grow_step since the
+ * last sample, growth or shrink, charged to the thread whose fault or unmap took it there,
+ * with its stack: what each line left behind, as memory_profiler and Scalene show it.
  */
 #define BS_BLOCK 0xb0
 #include "stack.bpf.h"
@@ -28,6 +28,22 @@
 
 /* --stacks=mem:SIZE: allocations of at least SIZE bytes (and growth samples) carry stacks. */
 const volatile __u64 mem_stack_bytes = ~0ull;
+/*
+ * --mem-sample-rate: the smaller allocations carry a stack by sampled bytes, on average one
+ * every mem_sample_rate bytes (0: none), as tcmalloc, Go's heap profile and jemalloc sample:
+ * an allocation of B bytes is taken with probability 1 - exp(-B / rate), so readers count it
+ * as B / that probability (mem_log.h). mem_log2_frac[i] = log2(1 + (i + 0.5) / 256) in 16.16
+ * fixed point, filled by user space: the exponential draw below needs a logarithm, and BPF
+ * has no floating point.
+ */
+const volatile __u64 mem_sample_rate = 0;
+const volatile __u32 mem_log2_frac[256];
+/*
+ * Set by user space once the running targets' interpreters were looked for (attached with
+ * -p, the first scan probes PyTorch's allocator before): stacks taken before would have no
+ * Python frames, so allocations take none until then (BS_MEM_EARLY).
+ */
+__u32 mem_stacks_live = 0;
 const volatile __u64 rss_step = 1 << 20;
 const volatile __u64 grow_step = 1 << 20;
 
@@ -37,7 +53,7 @@ const volatile __u64 grow_step = 1 << 20;
 
 struct mem_proc {
 	__u64 rss_written; /* the RSS of the process's last RSS record */
-	__u64 grow_base;   /* its RSS at its last growth sample (or its lowest since) */
+	__u64 grow_base;   /* its RSS at its last growth or shrink sample */
 };
 
 /* tgid -> its RSS bookkeeping; deleted at the process's exit. */
@@ -67,6 +83,79 @@ struct {
 	__type(value, struct mem_seen);
 } mem_last SEC(".maps");
 
+/*
+ * Each CPU's byte countdown to its next sampled allocation: an exponential draw, so the
+ * chance an allocation of B bytes reaches 0 is 1 - exp(-B / rate) whatever came before it on
+ * this CPU (the draw is memoryless), and a sampled one draws a new countdown. Per CPU, not
+ * per thread: a program on a uprobe stays on its CPU, and the chance is the same for any
+ * thread's allocation.
+ */
+struct mem_countdown {
+	__s64 left;
+	__u64 armed; /* left holds a draw */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mem_countdown);
+} mem_sampler SEC(".maps");
+
+#define LN2_16 45426 /* ln(2) in 16.16 fixed point */
+
+/*
+ * rate * -ln(U) for U uniform in (0, 1]: -log2(U) from the top bit of a random word and the
+ * table's log2 of its next 8 bits, then times ln(2) and the rate, all in fixed point.
+ */
+static __always_inline __s64 countdown_draw(void)
+{
+	__u32 u = bpf_get_prandom_u32() | 1, m = u, msb = 0;
+	__u64 nlog2, nln;
+
+	if (m >> 16) {
+		m >>= 16;
+		msb += 16;
+	}
+	if (m >> 8) {
+		m >>= 8;
+		msb += 8;
+	}
+	if (m >> 4) {
+		m >>= 4;
+		msb += 4;
+	}
+	if (m >> 2) {
+		m >>= 2;
+		msb += 2;
+	}
+	if (m >> 1)
+		msb += 1;
+	/* u = 2^msb * (1 + f): f's top 8 bits index the table */
+	nlog2 = ((__u64)(32 - msb) << 16) - mem_log2_frac[((__u64)u << (31 - msb) >> 23) & 0xff];
+	nln = (nlog2 * LN2_16) >> 16;
+	return (__s64)((nln * mem_sample_rate) >> 16) + 1;
+}
+
+/* Whether this allocation of BYTES is sampled (--mem-sample-rate). */
+static __always_inline int sample_alloc(__u64 bytes)
+{
+	__u32 zero = 0;
+	struct mem_countdown *c = bpf_map_lookup_elem(&mem_sampler, &zero);
+
+	if (!c)
+		return 0;
+	if (!c->armed) {
+		c->left = countdown_draw();
+		c->armed = 1;
+	}
+	c->left -= (__s64)bytes;
+	if (c->left > 0)
+		return 0;
+	c->left = countdown_draw();
+	return 1;
+}
+
 /* How to read the arguments of one USDT site (the cookie of its probe is its index). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -80,9 +169,22 @@ static __always_inline void emit_alloc(__u32 pid, __u32 tid, __u64 addr, __u64 b
 {
 	__u64 ts = bpf_ktime_get_ns();
 	struct bs_mem_alloc *r;
+	__u32 rate = 0;
 
-	if (!(flags & BS_MEM_FREE) && mem_stack_bytes != ~0ull && bytes >= mem_stack_bytes)
-		stack_emit(BS_REC_MEM_ALLOC, pid, tid, ts, 1);
+	if (!(flags & BS_MEM_FREE) && mem_stack_bytes != ~0ull) {
+		if (!mem_stacks_live) {
+			flags |= BS_MEM_EARLY;
+			rate = mem_sample_rate; /* readers count it under "(before stacks)" */
+		} else if (bytes >= mem_stack_bytes) {
+			stack_emit(BS_REC_MEM_ALLOC, pid, tid, ts, 1);
+		} else if (mem_sample_rate) {
+			rate = mem_sample_rate;
+			if (sample_alloc(bytes)) {
+				stack_emit(BS_REC_MEM_ALLOC, pid, tid, ts, 1);
+				flags |= BS_MEM_SAMPLED;
+			}
+		}
+	}
 	r = bs_reserve(BS_REC_MEM_ALLOC, sizeof(*r), pid, tid, ts);
 	if (!r)
 		return;
@@ -93,7 +195,9 @@ static __always_inline void emit_alloc(__u32 pid, __u32 tid, __u64 addr, __u64 b
 	r->device = dev;
 	r->source = source;
 	r->flags = flags;
-	r->_pad = 0;
+	/* Every allocation says the rate it was sampled at: one without a stack is counted by
+	 * the sampled ones, not as "(no stack)". */
+	r->sample_rate = rate;
 	bs_submit(r);
 }
 
@@ -322,19 +426,23 @@ static __always_inline int on_rss(__u32 pid, __u32 tid, __s64 file, __s64 anon, 
 			bs_submit(r);
 		}
 	}
+	/*
+	 * A sample each grow_step the RSS moved since the last one, up (page faults) or down
+	 * (unmaps), charged to the thread that moved it: readers net them per line, as
+	 * memory_profiler's increments do, so a temporary freed where it was made nets nothing.
+	 */
 	old = p->grow_base;
-	if (rss < old) {
-		p->grow_base = rss; /* growth counts from the lowest point since the last sample */
-	} else if (rss - old >= grow_step &&
-		   __sync_val_compare_and_swap(&p->grow_base, old, rss) == old) {
+	if ((rss > old ? rss - old : old - rss) >= grow_step &&
+	    __sync_val_compare_and_swap(&p->grow_base, old, rss) == old) {
+		__u16 type = rss > old ? BS_REC_MEM_GROW : BS_REC_MEM_SHRINK;
 		__u64 ts = bpf_ktime_get_ns();
 		struct bs_mem_grow *g;
 
 		if (mem_stack_bytes != ~0ull)
-			stack_emit(BS_REC_MEM_GROW, pid, tid, ts, 1);
-		g = bs_reserve(BS_REC_MEM_GROW, sizeof(*g), pid, tid, ts);
+			stack_emit(type, pid, tid, ts, 1);
+		g = bs_reserve(type, sizeof(*g), pid, tid, ts);
 		if (g) {
-			g->bytes = rss - old;
+			g->bytes = rss > old ? rss - old : old - rss;
 			g->rss = rss;
 			bs_submit(g);
 		}

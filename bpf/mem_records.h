@@ -16,6 +16,7 @@
 #define BS_REC_MEM_GROW	  0xb2 /* a sample of resident growth, with the stack that grew it */
 #define BS_REC_MEM_OOM	  0xb3 /* an allocation refused for want of memory */
 #define BS_REC_MEM_STREAM 0xb4 /* a GPU block's stream and requested size (pytorch:malloc) */
+#define BS_REC_MEM_SHRINK 0xb5 /* a sample of resident memory given back, with the stack */
 
 /* bs_mem_alloc.device and bs_mem_oom.device: the CPU; else a CUDA device's index. */
 #define BS_MEM_DEV_CPU (-1)
@@ -25,8 +26,11 @@
 #define BS_MEM_SRC_REPORT 2 /* c10::report{MemoryUsage,OutOfMemory}ToProfiler: GPUs, CPU maps */
 #define BS_MEM_SRC_USDT	  3 /* the CUDA caching allocator's USDT probes, provider pytorch */
 
-#define BS_MEM_FREE   0x1 /* a free: bytes is what was freed, 0 when not known */
-#define BS_MEM_TOTALS 0x2 /* allocated and reserved are the allocator's own totals */
+#define BS_MEM_FREE    0x1 /* a free: bytes is what was freed, 0 when not known */
+#define BS_MEM_TOTALS  0x2 /* allocated and reserved are the allocator's own totals */
+#define BS_MEM_SAMPLED 0x4 /* its stack was sampled (sample_rate): it stands for more bytes */
+/* made before stacks were taken (attached: during the first scan): "(before stacks)" */
+#define BS_MEM_EARLY 0x8
 
 /*
  * hdr.ts = the call, hdr.pid/tid = the thread that allocated or freed. A free that no probe
@@ -45,7 +49,14 @@ struct bs_mem_alloc {
 	__s16 device;	 /* BS_MEM_DEV_CPU, or the CUDA device index */
 	__u8 source;	 /* BS_MEM_SRC_* */
 	__u8 flags;	 /* BS_MEM_* */
-	__u32 _pad;
+	/*
+	 * An allocation under --stacks=mem's size while stacks were sampled: the mean bytes
+	 * between samples (--mem-sample-rate). With BS_MEM_SAMPLED it carries a stack and stands
+	 * for bytes / (1 - exp(-bytes / sample_rate)) bytes of its site; without, its bytes are
+	 * in the sampled ones' estimates. 0: not sampled (a free, a block of at least the size,
+	 * which always has its stack, or sampling off).
+	 */
+	__u32 sample_rate;
 };
 
 /*
@@ -63,10 +74,12 @@ struct bs_mem_rss {
 };
 
 /*
- * The process's resident memory grew by `bytes` since its last sample (memory first touched:
- * page faults), and this thread's fault took it past the sampling step: the growth is
- * charged to this thread's stack (its STACK_REF, --stacks=mem), memory_profiler's and
- * Scalene's view of a line. hdr.ts = the fault.
+ * MEM_GROW: the process's resident memory grew by `bytes` since its last sample (memory
+ * touched: page faults), and this thread's fault took it past the sampling step: the growth
+ * is charged to this thread's stack (its STACK_REF, --stacks=mem), memory_profiler's and
+ * Scalene's view of a line. hdr.ts = the fault. MEM_SHRINK, the same struct: it fell by
+ * `bytes` since the last sample (an unmap, memory freed to the system), charged to the
+ * thread that gave it back; readers net the two per line.
  */
 struct bs_mem_grow {
 	struct bs_hdr h;

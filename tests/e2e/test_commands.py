@@ -224,7 +224,10 @@ def test_where_a_torch_jobs_memory_goes():
         r = stats_json(s.last, "mem_sum,mem_peak,mem_leaks")
         pids = {row["pid"] for row in r["mem_sum"]}
         check(job.pid in pids and len(pids) >= 3, f"the job and its DataLoader workers: {pids}")
-        check(r["mem_peak"], "what was live at the peaks")
+        if not r["mem_peak"]:  # a small job's peaks: small blocks, none of them sampled
+            text = run([BPFSIGHT, "stats", s.last, "-r", "mem_peak"]).stdout
+            check("none of the blocks live at its peak" in text,
+                  f"what was live at the peaks, or why no row says it: {text}")
         p = s.run(MEM[1])
         check("(mem_sum)" in p.stdout and "(mem_leaks)" in p.stdout, p.stdout[:600])
     finally:

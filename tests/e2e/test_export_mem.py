@@ -604,7 +604,8 @@ def test_export_mem_sqlite_gpu_exact():
         stream=None: {  # noqa: E731
             "ts": ts, "globalTid": gt, "device": dev, "isFree": free, "address": addr,
             "bytes": n, "liveBytes": live, "allocated": al, "reserved": res, "stream": stream,
-            "source": src, "allocTs": alloc_ts, "callchainId": chain}
+            "source": src, "allocTs": alloc_ts, "callchainId": chain,
+            "weight": None if free else 1.0}  # none sampled: each allocation counts for itself
     rep = "profiler_report"
     eq(got, [row(1000, "cuda:0", 0, A0, 4 * MiB, 4 * MiB, 4 * MiB, 20 * MiB, rep, chain=1),
              row(1500, "cuda:1", 0, E1, MiB, MiB, MiB, 2 * MiB, rep),
@@ -722,9 +723,10 @@ def test_export_mem_cpu_sqlite_and_snapshot():
         eq(rows(db, f"SELECT COUNT(*) AS n FROM BPFSIGHT_MEM_ALLOCS WHERE address = {t['ptr']}"
                     f" AND bytes = {t['bytes']} AND allocTs IS NOT NULL")[0]["n"], 1,
            f"tensor {name}'s free knows its allocation")
-    grow = [e for e in dump(trace) if e["kind"] == "mem_grow"]
+    grow = [e for e in dump(trace) if e["kind"] in ("mem_grow", "mem_shrink")]
     eq(rows(db, "SELECT COUNT(*) AS n, SUM(bytes) AS b FROM BPFSIGHT_MEM_GROWTH")[0],
-       {"n": len(grow), "b": sum(e["args"]["bytes"] for e in grow)}, "growth samples")
+       {"n": len(grow), "b": sum(e["args"]["bytes"] * (1 if e["kind"] == "mem_grow" else -1)
+                                 for e in grow)}, "growth and shrink samples, net")
     # No GPU here: nothing a CUDA memory snapshot could show.
     out = os.path.join(tmpdir(), "c.pickle")
     p = run([BPFSIGHT, "export", trace, "--format", "memory-snapshot", "-o", out])
@@ -738,7 +740,9 @@ def test_export_mem_format_listed():
     check("  memory-snapshot  " in p.stdout and ".snapshot.pickle" in p.stdout,
           f"--help lists the family's format and its suffix: {p.stdout}")
     p = run([BPFSIGHT, "__complete", "export-formats"])
-    eq(p.stdout.split()[-1], "memory-snapshot", "completion offers it, after the others")
+    eq(p.stdout.split()[-4:], ["memory-snapshot", "pprof-heap", "memory-flamegraph",
+                               "memory-flamegraph-leaks"],
+       "completion offers the family's formats, after the others")
     d = tmpdir()
     trace = os.path.join(d, "run.bst")
     os.rename(gpu_trace(), trace)

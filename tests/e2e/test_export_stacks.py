@@ -12,6 +12,7 @@ Workloads with known stacks: cpu_split (test_cpu), py_cuda.py (test_stacks_cuda)
 import collections
 import json
 import os
+import shutil
 import sqlite3
 
 from helpers import (BPFSIGHT, Recorder, Skip, check, docs_query, dump, eq, need_root, record, run,
@@ -179,9 +180,10 @@ def test_cpu_samples_in_every_export():
        "sqlite: sample rows")
 
 
-def record_py_cuda(py, n):
-    """py_cuda.py attached with -p and flushed while it lives (so its code is named)."""
-    w = spawn([py, PY_CUDA, "--wait", str(n)])
+def record_py_cuda(py, n, script=PY_CUDA):
+    """py_cuda.py (or SCRIPT, which runs it) attached with -p and flushed while it lives
+    (so its code is named)."""
+    w = spawn([py, script, "--wait", str(n)])
     pid = int(w.stdout.readline().split()[1])
     r = Recorder("-t", "cuda", "--stacks=cuda:0", "-p", str(pid))
     r.wait_ready()
@@ -254,6 +256,34 @@ def test_cuda_call_stacks_in_every_export():
             continue
         frames = sql_frames(db, chain)
         eq(frames, dump_frames(e["stack"]), f"sqlite: {name} at {start}")
+
+
+def test_cuda_callsites_name_the_jobs_own_line():
+    """py_cuda.py installed as a package (in a site-packages folder) and run by a script of
+    the job's: cuda_callsites names the script's line, with the package's call line beside
+    it, and the SQLite query says the same, row for row."""
+    need_root()
+    if not os.path.exists(CUDART):
+        raise Skip(f"no CUDA toolkit ({CUDART})")
+    py = pyenv_python(12) or need_pyenv(11)
+    d = tmpdir()
+    lib = os.path.join(d, "site-packages")
+    os.makedirs(lib)
+    shutil.copy(PY_CUDA, lib)
+    job = os.path.join(d, "job.py")
+    with open(job, "w") as f:
+        f.write(f"import sys\nsys.path.insert(0, {lib!r})\nimport py_cuda\n"
+                "py_cuda.main()\n")
+    pid, out = record_py_cuda(py, 3, job)
+    got = stats(out, "cuda_callsites")["cuda_callsites"]
+    mine = [r for r in got if r["api"] == "cudaMalloc" and r["file"] == job]
+    eq([(r["func"], r["line"], r["via_func"], r["via_file"], r["via_line"], r["count"])
+        for r in mine],
+       [("<module>", 4, "alloc", os.path.join(lib, "py_cuda.py"), marker_line("CALL_MALLOC"),
+         3)], "the job's line, the package's beside it")
+    db = sqlite3.connect(export(out, "sqlite", "t.sqlite"))
+    same_rows(rows(db, docs_query("cuda_callsites")),
+              by_query_order(got, "-total_ns", "api"), "cuda_callsites")
 
 
 def test_gil_holder_stacks_in_every_export():

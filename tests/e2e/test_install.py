@@ -249,7 +249,7 @@ def test_bash_completion():
     eq(complete("stats", "--format", "=", ""), ["table", "json", "csv"], "stats --format")
     eq(complete("export", "-f", ""),
        ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg", "folded-offcpu",
-        "memory-snapshot"],
+        "memory-snapshot", "pprof-heap", "memory-flamegraph", "memory-flamegraph-leaks"],
        "export formats")
     eq(complete("dump", "-k", "gpu_me"), ["gpu_memcpy", "gpu_memset"], "dump kinds")
     eq(complete("info", "docs/USA"), ["docs/USAGE.md"], "a file argument")

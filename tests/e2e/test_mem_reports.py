@@ -11,38 +11,18 @@ import re
 import shutil
 
 import synth
-from helpers import (BPFSIGHT, ROOT, Recorder, Skip, check, dump, eq, need_root, record, run,
-                     spawn, stats, tell, tmpdir)
+from marked import PY, Marked, need_torch
+from helpers import (BPFSIGHT, ROOT, Recorder, Skip, check, dump, eq, record, run, spawn, stats,
+                     tell, tmpdir)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 60
 SPLIT = True
 
-PY = "/usr/bin/python3"
-WORK = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "workloads",
-                                     "torch_mem.py"))
+WORKLOAD = Marked("torch_mem.py")
+WORK, line, at = WORKLOAD.path, WORKLOAD.line, WORKLOAD.at
 MIB = 1 << 20
 REPORTS = ("mem_sum", "mem_peak", "mem_leaks", "mem_growth")
-
-
-def need_torch():
-    need_root()
-    if run([PY, "-c", "import torch"]).returncode != 0:
-        raise Skip("Debian's python3-torch is not installed (apt-get install python3-torch)")
-
-
-def line(name):
-    """The workload's line that ends in "# NAME"."""
-    with open(WORK) as f:
-        found = [i + 1 for i, l in enumerate(f) if l.rstrip().endswith(f"# {name}")]
-    eq(len(found), 1, f"one line marked {name}")
-    return found[0]
-
-
-def at(rows, name):
-    """The rows of the workload's line NAME."""
-    return [r for r in rows if r["line"] == line(name) and r["file"] and
-            os.path.realpath(r["file"]) == WORK]
 
 
 def attached(mode, *args, families="mem"):
@@ -80,8 +60,9 @@ def verdict(path):
 def test_a_leak_is_what_stayed_live_at_its_line():
     """20 steps each keep a 4 MiB tensor (LEAK) and free a 3 MiB one (TEMP); attached with
     -p, stopped with the list still held: mem_leaks' first row is LEAK with exactly 20 blocks
-    of 4 MiB live, growing at every window (no torch steps here); TEMP has nothing live and
-    did not grow, so it has no row. The verdict says it: a leak at that line."""
+    of 4 MiB live, growing at every pass of the loop (no torch steps here: its allocations
+    repeat every 2, 4 MiB then 3 MiB); TEMP has nothing live and did not grow, so it has no
+    row. The verdict says it: a leak at that line."""
     n = 20
     out = attached("leak", n)
     rows = stats(out, "mem_leaks")["mem_leaks"]
@@ -90,12 +71,12 @@ def test_a_leak_is_what_stayed_live_at_its_line():
     eq((first["func"], first["line"], os.path.realpath(first["file"])), ("leak", line("LEAK"),
                                                                           WORK), "first row")
     eq((first["live_bytes"], first["live_blocks"]), (n * 4 * MIB, n), "live at the end")
-    eq(first["per"], "window", "no torch steps: windows")
-    eq(first["steps"], 10, "ten windows")
-    # 2 allocations a step, 4 a window (windows are of as many allocations, whatever the
-    # machine's load): every window grew by 2 steps' 4 MiB.
-    eq(first["grew"], 10, "grew at every boundary")
-    eq(first["growth_per_step_bytes"], 2 * 4 * MIB, "growth per window")
+    eq(first["per"], "loop", "no torch steps: the loop's passes")
+    # 40 allocations: the passes that start at allocations 0, 2, ... 38 hold 19 boundaries
+    # apart, whatever the machine's load; each pass kept one 4 MiB tensor.
+    eq(first["steps"], 19, "19 passes")
+    eq(first["grew"], 19, "grew at every boundary")
+    eq(first["growth_per_step_bytes"], 4 * MIB, "growth per pass")
     eq(at(rows, "TEMP"), [], "the freed temporary has no row")
     head = verdict(out)
     check(head.startswith(f"Verdict: memory at risk: a leak: leak (torch_mem.py:{line('LEAK')})"),
@@ -217,13 +198,15 @@ def documented_columns(report):
 
 def test_json_has_the_documented_columns():
     """stats --format json of a real trace (-t torch,mem, a leak of 20 steps): each mem
-    report's rows have exactly the columns docs/USAGE.md lists for it."""
+    report's rows have exactly the columns docs/USAGE.md lists for it (but the one
+    --group-by adds)."""
     out = launched("leak", 20, families="torch,mem")
     p = run([BPFSIGHT, "stats", out, "-r", ",".join(REPORTS), "--format", "json"], check=True)
     s = json.loads(p.stdout)["reports"]
     for name in REPORTS:
         check(s[name], f"{name} has rows")
-        want = documented_columns(name)
+        # stack: only with --group-by stack:N (test_mem_lines)
+        want = [c for c in documented_columns(name) if c != "stack"]
         for r in s[name]:
             eq(sorted(r), sorted(want), f"{name}'s columns")
 

@@ -136,7 +136,8 @@ def test_gemm_step_sum_over_nvtx_steps_and_torch_first():
 def test_mem_leaks_grow_per_nvtx_step():
     """A line keeps 1 MiB each NVTX step (5 steps) and frees a 3 MiB temporary within it:
     with --steps=nvtx:step its growth is measured per step, 1 MiB at each of the 5; without,
-    over windows of the allocations."""
+    over the passes of the loop its allocations repeat in (1 MiB, 3 MiB: every 2), the 4
+    that the 10 allocations hold whole."""
     pid = 10
     t = synth.Trace(families="proc,mem,nvtx")
     t.process(pid, "train")
@@ -152,7 +153,8 @@ def test_mem_leaks_grow_per_nvtx_step():
          r["step_ns"]) for r in rows], [("step", 5, 5, MIB, 5 * MIB, 1_000_000)],
        "a step per NVTX range")
     rows = steps_of(path, None, "mem_leaks")
-    eq([r["per"] for r in rows], ["window"], "without --steps: windows")
+    eq([(r["per"], r["steps"], r["grew"], r["growth_per_step_bytes"]) for r in rows],
+       [("loop", 4, 4, MIB)], "without --steps: the loop's passes")
 
 
 def test_pyfunc_per_profiler_step():

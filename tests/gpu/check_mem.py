@@ -14,6 +14,13 @@
     check_mem.py snapshot SNAPSHOT
         bpfsight's memory-snapshot export loads in PyTorch's own torch/cuda/_memory_viz.py
         (segsum, trace_plot, segment_plot) and has the actions the job made
+    check_mem.py sites WAIT_FILE
+        64 MiB kept on cuda:0 at each of three lines (marked SITE4K, SITE64K, SITE4M), in
+        blocks of 4 KiB, 64 KiB and 4 MiB, once WAIT_FILE exists; prints "ready pid P" first
+        and "done" after, then waits for WAIT_FILE.done
+    check_mem.py compare-sites BPFSIGHT EXACT SAMPLED
+        mem_leaks' cuda:0 bytes at each of those lines: the sampled trace's estimate within
+        10% of the exact trace's (--stacks=mem:0), which is 64 MiB; the 4 MiB blocks exact
 
 Exit 0 when the check holds, 1 when not (what differs is printed).
 """
@@ -123,8 +130,65 @@ def snapshot(path):
     return 0 if actions.get("alloc") and actions.get("free_requested") is not None else 1
 
 
+MIB = 1 << 20
+
+
+def sites(wait_file):
+    import torch
+    dev = torch.device("cuda:0")
+    torch.empty(1, device=dev)  # the context, before the recording's work
+    kept = []
+    print(f"ready pid {os.getpid()}", flush=True)
+    while not os.path.exists(wait_file):
+        time.sleep(0.05)
+    kept.extend(torch.empty(4096, dtype=torch.uint8, device=dev) for _ in range(16384))  # SITE4K
+    kept.extend(torch.empty(65536, dtype=torch.uint8, device=dev) for _ in range(1024))  # SITE64K
+    kept.extend(torch.empty(4 * MIB, dtype=torch.uint8, device=dev) for _ in range(16))  # SITE4M
+    torch.cuda.synchronize()
+    print("done", flush=True)
+    while not os.path.exists(wait_file + ".done"):
+        time.sleep(0.05)
+
+
+def site_lines():
+    with open(__file__) as f:
+        return {l.rstrip().rsplit("# ", 1)[1]: i + 1 for i, l in enumerate(f)
+                if l.rstrip().endswith(("# SITE4K", "# SITE64K", "# SITE4M"))}
+
+
+def leaks(bpfsight, trace):
+    out = subprocess.run([bpfsight, "stats", trace, "-r", "mem_leaks", "--format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    me = os.path.realpath(__file__)
+    return [r for r in json.loads(out)["reports"]["mem_leaks"] if r["device"] == "cuda:0"
+            and r["file"] and os.path.realpath(r["file"]) == me]
+
+
+def compare_sites(bpfsight, exact, sampled):
+    ex, sa, ok = leaks(bpfsight, exact), leaks(bpfsight, sampled), True
+    for name, line in site_lines().items():
+        e = [r for r in ex if r["line"] == line]
+        s = [r for r in sa if r["line"] == line]
+        if len(e) != 1 or len(s) != 1:
+            print(f"{name}: rows exact {e}, sampled {s}")
+            ok = False
+            continue
+        e, s = e[0]["live_bytes"], s[0]
+        good = e == 64 * MIB and abs(s["live_bytes"] - e) <= 0.1 * e and \
+            (s.get("sampled") is None) == (name == "SITE4M")
+        print(f"{name}: exact {e}, sampled {s['live_bytes']} ({s.get('sampled')} samples)"
+              f"{'' if good else ': WRONG'}")
+        ok &= good
+    return 0 if ok else 1
+
+
 def main():
     cmd = sys.argv[1]
+    if cmd == "sites":
+        sites(sys.argv[2])
+        return 0
+    if cmd == "compare-sites":
+        return compare_sites(*sys.argv[2:5])
     if cmd == "loop":
         args = sys.argv[2:]
         wait = args[args.index("--wait-file") + 1] if "--wait-file" in args else None

@@ -10,7 +10,8 @@
 # mode and --inject), GPU timing switched on twice in a running job, overhead against
 # torch.profiler's, NCCL collectives with their GPU work, Python stacks at real launches, the
 # torch family's ops and op -> kernel links against torch.profiler's, the monitor's GPU
-# metrics, and the mem family's allocator totals, peak, OOM trigger and memory snapshot against
+# metrics, the mem family's sampled stacks on GPU allocations against a stack on every one, and
+# its allocator totals, peak, OOM trigger and memory snapshot against
 # PyTorch's own (docs/gpu-validation.md: what each checks, and the results).
 # Results go to stdout and to $OUT/gpu-validation.txt ($OUT defaults to /tmp); KEEP_TRACES=DIR
 # keeps the traces and the workloads' JSON there. Exit 0 when
@@ -334,6 +335,35 @@ check "mem: bpfsight export --format memory-snapshot" \
 	"$bin" export "$work/mem_launch.bst" --format memory-snapshot -o "$work/mem.pickle"
 check "mem: the snapshot loads in torch/cuda/_memory_viz.py" \
 	python3 "$here/check_mem.py" snapshot "$work/mem.pickle"
+
+echo "== mem: GPU allocations' stacks by sampled bytes against a stack on every one (-p)"
+python3 "$here/check_mem.py" sites "$work/sites_go" >"$work/sites.out" 2>&1 & pid=$!
+pids+=("$pid")
+if wait_grep "$work/sites.out" '^ready pid'; then
+	"$bin" record -f -t mem -p "$pid" --stacks=mem:0 -o "$work/sites_exact.bst" \
+		2>"$work/sites_exact.err" & rec1=$!
+	"$bin" record -f -t mem -p "$pid" --mem-sample-rate 32K -o "$work/sites_sampled.bst" \
+		2>"$work/sites_sampled.err" & rec2=$!
+	pids+=("$rec1" "$rec2")
+	if wait_grep "$work/sites_exact.err" 'Ctrl-C' && wait_grep "$work/sites_sampled.err" 'Ctrl-C'; then
+		touch "$work/sites_go"
+		wait_grep "$work/sites.out" '^done' || true
+		kill -INT "$rec1" "$rec2"
+		check "mem: sites: the exact recorder" wait "$rec1"
+		check "mem: sites: the sampled recorder" wait "$rec2"
+		touch "$work/sites_go.done"
+		check "mem: sites: the job" wait "$pid"
+		check "mem: each line's sampled bytes within 10% of the exact ones (4 KiB, 64 KiB, 4 MiB blocks)" \
+			python3 "$here/check_mem.py" compare-sites "$bin" "$work/sites_exact.bst" \
+			"$work/sites_sampled.bst"
+	else
+		cat "$work/sites_exact.err" "$work/sites_sampled.err"
+		check "mem: sites: recorders ready" false
+	fi
+else
+	cat "$work/sites.out"
+	check "mem: sites: job ready" false
+fi
 
 if [ "$fail" = 0 ]; then echo "OK: every check passed"; else echo "FAILED: see FAIL lines above"; fi
 exit "$fail"

@@ -96,12 +96,17 @@ static void export_usage(FILE *f)
 {
 	const struct exporter *ex;
 	char suffixes[512], text[768];
+	int width = 16;
 
 	fprintf(f, "Usage: bpfsight export FILE --format FORMAT [-o OUT] [--force]\n"
 		   "\n"
 		   "Convert a trace for the tools that open it. Formats:\n");
+	/* the names' column fits the longest, two spaces before its text */
 	for (size_t i = 0; (ex = export_nth(i)); i++)
-		fprintf(f, "  %-16s %s\n", ex->format, ex->desc);
+		if ((int)strlen(ex->format) + 1 > width)
+			width = (int)strlen(ex->format) + 1;
+	for (size_t i = 0; (ex = export_nth(i)); i++)
+		fprintf(f, "  %-*s %s\n", width, ex->format, ex->desc);
 	export_list(suffixes, sizeof(suffixes), 1);
 	snprintf(text, sizeof(text),
 		 "default: FILE with .bst replaced by the format's suffix (%s, in the order "

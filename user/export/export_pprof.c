@@ -1,85 +1,26 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * export --format pprof: the CPU samples as a gzipped profile.proto (github.com/google/pprof's
- * format: go tool pprof, Parca, Pyroscope, Grafana). One sample per distinct (stack, thread)
- * with two values, samples and CPU time (samples x the sampling period), labels pid, tid and
- * thread; a location per distinct frame (a Python line, a native function's address), a
- * function per (name, file). Memory grows with distinct stacks and frames, not samples.
+ * export --format pprof: the CPU samples as a gzipped profile.proto (pprof_profile.h: go tool
+ * pprof, Parca, Pyroscope, Grafana). One sample per distinct (stack, thread) with two values,
+ * samples and CPU time (samples x the sampling period), labels pid, tid and thread. Memory
+ * grows with distinct stacks and frames, not samples.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
-#include "array.h"
 #include "cpu_samples.h"
 #include "export.h"
-#include "pb.h"
-#include "stack_format.h"
 #include "hmap.h"
-
-/* profile.proto field numbers. */
-enum {
-	P_SAMPLE_TYPE = 1,
-	P_SAMPLE = 2,
-	P_LOCATION = 4,
-	P_FUNCTION = 5,
-	P_STRING = 6,
-	P_TIME = 9,
-	P_DURATION = 10,
-	P_PERIOD_TYPE = 11,
-	P_PERIOD = 12,
-	P_DEFAULT_TYPE = 14,
-};
+#include "pprof_profile.h"
+#include "trace_model.h"
 
 struct pprof {
-	gzFile gz;
+	int fd;
 	struct hmap *samples; /* (stack id << 1 | kernel, pid << 32 | tid) -> __u64 count */
 	__u64 period_ns, first_ts, last_ts;
 	__u64 start_realtime, start_mono;
-	/* Built at finish. */
-	struct hmap *strs; /* (hash, len | probe << 32) -> __u64 index + 1 */
-	char **str;
-	__u64 nstr;
-	size_t capstr;
-	struct hmap *funcs; /* (name index, file index) -> __u64 id */
-	struct hmap *locs;  /* (frame identity) -> __u64 id */
-	struct pb tables;   /* functions and locations, written as they are met */
 };
-
-static __u64 fnv(const char *s)
-{
-	__u64 h = 14695981039346656037ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-/* The string table index of S (interned: compared, never trusted to a hash alone). */
-static __u64 str_index(struct pprof *p, const char *s)
-{
-	size_t len = strlen(s);
-
-	for (__u64 probe = 0;; probe++) {
-		__u64 *v = hmap__get(p->strs, (struct hkey){ fnv(s), len | probe << 32 }, 1);
-
-		if (!v)
-			return 0;
-		if (*v && !strcmp(p->str[*v - 1], s))
-			return *v - 1;
-		if (*v)
-			continue; /* another string with this hash and length */
-		if (array__grow((void **)&p->str, p->nstr, &p->capstr, sizeof(*p->str)))
-			return 0;
-		p->str[p->nstr] = strdup(s);
-		if (!p->str[p->nstr])
-			return 0;
-		*v = ++p->nstr;
-		return p->nstr - 1;
-	}
-}
 
 static __u64 meta_rate(const struct trace_meta *meta)
 {
@@ -92,7 +33,6 @@ static __u64 meta_rate(const struct trace_meta *meta)
 static void *pprof_open(const char *out, const struct trace_meta *meta, int *err)
 {
 	struct pprof *p = calloc(1, sizeof(*p));
-	int fd;
 
 	if (!p || !(p->samples = hmap__new(sizeof(__u64)))) {
 		free(p);
@@ -102,12 +42,9 @@ static void *pprof_open(const char *out, const struct trace_meta *meta, int *err
 	p->period_ns = 1000000000ull / meta_rate(meta);
 	p->start_realtime = meta->start.realtime_ns;
 	p->start_mono = meta->start.mono_ns;
-	fd = export__create(out);
-	p->gz = fd < 0 ? NULL : gzdopen(fd, "wb");
-	if (!p->gz) {
-		*err = fd < 0 ? fd : -ENOMEM;
-		if (fd >= 0)
-			close(fd);
+	p->fd = export__create(out);
+	if (p->fd < 0) {
+		*err = p->fd;
 		hmap__free(p->samples);
 		free(p);
 		return NULL;
@@ -137,151 +74,50 @@ static int pprof_record(void *st, const struct bs_hdr *rec, const struct event *
 	return 0;
 }
 
-/* The function id of (NAME, FILE, START), writing its Function message when new. */
-static __u64 func_id(struct pprof *p, const char *name, const char *file)
-{
-	__u64 ni = str_index(p, name), fi = str_index(p, file);
-	__u64 *id = hmap__get(p->funcs, (struct hkey){ ni, fi }, 1);
-
-	if (!id)
-		return 0;
-	if (!*id) {
-		*id = hmap__count(p->funcs);
-		pb__begin(&p->tables, P_FUNCTION);
-		pb__uint(&p->tables, 1, *id);
-		pb__int(&p->tables, 2, ni);
-		pb__int(&p->tables, 3, ni);
-		pb__int(&p->tables, 4, fi);
-		pb__end(&p->tables);
-	}
-	return *id;
-}
-
-/* The location id of frame F (or of a marker frame named TEXT), written when new. */
-static __u64 loc_id(struct pprof *p, const struct trace_model *m, const struct bs_frame *f,
-		    const char *text)
-{
-	char buf[512];
-	const char *name = text ? text : stack_frame__func(f, m, buf, sizeof(buf));
-	__u64 fid = func_id(p, name, f ? stack_frame__file(f, m) : "");
-	__u64 addr = f && f->kind == BS_FRAME_NATIVE ? f->addr : 0;
-	__u64 line = f && f->kind == BS_FRAME_PYTHON ? f->line : 0;
-	__u64 *id = hmap__get(p->locs, (struct hkey){ fid, addr ^ line << 48 }, 1);
-
-	if (!id)
-		return 0;
-	if (!*id) {
-		*id = hmap__count(p->locs);
-		pb__begin(&p->tables, P_LOCATION);
-		pb__uint(&p->tables, 1, *id);
-		if (addr)
-			pb__uint(&p->tables, 3, addr);
-		pb__begin(&p->tables, 4); /* Line */
-		pb__uint(&p->tables, 1, fid);
-		if (line)
-			pb__int(&p->tables, 2, line);
-		pb__end(&p->tables);
-		pb__end(&p->tables);
-	}
-	return *id;
-}
-
-static void label(struct pb *pb, __u64 key, __u64 str, __s64 num)
-{
-	pb__begin(pb, 3);
-	pb__int(pb, 1, key);
-	if (str)
-		pb__int(pb, 2, str);
-	else
-		pb__int(pb, 3, num);
-	pb__end(pb);
-}
-
-static void value_type(struct pprof *p, struct pb *pb, __u32 field, const char *type,
-		       const char *unit)
-{
-	__u64 t = str_index(p, type), u = str_index(p, unit);
-
-	pb__begin(pb, field);
-	pb__int(pb, 1, t);
-	pb__int(pb, 2, u);
-	pb__end(pb);
-}
-
-static int pprof_write(struct pprof *p, const struct trace_model *m, struct pb *pb)
+static void pprof_samples(struct pprof *p, const struct trace_model *m, struct pprof_profile *pp)
 {
 	size_t it = 0;
 	struct hkey key;
 	__u64 *n;
 
-	str_index(p, ""); /* string_table[0] is "" */
-	value_type(p, pb, P_SAMPLE_TYPE, "samples", "count");
-	value_type(p, pb, P_SAMPLE_TYPE, "cpu", "nanoseconds");
+	pprof_profile__sample_type(pp, "samples", "count");
+	pprof_profile__sample_type(pp, "cpu", "nanoseconds");
 	while ((n = hmap__next(p->samples, &it, &key))) {
-		const struct trace_stack *s = trace_model__stack(m, (__u32)(key.a >> 1));
 		__u32 pid = key.b >> 32, tid = (__u32)key.b;
 		const char *tn = trace_model__thread_name(m, tid);
 
-		pb__begin(pb, P_SAMPLE);
-		if (key.a & 1)
-			pb__uint(pb, 1, loc_id(p, m, NULL, "[kernel]"));
-		for (__u32 i = 0; s && i < s->nframes; i++)
-			pb__uint(pb, 1, loc_id(p, m, &s->frames[i], NULL));
-		if (s && (s->flags & BS_STACK_TRUNCATED))
-			pb__uint(pb, 1, loc_id(p, m, NULL, "[truncated]"));
-		if (!s || !s->nframes)
-			pb__uint(pb, 1, loc_id(p, m, NULL, "[no user stack]"));
-		pb__int(pb, 2, *n);
-		pb__int(pb, 2, *n * p->period_ns);
-		label(pb, str_index(p, "pid"), 0, pid);
-		label(pb, str_index(p, "tid"), 0, tid);
+		pprof_profile__sample(pp, m, trace_model__stack(m, (__u32)(key.a >> 1)),
+				      key.a & 1 ? "[kernel]" : NULL, "[no user stack]");
+		pprof_profile__value(pp, *n);
+		pprof_profile__value(pp, *n * p->period_ns);
+		pprof_profile__label_num(pp, "pid", pid);
+		pprof_profile__label_num(pp, "tid", tid);
 		if (tn)
-			label(pb, str_index(p, "thread"), str_index(p, tn), 0);
-		pb__end(pb);
+			pprof_profile__label_str(pp, "thread", tn);
+		pprof_profile__sample_end(pp);
 	}
-	return 0;
 }
 
 static int pprof_finish(void *st, const struct trace_model *m, const struct trace_status *status)
 {
 	struct pprof *p = st;
-	struct pb body = { 0 };
-	int err;
+	struct pprof_profile *pp = pprof_profile__new();
+	int err = pp ? 0 : -ENOMEM;
 
-	p->strs = hmap__new(sizeof(__u64));
-	p->funcs = hmap__new(sizeof(__u64));
-	p->locs = hmap__new(sizeof(__u64));
-	err = !p->strs || !p->funcs || !p->locs || pb__init(&body, 0) || pb__init(&p->tables, 0)
-		      ? -ENOMEM
-		      : 0;
 	if (!err && !hmap__count(p->samples))
 		err = -ENODATA; /* a profile of nothing */
 	if (!err) {
-		pprof_write(p, m, &body);
-		value_type(p, &body, P_PERIOD_TYPE, "cpu", "nanoseconds");
-		pb__int(&body, P_PERIOD, p->period_ns);
-		if (p->first_ts && p->start_realtime >= p->start_mono) {
-			pb__int(&body, P_TIME, p->first_ts - p->start_mono + p->start_realtime);
-			pb__int(&body, P_DURATION, p->last_ts - p->first_ts);
-		}
-		pb__int(&body, P_DEFAULT_TYPE, str_index(p, "cpu"));
-		for (__u64 i = 0; i < p->nstr; i++)
-			pb__string(&p->tables, P_STRING, p->str[i]);
-		err = pb__err(&body) ?: pb__err(&p->tables);
+		pprof_samples(p, m, pp);
+		err = pprof_profile__write(pp, p->fd, "cpu", "nanoseconds", (__s64)p->period_ns,
+					   p->first_ts && p->start_realtime >= p->start_mono
+						   ? p->first_ts - p->start_mono + p->start_realtime
+						   : 0,
+					   p->last_ts - p->first_ts, "cpu");
+		p->fd = -1;
 	}
-	if (!err && (gzwrite(p->gz, body.buf, body.len) != (int)body.len ||
-		     gzwrite(p->gz, p->tables.buf, p->tables.len) != (int)p->tables.len))
-		err = -EIO;
-	if (gzclose(p->gz) != Z_OK && !err)
-		err = -EIO;
-	for (__u64 i = 0; i < p->nstr; i++)
-		free(p->str[i]);
-	free(p->str);
-	pb__free(&body);
-	pb__free(&p->tables);
-	hmap__free(p->strs);
-	hmap__free(p->funcs);
-	hmap__free(p->locs);
+	if (p->fd >= 0)
+		close(p->fd);
+	pprof_profile__free(pp);
 	hmap__free(p->samples);
 	free(p);
 	return err;
@@ -293,7 +129,7 @@ static void pprof_abort(void *st)
 
 	if (!p)
 		return;
-	gzclose(p->gz);
+	close(p->fd);
 	hmap__free(p->samples);
 	free(p);
 }

@@ -486,9 +486,15 @@ static void print_table(const struct stats_report *sr, int first, const struct t
 	snprintf(head, sizeof(head), "** %s (%s):", sr->rep->desc, sr->rep->name);
 	fprintf(out, "%s%s\n\n", first ? "" : "\n",
 		width ? human__elide(head, width, cut, sizeof(cut)) : head);
-	if (!table__nrows(sr->t))
+	if (!table__nrows(sr->t) && !table__nnotes(sr->t)) {
 		fprintf(out, " no %s data in this trace\n", sr->rep->name);
-	else if (view)
+	} else if (!table__nrows(sr->t)) {
+		/* why a report with data has no row to show (mem_peak: nothing sampled at it) */
+		for (int i = 0; i < table__nnotes(sr->t); i++) {
+			fputs(" ", out);
+			human__wrap(out, table__get_note(sr->t, i), width ? width : 100, 1, 1);
+		}
+	} else if (view)
 		table__print_view(sr->t, view, out);
 	else
 		table__print(sr->t, out);

@@ -13,14 +13,14 @@
 static void callsites__add(void *st, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	const struct bs_ucall *u = (const void *)rec;
-	const struct bs_frame *f;
+	const struct trace_stack *s;
 	struct event ev;
 
 	if ((rec->type != BS_REC_CUDA_CALL && rec->type != BS_REC_NCCL_CALL) || u->depth)
 		return;
-	f = frame_sum__site(trace_model__event_stack(m, rec));
-	if (f && family__decode(rec, m, &ev) == 1 && ev.name)
-		frame_sum__add(st, ev.name, f, u->dur);
+	s = trace_model__event_stack(m, rec);
+	if (s && family__decode(rec, m, &ev) == 1 && ev.name)
+		frame_sum__add(st, ev.name, s, m, u->dur);
 }
 
 static int callsites__emit(void *st, const struct trace_model *m, struct table *t)

@@ -13,10 +13,10 @@
 static void gil_stacks__add(void *st, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	if (rec->type == BS_REC_GIL_HOLDER)
-		frame_sum__add(st, "holder", frame_sum__site(trace_model__event_stack(m, rec)),
+		frame_sum__add(st, "holder", trace_model__event_stack(m, rec), m,
 			       ((const struct bs_gil_holder *)rec)->dur);
 	else if (rec->type == BS_REC_GIL_WAIT)
-		frame_sum__add(st, "waiter", frame_sum__site(trace_model__event_stack(m, rec)),
+		frame_sum__add(st, "waiter", trace_model__event_stack(m, rec), m,
 			       ((const struct bs_gil_wait *)rec)->dur);
 }
 

@@ -5,22 +5,26 @@
  *   BPFSIGHT_MEM_ALLOCS  allocations and frees: a free's size and allocation time from its
  *                        allocation (mem_live.h, as every view counts it), the device's live
  *                        bytes after it, the allocator's totals where its reports give them,
- *                        a GPU block's stream where the USDT probe gives it (torch 2.2+)
+ *                        a GPU block's stream where the USDT probe gives it (torch 2.2+), what
+ *                        an allocation counts for at its line (mem_alloc__weight)
  *   BPFSIGHT_MEM_RSS     the process's resident memory when it moved by --mem-step
- *   BPFSIGHT_MEM_GROWTH  resident growth samples, with the stack that grew it
+ *   BPFSIGHT_MEM_GROWTH  resident memory samples (a shrink's bytes negative), with the stack
+ *                        that moved it
  *   BPFSIGHT_MEM_OOM     allocations refused for want of memory
  * Memory: the prepared statements.
  */
 #include <stdlib.h>
 #include "export_sqlite.h"
 #include "mem.h"
+#include "mem_live.h"
 #include "mem_walk.h"
 
 static const char mem_schema[] =
 	"CREATE TABLE BPFSIGHT_MEM_ALLOCS (ts INTEGER NOT NULL, globalTid INTEGER NOT NULL,"
 	" device TEXT NOT NULL, isFree INTEGER NOT NULL, address INTEGER NOT NULL,"
 	" bytes INTEGER NOT NULL, liveBytes INTEGER, allocated INTEGER, reserved INTEGER,"
-	" stream INTEGER, source TEXT NOT NULL, allocTs INTEGER, callchainId INTEGER);"
+	" stream INTEGER, source TEXT NOT NULL, allocTs INTEGER, callchainId INTEGER,"
+	" weight REAL);"
 	"CREATE TABLE BPFSIGHT_MEM_RSS (ts INTEGER NOT NULL, globalTid INTEGER NOT NULL,"
 	" rss INTEGER NOT NULL, anon INTEGER NOT NULL, file INTEGER NOT NULL,"
 	" shmem INTEGER NOT NULL);"
@@ -40,7 +44,7 @@ enum mem_stmt { M_ALLOC, M_STREAM, M_RSS, M_GROW, M_OOM, M_NSTMT };
 
 static const char *const mem_sql[M_NSTMT] = {
 	[M_ALLOC] =
-		"INSERT INTO BPFSIGHT_MEM_ALLOCS VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		"INSERT INTO BPFSIGHT_MEM_ALLOCS VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	/* The USDT probe's MEM_STREAM comes just after its block's allocation: its row. */
 	[M_STREAM] =
 		("UPDATE BPFSIGHT_MEM_ALLOCS SET stream = ? WHERE rowid = (SELECT max(rowid)"
@@ -83,6 +87,10 @@ static int mem_alloc_row(struct sq *s, sqlite3_stmt *q, const struct bs_hdr *rec
 	else
 		sqlite3_bind_null(q, 12);
 	sq_bind_stack(q, 13, ev->stack); /* --stacks=mem */
+	if (r->flags & BS_MEM_FREE)
+		sqlite3_bind_null(q, 14);
+	else
+		sqlite3_bind_double(q, 14, mem_alloc__weight(r));
 	return sq_run(s, q);
 }
 
@@ -113,9 +121,13 @@ static int mem_record(struct sq *s, void *st, const struct bs_hdr *rec, const st
 		sqlite3_bind_int64(q, 6, (__s64)rss->shmem);
 		return sq_run(s, q);
 	case BS_REC_MEM_GROW:
+	case BS_REC_MEM_SHRINK: /* a shrink's bytes negative: SUM(bytes) is the net growth */
 		q = t->stmt[M_GROW];
 		bind_when(q, rec);
-		sq_bind_arg(q, 3, ev, "bytes");
+		sqlite3_bind_int64(q, 3,
+				   rec->type == BS_REC_MEM_GROW
+					   ? (__s64)((const struct bs_mem_grow *)rec)->bytes
+					   : -(__s64)((const struct bs_mem_grow *)rec)->bytes);
 		sq_bind_arg(q, 4, ev, "rss");
 		sq_bind_stack(q, 5, ev->stack);
 		return sq_run(s, q);

@@ -6,13 +6,17 @@
  * Nothing stays behind: the probes and the USDT semaphores go with the links.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <bpf/libbpf.h>
 #include "family_attach.h"
 #include "mem_report.h"
 #include "mem_state.h"
 #include "mem_walk.h"
+#include "msg.h"
+#include "stack_svc.h"
 #include "uprobe_mgr.h"
 
 static void mem_state_free(struct mem_state *st)
@@ -39,12 +43,33 @@ static int prepare_uprobes(struct mem_bpf *skel)
 	return err;
 }
 
+/*
+ * The uprobe manager's first scan is done (the uprobes came with the files): the running
+ * targets' interpreters are looked for now, then allocations take stacks and the
+ * tracepoints are attached, so that every stack has its Python frames (the first scan of a
+ * torch job takes a while; a launched CMD waits until the recording is live).
+ */
+static void mem_started(void *arg)
+{
+	struct mem_state *st = arg;
+	int err;
+
+	if (st->stacks)
+		stack_svc__start(st->ctx, st->stacks);
+	st->skel->bss->mem_stacks_live = 1;
+	err = mem_bpf__attach(st->skel);
+	if (err)
+		pr_warn("mem: cannot attach the resident-memory tracepoint: %s\n", strerror(-err));
+}
+
 static int mem_attach(const struct family_attach *a, void **state)
 {
 	struct record_ctx *ctx = a->ctx;
 	const struct mem_opts *mo = record_opts__family(ctx->opts, &family_mem);
 	struct mem_state *st = calloc(1, sizeof(*st));
-	struct uprobe_listener lis = { .file = mem_on_file, .mapped = mem_on_mapped, .arg = st };
+	struct uprobe_listener lis = {
+		.file = mem_on_file, .mapped = mem_on_mapped, .started = mem_started, .arg = st
+	};
 	__u64 stack_bytes;
 	int err;
 
@@ -60,6 +85,12 @@ static int mem_attach(const struct family_attach *a, void **state)
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
 	stack_bytes = record_opts__stack_ns(ctx->opts, &family_mem);
 	st->skel->rodata->mem_stack_bytes = stack_bytes;
+	if (stack_bytes != RECORD_STACKS_OFF && mo->sample_rate) {
+		st->skel->rodata->mem_sample_rate = mo->sample_rate;
+		for (int i = 0; i < 256; i++)
+			st->skel->rodata->mem_log2_frac[i] =
+				(__u32)lround(log2(1 + (i + 0.5) / 256) * 65536);
+	}
 	st->skel->rodata->rss_step = mo->step;
 	st->skel->rodata->grow_step = mo->step;
 	err = prepare_uprobes(st->skel);
@@ -67,11 +98,10 @@ static int mem_attach(const struct family_attach *a, void **state)
 		err = record_ctx__prepare(ctx, st->skel->obj);
 	if (!err)
 		err = mem_bpf__load(st->skel);
-	if (!err)
-		err = mem_bpf__attach(st->skel); /* the tracepoints; uprobes come with the files */
 	if (err)
 		goto fail;
 	st->uprobes = a->uprobes;
+	st->stacks = a->stacks;
 	st->listener = a->uprobes ? uprobe_mgr__add_listener(a->uprobes, &lis) : -EINVAL;
 	if (st->listener < 0) {
 		err = st->listener;
@@ -103,7 +133,9 @@ static void mem_detach(struct record_ctx *ctx, void *state)
 	mem_state_free(st);
 }
 
-static const struct exporter *const mem_exporters[] = { &export_memory_snapshot, NULL };
+static const struct exporter *const mem_exporters[] = { &export_memory_snapshot, &export_pprof_heap,
+							&export_memory_flamegraph,
+							&export_memory_flamegraph_leaks, NULL };
 
 /* --trigger mem:oom: an OOM is the incident; the window shows the allocations that led to it. */
 static const struct family_trigger mem_triggers[] = {

@@ -16,10 +16,18 @@
 #define MEM_STACK_DEFAULT_BYTES (1ull << 20)
 /* --mem-step's default: an RSS record and a growth sample per MiB the process moves. */
 #define MEM_STEP_DEFAULT_BYTES (1ull << 20)
+/*
+ * --mem-sample-rate's default: allocations under --stacks=mem's size carry a stack once per
+ * this many bytes allocated, on average (bench/RESULTS.md, "mem": what it costs).
+ */
+#define MEM_SAMPLE_DEFAULT_BYTES (512ull << 10)
+/* Its largest: the rate travels in a 32-bit field of each allocation record. */
+#define MEM_SAMPLE_MAX_BYTES (1ull << 30)
 
 /* Its options (mem_options.c). */
 struct mem_opts {
-	__u64 step; /* --mem-step: bytes of RSS movement per RSS record and per growth sample */
+	__u64 step;	   /* --mem-step: bytes of RSS movement per RSS record and per sample */
+	__u64 sample_rate; /* --mem-sample-rate: mean bytes between sampled stacks; 0 off */
 };
 extern const struct family_option mem_options[];
 void mem_opts_init(void *opts, const char *cmd);
@@ -36,6 +44,9 @@ extern const struct chrome_family mem_chrome;	     /* export_chrome_mem.c */
 extern const struct perfetto_family mem_perfetto;    /* export_perfetto_mem.c */
 extern const struct sqlite_family mem_sqlite;	     /* export_sqlite_mem.c */
 extern const struct exporter export_memory_snapshot; /* export_memory_snapshot.c */
+/* export_mem_profiles.c: the heap profile and the flame graphs, by allocation stack */
+extern const struct exporter export_pprof_heap, export_memory_flamegraph,
+	export_memory_flamegraph_leaks;
 
 /* "cpu", "cuda:0": a device as mem's events and reports name it. */
 const char *mem_device_name(__s16 device, char *buf, size_t len);

@@ -119,6 +119,10 @@ static int decode_alloc(const struct bs_hdr *rec, const struct trace_model *m, s
 		event__arg_bool(ev, "unseen", 1); /* allocated before the recording saw it */
 	if (walked)
 		event__arg_u64(ev, "live", w->last_live);
+	if (!is_free && r->sample_rate) { /* its stack by sampled bytes (--mem-sample-rate) */
+		event__arg_u64(ev, "sample_rate", r->sample_rate);
+		event__arg_bool(ev, "sampled", !!(r->flags & BS_MEM_SAMPLED));
+	}
 	if (r->flags & BS_MEM_TOTALS) {
 		event__arg_u64(ev, "allocated", r->allocated);
 		event__arg_u64(ev, "reserved", r->reserved);
@@ -155,7 +159,7 @@ static int decode_grow(const struct bs_hdr *rec, const struct trace_model *m, st
 {
 	const struct bs_mem_grow *r = (const void *)rec;
 
-	ev->name = "grow";
+	ev->name = rec->type == BS_REC_MEM_GROW ? "grow" : "shrink";
 	ev->stack = trace_model__event_stack(m, rec);
 	event__arg_u64(ev, "bytes", r->bytes);
 	event__arg_u64(ev, "rss", r->rss);
@@ -186,6 +190,8 @@ const struct rec_decoder mem_decoders[] = {
 	{ BS_REC_MEM_ALLOC, sizeof(struct bs_mem_alloc), "mem_alloc", decode_alloc, &alloc_style },
 	{ BS_REC_MEM_RSS, sizeof(struct bs_mem_rss), "mem_rss", decode_rss, &counter_style },
 	{ BS_REC_MEM_GROW, sizeof(struct bs_mem_grow), "mem_grow", decode_grow, &counter_style },
+	{ BS_REC_MEM_SHRINK, sizeof(struct bs_mem_grow), "mem_shrink", decode_grow,
+	  &counter_style },
 	{ BS_REC_MEM_OOM, sizeof(struct bs_mem_oom), "mem_oom", decode_oom, &counter_style },
 	{ BS_REC_MEM_STREAM, sizeof(struct bs_mem_stream), "mem_stream", decode_stream,
 	  &counter_style },

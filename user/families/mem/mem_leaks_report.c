@@ -12,11 +12,15 @@
  * the first row), then the rest by the bytes still live.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "array.h"
 #include "hmap.h"
 #include "mem.h"
 #include "mem_log.h"
+#include "mem_period.h"
 #include "mem_report.h"
 #include "mem_site.h"
 #include "steps.h"
@@ -29,20 +33,33 @@ struct leaks_state {
 	struct mem_log *log;
 };
 
+/* What a device's boundaries are the ends of. */
+enum bound_per {
+	PER_WINDOW, /* a tenth of its allocations */
+	PER_STEP,   /* its process's steps (steps.h) */
+	PER_LOOP,   /* passes of its loop (mem_period.h) */
+};
+
+static const char *const per_names[] = { "window", "step", "loop" };
+static const char *const per_plural[] = { "windows", "steps", "passes" };
+
 /* A device's boundaries: bounds[0..k], each interval GROUP steps long (1 for windows). */
 struct dev_bounds {
 	__u64 *bounds;
 	__u32 k, group;
-	int steps; /* steps, not windows */
+	enum bound_per per;
 };
 
 struct leak_row {
 	__u32 dev, site;
-	__u64 live_bytes, live_blocks;
-	__s64 *diff; /* [k + 1]: live bytes' change at each boundary, made at the first */
-	__u32 grew;
+	double live_bytes, live_blocks; /* estimates where sampled blocks stand for others */
+	__u64 sampled;			/* sampled allocations behind its figures */
+	__s64 *diff;	  /* [k + 1]: live bytes' change at each boundary, made at the first */
+	__u32 grew, fell; /* boundaries its live bytes went up, down at */
 	int grows;
-	__u64 growth; /* a step's, the median change */
+	__u64 growth; /* a step's: the slope of its live bytes over the boundaries */
+	__s64 net;    /* its live bytes at the last boundary less at the first */
+	__s64 up;     /* what they went up by, over the boundaries they went up at */
 };
 
 static void *leaks__new(void)
@@ -70,7 +87,7 @@ static void leaks__add(void *vst, const struct bs_hdr *rec, const struct trace_m
 {
 	struct leaks_state *st = vst;
 
-	if (rec->type == BS_REC_MEM_ALLOC)
+	if (rec->type == BS_REC_MEM_ALLOC || rec->type == BS_REC_EXIT)
 		mem_log__add(st->log, rec, m);
 }
 
@@ -87,7 +104,63 @@ static void step_bounds(const struct steps *steps, __u32 pid, struct dev_bounds 
 	b->bounds[0] = v[0].ts;
 	for (__u32 i = 1; i <= b->k; i++)
 		b->bounds[i] = v[(size_t)i * b->group - 1].end;
-	b->steps = 1;
+	b->per = PER_STEP;
+}
+
+/* The thread of device DEV that made most of its allocations. */
+static __u32 main_thread(const struct mem_log *l, __u32 dev)
+{
+	struct hmap *count = hmap__new(sizeof(__u64));
+	__u64 *c, most = 0;
+	__u32 tid = 0;
+
+	for (size_t i = 0; count && i < l->n; i++)
+		if (l->v[i].dev == dev &&
+		    (c = hmap__get(count, (struct hkey){ l->v[i].tid, 0 }, 1)) && ++*c > most) {
+			most = *c;
+			tid = l->v[i].tid;
+		}
+	hmap__free(count);
+	return tid;
+}
+
+/*
+ * Without steps, the passes of the device's loop where its main thread's allocations repeat
+ * (mem_period.h): each boundary just before an allocation of the anchor's size (one a pass)
+ * at least half a pass after the last, so every boundary is the same point of the loop
+ * however its allocations shift within a pass.
+ */
+static void loop_bounds(const struct mem_log *l, __u32 dev, struct dev_bounds *b)
+{
+	__u32 tid = main_thread(l, dev);
+	__u64 *sizes = malloc((l->devs[dev].allocs + 1) * sizeof(*sizes)),
+	      *ts = malloc((l->devs[dev].allocs + 1) * sizeof(*ts));
+	size_t n = 0, starts = 0, last = 0;
+	struct mem_period per;
+
+	for (size_t i = 0; sizes && ts && i < l->n; i++)
+		if (l->v[i].dev == dev && l->v[i].tid == tid && n < l->devs[dev].allocs) {
+			sizes[n] = l->v[i].bytes;
+			ts[n++] = l->v[i].ts;
+		}
+	if (!n || mem_period__find(sizes, n, MEM_GROW_MIN_STEPS + 1, &per))
+		goto out;
+	/* the passes' starts, in place of the sizes */
+	for (size_t i = 0; i < n; i++)
+		if (sizes[i] == per.anchor && (!starts || i - last >= per.period / 2)) {
+			sizes[starts++] = ts[i] - 1;
+			last = i;
+		}
+	if (starts < MEM_GROW_MIN_STEPS + 1)
+		goto out;
+	b->group = (__u32)((starts - 1 + MAX_BOUNDS - 1) / MAX_BOUNDS);
+	b->k = (__u32)((starts - 1) / b->group);
+	for (__u32 j = 0; j <= b->k; j++)
+		b->bounds[j] = sizes[(size_t)j * b->group];
+	b->per = PER_LOOP;
+out:
+	free(sizes);
+	free(ts);
 }
 
 /*
@@ -101,7 +174,7 @@ static void window_bounds(const struct mem_log *l, struct dev_bounds *b)
 	__u64 *seen = calloc(2 * l->ndevs + 1, sizeof(*seen)), *next = seen + l->ndevs;
 
 	for (size_t d = 0; d < l->ndevs; d++) {
-		if (b[d].steps)
+		if (b[d].per != PER_WINDOW)
 			continue;
 		b[d].group = 1;
 		b[d].k = seen && l->devs[d].allocs >= MEM_GROW_WINDOWS ? MEM_GROW_WINDOWS : 0;
@@ -116,10 +189,27 @@ static void window_bounds(const struct mem_log *l, struct dev_bounds *b)
 		__u64 *j = &next[l->v[i].dev];
 
 		/* Window j (1-based) ends at the device's allocation ceil(j * all / k). */
-		if (!db->steps && *j < db->k && n == (*j * all + db->k - 1) / db->k)
+		if (db->per == PER_WINDOW && *j < db->k && n == (*j * all + db->k - 1) / db->k)
 			db->bounds[(*j)++] = l->v[i].ts;
 	}
 	free(seen);
+}
+
+/*
+ * Allocations made before stacks were taken (attached: during the first scan) stand in no
+ * row: the boundaries up to the last of them are dropped, so no step is judged by them (a
+ * leak would not grow in those).
+ */
+static void since_stacks(struct dev_bounds *b, __u64 early_ts)
+{
+	__u32 drop = 0;
+
+	while (early_ts && drop <= b->k && b->bounds[drop] <= early_ts)
+		drop++;
+	if (!drop)
+		return;
+	b->k = drop <= b->k ? b->k - drop : 0;
+	memmove(b->bounds, b->bounds + drop, (b->k + 1) * sizeof(*b->bounds));
 }
 
 /* The first boundary at or after TS (k + 1: none). */
@@ -139,6 +229,9 @@ static __u32 bound_at(const struct dev_bounds *b, __u64 ts)
 }
 
 struct leaks_run {
+	struct mem_sites *sites;
+	const struct trace_model *m;
+	unsigned stack_n;     /* --group-by stack:N */
 	struct dev_bounds *b; /* per device of the log */
 	struct leak_row *rows;
 	size_t nrows, cap;
@@ -146,14 +239,15 @@ struct leaks_run {
 
 static struct leak_row *row_of(struct leaks_run *r, struct hmap *idx, const struct mem_entry *e)
 {
-	__u32 *at = hmap__get(idx, (struct hkey){ e->dev, e->site }, 1);
+	__u32 site = mem_sites__of(r->sites, r->m, e->stack);
+	__u32 *at = hmap__get(idx, (struct hkey){ e->dev, site }, 1);
 
 	if (!at)
 		return NULL;
 	if (!*at) {
 		if (array__grow((void **)&r->rows, r->nrows, &r->cap, sizeof(*r->rows)))
 			return NULL;
-		r->rows[r->nrows] = (struct leak_row){ .dev = e->dev, .site = e->site };
+		r->rows[r->nrows] = (struct leak_row){ .dev = e->dev, .site = site };
 		*at = (__u32)++r->nrows;
 	}
 	return &r->rows[*at - 1];
@@ -171,17 +265,22 @@ static int fill_rows(const struct mem_log *l, struct leaks_run *r)
 	for (size_t i = 0; i < l->n && !err; i++) {
 		const struct mem_entry *e = &l->v[i];
 		const struct dev_bounds *b = &r->b[e->dev];
-		struct leak_row *row = row_of(r, idx, e);
+		struct leak_row *row;
 		int live = e->free_seq == MEM_LOG_LIVE;
+		__s64 bytes = llround(mem_entry__bytes(e));
 		__u32 from, to;
 
+		if (!e->weight) /* a block the sampled ones stand for */
+			continue;
+		row = row_of(r, idx, e);
 		if (!row) {
 			err = -ENOMEM;
 			break;
 		}
+		row->sampled += e->weight > 1;
 		if (live) {
-			row->live_bytes += e->bytes;
-			row->live_blocks++;
+			row->live_bytes += mem_entry__bytes(e);
+			row->live_blocks += e->weight;
 		}
 		if (!b->k)
 			continue;
@@ -193,40 +292,70 @@ static int fill_rows(const struct mem_log *l, struct leaks_run *r)
 			err = -ENOMEM;
 			break;
 		}
-		row->diff[from] += (__s64)e->bytes;
-		row->diff[to] -= (__s64)e->bytes;
+		row->diff[from] += bytes;
+		row->diff[to] -= bytes;
 	}
 	hmap__free(idx);
 	return err;
 }
 
-static int s64_cmp(const void *a, const void *b)
+/*
+ * From the row's changes: at how many boundaries it grew and fell, and whether it grows: it
+ * fell at no more than 1 - MEM_GROW_SHARE of them, grew at MEM_GROW_MIN_STEPS and a third of
+ * them or more (a sampled leak grows at the boundaries its samples fall in, and never
+ * falls), and kept half of what it grew by to the last (a site whose blocks come and go with
+ * the steps' phase grows at many boundaries and keeps nothing), and still holds half of it
+ * at the end (what a DataLoader worker had in flight at the last boundary, then sent, is no
+ * leak; a process that exited freed what it kept as it ended). Its growth a step is the
+ * slope of its live bytes at the boundaries (least squares).
+ */
+static void judge_row(struct leak_row *row, const struct dev_bounds *b, int exited)
 {
-	__s64 x = *(const __s64 *)a, y = *(const __s64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* From the row's changes: how many boundaries it grew at, and whether it grows. */
-static void judge_row(struct leak_row *row, const struct dev_bounds *b, __s64 *tmp)
-{
-	__s64 live = 0, prev = 0;
+	__s64 live = 0, prev = 0, first = 0;
+	double mid = b->k / 2.0, sxy = 0, sxx = 0;
 
 	if (!row->diff || b->k < MEM_GROW_MIN_STEPS)
 		return;
 	for (__u32 j = 0; j <= b->k; j++) {
 		live += row->diff[j];
-		if (j) {
-			tmp[j - 1] = live - prev;
-			row->grew += live > prev;
-		}
+		if (!j)
+			first = live;
+		else if (live > prev)
+			row->grew++, row->up += live - prev;
+		else if (live < prev)
+			row->fell++;
 		prev = live;
+		sxy += (j - mid) * (double)live;
+		sxx += (j - mid) * (j - mid);
 	}
-	row->grows = row->grew >= MEM_GROW_SHARE * b->k - 1e-9;
-	if (!row->grows)
-		return;
-	qsort(tmp, b->k, sizeof(*tmp), s64_cmp);
-	row->growth = tmp[b->k / 2] > 0 ? (__u64)tmp[b->k / 2] / b->group : 0;
+	row->net = live - first;
+	row->grows = row->net > 0 && row->fell <= (1 - MEM_GROW_SHARE) * b->k + 1e-9 &&
+		     row->grew >= MEM_GROW_MIN_STEPS && 3 * row->grew >= b->k &&
+		     2 * row->net >= row->up && (exited || 2 * row->live_bytes >= (double)row->net);
+	/* the least-squares slope: a boundary that falls beside one of the leak's allocations,
+	 * early or late by the loop's jitter, moves it less than the ends' difference */
+	if (row->grows && sxy > 0)
+		row->growth = (__u64)llround(sxy / sxx / b->group);
+}
+
+/* Why ROW, with live bytes at the end, is not a leak: into BUF. */
+static const char *why_not(const struct leak_row *row, const struct dev_bounds *b, char *buf,
+			   size_t len)
+{
+	const char *per = per_plural[b->per];
+
+	if (b->k < MEM_GROW_MIN_STEPS)
+		snprintf(buf, len, "too few %s to tell (%u)", per, b->k);
+	else if (row->fell > (1 - MEM_GROW_SHARE) * b->k + 1e-9)
+		snprintf(buf, len, "fell at %u of %u %s", row->fell, b->k, per);
+	else if (row->grew < MEM_GROW_MIN_STEPS || 3 * row->grew < b->k)
+		snprintf(buf, len, "grew at %u of %u %s", row->grew, b->k, per);
+	else if (row->net <= 0 || 2 * row->net < row->up)
+		snprintf(buf, len, "kept little of it: %+lld B from the first to the last",
+			 (long long)row->net);
+	else
+		snprintf(buf, len, "freed most of it by the end: %.0f B live", row->live_bytes);
+	return buf;
 }
 
 static int leak_cmp(const void *a, const void *b)
@@ -254,8 +383,12 @@ static int bounds_of(const struct mem_log *l, const struct steps *steps, struct 
 		if (!r->b[d].bounds)
 			return -ENOMEM;
 		step_bounds(steps, l->devs[d].pid, &r->b[d]);
+		if (r->b[d].per == PER_WINDOW)
+			loop_bounds(l, (__u32)d, &r->b[d]);
 	}
 	window_bounds(l, r->b);
+	for (size_t d = 0; d < l->ndevs; d++)
+		since_stacks(&r->b[d], l->devs[d].early_ts);
 	return 0;
 }
 
@@ -267,6 +400,7 @@ static void run_free(struct leaks_run *r, size_t ndevs)
 		free(r->b[d].bounds);
 	free(r->rows);
 	free(r->b);
+	mem_sites__free(r->sites);
 }
 
 static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
@@ -282,6 +416,9 @@ static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
 		C_STEPS,
 		C_PER,
 		C_STEP,
+		C_WHY_NOT,
+		C_SAMPLED,
+		C_STACK,
 		NCOLS
 	};
 	static const struct table_col cols[NCOLS] = {
@@ -294,47 +431,57 @@ static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
 		[C_STEPS] = { "steps", "Steps", TABLE_U64 },
 		[C_PER] = { "per", "Step", TABLE_STR },
 		[C_STEP] = { "step_ns", "Step Length (ns)", TABLE_U64, TABLE_COL_MINOR },
+		[C_WHY_NOT] = { "not_a_leak", "Not a Leak Because", TABLE_STR, TABLE_COL_MINOR },
+		[C_SAMPLED] = { "sampled", "Sampled", TABLE_U64, TABLE_COL_MINOR },
+		[C_STACK] = MEM_SITE_STACK_COL,
 	};
-	int unstacked = 0;
+	int unstacked = 0, sampled = 0;
+	char why[128];
 
-	table__add_cols(t, cols, NCOLS);
+	/* the stack column is the last: only with --group-by stack:N */
+	table__add_cols(t, cols, r->stack_n ? NCOLS : NCOLS - 1);
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct leak_row *row = &r->rows[i];
 		const struct dev_bounds *b = &r->b[row->dev];
 		const struct mem_log_dev *d = &l->devs[row->dev];
 
-		if (!row->grows && !row->live_bytes)
+		if (!row->grows && llround(row->live_bytes) <= 0)
 			continue;
 		table__row(t);
 		mem_who__set(t, C_WHO, m, d->pid, d->device);
-		unstacked |= mem_site__set(t, C_SITE, l->sites, row->site, m, MEM_NO_STACK);
-		table__set_u64(t, C_LIVE, row->live_bytes);
-		table__set_u64(t, C_LIVE_BLOCKS, row->live_blocks);
+		unstacked |= mem_site__set(t, C_SITE, r->sites, row->site, m, MEM_NO_STACK);
+		if (r->stack_n)
+			mem_site__set_stack(t, C_STACK, r->sites, row->site);
+		table__set_u64(t, C_LIVE, (__u64)llround(row->live_bytes));
+		table__set_u64(t, C_LIVE_BLOCKS, (__u64)llround(row->live_blocks));
+		if (row->sampled)
+			table__set_u64(t, C_SAMPLED, row->sampled);
+		sampled |= row->sampled != 0;
 		if (row->grows)
 			table__set_u64(t, C_GROWTH_PER_STEP, row->growth);
+		else
+			table__set_str(t, C_WHY_NOT, why_not(row, b, why, sizeof(why)));
 		if (!b->k)
 			continue;
 		table__set_u64(t, C_GREW, row->grew);
 		table__set_u64(t, C_STEPS, b->k);
-		table__set_str(t, C_PER, b->steps ? "step" : "window");
+		table__set_str(t, C_PER, per_names[b->per]);
 		table__set_u64(t, C_STEP, (b->bounds[b->k] - b->bounds[0]) / b->k);
 	}
-	if (table__nrows(t) && named)
+	if (table__nrows(t))
 		table__add_note(
 			t,
-			"Step: a torch training step where the process has them (-t "
-			"torch), else a step of --steps=%s where it has those, else a tenth "
-			"of the device's allocations; a site grows when its live bytes went "
-			"up at %.0f%% of the steps or more.",
-			named, MEM_GROW_SHARE * 100);
-	else if (table__nrows(t))
-		table__add_note(t,
-				"Step: a torch training step where the process has them (-t "
-				"torch), else a tenth of the device's allocations; a site grows "
-				"when its live bytes went up at %.0f%% of the steps or more.",
-				MEM_GROW_SHARE * 100);
-	if (unstacked)
-		table__add_note(t, MEM_NO_STACK_ALLOC);
+			"Step: a torch training step where the process has them (-t torch)"
+			"%s%s%s, else a pass of its loop (loop: its allocations repeat every "
+			"pass), else a tenth of the device's allocations (window); a site "
+			"grows when its live bytes fell at no more than %.0f%% of the steps, "
+			"went up at a third of them or more and kept half of that to the "
+			"last; its growth a step is the slope of its live bytes over the steps.",
+			named ? ", else a step of --steps=" : "", named ? named : "",
+			named ? " where it has those" : "", (1 - MEM_GROW_SHARE) * 100);
+	mem_site_notes(t, unstacked, MEM_NO_STACK_ALLOC);
+	if (sampled)
+		table__add_note(t, MEM_SAMPLED_NOTE);
 }
 
 static int leaks__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
@@ -342,26 +489,24 @@ static int leaks__emit_for(void *vst, const struct trace_model *m, const struct 
 {
 	struct leaks_state *st = vst;
 	const struct mem_log *l = st->log;
-	struct leaks_run r = { 0 };
-	__s64 *tmp = NULL;
+	struct leaks_run r = { .m = m, .stack_n = mem_sites__stack_n(ask) };
 	int err;
 
 	if (l->err)
 		return l->err;
+	if (!(r.sites = mem_sites__new(r.stack_n)))
+		return -ENOMEM;
 	err = bounds_of(l, ask->steps, &r);
 	if (!err)
 		err = fill_rows(l, &r);
-	if (!err && !(tmp = calloc(MAX_BOUNDS + MEM_GROW_WINDOWS + 1, sizeof(*tmp))))
-		err = -ENOMEM;
 	if (!err) {
 		for (size_t i = 0; i < r.nrows; i++)
-			judge_row(&r.rows[i], &r.b[r.rows[i].dev], tmp);
+			judge_row(&r.rows[i], &r.b[r.rows[i].dev], l->devs[r.rows[i].dev].exited);
 		if (r.nrows)
 			qsort(r.rows, r.nrows, sizeof(*r.rows), leak_cmp);
 		emit_rows(&r, l, m, steps__named(ask->steps), t);
 		err = table__err(t);
 	}
-	free(tmp);
 	run_free(&r, l->ndevs);
 	return err;
 }
@@ -379,4 +524,5 @@ const struct report mem_leaks = {
 	.emit = leaks__emit,
 	.emit_for = leaks__emit_for,
 	.free = leaks__free,
+	.group_by = mem_site_groups,
 };

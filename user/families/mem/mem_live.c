@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The blocks live in each process and device (mem_live.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include "array.h"
 #include "hmap.h"
@@ -30,6 +31,15 @@ struct mem_live {
 static struct hkey pid_dev(__u32 pid, __s16 device)
 {
 	return (struct hkey){ (__u64)pid << 16 | (__u16)device, 0 };
+}
+
+double mem_alloc__weight(const struct bs_mem_alloc *r)
+{
+	if (!r->sample_rate || r->flags & BS_MEM_EARLY)
+		return 1;
+	if (!(r->flags & BS_MEM_SAMPLED) || !r->bytes)
+		return 0;
+	return 1 / -expm1(-(double)r->bytes / r->sample_rate);
 }
 
 struct mem_live *mem_live__new(void)
@@ -304,6 +314,7 @@ void mem_visit(const struct mem_visit *v, void *arg, const struct bs_hdr *h)
 			v->rss(arg, h->pid, h->ts, ((const struct bs_mem_rss *)h)->rss);
 		break;
 	case BS_REC_MEM_GROW:
+	case BS_REC_MEM_SHRINK:
 		if (v->rss && h->size >= sizeof(struct bs_mem_grow))
 			v->rss(arg, h->pid, h->ts, ((const struct bs_mem_grow *)h)->rss);
 		break;

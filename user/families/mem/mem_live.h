@@ -34,6 +34,15 @@ struct mem_dev {
 	__u64 live, peak, peak_ts;
 };
 
+/*
+ * What allocation R counts for at its site, in blocks of its size (mem_records.h's
+ * sample_rate): 1 for a block whose stack was taken for its size, one recorded without
+ * sampling, and one made before stacks were taken (BS_MEM_EARLY: a site of its own);
+ * 1 / (1 - exp(-bytes / rate)) for one sampled, the inverse of its chance to be; 0 for one
+ * not sampled, which the sampled ones stand for.
+ */
+double mem_alloc__weight(const struct bs_mem_alloc *r);
+
 struct mem_live *mem_live__new(void);
 void mem_live__free(struct mem_live *l);
 /*
@@ -81,7 +90,7 @@ enum mem_gone { MEM_GONE_EXIT, MEM_GONE_EXEC, MEM_GONE_RECYCLED };
 
 struct mem_visit {
 	void (*alloc)(void *arg, const struct bs_mem_alloc *r);
-	void (*rss)(void *arg, __u32 pid, __u64 ts, __u64 rss); /* MEM_RSS and MEM_GROW */
+	void (*rss)(void *arg, __u32 pid, __u64 ts, __u64 rss); /* MEM_RSS, _GROW, _SHRINK */
 	void (*oom)(void *arg, const struct bs_mem_oom *r);
 	/*
 	 * What PID held is gone: it exited (the last of its threads), a new program replaced it

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The mem family's option: --mem-step (record and monitor). */
+/* The mem family's options: --mem-step (record and monitor), --mem-sample-rate (record). */
 #include <stdio.h>
+#include <string.h>
 #include "mem.h"
 #include "parse.h"
 #include "msg.h"
@@ -9,12 +10,15 @@
 void mem_opts_init(void *opts, const char *cmd)
 {
 	((struct mem_opts *)opts)->step = MEM_STEP_DEFAULT_BYTES;
+	((struct mem_opts *)opts)->sample_rate = MEM_SAMPLE_DEFAULT_BYTES;
 }
 
 void mem_opts_describe(const void *opts, char *buf, size_t len)
 {
-	snprintf(buf, len, " mem_step=%llu",
-		 (unsigned long long)((const struct mem_opts *)opts)->step);
+	const struct mem_opts *o = opts;
+
+	snprintf(buf, len, " mem_step=%llu mem_sample_rate=%llu", (unsigned long long)o->step,
+		 (unsigned long long)o->sample_rate);
 }
 
 static int parse_step(void *opts, const char *arg, const char *cmd)
@@ -29,11 +33,29 @@ static int parse_step(void *opts, const char *arg, const char *cmd)
 	return 0;
 }
 
+static int parse_sample_rate(void *opts, const char *arg, const char *cmd)
+{
+	__u64 v = 0;
+
+	if (strcmp(arg, "none") && (parse_size(arg, &v) || !v || v > MEM_SAMPLE_MAX_BYTES))
+		return msg__fail("bad --mem-sample-rate '%s': use a size from 1 to 1G, e.g. "
+				 "512K, or none",
+				 arg);
+	((struct mem_opts *)opts)->sample_rate = v;
+	return 0;
+}
+
 const struct family_option mem_options[] = {
 	{ "mem-step", "SIZE",
 	  "a process's resident memory is recorded each time it moves by SIZE, and each SIZE of "
 	  "growth is a sample charged to the stack of the thread whose page fault made it "
 	  "(default 1M; smaller: finer lines, more records)",
 	  FAMILY_OPT_RECORD | FAMILY_OPT_MONITOR, parse_step },
+	{ "mem-sample-rate", "SIZE",
+	  "allocations under --stacks=mem's size carry a stack by sampled bytes, one per SIZE "
+	  "allocated on average, each counted for the bytes it stands for, so every line's "
+	  "bytes are estimated whatever its blocks' size (default 512K; smaller: closer "
+	  "estimates, more stacks; none: only blocks of at least --stacks=mem's size)",
+	  FAMILY_OPT_RECORD, parse_sample_rate },
 	{ 0 },
 };

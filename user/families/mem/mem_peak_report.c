@@ -9,6 +9,7 @@
  * largest first, and each device's rows by bytes.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include "array.h"
 #include "hmap.h"
@@ -37,8 +38,9 @@ struct peak_state {
 };
 
 struct peak_row {
-	__u32 dev, site, op; /* op: its name's string id, 0 = none */
-	__u64 bytes, blocks;
+	__u32 dev, site, op;  /* op: its name's string id, 0 = none */
+	double bytes, blocks; /* estimates where sampled blocks stand for others */
+	__u64 sampled;	      /* sampled allocations behind them */
 };
 
 static void *peak__new(void)
@@ -131,7 +133,8 @@ static __u32 op_around(const struct peak_state *st, __u32 tid, __u64 ts)
 }
 
 /* The blocks live at each device's peak, summed by (device, site, op) into *ROWS. */
-static int live_at_peaks(const struct peak_state *st, struct peak_row **rows, size_t *nrows)
+static int live_at_peaks(const struct peak_state *st, struct mem_sites *sites,
+			 const struct trace_model *m, struct peak_row **rows, size_t *nrows)
 {
 	const struct mem_log *l = st->log;
 	struct hmap *idx = hmap__new(sizeof(__u32));
@@ -145,12 +148,13 @@ static int live_at_peaks(const struct peak_state *st, struct peak_row **rows, si
 	for (size_t i = 0; i < l->n && !err; i++) {
 		const struct mem_entry *e = &l->v[i];
 		const struct mem_log_dev *d = &l->devs[e->dev];
-		__u32 op, *at;
+		__u32 op, site, *at;
 
-		if (!d->peak || i > d->peak_entry || e->free_seq <= d->peak_entry)
+		if (!d->peak || i > d->peak_entry || e->free_seq <= d->peak_entry || !e->weight)
 			continue;
 		op = st->nops ? op_around(st, e->tid, e->ts) : 0;
-		at = hmap__get(idx, (struct hkey){ (__u64)e->dev << 32 | e->site, op }, 1);
+		site = mem_sites__of(sites, m, e->stack);
+		at = hmap__get(idx, (struct hkey){ (__u64)e->dev << 32 | site, op }, 1);
 		if (!at) {
 			err = -ENOMEM;
 			break;
@@ -161,11 +165,12 @@ static int live_at_peaks(const struct peak_state *st, struct peak_row **rows, si
 				break;
 			}
 			(*rows)[*nrows] =
-				(struct peak_row){ .dev = e->dev, .site = e->site, .op = op };
+				(struct peak_row){ .dev = e->dev, .site = site, .op = op };
 			*at = (__u32)++ * nrows;
 		}
-		(*rows)[*at - 1].bytes += e->bytes;
-		(*rows)[*at - 1].blocks++;
+		(*rows)[*at - 1].bytes += mem_entry__bytes(e);
+		(*rows)[*at - 1].blocks += e->weight;
+		(*rows)[*at - 1].sampled += e->weight > 1;
 	}
 	hmap__free(idx);
 	return err;
@@ -191,14 +196,29 @@ static int row_cmp(const void *a, const void *b)
 	return x->op < y->op ? -1 : x->op > y->op;
 }
 
-/* A device whose allocator had more allocated than the recording saw (blocks from before). */
-static void peak_notes(const struct mem_log *l, const struct trace_model *m, struct table *t)
+/*
+ * A device whose allocator had more allocated than the recording saw (blocks from before); a
+ * device none of whose blocks live at its peak was sampled (HAS_ROWS[i] 0): a peak of small
+ * blocks, below what sampling resolves.
+ */
+static void peak_notes(const struct mem_log *l, const struct trace_model *m, const char *has_rows,
+		       struct table *t)
 {
 	char dev[16], b1[32], b2[32];
 
 	for (size_t i = 0; i < l->ndevs; i++) {
 		const struct mem_log_dev *d = &l->devs[i];
 		const char *proc = trace_model__process_name(m, d->pid);
+
+		if (d->peak && !has_rows[i])
+			table__add_note(
+				t,
+				"%s of %s (pid %u): none of the blocks live at its peak (%s) was "
+				"sampled: they are small against --mem-sample-rate (its stacks are "
+				"taken once per so many bytes); --stacks=mem:0 gives each its stack.",
+				mem_device_name(d->device, dev, sizeof(dev)),
+				proc ? proc : "process", d->pid,
+				human__bytes((double)d->peak, b1, sizeof(b1)));
 
 		if (d->peak_total <= d->peak)
 			continue;
@@ -213,7 +233,8 @@ static void peak_notes(const struct mem_log *l, const struct trace_model *m, str
 	}
 }
 
-static int peak__emit(void *vst, const struct trace_model *m, struct table *t)
+static int peak__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
+			  struct table *t)
 {
 	enum {
 		C_WHO,
@@ -221,60 +242,92 @@ static int peak__emit(void *vst, const struct trace_model *m, struct table *t)
 		C_OP = C_SITE + MEM_SITE_NCOLS,
 		C_BYTES,
 		C_BLOCKS,
+		C_SAMPLED,
 		C_PEAK_PCT,
 		C_PEAK,
 		C_PEAK_TS,
+		C_STACK,
 		NCOLS
 	};
-	enum { WITH_OPS = 1 }; /* the op column's option: the trace has torch's ops */
+	/* the op column's option: the trace has torch's ops; the stack's: --group-by stack:N */
+	enum { WITH_OPS = 1, WITH_STACK = 2 };
 	static const struct table_col cols[NCOLS] = {
 		MEM_WHO_COLS(C_WHO),
 		MEM_SITE_COLS(C_SITE),
 		[C_OP] = { "op", "Op", TABLE_STR, .when = WITH_OPS },
 		[C_BYTES] = { "bytes", "Bytes (B)", TABLE_U64 },
 		[C_BLOCKS] = { "blocks", "Blocks", TABLE_U64 },
+		[C_SAMPLED] = { "sampled", "Sampled", TABLE_U64, TABLE_COL_MINOR },
 		[C_PEAK_PCT] = { "peak_pct", "Of Peak (%)", TABLE_DOUBLE },
 		[C_PEAK] = { "peak_bytes", "Peak (B)", TABLE_U64, TABLE_COL_MINOR },
 		[C_PEAK_TS] = { "peak_ts", "Peak At (ns)", TABLE_U64,
 				TABLE_COL_MINOR | TABLE_COL_TIMESTAMP },
+		[C_STACK] = { "stack", "Stack", TABLE_STR, .when = WITH_STACK },
 	};
 	struct peak_state *st = vst;
 	const struct mem_log *l = st->log;
+	struct mem_sites *sites;
 	struct peak_row *rows;
 	size_t nrows;
-	int err, c[NCOLS], unstacked = 0;
+	int err, c[NCOLS], unstacked = 0, sampled = 0;
+	char *has_rows = calloc(l->ndevs + 1, 1);
 
 	if (l->err || st->err)
 		return l->err ? l->err : st->err;
 	if (st->nops)
 		qsort(st->ops, st->nops, sizeof(*st->ops), op_cmp);
-	err = live_at_peaks(st, &rows, &nrows);
-	if (err)
+	sites = mem_sites__new(mem_sites__stack_n(ask));
+	if (!sites || !has_rows) {
+		mem_sites__free(sites);
+		free(has_rows);
+		return -ENOMEM;
+	}
+	err = live_at_peaks(st, sites, m, &rows, &nrows);
+	if (err) {
+		mem_sites__free(sites);
+		free(has_rows);
 		return err;
+	}
 	sort_log = l;
 	if (nrows)
 		qsort(rows, nrows, sizeof(*rows), row_cmp);
 	sort_log = NULL;
-	table__add_cols_when(t, cols, NCOLS, st->nops ? WITH_OPS : 0, c);
+	table__add_cols_when(t, cols, NCOLS,
+			     (st->nops ? WITH_OPS : 0) | (mem_sites__stack_n(ask) ? WITH_STACK : 0),
+			     c);
 	for (size_t i = 0; i < nrows; i++) {
 		const struct mem_log_dev *d = &l->devs[rows[i].dev];
 
+		has_rows[rows[i].dev] = 1;
 		table__row(t);
 		mem_who__set(t, c[C_WHO], m, d->pid, d->device);
-		unstacked |= mem_site__set(t, c[C_SITE], l->sites, rows[i].site, m, MEM_NO_STACK);
+		unstacked |= mem_site__set(t, c[C_SITE], sites, rows[i].site, m, MEM_NO_STACK);
 		if (c[C_OP] >= 0 && rows[i].op)
 			table__set_str(t, c[C_OP], trace_model__string(m, rows[i].op));
-		table__set_u64(t, c[C_BYTES], rows[i].bytes);
-		table__set_u64(t, c[C_BLOCKS], rows[i].blocks);
+		if (c[C_STACK] >= 0)
+			mem_site__set_stack(t, c[C_STACK], sites, rows[i].site);
+		table__set_u64(t, c[C_BYTES], (__u64)llround(rows[i].bytes));
+		table__set_u64(t, c[C_BLOCKS], (__u64)llround(rows[i].blocks));
+		if (rows[i].sampled)
+			table__set_u64(t, c[C_SAMPLED], rows[i].sampled);
+		sampled |= rows[i].sampled != 0;
 		table__set_double(t, c[C_PEAK_PCT], 100.0 * rows[i].bytes / d->peak);
 		table__set_u64(t, c[C_PEAK], d->peak);
 		table__set_u64(t, c[C_PEAK_TS], d->peak_ts);
 	}
 	free(rows);
-	if (unstacked)
-		table__add_note(t, MEM_NO_STACK_ALLOC);
-	peak_notes(l, m, t);
+	mem_sites__free(sites);
+	mem_site_notes(t, unstacked, MEM_NO_STACK_ALLOC);
+	if (sampled)
+		table__add_note(t, MEM_SAMPLED_NOTE);
+	peak_notes(l, m, has_rows, t);
+	free(has_rows);
 	return table__err(t);
+}
+
+static int peak__emit(void *vst, const struct trace_model *m, struct table *t)
+{
+	return peak__emit_for(vst, m, &(struct report_ask){ 0 }, t);
 }
 
 const struct report mem_peak = {
@@ -283,5 +336,7 @@ const struct report mem_peak = {
 	.new = peak__new,
 	.add = peak__add,
 	.emit = peak__emit,
+	.emit_for = peak__emit_for,
 	.free = peak__free,
+	.group_by = mem_site_groups,
 };

@@ -47,6 +47,7 @@ struct mem_state {
 	struct record_ctx *ctx;
 	struct mem_bpf *skel;
 	struct uprobe_mgr *uprobes; /* the recording's (family_attach.h) */
+	struct stack_svc *stacks;   /* the recording's, when stacks are read; else NULL */
 	int listener;		    /* mem's id with it */
 	struct mem_file *files;
 	struct mem_usdt_proc *procs;

@@ -20,7 +20,7 @@
 #include "table.h"
 #include "trace_model.h"
 
-/* A leak holds once its growth over the steps it grew at reaches this. */
+/* A leak holds once its growth over the steps reaches this. */
 #define LEAK_MIN_BYTES (16ull << 20)
 /* Reserved but unallocated at the peak: said from these, holds from the next two. */
 #define FRAG_SAY_SHARE	0.20
@@ -176,42 +176,117 @@ static void claim_ooms(struct mem_rules *st, struct verdict *v)
 	}
 }
 
-/* mem_leaks' growing rows: the first (the steepest) as the claim. */
+/* What a mem_leaks row's step is called: "a step", "steps" (per is its per column). */
+static const char *per_word(const char *per, int plural)
+{
+	if (per && !strcmp(per, "loop"))
+		return plural ? "passes" : "a pass of its loop";
+	if (per && !strcmp(per, "window"))
+		return plural ? "windows" : "a window";
+	return plural ? "steps" : "a step";
+}
+
+/* Rows R and Q of T name the same line of the job's own code in the same process and device. */
+static int same_line(const struct table *t, int r, int q)
+{
+	static const char *const keys[] = { "pid", "device", "func", "file", "line" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		int c = table__col(t, keys[i]);
+		const char *a = table__get_str(t, r, c), *b = table__get_str(t, q, c);
+
+		if (table__get_number(t, r, c) != table__get_number(t, q, c) ||
+		    ((a || b) && (!a || !b || strcmp(a, b))))
+			return 0;
+	}
+	return 1;
+}
+
+/* "Conv2d._conv_forward (conv.py:459) 6.90 MiB, ...": the library frames of LINE's rows. */
+static void via_list(const struct table *t, const int *rows, int n, char *buf, size_t len)
+{
+	int cf = table__col(t, "via_func"), cl = table__col(t, "via_line"),
+	    cv = table__col(t, "via_file"), cg = table__col(t, "growth_per_step_bytes");
+	size_t used = 0;
+	char b[32];
+
+	buf[0] = 0;
+	for (int i = 0; i < n && used < len; i++) {
+		const char *f = table__get_str(t, rows[i], cf),
+			   *file = table__get_str(t, rows[i], cv);
+
+		used += snprintf(buf + used, len - used, "%s%s (%s:%llu) %s", i ? ", " : "",
+				 f ? f : "its own line", file ? human__base(file) : "",
+				 (unsigned long long)table__get_u64(t, rows[i], cl),
+				 human__bytes(table__get_number(t, rows[i], cg), b, sizeof(b)));
+	}
+}
+
+/*
+ * mem_leaks' growing rows, gathered by the line of the job's own code (its rows differ by
+ * the library frame that allocated): the line that grew most, all of its rows summed, is the
+ * claim, and its library frames a detail.
+ */
 static void claim_leaks(struct verdict *v)
 {
 	const struct table *t = verdict__table(v, "mem_leaks");
-	char who[160], site[512], b1[32], b2[32], more[64] = "";
-	int cg, first = -1, growing = 0;
-	__u64 growth, grew;
+	char who[160], site[512], b1[32], b2[32], more[64] = "", vias[512];
+	int cg, nrows, best = -1, lines = 0, *of, nof = 0;
+	double growth = 0, live = 0, best_growth = -1;
 	const char *per;
 
-	if (!t)
+	if (!t || !(nrows = table__nrows(t)))
 		return;
 	cg = table__col(t, "growth_per_step_bytes");
-	for (int r = 0; r < table__nrows(t); r++) {
+	of = calloc((size_t)nrows, sizeof(*of));
+	if (!of)
+		return;
+	for (int r = 0; r < nrows; r++) {
+		int first = 1;
+		double sum = 0;
+
 		if (!table__is_set(t, r, cg))
 			continue;
-		growing++;
-		if (first < 0)
-			first = r;
+		for (int q = 0; q < r && first; q++)
+			first = !table__is_set(t, q, cg) || !same_line(t, q, r);
+		if (!first)
+			continue; /* summed with the line's first row */
+		lines++;
+		for (int q = r; q < nrows; q++)
+			if (table__is_set(t, q, cg) && same_line(t, q, r))
+				sum += table__get_number(t, q, cg);
+		if (sum > best_growth) {
+			best_growth = sum;
+			best = r;
+		}
 	}
-	if (first < 0)
+	if (best < 0) {
+		free(of);
 		return;
-	if (growing > 1)
-		snprintf(more, sizeof(more), "; %d sites grew", growing);
-	growth = table__get_u64(t, first, cg);
-	grew = table__get_u64(t, first, table__col(t, "grew"));
-	per = table__get_str(t, first, table__col(t, "per"));
-	verdict__claim(v, VERDICT_MEMORY, growth * grew >= LEAK_MIN_BYTES, -1, "mem_leaks",
-		       "a leak: %s grew %s by %s a %s at %llu of %llu %ss; %s live at the end%s",
-		       site_of(t, first, site, sizeof(site)), who_of(v, t, first, who, sizeof(who)),
-		       human__bytes((double)growth, b1, sizeof(b1)), per ? per : "step",
-		       (unsigned long long)grew,
-		       (unsigned long long)table__get_u64(t, first, table__col(t, "steps")),
-		       per ? per : "step",
-		       human__bytes((double)table__get_u64(t, first, table__col(t, "live_bytes")),
-				    b2, sizeof(b2)),
-		       more);
+	}
+	for (int q = best; q < nrows; q++)
+		if (table__is_set(t, q, cg) && same_line(t, q, best)) {
+			of[nof++] = q;
+			growth += table__get_number(t, q, cg);
+			live += table__get_number(t, q, table__col(t, "live_bytes"));
+		}
+	if (lines > 1)
+		snprintf(more, sizeof(more), "; %d lines grew", lines);
+	per = table__get_str(t, best, table__col(t, "per"));
+	verdict__claim(
+		v, VERDICT_MEMORY,
+		growth * table__get_number(t, best, table__col(t, "steps")) >= LEAK_MIN_BYTES, -1,
+		"mem_leaks", "a leak: %s grew %s by %s %s at %llu of %llu %s; %s live at the end%s",
+		site_of(t, best, site, sizeof(site)), who_of(v, t, best, who, sizeof(who)),
+		human__bytes(growth, b1, sizeof(b1)), per_word(per, 0),
+		(unsigned long long)table__get_u64(t, best, table__col(t, "grew")),
+		(unsigned long long)table__get_u64(t, best, table__col(t, "steps")),
+		per_word(per, 1), human__bytes(live, b2, sizeof(b2)), more);
+	if (nof > 1 || table__get_str(t, best, table__col(t, "via_func"))) {
+		via_list(t, of, nof, vias, sizeof(vias));
+		verdict__detail(v, -1, "mem_leaks", "allocated through %s", vias);
+	}
+	free(of);
 }
 
 /* mem_sum's devices with the allocator's totals: reserved far above allocated. */

@@ -16,7 +16,7 @@ static void offcpu_stacks__add(void *st, const struct bs_hdr *rec, const struct 
 	if (rec->type != BS_REC_OFFCPU)
 		return;
 	proc = trace_model__process_name(m, rec->pid);
-	frame_sum__add(st, proc ? proc : "?", frame_sum__site(trace_model__event_stack(m, rec)),
+	frame_sum__add(st, proc ? proc : "?", trace_model__event_stack(m, rec), m,
 		       ((const struct bs_offcpu *)rec)->dur);
 }
 

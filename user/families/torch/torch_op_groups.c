@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "array.h"
+#include "frame_sum.h"
 #include "hmap.h"
 #include "torch.h"
 #include "torch_op_groups.h"
@@ -26,43 +27,6 @@ static int left_out(const char *entry)
 		if (strstr(entry, filtered[i][0]) && strstr(entry, filtered[i][1]))
 			return 1;
 	return 0;
-}
-
-/* The first N Python frames of S as torch writes them, "; " between; malloc'ed. */
-static char *stack_text(const struct trace_stack *s, const struct trace_model *m, unsigned n)
-{
-	size_t len = 0, cap = 256;
-	char *out = malloc(cap), entry[1024];
-
-	if (!out)
-		return NULL;
-	out[0] = 0;
-	for (__u16 i = 0; s && i < s->nframes && n; i++) {
-		const struct bs_frame *f = &s->frames[i];
-		const char *file = f->file_id ? trace_model__string(m, f->file_id) : NULL;
-		const char *func = f->func_id ? trace_model__string(m, f->func_id) : NULL;
-		size_t k;
-
-		if (f->kind != BS_FRAME_PYTHON)
-			continue;
-		k = (size_t)snprintf(entry, sizeof(entry), "%s(%u): %s", file ? file : "?", f->line,
-				     func ? func : "?");
-		if (k >= sizeof(entry) || left_out(entry))
-			continue;
-		if (len + k + 3 > cap) {
-			char *more = realloc(out, (len + k + 3) * 2);
-
-			if (!more) {
-				free(out);
-				return NULL;
-			}
-			out = more;
-			cap = (len + k + 3) * 2;
-		}
-		len += (size_t)sprintf(out + len, "%s%s", len ? "; " : "", entry);
-		n--;
-	}
-	return out;
 }
 
 /* The op whose stack a backward op's tree has: its backward scope's forward op's. */
@@ -193,7 +157,7 @@ static int stack_keys(struct torch_op_groups *g, const struct torch_ops *t,
 			break;
 		}
 		if (!*text) {
-			if (!(*text = stack_text(s, m, n)) ||
+			if (!(*text = frame_sum__stack_text(s, m, n, left_out)) ||
 			    array__grow((void **)&g->texts, g->ntexts, &cap, sizeof(*g->texts))) {
 				free(*text);
 				*text = NULL;
