@@ -95,8 +95,15 @@
 /* a name not interned: the recording's names reached the bytes the recorder keeps */
 #define BS_LOSS_STRINGS_CAPPED 13
 
-/* The shared `control` array's one value (common.bpf.h): bits user space sets. */
+/* The shared `control` array (common.bpf.h): its values, by index, that user space sets. */
+#define BS_CTL_FLAGS   0  /* bits: */
 #define BS_CTL_STOPPED 1u /* the recording stops: no new records */
+/*
+ * A process of bpfsight's own besides the recorder, which -a does not trace either (the GPU
+ * metrics sampler: traced, its wake-ups would fill the trace); 0: none.
+ */
+#define BS_CTL_OWN_PID 1
+#define BS_CTL_ENTRIES 2
 
 /* Common header of every record. */
 struct bs_hdr {
