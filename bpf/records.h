@@ -20,7 +20,9 @@
  *   0x00 the recording's own (below)   0x10 osrt    0x20 sched   0x30 cuda   0x40 nccl
  *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu    0x90 torch
  *   0xa0 bpfsight merge's (below; 0xa2 the unwind tables' use, stack_records.h: the
- *        recording's own block is full)   0xb0 mem    0xc0 cublas    0xd0 blas
+ *        recording's own block is full; 0xa8-0xaf gpumetrics, gpumetrics_records.h: no block
+ *        of 16 was left, and its losses are this block's, the registry's last family of it)
+ *   0xb0 mem    0xc0 cublas    0xd0 blas
  *   0xe0 cudnn
  *   0xf0, 0xf1  the file format's own (user/core/trace_format.h); 0xf2-0xf7 pyfunc (no block
  *               of 16 was left); 0xf8 on: the tests' toy families (the toy shim family's too,
