@@ -138,4 +138,12 @@ const struct family family_gpumetrics = {
 	.walk_observe = gpum_walk__observe,
 	.walk_free = gpum_walk__free,
 	.decoders = gpum_decoders,
+	.reports = gpum_reports,
+	.verdict = &gpum_verdict,
+	.perfetto = &gpum_perfetto,
+	.chrome = &gpum_chrome,
+	.sqlite = &gpum_sqlite,
+	.metrics = &gpum_metrics_family,
+	.top = &gpum_top,
+	.page = &gpum_page,
 };
