@@ -58,12 +58,10 @@ def cache_dir():
 
 
 def need_fake():
+    """The fake, which LD_LIBRARY_PATH puts before the driver's own where there is one."""
     need_root()
     if not os.path.exists(os.path.join(FAKE_DIR, "libnvidia-ml.so.1")):
         raise Skip(f"{FAKE_DIR}/libnvidia-ml.so.1 missing: run make test-build")
-    if subprocess.run(["sh", "-c", "ldconfig -p | grep -q libnvidia-ml.so.1"]).returncode == 0:
-        raise Skip("this machine has NVIDIA's libnvidia-ml.so.1: the tests' fake would not "
-                   "be the one found (tests/gpu/run.sh checks the real one)")
 
 
 def fake_env(**script):
@@ -213,6 +211,9 @@ def test_gpumetrics_without_nvml_the_rest_unchanged():
     """No libnvidia-ml.so.1 found: one warning, a STATUS record saying why, no sample, exit 0;
     the osrt family beside it counts the workload's system calls exactly."""
     need_fake()
+    if subprocess.run(["sh", "-c", "ldconfig -p | grep -q libnvidia-ml.so.1"]).returncode == 0:
+        raise Skip("this machine has NVIDIA's libnvidia-ml.so.1: NVML cannot be absent here "
+                   "(tests/gpu/run.sh checks the real one)")
     env = dict(os.environ, LD_LIBRARY_PATH=tmpdir())
     p, trace = record([SLEEPER, "77", "3", "1000"], "-t", "gpumetrics,osrt",
                       "--osrt-threshold", "0", env=env)
@@ -223,6 +224,26 @@ def test_gpumetrics_without_nvml_the_rest_unchanged():
     check(not any(e["kind"] == "gpu_metrics" for e in events), "no sample")
     calls = collections.Counter(e["name"] for e in events if e["kind"] == "syscall")
     eq(calls["getppid"], 77, "getppid, exactly")
+
+
+def test_gpumetrics_sampler_crash_said_the_recording_goes_on():
+    """NVML crashing the sampler: at its start (nothing said yet), or at its 40th tick: one
+    warning, a gpu_metrics_status event saying how it ended, the samples before it, exit 0
+    and osrt's counts beside it exact."""
+    need_fake()
+    for crash, state, said in (("0", "no_sampler", "the sampler could not run (killed by "
+                                "signal 6)"),
+                               ("40", "ended", "the sampler ended (pid ")):
+        p, trace = record([SLEEPER, "33", "1", "700000"], "-t", "gpumetrics,osrt",
+                          "--osrt-threshold", "0", "--gpu-metrics-frequency=200",
+                          env=fake_env(crash=crash))
+        eq(p.stderr.count(said), 1, f"crash at {crash}: {p.stderr[-600:]}")
+        events = dump(trace)
+        st = [e["args"]["state"] for e in events if e["kind"] == "gpu_metrics_status"]
+        eq(st[-1], state, f"crash at {crash}: the last status of {st}")
+        eq(len(samples(events, 0)), max(0, int(crash) - 1), "the samples before the crash")
+        calls = collections.Counter(e["name"] for e in events if e["kind"] == "syscall")
+        eq(calls["getppid"], 33, "getppid, exactly")
 
 
 def test_gpumetrics_slow_driver_lowers_the_rate():

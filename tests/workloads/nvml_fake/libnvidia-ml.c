@@ -24,6 +24,8 @@
  *   FAKE_NVML_PIDS=LIST        processes on device 0 (their utilization and memory)
  *   FAKE_NVML_DRAM=PCT         GPM's DRAM bandwidth (default 41.5); FAKE_NVML_SM=PCT SM active
  *   FAKE_NVML_NO_LIB=1         nvmlInit_v2 fails with DRIVER_NOT_LOADED
+ *   FAKE_NVML_CRASH=K          the Kth energy read of device 0 aborts the process (0: nvmlInit
+ *                              itself): a driver library that crashes its caller
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +56,7 @@ static FILE *logf;
 static char unsupported[256], denied[256];
 static int lost_dev = -1;
 static unsigned long long lost_at, flaky, latency_us, power_mw = 300000;
-static unsigned long long init_ns;
+static unsigned long long init_ns, crash_at = ~0ull;
 static double dram = 41.5, sm = 37.25;
 static char pids[256];
 
@@ -122,6 +124,9 @@ EXPORT nvmlReturn_t nvmlInit_v2(void)
 
 	if (getenv("FAKE_NVML_NO_LIB"))
 		return NVML_ERROR_DRIVER_NOT_LOADED;
+	crash_at = strtoull(env("FAKE_NVML_CRASH", "-1"), NULL, 10);
+	if (crash_at == 0)
+		abort();
 	ndev = (unsigned)atoi(env("FAKE_NVML_DEVICES", "1"));
 	if (ndev > MAX_DEV)
 		ndev = MAX_DEV;
@@ -242,6 +247,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h, unsigned
 
 	if (d && lost_dev == (int)d->index && d->tick + 1 >= lost_at)
 		d->lost = 1;
+	if (d && d->index == 0 && d->tick + 1 == crash_at)
+		abort();
 	if ((r = gate(d, "energy")))
 		return r;
 	if (latency_us)

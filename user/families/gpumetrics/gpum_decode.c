@@ -214,7 +214,7 @@ static const char *state_name(__u32 s)
 		[BS_GPUM_STARTING] = "starting",   [BS_GPUM_RUNNING] = "running",
 		[BS_GPUM_NO_NVML] = "no_nvml",	   [BS_GPUM_NVML_FAILED] = "nvml_failed",
 		[BS_GPUM_NO_DEVICE] = "no_device", [BS_GPUM_NO_SAMPLER] = "no_sampler",
-		[BS_GPUM_ENDED] = "ended", [BS_GPUM_STOPPED] = "stopped",
+		[BS_GPUM_ENDED] = "ended",	   [BS_GPUM_STOPPED] = "stopped",
 	};
 
 	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "unknown";

@@ -227,9 +227,19 @@ void gpum_check_alive(struct record_ctx *ctx, struct gpum_state *st)
 		return;
 	st->ended_said = 1;
 	gpum_drain(ctx, st); /* what it wrote last: maybe why */
+	s = st->sp.status;
+	if (st->state == BS_GPUM_STARTING) { /* it never ran: its program, refused (noexec) */
+		pr_warn("gpumetrics: the sampler could not run (%s %d): no GPU metrics are "
+			"recorded\n",
+			WIFSIGNALED(s) ? "killed by signal" : "exit status",
+			WIFSIGNALED(s) ? WTERMSIG(s) : WEXITSTATUS(s));
+		gpum_status(ctx, st, BS_GPUM_NO_SAMPLER, "the sampler could not run (%s %d)",
+			    WIFSIGNALED(s) ? "killed by signal" : "exit status",
+			    WIFSIGNALED(s) ? WTERMSIG(s) : WEXITSTATUS(s));
+		return;
+	}
 	if (st->state != BS_GPUM_RUNNING)
 		return; /* it said why it stopped (no NVML, no device) */
-	s = st->sp.status;
 	if (WIFSIGNALED(s))
 		gpum_status(ctx, st, BS_GPUM_ENDED, "the sampler was killed by signal %d",
 			    WTERMSIG(s));

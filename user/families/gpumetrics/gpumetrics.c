@@ -76,6 +76,7 @@ static void gpum_stop(struct record_ctx *ctx, void *state)
 
 	if (st->sp.pid <= 0)
 		return;
+	gpum_check_alive(ctx, st); /* ended already, since the last poll: said */
 	gpum_sampler__stop(&st->sp, GPUM_STOP_WAIT_NS + 1000000000ull / (st->hz ? st->hz : 1));
 	gpum_drain(ctx, st);
 	if (!st->ended_said && st->state == BS_GPUM_RUNNING)
