@@ -246,6 +246,24 @@ def test_gpumetrics_sampler_crash_said_the_recording_goes_on():
         eq(calls["getppid"], 33, "getppid, exactly")
 
 
+def test_gpumetrics_processes_of_the_recording_only():
+    """NVML names two processes on GPU 0: a child of the launched command (a target, by its
+    FORK) and one outside the recording (this test's): only the child's use is written."""
+    need_fake()
+    d = tmpdir()
+    pids = os.path.join(d, "pids")
+    with open(pids, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    p, trace = record(["sh", "-c", f"sleep 0.8 & echo $!,{os.getpid()} > {pids}; wait"],
+                      "-t", "gpumetrics", "--gpu-metrics-frequency=100",
+                      env=fake_env(pids_file=pids))
+    with open(pids) as f:
+        child = int(f.read().split(",")[0])
+    got = collections.Counter(e["pid"] for e in dump(trace) if e["kind"] == "gpu_process")
+    eq(set(got), {child}, f"the processes written ({got})")
+    check(got[child] >= 4, f"the child's samples: {got}")
+
+
 def test_gpumetrics_slow_driver_lowers_the_rate():
     """Energy reads of 3 ms asked at 1000 Hz: the sampler samples at most at 1/(2 x 3 ms) and
     says the rate it took; what it took keeps to its own promise."""

@@ -21,7 +21,8 @@
  *   FAKE_NVML_LATENCY_US=N     each energy read takes N us (a slow driver)
  *   FAKE_NVML_POWER_MW=P       the power drawn (default 300000): energy is P mW times the time
  *                              since nvmlInit, on CLOCK_MONOTONIC, in mJ from 1,000,000
- *   FAKE_NVML_PIDS=LIST        processes on device 0 (their utilization and memory)
+ *   FAKE_NVML_PIDS=LIST        processes on device 0 (their utilization and memory);
+ *   FAKE_NVML_PIDS_FILE=PATH   or those listed in PATH (comma-separated), read at each call
  *   FAKE_NVML_DRAM=PCT         GPM's DRAM bandwidth (default 41.5); FAKE_NVML_SM=PCT SM active
  *   FAKE_NVML_NO_LIB=1         nvmlInit_v2 fails with DRIVER_NOT_LOADED
  *   FAKE_NVML_CRASH=K          the Kth energy read of device 0 aborts the process (0: nvmlInit
@@ -483,12 +484,23 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *g)
 	return NVML_SUCCESS;
 }
 
-/* The pids of FAKE_NVML_PIDS into OUT (at most MAX): how many. */
+/* The pids of FAKE_NVML_PIDS (or FAKE_NVML_PIDS_FILE's, now) into OUT (at most MAX). */
 static unsigned fake_pids(unsigned *out, unsigned max)
 {
+	const char *path = getenv("FAKE_NVML_PIDS_FILE");
+	char buf[256] = "";
+	const char *list = pids;
 	unsigned n = 0;
+	FILE *f;
 
-	for (const char *p = pids; *p && n < max; p += strcspn(p, ","), p += *p == ',')
+	if (path && (f = fopen(path, "r"))) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+		list = buf;
+	}
+	for (const char *p = list; *p && *p != '\n' && n < max;
+	     p += strcspn(p, ",\n"), p += *p == ',')
 		out[n++] = (unsigned)strtoul(p, NULL, 10);
 	return n;
 }

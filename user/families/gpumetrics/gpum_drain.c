@@ -48,17 +48,47 @@ static int is_target(struct record_ctx *ctx, struct gpum_state *st, __u32 pid)
 	return st->children && hmap__get(st->children, (struct hkey){ pid, 0 }, 0);
 }
 
+/* A child's FORK adds it, its last thread's EXIT marks when it ended (-a needs neither). */
 void gpum_observe(struct record_ctx *ctx, void *state, const struct bs_hdr *rec)
 {
 	const struct bs_fork *f = (const void *)rec;
+	const struct bs_exit *e = (const void *)rec;
 	struct gpum_state *st = state;
+	__u64 *ended;
 
-	if (rec->type != BS_REC_FORK || rec->size < sizeof(*f) || f->child_pid != f->child_tid)
+	if (ctx->opts->system_wide)
 		return;
-	if (!st->children)
-		st->children = hmap__new(1);
-	if (st->children)
-		hmap__get(st->children, (struct hkey){ f->child_pid, 0 }, 1);
+	if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f) && f->child_pid == f->child_tid) {
+		if (!st->children)
+			st->children = hmap__new(sizeof(__u64));
+		if (st->children &&
+		    (ended = hmap__get(st->children, (struct hkey){ f->child_pid, 0 }, 1)))
+			*ended = 0; /* a recycled pid's earlier process is over */
+	} else if (rec->type == BS_REC_EXIT && rec->size >= sizeof(*e) && e->group_dead &&
+		   st->children &&
+		   (ended = hmap__get(st->children, (struct hkey){ rec->pid, 0 }, 0))) {
+		*ended = rec->ts ? rec->ts : 1;
+	}
+}
+
+/*
+ * Children that ended over GPUM_CHILD_KEEP_NS ago go (churn fills nothing): their samples
+ * have been drained by then.
+ */
+void gpum_forget_children(struct gpum_state *st, __u64 now)
+{
+	struct hkey k, gone[64];
+	__u64 *ended;
+	size_t it, n;
+
+	do {
+		for (it = n = 0;
+		     st->children && n < 64 && (ended = hmap__next(st->children, &it, &k));)
+			if (*ended && now > *ended + GPUM_CHILD_KEEP_NS)
+				gone[n++] = k;
+		for (size_t i = 0; i < n; i++)
+			hmap__del(st->children, gone[i]);
+	} while (n == 64);
 }
 
 static void said_status(struct gpum_state *st, const struct bs_gpum_status *s)

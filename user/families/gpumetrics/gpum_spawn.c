@@ -35,10 +35,10 @@ extern char **environ;
 #define CLOSE_RANGE_CLOEXEC (1u << 2)
 #endif
 
-/* The ring: four seconds of samples at the rate asked, 8 devices, a small record each. */
+/* The ring: four seconds of samples at the rate asked, 8 devices, a KEY-sized record each. */
 static __u64 ring_size(unsigned hz)
 {
-	__u64 want = (__u64)hz * 8 * 96 * 4;
+	__u64 want = (__u64)hz * 8 * 256 * 4;
 
 	if (want < GPUM_RING_MIN)
 		want = GPUM_RING_MIN;

@@ -66,6 +66,7 @@ static int gpum_poll(struct record_ctx *ctx, void *state)
 
 	gpum_drain(ctx, st);
 	gpum_check_alive(ctx, st);
+	gpum_forget_children(st, mono_now_ns());
 	return 0;
 }
 
@@ -108,7 +109,7 @@ static const struct loss_cause gpum_losses[] = {
 	{ 0 },
 };
 
-static const __u16 gpum_observes[] = { BS_REC_FORK, 0 };
+static const __u16 gpum_observes[] = { BS_REC_FORK, BS_REC_EXIT, 0 };
 
 static const __u16 gpum_state_records[] = {
 	BS_REC_GPUM_DEVICE,
