@@ -44,7 +44,7 @@ static int gpum_attach(const struct family_attach *a, void **state)
 	st->sp.chan_fd = -1;
 	st->hz = o->hz;
 	st->verbose = ctx->opts->verbose;
-	if (!strcmp(o->devices, "none"))
+	if (!strcmp(o->devices, "none") || ctx->opts->dry_run) /* --dry-run records nothing */
 		return 0;
 	err = gpum_sampler__start(&st->sp, o->devices, o->hz, 1);
 	if (err) {
