@@ -55,7 +55,10 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS	 := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 SHIM_EMBED_OBJ := $(OUT)/obj/shim_channel/shim_embed.o
-USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(SHIM_EMBED_OBJ)
+# The gpumetrics family's sampler, a dynamic program carried in the binary (gpum_embed.S).
+GPUM_EMBED_OBJ := $(OUT)/obj/families/gpumetrics/gpum_embed.o
+EMBED_OBJS := $(SHIM_EMBED_OBJ) $(GPUM_EMBED_OBJ)
+USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(EMBED_OBJS)
 # cmd_complete.o lists main.o's dispatch table: neither is linked into the tests.
 LIB_OBJS := $(filter-out $(OUT)/obj/cli/main.o $(OUT)/obj/cli/cmd_complete.o,$(USER_OBJS))
 # The trace-format core, linked into the unit tests and the fuzzer without the BPF side.
@@ -72,7 +75,7 @@ FUZZER	 := $(OUT)/tests/fuzz_reader
 # coverage and sanitizers (under $(OUT)/fuzz-obj: the plain objects stay gcc's).
 # UB stops the run (as a crash): recovered, it would only be printed and make check pass.
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(SHIM_EMBED_OBJ),$(LIB_OBJS)))
+FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,$(filter-out $(EMBED_OBJS),$(LIB_OBJS)))
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 	    $(OUT)/tests/fuzz_pylines $(OUT)/tests/fuzz_elf $(OUT)/tests/fuzz_eh_frame
 
@@ -338,7 +341,7 @@ $(OUT)/fuzz-obj/%.o: user/%.c | $(SKELS)
 $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines \
 		$(OUT)/tests/fuzz_elf $(OUT)/tests/fuzz_eh_frame: \
 		$(OUT)/tests/%: tests/fuzz/%.c \
-		$(FUZZ_OBJS) $(SHIM_EMBED_OBJ) | $(OUT)/tests
+		$(FUZZ_OBJS) $(EMBED_OBJS) | $(OUT)/tests
 	$(call msg,FUZZ-LD,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE -I$(OUT) \
 		$(USER_INC) -Ibpf $^ -o $@ $(LDLIBS)
@@ -557,14 +560,14 @@ $(UNWIND_DEEP): bench/unwind_deep.c
 bench-unwind-walk: $(OUT)/bpfsight $(UNWIND_DEEP)
 	$(Q)$(PYTHON) bench/bench_unwind_walk.py --build $(OUT) $(BENCH_ARGS)
 
-bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
+bench: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS) $(NVML_FAKE)
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make $(BENCH_ARGS)
 
 # The unwind tables' building time and memory alone (bench/bench_unwind.py, ~15 s).
 bench-unwind: $(OUT)/bpfsight $(OUT)/tests/unwind_dump
 	$(Q)$(PYTHON) bench/run_bench.py --build $(OUT) --no-make --only unwind $(BENCH_ARGS)
 
-bench-build: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS)
+bench-build: $(OUT)/bpfsight $(WORKLOADS) $(BENCH_BINS) $(NVML_FAKE)
 
 $(BENCH_PROGS): $(OUT)/bench/%: bench/%.c
 	$(call msg,CC,$@)
@@ -616,6 +619,36 @@ $(SHIM_EMBED_OBJ): user/shim_channel/shim_embed.S $(SHIM_EMBED)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $(if $(SHIM_EMBED),-DSHIM_SO='"$(SHIM_EMBED)"') $< -o $@
 
+# The gpumetrics family's sampler (user/families/gpumetrics/sampler/, sampler.h): linked
+# dynamically, as the programs that load the driver's libnvidia-ml.so.1 are (glibc's static
+# dlopen cannot load a library that starts threads), and carried inside bpfsight.
+GPUM_SAMPLER := $(OUT)/gpum/bpfsight-gpum-sampler
+GPUM_SAMPLER_SRCS := $(wildcard user/families/gpumetrics/sampler/*.c)
+GPUM_SAMPLER_CFLAGS := -g -O2 -fPIE $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -Ibpf \
+		       -iquote user/families/gpumetrics/sampler
+$(OUT)/gpum/%.o: user/families/gpumetrics/sampler/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(GPUM_SAMPLER_CFLAGS) -c $< -o $@
+$(GPUM_SAMPLER): $(patsubst user/families/gpumetrics/sampler/%.c,$(OUT)/gpum/%.o,$(GPUM_SAMPLER_SRCS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -pie -Wl,-z,now -Wl,-z,relro $^ -o $@ -ldl
+$(GPUM_EMBED_OBJ): user/families/gpumetrics/gpum_embed.S $(GPUM_SAMPLER)
+	$(call msg,AS,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -c -DGPUM_SAMPLER='"$(GPUM_SAMPLER)"' $< -o $@
+
+# The gpumetrics tests' NVML (tests/workloads/nvml_fake/): libnvidia-ml.so.1 with NVML's ABI,
+# serving scripted values, found through LD_LIBRARY_PATH as the driver's would be.
+NVML_FAKE := $(OUT)/tests/nvml/libnvidia-ml.so.1
+$(NVML_FAKE): tests/workloads/nvml_fake/libnvidia-ml.c user/families/gpumetrics/sampler/nvml_api.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -fPIC -shared \
+		-fvisibility=hidden -iquote user/families/gpumetrics/sampler \
+		-Wl,-soname,libnvidia-ml.so.1 $< -o $@
+test-build: $(NVML_FAKE)
+
 $(OUT)/bpf $(OUT)/tests:
 	$(Q)mkdir -p $@
 
@@ -624,5 +657,6 @@ clean:
 	$(Q)rm -rf $(OUT)
 
 -include $(wildcard $(OUT)/obj/*/*.d $(OUT)/obj/*/*/*.d $(OUT)/bpf/*.d $(OUT)/tests/*.d \
+		    $(OUT)/gpum/*.d \
 		    $(OUT)/fuzz-obj/*/*.d $(OUT)/fuzz-obj/*/*/*.d \
 		    $(OUT)/check_specs.d)

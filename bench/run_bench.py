@@ -78,6 +78,7 @@ import bench_cost  # noqa: E402
 import bench_cpu  # noqa: E402
 import bench_families  # noqa: E402
 import bench_flight  # noqa: E402
+import bench_gpumetrics  # noqa: E402
 import bench_mem  # noqa: E402
 import bench_monitor  # noqa: E402
 import bench_pipeline  # noqa: E402
@@ -96,10 +97,10 @@ SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_sh
             "pipeline": bench_pipeline, "consumer": bench_consumer, "soak": bench_soak, "cpu": bench_cpu,
             "flight": bench_flight, "monitor": bench_monitor, "top": bench_top, "ranks": bench_ranks,
             "torch": bench_torch, "mem": bench_mem, "cost": bench_cost, "unwind": bench_unwind,
-            "pyfunc": bench_pyfunc}
+            "pyfunc": bench_pyfunc, "gpumetrics": bench_gpumetrics}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
 ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "consumer", "soak", "cpu", "flight",
-         "monitor", "top", "ranks", "torch", "mem", "cost", "unwind", "pyfunc"]
+         "monitor", "top", "ranks", "torch", "mem", "cost", "unwind", "pyfunc", "gpumetrics"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,

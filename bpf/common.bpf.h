@@ -4,7 +4,7 @@
  * can be loaded on its own (a family that fails to load does not take the others down), but
  * user space creates them once and every family reuses them by fd before load
  * (record_ctx__prepare, bpf_map__reuse_fd): one ring buffer, one target set, one loss table,
- * one control word. Configuration is const volatile rodata set between open and load
+ * one control array (its flags, bpfsight's own helper process). Configuration is const volatile rodata set between open and load
  * (RECORD_CTX_SET_COMMON_RODATA: trace_all, self_pid, wakeup_bytes, record_room; per family
  * options such as threshold_ns). Each tracepoint program exists twice, *_btf (tp_btf: typed
  * arguments, cheapest) and *_raw (raw_tp: kernels without BTF); record_ctx__prepare keeps one.
@@ -90,7 +90,7 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, BS_CTL_ENTRIES);
 	__type(key, __u32);
 	__type(value, __u32);
 } control SEC(".maps");
@@ -112,10 +112,14 @@ const volatile __u64 record_room = ~0ull;
 
 static __always_inline bool bs_is_target(__u32 tgid)
 {
+	__u32 own = BS_CTL_OWN_PID, *o;
+
 	if (tgid == self_pid || tgid == 0)
 		return false;
-	if (trace_all)
-		return true;
+	if (trace_all) { /* an array's lookup: the verifier makes it a load */
+		o = bpf_map_lookup_elem(&control, &own);
+		return !o || *o != tgid;
+	}
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 

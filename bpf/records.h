@@ -20,7 +20,9 @@
  *   0x00 the recording's own (below)   0x10 osrt    0x20 sched   0x30 cuda   0x40 nccl
  *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu    0x90 torch
  *   0xa0 bpfsight merge's (below; 0xa2 the unwind tables' use, stack_records.h: the
- *        recording's own block is full)   0xb0 mem    0xc0 cublas    0xd0 blas
+ *        recording's own block is full; 0xa8-0xaf gpumetrics, gpumetrics_records.h: no block
+ *        of 16 was left, and its losses are this block's, the registry's last family of it)
+ *   0xb0 mem    0xc0 cublas    0xd0 blas
  *   0xe0 cudnn
  *   0xf0, 0xf1  the file format's own (user/core/trace_format.h); 0xf2-0xf7 pyfunc (no block
  *               of 16 was left); 0xf8 on: the tests' toy families (the toy shim family's too,
@@ -95,8 +97,15 @@
 /* a name not interned: the recording's names reached the bytes the recorder keeps */
 #define BS_LOSS_STRINGS_CAPPED 13
 
-/* The shared `control` array's one value (common.bpf.h): bits user space sets. */
+/* The shared `control` array (common.bpf.h): its values, by index, that user space sets. */
+#define BS_CTL_FLAGS   0  /* bits: */
 #define BS_CTL_STOPPED 1u /* the recording stops: no new records */
+/*
+ * A process of bpfsight's own besides the recorder, which -a does not trace either (the GPU
+ * metrics sampler: traced, its wake-ups would fill the trace); 0: none.
+ */
+#define BS_CTL_OWN_PID 1
+#define BS_CTL_ENTRIES 2
 
 /* Common header of every record. */
 struct bs_hdr {

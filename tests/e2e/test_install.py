@@ -238,7 +238,8 @@ def test_bash_completion():
     eq(complete("record", "-t", ""), lines("families"), "-t: every family")
     eq(complete("record", "-t", "os"), ["osrt"], "-t prefix")
     eq(complete("record", "-t", "osrt,s"), ["osrt,sched"], "after a comma")
-    eq(complete("record", "--trace", "=", "g"), ["gil", "gpu"], "--trace=g (bash's split)")
+    eq(complete("record", "--trace", "=", "g"), ["gil", "gpu", "gpumetrics"],
+       "--trace=g (bash's split)")
     eq(complete("record", "--trace=osrt,n"), ["--trace=osrt,nccl", "--trace=osrt,nvtx"],
        "--trace=osrt,n in one word")
     eq(complete("record", "--pid", "=", ""), [], "--pid=: nothing to offer")
@@ -251,7 +252,7 @@ def test_bash_completion():
        ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg", "folded-offcpu",
         "memory-snapshot", "pprof-heap", "memory-flamegraph", "memory-flamegraph-leaks"],
        "export formats")
-    eq(complete("dump", "-k", "gpu_me"), ["gpu_memcpy", "gpu_memset"], "dump kinds")
+    eq(complete("dump", "-k", "gpu_mem"), ["gpu_memcpy", "gpu_memset"], "dump kinds")
     eq(complete("info", "docs/USA"), ["docs/USAGE.md"], "a file argument")
     eq(complete("shim", "-i", "complet"), ["completion"], "shim --install: a directory")
     check("bash" in complete("record", "--", "bas"), "after --: the command to run")

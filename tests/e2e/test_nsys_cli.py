@@ -124,7 +124,7 @@ def test_nsys_options_without_equivalent_are_named():
     nothing launched."""
     d = tmpdir()
     mark = os.path.join(d, "ran")
-    for opts, words in ((["--gpu-metrics-device=all"], "--gpu-metrics-device: nsys's option"),
+    for opts, words in ((["--cuda-graph-trace=node"], "--cuda-graph-trace: nsys's option"),
                         (["-t", "cuda,mpi"], "-t mpi: nsys traces mpi; bpfsight has no family"),
                         (["-y", "5"], "-y: nsys's option has no bpfsight equivalent"),
                         (["--capture-range=nvtx"], "needs --nvtx-capture=NAME")):

@@ -11,8 +11,9 @@
 # torch.profiler's, NCCL collectives with their GPU work, Python stacks at real launches, the
 # torch family's ops and op -> kernel links against torch.profiler's, the monitor's GPU
 # metrics, the mem family's sampled stacks on GPU allocations against a stack on every one, and
-# its allocator totals, peak, OOM trigger and memory snapshot against
-# PyTorch's own (docs/gpu-validation.md: what each checks, and the results).
+# its allocator totals, peak, OOM trigger and memory snapshot against PyTorch's own; the
+# gpumetrics family's NVML and GPM samples against nvidia-smi's, a GEMM's tensor activity,
+# copies' DRAM and PCIe traffic (docs/gpu-validation.md: what each checks, and the results).
 # Results go to stdout and to $OUT/gpu-validation.txt ($OUT defaults to /tmp); KEEP_TRACES=DIR
 # keeps the traces and the workloads' JSON there. Exit 0 when
 # every check passed, 1 when one failed, 2 when this machine cannot run it (no GPU, no torch).
@@ -364,6 +365,30 @@ else
 	cat "$work/sites.out"
 	check "mem: sites: job ready" false
 fi
+
+echo "== gpumetrics: NVML and GPM against nvidia-smi over the same seconds, a GEMM and a copy loop"
+# nvidia-smi samples every 100 ms in the background, bpfsight at 1 kHz: utilization, power and
+# energy compared over the seconds both cover (check_gpumetrics.py says the bounds and why).
+for kind in gemm copy; do
+	nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw --format=csv,noheader,nounits \
+		-lms 100 >"$work/smi_$kind.csv" 2>/dev/null & smi=$!
+	pids+=("$smi")
+	check "gpumetrics: bpfsight record --gpu-metrics-devices=0 -- check_gpumetrics.py $kind 8" \
+		"$bin" record -f -v -t gpumetrics --gpu-metrics-devices=0 --gpu-metrics-frequency=1000 \
+		-o "$work/gpum_$kind.bst" -- python3 "$here/check_gpumetrics.py" "$kind" 8 \
+		>"$work/gpum_$kind.out" 2>&1
+	kill "$smi" 2>/dev/null || true
+	cat "$work/gpum_$kind.out"
+	"$bin" stats "$work/gpum_$kind.bst" -r gpu_metrics_sum | head -45 || true
+	check "gpumetrics: $kind: utilization, power, energy vs nvidia-smi; the loop's own signature" \
+		python3 "$here/check_gpumetrics.py" compare "$bin" "$work/gpum_$kind.bst" \
+		"$work/smi_$kind.csv" "$kind" "$work/gpum_$kind.out"
+done
+echo "== gpumetrics: the rate one device allows (asked 10 kHz: what the sampler took, its CPU)"
+check "gpumetrics: bpfsight record --gpu-metrics-devices=all (default 10 kHz) -- sleep 5" \
+	"$bin" record -f -v --gpu-metrics-devices=all -o "$work/gpum_rate.bst" -- sleep 5
+"$bin" dump "$work/gpum_rate.bst" -k gpu_metrics_status || true
+"$bin" info "$work/gpum_rate.bst" | grep -A3 "^lost" || true
 
 if [ "$fail" = 0 ]; then echo "OK: every check passed"; else echo "FAILED: see FAIL lines above"; fi
 exit "$fail"

@@ -23,6 +23,17 @@ struct dump_opts {
 	char kindbuf[512];
 };
 
+/* Did a decoder before D (of family F) give its kind? (Two record types may make one kind.) */
+static int kind_listed_before(int f, const struct rec_decoder *d)
+{
+	for (int g = 0; g <= f; g++)
+		for (const struct rec_decoder *e = families[g]->decoders; e && e->kind && e != d;
+		     e++)
+			if (e->decode != family__decode_meta && !strcmp(e->kind, d->kind))
+				return 1;
+	return 0;
+}
+
 void dump__list_kinds(char *buf, size_t len)
 {
 	const struct rec_decoder *d;
@@ -32,8 +43,8 @@ void dump__list_kinds(char *buf, size_t len)
 	buf[0] = 0;
 	for (f = 0; families[f]; f++) {
 		for (d = families[f]->decoders; d && d->kind; d++) {
-			if (d->decode == family__decode_meta)
-				continue; /* never printed: not offered */
+			if (d->decode == family__decode_meta || kind_listed_before(f, d))
+				continue; /* never printed (not offered), or offered once already */
 			n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", d->kind);
 			if (n < 0 || (size_t)n >= len - used)
 				return;

@@ -12,7 +12,8 @@
 struct bs_hdr;	    /* records.h */
 struct trace_stack; /* trace_model.h */
 
-#define EVENT_MAX_ARGS 16
+/* A GPU metrics sample has one per metric (bpf/gpumetrics_records.h) and its device. */
+#define EVENT_MAX_ARGS 40
 
 enum event_arg_kind {
 	EVENT_ARG_U64,
@@ -64,7 +65,7 @@ struct event {
 	 */
 	__u32 stack_id;
 	char namebuf[64]; /* for names a decoder formats */
-	char strbuf[256]; /* for string args a decoder formats */
+	char strbuf[512]; /* for string args a decoder formats */
 	__u32 strbuf_used;
 };
 

@@ -695,6 +695,10 @@ static int perfetto_record(void *st, const struct bs_hdr *rec, const struct even
 		err = pf__family_track(pf, rec, ev, m, &track);
 		if (err < 0)
 			return err;
+		if (err == PF_FAMILY_DRAWN) {
+			err = 0;
+			goto observe;
+		}
 		if (!err && (ev->pid || ev->tid)) {
 			err = pf__thread_track(pf, ev, m, &thread);
 			if (err)
@@ -713,6 +717,7 @@ static int perfetto_record(void *st, const struct bs_hdr *rec, const struct even
 		if (!err && ev->dur)
 			err = pf__event_end(pf, ev->ts + ev->dur, track);
 	}
+observe:
 	for (int i = 0; !err && i < pf->nfam; i++)
 		if (families[i]->perfetto && families[i]->perfetto->observe)
 			err = families[i]->perfetto->observe(pf, pf->fst[i], rec);

@@ -101,12 +101,16 @@ struct pf;
  * What a family adds to the Perfetto export beyond its kinds' styles (struct family.perfetto).
  * Every hook may be NULL. ST is the family's state for this export, made by open (else NULL).
  */
+#define PF_FAMILY_DRAWN 2
+
 struct perfetto_family {
 	int (*open)(struct pf *pf, void **st);
 	void (*free)(void *st);
 	/*
 	 * The track of an event of the family's own records, when it is neither its thread's nor
-	 * its kind's: 1 and *TRACK set, 0 for the usual one, or a negative errno.
+	 * its kind's: 1 and *TRACK set, 0 for the usual one, PF_FAMILY_DRAWN when the family
+	 * draws the event itself (a sample of counters, written by its observe hook: no slice),
+	 * or a negative errno.
 	 */
 	int (*track)(struct pf *pf, void *st, const struct bs_hdr *rec, const struct event *ev,
 		     const struct trace_model *m, __u64 *track);

@@ -42,7 +42,7 @@ static int time_bins__pages(struct time_bins *b, __u32 n)
 }
 
 /* Bin I gains NS (its page's entry exists). */
-static int bin_add(struct time_bins *b, __u32 i, __u64 ns)
+static int bin_add(struct time_bins *b, __u32 i, __u64 ns, __u64 w)
 {
 	__u64 **pg = &b->part[i / TIME_BINS_PAGE];
 
@@ -52,7 +52,7 @@ static int bin_add(struct time_bins *b, __u32 i, __u64 ns)
 			return -ENOMEM;
 		b->alloc++;
 	}
-	(*pg)[i % TIME_BINS_PAGE] += ns;
+	(*pg)[i % TIME_BINS_PAGE] += ns * w;
 	return 0;
 }
 
@@ -60,7 +60,7 @@ static int bin_add(struct time_bins *b, __u32 i, __u64 ns)
  * Bins [F0, F1] gain a whole width each: page marks for the pages they cover whole (the end
  * mark goes to the page holding F1 + 1, at most b1's).
  */
-static int full_add(struct time_bins *b, __u32 f0, __u32 f1)
+static int full_add(struct time_bins *b, __u32 f0, __u32 f1, __u64 w)
 {
 	__u32 p0 = (f0 + TIME_BINS_PAGE - 1) / TIME_BINS_PAGE, p1 = (f1 + 1) / TIME_BINS_PAGE;
 	__u32 i;
@@ -68,23 +68,28 @@ static int full_add(struct time_bins *b, __u32 f0, __u32 f1)
 
 	if (p0 >= p1) { /* no whole page: at most two pages' bins */
 		for (i = f0; i <= f1; i++)
-			if ((err = bin_add(b, i, b->width)))
+			if ((err = bin_add(b, i, b->width, w)))
 				return err;
 		return 0;
 	}
 	/* Whole pages [p0, p1): the head before p0 and the tail from p1 bin by bin. */
 	for (i = f0; i < p0 * TIME_BINS_PAGE; i++)
-		if ((err = bin_add(b, i, b->width)))
+		if ((err = bin_add(b, i, b->width, w)))
 			return err;
 	for (i = p1 * TIME_BINS_PAGE; i <= f1; i++)
-		if ((err = bin_add(b, i, b->width)))
+		if ((err = bin_add(b, i, b->width, w)))
 			return err;
-	b->mark[p0] += b->width;
-	b->mark[p1] -= b->width;
+	b->mark[p0] += (__s64)(b->width * w);
+	b->mark[p1] -= (__s64)(b->width * w);
 	return 0;
 }
 
 int time_bins__add(struct time_bins *b, __u64 ts, __u64 dur)
+{
+	return time_bins__add_weighted(b, ts, dur, 1);
+}
+
+int time_bins__add_weighted(struct time_bins *b, __u64 ts, __u64 dur, __u64 w)
 {
 	__u64 s = ts < b->origin ? b->origin : ts, e = ts + dur, b0, b1, lo, hi;
 	int err;
@@ -101,14 +106,16 @@ int time_bins__add(struct time_bins *b, __u64 ts, __u64 dur)
 		return err;
 	lo = b->origin + b1 * b->width;
 	hi = lo + b->width;
+	if (!w)
+		return 0; /* nothing to add (and a bin that gains 0 must not count as used) */
 	if (b0 == b1) {
-		err = bin_add(b, b0, (e < hi ? e : hi) - s);
+		err = bin_add(b, b0, (e < hi ? e : hi) - s, w);
 	} else {
-		err = bin_add(b, b0, b->origin + (b0 + 1) * b->width - s);
+		err = bin_add(b, b0, b->origin + (b0 + 1) * b->width - s, w);
 		if (!err)
-			err = bin_add(b, b1, (e < hi ? e : hi) - lo);
+			err = bin_add(b, b1, (e < hi ? e : hi) - lo, w);
 		if (!err && b1 - b0 > 1)
-			err = full_add(b, b0 + 1, b1 - 1);
+			err = full_add(b, b0 + 1, b1 - 1, w);
 	}
 	if (err)
 		return err;

@@ -34,6 +34,11 @@ struct time_bins {
 void time_bins__init(struct time_bins *b, __u64 origin, __u64 width);
 /* Add [TS, TS + DUR); the part before the origin is not counted. 0 or -ENOMEM. */
 int time_bins__add(struct time_bins *b, __u64 ts, __u64 dur);
+/*
+ * The same, each ns counting W: a level held over the interval (watts, basis points), whose
+ * bin / width is then its mean over the bin. ns * W of a bin must fit a u64.
+ */
+int time_bins__add_weighted(struct time_bins *b, __u64 ts, __u64 dur, __u64 w);
 /* Bins up to the last non-zero one. */
 __u32 time_bins__used(const struct time_bins *b);
 /* ns of intervals in bin I (0 past the end). */

@@ -78,6 +78,15 @@ __u32 record_ctx__intern(struct record_ctx *ctx, const char *s)
 	return id;
 }
 
+int record_ctx__own_process(struct record_ctx *ctx, pid_t pid)
+{
+	__u32 key = BS_CTL_OWN_PID, v = (__u32)pid;
+
+	if (ctx->control_fd < 0)
+		return -EBADF;
+	return bpf_map_update_elem(ctx->control_fd, &key, &v, BPF_ANY) ? -errno : 0;
+}
+
 void record_ctx__lost(struct record_ctx *ctx, const char *family, __u32 cause, __u64 n)
 {
 	const struct family *f = family ? family__find(family) : loss_cause__owner(cause);

@@ -213,6 +213,11 @@ int record_ctx__must_stop(struct record_ctx *ctx);
 /* The cap BPFSIGHT_MAP_ENTRIES gives the maps named NAME, or 0 (record_ctx.c). */
 __u32 record_ctx__map_entries(const char *name);
 
+/*
+ * PID is a process of bpfsight's own (a family's helper): -a traces it no more than the
+ * recorder (one such process; a later call replaces it). 0, or a negative errno.
+ */
+int record_ctx__own_process(struct record_ctx *ctx, pid_t pid);
 /* Count a probe of FAMILY (a name) that failed to attach: a BS_LOSS_ATTACH of FAMILY. */
 void record_ctx__attach_failed(struct record_ctx *ctx, const char *family, const char *what,
 			       int err);

@@ -74,6 +74,13 @@ double page__total(const struct time_bins *b);
  */
 void page__chart(const struct page *p, FILE *f, const char *id, const char *title, const char *what,
 		 struct page_series *s, int n, double cap, const char *unit);
+/*
+ * The same, for bins of weighted time (time_bins__add_weighted: watts, basis points): a
+ * column's value is divided by SCALE for the axis (CAP is in the bins' units).
+ */
+void page__chart_scaled(const struct page *p, FILE *f, const char *id, const char *title,
+			const char *what, struct page_series *s, int n, double cap, double scale,
+			const char *unit);
 /* One line of a level timeline: bytes held over time (level_bins.h), its label. */
 struct page_level {
 	char label[96];

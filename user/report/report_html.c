@@ -251,8 +251,9 @@ static void chart(const struct page *p, FILE *f, const char *id, const char *tit
 	fprintf(f, "</ul></figure>\n");
 }
 
-void page__chart(const struct page *p, FILE *f, const char *id, const char *title, const char *what,
-		 struct page_series *s, int n, double cap, const char *unit)
+void page__chart_scaled(const struct page *p, FILE *f, const char *id, const char *title,
+			const char *what, struct page_series *s, int n, double cap, double scale,
+			const char *unit)
 {
 	struct drawn d[REPORT_SERIES];
 	int shown = n < REPORT_SERIES ? n : REPORT_SERIES;
@@ -260,7 +261,13 @@ void page__chart(const struct page *p, FILE *f, const char *id, const char *titl
 	qsort(s, n, sizeof(*s), by_total);
 	for (int k = 0; k < shown; k++)
 		d[k] = (struct drawn){ s[k].label, s[k].bins, time_column };
-	chart(p, f, id, title, what, d, n, cap, 1, unit);
+	chart(p, f, id, title, what, d, n, cap, scale, unit);
+}
+
+void page__chart(const struct page *p, FILE *f, const char *id, const char *title, const char *what,
+		 struct page_series *s, int n, double cap, const char *unit)
+{
+	page__chart_scaled(p, f, id, title, what, s, n, cap, 1, unit);
 }
 
 static int by_peak(const void *a, const void *b)

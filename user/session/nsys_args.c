@@ -202,6 +202,32 @@ static int opt_rate(struct rw *r, const char *opt, const char *v)
 	return push(r, "--sample-rate", 0) || push(r, v, 0) ? -ENOMEM : 0;
 }
 
+/*
+ * --gpu-metrics-device(s)=all|none|cuda-visible|N,M and --gpu-metrics-frequency=HZ: the
+ * gpumetrics family's options of the same names and values (nsys's default is none: no
+ * metrics, no family); nsys's older singular name too.
+ */
+static int opt_gpu_devices(struct rw *r, const char *opt, const char *v)
+{
+	if (!strcmp(v, "none"))
+		return 0;
+	return push(r, "--gpu-metrics-devices", 0) || push(r, v, 0) ? -ENOMEM : 0;
+}
+
+static int opt_gpu_frequency(struct rw *r, const char *opt, const char *v)
+{
+	return push(r, "--gpu-metrics-frequency", 0) || push(r, v, 0) ? -ENOMEM : 0;
+}
+
+/* --gpu-metrics-set: nsys's counter sets per chip; bpfsight's metrics are NVML's and GPM's. */
+static int opt_gpu_set(struct rw *r, const char *opt, const char *v)
+{
+	differs(r, opt,
+		"bpfsight samples NVML's and GPM's metrics, the same set on every GPU "
+		"(docs/GPU-METRICS.md), not nsys's per-chip sets: the value is not used");
+	return 0;
+}
+
 #define NSYS_BACKTRACE_NS 80000ull /* nsys's default --cudabacktrace threshold: 80 us */
 
 /* Keep the lowest threshold asked (bpfsight has one per family). */
@@ -528,10 +554,10 @@ static const struct nsys_opt {
 	{ "output", 'o', P, opt_output },
 	{ "env-var", 'e', A, opt_env },
 	{ "delay", 'y', A, no_equivalent },
-	{ "gpu-metrics-device", 0, A, no_equivalent },
-	{ "gpu-metrics-devices", 0, A, no_equivalent },
-	{ "gpu-metrics-frequency", 0, A, no_equivalent },
-	{ "gpu-metrics-set", 0, A, no_equivalent },
+	{ "gpu-metrics-device", 0, A, opt_gpu_devices },
+	{ "gpu-metrics-devices", 0, A, opt_gpu_devices }, /* record: its own, the same */
+	{ "gpu-metrics-frequency", 0, A, opt_gpu_frequency },
+	{ "gpu-metrics-set", 0, A, opt_gpu_set },
 	{ "cuda-graph-trace", 0, A, no_equivalent },
 	{ "session", 0, A, no_equivalent },
 	{ "session-new", 0, A, no_equivalent },

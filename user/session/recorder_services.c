@@ -36,7 +36,7 @@ int recording__create_maps(struct recording *r)
 	if (ctx->lost_fd < 0)
 		return -errno;
 	ctx->control_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "control", sizeof(__u32),
-					 sizeof(__u32), 1, NULL);
+					 sizeof(__u32), BS_CTL_ENTRIES, NULL);
 	if (ctx->control_fd < 0)
 		return -errno;
 	/* --start-at: the probes write nothing (and count no loss) until the instant. */

@@ -225,7 +225,8 @@ static void start_over(struct top *t)
 			}
 			for (__u32 c = 1; c < t->ncols; c++)
 				if (!(t->cols[c].c->flags & TOP_POLLED) &&
-				    t->cols[c].c->kind != TOP_LEVEL)
+				    t->cols[c].c->kind != TOP_LEVEL &&
+				    t->cols[c].c->kind != TOP_VALUE)
 					th->cell[c] = (struct top_cell){ 0 };
 		}
 		for (size_t i = 0; i < n; i++)

@@ -22,6 +22,7 @@ enum top_kind {
 	TOP_RATE,      /* events, shown per second */
 	TOP_LONGEST,   /* the longest event (ns) and its label ("futex 12ms"); a process: its max */
 	TOP_LEVEL,     /* bytes a process holds now (top__set): kept from frame to frame */
+	TOP_VALUE,     /* a number a process has now (watts: top__set), kept as a level is */
 };
 
 /*
@@ -68,8 +69,8 @@ void top__longest(struct top *t, const struct family *f, int col, __u32 pid, __u
 		  const char *label);
 
 /*
- * A TOP_LEVEL column of process PID: V bytes from now on, until set again or PID exits (the
- * process's row shows it; its threads' rows do not).
+ * A TOP_LEVEL (TOP_VALUE) column of process PID: V bytes (V) from now on, until set again or
+ * PID exits (the process's row shows it; its threads' rows do not).
  */
 void top__set(struct top *t, const struct family *f, int col, __u32 pid, __u64 v);
 
