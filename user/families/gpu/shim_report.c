@@ -262,7 +262,7 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 		}
 		table__set_u64(t, C_ATTACHES, p->attaches);
 		table__set_u64(t, C_CUPTI_ERRORS, p->errors);
-		if (p->errors) {
+		if (p->errors || p->last_error) { /* a failure, or a note */
 			error_text(p, buf, sizeof(buf));
 			table__set_str(t, C_LAST_ERROR, buf);
 		}
