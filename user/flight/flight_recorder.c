@@ -13,6 +13,7 @@
 #include <string.h>
 #include <zstd.h>
 #include "flight_cumul.h"
+#include "flight_hang.h"
 #include "flight_meta.h"
 #include "flight_recorder.h"
 #include "flight_trigger.h"
@@ -46,6 +47,7 @@ struct flight_recorder {
 	struct flight_meta *fm;
 	struct flight_cumul *fc;
 	struct flight_triggers *ft;
+	struct flight_hang *hang; /* --trigger hang, or NULL */
 
 	struct stored_chunk *c; /* ring of chunks, oldest at head */
 	size_t head, n, cap;
@@ -171,6 +173,9 @@ struct flight_recorder *flight__new(const struct flight_opts *fo, const struct t
 	fr->ft = flight_triggers__new(&fr->fo, err);
 	if (*err)
 		goto fail;
+	fr->hang = flight_hang__new(&fr->fo, err);
+	if (*err)
+		goto fail;
 	fr->w = trace_writer__open_mem(on_chunk, fr, err);
 	if (!fr->w)
 		goto fail;
@@ -185,7 +190,18 @@ struct trace_writer *flight__writer(struct flight_recorder *fr)
 	return fr->w;
 }
 
-void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
+struct flight_hang *flight__hang(struct flight_recorder *fr)
+{
+	return fr ? fr->hang : NULL;
+}
+
+int flight__would_dump(const struct flight_recorder *fr)
+{
+	return !(fr->fo.max_dumps && fr->ndumps + fr->nfailed >= fr->fo.max_dumps) &&
+	       (fr->pending || mono_now_ns() >= fr->cooldown_until);
+}
+
+int flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 {
 	__u64 now = mono_now_ns();
 
@@ -195,7 +211,7 @@ void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 			pr_info("flight recorder: %s: --max-dumps %u reached, later "
 				"triggers are counted, not written\n",
 				reason, fr->fo.max_dumps);
-		return;
+		return 0;
 	}
 	if (fr->pending) {
 		fr->coalesced++; /* the dump on its way will hold this one too */
@@ -204,7 +220,7 @@ void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 			pr_info("flight recorder: %s joins the dump on its way (triggered "
 				"by %s)\n",
 				reason, fr->reason);
-		return;
+		return 1;
 	}
 	if (now < fr->cooldown_until) {
 		fr->cooled++;
@@ -214,13 +230,14 @@ void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 				"are left since the last dump (counted: %llu ignored so far)\n",
 				reason, (fr->cooldown_until - now) / 1e9,
 				(unsigned long long)fr->cooled);
-		return;
+		return 0;
 	}
 	fr->pending = 1;
 	fr->due_ns = now + fr->fo.after_ns;
 	snprintf(fr->reason, sizeof(fr->reason), "%s", reason);
 	pr_info("flight recorder: triggered by %s%s\n", reason,
 		fr->fo.after_ns ? ", writing after --trigger-after" : "");
+	return 1;
 }
 
 int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec)
@@ -232,6 +249,8 @@ int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec)
 	flight_meta__observe(fr->fm, rec, trace_writer__seq(fr->w));
 	if (flight_cumul__observe(fr->fc, rec))
 		return 1;
+	if (flight_hang__watches(fr->hang, rec->type))
+		flight_hang__observe(fr->hang, rec);
 	t = flight_triggers__match(fr->ft, rec);
 	if (!t)
 		return 0;
@@ -465,5 +484,6 @@ void flight__free(struct flight_recorder *fr)
 	flight_meta__free(fr->fm);
 	flight_cumul__free(fr->fc);
 	flight_triggers__free(fr->ft);
+	flight_hang__free(fr->hang);
 	free(fr);
 }

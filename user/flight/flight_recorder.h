@@ -8,7 +8,8 @@
  *   flight__new             before recording; its writer is the recording's writer
  *   flight__observe         every record, before it is appended (record_ctx__write does it);
  *                           when it returns 1 the record is kept by it, not appended
- *   flight__trigger         SIGUSR1, or any reason from outside
+ *   flight__trigger         SIGUSR1, or any reason from outside (the hang trigger: flight_hang.h,
+ *                           looked at by the driver, which snapshots the job's threads first)
  *   flight__due + dump      each turn of the loop: when due, bring the in-kernel totals and
  *                           losses up to date (as for a flush), then flight__dump
  *   flight__tick            housekeeping (~10 times a second): the window slides
@@ -94,8 +95,17 @@ int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec);
  * Ask for a dump (REASON says why, e.g. "SIGUSR1"): may be coalesced, cooled down, capped.
  * SAY: a person asked (a signal): a trigger that makes no dump of its own says so, each time;
  * --trigger's, which may come by the thousand, are only counted (and said at the end).
+ * Returns 1 when a dump will hold it (a new one, or the one on its way), 0 when ignored.
  */
-void flight__trigger(struct flight_recorder *fr, const char *reason, int say);
+int flight__trigger(struct flight_recorder *fr, const char *reason, int say);
+/*
+ * Whether a trigger now would be written (a new dump, or one on its way), not cooled down or
+ * over --max-dumps: the hang trigger reads the job's threads only then.
+ */
+int flight__would_dump(const struct flight_recorder *fr);
+/* The hang trigger's watch (--trigger hang), or NULL. */
+struct flight_hang;
+struct flight_hang *flight__hang(struct flight_recorder *fr);
 /* 1 when a triggered dump is to be written now (its --trigger-after is over). */
 int flight__due(const struct flight_recorder *fr, __u64 now_ns);
 /* Write the pending dump. Returns 0 or a negative errno (the recording goes on anyway). */
