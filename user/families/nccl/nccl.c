@@ -22,6 +22,7 @@ const struct family family_nccl = {
 	.losses = nccl_losses,
 	.attach = ucall_family__attach,
 	.detach = ucall_family__detach,
+	.in_flight = ucall_family__in_flight, /* a collective entered and not left: a hang */
 	.walk_new = nccl_walk__new,
 	.walk_observe = nccl_walk__observe,
 	.walk_free = nccl_walk__free,
@@ -31,4 +32,5 @@ const struct family family_nccl = {
 	.sqlite = &nccl_sqlite,
 	.metrics = &nccl_metrics,
 	.sync = &nccl_sync,
+	.verdict = &nccl_verdict,
 };

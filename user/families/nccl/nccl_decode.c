@@ -124,7 +124,10 @@ void nccl_call__parse(const struct bs_hdr *rec, struct nccl_call *c)
 	c->r = r;
 	c->api = ucall_table__api(&nccl_table, r->fn);
 	c->ret = (__s32)r->ret;
-	c->ok = c->ret == NCCL_SUCCESS || c->ret == NCCL_IN_PROGRESS;
+	c->open = !!(r->depth & BS_UCALL_OPEN);
+	c->depth = BS_UCALL_DEPTH(r->depth);
+	/* A call in flight wrote nothing yet: its out values are not read. */
+	c->ok = !c->open && (c->ret == NCCL_SUCCESS || c->ret == NCCL_IN_PROGRESS);
 	c->out_key = -1;
 	if (r->deref_len && rec->size >= sizeof(*r) + (__u32)r->deref_len) {
 		c->deref = (const __u8 *)(r + 1);
@@ -139,7 +142,7 @@ void nccl_call__parse(const struct bs_hdr *rec, struct nccl_call *c)
 		if (f->src == UCALL_SRC_OUT)
 			c->out_key = f->key;
 		if (f->written && !c->ok)
-			continue; /* nothing written */
+			continue; /* nothing written (yet) */
 		switch (f->src) {
 		case UCALL_SRC_WORD:
 			call__set(c, f->key, r->args[f->word]);
@@ -438,9 +441,14 @@ void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 							  : NULL;
 	if (!comm)
 		return;
-	/* Its sequence number: every rank makes a communicator's collectives in one order. */
-	if (c->ok && !c->r->depth && c->api->group == NCCL_GRP_COLL)
+	/*
+	 * Its sequence number: every rank makes a communicator's collectives in one order. One
+	 * in flight (a hang trigger's snapshot) is the communicator's next: the last record of
+	 * its thread.
+	 */
+	if ((c->ok || c->open) && !c->depth && c->api->group == NCCL_GRP_COLL)
 		w->last.coll_seq = (__s64)comm->ncoll++;
+	w->last.open = c->open;
 	w->last.comm = *comm;
 	w->last.have_comm = 1;
 }
@@ -554,8 +562,11 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
 		ev->name = ev->namebuf;
 	}
 	ev->dur = c.r->dur;
-	event__arg_s64(ev, "ret", c.ret);
-	if (c.ret != NCCL_SUCCESS) {
+	if (c.open)
+		event__arg_bool(ev, "in_flight", 1); /* dur: its time so far; no ret yet */
+	else
+		event__arg_s64(ev, "ret", c.ret);
+	if (!c.open && c.ret != NCCL_SUCCESS) {
 		err = nccl__result_name(c.ret);
 		if (err)
 			event__arg_str(ev, "error", err);
@@ -564,8 +575,8 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
 	}
 	for (__u32 i = 0; i < c.nfields; i++)
 		decode_field(ev, &c, c.order[i]);
-	if (c.r->depth)
-		event__arg_u64(ev, "depth", c.r->depth);
+	if (c.depth)
+		event__arg_u64(ev, "depth", c.depth);
 	if (!ctx)
 		return 1;
 	/* The communicator's identity, where the call itself does not say it. */
