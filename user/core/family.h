@@ -242,6 +242,8 @@ struct family_trigger {
  * nested in; NULL for a thread that made calls and is in none now.
  */
 typedef void (*family_in_flight_fn)(void *arg, __u32 pid, __u32 tid, const struct bs_hdr *rec);
+/* Writes one record into a flight-recorder dump, before its window: 0 or a negative errno. */
+typedef int (*family_dump_write_fn)(void *arg, const struct bs_hdr *rec);
 
 struct family {
 	const char *name;
@@ -305,6 +307,14 @@ struct family {
 	 * a hang.
 	 */
 	void (*in_flight)(struct record_ctx *ctx, void *state, family_in_flight_fn fn, void *arg);
+	/*
+	 * Record side, with --flight-recorder: a dump's window begins at FROM_TS; write with FN
+	 * what the window's records need of the family's state before it that no state record
+	 * holds (nccl: each communicator and how many collectives it had made, so the window's
+	 * are numbered as on every rank). 0 or a negative errno. May be NULL.
+	 */
+	int (*flight_prologue)(struct record_ctx *ctx, void *state, __u64 from_ts,
+			       family_dump_write_fn fn, void *arg);
 	/*
 	 * Record types (0-terminated) that say their process moved on: a step or a range that
 	 * ended (torch's steps, NVTX ranges). --trigger hang fires when a process that had some

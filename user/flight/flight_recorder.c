@@ -48,6 +48,8 @@ struct flight_recorder {
 	struct flight_cumul *fc;
 	struct flight_triggers *ft;
 	struct flight_hang *hang; /* --trigger hang, or NULL */
+	flight_prologue_fn prologue;
+	void *prologue_arg;
 
 	struct stored_chunk *c; /* ring of chunks, oldest at head */
 	size_t head, n, cap;
@@ -188,6 +190,17 @@ fail:
 struct trace_writer *flight__writer(struct flight_recorder *fr)
 {
 	return fr->w;
+}
+
+void flight__set_prologue(struct flight_recorder *fr, flight_prologue_fn fn, void *arg)
+{
+	fr->prologue = fn;
+	fr->prologue_arg = arg;
+}
+
+static int append_to(void *w, const struct bs_hdr *rec)
+{
+	return trace_writer__append(w, rec);
 }
 
 struct flight_hang *flight__hang(struct flight_recorder *fr)
@@ -401,6 +414,9 @@ static int write_dump(struct flight_recorder *fr, const char *path, __u64 now, _
 		l.h = (struct bs_hdr){ .type = BS_REC_LOSS, .size = sizeof(l), .ts = from };
 		err = trace_writer__append(w, &l.h);
 	}
+	/* The families' state at the window's start that its records need (nccl's comms). */
+	if (!err && fr->prologue)
+		err = fr->prologue(fr->prologue_arg, from, append_to, w);
 	if (!err)
 		err = append_window(fr, w, first, from);
 	if (!err) {

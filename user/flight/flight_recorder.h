@@ -40,7 +40,8 @@
  * events use: the window's records then read as in the full recording.
  *
  * A dump (flight__dump) is a new file, opened like any trace (the recording's header with the
- * dump's keys in its options): the metadata, the loss, then the window. The window's first
+ * dump's keys in its options): the metadata, the loss, what the families say of their state at
+ * the window's start (flight__set_prologue), then the window. The window's first
  * chunk usually begins before the window: it is decompressed and its records from the
  * window's start on (and its state records) appended again; every later chunk is copied still
  * compressed (trace_writer__append_chunk: renumbered, indexed in the footer). Then the footer
@@ -103,6 +104,13 @@ int flight__trigger(struct flight_recorder *fr, const char *reason, int say);
  * over --max-dumps: the hang trigger reads the job's threads only then.
  */
 int flight__would_dump(const struct flight_recorder *fr);
+/*
+ * What the families write before a dump's window (the driver's: struct family.flight_prologue
+ * of each): FN(ARG, the window's start, WRITE, W) appends with WRITE(W, rec).
+ */
+typedef int (*flight_prologue_fn)(void *arg, __u64 from_ts,
+				  int (*write)(void *w, const struct bs_hdr *rec), void *w);
+void flight__set_prologue(struct flight_recorder *fr, flight_prologue_fn fn, void *arg);
 /* The hang trigger's watch (--trigger hang), or NULL. */
 struct flight_hang;
 struct flight_hang *flight__hang(struct flight_recorder *fr);

@@ -91,6 +91,8 @@ void nccl_walk__observe(void *w, const struct bs_hdr *rec);
 const struct nccl_comm *nccl_walk__comm(const struct nccl_walk *w, __u32 pid, __u64 comm);
 /* -ENOMEM when an allocation failed during the walk (some joins are then missing). */
 int nccl_walk__err(const struct nccl_walk *w);
+/* Process PID exited: what the walk knew of it goes (a recording's walk, which runs for days). */
+void nccl_walk__forget(struct nccl_walk *w, __u32 pid);
 
 /*
  * Decode an nccl call record into EV (event__init'ed). W: the walk that has just observed

@@ -413,6 +413,42 @@ static void walk__sync_base(struct nccl_walk *w, const struct bs_sync_base *b)
 		*v = b->base;
 }
 
+/*
+ * A flight-recorder dump's communicator (its creation before the window): as its creation
+ * said it, its collectives counting from the dump's BASE.
+ */
+static void walk__known_comm(struct nccl_walk *w, const struct bs_nccl_comm *r)
+{
+	struct nccl_comm *c = r->comm ? walk__new_comm(w, r->h.pid, r->comm) : NULL;
+
+	if (!c)
+		return;
+	c->rank = r->rank;
+	c->nranks = r->nranks;
+	c->parent = r->parent;
+	c->have_hash = !!(r->flags & BS_NCCL_COMM_HASH);
+	c->id_hash = r->id_hash;
+	walk__name_group(w, c);
+	c->ncoll = r->base;
+}
+
+void nccl_walk__forget(struct nccl_walk *w, __u32 pid)
+{
+	struct nccl_comm *c;
+	struct hkey key;
+	size_t it = 0;
+
+	hmap__del_all(w->by_ptr, 0, pid);
+	hmap__del_all(w->threads, 0, pid);
+	hmap__del_all(w->inferred, 0, pid);
+	hmap__del_all(w->bases, 0, pid);
+	while ((c = hmap__next(w->by_serial, &it, &key)))
+		if (c->pid == pid) {
+			hmap__del(w->by_serial, key);
+			it = 0;
+		}
+}
+
 void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 {
 	struct nccl_walk *w = vw;
@@ -421,6 +457,10 @@ void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 
 	if (w && rec && rec->type == BS_REC_SYNC_BASE && rec->size >= sizeof(struct bs_sync_base)) {
 		walk__sync_base(w, (const void *)rec);
+		return;
+	}
+	if (w && rec && rec->type == BS_REC_NCCL_COMM && rec->size >= sizeof(struct bs_nccl_comm)) {
+		walk__known_comm(w, (const void *)rec);
 		return;
 	}
 	if (!w || !rec || rec->type != BS_REC_NCCL_CALL || rec->size < sizeof(struct bs_ucall))
@@ -619,5 +659,7 @@ static const struct export_style call_style = { .cat = "nccl", .ph = 'X', .on_th
 
 const struct rec_decoder nccl_decoders[] = {
 	{ BS_REC_NCCL_CALL, sizeof(struct bs_ucall), "nccl_api", decode_nccl_call, &call_style },
+	/* A dump's communicators at its window's start: the walk reads them. */
+	{ BS_REC_NCCL_COMM, sizeof(struct bs_nccl_comm), "nccl_comm", family__decode_meta },
 	{ 0 },
 };
