@@ -25,13 +25,16 @@ struct flight_hang {
 	__u64 dur_ns;
 	const char *text;
 	__u8 watches[BS_REC_TYPE_MAX];
-	struct hmap *progress; /* {pid, 0} -> struct progress */
-	struct hmap *fired;    /* {tid, entry ts} -> struct fired */
+	struct hmap *progress;	   /* {pid, 0} -> struct progress */
+	struct hmap *fired;	   /* {tid, entry ts} -> struct fired */
 	struct trace_model *model; /* decodes a call's name: no names needed beyond the table's */
 	__u64 now, look;
-	/* Calls of this look over DUR not fired yet ({tid, entry ts}), and the oldest of them. */
-	struct hkey *over;
-	size_t nover, cap;
+	/*
+	 * Every call of this look not fired yet ({tid, entry ts}), and the oldest of those over
+	 * DUR: a stall fires for all of them (the waiters that entered later are the same hang).
+	 */
+	struct hkey *seen;
+	size_t nseen, cap;
 	int have_call;
 	__u32 call_pid, call_tid;
 	__u64 call_ts;
@@ -69,7 +72,7 @@ void flight_hang__free(struct flight_hang *h)
 	hmap__free(h->progress);
 	hmap__free(h->fired);
 	trace_model__free(h->model);
-	free(h->over);
+	free(h->seen);
 	free(h);
 }
 
@@ -83,7 +86,8 @@ void flight_hang__observe(struct flight_hang *h, const struct bs_hdr *rec)
 	struct progress *p;
 
 	if (rec->type == BS_REC_EXIT) {
-		if (rec->size >= sizeof(struct bs_exit) && ((const struct bs_exit *)rec)->group_dead)
+		if (rec->size >= sizeof(struct bs_exit) &&
+		    ((const struct bs_exit *)rec)->group_dead)
 			hmap__del(h->progress, (struct hkey){ rec->pid, 0 });
 		return;
 	}
@@ -97,7 +101,7 @@ void flight_hang__begin(struct flight_hang *h, __u64 now)
 	h->now = now;
 	h->look++;
 	h->have_call = 0;
-	h->nover = 0;
+	h->nseen = 0;
 }
 
 void flight_hang__thread(struct flight_hang *h, __u32 pid, __u32 tid, const struct bs_hdr *rec)
@@ -105,16 +109,16 @@ void flight_hang__thread(struct flight_hang *h, __u32 pid, __u32 tid, const stru
 	struct fired *f;
 	struct event ev;
 
-	if (!rec || rec->ts + h->dur_ns > h->now)
+	if (!rec)
 		return;
 	f = hmap__get(h->fired, (struct hkey){ tid, rec->ts }, 0);
 	if (f) {
 		f->look = h->look; /* still the same stall */
 		return;
 	}
-	if (!array__grow((void **)&h->over, h->nover, &h->cap, sizeof(*h->over)))
-		h->over[h->nover++] = (struct hkey){ tid, rec->ts };
-	if (h->have_call && rec->ts >= h->call_ts)
+	if (!array__grow((void **)&h->seen, h->nseen, &h->cap, sizeof(*h->seen)))
+		h->seen[h->nseen++] = (struct hkey){ tid, rec->ts };
+	if (rec->ts + h->dur_ns > h->now || (h->have_call && rec->ts >= h->call_ts))
 		return;
 	h->have_call = 1;
 	h->call_pid = pid;
@@ -162,9 +166,9 @@ int flight_hang__stalled(struct flight_hang *h, char *why, size_t len, __u32 *pi
 	__u64 since;
 
 	if (h->have_call) {
-		/* One hang, one dump: every call waiting as long fires with the oldest. */
-		for (size_t i = 0; i < h->nover; i++)
-			if ((f = hmap__get(h->fired, h->over[i], 1)))
+		/* One hang, one dump: every call in flight now fires with the oldest. */
+		for (size_t i = 0; i < h->nseen; i++)
+			if ((f = hmap__get(h->fired, h->seen[i], 1)))
 				f->look = h->look;
 		forget_returned(h);
 		*pid = h->call_pid;
