@@ -38,9 +38,9 @@ struct bs_thread_snap {
 	__s32 syscall;	/* the system call it sleeps in (x86-64 numbers), -1 = none */
 	__u32 flags;	/* BS_SNAP_* */
 	__u64 off_cpu_ns; /* how long it had been off its CPU (asleep since ts less this), 0 = runs */
-	__u64 arg0;	/* that call's first argument: a futex's address */
-	__u64 cpu_ns;	/* its CPU time so far */
-	__u32 error_id; /* string: why it has no stack, 0 = it has one */
+	__u64 arg0;	  /* that call's first argument: a futex's address */
+	__u64 cpu_ns;	  /* its CPU time so far */
+	__u32 error_id;	  /* string: why it has no stack, 0 = it has one */
 	__u32 _pad;
 };
 

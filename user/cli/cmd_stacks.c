@@ -109,6 +109,7 @@ static const char *name_of(const struct snap *s, const struct snap_thread *th)
 
 static void print_text(const struct snap *s, const struct stacks_opts *o, int nth)
 {
+	char since[32];
 	static struct bs_frame frames[BS_STACK_MAX_FRAMES + 2];
 	char buf[128] = "";
 	ssize_t n;
@@ -139,9 +140,10 @@ static void print_text(const struct snap *s, const struct stacks_opts *o, int nt
 
 		if (o->active_only && is_idle(s, th) && !th->gil)
 			continue;
-		printf("\nThread %u \"%s\" (%s%s): %s\n", th->task.tid, name_of(s, th),
+		printf("\nThread %u \"%s\" (%s%s): %s%s\n", th->task.tid, name_of(s, th),
 		       is_idle(s, th) ? "idle" : "active", th->gil ? ", holds the GIL" : "",
-		       state_of(s, th, buf, sizeof(buf)));
+		       state_of(s, th, buf, sizeof(buf)),
+		       stacks_job__for(th, since, sizeof(since)));
 		if (!st) {
 			printf("    [could not read its stack: %s]\n",
 			       th->error ? th->error : "no frame");
@@ -292,7 +294,7 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		return -1;
 	}
 	if (!o->npids && !o->all) {
-		pr_err("-p PID (or --all) is required\n");
+		pr_err("-p PID is required (or --all)\n");
 		stacks_usage(stderr);
 		return -1;
 	}

@@ -62,6 +62,18 @@ const char *stacks_job__nccl_call(const struct trace_stack *st, const struct tra
 	return NULL;
 }
 
+const char *stacks_job__for(const struct snap_thread *th, char *buf, size_t len)
+{
+	__u64 ns = th->sampled ? 0 : th->task.off_cpu_ns;
+
+	buf[0] = 0;
+	if (ns >= 1000000000ull)
+		snprintf(buf, len, " for %.1f s", ns / 1e9);
+	else if (ns >= 1000000)
+		snprintf(buf, len, " for %.0f ms", ns / 1e6);
+	return buf;
+}
+
 int stacks_job__rank(const struct snap *s)
 {
 	return s->env_rank >= 0 ? s->env_rank : s->env_local_rank;
@@ -181,9 +193,9 @@ static void print_group(const struct snap *s, const struct group *g, const struc
 			first = 0;
 			last = g->v[k].proc;
 		}
-	fprintf(f, "%s: %s%s%s\n", ranked ? ")" : "", state_of(&s[g->v[0].proc], th, buf,
-								   sizeof(buf)),
-		call ? ", in " : "", call ? call : "");
+	fprintf(f, "%s: %s%s%s\n", ranked ? ")" : "",
+		state_of(&s[g->v[0].proc], th, buf, sizeof(buf)), call ? ", in " : "",
+		call ? call : "");
 	print_stack(st, m, mode, f);
 	/* Who is not doing it: the processes without a thread here. */
 	for (int p = 0, said = 0; g->nprocs < nprocs && p < nprocs; p++) {
@@ -206,12 +218,12 @@ static void print_odd(const struct snap *s, const struct member *x, const struct
 	const struct snap *p = &s[x->proc];
 	const struct trace_stack *st = trace_model__stack(m, th->stack_id);
 	const char *call = stacks_job__nccl_call(st, m);
-	char label[64], state[128];
+	char label[64], state[128], since[32];
 
-	fprintf(f, "\n%s, thread %u \"%s\": %s%s%s%s\n", proc_label(p, label, sizeof(label)),
+	fprintf(f, "\n%s, thread %u \"%s\": %s%s%s%s%s\n", proc_label(p, label, sizeof(label)),
 		th->task.tid, thread_name__pick(th->name, th->task.comm, p->cmdline, p->exe),
-		state_of(p, th, state, sizeof(state)), th->gil ? ", holds the GIL" : "",
-		call ? ", in " : "", call ? call : "");
+		state_of(p, th, state, sizeof(state)), stacks_job__for(th, since, sizeof(since)),
+		th->gil ? ", holds the GIL" : "", call ? ", in " : "", call ? call : "");
 	print_stack(st, m, mode, f);
 }
 
@@ -263,9 +275,11 @@ void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
 			gr->nprocs += !gr->n || gr->v[gr->n - 1].proc != p;
 			gr->v[gr->n++] = (struct member){ p, (int)t };
 		}
-	qsort(g, ng, sizeof(*g), group_cmp);
-	fprintf(f, "%d processes, %d threads, grouped by what they run (their Python frames, "
-		   "their NCCL call)\n",
+	if (ng)
+		qsort(g, ng, sizeof(*g), group_cmp);
+	fprintf(f,
+		"%d processes, %d threads, grouped by what they run (their Python frames, "
+		"their NCCL call)\n",
 		n, nthreads);
 	/* A group most processes have is what the job does; the others are the odd ones out. */
 	for (int k = 0; k < ng; k++)
@@ -343,6 +357,7 @@ int stacks_job__find(pid_t *out, int max)
 	}
 	if (d)
 		closedir(d);
-	qsort(out, n < max ? n : max, sizeof(*out), pid_cmp);
+	if (n)
+		qsort(out, n < max ? n : max, sizeof(*out), pid_cmp);
 	return n;
 }

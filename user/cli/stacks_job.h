@@ -36,6 +36,8 @@ void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
  * API table: ncclAllReduce), or NULL.
  */
 const char *stacks_job__nccl_call(const struct trace_stack *st, const struct trace_model *m);
+/* " for 3.1 s": how long TH had been off its CPU when read ("" when it runs, or under 1 ms). */
+const char *stacks_job__for(const struct snap_thread *th, char *buf, size_t len);
 /* The rank a process's environment gives it (RANK, else LOCAL_RANK), -1 when none. */
 int stacks_job__rank(const struct snap *s);
 /*

@@ -146,6 +146,16 @@ static void snap_process(struct recording *r, __u32 pid)
 		ts.cpu_ns = t->cpu_ns;
 		ts.error_id = th->error && !th->stack_id ? record_ctx__intern(ctx, th->error) : 0;
 		record_ctx__write(ctx, &ts);
+		/* Its Python name as read now: a thread started since the names' last read. */
+		if (th->name[0]) {
+			struct bs_thread_name tn = { .source = BS_THREAD_NAME_PYTHON };
+
+			record_ctx__hdr(&tn.h, BS_REC_THREAD_NAME, sizeof(tn), pid, t->tid,
+					ps.h.ts);
+			tn.name_id = record_ctx__intern(ctx, th->name);
+			if (tn.name_id)
+				record_ctx__write(ctx, &tn);
+		}
 	}
 out:
 	snap__free(&s);

@@ -60,8 +60,12 @@ static struct hang_rank *rank_of(struct nccl_hang *h, __u32 pid, __u64 group)
 	if (!*pos) {
 		if (array__grow((void **)&h->v, h->n, &h->cap, sizeof(*h->v)))
 			return NULL;
-		h->v[h->n] = (struct hang_rank){ .group = group, .pid = pid, .tid = pid,
-						 .rank = -1, .nranks = -1, .entered = -1,
+		h->v[h->n] = (struct hang_rank){ .group = group,
+						 .pid = pid,
+						 .tid = pid,
+						 .rank = -1,
+						 .nranks = -1,
+						 .entered = -1,
 						 .left = -1 };
 		*pos = ++h->n;
 	}
@@ -180,7 +184,8 @@ static void complete(struct nccl_hang *h, const struct trace_model *m)
 			h->v[h->n - 1].nranks = p->env_world;
 		}
 	}
-	qsort(h->v, h->n, sizeof(*h->v), rank_cmp);
+	if (h->n)
+		qsort(h->v, h->n, sizeof(*h->v), rank_cmp);
 	/* Positions moved: the index is rebuilt. */
 	for (size_t k = 0; k < h->n; k++) {
 		size_t *pos = hmap__get(h->by_key, (struct hkey){ h->v[k].pid, h->v[k].group }, 1);
@@ -190,8 +195,7 @@ static void complete(struct nccl_hang *h, const struct trace_model *m)
 	}
 }
 
-const struct hang_rank *nccl_hang__next(struct nccl_hang *h, const struct trace_model *m,
-				       size_t *i)
+const struct hang_rank *nccl_hang__next(struct nccl_hang *h, const struct trace_model *m, size_t *i)
 {
 	complete(h, m);
 	return *i < h->n ? &h->v[(*i)++] : NULL;
@@ -250,8 +254,8 @@ const char *nccl_hang__where(const struct trace_model *m, __u32 tid, char *buf, 
 	base = strrchr(file, '/');
 	base = base ? base + 1 : file;
 	if (f->kind == BS_FRAME_PYTHON)
-		snprintf(buf, len, "`%s` (%s:%u)", stack_frame__func(f, m, fbuf, sizeof(fbuf)), base,
-			 f->line);
+		snprintf(buf, len, "`%s` (%s:%u)", stack_frame__func(f, m, fbuf, sizeof(fbuf)),
+			 base, f->line);
 	else
 		snprintf(buf, len, "`%s` (%s)", stack_frame__func(f, m, fbuf, sizeof(fbuf)), base);
 	return buf;
@@ -292,8 +296,9 @@ static const char *thread_doing(struct nccl_hang *h, const struct trace_model *m
 		ht = holder ? trace_snaps__thread(trace_model__snaps(m), holder) : NULL;
 		if (ht)
 			snprintf(buf, len,
-				 "it waits for the GIL in %s for %.1f s, held by %s, %s in %s", where,
-				 t->off_cpu_ns / 1e9, thread_label(m, holder, who, sizeof(who)),
+				 "it waits for the GIL in %s for %.1f s, held by %s, %s in %s",
+				 where, t->off_cpu_ns / 1e9,
+				 thread_label(m, holder, who, sizeof(who)),
 				 thread_state__text(ht->state, ht->syscall, ht->flags, state,
 						    sizeof(state)),
 				 nccl_hang__where(m, holder, hwhere, sizeof(hwhere)));
@@ -314,8 +319,8 @@ static const char *thread_doing(struct nccl_hang *h, const struct trace_model *m
 	return buf;
 }
 
-const char *nccl_hang__doing(struct nccl_hang *h, const struct trace_model *m, __u32 pid,
-			     char *buf, size_t len)
+const char *nccl_hang__doing(struct nccl_hang *h, const struct trace_model *m, __u32 pid, char *buf,
+			     size_t len)
 {
 	__u64 taken = nccl_hang__taken(m, pid);
 	const struct hang_rank *r;
@@ -329,7 +334,8 @@ const char *nccl_hang__doing(struct nccl_hang *h, const struct trace_model *m, _
 			continue;
 		tid = r->tid;
 		if (r->entered_open) {
-			snprintf(buf, len, "it waits in %s #%lld of communicator %016llx for %.1f s",
+			snprintf(buf, len,
+				 "it waits in %s #%lld of communicator %016llx for %.1f s",
 				 nccl_hang__fn(r->entered_fn, fbuf, sizeof(fbuf)),
 				 (long long)r->entered, (unsigned long long)r->group,
 				 taken > r->entered_ts ? (taken - r->entered_ts) / 1e9 : 0);
@@ -339,8 +345,7 @@ const char *nccl_hang__doing(struct nccl_hang *h, const struct trace_model *m, _
 	return thread_doing(h, m, pid, tid, buf, len);
 }
 
-__u32 nccl_hang__rank_pid(struct nccl_hang *h, const struct trace_model *m, __u64 group,
-			  __s32 rank)
+__u32 nccl_hang__rank_pid(struct nccl_hang *h, const struct trace_model *m, __u64 group, __s32 rank)
 {
 	const struct trace_snaps *s = trace_model__snaps(m);
 	const struct bs_proc_snap *p;
@@ -444,7 +449,8 @@ const struct hang_coll *nccl_hang__colls(struct nccl_hang *h, const struct trace
 				continue;
 			h->ncolls += judge(h, m, first, end, &h->colls[h->ncolls]);
 		}
-		qsort(h->colls, h->ncolls, sizeof(*h->colls), coll_cmp);
+		if (h->ncolls)
+			qsort(h->colls, h->ncolls, sizeof(*h->colls), coll_cmp);
 	}
 	*n = h->ncolls;
 	return h->colls;

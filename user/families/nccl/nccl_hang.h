@@ -58,7 +58,7 @@ void nccl_hang__add(struct nccl_hang *h, const struct bs_hdr *rec, const struct 
 int nccl_hang__has_snapshot(const struct nccl_hang *h, const struct trace_model *m);
 /* Every rank process and communicator, by communicator then rank: *I = 0 first, NULL at the end. */
 const struct hang_rank *nccl_hang__next(struct nccl_hang *h, const struct trace_model *m,
-				       size_t *i);
+					size_t *i);
 /* The hung communicators, the longest wait first: *N of them (valid until free). */
 const struct hang_coll *nccl_hang__colls(struct nccl_hang *h, const struct trace_model *m,
 					 size_t *n);
@@ -67,8 +67,8 @@ const struct hang_coll *nccl_hang__colls(struct nccl_hang *h, const struct trace
  * `load_batch` (data.py:88), sleeping in read for 43.0 s" (or waiting for the GIL held by ...,
  * or in another communicator's collective). Into BUF.
  */
-const char *nccl_hang__doing(struct nccl_hang *h, const struct trace_model *m, __u32 pid,
-			     char *buf, size_t len);
+const char *nccl_hang__doing(struct nccl_hang *h, const struct trace_model *m, __u32 pid, char *buf,
+			     size_t len);
 /* The process of rank RANK of communicator GROUP in the file, 0 when none. */
 __u32 nccl_hang__rank_pid(struct nccl_hang *h, const struct trace_model *m, __u64 group,
 			  __s32 rank);

@@ -68,7 +68,8 @@ static const char *stack_text(const struct trace_model *m, __u32 tid, char *buf,
 			continue;
 		if (f->kind == BS_FRAME_PYTHON)
 			used += snprintf(buf + used, len - used, "%s%s (%s:%u)", shown ? " < " : "",
-					 stack_frame__func(f, m, fbuf, sizeof(fbuf)), file, f->line);
+					 stack_frame__func(f, m, fbuf, sizeof(fbuf)), file,
+					 f->line);
 		else
 			used += snprintf(buf + used, len - used, "%s%s (%s)", shown ? " < " : "",
 					 stack_frame__func(f, m, fbuf, sizeof(fbuf)), file);
@@ -116,7 +117,8 @@ static void say(struct nccl_hang *h, const struct trace_model *m, const struct h
 
 	waiter_list(c, ranks, sizeof(ranks));
 	if (c->bytes_known)
-		snprintf(bytes, sizeof(bytes), ", %s", human__bytes((double)c->bytes, fn, sizeof(fn)));
+		snprintf(bytes, sizeof(bytes), ", %s",
+			 human__bytes((double)c->bytes, fn, sizeof(fn)));
 	snprintf(buf, len,
 		 "rank%s %s wait%s in %s #%lld (communicator %016llx%s%s) for %.1f s%s; rank %d "
 		 "never entered it: %s",
@@ -191,8 +193,8 @@ static int hang_emit(void *st, const struct trace_model *m, struct table *t)
 			table__set_s64(t, C_NRANKS, r->nranks);
 		if (r->entered >= 0) {
 			table__set_s64(t, C_ENTERED, r->entered);
-			table__set_str(t, C_ENTERED_NAME, nccl_hang__fn(r->entered_fn, name,
-									sizeof(name)));
+			table__set_str(t, C_ENTERED_NAME,
+				       nccl_hang__fn(r->entered_fn, name, sizeof(name)));
 			table__set_u64(t, C_ENTERED_AGO,
 				       taken > r->entered_ts ? taken - r->entered_ts : 0);
 			table__set_str(t, C_IN_IT, r->entered_open ? "yes" : "no");
@@ -204,9 +206,9 @@ static int hang_emit(void *st, const struct trace_model *m, struct table *t)
 		table__set_u64(t, C_TID, r->tid);
 		ts = trace_snaps__thread(trace_model__snaps(m), r->tid);
 		if (ts) {
-			table__set_str(t, C_STATE, thread_state__text(ts->state, ts->syscall,
-								      ts->flags, state,
-								      sizeof(state)));
+			table__set_str(t, C_STATE,
+				       thread_state__text(ts->state, ts->syscall, ts->flags, state,
+							  sizeof(state)));
 			table__set_u64(t, C_OFF_CPU, ts->off_cpu_ns);
 		}
 		table__set_str(t, C_WHERE, nccl_hang__where(m, r->tid, buf, sizeof(buf)));
@@ -245,11 +247,11 @@ static void hang_claims(void *unused, struct verdict *v)
 		say(h, m, &c[i], buf, sizeof(buf));
 		verdict__claim(v, VERDICT_HANG, 1, -1, "nccl_hang", "%s", buf);
 		for (size_t k = 1; k < c[i].nmiss; k++)
-			verdict__detail(v, -1, "", "%s never entered it either: %s",
-					who(m, nccl_hang__rank_pid(h, m, c[i].group, c[i].miss[k]),
-					    c[i].miss[k], lbuf, sizeof(lbuf)),
-					missing_doing(h, m, &c[i], c[i].miss[k], doing,
-						      sizeof(doing)));
+			verdict__detail(
+				v, -1, "", "%s never entered it either: %s",
+				who(m, nccl_hang__rank_pid(h, m, c[i].group, c[i].miss[k]),
+				    c[i].miss[k], lbuf, sizeof(lbuf)),
+				missing_doing(h, m, &c[i], c[i].miss[k], doing, sizeof(doing)));
 	}
 }
 

@@ -10,8 +10,7 @@
 #include "syscall_names.h"
 #include "thread_state.h"
 
-int proc__decode_proc_snap(const struct bs_hdr *rec, const struct trace_model *m,
-			    struct event *ev)
+int proc__decode_proc_snap(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	const struct bs_proc_snap *p = (const void *)rec;
 	char v[16];
@@ -37,7 +36,7 @@ int proc__decode_proc_snap(const struct bs_hdr *rec, const struct trace_model *m
 }
 
 int proc__decode_thread_snap(const struct bs_hdr *rec, const struct trace_model *m,
-			      struct event *ev)
+			     struct event *ev)
 {
 	const struct bs_thread_snap *t = (const void *)rec;
 	const char *sc = t->syscall >= 0 ? syscall_name((__u32)t->syscall) : NULL;
@@ -65,4 +64,3 @@ int proc__decode_thread_snap(const struct bs_hdr *rec, const struct trace_model 
 
 /* An instant on its thread: where it was when the job stalled. */
 const struct export_style proc_snap_style = { .cat = "hang", .ph = 'i' };
-
