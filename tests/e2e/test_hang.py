@@ -41,7 +41,7 @@ class Job:
     """Ranks RANKS of a 4-rank job (each a process; STALLS: {rank: kind}), started directly
     (-p) or by hang_job.py under a recorder (launch mode); they wait for the go file."""
 
-    def __init__(self, stalls, name=None):
+    def __init__(self, stalls, name=None, at=HANG_AT, step_ms=0):
         need_root()
         if not os.path.exists(LIB):
             raise Skip(f"{LIB} not built (make test-build)")
@@ -50,7 +50,7 @@ class Job:
         self.go = os.path.join(self.dir, "go")
         kinds = list(stalls.items())
         self.env = dict(os.environ, NCCL_CPU_LIB=LIB, WORLD_SIZE="4", HANG_GO=self.go,
-                        HANG_AT=str(HANG_AT), HANG_JOB=name or f"{os.getpid()}-{id(self)}",
+                        HANG_AT=str(at), HANG_STEP_MS=str(step_ms), HANG_JOB=name or f"{os.getpid()}-{id(self)}",
                         HANG_RANK=str(kinds[0][0]), HANG_KIND=kinds[0][1],
                         HANG_ALSO=",".join(f"{r}:{k}" for r, k in kinds[1:]),
                         PYTHONUNBUFFERED="1")
@@ -90,6 +90,15 @@ class Job:
         return int(next(l for l in self.lines if l.startswith(f"stall {rank} ")).split()[2])
 
     def kill(self):
+        """Every rank (a launcher's too: the ranks that stalled would sleep an hour), then the
+        processes started here."""
+        for l in list(self.lines):
+            m = re.fullmatch(r"ready pid (\d+) rank \d+", l)
+            if m:
+                try:
+                    os.kill(int(m.group(1)), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         for p in self.procs:
             p.kill()
             p.wait()
@@ -155,7 +164,8 @@ def test_hang_read_dump_in_time_verdict_and_stacks_of_the_hung_job():
         check(m, f"the three waiters grouped: {out[:1500]}")
         eq(sorted(int(x) for x in m.group(1).split(", ")), sorted(pids[:2] + pids[3:]), "pids")
         check(re.search(rf"^rank 2 \(pid {pids[2]}\), thread {pids[2]} \"MainThread\": "
-                        r"sleeping in read$", out, re.M), f"rank 2, the odd one out: {out}")
+                        r"sleeping in read for \d+\.\d s$", out, re.M),
+              f"rank 2, the odd one out: {out}")
         check(f"load_batch ({RANK_PY}:{line_of('READ')})" in out.split("odd one")[-1], out)
     finally:
         job.kill()
@@ -201,6 +211,42 @@ def test_hang_gil_and_lock_per_host_dumps_merged():
         check(re.search(rf"rank 2 @ \S+ never entered it either: it is in `take_lock` "
                         rf"\(hang_rank\.py:{line_of('LOCK')}\), sleeping in futex for", out),
               out[:2000])
+    finally:
+        job.kill()
+
+
+def test_hang_window_after_the_communicators_creation():
+    """A window (2 s) that no longer holds the communicator's creation nor its first
+    collectives (rank 2 stalls before collective 300, each a step of 5 ms after the last): the
+    dump begins with the communicator as its creation said it and the number of its collectives
+    before the window, so the verdict says #300 with its unique id, and the dump's collectives
+    end at #299 on every rank."""
+    at = 300
+    job = Job({2: "read"}, at=at, step_ms=5)
+    try:
+        pids = job.start_ranks()
+        rec = Recorder("-t", "nccl", "--flight-recorder=2s", "--trigger=hang:1s",
+                       *sum((["-p", str(p)] for p in pids), []),
+                       out=os.path.join(job.dir, "fr.bst"))
+        rec.wait_ready()
+        open(job.go, "w").close()
+        stall = job.stall_ns(2)
+        dump = wait_dump(rec)
+        start = int(re.search(r"window_start_ns=(\d+)", info(dump)["options"]).group(1))
+        check(start > stall - 1.5e9, "the window begins after the creation (1.5 s of steps)")
+        head, _ = verdict(dump)
+        check(head.startswith(f"hang: ranks 0, 1, 3 wait in ncclAllReduce #{at} (communicator ")
+              and "its id unseen" not in head, head)
+        seqs = {}
+        for l in run([BPFSIGHT, "dump", dump], check=True).stdout.splitlines():
+            e = json.loads(l)
+            if e["kind"] == "nccl_api" and not e["args"].get("in_flight"):
+                seqs.setdefault(e["pid"], []).append(e["args"]["seq"])
+                eq(e["args"].get("rank"), pids.index(e["pid"]), "each call's rank")
+        for p in pids:
+            check(seqs[p] and seqs[p][-1] == at - 1 and seqs[p][0] > 0 and
+                  seqs[p] == list(range(seqs[p][0], at)), f"pid {p}'s collectives: {seqs[p]}")
+        rec.stop()
     finally:
         job.kill()
 

@@ -13,7 +13,8 @@ function of its own, as HANG_KIND says:
 
 The lines the tests look for are marked (READ, SPIN, TURN, LOCK).
 
-A rank listed in HANG_ALSO (RANK:KIND,...) stalls the same way at the same collective.
+A rank listed in HANG_ALSO (RANK:KIND,...) stalls the same way at the same collective. With
+HANG_STEP_MS, every rank sleeps that long before each collective (a step's compute).
 Prints "ready pid P rank R" once the library is loaded, then waits for the file HANG_GO (when
 set) before it makes its communicator; "stall R NS" (CLOCK_MONOTONIC, right before it blocks)
 when it stalls; the other ranks wait in collective HANG_AT until the library gives up (60 s).
@@ -106,7 +107,10 @@ def main():
     send = (ctypes.c_float * 64)(*[float(RANK + 1)] * 64)
     recv = (ctypes.c_float * 64)()
     want = float(sum(range(1, NRANKS + 1)))
+    step = float(os.environ.get("HANG_STEP_MS", "0")) / 1e3
     for i in range(1 << 30):
+        if step:
+            time.sleep(step)
         if i == HANG_AT and RANK in KINDS:
             stall(KINDS[RANK])
         r = nccl.ncclAllReduce(send, recv, 64, 7, 0, comm, None)  # float32, sum
