@@ -77,29 +77,10 @@ const struct option stacks_options[] = {
 	{},
 };
 
-/* The snapshot's flags of TH (snap_records.h): what thread_state.h words. */
-static __u32 flags_of(const struct snap *s, const struct snap_thread *th)
-{
-	const struct snap_task *t = &th->task;
-
-	return (t->on_cpu || th->sampled ? BS_SNAP_RUNNING : 0) |
-	       (th->in_kernel ? BS_SNAP_IN_KERNEL : 0) | (th->gil ? BS_SNAP_GIL : 0) |
-	       (t->exiting ? BS_SNAP_EXITING : 0) |
-	       (snap__waits_for_gil(s, th) ? BS_SNAP_GIL_WAIT : 0);
-}
-
-/* What the thread is doing, for people: running, or where it sleeps. */
-static const char *state_of(const struct snap *s, const struct snap_thread *th, char *buf,
-			    size_t len)
-{
-	return thread_state__text(th->task.state, (__s32)th->task.syscall, flags_of(s, th), buf,
-				  len);
-}
-
 /* Neither running, nor runnable, nor waiting for the GIL (which it would run with). */
 static int is_idle(const struct snap *s, const struct snap_thread *th)
 {
-	return thread_state__idle(th->task.state, flags_of(s, th));
+	return thread_state__idle(th->task.state, snap__flags(s, th));
 }
 
 static const char *name_of(const struct snap *s, const struct snap_thread *th)
@@ -142,7 +123,7 @@ static void print_text(const struct snap *s, const struct stacks_opts *o, int nt
 			continue;
 		printf("\nThread %u \"%s\" (%s%s): %s%s\n", th->task.tid, name_of(s, th),
 		       is_idle(s, th) ? "idle" : "active", th->gil ? ", holds the GIL" : "",
-		       state_of(s, th, buf, sizeof(buf)),
+		       snap__state(s, th, buf, sizeof(buf)),
 		       stacks_job__for(th, since, sizeof(since)));
 		if (!st) {
 			printf("    [could not read its stack: %s]\n",
@@ -170,7 +151,7 @@ static void json_thread(struct json *j, const struct snap *s, const struct snap_
 	json__kv_str(j, "name", name_of(s, th));
 	json__kv_str(j, "comm", th->task.comm);
 	json__kv_str(j, "python_name", th->name[0] ? th->name : NULL);
-	json__kv_str(j, "state", state_of(s, th, buf, sizeof(buf)));
+	json__kv_str(j, "state", snap__state(s, th, buf, sizeof(buf)));
 	json__kv_str(j, "syscall",
 		     th->task.syscall >= 0 && !th->task.on_cpu && th->task.state && !th->sampled
 			     ? syscall_name((__u32)th->task.syscall)

@@ -124,23 +124,6 @@ static const struct snap_thread *th_of(const struct snap *s, const struct member
 	return &s[x->proc].threads[x->thread];
 }
 
-static __u32 flags_of(const struct snap *s, const struct snap_thread *th)
-{
-	const struct snap_task *t = &th->task;
-
-	return (t->on_cpu || th->sampled ? BS_SNAP_RUNNING : 0) |
-	       (th->in_kernel ? BS_SNAP_IN_KERNEL : 0) | (th->gil ? BS_SNAP_GIL : 0) |
-	       (t->exiting ? BS_SNAP_EXITING : 0) |
-	       (snap__waits_for_gil(s, th) ? BS_SNAP_GIL_WAIT : 0);
-}
-
-static const char *state_of(const struct snap *s, const struct snap_thread *th, char *buf,
-			    size_t len)
-{
-	return thread_state__text(th->task.state, (__s32)th->task.syscall, flags_of(s, th), buf,
-				  len);
-}
-
 /* "rank 2 (pid 123)", or "pid 123" without a rank. */
 static const char *proc_label(const struct snap *s, char *buf, size_t len)
 {
@@ -194,7 +177,7 @@ static void print_group(const struct snap *s, const struct group *g, const struc
 			last = g->v[k].proc;
 		}
 	fprintf(f, "%s: %s%s%s\n", ranked ? ")" : "",
-		state_of(&s[g->v[0].proc], th, buf, sizeof(buf)), call ? ", in " : "",
+		snap__state(&s[g->v[0].proc], th, buf, sizeof(buf)), call ? ", in " : "",
 		call ? call : "");
 	print_stack(st, m, mode, f);
 	/* Who is not doing it: the processes without a thread here. */
@@ -222,7 +205,7 @@ static void print_odd(const struct snap *s, const struct member *x, const struct
 
 	fprintf(f, "\n%s, thread %u \"%s\": %s%s%s%s%s\n", proc_label(p, label, sizeof(label)),
 		th->task.tid, thread_name__pick(th->name, th->task.comm, p->cmdline, p->exe),
-		state_of(p, th, state, sizeof(state)), stacks_job__for(th, since, sizeof(since)),
+		snap__state(p, th, state, sizeof(state)), stacks_job__for(th, since, sizeof(since)),
 		th->gil ? ", holds the GIL" : "", call ? ", in " : "", call ? call : "");
 	print_stack(st, m, mode, f);
 }
@@ -248,7 +231,7 @@ void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
 			int *gi;
 
 			if (!st || (active_only && !th->gil &&
-				    thread_state__idle(th->task.state, flags_of(&s[p], th))))
+				    thread_state__idle(th->task.state, snap__flags(&s[p], th))))
 				continue;
 			nthreads++;
 			gi = hmap__get(idx, group_key(st, m), 1);

@@ -137,10 +137,7 @@ static void snap_process(struct recording *r, __u32 pid)
 		ts.stack_id = th->stack_id;
 		ts.state = t->state;
 		ts.syscall = runs ? -1 : (__s32)t->syscall;
-		ts.flags = (runs ? BS_SNAP_RUNNING : 0) | (th->sampled ? BS_SNAP_SAMPLED : 0) |
-			   (th->in_kernel ? BS_SNAP_IN_KERNEL : 0) | (th->gil ? BS_SNAP_GIL : 0) |
-			   (t->exiting ? BS_SNAP_EXITING : 0) |
-			   (snap__waits_for_gil(&s, th) ? BS_SNAP_GIL_WAIT : 0);
+		ts.flags = snap__flags(&s, th);
 		ts.off_cpu_ns = runs || !t->state ? 0 : t->off_cpu_ns;
 		ts.arg0 = t->arg0;
 		ts.cpu_ns = t->cpu_ns;

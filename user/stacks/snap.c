@@ -20,6 +20,7 @@
 #include "snap.h"
 #include "stack_svc.h"
 #include "string_pool.h"
+#include "thread_state.h"
 #include "trace_model.h"
 #include "unwind_load.h"
 #include "uprobe_mgr.h"
@@ -744,6 +745,22 @@ int snap__waits_for_gil(const struct snap *s, const struct snap_thread *th)
 
 	return !t->on_cpu && !th->sampled && t->state && t->syscall == NR_FUTEX &&
 	       t->arg0 >= s->gil && t->arg0 < s->gil_end;
+}
+
+__u32 snap__flags(const struct snap *s, const struct snap_thread *th)
+{
+	const struct snap_task *t = &th->task;
+
+	return (t->on_cpu || th->sampled ? BS_SNAP_RUNNING : 0) |
+	       (th->sampled ? BS_SNAP_SAMPLED : 0) | (th->in_kernel ? BS_SNAP_IN_KERNEL : 0) |
+	       (th->gil ? BS_SNAP_GIL : 0) | (t->exiting ? BS_SNAP_EXITING : 0) |
+	       (snap__waits_for_gil(s, th) ? BS_SNAP_GIL_WAIT : 0);
+}
+
+const char *snap__state(const struct snap *s, const struct snap_thread *th, char *buf, size_t len)
+{
+	return thread_state__text(th->task.state, (__s32)th->task.syscall, snap__flags(s, th), buf,
+				  len);
 }
 
 void snap__free(struct snap *s)

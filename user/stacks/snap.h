@@ -72,6 +72,10 @@ const struct trace_model *snap_session__model(const struct snap_session *ss);
 int snap_session__take(struct snap_session *ss, pid_t pid, __u64 wait_ns, struct snap *out);
 /* TH of S asleep waiting for its process's GIL: a futex in the GIL's own state. */
 int snap__waits_for_gil(const struct snap *s, const struct snap_thread *th);
+/* TH's BS_SNAP_* flags (snap_records.h): running, sampled, the GIL held or waited for... */
+__u32 snap__flags(const struct snap *s, const struct snap_thread *th);
+/* TH's state and its flags, as thread_state.h words them, into BUF. */
+const char *snap__state(const struct snap *s, const struct snap_thread *th, char *buf, size_t len);
 /* One process, with a session of its own made and freed for it. */
 int snap__take(pid_t pid, __u64 wait_ns, struct snap *out);
 void snap__free(struct snap *s);
