@@ -15,8 +15,11 @@
 
 static struct bs_ucall call_at(__u32 pid, __u64 ts)
 {
-	struct bs_ucall r = { .h = { .type = BS_REC_NCCL_CALL, .size = sizeof(r), .pid = pid,
-				     .tid = pid, .ts = ts },
+	struct bs_ucall r = { .h = { .type = BS_REC_NCCL_CALL,
+				     .size = sizeof(r),
+				     .pid = pid,
+				     .tid = pid,
+				     .ts = ts },
 			      .fn = 10, /* the nccl table's entry 10: a collective */
 			      .depth = BS_UCALL_OPEN };
 
@@ -49,7 +52,8 @@ static int look(struct flight_hang *h, __u64 now, const struct bs_ucall *c, int 
 static void test_calls_fire_once_per_stall(void)
 {
 	struct flight_hang *h = watch(3 * S);
-	struct bs_ucall c[3] = { call_at(11, 10 * S), call_at(12, 10 * S - 5), call_at(13, 11 * S) };
+	struct bs_ucall c[3] = { call_at(11, 10 * S), call_at(12, 10 * S - 5),
+				 call_at(13, 11 * S) };
 	char why[256];
 	__u32 pid = 0;
 
@@ -70,8 +74,11 @@ static void test_calls_fire_once_per_stall(void)
 
 static void step_at(struct flight_hang *h, __u32 pid, __u64 ts)
 {
-	struct bs_torch_step s = { .h = { .type = BS_REC_TORCH_STEP, .size = sizeof(s), .pid = pid,
-					  .tid = pid, .ts = ts } };
+	struct bs_torch_step s = { .h = { .type = BS_REC_TORCH_STEP,
+					  .size = sizeof(s),
+					  .pid = pid,
+					  .tid = pid,
+					  .ts = ts } };
 
 	ASSERT_TRUE(flight_hang__watches(h, s.h.type), "steps are progress");
 	flight_hang__observe(h, &s.h);
@@ -80,9 +87,10 @@ static void step_at(struct flight_hang *h, __u32 pid, __u64 ts)
 static void test_steps_that_stop(void)
 {
 	struct flight_hang *h = watch(2 * S);
-	struct bs_exit x = { .h = { .type = BS_REC_EXIT, .size = sizeof(x), .pid = 21, .tid = 21,
-				    .ts = 9 * S },
-			     .group_dead = 1 };
+	struct bs_exit x = {
+		.h = { .type = BS_REC_EXIT, .size = sizeof(x), .pid = 21, .tid = 21, .ts = 9 * S },
+		.group_dead = 1
+	};
 	char why[256];
 	__u32 pid = 0;
 

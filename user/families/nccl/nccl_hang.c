@@ -362,16 +362,16 @@ __u32 nccl_hang__rank_pid(struct nccl_hang *h, const struct trace_model *m, __u6
 	return 0;
 }
 
-/* An open call of another family in PID (its host returned from the collective: the GPU). */
-static int waits_elsewhere(const struct nccl_hang *h, __u32 pid)
+const char *nccl_hang__open_call(const struct nccl_hang *h, __u32 pid)
 {
+	const struct open_call *o;
 	struct hkey key;
 	size_t it = 0;
 
-	while (hmap__next(h->open, &it, &key))
+	while ((o = hmap__next(h->open, &it, &key)))
 		if (key.a == pid)
-			return 1;
-	return 0;
+			return o->name;
+	return NULL;
 }
 
 static int coll_cmp(const void *a, const void *b)
@@ -412,7 +412,7 @@ static int judge(struct nccl_hang *h, const struct trace_model *m, size_t first,
 		if (c->nwait < sizeof(c->wait) / sizeof(c->wait[0]))
 			c->wait[c->nwait++] = r;
 		open |= r->entered_open;
-		elsewhere |= !r->entered_open && waits_elsewhere(h, r->pid);
+		elsewhere |= !r->entered_open && nccl_hang__open_call(h, r->pid);
 		if (taken > r->entered_ts && taken - r->entered_ts > c->waited_ns)
 			c->waited_ns = taken - r->entered_ts;
 	}

@@ -74,6 +74,8 @@ __u32 nccl_hang__rank_pid(struct nccl_hang *h, const struct trace_model *m, __u6
 			  __s32 rank);
 /* When PID's threads were read (its PROC_SNAP), else the snapshot's latest. */
 __u64 nccl_hang__taken(const struct trace_model *m, __u32 pid);
+/* The call of another uprobe-API family PID is in (cudaStreamSynchronize), or NULL. */
+const char *nccl_hang__open_call(const struct nccl_hang *h, __u32 pid);
 /* "ncclAllReduce" for the nccl table's entry FN. */
 const char *nccl_hang__fn(__u32 fn, char *buf, size_t len);
 /* The innermost Python frame of thread TID's snapshot stack, "f (file.py:12)", into BUF. */

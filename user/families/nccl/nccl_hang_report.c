@@ -78,20 +78,35 @@ static const char *stack_text(const struct trace_model *m, __u32 tid, char *buf,
 	return buf;
 }
 
-/* Ranks of C's waiters, "0, 1, 3" (a process of unknown rank by its pid). */
-static void waiter_list(const struct hang_coll *c, char *buf, size_t len)
+/*
+ * Rank RANK of a communicator, process PID: "2", or "0 (RANK 2)" where the communicator's
+ * rank is not the job's (a sub-communicator), "pid 42" without a rank.
+ */
+static const char *rank_text(const struct trace_model *m, __u32 pid, __s32 rank, char *buf,
+			     size_t len)
+{
+	const struct bs_proc_snap *p = trace_snaps__proc(trace_model__snaps(m), pid);
+
+	if (rank < 0)
+		snprintf(buf, len, "pid %u", pid);
+	else if (p && p->env_rank >= 0 && p->env_rank != rank)
+		snprintf(buf, len, "%d (RANK %d)", rank, p->env_rank);
+	else
+		snprintf(buf, len, "%d", rank);
+	return buf;
+}
+
+/* Ranks of C's waiters, "0, 1, 3". */
+static void waiter_list(const struct trace_model *m, const struct hang_coll *c, char *buf,
+			size_t len)
 {
 	size_t used = 0;
+	char r[48];
 
 	buf[0] = 0;
-	for (size_t k = 0; k < c->nwait && used < len; k++) {
-		if (c->wait[k]->rank >= 0)
-			used += snprintf(buf + used, len - used, "%s%d", k ? ", " : "",
-					 c->wait[k]->rank);
-		else
-			used += snprintf(buf + used, len - used, "%spid %u", k ? ", " : "",
-					 c->wait[k]->pid);
-	}
+	for (size_t k = 0; k < c->nwait && used < len; k++)
+		used += snprintf(buf + used, len - used, "%s%s", k ? ", " : "",
+				 rank_text(m, c->wait[k]->pid, c->wait[k]->rank, r, sizeof(r)));
 }
 
 /* What rank RANK of C's communicator was doing instead: "it is in `f` (x.py:3), ...". */
@@ -113,22 +128,26 @@ static const char *missing_doing(struct nccl_hang *h, const struct trace_model *
 static void say(struct nccl_hang *h, const struct trace_model *m, const struct hang_coll *c,
 		char *buf, size_t len)
 {
-	char ranks[256], fn[32], bytes[32] = "", doing[400];
+	char ranks[256], fn[32], bytes[32] = "", doing[400], gpu[96] = "", miss[48];
+	const char *call = c->on_gpu ? nccl_hang__open_call(h, c->wait[0]->pid) : NULL;
 
-	waiter_list(c, ranks, sizeof(ranks));
+	waiter_list(m, c, ranks, sizeof(ranks));
+	if (call)
+		snprintf(gpu, sizeof(gpu), " on the GPU (its host call returned; it waits in %s)",
+			 call);
 	if (c->bytes_known)
 		snprintf(bytes, sizeof(bytes), ", %s",
 			 human__bytes((double)c->bytes, fn, sizeof(fn)));
 	snprintf(buf, len,
-		 "rank%s %s wait%s in %s #%lld (communicator %016llx%s%s) for %.1f s%s; rank %d "
+		 "rank%s %s wait%s in %s #%lld (communicator %016llx%s%s) for %.1f s%s; rank %s "
 		 "never entered it: %s",
 		 c->nwait > 1 ? "s" : "", ranks, c->nwait > 1 ? "" : "s",
 		 nccl_hang__fn(c->fn, fn, sizeof(fn)), (long long)c->seq,
 		 (unsigned long long)c->group, c->have_hash ? "" : ", its id unseen", bytes,
-		 c->waited_ns / 1e9,
-		 c->on_gpu ? " on the GPU (their host calls returned, their kernels never ended)"
-			   : "",
-		 c->miss[0], missing_doing(h, m, c, c->miss[0], doing, sizeof(doing)));
+		 c->waited_ns / 1e9, gpu,
+		 rank_text(m, nccl_hang__rank_pid(h, m, c->group, c->miss[0]), c->miss[0], miss,
+			   sizeof(miss)),
+		 missing_doing(h, m, c, c->miss[0], doing, sizeof(doing)));
 }
 
 static int hang_emit(void *st, const struct trace_model *m, struct table *t)

@@ -86,7 +86,8 @@ void nccl_window__observe(struct nccl_window *nw, const struct bs_hdr *rec)
 	struct comm_calls *c;
 
 	if (rec->type == BS_REC_EXIT) {
-		if (rec->size >= sizeof(struct bs_exit) && ((const struct bs_exit *)rec)->group_dead) {
+		if (rec->size >= sizeof(struct bs_exit) &&
+		    ((const struct bs_exit *)rec)->group_dead) {
 			free_calls(nw->comms, rec->pid, 0);
 			nccl_walk__forget(nw->w, rec->pid);
 		}
