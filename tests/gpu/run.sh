@@ -10,8 +10,9 @@
 # mode and --inject), GPU timing switched on twice in a running job, overhead against
 # torch.profiler's, NCCL collectives with their GPU work, Python stacks at real launches, the
 # torch family's ops and op -> kernel links against torch.profiler's, the monitor's GPU
-# metrics, and the mem family's allocator totals, peak, OOM trigger and memory snapshot against
-# PyTorch's own (docs/gpu-validation.md: what each checks, and the results).
+# metrics, the mem family's allocator totals, peak, OOM trigger and memory snapshot against
+# PyTorch's own, and --trigger hang on two ranks of one GPU, one of which skips an all_reduce
+# (docs/gpu-validation.md: what each checks, and the results).
 # Results go to stdout and to $OUT/gpu-validation.txt ($OUT defaults to /tmp); KEEP_TRACES=DIR
 # keeps the traces and the workloads' JSON there. Exit 0 when
 # every check passed, 1 when one failed, 2 when this machine cannot run it (no GPU, no torch).
@@ -334,6 +335,25 @@ check "mem: bpfsight export --format memory-snapshot" \
 	"$bin" export "$work/mem_launch.bst" --format memory-snapshot -o "$work/mem.pickle"
 check "mem: the snapshot loads in torch/cuda/_memory_viz.py" \
 	python3 "$here/check_mem.py" snapshot "$work/mem.pickle"
+
+echo "== hang: two ranks on one GPU, one skips an all_reduce (--trigger hang)"
+"$bin" record -f -t nccl,cuda,gpu --flight-recorder=60s --trigger hang:5s -o "$work/hang.bst" \
+	-- python3 "$here/hang_ranks.py" launch "$work/hang.json" >"$work/hang.out" 2>"$work/hang.err" &
+rec=$!
+pids+=("$rec")
+if wait_grep "$work/hang.err" 'flight recorder: wrote'; then
+	check "hang: the verdict names the collective rank 0 waits in on the GPU, and rank 1 in idle()" \
+		python3 "$here/hang_ranks.py" check "$bin" "$work/hang-1.bst" "$work/hang.json"
+	"$bin" stats "$work/hang-1.bst" -r nccl_hang --wide | head -30 || true
+else
+	cat "$work/hang.out" "$work/hang.err"
+	check "hang: a dump within 120 s" false
+fi
+kill -INT "$rec" 2>/dev/null || true
+wait "$rec" 2>/dev/null || true
+# The ranks outlive the recording: rank 0 waits on the GPU for ever, rank 1 sleeps an hour.
+python3 -c 'import json,os,signal,sys; [os.kill(p, signal.SIGKILL) for p in json.load(open(sys.argv[1]))["pids"]]' \
+	"$work/hang.json" 2>/dev/null || true
 
 if [ "$fail" = 0 ]; then echo "OK: every check passed"; else echo "FAILED: see FAIL lines above"; fi
 exit "$fail"
