@@ -29,7 +29,8 @@ static void string(__u32 id, const char *text)
 	struct {
 		struct bs_string s;
 		char text[32];
-	} r = { .s = { .h = { .type = BS_REC_STRING, .size = sizeof(r) }, .id = id,
+	} r = { .s = { .h = { .type = BS_REC_STRING, .size = sizeof(r) },
+		       .id = id,
 		       .len = (__u32)strlen(text) } };
 
 	strcpy(r.text, text);
@@ -39,8 +40,11 @@ static void string(__u32 id, const char *text)
 /* ncclCommInitRank of PID making COMM, rank RANK of N, its unique id filled with SEED. */
 static void init(__u32 pid, __u64 comm, int rank, int n, int seed)
 {
-	struct rec r = { .u = { .h = { .type = BS_REC_NCCL_CALL, .size = sizeof(r), .pid = pid,
-				       .tid = pid, .ts = 1 },
+	struct rec r = { .u = { .h = { .type = BS_REC_NCCL_CALL,
+				       .size = sizeof(r),
+				       .pid = pid,
+				       .tid = pid,
+				       .ts = 1 },
 				.dur = 1,
 				.fn = fn_of("ncclCommInitRank"),
 				.deref_len = BS_UCALL_DEREF_STRUCT,
@@ -55,8 +59,11 @@ static void init(__u32 pid, __u64 comm, int rank, int n, int seed)
 /* An ncclAllReduce of 1024 float32 by PID on COMM entered at TS: returned, or OPEN. */
 static void coll(__u32 pid, __u64 comm, __u64 ts, int open)
 {
-	struct bs_ucall r = { .h = { .type = BS_REC_NCCL_CALL, .size = sizeof(r), .pid = pid,
-				     .tid = pid, .ts = ts },
+	struct bs_ucall r = { .h = { .type = BS_REC_NCCL_CALL,
+				     .size = sizeof(r),
+				     .pid = pid,
+				     .tid = pid,
+				     .ts = ts },
 			      .dur = open ? 5 * S : 100,
 			      .fn = fn_of("ncclAllReduce"),
 			      .depth = open ? BS_UCALL_OPEN : 0 };
@@ -69,8 +76,11 @@ static void coll(__u32 pid, __u64 comm, __u64 ts, int open)
 
 static void proc_snap(__u32 pid, __u64 ts, int rank)
 {
-	struct bs_proc_snap r = { .h = { .type = BS_REC_PROC_SNAP, .size = sizeof(r), .pid = pid,
-					 .tid = pid, .ts = ts },
+	struct bs_proc_snap r = { .h = { .type = BS_REC_PROC_SNAP,
+					 .size = sizeof(r),
+					 .pid = pid,
+					 .tid = pid,
+					 .ts = ts },
 				  .env_rank = rank,
 				  .env_local_rank = rank,
 				  .env_world = 4,
@@ -81,8 +91,11 @@ static void proc_snap(__u32 pid, __u64 ts, int rank)
 
 static void thread_snap(__u32 pid, __u64 ts, __s32 syscall, __u64 off_cpu, __u32 stack)
 {
-	struct bs_thread_snap r = { .h = { .type = BS_REC_THREAD_SNAP, .size = sizeof(r),
-					   .pid = pid, .tid = pid, .ts = ts },
+	struct bs_thread_snap r = { .h = { .type = BS_REC_THREAD_SNAP,
+					   .size = sizeof(r),
+					   .pid = pid,
+					   .tid = pid,
+					   .ts = ts },
 				    .stack_id = stack,
 				    .state = 1,
 				    .syscall = syscall,
@@ -197,8 +210,11 @@ static __u32 cuda_fn(const char *name)
 static void test_on_the_gpu_and_the_missing_ranks_code(void)
 {
 	const __u64 C = 0xc000;
-	struct bs_ucall sync = { .h = { .type = BS_REC_CUDA_CALL, .size = sizeof(sync), .pid = 20,
-					.tid = 20, .ts = 6 * S },
+	struct bs_ucall sync = { .h = { .type = BS_REC_CUDA_CALL,
+					.size = sizeof(sync),
+					.pid = 20,
+					.tid = 20,
+					.ts = 6 * S },
 				 .dur = 4 * S,
 				 .fn = cuda_fn("cudaDeviceSynchronize"),
 				 .depth = BS_UCALL_OPEN };
