@@ -46,7 +46,8 @@ const char *blas__impl(const char *path)
 		return "OpenBLAS"; /* Debian's alternative: .../openblas-pthread/libblas.so.3 */
 	if (has(path, "/blis"))
 		return "BLIS";
-	if (has(base, "accelerate") || has(base, "armpl") || has(base, "aocl") || has(base, "flame"))
+	if (has(base, "accelerate") || has(base, "armpl") || has(base, "aocl") ||
+	    has(base, "flame"))
 		return "vendor BLAS";
 	if (!strncmp(base, "libblas.so", 10) || !strncmp(base, "libcblas.so", 11))
 		return "reference"; /* netlib's, under the name every BLAS is installed as */

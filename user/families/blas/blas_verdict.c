@@ -59,7 +59,8 @@ static void find_busiest(const struct hmap *m, struct busiest *b)
 
 	while ((t = hmap__next(m, &it, &k)))
 		if (!b->t || t->ns > b->t->ns ||
-		    (t->ns == b->t->ns && (k.a < b->key.a || (k.a == b->key.a && k.b < b->key.b)))) {
+		    (t->ns == b->t->ns &&
+		     (k.a < b->key.a || (k.a == b->key.a && k.b < b->key.b)))) {
 			b->key = k;
 			b->t = t;
 		}
