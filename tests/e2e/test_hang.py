@@ -21,7 +21,7 @@ from helpers import (BPFSIGHT, Recorder, Skip, check, eq, info, need_root, run, 
 from test_gil import need_pyenv
 
 # For tests/run_tests.py: about how long these tests take on CI's machine; one job per test.
-SECONDS = 10
+SECONDS = 20
 SPLIT = True
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -140,7 +140,9 @@ def test_hang_read_dump_in_time_verdict_and_stacks_of_the_hung_job():
         stall = job.stall_ns(2)
         dump = wait_dump(rec)
         end = window_end(dump)
-        check(DUR_S * 1e9 <= end - stall <= (DUR_S + 1) * 1e9,
+        # The waiters entered collective 30 as rank 2 said it stalled (both once #29 ended):
+        # a dump is DUR after their entry, which may precede the rank's line by a moment.
+        check((DUR_S - 0.2) * 1e9 <= end - stall <= (DUR_S + 1) * 1e9,
               f"the dump {(end - stall) / 1e9:.2f} s after the stall (DUR {DUR_S} s + 1 s)")
         head, _ = verdict(dump)
         want = (f"hang: ranks 0, 1, 3 wait in ncclAllReduce #{HANG_AT} (communicator ")
