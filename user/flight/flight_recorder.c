@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include "array.h"
 #include "flight_cumul.h"
 #include "flight_hang.h"
 #include "flight_meta.h"
@@ -50,6 +51,9 @@ struct flight_recorder {
 	struct flight_hang *hang; /* --trigger hang, or NULL */
 	flight_prologue_fn prologue;
 	void *prologue_arg;
+	/* Records for the next dump alone, after its window (flight__add_to_dump). */
+	struct bs_hdr **extra;
+	size_t nextra, cap_extra;
 
 	struct stored_chunk *c; /* ring of chunks, oldest at head */
 	size_t head, n, cap;
@@ -196,6 +200,27 @@ void flight__set_prologue(struct flight_recorder *fr, flight_prologue_fn fn, voi
 {
 	fr->prologue = fn;
 	fr->prologue_arg = arg;
+}
+
+int flight__add_to_dump(struct flight_recorder *fr, const struct bs_hdr *rec)
+{
+	struct bs_hdr *copy = malloc(rec->size);
+
+	if (!copy ||
+	    array__grow((void **)&fr->extra, fr->nextra, &fr->cap_extra, sizeof(*fr->extra))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	memcpy(copy, rec, rec->size);
+	fr->extra[fr->nextra++] = copy;
+	return 0;
+}
+
+static void drop_extra(struct flight_recorder *fr)
+{
+	for (size_t i = 0; i < fr->nextra; i++)
+		free(fr->extra[i]);
+	fr->nextra = 0;
 }
 
 static int append_to(void *w, const struct bs_hdr *rec)
@@ -419,6 +444,9 @@ static int write_dump(struct flight_recorder *fr, const char *path, __u64 now, _
 		err = fr->prologue(fr->prologue_arg, from, append_to, w);
 	if (!err)
 		err = append_window(fr, w, first, from);
+	/* What the trigger saw (the hang trigger's calls in flight): whatever its times. */
+	for (size_t i = 0; !err && i < fr->nextra; i++)
+		err = trace_writer__append(w, fr->extra[i]);
 	if (!err) {
 		/* Counting from the window's start (kept out of the chunks: flight_cumul.c). */
 		long n = flight_cumul__write(fr->fc, w, from);
@@ -465,6 +493,7 @@ int flight__dump(struct flight_recorder *fr)
 	}
 	fr->since_coalesced = fr->since_cooled = 0;
 	fr->cooldown_until = mono_now_ns() + fr->fo.cooldown_ns;
+	drop_extra(fr);
 	return err;
 }
 
@@ -501,5 +530,7 @@ void flight__free(struct flight_recorder *fr)
 	flight_cumul__free(fr->fc);
 	flight_triggers__free(fr->ft);
 	flight_hang__free(fr->hang);
+	drop_extra(fr);
+	free(fr->extra);
 	free(fr);
 }

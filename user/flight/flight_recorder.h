@@ -111,6 +111,12 @@ int flight__would_dump(const struct flight_recorder *fr);
 typedef int (*flight_prologue_fn)(void *arg, __u64 from_ts,
 				  int (*write)(void *w, const struct bs_hdr *rec), void *w);
 void flight__set_prologue(struct flight_recorder *fr, flight_prologue_fn fn, void *arg);
+/*
+ * REC (copied) goes into the next dump after its window, whatever its time, then is forgotten:
+ * what a trigger saw that began before the window (a call in flight for longer than it). 0 or
+ * -ENOMEM.
+ */
+int flight__add_to_dump(struct flight_recorder *fr, const struct bs_hdr *rec);
 /* The hang trigger's watch (--trigger hang), or NULL. */
 struct flight_hang;
 struct flight_hang *flight__hang(struct flight_recorder *fr);

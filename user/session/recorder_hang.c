@@ -6,7 +6,8 @@
  * one did, and a dump will be written, the job is taken as it is at that moment, into the
  * window, before the dump:
  *   - each call still in flight, as the record its return would have written (BS_UCALL_OPEN),
- *     so that a reader sees who waits in which collective;
+ *     so that a reader sees who waits in which collective: into the dump itself, after the
+ *     window (flight__add_to_dump), for a call may have begun before the window did;
  *   - every thread of every process of the job (snap_records.h): its state, the system call it
  *     sleeps in and since when, its stack (Python and native), the GIL's holder, read as
  *     `bpfsight stacks` reads them (user/stacks/snap.h) without stopping anything.
@@ -29,6 +30,7 @@
 #define LOOK_NS	       100000000ull /* how often the calls in flight are looked at */
 #define SNAP_WAIT_NS   300000000ull /* per process: how long running threads' samples take */
 #define SNAP_MAX_PROCS 256
+#define SNAP_BUDGET_NS 2000000000ull /* the whole snapshot: the recording waits meanwhile */
 
 struct recording_hang {
 	struct snap_session *snap;
@@ -164,13 +166,27 @@ static void snapshot(struct recording *r, __u32 stalled_pid, const char *why)
 	struct recording_hang *h = r->hang;
 	__u64 t0 = mono_now_ns();
 
+	/* Into the dump itself: a call may have begun before the window. */
 	for (size_t i = 0; i < h->ncalls; i++)
-		record_ctx__write(&r->ctx, &h->calls[i]);
+		if (flight__add_to_dump(r->flight, &h->calls[i].h))
+			record_ctx__lost(&r->ctx, NULL, BS_LOSS_FLIGHT, 1);
 	if (!r->ctx.opts->system_wide)
 		add_targets(r);
 	add_pid(h, stalled_pid);
-	for (size_t i = 0; i < h->npids; i++)
-		snap_process(r, h->pids[i]);
+	for (size_t i = 0; i < h->npids; i++) {
+		if (mono_now_ns() - t0 < SNAP_BUDGET_NS) {
+			snap_process(r, h->pids[i]);
+			continue;
+		}
+		/* Said, not read: a job of hundreds of processes each with a thread hard to catch. */
+		struct bs_proc_snap ps = { .env_rank = -1, .env_local_rank = -1, .env_world = -1 };
+
+		record_ctx__hdr(&ps.h, BS_REC_PROC_SNAP, sizeof(ps), h->pids[i], h->pids[i], 0);
+		ps.error_id =
+			record_ctx__intern(&r->ctx, "not read: the snapshot's 2 s were spent on "
+						    "the processes before it");
+		record_ctx__write(&r->ctx, &ps);
+	}
 	pr_info("flight recorder: %s: %zu calls in flight, %zu processes read in %.0f ms\n", why,
 		h->ncalls, h->npids, (mono_now_ns() - t0) / 1e6);
 	flight__trigger(r->flight, why, 0);
