@@ -249,6 +249,47 @@ out:
 	stop();
 }
 
+/* Calls in flight that are no collective: no communicator hangs, the calls by entry time. */
+static void test_calls_in_flight_without_a_collective(void)
+{
+	struct bs_ucall sync = { .h = { .type = BS_REC_CUDA_CALL,
+					.size = sizeof(sync),
+					.pid = 40,
+					.tid = 41,
+					.ts = 6 * S },
+				 .dur = 4 * S,
+				 .fn = cuda_fn("cudaStreamSynchronize"),
+				 .depth = BS_UCALL_OPEN };
+	struct rec init = { .u = { .h = { .type = BS_REC_NCCL_CALL,
+					  .size = sizeof(init.u),
+					  .pid = 42,
+					  .tid = 42,
+					  .ts = 3 * S },
+				   .dur = 7 * S,
+				   .fn = fn_of("ncclCommInitRank"),
+				   .depth = BS_UCALL_OPEN } };
+	const char *name;
+	__u32 pid, tid;
+	size_t i = 0, n = 1;
+	__u64 ts;
+
+	start();
+	feed(&sync.h);
+	feed(&init.u.h);
+	proc_snap(40, 10 * S, 0);
+	proc_snap(42, 10 * S, 1);
+	nccl_hang__colls(h, m, &n);
+	ASSERT_EQ(n, 0, "no collective");
+	ASSERT_TRUE(nccl_hang__next_open(h, &i, &pid, &tid, &name, &ts) && pid == 42 && tid == 42 &&
+			    ts == 3 * S && !strcmp(name, "ncclCommInitRank"),
+		    "the init first: the longest");
+	ASSERT_TRUE(nccl_hang__next_open(h, &i, &pid, &tid, &name, &ts) && pid == 40 && tid == 41 &&
+			    !strcmp(name, "cudaStreamSynchronize"),
+		    "then the synchronization");
+	ASSERT_EQ(nccl_hang__next_open(h, &i, &pid, &tid, &name, &ts), 0, "two");
+	stop();
+}
+
 static void test_no_snapshot_no_hang(void)
 {
 	size_t n = 1;
@@ -267,6 +308,7 @@ int main(void)
 {
 	RUN_TEST(test_behind_on_another_communicator);
 	RUN_TEST(test_on_the_gpu_and_the_missing_ranks_code);
+	RUN_TEST(test_calls_in_flight_without_a_collective);
 	RUN_TEST(test_no_snapshot_no_hang);
 	return UNIT_EXIT();
 }

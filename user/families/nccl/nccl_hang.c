@@ -17,6 +17,12 @@ struct open_call {
 	char name[48];
 };
 
+/* A call in flight, for the claims made of them in order. */
+struct open_ref {
+	__u32 pid, tid;
+	const struct open_call *o;
+};
+
 struct nccl_hang {
 	struct hang_rank *v;
 	size_t n, cap;
@@ -26,6 +32,9 @@ struct nccl_hang {
 	struct hang_coll *colls;
 	size_t ncolls, ccap;
 	int have_colls;
+	struct open_ref *opens; /* the calls in flight, by entry (nccl_hang__next_open) */
+	size_t nopens;
+	int have_opens;
 };
 
 struct nccl_hang *nccl_hang__new(void)
@@ -48,6 +57,7 @@ void nccl_hang__free(struct nccl_hang *h)
 	hmap__free(h->by_key);
 	hmap__free(h->open);
 	free(h->colls);
+	free(h->opens);
 	free(h);
 }
 
@@ -360,6 +370,42 @@ __u32 nccl_hang__rank_pid(struct nccl_hang *h, const struct trace_model *m, __u6
 		if (p->env_rank == rank)
 			return p->h.pid;
 	return 0;
+}
+
+static int open_cmp(const void *a, const void *b)
+{
+	const struct open_ref *x = a, *y = b;
+
+	if (x->o->ts != y->o->ts)
+		return x->o->ts < y->o->ts ? -1 : 1;
+	return x->pid != y->pid ? (x->pid < y->pid ? -1 : 1)
+				: (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+int nccl_hang__next_open(struct nccl_hang *h, size_t *i, __u32 *pid, __u32 *tid, const char **name,
+			 __u64 *ts)
+{
+	const struct open_call *o;
+	struct hkey key;
+	size_t it = 0;
+
+	/* Once the pass is over (no call is added any more): sorted by entry. */
+	if (!h->have_opens) {
+		h->have_opens = 1;
+		h->opens = calloc(hmap__count(h->open) + 1, sizeof(*h->opens));
+		while (h->opens && (o = hmap__next(h->open, &it, &key)))
+			h->opens[h->nopens++] = (struct open_ref){ (__u32)key.a, (__u32)key.b, o };
+		if (h->nopens)
+			qsort(h->opens, h->nopens, sizeof(*h->opens), open_cmp);
+	}
+	if (*i >= h->nopens)
+		return 0;
+	*pid = h->opens[*i].pid;
+	*tid = h->opens[*i].tid;
+	*name = h->opens[*i].o->name;
+	*ts = h->opens[*i].o->ts;
+	(*i)++;
+	return 1;
 }
 
 const char *nccl_hang__open_call(const struct nccl_hang *h, __u32 pid)

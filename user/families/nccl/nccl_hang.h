@@ -74,6 +74,13 @@ __u32 nccl_hang__rank_pid(struct nccl_hang *h, const struct trace_model *m, __u6
 			  __s32 rank);
 /* When PID's threads were read (its PROC_SNAP), else the snapshot's latest. */
 __u64 nccl_hang__taken(const struct trace_model *m, __u32 pid);
+/*
+ * The calls in flight that are no collective (a CUDA synchronization, an NCCL init waiting for
+ * its peers), the longest first: *I = 0 first; 0 at the end, else 1 with the thread, its
+ * call's name and entry.
+ */
+int nccl_hang__next_open(struct nccl_hang *h, size_t *i, __u32 *pid, __u32 *tid, const char **name,
+			 __u64 *ts);
 /* The call of another uprobe-API family PID is in (cudaStreamSynchronize), or NULL. */
 const char *nccl_hang__open_call(const struct nccl_hang *h, __u32 pid);
 /* "ncclAllReduce" for the nccl table's entry FN. */

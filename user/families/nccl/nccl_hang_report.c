@@ -250,6 +250,35 @@ const struct report nccl_hang_report = {
 	.free = hang_free,
 };
 
+/*
+ * A hang no collective explains (a synchronization on a GPU that never finishes, an init whose
+ * peers never come): the calls in flight, the longest first, each where it was called from.
+ */
+static void say_calls(struct nccl_hang *h, const struct trace_model *m, struct verdict *v)
+{
+	char where[320], lbuf[64];
+	const char *name;
+	__u32 pid, tid;
+	size_t i = 0;
+	__u64 ts;
+
+	while (nccl_hang__next_open(h, &i, &pid, &tid, &name, &ts)) {
+		__u64 taken = nccl_hang__taken(m, pid);
+		const struct bs_proc_snap *p = trace_snaps__proc(trace_model__snaps(m), pid);
+
+		nccl_hang__where(m, tid, where, sizeof(where));
+		if (i == 1)
+			verdict__claim(v, VERDICT_HANG, 1, -1, "nccl_hang",
+				       "%s waits in %s for %.1f s, called from %s",
+				       who(m, pid, p ? p->env_rank : -1, lbuf, sizeof(lbuf)), name,
+				       taken > ts ? (taken - ts) / 1e9 : 0, where);
+		else
+			verdict__detail(v, -1, "", "%s waits in %s for %.1f s, called from %s",
+					who(m, pid, p ? p->env_rank : -1, lbuf, sizeof(lbuf)), name,
+					taken > ts ? (taken - ts) / 1e9 : 0, where);
+	}
+}
+
 /* The verdict's hang rule: a claim per communicator whose ranks stopped apart. */
 static void hang_claims(void *unused, struct verdict *v)
 {
@@ -262,6 +291,8 @@ static void hang_claims(void *unused, struct verdict *v)
 	if (!h)
 		return;
 	c = nccl_hang__colls(h, m, &n);
+	if (!n && nccl_hang__has_snapshot(h, m))
+		say_calls(h, m, v);
 	for (size_t i = 0; i < n; i++) {
 		say(h, m, &c[i], buf, sizeof(buf));
 		verdict__claim(v, VERDICT_HANG, 1, -1, "nccl_hang", "%s", buf);
