@@ -189,7 +189,7 @@ static void print_group(const struct snap *s, const struct group *g, const struc
 		if (!in)
 			fprintf(f, "%s%s", said++ ? ", " : "    (not in it: ",
 				proc_label(&s[p], buf, sizeof(buf)));
-		if (!in && p + 1 == nprocs)
+		if (said && p + 1 == nprocs)
 			fprintf(f, ")\n");
 	}
 }

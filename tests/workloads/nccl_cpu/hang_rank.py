@@ -7,7 +7,7 @@ function of its own, as HANG_KIND says:
 
     read    load_batch() blocks in os.read on a pipe nobody writes
     gil     the main thread asks for the GIL back in wait_turn() (after a short sleep) while
-            thread "prep" spins in spin() holding it (the switch interval made an hour
+            thread "prep" spins in spin() holding it (the switch interval made 10 minutes
             long once it runs, so it never hands it over)
     lock    take_lock() blocks in futex on a lock thread "holder" holds
 
@@ -77,7 +77,9 @@ def stall(kind):
     elif kind == "gil":
         threading.Thread(target=spin, name="prep", daemon=True).start()
         said(f"stall {RANK} {time.monotonic_ns()}")
-        sys.setswitchinterval(3600)  # once "prep" has the GIL, it keeps it
+        # Once "prep" has the GIL it keeps it: 10 minutes (the GIL finder takes intervals up
+        # to 1000 s as a sane layout).
+        sys.setswitchinterval(600)
         wait_turn()
     elif kind == "lock":
         lock, held = threading.Lock(), threading.Event()
