@@ -19,9 +19,10 @@
  * part of the file format: never renumber. The blocks:
  *   0x00 the recording's own (below)   0x10 osrt    0x20 sched   0x30 cuda   0x40 nccl
  *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu    0x90 torch
- *   0xa0 bpfsight merge's (below; 0xa2 the unwind tables' use, stack_records.h: the
- *        recording's own block is full; 0xa8-0xaf gpumetrics, gpumetrics_records.h: no block
- *        of 16 was left, and its losses are this block's, the registry's last family of it)
+ *   0xa0 bpfsight merge's (below; 0xa2 the unwind tables' use, stack_records.h; 0xa3-0xa4
+ *        the hang trigger's snapshot, snap_records.h: the recording's own block is full;
+ *        0xa8-0xaf gpumetrics, gpumetrics_records.h: no block of 16 was left, and its losses
+ *        are this block's, the registry's last family of it)
  *   0xb0 mem    0xc0 cublas    0xd0 blas
  *   0xe0 cudnn
  *   0xf0, 0xf1  the file format's own (user/core/trace_format.h); 0xf2-0xf7 pyfunc (no block
@@ -57,6 +58,7 @@
 #define BS_REC_RANK	 0xa0 /* where a rank file's records came from */
 #define BS_REC_SYNC_BASE 0xa1 /* the sequence a sync group starts at */
 /* 0xa2: the unwind tables' use (the recorder's, at its stop), see stack_records.h */
+/* 0xa3, 0xa4: the hang trigger's snapshot of the job's threads, see snap_records.h */
 
 /*
  * Loss causes: BS_REC_LOSS.cause and the index of the `lost` BPF array (BS_LOSS_MAX
@@ -325,5 +327,7 @@ BS_ASSERT_RECORD(bs_sync_base, 40);
 
 /* Stacks of any family's events: part of every recording's contract. */
 #include "stack_records.h"
+/* The hang trigger's snapshot of every thread of the job. */
+#include "snap_records.h"
 
 #endif /* BPFSIGHT_RECORDS_H */

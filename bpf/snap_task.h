@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * `bpfsight stacks` (a one-shot dump of a process's threads, user/stacks/snap.c): what
- * bpf/snap.bpf.c's task iterator says of each thread of the process. Never on disk.
+ * `bpfsight stacks` (a one-shot dump of a process's threads, user/stacks/snap.c) and the hang
+ * trigger's snapshot: what bpf/snap.bpf.c's task iterator says of each thread of the process.
+ * Never on disk (THREAD_SNAP, records.h, is what a recording keeps of it).
  */
 #ifndef BPFSIGHT_SNAP_TASK_H
 #define BPFSIGHT_SNAP_TASK_H
@@ -25,6 +26,7 @@ struct snap_task {
 	__u64 switches;	  /* nvcsw + nivcsw: it ran in between when this moved */
 	__u64 start_time; /* CLOCK_MONOTONIC ns: a reused tid is another thread */
 	__u64 cpu_ns;	  /* CPU time so far (se.sum_exec_runtime) */
+	__u64 off_cpu_ns; /* how long since it last ran (0: on a CPU now) */
 	char comm[16];
 };
 

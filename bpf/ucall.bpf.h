@@ -13,7 +13,8 @@
  * probes sit where rsp still points at the return address (probe_site.h), so the stack
  * arguments are at 8(%rsp) on entry and at 0(%rsp) after the return.
  *
- * The stack lives in a slot of an array map found by tid: the verifier inlines an array
+ * The stack lives in a slot of an array map found by tid (user space maps it with --trigger
+ * hang, and reads which calls are in flight: ucall_family.h): the verifier inlines an array
  * lookup, where task storage costs two helper calls (bpf_get_current_task_btf,
  * bpf_task_storage_get) at entry and again at return (what that costs a call:
  * bench/RESULTS.md, "Figures the code's comments cite"; docs/CUDA.md "What a call costs"). A thread claims a free slot among
@@ -37,9 +38,9 @@
 /* --stacks: calls (outermost ones) lasting at least this get the caller's stack; ~0 = none. */
 const volatile __u64 ucall_stack_ns = ~0ull;
 
-#define UCALL_MAX_DEPTH 8
-#define UCALL_SLOTS	1024 /* a power of two; 976 KB, preallocated */
-#define UCALL_PROBES	4    /* slots a thread may take, from tid % UCALL_SLOTS on */
+#define UCALL_MAX_DEPTH BS_UCALL_MAX_DEPTH
+#define UCALL_SLOTS	BS_UCALL_SLOTS
+#define UCALL_PROBES	4 /* slots a thread may take, from tid % UCALL_SLOTS on */
 
 /* libbpf 1.1's bpf_tracing.h stops at PARM5; uprobe families are x86-64 only for now. */
 #if defined(__TARGET_ARCH_x86)
@@ -48,19 +49,9 @@ const volatile __u64 ucall_stack_ns = ~0ull;
 #error "ucall.bpf.h: only x86-64 argument registers are described"
 #endif
 
-struct ucall_frame {
-	__u64 ts;
-	__u64 cookie;
-	__u64 sp; /* rsp at entry: where the return address sits */
-	__u64 args[BS_UCALL_NARGS];
-};
-
-struct ucall_thread {
-	__u64 owner; /* array slots: the tid owning it, 0 = free (task storage: unused) */
-	__u32 depth; /* may exceed UCALL_MAX_DEPTH: deeper frames are counted, not kept */
-	__u32 sent;  /* records this thread sent: the ring's fill is checked on every 16th */
-	struct ucall_frame f[UCALL_MAX_DEPTH];
-};
+/* The frames and slots are the contract's (ucall_records.h): the hang trigger reads them. */
+#define ucall_frame  bs_ucall_frame
+#define ucall_thread bs_ucall_thread
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -26,12 +26,46 @@ struct bs_ucall {
 	__s64 ret;	 /* rax at return */
 	__u64 out;	 /* the u64 *args[out_arg] points to, read at return (0 = none/fault) */
 	__u32 fn;	 /* index in the family's API table: part of the file format */
-	__u16 depth;	 /* calls of the same family enclosing this one on this thread */
+	__u16 depth;	 /* calls of the same family enclosing this one on this thread;
+			  * BS_UCALL_OPEN: a call still running (below) */
 	__u16 deref_len; /* bytes that follow the struct: 0, BS_UCALL_DEREF_STRUCT or _STRING */
 	__u64 args[BS_UCALL_NARGS];
 	/* __u8 deref[deref_len]: read at return from (char *)args[deref_arg] + deref_off;
 	 * zero-filled when the read faults. */
 };
+
+/*
+ * The call stack BPF keeps per thread (bpf/ucall.bpf.h): a frame per call entered and not yet
+ * returned, in the ucall_slots array (a slot per thread, found from its tid). Never on disk:
+ * user space reads the slots (an mmap of the array) for the hang trigger, which writes a
+ * record per frame still there after DUR, marked BS_UCALL_OPEN.
+ */
+#define BS_UCALL_MAX_DEPTH 8
+#define BS_UCALL_SLOTS	   1024 /* a power of two; 976 KB, preallocated */
+
+struct bs_ucall_frame {
+	__u64 ts;
+	__u64 cookie;
+	__u64 sp; /* rsp at entry: where the return address sits */
+	__u64 args[BS_UCALL_NARGS];
+};
+
+struct bs_ucall_thread {
+	__u64 owner; /* array slots: the tid owning it, 0 = free (task storage: unused) */
+	__u32 depth; /* may exceed BS_UCALL_MAX_DEPTH: deeper frames are counted, not kept */
+	__u32 sent;  /* records this thread sent: the ring's fill is checked on every 16th */
+	struct bs_ucall_frame f[BS_UCALL_MAX_DEPTH];
+};
+
+/*
+ * In depth: the call had not returned when the record was written. User space writes such a
+ * record for each call in flight when the hang trigger fires (--trigger hang, the flight
+ * recorder), from the frame BPF keeps for it: dur is its time so far, ret and out are 0 and
+ * mean nothing, nothing is copied (deref_len 0). Readers that count calls at depth 0 leave
+ * them out by that alone; decoders show them as in flight.
+ */
+#define BS_UCALL_OPEN	  0x8000
+#define BS_UCALL_DEPTH(d) ((d) & ~BS_UCALL_OPEN)
 
 /*
  * bpf_cookie of a ucall probe (both the entry and the return probe carry it):
@@ -70,5 +104,6 @@ struct bs_ucall {
 #define BS_UCOOKIE_OUT_ARG(c)	(((__u32)(c) >> 26) & 0xf)
 
 BS_ASSERT_RECORD(bs_ucall, 152);
+_Static_assert(sizeof(struct bs_ucall_thread) == 976, "what user space maps of ucall_slots");
 
 #endif /* BPFSIGHT_UCALL_RECORDS_H */

@@ -13,7 +13,8 @@
 # metrics, the mem family's sampled stacks on GPU allocations against a stack on every one, and
 # its allocator totals, peak, OOM trigger and memory snapshot against PyTorch's own; the
 # gpumetrics family's NVML and GPM samples against nvidia-smi's, a GEMM's tensor activity,
-# copies' DRAM and PCIe traffic (docs/gpu-validation.md: what each checks, and the results).
+# copies' DRAM and PCIe traffic; --trigger hang on two ranks of one GPU, one of which skips an
+# all_reduce (docs/gpu-validation.md: what each checks, and the results).
 # Results go to stdout and to $OUT/gpu-validation.txt ($OUT defaults to /tmp); KEEP_TRACES=DIR
 # keeps the traces and the workloads' JSON there. Exit 0 when
 # every check passed, 1 when one failed, 2 when this machine cannot run it (no GPU, no torch).
@@ -389,6 +390,25 @@ check "gpumetrics: bpfsight record --gpu-metrics-devices=all (default 10 kHz) --
 	"$bin" record -f -v --gpu-metrics-devices=all -o "$work/gpum_rate.bst" -- sleep 5
 "$bin" dump "$work/gpum_rate.bst" -k gpu_metrics_status || true
 "$bin" info "$work/gpum_rate.bst" | grep -A3 "^lost" || true
+
+echo "== hang: two ranks on one GPU, one skips an all_reduce (--trigger hang)"
+"$bin" record -f -t nccl,cuda,gpu --flight-recorder=60s --trigger hang:5s -o "$work/hang.bst" \
+	-- python3 "$here/hang_ranks.py" launch "$work/hang.json" >"$work/hang.out" 2>"$work/hang.err" &
+rec=$!
+pids+=("$rec")
+if wait_grep "$work/hang.err" 'flight recorder: wrote'; then
+	check "hang: the verdict names the collective rank 0 waits in on the GPU, and rank 1 in idle()" \
+		python3 "$here/hang_ranks.py" check "$bin" "$work/hang-1.bst" "$work/hang.json"
+	"$bin" stats "$work/hang-1.bst" -r nccl_hang --wide | head -30 || true
+else
+	cat "$work/hang.out" "$work/hang.err"
+	check "hang: a dump within 120 s" false
+fi
+kill -INT "$rec" 2>/dev/null || true
+wait "$rec" 2>/dev/null || true
+# The ranks outlive the recording: rank 0 waits on the GPU for ever, rank 1 sleeps an hour.
+python3 -c 'import json,os,signal,sys; [os.kill(p, signal.SIGKILL) for p in json.load(open(sys.argv[1]))["pids"]]' \
+	"$work/hang.json" 2>/dev/null || true
 
 if [ "$fail" = 0 ]; then echo "OK: every check passed"; else echo "FAILED: see FAIL lines above"; fi
 exit "$fail"

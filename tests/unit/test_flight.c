@@ -33,6 +33,7 @@ static struct flight_recorder *start(const char *name, __u64 window, struct trac
 	flight_opts__init(&fo);
 	fo.window_ns = window;
 	fo.text = "5s";
+	fo.cooldown_ns = 0; /* a test may dump twice */
 	memset(meta, 0, sizeof(*meta));
 	meta->version = 1; /* start clocks 0: the window is never clipped by the start */
 	snprintf(out, sizeof(out), "%s/%s.bst", dir, name);
@@ -151,6 +152,52 @@ out:
 	flight__free(fr);
 }
 
+/* What a trigger saw goes into its dump whatever its time (a call in flight for longer than the
+ * window), after the window, and into no later dump. */
+static void test_added_to_the_next_dump_only(void)
+{
+	struct trace_meta meta;
+	struct flight_recorder *fr = start("extra", 5 * S, &meta);
+	struct bs_syscall old = {
+		.h = { .type = BS_REC_SYSCALL, .size = sizeof(old), .pid = 7, .tid = 8 },
+		.dur = 60 * S,
+		.nr = 200
+	};
+	struct bs_hdr *recs[64];
+	__u64 now = mono_now_ns();
+	char path[160];
+	int n = 0, clean, found = 0, last = -1;
+
+	if (!ASSERT_TRUE(fr, "flight recorder"))
+		return;
+	old.h.ts = now - 60 * S; /* began long before the window */
+	syscall_at(fr, now - 1 * S, 101);
+	ASSERT_EQ(flight__add_to_dump(fr, &old.h), 0, "added");
+	snprintf(path, sizeof(path), "%s/extra-1.bst", dir);
+	if (!ASSERT_EQ(dump_and_read(fr, path, recs, 64, &n, &clean), 0, "dump"))
+		goto out;
+	for (int i = 0; i < n; i++)
+		if (recs[i]->type == BS_REC_SYSCALL) {
+			found += ((struct bs_syscall *)recs[i])->nr == 200;
+			last = (int)((struct bs_syscall *)recs[i])->nr;
+		}
+	ASSERT_EQ(found, 1, "in the dump, though 60 s before its window");
+	ASSERT_EQ(last, 200, "after the window's records");
+	free_recs(recs, n);
+	n = 0;
+	snprintf(path, sizeof(path), "%s/extra-2.bst", dir);
+	if (!ASSERT_EQ(dump_and_read(fr, path, recs, 64, &n, &clean), 0, "second dump"))
+		goto out;
+	found = 0;
+	for (int i = 0; i < n; i++)
+		found += recs[i]->type == BS_REC_SYSCALL &&
+			 ((struct bs_syscall *)recs[i])->nr == 200;
+	ASSERT_EQ(found, 0, "not in the next dump");
+out:
+	free_recs(recs, n);
+	flight__free(fr);
+}
+
 static void test_cumulative_from_window_start(void)
 {
 	struct trace_meta meta;
@@ -258,6 +305,7 @@ int main(void)
 		return 1;
 	}
 	RUN_TEST(test_window_cut_and_state);
+	RUN_TEST(test_added_to_the_next_dump_only);
 	RUN_TEST(test_cumulative_from_window_start);
 	RUN_TEST(test_meta_store_forgets);
 	{

@@ -13,37 +13,43 @@
 #include "json.h"
 #include "record_ctx.h"
 #include "snap.h"
+#include "stacks_job.h"
 #include "stack_format.h"
 #include "syscall_names.h"
 #include "target_tree.h"
 #include "thread_name.h"
+#include "thread_state.h"
 #include "trace_model.h"
 #include "msg.h"
 
 #define STACKS_WAIT_NS 2000000000ull /* running threads' samples are waited for this long */
 
-enum native_mode { NATIVE_LEAF, NATIVE_ALL, NATIVE_NONE };
-
 struct stacks_opts {
-	pid_t pid;
-	int json, active_only, no_subprocesses;
+	pid_t pids[RECORD_MAX_PIDS];
+	int npids;
+	int json, active_only, no_subprocesses, all, each;
 	enum native_mode native;
 };
 
 static void stacks_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: bpfsight stacks -p PID [--json] [--native | --no-native] [--active]\n"
-		"                    [--no-subprocesses]\n"
+		"Usage: bpfsight stacks -p PID... | --all [--json] [--native | --no-native]\n"
+		"                    [--active] [--no-subprocesses] [--each]\n"
 		"\n"
 		"Every thread's stack of a running process now, Python and native, with its name,\n"
 		"state and the GIL's holder, like py-spy dump, without stopping the process; then\n"
 		"the same for each of its child processes (a DataLoader's workers), as py-spy dump\n"
-		"--subprocesses.\n"
+		"--subprocesses. Several processes (a job's ranks) are shown grouped: the threads\n"
+		"that run the same code (the same Python frames, the same NCCL call) once, with the\n"
+		"ranks that hold them, then the odd ones out.\n"
 		"\n"
-		"  -p, --pid PID     the process (a thread id names its process)\n"
+		"  -p, --pid PID     the process (a thread id names its process); repeatable\n"
+		"      --all         every process of the job on this machine: RANK or LOCAL_RANK in\n"
+		"                    its environment, or libnccl mapped\n"
 		"      --subprocesses     its child processes too (the default; py-spy's spelling)\n"
 		"      --no-subprocesses  only PID\n"
+		"      --each        several processes: each one's threads, not grouped\n"
 		"  -j, --json        one JSON object per process, a line each, instead of text\n"
 		"  -n, --native      every native frame, the interpreter's own too\n"
 		"  -N, --no-native   Python frames only (for threads that have some)\n"
@@ -65,57 +71,16 @@ const struct option stacks_options[] = {
 	{ "active", no_argument, NULL, 'a' },
 	{ "subprocesses", no_argument, NULL, 'S' },
 	{ "no-subprocesses", no_argument, NULL, 'P' },
+	{ "all", no_argument, NULL, 'A' },
+	{ "each", no_argument, NULL, 'E' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
 
-#define NR_FUTEX 202 /* x86-64 */
-
-/* Asleep waiting for its process's GIL: a futex in the GIL's own state. */
-static int waits_for_gil(const struct snap *s, const struct snap_thread *th)
-{
-	const struct snap_task *t = &th->task;
-
-	return !t->on_cpu && !th->sampled && t->state && t->syscall == NR_FUTEX &&
-	       t->arg0 >= s->gil && t->arg0 < s->gil_end;
-}
-
-/* What the thread is doing, for people: running, or where it sleeps. */
-static const char *state_of(const struct snap *s, const struct snap_thread *th, char *buf,
-			    size_t len)
-{
-	const struct snap_task *t = &th->task;
-	const char *sc = t->syscall >= 0 ? syscall_name((__u32)t->syscall) : NULL;
-	char scbuf[32];
-
-	if (t->syscall >= 0 && !sc) {
-		snprintf(scbuf, sizeof(scbuf), "syscall_%lld", (long long)t->syscall);
-		sc = scbuf;
-	}
-	if (t->exiting)
-		return "exiting";
-	if (t->on_cpu || th->sampled)
-		return th->in_kernel ? "running (in the kernel)" : "running";
-	if (!t->state)
-		return "runnable (waiting for a CPU)";
-	if (t->state & 0x8)
-		return "stopped by a debugger";
-	if (t->state & 0x4)
-		return "stopped";
-	if (waits_for_gil(s, th))
-		return "waiting for the GIL";
-	if (!sc)
-		return "sleeping";
-	snprintf(buf, len, "%s in %s", t->state & 0x2 ? "waiting (uninterruptible)" : "sleeping",
-		 sc);
-	return buf;
-}
-
 /* Neither running, nor runnable, nor waiting for the GIL (which it would run with). */
 static int is_idle(const struct snap *s, const struct snap_thread *th)
 {
-	return !(th->task.on_cpu || th->sampled || !th->task.state) && !th->task.exiting &&
-	       !waits_for_gil(s, th);
+	return thread_state__idle(th->task.state, snap__flags(s, th));
 }
 
 static const char *name_of(const struct snap *s, const struct snap_thread *th)
@@ -123,43 +88,9 @@ static const char *name_of(const struct snap *s, const struct snap_thread *th)
 	return thread_name__pick(th->name, th->task.comm, s->cmdline, s->exe);
 }
 
-/*
- * The frames of S shown in MODE, into OUT (room for S's): a thread with Python frames keeps
- * them and, by default, the native frames above the innermost one; one without keeps all.
- */
-static __u16 pick_frames(const struct trace_stack *s, enum native_mode mode, struct bs_frame *out)
+static void print_text(const struct snap *s, const struct stacks_opts *o, int nth)
 {
-	__u16 k = 0, first_py = s->nframes;
-
-	for (__u16 i = 0; i < s->nframes; i++)
-		if (s->frames[i].kind == BS_FRAME_PYTHON && first_py == s->nframes)
-			first_py = i;
-	for (__u16 i = 0; i < s->nframes; i++) {
-		int py = s->frames[i].kind == BS_FRAME_PYTHON;
-
-		if (first_py == s->nframes || mode == NATIVE_ALL || py ||
-		    (mode == NATIVE_LEAF && i < first_py))
-			out[k++] = s->frames[i];
-	}
-	return k;
-}
-
-static void print_frame(FILE *f, const struct bs_frame *fr, const struct trace_model *m)
-{
-	char buf[512];
-	const char *func = stack_frame__func(fr, m, buf, sizeof(buf));
-	const char *file = stack_frame__file(fr, m), *base = strrchr(file, '/');
-
-	if (fr->kind == BS_FRAME_PYTHON)
-		fprintf(f, "    %s (%s:%u)\n", func, file, fr->line);
-	else if (fr->kind == BS_FRAME_NATIVE && fr->func_id)
-		fprintf(f, "    %s (%s)\n", func, base ? base + 1 : file);
-	else
-		fprintf(f, "    %s\n", func);
-}
-
-static void print_text(const struct snap *s, const struct stacks_opts *o)
-{
+	char since[32];
 	static struct bs_frame frames[BS_STACK_MAX_FRAMES + 2];
 	char buf[128] = "";
 	ssize_t n;
@@ -168,7 +99,18 @@ static void print_text(const struct snap *s, const struct stacks_opts *o)
 	for (__u32 i = 0; !s->cmdline[0] && !s->exe[0] && i < s->n; i++)
 		if (s->threads[i].task.tid == (__u32)s->pid)
 			snprintf(buf, sizeof(buf), "[%s]", s->threads[i].task.comm);
-	printf("Process %d: %s\n", s->pid, s->cmdline[0] ? s->cmdline : s->exe[0] ? s->exe : buf);
+	if (nth)
+		printf("\n");
+	if (stacks_job__rank(s) >= 0)
+		printf("Process %d (rank %d): %s\n", s->pid, stacks_job__rank(s),
+		       s->cmdline[0] ? s->cmdline
+		       : s->exe[0]   ? s->exe
+				     : buf);
+	else
+		printf("Process %d: %s\n", s->pid,
+		       s->cmdline[0] ? s->cmdline
+		       : s->exe[0]   ? s->exe
+				     : buf);
 	if (s->python_minor)
 		printf("Python 3.%u; ", s->python_minor);
 	printf("%u threads, read in %.1f ms (%.1f ms in all) without stopping the process\n", s->n,
@@ -179,17 +121,18 @@ static void print_text(const struct snap *s, const struct stacks_opts *o)
 
 		if (o->active_only && is_idle(s, th) && !th->gil)
 			continue;
-		printf("\nThread %u \"%s\" (%s%s): %s\n", th->task.tid, name_of(s, th),
+		printf("\nThread %u \"%s\" (%s%s): %s%s\n", th->task.tid, name_of(s, th),
 		       is_idle(s, th) ? "idle" : "active", th->gil ? ", holds the GIL" : "",
-		       state_of(s, th, buf, sizeof(buf)));
+		       snap__state(s, th, buf, sizeof(buf)),
+		       stacks_job__for(th, since, sizeof(since)));
 		if (!st) {
 			printf("    [could not read its stack: %s]\n",
 			       th->error ? th->error : "no frame");
 			continue;
 		}
-		n = pick_frames(st, o->native, frames);
+		n = stacks_job__frames(st, o->native, frames);
 		for (ssize_t k = 0; k < n; k++)
-			print_frame(stdout, &frames[k], s->model);
+			stacks_job__print_frame(stdout, &frames[k], s->model);
 		if (st->flags & BS_STACK_TRUNCATED)
 			printf("    [truncated]\n");
 	}
@@ -208,7 +151,7 @@ static void json_thread(struct json *j, const struct snap *s, const struct snap_
 	json__kv_str(j, "name", name_of(s, th));
 	json__kv_str(j, "comm", th->task.comm);
 	json__kv_str(j, "python_name", th->name[0] ? th->name : NULL);
-	json__kv_str(j, "state", state_of(s, th, buf, sizeof(buf)));
+	json__kv_str(j, "state", snap__state(s, th, buf, sizeof(buf)));
 	json__kv_str(j, "syscall",
 		     th->task.syscall >= 0 && !th->task.on_cpu && th->task.state && !th->sampled
 			     ? syscall_name((__u32)th->task.syscall)
@@ -217,11 +160,13 @@ static void json_thread(struct json *j, const struct snap *s, const struct snap_
 	json__kv_bool(j, "gil", th->gil);
 	json__kv_str(j, "read", th->sampled ? "sample" : st ? "memory" : NULL);
 	json__kv_u64(j, "cpu_ns", th->task.cpu_ns);
+	json__kv_u64(j, "off_cpu_ns", th->task.off_cpu_ns);
 	json__kv_str(j, "error", st ? NULL : th->error ? th->error : "no frame");
+	json__kv_str(j, "nccl_call", stacks_job__nccl_call(st, s->model));
 	json__key(j, "stack");
 	if (st) {
 		picked = *st;
-		picked.nframes = pick_frames(st, o->native, frames);
+		picked.nframes = stacks_job__frames(st, o->native, frames);
 		picked.frames = frames;
 		stack__json(&picked, s->model, j);
 	} else {
@@ -239,6 +184,10 @@ static void print_json(const struct snap *s, const struct stacks_opts *o)
 	json__kv_u64(&j, "pid", s->pid);
 	json__kv_str(&j, "exe", s->exe);
 	json__kv_str(&j, "cmdline", s->cmdline);
+	if (stacks_job__rank(s) >= 0)
+		json__kv_s64(&j, "rank", stacks_job__rank(s));
+	else
+		json__kv_str(&j, "rank", NULL);
 	if (s->python_minor) {
 		char v[16];
 
@@ -276,7 +225,17 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 				pr_err("bad pid '%s'\n", optarg);
 				return -1;
 			}
-			o->pid = v;
+			if (o->npids == RECORD_MAX_PIDS) {
+				pr_err("too many -p (at most %d)\n", RECORD_MAX_PIDS);
+				return -1;
+			}
+			o->pids[o->npids++] = v;
+			break;
+		case 'A':
+			o->all = 1;
+			break;
+		case 'E':
+			o->each = 1;
 			break;
 		case 'j':
 			o->json = 1;
@@ -311,62 +270,114 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		pr_err("unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (!o->pid) {
-		pr_err("-p PID is required\n");
+	if (o->all && o->npids) {
+		pr_err("--all and -p exclude each other: --all finds the job's processes\n");
+		return -1;
+	}
+	if (!o->npids && !o->all) {
+		pr_err("-p PID is required (or --all)\n");
 		stacks_usage(stderr);
 		return -1;
 	}
 	return 0;
 }
 
-/* One process's stacks printed; 0, or -errno after saying what failed. */
-static int dump_one(pid_t pid, const struct stacks_opts *o)
+/* PID read into S; 0, or -errno after saying what failed. */
+static int read_one(struct snap_session *ss, pid_t pid, struct snap *s)
 {
-	struct snap s;
-	int err = snap__take(pid, STACKS_WAIT_NS, &s);
+	int err = snap_session__take(ss, pid, STACKS_WAIT_NS, s);
 
 	if (err) {
-		pr_err("pid %d: %s: %s%s\n", pid, s.failure, strerror(-err),
+		pr_err("pid %d: %s: %s%s\n", pid, s->failure, strerror(-err),
 		       err == -EPERM || err == -EACCES ? " (needs root: CAP_BPF, CAP_PERFMON and "
 							 "CAP_SYS_PTRACE)"
 						       : "");
-		snap__free(&s);
-		return err;
+		snap__free(s);
 	}
-	if (o->json)
-		print_json(&s, o);
-	else
-		print_text(&s, o);
-	snap__free(&s);
-	return 0;
+	return err;
+}
+
+/* The processes to read: -p's (and their children as they are now), or --all's. */
+static int gather(const struct stacks_opts *o, pid_t *out, int *roots)
+{
+	pid_t kids[RECORD_MAX_PIDS];
+	int n = 0, k = 0;
+
+	if (o->all) {
+		n = stacks_job__find(out, RECORD_MAX_PIDS);
+		if (!n)
+			pr_err("--all: no process here has RANK or LOCAL_RANK in its environment, "
+			       "or libnccl mapped\n");
+		else if (n > RECORD_MAX_PIDS)
+			pr_warn("--all: %d processes; the first %d are shown\n", n,
+				RECORD_MAX_PIDS);
+		*roots = n < RECORD_MAX_PIDS ? n : RECORD_MAX_PIDS;
+		return *roots;
+	}
+	memcpy(out, o->pids, o->npids * sizeof(*out));
+	*roots = n = o->npids;
+	/* The children as they are now, before the dumps take their time. */
+	if (!o->no_subprocesses)
+		k = target_tree__descendants(o->pids, o->npids, kids, RECORD_MAX_PIDS);
+	if (k > RECORD_MAX_PIDS - n) {
+		pr_warn("%d child processes: the first %d are shown\n", k, RECORD_MAX_PIDS - n);
+		k = RECORD_MAX_PIDS - n;
+	}
+	for (int i = 0; i < k; i++) {
+		int dup = 0;
+
+		for (int j = 0; j < n && !dup; j++)
+			dup = out[j] == kids[i];
+		if (!dup)
+			out[n++] = kids[i];
+	}
+	return n;
 }
 
 int cmd_stacks(int argc, char **argv)
 {
-	struct stacks_opts o = {};
-	pid_t kids[RECORD_MAX_PIDS];
-	int err = parse_args(argc, argv, &o), n = 0;
+	static struct stacks_opts o;
+	static pid_t pids[RECORD_MAX_PIDS];
+	static struct snap snaps[RECORD_MAX_PIDS];
+	struct snap_session *ss;
+	int err = parse_args(argc, argv, &o), n, roots, nread = 0, status = 0;
+	const char *why;
 
 	if (err)
 		return err > 0 ? 0 : 1;
-	/* The children as they are now, before the parent's dump takes its time. */
-	if (!o.no_subprocesses)
-		n = target_tree__descendants(&o.pid, 1, kids, RECORD_MAX_PIDS);
-	if (dump_one(o.pid, &o))
+	n = gather(&o, pids, &roots);
+	if (!n)
 		return 1;
-	if (n > RECORD_MAX_PIDS) {
-		pr_warn("pid %d has %d child processes: the first %d are shown\n", o.pid, n,
-			RECORD_MAX_PIDS);
-		n = RECORD_MAX_PIDS;
+	ss = snap_session__new(NULL, NULL, pids, n, &err, &why);
+	if (!ss) {
+		pr_err("%s: %s%s\n", why, strerror(-err),
+		       err == -EPERM || err == -EACCES ? " (needs root: CAP_BPF, CAP_PERFMON and "
+							 "CAP_SYS_PTRACE)"
+						       : "");
+		return 1;
 	}
 	for (int i = 0; i < n; i++) {
-		if (!o.json)
-			printf("\n");
-		dump_one(kids[i], &o); /* one that exited meanwhile is said; the others shown */
+		/* A named one that cannot be read fails the command; a child may have exited. */
+		if (read_one(ss, pids[i], &snaps[nread])) {
+			status |= i < roots;
+			continue;
+		}
+		/* One process, or --each: each as it is read, as py-spy dump prints them. */
+		if (o.json)
+			print_json(&snaps[nread], &o);
+		else if (n == 1 || o.each)
+			print_text(&snaps[nread], &o, nread);
+		nread++;
 	}
+	if (!o.json && !o.each && n > 1 && nread)
+		stacks_job__print(snaps, nread, snap_session__model(ss), o.native, o.active_only,
+				  stdout);
+	for (int i = 0; i < nread; i++)
+		snap__free(&snaps[i]);
+	snap_session__free(ss);
 	if (fflush(stdout) || ferror(stdout)) {
 		pr_err("writing the output failed: %s\n", strerror(errno));
 		return 1;
 	}
-	return 0;
+	return status;
 }

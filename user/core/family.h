@@ -235,6 +235,16 @@ struct family_trigger {
 	const char *desc; /* what fires it, for messages and docs */
 };
 
+/*
+ * A thread of a traced process that a family's record side knows now, for the hang trigger
+ * (--trigger hang): REC is the record a call it is in would write at its return, marked in
+ * flight (a bs_ucall with BS_UCALL_OPEN: ts its entry, dur its time so far), one per call it is
+ * nested in; NULL for a thread that made calls and is in none now.
+ */
+typedef void (*family_in_flight_fn)(void *arg, __u32 pid, __u32 tid, const struct bs_hdr *rec);
+/* Writes one record into a flight-recorder dump, before its window: 0 or a negative errno. */
+typedef int (*family_dump_write_fn)(void *arg, const struct bs_hdr *rec);
+
 struct family {
 	const char *name;
 	const char *desc;
@@ -290,6 +300,27 @@ struct family {
 	int (*attach)(const struct family_attach *a, void **state);
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
 	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
+	/*
+	 * Record side, with --trigger hang only (attach prepares what it needs then): hand FN
+	 * every thread of its targets it knows, with the calls each is in now (entered, not
+	 * returned). Called every 100 ms, never per event. May be NULL: its calls say nothing of
+	 * a hang.
+	 */
+	void (*in_flight)(struct record_ctx *ctx, void *state, family_in_flight_fn fn, void *arg);
+	/*
+	 * Record side, with --flight-recorder: a dump's window begins at FROM_TS; write with FN
+	 * what the window's records need of the family's state before it that no state record
+	 * holds (nccl: each communicator and how many collectives it had made, so the window's
+	 * are numbered as on every rank). 0 or a negative errno. May be NULL.
+	 */
+	int (*flight_prologue)(struct record_ctx *ctx, void *state, __u64 from_ts,
+			       family_dump_write_fn fn, void *arg);
+	/*
+	 * Record types (0-terminated) that say their process moved on: a step or a range that
+	 * ended (torch's steps, NVTX ranges). --trigger hang fires when a process that had some
+	 * has none for its DUR. May be NULL.
+	 */
+	const __u16 *progress;
 	/*
 	 * Every ring-buffer record (of any family) of the types in observes, before it is
 	 * written; may be NULL. May write records of its own first (e.g. a SYMBOL the record

@@ -13,6 +13,7 @@
 #include "thread_name.h"
 #include "trace_model.h"
 #include "trace_ranks.h"
+#include "trace_snaps.h"
 
 #define MODEL_MAX_FAMILIES 64
 
@@ -57,6 +58,7 @@ struct trace_model {
 	struct hmap *stacks;	   /* id -> struct trace_stack *, from STACK records */
 	struct hmap *event_stacks; /* (type << 32 | tid, ts) -> stack id, from STACK_REF records */
 	struct trace_ranks *ranks; /* a merged file's, from RANK records (NULL: none yet) */
+	struct trace_snaps *snaps; /* the hang trigger's snapshot (NULL: none yet) */
 	struct bs_unwind_usage unwind;	 /* the latest UNWIND_USAGE record (h.type 0: none) */
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom;	/* an allocation failed: some names are unknown (lookups say NULL) */
@@ -227,6 +229,7 @@ void trace_model__free(struct trace_model *m)
 	hmap__free(m->symbols);
 	hmap__free(m->event_stacks);
 	trace_ranks__free(m->ranks);
+	trace_snaps__free(m->snaps);
 	if (m->stacks) {
 		size_t it = 0;
 		void *v;
@@ -522,6 +525,13 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		if (rec->size >= sizeof(m->unwind))
 			memcpy(&m->unwind, rec, sizeof(m->unwind));
 		break;
+	case BS_REC_PROC_SNAP:
+	case BS_REC_THREAD_SNAP:
+		if (!m->snaps)
+			m->snaps = trace_snaps__new();
+		if (!m->snaps || trace_snaps__add(m->snaps, rec))
+			m->oom = 1;
+		break;
 	default:
 		break;
 	}
@@ -609,6 +619,11 @@ const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
 						   const struct bs_hdr *rec)
 {
 	return trace_model__stack_of(m, rec->type, rec->tid, rec->ts);
+}
+
+const struct trace_snaps *trace_model__snaps(const struct trace_model *m)
+{
+	return m->snaps;
 }
 
 void *trace_model__walk(const struct trace_model *m, const struct family *f)

@@ -62,6 +62,9 @@ const struct trace_rank *trace_model__rank(const struct trace_model *m, __u32 pi
 const struct trace_ranks *trace_model__ranks(const struct trace_model *m);
 /* What the unwind tables took (the latest UNWIND_USAGE record), NULL when none needed one. */
 const struct bs_unwind_usage *trace_model__unwind_usage(const struct trace_model *m);
+/* The hang trigger's snapshot of the job's threads (trace_snaps.h), NULL when none. */
+struct trace_snaps;
+const struct trace_snaps *trace_model__snaps(const struct trace_model *m);
 struct family;
 /* F's walk state (family.h walk_new), or NULL when F keeps none. */
 void *trace_model__walk(const struct trace_model *m, const struct family *f);

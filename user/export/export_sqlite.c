@@ -394,7 +394,7 @@ int sq_ucall_events_row(struct sq *s, sqlite3_stmt *q, const struct bs_hdr *rec,
 	sqlite3_bind_int64(q, col++, name);
 	if (event_class >= 0)
 		sqlite3_bind_int64(q, col++, (__s32)u->ret);
-	sqlite3_bind_int64(q, col++, u->depth);
+	sqlite3_bind_int64(q, col++, BS_UCALL_DEPTH(u->depth)); /* in flight: returnValue 0 */
 	for (int i = 0; i < ncols; i++)
 		sq_bind_arg(q, col++, ev, cols[i]);
 	sq_bind_stack(q, col, ev->stack);

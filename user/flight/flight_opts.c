@@ -102,6 +102,25 @@ static int family_trigger(struct flight_trigger *t, int fam, const char *arg, co
 	return bad(cmd, msg, arg);
 }
 
+/* hang:DUR: no progress for DUR (flight_hang.h); once. */
+static int parse_hang(struct flight_opts *fo, const char *arg, const char *cmd)
+{
+	__u64 ns;
+
+	if (fo->hang_ns)
+		return bad(cmd, "--trigger '%s': one hang trigger only (its DUR is the job's)",
+			   arg);
+	if (parse_duration_ns(arg + 5, &ns) || ns < FLIGHT_HANG_MIN_NS)
+		return bad(
+			cmd,
+			"bad --trigger '%s': use hang:DUR, DUR at least 100ms, e.g. hang:60s (no "
+			"progress for DUR: a call entered and not left, no step ended)",
+			arg);
+	fo->hang_ns = ns;
+	fo->hang_text = arg;
+	return 0;
+}
+
 /* FAMILY:NAME>DUR, or FAMILY:NAME (a trigger FAMILY offers) */
 static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cmd)
 {
@@ -111,6 +130,8 @@ static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cm
 	char fam[32];
 	int i;
 
+	if (!strncmp(arg, "hang:", 5))
+		return parse_hang(fo, arg, cmd);
 	if (fo->ntriggers == FLIGHT_MAX_TRIGGERS)
 		return bad(cmd, "too many --trigger (at most 16): '%s'", arg);
 	if (!colon || colon == arg || end == colon + 1 || (size_t)(colon - arg) >= sizeof(fam) ||
@@ -172,9 +193,9 @@ int flight_opts__parse(struct flight_opts *fo, int opt, const char *arg, const c
 
 int flight_opts__check(const struct flight_opts *fo, const char *cmd)
 {
-	if (!fo->window_ns && (fo->ntriggers || fo->after_ns))
+	if (!fo->window_ns && (fo->ntriggers || fo->hang_ns || fo->after_ns))
 		return bad(cmd, "%s needs --flight-recorder=DUR: triggers dump its window",
-			   fo->ntriggers ? "--trigger" : "--trigger-after");
+			   fo->ntriggers || fo->hang_ns ? "--trigger" : "--trigger-after");
 	return 0;
 }
 

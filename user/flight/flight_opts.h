@@ -13,11 +13,13 @@
 #define FLIGHT_DEFAULT_SIZE	   (256ull << 20)
 #define FLIGHT_DEFAULT_COOLDOWN_NS (10 * 1000000000ull)
 #define FLIGHT_DEFAULT_MAX_DUMPS   10
-#define FLIGHT_MIN_SIZE		   (1ull << 20) /* about one chunk of compressed records */
+#define FLIGHT_MIN_SIZE		   (1ull << 20)	      /* about one chunk of compressed records */
+#define FLIGHT_HANG_MIN_NS	   (100 * 1000000ull) /* the hang trigger looks every 100 ms */
 
 /*
  * --trigger=FAMILY:NAME>DUR: an event of FAMILY named NAME ("*": any) lasting over DUR; or
  * FAMILY:NAME, a trigger FAMILY offers (struct family_trigger): every record of its type.
+ * (--trigger hang:DUR is no family's: flight_opts.hang_ns.)
  */
 struct flight_trigger {
 	int family;	  /* index in families[] */
@@ -40,7 +42,13 @@ struct flight_opts {
 	__u32 max_dumps;   /* --max-dumps: 0 = no limit */
 	__u32 ntriggers;
 	struct flight_trigger triggers[FLIGHT_MAX_TRIGGERS];
-	const char *text; /* --flight-recorder as given */
+	/*
+	 * --trigger hang:DUR: a process of the job made no progress for DUR (a call entered and
+	 * not left, no step ended): flight_hang.h. 0 = none.
+	 */
+	__u64 hang_ns;
+	const char *hang_text; /* as given */
+	const char *text;      /* --flight-recorder as given */
 };
 
 /* Which option flight_opts__parse takes (record_options.c lists them for record and monitor). */

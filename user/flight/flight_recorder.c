@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include "array.h"
 #include "flight_cumul.h"
+#include "flight_hang.h"
 #include "flight_meta.h"
 #include "flight_recorder.h"
 #include "flight_trigger.h"
@@ -46,6 +48,12 @@ struct flight_recorder {
 	struct flight_meta *fm;
 	struct flight_cumul *fc;
 	struct flight_triggers *ft;
+	struct flight_hang *hang; /* --trigger hang, or NULL */
+	flight_prologue_fn prologue;
+	void *prologue_arg;
+	/* Records for the next dump alone, after its window (flight__add_to_dump). */
+	struct bs_hdr **extra;
+	size_t nextra, cap_extra;
 
 	struct stored_chunk *c; /* ring of chunks, oldest at head */
 	size_t head, n, cap;
@@ -171,6 +179,9 @@ struct flight_recorder *flight__new(const struct flight_opts *fo, const struct t
 	fr->ft = flight_triggers__new(&fr->fo, err);
 	if (*err)
 		goto fail;
+	fr->hang = flight_hang__new(&fr->fo, err);
+	if (*err)
+		goto fail;
 	fr->w = trace_writer__open_mem(on_chunk, fr, err);
 	if (!fr->w)
 		goto fail;
@@ -185,7 +196,50 @@ struct trace_writer *flight__writer(struct flight_recorder *fr)
 	return fr->w;
 }
 
-void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
+void flight__set_prologue(struct flight_recorder *fr, flight_prologue_fn fn, void *arg)
+{
+	fr->prologue = fn;
+	fr->prologue_arg = arg;
+}
+
+int flight__add_to_dump(struct flight_recorder *fr, const struct bs_hdr *rec)
+{
+	struct bs_hdr *copy = malloc(rec->size);
+
+	if (!copy ||
+	    array__grow((void **)&fr->extra, fr->nextra, &fr->cap_extra, sizeof(*fr->extra))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	memcpy(copy, rec, rec->size);
+	fr->extra[fr->nextra++] = copy;
+	return 0;
+}
+
+static void drop_extra(struct flight_recorder *fr)
+{
+	for (size_t i = 0; i < fr->nextra; i++)
+		free(fr->extra[i]);
+	fr->nextra = 0;
+}
+
+static int append_to(void *w, const struct bs_hdr *rec)
+{
+	return trace_writer__append(w, rec);
+}
+
+struct flight_hang *flight__hang(struct flight_recorder *fr)
+{
+	return fr ? fr->hang : NULL;
+}
+
+int flight__would_dump(const struct flight_recorder *fr)
+{
+	return !(fr->fo.max_dumps && fr->ndumps + fr->nfailed >= fr->fo.max_dumps) &&
+	       (fr->pending || mono_now_ns() >= fr->cooldown_until);
+}
+
+int flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 {
 	__u64 now = mono_now_ns();
 
@@ -195,7 +249,7 @@ void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 			pr_info("flight recorder: %s: --max-dumps %u reached, later "
 				"triggers are counted, not written\n",
 				reason, fr->fo.max_dumps);
-		return;
+		return 0;
 	}
 	if (fr->pending) {
 		fr->coalesced++; /* the dump on its way will hold this one too */
@@ -204,7 +258,7 @@ void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 			pr_info("flight recorder: %s joins the dump on its way (triggered "
 				"by %s)\n",
 				reason, fr->reason);
-		return;
+		return 1;
 	}
 	if (now < fr->cooldown_until) {
 		fr->cooled++;
@@ -214,13 +268,14 @@ void flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 				"are left since the last dump (counted: %llu ignored so far)\n",
 				reason, (fr->cooldown_until - now) / 1e9,
 				(unsigned long long)fr->cooled);
-		return;
+		return 0;
 	}
 	fr->pending = 1;
 	fr->due_ns = now + fr->fo.after_ns;
 	snprintf(fr->reason, sizeof(fr->reason), "%s", reason);
 	pr_info("flight recorder: triggered by %s%s\n", reason,
 		fr->fo.after_ns ? ", writing after --trigger-after" : "");
+	return 1;
 }
 
 int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec)
@@ -232,6 +287,8 @@ int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec)
 	flight_meta__observe(fr->fm, rec, trace_writer__seq(fr->w));
 	if (flight_cumul__observe(fr->fc, rec))
 		return 1;
+	if (flight_hang__watches(fr->hang, rec->type))
+		flight_hang__observe(fr->hang, rec);
 	t = flight_triggers__match(fr->ft, rec);
 	if (!t)
 		return 0;
@@ -382,8 +439,14 @@ static int write_dump(struct flight_recorder *fr, const char *path, __u64 now, _
 		l.h = (struct bs_hdr){ .type = BS_REC_LOSS, .size = sizeof(l), .ts = from };
 		err = trace_writer__append(w, &l.h);
 	}
+	/* The families' state at the window's start that its records need (nccl's comms). */
+	if (!err && fr->prologue)
+		err = fr->prologue(fr->prologue_arg, from, append_to, w);
 	if (!err)
 		err = append_window(fr, w, first, from);
+	/* What the trigger saw (the hang trigger's calls in flight): whatever its times. */
+	for (size_t i = 0; !err && i < fr->nextra; i++)
+		err = trace_writer__append(w, fr->extra[i]);
 	if (!err) {
 		/* Counting from the window's start (kept out of the chunks: flight_cumul.c). */
 		long n = flight_cumul__write(fr->fc, w, from);
@@ -430,6 +493,7 @@ int flight__dump(struct flight_recorder *fr)
 	}
 	fr->since_coalesced = fr->since_cooled = 0;
 	fr->cooldown_until = mono_now_ns() + fr->fo.cooldown_ns;
+	drop_extra(fr);
 	return err;
 }
 
@@ -465,5 +529,8 @@ void flight__free(struct flight_recorder *fr)
 	flight_meta__free(fr->fm);
 	flight_cumul__free(fr->fc);
 	flight_triggers__free(fr->ft);
+	flight_hang__free(fr->hang);
+	drop_extra(fr);
+	free(fr->extra);
 	free(fr);
 }

@@ -8,7 +8,8 @@
  *   flight__new             before recording; its writer is the recording's writer
  *   flight__observe         every record, before it is appended (record_ctx__write does it);
  *                           when it returns 1 the record is kept by it, not appended
- *   flight__trigger         SIGUSR1, or any reason from outside
+ *   flight__trigger         SIGUSR1, or any reason from outside (the hang trigger: flight_hang.h,
+ *                           looked at by the driver, which snapshots the job's threads first)
  *   flight__due + dump      each turn of the loop: when due, bring the in-kernel totals and
  *                           losses up to date (as for a flush), then flight__dump
  *   flight__tick            housekeeping (~10 times a second): the window slides
@@ -39,7 +40,8 @@
  * events use: the window's records then read as in the full recording.
  *
  * A dump (flight__dump) is a new file, opened like any trace (the recording's header with the
- * dump's keys in its options): the metadata, the loss, then the window. The window's first
+ * dump's keys in its options): the metadata, the loss, what the families say of their state at
+ * the window's start (flight__set_prologue), then the window. The window's first
  * chunk usually begins before the window: it is decompressed and its records from the
  * window's start on (and its state records) appended again; every later chunk is copied still
  * compressed (trace_writer__append_chunk: renumbered, indexed in the footer). Then the footer
@@ -94,8 +96,30 @@ int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec);
  * Ask for a dump (REASON says why, e.g. "SIGUSR1"): may be coalesced, cooled down, capped.
  * SAY: a person asked (a signal): a trigger that makes no dump of its own says so, each time;
  * --trigger's, which may come by the thousand, are only counted (and said at the end).
+ * Returns 1 when a dump will hold it (a new one, or the one on its way), 0 when ignored.
  */
-void flight__trigger(struct flight_recorder *fr, const char *reason, int say);
+int flight__trigger(struct flight_recorder *fr, const char *reason, int say);
+/*
+ * Whether a trigger now would be written (a new dump, or one on its way), not cooled down or
+ * over --max-dumps: the hang trigger reads the job's threads only then.
+ */
+int flight__would_dump(const struct flight_recorder *fr);
+/*
+ * What the families write before a dump's window (the driver's: struct family.flight_prologue
+ * of each): FN(ARG, the window's start, WRITE, W) appends with WRITE(W, rec).
+ */
+typedef int (*flight_prologue_fn)(void *arg, __u64 from_ts,
+				  int (*write)(void *w, const struct bs_hdr *rec), void *w);
+void flight__set_prologue(struct flight_recorder *fr, flight_prologue_fn fn, void *arg);
+/*
+ * REC (copied) goes into the next dump after its window, whatever its time, then is forgotten:
+ * what a trigger saw that began before the window (a call in flight for longer than it). 0 or
+ * -ENOMEM.
+ */
+int flight__add_to_dump(struct flight_recorder *fr, const struct bs_hdr *rec);
+/* The hang trigger's watch (--trigger hang), or NULL. */
+struct flight_hang;
+struct flight_hang *flight__hang(struct flight_recorder *fr);
 /* 1 when a triggered dump is to be written now (its --trigger-after is over). */
 int flight__due(const struct flight_recorder *fr, __u64 now_ns);
 /* Write the pending dump. Returns 0 or a negative errno (the recording goes on anyway). */

@@ -20,7 +20,7 @@ struct claim {
 	int parent; /* a detail's claim; its own index for a claim */
 	double share;
 	char report[48];
-	char text[320];
+	char text[640]; /* a hang's names a collective, ranks, a function and its file */
 };
 
 struct vthread {
@@ -47,18 +47,15 @@ struct verdict {
 };
 
 static const char *const kind_label[VERDICT_KINDS] = {
-	[VERDICT_MEMORY] = "memory",   [VERDICT_GPU] = "GPU",	       [VERDICT_GIL] = "GIL",
-	[VERDICT_LAUNCH] = "launches", [VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU",
-	[VERDICT_CPU] = "CPU",	       [VERDICT_MFU] = "MFU",
+	[VERDICT_HANG] = "hang",      [VERDICT_MEMORY] = "memory",   [VERDICT_GPU] = "GPU",
+	[VERDICT_GIL] = "GIL",	      [VERDICT_LAUNCH] = "launches", [VERDICT_SYSCALL] = "syscalls",
+	[VERDICT_OFFCPU] = "off-CPU", [VERDICT_CPU] = "CPU",	     [VERDICT_MFU] = "MFU",
 };
 static const char *const kind_verdict[VERDICT_KINDS] = {
-	[VERDICT_MEMORY] = "memory at risk",
-	[VERDICT_GPU] = "GPU-bound",
-	[VERDICT_GIL] = "GIL-bound",
-	[VERDICT_LAUNCH] = "launch-bound",
-	[VERDICT_SYSCALL] = "blocked in system calls",
-	[VERDICT_OFFCPU] = "off-CPU",
-	[VERDICT_CPU] = "CPU-bound",
+	[VERDICT_HANG] = "hang",	   [VERDICT_MEMORY] = "memory at risk",
+	[VERDICT_GPU] = "GPU-bound",	   [VERDICT_GIL] = "GIL-bound",
+	[VERDICT_LAUNCH] = "launch-bound", [VERDICT_SYSCALL] = "blocked in system calls",
+	[VERDICT_OFFCPU] = "off-CPU",	   [VERDICT_CPU] = "CPU-bound",
 	[VERDICT_MFU] = "low MFU",
 };
 
@@ -365,7 +362,7 @@ int verdict__cited(const struct verdict *v, const char **reports, int max)
 /* One claim: its kind, its share and its text with the report that shows it. */
 static int print_claim(const struct verdict *v, const struct claim *c, int width, FILE *f)
 {
-	char text[512], share[16] = "";
+	char text[768], share[16] = "";
 	int col;
 
 	int detail = c->parent != (int)(c - v->claims);

@@ -20,6 +20,7 @@ struct table;
 struct trace_model;
 
 enum verdict_kind {
+	VERDICT_HANG,	 /* a hang: ranks wait in a collective another rank never entered */
 	VERDICT_MEMORY,	 /* memory at risk: out of memory, a leak, a fragmented cache */
 	VERDICT_GPU,	 /* GPU-bound: a GPU busy most of its time */
 	VERDICT_GIL,	 /* GIL-bound: a thread waited for the GIL much of its time */

@@ -557,7 +557,9 @@ static const struct rec_option table[] = {
 	{ "trigger", 0, "FAMILY:NAME[>DUR]", RM,
 	  "dump when an event of FAMILY named NAME (* any) lasts over DUR, e.g. "
 	  "osrt:nanosleep>250ms; with no DUR, a trigger FAMILY offers of its own, each of whose "
-	  "events dumps (a bad NAME lists them) (repeatable)",
+	  "events dumps (a bad NAME lists them) (repeatable); hang:DUR: a process of the job "
+	  "made no progress for DUR (a call entered and not left, no step ended): the dump holds "
+	  "every thread of the job too",
 	  NULL, opt_flight_trigger },
 	{ "trigger-after", 0, "DUR", RM,
 	  "keep recording DUR after a trigger before writing (default 0s)", NULL,

@@ -439,6 +439,8 @@ static int start(struct recording *r)
 		uprobe_mgr__start(r->uprobes);
 	if (r->stacks)
 		stack_svc__start(ctx, r->stacks);
+	if (recording__hang_start(r))
+		return -1;
 	return 0;
 }
 
@@ -564,6 +566,8 @@ static void drain(struct recording *r)
 			continue;
 		last_keep = now;
 		account_losses(r);
+		if (r->hang)
+			recording__hang_look(r, now);
 		if (r->flight)
 			flight__tick(r->flight, now);
 		else if (r->writer && (err = trace_writer__tick(r->writer, now)) && !ctx->write_err)
@@ -722,6 +726,7 @@ static void teardown(struct recording *r)
 			families[i]->detach(ctx, r->states[i]);
 			r->attached[i] = 0; /* the shim channel's last drain calls no hook of it */
 		}
+	recording__hang_free(r); /* its snapshot names stacks with the stack service */
 	recording__free_services(r);
 	capture_files__free(r->files);
 	capture_gate__free(ctx->gate);

@@ -44,6 +44,19 @@ static const char *force_hint(void)
 					     : " (use --force to overwrite)";
 }
 
+/* A dump's window begins at FROM: what the attached families say of their state then. */
+static int families_prologue(void *arg, __u64 from, int (*write)(void *w, const struct bs_hdr *rec),
+			     void *w)
+{
+	struct recording *r = arg;
+	int err = 0;
+
+	for (int i = 0; families[i] && !err; i++)
+		if (r->attached[i] && families[i]->flight_prologue)
+			err = families[i]->flight_prologue(&r->ctx, r->states[i], from, write, w);
+	return err;
+}
+
 /*
  * A file per --capture-range range (capture_files.h): the first range's file is opened as
  * -o would be; the ones after it must be free too (--force replaces them), known now.
@@ -91,6 +104,7 @@ int recording__open_output(struct recording *r)
 			return -1;
 		}
 		r->writer = flight__writer(r->flight);
+		flight__set_prologue(r->flight, families_prologue, r);
 	} else if (!o->dry_run && o->output) {
 		r->writer = trace_writer__open(path, &r->rm.meta, o->force ? TRACE_WRITER_FORCE : 0,
 					       &err);

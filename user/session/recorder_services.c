@@ -74,7 +74,8 @@ void recording__close_maps(struct recording *r)
 /* What the families O records need: the uprobe manager, the stack service, the shim channel. */
 static void needs(const struct record_opts *o, int *uprobes, int *stacks, int *shim)
 {
-	*stacks = record_opts__wants_stacks(o) || o->thread_names;
+	/* --trigger hang reads the job's stacks when it fires. */
+	*stacks = record_opts__wants_stacks(o) || o->thread_names || o->flight.hang_ns;
 	*shim = 0;
 	*uprobes = 0;
 	for (int i = 0; families[i]; i++) {

@@ -7,6 +7,7 @@
  *   recorder_services.c  the shared maps and the services, made by what the families need
  *   recorder_output.c    where records go: the file, a file per range, the flight window, a sink
  *   recorder_end.c       the end-of-run lines and --capture-range's account
+ *   recorder_hang.c      --trigger hang: the calls in flight, the job's threads at a stall
  */
 #ifndef BPFSIGHT_RECORDING_H
 #define BPFSIGHT_RECORDING_H
@@ -19,6 +20,7 @@
 
 struct capture_files;
 struct family_attach;
+struct recording_hang;
 struct flight_recorder;
 struct ring_pump;
 struct shim_link;
@@ -54,6 +56,7 @@ struct recording {
 	 */
 	struct trace_writer *writer;
 	struct flight_recorder *flight;
+	struct recording_hang *hang; /* --trigger hang: recorder_hang.c */
 	struct capture_files *files;
 	struct launch launch;
 	int launched;
@@ -103,6 +106,13 @@ void recording__print_status(struct recording *r, __u64 now, int final);
 /* recorder.c */
 /* What the records so far miss from the kernel: losses, the families' in-kernel totals. */
 void recording__bring_up_to_date(struct recording *r);
+
+/* recorder_hang.c */
+/* --trigger hang: what reads the job's threads, loaded before the recording is confined. */
+int recording__hang_start(struct recording *r);
+/* Every turn of the loop: every 100 ms, the calls in flight; a stall snapshots and dumps. */
+void recording__hang_look(struct recording *r, __u64 now);
+void recording__hang_free(struct recording *r);
 
 /* recorder_end.c */
 /* The last lines of a recording whose file (or flight window) is written. */

@@ -20,6 +20,7 @@
 #include "snap.h"
 #include "stack_svc.h"
 #include "string_pool.h"
+#include "thread_state.h"
 #include "trace_model.h"
 #include "unwind_load.h"
 #include "uprobe_mgr.h"
@@ -42,15 +43,30 @@ struct raw {
 	struct bpf_link *sampler;
 };
 
-struct snap_run {
-	struct snap *out;
+/* What reads processes, loaded once: a `bpfsight stacks` run, or a recording's hang trigger. */
+struct snap_session {
 	struct snap_bpf *skel;
 	struct bpf_link *iter;
-	struct record_opts opts;
-	struct record_ctx ctx;
-	struct uprobe_mgr *uprobes; /* no probes: its files name the native frames */
-	struct stack_svc *svc;
 	struct ring_buffer *rb;
+	struct py_mem *mem;
+	/* Its own recording context and services (`bpfsight stacks`), or a recording's. */
+	struct record_opts opts;
+	struct record_ctx own;
+	struct record_ctx *ctx;
+	struct uprobe_mgr *uprobes; /* own: no probes, its files name the native frames */
+	struct stack_svc *svc;
+	int own_svc;
+	struct trace_model *model; /* own: names the stacks its service writes */
+	struct snap_run *run;	   /* the process being read */
+};
+
+/* One process being read. */
+struct snap_run {
+	struct snap *out;
+	struct snap_session *ss;
+	struct snap_bpf *skel;
+	struct record_ctx *ctx;
+	struct stack_svc *svc;
 	struct py_mem *mem;
 	struct bs_py_cfg cfg; /* valid when out->python_minor */
 	struct raw *raws;     /* per out->threads[i] */
@@ -68,7 +84,7 @@ static int to_model_out(void *arg, const struct bs_hdr *rec)
 /* The iterator's view of the process now into r->view; how many threads (0: none left). */
 static int look(struct snap_run *r)
 {
-	int fd = bpf_iter_create(bpf_link__fd(r->iter));
+	int fd = bpf_iter_create(bpf_link__fd(r->ss->iter));
 	size_t got = 0;
 	ssize_t n;
 
@@ -259,12 +275,14 @@ static void stop_sampling(struct raw *raw)
 static int on_sample(void *arg, void *data, size_t size)
 {
 	const struct bs_stack_raw *rec = data;
-	struct snap_run *r = arg;
+	struct snap_session *ss = arg;
+	struct snap_run *r = ss->run;
 	struct raw *raw;
 	__u32 n, npy;
 	int i;
 
-	if (size < sizeof(*rec) || rec->h.type != BS_REC_STACK_RAW)
+	if (!r || size < sizeof(*rec) || rec->h.type != BS_REC_STACK_RAW ||
+	    rec->h.pid != (__u32)r->out->pid)
 		return 0;
 	i = thread_index(r->out, rec->h.tid);
 	if (i < 0 || r->raws[i].have == 1)
@@ -366,8 +384,8 @@ static void name_all(struct snap_run *r)
 			continue;
 		top = stack_svc__raw_top(raw->flags, &w, &n);
 		s->threads[i].stack_id =
-			stack_svc__stack(&r->ctx, r->svc, s->pid, s->threads[i].task.tid, 0, w, n,
-					 raw->npy, top, raw->flags);
+			stack_svc__stack(r->ctx, r->svc, s->pid, s->threads[i].task.tid, s->read_at,
+					 w, n, raw->npy, top, raw->flags);
 		if (!s->threads[i].stack_id && !s->threads[i].error)
 			s->threads[i].error = "no frame could be read";
 	}
@@ -409,70 +427,204 @@ static int fail(struct snap *out, int err, const char *why)
 	return err;
 }
 
-/* The BPF side and the stack service, as a recording has them. */
-static int setup(struct snap_run *r)
+/* RANK, LOCAL_RANK, WORLD_SIZE in PID's environment as it started (torchrun's), -1: none. */
+static void read_env_ranks(struct snap *s)
+{
+	static const char *const vars[] = { "RANK=", "LOCAL_RANK=", "WORLD_SIZE=" };
+	__s32 *at[] = { &s->env_rank, &s->env_local_rank, &s->env_world };
+	char path[64], *buf = malloc(1 << 16), *end;
+	ssize_t n = 0, got;
+	int fd;
+
+	s->env_rank = s->env_local_rank = s->env_world = -1;
+	snprintf(path, sizeof(path), "/proc/%d/environ", s->pid);
+	fd = buf ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	while (fd >= 0 && n < (1 << 16) - 1 && (got = read(fd, buf + n, (1 << 16) - 1 - n)) > 0)
+		n += got;
+	if (fd >= 0)
+		close(fd);
+	if (buf)
+		buf[n] = 0;
+	for (char *p = buf; buf && p < buf + n; p += strlen(p) + 1) {
+		for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++) {
+			size_t len = strlen(vars[k]);
+			long v;
+
+			if (strncmp(p, vars[k], len))
+				continue;
+			v = strtol(p + len, &end, 10);
+			if (end != p + len && !*end && v >= 0 && v < (1l << 30))
+				*at[k] = (__s32)v;
+		}
+	}
+	free(buf);
+}
+
+/*
+ * The shared maps a recording has (CTX's fds): Python processes, code objects, unwind tables,
+ * so the snapshot reads frames as the recording's programs do. Its own ring, for its samples.
+ */
+static int reuse_maps(struct snap_session *ss)
+{
+	struct {
+		struct bpf_map *map;
+		int fd;
+	} m[] = {
+		{ ss->skel->maps.py_procs, ss->ctx->py_procs_fd },
+		{ ss->skel->maps.py_codes, ss->ctx->py_codes_fd },
+		{ ss->skel->maps.unw_rows, ss->ctx->unw_rows_fd },
+		{ ss->skel->maps.unw_procs, ss->ctx->unw_procs_fd },
+	};
+	int err;
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (m[i].fd >= 0 && (err = bpf_map__reuse_fd(m[i].map, m[i].fd)))
+			return err;
+	return 0;
+}
+
+/* A context of its own, writing to its model, and the stack service on it. */
+static int own_services(struct snap_session *ss, const pid_t *pids, int npids, const char **why)
+{
+	int err;
+
+	ss->opts = (struct record_opts){ .cmd_name = "stacks" };
+	for (int i = 0; i < npids && i < RECORD_MAX_PIDS; i++)
+		ss->opts.pids[ss->opts.npids++] = pids[i];
+	ss->own = (struct record_ctx){ .opts = &ss->opts,
+				       .self_pid = getpid(),
+				       .strings = string_pool__new(),
+				       .events_fd = -1,
+				       .targets_fd = -1,
+				       .lost_fd = -1,
+				       .control_fd = -1,
+				       .py_procs_fd = bpf_map__fd(ss->skel->maps.py_procs),
+				       .py_codes_fd = -1,
+				       .unw_rows_fd = bpf_map__fd(ss->skel->maps.unw_rows),
+				       .unw_procs_fd = bpf_map__fd(ss->skel->maps.unw_procs),
+				       .unwind_sync = 1 };
+	ss->model = trace_model__new();
+	ss->own.out = (struct record_out){ to_model_out, ss->model };
+	ss->ctx = &ss->own;
+	ss->uprobes = ss->own.strings && ss->model ? uprobe_mgr__new(&ss->own) : NULL;
+	if (!ss->uprobes || !(ss->svc = stack_svc__new(&ss->own, ss->uprobes, &err))) {
+		*why = "cannot start the stack service";
+		return -ENOMEM;
+	}
+	ss->own_svc = 1;
+	stack_svc__start(&ss->own, ss->svc);
+	return 0;
+}
+
+struct snap_session *snap_session__new(struct record_ctx *ctx, struct stack_svc *svc,
+				       const pid_t *pids, int npids, int *err, const char **why)
+{
+	struct snap_session *ss = calloc(1, sizeof(*ss));
+
+	*why = "out of memory";
+	*err = -ENOMEM;
+	if (!ss || !(ss->mem = py_mem__new()))
+		goto fail;
+	ss->ctx = ctx;
+	ss->svc = svc;
+	*why = "cannot open the BPF object";
+	ss->skel = snap_bpf__open();
+	if (!ss->skel) {
+		*err = -errno;
+		goto fail;
+	}
+	ss->skel->rodata->self_pid = getpid();
+	bpf_map__set_max_entries(ss->skel->maps.events, RING_BYTES);
+	*why = "cannot use the recording's maps";
+	if (ctx && (*err = reuse_maps(ss)))
+		goto fail;
+	*why = "cannot load the BPF programs";
+	*err = snap_bpf__load(ss->skel);
+	if (*err)
+		goto fail;
+	ss->iter = bpf_program__attach_iter(ss->skel->progs.snap_tasks, NULL);
+	if (!ss->iter) {
+		*err = -errno;
+		*why = "cannot attach the task iterator";
+		goto fail;
+	}
+	if (!ctx && (*err = own_services(ss, pids, npids, why)))
+		goto fail;
+	ss->rb = ring_buffer__new(bpf_map__fd(ss->skel->maps.events), on_sample, ss, NULL);
+	if (!ss->rb) {
+		*err = -errno;
+		*why = "cannot open the ring buffer";
+		goto fail;
+	}
+	*err = 0;
+	return ss;
+fail:
+	snap_session__free(ss);
+	return NULL;
+}
+
+void snap_session__free(struct snap_session *ss)
+{
+	if (!ss)
+		return;
+	ring_buffer__free(ss->rb);
+	if (ss->own_svc)
+		stack_svc__free(ss->svc);
+	uprobe_mgr__free(ss->uprobes);
+	string_pool__free(ss->own.strings);
+	trace_model__free(ss->model);
+	bpf_link__destroy(ss->iter);
+	snap_bpf__destroy(ss->skel);
+	py_mem__free(ss->mem);
+	free(ss);
+}
+
+const struct trace_model *snap_session__model(const struct snap_session *ss)
+{
+	return ss->model;
+}
+
+/* PID's interpreter as the stack service knows it, and where its GIL lies. */
+static void find_python(struct snap_run *r)
 {
 	struct snap *s = r->out;
 	__u32 key = s->pid;
-	int err;
 
-	r->skel = snap_bpf__open();
-	if (!r->skel)
-		return fail(s, -errno, "cannot open the BPF object");
-	r->skel->rodata->snap_pid = s->pid;
-	r->skel->rodata->self_pid = getpid();
-	bpf_map__set_max_entries(r->skel->maps.events, RING_BYTES);
-	err = snap_bpf__load(r->skel);
-	if (err)
-		return fail(s, err, "cannot load the BPF programs");
-	r->iter = bpf_program__attach_iter(r->skel->progs.snap_tasks, NULL);
-	if (!r->iter)
-		return fail(s, -errno, "cannot attach the task iterator");
-	r->opts = (struct record_opts){ .npids = 1, .cmd_name = "stacks" };
-	r->opts.pids[0] = s->pid;
-	r->ctx = (struct record_ctx){ .opts = &r->opts,
-				      .self_pid = getpid(),
-				      .strings = string_pool__new(),
-				      .events_fd = -1,
-				      .targets_fd = -1,
-				      .lost_fd = -1,
-				      .control_fd = -1,
-				      .py_procs_fd = bpf_map__fd(r->skel->maps.py_procs),
-				      .py_codes_fd = -1,
-				      .unw_rows_fd = bpf_map__fd(r->skel->maps.unw_rows),
-				      .unw_procs_fd = bpf_map__fd(r->skel->maps.unw_procs),
-				      .unwind_sync = 1 };
-	r->ctx.out = (struct record_out){ to_model_out, s->model };
-	r->uprobes = r->ctx.strings ? uprobe_mgr__new(&r->ctx) : NULL;
-	if (!r->uprobes || !(r->svc = stack_svc__new(&r->ctx, r->uprobes, &err)))
-		return fail(s, -ENOMEM, "cannot start the stack service");
-	stack_svc__start(&r->ctx, r->svc);
 	s->python_minor = stack_svc__python_minor(r->svc, s->pid);
-	if (s->python_minor && bpf_map_lookup_elem(r->ctx.py_procs_fd, &key, &r->cfg))
+	if (s->python_minor && bpf_map_lookup_elem(r->ctx->py_procs_fd, &key, &r->cfg))
 		s->python_minor = 0;
 	/* struct _gil_runtime_state: locked at 16, its condition variables and mutexes up to 208 */
 	if (s->python_minor && r->cfg.locked >= 16) {
 		s->gil = r->cfg.locked - 16;
 		s->gil_end = s->gil + 208;
 	}
-	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_sample, r, NULL);
-	if (!r->rb)
-		return fail(s, -errno, "cannot open the ring buffer");
+}
+
+/*
+ * A stack of the process cut where a frame pointer could not be followed: another process may
+ * have had that file's table built already, and this one's mappings of it were registered as
+ * its stacks were named (stack_unwind.h): read again, it may go further.
+ */
+static int cut_by_fp(const struct snap_run *r)
+{
+	for (__u32 i = 0; r->ss->model && i < r->out->n; i++) {
+		const struct trace_stack *st =
+			trace_model__stack(r->ss->model, r->out->threads[i].stack_id);
+
+		for (__u16 k = 0; st && k < st->nframes; k++)
+			if (st->frames[k].kind == BS_FRAME_CUT &&
+			    st->frames[k].line == BS_CUT_NO_FP)
+				return 1;
+	}
 	return 0;
 }
 
-static void teardown(struct snap_run *r)
+static void stop_run(struct snap_run *r)
 {
 	for (__u32 i = 0; r->raws && i < r->out->n; i++)
 		stop_sampling(&r->raws[i]);
-	ring_buffer__free(r->rb);
-	stack_svc__free(r->svc);
-	uprobe_mgr__free(r->uprobes);
-	string_pool__free(r->ctx.strings);
-	bpf_link__destroy(r->iter);
-	snap_bpf__destroy(r->skel);
-
-	py_mem__free(r->mem);
+	if (r->ss)
+		r->ss->run = NULL;
 	free(r->raws);
 	free(r->view);
 }
@@ -494,43 +646,49 @@ static int read_all(struct snap_run *r, __u64 wait_ns)
 		if (left > 0 && mono_now_ns() - start >= wait_ns)
 			break;
 		if (left > 0)
-			ring_buffer__poll(r->rb, ROUND_MS);
+			ring_buffer__poll(r->ss->rb, ROUND_MS);
 	}
-	ring_buffer__consume(r->rb);
+	ring_buffer__consume(r->ss->rb);
 	out->read_ns += mono_now_ns() - start;
 	return left;
 }
 
-int snap__take(pid_t pid, __u64 wait_ns, struct snap *out)
+int snap_session__take(struct snap_session *ss, pid_t pid, __u64 wait_ns, struct snap *out)
 {
 	struct unwind_load_usage before, after;
 	__u64 t0 = mono_now_ns();
-	struct snap_run r = { .out = out };
+	struct snap_run r = { .out = out,
+			      .ss = ss,
+			      .skel = ss->skel,
+			      .ctx = ss->ctx,
+			      .svc = ss->svc,
+			      .mem = ss->mem };
 	pid_t tgid = proc_meta__tgid(pid);
-	int err, left;
+	int err = 0, left;
 
 	memset(out, 0, sizeof(*out));
+	out->model = ss->model;
 	if (tgid <= 0 || !proc_meta__alive(tgid))
 		return fail(out, -ESRCH, "no such process");
 	out->pid = tgid;
 	read_program(out);
-	out->model = trace_model__new();
+	read_env_ranks(out);
 	out->threads = calloc(SNAP_MAX_THREADS, sizeof(*out->threads));
 	r.raws = calloc(SNAP_MAX_THREADS, sizeof(*r.raws));
 	r.view = calloc(SNAP_MAX_THREADS, sizeof(*r.view));
-	r.mem = py_mem__new();
-	if (!out->model || !out->threads || !r.raws || !r.view || !r.mem) {
+	if (!out->threads || !r.raws || !r.view) {
 		err = fail(out, -ENOMEM, "out of memory");
 		goto out;
 	}
-	err = setup(&r);
-	if (err)
-		goto out;
+	ss->skel->bss->snap_pid = tgid;
+	ss->run = &r;
+	find_python(&r);
 	/*
 	 * Read, named: the tables of the files a cut stack went through are built as it is
 	 * named (stack_unwind.h), and the threads are read again with them, until no new
 	 * file comes up. Every file's table at once would cost more than the dump (a torch
-	 * job maps 300 files, libtorch_cpu's table alone is 17 MB).
+	 * job maps 300 files, libtorch_cpu's table alone is 17 MB). A recording builds its
+	 * tables off its loop: its snapshot reads once, with the tables it has.
 	 */
 	for (int pass = 0;; pass++) {
 		stack_svc__unwind_usage(r.svc, &before);
@@ -547,21 +705,67 @@ int snap__take(pid_t pid, __u64 wait_ns, struct snap *out)
 						: "it kept running while its memory was read";
 		name_all(&r);
 		stack_svc__unwind_usage(r.svc, &after);
-		if (pass + 1 >= UNWIND_PASSES ||
-		    after.files + after.failed == before.files + before.failed)
+		if (pass + 1 >= UNWIND_PASSES || !r.ctx->unwind_sync ||
+		    (after.files + after.failed == before.files + before.failed &&
+		     (pass || !cut_by_fp(&r))))
 			break;
 		for (__u32 i = 0; i < out->n; i++)
 			r.raws[i].have = 0;
 	}
 	out->took_ns = mono_now_ns() - t0;
 out:
-	teardown(&r);
+	stop_run(&r);
 	return err;
+}
+
+int snap__take(pid_t pid, __u64 wait_ns, struct snap *out)
+{
+	const char *why;
+	struct snap_session *ss;
+	int err;
+
+	ss = snap_session__new(NULL, NULL, &pid, 1, &err, &why);
+	if (!ss) {
+		memset(out, 0, sizeof(*out));
+		return fail(out, err, why);
+	}
+	err = snap_session__take(ss, pid, wait_ns, out);
+	/* The model names this snap's stacks: it goes with the snap. */
+	out->own_model = ss->model;
+	ss->model = NULL;
+	snap_session__free(ss);
+	return err;
+}
+
+#define NR_FUTEX 202 /* x86-64 */
+
+int snap__waits_for_gil(const struct snap *s, const struct snap_thread *th)
+{
+	const struct snap_task *t = &th->task;
+
+	return !t->on_cpu && !th->sampled && t->state && t->syscall == NR_FUTEX &&
+	       t->arg0 >= s->gil && t->arg0 < s->gil_end;
+}
+
+__u32 snap__flags(const struct snap *s, const struct snap_thread *th)
+{
+	const struct snap_task *t = &th->task;
+
+	return (t->on_cpu || th->sampled ? BS_SNAP_RUNNING : 0) |
+	       (th->sampled ? BS_SNAP_SAMPLED : 0) | (th->in_kernel ? BS_SNAP_IN_KERNEL : 0) |
+	       (th->gil ? BS_SNAP_GIL : 0) | (t->exiting ? BS_SNAP_EXITING : 0) |
+	       (snap__waits_for_gil(s, th) ? BS_SNAP_GIL_WAIT : 0);
+}
+
+const char *snap__state(const struct snap *s, const struct snap_thread *th, char *buf, size_t len)
+{
+	return thread_state__text(th->task.state, (__s32)th->task.syscall, snap__flags(s, th), buf,
+				  len);
 }
 
 void snap__free(struct snap *s)
 {
-	trace_model__free(s->model);
+	trace_model__free(s->own_model);
 	free(s->threads);
 	memset(s, 0, sizeof(*s));
 }

@@ -18,6 +18,8 @@
 #include "py_threads.h"
 #include "snap_task.h"
 
+struct record_ctx;
+struct stack_svc;
 struct trace_model;
 
 struct snap_thread {
@@ -36,21 +38,45 @@ struct snap {
 	__u64 gil, gil_end; /* where its GIL's state lies (a futex there is a wait for it) */
 	struct snap_thread *threads;
 	__u32 n;
-	struct trace_model *model; /* names the stacks */
-	__u64 took_ns;		   /* from the start (BPF loaded) to the last stack named */
-	__u64 read_at;		   /* CLOCK_MONOTONIC ns of the first look at the threads */
-	__u64 read_ns;		   /* from it to the last stack read */
-	__u32 rounds;		   /* iterations of the not-running threads' reads */
-	const char *failure;	   /* why snap__take failed (with its errno) */
-	char exe[4096];		   /* its executable, "" when unknown */
-	char cmdline[4096];	   /* its command line, arguments apart by spaces */
+	const struct trace_model *model; /* names the stacks (`bpfsight stacks`), else NULL */
+	struct trace_model *own_model;	 /* snap__take's, freed with the snap */
+	__u64 took_ns;			 /* from the start (BPF loaded) to the last stack named */
+	__u64 read_at;			 /* CLOCK_MONOTONIC ns of the first look at the threads */
+	__u64 read_ns;			 /* from it to the last stack read */
+	__u32 rounds;			 /* iterations of the not-running threads' reads */
+	const char *failure;		 /* why snap__take failed (with its errno) */
+	__s32 env_rank, env_local_rank, env_world; /* RANK... in its environment, -1: none */
+	char exe[4096];				   /* its executable, "" when unknown */
+	char cmdline[4096];			   /* its command line, arguments apart by spaces */
 };
 
 /*
+ * What reads processes: the BPF side loaded once (a task iterator, a sampler), and the stack
+ * service naming what it reads. CTX and SVC: a recording's (the hang trigger's snapshot): the
+ * stacks become STACK records of the recording, and its shared maps (Python processes, code
+ * objects, unwind tables) are used. NULL: `bpfsight stacks`, with a service of its own on
+ * PIDS, whose stacks a model names (snap_session__model). NULL with *ERR and *WHY on failure.
+ */
+struct snap_session;
+struct snap_session *snap_session__new(struct record_ctx *ctx, struct stack_svc *svc,
+				       const pid_t *pids, int npids, int *err, const char **why);
+void snap_session__free(struct snap_session *ss);
+/* The model that names the stacks of a session of its own; NULL for a recording's. */
+const struct trace_model *snap_session__model(const struct snap_session *ss);
+/*
  * The stacks of every thread of process PID (a thread id names its process), waiting at most
  * WAIT_NS for the samples of running threads. 0, or a negative errno with out->failure set
- * (-ESRCH: no such process, or it exited during the dump; -EPERM: not allowed).
+ * (-ESRCH: no such process, or it exited during the dump; -EPERM: not allowed). OUT's stacks
+ * are named by the session's model (or are the recording's STACK records).
  */
+int snap_session__take(struct snap_session *ss, pid_t pid, __u64 wait_ns, struct snap *out);
+/* TH of S asleep waiting for its process's GIL: a futex in the GIL's own state. */
+int snap__waits_for_gil(const struct snap *s, const struct snap_thread *th);
+/* TH's BS_SNAP_* flags (snap_records.h): running, sampled, the GIL held or waited for... */
+__u32 snap__flags(const struct snap *s, const struct snap_thread *th);
+/* TH's state and its flags, as thread_state.h words them, into BUF. */
+const char *snap__state(const struct snap *s, const struct snap_thread *th, char *buf, size_t len);
+/* One process, with a session of its own made and freed for it. */
 int snap__take(pid_t pid, __u64 wait_ns, struct snap *out);
 void snap__free(struct snap *s);
 

@@ -17,6 +17,7 @@
 #ifndef BPFSIGHT_UCALL_FAMILY_H
 #define BPFSIGHT_UCALL_FAMILY_H
 
+#include "family.h"
 #include "kernel_features.h"
 #include "ucall_api.h"
 
@@ -45,5 +46,16 @@ struct ucall_family;
 int ucall_family__attach(const struct family_attach *a, void **state);
 /* Destroy what ucall_family__attach made (STATE may be NULL). */
 void ucall_family__detach(struct record_ctx *ctx, void *state);
+
+/*
+ * struct family.in_flight of a family whose calls may hang a job (nccl's collectives, cuda's
+ * synchronizations): with --trigger hang, attach maps the program's per-thread call stacks
+ * (ucall_slots) and this reads them: every thread of its targets that made a call, and a
+ * record per call it is in (BS_UCALL_OPEN), from the frame BPF keeps for it. A thread whose
+ * stack went to task storage (more threads than slots) is not seen; a frame that a thread
+ * asleep in a system call has left (its return was missed) is not told.
+ */
+void ucall_family__in_flight(struct record_ctx *ctx, void *state, family_in_flight_fn fn,
+			     void *arg);
 
 #endif /* BPFSIGHT_UCALL_FAMILY_H */

@@ -51,6 +51,12 @@ static void cuda_detach(struct record_ctx *ctx, void *state)
 	cuda_free(ctx, state);
 }
 
+/* --trigger hang: a synchronization (or any call) entered and not left. */
+static void cuda_in_flight(struct record_ctx *ctx, void *state, family_in_flight_fn fn, void *arg)
+{
+	ucall_family__in_flight(ctx, ((struct cuda_state *)state)->ucall, fn, arg);
+}
+
 /* The NUL-terminated deref string of R, or NULL. */
 static const char *deref_string(const struct bs_ucall *r)
 {
@@ -131,6 +137,7 @@ const struct family family_cuda = {
 	.stack_default_ns = 100000, /* --stacks=cuda: calls of 100 us or more (nsys: 80 us) */
 	.attach = cuda_attach,
 	.detach = cuda_detach,
+	.in_flight = cuda_in_flight,
 	.observe = cuda_observe,
 	.observes = cuda_observes,
 	.capture = &cuda_capture,

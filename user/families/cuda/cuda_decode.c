@@ -272,8 +272,11 @@ static int decode_call(const struct bs_hdr *rec, const struct trace_model *m, st
 	ev->name = call_name(u, &c, ev->namebuf, sizeof(ev->namebuf));
 	ev->dur = u->dur;
 	ev->stack = trace_model__event_stack(m, rec); /* --stacks=cuda */
-	event__arg_s64(ev, "ret", c.code);
-	if (c.code) {
+	if (u->depth & BS_UCALL_OPEN)
+		event__arg_bool(ev, "in_flight", 1); /* a hang trigger's: dur so far, no ret */
+	else
+		event__arg_s64(ev, "ret", c.code);
+	if (c.code && !(u->depth & BS_UCALL_OPEN)) {
 		err = code_name(&c);
 		if (err) {
 			event__arg_str(ev, "error", err);
@@ -286,8 +289,8 @@ static int decode_call(const struct bs_hdr *rec, const struct trace_model *m, st
 			event__arg_strn(ev, "error", buf, sizeof(buf));
 		}
 	}
-	if (u->depth)
-		event__arg_u64(ev, "depth", u->depth);
+	if (BS_UCALL_DEPTH(u->depth))
+		event__arg_u64(ev, "depth", BS_UCALL_DEPTH(u->depth));
 	for (int k = 0; k < K_SHOWN_NR; k++) {
 		const char *key = cuda_keys[k].name, *name;
 

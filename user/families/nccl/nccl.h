@@ -37,10 +37,12 @@ enum nccl_group {
 extern const struct ucall_table nccl_table; /* nccl_api.c */
 extern const struct rec_decoder nccl_decoders[];
 extern const struct report *const nccl_reports[];
-extern const struct chrome_family nccl_chrome; /* export_chrome_nccl.c */
-extern const struct sqlite_family nccl_sqlite; /* export_sqlite_nccl.c */
-extern const struct family family_nccl;	       /* nccl.c */
-extern const struct family_sync nccl_sync;     /* nccl_sync.c */
+extern const struct chrome_family nccl_chrome;	 /* export_chrome_nccl.c */
+extern const struct sqlite_family nccl_sqlite;	 /* export_sqlite_nccl.c */
+extern const struct family family_nccl;		 /* nccl.c */
+extern const struct family_sync nccl_sync;	 /* nccl_sync.c */
+extern const struct report nccl_hang_report;	 /* nccl_hang_report.c */
+extern const struct family_verdict nccl_verdict; /* nccl_hang_report.c: the hang rule */
 
 /* Names of nccl.h's enums; NULL for a value nccl.h does not define. */
 const char *nccl__result_name(int ret);	 /* ncclResult_t: "ncclInvalidArgument" */
@@ -89,6 +91,8 @@ void nccl_walk__observe(void *w, const struct bs_hdr *rec);
 const struct nccl_comm *nccl_walk__comm(const struct nccl_walk *w, __u32 pid, __u64 comm);
 /* -ENOMEM when an allocation failed during the walk (some joins are then missing). */
 int nccl_walk__err(const struct nccl_walk *w);
+/* Process PID exited: what the walk knew of it goes (a recording's walk, which runs for days). */
+void nccl_walk__forget(struct nccl_walk *w, __u32 pid);
 
 /*
  * Decode an nccl call record into EV (event__init'ed). W: the walk that has just observed

@@ -69,7 +69,8 @@ int nccl_colls__observe(struct nccl_colls *t, const struct nccl_walk *w, const s
 	struct nccl_coll c;
 	struct pending *p;
 
-	if (rec->type != BS_REC_NCCL_CALL || !(ctx = nccl_walk__ctx(w, rec)))
+	/* A call still in flight (a hang trigger's) has no end: no collective ends with it. */
+	if (rec->type != BS_REC_NCCL_CALL || !(ctx = nccl_walk__ctx(w, rec)) || ctx->open)
 		return 0;
 	r = (const void *)rec;
 	if (w->call.api && (w->call.api->flags & NCCL_F_GROUP_END) && !ctx->group_depth) {

@@ -124,7 +124,10 @@ void nccl_call__parse(const struct bs_hdr *rec, struct nccl_call *c)
 	c->r = r;
 	c->api = ucall_table__api(&nccl_table, r->fn);
 	c->ret = (__s32)r->ret;
-	c->ok = c->ret == NCCL_SUCCESS || c->ret == NCCL_IN_PROGRESS;
+	c->open = !!(r->depth & BS_UCALL_OPEN);
+	c->depth = BS_UCALL_DEPTH(r->depth);
+	/* A call in flight wrote nothing yet: its out values are not read. */
+	c->ok = !c->open && (c->ret == NCCL_SUCCESS || c->ret == NCCL_IN_PROGRESS);
 	c->out_key = -1;
 	if (r->deref_len && rec->size >= sizeof(*r) + (__u32)r->deref_len) {
 		c->deref = (const __u8 *)(r + 1);
@@ -139,7 +142,7 @@ void nccl_call__parse(const struct bs_hdr *rec, struct nccl_call *c)
 		if (f->src == UCALL_SRC_OUT)
 			c->out_key = f->key;
 		if (f->written && !c->ok)
-			continue; /* nothing written */
+			continue; /* nothing written (yet) */
 		switch (f->src) {
 		case UCALL_SRC_WORD:
 			call__set(c, f->key, r->args[f->word]);
@@ -410,6 +413,42 @@ static void walk__sync_base(struct nccl_walk *w, const struct bs_sync_base *b)
 		*v = b->base;
 }
 
+/*
+ * A flight-recorder dump's communicator (its creation before the window): as its creation
+ * said it, its collectives counting from the dump's BASE.
+ */
+static void walk__known_comm(struct nccl_walk *w, const struct bs_nccl_comm *r)
+{
+	struct nccl_comm *c = r->comm ? walk__new_comm(w, r->h.pid, r->comm) : NULL;
+
+	if (!c)
+		return;
+	c->rank = r->rank;
+	c->nranks = r->nranks;
+	c->parent = r->parent;
+	c->have_hash = !!(r->flags & BS_NCCL_COMM_HASH);
+	c->id_hash = r->id_hash;
+	walk__name_group(w, c);
+	c->ncoll = r->base;
+}
+
+void nccl_walk__forget(struct nccl_walk *w, __u32 pid)
+{
+	struct nccl_comm *c;
+	struct hkey key;
+	size_t it = 0;
+
+	hmap__del_all(w->by_ptr, 0, pid);
+	hmap__del_all(w->threads, 0, pid);
+	hmap__del_all(w->inferred, 0, pid);
+	hmap__del_all(w->bases, 0, pid);
+	while ((c = hmap__next(w->by_serial, &it, &key)))
+		if (c->pid == pid) {
+			hmap__del(w->by_serial, key);
+			it = 0;
+		}
+}
+
 void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 {
 	struct nccl_walk *w = vw;
@@ -418,6 +457,10 @@ void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 
 	if (w && rec && rec->type == BS_REC_SYNC_BASE && rec->size >= sizeof(struct bs_sync_base)) {
 		walk__sync_base(w, (const void *)rec);
+		return;
+	}
+	if (w && rec && rec->type == BS_REC_NCCL_COMM && rec->size >= sizeof(struct bs_nccl_comm)) {
+		walk__known_comm(w, (const void *)rec);
 		return;
 	}
 	if (!w || !rec || rec->type != BS_REC_NCCL_CALL || rec->size < sizeof(struct bs_ucall))
@@ -438,9 +481,14 @@ void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 							  : NULL;
 	if (!comm)
 		return;
-	/* Its sequence number: every rank makes a communicator's collectives in one order. */
-	if (c->ok && !c->r->depth && c->api->group == NCCL_GRP_COLL)
+	/*
+	 * Its sequence number: every rank makes a communicator's collectives in one order. One
+	 * in flight (a hang trigger's snapshot) is the communicator's next: the last record of
+	 * its thread.
+	 */
+	if ((c->ok || c->open) && !c->depth && c->api->group == NCCL_GRP_COLL)
 		w->last.coll_seq = (__s64)comm->ncoll++;
+	w->last.open = c->open;
 	w->last.comm = *comm;
 	w->last.have_comm = 1;
 }
@@ -554,8 +602,11 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
 		ev->name = ev->namebuf;
 	}
 	ev->dur = c.r->dur;
-	event__arg_s64(ev, "ret", c.ret);
-	if (c.ret != NCCL_SUCCESS) {
+	if (c.open)
+		event__arg_bool(ev, "in_flight", 1); /* dur: its time so far; no ret yet */
+	else
+		event__arg_s64(ev, "ret", c.ret);
+	if (!c.open && c.ret != NCCL_SUCCESS) {
 		err = nccl__result_name(c.ret);
 		if (err)
 			event__arg_str(ev, "error", err);
@@ -564,8 +615,8 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
 	}
 	for (__u32 i = 0; i < c.nfields; i++)
 		decode_field(ev, &c, c.order[i]);
-	if (c.r->depth)
-		event__arg_u64(ev, "depth", c.r->depth);
+	if (c.depth)
+		event__arg_u64(ev, "depth", c.depth);
 	if (!ctx)
 		return 1;
 	/* The communicator's identity, where the call itself does not say it. */
@@ -608,5 +659,7 @@ static const struct export_style call_style = { .cat = "nccl", .ph = 'X', .on_th
 
 const struct rec_decoder nccl_decoders[] = {
 	{ BS_REC_NCCL_CALL, sizeof(struct bs_ucall), "nccl_api", decode_nccl_call, &call_style },
+	/* A dump's communicators at its window's start: the walk reads them. */
+	{ BS_REC_NCCL_COMM, sizeof(struct bs_nccl_comm), "nccl_comm", family__decode_meta },
 	{ 0 },
 };

@@ -52,6 +52,8 @@ struct nccl_call {
 	const struct ucall_api *api; /* NULL: a function of a newer table */
 	__s32 ret;		     /* ncclResult_t is an int: rax's upper half is undefined */
 	int ok;			     /* ncclSuccess or ncclInProgress */
+	int open;		     /* in flight when written (BS_UCALL_OPEN): no ret, no out */
+	__u32 depth;		     /* calls of the family enclosing it */
 	__u32 have;		     /* 1u << K_*: fields with a value */
 	__u64 v[K_NR];		     /* K_UNIQUE_ID: the hash; K_COMMS: how many follow */
 	__u8 order[NCCL_MAX_FIELDS]; /* the fields in args order */
@@ -82,11 +84,12 @@ struct nccl_ctx {
 	__u64 group_start_ts;  /* ncclGroupEnd: entry of the matching ncclGroupStart, 0 = unknown */
 	struct nccl_comm comm; /* the comm argument, when have_comm */
 	/*
-	 * A collective the application made (depth 0) that succeeded: its sequence number on
-	 * its communicator, the same on every rank (comm.group names the communicator); -1 for
-	 * any other call.
+	 * A collective the application made (depth 0) that succeeded, or that was still in flight
+	 * (open): its sequence number on its communicator, the same on every rank (comm.group
+	 * names the communicator); -1 for any other call.
 	 */
 	__s64 coll_seq;
+	int open; /* the call had not returned (BS_UCALL_OPEN): it has no end */
 };
 
 struct nccl_walk {

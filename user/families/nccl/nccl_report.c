@@ -327,5 +327,5 @@ static const struct report nccl_comm_sum = {
 
 extern const struct report nccl_stragglers, nccl_rank_sum; /* nccl_rank_report.c */
 
-const struct report *const nccl_reports[] = { &nccl_sum, &nccl_comm_sum, &nccl_stragglers,
-					      &nccl_rank_sum, NULL };
+const struct report *const nccl_reports[] = { &nccl_sum,      &nccl_comm_sum,	 &nccl_stragglers,
+					      &nccl_rank_sum, &nccl_hang_report, NULL };

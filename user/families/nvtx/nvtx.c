@@ -29,8 +29,12 @@ static const struct loss_cause nvtx_losses[] = {
 	{ 0 },
 };
 
+/* --trigger hang: a process whose ranges stopped ending made no progress. */
+static const __u16 nvtx_progress[] = { BS_REC_NVTX_RANGE, 0 };
+
 const struct family family_nvtx = {
 	.name = "nvtx",
+	.progress = nvtx_progress,
 	.desc = "NVTX ranges, marks and names (cupti-shim as the NVTX injection)",
 	.shim = &nvtx_shim,
 	.ring_only = shim_ring_only,

@@ -14,4 +14,9 @@ extern const struct chrome_family proc_chrome;	   /* export_chrome_proc.c */
 extern const struct perfetto_family proc_perfetto; /* export_perfetto_proc.c */
 extern const struct sqlite_family proc_sqlite;	   /* export_sqlite_proc.c */
 extern const struct family family_proc;
+/* proc_snap.c: the hang trigger's snapshot (snap_records.h) as events. */
+int proc__decode_proc_snap(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
+int proc__decode_thread_snap(const struct bs_hdr *rec, const struct trace_model *m,
+			     struct event *ev);
+extern const struct export_style proc_snap_style;
 #endif

@@ -151,6 +151,12 @@ const struct rec_decoder proc_decoders[] = {
 	{ BS_REC_RANK, sizeof(struct bs_rank), "rank", family__decode_meta,
 	  .string_offs = { OFF(bs_rank, host_id), OFF(bs_rank, path_id), OFF(bs_rank, boot_id) } },
 	{ BS_REC_SYNC_BASE, sizeof(struct bs_sync_base), "sync_base", family__decode_meta },
+	/* The hang trigger's snapshot of the job's threads: the model keeps it too. */
+	{ BS_REC_PROC_SNAP, sizeof(struct bs_proc_snap), "process_state", proc__decode_proc_snap,
+	  &proc_snap_style, .string_offs = { OFF(bs_proc_snap, error_id) } },
+	{ BS_REC_THREAD_SNAP, sizeof(struct bs_thread_snap), "thread_state",
+	  proc__decode_thread_snap, &proc_snap_style, .stack_off = OFF(bs_thread_snap, stack_id),
+	  .string_offs = { OFF(bs_thread_snap, error_id) } },
 	/* The recorder's, at its stop: the model keeps it (info's "unwind tables:"). */
 	{ BS_REC_UNWIND_USAGE, sizeof(struct bs_unwind_usage), "unwind_usage",
 	  family__decode_meta },

@@ -239,8 +239,12 @@ static const struct family_shim pyfunc_shim = {
 	.env = NULL, /* launch mode: LD_PRELOAD (a Python job may never touch CUDA) */
 };
 
+/* --trigger hang: a process whose named functions stopped ending made no progress. */
+static const __u16 pyfunc_progress[] = { BS_REC_PYFUNC_CALL, 0 };
+
 const struct family family_pyfunc = {
 	.name = "pyfunc",
+	.progress = pyfunc_progress,
 	.desc = "every call of the Python functions --python-functions names (sys.monitoring or "
 		"a C profile function in the cupti-shim)",
 	/* not by default: it hooks the job's interpreter, and needs a spec */

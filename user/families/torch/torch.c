@@ -275,8 +275,12 @@ static const struct family_capture torch_capture = { .kind = "steps",
 						     .check = torch_steps__check,
 						     .files = torch_steps__files };
 
+/* --trigger hang: a process whose steps stopped ending made no progress. */
+static const __u16 torch_progress[] = { BS_REC_TORCH_STEP, 0 };
+
 const struct family family_torch = {
 	.name = "torch",
+	.progress = torch_progress,
 	.desc = "PyTorch ops, backward ops and user scopes (a RecordFunction callback in the "
 		"cupti-shim)",
 	/*

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* `bpfsight stacks` over a job's processes: threads grouped, the odd ones out (stacks_job.h). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "family.h"
+#include "hmap.h"
+#include "stack_format.h"
+#include "stacks_job.h"
+#include "thread_name.h"
+#include "thread_state.h"
+#include "trace_model.h"
+
+__u16 stacks_job__frames(const struct trace_stack *s, enum native_mode mode, struct bs_frame *out)
+{
+	__u16 k = 0, first_py = s->nframes;
+
+	for (__u16 i = 0; i < s->nframes; i++)
+		if (s->frames[i].kind == BS_FRAME_PYTHON && first_py == s->nframes)
+			first_py = i;
+	for (__u16 i = 0; i < s->nframes; i++) {
+		int py = s->frames[i].kind == BS_FRAME_PYTHON;
+
+		if (first_py == s->nframes || mode == NATIVE_ALL || py ||
+		    (mode == NATIVE_LEAF && i < first_py))
+			out[k++] = s->frames[i];
+	}
+	return k;
+}
+
+void stacks_job__print_frame(FILE *f, const struct bs_frame *fr, const struct trace_model *m)
+{
+	char buf[512];
+	const char *func = stack_frame__func(fr, m, buf, sizeof(buf));
+	const char *file = stack_frame__file(fr, m), *base = strrchr(file, '/');
+
+	if (fr->kind == BS_FRAME_PYTHON)
+		fprintf(f, "    %s (%s:%u)\n", func, file, fr->line);
+	else if (fr->kind == BS_FRAME_NATIVE && fr->func_id)
+		fprintf(f, "    %s (%s)\n", func, base ? base + 1 : file);
+	else
+		fprintf(f, "    %s\n", func);
+}
+
+const char *stacks_job__nccl_call(const struct trace_stack *st, const struct trace_model *m)
+{
+	const struct family *nccl = family__find("nccl");
+	const struct ucall_table *t = nccl ? nccl->api : NULL;
+	const char *name;
+
+	/* The outermost one: ncclBcast calls ncclBroadcast. */
+	for (int i = st ? st->nframes - 1 : -1; t && i >= 0; i--) {
+		if (st->frames[i].kind != BS_FRAME_NATIVE || !st->frames[i].func_id)
+			continue;
+		name = trace_model__string(m, st->frames[i].func_id);
+		for (__u32 k = 0; name && k < t->napis; k++)
+			if (!strcmp(t->apis[k].name, name))
+				return t->apis[k].name;
+	}
+	return NULL;
+}
+
+const char *stacks_job__for(const struct snap_thread *th, char *buf, size_t len)
+{
+	__u64 ns = th->sampled ? 0 : th->task.off_cpu_ns;
+
+	buf[0] = 0;
+	if (ns >= 1000000000ull)
+		snprintf(buf, len, " for %.1f s", ns / 1e9);
+	else if (ns >= 1000000)
+		snprintf(buf, len, " for %.0f ms", ns / 1e6);
+	return buf;
+}
+
+int stacks_job__rank(const struct snap *s)
+{
+	return s->env_rank >= 0 ? s->env_rank : s->env_local_rank;
+}
+
+/* What tells threads doing the same thing apart: their Python frames and NCCL call, or (none)
+ * their native functions. */
+static struct hkey group_key(const struct trace_stack *st, const struct trace_model *m)
+{
+	const char *call = stacks_job__nccl_call(st, m);
+	__u64 h = 0xcbf29ce484222325ull, n = 0;
+	int py = 0;
+
+	for (__u16 i = 0; i < st->nframes; i++)
+		py |= st->frames[i].kind == BS_FRAME_PYTHON;
+	for (__u16 i = 0; i < st->nframes; i++) {
+		const struct bs_frame *f = &st->frames[i];
+		__u64 w[3] = { f->func_id, f->file_id, f->line };
+
+		if (py ? f->kind != BS_FRAME_PYTHON : f->kind == BS_FRAME_CUT)
+			continue;
+		for (int k = 0; k < 3; k++) {
+			h ^= w[k];
+			h *= 0x100000001b3ull;
+		}
+		n++;
+	}
+	for (const char *c = call; c && *c; c++) {
+		h ^= (unsigned char)*c;
+		h *= 0x100000001b3ull;
+	}
+	return (struct hkey){ h, n << 1 | py };
+}
+
+/* A thread of a process, as the grouping holds it. */
+struct member {
+	int proc, thread;
+};
+
+struct group {
+	struct member *v;
+	int n, cap;
+	int nprocs; /* processes with a thread in it */
+};
+
+static const struct snap_thread *th_of(const struct snap *s, const struct member *x)
+{
+	return &s[x->proc].threads[x->thread];
+}
+
+/* "rank 2 (pid 123)", or "pid 123" without a rank. */
+static const char *proc_label(const struct snap *s, char *buf, size_t len)
+{
+	int r = stacks_job__rank(s);
+
+	if (r >= 0)
+		snprintf(buf, len, "rank %d (pid %d)", r, s->pid);
+	else
+		snprintf(buf, len, "pid %d", s->pid);
+	return buf;
+}
+
+static void print_stack(const struct trace_stack *st, const struct trace_model *m,
+			enum native_mode mode, FILE *f)
+{
+	static struct bs_frame frames[BS_STACK_MAX_FRAMES + 2];
+	__u16 n = stacks_job__frames(st, mode, frames);
+
+	for (__u16 k = 0; k < n; k++)
+		stacks_job__print_frame(f, &frames[k], m);
+	if (st->flags & BS_STACK_TRUNCATED)
+		fprintf(f, "    [truncated]\n");
+}
+
+/* "3 threads of ranks 0, 1, 3 (pids 10, 11, 13): sleeping in futex, in ncclAllReduce" */
+static void print_group(const struct snap *s, const struct group *g, const struct trace_model *m,
+			int nprocs, enum native_mode mode, FILE *f)
+{
+	const struct snap_thread *th = th_of(s, &g->v[0]);
+	const struct trace_stack *st = trace_model__stack(m, th->stack_id);
+	const char *call = stacks_job__nccl_call(st, m);
+	int ranked = 1, first = 1, last = -1;
+	char buf[128];
+
+	for (int k = 0; k < g->n; k++)
+		ranked &= stacks_job__rank(&s[g->v[k].proc]) >= 0;
+	fprintf(f, "\n%d thread%s of %s", g->n, g->n == 1 ? "" : "s", ranked ? "ranks " : "pids ");
+	for (int k = 0; ranked && k < g->n; k++)
+		if (g->v[k].proc != last) {
+			fprintf(f, "%s%d", first ? "" : ", ", stacks_job__rank(&s[g->v[k].proc]));
+			first = 0;
+			last = g->v[k].proc;
+		}
+	fprintf(f, "%s", ranked ? " (pids " : "");
+	first = 1;
+	last = -1;
+	for (int k = 0; k < g->n; k++)
+		if (g->v[k].proc != last) {
+			fprintf(f, "%s%d", first ? "" : ", ", s[g->v[k].proc].pid);
+			first = 0;
+			last = g->v[k].proc;
+		}
+	fprintf(f, "%s: %s%s%s\n", ranked ? ")" : "",
+		snap__state(&s[g->v[0].proc], th, buf, sizeof(buf)), call ? ", in " : "",
+		call ? call : "");
+	print_stack(st, m, mode, f);
+	/* Who is not doing it: the processes without a thread here. */
+	for (int p = 0, said = 0; g->nprocs < nprocs && p < nprocs; p++) {
+		int in = 0;
+
+		for (int k = 0; k < g->n && !in; k++)
+			in = g->v[k].proc == p;
+		if (!in)
+			fprintf(f, "%s%s", said++ ? ", " : "    (not in it: ",
+				proc_label(&s[p], buf, sizeof(buf)));
+		if (said && p + 1 == nprocs)
+			fprintf(f, ")\n");
+	}
+}
+
+static void print_odd(const struct snap *s, const struct member *x, const struct trace_model *m,
+		      enum native_mode mode, FILE *f)
+{
+	const struct snap_thread *th = th_of(s, x);
+	const struct snap *p = &s[x->proc];
+	const struct trace_stack *st = trace_model__stack(m, th->stack_id);
+	const char *call = stacks_job__nccl_call(st, m);
+	char label[64], state[128], since[32];
+
+	fprintf(f, "\n%s, thread %u \"%s\": %s%s%s%s%s\n", proc_label(p, label, sizeof(label)),
+		th->task.tid, thread_name__pick(th->name, th->task.comm, p->cmdline, p->exe),
+		snap__state(p, th, state, sizeof(state)), stacks_job__for(th, since, sizeof(since)),
+		th->gil ? ", holds the GIL" : "", call ? ", in " : "", call ? call : "");
+	print_stack(st, m, mode, f);
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	return x->n != y->n ? y->n - x->n : x->v[0].proc - y->v[0].proc;
+}
+
+void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
+		       enum native_mode mode, int active_only, FILE *f)
+{
+	struct hmap *idx = hmap__new(sizeof(int));
+	struct group *g = NULL;
+	int ng = 0, cap = 0, nthreads = 0, odd = 0;
+
+	for (int p = 0; idx && p < n; p++)
+		for (__u32 t = 0; t < s[p].n; t++) {
+			const struct snap_thread *th = &s[p].threads[t];
+			const struct trace_stack *st = trace_model__stack(m, th->stack_id);
+			int *gi;
+
+			if (!st || (active_only && !th->gil &&
+				    thread_state__idle(th->task.state, snap__flags(&s[p], th))))
+				continue;
+			nthreads++;
+			gi = hmap__get(idx, group_key(st, m), 1);
+			if (!gi)
+				continue;
+			if (!*gi) {
+				if (ng == cap) {
+					cap = cap ? cap * 2 : 16;
+					g = realloc(g, cap * sizeof(*g));
+					if (!g)
+						goto out;
+				}
+				memset(&g[ng], 0, sizeof(g[ng]));
+				*gi = ++ng;
+			}
+			struct group *gr = &g[*gi - 1];
+
+			if (gr->n == gr->cap) {
+				gr->cap = gr->cap ? gr->cap * 2 : 4;
+				gr->v = realloc(gr->v, gr->cap * sizeof(*gr->v));
+				if (!gr->v)
+					goto out;
+			}
+			gr->nprocs += !gr->n || gr->v[gr->n - 1].proc != p;
+			gr->v[gr->n++] = (struct member){ p, (int)t };
+		}
+	if (ng)
+		qsort(g, ng, sizeof(*g), group_cmp);
+	fprintf(f,
+		"%d processes, %d threads, grouped by what they run (their Python frames, "
+		"their NCCL call)\n",
+		n, nthreads);
+	/* A group most processes have is what the job does; the others are the odd ones out. */
+	for (int k = 0; k < ng; k++)
+		if (g[k].nprocs * 2 > n)
+			print_group(s, &g[k], m, n, mode, f);
+		else
+			odd += g[k].n;
+	if (odd)
+		fprintf(f, "\nThe odd one%s out (what no more than half the processes run):\n",
+			odd == 1 ? "" : "s");
+	for (int k = 0; k < ng; k++)
+		for (int i = 0; g[k].nprocs * 2 <= n && i < g[k].n; i++)
+			print_odd(s, &g[k].v[i], m, mode, f);
+out:
+	for (int k = 0; g && k < ng; k++)
+		free(g[k].v);
+	free(g);
+	hmap__free(idx);
+}
+
+/* 1 when /proc/PID's environment names a rank, or it maps libnccl. */
+static int is_rank(pid_t pid)
+{
+	char path[64], *buf = malloc(1 << 16);
+	ssize_t n = 0, got;
+	int fd, found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = buf ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	while (fd >= 0 && n < (1 << 16) && (got = read(fd, buf + n, (1 << 16) - n)) > 0)
+		n += got;
+	if (fd >= 0)
+		close(fd);
+	for (ssize_t i = 0; i < n && !found; i += strnlen(buf + i, n - i) + 1)
+		found = (n - i > 5 && !strncmp(buf + i, "RANK=", 5)) ||
+			(n - i > 11 && !strncmp(buf + i, "LOCAL_RANK=", 11));
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = !found && buf ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	/* Chunk after chunk, the last bytes of one kept before the next: a name cut in two. */
+	for (n = 0; fd >= 0 && !found && (got = read(fd, buf + n, (1 << 16) - 1 - n)) > 0;) {
+		buf[n + got] = 0;
+		found = strstr(buf, "/libnccl") != NULL;
+		n += got;
+		if (n > 16) {
+			memmove(buf, buf + n - 16, 16);
+			n = 16;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return found;
+}
+
+static int pid_cmp(const void *a, const void *b)
+{
+	return *(const pid_t *)a - *(const pid_t *)b;
+}
+
+int stacks_job__find(pid_t *out, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == getpid() || !is_rank((pid_t)pid))
+			continue;
+		if (n < max)
+			out[n] = (pid_t)pid;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(out, n < max ? n : max, sizeof(*out), pid_cmp);
+	return n;
+}

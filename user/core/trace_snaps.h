@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The hang trigger's snapshot as a reader keeps it (snap_records.h: PROC_SNAP, THREAD_SNAP):
+ * the latest of each process and of each thread, for whoever asks where the job's threads were
+ * when it stalled (the verdict, the reports). The trace model keeps one (trace_model__snaps).
+ */
+#ifndef BPFSIGHT_TRACE_SNAPS_H
+#define BPFSIGHT_TRACE_SNAPS_H
+
+#include <stddef.h>
+#include <linux/types.h>
+#include "records.h"
+
+struct trace_snaps;
+
+struct trace_snaps *trace_snaps__new(void);
+void trace_snaps__free(struct trace_snaps *t);
+/* A PROC_SNAP or THREAD_SNAP record (of at least its size): -ENOMEM or 0. */
+int trace_snaps__add(struct trace_snaps *t, const struct bs_hdr *rec);
+/* PID's PROC_SNAP, NULL when the snapshot did not read it. */
+const struct bs_proc_snap *trace_snaps__proc(const struct trace_snaps *t, __u32 pid);
+/* Thread TID's THREAD_SNAP, NULL when none. */
+const struct bs_thread_snap *trace_snaps__thread(const struct trace_snaps *t, __u32 tid);
+/* Every THREAD_SNAP in the order first seen: *I = 0 first; NULL at the end. */
+const struct bs_thread_snap *trace_snaps__next_thread(const struct trace_snaps *t, size_t *i);
+/* Every PROC_SNAP in the order first seen: *I = 0 first; NULL at the end. */
+const struct bs_proc_snap *trace_snaps__next_proc(const struct trace_snaps *t, size_t *i);
+/* When the snapshot was taken (its latest PROC_SNAP), 0 when the file has none. */
+__u64 trace_snaps__taken(const struct trace_snaps *t);
+
+#endif /* BPFSIGHT_TRACE_SNAPS_H */
