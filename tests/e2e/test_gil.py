@@ -197,9 +197,10 @@ def test_gil_io_thread_waits_for_the_cpu_thread():
     # held. So a wait at the end of a sleep call lies inside that call after the sleep itself
     # (the workload's own clock readings are CLOCK_MONOTONIC, the trace's clock), is blamed on
     # cpu, and took at least 2 rounds: the one that ran out, and the one that ended with the
-    # GIL. It lasts >= ~5 ms: its first round runs to a deadline that take_gil set 5 ms ahead a
-    # few instructions before the probed call (the wait's start); 4 ms leaves io 1 ms to be
-    # descheduled in between. A second wait in the same call (before b is read) is io being
+    # GIL. Its length has no lower bound: its first round runs to a deadline take_gil set 5 ms
+    # ahead a few instructions before the probed call (the wait's start), and a loaded machine
+    # can keep io off the CPU for most of those 5 ms in between (a 97 us wait of 2 rounds was
+    # seen). A second wait in the same call (before b is read) is io being
     # asked for the GIL back at its first eval-breaker check after the sleep: only if it was
     # kept off the CPU, holding the GIL, for the whole round cpu began once io had taken it, so
     # it starts at least a switch interval after the first ended. A sleep ends without a wait
@@ -214,7 +215,6 @@ def test_gil_io_thread_waits_for_the_cpu_thread():
             check(e["args"]["rounds"] >= 2,
                   f"a wait of {e['dur']} ns in {e['args']['rounds']} round(s) ended the sleep at "
                   f"{a}: the GIL came back before a switch interval ran out")
-            check(e["dur"] >= 4 * MS, f"a wait of {e['dur']} ns ended the sleep at {a}")
             if prev:
                 check(e["ts"] >= prev["ts"] + prev["dur"] + 5 * MS,
                       f"waits at {prev['ts']} (+{prev['dur']}) and {e['ts']} in the sleep call at "
