@@ -86,7 +86,7 @@ static __always_inline const struct bs_unw_map *stack_unw_map(const struct bs_un
 		return m;
 	u->lo = 0;
 	u->top = p->n;
-	for (int k = 0; k < 8 && u->lo < u->top; k++) {
+	for (int k = 0; k < BS_UNW_MAP_SEARCH && u->lo < u->top; k++) {
 		mid = (u->lo + u->top) / 2;
 		if (ip < p->m[mid & (BS_UNW_MAPS - 1)].start)
 			u->top = mid;

@@ -9,7 +9,8 @@
 
 const char *cache_dir__path(char *buf, size_t len)
 {
-	const char *dir = env__trusted("BPFSIGHT_CACHE_DIR"), *no = env__trusted("BPFSIGHT_NO_CACHE");
+	const char *dir = env__trusted("BPFSIGHT_CACHE_DIR"),
+		   *no = env__trusted("BPFSIGHT_NO_CACHE");
 
 	if (no && *no && strcmp(no, "0"))
 		return NULL;

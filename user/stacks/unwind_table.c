@@ -147,3 +147,18 @@ const struct bs_unwind_row *unwind_table__find(const struct unwind_table *t, __u
 	}
 	return &t->rows[lo];
 }
+
+int unwind_seg__bias(const struct unwind_seg *segs, __u32 n, __u64 start, __u64 end, __u64 pgoff,
+		     __u64 *bias)
+{
+	for (__u32 i = 0; i < n && i < UNWIND_MAX_SEGS; i++) {
+		const struct unwind_seg *s = &segs[i];
+
+		/* The mapping's pages overlap the segment's bytes in the file. */
+		if (pgoff < s->off + s->filesz && pgoff + (end - start) > s->off) {
+			*bias = start - pgoff + s->off - s->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

@@ -152,8 +152,7 @@ const struct rec_decoder proc_decoders[] = {
 	  .string_offs = { OFF(bs_rank, host_id), OFF(bs_rank, path_id), OFF(bs_rank, boot_id) } },
 	{ BS_REC_SYNC_BASE, sizeof(struct bs_sync_base), "sync_base", family__decode_meta },
 	/* The recorder's, at its stop: the model keeps it (info's "unwind tables:"). */
-	{ BS_REC_UNWIND_USAGE, sizeof(struct bs_unwind_usage), "unwind_usage",
-	  family__decode_meta },
+	{ BS_REC_UNWIND_USAGE, BS_UNWIND_USAGE_V1, "unwind_usage", family__decode_meta },
 	{ 0 },
 };
 
