@@ -208,7 +208,8 @@ static long stack_fp_frame(__u32 i, void *arg)
 		return 1;
 	if (a->p)
 		m = stack_unw_map(a->p, u, at);
-	if (m) {
+	/* A file built with frame pointers has no rows: walked by them (unwind_load.c). */
+	if (m && m->nrows) {
 		r = stack_unw_row(m, u, at - m->bias);
 		if (!r) {
 			u->end = BS_CUT_NO_FDE + 1;

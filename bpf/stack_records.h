@@ -214,8 +214,8 @@ struct bs_unwind_usage {
 	__u32 built;	 /* tables built (none in the store, or one it refused) */
 	__u32 cached;	 /* tables read from the store of earlier recordings */
 	__u32 refused;	 /* store entries refused (corrupt, not the recorder's): built again */
-	__u32 _pad;
-	__u64 cache_ns; /* time spent reading tables from the store */
+	__u32 fp_files;	 /* files built with frame pointers: walked by them, no rows loaded */
+	__u64 cache_ns;	 /* time spent reading tables from the store */
 };
 
 BS_ASSERT_RECORD(bs_stack, 32);

@@ -187,3 +187,20 @@ def build_id(path):
     m = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", path], check=True).stdout)
     check(m, f"{path} has no build id")
     return m.group(1)
+
+
+def test_a_program_built_with_frame_pointers_is_walked_by_them():
+    """Every file gets its table before its first stack, but one built with frame pointers
+    (tests/workloads/syscall_callers.c: every function sets one up) is walked by them, as
+    before tables: no rows loaded for it, its stacks as whole (docs/STACKS.md)."""
+    need_root()
+    p, out = record([workload("syscall_callers"), "single", "3"], "-t", "osrt",
+                    "--stacks=osrt:0", "--osrt-threshold", "0")
+    eq(p.returncode, 0, f"record: {p.stderr[-600:]}")
+    eq(info(out)["unwind_tables"]["files_frame_pointers"], 1, "files walked by frame pointers")
+    naps = [[f["func"] for f in e["stack"]] for e in dump(out)
+            if e.get("name") == "clock_nanosleep" and "stack" in e]
+    eq(len(naps), 3, "the program's sleeps")
+    for s in naps:
+        eq(s[:5], ["clock_nanosleep", "nanosleep", "sleeper", "calls", "main"], "a sleep's stack")
+        eq(s[-1], "_start", "the outermost frame")

@@ -64,10 +64,12 @@ static void print_counts(const char *path, const struct unwind_table *t)
 	printf("{\"file\": \"%s\", \"build_id\": \"%s\", \"sources\": %u, \"rows\": %u, "
 	       "\"bytes\": %zu, \"cies\": %u, \"fdes\": %u, \"fdes_bad\": %u, "
 	       "\"fdes_refused\": %u, \"fdes_expr\": %u, \"fdes_signal\": %u, "
+	       "\"fdes_fp\": %u, \"fdes_framed\": %u, \"frame_pointers\": %d, "
 	       "\"sections_cut\": %u, \"section_bytes\": %llu, \"build_ns\": %llu, "
 	       "\"max_rss_kib\": %ld}\n",
 	       path, t->build_id, t->sources, t->n, unwind_table__bytes(t), s->cies, s->fdes,
-	       s->fdes_bad, s->fdes_refused, s->fdes_expr, s->rows_signal, s->sections_cut,
+	       s->fdes_bad, s->fdes_refused, s->fdes_expr, s->rows_signal, s->fdes_fp,
+	       s->fdes_framed, unwind_table__frame_pointers(t), s->sections_cut,
 	       (unsigned long long)s->section_bytes, (unsigned long long)s->build_ns,
 	       max_rss_kib());
 }

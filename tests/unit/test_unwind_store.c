@@ -52,7 +52,8 @@ static void test_written_read_refused(void)
 	snprintf(store, sizeof(store), "%s/unwind", dir);
 	ASSERT_EQ(stat(lib, &st), 0, "stat");
 	/* First: built, and kept. */
-	ASSERT_EQ(unwind_store__table(store, lib, NULL, &built, &how, why, sizeof(why)), 0, "build");
+	ASSERT_EQ(unwind_store__table(store, lib, NULL, &built, &how, why, sizeof(why)), 0,
+		  "build");
 	ASSERT_EQ(how, UNWIND_STORE_BUILT, "built");
 	ASSERT_TRUE(built.n > 1000 && built.nsegs == 1 && built.build_id[0], "libgomp's table");
 	snprintf(entry, sizeof(entry), "%s/%s.rows", store, built.build_id);
@@ -102,8 +103,8 @@ static void test_written_read_refused(void)
 	ASSERT_EQ(chmod(entry, 0600), 0, "back to 0600");
 	if (!geteuid()) {
 		ASSERT_EQ(chown(entry, 65534, 65534), 0, "give it away");
-		ASSERT_EQ(unwind_store__read(store, built.build_id, (__u64)st.st_size, &read,
-					     why, sizeof(why)),
+		ASSERT_EQ(unwind_store__read(store, built.build_id, (__u64)st.st_size, &read, why,
+					     sizeof(why)),
 			  -EPERM, "another user's entry");
 		ASSERT_STREQ(why, "another user owns it or may write it", "why");
 	}

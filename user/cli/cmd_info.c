@@ -280,6 +280,7 @@ static void info_json_unwind(const struct trace_walk *w, struct json *j)
 	json__kv_u64(j, "from_store", u->cached);
 	json__kv_u64(j, "store_refused", u->refused);
 	json__kv_u64(j, "store_read_ns", u->cache_ns);
+	json__kv_u64(j, "files_frame_pointers", u->fp_files);
 	json__end_object(j);
 }
 

@@ -578,11 +578,12 @@ int stack_svc__unwind_record(struct stack_svc *s, struct bs_unwind_usage *r)
 		.built = u.built,
 		.cached = u.cached,
 		.refused = u.refused,
+		.fp_files = u.fp,
 		.cache_ns = u.cache_ns,
 	};
 	r->h.type = BS_REC_UNWIND_USAGE;
 	r->h.size = sizeof(*r);
-	return u.files || u.failed;
+	return u.files || u.failed || u.fp;
 }
 
 void stack_svc__write_unwind_usage(struct record_ctx *ctx, struct stack_svc *s)

@@ -39,6 +39,9 @@ struct unwind_stats {
 	__u32 fdes_bad;	    /* FDEs cut at an error: their rows end in STOP_BAD */
 	__u32 fdes_refused; /* FDEs or CIEs skipped whole (an encoding refused, a bad pc range) */
 	__u32 fdes_expr;    /* FDEs with a row a table cannot hold (STOP_EXPR) */
+	__u32 fdes_fp;	    /* FDEs whose function sets up a frame pointer (CFI_ROWS_FP) */
+	__u32 fdes_framed;  /* FDEs of functions that make a frame (CFI_ROWS_FRAME), PLTs,
+			     * outermost and signal frames apart (CFI_ROWS_SPECIAL) */
 	__u32 rows_signal;  /* FDEs of signal frames ('S' augmentation): SIGNAL rows */
 	__u32 sections_cut; /* sections whose walk stopped at a malformed entry: FDEs after it lost */
 	__u64 section_bytes; /* of the sections read (inflated): held while the table is built */
@@ -86,6 +89,19 @@ int unwind_table__build_id(int fd, char *out, size_t len);
 int unwind_table__from_section(const void *sec, size_t len, __u64 vaddr, int debug_frame,
 			       struct unwind_table *out);
 void unwind_table__free(struct unwind_table *t);
+
+/*
+ * Whether T's file was built with frame pointers: 99% of its functions that make a frame set
+ * one up (PLTs, _start, signal trampolines and stubs that only jump apart: no compiler gives
+ * them one). Such a file is walked by frame pointers as before tables (the walk costs what it
+ * did, its rows take no BPF memory); a file with hand-written assembly among its functions
+ * (glibc) keeps its table.
+ */
+static inline int unwind_table__frame_pointers(const struct unwind_table *t)
+{
+	return t->stats.fdes_framed &&
+	       (__u64)t->stats.fdes_fp * 100 >= (__u64)t->stats.fdes_framed * 99;
+}
 
 /* Bytes the rows take (what a copy into a BPF map costs). */
 static inline size_t unwind_table__bytes(const struct unwind_table *t)

@@ -216,25 +216,44 @@ static void count_how(struct unwind_load *u, const char *shown, const struct unw
 	}
 }
 
-/* T, the table of file SHOWN (or ERR: none), into unw_rows unless a file with its build id
- * has one; F says where, or why not. */
+/*
+ * T, the table of file SHOWN (or ERR: none), into unw_rows unless a file with its build id
+ * has one, or it was built with frame pointers (no rows: its mappings say the walk takes
+ * them, nrows 0); F says where, or why not. The vDSO's (GIVEN: built by the caller) keeps
+ * its rows: its clock_gettime helpers are where samples land, and what their frame pointers
+ * miss there is what its table was made for.
+ */
 static void install(struct unwind_load *u, const char *shown, const struct unwind_table *t, int err,
-		    struct load_file *f)
+		    int given, struct load_file *f)
 {
 	struct load_file *same = NULL;
 
 	f->nsegs = t->nsegs;
 	memcpy(f->segs, t->segs, sizeof(f->segs));
-	if (!err && t->n > BS_UNW_MAX_ROWS)
-		err = -EFBIG;
-	if (!err && t->build_id[0])
+	f->err = err;
+	if (err) {
+		u->use.failed++;
+		return;
+	}
+	if (!given && unwind_table__frame_pointers(t)) {
+		f->row0 = f->nrows = 0;
+		u->use.fp++;
+		return;
+	}
+	if (t->n > BS_UNW_MAX_ROWS) {
+		f->err = -EFBIG;
+		u->use.failed++;
+		return;
+	}
+	if (t->build_id[0])
 		same = hmap__get(u->ids, (struct hkey){ id_hash(t->build_id), 0 }, 1);
-	if (!err && same && same->nrows) {
+	if (same && same->nrows) {
 		f->row0 = same->row0;
 		f->nrows = same->nrows;
-	} else if (!err && t->n > u->cap - u->used) {
-		err = no_room(u, shown, t->n);
-	} else if (!err) {
+	} else if (t->n > u->cap - u->used) {
+		f->err = no_room(u, shown, t->n);
+		u->use.failed++;
+	} else {
 		memcpy(u->rows + u->used, t->rows, unwind_table__bytes(t));
 		f->row0 = u->used;
 		f->nrows = t->n;
@@ -243,9 +262,6 @@ static void install(struct unwind_load *u, const char *shown, const struct unwin
 		if (same)
 			*same = *f;
 	}
-	f->err = err;
-	if (err)
-		u->use.failed++;
 }
 
 /* M's file's table, had now (the vDSO's is built already), into unw_rows. */
@@ -260,7 +276,7 @@ static void load(struct unwind_load *u, const struct unwind_mapping *m, struct l
 					  sizeof(why));
 		count_how(u, m->shown, &built, err, how, why);
 	}
-	install(u, m->shown, m->table ?: &built, err, f);
+	install(u, m->shown, m->table ?: &built, err, !!m->table, f);
 	unwind_table__free(&built);
 }
 
@@ -413,7 +429,7 @@ static void finished(struct unwind_load *u, struct unwind_build_job *j)
 		settle(u, j->dev, j->ino, NULL);
 		return;
 	}
-	install(u, j->shown, &j->t, j->err, f);
+	install(u, j->shown, &j->t, j->err, 0, f);
 	settle(u, j->dev, j->ino, f);
 }
 

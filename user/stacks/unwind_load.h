@@ -35,6 +35,7 @@ struct unwind_load_usage {
 	__u32 built;	 /* tables built (the store had none, or one it refused) */
 	__u32 cached;	 /* tables read from the store of earlier recordings (unwind_store.h) */
 	__u32 refused;	 /* store entries refused (corrupt, not ours): built again */
+	__u32 fp;	 /* files built with frame pointers: walked by them, no rows */
 	__u32 procs;	 /* processes with mappings registered */
 	__u32 full;	 /* files refused because the rows' map was full */
 	__u64 rows, cap; /* rows loaded, and the map's capacity */

@@ -78,7 +78,8 @@ static __u32 hdr_crc(const struct store_hdr *h)
 	return (__u32)crc32(0, (const Bytef *)&c, sizeof(c));
 }
 
-static int read_full(int fd, void *buf, size_t len)
+/* Up to LEN bytes from FD: how many (fewer at the file's end), or -errno. */
+static ssize_t read_some(int fd, void *buf, size_t len)
 {
 	size_t done = 0;
 
@@ -87,11 +88,13 @@ static int read_full(int fd, void *buf, size_t len)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EBADMSG;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			break;
 		done += (size_t)n;
 	}
-	return 0;
+	return (ssize_t)done;
 }
 
 static int refuse(int err, char *why, size_t len, const char *what)
@@ -101,14 +104,19 @@ static int refuse(int err, char *why, size_t len, const char *what)
 	return err;
 }
 
-/* H and the rows after it, whose file is SIZE bytes, against what the caller asked. */
-static int check_hdr(const struct store_hdr *h, __u64 size, const char *id, __u64 elf_size,
-		     char *why, size_t len)
+/*
+ * H (its first GOT bytes read) and the rows after it, whose file is SIZE bytes, against what
+ * the caller asked. Every version begins with the magic and the version.
+ */
+static int check_hdr(const struct store_hdr *h, size_t got, __u64 size, const char *id,
+		     __u64 elf_size, char *why, size_t len)
 {
-	if (memcmp(h->magic, MAGIC, sizeof(h->magic)) || h->hdr_size != sizeof(*h))
+	if (got < 12 || memcmp(h->magic, MAGIC, sizeof(h->magic)))
 		return refuse(-EBADMSG, why, len, "not an entry of this store");
 	if (h->version != UNWIND_STORE_VERSION)
 		return -ESTALE; /* written by another version of the builder */
+	if (got < sizeof(*h) || h->hdr_size != sizeof(*h))
+		return refuse(-EBADMSG, why, len, "it is cut short");
 	if (h->hdr_crc != hdr_crc(h))
 		return refuse(-EBADMSG, why, len, "its header's checksum does not match");
 	if (memchr(h->build_id, 0, sizeof(h->build_id)) == NULL || strcmp(h->build_id, id))
@@ -127,6 +135,8 @@ int unwind_store__read(const char *dir, const char *id, __u64 elf_size, struct u
 	char path[PATH_MAX];
 	struct store_hdr h;
 	struct stat st;
+	ssize_t got;
+	size_t bytes;
 	int fd, err;
 
 	memset(out, 0, sizeof(*out));
@@ -145,23 +155,20 @@ int unwind_store__read(const char *dir, const char *id, __u64 elf_size, struct u
 		err = refuse(-EPERM, why, len, "another user owns it or may write it");
 		goto out;
 	}
-	if ((__u64)st.st_size < sizeof(h)) {
-		err = refuse(-EBADMSG, why, len, "it is cut short");
-		goto out;
-	}
-	err = read_full(fd, &h, sizeof(h));
-	if (!err)
-		err = check_hdr(&h, (__u64)st.st_size, id, elf_size, why, len);
+	got = read_some(fd, &h, sizeof(h));
+	err = got < 0 ? (int)got
+		      : check_hdr(&h, (size_t)got, (__u64)st.st_size, id, elf_size, why, len);
 	if (err)
 		goto out;
-	out->rows = malloc(h.nrows ? (size_t)h.nrows * sizeof(*out->rows) : 1);
+	bytes = (size_t)h.nrows * sizeof(*out->rows);
+	out->rows = malloc(bytes ?: 1);
 	if (!out->rows) {
 		err = -ENOMEM;
 		goto out;
 	}
-	err = read_full(fd, out->rows, (size_t)h.nrows * sizeof(*out->rows));
-	if (err || (__u32)crc32(0, (const Bytef *)out->rows,
-				(uInt)(h.nrows * sizeof(*out->rows))) != h.rows_crc) {
+	got = read_some(fd, out->rows, bytes);
+	if (got != (ssize_t)bytes ||
+	    (__u32)crc32(0, (const Bytef *)out->rows, (uInt)bytes) != h.rows_crc) {
 		err = refuse(-EBADMSG, why, len, "its rows' checksum does not match");
 		goto out;
 	}

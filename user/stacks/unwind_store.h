@@ -30,9 +30,9 @@
 
 /* How a table was had (unwind_store__table's *HOW). */
 enum unwind_store_how {
-	UNWIND_STORE_BUILT = 0,	   /* built (no entry, a stale one, or the store is off) */
-	UNWIND_STORE_READ = 1,	   /* read from its entry */
-	UNWIND_STORE_REFUSED = 2,  /* its entry was refused (corrupt, not ours): built again */
+	UNWIND_STORE_BUILT = 0,	  /* built (no entry, a stale one, or the store is off) */
+	UNWIND_STORE_READ = 1,	  /* read from its entry */
+	UNWIND_STORE_REFUSED = 2, /* its entry was refused (corrupt, not ours): built again */
 };
 
 /* The store's folder into BUF (LEN bytes): CACHE/unwind; NULL when the caches are off. */

@@ -67,6 +67,8 @@ static int rows_of(struct eh_frame *ef, const struct eh_section *secs, struct un
 		t->stats.fdes++;
 		t->stats.fdes_bad += !!(r & CFI_ROWS_BAD);
 		t->stats.fdes_expr += !!(r & CFI_ROWS_EXPR);
+		t->stats.fdes_fp += !!(r & CFI_ROWS_FP);
+		t->stats.fdes_framed += (r & CFI_ROWS_FRAME) && !(r & CFI_ROWS_SPECIAL);
 		t->stats.rows_signal += ef->cies[f->cie].signal;
 		prev_end = f->end;
 	}
