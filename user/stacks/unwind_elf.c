@@ -322,6 +322,9 @@ int unwind_table__build_fd(int fd, const char *path, const char *root, struct un
 	err = r < 0 ? r : -ENODATA;
 	if (r >= 0 && nsecs)
 		err = unwind_table__rows(secs, nsecs, in_code, &cs, out);
+	for (i = 0; !err && i < cs.n; i++)
+		if (eh.e_entry >= cs.start[i] && eh.e_entry < cs.end[i])
+			err = unwind_table__entry_end(out, eh.e_entry, cs.end[i]);
 	for (i = 0; i < nsecs; i++)
 		free((void *)secs[i].data);
 out:

@@ -110,6 +110,33 @@ int unwind_table__rows(const struct eh_section *secs, size_t nsecs,
 	return err;
 }
 
+int unwind_table__entry_end(struct unwind_table *t, __u64 entry, __u64 seg_end)
+{
+	const struct bs_unwind_row *r = unwind_table__find(t, entry);
+	struct bs_unwind_row *rows;
+	size_t at = r ? (size_t)(r - t->rows) + 1 : 0;
+	int replace = r && r->pc == entry, tail = at == t->n;
+	size_t add = !replace + tail;
+
+	if (entry >> 32 || seg_end > 1ull << 32 || entry >= seg_end ||
+	    (r && r->kind != BS_UNW_STOP_NONE))
+		return 0; /* an FDE covers it, or it is no code of this table's */
+	rows = realloc(t->rows, (t->n + add) * sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	t->rows = rows;
+	if (replace)
+		at--;
+	else
+		memmove(&rows[at + 1], &rows[at], (t->n - at) * sizeof(*rows));
+	rows[at] = (struct bs_unwind_row){ .pc = (__u32)entry, .kind = BS_UNW_END };
+	if (tail)
+		rows[at + 1] =
+			(struct bs_unwind_row){ .pc = (__u32)seg_end, .kind = BS_UNW_STOP_NONE };
+	t->n += add;
+	return 0;
+}
+
 int unwind_table__from_section(const void *sec, size_t len, __u64 vaddr, int debug_frame,
 			       struct unwind_table *out)
 {
