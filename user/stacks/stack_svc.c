@@ -435,6 +435,19 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 		record_ctx__write(ctx, &ref);
 }
 
+/* Until PID's tables (0: every process's) are loaded; -v says how long that took. */
+static void hold(struct record_ctx *ctx, struct stack_svc *s, pid_t pid)
+{
+	__u64 t0 = mono_now_ns();
+	size_t left = stack_unwind__hold(s->unw, pid);
+
+	if (ctx->opts->verbose)
+		pr_info("unwind tables: %s%.0d held %.1f ms until its files' tables were loaded "
+			"(%zu mapping%s still without)\n",
+			pid ? "pid " : "the recording's start", pid, (mono_now_ns() - t0) / 1e6,
+			left, left == 1 ? "" : "s");
+}
+
 void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
 {
 	struct py_proc *p;
@@ -450,7 +463,7 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 		 */
 		if (rec->type == BS_REC_MAP_EXEC && rec->size >= sizeof(struct bs_map_exec) &&
 		    (((const struct bs_map_exec *)rec)->flags & BS_MAP_EXEC_STOPPED))
-			stack_unwind__hold(s->unw, rec->pid);
+			hold(ctx, s, rec->pid);
 	}
 	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
 	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {
@@ -512,7 +525,7 @@ void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s)
 		closedir(proc);
 	/* -p, -a: the recording goes live once their tables are loaded. */
 	if (s->unw && s->unw_eager && (o->npids || o->system_wide))
-		stack_unwind__hold(s->unw, 0);
+		hold(ctx, s, 0);
 }
 
 void stack_svc__poll(struct record_ctx *ctx, struct stack_svc *s)

@@ -27,7 +27,11 @@ struct unwind_builder {
 	__u64 cur_since;
 	__u32 pending;
 	int stop;
+	pid_t tid; /* the thread's, once it runs (unwind_builder__urgent) */
+	int urgent;
 };
+
+#define NICE_IDLE 10 /* its priority while nothing waits for it */
 
 void unwind_build_job__free(struct unwind_build_job *j)
 {
@@ -70,8 +74,9 @@ static void *run(void *arg)
 	 * The least urgent work of the recording: on a busy machine the loop, and the reads
 	 * that name stacks (a second each once the recording stops), go first.
 	 */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	pthread_mutex_lock(&b->lock);
+	b->tid = (pid_t)syscall(SYS_gettid);
+	setpriority(PRIO_PROCESS, (id_t)b->tid, b->urgent ? 0 : NICE_IDLE);
 	for (;;) {
 		while (!b->stop && !b->todo)
 			pthread_cond_wait(&b->cond, &b->lock);
@@ -186,6 +191,16 @@ int unwind_builder__wait(struct unwind_builder *b, __u64 deadline)
 	done = b->done != NULL;
 	pthread_mutex_unlock(&b->lock);
 	return done;
+}
+
+void unwind_builder__urgent(struct unwind_builder *b, int urgent)
+{
+	pthread_mutex_lock(&b->lock);
+	b->urgent = urgent;
+	/* Raising it back needs CAP_SYS_NICE, which the recorder keeps; without, it stays. */
+	if (b->tid)
+		setpriority(PRIO_PROCESS, (id_t)b->tid, urgent ? 0 : NICE_IDLE);
+	pthread_mutex_unlock(&b->lock);
 }
 
 __u32 unwind_builder__pending(struct unwind_builder *b)

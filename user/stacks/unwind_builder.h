@@ -41,6 +41,11 @@ int unwind_builder__queue(struct unwind_builder *b, __u64 dev, __u64 ino, const 
 			  const char *root, const char *shown, const char *store);
 /* A finished job (free it with unwind_build_job__free), or NULL when none is. */
 struct unwind_build_job *unwind_builder__done(struct unwind_builder *b);
+/*
+ * URGENT: a process waits for the builds (a hold): the thread runs at the recorder's priority,
+ * not at nice 10 (the least urgent work of a recording otherwise).
+ */
+void unwind_builder__urgent(struct unwind_builder *b, int urgent);
 /* Until a job is done (not yet taken) or DEADLINE (mono_clock.h): 1 when one is. */
 int unwind_builder__wait(struct unwind_builder *b, __u64 deadline);
 /* Queued or under way, not yet taken by unwind_builder__done. */

@@ -479,6 +479,7 @@ static size_t waiting(const struct unwind_load *u, pid_t pid)
 
 size_t unwind_load__wait(struct unwind_load *u, pid_t pid, __u64 deadline)
 {
+	struct unwind_builder *urged = NULL;
 	__u64 now;
 
 	for (;;) {
@@ -487,9 +488,13 @@ size_t unwind_load__wait(struct unwind_load *u, pid_t pid, __u64 deadline)
 		now = mono_now_ns();
 		if (!waiting(u, pid) || !u->builder || now >= deadline)
 			break;
+		if (urged != u->builder)
+			unwind_builder__urgent(urged = u->builder, 1);
 		unwind_builder__wait(u->builder,
 				     deadline - now > WAIT_STEP_NS ? now + WAIT_STEP_NS : deadline);
 	}
+	if (urged && urged == u->builder)
+		unwind_builder__urgent(urged, 0);
 	return waiting(u, pid);
 }
 
