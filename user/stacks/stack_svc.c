@@ -439,7 +439,8 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 static void hold(struct record_ctx *ctx, struct stack_svc *s, pid_t pid)
 {
 	__u64 t0 = mono_now_ns();
-	size_t left = stack_unwind__hold(s->unw, pid);
+	size_t left =
+		stack_unwind__hold(s->unw, pid, pid ? STACK_UNWIND_HOLD_NS : STACK_UNWIND_START_NS);
 
 	if (ctx->opts->verbose)
 		pr_info("unwind tables: %s%.0d held %.1f ms until its files' tables were loaded "

@@ -130,15 +130,15 @@ void stack_unwind__process(struct stack_unwind *s, pid_t pid)
 	unwind_load__flush(s->load);
 }
 
-size_t stack_unwind__hold(struct stack_unwind *s, pid_t pid)
+size_t stack_unwind__hold(struct stack_unwind *s, pid_t pid, __u64 wait_ns)
 {
-	size_t left = unwind_load__wait(s->load, pid, mono_now_ns() + STACK_UNWIND_HOLD_NS);
+	size_t left = unwind_load__wait(s->load, pid, mono_now_ns() + wait_ns);
 
 	if (left)
 		pr_warn("unwind tables: %zu mapping%s of %s%.0d still wait%s for a table after "
 			"%llu s: %s on, %s first stacks through them may stop there\n",
 			left, left == 1 ? "" : "s", pid ? "pid " : "the traced processes", pid,
-			left == 1 ? "s" : "", STACK_UNWIND_HOLD_NS / 1000000000ull,
+			left == 1 ? "s" : "", (unsigned long long)(wait_ns / 1000000000ull),
 			pid ? "it goes" : "recording goes", pid ? "its" : "their");
 	return left;
 }

@@ -23,8 +23,13 @@ struct unwind_load;
 struct unwind_load_usage;
 struct bs_hdr;
 
-/* How long a process waits for its tables (a launched one at new code, -p before the start). */
-#define STACK_UNWIND_HOLD_NS (10 * 1000000000ull)
+/*
+ * How long a launched process is held at new code for its tables, and how long -p's (-a's)
+ * start waits for theirs (a running job is not held then: the recording goes live later). A
+ * build that does not end is left behind sooner or later anyway (BPFSIGHT_UNWIND_WAIT_S).
+ */
+#define STACK_UNWIND_HOLD_NS  (10 * 1000000000ull)
+#define STACK_UNWIND_START_NS (30 * 1000000000ull)
 
 /*
  * Over the maps ROWS_FD and PROCS_FD, with MGR's view of the processes' mappings; ASYNC:
@@ -48,9 +53,9 @@ void stack_unwind__cut(struct stack_unwind *s, pid_t pid, const __u64 *w, __u32 
 void stack_unwind__process(struct stack_unwind *s, pid_t pid);
 /*
  * Until PID's tables (PID 0: every process's) are loaded and registered, for at most
- * STACK_UNWIND_HOLD_NS (said when it ends first); how many mappings still wait.
+ * WAIT_NS (said when it ends first); how many mappings still wait.
  */
-size_t stack_unwind__hold(struct stack_unwind *s, pid_t pid);
+size_t stack_unwind__hold(struct stack_unwind *s, pid_t pid, __u64 wait_ns);
 /*
  * A process's life and new code: an exec forgets its mappings and registers the new
  * program's, new code (a dlopen) registers its files', a fork gives the child its parent's,
