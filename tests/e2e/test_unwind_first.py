@@ -111,10 +111,9 @@ def test_an_oom_right_after_an_attach_has_its_whole_stack():
     r.wait_ready()
     tell(job, "go")
     check('"oom"' in job.stdout.readline(), "the job's allocation failed")
-    r.flush()  # its frames named while the job lives
+    eq(r.stop(), 0, r.stderr[-600:])  # its frames named while the job lives
     job.stdin.close()
     eq(job.wait(60), 0, "the job ends well")
-    eq(r.wait(60), 0, r.stderr[-600:])
     ooms = [e for e in dump(r.out) if e["kind"] == "mem_oom"]
     eq(len(ooms), 1, "one OOM")
     funcs = [f.get("func", "") for f in ooms[0]["stack"]]
