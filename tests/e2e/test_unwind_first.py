@@ -12,7 +12,7 @@ from helpers import (ROOT, Recorder, Skip, check, dump, eq, info, need_root, rec
                      spawn, tell, tmpdir, workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
-SECONDS = 25
+SECONDS = 20
 
 CALLS = 40
 DL_LIB = workload("lib/libunwind_dl.so")
