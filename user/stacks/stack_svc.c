@@ -435,13 +435,32 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 		record_ctx__write(ctx, &ref);
 }
 
-/* Until PID's tables (0: every process's) are loaded; -v says how long that took. */
+#define HOLD_STEP_NS 100000000ull /* a hold looks for a stop signal this often */
+
+/*
+ * Until PID's tables (0: every process's) are loaded, for STACK_UNWIND_HOLD_NS (at -p's and
+ * -a's start, PID 0: STACK_UNWIND_START_NS) at most, or a stop (Ctrl-C, -d's end: a
+ * recording never waits on a table it will not use); said when it ends first, -v says how
+ * long it took.
+ */
 static void hold(struct record_ctx *ctx, struct stack_svc *s, pid_t pid)
 {
-	__u64 t0 = mono_now_ns();
-	size_t left =
-		stack_unwind__hold(s->unw, pid, pid ? STACK_UNWIND_HOLD_NS : STACK_UNWIND_START_NS);
+	__u64 t0 = mono_now_ns(), now = t0,
+	      end = t0 + (pid ? STACK_UNWIND_HOLD_NS : STACK_UNWIND_START_NS);
+	size_t left;
 
+	do {
+		left = stack_unwind__hold(s->unw, pid,
+					  end - now > HOLD_STEP_NS ? now + HOLD_STEP_NS : end);
+		now = mono_now_ns();
+	} while (left && now < end && !record_ctx__must_stop(ctx));
+	if (left)
+		pr_warn("unwind tables: %zu mapping%s of %s%.0d still wait%s for a table after "
+			"%.1f s%s: %s on, %s first stacks through them may stop there\n",
+			left, left == 1 ? "" : "s", pid ? "pid " : "the traced processes", pid,
+			left == 1 ? "s" : "", (now - t0) / 1e9,
+			now < end ? " (the recording stops)" : "",
+			pid ? "it goes" : "recording goes", pid ? "its" : "their");
 	if (ctx->opts->verbose)
 		pr_info("unwind tables: %s%.0d held %.1f ms until its files' tables were loaded "
 			"(%zu mapping%s still without)\n",

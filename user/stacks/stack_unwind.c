@@ -8,8 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/auxv.h>
-#include "mono_clock.h"
-#include "msg.h"
 #include "proc_meta.h"
 #include "records.h"
 #include "stack_unwind.h"
@@ -130,17 +128,9 @@ void stack_unwind__process(struct stack_unwind *s, pid_t pid)
 	unwind_load__flush(s->load);
 }
 
-size_t stack_unwind__hold(struct stack_unwind *s, pid_t pid, __u64 wait_ns)
+size_t stack_unwind__hold(struct stack_unwind *s, pid_t pid, __u64 deadline)
 {
-	size_t left = unwind_load__wait(s->load, pid, mono_now_ns() + wait_ns);
-
-	if (left)
-		pr_warn("unwind tables: %zu mapping%s of %s%.0d still wait%s for a table after "
-			"%llu s: %s on, %s first stacks through them may stop there\n",
-			left, left == 1 ? "" : "s", pid ? "pid " : "the traced processes", pid,
-			left == 1 ? "s" : "", (unsigned long long)(wait_ns / 1000000000ull),
-			pid ? "it goes" : "recording goes", pid ? "its" : "their");
-	return left;
+	return unwind_load__wait(s->load, pid, deadline);
 }
 
 void stack_unwind__cut(struct stack_unwind *s, pid_t pid, const __u64 *w, __u32 n, int eager)

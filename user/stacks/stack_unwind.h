@@ -52,10 +52,10 @@ void stack_unwind__cut(struct stack_unwind *s, pid_t pid, const __u64 *w, __u32 
  */
 void stack_unwind__process(struct stack_unwind *s, pid_t pid);
 /*
- * Until PID's tables (PID 0: every process's) are loaded and registered, for at most
- * WAIT_NS (said when it ends first); how many mappings still wait.
+ * Until PID's tables (PID 0: every process's) are loaded and registered, or DEADLINE
+ * (mono_clock.h); how many mappings still wait.
  */
-size_t stack_unwind__hold(struct stack_unwind *s, pid_t pid, __u64 wait_ns);
+size_t stack_unwind__hold(struct stack_unwind *s, pid_t pid, __u64 deadline);
 /*
  * A process's life and new code: an exec forgets its mappings and registers the new
  * program's, new code (a dlopen) registers its files', a fork gives the child its parent's,
