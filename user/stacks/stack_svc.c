@@ -438,15 +438,14 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 #define HOLD_STEP_NS 100000000ull /* a hold looks for a stop signal this often */
 
 /*
- * Until PID's tables (0: every process's) are loaded, for STACK_UNWIND_HOLD_NS (at -p's and
- * -a's start, PID 0: STACK_UNWIND_START_NS) at most, or a stop (Ctrl-C, -d's end: a
+ * Until PID's tables are loaded, up to END (mono_clock.h) or a stop (Ctrl-C, -d's end: a
  * recording never waits on a table it will not use); said when it ends first, -v says how
- * long it took.
+ * long it took. STARTING: the recording waits to go live (-p); else the process waits,
+ * held at its new code (launch mode).
  */
-static void hold(struct record_ctx *ctx, struct stack_svc *s, pid_t pid)
+static void hold(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u64 end, int starting)
 {
-	__u64 t0 = mono_now_ns(), now = t0,
-	      end = t0 + (pid ? STACK_UNWIND_HOLD_NS : STACK_UNWIND_START_NS);
+	__u64 t0 = mono_now_ns(), now = t0;
 	size_t left;
 
 	do {
@@ -455,17 +454,16 @@ static void hold(struct record_ctx *ctx, struct stack_svc *s, pid_t pid)
 		now = mono_now_ns();
 	} while (left && now < end && !record_ctx__must_stop(ctx));
 	if (left)
-		pr_warn("unwind tables: %zu mapping%s of %s%.0d still wait%s for a table after "
-			"%.1f s%s: %s on, %s first stacks through them may stop there\n",
-			left, left == 1 ? "" : "s", pid ? "pid " : "the traced processes", pid,
-			left == 1 ? "s" : "", (now - t0) / 1e9,
+		pr_warn("unwind tables: %zu mapping%s of pid %d still wait%s for a table after "
+			"%.1f s%s: %s, its first stacks through them may stop there\n",
+			left, left == 1 ? "" : "s", pid, left == 1 ? "s" : "", (now - t0) / 1e9,
 			now < end ? " (the recording stops)" : "",
-			pid ? "it goes" : "recording goes", pid ? "its" : "their");
+			starting ? "the recording goes live" : "it goes on");
 	if (ctx->opts->verbose)
-		pr_info("unwind tables: %s%.0d held %.1f ms until its files' tables were loaded "
+		pr_info("unwind tables: pid %d %s %.1f ms until its files' tables were loaded "
 			"(%zu mapping%s still without)\n",
-			pid ? "pid " : "the recording's start", pid, (mono_now_ns() - t0) / 1e6,
-			left, left == 1 ? "" : "s");
+			pid, starting ? "waited for" : "held", (mono_now_ns() - t0) / 1e6, left,
+			left == 1 ? "" : "s");
 }
 
 void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
@@ -483,7 +481,7 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 		 */
 		if (rec->type == BS_REC_MAP_EXEC && rec->size >= sizeof(struct bs_map_exec) &&
 		    (((const struct bs_map_exec *)rec)->flags & BS_MAP_EXEC_STOPPED))
-			hold(ctx, s, rec->pid);
+			hold(ctx, s, rec->pid, mono_now_ns() + STACK_UNWIND_HOLD_NS, 0);
 	}
 	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
 	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {
@@ -530,6 +528,7 @@ void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s)
 {
 	const struct record_opts *o = ctx->opts;
 	struct dirent *d;
+	__u64 end;
 	DIR *proc;
 
 	for (__u32 i = 0; i < o->npids; i++)
@@ -543,9 +542,14 @@ void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s)
 	}
 	if (proc)
 		closedir(proc);
-	/* -p, -a: the recording goes live once their tables are loaded. */
-	if (s->unw && s->unw_eager && (o->npids || o->system_wide))
-		hold(ctx, s, 0);
+	/*
+	 * -p: the recording goes live once its targets' tables are loaded (queued first). -a's
+	 * other processes' are built meanwhile and after: a machine's every file is not worth
+	 * a start that waits for them.
+	 */
+	end = mono_now_ns() + STACK_UNWIND_START_NS;
+	for (__u32 i = 0; s->unw && s->unw_eager && i < o->npids; i++)
+		hold(ctx, s, o->pids[i], end, 1);
 }
 
 void stack_svc__poll(struct record_ctx *ctx, struct stack_svc *s)

@@ -3,9 +3,9 @@
  * Which files get an unwind table, and when (docs/STACKS.md, "When a file gets its table"):
  * the stack service's policy over unwind_load.h. In a recording every file a traced process
  * maps executable gets one before a stack can need it: the processes' files when the
- * recording starts (-p, -a: the recording goes live once they are loaded), a new program's
- * and its libraries when they are mapped (exec, dlopen: launch mode holds the process at
- * those stops until they are loaded), each read from the store of earlier recordings
+ * recording starts (-p: the recording goes live once they are loaded; -a: as they come), a
+ * new program's and its libraries when they are mapped (exec, dlopen: launch mode holds the
+ * process at those stops until they are loaded), each read from the store of earlier recordings
  * (unwind_store.h) or built in a thread of their own; a forked child has its parent's.
  * A stack cut in a file that was never tried (a process missed) has its process looked at
  * again. `bpfsight stacks` builds tables only for the files its cut stacks name, at once, and
@@ -24,8 +24,8 @@ struct unwind_load_usage;
 struct bs_hdr;
 
 /*
- * How long a launched process is held at new code for its tables, and how long -p's (-a's)
- * start waits for theirs (a running job is not held then: the recording goes live later). A
+ * How long a launched process is held at new code for its tables, and how long -p's start
+ * waits for its targets' (a running job is not held then: the recording goes live later). A
  * build that does not end is left behind sooner or later anyway (BPFSIGHT_UNWIND_WAIT_S).
  */
 #define STACK_UNWIND_HOLD_NS  (10 * 1000000000ull)
