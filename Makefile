@@ -208,6 +208,10 @@ $(OUT)/tests/cpu_split $(OUT)/tests/syscall_callers $(OUT)/tests/stacks_native: 
 
 # Unwind tables' workload is built as the libraries without frame pointers are.
 $(OUT)/tests/unwind_qsort: WL_EXTRA := -O2 -fomit-frame-pointer
+$(OUT)/tests/lib/libunwind_dl.so: tests/workloads/lib/unwind_dl.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror -fPIC -shared $< -o $@
 
 # The demo marks its phases with NVTX when the toolkit's header-only nvtx3 is there.
 ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)

@@ -4,8 +4,10 @@ the time and memory to build the tables of the large libraries ML jobs run in (D
 libtorch_cpu, CUDA's libcublas and libcublasLt; libc and pyenv's libpython for scale), each
 in a process of its own (build/tests/unwind_dump --stats: no table cached), RUNS times; the
 table's rows and bytes (what the BPF maps hold), the process's peak RSS (VmHWM: the program,
-libelf, the sections read, the FDEs, the rows growing), and a second call for the same file
-through the cache.
+libelf, the sections read, the FDEs, the rows growing), a second call for the same file
+through the cache, and the store of tables across recordings (unwind_store.h, --store): the
+table built and written into an empty store (a recording's cold build), then read back
+from it (the next recording's).
 
     python3 bench/run_bench.py --build B --only unwind --no-results   # this section alone
     make bench-unwind                                                  # the same, ~15 s
@@ -13,8 +15,10 @@ through the cache.
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
+import tempfile
 
 from bench_common import BenchError, block_head, end
 
@@ -41,17 +45,24 @@ def one_run(cmd):
 
 
 def one_file(ctx, label, path, runs):
-    builds, rss, hits = [], [], []
+    builds, rss, hits, stored, reads = [], [], [], [], []
     for _ in range(runs):
-        lines = one_run([dump_bin(ctx), "--stats", path])
-        table, hit = lines[0], lines[1]
+        store = tempfile.mkdtemp(prefix="bench-unwind-store-")
+        try:
+            lines = one_run([dump_bin(ctx), "--stats", "--store", store, path])
+        finally:
+            shutil.rmtree(store, ignore_errors=True)
+        table, hit, st = lines[0], lines[1], lines[2]
         builds.append(table["build_ns"] / 1e9)
         hits.append(hit["hit_ns"] / 1e3)
+        stored.append(st["store_built_ns"] / 1e9)
+        reads.append(st["store_read_ns"] / 1e9)
         rss.append(table["max_rss_kib"] / 1024)
     res = {"label": label, "path": path, "size_mb": os.path.getsize(path) / 1e6,
            "section_mb": table["section_bytes"] / 1e6, "fdes": table["fdes"],
            "rows": table["rows"], "table_mb": table["bytes"] / 1e6,
-           "expr": table["fdes_expr"], "build": builds, "rss": rss, "hit_us": hits}
+           "expr": table["fdes_expr"], "build": builds, "rss": rss, "hit_us": hits,
+           "stored": stored, "read": reads}
     ctx.progress("build", 1, 1, f"{label}: {statistics.median(builds) * 1e3:.0f} ms, "
                  f"{res['rows']:,} rows, {res['table_mb']:.1f} MB")
     return res
@@ -84,11 +95,15 @@ def markdown(ctx, res):
            "build/tests/unwind_dump --stats FILE   # a process per run: build_ns, the table's "
            "rows and bytes,",
            "                                       # its peak RSS (VmHWM), the cache's second "
-           "call (hit_ns)", "```", "",
+           "call (hit_ns)",
+           "build/tests/unwind_dump --stats --store EMPTY_DIR FILE   # and the table built and "
+           "written", "                                       # into the store, then read back",
+           "```", "",
            f"Each file {res['runs']} times; medians (min..max).", "",
            "| file | file size | sections read | FDEs | rows | table (12 B a row) | "
-           "FDEs with a stop row | build time | process peak RSS | cache hit |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "FDEs with a stop row | build time | process peak RSS | cache hit | "
+           "built and written to the store | read from the store |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for f in res["files"]:
         cell = f"{med(f['build']) * 1e3:.0f} ms ({min(f['build']) * 1e3:.0f}.." \
                f"{max(f['build']) * 1e3:.0f})"
@@ -97,7 +112,9 @@ def markdown(ctx, res):
                                   med(f["build"]) < GOAL_S)
         out.append(f"| {f['label']} | {f['size_mb']:.0f} MB | {f['section_mb']:.1f} MB | "
                    f"{f['fdes']:,} | {f['rows']:,} | {f['table_mb']:.1f} MB | {f['expr']:,} | "
-                   f"{cell} | {med(f['rss']):.0f} MB | {med(f['hit_us']):.0f} us |")
+                   f"{cell} | {med(f['rss']):.0f} MB | {med(f['hit_us']):.0f} us | "
+                   f"{med(f['stored']) * 1e3:.1f} ms | {med(f['read']) * 1e3:.1f} ms "
+                   f"(**{med(f['stored']) / med(f['read']):.1f}x** faster) |")
     base = min((f for f in res["files"]), key=lambda f: med(f["rss"]))
     out += ["", "The table is what the BPF maps hold for the file, once per build id whatever "
             "the processes that map it; the peak RSS is the whole builder process's while it "
@@ -105,6 +122,8 @@ def markdown(ctx, res):
             "file; then the section read into memory, the FDE list at 32 bytes each, the "
             "rows doubling as they grow), given back when the table is trimmed to its rows. "
             "A second call for the same file (or a copy, or another container's) is a stat "
-            "and a hash lookup. Build times are this loaded 2-core machine's, other jobs "
-            "running.", end(NAME)]
+            "and a hash lookup. The store's read is the next recording's cost for the file "
+            "(its header checked, its rows read and their crc32 and order checked); the "
+            "build and write, the first recording's. Build times are this loaded 2-core "
+            "machine's, other jobs running.", end(NAME)]
     return "\n".join(out) + "\n"

@@ -4,7 +4,7 @@
 with --torch, 99 Hz sampling of a real training job (bench/RESULTS.md, "Unwind walk").
 
     python3 bench/bench_unwind_walk.py [--build build] [--rounds 5] [--calls 100000]
-                                       [--depth 25]
+                                       [--depth 25] [--against OTHER/bpfsight]
 
 bench/unwind_deep.c calls getppid() CALLS times under DEPTH nested calls (stacks of
 DEPTH + 6 = 31 frames), built with frame pointers (unwind_deep_fp) and with
@@ -16,7 +16,9 @@ CPU time per call (CLOCK_THREAD_CPUTIME_ID: the BPF programs at its system calls
 included); a stack's cost is a run with stacks less the bare run of the same build. A check
 run first dumps one stack of each build: 31 frames by the tables, 29 by frame pointers
 (the walk ends at libc's __libc_start_call_main), no marker. Prints a markdown block of the
-medians.
+medians. --against BPFSIGHT: the two stacked configurations also recorded by that bpfsight
+(another build: the one before a change), taking turns in the same rounds, and the ratios
+of the stacks' costs.
 """
 import argparse
 import json
@@ -36,13 +38,13 @@ def run(cmd):
     return p
 
 
-def per_call(build, binary, extra, calls, depth, out):
+def per_call(build, binary, extra, calls, depth, out, bpfsight=None):
     prog = [os.path.join(build, "bench", binary), str(calls), str(depth)]
     if extra is None:
         p = run(prog)
     else:
-        p = run([os.path.join(build, "bpfsight"), "record", "--force", "-o", out, "-t", "osrt",
-                 "--osrt-threshold", "0", *extra, "--", *prog])
+        p = run([bpfsight or os.path.join(build, "bpfsight"), "record", "--force", "-o", out,
+                 "-t", "osrt", "--osrt-threshold", "0", *extra, "--", *prog])
     r = json.loads(p.stdout.splitlines()[-1])
     return r["thread_cpu_ns"] / r["calls"]
 
@@ -130,6 +132,7 @@ def main():
     ap.add_argument("--torch", action="store_true",
                     help="instead: 99 Hz sampling of a Debian-torch training loop")
     ap.add_argument("--steps", type=int, default=4000, help="--torch: training steps")
+    ap.add_argument("--against", help="another bpfsight: its stacks' costs beside")
     a = ap.parse_args()
     if a.quick:
         a.rounds, a.calls, a.steps = 2, 30000, 1500
@@ -142,16 +145,21 @@ def main():
         if len(f) < a.depth + 4 or any(x.startswith("[") for x in f):
             raise SystemExit(f"{binary}: the stack is not whole: {f}")
     configs = {
-        "untraced": ("unwind_deep_fp", None),
-        "bare probe (fp build)": ("unwind_deep_fp", []),
-        "frame pointers": ("unwind_deep_fp", ["--stacks=osrt:0"]),
-        "bare probe (no-fp build)": ("unwind_deep_nofp", []),
-        "unwind tables": ("unwind_deep_nofp", ["--stacks=osrt:0"]),
+        "untraced": ("unwind_deep_fp", None, None),
+        "bare probe (fp build)": ("unwind_deep_fp", [], None),
+        "frame pointers": ("unwind_deep_fp", ["--stacks=osrt:0"], None),
+        "bare probe (no-fp build)": ("unwind_deep_nofp", [], None),
+        "unwind tables": ("unwind_deep_nofp", ["--stacks=osrt:0"], None),
     }
+    if a.against:
+        configs["frame pointers, --against"] = ("unwind_deep_fp", ["--stacks=osrt:0"],
+                                                a.against)
+        configs["unwind tables, --against"] = ("unwind_deep_nofp", ["--stacks=osrt:0"],
+                                               a.against)
     ns = {c: [] for c in configs}
     for _ in range(a.rounds):
-        for c, (binary, extra) in configs.items():
-            ns[c].append(per_call(a.build, binary, extra, a.calls, a.depth, out))
+        for c, (binary, extra, other) in configs.items():
+            ns[c].append(per_call(a.build, binary, extra, a.calls, a.depth, out, other))
     os.unlink(out)
     med = {c: statistics.median(v) for c, v in ns.items()}
     probe = med["bare probe (fp build)"] - med["untraced"]
@@ -167,6 +175,12 @@ def main():
     print(f"\nthe bare probe (an osrt record per call): {probe:.0f} ns; a stack by frame "
           f"pointers: {fp:.0f} ns; by unwind tables: {tab:.0f} ns: **{tab / fp:.2f}x** the "
           f"frame-pointer walk (goal 2x), {tab / probe:.2f}x the bare probe")
+    if a.against:
+        fp_o = med["frame pointers, --against"] - med["bare probe (fp build)"]
+        tab_o = med["unwind tables, --against"] - med["bare probe (no-fp build)"]
+        print(f"against {a.against}: a stack by frame pointers {fp_o:.0f} ns (this build's "
+              f"**{fp / fp_o:.2f}x** it), by unwind tables {tab_o:.0f} ns (this build's "
+              f"**{tab / tab_o:.2f}x** it)")
 
 
 if __name__ == "__main__":

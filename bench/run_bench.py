@@ -49,7 +49,8 @@ Sections (each its own block of bench/RESULTS.md, between <!-- NAME:begin/end --
              `-t cuda,gpu`, the default families and each family alone, interleaved; the
              recorder's CPU and the BPF programs' time per step (bench_cost.py; ~1.5 min)
   unwind     unwind tables: time and memory to build those of libtorch_cpu, libcublas,
-             libcublasLt, libc and libpython, a process per run (bench_unwind.py; ~15 s)
+             libcublasLt, libc and libpython, a process per run, and to read them back
+             from the store of tables kept across recordings (bench_unwind.py; ~15 s)
   pyfunc     --python-functions: ns per traced call against an empty hook written in
              Python, and what untraced calls pay while recording, on every interpreter
              here (bench_pyfunc.py; ~30 s)

@@ -38,9 +38,10 @@
  *   shim_gaps (tgid)               user space, when the process exits (after its holes are
  *                                  settled); LRU, so bounded anyway
  *   known_files ((dev, inode))     never: one per executable examined, not per process
- *   unw_procs (tgid)               the stack service (user/stacks/stack_unwind.c), on the
- *                                  exit or exec record; unw_rows: never (one table per file,
- *                                  its size the cap: bpf/unwind_maps.h)
+ *   unw_procs (tgid)               proc.bpf.c at the exec (and copied to a child at the
+ *                                  fork), the stack service (user/stacks/stack_unwind.c) on
+ *                                  the exit record; unw_rows: never (one table per file, its
+ *                                  size the cap: bpf/unwind_maps.h)
  * User space follows the same rule: what the recorder keeps per process (the shim channel's
  * strings, sequence window, launch join, namespace tid map and links; --inject's notes; the
  * cuda family's kernel names; the uprobe manager's maps, 2 s later) is freed at the process's

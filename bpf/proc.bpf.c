@@ -10,9 +10,15 @@
  * so a recycled pid is not traced by mistake. In launch mode CMD is forked before anything is
  * attached and waits on a pipe; once the probes are live and its pid is in targets, it is
  * released and execs (user/session/launch.c).
+ *
+ * Unwind tables (bpf/unwind_maps.h) follow the same lives here, not when user space reads the
+ * records: a forked child walks by its parent's mappings from its first stack on, and a new
+ * program is never walked by the old one's (user space registers the new program's files
+ * when it reads the exec).
  */
 #define BS_BLOCK 0x00
 #include "common.bpf.h"
+#include "unwind_procs.bpf.h"
 
 /* Ring-buffer memory is not zeroed: clear the tail so records are deterministic. */
 static __always_inline void copy_comm(char *dst, const char *src_kernel)
@@ -26,6 +32,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	__u32 ppid = BPF_CORE_READ(parent, tgid);
 	__u32 cpid = BPF_CORE_READ(child, tgid);
 	__u32 ctid = BPF_CORE_READ(child, pid);
+	const struct bs_unw_proc *unw;
 	struct bs_fork *r;
 
 	if (!bs_is_target(ppid))
@@ -37,6 +44,9 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 		if (bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY))
 			bs_count_loss(BS_LOSS_TARGET_MAP);
 	}
+	/* A new process has its parent's code where its parent had it. */
+	if (cpid == ctid && cpid != ppid && (unw = bpf_map_lookup_elem(&unw_procs, &ppid)))
+		bpf_map_update_elem(&unw_procs, &cpid, unw, BPF_ANY);
 	r = bs_reserve_life(BS_REC_FORK, sizeof(*r), ppid, BPF_CORE_READ(parent, pid),
 			    bpf_ktime_get_ns());
 	if (!r)
@@ -67,6 +77,8 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_tid)
 
 	if (!bs_is_target(pid))
 		return 0;
+	/* The old program's mappings describe nothing of the new one. */
+	bpf_map_delete_elem(&unw_procs, &pid);
 	r = bs_reserve_life(BS_REC_EXEC, sizeof(*r), pid, BPF_CORE_READ(p, pid),
 			    bpf_ktime_get_ns());
 	if (!r)

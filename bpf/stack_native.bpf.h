@@ -86,7 +86,7 @@ static __always_inline const struct bs_unw_map *stack_unw_map(const struct bs_un
 		return m;
 	u->lo = 0;
 	u->top = p->n;
-	for (int k = 0; k < 8 && u->lo < u->top; k++) {
+	for (int k = 0; k < BS_UNW_MAP_SEARCH && u->lo < u->top; k++) {
 		mid = (u->lo + u->top) / 2;
 		if (ip < p->m[mid & (BS_UNW_MAPS - 1)].start)
 			u->top = mid;
@@ -208,7 +208,8 @@ static long stack_fp_frame(__u32 i, void *arg)
 		return 1;
 	if (a->p)
 		m = stack_unw_map(a->p, u, at);
-	if (m) {
+	/* A file built with frame pointers has no rows: walked by them (unwind_load.c). */
+	if (m && m->nrows) {
 		r = stack_unw_row(m, u, at - m->bias);
 		if (!r) {
 			u->end = BS_CUT_NO_FDE + 1;

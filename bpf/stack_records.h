@@ -193,9 +193,12 @@ struct bs_py_code_id {
  * What the unwind tables (bpf/unwind_table.h) took, as the recorder's end-of-run line says it:
  * written when the recording stops (and at a flush or a flight dump, so those files hold it
  * too), only when some file needed a table; the latest one in a file holds. Its type is in
- * merge's block because the recording's own is full (records.h). hdr.pid/tid: 0.
+ * merge's block because the recording's own is full (records.h). hdr.pid/tid: 0. Files of
+ * bpfsight before the tables' store have its first BS_UNWIND_USAGE_V1 bytes (no built,
+ * cached, refused, cache_ns).
  */
 #define BS_REC_UNWIND_USAGE 0xa2
+#define BS_UNWIND_USAGE_V1  80
 
 struct bs_unwind_usage {
 	struct bs_hdr h;
@@ -208,6 +211,11 @@ struct bs_unwind_usage {
 	__u64 bytes;	 /* BPF memory of the rows loaded */
 	__u64 cap_bytes; /* the rows' map's size, reserved when the recording starts */
 	__u64 build_ns;	 /* time spent building tables */
+	__u32 built;	 /* tables built (none in the store, or one it refused) */
+	__u32 cached;	 /* tables read from the store of earlier recordings */
+	__u32 refused;	 /* store entries refused (corrupt, not the recorder's): built again */
+	__u32 fp_files;	 /* files built with frame pointers: walked by them, no rows loaded */
+	__u64 cache_ns;	 /* time spent reading tables from the store */
 };
 
 BS_ASSERT_RECORD(bs_stack, 32);
@@ -218,6 +226,6 @@ BS_ASSERT_RECORD(bs_py_frame, 32);
 BS_ASSERT_RECORD(bs_py_cfg, 104);
 BS_ASSERT_RECORD(bs_py_code_key, 16);
 BS_ASSERT_RECORD(bs_py_code_id, 16);
-BS_ASSERT_RECORD(bs_unwind_usage, 80);
+BS_ASSERT_RECORD(bs_unwind_usage, 104);
 
 #endif /* BPFSIGHT_STACK_RECORDS_H */

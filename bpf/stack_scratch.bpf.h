@@ -145,13 +145,7 @@ struct {
 	__type(value, struct bs_unw_pair);
 } unw_rows SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, BS_UNW_PROCS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
-	__type(value, struct bs_unw_proc);
-} unw_procs SEC(".maps");
+#include "unwind_procs.bpf.h"
 
 /* Python processes: pid -> how to read their frames. One map, shared by every object. */
 struct {

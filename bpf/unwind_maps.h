@@ -10,8 +10,10 @@
  *   maps it, and later ones), and a file that does not fit is said and left to frame
  *   pointers.
  * - unw_procs: per process (tgid), its executable mappings of files with a table, sorted by
- *   start: where each is, its load bias and its file's rows. Removed at the process's exit
- *   or exec. A process absent here is walked by frame pointers alone, as before tables.
+ *   start: where each is, its load bias and its file's rows. Copied to a forked child and
+ *   removed at an exec by BPF itself (bpf/proc.bpf.c: the child's first stacks and the new
+ *   program's never wait for user space), removed at the exit by user space. A process
+ *   absent here is walked by frame pointers alone, as before tables.
  */
 #ifndef BPFSIGHT_UNWIND_MAPS_H
 #define BPFSIGHT_UNWIND_MAPS_H
@@ -20,12 +22,21 @@
 #include "stack_records.h"
 
 /*
- * Rows in unw_rows: 48 MiB, allocated when a recording with stacks starts (libtorch_cpu's
- * table alone is 1.4 million rows; BPFSIGHT_MAP_ENTRIES=unw_rows=N: N pairs of rows).
+ * Rows in unw_rows: 128 MiB, allocated when a recording with stacks starts (every file a
+ * process maps gets a table: Debian's torch job maps 314 files, 67 MiB of rows, libtorch_cpu's
+ * alone 1.4 million; BPFSIGHT_MAP_ENTRIES=unw_rows=N: N pairs of rows).
  */
-#define BS_UNW_ROWS  (1u << 22)
-#define BS_UNW_MAPS  128  /* mappings with a table per process (a power of two) */
-#define BS_UNW_PROCS 4096 /* processes in unw_procs */
+#define BS_UNW_ROWS ((128u << 20) / sizeof(struct bs_unw_pair) * 2)
+/*
+ * Mappings with a table per process: every executable file mapping gets one (Debian's torch
+ * maps 314 files). The array is a power of two (its index masked); BS_UNW_MAP_SEARCH halvings
+ * find one among BS_UNW_MAPS - 1 (11 rounds made the verifier pass a million instructions in
+ * sched's system-call exit, and their count there moves by chance: 8 rounds 211k, 10 149k).
+ */
+#define BS_UNW_MAPS	  1024
+#define BS_UNW_MAPS_USED  (BS_UNW_MAPS - 1)
+#define BS_UNW_MAP_SEARCH 10
+#define BS_UNW_PROCS	  4096 /* processes in unw_procs */
 /* A file's rows searched in at most this many halvings: bigger tables are not loaded. */
 #define BS_UNW_SEARCH	24
 #define BS_UNW_MAX_ROWS (1u << BS_UNW_SEARCH)

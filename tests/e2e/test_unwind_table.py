@@ -18,6 +18,7 @@ SECONDS = 6
 DUMP = os.path.join(BUILD, "tests", "unwind_dump")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 LIBGOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
+LD_SO = "/lib64/ld-linux-x86-64.so.2"
 PYENV_LIBPYTHON = os.path.expanduser("~/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0")
 PLT_PROGRAM = workload("syscalls")  # a PIE with .plt and .plt.got
 
@@ -42,9 +43,10 @@ def need(path):
 
 def test_real_files_equal_readelf():
     """libc (a signal frame, clone's undefined return address), libgomp (a PLT), pyenv's
-    libpython3.10 (built without frame pointers) and a PLT-bearing program: every row."""
+    libpython3.10 (built without frame pointers), a PLT-bearing program and ld.so (its entry
+    code has no CFI: the outermost frame, an END row): every row."""
     files = [(need(LIBC), {"signal", "end", "rbp"}), (need(LIBGOMP), {"plt"}),
-             (PLT_PROGRAM, {"plt", "end"})]
+             (PLT_PROGRAM, {"plt", "end"}), (need(LD_SO), {"end"})]
     if os.path.exists(PYENV_LIBPYTHON):
         files.append((PYENV_LIBPYTHON, {"rsp"}))
     for path, must in files:

@@ -123,6 +123,13 @@ def plt_ranges(path):
     return ranges
 
 
+def entry_point(path):
+    """PATH's ELF entry point (readelf -h), 0 when it has none."""
+    out = subprocess.run(["readelf", "-hW", path], capture_output=True, text=True, check=True)
+    m = re.search(r"Entry point address:\s+0x([0-9a-f]+)", out.stdout)
+    return int(m.group(1), 16) if m else 0
+
+
 def expected(fde, loc, rules, plts):
     """What bpfsight's row at LOC must say, from readelf's RULES: (kind, cfa_off, rbp_off);
     None where readelf's text cannot tell the value (a stop's offsets)."""
@@ -183,7 +190,9 @@ def compare(path, rows, sections=None):
     """Every row readelf prints for PATH's SECTIONS ((file, section name) pairs; PATH's
     .eh_frame when None) equals bpfsight's row at its address, each FDE's end is a STOP_NONE
     row unless another FDE starts there, and bpfsight has no row at an address readelf has
-    none for. Returns how many readelf rows were compared."""
+    none for but one: the file's entry point, where no FDE covers it (ld.so's _start), is an
+    END row (the outermost frame), up to the next FDE (or a STOP_NONE row at its segment's
+    end). Returns how many readelf rows were compared."""
     fdes = []
     for file, section in sections or [(path, ".eh_frame")]:
         fdes += frames(file, section)[1]
@@ -211,6 +220,15 @@ def compare(path, rows, sections=None):
             got = row_at(rows, pcs, f.end)
             eq(got and got[1], "stop-none", f"{path}: the row at FDE {f.off:#x}'s end {f.end:#x}")
             locs.add(f.end)
+    entry = entry_point(path)
+    if entry and not any(f.pc <= entry < f.end for f in fdes):
+        got = row_at(rows, pcs, entry)
+        if got and got[0] == entry:
+            eq(got[1], "end", f"{path}: the row at its entry point {entry:#x}, no FDE there")
+            locs.add(entry)
+            after = pcs.index(entry) + 1
+            if after < len(rows) and rows[after][1] == "stop-none":
+                locs.add(rows[after][0])
     extra = [hex(r[0]) for r in rows if r[0] not in locs]
     eq(extra[:10], [], f"{path}: rows at addresses where readelf has none")
     return n

@@ -7,9 +7,13 @@
  *   unwind_dump [--root DIR] FILE    a line of counts (JSON), then a row a line:
  *                                    "PC KIND CFA_OFF RBP_OFF" (PC in hex); debug
  *                                    files are looked for under DIR/usr/lib/debug
- *   unwind_dump --stats FILE...      only the counts, a line per file, each file asked for
+ *   unwind_dump --stats [--store DIR] FILE...
+ *                                    only the counts, a line per file, each file asked for
  *                                    twice through one cache: the second call must be a hit
- *                                    (its time a line of its own), then the cache's counts
+ *                                    (its time a line of its own); with --store, the table
+ *                                    built and written into the store DIR then read back
+ *                                    (unwind_store.h: both times, a line); then the cache's
+ *                                    counts
  *   unwind_dump --section eh|debug VADDR FILE
  *                                    FILE's bytes as one section loaded at VADDR (hex)
  *
@@ -21,6 +25,7 @@
 #include <string.h>
 #include "mono_clock.h"
 #include "unwind_build.h"
+#include "unwind_store.h"
 
 static const char *kind_name(__u8 kind)
 {
@@ -64,10 +69,12 @@ static void print_counts(const char *path, const struct unwind_table *t)
 	printf("{\"file\": \"%s\", \"build_id\": \"%s\", \"sources\": %u, \"rows\": %u, "
 	       "\"bytes\": %zu, \"cies\": %u, \"fdes\": %u, \"fdes_bad\": %u, "
 	       "\"fdes_refused\": %u, \"fdes_expr\": %u, \"fdes_signal\": %u, "
+	       "\"fdes_fp\": %u, \"fdes_framed\": %u, \"frame_pointers\": %d, "
 	       "\"sections_cut\": %u, \"section_bytes\": %llu, \"build_ns\": %llu, "
 	       "\"max_rss_kib\": %ld}\n",
 	       path, t->build_id, t->sources, t->n, unwind_table__bytes(t), s->cies, s->fdes,
-	       s->fdes_bad, s->fdes_refused, s->fdes_expr, s->rows_signal, s->sections_cut,
+	       s->fdes_bad, s->fdes_refused, s->fdes_expr, s->rows_signal, s->fdes_fp,
+	       s->fdes_framed, unwind_table__frame_pointers(t), s->sections_cut,
 	       (unsigned long long)s->section_bytes, (unsigned long long)s->build_ns,
 	       max_rss_kib());
 }
@@ -89,7 +96,34 @@ static int read_file(const char *path, void **buf, size_t *len)
 	return 0;
 }
 
-static int stats(int argc, char **argv)
+/*
+ * The store's cost for PATH (unwind_store.h): its table built and written into DIR, then read
+ * back (a recording's cold build against its next one's read). 0, or 1 on an error.
+ */
+static int store_times(const char *dir, const char *path)
+{
+	struct unwind_table a = {}, b = {};
+	int how_a, how_b, err;
+	__u64 t0 = mono_now_ns(), t1, t2;
+	char why[96];
+
+	err = unwind_store__table(dir, path, NULL, &a, &how_a, why, sizeof(why));
+	t1 = mono_now_ns();
+	err = err ?: unwind_store__table(dir, path, NULL, &b, &how_b, why, sizeof(why));
+	t2 = mono_now_ns();
+	if (!err && (how_a != UNWIND_STORE_BUILT || how_b != UNWIND_STORE_READ || a.n != b.n))
+		err = -EPROTO;
+	if (!err)
+		printf("{\"file\": \"%s\", \"store_built_ns\": %llu, \"store_read_ns\": %llu}\n",
+		       path, (unsigned long long)(t1 - t0), (unsigned long long)(t2 - t1));
+	else
+		fprintf(stderr, "%s: the store: %s\n", path, strerror(-err));
+	unwind_table__free(&a);
+	unwind_table__free(&b);
+	return !!err;
+}
+
+static int stats(int argc, char **argv, const char *store)
 {
 	struct unwind_cache *c = unwind_cache__new(0);
 	struct unwind_cache_stats cs;
@@ -115,6 +149,8 @@ static int stats(int argc, char **argv)
 			fprintf(stderr, "%s: built twice\n", argv[i]);
 			bad = 1;
 		}
+		if (store)
+			bad |= store_times(store, argv[i]);
 	}
 	unwind_cache__stats(c, &cs);
 	printf("{\"cache_files\": %u, \"cache_failed\": %u, \"cache_hits\": %u, "
@@ -134,8 +170,10 @@ int main(int argc, char **argv)
 	__u32 i;
 	int err;
 
+	if (argc >= 5 && !strcmp(argv[1], "--stats") && !strcmp(argv[2], "--store"))
+		return stats(argc - 4, argv + 4, argv[3]);
 	if (argc >= 3 && !strcmp(argv[1], "--stats"))
-		return stats(argc - 2, argv + 2);
+		return stats(argc - 2, argv + 2, NULL);
 	if (argc == 5 && !strcmp(argv[1], "--section")) {
 		err = read_file(argv[4], &buf, &len);
 		if (!err)
@@ -144,8 +182,8 @@ int main(int argc, char **argv)
 	} else if (argc == 2 || (argc == 4 && !strcmp(argv[1], "--root"))) {
 		err = unwind_table__build(argv[argc - 1], argc == 4 ? argv[2] : NULL, &t);
 	} else {
-		fprintf(stderr, "usage: unwind_dump [--root DIR] FILE | --stats FILE... | "
-				"--section eh|debug VADDR FILE\n");
+		fprintf(stderr, "usage: unwind_dump [--root DIR] FILE | --stats [--store DIR] "
+				"FILE... | --section eh|debug VADDR FILE\n");
 		return 2;
 	}
 	free(buf);

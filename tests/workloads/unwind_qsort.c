@@ -5,7 +5,16 @@
  * main -> level_a -> level_b -> level_c, which sorts with libc's qsort; its comparator, called
  * from inside qsort, does what the mode says:
  *   calls CUDART ROUNDS  cudaStreamQuery (the real libcudart at CUDART) and getppid, once per
- *                        round, ROUNDS rounds 20 ms apart (the first stacks load the tables)
+ *                        round, ROUNDS rounds 20 ms apart
+ *   burst CUDART ROUNDS  the same rounds at once, no pause: the first stacks are whole only
+ *                        where the tables were ready before the program ran
+ *   wait CUDART ROUNDS   loads CUDART, prints "ready PID", waits for SIGUSR1 (a recorder
+ *                        attaches with -p meanwhile), then the rounds at once
+ *   fork CUDART ROUNDS   loads CUDART and forks: the child makes the rounds at once, the
+ *                        parent waits for it
+ *   dlopen LIB CUDART ROUNDS
+ *                        dlopen()s LIB (libunwind_dl.so) and at once calls its dl_run, whose
+ *                        own comparator inside qsort calls cudaStreamQuery ROUNDS times
  *   spin MS              spins for MS milliseconds of its CPU time in spin_here (cpu samples)
  *   sleep                threads sleep in the kernel in nested calls, for ever (gdb's view):
  *                        "sleeper" in nanosleep under nest_x -> nest_y, "reader" in read()
@@ -13,11 +22,13 @@
  *                        in place
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "cudart_dl.h"
 
 static stream_query_fn query;
@@ -125,19 +136,78 @@ static void *reader(void *arg)
 	return arg;
 }
 
+/* dlopen LIB, then at once its dl_run: ROUNDS cudaStreamQuery calls from its own code. */
+static int run_dlopened(const char *lib, const char *cudart, int rounds)
+{
+	stream_query_fn q = cudart_stream_query(cudart, "unwind_qsort");
+	void *h = q ? dlopen(lib, RTLD_NOW) : NULL;
+	long (*run)(stream_query_fn, int) =
+		h ? (long (*)(stream_query_fn, int))dlsym(h, "dl_run") : NULL;
+
+	if (!run) {
+		fprintf(stderr, "unwind_qsort: no dl_run in %s: %s\n", lib, dlerror());
+		return 1;
+	}
+	sink += run(q, rounds);
+	printf("done %ld\n", (long)(sink & 1));
+	return 0;
+}
+
+/* Forks: 1 in the parent once the child ended well, 0 in the child, which goes on. */
+static int in_parent(void)
+{
+	pid_t child = fork();
+	int status;
+
+	if (child <= 0)
+		return child < 0;
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+		exit(1);
+	return 1;
+}
+
+/* "ready PID", then SIGUSR1 (blocked, so it only ends the wait). 0, or 1 on an error. */
+static int wait_usr1(void)
+{
+	sigset_t usr1;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &usr1, NULL))
+		return 1;
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	return sigwaitinfo(&usr1, NULL) != SIGUSR1;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t t[2];
 	int rounds = 1;
 
+	int pause_us = 20000;
+
 	if (argc < 2) {
-		fprintf(stderr, "usage: unwind_qsort calls CUDART ROUNDS | spin MS | sleep\n");
+		fprintf(stderr, "usage: unwind_qsort calls|burst|wait CUDART ROUNDS | "
+				"dlopen LIB CUDART ROUNDS | spin MS | sleep\n");
 		return 2;
 	}
 	mode = argv[1];
-	if (!strcmp(mode, "calls") && argc >= 4) {
+	if (!strcmp(mode, "dlopen") && argc >= 5)
+		return run_dlopened(argv[2], argv[3], atoi(argv[4]));
+	if ((!strcmp(mode, "calls") || !strcmp(mode, "burst") || !strcmp(mode, "wait") ||
+	     !strcmp(mode, "fork")) &&
+	    argc >= 4) {
+		/* Loaded first: an attach finds it mapped. */
 		query = cudart_stream_query(argv[2], "unwind_qsort");
 		rounds = atoi(argv[3]);
+		if (strcmp(mode, "calls"))
+			pause_us = 0;
+		if (!strcmp(mode, "wait") && wait_usr1())
+			return 1;
+		if (!strcmp(mode, "fork") && in_parent())
+			return 0;
+		mode = "calls"; /* what the comparator does */
 	} else if (!strcmp(mode, "spin") && argc >= 3) {
 		spin_ms = atol(argv[2]);
 	} else if (!strcmp(mode, "sleep")) {
@@ -155,8 +225,8 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < rounds; i++) {
 		sink += level_a(i);
-		if (i + 1 < rounds)
-			usleep(20000);
+		if (i + 1 < rounds && pause_us)
+			usleep(pause_us);
 	}
 	printf("done %ld\n", (long)(sink & 1));
 	return 0;

@@ -251,7 +251,7 @@ static void json_lost_by_family(struct json *j, const struct trace_walk *w)
 static void info_print_unwind(const struct trace_walk *w)
 {
 	const struct bs_unwind_usage *u = trace_model__unwind_usage(w->m);
-	char line[160];
+	char line[256];
 
 	if (!u)
 		return;
@@ -276,6 +276,11 @@ static void info_json_unwind(const struct trace_walk *w, struct json *j)
 	json__kv_u64(j, "bytes", u->bytes);
 	json__kv_u64(j, "bytes_reserved", u->cap_bytes);
 	json__kv_u64(j, "build_ns", u->build_ns);
+	json__kv_u64(j, "built", u->built);
+	json__kv_u64(j, "from_store", u->cached);
+	json__kv_u64(j, "store_refused", u->refused);
+	json__kv_u64(j, "store_read_ns", u->cache_ns);
+	json__kv_u64(j, "files_frame_pointers", u->fp_files);
 	json__end_object(j);
 }
 

@@ -522,8 +522,14 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		model__rank(m, rec);
 		break;
 	case BS_REC_UNWIND_USAGE:
-		if (rec->size >= sizeof(m->unwind))
-			memcpy(&m->unwind, rec, sizeof(m->unwind));
+		if (rec->size < BS_UNWIND_USAGE_V1)
+			break;
+		memset(&m->unwind, 0, sizeof(m->unwind));
+		memcpy(&m->unwind, rec,
+		       rec->size < sizeof(m->unwind) ? rec->size : sizeof(m->unwind));
+		/* Before the store every table was built. */
+		if (rec->size < sizeof(m->unwind))
+			m->unwind.built = m->unwind.files;
 		break;
 	case BS_REC_PROC_SNAP:
 	case BS_REC_THREAD_SNAP:

@@ -467,9 +467,9 @@ static int opt_stats(struct rw *r, const char *opt, const char *v)
 }
 
 /*
- * -b fp|dwarf|lbr|none: fp is --unwind=fp; bpfsight's default (frame pointers, and unwind
- * tables from .eh_frame where a stack is cut) does what dwarf is for, without copying the
- * stack as perf does; lbr and none are said.
+ * -b fp|dwarf|lbr|none: fp is --unwind=fp; bpfsight's default (unwind tables from every
+ * file's .eh_frame, frame pointers where a file has them) does what dwarf is for, without
+ * copying the stack as perf does; lbr and none are said.
  */
 static int opt_backtrace(struct rw *r, const char *opt, const char *v)
 {
@@ -477,8 +477,9 @@ static int opt_backtrace(struct rw *r, const char *opt, const char *v)
 		return push(r, "--unwind=fp", 0) ? -ENOMEM : 0;
 	if (!strcmp(v, "dwarf"))
 		differs(r, opt,
-			"bpfsight unwinds by frame pointers and, where a stack is cut, "
-			"by unwind tables built from .eh_frame (--unwind=tables, the default)");
+			"bpfsight unwinds by unwind tables built from .eh_frame, every "
+			"file's before its first stack, and by frame pointers where a file has "
+			"them (--unwind=tables, the default)");
 	else if (!strcmp(v, "lbr"))
 		differs(r, opt,
 			"no LBR: frame pointers and unwind tables (--unwind=tables, the "

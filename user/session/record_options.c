@@ -532,9 +532,9 @@ static const struct rec_option table[] = {
 	  "FAMILY[:THRESHOLD],... (its events of at least THRESHOLD; :0 every one), or none",
 	  NULL, opt_stacks },
 	{ "unwind", 0, "HOW", RM,
-	  "how native stacks are walked: tables (the default: frame pointers, and the unwind "
-	  "tables of .eh_frame where a stack is cut; tables:SIZE for their memory, default 48M) "
-	  "or fp (frame pointers only)",
+	  "how native stacks are walked: tables (the default: the unwind tables of .eh_frame of "
+	  "every file mapped, loaded before its first stack, frame pointers where a file has "
+	  "them; tables:SIZE for their memory, default 128M) or fp (frame pointers only)",
 	  NULL, opt_unwind },
 	FAMILY_OPTIONS_HERE,
 	{ "inject", 0, NULL, R,

@@ -28,7 +28,7 @@ void recording__print_verdict(const struct recording *r)
 static void say_unwind(struct stack_svc *s)
 {
 	struct bs_unwind_usage u;
-	char line[160];
+	char line[256];
 
 	if (!stack_svc__unwind_record(s, &u))
 		return;

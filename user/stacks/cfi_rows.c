@@ -193,6 +193,12 @@ static int emit(struct machine *m)
 		cfa_off = rbp_off = 0; /* what they say is their kind: identical ones merge */
 	if (kind == BS_UNW_STOP_EXPR)
 		m->flags |= CFI_ROWS_EXPR;
+	if (kind == BS_UNW_CFA_RBP && cfa_off == 16 && rbp_off == -16)
+		m->flags |= CFI_ROWS_FP;
+	if (kind == BS_UNW_PLT || kind == BS_UNW_END || kind == BS_UNW_SIGNAL)
+		m->flags |= CFI_ROWS_SPECIAL;
+	if (kind != BS_UNW_CFA_RSP || cfa_off != 8 || rbp_off)
+		m->flags |= CFI_ROWS_FRAME;
 	return row_buf__push(m->out, (__u32)m->loc, kind, cfa_off, rbp_off);
 }
 

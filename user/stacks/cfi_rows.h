@@ -34,6 +34,14 @@ int row_buf__push(struct row_buf *b, __u32 pc, __u8 kind, __s32 cfa_off, __s16 r
 /* What running an FDE met (flags). */
 #define CFI_ROWS_BAD  0x1 /* an error: its rows end in STOP_BAD */
 #define CFI_ROWS_EXPR 0x2 /* a row a table cannot hold (STOP_EXPR) */
+/* It sets up a frame pointer as compilers' prologue does (push %rbp; mov %rsp,%rbp): CFA =
+ * rbp + 16, the caller's rbp at CFA - 16, somewhere in the function. */
+#define CFI_ROWS_FP 0x4
+/* A PLT, the outermost frame or a signal frame: code no compiler gives a frame pointer. */
+#define CFI_ROWS_SPECIAL 0x8
+/* It makes a frame: its CFA moves from rsp + 8, or it saves rbp (a stub that only jumps does
+ * neither, and needs no frame pointer to be walked past). */
+#define CFI_ROWS_FRAME 0x10
 
 /*
  * Append the rows of FDE F (of CIE C, in section S) to OUT, from F->pc up to F->end

@@ -143,7 +143,7 @@ static int caller_from_memory(struct snap_run *r, __u64 *ip, __u64 *sp, __u64 *b
 
 	if (ul)
 		row = unwind_load__row(ul, pid, *ip, *exact, &m);
-	if (!m) {
+	if (!m || !m->nrows) {
 		/* A frame pointer lies up the stack, or it is not one. */
 		if (*bp < *sp || *bp >= hi || (*bp & 7) ||
 		    py_mem__read(r->mem, pid, *bp, fr, sizeof(fr)) || !fr[1])

@@ -52,6 +52,7 @@ struct stack_svc {
 	__u32 max_depth;		/* the kernel's unwinding limit (perf_event_max_stack) */
 	struct thread_names *names;	/* the Python processes' thread names */
 	struct stack_unwind *unw;	/* unwind tables (NULL: frame pointers only) */
+	int unw_eager; /* every file's table before its first stack (a recording, not snap.c) */
 	struct gil_py scratch;
 };
 
@@ -139,6 +140,7 @@ struct stack_svc *stack_svc__new(struct record_ctx *ctx, struct uprobe_mgr *mgr,
 	    unwind_load__has_tables(ctx->unw_rows_fd)) {
 		s->unw = stack_unwind__new(s->mgr, ctx->unw_rows_fd, ctx->unw_procs_fd,
 					   !ctx->unwind_sync, err);
+		s->unw_eager = !ctx->unwind_sync;
 		if (!s->unw)
 			pr_warn("unwind tables not loaded (%s): native stacks by frame pointers "
 				"only\n",
@@ -369,13 +371,13 @@ __u32 stack_svc__stack(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, _
 	nn = stack_intern__symbolize(s->intern, ctx, s->mgr_closed ? NULL : s->mgr, pid, w, n,
 				     capped, end, nf);
 	/*
-	 * Cut in code without frame pointers: the tables of the stack's files, for the next
-	 * stacks (none once the recording stops: a build then would only take CPU from the
-	 * last stacks' names, which have a second each to read their files).
+	 * Cut in code without frame pointers: the tables of the stack's files not tried yet,
+	 * for the next stacks (none once the recording stops: a build then would only take CPU
+	 * from the last stacks' names, which have a second each to read their files).
 	 */
 	if (s->unw && !s->mgr_closed && nn && nf[nn - 1].kind == BS_FRAME_CUT &&
 	    nf[nn - 1].line == BS_CUT_NO_FP && !record_ctx__must_stop(ctx))
-		stack_unwind__cut(s->unw, pid, w, n);
+		stack_unwind__cut(s->unw, pid, w, n, s->unw_eager);
 	if (npy && p && p->minor)
 		np = name_python(ctx, s, pid, p->minor, (const struct bs_py_frame *)(w + n), npy,
 				 pf, entry);
@@ -433,14 +435,54 @@ void stack_svc__consume(struct record_ctx *ctx, struct stack_svc *s, const struc
 		record_ctx__write(ctx, &ref);
 }
 
+#define HOLD_STEP_NS 100000000ull /* a hold looks for a stop signal this often */
+
+/*
+ * Until PID's tables are loaded, up to END (mono_clock.h) or a stop (Ctrl-C, -d's end: a
+ * recording never waits on a table it will not use); said when it ends first, -v says how
+ * long it took. STARTING: the recording waits to go live (-p); else the process waits,
+ * held at its new code (launch mode).
+ */
+static void hold(struct record_ctx *ctx, struct stack_svc *s, pid_t pid, __u64 end, int starting)
+{
+	__u64 t0 = mono_now_ns(), now = t0;
+	size_t left;
+
+	do {
+		left = stack_unwind__hold(s->unw, pid,
+					  end - now > HOLD_STEP_NS ? now + HOLD_STEP_NS : end);
+		now = mono_now_ns();
+	} while (left && now < end && !record_ctx__must_stop(ctx));
+	if (left)
+		pr_warn("unwind tables: %zu mapping%s of pid %d still wait%s for a table after "
+			"%.1f s%s: %s, its first stacks through them may stop there\n",
+			left, left == 1 ? "" : "s", pid, left == 1 ? "s" : "", (now - t0) / 1e9,
+			now < end ? " (the recording stops)" : "",
+			starting ? "the recording goes live" : "it goes on");
+	if (ctx->opts->verbose)
+		pr_info("unwind tables: pid %d %s %.1f ms until its files' tables were loaded "
+			"(%zu mapping%s still without)\n",
+			pid, starting ? "waited for" : "held", (mono_now_ns() - t0) / 1e6, left,
+			left == 1 ? "" : "s");
+}
+
 void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struct bs_hdr *rec)
 {
 	struct py_proc *p;
 	__u32 key = rec->pid;
 
 	thread_names__observe(s->names, rec);
-	if (s->unw && !s->mgr_closed)
+	if (s->unw && !s->mgr_closed && s->unw_eager) {
 		stack_unwind__observe(s->unw, rec);
+		/*
+		 * Launch mode: BPF stopped the process at its new code (its exec, its libraries,
+		 * a dlopen) and the uprobe manager lets it go once this returns: its tables are
+		 * loaded first, so its first stacks through them are whole.
+		 */
+		if (rec->type == BS_REC_MAP_EXEC && rec->size >= sizeof(struct bs_map_exec) &&
+		    (((const struct bs_map_exec *)rec)->flags & BS_MAP_EXEC_STOPPED))
+			hold(ctx, s, rec->pid, mono_now_ns() + STACK_UNWIND_HOLD_NS, 0);
+	}
 	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
 	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {
 		__u32 *gen = hmap__get(s->slot_gens, (struct hkey){ rec->pid, 0 }, 1);
@@ -474,25 +516,40 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 		python_of(ctx, s, rec->pid);
 }
 
+/* A process running when the recording starts: its Python, its files' tables. */
+static void start_one(struct record_ctx *ctx, struct stack_svc *s, pid_t pid)
+{
+	python_of(ctx, s, pid);
+	if (s->unw && s->unw_eager)
+		stack_unwind__process(s->unw, pid);
+}
+
 void stack_svc__start(struct record_ctx *ctx, struct stack_svc *s)
 {
 	const struct record_opts *o = ctx->opts;
 	struct dirent *d;
+	__u64 end;
 	DIR *proc;
 
 	for (__u32 i = 0; i < o->npids; i++)
-		python_of(ctx, s, o->pids[i]);
-	if (!o->system_wide)
-		return;
-	proc = opendir("/proc");
+		start_one(ctx, s, o->pids[i]);
+	proc = o->system_wide ? opendir("/proc") : NULL;
 	while (proc && (d = readdir(proc))) {
 		pid_t pid = atoi(d->d_name);
 
 		if (pid > 0 && pid != ctx->self_pid)
-			python_of(ctx, s, pid);
+			start_one(ctx, s, pid);
 	}
 	if (proc)
 		closedir(proc);
+	/*
+	 * -p: the recording goes live once its targets' tables are loaded (queued first). -a's
+	 * other processes' are built meanwhile and after: a machine's every file is not worth
+	 * a start that waits for them.
+	 */
+	end = mono_now_ns() + STACK_UNWIND_START_NS;
+	for (__u32 i = 0; s->unw && s->unw_eager && i < o->npids; i++)
+		hold(ctx, s, o->pids[i], end, 1);
 }
 
 void stack_svc__poll(struct record_ctx *ctx, struct stack_svc *s)
@@ -555,10 +612,15 @@ int stack_svc__unwind_record(struct stack_svc *s, struct bs_unwind_usage *r)
 		.bytes = u.bytes,
 		.cap_bytes = u.cap_bytes,
 		.build_ns = u.build_ns,
+		.built = u.built,
+		.cached = u.cached,
+		.refused = u.refused,
+		.fp_files = u.fp,
+		.cache_ns = u.cache_ns,
 	};
 	r->h.type = BS_REC_UNWIND_USAGE;
 	r->h.size = sizeof(*r);
-	return u.files || u.failed;
+	return u.files || u.failed || u.fp;
 }
 
 void stack_svc__write_unwind_usage(struct record_ctx *ctx, struct stack_svc *s)
@@ -574,10 +636,11 @@ void stack_svc__write_unwind_usage(struct record_ctx *ctx, struct stack_svc *s)
 void unwind_usage__text(const struct bs_unwind_usage *r, char *buf, size_t len)
 {
 	snprintf(buf, len,
-		 "%u file%s, %.1f MiB of rows of the %.0f MiB reserved, built in %llu ms; "
-		 "%u file%s without one",
+		 "%u file%s, %.1f MiB of rows of the %.0f MiB reserved, %u built in %llu ms, %u "
+		 "read from the store in %llu ms; %u file%s without one",
 		 r->files, r->files == 1 ? "" : "s", r->bytes / 1048576.0, r->cap_bytes / 1048576.0,
-		 (unsigned long long)(r->build_ns / 1000000), r->failed, r->failed == 1 ? "" : "s");
+		 r->built, (unsigned long long)(r->build_ns / 1000000), r->cached,
+		 (unsigned long long)(r->cache_ns / 1000000), r->failed, r->failed == 1 ? "" : "s");
 }
 
 struct unwind_load *stack_svc__unwind_load(struct stack_svc *s)

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/auxv.h>
-#include "hmap.h"
 #include "proc_meta.h"
 #include "records.h"
 #include "stack_unwind.h"
@@ -21,7 +20,6 @@
 struct stack_unwind {
 	struct uprobe_mgr *mgr;
 	struct unwind_load *load;
-	struct hmap *procs;	  /* pid -> __u8: it had a stack cut, its mappings are followed */
 	struct unwind_table vdso; /* the vDSO's (n = 0: none) */
 	__u64 vdso_size;	  /* the bytes its image spans */
 	struct uprobe_code maps[MAPS_MAX];
@@ -53,6 +51,9 @@ static void vdso_table(struct stack_unwind *s)
 		    unwind_table__from_section(base + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addr,
 					       0, &s->vdso))
 			unwind_table__free(&s->vdso);
+	/* Mapped whole from its start: its ELF addresses are offsets in the mapping. */
+	s->vdso.nsegs = 1;
+	s->vdso.segs[0] = (struct unwind_seg){ 0, 0, s->vdso_size };
 }
 
 struct stack_unwind *stack_unwind__new(struct uprobe_mgr *mgr, int rows_fd, int procs_fd, int async,
@@ -65,9 +66,7 @@ struct stack_unwind *stack_unwind__new(struct uprobe_mgr *mgr, int rows_fd, int 
 		return NULL;
 	s->mgr = mgr;
 	vdso_table(s);
-	s->procs = hmap__new(sizeof(__u8));
-	if (s->procs)
-		s->load = unwind_load__new(rows_fd, procs_fd, async, err);
+	s->load = unwind_load__new(rows_fd, procs_fd, async, err);
 	if (!s->load) {
 		stack_unwind__free(s);
 		return NULL;
@@ -81,7 +80,6 @@ void stack_unwind__free(struct stack_unwind *s)
 		return;
 	unwind_load__free(s->load);
 	unwind_table__free(&s->vdso);
-	hmap__free(s->procs);
 	free(s);
 }
 
@@ -90,31 +88,23 @@ struct unwind_load *stack_unwind__load(struct stack_unwind *s)
 	return s->load;
 }
 
-/*
- * The mapping of PID that C describes (its start, end, file) with its load bias, from the
- * ELF address of ADDR in it: where to read the file, its root for debug files. 0 or -ENOENT.
- */
-static int mapping_of(struct stack_unwind *s, pid_t pid, __u64 addr, int rescan,
-		      struct unwind_mapping *um, char *open_path, size_t len, char *root)
+/* PID's mapping C, where to read its file (OPEN_PATH, ROOT: LEN and 64 bytes), into UM. */
+static void mapping_of(pid_t pid, const struct uprobe_code *c, struct unwind_mapping *um,
+		       char *open_path, size_t len, char *root)
 {
-	struct uprobe_code c;
-
-	if (uprobe_mgr__code_at(s->mgr, pid, addr, rescan, &c))
-		return -ENOENT;
-	snprintf(open_path, len, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)c.start,
-		 (unsigned long long)c.end);
+	snprintf(open_path, len, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)c->start,
+		 (unsigned long long)c->end);
 	if (access(open_path, R_OK))
-		snprintf(open_path, len, "%s", c.path);
+		snprintf(open_path, len, "%s", c->path);
 	snprintf(root, 64, "/proc/%d/root", pid);
-	*um = (struct unwind_mapping){ .start = c.start,
-				       .end = c.end,
-				       .bias = addr - c.vaddr,
-				       .dev = c.dev,
-				       .ino = c.ino,
+	*um = (struct unwind_mapping){ .start = c->start,
+				       .end = c->end,
+				       .pgoff = c->pgoff,
+				       .dev = c->dev,
+				       .ino = c->ino,
 				       .open_path = open_path,
 				       .root = root,
-				       .shown = c.path };
-	return 0;
+				       .shown = c->path };
 }
 
 void stack_unwind__process(struct stack_unwind *s, pid_t pid)
@@ -124,13 +114,8 @@ void stack_unwind__process(struct stack_unwind *s, pid_t pid)
 	int n = uprobe_mgr__code_maps(s->mgr, pid, 1, s->maps, MAPS_MAX);
 
 	for (int i = 0; i < n; i++) {
-		um = (struct unwind_mapping){ .dev = s->maps[i].dev, .ino = s->maps[i].ino };
-		/* A file's symbols are opened (for its bias) only when it has a table. */
-		if (!unwind_load__tried(s->load, &um))
-			continue;
-		if (!mapping_of(s, pid, s->maps[i].start, 0, &um, open_path, sizeof(open_path),
-				root))
-			unwind_load__add(s->load, pid, &um);
+		mapping_of(pid, &s->maps[i], &um, open_path, sizeof(open_path), root);
+		unwind_load__add(s->load, pid, &um);
 	}
 	um = (struct unwind_mapping){ .start = proc_meta__vdso(pid),
 				      .dev = ~0ull,
@@ -138,54 +123,66 @@ void stack_unwind__process(struct stack_unwind *s, pid_t pid)
 				      .shown = "[vdso]",
 				      .table = &s->vdso };
 	um.end = um.start + s->vdso_size;
-	um.bias = um.start;
 	if (s->vdso.n && um.start)
 		unwind_load__add(s->load, pid, &um);
+	unwind_load__flush(s->load);
 }
 
-void stack_unwind__cut(struct stack_unwind *s, pid_t pid, const __u64 *w, __u32 n)
+size_t stack_unwind__hold(struct stack_unwind *s, pid_t pid, __u64 deadline)
+{
+	return unwind_load__wait(s->load, pid, deadline);
+}
+
+void stack_unwind__cut(struct stack_unwind *s, pid_t pid, const __u64 *w, __u32 n, int eager)
 {
 	char open_path[PATH_MAX + 64], root[64];
 	struct unwind_mapping um;
-	__u8 *seen = hmap__get(s->procs, (struct hkey){ (__u64)pid, 0 }, 1);
+	struct uprobe_code c;
 	int fresh = 0;
 
 	for (__u32 i = 0; i < n; i++) {
-		if (mapping_of(s, pid, w[i] - !!i, 0, &um, open_path, sizeof(open_path), root) ||
-		    unwind_load__tried(s->load, &um))
+		if (uprobe_mgr__code_at(s->mgr, pid, w[i] - !!i, 0, &c))
+			continue;
+		mapping_of(pid, &c, &um, open_path, sizeof(open_path), root);
+		if (unwind_load__tried(s->load, &um))
 			continue;
 		fresh = 1;
+		if (eager)
+			break;
 		unwind_load__add(s->load, pid, &um);
 	}
-	/* Every other mapping of a file already built, registered at once. */
-	if (seen && (!*seen || fresh))
+	/* A file never tried: mapped since the process was last looked at (or never was). */
+	if (fresh && eager)
 		stack_unwind__process(s, pid);
-	if (seen)
-		*seen = 1;
+	else if (fresh)
+		unwind_load__flush(s->load);
 }
 
 void stack_unwind__observe(struct stack_unwind *s, const struct bs_hdr *rec)
 {
 	const struct bs_fork *f = (const void *)rec;
-	struct hkey key = { (__u64)rec->pid, 0 };
 
-	/* New code may sit where a file closed since was (dlclose): the list is made again. */
-	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||
-	    (rec->type == BS_REC_EXIT && rec->pid == rec->tid))
-		unwind_load__forget(s->load, rec->pid);
-	if (rec->type == BS_REC_EXIT && rec->pid == rec->tid)
-		hmap__del(s->procs, key);
-	/* A process that had a cut: its new code (or its new program) gets its tables. */
-	if ((rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC) &&
-	    hmap__get(s->procs, key, 0))
+	switch (rec->type) {
+	case BS_REC_EXEC:
+	case BS_REC_MAP_EXEC:
+		/*
+		 * A new program (BPF dropped the old one's list at the exec) or new code: the
+		 * list is made again, so a dlclose'd file's place is never walked by its old
+		 * table; BPF keeps the old list until the new one replaces it.
+		 */
+		unwind_load__reset(s->load, rec->pid);
 		stack_unwind__process(s, rec->pid);
-	if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f) &&
-	    f->child_pid != (__u32)rec->pid && hmap__get(s->procs, key, 0)) {
-		__u8 *child = hmap__get(s->procs, (struct hkey){ f->child_pid, 0 }, 1);
-
-		unwind_load__copy(s->load, rec->pid, f->child_pid);
-		if (child)
-			*child = 1;
+		break;
+	case BS_REC_FORK:
+		if (rec->size >= sizeof(*f) && f->child_pid != (__u32)rec->pid)
+			unwind_load__copy(s->load, rec->pid, f->child_pid);
+		break;
+	case BS_REC_EXIT:
+		if (rec->pid == rec->tid)
+			unwind_load__forget(s->load, rec->pid);
+		break;
+	default:
+		break;
 	}
 }
 

@@ -39,17 +39,29 @@ struct unwind_stats {
 	__u32 fdes_bad;	    /* FDEs cut at an error: their rows end in STOP_BAD */
 	__u32 fdes_refused; /* FDEs or CIEs skipped whole (an encoding refused, a bad pc range) */
 	__u32 fdes_expr;    /* FDEs with a row a table cannot hold (STOP_EXPR) */
+	__u32 fdes_fp;	    /* FDEs whose function sets up a frame pointer (CFI_ROWS_FP) */
+	__u32 fdes_framed;  /* FDEs of functions that make a frame (CFI_ROWS_FRAME), PLTs,
+			     * outermost and signal frames apart (CFI_ROWS_SPECIAL) */
 	__u32 rows_signal;  /* FDEs of signal frames ('S' augmentation): SIGNAL rows */
 	__u32 sections_cut; /* sections whose walk stopped at a malformed entry: FDEs after it lost */
 	__u64 section_bytes; /* of the sections read (inflated): held while the table is built */
 	__u64 build_ns;	     /* wall time to build the table, reading the file included */
 };
 
+/* An executable PT_LOAD segment: where a mapping of the file puts its code. */
+struct unwind_seg {
+	__u64 off, vaddr, filesz;
+};
+
+#define UNWIND_MAX_SEGS 8
+
 /* One ELF file's table. */
 struct unwind_table {
-	struct bs_unwind_row *rows;	    /* sorted by pc; owned by the table */
-	__u32 n;			    /* rows */
-	__u32 sources;			    /* UNWIND_SRC_* */
+	struct bs_unwind_row *rows; /* sorted by pc; owned by the table */
+	__u32 n;		    /* rows */
+	__u32 sources;		    /* UNWIND_SRC_* */
+	__u32 nsegs;		    /* its executable segments (the first 8) */
+	struct unwind_seg segs[UNWIND_MAX_SEGS];
 	char build_id[UNWIND_BUILD_ID_LEN]; /* lower-case hex, "" when the file has none */
 	struct unwind_stats stats;
 };
@@ -66,6 +78,8 @@ struct unwind_table {
 int unwind_table__build(const char *path, const char *root, struct unwind_table *out);
 /* The same from an open file descriptor (not closed); PATH only finds a debug file. */
 int unwind_table__build_fd(int fd, const char *path, const char *root, struct unwind_table *out);
+/* The build id of the ELF file FD (lower-case hex, "" when it has none) into OUT. 0 or -errno. */
+int unwind_table__build_id(int fd, char *out, size_t len);
 /*
  * The rows of one section's bytes (SEC, LEN, loaded at ELF address VADDR): DEBUG_FRAME says
  * .debug_frame's format, else .eh_frame's. For the fuzzer and the tests; the ELF paths above
@@ -76,11 +90,32 @@ int unwind_table__from_section(const void *sec, size_t len, __u64 vaddr, int deb
 			       struct unwind_table *out);
 void unwind_table__free(struct unwind_table *t);
 
+/*
+ * Whether T's file was built with frame pointers: 99% of its functions that make a frame set
+ * one up (PLTs, _start, signal trampolines and stubs that only jump apart: no compiler gives
+ * them one). Such a file is walked by frame pointers as before tables (the walk costs what it
+ * did, its rows take no BPF memory); a file with hand-written assembly among its functions
+ * (glibc) keeps its table.
+ */
+static inline int unwind_table__frame_pointers(const struct unwind_table *t)
+{
+	return t->stats.fdes_framed &&
+	       (__u64)t->stats.fdes_fp * 100 >= (__u64)t->stats.fdes_framed * 99;
+}
+
 /* Bytes the rows take (what a copy into a BPF map costs). */
 static inline size_t unwind_table__bytes(const struct unwind_table *t)
 {
 	return (size_t)t->n * sizeof(struct bs_unwind_row);
 }
+
+/*
+ * The load bias (runtime address - ELF address) of a mapping [START, END) from file offset
+ * PGOFF of a file whose executable segments are SEGS (N): by the one it maps, 0; -ENOENT when
+ * it maps none.
+ */
+int unwind_seg__bias(const struct unwind_seg *segs, __u32 n, __u64 start, __u64 end, __u64 pgoff,
+		     __u64 *bias);
 
 /* The row covering ELF address VADDR (the last one with pc <= VADDR), NULL when none does. */
 const struct bs_unwind_row *unwind_table__find(const struct unwind_table *t, __u64 vaddr);

@@ -2,6 +2,7 @@
 /* Unwind tables built in a thread of their own (unwind_builder.h). */
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "abandonable.h"
 #include "mono_clock.h"
 #include "unwind_builder.h"
+#include "unwind_store.h"
 
 /*
  * Shared by the owner and the thread under LOCK. Once STOP is set the owner never looks at
@@ -18,13 +20,18 @@
 struct unwind_builder {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	pthread_cond_t done_cond; /* a job was done (unwind_builder__wait) */
 	struct unwind_build_job *todo, **todo_tail;
 	struct unwind_build_job *done, **done_tail;
 	struct unwind_build_job *cur; /* under way */
 	__u64 cur_since;
 	__u32 pending;
 	int stop;
+	pid_t tid; /* the thread's, once it runs (unwind_builder__urgent) */
+	int urgent;
 };
+
+#define NICE_IDLE 10 /* its priority while nothing waits for it */
 
 void unwind_build_job__free(struct unwind_build_job *j)
 {
@@ -34,6 +41,7 @@ void unwind_build_job__free(struct unwind_build_job *j)
 	free(j->open_path);
 	free(j->root);
 	free(j->shown);
+	free(j->store);
 	free(j);
 }
 
@@ -52,6 +60,7 @@ static void destroy(struct unwind_builder *b)
 	free_list(b->todo);
 	free_list(b->done);
 	pthread_cond_destroy(&b->cond);
+	pthread_cond_destroy(&b->done_cond);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
 }
@@ -65,8 +74,9 @@ static void *run(void *arg)
 	 * The least urgent work of the recording: on a busy machine the loop, and the reads
 	 * that name stacks (a second each once the recording stops), go first.
 	 */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	pthread_mutex_lock(&b->lock);
+	b->tid = (pid_t)syscall(SYS_gettid);
+	setpriority(PRIO_PROCESS, (id_t)b->tid, b->urgent ? 0 : NICE_IDLE);
 	for (;;) {
 		while (!b->stop && !b->todo)
 			pthread_cond_wait(&b->cond, &b->lock);
@@ -80,11 +90,13 @@ static void *run(void *arg)
 		b->cur = j;
 		b->cur_since = mono_now_ns();
 		pthread_mutex_unlock(&b->lock);
-		j->err = unwind_table__build(j->open_path, j->root, &j->t);
+		j->err = unwind_store__table(j->store, j->open_path, j->root, &j->t, &j->how,
+					     j->why, sizeof(j->why));
 		pthread_mutex_lock(&b->lock);
 		b->cur = NULL;
 		*b->done_tail = j;
 		b->done_tail = &j->next;
+		pthread_cond_broadcast(&b->done_cond);
 	}
 	pthread_mutex_unlock(&b->lock);
 	destroy(b);
@@ -94,6 +106,7 @@ static void *run(void *arg)
 struct unwind_builder *unwind_builder__new(void)
 {
 	struct unwind_builder *b = calloc(1, sizeof(*b));
+	pthread_condattr_t ca;
 
 	if (!b)
 		return NULL;
@@ -101,6 +114,10 @@ struct unwind_builder *unwind_builder__new(void)
 	b->done_tail = &b->done;
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&b->done_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	/* Signals stay the main thread's (Ctrl-C, -d's alarm, SIGUSR1's flush). */
 	if (abandonable__thread(run, b)) {
 		destroy(b);
@@ -118,7 +135,7 @@ static char *dup_or_null(const char *s, int *bad)
 }
 
 int unwind_builder__queue(struct unwind_builder *b, __u64 dev, __u64 ino, const char *open_path,
-			  const char *root, const char *shown)
+			  const char *root, const char *shown, const char *store)
 {
 	struct unwind_build_job *j = calloc(1, sizeof(*j));
 	int bad = !j;
@@ -129,6 +146,7 @@ int unwind_builder__queue(struct unwind_builder *b, __u64 dev, __u64 ino, const 
 		j->open_path = dup_or_null(open_path, &bad);
 		j->root = dup_or_null(root, &bad);
 		j->shown = dup_or_null(shown, &bad);
+		j->store = dup_or_null(store, &bad);
 	}
 	if (bad) {
 		unwind_build_job__free(j);
@@ -158,6 +176,31 @@ struct unwind_build_job *unwind_builder__done(struct unwind_builder *b)
 	}
 	pthread_mutex_unlock(&b->lock);
 	return j;
+}
+
+int unwind_builder__wait(struct unwind_builder *b, __u64 deadline)
+{
+	struct timespec ts = { (time_t)(deadline / 1000000000ull),
+			       (long)(deadline % 1000000000ull) };
+	int done;
+
+	pthread_mutex_lock(&b->lock);
+	while (!b->done && mono_now_ns() < deadline)
+		if (pthread_cond_timedwait(&b->done_cond, &b->lock, &ts) == ETIMEDOUT)
+			break;
+	done = b->done != NULL;
+	pthread_mutex_unlock(&b->lock);
+	return done;
+}
+
+void unwind_builder__urgent(struct unwind_builder *b, int urgent)
+{
+	pthread_mutex_lock(&b->lock);
+	b->urgent = urgent;
+	/* Raising it back needs CAP_SYS_NICE, which the recorder keeps; without, it stays. */
+	if (b->tid)
+		setpriority(PRIO_PROCESS, (id_t)b->tid, urgent ? 0 : NICE_IDLE);
+	pthread_mutex_unlock(&b->lock);
 }
 
 __u32 unwind_builder__pending(struct unwind_builder *b)

@@ -5,14 +5,12 @@
  * looked up by its inode (no ELF parsing on a second call), then by its build id.
  */
 #include <errno.h>
-#include <gelf.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "array.h"
-#include "elf_file.h"
 #include "hmap.h"
 #include "safe_open.h"
 #include "unwind_build.h"
@@ -92,19 +90,6 @@ static struct hkey inode_key(const struct stat *st)
 				      (__u64)st->st_mtim.tv_nsec };
 }
 
-/* The build id of the ELF file FD; "" when it is not one or has none. */
-static void build_id_of(int fd, char *out, size_t len)
-{
-	Elf *elf;
-	int err;
-
-	out[0] = 0;
-	if (elf_version(EV_CURRENT) == EV_NONE || !(elf = elf_file__open(fd, 0, &err)))
-		return;
-	elf_file__build_id(elf, out, len);
-	elf_end(elf);
-}
-
 static int keep(struct unwind_cache *c, struct cache_entry *e)
 {
 	if (array__grow((void **)&c->all, c->n, &c->cap, sizeof(*c->all)))
@@ -172,7 +157,7 @@ const struct unwind_table *unwind_cache__get(struct unwind_cache *c, const char 
 	if (slot) {
 		e = *slot;
 	} else {
-		build_id_of(fd, id, sizeof(id));
+		unwind_table__build_id(fd, id, sizeof(id));
 		slot = id_key(id, &k) ? hmap__get(c->by_id, k, 0) : NULL;
 		if (slot && (strcmp((*slot)->t.build_id, id) || (*slot)->size != (__u64)st.st_size))
 			e = NULL; /* another file claims the id: not its table, and built apart */

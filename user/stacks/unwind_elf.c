@@ -45,8 +45,11 @@ static int in_code(__u64 pc, __u64 end, void *arg)
 	return 0;
 }
 
-/* The executable PT_LOAD segments into CS; -EFBIG when an address passes 4 GiB. */
-static int code_segments(Elf *elf, struct code_segs *cs)
+/*
+ * The executable PT_LOAD segments into CS and OUT's segs (where mappings put the code);
+ * -EFBIG when an address passes 4 GiB.
+ */
+static int code_segments(Elf *elf, struct code_segs *cs, struct unwind_table *out)
 {
 	GElf_Phdr ph;
 	size_t nph, i;
@@ -63,6 +66,8 @@ static int code_segments(Elf *elf, struct code_segs *cs)
 			continue;
 		cs->start[cs->n] = ph.p_vaddr;
 		cs->end[cs->n++] = ph.p_vaddr + ph.p_memsz;
+		out->segs[out->nsegs++] =
+			(struct unwind_seg){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
 	}
 	return 0;
 }
@@ -292,7 +297,7 @@ int unwind_table__build_fd(int fd, const char *path, const char *root, struct un
 	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64)
 		goto out;
-	err = code_segments(elf, &cs);
+	err = code_segments(elf, &cs, out);
 	if (err)
 		goto out;
 	elf_file__build_id(elf, out->build_id, sizeof(out->build_id));
@@ -317,6 +322,9 @@ int unwind_table__build_fd(int fd, const char *path, const char *root, struct un
 	err = r < 0 ? r : -ENODATA;
 	if (r >= 0 && nsecs)
 		err = unwind_table__rows(secs, nsecs, in_code, &cs, out);
+	for (i = 0; !err && i < cs.n; i++)
+		if (eh.e_entry >= cs.start[i] && eh.e_entry < cs.end[i])
+			err = unwind_table__entry_end(out, eh.e_entry, cs.end[i]);
 	for (i = 0; i < nsecs; i++)
 		free((void *)secs[i].data);
 out:
@@ -327,6 +335,22 @@ out:
 	elf_end(elf);
 	out->stats.build_ns = mono_now_ns() - t0;
 	return err;
+}
+
+int unwind_table__build_id(int fd, char *out, size_t len)
+{
+	Elf *elf;
+	int err;
+
+	out[0] = 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOEXEC;
+	elf = elf_file__open(fd, 0, &err);
+	if (!elf)
+		return err;
+	elf_file__build_id(elf, out, len);
+	elf_end(elf);
+	return 0;
 }
 
 int unwind_table__build(const char *path, const char *root, struct unwind_table *out)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Unwind tables loaded into the BPF maps the native walk reads (unwind_load.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,10 +16,13 @@
 #include "unwind_build.h"
 #include "unwind_builder.h"
 #include "unwind_load.h"
+#include "unwind_store.h"
 
 /* A file's table in unw_rows: loaded (nrows rows from row0), or why not (err < 0). */
 struct load_file {
 	__u32 row0, nrows;
+	__u32 nsegs; /* where its mappings put its code (unwind_seg__bias) */
+	struct unwind_seg segs[UNWIND_MAX_SEGS];
 	int err;
 	int tried;
 	int pending; /* with the builder: its mappings wait (struct waiter) */
@@ -29,16 +33,17 @@ struct load_file {
 struct waiter {
 	__u64 dev, ino;
 	pid_t pid;
-	__u64 start, end, bias;
+	__u64 start, end, pgoff;
 };
 
 /*
  * A build that reads for this long is left behind: its file's stacks stop there
  * (BPFSIGHT_UNWIND_WAIT_S=N seconds, 1 to 3600, instead).
  */
-#define STUCK_S	    30
-#define MAX_RETRIES 3
-#define SAY_BUSY_NS 1000000000ull /* a build under way at the stop is said past this */
+#define STUCK_S	     30
+#define MAX_RETRIES  3
+#define SAY_BUSY_NS  1000000000ull /* a build under way at the stop is said past this */
+#define WAIT_STEP_NS 100000000ull /* a wait for builds looks for one that does not end this often */
 
 struct unwind_load {
 	int rows_fd, procs_fd;
@@ -52,6 +57,10 @@ struct unwind_load {
 	struct waiter *waiters;
 	size_t nwait, capwait;
 	__u64 stuck_ns;
+	const char *store; /* the tables' store (unwind_store.h), NULL: off */
+	char store_buf[PATH_MAX];
+	pid_t *dirty; /* processes whose list changed since it was last pushed to unw_procs */
+	size_t ndirty, capdirty;
 };
 
 static __u64 stuck_ns(void)
@@ -126,6 +135,7 @@ struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int async, int *
 	if (async)
 		u->builder = unwind_builder__new();
 	u->stuck_ns = stuck_ns();
+	u->store = unwind_store__dir(u->store_buf, sizeof(u->store_buf));
 	return u;
 fail:
 	unwind_load__free(u);
@@ -151,6 +161,7 @@ void unwind_load__free(struct unwind_load *u)
 		unwind_builder__free(u->builder);
 	}
 	free(u->waiters);
+	free(u->dirty);
 	if (u->rows)
 		munmap(u->rows, (size_t)u->cap * sizeof(struct bs_unwind_row));
 	hmap__free(u->files);
@@ -183,23 +194,66 @@ static int no_room(struct unwind_load *u, const char *shown, __u32 n)
 	return -ENOSPC;
 }
 
-/* T, the table of file SHOWN (or ERR: none), into unw_rows unless a file with its build id
- * has one; F says where, or why not. */
+/*
+ * How the table of file SHOWN was had (enum unwind_store_how, WHY: a refused entry's reason)
+ * and in how long (its stats.build_ns), counted apart: read from the store, or built.
+ */
+static void count_how(struct unwind_load *u, const char *shown, const struct unwind_table *t,
+		      int err, int how, const char *why)
+{
+	if (how == UNWIND_STORE_READ) {
+		u->use.cached++;
+		u->use.cache_ns += t->stats.build_ns;
+		return;
+	}
+	u->use.build_ns += t->stats.build_ns;
+	u->use.built += !err;
+	if (how == UNWIND_STORE_REFUSED) {
+		u->use.refused++;
+		pr_warn("unwind tables: the stored table of %s was refused (%s): built again "
+			"(unwind tables' store: %s)\n",
+			shown, why, u->store ? u->store : "off");
+	}
+}
+
+/*
+ * T, the table of file SHOWN (or ERR: none), into unw_rows unless a file with its build id
+ * has one, or it was built with frame pointers (no rows: its mappings say the walk takes
+ * them, nrows 0); F says where, or why not. The vDSO's (GIVEN: built by the caller) keeps
+ * its rows: its clock_gettime helpers are where samples land, and what their frame pointers
+ * miss there is what its table was made for.
+ */
 static void install(struct unwind_load *u, const char *shown, const struct unwind_table *t, int err,
-		    struct load_file *f)
+		    int given, struct load_file *f)
 {
 	struct load_file *same = NULL;
 
-	if (!err && t->n > BS_UNW_MAX_ROWS)
-		err = -EFBIG;
-	if (!err && t->build_id[0])
+	f->nsegs = t->nsegs;
+	memcpy(f->segs, t->segs, sizeof(f->segs));
+	f->err = err;
+	if (err) {
+		u->use.failed++;
+		return;
+	}
+	if (!given && unwind_table__frame_pointers(t)) {
+		f->row0 = f->nrows = 0;
+		u->use.fp++;
+		return;
+	}
+	if (t->n > BS_UNW_MAX_ROWS) {
+		f->err = -EFBIG;
+		u->use.failed++;
+		return;
+	}
+	if (t->build_id[0])
 		same = hmap__get(u->ids, (struct hkey){ id_hash(t->build_id), 0 }, 1);
-	if (!err && same && same->nrows) {
+	if (same && same->nrows) {
 		f->row0 = same->row0;
 		f->nrows = same->nrows;
-	} else if (!err && t->n > u->cap - u->used) {
-		err = no_room(u, shown, t->n);
-	} else if (!err) {
+	} else if (t->n > u->cap - u->used) {
+		f->err = no_room(u, shown, t->n);
+		u->use.failed++;
+	} else {
 		memcpy(u->rows + u->used, t->rows, unwind_table__bytes(t));
 		f->row0 = u->used;
 		f->nrows = t->n;
@@ -208,22 +262,21 @@ static void install(struct unwind_load *u, const char *shown, const struct unwin
 		if (same)
 			*same = *f;
 	}
-	f->err = err;
-	if (err)
-		u->use.failed++;
 }
 
-/* M's file's table, built now (the vDSO's is built already), into unw_rows. */
+/* M's file's table, had now (the vDSO's is built already), into unw_rows. */
 static void load(struct unwind_load *u, const struct unwind_mapping *m, struct load_file *f)
 {
 	struct unwind_table built = {};
-	int err = 0;
+	int err = 0, how;
+	char why[96];
 
 	if (!m->table) {
-		err = unwind_table__build(m->open_path, m->root, &built);
-		u->use.build_ns += built.stats.build_ns;
+		err = unwind_store__table(u->store, m->open_path, m->root, &built, &how, why,
+					  sizeof(why));
+		count_how(u, m->shown, &built, err, how, why);
 	}
-	install(u, m->shown, m->table ?: &built, err, f);
+	install(u, m->shown, m->table ?: &built, err, !!m->table, f);
 	unwind_table__free(&built);
 }
 
@@ -246,13 +299,49 @@ int unwind_load__tried(struct unwind_load *u, const struct unwind_mapping *m)
 	return f && f->tried;
 }
 
-/* PID's mapping [START, END) of file F (BIAS) joins PID's in unw_procs. */
-static int add_mapping(struct unwind_load *u, pid_t pid, __u64 start, __u64 end, __u64 bias,
+/* PID's mappings as user space has them, into unw_procs: one update, so BPF sees the old list
+ * or the new one, never half of it. */
+static int push(struct unwind_load *u, pid_t pid)
+{
+	struct bs_unw_proc *p = hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 0);
+	__u32 key = pid;
+
+	if (!p)
+		return 0;
+	return bpf_map_update_elem(u->procs_fd, &key, p, BPF_ANY) ? -errno : 0;
+}
+
+/* PID's list changed: pushed at the next flush. */
+static void mark(struct unwind_load *u, pid_t pid)
+{
+	for (size_t i = 0; i < u->ndirty; i++)
+		if (u->dirty[i] == pid)
+			return;
+	if (array__grow((void **)&u->dirty, u->ndirty, &u->capdirty, sizeof(*u->dirty)))
+		push(u, pid); /* no room to remember it: now */
+	else
+		u->dirty[u->ndirty++] = pid;
+}
+
+/* Every list changed since, into unw_procs. */
+static void flush(struct unwind_load *u)
+{
+	for (size_t i = 0; i < u->ndirty; i++)
+		push(u, u->dirty[i]);
+	u->ndirty = 0;
+}
+
+/* PID's mapping [START, END) of file F from offset PGOFF joins PID's (unw_procs at the next
+ * flush): 1 when it is new, 0 when it was there, or -errno. */
+static int add_mapping(struct unwind_load *u, pid_t pid, __u64 start, __u64 end, __u64 pgoff,
 		       const struct load_file *f)
 {
 	struct bs_unw_proc *p;
-	__u32 key = pid, i;
+	__u64 bias;
+	__u32 i;
 
+	if (unwind_seg__bias(f->segs, f->nsegs, start, end, pgoff, &bias))
+		return -ENOENT; /* none of its code: not a mapping a frame can be in */
 	p = hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 1);
 	if (!p)
 		return -ENOMEM;
@@ -262,20 +351,20 @@ static int add_mapping(struct unwind_load *u, pid_t pid, __u64 start, __u64 end,
 		return 0; /* there already (or overlapping one that is: the maps are rescanned) */
 	if (i && p->m[i - 1].end > start)
 		return 0;
-	if (p->n >= BS_UNW_MAPS)
+	if (p->n >= BS_UNW_MAPS_USED)
 		return -E2BIG;
 	memmove(&p->m[i + 1], &p->m[i], (p->n - i) * sizeof(p->m[0]));
 	p->m[i] = (struct bs_unw_map){
 		.start = start, .end = end, .bias = bias, .row0 = f->row0, .nrows = f->nrows
 	};
 	p->n++;
-	/* One update: BPF sees the old list or the new one, never half of it. */
-	return bpf_map_update_elem(u->procs_fd, &key, p, BPF_ANY) ? -errno : 0;
+	return 1;
 }
 
 int unwind_load__add(struct unwind_load *u, pid_t pid, const struct unwind_mapping *m)
 {
 	struct load_file *f = hmap__get(u->files, (struct hkey){ m->dev, m->ino }, 1);
+	int err;
 
 	if (!f)
 		return -ENOMEM;
@@ -283,17 +372,25 @@ int unwind_load__add(struct unwind_load *u, pid_t pid, const struct unwind_mappi
 		f->tried = 1;
 		if (!m->table && u->builder &&
 		    !unwind_builder__queue(u->builder, m->dev, m->ino, m->open_path, m->root,
-					   m->shown))
+					   m->shown, u->store))
 			f->pending = 1;
 		else
 			load(u, m, f);
 	}
 	if (f->pending)
-		return wait_for(u,
-				&(struct waiter){ m->dev, m->ino, pid, m->start, m->end, m->bias });
+		return wait_for(
+			u, &(struct waiter){ m->dev, m->ino, pid, m->start, m->end, m->pgoff });
 	if (f->err)
 		return f->err;
-	return add_mapping(u, pid, m->start, m->end, m->bias, f);
+	err = add_mapping(u, pid, m->start, m->end, m->pgoff, f);
+	if (err > 0)
+		mark(u, pid);
+	return err < 0 ? err : 0;
+}
+
+void unwind_load__flush(struct unwind_load *u)
+{
+	flush(u);
 }
 
 /* File (DEV, INO) is done with (F: loaded, or not): its waiting mappings registered or let go. */
@@ -306,8 +403,8 @@ static void settle(struct unwind_load *u, __u64 dev, __u64 ino, const struct loa
 
 		if (w->dev != dev || w->ino != ino)
 			u->waiters[k++] = *w;
-		else if (f && !f->err)
-			add_mapping(u, w->pid, w->start, w->end, w->bias, f);
+		else if (f && !f->err && add_mapping(u, w->pid, w->start, w->end, w->pgoff, f) > 0)
+			mark(u, w->pid);
 	}
 	u->nwait = k;
 }
@@ -317,7 +414,7 @@ static void finished(struct unwind_load *u, struct unwind_build_job *j)
 {
 	struct load_file *f = hmap__get(u->files, (struct hkey){ j->dev, j->ino }, 0);
 
-	u->use.build_ns += j->t.stats.build_ns;
+	count_how(u, j->shown, &j->t, j->err, j->how, j->why);
 	if (!f || !f->pending)
 		return; /* left behind as stuck, then it came back: decided already */
 	f->pending = 0;
@@ -332,7 +429,7 @@ static void finished(struct unwind_load *u, struct unwind_build_job *j)
 		settle(u, j->dev, j->ino, NULL);
 		return;
 	}
-	install(u, j->shown, &j->t, j->err, f);
+	install(u, j->shown, &j->t, j->err, 0, f);
 	settle(u, j->dev, j->ino, f);
 }
 
@@ -350,6 +447,7 @@ void unwind_load__poll(struct unwind_load *u)
 		finished(u, j);
 		unwind_build_job__free(j);
 	}
+	flush(u);
 	if (unwind_builder__busy(u->builder, mono_now_ns(), &dev, &ino, &shown) < u->stuck_ns)
 		return;
 	f = hmap__get(u->files, (struct hkey){ dev, ino }, 0);
@@ -362,10 +460,42 @@ void unwind_load__poll(struct unwind_load *u)
 		f->err = -ETIMEDOUT;
 		u->use.failed++;
 		settle(u, dev, ino, NULL);
+		flush(u);
 	}
 	nb = unwind_builder__replace(u->builder);
 	if (nb)
 		u->builder = nb;
+}
+
+/* Mappings of PID (any process: PID 0) still waiting for their file's table. */
+static size_t waiting(const struct unwind_load *u, pid_t pid)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < u->nwait; i++)
+		n += !pid || u->waiters[i].pid == pid;
+	return n;
+}
+
+size_t unwind_load__wait(struct unwind_load *u, pid_t pid, __u64 deadline)
+{
+	struct unwind_builder *urged = NULL;
+	__u64 now;
+
+	for (;;) {
+		/* A build that does not end is left behind here too, at its time. */
+		unwind_load__poll(u);
+		now = mono_now_ns();
+		if (!waiting(u, pid) || !u->builder || now >= deadline)
+			break;
+		if (urged != u->builder)
+			unwind_builder__urgent(urged = u->builder, 1);
+		unwind_builder__wait(u->builder,
+				     deadline - now > WAIT_STEP_NS ? now + WAIT_STEP_NS : deadline);
+	}
+	if (urged && urged == u->builder)
+		unwind_builder__urgent(urged, 0);
+	return waiting(u, pid);
 }
 
 __u32 unwind_load__pending(struct unwind_load *u)
@@ -373,10 +503,20 @@ __u32 unwind_load__pending(struct unwind_load *u)
 	return u->builder ? unwind_builder__pending(u->builder) : 0;
 }
 
+/* PID's mappings still waiting for their tables, dropped. */
+static void drop_waiters(struct unwind_load *u, pid_t pid)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < u->nwait; i++)
+		if (u->waiters[i].pid != pid)
+			u->waiters[k++] = u->waiters[i];
+	u->nwait = k;
+}
+
 void unwind_load__copy(struct unwind_load *u, pid_t parent, pid_t child)
 {
 	struct bs_unw_proc *p = hmap__get(u->procs, (struct hkey){ (__u64)parent, 0 }, 0), *c;
-	__u32 key = child;
 
 	/* The parent's mappings still waiting for their tables wait for the child too. */
 	for (size_t i = 0, n = u->nwait; i < n; i++)
@@ -388,22 +528,27 @@ void unwind_load__copy(struct unwind_load *u, pid_t parent, pid_t child)
 		}
 	if (!p || !(c = hmap__get(u->procs, (struct hkey){ (__u64)child, 0 }, 1)))
 		return;
-	/* hmap__get may have moved P: looked up again. */
+	/* hmap__get may have moved P: looked up again. BPF copied it at the fork itself. */
 	p = hmap__get(u->procs, (struct hkey){ (__u64)parent, 0 }, 0);
 	*c = *p;
-	bpf_map_update_elem(u->procs_fd, &key, c, BPF_ANY);
+}
+
+void unwind_load__reset(struct unwind_load *u, pid_t pid)
+{
+	struct bs_unw_proc *p = hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 0);
+
+	drop_waiters(u, pid);
+	if (p && p->n) {
+		p->n = 0;
+		mark(u, pid);
+	}
 }
 
 void unwind_load__forget(struct unwind_load *u, pid_t pid)
 {
 	__u32 key = pid;
-	size_t k = 0;
 
-	for (size_t i = 0; i < u->nwait; i++)
-		if (u->waiters[i].pid != pid)
-			u->waiters[k++] = u->waiters[i];
-	u->nwait = k;
-
+	drop_waiters(u, pid);
 	if (!hmap__get(u->procs, (struct hkey){ (__u64)pid, 0 }, 0))
 		return;
 	hmap__del(u->procs, (struct hkey){ (__u64)pid, 0 });

@@ -16,4 +16,12 @@ int unwind_table__rows(const struct eh_section *secs, size_t nsecs,
 		       int (*keep)(__u64 pc, __u64 end, void *arg), void *arg,
 		       struct unwind_table *t);
 
+/*
+ * The file's entry point ENTRY, when no FDE covers it, is the outermost frame: an END row
+ * there, up to the next row (or SEG_END, the end of its code segment). ld.so's entry code
+ * (_start, _dl_start_user) has no CFI, and every stack of a process's first instructions
+ * (the loader mapping the libraries) ends there. 0 or -ENOMEM.
+ */
+int unwind_table__entry_end(struct unwind_table *t, __u64 entry, __u64 seg_end);
+
 #endif /* BPFSIGHT_UNWIND_ROWS_H */

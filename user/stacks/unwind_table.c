@@ -67,6 +67,8 @@ static int rows_of(struct eh_frame *ef, const struct eh_section *secs, struct un
 		t->stats.fdes++;
 		t->stats.fdes_bad += !!(r & CFI_ROWS_BAD);
 		t->stats.fdes_expr += !!(r & CFI_ROWS_EXPR);
+		t->stats.fdes_fp += !!(r & CFI_ROWS_FP);
+		t->stats.fdes_framed += (r & CFI_ROWS_FRAME) && !(r & CFI_ROWS_SPECIAL);
 		t->stats.rows_signal += ef->cies[f->cie].signal;
 		prev_end = f->end;
 	}
@@ -108,6 +110,33 @@ int unwind_table__rows(const struct eh_section *secs, size_t nsecs,
 	return err;
 }
 
+int unwind_table__entry_end(struct unwind_table *t, __u64 entry, __u64 seg_end)
+{
+	const struct bs_unwind_row *r = unwind_table__find(t, entry);
+	struct bs_unwind_row *rows;
+	size_t at = r ? (size_t)(r - t->rows) + 1 : 0;
+	int replace = r && r->pc == entry, tail = at == t->n;
+	size_t add = !replace + tail;
+
+	if (entry >> 32 || seg_end > 1ull << 32 || entry >= seg_end ||
+	    (r && r->kind != BS_UNW_STOP_NONE))
+		return 0; /* an FDE covers it, or it is no code of this table's */
+	rows = realloc(t->rows, (t->n + add) * sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	t->rows = rows;
+	if (replace)
+		at--;
+	else
+		memmove(&rows[at + 1], &rows[at], (t->n - at) * sizeof(*rows));
+	rows[at] = (struct bs_unwind_row){ .pc = (__u32)entry, .kind = BS_UNW_END };
+	if (tail)
+		rows[at + 1] =
+			(struct bs_unwind_row){ .pc = (__u32)seg_end, .kind = BS_UNW_STOP_NONE };
+	t->n += add;
+	return 0;
+}
+
 int unwind_table__from_section(const void *sec, size_t len, __u64 vaddr, int debug_frame,
 			       struct unwind_table *out)
 {
@@ -146,4 +175,19 @@ const struct bs_unwind_row *unwind_table__find(const struct unwind_table *t, __u
 			hi = mid;
 	}
 	return &t->rows[lo];
+}
+
+int unwind_seg__bias(const struct unwind_seg *segs, __u32 n, __u64 start, __u64 end, __u64 pgoff,
+		     __u64 *bias)
+{
+	for (__u32 i = 0; i < n && i < UNWIND_MAX_SEGS; i++) {
+		const struct unwind_seg *s = &segs[i];
+
+		/* The mapping's pages overlap the segment's bytes in the file. */
+		if (pgoff < s->off + s->filesz && pgoff + (end - start) > s->off) {
+			*bias = start - pgoff + s->off - s->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }

@@ -14,11 +14,10 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include "env.h"
+#include "cache_dir.h"
 #include "kdev.h"
 #include "scan_cache.h"
 
-#define CACHE_DIR    "/var/cache/bpfsight"
 #define CACHE_FILE   "code-files"
 #define CACHE_HEADER "bpfsight code-files 1"
 #define CACHE_MAX    4096 /* entries: the oldest go first */
@@ -73,18 +72,15 @@ struct scan_cache *scan_cache__load(void)
 {
 	struct scan_cache *c = calloc(1, sizeof(*c));
 	char line[PATH_MAX + 128], path[PATH_MAX], fn[PATH_MAX + 32];
-	const char *dir = env__trusted("BPFSIGHT_CACHE_DIR"),
-		   *no = env__trusted("BPFSIGHT_NO_CACHE");
 	struct entry e;
 	FILE *f;
 
 	if (!c)
 		return NULL;
-	if (no && *no && strcmp(no, "0")) {
+	if (!cache_dir__path(c->dir, sizeof(c->dir))) {
 		c->off = 1;
 		return c;
 	}
-	snprintf(c->dir, sizeof(c->dir), "%s", dir && *dir ? dir : CACHE_DIR);
 	snprintf(fn, sizeof(fn), "%s/" CACHE_FILE, c->dir);
 	f = fopen(fn, "re");
 	if (!f)

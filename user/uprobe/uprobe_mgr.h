@@ -198,6 +198,7 @@ struct uprobe_code {
 	const struct elf_syms *syms; /* its symbols and bytes (opened on first use, kept) */
 	__u64 vaddr;		     /* the address asked for, in the file's ELF image */
 	__u64 start, end;	     /* the mapping that holds it, in the process */
+	__u64 pgoff;		     /* the file offset it maps from */
 	__u64 dev, ino;		     /* the file */
 };
 
@@ -212,7 +213,7 @@ int uprobe_mgr__code_at(struct uprobe_mgr *m, pid_t pid, __u64 addr, int rescan,
 			struct uprobe_code *out);
 /*
  * PID's executable file mappings as its last scan saw them (RESCAN: scanned again first), up
- * to MAX into OUT: path, start, end, dev and ino (no symbols opened: uprobe_mgr__code_at
+ * to MAX into OUT: path, start, end, pgoff, dev and ino (no symbols opened: uprobe_mgr__code_at
  * gives the rest); how many.
  */
 int uprobe_mgr__code_maps(struct uprobe_mgr *m, pid_t pid, int rescan, struct uprobe_code *out,

@@ -297,6 +297,7 @@ int uprobe_mgr__code_at(struct uprobe_mgr *m, pid_t pid, __u64 addr, int rescan,
 	out->syms = o->syms;
 	out->start = mp->start;
 	out->end = mp->end;
+	out->pgoff = mp->pgoff;
 	out->dev = mp->dev;
 	out->ino = mp->ino;
 	return 0;
@@ -318,6 +319,7 @@ int uprobe_mgr__code_maps(struct uprobe_mgr *m, pid_t pid, int rescan, struct up
 			out[n++] = (struct uprobe_code){ .path = mp->obj->path,
 							 .start = mp->start,
 							 .end = mp->end,
+							 .pgoff = mp->pgoff,
 							 .dev = mp->dev,
 							 .ino = mp->ino };
 	}

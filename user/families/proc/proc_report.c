@@ -158,8 +158,7 @@ const struct rec_decoder proc_decoders[] = {
 	  proc__decode_thread_snap, &proc_snap_style, .stack_off = OFF(bs_thread_snap, stack_id),
 	  .string_offs = { OFF(bs_thread_snap, error_id) } },
 	/* The recorder's, at its stop: the model keeps it (info's "unwind tables:"). */
-	{ BS_REC_UNWIND_USAGE, sizeof(struct bs_unwind_usage), "unwind_usage",
-	  family__decode_meta },
+	{ BS_REC_UNWIND_USAGE, BS_UNWIND_USAGE_V1, "unwind_usage", family__decode_meta },
 	{ 0 },
 };
 
