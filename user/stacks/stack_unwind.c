@@ -138,14 +138,22 @@ void stack_unwind__cut(struct stack_unwind *s, pid_t pid, const __u64 *w, __u32 
 	char open_path[PATH_MAX + 64], root[64];
 	struct unwind_mapping um;
 	struct uprobe_code c;
-	int fresh = 0;
+	int fresh = 0, known = 0;
 
 	for (__u32 i = 0; i < n; i++) {
 		if (uprobe_mgr__code_at(s->mgr, pid, w[i] - !!i, 0, &c))
 			continue;
 		mapping_of(pid, &c, &um, open_path, sizeof(open_path), root);
-		if (unwind_load__tried(s->load, &um))
+		if (unwind_load__tried(s->load, &um)) {
+			/*
+			 * Built for another process (one rank of four): this one's mapping of it
+			 * is registered too, else its stacks stay cut where the other's are
+			 * whole (`bpfsight stacks` over a job's ranks, which registers no
+			 * process up front).
+			 */
+			known |= !unwind_load__add(s->load, pid, &um);
 			continue;
+		}
 		fresh = 1;
 		if (eager)
 			break;
@@ -154,7 +162,7 @@ void stack_unwind__cut(struct stack_unwind *s, pid_t pid, const __u64 *w, __u32 
 	/* A file never tried: mapped since the process was last looked at (or never was). */
 	if (fresh && eager)
 		stack_unwind__process(s, pid);
-	else if (fresh)
+	else if (fresh || known)
 		unwind_load__flush(s->load);
 }
 
