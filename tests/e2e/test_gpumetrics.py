@@ -173,13 +173,16 @@ def test_gpumetrics_every_value_exact():
 def test_gpumetrics_rate_within_one_percent():
     """At 500 Hz: the samples are the fake's reads, and with the ticks counted late (woken
     after their deadline on a loaded machine) they are 500 a second of the fake's own clock
-    from its first read to its last, within 1%."""
+    from its first read to its last, within 1% (the samples alone never more)."""
     trace, _, counts, p = scripted_trace()
     late = lost(trace, "gpu_metrics_late")
     for dev in (0, 1):
         ticks, first, last = counts[dev]
         due = (last - first) * 500 / 1e9 + 1
-        check(abs(ticks + late - due) <= 0.01 * due,
+        # No tick missed without a word, none taken twice. Late ticks are counted over the
+        # whole recording: those of its last moments (the stop, on a loaded machine) fall
+        # after the fake's last read, so only the samples bound it from above.
+        check(ticks + late >= 0.99 * due and ticks <= 1.01 * due,
               f"GPU {dev}: {ticks} samples + {late} late against {due:.1f} due")
         check(ticks >= 100, f"GPU {dev}: {ticks} samples")
     if late:

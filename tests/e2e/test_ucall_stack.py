@@ -27,13 +27,15 @@ CALLS = 50
 
 
 def ucall_consts():
-    """UCALL_SLOTS and UCALL_PROBES as bpf/ucall.bpf.h defines them."""
-    text = open(os.path.join(ROOT, "bpf", "ucall.bpf.h")).read()
+    """UCALL_SLOTS and UCALL_PROBES as bpf/ucall.bpf.h defines them (UCALL_SLOTS is the
+    contract's BS_UCALL_SLOTS, bpf/ucall_records.h: user space maps the slots too)."""
+    text = "".join(open(os.path.join(ROOT, "bpf", h)).read()
+                   for h in ("ucall_records.h", "ucall.bpf.h"))
     vals = {}
-    for name in ("UCALL_SLOTS", "UCALL_PROBES"):
-        m = re.search(rf"#define {name}\s+(\d+)", text)
-        check(m, f"no {name} in bpf/ucall.bpf.h")
-        vals[name] = int(m.group(1))
+    for name in ("BS_UCALL_SLOTS", "UCALL_SLOTS", "UCALL_PROBES"):
+        m = re.search(rf"#define {name}\s+(\w+)", text)
+        check(m, f"no {name} in bpf/ucall.bpf.h or bpf/ucall_records.h")
+        vals[name] = int(m.group(1)) if m.group(1).isdigit() else vals[m.group(1)]
     return vals["UCALL_SLOTS"], vals["UCALL_PROBES"]
 
 
