@@ -82,6 +82,7 @@ FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 .PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
 	bench-unwind check-unwind-tables \
 	man install uninstall deb check-deb check-kernels check-torch-versions check-pyfunc-versions \
+	check-python-versions \
 	bench-unwind-walk record-path
 all: $(OUT)/bpfsight man
 
@@ -116,6 +117,7 @@ help:
 	@echo 'make check-torch-versions  the torch family on every torch release Debian packages'
 	@echo '                (1.13, 2.6, sid'"'"'s), chrooted roots of their packages (SUITES=trixie)'
 	@echo 'make check-pyfunc-versions  --python-functions on every CPython here (3.8-3.14)'
+	@echo 'make check-python-versions  Python stacks on every CPython here (make check: five)'
 	@echo 'V=1             show full commands'
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
@@ -493,6 +495,12 @@ check-unwind-tables: $(OUT)/tests/unwind_dump
 check-pyfunc-versions: test-build
 	$(Q)BPFSIGHT_PYFUNC_ALL_VERSIONS=1 $(PYTHON) tests/run_tests.py --build $(OUT) --no-unit \
 		--no-fuzz -k test_pyfunc
+
+# Python stacks on every interpreter here (pyenv's 3.8-3.13, Debian's 3.11, /opt's 3.14 and its
+# debug build; tests/e2e/test_py_stacks.py): make check reads five of them.
+check-python-versions: test-build
+	$(Q)BPFSIGHT_PY_ALL_VERSIONS=1 $(PYTHON) tests/run_tests.py --build $(OUT) --no-unit \
+		--no-fuzz -k test_py_stacks
 
 # Long runs that make check keeps short (tests/e2e/test_shim_churn.py: 10,000 processes).
 soak: test-build
