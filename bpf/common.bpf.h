@@ -111,16 +111,28 @@ const volatile __u64 wakeup_bytes = 1 << 20;
  */
 const volatile __u64 record_room = ~0ull;
 
-static __always_inline bool bs_is_target(__u32 tgid)
+/*
+ * -a's helper process of bpfsight's own (BS_CTL_OWN_PID). Its pid is known only after its
+ * fork, so a thread slot a family made for it before then (osrt's, sched's) is no licence
+ * to go on tracing it: those check this on the slot's path too.
+ */
+static __always_inline bool bs_is_own_helper(__u32 tgid)
 {
 	__u32 own = BS_CTL_OWN_PID, *o;
 
+	if (!trace_all)
+		return false;
+	o = bpf_map_lookup_elem(&control,
+				&own); /* an array's lookup: the verifier makes it a load */
+	return o && *o == tgid;
+}
+
+static __always_inline bool bs_is_target(__u32 tgid)
+{
 	if (tgid == self_pid || tgid == 0)
 		return false;
-	if (trace_all) { /* an array's lookup: the verifier makes it a load */
-		o = bpf_map_lookup_elem(&control, &own);
-		return !o || *o != tgid;
-	}
+	if (trace_all)
+		return !bs_is_own_helper(tgid);
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 

@@ -160,6 +160,8 @@ static __always_inline int task_enter(long id)
 	if (probes_own(id))
 		return 0;
 	st = bpf_task_storage_get(&sys_start_task, task, NULL, 0);
+	if (st && bs_is_own_helper(task->tgid))
+		return 0;
 	if (!st) {
 		if (!bs_is_target(bpf_get_current_pid_tgid() >> 32))
 			return 0;

@@ -299,6 +299,8 @@ static __always_inline struct thread_sched *task_state(struct task_struct *t, bo
 {
 	struct thread_sched *ts = bpf_task_storage_get(&thread_sched_task, t, 0, 0);
 
+	if (ts && bs_is_own_helper(t->tgid))
+		return NULL;
 	/* pid 0 is the idle task of each CPU, not a thread anyone traces. */
 	if (ts || !create || !t->pid || !bs_is_target(t->tgid))
 		return ts;

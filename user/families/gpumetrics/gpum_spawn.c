@@ -107,11 +107,32 @@ static int program_fd(void)
 	return fd;
 }
 
-/* In the child: only what the sampler needs, then the sampler. Never returns. */
-static void run_child(int exe, int chan, char *const argv[])
-{
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+/*
+ * The child's first system call waits for the parent's word that it has told the probes the
+ * child's pid (BORN): -a's families keep a thread's slot from its first call on, so a call
+ * made before would have them trace the sampler to its end. A bounded spin with no system
+ * call in it: the parent's word comes microseconds after the fork, and a parent that died
+ * between the two leaves the child going on alone (it then dies by PR_SET_PDEATHSIG's check).
+ */
+#define GATE_SPINS (1u << 30)
 
+static void wait_gate(const __u32 *gate)
+{
+	for (unsigned i = 0; i < GATE_SPINS && !__atomic_load_n(gate, __ATOMIC_ACQUIRE); i++)
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#else
+		__asm__ volatile("" ::: "memory");
+#endif
+}
+
+/* In the child: only what the sampler needs, then the sampler. Never returns. */
+static void run_child(int exe, int chan, char *const argv[], const __u32 *gate)
+{
+	int null;
+
+	wait_gate(gate);
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (null >= 0)
 		dup2(null, STDIN_FILENO);
@@ -125,12 +146,14 @@ static void run_child(int exe, int chan, char *const argv[])
 	_exit(127);
 }
 
-int gpum_sampler__start(struct gpum_sampler *sp, const char *devices, unsigned hz, int proc)
+int gpum_sampler__start(struct gpum_sampler *sp, const char *devices, unsigned hz, int proc,
+			void (*born)(void *arg, pid_t pid), void *arg)
 {
 	char fdarg[16], hzarg[16];
 	char *argv[] = { "bpfsight-gpum-sampler", fdarg, hzarg, (char *)devices,
 			 proc ? "1" : "0",	  NULL };
 	sigset_t all, old;
+	__u32 *gate;
 	int exe, err;
 	pid_t pid;
 
@@ -142,6 +165,12 @@ int gpum_sampler__start(struct gpum_sampler *sp, const char *devices, unsigned h
 	exe = program_fd();
 	if (exe < 0)
 		return exe;
+	gate = mmap(NULL, sizeof(*gate), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (gate == MAP_FAILED) {
+		err = -errno;
+		close(exe);
+		return err;
+	}
 	snprintf(fdarg, sizeof(fdarg), "%d", sp->chan_fd);
 	snprintf(hzarg, sizeof(hzarg), "%u", hz);
 	/* No handler of the recorder's runs in the child before its exec. */
@@ -149,8 +178,12 @@ int gpum_sampler__start(struct gpum_sampler *sp, const char *devices, unsigned h
 	sigprocmask(SIG_BLOCK, &all, &old);
 	pid = fork();
 	if (!pid)
-		run_child(exe, sp->chan_fd, argv);
+		run_child(exe, sp->chan_fd, argv, gate);
 	err = pid < 0 ? -errno : 0;
+	if (pid > 0 && born)
+		born(arg, pid);
+	__atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+	munmap(gate, sizeof(*gate));
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(exe);
 	if (err)

@@ -31,6 +31,12 @@ static void wait_started(struct record_ctx *ctx, struct gpum_state *st)
 	gpum_check_alive(ctx, st);
 }
 
+/* bpfsight's own: -a does not trace it (its wake-ups would fill the trace). */
+static void own_process(void *ctx, pid_t pid)
+{
+	record_ctx__own_process(ctx, pid);
+}
+
 static int gpum_attach(const struct family_attach *a, void **state)
 {
 	struct record_ctx *ctx = a->ctx;
@@ -46,7 +52,7 @@ static int gpum_attach(const struct family_attach *a, void **state)
 	st->verbose = ctx->opts->verbose;
 	if (!strcmp(o->devices, "none") || ctx->opts->dry_run) /* --dry-run records nothing */
 		return 0;
-	err = gpum_sampler__start(&st->sp, o->devices, o->hz, 1);
+	err = gpum_sampler__start(&st->sp, o->devices, o->hz, 1, own_process, ctx);
 	if (err) {
 		pr_warn("gpumetrics: cannot start the sampler: %s: no GPU metrics are recorded\n",
 			strerror(-err));
@@ -54,8 +60,6 @@ static int gpum_attach(const struct family_attach *a, void **state)
 			    strerror(-err));
 		return 0; /* the recording goes on without it */
 	}
-	/* bpfsight's own: -a does not trace it (its wake-ups would fill the trace) */
-	record_ctx__own_process(ctx, st->sp.pid);
 	wait_started(ctx, st);
 	return 0;
 }

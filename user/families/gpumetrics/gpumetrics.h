@@ -40,8 +40,12 @@ struct gpum_sampler {
 	int exited, status, killed;
 };
 
-/* Start it for DEVICES at HZ (PROC: each process's use too): 0, or -errno. */
-int gpum_sampler__start(struct gpum_sampler *sp, const char *devices, unsigned hz, int proc);
+/*
+ * Start it for DEVICES at HZ (PROC: each process's use too): 0, or -errno. BORN, if not NULL,
+ * is called with its pid before it makes any system call.
+ */
+int gpum_sampler__start(struct gpum_sampler *sp, const char *devices, unsigned hz, int proc,
+			void (*born)(void *arg, pid_t pid), void *arg);
 /* 1 once it has ended (reaped here; its wait status in status). */
 int gpum_sampler__exited(struct gpum_sampler *sp);
 /* Tell it to end, and wait up to WAIT_NS before killing it. */
