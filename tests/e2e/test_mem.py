@@ -127,7 +127,9 @@ def test_gpu_allocator_exact():
             want.append(("free", dev, int(l[2], 16), int(l[3]), int(l[4]), int(l[5])))
         elif l[0] == "oom":
             want.append(("oom", dev, int(l[2]), int(l[3]), int(l[4])))
-    eq(got, want, "the allocator's every call, in order, as the program printed it")
+    eq(got, want, "the allocator's every call, in order, as the program printed it "
+       f"({lines[-1]}; {sum(e['kind'] == 'cuda_api' for e in events)} cuda_api events; "
+       f"{p.stderr[-600:]})")
     eq(lines[-1], ["semaphores", "1"], "the malloc probe's semaphore was raised")
     # The segments' real cudart calls were traced beside them (and refused: no GPU).
     mallocs = [e for e in events if e["kind"] == "cuda_api" and e["name"] == "cudaMalloc"]
@@ -149,7 +151,8 @@ def test_attach_raises_the_semaphore_only_while_recording():
     eq(lines[-1], "semaphores 1", "raised while recording")
     eq(r.stop(), 0, r.stderr[-400:])
     job.send_signal(signal.SIGUSR1)
-    eq(job.stdout.readline().strip(), "semaphores 0", "lowered once the recording ended")
+    eq(job.stdout.readline().strip(), "semaphores 0",
+       "lowered once the recording ended (and its bpfsight-detach removed its probes)")
     eq(job.wait(30), 0, "the job ends well")
     events = dump(r.out)
     eq(len([e for e in allocs(events, job.pid) if e["name"] == "alloc"]), 2 * 3,

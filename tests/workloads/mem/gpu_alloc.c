@@ -9,7 +9,9 @@
  *   oom DEV BYTES ALLOCATED RESERVED
  * and "semaphores N" at the end (the USDT semaphores raised then). --wait: says "ready" and
  * waits for SIGUSR1 before the rounds, and again after them, then prints the semaphores once
- * more (a tracer attached meanwhile, then gone). --until-traced: waits (at most 60 s) for a
+ * more (a tracer attached meanwhile, then gone) once they are down or after 120 s: a
+ * recording's probes are removed after it ends, by its bpfsight-detach, which a loaded
+ * machine can take seconds over (docs/USAGE.md). --until-traced: waits (at most 60 s) for a
  * tracer to raise the malloc probe's semaphore first (a system-wide tracer finds the library
  * a moment after the process maps it).
  */
@@ -95,6 +97,8 @@ int main(int argc, char **argv)
 	printf("semaphores %u\n", fake_semaphores());
 	if (wait) {
 		wait_usr1();
+		for (end = time(NULL) + 120; fake_semaphores() && time(NULL) < end;)
+			usleep(10000);
 		printf("semaphores %u\n", fake_semaphores());
 	}
 	return 0;
