@@ -402,6 +402,14 @@ $(OUT)/tests/unwind_dump: tests/tools/unwind_dump.c $(LIB_OBJS) | $(OUT)/tests
 test-build: $(OUT)/tests/unwind_dump
 
 # tests/e2e/test_sched.py runs bench/pingpong.
+# A static program mapping a file executable: tests/e2e/test_mem.py's launch beside it.
+$(OUT)/tests/mem/map_exec_static: tests/workloads/mem/map_exec_static.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -Wall -Werror -static $< -o $@
+
+test-build: $(OUT)/tests/mem/map_exec_static
+
 # record --inject must refuse a static program without dlopen (tests/e2e/test_inject.py).
 $(OUT)/tests/inject/static_loop: tests/workloads/inject/static_loop.c
 	$(call msg,CC,$@)

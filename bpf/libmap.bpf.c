@@ -71,8 +71,14 @@ static __always_inline void on_exec(struct linux_binprm *bprm)
 	inode = BPF_CORE_READ(bprm, file, f_inode);
 	key.ino = BPF_CORE_READ(inode, i_ino);
 	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	/* A known executable still loads libraries: ld.so's hook reports those. */
-	if (bpf_map_lookup_elem(&known_files, &key))
+	/*
+	 * A known executable still loads libraries: ld.so's hook reports those. Not in launch
+	 * mode, where the exec's stop is what lets user space look at the new program before
+	 * it runs: a scan of the process in the middle of its exec (a housekeeping look, a
+	 * stack's rescan) can make its executable known before this tracepoint, and without
+	 * the stop a short program ran to its end unprobed (its libraries found too late).
+	 */
+	if (!stop_on_new_code && bpf_map_lookup_elem(&known_files, &key))
 		return;
 	report(BS_MAP_EXEC_EXEC, key.dev, key.ino, BPF_CORE_READ(bprm, filename));
 }

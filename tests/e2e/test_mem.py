@@ -137,6 +137,25 @@ def test_gpu_allocator_exact():
     check(all(e["stack"] for e in mem if e["kind"] == "mem_oom"), "OOMs carry their stacks")
 
 
+def test_a_launched_program_already_examined_is_stopped_at_its_exec():
+    """Launch mode stops CMD at its exec even when its executable was examined before (here by
+    a static -p target that maps it; on a loaded machine, by a scan of CMD in the middle of its
+    exec): its libraries are then found before it runs, and every block of the allocator's
+    library is recorded (before: none, 4 runs in 36 of three launches at once beside two
+    busy loops, and here every time)."""
+    need_root()
+    need_gpu_alloc()
+    holder = spawn([os.path.join(BUILD, "tests", "mem", "map_exec_static"), GPU_ALLOC])
+    eq(holder.stdout.readline().strip(), "ready", "the static program maps gpu_alloc")
+    p, out = record([GPU_ALLOC, "2"], "-t", "mem", "-p", str(holder.pid))
+    holder.stdin.close()
+    eq(p.returncode, 0, p.stderr[-600:])
+    eq(p.stdout.splitlines()[-1], "semaphores 1", "the malloc probe's semaphore was raised")
+    events = dump(out)
+    eq(len([e for e in allocs(events, device="cuda:0") if e["name"] == "alloc"]), 2 * 2,
+       "every block on cuda:0")
+
+
 def test_attach_raises_the_semaphore_only_while_recording():
     need_root()
     need_gpu_alloc()
