@@ -282,7 +282,9 @@ def test_attached_to_a_running_python():
     # (later on a loaded machine, a share of a 1 s recording) carry no Python frames yet.
     first = next((i for i, e in enumerate(evs) if py_frames(e)), len(evs))
     after = evs[first:]
-    check(len(after) >= 100, f"{len(after)} of {len(evs)} samples after the inspection")
+    # Enough samples for the share below to mean something: a 1 s recording of 4 spinning
+    # threads gave 90 of 109 with the machine's both cores taken by other work.
+    check(len(after) >= 40, f"{len(after)} of {len(evs)} samples after the inspection")
     named = [e for e in after if py_frames(e)[:1] and py_frames(e)[0]["func"] in
              ("inner_a", "inner_b")]
     check(len(named) >= 0.8 * len(after), f"{len(named)} of {len(after)} samples named "
