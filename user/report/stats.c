@@ -7,6 +7,7 @@
 #include "family.h"
 #include "human.h"
 #include "json.h"
+#include "mono_clock.h"
 #include "report.h"
 #include "stats.h"
 #include "stats_asks.h"
@@ -315,6 +316,7 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	const struct bs_hdr *rec;
 	char group_key[32];
 	struct trace_walk w;
+	unsigned long long nread = 0;
 	struct stats *s;
 	int sorted = 0;
 
@@ -353,6 +355,14 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 		goto err_nomem;
 
 	while ((ret = trace_walk__next(&w, &rec, &dec))) {
+		/* The clock every 4,096 records: a few us beside reading them */
+		if (o->deadline_ns && !(++nread & 4095) && mono_now_ns() > o->deadline_ns) {
+			trace_walk__close(&w);
+			free(fam_has);
+			stats__free(s);
+			*status = -ETIME;
+			return NULL;
+		}
 		if (ret != 1 || !stats__keep(o, rec, w.m))
 			continue;
 		if (fam_of_type[rec->type] >= 0)
@@ -574,7 +584,9 @@ void stats__print(const struct stats *s, enum stats_format fmt, int all,
 
 int stats__verdict_line(const char *path, char *buf, size_t len)
 {
-	struct stats_opts o = { .cmd = "record", .quiet = 1 };
+	struct stats_opts o = { .cmd = "record",
+				.quiet = 1,
+				.deadline_ns = mono_now_ns() + STATS_VERDICT_MAX_NS };
 	struct stats *s;
 	struct stat st;
 	int status;
@@ -586,7 +598,7 @@ int stats__verdict_line(const char *path, char *buf, size_t len)
 		return -EFBIG;
 	s = stats__collect_opts(path, &o, &status);
 	if (!s)
-		return -EIO;
+		return status == -ETIME ? -EFBIG : -EIO;
 	verdict__headline(s->verdict, buf, len);
 	stats__free(s);
 	return 0;
