@@ -158,9 +158,11 @@ def test_resident_growth_by_line_is_memory_profilers_increment():
     rows = stats(out, "mem_growth")["mem_growth"]
     grow = at(rows, "GROW")
     eq(len(grow), 1, f"one row for GROW: {rows[:5]}")
-    check(grow[0]["growth_pct"] >= 90, f"GROW's share: {rows[:5]}")
+    # rss() returns: its 200 MiB are given back at main's line, the process's net is ~0
+    check(grow[0]["growth_pct"] >= 90, f"GROW's share of the growth: {rows[:5]}")
     eq(rows[0], grow[0], "the first row")
-    eq(round(sum(r["growth_pct"] for r in rows)), 100, "shares of all the growth")
+    eq(round(sum(r["growth_pct"] for r in rows if r["growth_bytes"] > 0)), 100,
+       "the growing lines' shares: all the growth")
     mib = grow[0]["growth_bytes"] / MIB
     mp = memory_profiler_increment(line("GROW"))
     check(abs(mib - mp) <= 0.1 * mp, f"ours {mib:.1f} MiB, memory_profiler's {mp:.1f} MiB")

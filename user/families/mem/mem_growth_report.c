@@ -121,14 +121,19 @@ static int gather(struct growth_state *st, struct mem_sites *sites, const struct
 }
 
 /* PID's net growth over its rows (V sorted or not, N of them). */
-static __s64 process_net(const struct grow_row *v, size_t n, __u32 pid)
+/*
+ * PID's growth, gross: what a row's net is a share of. Not its net, which a job that gives
+ * back what it took (a function's temporary freed at its return) brings near 0 or below:
+ * 200 MiB of a 0.09 MiB net read 232,727%.
+ */
+static __u64 process_gross(const struct grow_row *v, size_t n, __u32 pid)
 {
-	__s64 net = 0;
+	__u64 grew = 0;
 
 	for (size_t i = 0; i < n; i++)
 		if (v[i].pid == pid)
-			net += (__s64)(v[i].s.grew - v[i].s.shrank);
-	return net;
+			grew += v[i].s.grew;
+	return grew;
 }
 
 static int growth__emit_for(void *vst, const struct trace_model *m, const struct report_ask *ask,
@@ -151,7 +156,7 @@ static int growth__emit_for(void *vst, const struct trace_model *m, const struct
 		MEM_SITE_COLS(C_SITE),
 		[C_SAMPLES] = { "samples", "Samples", TABLE_U64 },
 		[C_GROWTH] = { "growth_bytes", "Net Growth (B)", TABLE_S64 },
-		[C_GROWTH_PCT] = { "growth_pct", "Of Net (%)", TABLE_DOUBLE },
+		[C_GROWTH_PCT] = { "growth_pct", "Of Growth (%)", TABLE_DOUBLE },
 		[C_GROSS] = { "gross_growth_bytes", "Gross Growth (B)", TABLE_U64,
 			      TABLE_COL_MINOR },
 		[C_STACK] = MEM_SITE_STACK_COL,
@@ -167,8 +172,8 @@ static int growth__emit_for(void *vst, const struct trace_model *m, const struct
 	if (!err)
 		table__add_cols(t, cols, stack_n ? NCOLS : NCOLS - 1);
 	for (size_t i = 0; !err && i < n; i++) {
-		__s64 net = (__s64)(rows[i].s.grew - rows[i].s.shrank),
-		      all = process_net(rows, n, rows[i].pid);
+		__s64 net = (__s64)(rows[i].s.grew - rows[i].s.shrank);
+		__u64 all = process_gross(rows, n, rows[i].pid);
 
 		table__row(t);
 		table__set_u64(t, C_PID, rows[i].pid);
