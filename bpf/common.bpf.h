@@ -122,8 +122,8 @@ static __always_inline bool bs_is_own_helper(__u32 tgid)
 
 	if (!trace_all)
 		return false;
-	o = bpf_map_lookup_elem(&control,
-				&own); /* an array's lookup: the verifier makes it a load */
+	/* An array's lookup: the verifier makes it a load. */
+	o = bpf_map_lookup_elem(&control, &own);
 	return o && *o == tgid;
 }
 

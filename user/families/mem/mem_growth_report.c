@@ -120,9 +120,8 @@ static int gather(struct growth_state *st, struct mem_sites *sites, const struct
 	return err;
 }
 
-/* PID's net growth over its rows (V sorted or not, N of them). */
 /*
- * PID's growth, gross: what a row's net is a share of. Not its net, which a job that gives
+ * PID's growth, gross, over its rows (V sorted or not, N of them): what a row's net is a share of. Not its net, which a job that gives
  * back what it took (a function's temporary freed at its return) brings near 0 or below:
  * 200 MiB of a 0.09 MiB net read 232,727%.
  */
