@@ -218,7 +218,10 @@ def test_code_compiled_and_freed_in_a_loop_is_never_misnamed():
     a freed code object would name a later function after an earlier one, consistently),
     and most are named (those read after the free are not)."""
     need_root()
-    for py in pythons():
+    # make check: the oldest and the newest frame layout (2 s of CPU each); every interpreter
+    # with make check-python-versions
+    pys = pythons()
+    for py in pys if ALL_VERSIONS else pys[:1] + pys[-1:]:
         pid, truth, out = run_py(py, "exec", "100", "0.02")
         spans = truth["spans"]
         named = bad = late = 0
