@@ -213,7 +213,7 @@ static __always_inline void held_flush(struct thread_sched *ts, struct offcpu_he
 			s = stack_scratch_take();
 			if (s) {
 				s->flags = 0;
-				size = stack_read(s, pid, tid, 1);
+				size = stack_read(s, pid, tid, 1, BS_STACK_MAX_FRAMES);
 				s->type = BS_REC_OFFCPU;
 				flags = stack_wakeup(s);
 			}

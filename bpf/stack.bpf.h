@@ -55,12 +55,19 @@
  * The flags of a stack's output: its Python frames are named from the process's memory,
  * which a short process may not keep for long, so a stack wakes the recorder, but not at
  * every event (a wakeup costs the traced thread far more than its stack: bench/RESULTS.md):
- * at most every STACK_WAKE_NS on a CPU, else as any record.
+ * at most every STACK_WAKE_NS on a CPU, else as any record. A stack whose every Python frame
+ * runs a code object the caches knew (py_codes, the last walk's) waits for the recorder's
+ * next drain (20 ms at most) as any record: the stack that first met each object was sent
+ * before it, and the recorder keeps a code object's name once read, so nothing is left to
+ * read from the process. A training loop's stacks are all such after its first steps, and
+ * their wakeups cost it about 3% of a step (bench/RESULTS.md, "mem").
  */
 static __always_inline __u64 stack_wakeup(struct stack_scratch *s)
 {
 	__u64 now = bpf_ktime_get_ns();
 
+	if (s->npy && !s->walk.fresh)
+		return bs_wakeup_flags();
 	if (now - s->woken < STACK_WAKE_NS)
 		return bs_wakeup_flags();
 	s->woken = now;
@@ -88,10 +95,11 @@ static __always_inline void stack_send(struct stack_scratch *s, __u64 size, __u1
  * a Python process, from its thread state (the one this CPU's last walk found for the
  * thread, the GIL's holder or one of the interpreter's list, tried in the order that costs
  * the fewest copies). Sets s->nips, s->npy and BS_CPU_PYTHON/GIL/LEAF in s->flags (other
- * flags are the caller's); returns the record's size in bytes. TOP: as stack_unwind's.
+ * flags are the caller's); returns the record's size in bytes. TOP, KEEP: as stack_unwind's.
  * One function: with its Python part apart, clang's code verifies in more instructions.
  */
-static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u32 tid, int top)
+static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u32 tid, int top,
+					__u32 keep)
 {
 	struct stack_py_walk *p = &s->walk;
 	struct stack_py_arg a = { .s = s };
@@ -99,7 +107,7 @@ static __always_inline __u32 stack_read(struct stack_scratch *s, __u32 pid, __u3
 	__u64 ts, fr = 0, size, npy = 0;
 	long n;
 
-	n = stack_unwind(s, pid, top);
+	n = stack_unwind(s, pid, top, keep);
 	s->nips = n;
 	s->npy = 0;
 	c = bpf_map_lookup_elem(&py_procs, &pid);
@@ -198,10 +206,10 @@ static __always_inline void stack_emit_python(struct stack_scratch *s, __u32 npy
  * Emit the current thread's stack for the event of TYPE it is about to write at TS. TOP: the
  * words on top of the user stack too (see stack_unwind): where a system call was made from
  * a function without a frame of its own (glibc's wrappers). FLAGS: the record's own
- * (BS_STACK_OWN).
+ * (BS_STACK_OWN). KEEP: the native frames wanted (stack_unwind).
  */
-static __always_inline void stack_emit_flags(__u16 type, __u32 pid, __u32 tid, __u64 ts, int top,
-					     __u32 flags)
+static __always_inline void stack_emit_keep(__u16 type, __u32 pid, __u32 tid, __u64 ts, int top,
+					    __u32 flags, __u32 keep)
 {
 	struct stack_scratch *s = stack_scratch_take();
 	__u32 size;
@@ -209,10 +217,16 @@ static __always_inline void stack_emit_flags(__u16 type, __u32 pid, __u32 tid, _
 	if (!s)
 		return;
 	s->flags = flags;
-	size = stack_read(s, pid, tid, top);
+	size = stack_read(s, pid, tid, top, keep);
 	s->type = type;
 	stack_send(s, size, BS_REC_STACK_RAW, pid, tid, ts, stack_wakeup(s));
 	stack_scratch_put(s);
+}
+
+static __always_inline void stack_emit_flags(__u16 type, __u32 pid, __u32 tid, __u64 ts, int top,
+					     __u32 flags)
+{
+	stack_emit_keep(type, pid, tid, ts, top, flags, BS_STACK_MAX_FRAMES);
 }
 
 static __always_inline void stack_emit(__u16 type, __u32 pid, __u32 tid, __u64 ts, int top)
@@ -243,7 +257,7 @@ static __always_inline void stack_sample(struct bpf_perf_event_data *ctx, __u32 
 		    3)
 			   ? 0
 			   : BS_CPU_KERNEL;
-	size = stack_read(s, pid, tid, 1);
+	size = stack_read(s, pid, tid, 1, BS_STACK_MAX_FRAMES);
 	s->type = 0;
 	stack_send(s, size, rec_type, pid, tid, bpf_ktime_get_ns(), flags);
 	stack_scratch_put(s);

@@ -112,28 +112,42 @@ static __always_inline const struct bs_unwind_row *stack_unw_row_at(__u32 i)
 	return p ? &p->r[i & 1] : NULL;
 }
 
-/* The row of M's table that covers ELF address PC (the last with row.pc <= PC), or NULL. */
-static __always_inline const struct bs_unwind_row *stack_unw_row(const struct bs_unw_map *m,
-								 struct stack_fp_walk *u, __u64 pc)
+/*
+ * The row of M's table that covers ELF address PC (the last with row.pc <= PC) into *OUT:
+ * from unw_cache when it holds it, else by a binary search of the table (then kept there).
+ * 0, or -1 when no row covers PC.
+ */
+static __always_inline int stack_unw_row(const struct bs_unw_map *m, struct stack_fp_walk *u,
+					 __u64 pc, struct bs_unwind_row *out)
 {
+	__u32 file = m->row0 + 1, slot = bs_unw_cache_slot((__u32)pc, file);
+	struct bs_unw_cache_ent *e = bpf_map_lookup_elem(&unw_cache, &slot);
 	const struct bs_unwind_row *r;
 
 	if (pc >> 32 || m->nrows > BS_UNW_MAX_ROWS)
-		return NULL;
+		return -1;
+	if (e && !bs_unw_cache_get(e, (__u32)pc, file, out))
+		return 0;
 	u->lo = m->row0;
 	u->top = m->row0 + m->nrows;
 	for (int k = 0; k <= BS_UNW_SEARCH && u->lo < u->top; k++) {
 		r = stack_unw_row_at(u->lo + (u->top - u->lo) / 2);
 		if (!r)
-			return NULL;
+			return -1;
 		if (r->pc <= pc)
 			u->lo = u->lo + (u->top - u->lo) / 2 + 1;
 		else
 			u->top = u->lo + (u->top - u->lo) / 2;
 	}
 	if (u->lo == m->row0)
-		return NULL;
-	return stack_unw_row_at(u->lo - 1);
+		return -1;
+	r = stack_unw_row_at(u->lo - 1);
+	if (!r)
+		return -1;
+	*out = *r;
+	if (e)
+		bs_unw_cache_put(e, (__u32)pc, file, r);
+	return 0;
 }
 
 /*
@@ -197,25 +211,27 @@ static long stack_fp_frame(__u32 i, void *arg)
 	struct stack_native_arg *a = arg;
 	struct stack_scratch *s = a->s;
 	struct stack_fp_walk *u = &s->fpw;
-	const struct bs_unwind_row *r;
+	struct bs_unwind_row row;
 	const struct bs_unw_map *m = NULL;
 	__u64 bp = u->bp, cfa, ra, at = u->ip - !u->exact;
 	const __u8 *b;
 	__u32 n = u->n;
 	int step = 0;
 
-	if (n >= u->max || n >= STACK_WORDS)
+	if (n >= u->max || n >= STACK_WORDS) {
+		if (u->kept)
+			u->end = BS_CUT_KEPT + 1;
 		return 1;
+	}
 	if (a->p)
 		m = stack_unw_map(a->p, u, at);
 	/* A file built with frame pointers has no rows: walked by them (unwind_load.c). */
 	if (m && m->nrows) {
-		r = stack_unw_row(m, u, at - m->bias);
-		if (!r) {
+		if (stack_unw_row(m, u, at - m->bias, &row)) {
 			u->end = BS_CUT_NO_FDE + 1;
 			return 1;
 		}
-		step = stack_unw_step(s, r, &cfa, &ra, &bp);
+		step = stack_unw_step(s, &row, &cfa, &ra, &bp);
 		if (step == 1)
 			return 1;
 		if (!i)
@@ -251,9 +267,10 @@ static long stack_fp_frame(__u32 i, void *arg)
  * BS_STACK_TOP_WORDS words on top of the user stack go first (zeros when unreadable) and
  * BS_CPU_LEAF is set: the recorder finds among them the return addresses the walk misses.
  * The registers are those saved where the thread entered the kernel (a uprobe's trap, a
- * system call, the interrupt of a sample): the user's, whatever program runs this.
+ * system call, the interrupt of a sample): the user's, whatever program runs this. KEEP:
+ * the native frames wanted (< BS_STACK_MAX_FRAMES: the walk ends there, BS_CUT_KEPT).
  */
-static __always_inline long stack_unwind(struct stack_scratch *s, __u32 pid, int top)
+static __always_inline long stack_unwind(struct stack_scratch *s, __u32 pid, int top, __u32 keep)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct stack_native_arg a = { .s = s };
@@ -293,7 +310,8 @@ static __always_inline long stack_unwind(struct stack_scratch *s, __u32 pid, int
 	u->ip = stack_fp_ret(u, r->ip);
 	s->w[n & BS_STACK_TOP_WORDS] = u->ip;
 	u->n = n + 1;
-	u->max = n + BS_STACK_MAX_FRAMES;
+	u->kept = keep < BS_STACK_MAX_FRAMES;
+	u->max = n + (u->kept ? keep : BS_STACK_MAX_FRAMES);
 	u->sp = sp;
 	u->bp = r->bp;
 	u->exact = 1;

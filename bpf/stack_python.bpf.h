@@ -293,6 +293,7 @@ static __always_inline void stack_code_id(const struct bs_py_cfg *c, struct stac
 			return;
 		}
 	}
+	s->walk.fresh = 1;
 	/* The code object from its first line to its name (128 bytes, 8-aligned start). */
 	base = c->co_firstlineno & ~7u;
 	if (bpf_probe_read_user(co, STACK_HDR, (const void *)(code + base)))

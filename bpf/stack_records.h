@@ -48,7 +48,12 @@ struct bs_frame {
 #define BS_CUT_EXPR    2 /* a DWARF expression or register rule the table cannot hold */
 #define BS_CUT_BAD_FDE 3 /* the file's unwind information was malformed there */
 #define BS_CUT_BAD_CFA 4 /* the frame the table gave lay outside the stack, or was unreadable */
-#define BS_CUT_REASONS 5
+/*
+ * Not a failure: the walk read the native frames its family keeps (--mem-native-frames) and
+ * left the outer ones out; the Python frames follow whole.
+ */
+#define BS_CUT_KEPT    5
+#define BS_CUT_REASONS 6
 
 #define BS_STACK_MAX_FRAMES 128 /* frames kept per stack: deeper ones are cut (TRUNCATED) */
 

@@ -75,9 +75,9 @@ struct stack_fp_walk {
 	__u32 end;	  /* how the walk ended: BS_STACK_END_* (stack_records.h) */
 	__u32 map;	  /* the unw_procs mapping the last frame was in (tried first) */
 	__u32 lo, top;	  /* a binary search's bounds (stack_unw_map, stack_unw_row) */
-	__u32 pad;
-	__u64 tramp; /* the uretprobe trampoline, while calls with a uretprobe are pending */
-	__u64 ri;    /* the pending return_instance of the next trampoline met (kernel memory) */
+	__u32 kept;	  /* max is the frames the family keeps, not the most a stack holds */
+	__u64 tramp;	  /* the uretprobe trampoline, while calls with a uretprobe are pending */
+	__u64 ri; /* the pending return_instance of the next trampoline met (kernel memory) */
 };
 
 /*
@@ -102,7 +102,7 @@ struct stack_py_walk {
 	__u64 floor; /* where the first window may begin (0: STACK_WIN before its end) */
 	__u64 low;   /* the lowest frame the first window held */
 	__u32 ids;   /* 1: s->ids holds this walk's identities (its own frames, code_cache) */
-	__u32 pad;
+	__u32 fresh; /* a code object's identity was read from it: none of the caches knew it */
 };
 
 /* bpf_loop's argument for a Python walk: the process's layout and the scratch buffer. */
@@ -144,6 +144,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct bs_unw_pair);
 } unw_rows SEC(".maps");
+
+/* The rows found last, by file and address (bpf/unwind_maps.h). Shared. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BS_UNW_CACHE);
+	__type(key, __u32);
+	__type(value, struct bs_unw_cache_ent);
+} unw_cache SEC(".maps");
 
 #include "unwind_procs.bpf.h"
 

@@ -57,6 +57,71 @@ struct bs_unw_map {
 	__u32 nrows;	  /* and how many (<= BS_UNW_MAX_ROWS) */
 };
 
+/*
+ * unw_cache: the row the native walk found for a file's address, by a hash of the two: a
+ * binary search of libtorch_cpu's 1.4 million rows takes 21 steps, and when stacks come
+ * seldom (a sampled allocation's, every millisecond or so) most of them miss the caches and
+ * the TLB; a job's stacks repeat the same return addresses, found here in one line. Shared
+ * by every CPU and object: an entry is written in three stores, so a reader takes it only
+ * when its check is the hash of the rest (bs_unw_cache_check): one written half by one CPU
+ * and half by another, for two addresses, fails it, and the walk searches the table as
+ * without a cache. Never stale: a file's rows never change while the map lives.
+ */
+#define BS_UNW_CACHE_BITS 16
+#define BS_UNW_CACHE	  (1u << BS_UNW_CACHE_BITS)
+
+struct bs_unw_cache_ent {
+	__u32 pc;   /* the frame's ELF address */
+	__u32 file; /* its file's first row in unw_rows + 1 (0: empty) */
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 kind;
+	__u8 _pad;
+	__u32 check;
+};
+
+static inline __attribute__((always_inline)) __u32 bs_unw_cache_slot(__u32 pc, __u32 file)
+{
+	return (pc * 0x9e3779b1u ^ file * 0x85ebca6bu) >> (32 - BS_UNW_CACHE_BITS);
+}
+
+static inline __attribute__((always_inline)) __u32
+bs_unw_cache_check(__u32 pc, __u32 file, __s32 cfa_off, __s16 rbp_off, __u8 kind)
+{
+	__u32 h = pc * 0xcc9e2d51u ^ file * 0x1b873593u ^ (__u32)cfa_off * 0xe6546b64u ^
+		  ((__u32)(__u16)rbp_off << 8 | kind) * 0x85ebca6bu;
+
+	return (h ^ h >> 15) | 1; /* never 0: an empty entry's */
+}
+
+/* E's row for file FILE's address PC into *OUT: 0, or -1 when E holds another or is torn. */
+static inline __attribute__((always_inline)) int
+bs_unw_cache_get(const struct bs_unw_cache_ent *e, __u32 pc, __u32 file, struct bs_unwind_row *out)
+{
+	if (e->pc != pc || e->file != file)
+		return -1;
+	out->cfa_off = e->cfa_off;
+	out->rbp_off = e->rbp_off;
+	out->kind = e->kind;
+	return e->check == bs_unw_cache_check(pc, file, out->cfa_off, out->rbp_off, out->kind) ? 0
+											       : -1;
+}
+
+/* R, the row of file FILE's address PC, into E (readers skip it until it is whole). */
+static inline __attribute__((always_inline)) void
+bs_unw_cache_put(struct bs_unw_cache_ent *e, __u32 pc, __u32 file, const struct bs_unwind_row *r)
+{
+	e->check = 0;
+	asm volatile("" ::: "memory");
+	e->pc = pc;
+	e->file = file;
+	e->cfa_off = r->cfa_off;
+	e->rbp_off = r->rbp_off;
+	e->kind = r->kind;
+	asm volatile("" ::: "memory");
+	e->check = bs_unw_cache_check(pc, file, r->cfa_off, r->rbp_off, r->kind);
+}
+
 struct bs_unw_proc {
 	__u32 n; /* mappings in m, sorted by start, not overlapping */
 	__u32 _pad;
@@ -128,5 +193,6 @@ bs_unw_cfa(const struct bs_unwind_row *r, __u64 ip, __u64 sp, __u64 bp, __u64 hi
 
 _Static_assert(sizeof(struct bs_unw_map) == 32, "part of the BPF maps' layout");
 _Static_assert(sizeof(struct bs_unw_pair) == 24, "rows lie 12 bytes apart in unw_rows");
+_Static_assert(sizeof(struct bs_unw_cache_ent) == 20, "part of the BPF maps' layout");
 
 #endif /* BPFSIGHT_UNWIND_MAPS_H */

@@ -199,6 +199,8 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
 			fd = ctx->unw_rows_fd;
 		else if (!strcmp(name, "unw_procs"))
 			fd = ctx->unw_procs_fd;
+		else if (!strcmp(name, "unw_cache"))
+			fd = ctx->unw_cache_fd;
 		if (fd < 0) {
 			__u32 n = record_ctx__map_entries(name);
 

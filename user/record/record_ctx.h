@@ -134,6 +134,7 @@ struct record_ctx {
 	int py_codes_fd;  /* code objects' identities (bpf/stack_scratch.bpf.h), shared likewise */
 	int unw_rows_fd;  /* unwind tables' rows and each process's mappings of them */
 	int unw_procs_fd; /* (bpf/unwind_maps.h: user/stacks/unwind_load.c fills them) */
+	int unw_cache_fd; /* the rows the walks found last (bpf/unwind_maps.h), shared likewise */
 	int unwind_sync;  /* tables built at once by who wants them (snap.c), not by a thread */
 	int use_btf;	  /* tp_btf programs, else raw_tp */
 	int write_err;	  /* first error from the writer: recording stops on it */

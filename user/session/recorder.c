@@ -777,7 +777,8 @@ int recorder__run(const struct record_opts *opts)
 				      .py_procs_fd = -1,
 				      .py_codes_fd = -1,
 				      .unw_rows_fd = -1,
-				      .unw_procs_fd = -1 };
+				      .unw_procs_fd = -1,
+				      .unw_cache_fd = -1 };
 	r->launch = (struct launch){ .pid = -1, .gate_fd = -1 };
 	/* No family takes a record until every one is attached (make_dispatch). */
 	memset(r->consumers, -1, sizeof(r->consumers));

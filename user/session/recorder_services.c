@@ -55,14 +55,15 @@ int recording__create_maps(struct recording *r)
 		return -errno;
 	return unwind_load__create(record_opts__wants_stacks(ctx->opts) &&
 					   kfeature__has(KF_UNWIND_TABLES) && !ctx->opts->unwind_fp,
-				   ctx->opts->unwind_rows, &ctx->unw_rows_fd, &ctx->unw_procs_fd);
+				   ctx->opts->unwind_rows, &ctx->unw_rows_fd, &ctx->unw_procs_fd,
+				   &ctx->unw_cache_fd);
 }
 
 void recording__close_maps(struct recording *r)
 {
-	int *fds[] = { &r->ctx.events_fd,   &r->ctx.targets_fd,	 &r->ctx.lost_fd,
-		       &r->ctx.control_fd,  &r->ctx.py_procs_fd, &r->ctx.py_codes_fd,
-		       &r->ctx.unw_rows_fd, &r->ctx.unw_procs_fd };
+	int *fds[] = { &r->ctx.events_fd,   &r->ctx.targets_fd,	  &r->ctx.lost_fd,
+		       &r->ctx.control_fd,  &r->ctx.py_procs_fd,  &r->ctx.py_codes_fd,
+		       &r->ctx.unw_rows_fd, &r->ctx.unw_procs_fd, &r->ctx.unw_cache_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0) {

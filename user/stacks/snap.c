@@ -502,6 +502,7 @@ static int own_services(struct snap_session *ss, const pid_t *pids, int npids, c
 				       .py_codes_fd = -1,
 				       .unw_rows_fd = bpf_map__fd(ss->skel->maps.unw_rows),
 				       .unw_procs_fd = bpf_map__fd(ss->skel->maps.unw_procs),
+				       .unw_cache_fd = bpf_map__fd(ss->skel->maps.unw_cache),
 				       .unwind_sync = 1 };
 	ss->model = trace_model__new();
 	ss->own.out = (struct record_out){ to_model_out, ss->model };

@@ -39,6 +39,7 @@ static const char *stack_cut_reason(__u32 why)
 		[BS_CUT_EXPR] = "an unwind rule the table cannot hold",
 		[BS_CUT_BAD_FDE] = "malformed unwind information",
 		[BS_CUT_BAD_CFA] = "the unwind table gave a frame off the stack",
+		[BS_CUT_KEPT] = "the native frames kept were read",
 	};
 
 	return why < BS_CUT_REASONS ? reasons[why] : "an unknown reason";
@@ -61,6 +62,10 @@ const char *stack_frame__func(const struct bs_frame *f, const struct trace_model
 		return "[kernel]";
 	if (f->kind == STACK_FRAME_TRUNCATED)
 		return "[truncated]";
+	if (f->kind == BS_FRAME_CUT && f->line == BS_CUT_KEPT) {
+		snprintf(buf, len, "[outer native frames left out (--mem-native-frames)]");
+		return buf;
+	}
 	if (f->kind == BS_FRAME_CUT) {
 		snprintf(buf, len, "[unwind stopped in %s: %s]",
 			 *file ? base_name(file) : "unknown code", stack_cut_reason(f->line));

@@ -77,7 +77,7 @@ static __u64 stuck_ns(void)
 	return (__u64)(n ?: STUCK_S) * 1000000000ull;
 }
 
-int unwind_load__create(int tables, __u64 rows, int *rows_fd, int *procs_fd)
+int unwind_load__create(int tables, __u64 rows, int *rows_fd, int *procs_fd, int *cache_fd)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
 	LIBBPF_OPTS(bpf_map_create_opts, no_prealloc, .map_flags = BPF_F_NO_PREALLOC);
@@ -92,7 +92,12 @@ int unwind_load__create(int tables, __u64 rows, int *rows_fd, int *procs_fd)
 	*procs_fd = bpf_map_create(
 		BPF_MAP_TYPE_HASH, "unw_procs", sizeof(__u32), sizeof(struct bs_unw_proc),
 		record_ctx__map_entries("unw_procs") ?: BS_UNW_PROCS, &no_prealloc);
-	return *procs_fd < 0 ? -errno : 0;
+	if (*procs_fd < 0)
+		return -errno;
+	*cache_fd =
+		bpf_map_create(BPF_MAP_TYPE_ARRAY, "unw_cache", sizeof(__u32),
+			       sizeof(struct bs_unw_cache_ent), tables ? BS_UNW_CACHE : 1, NULL);
+	return *cache_fd < 0 ? -errno : 0;
 }
 
 int unwind_load__has_tables(int rows_fd)

@@ -49,9 +49,9 @@ struct unwind_load_usage {
  * The shared maps of a recording (the recorder makes them before any object loads):
  * unw_rows of ROWS rows (--unwind=tables:SIZE; 0: BPFSIGHT_MAP_ENTRIES=unw_rows=N pairs, else
  * BS_UNW_ROWS; one row unless TABLES: a recording without stacks, --unwind=fp, or a kernel
- * without KF_UNWIND_TABLES), unw_procs. 0 or -errno.
+ * without KF_UNWIND_TABLES), unw_procs, unw_cache (one entry unless TABLES). 0 or -errno.
  */
-int unwind_load__create(int tables, __u64 rows, int *rows_fd, int *procs_fd);
+int unwind_load__create(int tables, __u64 rows, int *rows_fd, int *procs_fd, int *cache_fd);
 /* Whether ROWS_FD was made to hold tables (mappable), not unwind_load__create's one row. */
 int unwind_load__has_tables(int rows_fd);
 /*
