@@ -44,6 +44,12 @@ const volatile __u32 mem_log2_frac[256];
  * Python frames, so allocations take none until then (BS_MEM_EARLY).
  */
 __u32 mem_stacks_live = 0;
+/*
+ * --mem-native-frames: the native frames a memory stack keeps, innermost first (the
+ * allocator's callers up to the op that allocated; the Python frames follow whole). An OOM's
+ * stack is whole.
+ */
+const volatile __u32 mem_native_frames = BS_STACK_MAX_FRAMES;
 const volatile __u64 rss_step = 1 << 20;
 const volatile __u64 grow_step = 1 << 20;
 
@@ -66,14 +72,14 @@ struct {
 } mem_procs SEC(".maps");
 
 /*
- * The last process and RSS this CPU looked at: a percpu counter's shared count moves once per
- * batch of pages a CPU folds into it (32 or more), so most page faults find the RSS they saw
- * last time and stop here, before the process's bookkeeping.
+ * The counters this CPU saw last, of the last mm whose counter moved here: a percpu
+ * counter's shared count, the one read here and in /proc, moves once per batch of pages a
+ * CPU folds into it (32 or more), so most page faults find the value their CPU saw last and
+ * stop there, at the program's first test, before anything else is read.
  */
 struct mem_seen {
-	__u32 pid;
-	__u32 _pad;
-	__u64 rss;
+	__u64 mm;
+	__s64 count[4];
 };
 
 struct {
@@ -176,11 +182,12 @@ static __always_inline void emit_alloc(__u32 pid, __u32 tid, __u64 addr, __u64 b
 			flags |= BS_MEM_EARLY;
 			rate = mem_sample_rate; /* readers count it under "(before stacks)" */
 		} else if (bytes >= mem_stack_bytes) {
-			stack_emit(BS_REC_MEM_ALLOC, pid, tid, ts, 1);
+			stack_emit_keep(BS_REC_MEM_ALLOC, pid, tid, ts, 1, 0, mem_native_frames);
 		} else if (mem_sample_rate) {
 			rate = mem_sample_rate;
 			if (sample_alloc(bytes)) {
-				stack_emit(BS_REC_MEM_ALLOC, pid, tid, ts, 1);
+				stack_emit_keep(BS_REC_MEM_ALLOC, pid, tid, ts, 1, 0,
+						mem_native_frames);
 				flags |= BS_MEM_SAMPLED;
 			}
 		}
@@ -388,22 +395,49 @@ static __always_inline __u64 pages_bytes(__s64 v)
 	return v > 0 ? (__u64)v << PAGE_SHIFT_X86 : 0;
 }
 
+/*
+ * Counter MEMBER of MM, by a constant offset (the verifier wants one for a BTF pointer);
+ * MM_NOT_RSS for MM_SWAPENTS, which is no part of the RSS.
+ */
+#define MM_NOT_RSS ((__s64)(1ull << 63))
+#define MM_MEMBER(mm, member, load)                                                                \
+	((member) == MM_FILEPAGES_    ? MM_PAGES(mm, MM_FILEPAGES_, load)                          \
+	 : (member) == MM_ANONPAGES_  ? MM_PAGES(mm, MM_ANONPAGES_, load)                          \
+	 : (member) == MM_SHMEMPAGES_ ? MM_PAGES(mm, MM_SHMEMPAGES_, load)                         \
+				      : MM_NOT_RSS)
+
+/*
+ * Whether counter MEMBER of MM, now V, moved since this CPU last looked (most page faults:
+ * no, and the program ends here).
+ */
+static __always_inline int rss_moved(struct mm_struct *mm, int member, __s64 v)
+{
+	struct mem_seen *seen;
+	__u32 zero = 0;
+
+	if (v == MM_NOT_RSS)
+		return 0;
+	seen = bpf_map_lookup_elem(&mem_last, &zero);
+	if (!seen)
+		return 1;
+	if (seen->mm == (__u64)mm) {
+		if (seen->count[member & 3] == v)
+			return 0;
+	} else {
+		seen->mm = (__u64)mm;
+		seen->count[0] = seen->count[1] = seen->count[2] = seen->count[3] = -1;
+	}
+	seen->count[member & 3] = v;
+	return 1;
+}
+
 /* Process PID's counters moved (its thread TID's fault or unmap): records, samples. */
 static __always_inline int on_rss(__u32 pid, __u32 tid, __s64 file, __s64 anon, __s64 shmem)
 {
 	__u64 rss, old, fb = pages_bytes(file), ab = pages_bytes(anon), sb = pages_bytes(shmem);
 	struct mem_proc *p, init = {};
-	struct mem_seen *seen;
-	__u32 zero = 0;
 
 	rss = fb + ab + sb;
-	seen = bpf_map_lookup_elem(&mem_last, &zero);
-	if (seen) {
-		if (seen->pid == pid && seen->rss == rss)
-			return 0;
-		seen->pid = pid;
-		seen->rss = rss;
-	}
 	p = bpf_map_lookup_elem(&mem_procs, &pid);
 	if (!p) {
 		init.grow_base = rss;
@@ -439,7 +473,7 @@ static __always_inline int on_rss(__u32 pid, __u32 tid, __s64 file, __s64 anon, 
 		struct bs_mem_grow *g;
 
 		if (mem_stack_bytes != ~0ull)
-			stack_emit(type, pid, tid, ts, 1);
+			stack_emit_keep(type, pid, tid, ts, 1, 0, mem_native_frames);
 		g = bs_reserve(type, sizeof(*g), pid, tid, ts);
 		if (g) {
 			g->bytes = rss > old ? rss - old : old - rss;
@@ -451,14 +485,18 @@ static __always_inline int on_rss(__u32 pid, __u32 tid, __s64 file, __s64 anon, 
 }
 
 /*
- * Every process's page faults come here: the target test first, then only the process's own
+ * Every process's page faults come here: first whether the counter moved at all (a load
+ * from the mm the fault just wrote), then the target test, then only the process's own
  * threads (the tracepoint's curr: its mm is theirs).
  */
 SEC("tp_btf/rss_stat")
 int BPF_PROG(mem_rss_btf, struct mm_struct *mm, int member)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id;
 
+	if (!rss_moved(mm, member, MM_MEMBER(mm, member, LOAD_BTF)))
+		return 0;
+	id = bpf_get_current_pid_tgid();
 	if (!bs_is_target(id >> 32) || bpf_get_current_task_btf()->mm != mm)
 		return 0;
 	return on_rss(id >> 32, (__u32)id, MM_PAGES(mm, MM_FILEPAGES_, LOAD_BTF),
@@ -470,8 +508,11 @@ SEC("raw_tp/rss_stat")
 int BPF_PROG(mem_rss_raw, struct mm_struct *mm, int member)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id;
 
+	if (!rss_moved(mm, member, MM_MEMBER(mm, member, LOAD_CORE)))
+		return 0;
+	id = bpf_get_current_pid_tgid();
 	if (!bs_is_target(id >> 32) || BPF_CORE_READ(t, mm) != mm)
 		return 0;
 	return on_rss(id >> 32, (__u32)id, MM_PAGES(mm, MM_FILEPAGES_, LOAD_CORE),

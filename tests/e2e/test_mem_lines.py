@@ -10,7 +10,7 @@ import re
 import shutil
 import tempfile
 
-from helpers import BPFSIGHT, Recorder, check, eq, run, spawn, stats, tell, tmpdir
+from helpers import BPFSIGHT, Recorder, check, dump, eq, run, spawn, stats, tell, tmpdir
 from marked import PY, Marked, need_torch
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -29,8 +29,9 @@ atexit.register(shutil.rmtree, _LINES_DIR, ignore_errors=True)
 
 
 def lines_recorded():
-    """The lines mode attached by two recorders at once: every allocation's stack
-    (--stacks=mem:0) and sampled ones (--mem-sample-rate 32K); their traces."""
+    """The lines mode attached by three recorders at once: every allocation's stack
+    (--stacks=mem:0), with every native frame too (--mem-native-frames all), and sampled
+    ones (--mem-sample-rate 32K); their traces."""
     if _lines:
         return _lines
     need_torch()
@@ -38,10 +39,16 @@ def lines_recorded():
     ready = p.stdout.readline().split()
     if ready[:1] != ["ready"]:
         raise AssertionError(f"the workload's cue: {ready} {p.stderr.read()[-400:]}")
+    # The first builds the job's unwind tables (this worker's store starts empty); the others
+    # then read them from the store, not build them again beside it.
     recs = {"exact": Recorder("-p", ready[1], "-t", "mem", "--stacks=mem:0",
-                              out=os.path.join(_LINES_DIR, "exact.bst")),
-            "sampled": Recorder("-p", ready[1], "-t", "mem", "--mem-sample-rate", "32K",
-                                out=os.path.join(_LINES_DIR, "sampled.bst"))}
+                              out=os.path.join(_LINES_DIR, "exact.bst"))}
+    recs["exact"].wait_ready()
+    recs["whole"] = Recorder("-p", ready[1], "-t", "mem", "--stacks=mem:0",
+                             "--mem-native-frames", "all",
+                             out=os.path.join(_LINES_DIR, "whole.bst"))
+    recs["sampled"] = Recorder("-p", ready[1], "-t", "mem", "--mem-sample-rate", "32K",
+                               out=os.path.join(_LINES_DIR, "sampled.bst"))
     for r in recs.values():
         r.wait_ready()
     tell(p, "go")
@@ -72,6 +79,44 @@ def test_sampled_bytes_per_line_estimate_the_exact_ones():
         eq(s[0].get("sampled") is None, name == "SITE4M", f"{name}: sampled or not")
     text = run([BPFSIGHT, "stats", t["sampled"], "-r", "mem_leaks"], check=True).stdout
     check("are estimates" in text, f"the note says so:\n{text}")
+
+
+LEFT_OUT = "[outer native frames left out (--mem-native-frames)]"
+
+
+def site_stacks(path, name):
+    """The stacks of the allocations made at NAME's line, in order."""
+    at_line = line(name)
+    return [e["stack"] for e in dump(path) if e["kind"] == "mem_alloc" and e["name"] == "alloc"
+            and "stack" in e and any(f.get("line") == at_line and
+                                     os.path.realpath(f["file"]) == WORK for f in e["stack"])]
+
+
+def test_a_memory_stack_keeps_16_native_frames_then_every_python_one():
+    """By default a memory stack is its 16 innermost native frames (the allocator's callers
+    up to the op: at::empty's here; an eval-loop frame among them stands for the Python
+    frames it ran, as in every stack), a marker that the outer ones were left out, then every
+    other Python frame: the whole stack of the same allocation (--mem-native-frames all, no
+    marker, the interpreter's frames between the Python ones) up to the marker, and the
+    same Python frames."""
+    t = lines_recorded()
+    kept, whole = site_stacks(t["exact"], "SITE4M"), site_stacks(t["whole"], "SITE4M")
+    eq((len(kept), len(whole)), (16, 16), "SITE4M's 16 allocations, a stack each")
+    for k, w in zip(kept, whole):
+        funcs = [f["func"] for f in k]
+        eq(funcs.count(LEFT_OUT), 1, f"one marker: {funcs}")
+        m = funcs.index(LEFT_OUT)
+        native = [f for f in k[:m] if "line" not in f]
+        check(12 <= len(native) <= 16, f"at most 16 native frames before it: {native}")
+        check(any(f["func"].startswith("at::") for f in native), f"the op: {native}")
+        eq(k[:m], w[:m], "up to the marker, the whole stack's frames")
+        wn = [f for f in w if "line" not in f]
+        check(len(wn) > 16 and LEFT_OUT not in [f["func"] for f in wn],
+              f"--mem-native-frames all: every native frame, no marker: {len(wn)}")
+        eq([f for f in k if "line" in f], [f for f in w if "line" in f],
+           "every Python frame, the job's line among them")
+    bad = run([BPFSIGHT, "record", "-t", "mem", "--mem-native-frames", "129", "--", "true"])
+    check(bad.returncode != 0 and "bad --mem-native-frames '129'" in bad.stderr, bad.stderr)
 
 
 def test_growth_nets_what_a_line_left_behind():

@@ -91,6 +91,7 @@ static int mem_attach(const struct family_attach *a, void **state)
 			st->skel->rodata->mem_log2_frac[i] =
 				(__u32)lround(log2(1 + (i + 0.5) / 256) * 65536);
 	}
+	st->skel->rodata->mem_native_frames = mo->native_frames;
 	st->skel->rodata->rss_step = mo->step;
 	st->skel->rodata->grow_step = mo->step;
 	err = prepare_uprobes(st->skel);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The mem family's options: --mem-step (record and monitor), --mem-sample-rate (record). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "mem.h"
 #include "parse.h"
@@ -11,14 +12,15 @@ void mem_opts_init(void *opts, const char *cmd)
 {
 	((struct mem_opts *)opts)->step = MEM_STEP_DEFAULT_BYTES;
 	((struct mem_opts *)opts)->sample_rate = MEM_SAMPLE_DEFAULT_BYTES;
+	((struct mem_opts *)opts)->native_frames = MEM_NATIVE_FRAMES_DEFAULT;
 }
 
 void mem_opts_describe(const void *opts, char *buf, size_t len)
 {
 	const struct mem_opts *o = opts;
 
-	snprintf(buf, len, " mem_step=%llu mem_sample_rate=%llu", (unsigned long long)o->step,
-		 (unsigned long long)o->sample_rate);
+	snprintf(buf, len, " mem_step=%llu mem_sample_rate=%llu mem_native_frames=%u",
+		 (unsigned long long)o->step, (unsigned long long)o->sample_rate, o->native_frames);
 }
 
 static int parse_step(void *opts, const char *arg, const char *cmd)
@@ -45,6 +47,19 @@ static int parse_sample_rate(void *opts, const char *arg, const char *cmd)
 	return 0;
 }
 
+static int parse_native_frames(void *opts, const char *arg, const char *cmd)
+{
+	unsigned long v = BS_STACK_MAX_FRAMES;
+	char *end = NULL;
+
+	if (strcmp(arg, "all") &&
+	    (!*arg || (v = strtoul(arg, &end, 10), *end) || !v || v > BS_STACK_MAX_FRAMES))
+		return msg__fail("bad --mem-native-frames '%s': use a count from 1 to %d, or all",
+				 arg, BS_STACK_MAX_FRAMES);
+	((struct mem_opts *)opts)->native_frames = (__u32)v;
+	return 0;
+}
+
 const struct family_option mem_options[] = {
 	{ "mem-step", "SIZE",
 	  "a process's resident memory is recorded each time it moves by SIZE, and each SIZE of "
@@ -57,5 +72,11 @@ const struct family_option mem_options[] = {
 	  "bytes are estimated whatever its blocks' size (default 512K; smaller: closer "
 	  "estimates, more stacks; none: only blocks of at least --stacks=mem's size)",
 	  FAMILY_OPT_RECORD, parse_sample_rate },
+	{ "mem-native-frames", "N",
+	  "a memory stack keeps its N innermost native frames, the allocator's callers up to the "
+	  "op that allocated, then its Python frames whole (default 16; all: every native frame, "
+	  "the interpreter's between the Python ones too, at about twice the walk; 1: the "
+	  "allocator's own frame)",
+	  FAMILY_OPT_RECORD, parse_native_frames },
 	{ 0 },
 };
