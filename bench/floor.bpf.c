@@ -44,6 +44,16 @@ int BPF_PROG(floor_rss_stat)
 	return 0;
 }
 
+/*
+ * What the mem family samples resident memory on instead (floor --page-faults PERIOD): a
+ * page-fault software event per CPU, the program run once per PERIOD faults.
+ */
+SEC("perf_event")
+int floor_page_fault(struct bpf_perf_event_data *ctx)
+{
+	return 0;
+}
+
 /* Perf-event uprobes (what bpftrace and libbpf 1.1 attach). */
 SEC("uprobe")
 int floor_uprobe(struct pt_regs *ctx)

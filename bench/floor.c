@@ -29,7 +29,9 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/perf_event.h>
 #include <bpf/libbpf.h>
 #include "floor.skel.h"
 #include "uprobe_multi.h"
@@ -253,12 +255,40 @@ static void usage(FILE *f)
 		"  --body NAME      -u programs that do NAME (see bench/floor.bpf.c)\n");
 }
 
+/* --page-faults: the software page-fault event on every online CPU, sampled each PERIOD. */
+static int attach_page_faults(struct floor_bpf *skel, unsigned long long period)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(a),
+		.config = PERF_COUNT_SW_PAGE_FAULTS,
+		.sample_period = period,
+	};
+	int ncpu = libbpf_num_possible_cpus(), err = 0;
+
+	for (int cpu = 0; cpu < ncpu && !err; cpu++) {
+		int fd = syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue;
+			fprintf(stderr, "floor: perf_event_open on CPU %d: %s\n", cpu,
+				strerror(errno));
+			return -errno;
+		}
+		err = keep(bpf_program__attach_perf_event(skel->progs.floor_page_fault, fd),
+			   "page-faults");
+	}
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "syscalls", no_argument, NULL, 's' },
 		{ "sched", no_argument, NULL, 'S' },
 		{ "rss-stat", no_argument, NULL, 'R' },
+		{ "page-faults", required_argument, NULL, 'F' },
 		{ "perf-uprobes", no_argument, NULL, 'P' },
 		{ "body", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
@@ -268,6 +298,7 @@ int main(int argc, char **argv)
 	int entry_only[MAX_LINKS];
 	int nup = 0, nusdt = 0, syscalls = 0, sched = 0, rss = 0, perf = 0, multi, c, err;
 	int status = 0;
+	unsigned long long fault_period = 0;
 	struct ring_buffer *rb = NULL;
 	const char *body = NULL;
 	struct floor_bpf *skel;
@@ -283,6 +314,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			rss = 1;
+			break;
+		case 'F':
+			fault_period = strtoull(optarg, NULL, 0);
 			break;
 		case 'P':
 			perf = 1;
@@ -323,6 +357,7 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.floor_sched_switch, sched);
 	bpf_program__set_autoload(skel->progs.floor_sched_wakeup, sched);
 	bpf_program__set_autoload(skel->progs.floor_rss_stat, rss);
+	bpf_program__set_autoload(skel->progs.floor_page_fault, fault_period > 0);
 	multi = nup && !perf && uprobe_multi__supported();
 	if (body && !multi) {
 		fprintf(stderr, "floor: --body needs -u and uprobe_multi links\n");
@@ -356,6 +391,8 @@ int main(int argc, char **argv)
 	}
 	if (!err && rss)
 		err = keep(bpf_program__attach(skel->progs.floor_rss_stat), "rss_stat");
+	if (!err && fault_period)
+		err = attach_page_faults(skel, fault_period);
 	for (int i = 0; !err && i < nup; i++)
 		err = attach_uprobe(skel, uprobes[i], multi, entry_only[i]);
 	for (int i = 0; !err && i < nusdt; i++)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """A small CNN's training step on the CPU, timed in the process, for bench/bench_mem.py.
 
-    mem_step.py [--settled]
+    mem_step.py [--settled | --leak]
 
 The model: three 3x3 convolutions (3 -> 32 -> 64 -> 128 channels) each with batch norm and
 ReLU, two max pools, a global average pool and a linear layer to 10 classes; AdamW;
@@ -18,12 +18,17 @@ thousand page faults a step, each moving the process's resident counters. --sett
 16 MiB tensor first, as a job that once held a larger block would have: the threshold then
 stays above every tensor of the step, which reuses its heap (about ten page faults a step).
 
+--leak: the step is issue 51's leak job instead, tests/workloads/mem_lines.py cnn's
+(torchvision's resnet18 on 8 images of 32x32, SGD, a DataLoader with 2 workers, and a
+validation pass run without torch.no_grad() whose loss is kept: each step keeps its
+activations, about 4 MiB); its heap as it comes.
+
 Commands on stdin, one a line; each answers one JSON line:
   steps N MODE    run N steps, MODE "plain" or "profiler" (under torch.profiler with
                   profile_memory=True, CPU activity; its start and stop are outside the
                   steps' times) -> {"wall_ns": [each step's wall time], "cpu_ns": [each
                   step's CPU time of this thread], "minflt": the process's minor page
-                  faults over the steps}
+                  faults over the steps, "sys_ns": this thread's system time over them}
   workers         -> {"workers": [the DataLoader workers' pids]}
   quit
 """
@@ -64,11 +69,18 @@ def block(cin, cout):
             nn.ReLU(inplace=True)]
 
 
-def main():
-    if sys.argv[1:] == ["--settled"]:
-        torch.empty(16 << 20, dtype=torch.uint8)
-    elif sys.argv[1:]:
-        raise SystemExit("usage: mem_step.py [--settled]")
+def leak_job():
+    """mem_lines.py cnn's step, and its DataLoader's iterator."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "workloads"))
+    import mem_lines
+
+    step = mem_lines.job(True)
+    return step, step.batches
+
+
+def cnn_job():
+    """The small CNN's step, and its DataLoader's iterator."""
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = nn.Sequential(*block(3, 32), nn.MaxPool2d(2), *block(32, 64), nn.MaxPool2d(2),
@@ -87,7 +99,17 @@ def main():
         loss.backward()
         opt.step()
 
-    # Warm: the workers started, AdamW's state allocated, the heap as big as the step needs.
+    return step, it
+
+
+def main():
+    if sys.argv[1:] == ["--settled"]:
+        torch.empty(16 << 20, dtype=torch.uint8)
+    elif sys.argv[1:] not in ([], ["--leak"]):
+        raise SystemExit("usage: mem_step.py [--settled | --leak]")
+    step, it = leak_job() if sys.argv[1:] == ["--leak"] else cnn_job()
+    # Warm: the workers started, the optimizer's state allocated, the heap as big as the step
+    # needs (the leak job's keeps growing).
     for _ in range(40):
         step()
     print(json.dumps({"ready": os.getpid()}), flush=True)
@@ -107,13 +129,16 @@ def main():
                     activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True))
             wall, cpu = [], []
             flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            sys0 = resource.getrusage(resource.RUSAGE_THREAD).ru_stime
             for _ in range(n):
                 w, c = time.perf_counter_ns(), time.thread_time_ns()
                 step()
                 cpu.append(time.thread_time_ns() - c)
                 wall.append(time.perf_counter_ns() - w)
             flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt
-        print(json.dumps({"wall_ns": wall, "cpu_ns": cpu, "minflt": flt}), flush=True)
+            sys_ns = int((resource.getrusage(resource.RUSAGE_THREAD).ru_stime - sys0) * 1e9)
+        print(json.dumps({"wall_ns": wall, "cpu_ns": cpu, "minflt": flt, "sys_ns": sys_ns}),
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -100,17 +100,21 @@ def model_and_data(validate):
     return small_cnn(), 32, 16
 
 
-def train(validate):
+def job(validate):
+    """The loop, a step at each call of the function returned (its DataLoader's next batch):
+    bench/mem_step.py --leak times it as train() runs it."""
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model, side, batch = model_and_data(validate)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = torch.nn.CrossEntropyLoss()
     loader = torch.utils.data.DataLoader(Noise(side), batch_size=batch, num_workers=2)
+    batches = iter(loader)
     history, leaked = [], []
     params = {p.data_ptr() for p in model.parameters()}
-    stop = threading.Event()
-    for step, (x, y) in enumerate(loader):
+
+    def step():
+        x, y = next(batches)
         opt.zero_grad()
         loss_fn(model(x), y).backward()
         opt.step()
@@ -119,13 +123,23 @@ def train(validate):
             history.append(bars_validate(model, loss_fn, params, x * 0.5, y))
         else:
             keep(leaked)
-        if step == 3:
+
+    step.batches = batches  # its workers: mem_step.py's "workers"
+    return step
+
+
+def train(validate):
+    step = job(validate)
+    stop = threading.Event()
+    for n in range(1 << 62):
+        step()
+        if n == 3:
             if validate:
                 print("kept", sum(saved.values()), flush=True)
             print("ready", os.getpid(), flush=True)
             threading.Thread(target=stop_on_stdin, args=(stop,), daemon=True).start()
-        elif step > 3:
-            print("step", step, time.thread_time_ns(), flush=True)
+        elif n > 3:
+            print("step", n, time.thread_time_ns(), flush=True)
         if stop.is_set():
             break
 
