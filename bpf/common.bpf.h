@@ -41,7 +41,8 @@
  *   unw_procs (tgid)               proc.bpf.c at the exec (and copied to a child at the
  *                                  fork), the stack service (user/stacks/stack_unwind.c) on
  *                                  the exit record; unw_rows: never (one table per file, its
- *                                  size the cap: bpf/unwind_maps.h)
+ *                                  size the cap: bpf/unwind_maps.h); unw_cache: never (an
+ *                                  array: a row found is written over its slot)
  * User space follows the same rule: what the recorder keeps per process (the shim channel's
  * strings, sequence window, launch join, namespace tid map and links; --inject's notes; the
  * cuda family's kernel names; the uprobe manager's maps, 2 s later) is freed at the process's

@@ -32,8 +32,8 @@ static void test_put_then_get(void)
  * The entry as stores of its five parts (pc, file, cfa_off, rbp_off with kind, check) left
  * it, each part from A or from B (bit i of MASK: part i from B).
  */
-static struct bs_unw_cache_ent mix(const struct bs_unw_cache_ent *a, const struct bs_unw_cache_ent *b,
-				   unsigned mask)
+static struct bs_unw_cache_ent mix(const struct bs_unw_cache_ent *a,
+				   const struct bs_unw_cache_ent *b, unsigned mask)
 {
 	struct bs_unw_cache_ent e = *a;
 
@@ -73,8 +73,9 @@ static void test_torn_entries_are_refused(void)
 				mixes++;
 				/* An answer is the row put for the address asked, or none. */
 				for (unsigned k = 0; k < 4; k++) {
-					const struct bs_unwind_row *want =
-						k == i ? &row_a : k == j ? &row_b : NULL;
+					const struct bs_unwind_row *want = k == i   ? &row_a
+									   : k == j ? &row_b
+										    : NULL;
 
 					if (bs_unw_cache_get(&e, pcs[k][0], pcs[k][1], &out))
 						continue;
