@@ -59,18 +59,23 @@
  * runs a code object the caches knew (py_codes, the last walk's) waits for the recorder's
  * next drain (20 ms at most) as any record: the stack that first met each object was sent
  * before it, and the recorder keeps a code object's name once read, so nothing is left to
- * read from the process. A training loop's stacks are all such after its first steps, and
- * their wakeups cost it about 3% of a step (bench/RESULTS.md, "mem").
+ * read from the process; unless that first stack went without its wakeup (within
+ * STACK_WAKE_NS of the last): the next stack of this CPU past it wakes the recorder for it,
+ * as before. A training loop's stacks are all such after its first steps, and their
+ * wakeups cost it about 3% of a step (bench/RESULTS.md, "Issue 51's goal").
  */
 static __always_inline __u64 stack_wakeup(struct stack_scratch *s)
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	if (s->npy && !s->walk.fresh)
+	if (s->npy && !s->walk.fresh && !s->owed)
 		return bs_wakeup_flags();
-	if (now - s->woken < STACK_WAKE_NS)
+	if (now - s->woken < STACK_WAKE_NS) {
+		s->owed = 1;
 		return bs_wakeup_flags();
+	}
 	s->woken = now;
+	s->owed = 0;
 	return BPF_RB_FORCE_WAKEUP;
 }
 

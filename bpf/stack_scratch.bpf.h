@@ -125,7 +125,7 @@ struct stack_scratch {
 	struct stack_fp_walk fpw;
 	__u64 woken; /* when this CPU last woke the recorder for a stack */
 	__u32 busy;  /* a program of this CPU is building a stack in here (stack_scratch_take) */
-	__u32 busy_pad;
+	__u32 owed;  /* a stack that had to wake the recorder did not (within STACK_WAKE_NS) */
 };
 
 /* A stack is bigger than the BPF stack allows: built here, copied out whole. */
