@@ -94,9 +94,13 @@ def record_cmd(r, pid, config, out):
     return [r.bpfsight, "record", "-p", str(pid), "-t", "mem", *RECORD[config], "-o", out]
 
 
-def floor_cmd(r):
-    return [r.bench_bin("floor"), "--rss-stat", "-e", f"{LIBC10}:{NEW}", "-e",
-            f"{LIBC10}:{DELETE}", "--", "sh", "-c", "echo ready $$; exec sleep 3600"]
+# What the floor attaches: empty programs where mem's are (New, Delete, rss_stat).
+FLOOR_ARGS = ["--rss-stat", "-e", f"{LIBC10}:{NEW}", "-e", f"{LIBC10}:{DELETE}"]
+
+
+def floor_cmd(r, args=None):
+    return [r.bench_bin("floor"), *(FLOOR_ARGS if args is None else args), "--", "sh", "-c",
+            "echo ready $$; exec sleep 3600"]
 
 
 class Recording:
@@ -138,11 +142,11 @@ class Recording:
 
 
 class Floor:
-    """bench/floor's empty programs on New's and Delete's entry and on rss_stat, until
-    stop()."""
+    """bench/floor's empty programs on New's and Delete's entry and on rss_stat (or ARGS'),
+    until stop()."""
 
-    def __init__(self, r):
-        self.r, self.cmd = r, floor_cmd(r)
+    def __init__(self, r, args=None):
+        self.r, self.cmd = r, floor_cmd(r, args)
         self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True)
         line = self.p.stdout.readline().split()
@@ -154,6 +158,14 @@ class Floor:
         os.kill(self.sleeper, signal.SIGTERM)
         self.p.communicate(timeout=60)
         return None
+
+
+def holder_of(r, pid, c, stats=False):
+    """What configuration C attaches to process PID until its stop(): the floor, a recording,
+    or nothing (untraced, bystander's idle side, the profiler: the process's own)."""
+    if c == "floor":
+        return Floor(r)
+    return Recording(r, pid, c, stats) if c in RECORD else None
 
 
 def fastest(loop, cmd, blocks):
@@ -168,7 +180,7 @@ def loop_config(ctx, loop, other, c):
     idle process that has PyTorch loaded, the bystander configuration's target."""
     p, r = ctx.params_mem, ctx.r
     target = other if c == "bystander" else loop.pid
-    holder = Floor(r) if c == "floor" else Recording(r, target, c) if c in RECORD else None
+    holder = holder_of(r, target, c)
     res = {}
     try:
         for n in SIZES:
@@ -197,8 +209,7 @@ def step_config(ctx, proc, c, stats=False):
     a step, "rec_cpu" the recorder's CPU a step; recorded: "events"; with STATS: "progs"."""
     p = ctx.params_mem
     mode = "profiler" if c == "profiler" else "plain"
-    holder = Floor(ctx.r) if c == "floor" else \
-        Recording(ctx.r, proc.pid, c, stats) if c in RECORD else None
+    holder = holder_of(ctx.r, proc.pid, c, stats)
     rec = holder if c in RECORD else None
     try:
         proc.ask(f"steps {p['warm']} {mode}")
@@ -229,8 +240,7 @@ def leak_block(ctx, proc, c):
     step, "stime": its system time a step}."""
     p = ctx.params_mem
     mode = "profiler" if c == "profiler" else "plain"
-    holder = Floor(ctx.r) if c == "floor" else \
-        Recording(ctx.r, proc.pid, c) if c in RECORD else None
+    holder = holder_of(ctx.r, proc.pid, c)
     try:
         proc.ask(f"steps {p['warm']} {mode}")
         got = proc.ask(f"steps {p['leak_steps']} {mode}")

@@ -25,32 +25,16 @@ over the rounds (min .. max).
 """
 import argparse
 import os
-import signal
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import LineServer, Runner, median  # noqa: E402
-from bench_mem import LOOP, PY, RECORD, Recording  # noqa: E402
+from bench_mem import LOOP, PY, RECORD, Floor, Recording  # noqa: E402
 
 TOUCH = 4 << 20
 CONFIGS = ("idle", "rss_stat", "counted", "sampled", "mem")
 FLOOR = {"rss_stat": ["--rss-stat"], "counted": ["--page-faults", "1000000"],
          "sampled": ["--page-faults", "64"]}
-
-
-class Floor:
-    """bench/floor with ARGS until stop()."""
-
-    def __init__(self, r, args):
-        self.p = subprocess.Popen([r.bench_bin("floor"), *args, "--", "sh", "-c",
-                                   "echo ready $$; exec sleep 3600"], stdout=subprocess.PIPE,
-                                  text=True)
-        self.sleeper = int(self.p.stdout.readline().split()[1])
-
-    def stop(self):
-        os.kill(self.sleeper, signal.SIGTERM)
-        self.p.wait(60)
 
 
 def main():
