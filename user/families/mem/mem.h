@@ -26,8 +26,9 @@
 /*
  * --mem-native-frames' default: a memory stack's innermost native frames, the allocator's
  * callers up to the op that allocated (within 16 in every stack of a resnet18 step on Debian's
- * torch), then its Python frames whole; the outer native frames (the dispatcher's outer
- * calls, the interpreter's own) cost the walk as much again (bench/RESULTS.md, "mem").
+ * torch that names one), then its Python frames whole; the outer native frames (the dispatcher's outer
+ * calls, the interpreter's own) are about two thirds of a stack's native frames (46 in the
+ * median stack there; bench/RESULTS.md, "Issue 51's goal").
  */
 #define MEM_NATIVE_FRAMES_DEFAULT 16
 

@@ -75,7 +75,7 @@ const struct family_option mem_options[] = {
 	{ "mem-native-frames", "N",
 	  "a memory stack keeps its N innermost native frames, the allocator's callers up to the "
 	  "op that allocated, then its Python frames whole (default 16; all: every native frame, "
-	  "the interpreter's between the Python ones too, at about twice the walk; 1: the "
+	  "the interpreter's between the Python ones too: about three times the frames; 1: the "
 	  "allocator's own frame)",
 	  FAMILY_OPT_RECORD, parse_native_frames },
 	{ 0 },
