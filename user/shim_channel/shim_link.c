@@ -759,6 +759,16 @@ void shim_link__stop(struct record_ctx *ctx, void *state)
 
 	if (!l || l->stopped++)
 		return;
+	/*
+	 * Who owes a flush is who sent a batch: those already in the ring count, read first.
+	 * Without this a process whose batches (its shim's attach status, a thread's last ops)
+	 * still waited for the recorder's next drain was taken for one that sent nothing, and
+	 * the records its shim held went unflushed and uncounted (test_torch_stacks' threads
+	 * test, under load, once stack records stopped waking the recorder). A storm that keeps
+	 * the ring full is read for a tenth of the wait at most: the flush's loop reads on.
+	 */
+	while (record_ctx__poll(ctx, 0) > 0 && mono_now_ns() < deadline - SHIM_DRAIN_MS * 900000ull)
+		;
 	warn_targets(l);
 	if (!drain_attach(l))
 		return;

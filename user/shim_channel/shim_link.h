@@ -16,8 +16,9 @@
  *   - -a: one link per shim file for every process (pid 0), including later ones.
  * Unpacking is shim_unpack.c; what a family does with its records, its hooks there.
  *
- * Ending: while shim processes live, the stop hook attaches the drain probe (flush now) and
- * keeps draining the ring until each process that sent anything confirmed (STATUS
+ * Ending: while shim processes live, the stop hook reads what the ring holds, attaches the
+ * drain probe (flush now) and keeps draining the ring until each process that sent anything
+ * confirmed (STATUS
  * EV_DRAINED, or EV_EXIT, or it exited), for at most SHIM_DRAIN_MS; then everything is
  * detached and the shims see their semaphores drop and go idle.
  */
