@@ -19,6 +19,7 @@
 #include "record_ctx.h"
 #include "scan_cache.h"
 #include "hmap.h"
+#include "pid_maps_read.h"
 #include "uprobe_mgr_priv.h"
 
 void pid_mapping__path(char *buf, size_t len, pid_t pid, const struct pid_mapping *mp,
@@ -98,6 +99,19 @@ next:;
 	}
 }
 
+/* PID exited while V was read: V's mappings join those it had (pid_maps_read.h). */
+static void add_maps(struct uprobe_mgr *m, pid_t pid, struct pid_mapping *v, __u32 n)
+{
+	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 0);
+
+	if (!slot || !*slot || !(*slot)->n) {
+		uprobe_mgr__set_maps(m, pid, v, n); /* nothing better: what the read saw */
+		return;
+	}
+	pid_maps_read__add(&(*slot)->v, &(*slot)->n, v, n);
+	free(v);
+}
+
 void uprobe_mgr__set_maps(struct uprobe_mgr *m, pid_t pid, struct pid_mapping *v, __u32 n)
 {
 	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 1);
@@ -167,7 +181,11 @@ int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)
 	}
 	if (m->nfams)
 		say_libraries(m, pid, v, n);
-	uprobe_mgr__set_maps(m, pid, v, n);
+	/* One that exited during the read may have shown only its first mappings. */
+	if (!pid_maps_read__alive(pid))
+		add_maps(m, pid, v, n);
+	else
+		uprobe_mgr__set_maps(m, pid, v, n);
 	return 0;
 }
 
