@@ -28,8 +28,7 @@ static int overlaps_any(const struct pid_mapping *l, __u32 n, const struct pid_m
 	return 0;
 }
 
-int pid_maps_read__add(struct pid_mapping **old, __u32 *nold, const struct pid_mapping *v,
-		       __u32 n)
+int pid_maps_read__add(struct pid_mapping **old, __u32 *nold, const struct pid_mapping *v, __u32 n)
 {
 	struct pid_mapping *all = realloc(*old, ((size_t)*nold + n) * sizeof(*all));
 	__u32 k;

@@ -20,7 +20,6 @@ int pid_maps_read__alive(pid_t pid);
  * mappings of V that overlap none of *OLD's join it, *OLD's stay. 0, or -ENOMEM (*OLD as it
  * was). V stays the caller's.
  */
-int pid_maps_read__add(struct pid_mapping **old, __u32 *nold, const struct pid_mapping *v,
-		       __u32 n);
+int pid_maps_read__add(struct pid_mapping **old, __u32 *nold, const struct pid_mapping *v, __u32 n);
 
 #endif /* BPFSIGHT_PID_MAPS_READ_H */
