@@ -14,7 +14,9 @@ Most of the work waits (on sleeps, on recorders starting, on workloads), so it r
 worker processes at once (-j, default 4): each unit binary, each fuzzer and each e2e module's
 tests (in order, in one process) is a job. E2e tests that cannot share the machine with other tests are marked
 (`@alone("why")` from helpers, or a module's `ALONE = "why"`) and run afterwards, one at a
-time, nothing else running. Every test's lines are printed whole, as its job reports them.
+time, with no other test running: only the short fuzz runs go on beside them, one at a time
+(a fuzzer loads none of the libraries those tests trace). Every test's lines are printed
+whole, as its job reports them.
 
   tests/run_tests.py [--build DIR] [-k SUBSTRING] [-j JOBS] [--no-unit] [--no-fuzz] [--no-e2e]
 
@@ -245,7 +247,8 @@ def e2e_modules():
 
 
 def plan(build, args):
-    """(jobs run together, longest first as far as known; jobs run alone, in order)."""
+    """(jobs run together, longest first as far as known; jobs run alone, in order; jobs run
+    beside those, one at a time)."""
     together, alone = [], []
     pattern = args.pattern
     if not args.no_unit:
@@ -256,9 +259,12 @@ def plan(build, args):
             together.append(("error", f"no unit-test binaries in {tests_dir}: run make "
                              "test-build"))
         together += [("unit", b) for b in bins if not pattern or pattern in b]
-    if not args.no_fuzz:
-        together += [("fuzz", fz) for fz, _, _ in FUZZERS
-                     if not pattern or pattern in f"{fz}:short"]
+    # The fuzzers run beside the tests that run alone, one at a time: those mostly wait
+    # (a recorder's start, Prometheus's scrapes), and a fuzzer traces nothing and is traced by
+    # nothing they look at (it loads no CUDA, Python or torch library): ~35 s of one core
+    # that the jobs run together would otherwise share.
+    beside = [("fuzz", fz) for fz, _, _ in FUZZERS
+              if not args.no_fuzz and (not pattern or pattern in f"{fz}:short")]
     hint = {}
     if not args.no_e2e:
         for f, (settings, tests) in e2e_modules().items():
@@ -279,7 +285,8 @@ def plan(build, args):
     took = load_times(build)
     fuzz_secs = {fz: secs for fz, _, secs in FUZZERS}
     together.sort(key=lambda j: -took.get(job_key(j), hint.get(j, fuzz_secs.get(j[1], 0))))
-    return together, alone
+    beside.sort(key=lambda j: -took.get(job_key(j), fuzz_secs.get(j[1], 0)))
+    return together, alone, beside
 
 
 def job_key(job):
@@ -335,29 +342,32 @@ def handle(res, job, line):
     getattr(res, kind)(*rest)
 
 
-def run_jobs(build, res, jobs, n, took):
-    """Run JOBS, N at a time; every result printed as it comes."""
-    queue = list(jobs)
+def run_jobs(build, res, jobs, n, took, beside=()):
+    """Run JOBS, N at a time, and BESIDE them those, one at a time; every result printed as
+    it comes."""
+    lanes = [(list(jobs), n), (list(beside), 1)]
     running = {}
     sel = selectors.DefaultSelector()
     try:
-        loop(build, res, queue, running, sel, n, took)
+        loop(build, res, lanes, running, sel, took)
     finally:
         for j in running.values():  # interrupted: no worker left behind
             j.p.kill()
             j.p.wait()
 
 
-def loop(build, res, queue, running, sel, n, took):
-    while queue or running:
-        while queue and len(running) < n:
-            job = queue.pop(0)
-            if job[0] == "error":
-                res.fail("unit", job[1])
-                continue
-            j = Job(build, job)
-            running[j.p.stdout.fileno()] = j
-            sel.register(j.p.stdout, selectors.EVENT_READ, j)
+def loop(build, res, lanes, running, sel, took):
+    while any(q for q, _ in lanes) or running:
+        for lane, (queue, n) in enumerate(lanes):
+            while queue and sum(j.lane == lane for j in running.values()) < n:
+                job = queue.pop(0)
+                if job[0] == "error":
+                    res.fail("unit", job[1])
+                    continue
+                j = Job(build, job)
+                j.lane = lane
+                running[j.p.stdout.fileno()] = j
+                sel.register(j.p.stdout, selectors.EVENT_READ, j)
         if not running:
             continue
         for key, _ in sel.select():
@@ -393,12 +403,13 @@ def main():
         return worker(args.build, args.worker)
     res = Results()
     t0 = time.time()
-    together, alone = plan(args.build, args)
+    together, alone, beside = plan(args.build, args)
     took = {}
     run_jobs(args.build, res, together, max(1, args.jobs), took)
-    if alone:
-        res.note(f"# {time.time() - t0:.0f} s; the tests that run alone:")
-    run_jobs(args.build, res, alone, 1, took)
+    if alone or beside:
+        res.note(f"# {time.time() - t0:.0f} s; the tests that run alone"
+                 + (" (and the fuzzers beside them):" if beside else ":"))
+    run_jobs(args.build, res, alone, 1, took, beside)
     save_times(args.build, took)
     res.skip_summary()
     print(f"# {time.time() - t0:.0f} s" + (f"; failed: {', '.join(res.failures)}"
