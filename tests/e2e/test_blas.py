@@ -126,5 +126,7 @@ def test_the_verdict_names_the_reference_blas_running_the_gemms():
     eq((int(claim.group(3)), int(claim.group(5)), claim.group(7)),
        (job.pid, rows[0]["count"], os.path.basename(LIBBLAS)), "the claim's thread, GEMMs, library")
     check(float(claim.group(1)) >= 20, f"GEMMs are most of the thread's second: {claim.group(0)}")
-    eq(float(claim.group(6)), round(rows[0]["gflops"], 1), "the claim's GFLOP/s")
+    # The claim rounds the rate to 0.1, the table's column to 0.01 (3.1547: 3.2 and 3.15).
+    check(abs(float(claim.group(6)) - rows[0]["gflops"]) <= 0.05 + 0.005,
+          f"the claim's GFLOP/s {claim.group(6)}, the table's {rows[0]['gflops']}")
     check("apt install libopenblas0-pthread" in out, f"what to install: {out[:1500]}")
