@@ -99,7 +99,12 @@ next:;
 	}
 }
 
-/* PID exited while V was read: V's mappings join those it had (pid_maps_read.h). */
+/*
+ * PID had no address space left once V was read: V's mappings join those it had
+ * (pid_maps_read.h). A pid reused within an exited process's grace by one that also exits as
+ * it is read would keep the earlier one's mappings where V has none: far rarer than the short
+ * read this is for, and no worse than a stack named after it is gone.
+ */
 static void add_maps(struct uprobe_mgr *m, pid_t pid, struct pid_mapping *v, __u32 n)
 {
 	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 0);
