@@ -102,8 +102,9 @@ next:;
 /*
  * PID had no address space left once V was read: V's mappings join those it had
  * (pid_maps_read.h). A pid reused within an exited process's grace by one that also exits as
- * it is read would keep the earlier one's mappings where V has none: far rarer than the short
- * read this is for, and no worse than a stack named after it is gone.
+ * it is read would keep the earlier one's mappings where V has none, and frames there would
+ * be misnamed: far rarer than the short read this is for (a process's start time would tell
+ * them apart, at a read of its stat per scan).
  */
 static void add_maps(struct uprobe_mgr *m, pid_t pid, struct pid_mapping *v, __u32 n)
 {
