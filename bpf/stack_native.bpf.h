@@ -121,11 +121,12 @@ static __always_inline int stack_unw_row(const struct bs_unw_map *m, struct stac
 					 __u64 pc, struct bs_unwind_row *out)
 {
 	__u32 file = m->row0 + 1, slot = bs_unw_cache_slot((__u32)pc, file);
-	struct bs_unw_cache_ent *e = bpf_map_lookup_elem(&unw_cache, &slot);
+	struct bs_unw_cache_ent *e;
 	const struct bs_unwind_row *r;
 
 	if (pc >> 32 || m->nrows > BS_UNW_MAX_ROWS)
 		return -1;
+	e = bpf_map_lookup_elem(&unw_cache, &slot);
 	if (e && !bs_unw_cache_get(e, (__u32)pc, file, out))
 		return 0;
 	u->lo = m->row0;

@@ -18,9 +18,8 @@
  *
  * Ending: while shim processes live, the stop hook reads what the ring holds, attaches the
  * drain probe (flush now) and keeps draining the ring until each process that sent anything
- * confirmed (STATUS
- * EV_DRAINED, or EV_EXIT, or it exited), for at most SHIM_DRAIN_MS; then everything is
- * detached and the shims see their semaphores drop and go idle.
+ * confirmed (STATUS EV_DRAINED, or EV_EXIT, or it exited), for at most SHIM_DRAIN_MS; then
+ * everything is detached and the shims see their semaphores drop and go idle.
  */
 #ifndef BPFSIGHT_SHIM_LINK_H
 #define BPFSIGHT_SHIM_LINK_H

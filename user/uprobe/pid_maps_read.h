@@ -13,7 +13,8 @@
 #include "uprobe_mgr_priv.h"
 
 /* 1 while PID still has an address space (its maps show a line), else 0: a read of its maps
- * that ended since may have ended early. */
+ * that ended since may have ended early. Not proc_meta__alive: an exiting process has given
+ * its address space up before it is a zombie. */
 int pid_maps_read__alive(pid_t pid);
 /*
  * A read of an exited process's maps (V, N) added to the list it had (*OLD, *NOLD): the
