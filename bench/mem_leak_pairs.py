@@ -11,11 +11,12 @@ This VM's step moves between ~10 and ~23 ms for minutes at a time (page faults c
 three times more): the neighbours take that out, and many rounds take out the rest.
 
 A configuration is NAME or NAME=ARGS: `floor` (bench/floor's empty programs on the
-allocator's two uprobes and on rss_stat: the bare cost of the hooks), `profiler` (the job's
+allocator's two uprobes and on rss_stat: the bare cost of the hooks; `floor-uprobes` and
+`floor-rss` each half of it alone), `profiler` (the job's
 own torch.profiler with profile_memory=True), or `record -p PID -t mem` with ARGS (commas
 between words: `mem=` is the default, `none=--stacks=none`, `n1=--mem-native-frames,1`).
 
-    python3 bench/mem_leak_pairs.py [--build build] [--rounds 30] [--steps 25] CONFIG...
+    python3 bench/mem_leak_pairs.py [--build build] [--rounds 30] [--steps 25] [--restart 6] CONFIG...
 """
 import argparse
 import os
@@ -24,9 +25,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import LineServer, Runner  # noqa: E402
-from bench_mem import PY, RECORD, holder_of  # noqa: E402
+from bench_mem import FLOOR_ARGS, PY, RECORD, Floor, holder_of  # noqa: E402
 
 STEP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mem_step.py")
+# The floor's halves: the allocator's two uprobes alone, rss_stat's empty program alone.
+FLOORS = {"floor-uprobes": lambda r: Floor(r, [a for a in FLOOR_ARGS if a != "--rss-stat"]),
+          "floor-rss": lambda r: Floor(r, ["--rss-stat"])}
 
 
 def block(job, steps, mode="plain"):
@@ -37,28 +41,39 @@ def block(job, steps, mode="plain"):
     return statistics.mean(cpu[k:len(cpu) - k])
 
 
+def start_job():
+    job = LineServer([PY, STEP, "--leak"])
+    job.pid = job.ask(None)["ready"]
+    return job
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--steps", type=int, default=25)
+    ap.add_argument("--restart", type=int, default=6,
+                    help="a fresh job every N rounds: it leaks about 4 MiB a step")
     ap.add_argument("configs", nargs="+")
     a = ap.parse_args()
     names = []
     for c in a.configs:
         name, _, args = c.partition("=")
         names.append(name)
-        if name not in ("floor", "profiler"):
+        if name not in ("floor", "profiler", *FLOORS):
             RECORD[name] = [w for w in args.split(",") if w]
     r = Runner(a.build)
-    job = LineServer([PY, STEP, "--leak"])
-    job.pid = job.ask(None)["ready"]
+    job = None
     ratios = {n: [] for n in names}
     try:
-        prev = block(job, a.steps)
         for k in range(a.rounds):
+            if k % a.restart == 0:
+                if job:
+                    job.close()
+                job = start_job()
+                prev = block(job, a.steps)
             for n in names if k % 2 == 0 else names[::-1]:
-                h = holder_of(r, job.pid, n)
+                h = FLOORS[n](r) if n in FLOORS else holder_of(r, job.pid, n)
                 try:
                     v = block(job, a.steps, "profiler" if n == "profiler" else "plain")
                 finally:
@@ -70,7 +85,8 @@ def main():
                       f"{nxt / 1e6:.2f}: {ratios[n][-1]:.3f}x", file=sys.stderr, flush=True)
                 prev = nxt
     finally:
-        job.close()
+        if job:
+            job.close()
         r.cleanup()
     for n in names:
         v = sorted(ratios[n])
