@@ -176,22 +176,25 @@ static __always_inline void emit_alloc(__u32 pid, __u32 tid, __u64 addr, __u64 b
 	__u64 ts = bpf_ktime_get_ns();
 	struct bs_mem_alloc *r;
 	__u32 rate = 0;
+	int take = 0;
 
 	if (!(flags & BS_MEM_FREE) && mem_stack_bytes != ~0ull) {
 		if (!mem_stacks_live) {
 			flags |= BS_MEM_EARLY;
 			rate = mem_sample_rate; /* readers count it under "(before stacks)" */
 		} else if (bytes >= mem_stack_bytes) {
-			stack_emit_keep(BS_REC_MEM_ALLOC, pid, tid, ts, 1, 0, mem_native_frames);
+			take = 1;
 		} else if (mem_sample_rate) {
 			rate = mem_sample_rate;
 			if (sample_alloc(bytes)) {
-				stack_emit_keep(BS_REC_MEM_ALLOC, pid, tid, ts, 1, 0,
-						mem_native_frames);
+				take = 1;
 				flags |= BS_MEM_SAMPLED;
 			}
 		}
 	}
+	/* One call site: the verifier checks a stack walk once per copy (~35 ms each). */
+	if (take)
+		stack_emit_keep(BS_REC_MEM_ALLOC, pid, tid, ts, 1, 0, mem_native_frames);
 	r = bs_reserve(BS_REC_MEM_ALLOC, sizeof(*r), pid, tid, ts);
 	if (!r)
 		return;
@@ -299,16 +302,18 @@ int BPF_KPROBE(mem_report, void *ptr, __s64 size, __u64 allocated, __u64 reserve
 	if (!size || !bs_is_target(id >> 32))
 		return 0;
 	if ((__u8)dev == DEV_TYPE_CPU) {
-		if (!allocated)
-			emit_alloc(id >> 32, (__u32)id, (__u64)ptr, size < 0 ? -size : size,
-				   BS_MEM_DEV_CPU, BS_MEM_SRC_REPORT, size < 0 ? BS_MEM_FREE : 0, 0,
-				   0);
+		if (allocated)
+			return 0;
+		/* A map's: no device totals. */
+		index = BS_MEM_DEV_CPU;
+		flags = 0;
+		reserved = 0;
+	} else if (cuda_index(dev, &index)) {
 		return 0;
 	}
-	if (cuda_index(dev, &index))
-		return 0;
 	if (size < 0)
 		flags |= BS_MEM_FREE;
+	/* One emit_alloc, so one stack walk for the verifier to check. */
 	emit_alloc(id >> 32, (__u32)id, (__u64)ptr, size < 0 ? -size : size, index,
 		   BS_MEM_SRC_REPORT, flags, allocated, reserved);
 	return 0;

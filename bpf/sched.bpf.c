@@ -202,22 +202,24 @@ static __always_inline void held_flush(struct thread_sched *ts, struct offcpu_he
 				       __u32 tid, int with_stack)
 {
 	struct stack_scratch *s = NULL;
-	__u32 n = ts->nheld, size = 0, taken = 0;
+	__u32 n = ts->nheld, size = 0, want = 0;
 	__u64 flags = 0;
 
 	ts->nheld = 0;
+	if (with_stack == 1)
+		for (__u32 i = 0; i < HELD_MAX && i < n; i++)
+			want |= h->iv[i].stack;
+	/*
+	 * One stack for every interval that wants one, read before the loop: read inside it,
+	 * the verifier checked the walk once for each interval (~35 ms each).
+	 */
+	if (want && (s = stack_scratch_take())) {
+		s->flags = 0;
+		size = stack_read(s, pid, tid, 1, BS_STACK_MAX_FRAMES);
+		s->type = BS_REC_OFFCPU;
+		flags = stack_wakeup(s);
+	}
 	for (__u32 i = 0; i < HELD_MAX && i < n; i++) {
-		if (with_stack == 1 && h->iv[i].stack && !taken) {
-			/* One stack for every interval that wants one: read at the first. */
-			taken = 1;
-			s = stack_scratch_take();
-			if (s) {
-				s->flags = 0;
-				size = stack_read(s, pid, tid, 1, BS_STACK_MAX_FRAMES);
-				s->type = BS_REC_OFFCPU;
-				flags = stack_wakeup(s);
-			}
-		}
 		if (s && h->iv[i].stack)
 			stack_send(s, size, BS_REC_STACK_RAW, pid, tid, h->iv[i].out_ts, flags);
 		offcpu_write(&h->iv[i], pid, tid, with_stack == HELD_FINAL);
