@@ -320,44 +320,41 @@ int BPF_KPROBE(gil_cond_enter, void *cond)
 	return 0;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(gil_cond_exit)
+/*
+ * The condition wait returned: 1 when the wait for the GIL ended at *NOW, the GIL taken.
+ * Called for the returns of gil_exit below, as are the two after it.
+ */
+static __always_inline int cond_return(struct gil_thr *st, __u32 pid, __u32 tid, __u64 *now)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now;
-	__u32 pid = id >> 32, tid = (__u32)id, h;
 	struct bs_gil_cfg *c;
-	struct gil_thr *st;
+	__u32 h;
 
-	st = thr_get(0);
-	if (!st || !st->in_cond)
+	if (!st->in_cond)
 		return 0;
 	st->in_cond = 0;
 	c = bpf_map_lookup_elem(&gil_procs, &pid);
 	if (!c || !st->wait_start)
 		return 0;
-	now = bpf_ktime_get_ns();
+	*now = bpf_ktime_get_ns();
 	/*
 	 * --stacks=gil: a long round is blamed on the holder's code, read from its thread state
 	 * now (the GIL's last holder, still running it, or just having let go of it).
 	 */
-	if (gil_stack_ns != ~0ull && st->round_start && now - st->round_start >= gil_stack_ns)
-		holder_round(c, st, pid, tid, now);
+	if (gil_stack_ns != ~0ull && st->round_start && *now - st->round_start >= gil_stack_ns)
+		holder_round(c, st, pid, tid, *now);
 	/* Back with the mutex held: still locked means take_gil waits another round. */
 	if (gil_locked(c)) {
 		h = holder_tid(c);
 		if (h != st->holder) {
-			blame(pid, tid, st->holder, now - st->seg_start);
-			st->seg_start = now;
+			blame(pid, tid, st->holder, *now - st->seg_start);
+			st->seg_start = *now;
 			st->holder = h;
 			st->flags |= BS_GIL_WAIT_HANDOFF;
 		}
 		return 0;
 	}
 	/* The GIL is ours. Full mode ends the wait where take_gil returns. */
-	if (st->take_start && (c->flags & BS_GIL_CFG_FULL))
-		return 0;
-	wait_end(ctx, st, pid, tid, now);
-	return 0;
+	return !(st->take_start && (c->flags & BS_GIL_CFG_FULL));
 }
 
 SEC("uprobe")
@@ -378,24 +375,22 @@ int BPF_KPROBE(gil_mutex_enter, void *futex)
 	return 0;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(gil_mutex_exit)
+/* The GIL's mutex was locked after a wait: 1 when that was the whole wait for the GIL. */
+static __always_inline int mutex_return(struct gil_thr *st, __u32 pid, __u32 tid, __u64 *now)
 {
-	__u64 id = bpf_get_current_pid_tgid(), start, now;
-	__u32 pid = id >> 32, tid = (__u32)id, h;
 	struct bs_gil_cfg *c;
-	struct gil_thr *st;
+	__u64 start;
+	__u32 h;
 	int locked;
 
-	st = thr_get(0);
-	if (!st || !st->mutex_start)
+	if (!st->mutex_start)
 		return 0;
 	start = st->mutex_start;
 	st->mutex_start = 0;
 	c = bpf_map_lookup_elem(&gil_procs, &pid);
 	if (!c)
 		return 0;
-	now = bpf_ktime_get_ns();
+	*now = bpf_ktime_get_ns();
 	/* The mutex is ours now, so both reads are stable. */
 	locked = gil_locked(c);
 	h = holder_tid(c);
@@ -404,10 +399,7 @@ int BPF_KRETPROBE(gil_mutex_exit)
 		return 0;
 	wait_begin(st, c, start, h, BS_GIL_WAIT_MUTEX);
 	/* Locked: take_gil goes on to the condition wait, which continues this wait. */
-	if (locked || (st->take_start && (c->flags & BS_GIL_CFG_FULL)))
-		return 0;
-	wait_end(ctx, st, pid, tid, now);
-	return 0;
+	return !(locked || (st->take_start && (c->flags & BS_GIL_CFG_FULL)));
 }
 
 SEC("uprobe")
@@ -429,23 +421,41 @@ int BPF_KPROBE(gil_take_enter)
 	return 0;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(gil_take_exit)
+/* take_gil returned (full mode): the thread holds the GIL from *NOW; 1 when it waited. */
+static __always_inline int take_return(struct gil_thr *st, __u64 *now)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now;
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct gil_thr *st;
+	int waited = st->wait_start != 0;
 
-	st = thr_get(0);
-	if (!st || !st->take_start)
+	if (!st->take_start)
 		return 0;
-	now = bpf_ktime_get_ns();
-	if (st->wait_start) {
+	*now = bpf_ktime_get_ns();
+	if (waited)
 		st->flags |= BS_GIL_WAIT_TAKE_GIL;
-		wait_end(ctx, st, pid, tid, now);
-	}
 	st->take_start = 0;
-	st->hold_start = now;
+	st->hold_start = *now;
+	return waited;
+}
+
+/* The returns of the three functions above (the probe's cookie says which, BS_GIL_EXIT_*). */
+SEC("uretprobe")
+int BPF_KRETPROBE(gil_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = 0, kind = bpf_get_attach_cookie(ctx);
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct gil_thr *st = thr_get(0);
+	int ended;
+
+	if (!st)
+		return 0;
+	if (kind == BS_GIL_EXIT_COND)
+		ended = cond_return(st, pid, tid, &now);
+	else if (kind == BS_GIL_EXIT_MUTEX)
+		ended = mutex_return(st, pid, tid, &now);
+	else
+		ended = take_return(st, &now);
+	/* One call: each inlined copy of its stack walk is verified on its own. */
+	if (ended)
+		wait_end(ctx, st, pid, tid, now);
 	return 0;
 }
 

@@ -49,6 +49,14 @@ struct bs_gil_hold {
 	__u64 dur;
 };
 
+/*
+ * The bpf_cookie of gil_exit's probes: which function returned. One program for the three
+ * returns, so that the verifier checks its stack walk (wait_end's) once, not three times.
+ */
+#define BS_GIL_EXIT_COND  1 /* glibc's pthread_cond_timedwait */
+#define BS_GIL_EXIT_MUTEX 2 /* glibc's __lll_lock_wait, on the GIL's mutex */
+#define BS_GIL_EXIT_TAKE  3 /* the interpreter's take_gil (full mode) */
+
 #define BS_GIL_HIST 32 /* log2 buckets: i holds [2^i, 2^(i+1)) ns, 0 also 0 ns, 31 the rest */
 
 /* Per-thread totals of every wait and hold, short or long (BPF map value). */

@@ -318,10 +318,9 @@ static int gil_attach(const struct family_attach *a, void **state)
 	err = 0;
 	if (uprobe_multi__supported()) {
 		struct bpf_program *progs[] = {
-			st->skel->progs.gil_cond_enter, st->skel->progs.gil_cond_exit,
-			st->skel->progs.gil_take_enter, st->skel->progs.gil_take_exit,
+			st->skel->progs.gil_cond_enter, st->skel->progs.gil_take_enter,
 			st->skel->progs.gil_drop_enter, st->skel->progs.gil_mutex_enter,
-			st->skel->progs.gil_mutex_exit,
+			st->skel->progs.gil_exit,
 		};
 
 		for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]) && !err; i++)
