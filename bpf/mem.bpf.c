@@ -232,17 +232,62 @@ static __always_inline void emit_oom(__u32 pid, __u32 tid, __u64 bytes, __s16 de
 	bs_submit(r);
 }
 
-/* c10::ProfiledCPUMemoryReporter::New(this, void *ptr, size_t nbytes) */
-SEC("uprobe")
-int BPF_KPROBE(mem_cpu_new, void *self, void *ptr, __u64 nbytes)
+/*
+ * c10::Device passed by value: two int8s in one register word, the type in the low byte
+ * and the index in the next. 0 for a CUDA device's index, else -1 (not a CUDA device).
+ */
+static __always_inline int cuda_index(__u64 word, __s16 *index)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	if ((__u8)word != DEV_TYPE_CUDA)
+		return -1;
+	*index = (__s8)(word >> 8);
+	return 0;
+}
 
+/*
+ * An allocation or a free reported to c10; which function's (the probe's cookie, as
+ * BS_MEM_SRC_*) tells its arguments apart. One program for both, so that the verifier checks
+ * its stack walk once:
+ * - BS_MEM_SRC_CPU: c10::ProfiledCPUMemoryReporter::New(this, void *ptr, size_t nbytes);
+ * - BS_MEM_SRC_REPORT: c10::reportMemoryUsageToProfiler(void *ptr, int64_t alloc_size,
+ *   size_t total_allocated, size_t total_reserved, c10::Device device): the CUDA caching
+ *   allocator's every malloc (size > 0) and free (size < 0). On the CPU: at::MapAllocator's
+ *   maps and unmaps, whose total_allocated is 0 (1.13 to 2.11: (ptr, size, 0, size) and (ptr,
+ *   -size, 0, 0)); and ProfiledCPUMemoryReporter's own while torch.profiler records memory,
+ *   New's and Delete's seen there already, whose total_allocated is the reporter's running
+ *   total: left out here but when a Delete took that total to 0, which readers know as the
+ *   free its thread's Delete record just wrote (mem_live.h).
+ */
+SEC("uprobe")
+int BPF_KPROBE(mem_alloc, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 dev)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ptr = a1, bytes = a2, allocated = 0, reserved = 0;
+	__u8 flags = 0, source = BS_MEM_SRC_CPU;
+	__s16 index = BS_MEM_DEV_CPU;
+
+	if (bpf_get_attach_cookie(ctx) == BS_MEM_SRC_REPORT) {
+		__s64 size = (__s64)a1;
+
+		if ((__u8)dev == DEV_TYPE_CPU) {
+			if (a2)
+				return 0;
+		} else if (cuda_index(dev, &index)) {
+			return 0;
+		} else {
+			flags = BS_MEM_TOTALS;
+			allocated = a2;
+			reserved = a3;
+		}
+		if (size < 0)
+			flags |= BS_MEM_FREE;
+		ptr = a0;
+		bytes = size < 0 ? -size : size;
+		source = BS_MEM_SRC_REPORT;
+	}
 	/* New returns at once for 0 bytes; its Delete never reaches the reporter either. */
-	if (!nbytes || !bs_is_target(id >> 32))
+	if (!bytes || !bs_is_target(id >> 32))
 		return 0;
-	emit_alloc(id >> 32, (__u32)id, (__u64)ptr, nbytes, BS_MEM_DEV_CPU, BS_MEM_SRC_CPU, 0, 0,
-		   0);
+	emit_alloc(id >> 32, (__u32)id, ptr, bytes, index, source, flags, allocated, reserved);
 	return 0;
 }
 
@@ -259,78 +304,29 @@ int BPF_KPROBE(mem_cpu_delete, void *self, void *ptr)
 	return 0;
 }
 
-/* c10::ProfiledCPUMemoryReporter::OutOfMemory(this, size_t nbytes) */
-SEC("uprobe")
-int BPF_KPROBE(mem_cpu_oom, void *self, __u64 nbytes)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-
-	if (bs_is_target(id >> 32))
-		emit_oom(id >> 32, (__u32)id, nbytes, BS_MEM_DEV_CPU, BS_MEM_SRC_CPU, 0, 0);
-	return 0;
-}
-
 /*
- * c10::Device passed by value: two int8s in one register word, the type in the low byte
- * and the index in the next. 0 for a CUDA device's index, else -1 (not a CUDA device).
- */
-static __always_inline int cuda_index(__u64 word, __s16 *index)
-{
-	if ((__u8)word != DEV_TYPE_CUDA)
-		return -1;
-	*index = (__s8)(word >> 8);
-	return 0;
-}
-
-/*
- * c10::reportMemoryUsageToProfiler(void *ptr, int64_t alloc_size, size_t total_allocated,
- * size_t total_reserved, c10::Device device): the CUDA caching allocator's every malloc
- * (size > 0) and free (size < 0). On the CPU: at::MapAllocator's maps and unmaps, whose
- * total_allocated is 0 (1.13 to 2.11: (ptr, size, 0, size) and (ptr, -size, 0, 0)); and
- * ProfiledCPUMemoryReporter's own while torch.profiler records memory, New's and Delete's
- * seen there already, whose total_allocated is the reporter's running total: left out here
- * but when a Delete took that total to 0, which readers know as the free its thread's Delete
- * record just wrote (mem_live.h).
+ * An allocation refused, one program for both functions as mem_alloc:
+ * - BS_MEM_SRC_CPU: c10::ProfiledCPUMemoryReporter::OutOfMemory(this, size_t nbytes);
+ * - BS_MEM_SRC_REPORT: c10::reportOutOfMemoryToProfiler(int64_t alloc_size, size_t
+ *   total_allocated, size_t total_reserved, c10::Device device), a CUDA device's.
  */
 SEC("uprobe")
-int BPF_KPROBE(mem_report, void *ptr, __s64 size, __u64 allocated, __u64 reserved, __u64 dev)
+int BPF_KPROBE(mem_oom, __u64 a0, __u64 a1, __u64 a2, __u64 dev)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u8 flags = BS_MEM_TOTALS;
-	__s16 index;
+	__u64 id = bpf_get_current_pid_tgid(), bytes = a1, allocated = 0, reserved = 0;
+	__u8 source = BS_MEM_SRC_CPU;
+	__s16 index = BS_MEM_DEV_CPU;
 
-	if (!size || !bs_is_target(id >> 32))
-		return 0;
-	if ((__u8)dev == DEV_TYPE_CPU) {
-		if (allocated)
+	if (bpf_get_attach_cookie(ctx) == BS_MEM_SRC_REPORT) {
+		if (cuda_index(dev, &index))
 			return 0;
-		/* A map's: no device totals. */
-		index = BS_MEM_DEV_CPU;
-		flags = 0;
-		reserved = 0;
-	} else if (cuda_index(dev, &index)) {
-		return 0;
+		bytes = a0;
+		allocated = a1;
+		reserved = a2;
+		source = BS_MEM_SRC_REPORT;
 	}
-	if (size < 0)
-		flags |= BS_MEM_FREE;
-	/* One emit_alloc, so one stack walk for the verifier to check. */
-	emit_alloc(id >> 32, (__u32)id, (__u64)ptr, size < 0 ? -size : size, index,
-		   BS_MEM_SRC_REPORT, flags, allocated, reserved);
-	return 0;
-}
-
-/*
- * c10::reportOutOfMemoryToProfiler(int64_t alloc_size, size_t total_allocated,
- * size_t total_reserved, c10::Device device)
- */
-SEC("uprobe")
-int BPF_KPROBE(mem_report_oom, __s64 size, __u64 allocated, __u64 reserved, __u64 dev)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__s16 index;
-
-	if (!cuda_index(dev, &index) && bs_is_target(id >> 32))
-		emit_oom(id >> 32, (__u32)id, size, index, BS_MEM_SRC_REPORT, allocated, reserved);
+	if (bs_is_target(id >> 32))
+		emit_oom(id >> 32, (__u32)id, bytes, index, source, allocated, reserved);
 	return 0;
 }
 

@@ -31,8 +31,10 @@ static void mem_state_free(struct mem_state *st)
 static int prepare_uprobes(struct mem_bpf *skel)
 {
 	struct bpf_program *progs[] = {
-		skel->progs.mem_cpu_new, skel->progs.mem_cpu_delete, skel->progs.mem_cpu_oom,
-		skel->progs.mem_report,	 skel->progs.mem_report_oom, skel->progs.mem_usdt_malloc,
+		skel->progs.mem_alloc,
+		skel->progs.mem_cpu_delete,
+		skel->progs.mem_oom,
+		skel->progs.mem_usdt_malloc,
 	};
 	int err = 0;
 

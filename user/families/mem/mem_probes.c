@@ -43,20 +43,26 @@ static const char *const fn_shown[MEM_NFNS] = {
 	[MEM_FN_REPORT_OOM] = "reportOutOfMemoryToProfiler",
 };
 
+/*
+ * The program of function FN: New and reportMemoryUsageToProfiler share mem_alloc, the two
+ * out-of-memory functions mem_oom, told apart by their probes' cookie (fn_cookie).
+ */
 static struct bpf_program *fn_prog(struct mem_bpf *skel, int fn)
 {
 	switch (fn) {
 	case MEM_FN_CPU_NEW:
-		return skel->progs.mem_cpu_new;
+	case MEM_FN_REPORT:
+		return skel->progs.mem_alloc;
 	case MEM_FN_CPU_DELETE:
 		return skel->progs.mem_cpu_delete;
-	case MEM_FN_CPU_OOM:
-		return skel->progs.mem_cpu_oom;
-	case MEM_FN_REPORT:
-		return skel->progs.mem_report;
 	default:
-		return skel->progs.mem_report_oom;
+		return skel->progs.mem_oom;
 	}
+}
+
+static __u64 fn_cookie(int fn)
+{
+	return fn == MEM_FN_REPORT || fn == MEM_FN_REPORT_OOM ? BS_MEM_SRC_REPORT : BS_MEM_SRC_CPU;
 }
 
 /* PROG on PATH at OFF into L, for process PID (0: every one): uprobe_mgr__attach_links. */
@@ -108,15 +114,16 @@ void *mem_on_file(void *arg, const char *path, const char *shown, const struct e
 		return NULL;
 	for (int i = 0; i < MEM_NFNS; i++) {
 		struct probe_site ps;
-		__u64 off;
+		__u64 off, cookie;
 
 		if (elf_syms__find(syms, fn_names[i][0], &sym) &&
 		    (!fn_names[i][1] || elf_syms__find(syms, fn_names[i][1], &sym)))
 			continue;
 		found = 1;
 		off = uprobe_mgr__site(syms, &sym, &ps) ? sym.file_off : sym.file_off + ps.offset;
+		cookie = fn_cookie(i);
 		if (!st->ctx->opts->dry_run && !probe(st, &f->fn[i], fn_prog(st->skel, i), 0, path,
-						      off, NULL, NULL, fn_shown[i], shown))
+						      off, NULL, &cookie, fn_shown[i], shown))
 			st->probed++;
 	}
 	n = found ? usdt_notes__open(path) : NULL;
