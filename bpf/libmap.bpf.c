@@ -31,6 +31,11 @@ struct {
 } known_files SEC(".maps");
 
 const volatile __u32 stop_on_new_code = 0;
+/*
+ * Tests only (BPFSIGHT_TEST_NO_EXEC_STOP=1): an exec is not stopped, as when its signal could
+ * not be sent; the dynamic linker's stops must then catch the libraries (uprobe_mgr__start).
+ */
+const volatile __u32 skip_exec_stop = 0;
 
 /* An exec's record carries the program's file name after it (records.h). */
 struct map_exec_path {
@@ -38,7 +43,7 @@ struct map_exec_path {
 	char path[BS_EXEC_PATH_LEN];
 };
 
-static __always_inline void report(__u32 flags, __u64 dev, __u64 ino, const char *path)
+static __always_inline void report(__u32 flags, __u64 dev, __u64 ino, const char *path, int stop)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 size = path ? sizeof(struct map_exec_path) : sizeof(struct bs_map_exec);
@@ -53,7 +58,7 @@ static __always_inline void report(__u32 flags, __u64 dev, __u64 ino, const char
 	if (path && bpf_probe_read_kernel_str(((struct map_exec_path *)r)->path, BS_EXEC_PATH_LEN,
 					      path) < 0)
 		((struct map_exec_path *)r)->path[0] = 0;
-	if (stop_on_new_code && !bpf_send_signal(SIGSTOP_NR))
+	if (stop && stop_on_new_code && !bpf_send_signal(SIGSTOP_NR))
 		r->flags |= BS_MAP_EXEC_STOPPED;
 	/* Wake user space now: the new code is about to run (a stopped process waits for
 	 * us). Forced: the default wakes the consumer only if it has read everything before,
@@ -80,7 +85,7 @@ static __always_inline void on_exec(struct linux_binprm *bprm)
 	 */
 	if (!stop_on_new_code && bpf_map_lookup_elem(&known_files, &key))
 		return;
-	report(BS_MAP_EXEC_EXEC, key.dev, key.ino, BPF_CORE_READ(bprm, filename));
+	report(BS_MAP_EXEC_EXEC, key.dev, key.ino, BPF_CORE_READ(bprm, filename), !skip_exec_stop);
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -102,6 +107,6 @@ SEC("uprobe")
 int dl_debug_state(struct pt_regs *ctx)
 {
 	if (bs_is_target(bpf_get_current_pid_tgid() >> 32))
-		report(BS_MAP_EXEC_DLOPEN, 0, 0, NULL);
+		report(BS_MAP_EXEC_DLOPEN, 0, 0, NULL, 1);
 	return 0;
 }

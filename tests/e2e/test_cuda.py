@@ -244,6 +244,23 @@ def test_runtime_shared_exact():
     check_runtime_reports(out, p, 3, "shared cudart")
 
 
+def test_launch_whose_exec_was_not_stopped_misses_no_call():
+    """Launch mode when the stop at the exec did not happen (BPFSIGHT_TEST_NO_EXEC_STOP=1, as
+    when bpf_send_signal fails in the exec's tracepoint): the command's ld.so was probed
+    before the command was released, so the stop at the libraries it loads still comes
+    before its first call, and every call of the shared-cudart workload is counted, five
+    recordings in a row (without that probe, six of eight had no call at all)."""
+    need_cuda(API_SHARED)
+    env = {**os.environ, "BPFSIGHT_TEST_NO_EXEC_STOP": "1"}
+    for i in range(5):
+        out = os.path.join(tmpdir(), f"t{i}.bst")
+        p = run([BPFSIGHT, "record", "-o", out, "-t", "cuda", "--", API_SHARED, "2"], env=env)
+        eq(p.returncode, 0, f"record exit ({p.stderr.strip()[-800:]})")
+        pid, _, procs = parse_out(p.stdout)
+        check_runtime_process(dump(out), pid, procs[pid], 2,
+                              f"recording {i + 1} without the exec's stop")
+
+
 def test_runtime_static_exact():
     need_cuda(API_STATIC)
     out, pid, p = record_runtime(API_STATIC, 3)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "env.h"
 #include "link_reaper.h"
 #include "record_ctx.h"
 #include "hmap.h"
@@ -55,6 +56,7 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 static int libmap_start(struct uprobe_mgr *m)
 {
 	struct record_ctx *ctx = m->ctx;
+	const char *env;
 	int err;
 
 	m->libmap = libmap_bpf__open();
@@ -63,6 +65,8 @@ static int libmap_start(struct uprobe_mgr *m)
 	RECORD_CTX_SET_COMMON_RODATA(m->libmap, ctx);
 	/* Launch mode owns its processes: stop them on new code, so no first call is missed. */
 	m->libmap->rodata->stop_on_new_code = ctx->opts->cmd != NULL;
+	env = env__trusted("BPFSIGHT_TEST_NO_EXEC_STOP");
+	m->libmap->rodata->skip_exec_stop = env && !strcmp(env, "1");
 	if (uprobe_multi__supported())
 		uprobe_multi__prepare(m->libmap->progs.dl_debug_state);
 	err = record_ctx__prepare(ctx, m->libmap->obj);

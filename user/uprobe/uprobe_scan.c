@@ -20,6 +20,7 @@
 #include "scan_cache.h"
 #include "hmap.h"
 #include "pid_maps_read.h"
+#include "launch_interp.h"
 #include "uprobe_mgr_priv.h"
 
 void pid_mapping__path(char *buf, size_t len, pid_t pid, const struct pid_mapping *mp,
@@ -244,6 +245,16 @@ int uprobe_mgr__start(struct uprobe_mgr *m)
 		prescan_well_known(m);
 		err = uprobe_mgr__scan(m, 0);
 	} else {
+		char interp[PATH_MAX];
+
+		/*
+		 * The command's ld.so first: its link-map hook then stops the command at the
+		 * libraries it loads whether or not its exec was stopped (bpf_send_signal, from
+		 * the exec's tracepoint, can fail while an earlier signal is pending on the CPU).
+		 */
+		if (m->ctx->opts->cmd &&
+		    !launch_interp(m->ctx->opts->cmd[0], interp, sizeof(interp)))
+			uprobe_mgr__prescan(m, interp);
 		if (m->ctx->launch_pid)
 			uprobe_mgr__scan(m, m->ctx->launch_pid);
 		for (__u32 i = 0; i < o->npids; i++)
