@@ -46,7 +46,10 @@ struct map_exec_path {
 static __always_inline void report(__u32 flags, __u64 dev, __u64 ino, const char *path, int stop)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 size = path ? sizeof(struct map_exec_path) : sizeof(struct bs_map_exec);
+	/* An exec's record has room for its path, read or not: FLAGS is each caller's constant,
+	 * so the size is one (6.1's verifier does not tie a runtime one to the read below). */
+	__u32 size = flags & BS_MAP_EXEC_EXEC ? sizeof(struct map_exec_path)
+					      : sizeof(struct bs_map_exec);
 	struct bs_map_exec *r;
 
 	r = bs_reserve_life(BS_REC_MAP_EXEC, size, id >> 32, (__u32)id, bpf_ktime_get_ns());
@@ -55,8 +58,9 @@ static __always_inline void report(__u32 flags, __u64 dev, __u64 ino, const char
 	r->ino = ino;
 	r->dev = dev;
 	r->flags = flags;
-	if (path && bpf_probe_read_kernel_str(((struct map_exec_path *)r)->path, BS_EXEC_PATH_LEN,
-					      path) < 0)
+	if ((flags & BS_MAP_EXEC_EXEC) &&
+	    (!path || bpf_probe_read_kernel_str(((struct map_exec_path *)r)->path, BS_EXEC_PATH_LEN,
+						path) < 0))
 		((struct map_exec_path *)r)->path[0] = 0;
 	if (stop && stop_on_new_code && !bpf_send_signal(SIGSTOP_NR))
 		r->flags |= BS_MAP_EXEC_STOPPED;
