@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The dynamic linker a launched command will run under (launch_interp.h). */
-#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "elf_file.h"
 #include "launch_interp.h"
 #include "safe_open.h"
 
@@ -33,25 +33,26 @@ static int resolve(const char *cmd, char *out, size_t len)
 /* PT_INTERP of the ELF file open on FD into OUT; -ENOENT without one (a static program). */
 static int elf_interp(int fd, char *out, size_t len)
 {
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph;
+	int err = -ENOENT;
+	GElf_Phdr ph;
+	size_t n = 0;
+	Elf *elf;
 
-	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(ph))
+	if (elf_version(EV_CURRENT) == EV_NONE || !(elf = elf_file__open(fd, 0, &(int){ 0 })))
 		return -ENOENT;
-	for (unsigned int i = 0; i < eh.e_phnum; i++) {
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * sizeof(ph))) !=
-		    sizeof(ph))
-			return -ENOENT;
-		if (ph.p_type != PT_INTERP)
-			continue;
-		if (!ph.p_filesz || ph.p_filesz > len ||
-		    pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz ||
-		    out[ph.p_filesz - 1])
-			return -ENOENT;
-		return 0;
-	}
-	return -ENOENT;
+	if (!elf_getphdrnum(elf, &n))
+		for (size_t i = 0; i < n; i++) {
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_INTERP)
+				continue;
+			if (ph.p_filesz && ph.p_filesz <= len &&
+			    pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) ==
+				    (ssize_t)ph.p_filesz &&
+			    !out[ph.p_filesz - 1])
+				err = 0;
+			break;
+		}
+	elf_end(elf);
+	return err;
 }
 
 /* FILE's dynamic linker, a "#!" script's interpreter's when DEPTH allows one more. */
