@@ -164,10 +164,37 @@ static int version_from_name(const char *path, char *out, size_t len)
 	return 1;
 }
 
-/* The first line of DIR/../FILE that holds a version: "__version__ = '2.11.0+cu130'". */
+/*
+ * In Python source TEXT, the quote that opens the string assigned to NAME at the start of a
+ * line ("__version__ = '2.11.0+cu130'", "__version__: str = ..."), or NULL. Not a mention
+ * before it: torch 2.x's version.py names __version__ in __all__ first.
+ */
+static const char *assigned(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = text; (p = strstr(p, name)); p += len) {
+		const char *q = p + len;
+
+		if (p != text && p[-1] != '\n')
+			continue;
+		if (*q == ':') /* an annotation */
+			q += strcspn(q, "=\n");
+		q += strspn(q, " \t");
+		if (*q != '=' || q[1] == '=')
+			continue;
+		q += 1 + strspn(q + 1, " \t");
+		if (*q == '\'' || *q == '"')
+			return q;
+	}
+	return NULL;
+}
+
+/* The version in DIR/../FILE: version.py's __version__, or build-version's first line. */
 static int version_from_file(const char *path, const char *file, char *out, size_t len)
 {
-	char fn[PATH_MAX + 32], buf[4096], *p, *end;
+	char fn[PATH_MAX + 32], buf[4096];
+	const char *p, *end;
 	const char *slash = strrchr(path, '/');
 	ssize_t n;
 	int fd;
@@ -183,9 +210,8 @@ static int version_from_file(const char *path, const char *file, char *out, size
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	p = strstr(buf, "__version__");
-	if (p) { /* version.py: the quoted value */
-		p = strpbrk(p, "'\"");
+	if (!strcmp(file, "version.py")) { /* the quoted value assigned to __version__ */
+		p = assigned(buf, "__version__");
 		end = p ? strchr(p + 1, *p) : NULL;
 		if (!end)
 			return 0;

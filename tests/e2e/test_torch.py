@@ -271,6 +271,45 @@ def test_torch_unknown_version_refused():
     eq([e for e in dump(out) if e["kind"] == "torch_op"], [], "torch ops")
 
 
+# torch 2.x's torch/version.py, as a wheel has it: __all__ names __version__ first.
+WHEEL_VERSION_PY = """from typing import Optional
+
+__all__ = ["__version__", "debug", "cuda", "git_version", "hip", "rocm", "xpu"]
+__version__ = '{v}'
+debug = False
+cuda: Optional[str] = '13.0'
+"""
+
+
+def test_torch_version_read_from_a_wheels_version_py():
+    """pip's wheels name the library torch/lib/libtorch_cpu.so, with no version: it is read
+    from torch/version.py, where 2.x's __all__ mentions __version__ before assigning it (an
+    H100's torch 2.11 was refused with "the version ... is unknown" before). Debian's
+    libtorch_cpu, hard-linked as a wheel lays it out and loaded before torch's import (which
+    then uses it: the same SONAME), beside such a version.py saying 1.13.1: ops recorded."""
+    need_torch()
+    d = tmpdir()
+    lib = os.path.join(d, "torch", "lib")
+    os.makedirs(lib)
+    src = os.path.realpath(run([PY, "-c", "import torch, os; print(os.path.realpath("
+                                "os.path.join(os.path.dirname(torch.__file__), 'lib', "
+                                "'libtorch_cpu.so')))"], check=True).stdout.strip())
+    try:
+        os.link(src, os.path.join(lib, "libtorch_cpu.so"))
+    except OSError as e:
+        raise Skip(f"cannot hard-link {src} into {lib}: {e}")
+    with open(os.path.join(d, "torch", "version.py"), "w") as f:
+        f.write(WHEEL_VERSION_PY.format(v="1.13.1"))
+    script = (f"import ctypes, runpy, sys; ctypes.CDLL({lib!r} + '/libtorch_cpu.so', "
+              f"mode=ctypes.RTLD_GLOBAL); sys.argv = [{TRAIN!r}, '--steps', '3']; "
+              f"runpy.run_path({TRAIN!r}, run_name='__main__')")
+    p, out = record([PY, "-c", script], "-t", "torch")
+    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    check("is unknown" not in p.stderr, p.stderr[-600:])
+    maps = [e for e in dump(out) if e["kind"] == "torch_op"]
+    check(len([o for o in maps if o["name"] == STEP]) == 3, f"3 steps' ops: {len(maps)} ops")
+
+
 def test_torch_wrong_layout_caught_at_the_first_op():
     """A layout of another version (BPFSIGHT_SHIM_TORCH_VERSION names one: 2.6's on 1.13, whose
     RecordFunction has no kwinputs_ and so keeps fwd_thread_id_ 56 bytes earlier; 1.13's on
