@@ -10,10 +10,11 @@
 
 #include "shim_records.h"
 
-#define BS_REC_GPU_KERNEL 0x62 /* one kernel execution (CUPTI CONCURRENT_KERNEL) */
-#define BS_REC_GPU_MEMCPY 0x63 /* one copy on the GPU (CUPTI MEMCPY, MEMCPY2 peer) */
-#define BS_REC_GPU_MEMSET 0x64 /* one memset on the GPU (CUPTI MEMSET) */
-#define BS_REC_GPU_API	  0x65 /* CUPTI's view of a launching API call: the correlation id */
+#define BS_REC_GPU_KERNEL     0x62 /* one kernel execution (CUPTI CONCURRENT_KERNEL) */
+#define BS_REC_GPU_MEMCPY     0x63 /* one copy on the GPU (CUPTI MEMCPY, MEMCPY2 peer) */
+#define BS_REC_GPU_MEMSET     0x64 /* one memset on the GPU (CUPTI MEMSET) */
+#define BS_REC_GPU_API	      0x65 /* CUPTI's view of a launching API call: the correlation id */
+#define BS_REC_GPU_GRAPH_NODE 0x66 /* a CUDA graph node made or copied (CUPTI resource callbacks) */
 
 /*
  * One kernel on the GPU. hdr.ts = GPU start (CLOCK_MONOTONIC: the shim registers CUPTI's
@@ -102,10 +103,29 @@ struct bs_gpu_api {
 	__u32 _pad;
 };
 
+/*
+ * A node of a CUDA graph was made (captured from a stream, added by cudaGraphAdd*Node) or
+ * copied (cudaGraphInstantiate copies a graph's nodes into the executable graph, whose ids
+ * are the ones a replayed op's graph_node_id names; cudaGraphClone). hdr.ts = when, hdr.tid =
+ * the thread, inside the call that made it: for a captured launch, the launch call. The
+ * reading side follows a replayed op's node through its copies to the node made first, and so
+ * to the call, op and line that captured it (docs/GPU.md, "CUDA graphs").
+ */
+struct bs_gpu_graph_node {
+	struct bs_hdr h;
+	__u64 node_id;	    /* cuptiGetGraphNodeId: unique in the process */
+	__u64 orig_node_id; /* a copy's original node; 0 = made, not copied */
+	__u32 graph_id;	    /* cuptiGetGraphId of the graph it is in (a copy: the new graph) */
+	__u32 orig_graph_id;
+	__u32 node_type; /* CUgraphNodeType: 0 kernel, 1 memcpy, 2 memset, 3 host, 4 graph... */
+	__u32 _pad;
+};
+
 BS_ASSERT_RECORD(bs_gpu_kernel, 112);
 BS_ASSERT_RECORD(bs_gpu_memcpy, 96);
 BS_ASSERT_RECORD(bs_gpu_memset, 88);
 BS_ASSERT_RECORD(bs_gpu_api, 64);
+BS_ASSERT_RECORD(bs_gpu_graph_node, 56);
 
 /* The gpu family's bits of a STATUS record's state (shim_records.h). */
 #define BS_SHIM_ST_GPU_ON     0x04 /* CUPTI activity kinds enabled */

@@ -13,6 +13,7 @@
  *   shim_find.c    where libcupti is
  *   shim_cbid.c    the runtime/driver calls that put work on the GPU, and their names
  *   shim_decode.c  CUPTI activity record -> bs_gpu_* record (the one decode path)
+ *   shim_graph.c   CUDA graph nodes made and copied: what a replayed op's capture was
  *   shim_ptrace.c  loaded by record --inject: the constructor is the entry, CUPTI comes later
  *   shim_nvtx_late.c  NVTX instances an injected shim can still reach (.symtab)
  *   shim_modules.c the modules of families beyond GPU activity and NVTX, one line each
@@ -164,6 +165,16 @@ int shim_cupti__consume(uint8_t *buf, size_t valid);
 void shim_cupti__fail(const char *what, int result);
 /* cuptiGetCallbackName's answer, NULL when CUPTI has none. */
 const char *shim_cupti__callback_name(uint32_t domain, uint32_t cbid);
+
+/* ---- shim_graph.c ---- */
+
+/* cuptiGetGraphNodeId and cuptiGetGraphId, or NULL (then no node is recorded). */
+void shim_graph__bind(void *node_id, void *graph_id);
+/* A resource callback of CUPTI_CB_DOMAIN_RESOURCE: a graph node made or copied. */
+void shim_graph__callback(uint32_t cbid, const void *cbdata);
+/* One GRAPH_NODE record from the calling thread, sent at once (the test hook's path too). */
+void shim_graph__emit(uint64_t node_id, uint64_t orig_node_id, uint32_t graph_id,
+		      uint32_t orig_graph_id, uint32_t node_type, uint64_t ts);
 
 /* ---- shim_ptrace.c ---- */
 

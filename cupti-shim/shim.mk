@@ -19,7 +19,7 @@ SHIM_WL	   := $(OUT)/tests/shim
 SHIM_TEST_LIB := $(SHIM_WL)/libbpfsight-shim-test.so
 SHIM_TEST_OBJS := $(filter-out $(OUT)/shim/shim_cupti.o,$(SHIM_OBJS)) $(OUT)/shim-test/shim_cupti.o
 SHIM_WORKLOADS := $(addprefix $(SHIM_WL)/,nvtx_ranges libnvtx_second.so libnvtx_chain.so \
-		    cupti_feed cupti_flood order_feed nvtx_bench) $(SHIM_TEST_LIB)
+		    cupti_feed cupti_flood order_feed graph_feed nvtx_bench) $(SHIM_TEST_LIB)
 # The toy shim family's variant (tests/toyshim/): the shim plus its module, added to the
 # module table by one line (SHIM_MODULES_EXTRA), and a bpfsight with the family in its
 # registry by one line (FAMILIES_EXTRA: the Makefile's families_%.o).
@@ -116,7 +116,7 @@ $(SHIM_WL)/cupti_feed: tests/workloads/shim/cupti_feed.c | $(SHIM_WL)
 	$(Q)$(CC) $(SHIM_WL_CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,-rpath,$(CUDA_HOME)/lib64 -ldl
 
-$(SHIM_WL)/cupti_flood $(SHIM_WL)/order_feed: $(SHIM_WL)/%: tests/workloads/shim/%.c | $(SHIM_WL)
+$(SHIM_WL)/cupti_flood $(SHIM_WL)/order_feed $(SHIM_WL)/graph_feed: $(SHIM_WL)/%: tests/workloads/shim/%.c | $(SHIM_WL)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(SHIM_WL_CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,-rpath,$(CUDA_HOME)/lib64 -ldl -lpthread

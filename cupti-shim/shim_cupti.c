@@ -9,7 +9,9 @@
  * subscribes (the way to learn whether another CUPTI client, torch.profiler or Nsight, owns
  * CUPTI: then it backs off and retries every 5 s), registers the buffer callbacks and enables
  * CONCURRENT_KERNEL, MEMCPY, MEMCPY2, MEMSET (never KIND_KERNEL, which serializes kernels)
- * and the API records of the calls that launch work (shim_cbid.c). Off: disable, flush,
+ * and the API records of the calls that launch work (shim_cbid.c). Its one callback is on
+ * while GPU activity is: the resource callbacks of CUDA graph nodes made and copied
+ * (shim_graph.c), which cost nothing outside graph building. Off: disable, flush,
  * unsubscribe. Never cuptiFinalize: it is crash-prone in a live process.
  *
  * The per-call API records (cuptiActivityEnableRuntimeApi) tie each kernel to its launch by
@@ -59,6 +61,9 @@ static struct {
 	CUptiResult (*ActivityFlushAll)(uint32_t);
 	CUptiResult (*ActivityGetNextRecord)(uint8_t *, size_t, CUpti_Activity **);
 	CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t *);
+	/* Optional (CUDA graph nodes: shim_graph.c): without them, no node is recorded. */
+	CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+				      CUpti_CallbackId);
 } cupti;
 
 // clang-format off
@@ -214,6 +219,8 @@ static int load_locked(void)
 			return -ENOENT;
 		}
 	}
+	*(void **)&cupti.EnableCallback = dlsym(lib, "cuptiEnableCallback");
+	shim_graph__bind(dlsym(lib, "cuptiGetGraphNodeId"), dlsym(lib, "cuptiGetGraphId"));
 	return 0;
 }
 
@@ -313,10 +320,25 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 		shim_core__add_dropped(dropped);
 }
 
-/* Subscribed but with no callback domain enabled: never called. */
-static void CUPTIAPI no_callback(void *data, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+/* Only the resource callbacks of graph nodes are enabled (graph_nodes_on). */
+static void CUPTIAPI on_callback(void *data, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 				 const void *info)
 {
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+		shim_graph__callback(cbid, info);
+}
+
+/* The graph nodes made and copied while GPU activity is on (unsubscribing ends them). */
+static void graph_nodes_on(void)
+{
+	static const CUpti_CallbackId cbids[] = { CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+						  CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED };
+
+	if (!cupti.EnableCallback)
+		return;
+	for (size_t i = 0; i < sizeof(cbids) / sizeof(cbids[0]); i++)
+		ok(cupti.EnableCallback(1, gpu.sub, CUPTI_CB_DOMAIN_RESOURCE, cbids[i]),
+		   "cuptiEnableCallback (graph nodes)");
 }
 
 /* Per-cbid API records; false when CUPTI refused the first (then there are none). */
@@ -340,7 +362,7 @@ static void gpu_on(uint64_t now)
 	size_t i;
 
 	gpu.retry_at = now + RETRY_MS * SHIM_NS_PER_MS;
-	r = cupti.Subscribe(&gpu.sub, no_callback, NULL);
+	r = cupti.Subscribe(&gpu.sub, on_callback, NULL);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		/* torch.profiler, Nsight...: theirs until they let go. */
 		if (!(shim_core__state() & BS_SHIM_ST_CUPTI_BUSY)) {
@@ -364,6 +386,7 @@ static void gpu_on(uint64_t now)
 	}
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		ok(cupti.ActivityEnable(kinds[i]), "cuptiActivityEnable");
+	graph_nodes_on();
 	gpu.apis = atomic_load(&at_cuda_start) && enable_apis(1);
 	gpu.on = true;
 	gpu.last_flush = now;
@@ -401,6 +424,16 @@ void shim_cupti__poll(bool want, uint64_t now)
 			gpu_on(now);
 		return;
 	}
+	/*
+	 * On before CUDA started (a preloaded shim, -t torch or mem, sees libcuda mapped before
+	 * cuInit calls InitializeInjection): the API records now, while CUDA makes no context
+	 * yet. Without them an H200's captured CUDA graph's replays were linked to nothing.
+	 */
+	if (!gpu.apis && atomic_load(&at_cuda_start)) {
+		gpu.apis = enable_apis(1);
+		shim_log("GPU activity: API records on at CUDA's start%s",
+			 gpu.apis ? "" : " refused");
+	}
 	if (now - gpu.last_flush >= FLUSH_MS * SHIM_NS_PER_MS) {
 		ok(cupti.ActivityFlushAll(0), "cuptiActivityFlushAll");
 		gpu.last_flush = now;
@@ -426,5 +459,15 @@ SHIM_EXPORT int bpfsight_shim_test_feed(const uint8_t *buf, size_t valid)
 	if (shim_cupti__load())
 		return -1;
 	return shim_cupti__consume((uint8_t *)buf, valid);
+}
+
+/*
+ * The test variant's graph-node hook: the record the resource callback writes for a node made
+ * (ORIG_NODE 0) or copied, with the ids CUPTI would have given, at TS on the calling thread.
+ */
+SHIM_EXPORT void bpfsight_shim_test_graph_node(uint64_t node, uint64_t orig_node, uint32_t graph,
+					       uint32_t orig_graph, uint32_t type, uint64_t ts)
+{
+	shim_graph__emit(node, orig_node, graph, orig_graph, type, ts);
 }
 #endif

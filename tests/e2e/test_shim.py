@@ -255,7 +255,8 @@ def test_shim_library_shape():
                       if re.match(r"^[0-9a-f]+ g\s+DF \.text", l))
     eq(exported(SHIM), ["InitializeInjection", "InitializeInjectionNvtx2"], "exported functions")
     eq(exported(SHIM_TEST),
-       ["InitializeInjection", "InitializeInjectionNvtx2", "bpfsight_shim_test_feed"],
+       ["InitializeInjection", "InitializeInjectionNvtx2", "bpfsight_shim_test_feed",
+        "bpfsight_shim_test_graph_node"],
        "the test variant's exported functions")
     out = run(["objdump", "-T", SHIM], check=True).stdout
     eq(sorted(l.split()[-1] for l in out.splitlines() if re.match(r"^[0-9a-f]+ g\s+DO ", l)),

@@ -21,8 +21,9 @@ static const struct loss_cause gpu_losses[] = {
 	{ 0 },
 };
 
-/* What the shim did: says why GPU records may be missing, inside a range or not. */
-static const __u16 gpu_ungated[] = { BS_REC_SHIM_STATUS, 0 };
+/* What the shim did: says why GPU records may be missing, inside a range or not; a graph's
+ * nodes, made before a range that replays them, say where its ops were captured. */
+static const __u16 gpu_ungated[] = { BS_REC_SHIM_STATUS, BS_REC_GPU_GRAPH_NODE, 0 };
 
 const struct family family_gpu = {
 	.name = "gpu",
@@ -40,6 +41,9 @@ const struct family family_gpu = {
 	.stop = shim_link__stop,
 	.prelaunch = gpu_prelaunch,
 	.reorder = &gpu_reorder,
+	.walk_new = gpu_graph_walk__new,
+	.walk_observe = gpu_graph_walk__observe,
+	.walk_free = gpu_graph_walk__free,
 	.losses = gpu_losses,
 	.decoders = gpu_decoders,
 	.reports = gpu_reports,

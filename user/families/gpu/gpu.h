@@ -10,6 +10,7 @@
 #define BPFSIGHT_GPU_H
 
 #include "family.h"
+#include "gpu_graph_walk.h"
 #include "gpu_records.h"
 #include "report.h"
 

@@ -167,13 +167,24 @@ const char *gpu_op__name(const struct gpu_op *op, const struct trace_model *m)
 	}
 }
 
-/* What every GPU operation ends with: graph ids (graph nodes only), the call, the link. */
-static void decode_tail(struct event *ev, __u16 flags, __u32 graph_id, __u64 graph_node_id,
-			__u64 call_ts)
+/*
+ * What every GPU operation ends with: graph ids (graph nodes only) and, when the file has the
+ * node's making, the capture: the thread and time the node was made (inside the call that
+ * captured it), then the call, the link.
+ */
+static void decode_tail(struct event *ev, const struct bs_hdr *rec, const struct trace_model *m,
+			__u16 flags, __u32 graph_id, __u64 graph_node_id, __u64 call_ts)
 {
+	__u32 tid;
+	__u64 ts;
+
 	if (flags & BS_GPU_GRAPH) {
 		event__arg_u64(ev, "graph_id", graph_id);
 		event__arg_u64(ev, "graph_node_id", graph_node_id);
+		if (gpu_graph_walk__capture(m, rec->pid, graph_node_id, &tid, &ts)) {
+			event__arg_u64(ev, "capture_tid", tid);
+			event__arg_u64(ev, "capture_ts", ts);
+		}
 	}
 	if (call_ts)
 		event__arg_u64(ev, "call_ts", call_ts);
@@ -202,7 +213,7 @@ static int decode_kernel(const struct bs_hdr *rec, const struct trace_model *m, 
 	event__arg_u64(ev, "shmem_dynamic", k->shmem_dynamic);
 	event__arg_u64(ev, "shmem_static", k->shmem_static);
 	event__arg_u64(ev, "registers", k->registers);
-	decode_tail(ev, k->flags, k->graph_id, k->graph_node_id, k->call_ts);
+	decode_tail(ev, rec, m, k->flags, k->graph_id, k->graph_node_id, k->call_ts);
 	return 1;
 }
 
@@ -222,7 +233,7 @@ static int decode_memcpy(const struct bs_hdr *rec, const struct trace_model *m, 
 	decode_where(ev, &op);
 	event__arg_u64(ev, "src_device", c->src_device);
 	event__arg_u64(ev, "dst_device", c->dst_device);
-	decode_tail(ev, c->flags, c->graph_id, c->graph_node_id, c->call_ts);
+	decode_tail(ev, rec, m, c->flags, c->graph_id, c->graph_node_id, c->call_ts);
 	return 1;
 }
 
@@ -238,7 +249,7 @@ static int decode_memset(const struct bs_hdr *rec, const struct trace_model *m, 
 	event__arg_u64(ev, "value", s->value);
 	event__arg_str(ev, "mem_kind", gpu_mem_kind_name(s->mem_kind));
 	decode_where(ev, &op);
-	decode_tail(ev, s->flags, s->graph_id, s->graph_node_id, s->call_ts);
+	decode_tail(ev, rec, m, s->flags, s->graph_id, s->graph_node_id, s->call_ts);
 	return 1;
 }
 
@@ -266,6 +277,43 @@ static int decode_api(const struct bs_hdr *rec, const struct trace_model *m, str
 	return 1;
 }
 
+/* CUgraphNodeType's names (cuda.h), as cudaGraphNodeType's without the prefix. */
+static const char *node_type_name(__u32 t)
+{
+	static const char *const names[] = { "kernel",
+					     "memcpy",
+					     "memset",
+					     "host",
+					     "graph",
+					     "empty",
+					     "wait_event",
+					     "event_record",
+					     "ext_semaphore_signal",
+					     "ext_semaphore_wait",
+					     "mem_alloc",
+					     "mem_free",
+					     "batch_mem_op",
+					     "conditional" };
+
+	return t < sizeof(names) / sizeof(names[0]) ? names[t] : "other";
+}
+
+static int decode_graph_node(const struct bs_hdr *rec, const struct trace_model *m,
+			     struct event *ev)
+{
+	const struct bs_gpu_graph_node *g = (const void *)rec;
+
+	ev->name = g->orig_node_id ? "copied" : "made";
+	event__arg_u64(ev, "graph_id", g->graph_id);
+	event__arg_u64(ev, "graph_node_id", g->node_id);
+	event__arg_str(ev, "node_type", node_type_name(g->node_type));
+	if (g->orig_node_id) {
+		event__arg_u64(ev, "orig_graph_id", g->orig_graph_id);
+		event__arg_u64(ev, "orig_node_id", g->orig_node_id);
+	}
+	return 1;
+}
+
 static int decode_status(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	const struct bs_shim_status *s = (const void *)rec;
@@ -289,6 +337,12 @@ static int decode_status(const struct bs_hdr *rec, const struct trace_model *m, 
 
 /* GPU work and CUPTI's calls are drawn by the gpu export hooks (export_*_gpu.c). */
 static const struct export_style status_style = { .cat = "shim", .ph = 'i' };
+static const struct export_style graph_node_style = {
+	.cat = "cuda_graph",
+	.ph = 'i',
+	.desc = "A CUDA graph node made (captured from a stream, or added) or copied (the "
+		"executable graph's, at cudaGraphInstantiate): where its replays were captured.",
+};
 static const struct export_style api_style = {
 	.track = "CUDA API (CUPTI)",
 	.desc = "CUPTI's record of a CUDA call that put work on the GPU, where no cuda-family event "
@@ -308,5 +362,7 @@ const struct rec_decoder gpu_decoders[] = {
 	{ BS_REC_GPU_API, sizeof(struct bs_gpu_api), "gpu_api", decode_api, &api_style,
 	  .clock_offs = { offsetof(struct bs_gpu_api, call_ts) },
 	  .string_offs = { offsetof(struct bs_gpu_api, name_id) } },
+	{ BS_REC_GPU_GRAPH_NODE, sizeof(struct bs_gpu_graph_node), "gpu_graph_node",
+	  decode_graph_node, &graph_node_style },
 	{ 0 },
 };

@@ -90,12 +90,15 @@ static void gpu_unpack_free(void *st)
 	free(g);
 }
 
-/* Every GPU record goes through the join, which writes it once it is decided. */
+/* Every GPU record goes through the join, which writes it once it is decided; a graph node
+ * is written as it comes. */
 static int gpu_unpack_record(void *st, struct bs_hdr *rec, const char *const texts[])
 {
 	struct gpu_unpack *g = st;
 
-	if (rec->type == BS_REC_GPU_API)
+	if (rec->type == BS_REC_GPU_GRAPH_NODE)
+		shim_unpack__emit(g->u, rec, rec->ts); /* no call to wait for: it has its thread */
+	else if (rec->type == BS_REC_GPU_API)
 		shim_join__api(g->join, (struct bs_gpu_api *)rec, mono_now_ns());
 	else
 		shim_join__gpu(g->join, rec, mono_now_ns());
@@ -159,6 +162,7 @@ static const struct shim_rec gpu_recs[] = {
 	{ BS_REC_GPU_MEMSET, sizeof(struct bs_gpu_memset) },
 	{ BS_REC_GPU_API, sizeof(struct bs_gpu_api),
 	  .strings = { offsetof(struct bs_gpu_api, name_id) } },
+	{ BS_REC_GPU_GRAPH_NODE, sizeof(struct bs_gpu_graph_node) },
 	{ 0 },
 };
 
