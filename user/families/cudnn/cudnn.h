@@ -32,6 +32,8 @@ enum cudnn_group {
 #define CUDNN_F_EXECUTE	   0x0010 /* handle plan pack */
 #define CUDNN_F_SET_SHAPE  0x0020 /* a legacy 4-d tensor or filter, a convolution's groups */
 #define CUDNN_F_CONV	   0x0040 /* a legacy convolution: xdesc wdesc ydesc conv */
+#define CUDNN_F_GET_ATTR   0x0080 /* cudnnBackendGetAttribute: desc attr atype */
+#define CUDNN_F_FINALIZE   0x0100 /* cudnnBackendFinalize: desc */
 
 #define CUDNN_STATUS_SUCCESS 0
 

@@ -114,6 +114,8 @@ void cudnn_call__parse(const struct bs_hdr *rec, struct cudnn_call *c)
 
 /* cudnnBackendAttributeName_t and cudnnBackendAttributeType_t values (cudnn_graph.h). */
 enum {
+	ATTR_ENGINEHEUR_OPERATION_GRAPH = 201,
+	ATTR_ENGINEHEUR_RESULTS = 202,
 	ATTR_ENGINECFG_ENGINE = 300,
 	ATTR_EXECUTION_PLAN_ENGINE_CONFIG = 401,
 	ATTR_OPERATIONGRAPH_OPS = 801,
@@ -131,6 +133,7 @@ enum {
 };
 enum { TYPE_INT64 = 3, TYPE_BACKEND_DESCRIPTOR = 15 };
 enum {
+	DESC_ENGINECFG = 3,
 	DESC_OPERATION_CONVOLUTION_FORWARD = 10,
 	DESC_OPERATION_CONVOLUTION_BACKWARD_FILTER = 11,
 	DESC_OPERATION_CONVOLUTION_BACKWARD_DATA = 12,
@@ -143,7 +146,20 @@ enum {
 struct cudnn_desc {
 	__s32 type;
 	__u32 nops, ndims;
-	__u64 link; /* plan: its engine config; config: its engine; engine: its graph */
+	/*
+	 * plan: its engine config; config: its engine, or the heuristics whose results it holds;
+	 * engine, heuristics: its graph
+	 */
+	__u64 link;
+	__u32 tid;	   /* the thread that made it */
+	__u8 unfilled_cfg; /* an engine config made and not yet filled by heuristics' results */
+	/*
+	 * A graph's: what it runs, read when it was finalized, while its operations and tensors
+	 * live (cuDNN's frontends destroy them before executing); a plan's: its graph's, taken
+	 * when its engine config was set (the config, its engine or heuristics go early too).
+	 */
+	__u8 has_sum;
+	struct cudnn_exec sum;
 	__u64 ops[CUDNN_GRAPH_OPS];
 	__u64 a, b; /* a matmul operation's A and B tensors; a convolution's filter and output */
 	__s64 dims[MAX_DIMS];
@@ -231,9 +247,12 @@ static void walk__set_attr(struct cudnn_desc *d, const struct cudnn_call *c)
 	if (c->v[CUDNN_K_ATYPE] != TYPE_BACKEND_DESCRIPTOR)
 		return;
 	switch (c->v[CUDNN_K_ATTR]) {
-	case ATTR_EXECUTION_PLAN_ENGINE_CONFIG:
 	case ATTR_ENGINECFG_ENGINE:
+		d->unfilled_cfg = 0;
+		/* fall through */
+	case ATTR_EXECUTION_PLAN_ENGINE_CONFIG:
 	case ATTR_ENGINE_OPERATION_GRAPH:
+	case ATTR_ENGINEHEUR_OPERATION_GRAPH:
 		d->link = elem(c, 0);
 		break;
 	case ATTR_OPERATIONGRAPH_OPS:
@@ -301,19 +320,35 @@ static __u64 exec__op_flops(const struct cudnn_walk *w, __u32 pid, const struct 
 	return 2 * batch * m * n * k;
 }
 
-/* The plan's engine config, its engine, its operation graph, its operations. */
-static void walk__exec(const struct cudnn_walk *w, const struct cudnn_call *c, __u32 pid,
-		       struct cudnn_exec *e)
+/*
+ * Heuristics HEUR's results read by thread TID: the engine configs it made for them, since the
+ * last such read, are filled with them (cuDNN's frontends make the configs, then ask for the
+ * results into them: the pointers filled are not in the record), and so belong to HEUR's graph.
+ */
+static void walk__heur_results(struct hmap *descs, __u64 heur, __u32 tid)
 {
-	const struct cudnn_desc *d = desc_of(w, pid, c->v[CUDNN_K_PLAN]);
+	const struct cudnn_desc *h = hmap__get(descs, (struct hkey){ heur, 0 }, 0);
+	struct cudnn_desc *d;
+	size_t it = 0;
 
-	for (int hop = 0; d && hop < 3; hop++)
-		d = desc_of(w, pid, d->link);
-	if (!d)
-		return;
-	e->nops = d->nops;
-	for (__u32 i = 0; i < d->nops; i++) {
-		const struct cudnn_desc *op = desc_of(w, pid, d->ops[i]);
+	while ((d = hmap__next(descs, &it, NULL)))
+		if (d->unfilled_cfg && d->tid == tid) {
+			d->unfilled_cfg = 0;
+			d->link = heur;
+			d->has_sum = h && h->has_sum;
+			if (d->has_sum)
+				d->sum = h->sum;
+		}
+}
+
+/* What graph G runs: its operations' types, FLOPs and first matmul, from their descriptors. */
+static void graph__summary(const struct cudnn_walk *w, __u32 pid, const struct cudnn_desc *g,
+			   struct cudnn_exec *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->nops = g->nops;
+	for (__u32 i = 0; i < g->nops; i++) {
+		const struct cudnn_desc *op = desc_of(w, pid, g->ops[i]);
 
 		e->op_types[i] = op ? op->type : -1;
 		if (op && (op->type == DESC_OPERATION_MATMUL ||
@@ -322,6 +357,49 @@ static void walk__exec(const struct cudnn_walk *w, const struct cudnn_call *c, _
 			   op->type == DESC_OPERATION_CONVOLUTION_BACKWARD_DATA))
 			e->flops += exec__op_flops(w, pid, op, e);
 	}
+}
+
+/*
+ * The graph a plan runs: its engine config, that config's engine (or the heuristics that gave
+ * it), their operation graph. NULL when a link was not seen.
+ */
+static const struct cudnn_desc *plan__graph(const struct cudnn_walk *w, __u32 pid,
+					    const struct cudnn_desc *plan)
+{
+	const struct cudnn_desc *d = plan;
+
+	for (int hop = 0; d && hop < 3; hop++)
+		d = desc_of(w, pid, d->link);
+	return d;
+}
+
+/*
+ * D was linked to the descriptor it names (a plan to its config, a config to its engine, an
+ * engine or heuristics to its graph): what that one runs is D's too, taken now, while it lives
+ * (cuDNN's frontends destroy graphs, heuristics and configs before executing the plan).
+ */
+static void link__take_summary(const struct cudnn_walk *w, __u32 pid, struct cudnn_desc *d)
+{
+	const struct cudnn_desc *to = desc_of(w, pid, d->link);
+
+	d->has_sum = to && to->has_sum;
+	if (d->has_sum)
+		d->sum = to->sum;
+}
+
+/* An execution of a plan: what its graph runs, kept with the plan, else read now. */
+static void walk__exec(const struct cudnn_walk *w, const struct cudnn_call *c, __u32 pid,
+		       struct cudnn_exec *e)
+{
+	const struct cudnn_desc *plan = desc_of(w, pid, c->v[CUDNN_K_PLAN]), *g;
+
+	if (plan && plan->has_sum) {
+		*e = plan->sum;
+		return;
+	}
+	g = plan ? plan__graph(w, pid, plan) : NULL;
+	if (g)
+		graph__summary(w, pid, g, e);
 }
 
 /* A legacy 4-d tensor's or filter's dimensions, a convolution's groups. */
@@ -371,6 +449,33 @@ static int walk__conv(const struct cudnn_walk *w, const struct cudnn_call *c, __
 	return kx || kw || ky;
 }
 
+/* DESC was finalized: a graph's summary is read now, while its operations and tensors live. */
+static void walk__finalize(struct cudnn_walk *w, __u32 pid, __u64 desc)
+{
+	struct hmap *descs = descs_of(w, pid, 0);
+	struct cudnn_desc *d = descs ? hmap__get(descs, (struct hkey){ desc, 0 }, 0) : NULL;
+	struct cudnn_exec e;
+
+	if (!d || !d->nops)
+		return;
+	graph__summary(w, pid, d, &e);
+	d->sum = e;
+	d->has_sum = 1;
+}
+
+/* A SetAttribute that links its descriptor to another (walk__set_attr's link cases). */
+static int walk__is_link(const struct cudnn_call *c)
+{
+	switch (c->v[CUDNN_K_ATTR]) {
+	case ATTR_EXECUTION_PLAN_ENGINE_CONFIG:
+	case ATTR_ENGINECFG_ENGINE:
+	case ATTR_ENGINE_OPERATION_GRAPH:
+	case ATTR_ENGINEHEUR_OPERATION_GRAPH:
+		return c->v[CUDNN_K_ATYPE] == TYPE_BACKEND_DESCRIPTOR;
+	}
+	return 0;
+}
+
 void cudnn_walk__observe(void *vw, const struct bs_hdr *rec)
 {
 	struct cudnn_walk *w = vw;
@@ -410,6 +515,16 @@ void cudnn_walk__observe(void *vw, const struct bs_hdr *rec)
 			hmap__del(descs, (struct hkey){ c.v[CUDNN_K_DESC], 0 });
 		return;
 	}
+	if (fl & CUDNN_F_GET_ATTR) {
+		if (c.v[CUDNN_K_ATTR] == ATTR_ENGINEHEUR_RESULTS &&
+		    (descs = descs_of(w, rec->pid, 0)))
+			walk__heur_results(descs, c.v[CUDNN_K_DESC], rec->tid);
+		return;
+	}
+	if (fl & CUDNN_F_FINALIZE) {
+		walk__finalize(w, rec->pid, c.v[CUDNN_K_DESC]);
+		return;
+	}
 	if (!(fl & (CUDNN_F_CREATE | CUDNN_F_SET_ATTR | CUDNN_F_SET_SHAPE)))
 		return;
 	if ((descs = descs_of(w, rec->pid, 1)))
@@ -421,10 +536,14 @@ void cudnn_walk__observe(void *vw, const struct bs_hdr *rec)
 	if (fl & CUDNN_F_CREATE) {
 		memset(d, 0, sizeof(*d));
 		d->type = (__s32)c.v[CUDNN_K_TYPE];
+		d->tid = rec->tid;
+		d->unfilled_cfg = d->type == DESC_ENGINECFG;
 	} else if (fl & CUDNN_F_SET_SHAPE) {
 		walk__set_shape(d, &c);
 	} else {
 		walk__set_attr(d, &c);
+		if (walk__is_link(&c))
+			link__take_summary(w, rec->pid, d);
 	}
 }
 
