@@ -19,6 +19,9 @@
  *   FAKE_NVML_LOST=DEV:K       device DEV answers GPU_IS_LOST from its Kth energy read on
  *   FAKE_NVML_FLAKY=K          every Kth SM clock read fails once with NVML_ERROR_UNKNOWN
  *   FAKE_NVML_LATENCY_US=N     each energy read takes N us (a slow driver)
+ *   FAKE_NVML_SPIN_US=N        each energy read (every tick) and each utilization read (one
+ *                              of NVML's slow reads) spins N us of CPU (a driver whose ioctls
+ *                              cost the caller's CPU, as an H200's did)
  *   FAKE_NVML_POWER_MW=P       the power drawn (default 300000): energy is P mW times the time
  *                              since nvmlInit, on CLOCK_MONOTONIC, in mJ from 1,000,000
  *   FAKE_NVML_PIDS=LIST        processes on device 0 (their utilization and memory);
@@ -56,7 +59,7 @@ static unsigned ndev = 1;
 static FILE *logf;
 static char unsupported[256], denied[256];
 static int lost_dev = -1;
-static unsigned long long lost_at, flaky, latency_us, power_mw = 300000;
+static unsigned long long lost_at, flaky, latency_us, spin_us, power_mw = 300000;
 static unsigned long long init_ns, crash_at = ~0ull;
 static double dram = 41.5, sm = 37.25;
 static char pids[256];
@@ -67,6 +70,17 @@ static unsigned long long mono(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (unsigned long long)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* FAKE_NVML_SPIN_US of CPU time burnt, as a driver's ioctl would. */
+static void spin(void)
+{
+	unsigned long long end;
+
+	if (!spin_us)
+		return;
+	for (end = mono() + spin_us * 1000; mono() < end;)
+		;
 }
 
 static int listed(const char *list, const char *name)
@@ -140,6 +154,7 @@ EXPORT nvmlReturn_t nvmlInit_v2(void)
 		lost_dev = -1;
 	flaky = strtoull(env("FAKE_NVML_FLAKY", "0"), NULL, 10);
 	latency_us = strtoull(env("FAKE_NVML_LATENCY_US", "0"), NULL, 10);
+	spin_us = strtoull(env("FAKE_NVML_SPIN_US", "0"), NULL, 10);
 	power_mw = strtoull(env("FAKE_NVML_POWER_MW", "300000"), NULL, 10);
 	dram = atof(env("FAKE_NVML_DRAM", "41.5"));
 	sm = atof(env("FAKE_NVML_SM", "37.25"));
@@ -254,6 +269,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h, unsigned
 		return r;
 	if (latency_us)
 		usleep(latency_us);
+	spin();
 	now = mono();
 	d->tick++;
 	if (!d->first_ns)
@@ -283,6 +299,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilizatio
 
 	if ((r = gate(d, "util")))
 		return r;
+	spin();
 	u->gpu = (unsigned)((d->tick / 7) % 101);
 	u->memory = (unsigned)((d->tick / 13) % 101);
 	logu(d, "gpu_util", u->gpu);

@@ -46,6 +46,18 @@ static int keep(struct gpum_series *s)
 	return 0;
 }
 
+/*
+ * Metric K's value V covers (FROM, now]: the checkpoints kept inside that window get their
+ * share, so that a span inside it (a step shorter than GPM's period) has it too.
+ */
+static void spread(struct gpum_series *s, int k, __u64 from, double v)
+{
+	for (size_t i = s->n; i-- > 0 && s->p[i].ts > from;) {
+		s->p[i].sum[k] += v * (double)(s->p[i].ts - from);
+		s->p[i].covered[k] += (double)(s->p[i].ts - from);
+	}
+}
+
 int gpum_series__add(struct gpum_series *s, __u64 ts, __u64 have, const __u64 *val)
 {
 	__u64 dt;
@@ -54,15 +66,27 @@ int gpum_series__add(struct gpum_series *s, __u64 ts, __u64 have, const __u64 *v
 		memset(&s->now, 0, sizeof(s->now));
 		s->now.energy = NAN;
 		s->started = 1;
+		s->first = ts;
 	} else if (ts < s->now.ts) {
 		return 0; /* out of order: a corrupt file's; the totals only grow */
-	} else if ((dt = ts - s->now.ts) <= GPUM_SERIES_GAP_NS) {
-		for (int k = 0; k < GS_N; k++)
-			if (have & GPUM_BIT(source[k])) {
-				s->now.sum[k] += gpum_value(source[k], val[source[k]]) * (double)dt;
-				s->now.covered[k] += (double)dt;
-			}
+	} else {
+		/* Each metric's value covers the time since it was read last (not after a gap). */
+		for (int k = 0; k < GS_N; k++) {
+			/* a first value: since the first sample (GPM's first read only primes) */
+			__u64 from = s->last[k] ? s->last[k] : s->first;
+			double v;
+
+			if (!(have & GPUM_BIT(source[k])) || (dt = ts - from) > GPUM_SERIES_GAP_NS)
+				continue;
+			v = gpum_value(source[k], val[source[k]]);
+			s->now.sum[k] += v * (double)dt;
+			s->now.covered[k] += (double)dt;
+			spread(s, k, from, v);
+		}
 	}
+	for (int k = 0; k < GS_N; k++)
+		if (have & GPUM_BIT(source[k]))
+			s->last[k] = ts;
 	s->now.ts = ts;
 	if (have & GPUM_BIT(GPUM_ENERGY)) {
 		s->now.energy = (double)val[GPUM_ENERGY];

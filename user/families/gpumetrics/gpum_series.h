@@ -46,6 +46,12 @@ struct gpum_series {
 	/* the running totals up to the latest sample, and its time */
 	struct gpum_point now;
 	int started;
+	/*
+	 * When each metric was last read: a value covers the time since, which for GPM's (read
+	 * every SAMPLER_GPM_NS, not every tick) is many ticks.
+	 */
+	__u64 last[GS_N];
+	__u64 first; /* the first sample's time */
 };
 
 /* A sample of HAVE's metrics VAL at TS (in time order): 0, or -ENOMEM. */

@@ -8,8 +8,9 @@
  * counted (BS_LOSS_GPUM_LATE), never taken late in a burst of samples a few microseconds
  * apart. The first SAMPLER_CALIBRATE ticks time their reads: when they take more than
  * 1/SAMPLER_BUSY_MAX of the period asked (NVML's calls are ioctls into the driver; a tick of
- * eight devices takes hundreds of microseconds), the period grows to SAMPLER_BUSY_MAX times
- * their median and the new rate is said in a STATUS record: the rate a device allows.
+ * eight devices takes hundreds of microseconds), or the sampler's CPU time more than
+ * 1/SAMPLER_BUSY_MAX of theirs, the period grows to fit and the new rate is said in a STATUS
+ * record (timed again at it): the rate a device allows.
  */
 #include <errno.h>
 #include <signal.h>
@@ -141,6 +142,7 @@ struct pace {
 	__u64 cost[SAMPLER_CALIBRATE];
 	unsigned ncost;
 	__u64 tick_ns;
+	__u64 cal_cpu, cal_wall; /* the sampler's CPU time and the clock when a round began */
 };
 
 static void pace_every(struct pace *p)
@@ -149,29 +151,49 @@ static void pace_every(struct pace *p)
 	p->proc_every = SAMPLER_PROC_NS / p->period ? SAMPLER_PROC_NS / p->period : 1;
 }
 
-/* The first ticks timed: the period made long enough for what a tick's reads take. */
+static __u64 cpu_ns(void);
+
+/*
+ * The first ticks timed: the period made long enough for what a tick's reads take (twice
+ * their median), and for the sampler's CPU time over those ticks to be at most half their
+ * time (NVML's slow reads, every 10 ms whatever the rate, are outside the median: on an
+ * H200's Firecracker VM, one device's ticks of 2.6 ms, every one with its slow reads at the
+ * 191 Hz the median allowed, took 86% of a core). After a change the ticks are timed again,
+ * at the new rate; the rate only goes down.
+ */
 static void calibrate(struct sampler *s, struct pace *p, __u64 cost)
 {
-	__u64 median;
+	__u64 median, period, wall;
+	double share;
 
 	if (p->ncost >= SAMPLER_CALIBRATE)
 		return;
+	if (!p->ncost) {
+		p->cal_cpu = cpu_ns();
+		p->cal_wall = sampler__now();
+	}
 	p->cost[p->ncost++] = cost;
 	if (p->ncost < SAMPLER_CALIBRATE)
 		return;
 	qsort(p->cost, SAMPLER_CALIBRATE, sizeof(p->cost[0]), by_value);
 	median = p->cost[SAMPLER_CALIBRATE / 2];
 	p->tick_ns = median;
-	if (median * SAMPLER_BUSY_MAX <= p->period)
+	wall = sampler__now() - p->cal_wall;
+	share = wall ? (double)(cpu_ns() - p->cal_cpu) / (double)wall : 0;
+	period = median * SAMPLER_BUSY_MAX;
+	if (share * SAMPLER_BUSY_MAX > 1 && p->period * share * SAMPLER_BUSY_MAX > period)
+		period = (__u64)(p->period * share * SAMPLER_BUSY_MAX);
+	if (period <= p->period + p->period / 10) /* within the ticks' jitter: kept */
 		return;
-	p->period = median * SAMPLER_BUSY_MAX;
+	p->period = period;
 	pace_every(p);
+	p->ncost = 0;
 	p->hz = (unsigned)(1000000000ull / p->period);
 	sampler__put_status(s, BS_GPUM_RUNNING, p->hz_asked, p->hz ? p->hz : 1, (unsigned)median,
-			    "a tick's NVML reads of %u device%s take %llu us: sampling at %u Hz, "
-			    "not the %u asked",
+			    "a tick's NVML reads of %u device%s take %llu us (%.0f%% of a core): "
+			    "sampling at %u Hz, not the %u asked",
 			    s->ndev, s->ndev == 1 ? "" : "s", (unsigned long long)median / 1000,
-			    p->hz, p->hz_asked);
+			    share * 100, p->hz, p->hz_asked);
 }
 
 static __u64 cpu_ns(void)

@@ -174,7 +174,7 @@ static void read_fields(struct sampler *s, struct sampler_dev *d)
 
 /*
  * GPM: a sample now, and the metrics between it and the previous one (none at the first
- * tick, which only primes).
+ * tick, which only primes), when SAMPLER_GPM_NS have passed since that one; else nothing.
  */
 static void read_gpm(struct sampler *s, struct sampler_dev *d)
 {
@@ -184,10 +184,14 @@ static void read_gpm(struct sampler *s, struct sampler_dev *d)
 	enum gpum_metric which[GPM_METRICS_MAX];
 	unsigned k = 0;
 	nvmlGpmSample_t cur = d->gpm[d->gpm_cur];
+	__u64 now = sampler__now();
 
+	if (d->gpm_primed && now - d->gpm_ts < SAMPLER_GPM_NS)
+		return;
 	if (!d->gpm_ok || !want(d, all, n->nvmlGpmSampleGet) ||
 	    !took(s, d, all & ~d->off, n->nvmlGpmSampleGet(d->h, cur)))
 		return;
+	d->gpm_ts = now;
 	d->gpm_cur ^= 1;
 	if (!d->gpm_primed++)
 		return;
