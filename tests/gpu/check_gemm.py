@@ -3,8 +3,13 @@ FLOPs as cuBLAS was asked them, their kernels' GPU time, TFLOP/s and MFU; the GP
 header names (read from /proc/driver/nvidia/gpus) against nvidia-smi's, the MFU against the
 recorded GPU's peak without --peak-tflops, and the verdict's low-MFU claim.
 
-  check_gemm.py loop OUT.json        torch.mm of known shapes (bf16 and fp32), CALLS each
+  check_gemm.py loop OUT.json        torch.mm of known shapes (bf16 and fp32), CALLS each;
+                                     then CALLS conv2d of one shape (cuDNN)
   check_gemm.py compare BIN TRACE OUT.json
+                                     the GEMMs; with -t cudnn in the trace, the convolutions:
+                                     CALLS cuDNN executions at depth 0 (cudnnBackendExecute, or
+                                     the legacy cudnnConvolutionForward), each a forward
+                                     convolution of the conv's FLOPs (2*numel(y)*C*R*S)
 
 torch is row-major and cuBLAS column-major: torch.mm(a, b), a M x K and b K x N, is the GEMM
 m = N, n = M, k = K (docs/BLAS.md). Whether torch calls cublasGemmEx, cublasSgemm_v2 or
@@ -16,6 +21,7 @@ import subprocess
 import sys
 
 CALLS = 50
+CONV = (8, 64, 56, 56, 128, 3)  # N, C, H, W, K, R=S; stride 1, padding 1: y is N x K x H x W
 SHAPES = [("bf16", 4096, 2048, 1024), ("f32", 1024, 512, 768)]  # (type, M, K, N)
 PEAKS = [("H100 PCIe", "h100-pcie"), ("H100", "h100-sxm"), ("H200", "h200"),
          ("A100", "a100"), ("L4", "l4")]
@@ -32,8 +38,44 @@ def loop(out):
         for _ in range(CALLS):
             torch.mm(a, b)
     torch.cuda.synchronize()
+    n, c, h, w, k, r = CONV
+    x = torch.randn(n, c, h, w, device=dev)
+    wt = torch.randn(k, c, r, r, device=dev)
+    with torch.no_grad():
+        for _ in range(CALLS):
+            torch.nn.functional.conv2d(x, wt, padding=r // 2)
+    torch.cuda.synchronize()
     with open(out, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(0), "calls": CALLS, "shapes": SHAPES}, f)
+        json.dump({"device": torch.cuda.get_device_name(0), "calls": CALLS, "shapes": SHAPES,
+                   "conv": CONV, "cudnn": torch.backends.cudnn.version()}, f)
+
+
+def check_cudnn(binary, trace, want):
+    """The convolutions as cuDNN was asked them: CALLS executions, each a forward conv."""
+    out = subprocess.run([binary, "dump", trace], capture_output=True, text=True, check=True)
+    calls = [e for e in map(json.loads, out.stdout.splitlines())
+             if e["kind"] == "cudnn_api" and e["args"].get("depth", 0) == 0]
+    if not calls:
+        print("  no cudnn_api events: -t cudnn not recorded, convolutions not checked")
+        return True
+    n, c, h, w, k, r = want["conv"]
+    flops = 2 * (n * k * h * w) * c * r * r
+    ex = [e for e in calls if e["name"] in ("cudnnBackendExecute", "cudnnConvolutionForward")]
+    conv = [e for e in ex if "CONVOLUTION_FORWARD" in str(e["args"].get("ops", "")) or
+            e["name"] == "cudnnConvolutionForward"]
+    exact = [e for e in conv if e["args"].get("flops") == flops]
+    names = {}
+    for e in calls:
+        names[e["name"]] = names.get(e["name"], 0) + 1
+    print(f"  cuDNN {want.get('cudnn')}: {len(calls)} calls at depth 0 "
+          f"({dict(sorted(names.items(), key=lambda x: -x[1])[:8])}); executions {len(ex)}, "
+          f"forward convolutions {len(conv)}, with the conv's {flops} FLOPs {len(exact)}")
+    if ex:
+        print(f"  first execution's args: {ex[0]['args']}")
+    if len(conv) != want["calls"] or len(exact) != want["calls"]:
+        print(f"FAIL cuDNN: {want['calls']} forward convolutions of {flops} FLOPs wanted")
+        return False
+    return True
 
 
 def stats(binary, trace, report, *extra):
@@ -85,6 +127,7 @@ def compare(binary, trace, out):
     want = json.load(open(out))
     rows = stats(binary, trace, "gemm_sum")
     ok = check_gpus(binary, trace)
+    ok = check_cudnn(binary, trace, want) and ok
     for t, m, k, n in want["shapes"]:
         got = [r for r in rows if (r["m"], r["n"], r["k"]) == (n, m, k) and r["a_type"] == t]
         if len(got) != 1:

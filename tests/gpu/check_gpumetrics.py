@@ -73,6 +73,8 @@ def smi_samples(path, real_minus_mono):
 
 
 def mean(xs):
+    """Of the values there: a metric may be present and null (dump's NaN: GPM's 0/0)."""
+    xs = [x for x in xs if x is not None]
     return sum(xs) / len(xs) if xs else float("nan")
 
 
