@@ -86,6 +86,5 @@ void shim_graph__callback(uint32_t cbid, const void *cbdata)
 		shim_graph__emit(node, node_of(g->originalNode), graph_of(g->graph),
 				 graph_of(g->originalGraph), (uint32_t)g->nodeType, shim_now());
 	else
-		shim_graph__emit(node, 0, graph_of(g->graph), 0, (uint32_t)g->nodeType,
-				 shim_now());
+		shim_graph__emit(node, 0, graph_of(g->graph), 0, (uint32_t)g->nodeType, shim_now());
 }

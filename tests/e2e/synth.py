@@ -381,7 +381,7 @@ def cuda_fn(name):
     if not _fns:
         t = Trace(families="cuda")
         for fn in range(4096):
-            t.cuda_call(1, 1, fn + 1, 1, fn)
+            t.cuda_call(1, 1, t.start + fn + 1, 1, fn)  # inside the window: not clipped
         d = tempfile.mkdtemp(prefix="bpfsight-synth-")
         try:
             p = subprocess.run([BPFSIGHT, "dump", t.write(d)], capture_output=True, text=True,
@@ -389,7 +389,7 @@ def cuda_fn(name):
             for line in p.stdout.splitlines():
                 e = json.loads(line)
                 if e["kind"] == "cuda_api" and not e["name"].startswith("cuda_fn_"):
-                    _fns[e["name"]] = e["ts"] - 1
+                    _fns[e["name"]] = e["ts"] - t.start - 1
         finally:
             shutil.rmtree(d, True)
     return _fns[name]

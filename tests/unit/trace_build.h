@@ -49,7 +49,8 @@ static inline int tb_open(struct tb *b, const char *path, const char *families)
 		.families = (char *)families,
 		.target = "system-wide",
 		.tool_version = "test",
-		.start = { .mono_ns = 1000, .realtime_ns = 1700000000123456789ull },
+		/* Before every record the tests write: no interval is clipped to the start. */
+		.start = { .mono_ns = 1, .realtime_ns = 1700000000123456789ull },
 	};
 	int err = 0;
 

@@ -82,6 +82,13 @@ struct rec_decoder {
 	__u16 task_offs[3];
 	__u16 string_offs[3];
 	void (*rebase)(struct bs_hdr *rec, const struct rec_rebase *rb);
+	/*
+	 * 1: the record is an interval, [hdr.ts, hdr.ts + its u64 dur right after the header).
+	 * Readers count only its part inside the recording (trace_walk.h): one that began before
+	 * the start is clipped to it (its begin kept: trace_model__began), one that ended before
+	 * it is not read.
+	 */
+	__u8 span;
 };
 
 /*

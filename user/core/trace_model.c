@@ -63,6 +63,10 @@ struct trace_model {
 	void *walks[MODEL_MAX_FAMILIES]; /* per families[] index: family.h walk state */
 	int oom;	/* an allocation failed: some names are unknown (lookups say NULL) */
 	__u64 start_ns; /* the recording's start (its header's CLOCK_MONOTONIC), 0: unknown */
+	__u64 end_ns;	/* its end (the footer's), once the walk read the file whole; 0: unknown */
+	/* The record the walk handed last, when it clipped it to the start: its own begin. */
+	const struct bs_hdr *clipped;
+	__u64 clipped_ts;
 };
 
 static __u32 hash_bytes(const char *s, __u32 len)
@@ -216,6 +220,16 @@ void trace_model__set_start(struct trace_model *m, __u64 mono_ns)
 __u64 trace_model__start(const struct trace_model *m)
 {
 	return m->start_ns;
+}
+
+void trace_model__set_end(struct trace_model *m, __u64 mono_ns)
+{
+	m->end_ns = mono_ns;
+}
+
+__u64 trace_model__end(const struct trace_model *m)
+{
+	return m->end_ns;
 }
 
 void trace_model__free(struct trace_model *m)
@@ -624,7 +638,18 @@ const struct trace_stack *trace_model__stack_of(const struct trace_model *m, __u
 const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
 						   const struct bs_hdr *rec)
 {
-	return trace_model__stack_of(m, rec->type, rec->tid, rec->ts);
+	return trace_model__stack_of(m, rec->type, rec->tid, trace_model__began(m, rec));
+}
+
+void trace_model__set_clipped(struct trace_model *m, const struct bs_hdr *rec, __u64 began)
+{
+	m->clipped = rec;
+	m->clipped_ts = began;
+}
+
+__u64 trace_model__began(const struct trace_model *m, const struct bs_hdr *rec)
+{
+	return m && rec == m->clipped ? m->clipped_ts : rec->ts;
 }
 
 const struct trace_snaps *trace_model__snaps(const struct trace_model *m)

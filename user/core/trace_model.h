@@ -23,6 +23,10 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec);
  */
 void trace_model__set_start(struct trace_model *m, __u64 mono_ns);
 __u64 trace_model__start(const struct trace_model *m);
+/* The recording's end (its footer's clock), set when the walk has read the whole file; 0 before,
+ * and for a file without a footer. */
+void trace_model__set_end(struct trace_model *m, __u64 mono_ns);
+__u64 trace_model__end(const struct trace_model *m);
 /* NULL when unknown. Results stay valid until trace_model__free. */
 const char *trace_model__string(const struct trace_model *m, __u32 id);
 const char *trace_model__process_name(const struct trace_model *m, __u32 pid); /* comm */
@@ -45,6 +49,12 @@ struct trace_stack {
 
 /* The stack a STACK record defined with ID, or NULL. Valid until trace_model__free. */
 const struct trace_stack *trace_model__stack(const struct trace_model *m, __u32 id);
+/*
+ * Where record REC really began: the walk clips an interval that began before the recording's
+ * start to it (struct rec_decoder.span), and says so here for the record it handed last.
+ */
+__u64 trace_model__began(const struct trace_model *m, const struct bs_hdr *rec);
+void trace_model__set_clipped(struct trace_model *m, const struct bs_hdr *rec, __u64 began);
 /* The stack a STACK_REF gave the event record REC (--stacks), or NULL. */
 const struct trace_stack *trace_model__event_stack(const struct trace_model *m,
 						   const struct bs_hdr *rec);

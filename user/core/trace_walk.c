@@ -2,6 +2,7 @@
 /* The shared reading loop of info, dump and stats; see trace_walk.h. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "trace_walk.h"
 #include "msg.h"
@@ -88,16 +89,73 @@ static void count_by_family(struct trace_walk *w, const struct bs_loss *l)
 	w->lost_by[i].count += l->count;
 }
 
+/*
+ * REC, an interval that began before the start: a copy clipped to it (its begin told to the
+ * model). One that ended before the start too is outside the recording (what the probes saw
+ * while the recorder set up, an older record of a flight window's first chunk): NULL, counted;
+ * but for a cupti-shim family's (SHIM), whose clock is the job's CUPTI converted, not the
+ * probes': handed as it is.
+ */
+static const struct bs_hdr *clip(struct trace_walk *w, const struct bs_hdr *rec, int shim)
+{
+	__u64 start = trace_model__start(w->m), dur, end;
+	struct bs_hdr *c;
+
+	memcpy(&dur, rec + 1, sizeof(dur));
+	end = rec->ts + dur;
+	if (end < rec->ts || end <= start) {
+		w->before++;
+		return shim ? rec : NULL;
+	}
+	if (rec->size > w->clip_cap) {
+		void *p = realloc(w->clip, rec->size);
+
+		if (!p)
+			return rec; /* as it is: out of memory */
+		w->clip = p;
+		w->clip_cap = rec->size;
+	}
+	c = w->clip;
+	memcpy(c, rec, rec->size);
+	dur = end - start;
+	c->ts = start;
+	memcpy(c + 1, &dur, sizeof(dur));
+	trace_model__set_clipped(w->m, c, rec->ts);
+	w->clipped++;
+	return c;
+}
+
+/* Read whole: the footer's end, for what asks how long a thread was observed. 0. */
+static int trace_walk__end(struct trace_walk *w)
+{
+	const struct trace_status *st = trace_reader__status(w->r);
+
+	if (st->has_end)
+		trace_model__set_end(w->m, st->end.mono_ns);
+	return 0;
+}
+
 int trace_walk__next(struct trace_walk *w, const struct bs_hdr **recp,
 		     const struct rec_decoder **decp)
 {
 	const struct rec_decoder *dec;
+	int fam = 0;
 	const struct bs_hdr *rec;
 	const struct bs_loss *l;
 
 	if (!pull(w, w->nstages - 1, &rec))
-		return 0;
-	dec = family__decoder(rec->type);
+		return trace_walk__end(w);
+again:
+	dec = family__decoder_at(rec->type, &fam);
+	if (dec && dec->span && rec->size >= sizeof(*rec) + 8 && rec->size >= dec->min_size &&
+	    rec->ts && rec->ts < trace_model__start(w->m)) { /* ts 0: no time known (CUPTI's) */
+		rec = clip(w, rec, families[fam]->shim != NULL);
+		if (!rec) {
+			if (!pull(w, w->nstages - 1, &rec))
+				return trace_walk__end(w);
+			goto again;
+		}
+	}
 	*recp = rec;
 	*decp = dec;
 	if (dec && rec->size < dec->min_size) {
@@ -189,6 +247,8 @@ void *trace_walk__reorder_state(const struct trace_walk *w, const struct family 
 
 void trace_walk__close(struct trace_walk *w)
 {
+	free(w->clip);
+	w->clip = NULL;
 	for (int i = 0; i < w->nstages; i++)
 		w->stages[i].f->reorder->free(w->stages[i].st);
 	w->nstages = 0;

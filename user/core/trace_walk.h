@@ -48,13 +48,23 @@ struct trace_walk {
 		__u64 count;
 	} lost_by[TRACE_WALK_LOSSES];
 	int nlost_by;
+	/* The last record clipped to the recording's start (struct rec_decoder.span), a copy. */
+	void *clip;
+	size_t clip_cap;
+	__u64 clipped, before; /* intervals clipped, and wholly before the start (left out) */
 };
 
 /* 0, or EXIT_READ_FAIL after printing "bpfsight CMD: PATH: reason" on stderr. */
 int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path);
 /*
  * Next record in file order (but for what a reorder hook held: the gpu family's GPU and CUPTI
- * API records come when their launch join decided them), already observed by the model.
+ * API records come when their launch join decided them), already observed by the model. Time
+ * stays inside the recording: an interval (struct rec_decoder.span) that began before the
+ * file's start comes clipped to it (a copy; trace_model__began says its begin): what a
+ * recording's probes saw end after it attached, a call in flight at its end, what a flight
+ * window's records began before it. One that ended before the start does not come (counted in
+ * BEFORE): what the probes saw while the recorder set up; a cupti-shim family's comes as it
+ * is (its clock is the job's CUPTI's).
  * *DEC = its decoder (NULL for a type no family knows). Returns 1 for a record, 2 for one shorter than its decoder needs
  * (counted and warned about once; do not decode it), 0 at the end.
  */

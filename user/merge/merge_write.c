@@ -188,6 +188,17 @@ static int merged_meta(const struct merge_opts *mo, const struct merge_input *in
 				  .tool_version = BPFSIGHT_VERSION,
 				  .gpus = in[ref].meta.gpus,
 				  .start = in[ref].meta.start };
+	/* The earliest input's start: a rank that began recording before the reference keeps the
+	 * calls it saw then (the walk clips intervals to the start). */
+	for (__u32 i = 0; i < n; i++) {
+		__u64 s = merge_input__clock(&in[i], in[i].meta.start.mono_ns);
+
+		if (in[i].meta.start.mono_ns && s < m->start.mono_ns) {
+			m->start.realtime_ns -= m->start.mono_ns - s;
+			m->start.boottime_ns -= m->start.mono_ns - s;
+			m->start.mono_ns = s;
+		}
+	}
 	return 0;
 }
 

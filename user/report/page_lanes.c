@@ -178,8 +178,12 @@ static void draw_runs(const struct page *p, struct lane *ln, int k, double y, FI
 	qsort(ln->runs[k], ln->n[k], sizeof(*ln->runs[k]), by_start);
 	fprintf(f, "<path class=\"k%d\" d=\"", k);
 	for (size_t i = 0; i <= ln->n[k]; i++) {
-		double x0 = i < ln->n[k] ? (double)(ln->runs[k][i].a - p->origin) : 0;
-		double x1 = i < ln->n[k] ? (double)(ln->runs[k][i].b - p->origin) : 0;
+		/* A span that began before the page's start is drawn from it (unsigned: no wrap). */
+		double x0 = i < ln->n[k] ? (double)ln->runs[k][i].a - (double)p->origin : 0;
+		double x1 = i < ln->n[k] ? (double)ln->runs[k][i].b - (double)p->origin : 0;
+
+		x0 = x0 < 0 ? 0 : x0;
+		x1 = x1 < 0 ? 0 : x1;
 
 		if (i < ln->n[k] && a >= 0 && x0 <= b + col) {
 			b = x1 > b ? x1 : b;

@@ -116,10 +116,15 @@ void verdict__observe(struct verdict *v, const struct bs_hdr *rec)
 
 	if (dec && dec->decode != family__decode_meta)
 		v->events[i]++;
-	if (rec->ts && (!v->first_ts || rec->ts < v->first_ts))
-		v->first_ts = rec->ts;
-	if (rec->ts > v->last_ts)
-		v->last_ts = rec->ts;
+	/* What the recorder wrote while it set up (a process's Python found...) is before the
+	 * window: the threads' lives are inside it. */
+	__u64 ts =
+		rec->ts && rec->ts < trace_model__start(v->m) ? trace_model__start(v->m) : rec->ts;
+
+	if (ts && (!v->first_ts || ts < v->first_ts))
+		v->first_ts = ts;
+	if (ts > v->last_ts)
+		v->last_ts = ts;
 	if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f) &&
 	    (th = vthread(v, f->child_pid, f->child_tid, 1)))
 		th->born = rec->ts;
@@ -171,6 +176,9 @@ __u64 verdict__life(const struct verdict *v, __u32 pid, __u32 tid)
 		born = th->born;
 	if (th && th->died && th->died < died)
 		died = th->died;
+	if (trace_model__end(v->m) && trace_model__end(v->m) < died)
+		died = trace_model__end(
+			v->m); /* what the stop drained after the end is not its life */
 	return died > born ? died - born : 0;
 }
 

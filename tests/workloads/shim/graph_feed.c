@@ -40,11 +40,16 @@ struct made {
 static struct made nodes[16];
 static int nnodes;
 
-static void node(uint64_t id, uint64_t orig, uint32_t graph, uint32_t orig_graph,
-		 uint32_t type, uint64_t ts)
+static void node(uint64_t id, uint64_t orig, uint32_t graph, uint32_t orig_graph, uint32_t type,
+		 uint64_t ts)
 {
-	nodes[nnodes++] = (struct made){ .node = id, .orig = orig, .ts = ts, .graph = graph,
-					 .orig_graph = orig_graph, .type = type, .tid = gettid() };
+	nodes[nnodes++] = (struct made){ .node = id,
+					 .orig = orig,
+					 .ts = ts,
+					 .graph = graph,
+					 .orig_graph = orig_graph,
+					 .type = type,
+					 .tid = gettid() };
 	graph_node(id, orig, graph, orig_graph, type, ts);
 }
 

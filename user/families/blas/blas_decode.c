@@ -84,6 +84,7 @@ static int decode_blas_call(const struct bs_hdr *rec, const struct trace_model *
 static const struct export_style call_style = { .cat = "blas", .ph = 'X', .on_thread = 1 };
 
 const struct rec_decoder blas_decoders[] = {
-	{ BS_REC_BLAS_CALL, sizeof(struct bs_ucall), "blas_api", decode_blas_call, &call_style },
+	{ BS_REC_BLAS_CALL, sizeof(struct bs_ucall), "blas_api", decode_blas_call, &call_style,
+	  .span = 1 },
 	{ 0 },
 };

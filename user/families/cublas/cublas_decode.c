@@ -454,6 +454,6 @@ static const struct export_style call_style = { .cat = "cublas", .ph = 'X', .on_
 
 const struct rec_decoder cublas_decoders[] = {
 	{ BS_REC_CUBLAS_CALL, sizeof(struct bs_ucall), "cublas_api", decode_cublas_call,
-	  &call_style },
+	  &call_style, .span = 1 },
 	{ 0 },
 };

@@ -337,6 +337,7 @@ static int decode_call(const struct bs_hdr *rec, const struct trace_model *m, st
 static const struct export_style call_style = { .cat = "cuda_runtime", .ph = 'X', .on_thread = 1 };
 
 const struct rec_decoder cuda_decoders[] = {
-	{ BS_REC_CUDA_CALL, sizeof(struct bs_ucall), "cuda_api", decode_call, &call_style },
+	{ BS_REC_CUDA_CALL, sizeof(struct bs_ucall), "cuda_api", decode_call, &call_style,
+	  .span = 1 },
 	{ 0 },
 };

@@ -668,6 +668,7 @@ static int decode_cudnn_call(const struct bs_hdr *rec, const struct trace_model 
 static const struct export_style call_style = { .cat = "cudnn", .ph = 'X', .on_thread = 1 };
 
 const struct rec_decoder cudnn_decoders[] = {
-	{ BS_REC_CUDNN_CALL, sizeof(struct bs_ucall), "cudnn_api", decode_cudnn_call, &call_style },
+	{ BS_REC_CUDNN_CALL, sizeof(struct bs_ucall), "cudnn_api", decode_cudnn_call, &call_style,
+	  .span = 1 },
 	{ 0 },
 };

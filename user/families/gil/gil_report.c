@@ -123,8 +123,9 @@ static const struct export_style python_style = { .cat = "gil", .ph = 'i' };
 
 const struct rec_decoder gil_decoders[] = {
 	{ BS_REC_GIL_WAIT, sizeof(struct bs_gil_wait), "gil_wait", decode_wait, &wait_style,
-	  .task_offs = { offsetof(struct bs_gil_wait, holder_tid) } },
-	{ BS_REC_GIL_HOLD, sizeof(struct bs_gil_hold), "gil_hold", decode_hold, &hold_style },
+	  .task_offs = { offsetof(struct bs_gil_wait, holder_tid) }, .span = 1 },
+	{ BS_REC_GIL_HOLD, sizeof(struct bs_gil_hold), "gil_hold", decode_hold, &hold_style,
+	  .span = 1 },
 	/* Cumulative snapshots: only the reports read them. */
 	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", family__decode_meta },
 	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", family__decode_meta,
@@ -241,10 +242,13 @@ static void gil_data__add(void *vd, const struct bs_hdr *rec, const struct trace
 	struct gil_thread *th;
 	struct gil_pinfo *pi;
 
-	if (rec->ts && (!d->first_ts || rec->ts < d->first_ts))
-		d->first_ts = rec->ts;
-	if (rec->ts > d->last_ts)
-		d->last_ts = rec->ts;
+	/* A process's Python, found while the recorder set up, is before the window: no life. */
+	__u64 ts = rec->ts && rec->ts < trace_model__start(m) ? trace_model__start(m) : rec->ts;
+
+	if (ts && (!d->first_ts || ts < d->first_ts))
+		d->first_ts = ts;
+	if (ts > d->last_ts)
+		d->last_ts = ts;
 	switch (rec->type) {
 	case BS_REC_GIL_WAIT:
 		if ((th = thread_of(d, rec->pid, rec->tid))) {
@@ -416,6 +420,8 @@ static int gil_sum__emit(void *vd, const struct trace_model *m, struct table *t)
 		pi = hmap__get(d->procs, (struct hkey){ r->pid, 0 }, 0);
 		born = th->born && th->born > d->first_ts ? th->born : d->first_ts;
 		died = th->died && th->died < d->last_ts ? th->died : d->last_ts;
+		if (trace_model__end(m) && trace_model__end(m) < died)
+			died = trace_model__end(m); /* a wait the stop drained ends at the end */
 		wall = died > born ? died - born : 0;
 		name = trace_model__thread_name(m, r->tid);
 		table__row(t);

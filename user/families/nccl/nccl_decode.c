@@ -658,7 +658,8 @@ static int decode_nccl_call(const struct bs_hdr *rec, const struct trace_model *
 static const struct export_style call_style = { .cat = "nccl", .ph = 'X', .on_thread = 1 };
 
 const struct rec_decoder nccl_decoders[] = {
-	{ BS_REC_NCCL_CALL, sizeof(struct bs_ucall), "nccl_api", decode_nccl_call, &call_style },
+	{ BS_REC_NCCL_CALL, sizeof(struct bs_ucall), "nccl_api", decode_nccl_call, &call_style,
+	  .span = 1 },
 	/* A dump's communicators at its window's start: the walk reads them. */
 	{ BS_REC_NCCL_COMM, sizeof(struct bs_nccl_comm), "nccl_comm", family__decode_meta },
 	{ 0 },

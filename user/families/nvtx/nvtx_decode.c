@@ -146,7 +146,8 @@ static void rebase_name(struct bs_hdr *rec, const struct rec_rebase *rb)
 
 const struct rec_decoder nvtx_decoders[] = {
 	{ BS_REC_NVTX_RANGE, sizeof(struct bs_nvtx_range), "nvtx_range", decode_range,
-	  NAMES(bs_nvtx_range), .task_offs = { offsetof(struct bs_nvtx_range, end_tid) } },
+	  NAMES(bs_nvtx_range), .task_offs = { offsetof(struct bs_nvtx_range, end_tid) },
+	  .span = 1 },
 	{ BS_REC_NVTX_MARK, sizeof(struct bs_nvtx_mark), "nvtx_mark", decode_mark, &mark_style,
 	  NAMES(bs_nvtx_mark) },
 	{ BS_REC_NVTX_NAME, sizeof(struct bs_nvtx_name), "nvtx_name", decode_name, &name_style,

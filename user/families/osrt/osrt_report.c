@@ -43,7 +43,8 @@ static const struct export_style syscall_style = {
 };
 
 const struct rec_decoder osrt_decoders[] = {
-	{ BS_REC_SYSCALL, sizeof(struct bs_syscall), "syscall", decode_syscall, &syscall_style },
+	{ BS_REC_SYSCALL, sizeof(struct bs_syscall), "syscall", decode_syscall, &syscall_style,
+	  .span = 1 },
 	/* A cumulative snapshot, not a call: only osrt_sum reads it. */
 	{ BS_REC_SYSCALL_AGG, sizeof(struct bs_syscall_agg), "syscall_agg", family__decode_meta },
 	{ 0 },

@@ -63,6 +63,7 @@ const struct rec_decoder pyfunc_decoders[] = {
 	{ BS_REC_PYFUNC_CALL, sizeof(struct bs_pyfunc_call), "pyfunc_call", decode_call,
 	  &call_style,
 	  .string_offs = { OFF(bs_pyfunc_call, func_id), OFF(bs_pyfunc_call, file_id),
-			   OFF(bs_pyfunc_call, domain_id) } },
+			   OFF(bs_pyfunc_call, domain_id) },
+	  .span = 1 },
 	{ 0 },
 };

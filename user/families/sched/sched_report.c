@@ -39,7 +39,7 @@ static const struct export_style offcpu_style = {
 
 const struct rec_decoder sched_decoders[] = {
 	{ BS_REC_OFFCPU, sizeof(struct bs_offcpu), "offcpu", decode_offcpu, &offcpu_style,
-	  .task_offs = { offsetof(struct bs_offcpu, waker_tid) } },
+	  .task_offs = { offsetof(struct bs_offcpu, waker_tid) }, .span = 1 },
 	{ 0 },
 };
 
@@ -67,6 +67,16 @@ static void *sched_sum__new(void)
 	return st;
 }
 
+__u64 sched__oncpu_in(const struct bs_offcpu *o, const struct trace_model *m)
+{
+	/* The run slice that ended as it went off its CPU, inside the recording only. */
+	__u64 out = trace_model__began(m, &o->h), start = trace_model__start(m);
+
+	if (out - o->oncpu_ns >= start || out < o->oncpu_ns)
+		return o->oncpu_ns;
+	return out > start ? out - start : 0;
+}
+
 static void sched_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	const struct bs_offcpu *o = (const void *)rec;
@@ -80,7 +90,7 @@ static void sched_sum__add(void *vst, const struct bs_hdr *rec, const struct tra
 		st->err = -ENOMEM;
 		return;
 	}
-	th->oncpu += o->oncpu_ns;
+	th->oncpu += sched__oncpu_in(o, m);
 	th->offcpu += o->dur;
 	th->blocked += offcpu_blocked(o);
 	th->runnable += o->runnable_ns < o->dur ? o->runnable_ns : o->dur;

@@ -90,8 +90,9 @@ static const struct export_style step_style = {
 const struct rec_decoder torch_decoders[] = {
 	{ BS_REC_TORCH_OP, sizeof(struct bs_torch_op), "torch_op", decode_op, &op_style,
 	  .string_offs = { OFF(bs_torch_op, name_id), OFF(bs_torch_op, shapes_id),
-			   OFF(bs_torch_op, concrete_id) } },
+			   OFF(bs_torch_op, concrete_id) },
+	  .span = 1 },
 	{ BS_REC_TORCH_STEP, sizeof(struct bs_torch_step), "torch_step", decode_step, &step_style,
-	  .string_offs = { OFF(bs_torch_step, name_id) } },
+	  .string_offs = { OFF(bs_torch_step, name_id) }, .span = 1 },
 	{ 0 },
 };
