@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* `bpfsight stacks` over a job's processes: threads grouped, the odd ones out (stacks_job.h). */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "family.h"
 #include "hmap.h"
+#include "human.h"
+#include "stack_call.h"
 #include "stack_format.h"
 #include "stacks_job.h"
 #include "thread_name.h"
@@ -79,11 +82,14 @@ int stacks_job__rank(const struct snap *s)
 	return s->env_rank >= 0 ? s->env_rank : s->env_local_rank;
 }
 
-/* What tells threads doing the same thing apart: their Python frames and NCCL call, or (none)
- * their native functions. */
+/*
+ * What tells threads doing the same thing apart: their Python frames and the call they are in,
+ * or (none) their native functions.
+ */
 static struct hkey group_key(const struct trace_stack *st, const struct trace_model *m)
 {
-	const char *call = stacks_job__nccl_call(st, m);
+	char cbuf[96];
+	const char *call = stack_call__in(st, m, cbuf, sizeof(cbuf));
 	__u64 h = 0xcbf29ce484222325ull, n = 0;
 	int py = 0;
 
@@ -117,6 +123,13 @@ struct group {
 	struct member *v;
 	int n, cap;
 	int nprocs; /* processes with a thread in it */
+	int py;	    /* its threads have Python frames */
+};
+
+/* One job: the processes of S that share its launcher or rendezvous (indices into S). */
+struct job {
+	int *procs;
+	int n;
 };
 
 static const struct snap_thread *th_of(const struct snap *s, const struct member *x)
@@ -136,11 +149,15 @@ static const char *proc_label(const struct snap *s, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * A stack's frames: by default a thread with Python frames shows them alone (what it waits in
+ * is said on its heading line), one without shows its native ones; --native shows all.
+ */
 static void print_stack(const struct trace_stack *st, const struct trace_model *m,
 			enum native_mode mode, FILE *f)
 {
 	static struct bs_frame frames[BS_STACK_MAX_FRAMES + 2];
-	__u16 n = stacks_job__frames(st, mode, frames);
+	__u16 n = stacks_job__frames(st, mode == NATIVE_LEAF ? NATIVE_NONE : mode, frames);
 
 	for (__u16 k = 0; k < n; k++)
 		stacks_job__print_frame(f, &frames[k], m);
@@ -148,15 +165,25 @@ static void print_stack(const struct trace_stack *st, const struct trace_model *
 		fprintf(f, "    [truncated]\n");
 }
 
+/* ", in ncclAllReduce" of a stack, "" when it is in no call a family knows. */
+static const char *in_call(const struct trace_stack *st, const struct trace_model *m, char *buf,
+			   size_t len)
+{
+	char cbuf[96];
+	const char *c = stack_call__in(st, m, cbuf, sizeof(cbuf));
+
+	snprintf(buf, len, "%s%s", c ? ", in " : "", c ? c : "");
+	return buf;
+}
+
 /* "3 threads of ranks 0, 1, 3 (pids 10, 11, 13): sleeping in futex, in ncclAllReduce" */
 static void print_group(const struct snap *s, const struct group *g, const struct trace_model *m,
-			int nprocs, enum native_mode mode, FILE *f)
+			const struct job *j, enum native_mode mode, FILE *f)
 {
 	const struct snap_thread *th = th_of(s, &g->v[0]);
 	const struct trace_stack *st = trace_model__stack(m, th->stack_id);
-	const char *call = stacks_job__nccl_call(st, m);
 	int ranked = 1, first = 1, last = -1;
-	char buf[128];
+	char buf[128], cbuf[128];
 
 	for (int k = 0; k < g->n; k++)
 		ranked &= stacks_job__rank(&s[g->v[k].proc]) >= 0;
@@ -176,20 +203,20 @@ static void print_group(const struct snap *s, const struct group *g, const struc
 			first = 0;
 			last = g->v[k].proc;
 		}
-	fprintf(f, "%s: %s%s%s\n", ranked ? ")" : "",
-		snap__state(&s[g->v[0].proc], th, buf, sizeof(buf)), call ? ", in " : "",
-		call ? call : "");
+	fprintf(f, "%s: %s%s\n", ranked ? ")" : "",
+		snap__state(&s[g->v[0].proc], th, buf, sizeof(buf)),
+		in_call(st, m, cbuf, sizeof(cbuf)));
 	print_stack(st, m, mode, f);
-	/* Who is not doing it: the processes without a thread here. */
-	for (int p = 0, said = 0; g->nprocs < nprocs && p < nprocs; p++) {
-		int in = 0;
+	/* Who is not doing it: the job's processes without a thread here. */
+	for (int i = 0, said = 0; g->nprocs < j->n && i < j->n; i++) {
+		int p = j->procs[i], in = 0;
 
 		for (int k = 0; k < g->n && !in; k++)
 			in = g->v[k].proc == p;
 		if (!in)
 			fprintf(f, "%s%s", said++ ? ", " : "    (not in it: ",
 				proc_label(&s[p], buf, sizeof(buf)));
-		if (said && p + 1 == nprocs)
+		if (said && i + 1 == j->n)
 			fprintf(f, ")\n");
 	}
 }
@@ -200,87 +227,279 @@ static void print_odd(const struct snap *s, const struct member *x, const struct
 	const struct snap_thread *th = th_of(s, x);
 	const struct snap *p = &s[x->proc];
 	const struct trace_stack *st = trace_model__stack(m, th->stack_id);
-	const char *call = stacks_job__nccl_call(st, m);
-	char label[64], state[128], since[32];
+	char label[64], state[128], since[32], cbuf[128];
 
-	fprintf(f, "\n%s, thread %u \"%s\": %s%s%s%s%s\n", proc_label(p, label, sizeof(label)),
+	fprintf(f, "\n%s, thread %u \"%s\": %s%s%s%s\n", proc_label(p, label, sizeof(label)),
 		th->task.tid, thread_name__pick(th->name, th->task.comm, p->cmdline, p->exe),
 		snap__state(p, th, state, sizeof(state)), stacks_job__for(th, since, sizeof(since)),
-		th->gil ? ", holds the GIL" : "", call ? ", in " : "", call ? call : "");
+		th->gil ? ", holds the GIL" : "", in_call(st, m, cbuf, sizeof(cbuf)));
 	print_stack(st, m, mode, f);
+}
+
+/* A line of the folded thread pools: what they run and their state, and whose they are. */
+struct fold {
+	char what[384];
+	int n;
+	int procs[64]; /* indices into S, in the order seen */
+	int nprocs;
+};
+
+/*
+ * What a pool's threads run: their innermost named frame outside the C and C++ runtimes
+ * (c10d::ProcessGroupGloo::runLoop, blas_thread_server), and their state.
+ */
+static void fold_key(const struct snap *s, const struct group *g, const struct trace_model *m,
+		     char *buf, size_t len)
+{
+	const struct snap_thread *th = th_of(s, &g->v[0]);
+	const struct trace_stack *st = trace_model__stack(m, th->stack_id);
+	const struct bs_frame *pick = NULL;
+	char fbuf[256], state[128];
+
+	for (__u16 i = 0; st && i < st->nframes && !pick; i++) {
+		const struct bs_frame *fr = &st->frames[i];
+		const char *file = stack_frame__file(fr, m);
+
+		if (fr->kind == BS_FRAME_NATIVE && fr->func_id && !strstr(file, "/libc.so") &&
+		    !strstr(file, "/libpthread") && !strstr(file, "/libstdc++") &&
+		    !strstr(file, "/ld-linux"))
+			pick = fr;
+	}
+	for (__u16 i = 0; st && i < st->nframes && !pick; i++)
+		if (st->frames[i].kind == BS_FRAME_NATIVE && st->frames[i].func_id)
+			pick = &st->frames[i];
+	snprintf(buf, len, "%s (%s): %s",
+		 pick ? stack_frame__func(pick, m, fbuf, sizeof(fbuf)) : "[no name]",
+		 pick ? human__base(stack_frame__file(pick, m)) : "?",
+		 snap__state(&s[g->v[0].proc], th, state, sizeof(state)));
+}
+
+/* The pools of groups G (those without Python frames) as a line each, the largest first. */
+static void print_folded(const struct snap *s, const struct group *g, int ng,
+			 const struct trace_model *m, FILE *f)
+{
+	struct fold *v = calloc(ng ? ng : 1, sizeof(*v));
+	char key[384];
+	int nv = 0;
+
+	for (int k = 0; v && k < ng; k++) {
+		int i;
+
+		if (g[k].py)
+			continue;
+		fold_key(s, &g[k], m, key, sizeof(key));
+		for (i = 0; i < nv && strcmp(v[i].what, key); i++)
+			;
+		if (i == nv)
+			snprintf(v[nv++].what, sizeof(v[0].what), "%s", key);
+		v[i].n += g[k].n;
+		for (int t = 0; t < g[k].n; t++) {
+			int p = g[k].v[t].proc, seen = 0;
+
+			for (int q = 0; q < v[i].nprocs && !seen; q++)
+				seen = v[i].procs[q] == p;
+			if (!seen && v[i].nprocs < 64)
+				v[i].procs[v[i].nprocs++] = p;
+		}
+	}
+	for (int done = 0; done < nv; done++) {
+		int best = -1, ranked = 1;
+
+		for (int i = 0; i < nv; i++)
+			if (v[i].n && (best < 0 || v[i].n > v[best].n))
+				best = i;
+		if (best < 0)
+			break;
+		for (int q = 0; q < v[best].nprocs; q++)
+			ranked &= stacks_job__rank(&s[v[best].procs[q]]) >= 0;
+		/* In rank (else pid) order. */
+		for (int q = 1; q < v[best].nprocs; q++)
+			for (int r = q; r > 0; r--) {
+				const struct snap *x = &s[v[best].procs[r - 1]],
+						  *y = &s[v[best].procs[r]];
+				int tmp;
+
+				if ((ranked ? stacks_job__rank(x) - stacks_job__rank(y)
+					    : x->pid - y->pid) <= 0)
+					break;
+				tmp = v[best].procs[r];
+				v[best].procs[r] = v[best].procs[r - 1];
+				v[best].procs[r - 1] = tmp;
+			}
+		fprintf(f, "    %3d  %s; %s ", v[best].n, v[best].what, ranked ? "ranks" : "pids");
+		for (int q = 0; q < v[best].nprocs; q++)
+			fprintf(f, "%s%d", q ? ", " : "",
+				ranked ? stacks_job__rank(&s[v[best].procs[q]])
+				       : s[v[best].procs[q]].pid);
+		fprintf(f, "\n");
+		v[best].n = 0;
+	}
+	free(v);
 }
 
 static int group_cmp(const void *a, const void *b)
 {
 	const struct group *x = a, *y = b;
 
+	if (x->py != y->py)
+		return y->py - x->py; /* the story first: what the job's Python code does */
 	return x->n != y->n ? y->n - x->n : x->v[0].proc - y->v[0].proc;
 }
 
-void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
-		       enum native_mode mode, int active_only, FILE *f)
+/* The threads of job J's processes grouped: 0, or -ENOMEM. */
+static int group_job(const struct snap *s, const struct job *j, const struct trace_model *m,
+		     int active_only, struct group **out, int *nout, int *nthreads)
 {
 	struct hmap *idx = hmap__new(sizeof(int));
 	struct group *g = NULL;
-	int ng = 0, cap = 0, nthreads = 0, odd = 0;
+	int ng = 0, cap = 0;
 
-	for (int p = 0; idx && p < n; p++)
+	*nthreads = 0;
+	for (int i = 0; idx && i < j->n; i++) {
+		int p = j->procs[i];
+
 		for (__u32 t = 0; t < s[p].n; t++) {
 			const struct snap_thread *th = &s[p].threads[t];
 			const struct trace_stack *st = trace_model__stack(m, th->stack_id);
+			struct hkey key;
+			struct group *gr;
 			int *gi;
 
 			if (!st || (active_only && !th->gil &&
 				    thread_state__idle(th->task.state, snap__flags(&s[p], th))))
 				continue;
-			nthreads++;
-			gi = hmap__get(idx, group_key(st, m), 1);
+			(*nthreads)++;
+			key = group_key(st, m);
+			gi = hmap__get(idx, key, 1);
 			if (!gi)
 				continue;
 			if (!*gi) {
 				if (ng == cap) {
-					cap = cap ? cap * 2 : 16;
-					g = realloc(g, cap * sizeof(*g));
-					if (!g)
-						goto out;
+					struct group *ng_ =
+						realloc(g, (cap = cap ? cap * 2 : 16) * sizeof(*g));
+
+					if (!ng_)
+						goto fail;
+					g = ng_;
 				}
 				memset(&g[ng], 0, sizeof(g[ng]));
+				g[ng].py = key.b & 1;
 				*gi = ++ng;
 			}
-			struct group *gr = &g[*gi - 1];
-
+			gr = &g[*gi - 1];
 			if (gr->n == gr->cap) {
-				gr->cap = gr->cap ? gr->cap * 2 : 4;
-				gr->v = realloc(gr->v, gr->cap * sizeof(*gr->v));
-				if (!gr->v)
-					goto out;
+				struct member *v =
+					realloc(gr->v, (gr->cap = gr->cap ? gr->cap * 2 : 4) *
+							       sizeof(*gr->v));
+
+				if (!v)
+					goto fail;
+				gr->v = v;
 			}
 			gr->nprocs += !gr->n || gr->v[gr->n - 1].proc != p;
 			gr->v[gr->n++] = (struct member){ p, (int)t };
 		}
+	}
+	hmap__free(idx);
 	if (ng)
 		qsort(g, ng, sizeof(*g), group_cmp);
+	*out = g;
+	*nout = ng;
+	return idx ? 0 : -ENOMEM;
+fail:
+	for (int k = 0; k < ng; k++)
+		free(g[k].v);
+	free(g);
+	hmap__free(idx);
+	return -ENOMEM;
+}
+
+/*
+ * One job's story: what most of its processes run (Python frames first), the odd ones out
+ * right after, the thread pools without Python frames folded to a line each (unless
+ * --native).
+ */
+static void print_job(const struct snap *s, const struct job *j, const struct trace_model *m,
+		      enum native_mode mode, int active_only, int njobs, FILE *f)
+{
+	struct group *g = NULL;
+	int ng = 0, nthreads = 0, odd = 0, folded = 0;
+	const struct snap *p0 = &s[j->procs[0]];
+
+	if (group_job(s, j, m, active_only, &g, &ng, &nthreads))
+		return;
+	if (njobs > 1 || p0->job[0])
+		fprintf(f, "%sJob %s: ", njobs > 1 ? "\n" : "",
+			p0->job[0] ? p0->job : "started by the same process");
 	fprintf(f,
-		"%d processes, %d threads, grouped by what they run (their Python frames, "
-		"their NCCL call)\n",
-		n, nthreads);
+		"%d process%s, %d threads, grouped by what they run (their Python frames, the "
+		"call they are in)\n",
+		j->n, j->n == 1 ? "" : "es", nthreads);
 	/* A group most processes have is what the job does; the others are the odd ones out. */
 	for (int k = 0; k < ng; k++)
-		if (g[k].nprocs * 2 > n)
-			print_group(s, &g[k], m, n, mode, f);
-		else
-			odd += g[k].n;
+		if (g[k].py || mode == NATIVE_ALL) {
+			if (g[k].nprocs * 2 > j->n)
+				print_group(s, &g[k], m, j, mode, f);
+			else
+				odd += g[k].n;
+		} else {
+			folded += g[k].n;
+		}
 	if (odd)
 		fprintf(f, "\nThe odd one%s out (what no more than half the processes run):\n",
 			odd == 1 ? "" : "s");
 	for (int k = 0; k < ng; k++)
-		for (int i = 0; g[k].nprocs * 2 <= n && i < g[k].n; i++)
+		for (int i = 0;
+		     (g[k].py || mode == NATIVE_ALL) && g[k].nprocs * 2 <= j->n && i < g[k].n; i++)
 			print_odd(s, &g[k].v[i], m, mode, f);
-out:
-	for (int k = 0; g && k < ng; k++)
+	if (folded)
+		fprintf(f,
+			"\nThreads without Python frames (%d), by what they run (--native shows "
+			"their stacks):\n",
+			folded);
+	if (folded)
+		print_folded(s, g, ng, m, f);
+	for (int k = 0; k < ng; k++)
 		free(g[k].v);
 	free(g);
-	hmap__free(idx);
+}
+
+/* Processes of the same job: the same rendezvous (MASTER_ADDR:PORT, a run id), else parent. */
+static int same_job(const struct snap *a, const struct snap *b)
+{
+	if (a->job[0] || b->job[0])
+		return !strcmp(a->job, b->job);
+	return a->ppid == b->ppid;
+}
+
+void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
+		       enum native_mode mode, int active_only, FILE *f)
+{
+	struct job *jobs = calloc(n, sizeof(*jobs));
+	int *procs = calloc(n, sizeof(*procs)), *jid = calloc(n, sizeof(*jid)), njobs = 0, at = 0;
+
+	if (!jobs || !procs || !jid)
+		goto out;
+	/* Each process's job: that of the first one read before it of the same job. */
+	for (int p = 0; p < n; p++) {
+		int q;
+
+		for (q = 0; q < p && !same_job(&s[q], &s[p]); q++)
+			;
+		jid[p] = q < p ? jid[q] : njobs++;
+	}
+	for (int k = 0; k < njobs; k++) {
+		jobs[k].procs = &procs[at];
+		for (int p = 0; p < n; p++)
+			if (jid[p] == k)
+				procs[at + jobs[k].n++] = p;
+		at += jobs[k].n;
+		print_job(s, &jobs[k], m, mode, active_only, njobs, f);
+	}
+out:
+	free(jobs);
+	free(procs);
+	free(jid);
 }
 
 /* 1 when /proc/PID's environment names a rank, or it maps libnccl. */

@@ -427,16 +427,21 @@ static int fail(struct snap *out, int err, const char *why)
 	return err;
 }
 
-/* RANK, LOCAL_RANK, WORLD_SIZE in PID's environment as it started (torchrun's), -1: none. */
+/*
+ * RANK, LOCAL_RANK, WORLD_SIZE in PID's environment as it started (torchrun's), -1: none; and
+ * the job it belongs to (MASTER_ADDR:MASTER_PORT, TORCHELASTIC_RUN_ID), its parent.
+ */
 static void read_env_ranks(struct snap *s)
 {
 	static const char *const vars[] = { "RANK=", "LOCAL_RANK=", "WORLD_SIZE=" };
 	__s32 *at[] = { &s->env_rank, &s->env_local_rank, &s->env_world };
+	const char *addr = NULL, *port = NULL, *run = NULL;
 	char path[64], *buf = malloc(1 << 16), *end;
 	ssize_t n = 0, got;
 	int fd;
 
 	s->env_rank = s->env_local_rank = s->env_world = -1;
+	s->job[0] = 0;
 	snprintf(path, sizeof(path), "/proc/%d/environ", s->pid);
 	fd = buf ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	while (fd >= 0 && n < (1 << 16) - 1 && (got = read(fd, buf + n, (1 << 16) - 1 - n)) > 0)
@@ -446,6 +451,12 @@ static void read_env_ranks(struct snap *s)
 	if (buf)
 		buf[n] = 0;
 	for (char *p = buf; buf && p < buf + n; p += strlen(p) + 1) {
+		if (!strncmp(p, "MASTER_ADDR=", 12))
+			addr = p + 12;
+		else if (!strncmp(p, "MASTER_PORT=", 12))
+			port = p + 12;
+		else if (!strncmp(p, "TORCHELASTIC_RUN_ID=", 20))
+			run = p;
 		for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++) {
 			size_t len = strlen(vars[k]);
 			long v;
@@ -457,7 +468,25 @@ static void read_env_ranks(struct snap *s)
 				*at[k] = (__s32)v;
 		}
 	}
+	if (addr && port)
+		snprintf(s->job, sizeof(s->job), "%s:%s", addr, port);
+	else if (run)
+		snprintf(s->job, sizeof(s->job), "%s", run);
 	free(buf);
+	s->ppid = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", s->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char st[512], *rp;
+
+		got = read(fd, st, sizeof(st) - 1);
+		close(fd);
+		st[got > 0 ? got : 0] = 0;
+		/* After the comm's closing parenthesis: " S PPID ..." */
+		rp = strrchr(st, ')');
+		if (rp && rp[1] == ' ' && rp[2] && rp[3] == ' ')
+			s->ppid = (pid_t)strtol(rp + 4, NULL, 10);
+	}
 }
 
 /*

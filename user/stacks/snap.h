@@ -46,8 +46,14 @@ struct snap {
 	__u32 rounds;			 /* iterations of the not-running threads' reads */
 	const char *failure;		 /* why snap__take failed (with its errno) */
 	__s32 env_rank, env_local_rank, env_world; /* RANK... in its environment, -1: none */
-	char exe[4096];				   /* its executable, "" when unknown */
-	char cmdline[4096];			   /* its command line, arguments apart by spaces */
+	/*
+	 * The job it belongs to, from its environment: "MASTER_ADDR:MASTER_PORT", else
+	 * "TORCHELASTIC_RUN_ID=...", else "" (its launcher, ppid, then tells).
+	 */
+	char job[192];
+	pid_t ppid;
+	char exe[4096];	    /* its executable, "" when unknown */
+	char cmdline[4096]; /* its command line, arguments apart by spaces */
 };
 
 /*

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* What a stack says a thread is doing, in the job's words: see stack_call.h. */
+#include <stdio.h>
+#include <string.h>
+#include "family.h"
+#include "human.h"
+#include "stack_call.h"
+#include "stack_format.h"
+#include "trace_model.h"
+
+int stack_call__library_file(const char *file)
+{
+	return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+	       strstr(file, "/lib/python3") || strstr(file, "<frozen ");
+}
+
+const char *stack_call__in(const struct trace_stack *st, const struct trace_model *m, char *buf,
+			     size_t len)
+{
+	const char *name, *file;
+
+	/* The outermost: ncclBcast calls ncclBroadcast, cudaDeviceSynchronize the driver's. */
+	for (int i = st ? st->nframes - 1 : -1; i >= 0; i--) {
+		const struct bs_frame *f = &st->frames[i];
+
+		if (f->kind != BS_FRAME_NATIVE || !f->func_id)
+			continue;
+		name = trace_model__string(m, f->func_id);
+		for (int k = 0; name && families[k]; k++) {
+			const struct ucall_table *t = families[k]->api;
+
+			for (__u32 j = 0; t && j < t->napis; j++)
+				if (!strcmp(t->apis[j].name, name)) {
+					snprintf(buf, len, "%s", name);
+					return buf;
+				}
+		}
+	}
+	/* torch.distributed's collectives (gloo, or NCCL's host side) by their Python frame. */
+	for (int i = st ? st->nframes - 1 : -1; i >= 0; i--) {
+		const struct bs_frame *f = &st->frames[i];
+
+		if (f->kind != BS_FRAME_PYTHON)
+			continue;
+		file = stack_frame__file(f, m);
+		if (strstr(file, "/torch/distributed/") && f->func_id &&
+		    (name = trace_model__string(m, f->func_id))) {
+			snprintf(buf, len, "torch.distributed's %s", name);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+const char *stack_call__where(const struct trace_stack *st, const struct trace_model *m, char *buf,
+			      size_t len)
+{
+	const struct bs_frame *f = NULL, *any = NULL;
+	char fbuf[256];
+	const char *file;
+
+	for (__u16 i = 0; st && i < st->nframes && !f; i++) {
+		if (st->frames[i].kind != BS_FRAME_PYTHON)
+			continue;
+		if (!any)
+			any = &st->frames[i];
+		if (!stack_call__library_file(stack_frame__file(&st->frames[i], m)))
+			f = &st->frames[i];
+	}
+	if (!f)
+		f = any;
+	for (__u16 i = 0; st && i < st->nframes && !f; i++)
+		if (st->frames[i].kind == BS_FRAME_NATIVE && st->frames[i].func_id)
+			f = &st->frames[i];
+	if (!f) {
+		snprintf(buf, len, "code whose stack was not read");
+		return buf;
+	}
+	file = human__base(stack_frame__file(f, m));
+	if (f->kind == BS_FRAME_PYTHON)
+		snprintf(buf, len, "`%s` (%s:%u)", stack_frame__func(f, m, fbuf, sizeof(fbuf)), file,
+			 f->line);
+	else
+		snprintf(buf, len, "`%s` (%s)", stack_frame__func(f, m, fbuf, sizeof(fbuf)), file);
+	return buf;
+}
+
