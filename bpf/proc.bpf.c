@@ -102,6 +102,22 @@ int BPF_PROG(proc_exec_raw, struct task_struct *p, pid_t old_pid)
 	return on_exec(p, old_pid);
 }
 
+/*
+ * The exiting thread's CPU time: its runtime as the scheduler last updated it (a switch, a
+ * tick) and the slice it is running now, since se.exec_start. exec_start is on the scheduler's
+ * clock, NOW on CLOCK_MONOTONIC: both count ns from boot where the clock is stable; a slice
+ * that reads negative or longer than a tick could be (the clocks apart) is left out. Without
+ * it a thread that computes and exits between two ticks has none of that time.
+ */
+#define EXIT_SLICE_MAX_NS 20000000ull
+static __always_inline __u64 exit_cpu_ns(struct task_struct *p, __u64 now)
+{
+	__u64 sum = BPF_CORE_READ(p, se.sum_exec_runtime);
+	__u64 start = BPF_CORE_READ(p, se.exec_start);
+
+	return now > start && now - start < EXIT_SLICE_MAX_NS ? sum + (now - start) : sum;
+}
+
 static __always_inline int on_exit(struct task_struct *p)
 {
 	__u32 pid = BPF_CORE_READ(p, tgid);
@@ -111,14 +127,15 @@ static __always_inline int on_exit(struct task_struct *p)
 	 * on kernels both before and after the tracepoint gained a group_dead argument (6.16).
 	 */
 	__u32 group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
-	struct bs_exit *r;
+	struct bs_exit_cpu *r;
 
 	if (!bs_is_target(pid))
 		return 0;
 	r = bs_reserve_life(BS_REC_EXIT, sizeof(*r), pid, tid, bpf_ktime_get_ns());
 	if (r) {
-		r->exit_code = BPF_CORE_READ(p, exit_code);
-		r->group_dead = group_dead;
+		r->e.exit_code = BPF_CORE_READ(p, exit_code);
+		r->e.group_dead = group_dead;
+		r->cpu_ns = exit_cpu_ns(p, r->e.h.ts);
 		bs_submit(r);
 	}
 	/* A recycled pid must not inherit tracing. */

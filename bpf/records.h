@@ -189,6 +189,16 @@ struct bs_exit {
 	__u32 group_dead; /* 1 when the last thread of the process exits */
 };
 
+/*
+ * An EXIT record this long (format 3 since bpfsight 0.9; older files' are a bs_exit) also says
+ * the thread's whole time on a CPU: what a live view needs of a thread that was born and died
+ * between two of its reads of /proc (a request thread of a few ms).
+ */
+struct bs_exit_cpu {
+	struct bs_exit e;
+	__u64 cpu_ns; /* task->se.sum_exec_runtime as it exits */
+};
+
 struct bs_comm {
 	struct bs_hdr h;
 	char comm[BS_COMM_LEN];

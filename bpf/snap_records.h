@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The hang trigger's snapshot (`--trigger hang:DUR`, user/flight/flight_hang.h): at the moment
- * it fired, every thread of every process of the job, where it is and what it waits for, read
- * as `bpfsight stacks` reads them (user/stacks/snap.h) and written into the flight window just
- * before the dump, after the calls still in flight (bs_ucall with BS_UCALL_OPEN). User space
- * writes them; included by records.h: part of every recording's contract. Type numbers are in
- * the 0xa0 block (the recording's own block is full).
+ * Snapshots of a job's threads, read as `bpfsight stacks` reads them (user/stacks/snap.h):
+ * every thread of every process, where it is and what it waits for. Taken by the hang trigger
+ * (`--trigger hang:DUR`, user/flight/flight_hang.h) at the moment it fired, written into the
+ * flight window just before the dump, after the calls still in flight (bs_ucall with
+ * BS_UCALL_OPEN); and at a recording's edges (user/session/recorder_edges.c): at its start
+ * (attached with -p) and at its end, the threads' THREAD_SNAP flagged BS_SNAP_AT_START or
+ * BS_SNAP_AT_END, so that what was open when the recording began or ended is known (a read
+ * that never returned, a collective entered before the probes). User space writes them;
+ * included by records.h: part of every recording's contract. Type numbers are in the 0xa0
+ * block (the recording's own block is full).
  */
 #ifndef BPFSIGHT_SNAP_RECORDS_H
 #define BPFSIGHT_SNAP_RECORDS_H
@@ -22,9 +26,10 @@ struct bs_proc_snap {
 	__s32 env_local_rank; /* LOCAL_RANK, -1 = none */
 	__s32 env_world;      /* WORLD_SIZE, -1 = none */
 	__u32 nthreads;	      /* its threads (a THREAD_SNAP each) */
-	__u32 python_minor;   /* 3.MINOR whose Python frames were read, 0 = none */
-	__u32 error_id;	      /* string: why it could not be read at all, 0 = it was */
-	__u64 took_ns;	      /* from the first look at its threads to the last stack read */
+	__u16 python_minor;   /* 3.MINOR whose Python frames were read, 0 = none */
+	__u16 edge; /* BS_SNAP_AT_START or _AT_END: a recording's edge; _NOW: top's; 0: a trigger's */
+	__u32 error_id; /* string: why it could not be read at all, 0 = it was */
+	__u64 took_ns;	/* from the first look at its threads to the last stack read */
 };
 
 /*
@@ -50,6 +55,11 @@ struct bs_thread_snap {
 #define BS_SNAP_GIL	  0x8  /* it holds its interpreter's GIL */
 #define BS_SNAP_GIL_WAIT  0x10 /* asleep on the GIL's own futex: waiting for the GIL */
 #define BS_SNAP_EXITING	  0x20 /* it is exiting */
+#define BS_SNAP_AT_START  0x40 /* read when the recording began (its edge), not at a trigger */
+#define BS_SNAP_AT_END	  0x80 /* read when the recording ended */
+#define BS_SNAP_EDGES	  (BS_SNAP_AT_START | BS_SNAP_AT_END)
+/* Read for a live view (top -p, each refresh): never in a file, readers skip it. */
+#define BS_SNAP_NOW 0x100
 
 BS_ASSERT_RECORD(bs_proc_snap, 56);
 BS_ASSERT_RECORD(bs_thread_snap, 72);

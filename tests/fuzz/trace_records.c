@@ -4,8 +4,9 @@
  * the reader hands them over, back to back (fuzz_decode.c's input format). Every STRING,
  * PROCESS, THREAD and SYMBOL record is kept (the others' names), and at most MAX records of
  * each other type (default 4), so that a seed stays small.
- *   cc -O2 -D_GNU_SOURCE -Iuser/core -Ibpf tests/fuzz/trace_records.c user/core/trace_reader.c \
- *      user/core/trace_codec.c user/core/trace_meta.c -lzstd -lz -o /tmp/trace_records
+ *   cc -O2 -D_GNU_SOURCE -Iuser/core -Iuser/lib -Ibpf tests/fuzz/trace_records.c user/core/trace_reader.c \
+ *      user/core/trace_codec.c user/core/trace_meta.c user/core/trace_chunk_dec.c \
+ *      user/core/trace_columns_dec.c -lzstd -lz -o /tmp/trace_records
  *   /tmp/trace_records TRACE.bst OUT [OPTIONS_BYTE [MAX]]
  */
 #include <stdio.h>

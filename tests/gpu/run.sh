@@ -500,6 +500,9 @@ part_hang_late() {
 		"$bin" stacks --all >"$work/hang_stacks.txt" 2>&1 || true
 		sed -n 1,40p "$work/hang_stacks.txt"
 		"$bin" stats "$work/hang_late.bst" --wide | head -30 || true
+		# What top's NOW says of the two ranks (shown, not checked: a spinning wait's stack is
+		# a sample's)
+		COLUMNS=200 timeout 30 "$bin" top -b -p "$ranks" -d 2 2>&1 | tail -12 || true
 		check "hang (late): the verdict names rank 0 waiting at its line and rank 1 in idle(); so do stacks --all's first 25 lines" \
 			python3 "$here/hang_ranks.py" check-late "$bin" "$work/hang_late.bst" \
 			"$work/hang_late.json" "$work/hang_stacks.txt"

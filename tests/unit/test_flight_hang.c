@@ -4,7 +4,8 @@
  * calls in flight, progress records. A call in flight past DUR fires once however many calls
  * wait with it (the oldest named), not again while they stay, again once they returned and a
  * call stalls anew; a process whose steps stop fires once DUR after its last one, again after
- * a new step; an exited process is forgotten.
+ * a new step; an exited process is forgotten; ranks whose main threads all stop running fire
+ * once, again after one of them moved and stopped anew.
  */
 #include "unit.h"
 #include "flight_hang.h"
@@ -115,6 +116,44 @@ static void test_steps_that_stop(void)
 	flight_hang__free(h);
 }
 
+/* One look at NOW of ranks: pid 20 + i is rank i, its main thread's CPU time CPU[i]. */
+static int look_ranks(struct flight_hang *h, __u64 now, const __u64 *cpu, int n, char *why,
+		      __u32 *pid)
+{
+	flight_hang__begin(h, now);
+	for (int i = 0; i < n; i++)
+		flight_hang__rank(h, 20 + i, i, cpu[i]);
+	return flight_hang__stalled(h, why, 256, pid);
+}
+
+/* A job on any backend (gloo): no call in flight, the ranks' main threads stop running. */
+static void test_ranks_that_stop(void)
+{
+	struct flight_hang *h = watch(3 * S);
+	__u64 cpu[3] = { 100, 200, 300 };
+	char why[256];
+	__u32 pid = 0;
+
+	ASSERT_TRUE(h, "a watch");
+	ASSERT_EQ(look_ranks(h, 10 * S, cpu, 3, why, &pid), 0, "first look: nothing");
+	cpu[1] = 250;
+	ASSERT_EQ(look_ranks(h, 12 * S, cpu, 3, why, &pid), 0, "rank 1 ran at 12 s");
+	ASSERT_EQ(look_ranks(h, 14 * S, cpu, 3, why, &pid), 0,
+		  "ranks 0 and 2 still for 4 s, rank 1 for 2: not the whole job");
+	ASSERT_EQ(look_ranks(h, 15 * S, cpu, 3, why, &pid), 1, "every rank still for DUR: fired");
+	ASSERT_EQ(pid, 20, "the lowest rank's process named");
+	ASSERT_TRUE(strstr(why, "hang:3s: 3 ranks stopped: their main threads have not run for "
+				"3.0 s"),
+		    why);
+	ASSERT_EQ(look_ranks(h, 20 * S, cpu, 3, why, &pid), 0, "the same stall: not again");
+	cpu[2] = 301;
+	ASSERT_EQ(look_ranks(h, 21 * S, cpu, 3, why, &pid), 0, "rank 2 moved");
+	ASSERT_EQ(look_ranks(h, 24 * S, cpu, 3, why, &pid), 1, "and stopped again: fired again");
+	ASSERT_EQ(look_ranks(h, 40 * S, cpu, 1, why, &pid), 0,
+		  "one rank left (the others exited): no job to hang");
+	flight_hang__free(h);
+}
+
 static void test_no_trigger_no_watch(void)
 {
 	struct flight_opts fo;
@@ -133,6 +172,7 @@ int main(void)
 {
 	RUN_TEST(test_calls_fire_once_per_stall);
 	RUN_TEST(test_steps_that_stop);
+	RUN_TEST(test_ranks_that_stop);
 	RUN_TEST(test_no_trigger_no_watch);
 	return UNIT_EXIT();
 }

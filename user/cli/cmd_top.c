@@ -168,6 +168,8 @@ int cmd_top(int argc, char **argv)
 	}
 	if (record_args__check_kernel("top", o))
 		goto out;
+	/* -p: its threads read each refresh, for NOW (what each is in, where in the job's code) */
+	o->now_every_ns = o->npids ? a.interval_ns : 0;
 	t = top__new(o);
 	if (!t) {
 		FAIL("out of memory");

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The hang trigger's snapshot as a reader keeps it (snap_records.h: PROC_SNAP, THREAD_SNAP):
- * the latest of each process and of each thread, for whoever asks where the job's threads were
- * when it stalled (the verdict, the reports). The trace model keeps one (trace_model__snaps).
+ * The snapshots of the job's threads as a reader keeps them (snap_records.h: PROC_SNAP,
+ * THREAD_SNAP): the hang trigger's (the latest of each process and of each thread, for whoever
+ * asks where the job's threads were when it stalled) and, apart, those of the recording's
+ * edges (BS_SNAP_AT_START, _AT_END: what was open when it began and ended). The trace model
+ * keeps one (trace_model__snaps).
  */
 #ifndef BPFSIGHT_TRACE_SNAPS_H
 #define BPFSIGHT_TRACE_SNAPS_H
@@ -25,7 +27,17 @@ const struct bs_thread_snap *trace_snaps__thread(const struct trace_snaps *t, __
 const struct bs_thread_snap *trace_snaps__next_thread(const struct trace_snaps *t, size_t *i);
 /* Every PROC_SNAP in the order first seen: *I = 0 first; NULL at the end. */
 const struct bs_proc_snap *trace_snaps__next_proc(const struct trace_snaps *t, size_t *i);
-/* When the snapshot was taken (its latest PROC_SNAP), 0 when the file has none. */
+/* When the trigger's snapshot was taken (its latest PROC_SNAP), 0 when the file has none. */
 __u64 trace_snaps__taken(const struct trace_snaps *t);
+/* The same at a recording's edge EDGE (BS_SNAP_AT_START or BS_SNAP_AT_END). */
+const struct bs_thread_snap *trace_snaps__thread_at(const struct trace_snaps *t, __u32 tid,
+						    __u32 edge);
+const struct bs_proc_snap *trace_snaps__proc_at(const struct trace_snaps *t, __u32 pid, __u32 edge);
+const struct bs_thread_snap *trace_snaps__next_thread_at(const struct trace_snaps *t, __u32 edge,
+							 size_t *i);
+const struct bs_proc_snap *trace_snaps__next_proc_at(const struct trace_snaps *t, __u32 edge,
+						     size_t *i);
+/* When edge EDGE was read (its first process), 0 when the file has none. */
+__u64 trace_snaps__edge_ts(const struct trace_snaps *t, __u32 edge);
 
 #endif /* BPFSIGHT_TRACE_SNAPS_H */

@@ -16,6 +16,12 @@ struct progress {
 	__u64 fired_at; /* last_ts when a stall fired on it, 0 = none */
 };
 
+/* A rank's main thread: its CPU time, since when it has not changed, when last looked at. */
+struct rank_cpu {
+	__u64 cpu_ns, since, look;
+	__s32 rank;
+};
+
 /* A call in flight that fired: it does not fire again while it stays in flight. */
 struct fired {
 	__u64 look; /* the last look that saw it */
@@ -27,6 +33,8 @@ struct flight_hang {
 	__u8 watches[BS_REC_TYPE_MAX];
 	struct hmap *progress;	   /* {pid, 0} -> struct progress */
 	struct hmap *fired;	   /* {tid, entry ts} -> struct fired */
+	struct hmap *ranks;	   /* {pid, 0} -> struct rank_cpu */
+	__u64 ranks_fired;	   /* the latest "since" of the ranks' stall that fired, 0: none */
 	struct trace_model *model; /* decodes a call's name: no names needed beyond the table's */
 	__u64 now, look;
 	/*
@@ -50,7 +58,8 @@ struct flight_hang *flight_hang__new(const struct flight_opts *fo, int *err)
 		return NULL;
 	h = calloc(1, sizeof(*h));
 	if (!h || !(h->progress = hmap__new(sizeof(struct progress))) ||
-	    !(h->fired = hmap__new(sizeof(struct fired))) || !(h->model = trace_model__new())) {
+	    !(h->fired = hmap__new(sizeof(struct fired))) ||
+	    !(h->ranks = hmap__new(sizeof(struct rank_cpu))) || !(h->model = trace_model__new())) {
 		flight_hang__free(h);
 		*err = -ENOMEM;
 		return NULL;
@@ -71,6 +80,7 @@ void flight_hang__free(struct flight_hang *h)
 		return;
 	hmap__free(h->progress);
 	hmap__free(h->fired);
+	hmap__free(h->ranks);
 	trace_model__free(h->model);
 	free(h->seen);
 	free(h);
@@ -129,6 +139,58 @@ void flight_hang__thread(struct flight_hang *h, __u32 pid, __u32 tid, const stru
 		 family__decode(rec, h->model, &ev) == 1 && ev.name ? ev.name : "a call");
 }
 
+void flight_hang__rank(struct flight_hang *h, __u32 pid, __s32 rank, __u64 cpu_ns)
+{
+	struct rank_cpu *r = hmap__get(h->ranks, (struct hkey){ pid, 0 }, 1);
+
+	if (!r)
+		return;
+	if (!r->look || r->cpu_ns != cpu_ns) {
+		r->cpu_ns = cpu_ns;
+		r->since = h->now;
+	}
+	r->rank = rank;
+	r->look = h->look;
+}
+
+/*
+ * Every rank looked at now has not run for DUR (two at least), a stall not fired yet: 1, the
+ * lowest rank's pid, WHY.
+ */
+static int ranks_still(struct flight_hang *h, char *why, size_t len, __u32 *pid)
+{
+	__u64 latest = 0;
+	__s32 low = -1;
+	struct rank_cpu *r;
+	struct hkey key;
+	size_t it = 0, n = 0;
+
+	while ((r = hmap__next(h->ranks, &it, &key))) {
+		if (r->look != h->look) { /* exited, or no more a target */
+			hmap__del(h->ranks, key);
+			it = 0;
+			n = 0;
+			latest = 0;
+			low = -1;
+			continue;
+		}
+		if (r->since + h->dur_ns > h->now)
+			return 0; /* this one ran within DUR */
+		n++;
+		latest = r->since > latest ? r->since : latest;
+		if (low < 0 || r->rank < low) {
+			low = r->rank;
+			*pid = (__u32)key.a;
+		}
+	}
+	if (n < 2 || latest <= h->ranks_fired)
+		return 0;
+	h->ranks_fired = latest;
+	snprintf(why, len, "%s: %zu ranks stopped: their main threads have not run for %.1f s",
+		 h->text, n, (h->now - latest) / 1e9);
+	return 1;
+}
+
 /* Calls that fired and are no longer in flight: a later stall of that thread fires again. */
 static void forget_returned(struct flight_hang *h)
 {
@@ -177,6 +239,8 @@ int flight_hang__stalled(struct flight_hang *h, char *why, size_t len, __u32 *pi
 		return 1;
 	}
 	forget_returned(h);
+	if (ranks_still(h, why, len, pid))
+		return 1;
 	if (!silent_process(h, pid, &since))
 		return 0;
 	snprintf(why, len, "%s: pid %u ended no step for %.1f s", h->text, *pid,

@@ -5,7 +5,10 @@
  *     collectives, cuda's synchronizations) entered DUR ago and not left: a rank waiting in a
  *     collective for a rank that never came, a host waiting on a GPU that never finishes;
  *   - steps: a process that ended steps (struct family.progress: torch's steps, NVTX ranges)
- *     and has ended none for DUR.
+ *     and has ended none for DUR;
+ *   - ranks: two ranks or more (RANK in their environment) whose main threads have not run for
+ *     DUR, every one of them: a job waiting in a collective on any backend (gloo, a store's
+ *     barrier) for a rank blocked elsewhere, where no family sees a call in flight.
  * Nothing here runs per event but for the progress types' records (a table lookup by type):
  * the calls in flight are read every 100 ms from what BPF keeps anyway (the ucall programs'
  * per-thread call stacks), so the trigger costs the traced processes nothing.
@@ -37,6 +40,8 @@ void flight_hang__observe(struct flight_hang *h, const struct bs_hdr *rec);
 void flight_hang__begin(struct flight_hang *h, __u64 now);
 /* Thread TID of PID, in the call REC (BS_UCALL_OPEN; NULL: in none). */
 void flight_hang__thread(struct flight_hang *h, __u32 pid, __u32 tid, const struct bs_hdr *rec);
+/* Process PID, rank RANK of the job: its main thread's CPU time so far (ns), this look. */
+void flight_hang__rank(struct flight_hang *h, __u32 pid, __s32 rank, __u64 cpu_ns);
 /*
  * After the look: 1 when a process made no progress for DUR and that stall has not fired yet,
  * with WHY (e.g. "hang:3s: pid 42 tid 42 in ncclAllReduce for 3.1 s") and *PID, the process.

@@ -252,3 +252,51 @@ __u64 proc_meta__vdso(pid_t pid)
 	close(fd);
 	return at;
 }
+
+int proc_meta__env_rank(pid_t pid)
+{
+	char path[64], *buf = malloc(1 << 16), *end;
+	int rank = -1, local = -1, fd;
+	ssize_t n = 0, got;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = buf ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	while (fd >= 0 && n < (1 << 16) - 1 && (got = read(fd, buf + n, (1 << 16) - 1 - n)) > 0)
+		n += got;
+	if (fd >= 0)
+		close(fd);
+	for (ssize_t i = 0; buf && i < n; i += (ssize_t)strnlen(buf + i, n - i) + 1) {
+		int *at = !strncmp(buf + i, "RANK=", 5)		 ? &rank
+			  : !strncmp(buf + i, "LOCAL_RANK=", 11) ? &local
+								 : NULL;
+		const char *v = at == &rank ? buf + i + 5 : buf + i + 11;
+		long r;
+
+		if (!at || i + (v - (buf + i)) >= n)
+			continue;
+		r = strtol(v, &end, 10);
+		if (end != v && end < buf + n && !*end && r >= 0 && r < (1l << 30))
+			*at = (int)r;
+	}
+	free(buf);
+	return rank >= 0 ? rank : local;
+}
+
+int proc_meta__cpu_ns(pid_t tid, __u64 *ns)
+{
+	char path[64], buf[128];
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (got <= 0)
+		return -EIO;
+	buf[got] = 0;
+	*ns = strtoull(buf, NULL, 10);
+	return 0;
+}

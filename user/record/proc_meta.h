@@ -29,5 +29,9 @@ int proc_meta__alive_since(pid_t pid, __u64 start_ticks);
 /* Where PID's vDSO is mapped (its auxiliary vector's AT_SYSINFO_EHDR), 0 when unknown. */
 __u64 proc_meta__vdso(pid_t pid);
 int proc_meta__parse_stat(const char *buf, __u32 *ppid, __u64 *start_ticks, char *state);
+/* PID's rank in its environment as it started (RANK, else LOCAL_RANK: torchrun's), -1: none. */
+int proc_meta__env_rank(pid_t pid);
+/* Thread TID's CPU time so far (ns, /proc/TID/schedstat): 0, or a negative errno. */
+int proc_meta__cpu_ns(pid_t tid, __u64 *ns);
 
 #endif

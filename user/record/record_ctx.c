@@ -249,6 +249,11 @@ int record_opts__wants_stacks(const struct record_opts *o)
 	return 0;
 }
 
+int record_opts__edges(const struct record_opts *o)
+{
+	return !o->dry_run && o->output && !o->flight.window_ns && !o->no_edges;
+}
+
 int record_opts__writes_targets(const struct record_opts *o)
 {
 	for (int i = 0; families[i]; i++)

@@ -54,6 +54,10 @@ struct record_opts {
 	__u32 inject;		 /* --inject: ptrace the cupti-shim into targets lacking it */
 	/* Python threads named by their threading names: the stack service runs, stacks or not */
 	__u32 thread_names;
+	/* --no-edges: the job's threads are not read at the recording's start and end */
+	__u32 no_edges;
+	/* top -p: the targets' threads read this often (BS_SNAP_NOW: what each is in now), 0 off */
+	__u64 now_every_ns;
 	/* --stacks: per families[] index, the events of at least this many ns get a stack */
 	__u64 stack_ns[RECORD_MAX_FAMILIES];
 	/* --unwind: frame pointers only, or unwind tables of at most this many rows (0: default) */
@@ -88,6 +92,11 @@ struct record_opts {
 
 /* Whether the recording reads stacks (the cpu family, --stacks): record_ctx.c. */
 int record_opts__wants_stacks(const struct record_opts *o);
+/*
+ * Whether the recording reads the job's threads at its start and end (recorder_edges.c): into
+ * a file (not a flight window, monitor or top), not --dry-run, not --no-edges.
+ */
+int record_opts__edges(const struct record_opts *o);
 /* 1 when a family it records writes into its targets' memory (FAMILY_WRITES_TARGETS). */
 int record_opts__writes_targets(const struct record_opts *o);
 struct family;

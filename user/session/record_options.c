@@ -354,6 +354,12 @@ static int opt_inject(struct record_args *a, const char *arg)
 	return 0;
 }
 
+static int opt_no_edges(struct record_args *a, const char *arg)
+{
+	a->o.no_edges = 1;
+	return 0;
+}
+
 static int opt_bpf_stats(struct record_args *a, const char *arg)
 {
 	a->bpf_stats = 1;
@@ -541,6 +547,10 @@ static const struct rec_option table[] = {
 	  "-p/-a with -t gpu or nvtx: load the cupti-shim into running processes that lack it "
 	  "(-p: each target; -a: those using libcudart/libcuda), through ptrace, x86-64 only; "
 	  "see docs/GPU.md, \"Injection\"", NULL, opt_inject },
+	{ "no-edges", 0, NULL, R,
+	  "do not read the job's threads (state, system call, stack) when the recording starts "
+	  "(-p) and ends: what was open at its edges is then unknown (docs/USAGE.md)",
+	  NULL, opt_no_edges },
 	{ "bpf-stats", 0, NULL, M,
 	  "turn on the kernel's BPF run-time statistics for bpfsight_bpf_run_seconds_total (two "
 	  "clock reads per probe hit: see bench/RESULTS.md)", NULL, opt_bpf_stats },

@@ -439,7 +439,7 @@ static int start(struct recording *r)
 		uprobe_mgr__start(r->uprobes);
 	if (r->stacks)
 		stack_svc__start(ctx, r->stacks);
-	if (recording__hang_start(r))
+	if (recording__snap_start(r) || recording__hang_start(r))
 		return -1;
 	return 0;
 }
@@ -484,6 +484,8 @@ static int go_live(struct recording *r)
 		proc_meta__snapshot(ctx, r->launch.pid, 1);
 		release_cmd(&r->launch);
 	}
+	/* -p: what the job's threads were doing as the recording began (blocked since when). */
+	recording__edge(r, BS_SNAP_AT_START);
 	/* Scripts wait for this line: every probe is live from here on. */
 	if (r->flight) {
 		char first[4096];
@@ -568,6 +570,7 @@ static void drain(struct recording *r)
 		account_losses(r);
 		if (r->hang)
 			recording__hang_look(r, now);
+		recording__now(r, now);
 		if (r->flight)
 			flight__tick(r->flight, now);
 		else if (r->writer && (err = trace_writer__tick(r->writer, now)) && !ctx->write_err)
@@ -610,6 +613,8 @@ static enum record_outcome finish(struct recording *r)
 	setpriority(PRIO_PROCESS, main_tid, STOP_NICE);
 	if ((pump_tid = ring_pump__tid(r->pump)))
 		setpriority(PRIO_PROCESS, pump_tid, STOP_NICE);
+	/* What the job's threads are doing as it ends, the calls still in flight, every probe live. */
+	recording__edge(r, BS_SNAP_AT_END);
 	/* Producers that buffer (the cupti-shim) flush first, the probes still attached. */
 	for (int i = 0; families[i]; i++)
 		if (r->attached[i] && families[i]->stop)
@@ -726,7 +731,9 @@ static void teardown(struct recording *r)
 			families[i]->detach(ctx, r->states[i]);
 			r->attached[i] = 0; /* the shim channel's last drain calls no hook of it */
 		}
-	recording__hang_free(r); /* its snapshot names stacks with the stack service */
+	recording__hang_free(r);
+	recording__snap_free(r); /* it names stacks with the stack service */
+	free(r->edge_pids);
 	recording__free_services(r);
 	capture_files__free(r->files);
 	capture_gate__free(ctx->gate);

@@ -76,7 +76,9 @@ void recording__close_maps(struct recording *r)
 static void needs(const struct record_opts *o, int *uprobes, int *stacks, int *shim)
 {
 	/* --trigger hang reads the job's stacks when it fires. */
-	*stacks = record_opts__wants_stacks(o) || o->thread_names || o->flight.hang_ns;
+	*stacks = record_opts__wants_stacks(o) || o->thread_names || o->flight.hang_ns ||
+		  record_opts__edges(o) || /* the edges name where each thread is */
+		  o->now_every_ns;	   /* top -p: what each thread is in now */
 	*shim = 0;
 	*uprobes = 0;
 	for (int i = 0; families[i]; i++) {

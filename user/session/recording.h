@@ -8,6 +8,7 @@
  *   recorder_output.c    where records go: the file, a file per range, the flight window, a sink
  *   recorder_end.c       the end-of-run lines and --capture-range's account
  *   recorder_hang.c      --trigger hang: the calls in flight, the job's threads at a stall
+ *   recorder_edges.c     the job's threads at the recording's start and end
  */
 #ifndef BPFSIGHT_RECORDING_H
 #define BPFSIGHT_RECORDING_H
@@ -24,6 +25,7 @@ struct recording_hang;
 struct flight_recorder;
 struct ring_pump;
 struct shim_link;
+struct snap_session;
 struct stack_svc;
 struct trace_writer;
 struct uprobe_mgr;
@@ -57,6 +59,11 @@ struct recording {
 	struct trace_writer *writer;
 	struct flight_recorder *flight;
 	struct recording_hang *hang; /* --trigger hang: recorder_hang.c */
+	/* What reads the job's threads (the edges, the hang trigger): recorder_edges.c */
+	struct snap_session *snap;
+	__u32 *edge_pids; /* the processes an edge reads */
+	size_t nedge_pids, edge_cap;
+	__u64 now_last; /* top -p: when its targets were last read (recording__now) */
 	struct capture_files *files;
 	struct launch launch;
 	int launched;
@@ -106,6 +113,20 @@ void recording__print_status(struct recording *r, __u64 now, int final);
 /* recorder.c */
 /* What the records so far miss from the kernel: losses, the families' in-kernel totals. */
 void recording__bring_up_to_date(struct recording *r);
+
+/* recorder_edges.c */
+/* What reads the job's threads, loaded before the recording is confined: 0, or -errno. */
+int recording__snap_start(struct recording *r);
+void recording__snap_free(struct recording *r);
+/* The job's threads at the recording's edge EDGE (BS_SNAP_AT_START or _AT_END), into it. */
+void recording__edge(struct recording *r, __u32 edge);
+/* PIDS' threads into the recording now, each THREAD_SNAP flagged EDGE (0: a trigger's). */
+void recording__snap_processes(struct recording *r, const __u32 *pids, size_t n, __u32 edge);
+/* top -p: its targets' threads as BS_SNAP_NOW snapshots, every record_opts.now_every_ns. */
+void recording__now(struct recording *r, __u64 now);
+/* PID into *PIDS (once, at most 256); the targets' pids (-p, children, CMD's tree). */
+void recording__add_pid(__u32 **pids, size_t *n, size_t *cap, __u32 pid);
+void recording__add_targets(struct recording *r, __u32 **pids, size_t *n, size_t *cap);
 
 /* recorder_hang.c */
 /* --trigger hang: what reads the job's threads, loaded before the recording is confined. */

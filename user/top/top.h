@@ -100,6 +100,8 @@ void top_frame__free(struct top_frame *fr);
 const char *top_col__key(const struct top_col *c);
 /* CPU%: top's own column, from each thread's on-CPU time (top_cpu.c). */
 extern const struct top_column top_cpu_column;
+/* NOW: top -p's own, what each thread is in now (top_now.c). */
+extern const struct top_column top_now_column;
 /* The view's columns (the same in every frame) and how many. */
 const struct top_col *top__columns(struct top *t, __u32 *n);
 

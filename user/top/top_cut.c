@@ -101,8 +101,21 @@ static double cpu_share(const struct top *t, struct top_thread *th, __u64 span)
 		return 0;
 	}
 	err = top_cpu__read(th->pid, th->tid, &ns);
+	/*
+	 * Gone from /proc, its EXIT record not here yet (the ring is behind the cut): kept for
+	 * the record's CPU time, counted at the next cut, for at most a few cuts.
+	 */
+	if (err == -ENOENT && !th->exit_seen && ++th->vanished < 3)
+		return 0;
 	if (err == -ENOENT)
 		th->flags |= TOP_ROW_EXITED;
+	/* Gone before this read: its EXIT record said its whole CPU time (a request thread of a
+	 * few ms is born and dies between two reads). */
+	if (err && th->exit_cpu_ns) {
+		ns = th->exit_cpu_ns;
+		th->exit_cpu_ns = 0;
+		err = 0;
+	}
 	if (err)
 		return 0;
 	if (th->cpu_known && ns >= th->cpu_ns)
@@ -137,6 +150,10 @@ static int thread_row(struct top *t, struct top_thread *th, struct top_frame *fr
 	for (__u32 c = 1; c < t->ncols; c++) {
 		const struct top_column *col = t->cols[c].c;
 
+		if ((int)c == t->now_col) {
+			top_now__cell(t, th, fr->now, &r->val[c], &r->label[c]);
+			continue;
+		}
 		r->val[c] =
 			col->flags & TOP_POLLED ? th->polled[c] : scale(col, th->cell[c].v, span);
 		r->label[c] = th->cell[c].label;

@@ -26,6 +26,12 @@ struct top_thread {
 	__u64 cpu_ns; /* its on-CPU time at the last cut (or when first seen) */
 	struct top_cell cell[TOP_MAX_COLS]; /* the interval under way */
 	double polled[TOP_MAX_COLS];	    /* TOP_POLLED columns: the value of the last polls */
+	/* NOW (top_now.c): what it was in at the last read, for how long, when read */
+	const char *now_label;
+	__u64 now_ns, now_at;
+	__u64 exit_cpu_ns; /* its whole CPU time, from its EXIT record (0: not known) */
+	__u32 exit_seen;   /* its EXIT record came */
+	__u32 vanished;	   /* cuts that found it gone from /proc before its EXIT record came */
 };
 
 struct top_loss_kind {
@@ -48,12 +54,20 @@ struct top {
 	__u64 lost, lost_cut;
 	struct top_loss_kind lost_kinds[TOP_LOSS_KINDS];
 	__u64 poll_ts[FAMILY_MAX], poll_cut[FAMILY_MAX]; /* TOP_POLLED columns' clock */
-	__u64 now_ts; /* the time of the record being folded: a poll's time for TOP_POLLED */
-	int replay;   /* records of a file: nothing is read from /proc (no CPU%) */
+	__u64 now_ts;  /* the time of the record being folded: a poll's time for TOP_POLLED */
+	int replay;    /* records of a file: nothing is read from /proc (no CPU%) */
+	int now_col;   /* NOW's column (top -p), -1 without it */
+	char **labels; /* NOW's labels, each once (top_now.c) */
+	size_t nlabels, labels_cap;
 };
 
 /* The entry of thread TID of PID (0: the process), made on first use; NULL without memory. */
 struct top_thread *top__thread(struct top *t, __u32 pid, __u32 tid);
+/* NOW (top_now.c): a BS_SNAP_NOW THREAD_SNAP read; a row's value and label at cut NOW. */
+void top_now__snap(struct top *t, const struct bs_hdr *h);
+void top_now__cell(const struct top *t, const struct top_thread *th, __u64 now, double *val,
+		   const char **label);
+void top_now__free(struct top *t);
 /* Its on-CPU time from /proc (top_cpu.c): 0, or -errno when it is gone. */
 int top_cpu__read(__u32 pid, __u32 tid, __u64 *ns);
 

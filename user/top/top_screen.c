@@ -144,8 +144,10 @@ static void cell_text(char *buf, size_t len, const struct top_col *col, int c, d
 	char d[16];
 	int room;
 
-	if (!x && c) {
+	if (!x && c && !(col->c->kind == TOP_LONGEST && label)) {
 		snprintf(buf, len, "-");
+	} else if (col->c->kind == TOP_LONGEST && !x) {
+		snprintf(buf, len, "%.*s", w > 0 ? w : 0, label); /* NOW: running, no duration */
 	} else if (col->c->kind == TOP_LONGEST) {
 		human_ns(d, sizeof(d), x);
 		/* The name is cut at its end: the duration is what must show. */

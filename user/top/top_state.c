@@ -95,8 +95,12 @@ static void exited(struct top *t, const struct bs_hdr *h)
 
 	if (h->size < sizeof(*e))
 		return;
-	if ((th = top__thread(t, h->pid, h->tid)))
+	if ((th = top__thread(t, h->pid, h->tid))) {
 		th->flags |= TOP_ROW_EXITED;
+		th->exit_seen = 1;
+		if (h->size >= sizeof(struct bs_exit_cpu))
+			th->exit_cpu_ns = ((const struct bs_exit_cpu *)h)->cpu_ns;
+	}
 	if (e->group_dead && (th = top__thread(t, h->pid, 0)))
 		th->flags |= TOP_ROW_EXITED;
 }
@@ -176,6 +180,8 @@ void top__record(void *arg, const struct bs_hdr *h)
 		lost(t, h);
 	else if (h->type < 0x10) /* the recording's own block: processes and threads */
 		lifecycle(t, h);
+	else if (h->type == BS_REC_THREAD_SNAP)
+		top_now__snap(t, h);
 	for (int i = 0; families[i]; i++)
 		if (t->col_base[i] >= 0 && families[i]->top->record)
 			families[i]->top->record(t, t->states[i], h);
@@ -251,6 +257,11 @@ static int add_columns(struct top *t)
 {
 	t->cols[t->ncols++] = (struct top_col){ &top_cpu_column, NULL, -1 };
 	t->shown = 1;
+	t->now_col = -1;
+	if (t->o->now_every_ns) {
+		t->now_col = (int)t->ncols;
+		t->cols[t->ncols++] = (struct top_col){ &top_now_column, NULL, -1 };
+	}
 	for (int i = 0; families[i] && i < FAMILY_MAX; i++) {
 		const struct top_column *c = families[i]->top ? families[i]->top->columns : NULL;
 
@@ -295,6 +306,7 @@ void top__free(struct top *t)
 			families[i]->top->free(t->states[i]);
 	trace_model__free(t->model);
 	hmap__free(t->threads);
+	top_now__free(t);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }

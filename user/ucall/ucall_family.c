@@ -87,7 +87,9 @@ int ucall_family__attach(const struct family_attach *a, void **state)
 {
 	const struct ucall_table *table = a->self->api;
 	struct record_ctx *ctx = a->ctx;
-	int hang = ctx->opts->flight.hang_ns && a->self->in_flight;
+	/* The calls in flight: for the hang trigger, and at the recording's end (its edge). */
+	int hang =
+		(ctx->opts->flight.hang_ns || record_opts__edges(ctx->opts)) && a->self->in_flight;
 	struct ucall_family *uf;
 	struct ucall_bpf *skel;
 	int err;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "array.h"
 #include "nccl_hang.h"
+#include "stack_call.h"
 #include "stack_format.h"
 #include "thread_name.h"
 #include "thread_state.h"
@@ -95,10 +96,11 @@ static void add_open(struct nccl_hang *h, const struct bs_hdr *rec, const struct
 	    families[f]->api->rec_type != rec->type)
 		return;
 	o = hmap__get(h->open, (struct hkey){ rec->pid, rec->tid }, 1);
-	if (!o || (o->ts && o->ts <= rec->ts))
+	if (!o || (o->ts && o->ts <= trace_model__began(m, rec)))
 		return; /* the outermost (the earliest) says what the thread waits in */
 	event__init(&ev, rec, "");
-	o->ts = rec->ts;
+	o->ts = trace_model__began(m,
+				   rec); /* entered before the window: how long it really waited */
 	snprintf(o->name, sizeof(o->name), "%s",
 		 family__decode(rec, m, &ev) == 1 && ev.name ? ev.name : "a call");
 }
@@ -134,7 +136,7 @@ void nccl_hang__add(struct nccl_hang *h, const struct bs_hdr *rec, const struct 
 	if (ctx->coll_seq >= r->entered) {
 		r->entered = ctx->coll_seq;
 		r->entered_fn = w->call.r->fn;
-		r->entered_ts = rec->ts;
+		r->entered_ts = trace_model__began(m, rec);
 		r->entered_open = ctx->open;
 		bytes = nccl_call__bytes(&w->call, &known);
 		r->bytes_known = known;
@@ -245,30 +247,9 @@ static __u32 gil_holder(const struct trace_model *m, __u32 pid)
 const char *nccl_hang__where(const struct trace_model *m, __u32 tid, char *buf, size_t len)
 {
 	const struct bs_thread_snap *t = trace_snaps__thread(trace_model__snaps(m), tid);
-	const struct trace_stack *st = t ? trace_model__stack(m, t->stack_id) : NULL;
-	const struct bs_frame *f = NULL;
-	const char *file, *base;
-	char fbuf[256];
 
-	for (__u16 i = 0; st && i < st->nframes && !f; i++)
-		if (st->frames[i].kind == BS_FRAME_PYTHON)
-			f = &st->frames[i];
-	for (__u16 i = 0; st && i < st->nframes && !f; i++)
-		if (st->frames[i].kind == BS_FRAME_NATIVE && st->frames[i].func_id)
-			f = &st->frames[i];
-	if (!f) {
-		snprintf(buf, len, "code whose stack was not read");
-		return buf;
-	}
-	file = stack_frame__file(f, m);
-	base = strrchr(file, '/');
-	base = base ? base + 1 : file;
-	if (f->kind == BS_FRAME_PYTHON)
-		snprintf(buf, len, "`%s` (%s:%u)", stack_frame__func(f, m, fbuf, sizeof(fbuf)),
-			 base, f->line);
-	else
-		snprintf(buf, len, "`%s` (%s)", stack_frame__func(f, m, fbuf, sizeof(fbuf)), base);
-	return buf;
+	/* The job's own line, as the edges' rules and `bpfsight stacks` say it. */
+	return stack_call__where(t ? trace_model__stack(m, t->stack_id) : NULL, m, buf, len);
 }
 
 /* "thread 12 \"prep\"" */

@@ -85,7 +85,7 @@ int nccl_hang__next_open(struct nccl_hang *h, size_t *i, __u32 *pid, __u32 *tid,
 const char *nccl_hang__open_call(const struct nccl_hang *h, __u32 pid);
 /* "ncclAllReduce" for the nccl table's entry FN. */
 const char *nccl_hang__fn(__u32 fn, char *buf, size_t len);
-/* The innermost Python frame of thread TID's snapshot stack, "f (file.py:12)", into BUF. */
+/* Where thread TID of the snapshot is in the job's own code (stack_call__where), into BUF. */
 const char *nccl_hang__where(const struct trace_model *m, __u32 tid, char *buf, size_t len);
 
 #endif /* BPFSIGHT_NCCL_HANG_H */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "proc.h"
+#include "proc_edges.h"
 #include "family_attach.h"
 #include "record_ctx.h"
 #include "proc.skel.h"
@@ -43,6 +44,7 @@ const struct family family_proc = {
 	.detach = proc_detach,
 	.decoders = proc_decoders,
 	.reports = proc_reports,
+	.verdict = &proc_verdict,
 	.chrome = &proc_chrome,
 	.perfetto = &proc_perfetto,
 	.sqlite = &proc_sqlite,

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "proc.h"
+#include "proc_edges.h"
 
 static int decode_process(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
@@ -74,6 +75,8 @@ static int decode_exit(const struct bs_hdr *rec, const struct trace_model *m, st
 	event__arg_u64(ev, "exit_code", (x->exit_code >> 8) & 0xff);
 	event__arg_u64(ev, "signal", x->exit_code & 0x7f);
 	event__arg_u64(ev, "group_dead", x->group_dead);
+	if (rec->size >= sizeof(struct bs_exit_cpu))
+		event__arg_u64(ev, "cpu_ns", ((const struct bs_exit_cpu *)rec)->cpu_ns);
 	return 1;
 }
 
@@ -164,4 +167,4 @@ const struct rec_decoder proc_decoders[] = {
 
 extern const struct report ranks_report; /* ranks_report.c */
 
-const struct report *const proc_reports[] = { &ranks_report, NULL };
+const struct report *const proc_reports[] = { &ranks_report, &open_at_edges_report, NULL };

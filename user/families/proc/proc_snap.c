@@ -25,6 +25,8 @@ int proc__decode_proc_snap(const struct bs_hdr *rec, const struct trace_model *m
 	if (p->env_world >= 0)
 		event__arg_s64(ev, "world_size", p->env_world);
 	event__arg_u64(ev, "threads", p->nthreads);
+	if (p->edge & BS_SNAP_EDGES)
+		event__arg_str(ev, "edge", p->edge & BS_SNAP_AT_START ? "start" : "end");
 	if (p->python_minor) {
 		snprintf(v, sizeof(v), "3.%u", p->python_minor);
 		event__arg_strn(ev, "python", v, sizeof(v));
@@ -56,6 +58,9 @@ int proc__decode_thread_snap(const struct bs_hdr *rec, const struct trace_model 
 	event__arg_u64(ev, "cpu_ns", t->cpu_ns);
 	if (t->flags & BS_SNAP_SAMPLED)
 		event__arg_str(ev, "read", "sample");
+	/* A recording's edge, not a hang trigger's moment. */
+	if (t->flags & BS_SNAP_EDGES)
+		event__arg_str(ev, "edge", t->flags & BS_SNAP_AT_START ? "start" : "end");
 	if (t->error_id)
 		event__arg_str(ev, "error", trace_model__string(m, t->error_id));
 	ev->stack = trace_model__stack(m, t->stack_id);

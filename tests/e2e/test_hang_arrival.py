@@ -1,0 +1,312 @@
+"""What is in flight when bpfsight arrives (docs/USAGE.md, "What was open at the edges"): a job
+already blocked or hung before the recorder started, attached with `record -p`, is named by
+the verdict's first line from the threads read at the recording's edges; every thread's
+totals stay inside the recording; `stacks --all` leads with the hung job's story; `top -p`
+shows what each thread is in now, and keeps the CPU of threads that die between two refreshes.
+
+Each job measures its own truth: the blocked job and the ranks say when they blocked (on
+CLOCK_MONOTONIC), the short-lived threads' job its own CPU time."""
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+
+from helpers import (BPFSIGHT, Recorder, Skip, check, eq, info, need_root, run, spawn, stats,
+                     tmpdir, wait_for)
+from test_gil import need_pyenv
+from test_hang import DUR_S, Job, line_of, wait_dump
+
+# For tests/run_tests.py: about how long these tests take on CI's machine; one job per test.
+SECONDS = 25
+SPLIT = True
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.path.realpath(os.path.join(HERE, "..", "workloads"))
+BLOCKED_PY = os.path.join(WORKLOADS, "blocked_read.py")
+GLOO_PY = os.path.join(WORKLOADS, "gloo_hang.py")
+LOADER_PY = os.path.join(WORKLOADS, "torch_loader.py")
+SHORT_PY = os.path.join(WORKLOADS, "short_threads.py")
+DEBIAN_PY = "/usr/bin/python3"
+
+
+def marked(path, tag):
+    with open(path) as f:
+        return next(i + 1 for i, l in enumerate(f) if l.rstrip().endswith(f"# {tag}"))
+
+
+def need_torch():
+    p = run([DEBIAN_PY, "-c", "import torch, torch.distributed"])
+    if p.returncode:
+        raise Skip("Debian's python3-torch is not installed (make deps)")
+
+
+_said = {}
+
+
+def record_p(pids, out, dur="3s", *opts):
+    p = run([BPFSIGHT, "record", "-v", *sum((["-p", str(x)] for x in pids), []), "-d", dur,
+             "-o", out, *opts], timeout=120)
+    eq(p.returncode, 0, f"record -p: {p.stderr[-800:]}")
+    _said[out] = "\n".join(l for l in p.stderr.splitlines() if not l.startswith("libbpf"))
+    return p
+
+
+def head(path):
+    """The verdict's first line, as stats prints it (its words on one line), and what its
+    recorder said (-v: how long each edge took), for a failure's message."""
+    p = run([BPFSIGHT, "stats", path, "--wide"], check=True)
+    v = next((x for x in p.stdout.split("\n\n") if x.startswith("Verdict:")), p.stdout[:600])
+    edges = run([BPFSIGHT, "stats", path, "-r", "open_at_edges", "--wide", "--top", "8"]).stdout
+    return " ".join(v.split()) + "\n" + _said.get(path, "")[-1200:] + "\n" + edges[-1500:]
+
+
+def flat(v):
+    """A message on one line: the runner shows a failure's first."""
+    return v.replace("\n", " || ")
+
+
+class Lines:
+    """A process's output lines, collected by a thread of their own."""
+
+    def __init__(self, p):
+        self.p = p
+        self.lines = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.p.stdout:
+            self.lines.append(line.strip())
+
+    def wait(self, pattern, timeout=60):
+        wait_for(lambda: any(re.fullmatch(pattern, l) for l in self.lines), timeout, pattern)
+        return next(re.fullmatch(pattern, l) for l in self.lines if re.fullmatch(pattern, l))
+
+
+def test_blocked_read_named_on_arrival_and_in_top():
+    """A job blocked in os.read before bpfsight starts, attached -p -d 3s: the verdict says
+    blocked in read for the whole window (as long as it was, since before the start by at
+    least as long as the job says it has been), with the function and line; open_at_edges
+    says the same; `top -b -p` shows the read and the function in NOW."""
+    need_root()
+    py = need_pyenv(11)
+    job = spawn([py, BLOCKED_PY])
+    try:
+        out = Lines(job)
+        pid = int(out.wait(r"ready pid (\d+)").group(1))
+        blocked = int(out.wait(r"blocked (\d+)").group(1))
+        time.sleep(1)
+        path = os.path.join(tmpdir(), "blocked.bst")
+        record_p([pid], path)
+        start = info(path)["start_monotonic_ns"]
+        v = head(path)
+        line = marked(BLOCKED_PY, "READ")
+        m = re.match(r"Verdict: blocked in system calls: MainThread \(main thread, pid (\d+)\) "
+                     r"was sleeping in read for the whole (\d+\.\d) s \(since at least "
+                     r"(\d+\.\d) s before the recording\) in `wait_for_input` "
+                     rf"\(blocked_read\.py:{line}\)\n", v)
+        check(m, flat(v))
+        eq(int(m.group(1)), pid, "the pid")
+        check(float(m.group(2)) >= 0.9 * 3, f"the whole window (3 s): {v}")
+        check(float(m.group(3)) >= (start - blocked) / 1e9 - 0.15,
+              f"since at least {(start - blocked) / 1e9:.2f} s before the start: {v}")
+        r = stats(path, "open_at_edges")["open_at_edges"]
+        th = next(x for x in r if x["tid"] == pid)
+        eq((th["at_start"], th["at_end"], th["still"]), ("sleeping in read",) * 2 + ("blocked",),
+           "the thread at both edges")
+        check(th["where"] == f"`wait_for_input` (blocked_read.py:{line})", th)
+
+        p = run([BPFSIGHT, "top", "-b", "-p", str(pid), "-d", "2"], timeout=60,
+                env=dict(os.environ, COLUMNS="160"))
+        eq(p.returncode, 0, p.stderr[-600:])
+        rows = [l for l in p.stdout.splitlines() if re.match(rf"^ +{pid} +MainThread ", l)]
+        check(rows, p.stdout[-1000:])
+        check(all(re.search(rf" read: wait_for_input \(blocked_read\.py:{line}\) "
+                            r"\d+(\.\d+)?s$", l) for l in rows), "\n".join(rows))
+    finally:
+        job.kill()
+
+
+def test_dataloader_totals_inside_the_window():
+    """A real DataLoader job (Debian's torch, 2 workers), its threads asleep since before the
+    attach, recorded -p -d 4s: no thread's on + off CPU, system calls (osrt, per thread) or GIL
+    waits pass the recording's duration (+1%), nor does any "of its" time in the verdict."""
+    need_root()
+    need_torch()
+    job = subprocess.Popen([DEBIAN_PY, LOADER_PY, "--seconds", "60"], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        line = job.stdout.readline()
+        m = re.search(r'"pid": (\d+)', line)
+        check(m, f"the loader's line: {line!r}")
+        time.sleep(1)
+        path = os.path.join(tmpdir(), "loader.bst")
+        record_p([int(m.group(1))], path, "4s")
+        dur = info(path)["duration_ns"]
+        top = dur * 1.01
+        r = stats(path, "sched_sum,gil_sum")
+        check(len(r["sched_sum"]) >= 7, f"the job's threads: {r['sched_sum']}")
+        for t in r["sched_sum"]:
+            check(t["oncpu_ns"] + t["offcpu_ns"] <= top,
+                  f"{t['thread_name']} {t['tid']}: on {t['oncpu_ns']} + off {t['offcpu_ns']} "
+                  f"in {dur}")
+        for t in r["gil_sum"]:
+            check(t["wait_total_ns"] <= top, f"GIL waits of {t['tid']}: {t}")
+        for t in r["sched_sum"]:
+            o = run([BPFSIGHT, "stats", path, "-r", "osrt_sum", "--tid", str(t["tid"]),
+                     "--format", "json"], check=True)
+            total = sum(x["total_ns"] for x in json.loads(o.stdout)["reports"]["osrt_sum"])
+            check(total <= top, f"system calls of {t['tid']}: {total} in {dur}")
+        verdict = run([BPFSIGHT, "stats", path, "--wide"], check=True).stdout.split("**")[0]
+        for of in re.findall(r"of its (\d+\.\d+) s", verdict):
+            check(float(of) * 1e9 <= top, f"'of its {of} s' in a {dur / 1e9:.3f} s recording: "
+                  f"{verdict}")
+    finally:
+        job.kill()
+        job.wait()
+
+
+def test_cpu_standin_hung_before_the_recorder():
+    """Four ranks on the CPU NCCL stand-in, rank 2 stuck in load_batch() before collective 30,
+    the others in ncclAllReduce, all before bpfsight starts; `record -p` x4 -d 3s: the verdict
+    names the hang, the waiters' call and line, rank 2, its function and line and state."""
+    job = Job({2: "read"})
+    try:
+        pids = job.start_ranks()
+        open(job.go, "w").close()
+        job.stall_ns(2)
+        time.sleep(1)
+        path = os.path.join(tmpdir(), "late.bst")
+        record_p(pids, path)
+        v = head(path)
+        check(re.match(r"Verdict: hang: ranks 0, 1, 3 wait in ncclAllReduce at `main` "
+                       rf"\(hang_rank\.py:\d+\) for the whole \d\.\d s, entered before the "
+                       r"recording began; rank 2 is elsewhere: `load_batch` "
+                       rf"\(hang_rank\.py:{line_of('READ')}\), sleeping in read for at least "
+                       r"\d+\.\d s\n", v), flat(v))
+    finally:
+        job.kill()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Gloo:
+    """A 4-rank torch.distributed job on gloo (tests/workloads/gloo_hang.py), its ranks started
+    as torchrun starts them; with GO, they wait for that file after their process group is up."""
+
+    def __init__(self, go=None):
+        self.port = free_port()
+        env = dict(os.environ, WORLD_SIZE="4", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(self.port), PYTHONUNBUFFERED="1")
+        if go:
+            env["HANG_GO"] = go
+        self.procs = [spawn([DEBIAN_PY, GLOO_PY], env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
+                      for r in range(4)]
+        self.out = [Lines(p) for p in self.procs]
+
+    def pids(self):
+        return [int(o.wait(r"ready pid (\d+) rank \d").group(1)) for o in self.out]
+
+    def stalled(self):
+        return int(self.out[2].wait(r"stall 2 (\d+)").group(1))
+
+    def kill(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+
+def test_gloo_hang_on_arrival_trigger_and_stacks():
+    """torch.distributed on gloo, rank 2 stuck in load_next_shard(), the others in all_reduce;
+    a second job running beside it. Attached late (-p x4 -d 3s), the verdict names the hang;
+    `--trigger hang:3s` started before the hang dumps a window whose verdict says the same;
+    the first 25 lines of `stacks --all` hold the answer, the other job's ranks kept apart."""
+    need_root()
+    need_torch()
+    go = os.path.join(tmpdir(), "go")
+    job, other = Gloo(go), Gloo()
+    try:
+        pids = job.pids()
+        other_pids = other.pids()
+        rec = Recorder("--flight-recorder=30s", f"--trigger=hang:{DUR_S}s",
+                       *sum((["-p", str(p)] for p in pids), []),
+                       out=os.path.join(tmpdir(), "fr.bst"))
+        rec.wait_ready()
+        open(go, "w").close()
+        job.stalled()
+        other.stalled()
+        shard, reduce = marked(GLOO_PY, "SHARD"), marked(GLOO_PY, "REDUCE")
+        want = (r"Verdict: hang: ranks 0, 1, 3 wait in torch\.distributed's all_reduce at "
+                rf"`main` \(gloo_hang\.py:{reduce}\) ")
+        elsewhere = (r"rank 2 is elsewhere: `load_next_shard` "
+                     rf"\(gloo_hang\.py:{shard}\), sleeping in read for ")
+        dump = wait_dump(rec)
+        eq(rec.stop(), 0, "the recorder")
+        v = head(dump)
+        check(re.match(want, v) and re.search(elsewhere, v), f"the trigger's dump: {flat(v)}")
+
+        path = os.path.join(tmpdir(), "late.bst")
+        record_p(pids, path)
+        v = head(path)
+        check(re.match(want + r"for the whole \d\.\d s, entered before the recording began; " +
+                       elsewhere + r"at least \d+\.\d s\n", v), f"late -p: {flat(v)}")
+
+        p = run([BPFSIGHT, "stacks", "--all"], check=True, timeout=120)
+        # Other jobs on the machine (other tests' ranks) may be listed too: each is its own.
+        sections = {int(m.group(1)): sec for sec in re.split(r"(?m)^(?=Job )", p.stdout)
+                    if (m := re.match(r"Job 127\.0\.0\.1:(\d+):", sec))}
+        for port, own, others in ((job.port, pids, other_pids), (other.port, other_pids, pids)):
+            check(port in sections, f"job {port} has a heading: {p.stdout[:2000]}")
+            sec = sections[port]
+            check(not any(re.search(rf"\b{x}\b", sec) for x in others),
+                  f"the other job's ranks kept apart: {sec}")
+        # The job's first screen (25 lines from its heading) holds the whole answer.
+        first = "\n".join(sections[job.port].split("\n")[:25])
+        check(re.search(r"^3 threads of ranks 0, 1, 3 \(pids [\d, ]+\): sleeping in futex, in "
+                        r"torch\.distributed's all_reduce$", first, re.M), first)
+        check(f"main ({GLOO_PY}:{reduce})" in first, first)
+        check(re.search(rf"^rank 2 \(pid {pids[2]}\), thread {pids[2]} \"MainThread\": "
+                        r"sleeping in read for \d+\.\d s$", first, re.M), first)
+        check(f"load_next_shard ({GLOO_PY}:{shard})" in first, first)
+    finally:
+        job.kill()
+        other.kill()
+
+
+def test_top_keeps_the_cpu_of_threads_that_die_between_refreshes():
+    """Threads of 2 ms each, born and dead between two refreshes: top -b -p's frames add up to
+    the CPU time the job measured of its own (process_time over its 4 s run), not only its
+    main thread's."""
+    need_root()
+    py = need_pyenv(11)
+    go = os.path.join(tmpdir(), "go")
+    job = spawn([py, SHORT_PY, go, "4"])
+    try:
+        out = Lines(job)
+        pid = int(out.wait(r"ready pid (\d+)").group(1))
+        top = subprocess.Popen([BPFSIGHT, "top", "-b", "-p", str(pid), "-d", "7"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, COLUMNS="160"))
+        lines = Lines(top)
+        wait_for(lambda: any(re.match(r"^top - ", l) for l in lines.lines), 60, "top's first "
+                 "frame")
+        open(go, "w").close()
+        own = float(out.wait(r"cpu (\d+\.\d) threads \d+", 30).group(1))
+        top.wait(60)
+        frames = [float(m.group(1)) for l in lines.lines
+                  if (m := re.match(rf"^{pid} +python3\S* +(\d+\.\d)", l))]
+        check(len(frames) >= 5, f"top's frames: {lines.lines[-20:]}")
+        # A frame is a second (-i's default): their sum is the CPU seconds top saw, x100. A
+        # thread's exit may reach top a frame late on a loaded machine: the sum, not a frame.
+        seen, truth = sum(frames) / 100, own / 100 * 4
+        check(0.8 * truth <= seen <= 1.2 * truth,
+              f"top's process CPU% {frames}: {seen:.2f} CPU s against the job's own "
+              f"{truth:.2f} ({own}% of its 4 s)")
+    finally:
+        job.kill()
