@@ -46,9 +46,10 @@ def rss_mb(pid):
 class Rec:
     """A recorder on a loadgen that waits for its cue (-p), stderr read line by line."""
 
-    def __init__(self, ctx, opts, load):
+    def __init__(self, ctx, opts, load, env=None):
         self.load = subprocess.Popen([ctx.r.bench_bin("loadgen"), *load, "--wait-stdin"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
         self.out = ctx.r.tmpfile(".bst")
         self.cmd = [ctx.r.bpfsight, "record", "--force", "-t", "osrt", "--osrt-threshold", "0",
                     "--buffer-size", "64M", "-o", self.out, "-p", str(self.load.pid), *opts]

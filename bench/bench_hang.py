@@ -7,7 +7,8 @@
   per pair. The trigger reads no record but the progress types' (none here): what it adds is
   its look every 100 ms.
 - The look alone: the recorder's CPU over an idle target for SECONDS, with and without the
-  trigger: the difference per look.
+  trigger: the difference per look. The targets have RANK=0 in their environment: each look
+  also reads their main thread's CPU time (the rule for a job on gloo, docs/PRODUCTION.md).
 - Stall to dump: four ranks of tests/workloads/nccl_cpu/hang_rank.py, one stalls before
   collective 30, `--trigger hang:3s`: from the stall (the rank's own CLOCK_MONOTONIC) to the
   dump's window end (when the dump was cut: DUR plus the look's period plus the snapshot), and
@@ -30,12 +31,15 @@ RATE = 1_000_000
 RATIO_GOAL = 1.05
 DUR_S = 3
 STALL_GOAL_S = DUR_S + 1  # the issue's bound: the dump within DUR + 1 s of the stall
+# The targets are a rank (RANK in their environment, as torchrun sets it): each look also reads
+# its main thread's CPU time from /proc, the trigger's rule for a job on any backend.
+RANKED = dict(os.environ, RANK="0", WORLD_SIZE="1")
 
 
 def cpu_run(ctx, hang, seconds):
     opts = ["-t", "osrt,nccl", "--flight-recorder", "60s"] + (["--trigger", "hang:60s"]
                                                                 if hang else [])
-    r = Rec(ctx, opts, ["-t", "2", "-d", str(seconds), "-r", str(RATE)])
+    r = Rec(ctx, opts, ["-t", "2", "-d", str(seconds), "-r", str(RATE)], env=RANKED)
     c0 = proc_cpu_s(r.p.pid)
     r.go()
     made = r.load.stdout.read()
@@ -48,7 +52,7 @@ def cpu_run(ctx, hang, seconds):
 
 def idle_run(ctx, hang, seconds):
     """The recorder's CPU over SECONDS of a target that sleeps."""
-    target = subprocess.Popen(["sleep", str(seconds + 30)])
+    target = subprocess.Popen(["sleep", str(seconds + 30)], env=RANKED)
     cmd = [ctx.r.bpfsight, "record", "--force", "-t", "osrt,nccl", "-o", ctx.r.tmpfile(".bst"),
            "--flight-recorder", "60s", "-p", str(target.pid)] + (["--trigger", "hang:60s"]
                                                                  if hang else [])

@@ -85,6 +85,7 @@ import bench_monitor  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_probes  # noqa: E402
 import bench_hang  # noqa: E402
+import bench_edges  # noqa: E402
 import bench_ranks  # noqa: E402
 import bench_shim  # noqa: E402
 import bench_soak  # noqa: E402
@@ -97,12 +98,12 @@ from bench_common import (REPO, BenchError, Goals, Quiet, Runner, begin, die,  #
 
 SECTIONS = {"probes": bench_probes, "families": bench_families, "shim": bench_shim,
             "pipeline": bench_pipeline, "consumer": bench_consumer, "soak": bench_soak, "cpu": bench_cpu,
-            "flight": bench_flight, "hang": bench_hang, "monitor": bench_monitor, "top": bench_top, "ranks": bench_ranks,
+            "flight": bench_flight, "hang": bench_hang, "edges": bench_edges, "monitor": bench_monitor, "top": bench_top, "ranks": bench_ranks,
             "torch": bench_torch, "mem": bench_mem, "cost": bench_cost, "unwind": bench_unwind,
             "pyfunc": bench_pyfunc, "gpumetrics": bench_gpumetrics}
 # Where each block goes in RESULTS.md (gil: bench/bench_gil.py writes its own).
 ORDER = ["summary", "probes", "families", "gil", "shim", "pipeline", "consumer", "soak", "cpu", "flight",
-         "hang", "monitor", "top", "ranks", "torch", "mem", "cost", "unwind", "pyfunc", "gpumetrics"]
+         "hang", "edges", "monitor", "top", "ranks", "torch", "mem", "cost", "unwind", "pyfunc", "gpumetrics"]
 
 # Repeats and durations. Full: ~4 min here, plus ~3 min of the gil family's benchmark and
 # ~10 s of the shim section, so under 10 on 2 cores shared with other work; quick: ~35 s,
