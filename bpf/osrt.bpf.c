@@ -118,7 +118,7 @@ static __always_inline int emit(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen
 	r->dur = dur;
 	r->ret = ret;
 	r->nr = nr;
-	r->_pad = 0;
+	r->flags = 0;
 	bs_submit(r);
 	return 0;
 }

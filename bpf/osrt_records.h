@@ -24,8 +24,14 @@ struct bs_syscall {
 	__u64 dur;
 	__s64 ret;
 	__u32 nr;
-	__u32 _pad;
+	__u32 flags; /* BS_SYSCALL_*; 0 in the probes' records (and in files before it) */
 };
+
+/*
+ * Not a record of the file: a reader's, for a call the recording's edges saw a thread asleep
+ * in from before the start to the end (trace_walk.c): open at both ends, RET unknown.
+ */
+#define BS_SYSCALL_OPEN 0x1
 
 /*
  * osrt: calls shorter than the threshold, summed in the kernel. Cumulative since recording

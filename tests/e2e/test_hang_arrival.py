@@ -14,8 +14,8 @@ import subprocess
 import threading
 import time
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, eq, info, need_root, run, spawn, stats,
-                     tmpdir, wait_for)
+from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, info, need_root, run, spawn,
+                     stats, tmpdir, wait_for)
 from test_gil import need_pyenv
 from test_hang import DUR_S, Job, line_of, wait_dump
 
@@ -89,7 +89,9 @@ def test_blocked_read_named_on_arrival_and_in_top():
     """A job blocked in os.read before bpfsight starts, attached -p -d 3s: the verdict says
     blocked in read for the whole window (as long as it was, since before the start by at
     least as long as the job says it has been), with the function and line; open_at_edges
-    says the same; `top -b -p` shows the read and the function in NOW."""
+    says the same; osrt_sum and sched_sum have the read and the time off CPU over the window,
+    dump the read from the start, in flight; `top -b -p` shows the read and the function in
+    NOW."""
     need_root()
     py = need_pyenv(11)
     job = spawn([py, BLOCKED_PY])
@@ -112,8 +114,21 @@ def test_blocked_read_named_on_arrival_and_in_top():
         check(float(m.group(2)) >= 0.9 * 3, f"the whole window (3 s): {v}")
         check(float(m.group(3)) >= (start - blocked) / 1e9 - 0.15,
               f"since at least {(start - blocked) / 1e9:.2f} s before the start: {v}")
-        r = stats(path, "open_at_edges")["open_at_edges"]
-        th = next(x for x in r if x["tid"] == pid)
+        r = stats(path, "open_at_edges,osrt_sum,sched_sum")
+        dur = info(path)["duration_ns"]
+        # The read no probe saw begin: one call of osrt_sum, the thread's off-CPU time, both the
+        # whole window, and in dump from the start, marked.
+        eq([(x["name"], x["count"]) for x in r["osrt_sum"]], [("read", 1)], "osrt_sum")
+        check(0.95 * dur <= r["osrt_sum"][0]["total_ns"] <= dur, f"the read: {r['osrt_sum']}")
+        s = next(x for x in r["sched_sum"] if x["tid"] == pid)
+        check(0.95 * dur <= s["offcpu_ns"] <= dur and s["oncpu_ns"] == 0, f"sched_sum: {s}")
+        ev = [e for e in dump(path) if e["kind"] == "syscall"]
+        eq(len(ev), 1, f"one read in dump: {ev}")
+        eq((ev[0]["ts"], ev[0]["args"].get("in_flight"), ev[0]["args"].get("began_before_start")),
+           (start, True, True), f"drawn from the start, in flight: {ev[0]}")
+        check(abs(ev[0]["args"]["began_ts"] - blocked) <= 2e8,
+              f"began when the job blocked ({blocked}), within 0.2 s: {ev[0]}")
+        th = next(x for x in r["open_at_edges"] if x["tid"] == pid)
         eq((th["at_start"], th["at_end"], th["still"]), ("sleeping in read",) * 2 + ("blocked",),
            "the thread at both edges")
         check(th["where"] == f"`wait_for_input` (blocked_read.py:{line})", th)

@@ -209,8 +209,8 @@ int cmd_dump(int argc, char **argv)
 			continue;
 		if (o.has_pid && rec->pid != o.pid)
 			continue;
-		event__init(&ev, rec, dec->kind);
-		if (dec->decode(rec, w.m, &ev) == 1)
+		/* family__decode: a span clipped to the start says where it began */
+		if (family__decode(rec, w.m, &ev) == 1)
 			dump_event(stdout, &ev, w.m);
 	}
 	if (fflush(stdout) || ferror(stdout)) {

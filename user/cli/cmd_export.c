@@ -329,8 +329,8 @@ static int export_walk(const struct exporter *ex, void **st, struct trace_walk *
 		if (ret != 1)
 			continue;
 		if (dec) {
-			event__init(&ev, rec, dec->kind);
-			if (dec->decode(rec, w->m, &ev) == 1) {
+			/* family__decode: a span clipped to the start says where it began */
+			if (family__decode(rec, w->m, &ev) == 1) {
 				evp = &ev;
 				(*events)++;
 			}

@@ -173,3 +173,10 @@ __u64 trace_snaps__taken(const struct trace_snaps *t)
 {
 	return t ? t->taken : 0;
 }
+
+int trace_snaps__blocked(const struct bs_thread_snap *a, const struct bs_thread_snap *b)
+{
+	return a && b && a->h.pid == b->h.pid && !(a->flags & BS_SNAP_RUNNING) &&
+	       !(b->flags & BS_SNAP_RUNNING) && a->state && b->state && a->syscall == b->syscall &&
+	       a->cpu_ns == b->cpu_ns;
+}

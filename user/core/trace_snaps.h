@@ -37,6 +37,13 @@ const struct bs_thread_snap *trace_snaps__next_thread_at(const struct trace_snap
 							 size_t *i);
 const struct bs_proc_snap *trace_snaps__next_proc_at(const struct trace_snaps *t, __u32 edge,
 						     size_t *i);
+/*
+ * Thread read asleep at the start (A) and at the end (B) in the same call, its CPU time
+ * unchanged: it never ran between (the scheduler's runtime moves with any run, however short).
+ * Its off-CPU times are not compared: each is read against its CPU's clock as last updated,
+ * tens of ms apart on a loaded machine.
+ */
+int trace_snaps__blocked(const struct bs_thread_snap *a, const struct bs_thread_snap *b);
 /* When edge EDGE was read (its first process), 0 when the file has none. */
 __u64 trace_snaps__edge_ts(const struct trace_snaps *t, __u32 edge);
 

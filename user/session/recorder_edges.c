@@ -27,11 +27,11 @@
 #include "recording.h"
 #include "snap.h"
 
-#define SNAP_WAIT_NS   300000000ull /* per process: how long running threads' samples take */
+#define SNAP_WAIT_NS 300000000ull /* per process: how long running threads' samples take */
 /* top's reads: the recording's loop waits meanwhile, so a running thread gets a short try */
 #define SNAP_NOW_WAIT_NS 30000000ull
-#define SNAP_MAX_PROCS 256
-#define SNAP_BUDGET_NS 2000000000ull /* a whole snapshot: the recording waits meanwhile */
+#define SNAP_MAX_PROCS	 256
+#define SNAP_BUDGET_NS	 2000000000ull /* a whole snapshot: the recording waits meanwhile */
 
 void recording__add_pid(__u32 **pids, size_t *n, size_t *cap, __u32 pid)
 {

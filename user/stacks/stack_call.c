@@ -15,7 +15,7 @@ int stack_call__library_file(const char *file)
 }
 
 const char *stack_call__in(const struct trace_stack *st, const struct trace_model *m, char *buf,
-			     size_t len)
+			   size_t len)
 {
 	const char *name, *file;
 
@@ -78,10 +78,9 @@ const char *stack_call__where(const struct trace_stack *st, const struct trace_m
 	}
 	file = human__base(stack_frame__file(f, m));
 	if (f->kind == BS_FRAME_PYTHON)
-		snprintf(buf, len, "`%s` (%s:%u)", stack_frame__func(f, m, fbuf, sizeof(fbuf)), file,
-			 f->line);
+		snprintf(buf, len, "`%s` (%s:%u)", stack_frame__func(f, m, fbuf, sizeof(fbuf)),
+			 file, f->line);
 	else
 		snprintf(buf, len, "`%s` (%s)", stack_frame__func(f, m, fbuf, sizeof(fbuf)), file);
 	return buf;
 }
-

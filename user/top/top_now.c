@@ -22,10 +22,13 @@
 #define NOW_LABELS   4096 /* distinct labels kept; past it a thread's says only its state */
 
 const struct top_column top_now_column = {
-	"now", "NOW",
+	"now",
+	"NOW",
 	"top -p: what the thread is in now (its system call, the GIL, running) and for how long, "
 	"at which function and line of the job's own code",
-	TOP_LONGEST, 0, 46,
+	TOP_LONGEST,
+	0,
+	46,
 };
 
 /* LABEL as a string that lives as long as top (rows keep pointers to it). */
@@ -73,8 +76,8 @@ void top_now__snap(struct top *t, const struct bs_hdr *h)
 		const char *w = stack_call__where(st, t->model, where, sizeof(where));
 		size_t n = strlen(label);
 
-		for (snprintf(label + n, sizeof(label) - n, ": "), n += 2; *w && n + 1 < sizeof(label);
-		     w++)
+		for (snprintf(label + n, sizeof(label) - n, ": "), n += 2;
+		     *w && n + 1 < sizeof(label); w++)
 			if (*w != '`')
 				label[n++] = *w;
 		label[n] = 0;

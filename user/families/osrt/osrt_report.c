@@ -30,7 +30,10 @@ static int decode_syscall(const struct bs_hdr *rec, const struct trace_model *m,
 	ev->dur = s->dur;
 	ev->stack = trace_model__event_stack(m, rec); /* --stacks=osrt */
 	event__arg_u64(ev, "nr", s->nr);
-	event__arg_s64(ev, "ret", s->ret);
+	if (s->flags & BS_SYSCALL_OPEN)
+		event__arg_bool(ev, "in_flight", 1); /* still in it at the end: no return value */
+	else
+		event__arg_s64(ev, "ret", s->ret);
 	return 1;
 }
 

@@ -127,14 +127,7 @@ int proc_edges__thread(struct proc_edges *e, const struct trace_model *m, __u32 
 		return 0;
 	if (!a || a->h.pid != pid || b->h.pid != pid)
 		return 1;
-	/*
-	 * Asleep at both edges in the same system call, its CPU time unchanged: it never ran in
-	 * between (the scheduler's runtime moves with any run, however short). The off-CPU times
-	 * are not compared: each is read against its CPU's clock as last updated, tens of ms
-	 * apart on a loaded machine.
-	 */
-	out->blocked = !(a->flags & BS_SNAP_RUNNING) && !(b->flags & BS_SNAP_RUNNING) && a->state &&
-		       b->state && a->syscall == b->syscall && a->cpu_ns == b->cpu_ns;
+	out->blocked = trace_snaps__blocked(a, b);
 	out->since_ns = out->blocked ? a->off_cpu_ns : 0;
 	out->stuck = !out->calls && (out->blocked || same_place(m, a, b));
 	return 1;
@@ -237,12 +230,12 @@ static int edges_emit(void *st, const struct trace_model *m, struct table *t)
 			table__set_str(t, C_CALL, c);
 		table__set_str(t, C_WHERE, stack_call__where(stk, m, buf, sizeof(buf)));
 	}
-	table__add_note(t,
-			last ? "The job's threads as read when the recording began (-p) and ended: "
-			       "Still blocked = asleep in the same call at both, never run between; "
-			       "same place = in the same call at the same line, no call done between."
-			     : "The job's threads as the trigger's snapshot read them (At End: at "
-			       "the dump).");
+	table__add_note(
+		t, last ? "The job's threads as read when the recording began (-p) and ended: "
+			  "Still blocked = asleep in the same call at both, never run between; "
+			  "same place = in the same call at the same line, no call done between."
+			: "The job's threads as the trigger's snapshot read them (At End: at "
+			  "the dump).");
 	return table__err(t);
 }
 

@@ -27,9 +27,9 @@ struct proc_edges;
 struct edge_thread {
 	__u32 pid, tid;
 	const struct bs_thread_snap *start, *end; /* NULL: not read at that edge */
-	__u64 calls;	/* calls of an API family it completed in the recording (depth 0) */
-	int blocked;	/* asleep at both edges in the same call, its CPU time unchanged */
-	int stuck;	/* blocked, or in the same call at the same line at both edges, no call done */
+	__u64 calls; /* calls of an API family it completed in the recording (depth 0) */
+	int blocked; /* asleep at both edges in the same call, its CPU time unchanged */
+	int stuck;   /* blocked, or in the same call at the same line at both edges, no call done */
 	__u64 since_ns; /* blocked: how long before the start (its off-CPU time then) */
 };
 

@@ -35,7 +35,8 @@ struct rank_view {
 	char state[96];
 };
 
-static const struct trace_stack *end_stack(const struct trace_model *m, const struct edge_thread *et)
+static const struct trace_stack *end_stack(const struct trace_model *m,
+					   const struct edge_thread *et)
 {
 	return et->end && et->end->stack_id ? trace_model__stack(m, et->end->stack_id) : NULL;
 }
@@ -83,7 +84,8 @@ static size_t ranks_of(struct proc_edges *e, const struct trace_model *m, int ed
 			if (!r->et.end)
 				continue;
 			r->et.stuck = 1;
-			r->asleep_ns = r->et.end->flags & BS_SNAP_RUNNING ? 0 : r->et.end->off_cpu_ns;
+			r->asleep_ns =
+				r->et.end->flags & BS_SNAP_RUNNING ? 0 : r->et.end->off_cpu_ns;
 		}
 		r->pid = p->h.pid;
 		r->rank = rank;
@@ -162,8 +164,8 @@ static void job_hang(struct proc_edges *e, const struct trace_model *m, struct v
 			 k > 1 ? "ranks" : "rank", who, k > 1 ? "wait" : "waits", w->call, w->where,
 			 window / 1e9);
 	else
-		snprintf(head, sizeof(head), "%s %s %s in %s at %s%s", k > 1 ? "ranks" : "rank", who,
-			 k > 1 ? "wait" : "waits", w->call, w->where,
+		snprintf(head, sizeof(head), "%s %s %s in %s at %s%s", k > 1 ? "ranks" : "rank",
+			 who, k > 1 ? "wait" : "waits", w->call, w->where,
 			 asleep_for(w, 0, forb, sizeof(forb)));
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(r[i].call, w->call) && !strcmp(r[i].where, w->where))
