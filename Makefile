@@ -42,7 +42,7 @@ USER_SRCS := $(wildcard user/*/*.c user/*/*/*.c)
 USER_DIRS := $(patsubst %/,%,$(sort $(dir $(USER_SRCS))))
 USER_INC  := $(addprefix -iquote ,$(USER_DIRS))
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
-	      -I$(OUT) $(USER_INC) -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"'
+	      -I$(OUT) $(USER_INC) -Ibpf
 # libsupc++.a for the demangler's callback form (user/uprobe/demangle.c), which libstdc++.so does
 # not export: the unit tests and fuzzers link dynamically.
 LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -l:libsupc++.a \
@@ -164,8 +164,19 @@ $(SKELS): $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+# The version the binary prints and writes into each trace, in a header rewritten only when
+# `git describe` changes: -MMD then rebuilds just the objects that include it after a commit
+# (a -D flag left the version of whichever build last compiled them).
+VERSION_H := $(OUT)/bpfsight_version.h
+$(VERSION_H): FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)v='#define BPFSIGHT_VERSION "$(VERSION)"'; \
+		[ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+.PHONY: FORCE
+FORCE:
+
 # Order-only on the skeletons: -MMD then records which ones each object really includes.
-$(OUT)/obj/%.o: user/%.c | $(SKELS)
+$(OUT)/obj/%.o: user/%.c | $(SKELS) $(VERSION_H)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -320,7 +331,7 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
 # A registry with one family more: families.c built again with FAMILIES_EXTRA=family_NAME
 # (the toy-family test, the toy shim family), linked with every user object but families.o.
 TOY_OBJS := $(filter-out $(OUT)/obj/families/families.o,$(LIB_OBJS))
-$(OUT)/tests/families_%.o: user/families/families.c | $(OUT)/tests $(SKELS)
+$(OUT)/tests/families_%.o: user/families/families.c | $(OUT)/tests $(SKELS) $(VERSION_H)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -DFAMILIES_EXTRA=family_$* -c $< -o $@
 
@@ -337,11 +348,11 @@ $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%.o,user/%.c,$(FORMAT_
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) -D_GNU_SOURCE -std=gnu11 \
 		$(USER_INC) -Ibpf $^ -o $@ -lzstd -lz
 
-$(OUT)/fuzz-obj/%.o: user/%.c | $(SKELS)
+$(OUT)/fuzz-obj/%.o: user/%.c | $(SKELS) $(VERSION_H)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE \
-		-MMD -MP -I$(OUT) $(USER_INC) -Ibpf -DBPFSIGHT_VERSION='"$(VERSION)"' -c $< -o $@
+		-MMD -MP -I$(OUT) $(USER_INC) -Ibpf -c $< -o $@
 
 # Dynamically linked like the unit tests; shim_embed.o carries no code to instrument.
 $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack $(OUT)/tests/fuzz_pylines \

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include "bpfsight_version.h"
 #include "commands.h"
 #include "getopt_error.h"
 #include "report_html.h"

@@ -2,6 +2,7 @@
 /* bpfsight: dispatch to a subcommand (bpftool's cmd_select). Nothing else lives here. */
 #include <stdio.h>
 #include <string.h>
+#include "bpfsight_version.h"
 #include "commands.h"
 #include "msg.h"
 #include "record_options.h"

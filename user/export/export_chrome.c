@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "bpfsight_version.h"
 #include "export_chrome.h"
 #include "fd_write.h"
 #include "family.h"

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sqlite3.h>
+#include "bpfsight_version.h"
 #include "export_sqlite.h"
 #include "family.h"
 #include "hmap.h"

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "bpfsight_version.h"
 #include "family.h"
 #include "merge.h"
 #include "trace_reader.h"

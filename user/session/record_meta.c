@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bpfsight_version.h"
 #include "family.h"
 #include "kernel_features.h"
 #include "nv_gpus.h"
