@@ -20,6 +20,7 @@
 #define BS_BLOCK 0x10
 #include "stack.bpf.h"
 #include "osrt_records.h"
+#include "task_now.bpf.h"
 
 const volatile __u64 threshold_ns = 1000;
 /* --stacks=osrt: calls of at least this (and recorded) carry the caller's stack; ~0 = none. */
@@ -213,6 +214,87 @@ int BPF_PROG(osrt_task_exit_btf, struct task_struct *p)
 
 	if (st && st->has_agg)
 		mark_dead(p, st->gen);
+	return 0;
+}
+
+/*
+ * The recording's start (-p, -a; user/families/osrt/osrt.c runs it once the programs are live):
+ * each target thread asleep in a system call now, with no call seen since the attach, gets
+ * the entry its sys_enter would have made, from when it went off its CPU (task_off_cpu_ns: the
+ * call began then or a little before), so its sys_exit writes that call, begun before the
+ * start (readers count its part inside). Without it, a call entered before the attach was
+ * never written (a thread blocked in a read for the whole recording had none).
+ */
+SEC("iter/task")
+int osrt_start_iter_btf(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct sys_start *st;
+	struct pt_regs *regs;
+	__u32 state;
+	__u64 now, off;
+	long nr;
+
+	if (!t || !t->pid || t->on_cpu || !t->mm || (t->flags & 0x00200000) || /* PF_KTHREAD */
+	    !bs_is_target(t->tgid) || bs_is_own_helper(t->tgid) ||
+	    bpf_task_storage_get(&sys_start_task, t, NULL, 0))
+		return 0;
+	state = task_state_now(t);
+	if (!state || (state & 0xc)) /* running or runnable; stopped or traced */
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+	if (nr < 0 || probes_own(nr)) /* not in a system call (a page fault) */
+		return 0;
+	st = bpf_task_storage_get(&sys_start_task, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		bs_count_loss(BS_LOSS_TASK_MAP);
+		return 0;
+	}
+	if (st->ts || st->gen)
+		return 0; /* made by a sys_enter between the two lookups */
+	now = bpf_ktime_get_ns();
+	off = task_off_cpu_ns(t);
+	st->gen = (__u32)t->start_time;
+	st->nr = nr;
+	st->ts = off < now ? now - off : now;
+	return 0;
+}
+
+/* The recording's end, for the stop's iterator (user space sets it before it runs). */
+__u64 osrt_stop_ns = 0;
+
+/*
+ * When the recording stops, its sys_enter and sys_exit detached: each call still in flight at
+ * its end, as the record its return would have written then, flagged BS_SYSCALL_OPEN (no
+ * return value yet). Calls shorter than the threshold stay out, as they would have stayed out
+ * of the records.
+ */
+SEC("iter/task")
+int osrt_stop_iter_btf(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct bs_syscall *r;
+	struct sys_start *st;
+	__u64 now;
+
+	if (!t)
+		return 0;
+	st = bpf_task_storage_get(&sys_start_task, t, NULL, 0);
+	if (!st || !st->ts)
+		return 0;
+	now = osrt_stop_ns;
+	if (now < st->ts || now - st->ts < threshold_ns)
+		return 0;
+	r = bs_reserve_final(BS_REC_SYSCALL, sizeof(*r), t->tgid, t->pid, st->ts);
+	if (!r)
+		return 0;
+	r->dur = now - st->ts;
+	r->ret = 0;
+	r->nr = st->nr;
+	r->flags = BS_SYSCALL_OPEN;
+	st->ts = 0;
+	bs_submit(r);
 	return 0;
 }
 

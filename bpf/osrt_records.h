@@ -18,19 +18,18 @@
  */
 #define BS_NR_URETPROBE_X86_64 335
 
-/* osrt: hdr.ts = syscall entry. */
+/* osrt: hdr.ts = syscall entry (for a call entered before a -p/-a start, when its thread went
+ * off its CPU: the start's iterator, bpf/osrt.bpf.c). */
 struct bs_syscall {
 	struct bs_hdr h;
 	__u64 dur;
 	__s64 ret;
 	__u32 nr;
-	__u32 flags; /* BS_SYSCALL_*; 0 in the probes' records (and in files before it) */
+	__u32 flags; /* BS_SYSCALL_*; 0 in a returned call's record (and in files before it) */
 };
 
-/*
- * Not a record of the file: a reader's, for a call the recording's edges saw a thread asleep
- * in from before the start to the end (trace_walk.c): open at both ends, RET unknown.
- */
+/* Still in flight when the recording stopped (the stop's iterator): dur ends at the stop, RET
+ * unknown (0). */
 #define BS_SYSCALL_OPEN 0x1
 
 /*

@@ -25,6 +25,7 @@
 #define BS_BLOCK 0x20
 #include "stack.bpf.h"
 #include "sched_records.h"
+#include "task_now.bpf.h"
 
 #define TASK_RUNNING_STATE 0
 #define TASK_STOPPED_BITS  0xc /* __TASK_STOPPED | __TASK_TRACED: a stop after the syscall */
@@ -282,20 +283,6 @@ static __always_inline void wakeup(struct thread_sched *ts)
 	ts->waker_tid = (__u32)bpf_get_current_pid_tgid();
 }
 
-/* The field was `long state` until 5.14 (commit 2f064a59a11f, "sched: Change
- * task_struct::state"). */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-/* What sched_switch's prev_state says, read from the task (kernels before 5.18). */
-static __always_inline __u32 task_state_now(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
-
 /* tp_btf + task storage: prev, next and p are the kernel's own task pointers. */
 static __always_inline struct thread_sched *task_state(struct task_struct *t, bool create)
 {
@@ -394,22 +381,72 @@ int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 }
 
 /*
- * --stacks=sched, when the recording stops: every thread's held intervals are written (the
- * recorder runs this task iterator once its other programs are detached, so nothing else
- * writes them meanwhile). Without it, a thread that blocked outside a system call and then
- * ran without one or a switch until the end would keep its records.
+ * The recording's start (-p, -a; user/families/sched/sched.c runs it once the switch programs
+ * are live): each target thread off its CPU now gets the slot its switch-out would have made,
+ * from when it went off (task_off_cpu_ns, as the start's snapshot reads it), so its switch-in
+ * writes that whole interval, begun before the start (readers count its part inside); one on
+ * its CPU gets its run slice from now. Without it, the first interval of a thread asleep at
+ * the attach was never written (a thread blocked in a read for the whole recording had none).
+ * A slot the switch programs made meanwhile is theirs.
  */
 SEC("iter/task")
-int sched_held_iter_btf(struct bpf_iter__task *ctx)
+int sched_start_iter_btf(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ctx->task;
 	struct thread_sched *ts;
+	__u64 now, off;
+
+	if (!t || !t->pid || !bs_is_target(t->tgid) || bs_is_own_helper(t->tgid) ||
+	    bpf_task_storage_get(&thread_sched_task, t, 0, 0))
+		return 0;
+	ts = bpf_task_storage_get(&thread_sched_task, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts) {
+		bs_count_loss(BS_LOSS_TASK_MAP);
+		return 0;
+	}
+	if (ts->in_ts || ts->out_ts)
+		return 0; /* made by a switch between the two lookups */
+	now = bpf_ktime_get_ns();
+	ts->switches = t->nvcsw + t->nivcsw;
+	if (t->on_cpu) {
+		ts->in_ts = now;
+		return 0;
+	}
+	off = task_off_cpu_ns(t);
+	switch_out(ts, task_state_now(t), off < now ? now - off : now);
+	return 0;
+}
+
+/* The stop's iterator writes the intervals still open at this time (the recording's end, user
+ * space sets it; 0: none). */
+__u64 sched_stop_ns = 0;
+
+/*
+ * When the recording stops, once the programs that hold and write intervals are detached (no
+ * thread writes its own meanwhile): every thread's held intervals (--stacks=sched), then, with
+ * sched_stop_ns, the interval of each thread still off its CPU, from its switch-out to then,
+ * which its switch-in would have written. Without them, a thread that blocked outside a system
+ * call and then ran without one or a switch until the end kept its held records, and a thread
+ * asleep at the end had no record of its last sleep.
+ */
+SEC("iter/task")
+int sched_stop_iter_btf(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct thread_sched *ts;
+	struct held_interval iv;
 
 	if (!t)
 		return 0;
 	ts = bpf_task_storage_get(&thread_sched_task, t, 0, 0);
-	if (ts && ts->nheld)
+	if (!ts)
+		return 0;
+	if (ts->nheld)
 		held_flush(ts, held_of(ts), t->tgid, t->pid, HELD_FINAL);
+	if (!sched_stop_ns || !ts->out_ts || ts->out_ts >= sched_stop_ns ||
+	    !switch_in(ts, sched_stop_ns, &iv))
+		return 0;
+	offcpu_write(&iv, t->tgid, t->pid, 1);
 	return 0;
 }
 

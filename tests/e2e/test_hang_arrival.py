@@ -144,6 +144,48 @@ def test_blocked_read_named_on_arrival_and_in_top():
         job.kill()
 
 
+def test_calls_open_at_one_edge_are_counted_from_it():
+    """A job blocked in a read of its stdin before bpfsight starts, attached -p -d 3s, given a
+    byte 1 s in, then blocked in the next read to the end: osrt has both reads, the first from
+    the start (begun when the job blocked, before it) to the byte, its return value 1, the
+    second from the byte to the end, in flight; sched has the thread off its CPU all but the
+    moment it ran."""
+    need_root()
+    py = need_pyenv(11)
+    job = spawn([py, BLOCKED_PY, "--stdin"])
+    try:
+        out = Lines(job)
+        pid = int(out.wait(r"ready pid (\d+)").group(1))
+        blocked = int(out.wait(r"blocked (\d+)").group(1))
+        time.sleep(0.5)
+        rec = Recorder("-p", str(pid), "-d", "3s", out=os.path.join(tmpdir(), "one_edge.bst"))
+        rec.wait_ready()
+        time.sleep(1)
+        job.stdin.write("x")  # one byte: one read returns
+        job.stdin.flush()
+        woke = int(out.wait(r"woke (\d+)").group(1))
+        eq(rec.wait(60), 0, rec.stderr[-800:])
+        path = rec.out
+        start, dur = info(path)["start_monotonic_ns"], info(path)["duration_ns"]
+        reads = sorted((e for e in dump(path) if e["kind"] == "syscall" and e["name"] == "read"),
+                       key=lambda e: e["ts"])
+        eq(len(reads), 2, f"two reads: {reads}")
+        first, second = reads
+        eq((first["ts"], first["args"].get("began_before_start"), first["args"].get("ret")),
+           (start, True, 1), f"the first read, from the start, returned 1: {first}")
+        check(abs(first["args"]["began_ts"] - blocked) <= 2e8,
+              f"began when the job blocked ({blocked}), within 0.2 s: {first}")
+        check(abs(first["ts"] + first["dur"] - woke) <= 5e7,
+              f"ended when the job woke ({woke}), within 50 ms: {first}")
+        check(second["args"].get("in_flight") and second["ts"] + second["dur"] == start + dur
+              and abs(second["ts"] - woke) <= 5e7,
+              f"the second read, from the byte to the end, in flight: {second}")
+        s = next(x for x in stats(path, "sched_sum")["sched_sum"] if x["tid"] == pid)
+        check(0.95 * dur <= s["offcpu_ns"] <= dur, f"off its CPU the window but a moment: {s}")
+    finally:
+        job.kill()
+
+
 def test_dataloader_totals_inside_the_window():
     """A real DataLoader job (Debian's torch, 2 workers), its threads asleep since before the
     attach, recorded -p -d 4s: no thread's on + off CPU, system calls (osrt, per thread) or GIL
@@ -167,6 +209,18 @@ def test_dataloader_totals_inside_the_window():
             check(t["oncpu_ns"] + t["offcpu_ns"] <= top,
                   f"{t['thread_name']} {t['tid']}: on {t['oncpu_ns']} + off {t['offcpu_ns']} "
                   f"in {dur}")
+        # A thread there at both edges is accounted the whole window: a sleep open at the
+        # start or the end is carried in (sched's start and stop iterators), a slice running
+        # at the end is all that may be missing.
+        edges = json.loads(run([BPFSIGHT, "stats", path, "-r", "open_at_edges", "--top", "0",
+                                "--format", "json"], check=True).stdout)["reports"]["open_at_edges"]
+        both = {e["tid"] for e in edges if e["at_start"] and e["at_end"]}
+        check(len(both) >= 7, f"threads read at both edges: {edges}")
+        for t in r["sched_sum"]:
+            if t["tid"] in both:
+                check(t["oncpu_ns"] + t["offcpu_ns"] >= dur * 0.95,
+                      f"{t['thread_name']} {t['tid']}: on {t['oncpu_ns']} + off "
+                      f"{t['offcpu_ns']} of {dur}")
         for t in r["gil_sum"]:
             check(t["wait_total_ns"] <= top, f"GIL waits of {t['tid']}: {t}")
         for t in r["sched_sum"]:

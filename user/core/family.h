@@ -308,6 +308,13 @@ struct family {
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
 	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
 	/*
+	 * Record side: a recording of running processes (-p, -a, with its edges) begins, every
+	 * probe live: carry what the targets' threads are in now into the recording, so that an
+	 * interval open at the start (a sleep, a system call) is written when it ends, begun
+	 * before the start. May be NULL.
+	 */
+	void (*at_start)(struct record_ctx *ctx, void *state);
+	/*
 	 * Record side, with --trigger hang only (attach prepares what it needs then): hand FN
 	 * every thread of its targets it knows, with the calls each is in now (entered, not
 	 * returned). Called every 100 ms, never per event. May be NULL: its calls say nothing of

@@ -6,7 +6,6 @@
 #include <string.h>
 #include "trace_walk.h"
 #include "msg.h"
-#include "trace_snaps.h"
 
 int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 {
@@ -126,75 +125,6 @@ static const struct bs_hdr *clip(struct trace_walk *w, const struct bs_hdr *rec,
 	return c;
 }
 
-/* FAMILY is one of the file's recorded families (its header's list). */
-static int recorded(const struct trace_walk *w, const char *family)
-{
-	const char *l = trace_reader__meta(w->r)->families;
-	size_t n = strlen(family);
-
-	for (; l && *l; l += strcspn(l, ","), l += *l == ',')
-		if (strcspn(l, ",") == n && !strncmp(l, family, n))
-			return 1;
-	return 0;
-}
-
-/*
- * After the file's last record: for each thread its edges saw asleep in one call from before
- * the start to the end (trace_snaps__blocked), the intervals no probe could write (they began
- * before the probes existed, and had not ended): its system call, open (BS_SYSCALL_OPEN), and
- * its time off its CPU, from when it went off (the start's read less its off-CPU time: the
- * call began then or before) to the end's read. They come clipped to the start as any other.
- */
-static int next_open(struct trace_walk *w, const struct bs_hdr **recp)
-{
-	const struct trace_snaps *s = trace_model__snaps(w->m);
-	const struct bs_thread_snap *a, *b;
-	__u64 begin;
-
-	while (!w->open_pending) {
-		if (w->open_done ||
-		    !(b = trace_snaps__next_thread_at(s, BS_SNAP_AT_END, &w->open_i)))
-			return w->open_done = 1, 0;
-		a = trace_snaps__thread_at(s, b->h.tid, BS_SNAP_AT_START);
-		if (!trace_snaps__blocked(a, b) || b->h.ts <= a->h.ts)
-			continue;
-		begin = a->h.ts > a->off_cpu_ns ? a->h.ts - a->off_cpu_ns : a->h.ts;
-		w->open_sys = (struct bs_syscall){ .h = { .type = BS_REC_SYSCALL,
-							  .size = sizeof(w->open_sys),
-							  .cpu = b->h.cpu,
-							  .pid = b->h.pid,
-							  .tid = b->h.tid,
-							  .ts = begin },
-						   .dur = b->h.ts - begin,
-						   .nr = (__u32)b->syscall,
-						   .flags = BS_SYSCALL_OPEN };
-		w->open_off = (struct bs_offcpu){ .h = { .type = BS_REC_OFFCPU,
-							 .size = sizeof(w->open_off),
-							 .cpu = b->h.cpu,
-							 .pid = b->h.pid,
-							 .tid = b->h.tid,
-							 .ts = begin },
-						  .dur = b->h.ts - begin,
-						  .state = b->state };
-		w->open_pending = (b->syscall >= 0 && recorded(w, "osrt") ? 1 : 0) |
-				  (recorded(w, "sched") ? 2 : 0);
-	}
-	if (w->open_pending & 1) {
-		w->open_pending &= ~1;
-		*recp = &w->open_sys.h;
-	} else {
-		w->open_pending &= ~2;
-		*recp = &w->open_off.h;
-	}
-	return 1;
-}
-
-/* The next record: the file's, then the intervals open at both edges. */
-static int next_record(struct trace_walk *w, const struct bs_hdr **recp)
-{
-	return pull(w, w->nstages - 1, recp) || next_open(w, recp);
-}
-
 /* Read whole: the footer's end, for what asks how long a thread was observed. 0. */
 static int trace_walk__end(struct trace_walk *w)
 {
@@ -213,7 +143,7 @@ int trace_walk__next(struct trace_walk *w, const struct bs_hdr **recp,
 	const struct bs_hdr *rec;
 	const struct bs_loss *l;
 
-	if (!next_record(w, &rec))
+	if (!pull(w, w->nstages - 1, &rec))
 		return trace_walk__end(w);
 again:
 	dec = family__decoder_at(rec->type, &fam);
@@ -221,7 +151,7 @@ again:
 	    rec->ts && rec->ts < trace_model__start(w->m)) { /* ts 0: no time known (CUPTI's) */
 		rec = clip(w, rec, families[fam]->shim != NULL);
 		if (!rec) {
-			if (!next_record(w, &rec))
+			if (!pull(w, w->nstages - 1, &rec))
 				return trace_walk__end(w);
 			goto again;
 		}

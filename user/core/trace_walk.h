@@ -11,8 +11,6 @@
 
 #include <linux/types.h>
 #include "family.h"
-#include "osrt_records.h"
-#include "sched_records.h"
 #include "trace_model.h"
 #include "trace_reader.h"
 
@@ -54,11 +52,6 @@ struct trace_walk {
 	void *clip;
 	size_t clip_cap;
 	__u64 clipped, before; /* intervals clipped, and wholly before the start (left out) */
-	/* The intervals open at both edges, handed after the file's records (trace_walk.c). */
-	struct bs_syscall open_sys;
-	struct bs_offcpu open_off;
-	size_t open_i;
-	int open_pending, open_done;
 };
 
 /* 0, or EXIT_READ_FAIL after printing "bpfsight CMD: PATH: reason" on stderr. */
@@ -71,10 +64,7 @@ int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path);
  * recording's probes saw end after it attached, a call in flight at its end, what a flight
  * window's records began before it. One that ended before the start does not come (counted in
  * BEFORE): what the probes saw while the recorder set up; a cupti-shim family's comes as it
- * is (its clock is the job's CUPTI's). After the file's records come the intervals its edges
- * saw open from before the start to the end, which no probe could write: a thread asleep in
- * one call at both edges (trace_snaps__blocked) gets its SYSCALL (BS_SYSCALL_OPEN, with osrt)
- * and its OFFCPU (with sched), from when it went off its CPU to the end's read.
+ * is (its clock is the job's CUPTI's).
  * *DEC = its decoder (NULL for a type no family knows). Returns 1 for a record, 2 for one shorter than its decoder needs
  * (counted and warned about once; do not decode it), 0 at the end.
  */

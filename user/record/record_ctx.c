@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "mono_clock.h"
@@ -237,6 +238,30 @@ int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj
 	err = bpf_map__set_autocreate(task_map, task_storage);
 	if (!err)
 		err = bpf_map__set_autocreate(hash_map, !task_storage);
+	return err;
+}
+
+int record_ctx__run_iter(struct bpf_link *link, const char *what)
+{
+	char buf[64];
+	ssize_t n;
+	int fd, err = 0;
+
+	if (!link)
+		return 0;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+		pr_warn("cannot %s: %s\n", what, strerror(-err));
+		return err;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0) {
+		err = -errno;
+		pr_warn("cannot %s: %s\n", what, strerror(-err));
+	}
+	close(fd);
 	return err;
 }
 

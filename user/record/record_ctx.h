@@ -14,6 +14,7 @@
 #include "flight_opts.h"
 #include "start_at.h"
 
+struct bpf_link;
 struct bpf_map;
 struct bpf_object;
 struct string_pool;
@@ -166,6 +167,9 @@ struct record_ctx {
 	__u64 end_ns;
 	/* The recording's start (CLOCK_MONOTONIC ns), once every family is attached; 0 before. */
 	__u64 live_ns;
+	/* Its end (CLOCK_MONOTONIC ns), set as it stops before the families detach: where an
+	 * interval still open then ends (the stop's iterators); 0 before. */
+	__u64 ended_ns;
 	int rb_count_only;
 	/* Losses user space found (BS_LOST_KEY), added to BPF's counts. */
 	__u64 lost_user[BS_LOST_KEYS];
@@ -184,6 +188,11 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj);
  */
 int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj,
 				  struct bpf_map *task_map, struct bpf_map *hash_map);
+/*
+ * Run the task iterator of LINK once, to its end (its program writes what it finds): 0, or
+ * -errno after warning "cannot WHAT: why" (LINK NULL: its program was not loaded, 0).
+ */
+int record_ctx__run_iter(struct bpf_link *link, const char *what);
 /* Append a user-space record (ctx->out); a failure is remembered in write_err and counted as loss. */
 int record_ctx__write(struct record_ctx *ctx, const void *rec);
 /*

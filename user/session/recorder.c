@@ -484,7 +484,19 @@ static int go_live(struct recording *r)
 		proc_meta__snapshot(ctx, r->launch.pid, 1);
 		release_cmd(&r->launch);
 	}
-	/* -p: what the job's threads were doing as the recording began (blocked since when). */
+	/* -p: the intervals open now carried in, and what the job's threads were doing as the
+	 * recording began (blocked since when). Not -a: every idle thread of the machine would
+	 * come in asleep for the whole recording. */
+	if (record_opts__edges(o) && o->npids && !o->system_wide) {
+		__u64 t0 = mono_now_ns();
+
+		for (int i = 0; families[i]; i++)
+			if (r->attached[i] && families[i]->at_start)
+				families[i]->at_start(ctx, r->states[i]);
+		if (o->verbose)
+			pr_info("the intervals open at the start carried in in %.1f ms\n",
+				(mono_now_ns() - t0) / 1e6);
+	}
 	recording__edge(r, BS_SNAP_AT_START);
 	/* Scripts wait for this line: every probe is live from here on. */
 	if (r->flight) {
@@ -626,6 +638,7 @@ static enum record_outcome finish(struct recording *r)
 	 */
 	record_ctx__stop_producers(ctx, mono_now_ns() + STOP_READ_NS);
 	record_clocks__now(&end);
+	ctx->ended_ns = end.mono_ns;
 	/* Stacks in the ring are named while the processes' code is still known. */
 	while (record_ctx__read(ctx, 0, RECORD_CTX_BATCH) > 0)
 		;

@@ -13,6 +13,7 @@
 #include "family_attach.h"
 #include "record_ctx.h"
 #include "hmap.h"
+#include "msg.h"
 #include "osrt.skel.h"
 
 /* Defaults: a cap sized to the machine (map memory follows the live keys, not the cap). */
@@ -281,11 +282,43 @@ static void osrt_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 
 static const __u16 osrt_observes[] = { BS_REC_EXIT, 0 };
 
+/* -p/-a with the edges: the threads asleep in a call now carry it into the recording. */
+static void osrt_at_start(struct record_ctx *ctx, void *state)
+{
+	struct osrt_state *st = state;
+
+	(void)ctx;
+	record_ctx__run_iter(st->skel->links.osrt_start_iter_btf,
+			     "read which system calls are in flight as the recording begins");
+}
+
+/*
+ * With the edges, the calls still in flight at the stop are written by the task iterator once
+ * sys_enter and sys_exit are detached (no call ends meanwhile): bpf/osrt.bpf.c.
+ */
+static void osrt_write_open(struct record_ctx *ctx, struct osrt_state *st)
+{
+	struct bpf_link *link;
+
+	if (!record_opts__edges(ctx->opts) ||
+	    !bpf_program__autoload(st->skel->progs.osrt_stop_iter_btf))
+		return;
+	st->skel->bss->osrt_stop_ns = ctx->ended_ns;
+	link = bpf_program__attach_iter(st->skel->progs.osrt_stop_iter_btf, NULL);
+	if (!link) {
+		pr_warn("cannot write the system calls still in flight: %s\n", strerror(errno));
+		return;
+	}
+	record_ctx__run_iter(link, "write the system calls still in flight");
+	bpf_link__destroy(link);
+}
+
 static void osrt_detach(struct record_ctx *ctx, void *state)
 {
 	struct osrt_state *st = state;
 
 	osrt_bpf__detach(st->skel);
+	osrt_write_open(ctx, st);
 	osrt_poll(ctx, st); /* final values, after the last probe ran */
 	osrt_state__free(st);
 }
@@ -300,6 +333,7 @@ const struct family family_osrt = {
 	.attach = osrt_attach,
 	.poll = osrt_poll,
 	.detach = osrt_detach,
+	.at_start = osrt_at_start,
 	.observe = osrt_observe,
 	.observes = osrt_observes,
 	.cumulative = osrt_cumulative,

@@ -32,41 +32,42 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
 		err = bpf_program__set_autoload(skel->progs.sched_sys_exit_btf, false);
 	if (!err && ns == RECORD_STACKS_OFF)
 		err = bpf_program__set_autoload(skel->progs.sched_held_exit_btf, false);
-	if (!err && ns == RECORD_STACKS_OFF)
-		err = bpf_program__set_autoload(skel->progs.sched_held_iter_btf, false);
 	return err;
 }
 
 /*
- * --stacks=sched: the intervals still held when the recording stops are written by the task
- * iterator, once the programs that hold and write them are detached (no thread writes its own
- * meanwhile). Failing that, a warning says they are missing.
+ * When the recording stops, once the programs that hold and write intervals are detached (no
+ * thread writes its own meanwhile), the task iterator writes the intervals still held for
+ * their stack (--stacks=sched) and, with the edges, those still open (a thread asleep at the
+ * end): bpf/sched.bpf.c. Failing that, a warning says they are missing.
  */
-static void sched_write_held(struct record_ctx *ctx, struct sched_bpf *skel)
+static void sched_write_at_stop(struct record_ctx *ctx, struct sched_bpf *skel)
 {
 	struct bpf_link **stop[] = { &skel->links.sched_switch_btf,
 				     &skel->links.sched_switch_taskstate_btf,
 				     &skel->links.sched_wakeup_btf, &skel->links.sched_sys_exit_btf,
 				     &skel->links.sched_held_exit_btf };
-	char buf[64];
-	int fd;
+	int open = record_opts__edges(ctx->opts) && ctx->ended_ns;
 
-	if (!skel->links.sched_held_iter_btf)
+	if (!open && skel->rodata->sched_stack_ns == RECORD_STACKS_OFF)
 		return;
 	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++) {
 		bpf_link__destroy(*stop[i]);
 		*stop[i] = NULL;
 	}
-	fd = bpf_iter_create(bpf_link__fd(skel->links.sched_held_iter_btf));
-	if (fd < 0) {
-		pr_warn("cannot write the off-CPU intervals "
-			"still waiting for their stack: %s\n",
-			strerror(errno));
-		return;
-	}
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
-	close(fd);
+	skel->bss->sched_stop_ns = open ? ctx->ended_ns : 0;
+	record_ctx__run_iter(skel->links.sched_stop_iter_btf,
+			     "write the off-CPU intervals still open or waiting for their stack");
+}
+
+/* -p/-a with the edges: the threads off their CPU now carry their sleep into the recording. */
+static void sched_at_start(struct record_ctx *ctx, void *state)
+{
+	struct sched_bpf *skel = state;
+
+	(void)ctx;
+	record_ctx__run_iter(skel->links.sched_start_iter_btf,
+			     "read which threads are off their CPU as the recording begins");
 }
 
 /*
@@ -123,7 +124,7 @@ static int sched_attach(const struct family_attach *a, void **state)
 
 static void sched_detach(struct record_ctx *ctx, void *state)
 {
-	sched_write_held(ctx, state);
+	sched_write_at_stop(ctx, state);
 	sched_bpf__destroy(state);
 }
 
@@ -141,6 +142,7 @@ const struct family family_sched = {
 	.stack_default_ns = 1000000,
 	.attach = sched_attach,
 	.detach = sched_detach,
+	.at_start = sched_at_start,
 	.losses = sched_losses,
 	.decoders = sched_decoders,
 	.reports = sched_reports,
