@@ -359,14 +359,57 @@ int BPF_PROG(sched_sys_exit_btf, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-/* --stacks=sched: a thread exiting with held intervals (blocked outside a system call). */
+/*
+ * A thread exits, running this itself before its last switch: the intervals it holds
+ * (--stacks=sched: blocked outside a system call), then its last run slice, which no switch-in
+ * will write, as the record of its last switch-out: no time off its CPU, state BS_SCHED_DEAD.
+ * Without it the last slice of every thread that exits was lost: all the CPU of a thread that
+ * lives a slice (a ThreadingHTTPServer's request thread).
+ */
+static __always_inline void last_slice(struct thread_sched *ts, __u32 pid, __u32 tid)
+{
+	struct held_interval iv = {};
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!ts->in_ts || ts->out_ts || now < ts->in_ts)
+		return;
+	iv.out_ts = now;
+	iv.oncpu_ns = now - ts->in_ts;
+	iv.state = BS_SCHED_DEAD;
+	iv.cpu = bpf_get_smp_processor_id();
+	ts->in_ts = 0;
+	offcpu_write(&iv, pid, tid, 0);
+}
+
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(sched_held_exit_btf, struct task_struct *p)
+int BPF_PROG(sched_exit_btf, struct task_struct *p)
 {
 	struct thread_sched *ts = bpf_task_storage_get(&thread_sched_task, p, 0, 0);
 
-	if (ts && ts->nheld)
+	if (!ts)
+		return 0;
+	if (ts->nheld)
 		held_flush(ts, held_of(ts), p->tgid, p->pid, 0);
+	last_slice(ts, p->tgid, p->pid);
+	return 0;
+}
+
+/*
+ * A new thread of a traced process gets its slot before it first runs (the tracepoint fires
+ * ahead of wake_up_new_task), so its first run slice counts from its first switch-in. Made at
+ * its first switch-out, as other slots are, it lost that slice: most of the CPU of a thread
+ * that lives a slice or two (a ThreadingHTTPServer's request threads). New processes keep the
+ * target check at their first switch-out (they join the targets from proc's fork program,
+ * which may run after this one).
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sched_fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	if (child->tgid != parent->tgid || !bs_is_target(child->tgid) ||
+	    bs_is_own_helper(child->tgid))
+		return 0;
+	if (!bpf_task_storage_get(&thread_sched_task, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+		bs_count_loss(BS_LOSS_TASK_MAP);
 	return 0;
 }
 
@@ -512,12 +555,16 @@ int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
 	return 0;
 }
 
-/* A hash entry would outlive its thread; task storage is freed with the task. */
+/* Its last run slice; and a hash entry would outlive its thread (task storage is freed with
+ * the task). */
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(sched_task_exit_raw, struct task_struct *p)
 {
 	__u32 tid = BPF_CORE_READ(p, pid);
+	struct thread_sched *ts = bpf_map_lookup_elem(&thread_sched, &tid);
 
+	if (ts)
+		last_slice(ts, BPF_CORE_READ(p, tgid), tid);
 	bpf_map_delete_elem(&thread_sched, &tid);
 	return 0;
 }

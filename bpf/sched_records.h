@@ -17,6 +17,9 @@
  * sched: one off-CPU interval. hdr.ts = switch-out, hdr.cpu = the CPU it left.
  * Blocked time = dur - runnable_ns; runnable_ns = from wakeup (or preemption) to switch-in.
  */
+/* state of a thread's last switch-out, as it exits (the kernel's TASK_DEAD): dur 0, oncpu_ns its
+ * last run slice. */
+#define BS_SCHED_DEAD 0x80
 struct bs_offcpu {
 	struct bs_hdr h;
 	__u64 dur;

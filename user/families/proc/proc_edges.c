@@ -116,6 +116,7 @@ int proc_edges__thread(struct proc_edges *e, const struct trace_model *m, __u32 
 	const struct trace_snaps *s = trace_model__snaps(m);
 	const __u64 *n = e ? hmap__get(e->calls, (struct hkey){ pid, tid }, 0) : NULL;
 	const struct bs_thread_snap *a, *b;
+	__u64 read_late;
 
 	memset(out, 0, sizeof(*out));
 	out->pid = pid;
@@ -128,7 +129,9 @@ int proc_edges__thread(struct proc_edges *e, const struct trace_model *m, __u32 
 	if (!a || a->h.pid != pid || b->h.pid != pid)
 		return 1;
 	out->blocked = trace_snaps__blocked(a, b);
-	out->since_ns = out->blocked ? a->off_cpu_ns : 0;
+	/* Before the start, not before the start's read (which may come some ms later). */
+	read_late = a->h.ts > trace_model__start(m) ? a->h.ts - trace_model__start(m) : 0;
+	out->since_ns = out->blocked && a->off_cpu_ns > read_late ? a->off_cpu_ns - read_late : 0;
 	out->stuck = !out->calls && (out->blocked || same_place(m, a, b));
 	return 1;
 }

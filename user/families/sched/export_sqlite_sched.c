@@ -80,7 +80,7 @@ static int sched_offcpu(struct sq *s, struct sq_stmts *c, const struct bs_hdr *r
 	err = sq_run(s, st);
 	if (!err)
 		err = sched_row(s, c, rec->ts, &rec->cpu, 0, gtid, &o->state);
-	if (!err)
+	if (!err && o->state != BS_SCHED_DEAD) /* an exiting thread is not switched in again */
 		err = sched_row(s, c, rec->ts + o->dur, NULL, 1, gtid, NULL);
 	return err;
 }

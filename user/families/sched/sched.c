@@ -30,8 +30,6 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
 	skel->rodata->sched_stack_ns = ns;
 	if (ns == RECORD_STACKS_OFF)
 		err = bpf_program__set_autoload(skel->progs.sched_sys_exit_btf, false);
-	if (!err && ns == RECORD_STACKS_OFF)
-		err = bpf_program__set_autoload(skel->progs.sched_held_exit_btf, false);
 	return err;
 }
 
@@ -46,7 +44,7 @@ static void sched_write_at_stop(struct record_ctx *ctx, struct sched_bpf *skel)
 	struct bpf_link **stop[] = { &skel->links.sched_switch_btf,
 				     &skel->links.sched_switch_taskstate_btf,
 				     &skel->links.sched_wakeup_btf, &skel->links.sched_sys_exit_btf,
-				     &skel->links.sched_held_exit_btf };
+				     &skel->links.sched_exit_btf };
 	int open = record_opts__edges(ctx->opts) && ctx->ended_ns;
 
 	if (!open && skel->rodata->sched_stack_ns == RECORD_STACKS_OFF)

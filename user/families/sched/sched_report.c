@@ -17,6 +17,10 @@ static int decode_offcpu(const struct bs_hdr *rec, const struct trace_model *m, 
 {
 	const struct bs_offcpu *o = (const void *)rec;
 
+	/* A thread's last switch-out as it exits: no time off its CPU, an event of nothing; its
+	 * run slice is the reports' (sched_sum, the page's lanes). */
+	if (o->state == BS_SCHED_DEAD)
+		return 0;
 	ev->name = o->state ? "blocked" : "preempted";
 	ev->dur = o->dur;
 	event__arg_u64(ev, "state", o->state);
