@@ -40,6 +40,27 @@ def test_unknown_family_lists_valid_ones():
     eq(p.returncode, 1, "exit status")
     check("unknown family 'bogus'" in p.stderr, p.stderr)
     check("osrt" in p.stderr and "sched" in p.stderr, f"valid families listed: {p.stderr}")
+    # A typo gets the name meant, and the whole list.
+    p = run([BPFSIGHT, "record", "-t", "gli", "--", "true"])
+    eq(p.returncode, 1, "exit status")
+    fams = run([BPFSIGHT, "__complete", "families"], check=True).stdout.split()
+    check(re.search(r"unknown family 'gli' in -t \(did you mean gil\?\); valid families: (.*)",
+                    p.stderr).group(1).strip() == ", ".join(fams), p.stderr)
+
+
+def test_unknown_report_names_the_one_meant_and_lists_them_all():
+    """A misspelt report gets "did you mean" and every report, the last one included (the list
+    was cut at 512 bytes)."""
+    path = os.path.join(tmpdir(), "r.bst")
+    eq(run([BPFSIGHT, "record", "-t", "osrt", "-o", path, "--", "true"]).returncode, 0, "record")
+    p = run([BPFSIGHT, "stats", path, "-r", "gil_sumx"])
+    eq(p.returncode, 1, "exit status")
+    reports = run([BPFSIGHT, "__complete", "reports"], check=True).stdout.split()
+    m = re.search(r"unknown report 'gil_sumx'; did you mean gil_sum\? \(reports: (.*)\)$",
+                  p.stderr.strip())
+    check(m, p.stderr)
+    eq(m.group(1).split(", "), reports, "every report listed")
+    check(len(", ".join(reports)) > 512, "the list is longer than the old buffer")
 
 
 def test_dead_pid_refused():

@@ -53,7 +53,7 @@ static void usage(FILE *f)
 
 int cmd_complete(int argc, char **argv)
 {
-	char buf[1024];
+	char buf[STATS_REPORT_LIST_MAX];
 
 	if (argc == 3 && !strcmp(argv[1], "options"))
 		return print_options(argv[2]);

@@ -19,7 +19,7 @@
 
 static void stats_usage(FILE *f)
 {
-	char names[1024], sources[256];
+	char names[STATS_REPORT_LIST_MAX], sources[256];
 
 	stats__list_reports(names, sizeof(names));
 	steps__list(sources, sizeof(sources));

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "family.h"
+#include "getopt_error.h"
 #include "human.h"
 #include "json.h"
 #include "mono_clock.h"
@@ -129,10 +130,25 @@ static struct stats *stats__new(void)
 	return s;
 }
 
+/* The report S offers whose name is closest to NAME (a typo's distance), or NULL. */
+static const char *stats__closest_report(const struct stats *s, const char *name)
+{
+	const char **names = calloc((size_t)s->n + 1, sizeof(*names));
+	const char *meant = NULL;
+
+	if (!names)
+		return NULL;
+	for (int i = 0; i < s->n; i++)
+		names[i] = s->reps[i].rep->name;
+	meant = getopt_error__closest_word(name, names);
+	free(names);
+	return meant;
+}
+
 /* Mark the reports named in the comma-separated LIST; -ENOENT after naming a bad one. */
 static int stats__select(struct stats *s, const char *list, const char *cmd)
 {
-	char names[512], *copy, *tok, *save = NULL;
+	char names[STATS_REPORT_LIST_MAX], *copy, *tok, *save = NULL;
 	int i, found, err = 0, named = 0;
 
 	copy = strdup(list);
@@ -149,9 +165,12 @@ static int stats__select(struct stats *s, const char *list, const char *cmd)
 			}
 		}
 		if (!found) {
+			const char *meant = stats__closest_report(s, tok);
+
 			stats__list_reports(names, sizeof(names));
-			pr_err("unknown report '%s'%s (reports: %s)\n", tok,
-			       stats_asks__nsys_only(tok), names);
+			pr_err("unknown report '%s'%s%s%s%s (reports: %s)\n", tok,
+			       stats_asks__nsys_only(tok), meant ? "; did you mean " : "",
+			       meant ? meant : "", meant ? "?" : "", names);
 			err = -ENOENT;
 			break;
 		}

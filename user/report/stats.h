@@ -22,7 +22,9 @@ enum stats_format {
 
 /* "table", "json", "csv" -> *FMT; -EINVAL otherwise. */
 int stats__parse_format(const char *s, enum stats_format *fmt);
-/* "osrt_sum, sched_sum": every report name, for errors and --help. */
+/* "osrt_sum, sched_sum": every report name, for errors and --help (a buffer of
+ * STATS_REPORT_LIST_MAX holds them all: a list cut short misleads). */
+#define STATS_REPORT_LIST_MAX 4096
 void stats__list_reports(char *buf, size_t len);
 /* "table, json, csv": the names --format accepts. */
 void stats__list_formats(char *buf, size_t len);

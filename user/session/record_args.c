@@ -7,10 +7,12 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "family.h"
+#include "getopt_error.h"
 #include "proc_meta.h"
 #include "kernel_features.h"
 #include "nsys_args.h"
 #include "record_args.h"
+#include "record_ctx.h"
 #include "msg.h"
 
 #ifndef CAP_PERFMON
@@ -72,6 +74,19 @@ static int add_nsys_name(const char *name, __u64 *mask)
 	return ok;
 }
 
+/* The selectable family closest to NAME (a typo's distance: "gli" -> gil), or NULL. */
+static const char *closest_family(const char *name)
+{
+	const char *names[RECORD_MAX_FAMILIES + 1];
+	int n = 0;
+
+	for (int i = 0; families[i] && n < RECORD_MAX_FAMILIES; i++)
+		if (!(families[i]->flags & FAMILY_ALWAYS))
+			names[n++] = families[i]->name;
+	names[n] = NULL;
+	return getopt_error__closest_word(name, names);
+}
+
 int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 *explicit)
 {
 	char *copy = strdup(list), *save = NULL, *tok, fams[256];
@@ -92,7 +107,10 @@ int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 
 				break;
 			}
 			family__list_selectable(fams, sizeof(fams));
-			ret = msg__fail("unknown family '%s' in -t; valid families: %s", tok, fams);
+			ret = msg__fail("unknown family '%s' in -t%s%s%s; valid families: %s", tok,
+					closest_family(name) ? " (did you mean " : "",
+					closest_family(name) ? closest_family(name) : "",
+					closest_family(name) ? "?)" : "", fams);
 			break;
 		}
 	}
