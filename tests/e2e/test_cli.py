@@ -116,6 +116,13 @@ def test_not_root_is_refused_clearly():
     eq(p.returncode, 1, "exit status")
     check("needs root" in p.stderr and "CAP_BPF" in p.stderr, p.stderr)
     check(not os.path.exists(out), "no file left behind")
+    # stacks says the same in one line, without libbpf's own lines about a refused load.
+    p = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+             BPFSIGHT, "stacks", "-p", str(os.getpid())])
+    eq(p.returncode, 1, "stacks: exit status")
+    eq(p.stderr.strip().splitlines(), ["bpfsight stacks: reading a process's stacks needs root "
+                                       "(or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE): run it "
+                                       "with sudo"], "stacks as non-root")
 
 
 def test_output_unwritable_or_existing():

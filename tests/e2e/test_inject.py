@@ -9,6 +9,7 @@ the injected shim's CUPTI step runs; with no GPU it fails, and shim_sum must say
 """
 import json
 import os
+import re
 import select
 import signal
 import shutil
@@ -448,6 +449,9 @@ def test_inject_nvtx_late():
     pid = json.loads(readline(p))["pid"]
     rec = inject(pid, "nvtx")
     check("loads" in injected_line(rec, pid), rec.stderr)
+    # What an injected shim does for NVTX is said once, whole.
+    check(re.search(r"--inject: NVTX follows only partly .* \(docs/NVTX\.md\)\n",
+                    rec.stderr), rec.stderr)
     wait_attached(rec, pid)
     open(go, "w").close()
     eq(p.wait(60), 0, "nvtx_ranges' exit status (it checks every level NVTX returns)")

@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include "commands.h"
 #include "json.h"
+#include "privileges.h"
+#include "record_args.h"
 #include "record_ctx.h"
 #include "snap.h"
 #include "stacks_job.h"
@@ -345,6 +347,13 @@ int cmd_stacks(int argc, char **argv)
 
 	if (err)
 		return err > 0 ? 0 : 1;
+	/* Said before anything is loaded: libbpf's own lines about a refused load are noise. */
+	if (!privileges__can_trace()) {
+		pr_err("reading a process's stacks needs root (or CAP_BPF, CAP_PERFMON and "
+		       "CAP_SYS_PTRACE): run it with sudo\n");
+		return 1;
+	}
+	record_args__libbpf_print(0);
 	n = gather(&o, pids, &roots);
 	if (!n)
 		return 1;

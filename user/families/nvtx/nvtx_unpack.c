@@ -239,8 +239,10 @@ const struct family_shim nvtx_shim = {
 	.env = "NVTX_INJECTION64_PATH",
 	.env_kept = " (to keep both, set NVTX_INJECTION64_PATH to the cupti-shim and "
 		    "BPFSIGHT_NVTX_CHAIN to the other library)",
-	.inject_note = "NVTX ranges are not recorded from a process the shim is injected into "
-		       "(its NVTX tables were set up without it: docs/NVTX.md); GPU activity is",
+	.inject_note = "NVTX follows only partly in a process the shim is injected into: a "
+		       "library's NVTX is taken if it has a symbol table, from the injection on "
+		       "(PyTorch's and CUDA's, stripped, are not); for NVTX from everything, start "
+		       "the job with `bpfsight shim --print-env` (docs/NVTX.md)",
 	.new = nvtx_unpack_new,
 	.free = nvtx_unpack_free,
 	.record = nvtx_unpack_record,
