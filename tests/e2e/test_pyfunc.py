@@ -363,3 +363,25 @@ def test_the_shims_own_gil_waits_are_not_the_verdict():
     verdict = text[:text.index("\n** ")]  # the verdict and its claims, before the tables
     check("bpfsight-shim" not in verdict and "bpfsight-shim" not in p.stderr.splitlines()[-1],
           f"the verdict names the shim's thread: {verdict}")
+
+
+def test_p_without_the_shim_says_how_to_give_it_one():
+    """--python-functions on a running job started without the cupti-shim, without --inject:
+    the recorder says the calls cannot be recorded from it and how to fix that (--inject, or
+    LD_PRELOAD), and shim_sum notes it; it said nothing (exit 0, pyfunc_sum empty)."""
+    need_shim()
+    job = spawn([interpreter("3.11"), "-c", "import time\nwhile True:\n    time.sleep(0.01)\n"])
+    try:
+        time.sleep(0.5)
+        out = os.path.join(tmpdir(), "no_shim.bst")
+        p = run([BPFSIGHT, "record", "-p", str(job.pid), "--python-functions", "__main__:f",
+                 "-d", "1s", "-o", out], timeout=60)
+        eq(p.returncode, 0, p.stderr[-600:])
+        check(re.search(rf"warning: pid {job.pid} was not started with the cupti-shim: Python "
+                        r"function calls \(--python-functions\) cannot be recorded from it\. "
+                        r"Either record it with --inject .* or start the job with "
+                        r"LD_PRELOAD=<shim>", p.stderr), p.stderr)
+        s = row(stats(out, "shim_sum")["shim_sum"], pid=job.pid)
+        check("--inject" in json.dumps(s), f"shim_sum notes it: {s}")
+    finally:
+        job.kill()

@@ -629,7 +629,7 @@ static void warn_targets(struct shim_link *l)
 					 : "record it with --inject";
 	char why[512];
 
-	if (l->warned_targets++ || !o->families_explicit)
+	if (l->warned_targets++)
 		return;
 	/* The -p targets named, not the children they brought (target_tree.h): said once. */
 	for (__u32 i = 0; i < o->npids - o->nchildren; i++) {
@@ -656,7 +656,10 @@ static void warn_targets(struct shim_link *l)
 			const struct shim_hint *h;
 			char val[PATH_MAX];
 
-			if (!(l->want & (1ull << k)))
+			/* Asked for: named by -t, or opt-in (pyfunc, which --python-functions
+			 * brings): the default set's shim families are not a user's demand. */
+			if (!(l->want & (1ull << k)) ||
+			    !(o->families_explicit || (families[k]->flags & FAMILY_OPT_IN)))
 				continue;
 			h = &families[k]->shim->hint;
 			if (!environ_get(pid, h->var, val, sizeof(val)))
