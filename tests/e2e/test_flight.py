@@ -350,6 +350,14 @@ def test_flight_gil_trigger_and_the_gil_state_before_the_window():
     waits = [e for e in dump(dumps[0]) if e["kind"] == "gil_wait" and
              e["tid"] == spinner["tid"] and e["dur"] > 200 * MS]
     eq(len(waits), 1, "the spinner's long wait in the dump")
+    # The dump opens with its cause: the wait the trigger fired on, its thread and length.
+    v = run([BPFSIGHT, "stats", dumps[0], "--wide"], check=True).stdout
+    head = next((b for b in v.split("\n\n") if b.startswith("Verdict:")), v[:600])
+    ms = waits[0]["dur"] / 1e6
+    m = re.match(rf"Verdict: dumped on: --trigger gil:\*>200ms \(pid {pid} tid "
+                 rf"{spinner['tid']}\): gil_wait of (\d+) ms by .*\(tid {spinner['tid']}, pid "
+                 rf"{pid}\)", head)
+    check(m and abs(int(m.group(1)) - ms) <= 1, f"the cause first ({ms:.0f} ms): {head}")
     procs = stats(dumps[0], "gil_procs")["gil_procs"]
     eq(row(procs, pid=pid)["method"], "condwait", "the process's GIL method, from before "
        "the window")

@@ -69,6 +69,10 @@ struct flight_recorder {
 	int pending;	  /* a dump was triggered and is not written yet */
 	__u64 due_ns;	  /* ... to be written at */
 	char reason[128]; /* what triggered it */
+	/* The record that fired it (--trigger FAMILY:...), type 0 for none: a dump's readers
+	 * open with it (trigger_event= in its options; stats' verdict). */
+	struct bs_hdr cause;
+	struct bs_hdr firing; /* the record flight__observe is triggering on, else type 0 */
 	__u64 cooldown_until;
 	__u32 ndumps, nfailed;
 	__u64 coalesced, cooled, capped;     /* triggers that did not make a dump of their own */
@@ -273,6 +277,7 @@ int flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 	fr->pending = 1;
 	fr->due_ns = now + fr->fo.after_ns;
 	snprintf(fr->reason, sizeof(fr->reason), "%s", reason);
+	fr->cause = fr->firing;
 	pr_info("flight recorder: triggered by %s%s\n", reason,
 		fr->fo.after_ns ? ", writing after --trigger-after" : "");
 	return 1;
@@ -293,7 +298,9 @@ int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec)
 	if (!t)
 		return 0;
 	snprintf(why, sizeof(why), "%s (pid %u tid %u)", t->text, rec->pid, rec->tid);
+	fr->firing = *rec;
 	flight__trigger(fr, why, 0);
+	fr->firing.type = 0;
 	return 0;
 }
 
@@ -408,7 +415,7 @@ static int write_dump(struct flight_recorder *fr, const char *path, __u64 now, _
 {
 	struct trace_meta m = *fr->meta;
 	struct trace_writer *w;
-	char options[1024];
+	char options[1024], cause[96];
 	size_t first = 0;
 	__u64 lost = size_dropped_since(fr, from);
 	long nmeta;
@@ -416,14 +423,16 @@ static int write_dump(struct flight_recorder *fr, const char *path, __u64 now, _
 
 	while (first < fr->n && chunk_at(fr, first)->info.last_ts < from)
 		first++;
+	snprintf(cause, sizeof(cause), " trigger_event=0x%x:%u:%u:%llu", fr->cause.type,
+		 fr->cause.pid, fr->cause.tid, (unsigned long long)fr->cause.ts);
 	snprintf(options, sizeof(options),
-		 "%s%sflight_recorder=%s dump=%u trigger=\"%s\" window_start_ns=%llu "
+		 "%s%sflight_recorder=%s dump=%u trigger=\"%s\"%s window_start_ns=%llu "
 		 "window_end_ns=%llu size_dropped_records=%llu triggers_coalesced=%llu "
 		 "triggers_in_cooldown=%llu",
 		 m.options ? m.options : "", m.options ? " " : "", fr->fo.text, fr->ndumps + 1,
-		 fr->reason, (unsigned long long)from, (unsigned long long)now,
-		 (unsigned long long)lost, (unsigned long long)fr->since_coalesced,
-		 (unsigned long long)fr->since_cooled);
+		 fr->reason, fr->cause.type ? cause : "", (unsigned long long)from,
+		 (unsigned long long)now, (unsigned long long)lost,
+		 (unsigned long long)fr->since_coalesced, (unsigned long long)fr->since_cooled);
 	m.options = options;
 	w = trace_writer__open(path, &m, fr->force ? TRACE_WRITER_FORCE : 0, &err);
 	if (!w)

@@ -145,6 +145,28 @@ static const char *stats__closest_report(const struct stats *s, const char *name
 	return meant;
 }
 
+/*
+ * A flight-recorder dump's options name the trigger that wrote it (trigger="TEXT") and, for a
+ * --trigger on an event, that event (trigger_event=TYPE:PID:TID:TS): the verdict opens with it.
+ */
+static void stats__dump_trigger(struct verdict *v, const char *options)
+{
+	const char *t = options ? strstr(options, " trigger=\"") : NULL;
+	const char *e = options ? strstr(options, " trigger_event=") : NULL;
+	unsigned int type, pid, tid;
+	unsigned long long ts;
+	char text[160];
+	size_t n;
+
+	if (!t || !e || sscanf(e, " trigger_event=0x%x:%u:%u:%llu", &type, &pid, &tid, &ts) != 4)
+		return;
+	t += strlen(" trigger=\"");
+	n = strcspn(t, "\"");
+	snprintf(text, sizeof(text), "%.*s", (int)(n < sizeof(text) ? n : sizeof(text) - 1), t);
+	verdict__set_trigger(
+		v, text, &(struct bs_hdr){ .type = (__u16)type, .pid = pid, .tid = tid, .ts = ts });
+}
+
 /* Mark the reports named in the comma-separated LIST; -ENOENT after naming a bad one. */
 static int stats__select(struct stats *s, const char *list, const char *cmd)
 {
@@ -370,6 +392,8 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	}
 	if (!reports && !(s->verdict = verdict__new(w.m, trace_walk__meta(&w)->families)))
 		goto err_nomem;
+	if (s->verdict)
+		stats__dump_trigger(s->verdict, trace_walk__meta(&w)->options);
 	if (!(s->steps = steps__new(o->steps)))
 		goto err_nomem;
 

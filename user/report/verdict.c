@@ -7,6 +7,8 @@
 #include "family.h"
 #include "human.h"
 #include "hmap.h"
+#include "stack_call.h"
+#include "trace_model.h"
 #include "verdict.h"
 #include "utf8.h"
 
@@ -44,18 +46,28 @@ struct verdict {
 	struct claim claims[MAX_CLAIMS];
 	int nclaims;
 	int order[MAX_CLAIMS]; /* claims as printed */
+	/* A dump's trigger: what fired it, the record (type 0: none) and, once seen, the claim. */
+	char trigger[160];
+	struct bs_hdr cause;
+	char cause_text[512];
 };
 
 static const char *const kind_label[VERDICT_KINDS] = {
-	[VERDICT_HANG] = "hang",      [VERDICT_MEMORY] = "memory",   [VERDICT_GPU] = "GPU",
-	[VERDICT_GIL] = "GIL",	      [VERDICT_LAUNCH] = "launches", [VERDICT_SYSCALL] = "syscalls",
-	[VERDICT_OFFCPU] = "off-CPU", [VERDICT_CPU] = "CPU",	     [VERDICT_MFU] = "MFU",
+	[VERDICT_TRIGGER] = "trigger",	[VERDICT_HANG] = "hang",      [VERDICT_MEMORY] = "memory",
+	[VERDICT_GPU] = "GPU",		[VERDICT_GIL] = "GIL",	      [VERDICT_LAUNCH] = "launches",
+	[VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU", [VERDICT_CPU] = "CPU",
+	[VERDICT_MFU] = "MFU",
 };
 static const char *const kind_verdict[VERDICT_KINDS] = {
-	[VERDICT_HANG] = "hang",	   [VERDICT_MEMORY] = "memory at risk",
-	[VERDICT_GPU] = "GPU-bound",	   [VERDICT_GIL] = "GIL-bound",
-	[VERDICT_LAUNCH] = "launch-bound", [VERDICT_SYSCALL] = "blocked in system calls",
-	[VERDICT_OFFCPU] = "off-CPU",	   [VERDICT_CPU] = "CPU-bound",
+	[VERDICT_TRIGGER] = "dumped on",
+	[VERDICT_HANG] = "hang",
+	[VERDICT_MEMORY] = "memory at risk",
+	[VERDICT_GPU] = "GPU-bound",
+	[VERDICT_GIL] = "GIL-bound",
+	[VERDICT_LAUNCH] = "launch-bound",
+	[VERDICT_SYSCALL] = "blocked in system calls",
+	[VERDICT_OFFCPU] = "off-CPU",
+	[VERDICT_CPU] = "CPU-bound",
 	[VERDICT_MFU] = "low MFU",
 };
 
@@ -107,6 +119,41 @@ static struct vthread *vthread(struct verdict *v, __u32 pid, __u32 tid, int crea
 	return hmap__get(v->threads, (struct hkey){ pid, tid }, create);
 }
 
+void verdict__set_trigger(struct verdict *v, const char *text, const struct bs_hdr *cause)
+{
+	snprintf(v->trigger, sizeof(v->trigger), "%s", text);
+	v->cause = *cause;
+}
+
+/* The record the dump's trigger fired on (an interval clipped to the start: its start). */
+static int is_cause(const struct verdict *v, const struct bs_hdr *rec)
+{
+	const struct bs_hdr *c = &v->cause;
+	__u64 start = trace_model__start(v->m);
+
+	return c->type && !v->cause_text[0] && rec->type == c->type && rec->pid == c->pid &&
+	       rec->tid == c->tid && (rec->ts == c->ts || (c->ts < start && rec->ts == start));
+}
+
+/* "a gil_wait of 627 ms by Thread-1 (tid 5, pid 4), at `handler` (attr.py:11)" */
+static void say_cause(struct verdict *v, const struct bs_hdr *rec)
+{
+	char who[128], d[32], where[160] = "", holder[160] = "";
+	struct event ev;
+
+	if (family__decode(rec, v->m, &ev) != 1)
+		return;
+	if (ev.stack)
+		stack_call__where(ev.stack, v->m, where, sizeof(where));
+	if (ev.holder_stack) /* a GIL wait: what the holder ran */
+		stack_call__where(ev.holder_stack, v->m, holder, sizeof(holder));
+	snprintf(v->cause_text, sizeof(v->cause_text), "--trigger %s: %s%s%s by %s%s%s%s%s",
+		 v->trigger, ev.name ? ev.name : "an event", ev.dur ? " of " : "",
+		 ev.dur ? human__ns((double)ev.dur, d, sizeof(d)) : "",
+		 verdict__thread(v, rec->pid, rec->tid, who, sizeof(who)), where[0] ? ", at " : "",
+		 where, holder[0] ? "; the holder ran " : "", holder);
+}
+
 void verdict__observe(struct verdict *v, const struct bs_hdr *rec)
 {
 	const struct bs_fork *f = (const void *)rec;
@@ -133,6 +180,8 @@ void verdict__observe(struct verdict *v, const struct bs_hdr *rec)
 	for (i = 0; families[i]; i++)
 		if (v->states[i] && families[i]->verdict->add)
 			families[i]->verdict->add(v->states[i], rec, v->m);
+	if (is_cause(v, rec))
+		say_cause(v, rec);
 }
 
 int verdict__set_report(struct verdict *v, const char *name, const struct table *t, void *st)
@@ -312,6 +361,15 @@ static int claim_cmp(const void *a, const void *b)
 void verdict__judge(struct verdict *v)
 {
 	int i;
+
+	/* A dump opens with why it was written: the event its trigger fired on. */
+	if (v->cause_text[0])
+		verdict__claim(v, VERDICT_TRIGGER, 1, -1, "", "%s", v->cause_text);
+	else if (v->cause.type)
+		verdict__claim(v, VERDICT_TRIGGER, 1, -1, "",
+			       "--trigger %s (its event is not in "
+			       "the window)",
+			       v->trigger);
 
 	for (i = 0; families[i]; i++)
 		if (families[i]->verdict && families[i]->verdict->account)

@@ -20,6 +20,7 @@ struct table;
 struct trace_model;
 
 enum verdict_kind {
+	VERDICT_TRIGGER, /* a flight-recorder dump: the event its --trigger fired on */
 	VERDICT_HANG,	 /* a hang: ranks wait in a collective another rank never entered */
 	VERDICT_MEMORY,	 /* memory at risk: out of memory, a leak, a fragmented cache */
 	VERDICT_GPU,	 /* GPU-bound: a GPU busy most of its time */
@@ -97,6 +98,12 @@ verdict__detail(struct verdict *v, double share, const char *report, const char 
 
 struct verdict *verdict__new(const struct trace_model *m, const char *recorded);
 void verdict__free(struct verdict *v);
+/*
+ * A flight-recorder dump: the --trigger that wrote it and whose (TEXT, its options' trigger=)
+ * and the record it fired on (CAUSE's type, pid, tid and ts: trigger_event=); the verdict
+ * opens with that event, found in the pass.
+ */
+void verdict__set_trigger(struct verdict *v, const char *text, const struct bs_hdr *cause);
 /* Every record of the pass (the families' rules' ADD hooks, threads' lifetimes). */
 void verdict__observe(struct verdict *v, const struct bs_hdr *rec);
 /* A report the rules may read: its table (NULL when not selected) and state, kept. */
