@@ -7,6 +7,7 @@
  * a new step; an exited process is forgotten; ranks whose main threads all stop running fire
  * once, again after one of them moved and stopped anew.
  */
+#include <string.h>
 #include "unit.h"
 #include "flight_hang.h"
 #include "nccl_records.h"
@@ -168,11 +169,35 @@ static void test_no_trigger_no_watch(void)
 	ASSERT_TRUE(flight_opts__check(&fo, "t") < 0, "needs --flight-recorder");
 }
 
+/* --trigger ...@WHO: a pid or a process name, refused when it is neither. */
+static void test_trigger_who(void)
+{
+	struct flight_opts fo;
+
+	flight_opts__init(&fo);
+	ASSERT_EQ(flight_opts__parse(&fo, OPT_FLIGHT_TRIGGER, "gil:*>100ms@4242", "t"), 0, "@pid");
+	ASSERT_EQ(fo.triggers[0].pid, 4242, "its pid");
+	ASSERT_EQ(fo.triggers[0].min_dur_ns, 100000000ull, "its DUR, before the @");
+	ASSERT_EQ(flight_opts__parse(&fo, OPT_FLIGHT_TRIGGER, "osrt:read>1s@python3.11", "t"), 0,
+		  "@name");
+	ASSERT_TRUE(!strcmp(fo.triggers[1].comm, "python3.11") && !fo.triggers[1].pid, "its name");
+	ASSERT_TRUE(!strcmp(fo.triggers[1].name, "read"), "NAME stops at >");
+	ASSERT_EQ(flight_opts__parse(&fo, OPT_FLIGHT_TRIGGER, "gil:*>100ms", "t"), 0, "no @");
+	ASSERT_TRUE(!fo.triggers[2].pid && !fo.triggers[2].comm[0], "anyone's");
+	ASSERT_TRUE(flight_opts__parse(&fo, OPT_FLIGHT_TRIGGER, "gil:*>100ms@", "t") < 0,
+		    "@ and nothing");
+	ASSERT_TRUE(
+		flight_opts__parse(&fo, OPT_FLIGHT_TRIGGER, "gil:*>1s@a-name-of-16-chars", "t") < 0,
+		"a name longer than a comm");
+	ASSERT_EQ(fo.ntriggers, 3, "the refused ones are not kept");
+}
+
 int main(void)
 {
 	RUN_TEST(test_calls_fire_once_per_stall);
 	RUN_TEST(test_steps_that_stop);
 	RUN_TEST(test_ranks_that_stop);
 	RUN_TEST(test_no_trigger_no_watch);
+	RUN_TEST(test_trigger_who);
 	return UNIT_EXIT();
 }

@@ -121,28 +121,54 @@ static int parse_hang(struct flight_opts *fo, const char *arg, const char *cmd)
 	return 0;
 }
 
-/* FAMILY:NAME>DUR, or FAMILY:NAME (a trigger FAMILY offers) */
+/* @WHO of a trigger: a pid (digits) or a process name (its comm, 15 characters at most). */
+static int parse_who(struct flight_trigger *t, const char *who, const char *arg, const char *cmd)
+{
+	char *end;
+	unsigned long pid = strtoul(who, &end, 10);
+
+	if (*who && !*end && pid && pid <= 0x7fffffff) {
+		t->pid = (__u32)pid;
+		return 0;
+	}
+	if (!*who || strlen(who) >= sizeof(t->comm) || strchr(who, '/'))
+		return bad(cmd,
+			   "bad --trigger '%s': after @, a pid or a process name (its comm, up "
+			   "to 15 characters), e.g. gil:*>100ms@python3",
+			   arg);
+	snprintf(t->comm, sizeof(t->comm), "%s", who);
+	return 0;
+}
+
+/* FAMILY:NAME>DUR, or FAMILY:NAME (a trigger FAMILY offers), each with @WHO or not. */
 static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cmd)
 {
-	const char *colon = strchr(arg, ':'), *gt = strrchr(arg, '>');
-	const char *end = gt && colon && gt > colon ? gt : arg + strlen(arg);
+	const char *at = strrchr(arg, '@');
+	char spec[128];
+	const char *colon, *gt, *end;
 	struct flight_trigger *t;
 	char fam[32];
 	int i;
+
+	/* FAMILY:NAME[>DUR] as before; the @WHO after it is parsed once the rest is. */
+	snprintf(spec, sizeof(spec), "%.*s", at ? (int)(at - arg) : (int)strlen(arg), arg);
+	colon = strchr(spec, ':');
+	gt = strrchr(spec, '>');
+	end = gt && colon && gt > colon ? gt : spec + strlen(spec);
 
 	if (!strncmp(arg, "hang:", 5))
 		return parse_hang(fo, arg, cmd);
 	if (fo->ntriggers == FLIGHT_MAX_TRIGGERS)
 		return bad(cmd, "too many --trigger (at most 16): '%s'", arg);
-	if (!colon || colon == arg || end == colon + 1 || (size_t)(colon - arg) >= sizeof(fam) ||
+	if (!colon || colon == spec || end == colon + 1 || (size_t)(colon - spec) >= sizeof(fam) ||
 	    (size_t)(end - colon - 1) >= sizeof(t->name))
 		return bad(cmd,
 			   "bad --trigger '%s': use FAMILY:NAME>DUR, e.g. osrt:nanosleep>250ms",
 			   arg);
 	t = &fo->triggers[fo->ntriggers];
 	memset(t, 0, sizeof(*t));
-	memcpy(fam, arg, colon - arg);
-	fam[colon - arg] = 0;
+	memcpy(fam, spec, colon - spec);
+	fam[colon - spec] = 0;
 	for (i = 0; families[i] && strcmp(families[i]->name, fam); i++)
 		;
 	if (!families[i] || !families[i]->decoders)
@@ -153,6 +179,8 @@ static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cm
 		return -EINVAL;
 	if (end == gt && parse_duration_ns(gt + 1, &t->min_dur_ns))
 		return bad(cmd, "bad --trigger duration in '%s': e.g. 250ms, 1s", arg);
+	if (at && parse_who(t, at + 1, arg, cmd))
+		return -EINVAL;
 	t->family = i;
 	t->text = arg;
 	fo->ntriggers++;

@@ -27,6 +27,9 @@ struct flight_trigger {
 	__u64 min_dur_ns; /* fires when the event's duration is > this */
 	__u16 type;	  /* a family's own trigger: every record of this type; 0: by name */
 	const char *text; /* as given, for messages and the dump's options */
+	/* @WHO: only a process's events: its pid, else its name (comm); neither: anyone's */
+	__u32 pid;
+	char comm[16];
 };
 
 struct flight_opts {

@@ -564,10 +564,11 @@ static const struct rec_option table[] = {
 	  "keep at least the last DUR in memory (compressed, at most SIZE, default 256M) and "
 	  "write it only when triggered, to FILE's stem + -N.bst; SIGUSR1 triggers", NULL,
 	  opt_flight_window },
-	{ "trigger", 0, "FAMILY:NAME[>DUR]", RM,
+	{ "trigger", 0, "FAMILY:NAME[>DUR][@WHO]", RM,
 	  "dump when an event of FAMILY named NAME (* any) lasts over DUR, e.g. "
 	  "osrt:nanosleep>250ms; with no DUR, a trigger FAMILY offers of its own, each of whose "
-	  "events dumps (a bad NAME lists them) (repeatable); hang:DUR: a process of the job "
+	  "events dumps (a bad NAME lists them); @WHO: only process WHO's events (a pid, or its "
+	  "name as ps shows it), e.g. gil:*>100ms@python3 (repeatable); hang:DUR: a process of the job "
 	  "made no progress for DUR (a call entered and not left, no step ended): the dump holds "
 	  "every thread of the job too",
 	  NULL, opt_flight_trigger },
