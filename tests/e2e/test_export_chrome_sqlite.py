@@ -160,14 +160,18 @@ def check_sqlite_matches_stats(db, trace):
     got = sorted(tuple(r[k] for k in cols) for r in query(db, SCHED_SQL))
     eq(got, want, "sched_sum from SQL")
 
-    # nsys's SCHED_EVENTS: one row out and one row in per off-CPU interval.
+    # nsys's SCHED_EVENTS: one row out and one row in per off-CPU interval; a thread that
+    # exited has its last switch-out (state 128 in BPFSIGHT_OFFCPU), never a switch-in.
     for r in rep["sched_sum"]:
         g = r["pid"] << 24 | r["tid"]
         outs, ins, span = db.execute(
             "SELECT SUM(isSchedIn = 0), SUM(isSchedIn = 1),"
             " SUM(CASE isSchedIn WHEN 1 THEN start ELSE -start END)"
             " FROM SCHED_EVENTS WHERE globalTid = ?", (g,)).fetchone()
-        eq((outs, ins, span), (r["switches"], r["switches"], r["offcpu_ns"]),
+        dead, dead_at = db.execute("SELECT COUNT(*), COALESCE(SUM(start), 0) FROM "
+                                   "BPFSIGHT_OFFCPU WHERE globalTid = ? AND state = 128",
+                                   (g,)).fetchone()
+        eq((outs, ins, span), (r["switches"], r["switches"] - dead, r["offcpu_ns"] - dead_at),
            f"SCHED_EVENTS of {r['tid']}")
 
     # Names: every id used resolves, ThreadNames agrees with BPFSIGHT_THREADS.

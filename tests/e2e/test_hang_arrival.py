@@ -202,6 +202,7 @@ def test_dataloader_totals_inside_the_window():
         line = job.stdout.readline()
         m = re.search(r'"pid": (\d+)', line)
         check(m, f"the loader's line: {line!r}")
+        workers = sorted(json.loads(line)["workers"])
         time.sleep(1)
         path = os.path.join(tmpdir(), "loader.bst")
         record_p([int(m.group(1))], path, "4s")
@@ -209,6 +210,13 @@ def test_dataloader_totals_inside_the_window():
         top = dur * 1.01
         r = stats(path, "sched_sum,gil_sum")
         check(len(r["sched_sum"]) >= 7, f"the job's threads: {r['sched_sum']}")
+        # The workers are named as the trainer's DataLoader workers (their main threads' frames
+        # at the edges are torch's worker loop), numbered by pid as torch starts them.
+        trainer = int(m.group(1))
+        for t in r["sched_sum"]:
+            want = (f"DataLoader worker {workers.index(t['pid'])} of trainer {trainer}"
+                    if t["pid"] in workers else "python3")
+            eq(t["process"], want, f"thread {t['tid']}'s process")
         for t in r["sched_sum"]:
             check(t["oncpu_ns"] + t["offcpu_ns"] <= top,
                   f"{t['thread_name']} {t['tid']}: on {t['oncpu_ns']} + off {t['offcpu_ns']} "

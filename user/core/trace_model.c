@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include "family.h"
 #include "hmap.h"
@@ -41,6 +42,10 @@ struct ent {
 	/* threads: the name Python's threading gave it (THREAD_NAME), and its process */
 	const char *py_name;
 	__u32 py_pid;
+	/* processes: its parent (PROCESS, FORK); its place in a pool (trace_model__join_pool) */
+	__u32 ppid;
+	__u32 pool_owner;
+	const char *pool_what, *owner_what, *role;
 };
 
 struct map {
@@ -349,6 +354,7 @@ static void model__process(struct trace_model *m, const struct bs_hdr *rec)
 		return;
 	e->cmdline_id = p->cmdline_id;
 	e->exe_id = p->exe_id;
+	e->ppid = p->ppid;
 	/* The process comm is its main thread's comm (what /proc/PID/comm shows). */
 	model__thread(m, rec->tid ? rec->tid : rec->pid, p->comm, sizeof(p->comm), 0);
 }
@@ -365,6 +371,8 @@ static void model__fork(struct trace_model *m, const struct bs_hdr *rec)
 		/* A forked child runs its parent's image until it execs: same cmdline and exe. */
 		e = model__name(m, &m->procs, f->child_pid, f->comm, sizeof(f->comm));
 		parent = e ? map__find(&m->procs, rec->pid) : NULL;
+		if (e)
+			e->ppid = rec->pid;
 		if (parent && parent != e) {
 			e->cmdline_id = parent->cmdline_id;
 			e->exe_id = parent->exe_id;
@@ -567,6 +575,59 @@ const char *trace_model__string(const struct trace_model *m, __u32 id)
 	return e ? e->name : NULL;
 }
 
+__u32 trace_model__ppid(const struct trace_model *m, __u32 pid)
+{
+	const struct ent *e = m ? map__find(&m->procs, pid) : NULL;
+
+	return e ? e->ppid : 0;
+}
+
+/* Name OWNER's pool members "WHAT N of OWNER_WHAT OWNER", N their order by pid from 0. */
+static void name_pool(struct trace_model *m, __u32 owner)
+{
+	char buf[128];
+
+	for (__u32 i = 0; i < m->procs.cap; i++) {
+		struct ent *e = &m->procs.ents[i];
+		__u32 n = 0;
+
+		if (!e->used || !e->pool_what || e->pool_owner != owner)
+			continue;
+		for (__u32 k = 0; k < m->procs.cap; k++)
+			n += m->procs.ents[k].used && m->procs.ents[k].pool_what &&
+			     m->procs.ents[k].pool_owner == owner && m->procs.ents[k].key < e->key;
+		snprintf(buf, sizeof(buf), "%s %u of %s %u", e->pool_what, n, e->owner_what, owner);
+		e->role = pool__intern(&m->pool, buf, (__u32)strlen(buf));
+		if (!e->role)
+			m->oom = 1;
+	}
+}
+
+void trace_model__join_pool(struct trace_model *m, __u32 pid, __u32 owner, const char *what,
+			    const char *owner_what)
+{
+	struct ent *e = m ? map__get(&m->procs, pid) : NULL;
+
+	if (!e) {
+		if (m)
+			m->oom = 1;
+		return;
+	}
+	if (e->pool_what && e->pool_owner == owner)
+		return;
+	e->pool_owner = owner;
+	e->pool_what = what;
+	e->owner_what = owner_what;
+	name_pool(m, owner);
+}
+
+const char *trace_model__process_role(const struct trace_model *m, __u32 pid)
+{
+	const struct ent *e = m ? map__find(&m->procs, pid) : NULL;
+
+	return e ? e->role : NULL;
+}
+
 const char *trace_model__process_name(const struct trace_model *m, __u32 pid)
 {
 	const struct ent *e;
@@ -577,6 +638,8 @@ const char *trace_model__process_name(const struct trace_model *m, __u32 pid)
 	if (m->ranks && trace_ranks__of_pid(m->ranks, pid))
 		return trace_ranks__of_pid(m->ranks, pid)->label;
 	e = map__find(&m->procs, pid);
+	if (e && e->role)
+		return e->role; /* its part in the job: "DataLoader worker 1 of trainer 4213" */
 	if (e)
 		return e->name;
 	/* No snapshot of the process, but its main thread was named (e.g. a THREAD record). */

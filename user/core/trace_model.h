@@ -30,6 +30,18 @@ __u64 trace_model__end(const struct trace_model *m);
 /* NULL when unknown. Results stay valid until trace_model__free. */
 const char *trace_model__string(const struct trace_model *m, __u32 id);
 const char *trace_model__process_name(const struct trace_model *m, __u32 pid); /* comm */
+/* Its parent's pid (PROCESS, FORK records), 0 when unknown. */
+__u32 trace_model__ppid(const struct trace_model *m, __u32 pid);
+/*
+ * PID is one of OWNER's pool of processes (a family's finding: DataLoader workers by their
+ * frames): named by its part, "WHAT N of OWNER_WHAT OWNER" ("DataLoader worker 1 of trainer
+ * 4213"), N its place in the pool by pid from 0, in place of its comm. WHAT and OWNER_WHAT
+ * are static strings.
+ */
+void trace_model__join_pool(struct trace_model *m, __u32 pid, __u32 owner, const char *what,
+			    const char *owner_what);
+/* That name, NULL for a process in no pool. */
+const char *trace_model__process_role(const struct trace_model *m, __u32 pid);
 const char *trace_model__cmdline(const struct trace_model *m, __u32 pid);
 const char *trace_model__thread_name(const struct trace_model *m, __u32 tid);
 /*

@@ -275,13 +275,14 @@ const char *verdict__thread_in(const struct trace_model *m, __u32 pid, __u32 tid
 			       size_t len)
 {
 	const char *name = trace_model__thread_name(m, tid);
+	const char *role = trace_model__process_role(m, pid); /* a DataLoader worker */
 
 	if (pid == tid)
-		snprintf(buf, len, "%s (main thread, pid %u)", name && *name ? name : "thread",
-			 pid);
+		snprintf(buf, len, "%s (main thread%s%s, pid %u)", name && *name ? name : "thread",
+			 role ? " of " : "", role ? role : "", pid);
 	else
-		snprintf(buf, len, "%s (tid %u, pid %u)", name && *name ? name : "thread", tid,
-			 pid);
+		snprintf(buf, len, "%s (tid %u%s%s, pid %u)", name && *name ? name : "thread", tid,
+			 role ? " of " : "", role ? role : "", pid);
 	return buf;
 }
 

@@ -309,4 +309,5 @@ const struct family family_torch = {
 	.chrome = &torch_chrome,
 	.sqlite = &torch_sqlite,
 	.steps = torch_step_sources,
+	.name_observe = torch_roles__observe,
 };

@@ -39,6 +39,9 @@ void torch_steps__free(struct torch_steps *s);
 
 /* torch_decode.c */
 const char *torch_scope_name(__u8 scope);
+struct trace_model;
+/* DataLoader workers named as such from the edges' stacks (torch_roles.c; family.name_observe). */
+void torch_roles__observe(struct trace_model *m, const struct bs_hdr *rec);
 /* 1 when REC is an op this reader can use (type and size). */
 int torch_op__valid(const struct bs_hdr *rec);
 
