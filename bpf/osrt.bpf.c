@@ -218,7 +218,7 @@ int BPF_PROG(osrt_task_exit_btf, struct task_struct *p)
 }
 
 /*
- * The recording's start (-p, -a; user/families/osrt/osrt.c runs it once the programs are live):
+ * The recording's start (-p; user/families/osrt/osrt.c runs it once the programs are live):
  * each target thread asleep in a system call now, with no call seen since the attach, gets
  * the entry its sys_enter would have made, from when it went off its CPU (task_off_cpu_ns: the
  * call began then or a little before), so its sys_exit writes that call, begun before the

@@ -424,7 +424,7 @@ int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 }
 
 /*
- * The recording's start (-p, -a; user/families/sched/sched.c runs it once the switch programs
+ * The recording's start (-p; user/families/sched/sched.c runs it once the switch programs
  * are live): each target thread off its CPU now gets the slot its switch-out would have made,
  * from when it went off (task_off_cpu_ns, as the start's snapshot reads it), so its switch-in
  * writes that whole interval, begun before the start (readers count its part inside); one on

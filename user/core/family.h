@@ -308,7 +308,7 @@ struct family {
 	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
 	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
 	/*
-	 * Record side: a recording of running processes (-p, -a, with its edges) begins, every
+	 * Record side: a recording of running processes (-p, with its edges) begins, every
 	 * probe live: carry what the targets' threads are in now into the recording, so that an
 	 * interval open at the start (a sleep, a system call) is written when it ends, begun
 	 * before the start. May be NULL.

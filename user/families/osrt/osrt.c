@@ -282,7 +282,7 @@ static void osrt_observe(struct record_ctx *ctx, void *state, const struct bs_hd
 
 static const __u16 osrt_observes[] = { BS_REC_EXIT, 0 };
 
-/* -p/-a with the edges: the threads asleep in a call now carry it into the recording. */
+/* -p with the edges: the threads asleep in a call now carry it into the recording. */
 static void osrt_at_start(struct record_ctx *ctx, void *state)
 {
 	struct osrt_state *st = state;

@@ -58,7 +58,7 @@ static void sched_write_at_stop(struct record_ctx *ctx, struct sched_bpf *skel)
 			     "write the off-CPU intervals still open or waiting for their stack");
 }
 
-/* -p/-a with the edges: the threads off their CPU now carry their sleep into the recording. */
+/* -p with the edges: the threads off their CPU now carry their sleep into the recording. */
 static void sched_at_start(struct record_ctx *ctx, void *state)
 {
 	struct sched_bpf *skel = state;
