@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 
+import pymods
 from helpers import BPFSIGHT, BUILD, Skip, check, eq, need_root, spawn, tmpdir, workload
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -120,11 +121,14 @@ class Session:
         return self.start(["python3", os.path.join(WORKLOADS, "gil_work.py"), "io", "10000",
                            "20"])
 
-    def torch_job(self):
-        """A CPU PyTorch job training on a DataLoader with two worker processes."""
+    def torch_job(self, sleep=0.01):
+        """A CPU PyTorch job training on a DataLoader with two worker processes; SLEEP seconds
+        after each step (some 80 steps a second: a job the command attaches to need not take
+        a core from the other tests while the scenario waits), None for none."""
         need_torch()
+        pace = ["--sleep", str(sleep)] if sleep else []
         return self.start([DEBIAN_PY, os.path.join(WORKLOADS, "torch_loader.py"), "--seconds",
-                           "300"], ready=r'"workers"')
+                           "300", *pace], ready=r'"workers"')
 
     def cuda_job(self):
         """A thread calling the real libcudart (no GPU: every call fails fast, probes fire)."""
@@ -194,7 +198,7 @@ class Session:
 
 
 def need_torch():
-    if subprocess.run([DEBIAN_PY, "-c", "import torch"], capture_output=True).returncode:
+    if not pymods.has(DEBIAN_PY, "torch"):
         raise Skip(f"no torch for {DEBIAN_PY} (make deps installs python3-torch)")
 
 

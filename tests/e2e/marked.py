@@ -3,14 +3,15 @@ mem_lines.py): Debian's torch they run on, and the lines that end in "# NAME" ma
 the reports' rows name them."""
 import os
 
-from helpers import Skip, eq, need_root, run
+import pymods
+from helpers import Skip, eq, need_root
 
 PY = "/usr/bin/python3"
 
 
 def need_torch():
     need_root()
-    if run([PY, "-c", "import torch"]).returncode != 0:
+    if not pymods.has(PY, "torch"):
         raise Skip("Debian's python3-torch is not installed (apt-get install python3-torch)")
 
 

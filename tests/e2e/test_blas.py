@@ -11,6 +11,7 @@ import re
 import sqlite3
 from collections import Counter
 
+import pymods
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, record, run, spawn,
                      stats, tmpdir)
 
@@ -30,7 +31,7 @@ numpy.dot(numpy.ones((6, 5)), numpy.ones((5, 9)))
 
 def need_torch():
     need_root()
-    if run([PY, "-c", "import torch, numpy"]).returncode:
+    if not pymods.has(PY, "torch", "numpy"):
         raise Skip(f"{PY} has no torch and numpy (Debian's python3-torch)")
 
 

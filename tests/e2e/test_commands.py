@@ -298,7 +298,7 @@ def test_inject_with_each_opt_in_family():
 def test_torch_gil_cpu_steps():
     s = Session()
     try:
-        job = s.torch_job()
+        job = s.torch_job(sleep=None)  # steps back to back: the samples are the steps' own
         p = s.run("bpfsight record -p 4242 -t torch,gil,cpu --inject --capture-range=steps:3 "
                   "-o steps.bst", pid=job.pid)
         check("3 steps captured" in p.stderr, p.stderr[-600:])

@@ -30,6 +30,7 @@ import shutil
 import sqlite3
 import tempfile
 
+import pymods
 import helpers
 from helpers import BPFSIGHT, check, docs_query, dump, eq, need_root, record, run, tmpdir
 import synth
@@ -56,7 +57,7 @@ def need_tools():
 
 
 def need_torch():
-    if run([PY, "-c", "import torch"]).returncode != 0:
+    if not pymods.has(PY, "torch"):
         raise helpers.Skip("Debian's python3-torch is not installed (apt-get install python3-torch)")
 
 

@@ -6,6 +6,7 @@ import pwd
 import shutil
 import subprocess
 
+import pymods
 from helpers import BPFSIGHT, Skip, _procs, check, eq, need_root, run, tmpdir, workload
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -112,7 +113,7 @@ def test_a_cpu_job_shows_no_gpu_columns_or_panel():
     change with the machine). The report page has neither those columns nor a GPU panel."""
     need_root()
     py = "/usr/bin/python3"
-    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode:
+    if not pymods.has(py, "torch"):
         raise Skip(f"no torch for {py} (make deps installs python3-torch)")
     d = tmpdir()
     trace = os.path.join(d, "cpu.bst")

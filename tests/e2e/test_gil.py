@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 
+import pymods
 import helpers
 from helpers import (BPFSIGHT, Recorder, Skip, alone, check, dump, eq, need_root, record, row, run,
                      spawn, stats, wait_for)
@@ -512,7 +513,7 @@ def test_gil_torch_training_loop_attached_with_p():
     Python pipeline, traced with -p: names the threads that wait and those that hold."""
     need_root()
     py = debian_python()
-    if not py or run([py, "-c", "import torch"]).returncode != 0:
+    if not pymods.has(py, "torch"):
         raise Skip("Debian's python3-torch is not installed (apt-get install python3-torch)")
     w = spawn([py, TORCH, "--go", str(3 * helpers.SLOWDOWN)])  # seconds of training
     line = w.stdout.readline()

@@ -15,6 +15,7 @@ import signal
 import shutil
 import time
 
+import pymods
 from helpers import (BPFSIGHT, Recorder, Skip, alone, check, dump, eq, need_root, row, run, spawn,
                      stats, tell, tmpdir, wait_for, workload)
 
@@ -335,7 +336,7 @@ print("end", flush=True)
 def test_inject_torch_cpu_loop():
     """Debian's python3-torch (CPU) in a loop: the same numbers with and without injection."""
     need_root()
-    if run(["/usr/bin/python3", "-c", "import torch"]).returncode:
+    if not pymods.has("/usr/bin/python3", "torch"):
         raise Skip("no python3-torch (apt-get install python3-torch)")
     script = os.path.join(tmpdir(), "loop.py")
     with open(script, "w") as f:

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 
+import pymods
 from helpers import (BPFSIGHT, BUILD, ROOT, SLOWDOWN, Recorder, alone, check, dump, eq,
                      need_root, record, run, spawn, tmpdir)
 
@@ -20,8 +21,7 @@ MEM_ALLOC = os.path.join(WORKLOADS, "mem_alloc.py")
 
 
 def need_torch():
-    p = run([DEBIAN_PY, "-c", "import torch"])
-    if p.returncode:
+    if not pymods.has(DEBIAN_PY, "torch"):
         from run_tests import Skip
         raise Skip("Debian's python3-torch is not installed (make deps)")
 
@@ -218,7 +218,7 @@ def test_dataloader_workers_are_followed():
     d = tmpdir()
     out = os.path.join(d, "w.bst")
     r = Recorder("-t", "mem", "--", DEBIAN_PY, os.path.join(WORKLOADS, "torch_loader.py"),
-                 "--seconds", "4", out=out)
+                 "--seconds", "4", "--sleep", "0.01", out=out)
     eq(r.wait(120 * SLOWDOWN), 0, r.stderr[-600:])
     events = dump(out)
     pids = {e["pid"] for e in allocs(events)}

@@ -13,6 +13,7 @@ import re
 import signal
 import threading
 
+import pymods
 import synth
 from helpers import (BPFSIGHT, Skip, alone, check, dump, eq, info, need_root, run, spawn, tell,
                      tmpdir, wait_for)
@@ -38,7 +39,7 @@ def rss_bound():
     return MIB + 3 * ncpu * max(32, 2 * ncpu) * 4096
 
 def need_torch():
-    if not os.path.exists(PY) or run([PY, "-c", "import torch"]).returncode:
+    if not pymods.has(PY, "torch"):
         raise Skip(f"no torch for {PY} (make deps installs python3-torch)")
 
 

@@ -280,6 +280,7 @@ def test_attached_to_a_running_python():
     r = Recorder("-t", "cpu", "--sample-rate", str(RATE), "-p", str(pid), "-d", "1")
     r.wait_ready()
     eq(r.wait(60), 0, f"recorder exit ({r.stderr[-400:]})")
+    w.kill()  # recorded: its spin (4 s of CPU) need not go on while the samples are read
     evs = sorted(samples(r.out, pid), key=lambda e: e["ts"])
     # From the first inspection on: the samples before the recorder examined the interpreter
     # (later on a loaded machine, a share of a 1 s recording) carry no Python frames yet.

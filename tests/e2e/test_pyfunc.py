@@ -30,6 +30,7 @@ import subprocess
 import threading
 import time
 
+import pymods
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, run, spawn, stats,
                      tell, tmpdir, wait_for)
 
@@ -189,7 +190,7 @@ def test_pyfunc_pytorch_preset():
     its class as torch's own forward hook counts the calls, the optimizer's step and
     zero_grad once per step."""
     py = "/usr/bin/python3"
-    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode:
+    if not pymods.has(py, "torch"):
         raise Skip("no torch for /usr/bin/python3 (Debian's python3-torch)")
     # marker is defined after the model: once it is found, so is the model's forward
     job, calls = go_when_found(

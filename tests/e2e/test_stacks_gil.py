@@ -4,6 +4,7 @@ began; gil_stacks sums the waits by the holders' and the waiters' lines.
 Workload: tests/workloads/gil_work.py (its source says which line holds the GIL when)."""
 import os
 
+import pymods
 from helpers import Recorder, Skip, check, dump, eq, need_root, record, run, spawn, stats, tell
 from test_gil import WORK, debian_python, need_pyenv, truth_of
 
@@ -117,7 +118,7 @@ def test_torch_trainer_waits_on_tokenize():
     code it waited on (most of the trainer's wait; a holder row of gil_stacks)."""
     need_root()
     py = debian_python()
-    if not py or run([py, "-c", "import torch"]).returncode != 0:
+    if not pymods.has(py, "torch"):
         raise Skip("Debian's python3-torch is not installed (apt-get install python3-torch, "
                    "or make deps)")
     w = spawn([py, TORCH_TOKENIZE, "--go", str(TORCH_STEPS)])

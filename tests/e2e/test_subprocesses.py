@@ -6,8 +6,8 @@ import json
 import os
 import re
 import shutil
-import subprocess
 
+import pymods
 from helpers import (BPFSIGHT, Skip, check, eq, info, need_root, run, spawn, tmpdir)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -22,10 +22,10 @@ class Job:
 
     def __enter__(self):
         need_root()
-        if not os.path.exists(PY) or subprocess.run([PY, "-c", "import torch"],
-                                                     capture_output=True).returncode:
+        if not pymods.has(PY, "torch"):
             raise Skip(f"no torch for {PY} (apt-get install python3-torch)")
-        self.p = spawn([PY, LOADER, "--seconds", "300"])
+        # 10 ms between steps: the workers still make batches, without taking a core
+        self.p = spawn([PY, LOADER, "--seconds", "300", "--sleep", "0.01"])
         hello = json.loads(self.p.stdout.readline())
         self.pid, self.workers = hello["pid"], hello["workers"]
         eq(len(self.workers), 2, f"two workers: {hello}")

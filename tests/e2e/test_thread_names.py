@@ -9,6 +9,7 @@ import json
 import os
 import re
 
+import pymods
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, run, spawn, stats,
                      tell, tmpdir, wait_for)
 from test_export_perfetto import Model, decode, need_protoc
@@ -89,7 +90,7 @@ def test_thread_names_in_a_torch_program():
     own for the CPU backward (no pt_autograd_N)."""
     need_root()
     py = debian_python()
-    if not py or run([py, "-c", "import torch"]).returncode != 0:
+    if not pymods.has(py, "torch"):
         raise Skip("Debian's python3-torch is not installed (apt-get install python3-torch)")
     w = spawn([py, TORCH])
     line = w.stdout.readline()

@@ -10,21 +10,24 @@ one already running: the line then) and lists the C functions called from Python
 ("<built-in method mm ...>") among them; bpfsight names the line each frame is at when the op
 runs, and only Python and native frames.
 """
+import atexit
 import collections
 import json
 import os
 import re
+import shutil
 import sqlite3
+import tempfile
 
-from helpers import Recorder, check, dump, eq, record, spawn, tell, tmpdir, wait_for
+from helpers import Recorder, check, dump, eq, need_root, record, spawn, tell, tmpdir, wait_for
 from test_export_perfetto import decode, need_protoc
 from test_export_stacks import (Stacks, dump_frames, export, kineto_stack, sql_frames,
                                 track_events)
 from test_torch import PY, need_torch
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+# Not SPLIT: the first two tests read one recording (stacks_trace), made once per job.
 SECONDS = 40
-SPLIT = True
 
 WORK = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "workloads",
                                      "torch_stacks.py"))
@@ -43,6 +46,25 @@ def marks():
             if l.startswith("    main()"):
                 m["main"] = i
     return m, defs
+
+
+_traces = {}
+
+
+def stacks_trace():
+    """`record -t torch --stacks=torch` of the workload, made once per run of this file (the
+    first two tests read the same recording, each asserting its own): (the trace, the file of
+    torch.profiler's stacks the workload wrote)."""
+    if "torch" not in _traces:
+        need_root()
+        d = tempfile.mkdtemp(prefix="bpfsight-torch-stacks-")  # not a test's: kept for both
+        atexit.register(shutil.rmtree, d, True)
+        prof = os.path.join(d, "prof.json")
+        p, out = record([PY, WORK, prof], "-t", "torch", "--stacks=torch",
+                        out=os.path.join(d, "t.bst"))
+        eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+        _traces["torch"] = out, prof
+    return _traces["torch"]
 
 
 def python_frames(e):
@@ -113,10 +135,7 @@ def test_torch_stacks_name_the_lines_torch_profiler_names():
     lines where ours are the calling lines); a user scope's stack is where it began
     (record_function.__enter__), as torch's."""
     need_torch()
-    d = tmpdir()
-    prof = os.path.join(d, "prof.json")
-    p, out = record([PY, WORK, prof], "-t", "torch", "--stacks=torch")
-    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    out, prof = stacks_trace()
     L, defs = marks()
     events = dump(out)
     ops = [e for e in events if e["kind"] == "torch_op"]
@@ -150,9 +169,7 @@ def test_torch_stacks_in_every_export():
     into BPFSIGHT_CALLCHAINS."""
     need_torch()
     need_protoc()
-    p, out = record([PY, WORK, os.path.join(tmpdir(), "p.json")], "-t", "torch",
-                    "--stacks=torch")
-    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    out, _ = stacks_trace()  # test_torch_stacks_name_the_lines_torch_profiler_names' recording
     ops = [e for e in dump(out) if e["kind"] == "torch_op"]
     check(ops and all("stack" in o for o in ops), f"{len(ops)} ops, all with a stack")
     by_ts = {(o["ts"], o["name"]): o for o in ops}

@@ -7,6 +7,7 @@ import os
 import re
 import signal
 
+import pymods
 import test_unwind_stacks as unw
 from helpers import (ROOT, Recorder, Skip, check, dump, eq, info, need_root, record, run,
                      spawn, tell, tmpdir, workload)
@@ -103,7 +104,7 @@ def test_an_oom_right_after_an_attach_has_its_whole_stack():
     """Debian's torch: the job asks for 1 PiB at once once the recorder is live (-p): the OOM,
     the job's one event, names its Python line and every native frame down to _start."""
     need_root()
-    if run([DEBIAN_PY, "-c", "import torch"]).returncode:
+    if not pymods.has(DEBIAN_PY, "torch"):
         raise Skip("Debian's python3-torch is not installed (make deps)")
     job = spawn([DEBIAN_PY, MEM_ALLOC, "oom", "--wait"])
     pid = int(re.search(r'"pid": (\d+)', job.stdout.readline()).group(1))

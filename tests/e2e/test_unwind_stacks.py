@@ -14,6 +14,7 @@ import shutil
 import struct
 import subprocess
 
+import pymods
 from helpers import (BPFSIGHT, SLOWDOWN, Skip, check, dump, eq, info, need_root, record, run,
                      spawn, stats, tmpdir, wait_for, workload)
 
@@ -391,7 +392,7 @@ def test_bpfsight_stacks_equals_gdb_on_an_idle_torch_job():
     none built with frame pointers. gdb's eval-loop frames are what our Python frames stand
     for: left out of its list."""
     need_root()
-    if run(["/usr/bin/python3", "-c", "import torch"]).returncode:
+    if not pymods.has("/usr/bin/python3", "torch"):
         raise Skip("Debian's torch is not installed for /usr/bin/python3")
     p = spawn(["/usr/bin/python3", TORCH_IDLE], env=dict(os.environ, OMP_NUM_THREADS="2"))
     line = p.stdout.readline()

@@ -2,7 +2,7 @@
 """Memory of known lines for the mem family's sampled stacks, leak rule and net growth
 (tests/e2e/test_mem_lines.py); the lines end in "# NAME" markers.
 
-    mem_lines.py MODE [--go]
+    mem_lines.py MODE [--go] [--sleep SECS]
 
   sites   64 MiB kept at each of three lines, in blocks of 4 KiB (SITE4K), 64 KiB (SITE64K)
           and 4 MiB (SITE4M)
@@ -21,7 +21,8 @@
 wait for a line (or the end of stdin) before exiting, so that a recorder attached with -p
 sees the work alone and stops while what it kept is still live. The loops (leak, cnn) print
 "ready PID" after their first steps, then "step N CPU_NS" after each (the main thread's CPU
-time so far), and run until a line comes on stdin.
+time so far), and run until a line comes on stdin; --sleep SECS: sleep that long after each
+step once ready (a loop that tests attach to need not take a core while they wait).
 """
 import os
 import sys
@@ -128,11 +129,13 @@ def job(validate):
     return step
 
 
-def train(validate):
+def train(validate, pause=0):
     step = job(validate)
     stop = threading.Event()
     for n in range(1 << 62):
         step()
+        if pause and n > 3:
+            time.sleep(pause)
         if n == 3:
             if validate:
                 print("kept", sum(saved.values()), flush=True)
@@ -147,9 +150,10 @@ def train(validate):
 def main():
     args = [a for a in sys.argv[1:] if a != "--go"]
     go = "--go" in sys.argv[1:]
+    pause = float(args[args.index("--sleep") + 1]) if "--sleep" in args else 0
     mode = args[0]
     if mode in ("leak", "cnn"):
-        train(mode == "cnn")
+        train(mode == "cnn", pause)
         return
     work = {"sites": sites, "growth": growth, "lines": lambda: (sites(), growth())}[mode]
     if go:

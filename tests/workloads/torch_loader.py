@@ -2,10 +2,11 @@
 """A CPU PyTorch job as ML engineers run one: a small model trained on a DataLoader with two
 worker processes (persistent: started at the first batch, before any tracer attaches).
 
-    torch_loader.py [--seconds S]
+    torch_loader.py [--seconds S] [--sleep SECS]
 
 Prints one line once its workers exist: {"pid": P, "workers": [W1, W2]}, then trains until S
-seconds (default 120) have passed, or stdin closes.
+seconds (default 120) have passed, or stdin closes. --sleep: sleep SECS after each step (a job
+that a test only attaches to need not take a whole core while the test waits on other things).
 """
 import json
 import os
@@ -30,6 +31,7 @@ class Data(Dataset):
 def main():
     args = sys.argv[1:]
     seconds = float(args[args.index("--seconds") + 1]) if "--seconds" in args else 120
+    pause = float(args[args.index("--sleep") + 1]) if "--sleep" in args else 0
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loader = DataLoader(Data(), batch_size=32, num_workers=2, persistent_workers=True)
@@ -44,6 +46,8 @@ def main():
         torch.nn.functional.mse_loss(model(x), y).backward()
         opt.step()
         batch = next(it)
+        if pause:
+            time.sleep(pause)
         if select.select([sys.stdin], [], [], 0)[0] and not sys.stdin.read(1):
             break  # stdin closed: the test is done with it
 

@@ -57,9 +57,9 @@ stop.set()
 worker.join()
 comms = {}
 for t in os.listdir("/proc/self/task"):
-    try:  # pt_worker may end between the listing and the read
+    try:  # pt_worker may end between the listing and the open (ENOENT) or the read (ESRCH)
         with open(f"/proc/self/task/{t}/comm") as f:
             comms[t] = f.read().strip()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         pass
 print(json.dumps({"tids": tids, "steps": steps[0], "threads": comms}), flush=True)
