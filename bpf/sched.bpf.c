@@ -377,7 +377,9 @@ static __always_inline void last_slice(struct thread_sched *ts, __u32 pid, __u32
 	iv.oncpu_ns = now - ts->in_ts;
 	iv.state = BS_SCHED_DEAD;
 	iv.cpu = bpf_get_smp_processor_id();
-	ts->in_ts = 0;
+	/* Its exit may still block (and run again) before its last switch: that slice begins
+	 * now, as one written by a switch-in would have. */
+	ts->in_ts = now;
 	offcpu_write(&iv, pid, tid, 0);
 }
 
