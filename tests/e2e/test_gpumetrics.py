@@ -149,8 +149,13 @@ def test_gpumetrics_every_value_exact():
         # (on an H200 at 136 Hz, 95% of the ticks' GPM values were 0).
         gpm = [e["ts"] for e in got if "sm_active" in e["args"]]
         # (a sample's time is its energy read's, a little before its GPM read: 1 ms of slack)
-        check(3 <= len(gpm) <= 6 and all(b - a >= 199_000_000 for a, b in zip(gpm, gpm[1:])),
-              f"GPU {dev}: GPM values every 200 ms or more, in 1 s: {gpm}")
+        # As many as 200 ms apart fit in the samples' span (the 1 s recording stretches on a
+        # loaded machine: 8 over 1.6 s once), never one a tick.
+        span = got[-1]["ts"] - got[0]["ts"]
+        check(3 <= len(gpm) <= span // 199_000_000 + 1 and
+              all(b - a >= 199_000_000 for a, b in zip(gpm, gpm[1:])),
+              f"GPU {dev}: GPM values every 200 ms or more, over {span / 1e9:.2f} s of "
+              f"samples: {gpm}")
         fails = [i for i, e in enumerate(got) if "sm_clock" not in e["args"]
                  and "mem_clock" in e["args"]]
         check(fails, f"GPU {dev}: the failed SM clock reads leave samples without it")
