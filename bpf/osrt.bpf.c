@@ -235,9 +235,7 @@ int osrt_start_iter_btf(struct bpf_iter__task *ctx)
 	__u64 now, off;
 	long nr;
 
-	if (!t || !t->pid || t->on_cpu || !t->mm || (t->flags & 0x00200000) || /* PF_KTHREAD */
-	    !bs_is_target(t->tgid) || bs_is_own_helper(t->tgid) ||
-	    bpf_task_storage_get(&sys_start_task, t, NULL, 0))
+	if (!t || t->on_cpu || !t->mm || (t->flags & 0x00200000)) /* PF_KTHREAD */
 		return 0;
 	state = task_state_now(t);
 	if (!state || (state & 0xc)) /* running or runnable; stopped or traced */
@@ -246,13 +244,9 @@ int osrt_start_iter_btf(struct bpf_iter__task *ctx)
 	nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
 	if (nr < 0 || probes_own(nr)) /* not in a system call (a page fault) */
 		return 0;
-	st = bpf_task_storage_get(&sys_start_task, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st) {
-		bs_count_loss(BS_LOSS_TASK_MAP);
-		return 0;
-	}
-	if (st->ts || st->gen)
-		return 0; /* made by a sys_enter between the two lookups */
+	st = task_slot_new(&sys_start_task, t);
+	if (!st || st->ts || st->gen)
+		return 0; /* none, or made by a sys_enter between the two lookups */
 	now = bpf_ktime_get_ns();
 	off = task_off_cpu_ns(t);
 	st->gen = (__u32)t->start_time;

@@ -441,16 +441,8 @@ int sched_start_iter_btf(struct bpf_iter__task *ctx)
 	struct thread_sched *ts;
 	__u64 now, off;
 
-	if (!t || !t->pid || !bs_is_target(t->tgid) || bs_is_own_helper(t->tgid) ||
-	    bpf_task_storage_get(&thread_sched_task, t, 0, 0))
-		return 0;
-	ts = bpf_task_storage_get(&thread_sched_task, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!ts) {
-		bs_count_loss(BS_LOSS_TASK_MAP);
-		return 0;
-	}
-	if (ts->in_ts || ts->out_ts)
-		return 0; /* made by a switch between the two lookups */
+	if (!t || !(ts = task_slot_new(&thread_sched_task, t)) || ts->in_ts || ts->out_ts)
+		return 0; /* none, or made by a switch between the two lookups */
 	now = bpf_ktime_get_ns();
 	ts->switches = t->nvcsw + t->nivcsw;
 	if (t->on_cpu) {

@@ -60,4 +60,22 @@ static __always_inline __u64 task_off_cpu_ns(struct task_struct *t)
 	return now > ran ? now - ran : 0;
 }
 
+/*
+ * A slot of task storage MAP made now for T, a target's thread the recording has no slot for
+ * yet (the start iterators): NULL when T is no target, is bpfsight's own, already had one, or
+ * none could be made (counted as a loss).
+ */
+static __always_inline void *task_slot_new(void *map, struct task_struct *t)
+{
+	void *v;
+
+	if (!t->pid || !bs_is_target(t->tgid) || bs_is_own_helper(t->tgid) ||
+	    bpf_task_storage_get(map, t, 0, 0))
+		return NULL;
+	v = bpf_task_storage_get(map, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!v)
+		bs_count_loss(BS_LOSS_TASK_MAP);
+	return v;
+}
+
 #endif /* BPFSIGHT_TASK_NOW_BPF_H */

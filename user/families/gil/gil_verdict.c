@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "gil.h"
+#include "hmap.h"
 #include "human.h"
 #include "table.h"
 #include "trace_model.h"
@@ -148,16 +149,22 @@ static void claim_process(struct verdict *v, const struct table *t)
 			       ? trace_model__end(m) - trace_model__start(m)
 			       : 0;
 	int cp = table__col(t, "pid");
+	struct hmap *done = hmap__new(sizeof(__u8));
 	struct gil_proc g, best = { 0 };
 	__u32 best_pid = 0;
 	char d1[32], d2[32], d3[32], d4[32], pool[160] = "";
 	const char *name;
 
+	if (!done)
+		return;
 	for (int r = 0; r < table__nrows(t); r++) {
 		__u32 pid = (__u32)table__get_u64(t, r, cp);
+		__u8 *seen = hmap__get(done, (struct hkey){ pid, 0 }, 1);
 
-		if (pid == best_pid)
+		/* Each process once, at its first row (a service's are a thousand rows). */
+		if (!seen || *seen)
 			continue;
+		*seen = 1;
 		proc_sum(v, t, pid, window, &g);
 		if (g.n > 1 && g.life > 0 && g.wait >= GIL_BOUND_MIN_NS &&
 		    (!best_pid || g.wait / g.life > best.wait / best.life)) {
@@ -165,6 +172,7 @@ static void claim_process(struct verdict *v, const struct table *t)
 			best_pid = pid;
 		}
 	}
+	hmap__free(done);
 	if (!best_pid)
 		return;
 	if (best.short_n >= 8)
