@@ -4,20 +4,27 @@ default families): the claim a user needs first, for the job as a whole (docs/US
 
 - A Python web service bound by the GIL (http.server's ThreadingHTTPServer, a thread per
   request, 8 clients): GIL-bound, for its busiest waiter and for the process with its pool of
-  request threads, the handler named as what the holders ran."""
+  request threads, the handler named as what the holders ran.
+- A trainer bound by its DataLoader (Debian's torch, 2 workers reading and decoding samples):
+  input-bound, its wait within 10 points of the share the job measures in its `for` line,
+  that line named, its workers named as the trainer's and said beside it."""
+import json
 import os
 import re
 import subprocess
 import time
 
-from helpers import BPFSIGHT, check, eq, need_root, run, spawn, tmpdir
+from helpers import BPFSIGHT, Skip, check, eq, need_root, run, spawn, tmpdir
+from pymods import has
 from test_gil import need_pyenv
 
 # For tests/run_tests.py: about how long these tests take on CI's machine.
-SECONDS = 15
+SECONDS = 30
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVICE_PY = os.path.realpath(os.path.join(HERE, "..", "workloads", "gil_service.py"))
+INPUT_PY = os.path.realpath(os.path.join(HERE, "..", "workloads", "torch_input_bound.py"))
+DEBIAN_PY = "/usr/bin/python3"
 
 
 def verdict_lines(path):
@@ -55,3 +62,55 @@ def test_gil_bound_service_is_claimed_for_the_process():
         if client:
             client.kill()
         server.kill()
+
+
+def test_input_bound_trainer_is_claimed_at_its_loop_line():
+    need_root()
+    if not has(DEBIAN_PY, "torch"):
+        raise Skip("Debian's python3-torch is not installed (make deps)")
+    loop = next(i for i, l in enumerate(open(INPUT_PY), 1) if "# LOOP:" in l)
+    # Samples behind 3 ms of storage latency each: the workers mostly sleep, so the trainer's
+    # wait is its pipeline's, not a loaded machine's (its step takes one core: torch's threads
+    # at 1).
+    job = spawn([DEBIAN_PY, INPUT_PY, "--io-ms", "3", "--item-ms", "0.2", "--batch", "32",
+                 "--hidden", "1024"])
+    try:
+        first = json.loads(job.stdout.readline())
+        pid, workers = first["pid"], first["workers"]
+
+        def truth():
+            job.stdin.write("\n")
+            job.stdin.flush()
+            return json.loads(job.stdout.readline())
+
+        time.sleep(0.5)
+        before = truth()
+        path = os.path.join(tmpdir(), "input.bst")
+        p = run([BPFSIGHT, "record", "-p", str(pid), "-d", "4s", "-o", path], timeout=120)
+        eq(p.returncode, 0, p.stderr[-600:])
+        after = truth()
+        share = (after["wait_ns"] - before["wait_ns"]) / (after["total_ns"] - before["total_ns"])
+        head, claims = verdict_lines(path)
+        said = f"{head}\n" + "\n".join(claims) + f"\nthe job's own share: {share:.3f}"
+        m = re.match(rf"Verdict: input-bound: the trainer, MainThread \(main thread, pid {pid}\), "
+                     r"waited for its next batch (\S+ \S+) of its (\S+ \S+), at `main` "
+                     rf"\(torch_input_bound\.py:{loop}\), in \d+ waits in the DataLoader", head)
+        check(m, said)
+        got = seconds(m.group(1)) / seconds(m.group(2))
+        check(abs(got - share) <= 0.10, f"{got:.3f} against the job's {share:.3f}\n{said}")
+        check(any(re.match(r" +\d+\.\d% +its 2 DataLoader workers ran on a CPU .* blocked most at "
+                           r"`Samples\.__getitem__` \(torch_input_bound\.py:\d+\)", c)
+                  for c in claims), said)
+        rows = json.loads(run([BPFSIGHT, "stats", path, "-r", "sched_sum", "--format", "json"],
+                              check=True).stdout)["reports"]["sched_sum"]
+        names = {r["process"] for r in rows if r["pid"] in workers}
+        eq(names, {f"DataLoader worker {i} of trainer {pid}" for i in range(2)}, said)
+    finally:
+        job.stdin.close()
+        job.wait(timeout=30)
+
+
+def seconds(text):
+    """"1.56 s", "820 ms" as stats prints a duration: in seconds."""
+    value, unit = text.split()
+    return float(value) * {"s": 1, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit]

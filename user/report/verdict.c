@@ -53,16 +53,20 @@ struct verdict {
 };
 
 static const char *const kind_label[VERDICT_KINDS] = {
-	[VERDICT_TRIGGER] = "trigger",	[VERDICT_HANG] = "hang",      [VERDICT_MEMORY] = "memory",
-	[VERDICT_GPU] = "GPU",		[VERDICT_GIL] = "GIL",	      [VERDICT_LAUNCH] = "launches",
-	[VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU", [VERDICT_CPU] = "CPU",
-	[VERDICT_MFU] = "MFU",
+	[VERDICT_TRIGGER] = "trigger",	[VERDICT_HANG] = "hang",
+	[VERDICT_MEMORY] = "memory",	[VERDICT_STRAGGLER] = "straggler",
+	[VERDICT_INPUT] = "input",	[VERDICT_GPU] = "GPU",
+	[VERDICT_GIL] = "GIL",		[VERDICT_LAUNCH] = "launches",
+	[VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU",
+	[VERDICT_CPU] = "CPU",		[VERDICT_MFU] = "MFU",
 };
 static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_TRIGGER] = "dumped on",
 	[VERDICT_HANG] = "hang",
+	[VERDICT_STRAGGLER] = "straggler",
 	[VERDICT_MEMORY] = "memory at risk",
 	[VERDICT_GPU] = "GPU-bound",
+	[VERDICT_INPUT] = "input-bound",
 	[VERDICT_GIL] = "GIL-bound",
 	[VERDICT_LAUNCH] = "launch-bound",
 	[VERDICT_SYSCALL] = "blocked in system calls",

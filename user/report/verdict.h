@@ -20,11 +20,13 @@ struct table;
 struct trace_model;
 
 enum verdict_kind {
-	VERDICT_TRIGGER, /* a flight-recorder dump: the event its --trigger fired on */
-	VERDICT_HANG,	 /* a hang: ranks wait in a collective another rank never entered */
-	VERDICT_MEMORY,	 /* memory at risk: out of memory, a leak, a fragmented cache */
-	VERDICT_GPU,	 /* GPU-bound: a GPU busy most of its time */
-	VERDICT_GIL,	 /* GIL-bound: a thread waited for the GIL much of its time */
+	VERDICT_TRIGGER,   /* a flight-recorder dump: the event its --trigger fired on */
+	VERDICT_HANG,	   /* a hang: ranks wait in a collective another rank never entered */
+	VERDICT_STRAGGLER, /* ranks wait in collectives much of their time for a slower rank */
+	VERDICT_MEMORY,	   /* memory at risk: out of memory, a leak, a fragmented cache */
+	VERDICT_GPU,	   /* GPU-bound: a GPU busy most of its time */
+	VERDICT_INPUT,	   /* input-bound: a trainer waits for its next batch much of its time */
+	VERDICT_GIL,	   /* GIL-bound: a thread waited for the GIL much of its time */
 	VERDICT_LAUNCH,	 /* launch-bound: a GPU idle between short kernels, waiting for launches */
 	VERDICT_SYSCALL, /* blocked in system calls */
 	VERDICT_OFFCPU,	 /* off-CPU: blocked, or runnable without a CPU */

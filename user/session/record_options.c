@@ -281,6 +281,11 @@ static int stacks_by_default(const struct family *f)
 	return (f->flags & FAMILY_STACKS_DEFAULT) && takes_stacks(f);
 }
 
+static int stacks_by_default_targets(const struct family *f)
+{
+	return stacks_by_default(f) && (f->flags & FAMILY_STACKS_DEFAULT_TARGETS);
+}
+
 static int uses_shim(const struct family *f)
 {
 	return f->shim != NULL;
@@ -873,8 +878,11 @@ static void print_stack_families(FILE *f)
 	}
 	names_of(dflt, sizeof(dflt), ",", stacks_by_default);
 	if (used < sizeof(line))
-		snprintf(line + used, sizeof(line) - used, ". Default: %s",
-			 dflt[0] ? dflt : "none");
+		used += snprintf(line + used, sizeof(line) - used, ". Default: %s",
+				 dflt[0] ? dflt : "none");
+	names_of(dflt, sizeof(dflt), ",", stacks_by_default_targets);
+	if (dflt[0] && used < sizeof(line))
+		snprintf(line + used, sizeof(line) - used, " (%s: not with -a)", dflt);
 	fprintf(f, "%27s", "");
 	human__wrap(f, line, 80, 27, 27);
 }
@@ -954,7 +962,9 @@ int record_args__check(struct record_args *a)
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */
 		for (int i = 0; families[i]; i++)
 			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&
-			    (o->families & (1ull << i)))
+			    (o->families & (1ull << i)) &&
+			    !(o->system_wide &&
+			      (families[i]->flags & FAMILY_STACKS_DEFAULT_TARGETS)))
 				o->stack_ns[i] = families[i]->stack_default_ns;
 	for (int i = 0; families[i]; i++)
 		if (o->stack_ns[i] != RECORD_STACKS_OFF && !(o->families & (1ull << i)))

@@ -310,4 +310,5 @@ const struct family family_torch = {
 	.sqlite = &torch_sqlite,
 	.steps = torch_step_sources,
 	.name_observe = torch_roles__observe,
+	.verdict = &torch_verdict,
 };

@@ -37,6 +37,9 @@ int torch_steps__waiting(const struct torch_steps *s);
 void torch_steps__finish(struct torch_steps *s);
 void torch_steps__free(struct torch_steps *s);
 
+/* torch_input_verdict.c: a trainer waiting for its next batch (input-bound) */
+extern const struct family_verdict torch_verdict;
+
 /* torch_decode.c */
 const char *torch_scope_name(__u8 scope);
 struct trace_model;

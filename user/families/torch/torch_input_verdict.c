@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * torch's rule for stats' verdict (verdict.h): a trainer bound by its input pipeline. Its
+ * thread's off-CPU intervals that carry a stack (sched's, on by default for a job's threads)
+ * inside the DataLoader's iterator (torch/utils/data/dataloader.py) are the time it waited
+ * for its next batch, at the line of the job's own code that asked for it (its `for ... in
+ * loader`). Its workers (the processes torch_roles.c found running the worker loop) are said
+ * beside it: how much of their time they ran, and where they blocked.
+ *
+ * What it counts is a lower bound of the wait: the blocks of at least the stack threshold
+ * (1 ms) and the wake-up after each; the CPU time inside the iterator (unpickling a batch)
+ * and preemptions there carry no stack.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "frame_sum.h"
+#include "hmap.h"
+#include "human.h"
+#include "cpu_records.h"
+#include "sched_records.h"
+#include "stack_call.h"
+#include "table.h"
+#include "torch.h"
+#include "trace_model.h"
+#include "verdict.h"
+
+#define INPUT_SHARE  0.30	 /* of the trainer thread's time, waiting for batches */
+#define INPUT_MIN_NS 100000000ull /* and at least this long */
+#define LOADER_FILE  "/torch/utils/data/dataloader.py"
+
+/* Off-CPU time by (pid << 32 | tid, frame): the frame is the model's, stable while it lives. */
+struct wait_at {
+	__u64 ns, count;
+};
+
+struct input_rule {
+	struct hmap *input;   /* {thread, own frame} -> wait_at: inside the DataLoader */
+	struct hmap *blocked; /* {thread, worker site} -> wait_at: a worker's off-CPU stacks */
+	struct hmap *samples; /* {thread, worker site} -> wait_at: a worker's CPU samples */
+};
+
+static void *input_rule__new(void)
+{
+	struct input_rule *st = calloc(1, sizeof(*st));
+
+	if (st && (!(st->input = hmap__new(sizeof(struct wait_at))) ||
+		   !(st->blocked = hmap__new(sizeof(struct wait_at))) ||
+		   !(st->samples = hmap__new(sizeof(struct wait_at))))) {
+		hmap__free(st->input);
+		hmap__free(st->blocked);
+		free(st);
+		st = NULL;
+	}
+	return st;
+}
+
+static void input_rule__free(void *vst)
+{
+	struct input_rule *st = vst;
+
+	if (st) {
+		hmap__free(st->input);
+		hmap__free(st->blocked);
+		hmap__free(st->samples);
+	}
+	free(st);
+}
+
+/*
+ * In the DataLoader iterator's __next__ (3.11+ names it _BaseDataLoaderIter.__next__): not
+ * any frame of dataloader.py, since a worker's stack keeps the frames its trainer forked it
+ * from (`__iter__`, the iterator's `__init__`).
+ */
+static int in_loader(const struct trace_stack *s, const struct trace_model *m)
+{
+	size_t flen = strlen(LOADER_FILE), nlen = strlen("__next__");
+
+	for (__u16 i = 0; i < s->nframes; i++) {
+		const char *file, *func;
+		size_t n, fn;
+
+		if (s->frames[i].kind != BS_FRAME_PYTHON)
+			continue;
+		file = trace_model__string(m, s->frames[i].file_id);
+		func = trace_model__string(m, s->frames[i].func_id);
+		n = file ? strlen(file) : 0;
+		fn = func ? strlen(func) : 0;
+		if (n >= flen && !strcmp(file + n - flen, LOADER_FILE) && fn >= nlen &&
+		    !strcmp(func + fn - nlen, "__next__"))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Where a worker's stack is in the dataset's code: its innermost frame of the job's own code
+ * inside the worker loop (`__getitem__`, a decode it calls), &in_loop when the stack reaches
+ * the loop first (waiting for indices, or to hand a batch over), NULL without Python frames.
+ * The frames outside the loop are its trainer's, kept from the fork.
+ */
+static const struct bs_frame in_loop;
+
+static const struct bs_frame *worker_site(const struct trace_stack *s, const struct trace_model *m)
+{
+	for (__u16 i = 0; i < s->nframes; i++) {
+		const struct bs_frame *f = &s->frames[i];
+		const char *func;
+
+		if (f->kind != BS_FRAME_PYTHON)
+			continue;
+		func = trace_model__string(m, f->func_id);
+		if (func && !strcmp(func, "_worker_loop"))
+			return &in_loop;
+		if (f->file_id && !frame_sum__library_file(trace_model__string(m, f->file_id)))
+			return f;
+	}
+	return NULL;
+}
+
+static void add_at(struct hmap *h, __u64 thread, const struct bs_frame *f, __u64 ns)
+{
+	struct wait_at *w = hmap__get(h, (struct hkey){ thread, (__u64)(uintptr_t)f }, 1);
+
+	if (w) { /* out of memory: the claim undercounts, it never invents */
+		w->ns += ns;
+		w->count++;
+	}
+}
+
+static void input_rule__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	const struct bs_offcpu *o = (const void *)rec;
+	struct input_rule *st = vst;
+	const struct trace_stack *s;
+	const struct bs_frame *own, *via;
+	__u64 thread;
+
+	if (rec->type == BS_REC_CPU_SAMPLE && rec->size >= sizeof(struct bs_cpu_sample))
+		s = trace_model__stack(m, ((const struct bs_cpu_sample *)rec)->stack_id);
+	else if (rec->type == BS_REC_OFFCPU)
+		s = trace_model__event_stack(m, rec);
+	else
+		return;
+	if (!s)
+		return;
+	thread = (__u64)rec->pid << 32 | rec->tid;
+	if (rec->pid == rec->tid && trace_model__process_role(m, rec->pid)) {
+		if ((own = worker_site(s, m)) && rec->type == BS_REC_CPU_SAMPLE)
+			add_at(st->samples, thread, own, 1);
+		else if (own && rec->size >= sizeof(*o))
+			add_at(st->blocked, thread, own, o->dur);
+		return;
+	}
+	if (rec->type == BS_REC_OFFCPU && rec->size >= sizeof(*o) && in_loader(s, m) &&
+	    (own = frame_sum__own_site(s, m, &via)))
+		add_at(st->input, thread, own, o->dur);
+}
+
+/* One thread's waits in H: their sum, and the frame with the most of it. */
+struct thread_waits {
+	__u64 thread, ns, count, top_ns;
+	const struct bs_frame *top;
+};
+
+/* The threads of H, summed: malloc'ed array of *N (NULL when none or out of memory). */
+static struct thread_waits *by_thread(const struct hmap *h, size_t *n)
+{
+	struct thread_waits *t = calloc(hmap__count(h) + 1, sizeof(*t));
+	const struct wait_at *w;
+	struct hkey k;
+	size_t it = 0, i;
+
+	*n = 0;
+	while (t && (w = hmap__next(h, &it, &k))) {
+		for (i = 0; i < *n && t[i].thread != k.a; i++)
+			;
+		if (i == *n)
+			t[(*n)++].thread = k.a;
+		t[i].ns += w->ns;
+		t[i].count += w->count;
+		if (w->ns > t[i].top_ns) {
+			t[i].top_ns = w->ns;
+			t[i].top = (const void *)(uintptr_t)k.b;
+		}
+	}
+	return t;
+}
+
+static const char *frame_text(const struct bs_frame *f, const struct trace_model *m, char *buf,
+			      size_t len)
+{
+	const char *func, *file;
+
+	if (f == &in_loop) {
+		snprintf(buf, len, "torch's worker loop (waiting for indices, or to hand a batch over)");
+		return buf;
+	}
+	func = trace_model__string(m, f->func_id);
+	file = trace_model__string(m, f->file_id);
+	if (file && strrchr(file, '/'))
+		file = strrchr(file, '/') + 1;
+	if (f->kind == BS_FRAME_PYTHON)
+		snprintf(buf, len, "`%s` (%s:%u)", func ? func : "?", file ? file : "?", f->line);
+	else
+		snprintf(buf, len, "`%s`", func ? func : "?");
+	return buf;
+}
+
+/* A worker of TRAINER: a process of its DataLoader pool (torch_roles.c). */
+static int worker_of(const struct trace_model *m, __u32 pid, __u32 trainer)
+{
+	return trace_model__ppid(m, pid) == trainer && trace_model__process_role(m, pid);
+}
+
+/*
+ * Of H's entries for TRAINER's workers: the function with the most (its lines summed), as its
+ * busiest line's frame, *TOP of *ALL; NULL if none.
+ */
+static const struct bs_frame *top_site(const struct hmap *h, const struct trace_model *m,
+				       __u32 trainer, __u64 *top, __u64 *all)
+{
+	struct site_sum {
+		__u64 func;		    /* func_id << 32 | file_id; the loop's own: 0 */
+		const struct bs_frame *f; /* its line with the most */
+		__u64 n, fn;
+	} *sums = calloc(hmap__count(h) + 1, sizeof(*sums));
+	const struct bs_frame *best = NULL, *f;
+	const struct wait_at *w;
+	size_t it = 0, n = 0, i;
+	struct hkey k;
+	__u64 func;
+
+	*top = *all = 0;
+	while (sums && (w = hmap__next(h, &it, &k))) {
+		if (!worker_of(m, (__u32)(k.a >> 32), trainer))
+			continue;
+		f = (const void *)(uintptr_t)k.b;
+		func = f == &in_loop ? 0 : (__u64)f->func_id << 32 | f->file_id;
+		for (i = 0; i < n && sums[i].func != func; i++)
+			;
+		if (i == n)
+			sums[n++].func = func;
+		sums[i].n += w->ns;
+		if (w->ns > sums[i].fn) {
+			sums[i].fn = w->ns;
+			sums[i].f = f;
+		}
+		*all += w->ns;
+	}
+	for (i = 0; i < n; i++)
+		if (sums[i].n > *top) {
+			*top = sums[i].n;
+			best = sums[i].f;
+		}
+	free(sums);
+	return best;
+}
+
+/* The trainer's workers: their main threads' time on and off a CPU (sched_sum; their feeder
+ * threads idle by design), their top line on a CPU (with -t cpu) and where they blocked. */
+static void say_workers(struct input_rule *st, struct verdict *v, __u32 trainer)
+{
+	const struct trace_model *m = verdict__model(v);
+	const struct table *t = verdict__table(v, "sched_sum");
+	const struct bs_frame *ran, *blocked_at;
+	__u64 on = 0, off = 0, top, all, btop, ball;
+	int pid_c, tid_c, on_c, off_c, workers = 0;
+	char cpu[256] = "", where[256] = "", d1[32], d2[32], f1[160];
+
+	if (!t)
+		return;
+	pid_c = table__col(t, "pid");
+	tid_c = table__col(t, "tid");
+	on_c = table__col(t, "oncpu_ns");
+	off_c = table__col(t, "offcpu_ns");
+	for (int r = 0; r < table__nrows(t); r++) {
+		__u32 pid = (__u32)table__get_u64(t, r, pid_c);
+
+		if (pid != (__u32)table__get_u64(t, r, tid_c) || !worker_of(m, pid, trainer))
+			continue;
+		on += table__get_u64(t, r, on_c);
+		off += table__get_u64(t, r, off_c);
+		workers++;
+	}
+	if (!workers || !(on + off))
+		return;
+	if ((ran = top_site(st->samples, m, trainer, &top, &all)))
+		snprintf(cpu, sizeof(cpu), "; on a CPU, %.0f%% of their samples at %s", 100.0 * top / all,
+			 frame_text(ran, m, f1, sizeof(f1)));
+	else
+		snprintf(cpu, sizeof(cpu), " (their lines on a CPU: record -t cpu too)");
+	if ((blocked_at = top_site(st->blocked, m, trainer, &btop, &ball)))
+		snprintf(where, sizeof(where), "; blocked most at %s, %s",
+			 frame_text(blocked_at, m, f1, sizeof(f1)),
+			 human__ns((double)btop, d1, sizeof(d1)));
+	verdict__detail(v, (double)on / (on + off), "sched_sum",
+			"its %d DataLoader workers ran on a CPU %s of their %s%s%s%s", workers,
+			human__ns((double)on, d1, sizeof(d1)), human__ns((double)(on + off), d2, sizeof(d2)),
+			cpu, where,
+			(double)on / (on + off) >= 0.5 ? ": busy, more workers (num_workers) or less work "
+							 "per sample would feed it faster"
+						       : "");
+}
+
+static void input_rule__claims(void *vst, struct verdict *v)
+{
+	struct input_rule *st = vst;
+	const struct trace_model *m = verdict__model(v);
+	size_t n = 0;
+	struct thread_waits *t = by_thread(st->input, &n);
+	for (size_t i = 0; t && i < n; i++) {
+		__u32 pid = (__u32)(t[i].thread >> 32), tid = (__u32)t[i].thread;
+		__u64 life = verdict__life(v, pid, tid);
+		double share = life ? (double)t[i].ns / life : 0;
+		char who[128], at[192], d1[32], d2[32];
+
+		if (!life || share < 0.05)
+			continue;
+		verdict__thread_in(m, pid, tid, who, sizeof(who));
+		verdict__claim(v, VERDICT_INPUT, share >= INPUT_SHARE && t[i].ns >= INPUT_MIN_NS, share,
+			       "offcpu_stacks",
+			       "the trainer, %s, waited for its next batch %s of its %s, at %s, in %llu "
+			       "waits in the DataLoader",
+			       who, human__ns((double)t[i].ns, d1, sizeof(d1)),
+			       human__ns((double)life, d2, sizeof(d2)),
+			       t[i].top ? frame_text(t[i].top, m, at, sizeof(at)) : "its loop",
+			       (unsigned long long)t[i].count);
+		say_workers(st, v, pid);
+	}
+	free(t);
+}
+
+const struct family_verdict torch_verdict = {
+	.new = input_rule__new,
+	.add = input_rule__add,
+	.claims = input_rule__claims,
+	.free = input_rule__free,
+};
