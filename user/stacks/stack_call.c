@@ -43,8 +43,10 @@ const char *stack_call__in(const struct trace_stack *st, const struct trace_mode
 		if (f->kind != BS_FRAME_PYTHON)
 			continue;
 		file = stack_frame__file(f, m);
-		if (strstr(file, "/torch/distributed/") && f->func_id &&
-		    (name = trace_model__string(m, f->func_id))) {
+		/* torch 2's collectives are wrapped by c10d_logger.py's `wrapper`: the call is the
+		 * frame inside it */
+		if (strstr(file, "/torch/distributed/") && !strstr(file, "/c10d_logger.py") &&
+		    f->func_id && (name = trace_model__string(m, f->func_id))) {
 			snprintf(buf, len, "torch.distributed's %s", name);
 			return buf;
 		}

@@ -26,7 +26,7 @@
 #include "trace_model.h"
 #include "verdict.h"
 
-#define INPUT_SHARE  0.30	 /* of the trainer thread's time, waiting for batches */
+#define INPUT_SHARE  0.30	  /* of the trainer thread's time, waiting for batches */
 #define INPUT_MIN_NS 100000000ull /* and at least this long */
 #define LOADER_FILE  "/torch/utils/data/dataloader.py"
 
@@ -194,7 +194,8 @@ static const char *frame_text(const struct bs_frame *f, const struct trace_model
 	const char *func, *file;
 
 	if (f == &in_loop) {
-		snprintf(buf, len, "torch's worker loop (waiting for indices, or to hand a batch over)");
+		snprintf(buf, len,
+			 "torch's worker loop (waiting for indices, or to hand a batch over)");
 		return buf;
 	}
 	func = trace_model__string(m, f->func_id);
@@ -222,7 +223,7 @@ static const struct bs_frame *top_site(const struct hmap *h, const struct trace_
 				       __u32 trainer, __u64 *top, __u64 *all)
 {
 	struct site_sum {
-		__u64 func;		    /* func_id << 32 | file_id; the loop's own: 0 */
+		__u64 func;		  /* func_id << 32 | file_id; the loop's own: 0 */
 		const struct bs_frame *f; /* its line with the most */
 		__u64 n, fn;
 	} *sums = calloc(hmap__count(h) + 1, sizeof(*sums));
@@ -287,8 +288,8 @@ static void say_workers(struct input_rule *st, struct verdict *v, __u32 trainer)
 	if (!workers || !(on + off))
 		return;
 	if ((ran = top_site(st->samples, m, trainer, &top, &all)))
-		snprintf(cpu, sizeof(cpu), "; on a CPU, %.0f%% of their samples at %s", 100.0 * top / all,
-			 frame_text(ran, m, f1, sizeof(f1)));
+		snprintf(cpu, sizeof(cpu), "; on a CPU, %.0f%% of their samples at %s",
+			 100.0 * top / all, frame_text(ran, m, f1, sizeof(f1)));
 	else
 		snprintf(cpu, sizeof(cpu), " (their lines on a CPU: record -t cpu too)");
 	if ((blocked_at = top_site(st->blocked, m, trainer, &btop, &ball)))
@@ -297,11 +298,12 @@ static void say_workers(struct input_rule *st, struct verdict *v, __u32 trainer)
 			 human__ns((double)btop, d1, sizeof(d1)));
 	verdict__detail(v, (double)on / (on + off), "sched_sum",
 			"its %d DataLoader workers ran on a CPU %s of their %s%s%s%s", workers,
-			human__ns((double)on, d1, sizeof(d1)), human__ns((double)(on + off), d2, sizeof(d2)),
-			cpu, where,
-			(double)on / (on + off) >= 0.5 ? ": busy, more workers (num_workers) or less work "
-							 "per sample would feed it faster"
-						       : "");
+			human__ns((double)on, d1, sizeof(d1)),
+			human__ns((double)(on + off), d2, sizeof(d2)), cpu, where,
+			(double)on / (on + off) >= 0.5
+				? ": busy, more workers (num_workers) or less work "
+				  "per sample would feed it faster"
+				: "");
 }
 
 static void input_rule__claims(void *vst, struct verdict *v)
@@ -319,14 +321,15 @@ static void input_rule__claims(void *vst, struct verdict *v)
 		if (!life || share < 0.05)
 			continue;
 		verdict__thread_in(m, pid, tid, who, sizeof(who));
-		verdict__claim(v, VERDICT_INPUT, share >= INPUT_SHARE && t[i].ns >= INPUT_MIN_NS, share,
-			       "offcpu_stacks",
-			       "the trainer, %s, waited for its next batch %s of its %s, at %s, in %llu "
-			       "waits in the DataLoader",
-			       who, human__ns((double)t[i].ns, d1, sizeof(d1)),
-			       human__ns((double)life, d2, sizeof(d2)),
-			       t[i].top ? frame_text(t[i].top, m, at, sizeof(at)) : "its loop",
-			       (unsigned long long)t[i].count);
+		verdict__claim(
+			v, VERDICT_INPUT, share >= INPUT_SHARE && t[i].ns >= INPUT_MIN_NS, share,
+			"offcpu_stacks",
+			"the trainer, %s, waited for its next batch %s of its %s, at %s, in %llu "
+			"waits in the DataLoader",
+			who, human__ns((double)t[i].ns, d1, sizeof(d1)),
+			human__ns((double)life, d2, sizeof(d2)),
+			t[i].top ? frame_text(t[i].top, m, at, sizeof(at)) : "its loop",
+			(unsigned long long)t[i].count);
 		say_workers(st, v, pid);
 	}
 	free(t);
