@@ -54,7 +54,7 @@ struct verdict {
 
 static const char *const kind_label[VERDICT_KINDS] = {
 	[VERDICT_TRIGGER] = "trigger",	[VERDICT_HANG] = "hang",
-	[VERDICT_MEMORY] = "memory",	[VERDICT_STRAGGLER] = "straggler",
+	[VERDICT_MEMORY] = "memory",	[VERDICT_STRAGGLER] = "ranks",
 	[VERDICT_INPUT] = "input",	[VERDICT_GPU] = "GPU",
 	[VERDICT_GIL] = "GIL",		[VERDICT_LAUNCH] = "launches",
 	[VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU",

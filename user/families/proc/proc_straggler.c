@@ -24,11 +24,11 @@
 #include "trace_model.h"
 #include "trace_snaps.h"
 
-#define WAIT_SHARE    0.20	    /* the waiting ranks: in collectives this much of their life */
-#define STRAGGLE_GAP  0.15	    /* and this much more than the straggler */
-#define WAIT_MIN_NS   100000000ull /* each, at least */
-#define MAX_RANKS     64
-#define CALL_LEN      64
+#define WAIT_SHARE   0.20	  /* the waiting ranks: in collectives this much of their life */
+#define STRAGGLE_GAP 0.15	  /* and this much more than the straggler */
+#define WAIT_MIN_NS  100000000ull /* each, at least */
+#define MAX_RANKS    64
+#define CALL_LEN     64
 
 /* A stack's collective, once per stack: stack_call__in walks every family's API table. */
 struct stack_call {
@@ -45,8 +45,8 @@ struct main_waits {
 };
 
 struct straggler_rule {
-	struct hmap *calls;   /* {stack pointer, 0} -> stack_call */
-	struct hmap *mains;   /* {pid, 0} -> main_waits */
+	struct hmap *calls;	/* {stack pointer, 0} -> stack_call */
+	struct hmap *mains;	/* {pid, 0} -> main_waits */
 	struct hmap *elsewhere; /* {pid, own frame} -> __u64 ns: off-CPU outside collectives */
 };
 
@@ -83,7 +83,8 @@ static const struct stack_call *classify(struct straggler_rule *st, const struct
 	if (c && !c->known) {
 		c->known = 1;
 		c->collective = stack_call__in(s, m, c->call, sizeof(c->call)) &&
-				(!strncmp(c->call, "nccl", 4) || !strncmp(c->call, "torch.distributed", 17));
+				(!strncmp(c->call, "nccl", 4) ||
+				 !strncmp(c->call, "torch.distributed", 17));
 	}
 	return c;
 }
@@ -145,7 +146,8 @@ static size_t ranks(struct straggler_rule *st, struct verdict *v, struct rank_wa
 
 	/* the edges', else a trigger's snapshot (a flight recorder's dump has no edges) */
 	for (;;) {
-		p = edges[e] ? trace_snaps__next_proc_at(s, edges[e], &i) : trace_snaps__next_proc(s, &i);
+		p = edges[e] ? trace_snaps__next_proc_at(s, edges[e], &i)
+			     : trace_snaps__next_proc(s, &i);
 		if (!p && edges[e++]) {
 			i = 0;
 			continue;
@@ -193,12 +195,13 @@ static const char *instead(struct straggler_rule *st, struct verdict *v, const s
 			top = (const void *)(uintptr_t)k.b;
 		}
 	if (top && top_ns >= r->life / 4) {
-		stack_call__where(&(struct trace_stack){ .nframes = 1, .frames = top },
-				  m, at, sizeof(at));
+		stack_call__where(&(struct trace_stack){ .nframes = 1, .frames = top }, m, at,
+				  sizeof(at));
 		snprintf(buf, len, "it was blocked %s (%.0f%% of its time) at %s",
 			 human__ns((double)top_ns, d, sizeof(d)), 100.0 * top_ns / r->life, at);
 	} else {
-		snprintf(buf, len, "it was on a CPU or blocked outside collectives %.0f%% of its time",
+		snprintf(buf, len,
+			 "it was on a CPU or blocked outside collectives %.0f%% of its time",
 			 100.0 * (1 - share(r)));
 	}
 	return buf;
@@ -224,8 +227,9 @@ void proc_straggler__claims(void *vst, struct verdict *v)
 			continue;
 		used += snprintf(list + used, used < sizeof(list) ? sizeof(list) - used : 0, "%s%d",
 				 waiting ? ", " : "", r[i].rank);
-		sused += snprintf(shares + sused, sused < sizeof(shares) ? sizeof(shares) - sused : 0,
-				  "%s%.0f%%", waiting ? ", " : "", 100 * share(&r[i]));
+		sused += snprintf(shares + sused,
+				  sused < sizeof(shares) ? sizeof(shares) - sused : 0, "%s%.0f%%",
+				  waiting ? ", " : "", 100 * share(&r[i]));
 		sum += share(&r[i]);
 		if (!waiting++)
 			at = i;
@@ -239,8 +243,8 @@ void proc_straggler__claims(void *vst, struct verdict *v)
 	verdict__claim(v, VERDICT_STRAGGLER, 1, sum / waiting, "offcpu_stacks",
 		       "rank %d (pid %u): rank%s %s waited for it in %s %s of their time%s%s; "
 		       "rank %d waited %.0f%%",
-		       r[slow].rank, r[slow].pid, waiting > 1 ? "s" : "", list, r[at].w->call, shares,
-		       where[0] ? " at " : "", where, r[slow].rank, 100 * share(&r[slow]));
+		       r[slow].rank, r[slow].pid, waiting > 1 ? "s" : "", list, r[at].w->call,
+		       shares, where[0] ? " at " : "", where, r[slow].rank, 100 * share(&r[slow]));
 	verdict__detail(v, -1, "offcpu_stacks", "rank %d: %s", r[slow].rank,
 			instead(st, v, &r[slow], what, sizeof(what)));
 }

@@ -84,8 +84,12 @@ static void claim_offcpu(struct verdict *v, const struct sched_cols *c, int r)
 		return;
 	verdict__thread(v, (__u32)get(c, r, c->pid), (__u32)get(c, r, c->tid), who, sizeof(who));
 	share = (double)blocked / life;
+	/* a thread other than the main one blocked most of its life waits for work: a pool's,
+	 * a library's progress thread; said, never the headline */
 	if (share >= 0.05)
-		verdict__claim(v, VERDICT_OFFCPU, share >= BLOCKED_SHARE && blocked >= SCHED_MIN_NS,
+		verdict__claim(v, VERDICT_OFFCPU,
+			       share >= BLOCKED_SHARE && blocked >= SCHED_MIN_NS &&
+				       get(c, r, c->pid) == get(c, r, c->tid),
 			       share, where && table__nrows(where) ? "offcpu_stacks" : "sched_sum",
 			       "%s was blocked (asleep, off its CPU) %s of its %s", who,
 			       human__ns((double)blocked, d1, sizeof(d1)),
