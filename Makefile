@@ -221,6 +221,8 @@ $(OUT)/tests/cpu_split $(OUT)/tests/syscall_callers $(OUT)/tests/stacks_native: 
 
 # Unwind tables' workload is built as the libraries without frame pointers are.
 $(OUT)/tests/unwind_qsort: WL_EXTRA := -O2 -fomit-frame-pointer
+# Its _PyRuntime exported, as an interpreter's is (bpfsight reads the dynamic symbols).
+$(OUT)/tests/python3.11_unknown: WL_EXTRA := -rdynamic
 $(OUT)/tests/lib/libunwind_dl.so: tests/workloads/lib/unwind_dl.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)

@@ -541,3 +541,31 @@ def test_gil_torch_training_loop_attached_with_p():
           f"the pipeline makes the trainer wait: {by}")
     check(by.get(("loader", "trainer"), 0) > 0 or by.get(("augment", "trainer"), 0) > 0,
           f"the trainer makes the pipeline wait: {by}")
+
+
+def test_gil_not_found_says_why_and_exits_nonzero_when_asked_alone():
+    """An interpreter whose GIL cannot be found (a build whose _PyRuntime is no layout known):
+    said on stderr with how often it was read, in gil_procs; `-t gil` alone exits 1 (its file
+    kept); with the default families the recording goes on, exit 0, the note said."""
+    need_root()
+    job = helpers.spawn([helpers.workload("python3.11_unknown")])
+    try:
+        pid = int(job.stdout.readline().split()[1])
+        out = os.path.join(helpers.tmpdir(), "gil_unknown.bst")
+        p = run([BPFSIGHT, "record", "-p", str(pid), "-t", "gil", "-d", "1s", "-o", out],
+                timeout=60)
+        eq(p.returncode, 1, p.stderr[-800:])
+        check(re.search(rf"-t gil: no traced Python's GIL could be measured \(1 interpreter; pid "
+                        rf"{pid}: unknown _PyRuntime layout \(the GIL was not found\) \(read 5 "
+                        r"times, 10 ms apart\)\)", p.stderr), p.stderr[-800:])
+        rows = json.loads(run([BPFSIGHT, "stats", out, "-r", "gil_procs", "--format", "json"],
+                              check=True).stdout)["reports"]["gil_procs"]
+        check(any(r["pid"] == pid and "the GIL was not found" in json.dumps(r) for r in rows),
+              rows)
+        p = run([BPFSIGHT, "record", "-p", str(pid), "-d", "1s", "-o", out, "--force"],
+                timeout=60)
+        eq(p.returncode, 0, p.stderr[-800:])
+        check("the GIL was not found" in p.stderr and "could be measured" not in p.stderr,
+              p.stderr[-800:])
+    finally:
+        job.kill()

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "elf_syms.h"
 #include "gil_python.h"
@@ -516,6 +517,19 @@ static void inspect_layout(pid_t pid, const struct mem *m, struct gil_py *py,
 	set_status(py, GIL_PY_READY, py->holder_known ? "" : "holder threads unknown");
 }
 
+/*
+ * The GIL's fields are read from a running interpreter, which may change them between two
+ * reads (a hand-off mid-look): a look that found them wrong is read again before giving up.
+ */
+#define LOOK_TRIES    5
+#define LOOK_RETRY_NS 10000000
+
+static int misread(const struct gil_py *py)
+{
+	return py->status == GIL_PY_UNSUPPORTED &&
+	       (strstr(py->note, "the GIL was not found") || strstr(py->note, "do not look right"));
+}
+
 int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, struct gil_py *py)
 {
 	struct mem m;
@@ -529,7 +543,12 @@ int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, s
 	if (m.fd < 0)
 		return -errno;
 	if (!mem_read(&m, py->runtime, cookie, sizeof(cookie)) && !memcmp(cookie, "xdebugpy", 8)) {
-		inspect_debug_offsets(pid, &m, py);
+		for (int i = 0; i < LOOK_TRIES; i++) {
+			inspect_debug_offsets(pid, &m, py);
+			if (!misread(py))
+				break;
+			nanosleep(&(struct timespec){ .tv_nsec = LOOK_RETRY_NS }, NULL);
+		}
 		goto out;
 	}
 	if (pf->pyver_vaddr)
@@ -551,7 +570,15 @@ int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, s
 	else if (minor >= 13)
 		set_status(py, GIL_PY_UNSUPPORTED, "CPython 3.13+ without _Py_DebugOffsets");
 	else
-		inspect_layout(pid, &m, py, pf);
+		for (int i = 0; i < LOOK_TRIES; i++) {
+			inspect_layout(pid, &m, py, pf);
+			if (!misread(py))
+				break;
+			nanosleep(&(struct timespec){ .tv_nsec = LOOK_RETRY_NS }, NULL);
+		}
+	if (misread(py)) /* after every try: say how often it was read */
+		snprintf(py->note + strlen(py->note), sizeof(py->note) - strlen(py->note),
+			 " (read %d times, %d ms apart)", LOOK_TRIES, LOOK_RETRY_NS / 1000000);
 out:
 	close(m.fd);
 	return 0;

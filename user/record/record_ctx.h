@@ -153,6 +153,9 @@ struct record_ctx {
 	int capture_done;	   /* the capturing family has all it wanted: the recording ends */
 	/* ... or it said why no range can ever open: the recording ends, failed */
 	int capture_failed;
+	/* the only family -t asked measured nothing (it said why at its detach): the file is
+	 * kept, the recording exits 1 */
+	int nothing_measured;
 	struct ring_pump *pump; /* the ring's records (ring_pump.h), once the recording is live */
 	/*
 	 * Reading the ring: a read takes at most a batch, so the recorder looks at its clock

@@ -706,6 +706,8 @@ static enum record_outcome finish(struct recording *r)
 	recording__say_written(r, nrec, how);
 	r->wrote = 1;
 	snprintf(r->verdict_path, sizeof(r->verdict_path), "%s", recording__out_path(r));
+	if (ctx->nothing_measured)
+		return RECORD_NOTHING_MEASURED;
 	return ctx->gate ? recording__say_captured(r) : RECORD_WHOLE;
 }
 

@@ -49,11 +49,12 @@
 #include "record_ctx.h"
 
 enum record_outcome {
-	RECORD_WHOLE,		/* everything recorded went where it was to go */
-	RECORD_START_FAILED,	/* nothing was recorded: start-up failed (said) */
-	RECORD_WRITE_FAILED,	/* a write or the close failed: records dropped (said, counted) */
-	RECORD_DUMP_FAILED,	/* --flight-recorder: a dump could not be written (said) */
-	RECORD_NOTHING_CAPTURED /* --capture-range: no range ever opened (said) */
+	RECORD_WHOLE,		 /* everything recorded went where it was to go */
+	RECORD_START_FAILED,	 /* nothing was recorded: start-up failed (said) */
+	RECORD_WRITE_FAILED,	 /* a write or the close failed: records dropped (said, counted) */
+	RECORD_DUMP_FAILED,	 /* --flight-recorder: a dump could not be written (said) */
+	RECORD_NOTHING_CAPTURED, /* --capture-range: no range ever opened (said) */
+	RECORD_NOTHING_MEASURED	 /* the only family asked measured nothing (said) */
 };
 
 /* The exit status of OUTCOME; CMD_STATUS is a launched CMD's (-1: none was launched). */

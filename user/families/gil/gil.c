@@ -30,8 +30,10 @@
 #include <bpf/libbpf.h>
 #include "array.h"
 #include "kernel_features.h"
+#include "msg.h"
 #include "family_attach.h"
 #include "gil_state.h"
+#include "msg.h"
 #include "hmap.h"
 
 void gil_proc_unconfigure(struct gil_state *st, struct gil_proc *p)
@@ -440,6 +442,20 @@ static int gil_poll(struct record_ctx *ctx, void *state)
 	return 0;
 }
 
+/* -t named gil and nothing else (proc is always recorded). */
+static int only_family_asked(const struct record_ctx *ctx)
+{
+	const struct record_opts *o = ctx->opts;
+
+	if (!o->families_explicit)
+		return 0;
+	for (int i = 0; families[i]; i++)
+		if ((o->families & (1ull << i)) && families[i] != &family_gil &&
+		    !(families[i]->flags & FAMILY_ALWAYS))
+			return 0;
+	return 1;
+}
+
 static void gil_detach(struct record_ctx *ctx, void *state)
 {
 	struct gil_state *st = state;
@@ -456,6 +472,13 @@ static void gil_detach(struct record_ctx *ctx, void *state)
 			uprobe_links__detach(&f->links[i]);
 	flush_agg(st, ctx);
 	flush_blame(st, ctx, 0);
+	if (!st->measured && st->unmeasured && only_family_asked(ctx)) {
+		pr_err("-t gil: no traced Python's GIL could be measured (%u interpreter%s; %s): "
+		       "gil_sum is empty; `bpfsight stats -r gil_procs` says how each was looked "
+		       "at\n",
+		       st->unmeasured, st->unmeasured > 1 ? "s" : "", st->unmeasured_note);
+		ctx->nothing_measured = 1;
+	}
 	gil_state_free(st);
 }
 

@@ -104,6 +104,7 @@ static void configure(struct gil_state *st, struct record_ctx *ctx, struct gil_p
 		write_proc(ctx, p, py, BS_GIL_METHOD_NONE, flags, map_full);
 		return;
 	}
+	st->measured++;
 	if (py->holder_known)
 		flags |= BS_GIL_PROC_HOLDER;
 	else
@@ -178,6 +179,11 @@ void gil_proc_check(struct gil_state *st, struct record_ctx *ctx, pid_t pid)
 	if (py->free_threaded)
 		flags |= BS_GIL_PROC_FREE_THREADED;
 	if (py->status != GIL_PY_READY) {
+		if (!p->configured && py->status != GIL_PY_NO_GIL) {
+			st->unmeasured++;
+			snprintf(st->unmeasured_note, sizeof(st->unmeasured_note), "pid %d: %.200s",
+				 pid, py->note);
+		}
 		gil_proc_unconfigure(st, p);
 		write_proc(ctx, p, py,
 			   py->status == GIL_PY_NO_GIL ? BS_GIL_METHOD_NO_GIL : BS_GIL_METHOD_NONE,

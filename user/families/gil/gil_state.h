@@ -83,6 +83,10 @@ struct gil_state {
 	struct gil_py py;     /* scratch: big */
 	struct gil_look look; /* scratch: big */
 	int full;
+	/* processes configured (measured), and pythons whose GIL could not be: the end says
+	 * when -t gil alone measured nothing */
+	__u32 measured, unmeasured;
+	char unmeasured_note[256];
 	int starting; /* recording starts: nothing is being drained yet, attach everything now */
 };
 
