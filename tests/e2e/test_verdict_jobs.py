@@ -168,6 +168,15 @@ def test_straggler_rank_is_named_with_the_others_wait():
         check(int(m.group(4)) / 100 < min(got) - 0.15, said)
         check(any(re.search(r"rank 1: it was blocked .* at `compute` \(gloo_straggler\.py:\d+\)", c)
                   for c in claims), said)
+        rows = json.loads(run([BPFSIGHT, "stats", path, "-r", "rank_waits", "--format", "json"],
+                              check=True).stdout)["reports"]["rank_waits"]
+        eq([(r["rank"], r["pid"]) for r in rows], list(enumerate(pids)), said)
+        for r in rows:
+            if r["rank"] != 1:
+                check(abs(r["wait_pct"] / 100 - share[r["rank"]]) <= 0.10, f"{r}\n{said}")
+                eq((r["collective"], r["at"]),
+                   ("torch.distributed's all_reduce", f"`main` (gloo_straggler.py:{reduce_line})"),
+                   said)
         # gloo's progress threads wait for work in epoll_wait by design: said, never a claim
         idle = [c for c in claims if re.search(r"\(tid \d+, pid \d+\) was in system calls .*"
                                                r"epoll_wait", c)]

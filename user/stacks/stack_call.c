@@ -58,8 +58,6 @@ const char *stack_call__where(const struct trace_stack *st, const struct trace_m
 			      size_t len)
 {
 	const struct bs_frame *f = NULL, *any = NULL;
-	char fbuf[256];
-	const char *file;
 
 	for (__u16 i = 0; st && i < st->nframes && !f; i++) {
 		if (st->frames[i].kind != BS_FRAME_PYTHON)
@@ -78,7 +76,15 @@ const char *stack_call__where(const struct trace_stack *st, const struct trace_m
 		snprintf(buf, len, "code whose stack was not read");
 		return buf;
 	}
-	file = human__base(stack_frame__file(f, m));
+	return stack_call__frame(f, m, buf, len);
+}
+
+const char *stack_call__frame(const struct bs_frame *f, const struct trace_model *m, char *buf,
+			      size_t len)
+{
+	const char *file = human__base(stack_frame__file(f, m));
+	char fbuf[256];
+
 	if (f->kind == BS_FRAME_PYTHON)
 		snprintf(buf, len, "`%s` (%s:%u)", stack_frame__func(f, m, fbuf, sizeof(fbuf)),
 			 file, f->line);

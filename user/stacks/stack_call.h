@@ -27,6 +27,10 @@ const char *stack_call__in(const struct trace_stack *st, const struct trace_mode
  */
 const char *stack_call__where(const struct trace_stack *st, const struct trace_model *m, char *buf,
 			      size_t len);
+/* One frame as stack_call__where names it: "`load_batch` (hang_rank.py:43)", "`read` (libc.so.6)". */
+struct bs_frame;
+const char *stack_call__frame(const struct bs_frame *f, const struct trace_model *m, char *buf,
+			      size_t len);
 /* A Python source file of the interpreter's library or of an installed package. */
 int stack_call__library_file(const char *file);
 

@@ -50,11 +50,7 @@ int proc_edges__thread(struct proc_edges *e, const struct trace_model *m, __u32 
 extern const struct report open_at_edges_report;
 extern const struct family_verdict proc_verdict;
 
-/* proc_straggler.c: the straggler rule's state and hooks (struct family_verdict's), which
- * proc_verdict runs beside the edges' rules. */
-void *proc_straggler__new(void);
-void proc_straggler__add(void *st, const struct bs_hdr *rec, const struct trace_model *m);
-void proc_straggler__claims(void *st, struct verdict *v);
-void proc_straggler__free(void *st);
+/* proc_straggler.c: the straggler rule (rank_waits.h's state), run beside the edges' rules. */
+void proc_straggler__claims(struct verdict *v);
 
 #endif /* BPFSIGHT_PROC_EDGES_H */

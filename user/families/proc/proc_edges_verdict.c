@@ -210,14 +210,13 @@ static void blocked_mains(struct proc_edges *e, const struct trace_model *m, str
 	}
 }
 
-static void edges_claims(void *straggler, struct verdict *v)
+static void edges_claims(void *unused, struct verdict *v)
 {
 	struct proc_edges *e = verdict__state(v, "open_at_edges");
 	const struct trace_model *m = verdict__model(v);
 	__u64 w0, w1;
 
-	if (straggler)
-		proc_straggler__claims(straggler, v);
+	proc_straggler__claims(v);
 	if (!e)
 		return;
 	/*
@@ -234,8 +233,5 @@ static void edges_claims(void *straggler, struct verdict *v)
 }
 
 const struct family_verdict proc_verdict = {
-	.new = proc_straggler__new,
-	.add = proc_straggler__add,
 	.claims = edges_claims,
-	.free = proc_straggler__free,
 };

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "proc.h"
+#include "rank_waits.h"
 #include "proc_edges.h"
 
 static int decode_process(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
@@ -167,4 +168,5 @@ const struct rec_decoder proc_decoders[] = {
 
 extern const struct report ranks_report; /* ranks_report.c */
 
-const struct report *const proc_reports[] = { &ranks_report, &open_at_edges_report, NULL };
+const struct report *const proc_reports[] = { &ranks_report, &open_at_edges_report,
+					      &rank_waits_report, NULL };

@@ -191,21 +191,9 @@ static struct thread_waits *by_thread(const struct hmap *h, size_t *n)
 static const char *frame_text(const struct bs_frame *f, const struct trace_model *m, char *buf,
 			      size_t len)
 {
-	const char *func, *file;
-
-	if (f == &in_loop) {
-		snprintf(buf, len,
-			 "torch's worker loop (waiting for indices, or to hand a batch over)");
-		return buf;
-	}
-	func = trace_model__string(m, f->func_id);
-	file = trace_model__string(m, f->file_id);
-	if (file && strrchr(file, '/'))
-		file = strrchr(file, '/') + 1;
-	if (f->kind == BS_FRAME_PYTHON)
-		snprintf(buf, len, "`%s` (%s:%u)", func ? func : "?", file ? file : "?", f->line);
-	else
-		snprintf(buf, len, "`%s`", func ? func : "?");
+	if (f != &in_loop)
+		return stack_call__frame(f, m, buf, len);
+	snprintf(buf, len, "torch's worker loop (waiting for indices, or to hand a batch over)");
 	return buf;
 }
 
