@@ -5,10 +5,51 @@
  * carries its stack as stack.bpf.h reads it (user addresses by frame pointers, Python frames
  * when it holds the GIL). The recorder symbolizes and interns the stacks while the process
  * lives (user/families/cpu/cpu.c, stack_svc.c): nothing is symbolized in here.
+ *
+ * A sample of kernel code also says whether it was in a page fault (BS_CPU_FAULT): its kernel
+ * stack passes through the fault handler, exc_page_fault (the C handler both the IDT and the
+ * FRED entries call), whose [start, end) user space finds in /proc/kallsyms. Only the samples
+ * of traced threads in kernel code pay for the kernel stack: bench/RESULTS.md has its cost.
  */
 #define BS_BLOCK 0x80
 #include "stack.bpf.h"
 #include "cpu_records.h"
+
+/* The page-fault handler's code, [fault_lo, fault_hi); 0: not known, nothing is told apart. */
+const volatile __u64 fault_lo = 0;
+const volatile __u64 fault_hi = 0;
+
+/* perf's own default depth (kernel.perf_event_max_stack): a fault's stack is ~10-20 frames. */
+#define KSTACK_DEPTH 127
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[KSTACK_DEPTH]);
+} cpu_kstack SEC(".maps");
+
+/* BS_CPU_FAULT when the kernel code the sample CTX interrupted runs for a page fault. */
+static __always_inline __u32 in_page_fault(struct bpf_perf_event_data *ctx)
+{
+	__u32 zero = 0;
+	__u64 *ips;
+	long n;
+
+	if (!fault_lo || !sample_in_kernel(ctx))
+		return 0;
+	ips = bpf_map_lookup_elem(&cpu_kstack, &zero);
+	if (!ips)
+		return 0;
+	n = bpf_get_stack(ctx, ips, KSTACK_DEPTH * sizeof(__u64), 0);
+	if (n <= 0)
+		return 0;
+	n = (__u64)n / sizeof(__u64);
+	for (int i = 0; i < KSTACK_DEPTH && i < n; i++)
+		if (ips[i] - fault_lo < fault_hi - fault_lo)
+			return BS_CPU_FAULT;
+	return 0;
+}
 
 SEC("perf_event")
 int cpu_sample(struct bpf_perf_event_data *ctx)
@@ -17,6 +58,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 
 	if (bs_is_target(pid) && tid)
-		stack_sample(ctx, pid, tid, BS_REC_CPU_SAMPLE_RAW, bs_wakeup_flags());
+		stack_sample(ctx, pid, tid, BS_REC_CPU_SAMPLE_RAW, bs_wakeup_flags(),
+			     in_page_fault(ctx));
 	return 0;
 }

@@ -28,6 +28,12 @@ struct bs_cpu_sample {
 
 /* The sample hit kernel code: its stack is where user space entered the kernel. */
 #define BS_CPU_KERNEL 0x1
+/*
+ * With BS_CPU_KERNEL: that kernel code ran for a page fault (its kernel stack passed through the
+ * fault handler). Recorders before it never set it; nor does one that found no handler in
+ * /proc/kallsyms (it says so when it records).
+ */
+#define BS_CPU_FAULT 0x20
 
 BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);
 BS_ASSERT_RECORD(bs_cpu_sample, 32);

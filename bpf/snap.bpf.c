@@ -63,6 +63,6 @@ int snap_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 
 	if (pid == snap_pid && tid)
-		stack_sample(ctx, pid, tid, BS_REC_STACK_RAW, BPF_RB_FORCE_WAKEUP);
+		stack_sample(ctx, pid, tid, BS_REC_STACK_RAW, BPF_RB_FORCE_WAKEUP, 0);
 	return 0;
 }

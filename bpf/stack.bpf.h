@@ -239,9 +239,19 @@ static __always_inline void stack_emit(__u16 type, __u32 pid, __u32 tid, __u64 t
 	stack_emit_flags(type, pid, tid, ts, top, 0);
 }
 
+/* Whether the timer sample CTX interrupted kernel code (cs's ring: 0). */
+static __always_inline int sample_in_kernel(struct bpf_perf_event_data *ctx)
+{
+	/* The context is read in whole words only (cs shares its word with padding). */
+	return !(*(volatile __u64 *)((void *)ctx +
+				     __builtin_offsetof(struct bpf_perf_event_data, regs.cs)) &
+		 3);
+}
+
 /*
  * A timer sample of the current thread TID of PID (a perf-event program's CTX): its stack,
- * BS_CPU_KERNEL when it interrupted kernel code, sent as a REC_TYPE record with FLAGS (the
+ * BS_CPU_KERNEL when it interrupted kernel code, and the caller's KFLAGS (what it knows of that
+ * kernel code: BS_CPU_FAULT), sent as a REC_TYPE record with FLAGS (the
  * ring's wakeup). The words on top of its user stack go first: where the innermost function
  * has no frame of its own (its first instructions, its `ret`, a fast path without one), the
  * frame-pointer walk skips its caller, whose return address is one of them; the recorder
@@ -249,19 +259,14 @@ static __always_inline void stack_emit(__u16 type, __u32 pid, __u32 tid, __u64 t
  * where the thread entered the kernel: stack_unwind reads the registers saved there.
  */
 static __always_inline void stack_sample(struct bpf_perf_event_data *ctx, __u32 pid, __u32 tid,
-					 __u16 rec_type, __u64 flags)
+					 __u16 rec_type, __u64 flags, __u32 kflags)
 {
 	struct stack_scratch *s = stack_scratch_take();
 	__u32 size;
 
 	if (!s)
 		return;
-	/* The context is read in whole words only (cs shares its word with padding). */
-	s->flags = (*(volatile __u64 *)((void *)ctx +
-					__builtin_offsetof(struct bpf_perf_event_data, regs.cs)) &
-		    3)
-			   ? 0
-			   : BS_CPU_KERNEL;
+	s->flags = sample_in_kernel(ctx) ? BS_CPU_KERNEL | kflags : 0;
 	size = stack_read(s, pid, tid, 1, BS_STACK_MAX_FRAMES);
 	s->type = 0;
 	stack_send(s, size, rec_type, pid, tid, bpf_ktime_get_ns(), flags);

@@ -8,6 +8,7 @@
 #include <linux/types.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include "kallsyms.h"
 #include "privileges.h"
 #include "seccomp_list.h"
 
@@ -75,6 +76,8 @@ int privileges__drop(int writes_later, int (*keeper)(void))
 	if (!(have & BIT(CAP_BPF)) || !(have & BIT(CAP_PERFMON)) ||
 	    ((have & BIT(CAP_SYS_ADMIN)) && (!keeper || keeper())))
 		keep |= BIT(CAP_SYS_ADMIN);
+	/* Kernel addresses are read later, without CAP_SYSLOG (the cpu family's fault handler). */
+	kallsyms__hold();
 	return privileges__limit(keep);
 }
 

@@ -58,7 +58,8 @@ static const char *const kind_label[VERDICT_KINDS] = {
 	[VERDICT_INPUT] = "input",	[VERDICT_GPU] = "GPU",
 	[VERDICT_GIL] = "GIL",		[VERDICT_LAUNCH] = "launches",
 	[VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU",
-	[VERDICT_CPU] = "CPU",		[VERDICT_MFU] = "MFU",
+	[VERDICT_FAULT] = "faults",	[VERDICT_CPU] = "CPU",
+	[VERDICT_MFU] = "MFU",
 };
 static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_TRIGGER] = "dumped on",
@@ -71,6 +72,7 @@ static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_LAUNCH] = "launch-bound",
 	[VERDICT_SYSCALL] = "blocked in system calls",
 	[VERDICT_OFFCPU] = "off-CPU",
+	[VERDICT_FAULT] = "fault-bound",
 	[VERDICT_CPU] = "CPU-bound",
 	[VERDICT_MFU] = "low MFU",
 };

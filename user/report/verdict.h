@@ -30,6 +30,7 @@ enum verdict_kind {
 	VERDICT_LAUNCH,	 /* launch-bound: a GPU idle between short kernels, waiting for launches */
 	VERDICT_SYSCALL, /* blocked in system calls */
 	VERDICT_OFFCPU,	 /* off-CPU: blocked, or runnable without a CPU */
+	VERDICT_FAULT,	 /* fault-bound: CPU in page faults, memory handed back and faulted in */
 	VERDICT_CPU,	 /* CPU-bound: a thread on a CPU most of its time */
 	VERDICT_MFU,	 /* low MFU: the steps' GEMMs far from the GPU's peak (a symptom: last) */
 	VERDICT_KINDS,

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "capture_gate.h"
 #include "cpu.h"
+#include "kallsyms.h"
 #include "kernel_features.h"
 #include "family_attach.h"
 #include "record_ctx.h"
@@ -121,6 +122,32 @@ static int open_samplers(struct record_ctx *ctx, struct cpu_state *st)
 	return st->nlinks ? 0 : -ENODEV;
 }
 
+/*
+ * The page-fault handler's code, for the samples to tell faults apart (bpf/cpu.bpf.c):
+ * exc_page_fault since Linux 5.8 (its IDT and FRED entries both call it), do_page_fault before.
+ * Without it the samples are kept, and only the fault-bound rule has nothing to read: said once.
+ */
+static void find_fault_handler(struct cpu_bpf *skel)
+{
+	static const char *const names[] = { "exc_page_fault", "do_page_fault" };
+	__u64 lo = 0, hi = 0;
+	int err = -ENOENT, e;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && err; i++) {
+		e = kallsyms__range(names[i], &lo, &hi);
+		if (!e || err == -ENOENT)
+			err = e; /* the first reason that is not "no such name" */
+	}
+	if (err) {
+		pr_warn("cpu: no page-fault handler in /proc/kallsyms (%s): samples in page faults "
+			"are not told apart, and the verdict cannot say fault-bound\n",
+			strerror(-err));
+		return;
+	}
+	skel->rodata->fault_lo = lo;
+	skel->rodata->fault_hi = hi;
+}
+
 static int cpu_attach(const struct family_attach *a, void **state)
 {
 	struct record_ctx *ctx = a->ctx;
@@ -135,6 +162,7 @@ static int cpu_attach(const struct family_attach *a, void **state)
 		return -ENOMEM;
 	}
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
+	find_fault_handler(st->skel);
 	err = record_ctx__prepare(ctx, st->skel->obj);
 	if (!err)
 		err = cpu_bpf__load(st->skel);
@@ -169,7 +197,7 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 	stack_svc__raw_counts(rec->size - sizeof(*r), r->nips, r->npy, &n, &npy);
 	record_ctx__hdr(&s.h, BS_REC_CPU_SAMPLE, sizeof(s), rec->pid, rec->tid, rec->ts);
 	s.h.cpu = rec->cpu;
-	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_GIL | BS_CPU_PYTHON);
+	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_FAULT | BS_CPU_GIL | BS_CPU_PYTHON);
 	top = stack_svc__raw_top(r->flags, &w, &n);
 	s.stack_id = stack_svc__stack(ctx, st->stacks, rec->pid, rec->tid, rec->ts, w, n, npy, top,
 				      r->flags);

@@ -25,6 +25,9 @@ static int decode_sample(const struct bs_hdr *rec, const struct trace_model *m, 
 	ev->stack_id = s->stack_id;
 	event__arg_u64(ev, "cpu", rec->cpu);
 	event__arg_u64(ev, "stack_id", s->stack_id);
+	/* Only where set: a trace of an older recorder did not tell faults apart. */
+	if (s->flags & BS_CPU_FAULT)
+		event__arg_bool(ev, "page_fault", 1);
 	/* Only in the processes whose interpreter bpfsight reads: elsewhere it is unknown. */
 	if (s->flags & BS_CPU_PYTHON)
 		event__arg_bool(ev, "gil", !!(s->flags & BS_CPU_GIL));

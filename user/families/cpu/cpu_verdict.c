@@ -2,15 +2,17 @@
 /*
  * cpu's rule for stats' verdict (verdict.h): the code that ran most (cpu_sum's first row that
  * names code: not the kernel, a module's unnamed code or a marker), as py-spy top's first line.
- * How much of a thread's time was on a CPU is sched's to say; this says where.
+ * How much of a thread's time was on a CPU is sched's to say; this says where. And
+ * fault-bound, a process whose CPU went to page faults (cpu_fault.h).
  */
 #include <stdio.h>
 #include "cpu.h"
+#include "cpu_fault.h"
 #include "human.h"
 #include "table.h"
 #include "verdict.h"
 
-static void cpu_claims(void *st, struct verdict *v)
+static void cpu_top_claim(struct verdict *v)
 {
 	const struct table *t = verdict__table(v, "cpu_sum");
 	int cf, cfile, cl, cs;
@@ -40,6 +42,15 @@ static void cpu_claims(void *st, struct verdict *v)
 	}
 }
 
+static void cpu_claims(void *st, struct verdict *v)
+{
+	cpu_fault__claims(st, v);
+	cpu_top_claim(v);
+}
+
 const struct family_verdict cpu_verdict = {
+	.new = cpu_fault__new,
+	.add = cpu_fault__add,
 	.claims = cpu_claims,
+	.free = cpu_fault__free,
 };

@@ -60,7 +60,8 @@ static const struct stack_call *classify(struct rank_waits *st, const struct tra
 	if (c && !c->known) {
 		c->known = 1;
 		c->collective = stack_call__in(s, m, c->call, sizeof(c->call)) &&
-				(!strncmp(c->call, "nccl", 4) || !strncmp(c->call, "torch.distributed", 17));
+				(!strncmp(c->call, "nccl", 4) ||
+				 !strncmp(c->call, "torch.distributed", 17));
 	}
 	return c;
 }
@@ -214,8 +215,8 @@ static int rank_waits__emit(void *vst, const struct trace_model *m, struct table
 		if (w && w->call[0]) {
 			table__set_str(t, C_CALL, w->call);
 			if (w->coll_at)
-				table__set_str(t, C_AT, stack_call__frame(w->coll_at, m, at,
-									  sizeof(at)));
+				table__set_str(t, C_AT,
+					       stack_call__frame(w->coll_at, m, at, sizeof(at)));
 		}
 		table__set_u64(t, C_ELSE, other);
 		if (f)
