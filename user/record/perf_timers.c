@@ -45,7 +45,8 @@ int perf_timers__open(struct perf_timers *t, struct bpf_program *prog, __u32 hz,
 		if (!t->links[t->n]) {
 			err = -errno;
 			close(fd);
-			pr_err("%s: attaching the sampler on CPU %d: %s\n", who, cpu, strerror(-err));
+			pr_err("%s: attaching the sampler on CPU %d: %s\n", who, cpu,
+			       strerror(-err));
 			goto fail;
 		}
 		t->n++;
