@@ -11,19 +11,23 @@ start-up and attach time are not counted:
            time; metric: wall time of the run
 Modes: untraced; `record -t gil --stacks=none -p PID` (nostacks: the default mode without the
 GIL holder's stacks); `record -t gil -p PID` (default mode, holder stacks on); the same with
---gil-mode=full. The
+--gil-mode=full; with --base OTHER_BUILD, `base`: `record -t gil -p PID` of that build (an
+earlier bpfsight, compared in the same run). --modes picks some (untraced always runs). The
 workload starts, bpfsight attaches with -p, then the workload is released (--go), so every
 mode measures the steady state. Modes are interleaved and rotated on every repetition, and
 the median of the repetitions is compared, because this machine's 2 cores are shared.
 Other tracers would skew the figures (a system call tracepoint of another program costs
 every process): a run is only kept when, before and after it, no other process has a BPF
 program on a system-call or scheduler tracepoint or any uprobe (`bpftool perf list`, `bpftool
-link list`); otherwise the suite waits for quiet and runs it again.
+link list`); otherwise the suite waits for quiet and runs it again (--busy: it does not wait
+nor redo, and says how many runs had company: their cost falls on every interleaved mode
+alike, only noisier).
 """
 import argparse
 import glob
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,6 +37,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, "tests", "workloads", "gil_work.py")
 MODES = ("untraced", "nostacks", "default", "full")
+ALL_MODES = MODES + ("base",)
 
 
 def default_python():
@@ -46,6 +51,8 @@ DISTURBING_TP = ("sys_enter", "sys_exit", "sched_switch", "sched_wakeup")
 def others_tracing(own_pids=()):
     """Descriptions of BPF attachments by other processes that would skew a run."""
     found = []
+    if not shutil.which("bpftool"):
+        return ["(no bpftool: other tracers unknown)"]
     for cmd in (["bpftool", "-j", "perf", "list"], ["bpftool", "-j", "link", "list"]):
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode:
@@ -73,7 +80,10 @@ def wait_quiet(limit_s=600):
 
 
 def run_once(bpfsight, py, mode, args, tmp):
-    """One run of the workload in MODE; returns (its JSON, the trace path or None)."""
+    """One run of the workload in MODE; returns (its JSON, the trace path or None).
+    BPFSIGHT: {mode: binary} for `base`, else the binary."""
+    if isinstance(bpfsight, dict):
+        bpfsight = bpfsight[mode]
     w = subprocess.Popen([py, WORK, "--go", *args], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True)
     pid = int(w.stdout.readline().split()[1])
@@ -112,25 +122,28 @@ def gil_waits(bpfsight, out):
             sum(r.get("hold_count", 0) for r in rows))
 
 
-def bench(bpfsight, py, name, args, metric, reps):
-    samples = {m: [] for m in MODES}
+def bench(bpfsight, py, name, args, metric, reps, modes=MODES, busy=False):
+    samples = {m: [] for m in modes}
     counts = {}
     disturbed = [0]
     with tempfile.TemporaryDirectory(prefix="bench-gil-") as tmp:
         for rep in range(reps):
-            order = MODES[rep % len(MODES):] + MODES[:rep % len(MODES)]
+            order = modes[rep % len(modes):] + modes[:rep % len(modes)]
             for mode in order:
                 for attempt in range(5):
-                    waited = wait_quiet()
+                    waited = 0 if busy else wait_quiet()
                     if waited is None:
                         raise SystemExit("other tracers stayed attached for 10 minutes")
                     truth, out = run_once(bpfsight, py, mode, args, tmp)
                     if not others_tracing():
                         break
                     disturbed[0] += 1
+                    if busy:
+                        break
                 samples[mode].append(metric(truth))
                 if out:
-                    counts[mode] = gil_waits(bpfsight, out)
+                    counts[mode] = gil_waits(bpfsight["default"] if isinstance(bpfsight, dict)
+                                             else bpfsight, out)
                 print(f"  {name} rep {rep + 1}/{reps} {mode:8s} {samples[mode][-1]:.1f}",
                       file=sys.stderr, flush=True)
     med = {m: statistics.median(v) for m, v in samples.items()}
@@ -139,9 +152,9 @@ def bench(bpfsight, py, name, args, metric, reps):
         "median": med,
         "min": best,
         "samples": samples,
-        "slowdown_pct": {m: 100.0 * (med[m] / med["untraced"] - 1) for m in MODES[1:]},
+        "slowdown_pct": {m: 100.0 * (med[m] / med["untraced"] - 1) for m in modes[1:]},
         # The least disturbed run of each mode: other programs only ever add time.
-        "slowdown_min_pct": {m: 100.0 * (best[m] / best["untraced"] - 1) for m in MODES[1:]},
+        "slowdown_min_pct": {m: 100.0 * (best[m] / best["untraced"] - 1) for m in modes[1:]},
         "gil": {m: {"waits": c[0], "wait_ns": c[1], "holds": c[2]} for m, c in counts.items()},
         "runs_redone": disturbed[0],
     }
@@ -155,8 +168,23 @@ def main():
     ap.add_argument("--reps", type=int)
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--only", choices=("ioloop", "cpu3"), help="one workload only")
+    ap.add_argument("--base", help="another build: mode `base` records with its bpfsight")
+    ap.add_argument("--modes", help="comma-separated modes (untraced always runs)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="cpu3's metric: its threads' CPU time (less moved by other processes "
+                    "than its wall time; a probe's and a sample's cost is charged to it)")
+    ap.add_argument("--busy", action="store_true",
+                    help="beside other tracers: no wait for quiet, no run redone")
     a = ap.parse_args()
     bpfsight = os.path.join(a.build, "bpfsight")
+    modes = MODES
+    if a.modes:
+        modes = ("untraced",) + tuple(m for m in a.modes.split(",") if m != "untraced")
+        if any(m not in ALL_MODES for m in modes) or ("base" in modes) != bool(a.base):
+            raise SystemExit(f"--modes: of {', '.join(ALL_MODES)}; base with --base only")
+    if a.base:
+        bpfsight = {m: os.path.join(a.base if m == "base" else a.build, "bpfsight")
+                    for m in ALL_MODES}
     reps = a.reps or (3 if a.quick else 9)
     io_iters = 300_000 if a.quick else 1_000_000
     cpu_rounds = 30_000 if a.quick else 150_000
@@ -165,31 +193,36 @@ def main():
     res = {"python": a.python, "reps": reps}
     if a.only != "cpu3":
         res["ioloop"] = bench(bpfsight, a.python, "ioloop", ["ioloop", str(io_iters)],
-                              lambda t: t["threads"]["main"]["ns_per_iter"], reps)
+                              lambda t: t["threads"]["main"]["ns_per_iter"], reps, modes, a.busy)
         res["ioloop"]["iters"] = io_iters
     if a.only != "ioloop":
         res["cpu3"] = bench(bpfsight, a.python, "cpu3", ["work", "3", str(cpu_rounds)],
-                            lambda t: t["run_ns"] / 1e6, reps)
+                            (lambda t: sum(th["cpu_ns"] for th in t["threads"].values()) / 1e6)
+                            if a.cpu else (lambda t: t["run_ns"] / 1e6), reps, modes, a.busy)
         res["cpu3"]["rounds"] = cpu_rounds
     if a.json:
         print(json.dumps(res, indent=2))
         return
     print(f"python: {a.python}, {reps} repetitions")
-    print(f"{'workload':10s} {'metric':18s} {'untraced':>10s} {'nostacks':>10s} {'default':>10s}"
-          f" {'full':>10s} {'nostacks %':>10s} {'default %':>10s} {'full %':>10s}")
-    for name, unit in (("ioloop", "ns/iteration"), ("cpu3", "ms/run")):
+    print(f"{'workload':10s} {'metric':18s} " + " ".join(f"{m:>10s}" for m in modes) + " " +
+          " ".join(f"{m + ' %':>10s}" for m in modes[1:]))
+    for name, unit in (("ioloop", "ns/iteration"), ("cpu3", "CPU ms/run" if a.cpu else "ms/run")):
         if name not in res:
             continue
         r = res[name]
         for stat, slow in (("median", "slowdown_pct"), ("min", "slowdown_min_pct")):
             m, s = r[stat], r[slow]
-            print(f"{name:10s} {unit + ' ' + stat:18s} {m['untraced']:10.1f} "
-                  f"{m['nostacks']:10.1f} {m['default']:10.1f} {m['full']:10.1f} "
-                  f"{s['nostacks']:+10.2f} {s['default']:+10.2f} {s['full']:+10.2f}")
+            print(f"{name:10s} {unit + ' ' + stat:18s} " +
+                  " ".join(f"{m[k]:10.1f}" for k in modes) + " " +
+                  " ".join(f"{s[k]:+10.2f}" for k in modes[1:]))
+        if "base" in modes and "default" in modes:
+            print(f"{'':10s} default / base: median "
+                  f"{r['median']['default'] / r['median']['base']:.3f}, "
+                  f"min {r['min']['default'] / r['min']['base']:.3f}")
         for mode, g in r["gil"].items():
             print(f"{'':10s} {mode}: {g['waits']} GIL waits ({g['wait_ns'] / 1e6:.1f} ms), "
                   f"{g['holds']} holds")
-        print(f"{'':10s} runs redone because another tracer was attached: "
+        print(f"{'':10s} runs {'beside' if a.busy else 'redone because of'} another tracer: "
               f"{r['runs_redone']}")
 
 

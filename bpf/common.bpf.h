@@ -33,7 +33,8 @@
  *                                  thread exits); gen (low bits of the thread's start time)
  *                                  keeps a recycled tid's keys apart; idle keys are evicted
  *                                  when the map is 3/4 full
- *   gil_procs (tgid)               gil.bpf.c, at the process's exit
+ *   gil_procs, gil_live (tgid)     gil.bpf.c, at the process's exit and exec
+ *   gil_tasks (tid; LRU)           gil.bpf.c, at the thread's exit
  *   gil_agg, gil_blame             gil.c, on the exit record
  *   shim_gaps (tgid)               user space, when the process exits (after its holes are
  *                                  settled); LRU, so bounded anyway

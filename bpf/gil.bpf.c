@@ -20,9 +20,15 @@
  * Waits and holds of at least threshold_ns become records; every one, short or long, is
  * summed in gil_agg per thread (count, total, max, log2 histogram of the short ones) and
  * its time blamed on the holder in gil_blame, so totals stay exact at any rate.
+ *
+ * --stacks=gil: the holders' code, weighed by time (docs/GIL.md, "Holders by time"). A
+ * cpu-clock timer samples the GIL's holder on its CPU while others wait for it (gil_sample);
+ * each round of a wait reads the holder's line when it begins, and counts for the part of it
+ * no sample covered (the holder off its CPU, holding the GIL through a blocking call).
  */
 #define BS_BLOCK 0x50
 #include "stack.bpf.h"
+#include "task_now.bpf.h"
 #include "gil_records.h"
 
 const volatile __u64 threshold_ns = 50000;
@@ -30,6 +36,8 @@ const volatile __u64 threshold_ns = 50000;
 #define GIL_HOLDER_FRAMES 8
 /* --stacks=gil: waits (and rounds of waits) of at least this carry stacks; ~0 = none. */
 const volatile __u64 gil_stack_ns = ~0ull;
+/* --stacks=gil: the holder sampler's period (cpu-clock ns); 0 = no sampler. */
+const volatile __u64 gil_sample_ns = 0;
 
 /* tgid -> where its GIL is (user space fills it when it finds the interpreter). */
 struct {
@@ -61,14 +69,15 @@ struct {
 
 /* Per-thread state; task storage goes away with the thread, so nothing leaks. */
 struct gil_thr {
-	__u64 wait_start;  /* 0 = not waiting */
-	__u64 seg_start;   /* start of the part of the wait blamed on `holder` */
-	__u64 mutex_start; /* inside __lll_lock_wait on the GIL's mutex, outside a wait */
-	__u64 take_start;  /* full mode: inside take_gil since */
-	__u64 hold_start;  /* full mode: holds the GIL since (take_gil returned) */
-	__u64 round_start; /* the current condition wait's start (--stacks=gil) */
-	__u32 hframes;	   /* the holder's innermost Python frames read at round_start */
-	__u32 _pad2;
+	__u64 wait_start;    /* 0 = not waiting */
+	__u64 seg_start;     /* start of the part of the wait blamed on `holder` */
+	__u64 mutex_start;   /* inside __lll_lock_wait on the GIL's mutex, outside a wait */
+	__u64 take_start;    /* full mode: inside take_gil since */
+	__u64 hold_start;    /* full mode: holds the GIL since (take_gil returned) */
+	__u64 round_start;   /* the current condition wait's start (--stacks=gil) */
+	__u64 round_sampled; /* gil_live's sampled_ns at round_start */
+	__u32 hframes;	     /* the holder's innermost Python frames read at round_start */
+	__u32 holder_off;    /* the holder was asleep at round_start, or is not known (gil_tasks) */
 	__u64 hw[4 * GIL_HOLDER_FRAMES]; /* ... as bs_py_frame words */
 	__u32 holder;			 /* holder tid of the current segment */
 	__u32 first_holder;
@@ -83,6 +92,38 @@ struct {
 	__type(key, int);
 	__type(value, struct gil_thr);
 } gil_thr SEC(".maps");
+
+/*
+ * tgid -> what the holder sampler needs of a process (with gil_sample_ns only): how many of
+ * its threads wait for the GIL now, and the time its holders' samples stood for so far (a
+ * round of a wait takes the difference across it). Updated by many threads: atomic adds.
+ * Emptied at the process's exec and exit, like gil_procs.
+ */
+struct gil_live {
+	__s64 waiters;
+	__u64 sampled_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct gil_live);
+} gil_live SEC(".maps");
+
+/*
+ * tid -> its task_struct, for a round of a wait to read whether the holder runs (with
+ * gil_sample_ns only): written by a thread as it begins a wait or as a holder's sample, so it
+ * holds every thread that ever waited for the GIL or held it while others waited; deleted at
+ * the thread's exit (LRU: bounded anyway).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} gil_tasks SEC(".maps");
 
 /* Template for a new aggregate (too big for the BPF stack next to everything else). */
 static struct bs_gil_agg_val zero_agg;
@@ -173,19 +214,25 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return r;
 }
 
+/* MAP's value of KEY, made from INIT when missing (a full map is counted, NULL). */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *init)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(map, key);
+	if (!v)
+		bs_count_loss(BS_LOSS_AGG_MAP);
+	return v;
+}
+
 static __always_inline struct bs_gil_agg_val *agg_get(__u32 pid, __u32 tid)
 {
 	__u64 key = (__u64)pid << 32 | tid;
-	struct bs_gil_agg_val *a;
 
-	a = bpf_map_lookup_elem(&gil_agg, &key);
-	if (a)
-		return a;
-	bpf_map_update_elem(&gil_agg, &key, &zero_agg, BPF_NOEXIST);
-	a = bpf_map_lookup_elem(&gil_agg, &key);
-	if (!a)
-		bs_count_loss(BS_LOSS_AGG_MAP);
-	return a;
+	return lookup_or_init(&gil_agg, &key, &zero_agg);
 }
 
 /* Only the thread itself updates its keys, so plain adds are race-free. */
@@ -204,12 +251,68 @@ static __always_inline void blame(__u32 pid, __u32 waiter, __u32 holder, __u64 d
 		bs_count_loss(BS_LOSS_AGG_MAP);
 }
 
-static __always_inline void wait_begin(struct gil_thr *st, const struct bs_gil_cfg *c, __u64 start,
-				       __u32 holder, __u16 flags)
+static __always_inline struct gil_live *live_get(__u32 pid, int create)
+{
+	struct gil_live init = {};
+
+	return create ? lookup_or_init(&gil_live, &pid, &init)
+		      : bpf_map_lookup_elem(&gil_live, &pid);
+}
+
+/* The process's count of threads waiting for the GIL (the holder sampler's weight). */
+static __always_inline void live_waiters(__u32 pid, __s64 delta)
+{
+	struct gil_live *l;
+
+	if (!gil_sample_ns)
+		return;
+	l = live_get(pid, delta > 0);
+	if (l)
+		__sync_fetch_and_add(&l->waiters, delta);
+}
+
+/* The current thread (ID: pid_tgid) into gil_tasks, if not there yet. */
+static __always_inline void task_known(__u64 id)
+{
+	__u32 tid = (__u32)id;
+	__u64 t;
+
+	if (bpf_map_lookup_elem(&gil_tasks, &tid))
+		return;
+	t = (__u64)bpf_get_current_task();
+	bpf_map_update_elem(&gil_tasks, &tid, &t, BPF_ANY);
+}
+
+/*
+ * Whether holder TID is asleep (a blocking call with the GIL held: no timer sample can read
+ * its line) or not known; 0 when it is on a CPU or waiting for one (its samples say where).
+ */
+static __always_inline __u32 holder_asleep(__u32 tid)
+{
+	__u64 *t = tid ? bpf_map_lookup_elem(&gil_tasks, &tid) : NULL;
+
+	return !t || task_state_now((struct task_struct *)*t) != 0;
+}
+
+/* The thread's wait (if any) is over or forgotten. */
+static __always_inline void wait_clear(struct gil_thr *st, __u32 pid)
+{
+	if (!st->wait_start)
+		return;
+	st->wait_start = 0;
+	live_waiters(pid, -1);
+}
+
+static __always_inline void wait_begin(struct gil_thr *st, const struct bs_gil_cfg *c, __u32 pid,
+				       __u64 start, __u32 holder, __u16 flags)
 {
 	/* In full mode the wait is the whole take_gil call. */
 	if (st->take_start && (c->flags & BS_GIL_CFG_FULL))
 		start = st->take_start;
+	if (!st->wait_start)
+		live_waiters(pid, 1);
+	if (gil_sample_ns && gil_stack_ns != ~0ull)
+		task_known(bpf_get_current_pid_tgid());
 	st->wait_start = start;
 	st->seg_start = start;
 	st->holder = holder;
@@ -224,7 +327,7 @@ static __always_inline void wait_end(void *ctx, struct gil_thr *st, __u32 pid, _
 	struct bs_gil_agg_val *a;
 	struct bs_gil_wait *r;
 
-	st->wait_start = 0;
+	wait_clear(st, pid);
 	blame(pid, tid, st->holder, end - st->seg_start);
 	a = agg_get(pid, tid);
 	if (a) {
@@ -275,7 +378,18 @@ static __always_inline void holder_round(const struct bs_gil_cfg *c, struct gil_
 					 __u32 tid, __u64 now)
 {
 	struct stack_scratch *s = st->hframes ? stack_scratch_take() : NULL;
+	struct gil_live *l = gil_sample_ns ? live_get(pid, 0) : NULL;
+	__u64 dur = now - st->round_start, covered = l ? l->sampled_ns - st->round_sampled : 0;
 	struct bs_gil_holder *r;
+
+	/*
+	 * A holder that ran (or waited for a CPU) as the round began is where its samples say,
+	 * all the round: its line then is where it took the GIL, beside a call that released it.
+	 * So is one sampled through most of the round. Else it slept with the GIL that long.
+	 */
+	if (l && (!st->holder_off || 2 * covered >= dur))
+		covered = dur;
+	covered /= 1000;
 
 	if (s) {
 		__builtin_memcpy(s->w, st->hw, sizeof(st->hw));
@@ -285,9 +399,9 @@ static __always_inline void holder_round(const struct bs_gil_cfg *c, struct gil_
 	r = bs_reserve(BS_REC_GIL_HOLDER, sizeof(*r), pid, tid, st->round_start);
 	if (!r)
 		return;
-	r->dur = now - st->round_start;
+	r->dur = dur;
 	r->holder_tid = st->holder;
-	r->_pad = 0;
+	r->covered_us = covered > 0xffffffff ? 0xffffffff : covered;
 	bs_submit(r);
 }
 
@@ -307,14 +421,19 @@ int BPF_KPROBE(gil_cond_enter, void *cond)
 	now = bpf_ktime_get_ns();
 	/* A condition wait that never returned (the thread was torn down): forget it. */
 	if (st->in_cond)
-		st->wait_start = 0;
+		wait_clear(st, id >> 32);
 	/* The caller holds the mutex here: the holder cannot change under us. */
 	if (!st->wait_start)
-		wait_begin(st, c, now, holder_tid(c), 0);
+		wait_begin(st, c, id >> 32, now, holder_tid(c), 0);
 	st->in_cond = 1;
 	st->round_start = now;
-	if (gil_stack_ns != ~0ull)
+	if (gil_stack_ns != ~0ull) {
+		struct gil_live *l = gil_sample_ns ? live_get(id >> 32, 0) : NULL;
+
+		st->round_sampled = l ? l->sampled_ns : 0;
+		st->holder_off = l ? holder_asleep(st->holder) : 1;
 		holder_read(c, st, id >> 32);
+	}
 	if (st->rounds < 0xffff)
 		st->rounds++;
 	return 0;
@@ -397,7 +516,7 @@ static __always_inline int mutex_return(struct gil_thr *st, __u32 pid, __u32 tid
 	/* drop_gil locks it too, as the holder: that is no wait for the GIL. */
 	if (locked && (h == tid || !h))
 		return 0;
-	wait_begin(st, c, start, h, BS_GIL_WAIT_MUTEX);
+	wait_begin(st, c, pid, start, h, BS_GIL_WAIT_MUTEX);
 	/* Locked: take_gil goes on to the condition wait, which continues this wait. */
 	return !(locked || (st->take_start && (c->flags & BS_GIL_CFG_FULL)));
 }
@@ -416,7 +535,7 @@ int BPF_KPROBE(gil_take_enter)
 	if (!st)
 		return 0;
 	st->take_start = bpf_ktime_get_ns();
-	st->wait_start = 0;
+	wait_clear(st, id >> 32);
 	st->in_cond = 0;
 	return 0;
 }
@@ -493,6 +612,56 @@ int BPF_KPROBE(gil_drop_enter)
 }
 
 /*
+ * --stacks=gil: the holder's timer sample, every gil_sample_ns on every CPU (a cpu-clock perf
+ * event each). When it interrupts the thread that holds its process's GIL while others of
+ * the process wait for it, the holder's innermost Python frames go out with the waiting that
+ * period stands for: the holders' code weighed by the time it kept others waiting, wherever
+ * it is, not read only where the GIL changes hands (beside a call that releases it).
+ */
+SEC("perf_event")
+int gil_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ts, now;
+	__u32 pid = id >> 32, tid = (__u32)id, k;
+	struct stack_scratch *s;
+	struct bs_gil_sample *r;
+	struct bs_gil_cfg *c;
+	struct gil_live *l;
+	__s64 waiters;
+
+	if (gil_stack_ns == ~0ull || !gil_sample_ns || !tid)
+		return 0;
+	c = proc_cfg(pid);
+	l = c ? live_get(pid, 0) : NULL;
+	if (!l)
+		return 0;
+	waiters = l->waiters;
+	if (waiters <= 0 || !gil_locked(c))
+		return 0;
+	ts = read_u64(c->holder);
+	if (tstate_tid(c, ts) != tid)
+		return 0;
+	__sync_fetch_and_add(&l->sampled_ns, gil_sample_ns);
+	task_known(id);
+	now = bpf_ktime_get_ns();
+	s = stack_scratch_take();
+	if (s) {
+		k = stack_read_python(pid, ts, s, GIL_HOLDER_FRAMES);
+		stack_emit_python(s, k > GIL_HOLDER_FRAMES ? GIL_HOLDER_FRAMES : k,
+				  BS_REC_GIL_SAMPLE, pid, tid, now);
+		stack_scratch_put(s);
+	}
+	r = bs_reserve(BS_REC_GIL_SAMPLE, sizeof(*r), pid, tid, now);
+	if (!r)
+		return 0;
+	r->dur = gil_sample_ns * waiters;
+	r->waiters = waiters;
+	r->period_us = gil_sample_ns / 1000;
+	bs_submit(r);
+	return 0;
+}
+
+/*
  * A forked child has the parent's memory, so its GIL is at the same address: it is measured
  * from its first instruction, before user space hears of it. Only traced parents count.
  */
@@ -528,6 +697,7 @@ static __always_inline int on_exec(struct task_struct *p)
 	__u32 pid = BPF_CORE_READ(p, tgid);
 
 	bpf_map_delete_elem(&gil_procs, &pid);
+	bpf_map_delete_elem(&gil_live, &pid);
 	bpf_task_storage_delete(&gil_thr, bpf_get_current_task_btf());
 	return 0;
 }
@@ -544,13 +714,23 @@ int BPF_PROG(gil_exec_raw, struct task_struct *p, pid_t old_pid)
 	return on_exec(p);
 }
 
-/* A recycled pid must not inherit the configuration. */
+/*
+ * A recycled pid must not inherit the configuration. A thread that exits inside a wait (an
+ * interpreter's finalization ends the threads that still ask for the GIL) waits no more.
+ */
 static __always_inline int on_exit(struct task_struct *p)
 {
-	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 pid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	struct gil_thr *st;
 
-	if (BPF_CORE_READ(p, signal, live.counter) == 0)
+	st = bpf_task_storage_get(&gil_thr, bpf_get_current_task_btf(), NULL, 0);
+	if (st)
+		wait_clear(st, pid);
+	bpf_map_delete_elem(&gil_tasks, &tid);
+	if (BPF_CORE_READ(p, signal, live.counter) == 0) {
 		bpf_map_delete_elem(&gil_procs, &pid);
+		bpf_map_delete_elem(&gil_live, &pid);
+	}
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #define BS_REC_GIL_BLAME  0x53 /* cumulative wait time per (waiter, holder) thread pair */
 #define BS_REC_GIL_PROC	  0x54 /* how one python process is measured (user space) */
 #define BS_REC_GIL_HOLDER 0x55 /* (--stacks=gil): a round of a wait, the holder's code */
+#define BS_REC_GIL_SAMPLE 0x56 /* (--stacks=gil): a timer sample of a holder others waited for */
 
 /*
  * One wait for the GIL that lasted at least the threshold. hdr.tid = the waiter, hdr.ts = when
@@ -30,13 +31,28 @@ struct bs_gil_wait {
 /*
  * --stacks=gil: one round of a GIL wait (a timed condition wait) of at least the threshold,
  * hdr.tid = the waiter, hdr.ts = the round's start; its STACK_REF (same tid, ts) is the
- * holder's Python stack read when the round ended (what the holder was running then).
+ * holder's Python stack read when the round began. covered_us: the part of the round that
+ * the holders' timer samples (bs_gil_sample) stand for; the rest, dur - covered, is blamed on
+ * that stack (a holder asleep with the GIL, in a blocking call: no sample can read it). All
+ * of it when the holder was running or waiting for a CPU as the round began.
  */
 struct bs_gil_holder {
 	struct bs_hdr h;
 	__u64 dur;
 	__u32 holder_tid;
-	__u32 _pad;
+	__u32 covered_us; /* saturates; 0 in files before the holder sampler */
+};
+
+/*
+ * --stacks=gil: the GIL's holder hdr.tid, on its CPU at hdr.ts while `waiters` threads of its
+ * process waited for the GIL; its STACK_REF (same tid, ts) is the holder's innermost Python
+ * frames then. dur = the sampler's period times the waiters: the waiting it stands for.
+ */
+struct bs_gil_sample {
+	struct bs_hdr h;
+	__u64 dur;
+	__u32 waiters;
+	__u32 period_us;
 };
 
 #define BS_GIL_WAIT_MUTEX    0x1 /* it began blocked on the GIL's mutex */
@@ -141,6 +157,7 @@ struct bs_gil_cfg {
 
 BS_ASSERT_RECORD(bs_gil_wait, 40);
 BS_ASSERT_RECORD(bs_gil_holder, 40);
+BS_ASSERT_RECORD(bs_gil_sample, 40);
 BS_ASSERT_RECORD(bs_gil_hold, 32);
 BS_ASSERT_RECORD(bs_gil_agg_val, 304);
 BS_ASSERT_RECORD(bs_gil_agg, 336);

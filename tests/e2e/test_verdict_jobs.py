@@ -58,7 +58,7 @@ def test_gil_bound_service_is_claimed_for_the_process():
             rf" \* GIL +\d+\.\d% +python3\S* \(pid {pid}\): its (\d+) threads waited for the "
             r"GIL .* of their .*; (\d+) of them lived under half the recording \(a pool\)", c)]
         check(proc, "a claim for the process and its pool:\n" + "\n".join(claims))
-        check(any(re.search(r"the holder was running (Handler\.do_GET|serve_one) "
+        check(any(re.search(r"the holders were running (Handler\.do_GET|serve_one) "
                             r"\(gil_service\.py:\d+\)", c) for c in claims),
               "the handler named as the holders' code:\n" + "\n".join(claims))
     finally:

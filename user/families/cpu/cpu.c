@@ -8,16 +8,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <linux/perf_event.h>
-#include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include "capture_gate.h"
 #include "cpu.h"
 #include "kallsyms.h"
 #include "kernel_features.h"
 #include "family_attach.h"
+#include "perf_timers.h"
 #include "record_ctx.h"
 #include "stack_svc.h"
 #include "cpu.skel.h"
@@ -25,8 +22,7 @@
 
 struct cpu_state {
 	struct cpu_bpf *skel;
-	struct bpf_link **links; /* one per CPU that has a perf event */
-	int nlinks;
+	struct perf_timers timers; /* one event per CPU */
 	struct stack_svc *stacks;
 	__u64 samples; /* written: with --capture-range, those inside its ranges */
 };
@@ -57,9 +53,7 @@ static void say_few_samples(struct record_ctx *ctx, const struct cpu_state *st)
 
 static void stop_samplers(struct cpu_state *st)
 {
-	for (int i = 0; i < st->nlinks; i++)
-		bpf_link__destroy(st->links[i]);
-	st->nlinks = 0;
+	perf_timers__close(&st->timers);
 }
 
 /* The end: no more samples, and those in the ring are symbolized while the processes' code
@@ -78,48 +72,8 @@ static void cpu_detach(struct record_ctx *ctx, void *state)
 	if (!st)
 		return;
 	stop_samplers(st);
-	free(st->links);
 	cpu_bpf__destroy(st->skel);
 	free(st);
-}
-
-/* A software cpu-clock event on every online CPU, all running the sampler. */
-static int open_samplers(struct record_ctx *ctx, struct cpu_state *st)
-{
-	int ncpu = libbpf_num_possible_cpus(), fd, err = 0;
-	struct perf_event_attr a = {
-		.type = PERF_TYPE_SOFTWARE,
-		.size = sizeof(a),
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.freq = 1,
-		.sample_freq =
-			((const struct cpu_opts *)record_opts__family(ctx->opts, &family_cpu))->hz,
-	};
-
-	if (ncpu <= 0)
-		return ncpu ? ncpu : -EINVAL;
-	st->links = calloc(ncpu, sizeof(*st->links));
-	if (!st->links)
-		return -ENOMEM;
-	for (int cpu = 0; cpu < ncpu; cpu++) {
-		fd = syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0) {
-			if (errno == ENODEV)
-				continue; /* a possible CPU that is not online */
-			err = -errno;
-			pr_err("cpu: perf_event_open on CPU %d: %s\n", cpu, strerror(errno));
-			return err;
-		}
-		st->links[st->nlinks] =
-			bpf_program__attach_perf_event(st->skel->progs.cpu_sample, fd);
-		if (!st->links[st->nlinks]) {
-			err = -errno;
-			close(fd);
-			return err;
-		}
-		st->nlinks++;
-	}
-	return st->nlinks ? 0 : -ENODEV;
 }
 
 /*
@@ -170,7 +124,10 @@ static int cpu_attach(const struct family_attach *a, void **state)
 	if (!err && !st->stacks)
 		err = -EINVAL;
 	if (!err)
-		err = open_samplers(ctx, st);
+		err = perf_timers__open(
+			&st->timers, st->skel->progs.cpu_sample,
+			((const struct cpu_opts *)record_opts__family(ctx->opts, &family_cpu))->hz,
+			0, "cpu");
 	if (err) {
 		cpu_detach(ctx, st);
 		return err;

@@ -6,6 +6,8 @@
  *                             (--stacks=gil: callchainId the waiter's stack, holderCallchainId
  *                             the holder's in its first round)
  *   BPFSIGHT_GIL_HOLDER_ROUNDS --stacks=gil: one row per round of a wait, the holder's stack
+ *   BPFSIGHT_GIL_HOLDER_SAMPLES --stacks=gil: one row per timer sample of a holder others
+ *                             waited for, its stack (with the rounds: gil_stacks' holders)
  *   BPFSIGHT_GIL_HOLDS        one row per hold record (--gil-mode=full)
  *   BPFSIGHT_GIL_THREADS      one row per thread gil_sum lists (every thread of a python process
  *                             and any thread with GIL data): the last in-kernel aggregate of
@@ -33,7 +35,11 @@ static const char gil_schema[] =
 	" globalTid INTEGER NOT NULL, holderGlobalTid INTEGER, rounds INTEGER NOT NULL,"
 	" flags INTEGER NOT NULL, callchainId INTEGER, holderCallchainId INTEGER);"
 	"CREATE TABLE BPFSIGHT_GIL_HOLDER_ROUNDS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-	" globalTid INTEGER NOT NULL, holderGlobalTid INTEGER, callchainId INTEGER);"
+	" globalTid INTEGER NOT NULL, holderGlobalTid INTEGER, callchainId INTEGER,"
+	" coveredNs INTEGER NOT NULL);"
+	"CREATE TABLE BPFSIGHT_GIL_HOLDER_SAMPLES (ts INTEGER NOT NULL, globalTid INTEGER NOT NULL,"
+	" waiters INTEGER NOT NULL, periodNs INTEGER NOT NULL, weightNs INTEGER NOT NULL,"
+	" callchainId INTEGER);"
 	"CREATE TABLE BPFSIGHT_GIL_HOLDS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
 	" globalTid INTEGER NOT NULL);"
 	"CREATE TABLE BPFSIGHT_GIL_THREADS (pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
@@ -61,11 +67,23 @@ static const char gil_indexes[] =
 	"CREATE INDEX BPFSIGHT_GIL_HOLDS_globalTid ON BPFSIGHT_GIL_HOLDS(globalTid);"
 	"CREATE INDEX BPFSIGHT_GIL_THREADS_globalTid ON BPFSIGHT_GIL_THREADS(globalTid);";
 
-enum gil_stmt { L_WAIT, L_ROUND, L_HOLD, L_AGG, L_SHORT, L_BLAME, L_PROC, L_THREAD, L_NSTMT };
+enum gil_stmt {
+	L_WAIT,
+	L_ROUND,
+	L_SAMPLE,
+	L_HOLD,
+	L_AGG,
+	L_SHORT,
+	L_BLAME,
+	L_PROC,
+	L_THREAD,
+	L_NSTMT
+};
 
 static const char *const gil_sql[L_NSTMT] = {
 	[L_WAIT] = "INSERT INTO BPFSIGHT_GIL_WAITS VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-	[L_ROUND] = "INSERT INTO BPFSIGHT_GIL_HOLDER_ROUNDS VALUES (?, ?, ?, ?, ?)",
+	[L_ROUND] = "INSERT INTO BPFSIGHT_GIL_HOLDER_ROUNDS VALUES (?, ?, ?, ?, ?, ?)",
+	[L_SAMPLE] = "INSERT INTO BPFSIGHT_GIL_HOLDER_SAMPLES VALUES (?, ?, ?, ?, ?, ?)",
 	[L_HOLD] = "INSERT INTO BPFSIGHT_GIL_HOLDS VALUES (?, ?, ?)",
 	/* Snapshots are cumulative: the last one per key is the one that counts. */
 	[L_AGG] = "INSERT OR REPLACE INTO BPFSIGHT_GIL_THREADS VALUES"
@@ -169,7 +187,24 @@ static int gil_round(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec,
 	sqlite3_bind_int64(st, 3, global_tid(rec->pid, rec->tid));
 	bind_holder(st, 4, rec->pid, h->holder_tid);
 	sq_bind_stack(st, 5, trace_model__event_stack(m, rec));
+	sqlite3_bind_int64(st, 6, (__s64)h->covered_us * 1000);
 	return gil_step(s, g, L_ROUND);
+}
+
+/* --stacks=gil: a timer sample of a holder while others waited (gil_stacks weighs by them). */
+static int gil_sample(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec,
+		      const struct trace_model *m)
+{
+	const struct bs_gil_sample *h = (const void *)rec;
+	sqlite3_stmt *st = g->stmt[L_SAMPLE];
+
+	sqlite3_bind_int64(st, 1, rec->ts);
+	sqlite3_bind_int64(st, 2, global_tid(rec->pid, rec->tid));
+	sqlite3_bind_int64(st, 3, h->waiters);
+	sqlite3_bind_int64(st, 4, (__s64)h->period_us * 1000);
+	sqlite3_bind_int64(st, 5, (__s64)h->dur);
+	sq_bind_stack(st, 6, trace_model__event_stack(m, rec));
+	return gil_step(s, g, L_SAMPLE);
 }
 
 static int gil_hold(struct sq *s, struct sq_gil *g, const struct bs_hdr *rec)
@@ -281,6 +316,8 @@ static int gil_record(struct sq *s, void *st, const struct bs_hdr *rec, const st
 		return gil_wait(s, st, rec, ev);
 	case BS_REC_GIL_HOLDER:
 		return gil_round(s, st, rec, m);
+	case BS_REC_GIL_SAMPLE:
+		return gil_sample(s, st, rec, m);
 	case BS_REC_GIL_HOLD:
 		return gil_hold(s, st, rec);
 	case BS_REC_GIL_AGG:

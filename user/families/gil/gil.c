@@ -35,6 +35,7 @@
 #include "gil_state.h"
 #include "msg.h"
 #include "hmap.h"
+#include "msg.h"
 
 void gil_proc_unconfigure(struct gil_state *st, struct gil_proc *p)
 {
@@ -267,6 +268,7 @@ static void gil_state_free(struct gil_state *st)
 	hmap__free(st->procs);
 	hmap__free(st->agg_w);
 	hmap__free(st->blame_w);
+	perf_timers__close(&st->sampler);
 	gil_bpf__destroy(st->skel);
 	free(st);
 }
@@ -317,6 +319,14 @@ static int gil_attach(const struct family_attach *a, void **state)
 	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
 	st->skel->rodata->threshold_ns = GIL_THRESHOLD_NS;
 	st->skel->rodata->gil_stack_ns = record_opts__stack_ns(ctx->opts, &family_gil);
+	/* The holders' code by time (docs/GIL.md): without the sampler, where rounds begin. */
+	if (st->skel->rodata->gil_stack_ns != ~0ull) {
+		if (kfeature__has(KF_PERF_SAMPLING))
+			st->skel->rodata->gil_sample_ns = GIL_SAMPLE_NS;
+		else
+			pr_warn("gil: no cpu-clock sampling here: the holders' code is read where "
+				"each round of a wait begins, not weighed by time (docs/GIL.md)\n");
+	}
 	err = 0;
 	if (uprobe_multi__supported()) {
 		struct bpf_program *progs[] = {
@@ -337,6 +347,12 @@ static int gil_attach(const struct family_attach *a, void **state)
 		err = gil_bpf__attach(st->skel); /* the lifecycle tracepoints; uprobes come later */
 	if (err)
 		goto fail;
+	/* Said, not fatal: the waits are all there, only their holders' lines are less fair. */
+	if (st->skel->rodata->gil_sample_ns &&
+	    perf_timers__open(&st->sampler, st->skel->progs.gil_sample, 0,
+			      st->skel->rodata->gil_sample_ns, "gil"))
+		pr_warn("gil: no holder sampler: the holders' code is read where each round of a "
+			"wait begins, not weighed by time (docs/GIL.md)\n");
 	/* Last: once added, the manager keeps ST (a failed add keeps nothing). */
 	st->listener = a->uprobes ? uprobe_mgr__add_listener(a->uprobes, &lis) : -EINVAL;
 	if (st->listener < 0) {
@@ -463,6 +479,7 @@ static void gil_detach(struct record_ctx *ctx, void *state)
 	size_t it = 0;
 
 	/* Probes off first, so the last totals are final. */
+	perf_timers__close(&st->sampler);
 	gil_bpf__detach(st->skel);
 	while ((p = hmap__next(st->procs, &it, NULL)))
 		if (*p)

@@ -12,6 +12,11 @@
 
 /* Waits and holds from this long on get a record of their own; all are summed in-kernel. */
 #define GIL_THRESHOLD_NS 50000ull
+/*
+ * --stacks=gil: the holder sampler's period (cpu-clock ns), about 1 kHz, off the multiples of
+ * the 5 ms switch interval so that its samples fall at every point of the holds.
+ */
+#define GIL_SAMPLE_NS 997000ull
 
 extern const struct rec_decoder gil_decoders[];
 extern const struct family_cumulative gil_cumulative[];
@@ -27,6 +32,12 @@ struct gil_opts {
 	__u32 full; /* --gil-mode=full: every take_gil/drop_gil too (else the contended path) */
 };
 extern const struct family_option gil_options[];
+
+/*
+ * --stacks=gil: the waiting a HOLDER round or a timer SAMPLE record stands for, blamed on the
+ * holder's code (its STACK_REF); 0 for any other record (gil_stacks_report.c).
+ */
+__u64 gil_holder_ns(const struct bs_hdr *rec);
 
 /* "condwait", "take_gil", "no-gil", "none": BS_GIL_METHOD_* as gil_sum shows it. */
 const char *gil_method_name(__u32 method);

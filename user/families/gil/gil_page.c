@@ -52,6 +52,7 @@ static int gil_page_record(const struct page *p, void *st, const struct bs_hdr *
 {
 	struct gil_page *g = st;
 	const struct trace_stack *s;
+	__u64 ns;
 
 	if (gil_contention__add(g->contention, rec, p->origin))
 		return -ENOMEM;
@@ -59,14 +60,12 @@ static int gil_page_record(const struct page *p, void *st, const struct bs_hdr *
 	    page__lane(p, g->waits, rec->pid, rec->tid, rec->ts,
 		       ((const struct bs_gil_wait *)rec)->dur))
 		return -ENOMEM;
-	/* --stacks=gil: a round of a wait, as wide as it lasted, under the holder's code. */
-	if (rec->type != BS_REC_GIL_HOLDER || rec->size < sizeof(struct bs_gil_holder))
-		return 0;
-	s = trace_model__event_stack(m, rec);
+	/* --stacks=gil: the holders' code, as wide as the waiting it caused (gil_stacks'). */
+	ns = gil_holder_ns(rec);
+	s = ns ? trace_model__event_stack(m, rec) : NULL;
 	if (!s)
 		return 0;
-	return flamegraph__add(g->holders, s, 0,
-			       ((const struct bs_gil_holder *)rec)->dur / 1000 ?: 1, m);
+	return flamegraph__add(g->holders, s, 0, ns / 1000 ?: 1, m);
 }
 
 static int gil_page_named(const struct page *p, void *st, const struct trace_model *m)

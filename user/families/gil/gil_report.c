@@ -136,6 +136,8 @@ const struct rec_decoder gil_decoders[] = {
 	/* Rounds of waits with the holder's stack: gil_stacks reads them. */
 	{ BS_REC_GIL_HOLDER, sizeof(struct bs_gil_holder), "gil_holder", family__decode_meta,
 	  .task_offs = { offsetof(struct bs_gil_holder, holder_tid) } },
+	/* Timer samples of holders others waited for: gil_stacks weighs the holders' code by them. */
+	{ BS_REC_GIL_SAMPLE, sizeof(struct bs_gil_sample), "gil_sample", family__decode_meta },
 	{ 0 },
 };
 

@@ -15,6 +15,7 @@
 #include "hmap.h"
 #include "uprobe_mgr.h"
 #include "uprobe_multi.h"
+#include "perf_timers.h"
 #include "gil.skel.h"
 
 #define NEW_WINDOW_NS	      5000000000ull /* a new process may still map libpython */
@@ -82,6 +83,7 @@ struct gil_state {
 	struct hmap *blame_w; /* (pid << 32 | waiter, holder) -> count last written */
 	struct gil_py py;     /* scratch: big */
 	struct gil_look look; /* scratch: big */
+	struct perf_timers sampler; /* --stacks=gil: the holder sampler's events (gil_sample) */
 	int full;
 	/* processes configured (measured), and pythons whose GIL could not be: the end says
 	 * when -t gil alone measured nothing */

@@ -60,7 +60,10 @@ static void claim_holder(struct verdict *v, __u32 pid, __u32 tid, __u64 waited)
 			human__ns((double)ns, d, sizeof(d)));
 }
 
-/* What the holders ran while others waited (gil_stacks' first holder line). */
+/*
+ * What the holders ran while others waited (gil_stacks' first holder line): by the time they
+ * kept others waiting there (docs/GIL.md, "Holders by time").
+ */
 static void claim_holder_code(struct verdict *v)
 {
 	const struct table *t = verdict__table(v, "gil_stacks");
@@ -88,7 +91,7 @@ static void claim_holder_code(struct verdict *v)
 		return;
 	file = table__get_str(t, best, cfile);
 	verdict__detail(v, table__get_number(t, best, ct) / all, "gil_stacks",
-			"of all the GIL waits' rounds, the holder was running %s (%s:%llu)",
+			"of the GIL waits by time, the holders were running %s (%s:%llu)",
 			table__get_str(t, best, cf), file ? human__base(file) : "?",
 			(unsigned long long)table__get_u64(t, best, cl));
 }
