@@ -882,7 +882,8 @@ static void print_stack_families(FILE *f)
 				 dflt[0] ? dflt : "none");
 	names_of(dflt, sizeof(dflt), ",", stacks_by_default_targets);
 	if (dflt[0] && used < sizeof(line))
-		snprintf(line + used, sizeof(line) - used, " (%s: not with -a)", dflt);
+		snprintf(line + used, sizeof(line) - used,
+			 " (%s: not with -a or --flight-recorder)", dflt);
 	fprintf(f, "%27s", "");
 	human__wrap(f, line, 80, 27, 27);
 }
@@ -963,7 +964,7 @@ int record_args__check(struct record_args *a)
 		for (int i = 0; families[i]; i++)
 			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&
 			    (o->families & (1ull << i)) &&
-			    !(o->system_wide &&
+			    !((o->system_wide || o->flight.window_ns) &&
 			      (families[i]->flags & FAMILY_STACKS_DEFAULT_TARGETS)))
 				o->stack_ns[i] = families[i]->stack_default_ns;
 	for (int i = 0; families[i]; i++)
