@@ -194,6 +194,7 @@ int cmd_top(int argc, char **argv)
 	if (uo.batch)
 		signal(SIGPIPE, SIG_IGN); /* a reader that went away stops top, cleanly */
 	o->sink = top__record;
+	o->sink_live = top__live;
 	o->sink_arg = t;
 	o->thread_names = 1; /* a thread's row shows its threading name, as py-spy top */
 	o->sink_name = uo.batch ? "stdout" : "the screen";

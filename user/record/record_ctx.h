@@ -77,6 +77,11 @@ struct record_opts {
 	void *sink_arg;
 	const char *sink_name;
 	/*
+	 * The recording goes live now, every probe attached (top's first interval starts here,
+	 * not at the first record: start-up may hold the records for a second); NULL: none.
+	 */
+	void (*sink_live)(void *arg);
+	/*
 	 * record: the file just written judged in one line, the recording's last words
 	 * (stats__verdict_line, which lies above the recorder's layer); NULL: none.
 	 */

@@ -476,6 +476,8 @@ static int go_live(struct recording *r)
 	r->start = r->rm.meta.start.mono_ns;
 	ctx->end_ns = o->duration_ns ? r->start + o->duration_ns : 0;
 	ctx->live_ns = r->start;
+	if (o->sink_live)
+		o->sink_live(o->sink_arg);
 	if (o->system_wide)
 		proc_meta__snapshot_all(ctx);
 	for (__u32 i = 0; i < o->npids; i++)

@@ -88,7 +88,9 @@ void top__free(struct top *t);
 void top__replay(struct top *t);
 /* The recorder's sink (struct record_opts.sink): one record, as a trace file would get it. */
 void top__record(void *t, const struct bs_hdr *rec);
-/* When the first record came (CLOCK_MONOTONIC ns): the recording is live. 0 before. */
+/* The recording went live (struct record_opts.sink_live): the first interval starts now. */
+void top__live(void *t);
+/* When the recording went live (CLOCK_MONOTONIC ns; a file's: its first record). 0 before. */
 __u64 top__live_since(struct top *t);
 /*
  * Cut the interval under way at NOW into FR (its memory reused from the previous cut), start

@@ -163,16 +163,31 @@ static void lost(struct top *t, const struct bs_hdr *h)
 	t->lost_kinds[i] = (struct top_loss_kind){ fam, cause, t->lost_kinds[i].n + l->count };
 }
 
+/* The first interval starts at NOW. */
+static void start_clock(struct top *t, __u64 now)
+{
+	t->live_since = t->last_cut = now;
+	for (int i = 0; i < FAMILY_MAX; i++)
+		t->poll_cut[i] = t->live_since;
+}
+
+void top__live(void *arg)
+{
+	struct top *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	if (!t->live_since)
+		start_clock(t, mono_now_ns());
+	pthread_mutex_unlock(&t->lock);
+}
+
 void top__record(void *arg, const struct bs_hdr *h)
 {
 	struct top *t = arg;
 
 	pthread_mutex_lock(&t->lock);
-	if (!t->live_since) { /* live, the first record's time is now: a file's, its start */
-		t->live_since = t->last_cut = h->ts ? h->ts : mono_now_ns();
-		for (int i = 0; i < FAMILY_MAX; i++)
-			t->poll_cut[i] = t->live_since;
-	}
+	if (!t->live_since && t->replay) /* a file's first record: its start */
+		start_clock(t, h->ts ? h->ts : mono_now_ns());
 	t->records++;
 	t->now_ts = h->ts;
 	trace_model__observe(t->model, h);
