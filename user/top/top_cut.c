@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "array.h"
+#include "top_funcs.h"
 #include "top_priv.h"
 #include "trace_model.h"
 #include "hmap.h"
@@ -275,6 +276,10 @@ int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 		err = thread_row(t, th, fr, span);
 	if (!err)
 		err = sum_processes(t, fr);
+	if (!err)
+		err = top_funcs__cut(t->funcs, t->model, t->want_funcs, fr->funcs);
+	fr->funcs_cut = t->want_funcs;
+	fr->sampled = top_funcs__sampled(t->funcs);
 	cut_losses(t, fr);
 	start_over(t);
 	t->last_cut = now;
@@ -284,6 +289,8 @@ int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 
 void top_frame__free(struct top_frame *fr)
 {
+	top_funcs_frame__free(&fr->funcs[0]);
+	top_funcs_frame__free(&fr->funcs[1]);
 	free(fr->rows);
 	memset(fr, 0, sizeof(*fr));
 }

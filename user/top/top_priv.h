@@ -47,6 +47,7 @@ struct top {
 	struct top_col cols[TOP_MAX_COLS];
 	__u32 ncols;
 	int col_base[FAMILY_MAX]; /* a family's first column, -1 without columns */
+	int hooked[FAMILY_MAX];	  /* a recorded family with top hooks, columns or not */
 	void *states[FAMILY_MAX];
 	__u32 shown;
 	__u64 live_since, last_cut;
@@ -59,6 +60,8 @@ struct top {
 	int now_col;   /* NOW's column (top -p), -1 without it */
 	char **labels; /* NOW's labels, each once (top_now.c) */
 	size_t nlabels, labels_cap;
+	struct top_funcs *funcs; /* the function view's counts (top_funcs.h) */
+	int want_funcs;		 /* its rows are cut into the frames */
 };
 
 /* The entry of thread TID of PID (0: the process), made on first use; NULL without memory. */

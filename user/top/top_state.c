@@ -13,6 +13,7 @@
 #include "loss.h"
 #include "mono_clock.h"
 #include "record_ctx.h"
+#include "top_funcs.h"
 #include "top_priv.h"
 #include "trace_model.h"
 #include "hmap.h"
@@ -198,7 +199,7 @@ void top__record(void *arg, const struct bs_hdr *h)
 	else if (h->type == BS_REC_THREAD_SNAP)
 		top_now__snap(t, h);
 	for (int i = 0; families[i]; i++)
-		if (t->col_base[i] >= 0 && families[i]->top->record)
+		if (t->hooked[i] && families[i]->top->record)
 			families[i]->top->record(t, t->states[i], h);
 	pthread_mutex_unlock(&t->lock);
 }
@@ -241,6 +242,30 @@ void top__add_span(struct top *t, const struct family *f, int col, __u32 pid, __
 	top__add(t, f, col, pid, tid, end > from ? end - from : 0);
 }
 
+void top__sample(struct top *t, __u32 stack_id, int kernel, __u64 period_ns)
+{
+	top_funcs__sample(t->funcs, stack_id, kernel, period_ns);
+}
+
+void top__want_functions(struct top *t, int on)
+{
+	pthread_mutex_lock(&t->lock);
+	t->want_funcs = on;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void top__reset_functions(struct top *t)
+{
+	pthread_mutex_lock(&t->lock);
+	top_funcs__reset(t->funcs);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void top__set_sample_period(struct top *t, __u64 period_ns)
+{
+	top_funcs__set_period(t->funcs, period_ns);
+}
+
 void top__set(struct top *t, const struct family *f, int col, __u32 pid, __u64 v)
 {
 	int c = col_of(t, f, col);
@@ -267,7 +292,10 @@ void top__longest(struct top *t, const struct family *f, int col, __u32 pid, __u
 	}
 }
 
-/* CPU% first, then the columns of each recorded family that has some, in registry order. */
+/*
+ * CPU% first, then the columns of each recorded family that has some, in registry order; a
+ * recorded family without columns (samples for the function view) has its hooks too.
+ */
 static int add_columns(struct top *t)
 {
 	t->cols[t->ncols++] = (struct top_col){ &top_cpu_column, NULL, -1 };
@@ -281,10 +309,11 @@ static int add_columns(struct top *t)
 		const struct top_column *c = families[i]->top ? families[i]->top->columns : NULL;
 
 		t->col_base[i] = -1;
-		if (!c || !(t->o->families & (1ull << i)))
+		if (!families[i]->top || !(t->o->families & (1ull << i)))
 			continue;
-		t->col_base[i] = t->ncols;
-		for (int k = 0; c[k].key && k < TOP_FAMILY_COLS; k++) {
+		t->hooked[i] = 1;
+		t->col_base[i] = c ? (int)t->ncols : -1;
+		for (int k = 0; c && c[k].key && k < TOP_FAMILY_COLS; k++) {
 			if (t->ncols == TOP_MAX_COLS)
 				return -E2BIG;
 			t->cols[t->ncols++] = (struct top_col){ &c[k], families[i], i };
@@ -305,7 +334,8 @@ struct top *top__new(const struct record_opts *o)
 	t->o = o;
 	t->model = trace_model__new();
 	t->threads = hmap__new(sizeof(struct top_thread));
-	if (!t->model || !t->threads || add_columns(t)) {
+	t->funcs = top_funcs__new();
+	if (!t->model || !t->threads || !t->funcs || add_columns(t)) {
 		top__free(t);
 		return NULL;
 	}
@@ -321,6 +351,7 @@ void top__free(struct top *t)
 			families[i]->top->free(t->states[i]);
 	trace_model__free(t->model);
 	hmap__free(t->threads);
+	top_funcs__free(t->funcs);
 	top_now__free(t);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
