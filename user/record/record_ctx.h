@@ -36,6 +36,12 @@ struct record_opts {
 	__u32 npids;
 	/* Of pids, the last NCHILDREN: -p's descendants taken in at the start (target_tree.h). */
 	__u32 nchildren;
+	/*
+	 * Each child's parent and name as it was taken in: its PROCESS record when it exits
+	 * before the recording starts (a DataLoader's worker of the last epoch) still names it.
+	 */
+	__u32 pid_parent[RECORD_MAX_PIDS];
+	char pid_comm[RECORD_MAX_PIDS][BS_COMM_LEN];
 	__u32 no_subprocesses; /* --no-subprocesses: -p takes in no existing child */
 	__u32 system_wide;
 	__u64 duration_ns; /* 0 = until the targets exit or a signal */

@@ -481,7 +481,8 @@ static int go_live(struct recording *r)
 	if (o->system_wide)
 		proc_meta__snapshot_all(ctx);
 	for (__u32 i = 0; i < o->npids; i++)
-		proc_meta__snapshot(ctx, o->pids[i], 1);
+		if (proc_meta__snapshot(ctx, o->pids[i], 1) == -ESRCH && o->pid_comm[i][0])
+			proc_meta__gone(ctx, o->pids[i], o->pid_parent[i], o->pid_comm[i]);
 	if (r->launched) {
 		proc_meta__snapshot(ctx, r->launch.pid, 1);
 		release_cmd(&r->launch);
