@@ -31,8 +31,11 @@
 static void print_columns(FILE *f)
 {
 	fprintf(f, "\nColumns (--sort KEY; a family's show once it has values):\n");
-	fprintf(f, "  %-15s %-9s %s\n", top_cpu_column.head, top_cpu_column.key,
-		top_cpu_column.desc);
+	for (const struct top_column *const *c =
+		     (const struct top_column *const[]){ &top_cpu_column, &top_rank_column,
+							 &top_role_column, NULL };
+	     *c; c++)
+		fprintf(f, "  %-15s %-9s %s\n", (*c)->head, (*c)->key, (*c)->desc);
 	for (int i = 0; families[i]; i++)
 		for (const struct top_column *c = families[i]->top ? families[i]->top->columns
 								   : NULL;

@@ -141,6 +141,8 @@ const char *top_col__key(const struct top_col *c);
 extern const struct top_column top_cpu_column;
 /* NOW: top -p's own, what each thread is in now (top_now.c). */
 extern const struct top_column top_now_column;
+/* RANK and ROLE: what a process is to the job, where known (top_role.c). */
+extern const struct top_column top_rank_column, top_role_column;
 /* The view's columns (the same in every frame) and how many. */
 const struct top_col *top__columns(struct top *t, __u32 *n);
 

@@ -23,8 +23,11 @@
  */
 static void row_name(const struct top *t, __u32 pid, __u32 tid, char *buf)
 {
+	/* A pool's member: its comm, its part has the ROLE column. */
 	const char *n = tid ? trace_model__thread_name(t->model, tid)
-			    : trace_model__process_name(t->model, pid);
+			: trace_model__process_role(t->model, pid)
+				? trace_model__process_comm(t->model, pid)
+				: trace_model__process_name(t->model, pid);
 
 	if (!n)
 		n = tid ? trace_model__process_name(t->model, pid)
@@ -155,10 +158,13 @@ static int thread_row(struct top *t, struct top_thread *th, struct top_frame *fr
 			top_now__cell(t, th, fr->now, &r->val[c], &r->label[c]);
 			continue;
 		}
+		if (col->kind == TOP_TAG)
+			continue; /* top_role__cells */
 		r->val[c] =
 			col->flags & TOP_POLLED ? th->polled[c] : scale(col, th->cell[c].v, span);
 		r->label[c] = th->cell[c].label;
 	}
+	top_role__cells(t, th, r);
 	return 0;
 }
 
@@ -195,7 +201,7 @@ static int sum_processes(struct top *t, struct top_frame *fr)
 		struct top_row *r = &fr->rows[i];
 		__u32 c = 0;
 
-		while (c < t->ncols && !r->val[c])
+		while (c < t->ncols && (!r->val[c] || t->cols[c].c->kind == TOP_TAG))
 			c++;
 		if (c == t->ncols)
 			r->flags |= TOP_ROW_IDLE;
@@ -276,6 +282,11 @@ int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 		err = thread_row(t, th, fr, span);
 	if (!err)
 		err = sum_processes(t, fr);
+	fr->shown &= ~(1u << t->rank_col | 1u << t->role_col);
+	for (size_t i = 0; i < fr->nrows; i++) /* RANK, ROLE: when a process has one */
+		for (int c = t->rank_col; c <= t->role_col; c++)
+			if (fr->rows[i].label[c])
+				fr->shown |= 1u << c;
 	if (!err)
 		err = top_funcs__cut(t->funcs, t->model, t->want_funcs, fr->funcs);
 	fr->funcs_cut = t->want_funcs;

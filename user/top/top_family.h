@@ -23,6 +23,7 @@ enum top_kind {
 	TOP_LONGEST,   /* the longest event (ns) and its label ("futex 12ms"); a process: its max */
 	TOP_LEVEL,     /* bytes a process holds now (top__set): kept from frame to frame */
 	TOP_VALUE,     /* a number a process has now (watts: top__set), kept as a level is */
+	TOP_TAG,       /* top's own: a short text of a process (its rank, its role), not summed */
 };
 
 /*

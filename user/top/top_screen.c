@@ -91,7 +91,9 @@ static void cell_text(char *buf, size_t len, const struct top_col *col, int c, d
 	char d[16];
 	int room;
 
-	if (!x && c && !(col->c->kind == TOP_LONGEST && label)) {
+	if (col->c->kind == TOP_TAG) {
+		snprintf(buf, len, "%s", label ? label : "-");
+	} else if (!x && c && !(col->c->kind == TOP_LONGEST && label)) {
 		snprintf(buf, len, "-");
 	} else if (col->c->kind == TOP_LONGEST && !x) {
 		snprintf(buf, len, "%.*s", w > 0 ? w : 0, label); /* NOW: running, no duration */
@@ -109,12 +111,18 @@ static void cell_text(char *buf, size_t len, const struct top_col *col, int c, d
 	}
 }
 
-/* Column I of the screen's order: the numbers, then the text columns (as lay_out sizes them). */
+/* Where a column goes: the tags beside the name (0), the numbers (1), the text columns (2). */
+static int place(const struct top_col *c)
+{
+	return c->c->kind == TOP_TAG ? 0 : c->c->kind == TOP_LONGEST ? 2 : 1;
+}
+
+/* Column I of the screen's order (as lay_out sizes them). */
 static __u32 screen_col(const struct top_frame *fr, __u32 i)
 {
-	for (int text = 0; text <= 1; text++)
+	for (int p = 0; p <= 2; p++)
 		for (__u32 c = 0; c < fr->ncols; c++)
-			if ((fr->cols[c].c->kind == TOP_LONGEST) == text && !i--)
+			if (place(&fr->cols[c]) == p && !i--)
 				return c;
 	return 0;
 }
@@ -137,11 +145,13 @@ static void row_line(char *line, const struct top_frame *fr, const struct layout
 
 		if (!l->w[c])
 			continue;
-		if (r)
+		if (r && r->tid && fr->cols[c].c->kind == TOP_TAG)
+			t[0] = 0; /* a process's: blank in its threads' rows */
+		else if (r)
 			cell_text(t, sizeof(t), &fr->cols[c], c, r->val[c], r->label[c], l->w[c]);
 		else
 			snprintf(t, sizeof(t), "%s", fr->cols[c].c->head);
-		if (fr->cols[c].c->kind == TOP_LONGEST)
+		if (place(&fr->cols[c]) != 1) /* text, left-aligned */
 			top_text__put(line, l->width, " %-*.*s", l->w[c], l->w[c], t);
 		else
 			top_text__put(line, l->width, " %*.*s", l->w[c], l->w[c], t);

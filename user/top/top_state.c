@@ -46,6 +46,7 @@ struct top_thread *top__thread(struct top *t, __u32 pid, __u32 tid)
 	th->pid = pid;
 	th->tid = tid;
 	th->flags = !tid && is_target(t, pid) ? TOP_ROW_TARGET : 0;
+	top_role__born(t, th);
 	/* A thread seen for the first time has run before: its CPU% counts from now. */
 	if (tid && !t->replay)
 		th->cpu_known = !top_cpu__read(pid, tid, &th->cpu_ns);
@@ -198,6 +199,8 @@ void top__record(void *arg, const struct bs_hdr *h)
 		lifecycle(t, h);
 	else if (h->type == BS_REC_THREAD_SNAP)
 		top_now__snap(t, h);
+	else if (h->type == BS_REC_PROC_SNAP)
+		top_role__snap(t, h);
 	for (int i = 0; families[i]; i++)
 		if (t->hooked[i] && families[i]->top->record)
 			families[i]->top->record(t, t->states[i], h);
@@ -305,6 +308,11 @@ static int add_columns(struct top *t)
 		t->now_col = (int)t->ncols;
 		t->cols[t->ncols++] = (struct top_col){ &top_now_column, NULL, -1 };
 	}
+	/* Shown in a frame when a process there has one (top_cut.c). */
+	t->rank_col = (int)t->ncols;
+	t->cols[t->ncols++] = (struct top_col){ &top_rank_column, NULL, -1 };
+	t->role_col = (int)t->ncols;
+	t->cols[t->ncols++] = (struct top_col){ &top_role_column, NULL, -1 };
 	for (int i = 0; families[i] && i < FAMILY_MAX; i++) {
 		const struct top_column *c = families[i]->top ? families[i]->top->columns : NULL;
 
