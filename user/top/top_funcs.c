@@ -56,11 +56,16 @@ void top_funcs__free(struct top_funcs *f)
 
 int top_funcs__reset(struct top_funcs *f)
 {
+	struct func_sum *fresh[2] = { func_sum__new(sum_flags[0]), func_sum__new(sum_flags[1]) };
+
+	if (!fresh[0] || !fresh[1]) { /* the sums go on as they were */
+		func_sum__free(fresh[0]);
+		func_sum__free(fresh[1]);
+		return -ENOMEM;
+	}
 	for (int k = 0; k < 2; k++) {
 		func_sum__free(f->all[k]);
-		f->all[k] = func_sum__new(sum_flags[k]);
-		if (!f->all[k])
-			return -ENOMEM;
+		f->all[k] = fresh[k];
 	}
 	f->samples_all = 0;
 	return 0;

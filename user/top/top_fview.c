@@ -19,19 +19,14 @@ struct fcol {
 	const char *key, *head, *desc;
 };
 
+/* The help screen's lines fit 80 columns: docs/USAGE.md says the rest. */
 static const struct fcol fcols[TOP_FSORTS] = {
 	[TOP_FSORT_OWN] = { "own", "%Own",
-			    "samples whose innermost Python frame (else innermost frame: native "
-			    "code, no Python on the stack) is this function or line, % of the "
-			    "interval's samples of every traced process" },
-	[TOP_FSORT_TOTAL] = { "total", "%Total",
-			      "samples with it anywhere on the stack (once per sample however it "
-			      "recurses), % of the interval's samples" },
-	[TOP_FSORT_OWN_TIME] = { "own-time", "OwnTime",
-				 "on-CPU time it was innermost, since the start (or r): its "
-				 "samples times 1/--sample-rate" },
+			    "samples it was the innermost frame of (Python's first)" },
+	[TOP_FSORT_TOTAL] = { "total", "%Total", "samples it was on the stack of, once each" },
+	[TOP_FSORT_OWN_TIME] = { "own-time", "OwnTime", "CPU time innermost, since the start (r)" },
 	[TOP_FSORT_TOTAL_TIME] = { "total-time", "TotalTime",
-				   "on-CPU time it was on the stack, since the start (or r)" },
+				   "CPU time on the stack, since the start (r)" },
 };
 
 int top_fview__sort_key(const char *key)
@@ -126,7 +121,7 @@ static void title_lines(FILE *out, const struct fview *fv, const struct top_fram
 static int help_screen(FILE *out, int width, int height)
 {
 	static const char *const keys[] = {
-		"Functions: every traced process's CPU samples, per line or function (py-spy top)",
+		"Functions: the traced processes' CPU samples per line or function (py-spy top)",
 		"q, Ctrl-C   quit",
 		"1 2 3 4     sort by %Own, %Total, OwnTime, TotalTime (< > the next one)",
 		"l           a row per line, or per function",
