@@ -678,10 +678,13 @@ static void test_top_shows_toy(void)
 		  "top takes monitor's defaults");
 	ASSERT_EQ(record_args__parse(&a, 3, args), 0, "top -p 1");
 	ASSERT_EQ(record_args__check(&a), 0, "checked");
-	/* By default top records what has columns (the toy among them; not opt-in ones), and proc. */
+	/*
+	 * By default top records what has columns (the toy among them; not opt-in ones), and proc;
+	 * with -p the families that sample too (the function view's).
+	 */
 	for (int i = 0; families[i]; i++)
 		if ((families[i]->top && !(families[i]->flags & FAMILY_OPT_IN)) ||
-		    (families[i]->flags & FAMILY_ALWAYS))
+		    (families[i]->flags & FAMILY_ALWAYS) || family__samples(families[i]))
 			want |= 1ull << i;
 	ASSERT_EQ(a.o.families, want, "the families top records");
 	ASSERT_TRUE(family__find("toy")->top && family__find("sched") &&

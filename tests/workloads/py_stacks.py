@@ -3,6 +3,9 @@ known. Prints "pid P tid T" first, then its ground truth as one JSON line.
 
     py_stacks.py split SECS    outer -> inner_a (7 parts) / inner_b (3 parts) of the thread's
                                CPU time (time.thread_time), SECS of it: {"a", "b"} seconds
+    py_stacks.py paced MS      the same split, with a sleep of MS milliseconds after each
+                               10 ms of it (a third of a core at 20), until stdin closes:
+                               {"a", "b"} seconds (a test that watches it live takes little)
     py_stacks.py exec N S      N functions f_K compiled from new source, each defined on line
                                K + 1 of a file named gen_K.py, called (spinning S s of CPU)
                                and freed, one after the other: their code objects (and names)
@@ -22,6 +25,7 @@ import asyncio
 import gc
 import json
 import os
+import select
 import sys
 import threading
 import time
@@ -52,9 +56,14 @@ def inner_b(secs):
     return x
 
 
-def outer(total):
+def paced(pause_s):
+    """Sleep PAUSE_S; 1 once stdin has closed (0 at once without a pause)."""
+    return pause_s and select.select([sys.stdin], [], [], pause_s)[0] and not sys.stdin.read(1)
+
+
+def outer(total, pause_s=0):
     a = b = 0.0
-    while a + b < total:
+    while a + b < total and not paced(pause_s):
         t = thread_time()
         inner_a(0.007)  # CALL_A
         a += thread_time() - t
@@ -148,6 +157,8 @@ def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "split":
         truth = outer(float(args[0]))
+    elif mode == "paced":
+        truth = outer(float("inf"), float(args[0]) / 1000)
     elif mode == "exec":
         truth = churn(int(args[0]), float(args[1]))
     elif mode == "deep":

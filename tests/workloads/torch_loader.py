@@ -45,7 +45,10 @@ def main():
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(x), y).backward()
         opt.step()
-        batch = next(it)
+        batch = next(it, None)
+        if batch is None:  # an epoch's end: the next one, with the same workers
+            it = iter(loader)
+            batch = next(it)
         if pause:
             time.sleep(pause)
         if select.select([sys.stdin], [], [], 0)[0] and not sys.stdin.read(1):

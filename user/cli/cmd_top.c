@@ -31,8 +31,11 @@
 static void print_columns(FILE *f)
 {
 	fprintf(f, "\nColumns (--sort KEY; a family's show once it has values):\n");
-	fprintf(f, "  %-15s %-9s %s\n", top_cpu_column.head, top_cpu_column.key,
-		top_cpu_column.desc);
+	for (const struct top_column *const *c =
+		     (const struct top_column *const[]){ &top_cpu_column, &top_rank_column,
+							 &top_role_column, NULL };
+	     *c; c++)
+		fprintf(f, "  %-15s %-9s %s\n", (*c)->head, (*c)->key, (*c)->desc);
 	for (int i = 0; families[i]; i++)
 		for (const struct top_column *c = families[i]->top ? families[i]->top->columns
 								   : NULL;
@@ -48,9 +51,13 @@ static void usage(FILE *f)
 		"       bpfsight top [-i DUR] [-n N] [-s KEY] FILE   the frames of a recording\n\n");
 	record_args__print_options(f, "top");
 	print_columns(f);
-	fprintf(f, "\n"
-		   "Keys: q quit, < > sort column, t threads, i idle rows, h help. Needs root, or\n"
-		   "CAP_BPF + CAP_PERFMON. Without a terminal on stdout it writes batch frames.\n");
+	fprintf(f, "\nThe function view (f, --functions; -s %s):\n", top_fview__keys());
+	fprintf(f, "  %%Own %%Total OwnTime TotalTime, per line or function of the CPU samples\n");
+	fprintf(f,
+		"\n"
+		"Keys: q quit, < > sort column, t threads, i idle rows, f functions (there: 1-4\n"
+		"sort, l lines or functions, c since the start, r reset), h help. Needs root, or\n"
+		"CAP_BPF + CAP_PERFMON. Without a terminal on stdout it writes batch frames.\n");
 }
 
 /* What only top checks: it launches nothing; without -p it shows every process. */
@@ -81,8 +88,11 @@ static void target_text(const struct record_opts *o, char *buf, size_t len)
 		used += snprintf(buf + used, len - used, "%s%d", i ? "," : "", o->pids[i]);
 }
 
-/* --sort KEY: a column of the recorded families (or cpu). -1 after saying what is wrong. */
-static int sort_column(struct top *t, const char *key)
+/*
+ * --sort KEY: a column of the recorded families (or cpu); with --functions, of the function
+ * view. -1 after saying what is wrong.
+ */
+static int sort_column(struct top *t, const char *key, int functions)
 {
 	const struct top_col *cols;
 	char keys[256];
@@ -92,6 +102,13 @@ static int sort_column(struct top *t, const char *key)
 	cols = top__columns(t, &n);
 	if (!key)
 		return 0;
+	if (functions) {
+		c = top_fview__sort_key(key);
+		if (c < 0)
+			FAIL("bad --sort '%s' for --functions: use one of %s", key,
+			     top_fview__keys());
+		return c;
+	}
 	c = top_screen__sort_col(cols, n, key);
 	if (c < 0) {
 		top_screen__keys(cols, n, keys, sizeof(keys));
@@ -99,6 +116,24 @@ static int sort_column(struct top *t, const char *key)
 		     keys);
 	}
 	return c;
+}
+
+/* What the function view says when no sample comes because none is taken: -t lacks them. */
+static const char *funcs_hint(const struct record_opts *o, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	for (int i = 0; families[i]; i++)
+		if (family__samples(families[i])) {
+			if (o->families & (1ull << i))
+				return NULL;
+			used += snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+					 families[i]->name);
+		}
+	if (!used)
+		return NULL;
+	snprintf(buf + used, len - used, " samples: add it to -t, or give --functions");
+	return buf;
 }
 
 /*
@@ -121,7 +156,7 @@ static int replay(struct record_args *a, const char *path)
 	t = top__new(o);
 	if (!t)
 		return FAIL("out of memory");
-	sort = sort_column(t, a->sort);
+	sort = sort_column(t, a->sort, a->functions);
 	if (sort < 0) {
 		top__free(t);
 		return 1;
@@ -131,9 +166,12 @@ static int replay(struct record_args *a, const char *path)
 				   .batch = 1,
 				   .interval_ns = a->interval_ns,
 				   .iterations = a->iterations,
-				   .sort = sort,
+				   .sort = a->functions ? 0 : sort,
 				   .threads = 1,
-				   .target = base ? base + 1 : path };
+				   .target = base ? base + 1 : path,
+				   .functions = a->functions,
+				   .fsort = a->functions ? sort : 0,
+				   .funcs_hint = "the recording took none" };
 	ret = top_replay__run(t, path, &uo, top_ui__batch_width());
 	top__free(t);
 	return ret;
@@ -146,7 +184,7 @@ int cmd_top(int argc, char **argv)
 	struct top_ui_opts uo = {};
 	struct top_ui *ui = NULL;
 	struct top *t = NULL;
-	char target[256];
+	char target[256], hint[128];
 	sigset_t winch;
 	int ret = 1, e, sort;
 
@@ -175,7 +213,7 @@ int cmd_top(int argc, char **argv)
 		FAIL("out of memory");
 		goto out;
 	}
-	sort = sort_column(t, a.sort);
+	sort = sort_column(t, a.sort, a.functions);
 	if (sort < 0)
 		goto out;
 	target_text(o, target, sizeof(target));
@@ -183,10 +221,13 @@ int cmd_top(int argc, char **argv)
 				   .batch = a.batch || !top_term__usable(),
 				   .interval_ns = a.interval_ns,
 				   .iterations = a.iterations,
-				   .sort = sort,
+				   .sort = a.functions ? 0 : sort,
 				   /* -p: its threads too; every process: processes, as top */
 				   .threads = o->npids > 0,
-				   .target = target };
+				   .target = target,
+				   .functions = a.functions,
+				   .fsort = a.functions ? sort : 0,
+				   .funcs_hint = funcs_hint(o, hint, sizeof(hint)) };
 	/* The screen thread reads resizes from a signalfd: every thread blocks SIGWINCH. */
 	sigemptyset(&winch);
 	sigaddset(&winch, SIGWINCH);
@@ -194,6 +235,7 @@ int cmd_top(int argc, char **argv)
 	if (uo.batch)
 		signal(SIGPIPE, SIG_IGN); /* a reader that went away stops top, cleanly */
 	o->sink = top__record;
+	o->sink_live = top__live;
 	o->sink_arg = t;
 	o->thread_names = 1; /* a thread's row shows its threading name, as py-spy top */
 	o->sink_name = uo.batch ? "stdout" : "the screen";

@@ -56,6 +56,14 @@ const struct rec_decoder *family__decoder(__u16 type)
 	return family__decoder_at(type, &f);
 }
 
+int family__samples(const struct family *f)
+{
+	for (const struct rec_decoder *d = f->decoders; d && d->type; d++)
+		if (d->style && d->style->sample)
+			return 1;
+	return 0;
+}
+
 const struct export_style *family__kind_style(const char *kind)
 {
 	for (int i = 0; families[i]; i++)

@@ -185,6 +185,7 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_OPT_RECORD 0x1 /* `record` takes the option */
 #define FAMILY_OPT_MONITOR                                                                         \
 	0x2 /* `monitor` takes the option, and `top` (it records as monitor does) */
+#define FAMILY_OPT_TOP	   0x4	 /* `top` takes the option (it takes monitor's anyway) */
 #define FAMILY_OPT_IMPLIES 0x100 /* giving it records the family too, -t or not */
 
 /*
@@ -470,6 +471,8 @@ const struct export_style *family__kind_style(const char *kind);
  * metadata record or an unknown type, -EINVAL for a record shorter than its type needs.
  */
 int family__decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
+/* 1 when F writes samples of stacks (a decoder's style says .sample): top's function view's. */
+int family__samples(const struct family *f);
 /* 1 when a family says TYPE is ring-only (struct family.ring_only). */
 int family__ring_only(__u16 type);
 /* "osrt, sched" : the families -t accepts, for error messages and --help. */

@@ -44,8 +44,9 @@ struct ent {
 	__u32 py_pid;
 	/* processes: its parent (PROCESS, FORK); its place in a pool (trace_model__join_pool) */
 	__u32 ppid;
-	__u32 pool_owner;
+	__u32 pool_owner, pool_n; /* its owner, and its place in the pool (from 0) */
 	const char *pool_what, *owner_what, *role;
+	const char *owns_what; /* it owns a pool, as this ("trainer") */
 };
 
 struct map {
@@ -598,6 +599,7 @@ static void name_pool(struct trace_model *m, __u32 owner)
 			     m->procs.ents[k].pool_owner == owner && m->procs.ents[k].key < e->key;
 		snprintf(buf, sizeof(buf), "%s %u of %s %u", e->pool_what, n, e->owner_what, owner);
 		e->role = pool__intern(&m->pool, buf, (__u32)strlen(buf));
+		e->pool_n = n;
 		if (!e->role)
 			m->oom = 1;
 	}
@@ -619,6 +621,32 @@ void trace_model__join_pool(struct trace_model *m, __u32 pid, __u32 owner, const
 	e->pool_what = what;
 	e->owner_what = owner_what;
 	name_pool(m, owner);
+	e = map__get(&m->procs, owner); /* after: it may move the entries */
+	if (e)
+		e->owns_what = owner_what;
+	else
+		m->oom = 1;
+}
+
+const char *trace_model__pool(const struct trace_model *m, __u32 pid, __u32 *owner, __u32 *n)
+{
+	const struct ent *e = m ? map__find(&m->procs, pid) : NULL;
+
+	if (!e || !e->pool_what)
+		return e ? e->owns_what : NULL;
+	*owner = e->pool_owner;
+	*n = e->pool_n;
+	return e->pool_what;
+}
+
+const char *trace_model__process_comm(const struct trace_model *m, __u32 pid)
+{
+	const struct ent *e = m ? map__find(&m->procs, pid) : NULL;
+
+	if (e && e->name)
+		return e->name;
+	e = m ? map__find(&m->threads, pid) : NULL; /* its main thread was named */
+	return e ? e->name : NULL;
 }
 
 const char *trace_model__process_role(const struct trace_model *m, __u32 pid)
@@ -640,7 +668,7 @@ const char *trace_model__process_name(const struct trace_model *m, __u32 pid)
 	e = map__find(&m->procs, pid);
 	if (e && e->role)
 		return e->role; /* its part in the job: "DataLoader worker 1 of trainer 4213" */
-	if (e)
+	if (e && e->name)
 		return e->name;
 	/* No snapshot of the process, but its main thread was named (e.g. a THREAD record). */
 	e = map__find(&m->threads, pid);

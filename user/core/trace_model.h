@@ -42,6 +42,14 @@ void trace_model__join_pool(struct trace_model *m, __u32 pid, __u32 owner, const
 			    const char *owner_what);
 /* That name, NULL for a process in no pool. */
 const char *trace_model__process_role(const struct trace_model *m, __u32 pid);
+/*
+ * PID's part in a pool, as its parts: the pool's WHAT ("DataLoader worker"), *OWNER and *N
+ * its place; for a pool's owner, OWNER_WHAT ("trainer") and *OWNER, *N untouched; NULL when
+ * neither.
+ */
+const char *trace_model__pool(const struct trace_model *m, __u32 pid, __u32 *owner, __u32 *n);
+/* Its comm (python3), whatever part it has; NULL when unknown. */
+const char *trace_model__process_comm(const struct trace_model *m, __u32 pid);
 const char *trace_model__cmdline(const struct trace_model *m, __u32 pid);
 const char *trace_model__thread_name(const struct trace_model *m, __u32 tid);
 /*

@@ -22,14 +22,6 @@ struct pprof {
 	__u64 start_realtime, start_mono;
 };
 
-static __u64 meta_rate(const struct trace_meta *meta)
-{
-	const char *o = meta->options ? strstr(meta->options, "sample_rate=") : NULL;
-	unsigned long hz = o ? strtoul(o + 12, NULL, 10) : 0;
-
-	return hz ? hz : 99; /* traces from before the option: the default */
-}
-
 static void *pprof_open(const char *out, const struct trace_meta *meta, int *err)
 {
 	struct pprof *p = calloc(1, sizeof(*p));
@@ -39,7 +31,7 @@ static void *pprof_open(const char *out, const struct trace_meta *meta, int *err
 		*err = -ENOMEM;
 		return NULL;
 	}
-	p->period_ns = 1000000000ull / meta_rate(meta);
+	p->period_ns = cpu_samples__period_ns(meta->options);
 	p->start_realtime = meta->start.realtime_ns;
 	p->start_mono = meta->start.mono_ns;
 	p->fd = export__create(out);

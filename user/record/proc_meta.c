@@ -73,6 +73,36 @@ static int parse_stat(pid_t pid, __u32 *ppid, __u64 *start_ticks, char *state)
 	return proc_meta__parse_stat(buf, ppid, start_ticks, state);
 }
 
+int proc_meta__parent(pid_t pid, __u32 *ppid, char comm[BS_COMM_LEN])
+{
+	char path[64], buf[1024], state, *open_, *close_;
+	__u64 start;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0 ||
+	    proc_meta__parse_stat(buf, ppid, &start, &state))
+		return -ESRCH;
+	/* "PID (COMM) S ...": the comm may hold spaces and parentheses, the last ')' ends it. */
+	open_ = strchr(buf, '(');
+	close_ = strrchr(buf, ')');
+	memset(comm, 0, BS_COMM_LEN);
+	if (open_ && close_ > open_)
+		memcpy(comm, open_ + 1,
+		       close_ - open_ - 1 < BS_COMM_LEN - 1 ? close_ - open_ - 1 : BS_COMM_LEN - 1);
+	return 0;
+}
+
+void proc_meta__gone(struct record_ctx *ctx, pid_t pid, __u32 ppid, const char *comm)
+{
+	struct bs_process p;
+
+	memset(&p, 0, sizeof(p));
+	record_ctx__hdr(&p.h, BS_REC_PROCESS, sizeof(p), pid, pid, 0);
+	p.ppid = ppid;
+	copy_comm(p.comm, comm);
+	record_ctx__write(ctx, &p);
+}
+
 pid_t proc_meta__tgid(pid_t tid)
 {
 	char path[64], buf[2048], *p;

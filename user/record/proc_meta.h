@@ -16,6 +16,13 @@ int proc_meta__snapshot_all(struct record_ctx *ctx);
 void proc_meta__observe(struct record_ctx *ctx, const struct bs_hdr *rec);
 /* The tgid of a task id (a tid given to -p is accepted); negative errno if it is gone. */
 pid_t proc_meta__tgid(pid_t tid);
+/* PID's parent and comm (as /proc/PID/stat says them): 0, or -ESRCH when it is gone. */
+int proc_meta__parent(pid_t pid, __u32 *ppid, char comm[BS_COMM_LEN]);
+/*
+ * A PROCESS record of PID, gone before its snapshot, from what was read of it earlier: its
+ * parent and comm (nothing else is known of it now).
+ */
+void proc_meta__gone(struct record_ctx *ctx, pid_t pid, __u32 ppid, const char *comm);
 /* 1 while PID exists and is not a zombie. */
 int proc_meta__alive(pid_t pid);
 /* 0 and PID's start time (clock ticks since boot) while it is alive; -ESRCH if not. */

@@ -36,6 +36,12 @@ struct record_opts {
 	__u32 npids;
 	/* Of pids, the last NCHILDREN: -p's descendants taken in at the start (target_tree.h). */
 	__u32 nchildren;
+	/*
+	 * Each child's parent and name as it was taken in: its PROCESS record when it exits
+	 * before the recording starts (a DataLoader's worker of the last epoch) still names it.
+	 */
+	__u32 pid_parent[RECORD_MAX_PIDS];
+	char pid_comm[RECORD_MAX_PIDS][BS_COMM_LEN];
 	__u32 no_subprocesses; /* --no-subprocesses: -p takes in no existing child */
 	__u32 system_wide;
 	__u64 duration_ns; /* 0 = until the targets exit or a signal */
@@ -76,6 +82,11 @@ struct record_opts {
 	void (*sink)(void *arg, const struct bs_hdr *rec);
 	void *sink_arg;
 	const char *sink_name;
+	/*
+	 * The recording goes live now, every probe attached (top's first interval starts here,
+	 * not at the first record: start-up may hold the records for a second); NULL: none.
+	 */
+	void (*sink_live)(void *arg);
 	/*
 	 * record: the file just written judged in one line, the recording's last words
 	 * (stats__verdict_line, which lies above the recorder's layer); NULL: none.

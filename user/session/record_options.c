@@ -458,6 +458,12 @@ static int opt_sort(struct record_args *a, const char *arg)
 	return 0;
 }
 
+static int opt_functions(struct record_args *a, const char *arg)
+{
+	a->functions = 1;
+	return 0;
+}
+
 static int opt_help(struct record_args *a, const char *arg)
 {
 	a->done = a->help = 1;
@@ -528,6 +534,10 @@ static const struct rec_option table[] = {
 	{ "sort", 's', "KEY", T,
 	  "the column rows are sorted by, highest first: a key of the columns below (default "
 	  "cpu; < and > change it while running)", NULL, opt_sort },
+	{ "functions", 0, NULL, T,
+	  "start in the function view (f switches): py-spy top's %Own, %Total, OwnTime, "
+	  "TotalTime per function and line of the CPU samples (-s own, total, own-time, "
+	  "total-time); records the family that samples, whatever -t says", NULL, opt_functions },
 	{ "buffer-size", 0, "SIZE", RMT, "BPF ring buffer (default 16M, a power of two)", NULL,
 	  opt_buffer },
 	{ "capture-range", 0, "KIND", R,
@@ -958,6 +968,14 @@ int record_args__check(struct record_args *a)
 			if (families[i]->top && !(families[i]->flags & FAMILY_OPT_IN))
 				o->families |= 1ull << i;
 	}
+	/*
+	 * top -p: the samples of its function view too (f), py-spy top's view of a process;
+	 * --functions asks for them whatever -t says. Not every process's by default (-a): their
+	 * stacks would be symbolized for the whole machine.
+	 */
+	for (int i = 0; a->cmd_bit == T && families[i]; i++)
+		if (family__samples(families[i]) && (a->functions || (o->npids && !a->trace)))
+			o->families |= 1ull << i;
 	record_args__default_families(o);
 	o->families |= a->implied;		 /* after the defaults: an option adds to them */
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */

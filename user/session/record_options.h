@@ -36,6 +36,7 @@ struct record_args {
 	__u32 iterations; /* frames, then stop; 0 = no limit */
 	int batch;
 	const char *sort;
+	int functions; /* --functions: start in the function view */
 };
 
 /* CMD's defaults, the families' options at theirs (record_opts__family). 0 or -ENOMEM. */

@@ -476,10 +476,13 @@ static int go_live(struct recording *r)
 	r->start = r->rm.meta.start.mono_ns;
 	ctx->end_ns = o->duration_ns ? r->start + o->duration_ns : 0;
 	ctx->live_ns = r->start;
+	if (o->sink_live)
+		o->sink_live(o->sink_arg);
 	if (o->system_wide)
 		proc_meta__snapshot_all(ctx);
 	for (__u32 i = 0; i < o->npids; i++)
-		proc_meta__snapshot(ctx, o->pids[i], 1);
+		if (proc_meta__snapshot(ctx, o->pids[i], 1) == -ESRCH && o->pid_comm[i][0])
+			proc_meta__gone(ctx, o->pids[i], o->pid_parent[i], o->pid_comm[i]);
 	if (r->launched) {
 		proc_meta__snapshot(ctx, r->launch.pid, 1);
 		release_cmd(&r->launch);

@@ -123,7 +123,8 @@ int target_tree__take_children(struct record_opts *o)
 	}
 	for (int i = 0; i < n && (__u32)i < room; i++) {
 		/* The start time tells it from a later process given its recycled pid. */
-		if (proc_meta__start(kids[i], &o->pid_start[o->npids]))
+		if (proc_meta__start(kids[i], &o->pid_start[o->npids]) ||
+		    proc_meta__parent(kids[i], &o->pid_parent[o->npids], o->pid_comm[o->npids]))
 			continue; /* exited meanwhile */
 		o->pids[o->npids++] = kids[i];
 		added++;

@@ -2,6 +2,7 @@
 /* CPU samples counted per (stack, kernel or user) (cpu_samples.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include "cpu_samples.h"
 #include "family.h"
 #include "hmap.h"
@@ -65,4 +66,12 @@ int cpu_samples__next(const struct cpu_samples *c, size_t *it, __u32 *stack_id, 
 	*kernel = (int)key.b;
 	*count = *n;
 	return 1;
+}
+
+__u64 cpu_samples__period_ns(const char *options)
+{
+	const char *o = options ? strstr(options, "sample_rate=") : NULL;
+	unsigned long hz = o ? strtoul(o + 12, NULL, 10) : 0;
+
+	return 1000000000ull / (hz ? hz : 99);
 }

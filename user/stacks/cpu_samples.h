@@ -25,4 +25,11 @@ int cpu_samples__add_n(struct cpu_samples *c, __u32 stack_id, int kernel, __u64 
 int cpu_samples__next(const struct cpu_samples *c, size_t *it, __u32 *stack_id, int *kernel,
 		      __u64 *count);
 
+/*
+ * The CPU time a sample stands for in a recording whose header's options are OPTIONS
+ * ("... sample_rate=99": the cpu family's): 1 s / the rate, the default 99 Hz's for a trace
+ * from before the option (or NULL).
+ */
+__u64 cpu_samples__period_ns(const char *options);
+
 #endif /* BPFSIGHT_CPU_SAMPLES_H */

@@ -63,6 +63,30 @@ struct top_row {
 	const char *label[TOP_MAX_COLS]; /* TOP_LONGEST: what took that long */
 };
 
+#define TOP_FUNC_TEXT 160 /* a function view row's "func (file:line)", with its NUL */
+
+/* A function (or Python line) of the function view, py-spy top's row: its samples. */
+struct top_func {
+	__u64 own, total;	  /* the interval's: innermost frame of, anywhere on the stack of */
+	__u64 own_all, total_all; /* the same since the start (or the last reset, r) */
+	char text[TOP_FUNC_TEXT]; /* "inner_a (train.py:46)"; by function "inner_a (train.py)" */
+};
+
+#define TOP_FUNCS_BY_LINE 0 /* top_frame.funcs[]: a row per Python line (py-spy's default) */
+#define TOP_FUNCS_BY_FUNC 1 /* a row per function whatever its line (py-spy top's L) */
+
+/*
+ * The function view of a frame (top_funcs.c): every traced process's CPU samples summed per
+ * function (func_sum.h): each stack's Python frames when it has some, else its native ones.
+ */
+struct top_funcs_frame {
+	struct top_func *v; /* the busiest functions by each of the four columns, in no order */
+	size_t n, cap;
+	__u64 samples, samples_all; /* the interval's and since the start (or r) */
+	__u64 nostack;		    /* of the interval's: those whose user stack was not read */
+	__u64 period_ns;	    /* the on-CPU time a sample stands for (1 s / --sample-rate) */
+};
+
 struct top_frame {
 	__u64 now, span_ns; /* when it was cut, and the interval it covers */
 	const struct top_col *cols;
@@ -74,6 +98,10 @@ struct top_frame {
 	double records_per_s;	   /* records the recording sent this interval, per second */
 	__u64 lost, lost_interval; /* events lost since the start, and in this interval */
 	char lost_why[96];	   /* the causes of this interval's losses: "cuda: ringbuf_full" */
+	/* The function view (top__want_functions), by line and by function; n 0 otherwise. */
+	struct top_funcs_frame funcs[2];
+	int funcs_cut; /* the function view was wanted at this cut: funcs[] has its rows */
+	int sampled;   /* CPU samples came since the start: the function view has something */
 };
 
 struct top;
@@ -88,7 +116,9 @@ void top__free(struct top *t);
 void top__replay(struct top *t);
 /* The recorder's sink (struct record_opts.sink): one record, as a trace file would get it. */
 void top__record(void *t, const struct bs_hdr *rec);
-/* When the first record came (CLOCK_MONOTONIC ns): the recording is live. 0 before. */
+/* The recording went live (struct record_opts.sink_live): the first interval starts now. */
+void top__live(void *t);
+/* When the recording went live (CLOCK_MONOTONIC ns; a file's: its first record). 0 before. */
 __u64 top__live_since(struct top *t);
 /*
  * Cut the interval under way at NOW into FR (its memory reused from the previous cut), start
@@ -96,12 +126,23 @@ __u64 top__live_since(struct top *t);
  */
 int top__cut(struct top *t, __u64 now, struct top_frame *fr);
 void top_frame__free(struct top_frame *fr);
+/*
+ * Cut the function view into each frame from now on (ON), or not: summing the samples per
+ * function goes on either way, it is their rows that cost.
+ */
+void top__want_functions(struct top *t, int on);
+/* The function view's times and shares start over (py-spy top's R). */
+void top__reset_functions(struct top *t);
+/* A replay's sampling period, from its file's header (a live one's is the family's). */
+void top__set_sample_period(struct top *t, __u64 period_ns);
 /* Column I's --sort key ("cpu", "gil", ...), for parsing and messages. */
 const char *top_col__key(const struct top_col *c);
 /* CPU%: top's own column, from each thread's on-CPU time (top_cpu.c). */
 extern const struct top_column top_cpu_column;
 /* NOW: top -p's own, what each thread is in now (top_now.c). */
 extern const struct top_column top_now_column;
+/* RANK and ROLE: what a process is to the job, where known (top_role.c). */
+extern const struct top_column top_rank_column, top_role_column;
 /* The view's columns (the same in every frame) and how many. */
 const struct top_col *top__columns(struct top *t, __u32 *n);
 

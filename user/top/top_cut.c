@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "array.h"
+#include "top_funcs.h"
 #include "top_priv.h"
 #include "trace_model.h"
 #include "hmap.h"
@@ -22,8 +23,11 @@
  */
 static void row_name(const struct top *t, __u32 pid, __u32 tid, char *buf)
 {
+	/* A pool's member: its comm, its part has the ROLE column. */
 	const char *n = tid ? trace_model__thread_name(t->model, tid)
-			    : trace_model__process_name(t->model, pid);
+			: trace_model__process_role(t->model, pid)
+				? trace_model__process_comm(t->model, pid)
+				: trace_model__process_name(t->model, pid);
 
 	if (!n)
 		n = tid ? trace_model__process_name(t->model, pid)
@@ -154,10 +158,13 @@ static int thread_row(struct top *t, struct top_thread *th, struct top_frame *fr
 			top_now__cell(t, th, fr->now, &r->val[c], &r->label[c]);
 			continue;
 		}
+		if (col->kind == TOP_TAG)
+			continue; /* top_role__cells */
 		r->val[c] =
 			col->flags & TOP_POLLED ? th->polled[c] : scale(col, th->cell[c].v, span);
 		r->label[c] = th->cell[c].label;
 	}
+	top_role__cells(t, th, r);
 	return 0;
 }
 
@@ -194,7 +201,7 @@ static int sum_processes(struct top *t, struct top_frame *fr)
 		struct top_row *r = &fr->rows[i];
 		__u32 c = 0;
 
-		while (c < t->ncols && !r->val[c])
+		while (c < t->ncols && (!r->val[c] || t->cols[c].c->kind == TOP_TAG))
 			c++;
 		if (c == t->ncols)
 			r->flags |= TOP_ROW_IDLE;
@@ -275,6 +282,15 @@ int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 		err = thread_row(t, th, fr, span);
 	if (!err)
 		err = sum_processes(t, fr);
+	fr->shown &= ~(1u << t->rank_col | 1u << t->role_col);
+	for (size_t i = 0; i < fr->nrows; i++) /* RANK, ROLE: when a process has one */
+		for (int c = t->rank_col; c <= t->role_col; c++)
+			if (fr->rows[i].label[c])
+				fr->shown |= 1u << c;
+	if (!err)
+		err = top_funcs__cut(t->funcs, t->model, t->want_funcs, fr->funcs);
+	fr->funcs_cut = t->want_funcs;
+	fr->sampled = top_funcs__sampled(t->funcs);
 	cut_losses(t, fr);
 	start_over(t);
 	t->last_cut = now;
@@ -284,6 +300,8 @@ int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 
 void top_frame__free(struct top_frame *fr)
 {
+	top_funcs_frame__free(&fr->funcs[0]);
+	top_funcs_frame__free(&fr->funcs[1]);
 	free(fr->rows);
 	memset(fr, 0, sizeof(*fr));
 }

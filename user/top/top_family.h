@@ -23,6 +23,7 @@ enum top_kind {
 	TOP_LONGEST,   /* the longest event (ns) and its label ("futex 12ms"); a process: its max */
 	TOP_LEVEL,     /* bytes a process holds now (top__set): kept from frame to frame */
 	TOP_VALUE,     /* a number a process has now (watts: top__set), kept as a level is */
+	TOP_TAG,       /* top's own: a short text of a process (its rank, its role), not summed */
 };
 
 /*
@@ -44,7 +45,7 @@ struct top_column {
 #define TOP_FAMILY_COLS 4 /* columns one family may have */
 
 struct top_family {
-	const struct top_column *columns; /* ends with a zeroed entry */
+	const struct top_column *columns; /* ends with a zeroed entry; NULL: none (samples only) */
 	/* State of its own for a recording with options O (e.g. per-thread last totals). */
 	int (*open)(const struct record_opts *o, void **st);
 	void (*free)(void *st);
@@ -67,6 +68,12 @@ void top__add_span(struct top *t, const struct family *f, int col, __u32 pid, __
 /* A TOP_LONGEST event of DUR; LABEL must live as long as top (a static string). */
 void top__longest(struct top *t, const struct family *f, int col, __u32 pid, __u32 tid, __u64 dur,
 		  const char *label);
+
+/*
+ * A sample of a thread's stack (stack id STACK_ID, 0: none read; taken in kernel code when
+ * KERNEL) standing for PERIOD_NS of time on a CPU: the function view's (top.h).
+ */
+void top__sample(struct top *t, __u32 stack_id, int kernel, __u64 period_ns);
 
 /*
  * A TOP_LEVEL (TOP_VALUE) column of process PID: V bytes (V) from now on, until set again or

@@ -31,8 +31,7 @@ const struct top_column top_now_column = {
 	46,
 };
 
-/* LABEL as a string that lives as long as top (rows keep pointers to it). */
-static const char *intern(struct top *t, const char *label)
+const char *top__intern(struct top *t, const char *label)
 {
 	char *copy;
 
@@ -82,7 +81,7 @@ void top_now__snap(struct top *t, const struct bs_hdr *h)
 				label[n++] = *w;
 		label[n] = 0;
 	}
-	th->now_label = intern(t, label);
+	th->now_label = top__intern(t, label);
 	th->now_ns = s->off_cpu_ns;
 	th->now_at = h->ts;
 	t->shown |= 1u << t->now_col;

@@ -32,6 +32,7 @@ struct top_thread {
 	__u64 exit_cpu_ns; /* its whole CPU time, from its EXIT record (0: not known) */
 	__u32 exit_seen;   /* its EXIT record came */
 	__u32 vanished;	   /* cuts that found it gone from /proc before its EXIT record came */
+	__s32 rank;	   /* a process's rank in its environment (top_role.c), -1: none */
 };
 
 struct top_loss_kind {
@@ -47,6 +48,7 @@ struct top {
 	struct top_col cols[TOP_MAX_COLS];
 	__u32 ncols;
 	int col_base[FAMILY_MAX]; /* a family's first column, -1 without columns */
+	int hooked[FAMILY_MAX];	  /* a recorded family with top hooks, columns or not */
 	void *states[FAMILY_MAX];
 	__u32 shown;
 	__u64 live_since, last_cut;
@@ -54,11 +56,14 @@ struct top {
 	__u64 lost, lost_cut;
 	struct top_loss_kind lost_kinds[TOP_LOSS_KINDS];
 	__u64 poll_ts[FAMILY_MAX], poll_cut[FAMILY_MAX]; /* TOP_POLLED columns' clock */
-	__u64 now_ts;  /* the time of the record being folded: a poll's time for TOP_POLLED */
-	int replay;    /* records of a file: nothing is read from /proc (no CPU%) */
-	int now_col;   /* NOW's column (top -p), -1 without it */
-	char **labels; /* NOW's labels, each once (top_now.c) */
+	__u64 now_ts; /* the time of the record being folded: a poll's time for TOP_POLLED */
+	int replay;   /* records of a file: nothing is read from /proc (no CPU%) */
+	int now_col;  /* NOW's column (top -p), -1 without it */
+	int rank_col, role_col; /* RANK's and ROLE's (top_role.c) */
+	char **labels;		/* NOW's labels, each once (top_now.c) */
 	size_t nlabels, labels_cap;
+	struct top_funcs *funcs; /* the function view's counts (top_funcs.h) */
+	int want_funcs;		 /* its rows are cut into the frames */
 };
 
 /* The entry of thread TID of PID (0: the process), made on first use; NULL without memory. */
@@ -68,6 +73,14 @@ void top_now__snap(struct top *t, const struct bs_hdr *h);
 void top_now__cell(const struct top *t, const struct top_thread *th, __u64 now, double *val,
 		   const char **label);
 void top_now__free(struct top *t);
+/* LABEL as a string that lives as long as top (rows keep pointers to it); NULL past a cap. */
+const char *top__intern(struct top *t, const char *label);
+/* RANK and ROLE (top_role.c): a process's rank as it is first seen (live: its environment). */
+void top_role__born(struct top *t, struct top_thread *th);
+/* A PROC_SNAP: the rank its environment says. */
+void top_role__snap(struct top *t, const struct bs_hdr *h);
+/* Process TH's cells of a row of FR: its rank, its role. */
+void top_role__cells(struct top *t, const struct top_thread *th, struct top_row *r);
 /* Its on-CPU time from /proc (top_cpu.c): 0, or -errno when it is gone. */
 int top_cpu__read(__u32 pid, __u32 tid, __u64 *ns);
 

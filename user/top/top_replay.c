@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include "cpu_samples.h"
 #include "top.h"
 #include "top_screen.h"
 #include "top_ui.h"
@@ -53,7 +54,13 @@ int top_replay__run(struct top *t, const char *path, const struct top_ui_opts *o
 	rp.view = (struct top_view){ .sort = o->sort,
 				     .threads = o->threads,
 				     .target = o->target,
-				     .interval_ns = o->interval_ns };
+				     .interval_ns = o->interval_ns,
+				     .functions = o->functions,
+				     .fsort = o->fsort,
+				     .funcs_hint = o->funcs_hint };
+	top__want_functions(t, o->functions);
+	/* Its samples stand for the period the recording sampled at (the header says). */
+	top__set_sample_period(t, cpu_samples__period_ns(trace_reader__meta(r)->options));
 	while (!done && trace_reader__next(r, &h) == 1) {
 		if (h->ts > clock)
 			clock = h->ts;

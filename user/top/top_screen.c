@@ -4,47 +4,22 @@
  * is short the names narrow first (to NAME_W_MIN), then the text columns go, then the numbers
  * from the right, the sort column last. No line is longer than the width.
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "top_family.h"
 #include "top_screen.h"
+#include "top_text.h"
 
 #define ID_W	   7 /* a pid or tid: at most 4194304 */
 #define NAME_W_MIN 8
 #define NAME_W_MAX 16
-#define LINE_W_MAX 512 /* the widest line written, whatever the width */
-#define HEAD_LINES 3   /* title, totals, column headings */
+#define HEAD_LINES 3 /* title, totals, column headings */
 
 struct layout {
 	int width;
 	int name_w;
 	int w[TOP_MAX_COLS]; /* each column's width, 0 when it is left out */
 };
-
-/* Append to LINE (at most WIDTH characters, kept NUL-terminated). */
-static void put(char *line, int width, const char *fmt, ...)
-{
-	size_t used = strlen(line);
-	va_list ap;
-
-	if ((int)used >= width)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line + used, width - used + 1, fmt, ap);
-	va_end(ap);
-}
-
-/* A line, without the spaces its padding left at the end. */
-static void emit(FILE *out, const char *line, int *n)
-{
-	int len = strlen(line);
-
-	while (len && line[len - 1] == ' ')
-		len--;
-	fprintf(out, "%.*s\n", len, line);
-	(*n)++;
-}
 
 /* The widths of what fits in WIDTH, as the file's comment says. */
 static void lay_out(const struct top_frame *fr, const struct top_view *v, int width,
@@ -89,34 +64,6 @@ static void lay_out(const struct top_frame *fr, const struct top_view *v, int wi
 			l->w[c] = avail / texts - 1 + (++k == (__u32)texts ? avail % texts : 0);
 }
 
-/* 12.3ms, 850us, 1.20s: a duration in 6 characters at most. */
-static void human_ns(char *buf, size_t len, double ns)
-{
-	if (ns < 1e3)
-		snprintf(buf, len, "%.0fns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, len, "%.0fus", ns / 1e3);
-	else if (ns < 1e7)
-		snprintf(buf, len, "%.1fms", ns / 1e6);
-	else if (ns < 1e9)
-		snprintf(buf, len, "%.0fms", ns / 1e6);
-	else
-		snprintf(buf, len, "%.2fs", ns / 1e9);
-}
-
-/* 3.5, 812, 12.3k, 123k, 1.2M: a rate in 6 characters at most. */
-static void human_rate(char *buf, size_t len, double x)
-{
-	if (x < 10)
-		snprintf(buf, len, "%.1f", x);
-	else if (x < 1e4)
-		snprintf(buf, len, "%.0f", x);
-	else if (x < 1e6)
-		snprintf(buf, len, "%.*fk", x < 1e5 ? 1 : 0, x / 1e3);
-	else
-		snprintf(buf, len, "%.1fM", x / 1e6);
-}
-
 /* 512B, 980K, 12.3M, 123M, 1.23G: bytes in 5 characters at most, units of 1024 (as htop). */
 static void human_size(char *buf, size_t len, double x)
 {
@@ -144,17 +91,19 @@ static void cell_text(char *buf, size_t len, const struct top_col *col, int c, d
 	char d[16];
 	int room;
 
-	if (!x && c && !(col->c->kind == TOP_LONGEST && label)) {
+	if (col->c->kind == TOP_TAG) {
+		snprintf(buf, len, "%s", label ? label : "-");
+	} else if (!x && c && !(col->c->kind == TOP_LONGEST && label)) {
 		snprintf(buf, len, "-");
 	} else if (col->c->kind == TOP_LONGEST && !x) {
 		snprintf(buf, len, "%.*s", w > 0 ? w : 0, label); /* NOW: running, no duration */
 	} else if (col->c->kind == TOP_LONGEST) {
-		human_ns(d, sizeof(d), x);
+		top_text__ns(d, sizeof(d), x);
 		/* The name is cut at its end: the duration is what must show. */
 		room = w - (int)strlen(d) - 1;
 		snprintf(buf, len, "%.*s %s", room > 0 ? room : 0, label ? label : "?", d);
 	} else if (col->c->kind == TOP_RATE) {
-		human_rate(buf, len, x);
+		top_text__rate(buf, len, x);
 	} else if (col->c->kind == TOP_LEVEL) {
 		human_size(buf, len, x);
 	} else {
@@ -162,12 +111,18 @@ static void cell_text(char *buf, size_t len, const struct top_col *col, int c, d
 	}
 }
 
-/* Column I of the screen's order: the numbers, then the text columns (as lay_out sizes them). */
+/* Where a column goes: the tags beside the name (0), the numbers (1), the text columns (2). */
+static int place(const struct top_col *c)
+{
+	return c->c->kind == TOP_TAG ? 0 : c->c->kind == TOP_LONGEST ? 2 : 1;
+}
+
+/* Column I of the screen's order (as lay_out sizes them). */
 static __u32 screen_col(const struct top_frame *fr, __u32 i)
 {
-	for (int text = 0; text <= 1; text++)
+	for (int p = 0; p <= 2; p++)
 		for (__u32 c = 0; c < fr->ncols; c++)
-			if ((fr->cols[c].c->kind == TOP_LONGEST) == text && !i--)
+			if (place(&fr->cols[c]) == p && !i--)
 				return c;
 	return 0;
 }
@@ -180,23 +135,26 @@ static void row_line(char *line, const struct top_frame *fr, const struct layout
 
 	line[0] = 0;
 	if (r)
-		put(line, l->width, "%*u %s%-*.*s", ID_W, r->tid ? r->tid : r->pid,
-		    r->tid ? " " : "", l->name_w - !!r->tid, l->name_w - !!r->tid, r->name);
+		top_text__put(line, l->width, "%*u %s%-*.*s", ID_W, r->tid ? r->tid : r->pid,
+			      r->tid ? " " : "", l->name_w - !!r->tid, l->name_w - !!r->tid,
+			      r->name);
 	else
-		put(line, l->width, "%*s %-*s", ID_W, "ID", l->name_w, "NAME");
+		top_text__put(line, l->width, "%*s %-*s", ID_W, "ID", l->name_w, "NAME");
 	for (__u32 i = 0; i < fr->ncols; i++) {
 		__u32 c = screen_col(fr, i);
 
 		if (!l->w[c])
 			continue;
-		if (r)
+		if (r && r->tid && fr->cols[c].c->kind == TOP_TAG)
+			t[0] = 0; /* a process's: blank in its threads' rows */
+		else if (r)
 			cell_text(t, sizeof(t), &fr->cols[c], c, r->val[c], r->label[c], l->w[c]);
 		else
 			snprintf(t, sizeof(t), "%s", fr->cols[c].c->head);
-		if (fr->cols[c].c->kind == TOP_LONGEST)
-			put(line, l->width, " %-*.*s", l->w[c], l->w[c], t);
+		if (place(&fr->cols[c]) != 1) /* text, left-aligned */
+			top_text__put(line, l->width, " %-*.*s", l->w[c], l->w[c], t);
 		else
-			put(line, l->width, " %*.*s", l->w[c], l->w[c], t);
+			top_text__put(line, l->width, " %*.*s", l->w[c], l->w[c], t);
 	}
 }
 
@@ -266,29 +224,23 @@ static size_t *screen_order(const struct top_frame *fr, const struct top_view *v
 static void title_lines(FILE *out, const struct top_frame *fr, const struct top_view *v, int width,
 			int *n)
 {
-	char line[LINE_W_MAX + 1] = "", h[16];
-	__u64 s = v->live_ns / 1000000000ull;
+	char line[TOP_LINE_W_MAX + 1] = "", h[16];
 
-	put(line, width, "top - %s", v->target);
+	top_text__put(line, width, "top - %s", v->target);
 	if (fr)
-		put(line, width, " - sort %s", fr->cols[v->sort < fr->ncols ? v->sort : 0].c->head);
-	put(line, width, " - every %.1fs - %llu:%02llu:%02llu", v->interval_ns / 1e9,
-	    (unsigned long long)(s / 3600), (unsigned long long)(s / 60 % 60),
-	    (unsigned long long)(s % 60));
-	emit(out, line, n);
+		top_text__put(line, width, " - sort %s",
+			      fr->cols[v->sort < fr->ncols ? v->sort : 0].c->head);
+	top_text__clock(line, width, v->interval_ns, v->live_ns);
+	top_text__emit(out, line, n);
 	line[0] = 0;
 	if (fr) {
-		human_rate(h, sizeof(h), fr->records_per_s);
-		put(line, width, "%u process%s, %u thread%s, %s records/s, ", fr->nprocs,
-		    fr->nprocs == 1 ? "" : "es", fr->nthreads, fr->nthreads == 1 ? "" : "s", h);
-		/* Losses in capitals: no colour says it here. */
-		if (fr->lost_interval)
-			put(line, width, "LOST %llu (+%llu: %s)", (unsigned long long)fr->lost,
-			    (unsigned long long)fr->lost_interval, fr->lost_why);
-		else
-			put(line, width, "lost %llu", (unsigned long long)fr->lost);
+		top_text__rate(h, sizeof(h), fr->records_per_s);
+		top_text__put(line, width, "%u process%s, %u thread%s, %s records/s, ", fr->nprocs,
+			      fr->nprocs == 1 ? "" : "es", fr->nthreads,
+			      fr->nthreads == 1 ? "" : "s", h);
+		top_text__lost(line, width, fr);
 	}
-	emit(out, line, n);
+	top_text__emit(out, line, n);
 }
 
 static int help_screen(FILE *out, const struct top_frame *fr, int width, int height)
@@ -298,67 +250,62 @@ static int help_screen(FILE *out, const struct top_frame *fr, int width, int hei
 		"< >         sort by the column left or right of the current one",
 		"t           threads under their process, or processes only",
 		"i           rows with nothing this interval too, or not",
+		"f           functions: the CPU samples per function and line, as py-spy top",
 		"h, ?        this help (any key goes back)",
 	};
-	char line[LINE_W_MAX + 1];
 	int n = 0;
 
-	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]) && (!height || n < height); k++) {
-		line[0] = 0;
-		put(line, width, "%s", keys[k]);
-		emit(out, line, &n);
-	}
+	top_text__lines(out, width, height, keys, sizeof(keys) / sizeof(keys[0]), &n);
 	if (fr && (!height || n < height))
-		emit(out, "", &n);
-	for (__u32 c = 0; fr && c < fr->ncols && (!height || n < height); c++) {
-		line[0] = 0;
-		put(line, width, "%-15s %-9s %s", fr->cols[c].c->head, fr->cols[c].c->key,
-		    fr->cols[c].c->desc);
-		emit(out, line, &n);
-	}
+		top_text__emit(out, "", &n);
+	for (__u32 c = 0; fr && c < fr->ncols; c++)
+		top_text__col_help(out, width, height, fr->cols[c].c->head, fr->cols[c].c->key,
+				   fr->cols[c].c->desc, &n);
 	return n;
 }
 
 int top_screen__render(FILE *out, const struct top_frame *fr, const struct top_view *view,
 		       int width, int height)
 {
-	char line[LINE_W_MAX + 1] = "";
+	char line[TOP_LINE_W_MAX + 1] = "";
 	struct top_view vv = *view, *v = &vv;
 	struct layout l;
 	size_t *order, nrows = 0;
 	int n = 0, room;
 
+	if (v->functions)
+		return top_fview__render(out, fr, v, width, height);
 	/* A sort column that is not shown (CPU% of a replay): the first one that is. */
 	if (fr && !(fr->shown & (1u << v->sort)))
 		v->sort = top_screen__next_col(fr, v->sort, 1);
 
-	width = width > LINE_W_MAX ? LINE_W_MAX : width < 1 ? 1 : width;
+	width = width > TOP_LINE_W_MAX ? TOP_LINE_W_MAX : width < 1 ? 1 : width;
 	if (v->help)
 		return help_screen(out, fr, width, height);
 	title_lines(out, fr, v, width, &n);
 	if (!fr) {
-		put(line, width, "waiting for the first interval...");
-		emit(out, line, &n);
+		top_text__put(line, width, "waiting for the first interval...");
+		top_text__emit(out, line, &n);
 		return n;
 	}
 	lay_out(fr, v, width, &l);
 	row_line(line, fr, &l, NULL);
-	emit(out, line, &n);
+	top_text__emit(out, line, &n);
 	order = screen_order(fr, v, &nrows);
 	room = height ? height - HEAD_LINES - !!v->keys : (int)nrows;
 	for (size_t i = 0; order && i < nrows && (int)i < room; i++) {
 		row_line(line, fr, &l, &fr->rows[order[i]]);
-		emit(out, line, &n);
+		top_text__emit(out, line, &n);
 	}
 	free(order);
 	if (!v->keys)
 		return n;
-	while (height && n < height - 1) /* the keys on the last line */
-		emit(out, "", &n);
-	line[0] = 0;
-	put(line, width, "%s",
-	    v->message[0] ? v->message : "q quit  < > sort  t threads  i idle rows  h help");
-	emit(out, line, &n);
+	/* The keys on the last line, or the latest message. */
+	top_text__last_line(
+		out, width, height,
+		v->message[0] ? v->message
+			      : "q quit  < > sort  t threads  i idle rows  f functions  h help",
+		&n);
 	return n;
 }
 

@@ -13,6 +13,7 @@
 #include "loss.h"
 #include "mono_clock.h"
 #include "record_ctx.h"
+#include "top_funcs.h"
 #include "top_priv.h"
 #include "trace_model.h"
 #include "hmap.h"
@@ -45,6 +46,7 @@ struct top_thread *top__thread(struct top *t, __u32 pid, __u32 tid)
 	th->pid = pid;
 	th->tid = tid;
 	th->flags = !tid && is_target(t, pid) ? TOP_ROW_TARGET : 0;
+	top_role__born(t, th);
 	/* A thread seen for the first time has run before: its CPU% counts from now. */
 	if (tid && !t->replay)
 		th->cpu_known = !top_cpu__read(pid, tid, &th->cpu_ns);
@@ -163,16 +165,31 @@ static void lost(struct top *t, const struct bs_hdr *h)
 	t->lost_kinds[i] = (struct top_loss_kind){ fam, cause, t->lost_kinds[i].n + l->count };
 }
 
+/* The first interval starts at NOW. */
+static void start_clock(struct top *t, __u64 now)
+{
+	t->live_since = t->last_cut = now;
+	for (int i = 0; i < FAMILY_MAX; i++)
+		t->poll_cut[i] = t->live_since;
+}
+
+void top__live(void *arg)
+{
+	struct top *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	if (!t->live_since)
+		start_clock(t, mono_now_ns());
+	pthread_mutex_unlock(&t->lock);
+}
+
 void top__record(void *arg, const struct bs_hdr *h)
 {
 	struct top *t = arg;
 
 	pthread_mutex_lock(&t->lock);
-	if (!t->live_since) { /* live, the first record's time is now: a file's, its start */
-		t->live_since = t->last_cut = h->ts ? h->ts : mono_now_ns();
-		for (int i = 0; i < FAMILY_MAX; i++)
-			t->poll_cut[i] = t->live_since;
-	}
+	if (!t->live_since && t->replay) /* a file's first record: its start */
+		start_clock(t, h->ts ? h->ts : mono_now_ns());
 	t->records++;
 	t->now_ts = h->ts;
 	trace_model__observe(t->model, h);
@@ -182,8 +199,10 @@ void top__record(void *arg, const struct bs_hdr *h)
 		lifecycle(t, h);
 	else if (h->type == BS_REC_THREAD_SNAP)
 		top_now__snap(t, h);
+	else if (h->type == BS_REC_PROC_SNAP)
+		top_role__snap(t, h);
 	for (int i = 0; families[i]; i++)
-		if (t->col_base[i] >= 0 && families[i]->top->record)
+		if (t->hooked[i] && families[i]->top->record)
 			families[i]->top->record(t, t->states[i], h);
 	pthread_mutex_unlock(&t->lock);
 }
@@ -226,6 +245,30 @@ void top__add_span(struct top *t, const struct family *f, int col, __u32 pid, __
 	top__add(t, f, col, pid, tid, end > from ? end - from : 0);
 }
 
+void top__sample(struct top *t, __u32 stack_id, int kernel, __u64 period_ns)
+{
+	top_funcs__sample(t->funcs, stack_id, kernel, period_ns);
+}
+
+void top__want_functions(struct top *t, int on)
+{
+	pthread_mutex_lock(&t->lock);
+	t->want_funcs = on;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void top__reset_functions(struct top *t)
+{
+	pthread_mutex_lock(&t->lock);
+	top_funcs__reset(t->funcs);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void top__set_sample_period(struct top *t, __u64 period_ns)
+{
+	top_funcs__set_period(t->funcs, period_ns);
+}
+
 void top__set(struct top *t, const struct family *f, int col, __u32 pid, __u64 v)
 {
 	int c = col_of(t, f, col);
@@ -252,7 +295,10 @@ void top__longest(struct top *t, const struct family *f, int col, __u32 pid, __u
 	}
 }
 
-/* CPU% first, then the columns of each recorded family that has some, in registry order. */
+/*
+ * CPU% first, then the columns of each recorded family that has some, in registry order; a
+ * recorded family without columns (samples for the function view) has its hooks too.
+ */
 static int add_columns(struct top *t)
 {
 	t->cols[t->ncols++] = (struct top_col){ &top_cpu_column, NULL, -1 };
@@ -262,14 +308,20 @@ static int add_columns(struct top *t)
 		t->now_col = (int)t->ncols;
 		t->cols[t->ncols++] = (struct top_col){ &top_now_column, NULL, -1 };
 	}
+	/* Shown in a frame when a process there has one (top_cut.c). */
+	t->rank_col = (int)t->ncols;
+	t->cols[t->ncols++] = (struct top_col){ &top_rank_column, NULL, -1 };
+	t->role_col = (int)t->ncols;
+	t->cols[t->ncols++] = (struct top_col){ &top_role_column, NULL, -1 };
 	for (int i = 0; families[i] && i < FAMILY_MAX; i++) {
 		const struct top_column *c = families[i]->top ? families[i]->top->columns : NULL;
 
 		t->col_base[i] = -1;
-		if (!c || !(t->o->families & (1ull << i)))
+		if (!families[i]->top || !(t->o->families & (1ull << i)))
 			continue;
-		t->col_base[i] = t->ncols;
-		for (int k = 0; c[k].key && k < TOP_FAMILY_COLS; k++) {
+		t->hooked[i] = 1;
+		t->col_base[i] = c ? (int)t->ncols : -1;
+		for (int k = 0; c && c[k].key && k < TOP_FAMILY_COLS; k++) {
 			if (t->ncols == TOP_MAX_COLS)
 				return -E2BIG;
 			t->cols[t->ncols++] = (struct top_col){ &c[k], families[i], i };
@@ -290,7 +342,8 @@ struct top *top__new(const struct record_opts *o)
 	t->o = o;
 	t->model = trace_model__new();
 	t->threads = hmap__new(sizeof(struct top_thread));
-	if (!t->model || !t->threads || add_columns(t)) {
+	t->funcs = top_funcs__new();
+	if (!t->model || !t->threads || !t->funcs || add_columns(t)) {
 		top__free(t);
 		return NULL;
 	}
@@ -306,6 +359,7 @@ void top__free(struct top *t)
 			families[i]->top->free(t->states[i]);
 	trace_model__free(t->model);
 	hmap__free(t->threads);
+	top_funcs__free(t->funcs);
 	top_now__free(t);
 	pthread_mutex_destroy(&t->lock);
 	free(t);

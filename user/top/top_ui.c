@@ -115,6 +115,41 @@ static void move_sort(struct top_ui *ui, int dir)
 		ui->view.sort = top_screen__next_col(&ui->frame, ui->view.sort, dir);
 }
 
+/* The function view's own keys (py-spy top's). 1 when K was one. */
+static int function_key(struct top_ui *ui, char k)
+{
+	struct top_view *v = &ui->view;
+
+	switch (k) {
+	case '1':
+	case '2':
+	case '3':
+	case '4':
+		v->fsort = k - '1';
+		return 1;
+	case '<':
+	case ',':
+		v->fsort = (v->fsort + TOP_FSORTS - 1) % TOP_FSORTS;
+		return 1;
+	case '>':
+	case '.':
+		v->fsort = (v->fsort + 1) % TOP_FSORTS;
+		return 1;
+	case 'l':
+	case 'L':
+		v->by_func = !v->by_func;
+		return 1;
+	case 'c':
+		v->cumulative = !v->cumulative;
+		return 1;
+	case 'r':
+	case 'R':
+		top__reset_functions(ui->o.t);
+		return 1;
+	}
+	return 0;
+}
+
 static void key(struct top_ui *ui, char k)
 {
 	if (ui->view.help) { /* any key leaves the help */
@@ -122,6 +157,8 @@ static void key(struct top_ui *ui, char k)
 		if (k != 'q' && k != 'Q' && k != 3)
 			return;
 	}
+	if (ui->view.functions && function_key(ui, k))
+		return;
 	switch (k) {
 	case 'q':
 	case 'Q':
@@ -143,6 +180,10 @@ static void key(struct top_ui *ui, char k)
 		break;
 	case 'i':
 		ui->view.idle = !ui->view.idle;
+		break;
+	case 'f':
+		ui->view.functions = !ui->view.functions;
+		top__want_functions(ui->o.t, ui->view.functions);
 		break;
 	case 'h':
 	case '?':
@@ -311,7 +352,11 @@ struct top_ui *top_ui__start(const struct top_ui_opts *o)
 				      .threads = o->threads,
 				      .target = o->target,
 				      .interval_ns = o->interval_ns,
-				      .keys = !o->batch };
+				      .keys = !o->batch,
+				      .functions = o->functions,
+				      .fsort = o->fsort,
+				      .funcs_hint = o->funcs_hint };
+	top__want_functions(o->t, o->functions);
 	if (!ui->batch) {
 		ui->log = malloc(LOG_MAX + 4096 + 1);
 		err = ui->log ? top_term__open(&ui->term) : -ENOMEM;

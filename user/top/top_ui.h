@@ -15,10 +15,13 @@ struct top_ui_opts {
 	struct top *t;
 	int batch; /* plain text frames on stdout */
 	__u64 interval_ns;
-	__u32 iterations;   /* frames, then stop; 0 = no limit */
-	__u32 sort;	    /* the column rows are sorted by */
-	int threads;	    /* threads shown under their process (t toggles it) */
-	const char *target; /* "pid 1234", "every process" */
+	__u32 iterations;	/* frames, then stop; 0 = no limit */
+	__u32 sort;		/* the column rows are sorted by */
+	int threads;		/* threads shown under their process (t toggles it) */
+	const char *target;	/* "pid 1234", "every process" */
+	int functions;		/* start in the function view (f switches) */
+	__u32 fsort;		/* its sort column, TOP_FSORT_* */
+	const char *funcs_hint; /* what to do when no samples come */
 };
 
 struct top_ui;

@@ -189,4 +189,5 @@ const struct family family_cpu = {
 	.verdict = &cpu_verdict,
 	.sqlite = &cpu_sqlite,
 	.page = &cpu_page,
+	.top = &cpu_top,
 };

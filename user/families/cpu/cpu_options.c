@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The cpu family's option: --sample-rate (record). */
+/* The cpu family's option: --sample-rate (record, and top for its function view). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +39,7 @@ void cpu_opts_describe(const void *opts, char *buf, size_t len)
 const struct family_option cpu_options[] = {
 	{ "sample-rate", "HZ",
 	  "cpu: samples per second of each CPU (default 99, 1 to 10000); the cpu family is "
-	  "recorded only when -t names it",
-	  FAMILY_OPT_RECORD, parse_rate },
+	  "recorded only when -t names it (top: with -p or --functions too, its function view)",
+	  FAMILY_OPT_RECORD | FAMILY_OPT_TOP, parse_rate },
 	{ 0 },
 };

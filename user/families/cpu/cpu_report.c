@@ -2,13 +2,14 @@
 /*
  * Decode side of cpu: samples as events (with their stack), and cpu_sum: per function, the
  * samples it was running in (self) and on the stack of (total), as py-spy top and cProfile's
- * tottime/cumtime. A function counts once per sample however often it recurses.
+ * tottime/cumtime, summed by func_sum.h (top's function view sums them so too).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
 #include "cpu.h"
+#include "func_sum.h"
 #include "stack_format.h"
 #include "hmap.h"
 #include "table.h"
@@ -41,16 +42,6 @@ const struct rec_decoder cpu_decoders[] = {
 	{ BS_REC_CPU_SAMPLE, sizeof(struct bs_cpu_sample), "cpu_sample", decode_sample,
 	  &sample_style, offsetof(struct bs_cpu_sample, stack_id) },
 	{ 0 },
-};
-
-/*
- * A row of cpu_sum: a native function (module, name), a Python line (file, function, line:
- * py-spy top's rows), or an unnamed frame's address.
- */
-struct cpu_func {
-	const struct bs_frame *frame; /* the first frame seen of it (the model's) */
-	__u64 self, total;
-	__u64 last; /* the (stack << 1 | kernel) that counted it in total last: once per stack */
 };
 
 struct cpu_sum {
@@ -88,33 +79,14 @@ static void cpu_sum__add(void *vst, const struct bs_hdr *rec, const struct trace
 	(*n)++;
 }
 
-/*
- * What a row is. For people (table mode) an unnamed native frame is its module's row and a
- * Python frame gone before it was read one row of its own: one row per address says nothing.
- */
-static struct hkey func_key(const struct bs_frame *f, unsigned flags)
-{
-	if (f->func_id && f->kind == BS_FRAME_PYTHON)
-		return (struct hkey){ f->func_id | (__u64)f->line << 32,
-				      (__u64)f->file_id << 32 | f->kind };
-	if (f->func_id)
-		return (struct hkey){ f->func_id, (__u64)f->file_id << 32 | f->kind };
-	/* A marker's line is why the walk stopped: two reasons are two rows. */
-	if (f->kind == BS_FRAME_CUT)
-		return (struct hkey){ f->line, (__u64)f->file_id << 32 | f->kind };
-	if (flags & REPORT_FOR_PEOPLE)
-		return (struct hkey){ 0, (__u64)f->file_id << 32 | f->kind };
-	return (struct hkey){ f->addr, (__u64)f->file_id << 32 | f->kind };
-}
-
 struct cpu_row {
-	const struct cpu_func *f;
+	const struct func_sum_row *f;
 };
 
 static int cpu_row_cmp(const void *a, const void *b)
 {
-	const struct cpu_func *x = ((const struct cpu_row *)a)->f,
-			      *y = ((const struct cpu_row *)b)->f;
+	const struct func_sum_row *x = ((const struct cpu_row *)a)->f,
+				  *y = ((const struct cpu_row *)b)->f;
 
 	if (x->self != y->self)
 		return x->self < y->self ? 1 : -1;
@@ -127,113 +99,24 @@ static int cpu_row_cmp(const void *a, const void *b)
 	return x->frame->addr < y->frame->addr ? -1 : x->frame->addr > y->frame->addr;
 }
 
-/* Samples taken in kernel code: their own row, the leaf of their stacks (as in the exports). */
-static const struct bs_frame kernel_frame = { .kind = STACK_FRAME_KERNEL };
-/* --python: samples with no Python frame on their stack (native threads, or before main). */
-static const struct bs_frame no_python_frame = { .kind = STACK_FRAME_NO_PYTHON };
-
-struct cpu_emit {
-	struct hmap *funcs;
-	unsigned flags;
-	__u64 cut;	     /* people: samples whose native unwind stopped early */
-	struct hmap *cut_at; /* {module's string id, 0} -> __u64 samples stopped there */
-	int err;
-};
-
-static struct cpu_func *func_of(struct cpu_emit *e, const struct bs_frame *fr)
-{
-	struct cpu_func *f = hmap__get(e->funcs, func_key(fr, e->flags), 1);
-
-	if (!f)
-		e->err = -ENOMEM;
-	else if (!f->frame)
-		f->frame = fr;
-	return f;
-}
-
-static void count(struct cpu_func *f, int self, __u64 id, __u64 n)
-{
-	if (self)
-		f->self += n;
-	if (f->last != id) {
-		f->last = id;
-		f->total += n;
-	}
-}
-
-static void add_stack(struct cpu_emit *e, const struct trace_stack *s, __u64 id, int kernel,
-		      __u64 n)
-{
-	int python = !!(e->flags & REPORT_PYTHON), leaf = !kernel || python, cut = 0;
-	struct cpu_func *f;
-
-	if (kernel && !python && (f = func_of(e, &kernel_frame)))
-		count(f, 1, id, n);
-	for (__u32 i = 0; s && i < s->nframes && !e->err; i++) {
-		const struct bs_frame *fr = &s->frames[i];
-
-		if (python && fr->kind != BS_FRAME_PYTHON)
-			continue;
-		if (fr->kind == BS_FRAME_CUT && (e->flags & REPORT_FOR_PEOPLE)) {
-			/* Not a function: said under the table, never ranked. */
-			__u64 *at = hmap__get(e->cut_at, (struct hkey){ fr->file_id, 0 }, 1);
-
-			if (!at)
-				e->err = -ENOMEM;
-			else if (!cut++) {
-				e->cut += n;
-				*at += n;
-			}
-			continue;
-		}
-		if ((f = func_of(e, fr)))
-			count(f, leaf, id, n);
-		leaf = 0;
-	}
-	if (python && leaf && (f = func_of(e, &no_python_frame)))
-		count(f, 1, id, n);
-}
-
-/* A row's function: a module's unnamed code as "[MODULE]" when grouped. */
-static const char *row_func(const struct bs_frame *fr, const struct trace_model *m, unsigned flags,
-			    char *buf, size_t len)
-{
-	const char *file = stack_frame__file(fr, m), *b = strrchr(file, '/');
-
-	if (fr->kind == STACK_FRAME_NO_PYTHON)
-		return "[no Python frame]";
-	if ((flags & REPORT_FOR_PEOPLE) && fr->kind == BS_FRAME_NATIVE && !fr->func_id) {
-		snprintf(buf, len, "[%s]", *file ? (b ? b + 1 : file) : "unknown code");
-		return buf;
-	}
-	if ((flags & REPORT_FOR_PEOPLE) && fr->kind == BS_FRAME_PYTHON && !fr->func_id)
-		return "[python code gone before it was read]";
-	return stack_frame__func(fr, m, buf, len);
-}
-
-static void note_cut(const struct cpu_emit *e, const struct trace_model *m, __u64 samples,
+static void note_cut(const struct func_sum *fs, const struct trace_model *m, __u64 samples,
 		     struct table *t)
 {
-	__u64 *v, best = 0;
-	const char *file = NULL, *b;
-	struct hkey key;
+	const char *file, *b;
 	char note[512];
-	size_t it = 0;
+	__u32 module;
+	__u64 cut = func_sum__cut(fs, &module);
 
-	if (!e->cut)
+	if (!cut)
 		return;
-	while ((v = hmap__next(e->cut_at, &it, &key)))
-		if (*v > best) {
-			best = *v;
-			file = trace_model__string(m, (__u32)key.a);
-		}
+	file = trace_model__string(m, module);
 	b = file ? strrchr(file, '/') : NULL;
 	snprintf(note, sizeof(note),
 		 "In %.1f%% of the samples the native unwind stopped (mostly in %s: code without "
 		 "frame pointers before its unwind table was loaded, or a stop the table said; "
 		 "the marker frames say which): native callers above it are not known; Python "
 		 "frames are read apart and are whole.",
-		 100.0 * e->cut / samples,
+		 100.0 * cut / samples,
 		 b	? b + 1
 		 : file ? file
 			: "unknown code");
@@ -262,42 +145,40 @@ static int cpu_sum__emit_for(void *vst, const struct trace_model *m, const struc
 		[C_SELF_PCT] = { "self_pct", "Self (%)", TABLE_DOUBLE, .precision = 1 },
 		[C_TOTAL_PCT] = { "total_pct", "Total (%)", TABLE_DOUBLE, .precision = 1 },
 	};
-	struct cpu_emit e = { .funcs = hmap__new(sizeof(struct cpu_func)),
-			      .cut_at = hmap__new(sizeof(__u64)),
-			      .flags = ask->flags };
+	unsigned flags = (ask->flags & REPORT_FOR_PEOPLE ? FUNC_SUM_GROUP : 0) |
+			 (ask->flags & REPORT_PYTHON ? FUNC_SUM_PYTHON : 0);
+	struct func_sum *fs = func_sum__new(flags);
 	struct cpu_sum *st = vst;
 	struct cpu_row *rows = NULL;
-	struct cpu_func *f;
+	struct func_sum_row *f;
 	size_t it = 0, n = 0;
 	struct hkey key;
 	char buf[512];
 	__u64 *cnt;
+	int err;
 
-	if (!e.funcs || !e.cut_at) {
-		hmap__free(e.funcs);
-		hmap__free(e.cut_at);
+	if (!fs)
 		return -ENOMEM;
-	}
-	e.err = st->err;
-	while (!e.err && (cnt = hmap__next(st->per_stack, &it, &key))) {
+	err = st->err;
+	while (!err && (cnt = hmap__next(st->per_stack, &it, &key))) {
 		const struct trace_stack *s = trace_model__stack(m, (__u32)key.a);
 
 		if (s || key.b)
-			add_stack(&e, s, key.a << 1 | key.b, (int)key.b, *cnt);
+			err = func_sum__add(fs, s, (int)key.b, *cnt);
 	}
-	rows = e.err ? NULL : calloc(hmap__count(e.funcs) + 1, sizeof(*rows));
-	if (!e.err && !rows)
-		e.err = -ENOMEM;
-	for (it = 0; !e.err && (f = hmap__next(e.funcs, &it, NULL));)
+	rows = err ? NULL : calloc(func_sum__count(fs) + 1, sizeof(*rows));
+	if (!err && !rows)
+		err = -ENOMEM;
+	for (it = 0; !err && (f = func_sum__next(fs, &it));)
 		rows[n++].f = f;
-	if (!e.err) {
+	if (!err) {
 		qsort(rows, n, sizeof(*rows), cpu_row_cmp);
 		table__add_cols(t, cols, NCOLS);
 		for (size_t i = 0; i < n; i++) {
 			const struct bs_frame *fr = rows[i].f->frame;
 
 			table__row(t);
-			table__set_str(t, C_FUNC, row_func(fr, m, ask->flags, buf, sizeof(buf)));
+			table__set_str(t, C_FUNC, func_sum__func(fr, m, flags, buf, sizeof(buf)));
 			table__set_str(t, C_FILE, stack_frame__file(fr, m));
 			table__set_u64(t, C_LINE, fr->kind == BS_FRAME_PYTHON ? fr->line : 0);
 			table__set_u64(t, C_SELF_SAMPLES, rows[i].f->self);
@@ -305,13 +186,12 @@ static int cpu_sum__emit_for(void *vst, const struct trace_model *m, const struc
 			table__set_double(t, C_SELF_PCT, 100.0 * rows[i].f->self / st->samples);
 			table__set_double(t, C_TOTAL_PCT, 100.0 * rows[i].f->total / st->samples);
 		}
-		note_cut(&e, m, st->samples, t);
-		e.err = table__err(t);
+		note_cut(fs, m, st->samples, t);
+		err = table__err(t);
 	}
 	free(rows);
-	hmap__free(e.funcs);
-	hmap__free(e.cut_at);
-	return e.err;
+	func_sum__free(fs);
+	return err;
 }
 
 static int cpu_sum__emit(void *vst, const struct trace_model *m, struct table *t)
