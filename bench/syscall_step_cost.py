@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""What a recording costs a syscall-heavy process's step (issue 66's loop; bench/RESULTS.md,
+"Off-CPU stacks"): a Python loop making N one-byte pipe writes and reads a step, pinned to CPU
+0, recorded with `record -p` pinned to CPU 1 under each configuration in turn, untraced phases
+between; each configuration's median step over its phases against the untraced phases'.
+
+    sudo python3 bench/syscall_step_cost.py [--build build] [--rounds 3] [--seconds 2]
+        [--steps N] ['{"name": ["record", "options"], ...}']
+
+Default configurations: `--stacks gil`, `--stacks gil,sched:1s` (sched's sys_exit program
+there, no interval long enough for a stack), the default families and stacks.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+LOOP = r"""
+import os, sys, time
+r, w = os.pipe()
+n = int(sys.argv[1])
+print(os.getpid(), flush=True)
+while True:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        os.write(w, b"x"); os.read(r, 1)
+    print((time.perf_counter() - t0) * 1e3, flush=True)
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=2)
+    ap.add_argument("--steps", type=int, default=4000)
+    ap.add_argument("configs", nargs="?", default=json.dumps({
+        "--stacks gil": ["--stacks", "gil"], "--stacks gil,sched:1s": ["--stacks", "gil,sched:1s"],
+        "default": []}))
+    a = ap.parse_args()
+    bpfsight = os.path.join(a.build, "bpfsight")
+    job = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", LOOP, str(a.steps)],
+                           stdout=subprocess.PIPE, text=True)
+    pid = int(job.stdout.readline())
+    steps = []
+
+    def read():
+        for line in job.stdout:
+            steps.append((time.monotonic(), float(line)))
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def phase(opts):
+        rec = None
+        if opts is not None:
+            rec = subprocess.Popen(["taskset", "-c", "1", bpfsight, "record", "-p", str(pid), "-d",
+                                    f"{a.seconds + 1}s", "-o", "/tmp/syscall_step_cost.bst",
+                                    "--force", *opts], stderr=subprocess.DEVNULL)
+            time.sleep(1.0)  # live before the phase is timed
+        t0 = time.monotonic()
+        time.sleep(a.seconds)
+        t1 = time.monotonic()
+        if rec:
+            rec.wait()
+        return statistics.median([s for t, s in steps if t0 <= t <= t1])
+
+    configs = json.loads(a.configs)
+    res = {"untraced": []}
+    res.update({k: [] for k in configs})
+    try:
+        for _ in range(a.rounds):
+            for k, opts in configs.items():
+                res["untraced"].append(phase(None))
+                res[k].append(phase(opts))
+    finally:
+        job.kill()
+    base = statistics.median(res["untraced"])
+    print("| configuration (`record -p PID`) | median step | / untraced's |\n|---|---|---|")
+    for k, v in res.items():
+        print(f"| {k} | {statistics.median(v):.2f} ms | {statistics.median(v) / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
