@@ -44,8 +44,10 @@ def dump_key(e):
 
 
 def chrome_key(e):
+    # An event's stack is Kineto's "Call stack" argument there, dump's "stack" beside its args.
+    args = {k: v for k, v in e["args"].items() if k != "Call stack"}
     return (e["cat"], e["name"], e["pid"], e["tid"], ns(e["ts"]), ns(e.get("dur", 0)),
-            json.dumps(e["args"], sort_keys=True))
+            json.dumps(args, sort_keys=True))
 
 
 def check_chrome_matches_dump(text, trace):
@@ -75,6 +77,8 @@ def check_chrome_matches_dump(text, trace):
     eq(sum(got.values()), sum(want.values()), "chrome events vs dump events")
     eq(got - want, collections.Counter(), "chrome events not in dump")
     eq(want - got, collections.Counter(), "dump events missing from chrome")
+    eq(sum("Call stack" in e.get("args", {}) for e in evs if e["ph"] in ("X", "i")),
+       sum("stack" in e for e in dump(trace)), "events with a stack (sched's, by default)")
     return doc
 
 

@@ -50,7 +50,10 @@ def test_record_help_says_which_stacks_are_on_by_default():
     text = run([BPFSIGHT, "record", "--help"], check=True).stdout
     flat = " ".join(text.split())
     check("or none (the default)" not in flat, "the old wrong default")
-    check("Default: gil" in flat, f"gil's stacks are on by default: {flat[flat.find('--stacks'):][:400]}")
+    said = flat[flat.find('--stacks'):][:400]
+    check(re.search(r"Default: (\w+,)*gil\b", flat), f"gil's stacks are on by default: {said}")
+    check("(sched: not with -a or --flight-recorder)" in flat,
+          f"sched's on by default for a job's threads only: {said}")
     check(re.search(r"gil:50us", flat) and re.search(r"sched:1ms", flat), "thresholds listed")
 
 
