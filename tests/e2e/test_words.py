@@ -52,7 +52,7 @@ def test_record_help_says_which_stacks_are_on_by_default():
     check("or none (the default)" not in flat, "the old wrong default")
     said = flat[flat.find('--stacks'):][:400]
     check(re.search(r"Default: (\w+,)*gil\b", flat), f"gil's stacks are on by default: {said}")
-    check("(sched: not with -a or --flight-recorder)" in flat,
+    check("(sched: with -p only, not -a, a command or --flight-recorder)" in flat,
           f"sched's on by default for a job's threads only: {said}")
     check(re.search(r"gil:50us", flat) and re.search(r"sched:1ms", flat), "thresholds listed")
 

@@ -172,11 +172,12 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_OPT_IN	      0x2 /* only when -t names it: not in the default set (cpu sampling) */
 #define FAMILY_STACKS	      0x4 /* reads stacks: the stack service starts before families attach */
 #define FAMILY_STACKS_DEFAULT 0x8 /* its events carry stacks unless --stacks says otherwise */
-/* with FAMILY_STACKS_DEFAULT: by default only in a recording of targets (-p, a command), not
- * under -a (every process of the machine would pay for them) nor in the always-on flight
- * recorder (their sys_exit program taxes every system call: bench/RESULTS.md) */
-#define FAMILY_STACKS_DEFAULT_TARGETS 0x80
-#define FAMILY_STACKS_EVERY	      0x10 /* takes --stacks with stack_default_ns 0: every event */
+/* with FAMILY_STACKS_DEFAULT: by default only when attaching to running processes (-p): not
+ * under -a (every process of the machine would pay for them), nor in the always-on flight
+ * recorder (their sys_exit program taxes every system call: bench/RESULTS.md), nor in launch
+ * mode (stacks hold CMD at each library it loads until its unwind table is in) */
+#define FAMILY_STACKS_DEFAULT_ATTACH 0x80
+#define FAMILY_STACKS_EVERY	     0x10 /* takes --stacks with stack_default_ns 0: every event */
 /* writes into its targets' memory (pyfunc's spec into the shim): the seccomp filter allows it */
 #define FAMILY_WRITES_TARGETS 0x20
 /* finds code in its targets (uprobes, USDT): the driver makes the uprobe manager for it */

@@ -283,7 +283,7 @@ static int stacks_by_default(const struct family *f)
 
 static int stacks_by_default_targets(const struct family *f)
 {
-	return stacks_by_default(f) && (f->flags & FAMILY_STACKS_DEFAULT_TARGETS);
+	return stacks_by_default(f) && (f->flags & FAMILY_STACKS_DEFAULT_ATTACH);
 }
 
 static int uses_shim(const struct family *f)
@@ -893,7 +893,7 @@ static void print_stack_families(FILE *f)
 	names_of(dflt, sizeof(dflt), ",", stacks_by_default_targets);
 	if (dflt[0] && used < sizeof(line))
 		snprintf(line + used, sizeof(line) - used,
-			 " (%s: not with -a or --flight-recorder)", dflt);
+			 " (%s: with -p only, not -a, a command or --flight-recorder)", dflt);
 	fprintf(f, "%27s", "");
 	human__wrap(f, line, 80, 27, 27);
 }
@@ -982,8 +982,8 @@ int record_args__check(struct record_args *a)
 		for (int i = 0; families[i]; i++)
 			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&
 			    (o->families & (1ull << i)) &&
-			    !((o->system_wide || o->flight.window_ns) &&
-			      (families[i]->flags & FAMILY_STACKS_DEFAULT_TARGETS)))
+			    !((o->system_wide || o->flight.window_ns || o->cmd || !o->npids) &&
+			      (families[i]->flags & FAMILY_STACKS_DEFAULT_ATTACH)))
 				o->stack_ns[i] = families[i]->stack_default_ns;
 	for (int i = 0; families[i]; i++)
 		if (o->stack_ns[i] != RECORD_STACKS_OFF && !(o->families & (1ull << i)))

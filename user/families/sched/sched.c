@@ -136,9 +136,9 @@ const struct family family_sched = {
 	.desc = "off-CPU intervals: blocked vs runnable, wakers (sched_switch, sched_wakeup)",
 	/* --stacks=sched: blocks of 1 ms or more. A stack costs a few us here: at most a few
 	 * tenths of a percent of the time the thread was off the CPU anyway, and at most 1000
-	 * stacks a second per thread. On by default for a job's threads (-p, a command): where
-	 * a thread waits (its next batch, a collective) is the verdict's first question. */
-	.flags = FAMILY_STACKS_DEFAULT | FAMILY_STACKS_DEFAULT_TARGETS,
+	 * stacks a second per thread. On by default when attaching (-p): where a running job's
+	 * thread waits (its next batch, a collective) is the verdict's first question. */
+	.flags = FAMILY_STACKS_DEFAULT | FAMILY_STACKS_DEFAULT_ATTACH,
 	.stack_default_ns = 1000000,
 	.attach = sched_attach,
 	.detach = sched_detach,
