@@ -37,6 +37,12 @@ int torch_steps__waiting(const struct torch_steps *s);
 void torch_steps__finish(struct torch_steps *s);
 void torch_steps__free(struct torch_steps *s);
 
+/* torch_roles.c: whether stack ST has a Python frame whose function name ends with FUNC
+ * (a 3.11+ qualname: _BaseDataLoaderIter.__next__) in a file ending with FILE. */
+struct trace_stack;
+int torch_roles__in_frame(const struct trace_stack *st, const struct trace_model *m,
+			  const char *func, const char *file);
+
 /* torch_input_verdict.c: a trainer waiting for its next batch (input-bound) */
 extern const struct family_verdict torch_verdict;
 

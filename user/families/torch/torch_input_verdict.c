@@ -75,23 +75,7 @@ static void input_rule__free(void *vst)
  */
 static int in_loader(const struct trace_stack *s, const struct trace_model *m)
 {
-	size_t flen = strlen(LOADER_FILE), nlen = strlen("__next__");
-
-	for (__u16 i = 0; i < s->nframes; i++) {
-		const char *file, *func;
-		size_t n, fn;
-
-		if (s->frames[i].kind != BS_FRAME_PYTHON)
-			continue;
-		file = trace_model__string(m, s->frames[i].file_id);
-		func = trace_model__string(m, s->frames[i].func_id);
-		n = file ? strlen(file) : 0;
-		fn = func ? strlen(func) : 0;
-		if (n >= flen && !strcmp(file + n - flen, LOADER_FILE) && fn >= nlen &&
-		    !strcmp(func + fn - nlen, "__next__"))
-			return 1;
-	}
-	return 0;
+	return torch_roles__in_frame(s, m, "__next__", LOADER_FILE);
 }
 
 /*

@@ -14,24 +14,22 @@
 #define WORKER_FUNC "_worker_loop"
 #define WORKER_FILE "/torch/utils/data/_utils/worker.py"
 
-/* Whether stack ID has torch's DataLoader worker loop among its Python frames. */
-static int in_worker_loop(const struct trace_model *m, __u32 id)
+static int ends_with(const char *s, const char *tail)
 {
-	const struct trace_stack *st = id ? trace_model__stack(m, id) : NULL;
-	size_t flen = strlen(WORKER_FILE);
+	size_t n = s ? strlen(s) : 0, k = strlen(tail);
 
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+int torch_roles__in_frame(const struct trace_stack *st, const struct trace_model *m,
+			  const char *func, const char *file)
+{
 	for (__u16 i = 0; st && i < st->nframes; i++) {
 		const struct bs_frame *f = &st->frames[i];
-		const char *func, *file;
-		size_t n;
 
-		if (f->kind != BS_FRAME_PYTHON)
-			continue;
-		func = trace_model__string(m, f->func_id);
-		file = trace_model__string(m, f->file_id);
-		n = file ? strlen(file) : 0;
-		if (func && !strcmp(func, WORKER_FUNC) && n >= flen &&
-		    !strcmp(file + n - flen, WORKER_FILE))
+		if (f->kind == BS_FRAME_PYTHON &&
+		    ends_with(trace_model__string(m, f->func_id), func) &&
+		    ends_with(trace_model__string(m, f->file_id), file))
 			return 1;
 	}
 	return 0;
@@ -43,7 +41,10 @@ void torch_roles__observe(struct trace_model *m, const struct bs_hdr *rec)
 	__u32 trainer;
 
 	if (rec->type != BS_REC_THREAD_SNAP || rec->size < sizeof(*t) || rec->pid != rec->tid ||
-	    !in_worker_loop(m, t->stack_id) || !(trainer = trace_model__ppid(m, rec->pid)))
+	    !t->stack_id ||
+	    !torch_roles__in_frame(trace_model__stack(m, t->stack_id), m, WORKER_FUNC,
+				   WORKER_FILE) ||
+	    !(trainer = trace_model__ppid(m, rec->pid)))
 		return;
 	trace_model__join_pool(m, rec->pid, trainer, "DataLoader worker", "trainer");
 }
