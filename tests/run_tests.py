@@ -342,6 +342,11 @@ def handle(res, job, line):
     getattr(res, kind)(*rest)
 
 
+# {job: CPU seconds of its worker and the processes it waited for}: BPFSIGHT_TEST_CPU=N
+# prints the N costliest at the end (make check's time is CPU on CI's 2 cores).
+CPU = {}
+
+
 def run_jobs(build, res, jobs, n, took, beside=()):
     """Run JOBS, N at a time, and BESIDE them those, one at a time; every result printed as
     it comes."""
@@ -378,8 +383,10 @@ def loop(build, res, lanes, running, sel, took):
             if eof:
                 sel.unregister(j.p.stdout)
                 del running[key.fd]
-                rc = j.p.wait()
+                _, status, ru = os.wait4(j.p.pid, 0)
+                rc = j.p.returncode = os.waitstatus_to_exitcode(status)
                 took[job_key(j.job)] = round(time.time() - j.t0, 1)
+                CPU[job_key(j.job)] = round(ru.ru_utime + ru.ru_stime, 1)
                 if rc != 0 or not j.reported:
                     res.fail(f"{j.job[0]}:{j.job[1].split(':')[0]}",
                              f"the job's process ended with status {rc} after "
@@ -412,6 +419,11 @@ def main():
     run_jobs(args.build, res, alone, 1, took, beside)
     save_times(args.build, took)
     res.skip_summary()
+    ncpu = int(os.environ.get("BPFSIGHT_TEST_CPU", "0"))
+    if ncpu:
+        print(f"# CPU: {sum(CPU.values()):.0f} s in all; the costliest jobs:")
+        for k, v in sorted(CPU.items(), key=lambda kv: -kv[1])[:ncpu]:
+            print(f"#   {v:7.1f} s  {k}")
     print(f"# {time.time() - t0:.0f} s" + (f"; failed: {', '.join(res.failures)}"
                                           if res.failures else ""))
     line = f"{res.passed} passed, {res.failed} failed"

@@ -6,7 +6,10 @@ part: the trainer, and "worker N of TRAINER" for its workers in pid order (read 
 stacks: the torch family's name for them, trace_model__join_pool)."""
 import json
 import os
+import queue
 import re
+import threading
+import time
 
 import pymods
 from helpers import BPFSIGHT, Skip, check, eq, need_root, run, spawn
@@ -39,6 +42,35 @@ def rows(frame):
     return out
 
 
+def until_frame(args, pred, seconds):
+    """(the first of top's batch frames for which PRED holds, else its last; how many were
+    read): top runs until then, or SECONDS."""
+    top = spawn(args, env=WIDE)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(l) for l in top.stdout] + [lines.put(None)],
+                     daemon=True).start()
+    frame, cur, n, deadline = "", [], 0, time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            if line.strip() or not cur:
+                cur.append(line)
+                continue
+            frame, cur, n = "".join(cur), [], n + 1  # a blank line ends a frame
+            if "ID NAME" in frame and pred(frame):
+                break
+    finally:
+        top.kill()
+        top.wait(30)
+    check(n, f"top wrote no frame in {seconds} s: {top.stderr.read()[-500:]}")
+    return frame, n
+
+
 def test_trainer_workers_named_with_rank_and_role():
     need_root()
     if not pymods.has(PY, "torch"):
@@ -49,20 +81,22 @@ def test_trainer_workers_named_with_rank_and_role():
         hello = json.loads(job.stdout.readline())
         pid, workers = hello["pid"], hello["workers"]
         eq(len(workers), 2, f"two workers: {hello}")
-        # Roles come from the stacks each refresh reads: on a loaded machine the first two
-        # refreshes may not have read the workers' yet (failed once in a full run).
-        p = run([BPFSIGHT, "top", "-b", "-n", "6", "-i", "500ms", "-p", str(pid)],
-                timeout=120, env=WIDE)
+        # Roles come from the stacks each refresh reads: on a loaded machine the first
+        # refreshes may not have read the workers' yet (failed at the second, then at the
+        # sixth, in full runs), so the frames are read until one shows the three roles.
+        want = {pid: {"name": "python3", "rank": "1", "role": "trainer"}}
+        for n, w in enumerate(sorted(workers)):
+            want[w] = {"name": "python3", "rank": "1", "role": f"worker {n} of {pid}"}
+        frame, nframes = until_frame(
+            [BPFSIGHT, "top", "-b", "-i", "500ms", "-p", str(pid)],
+            lambda f: all(rows(f).get(k) == v for k, v in want.items()), 90)
     finally:
         job.kill()
         job.wait(30)
-    eq(p.returncode, 0, p.stderr[-500:])
-    frame = [f for f in p.stdout.split("\n\n") if f.strip()][-1]
     got = rows(frame)
-    eq(got.get(pid), {"name": "python3", "rank": "1", "role": "trainer"}, f"the trainer: {frame}")
-    for n, w in enumerate(sorted(workers)):
-        eq(got.get(w), {"name": "python3", "rank": "1", "role": f"worker {n} of {pid}"},
-           f"worker {w}: {frame}")
+    for k, v in want.items():
+        eq(got.get(k), v, f"{'the trainer' if k == pid else f'worker {k}'} after "
+                          f"{nframes} refreshes: {frame}")
 
     # A process with neither: no RANK, no ROLE column.
     sleeper = spawn(["sleep", "30"])
