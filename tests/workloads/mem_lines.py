@@ -14,8 +14,9 @@
   cnn     the same loop (torchvision's resnet18 on 8 images of 32x32 where torchvision is
           installed, else the small CNN on 16 of 32x32), each step running a validation
           pass without torch.no_grad() whose loss is kept (history.append(loss): every step
-          keeps that pass's activations, VALFWD); prints "kept N" once, the bytes the pass
-          keeps a step (its saved tensors, by torch.autograd.graph.saved_tensors_hooks)
+          keeps that pass's activations, VALFWD); prints "kept N B..." once, the bytes the pass
+          keeps a step (its saved tensors, by torch.autograd.graph.saved_tensors_hooks), then
+          each tensor's bytes
 
 --go: print "ready PID" and wait for a line on stdin before the work, then print "done" and
 wait for a line (or the end of stdin) before exiting, so that a recorder attached with -p
@@ -138,7 +139,7 @@ def train(validate, pause=0):
             time.sleep(pause)
         if n == 3:
             if validate:
-                print("kept", sum(saved.values()), flush=True)
+                print("kept", sum(saved.values()), *sorted(saved.values()), flush=True)
             print("ready", os.getpid(), flush=True)
             threading.Thread(target=stop_on_stdin, args=(stop,), daemon=True).start()
         elif n > 3:
