@@ -8,8 +8,11 @@ between; each configuration's median step over its phases against the untraced p
     sudo python3 bench/syscall_step_cost.py [--build build] [--rounds 3] [--seconds 2]
         [--steps N] ['{"name": ["record", "options"], ...}']
 
-Default configurations: `--stacks gil`, `--stacks gil,sched:1s` (sched's sys_exit program
-there, no interval long enough for a stack), the default families and stacks.
+Default configurations: `--stacks gil`, the default families and stacks (sched's held
+intervals given their stack by a task work where the kernel has bpf_task_work, 6.18), and the
+default with BPFSIGHT_FORCE_FALLBACKS=task_work (by a sys_exit program every system call runs,
+as on older kernels). A configuration is a list of record options, or {"args": [...], "env":
+{...}} with variables added to the recorder's environment.
 """
 import argparse
 import json
@@ -40,8 +43,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=2)
     ap.add_argument("--steps", type=int, default=4000)
     ap.add_argument("configs", nargs="?", default=json.dumps({
-        "--stacks gil": ["--stacks", "gil"], "--stacks gil,sched:1s": ["--stacks", "gil,sched:1s"],
-        "default": []}))
+        "--stacks gil": ["--stacks", "gil"], "default": [],
+        "default, sys_exit": {"args": [], "env": {"BPFSIGHT_FORCE_FALLBACKS": "task_work"}}}))
     a = ap.parse_args()
     bpfsight = os.path.join(a.build, "bpfsight")
     job = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", LOOP, str(a.steps)],
@@ -58,9 +61,11 @@ def main():
     def phase(opts):
         rec = None
         if opts is not None:
+            args, env = (opts["args"], dict(os.environ, **opts["env"])) \
+                if isinstance(opts, dict) else (opts, None)
             rec = subprocess.Popen(["taskset", "-c", "1", bpfsight, "record", "-p", str(pid), "-d",
                                     f"{a.seconds + 1}s", "-o", "/tmp/syscall_step_cost.bst",
-                                    "--force", *opts], stderr=subprocess.DEVNULL)
+                                    "--force", *args], stderr=subprocess.DEVNULL, env=env)
             time.sleep(1.0)  # live before the phase is timed
         t0 = time.monotonic()
         time.sleep(a.seconds)

@@ -14,7 +14,9 @@
  * keep the hash, cleaned up when a thread exits.
  *
  * --stacks=sched (below, "held" intervals): a long blocked interval's record waits in the
- * thread's slot for the stack read when the thread returns from the system call it blocked in.
+ * thread's slot for the stack read when the thread returns from the system call it blocked in
+ * (at its sys_exit), or, where the kernel has bpf_task_work (6.18), when it returns to user
+ * space (a task work its switch-in schedules: no program at every system call's exit).
  *
  * sched_switch hands over prev_state only since Linux 5.18 (commit fa2c3254d7cf,
  * "sched/tracing: Don't re-read p->state when emitting sched_switch event"); a program that
@@ -109,6 +111,35 @@ static __always_inline void held_mark(__u64 held)
 	if (*c != held)
 		*c = held;
 }
+
+/*
+ * --stacks=sched with bpf_task_work (the sched_switch_tw_btf program): a long block's
+ * switch-in schedules a task work that runs when the thread returns to user space, where it
+ * is current and its user registers are where it blocked (the system call's return, or a
+ * page fault's: those get their stack too). Only the threads that blocked long pay, never
+ * every system call of the machine as the sys_exit program does (~0.27x a syscall-heavy
+ * loop's step, bench/RESULTS.md, "Off-CPU stacks"). A task work lives in a hash or array
+ * value (task storage cannot hold one): one per thread, deleted when it exits, which
+ * cancels a work still pending.
+ */
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __weak __ksym;
+
+struct held_work {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct held_work);
+} held_work SEC(".maps");
+
+/* sched_switch_tw_btf is the switch program loaded (user space sets it with the program). */
+const volatile bool held_by_task_work = false;
 
 /* task -> its state (tp_btf programs). */
 struct {
@@ -233,8 +264,10 @@ static __always_inline void held_flush(struct thread_sched *ts, struct offcpu_he
  * The interval IV of NEXT ended (switch-in): written now, or held for its stack when it is a
  * long block, or when others are held before it.
  */
+static __always_inline void held_schedule(struct task_struct *t);
+
 static __always_inline void offcpu_end(struct thread_sched *ts, struct task_struct *next,
-				       struct held_interval *iv)
+				       struct held_interval *iv, bool tw)
 {
 	__u32 pid = next->tgid, tid = next->pid, i;
 	struct offcpu_held *h;
@@ -259,6 +292,14 @@ static __always_inline void offcpu_end(struct thread_sched *ts, struct task_stru
 	/* i < HELD_MAX (flushed above); the mask is for the verifier, which cannot know it. */
 	h->iv[i & (HELD_MAX - 1)] = *iv;
 	ts->nheld = i + 1;
+	if (tw && iv->stack)
+		held_schedule(next);
+}
+
+/* REGS, a thread's user registers, are still those of the entry its held intervals blocked in. */
+static __always_inline int held_in_entry(struct offcpu_held *h, struct pt_regs *regs)
+{
+	return h->ip == regs->ip && h->sp == regs->sp && h->nr == regs->orig_ax;
 }
 
 /* Held intervals of PREV, going off the CPU again: still in the entry they blocked in? */
@@ -267,7 +308,7 @@ static __always_inline void held_check(struct thread_sched *ts, struct task_stru
 	struct offcpu_held *h = held_of(ts);
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 
-	if (h->ip == regs->ip && h->sp == regs->sp && h->nr == regs->orig_ax)
+	if (held_in_entry(h, regs))
 		return;
 	/* It returned to user space from an entry without a sys_exit (a page fault). */
 	held_flush(ts, h, prev->tgid, prev->pid, 0);
@@ -300,7 +341,7 @@ static __always_inline struct thread_sched *task_state(struct task_struct *t, bo
 }
 
 static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev,
-					  struct task_struct *next, __u32 prev_state)
+					  struct task_struct *next, __u32 prev_state, bool tw)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct held_interval iv;
@@ -317,8 +358,8 @@ static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev
 	 * tracing; its slot is made when it is switched out. */
 	ts = task_state(next, false);
 	if (ts && switch_in(ts, now, &iv))
-		offcpu_end(ts, next, &iv);
-	if (sched_stack_ns != ~0ull)
+		offcpu_end(ts, next, &iv, tw);
+	if (sched_stack_ns != ~0ull && !tw)
 		held_mark(ts && ts->nheld);
 }
 
@@ -326,7 +367,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	on_switch_btf(preempt, prev, next, prev_state);
+	on_switch_btf(preempt, prev, next, prev_state, false);
 	return 0;
 }
 
@@ -334,7 +375,56 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_taskstate_btf, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
-	on_switch_btf(preempt, prev, next, task_state_now(prev));
+	on_switch_btf(preempt, prev, next, task_state_now(prev), false);
+	return 0;
+}
+
+/*
+ * The task work (held_by_task_work): the thread returns to user space; its held intervals,
+ * each with the stack it blocked at when its registers are still those it blocked with. After
+ * the stop, the stop's iterator writes them.
+ */
+static int held_resume(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct thread_sched *ts;
+	struct offcpu_held *h;
+
+	if (bs_stopped())
+		return 0;
+	ts = bpf_task_storage_get(&thread_sched_task, t, 0, 0);
+	if (!ts || !ts->nheld)
+		return 0;
+	h = held_of(ts);
+	held_flush(ts, h, t->tgid, t->pid, held_in_entry(h, (struct pt_regs *)bpf_task_pt_regs(t)));
+	return 0;
+}
+
+static __always_inline void held_schedule(struct task_struct *t)
+{
+	struct held_work *w, none = {};
+	__u32 tid = t->pid;
+
+	w = bpf_map_lookup_elem(&held_work, &tid);
+	if (!w) {
+		bpf_map_update_elem(&held_work, &tid, &none, BPF_NOEXIST);
+		w = bpf_map_lookup_elem(&held_work, &tid);
+	}
+	/* Without one, the intervals wait for the thread's next switch-out, written there
+	 * without a stack, as a page fault's are on the sys_exit path. */
+	if (!w) {
+		bs_count_loss(BS_LOSS_TASK_MAP);
+		return;
+	}
+	/* -EBUSY: one is pending already, and it writes every held interval. */
+	bpf_task_work_schedule_resume_impl(t, &w->tw, &held_work, held_resume, NULL);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_tw_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch_btf(preempt, prev, next, prev_state, true);
 	return 0;
 }
 
@@ -354,8 +444,7 @@ int BPF_PROG(sched_sys_exit_btf, struct pt_regs *regs, long ret)
 	if (!ts || !ts->nheld)
 		return 0;
 	h = held_of(ts);
-	held_flush(ts, h, t->tgid, t->pid,
-		   h->ip == regs->ip && h->sp == regs->sp && h->nr == regs->orig_ax);
+	held_flush(ts, h, t->tgid, t->pid, held_in_entry(h, regs));
 	return 0;
 }
 
@@ -392,6 +481,11 @@ int BPF_PROG(sched_exit_btf, struct task_struct *p)
 		return 0;
 	if (ts->nheld)
 		held_flush(ts, held_of(ts), p->tgid, p->pid, 0);
+	if (held_by_task_work) {
+		__u32 tid = p->pid;
+
+		bpf_map_delete_elem(&held_work, &tid); /* cancels one still pending */
+	}
 	last_slice(ts, p->tgid, p->pid);
 	return 0;
 }

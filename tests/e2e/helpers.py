@@ -116,10 +116,11 @@ def record(cmd, *opts, out=None, timeout=120):
 class Recorder:
     """A recorder running in the background (-p or -a); ready once its probes are live."""
 
-    def __init__(self, *opts, out=None):
+    def __init__(self, *opts, out=None, env=None):
         self.out = out or os.path.join(tmpdir(), "t.bst")
         self.p = subprocess.Popen([BPFSIGHT, "record", "-o", self.out, *opts],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=env)
         _procs.append(self.p)
         self.stderr_lines = []
         self._ready = threading.Event()

@@ -234,11 +234,9 @@ sys.stdin.readline()
 """
 
 
-def test_a_block_outside_a_system_call_has_no_stack_and_is_kept():
-    """A page fault that blocks (userfaultfd: the process's own handler thread resolves it
-    50 ms later) has no sys_exit where its stack could be read: its interval is recorded,
-    blocked, 50 ms or more, without a stack (never the next system call's)."""
-    need_root()
+def fault_blocks(env=None):
+    """The faulter's main thread's blocked intervals of 50 ms or more, recorded with
+    --stacks=sched:10ms (ENV: the recorder's environment), and its handler thread's tid."""
     w = spawn([sys.executable, "-c", FAULTER])
     line = w.stdout.readline()
     if line.startswith("no userfaultfd"):
@@ -246,7 +244,7 @@ def test_a_block_outside_a_system_call_has_no_stack_and_is_kept():
         raise Skip(f"this kernel refuses userfaultfd(2) ({line.strip()})")
     check(line.strip().isdigit(), f"faulter: {line}")
     pid = int(line)
-    r = Recorder("-t", "sched", "--stacks=sched:10ms", "-p", str(pid))
+    r = Recorder("-t", "sched", "--stacks=sched:10ms", "-p", str(pid), env=env)
     r.wait_ready()
     tell(w, "go")
     main, handler = map(int, w.stdout.readline().split())
@@ -255,13 +253,36 @@ def test_a_block_outside_a_system_call_has_no_stack_and_is_kept():
     eq(w.wait(30), 0, "faulter exit")
     eq(r.wait(60), 0, f"recorder ({r.stderr[-300:]})")
     # main's blocks of 50 ms or more: the fault's (its last read of stdin is short).
-    long = [e for e in dump(r.out) if e["kind"] == "offcpu" and e["tid"] == main and
-            e["args"]["state"] and e["dur"] >= 50_000_000]
-    bare = [e for e in long if "stack" not in e]
-    eq(len(bare), 1, f"main's long blocks without a stack (the fault's): {long}")
-    # The waker is best effort (a wakeup deferred to the target CPU is not seen).
-    check(bare[0]["args"]["waker_tid"] in (handler, 0), f"woken by the handler: {bare[0]}")
+    return [e for e in dump(r.out) if e["kind"] == "offcpu" and e["tid"] == main and
+            e["args"]["state"] and e["dur"] >= 50_000_000], handler
 
+
+def test_a_block_outside_a_system_call_is_kept_with_its_stack_where_the_kernel_can():
+    """A page fault that blocks (userfaultfd: the process's own handler thread resolves it
+    50 ms later) is recorded, blocked, 50 ms or more. Where the kernel has bpf_task_work
+    (6.18) its stack is read as the thread returns to user space: the faulting copy, under the
+    job's line that made it; with the sys_exit path (BPFSIGHT_FORCE_FALLBACKS=task_work, and
+    older kernels) a fault has no sys_exit, and the interval has no stack (never the next
+    system call's)."""
+    need_root()
+    paths = [("sys_exit", dict(os.environ, BPFSIGHT_FORCE_FALLBACKS="task_work"))]
+    feats = run([BPFSIGHT, "record", "--features"]).stdout
+    if re.search(r"^task_work\s+yes", feats, re.M):
+        paths.append(("task work", None))
+    for path, env in paths:
+        long, handler = fault_blocks(env)
+        eq(len(long), 1, f"{path}: main's one long block (the fault's): {long}")
+        # The waker is best effort (a wakeup deferred to the target CPU is not seen).
+        check(long[0]["args"]["waker_tid"] in (handler, 0), f"woken by the handler: {long}")
+        stack = long[0].get("stack")
+        if path == "sys_exit":
+            check(not stack, f"{path}: no stack, the fault has no sys_exit: {long}")
+            continue
+        # memmove's copy faulted: the frame under ctypes is the script's memmove line
+        py = [(f["func"], f.get("line")) for f in stack or () if "line" in f]
+        eq(py[:1], [("<module>", FAULTER.splitlines().index(
+            next(l for l in FAULTER.splitlines() if l.startswith("ctypes.memmove"))) + 1)],
+           f"{path}: the fault's stack at the line that copied: {stack}")
 
 
 def test_a_block_names_the_function_that_called_the_libc_wrapper():

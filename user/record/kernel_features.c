@@ -36,6 +36,9 @@ static const struct {
 				"probe (the same records)" },
 	[KF_UNWIND_TABLES] = { "unwind_tables", "5.17",
 			       "native stacks by frame pointers only: cut in code without them" },
+	[KF_TASK_WORK] = { "task_work", "6.18",
+			   "--stacks=sched reads its stacks from a sys_exit program, which every "
+			   "system call of the machine runs" },
 };
 
 /*
@@ -51,8 +54,8 @@ void kfeature__probe_by(enum kfeature f, int (*probe)(void))
 }
 
 /* -1: not probed yet. */
-static int kf_have[KF_NR] = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
-_Static_assert(KF_NR == 10, "kf_have's initializer lists every feature");
+static int kf_have[KF_NR] = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+_Static_assert(KF_NR == 11, "kf_have's initializer lists every feature");
 
 const char *kfeature__name(enum kfeature f)
 {
@@ -185,6 +188,13 @@ static int probe(enum kfeature f)
 		return kfeature__present(KF_UPROBE_MULTI) && kf_probe_by[f] && kf_probe_by[f]();
 	case KF_UNWIND_TABLES:
 		return kfeature__present(KF_BPF_LOOP) && probe_mmapable();
+	case KF_TASK_WORK:
+		/* The kfunc is in the kernel's BTF (what libbpf resolves the call by); the held
+		 * intervals it writes live in task storage, their stacks need bpf_loop. */
+		return kfeature__present(KF_TASK_STORAGE) && kfeature__present(KF_BPF_LOOP) &&
+		       vmlinux_btf() &&
+		       btf__find_by_name_kind(vmlinux_btf(), "bpf_task_work_schedule_resume_impl",
+					      BTF_KIND_FUNC) > 0;
 	default:
 		return 0;
 	}

@@ -54,6 +54,11 @@
  *   unwind tables: bpf_loop and BPF_F_MMAPABLE arrays 5.17, 5.5 fc9702273e2e; an
  *                                                     mmapable array created; native stacks:
  *                                                     frame pointers only (docs/STACKS.md)
+ *   bpf_task_work_schedule_resume (a task work a BPF program schedules, run as the task
+ *   returns to user space)                            6.18; the kfunc in the kernel's BTF;
+ *                                                     --stacks=sched: its stacks read by a
+ *                                                     sys_exit program every system call of
+ *                                                     the machine runs
  *   global data (const volatile rodata), bounded loops 5.2, 5.3 d8eca5bbb2be, 2589726d12a1; all
  * Tracepoint arguments read (all present long before 5.5 unless said): sys_enter(regs, id),
  * sys_exit(regs, ret), sched_switch(preempt, prev, next[, prev_state 5.18]), sched_wakeup(p),
@@ -86,6 +91,7 @@ enum kfeature {
 	KF_PERF_SAMPLING,  /* cpu-clock perf events with a BPF program: none, cpu refused */
 	KF_UPROBE_SESSION, /* uprobe sessions (6.13): nested driver launches fire returns too */
 	KF_UNWIND_TABLES, /* bpf_loop and mmapable arrays (5.17): native stacks by frame pointers */
+	KF_TASK_WORK,	  /* bpf_task_work (6.18): sched's stacks read at every sys_exit */
 	KF_NR
 };
 

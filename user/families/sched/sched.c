@@ -14,13 +14,16 @@
 #include "msg.h"
 
 /*
- * --stacks=sched: its programs (a sys_exit and an exit program) run only when asked for, and
- * only with task storage, where intervals are held for their stack (bpf/sched.bpf.c).
+ * --stacks=sched: held intervals get their stack from a task work run as the thread returns
+ * to user space (sched_switch_tw_btf, where the kernel has bpf_task_work), else from a
+ * sys_exit program every system call of the machine runs; only when asked for, and only with
+ * task storage, where intervals are held for their stack (bpf/sched.bpf.c).
  */
 static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
 {
 	__u64 ns = record_opts__stack_ns(ctx->opts, &family_sched);
 	int task_storage = bpf_map__autocreate(skel->maps.thread_sched_task), err = 0;
+	int tw;
 
 	if (ns != RECORD_STACKS_OFF && !task_storage) {
 		pr_err("no stacks on off-CPU intervals: they need BPF task "
@@ -28,8 +31,18 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
 		ns = RECORD_STACKS_OFF;
 	}
 	skel->rodata->sched_stack_ns = ns;
-	if (ns == RECORD_STACKS_OFF)
+	/* (the task work's switch program reads prev_state: every kernel with one has it) */
+	tw = ns != RECORD_STACKS_OFF && kfeature__has(KF_TASK_WORK) && kfeature__has(KF_PREV_STATE);
+	skel->rodata->held_by_task_work = tw;
+	if (ns == RECORD_STACKS_OFF || tw)
 		err = bpf_program__set_autoload(skel->progs.sched_sys_exit_btf, false);
+	/* The task work's switch program replaces the one pick_switch_state kept. */
+	if (!err && tw)
+		err = bpf_program__set_autoload(skel->progs.sched_switch_btf, false);
+	if (!err && !tw)
+		err = bpf_program__set_autoload(skel->progs.sched_switch_tw_btf, false);
+	if (!err && !tw)
+		err = bpf_map__set_max_entries(skel->maps.held_work, 1);
 	return err;
 }
 
@@ -41,10 +54,11 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
  */
 static void sched_write_at_stop(struct record_ctx *ctx, struct sched_bpf *skel)
 {
-	struct bpf_link **stop[] = { &skel->links.sched_switch_btf,
-				     &skel->links.sched_switch_taskstate_btf,
-				     &skel->links.sched_wakeup_btf, &skel->links.sched_sys_exit_btf,
-				     &skel->links.sched_exit_btf };
+	struct bpf_link **stop[] = {
+		&skel->links.sched_switch_btf,	  &skel->links.sched_switch_taskstate_btf,
+		&skel->links.sched_switch_tw_btf, &skel->links.sched_wakeup_btf,
+		&skel->links.sched_sys_exit_btf,  &skel->links.sched_exit_btf
+	};
 	int open = record_opts__edges(ctx->opts) && ctx->ended_ns;
 
 	if (!open && skel->rodata->sched_stack_ns == RECORD_STACKS_OFF)
