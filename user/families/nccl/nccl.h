@@ -29,12 +29,16 @@ enum nccl_group {
 #define NCCL_F_GROUP_START 0x0001 /* opens a group on the calling thread */
 #define NCCL_F_GROUP_END   0x0002 /* closes the innermost one */
 /*
- * A c10d::ProcessGroupGloo method (torch.distributed's gloo backend, libtorch_cpu): it returns
- * a Work, no ncclResult_t, and its comm is the process group (`this`). Its collectives return
- * once their work is queued: the entry is when the rank arrived, the return is no end.
+ * c10d::ProcessGroupGloo (torch.distributed's gloo backend, libtorch_cpu): no ncclResult_t;
+ * its comm is the process group (`this`). Its collectives' work runs on gloo's threads: the
+ * call the job waits in is not this one, so the record's entry is the rank's arrival and its
+ * return is no end.
  */
 #define NCCL_F_GLOO 0x0004
-/* ProcessGroupGloo::nextTag: returns the tag of the collective calling it, equal on every rank */
+/*
+ * ProcessGroupGloo::nextTag, called once by each gloo collective that exchanges data, stands
+ * for the collective: it returns the collective's tag, equal on every rank.
+ */
 #define NCCL_F_GLOO_TAG 0x0008
 
 /* ncclResult_t values the decoder treats as success (nccl.h). */

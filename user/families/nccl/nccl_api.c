@@ -24,9 +24,10 @@
  *   ncclReduceScatter's recvcount, per peer for ncclAlltoAll); bytes = count x type size.
  *   An out value (*comm) or a written copy (&*unique_id) is shown only when the call
  *   succeeded: ncclSuccess, or ncclInProgress for a nonblocking communicator.
- * torch.distributed's gloo backend has no NCCL in it: its collectives are c10d::ProcessGroupGloo
- * methods (NCCL_F_GLOO, at the end), probed in libtorch_cpu as NCCL's are in libnccl, writing
- * the same records so the straggler reports read both (docs/NCCL.md, "gloo").
+ * torch.distributed's gloo backend has no NCCL in it: its collectives are seen through
+ * c10d::ProcessGroupGloo::nextTag (NCCL_F_GLOO, at the end), probed in libtorch_cpu as NCCL's
+ * are in libnccl, writing the same records so the straggler reports read both (docs/NCCL.md,
+ * "gloo").
  * Every spec is compiled and checked (nccl_api__check) when bpfsight is built
  * (tools/check_specs.c); tests/unit/test_nccl_report.c checks every symbol against
  * libnccl.so (gloo's against libtorch_cpu.so) and the enum values against nccl.h.
@@ -41,9 +42,6 @@
 #define G(n, shown_as, grp, fl, a)                                                          \
 	{ .name = n, .group = grp, .flags = (fl), .args = a, .shown = shown_as }
 #define PGG "_ZN4c10d16ProcessGroupGloo" /* c10d::ProcessGroupGloo:: */
-/* A ProcessGroupGloo method's process group: `this`, its rank_ and size_ read from its copy. */
-#define GLOO_RANK "rank@24 nranks@28"
-#define GLOO_PG	  "- &comm " GLOO_RANK
 
 static const struct ucall_api nccl_apis[] = {
 	/* Communicator creation. */
@@ -85,44 +83,19 @@ static const struct ucall_api nccl_apis[] = {
 	A("ncclSend", NCCL_GRP_P2P, 0, "sendbuff count datatype peer comm stream"),
 	A("ncclRecv", NCCL_GRP_P2P, 0, "recvbuff count datatype peer comm stream"),
 	/*
-	 * torch.distributed's gloo backend (docs/NCCL.md, "gloo"): c10d::ProcessGroupGloo's
-	 * methods in libtorch_cpu. Each returns a c10::intrusive_ptr<Work>, a class returned in
-	 * memory: rdi is where it goes, `this` (the process group, shown as comm) is rsi, its
-	 * rank_ and size_ the first members after the intrusive_ptr_target (vtable, two counts),
-	 * in torch 1.13's c10d::ProcessGroup as in 2.x's c10d::Backend. nextTag (called through
-	 * the PLT by every collective that exchanges data) returns the collective's gloo tag, the
-	 * same on every rank: its sequence number. Left out: reduce_scatter and _allgather_base
-	 * (1.13 throws: a return probe on a frame an exception unwinds through is no frame the
-	 * unwinder knows), monitoredBarrier (two tags, a debug check).
+	 * torch.distributed's gloo backend (docs/NCCL.md, "gloo"): c10d::ProcessGroupGloo in
+	 * libtorch_cpu. Every collective that exchanges data takes its gloo tag from nextTag()
+	 * (through the PLT) once its arguments are checked: the tag is its sequence number, the
+	 * same on every rank, and nextTag's entry is the rank's arrival. nextTag(this): `this`
+	 * (rdi) is the process group, shown as comm; its rank_ and size_ are the first members
+	 * after the intrusive_ptr_target (vtable, two counts), in 1.13's c10d::ProcessGroup as in
+	 * 2.x's c10d::Backend. The collectives themselves are not probed: they throw C++
+	 * exceptions (a bad argument), and one thrown through a frame whose return a uretprobe
+	 * took is no frame the unwinder knows: the process terminates, even where it would have
+	 * caught it (torch 1.13's allreduce([]) under a return probe). nextTag cannot throw.
 	 */
-	G(PGG "7nextTagEv", "ProcessGroupGloo::nextTag", NCCL_GRP_OTHER,
-	  NCCL_F_GLOO | NCCL_F_GLOO_TAG, "comm"),
-	G(PGG "9allreduceERSt6vectorIN2at6TensorESaIS3_EERKNS_16AllreduceOptionsE",
-	  "ProcessGroupGloo::allreduce", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	G(PGG "9broadcastERSt6vectorIN2at6TensorESaIS3_EERKNS_16BroadcastOptionsE",
-	  "ProcessGroupGloo::broadcast", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	G(PGG "6reduceERSt6vectorIN2at6TensorESaIS3_EERKNS_13ReduceOptionsE",
-	  "ProcessGroupGloo::reduce", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	G(PGG "9allgatherERSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_16AllgatherOptionsE",
-	  "ProcessGroupGloo::allgather", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	G(PGG "19allgather_coalescedERSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_"
-	      "RKNS_16AllgatherOptionsE",
-	  "ProcessGroupGloo::allgather_coalesced", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	G(PGG "19allreduce_coalescedERSt6vectorIN2at6TensorESaIS3_EERKNS_25AllreduceCoalescedOptionsE",
-	  "ProcessGroupGloo::allreduce_coalesced", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	G(PGG "6gatherERSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_13GatherOptionsE",
-	  "ProcessGroupGloo::gather", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	G(PGG "7scatterERSt6vectorIN2at6TensorESaIS3_EERS1_IS5_SaIS5_EERKNS_14ScatterOptionsE",
-	  "ProcessGroupGloo::scatter", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	G(PGG "13alltoall_baseERN2at6TensorES3_RSt6vectorIlSaIlEES7_RKNS_15AllToAllOptionsE",
-	  "ProcessGroupGloo::alltoall_base", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	G(PGG "7barrierERKNS_14BarrierOptionsE",
-	  "ProcessGroupGloo::barrier", NCCL_GRP_COLL, NCCL_F_GLOO, GLOO_PG),
-	/* send(tensors, dstRank, tag), recv(tensors, srcRank, tag) */
-	G(PGG "4sendERSt6vectorIN2at6TensorESaIS3_EEii",
-	  "ProcessGroupGloo::send", NCCL_GRP_P2P, NCCL_F_GLOO, "- &comm - peer " GLOO_RANK),
-	G(PGG "4recvERSt6vectorIN2at6TensorESaIS3_EEii",
-	  "ProcessGroupGloo::recv", NCCL_GRP_P2P, NCCL_F_GLOO, "- &comm - peer " GLOO_RANK),
+	G(PGG "7nextTagEv", "gloo collective", NCCL_GRP_COLL, NCCL_F_GLOO | NCCL_F_GLOO_TAG,
+	  "&comm rank@24 nranks@28"),
 };
 // clang-format on
 

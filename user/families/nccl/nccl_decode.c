@@ -128,7 +128,7 @@ void nccl_call__parse(const struct bs_hdr *rec, struct nccl_call *c)
 	c->depth = BS_UCALL_DEPTH(r->depth);
 	/* A call in flight wrote nothing yet: its out values are not read. */
 	c->ok = !c->open && (c->ret == NCCL_SUCCESS || c->ret == NCCL_IN_PROGRESS);
-	/* gloo's methods return a Work (rax: where it went) or a tag: one that returned worked. */
+	/* gloo's nextTag returns a tag, no ncclResult_t: one that returned worked. */
 	if (c->api && (c->api->flags & NCCL_F_GLOO))
 		c->ok = !c->open;
 	c->out_key = -1;
@@ -203,8 +203,7 @@ int nccl_call__is_op(const struct nccl_call *c)
 
 struct nccl_thread {
 	__u32 group_depth;
-	__u32 tag;			   /* the last ProcessGroupGloo::nextTag's return */
-	__u64 tag_comm, tag_ts;		   /* its process group and entry, 0 = none */
+	__u32 _pad;
 	__u64 start_ts[NCCL_GROUP_TS_MAX]; /* entry time of each open ncclGroupStart */
 };
 
@@ -467,16 +466,11 @@ void nccl_walk__forget(struct nccl_walk *w, __u32 pid)
 }
 
 /*
- * A gloo call on process group COMM: its rank and size (the group's own members, in every
- * call), and a collective's sequence number: the tag the nextTag it called returned (records
- * are written at return, so its thread's nextTag record came just before, inside its time). A
- * collective that took no tag (it failed first, or the recording began inside it) has none.
+ * A gloo call on process group COMM (ProcessGroupGloo::nextTag): the group's rank and size
+ * (its own members), and the collective it stands for, numbered by the tag it returned.
  */
-static void walk__gloo(struct nccl_walk *w, const struct nccl_call *c, const struct bs_hdr *rec,
-		       struct nccl_comm *comm)
+static void walk__gloo(struct nccl_walk *w, const struct nccl_call *c, struct nccl_comm *comm)
 {
-	struct nccl_thread *t = hmap__get(w->threads, (struct hkey){ rec->pid, rec->tid }, 0);
-	const struct bs_ucall *r = c->r;
 	__s64 rank = (__s32)c->v[K_RANK], nranks = (__s32)c->v[K_NRANKS];
 
 	/* read from the object: kept only when they make sense (another torch's layout won't) */
@@ -485,19 +479,9 @@ static void walk__gloo(struct nccl_walk *w, const struct nccl_call *c, const str
 		comm->rank = (__s32)rank;
 		comm->nranks = (__s32)nranks;
 	}
-	if (!t)
-		return;
-	if (c->api->flags & NCCL_F_GLOO_TAG) {
-		t->tag = c->ok ? (__u32)r->ret : 0;
-		t->tag_comm = c->ok ? comm->comm : 0;
-		t->tag_ts = rec->ts;
-		return;
-	}
-	if (!c->ok || c->depth || c->api->group != NCCL_GRP_COLL)
-		return;
-	if (t->tag_comm == comm->comm && t->tag_ts >= rec->ts && t->tag_ts <= rec->ts + r->dur)
-		w->last.coll_seq = t->tag;
-	t->tag_comm = 0;
+	if ((c->api->flags & NCCL_F_GLOO_TAG) && c->ok && !c->depth &&
+	    c->api->group == NCCL_GRP_COLL)
+		w->last.coll_seq = (__u32)c->r->ret;
 }
 
 void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
@@ -541,7 +525,7 @@ void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 	 * its thread. A gloo collective's is its tag.
 	 */
 	if (gloo)
-		walk__gloo(w, c, rec, comm);
+		walk__gloo(w, c, comm);
 	else if ((c->ok || c->open) && !c->depth && c->api->group == NCCL_GRP_COLL)
 		w->last.coll_seq = (__s64)comm->ncoll++;
 	w->last.open = c->open;

@@ -173,11 +173,12 @@ static int stragglers_emit(void *st, const struct trace_model *m, struct table *
 		async += in->async;
 	}
 	if (async)
-		table__add_note(t,
-				"%zu gloo collective%s (ProcessGroupGloo): each rank's entry, its "
-				"wait to the last entry; their calls return once queued, so no end "
-				"spread",
-				async, async == 1 ? "" : "s");
+		table__add_note(
+			t,
+			"%zu gloo collective%s, seen at each rank's entry only (where "
+			"ProcessGroupGloo takes the tag): its wait is to the last entry; no end "
+			"spread",
+			async, async == 1 ? "" : "s");
 	err = table__err(t);
 	return err ? err : straggler_notes(t, m, ranks, nr);
 }
@@ -254,7 +255,7 @@ static int rank_sum_emit(void *st, const struct trace_model *m, struct table *t)
 		table__set_u64(t, C_COLLECTIVES, r->calls);
 		table__set_u64(t, C_SPAN, span);
 		async += r->async_calls != 0;
-		/* gloo's calls return once queued: their time is not the collective's */
+		/* a gloo collective is seen at its entry only: no time inside */
 		if (r->async_calls < r->calls) {
 			table__set_u64(t, C_COLL, in);
 			table__set_u64(t, C_OUTSIDE, span - in);
@@ -272,9 +273,10 @@ static int rank_sum_emit(void *st, const struct trace_model *m, struct table *t)
 	}
 	if (async)
 		table__add_note(
-			t, "gloo's collectives (ProcessGroupGloo) return once queued: In "
-			   "Collectives and Outside count NCCL's calls only, empty where a rank "
-			   "made gloo's alone");
+			t,
+			"gloo's collectives are seen at their entry only (where ProcessGroupGloo "
+			"takes the tag): In Collectives and Outside count NCCL's calls, empty "
+			"where a rank made gloo's alone");
 	return table__err(t);
 }
 

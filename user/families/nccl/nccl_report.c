@@ -147,10 +147,10 @@ static int nccl_sum__emit(void *vst, const struct trace_model *m, struct table *
 		table__set_str(t, C_NAME, rows[i].name);
 	}
 	if (gloo)
-		table__add_note(t,
-				"ProcessGroupGloo's calls return once their work is queued: their "
-				"times are the queueing's, not the collectives' (nccl_stragglers "
-				"compares the ranks' entries)");
+		table__add_note(
+			t, "gloo collective: ProcessGroupGloo::nextTag, where each gloo collective "
+			   "takes its tag: the count is the collectives', the times nextTag's, not "
+			   "theirs (nccl_stragglers compares the ranks' entries)");
 	err = table__err(t);
 	free(rows);
 	return err;

@@ -110,7 +110,7 @@ static void on_coll(void *arg, const struct nccl_coll *c)
 	struct queue **q;
 
 	if (c->async)
-		return; /* a gloo collective's return is its work queued: no instant ranks share */
+		return; /* a gloo collective is seen at its entry only: no instant ranks share */
 	if (!s->gpu) {
 		emit_point(s, c, c->end_ts);
 		return;
