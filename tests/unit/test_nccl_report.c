@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include CUDA_NCCL_H /* the real nccl.h (Makefile): enum values and sizes to check */
 #include "nccl.h"
+#include "nccl_decode.h"
 #include "table.h"
 #include "trace_model.h"
 #include "unit.h"
@@ -73,24 +74,24 @@ static int decode(const struct rec *r, const struct nccl_walk *w, struct event *
 	return nccl__decode(&r->u.h, NULL, w, ev);
 }
 
-/* Every symbol of the table is a function libnccl.so defines, as is its pnccl alias. */
-static void test_table_symbols(void)
+/*
+ * The addresses of the table's entries that PATH's .dynsym defines as functions into ADDR, and
+ * of their pncclX aliases into PADDR. 0, or -1 when PATH cannot be read (said).
+ */
+static int table_addrs(const char *path, __u64 *addr, __u64 *paddr)
 {
-	const char *path = getenv("BPFSIGHT_LIBNCCL") ?: "/usr/local/cuda/lib64/libnccl.so";
-	__u64 addr[64] = { 0 }, paddr[64] = { 0 };
 	Elf_Scn *scn = NULL;
 	Elf *e = NULL;
-	int fd;
+	int fd = open(path, O_RDONLY);
 
-	if (!ASSERT_TRUE(nccl_table.napis <= 64, "table fits the test"))
-		return;
-	fd = open(path, O_RDONLY);
-	if (!ASSERT_TRUE(fd >= 0, "open libnccl.so (set BPFSIGHT_LIBNCCL)"))
-		return;
+	if (!ASSERT_TRUE(fd >= 0, path))
+		return -1;
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!ASSERT_TRUE(e, "elf_begin"))
-		goto cleanup;
+	if (!ASSERT_TRUE(e, "elf_begin")) {
+		close(fd);
+		return -1;
+	}
 	while ((scn = elf_nextscn(e, scn))) {
 		Elf_Data *data = NULL;
 		GElf_Shdr sh;
@@ -116,21 +117,42 @@ static void test_table_symbols(void)
 			}
 		}
 	}
+	elf_end(e);
+	close(fd);
+	return 0;
+}
+
+/*
+ * Every symbol of the table is a function libnccl.so defines, as is its pnccl alias; gloo's
+ * (ProcessGroupGloo's methods) are functions libtorch_cpu.so defines.
+ */
+static void test_table_symbols(void)
+{
+	const char *path = getenv("BPFSIGHT_LIBNCCL") ?: "/usr/local/cuda/lib64/libnccl.so";
+	const char *torch =
+		getenv("BPFSIGHT_LIBTORCH_CPU") ?: "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13";
+	__u64 addr[64] = { 0 }, paddr[64] = { 0 }, gaddr[64] = { 0 }, unused[64];
+
+	if (!ASSERT_TRUE(nccl_table.napis <= 64, "table fits the test"))
+		return;
+	if (table_addrs(path, addr, paddr) || table_addrs(torch, gaddr, unused))
+		return;
 	for (__u32 f = 0; f < nccl_table.napis; f++) {
 		const char *name = nccl_table.apis[f].name;
+		int gloo = !!(nccl_table.apis[f].flags & NCCL_F_GLOO);
 
-		if (!addr[f])
+		if (gloo && !gaddr[f])
+			unit_fail("%s: not a function %s exports", name, torch);
+		else if (gloo && (addr[f] || !nccl_table.apis[f].shown))
+			unit_fail("%s: in libnccl, or no name shown", name);
+		else if (!gloo && !addr[f])
 			unit_fail("%s: not a function libnccl.so exports", name);
-		else if (paddr[f] != addr[f])
+		else if (!gloo && paddr[f] != addr[f])
 			unit_fail("%s: p%s is not at the same address", name, name);
 		for (__u32 g = 0; g < f; g++)
 			if (!strcmp(nccl_table.apis[g].name, name))
 				unit_fail("%s: twice in the table", name);
 	}
-cleanup:
-	if (e)
-		elf_end(e);
-	close(fd);
 }
 
 /* Every spec compiles and passes nccl's check; the index is the format. */
@@ -556,6 +578,87 @@ static void test_walk_learns_from_queries(void)
 }
 
 /* Group nesting per thread, from the order calls return in. */
+#define GLOO_NEXTTAG "_ZN4c10d16ProcessGroupGloo7nextTagEv"
+
+/* FNV-1a of S: how the walk names a communicator it guesses. */
+static __u64 fnv(const char *s)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/*
+ * A gloo collective as torch 1.13 makes it: ProcessGroupGloo::nextTag(this) returning its tag,
+ * the process group's rank_ and size_ in its copy.
+ */
+static void gloo_coll(struct nccl_walk *w, struct rec *r, __u32 pid, __u64 pg, __u64 ts, __u32 tag)
+{
+	mk(r, GLOO_NEXTTAG, pid, pid, ts, 2, tag, 1);
+	r->u.ret = tag;
+	r->u.args[0] = pg;
+	((__s32 *)r->deref)[6] = 2; /* rank_ @24 */
+	((__s32 *)r->deref)[7] = 4; /* size_ @28 */
+	nccl_walk__observe(w, &r->u.h);
+}
+
+/* gloo's process groups: named by first use apart from NCCL's, numbered by their tags. */
+static void test_walk_gloo(void)
+{
+	struct nccl_walk *w = nccl_walk__new();
+	const struct nccl_ctx *ctx;
+	struct event ev;
+	struct rec r;
+
+	if (!ASSERT_TRUE(w, "walk"))
+		return;
+	/* An NCCL communicator of unseen creation first: it does not shift gloo's count. */
+	mk(&r, "ncclAllReduce", 50, 50, 100, 10, 0, 0);
+	r.u.args[5] = 0xc0;
+	nccl_walk__observe(w, &r.u.h);
+	ctx = nccl_walk__ctx(w, &r.u.h);
+	ASSERT_TRUE(ctx && ctx->comm.group == fnv("nccl comm #1"), "nccl's guess");
+
+	gloo_coll(w, &r, 50, 0x5000, 1000, 7);
+	ctx = nccl_walk__ctx(w, &r.u.h);
+	if (!ASSERT_TRUE(ctx && ctx->have_comm, "gloo's process group"))
+		goto out;
+	ASSERT_EQ(ctx->coll_seq, 7, "seq: the tag");
+	ASSERT_EQ(ctx->comm.group, fnv("gloo pg #1"), "the process's first process group");
+	ASSERT_TRUE(ctx->comm.rank == 2 && ctx->comm.nranks == 4, "rank_ and size_");
+	decode(&r, w, &ev);
+	ASSERT_STREQ(ev.name, "gloo collective", "shown name");
+	NO_ARG(&ev, "ret");
+	NO_ARG(&ev, "error");
+	ARG_U(&ev, "tag", 7);
+	ARG_U(&ev, "comm", 0x5000);
+	ARG_S(&ev, "rank", 2);
+	ARG_U(&ev, "seq", 7);
+
+	/* One inside another call of the family (none is probed now): not the application's. */
+	gloo_coll(w, &r, 50, 0x5000, 2000, 8);
+	r.u.depth = 1;
+	nccl_walk__observe(w, &r.u.h);
+	ctx = nccl_walk__ctx(w, &r.u.h);
+	ASSERT_TRUE(ctx && ctx->coll_seq == -1, "depth 1: no seq");
+
+	/* A second process group, and a rank_/size_ that make no sense (another layout). */
+	gloo_coll(w, &r, 50, 0x6000, 4000, 0);
+	ctx = nccl_walk__ctx(w, &r.u.h);
+	ASSERT_TRUE(ctx && ctx->comm.group == fnv("gloo pg #2") && ctx->coll_seq == 0, "pg #2");
+	((__s32 *)r.deref)[6] = 5;
+	r.u.h.pid = 51;
+	nccl_walk__observe(w, &r.u.h);
+	ctx = nccl_walk__ctx(w, &r.u.h);
+	ASSERT_TRUE(ctx && ctx->comm.rank == -1 && ctx->comm.nranks == -1, "rank 5 of 4: unknown");
+out:
+	nccl_walk__free(w);
+}
+
 static void test_walk_groups(void)
 {
 	static const struct {
@@ -811,6 +914,7 @@ int main(void)
 	RUN_TEST(test_walk_join);
 	RUN_TEST(test_walk_learns_from_queries);
 	RUN_TEST(test_walk_groups);
+	RUN_TEST(test_walk_gloo);
 	RUN_TEST(test_nccl_sum);
 	RUN_TEST(test_nccl_comm_sum);
 	return UNIT_EXIT();

@@ -95,6 +95,12 @@ static void test_words_and_cookies(void)
 	ASSERT_EQ(ucall_spec__cookie(&s, 1), BS_UCOOKIE(1, 1, 4, BS_DEREF_STRUCT, 0), "from 32");
 	ASSERT_EQ(s.f[0].off, 36, "offsets stay the object's");
 
+	/* An integer '&' field is the word itself, and its pointee is the copy (`this`). */
+	ASSERT_EQ(compile("- &ptr rank@24 bytes:u32@172", &s, err, sizeof(err)), 0, "object");
+	ASSERT_FIELD(&s, 0, K_PTR, UCALL_T_U64, UCALL_SRC_WORD, 1, "&ptr is its word");
+	ASSERT_FIELD(&s, 1, K_RANK, UCALL_T_S32, UCALL_SRC_AT, 0, "rank@24");
+	ASSERT_EQ(ucall_spec__cookie(&s, 1), BS_UCOOKIE(1, 2, 0, BS_DEREF_STRUCT, 0), "its copy");
+
 	ASSERT_EQ(compile("*ptr - &name:str", &s, err, sizeof(err)), 0, "string");
 	ASSERT_FIELD(&s, 1, K_NAME, UCALL_T_STR, UCALL_SRC_COPY, 2, "name");
 	ASSERT_EQ(ucall_spec__cookie(&s, 9), BS_UCOOKIE(9, 3, 0, BS_DEREF_STRING, 1),
@@ -138,7 +144,8 @@ static const struct {
 	{ "kernel name", "'name': two fn fields" },
 	{ "name:str", "'name:str': a str is the copy: '&' or '!'" },
 	{ "id", "'id': a mem is the copy: '&' or '!'" },
-	{ "&ptr", "'&ptr': a '&' field is type str or mem" },
+	{ "&grid", "'&grid': a '&' field is type str, mem or an integer" },
+	{ "&*ptr", "'&*ptr': '&*' is type str or mem" },
 	{ "&*-", "'&*-': '&*' needs a key" },
 	{ "&- &name:str", "'&name:str': two copies" },
 	{ "&- id!16", "'id!16': two copies" },

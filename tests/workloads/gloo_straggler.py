@@ -7,9 +7,12 @@ of which CPU_MS (default 1) on the CPU and the rest asleep (as a rank waiting fo
 four ranks fit on two cores.
 
 Prints "ready pid P rank R" once its process group is up; each line read from stdin is
-answered with the rank's own truth so far, as JSON: {"reduce_ns": ..., "total_ns": ...}: the
-time spent in all_reduce and the time since the first step (CLOCK_MONOTONIC). Ends when
-stdin closes. The lines the tests look for are marked (COMPUTE, REDUCE).
+answered with the rank's own truth so far, as JSON: {"reduce_ns": ..., "total_ns": ...,
+"calls": ..., "entries": [...]}: the time spent in all_reduce, the time since the first step,
+the all_reduce calls made, and when it called each one since the previous answer
+(CLOCK_MONOTONIC, the trace's clock: each entry a little before the probe's in
+ProcessGroupGloo::nextTag; the last is call number calls - 1, from 0). Ends when stdin
+closes. The lines the tests look for are marked (COMPUTE, REDUCE).
 """
 import json
 import os
@@ -42,19 +45,23 @@ def main():
     print(f"ready pid {os.getpid()} rank {RANK}", flush=True)
     x = torch.ones(1024)
     step = STEP_S * (SLOW_X if RANK == SLOW_RANK else 1)
-    reduced = 0
+    reduced = calls = 0
+    entries = []
     started = time.monotonic_ns()
     while True:
         compute(step)
         t0 = time.monotonic_ns()
         dist.all_reduce(x)  # REDUCE
         reduced += time.monotonic_ns() - t0
+        entries.append(t0)
+        calls += 1
         x.fill_(1)
         if select.select([sys.stdin], [], [], 0)[0]:
             if not sys.stdin.readline():
                 break
-            print(json.dumps({"reduce_ns": reduced, "total_ns": time.monotonic_ns() - started}),
-                  flush=True)
+            print(json.dumps({"reduce_ns": reduced, "total_ns": time.monotonic_ns() - started,
+                              "calls": calls, "entries": entries}), flush=True)
+            entries = []
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ void ucall_table__name_event(const struct ucall_table *t, __u32 fn, struct event
 	const struct ucall_api *a = ucall_table__api(t, fn);
 
 	if (a) {
-		ev->name = a->name;
+		ev->name = ucall_api__shown(a);
 		return;
 	}
 	snprintf(ev->namebuf, sizeof(ev->namebuf), "%s_fn_%u", t->family, fn);

@@ -18,7 +18,15 @@ struct ucall_api {
 	__u16 group;	  /* family-defined category (launch, memcpy, sync, ...) */
 	__u16 flags;	  /* family-defined */
 	const char *args; /* the argument spec, in the family's keys */
+	/* The name shown where the symbol is not one (a C++ method's mangled name); NULL: name. */
+	const char *shown;
 };
+
+/* The name A is shown by: ucall_api.shown, else its symbol. */
+static inline const char *ucall_api__shown(const struct ucall_api *a)
+{
+	return a->shown ? a->shown : a->name;
+}
 
 struct ucall_table {
 	const char *family; /* "cuda" */

@@ -235,15 +235,20 @@ static int field_word(struct compiler *c, struct tok *t)
 		s->byref |= 1u << f->word;
 	}
 	if (t->copy) {
-		if (t->key >= 0 && f->type != UCALL_T_STR && f->type != UCALL_T_MEM)
-			return fail(c, t->text, "a '&' field is type str or mem");
+		/* An integer KEY is the word itself: the pointer to the object the @ fields read. */
+		int word_too = t->key >= 0 && (1u << f->type & UCALL_T_INTS);
+
+		if (t->key >= 0 && !word_too && f->type != UCALL_T_STR && f->type != UCALL_T_MEM)
+			return fail(c, t->text, "a '&' field is type str, mem or an integer");
+		if (word_too && f->written)
+			return fail(c, t->text, "'&*' is type str or mem");
 		if (s->copy_arg)
 			return fail(c, t->text, "two copies");
 		s->copy_arg = f->word + 1;
 		s->copy_mode = f->type == UCALL_T_STR ? BS_DEREF_STRING : BS_DEREF_STRUCT;
 		if (t->key < 0)
 			return f->written ? fail(c, t->text, "'&*' needs a key") : NO_FIELD;
-		f->src = UCALL_SRC_COPY;
+		f->src = word_too ? UCALL_SRC_WORD : UCALL_SRC_COPY;
 		return 0;
 	}
 	if (t->key < 0)

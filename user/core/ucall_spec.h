@@ -18,7 +18,9 @@
  *   &KEY[:TYPE]  the next word points to what is copied at return (the copy, bs_ucall's
  *   &-           deref): 192 bytes, or with TYPE str a NUL-terminated string of up to 512.
  *                KEY (type str or mem) shows the copy; '-' shows nothing (the @ fields read
- *                it). &*KEY: the call writes it, so it is shown only when the call succeeded.
+ *                it); KEY of an integer type shows the word itself, the object's address (a
+ *                C++ method's `this`, whose members the @ fields read). &*KEY (str or mem):
+ *                the call writes it, so it is shown only when the call succeeded.
  *   KEY!N  -!N   a struct passed by value in N stack words (memory class, more than 16 bytes):
  *                it takes no register, and the stack-argument area is the copy (KEY: type mem)
  *   ^KEY[:TYPE]  the next word points to the value (a Fortran argument: BLAS's sgemm_ takes
@@ -43,6 +45,10 @@
  *   "&- kernel:fn - " "grid:dim3@0 block:dim3@12 ..."
  *                                cudaLaunchKernelExC: the first argument's pointee, copied at
  *                                return; fields read from the copy at offsets
+ *   "- &comm rank@24 nranks@28"  c10d::ProcessGroupGloo::allreduce: the first word is where
+ *                                the returned Work goes (a class returned in memory), the
+ *                                second `this`, shown as comm, its object copied: rank and
+ *                                nranks read from its members
  *   "*comm nranks unique_id!16 rank"
  *                                ncclCommInitRank: a 128-byte struct passed by value in 16
  *                                stack words, copied from the stack-argument area; it takes no

@@ -69,7 +69,7 @@ void ucall_metrics__render(FILE *f, void *st, const struct metrics_owner *ow, si
 			lf = fmemopen(labels, sizeof(labels), "w");
 			if (!lf)
 				continue;
-			fprintf(lf, "api=\"%s\",", a->name);
+			fprintf(lf, "api=\"%s\",", ucall_api__shown(a));
 			metrics__owner_labels(lf, &ow[i]);
 			used = ftell(lf);
 			fclose(lf);

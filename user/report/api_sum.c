@@ -96,7 +96,7 @@ int api_sum__emit(void *vst, const struct trace_model *m, struct table *t)
 		const struct ucall_api *api = ucall_table__api(st->table, (__u32)key.a);
 
 		if (api)
-			snprintf(rows[n].name, sizeof(rows[n].name), "%s", api->name);
+			snprintf(rows[n].name, sizeof(rows[n].name), "%s", ucall_api__shown(api));
 		else
 			snprintf(rows[n].name, sizeof(rows[n].name), "%s_fn_%u", st->table->family,
 				 (__u32)key.a);

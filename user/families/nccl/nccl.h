@@ -28,6 +28,18 @@ enum nccl_group {
 /* ucall_api.flags of an nccl API. */
 #define NCCL_F_GROUP_START 0x0001 /* opens a group on the calling thread */
 #define NCCL_F_GROUP_END   0x0002 /* closes the innermost one */
+/*
+ * c10d::ProcessGroupGloo (torch.distributed's gloo backend, libtorch_cpu): no ncclResult_t;
+ * its comm is the process group (`this`). Its collectives' work runs on gloo's threads: the
+ * call the job waits in is not this one, so the record's entry is the rank's arrival and its
+ * return is no end.
+ */
+#define NCCL_F_GLOO 0x0004
+/*
+ * ProcessGroupGloo::nextTag, called once by each gloo collective that exchanges data, stands
+ * for the collective: it returns the collective's tag, equal on every rank.
+ */
+#define NCCL_F_GLOO_TAG 0x0008
 
 /* ncclResult_t values the decoder treats as success (nccl.h). */
 #define NCCL_SUCCESS	 0
@@ -78,6 +90,13 @@ struct nccl_comm {
 	 * SYNC_BASE), so they match other processes' only as well as those guesses do.
 	 */
 	__u32 inferred;
+	/*
+	 * A gloo process group (NCCL_F_GLOO): GROUP is "the process's k-th process group that made
+	 * a call" (each rank creates its groups in one order; the default one is used first), its
+	 * rank and size its own members, its collectives numbered by their gloo tags.
+	 */
+	__u32 gloo;
+	__u32 _pad;
 	__u64 group; /* what names it in every process: the unique-id hash, or the guess above */
 	__u64 ncoll; /* its collectives so far (the next one's sequence number) */
 };

@@ -24,9 +24,13 @@
  *   ncclReduceScatter's recvcount, per peer for ncclAlltoAll); bytes = count x type size.
  *   An out value (*comm) or a written copy (&*unique_id) is shown only when the call
  *   succeeded: ncclSuccess, or ncclInProgress for a nonblocking communicator.
+ * torch.distributed's gloo backend has no NCCL in it: its collectives are seen through
+ * c10d::ProcessGroupGloo::nextTag (NCCL_F_GLOO, at the end), probed in libtorch_cpu as NCCL's
+ * are in libnccl, writing the same records so the straggler reports read both (docs/NCCL.md,
+ * "gloo").
  * Every spec is compiled and checked (nccl_api__check) when bpfsight is built
  * (tools/check_specs.c); tests/unit/test_nccl_report.c checks every symbol against
- * libnccl.so and the enum values against nccl.h.
+ * libnccl.so (gloo's against libtorch_cpu.so) and the enum values against nccl.h.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +39,9 @@
 /* The table is aligned by hand: one function a line, its spec beside it. */
 // clang-format off
 #define A(n, grp, fl, a) { .name = n, .group = grp, .flags = (fl), .args = a }
+#define G(n, shown_as, grp, fl, a)                                                          \
+	{ .name = n, .group = grp, .flags = (fl), .args = a, .shown = shown_as }
+#define PGG "_ZN4c10d16ProcessGroupGloo" /* c10d::ProcessGroupGloo:: */
 
 static const struct ucall_api nccl_apis[] = {
 	/* Communicator creation. */
@@ -75,6 +82,20 @@ static const struct ucall_api nccl_apis[] = {
 	/* Point-to-point. */
 	A("ncclSend", NCCL_GRP_P2P, 0, "sendbuff count datatype peer comm stream"),
 	A("ncclRecv", NCCL_GRP_P2P, 0, "recvbuff count datatype peer comm stream"),
+	/*
+	 * torch.distributed's gloo backend (docs/NCCL.md, "gloo"): c10d::ProcessGroupGloo in
+	 * libtorch_cpu. Every collective that exchanges data takes its gloo tag from nextTag()
+	 * (through the PLT) once its arguments are checked: the tag is its sequence number, the
+	 * same on every rank, and nextTag's entry is the rank's arrival. nextTag(this): `this`
+	 * (rdi) is the process group, shown as comm; its rank_ and size_ are the first members
+	 * after the intrusive_ptr_target (vtable, two counts), in 1.13's c10d::ProcessGroup as in
+	 * 2.x's c10d::Backend. The collectives themselves are not probed: they throw C++
+	 * exceptions (a bad argument), and one thrown through a frame whose return a uretprobe
+	 * took is no frame the unwinder knows: the process terminates, even where it would have
+	 * caught it (torch 1.13's allreduce([]) under a return probe). nextTag cannot throw.
+	 */
+	G(PGG "7nextTagEv", "gloo collective", NCCL_GRP_COLL, NCCL_F_GLOO | NCCL_F_GLOO_TAG,
+	  "&comm rank@24 nranks@28"),
 };
 // clang-format on
 
@@ -120,6 +141,11 @@ static int nccl_api__check(const struct ucall_api *a, const struct ucall_spec *s
 		return snprintf(err, len, "comms needs ndev"), -EINVAL;
 	if ((a->flags & (NCCL_F_GROUP_START | NCCL_F_GROUP_END)) && (s->nfields || s->nwords))
 		return snprintf(err, len, "group calls take no arguments"), -EINVAL;
+	/* the walk names a gloo call's process group by its comm, the tag's by it too */
+	if ((a->flags & NCCL_F_GLOO) && !ucall_spec__has(s, K_COMM))
+		return snprintf(err, len, "a gloo method's process group is its comm"), -EINVAL;
+	if ((a->flags & NCCL_F_GLOO_TAG) && !(a->flags & NCCL_F_GLOO))
+		return snprintf(err, len, "a tag is gloo's"), -EINVAL;
 	return 0;
 }
 

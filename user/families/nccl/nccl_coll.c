@@ -89,7 +89,8 @@ int nccl_colls__observe(struct nccl_colls *t, const struct nccl_walk *w, const s
 				.rank = ctx->comm.rank,
 				.nranks = ctx->comm.nranks,
 				.fn = r->fn,
-				.inferred = ctx->comm.inferred };
+				.inferred = ctx->comm.inferred,
+				.async = w->call.api && (w->call.api->flags & NCCL_F_GLOO) };
 	if (!ctx->group_depth) {
 		fn(arg, &c);
 		return 0;

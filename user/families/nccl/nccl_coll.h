@@ -21,6 +21,9 @@ struct nccl_coll {
 	__s32 rank, nranks; /* -1 = unknown */
 	__u32 fn;	    /* the nccl table's entry */
 	__u32 inferred;	    /* nccl_comm.inferred */
+	/* A gloo collective (NCCL_F_GLOO): seen at its entry only, end_ts is no end. */
+	__u32 async;
+	__u32 _pad;
 };
 
 typedef void (*nccl_coll_fn)(void *arg, const struct nccl_coll *c);

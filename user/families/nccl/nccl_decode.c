@@ -128,6 +128,9 @@ void nccl_call__parse(const struct bs_hdr *rec, struct nccl_call *c)
 	c->depth = BS_UCALL_DEPTH(r->depth);
 	/* A call in flight wrote nothing yet: its out values are not read. */
 	c->ok = !c->open && (c->ret == NCCL_SUCCESS || c->ret == NCCL_IN_PROGRESS);
+	/* gloo's nextTag returns a tag, no ncclResult_t: one that returned worked. */
+	if (c->api && (c->api->flags & NCCL_F_GLOO))
+		c->ok = !c->open;
 	c->out_key = -1;
 	if (r->deref_len && rec->size >= sizeof(*r) + (__u32)r->deref_len) {
 		c->deref = (const __u8 *)(r + 1);
@@ -156,7 +159,14 @@ void nccl_call__parse(const struct bs_hdr *rec, struct nccl_call *c)
 			else if (c->deref)
 				call__set(c, K_COMMS, 0); /* counted once ndev is known */
 			break;
-		default: /* no nccl key is read at an offset or constant */
+		case UCALL_SRC_AT: { /* a gloo process group's members */
+			__u64 v;
+
+			if (ucall_field__value(rec, s, f, &v))
+				call__set(c, f->key, v);
+			break;
+		}
+		default: /* no nccl key is a constant */
 			break;
 		}
 	}
@@ -244,12 +254,12 @@ const struct nccl_comm *nccl_walk__comm(const struct nccl_walk *w, __u32 pid, __
 	return serial ? hmap__get(w->by_serial, (struct hkey){ *serial, 0 }, 0) : NULL;
 }
 
-/* FNV-1a of "nccl comm #K": equal to a real unique-id hash by chance only. */
-static __u64 inferred_group(__u32 k)
+/* FNV-1a of "nccl comm #K" ("gloo pg #K"): equal to a real unique-id hash by chance only. */
+static __u64 inferred_group(__u32 k, int gloo)
 {
 	char buf[32];
 	__u64 h = 0xcbf29ce484222325ull;
-	int n = snprintf(buf, sizeof(buf), "nccl comm #%u", k);
+	int n = snprintf(buf, sizeof(buf), "%s #%u", gloo ? "gloo pg" : "nccl comm", k);
 
 	for (int i = 0; i < n; i++) {
 		h ^= (unsigned char)buf[i];
@@ -272,12 +282,13 @@ static void walk__name_group(struct nccl_walk *w, struct nccl_comm *c)
 		c->group = c->id_hash;
 		c->inferred = 0;
 	} else {
-		k = hmap__get(w->inferred, (struct hkey){ c->pid, 0 }, 1);
+		/* gloo's process groups are counted apart: NCCL's communicators do not shift them */
+		k = hmap__get(w->inferred, (struct hkey){ c->pid, c->gloo }, 1);
 		if (!k) {
 			w->err = -ENOMEM;
 			return;
 		}
-		c->group = inferred_group(++*k);
+		c->group = inferred_group(++*k, c->gloo);
 		c->inferred = 1;
 	}
 	base = hmap__get(w->bases, (struct hkey){ c->pid, c->group }, 0);
@@ -308,8 +319,11 @@ oom:
 	return NULL;
 }
 
-/* The communicator at COMM in PID, first seen now when the walk never saw its init. */
-static struct nccl_comm *walk__comm(struct nccl_walk *w, __u32 pid, __u64 comm)
+/*
+ * The communicator at COMM in PID, first seen now when the walk never saw its init (GLOO: a
+ * gloo process group, whose creation is never traced).
+ */
+static struct nccl_comm *walk__comm(struct nccl_walk *w, __u32 pid, __u64 comm, int gloo)
 {
 	__u32 *serial;
 
@@ -321,8 +335,10 @@ static struct nccl_comm *walk__comm(struct nccl_walk *w, __u32 pid, __u64 comm)
 	if (serial)
 		return hmap__get(w->by_serial, (struct hkey){ *serial, 0 }, 0);
 	c = walk__new_comm(w, pid, comm);
-	if (c)
+	if (c) {
+		c->gloo = !!gloo;
 		walk__name_group(w, c);
+	}
 	return c;
 }
 
@@ -353,7 +369,7 @@ static void walk__learn(struct nccl_walk *w, const struct nccl_call *c, __u32 pi
 		break;
 	case K_NRANKS: /* ncclCommCount */
 	case K_RANK:   /* ncclCommUserRank */
-		nc = (c->have & (1u << K_COMM)) ? walk__comm(w, pid, c->v[K_COMM]) : NULL;
+		nc = (c->have & (1u << K_COMM)) ? walk__comm(w, pid, c->v[K_COMM], 0) : NULL;
 		if (nc && c->out_key == K_NRANKS)
 			nc->nranks = (__s32)c->v[K_NRANKS];
 		else if (nc)
@@ -449,11 +465,31 @@ void nccl_walk__forget(struct nccl_walk *w, __u32 pid)
 		}
 }
 
+/*
+ * A gloo call on process group COMM (ProcessGroupGloo::nextTag): the group's rank and size
+ * (its own members), and the collective it stands for, numbered by the tag it returned.
+ */
+static void walk__gloo(struct nccl_walk *w, const struct nccl_call *c, struct nccl_comm *comm)
+{
+	__s64 rank = (__s32)c->v[K_RANK], nranks = (__s32)c->v[K_NRANKS];
+
+	/* read from the object: kept only when they make sense (another torch's layout won't) */
+	if ((c->have & (1u << K_RANK)) && (c->have & (1u << K_NRANKS)) && rank >= 0 &&
+	    rank < nranks && nranks <= (1 << 24)) {
+		comm->rank = (__s32)rank;
+		comm->nranks = (__s32)nranks;
+	}
+	if ((c->api->flags & NCCL_F_GLOO_TAG) && c->ok && !c->depth &&
+	    c->api->group == NCCL_GRP_COLL)
+		w->last.coll_seq = (__u32)c->r->ret;
+}
+
 void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 {
 	struct nccl_walk *w = vw;
 	struct nccl_comm *comm;
 	struct nccl_call *c;
+	int gloo;
 
 	if (w && rec && rec->type == BS_REC_SYNC_BASE && rec->size >= sizeof(struct bs_sync_base)) {
 		walk__sync_base(w, (const void *)rec);
@@ -477,16 +513,20 @@ void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 	if (!c->api)
 		return;
 	walk__learn(w, c, rec->pid);
-	comm = (c->have & (1u << K_COMM)) && c->v[K_COMM] ? walk__comm(w, rec->pid, c->v[K_COMM])
-							  : NULL;
+	gloo = !!(c->api->flags & NCCL_F_GLOO);
+	comm = (c->have & (1u << K_COMM)) && c->v[K_COMM]
+		       ? walk__comm(w, rec->pid, c->v[K_COMM], gloo)
+		       : NULL;
 	if (!comm)
 		return;
 	/*
 	 * Its sequence number: every rank makes a communicator's collectives in one order. One
 	 * in flight (a hang trigger's snapshot) is the communicator's next: the last record of
-	 * its thread.
+	 * its thread. A gloo collective's is its tag.
 	 */
-	if ((c->ok || c->open) && !c->depth && c->api->group == NCCL_GRP_COLL)
+	if (gloo)
+		walk__gloo(w, c, comm);
+	else if ((c->ok || c->open) && !c->depth && c->api->group == NCCL_GRP_COLL)
 		w->last.coll_seq = (__s64)comm->ncoll++;
 	w->last.open = c->open;
 	w->last.comm = *comm;
@@ -593,20 +633,24 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
 	const struct nccl_ctx *ctx = nccl_walk__ctx(w, rec);
 	struct nccl_call c;
 	const char *err;
+	int gloo;
 
 	nccl_call__parse(rec, &c);
 	if (c.api) {
-		ev->name = c.api->name;
+		ev->name = ucall_api__shown(c.api);
 	} else {
 		snprintf(ev->namebuf, sizeof(ev->namebuf), "nccl_fn_%u", c.r->fn);
 		ev->name = ev->namebuf;
 	}
 	ev->dur = c.r->dur;
+	gloo = c.api && (c.api->flags & NCCL_F_GLOO);
 	if (c.open)
 		event__arg_bool(ev, "in_flight", 1); /* dur: its time so far; no ret yet */
-	else
+	else if (gloo && (c.api->flags & NCCL_F_GLOO_TAG))
+		event__arg_u64(ev, "tag", (__u32)c.r->ret);
+	else if (!gloo) /* a gloo method's rax is where its Work went */
 		event__arg_s64(ev, "ret", c.ret);
-	if (!c.open && c.ret != NCCL_SUCCESS) {
+	if (!c.open && !gloo && c.ret != NCCL_SUCCESS) {
 		err = nccl__result_name(c.ret);
 		if (err)
 			event__arg_str(ev, "error", err);

@@ -226,7 +226,7 @@ const char *nccl_hang__fn(__u32 fn, char *buf, size_t len)
 	const struct ucall_api *api = ucall_table__api(&nccl_table, fn);
 
 	if (api)
-		return api->name;
+		return ucall_api__shown(api);
 	snprintf(buf, len, "nccl_fn_%u", fn);
 	return buf;
 }

@@ -33,7 +33,7 @@ static const char *fn_name(__u32 fn, char *buf, size_t len)
 	const struct ucall_api *api = ucall_table__api(&nccl_table, fn);
 
 	if (api)
-		return api->name;
+		return ucall_api__shown(api);
 	snprintf(buf, len, "nccl_fn_%u", fn);
 	return buf;
 }
@@ -141,7 +141,7 @@ static int stragglers_emit(void *st, const struct trace_model *m, struct table *
 	};
 	struct nccl_rank_tot **ranks;
 	struct nccl_inst **insts;
-	size_t ni, nr;
+	size_t ni, nr, async = 0;
 	char buf[64];
 	int err;
 
@@ -167,9 +167,18 @@ static int stragglers_emit(void *st, const struct trace_model *m, struct table *
 			       rank_label(m, in->last_pid, in->last_rank, buf, sizeof(buf)));
 		table__set_u64(t, C_SKEW, in->last_enter - in->first_enter);
 		table__set_u64(t, C_WAIT, nccl_inst__wait(in));
-		table__set_u64(t, C_END_SPREAD, in->max_end - in->min_end);
+		if (!in->async)
+			table__set_u64(t, C_END_SPREAD, in->max_end - in->min_end);
 		table__set_u64(t, C_START, in->first_enter);
+		async += in->async;
 	}
+	if (async)
+		table__add_note(
+			t,
+			"%zu gloo collective%s, seen at each rank's entry only (where "
+			"ProcessGroupGloo takes the tag): its wait is to the last entry; no end "
+			"spread",
+			async, async == 1 ? "" : "s");
 	err = table__err(t);
 	return err ? err : straggler_notes(t, m, ranks, nr);
 }
@@ -222,7 +231,7 @@ static int rank_sum_emit(void *st, const struct trace_model *m, struct table *t)
 	};
 	struct nccl_rank_tot **ranks;
 	struct nccl_inst **insts;
-	size_t ni, nr;
+	size_t ni, nr, async = 0;
 	char buf[64];
 	int err;
 
@@ -245,9 +254,13 @@ static int rank_sum_emit(void *st, const struct trace_model *m, struct table *t)
 		table__set_u64(t, C_PID, r->pid);
 		table__set_u64(t, C_COLLECTIVES, r->calls);
 		table__set_u64(t, C_SPAN, span);
-		table__set_u64(t, C_COLL, in);
-		table__set_u64(t, C_OUTSIDE, span - in);
-		table__set_double(t, C_COLL_PCT, span ? 100.0 * in / span : 0);
+		async += r->async_calls != 0;
+		/* a gloo collective is seen at its entry only: no time inside */
+		if (r->async_calls < r->calls) {
+			table__set_u64(t, C_COLL, in);
+			table__set_u64(t, C_OUTSIDE, span - in);
+			table__set_double(t, C_COLL_PCT, span ? 100.0 * in / span : 0);
+		}
 		table__set_u64(t, C_LATE, r->late);
 		table__set_u64(t, C_MADE_WAIT, r->made_wait_ns);
 		if (r->made_wait_ns) {
@@ -258,6 +271,12 @@ static int rank_sum_emit(void *st, const struct trace_model *m, struct table *t)
 		}
 		table__set_str(t, C_NAME, rank_label(m, r->pid, r->rank, buf, sizeof(buf)));
 	}
+	if (async)
+		table__add_note(
+			t,
+			"gloo's collectives are seen at their entry only (where ProcessGroupGloo "
+			"takes the tag): In Collectives and Outside count NCCL's calls, empty "
+			"where a rank made gloo's alone");
 	return table__err(t);
 }
 

@@ -79,6 +79,7 @@ static void nccl_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 struct nccl_sum_row {
 	char name[48]; /* a copy: rows move while sorting */
 	struct nccl_fn *f;
+	__u32 fn;
 };
 
 static int nccl_sum_row_cmp(const void *a, const void *b)
@@ -96,7 +97,7 @@ static void fn_name(__u32 fn, char *buf, size_t len)
 	const struct ucall_api *api = ucall_table__api(&nccl_table, fn);
 
 	if (api)
-		snprintf(buf, len, "%s", api->name);
+		snprintf(buf, len, "%s", ucall_api__shown(api));
 	else
 		snprintf(buf, len, "nccl_fn_%u", fn);
 }
@@ -116,7 +117,7 @@ static int nccl_sum__emit(void *vst, const struct trace_model *m, struct table *
 	long double grand = 0;
 	struct nccl_fn *f;
 	struct hkey key;
-	int err;
+	int err, gloo = 0;
 
 	if (st->err)
 		return st->err;
@@ -125,6 +126,7 @@ static int nccl_sum__emit(void *vst, const struct trace_model *m, struct table *
 		return -ENOMEM;
 	while ((f = hmap__next(st->by_fn, &it, &key))) {
 		rows[nrows].f = f;
+		rows[nrows].fn = (__u32)key.a;
 		fn_name((__u32)key.a, rows[nrows].name, sizeof(rows[nrows].name));
 		grand += f->total;
 		nrows++;
@@ -133,7 +135,10 @@ static int nccl_sum__emit(void *vst, const struct trace_model *m, struct table *
 
 	table__add_cols(t, cols, NCOLS);
 	for (size_t i = 0; i < nrows; i++) {
+		const struct ucall_api *api = ucall_table__api(&nccl_table, rows[i].fn);
+
 		f = rows[i].f;
+		gloo |= api && (api->flags & NCCL_F_GLOO);
 		table__row(t);
 		time_sum__set(t, f->count, f->total, f->min, f->max, &f->samples, grand);
 		if (f->has_bytes)
@@ -141,6 +146,11 @@ static int nccl_sum__emit(void *vst, const struct trace_model *m, struct table *
 		table__set_u64(t, C_ERRORS, f->errors);
 		table__set_str(t, C_NAME, rows[i].name);
 	}
+	if (gloo)
+		table__add_note(
+			t, "gloo collective: ProcessGroupGloo::nextTag, where each gloo collective "
+			   "takes its tag: the count is the collectives', the times nextTag's, not "
+			   "theirs (nccl_stragglers compares the ranks' entries)");
 	err = table__err(t);
 	free(rows);
 	return err;

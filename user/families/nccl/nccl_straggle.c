@@ -109,7 +109,9 @@ static void rank_call(struct nccl_straggle *s, const struct nccl_coll *c)
 		r->first_enter = c->enter_ts;
 	if (c->end_ts > r->last_end)
 		r->last_end = c->end_ts;
-	if (c->end_ts > c->enter_ts && busy_union__add(&r->busy, c->enter_ts, c->end_ts))
+	r->async_calls += !!c->async;
+	if (!c->async && c->end_ts > c->enter_ts &&
+	    busy_union__add(&r->busy, c->enter_ts, c->end_ts))
 		s->err = -ENOMEM;
 }
 
@@ -136,7 +138,8 @@ static void on_coll(void *arg, const struct nccl_coll *c)
 					  .fn = c->fn,
 					  .nranks = c->nranks,
 					  .last_rank = c->rank,
-					  .last_pid = c->pid };
+					  .last_pid = c->pid,
+					  .async = c->async };
 	} else if (c->enter_ts < in->first_enter) {
 		/* Entries are kept less the earliest: a new earliest shifts the sum. */
 		in->sum_enter += (__u64)in->ranks * (in->first_enter - c->enter_ts);

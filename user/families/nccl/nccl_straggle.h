@@ -4,7 +4,9 @@
  * calls of every rank of a communicator with the same sequence number are one collective
  * (nccl_coll.h). The rank that entered last held the others: each waited from its own entry
  * to that rank's. Works on one file holding every rank (a recording of a whole node) or on a
- * merged file (bpfsight merge: every rank on one clock).
+ * merged file (bpfsight merge: every rank on one clock). gloo's collectives (NCCL_F_GLOO) are
+ * seen at their entry only (ProcessGroupGloo::nextTag): their entries are compared as NCCL's,
+ * their records' ends are no ends (no end spread, no time inside).
  *
  * Memory: a fixed-size summary per collective (never per call: a collective's waits follow
  * from its count, the sum and the latest of its entries), and per rank process its totals.
@@ -27,6 +29,7 @@ struct nccl_inst {
 	__s32 last_rank; /* of the rank that entered last */
 	__u32 last_pid;
 	__u32 done;
+	__u32 async; /* a gloo collective: min_end, max_end are its calls' returns, no ends */
 };
 
 /* The waits in a collective: every rank's, from its entry to the last one's. */
@@ -42,6 +45,7 @@ struct nccl_rank_tot {
 	__u32 pid;
 	__s32 rank, nranks; /* in its largest communicator */
 	__u64 calls;
+	__u64 async_calls;	/* of them gloo's, seen at their entry only: not in busy */
 	struct busy_union busy; /* time inside collectives (overlapping calls counted once) */
 	__u64 first_enter, last_end;
 	__u64 late;	    /* collectives of 2 ranks or more it entered last */

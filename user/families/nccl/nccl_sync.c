@@ -109,6 +109,8 @@ static void on_coll(void *arg, const struct nccl_coll *c)
 	struct nccl_sync *s = arg;
 	struct queue **q;
 
+	if (c->async)
+		return; /* a gloo collective is seen at its entry only: no instant ranks share */
 	if (!s->gpu) {
 		emit_point(s, c, c->end_ts);
 		return;
