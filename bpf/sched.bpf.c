@@ -122,9 +122,16 @@ static __always_inline void held_mark(__u64 held)
  * value (task storage cannot hold one): one per thread, deleted when it exits, which
  * cancels a work still pending.
  */
-extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
-					      void *map__map, bpf_task_work_callback_t callback,
-					      void *aux__prog) __weak __ksym;
+/*
+ * The kfunc bpf_task_work_schedule_resume_impl, called as a helper of a made-up id that user
+ * space rewrites into the kfunc's call (user/families/sched/sched.c) when it loads this
+ * program: libbpf 1.1 resolves every extern of an object, loaded programs or not, and looks a
+ * kfunc missing from vmlinux up in every module's BTF, which a recorder without
+ * CAP_SYS_ADMIN may not (EPERM): sched would not load at all before 6.18.
+ */
+static long (*task_work_schedule_resume)(struct task_struct *task, struct bpf_task_work *tw,
+					 void *map, bpf_task_work_callback_t callback,
+					 void *aux) = (void *)BS_SCHED_TASK_WORK_CALL;
 
 struct held_work {
 	struct bpf_task_work tw;
@@ -417,7 +424,7 @@ static __always_inline void held_schedule(struct task_struct *t)
 		return;
 	}
 	/* -EBUSY: one is pending already, and it writes every held interval. */
-	bpf_task_work_schedule_resume_impl(t, &w->tw, &held_work, held_resume, NULL);
+	task_work_schedule_resume(t, &w->tw, &held_work, held_resume, NULL);
 }
 
 SEC("tp_btf/sched_switch")

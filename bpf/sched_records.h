@@ -14,6 +14,12 @@
 #define BS_LOSS_SCHED 7
 
 /*
+ * The helper id sched_switch_tw_btf calls bpf_task_work_schedule_resume_impl by, which user
+ * space rewrites into that kfunc's call before loading it (bpf/sched.bpf.c says why).
+ */
+#define BS_SCHED_TASK_WORK_CALL 0x7b5c0001
+
+/*
  * sched: one off-CPU interval. hdr.ts = switch-out, hdr.cpu = the CPU it left.
  * Blocked time = dur - runnable_ns; runnable_ns = from wakeup (or preemption) to switch-in.
  */

@@ -120,6 +120,14 @@ int kfeature__tp_args(const char *tp)
 	return btf_vlen(t) - 1;
 }
 
+int kfeature__kfunc_id(const char *name)
+{
+	struct btf *btf = vmlinux_btf();
+	int id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) : -1;
+
+	return id > 0 ? id : -1;
+}
+
 /* A cpu-clock event on CPU 0 for every task: what the cpu family opens per CPU. */
 static int probe_perf_sampling(void)
 {
@@ -192,9 +200,7 @@ static int probe(enum kfeature f)
 		/* The kfunc is in the kernel's BTF (what libbpf resolves the call by); the held
 		 * intervals it writes live in task storage, their stacks need bpf_loop. */
 		return kfeature__present(KF_TASK_STORAGE) && kfeature__present(KF_BPF_LOOP) &&
-		       vmlinux_btf() &&
-		       btf__find_by_name_kind(vmlinux_btf(), "bpf_task_work_schedule_resume_impl",
-					      BTF_KIND_FUNC) > 0;
+		       kfeature__kfunc_id("bpf_task_work_schedule_resume_impl") > 0;
 	default:
 		return 0;
 	}

@@ -112,6 +112,8 @@ const char *kfeature__name(enum kfeature f);
  * kernel's BTF), or -1 when the kernel has no BTF for it.
  */
 int kfeature__tp_args(const char *tp);
+/* The BTF id of the kernel function (kfunc) NAME in the kernel's BTF, or -1. */
+int kfeature__kfunc_id(const char *name);
 /*
  * The features this recording goes without (absent or forced off), comma-separated into
  * BUF ("" when none): a trace's `options` says which paths recorded it.

@@ -2,16 +2,51 @@
 /* sched family, record side: off-CPU intervals (bpf/sched.bpf.c). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "kernel_features.h"
 #include "sched.h"
+#include "sched_records.h"
 #include "family_attach.h"
 #include "record_ctx.h"
 #include "sched.skel.h"
 #include "msg.h"
+
+/*
+ * sched_switch_tw_btf's calls of BS_SCHED_TASK_WORK_CALL made the kfunc's (bpf/sched.bpf.c
+ * says why it is not an extern). The program's own instructions, before libbpf appends its
+ * subprograms: the call is inlined there.
+ */
+static int task_work_call(struct bpf_program *prog)
+{
+	int id = kfeature__kfunc_id("bpf_task_work_schedule_resume_impl"), n = 0, err;
+	size_t cnt = bpf_program__insn_cnt(prog);
+	struct bpf_insn *insns;
+
+	if (id < 0)
+		return -ENOENT;
+	insns = malloc(cnt * sizeof(*insns));
+	if (!insns)
+		return -ENOMEM;
+	memcpy(insns, bpf_program__insns(prog), cnt * sizeof(*insns));
+	for (size_t i = 0; i < cnt; i++) {
+		struct bpf_insn *in = &insns[i];
+
+		if (in->code != (BPF_JMP | BPF_CALL) || in->src_reg ||
+		    in->imm != BS_SCHED_TASK_WORK_CALL)
+			continue;
+		in->src_reg = BPF_PSEUDO_KFUNC_CALL;
+		in->imm = id;
+		in->off = 0; /* vmlinux's */
+		n++;
+	}
+	err = n ? bpf_program__set_insns(prog, insns, cnt) : -ENOENT;
+	free(insns);
+	return err;
+}
 
 /*
  * --stacks=sched: held intervals get their stack from a task work run as the thread returns
@@ -39,6 +74,8 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
 	/* The task work's switch program replaces the one pick_switch_state kept. */
 	if (!err && tw)
 		err = bpf_program__set_autoload(skel->progs.sched_switch_btf, false);
+	if (!err && tw)
+		err = task_work_call(skel->progs.sched_switch_tw_btf);
 	if (!err && !tw)
 		err = bpf_program__set_autoload(skel->progs.sched_switch_tw_btf, false);
 	if (!err && !tw)
