@@ -54,7 +54,7 @@ static int task_work_call(struct bpf_program *prog)
  * sys_exit program every system call of the machine runs; only when asked for, and only with
  * task storage, where intervals are held for their stack (bpf/sched.bpf.c).
  */
-static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
+static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel, int allow_tw)
 {
 	__u64 ns = record_opts__stack_ns(ctx->opts, &family_sched);
 	int task_storage = bpf_map__autocreate(skel->maps.thread_sched_task), err = 0;
@@ -67,7 +67,8 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel)
 	}
 	skel->rodata->sched_stack_ns = ns;
 	/* (the task work's switch program reads prev_state: every kernel with one has it) */
-	tw = ns != RECORD_STACKS_OFF && kfeature__has(KF_TASK_WORK) && kfeature__has(KF_PREV_STATE);
+	tw = allow_tw && ns != RECORD_STACKS_OFF && kfeature__has(KF_TASK_WORK) &&
+	     kfeature__has(KF_PREV_STATE);
 	skel->rodata->held_by_task_work = tw;
 	if (ns == RECORD_STACKS_OFF || tw)
 		err = bpf_program__set_autoload(skel->progs.sched_sys_exit_btf, false);
@@ -141,32 +142,54 @@ static int pick_switch_state(struct bpf_object *obj)
 	return 0;
 }
 
+/* The object loaded and attached, its held intervals' stacks by task work if ALLOW_TW. */
+static struct sched_bpf *sched_load(struct record_ctx *ctx, int allow_tw, int *err)
+{
+	struct sched_bpf *skel = sched_bpf__open();
+
+	if (!skel) {
+		*err = -errno;
+		return NULL;
+	}
+	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
+	*err = record_ctx__prepare(ctx, skel->obj);
+	/* A thread's state: task storage (tp_btf) or a hash (raw_tp). */
+	if (!*err)
+		*err = record_ctx__pick_task_storage(ctx, skel->obj, skel->maps.thread_sched_task,
+						     skel->maps.thread_sched);
+	if (!*err)
+		*err = pick_switch_state(skel->obj);
+	if (!*err)
+		*err = sched_stacks_setup(ctx, skel, allow_tw);
+	if (!*err)
+		*err = sched_bpf__load(skel);
+	if (!*err)
+		*err = sched_bpf__attach(skel);
+	if (*err) {
+		sched_bpf__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
 static int sched_attach(const struct family_attach *a, void **state)
 {
 	struct record_ctx *ctx = a->ctx;
-	struct sched_bpf *skel = sched_bpf__open();
-	int err;
+	int err, tw_err;
+	struct sched_bpf *skel = sched_load(ctx, 1, &err);
 
-	if (!skel)
-		return -errno;
-	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
-	err = record_ctx__prepare(ctx, skel->obj);
-	/* A thread's state: task storage (tp_btf) or a hash (raw_tp). */
-	if (!err)
-		err = record_ctx__pick_task_storage(ctx, skel->obj, skel->maps.thread_sched_task,
-						    skel->maps.thread_sched);
-	if (!err)
-		err = pick_switch_state(skel->obj);
-	if (!err)
-		err = sched_stacks_setup(ctx, skel);
-	if (!err)
-		err = sched_bpf__load(skel);
-	if (!err)
-		err = sched_bpf__attach(skel);
-	if (err) {
-		sched_bpf__destroy(skel);
-		return err;
+	/* A kernel that lists the kfunc but refuses its call here: the sys_exit path, said. */
+	if (!skel && record_opts__stack_ns(ctx->opts, &family_sched) != RECORD_STACKS_OFF &&
+	    kfeature__has(KF_TASK_WORK)) {
+		tw_err = err;
+		skel = sched_load(ctx, 0, &err);
+		if (skel)
+			pr_warn("off-CPU stacks by task work refused (%s): read at every system "
+				"call's exit instead\n",
+				strerror(-tw_err));
 	}
+	if (!skel)
+		return err;
 	*state = skel;
 	return 0;
 }
