@@ -50,6 +50,16 @@ def test_sleeps_are_blocked_off_cpu_time():
         check(e["args"]["state"] != 0, "blocked state recorded")
 
 
+def not_task_ns():
+    """The machine's time in interrupts, soft interrupts and taken by the hypervisor (steal)
+    so far, all CPUs (/proc/stat's irq, softirq and steal), in ns: time a thread's CPU time
+    leaves out (with IRQ_TIME_ACCOUNTING and steal accounting) while it is on a CPU."""
+    with open("/proc/stat") as f:
+        cpu = f.readline().split()
+    ticks = sum(int(v) for v in cpu[6:9])
+    return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
 def complete_run(args, families="sched"):
     """`record -t FAMILIES -- syscalls --sched ARGS` until the thread's offcpu records between
     the workload's t0 and t1 are as many as the kernel's switches, five tries at most. A switch
@@ -133,7 +143,11 @@ def test_figures_match_the_threads_own_accounting():
     times are compared on a recording whose switch count is the kernel's (complete_run); the
     count itself is then exact."""
     need_root()
+    other0 = not_task_ns()
     truth, _, _, recs = complete_run(["200000", "20", "5000"])
+    other = not_task_ns() - other0
+    if other:  # counted in whole ticks per CPU: what the last tick of each left out
+        other += os.cpu_count() * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     lo, hi = truth["switches"]
     t0, t1 = truth["t0"], truth["t1"]
     check(lo >= 20, f"the kernel counted {lo} switches for 20 sleeps")
@@ -151,8 +165,12 @@ def test_figures_match_the_threads_own_accounting():
     oncpu += t1 - (recs[-1]["ts"] + recs[-1]["dur"])
     runnable = sum(e["args"]["runnable_ns"] for e in recs)
     cpu, delay = truth["cpu_ns"], truth["delay_ns"]
-    check(0.9 * cpu - 2 * MS <= oncpu <= 1.1 * cpu + 2 * MS,
-          f"on CPU {oncpu} ns, the thread's CPU time {cpu} ns")
+    # A slice is wall time on the CPU; the thread's CPU time leaves out the interrupts served
+    # and what the hypervisor took from its vCPU meanwhile: at most the machine's over the
+    # run (on CPU 50.1 ms against 41.4 ms once in a full run on this shared VM, and twice in
+    # 40 runs of the module alone, each right after a rebuild).
+    check(0.9 * cpu - 2 * MS <= oncpu <= 1.1 * cpu + 2 * MS + other,
+          f"on CPU {oncpu} ns, the thread's CPU time {cpu} ns, interrupts and steal {other} ns")
     # The slack scales with the machine (SLOWDOWN: QEMU's TCG in make check-kernels, where
     # wakeup to switch-in read 1.3-2.9 ms over 20 sleeps against a run_delay of 0.05-0.66 ms,
     # with this session's binary and the one before it alike).
