@@ -275,10 +275,14 @@ def check_injected(which):
             rec = attach(which, round_, pid, spec)
             during = sample(p)
             check(not clean(during), f"{which}: round {round_}: the hooks are in: {during}")
+            # What "untraced again" below must reach: nearer the untraced rate than the traced
+            # one (a fixed 75% was as close as 3.10's traced rate, 72-80% under load).
+            bound = 0.75 * before["rate"]
             if spec.endswith("tiny"):
-                check(during["rate"] < 0.75 * untraced,
-                      f"{which}: round {round_}: the bound can tell traced from untraced "
+                check(during["rate"] < 0.9 * untraced,
+                      f"{which}: round {round_}: tracing the loop's call costs it "
                       f"(traced {during['rate']:.0f}, untraced {untraced:.0f})")
+                bound = (during["rate"] + untraced) / 2
             if round_ == 3:
                 rec.p.kill()
                 rec.wait(30)
@@ -300,14 +304,15 @@ def check_injected(which):
                       f"{which}: round 1: the loop's calls recorded: {sums}")
             wait_for(lambda: clean(sample(p, 0.05)), 20,
                      f"{which}: round {round_}: every hook removed")
-            # Untraced again: tracing the loop's call costs it far more than the 25% allowed.
-            # A moment of other load can slow a sample: the best one within 10 s counts.
+            # Untraced again. A moment of other load can slow a sample: the best one within
+            # 10 s counts.
             after, deadline = best(p), time.time() + 10
-            while after["rate"] < 0.75 * before["rate"] and time.time() < deadline:
+            while after["rate"] < bound and time.time() < deadline:
                 after = max(after, best(p), key=lambda s: s["rate"])
-            check(after["rate"] >= 0.75 * before["rate"],
+            check(after["rate"] >= bound,
                   f"{which}: round {round_}: the loop runs at {after['rate']:.0f} calls per "
-                  f"CPU second, {before['rate']:.0f} before (traced: {during['rate']:.0f})")
+                  f"CPU second, {before['rate']:.0f} before (traced: {during['rate']:.0f}, "
+                  f"bound {bound:.0f})")
             untraced = max(untraced, after["rate"])
     finally:
         tell(p, "quit")
