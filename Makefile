@@ -636,7 +636,8 @@ $(OUT)/bench/floor.skel.h: $(OUT)/bench/floor.bpf.o
 # hands links to the reaper), so the floor probes alike.
 $(OUT)/bench/floor: bench/floor.c user/uprobe/uprobe_multi.c user/record/kernel_features.c \
 		   user/record/link_reaper.c user/uprobe/uprobe_broker.c user/lib/msg.c user/lib/fd_write.c \
-		   user/record/privileges.c user/lib/seccomp_list.c user/lib/utf8.c user/lib/env.c \
+		   user/record/privileges.c user/record/kallsyms.c user/lib/seccomp_list.c user/lib/utf8.c \
+		   user/lib/env.c \
 		   $(OUT)/bench/floor.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -I$(OUT)/bench $(USER_INC) \

@@ -25,6 +25,8 @@
 const volatile __u64 threshold_ns = 1000;
 /* --stacks=osrt: calls of at least this (and recorded) carry the caller's stack; ~0 = none. */
 const volatile __u64 osrt_stack_ns = ~0ull;
+/* --osrt-mode blocked: osrt_switch_btf runs instead of sys_enter/sys_exit's programs. */
+const volatile __u32 blocked_mode = 0;
 
 struct sys_start {
 	__u64 ts; /* entry time of the call in flight; 0: none (returned, or never seen) */
@@ -100,9 +102,11 @@ static __always_inline int aggregate(__u32 pid, __u32 tid, __u32 gen, __u32 nr, 
 
 /*
  * A call of this thread that began at START returned now with RET. Returns 1 when a short
- * call created an aggregate key.
+ * call created an aggregate key. MAY_STACK 0 (a constant) leaves the stack walk out of the
+ * program: the switch program cannot use it, and the verifier need not walk it.
  */
-static __always_inline int emit(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen, long ret)
+static __always_inline int emit_from(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen, long ret,
+				     __u32 flags, int may_stack)
 {
 	__u32 tid = (__u32)pid_tgid, pid = pid_tgid >> 32;
 	__u64 dur = bpf_ktime_get_ns() - start;
@@ -111,7 +115,7 @@ static __always_inline int emit(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen
 	if (dur < threshold_ns)
 		return aggregate(pid, tid, gen, nr, dur);
 	/* Before the call's record (STACK_REF): where user space made the call. */
-	if (osrt_stack_ns != ~0ull && dur >= osrt_stack_ns)
+	if (may_stack && osrt_stack_ns != ~0ull && dur >= osrt_stack_ns)
 		stack_emit(BS_REC_SYSCALL, pid, tid, start, 1);
 	r = bs_reserve(BS_REC_SYSCALL, sizeof(*r), pid, tid, start);
 	if (!r)
@@ -119,9 +123,16 @@ static __always_inline int emit(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen
 	r->dur = dur;
 	r->ret = ret;
 	r->nr = nr;
-	r->flags = 0;
+	r->flags = flags;
 	bs_submit(r);
 	return 0;
+}
+
+/* A returned call (sys_exit): its stack with --stacks=osrt. */
+static __always_inline int emit(__u64 pid_tgid, __u64 start, __u32 nr, __u32 gen, long ret,
+				__u32 flags)
+{
+	return emit_from(pid_tgid, start, nr, gen, ret, flags, 1);
 }
 
 /* The thread P exited: user space writes its aggregates' final totals and deletes them. */
@@ -192,7 +203,7 @@ static __always_inline int task_exit(long ret)
 	start = st->ts;
 	st->ts = 0;
 	/* The ids from the task the verifier already trusts: a load each, not a helper call. */
-	if (emit((__u64)task->tgid << 32 | (__u32)task->pid, start, st->nr, st->gen, ret))
+	if (emit((__u64)task->tgid << 32 | (__u32)task->pid, start, st->nr, st->gen, ret, 0))
 		st->has_agg = 1;
 	return 0;
 }
@@ -216,6 +227,66 @@ int BPF_PROG(osrt_task_exit_btf, struct task_struct *p)
 
 	if (st && st->has_agg)
 		mark_dead(p, st->gen);
+	return 0;
+}
+
+/*
+ * --osrt-mode blocked (user/families/osrt/osrt_options.c): no program on sys_enter or
+ * sys_exit, which every system call of the machine pays once attached (bench/RESULTS.md,
+ * "osrt modes"); the calls seen are those that block, from the context switches alone. A
+ * target thread that goes to sleep inside a system call keeps the call's number (its user
+ * registers' orig_ax; -1 in a page fault or an interrupt) and the time it left its CPU; its
+ * next switch-in ends the block: a record at or above the threshold, else the aggregate. A
+ * call that never sleeps is not seen; one that sleeps twice (a futex woken for nothing) is
+ * two blocks. Writes no stack: the CPU's current task at a switch-in is the one leaving.
+ */
+static __always_inline void block_begin(struct task_struct *prev)
+{
+	struct sys_start *st;
+	struct pt_regs *regs;
+	long nr;
+
+	if (!prev->mm || (prev->flags & 0x00200000)) /* PF_KTHREAD */
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+	if (nr < 0 || probes_own(nr))
+		return;
+	st = bpf_task_storage_get(&sys_start_task, prev, NULL, 0);
+	if (st && bs_is_own_helper(prev->tgid))
+		return;
+	if (!st) {
+		st = task_slot_new(&sys_start_task, prev);
+		if (!st)
+			return;
+		st->gen = (__u32)prev->start_time;
+	}
+	st->nr = nr;
+	st->ts = bpf_ktime_get_ns();
+}
+
+static __always_inline void block_end(struct task_struct *next)
+{
+	struct sys_start *st = bpf_task_storage_get(&sys_start_task, next, NULL, 0);
+	__u64 start;
+
+	if (!st || !st->ts)
+		return;
+	start = st->ts;
+	st->ts = 0;
+	if (emit_from((__u64)next->tgid << 32 | (__u32)next->pid, start, st->nr, st->gen, 0,
+		      BS_SYSCALL_BLOCKED, 0))
+		st->has_agg = 1;
+}
+
+/* prev_state is not read: kernels before 5.18 do not pass it (sched.bpf.c). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(osrt_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	/* Asleep, not preempted: TASK_INTERRUPTIBLE or TASK_UNINTERRUPTIBLE (and their kin). */
+	if (!preempt && (task_state_now(prev) & 3))
+		block_begin(prev);
+	block_end(next);
 	return 0;
 }
 
@@ -288,7 +359,7 @@ int osrt_stop_iter_btf(struct bpf_iter__task *ctx)
 	r->dur = now - st->ts;
 	r->ret = 0;
 	r->nr = st->nr;
-	r->flags = BS_SYSCALL_OPEN;
+	r->flags = BS_SYSCALL_OPEN | (blocked_mode ? BS_SYSCALL_BLOCKED : 0);
 	st->ts = 0;
 	bs_submit(r);
 	return 0;
@@ -327,7 +398,7 @@ static __always_inline int hash_exit(long ret)
 	nr = st->nr;
 	gen = st->gen;
 	bpf_map_delete_elem(&sys_start, &tid);
-	emit(pid_tgid, start, nr, gen, ret);
+	emit(pid_tgid, start, nr, gen, ret, 0);
 	return 0;
 }
 

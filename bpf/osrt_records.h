@@ -31,6 +31,11 @@ struct bs_syscall {
 /* Still in flight when the recording stopped (the stop's iterator): dur ends at the stop, RET
  * unknown (0). */
 #define BS_SYSCALL_OPEN 0x1
+/*
+ * --osrt-mode blocked: the time the call spent asleep, from its thread's switch-out to its
+ * switch-in (hdr.ts = the switch-out); RET unknown (0). One record per sleep of the call.
+ */
+#define BS_SYSCALL_BLOCKED 0x2
 
 /*
  * osrt: calls shorter than the threshold, summed in the kernel. Cumulative since recording
@@ -39,7 +44,8 @@ struct bs_syscall {
  * the key: the thread exited (or the idle entry was evicted), a reader adds it to its totals
  * and a later snapshot of the same key (a recycled tid) counts from zero.
  */
-#define BS_AGG_FINAL 1
+#define BS_AGG_FINAL   1
+#define BS_AGG_BLOCKED 2 /* --osrt-mode blocked: the sleeps inside calls, not the calls */
 struct bs_syscall_agg {
 	struct bs_hdr h;
 	__u32 nr;

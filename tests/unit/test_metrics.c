@@ -154,6 +154,43 @@ static void test_syscall_increments_and_recycled_pid(void)
 	record_args__free(&a);
 }
 
+/*
+ * --osrt-mode blocked (monitor's default): the sleeps have their own names, their series apart
+ * from every call's; records of every call (a kernel where blocked mode fell back) still show
+ * under the calls' names.
+ */
+static void test_blocked_sleeps_have_their_own_names(void)
+{
+	struct metrics_opts o = { .top_n = 10, .grace_ns = 5 * SEC, .rebalance_ns = 1000 * SEC };
+	struct bs_syscall r = { .dur = 3000000, .nr = 35, .flags = BS_SYSCALL_BLOCKED };
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+	const char *blocks =
+		"bpfsight_syscall_blocks_total{pid=\"100\",comm=\"work\",syscall=\"nanosleep\"}";
+
+	fork_proc(m, 100, "work", 1);
+	agg(m, 100, 100, 35, 7, BS_AGG_BLOCKED, 2); /* 7 short sleeps */
+	hdr(&r.h, BS_REC_SYSCALL, sizeof(r), 100, 100, 3);
+	metrics__record(m, &r.h); /* and one of 3 ms */
+	ASSERT_EQ(sample(m, blocks), 8.0, "7 short sleeps and one long");
+	ASSERT_EQ(sample(m, "bpfsight_syscall_blocked_seconds_total{pid=\"100\",comm=\"work\","
+			    "syscall=\"nanosleep\"}"),
+		  0.003000007, "3 ms and 7 ns asleep");
+	ASSERT_EQ(sample(m, "bpfsight_syscall_block_duration_seconds_count{syscall=\"nanosleep\"}"),
+		  8.0, "the sleeps' histogram");
+	ASSERT_EQ(
+		sample(m,
+		       "bpfsight_syscalls_total{pid=\"100\",comm=\"work\",syscall=\"nanosleep\"}"),
+		-1.0, "no sleep counted as a call");
+	agg(m, 100, 100, 110, 5, 0, 4); /* every call of getppid, recorded exactly */
+	ASSERT_EQ(
+		sample(m, "bpfsight_syscalls_total{pid=\"100\",comm=\"work\",syscall=\"getppid\"}"),
+		5.0, "every call's records keep their names");
+	ASSERT_EQ(sample(m, blocks), 8.0, "the sleeps unchanged");
+	metrics__free(m);
+	record_args__free(&a);
+}
+
 static void test_top_n_other_and_grace(void)
 {
 	struct metrics_opts o = { .top_n = 2, .grace_ns = 5 * SEC, .rebalance_ns = 1000 * SEC };
@@ -406,6 +443,7 @@ int main(void)
 	t0 = mono_now_ns();
 	RUN_TEST(test_hmap_del);
 	RUN_TEST(test_syscall_increments_and_recycled_pid);
+	RUN_TEST(test_blocked_sleeps_have_their_own_names);
 	RUN_TEST(test_top_n_other_and_grace);
 	RUN_TEST(test_grace_ends_between_rebalances);
 	RUN_TEST(test_mem_bytes_other_exit);

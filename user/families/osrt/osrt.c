@@ -43,7 +43,8 @@ struct osrt_state {
 	struct agg_ent *ents; /* one poll's copy of sys_agg */
 	size_t cap;
 	__u32 max_entries;
-	__u32 exits; /* thread exits seen since the last flush */
+	__u32 exits;   /* thread exits seen since the last flush */
+	__u32 blocked; /* --osrt-mode blocked: aggregates are of sleeps (BS_AGG_BLOCKED) */
 };
 
 /* sys_agg's cap: BPFSIGHT_MAP_ENTRIES=sys_agg=N (tests force a small map), else per CPU. */
@@ -65,6 +66,41 @@ static void osrt_state__free(struct osrt_state *st)
 	hmap__free(st->written);
 	free(st->ents);
 	free(st);
+}
+
+/*
+ * --osrt-mode: blocked runs the switch program alone, exact the syscall programs alone.
+ * Blocked needs task storage (tp_btf); without it the recording counts every call, and says so.
+ */
+static int osrt_pick_mode(struct osrt_state *st, const struct record_opts *o)
+{
+	struct osrt_bpf *s = st->skel;
+	const char *why;
+	int blocked = osrt_blocked(o, &why), tw = bpf_program__autoload(s->progs.osrt_switch_btf);
+	int err;
+
+	if (blocked && !tw)
+		pr_warn("osrt: --osrt-mode blocked needs BPF task storage, which this kernel lacks: "
+			"every system call is counted instead\n");
+	st->blocked = blocked && tw;
+	if (st->blocked && record_opts__stack_ns(o, &family_osrt) != RECORD_STACKS_OFF) {
+		pr_warn("osrt: --stacks osrt needs --osrt-mode exact (the stack where a call "
+			"blocked is sched's: --stacks sched)\n");
+		return -EINVAL;
+	}
+	/* Resolved for the header's options (osrt_mode=) and the metrics' names. */
+	((struct osrt_opts *)record_opts__family(o, &family_osrt))->mode =
+		st->blocked ? OSRT_MODE_BLOCKED : OSRT_MODE_EXACT;
+	if (o->verbose)
+		pr_info("osrt: %s (%s)\n",
+			st->blocked ? "the system calls that block, timed asleep"
+				    : "every system call",
+			why);
+	err = bpf_program__set_autoload(s->progs.osrt_switch_btf, st->blocked);
+	if (!err && st->blocked)
+		err = bpf_program__set_autoload(s->progs.osrt_enter_btf, 0)
+			      ?: bpf_program__set_autoload(s->progs.osrt_exit_btf, 0);
+	return err;
 }
 
 static int osrt_attach(const struct family_attach *a, void **state)
@@ -94,6 +130,12 @@ static int osrt_attach(const struct family_attach *a, void **state)
 		err = record_ctx__pick_task_storage(ctx, st->skel->obj,
 						    st->skel->maps.sys_start_task,
 						    st->skel->maps.sys_start);
+	if (!err)
+		err = osrt_pick_mode(st, ctx->opts);
+	if (!err && st->blocked) {
+		st->skel->rodata->osrt_stack_ns = ~0ull; /* none: see bpf/osrt.bpf.c */
+		st->skel->rodata->blocked_mode = 1;
+	}
 	if (!err)
 		err = osrt_bpf__load(st->skel);
 	if (!err)
@@ -188,7 +230,7 @@ static void osrt_evict_idle(struct record_ctx *ctx, struct osrt_state *st, int f
 			continue;
 		if (bpf_map_lookup_and_delete_elem(fd, &e->key, &v))
 			continue; /* gone meanwhile, or a kernel before 5.14 */
-		write_agg(ctx, &e->key, &v, BS_AGG_FINAL);
+		write_agg(ctx, &e->key, &v, BS_AGG_FINAL | st->blocked * BS_AGG_BLOCKED);
 		seen->count = seen->idle = 0;
 	}
 }
@@ -223,7 +265,7 @@ static int osrt_flush(struct record_ctx *ctx, struct osrt_state *st, int timed)
 			       (struct hkey){ (__u64)e->key.pid << 32 | e->key.tid, e->key.gen },
 			       0))
 			continue;
-		write_agg(ctx, &e->key, &e->val, BS_AGG_FINAL);
+		write_agg(ctx, &e->key, &e->val, BS_AGG_FINAL | st->blocked * BS_AGG_BLOCKED);
 		bpf_map_delete_elem(fd, &e->key);
 		e->val.count = 0; /* done: skipped below */
 	}
@@ -239,7 +281,7 @@ static int osrt_flush(struct record_ctx *ctx, struct osrt_state *st, int timed)
 		if (old && old->count == now.count)
 			now.idle = old->idle + timed; /* idle time counts in timed polls only */
 		else
-			write_agg(ctx, &e->key, &e->val, 0);
+			write_agg(ctx, &e->key, &e->val, st->blocked * BS_AGG_BLOCKED);
 		seen = hmap__get(written, agg_hkey(&e->key), 1);
 		if (!seen)
 			break;

@@ -12,13 +12,18 @@ extern const struct sqlite_family osrt_sqlite; /* export_sqlite_osrt.c */
 extern const struct family family_osrt;
 
 /* Its options (osrt_options.c). */
+enum osrt_mode { OSRT_MODE_AUTO, OSRT_MODE_EXACT, OSRT_MODE_BLOCKED };
 struct osrt_opts {
 	__u64 threshold_ns; /* --osrt-threshold: shorter calls are only counted in the kernel */
+	__u32 mode;	    /* --osrt-mode, enum osrt_mode */
+	__u32 always_on;    /* the command is monitor */
 };
 extern const struct family_option osrt_options[];
 void osrt_opts_init(void *opts, const char *cmd);
 void osrt_opts_describe(const void *opts, char *buf, size_t len);
 const struct osrt_opts *osrt_opts(const struct record_opts *o);
+/* --osrt-mode as this recording resolves it: 1 blocked, 0 exact; WHY says why (for the log). */
+int osrt_blocked(const struct record_opts *o, const char **why);
 extern const struct page_family osrt_page; /* osrt_page.c */
 
 extern const struct metrics_family osrt_metrics; /* osrt_metrics.c */

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The osrt family's option: --osrt-threshold (record and monitor, their own defaults). */
+/*
+ * The osrt family's options: --osrt-threshold (record and monitor, their own defaults) and
+ * --osrt-mode (exact: every system call through sys_enter/sys_exit; blocked: only the calls
+ * that sleep, from the context switches, so the machine's other calls pay nothing).
+ */
 #include <stdio.h>
 #include <string.h>
 #include "osrt.h"
@@ -16,8 +20,57 @@
 
 void osrt_opts_init(void *opts, const char *cmd)
 {
-	((struct osrt_opts *)opts)->threshold_ns =
-		strcmp(cmd, "monitor") ? RECORD_THRESHOLD_NS : MONITOR_THRESHOLD_NS;
+	struct osrt_opts *oo = opts;
+
+	oo->always_on = !strcmp(cmd, "monitor");
+	oo->threshold_ns = oo->always_on ? MONITOR_THRESHOLD_NS : RECORD_THRESHOLD_NS;
+}
+
+static int parse_mode(void *opts, const char *arg, const char *cmd)
+{
+	struct osrt_opts *oo = opts;
+
+	if (!strcmp(arg, "exact"))
+		oo->mode = OSRT_MODE_EXACT;
+	else if (!strcmp(arg, "blocked"))
+		oo->mode = OSRT_MODE_BLOCKED;
+	else
+		return msg__fail("bad --osrt-mode '%s': use exact or blocked", arg);
+	return 0;
+}
+
+/*
+ * Where nobody asked for every call, nobody pays for it: the always-on commands (monitor,
+ * --flight-recorder) with the default families see the calls that block; a recording, or a
+ * -t that names osrt, or --stacks osrt (a stack per call needs the call's own return), counts
+ * every call.
+ */
+int osrt_blocked(const struct record_opts *o, const char **why)
+{
+	const struct osrt_opts *oo = osrt_opts(o);
+	int named = 0;
+
+	for (int i = 0; families[i]; i++)
+		if (families[i] == &family_osrt)
+			named = o->families_explicit && (o->families & (1ull << i));
+	if (oo->mode != OSRT_MODE_AUTO) {
+		*why = "--osrt-mode";
+		return oo->mode == OSRT_MODE_BLOCKED;
+	}
+	if (!oo->always_on && !o->flight.window_ns) {
+		*why = "a recording counts every call";
+		return 0;
+	}
+	if (named) {
+		*why = "-t names osrt";
+		return 0;
+	}
+	if (record_opts__stack_ns(o, &family_osrt) != RECORD_STACKS_OFF) {
+		*why = "--stacks osrt";
+		return 0;
+	}
+	*why = oo->always_on ? "monitor's default" : "--flight-recorder's default";
+	return 1;
 }
 
 static int parse_threshold(void *opts, const char *arg, const char *cmd)
@@ -31,8 +84,12 @@ static int parse_threshold(void *opts, const char *arg, const char *cmd)
 
 void osrt_opts_describe(const void *opts, char *buf, size_t len)
 {
-	snprintf(buf, len, " osrt_threshold_ns=%llu",
-		 (unsigned long long)((const struct osrt_opts *)opts)->threshold_ns);
+	const struct osrt_opts *oo = opts;
+
+	snprintf(buf, len, " osrt_threshold_ns=%llu%s", (unsigned long long)oo->threshold_ns,
+		 oo->mode == OSRT_MODE_EXACT	 ? " osrt_mode=exact"
+		 : oo->mode == OSRT_MODE_BLOCKED ? " osrt_mode=blocked"
+						 : "");
 }
 
 const struct family_option osrt_options[] = {
@@ -41,6 +98,12 @@ const struct family_option osrt_options[] = {
 	  "histograms' first bucket in monitor (default: record 1us, monitor and top 100us; 0 "
 	  "records all)",
 	  FAMILY_OPT_RECORD | FAMILY_OPT_MONITOR, parse_threshold },
+	{ "osrt-mode", "MODE",
+	  "exact: every system call of the traced threads, timed from entry to return (a program "
+	  "on every system call of the machine); blocked: only the calls that sleep, timed "
+	  "asleep, from the context switches (the machine's system calls pay nothing). Default: "
+	  "blocked for monitor and --flight-recorder with the default families, else exact",
+	  FAMILY_OPT_RECORD | FAMILY_OPT_MONITOR, parse_mode },
 	{ 0 },
 };
 

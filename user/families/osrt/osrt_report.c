@@ -32,8 +32,10 @@ static int decode_syscall(const struct bs_hdr *rec, const struct trace_model *m,
 	event__arg_u64(ev, "nr", s->nr);
 	if (s->flags & BS_SYSCALL_OPEN)
 		event__arg_bool(ev, "in_flight", 1); /* still in it at the end: no return value */
-	else
+	else if (!(s->flags & BS_SYSCALL_BLOCKED))
 		event__arg_s64(ev, "ret", s->ret);
+	if (s->flags & BS_SYSCALL_BLOCKED)
+		event__arg_bool(ev, "blocked", 1); /* --osrt-mode blocked: one sleep of the call */
 	return 1;
 }
 
@@ -70,6 +72,7 @@ struct osrt_nr {
 struct osrt_sum {
 	struct hmap *by_nr;    /* {nr, 0} -> struct osrt_nr (individual calls) */
 	struct hmap *last_agg; /* {pid << 32 | tid, nr} -> struct bs_syscall_agg_val */
+	int blocked;	       /* --osrt-mode blocked's records: sleeps, not calls */
 	int err;
 };
 
@@ -124,6 +127,9 @@ static void osrt_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 	if ((rec->type == BS_REC_SYSCALL && s->nr == BS_NR_URETPROBE_X86_64) ||
 	    (rec->type == BS_REC_SYSCALL_AGG && a->nr == BS_NR_URETPROBE_X86_64))
 		return;
+	if ((rec->type == BS_REC_SYSCALL && (s->flags & BS_SYSCALL_BLOCKED)) ||
+	    (rec->type == BS_REC_SYSCALL_AGG && (a->flags & BS_AGG_BLOCKED)))
+		st->blocked = 1;
 	switch (rec->type) {
 	case BS_REC_SYSCALL:
 		n = hmap__get(st->by_nr, (struct hkey){ s->nr, 0 }, 1);
@@ -223,6 +229,11 @@ static int osrt_sum__emit(void *vst, const struct trace_model *m, struct table *
 		time_sum__set(t, n->count, n->total, n->min, n->max, &n->samples, grand);
 		table__set_str(t, C_NAME, rows[i].name);
 	}
+	if (st->blocked)
+		table__add_note(t,
+				"recorded with --osrt-mode blocked: Num Calls counts the times a "
+				"call slept and the times are its time asleep; calls that never "
+				"slept are not in the trace");
 	err = table__err(t);
 	free(rows);
 	return err;

@@ -1,0 +1,114 @@
+"""osrt's --osrt-mode blocked: only the system calls that sleep, seen from the context switches
+(no program on sys_enter/sys_exit, so the machine's other calls pay nothing), and the
+always-on commands (monitor, --flight-recorder) choosing it where nobody named osrt.
+
+Ground truth is tests/workloads/syscalls.c: N getppid calls, which never sleep, and M
+nanosleep calls of 1 ms, each of which sleeps once (the hrtimer wakes it; nothing else does).
+"""
+import os
+import re
+import signal
+import time
+
+from helpers import (BPFSIGHT, Recorder, check, dump, eq, info, need_root, record, row, run,
+                     spawn, stats, tell, tmpdir, wait_for, workload)
+from monitor_prom import Monitor
+from test_monitor import metric
+
+SYSCALLS = workload("syscalls")
+MS = 1_000_000
+NOTE = "recorded with --osrt-mode blocked"
+
+
+def pid_of(line):
+    return int(re.search(r"^pid (\d+)", line, re.M).group(1))
+
+
+def sleeps_only(path, pid, m):
+    """The trace holds M nanosleep blocks of at least ~1 ms and no getppid; osrt_sum says so."""
+    osrt = stats(path, "osrt_sum")["osrt_sum"]
+    ns = row(osrt, name="nanosleep")
+    eq(ns["count"], m, "nanosleep blocks (each 1 ms sleep blocks once)")
+    # Off its CPU after the timer was armed, back after it fired: 1 ms less the instants
+    # between arming and switching out.
+    check(ns["min_ns"] >= 0.9 * MS, f"a 1 ms nanosleep asleep {ns['min_ns']} ns")
+    eq([r for r in osrt if r["name"] == "getppid"], [], "getppid never sleeps: not seen")
+    text = run([BPFSIGHT, "stats", path, "-r", "osrt_sum"]).stdout
+    check(NOTE in text, f"osrt_sum's note on blocked mode: {text[-600:]}")
+    return [e for e in dump(path) if e["kind"] == "syscall" and e["pid"] == pid]
+
+
+def test_blocked_mode_records_the_sleeps_not_the_calls():
+    """Launch mode with --osrt-mode blocked: each nanosleep is one block of at least its
+    sleep, flagged blocked and with no return value; getppid's 1000 calls never slept and are
+    absent; the header's options name the mode."""
+    need_root()
+    p, out = record([SYSCALLS, "1000", "20", "1000"], "-t", "osrt", "--osrt-mode", "blocked")
+    eq(p.returncode, 0, f"record exit ({p.stderr})")
+    evs = sleeps_only(out, pid_of(p.stdout), 20)
+    sleeps = [e for e in evs if e["name"] == "nanosleep"]
+    eq(len(sleeps), 20, "nanosleep events")
+    for e in sleeps:
+        eq(e["args"].get("blocked"), True, f"flagged blocked: {e}")
+        check("ret" not in e["args"], f"no return value seen: {e}")
+    check("osrt_mode=blocked" in info(out)["options"], info(out)["options"])
+
+
+def test_blocked_mode_attached_to_a_thread_already_asleep():
+    """-p --osrt-mode blocked to a process asleep in read(0) since before the attach: the read
+    is written, begun before the recording; then the nanosleeps."""
+    need_root()
+    w = spawn([SYSCALLS, "--wait-stdin", "500", "10", "1000"])
+    pid = pid_of(w.stdout.readline())
+    wait_for(lambda: open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "S", 30,
+             "the workload blocked in read(0)")
+    r = Recorder("-p", str(pid), "-t", "osrt", "--osrt-mode", "blocked")
+    r.wait_ready()
+    time.sleep(0.3)
+    tell(w, "go")
+    eq(w.wait(60), 0, "workload exit")
+    eq(r.wait(), 0, f"record exit ({r.stderr})")
+    evs = sleeps_only(r.out, pid, 10)
+    reads = [e for e in evs if e["name"] == "read" and e["tid"] == pid]
+    eq(len(reads), 1, f"the read(0) it was asleep in: {reads}")
+    check(reads[0]["dur"] >= 0.3e9, f"asleep since before the attach: {reads[0]}")
+
+
+def test_always_on_commands_default_to_blocked():
+    """monitor with the default families: the metrics are the blocks (their own names, no
+    bpfsight_syscalls_total); its flight recorder's dump has the same sleeps. record -p with
+    the defaults counts every call; --stacks osrt with blocked mode is refused."""
+    need_root()
+    n, m = 3000, 20
+    out = os.path.join(tmpdir(), "fr.bst")
+    w = spawn([SYSCALLS, "--wait-stdin", str(n), str(m)])
+    pid = pid_of(w.stdout.readline())
+    keeper = spawn(["sleep", "60"])  # keeps the monitor's -p targets alive after the workload
+    mon = Monitor("-p", f"{pid},{keeper.pid}", "--flight-recorder=60s", "-o", out)
+    tell(w, "go")
+    eq(w.wait(60), 0, "workload exit")
+    sel = f'bpfsight_syscall_blocks_total{{pid="{pid}",comm="syscalls",syscall="%s"}}'
+    wait_for(lambda: metric(mon.metrics(), sel % "nanosleep") == m, 20, f"nanosleep == {m}")
+    text = mon.metrics()
+    eq(metric(text, sel % "getppid"), None, "getppid never blocks")
+    check("bpfsight_syscalls_total{" not in text, "no series of every call in blocked mode")
+    asleep = metric(text, f'bpfsight_syscall_blocked_seconds_total{{pid="{pid}",'
+                          f'comm="syscalls",syscall="nanosleep"}}')
+    check(m * 0.0009 <= asleep < m * 0.001 + 5, f"{asleep} s asleep in {m} nanosleep(1 ms)")
+    mon.p.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "flight recorder: wrote" in mon.stderr, 30, "the dump")
+    dumped = re.findall(r"flight recorder: wrote (\S+):", mon.stderr)[0]
+    sleeps_only(dumped, pid, m)
+    eq(mon.stop(), 0, "monitor exit")
+    # A recording counts every call unless told otherwise; -v says which and why.
+    p = run([BPFSIGHT, "record", "-v", "-p", str(keeper.pid), "-o",
+             os.path.join(tmpdir(), "p.bst"), "-d", "1s", "--force"], check=False)
+    check("osrt: every system call (a recording counts every call)" in p.stderr, p.stderr[-2000:])
+    p = run([BPFSIGHT, "record", "-o", os.path.join(tmpdir(), "s.bst"), "-t", "osrt",
+             "--osrt-mode", "blocked", "--stacks", "osrt:0", "--", "true"], check=False)
+    check(p.returncode != 0 and "--stacks osrt needs --osrt-mode exact" in p.stderr,
+          f"{p.returncode}: {p.stderr}")
+    p = run([BPFSIGHT, "record", "--osrt-mode", "fast", "--", "true"], check=False)
+    check(p.returncode != 0 and "bad --osrt-mode 'fast'" in p.stderr,
+          f"{p.returncode}: {p.stderr}")
+    keeper.kill()
