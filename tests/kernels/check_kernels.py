@@ -53,7 +53,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 # colon keeps test_osrt from matching test_fallbacks:test_osrt_...) [@ the environment to
 # run them in]. "fallbacks" runs key families again with their fallbacks forced.
 FAMILIES = {
-    "osrt": "test_osrt:,test_osrt_churn:,test_osrt_final:",
+    "osrt": "test_osrt:,test_osrt_churn:,test_osrt_final:,test_osrt_modes:",
     "sched": "test_sched:",
     "proc": "test_lifecycle:,test_target_lifetime:",
     "cuda": "test_cuda:",
