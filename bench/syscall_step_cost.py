@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""What a recording costs a syscall-heavy process's step (issue 66's loop; bench/RESULTS.md,
-"Off-CPU stacks"): a Python loop making N one-byte pipe writes and reads a step, pinned to CPU
-0, recorded with `record -p` pinned to CPU 1 under each configuration in turn, untraced phases
-between; each configuration's median step over its phases against the untraced phases'.
+"""What a recording costs a running job's step (issue 66; bench/RESULTS.md, "Off-CPU stacks",
+"osrt modes", "A real torch CPU step, per mode"). The job, pinned to CPU 0, prints each step's
+time; it is recorded with `record -p` pinned to CPU 1 under each configuration in turn,
+untraced phases between; each configuration's median step over its phases against the
+untraced phases'. Jobs (--job):
+  syscall  a Python loop making N one-byte pipe writes and reads a step (the default)
+  torch    Debian's torch 1.13 on /usr/bin/python3.11: a CPU training step of a small MLP
+           (batch 32, 3 Linear layers of 128, SGD: the step is the ops' dispatch more than their math), one intra-op thread; its step function is
+           __main__:train_step
 
-    sudo python3 bench/syscall_step_cost.py [--build build] [--rounds 3] [--seconds 2]
-        [--steps N] ['{"name": ["record", "options"], ...}']
+    sudo python3 bench/syscall_step_cost.py [--build build] [--job syscall|torch] [--rounds 3]
+        [--seconds 2] [--steps N] ['{"name": ["record", "options"], ...}']
 
 Default configurations: `--stacks gil`, the default families and stacks (sched's held
 intervals given their stack by a task work where the kernel has bpf_task_work, 6.18), and the
@@ -39,19 +44,46 @@ while True:
 """
 
 
+TORCH = r"""
+import sys, time
+import torch
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.ReLU(),
+                            torch.nn.Linear(128, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 128), torch.randint(0, 10, (32,))
+print(__import__("os").getpid(), flush=True)
+
+
+def train_step():
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+
+
+while True:
+    t0 = time.perf_counter()
+    train_step()
+    print((time.perf_counter() - t0) * 1e3, flush=True)
+"""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=2)
     ap.add_argument("--steps", type=int, default=4000)
+    ap.add_argument("--job", choices=("syscall", "torch"), default="syscall")
     ap.add_argument("configs", nargs="?", default=json.dumps({
         "--stacks gil": ["--stacks", "gil"], "default": [],
         "default, sys_exit": {"args": [], "env": {"BPFSIGHT_FORCE_FALLBACKS": "task_work"}}}))
     a = ap.parse_args()
     bpfsight = os.path.join(a.build, "bpfsight")
-    job = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", LOOP, str(a.steps)],
-                           stdout=subprocess.PIPE, text=True)
+    cmd = [sys.executable, "-c", LOOP, str(a.steps)] if a.job == "syscall" else \
+        ["/usr/bin/python3.11", "-c", TORCH]
+    job = subprocess.Popen(["taskset", "-c", "0", *cmd], stdout=subprocess.PIPE, text=True)
     pid = int(job.stdout.readline())
     steps = []
 
