@@ -13,7 +13,9 @@ default families): the claim a user needs first, for the job as a whole (docs/US
   recording, nccl_stragglers over gloo's collectives (ProcessGroupGloo's entries, matched
   across ranks by their tags): every all_reduce of each rank traced once, rank 1 the last to
   enter, the others' wait in each as the ranks' own entry times say. A gloo rank that catches
-  ProcessGroupGloo's C++ exception goes on while recorded (no return probe under its throw)."""
+  ProcessGroupGloo's C++ exception goes on while recorded (no return probe under its throw).
+- A job whose helper thread spin-waits as NCCL's socket progress thread does in a hang
+  (non-blocking recv, sched_yield between polls): its system calls are said, never a claim."""
 import json
 import os
 import re
@@ -190,6 +192,48 @@ def test_straggler_rank_is_named_with_the_others_wait():
         for p in ranks:
             p.kill()
             p.wait()
+
+
+SPINNER = """
+import os, socket, threading, time
+a, b = socket.socketpair()
+a.setblocking(False)
+
+
+def progress():  # a library's progress thread with no work: poll, yield, poll
+    while True:
+        try:
+            a.recv(1)
+        except BlockingIOError:
+            os.sched_yield()
+
+
+threading.Thread(target=progress, daemon=True).start()
+print(os.getpid(), flush=True)
+time.sleep(60)
+"""
+
+
+def test_spinning_progress_thread_is_waiting_by_design():
+    """A thread polling without blocking and yielding between polls is a library's thread
+    waiting for work (NCCL's socket progress thread beside a hung rank, seen on an H100): the
+    verdict says its system calls, flagged by design, never as a holding claim."""
+    need_root()
+    job = spawn([DEBIAN_PY, "-c", SPINNER])
+    try:
+        pid = int(job.stdout.readline())
+        path = os.path.join(tmpdir(), "spin.bst")
+        p = run([BPFSIGHT, "record", "-p", str(pid), "-d", "2s", "-o", path], timeout=120)
+        eq(p.returncode, 0, p.stderr[-600:])
+        head, claims = verdict_lines(path)
+        said = f"{head}\n" + "\n".join(claims)
+        spin = [c for c in claims if re.search(rf"\(tid \d+, pid {pid}\) was in system calls "
+                                               r".*sched_yield", c)]
+        check(spin, f"the spinning thread's system calls said\n{said}")
+        check(all(not c.startswith(" *") and "by design" in c for c in spin), said)
+    finally:
+        job.kill()
+        job.wait()
 
 
 GLOO_THROWS = """
