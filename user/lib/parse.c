@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "parse.h"
@@ -9,9 +10,25 @@ struct unit {
 	__u64 mult;
 };
 
-/* A non-negative decimal (fractions allowed) with one of UNITS; "" uses DEFAULT_MULT. */
+/* V in units of MULT, to the nearest whole one, with or without a suffix alike. */
+static int scaled(double v, __u64 mult, __u64 *out)
+{
+	double x = v * mult + 0.5;
+
+	if (x >= 1.8e19)
+		return -ERANGE; /* past 2^64: the conversion would be undefined */
+	*out = (__u64)x;
+	return 0;
+}
+
+/*
+ * A non-negative decimal (fractions and exponents allowed) with one of UNITS; "" uses
+ * DEFAULT_MULT. strtod's other words are refused: "nan" (its conversion is undefined: a
+ * --duration nan ran for 2^63 ns), "inf", hexadecimal.
+ */
 static int parse_with_units(const char *s, const struct unit *units, __u64 default_mult, __u64 *out)
 {
+	const char *word;
 	char *end;
 	double v;
 
@@ -19,22 +36,14 @@ static int parse_with_units(const char *s, const struct unit *units, __u64 defau
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	word = strpbrk(s, "xXnNiI"); /* in the number: hexadecimal, nan, inf */
+	if (errno || end == s || v < 0 || !isfinite(v) || (word && word < end))
 		return -EINVAL;
-	if (!*end) {
-		if (v * default_mult > 1.8e19)
-			return -ERANGE; /* past 2^64: the conversion would be undefined */
-		*out = (__u64)(v * default_mult);
-		return 0;
-	}
-	for (const struct unit *u = units; u->suffix; u++) {
-		if (!strcmp(end, u->suffix)) {
-			if (v * u->mult > 1.8e19)
-				return -ERANGE;
-			*out = (__u64)(v * u->mult + 0.5);
-			return 0;
-		}
-	}
+	if (!*end)
+		return scaled(v, default_mult, out);
+	for (const struct unit *u = units; u->suffix; u++)
+		if (!strcmp(end, u->suffix))
+			return scaled(v, u->mult, out);
 	return -EINVAL;
 }
 
