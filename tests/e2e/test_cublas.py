@@ -209,6 +209,29 @@ def _mfu_trace():
     return t.write(tmpdir())
 
 
+def test_a_failed_gemm_with_negative_sizes_has_no_flops():
+    """A GEMM cuBLAS refused for a negative size (CUBLAS_STATUS_INVALID_VALUE): its size, a C
+    int sign-extended, once wrapped into FLOPs, TFLOP/s and MFU; now it has no FLOPs, and a
+    failed call, whatever its sizes, does no math in gemm_step_sum's MFU."""
+    t = Trace(families="proc,cuda,gpu,torch,cublas")
+    n, sgemm, invalid = 1024, 6, 7
+    t.cublas_call(1, 1, 100_000, 1000, sgemm, args=(0x1, 0, 0, n, n, n))
+    t.cublas_call(1, 1, 200_000, 1000, sgemm, ret=invalid,
+                  args=(0x1, 0, 0, (1 << 64) - 5, n, n))  # m = -5, as the probe reads an int
+    t.cublas_call(1, 1, 300_000, 1000, sgemm, ret=invalid, args=(0x1, 0, 0, 64, 64, 64))
+    t.torch_step(1, 1, 0, 1_000_000, 1)
+    path = t.write(tmpdir())
+    f = 2 * n ** 3
+    rows = json.loads(run([BPFSIGHT, "stats", path, "-r", "gemm_step_sum", "--peak-tflops",
+                           "100", "--format", "json"], check=True).stdout)
+    got = [(r["gemms"], r["flops"]) for r in rows["reports"]["gemm_step_sum"]]
+    eq(got, [(1, f)], "the step's one GEMM that ran")
+    gemms = stats(path, "gemm_sum")["gemm_sum"]
+    eq(sorted((r["m"], r["flops"]) for r in gemms), [(64, 2 * 64 ** 3), (n, f)],
+       "gemm_sum: the shapes that have FLOPs (a refused call's shape shown as called), none "
+       "from a negative size")
+
+
 def test_gemm_step_sum_mfu():
     path = _mfu_trace()
     eq(sorted({e["name"] for e in dump(path) if e["kind"] == "cublas_api"}),

@@ -191,11 +191,25 @@ static void walk__desc(struct cublas_walk *w, const struct cublas_call *c, __u32
 	}
 }
 
+/*
+ * The sizes are C ints (int64_t for the _64 entry points), read sign-extended: a negative one
+ * (a call cuBLAS refuses) is over 2^63 as unsigned and wrapped the product into nonsense
+ * FLOPs. Each must be positive as a signed value, and the product fit in 64 bits; else the
+ * GEMM's FLOPs are not known (0).
+ */
 static __u64 gemm_flops(const struct cublas_gemm *g)
 {
-	__u64 f = 2 * g->m * g->n * g->k * g->batch;
+	const __u64 dims[] = { g->m, g->n, g->k, g->batch };
+	unsigned __int128 f = cublas__type_complex(g->atype) ? 8 : 2;
 
-	return cublas__type_complex(g->atype) ? 4 * f : f;
+	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
+		if ((__s64)dims[i] <= 0)
+			return 0;
+		f *= dims[i];
+		if (f > ~0ull)
+			return 0;
+	}
+	return (__u64)f;
 }
 
 /* A cuBLAS GEMM entry point's own arguments. */
@@ -259,6 +273,7 @@ static int gemm_of(const struct cublas_walk *w, const struct cublas_call *c, __u
 
 	memset(g, 0, sizeof(*g));
 	g->atype = g->btype = g->ctype = g->compute = -1;
+	g->ret = c->ret;
 	if (!c->api)
 		return 0;
 	if (c->api->group == CUBLAS_GRP_GEMM)

@@ -73,7 +73,8 @@ struct cublas_gemm {
 	__u64 lda, ldb, ldc; /* 0: not known (cuBLASLt: the layouts' ld) */
 	__s32 transa, transb;
 	__s32 atype, btype, ctype, compute; /* -1: not known */
-	__u64 flops;			    /* 2 m n k batch, x4 complex; 0: shape unknown */
+	__u64 flops; /* 2 m n k batch, x4 complex; 0: shape unknown, or a size out of range */
+	__s32 ret;   /* the call's status: a failed call did no math (MFU leaves it out) */
 	__u64 stream;
 	int have_stream;
 };

@@ -137,7 +137,8 @@ static void step_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 	struct cublas_gemm g;
 
 	if (rec->type != BS_REC_CUBLAS_CALL || rec->size < sizeof(*u) || u->depth ||
-	    !cublas__gemm(trace_model__walk(m, &family_cublas), rec, &g) || !g.flops)
+	    !cublas__gemm(trace_model__walk(m, &family_cublas), rec, &g) || !g.flops ||
+	    g.ret != CUBLAS_STATUS_SUCCESS) /* a failed call did no math */
 		return;
 	if (array__grow((void **)&st->gemms, st->ngemms, &st->cap_gemms, sizeof(*st->gemms)))
 		st->err = -ENOMEM;
