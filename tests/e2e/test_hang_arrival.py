@@ -420,3 +420,47 @@ def test_top_keeps_the_cpu_of_threads_that_die_between_refreshes():
               f"{truth:.2f} ({own}% of its 4 s)")
     finally:
         job.kill()
+
+
+FORKER = """
+import os, sys, time
+print(os.getpid(), flush=True)
+time.sleep(float(sys.argv[1]))
+for _ in range(300):
+    if os.fork() == 0:
+        time.sleep(60)
+        os._exit(0)
+print("forked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_snapshot_of_more_processes_than_it_reads_says_which():
+    """A job of 301 processes at the recording's end (a parent that forked 300 children while
+    recorded): a snapshot reads 256, and each of the other 45 is said, not read and why; the
+    45 were dropped without a word."""
+    need_root()
+    job = spawn(["python3", "-c", FORKER, "1.5"])
+    try:
+        pid = int(job.stdout.readline())
+        r = Recorder("-p", str(pid), "-t", "osrt", "-d", "4s")
+        eq(job.stdout.readline().strip(), "forked", "the job's children")
+        eq(r.wait(60), 0, r.stderr[-600:])
+        kids = {int(x) for x in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                                               text=True).stdout.split()}
+        eq(len(kids), 300, "the children alive at the end")
+        snaps = [e for e in dump(r.out) if e["kind"] == "process_state" and
+                 (e["args"].get("edge") == "end" or "error" in e["args"])]
+        read = {e["pid"] for e in snaps if "error" not in e["args"]}
+        said = {e["pid"] for e in snaps if "error" in e["args"]}
+        eq(read | said, kids | {pid}, "every process of the job read at the end, or said")
+        why = [e["args"]["error"] for e in snaps if "error" in e["args"]]
+        # past the 256th, the cap; before it, a loaded machine may spend the time budget
+        eq(sum(w == "not read: a snapshot reads 256 processes" for w in why), 45,
+           "the processes past the 256th")
+        eq(sum(w.startswith("not read: the snapshot's 2 s") for w in why), 256 - len(read),
+           f"the others not read ran out of time: {set(why)}")
+    finally:
+        subprocess.run(["pkill", "-KILL", "-P", str(job.pid)])
+        job.kill()
+        job.wait()

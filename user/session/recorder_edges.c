@@ -17,6 +17,7 @@
  * its targets each refresh instead (BS_SNAP_NOW, recording__now): what each thread is in now.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -38,7 +39,8 @@ void recording__add_pid(__u32 **pids, size_t *n, size_t *cap, __u32 pid)
 	for (size_t i = 0; i < *n; i++)
 		if ((*pids)[i] == pid)
 			return;
-	if (*n < SNAP_MAX_PROCS && !array__grow((void **)pids, *n, cap, sizeof(**pids)))
+	/* All kept: recording__snap_processes says which it does not read, and why. */
+	if (!array__grow((void **)pids, *n, cap, sizeof(**pids)))
 		(*pids)[(*n)++] = pid;
 }
 
@@ -110,19 +112,29 @@ out:
 void recording__snap_processes(struct recording *r, const __u32 *pids, size_t n, __u32 edge)
 {
 	__u64 t0 = mono_now_ns();
+	char why[96];
 
 	for (size_t i = 0; i < n; i++) {
-		if (mono_now_ns() - t0 < SNAP_BUDGET_NS) {
+		if (i < SNAP_MAX_PROCS && mono_now_ns() - t0 < SNAP_BUDGET_NS) {
 			snap_process(r, pids[i], edge);
 			continue;
 		}
-		/* Said, not read: a job of hundreds of processes each with a thread hard to catch. */
+		/*
+		 * Said, not read: a job of hundreds of processes each with a thread hard to catch,
+		 * or more processes than one snapshot reads.
+		 */
 		struct bs_proc_snap ps = { .env_rank = -1, .env_local_rank = -1, .env_world = -1 };
 
+		if (i >= SNAP_MAX_PROCS)
+			snprintf(why, sizeof(why), "not read: a snapshot reads %u processes",
+				 SNAP_MAX_PROCS);
+		else
+			snprintf(why, sizeof(why),
+				 "not read: the snapshot's %.0f s were spent on the processes "
+				 "before it",
+				 SNAP_BUDGET_NS / 1e9);
 		record_ctx__hdr(&ps.h, BS_REC_PROC_SNAP, sizeof(ps), pids[i], pids[i], 0);
-		ps.error_id =
-			record_ctx__intern(&r->ctx, "not read: the snapshot's 2 s were spent on "
-						    "the processes before it");
+		ps.error_id = record_ctx__intern(&r->ctx, why);
 		record_ctx__write(&r->ctx, &ps);
 	}
 }
