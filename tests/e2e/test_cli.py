@@ -89,6 +89,8 @@ def test_bad_duration_and_options():
     check("nothing to trace" in p.stderr, p.stderr)
     p = run([BPFSIGHT, "frobnicate"])
     eq(p.returncode, 1, "unknown command")
+    eq(p.stderr.splitlines()[:2], ["bpfsight: unknown command 'frobnicate'", ""],
+       "said in the project's voice, then the usage")
 
 
 def test_help_everywhere():

@@ -69,7 +69,8 @@ int main(int argc, char **argv)
 			msg__set_cmd(c->name);
 			return c->fn(argc - 1, argv + 1);
 		}
-	fprintf(stderr, "bpfsight: unknown command '%s'\n\n", argv[1]);
+	pr_err("unknown command '%s'\n", argv[1]);
+	fputc('\n', stderr);
 	usage(stderr);
 	return 1;
 }
