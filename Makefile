@@ -11,6 +11,12 @@ PYTHON	?= python3
 # The CUDA toolkit the CUDA/NCCL workloads and benchmarks are built with.
 CUDA_HOME ?= /usr/local/cuda
 ARCH	:= $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
+# x86-64 only: vmlinux/vmlinux.h, the BPF programs' register reads (pt_regs' ip, sp,
+# orig_ax) and the system call numbers are x86-64's. Another machine gets this, not programs
+# that read the wrong registers.
+ifneq ($(ARCH),x86)
+$(error bpfsight builds for x86-64 only (this machine is $(ARCH)): its vmlinux.h, the BPF programs' register reads and the system call numbers are x86-64's)
+endif
 VERSION	:= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 ifeq ($(V),1)
