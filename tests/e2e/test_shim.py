@@ -105,7 +105,10 @@ class Bpftrace:
         for p in probes:
             body = f"@{p} = count();"
             if p == "batch":
-                body += " @batch_bytes = sum(arg1);"
+                # the first batch it saw (the header's seq): bpftrace raises a USDT
+                # semaphore before its probe is live, so the shim may send a batch or two
+                # that bpftrace cannot see; the counts are compared from this one on
+                body += " @batch_bytes = sum(arg1); @batch_first = min(*(uint64 *)(arg0 + 16));"
             if p == "drain":
                 body += ' printf("drain %d\\n", arg0);'
             prog.append(f"usdt:{lib}:bpfsight:{p} {{ {body} }}")
@@ -153,10 +156,14 @@ def attach(w, probes, file_activation=False, lib=SHIM):
 
 
 def check_probe_counts(maps, w):
-    """What bpftrace saw the batch probe carry is what the shim says it sent."""
-    batches = sb.decode(w.data())
+    """What bpftrace saw the batch probe carry is what the shim says it sent, from the first
+    batch bpftrace saw on: its probe goes live after the semaphore it raised, a gap of a
+    loaded machine's making, so an earlier batch it missed is not a bound (7 of 9 once)."""
+    first = maps.get("batch_first")
+    check(first is not None, f"bpftrace saw batches: {maps}")
+    batches = [b for b, _ in sb.decode(w.data()) if b["seq"] >= first]
     eq(maps.get("batch"), len(batches), "batches fired (bpftrace) vs written")
-    eq(maps.get("batch_bytes"), sum(24 + b["len"] for b, _ in batches), "batch bytes")
+    eq(maps.get("batch_bytes"), sum(24 + b["len"] for b in batches), "batch bytes")
 
 
 def by_kind(recs, kind):
