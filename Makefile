@@ -131,7 +131,7 @@ DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     sqlite3 libsqlite3-dev make gcc g++ libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
 	     golang-go prometheus qemu-system-x86 busybox-static cpio musl-tools patchelf \
-	     python3-memory-profiler gdb linux-perf python3-dask
+	     python3-memory-profiler gdb linux-perf python3-dask valgrind
 # CPython 3.14 from Debian unstable, for the stack and GIL tests (tests/tools/install_sid_cpython.sh).
 SID_CPYTHON := /opt/cpython
 deps:

@@ -349,8 +349,10 @@ void shim_buf__atfork_child(void)
 {
 	struct shim_thread *t, *next;
 
-	pthread_mutex_init(&list_lock, NULL);
-	pthread_mutex_init(&send_lock, NULL);
+	/* Held since the prepare handler by the thread that forked, this one: unlocked, not
+	 * initialized again (undefined for a locked mutex; DRD: "Mutex reinitialization"). */
+	pthread_mutex_unlock(&send_lock);
+	pthread_mutex_unlock(&list_lock);
 	for (t = threads; t; t = next) {
 		next = t->next;
 		if (t == self)

@@ -419,7 +419,7 @@ static void fork_child(void)
 	shim_buf__atfork_child();
 	shim_str__atfork_child();
 	shim_nvtx__atfork_child();
-	pthread_mutex_init(&ctl, NULL);
+	pthread_mutex_unlock(&ctl); /* held since fork_prepare, by this thread */
 	shim_pid = (uint32_t)getpid();
 	poll_state.started = false;
 	poll_state.attached = false;

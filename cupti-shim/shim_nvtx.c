@@ -612,7 +612,7 @@ void shim_nvtx__atfork_child(void)
 	uint32_t me = (uint32_t)gettid();
 	struct name_entry **p = &names, *n;
 
-	pthread_mutex_init(&lock, NULL);
+	pthread_mutex_unlock(&lock); /* held since the prepare handler */
 	while ((n = *p)) {
 		if (n->kind == BS_NVTX_NAME_THREAD) {
 			*p = n->next;

@@ -216,5 +216,5 @@ void shim_str__atfork_parent(void)
 
 void shim_str__atfork_child(void)
 {
-	pthread_mutex_init(&intern_lock, NULL);
+	pthread_mutex_unlock(&intern_lock); /* held since the prepare handler */
 }

@@ -10,6 +10,7 @@ records with what the workloads document they emit.
 """
 import json
 import os
+import subprocess
 import re
 import shutil
 import signal
@@ -620,6 +621,20 @@ def test_shim_nvtx_chain():
     loops = [o for o in out if "loop" in o]
     eq(loops[0]["cross"], 100001, "start/end ids are the chained library's")
     eq(got_nvtx(recs, w.pid), expected_nvtx(w.hello, loops, True), "NVTX records")
+
+
+def test_shim_fork_child_unlocks_what_the_fork_held():
+    """The shim's fork handlers lock its mutexes before a fork; in the child, the thread that
+    forked holds them: it unlocks them. Initializing a locked mutex again is undefined, and
+    Valgrind's DRD, watching every lock of the workload's fork, says so ("Mutex
+    reinitialization")."""
+    p = subprocess.run(["valgrind", "--tool=drd", "--trace-children=yes", "env",
+                        f"NVTX_INJECTION64_PATH={SHIM}", NVTX_RANGES, "--fork"],
+                       capture_output=True, text=True, timeout=300)
+    eq(p.returncode, 0, f"nvtx_ranges --fork under DRD: {p.stderr[-600:]}")
+    check("Mutex reinitialization" not in p.stderr,
+          p.stderr[p.stderr.find("Mutex reinitialization") - 200:][:1500])
+    check('"child"' in p.stdout, f"the child ran: {p.stdout[-300:]}")
 
 
 @alone("bpftrace --usdt-file-activation wakes the shim in every process that maps it")
