@@ -623,6 +623,8 @@ def test_shim_nvtx_chain():
     eq(got_nvtx(recs, w.pid), expected_nvtx(w.hello, loops, True), "NVTX records")
 
 
+@alone("Valgrind runs the shim's code itself: a uprobe another test puts on the shim (its "
+       "USDT probes) is an int3 it cannot run (SIGTRAP, once in a full run)")
 def test_shim_fork_child_unlocks_what_the_fork_held():
     """The shim's fork handlers lock its mutexes before a fork; in the child, the thread that
     forked holds them: it unlocks them. Initializing a locked mutex again is undefined, and
