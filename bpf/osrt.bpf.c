@@ -248,10 +248,7 @@ static __always_inline void block_begin(struct task_struct *prev)
 
 	if (!prev->mm || (prev->flags & 0x00200000)) /* PF_KTHREAD */
 		return;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
-	if (nr < 0 || probes_own(nr))
-		return;
+	/* Whose first: every other thread of the machine switching out stops here. */
 	st = bpf_task_storage_get(&sys_start_task, prev, NULL, 0);
 	if (st && bs_is_own_helper(prev->tgid))
 		return;
@@ -261,6 +258,10 @@ static __always_inline void block_begin(struct task_struct *prev)
 			return;
 		st->gen = (__u32)prev->start_time;
 	}
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+	if (nr < 0 || probes_own(nr))
+		return;
 	st->nr = nr;
 	st->ts = bpf_ktime_get_ns();
 }

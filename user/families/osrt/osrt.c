@@ -76,13 +76,14 @@ static int osrt_pick_mode(struct osrt_state *st, const struct record_opts *o)
 {
 	struct osrt_bpf *s = st->skel;
 	const char *why;
-	int blocked = osrt_blocked(o, &why), tw = bpf_program__autoload(s->progs.osrt_switch_btf);
+	/* Still to load after the task-storage pick: tp_btf and task storage are there. */
+	int blocked = osrt_blocked(o, &why), can = bpf_program__autoload(s->progs.osrt_switch_btf);
 	int err;
 
-	if (blocked && !tw)
+	if (blocked && !can)
 		pr_warn("osrt: --osrt-mode blocked needs BPF task storage, which this kernel lacks: "
 			"every system call is counted instead\n");
-	st->blocked = blocked && tw;
+	st->blocked = blocked && can;
 	if (st->blocked && record_opts__stack_ns(o, &family_osrt) != RECORD_STACKS_OFF) {
 		pr_warn("osrt: --stacks osrt needs --osrt-mode exact (the stack where a call "
 			"blocked is sched's: --stacks sched)\n");
@@ -153,12 +154,14 @@ static struct hkey agg_hkey(const struct bs_syscall_agg_key *k)
 	return (struct hkey){ (__u64)k->pid << 32 | k->tid, (__u64)k->gen << 32 | k->nr };
 }
 
-static void write_agg(struct record_ctx *ctx, const struct bs_syscall_agg_key *k,
-		      const struct bs_syscall_agg_val *v, __u32 flags)
+/* FLAGS: BS_AGG_FINAL or 0; the state adds BS_AGG_BLOCKED in blocked mode. */
+static void write_agg(struct record_ctx *ctx, const struct osrt_state *st,
+		      const struct bs_syscall_agg_key *k, const struct bs_syscall_agg_val *v,
+		      __u32 flags)
 {
 	struct bs_syscall_agg r = {
 		.nr = k->nr,
-		.flags = flags,
+		.flags = flags | (st->blocked ? BS_AGG_BLOCKED : 0),
 		.count = v->count,
 		.total_ns = v->total_ns,
 		.min_ns = v->min_ns,
@@ -230,7 +233,7 @@ static void osrt_evict_idle(struct record_ctx *ctx, struct osrt_state *st, int f
 			continue;
 		if (bpf_map_lookup_and_delete_elem(fd, &e->key, &v))
 			continue; /* gone meanwhile, or a kernel before 5.14 */
-		write_agg(ctx, &e->key, &v, BS_AGG_FINAL | st->blocked * BS_AGG_BLOCKED);
+		write_agg(ctx, st, &e->key, &v, BS_AGG_FINAL);
 		seen->count = seen->idle = 0;
 	}
 }
@@ -265,7 +268,7 @@ static int osrt_flush(struct record_ctx *ctx, struct osrt_state *st, int timed)
 			       (struct hkey){ (__u64)e->key.pid << 32 | e->key.tid, e->key.gen },
 			       0))
 			continue;
-		write_agg(ctx, &e->key, &e->val, BS_AGG_FINAL | st->blocked * BS_AGG_BLOCKED);
+		write_agg(ctx, st, &e->key, &e->val, BS_AGG_FINAL);
 		bpf_map_delete_elem(fd, &e->key);
 		e->val.count = 0; /* done: skipped below */
 	}
@@ -281,7 +284,7 @@ static int osrt_flush(struct record_ctx *ctx, struct osrt_state *st, int timed)
 		if (old && old->count == now.count)
 			now.idle = old->idle + timed; /* idle time counts in timed polls only */
 		else
-			write_agg(ctx, &e->key, &e->val, st->blocked * BS_AGG_BLOCKED);
+			write_agg(ctx, st, &e->key, &e->val, 0);
 		seen = hmap__get(written, agg_hkey(&e->key), 1);
 		if (!seen)
 			break;
