@@ -10,8 +10,8 @@ import re
 import signal
 import time
 
-from helpers import (BPFSIGHT, Recorder, check, dump, eq, info, need_root, record, row, run,
-                     spawn, stats, tell, tmpdir, wait_for, workload)
+from helpers import (BPFSIGHT, SLOWDOWN, Recorder, check, dump, eq, info, need_root, record, row,
+                     run, spawn, stats, tell, tmpdir, wait_for, workload)
 from monitor_prom import Monitor
 from test_monitor import metric
 
@@ -29,9 +29,10 @@ def sleeps_only(path, pid, m):
     osrt = stats(path, "osrt_sum")["osrt_sum"]
     ns = row(osrt, name="nanosleep")
     eq(ns["count"], m, "nanosleep blocks (each 1 ms sleep blocks once)")
-    # Off its CPU after the timer was armed, back after it fired: 1 ms less the instants
-    # between arming and switching out.
-    check(ns["min_ns"] >= 0.9 * MS, f"a 1 ms nanosleep asleep {ns['min_ns']} ns")
+    # Asleep from the switch-out, which comes after the timer is armed: a loaded or emulated
+    # machine delays it (0.2 ms of a 1 ms sleep under 6.1's TCG), so no lower bound but 0.
+    check(0 < ns["min_ns"] and ns["max_ns"] < 1000 * MS * SLOWDOWN,
+          f"1 ms nanosleeps asleep {ns['min_ns']}..{ns['max_ns']} ns")
     eq([r for r in osrt if r["name"] == "getppid"], [], "getppid never sleeps: not seen")
     text = run([BPFSIGHT, "stats", path, "-r", "osrt_sum"]).stdout
     check(NOTE in text, f"osrt_sum's note on blocked mode: {text[-600:]}")
@@ -94,7 +95,7 @@ def test_always_on_commands_default_to_blocked():
     check("bpfsight_syscalls_total{" not in text, "no series of every call in blocked mode")
     asleep = metric(text, f'bpfsight_syscall_blocked_seconds_total{{pid="{pid}",'
                           f'comm="syscalls",syscall="nanosleep"}}')
-    check(m * 0.0009 <= asleep < m * 0.001 + 5, f"{asleep} s asleep in {m} nanosleep(1 ms)")
+    check(0 < asleep < m * 0.001 + 5 * SLOWDOWN, f"{asleep} s asleep in {m} nanosleep(1 ms)")
     mon.p.send_signal(signal.SIGUSR1)
     wait_for(lambda: "flight recorder: wrote" in mon.stderr, 30, "the dump")
     dumped = re.findall(r"flight recorder: wrote (\S+):", mon.stderr)[0]
