@@ -191,7 +191,7 @@ def markdown(ctx, res):
     if old:
         lp = max(launch_ratios(r)[1] for r in old)
         out.append("- Launch mode on 3.8-3.11, every name found: untraced code pays what it "
-                   f"pays attached (the same profile function): at most {lp:.2f}x the "
+                   f"pays attached (the same frame-evaluation hook): at most {lp:.2f}x the "
                    "attached recording's untraced call; "
                    + g.check(NAME, "untraced call, launch vs attached, 3.8-3.11", f"{lp:.2f}x",
                              f"<= {LAUNCH_VS_ATTACHED}x", lp <= LAUNCH_VS_ATTACHED))
@@ -199,15 +199,14 @@ def markdown(ctx, res):
         miss = max(r["missing_g"] - r["launch_g"] for r in old)
         out.append("- A name never found keeps every first call looked at: on 3.12+ once per "
                    "code object (sys.monitoring's DISABLE), nothing per call (the last column); "
-                   "on 3.8-3.11 the profile function reads each untraced call's name and probes "
+                   "on 3.8-3.11 the frame-evaluation hook reads each untraced call's name and probes "
                    f"the missing names: at most {miss:+.0f} ns per untraced call over the names "
                    "found (the last column against the one before).")
-    out += ["- On 3.8-3.11 the C profile function runs at every call and return of every "
-            "thread: untraced calls pay what the column \"untraced call while recording\" "
-            "says (3.11 creates the frame "
-            "object a profile function is handed, which it otherwise never makes). After the "
-            "recording, nothing is left: tests/e2e/test_pyfunc.py checks the loop's speed and "
-            "the hooks.", end(NAME)]
+    out += ["- On 3.8-3.11 the frame-evaluation hook (PEP 523) runs at every frame evaluation "
+            "of every thread and probes its code object: untraced calls pay what the column "
+            "\"untraced call while recording\" says (3.11 also stops inlining Python-to-Python "
+            "calls while any such hook is in). After the recording, nothing is left: "
+            "tests/e2e/test_pyfunc.py checks the loop's speed and the hooks.", end(NAME)]
     return "\n".join(out) + "\n"
 
 

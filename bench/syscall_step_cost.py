@@ -9,8 +9,11 @@ untraced phases'. Jobs (--job):
   torch    Debian's torch 1.13 on /usr/bin/python3.11: a CPU training step of a small MLP
            (batch 32, 3 Linear layers of 128, SGD: the step is the ops' dispatch more than their math), one intra-op thread; its step function is
            __main__:train_step
+  pycalls  issue 66's Python-heavy step on --python (default: this python): 10,000 calls
+           of a one-line function, timed in the thread's CPU time; its step function is
+           __main__:step
 
-    sudo python3 bench/syscall_step_cost.py [--build build] [--job syscall|torch] [--rounds 3]
+    sudo python3 bench/syscall_step_cost.py [--build build] [--job syscall|torch|pycalls] [--python PATH] [--rounds 3]
         [--seconds 2] [--steps N] ['{"name": ["record", "options"], ...}']
 
 Default configurations: `--stacks gil`, the default families and stacks (sched's held
@@ -69,20 +72,44 @@ while True:
 """
 
 
+# Issue 66's Python-heavy step: 10,000 calls of a one-line function; only step() is named.
+PYCALLS = r"""
+import os, sys, time
+print(os.getpid(), flush=True)
+
+
+def tiny(i):
+    return i
+
+
+def step():
+    for i in range(10000):
+        tiny(i)
+
+
+while True:  # the thread's CPU time: the VM's preemptions of the job are not the hook's
+    t0 = time.thread_time()
+    step()
+    print((time.thread_time() - t0) * 1e3, flush=True)
+"""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=2)
     ap.add_argument("--steps", type=int, default=4000)
-    ap.add_argument("--job", choices=("syscall", "torch"), default="syscall")
+    ap.add_argument("--job", choices=("syscall", "torch", "pycalls"), default="syscall")
+    ap.add_argument("--python", default=sys.executable, help="--job pycalls' interpreter")
     ap.add_argument("configs", nargs="?", default=json.dumps({
         "--stacks gil": ["--stacks", "gil"], "default": [],
         "default, sys_exit": {"args": [], "env": {"BPFSIGHT_FORCE_FALLBACKS": "task_work"}}}))
     a = ap.parse_args()
     bpfsight = os.path.join(a.build, "bpfsight")
-    cmd = [sys.executable, "-c", LOOP, str(a.steps)] if a.job == "syscall" else \
-        ["/usr/bin/python3.11", "-c", TORCH]
+    cmd = {"syscall": [sys.executable, "-c", LOOP, str(a.steps)],
+           "torch": ["/usr/bin/python3.11", "-c", TORCH],
+           "pycalls": [a.python, "-c", PYCALLS]}[a.job]
     job = subprocess.Popen(["taskset", "-c", "0", *cmd], stdout=subprocess.PIPE, text=True)
     pid = int(job.stdout.readline())
     steps = []

@@ -199,7 +199,8 @@ struct shim_module {
 	void (*thread_gone)(void *state); /* a thread's state, its thread (or copy) gone */
 	/* A drain (a tracer's, the exit), ctl held: what it holds open, as records now. */
 	void (*drain)(uint32_t session, uint64_t now);
-	uint32_t fork_clear; /* its STATUS state bits, cleared in a forked child */
+	uint32_t fork_clear;	  /* its STATUS state bits, cleared in a forked child */
+	void (*fork_child)(void); /* in a forked child, its one thread, before anything else */
 };
 
 #define SHIM_MAX_MODULES 4

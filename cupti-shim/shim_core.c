@@ -426,8 +426,11 @@ static void fork_child(void)
 	poll_state.forked = true;
 	atomic_store(&shim_session, 0);
 	atomic_store(&shim_hot, SHIM_HOT_RESTART);
-	for (const struct shim_module *const *m = shim_modules; *m; m++)
+	for (const struct shim_module *const *m = shim_modules; *m; m++) {
 		clear |= (*m)->fork_clear;
+		if ((*m)->fork_child)
+			(*m)->fork_child();
+	}
 	shim_core__set_state(0, clear);
 }
 

@@ -6,8 +6,10 @@
  *
  * The poller, every 50 ms, with the GIL taken only when something changes:
  *   - semaphore up and a spec (gen != 0) it has not installed: the code objects resolved
- *     (shim_pyfunc_resolve.c) and the mechanism installed (3.12+: sys.monitoring; before: the
- *     C profile function), STATUS(PYFUNC) saying which and what was not found;
+ *     (shim_pyfunc_resolve.c) and the mechanism installed (3.12+: sys.monitoring; before: a
+ *     frame-evaluation hook, or the C profile function where the interpreter's slot for it is
+ *     another's), STATUS(PYFUNC) saying which and what was not found; a hook whose slot is
+ *     taken later falls back on the profile function, said again;
  *   - while up: resolved again when sys.modules grew, and every second while an entry is
  *     still missing or has flag 's' (a function imported or defined later); a class created
  *     meanwhile is checked as it is created (builtins.__build_class__ wrapped, below);
@@ -72,9 +74,9 @@ static struct {
 	_Atomic bool found;    /* a callback found an entry at its first call: note it */
 	bool discovering;      /* a callback is trying a code object (not re-entered) */
 	PyObject *atexit_hook; /* registered with atexit while an entry is missing */
-	char desc[128];
+	char desc[256];
 	uint32_t noted_session;
-	char noted[1024];
+	char noted[1200];
 } st;
 
 /* ---- the callbacks' side ---- */
@@ -140,6 +142,20 @@ void shim_pyfunc__begin(const struct pyfunc_code *c, bool resumed)
 		o->ts = shim_clock__now(); /* last: the shim's own work is not the call's */
 	}
 	pt->depth++;
+}
+
+bool shim_pyfunc__kept_open(void)
+{
+	struct pyfunc_thread *pt = me;
+
+	if (pt && pt->session != atomic_load_explicit(&shim_session, memory_order_relaxed))
+		pt = NULL; /* a past recording's stack */
+	if (shim_pyfunc_seed__untaken_for((unsigned long)pthread_self()))
+		return true;
+	for (uint32_t i = 0; pt && i < pt->depth && i < PYFUNC_MAX_DEPTH; i++)
+		if (pt->stack[i].before)
+			return true;
+	return false;
 }
 
 /* C's piece O of thread TID as a record into T's batch (T locked). */
@@ -413,13 +429,23 @@ static void atexit_hook(bool on)
 	st.atexit_hook = NULL;
 }
 
+/* Calls of the codes from FIRST on running now: kept, and their ends watched. GIL held. */
+static void seed_scan(uint32_t first, const PyObject *skip)
+{
+	uint32_t seeds = shim_pyfunc_seed__count();
+
+	shim_pyfunc_seed__scan(first, skip, shim_clock__now());
+	if (shim_pyfunc_seed__count() != seeds && st.mech->seeded)
+		st.mech->seeded();
+}
+
 /*
  * GIL held: resolve again, the new code objects handed to the mechanism. EARLY: the first, as
  * the interpreter starts: the script has not run, so nothing of it is missing yet.
  */
 static void resolve(uint32_t session, bool early)
 {
-	char missing[768], text[1024];
+	char missing[768], text[1200];
 	uint32_t before = shim_pyfunc_codes__count();
 	int n;
 
@@ -433,7 +459,7 @@ static void resolve(uint32_t session, bool early)
 		return;
 	hook_classes();
 	/* A code object found running: its call began before tracing did. */
-	shim_pyfunc_seed__scan(before, NULL, shim_clock__now());
+	seed_scan(before, NULL);
 	if (st.mech->scan)
 		st.mech->scan(shim_pyfunc_resolve__scanning());
 	atexit_hook(n > 0);
@@ -466,7 +492,7 @@ const struct pyfunc_code *shim_pyfunc__discover(PyObject *code, PyObject *name, 
 	if (shim_pyfunc_codes__count() != before) {
 		hook_classes();
 		/* Others found with it (a class's overrides) may be running: as at a resolve. */
-		shim_pyfunc_seed__scan(before, code, shim_clock__now());
+		seed_scan(before, code);
 		atomic_store(&st.found, true); /* the poller says it */
 	}
 	st.discovering = false;
@@ -514,8 +540,8 @@ static void uninstall(void)
  */
 static void install_held(uint32_t session, uint32_t gen, char *text, bool early)
 {
-	const struct pyfunc_mech *m = py.minor >= 12 ? &shim_pyfunc_mon : &shim_pyfunc_prof;
-	char why[512];
+	const struct pyfunc_mech *m = py.minor >= 12 ? &shim_pyfunc_mon : &shim_pyfunc_eval;
+	char why[512], other[512];
 	int err;
 
 	if (st.mech) { /* another thread installed it meanwhile (the poller, the early hook) */
@@ -525,6 +551,15 @@ static void install_held(uint32_t session, uint32_t gen, char *text, bool early)
 	err = shim_pyfunc_resolve__load(text);
 	if (!err)
 		err = m->install(why, sizeof(why), st.desc, sizeof(st.desc));
+	if (m == &shim_pyfunc_eval && (err == -EBUSY || err == -ENOSYS)) {
+		/* The slot is another's (torch.compile's TorchDynamo): the profile function. */
+		snprintf(other, sizeof(other), "%.200s", why);
+		m = &shim_pyfunc_prof;
+		err = m->install(why, sizeof(why), st.desc, sizeof(st.desc));
+		if (!err)
+			snprintf(st.desc + strlen(st.desc), sizeof(st.desc) - strlen(st.desc),
+				 " (%s)", other);
+	}
 	if (err) {
 		shim_pyfunc_resolve__unload();
 		free(text);
@@ -648,6 +683,14 @@ static void pyfunc_poll(void)
 	}
 	if (!(atomic_load(&shim_hot) & SHIM_HOT_PYFUNC))
 		set_on(true);
+	/* Its hook's place taken (torch.compile came): the mechanism falls back, said anew. */
+	if (st.mech->lost && st.mech->lost() && gil_take(&g)) {
+		if (st.mech)
+			st.mech->recover(st.desc, sizeof(st.desc));
+		st.noted_codes = ~0u;
+		atomic_store(&st.found, true);
+		py.PyGILState_Release(g);
+	}
 	/* Functions imported or defined since: sys.modules grew, something is missing, or a
 	 * callback found one at its first call (said now). */
 	if (modules_len() == st.modules && !atomic_load(&st.found) &&
@@ -765,4 +808,5 @@ const struct shim_module shim_pyfunc_module = {
 	.thread_gone = pyfunc_thread_gone,
 	.drain = pyfunc_drain,
 	.fork_clear = BS_SHIM_ST_PYFUNC_ON,
+	.fork_child = shim_pyfunc_eval__forked,
 };

@@ -15,7 +15,9 @@
  *   shim_pyfunc_seed.c     calls already running when tracing began
  *   shim_pyfunc_early.c    launch mode: installed as the interpreter starts (an audit hook)
  *   shim_pyfunc_mon.c      3.12+: sys.monitoring local events on the named code objects
- *   shim_pyfunc_prof.c     3.8-3.11: a C profile function filtered by code object
+ *   shim_pyfunc_eval.c     3.8-3.11: a frame-evaluation hook (PEP 523) filtered by code object
+ *   shim_pyfunc_prof.c     3.8-3.11: a C profile function, where the hook cannot be (the slot
+ *                          another's: torch.compile) and for calls running when it went in
  *
  * Every Python object is touched with the GIL held: the poller takes it (PyGILState_Ensure)
  * to install and remove, the callbacks run under it. Free-threaded builds are refused.
@@ -87,6 +89,11 @@ struct py_api {
 	int (*PyEval_SetProfile)(void *func, PyObject *obj);		    /* void in fact */
 	int (*_PyEval_SetProfile)(void *tstate, void *func, PyObject *obj); /* 3.9+ */
 	PyObject *(*PyFrame_GetCode)(void *frame);			    /* 3.9+ */
+	/* 3.8-3.11's frame-evaluation hook (PEP 523): each may be missing (then not used) */
+	void *(*PyThreadState_Get)(void);
+	void *_PyEval_EvalFrameDefault; /* 3.8: (frame, throwflag); 3.9+: (tstate, frame, ...) */
+	void *(*GetEvalFrameFunc)(void *interp);	  /* 3.9+ */
+	void (*SetEvalFrameFunc)(void *interp, void *fn); /* 3.9+ */
 	PyObject *none;
 	PyObject *code_type;
 };
@@ -109,6 +116,21 @@ bool shim_pyfunc_api__frame_yielded(void *frame);
 bool shim_pyfunc_api__frame_resumed(void *frame);
 /* CODE's co_name (borrowed), read as 3.8-3.11 lay it out: interned, so compared by address. */
 PyObject *shim_pyfunc_api__code_name(const PyObject *code);
+/* Where a frame the evaluation hook is handed stands (shim_pyfunc_eval.c). */
+enum pyfunc_eval_at {
+	PYFUNC_EVAL_START,  /* a call begins (or a generator's first run) */
+	PYFUNC_EVAL_RESUME, /* a generator or coroutine resumes after a yield */
+	PYFUNC_EVAL_CREATE, /* 3.11: a generator function's call creating it: not a piece */
+};
+/* Where the frame the hook is handed keeps its code object (bytes; 0: no layout). */
+unsigned shim_pyfunc_api__eval_code_offset(void);
+enum pyfunc_eval_at shim_pyfunc_api__eval_at(void *frame, bool gen);
+/* After the evaluation returned a value: the generator's frame is suspended (a yield)? */
+bool shim_pyfunc_api__eval_yielded(void *frame);
+/* TSTATE's thread_id: the pthread_self() of its thread (threading's ident). */
+unsigned long shim_pyfunc_api__thread_id(void *tstate);
+/* 3.8: the address of the interpreter's eval_frame field; NULL on 3.9+ (accessors). */
+void **shim_pyfunc_api__eval_slot_38(void *interp);
 /* Set the C profile function of thread state TSTATE (3.8: its fields, by hand). */
 int shim_pyfunc_api__set_profile(void *tstate, void *func);
 /* TSTATE's C profile function now. */
@@ -131,8 +153,34 @@ struct pyfunc_code {
 	bool gen;		 /* a generator's, a coroutine's or an async generator's */
 };
 
-/* The code table (GIL held): lookups from the callbacks, additions from the poller. */
-const struct pyfunc_code *shim_pyfunc_codes__get(const PyObject *code);
+/*
+ * The code table (GIL held): lookups from the callbacks, additions from the poller. The
+ * lookup is inlined: the frame-evaluation hook makes one at every frame of the job.
+ */
+extern struct pyfunc_code **shim_pyfunc_codes_slots; /* open addressing by address */
+extern uint32_t shim_pyfunc_codes_nslots;	     /* a power of two; 0: empty */
+
+static inline uint32_t shim_pyfunc_codes__slot(const PyObject *code, uint32_t nslots)
+{
+	uintptr_t h = (uintptr_t)code >> 4;
+
+	h ^= h >> 17;
+	h *= 0x9e3779b1u;
+	return (uint32_t)h & (nslots - 1);
+}
+
+static inline const struct pyfunc_code *shim_pyfunc_codes__get(const PyObject *code)
+{
+	uint32_t n = shim_pyfunc_codes_nslots, i;
+	struct pyfunc_code *const *slots = shim_pyfunc_codes_slots;
+
+	if (!n)
+		return NULL;
+	for (i = shim_pyfunc_codes__slot(code, n); slots[i]; i = (i + 1) & (n - 1))
+		if (slots[i]->code == code)
+			return slots[i];
+	return NULL;
+}
 uint32_t shim_pyfunc_codes__count(void);
 /* A new code object into the table (a reference taken); NULL when known or out of memory. */
 const struct pyfunc_code *shim_pyfunc_codes__add(PyObject *code, const char *name,
@@ -238,6 +286,8 @@ uint32_t shim_pyfunc_seed__epoch(void);
  * each where it nests; *SEEN moved to the count. GIL held.
  */
 void shim_pyfunc_seed__take(struct open_call *stack, uint32_t *depth, uint32_t max, uint32_t *seen);
+/* A call kept for the thread whose pthread_self() is IDENT that it has not taken yet. */
+bool shim_pyfunc_seed__untaken_for(unsigned long ident);
 /* Each call kept that no thread took, with its thread's tid (0: unknown): the drain's. */
 void shim_pyfunc_seed__each_untaken(void (*fn)(const struct open_call *o, uint32_t tid,
 					       uint32_t depth, void *arg),
@@ -267,11 +317,31 @@ struct pyfunc_mech {
 	void (*refresh)(void); /* before each resolve: what changed in the job (threading came) */
 	/* after each resolve: whether entries are still looked for at first calls */
 	void (*scan)(bool on);
+	/* calls found running were kept (shim_pyfunc_seed.c): their ends must be seen */
+	void (*seeded)(void);
+	/* the poller, without the GIL: the mechanism lost its hook (another took its place) */
+	bool (*lost)(void);
+	/* GIL held, after lost(): fall back on another, said in DESC */
+	void (*recover)(char *desc, size_t dlen);
 	void (*remove)(void); /* everything off */
 };
 
 extern const struct pyfunc_mech shim_pyfunc_mon;  /* shim_pyfunc_mon.c, 3.12+ */
 extern const struct pyfunc_mech shim_pyfunc_prof; /* shim_pyfunc_prof.c, 3.8-3.11 */
+extern const struct pyfunc_mech shim_pyfunc_eval; /* shim_pyfunc_eval.c, 3.8-3.11 */
+
+/*
+ * A forked child (its one thread, in the shim's atfork handler): the parent's hook is not its
+ * own (a DataLoader worker runs at full speed); its poller removes the rest.
+ */
+void shim_pyfunc_eval__forked(void);
+
+/* shim_pyfunc_prof.c for shim_pyfunc_eval.c: the profile function kept on a few threads */
+void *shim_pyfunc_prof__fn(void);
+/* The profile function on TSTATE until its calls begun before tracing end (GIL held). */
+void shim_pyfunc_prof__keep(void *tstate);
+/* Off every thread that has it (GIL held). */
+void shim_pyfunc_prof__unkeep_all(void);
 
 /* ---- shim_pyfunc.c: what the mechanisms call (GIL held) ---- */
 
@@ -289,6 +359,8 @@ void shim_pyfunc__exiting(void);
 void shim_pyfunc__begin(const struct pyfunc_code *c, bool resumed);
 /* ... and ends (END: BS_PYFUNC_END_*): its record is written. */
 void shim_pyfunc__end(const struct pyfunc_code *c, uint8_t end);
+/* The calling thread has a call begun before tracing open (or one kept for it to take). */
+bool shim_pyfunc__kept_open(void);
 /* Recording now (one relaxed load): the callbacks return at once when not. */
 bool shim_pyfunc__on(void);
 

@@ -23,6 +23,7 @@
 struct py_api py;
 
 #define OPCODE_YIELD_VALUE_311	86
+#define CODE_UNIT		2 /* 3.11's _Py_CODEUNIT: an opcode and its argument */
 #define OPCODE_RESUME_QUICK_311 150
 #define OPCODE_RESUME_311	151
 
@@ -40,17 +41,21 @@ struct py_layout {
 	uint16_t profileobj;  /* PyThreadState.c_profileobj */
 	uint16_t use_tracing; /* 3.8: PyThreadState.use_tracing (int) */
 	uint16_t tracefunc;   /* 3.8: PyThreadState.c_tracefunc */
+	uint16_t thread_id;   /* PyThreadState.thread_id (unsigned long: pthread_self()) */
+	uint16_t eval_frame;  /* 3.8: PyInterpreterState.eval_frame (no accessor before 3.9) */
+	uint16_t co_code;     /* 3.11: PyCodeObject.co_code_adaptive (its first instruction) */
 };
 
 static const struct py_layout layouts[] = {
 	{ 8, .f_code = 32, .co_name = 112, .f_lasti = 104, .f_stacktop = 72, .profilefunc = 56,
-	  .profileobj = 72, .use_tracing = 48, .tracefunc = 64 },
+	  .profileobj = 72, .use_tracing = 48, .tracefunc = 64, .thread_id = 176,
+	  .eval_frame = 568 },
 	{ 9, .f_code = 32, .co_name = 112, .f_lasti = 104, .f_stacktop = 72, .profilefunc = 56,
-	  .profileobj = 72 },
+	  .profileobj = 72, .thread_id = 176 },
 	{ 10, .f_code = 32, .co_name = 112, .f_lasti = 96, .f_state = 108, .profilefunc = 56,
-	  .profileobj = 72 },
+	  .profileobj = 72, .thread_id = 176 },
 	{ 11, .f_code = 32, .co_name = 120, .f_frame = 24, .prev_instr = 56, .profilefunc = 64,
-	  .profileobj = 80 },
+	  .profileobj = 80, .thread_id = 152, .co_code = 184 },
 };
 
 static const struct py_layout *lay;
@@ -62,6 +67,11 @@ PyObject *shim_pyfunc_api__frame_code(void *frame)
 	if (lay->f_frame)
 		return FIELD(FIELD(frame, lay->f_frame, void *), lay->f_code, PyObject *);
 	return FIELD(frame, lay->f_code, PyObject *);
+}
+
+unsigned shim_pyfunc_api__eval_code_offset(void)
+{
+	return lay ? lay->f_code : 0;
 }
 
 PyObject *shim_pyfunc_api__code_name(const PyObject *code)
@@ -109,6 +119,48 @@ bool shim_pyfunc_api__frame_resumed(void *frame)
 	if (lay->f_lasti)
 		return FIELD(frame, lay->f_lasti, int) >= 0; /* -1 until it first ran */
 	return prev_resume_arg(frame) > 0;
+}
+
+/*
+ * The frame-evaluation hook's frame (3.8-3.10: the PyFrameObject; 3.11: the interpreter
+ * frame, whose f_code is at the same offset) as it is about to run: 3.11 runs a generator's
+ * or coroutine's function once to create it (RETURN_GENERATOR, its frame not yet past its
+ * first instruction), then at each resume; 3.8-3.10 create it without running it.
+ */
+enum pyfunc_eval_at shim_pyfunc_api__eval_at(void *frame, bool gen)
+{
+	const uint8_t *instr, *first;
+
+	if (!lay->prev_instr)
+		return gen && FIELD(frame, lay->f_lasti, int) >= 0 ? PYFUNC_EVAL_RESUME
+								   : PYFUNC_EVAL_START;
+	if (!gen)
+		return PYFUNC_EVAL_START;
+	instr = FIELD(frame, lay->prev_instr, const uint8_t *);
+	first = (const uint8_t *)FIELD(frame, lay->f_code, PyObject *) + lay->co_code;
+	if (instr == first - CODE_UNIT)
+		return PYFUNC_EVAL_CREATE;
+	return instr && instr[0] == OPCODE_YIELD_VALUE_311 ? PYFUNC_EVAL_RESUME : PYFUNC_EVAL_START;
+}
+
+bool shim_pyfunc_api__eval_yielded(void *frame)
+{
+	const uint8_t *instr;
+
+	if (!lay->prev_instr)
+		return shim_pyfunc_api__frame_yielded(frame);
+	instr = FIELD(frame, lay->prev_instr, const uint8_t *);
+	return instr && instr[0] == OPCODE_YIELD_VALUE_311;
+}
+
+unsigned long shim_pyfunc_api__thread_id(void *tstate)
+{
+	return FIELD(tstate, lay->thread_id, unsigned long);
+}
+
+void **shim_pyfunc_api__eval_slot_38(void *interp)
+{
+	return lay->eval_frame ? &FIELD(interp, lay->eval_frame, void *) : NULL;
 }
 
 void *shim_pyfunc_api__profile_of(void *tstate)
@@ -193,6 +245,10 @@ static int bind(char *why, size_t len)
 	NEED(code_type, "PyCode_Type");
 	MAYBE(_PyEval_SetProfile, "_PyEval_SetProfile");
 	MAYBE(PyFrame_GetCode, "PyFrame_GetCode");
+	MAYBE(PyThreadState_Get, "PyThreadState_Get");
+	MAYBE(_PyEval_EvalFrameDefault, "_PyEval_EvalFrameDefault");
+	MAYBE(GetEvalFrameFunc, "_PyInterpreterState_GetEvalFrameFunc");
+	MAYBE(SetEvalFrameFunc, "_PyInterpreterState_SetEvalFrameFunc");
 	if (!MAYBE(IsFinalizing, "Py_IsFinalizing"))
 		NEED(IsFinalizing, "_Py_IsFinalizing");
 	return 0;

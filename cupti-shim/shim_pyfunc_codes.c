@@ -20,28 +20,15 @@
 
 static struct pyfunc_code **codes; /* in the order added; [ncodes, nalloc) cleared, reusable */
 static uint32_t ncodes, nalloc, cap_codes;
-static struct pyfunc_code **slots; /* NULL: empty */
-static uint32_t nslots;		   /* a power of two, at least twice ncodes */
+struct pyfunc_code **shim_pyfunc_codes_slots; /* NULL: empty */
+uint32_t shim_pyfunc_codes_nslots;	      /* a power of two, at least twice ncodes */
+
+#define slots  shim_pyfunc_codes_slots
+#define nslots shim_pyfunc_codes_nslots
 
 static uint32_t slot_of(const PyObject *code)
 {
-	uintptr_t h = (uintptr_t)code >> 4;
-
-	h ^= h >> 17;
-	h *= 0x9e3779b1u;
-	return (uint32_t)h & (nslots - 1);
-}
-
-const struct pyfunc_code *shim_pyfunc_codes__get(const PyObject *code)
-{
-	uint32_t i;
-
-	if (!nslots)
-		return NULL;
-	for (i = slot_of(code); slots[i]; i = (i + 1) & (nslots - 1))
-		if (slots[i]->code == code)
-			return slots[i];
-	return NULL;
+	return shim_pyfunc_codes__slot(code, nslots);
 }
 
 uint32_t shim_pyfunc_codes__count(void)

@@ -20,6 +20,10 @@
  * the interpreter starts (launch mode), the hook must be in before the job's first thread
  * starts, not at the poller's next look.
  *
+ * Also kept on the threads of calls already running when the frame-evaluation hook goes in
+ * (shim_pyfunc_eval.c), which no frame evaluation will see end: each thread drops it at the
+ * end of its last such call.
+ *
  * The events: PyTrace_CALL begins a piece (a generator's resume is one too: its frame has
  * run before); PyTrace_RETURN ends it, with arg NULL when an exception leaves the frame, and
  * a generator's frame suspended when it yields (shim_pyfunc_api.c reads which by version).
@@ -35,7 +39,8 @@
 #define PYTRACE_CALL   0
 #define PYTRACE_RETURN 3
 
-static bool installed;
+static bool installed;	    /* the mechanism of the recording */
+static bool keeping;	    /* kept on a few threads for the eval hook (shim_pyfunc_eval.c) */
 static bool scanning;	    /* entries are looked for at first calls */
 static PyObject *start;	    /* "start", interned: threading.Thread.start's co_name */
 static PyObject *starter;   /* threading's hook for new threads */
@@ -65,17 +70,21 @@ static int profile(PyObject *obj, void *frame, int what, PyObject *arg)
 		return 0;
 	code = shim_pyfunc_api__frame_code(frame);
 	c = shim_pyfunc_codes__get(code);
-	if (!c && what == PYTRACE_CALL && (scanning || !threading))
+	if (!c && what == PYTRACE_CALL && installed && (scanning || !threading))
 		c = untraced_call(code);
 	if (!c || !shim_pyfunc__on())
 		return 0;
-	if (what == PYTRACE_CALL)
+	if (what == PYTRACE_CALL) {
 		shim_pyfunc__begin(c, c->gen && shim_pyfunc_api__frame_resumed(frame));
-	else
-		shim_pyfunc__end(c, !arg ? BS_PYFUNC_END_UNWIND
-				    : c->gen && shim_pyfunc_api__frame_yielded(frame)
-					    ? BS_PYFUNC_END_YIELD
-					    : BS_PYFUNC_END_RETURN);
+		return 0;
+	}
+	shim_pyfunc__end(c, !arg ? BS_PYFUNC_END_UNWIND
+			    : c->gen && shim_pyfunc_api__frame_yielded(frame)
+				    ? BS_PYFUNC_END_YIELD
+				    : BS_PYFUNC_END_RETURN);
+	/* Kept for a call begun before tracing: once none is open, the eval hook sees all. */
+	if (keeping && !installed && !shim_pyfunc__kept_open())
+		py.PyEval_SetProfile(NULL, NULL);
 	return 0;
 }
 
@@ -202,6 +211,27 @@ static void prof_remove(void)
 	if (starter)
 		py.Py_DecRef(starter);
 	starter = NULL;
+}
+
+void *shim_pyfunc_prof__fn(void)
+{
+	return (void *)profile;
+}
+
+void shim_pyfunc_prof__keep(void *tstate)
+{
+	if (shim_pyfunc_api__profile_of(tstate))
+		return; /* ours already, or a profiler of the job's: left alone */
+	keeping = true;
+	if (shim_pyfunc_api__set_profile(tstate, (void *)profile))
+		py.PyErr_Clear();
+}
+
+void shim_pyfunc_prof__unkeep_all(void)
+{
+	if (keeping)
+		for_each_thread(clear_one);
+	keeping = false;
 }
 
 const struct pyfunc_mech shim_pyfunc_prof = {

@@ -16,7 +16,8 @@
  *
  * Discovery at the first call: while an entry is not found, the mechanisms hand each code
  * object that starts and is not traced to shim_pyfunc_resolve__discover (3.12+: a global
- * PY_START that switches itself off per code object; before: the profile function). Its
+ * PY_START that switches itself off per code object; before: the frame-evaluation hook, or
+ * the profile function). Its
  * co_name, interned, is compared by address with the last parts of the entries not found
  * (the candidates); on a match those entries are resolved at once, and the code is traced
  * from that very call when it is theirs. A code whose name matched but that is not theirs

@@ -186,6 +186,16 @@ void shim_pyfunc_seed__take(struct open_call *stack, uint32_t *depth, uint32_t m
 	*seen = n;
 }
 
+bool shim_pyfunc_seed__untaken_for(unsigned long ident)
+{
+	uint32_t n = shim_pyfunc_seed__count();
+
+	for (uint32_t k = 0; k < n; k++)
+		if (seeds[k].ident == ident && !atomic_load(&seeds[k].taken))
+			return true;
+	return false;
+}
+
 void shim_pyfunc_seed__each_untaken(void (*fn)(const struct open_call *o, uint32_t tid,
 					       uint32_t depth, void *arg),
 				    void *arg)

@@ -9,14 +9,16 @@ a whole time slice in one of them). Plain
 functions, a method, a function of another module, recursion, a generator, an async function,
 an exception unwinding through two named functions, three threads, and a function defined
 after the hooks went in. make check runs one interpreter of each mechanism and each build
-(sys.monitoring: pyenv's 3.12 and Debian's 3.14; the C profile function: pyenv's 3.10 and
-Debian's stripped /usr/bin/python3.11); `make check-pyfunc-versions` runs every one.
+(sys.monitoring: pyenv's 3.12 and Debian's 3.14; the frame-evaluation hook: pyenv's 3.10 and
+Debian's stripped /usr/bin/python3.11; the C profile function, on 3.10, where the job holds
+the frame-evaluation slot as torch.compile does); `make check-pyfunc-versions` runs every one.
 
 -p --inject on a running job, twice, then once with the recorder SIGKILLed: afterwards the job
 holds no monitoring tool and no event of any tool, sys.getprofile() and threading's hook are
-None on the main thread and on a new one, and its untraced loop runs as fast as before (calls
-per CPU second of its thread: on 3.8-3.11 this is what shows that the shim's C profile
-function, which sys.getprofile cannot see, is gone from the loop's thread); a call still
+None on the main thread and on a new one, its frame-evaluation slot holds the default
+evaluator again (3.8-3.11), and its untraced loop runs as fast as before (calls per CPU second
+of its thread: on 3.8-3.11 this is also what shows that a C profile function kept for a call
+running at the attach, which sys.getprofile cannot see, is gone from its thread); a call still
 running when a recording stops is in it, as an "open" piece.
 """
 import collections
@@ -106,21 +108,22 @@ def go_when_found(cmd, spec, found_when, which):
     return json.loads(m.group(0)), calls
 
 
-def recorded_calls(which, wrap=lambda argv: argv):
+def recorded_calls(which, wrap=lambda argv: argv, mechanism=""):
     """Record the job's calls phase on interpreter WHICH, its command line given to WRAP
-    (a wrapper that execs it, or forks it): (the job's truth, the calls)."""
+    (a wrapper that execs it, or forks it): (the job's truth, the calls). MECHANISM: words
+    the shim's note must have (the mechanism it traces with)."""
     # every entry found: the shim's note names them all, nothing missing
     # SCHED_FIFO: nothing preempts the job. The shim's span holds the job's hook's: a time
     # slice given to another process between the two timestamps (a loaded 2-core machine's
     # are milliseconds) went into the shim's alone, once 15% of a generator's total.
     rt = ["chrt", "-f", "1"] if shutil.which("chrt") else []
     return go_when_found([*rt, *wrap([interpreter(which), JOB, "calls"])], SPEC,
-                         lambda line: line.endswith(f": {len(NAMES)} code objects traced"),
-                         which)
+                         lambda line: line.endswith(f": {len(NAMES)} code objects traced")
+                         and mechanism in line, which)
 
 
-def check_calls(which, wrap=lambda argv: argv):
-    truth, calls = recorded_calls(which, wrap)
+def check_calls(which, wrap=lambda argv: argv, mechanism=""):
+    truth, calls = recorded_calls(which, wrap, mechanism)
     pid = truth["pid"]
     by = collections.defaultdict(list)
     for e in calls:
@@ -164,8 +167,18 @@ def test_pyfunc_calls_sys_monitoring():
     check_calls("3.12")
 
 
+def test_pyfunc_calls_frame_eval_hook():
+    check_calls("3.10", mechanism="a frame-evaluation hook (PEP 523)")
+
+
 def test_pyfunc_calls_profile_function():
-    check_calls("3.10")
+    """The job holds the frame-evaluation slot as torch.compile's TorchDynamo does (it takes
+    it after the shim's hook went in, saving ours and handing frames on to it): the shim
+    falls back on the C profile function, and every count holds."""
+    from test_pyfunc_eval import build_owner
+    owner = build_owner(interpreter("3.10"))
+    check_calls("3.10", lambda argv: ["env", f"PYFUNC_JOB_EVAL_OWNER={owner}", *argv],
+                mechanism="then a C profile function")
 
 
 def test_pyfunc_calls_through_wrappers():
@@ -208,6 +221,26 @@ def test_pyfunc_pytorch_preset():
     check(all(e["args"].get("domain") for e in calls), "the preset's domain on each call")
 
 
+def test_pyfunc_torch_compile():
+    """A function torch.compile compiled, on a torch that has it (make check-torch-versions:
+    trixie's and sid's roots), beside named functions: the step that calls it traced once per
+    step, and the function still compiled: one graph, run at every step."""
+    py = os.environ.get("BPFSIGHT_TORCH_PYTHON", "/usr/bin/python3")
+    if not pymods.has(py, "torch") or subprocess.run(
+            [py, "-c", "import torch, sys; sys.exit(not hasattr(torch, 'compile'))"],
+            capture_output=True).returncode:
+        raise Skip(f"no torch.compile for {py} (make check-torch-versions: trixie, sid)")
+    job, calls = go_when_found(
+        [py, os.path.join(os.path.dirname(JOB), "pyfunc_compile.py")],
+        "__main__:step,__main__:model",
+        lambda line: line.endswith(": 2 code objects traced"), "torch.compile")
+    got = collections.Counter(e["name"] for e in calls)
+    eq(got["__main__:step"], job["steps"], "step(), named, once per step")
+    eq((job["graphs"], job["runs"]), (1, job["steps"]),
+       "the compiled function: one graph, run at every step")
+    eq(got["__main__:model"], 0, "the compiled function's bytecode never ran: not a call")
+
+
 def test_pyfunc_calls_every_version():
     """make check-pyfunc-versions: every interpreter here, both mechanisms."""
     if not ALL:
@@ -242,7 +275,8 @@ def clean(s):
     """No hook of the shim's is left, on the main thread or a new one."""
     for where in ("main", "new_thread"):
         h = s[where]
-        if h["profile"] or h["threading"] or h.get("tools") or any(h.get("events", [])):
+        if (h["profile"] or h["threading"] or h["eval"] or h.get("tools")
+                or any(h.get("events", []))):
             return False
     return True
 

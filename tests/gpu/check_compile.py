@@ -17,6 +17,10 @@ compiled function.
       launched it (Triton's launcher calls the driver, cuLaunchKernel*); the forward's, launched
       by the main thread, have a stack through the CALL line of this file (the backward's run
       on autograd's thread, under loss.backward(): counted and their frames shown).
+  check_compile.py pyfunc BPFSIGHT TRACE RUN_JSON
+      TRACE: `record -t cuda,gpu,pyfunc --python-functions __main__:run.<locals>.step` of
+      `run STEPS`: step() traced at each of its 3 + STEPS calls, Triton kernels in the trace
+      (the model still compiled), and the shim's word on its mechanism (shim_sum).
 Exit 0 when all hold, 1 otherwise.
 """
 import collections
@@ -125,8 +129,33 @@ def compare(bpfsight, trace, run_json, prof_json):
     return 0 if ok else 1
 
 
+def pyfunc(bpfsight, trace, run_json):
+    """TRACE: `record -t cuda,gpu,pyfunc --python-functions __main__:run.<locals>.step` of
+    `run STEPS`: step() traced once per call (3 warm-up calls and STEPS), the model still
+    compiled (Triton kernels ran), and the mechanism the shim says (on 3.8-3.11 TorchDynamo
+    takes the frame-evaluation slot after the shim's hook: the C profile function then)."""
+    with open(run_json) as f:
+        job = json.load(f)
+
+    def report(name):
+        out = subprocess.run([bpfsight, "stats", trace, "-r", name, "--format", "json"],
+                             capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)["reports"].get(name, [])
+
+    steps = [r for r in report("pyfunc_sum") if r["function"].endswith("step")]
+    calls = steps[0]["calls"] if len(steps) == 1 else None
+    triton = sum(r.get("instances", r.get("count", 0)) for r in report("cuda_gpu_kern_sum")
+                 if str(r.get("name", "")).startswith("triton_"))
+    said = [r.get("python_functions", "") for r in report("shim_sum") if r["pid"] == job["pid"]]
+    print(f"  step() calls traced: {calls} of {3 + job['steps']}; Triton kernel launches: "
+          f"{triton}; the shim: {said}")
+    return 0 if calls == 3 + job["steps"] and triton > 0 and said and said[0] else 1
+
+
 def main():
     a = sys.argv[1:]
+    if a[:1] == ["pyfunc"] and len(a) == 4:
+        return pyfunc(*a[1:])
     if a[:1] == ["run"] and len(a) >= 4 and "--json" in a:
         run(int(a[1]), a[a.index("--json") + 1], "--profile" in a)
         return 0

@@ -16,7 +16,8 @@
 #   graphs      a captured CUDA graph replayed: kernels named, timed, linked to the replay
 #               call and to the op and line that captured them; counts = torch.profiler's
 #   compile     torch.compile'd model: Triton kernels named as torch.profiler names them,
-#               linked to the Python line that called the compiled function
+#               linked to the Python line that called the compiled function; named Python
+#               functions traced beside it (TorchDynamo's frame-evaluation hook)
 #   pyfunc      --python-functions pytorch through torchrun
 #   gemm        the cublas family: GEMM shapes, FLOPs, TFLOP/s, MFU, the GPU's name
 #   monitor     the monitor's GPU metrics = torch.profiler's
@@ -551,6 +552,15 @@ part_compile() {
 	check "compile: kernels = torch.profiler's, Triton's linked to the line that called the compiled model" \
 		python3 "$here/check_compile.py" compare "$bin" "$work/compile.bst" \
 		"$work/compile.json" "$work/compile_prof.json"
+	if [ -n "$shim" ]; then
+		check "compile: --python-functions beside torch.compile (the frame-evaluation slot TorchDynamo's too)" \
+			"$bin" record --force -t cuda,gpu,pyfunc --python-functions '__main__:run.<locals>.step' \
+			-o "$work/compile_pyfunc.bst" -- python3 "$here/check_compile.py" run 10 \
+			--json "$work/compile_pyfunc.json"
+		check "compile: step() traced at each call, the model still compiled (Triton kernels), the mechanism said" \
+			python3 "$here/check_compile.py" pyfunc "$bin" "$work/compile_pyfunc.bst" \
+			"$work/compile_pyfunc.json"
+	fi
 	unset TORCHINDUCTOR_COMPILE_THREADS TORCHINDUCTOR_CACHE_DIR
 }
 

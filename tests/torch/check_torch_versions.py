@@ -47,7 +47,7 @@ TABLE = os.path.join(ROOT, "cupti-shim", "shim_torch_lib.c")
 MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 SUITES = ["bookworm", "trixie", "sid"]
-TESTS = ["test_torch:", "test_torch_concrete:"]
+TESTS = ["test_torch:", "test_torch_concrete:", "test_pyfunc:test_pyfunc_torch_compile"]
 # The table's columns after the version and the note (struct torch_layout's order).
 COLUMNS = ["num_scopes", "thread_id", "scope", "needs_inputs", "fn_index", "seq", "inputs",
            "fwd_tid", "impl_sizes", "impl_numel", "tag_double", "tag_int", "tag_bool",

@@ -1,6 +1,7 @@
 """The pyfunc family's workload (tests/e2e/test_pyfunc.py): named functions of every kind.
 
-calls: waits for "go" on stdin (the test sends it once the recorder said every named function
+calls: (PYFUNC_JOB_EVAL_OWNER=DIR: first takes the frame-evaluation slot, as TorchDynamo does,
+with DIR's eval_owner.so) waits for "go" on stdin (the test sends it once the recorder said every named function
 was found) and checks that bpfsight's shim installed its hooks, then runs every named function a known number of times while measuring each itself with Python's own
 hook (the truth): sys.setprofile on 3.12+ (its own sys.monitoring tool, beside the shim's),
 sys.settrace before (the shim's C profile function holds the profile slot there), on every
@@ -79,11 +80,35 @@ def thread_work(k):
         Worker().step(SPIN)
 
 
+# PyInterpreterState.eval_frame on 3.8, which has no accessor (Include/internal/pycore_pystate.h)
+EVAL_FRAME_38 = 568
+
+
+def eval_hooked():
+    """3.8-3.11: the interpreter's frame-evaluation slot (PEP 523) holds another function
+    than the default evaluator: the shim's hook."""
+    if NEW:
+        return False
+    import ctypes
+    api = ctypes.pythonapi
+    api.PyInterpreterState_Main.restype = ctypes.c_void_p
+    interp = api.PyInterpreterState_Main()
+    if sys.version_info < (3, 9):
+        cur = ctypes.c_void_p.from_address(interp + EVAL_FRAME_38).value
+    else:
+        api._PyInterpreterState_GetEvalFrameFunc.restype = ctypes.c_void_p
+        api._PyInterpreterState_GetEvalFrameFunc.argtypes = [ctypes.c_void_p]
+        cur = api._PyInterpreterState_GetEvalFrameFunc(interp)
+    default = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
+    return cur is not None and cur != default
+
+
 def installed():
-    """The shim's hooks are in: its sys.monitoring tool, or threading's hook (3.8-3.11)."""
+    """The shim's hooks are in: its sys.monitoring tool, its frame-evaluation hook, or
+    threading's hook (3.8-3.11's profile function)."""
     if NEW:
         return any(sys.monitoring.get_tool(i) == "bpfsight" for i in range(6))
-    return threading._profile_hook is not None
+    return eval_hooked() or threading._profile_hook is not None
 
 
 class Truth:
@@ -143,6 +168,14 @@ class Truth:
 
 
 def calls():
+    # PYFUNC_JOB_EVAL_OWNER=DIR: the job holds the frame-evaluation slot itself from its start,
+    # as torch.compile's TorchDynamo does (DIR has eval_owner.so): the shim falls back on its
+    # profile function, and every count below must hold the same.
+    owner = os.environ.get("PYFUNC_JOB_EVAL_OWNER")
+    if owner:
+        sys.path.insert(0, owner)
+        import eval_owner
+        eval_owner.take()
     if sys.stdin.readline().strip() != "go":
         sys.exit("no go")
     if not installed():
@@ -192,7 +225,8 @@ def calls():
 def hooks():
     """What this interpreter holds now, on every thread."""
     out = {"profile": sys.getprofile() is not None,
-           "threading": getattr(threading, "_profile_hook", None) is not None}
+           "threading": getattr(threading, "_profile_hook", None) is not None,
+           "eval": eval_hooked()}
     if NEW:
         out["tools"] = [i for i in range(6) if sys.monitoring.get_tool(i) is not None]
         out["events"] = [sys.monitoring.get_events(i) for i in range(6)]

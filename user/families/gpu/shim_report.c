@@ -13,6 +13,7 @@
 #include <string.h>
 #include "gpu.h"
 #include "gpu_decode.h"
+#include "pyfunc_records.h"
 #include "shim_family.h"
 #include "report.h"
 #include "hmap.h"
@@ -63,6 +64,7 @@ struct shim_proc {
 	__u64 attaches, errors, dropped, seq;
 	__s32 last_result;
 	const char *last_error; /* model string: the failing call */
+	const char *pyfunc;	/* model string: the pyfunc module's last note (its mechanism) */
 	int exited;
 	__u64 counts[MAX_COUNTS];
 };
@@ -127,6 +129,10 @@ static void shim_status(struct shim_proc *p, const struct bs_shim_status *s,
 			p->errors++;
 		p->last_result = s->cupti_result;
 		p->last_error = s->detail_id ? trace_model__string(m, s->detail_id) : NULL;
+		break;
+	case BS_SHIM_EV_PYFUNC: /* how it traces, or why not; a name never found is pyfunc's */
+		if (s->cupti_result != BS_PYFUNC_NEVER_FOUND && s->detail_id)
+			p->pyfunc = trace_model__string(m, s->detail_id);
 		break;
 	case BS_SHIM_EV_EXIT:
 		p->exited = 1;
@@ -213,6 +219,7 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 		C_ATTACHES,
 		C_CUPTI_ERRORS,
 		C_LAST_ERROR,
+		C_PYFUNC,
 		C_DROPPED,
 		C_SEQ,
 		C_EXITED,
@@ -227,6 +234,8 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 		[C_CUPTI_ERRORS] = { "cupti_errors", "CUPTI Errors", TABLE_U64, TABLE_COL_IF_ANY },
 		[C_LAST_ERROR] = { "last_error", "Last Error or Note", TABLE_STR,
 				   TABLE_COL_IF_ANY },
+		[C_PYFUNC] = { "python_functions", "Python Functions", TABLE_STR,
+			       TABLE_COL_IF_ANY },
 		[C_DROPPED] = { "dropped", "Dropped", TABLE_U64 },
 		[C_SEQ] = { "seq", "Batches", TABLE_U64 },
 		[C_EXITED] = { "exited", "Exited", TABLE_U64 },
@@ -266,6 +275,8 @@ static int shim_sum__emit(void *vst, const struct trace_model *m, struct table *
 			error_text(p, buf, sizeof(buf));
 			table__set_str(t, C_LAST_ERROR, buf);
 		}
+		if (p->pyfunc)
+			table__set_str(t, C_PYFUNC, p->pyfunc);
 		table__set_u64(t, C_DROPPED, p->dropped);
 		table__set_u64(t, C_SEQ, p->seq);
 		table__set_u64(t, C_EXITED, p->exited);
