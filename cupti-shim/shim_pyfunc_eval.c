@@ -41,11 +41,11 @@ typedef PyObject *(*eval_fn)(void *tstate, void *frame, int throwflag);
 #define FRAME_F_CODE 32
 
 static void *interp;
-static void *default_eval;	/* _PyEval_EvalFrameDefault */
+static void *default_eval; /* _PyEval_EvalFrameDefault */
 static bool installed;
-static bool scanning;		/* entries are looked for at first calls */
-static _Atomic bool keeping;	/* some thread has the profile function for its seeds */
-static _Atomic bool fell_back;	/* the slot was taken: the profile function instead */
+static bool scanning;	       /* entries are looked for at first calls */
+static _Atomic bool keeping;   /* some thread has the profile function for its seeds */
+static _Atomic bool fell_back; /* the slot was taken: the profile function instead */
 
 static PyObject *run(void *tstate, void *frame, int throwflag)
 {
@@ -95,9 +95,10 @@ static __attribute__((noinline)) PyObject *evaluate(void *tstate, void *frame, i
 		return run(tstate, frame, throwflag);
 	shim_pyfunc__begin(c, at == PYFUNC_EVAL_RESUME);
 	res = run(tstate, frame, throwflag);
-	shim_pyfunc__end(c, !res		? BS_PYFUNC_END_UNWIND
-			    : c->gen && shim_pyfunc_api__eval_yielded(frame) ? BS_PYFUNC_END_YIELD
-									     : BS_PYFUNC_END_RETURN);
+	shim_pyfunc__end(c, !res ? BS_PYFUNC_END_UNWIND
+			    : c->gen && shim_pyfunc_api__eval_yielded(frame)
+				    ? BS_PYFUNC_END_YIELD
+				    : BS_PYFUNC_END_RETURN);
 	return res;
 }
 

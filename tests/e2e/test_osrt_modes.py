@@ -75,10 +75,11 @@ def test_blocked_mode_attached_to_a_thread_already_asleep():
     check(reads[0]["dur"] >= 0.3e9, f"asleep since before the attach: {reads[0]}")
 
 
-def test_always_on_commands_default_to_blocked():
+def test_always_on_commands_and_p_default_to_blocked():
     """monitor with the default families: the metrics are the blocks (their own names, no
     bpfsight_syscalls_total); its flight recorder's dump has the same sleeps. record -p with
-    the defaults counts every call; --stacks osrt with blocked mode is refused."""
+    the defaults sees the blocks too, -t osrt and a launched command every call; --stacks osrt
+    with blocked mode is refused."""
     need_root()
     n, m = 3000, 20
     out = os.path.join(tmpdir(), "fr.bst")
@@ -101,10 +102,19 @@ def test_always_on_commands_default_to_blocked():
     dumped = re.findall(r"flight recorder: wrote (\S+):", mon.stderr)[0]
     sleeps_only(dumped, pid, m)
     eq(mon.stop(), 0, "monitor exit")
-    # A recording counts every call unless told otherwise; -v says which and why.
+    # record -p to a running job: its cost first, blocked too; -t osrt, or a launched
+    # command, counts every call; -v says which and why.
     p = run([BPFSIGHT, "record", "-v", "-p", str(keeper.pid), "-o",
              os.path.join(tmpdir(), "p.bst"), "-d", "1s", "--force"], check=False)
-    check("osrt: every system call (a recording counts every call)" in p.stderr, p.stderr[-2000:])
+    check("osrt: the system calls that block, timed asleep (-p's default: -t osrt or "
+          "--osrt-mode exact counts every call)" in p.stderr, p.stderr[-2000:])
+    p = run([BPFSIGHT, "record", "-v", "-p", str(keeper.pid), "-t", "osrt,sched", "-o",
+             os.path.join(tmpdir(), "pt.bst"), "-d", "1s", "--force"], check=False)
+    check("osrt: every system call (-t names osrt)" in p.stderr, p.stderr[-2000:])
+    p = run([BPFSIGHT, "record", "-v", "-o", os.path.join(tmpdir(), "l.bst"), "--", "true"],
+            check=False)
+    check("osrt: every system call (a launched or system-wide recording counts every call)"
+          in p.stderr, p.stderr[-2000:])
     p = run([BPFSIGHT, "record", "-o", os.path.join(tmpdir(), "s.bst"), "-t", "osrt",
              "--osrt-mode", "blocked", "--stacks", "osrt:0", "--", "true"], check=False)
     check(p.returncode != 0 and "--stacks osrt needs --osrt-mode exact" in p.stderr,

@@ -217,13 +217,15 @@ time.sleep(60)
 def test_spinning_progress_thread_is_waiting_by_design():
     """A thread polling without blocking and yielding between polls is a library's thread
     waiting for work (NCCL's socket progress thread beside a hung rank, seen on an H100): the
-    verdict says its system calls, flagged by design, never as a holding claim."""
+    verdict says its system calls, flagged by design, never as a holding claim. Counted in
+    --osrt-mode exact (-p's default, blocked, sees none of these calls: none of them sleeps)."""
     need_root()
     job = spawn([DEBIAN_PY, "-c", SPINNER])
     try:
         pid = int(job.stdout.readline())
         path = os.path.join(tmpdir(), "spin.bst")
-        p = run([BPFSIGHT, "record", "-p", str(pid), "-d", "2s", "-o", path], timeout=120)
+        p = run([BPFSIGHT, "record", "-p", str(pid), "-d", "2s", "--osrt-mode", "exact", "-o",
+                 path], timeout=120)
         eq(p.returncode, 0, p.stderr[-600:])
         head, claims = verdict_lines(path)
         said = f"{head}\n" + "\n".join(claims)

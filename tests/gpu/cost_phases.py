@@ -14,15 +14,16 @@
         untraced                  nothing attached
         torch.profiler            CPU + CUDA activity, in the job
         default families          `record -p PID` (osrt,sched,gil,cuda,nccl,gpu,nvtx; no shim
-                                  in the job: gpu and nvtx have nothing to time)
-        default, --osrt-mode blocked  the same with osrt seeing only the system calls that
-                                  sleep (no program on sys_enter/sys_exit)
+                                  in the job: gpu and nvtx have nothing to time; osrt sees
+                                  the system calls that sleep, -p's default)
+        default, --osrt-mode exact  the same with osrt counting every system call (a
+                                  program on sys_enter/sys_exit)
         --inject -t cuda,gpu      `record -p PID -t cuda,gpu --inject`: the shim loaded into
                                   the running job, GPU timing on
         -t cuda,gpu               `record -p PID -t cuda,gpu` again, the shim already there
       in this order: three untraced (the job's own drift), one default recording and three
       untraced (anything left behind once it stopped?), then three rounds of default,
-      untraced, profiler, untraced, default with --osrt-mode blocked, untraced, then the shim's (--inject once, -t cuda,gpu three times),
+      untraced, profiler, untraced, default with --osrt-mode exact, untraced, then the shim's (--inject once, -t cuda,gpu three times),
       each followed by an untraced phase. A phase's label is set only once its recorder is
       attached (and GPU timing is on) and taken away before it stops, so attaching and
       stopping are in no phase. The first two steps of every phase are dropped (a
@@ -222,7 +223,7 @@ def drive(bpfsight, work, device, phase_s, out_json):
             untraced()
             profiler()
             untraced()
-            traced("default, --osrt-mode blocked", ["--osrt-mode", "blocked"])
+            traced("default, --osrt-mode exact", ["--osrt-mode", "exact"])
             untraced()
         if device == "cuda":
             traced("--inject -t cuda,gpu", ["-t", "cuda,gpu", "--inject"],
@@ -267,7 +268,7 @@ def report(phases, out_json):
         if near:
             ratios.setdefault(label, []).append(med / statistics.mean(near))
     rows = {}
-    for label in ("torch.profiler", "default families", "default, --osrt-mode blocked",
+    for label in ("torch.profiler", "default families", "default, --osrt-mode exact",
                   "--inject -t cuda,gpu", "-t cuda,gpu"):
         if label in ratios:
             r = ratios[label]

@@ -41,14 +41,15 @@ static int parse_mode(void *opts, const char *arg, const char *cmd)
 
 /*
  * Where nobody asked for every call, nobody pays for it: the always-on commands (monitor,
- * --flight-recorder) with the default families see the calls that block; a recording, or a
- * -t that names osrt, or --stacks osrt (a stack per call needs the call's own return), counts
- * every call.
+ * --flight-recorder) and a recording of a running job (-p) with the default families see the
+ * calls that block (a syscall-heavy job pays 1.02x, not 1.88x: bench/RESULTS.md "osrt
+ * modes"); a launched or system-wide recording, top's live view, a -t that names osrt, or
+ * --stacks osrt (a stack per call needs the call's own return) counts every call.
  */
 int osrt_blocked(const struct record_opts *o, const char **why)
 {
 	const struct osrt_opts *oo = osrt_opts(o);
-	int named = 0;
+	int named = 0, attach;
 
 	for (int i = 0; families[i]; i++)
 		if (families[i] == &family_osrt)
@@ -57,8 +58,10 @@ int osrt_blocked(const struct record_opts *o, const char **why)
 		*why = "--osrt-mode";
 		return oo->mode == OSRT_MODE_BLOCKED;
 	}
-	if (!oo->always_on && !o->flight.window_ns) {
-		*why = "a recording counts every call";
+	/* -p to a running job (top -p's live view aside): what it costs the job comes first. */
+	attach = !o->cmd && o->npids && !o->system_wide && !o->now_every_ns;
+	if (!oo->always_on && !o->flight.window_ns && !attach) {
+		*why = "a launched or system-wide recording counts every call";
 		return 0;
 	}
 	if (named) {
@@ -69,7 +72,10 @@ int osrt_blocked(const struct record_opts *o, const char **why)
 		*why = "--stacks osrt";
 		return 0;
 	}
-	*why = oo->always_on ? "monitor's default" : "--flight-recorder's default";
+	*why = oo->always_on ? "monitor's default"
+	       : o->flight.window_ns
+		       ? "--flight-recorder's default"
+		       : "-p's default: -t osrt or --osrt-mode exact counts every call";
 	return 1;
 }
 
