@@ -86,8 +86,18 @@ static __attribute__((noinline)) PyObject *evaluate(void *tstate, void *frame, i
 			set_slot(default_eval);
 		return run(tstate, frame, throwflag);
 	}
-	if (!c && scanning)
+	if (!c && scanning) {
+		/*
+		 * A throw() into a generator (throwflag) comes with its exception set: the
+		 * discovery may run Python code and clears what it raises, so the exception is
+		 * put aside around it (as CPython does around a profile function).
+		 */
+		PyObject *type, *value, *tb;
+
+		py.PyErr_Fetch(&type, &value, &tb);
 		c = shim_pyfunc__discover(code, shim_pyfunc_api__code_name(code), &candidate);
+		py.PyErr_Restore(type, value, tb);
+	}
 	if (!c || !shim_pyfunc__on() || profiled(tstate))
 		return run(tstate, frame, throwflag);
 	at = shim_pyfunc_api__eval_at(frame, c->gen);

@@ -12,6 +12,9 @@ on to it; tests/workloads/pyfunc/eval_owner_job.py).
   function to it); the job's slot is left alone when the recording ends, and when the job
   gives it back (to the shim's hook, which it had saved) the shim puts the default back.
 - A child the job forks (a DataLoader worker) runs with the default evaluator.
+- A throw() into a generator that never ran, while a name is looked for at first calls: the
+  frame evaluation comes with the job's exception set, which the discovery must leave as it
+  was (it was lost once: SystemError in the job).
 - A job nobody else hooks: the slot holds the shim's hook while recording and the default
   after, also after the recorder is SIGKILLed (test_pyfunc.py's -p --inject rounds).
 """
@@ -20,7 +23,7 @@ import os
 import select
 import subprocess
 
-from helpers import Recorder, Skip, check, dump, eq, need_root, row, spawn, stats, tell, tmpdir, \
+from helpers import BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, spawn, stats, tell, tmpdir, \
     wait_for
 
 SECONDS = 25
@@ -130,3 +133,19 @@ def test_eval_slot_taken_before_the_attach():
 def test_eval_slot_taken_during_the_recording():
     for minor in (10, 11):
         check_taken_later(minor)
+
+
+def test_throw_into_a_generator_while_names_are_looked_for():
+    need_root()
+    for minor in (10, 11):
+        py = interpreter(minor)
+        out = os.path.join(tmpdir(), "throw.bst")
+        p = subprocess.run([BPFSIGHT, "record", "-o", out, "--python-functions",
+                            "__main__:Missing.gen,__main__:Missing.resumer", "--", py,
+                            os.path.join(HERE, "pyfunc_throw.py")],
+                           capture_output=True, text=True, timeout=120)
+        eq(p.returncode, 0, f"3.{minor}: record: {p.stderr[-800:]}")
+        check("a frame-evaluation hook" in p.stderr, f"3.{minor}: the hook: {p.stderr[-800:]}")
+        eq(json.loads(p.stdout.strip().splitlines()[-1]),
+           ["ValueError: never started", "caught"] * 3,
+           f"3.{minor}: each throw() as the job threw it")
