@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "api_sum.h"
 #include "nccl_decode.h"
 #include "stats_math.h"
 #include "hmap.h"
@@ -15,58 +16,23 @@
 
 /*
  * nccl_sum: per function, the calls the application made (depth 0: ncclBcast's inner
- * ncclBroadcast is not counted twice). Host-side call times: a collective's GPU time is in
- * the gpu family's kernels (ncclDevKernel_*).
+ * ncclBroadcast is not counted twice), nsys's API summary (report/api_sum.c) with two columns
+ * of its own: the bytes the collectives moved and the calls that failed. Host-side call
+ * times: a collective's GPU time is in the gpu family's kernels (ncclDevKernel_*).
  */
 struct nccl_fn {
-	struct samples samples;
-	__u64 count, total, min, max, bytes, errors;
+	__u64 bytes, errors;
 	int has_bytes;
 };
 
-struct nccl_sum {
-	struct hmap *by_fn; /* {fn, 0} -> struct nccl_fn */
-	int err;
-};
-
-static void *nccl_sum__new(void)
+static void nccl_fn_add(void *state, const struct bs_hdr *rec)
 {
-	struct nccl_sum *st = calloc(1, sizeof(*st));
-
-	if (!st)
-		return NULL;
-	st->by_fn = hmap__new(sizeof(struct nccl_fn));
-	if (!st->by_fn) {
-		free(st);
-		return NULL;
-	}
-	return st;
-}
-
-static void nccl_sum__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
-{
-	struct nccl_sum *st = vst;
+	struct nccl_fn *f = state;
 	struct nccl_call c;
-	struct nccl_fn *f;
 	__u64 bytes;
 	int known;
 
-	if (rec->type != BS_REC_NCCL_CALL || rec->size < sizeof(struct bs_ucall))
-		return;
 	nccl_call__parse(rec, &c);
-	if (c.r->depth)
-		return;
-	f = hmap__get(st->by_fn, (struct hkey){ c.r->fn, 0 }, 1);
-	if (!f || samples__add(&f->samples, (double)c.r->dur, 1)) {
-		st->err = -ENOMEM;
-		return;
-	}
-	if (!f->count || c.r->dur < f->min)
-		f->min = c.r->dur;
-	if (c.r->dur > f->max)
-		f->max = c.r->dur;
-	f->count++;
-	f->total += c.r->dur;
 	if (!c.ok)
 		f->errors++;
 	bytes = nccl_call__bytes(&c, &known);
@@ -76,107 +42,56 @@ static void nccl_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 	}
 }
 
-struct nccl_sum_row {
-	char name[48]; /* a copy: rows move while sorting */
-	struct nccl_fn *f;
-	__u32 fn;
+static void nccl_fn_set(struct table *t, int col, const void *state)
+{
+	const struct nccl_fn *f = state;
+
+	if (f->has_bytes)
+		table__set_u64(t, col, f->bytes);
+	table__set_u64(t, col + 1, f->errors);
+}
+
+static void nccl_sum_note(struct table *t, const __u32 *fns, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct ucall_api *api = ucall_table__api(&nccl_table, fns[i]);
+
+		if (api && (api->flags & NCCL_F_GLOO)) {
+			table__add_note(t, "gloo collective: ProcessGroupGloo::nextTag, where each "
+					   "gloo collective takes its tag: the count is the "
+					   "collectives', the times nextTag's, not theirs "
+					   "(nccl_stragglers compares the ranks' entries)");
+			return;
+		}
+	}
+}
+
+static const struct table_col nccl_fn_cols[] = {
+	{ "bytes", "Bytes", TABLE_U64 },
+	{ "errors", "Errors", TABLE_U64 },
 };
 
-static int nccl_sum_row_cmp(const void *a, const void *b)
+static const struct api_sum_extra nccl_fn_extra = {
+	.size = sizeof(struct nccl_fn),
+	.add = nccl_fn_add,
+	.cols = nccl_fn_cols,
+	.ncols = 2,
+	.set = nccl_fn_set,
+	.note = nccl_sum_note,
+};
+
+static void *nccl_sum__new(void)
 {
-	const struct nccl_sum_row *x = a, *y = b;
-
-	/* nsys orders by total time, descending; ties by name keep the output stable. */
-	if (x->f->total != y->f->total)
-		return x->f->total < y->f->total ? 1 : -1;
-	return strcmp(x->name, y->name);
-}
-
-static void fn_name(__u32 fn, char *buf, size_t len)
-{
-	const struct ucall_api *api = ucall_table__api(&nccl_table, fn);
-
-	if (api)
-		snprintf(buf, len, "%s", ucall_api__shown(api));
-	else
-		snprintf(buf, len, "nccl_fn_%u", fn);
-}
-
-static int nccl_sum__emit(void *vst, const struct trace_model *m, struct table *t)
-{
-	enum { C_BYTES = TIME_SUM_NCOLS, C_ERRORS, C_NAME, NCOLS };
-	static const struct table_col cols[NCOLS] = {
-		TIME_SUM_COLS("Num Calls"),
-		[C_BYTES] = { "bytes", "Bytes", TABLE_U64 },
-		[C_ERRORS] = { "errors", "Errors", TABLE_U64 },
-		[C_NAME] = { "name", "Name", TABLE_STR },
-	};
-	struct nccl_sum_row *rows;
-	struct nccl_sum *st = vst;
-	size_t it = 0, nrows = 0;
-	long double grand = 0;
-	struct nccl_fn *f;
-	struct hkey key;
-	int err, gloo = 0;
-
-	if (st->err)
-		return st->err;
-	rows = calloc(hmap__count(st->by_fn) + 1, sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	while ((f = hmap__next(st->by_fn, &it, &key))) {
-		rows[nrows].f = f;
-		rows[nrows].fn = (__u32)key.a;
-		fn_name((__u32)key.a, rows[nrows].name, sizeof(rows[nrows].name));
-		grand += f->total;
-		nrows++;
-	}
-	qsort(rows, nrows, sizeof(*rows), nccl_sum_row_cmp);
-
-	table__add_cols(t, cols, NCOLS);
-	for (size_t i = 0; i < nrows; i++) {
-		const struct ucall_api *api = ucall_table__api(&nccl_table, rows[i].fn);
-
-		f = rows[i].f;
-		gloo |= api && (api->flags & NCCL_F_GLOO);
-		table__row(t);
-		time_sum__set(t, f->count, f->total, f->min, f->max, &f->samples, grand);
-		if (f->has_bytes)
-			table__set_u64(t, C_BYTES, f->bytes);
-		table__set_u64(t, C_ERRORS, f->errors);
-		table__set_str(t, C_NAME, rows[i].name);
-	}
-	if (gloo)
-		table__add_note(
-			t, "gloo collective: ProcessGroupGloo::nextTag, where each gloo collective "
-			   "takes its tag: the count is the collectives', the times nextTag's, not "
-			   "theirs (nccl_stragglers compares the ranks' entries)");
-	err = table__err(t);
-	free(rows);
-	return err;
-}
-
-static void nccl_sum__free(void *vst)
-{
-	struct nccl_sum *st = vst;
-	struct nccl_fn *f;
-	size_t it = 0;
-
-	if (!st)
-		return;
-	while ((f = hmap__next(st->by_fn, &it, NULL)))
-		samples__free(&f->samples);
-	hmap__free(st->by_fn);
-	free(st);
+	return api_sum__new_extra(&nccl_table, &nccl_fn_extra);
 }
 
 static const struct report nccl_sum = {
 	.name = "nccl_sum",
 	.desc = "NCCL API Summary (host-side call time)",
 	.new = nccl_sum__new,
-	.add = nccl_sum__add,
-	.emit = nccl_sum__emit,
-	.free = nccl_sum__free,
+	.add = api_sum__add,
+	.emit = api_sum__emit,
+	.free = api_sum__free,
 };
 
 /*
