@@ -201,6 +201,8 @@ struct shim_module {
 	void (*drain)(uint32_t session, uint64_t now);
 	uint32_t fork_clear;	  /* its STATUS state bits, cleared in a forked child */
 	void (*fork_child)(void); /* in a forked child, its one thread, before anything else */
+	/* A tracer joined session SESSION, already on (ctl held): what it said goes again. */
+	void (*join)(uint32_t session);
 };
 
 #define SHIM_MAX_MODULES 4

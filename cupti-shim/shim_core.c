@@ -191,6 +191,9 @@ static void on_join(uint32_t session)
 
 	shim_cupti__report_errors(session);
 	shim_nvtx__resend_names(session);
+	for (const struct shim_module *const *m = shim_modules; *m; m++)
+		if ((*m)->join)
+			(*m)->join(session);
 	poll_state.sent_state = ~0u; /* the state goes again too, after the JOIN */
 	shim_core__status(session, BS_SHIM_EV_JOIN, 0, NULL, 0);
 	SHIM_PROBE_JOIN(shim_buf__seq());

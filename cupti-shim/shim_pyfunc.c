@@ -76,8 +76,12 @@ static struct {
 	PyObject *atexit_hook; /* registered with atexit while an entry is missing */
 	char desc[256];
 	uint32_t noted_session;
+	int noted_result;
 	char noted[1200];
 } st;
+
+/* st.noted and its result: written by whoever installs, read by the poller at a join. */
+static pthread_mutex_t noted_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- the callbacks' side ---- */
 
@@ -228,8 +232,11 @@ static void note(uint32_t session, int result, const char *text)
 {
 	if (!session || (st.noted_session == session && !strcmp(st.noted, text)))
 		return;
+	pthread_mutex_lock(&noted_lock);
 	st.noted_session = session;
+	st.noted_result = result;
 	snprintf(st.noted, sizeof(st.noted), "%s", text);
+	pthread_mutex_unlock(&noted_lock);
 	shim_log("%s", text);
 	shim_core__status(session, BS_SHIM_EV_PYFUNC, result, text, 0);
 }
@@ -516,7 +523,13 @@ static void remove_all(void)
 	st.mech = NULL;
 }
 
-static void uninstall(void)
+/*
+ * Everything off. FORGET: the spec was this recording's, which has ended: the next one
+ * writes its own. Not in a forked child, whose copy is its parent's recording's, still on
+ * (the child is traced anew from it) or written again for the child by the recorder: set to
+ * 0 here after that write, the child would wait for a spec never written again.
+ */
+static void uninstall_spec(bool forget)
 {
 	int g;
 
@@ -530,8 +543,15 @@ static void uninstall(void)
 	st.mech = NULL;
 	free(st.text);
 	st.text = NULL;
-	/* The spec was this recording's: the next one writes its own (a newer write stays). */
-	atomic_compare_exchange_strong((_Atomic uint32_t *)&bpfsight_pyfunc_spec.gen, &st.gen, 0);
+	/* A newer write stays: compare and swap. */
+	if (forget)
+		atomic_compare_exchange_strong((_Atomic uint32_t *)&bpfsight_pyfunc_spec.gen,
+					       &st.gen, 0);
+}
+
+static void uninstall(void)
+{
+	uninstall_spec(true);
 }
 
 /*
@@ -647,7 +667,7 @@ static void pyfunc_poll(void)
 	int err, g;
 
 	if (st.mech && st.pid != getpid()) /* a forked child: the parent's, not ours */
-		uninstall();
+		uninstall_spec(false);
 	if (!atomic_load(&shim_session) || SHIM_SEM(batch) == 0 || SHIM_SEM(pyfunc) == 0) {
 		uninstall();
 		return;
@@ -789,6 +809,23 @@ static void pyfunc_thread_gone(void *state)
 	free(state);
 }
 
+/*
+ * A tracer joined this session (a child that installed its own hooks before the recorder
+ * attached to it, a second recorder): the last note goes again, so it says which mechanism.
+ */
+static void pyfunc_join(uint32_t session)
+{
+	char text[sizeof(st.noted)];
+	int result;
+
+	pthread_mutex_lock(&noted_lock);
+	snprintf(text, sizeof(text), "%s", st.noted);
+	result = st.noted_result;
+	pthread_mutex_unlock(&noted_lock);
+	if (st.mech && st.pid == getpid() && text[0])
+		shim_core__status(session, BS_SHIM_EV_PYFUNC, result, text, 0);
+}
+
 static void pyfunc_state(uint32_t s)
 {
 	STAP_PROBE1(bpfsight, pyfunc, (uint64_t)s);
@@ -809,4 +846,5 @@ const struct shim_module shim_pyfunc_module = {
 	.drain = pyfunc_drain,
 	.fork_clear = BS_SHIM_ST_PYFUNC_ON,
 	.fork_child = shim_pyfunc_eval__forked,
+	.join = pyfunc_join,
 };

@@ -331,8 +331,9 @@ extern const struct pyfunc_mech shim_pyfunc_prof; /* shim_pyfunc_prof.c, 3.8-3.1
 extern const struct pyfunc_mech shim_pyfunc_eval; /* shim_pyfunc_eval.c, 3.8-3.11 */
 
 /*
- * A forked child (its one thread, in the shim's atfork handler): the parent's hook is not its
- * own (a DataLoader worker runs at full speed); its poller removes the rest.
+ * A forked child (its one thread, in the shim's atfork handler): the hook's next frame starts
+ * the child's poller (no thread can start here), which removes the parent's hook and installs
+ * the child's own when the recording follows it (a DataLoader worker's calls).
  */
 void shim_pyfunc_eval__forked(void);
 

@@ -23,7 +23,8 @@
  * still ours; a frame running inside the hook then finishes through it (it records nothing
  * once the recording is off), and the hook stays callable for good (the shim never unloads),
  * for another hook that saved it as its predecessor and calls it; one that puts it back in
- * the slot later has it removed at its first frame.
+ * the slot later has it removed at its first frame. A forked child's first frame starts the
+ * child's poller, which removes the parent's hook and installs its own if it is traced.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ static bool installed;
 static bool scanning;	       /* entries are looked for at first calls */
 static _Atomic bool keeping;   /* some thread has the profile function for its seeds */
 static _Atomic bool fell_back; /* the slot was taken: the profile function instead */
+static bool forked;	       /* a forked child's first frame is yet to come */
 
 static PyObject *run(void *tstate, void *frame, int throwflag)
 {
@@ -77,6 +79,16 @@ static __attribute__((noinline)) PyObject *evaluate(void *tstate, void *frame, i
 	enum pyfunc_eval_at at;
 	bool candidate;
 
+	/*
+	 * A forked child's first frame (a DataLoader worker's): the shim's poller is started
+	 * again (shim_pyfunc__on, off until then), which removes the parent's hook and installs
+	 * the child's own when the recording follows it, as the profile function's first event
+	 * in a child did.
+	 */
+	if (forked) {
+		forked = false;
+		shim_pyfunc__on();
+	}
 	/*
 	 * No recording, yet called: another hook that saved ours calls it, or put it back in
 	 * the slot (TorchDynamo leaving a compiled region). The default goes back in its place.
@@ -115,7 +127,7 @@ static __attribute__((noinline)) PyObject *evaluate(void *tstate, void *frame, i
 /* Whether a frame can go straight to the default evaluator: the hook's every call. */
 static inline bool untraced(void *frame)
 {
-	return installed && !scanning &&
+	return installed && !scanning && !forked &&
 	       !shim_pyfunc_codes__get(*(PyObject **)((char *)frame + FRAME_F_CODE));
 }
 
@@ -240,11 +252,7 @@ static void eval_recover(char *desc, size_t dlen)
 
 void shim_pyfunc_eval__forked(void)
 {
-	/* A plain store in every version taken (3.9-3.11's setter too): no Python runs here. */
-	if (installed && slot() == ours())
-		set_slot(py._PyEval_EvalFrameDefault);
-	installed = false;
-	scanning = false;
+	forked = installed;
 }
 
 static void eval_remove(void)

@@ -11,7 +11,9 @@ on to it; tests/workloads/pyfunc/eval_owner_job.py).
   (the job's hook hands frames on to the shim's, which leaves a thread with the profile
   function to it); the job's slot is left alone when the recording ends, and when the job
   gives it back (to the shim's hook, which it had saved) the shim puts the default back.
-- A child the job forks (a DataLoader worker) runs with the default evaluator.
+- A child the job forks (a DataLoader worker) is traced as the recording follows it: its first
+  frame starts its shim again, which puts the child's own hook in (its calls made after
+  that counted exactly).
 - A throw() into a generator that never ran, while a name is looked for at first calls: the
   frame evaluation comes with the job's exception set, which the discovery must leave as it
   was (it was lost once: SystemError in the job).
@@ -76,13 +78,13 @@ def attach(p, note):
 
 
 def works(rec, pid, mechanism):
-    """work()'s calls in REC's file; its shim_sum (what `info` shows) names MECHANISM."""
+    """work()'s calls by PID in REC's file; its shim_sum (what `info` shows) names MECHANISM."""
     calls = [e for e in dump(rec.out) if e["kind"] == "pyfunc_call"]
     check(all(e["name"] == "__main__:work" and e["args"]["end"] == "return" for e in calls),
           f"only work(), each returned: {calls[:3]}")
     said = row(stats(rec.out, "shim_sum")["shim_sum"], pid=pid).get("python_functions", "")
     check(mechanism in said, f"shim_sum's python_functions names {mechanism!r}: {said!r}")
-    return len(calls)
+    return len([e for e in calls if e["pid"] == pid])
 
 
 def check_taken_before(minor):
@@ -105,8 +107,12 @@ def check_taken_later(minor):
     p = job(minor)
     rec = attach(p, "a frame-evaluation hook (PEP 523): 1 code objects traced")
     eq(ask(p, "run 500")["slot"], "other", f"3.{minor}: the shim's hook in the slot")
-    eq(ask(p, "fork"), {"child_slot": "default", "slot": "other"},
-       f"3.{minor}: a forked child runs with the default evaluator, the job with the hook")
+    # A forked child (a DataLoader worker) is traced as the recording follows it: its first
+    # frame starts its shim again, which installs the child's own hook.
+    child = ask(p, "fork 300")["child"]
+    wait_for(lambda: f"pid {child}: Python 3.{minor}: a frame-evaluation hook" in rec.stderr,
+             30, f"3.{minor}: the child's own hook: {rec.stderr[-1200:]}")
+    eq(ask(p, "go"), {"child_exit": 0}, f"3.{minor}: the child's exit")
     eq(ask(p, "take")["slot"], "own", f"3.{minor}: the job took the slot")
     wait_for(lambda: "until another took its place" in rec.stderr, 30,
              f"3.{minor}: the shim's note of the fallback: {rec.stderr[-1200:]}")
@@ -116,6 +122,8 @@ def check_taken_later(minor):
     eq(rec.stop(), 0, f"3.{minor}: record: {rec.stderr[-800:]}")
     eq(works(rec, p.pid, "until another took its place"), 1200,
        f"3.{minor}: work() calls before and after the fallback, each once")
+    eq(len([e for e in dump(rec.out) if e["kind"] == "pyfunc_call" and e["pid"] == child]),
+       300, f"3.{minor}: the child's calls once it was traced")
     eq(ask(p, "run 10")["slot"], "own", f"3.{minor}: the job's slot left alone at the end")
     # The job gives back what it saved: the shim's hook, which the shim then removes.
     ask(p, "give")

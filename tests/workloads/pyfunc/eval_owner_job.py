@@ -1,7 +1,7 @@
 """tests/e2e/test_pyfunc_eval.py's job: a job whose frame-evaluation slot (PEP 523) is its own
 at times, as torch.compile's TorchDynamo takes it (eval_owner.c, built by the test, in the
 folder argv[1]). Each line of stdin: "take" / "give" (the slot taken / given back), "run N"
-(N calls of work()), "fork" (what a forked child's slot holds), "quit"; each answered with a JSON line: the calls made so far, the frames
+(N calls of work()), "fork N" (a forked child calls work() N times: fork_work), "quit"; each answered with a JSON line: the calls made so far, the frames
 the job's own hook was handed, what the slot holds ("own", "default" or "other": the shim's).
 """
 import json
@@ -16,6 +16,28 @@ def work(n):
     return n + 1
 
 
+def fork_work(n):
+    """A child calls work() once (its first frame: its shim starts again), says its pid
+    ({"child": PID}), waits for the next line of stdin ("go", once the recorder traces it),
+    calls work() N times and exits as a process does ({"child_exit": STATUS})."""
+    r, w = os.pipe()
+    child = os.fork()
+    if not child:
+        os.close(w)
+        work(0)
+        print(json.dumps({"child": os.getpid()}), flush=True)
+        os.read(r, 1)
+        for i in range(n):
+            work(i)
+        sys.exit(0)
+    os.close(r)
+    sys.stdin.readline()
+    os.write(w, b"g")
+    os.close(w)
+    _, status = os.waitpid(child, 0)
+    print(json.dumps({"child_exit": status}), flush=True)
+
+
 def main():
     made = 0
     print(json.dumps({"pid": os.getpid()}), flush=True)
@@ -27,17 +49,8 @@ def main():
             eval_owner.take()
         elif cmd == ["give"]:
             eval_owner.give_back()
-        elif cmd == ["fork"]:  # what a forked child (a DataLoader worker) finds
-            r, w = os.pipe()
-            child = os.fork()
-            if not child:
-                os.write(w, eval_owner.slot().encode())
-                os._exit(0)
-            os.close(w)
-            child_slot = os.read(r, 64).decode()
-            os.close(r)
-            os.waitpid(child, 0)
-            print(json.dumps({"child_slot": child_slot, "slot": eval_owner.slot()}), flush=True)
+        elif cmd and cmd[0] == "fork":  # a forked child (a DataLoader worker) calls work()
+            fork_work(int(cmd[1]))
             continue
         elif cmd and cmd[0] == "run":
             for i in range(int(cmd[1])):
