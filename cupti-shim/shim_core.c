@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -392,6 +393,34 @@ static void at_exit(void)
 		drain(atomic_load(&shim_session), BS_SHIM_EV_EXIT, shim_now());
 	poll_state.exiting = true;
 	pthread_mutex_unlock(&ctl);
+}
+
+/*
+ * os._exit skips atexit, and every multiprocessing child ends so (each DataLoader worker):
+ * what the shim holds since its last flush (250 ms) would be lost without a word. Where the
+ * shim is preloaded (launch mode) this _exit comes before libc's: the same final drain as
+ * at_exit, then glibc's own way out, the exit_group system call. Only in a process the shim
+ * knows (a vfork or clone child that ran no atfork handler shares or copies locks held by
+ * threads it does not have: its pid is not shim_pid), and waiting at most 200 ms for ctl.
+ */
+SHIM_EXPORT void _exit(int status)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 200 * SHIM_NS_PER_MS;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if ((uint32_t)syscall(SYS_getpid) == shim_pid && !pthread_mutex_timedlock(&ctl, &until)) {
+		if (poll_state.attached && !poll_state.exiting)
+			drain(atomic_load(&shim_session), BS_SHIM_EV_EXIT, shim_now());
+		poll_state.exiting = true;
+		pthread_mutex_unlock(&ctl);
+	}
+	for (;;)
+		syscall(SYS_exit_group, status);
 }
 
 static void fork_prepare(void)

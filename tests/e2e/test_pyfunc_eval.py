@@ -24,6 +24,7 @@ import json
 import os
 import select
 import subprocess
+import threading
 
 from helpers import BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, spawn, stats, tell, tmpdir, \
     wait_for
@@ -157,3 +158,36 @@ def test_throw_into_a_generator_while_names_are_looked_for():
         eq(json.loads(p.stdout.strip().splitlines()[-1]),
            ["ValueError: never started", "caught"] * 3,
            f"3.{minor}: each throw() as the job threw it")
+
+
+def test_forked_worker_ending_in_os_exit_loses_nothing():
+    """Launch mode: a child the job forks (a DataLoader worker) calls work() 200 times as soon
+    as it is traced and ends with os._exit, as multiprocessing's children do (no atexit):
+    every call is in the file (the preloaded shim's _exit drains first; before, what it held
+    since its last flush, 250 ms, was lost without a word)."""
+    need_root()
+    py = interpreter(10)
+    out = os.path.join(tmpdir(), "fork_exit.bst")
+    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "-t", "pyfunc", "--python-functions",
+                          "__main__:work", "--", py, os.path.join(HERE, "eval_owner_job.py"),
+                          build_owner(py)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True)
+    reader.start()
+    try:
+        r, _, _ = select.select([p.stdout], [], [], 60)
+        check(r, f"the job did not start: {''.join(lines)[-800:]}")
+        json.loads(p.stdout.readline())
+        child = ask(p, "fork_exit 200")["child"]
+        wait_for(lambda: f"pid {child}: Python 3.10: a frame-evaluation hook" in "".join(lines),
+                 30, f"the child's own hook: {''.join(lines)[-1200:]}")
+        eq(ask(p, "go"), {"child_exit": 0}, "the child's exit")
+        tell(p, "quit")
+        eq(p.wait(60), 0, f"record: {''.join(lines)[-800:]}")
+    finally:
+        if p.poll() is None:
+            p.kill()
+    reader.join(5)
+    calls = [e for e in dump(out) if e["kind"] == "pyfunc_call" and e["pid"] == child]
+    eq(len(calls), 200, "the child's calls, every one, though it ended with os._exit")

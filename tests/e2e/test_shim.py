@@ -252,16 +252,17 @@ def check_nvtx_times(recs, t0, t1):
 
 
 def test_shim_library_shape():
-    """Exports the two entry points only (the test hook is in the test variant alone) and
-    the pyfunc module's spec buffer, the one variable the recorder writes; needs nothing but
-    libc."""
+    """Exports the two entry points, _exit (preloaded, it drains before os._exit: a
+    multiprocessing child's end) and the pyfunc module's spec buffer, the one variable the
+    recorder writes (the test hook is in the test variant alone); needs nothing but libc."""
     need_shim()
 
     def exported(lib):
         out = run(["objdump", "-T", lib], check=True).stdout
         return sorted(l.split()[-1] for l in out.splitlines()
                       if re.match(r"^[0-9a-f]+ g\s+DF \.text", l))
-    eq(exported(SHIM), ["InitializeInjection", "InitializeInjectionNvtx2"], "exported functions")
+    eq(exported(SHIM), ["InitializeInjection", "InitializeInjectionNvtx2", "_exit"],
+       "exported functions")
     eq(exported(SHIM_TEST),
        ["InitializeInjection", "InitializeInjectionNvtx2", "bpfsight_shim_test_feed",
         "bpfsight_shim_test_graph_node"],

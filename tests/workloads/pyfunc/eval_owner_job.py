@@ -1,7 +1,7 @@
 """tests/e2e/test_pyfunc_eval.py's job: a job whose frame-evaluation slot (PEP 523) is its own
 at times, as torch.compile's TorchDynamo takes it (eval_owner.c, built by the test, in the
 folder argv[1]). Each line of stdin: "take" / "give" (the slot taken / given back), "run N"
-(N calls of work()), "fork N" (a forked child calls work() N times: fork_work), "quit"; each answered with a JSON line: the calls made so far, the frames
+(N calls of work()), "fork N" / "fork_exit N" (a forked child calls work() N times: fork_work), "quit"; each answered with a JSON line: the calls made so far, the frames
 the job's own hook was handed, what the slot holds ("own", "default" or "other": the shim's).
 """
 import json
@@ -16,10 +16,11 @@ def work(n):
     return n + 1
 
 
-def fork_work(n):
+def fork_work(n, os_exit):
     """A child calls work() once (its first frame: its shim starts again), says its pid
     ({"child": PID}), waits for the next line of stdin ("go", once the recorder traces it),
-    calls work() N times and exits as a process does ({"child_exit": STATUS})."""
+    calls work() N times and exits as a process does ({"child_exit": STATUS}), or with
+    OS_EXIT as multiprocessing's children do: os._exit, no atexit."""
     r, w = os.pipe()
     child = os.fork()
     if not child:
@@ -29,6 +30,8 @@ def fork_work(n):
         os.read(r, 1)
         for i in range(n):
             work(i)
+        if os_exit:
+            os._exit(0)
         sys.exit(0)
     os.close(r)
     sys.stdin.readline()
@@ -49,8 +52,8 @@ def main():
             eval_owner.take()
         elif cmd == ["give"]:
             eval_owner.give_back()
-        elif cmd and cmd[0] == "fork":  # a forked child (a DataLoader worker) calls work()
-            fork_work(int(cmd[1]))
+        elif cmd and cmd[0] in ("fork", "fork_exit"):  # a forked child (a DataLoader worker)
+            fork_work(int(cmd[1]), cmd[0] == "fork_exit")
             continue
         elif cmd and cmd[0] == "run":
             for i in range(int(cmd[1])):
