@@ -26,8 +26,8 @@ import select
 import subprocess
 import threading
 
-from helpers import BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, spawn, stats, tell, tmpdir, \
-    wait_for
+from helpers import BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, spawn, stats, tell, \
+    tmpdir, wait_for
 
 SECONDS = 25
 
@@ -160,25 +160,31 @@ def test_throw_into_a_generator_while_names_are_looked_for():
            f"3.{minor}: each throw() as the job threw it")
 
 
+def launch_owner_job(out):
+    """record -t pyfunc --python-functions __main__:work -- eval_owner_job.py (pyenv's 3.10):
+    (the recorder, its stderr lines so far), the job's first line read."""
+    py = interpreter(10)
+    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "-t", "pyfunc", "--python-functions",
+                          "__main__:work", "--", py, os.path.join(HERE, "eval_owner_job.py"),
+                          build_owner(py)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    lines = []
+    threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True).start()
+    r, _, _ = select.select([p.stdout], [], [], 60)
+    check(r, f"the job did not start: {''.join(lines)[-800:]}")
+    json.loads(p.stdout.readline())
+    return p, lines
+
+
 def test_forked_worker_ending_in_os_exit_loses_nothing():
     """Launch mode: a child the job forks (a DataLoader worker) calls work() 200 times as soon
     as it is traced and ends with os._exit, as multiprocessing's children do (no atexit):
     every call is in the file (the preloaded shim's _exit drains first; before, what it held
     since its last flush, 250 ms, was lost without a word)."""
     need_root()
-    py = interpreter(10)
     out = os.path.join(tmpdir(), "fork_exit.bst")
-    p = subprocess.Popen([BPFSIGHT, "record", "-o", out, "-t", "pyfunc", "--python-functions",
-                          "__main__:work", "--", py, os.path.join(HERE, "eval_owner_job.py"),
-                          build_owner(py)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    lines = []
-    reader = threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True)
-    reader.start()
+    p, lines = launch_owner_job(out)
     try:
-        r, _, _ = select.select([p.stdout], [], [], 60)
-        check(r, f"the job did not start: {''.join(lines)[-800:]}")
-        json.loads(p.stdout.readline())
         child = ask(p, "fork_exit 200")["child"]
         wait_for(lambda: f"pid {child}: Python 3.10: a frame-evaluation hook" in "".join(lines),
                  30, f"the child's own hook: {''.join(lines)[-1200:]}")
@@ -188,6 +194,5 @@ def test_forked_worker_ending_in_os_exit_loses_nothing():
     finally:
         if p.poll() is None:
             p.kill()
-    reader.join(5)
     calls = [e for e in dump(out) if e["kind"] == "pyfunc_call" and e["pid"] == child]
     eq(len(calls), 200, "the child's calls, every one, though it ended with os._exit")

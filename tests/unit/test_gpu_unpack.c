@@ -104,8 +104,70 @@ cleanup:
 	free(b);
 }
 
+/* An empty batch of PID numbered SEQ, as the ring brings it. */
+static int empty_batch(struct shim_unpack *u, __u32 pid, __u64 seq)
+{
+	struct {
+		struct bs_shim_batch b;
+		struct bs_shim_batch_hdr bh;
+	} r = { .b = { .h = { .type = BS_REC_SHIM_BATCH,
+			      .size = sizeof(r),
+			      .pid = pid,
+			      .tid = pid,
+			      .ts = 1000 + seq },
+		       .len = sizeof(r.bh) },
+		.bh = { BS_SHIM_MAGIC, BS_SHIM_VERSION, 0, 0, seq } };
+
+	return shim_unpack__record(u, &r.b.h);
+}
+
+static __u64 shim_losses(const struct record_ctx *ctx)
+{
+	__u64 n = 0;
+
+	for (int k = 0; k < BS_LOST_KEYS; k++)
+		n += ctx->lost_user[k];
+	return n;
+}
+
+/*
+ * A child forked by a process whose shim sends batches (a DataLoader's worker) numbers its
+ * batches from 1, all for this recording: a first batch heard at 4 says 1-3 were missed (sent
+ * before the recorder attached to it). A process first heard at 4 that was not forked while
+ * recording (-p to a job traced before) has no such count: its earlier batches were another's.
+ */
+static void test_a_forked_childs_batches_before_the_first_heard_are_missed(void)
+{
+	struct record_opts o = { .families = family_bit(&family_gpu) };
+	struct record_ctx ctx = { .opts = &o, .out = { sink, NULL } };
+	struct bs_fork fork = { .h = { .type = BS_REC_FORK,
+				       .size = sizeof(fork),
+				       .pid = PID,
+				       .tid = PID,
+				       .ts = 1100 },
+				.child_pid = PID + 10,
+				.child_tid = PID + 10 };
+	struct shim_unpack *u = NULL;
+
+	ctx.strings = string_pool__new();
+	if (ctx.strings)
+		u = shim_unpack__new(&ctx, -1);
+	if (!ASSERT_TRUE(u && !shim_unpack__want(u, &family_gpu), "alloc"))
+		goto cleanup;
+	ASSERT_EQ(empty_batch(u, PID, 1), 1, "the parent's first batch");
+	shim_unpack__record(u, &fork.h);
+	ASSERT_EQ(empty_batch(u, PID + 10, 4), 1, "the child's first batch heard: its 4th");
+	ASSERT_EQ(empty_batch(u, PID + 20, 4), 1, "another process's, first heard at 4");
+	shim_unpack__finish(u);
+	ASSERT_EQ(shim_losses(&ctx), 3, "the child's batches 1-3, missed; none of the other's");
+cleanup:
+	shim_unpack__free(u);
+	string_pool__free(ctx.strings);
+}
+
 int main(void)
 {
 	RUN_TEST(test_api_record_waits_for_its_call_when_cuda_is_recorded);
+	RUN_TEST(test_a_forked_childs_batches_before_the_first_heard_are_missed);
 	return UNIT_EXIT();
 }

@@ -388,6 +388,7 @@ static void fill_consumes(void)
 {
 	__u8 want[BS_REC_TYPE_MAX] = { [BS_REC_SHIM_BATCH] = 1,
 				       [BS_REC_THREAD_NS] = 1,
+				       [BS_REC_FORK] = 1,
 				       [BS_REC_EXEC] = 1,
 				       [BS_REC_EXIT] = 1 };
 	int n = 0;

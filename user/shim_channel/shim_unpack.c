@@ -31,6 +31,12 @@ struct proc {
 	struct shim_proc pub;
 	struct hmap *strs; /* (shim string id, 0) -> struct str */
 	int seq_started;
+	/*
+	 * Forked or exec'd while recording: its shim numbers batches from 1, every one of them
+	 * meant for this recording, so a first batch heard past 1 says the ones before it were
+	 * missed (a DataLoader worker's, flushed before the recorder attached to it).
+	 */
+	int from_one;
 };
 
 /* A family of the registry, as this channel unpacks it. */
@@ -235,7 +241,7 @@ static void seq_mark(struct shim_unpack *u, struct proc *p, __u64 seq)
 	if (!p->seq_started || seq + SEQ_WINDOW < p->pub.base) {
 		/* First batch heard, or the counter restarted (a new image after exec). */
 		p->seq_started = 1;
-		p->pub.base = seq;
+		p->pub.base = p->from_one && seq > 1 ? 1 : seq;
 		*w = 0;
 	}
 	if (seq < p->pub.base)
@@ -588,6 +594,19 @@ int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec)
 			shim_tids__told(u->tids, rec->pid, rec->tid,
 					((const struct bs_thread_ns *)rec)->ns_tid);
 		return 0;
+	case BS_REC_FORK: {
+		const struct bs_fork *f = (const void *)rec;
+
+		/*
+		 * A new process of one whose shim sends batches (a DataLoader's worker): the shim
+		 * it inherited numbers its batches from 1 (shim_buf.c). Others get no entry: -a
+		 * forks thousands of processes without a shim.
+		 */
+		if (rec->size >= sizeof(*f) && f->child_pid == f->child_tid &&
+		    proc_get(u, rec->pid, 0) && (p = proc_get(u, f->child_pid, 1)))
+			p->from_one = 1;
+		return 0;
+	}
 	case BS_REC_EXEC:
 		/* A new image: its shim (if any) numbers strings and batches from 1 again. */
 		p = proc_get(u, rec->pid, 0);
@@ -596,6 +615,7 @@ int shim_unpack__record(struct shim_unpack *u, const struct bs_hdr *rec)
 			strs_free(u, p);
 			p->strs = hmap__new(sizeof(struct str));
 			p->seq_started = 0;
+			p->from_one = 1;
 			p->pub.flags &= ~SHIM_PROC_DRAINED;
 		}
 		return 0;
