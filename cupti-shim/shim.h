@@ -87,6 +87,8 @@ struct shim_thread;
 void shim_buf__init(void);
 /* The calling thread's buffer, created on first use (NULL when out of memory: counted). */
 struct shim_thread *shim_thread__self(void);
+/* The calling thread is inside its own buffer's lock (a signal handler interrupted it). */
+bool shim_thread__self_busy(void);
 void shim_thread__lock(struct shim_thread *t);
 void shim_thread__unlock(struct shim_thread *t);
 uint32_t shim_thread__tid(const struct shim_thread *t);

@@ -261,6 +261,13 @@ static void thread_gone(void *arg)
 	free(t);
 }
 
+bool shim_thread__self_busy(void)
+{
+	struct shim_thread *t = self;
+
+	return t && atomic_load_explicit(&t->busy, memory_order_acquire);
+}
+
 void shim_thread__lock(struct shim_thread *t)
 {
 	while (atomic_exchange_explicit(&t->busy, true, memory_order_acquire))

@@ -19,6 +19,7 @@
  * activity is disabled (never cuptiFinalize: crash-prone in a live process), NVTX recording
  * stops and unsent records are dropped (nobody to send them to).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -289,6 +290,9 @@ static void log_semaphores(void)
 		 SHIM_SEM(gpu), SHIM_SEM(nvtx), SHIM_SEM(sync), SHIM_SEM(drain), SHIM_SEM(join));
 }
 
+/* Python's PyGILState_Check, once a tracer is attached and one is loaded (for _exit). */
+static int (*_Atomic gil_check)(void);
+
 static void poll_once(void)
 {
 	uint64_t now = shim_now();
@@ -309,6 +313,9 @@ static void poll_once(void)
 	poll_state.join_seen = join;
 	if (!poll_state.attached)
 		return;
+	/* For _exit: whether its caller holds a Python GIL (Python's os._exit). */
+	if (!atomic_load(&gil_check))
+		atomic_store(&gil_check, (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check"));
 	session = atomic_load(&shim_session);
 	update_nvtx();
 	shim_ptrace__poll(SHIM_SEM(gpu) > 0 && !poll_state.forked);
@@ -399,10 +406,22 @@ static void at_exit(void)
  * os._exit skips atexit, and every multiprocessing child ends so (each DataLoader worker):
  * what the shim holds since its last flush (250 ms) would be lost without a word. Where the
  * shim is preloaded (launch mode) this _exit comes before libc's: the same final drain as
- * at_exit, then glibc's own way out, the exit_group system call. Only in a process the shim
- * knows (a vfork or clone child that ran no atfork handler shares or copies locks held by
- * threads it does not have: its pid is not shim_pid), and waiting at most 200 ms for ctl.
+ * at_exit, then glibc's own way out, the exit_group system call. Only where it is Python's
+ * os._exit: the caller holds the GIL (PyGILState_Check, found by the poller while a tracer is
+ * attached: never looked up here), so never a C program's signal handler, which may have
+ * interrupted the shim inside one of its locks; in a process the shim knows (a vfork or clone
+ * child that ran no atfork handler shares or copies locks held by threads it does not have:
+ * its pid is not shim_pid); not inside the calling thread's own buffer lock; waiting at most
+ * 200 ms for ctl.
  */
+static bool exit_may_drain(void)
+{
+	int (*held)(void) = atomic_load(&gil_check);
+
+	return held && (uint32_t)syscall(SYS_getpid) == shim_pid && !shim_thread__self_busy() &&
+	       held();
+}
+
 SHIM_EXPORT void _exit(int status)
 {
 	struct timespec until;
@@ -413,7 +432,7 @@ SHIM_EXPORT void _exit(int status)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	if ((uint32_t)syscall(SYS_getpid) == shim_pid && !pthread_mutex_timedlock(&ctl, &until)) {
+	if (exit_may_drain() && !pthread_mutex_timedlock(&ctl, &until)) {
 		if (poll_state.attached && !poll_state.exiting)
 			drain(atomic_load(&shim_session), BS_SHIM_EV_EXIT, shim_now());
 		poll_state.exiting = true;
