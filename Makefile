@@ -65,8 +65,14 @@ SHIM_EMBED_OBJ := $(OUT)/obj/shim_channel/shim_embed.o
 GPUM_EMBED_OBJ := $(OUT)/obj/families/gpumetrics/gpum_embed.o
 EMBED_OBJS := $(SHIM_EMBED_OBJ) $(GPUM_EMBED_OBJ)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(EMBED_OBJS)
+# libbpf parses the kernel's BTF anew for every object it loads: bpfsight's static link wraps
+# the parse and its free so that a process parses it once (user/record/btf_shared.c). The
+# tests link libbpf.so, whose calls between its own files cannot be wrapped: not theirs.
+BTF_SHARED_OBJ := $(OUT)/obj/record/btf_shared.o
+BTF_WRAP := -Wl,--wrap=btf__load_vmlinux_btf -Wl,--wrap=btf__free
 # cmd_complete.o lists main.o's dispatch table: neither is linked into the tests.
-LIB_OBJS := $(filter-out $(OUT)/obj/cli/main.o $(OUT)/obj/cli/cmd_complete.o,$(USER_OBJS))
+LIB_OBJS := $(filter-out $(OUT)/obj/cli/main.o $(OUT)/obj/cli/cmd_complete.o $(BTF_SHARED_OBJ),\
+	    $(USER_OBJS))
 # The trace-format core, linked into the unit tests and the fuzzer without the BPF side.
 FORMAT_OBJS := $(addprefix $(OUT)/obj/core/,trace_writer.o trace_reader.o trace_codec.o \
 		trace_columns_enc.o trace_columns_plan.o trace_columns_dec.o trace_chunk_dec.o \
@@ -193,7 +199,7 @@ $(OUT)/obj/stacks/flamegraph_js.o $(OUT)/fuzz-obj/stacks/flamegraph_js.o: user/s
 # Linked once every argument spec of the uprobe families compiles (tools/check_specs.c).
 $(OUT)/bpfsight: $(USER_OBJS) $(OUT)/specs.ok
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $(USER_OBJS) $(LDLIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $(BTF_WRAP) $(USER_OBJS) $(LDLIBS) -o $@
 
 # Every family's API table compiled by the spec compiler: a malformed spec fails the build
 # here, with its function's name and what is wrong. Linked like the unit tests (the registry

@@ -71,14 +71,43 @@ struct stack_native_arg {
 };
 
 /*
- * The mapping of P that holds IP (a binary search over its starts), or NULL. The search's
- * bounds live in the scratch buffer (u->lo, u->hi_row), whose values the verifier does not
- * track: it checks one round of the loop, not every range the bounds could have.
+ * bpf_loop's argument for a binary search (stack_unw_map's, stack_unw_row's), on the BPF stack.
+ * Its bounds live in the scratch buffer (u->lo, u->top), whose values the verifier does not
+ * track, and each round is a bpf_loop body: the verifier checks a round once or twice for
+ * every way the walk reaches the search, not once per round (an unrolled loop of 25 rounds
+ * was half of the instructions a program with a stack walk verifies). The kernel inlines
+ * bpf_loop (5.19+): a round costs a direct call.
  */
+struct stack_search_arg {
+	struct stack_fp_walk *u;
+	const struct bs_unw_proc *p; /* stack_unw_map's process */
+	__u64 key;		     /* the address (a mapping's) or ELF pc (a row's) searched */
+	int bad;		     /* stack_unw_row's: a row could not be read */
+};
+
+/* A round of stack_unw_map's search: the mappings whose start is <= key go below u->lo. */
+static long stack_unw_map_round(__u32 k, void *arg)
+{
+	struct stack_search_arg *a = arg;
+	struct stack_fp_walk *u = a->u;
+	__u32 mid;
+
+	if (u->lo >= u->top)
+		return 1;
+	mid = (u->lo + u->top) / 2;
+	if (a->key < a->p->m[mid & (BS_UNW_MAPS - 1)].start)
+		u->top = mid;
+	else
+		u->lo = mid + 1;
+	return 0;
+}
+
+/* The mapping of P that holds IP (a binary search over its starts), or NULL. */
 static __always_inline const struct bs_unw_map *stack_unw_map(const struct bs_unw_proc *p,
 							      struct stack_fp_walk *u, __u64 ip)
 {
 	const struct bs_unw_map *m = &p->m[u->map & (BS_UNW_MAPS - 1)];
+	struct stack_search_arg a = { .u = u, .p = p, .key = ip };
 	__u32 mid;
 
 	/* Frames come in runs of one file: the last frame's mapping first. */
@@ -86,13 +115,7 @@ static __always_inline const struct bs_unw_map *stack_unw_map(const struct bs_un
 		return m;
 	u->lo = 0;
 	u->top = p->n;
-	for (int k = 0; k < BS_UNW_MAP_SEARCH && u->lo < u->top; k++) {
-		mid = (u->lo + u->top) / 2;
-		if (ip < p->m[mid & (BS_UNW_MAPS - 1)].start)
-			u->top = mid;
-		else
-			u->lo = mid + 1;
-	}
+	bpf_loop(BS_UNW_MAP_SEARCH, stack_unw_map_round, &a, 0);
 	mid = u->lo;
 	if (!mid || mid > BS_UNW_MAPS)
 		return NULL;
@@ -112,6 +135,29 @@ static __always_inline const struct bs_unwind_row *stack_unw_row_at(__u32 i)
 	return p ? &p->r[i & 1] : NULL;
 }
 
+/* A round of stack_unw_row's search: the rows whose pc is <= key go below u->lo. */
+static long stack_unw_row_round(__u32 k, void *arg)
+{
+	struct stack_search_arg *a = arg;
+	struct stack_fp_walk *u = a->u;
+	const struct bs_unwind_row *r;
+	__u32 half;
+
+	if (u->lo >= u->top)
+		return 1;
+	half = (u->top - u->lo) / 2;
+	r = stack_unw_row_at(u->lo + half);
+	if (!r) {
+		a->bad = 1;
+		return 1;
+	}
+	if (r->pc <= a->key)
+		u->lo = u->lo + half + 1;
+	else
+		u->top = u->lo + half;
+	return 0;
+}
+
 /*
  * The row of M's table that covers ELF address PC (the last with row.pc <= PC) into *OUT:
  * from unw_cache when it holds it, else by a binary search of the table (then kept there).
@@ -121,6 +167,7 @@ static __always_inline int stack_unw_row(const struct bs_unw_map *m, struct stac
 					 __u64 pc, struct bs_unwind_row *out)
 {
 	__u32 file = m->row0 + 1, slot = bs_unw_cache_slot((__u32)pc, file);
+	struct stack_search_arg a = { .u = u, .key = pc };
 	struct bs_unw_cache_ent *e;
 	const struct bs_unwind_row *r;
 
@@ -131,16 +178,8 @@ static __always_inline int stack_unw_row(const struct bs_unw_map *m, struct stac
 		return 0;
 	u->lo = m->row0;
 	u->top = m->row0 + m->nrows;
-	for (int k = 0; k <= BS_UNW_SEARCH && u->lo < u->top; k++) {
-		r = stack_unw_row_at(u->lo + (u->top - u->lo) / 2);
-		if (!r)
-			return -1;
-		if (r->pc <= pc)
-			u->lo = u->lo + (u->top - u->lo) / 2 + 1;
-		else
-			u->top = u->lo + (u->top - u->lo) / 2;
-	}
-	if (u->lo == m->row0)
+	bpf_loop(BS_UNW_SEARCH + 1, stack_unw_row_round, &a, 0);
+	if (a.bad || u->lo == m->row0)
 		return -1;
 	r = stack_unw_row_at(u->lo - 1);
 	if (!r)

@@ -37,6 +37,12 @@
 
 /* --stacks: calls (outermost ones) lasting at least this get the caller's stack; ~0 = none. */
 const volatile __u64 ucall_stack_ns = ~0ull;
+/*
+ * Whether any function of the table has words that point to their value (the cookies'
+ * BS_UCOOKIE_BYREF: Fortran BLAS). 0: their reads are pruned before verification, which
+ * checks the 12 unrolled reads once for every way an entry reaches them.
+ */
+const volatile __u32 ucall_byref = 0;
 
 #define UCALL_MAX_DEPTH BS_UCALL_MAX_DEPTH
 #define UCALL_SLOTS	BS_UCALL_SLOTS
@@ -233,7 +239,7 @@ static __always_inline int ucall_enter(struct pt_regs *ctx)
 		bpf_probe_read_user(&f->args[6], 6 * sizeof(__u64), (void *)(sp + 8));
 	else
 		__builtin_memset(&f->args[6], 0, 6 * sizeof(__u64));
-	if (BS_UCOOKIE_BYREF(cookie))
+	if (ucall_byref && BS_UCOOKIE_BYREF(cookie))
 		ucall_read_byref(f, BS_UCOOKIE_BYREF(cookie));
 	f->ts = bpf_ktime_get_ns();
 	return 0;

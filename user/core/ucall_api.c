@@ -58,6 +58,14 @@ __u64 ucall_api__cookie(const struct ucall_table *t, __u32 fn)
 	return c;
 }
 
+int ucall_table__has_byref(const struct ucall_table *t)
+{
+	for (__u32 fn = 0; fn < t->napis; fn++)
+		if (BS_UCOOKIE_BYREF(ucall_api__cookie(t, fn)))
+			return 1;
+	return 0;
+}
+
 int ucall_table__check(const struct ucall_table *t, char *err, size_t len)
 {
 	struct ucall_spec s;

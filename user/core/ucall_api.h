@@ -97,6 +97,9 @@ void ucall_table__name_event(const struct ucall_table *t, __u32 fn, struct event
 /* The bpf_cookie of entry FN's probes. */
 __u64 ucall_api__cookie(const struct ucall_table *t, __u32 fn);
 
+/* Whether any entry of T has words read at entry through their pointer (BS_UCOOKIE_BYREF). */
+int ucall_table__has_byref(const struct ucall_table *t);
+
 /*
  * Check the whole table: unique names, every spec compiled, the family's own check.
  * 0, or -EINVAL with the first problem in ERR ("cudaMalloc: '*ptr': ...").

@@ -112,6 +112,7 @@ int ucall_family__attach(const struct family_attach *a, void **state)
 	skel->rodata->ucall_loss_depth = table->loss_depth;
 	skel->rodata->ucall_block = table->rec_type & 0xf0; /* its record-type block, records.h */
 	skel->rodata->ucall_stack_ns = record_opts__stack_ns(ctx->opts, a->self);
+	skel->rodata->ucall_byref = ucall_table__has_byref(table);
 	err = load(ctx, table, skel);
 	if (!err && hang && (err = map_slots(uf)))
 		pr_err("%s: cannot map its call stacks for --trigger hang: %s\n", table->family,
