@@ -383,7 +383,7 @@ static void unhook_classes(void)
 /* A code object found: to the mechanism (GIL held). */
 static void added(const struct pyfunc_code *c, bool may_have_run)
 {
-	if (st.mech)
+	if (st.mech && st.mech->add)
 		st.mech->add(c, may_have_run);
 }
 

@@ -312,7 +312,8 @@ struct pyfunc_mech {
 	const char *name;
 	/* 0 or -errno with WHY said; DESC: a few words on what it is (the tool id) */
 	int (*install)(char *why, size_t len, char *desc, size_t dlen);
-	/* a code object newly traced (MAY_HAVE_RUN: found by a walk, not at its call) */
+	/* a code object newly traced (MAY_HAVE_RUN: found by a walk, not at its call); NULL:
+	 * the mechanism reads the table at each event */
 	void (*add)(const struct pyfunc_code *c, bool may_have_run);
 	void (*refresh)(void); /* before each resolve: what changed in the job (threading came) */
 	/* after each resolve: whether entries are still looked for at first calls */

@@ -196,13 +196,6 @@ static int eval_install(char *why, size_t len, char *desc, size_t dlen)
 	return 0;
 }
 
-/* A code object newly traced: the hook knows it from the table. */
-static void eval_add(const struct pyfunc_code *c, bool may_have_run)
-{
-	(void)c;
-	(void)may_have_run;
-}
-
 static void eval_scan(bool on)
 {
 	scanning = on;
@@ -270,7 +263,6 @@ static void eval_remove(void)
 const struct pyfunc_mech shim_pyfunc_eval = {
 	.name = "frame-evaluation hook",
 	.install = eval_install,
-	.add = eval_add,
 	.refresh = eval_refresh,
 	.scan = eval_scan,
 	.seeded = eval_seeded,

@@ -175,13 +175,6 @@ static int prof_install(char *why, size_t len, char *desc, size_t dlen)
 	return 0;
 }
 
-/* A code object newly traced: the profile function knows it from the table. */
-static void prof_add(const struct pyfunc_code *c, bool may_have_run)
-{
-	(void)c;
-	(void)may_have_run;
-}
-
 static void prof_scan(bool on)
 {
 	scanning = on;
@@ -237,7 +230,6 @@ void shim_pyfunc_prof__unkeep_all(void)
 const struct pyfunc_mech shim_pyfunc_prof = {
 	.name = "profile function",
 	.install = prof_install,
-	.add = prof_add,
 	.refresh = prof_refresh,
 	.scan = prof_scan,
 	.remove = prof_remove,
