@@ -91,7 +91,7 @@ struct record_opts {
 	 * record: the file just written judged in one line, the recording's last words
 	 * (stats__verdict_line, which lies above the recorder's layer); NULL: none.
 	 */
-	int (*verdict_line)(const char *path, char *buf, size_t len);
+	int (*verdict_line)(const char *path, __u64 by_ns, char *buf, size_t len);
 	/* profile: the file written, told once it is closed (nsys's --stats, --export); or NULL */
 	void (*written)(void *arg, const char *path);
 	void *written_arg;

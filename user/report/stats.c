@@ -625,11 +625,9 @@ void stats__print(const struct stats *s, enum stats_format fmt, int all,
 	free(order);
 }
 
-int stats__verdict_line(const char *path, char *buf, size_t len)
+int stats__verdict_line(const char *path, __u64 by_ns, char *buf, size_t len)
 {
-	struct stats_opts o = { .cmd = "record",
-				.quiet = 1,
-				.deadline_ns = mono_now_ns() + STATS_VERDICT_MAX_NS };
+	struct stats_opts o = { .cmd = "record", .quiet = 1, .deadline_ns = by_ns };
 	struct stats *s;
 	struct stat st;
 	int status;
@@ -639,9 +637,11 @@ int stats__verdict_line(const char *path, char *buf, size_t len)
 		return -errno;
 	if ((unsigned long long)st.st_size > STATS_VERDICT_MAX_BYTES)
 		return -EFBIG;
+	if (mono_now_ns() >= by_ns)
+		return -ETIME;
 	s = stats__collect_opts(path, &o, &status);
 	if (!s)
-		return status == -ETIME ? -EFBIG : -EIO;
+		return status == -ETIME ? -ETIME : -EIO;
 	verdict__headline(s->verdict, buf, len);
 	stats__free(s);
 	return 0;

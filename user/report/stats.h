@@ -66,14 +66,13 @@ struct steps;
 const struct steps *stats__steps(const struct stats *s);
 /*
  * The verdict's headline of the trace at PATH into BUF, as `bpfsight stats` would open with
- * it: 0, or -EFBIG when the file is over STATS_VERDICT_MAX_BYTES or its reading takes more
- * than STATS_VERDICT_MAX_NS (either would hold up the end of a recording: a storm's 624,000
- * records took 0.5 s of CPU, and a loaded machine's wall time is more), or another negative
- * errno (BUF then says why, in a few words).
+ * it: 0, or -EFBIG when the file is over STATS_VERDICT_MAX_BYTES, or -ETIME when its reading
+ * would go past BY_NS (CLOCK_MONOTONIC; either would hold up the end of a recording: a
+ * storm's 624,000 records took 0.5 s of CPU, and a loaded machine's wall time is more), or
+ * another negative errno (BUF then says why, in a few words).
  */
 #define STATS_VERDICT_MAX_BYTES (16ull << 20)
-#define STATS_VERDICT_MAX_NS	500000000ull
-int stats__verdict_line(const char *path, char *buf, size_t len);
+int stats__verdict_line(const char *path, __u64 by_ns, char *buf, size_t len);
 /* collect + print + free as O says: the exit status of `bpfsight stats`. */
 int stats__run_opts(const char *path, const struct stats_opts *o, FILE *out);
 

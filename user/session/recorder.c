@@ -50,11 +50,23 @@
  * (a new process's CUDA libraries examined) loses nothing at the rates of real jobs.
  */
 #define PUMP_RINGS 4
-/* Once stopping, how long the ring's records are read; those left are counted (stop_unread). */
-#define STOP_READ_NS 1000000000ull
-#define STOP_NICE    -20 /* the recorder's priority while it stops */
-/* How long the exit waits for the probes' removal (link_reaper.h), past which it leaves it. */
-#define LET_GO_MS 500
+/*
+ * A stop ends the recorder within 2 s of its beginning (docs/USAGE.md; tests/e2e/test_stop.py)
+ * whatever the event rate: each step that can take long has a deadline counted from the stop's
+ * beginning, not a time of its own after the steps before (they were 1 s of reading after the
+ * end's snapshot, 0.5 s for the verdict, 0.5 s for the probes' removal: 2.3-3.3 s on a loaded
+ * machine). Until STOP_READ_NS the ring's records are read, then counted (stop_unread); the
+ * verdict is read until STOP_VERDICT_NS, at most STOP_VERDICT_MAX_NS (a small file's takes
+ * milliseconds); the exit waits for the probes' removal (link_reaper.h) until STOP_LET_GO_NS,
+ * at most STOP_LET_GO_MAX_MS, past which it leaves it to the reaper. What remains is the
+ * writes' and the exit's.
+ */
+#define STOP_READ_NS	    1000000000ull
+#define STOP_VERDICT_NS	    1300000000ull
+#define STOP_VERDICT_MAX_NS 500000000ull
+#define STOP_LET_GO_NS	    1500000000ull
+#define STOP_LET_GO_MAX_MS  500
+#define STOP_NICE	    -20 /* the recorder's priority while it stops */
 
 static volatile sig_atomic_t stop_signal, flush_signal;
 static const char *volatile stop_why; /* recorder__stop's reason, said in place of the signal */
@@ -621,6 +633,7 @@ static enum record_outcome finish(struct recording *r)
 	__u64 nrec;
 	int err;
 
+	r->stop_ns = mono_now_ns();
 	/*
 	 * The stop is short and must not wait for CPU time: traced threads that keep every
 	 * core busy (dozens per core) would leave the recorder a sliver of each. Best effort.
@@ -639,7 +652,7 @@ static enum record_outcome finish(struct recording *r)
 	 * STOP_READ_NS at most and the rest counted, so no event rate keeps the recording alive.
 	 * This is the recording's end: what comes later are the families' final states.
 	 */
-	record_ctx__stop_producers(ctx, mono_now_ns() + STOP_READ_NS);
+	record_ctx__stop_producers(ctx, r->stop_ns + STOP_READ_NS);
 	record_clocks__now(&end);
 	ctx->ended_ns = end.mono_ns;
 	/* Stacks in the ring are named while the processes' code is still known. */
@@ -738,10 +751,24 @@ static int reap_cmd(struct recording *r)
 	return launch__exit_status(&r->launch);
 }
 
+/*
+ * The deadline of a stop's step: AT after the stop began, and at most MAX from now (without a
+ * stop's beginning, MAX from now: a start-up that failed, or a launched CMD waited for).
+ */
+static __u64 stop_deadline(const struct recording *r, __u64 at, __u64 max)
+{
+	__u64 now = mono_now_ns();
+
+	if (r->stop_ns && r->stop_ns + at < now + max)
+		return r->stop_ns + at;
+	return now + max;
+}
+
 /* What is left after a recording, whatever stopped it. */
 static void teardown(struct recording *r)
 {
 	struct record_ctx *ctx = &r->ctx;
+	__u64 now, by;
 
 	recording__close_services(r); /* families' detach must not scan (gil checks) */
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
@@ -766,7 +793,9 @@ static void teardown(struct recording *r)
 	recording__close_maps(r);
 	string_pool__free(ctx->strings);
 	/* Every link of ours is closed: the held ones go, within the stop's time if they can. */
-	link_reaper__let_go(LET_GO_MS);
+	now = mono_now_ns();
+	by = stop_deadline(r, STOP_LET_GO_NS, STOP_LET_GO_MAX_MS * 1000000ull);
+	link_reaper__let_go(by > now ? (by - now) / 1000000 : 0);
 }
 
 /* --dry-run: list every site found (after CMD ran, in launch mode), record nothing. */
@@ -843,6 +872,9 @@ int recorder__run(const struct record_opts *opts)
 	outcome = finish(r);
 	/* CMD is the user's job: it runs to its end whatever became of the recording. */
 	cmd_status = r->launched ? reap_cmd(r) : -1;
+	/* The stop waited for CMD's end, which is CMD's own time: its steps' deadlines start over. */
+	if (cmd_status >= 0)
+		r->stop_ns = 0;
 	ret = recorder__exit_status(outcome, cmd_status);
 	if (outcome != RECORD_WHOLE && cmd_status >= 0)
 		pr_err("the recording failed (said above): exit status 1, though the command "
@@ -850,7 +882,7 @@ int recorder__run(const struct record_opts *opts)
 		       cmd_status);
 	/* Last: reading the file must not keep CMD waiting for its stop signal. */
 	if (r->wrote)
-		recording__print_verdict(r);
+		recording__print_verdict(r, stop_deadline(r, STOP_VERDICT_NS, STOP_VERDICT_MAX_NS));
 	if (r->wrote && o->written)
 		o->written(o->written_arg, r->verdict_path);
 out:

@@ -11,15 +11,17 @@
 #include "stack_svc.h"
 #include "msg.h"
 
-void recording__print_verdict(const struct recording *r)
+void recording__print_verdict(const struct recording *r, __u64 by_ns)
 {
 	const struct record_opts *o = r->ctx.opts;
 	const char *path = r->verdict_path;
 	char line[512] = "";
-	int err = o->verdict_line ? o->verdict_line(path, line, sizeof(line)) : 0;
+	int err = o->verdict_line ? o->verdict_line(path, by_ns, line, sizeof(line)) : 0;
 
 	if (err == -EFBIG)
 		pr_info("verdict: bpfsight stats %s (the file is large)\n", path);
+	else if (err == -ETIME)
+		pr_info("verdict: bpfsight stats %s (reading it would hold up the stop)\n", path);
 	else if (!err && line[0])
 		pr_info("verdict: %s (bpfsight stats %s shows why)\n", line, path);
 }

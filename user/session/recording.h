@@ -58,6 +58,11 @@ struct recording {
 	 */
 	struct trace_writer *writer;
 	struct flight_recorder *flight;
+	/*
+	 * When the stop began (CLOCK_MONOTONIC; 0 before): its steps' deadlines count from here,
+	 * so that together they keep the promise of a stop within 2 s (recorder.c, STOP_*).
+	 */
+	__u64 stop_ns;
 	struct recording_hang *hang; /* --trigger hang: recorder_hang.c */
 	/* What reads the job's threads (the edges, the hang trigger): recorder_edges.c */
 	struct snap_session *snap;
@@ -140,7 +145,10 @@ void recording__hang_free(struct recording *r);
 void recording__say_written(struct recording *r, __u64 nrec, const char *how);
 /* --capture-range: what the ranges kept; nothing captured is a failed recording. */
 enum record_outcome recording__say_captured(struct recording *r);
-/* The file just written, judged as `bpfsight stats` opens: where its threads' time went. */
-void recording__print_verdict(const struct recording *r);
+/*
+ * The file just written, judged as `bpfsight stats` opens: where its threads' time went, if
+ * reading it ends by BY_NS (CLOCK_MONOTONIC); else where to read it.
+ */
+void recording__print_verdict(const struct recording *r, __u64 by_ns);
 
 #endif /* BPFSIGHT_RECORDING_H */
