@@ -93,6 +93,20 @@ def test_bad_duration_and_options():
        "said in the project's voice, then the usage")
 
 
+def test_duration_not_a_finite_number_refused():
+    """--duration nan was taken as 2^63 ns (its conversion to an integer is undefined) and
+    recorded until CMD ended; nan, inf and a negative value are refused as malformed, one past
+    2^64 ns as out of range, before anything is recorded."""
+    out = os.path.join(tmpdir(), "x.bst")
+    for bad, said in [("nan", "bad duration 'nan'"), ("inf", "bad duration 'inf'"),
+                      ("-1", "bad duration '-1'"),
+                      ("1e30s", "duration '1e30s' is out of range")]:
+        p = run([BPFSIGHT, "record", "--duration", bad, "-o", out, "--", "true"])
+        eq(p.returncode, 1, f"--duration {bad}: exit status ({p.stderr})")
+        check(p.stderr.startswith(f"bpfsight record: {said}"), f"--duration {bad}: {p.stderr}")
+        check(not os.path.exists(out), f"--duration {bad}: nothing recorded")
+
+
 def test_help_everywhere():
     for cmd in ["record", "info", "dump", "stats"]:
         p = run([BPFSIGHT, cmd, "--help"])
