@@ -5,6 +5,7 @@ import time
 
 from helpers import (BPFSIGHT, Recorder, alone, check, eq, info, need_root, record, run, spawn,
                      tmpdir, workload)
+from synth import Trace
 
 SYSCALLS = workload("syscalls")
 
@@ -91,6 +92,40 @@ def test_bad_duration_and_options():
     eq(p.returncode, 1, "unknown command")
     eq(p.stderr.splitlines()[:2], ["bpfsight: unknown command 'frobnicate'", ""],
        "said in the project's voice, then the usage")
+
+
+def test_duration_not_a_finite_number_refused():
+    """--duration nan was taken as 2^63 ns (its conversion to an integer is undefined) and
+    recorded until CMD ended; nan, inf and a negative value are refused as malformed, one past
+    2^64 ns as out of range, before anything is recorded."""
+    out = os.path.join(tmpdir(), "x.bst")
+    for bad, said in [("nan", "bad duration 'nan'"), ("inf", "bad duration 'inf'"),
+                      ("-1", "bad duration '-1'"),
+                      ("1e30s", "duration '1e30s' is out of range")]:
+        p = run([BPFSIGHT, "record", "--duration", bad, "-o", out, "--", "true"])
+        eq(p.returncode, 1, f"--duration {bad}: exit status ({p.stderr})")
+        check(p.stderr.startswith(f"bpfsight record: {said}"), f"--duration {bad}: {p.stderr}")
+        check(not os.path.exists(out), f"--duration {bad}: nothing recorded")
+
+
+def test_merged_export_to_an_unusable_path_said():
+    """A merged file's Chrome export is a directory of one file per rank: a path under a
+    regular file cannot be one, said in the project's voice (it was perror's bare "PATH: Not a
+    directory")."""
+    d = tmpdir()
+    ranks = []
+    for r in range(2):
+        t = Trace(families="proc,cublas")
+        t.cublas_call(1, 1, 100_000, 1000, 6, args=(0x1, 0, 0, 8, 8, 8))
+        ranks.append(t.write(d, name=f"rank{r}.bst"))
+    merged = os.path.join(d, "job.bst")
+    run([BPFSIGHT, "merge", "-o", merged, *ranks], check=True)
+    open(os.path.join(d, "file"), "w").close()
+    out = os.path.join(d, "file", "kineto")
+    p = run([BPFSIGHT, "export", merged, "-f", "chrome", "-o", out])
+    eq(p.returncode, 1, f"exit status ({p.stderr})")
+    eq(p.stderr, f"bpfsight export: cannot use {out} for the ranks' files: Not a directory\n",
+       "what it said")
 
 
 def test_help_everywhere():

@@ -5,7 +5,8 @@ tests/workloads/cuda/cublas_gemm calls each GEMM form once per repetition with a
 derived from its index (its header comment): m = 100 + i, n = 200 + i, k = 300 + i,
 lda/ldb/ldc = 400/500/600 + i, batch = 2 + i, transa T, transb N. Without a GPU
 cublasCreate_v2 fails and every GEMM, given the NULL handle, returns
-CUBLAS_STATUS_NOT_INITIALIZED after entering the library; cuBLASLt's layouts and matmul
+CUBLAS_STATUS_NOT_INITIALIZED after entering the library: each shows its shape and no FLOPs
+(it did no math), and the reports count it as an error; cuBLASLt's layouts and matmul
 descriptors succeed on the host.
 """
 import json
@@ -60,6 +61,7 @@ def need_no_gpu():
 
 
 def expected(i, name, at, bt, ct, comp, batched, cplx):
+    """What dump shows of the workload's GEMM I: refused (NOT_INITIALIZED), no FLOPs."""
     m = 5000000000 if name.endswith("_v2_64") else 100 + i
     args = {"status": NOT_INIT, "handle": "0x0", "a_type": at, "b_type": bt, "c_type": ct,
             "compute_type": comp}
@@ -68,7 +70,7 @@ def expected(i, name, at, bt, ct, comp, batched, cplx):
         return args
     batch = 2 + i if batched else 1
     args.update(trans="TN", m=m, n=200 + i, k=300 + i, lda=400 + i, ldb=500 + i, ldc=600 + i,
-                batch=batch, flops=2 * m * (200 + i) * (300 + i) * batch * (4 if cplx else 1))
+                batch=batch)
     return args
 
 
@@ -108,8 +110,7 @@ def test_lt_matmul_from_descriptors():
     bf16 = "CUDA_R_16BF"
     want = {"status": NOT_INIT, "handle": "0x0", "stream": "0x5000", "trans": "TN", "m": 64,
             "n": 32, "k": 128, "lda": 128, "ldb": 128, "ldc": 64, "batch": 4, "a_type": bf16,
-            "b_type": bf16, "c_type": bf16, "compute_type": "CUBLAS_COMPUTE_32F",
-            "flops": 2 * 64 * 32 * 128 * 4}
+            "b_type": bf16, "c_type": bf16, "compute_type": "CUBLAS_COMPUTE_32F"}
     eq(mm, [want, want], "both repetitions' matmuls (each with its own descriptors)")
     sets = [e["args"] for e in cublas_events(out)
             if e["name"] == "cublasLtMatrixLayoutSetAttribute"]
@@ -118,8 +119,9 @@ def test_lt_matmul_from_descriptors():
 
 
 def test_reports_cublas_sum_and_gemm_sum():
-    """cublas_sum counts the application's calls by function; gemm_sum groups the GEMMs by
-    shape and types with their FLOPs (no kernels here: no GPU time, no rate)."""
+    """cublas_sum counts the application's calls by function, and those that failed; gemm_sum
+    groups the GEMMs by shape and types with their FLOPs: every GEMM here was refused
+    (NOT_INITIALIZED), counted as an error with no FLOPs (no kernels: no GPU time, no rate)."""
     need_no_gpu()
     p, out = record([CUBLAS_GEMM, "3"], "-t", "cublas")
     eq(p.returncode, 0, f"record exit ({p.stderr[-800:]})")
@@ -128,18 +130,22 @@ def test_reports_cublas_sum_and_gemm_sum():
     want.update({name: 3 * n for name, (n, _) in LT_CALLS.items()})
     want["cublasCreate_v2"] = 1
     eq({r["name"]: r["count"] for r in s["cublas_sum"]}, want, "cublas_sum's counts")
+    failed = {name: n for name, n in want.items()
+              if name not in LT_CALLS or LT_CALLS[name][1] == NOT_INIT}
+    eq({r["name"]: r["errors"] for r in s["cublas_sum"] if r["errors"]}, failed,
+       "cublas_sum's errors: every call but the layouts' and descriptors'")
     rows = s["gemm_sum"]
     for i, g in enumerate(GEMMS):
         if g[5] is None:
             continue  # grouped: no shape
         e = expected(i, *g)
         r = row(rows, name=g[0])
-        eq((r["m"], r["n"], r["k"], r["batch"], r["count"], r["flops"]),
-           (e["m"], e["n"], e["k"], e["batch"], 3, 3 * e["flops"]), f"{g[0]}'s row")
+        eq((r["m"], r["n"], r["k"], r["batch"], r["count"], r["errors"], r["flops"]),
+           (e["m"], e["n"], e["k"], e["batch"], 3, 3, 0), f"{g[0]}'s row")
         eq((r.get("gpu_ns"), r.get("tflops")), (None, None), f"{g[0]}: no kernel, no GPU time")
     lt = row(rows, name="cublasLtMatmul")
     eq((lt["trans"], lt["m"], lt["n"], lt["k"], lt["batch"], lt["a_type"], lt["compute_type"],
-        lt["flops"]), ("TN", 64, 32, 128, 4, "bf16", "32F", 3 * 2 * 64 * 32 * 128 * 4), "Lt's row")
+        lt["errors"], lt["flops"]), ("TN", 64, 32, 128, 4, "bf16", "32F", 3, 0), "Lt's row")
     eq(len(rows), len(GEMMS) - 2 + 1, "one row per shape: the forms and the Lt matmul")
 
 
@@ -188,8 +194,8 @@ def test_exports_carry_the_arguments():
         rows = c.execute(q).fetchall()
     e = expected(8, *GEMMS[8])
     eq(rows, [(29, 1, 0, "TN", e["m"], e["n"], e["k"], e["lda"], e["ldb"], e["ldc"], 1,
-               "CUDA_R_16BF", "CUDA_R_16BF", "CUDA_R_16BF", "CUBLAS_COMPUTE_32F", e["flops"])],
-       "SQLite: the GEMM's row")
+               "CUDA_R_16BF", "CUDA_R_16BF", "CUDA_R_16BF", "CUBLAS_COMPUTE_32F", None)],
+       "SQLite: the GEMM's row (refused: no FLOPs)")
 
 
 def _mfu_trace():
@@ -211,8 +217,9 @@ def _mfu_trace():
 
 def test_a_failed_gemm_with_negative_sizes_has_no_flops():
     """A GEMM cuBLAS refused for a negative size (CUBLAS_STATUS_INVALID_VALUE): its size, a C
-    int sign-extended, once wrapped into FLOPs, TFLOP/s and MFU; now it has no FLOPs, and a
-    failed call, whatever its sizes, does no math in gemm_step_sum's MFU."""
+    int sign-extended, once wrapped into FLOPs, TFLOP/s and MFU; now a failed call, whatever
+    its sizes, has no FLOPs: gemm_sum counts it as called, with its error, and gemm_step_sum's
+    MFU leaves it out."""
     t = Trace(families="proc,cuda,gpu,torch,cublas")
     n, sgemm, invalid = 1024, 6, 7
     t.cublas_call(1, 1, 100_000, 1000, sgemm, args=(0x1, 0, 0, n, n, n))
@@ -227,9 +234,12 @@ def test_a_failed_gemm_with_negative_sizes_has_no_flops():
     got = [(r["gemms"], r["flops"]) for r in rows["reports"]["gemm_step_sum"]]
     eq(got, [(1, f)], "the step's one GEMM that ran")
     gemms = stats(path, "gemm_sum")["gemm_sum"]
-    eq(sorted((r["m"], r["flops"]) for r in gemms), [(64, 2 * 64 ** 3), (n, f)],
-       "gemm_sum: the shapes that have FLOPs (a refused call's shape shown as called), none "
-       "from a negative size")
+    eq(sorted((r["m"], r["count"], r["errors"], r["flops"]) for r in gemms),
+       [(-5, 1, 1, 0), (64, 1, 1, 0), (n, 1, 0, f)],
+       "gemm_sum: every call, a refused one's shape as called, with no FLOPs")
+    evs = [e["args"] for e in dump(path) if e["name"] == "cublasSgemm_v2"]
+    eq([(a["m"], a.get("flops")) for a in evs], [(n, f), (-5, None), (64, None)],
+       "dump: the sizes as called, FLOPs only for the call that ran")
 
 
 def test_gemm_step_sum_mfu():

@@ -7,6 +7,7 @@
 #include "nccl.h"
 #include "ucall_records.h"
 #include "unit.h"
+#include "ucall_fn.h"
 
 struct rec {
 	struct bs_ucall u;
@@ -16,11 +17,7 @@ struct rec {
 /* The index of function NAME in the nccl table (bs_ucall.fn). */
 static inline __u32 fn_of(const char *name)
 {
-	for (__u32 i = 0; i < nccl_table.napis; i++)
-		if (!strcmp(nccl_table.apis[i].name, name))
-			return i;
-	unit_fail("%s not in nccl_table", name);
-	return 0xfff;
+	return ucall_fn(&nccl_table, name);
 }
 
 #endif /* BPFSIGHT_TEST_NCCL_REC_H */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "cudnn.h"
 #include "unit.h"
+#include "ucall_fn.h"
 
 #define X 0x1000 /* the descriptors' addresses: the same in both processes */
 #define W 0x2000
@@ -20,11 +21,7 @@ static __u64 ts = 1000;
 
 static int fn_of(const char *name)
 {
-	for (__u32 i = 0; i < cudnn_table.napis; i++)
-		if (!strcmp(cudnn_table.apis[i].name, name))
-			return i;
-	unit_fail("%s is not in cudnn_table", name);
-	return 0;
+	return ucall_fn(&cudnn_table, name);
 }
 
 /* NAME called by PID's thread TID with ARGS (NARGS words), succeeding: observed, its record

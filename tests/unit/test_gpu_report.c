@@ -19,6 +19,7 @@
 #define HAVE_CUPTI_HEADER 1
 #include "/usr/local/cuda/include/cupti_result.h"
 #include "gpu_records.h"
+#include "ucall_fn.h"
 #endif
 
 #define PID  100
@@ -29,11 +30,7 @@ static char tmp_dir[64];
 
 static int fn_of(const char *name)
 {
-	for (__u32 i = 0; i < cuda_table.napis; i++)
-		if (!strcmp(cuda_table.apis[i].name, name))
-			return i;
-	unit_fail("%s is not in cuda_table", name);
-	return 0;
+	return ucall_fn(&cuda_table, name);
 }
 
 static void put_kernel(struct tb *b, __u32 tid, __u64 ts, __u64 dur, const char *name,

@@ -14,6 +14,7 @@
 #include "shim_unpack.h"
 #include "string_pool.h"
 #include "unit.h"
+#include "ucall_fn.h"
 
 #define PID 4242
 #define TID 4243
@@ -41,10 +42,7 @@ static __u64 family_bit(const struct family *f)
 
 static __u32 fn(const char *name)
 {
-	for (__u32 i = 0; i < cuda_table.napis; i++)
-		if (!strcmp(cuda_table.apis[i].name, name))
-			return i;
-	return 0;
+	return ucall_fn(&cuda_table, name);
 }
 
 /*

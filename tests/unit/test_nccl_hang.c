@@ -12,6 +12,7 @@
 #include "trace_model.h"
 #include "unit.h"
 #include "nccl_rec.h"
+#include "ucall_fn.h"
 
 #define S 1000000000ull
 
@@ -200,11 +201,7 @@ out:
 
 static __u32 cuda_fn(const char *name)
 {
-	for (__u32 i = 0; i < cuda_table.napis; i++)
-		if (!strcmp(cuda_table.apis[i].name, name))
-			return i;
-	unit_fail("%s not in cuda_table", name);
-	return 0;
+	return ucall_fn(&cuda_table, name);
 }
 
 static void test_on_the_gpu_and_the_missing_ranks_code(void)

@@ -12,6 +12,7 @@
 #include "order_link.h"
 #include "gpu_records.h"
 #include "unit.h"
+#include "ucall_fn.h"
 
 #define PID 7
 #define US  1000ull
@@ -40,11 +41,7 @@ static const struct link *link_of(__u32 corr)
 
 static __u32 fn(const char *name)
 {
-	for (__u32 i = 0; i < cuda_table.napis; i++)
-		if (!strcmp(cuda_table.apis[i].name, name))
-			return i;
-	unit_fail("%s is not in cuda_table", name);
-	return 0;
+	return ucall_fn(&cuda_table, name);
 }
 
 static __s64 call_ret; /* what the next calls return */

@@ -61,6 +61,15 @@ static void test_duration(void)
 		{ "0x10", -EINVAL, 0 },
 		{ "1e3ms", 0, S },
 		{ "0.0000000006", 0, 1 }, /* to the nearest ns, as "0.6ns" */
+		{ "0.6", 0, 600000000 },
+		{ "0.6ns", 0, 1 },
+		{ "0.4ns", -EDOM, 0 }, /* nearest: 0 */
+		{ "1.5us", 0, 1500 },
+		{ "-1", -EINVAL, 0 },
+		{ "-0", -EINVAL, 0 },
+		{ "-infs", -EINVAL, 0 },
+		{ "1e30s", -ERANGE, 0 },
+		{ "1e30", -ERANGE, 0 },
 	};
 
 	check_all(parse_duration_ns, w, sizeof(w) / sizeof(w[0]), "duration");
@@ -81,7 +90,11 @@ static void test_threshold(void)
 		{ "0.6", 0, 1 },
 		{ "0.6ns", 0, 1 },
 		{ "0.4", 0, 0 },
+		{ "0.5", 0, 1 },
+		{ "1.5us", 0, 1500 },
 		{ "nan", -EINVAL, 0 },
+		{ "inf", -EINVAL, 0 },
+		{ "1e30s", -ERANGE, 0 },
 	};
 
 	check_all(parse_threshold_ns, w, sizeof(w) / sizeof(w[0]), "threshold");
@@ -90,10 +103,12 @@ static void test_threshold(void)
 static void test_size(void)
 {
 	static const struct want w[] = {
-		{ "16M", 0, 16 << 20 }, { "64MiB", 0, 64 << 20 }, { "1G", 0, 1ull << 30 },
-		{ "4096", 0, 4096 },	{ "4K", 0, 4096 },	  { "2GiB", 0, 2ull << 30 },
-		{ "16MB", -EINVAL, 0 }, { "-1M", -EINVAL, 0 },	  { "", -EINVAL, 0 },
-		{ "1.5K", 0, 1536 },	{ "0x1000", -EINVAL, 0 }, { "nanK", -EINVAL, 0 },
+		{ "16M", 0, 16 << 20 },	 { "64MiB", 0, 64 << 20 }, { "1G", 0, 1ull << 30 },
+		{ "4096", 0, 4096 },	 { "4K", 0, 4096 },	   { "2GiB", 0, 2ull << 30 },
+		{ "16MB", -EINVAL, 0 },	 { "-1M", -EINVAL, 0 },	   { "", -EINVAL, 0 },
+		{ "1.5K", 0, 1536 },	 { "0x1000", -EINVAL, 0 }, { "nanK", -EINVAL, 0 },
+		{ "nan", -EINVAL, 0 },	 { "inf", -EINVAL, 0 },	   { "-1", -EINVAL, 0 },
+		{ "1e30G", -ERANGE, 0 }, { "0.6", 0, 1 },
 	};
 
 	check_all(parse_size, w, sizeof(w) / sizeof(w[0]), "size");

@@ -10,6 +10,7 @@
 #include "cuda_records.h"
 #include "shim_join.h"
 #include "unit.h"
+#include "ucall_fn.h"
 
 #define NS 1000000000ull
 
@@ -46,10 +47,7 @@ static void emit(void *arg, struct bs_hdr *rec)
 
 static __u32 fn(const char *name)
 {
-	for (__u32 i = 0; i < cuda_table.napis; i++)
-		if (!strcmp(cuda_table.apis[i].name, name))
-			return i;
-	return 0;
+	return ucall_fn(&cuda_table, name);
 }
 
 static void call(struct shim_join *j, __u32 pid, __u32 tid, __u64 ts, __u64 dur, const char *name,

@@ -357,8 +357,12 @@ static int export_check_dir(const char *dir, int force)
 	struct stat st;
 	int n = 0;
 
-	if (lstat(dir, &st))
-		return errno == ENOENT ? 0 : (perror(dir), 1);
+	if (lstat(dir, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		pr_err("cannot use %s for the ranks' files: %s\n", dir, strerror(errno));
+		return 1;
+	}
 	if (!S_ISDIR(st.st_mode)) {
 		pr_err("%s is not a directory: a merged file's Chrome export is a "
 		       "directory of one file per rank (HTA reads it so)\n",

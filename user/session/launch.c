@@ -75,7 +75,7 @@ void launch__go(struct launch *l)
 	if (l->gate_fd < 0)
 		return;
 	if (write(l->gate_fd, &go, 1) != 1)
-		perror("bpfsight record: releasing CMD");
+		pr_err("cannot release CMD (pid %d): %s\n", (int)l->pid, strerror(errno));
 	close(l->gate_fd);
 	l->gate_fd = -1;
 }

@@ -193,9 +193,8 @@ static void walk__desc(struct cublas_walk *w, const struct cublas_call *c, __u32
 
 /*
  * The sizes are C ints (int64_t for the _64 entry points), read sign-extended: a negative one
- * (a call cuBLAS refuses) is over 2^63 as unsigned and wrapped the product into nonsense
- * FLOPs. Each must be positive as a signed value, and the product fit in 64 bits; else the
- * GEMM's FLOPs are not known (0).
+ * is over 2^63 as unsigned and wrapped the product into nonsense FLOPs. Each must be positive
+ * as a signed value, and the product fit in 64 bits; else the GEMM's FLOPs are not known (0).
  */
 static __u64 gemm_flops(const struct cublas_gemm *g)
 {
@@ -228,7 +227,7 @@ static void gemm_from_call(const struct cublas_call *c, struct cublas_gemm *g)
 	g->btype = (__s32)c->v[K_BTYPE];
 	g->ctype = (__s32)c->v[K_CTYPE];
 	g->compute = (__s32)c->v[K_COMPUTE];
-	g->flops = (c->api->flags & CUBLAS_F_GROUPED) ? 0 : gemm_flops(g);
+	g->has_shape = !(c->api->flags & CUBLAS_F_GROUPED);
 }
 
 /* A cublasLtMatmul from its descriptors: D is m x n, op(A) m x k. */
@@ -262,7 +261,7 @@ static int gemm_from_lt(const struct cublas_walk *w, const struct cublas_call *c
 	g->btype = b->type;
 	g->ctype = d->type;
 	g->compute = desc->compute;
-	g->flops = gemm_flops(g);
+	g->has_shape = 1;
 	return 1;
 }
 
@@ -280,6 +279,12 @@ static int gemm_of(const struct cublas_walk *w, const struct cublas_call *c, __u
 		gemm_from_call(c, g);
 	else if (c->api->group != CUBLAS_GRP_LT_MATMUL || !gemm_from_lt(w, c, pid, g))
 		return 0;
+	/*
+	 * The status first: a call cuBLAS refused did no math, whatever its sizes say (a negative
+	 * one is a reason to refuse it), so it has no FLOPs to enter TFLOP/s or MFU.
+	 */
+	if (g->has_shape && g->ret == CUBLAS_STATUS_SUCCESS)
+		g->flops = gemm_flops(g);
 	if (cublas_call__has(c, K_STREAM)) {
 		g->stream = c->v[K_STREAM];
 		g->have_stream = 1;
@@ -366,16 +371,17 @@ static void decode_gemm(struct event *ev, const struct cublas_call *c, const str
 	if (cublas_call__has(c, K_GROUPS)) {
 		event__arg_s64(ev, "groups", (__s64)c->v[K_GROUPS]);
 	} else {
+		/* Signed, as the call passed them: a refused call's -5 is not 2^64 - 5. */
 		event__arg_strn(ev, "trans", trans, sizeof(trans));
-		event__arg_u64(ev, "m", g->m);
-		event__arg_u64(ev, "n", g->n);
-		event__arg_u64(ev, "k", g->k);
+		event__arg_s64(ev, "m", (__s64)g->m);
+		event__arg_s64(ev, "n", (__s64)g->n);
+		event__arg_s64(ev, "k", (__s64)g->k);
 		if (g->lda || g->ldb || g->ldc) {
-			event__arg_u64(ev, "lda", g->lda);
-			event__arg_u64(ev, "ldb", g->ldb);
-			event__arg_u64(ev, "ldc", g->ldc);
+			event__arg_s64(ev, "lda", (__s64)g->lda);
+			event__arg_s64(ev, "ldb", (__s64)g->ldb);
+			event__arg_s64(ev, "ldc", (__s64)g->ldc);
 		}
-		event__arg_u64(ev, "batch", g->batch);
+		event__arg_s64(ev, "batch", (__s64)g->batch);
 	}
 	arg_name(ev, "a_type", cublas__type_name(g->atype), "cudaDataType_", g->atype);
 	arg_name(ev, "b_type", cublas__type_name(g->btype), "cudaDataType_", g->btype);

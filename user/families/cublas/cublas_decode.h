@@ -67,14 +67,22 @@ static inline int cublas_call__has(const struct cublas_call *c, int k)
 	return !!(c->have & (1ull << k));
 }
 
-/* A GEMM as the reports show it: from the call's arguments or its cuBLASLt descriptors. */
+/*
+ * A GEMM as the reports show it: from the call's arguments or its cuBLASLt descriptors. The
+ * sizes are the call's signed ints, sign-extended (a refused call's may be negative).
+ */
 struct cublas_gemm {
 	__u64 m, n, k, batch;
 	__u64 lda, ldb, ldc; /* 0: not known (cuBLASLt: the layouts' ld) */
 	__s32 transa, transb;
 	__s32 atype, btype, ctype, compute; /* -1: not known */
-	__u64 flops; /* 2 m n k batch, x4 complex; 0: shape unknown, or a size out of range */
-	__s32 ret;   /* the call's status: a failed call did no math (MFU leaves it out) */
+	int has_shape;			    /* m n k batch are known (not a grouped GEMM's) */
+	__s32 ret;			    /* the call's status */
+	/*
+	 * The math the call did, 2 m n k batch, x4 complex; 0: none, the call failed (ret), or
+	 * not known: no shape, a size not positive, a product past 2^64.
+	 */
+	__u64 flops;
 	__u64 stream;
 	int have_stream;
 };

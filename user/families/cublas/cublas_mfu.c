@@ -136,9 +136,9 @@ static void step_sum__add(void *vst, const struct bs_hdr *rec, const struct trac
 	struct step_sum *st = vst;
 	struct cublas_gemm g;
 
+	/* The GEMMs that did math: a failed call has no FLOPs (cublas_decode.h). */
 	if (rec->type != BS_REC_CUBLAS_CALL || rec->size < sizeof(*u) || u->depth ||
-	    !cublas__gemm(trace_model__walk(m, &family_cublas), rec, &g) || !g.flops ||
-	    g.ret != CUBLAS_STATUS_SUCCESS) /* a failed call did no math */
+	    !cublas__gemm(trace_model__walk(m, &family_cublas), rec, &g) || !g.flops)
 		return;
 	if (array__grow((void **)&st->gemms, st->ngemms, &st->cap_gemms, sizeof(*st->gemms)))
 		st->err = -ENOMEM;

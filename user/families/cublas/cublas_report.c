@@ -2,7 +2,8 @@
 /*
  * The cublas reports: cublas_sum (nsys's API summary, api_sum.h) and gemm_sum, the GEMMs by
  * shape and types with their FLOPs and, where the gpu family recorded the kernels a GEMM
- * launched, their GPU time and the TFLOP/s achieved.
+ * launched, their GPU time and the TFLOP/s achieved. A call cuBLAS refused is counted, as an
+ * error, and did no math: it has no FLOPs (cublas_decode.h), in TFLOP/s or in MFU.
  *
  * A GEMM's kernels are the ones whose launching call (gpu_op.call_ts, a cudaLaunchKernel or
  * cuLaunchKernelEx that cuBLAS made) began on the GEMM's thread inside the GEMM's call.
@@ -18,9 +19,36 @@
 #include "gpu_records.h"
 #include "table.h"
 
+/*
+ * cublas_sum: nsys's API summary (report/api_sum.c) with a column of its own, as nccl_sum's:
+ * the calls that failed, a status other than CUBLAS_STATUS_SUCCESS (cublasStatus_t is an int:
+ * the upper half of rax is not its).
+ */
+static void cublas_fn_add(void *errors, const struct bs_hdr *rec)
+{
+	const struct bs_ucall *u = (const void *)rec;
+
+	*(__u64 *)errors += (__s32)u->ret != CUBLAS_STATUS_SUCCESS;
+}
+
+static void cublas_fn_set(struct table *t, int col, const void *errors)
+{
+	table__set_u64(t, col, *(const __u64 *)errors);
+}
+
+static const struct table_col cublas_fn_cols[] = { { "errors", "Errors", TABLE_U64 } };
+
+static const struct api_sum_extra cublas_fn_extra = {
+	.size = sizeof(__u64),
+	.add = cublas_fn_add,
+	.cols = cublas_fn_cols,
+	.ncols = 1,
+	.set = cublas_fn_set,
+};
+
 static void *cublas_sum__new(void)
 {
-	return api_sum__new(&cublas_table);
+	return api_sum__new_extra(&cublas_table, &cublas_fn_extra);
 }
 
 static const struct report cublas_sum = {
@@ -43,7 +71,7 @@ struct gemm_key {
 struct gemm_row {
 	struct gemm_key key;
 	__u32 fn; /* the function of its first call */
-	__u64 count, flops, api_ns, gpu_ns, kernels;
+	__u64 count, errors, flops, api_ns, gpu_ns, kernels;
 };
 
 /* A call, or a kernel by its launching call's start, on a thread. */
@@ -96,7 +124,8 @@ static void gemm_sum__add_call(struct gemm_sum *st, const struct bs_hdr *rec,
 	struct cublas_gemm g;
 	long row;
 
-	if (u->depth || !cublas__gemm(trace_model__walk(m, &family_cublas), rec, &g) || !g.flops)
+	if (u->depth || !cublas__gemm(trace_model__walk(m, &family_cublas), rec, &g) ||
+	    !g.has_shape)
 		return;
 	memset(&k, 0, sizeof(k));
 	k = (struct gemm_key){ g.m,	 g.n,	  g.k,	   g.batch, g.transa,
@@ -108,6 +137,7 @@ static void gemm_sum__add_call(struct gemm_sum *st, const struct bs_hdr *rec,
 		return;
 	}
 	st->rows[row].count++;
+	st->rows[row].errors += g.ret != CUBLAS_STATUS_SUCCESS;
 	st->rows[row].flops += g.flops;
 	st->rows[row].api_ns += u->dur;
 }
@@ -199,6 +229,7 @@ static int gemm_sum__emit(void *vst, const struct trace_model *m, struct table *
 		CT,
 		COMP,
 		COUNT,
+		ERRORS,
 		FLOPS,
 		API,
 		GPU,
@@ -209,15 +240,16 @@ static int gemm_sum__emit(void *vst, const struct trace_model *m, struct table *
 	static const struct table_col cols[NCOLS] = {
 		[NAME] = { "name", "Name", TABLE_STR },
 		[TRANS] = { "trans", "Trans", TABLE_STR },
-		[M] = { "m", "M", TABLE_U64 },
-		[N] = { "n", "N", TABLE_U64 },
-		[K] = { "k", "K", TABLE_U64 },
-		[BATCH] = { "batch", "Batch", TABLE_U64 },
+		[M] = { "m", "M", TABLE_S64 },
+		[N] = { "n", "N", TABLE_S64 },
+		[K] = { "k", "K", TABLE_S64 },
+		[BATCH] = { "batch", "Batch", TABLE_S64 },
 		[AT] = { "a_type", "A", TABLE_STR },
 		[BT] = { "b_type", "B", TABLE_STR },
 		[CT] = { "c_type", "C", TABLE_STR },
 		[COMP] = { "compute_type", "Compute", TABLE_STR },
 		[COUNT] = { "count", "Count", TABLE_U64 },
+		[ERRORS] = { "errors", "Errors", TABLE_U64 },
 		[FLOPS] = { "flops", "FLOPs", TABLE_U64 },
 		[API] = { "api_ns", "API Time (ns)", TABLE_U64 },
 		[GPU] = { "gpu_ns", "GPU Time (ns)", TABLE_U64 },
@@ -243,15 +275,16 @@ static int gemm_sum__emit(void *vst, const struct trace_model *m, struct table *
 		table__row(t);
 		table__set_str(t, NAME, api ? api->name : "?");
 		table__set_str(t, TRANS, trans);
-		table__set_u64(t, M, r->key.m);
-		table__set_u64(t, N, r->key.n);
-		table__set_u64(t, K, r->key.k);
-		table__set_u64(t, BATCH, r->key.batch);
+		table__set_s64(t, M, (__s64)r->key.m); /* as called: a refused call's may be < 0 */
+		table__set_s64(t, N, (__s64)r->key.n);
+		table__set_s64(t, K, (__s64)r->key.k);
+		table__set_s64(t, BATCH, (__s64)r->key.batch);
 		table__set_str(t, AT, cublas__type_short(r->key.atype));
 		table__set_str(t, BT, cublas__type_short(r->key.btype));
 		table__set_str(t, CT, cublas__type_short(r->key.ctype));
 		table__set_str(t, COMP, compute_short(r->key.compute));
 		table__set_u64(t, COUNT, r->count);
+		table__set_u64(t, ERRORS, r->errors);
 		table__set_u64(t, FLOPS, r->flops);
 		table__set_u64(t, API, r->api_ns);
 		if (!r->kernels)
