@@ -11,11 +11,12 @@ PYTHON	?= python3
 # The CUDA toolkit the CUDA/NCCL workloads and benchmarks are built with.
 CUDA_HOME ?= /usr/local/cuda
 ARCH	:= $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
-# x86-64 only: vmlinux/vmlinux.h, the BPF programs' register reads (pt_regs' ip, sp,
-# orig_ax) and the system call numbers are x86-64's. Another machine gets this, not programs
-# that read the wrong registers.
+# x86-64 only. A task's saved registers are read by what they are (bpf/task_regs.bpf.h), but
+# vmlinux/vmlinux.h, the native stack walker (frame pointer, signal frames, the TLS base, a
+# sample's ring), the uprobe-API families' sixth argument and the system call numbers are
+# x86-64's. Another machine gets this, not programs that read the wrong registers.
 ifneq ($(ARCH),x86)
-$(error bpfsight builds for x86-64 only (this machine is $(ARCH)): its vmlinux.h, the BPF programs' register reads and the system call numbers are x86-64's)
+$(error bpfsight builds for x86-64 only (this machine is $(ARCH)): its vmlinux.h, the native stack walker, the uprobe-API families' sixth argument and the system call numbers are x86-64's)
 endif
 VERSION	:= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 

@@ -21,6 +21,7 @@
 #include "stack.bpf.h"
 #include "osrt_records.h"
 #include "task_now.bpf.h"
+#include "task_regs.bpf.h"
 
 const volatile __u64 threshold_ns = 1000;
 /* --stacks=osrt: calls of at least this (and recorded) carry the caller's stack; ~0 = none. */
@@ -235,7 +236,7 @@ int BPF_PROG(osrt_task_exit_btf, struct task_struct *p)
  * sys_exit, which every system call of the machine pays once attached (bench/RESULTS.md,
  * "osrt modes"); the calls seen are those that block, from the context switches alone. A
  * target thread that goes to sleep inside a system call keeps the call's number (its user
- * registers' orig_ax; -1 in a page fault or an interrupt) and the time it left its CPU; its
+ * registers' system call number; -1 in a page fault or an interrupt) and the time it left its CPU; its
  * next switch-in ends the block: a record at or above the threshold, else the aggregate. A
  * call that never sleeps is not seen; one that sleeps twice (a futex woken for nothing) is
  * two blocks. Writes no stack: the CPU's current task at a switch-in is the one leaving.
@@ -259,7 +260,7 @@ static __always_inline void block_begin(struct task_struct *prev)
 		st->gen = (__u32)prev->start_time;
 	}
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+	nr = regs ? BS_REGS_SYSCALL_CORE(regs) : -1;
 	if (nr < 0 || probes_own(nr))
 		return;
 	st->nr = nr;
@@ -315,7 +316,7 @@ int osrt_start_iter_btf(struct bpf_iter__task *ctx)
 	if (!state || (state & 0xc)) /* running or runnable; stopped or traced */
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+	nr = regs ? BS_REGS_SYSCALL_CORE(regs) : -1;
 	if (nr < 0 || probes_own(nr)) /* not in a system call (a page fault) */
 		return 0;
 	st = task_slot_new(&sys_start_task, t);

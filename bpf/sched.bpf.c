@@ -28,6 +28,7 @@
 #include "stack.bpf.h"
 #include "sched_records.h"
 #include "task_now.bpf.h"
+#include "task_regs.bpf.h"
 
 #define TASK_RUNNING_STATE 0
 #define TASK_STOPPED_BITS  0xc /* __TASK_STOPPED | __TASK_TRACED: a stop after the syscall */
@@ -292,9 +293,9 @@ static __always_inline void offcpu_end(struct thread_sched *ts, struct task_stru
 	i = ts->nheld;
 	if (!i) {
 		regs = (struct pt_regs *)bpf_task_pt_regs(next);
-		h->ip = regs->ip;
-		h->sp = regs->sp;
-		h->nr = regs->orig_ax;
+		h->ip = PT_REGS_IP(regs);
+		h->sp = PT_REGS_SP(regs);
+		h->nr = BS_REGS_SYSCALL(regs);
 	}
 	/* i < HELD_MAX (flushed above); the mask is for the verifier, which cannot know it. */
 	h->iv[i & (HELD_MAX - 1)] = *iv;
@@ -306,7 +307,8 @@ static __always_inline void offcpu_end(struct thread_sched *ts, struct task_stru
 /* REGS, a thread's user registers, are still those of the entry its held intervals blocked in. */
 static __always_inline int held_in_entry(struct offcpu_held *h, struct pt_regs *regs)
 {
-	return h->ip == regs->ip && h->sp == regs->sp && h->nr == regs->orig_ax;
+	return h->ip == PT_REGS_IP(regs) && h->sp == PT_REGS_SP(regs) &&
+	       h->nr == BS_REGS_SYSCALL(regs);
 }
 
 /* Held intervals of PREV, going off the CPU again: still in the entry they blocked in? */

@@ -13,6 +13,7 @@
 #include "stack.bpf.h"
 #include "snap_task.h"
 #include "task_now.bpf.h"
+#include "task_regs.bpf.h"
 
 /*
  * The process read now: a global, not rodata, so that one loaded object reads one process
@@ -44,11 +45,11 @@ int snap_tasks(struct bpf_iter__task *ctx)
 	if (!st.kthread) {
 		r = (struct pt_regs *)bpf_task_pt_regs(t);
 		if (r) {
-			st.ip = BPF_CORE_READ(r, ip);
-			st.sp = BPF_CORE_READ(r, sp);
-			st.bp = BPF_CORE_READ(r, bp);
-			st.syscall = (__s64)BPF_CORE_READ(r, orig_ax);
-			st.arg0 = BPF_CORE_READ(r, di);
+			st.ip = PT_REGS_IP_CORE(r);
+			st.sp = PT_REGS_SP_CORE(r);
+			st.bp = PT_REGS_FP_CORE(r);
+			st.syscall = BS_REGS_SYSCALL_CORE(r);
+			st.arg0 = PT_REGS_PARM1_CORE_SYSCALL(r);
 		}
 	}
 	bpf_seq_write(ctx->meta->seq, &st, sizeof(st));

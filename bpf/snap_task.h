@@ -16,7 +16,7 @@ struct snap_task {
 	__u32 state;   /* task->__state: 0 runnable, else TASK_* bits (1 sleeping, 2 disk...) */
 	__u32 on_cpu;  /* running on a CPU now: its saved registers are not its current ones */
 	__u32 exiting; /* PF_EXITING, or an exit_state (a zombie thread) */
-	__s64 syscall; /* the system call it entered the kernel with (orig_ax), -1 none */
+	__s64 syscall; /* the system call it entered the kernel with (task_regs.bpf.h), -1 none */
 	__u64 arg0;    /* its first argument (a futex's address: the GIL's, a lock's) */
 	__u32 kthread; /* a kernel thread: no user space */
 	__u32 pad;

@@ -275,19 +275,22 @@ static void report_dropped(uint32_t session)
 		shim_core__status(session, BS_SHIM_EV_DROPPED, 0, NULL, n);
 }
 
-/* BPFSIGHT_SHIM_DEBUG: every change of the semaphores, as read. */
+/*
+ * BPFSIGHT_SHIM_DEBUG: every change of the semaphores, as read. All six compared whole, join
+ * too: a 16-bit count packed into fewer bits spills into its neighbour's, and a change of two
+ * of them can then look like none.
+ */
 static void log_semaphores(void)
 {
-	static uint64_t last;
-	uint64_t now = (uint64_t)SHIM_SEM(batch) | (uint64_t)SHIM_SEM(gpu) << 12 |
-		       (uint64_t)SHIM_SEM(nvtx) << 24 | (uint64_t)SHIM_SEM(sync) << 36 |
-		       (uint64_t)SHIM_SEM(drain) << 48;
+	static unsigned short last[6];
+	unsigned short now[6] = { SHIM_SEM(batch), SHIM_SEM(gpu),   SHIM_SEM(nvtx),
+				  SHIM_SEM(sync),  SHIM_SEM(drain), SHIM_SEM(join) };
 
-	if (now == last)
+	if (!memcmp(now, last, sizeof(now)))
 		return;
-	last = now;
-	shim_log("semaphores: batch %u gpu %u nvtx %u sync %u drain %u join %u", SHIM_SEM(batch),
-		 SHIM_SEM(gpu), SHIM_SEM(nvtx), SHIM_SEM(sync), SHIM_SEM(drain), SHIM_SEM(join));
+	memcpy(last, now, sizeof(now));
+	shim_log("semaphores: batch %u gpu %u nvtx %u sync %u drain %u join %u", now[0], now[1],
+		 now[2], now[3], now[4], now[5]);
 }
 
 /* Python's PyGILState_Check, once a tracer is attached and one is loaded (for _exit). */

@@ -3,9 +3,13 @@
 The shim writes every batch it hands to bpfsight:batch, as handed, to $BPFSIGHT_SHIM_DUMP
 when that is set; decode() turns such a file into records (dicts), checking the framing, the
 per-process batch sequence and that every string id is defined before its first use in the
-session (the shim's promise to the recorder).
+session (the shim's promise to the recorder). semaphore_addrs() says where the shim's USDT
+semaphores, which its poller reads, lie in a process.
 """
+import os
+import re
 import struct
+import subprocess
 
 MAGIC = 0x48534253
 HDR = struct.Struct("<HHIIIQ")
@@ -158,3 +162,18 @@ def wait_status(path, pid, pred, what, timeout=30):
             raise AssertionError(f"the shim of pid {pid}: no {what} status in {timeout} s"
                                  + (f" (its batches: {seen.why})" if seen.why else ""))
         time.sleep(0.02)
+
+
+def semaphore_addrs(lib, pid):
+    """{name: address in PID} of the USDT semaphores of the shim LIB (a path) that PID maps:
+    the notes' addresses plus the library's load bias (its first mapping, file offset 0, the
+    first segment at address 0)."""
+    notes = subprocess.run(["readelf", "-n", "--wide", lib], capture_output=True, text=True,
+                           check=True).stdout
+    addrs = {m.group(1): int(m.group(2), 16) for m in re.finditer(
+        r"Name: (\w+)\s+Location: \S+ Base: \S+ Semaphore: (0x[0-9a-f]+)", notes)}
+    real = os.path.realpath(lib)
+    with open(f"/proc/{pid}/maps") as f:
+        bias = min(int(parts[0].split("-")[0], 16) for parts in (l.split(None, 5) for l in f)
+                   if len(parts) == 6 and parts[5].strip() == real and int(parts[2], 16) == 0)
+    return {name: bias + addr for name, addr in addrs.items()}

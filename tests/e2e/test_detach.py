@@ -25,6 +25,7 @@ import signal
 import subprocess
 
 import helpers
+import shim_batches as sb
 from helpers import (BUILD, Recorder, Skip, alone, check, eq, info, need_root, run, tmpdir,
                      wait_for, workload)
 from test_gil import pyenv_python
@@ -100,18 +101,13 @@ def code_changes(pid, only=None):
 
 
 def semaphores(pid):
-    """{name: value} of the shim's USDT semaphores in PID: the notes' addresses plus the
-    library's load bias (its first mapping, file offset 0, the first segment at address 0)."""
-    notes = run(["readelf", "-n", "--wide", SHIM], check=True).stdout
-    addrs = {m.group(1): int(m.group(2), 16) for m in re.finditer(
-        r"Name: (\w+)\s+Location: \S+ Base: \S+ Semaphore: (0x[0-9a-f]+)", notes)}
+    """{name: value} of the shim's USDT semaphores in PID."""
+    addrs = sb.semaphore_addrs(SHIM, pid)
     eq(sorted(addrs), sorted(SEMAPHORES), "the shim's probes with semaphores")
-    real = os.path.realpath(SHIM)
-    bias = min(lo for lo, _, _, off, path in mappings(pid) if path == real and off == 0)
     with open(f"/proc/{pid}/mem", "rb") as mem:
         out = {}
         for name, addr in addrs.items():
-            mem.seek(bias + addr)
+            mem.seek(addr)
             out[name] = int.from_bytes(mem.read(2), "little")
     return out
 

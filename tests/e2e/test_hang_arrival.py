@@ -437,31 +437,83 @@ time.sleep(60)
 """
 
 
+def forked_job(env=None):
+    """FORKER's job, its children forked: (the job, its pid, the children's pids)."""
+    job = spawn(["python3", "-c", FORKER, "1.5"], env=env)
+    pid = int(job.stdout.readline())
+    return job, pid
+
+
+def children(pid):
+    kids = {int(x) for x in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                                           text=True).stdout.split()}
+    eq(len(kids), 300, "the job's children alive")
+    return kids
+
+
+def check_said(snaps, job_pids, stderr, what):
+    """Every process of a snapshot of JOB_PIDS (301) is read or said in SNAPS (its process_state
+    events), the 45 past the 256th for the cap, and the recorder's stderr says how many it left
+    (WHAT: its words for the snapshot). Returns the pids read."""
+    read = {e["pid"] for e in snaps if "error" not in e["args"]}
+    said = {e["pid"] for e in snaps if "error" in e["args"]}
+    eq(read | said, job_pids, "every process of the job read, or said")
+    why = [e["args"]["error"] for e in snaps if "error" in e["args"]]
+    # past the 256th, the cap; before it, a loaded machine may spend the time budget
+    eq(sum(w == "not read: a snapshot reads 256 processes" for w in why), 45,
+       "the processes past the 256th")
+    late = 256 - len(read)
+    eq(sum(w.startswith("not read: the snapshot's 2 s") for w in why), late,
+       f"the others not read ran out of time: {set(why)}")
+    warn = (f"warning: {what}: {45 + late} of 301 processes not read (45 past the 256 a "
+            f"snapshot reads, {late} after its 2 s were spent): each is a process_state event "
+            "with the reason")
+    check(warn in stderr, f"said on stderr: {warn!r} in {stderr[-1200:]}")
+    return read
+
+
 def test_a_snapshot_of_more_processes_than_it_reads_says_which():
     """A job of 301 processes at the recording's end (a parent that forked 300 children while
-    recorded): a snapshot reads 256, and each of the other 45 is said, not read and why; the
-    45 were dropped without a word."""
+    recorded): a snapshot reads 256, and each of the other 45 is said, not read and why, in the
+    file and on stderr; the 45 were dropped without a word."""
     need_root()
-    job = spawn(["python3", "-c", FORKER, "1.5"])
+    job, pid = forked_job()
     try:
-        pid = int(job.stdout.readline())
-        r = Recorder("-p", str(pid), "-t", "osrt", "-d", "4s")
+        r = Recorder("-p", str(pid), "-t", "osrt", "-d", "4s", "-v")
         eq(job.stdout.readline().strip(), "forked", "the job's children")
         eq(r.wait(60), 0, r.stderr[-600:])
-        kids = {int(x) for x in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
-                                               text=True).stdout.split()}
-        eq(len(kids), 300, "the children alive at the end")
+        kids = children(pid)
         snaps = [e for e in dump(r.out) if e["kind"] == "process_state" and
                  (e["args"].get("edge") == "end" or "error" in e["args"])]
-        read = {e["pid"] for e in snaps if "error" not in e["args"]}
-        said = {e["pid"] for e in snaps if "error" in e["args"]}
-        eq(read | said, kids | {pid}, "every process of the job read at the end, or said")
-        why = [e["args"]["error"] for e in snaps if "error" in e["args"]]
-        # past the 256th, the cap; before it, a loaded machine may spend the time budget
-        eq(sum(w == "not read: a snapshot reads 256 processes" for w in why), 45,
-           "the processes past the 256th")
-        eq(sum(w.startswith("not read: the snapshot's 2 s") for w in why), 256 - len(read),
-           f"the others not read ran out of time: {set(why)}")
+        read = check_said(snaps, kids | {pid}, r.stderr, "the job at the recording's end")
+        check(re.search(rf"the job at the recording's end: {len(read)} of 301 processes read "
+                        r"in \d+ ms", r.stderr), f"-v's line: {r.stderr[-1200:]}")
+    finally:
+        subprocess.run(["pkill", "-KILL", "-P", str(job.pid)])
+        job.kill()
+        job.wait()
+
+
+def test_a_hang_snapshot_of_more_processes_than_it_reads_says_which():
+    """The hang trigger's snapshot of a job of 301 processes (ranks: RANK in their environment,
+    none running): 256 read, each of the other 45 said in the dump, not read and why, and the
+    recorder's lines say how many it read and how many it left."""
+    need_root()
+    job, pid = forked_job(dict(os.environ, RANK="0"))
+    try:
+        rec = Recorder("--flight-recorder=30s", "--trigger=hang:2s", "-p", str(pid), "-t", "osrt",
+                       out=os.path.join(tmpdir(), "fr.bst"))
+        rec.wait_ready()
+        eq(job.stdout.readline().strip(), "forked", "the job's children")
+        path = wait_dump(rec)
+        eq(rec.stop(), 0, "the recorder")
+        kids = children(pid)
+        snaps = [e for e in dump(path) if e["kind"] == "process_state"]
+        read = check_said(snaps, kids | {pid}, rec.stderr,
+                          "the hang trigger's snapshot of the job")
+        check(re.search(rf"flight recorder: hang:2s: 301 ranks stopped: .*: 0 calls in flight, "
+                        rf"{len(read)} of 301 processes read in \d+ ms", rec.stderr),
+              f"the snapshot's line: {rec.stderr[-1200:]}")
     finally:
         subprocess.run(["pkill", "-KILL", "-P", str(job.pid)])
         job.kill()

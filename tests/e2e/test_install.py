@@ -317,8 +317,9 @@ def test_zsh_completion():
 
 
 def test_another_architecture_is_refused_by_the_build():
-    """The BPF programs read x86-64's registers (pt_regs' ip, sp, orig_ax) and its system call
-    numbers: on another machine the build stops and says so, before building anything."""
+    """The native stack walker, the uprobe-API families' sixth argument and the system call
+    numbers are x86-64's: on another machine the build stops and says so, before building
+    anything."""
     p = run(["make", "-C", ROOT, "ARCH=arm64", "-n", "all"], timeout=60)
     check(p.returncode != 0 and "bpfsight builds for x86-64 only (this machine is arm64)"
           in p.stderr, f"{p.returncode}: {p.stderr[-400:]}")

@@ -640,6 +640,57 @@ def test_shim_fork_child_unlocks_what_the_fork_held():
     check('"child"' in p.stdout, f"the child ran: {p.stdout[-300:]}")
 
 
+def test_shim_debug_log_says_every_semaphore_change():
+    """BPFSIGHT_SHIM_DEBUG logs each change of the semaphores its poller reads, as read:
+    written here in the workload's memory as the kernel writes them, with no tracer attached
+    (batch stays 0, so the poller only reads them). A count past 4095 beside another's fall
+    (16-bit counts packed 12 bits apiece: sync 4096 with drain 0 read as drain 1, no change)
+    and join's change alone (left out of the packing) went unlogged."""
+    need_shim()
+    w = Workload([NVTX_RANGES], {"NVTX_INJECTION64_PATH": SHIM})
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(w.p.stderr), daemon=True)
+    reader.start()
+    addrs = sb.semaphore_addrs(SHIM, w.pid)
+    names = ("batch", "gpu", "nvtx", "sync", "drain", "join")
+    now = dict.fromkeys(names, 0)
+
+    def put(**values):
+        """VALUES into the semaphores in one write over the bytes they span: the poller sees
+        them change together or not at all."""
+        lo = min(addrs[n] for n in values)
+        hi = max(addrs[n] for n in values) + 2
+        check(hi - lo <= 2 * len(names), f"the semaphores written lie together: {addrs}")
+        with open(f"/proc/{w.pid}/mem", "r+b", buffering=0) as mem:
+            mem.seek(lo)
+            buf = bytearray(mem.read(hi - lo))
+            for n, v in values.items():
+                buf[addrs[n] - lo:addrs[n] - lo + 2] = v.to_bytes(2, "little")
+            mem.seek(lo)
+            mem.write(bytes(buf))
+        now.update(values)
+        want = (f"bpfsight-shim[{w.pid}]: semaphores: " +
+                " ".join(f"{n} {now[n]}" for n in names))
+        wait_for(lambda: any(l.rstrip().endswith(want) for l in lines), 10,
+                 f"{want!r} in the shim's log: {''.join(lines)[-800:]}")
+
+    try:
+        put(drain=1)
+        put(sync=4096, drain=0)
+        put(join=1)
+        put(sync=0, join=0)
+    finally:
+        w.go()
+        rc = w.p.wait(60)
+        reader.join(10)
+    eq(rc, 0, f"nvtx_ranges exit: {''.join(lines)[-300:]}")
+    eq([l.split(": ", 1)[1].rstrip() for l in lines if "semaphores:" in l],
+       ["semaphores: batch 0 gpu 0 nvtx 0 sync 0 drain 1 join 0",
+        "semaphores: batch 0 gpu 0 nvtx 0 sync 4096 drain 0 join 0",
+        "semaphores: batch 0 gpu 0 nvtx 0 sync 4096 drain 0 join 1",
+        "semaphores: batch 0 gpu 0 nvtx 0 sync 0 drain 0 join 0"], "every change, once")
+
+
 @alone("bpftrace --usdt-file-activation wakes the shim in every process that maps it")
 def test_shim_fork():
     """A forked child restarts the poller on its next NVTX call and starts over as its own

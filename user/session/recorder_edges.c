@@ -109,9 +109,26 @@ out:
 	snap__free(&s);
 }
 
-void recording__snap_processes(struct recording *r, const __u32 *pids, size_t n, __u32 edge)
+/* What a snapshot is: the words of its warning (top's NOW says nothing: its screen is up). */
+static const char *snap_what(__u32 edge)
+{
+	switch (edge) {
+	case BS_SNAP_AT_START:
+		return "the job at the recording's start";
+	case BS_SNAP_AT_END:
+		return "the job at the recording's end";
+	case BS_SNAP_NOW:
+		return NULL;
+	default:
+		return "the hang trigger's snapshot of the job";
+	}
+}
+
+size_t recording__snap_processes(struct recording *r, const __u32 *pids, size_t n, __u32 edge)
 {
 	__u64 t0 = mono_now_ns();
+	size_t capped = 0, late = 0;
+	const char *what;
 	char why[96];
 
 	for (size_t i = 0; i < n; i++) {
@@ -125,18 +142,29 @@ void recording__snap_processes(struct recording *r, const __u32 *pids, size_t n,
 		 */
 		struct bs_proc_snap ps = { .env_rank = -1, .env_local_rank = -1, .env_world = -1 };
 
-		if (i >= SNAP_MAX_PROCS)
+		if (i >= SNAP_MAX_PROCS) {
+			capped++;
 			snprintf(why, sizeof(why), "not read: a snapshot reads %u processes",
 				 SNAP_MAX_PROCS);
-		else
+		} else {
+			late++;
 			snprintf(why, sizeof(why),
 				 "not read: the snapshot's %.0f s were spent on the processes "
 				 "before it",
 				 SNAP_BUDGET_NS / 1e9);
+		}
 		record_ctx__hdr(&ps.h, BS_REC_PROC_SNAP, sizeof(ps), pids[i], pids[i], 0);
 		ps.error_id = record_ctx__intern(&r->ctx, why);
 		record_ctx__write(&r->ctx, &ps);
 	}
+	/* The records say it to whoever dumps the file; the one who runs the recording is told. */
+	what = snap_what(edge);
+	if ((capped || late) && what)
+		pr_warn("%s: %zu of %zu processes not read (%zu past the %u a snapshot reads, %zu "
+			"after its %.0f s were spent): each is a process_state event with the "
+			"reason\n",
+			what, capped + late, n, capped, SNAP_MAX_PROCS, late, SNAP_BUDGET_NS / 1e9);
+	return capped + late;
 }
 
 static int wants_edges(const struct recording *r)
@@ -184,6 +212,7 @@ void recording__edge(struct recording *r, __u32 edge)
 {
 	const struct record_opts *o = r->ctx.opts;
 	__u64 t0 = mono_now_ns();
+	size_t left;
 
 	if (!r->snap || !wants_edges(r))
 		return;
@@ -202,11 +231,11 @@ void recording__edge(struct recording *r, __u32 edge)
 		r->nedge_pids = 0; /* the targets, in the map's order */
 		recording__add_targets(r, &r->edge_pids, &r->nedge_pids, &r->edge_cap);
 	}
-	recording__snap_processes(r, r->edge_pids, r->nedge_pids, edge);
+	left = recording__snap_processes(r, r->edge_pids, r->nedge_pids, edge);
 	if (o->verbose)
-		pr_info("the job at the recording's %s: %zu processes read in %.0f ms\n",
-			edge == BS_SNAP_AT_START ? "start" : "end", r->nedge_pids,
-			(mono_now_ns() - t0) / 1e6);
+		pr_info("the job at the recording's %s: %zu of %zu processes read in %.0f ms\n",
+			edge == BS_SNAP_AT_START ? "start" : "end", r->nedge_pids - left,
+			r->nedge_pids, (mono_now_ns() - t0) / 1e6);
 }
 
 void recording__now(struct recording *r, __u64 now)

@@ -99,6 +99,7 @@ static void snapshot(struct recording *r, __u32 stalled_pid, const char *why)
 {
 	struct recording_hang *h = r->hang;
 	__u64 t0 = mono_now_ns();
+	size_t left;
 
 	/* Into the dump itself: a call may have begun before the window. */
 	for (size_t i = 0; i < h->ncalls; i++)
@@ -107,9 +108,9 @@ static void snapshot(struct recording *r, __u32 stalled_pid, const char *why)
 	if (!r->ctx.opts->system_wide)
 		add_targets(r);
 	add_pid(h, stalled_pid);
-	recording__snap_processes(r, h->pids, h->npids, 0);
-	pr_info("flight recorder: %s: %zu calls in flight, %zu processes read in %.0f ms\n", why,
-		h->ncalls, h->npids, (mono_now_ns() - t0) / 1e6);
+	left = recording__snap_processes(r, h->pids, h->npids, 0);
+	pr_info("flight recorder: %s: %zu calls in flight, %zu of %zu processes read in %.0f ms\n",
+		why, h->ncalls, h->npids - left, h->npids, (mono_now_ns() - t0) / 1e6);
 	flight__trigger(r->flight, why, 0);
 }
 

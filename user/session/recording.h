@@ -125,11 +125,16 @@ int recording__snap_start(struct recording *r);
 void recording__snap_free(struct recording *r);
 /* The job's threads at the recording's edge EDGE (BS_SNAP_AT_START or _AT_END), into it. */
 void recording__edge(struct recording *r, __u32 edge);
-/* PIDS' threads into the recording now, each THREAD_SNAP flagged EDGE (0: a trigger's). */
-void recording__snap_processes(struct recording *r, const __u32 *pids, size_t n, __u32 edge);
+/*
+ * PIDS' threads into the recording now, each THREAD_SNAP flagged EDGE (0: a trigger's). A
+ * process past those one snapshot reads, or left when its time ran out (SNAP_MAX_PROCS,
+ * SNAP_BUDGET_NS), is a PROC_SNAP that says why, and a warning says how many (top's NOW
+ * excepted): their number.
+ */
+size_t recording__snap_processes(struct recording *r, const __u32 *pids, size_t n, __u32 edge);
 /* top -p: its targets' threads as BS_SNAP_NOW snapshots, every record_opts.now_every_ns. */
 void recording__now(struct recording *r, __u64 now);
-/* PID into *PIDS (once, at most 256); the targets' pids (-p, children, CMD's tree). */
+/* PID into *PIDS (once; all kept); the targets' pids (-p, children, CMD's tree). */
 void recording__add_pid(__u32 **pids, size_t *n, size_t *cap, __u32 pid);
 void recording__add_targets(struct recording *r, __u32 **pids, size_t *n, size_t *cap);
 
