@@ -316,6 +316,12 @@ struct family {
 	 */
 	const struct ucall_table *api;
 	/*
+	 * `bpfsight stacks --json`: each thread names, under this key, the function of the api
+	 * table its stack is in, or null (nccl's "nccl_call": the collective a rank waits in).
+	 * NULL: not shown.
+	 */
+	const char *stack_call_key;
+	/*
 	 * Record side. attach() opens its skeleton, sets RECORD_CTX_SET_COMMON_RODATA and its own
 	 * rodata, calls record_ctx__prepare (the shared maps; one of each _btf/_raw program pair),
 	 * loads and attaches; its state goes into *state. A is the recording and the services the
