@@ -169,6 +169,14 @@ def test_hang_read_dump_in_time_verdict_and_stacks_of_the_hung_job():
                         r"sleeping in read for \d+\.\d s$", out, re.M),
               f"rank 2, the odd one out: {out}")
         check(f"load_batch ({RANK_PY}:{line_of('READ')})" in out.split("odd one")[-1], out)
+        # --json: each thread's call under the key the nccl family gives (stack_call_key)
+        p = run([BPFSIGHT, "stacks", "--json", *sum((["-p", str(p)] for p in pids), [])],
+                check=True)
+        calls = {o["pid"]: {t["tid"]: t["nccl_call"] for t in o["threads"]}
+                 for o in map(json.loads, p.stdout.splitlines())}
+        eq({pid: calls[pid][pid] for pid in pids},
+           {pid: None if k == 2 else "ncclAllReduce" for k, pid in enumerate(pids)},
+           "each rank's main thread's nccl_call")
     finally:
         job.kill()
 

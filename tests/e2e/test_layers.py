@@ -107,3 +107,44 @@ def test_core_names_only_the_plug_in_tables_listed():
     eq(len(lines), 1, f"that one: {lines}")
     check(lines[0].startswith("user/core/event.h: struct stack_svc (user/stacks/) is named by "
                               "core, which is below it"), f"named: {lines[0]}")
+
+
+def append(path, text):
+    """Add TEXT's lines at the end of PATH; the number of its first line."""
+    with open(path) as f:
+        n = len(f.readlines())
+    with open(path, "a") as f:
+        f.write(text)
+    return n + 1
+
+
+def test_a_family_named_outside_it_is_named():
+    """Nothing outside a family names it: a command including a family's header, naming its
+    `family_NAME` or finding it by a literal name is named at its line. The same names in a
+    comment or a string, a lookup by a variable, and a family naming one it builds on (a
+    listed pair: gpu_unpack.c names family_cuda) are not; nor is the registry."""
+    d = copy_tree()
+    dump = os.path.join(d, "user", "cli", "cmd_dump.c")
+    inc = plant(dump, '#include "commands.h"', '#include "nccl.h"')
+    first = append(dump, "\n".join([
+        "static const void *planted_a = &family_gpu;",
+        'static const void *planted_b(void) { return family__find ( "nccl" ); }',
+        "/* family_gpu, family__find(\"nccl\"): words of a comment */",
+        'static const char *planted_c = "family_gpu family__find(\\"nccl\\")";',
+        "static const void *planted_d(const char *n) { return family__find(n); }",
+        'static const void *planted_e(void) { return family__find("nope"); }',
+        "static int family_gpus_planted;",
+        ""]))
+    append(os.path.join(d, "user", "families", "families.c"),
+           'const void *planted_f(void) { return family__find("gpu"); }\n')
+    p = check_layers(d)
+    eq(p.returncode, 1, f"a family named outside it fails the check: {p.stdout}")
+    rule = ("names it; what is needed of it is a hook of the family interface (core/family.h) "
+            "it fills, reached through the registry (docs/ARCHITECTURE.md, \"Layers\")")
+    eq(p.stdout.splitlines(), [
+        f'user/cli/cmd_dump.c:{inc}: #include "nccl.h": a header of the nccl family, outside '
+        f"it: nothing outside a family {rule}",
+        f"user/cli/cmd_dump.c:{first}: family_gpu: names the gpu family outside it: nothing "
+        f"outside a family {rule}",
+        f'user/cli/cmd_dump.c:{first + 1}: family__find ( "nccl" ): names the nccl family '
+        f"outside it: nothing outside a family {rule}"], "one line per name, at its line")

@@ -182,7 +182,10 @@ def test_a_probe_the_kernel_refuses_is_counted_and_the_process_unharmed():
     eq(p.returncode, 0, f"record exit ({p.stderr[-600:]})")
     probes = int(re.search(r"cannot attach (\d+) cupti-shim probes", p.stderr).group(1))
     check("without the semaphore?" in p.stderr, f"the likely reason: {p.stderr}")
-    eq(info(out)["lost"], {"attach_failed": probes}, "losses: one per probe not attached")
+    got = info(out)
+    eq(got["lost"], {"attach_failed": probes}, "losses: one per probe not attached")
+    # the channel's own losses are the family's whose struct family_shim says channel
+    eq(got["lost_by_family"], {"gpu": {"attach_failed": probes}}, "losses by family")
     check(re.search(r"^end batch=0 ", p.stdout, re.M), f"the fake saw no semaphore: {p.stdout}")
     # The other tracer gone, the same run attaches and loses nothing.
     p = subprocess.run([BPFSIGHT, "record", "-f", "-o", out, "-t", "gpu,nvtx", "--", fake,

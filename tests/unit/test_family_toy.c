@@ -590,6 +590,7 @@ static void test_info_and_dump_name_toy_loss(void)
 {
 	char trace[128], out[128], *text;
 	char *info[] = { "info", trace, NULL };
+	char *info_json[] = { "info", "--json", trace, NULL };
 	char *dump[] = { "dump", "--kind", "loss", trace, NULL };
 	size_t len;
 
@@ -599,6 +600,14 @@ static void test_info_and_dump_name_toy_loss(void)
 	text = slurp(out, &len);
 	ASSERT_TRUE(text && strstr(text, "lost:            5 events\n  toy_dropped    5\n"),
 		    "info names the toy's loss cause");
+	/* its reorder hook's line, where the gpu family's links go: after the losses */
+	ASSERT_TRUE(
+		text && strstr(text, "  toy            5 (toy_dropped 5)\ntoy ticks:       3\n"),
+		"info says what the toy's reorder hook counted, after the losses");
+	free(text);
+	ASSERT_EQ(run_cmd(cmd_info, out, 3, info_json), 0, "info --json");
+	text = slurp(out, &len);
+	ASSERT_TRUE(text && strstr(text, "\"toy_ticks\": 3,\n"), "and in its JSON");
 	free(text);
 	snprintf(out, sizeof(out), "%s/dump.txt", dir);
 	ASSERT_EQ(run_cmd(cmd_dump, out, 4, dump), 0, "dump");

@@ -14,9 +14,7 @@
 #include "family.h"
 #include "report.h"
 #include "stats.h"
-#include "gpu.h"
 #include "json.h"
-#include "shim_relink.h"
 #include "stack_svc.h"
 #include "table.h"
 #include "table_view.h"
@@ -145,54 +143,28 @@ static void info_json_gpus(struct json *j, const char *gpus)
 	json__end_array(j);
 }
 
-/* GPU records by how they link to the call that launched them (docs/GPU.md). */
-static void info_print_links(const struct trace_walk *w)
+/*
+ * What the families' reorder hooks made of the file (the gpu family's GPU links): their info
+ * hooks, in registry order (struct family_reorder).
+ */
+static void info_print_reorders(const struct trace_walk *w)
 {
-	struct shim_join_stats js;
-	char why[512];
+	for (int i = 0; families[i]; i++) {
+		const struct family_reorder *h = families[i]->reorder;
 
-	shim_relink__stats(trace_walk__reorder_state(w, &family_gpu), &js);
-	if (!js.linked_cuda && !js.linked_api && !js.unlinked)
-		return;
-	printf("gpu links:       %llu linked to their cuda call, %llu to CUPTI's API record only, "
-	       "%llu unlinked\n",
-	       (unsigned long long)js.linked_cuda, (unsigned long long)js.linked_api,
-	       (unsigned long long)js.unlinked);
-	if (js.linked_order)
-		printf("  by launch order: %llu (no CUPTI API records)\n",
-		       (unsigned long long)js.linked_order);
-	if (js.order_linked || js.order_unlinked)
-		printf("  launch order:  finds the call of %llu, none for %llu; where a link was "
-		       "there too (CUPTI's API record, the file's), the same call for %llu, "
-		       "another for %llu\n",
-		       (unsigned long long)js.order_linked, (unsigned long long)js.order_unlinked,
-		       (unsigned long long)js.order_agree, (unsigned long long)js.order_differ);
-	if (shim_join_stats__why(&js, why, sizeof(why)))
-		printf("  not linked:    %s\n", why);
+		if (h && h->info_text)
+			h->info_text(trace_walk__reorder_state(w, families[i]), stdout);
+	}
 }
 
-static void info_json_links(const struct trace_walk *w, struct json *j)
+static void info_json_reorders(const struct trace_walk *w, struct json *j)
 {
-	struct shim_join_stats js;
+	for (int i = 0; families[i]; i++) {
+		const struct family_reorder *h = families[i]->reorder;
 
-	shim_relink__stats(trace_walk__reorder_state(w, &family_gpu), &js);
-	json__key(j, "gpu_links");
-	json__begin_object(j);
-	json__kv_u64(j, "linked_cuda", js.linked_cuda);
-	json__kv_u64(j, "linked_api", js.linked_api);
-	json__kv_u64(j, "unlinked", js.unlinked);
-	json__kv_u64(j, "linked_by_order", js.linked_order);
-	json__kv_u64(j, "order_found", js.order_linked);
-	json__kv_u64(j, "order_none", js.order_unlinked);
-	json__kv_u64(j, "order_agrees", js.order_agree);
-	json__kv_u64(j, "order_differs", js.order_differ);
-	json__key(j, "not_linked_by_reason");
-	json__begin_object(j);
-	for (unsigned int i = 0; i < JOIN_WHY_MAX; i++)
-		if (js.why[i])
-			json__kv_u64(j, join_why__name(i), js.why[i]);
-	json__end_object(j);
-	json__end_object(j);
+		if (h && h->info_json)
+			h->info_json(trace_walk__reorder_state(w, families[i]), j);
+	}
 }
 
 /* "lost by family:" and a line per family: its total, then its causes. */
@@ -331,7 +303,7 @@ static void info_print_text(const struct trace_walk *w, const struct info *in,
 				       (unsigned long long)w->lost[c]);
 		print_lost_by_family(w);
 	}
-	info_print_links(w);
+	info_print_reorders(w);
 	info_print_unwind(w);
 	if (w->short_records)
 		printf("corrupt records: %llu (too short for their type, not decoded)\n",
@@ -402,7 +374,7 @@ static void info_print_json(const struct trace_walk *w, const struct info *in,
 			json__kv_u64(&j, loss_cause_name(c), w->lost[c]);
 	json__end_object(&j);
 	json__kv_u64(&j, "lost_total", w->lost_total);
-	info_json_links(w, &j);
+	info_json_reorders(w, &j);
 	json_lost_by_family(&j, w);
 	info_json_unwind(w, &j);
 	json__kv_u64(&j, "corrupt_records", w->short_records);

@@ -10,11 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 #include "commands.h"
+#include "family.h"
 #include "json.h"
 #include "privileges.h"
 #include "record_args.h"
 #include "record_ctx.h"
 #include "snap.h"
+#include "stack_call.h"
 #include "stacks_job.h"
 #include "stack_format.h"
 #include "syscall_names.h"
@@ -164,7 +166,11 @@ static void json_thread(struct json *j, const struct snap *s, const struct snap_
 	json__kv_u64(j, "cpu_ns", th->task.cpu_ns);
 	json__kv_u64(j, "off_cpu_ns", th->task.off_cpu_ns);
 	json__kv_str(j, "error", st ? NULL : th->error ? th->error : "no frame");
-	json__kv_str(j, "nccl_call", stacks_job__nccl_call(st, s->model));
+	/* The call each family that asks (struct family.stack_call_key) sees it in. */
+	for (int k = 0; families[k]; k++)
+		if (families[k]->stack_call_key)
+			json__kv_str(j, families[k]->stack_call_key,
+				     stack_call__api(st, s->model, families[k]->api));
 	json__key(j, "stack");
 	if (st) {
 		picked = *st;

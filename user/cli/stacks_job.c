@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "family.h"
 #include "hmap.h"
 #include "human.h"
 #include "stack_call.h"
@@ -45,24 +44,6 @@ void stacks_job__print_frame(FILE *f, const struct bs_frame *fr, const struct tr
 		fprintf(f, "    %s (%s)\n", func, base ? base + 1 : file);
 	else
 		fprintf(f, "    %s\n", func);
-}
-
-const char *stacks_job__nccl_call(const struct trace_stack *st, const struct trace_model *m)
-{
-	const struct family *nccl = family__find("nccl");
-	const struct ucall_table *t = nccl ? nccl->api : NULL;
-	const char *name;
-
-	/* The outermost one: ncclBcast calls ncclBroadcast. */
-	for (int i = st ? st->nframes - 1 : -1; t && i >= 0; i--) {
-		if (st->frames[i].kind != BS_FRAME_NATIVE || !st->frames[i].func_id)
-			continue;
-		name = trace_model__string(m, st->frames[i].func_id);
-		for (__u32 k = 0; name && k < t->napis; k++)
-			if (!strcmp(t->apis[k].name, name))
-				return t->apis[k].name;
-	}
-	return NULL;
 }
 
 const char *stacks_job__for(const struct snap_thread *th, char *buf, size_t len)

@@ -31,11 +31,6 @@ void stacks_job__print_frame(FILE *f, const struct bs_frame *fr, const struct tr
 /* Print the grouped view of the N processes S (read by one session, named by M). */
 void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
 		       enum native_mode mode, int active_only, FILE *f);
-/*
- * The NCCL call a thread's stack is in (a native frame named as an entry of the nccl family's
- * API table: ncclAllReduce), or NULL.
- */
-const char *stacks_job__nccl_call(const struct trace_stack *st, const struct trace_model *m);
 /* " for 3.1 s": how long TH had been off its CPU when read ("" when it runs, or under 1 ms). */
 const char *stacks_job__for(const struct snap_thread *th, char *buf, size_t len);
 /* The rank a process's environment gives it (RANK, else LOCAL_RANK), -1 when none. */

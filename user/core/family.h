@@ -9,6 +9,7 @@
 #ifndef BPFSIGHT_FAMILY_H
 #define BPFSIGHT_FAMILY_H
 
+#include <stdio.h>
 #include <linux/types.h>
 #include "records.h"
 #include "event.h"
@@ -38,6 +39,7 @@ struct exporter;	/* export.h */
 struct metrics_family;	/* metrics_family.h */
 struct top_family;	/* top_family.h */
 struct rec_rebase;	/* below */
+struct json;		/* json.h */
 
 /*
  * How the exports draw the events of one kind (docs/EXPORT.md). Without one, or where a field
@@ -144,6 +146,15 @@ struct family_reorder {
 	void (*free)(void *st);
 	/* What a reader sees without the hook, for the warning ("GPU links are shown as ..."). */
 	const char *without;
+	/*
+	 * `bpfsight info`: what the hook made of the file (the gpu family: how its GPU records
+	 * link to their launching calls), as lines after the losses and as members of the JSON
+	 * object. ST is its state once the walk has read the whole file, NULL when there is
+	 * none (new failed): each still says what it has, as for a file without such records.
+	 * Either may be NULL.
+	 */
+	void (*info_text)(const void *st, FILE *f);
+	void (*info_json)(const void *st, struct json *j);
 };
 
 struct family_sync {
@@ -304,6 +315,12 @@ struct family {
 	 * it before linking (tools/check_specs.c). May be NULL.
 	 */
 	const struct ucall_table *api;
+	/*
+	 * `bpfsight stacks --json`: each thread names, under this key, the function of the api
+	 * table its stack is in, or null (nccl's "nccl_call": the collective a rank waits in).
+	 * NULL: not shown.
+	 */
+	const char *stack_call_key;
 	/*
 	 * Record side. attach() opens its skeleton, sets RECORD_CTX_SET_COMMON_RODATA and its own
 	 * rodata, calls record_ctx__prepare (the shared maps; one of each _btf/_raw program pair),

@@ -78,7 +78,7 @@ int trace_walk__finish(struct trace_walk *w);
 int trace_walk__loss_summary(const struct trace_walk *w, char *buf, size_t len);
 /*
  * F's reorder state (struct family_reorder) once the walk has read the whole file, for what
- * it counted (info's GPU links); NULL before, or when F has none.
+ * it counted (struct family_reorder's info hooks); NULL before, or when F has none.
  */
 void *trace_walk__reorder_state(const struct trace_walk *w, const struct family *f);
 void trace_walk__close(struct trace_walk *w);

@@ -65,6 +65,21 @@ int shim_family__stack_site(const char *name, int *family)
 	return -1;
 }
 
+const struct family *shim_family__channel(void)
+{
+	const struct family *first = NULL;
+
+	for (int i = 0; families[i]; i++) {
+		if (!families[i]->shim)
+			continue;
+		if (families[i]->shim->channel)
+			return families[i];
+		if (!first)
+			first = families[i];
+	}
+	return first;
+}
+
 void shim_family__min_sizes(__u16 min_size[BS_REC_TYPE_MAX])
 {
 	for (int t = 0; t < BS_REC_TYPE_MAX; t++)

@@ -29,6 +29,9 @@
  *   - counts: what shim_sum counts of its records per process;
  *   - hint: what a -p target started without the shim lacks, and how to give it one;
  *   - env: how launch mode gives CMD the shim for it (NULL: LD_PRELOAD);
+ *   - channel: set by the one family the channel answers to (gpu), named for the channel's
+ *     own doings: a probe of the channel that did not attach is that family's loss, and the
+ *     advice to load the shim into a running process records that family (-t gpu --inject);
  *   - unpacking hooks, over a state of their own for one recording (new/free): `record` sees
  *     each of its records, ids translated, and either lets the channel write it (0) or takes
  *     it (1: writes it later through shim_unpack__emit, or drops it); `status` sees every
@@ -94,6 +97,7 @@ struct family_shim {
 	const char *env_kept;
 	/* Said once when --inject loads the shim for it (what an injected shim cannot do). */
 	const char *inject_note;
+	__u8 channel;		 /* the family the channel answers to (above) */
 	const __u16 *ring_types; /* the ring's record types its `ring` hook sees; 0-terminated */
 	void *(*new)(struct shim_unpack *u); /* NULL on failure */
 	void (*free)(void *st);
@@ -116,6 +120,11 @@ const struct shim_site *shim_family__stack_slot(int k, int *family);
  * stack site.
  */
 int shim_family__stack_site(const char *name, int *family);
+/*
+ * The family the channel answers to: the one whose shim says channel, else the registry's
+ * first shim family; NULL when no family has a shim.
+ */
+const struct family *shim_family__channel(void);
 /* The least size of each record type a shim may send (the channel's too), 0 for the others. */
 void shim_family__min_sizes(__u16 min_size[BS_REC_TYPE_MAX]);
 /*

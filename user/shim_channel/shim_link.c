@@ -213,14 +213,15 @@ static int links_attach(struct shim_link *l, struct uprobe_links *links, const s
  */
 static void attach_failed(struct shim_link *l, char *what, size_t size, int err, __u32 n)
 {
+	/* The channel's losses are one family's, whichever families it carries the records of. */
+	const char *family = shim_family__channel()->name;
 	size_t len = strlen(what);
 
 	if (err == -EINVAL)
 		snprintf(what + len, size - len,
 			 " (another tracer probing the same place without the semaphore?)");
-	/* The channel is the gpu family's (it carries nvtx's records too). */
-	record_ctx__attach_failed(l->ctx, "gpu", what, err);
-	record_ctx__lost(l->ctx, "gpu", BS_LOSS_ATTACH, n - 1);
+	record_ctx__attach_failed(l->ctx, family, what, err);
+	record_ctx__lost(l->ctx, family, BS_LOSS_ATTACH, n - 1);
 }
 
 /*
@@ -625,13 +626,17 @@ static void note_no_shim(struct shim_link *l, pid_t pid, const char *why)
 static void warn_targets(struct shim_link *l)
 {
 	const struct record_opts *o = l->ctx->opts;
-	/* monitor has no --inject: one short record with it loads the shim, which stays. */
-	const char *inject = o->cmd_name ? "run `bpfsight record -p PID -t gpu --inject -d 1s` once"
-					 : "record it with --inject";
-	char why[512];
+	char why[512], inject[128];
 
 	if (l->warned_targets++)
 		return;
+	/* monitor has no --inject: one short record with it loads the shim, which stays. */
+	if (o->cmd_name)
+		snprintf(inject, sizeof(inject),
+			 "run `bpfsight record -p PID -t %s --inject -d 1s` once",
+			 shim_family__channel()->name);
+	else
+		snprintf(inject, sizeof(inject), "record it with --inject");
 	/* The -p targets named, not the children they brought (target_tree.h): said once. */
 	for (__u32 i = 0; i < o->npids - o->nchildren; i++) {
 		pid_t pid = o->pids[i];

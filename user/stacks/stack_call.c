@@ -14,27 +14,43 @@ int stack_call__library_file(const char *file)
 	       strstr(file, "/lib/python3") || strstr(file, "<frozen ");
 }
 
-const char *stack_call__in(const struct trace_stack *st, const struct trace_model *m, char *buf,
-			   size_t len)
+/* T's entry named NAME, as T names it, or NULL. */
+static const char *in_table(const struct ucall_table *t, const char *name)
 {
-	const char *name, *file;
+	for (__u32 j = 0; t && j < t->napis; j++)
+		if (!strcmp(t->apis[j].name, name))
+			return t->apis[j].name;
+	return NULL;
+}
 
+const char *stack_call__api(const struct trace_stack *st, const struct trace_model *m,
+			    const struct ucall_table *t)
+{
 	/* The outermost: ncclBcast calls ncclBroadcast, cudaDeviceSynchronize the driver's. */
 	for (int i = st ? st->nframes - 1 : -1; i >= 0; i--) {
 		const struct bs_frame *f = &st->frames[i];
+		const char *name, *found = NULL;
 
-		if (f->kind != BS_FRAME_NATIVE || !f->func_id)
+		if (f->kind != BS_FRAME_NATIVE || !f->func_id ||
+		    !(name = trace_model__string(m, f->func_id)))
 			continue;
-		name = trace_model__string(m, f->func_id);
-		for (int k = 0; name && families[k]; k++) {
-			const struct ucall_table *t = families[k]->api;
+		found = in_table(t, name);
+		for (int k = 0; !t && !found && families[k]; k++)
+			found = in_table(families[k]->api, name);
+		if (found)
+			return found;
+	}
+	return NULL;
+}
 
-			for (__u32 j = 0; t && j < t->napis; j++)
-				if (!strcmp(t->apis[j].name, name)) {
-					snprintf(buf, len, "%s", name);
-					return buf;
-				}
-		}
+const char *stack_call__in(const struct trace_stack *st, const struct trace_model *m, char *buf,
+			   size_t len)
+{
+	const char *name = stack_call__api(st, m, NULL), *file;
+
+	if (name) {
+		snprintf(buf, len, "%s", name);
+		return buf;
 	}
 	/* torch.distributed's collectives (gloo, or NCCL's host side) by their Python frame. */
 	for (int i = st ? st->nframes - 1 : -1; i >= 0; i--) {

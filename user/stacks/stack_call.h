@@ -12,6 +12,14 @@
 
 struct trace_model;
 struct trace_stack;
+struct ucall_table;
+
+/*
+ * The function of T a stack is in: its outermost native frame that is an entry of T (of any
+ * uprobe-API family's table with T NULL), as T names it; NULL when none.
+ */
+const char *stack_call__api(const struct trace_stack *st, const struct trace_model *m,
+			    const struct ucall_table *t);
 
 /*
  * The call a stack is in: its outermost native frame that is a function of a uprobe-API

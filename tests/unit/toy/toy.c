@@ -126,4 +126,5 @@ const struct family family_toy = {
 	.page = &toy_page,
 	.top = &toy_top,
 	.triggers = toy_triggers,
+	.reorder = &toy_reorder,
 };

@@ -42,5 +42,6 @@ extern const struct metrics_family toy_metrics;	     /* toy_metrics.c */
 extern const struct top_family toy_top;		     /* toy_top.c */
 extern const struct page_family toy_page;	     /* toy_page.c */
 extern const struct family_verdict toy_verdict;	     /* toy_verdict.c */
+extern const struct family_reorder toy_reorder;	     /* toy_info.c */
 
 #endif /* BPFSIGHT_TOY_H */

@@ -205,6 +205,8 @@ const struct family_shim gpu_shim = {
 	.count_of = gpu_count_of,
 	.hint = { "CUDA_INJECTION64_PATH", "GPU activity (-t gpu)", "" },
 	.env = "CUDA_INJECTION64_PATH",
+	/* the channel's own losses are the gpu family's, as the shim's dropped records are */
+	.channel = 1,
 	.ring_types = gpu_ring_types,
 	.new = gpu_unpack_new,
 	.free = gpu_unpack_free,

@@ -165,4 +165,6 @@ const struct family_reorder gpu_reorder = {
 	.next = reorder_next,
 	.free = reorder_free,
 	.without = "GPU links are shown as recorded",
+	.info_text = gpu_links__text,
+	.info_json = gpu_links__json,
 };

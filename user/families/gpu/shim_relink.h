@@ -11,6 +11,7 @@
 #ifndef BPFSIGHT_SHIM_RELINK_H
 #define BPFSIGHT_SHIM_RELINK_H
 
+#include <stdio.h>
 #include "records.h"
 #include "shim_join.h"
 
@@ -30,5 +31,12 @@ void shim_relink__end(struct shim_relink *rl);
 const struct bs_hdr *shim_relink__next(struct shim_relink *rl);
 /* The join's counts; all 0 with RL NULL (trace_walk__reorder_state before the end). */
 void shim_relink__stats(const struct shim_relink *rl, struct shim_join_stats *s);
+/*
+ * info's lines and JSON member "gpu_links" of a relinker's counts (ST: a shim_relink, or
+ * NULL): gpu_reorder's info hooks (gpu_links_info.c).
+ */
+struct json;
+void gpu_links__text(const void *st, FILE *f);
+void gpu_links__json(const void *st, struct json *j);
 
 #endif /* BPFSIGHT_SHIM_RELINK_H */

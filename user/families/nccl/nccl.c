@@ -84,6 +84,7 @@ const struct family family_nccl = {
 	.needs = UCALL_FAMILY_NEEDS,
 	.stack_default_ns = 100000, /* --stacks=nccl: calls of 100 us or more */
 	.api = &nccl_table,
+	.stack_call_key = "nccl_call",
 	.losses = nccl_losses,
 	.attach = nccl_attach,
 	.detach = nccl_detach,
