@@ -69,6 +69,8 @@
 #define STOP_NICE	    -20 /* the recorder's priority while it stops */
 
 static volatile sig_atomic_t stop_signal, flush_signal;
+/* When the first stop signal came (CLOCK_MONOTONIC: a stop's deadlines count from it). */
+static volatile __u64 stop_signal_ns;
 static const char *volatile stop_why; /* recorder__stop's reason, said in place of the signal */
 static pid_t main_tid;		      /* the thread that records (and stops) */
 static pid_t pump_tid; /* the thread that empties the ring (ring_pump.h), once it runs */
@@ -78,6 +80,8 @@ static void on_signal(int sig)
 {
 	int e = errno;
 
+	if (!stop_signal)
+		stop_signal_ns = mono_now_ns(); /* clock_gettime: async-signal-safe */
 	stop_signal = sig;
 	setpriority(PRIO_PROCESS, main_tid, STOP_NICE);
 	if (pump_tid)
@@ -621,6 +625,23 @@ static void drain(struct recording *r)
 }
 
 /*
+ * When the stop began: its signal's arrival, or -d's end, if either came before now. The
+ * recording thread notices them between reads, which a flood of records can make long (0.3
+ * s under load 50): the promise counts from the stop, not from when it was noticed.
+ */
+static __u64 stop_began(const struct recording *r)
+{
+	const struct record_opts *o = r->ctx.opts;
+	__u64 now = mono_now_ns(), at = now;
+
+	if (stop_signal && stop_signal_ns && stop_signal_ns < at)
+		at = stop_signal_ns;
+	if (o->duration_ns && r->start + o->duration_ns < at)
+		at = r->start + o->duration_ns;
+	return at;
+}
+
+/*
  * The end of a recording that ran: producers flushed, probes detached (each family writes
  * its final state), the ring drained, the file closed and the run summed up.
  */
@@ -633,7 +654,7 @@ static enum record_outcome finish(struct recording *r)
 	__u64 nrec;
 	int err;
 
-	r->stop_ns = mono_now_ns();
+	r->stop_ns = stop_began(r);
 	/*
 	 * The stop is short and must not wait for CPU time: traced threads that keep every
 	 * core busy (dozens per core) would leave the recorder a sliver of each. Best effort.
