@@ -15,6 +15,12 @@
  *                  and a count is in one and not the other), cpu_ns (CLOCK_THREAD_CPUTIME_ID)
  *                  and delay_ns (time runnable, waiting for a CPU: run_delay of
  *                  /proc/thread-self/schedstat) over the calls
+ *   --blocks       (one thread) also print "blocks B": the times the nanosleeps went to sleep
+ *                  (the thread's voluntary context switches over them, getrusage RUSAGE_THREAD
+ *                  around the sleeps, no call between). On a loaded machine a sleep can be
+ *                  preempted after it set its sleeping state and its timer fire before it runs
+ *                  again: it returns without having slept, and osrt's blocked mode, which
+ *                  sees calls by their sleeps, rightly does not see it.
  * Prints "pid P" (and "child C" with --fork) on stdout.
  */
 #include <pthread.h>
@@ -29,16 +35,25 @@
 #include <sys/wait.h>
 
 static long n_getppid, n_sleep, sleep_us = 1000;
+static int blocks; /* --blocks */
 
 static void calls(void)
 {
 	struct timespec ts = { .tv_sec = sleep_us / 1000000,
 			       .tv_nsec = (sleep_us % 1000000) * 1000 };
+	struct rusage before, after;
 
 	for (long i = 0; i < n_getppid; i++)
 		syscall(SYS_getppid);
+	if (blocks)
+		getrusage(RUSAGE_THREAD, &before);
 	for (long i = 0; i < n_sleep; i++)
 		syscall(SYS_nanosleep, &ts, NULL);
+	if (blocks) {
+		getrusage(RUSAGE_THREAD, &after);
+		printf("blocks %ld\n", after.ru_nvcsw - before.ru_nvcsw);
+		fflush(stdout);
+	}
 }
 
 static void *worker(void *arg)
@@ -115,6 +130,8 @@ int main(int argc, char **argv)
 			do_fork = 1;
 		else if (!strcmp(argv[i], "--kill-self"))
 			kill_self = 1;
+		else if (!strcmp(argv[i], "--blocks"))
+			blocks = 1;
 		else if (!strcmp(argv[i], "--sched"))
 			sched = 1;
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -124,7 +141,8 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: syscalls [--wait-stdin] [--fork] [--threads T] "
-				"[--exit CODE] [--kill-self] [--sched] N_GETPPID N_NANOSLEEP [SLEEP_US]\n");
+				"[--exit CODE] [--kill-self] [--sched] [--blocks] N_GETPPID N_NANOSLEEP "
+				"[SLEEP_US]\n");
 			return 2;
 		}
 	}
