@@ -206,7 +206,9 @@ def test_top_screen_gil_and_cuda_threads_resize_and_quit():
         check(out.rfind(LEAVE) > out.rfind(ENTER), "the alternate screen is left")
         check(out.rfind(b"\x1b[?25h") > out.rfind(b"\x1b[?25l"), "the cursor is shown again")
         end = out[out.rfind(LEAVE):]
-        check(re.search(rb"bpfsight top: \d+ frames shown, q pressed: \d+ events lost", end),
+        # One frame under load: the first came late and the resize redrew it (not a new one).
+        check(re.search(rb"bpfsight top: (1 frame|\d+ frames) shown, q pressed: \d+ events "
+                        rb"lost", end),
               f"the recording's end line after the screen, saying what happened: {end[-300:]}")
     finally:
         t.kill()
