@@ -89,11 +89,15 @@ static bool holds_perf_event(const char *pid)
 	return found;
 }
 
+/* The pids the wait names, at most (the count is whole). */
+#define WAIT_NAMED 4
+
 /*
- * The bpfsight-detach processes still dropping perf events. One that holds only bpf links
- * (tracepoints, uprobe_multi) takes nothing an attach needs, nor does one that has exited.
+ * The bpfsight-detach processes still dropping perf events, the first WAIT_NAMED of them into
+ * PIDS (may be NULL). One that holds only bpf links (tracepoints, uprobe_multi) takes nothing
+ * an attach needs, nor does one that has exited.
  */
-static int detachers_running(void)
+static int detachers_running(int *pids)
 {
 	char path[288], comm[32];
 	struct dirent *d;
@@ -110,8 +114,11 @@ static int detachers_running(void)
 		if (!f)
 			continue;
 		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "bpfsight-detach\n") &&
-		    holds_perf_event(d->d_name))
+		    holds_perf_event(d->d_name)) {
+			if (pids && n < WAIT_NAMED)
+				pids[n] = atoi(d->d_name);
 			n++;
+		}
 		fclose(f);
 	}
 	if (dir)
@@ -122,16 +129,24 @@ static int detachers_running(void)
 int link_reaper__wait_others(unsigned int limit_ms)
 {
 	struct timespec tick = { 0, 50 * 1000000 };
-	int n = detachers_running();
+	int pids[WAIT_NAMED], n = detachers_running(pids);
+	char named[WAIT_NAMED * 12 + 8] = "";
+	size_t len = 0;
 
 	if (!n)
 		return 0;
-	pr_info("waiting for %d earlier recording(s) to free their uprobes (this "
-		"kernel has no uprobe_multi; at most %u s)\n",
-		n, limit_ms / 1000);
+	/* Which: the user (or a test) tells an earlier recording's teardown from its own. */
+	for (int i = 0; i < n && i < WAIT_NAMED; i++)
+		len += (size_t)snprintf(named + len, sizeof(named) - len, "%s%d", i ? " " : "",
+					pids[i]);
+	if (n > WAIT_NAMED)
+		snprintf(named + len, sizeof(named) - len, " ...");
+	pr_info("waiting for %d earlier recording(s) to free their uprobes (bpfsight-detach pid "
+		"%s; this kernel has no uprobe_multi; at most %u s)\n",
+		n, named, limit_ms / 1000);
 	for (unsigned int waited = 0; n && waited < limit_ms; waited += 50) {
 		nanosleep(&tick, NULL);
-		n = detachers_running();
+		n = detachers_running(NULL);
 	}
 	return n;
 }
