@@ -1,8 +1,10 @@
 """Threads that live a few ms each, as a ThreadingHTTPServer's request threads do
 (tests/e2e/test_hang_arrival.py): after the file GO exists (argv[1]), for SECONDS (argv[2]),
 the main thread starts a thread that computes for 2 ms of its own CPU time and joins it, again
-and again. Prints "ready pid P" first, then "cpu PCT threads N" at the end: the process's own
-CPU time over the run's wall time (time.process_time: every thread's, the dead ones' too)."""
+and again. Prints "ready pid P" first, then "cpu PCT threads N seconds CPU_S" at the end: the
+process's own CPU time (time.process_time: every thread's, the dead ones' too) over the run's
+wall time, and in seconds (the run can outlast SECONDS: its last thread's start and join on a
+loaded machine)."""
 import os
 import sys
 import threading
@@ -26,8 +28,9 @@ def main():
         th.start()
         th.join()
         n += 1
-    cpu = (time.process_time() - c0) / (time.monotonic() - w0) * 100
-    print(f"cpu {cpu:.1f} threads {n}", flush=True)
+    cpu_s = time.process_time() - c0
+    cpu = cpu_s / (time.monotonic() - w0) * 100
+    print(f"cpu {cpu:.1f} threads {n} seconds {cpu_s:.4f}", flush=True)
     time.sleep(30)  # until killed: top sees it end on its own time
 
 
