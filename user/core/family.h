@@ -34,6 +34,7 @@ struct page_family;	/* page.h */
 struct chrome_family;	/* export_chrome.h */
 struct perfetto_family; /* export_perfetto.h */
 struct sqlite_family;	/* export_sqlite.h */
+struct family_export;	/* export_model.h */
 struct exporter;	/* export.h */
 struct metrics_family;	/* metrics_family.h */
 struct top_family;	/* top_family.h */
@@ -410,11 +411,17 @@ struct family {
 	 */
 	const struct family_verdict *verdict;
 	/*
-	 * Export side: what the family's events need beyond their decoders' styles (tracks of
-	 * their own, counters, flows, tables), one hook table per format, each in a file of its
-	 * own (export_FORMAT_NAME.c). May be NULL. The exporters call observe hooks in registry
-	 * order and finish hooks in reverse (the last registered first), except Chrome's, in
-	 * registry order: they write events, and the array keeps its order.
+	 * Export side: what the family's events show beyond their decoders' styles (tracks of
+	 * their own, counters, flows, tables), described once for every format in its one file
+	 * NAME_export.c (export_model.h). May be NULL: its events are drawn by their styles.
+	 */
+	const struct family_export *export;
+	/*
+	 * The per-format hooks of the families not yet described in the export model, one file
+	 * per format (export_FORMAT_NAME.c); docs/ARCHITECTURE.md, "The export model", says
+	 * which. The exporters call observe hooks in registry order and finish hooks in reverse
+	 * (the last registered first), except Chrome's, in registry order: they write events,
+	 * and the array keeps its order.
 	 */
 	const struct chrome_family *chrome;
 	const struct perfetto_family *perfetto;

@@ -279,12 +279,17 @@ void chrome_str(FILE *f, const char *s)
 
 int chrome_has_family(const struct trace_meta *meta, const char *family)
 {
-	size_t n = strlen(family);
+	return ex_recorded(meta, family);
+}
 
-	for (const char *p = meta->families; p && *p; p += strcspn(p, ",") + !!p[strcspn(p, ",")])
-		if (strcspn(p, ",") == n && !strncmp(p, family, n))
-			return 1;
-	return 0;
+/* The blanks family I's header key may need (0: it has none). */
+static size_t chrome_header_space(int i)
+{
+	const struct chrome_family *h = families[i]->chrome;
+
+	if (families[i]->export)
+		return families[i]->export->says & EX_SAYS_RANK ? CHROME_DIST_RESERVE : 0;
+	return h ? h->header_space : 0;
 }
 
 /*
@@ -305,14 +310,14 @@ static int chrome_header(struct chrome *c, const struct trace_meta *meta)
 	json__begin_array(&j);
 	json__end_array(&j);
 	for (int i = 0; i < c->nfam; i++) {
-		const struct chrome_family *h = families[i]->chrome;
+		size_t space = chrome_header_space(i);
 
 		c->hdr_off[i] = -1;
-		if (!h || !h->header_space || !chrome_has_family(meta, families[i]->name))
+		if (!space || !ex_recorded(meta, families[i]->name))
 			continue;
 		fflush(m);
 		c->hdr_off[i] = ftell(m);
-		fprintf(m, "%*s", (int)h->header_space, "");
+		fprintf(m, "%*s", (int)space, "");
 	}
 	json__kv_str(&j, "traceName", c->path);
 	json__kv_str(&j, "displayTimeUnit", "ns");
@@ -348,6 +353,7 @@ static int chrome_header(struct chrome *c, const struct trace_meta *meta)
 static int chrome_header_keys(struct chrome *c)
 {
 	const struct chrome_family *h;
+	size_t space;
 	int any = 0, len;
 	char *buf;
 
@@ -356,13 +362,15 @@ static int chrome_header_keys(struct chrome *c)
 			continue;
 		any = 1;
 		h = families[i]->chrome;
-		if (!h->header)
+		if (!families[i]->export && !h->header)
 			continue;
-		buf = malloc(h->header_space + 1);
+		space = chrome_header_space(i);
+		buf = malloc(space + 1);
 		if (!buf)
 			return -ENOMEM;
-		len = h->header(c->fst[i], buf, h->header_space);
-		if (len > 0 && (size_t)len <= h->header_space)
+		len = families[i]->export ? chrome_rank_key(c, buf, space)
+					  : h->header(c->fst[i], buf, space);
+		if (len > 0 && (size_t)len <= space)
 			memcpy(c->hdr + c->hdr_off[i], buf, len);
 		free(buf);
 	}
@@ -372,9 +380,10 @@ static int chrome_header_keys(struct chrome *c)
 static void chrome_free(struct chrome *c)
 {
 	for (int i = 0; c->fst && i < c->nfam; i++)
-		if (c->fst[i] && families[i]->chrome->free)
+		if (c->fst[i] && !families[i]->export && families[i]->chrome->free)
 			families[i]->chrome->free(c->fst[i]);
-	free(c->fst);
+	ex_sink__fini(&c->sink);
+	hmap__free(c->streams);
 	free(c->hdr_off);
 	hmap__free(c->threads);
 	hmap__free(c->procs);
@@ -399,12 +408,14 @@ static void *chrome__open(const char *out, const struct trace_meta *meta, int *e
 	c->threads = hmap__new(1);
 	c->procs = hmap__new(1);
 	c->start_mono = meta->start.mono_ns;
-	c->nfam = family__count();
 	c->last_fam = -1;
-	c->fst = calloc(c->nfam + 1, sizeof(*c->fst));
+	c->streams = hmap__new(1);
+	*err = ex_sink__init(&c->sink, &chrome_sink_ops, meta, EX_PROFILER);
+	c->fst = c->sink.fst;
+	c->nfam = c->sink.nfam;
 	c->hdr_off = calloc(c->nfam + 1, sizeof(*c->hdr_off));
 	c->scratch = open_memstream(&c->scratch_buf, &c->scratch_size);
-	if (!c->threads || !c->procs || !c->fst || !c->hdr_off || !c->scratch ||
+	if (*err || !c->threads || !c->procs || !c->streams || !c->hdr_off || !c->scratch ||
 	    chrome_stacks__new(c)) {
 		*err = -ENOMEM;
 		goto err_free;
@@ -412,7 +423,10 @@ static void *chrome__open(const char *out, const struct trace_meta *meta, int *e
 	for (int i = 0; i < c->nfam; i++) {
 		const struct chrome_family *h = families[i]->chrome;
 
-		*err = h && h->open ? h->open(c, meta, &c->fst[i]) : 0;
+		if (families[i]->export)
+			*err = ex_sink__open_one(&c->sink, i);
+		else
+			*err = h && h->open ? h->open(c, meta, &c->fst[i]) : 0;
 		if (*err)
 			goto err_free;
 	}
@@ -585,7 +599,7 @@ __u64 chrome_external_id(struct chrome *c, __u32 pid, __u32 tid, __u64 ts)
 	for (int i = 0; i < c->nfam && !id; i++)
 		if (families[i]->chrome && families[i]->chrome->external_id)
 			id = families[i]->chrome->external_id(c->fst[i], pid, tid, ts);
-	return id;
+	return id ? id : ex_op_at(&c->sink, pid, tid, ts);
 }
 
 void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts)
@@ -615,6 +629,8 @@ int chrome_event(struct chrome *c, const struct bs_hdr *rec, const struct event 
 	for (int i = 0; i < c->nfam && !flow; i++)
 		if (families[i]->chrome && families[i]->chrome->flow)
 			flow = families[i]->chrome->flow(rec);
+	if (!flow)
+		chrome_ex_flows(c, rec, &flow, NULL);
 
 	chrome_begin(c, ph, cat, ev->name ? ev->name : ev->kind, ev->pid, ev->tid);
 	fputs(",\"ts\":", c->f);
@@ -652,15 +668,24 @@ static int chrome__record(void *st, const struct bs_hdr *rec, const struct event
 	int err, fam;
 
 	c->model = m;
+	c->sink.model = m;
 	err = chrome_seen(c, rec->pid, rec->tid);
 	for (int i = 0; !err && i < c->nfam; i++)
 		if (families[i]->chrome && families[i]->chrome->observe)
 			err = families[i]->chrome->observe(c, c->fst[i], rec, m);
+	if (!err)
+		err = ex_sink__observe(&c->sink, rec);
 	if (err)
 		return err;
+	chrome_decoder(c, rec->type, &fam);
+	if (fam >= 0 && families[fam]->export) {
+		err = ex_sink__record(&c->sink, fam, rec, ev);
+		if (!err && ev)
+			err = chrome_event(c, rec, ev, NULL);
+		return err < 0 ? err : ferror(c->f) ? chrome_err(c) : 0;
+	}
 	if (!ev)
 		return 0;
-	chrome_decoder(c, rec->type, &fam);
 	h = fam >= 0 ? families[fam]->chrome : NULL;
 	err = h && h->draw ? h->draw(c, c->fst[fam], rec, ev, m) : 0;
 	if (!err)
@@ -718,12 +743,16 @@ static int chrome__finish(void *st, const struct trace_model *m, const struct tr
 	struct chrome *c = st;
 	int err = 0;
 
+	c->model = m;
+	c->sink.model = m;
 	/*
 	 * In registry order, unlike the other exporters' teardown: these write events, and the
 	 * array keeps the order it has always had (GIL's counters, then NVTX's GPU annotations).
 	 */
 	for (int i = 0; !err && i < c->nfam; i++)
-		if (families[i]->chrome && families[i]->chrome->finish)
+		if (families[i]->export)
+			err = ex_sink__finish_one(&c->sink, i);
+		else if (families[i]->chrome && families[i]->chrome->finish)
 			err = families[i]->chrome->finish(c, c->fst[i]);
 	if (!err)
 		chrome_names(c, m);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <zlib.h>
 #include "export.h"
+#include "export_model.h"
 #include "hmap.h"
 
 /* gzip level: 1 keeps a 100 M-event export CPU-bound on JSON formatting, not on deflate. */
@@ -77,6 +78,7 @@ struct chrome_out {
 };
 
 struct chrome {
+	struct ex_sink sink; /* first: the model's calls come with it (EX_PROFILER) */
 	FILE *f;
 	struct chrome_out out; /* the stream's cookie */
 	const char *path;
@@ -90,8 +92,13 @@ struct chrome {
 	size_t scratch_size;
 	__u64 nevents;	  /* objects written into traceEvents */
 	__u64 start_mono; /* recording start (0: unknown) */
-	void **fst;	  /* per family (families[] order): its hooks' state */
+	void **fst;	  /* per family (families[] order): its hooks' state (sink.fst) */
 	int nfam;
+	struct hmap *streams; /* {device, stream} -> u8: the GPU "threads" drawn on */
+	__u64 devices[4];     /* bit per GPU (< 256) drawn on as a process (EX_DEVICE) */
+	/* The rank a family said (ex_rank), for Kineto's distributedInfo. */
+	const char *backend;
+	__s32 rank, nranks;
 	struct chrome_stacks *stacks;	 /* export_chrome_stack.c */
 	const struct trace_model *model; /* the record's being drawn */
 	/* Records come in runs of one type: skip the decoder's lookup. */
@@ -135,6 +142,16 @@ int chrome_thread(struct chrome *c, __u32 pid, __u32 tid);
 __u64 chrome_external_id(struct chrome *c, __u32 pid, __u32 tid, __u64 ts);
 /* An ac2g flow event: 's' at a launch, 'f' (bound to the enclosing slice) at its GPU work. */
 void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts);
+
+/*
+ * The model's items (export_chrome_model.c): the sink's calls, the flows of a record (OUT, IN:
+ * either may be NULL), Kineto's distributedInfo of the rank a family said into BUF (SPACE + 1
+ * bytes): its length, 0 for none.
+ */
+#define CHROME_DIST_RESERVE 128 /* bytes kept for distributedInfo (it needs at most 87) */
+extern const struct ex_sink_ops chrome_sink_ops;
+void chrome_ex_flows(struct chrome *c, const struct bs_hdr *rec, __u64 *out, __u64 *in);
+int chrome_rank_key(struct chrome *c, char *buf, size_t space);
 
 /* Stacks (export_chrome_stack.c): their state in C, made and freed with it. */
 int chrome_stacks__new(struct chrome *c);

@@ -9,6 +9,7 @@
 
 #include <zlib.h>
 #include "export.h"
+#include "export_model.h"
 #include "family.h"
 #include "pb.h"
 #include "hmap.h"
@@ -145,6 +146,7 @@ struct pf_intern {
 };
 
 struct pf {
+	struct ex_sink sink; /* first: the model's calls come with it (EX_OWN) */
 	int fd;
 	gzFile gz;
 	struct pb pb;
@@ -156,9 +158,12 @@ struct pf {
 	__u32 nkinds;
 	__u64 next_uuid;
 	__u64 start_mono;
-	__u64 bins_origin; /* time of bin 0 of every binned counter */
-	void **fst;	   /* per family (families[] order): its hooks' state */
+	void **fst; /* per family (families[] order): its hooks' state (sink.fst) */
 	int nfam;
+	/* The model's tracks (export_perfetto_model.c): named ones of a thread or process, GPUs,
+	 * their streams, devices, counters by track and name (CTR_NAMES: the names' ids). */
+	struct hmap *subs, *sub_lanes, *gpus, *gpu_lanes, *devices, *ctrs;
+	struct string_pool *ctr_names;
 	const struct trace_model *model; /* the record's being written */
 	/* Interned stacks (export_perfetto_stack.c): functions, path parts, mappings, source
 	 * files, {frame} -> frame iid, {stack id, kernel} -> callstack iid. */
@@ -177,6 +182,22 @@ int pf__process_track(struct pf *pf, __u32 pid, __u64 ts, const struct trace_mod
 /* The process and thread tracks of EV; the thread's uuid in *UUID. */
 int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_model *m,
 		     __u64 *uuid);
+/* The same for thread TID of PID, described at TS the first time. */
+int pf__thread_track_at(struct pf *pf, __u32 pid, __u32 tid, __u64 ts, const struct trace_model *m,
+			__u64 *uuid);
+/*
+ * EV of REC drawn by its kind's style: a sample, or a slice or instant on its thread's track or
+ * its kind's; with the family's own track hook first when FAMILY_TRACK (struct perfetto_family).
+ */
+int pf__draw(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
+	     const struct trace_model *m, int family_track);
+/* The flows REC starts and ends, as the families tie them (a launch to its GPU work). */
+void pf__flows(struct pf *pf, const struct bs_hdr *rec, __u64 *out, __u64 *in);
+
+/* The model's items (export_perfetto_model.c): the sink's calls, its state made and freed. */
+extern const struct ex_sink_ops pf_sink_ops;
+int pf_model__init(struct pf *pf);
+void pf_model__free(struct pf *pf);
 /* A named track UUID under PARENT (0: root), with an optional description. */
 int pf__describe_named(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, const char *name,
 		       const char *desc);

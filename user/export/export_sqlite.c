@@ -36,9 +36,10 @@ static const char sq_schema[] =
 	"CREATE TABLE ThreadNames (nameId INTEGER NOT NULL REFERENCES StringIds(id),"
 	" priority INTEGER, globalTid INTEGER);"
 	"CREATE TABLE BPFSIGHT_THREADS (pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
-	" globalTid INTEGER NOT NULL, name TEXT, PRIMARY KEY (pid, tid)) WITHOUT ROWID;"
-	"CREATE TABLE ENUM_NSYS_EVENT_CLASS (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL,"
-	" label TEXT);";
+	" globalTid INTEGER NOT NULL, name TEXT, PRIMARY KEY (pid, tid)) WITHOUT ROWID;";
+
+/* The model's tables every trace has (export_model.h), after those. */
+static const struct ex_table *const sq_model_tables[] = { &ex_event_classes, NULL };
 
 static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_META] = "INSERT OR REPLACE INTO META VALUES (?, ?)",
@@ -51,8 +52,7 @@ static const char *const sq_sql[SQ_NSTMT] = {
 
 __s64 global_tid(__u32 pid, __u32 tid)
 {
-	return (__s64)pid << 24 |
-	       (tid & 0xffffff); /* a merged file's tid: its namespace is in pid */
+	return ex_gtid(pid, tid);
 }
 
 int sq_fail(struct sq *s, const char *what)
@@ -214,17 +214,20 @@ static int sq_meta(struct sq *s, const struct trace_meta *m)
 static void sq_release(struct sq *s)
 {
 	for (int i = 0; s->fst && i < s->nfam; i++) {
-		if (s->fst[i] && families[i]->sqlite->free)
+		if (s->fst[i] && !families[i]->export && families[i]->sqlite->free) {
 			families[i]->sqlite->free(s->fst[i]);
-		s->fst[i] = NULL;
+			s->fst[i] = NULL;
+		}
 	}
+	ex_sink__fini(&s->sink);
+	s->fst = NULL;
+	sq_model__free(s);
 	sq_finalize(s->stmt, SQ_NSTMT);
 }
 
 static void sq_free(struct sq *s)
 {
 	sq_release(s);
-	free(s->fst);
 	sqlite3_close(s->db);
 	string_pool__free(s->strings);
 	hmap__free(s->threads);
@@ -238,6 +241,9 @@ static int sq_family_open(struct sq *s, int i)
 	char what[64];
 	int err = 0;
 
+	if (families[i]->export)
+		return sq_tables__create(s, families[i]->export->tables)
+			       ?: ex_sink__open_one(&s->sink, i);
 	if (!h)
 		return 0;
 	if (h->schema) {
@@ -272,9 +278,13 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 	s->path = out;
 	s->strings = string_pool__new();
 	s->threads = hmap__new(1);
-	s->nfam = family__count();
-	s->fst = calloc(s->nfam + 1, sizeof(*s->fst));
-	if (!s->strings || !s->threads || !s->fst) {
+	if (ex_sink__init(&s->sink, &sq_sink_ops, meta, EX_TABLES) || sq_model__init(s)) {
+		*err = -ENOMEM;
+		goto err_free;
+	}
+	s->fst = s->sink.fst;
+	s->nfam = s->sink.nfam;
+	if (!s->strings || !s->threads) {
 		*err = -ENOMEM;
 		goto err_free;
 	}
@@ -307,6 +317,7 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 		*err = sq_exec(s, "BEGIN", "begin");
 	if (!*err)
 		*err = sq_exec(s, sq_schema, "creating the tables")
+			       ?: sq_tables__create(s, sq_model_tables)
 			       ?: sq_exec(s, sq_stack_schema, "creating the stack tables");
 	if (!*err)
 		*err = sq_prepare(s, sq_sql, s->stmt, SQ_NSTMT);
@@ -323,7 +334,6 @@ err_free:
 	return NULL;
 }
 
-/* Numbers and handles as integers (a u64 above 2^63 reads back negative: SQLite's are signed). */
 int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key)
 {
 	const struct event_arg *a = event__arg(ev, key);
@@ -332,25 +342,7 @@ int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *k
 		sqlite3_bind_null(st, col);
 		return 0;
 	}
-	switch (a->kind) {
-	case EVENT_ARG_S64:
-		sqlite3_bind_int64(st, col, a->s);
-		break;
-	case EVENT_ARG_STR:
-		sq_bind_text(st, col, a->str);
-		break;
-	case EVENT_ARG_DOUBLE:
-		sqlite3_bind_double(st, col, a->d);
-		break;
-	case EVENT_ARG_DIM3:
-	case EVENT_ARG_FLAGS:
-		/* Lists go into columns of their own (gridX...; state text): never one value. */
-		sqlite3_bind_null(st, col);
-		break;
-	default: /* U64, HEX, BOOL */
-		sqlite3_bind_int64(st, col, (__s64)a->u);
-		break;
-	}
+	sq_bind_event_arg(st, col, a);
 	return 1;
 }
 
@@ -423,6 +415,13 @@ static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event
 	for (int i = 0; !err && i < s->nfam; i++)
 		if (families[i]->sqlite && families[i]->sqlite->observe)
 			err = families[i]->sqlite->observe(s, s->fst[i], rec);
+	s->sink.model = m;
+	if (!err)
+		err = ex_sink__observe(&s->sink, rec);
+	if (!err && families[fam]->export) {
+		err = ex_sink__record(&s->sink, fam, rec, ev);
+		return err < 0 ? err : 0;
+	}
 	h = families[fam]->sqlite;
 	if (!err && h && h->record)
 		err = h->record(s, s->fst[fam], rec, ev, m);
@@ -482,15 +481,20 @@ static int sqlite__finish(void *st, const struct trace_model *m, const struct tr
 	struct sq *s = st;
 	int err;
 
+	s->sink.model = m;
 	err = sq_names(s, m);
 	if (!err)
 		err = sq_status(s, status);
 	for (int i = 0; !err && i < s->nfam; i++)
-		if (families[i]->sqlite && families[i]->sqlite->indexes)
+		if (families[i]->export)
+			err = sq_tables__index(s, families[i]->export->tables);
+		else if (families[i]->sqlite && families[i]->sqlite->indexes)
 			err = sq_exec(s, families[i]->sqlite->indexes, "creating the indexes");
 	/* Last registered first, as teardown goes (the GPU's links before the GIL's rows). */
 	for (int i = s->nfam - 1; !err && i >= 0; i--)
-		if (families[i]->sqlite && families[i]->sqlite->finish)
+		if (families[i]->export)
+			err = ex_sink__finish_one(&s->sink, i);
+		else if (families[i]->sqlite && families[i]->sqlite->finish)
 			err = families[i]->sqlite->finish(s, s->fst[i], m);
 	if (!err)
 		err = sq_exec(s, "COMMIT", "commit");

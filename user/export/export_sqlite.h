@@ -9,6 +9,7 @@
 
 #include <sqlite3.h>
 #include "export.h"
+#include "export_model.h"
 #include "family.h"
 
 #define SQ_CACHE_KIB 32768 /* SQLite page cache; dirty pages past it spill to the file */
@@ -53,14 +54,26 @@ enum sq_stmt {
 };
 
 struct sq {
+	struct ex_sink sink; /* first: the model's calls come with it (EX_TABLES) */
 	sqlite3 *db;
 	const char *path;
 	sqlite3_stmt *stmt[SQ_NSTMT];
 	struct string_pool *strings; /* text -> StringIds.id */
 	struct hmap *threads;	     /* {pid, tid} -> u8: every thread a record named */
-	void **fst;		     /* per family (families[] order): its hooks' state */
+	void **fst; /* per family (families[] order): its hooks' state (sink.fst) */
 	int nfam;
+	struct hmap *stmts; /* {table or amend, policy} -> sqlite3_stmt *: the model's rows */
 };
+
+/*
+ * The model's tables (export_sqlite_model.c): the sink's calls; T's tables created (in their
+ * order) and indexed; the statements made and finalized.
+ */
+extern const struct ex_sink_ops sq_sink_ops;
+int sq_tables__create(struct sq *s, const struct ex_table *const *t);
+int sq_tables__index(struct sq *s, const struct ex_table *const *t);
+int sq_model__init(struct sq *s);
+void sq_model__free(struct sq *s);
 
 /* nsys's thread id: pid << 24 | tid. */
 __s64 global_tid(__u32 pid, __u32 tid);
@@ -95,6 +108,8 @@ int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid);
  */
 int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key);
 __s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt);
+/* An argument into column COL as dump shows it: numbers and handles as integers, lists NULL. */
+void sq_bind_event_arg(sqlite3_stmt *st, int col, const struct event_arg *a);
 /*
  * The start of an API call's row (the cuda and nccl families' tables): EV's start and end in
  * columns 1 and 2, its name's id returned (0: no row to write, *ERR 0, or a failure, *ERR set).
