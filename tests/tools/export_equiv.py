@@ -35,6 +35,8 @@ SHARED = os.path.join(os.path.dirname(ROOT), "shared", "traces")
 RECORDINGS = [
     ("gil-osrt-sched-cpu", "gil,osrt,sched,cpu", ["--stacks=gil,osrt"],
      ["python3", "tests/workloads/gil_work.py", "cpu", "3", "2"]),
+    ("gil-full", "gil,cpu", ["--gil-mode=full", "--stacks=gil"],
+     ["python3", "tests/workloads/gil_work.py", "cpu", "2", "1"]),
     ("mem-rss", "mem,osrt,sched,cpu", ["--stacks=mem"],
      ["python3", "-c", "import time\nx = []\nfor i in range(40):\n"
       "    x.append(bytearray(8 << 20)); time.sleep(0.02)\ndel x[::2]; time.sleep(0.2)"]),
