@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export_model.h"
+#include "ucall_records.h"
 
 static const struct ex_column event_class_cols[] = {
 	{ "id", EX_COL_INTEGER, EX_COL_NOT_NULL | EX_COL_KEY },
@@ -20,6 +21,36 @@ const struct ex_table ex_event_classes = {
 	.name = "ENUM_NSYS_EVENT_CLASS",
 	.cols = event_class_cols,
 };
+
+int ex_event_class(struct ex_sink *s, int id, const char *name, const char *label)
+{
+	return ex_row(s, &ex_event_classes, EX_ROW_ADD,
+		      (struct ex_value[]){ EX_V_INT(id), EX_V_TEXT(name), EX_V_TEXT(label) }, NULL);
+}
+
+int ex_ucall_row(struct ex_sink *s, const struct ex_table *t, const struct bs_hdr *rec,
+		 const struct event *ev, int event_class, const char *const *cols, int ncols)
+{
+	const struct bs_ucall *u = (const void *)rec;
+	struct ex_value v[EX_MAX_COLS];
+	int n = 0;
+
+	if (!ex_wants(s, EX_TABLES) || !ev || !ev->name || ncols + 8 > EX_MAX_COLS)
+		return 0;
+	v[n++] = EX_V_INT(ev->ts);
+	v[n++] = EX_V_INT(ev->ts + ev->dur);
+	if (event_class >= 0)
+		v[n++] = EX_V_INT(event_class);
+	v[n++] = EX_V_INT(ex_gtid(rec->pid, rec->tid));
+	v[n++] = EX_V_STRING(ev->name);
+	if (event_class >= 0)
+		v[n++] = EX_V_INT((__s32)u->ret);
+	v[n++] = EX_V_INT(BS_UCALL_DEPTH(u->depth)); /* in flight: returnValue 0 */
+	for (int i = 0; i < ncols; i++)
+		v[n++] = ex_v_arg(ev, cols[i]);
+	v[n++] = EX_V_STACK(ev->stack);
+	return ex_row(s, t, EX_ROW_ADD, v, NULL);
+}
 
 __s64 ex_gtid(__u32 pid, __u32 tid)
 {

@@ -24,6 +24,8 @@
 #include "trace_meta.h"
 #include "trace_model.h"
 
+struct ex_sink; /* below */
+
 /*
  * The views a sink renders and an item belongs to (0: every timeline, EX_TIMELINE):
  *   EX_OWN       bpfsight's own timeline: every kind on tracks of its own, counters one per
@@ -69,13 +71,13 @@ struct ex_value {
 	};
 };
 
-#define EX_V_NULL	 ((struct ex_value){ .kind = EX_NULL })
-#define EX_V_INT(v)	 ((struct ex_value){ .kind = EX_INT, .i = (__s64)(v) })
-#define EX_V_UINT(v)	 ((struct ex_value){ .kind = EX_UINT, .u = (__u64)(v) })
-#define EX_V_REAL(v)	 ((struct ex_value){ .kind = EX_REAL, .d = (v) })
-#define EX_V_TEXT(v)	 ((struct ex_value){ .kind = EX_TEXT, .s = (v) })
-#define EX_V_STRING(v)	 ((struct ex_value){ .kind = EX_STRING, .s = (v) })
-#define EX_V_STACK(v)	 ((struct ex_value){ .kind = EX_STACK, .stack = (v) })
+#define EX_V_NULL      ((struct ex_value){ .kind = EX_NULL })
+#define EX_V_INT(v)    ((struct ex_value){ .kind = EX_INT, .i = (__s64)(v) })
+#define EX_V_UINT(v)   ((struct ex_value){ .kind = EX_UINT, .u = (__u64)(v) })
+#define EX_V_REAL(v)   ((struct ex_value){ .kind = EX_REAL, .d = (v) })
+#define EX_V_TEXT(v)   ((struct ex_value){ .kind = EX_TEXT, .s = (v) })
+#define EX_V_STRING(v) ((struct ex_value){ .kind = EX_STRING, .s = (v) })
+#define EX_V_STACK(v)  ((struct ex_value){ .kind = EX_STACK, .stack = (v) })
 /* V when HAVE, else NULL. */
 #define EX_V_INT_IF(have, v) ((have) ? EX_V_INT(v) : EX_V_NULL)
 /* EV's argument KEY as dump shows it, NULL when it has none. */
@@ -87,15 +89,15 @@ __s64 ex_gtid(__u32 pid, __u32 tid);
 /* ---- tracks ------------------------------------------------------------------------------ */
 
 enum ex_track_kind {
-	EX_STYLE,	 /* an event's own: where its kind's style puts it on its thread */
-	EX_THREAD,	 /* pid, tid */
-	EX_PROCESS,	 /* pid */
-	EX_GLOBAL,	 /* the whole trace (the recorder's own: loss) */
-	EX_THREAD_SUB,	 /* pid, tid, key: a named track of the thread's (NVTX push/pop) */
-	EX_PROCESS_SUB,	 /* pid, key: a named track of the process's, its slices may overlap */
-	EX_GPU,		 /* pid, device: the process's work on a GPU */
-	EX_GPU_STREAM,	 /* pid, device, stream: a stream of it, its slices may overlap */
-	EX_DEVICE,	 /* device: a GPU of the machine, whoever uses it */
+	EX_STYLE,	/* an event's own: where its kind's style puts it on its thread */
+	EX_THREAD,	/* pid, tid */
+	EX_PROCESS,	/* pid */
+	EX_GLOBAL,	/* the whole trace (the recorder's own: loss) */
+	EX_THREAD_SUB,	/* pid, tid, key: a named track of the thread's (NVTX push/pop) */
+	EX_PROCESS_SUB, /* pid, key: a named track of the process's, its slices may overlap */
+	EX_GPU,		/* pid, device: the process's work on a GPU */
+	EX_GPU_STREAM,	/* pid, device, stream: a stream of it, its slices may overlap */
+	EX_DEVICE,	/* device: a GPU of the machine, whoever uses it */
 };
 
 struct ex_track {
@@ -182,14 +184,16 @@ struct ex_column {
 };
 
 /* Columns as tables declare them most often: integers, texts, ids of another table's rows. */
-#define EXC_INT(n)	     { n, EX_COL_INTEGER, 0, NULL }
-#define EXC_INT_NN(n)	     { n, EX_COL_INTEGER, EX_COL_NOT_NULL, NULL }
-#define EXC_TEXT(n)	     { n, EX_COL_TEXT, 0, NULL }
-#define EXC_TEXT_NN(n)	     { n, EX_COL_TEXT, EX_COL_NOT_NULL, NULL }
-#define EXC_REAL(n)	     { n, EX_COL_REAL, 0, NULL }
-#define EXC_REF(n, refs)     { n, EX_COL_INTEGER, 0, refs }
-#define EXC_REF_NN(n, refs)  { n, EX_COL_INTEGER, EX_COL_NOT_NULL, refs }
-#define EX_STRING_IDS	     "StringIds(id)" /* the names' table (EX_STRING values) */
+// clang-format off
+#define EXC_INT(n)		{ n, EX_COL_INTEGER, 0, NULL }
+#define EXC_INT_NN(n)		{ n, EX_COL_INTEGER, EX_COL_NOT_NULL, NULL }
+#define EXC_TEXT(n)		{ n, EX_COL_TEXT, 0, NULL }
+#define EXC_TEXT_NN(n)		{ n, EX_COL_TEXT, EX_COL_NOT_NULL, NULL }
+#define EXC_REAL(n)		{ n, EX_COL_REAL, 0, NULL }
+#define EXC_REF(n, refs)	{ n, EX_COL_INTEGER, 0, refs }
+#define EXC_REF_NN(n, refs)	{ n, EX_COL_INTEGER, EX_COL_NOT_NULL, refs }
+// clang-format on
+#define EX_STRING_IDS "StringIds(id)" /* the names' table (EX_STRING values) */
 
 struct ex_index {
 	const char *name; /* TABLE_NAME */
@@ -236,9 +240,33 @@ struct ex_fill {
 /* The classes of API events (nsys's ENUM_NSYS_EVENT_CLASS): families add the rows they use. */
 extern const struct ex_table ex_event_classes;
 
-/* ---- sinks ------------------------------------------------------------------------------- */
+#define EX_MAX_COLS 40 /* columns of a table, at most */
 
-struct ex_sink;
+/* A row of ex_event_classes: class ID, its NAME and LABEL (nsys's). */
+int ex_event_class(struct ex_sink *s, int id, const char *name, const char *label);
+/* The columns ex_ucall_row fills before the call's arguments: with an event class, without. */
+#define EX_UCALL_COLS                                                                              \
+	EXC_INT_NN("start"), EXC_INT_NN("end"), EXC_INT_NN("eventClass"), EXC_INT("globalTid"),    \
+		EXC_REF_NN("nameId", EX_STRING_IDS), EXC_INT_NN("returnValue"),                    \
+		EXC_INT_NN("nestingLevel")
+#define EX_UCALL_COLS_NO_CLASS                                                                     \
+	EXC_INT_NN("start"), EXC_INT_NN("end"), EXC_INT_NN("globalTid"),                           \
+		EXC_REF_NN("nameId", EX_STRING_IDS), EXC_INT_NN("nestingLevel")
+/* A GEMM's shape as BLAS names it, columns of the math libraries' call tables. */
+#define EX_GEMM_COLS                                                                               \
+	EXC_TEXT("trans"), EXC_INT("m"), EXC_INT("n"), EXC_INT("k"), EXC_INT("lda"),               \
+		EXC_INT("ldb"), EXC_INT("ldc")
+/*
+ * The row in T of an API call REC (a struct bs_ucall of a uprobe-API family), nsys's shape:
+ * start, end, eventClass CLASS, globalTid, nameId, returnValue (the low 32 bits of its return),
+ * nestingLevel (its depth), EV's arguments COLS[NCOLS] as dump shows them and callchainId, the
+ * last. CLASS < 0: without eventClass and returnValue (functions that return nothing). None
+ * for an event without a name. 0 or a negative errno.
+ */
+int ex_ucall_row(struct ex_sink *s, const struct ex_table *t, const struct bs_hdr *rec,
+		 const struct event *ev, int event_class, const char *const *cols, int ncols);
+
+/* ---- sinks ------------------------------------------------------------------------------- */
 
 /* What a renderer does with each item; an item of a view it does not render never comes. */
 struct ex_sink_ops {
@@ -248,8 +276,8 @@ struct ex_sink_ops {
 	/* The track exists from TS (a device the trace saw, a counter whose values come later). */
 	int (*track)(struct ex_sink *s, const struct ex_track *t, const struct ex_counter *c,
 		     __u64 ts);
-	int (*row)(struct ex_sink *s, const struct ex_table *t, int policy, const struct ex_value *v,
-		   __s64 *id);
+	int (*row)(struct ex_sink *s, const struct ex_table *t, int policy,
+		   const struct ex_value *v, __s64 *id);
 	int (*amend)(struct ex_sink *s, const struct ex_amend *a, const struct ex_value *v);
 	int (*fill)(struct ex_sink *s, const struct ex_fill *f);
 	/* Every thread a record named so far: 1 and *PID, *TID, 0 at the end. */
@@ -332,7 +360,8 @@ struct family_export {
 	 * A record of its own (EV: its event, NULL for a metadata record): what it shows. 1 when
 	 * the event was drawn (or is not to be), 0 to draw it by its style, or a negative errno.
 	 */
-	int (*record)(struct ex_sink *s, void *st, const struct bs_hdr *rec, const struct event *ev);
+	int (*record)(struct ex_sink *s, void *st, const struct bs_hdr *rec,
+		      const struct event *ev);
 	/* After the last record: what needs them all (binned counters, links, names). */
 	int (*finish)(struct ex_sink *s, void *st);
 	/* The flows a record of any family starts (OUT) or ends (IN), left 0 when none. */

@@ -25,7 +25,6 @@
 #include "export_sqlite.h"
 #include "family.h"
 #include "hmap.h"
-#include "ucall_records.h"
 #include "string_pool.h"
 #include "msg.h"
 
@@ -368,30 +367,6 @@ __u32 sq_call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *er
 		sqlite3_bind_int64(q, 2, ev->ts + ev->dur);
 	}
 	return name;
-}
-
-int sq_ucall_events_row(struct sq *s, sqlite3_stmt *q, const struct bs_hdr *rec,
-			const struct event *ev, int event_class, const char *const *cols, int ncols)
-{
-	const struct bs_ucall *u = (const void *)rec;
-	int err;
-	__u32 name = sq_call_row(s, q, ev, &err);
-
-	if (!name)
-		return err;
-	int col = 3;
-
-	if (event_class >= 0)
-		sqlite3_bind_int64(q, col++, event_class);
-	sqlite3_bind_int64(q, col++, global_tid(rec->pid, rec->tid));
-	sqlite3_bind_int64(q, col++, name);
-	if (event_class >= 0)
-		sqlite3_bind_int64(q, col++, (__s32)u->ret);
-	sqlite3_bind_int64(q, col++, BS_UCALL_DEPTH(u->depth)); /* in flight: returnValue 0 */
-	for (int i = 0; i < ncols; i++)
-		sq_bind_arg(q, col++, ev, cols[i]);
-	sq_bind_stack(q, col, ev->stack);
-	return sq_run(s, q);
 }
 
 static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event *ev,

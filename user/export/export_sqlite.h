@@ -115,17 +115,6 @@ void sq_bind_event_arg(sqlite3_stmt *st, int col, const struct event_arg *a);
  * columns 1 and 2, its name's id returned (0: no row to write, *ERR 0, or a failure, *ERR set).
  */
 __u32 sq_call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *err);
-/*
- * A row of an nsys-shaped API events table of a uprobe family (CUBLAS_EVENTS, CUDNN_EVENTS):
- * start, end, eventClass CLASS, globalTid, nameId, returnValue (the low 32 bits of REC's
- * bs_ucall.ret), nestingLevel (its depth), then EV's arguments COLS[NCOLS] as dump shows
- * them and callchainId, the last column. CLASS < 0: a table of ours for functions that
- * return nothing (BPFSIGHT_BLAS), without eventClass and returnValue. Runs Q: 0 or -errno.
- */
-int sq_ucall_events_row(struct sq *s, sqlite3_stmt *q, const struct bs_hdr *rec,
-			const struct event *ev, int event_class, const char *const *cols,
-			int ncols);
-
 /* Stacks (export_sqlite_stack.c): their tables, created with the export's own. */
 extern const char sq_stack_schema[];
 struct trace_stack;
