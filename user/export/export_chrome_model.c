@@ -88,7 +88,8 @@ static int chrome_where(struct chrome *c, const struct ex_track *t, const struct
 	case EX_GPU_STREAM:
 		*pid = t->device;
 		*tid = t->stream;
-		return hmap__get(c->streams, (struct hkey){ t->device, t->stream }, 1) ? 0 : -ENOMEM;
+		return hmap__get(c->streams, (struct hkey){ t->device, t->stream }, 1) ? 0
+										       : -ENOMEM;
 	case EX_GPU:
 	case EX_DEVICE:
 		chrome_device(c, t->device);

@@ -195,11 +195,11 @@ static int pf_counter(struct pf *pf, const struct ex_counter *c, __u64 ts, __u64
 	name = string_pool__intern(pf->ctr_names, c->name, &fresh);
 	if (!name)
 		return -ENOMEM;
-	k = hmap__get(pf->ctrs,
-		      (struct hkey){ (__u64)c->on.pid << 32 | c->on.device,
-				     (__u64)name << 32 | (__u64)c->on.kind << 24 |
-					     (c->key & 0xffffff) },
-		      1);
+	k = hmap__get(
+		pf->ctrs,
+		(struct hkey){ (__u64)c->on.pid << 32 | c->on.device,
+			       (__u64)name << 32 | (__u64)c->on.kind << 24 | (c->key & 0xffffff) },
+		1);
 	if (!k)
 		return -ENOMEM;
 	*uuid = &k->uuid;

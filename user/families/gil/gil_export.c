@@ -39,42 +39,74 @@
 #define GIL_BIN_NS 10000000ull /* 10 ms */
 
 static const struct ex_column waits_cols[] = {
-	EXC_INT_NN("start"),	 EXC_INT_NN("end"),   EXC_INT_NN("globalTid"),
-	EXC_INT("holderGlobalTid"), EXC_INT_NN("rounds"), EXC_INT_NN("flags"),
-	EXC_INT("callchainId"),	 EXC_INT("holderCallchainId"), { 0 },
+	EXC_INT_NN("start"),
+	EXC_INT_NN("end"),
+	EXC_INT_NN("globalTid"),
+	EXC_INT("holderGlobalTid"),
+	EXC_INT_NN("rounds"),
+	EXC_INT_NN("flags"),
+	EXC_INT("callchainId"),
+	EXC_INT("holderCallchainId"),
+	{ 0 },
 };
 static const struct ex_index start_tid_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table gil_waits = {
-	"BPFSIGHT_GIL_WAITS", waits_cols, .indexes = start_tid_idx,
+	"BPFSIGHT_GIL_WAITS",
+	waits_cols,
+	.indexes = start_tid_idx,
 };
 
 static const struct ex_column rounds_cols[] = {
-	EXC_INT_NN("start"),	    EXC_INT_NN("end"),	   EXC_INT_NN("globalTid"),
-	EXC_INT("holderGlobalTid"), EXC_INT("callchainId"), EXC_INT_NN("coveredNs"),
+	EXC_INT_NN("start"),
+	EXC_INT_NN("end"),
+	EXC_INT_NN("globalTid"),
+	EXC_INT("holderGlobalTid"),
+	EXC_INT("callchainId"),
+	EXC_INT_NN("coveredNs"),
 	{ 0 },
 };
 static const struct ex_table gil_rounds = { "BPFSIGHT_GIL_HOLDER_ROUNDS", rounds_cols };
 
 static const struct ex_column samples_cols[] = {
-	EXC_INT_NN("ts"),	EXC_INT_NN("globalTid"), EXC_INT_NN("waiters"),
-	EXC_INT_NN("periodNs"), EXC_INT_NN("weightNs"),	 EXC_INT("callchainId"),
+	EXC_INT_NN("ts"),
+	EXC_INT_NN("globalTid"),
+	EXC_INT_NN("waiters"),
+	EXC_INT_NN("periodNs"),
+	EXC_INT_NN("weightNs"),
+	EXC_INT("callchainId"),
 	{ 0 },
 };
 static const struct ex_table gil_samples = { "BPFSIGHT_GIL_HOLDER_SAMPLES", samples_cols };
 
 static const struct ex_column holds_cols[] = {
-	EXC_INT_NN("start"), EXC_INT_NN("end"), EXC_INT_NN("globalTid"), { 0 },
+	EXC_INT_NN("start"),
+	EXC_INT_NN("end"),
+	EXC_INT_NN("globalTid"),
+	{ 0 },
 };
 static const struct ex_table gil_holds = {
-	"BPFSIGHT_GIL_HOLDS", holds_cols, .indexes = start_tid_idx,
+	"BPFSIGHT_GIL_HOLDS",
+	holds_cols,
+	.indexes = start_tid_idx,
 };
 
 static const struct ex_column threads_cols[] = {
-	EXC_INT_NN("pid"),	 EXC_INT_NN("tid"),	EXC_INT_NN("globalTid"), EXC_TEXT("name"),
-	EXC_INT("waitCount"),	 EXC_INT("waitTotalNs"), EXC_INT("waitMaxNs"),	 EXC_INT("holdCount"),
-	EXC_INT("holdTotalNs"), EXC_INT("holdMaxNs"),	EXC_INT("thresholdNs"), EXC_INT("snapshotTs"),
+	EXC_INT_NN("pid"),
+	EXC_INT_NN("tid"),
+	EXC_INT_NN("globalTid"),
+	EXC_TEXT("name"),
+	EXC_INT("waitCount"),
+	EXC_INT("waitTotalNs"),
+	EXC_INT("waitMaxNs"),
+	EXC_INT("holdCount"),
+	EXC_INT("holdTotalNs"),
+	EXC_INT("holdMaxNs"),
+	EXC_INT("thresholdNs"),
+	EXC_INT("snapshotTs"),
 	{ 0 },
 };
 static const struct ex_index tid_idx[] = { { "globalTid", "globalTid" }, { 0 } };
@@ -87,16 +119,22 @@ static const struct ex_column short_cols[] = {
 	EXC_INT_NN("lowNs"), EXC_INT_NN("highNs"), EXC_INT_NN("count"),	    { 0 },
 };
 static const struct ex_table gil_short = {
-	"BPFSIGHT_GIL_SHORT_WAITS", short_cols, "pid, tid, bucket", EX_TABLE_BY_KEY,
+	"BPFSIGHT_GIL_SHORT_WAITS",
+	short_cols,
+	"pid, tid, bucket",
+	EX_TABLE_BY_KEY,
 };
 
 static const struct ex_column blame_cols[] = {
-	EXC_INT_NN("pid"),	 EXC_INT_NN("waiterTid"), EXC_INT_NN("holderTid"),
+	EXC_INT_NN("pid"),	 EXC_INT_NN("waiterTid"),    EXC_INT_NN("holderTid"),
 	EXC_INT_NN("globalTid"), EXC_INT("holderGlobalTid"), EXC_INT_NN("count"),
-	EXC_INT_NN("totalNs"),	 EXC_INT_NN("snapshotTs"), { 0 },
+	EXC_INT_NN("totalNs"),	 EXC_INT_NN("snapshotTs"),   { 0 },
 };
 static const struct ex_table gil_blame = {
-	"BPFSIGHT_GIL_BLAME", blame_cols, "pid, waiterTid, holderTid", EX_TABLE_BY_KEY,
+	"BPFSIGHT_GIL_BLAME",
+	blame_cols,
+	"pid, waiterTid, holderTid",
+	EX_TABLE_BY_KEY,
 };
 
 static const struct ex_column procs_cols[] = {
@@ -299,13 +337,13 @@ static int gil_record(struct ex_sink *s, void *st, const struct bs_hdr *rec, con
 	case BS_REC_GIL_WAIT:
 		return gil_wait(s, g, rec, ev);
 	case BS_REC_GIL_HOLDER: /* --stacks=gil: a round of a wait, the holder's stack */
-		return ex_row(s, &gil_rounds, EX_ROW_ADD,
-			      (struct ex_value[]){
-				      EX_V_INT(rec->ts), EX_V_INT(rec->ts + h->dur), EX_V_INT(gtid),
-				      holder(rec->pid, h->holder_tid),
-				      EX_V_STACK(trace_model__event_stack(s->model, rec)),
-				      EX_V_INT((__s64)h->covered_us * 1000) },
-			      NULL);
+		return ex_row(
+			s, &gil_rounds, EX_ROW_ADD,
+			(struct ex_value[]){ EX_V_INT(rec->ts), EX_V_INT(rec->ts + h->dur),
+					     EX_V_INT(gtid), holder(rec->pid, h->holder_tid),
+					     EX_V_STACK(trace_model__event_stack(s->model, rec)),
+					     EX_V_INT((__s64)h->covered_us * 1000) },
+			NULL);
 	case BS_REC_GIL_SAMPLE: /* --stacks=gil: a holder sampled while others waited */
 		return ex_row(s, &gil_samples, EX_ROW_ADD,
 			      (struct ex_value[]){
@@ -349,13 +387,14 @@ static int gil_counters(struct ex_sink *s, struct gil_export *g)
 	double v;
 	int err = 0;
 
-	snprintf(desc, sizeof(desc),
-		 "Average number of this process's threads waiting for the Python GIL in each "
-		 "%llu ms: their waiting time in the bin / %llu ms (2 = two threads waited all "
-		 "along). Only waits of at least %llu us (the recording's threshold) have a record "
-		 "and count here; shorter ones are only in the per-thread totals (bpfsight stats -r "
-		 "gil_sum).",
-		 GIL_BIN_NS / 1000000, GIL_BIN_NS / 1000000, GIL_THRESHOLD_NS / 1000);
+	snprintf(
+		desc, sizeof(desc),
+		"Average number of this process's threads waiting for the Python GIL in each "
+		"%llu ms: their waiting time in the bin / %llu ms (2 = two threads waited all "
+		"along). Only waits of at least %llu us (the recording's threshold) have a record "
+		"and count here; shorter ones are only in the per-thread totals (bpfsight stats -r "
+		"gil_sum).",
+		GIL_BIN_NS / 1000000, GIL_BIN_NS / 1000000, GIL_THRESHOLD_NS / 1000);
 	while (!err && (b = gil_contention__next(g->waits, &it, &pid))) {
 		struct ex_counter c = {
 			.on = { .kind = EX_PROCESS, .pid = pid },

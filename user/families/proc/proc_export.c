@@ -34,19 +34,26 @@ static const struct ex_column procs_cols[] = {
 static const struct ex_table procs_table = { "BPFSIGHT_PROCESSES", procs_cols };
 
 static const struct ex_column events_cols[] = {
-	EXC_INT_NN("ts"),   EXC_INT_NN("globalTid"), EXC_TEXT_NN("kind"), EXC_TEXT("name"),
-	EXC_INT("childPid"), EXC_INT("childTid"),     EXC_INT("exitCode"), EXC_INT("signal"),
-	{ 0 },
+	EXC_INT_NN("ts"),    EXC_INT_NN("globalTid"), EXC_TEXT_NN("kind"),
+	EXC_TEXT("name"),    EXC_INT("childPid"),     EXC_INT("childTid"),
+	EXC_INT("exitCode"), EXC_INT("signal"),	      { 0 },
 };
 static const struct ex_index events_idx[] = {
-	{ "ts", "ts" }, { "globalTid", "globalTid" }, { 0 },
+	{ "ts", "ts" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table events_table = {
-	"BPFSIGHT_PROC_EVENTS", events_cols, .indexes = events_idx,
+	"BPFSIGHT_PROC_EVENTS",
+	events_cols,
+	.indexes = events_idx,
 };
 
 static const struct ex_table *const proc_tables[] = {
-	&loss_table, &procs_table, &events_table, NULL,
+	&loss_table,
+	&procs_table,
+	&events_table,
+	NULL,
 };
 
 static const struct ex_counter lost_by_cause = {
@@ -109,17 +116,18 @@ static int proc_process(struct ex_sink *s, const struct bs_hdr *rec)
 	const struct bs_process *p = (const void *)rec;
 	const struct trace_model *m = s->model;
 
-	return ex_row(s, &procs_table, EX_ROW_REPLACE,
-		      (struct ex_value[]){
-			      EX_V_INT(rec->pid),
-			      EX_V_INT(p->ppid),
-			      (struct ex_value){ .kind = EX_TEXTN, .s = p->comm, .n = BS_COMM_LEN },
-			      EX_V_TEXT(p->cmdline_id ? trace_model__string(m, p->cmdline_id) : NULL),
-			      EX_V_TEXT(p->exe_id ? trace_model__string(m, p->exe_id) : NULL),
-			      EX_V_INT(p->uid),
-			      EX_V_INT_IF(p->start_ns, p->start_ns),
-		      },
-		      NULL);
+	return ex_row(
+		s, &procs_table, EX_ROW_REPLACE,
+		(struct ex_value[]){
+			EX_V_INT(rec->pid),
+			EX_V_INT(p->ppid),
+			(struct ex_value){ .kind = EX_TEXTN, .s = p->comm, .n = BS_COMM_LEN },
+			EX_V_TEXT(p->cmdline_id ? trace_model__string(m, p->cmdline_id) : NULL),
+			EX_V_TEXT(p->exe_id ? trace_model__string(m, p->exe_id) : NULL),
+			EX_V_INT(p->uid),
+			EX_V_INT_IF(p->start_ns, p->start_ns),
+		},
+		NULL);
 }
 
 /* fork, clone_thread, exec, exit, comm: what happened to a thread, and when. */
