@@ -64,6 +64,15 @@ struct ex_value ex_v_arg(const struct event *ev, const char *key)
 	return (struct ex_value){ .kind = a ? EX_ARG : EX_NULL, .arg = a };
 }
 
+__s64 ex_arg_int(const struct event *ev, const char *key, __s64 dflt)
+{
+	const struct event_arg *a = event__arg(ev, key);
+
+	if (!a || a->kind == EVENT_ARG_STR)
+		return dflt;
+	return a->kind == EVENT_ARG_S64 ? a->s : (__s64)a->u;
+}
+
 /* Does S render an item of VIEWS (0: every timeline)? */
 static int ex_in(const struct ex_sink *s, __u8 views)
 {

@@ -82,6 +82,8 @@ struct ex_value {
 #define EX_V_INT_IF(have, v) ((have) ? EX_V_INT(v) : EX_V_NULL)
 /* EV's argument KEY as dump shows it, NULL when it has none. */
 struct ex_value ex_v_arg(const struct event *ev, const char *key);
+/* EV's argument KEY as an integer, DFLT when it has none or it is text. */
+__s64 ex_arg_int(const struct event *ev, const char *key, __s64 dflt);
 
 /* nsys's thread id, the tables' globalTid: pid << 24 | tid. */
 __s64 ex_gtid(__u32 pid, __u32 tid);

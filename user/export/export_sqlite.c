@@ -347,11 +347,7 @@ int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *k
 
 __s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt)
 {
-	const struct event_arg *a = event__arg(ev, key);
-
-	if (!a || a->kind == EVENT_ARG_STR)
-		return dflt;
-	return a->kind == EVENT_ARG_S64 ? a->s : (__s64)a->u;
+	return ex_arg_int(ev, key, dflt);
 }
 
 __u32 sq_call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *err)
