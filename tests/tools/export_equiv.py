@@ -84,8 +84,13 @@ def where(a, b):
 def export_one(binary, ver, trace, fmt, out):
     path = os.path.join(out, "x." + fmt)
     rc, secs, rss, err = run([binary, "export", trace, "--format", fmt, "-o", path, "--force"])
-    data = normalized(fmt, path, ver) if os.path.exists(path) else b""
-    if os.path.exists(path):
+    data = b""
+    if os.path.isdir(path):  # a merged file: a file per rank (export_split.h)
+        for f in sorted(os.listdir(path)):
+            data += f.encode() + b"\n" + normalized(fmt, os.path.join(path, f), ver)
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        data = normalized(fmt, path, ver)
         os.unlink(path)
     return rc, secs, rss, data, err.replace(trace.encode(), b"TRACE")
 
