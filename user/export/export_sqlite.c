@@ -345,26 +345,6 @@ int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *k
 	return 1;
 }
 
-__s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt)
-{
-	return ex_arg_int(ev, key, dflt);
-}
-
-__u32 sq_call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *err)
-{
-	__u32 name;
-
-	*err = 0;
-	if (!ev || !ev->name)
-		return 0;
-	name = sq_intern(s, ev->name, err);
-	if (name) {
-		sqlite3_bind_int64(q, 1, ev->ts);
-		sqlite3_bind_int64(q, 2, ev->ts + ev->dur);
-	}
-	return name;
-}
-
 static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event *ev,
 			  const struct trace_model *m)
 {

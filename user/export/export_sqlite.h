@@ -102,19 +102,10 @@ int sq_stmts__open(struct sq *s, const char *const *sql, int n, void **st);
 void sq_stmts__free(void *st);
 /* Every thread a record named so far ({pid, tid}): 1 and *PID, *TID, 0 at the end. */
 int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid);
-/*
- * Bind EV's argument KEY to column COL as dump shows it (NULL when absent): returns whether it
- * was there. sq_arg_int: the argument as an integer, DFLT when absent or text.
- */
+/* Bind EV's argument KEY to column COL as dump shows it (NULL when absent): whether it was there. */
 int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key);
-__s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt);
 /* An argument into column COL as dump shows it: numbers and handles as integers, lists NULL. */
 void sq_bind_event_arg(sqlite3_stmt *st, int col, const struct event_arg *a);
-/*
- * The start of an API call's row (the cuda and nccl families' tables): EV's start and end in
- * columns 1 and 2, its name's id returned (0: no row to write, *ERR 0, or a failure, *ERR set).
- */
-__u32 sq_call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *err);
 /* Stacks (export_sqlite_stack.c): their tables, created with the export's own. */
 extern const char sq_stack_schema[];
 struct trace_stack;
