@@ -736,6 +736,7 @@ static void chrome_names(struct chrome *c, const struct trace_model *m)
 	for (int i = 0; i < c->nfam; i++)
 		if (families[i]->chrome && families[i]->chrome->names)
 			families[i]->chrome->names(c, c->fst[i]);
+	chrome_gpu_names(c);
 }
 
 static int chrome__finish(void *st, const struct trace_model *m, const struct trace_status *status)

@@ -152,6 +152,8 @@ void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u6
 extern const struct ex_sink_ops chrome_sink_ops;
 void chrome_ex_flows(struct chrome *c, const struct bs_hdr *rec, __u64 *out, __u64 *in);
 int chrome_rank_key(struct chrome *c, char *buf, size_t space);
+/* Kineto's names of the GPUs drawn on, after the threads'. */
+void chrome_gpu_names(struct chrome *c);
 
 /* Stacks (export_chrome_stack.c): their state in C, made and freed with it. */
 int chrome_stacks__new(struct chrome *c);

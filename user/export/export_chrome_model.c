@@ -264,6 +264,18 @@ int chrome_rank_key(struct chrome *c, char *buf, size_t space)
 			c->backend, c->rank);
 }
 
+/* "GPU N", Kineto's name of a GPU's pid: the devices drawn on as a whole (EX_DEVICE). */
+void chrome_gpu_names(struct chrome *c)
+{
+	char name[32];
+
+	for (__u32 d = 0; d < 64 * sizeof(c->devices) / sizeof(c->devices[0]); d++)
+		if (c->devices[d / 64] & (1ull << (d % 64))) {
+			snprintf(name, sizeof(name), "GPU %u", d);
+			chrome_meta_event(c, "process_name", d, 0, name, 0);
+		}
+}
+
 const struct ex_sink_ops chrome_sink_ops = {
 	.event = chrome_ex_event,
 	.counter = chrome_ex_counter,
