@@ -165,7 +165,7 @@ static int chrome_shaped(struct chrome *c, const struct ex_event *e, const char 
 	} else {
 		fputs(",\"args\":{", c->f);
 	}
-	if (p && p->correlation) {
+	if (p && p->correlated) {
 		fprintf(c->f, "%s\"correlation\":%llu", nonempty ? "," : "",
 			(unsigned long long)p->correlation);
 		nonempty = 1;
@@ -264,11 +264,33 @@ int chrome_rank_key(struct chrome *c, char *buf, size_t space)
 			c->backend, c->rank);
 }
 
-/* "GPU N", Kineto's name of a GPU's pid: the devices drawn on as a whole (EX_DEVICE). */
+/*
+ * "GPU N" and "stream S", Kineto's names of a GPU's pid and a stream's tid: the streams drawn
+ * on, then the devices drawn on as a whole.
+ */
 void chrome_gpu_names(struct chrome *c)
 {
+	struct hmap *devices = hmap__new(1);
+	struct hkey key;
 	char name[32];
+	size_t it = 0;
 
+	while (hmap__next(c->streams, &it, &key)) {
+		/* Once per device (without memory, once per stream: still valid, only longer). */
+		if (!devices || !hmap__get(devices, (struct hkey){ key.a, 0 }, 0)) {
+			if (devices)
+				hmap__get(devices, (struct hkey){ key.a, 0 }, 1);
+			snprintf(name, sizeof(name), "GPU %llu", (unsigned long long)key.a);
+			chrome_meta_event(c, "process_name", key.a, 0, name, 0);
+			/* After every process in the viewer, as Kineto orders devices. */
+			chrome_meta_event(c, "process_sort_index", key.a, 0, NULL,
+					  (1ull << 32) + key.a);
+		}
+		snprintf(name, sizeof(name), "stream %llu", (unsigned long long)key.b);
+		chrome_meta_event(c, "thread_name", key.a, key.b, name, 0);
+		chrome_meta_event(c, "thread_sort_index", key.a, key.b, NULL, key.b);
+	}
+	hmap__free(devices);
 	for (__u32 d = 0; d < 64 * sizeof(c->devices) / sizeof(c->devices[0]); d++)
 		if (c->devices[d / 64] & (1ull << (d % 64))) {
 			snprintf(name, sizeof(name), "GPU %u", d);

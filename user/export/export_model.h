@@ -132,8 +132,9 @@ struct ex_profiler {
 	const struct event *args;
 	const struct ex_value *extra; /* keyed */
 	__u32 nextra;
-	__u64 correlation; /* 0: none */
-	__u64 op_id;	   /* 0: none (ex_op_at finds the one of a launch) */
+	__u64 correlation; /* with CORRELATED (CUPTI's ids start at 0) */
+	__u8 correlated;
+	__u64 op_id; /* 0: none (ex_op_at finds the one of a launch) */
 };
 
 struct ex_event {

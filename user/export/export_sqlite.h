@@ -13,12 +13,6 @@
 #include "family.h"
 
 #define SQ_CACHE_KIB 32768 /* SQLite page cache; dirty pages past it spill to the file */
-/*
- * nsys's ENUM_NSYS_EVENT_CLASS values of CUDA calls (the cuda family's rows and CUPTI's own
- * records of the gpu family). The table is the export's; each family adds the rows it uses.
- */
-#define SQ_CUDA_RUNTIME_CLASS 0 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
-#define SQ_CUDA_DRIVER_CLASS  1 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
 
 struct sq;
 
