@@ -9,13 +9,8 @@
 #include "export_model.h"
 
 static const struct ex_column blas_cols[] = {
-	EX_UCALL_COLS_NO_CLASS,
-	EXC_TEXT("ord"),
-	EX_GEMM_COLS,
-	EXC_TEXT("dtype"),
-	EXC_INT("flops"),
-	EXC_INT("callchainId"),
-	{ 0 },
+	EX_UCALL_COLS_NO_CLASS, EXC_TEXT("ord"),	EX_GEMM_COLS, EXC_TEXT("dtype"),
+	EXC_INT("flops"),	EXC_INT("callchainId"), { 0 },
 };
 static const struct ex_index blas_idx[] = { { "start", "start" }, { 0 } };
 static const struct ex_table blas_calls = { "BPFSIGHT_BLAS", blas_cols, .indexes = blas_idx };

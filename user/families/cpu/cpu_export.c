@@ -12,8 +12,12 @@
 #include "export_model.h"
 
 static const struct ex_column samples_cols[] = {
-	EXC_INT_NN("start"), EXC_INT_NN("globalTid"), EXC_INT_NN("cpu"),
-	EXC_INT_NN("kernel"), EXC_INT("gil"),	       EXC_INT("callchainId"),
+	EXC_INT_NN("start"),
+	EXC_INT_NN("globalTid"),
+	EXC_INT_NN("cpu"),
+	EXC_INT_NN("kernel"),
+	EXC_INT("gil"),
+	EXC_INT("callchainId"),
 	{ 0 },
 };
 static const struct ex_index samples_idx[] = {
@@ -23,7 +27,9 @@ static const struct ex_index samples_idx[] = {
 	{ 0 },
 };
 static const struct ex_table cpu_samples = {
-	"BPFSIGHT_CPU_SAMPLES", samples_cols, .indexes = samples_idx,
+	"BPFSIGHT_CPU_SAMPLES",
+	samples_cols,
+	.indexes = samples_idx,
 };
 
 static const struct ex_table *const cpu_tables[] = { &cpu_samples, NULL };
@@ -35,11 +41,11 @@ static int cpu_record(struct ex_sink *s, void *st, const struct bs_hdr *rec, con
 	if (rec->type != BS_REC_CPU_SAMPLE || !ev)
 		return 0;
 	return ex_row(s, &cpu_samples, EX_ROW_ADD,
-		      (struct ex_value[]){ EX_V_INT(rec->ts), EX_V_INT(ex_gtid(rec->pid, rec->tid)),
-					   EX_V_INT(rec->cpu), EX_V_INT(!!(c->flags & BS_CPU_KERNEL)),
-					   EX_V_INT_IF(c->flags & BS_CPU_PYTHON,
-						       !!(c->flags & BS_CPU_GIL)),
-					   EX_V_STACK(ev->stack) },
+		      (struct ex_value[]){
+			      EX_V_INT(rec->ts), EX_V_INT(ex_gtid(rec->pid, rec->tid)),
+			      EX_V_INT(rec->cpu), EX_V_INT(!!(c->flags & BS_CPU_KERNEL)),
+			      EX_V_INT_IF(c->flags & BS_CPU_PYTHON, !!(c->flags & BS_CPU_GIL)),
+			      EX_V_STACK(ev->stack) },
 		      NULL);
 }
 

@@ -13,24 +13,19 @@
 #define CUBLAS_CLASS 29
 
 static const struct ex_column events_cols[] = {
-	EX_UCALL_COLS,
-	EXC_INT("handle"),
-	EXC_INT("stream"),
-	EX_GEMM_COLS,
-	EXC_INT("batch"),
-	EXC_TEXT("aType"),
-	EXC_TEXT("bType"),
-	EXC_TEXT("cType"),
-	EXC_TEXT("computeType"),
-	EXC_INT("flops"),
-	EXC_INT("callchainId"),
-	{ 0 },
+	EX_UCALL_COLS,		 EXC_INT("handle"), EXC_INT("stream"),	    EX_GEMM_COLS,
+	EXC_INT("batch"),	 EXC_TEXT("aType"), EXC_TEXT("bType"),	    EXC_TEXT("cType"),
+	EXC_TEXT("computeType"), EXC_INT("flops"),  EXC_INT("callchainId"), { 0 },
 };
 static const struct ex_index events_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table cublas_events = {
-	"CUBLAS_EVENTS", events_cols, .indexes = events_idx,
+	"CUBLAS_EVENTS",
+	events_cols,
+	.indexes = events_idx,
 };
 
 static const struct ex_table *const cublas_tables[] = { &cublas_events, NULL };

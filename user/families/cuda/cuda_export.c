@@ -21,28 +21,27 @@
 #include "export_model.h"
 
 static const struct ex_column runtime_cols[] = {
-	EXC_INT_NN("start"),
-	EXC_INT_NN("end"),
-	EXC_INT_NN("eventClass"),
-	EXC_INT("globalTid"),
-	EXC_INT("correlationId"),
-	EXC_REF_NN("nameId", EX_STRING_IDS),
-	EXC_INT_NN("returnValue"),
-	EXC_INT("callchainId"),
-	EXC_INT_NN("nestingLevel"),
-	{ "id", EX_COL_INTEGER, EX_COL_NOT_NULL | EX_COL_KEY },
-	EXC_INT_NN("cuptiOnly"),
-	{ 0 },
+	EXC_INT_NN("start"),	    EXC_INT_NN("end"),
+	EXC_INT_NN("eventClass"),   EXC_INT("globalTid"),
+	EXC_INT("correlationId"),   EXC_REF_NN("nameId", EX_STRING_IDS),
+	EXC_INT_NN("returnValue"),  EXC_INT("callchainId"),
+	EXC_INT_NN("nestingLevel"), { "id", EX_COL_INTEGER, EX_COL_NOT_NULL | EX_COL_KEY },
+	EXC_INT_NN("cuptiOnly"),    { 0 },
 };
 static const struct ex_index runtime_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 const struct ex_table cuda_runtime_table = {
-	"CUPTI_ACTIVITY_KIND_RUNTIME", runtime_cols, .indexes = runtime_idx,
+	"CUPTI_ACTIVITY_KIND_RUNTIME",
+	runtime_cols,
+	.indexes = runtime_idx,
 };
 
 static const struct ex_column args_cols[] = {
-	{ "callId", EX_COL_INTEGER, EX_COL_NOT_NULL | EX_COL_KEY, "CUPTI_ACTIVITY_KIND_RUNTIME(id)" },
+	{ "callId", EX_COL_INTEGER, EX_COL_NOT_NULL | EX_COL_KEY,
+	  "CUPTI_ACTIVITY_KIND_RUNTIME(id)" },
 	EXC_REF("kernelNameId", EX_STRING_IDS),
 	EXC_INT("gridX"),
 	EXC_INT("gridY"),
@@ -61,8 +60,7 @@ static const struct ex_column args_cols[] = {
 };
 static const struct ex_table cuda_args_table = { "BPFSIGHT_CUDA_ARGS", args_cols };
 
-static const struct ex_table *const cuda_tables[] = { &cuda_runtime_table, &cuda_args_table,
-						      NULL };
+static const struct ex_table *const cuda_tables[] = { &cuda_runtime_table, &cuda_args_table, NULL };
 
 /* The driver API is cu*, the runtime cuda* and __cuda*. */
 static int cuda_is_driver(const char *name)
@@ -73,9 +71,9 @@ static int cuda_is_driver(const char *name)
 static int cuda_open(struct ex_sink *s, void **st)
 {
 	return ex_event_class(s, CUDA_RUNTIME_CLASS, "TRACE_PROCESS_EVENT_CUDA_RUNTIME",
-			      "CUDA runtime") ?:
-		       ex_event_class(s, CUDA_DRIVER_CLASS, "TRACE_PROCESS_EVENT_CUDA_DRIVER",
-				      "CUDA driver");
+			      "CUDA runtime")
+		       ?: ex_event_class(s, CUDA_DRIVER_CLASS, "TRACE_PROCESS_EVENT_CUDA_DRIVER",
+					 "CUDA driver");
 }
 
 /*

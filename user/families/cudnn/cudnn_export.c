@@ -14,22 +14,18 @@
 #define CUDNN_CLASS 28
 
 static const struct ex_column events_cols[] = {
-	EX_UCALL_COLS,
-	EXC_INT("handle"),
-	EXC_TEXT("ops"),
-	EXC_INT("batch"),
-	EXC_INT("m"),
-	EXC_INT("n"),
-	EXC_INT("k"),
-	EXC_INT("flops"),
-	EXC_INT("callchainId"),
-	{ 0 },
+	EX_UCALL_COLS, EXC_INT("handle"), EXC_TEXT("ops"),  EXC_INT("batch"),	    EXC_INT("m"),
+	EXC_INT("n"),  EXC_INT("k"),	  EXC_INT("flops"), EXC_INT("callchainId"), { 0 },
 };
 static const struct ex_index events_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table cudnn_events = {
-	"CUDNN_EVENTS", events_cols, .indexes = events_idx,
+	"CUDNN_EVENTS",
+	events_cols,
+	.indexes = events_idx,
 };
 
 static const struct ex_table *const cudnn_tables[] = { &cudnn_events, NULL };

@@ -108,7 +108,9 @@ static const struct ex_index kernel_idx[] = {
 	{ 0 },
 };
 static const struct ex_table kernels = {
-	"CUPTI_ACTIVITY_KIND_KERNEL", kernel_cols, .indexes = kernel_idx,
+	"CUPTI_ACTIVITY_KIND_KERNEL",
+	kernel_cols,
+	.indexes = kernel_idx,
 };
 
 static const struct ex_column memcpy_cols[] = {
@@ -130,10 +132,14 @@ static const struct ex_column memcpy_cols[] = {
 	{ 0 },
 };
 static const struct ex_index stream_idx[] = {
-	{ "start", "start" }, { "stream", "globalPid, deviceId, streamId" }, { 0 },
+	{ "start", "start" },
+	{ "stream", "globalPid, deviceId, streamId" },
+	{ 0 },
 };
 static const struct ex_table copies = {
-	"CUPTI_ACTIVITY_KIND_MEMCPY", memcpy_cols, .indexes = stream_idx,
+	"CUPTI_ACTIVITY_KIND_MEMCPY",
+	memcpy_cols,
+	.indexes = stream_idx,
 };
 
 static const struct ex_column memset_cols[] = {
@@ -146,15 +152,23 @@ static const struct ex_column memset_cols[] = {
 	{ 0 },
 };
 static const struct ex_table memsets = {
-	"CUPTI_ACTIVITY_KIND_MEMSET", memset_cols, .indexes = stream_idx,
+	"CUPTI_ACTIVITY_KIND_MEMSET",
+	memset_cols,
+	.indexes = stream_idx,
 };
 
 /* The launching calls' correlation ids, to fill their RUNTIME rows at the end. */
 static const struct ex_column link_cols[] = {
-	EXC_INT_NN("globalTid"), EXC_INT_NN("start"), EXC_INT_NN("correlationId"), { 0 },
+	EXC_INT_NN("globalTid"),
+	EXC_INT_NN("start"),
+	EXC_INT_NN("correlationId"),
+	{ 0 },
 };
 static const struct ex_table links = {
-	"gpu_link", link_cols, "globalTid, start", EX_TABLE_BY_KEY | EX_TABLE_SCRATCH,
+	"gpu_link",
+	link_cols,
+	"globalTid, start",
+	EX_TABLE_BY_KEY | EX_TABLE_SCRATCH,
 };
 
 static const struct ex_table *const gpu_tables[] = {
@@ -163,11 +177,16 @@ static const struct ex_table *const gpu_tables[] = {
 
 /* The rows of the enum tables: nsys's values. */
 static const char *const memcpy_opers[][2] = {
-	{ "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown" },	   { "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device" },
-	{ "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host" },	   { "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array" },
-	{ "CUDA_MEMCPY_KIND_ATOH", "Array-to-Host" },	   { "CUDA_MEMCPY_KIND_ATOA", "Array-to-Array" },
-	{ "CUDA_MEMCPY_KIND_ATOD", "Array-to-Device" },	   { "CUDA_MEMCPY_KIND_DTOA", "Device-to-Array" },
-	{ "CUDA_MEMCPY_KIND_DTOD", "Device-to-Device" },   { "CUDA_MEMCPY_KIND_HTOH", "Host-to-Host" },
+	{ "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown" },
+	{ "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device" },
+	{ "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host" },
+	{ "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array" },
+	{ "CUDA_MEMCPY_KIND_ATOH", "Array-to-Host" },
+	{ "CUDA_MEMCPY_KIND_ATOA", "Array-to-Array" },
+	{ "CUDA_MEMCPY_KIND_ATOD", "Array-to-Device" },
+	{ "CUDA_MEMCPY_KIND_DTOA", "Device-to-Array" },
+	{ "CUDA_MEMCPY_KIND_DTOD", "Device-to-Device" },
+	{ "CUDA_MEMCPY_KIND_HTOH", "Host-to-Host" },
 	{ "CUDA_MEMCPY_KIND_PTOP", "Peer-to-Peer" },
 };
 static const char *const mem_kinds[][2] = {
@@ -215,8 +234,9 @@ static int gpu_open(struct ex_sink *s, void **st)
 	if (!ex_wants(s, EX_TABLES))
 		return 0;
 	return gpu_enum_rows(s, &memcpy_oper, memcpy_opers,
-			     sizeof(memcpy_opers) / sizeof(memcpy_opers[0])) ?:
-		       gpu_enum_rows(s, &mem_kind, mem_kinds, sizeof(mem_kinds) / sizeof(mem_kinds[0]));
+			     sizeof(memcpy_opers) / sizeof(memcpy_opers[0]))
+		       ?: gpu_enum_rows(s, &mem_kind, mem_kinds,
+					sizeof(mem_kinds) / sizeof(mem_kinds[0]));
 }
 
 static void gpu_free(void *st)
@@ -326,7 +346,6 @@ static int nsys_mem_kind(__u32 k)
 	return k >= 1 && k <= 7 ? (int)k - 1 : 7;
 }
 
-
 static struct ex_value u64_if(int have, __u64 v)
 {
 	return have ? EX_V_UINT(v) : EX_V_NULL;
@@ -396,7 +415,8 @@ static int gpu_op_rows(struct ex_sink *s, const struct bs_hdr *rec, const struct
 	if (!err && op->flags & BS_GPU_CALL_CUDA && op->call_ts)
 		err = ex_row(s, &links, EX_ROW_KEEP,
 			     (struct ex_value[]){ EX_V_INT(ex_gtid(op->pid, op->tid)),
-						  EX_V_UINT(op->call_ts), EX_V_INT(op->correlation) },
+						  EX_V_UINT(op->call_ts),
+						  EX_V_INT(op->correlation) },
 			     NULL);
 	return err;
 }
@@ -407,18 +427,20 @@ static int gpu_api_rows(struct ex_sink *s, const struct bs_hdr *rec, const struc
 	const struct bs_gpu_api *a = (const void *)rec;
 
 	if (a->flags & BS_GPU_CALL_CUDA)
-		return a->call_ts ? ex_row(s, &links, EX_ROW_KEEP,
-					   (struct ex_value[]){ EX_V_INT(ex_gtid(rec->pid, rec->tid)),
-								EX_V_UINT(a->call_ts),
-								EX_V_INT(a->correlation) },
-					   NULL)
-				  : 0;
+		return a->call_ts
+			       ? ex_row(s, &links, EX_ROW_KEEP,
+					(struct ex_value[]){ EX_V_INT(ex_gtid(rec->pid, rec->tid)),
+							     EX_V_UINT(a->call_ts),
+							     EX_V_INT(a->correlation) },
+					NULL)
+			       : 0;
 	return ex_row(s, &cuda_runtime_table, EX_ROW_ADD,
 		      (struct ex_value[]){
 			      EX_V_UINT(rec->ts), EX_V_UINT(rec->ts + a->dur),
 			      EX_V_INT(a->domain == 1 ? CUDA_DRIVER_CLASS : CUDA_RUNTIME_CLASS),
 			      EX_V_INT(ex_gtid(rec->pid, rec->tid)), EX_V_INT(a->correlation),
-			      EX_V_STRING(ev->name), EX_V_INT((__s32)a->ret), EX_V_NULL, EX_V_INT(0),
+			      EX_V_STRING(ev->name), EX_V_INT((__s32)a->ret), EX_V_NULL,
+			      EX_V_INT(0),
 			      EX_V_NULL /* the next id, shared with the cuda family's rows */,
 			      EX_V_INT(1) },
 		      NULL);
@@ -464,8 +486,8 @@ static int gpu_op_event(struct ex_sink *s, struct hmap *busy, const struct bs_hd
 		prof.op_id = flow ? ex_op_at(s, op->pid, op->tid, op->call_ts) : 0;
 		if (op->type == BS_REC_GPU_KERNEL) {
 			extra[prof.nextra++] = key_u64("registers per thread", k->registers);
-			extra[prof.nextra++] = key_u64("shared memory",
-						       (__u64)k->shmem_dynamic + k->shmem_static);
+			extra[prof.nextra++] =
+				key_u64("shared memory", (__u64)k->shmem_dynamic + k->shmem_static);
 		} else if (op->dur) { /* bytes per ns are GB/s */
 			extra[prof.nextra++] =
 				(struct ex_value){ "memory bandwidth (GB/s)", EX_FIXED, 6,
@@ -473,10 +495,11 @@ static int gpu_op_event(struct ex_sink *s, struct hmap *busy, const struct bs_hd
 		}
 	}
 	if (ex_wants(s, EX_OWN)) /* the track's description, bpfsight's own view's */
-		snprintf(desc, sizeof(desc),
-			 "Kernels, copies and memsets CUPTI timed on CUDA device %u of this process "
-			 "(gpu family), one track per stream.",
-			 op->device);
+		snprintf(
+			desc, sizeof(desc),
+			"Kernels, copies and memsets CUPTI timed on CUDA device %u of this process "
+			"(gpu family), one track per stream.",
+			op->device);
 	return ex_event(s, &(struct ex_event){
 				   .rec = rec,
 				   .ev = ev,
@@ -511,8 +534,8 @@ static int gpu_api_event(struct ex_sink *s, const struct bs_hdr *rec, const stru
 		prof.correlated = 1;
 		prof.op_id = ex_op_at(s, ev->pid, ev->tid, ev->ts);
 	}
-	return ex_event(s, &(struct ex_event){
-				   .rec = rec, .ev = ev, .shape = EX_SLICE, .prof = &prof });
+	return ex_event(
+		s, &(struct ex_event){ .rec = rec, .ev = ev, .shape = EX_SLICE, .prof = &prof });
 }
 
 static int gpu_record(struct ex_sink *s, void *st, const struct bs_hdr *rec, const struct event *ev)

@@ -33,33 +33,30 @@
 #include "hmap.h"
 
 static const struct ex_column metrics_cols[] = {
-	EXC_INT_NN("timestamp"), EXC_INT_NN("typeId"), EXC_INT_NN("metricId"),
-	EXC_INT_NN("value"),	 { 0 },
+	EXC_INT_NN("timestamp"),
+	EXC_INT_NN("typeId"),
+	EXC_INT_NN("metricId"),
+	EXC_INT_NN("value"),
+	{ 0 },
 };
 static const struct ex_index metrics_idx[] = {
-	{ "ts", "timestamp" }, { "metric", "typeId, metricId" }, { 0 },
+	{ "ts", "timestamp" },
+	{ "metric", "typeId, metricId" },
+	{ 0 },
 };
 static const struct ex_table gpum_rows = { "GPU_METRICS", metrics_cols, .indexes = metrics_idx };
 
 static const struct ex_column info_cols[] = {
-	EXC_INT_NN("typeId"),	EXC_INT_NN("sourceId"),	  EXC_TEXT_NN("typeName"),
+	EXC_INT_NN("typeId"),	EXC_INT_NN("sourceId"),	   EXC_TEXT_NN("typeName"),
 	EXC_INT_NN("metricId"), EXC_TEXT_NN("metricName"), { 0 },
 };
 static const struct ex_table gpum_info = { "TARGET_INFO_GPU_METRICS", info_cols };
 
 static const struct ex_column devices_cols[] = {
-	EXC_INT_NN("timestamp"),
-	EXC_INT_NN("deviceId"),
-	EXC_TEXT_NN("name"),
-	EXC_TEXT_NN("uuid"),
-	EXC_TEXT_NN("busId"),
-	EXC_INT("totalMemory"),
-	EXC_INT("powerLimitMw"),
-	EXC_INT_NN("gpm"),
-	EXC_INT_NN("lost"),
-	EXC_TEXT("unsupported"),
-	EXC_TEXT("denied"),
-	{ 0 },
+	EXC_INT_NN("timestamp"), EXC_INT_NN("deviceId"), EXC_TEXT_NN("name"),
+	EXC_TEXT_NN("uuid"),	 EXC_TEXT_NN("busId"),	 EXC_INT("totalMemory"),
+	EXC_INT("powerLimitMw"), EXC_INT_NN("gpm"),	 EXC_INT_NN("lost"),
+	EXC_TEXT("unsupported"), EXC_TEXT("denied"),	 { 0 },
 };
 static const struct ex_table gpum_devices = { "BPFSIGHT_GPU_DEVICES", devices_cols };
 
@@ -159,12 +156,12 @@ static int metric(struct ex_sink *s, struct gpum_dev_export *d, const struct ex_
 		 : mi->kind == GPUM_K_BITS ? "bits"
 					   : mi->unit);
 	return ex_count1(s,
-			 &(struct ex_counter){ .on = *on,
-					       .name = name,
-					       .cat = "gpu_metrics",
-					       .desc = mi->desc,
-					       .unit = !counter && !strcmp(mi->unit, "B") ? EX_UNIT_BYTES
-											  : 0 },
+			 &(struct ex_counter){
+				 .on = *on,
+				 .name = name,
+				 .cat = "gpu_metrics",
+				 .desc = mi->desc,
+				 .unit = !counter && !strcmp(mi->unit, "B") ? EX_UNIT_BYTES : 0 },
 			 ts, "value", EX_V_REAL(v));
 }
 
@@ -176,12 +173,12 @@ static int describe(struct ex_sink *s, struct gpum_dev_export *d, __u32 dev, uns
 
 	d->described |= GPUM_BIT(k);
 	snprintf(name, sizeof(name), "%s [%s]", gpum_metrics[k].title, gpum_metrics[k].raw);
-	return ex_row(s, &gpum_info, EX_ROW_ADD,
-		      (struct ex_value[]){ EX_V_INT(dev), EX_V_INT(dev),
-					   EX_V_TEXT(w && w->dev[dev].known ? w->dev[dev].info.name
-									    : ""),
-					   EX_V_INT(k), EX_V_TEXT(name) },
-		      NULL);
+	return ex_row(
+		s, &gpum_info, EX_ROW_ADD,
+		(struct ex_value[]){ EX_V_INT(dev), EX_V_INT(dev),
+				     EX_V_TEXT(w && w->dev[dev].known ? w->dev[dev].info.name : ""),
+				     EX_V_INT(k), EX_V_TEXT(name) },
+		NULL);
 }
 
 /* A sample: a row per metric it has, and each one's counter on its device's track. */
@@ -258,13 +255,13 @@ static int proc_use(struct ex_sink *s, struct gpum_export *g, const struct bs_hd
 	if (rec->size < sizeof(*p))
 		return 0;
 	err = ex_row(s, &gpum_procs, EX_ROW_ADD,
-		     (struct ex_value[]){
-			     EX_V_UINT(rec->ts), EX_V_INT(ex_gtid(rec->pid, 0)), EX_V_INT(p->device),
-			     EX_V_INT_IF(p->have & BS_GPUM_PROC_SM, p->sm_util),
-			     EX_V_INT_IF(p->have & BS_GPUM_PROC_MEM, p->mem_util),
-			     EX_V_INT_IF(p->have & BS_GPUM_PROC_ENC, p->enc_util),
-			     EX_V_INT_IF(p->have & BS_GPUM_PROC_DEC, p->dec_util),
-			     EX_V_INT_IF(p->have & BS_GPUM_PROC_USED, p->used_mem) },
+		     (struct ex_value[]){ EX_V_UINT(rec->ts), EX_V_INT(ex_gtid(rec->pid, 0)),
+					  EX_V_INT(p->device),
+					  EX_V_INT_IF(p->have & BS_GPUM_PROC_SM, p->sm_util),
+					  EX_V_INT_IF(p->have & BS_GPUM_PROC_MEM, p->mem_util),
+					  EX_V_INT_IF(p->have & BS_GPUM_PROC_ENC, p->enc_util),
+					  EX_V_INT_IF(p->have & BS_GPUM_PROC_DEC, p->dec_util),
+					  EX_V_INT_IF(p->have & BS_GPUM_PROC_USED, p->used_mem) },
 		     NULL);
 	if (!err && p->have & BS_GPUM_PROC_SM)
 		err = proc_counter(s, g, p, 0, p->sm_util);
@@ -307,7 +304,8 @@ static int device(struct ex_sink *s, const struct bs_hdr *rec, const struct even
 	return err ? err : 1;
 }
 
-static int gpum_record(struct ex_sink *s, void *st, const struct bs_hdr *rec, const struct event *ev)
+static int gpum_record(struct ex_sink *s, void *st, const struct bs_hdr *rec,
+		       const struct event *ev)
 {
 	int err;
 

@@ -46,10 +46,11 @@
 #include "mem_walk.h"
 
 static const struct ex_column allocs_cols[] = {
-	EXC_INT_NN("ts"),     EXC_INT_NN("globalTid"), EXC_TEXT_NN("device"), EXC_INT_NN("isFree"),
-	EXC_INT_NN("address"), EXC_INT_NN("bytes"),    EXC_INT("liveBytes"),  EXC_INT("allocated"),
-	EXC_INT("reserved"),  EXC_INT("stream"),       EXC_TEXT_NN("source"), EXC_INT("allocTs"),
-	EXC_INT("callchainId"), EXC_REAL("weight"),    { 0 },
+	EXC_INT_NN("ts"),	EXC_INT_NN("globalTid"), EXC_TEXT_NN("device"),
+	EXC_INT_NN("isFree"),	EXC_INT_NN("address"),	 EXC_INT_NN("bytes"),
+	EXC_INT("liveBytes"),	EXC_INT("allocated"),	 EXC_INT("reserved"),
+	EXC_INT("stream"),	EXC_TEXT_NN("source"),	 EXC_INT("allocTs"),
+	EXC_INT("callchainId"), EXC_REAL("weight"),	 { 0 },
 };
 static const struct ex_index allocs_idx[] = {
 	{ "ts", "ts" },
@@ -58,13 +59,19 @@ static const struct ex_index allocs_idx[] = {
 	{ 0 },
 };
 static const struct ex_table mem_allocs = {
-	"BPFSIGHT_MEM_ALLOCS", allocs_cols, .indexes = allocs_idx,
+	"BPFSIGHT_MEM_ALLOCS",
+	allocs_cols,
+	.indexes = allocs_idx,
 };
 static const struct ex_amend mem_stream = { &mem_allocs, "stream", "address, globalTid, isFree" };
 
 static const struct ex_column rss_cols[] = {
-	EXC_INT_NN("ts"),  EXC_INT_NN("globalTid"), EXC_INT_NN("rss"),
-	EXC_INT_NN("anon"), EXC_INT_NN("file"),	     EXC_INT_NN("shmem"),
+	EXC_INT_NN("ts"),
+	EXC_INT_NN("globalTid"),
+	EXC_INT_NN("rss"),
+	EXC_INT_NN("anon"),
+	EXC_INT_NN("file"),
+	EXC_INT_NN("shmem"),
 	{ 0 },
 };
 static const struct ex_index rss_idx[] = { { "ts", "ts" }, { 0 } };
@@ -77,9 +84,9 @@ static const struct ex_column growth_cols[] = {
 static const struct ex_table mem_growth = { "BPFSIGHT_MEM_GROWTH", growth_cols };
 
 static const struct ex_column oom_cols[] = {
-	EXC_INT_NN("ts"),	EXC_INT_NN("globalTid"), EXC_TEXT_NN("device"), EXC_INT_NN("bytes"),
-	EXC_INT("allocated"), EXC_INT("reserved"),     EXC_TEXT_NN("source"), EXC_INT("callchainId"),
-	{ 0 },
+	EXC_INT_NN("ts"),      EXC_INT_NN("globalTid"), EXC_TEXT_NN("device"),
+	EXC_INT_NN("bytes"),   EXC_INT("allocated"),	EXC_INT("reserved"),
+	EXC_TEXT_NN("source"), EXC_INT("callchainId"),	{ 0 },
 };
 static const struct ex_table mem_oom = { "BPFSIGHT_MEM_OOM", oom_cols };
 
@@ -202,8 +209,8 @@ static int kineto_instant(struct ex_sink *s, const struct bs_hdr *rec, const str
 		.name = name, .cat = "cpu_instant_event", .extra = args, .nextra = n
 	};
 
-	return ex_event(s, &(struct ex_event){
-				   .rec = rec, .ev = ev, .shape = EX_INSTANT, .prof = &prof });
+	return ex_event(
+		s, &(struct ex_event){ .rec = rec, .ev = ev, .shape = EX_INSTANT, .prof = &prof });
 }
 
 static struct ex_value key_int(const char *key, __s64 v)
@@ -235,17 +242,18 @@ static int mem_alloc(struct ex_sink *s, struct hmap *last, const struct bs_hdr *
 	};
 
 	if (ex_wants(s, EX_TABLES))
-		err = ex_row(s, &mem_allocs, EX_ROW_ADD,
-			     (struct ex_value[]){
-				     EX_V_INT(rec->ts), EX_V_INT(ex_gtid(rec->pid, rec->tid)),
-				     ex_v_arg(ev, "device"), EX_V_INT(is_free), EX_V_UINT(r->addr),
-				     EX_V_UINT(bytes), ex_v_arg(ev, "live"), ex_v_arg(ev, "allocated"),
-				     ex_v_arg(ev, "reserved"), EX_V_NULL /* the stream: MEM_STREAM's */,
-				     ex_v_arg(ev, "source"),
-				     EX_V_INT_IF(w && is_free && w->last_alloc_ts, w->last_alloc_ts),
-				     EX_V_STACK(ev->stack) /* --stacks=mem */,
-				     is_free ? EX_V_NULL : EX_V_REAL(mem_alloc__weight(r)) },
-			     NULL);
+		err = ex_row(
+			s, &mem_allocs, EX_ROW_ADD,
+			(struct ex_value[]){
+				EX_V_INT(rec->ts), EX_V_INT(ex_gtid(rec->pid, rec->tid)),
+				ex_v_arg(ev, "device"), EX_V_INT(is_free), EX_V_UINT(r->addr),
+				EX_V_UINT(bytes), ex_v_arg(ev, "live"), ex_v_arg(ev, "allocated"),
+				ex_v_arg(ev, "reserved"), EX_V_NULL /* the stream: MEM_STREAM's */,
+				ex_v_arg(ev, "source"),
+				EX_V_INT_IF(w && is_free && w->last_alloc_ts, w->last_alloc_ts),
+				EX_V_STACK(ev->stack) /* --stacks=mem */,
+				is_free ? EX_V_NULL : EX_V_REAL(mem_alloc__weight(r)) },
+			NULL);
 	if (!err)
 		err = kineto_instant(s, rec, ev, "[memory]", kineto, 6);
 	if (!err && (totals || w))
@@ -274,11 +282,11 @@ static int mem_oom_of(struct ex_sink *s, struct hmap *last, const struct bs_hdr 
 
 	if (ex_wants(s, EX_TABLES))
 		err = ex_row(s, &mem_oom, EX_ROW_ADD,
-			     (struct ex_value[]){ EX_V_INT(rec->ts),
-						  EX_V_INT(ex_gtid(rec->pid, rec->tid)),
-						  ex_v_arg(ev, "device"), ex_v_arg(ev, "bytes"),
-						  ex_v_arg(ev, "allocated"), ex_v_arg(ev, "reserved"),
-						  ex_v_arg(ev, "source"), EX_V_STACK(ev->stack) },
+			     (struct ex_value[]){
+				     EX_V_INT(rec->ts), EX_V_INT(ex_gtid(rec->pid, rec->tid)),
+				     ex_v_arg(ev, "device"), ex_v_arg(ev, "bytes"),
+				     ex_v_arg(ev, "allocated"), ex_v_arg(ev, "reserved"),
+				     ex_v_arg(ev, "source"), EX_V_STACK(ev->stack) },
 			     NULL);
 	if (!err)
 		err = kineto_instant(s, rec, ev, "[OutOfMemory]", kineto, 5);
@@ -297,7 +305,8 @@ static int mem_rss_of(struct ex_sink *s, struct hmap *last, const struct bs_hdr 
 {
 	const struct bs_mem_rss *rss = (const void *)rec;
 	int err = ex_row(s, &mem_rss, EX_ROW_ADD,
-			 (struct ex_value[]){ EX_V_INT(rec->ts), EX_V_INT(ex_gtid(rec->pid, rec->tid)),
+			 (struct ex_value[]){ EX_V_INT(rec->ts),
+					      EX_V_INT(ex_gtid(rec->pid, rec->tid)),
 					      EX_V_UINT(rss->rss), EX_V_UINT(rss->anon),
 					      EX_V_UINT(rss->file), EX_V_UINT(rss->shmem) },
 			 NULL);

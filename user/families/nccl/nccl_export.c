@@ -38,7 +38,9 @@ static const struct ex_column nccl_cols[] = {
 	{ 0 },
 };
 static const struct ex_index nccl_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table nccl_calls = { "BPFSIGHT_NCCL", nccl_cols, .indexes = nccl_idx };
 

@@ -93,7 +93,9 @@ static const struct ex_column events_cols[] = {
 	{ 0 },
 };
 static const struct ex_index events_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table nvtx_events = { "NVTX_EVENTS", events_cols, .indexes = events_idx };
 
@@ -119,9 +121,12 @@ static int nvtx_open(struct ex_sink *s, void **st)
 		int id;
 		const char *name;
 	} types[] = {
-		{ NVTX_T_CATEGORY, "NvtxCategory" },	 { NVTX_T_MARK, "NvtxMark" },
-		{ NVTX_T_THREAD, "NvtxThread" },	 { NVTX_T_PUSHPOP, "NvtxPushPopRange" },
-		{ NVTX_T_STARTEND, "NvtxStartEndRange" }, { NVTX_T_DOMAIN_CREATE, "NvtxDomainCreate" },
+		{ NVTX_T_CATEGORY, "NvtxCategory" },
+		{ NVTX_T_MARK, "NvtxMark" },
+		{ NVTX_T_THREAD, "NvtxThread" },
+		{ NVTX_T_PUSHPOP, "NvtxPushPopRange" },
+		{ NVTX_T_STARTEND, "NvtxStartEndRange" },
+		{ NVTX_T_DOMAIN_CREATE, "NvtxDomainCreate" },
 	};
 	struct nvtx_export *n = calloc(1, sizeof(*n));
 	int err = 0;
@@ -129,8 +134,8 @@ static int nvtx_open(struct ex_sink *s, void **st)
 	if (!n)
 		return -ENOMEM;
 	*st = n;
-	if (ex_wants(s, EX_PROFILER) && ex_recorded(s->meta, "gpu") && ex_recorded(s->meta, "nvtx") &&
-	    !(n->proj = nvtx_proj__new()))
+	if (ex_wants(s, EX_PROFILER) && ex_recorded(s->meta, "gpu") &&
+	    ex_recorded(s->meta, "nvtx") && !(n->proj = nvtx_proj__new()))
 		return -ENOMEM;
 	if (!ex_wants(s, EX_TABLES))
 		return 0;
@@ -322,7 +327,7 @@ static int nvtx_event_row(struct ex_sink *s, struct nvtx_export *n, const struct
 	v[C_START] = EX_V_INT(rec->ts);
 	if (range && !(flags & BS_NVTX_OPEN))
 		v[C_END] = EX_V_INT(rec->ts + r->dur);
-	v[C_TYPE] = EX_V_INT(!range			? NVTX_T_MARK
+	v[C_TYPE] = EX_V_INT(!range		       ? NVTX_T_MARK
 			     : flags & BS_NVTX_PUSHPOP ? NVTX_T_PUSHPOP
 						       : NVTX_T_STARTEND);
 	if (range && !(flags & BS_NVTX_PUSHPOP))
@@ -366,7 +371,8 @@ static int nvtx_name_row(struct ex_sink *s, struct nvtx_export *n, const struct 
 	return ex_row(s, &nvtx_events, EX_ROW_ADD, v, NULL);
 }
 
-static int nvtx_record(struct ex_sink *s, void *st, const struct bs_hdr *rec, const struct event *ev)
+static int nvtx_record(struct ex_sink *s, void *st, const struct bs_hdr *rec,
+		       const struct event *ev)
 {
 	struct nvtx_export *n = st;
 	int err = 0, timed;

@@ -17,19 +17,16 @@
 #define OSRT_CLASS 27 /* nsys's TRACE_PROCESS_EVENT_OS_RUNTIME */
 
 static const struct ex_column api_cols[] = {
-	EXC_INT_NN("start"),
-	EXC_INT_NN("end"),
-	EXC_INT_NN("eventClass"),
-	EXC_INT("globalTid"),
-	EXC_INT("correlationId"),
-	EXC_REF_NN("nameId", EX_STRING_IDS),
-	EXC_INT_NN("returnValue"),
-	EXC_INT("nestingLevel"),
-	EXC_INT("callchainId"),
-	{ 0 },
+	EXC_INT_NN("start"),	   EXC_INT_NN("end"),
+	EXC_INT_NN("eventClass"),  EXC_INT("globalTid"),
+	EXC_INT("correlationId"),  EXC_REF_NN("nameId", EX_STRING_IDS),
+	EXC_INT_NN("returnValue"), EXC_INT("nestingLevel"),
+	EXC_INT("callchainId"),	   { 0 },
 };
 static const struct ex_index api_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table osrt_api = { "OSRT_API", api_cols, .indexes = api_idx };
 
@@ -47,7 +44,10 @@ static const struct ex_column agg_cols[] = {
 	{ 0 },
 };
 static const struct ex_table osrt_agg = {
-	"BPFSIGHT_SYSCALL_AGG", agg_cols, "pid, tid, nr", EX_TABLE_BY_KEY,
+	"BPFSIGHT_SYSCALL_AGG",
+	agg_cols,
+	"pid, tid, nr",
+	EX_TABLE_BY_KEY,
 };
 
 static const struct ex_table *const osrt_tables[] = { &osrt_api, &osrt_agg, NULL };
@@ -103,8 +103,8 @@ static int osrt_agg_row(struct ex_sink *s, struct hmap *closed_totals, const str
 	struct bs_syscall_agg_val *closed, row;
 	char buf[32];
 
-	closed = hmap__get(closed_totals,
-			   (struct hkey){ (__u64)rec->pid << 32 | rec->tid, a->nr }, 1);
+	closed = hmap__get(closed_totals, (struct hkey){ (__u64)rec->pid << 32 | rec->tid, a->nr },
+			   1);
 	if (!closed)
 		return -ENOMEM;
 	row = *closed;

@@ -16,16 +16,20 @@
 #include "pyfunc_read.h"
 
 static const struct ex_column events_cols[] = {
-	EXC_INT_NN("start"),   EXC_INT_NN("end"),     EXC_INT_NN("globalTid"),
-	EXC_INT_NN("nameId"),  EXC_INT_NN("fileId"),  EXC_INT_NN("line"),
-	EXC_INT("domainId"),   EXC_INT_NN("depth"),   EXC_TEXT_NN("endKind"),
+	EXC_INT_NN("start"),   EXC_INT_NN("end"),	  EXC_INT_NN("globalTid"),
+	EXC_INT_NN("nameId"),  EXC_INT_NN("fileId"),	  EXC_INT_NN("line"),
+	EXC_INT("domainId"),   EXC_INT_NN("depth"),	  EXC_TEXT_NN("endKind"),
 	EXC_INT_NN("resumed"), EXC_INT_NN("beganBefore"), { 0 },
 };
 static const struct ex_index events_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table pyfunc_events = {
-	"BPFSIGHT_PYFUNC_EVENTS", events_cols, .indexes = events_idx,
+	"BPFSIGHT_PYFUNC_EVENTS",
+	events_cols,
+	.indexes = events_idx,
 };
 
 static const struct ex_table *const pyfunc_tables[] = { &pyfunc_events, NULL };
@@ -43,8 +47,8 @@ static int pyfunc_record(struct ex_sink *s, void *st, const struct bs_hdr *rec,
 	return ex_row(s, &pyfunc_events, EX_ROW_ADD,
 		      (struct ex_value[]){ EX_V_INT(rec->ts), EX_V_INT(rec->ts + r->dur),
 					   EX_V_INT(ex_gtid(rec->pid, rec->tid)),
-					   EX_V_STRING(ev->name), EX_V_STRING(file ? file->str : ""),
-					   EX_V_INT(r->line),
+					   EX_V_STRING(ev->name),
+					   EX_V_STRING(file ? file->str : ""), EX_V_INT(r->line),
 					   domain ? EX_V_STRING(domain->str) : EX_V_NULL,
 					   EX_V_INT(r->depth), EX_V_TEXT(pyfunc_end_name(r->end)),
 					   EX_V_INT(!!(r->flags & BS_PYFUNC_RESUMED)),

@@ -8,25 +8,42 @@
 #include "sched.h"
 
 static const struct ex_column switch_cols[] = {
-	EXC_INT_NN("start"), EXC_INT("cpu"),	     EXC_INT_NN("isSchedIn"),
-	EXC_INT("globalTid"), EXC_INT("threadState"), EXC_INT("threadBlock"),
+	EXC_INT_NN("start"),
+	EXC_INT("cpu"),
+	EXC_INT_NN("isSchedIn"),
+	EXC_INT("globalTid"),
+	EXC_INT("threadState"),
+	EXC_INT("threadBlock"),
 	{ 0 },
 };
 static const struct ex_index start_tid_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table sched_events = {
-	"SCHED_EVENTS", switch_cols, .indexes = start_tid_idx,
+	"SCHED_EVENTS",
+	switch_cols,
+	.indexes = start_tid_idx,
 };
 
 static const struct ex_column offcpu_cols[] = {
-	EXC_INT_NN("start"),	  EXC_INT_NN("end"),	 EXC_INT_NN("globalTid"),
-	EXC_INT_NN("state"),	  EXC_INT_NN("blockedNs"), EXC_INT_NN("runnableNs"),
-	EXC_INT_NN("oncpuNs"),	  EXC_INT_NN("wakerTid"), EXC_INT_NN("cpu"),
-	EXC_INT("callchainId"), { 0 },
+	EXC_INT_NN("start"),
+	EXC_INT_NN("end"),
+	EXC_INT_NN("globalTid"),
+	EXC_INT_NN("state"),
+	EXC_INT_NN("blockedNs"),
+	EXC_INT_NN("runnableNs"),
+	EXC_INT_NN("oncpuNs"),
+	EXC_INT_NN("wakerTid"),
+	EXC_INT_NN("cpu"),
+	EXC_INT("callchainId"),
+	{ 0 },
 };
 static const struct ex_table sched_offcpu = {
-	"BPFSIGHT_OFFCPU", offcpu_cols, .indexes = start_tid_idx,
+	"BPFSIGHT_OFFCPU",
+	offcpu_cols,
+	.indexes = start_tid_idx,
 };
 
 static const struct ex_table *const sched_tables[] = { &sched_events, &sched_offcpu, NULL };
@@ -44,22 +61,23 @@ static int sched_offcpu_rows(struct ex_sink *s, const struct bs_hdr *rec, const 
 	int err;
 
 	err = ex_row(s, &sched_offcpu, EX_ROW_ADD,
-		     (struct ex_value[]){ EX_V_INT(rec->ts), EX_V_INT(rec->ts + o->dur),
-					  EX_V_INT(gtid), EX_V_INT(o->state),
-					  EX_V_UINT(o->dur - runnable), EX_V_UINT(runnable),
-					  EX_V_UINT(o->oncpu_ns), EX_V_INT(o->waker_tid),
-					  EX_V_INT(rec->cpu),
-					  EX_V_STACK(ev ? ev->stack : NULL) /* --stacks=sched */ },
+		     (struct ex_value[]){
+			     EX_V_INT(rec->ts), EX_V_INT(rec->ts + o->dur), EX_V_INT(gtid),
+			     EX_V_INT(o->state), EX_V_UINT(o->dur - runnable), EX_V_UINT(runnable),
+			     EX_V_UINT(o->oncpu_ns), EX_V_INT(o->waker_tid), EX_V_INT(rec->cpu),
+			     EX_V_STACK(ev ? ev->stack : NULL) /* --stacks=sched */ },
 		     NULL);
 	if (!err)
 		err = ex_row(s, &sched_events, EX_ROW_ADD,
-			     (struct ex_value[]){ EX_V_INT(rec->ts), EX_V_INT(rec->cpu), EX_V_INT(0),
-						  EX_V_INT(gtid), EX_V_INT(o->state), EX_V_NULL },
+			     (struct ex_value[]){ EX_V_INT(rec->ts), EX_V_INT(rec->cpu),
+						  EX_V_INT(0), EX_V_INT(gtid), EX_V_INT(o->state),
+						  EX_V_NULL },
 			     NULL);
 	if (!err && o->state != BS_SCHED_DEAD) /* an exiting thread is not switched in again */
 		err = ex_row(s, &sched_events, EX_ROW_ADD,
-			     (struct ex_value[]){ EX_V_INT(rec->ts + o->dur), EX_V_NULL, EX_V_INT(1),
-						  EX_V_INT(gtid), EX_V_NULL, EX_V_NULL },
+			     (struct ex_value[]){ EX_V_INT(rec->ts + o->dur), EX_V_NULL,
+						  EX_V_INT(1), EX_V_INT(gtid), EX_V_NULL,
+						  EX_V_NULL },
 			     NULL);
 	return err;
 }

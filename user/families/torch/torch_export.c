@@ -38,14 +38,24 @@
 #include "torch_flops.h"
 
 static const struct ex_column ops_cols[] = {
-	EXC_INT_NN("start"),	EXC_INT_NN("end"),   EXC_INT_NN("globalTid"),
-	EXC_INT_NN("nameId"),	EXC_TEXT_NN("scope"), EXC_INT("seq"),
-	EXC_INT("fwdThread"),	EXC_INT_NN("torchThread"), EXC_INT_NN("depth"),
-	EXC_TEXT("shapes"),	EXC_TEXT("concrete"), EXC_INT("callchainId"),
+	EXC_INT_NN("start"),
+	EXC_INT_NN("end"),
+	EXC_INT_NN("globalTid"),
+	EXC_INT_NN("nameId"),
+	EXC_TEXT_NN("scope"),
+	EXC_INT("seq"),
+	EXC_INT("fwdThread"),
+	EXC_INT_NN("torchThread"),
+	EXC_INT_NN("depth"),
+	EXC_TEXT("shapes"),
+	EXC_TEXT("concrete"),
+	EXC_INT("callchainId"),
 	{ 0 },
 };
 static const struct ex_index ops_idx[] = {
-	{ "start", "start" }, { "globalTid", "globalTid" }, { 0 },
+	{ "start", "start" },
+	{ "globalTid", "globalTid" },
+	{ 0 },
 };
 static const struct ex_table torch_ops = { "BPFSIGHT_TORCH_OPS", ops_cols, .indexes = ops_idx };
 
@@ -202,7 +212,8 @@ static int torch_op_event(struct ex_sink *s, const struct bs_hdr *rec, const str
 {
 	const struct bs_torch_op *r = (const void *)rec;
 	const char *shapes = r->shapes_id ? trace_model__string(s->model, r->shapes_id) : NULL;
-	const char *concrete = r->concrete_id ? trace_model__string(s->model, r->concrete_id) : NULL;
+	const char *concrete =
+		r->concrete_id ? trace_model__string(s->model, r->concrete_id) : NULL;
 	struct ex_value extra[5];
 	struct ex_profiler prof = {
 		.cat = r->scope == BS_TORCH_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op",
@@ -224,7 +235,8 @@ static int torch_op_event(struct ex_sink *s, const struct bs_hdr *rec, const str
 	if (flops)
 		extra[n++] = (struct ex_value){ "flops", EX_UINT, .u = flops };
 	prof.nextra = n;
-	return ex_event(s, &(struct ex_event){ .rec = rec, .ev = ev, .shape = EX_SLICE, .prof = &prof });
+	return ex_event(
+		s, &(struct ex_event){ .rec = rec, .ev = ev, .shape = EX_SLICE, .prof = &prof });
 }
 
 static int torch_rows(struct ex_sink *s, const struct bs_hdr *rec, const struct event *ev)
