@@ -24,21 +24,18 @@
  * beside each). tools/check_layers.py holds core to these: a core header may declare no other
  * type it does not define (docs/ARCHITECTURE.md, "Layers").
  */
-struct record_ctx;	/* record_ctx.h */
-struct record_opts;	/* record_ctx.h */
-struct family_attach;	/* family_attach.h */
-struct family_shim;	/* shim_family.h */
-struct report;		/* report.h */
-struct family_verdict;	/* verdict.h */
-struct page_family;	/* page.h */
-struct chrome_family;	/* export_chrome.h */
-struct perfetto_family; /* export_perfetto.h */
-struct sqlite_family;	/* export_sqlite.h */
-struct family_export;	/* export_model.h */
-struct exporter;	/* export.h */
-struct metrics_family;	/* metrics_family.h */
-struct top_family;	/* top_family.h */
-struct rec_rebase;	/* below */
+struct record_ctx;     /* record_ctx.h */
+struct record_opts;    /* record_ctx.h */
+struct family_attach;  /* family_attach.h */
+struct family_shim;    /* shim_family.h */
+struct report;	       /* report.h */
+struct family_verdict; /* verdict.h */
+struct page_family;    /* page.h */
+struct family_export;  /* export_model.h */
+struct exporter;       /* export.h */
+struct metrics_family; /* metrics_family.h */
+struct top_family;     /* top_family.h */
+struct rec_rebase;     /* below */
 
 /*
  * How the exports draw the events of one kind (docs/EXPORT.md). Without one, or where a field
@@ -416,16 +413,6 @@ struct family {
 	 * NAME_export.c (export_model.h). May be NULL: its events are drawn by their styles.
 	 */
 	const struct family_export *export;
-	/*
-	 * The per-format hooks of the families not yet described in the export model, one file
-	 * per format (export_FORMAT_NAME.c); docs/ARCHITECTURE.md, "The export model", says
-	 * which. The exporters call observe hooks in registry order and finish hooks in reverse
-	 * (the last registered first), except Chrome's, in registry order: they write events,
-	 * and the array keeps its order.
-	 */
-	const struct chrome_family *chrome;
-	const struct perfetto_family *perfetto;
-	const struct sqlite_family *sqlite;
 	/*
 	 * Export formats of its own (struct exporter, export.h), NULL-terminated: formats only
 	 * its records fill (a PyTorch memory snapshot), offered by `bpfsight export --format`

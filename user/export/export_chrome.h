@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Inside the Chrome exporter: its state, the writers export_chrome.c (the format, every
- * event drawn by its kind's style) shares with the families' hooks (struct chrome_family:
- * export_chrome_FAMILY.c), and those hooks.
+ * Inside the Chrome exporter: its state and the writers export_chrome.c (the format, every
+ * event drawn by its kind's style) shares with export_chrome_model.c (the export model's
+ * items, in the PyTorch profiler's view) and export_chrome_stack.c (stacks).
  */
 #ifndef BPFSIGHT_EXPORT_CHROME_H
 #define BPFSIGHT_EXPORT_CHROME_H
@@ -18,46 +18,6 @@
 #define CHROME_BUF_SIZE (1 << 16)
 
 struct chrome;
-
-/*
- * What a family adds to the Chrome export beyond its kinds' styles (struct family.chrome).
- * Every hook may be NULL. ST is the family's state for this export, made by open (else NULL).
- */
-struct chrome_family {
-	int (*open)(struct chrome *c, const struct trace_meta *meta, void **st);
-	void (*free)(void *st);
-	/* Every record of any family, in file order, before its event (if any) is drawn. */
-	int (*observe)(struct chrome *c, void *st, const struct bs_hdr *rec,
-		       const struct trace_model *m);
-	/*
-	 * An event of the family's own records: 1 when the hook drew it, 0 to draw it by its
-	 * style (chrome_event), or a negative errno.
-	 */
-	int (*draw)(struct chrome *c, void *st, const struct bs_hdr *rec, const struct event *ev,
-		    const struct trace_model *m);
-	/* The id of the ac2g flow an event of any family starts (a launch), 0 = none. */
-	__u64 (*flow)(const struct bs_hdr *rec);
-	/*
-	 * Kineto's "External id" of what thread TID of PID was running at TS (a launching call's
-	 * entry), for that call's events and its GPU work: its innermost op's id among the
-	 * records read so far, 0 when none is known.
-	 */
-	__u64 (*external_id)(void *st, __u32 pid, __u32 tid, __u64 ts);
-	/*
-	 * After the last record: events written at the end (counters, what needs every record),
-	 * before the names. 0, or a negative errno that fails the export.
-	 */
-	int (*finish)(struct chrome *c, void *st);
-	/* Name ("ph":"M") events of the family's own pids and tids, after the threads'. */
-	void (*names)(struct chrome *c, void *st);
-	/*
-	 * A metadata key only the whole trace tells (HTA reads metadata before "traceEvents"):
-	 * when the trace recorded the family, the header keeps HEADER_SPACE blanks for it, and
-	 * header() fills BUF (SPACE + 1 bytes) at the end; it returns the length, 0 = no key.
-	 */
-	size_t header_space;
-	int (*header)(void *st, char *buf, size_t space);
-};
 
 /*
  * stdio over OUT's descriptor, through deflate when asked, so the JSON writer streams either
@@ -92,7 +52,6 @@ struct chrome {
 	size_t scratch_size;
 	__u64 nevents;	  /* objects written into traceEvents */
 	__u64 start_mono; /* recording start (0: unknown) */
-	void **fst;	  /* per family (families[] order): its hooks' state (sink.fst) */
 	int nfam;
 	struct hmap *streams; /* {device, stream} -> u8: the GPU "threads" drawn on */
 	__u64 devices[4];     /* bit per GPU (< 256) drawn on as a process (EX_DEVICE) */
@@ -122,12 +81,10 @@ int chrome_err(const struct chrome *c);
 int chrome_args_open(struct chrome *c, const struct event *ev);
 void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid, const char *name,
 		       __u64 sort_index);
-/* Did the recording ask for FAMILY (META's "proc,cuda,nccl")? */
-int chrome_has_family(const struct trace_meta *meta, const char *family);
 
 /*
  * Draw EV by its kind's style: its category CAT (NULL: the style's), dump's args, Kineto's
- * grid/block, and the flow a family starts from it (chrome_family.flow).
+ * grid/block, and the flow a family starts from it (struct family_export.flows).
  */
 int chrome_event(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
 		 const char *cat);

@@ -18,13 +18,9 @@
 
 void chrome_ex_flows(struct chrome *c, const struct bs_hdr *rec, __u64 *out, __u64 *in)
 {
-	__u64 o = 0, i = 0;
+	__u64 o, i;
 
-	for (int f = 0; f < c->nfam && !o; f++)
-		if (families[f]->chrome && families[f]->chrome->flow)
-			o = families[f]->chrome->flow(rec);
-	if (!o)
-		ex_flows(&c->sink, rec, &o, &i);
+	ex_flows(&c->sink, rec, &o, &i);
 	*out = o;
 	if (in)
 		*in = i;

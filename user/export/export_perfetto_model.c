@@ -172,7 +172,7 @@ static int pf_ex_event(struct ex_sink *s, const struct ex_event *e)
 	if (!ev)
 		return 0;
 	if (e->on.kind == EX_STYLE)
-		return pf__draw(pf, e->rec, ev, pf->model, 0);
+		return pf__draw(pf, e->rec, ev, pf->model);
 	err = pf_track(pf, &e->on, ev->ts, ev->ts, ev->ts + ev->dur, &track);
 	if (err)
 		return err;

@@ -7,8 +7,9 @@
  * BPFSIGHT_* tables. docs/EXPORT.md has the schema and queries that reproduce `bpfsight stats`.
  *
  * Nothing here knows a family: this file makes the tables every trace has (META, StringIds,
- * the threads and their names, ENUM_NSYS_EVENT_CLASS), and each family its own with their rows
- * (struct sqlite_family, export_sqlite_FAMILY.c).
+ * the threads and their names, the model's ENUM_NSYS_EVENT_CLASS, the stacks), and each family
+ * declares its own in the export model (export_model.h), whose rows export_sqlite_model.c
+ * writes.
  *
  * Streamed: one transaction of prepared inserts, indexes built at the end. Memory holds the
  * interned names, the set of threads seen, what the families' hooks keep and SQLite's page
@@ -48,11 +49,6 @@ static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_STACK] = "INSERT OR IGNORE INTO BPFSIGHT_STACKS VALUES (?, ?, ?)",
 	[SQ_FRAME] = "INSERT INTO BPFSIGHT_CALLCHAINS VALUES (?, ?, ?, ?, ?, ?, ?)",
 };
-
-__s64 global_tid(__u32 pid, __u32 tid)
-{
-	return ex_gtid(pid, tid);
-}
 
 int sq_fail(struct sq *s, const char *what)
 {
@@ -107,25 +103,6 @@ void sq_finalize(sqlite3_stmt **st, int n)
 		sqlite3_finalize(st[i]);
 		st[i] = NULL;
 	}
-}
-
-int sq_stmts__open(struct sq *s, const char *const *sql, int n, void **st)
-{
-	struct sq_stmts *t = calloc(1, sizeof(*t) + n * sizeof(t->stmt[0]));
-
-	if (!t)
-		return -ENOMEM;
-	t->n = n;
-	*st = t;
-	return sq_prepare(s, sql, t->stmt, n);
-}
-
-void sq_stmts__free(void *st)
-{
-	struct sq_stmts *t = st;
-
-	sq_finalize(t->stmt, t->n);
-	free(t);
 }
 
 int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid)
@@ -212,14 +189,7 @@ static int sq_meta(struct sq *s, const struct trace_meta *m)
 /* The families' states and every statement, before the database closes. */
 static void sq_release(struct sq *s)
 {
-	for (int i = 0; s->fst && i < s->nfam; i++) {
-		if (s->fst[i] && !families[i]->export && families[i]->sqlite->free) {
-			families[i]->sqlite->free(s->fst[i]);
-			s->fst[i] = NULL;
-		}
-	}
 	ex_sink__fini(&s->sink);
-	s->fst = NULL;
 	sq_model__free(s);
 	sq_finalize(s->stmt, SQ_NSTMT);
 }
@@ -233,25 +203,12 @@ static void sq_free(struct sq *s)
 	free(s);
 }
 
-/* Family I's tables, then its statements and state. */
+/* Family I's tables, then its state. */
 static int sq_family_open(struct sq *s, int i)
 {
-	const struct sqlite_family *h = families[i]->sqlite;
-	char what[64];
-	int err = 0;
+	const struct family_export *x = families[i]->export;
 
-	if (families[i]->export)
-		return sq_tables__create(s, families[i]->export->tables)
-			       ?: ex_sink__open_one(&s->sink, i);
-	if (!h)
-		return 0;
-	if (h->schema) {
-		snprintf(what, sizeof(what), "creating the %s tables", families[i]->name);
-		err = sq_exec(s, h->schema, what);
-	}
-	if (!err && h->open)
-		err = h->open(s, &s->fst[i]);
-	return err;
+	return x ? sq_tables__create(s, x->tables) ?: ex_sink__open_one(&s->sink, i) : 0;
 }
 
 static void *sqlite__open(const char *out, const struct trace_meta *meta, int *err)
@@ -281,7 +238,6 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 		*err = -ENOMEM;
 		goto err_free;
 	}
-	s->fst = s->sink.fst;
 	s->nfam = s->sink.nfam;
 	if (!s->strings || !s->threads) {
 		*err = -ENOMEM;
@@ -333,22 +289,9 @@ err_free:
 	return NULL;
 }
 
-int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key)
-{
-	const struct event_arg *a = event__arg(ev, key);
-
-	if (!a) {
-		sqlite3_bind_null(st, col);
-		return 0;
-	}
-	sq_bind_event_arg(st, col, a);
-	return 1;
-}
-
 static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event *ev,
 			  const struct trace_model *m)
 {
-	const struct sqlite_family *h;
 	const struct rec_decoder *dec;
 	struct sq *s = st;
 	int err = 0, fam;
@@ -363,20 +306,11 @@ static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event
 	if ((rec->pid || rec->tid) &&
 	    !hmap__get(s->threads, (struct hkey){ rec->pid, rec->tid }, 1))
 		return -ENOMEM;
-	for (int i = 0; !err && i < s->nfam; i++)
-		if (families[i]->sqlite && families[i]->sqlite->observe)
-			err = families[i]->sqlite->observe(s, s->fst[i], rec);
 	s->sink.model = m;
+	err = ex_sink__observe(&s->sink, rec);
 	if (!err)
-		err = ex_sink__observe(&s->sink, rec);
-	if (!err && families[fam]->export) {
 		err = ex_sink__record(&s->sink, fam, rec, ev);
-		return err < 0 ? err : 0;
-	}
-	h = families[fam]->sqlite;
-	if (!err && h && h->record)
-		err = h->record(s, s->fst[fam], rec, ev, m);
-	return err;
+	return err < 0 ? err : 0;
 }
 
 /* Names as the model knows them at the end, the way stats names its rows. */
@@ -393,14 +327,14 @@ static int sq_names(struct sq *s, const struct trace_model *m)
 		st = s->stmt[SQ_THREAD];
 		sqlite3_bind_int64(st, 1, pid);
 		sqlite3_bind_int64(st, 2, tid);
-		sqlite3_bind_int64(st, 3, global_tid(pid, tid));
+		sqlite3_bind_int64(st, 3, ex_gtid(pid, tid));
 		sq_bind_text(st, 4, name);
 		err = sq_step(s, SQ_THREAD);
 		if (!err && name) {
 			id = sq_intern(s, name, &err);
 			st = s->stmt[SQ_THREAD_NAME];
 			sqlite3_bind_int64(st, 1, id);
-			sqlite3_bind_int64(st, 2, global_tid(pid, tid));
+			sqlite3_bind_int64(st, 2, ex_gtid(pid, tid));
 			if (id)
 				err = sq_step(s, SQ_THREAD_NAME);
 		}
@@ -439,14 +373,9 @@ static int sqlite__finish(void *st, const struct trace_model *m, const struct tr
 	for (int i = 0; !err && i < s->nfam; i++)
 		if (families[i]->export)
 			err = sq_tables__index(s, families[i]->export->tables);
-		else if (families[i]->sqlite && families[i]->sqlite->indexes)
-			err = sq_exec(s, families[i]->sqlite->indexes, "creating the indexes");
 	/* Last registered first, as teardown goes (the GPU's links before the GIL's rows). */
 	for (int i = s->nfam - 1; !err && i >= 0; i--)
-		if (families[i]->export)
-			err = ex_sink__finish_one(&s->sink, i);
-		else if (families[i]->sqlite && families[i]->sqlite->finish)
-			err = families[i]->sqlite->finish(s, s->fst[i], m);
+		err = ex_sink__finish_one(&s->sink, i);
 	if (!err)
 		err = sq_exec(s, "COMMIT", "commit");
 	if (!err) {

@@ -199,8 +199,11 @@ static sqlite3_stmt *sq_stmt(struct sq *s, const void *key, int policy, int *err
 	return *st;
 }
 
-/* Numbers and handles as integers (a u64 above 2^63 reads back negative: SQLite's are signed). */
-void sq_bind_event_arg(sqlite3_stmt *st, int col, const struct event_arg *a)
+/*
+ * An event's argument as dump shows it: numbers and handles as integers (a u64 above 2^63 reads
+ * back negative: SQLite's are signed), lists NULL (they go into columns of their own).
+ */
+static void sq_bind_event_arg(sqlite3_stmt *st, int col, const struct event_arg *a)
 {
 	switch (a->kind) {
 	case EVENT_ARG_S64:
