@@ -741,4 +741,5 @@ const struct exporter export_chrome = {
 	.record = chrome__record,
 	.finish = chrome__finish,
 	.abort = chrome__abort,
+	.per_rank = 1,
 };
