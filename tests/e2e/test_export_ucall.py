@@ -248,7 +248,7 @@ def load_chrome(path):
 
 def launch_correlations(doc):
     """A call that can put work on the GPU carries Kineto's correlation and starts an ac2g flow
-    with it (export_chrome_gpu.c); check that, and drop it so the args compare with dump's.
+    with it (gpu_export.c); check that, and drop it so the args compare with dump's.
     Returns the names of the calls that had one."""
     starts = {(f["pid"], f["tid"], f["ts"], f["id"]) for f in doc["traceEvents"]
               if f["ph"] == "s" and f["cat"] == "ac2g"}

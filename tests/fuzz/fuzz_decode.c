@@ -60,17 +60,32 @@
 #define OPT_TOP	     0x40
 #define TOP_EVERY    64 /* records between two frames of top */
 #define OPT_GPU_SYNC 0x80
-#define NBUILTIN     6 /* the exporters an options bit each chooses */
 #define MAX_EXPORTS  16
 #define MAX_REPORTS  64
 
-/* The formats every trace has, by options bit; the families' own follow, on OPT_PPROF. */
-static const struct exporter *exporters[MAX_EXPORTS] = { &export_chrome, &export_perfetto,
-							 &export_sqlite, &export_folded,
-							 &export_pprof,	 &export_svg };
-static __u8 exporter_bit[MAX_EXPORTS] = { OPT_CHROME, OPT_PERFETTO, OPT_SQLITE,
-					  OPT_FOLDED, OPT_PPROF,    OPT_SVG };
-static int nexporters = NBUILTIN;
+/*
+ * The formats every trace has (export_formats), each on its options bit (a seed's bits keep
+ * their meaning whatever the list's order; one not named here goes with folded), then the
+ * families' own, on OPT_PPROF.
+ */
+static const struct exporter *exporters[MAX_EXPORTS];
+static __u8 exporter_bit[MAX_EXPORTS];
+static int nexporters;
+
+static __u8 format_bit(const char *format)
+{
+	static const struct {
+		const char *format;
+		__u8 bit;
+	} bits[] = { { "chrome", OPT_CHROME }, { "perfetto", OPT_PERFETTO },
+		     { "sqlite", OPT_SQLITE }, { "folded", OPT_FOLDED },
+		     { "pprof", OPT_PPROF },   { "svg", OPT_SVG } };
+
+	for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++)
+		if (!strcmp(bits[i].format, format))
+			return bits[i].bit;
+	return OPT_FOLDED;
+}
 static const struct report *reports[MAX_REPORTS];
 static int nreports;
 static FILE *sink;
@@ -92,6 +107,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const struct report *const *rp;
 	const char *dir = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
 
+	for (const struct exporter *const *e = export_formats; *e; e++)
+		if (nexporters < MAX_EXPORTS) {
+			exporter_bit[nexporters] = format_bit((*e)->format);
+			exporters[nexporters++] = *e;
+		}
 	for (int f = 0; families[f]; f++) {
 		for (rp = families[f]->reports; rp && *rp; rp++)
 			if (nreports < MAX_REPORTS)

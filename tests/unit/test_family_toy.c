@@ -2,7 +2,7 @@
 /*
  * Adding a family is its folder plus one registry line (docs/ARCHITECTURE.md, "Adding a
  * family"): the toy family of tests/unit/toy/, whose decoder (with its export style), stats
- * report, export hooks for the three formats, a format of its own, option, loss cause,
+ * report, one export description for every format, a format of its own, option, loss cause,
  * capture-range kind, metrics, report page, top's column and flight-recorder trigger are all
  * registered by its struct family, is added to the registry here with one line. Its trace
  * goes through `bpfsight stats`, `info`, `dump`, every exporter (its own among them) and
@@ -18,9 +18,7 @@
 #include "commands.h"
 #include "cpu.h"
 #include "cuda.h"
-#include "export_chrome.h"
 #include "export_perfetto.h"
-#include "export_sqlite.h"
 #include "flight_trigger.h"
 #include "gil.h"
 #include "gpu.h"
@@ -218,10 +216,10 @@ static void test_chrome_draws_toy(void)
 	ASSERT_EQ(count(text, "\"dur\":2.000,\"args\":{\"value\":"), TICKS, "their dur and args");
 	ASSERT_TRUE(strstr(text, "\"ts\":5010.000,\"dur\":2.000,\"args\":{\"value\":10}"),
 		    "the first tick");
-	/* The hooks: the counter written at the end. */
+	/* Its export description: the counter emitted at the end, a "C" event of its series. */
 	ASSERT_EQ(count(text, "{\"ph\":\"C\",\"cat\":\"toy_cat\",\"name\":\"toy total\",\"pid\":0,"
-			      "\"tid\":0,\"ts\":0,\"args\":{\"total\":60}}"),
-		  1, "the toy's finish hook");
+			      "\"tid\":0,\"ts\":0.000,\"args\":{\"total\":60}}"),
+		  1, "the toy's counter");
 	/* The other families are unchanged beside it. */
 	ASSERT_EQ(count(text, "\"cat\":\"os_runtime\""), 1, "the system call");
 	free(text);
@@ -283,9 +281,10 @@ static int pb_streq(const struct pbr *s, const char *str)
 struct pf_seen {
 	__u64 toy_track; /* uuid of the track named "toy ticks" */
 	__u64 toy_parent;
-	int toy_desc;	 /* it carries the style's description */
-	__u64 tick_iid;	 /* interned name "tick" */
-	int total_track; /* the finish hook's track */
+	int toy_desc;	   /* it carries the style's description */
+	__u64 tick_iid;	   /* interned name "tick" */
+	__u64 total_track; /* uuid of the counter track named "toy total" */
+	int totals;	   /* its values of 60 */
 	int begins_on_toy, ends_on_toy;
 };
 
@@ -293,6 +292,7 @@ static void pf_track_descriptor(struct pbr *td, struct pf_seen *s)
 {
 	__u64 uuid = 0, parent = 0, v;
 	struct pbr sub, name = { 0 }, desc = { 0 };
+	int counter = 0;
 	__u32 f;
 
 	while (pb_field(td, &f, &v, &sub)) {
@@ -304,19 +304,21 @@ static void pf_track_descriptor(struct pbr *td, struct pf_seen *s)
 			name = sub;
 		else if (f == TD_DESCRIPTION)
 			desc = sub;
+		else if (f == TD_COUNTER)
+			counter = 1;
 	}
 	if (name.p && pb_streq(&name, "toy ticks")) {
 		s->toy_track = uuid;
 		s->toy_parent = parent;
 		s->toy_desc = desc.p && pb_streq(&desc, "Ticks of the toy family.");
 	}
-	if (name.p && pb_streq(&name, "toy total 60"))
-		s->total_track++;
+	if (name.p && counter && pb_streq(&name, "toy total"))
+		s->total_track = uuid;
 }
 
 static void pf_track_event(struct pbr *te, struct pf_seen *s)
 {
-	__u64 type = 0, track = 0, name = 0, v;
+	__u64 type = 0, track = 0, name = 0, value = 0, v;
 	struct pbr sub;
 	__u32 f;
 
@@ -327,7 +329,11 @@ static void pf_track_event(struct pbr *te, struct pf_seen *s)
 			track = v;
 		else if (f == TE_NAME_IID)
 			name = v;
+		else if (f == TE_COUNTER_VALUE)
+			value = v;
 	}
+	if (track && track == s->total_track && type == TE_TYPE_COUNTER && value == 60)
+		s->totals++;
 	if (!track || track != s->toy_track)
 		return;
 	if (type == TE_TYPE_SLICE_BEGIN && name == s->tick_iid)
@@ -398,8 +404,9 @@ static void test_perfetto_draws_toy(void)
 	ASSERT_TRUE(s.tick_iid, "the name tick interned");
 	ASSERT_EQ(s.begins_on_toy, TICKS, "a slice per tick on it");
 	ASSERT_EQ(s.ends_on_toy, TICKS, "each ended");
-	/* The hooks: the track the finish hook described. */
-	ASSERT_EQ(s.total_track, 1, "the toy's finish hook");
+	/* Its export description: a counter track of the ticks' total, 60 once. */
+	ASSERT_TRUE(s.total_track, "a counter track toy total");
+	ASSERT_EQ(s.totals, 1, "its value");
 	free(buf);
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* bpfsight export FILE --format FORMAT [-o OUT] [--force]: one of exporters[] writes OUT. */
+/* bpfsight export FILE --format FORMAT [-o OUT] [--force]: one of the formats writes OUT. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -20,15 +20,6 @@
 #include "mono_clock.h"
 #include "msg.h"
 
-/* The formats every trace has; a family's own follow (struct family.exporters). */
-// clang-format off
-static const struct exporter *const exporters[] = {
-	&export_perfetto, &export_chrome, &export_sqlite, &export_folded, &export_pprof,
-	&export_svg, &export_folded_offcpu,
-};
-// clang-format on
-
-#define NEXPORTERS     (sizeof(exporters) / sizeof(exporters[0]))
 #define PROGRESS_NS    500000000ull /* redraw at most twice a second */
 #define PROGRESS_EVERY 4096	    /* records between clock reads */
 
@@ -39,12 +30,15 @@ static void export_on_signal(int sig)
 	export_stop = sig;
 }
 
-/* The I-th format export offers: this folder's, then the families'; NULL past the last. */
+/*
+ * The I-th format export offers: every trace's (export_formats.c), then the families' own;
+ * NULL past the last.
+ */
 static const struct exporter *export_nth(size_t i)
 {
-	if (i < NEXPORTERS)
-		return exporters[i];
-	i -= NEXPORTERS;
+	for (const struct exporter *const *e = export_formats; *e; e++)
+		if (!i--)
+			return *e;
 	for (int f = 0; families[f]; f++)
 		for (const struct exporter *const *e = families[f]->exporters; e && *e; e++)
 			if (!i--)
@@ -443,7 +437,7 @@ int cmd_export(int argc, char **argv)
 	/* Its header only: a merged file's Chrome export is a directory. */
 	if (trace_walk__open(&w, "export", file))
 		goto out_free;
-	if (ex == &export_chrome && export_split__is_merged(trace_walk__meta(&w))) {
+	if (ex->per_rank && export_split__is_merged(trace_walk__meta(&w))) {
 		status = export_by_rank(ex, &w, file, out_arg, force);
 		goto out_close;
 	}

@@ -25,21 +25,19 @@
  * beside each). tools/check_layers.py holds core to these: a core header may declare no other
  * type it does not define (docs/ARCHITECTURE.md, "Layers").
  */
-struct record_ctx;	/* record_ctx.h */
-struct record_opts;	/* record_ctx.h */
-struct family_attach;	/* family_attach.h */
-struct family_shim;	/* shim_family.h */
-struct report;		/* report.h */
-struct family_verdict;	/* verdict.h */
-struct page_family;	/* page.h */
-struct chrome_family;	/* export_chrome.h */
-struct perfetto_family; /* export_perfetto.h */
-struct sqlite_family;	/* export_sqlite.h */
-struct exporter;	/* export.h */
-struct metrics_family;	/* metrics_family.h */
-struct top_family;	/* top_family.h */
-struct rec_rebase;	/* below */
-struct json;		/* json.h */
+struct record_ctx;     /* record_ctx.h */
+struct record_opts;    /* record_ctx.h */
+struct family_attach;  /* family_attach.h */
+struct family_shim;    /* shim_family.h */
+struct report;	       /* report.h */
+struct family_verdict; /* verdict.h */
+struct page_family;    /* page.h */
+struct family_export;  /* export_model.h */
+struct exporter;       /* export.h */
+struct metrics_family; /* metrics_family.h */
+struct top_family;     /* top_family.h */
+struct rec_rebase;     /* below */
+struct json;	       /* json.h */
 
 /*
  * How the exports draw the events of one kind (docs/EXPORT.md). Without one, or where a field
@@ -427,15 +425,11 @@ struct family {
 	 */
 	const struct family_verdict *verdict;
 	/*
-	 * Export side: what the family's events need beyond their decoders' styles (tracks of
-	 * their own, counters, flows, tables), one hook table per format, each in a file of its
-	 * own (export_FORMAT_NAME.c). May be NULL. The exporters call observe hooks in registry
-	 * order and finish hooks in reverse (the last registered first), except Chrome's, in
-	 * registry order: they write events, and the array keeps its order.
+	 * Export side: what the family's events show beyond their decoders' styles (tracks of
+	 * their own, counters, flows, tables), described once for every format in its one file
+	 * NAME_export.c (export_model.h). May be NULL: its events are drawn by their styles.
 	 */
-	const struct chrome_family *chrome;
-	const struct perfetto_family *perfetto;
-	const struct sqlite_family *sqlite;
+	const struct family_export *export;
 	/*
 	 * Export formats of its own (struct exporter, export.h), NULL-terminated: formats only
 	 * its records fill (a PyTorch memory snapshot), offered by `bpfsight export --format`

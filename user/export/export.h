@@ -36,17 +36,20 @@ struct exporter {
 	 * NULL: an export of nothing is still a valid file (an empty timeline).
 	 */
 	const char *needs;
+	/*
+	 * A merged file (bpfsight merge: many ranks) is exported as a file per rank into a
+	 * directory (export_split.h), as the format holds one process's trace (Kineto's).
+	 */
+	__u8 per_rank;
 };
 
 /* OUT created for an export: a new file, never through a symlink, mode 0600. fd or -errno. */
 int export__create(const char *out);
 
-extern const struct exporter export_perfetto;	   /* export_perfetto.c */
-extern const struct exporter export_chrome;	   /* export_chrome.c */
-extern const struct exporter export_sqlite;	   /* export_sqlite.c */
-extern const struct exporter export_folded;	   /* export_folded.c */
-extern const struct exporter export_folded_offcpu; /* export_folded.c */
-extern const struct exporter export_pprof;	   /* export_pprof.c */
-extern const struct exporter export_svg;	   /* export_svg.c */
+/*
+ * The formats every trace has, NULL-terminated (export_formats.c, their one list): each a
+ * `const struct exporter export_NAME` of its file export_NAME.c.
+ */
+extern const struct exporter *const export_formats[];
 
 #endif /* BPFSIGHT_EXPORT_H */

@@ -7,16 +7,16 @@
  * names where Kineto has one, process/thread names as "ph":"M" events.
  *
  * Nothing here knows a family: each kind is drawn by its decoder's style (struct
- * export_style: category, phase), and what a family needs beyond that is its hooks' (struct
- * chrome_family, in export_chrome_FAMILY.c): GPU and NVTX events as Kineto draws them (pid =
- * device, tid = stream, ac2g flows from launches), the GIL contention counters, the loss
- * counter, NCCL's distributedInfo. Streamed: every event is written as it comes; memory holds
- * only the set of processes and threads seen (for their name events at the end) and what the
- * families' hooks keep (bounded by processes, streams and time bins, except NVTX's projection
- * onto the GPU in traces of both gpu and nvtx: every closed range and linked GPU operation,
- * since Kineto's gpu_user_annotation needs them all). OUT ending in ".gz" is gzip-compressed
- * on the fly. Stacks (export_chrome_stack.c): Kineto's "Call stack" in an event's args,
- * and for samples (a style's `sample`) a "stackFrames" node.
+ * export_style: category, phase), and what a family shows beyond that is its description in the
+ * export model (export_model.h), drawn in the PyTorch profiler's view by export_chrome_model.c:
+ * GPU work as Kineto draws it (pid = device, tid = stream, ac2g flows from launches), NVTX
+ * ranges, counters, NCCL's distributedInfo. Streamed: every event is written as it comes;
+ * memory holds only the set of processes and threads seen (for their name events at the end)
+ * and what the families keep (bounded by processes, streams and time bins, except NVTX's
+ * projection onto the GPU in traces of both gpu and nvtx: every closed range and linked GPU
+ * operation, since Kineto's gpu_user_annotation needs them all). OUT ending in ".gz" is
+ * gzip-compressed on the fly. Stacks (export_chrome_stack.c): Kineto's "Call stack" in an
+ * event's args, and for samples (a style's `sample`) a "stackFrames" node.
  *
  * Some metadata keys (Kineto's distributedInfo) must come before traceEvents (HTA reads the
  * metadata by scanning the text up to them), but only the whole trace tells them. So the
@@ -277,14 +277,12 @@ void chrome_str(FILE *f, const char *s)
 	json_write_string(f, s ? s : "", s ? strlen(s) : 0);
 }
 
-int chrome_has_family(const struct trace_meta *meta, const char *family)
+/* The blanks family I's header key may need (0: it has none): the trace's rank it may say. */
+static size_t chrome_header_space(int i)
 {
-	size_t n = strlen(family);
+	const struct family_export *x = families[i]->export;
 
-	for (const char *p = meta->families; p && *p; p += strcspn(p, ",") + !!p[strcspn(p, ",")])
-		if (strcspn(p, ",") == n && !strncmp(p, family, n))
-			return 1;
-	return 0;
+	return x && x->says & EX_SAYS_RANK ? CHROME_DIST_RESERVE : 0;
 }
 
 /*
@@ -305,14 +303,14 @@ static int chrome_header(struct chrome *c, const struct trace_meta *meta)
 	json__begin_array(&j);
 	json__end_array(&j);
 	for (int i = 0; i < c->nfam; i++) {
-		const struct chrome_family *h = families[i]->chrome;
+		size_t space = chrome_header_space(i);
 
 		c->hdr_off[i] = -1;
-		if (!h || !h->header_space || !chrome_has_family(meta, families[i]->name))
+		if (!space || !ex_recorded(meta, families[i]->name))
 			continue;
 		fflush(m);
 		c->hdr_off[i] = ftell(m);
-		fprintf(m, "%*s", (int)h->header_space, "");
+		fprintf(m, "%*s", (int)space, "");
 	}
 	json__kv_str(&j, "traceName", c->path);
 	json__kv_str(&j, "displayTimeUnit", "ns");
@@ -347,7 +345,7 @@ static int chrome_header(struct chrome *c, const struct trace_meta *meta)
  */
 static int chrome_header_keys(struct chrome *c)
 {
-	const struct chrome_family *h;
+	size_t space;
 	int any = 0, len;
 	char *buf;
 
@@ -355,14 +353,12 @@ static int chrome_header_keys(struct chrome *c)
 		if (c->hdr_off[i] < 0)
 			continue;
 		any = 1;
-		h = families[i]->chrome;
-		if (!h->header)
-			continue;
-		buf = malloc(h->header_space + 1);
+		space = chrome_header_space(i);
+		buf = malloc(space + 1);
 		if (!buf)
 			return -ENOMEM;
-		len = h->header(c->fst[i], buf, h->header_space);
-		if (len > 0 && (size_t)len <= h->header_space)
+		len = chrome_rank_key(c, buf, space);
+		if (len > 0 && (size_t)len <= space)
 			memcpy(c->hdr + c->hdr_off[i], buf, len);
 		free(buf);
 	}
@@ -371,10 +367,8 @@ static int chrome_header_keys(struct chrome *c)
 
 static void chrome_free(struct chrome *c)
 {
-	for (int i = 0; c->fst && i < c->nfam; i++)
-		if (c->fst[i] && families[i]->chrome->free)
-			families[i]->chrome->free(c->fst[i]);
-	free(c->fst);
+	ex_sink__fini(&c->sink);
+	hmap__free(c->streams);
 	free(c->hdr_off);
 	hmap__free(c->threads);
 	hmap__free(c->procs);
@@ -399,23 +393,21 @@ static void *chrome__open(const char *out, const struct trace_meta *meta, int *e
 	c->threads = hmap__new(1);
 	c->procs = hmap__new(1);
 	c->start_mono = meta->start.mono_ns;
-	c->nfam = family__count();
 	c->last_fam = -1;
-	c->fst = calloc(c->nfam + 1, sizeof(*c->fst));
+	c->streams = hmap__new(1);
+	*err = ex_sink__init(&c->sink, &chrome_sink_ops, meta, EX_PROFILER);
+	c->nfam = c->sink.nfam;
 	c->hdr_off = calloc(c->nfam + 1, sizeof(*c->hdr_off));
 	c->scratch = open_memstream(&c->scratch_buf, &c->scratch_size);
-	if (!c->threads || !c->procs || !c->fst || !c->hdr_off || !c->scratch ||
+	if (*err || !c->threads || !c->procs || !c->streams || !c->hdr_off || !c->scratch ||
 	    chrome_stacks__new(c)) {
 		*err = -ENOMEM;
 		goto err_free;
 	}
-	for (int i = 0; i < c->nfam; i++) {
-		const struct chrome_family *h = families[i]->chrome;
-
-		*err = h && h->open ? h->open(c, meta, &c->fst[i]) : 0;
-		if (*err)
-			goto err_free;
-	}
+	for (int i = 0; i < c->nfam && !*err; i++)
+		*err = ex_sink__open_one(&c->sink, i);
+	if (*err)
+		goto err_free;
 	*err = chrome_header(c, meta);
 	if (*err)
 		goto err_free;
@@ -580,12 +572,7 @@ static int chrome_seen(struct chrome *c, __u32 pid, __u32 tid)
 
 __u64 chrome_external_id(struct chrome *c, __u32 pid, __u32 tid, __u64 ts)
 {
-	__u64 id = 0;
-
-	for (int i = 0; i < c->nfam && !id; i++)
-		if (families[i]->chrome && families[i]->chrome->external_id)
-			id = families[i]->chrome->external_id(c->fst[i], pid, tid, ts);
-	return id;
+	return ex_op_at(&c->sink, pid, tid, ts);
 }
 
 void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts)
@@ -612,9 +599,7 @@ int chrome_event(struct chrome *c, const struct bs_hdr *rec, const struct event 
 	if (!cat)
 		cat = k && k->cat ? k->cat : ev->kind;
 	ph = k && k->ph ? k->ph : ev->dur ? 'X' : 'i';
-	for (int i = 0; i < c->nfam && !flow; i++)
-		if (families[i]->chrome && families[i]->chrome->flow)
-			flow = families[i]->chrome->flow(rec);
+	chrome_ex_flows(c, rec, &flow, NULL);
 
 	chrome_begin(c, ph, cat, ev->name ? ev->name : ev->kind, ev->pid, ev->tid);
 	fputs(",\"ts\":", c->f);
@@ -647,23 +632,19 @@ int chrome_event(struct chrome *c, const struct bs_hdr *rec, const struct event 
 static int chrome__record(void *st, const struct bs_hdr *rec, const struct event *ev,
 			  const struct trace_model *m)
 {
-	const struct chrome_family *h;
 	struct chrome *c = st;
 	int err, fam;
 
 	c->model = m;
+	c->sink.model = m;
 	err = chrome_seen(c, rec->pid, rec->tid);
-	for (int i = 0; !err && i < c->nfam; i++)
-		if (families[i]->chrome && families[i]->chrome->observe)
-			err = families[i]->chrome->observe(c, c->fst[i], rec, m);
+	if (!err)
+		err = ex_sink__observe(&c->sink, rec);
 	if (err)
 		return err;
-	if (!ev)
-		return 0;
 	chrome_decoder(c, rec->type, &fam);
-	h = fam >= 0 ? families[fam]->chrome : NULL;
-	err = h && h->draw ? h->draw(c, c->fst[fam], rec, ev, m) : 0;
-	if (!err)
+	err = ex_sink__record(&c->sink, fam, rec, ev);
+	if (!err && ev)
 		err = chrome_event(c, rec, ev, NULL);
 	return err < 0 ? err : ferror(c->f) ? chrome_err(c) : 0;
 }
@@ -708,9 +689,7 @@ static void chrome_names(struct chrome *c, const struct trace_model *m)
 			chrome_meta_event(c, "thread_name", key.a, key.b, name, 0);
 		chrome_meta_event(c, "thread_sort_index", key.a, key.b, NULL, key.b);
 	}
-	for (int i = 0; i < c->nfam; i++)
-		if (families[i]->chrome && families[i]->chrome->names)
-			families[i]->chrome->names(c, c->fst[i]);
+	chrome_gpu_names(c);
 }
 
 static int chrome__finish(void *st, const struct trace_model *m, const struct trace_status *status)
@@ -718,13 +697,14 @@ static int chrome__finish(void *st, const struct trace_model *m, const struct tr
 	struct chrome *c = st;
 	int err = 0;
 
+	c->model = m;
+	c->sink.model = m;
 	/*
 	 * In registry order, unlike the other exporters' teardown: these write events, and the
 	 * array keeps the order it has always had (GIL's counters, then NVTX's GPU annotations).
 	 */
 	for (int i = 0; !err && i < c->nfam; i++)
-		if (families[i]->chrome && families[i]->chrome->finish)
-			err = families[i]->chrome->finish(c, c->fst[i]);
+		err = ex_sink__finish_one(&c->sink, i);
 	if (!err)
 		chrome_names(c, m);
 	fputs("\n],\n", c->f);
@@ -761,4 +741,5 @@ const struct exporter export_chrome = {
 	.record = chrome__record,
 	.finish = chrome__finish,
 	.abort = chrome__abort,
+	.per_rank = 1,
 };

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Inside the Chrome exporter: its state, the writers export_chrome.c (the format, every
- * event drawn by its kind's style) shares with the families' hooks (struct chrome_family:
- * export_chrome_FAMILY.c), and those hooks.
+ * Inside the Chrome exporter: its state and the writers export_chrome.c (the format, every
+ * event drawn by its kind's style) shares with export_chrome_model.c (the export model's
+ * items, in the PyTorch profiler's view) and export_chrome_stack.c (stacks).
  */
 #ifndef BPFSIGHT_EXPORT_CHROME_H
 #define BPFSIGHT_EXPORT_CHROME_H
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <zlib.h>
 #include "export.h"
+#include "export_model.h"
 #include "hmap.h"
 
 /* gzip level: 1 keeps a 100 M-event export CPU-bound on JSON formatting, not on deflate. */
@@ -17,46 +18,6 @@
 #define CHROME_BUF_SIZE (1 << 16)
 
 struct chrome;
-
-/*
- * What a family adds to the Chrome export beyond its kinds' styles (struct family.chrome).
- * Every hook may be NULL. ST is the family's state for this export, made by open (else NULL).
- */
-struct chrome_family {
-	int (*open)(struct chrome *c, const struct trace_meta *meta, void **st);
-	void (*free)(void *st);
-	/* Every record of any family, in file order, before its event (if any) is drawn. */
-	int (*observe)(struct chrome *c, void *st, const struct bs_hdr *rec,
-		       const struct trace_model *m);
-	/*
-	 * An event of the family's own records: 1 when the hook drew it, 0 to draw it by its
-	 * style (chrome_event), or a negative errno.
-	 */
-	int (*draw)(struct chrome *c, void *st, const struct bs_hdr *rec, const struct event *ev,
-		    const struct trace_model *m);
-	/* The id of the ac2g flow an event of any family starts (a launch), 0 = none. */
-	__u64 (*flow)(const struct bs_hdr *rec);
-	/*
-	 * Kineto's "External id" of what thread TID of PID was running at TS (a launching call's
-	 * entry), for that call's events and its GPU work: its innermost op's id among the
-	 * records read so far, 0 when none is known.
-	 */
-	__u64 (*external_id)(void *st, __u32 pid, __u32 tid, __u64 ts);
-	/*
-	 * After the last record: events written at the end (counters, what needs every record),
-	 * before the names. 0, or a negative errno that fails the export.
-	 */
-	int (*finish)(struct chrome *c, void *st);
-	/* Name ("ph":"M") events of the family's own pids and tids, after the threads'. */
-	void (*names)(struct chrome *c, void *st);
-	/*
-	 * A metadata key only the whole trace tells (HTA reads metadata before "traceEvents"):
-	 * when the trace recorded the family, the header keeps HEADER_SPACE blanks for it, and
-	 * header() fills BUF (SPACE + 1 bytes) at the end; it returns the length, 0 = no key.
-	 */
-	size_t header_space;
-	int (*header)(void *st, char *buf, size_t space);
-};
 
 /*
  * stdio over OUT's descriptor, through deflate when asked, so the JSON writer streams either
@@ -77,6 +38,7 @@ struct chrome_out {
 };
 
 struct chrome {
+	struct ex_sink sink; /* first: the model's calls come with it (EX_PROFILER) */
 	FILE *f;
 	struct chrome_out out; /* the stream's cookie */
 	const char *path;
@@ -90,8 +52,12 @@ struct chrome {
 	size_t scratch_size;
 	__u64 nevents;	  /* objects written into traceEvents */
 	__u64 start_mono; /* recording start (0: unknown) */
-	void **fst;	  /* per family (families[] order): its hooks' state */
 	int nfam;
+	struct hmap *streams; /* {device, stream} -> u8: the GPU "threads" drawn on */
+	__u64 devices[4];     /* bit per GPU (< 256) drawn on as a process (EX_DEVICE) */
+	/* The rank a family said (ex_rank), for Kineto's distributedInfo. */
+	const char *backend;
+	__s32 rank, nranks;
 	struct chrome_stacks *stacks;	 /* export_chrome_stack.c */
 	const struct trace_model *model; /* the record's being drawn */
 	/* Records come in runs of one type: skip the decoder's lookup. */
@@ -115,12 +81,10 @@ int chrome_err(const struct chrome *c);
 int chrome_args_open(struct chrome *c, const struct event *ev);
 void chrome_meta_event(struct chrome *c, const char *what, __u32 pid, __u32 tid, const char *name,
 		       __u64 sort_index);
-/* Did the recording ask for FAMILY (META's "proc,cuda,nccl")? */
-int chrome_has_family(const struct trace_meta *meta, const char *family);
 
 /*
  * Draw EV by its kind's style: its category CAT (NULL: the style's), dump's args, Kineto's
- * grid/block, and the flow a family starts from it (chrome_family.flow).
+ * grid/block, and the flow a family starts from it (struct family_export.flows).
  */
 int chrome_event(struct chrome *c, const struct bs_hdr *rec, const struct event *ev,
 		 const char *cat);
@@ -135,6 +99,18 @@ int chrome_thread(struct chrome *c, __u32 pid, __u32 tid);
 __u64 chrome_external_id(struct chrome *c, __u32 pid, __u32 tid, __u64 ts);
 /* An ac2g flow event: 's' at a launch, 'f' (bound to the enclosing slice) at its GPU work. */
 void chrome_flow(struct chrome *c, char ph, __u64 id, __u32 pid, __u32 tid, __u64 ts);
+
+/*
+ * The model's items (export_chrome_model.c): the sink's calls, the flows of a record (OUT, IN:
+ * either may be NULL), Kineto's distributedInfo of the rank a family said into BUF (SPACE + 1
+ * bytes): its length, 0 for none.
+ */
+#define CHROME_DIST_RESERVE 128 /* bytes kept for distributedInfo (it needs at most 87) */
+extern const struct ex_sink_ops chrome_sink_ops;
+void chrome_ex_flows(struct chrome *c, const struct bs_hdr *rec, __u64 *out, __u64 *in);
+int chrome_rank_key(struct chrome *c, char *buf, size_t space);
+/* Kineto's names of the GPUs drawn on, after the threads'. */
+void chrome_gpu_names(struct chrome *c);
 
 /* Stacks (export_chrome_stack.c): their state in C, made and freed with it. */
 int chrome_stacks__new(struct chrome *c);

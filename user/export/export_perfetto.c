@@ -25,9 +25,10 @@
  *
  * Nothing here knows a family: a kind's track name, description and nesting are its decoder's
  * style (struct export_style; a kind without one gets a track named after itself), and what a
- * family needs beyond that is its hooks' (struct perfetto_family, export_perfetto_FAMILY.c):
- * GPU work on per-device stream tracks, NVTX on tracks of its own, flows from launching calls
- * to their GPU work, the loss, GPU busy and GIL contention counters.
+ * family shows beyond that is its description in the export model (export_model.h), drawn in
+ * bpfsight's own view by export_perfetto_model.c: GPU work on per-device stream tracks, NVTX on
+ * tracks of its own, flows from launching calls to their GPU work, the loss, GPU busy and GIL
+ * contention counters.
  *
  * Stacks (export_perfetto_stack.c) are any event's: ev->stack becomes the event's interned
  * callstack, a GIL wait's holder_stack an annotation, and a kind whose style says `sample`
@@ -254,20 +255,20 @@ int pf__process_track(struct pf *pf, __u32 pid, __u64 ts, const struct trace_mod
 	return 0;
 }
 
-int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_model *m,
-		     __u64 *uuid)
+int pf__thread_track_at(struct pf *pf, __u32 pid, __u32 tid, __u64 ts, const struct trace_model *m,
+			__u64 *uuid)
 {
-	const char *tname = trace_model__thread_name(m, ev->tid);
+	const char *tname = trace_model__thread_name(m, tid);
 	struct pf_thread *t;
 	__u64 puuid;
 	int err;
 
-	if (!tname && ev->tid == ev->pid)
-		tname = trace_model__process_name(m, ev->pid);
-	err = pf__process_track(pf, ev->pid, ev->ts, m, &puuid);
+	if (!tname && tid == pid)
+		tname = trace_model__process_name(m, pid);
+	err = pf__process_track(pf, pid, ts, m, &puuid);
 	if (err)
 		return err;
-	t = hmap__get(pf->threads, (struct hkey){ .a = (__u64)ev->pid << 32 | ev->tid }, 1);
+	t = hmap__get(pf->threads, (struct hkey){ .a = (__u64)pid << 32 | tid }, 1);
 	if (!t)
 		return -ENOMEM;
 	if (!t->uuid || (tname && t->name != tname)) {
@@ -275,12 +276,18 @@ int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_m
 			t->uuid = pf->next_uuid++;
 		if (tname)
 			t->name = tname;
-		err = pf__describe_thread(pf, ev->ts, t->uuid, puuid, ev->pid, ev->tid, tname);
+		err = pf__describe_thread(pf, ts, t->uuid, puuid, pid, tid, tname);
 		if (err)
 			return err;
 	}
 	*uuid = t->uuid;
 	return 0;
+}
+
+int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_model *m,
+		     __u64 *uuid)
+{
+	return pf__thread_track_at(pf, ev->pid, ev->tid, ev->ts, m, uuid);
 }
 
 /* Do EV's slices go on its thread's own track (export_style.on_thread)? */
@@ -503,13 +510,6 @@ int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d)
 	return pf__packet_end(pf);
 }
 
-__u64 pf__bins_origin(struct pf *pf, __u64 ts)
-{
-	if (!pf->bins_origin)
-		pf->bins_origin = pf->start_mono ? pf->start_mono : ts;
-	return pf->bins_origin;
-}
-
 int pf__describe_counter(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, const char *name,
 			 const char *desc, __u32 unit)
 {
@@ -528,21 +528,6 @@ int pf__describe_counter(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, cons
 	pb__end(pb);
 	pb__end(pb);
 	return pf__packet_end(pf);
-}
-
-int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *desc,
-		     const struct time_bins *b, double cap)
-{
-	struct time_bins_iter it;
-	__u64 uuid = pf->next_uuid++, ts;
-	double v;
-	int err;
-
-	err = pf__describe_counter(pf, b->origin, uuid, parent, name, desc, 0);
-	time_bins__iter_init(&it, b);
-	while (!err && time_bins__step(b, &it, cap, &ts, &v))
-		err = pf__counter(pf, ts, uuid, 0, &v);
-	return err;
 }
 
 int pf__lanes_pick(struct pf *pf, struct pf_lanes *l, __u64 start, __u64 end, __u64 parent,
@@ -585,10 +570,8 @@ static void pf__free(struct pf *pf)
 	hmap__free(pf->procs);
 	hmap__free(pf->threads);
 	hmap__free(pf->children);
-	for (int i = 0; pf->fst && i < pf->nfam; i++)
-		if (pf->fst[i] && families[i]->perfetto->free)
-			families[i]->perfetto->free(pf->fst[i]);
-	free(pf->fst);
+	ex_sink__fini(&pf->sink);
+	pf_model__free(pf);
 	free(pf);
 }
 
@@ -616,18 +599,15 @@ static void *perfetto_open(const char *out, const struct trace_meta *meta, int *
 	pf->procs = hmap__new(sizeof(struct pf_proc));
 	pf->threads = hmap__new(sizeof(struct pf_thread));
 	pf->children = hmap__new(sizeof(__u64));
-	pf->nfam = family__count();
-	pf->fst = calloc(pf->nfam + 1, sizeof(*pf->fst));
-	if (!pf->names || !pf->cats || !pf->keys || !pf->procs || !pf->threads || !pf->children ||
-	    !pf->fst || pf_stacks__init(pf))
+	if (ex_sink__init(&pf->sink, &pf_sink_ops, meta, EX_OWN))
 		goto fail;
-	for (int i = 0; i < pf->nfam; i++) {
-		const struct perfetto_family *h = families[i]->perfetto;
-
-		err = h && h->open ? h->open(pf, &pf->fst[i]) : 0;
-		if (err)
+	pf->nfam = pf->sink.nfam;
+	if (!pf->names || !pf->cats || !pf->keys || !pf->procs || !pf->threads || !pf->children ||
+	    pf_model__init(pf) || pf_stacks__init(pf))
+		goto fail;
+	for (int i = 0; i < pf->nfam; i++)
+		if ((err = ex_sink__open_one(&pf->sink, i)))
 			goto fail;
-	}
 	err = -ENOMEM;
 	/* cmd_export removed any old OUT; never write through a symlink planted meanwhile. */
 	pf->fd = export__create(out);
@@ -655,60 +635,32 @@ fail:
 	return NULL;
 }
 
-/* A family's own track for EV (GPU streams, NVTX tracks): 1 and *TRACK, 0, or -errno. */
-static int pf__family_track(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
-			    const struct trace_model *m, __u64 *track)
+void pf__flows(struct pf *pf, const struct bs_hdr *rec, __u64 *out, __u64 *in)
 {
-	const struct perfetto_family *h;
-	int fam;
-
-	if (!family__decoder_at(rec->type, &fam))
-		return 0;
-	h = families[fam]->perfetto;
-	return h && h->track ? h->track(pf, pf->fst[fam], rec, ev, m, track) : 0;
+	ex_flows(&pf->sink, rec, out, in);
 }
 
-/* The flows REC starts and ends, as the families tie them (a launch to its GPU work). */
-static void pf__flows(struct pf *pf, const struct bs_hdr *rec, __u64 *out, __u64 *in)
+int pf__draw(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
+	     const struct trace_model *m)
 {
-	*out = *in = 0;
-	for (int i = 0; i < pf->nfam && !*out && !*in; i++)
-		if (families[i]->perfetto && families[i]->perfetto->flows)
-			families[i]->perfetto->flows(rec, out, in);
-}
-
-static int perfetto_record(void *st, const struct bs_hdr *rec, const struct event *ev,
-			   const struct trace_model *m)
-{
-	struct pf *pf = st;
 	__u64 thread = 0, track, flow_out, flow_in;
 	const struct pf_kind *k;
 	__u32 kidx;
 	int err = 0;
 
-	pf->model = m;
-	k = ev ? pf__kind(pf, ev->kind ? ev->kind : "event", &kidx) : NULL;
+	k = pf__kind(pf, ev->kind ? ev->kind : "event", &kidx);
 	if (k && k->style && k->style->sample && (ev->pid || ev->tid)) {
 		/* A sample of a thread's stack: Perfetto's own sample packet, not a slice. */
 		err = pf__sample(pf, rec, ev, m);
-	} else if (ev) {
-		err = pf__family_track(pf, rec, ev, m, &track);
-		if (err < 0)
-			return err;
-		if (err == PF_FAMILY_DRAWN) {
-			err = 0;
-			goto observe;
-		}
-		if (!err && (ev->pid || ev->tid)) {
+	} else {
+		if (ev->pid || ev->tid) {
 			err = pf__thread_track(pf, ev, m, &thread);
 			if (err)
 				return err;
 		}
 		/* Instants and API calls of a thread go on its own track; other intervals on
 		 * their kind's. */
-		if (err == 1)
-			err = 0;
-		else if (thread && (!ev->dur || pf__on_thread(pf, ev)))
+		if (thread && (!ev->dur || pf__on_thread(pf, ev)))
 			track = thread;
 		else if ((err = pf__kind_track(pf, ev, thread, &track)))
 			return err;
@@ -717,11 +669,24 @@ static int perfetto_record(void *st, const struct bs_hdr *rec, const struct even
 		if (!err && ev->dur)
 			err = pf__event_end(pf, ev->ts + ev->dur, track);
 	}
-observe:
-	for (int i = 0; !err && i < pf->nfam; i++)
-		if (families[i]->perfetto && families[i]->perfetto->observe)
-			err = families[i]->perfetto->observe(pf, pf->fst[i], rec);
 	return err;
+}
+
+static int perfetto_record(void *st, const struct bs_hdr *rec, const struct event *ev,
+			   const struct trace_model *m)
+{
+	struct pf *pf = st;
+	int err, fam;
+
+	pf->model = m;
+	pf->sink.model = m;
+	err = ex_sink__observe(&pf->sink, rec);
+	family__decoder_at(rec->type, &fam);
+	if (!err)
+		err = ex_sink__record(&pf->sink, fam, rec, ev);
+	if (!err && ev)
+		err = pf__draw(pf, rec, ev, m);
+	return err < 0 ? err : 0;
 }
 
 static int perfetto_finish(void *st, const struct trace_model *m, const struct trace_status *status)
@@ -729,10 +694,11 @@ static int perfetto_finish(void *st, const struct trace_model *m, const struct t
 	struct pf *pf = st;
 	int err = 0, e;
 
+	pf->model = m;
+	pf->sink.model = m;
 	/* Last registered first, as teardown goes (the GPU's counters before the GIL's). */
 	for (int i = pf->nfam - 1; !err && i >= 0; i--)
-		if (families[i]->perfetto && families[i]->perfetto->finish)
-			err = families[i]->perfetto->finish(pf, pf->fst[i], m);
+		err = ex_sink__finish_one(&pf->sink, i);
 	if (!err && status && status->has_end)
 		err = pf__clock_snapshot(pf, &status->end, 0);
 	if (!err)

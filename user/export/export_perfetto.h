@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Inside the Perfetto exporter: its state, the protobuf field numbers, the packet writers
- * export_perfetto.c (the format, the tracks of threads and kinds) shares with the families'
- * hooks (struct perfetto_family: export_perfetto_FAMILY.c), and those hooks.
+ * export_perfetto.c (the format, the tracks of threads and kinds) shares with
+ * export_perfetto_model.c (the export model's items, in bpfsight's own view) and
+ * export_perfetto_stack.c (stacks).
  */
 #ifndef BPFSIGHT_EXPORT_PERFETTO_H
 #define BPFSIGHT_EXPORT_PERFETTO_H
 
 #include <zlib.h>
 #include "export.h"
+#include "export_model.h"
 #include "family.h"
 #include "pb.h"
 #include "hmap.h"
 #include "string_pool.h"
-#include "time_bins.h"
 
 /* Field numbers, from perfetto_trace.proto. */
 #define TRACE_PACKET 1
@@ -92,35 +93,6 @@
 /* Write out once this much is buffered. */
 #define PF_FLUSH_BYTES (256 * 1024)
 #define PF_MAX_KINDS   256
-/* Width of the bins of the counters drawn from time sums (GPU busy, GIL contention). */
-#define PF_BIN_NS 10000000ull /* 10 ms */
-
-struct pf;
-
-/*
- * What a family adds to the Perfetto export beyond its kinds' styles (struct family.perfetto).
- * Every hook may be NULL. ST is the family's state for this export, made by open (else NULL).
- */
-#define PF_FAMILY_DRAWN 2
-
-struct perfetto_family {
-	int (*open)(struct pf *pf, void **st);
-	void (*free)(void *st);
-	/*
-	 * The track of an event of the family's own records, when it is neither its thread's nor
-	 * its kind's: 1 and *TRACK set, 0 for the usual one, PF_FAMILY_DRAWN when the family
-	 * draws the event itself (a sample of counters, written by its observe hook: no slice),
-	 * or a negative errno.
-	 */
-	int (*track)(struct pf *pf, void *st, const struct bs_hdr *rec, const struct event *ev,
-		     const struct trace_model *m, __u64 *track);
-	/* The flows a record of any family starts (OUT) or ends (IN), left 0 when none. */
-	void (*flows)(const struct bs_hdr *rec, __u64 *out, __u64 *in);
-	/* Every record of any family, in file order, after its event (if any) was written. */
-	int (*observe)(struct pf *pf, void *st, const struct bs_hdr *rec);
-	/* After the last record (counters whose bins fill in any order). */
-	int (*finish)(struct pf *pf, void *st, const struct trace_model *m);
-};
 
 struct pf_kind {
 	const char *kind; /* the decoder's string: stable for the whole export */
@@ -145,6 +117,7 @@ struct pf_intern {
 };
 
 struct pf {
+	struct ex_sink sink; /* first: the model's calls come with it (EX_OWN) */
 	int fd;
 	gzFile gz;
 	struct pb pb;
@@ -156,9 +129,11 @@ struct pf {
 	__u32 nkinds;
 	__u64 next_uuid;
 	__u64 start_mono;
-	__u64 bins_origin; /* time of bin 0 of every binned counter */
-	void **fst;	   /* per family (families[] order): its hooks' state */
 	int nfam;
+	/* The model's tracks (export_perfetto_model.c): named ones of a thread or process, GPUs,
+	 * their streams, devices, counters by track and name (CTR_NAMES: the names' ids). */
+	struct hmap *subs, *sub_lanes, *gpus, *gpu_lanes, *devices, *ctrs;
+	struct string_pool *ctr_names;
 	const struct trace_model *model; /* the record's being written */
 	/* Interned stacks (export_perfetto_stack.c): functions, path parts, mappings, source
 	 * files, {frame} -> frame iid, {stack id, kernel} -> callstack iid. */
@@ -177,6 +152,19 @@ int pf__process_track(struct pf *pf, __u32 pid, __u64 ts, const struct trace_mod
 /* The process and thread tracks of EV; the thread's uuid in *UUID. */
 int pf__thread_track(struct pf *pf, const struct event *ev, const struct trace_model *m,
 		     __u64 *uuid);
+/* The same for thread TID of PID, described at TS the first time. */
+int pf__thread_track_at(struct pf *pf, __u32 pid, __u32 tid, __u64 ts, const struct trace_model *m,
+			__u64 *uuid);
+/* EV of REC drawn by its kind's style: a sample, or a slice or instant on its thread's or kind's. */
+int pf__draw(struct pf *pf, const struct bs_hdr *rec, const struct event *ev,
+	     const struct trace_model *m);
+/* The flows REC starts and ends, as the families tie them (a launch to its GPU work). */
+void pf__flows(struct pf *pf, const struct bs_hdr *rec, __u64 *out, __u64 *in);
+
+/* The model's items (export_perfetto_model.c): the sink's calls, its state made and freed. */
+extern const struct ex_sink_ops pf_sink_ops;
+int pf_model__init(struct pf *pf);
+void pf_model__free(struct pf *pf);
 /* A named track UUID under PARENT (0: root), with an optional description. */
 int pf__describe_named(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, const char *name,
 		       const char *desc);
@@ -195,19 +183,6 @@ int pf__describe_counter(struct pf *pf, __u64 ts, __u64 uuid, __u64 parent, cons
 			 const char *desc, __u32 unit);
 /* A counter's value: V, or *D when D is given (double_counter_value). */
 int pf__counter(struct pf *pf, __u64 ts, __u64 track, __s64 v, const double *d);
-/*
- * Where bin 0 of binned counters starts: the recording's start, or TS (the first time binned)
- * when the trace has none. The same for every counter, so their steps line up.
- */
-__u64 pf__bins_origin(struct pf *pf, __u64 ts);
-/*
- * A counter track NAME under PARENT drawn from B: each bin's time / its width, capped at CAP
- * (0: no cap), a value where it changes and 0 after the last bin. Written at the end: bins
- * fill in any order.
- */
-int pf__bins_counter(struct pf *pf, __u64 parent, const char *name, const char *desc,
-		     const struct time_bins *b, double cap);
-
 /* Stacks (export_perfetto_stack.c): their state in PF, made and freed with it. */
 int pf_stacks__init(struct pf *pf);
 void pf_stacks__free(struct pf *pf);

@@ -7,8 +7,9 @@
  * BPFSIGHT_* tables. docs/EXPORT.md has the schema and queries that reproduce `bpfsight stats`.
  *
  * Nothing here knows a family: this file makes the tables every trace has (META, StringIds,
- * the threads and their names, ENUM_NSYS_EVENT_CLASS), and each family its own with their rows
- * (struct sqlite_family, export_sqlite_FAMILY.c).
+ * the threads and their names, the model's ENUM_NSYS_EVENT_CLASS, the stacks), and each family
+ * declares its own in the export model (export_model.h), whose rows export_sqlite_model.c
+ * writes.
  *
  * Streamed: one transaction of prepared inserts, indexes built at the end. Memory holds the
  * interned names, the set of threads seen, what the families' hooks keep and SQLite's page
@@ -25,7 +26,6 @@
 #include "export_sqlite.h"
 #include "family.h"
 #include "hmap.h"
-#include "ucall_records.h"
 #include "string_pool.h"
 #include "msg.h"
 
@@ -36,9 +36,10 @@ static const char sq_schema[] =
 	"CREATE TABLE ThreadNames (nameId INTEGER NOT NULL REFERENCES StringIds(id),"
 	" priority INTEGER, globalTid INTEGER);"
 	"CREATE TABLE BPFSIGHT_THREADS (pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
-	" globalTid INTEGER NOT NULL, name TEXT, PRIMARY KEY (pid, tid)) WITHOUT ROWID;"
-	"CREATE TABLE ENUM_NSYS_EVENT_CLASS (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL,"
-	" label TEXT);";
+	" globalTid INTEGER NOT NULL, name TEXT, PRIMARY KEY (pid, tid)) WITHOUT ROWID;";
+
+/* The model's tables every trace has (export_model.h), after those. */
+static const struct ex_table *const sq_model_tables[] = { &ex_event_classes, NULL };
 
 static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_META] = "INSERT OR REPLACE INTO META VALUES (?, ?)",
@@ -48,12 +49,6 @@ static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_STACK] = "INSERT OR IGNORE INTO BPFSIGHT_STACKS VALUES (?, ?, ?)",
 	[SQ_FRAME] = "INSERT INTO BPFSIGHT_CALLCHAINS VALUES (?, ?, ?, ?, ?, ?, ?)",
 };
-
-__s64 global_tid(__u32 pid, __u32 tid)
-{
-	return (__s64)pid << 24 |
-	       (tid & 0xffffff); /* a merged file's tid: its namespace is in pid */
-}
 
 int sq_fail(struct sq *s, const char *what)
 {
@@ -108,25 +103,6 @@ void sq_finalize(sqlite3_stmt **st, int n)
 		sqlite3_finalize(st[i]);
 		st[i] = NULL;
 	}
-}
-
-int sq_stmts__open(struct sq *s, const char *const *sql, int n, void **st)
-{
-	struct sq_stmts *t = calloc(1, sizeof(*t) + n * sizeof(t->stmt[0]));
-
-	if (!t)
-		return -ENOMEM;
-	t->n = n;
-	*st = t;
-	return sq_prepare(s, sql, t->stmt, n);
-}
-
-void sq_stmts__free(void *st)
-{
-	struct sq_stmts *t = st;
-
-	sq_finalize(t->stmt, t->n);
-	free(t);
 }
 
 int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid)
@@ -213,40 +189,26 @@ static int sq_meta(struct sq *s, const struct trace_meta *m)
 /* The families' states and every statement, before the database closes. */
 static void sq_release(struct sq *s)
 {
-	for (int i = 0; s->fst && i < s->nfam; i++) {
-		if (s->fst[i] && families[i]->sqlite->free)
-			families[i]->sqlite->free(s->fst[i]);
-		s->fst[i] = NULL;
-	}
+	ex_sink__fini(&s->sink);
+	sq_model__free(s);
 	sq_finalize(s->stmt, SQ_NSTMT);
 }
 
 static void sq_free(struct sq *s)
 {
 	sq_release(s);
-	free(s->fst);
 	sqlite3_close(s->db);
 	string_pool__free(s->strings);
 	hmap__free(s->threads);
 	free(s);
 }
 
-/* Family I's tables, then its statements and state. */
+/* Family I's tables, then its state. */
 static int sq_family_open(struct sq *s, int i)
 {
-	const struct sqlite_family *h = families[i]->sqlite;
-	char what[64];
-	int err = 0;
+	const struct family_export *x = families[i]->export;
 
-	if (!h)
-		return 0;
-	if (h->schema) {
-		snprintf(what, sizeof(what), "creating the %s tables", families[i]->name);
-		err = sq_exec(s, h->schema, what);
-	}
-	if (!err && h->open)
-		err = h->open(s, &s->fst[i]);
-	return err;
+	return x ? sq_tables__create(s, x->tables) ?: ex_sink__open_one(&s->sink, i) : 0;
 }
 
 static void *sqlite__open(const char *out, const struct trace_meta *meta, int *err)
@@ -272,9 +234,12 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 	s->path = out;
 	s->strings = string_pool__new();
 	s->threads = hmap__new(1);
-	s->nfam = family__count();
-	s->fst = calloc(s->nfam + 1, sizeof(*s->fst));
-	if (!s->strings || !s->threads || !s->fst) {
+	if (ex_sink__init(&s->sink, &sq_sink_ops, meta, EX_TABLES) || sq_model__init(s)) {
+		*err = -ENOMEM;
+		goto err_free;
+	}
+	s->nfam = s->sink.nfam;
+	if (!s->strings || !s->threads) {
 		*err = -ENOMEM;
 		goto err_free;
 	}
@@ -307,6 +272,7 @@ static void *sqlite__open(const char *out, const struct trace_meta *meta, int *e
 		*err = sq_exec(s, "BEGIN", "begin");
 	if (!*err)
 		*err = sq_exec(s, sq_schema, "creating the tables")
+			       ?: sq_tables__create(s, sq_model_tables)
 			       ?: sq_exec(s, sq_stack_schema, "creating the stack tables");
 	if (!*err)
 		*err = sq_prepare(s, sq_sql, s->stmt, SQ_NSTMT);
@@ -323,89 +289,9 @@ err_free:
 	return NULL;
 }
 
-/* Numbers and handles as integers (a u64 above 2^63 reads back negative: SQLite's are signed). */
-int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key)
-{
-	const struct event_arg *a = event__arg(ev, key);
-
-	if (!a) {
-		sqlite3_bind_null(st, col);
-		return 0;
-	}
-	switch (a->kind) {
-	case EVENT_ARG_S64:
-		sqlite3_bind_int64(st, col, a->s);
-		break;
-	case EVENT_ARG_STR:
-		sq_bind_text(st, col, a->str);
-		break;
-	case EVENT_ARG_DOUBLE:
-		sqlite3_bind_double(st, col, a->d);
-		break;
-	case EVENT_ARG_DIM3:
-	case EVENT_ARG_FLAGS:
-		/* Lists go into columns of their own (gridX...; state text): never one value. */
-		sqlite3_bind_null(st, col);
-		break;
-	default: /* U64, HEX, BOOL */
-		sqlite3_bind_int64(st, col, (__s64)a->u);
-		break;
-	}
-	return 1;
-}
-
-__s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt)
-{
-	const struct event_arg *a = event__arg(ev, key);
-
-	if (!a || a->kind == EVENT_ARG_STR)
-		return dflt;
-	return a->kind == EVENT_ARG_S64 ? a->s : (__s64)a->u;
-}
-
-__u32 sq_call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *err)
-{
-	__u32 name;
-
-	*err = 0;
-	if (!ev || !ev->name)
-		return 0;
-	name = sq_intern(s, ev->name, err);
-	if (name) {
-		sqlite3_bind_int64(q, 1, ev->ts);
-		sqlite3_bind_int64(q, 2, ev->ts + ev->dur);
-	}
-	return name;
-}
-
-int sq_ucall_events_row(struct sq *s, sqlite3_stmt *q, const struct bs_hdr *rec,
-			const struct event *ev, int event_class, const char *const *cols, int ncols)
-{
-	const struct bs_ucall *u = (const void *)rec;
-	int err;
-	__u32 name = sq_call_row(s, q, ev, &err);
-
-	if (!name)
-		return err;
-	int col = 3;
-
-	if (event_class >= 0)
-		sqlite3_bind_int64(q, col++, event_class);
-	sqlite3_bind_int64(q, col++, global_tid(rec->pid, rec->tid));
-	sqlite3_bind_int64(q, col++, name);
-	if (event_class >= 0)
-		sqlite3_bind_int64(q, col++, (__s32)u->ret);
-	sqlite3_bind_int64(q, col++, BS_UCALL_DEPTH(u->depth)); /* in flight: returnValue 0 */
-	for (int i = 0; i < ncols; i++)
-		sq_bind_arg(q, col++, ev, cols[i]);
-	sq_bind_stack(q, col, ev->stack);
-	return sq_run(s, q);
-}
-
 static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event *ev,
 			  const struct trace_model *m)
 {
-	const struct sqlite_family *h;
 	const struct rec_decoder *dec;
 	struct sq *s = st;
 	int err = 0, fam;
@@ -420,13 +306,11 @@ static int sqlite__record(void *st, const struct bs_hdr *rec, const struct event
 	if ((rec->pid || rec->tid) &&
 	    !hmap__get(s->threads, (struct hkey){ rec->pid, rec->tid }, 1))
 		return -ENOMEM;
-	for (int i = 0; !err && i < s->nfam; i++)
-		if (families[i]->sqlite && families[i]->sqlite->observe)
-			err = families[i]->sqlite->observe(s, s->fst[i], rec);
-	h = families[fam]->sqlite;
-	if (!err && h && h->record)
-		err = h->record(s, s->fst[fam], rec, ev, m);
-	return err;
+	s->sink.model = m;
+	err = ex_sink__observe(&s->sink, rec);
+	if (!err)
+		err = ex_sink__record(&s->sink, fam, rec, ev);
+	return err < 0 ? err : 0;
 }
 
 /* Names as the model knows them at the end, the way stats names its rows. */
@@ -443,14 +327,14 @@ static int sq_names(struct sq *s, const struct trace_model *m)
 		st = s->stmt[SQ_THREAD];
 		sqlite3_bind_int64(st, 1, pid);
 		sqlite3_bind_int64(st, 2, tid);
-		sqlite3_bind_int64(st, 3, global_tid(pid, tid));
+		sqlite3_bind_int64(st, 3, ex_gtid(pid, tid));
 		sq_bind_text(st, 4, name);
 		err = sq_step(s, SQ_THREAD);
 		if (!err && name) {
 			id = sq_intern(s, name, &err);
 			st = s->stmt[SQ_THREAD_NAME];
 			sqlite3_bind_int64(st, 1, id);
-			sqlite3_bind_int64(st, 2, global_tid(pid, tid));
+			sqlite3_bind_int64(st, 2, ex_gtid(pid, tid));
 			if (id)
 				err = sq_step(s, SQ_THREAD_NAME);
 		}
@@ -482,16 +366,16 @@ static int sqlite__finish(void *st, const struct trace_model *m, const struct tr
 	struct sq *s = st;
 	int err;
 
+	s->sink.model = m;
 	err = sq_names(s, m);
 	if (!err)
 		err = sq_status(s, status);
 	for (int i = 0; !err && i < s->nfam; i++)
-		if (families[i]->sqlite && families[i]->sqlite->indexes)
-			err = sq_exec(s, families[i]->sqlite->indexes, "creating the indexes");
+		if (families[i]->export)
+			err = sq_tables__index(s, families[i]->export->tables);
 	/* Last registered first, as teardown goes (the GPU's links before the GIL's rows). */
 	for (int i = s->nfam - 1; !err && i >= 0; i--)
-		if (families[i]->sqlite && families[i]->sqlite->finish)
-			err = families[i]->sqlite->finish(s, s->fst[i], m);
+		err = ex_sink__finish_one(&s->sink, i);
 	if (!err)
 		err = sq_exec(s, "COMMIT", "commit");
 	if (!err) {

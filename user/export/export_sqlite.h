@@ -1,46 +1,20 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Inside the SQLite exporter: its state, the helpers export_sqlite.c (the database, the tables
- * every trace has) shares with the families' hooks (struct sqlite_family:
- * export_sqlite_FAMILY.c, each with its own tables), and those hooks.
+ * Inside the SQLite exporter: its state and the helpers export_sqlite.c (the database, the
+ * tables every trace has) shares with export_sqlite_model.c (the tables the families declare
+ * in the export model, and their rows) and export_sqlite_stack.c (stacks).
  */
 #ifndef BPFSIGHT_EXPORT_SQLITE_H
 #define BPFSIGHT_EXPORT_SQLITE_H
 
 #include <sqlite3.h>
 #include "export.h"
+#include "export_model.h"
 #include "family.h"
 
 #define SQ_CACHE_KIB 32768 /* SQLite page cache; dirty pages past it spill to the file */
-/*
- * nsys's ENUM_NSYS_EVENT_CLASS values of CUDA calls (the cuda family's rows and CUPTI's own
- * records of the gpu family). The table is the export's; each family adds the rows it uses.
- */
-#define SQ_CUDA_RUNTIME_CLASS 0 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
-#define SQ_CUDA_DRIVER_CLASS  1 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
 
 struct sq;
-
-/*
- * What a family adds to the SQLite export: its tables and their rows (struct family.sqlite).
- * Every member may be NULL. ST is the family's state for this export, made by open (else NULL).
- */
-struct sqlite_family {
-	/* Its tables (and its rows of the export's enum tables), created at open. */
-	const char *schema;
-	/* Its indexes, built after the last row, before any finish hook. */
-	const char *indexes;
-	/* After the schema, inside the export's one transaction: statements, state. */
-	int (*open)(struct sq *s, void **st);
-	void (*free)(void *st);
-	/* Every record of any family, in file order, before its own family's record hook. */
-	int (*observe)(struct sq *s, void *st, const struct bs_hdr *rec);
-	/* A record of the family's own (EV: its event, or NULL for metadata): its rows. */
-	int (*record)(struct sq *s, void *st, const struct bs_hdr *rec, const struct event *ev,
-		      const struct trace_model *m);
-	/* After every family's indexes: rows and links only the whole trace tells. */
-	int (*finish)(struct sq *s, void *st, const struct trace_model *m);
-};
 
 enum sq_stmt {
 	SQ_META,
@@ -53,17 +27,26 @@ enum sq_stmt {
 };
 
 struct sq {
+	struct ex_sink sink; /* first: the model's calls come with it (EX_TABLES) */
 	sqlite3 *db;
 	const char *path;
 	sqlite3_stmt *stmt[SQ_NSTMT];
 	struct string_pool *strings; /* text -> StringIds.id */
 	struct hmap *threads;	     /* {pid, tid} -> u8: every thread a record named */
-	void **fst;		     /* per family (families[] order): its hooks' state */
 	int nfam;
+	struct hmap *stmts; /* {table or amend, policy} -> sqlite3_stmt *: the model's rows */
 };
 
-/* nsys's thread id: pid << 24 | tid. */
-__s64 global_tid(__u32 pid, __u32 tid);
+/*
+ * The model's tables (export_sqlite_model.c): the sink's calls; T's tables created (in their
+ * order) and indexed; the statements made and finalized.
+ */
+extern const struct ex_sink_ops sq_sink_ops;
+int sq_tables__create(struct sq *s, const struct ex_table *const *t);
+int sq_tables__index(struct sq *s, const struct ex_table *const *t);
+int sq_model__init(struct sq *s);
+void sq_model__free(struct sq *s);
+
 /* Say what SQLite says, once, where the failure is understood; map to an errno. */
 int sq_fail(struct sq *s, const char *what);
 int sq_exec(struct sq *s, const char *sql, const char *what);
@@ -76,41 +59,8 @@ int sq_prepare(struct sq *s, const char *const *sql, sqlite3_stmt **st, int n);
 void sq_finalize(sqlite3_stmt **st, int n);
 /* Run ST with what was bound, then reset it and clear its bindings for the next row. */
 int sq_run(struct sq *s, sqlite3_stmt *st);
-/*
- * The state of a family whose hooks need nothing but their statements: N statements of SQL,
- * prepared by sq_stmts__open (an open hook's whole work), finalized by sq_stmts__free (a free
- * hook).
- */
-struct sq_stmts {
-	int n;
-	sqlite3_stmt *stmt[];
-};
-int sq_stmts__open(struct sq *s, const char *const *sql, int n, void **st);
-void sq_stmts__free(void *st);
 /* Every thread a record named so far ({pid, tid}): 1 and *PID, *TID, 0 at the end. */
 int sq_next_thread(struct sq *s, size_t *it, __u32 *pid, __u32 *tid);
-/*
- * Bind EV's argument KEY to column COL as dump shows it (NULL when absent): returns whether it
- * was there. sq_arg_int: the argument as an integer, DFLT when absent or text.
- */
-int sq_bind_arg(sqlite3_stmt *st, int col, const struct event *ev, const char *key);
-__s64 sq_arg_int(const struct event *ev, const char *key, __s64 dflt);
-/*
- * The start of an API call's row (the cuda and nccl families' tables): EV's start and end in
- * columns 1 and 2, its name's id returned (0: no row to write, *ERR 0, or a failure, *ERR set).
- */
-__u32 sq_call_row(struct sq *s, sqlite3_stmt *q, const struct event *ev, int *err);
-/*
- * A row of an nsys-shaped API events table of a uprobe family (CUBLAS_EVENTS, CUDNN_EVENTS):
- * start, end, eventClass CLASS, globalTid, nameId, returnValue (the low 32 bits of REC's
- * bs_ucall.ret), nestingLevel (its depth), then EV's arguments COLS[NCOLS] as dump shows
- * them and callchainId, the last column. CLASS < 0: a table of ours for functions that
- * return nothing (BPFSIGHT_BLAS), without eventClass and returnValue. Runs Q: 0 or -errno.
- */
-int sq_ucall_events_row(struct sq *s, sqlite3_stmt *q, const struct bs_hdr *rec,
-			const struct event *ev, int event_class, const char *const *cols,
-			int ncols);
-
 /* Stacks (export_sqlite_stack.c): their tables, created with the export's own. */
 extern const char sq_stack_schema[];
 struct trace_stack;

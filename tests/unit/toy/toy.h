@@ -34,9 +34,7 @@ extern const struct report *const toy_reports[];
 extern const struct family_option toy_options[];
 void toy_opts_init(void *opts, const char *cmd);
 void toy_sum__add(void *st, const struct bs_hdr *rec, const struct trace_model *m);
-extern const struct chrome_family toy_chrome;	     /* toy_export.c */
-extern const struct perfetto_family toy_perfetto;    /* toy_export.c */
-extern const struct sqlite_family toy_sqlite;	     /* toy_export.c */
+extern const struct family_export toy_export;	     /* toy_export.c */
 extern const struct exporter *const toy_exporters[]; /* toy_export.c */
 extern const struct metrics_family toy_metrics;	     /* toy_metrics.c */
 extern const struct top_family toy_top;		     /* toy_top.c */

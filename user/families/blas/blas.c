@@ -25,5 +25,5 @@ const struct family family_blas = {
 	.decoders = blas_decoders,
 	.reports = blas_reports,
 	.verdict = &blas_verdict,
-	.sqlite = &blas_sqlite,
+	.export = &blas_export,
 };

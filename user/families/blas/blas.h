@@ -32,7 +32,7 @@ enum blas_key {
 extern const struct ucall_key blas_keys[BLAS_K_NR];
 extern const struct ucall_table blas_table; /* blas_api.c */
 extern const struct rec_decoder blas_decoders[];
-extern const struct sqlite_family blas_sqlite; /* export_sqlite_blas.c */
+extern const struct family_export blas_export; /* blas_export.c */
 struct report;
 extern const struct report *const blas_reports[]; /* blas_report.c */
 extern const struct family family_blas;		  /* blas.c */

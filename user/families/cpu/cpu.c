@@ -187,7 +187,7 @@ const struct family family_cpu = {
 	.decoders = cpu_decoders,
 	.reports = cpu_reports,
 	.verdict = &cpu_verdict,
-	.sqlite = &cpu_sqlite,
+	.export = &cpu_export,
 	.page = &cpu_page,
 	.top = &cpu_top,
 };

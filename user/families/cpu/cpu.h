@@ -17,7 +17,7 @@ struct cpu_opts {
 extern const struct family_option cpu_options[];
 void cpu_opts_init(void *opts, const char *cmd);
 void cpu_opts_describe(const void *opts, char *buf, size_t len);
-extern const struct sqlite_family cpu_sqlite; /* export_sqlite_cpu.c */
+extern const struct family_export cpu_export; /* cpu_export.c */
 extern const struct page_family cpu_page;     /* cpu_page.c */
 extern const struct top_family cpu_top;	      /* cpu_top.c: samples for top's function view */
 

@@ -29,5 +29,5 @@ const struct family family_cublas = {
 	.decoders = cublas_decoders,
 	.reports = cublas_reports,
 	.verdict = &cublas_verdict,
-	.sqlite = &cublas_sqlite,
+	.export = &cublas_export,
 };

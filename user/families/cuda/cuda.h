@@ -45,9 +45,13 @@ enum cuda_group {
 extern const struct ucall_table cuda_table; /* cuda_api.c */
 extern const struct rec_decoder cuda_decoders[];
 extern const struct report *const cuda_reports[];
-extern const struct chrome_family cuda_chrome; /* export_chrome_cuda.c */
-extern const struct sqlite_family cuda_sqlite; /* export_sqlite_cuda.c */
-extern const struct page_family cuda_page;     /* cuda_page.c */
+extern const struct family_export cuda_export; /* cuda_export.c */
+/* nsys's ENUM_NSYS_EVENT_CLASS of CUDA calls, and their table (the gpu family adds rows). */
+#define CUDA_RUNTIME_CLASS 0 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
+#define CUDA_DRIVER_CLASS  1 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
+struct ex_table;
+extern const struct ex_table cuda_runtime_table; /* cuda_export.c */
+extern const struct page_family cuda_page;	 /* cuda_page.c */
 extern const struct family family_cuda;
 extern const struct report cuda_callsites; /* callsites_report.c: CUDA and NCCL calls */
 

@@ -28,5 +28,5 @@ const struct family family_cudnn = {
 	.walk_free = cudnn_walk__free,
 	.decoders = cudnn_decoders,
 	.reports = cudnn_reports,
-	.sqlite = &cudnn_sqlite,
+	.export = &cudnn_export,
 };

@@ -68,7 +68,7 @@ enum cudnn_key {
 extern const struct ucall_key cudnn_keys[CUDNN_K_NR];
 extern const struct ucall_table cudnn_table; /* cudnn_api.c */
 extern const struct rec_decoder cudnn_decoders[];
-extern const struct sqlite_family cudnn_sqlite;	   /* export_sqlite_cudnn.c */
+extern const struct family_export cudnn_export;	   /* cudnn_export.c */
 extern const struct report *const cudnn_reports[]; /* cudnn_report.c */
 struct report;
 extern const struct family family_cudnn; /* cudnn.c */

@@ -21,10 +21,8 @@
 extern const struct rec_decoder gil_decoders[];
 extern const struct family_cumulative gil_cumulative[];
 extern const struct report *const gil_reports[];
-extern const struct report gil_stacks;		  /* gil_stacks_report.c (--stacks=gil) */
-extern const struct chrome_family gil_chrome;	  /* export_chrome_gil.c */
-extern const struct perfetto_family gil_perfetto; /* export_perfetto_gil.c */
-extern const struct sqlite_family gil_sqlite;	  /* export_sqlite_gil.c */
+extern const struct report gil_stacks;	      /* gil_stacks_report.c (--stacks=gil) */
+extern const struct family_export gil_export; /* gil_export.c */
 extern const struct family family_gil;
 
 /* Its options (gil_options.c). */

@@ -14,14 +14,12 @@
 #include "gpu_records.h"
 #include "report.h"
 
-extern const struct rec_decoder gpu_decoders[];	  /* gpu_decode.c */
-extern const struct report *const gpu_reports[];  /* gpu_report.c */
-extern const struct family_verdict gpu_verdict;	  /* gpu_verdict.c */
-extern const struct chrome_family gpu_chrome;	  /* export_chrome_gpu.c */
-extern const struct perfetto_family gpu_perfetto; /* export_perfetto_gpu.c */
-extern const struct sqlite_family gpu_sqlite;	  /* export_sqlite_gpu.c */
-extern const struct family family_gpu;		  /* gpu.c */
-extern const struct family_shim gpu_shim;	  /* gpu_unpack.c */
+extern const struct rec_decoder gpu_decoders[];	 /* gpu_decode.c */
+extern const struct report *const gpu_reports[]; /* gpu_report.c */
+extern const struct family_verdict gpu_verdict;	 /* gpu_verdict.c */
+extern const struct family_export gpu_export;	 /* gpu_export.c */
+extern const struct family family_gpu;		 /* gpu.c */
+extern const struct family_shim gpu_shim;	 /* gpu_unpack.c */
 /* The launch join run again when a trace is read (shim_relink.c); its state a shim_relink. */
 extern const struct family_reorder gpu_reorder;
 

@@ -114,9 +114,7 @@ const char *gpum_device_name(const struct gpum_walk *w, __u32 device, int with_m
 extern const struct rec_decoder gpum_decoders[];
 extern const struct report *const gpum_reports[];	/* gpum_step_report.c */
 extern const struct family_verdict gpum_verdict;	/* gpum_verdict.c */
-extern const struct perfetto_family gpum_perfetto;	/* export_perfetto_gpumetrics.c */
-extern const struct chrome_family gpum_chrome;		/* export_chrome_gpumetrics.c */
-extern const struct sqlite_family gpum_sqlite;		/* export_sqlite_gpumetrics.c */
+extern const struct family_export gpum_export;		/* gpumetrics_export.c */
 extern const struct metrics_family gpum_metrics_family; /* gpum_metrics.c */
 extern const struct top_family gpum_top;		/* gpum_top.c */
 extern const struct page_family gpum_page;		/* gpum_page.c */

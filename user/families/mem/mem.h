@@ -49,9 +49,7 @@ extern const struct page_family mem_page;	/* mem_page.c */
 extern const struct family family_mem;
 
 /* Its export hooks, and the format of its own (docs/EXPORT.md, "Memory"). */
-extern const struct chrome_family mem_chrome;	     /* export_chrome_mem.c */
-extern const struct perfetto_family mem_perfetto;    /* export_perfetto_mem.c */
-extern const struct sqlite_family mem_sqlite;	     /* export_sqlite_mem.c */
+extern const struct family_export mem_export;	     /* mem_export.c */
 extern const struct exporter export_memory_snapshot; /* export_memory_snapshot.c */
 /* export_mem_profiles.c: the heap profile and the flame graphs, by allocation stack */
 extern const struct exporter export_pprof_heap, export_memory_flamegraph,

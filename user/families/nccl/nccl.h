@@ -49,8 +49,7 @@ enum nccl_group {
 extern const struct ucall_table nccl_table; /* nccl_api.c */
 extern const struct rec_decoder nccl_decoders[];
 extern const struct report *const nccl_reports[];
-extern const struct chrome_family nccl_chrome;	 /* export_chrome_nccl.c */
-extern const struct sqlite_family nccl_sqlite;	 /* export_sqlite_nccl.c */
+extern const struct family_export nccl_export;	 /* nccl_export.c */
 extern const struct family family_nccl;		 /* nccl.c */
 extern const struct family_sync nccl_sync;	 /* nccl_sync.c */
 extern const struct report nccl_hang_report;	 /* nccl_hang_report.c */

@@ -55,8 +55,6 @@ const struct family family_nvtx = {
 	.losses = nvtx_losses,
 	.reports = nvtx_reports,
 	.page = &nvtx_page,
-	.chrome = &nvtx_chrome,
-	.perfetto = &nvtx_perfetto,
-	.sqlite = &nvtx_sqlite,
+	.export = &nvtx_export,
 	.steps = nvtx_step_sources,
 };

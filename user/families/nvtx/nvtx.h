@@ -17,12 +17,10 @@
 extern const struct rec_decoder nvtx_decoders[];			 /* nvtx_decode.c */
 void nvtx_name_observe(struct trace_model *m, const struct bs_hdr *rec); /* nvtx_decode.c */
 extern const struct report *const nvtx_reports[];			 /* nvtx_report.c */
-extern const struct chrome_family nvtx_chrome;				 /* export_chrome_nvtx.c */
-extern const struct perfetto_family nvtx_perfetto; /* export_perfetto_nvtx.c */
-extern const struct sqlite_family nvtx_sqlite;	   /* export_sqlite_nvtx.c */
-extern const struct page_family nvtx_page;	   /* nvtx_page.c */
-extern const struct family family_nvtx;		   /* nvtx.c */
-extern const struct family_shim nvtx_shim;	   /* nvtx_unpack.c */
+extern const struct family_export nvtx_export;				 /* nvtx_export.c */
+extern const struct page_family nvtx_page;				 /* nvtx_page.c */
+extern const struct family family_nvtx;					 /* nvtx.c */
+extern const struct family_shim nvtx_shim;				 /* nvtx_unpack.c */
 
 /* Its sources of steps for the per-step reports (nvtx_step_src.c). */
 extern const struct family_steps nvtx_step_sources[];

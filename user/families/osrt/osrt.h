@@ -8,7 +8,7 @@
 extern const struct rec_decoder osrt_decoders[];
 extern const struct family_cumulative osrt_cumulative[];
 extern const struct report *const osrt_reports[];
-extern const struct sqlite_family osrt_sqlite; /* export_sqlite_osrt.c */
+extern const struct family_export osrt_export; /* osrt_export.c */
 extern const struct family family_osrt;
 
 /* Its options (osrt_options.c). */

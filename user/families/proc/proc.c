@@ -45,7 +45,5 @@ const struct family family_proc = {
 	.decoders = proc_decoders,
 	.reports = proc_reports,
 	.verdict = &proc_verdict,
-	.chrome = &proc_chrome,
-	.perfetto = &proc_perfetto,
-	.sqlite = &proc_sqlite,
+	.export = &proc_export,
 };

@@ -10,9 +10,7 @@
 #include "report.h"
 extern const struct rec_decoder proc_decoders[];
 extern const struct report *const proc_reports[];
-extern const struct chrome_family proc_chrome;	   /* export_chrome_proc.c */
-extern const struct perfetto_family proc_perfetto; /* export_perfetto_proc.c */
-extern const struct sqlite_family proc_sqlite;	   /* export_sqlite_proc.c */
+extern const struct family_export proc_export; /* proc_export.c */
 extern const struct family family_proc;
 /* proc_snap.c: the hang trigger's snapshot (snap_records.h) as events. */
 int proc__decode_proc_snap(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);

@@ -267,5 +267,5 @@ const struct family family_pyfunc = {
 	.prelaunch = pyfunc_prelaunch,
 	.decoders = pyfunc_decoders,
 	.reports = pyfunc_reports,
-	.sqlite = &pyfunc_sqlite,
+	.export = &pyfunc_export,
 };

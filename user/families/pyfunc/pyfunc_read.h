@@ -5,7 +5,7 @@
  * Decoders in pyfunc_decode.c, the pieces' nesting in pyfunc_calls.c, reports in
  * pyfunc_report.c (cProfile's view), pyfunc_step_report.c (per torch step) and
  * pyfunc_missing_report.c (the entries never found, and why), the SQLite
- * table in export_sqlite_pyfunc.c; Chrome and Perfetto draw the calls by their style.
+ * table in pyfunc_export.c; Chrome and Perfetto draw the calls by their style.
  * docs/PYFUNC.md for users.
  */
 #ifndef BPFSIGHT_PYFUNC_READ_H
@@ -29,6 +29,6 @@ extern const struct rec_decoder pyfunc_decoders[];  /* pyfunc_decode.c */
 extern const struct report *const pyfunc_reports[]; /* pyfunc_report.c */
 extern const struct report pyfunc_step_sum;	    /* pyfunc_step_report.c */
 extern const struct report pyfunc_not_found;	    /* pyfunc_missing_report.c */
-extern const struct sqlite_family pyfunc_sqlite;    /* export_sqlite_pyfunc.c */
+extern const struct family_export pyfunc_export;    /* pyfunc_export.c */
 
 #endif /* BPFSIGHT_PYFUNC_READ_H */

@@ -221,7 +221,7 @@ const struct family family_sched = {
 	.decoders = sched_decoders,
 	.reports = sched_reports,
 	.verdict = &sched_verdict,
-	.sqlite = &sched_sqlite,
+	.export = &sched_export,
 	.page = &sched_page,
 	.metrics = &sched_metrics,
 };

@@ -12,7 +12,7 @@ struct bs_offcpu;
 struct trace_model;
 /* O's run slice before it (oncpu_ns) inside the recording only: sched_report.c. */
 __u64 sched__oncpu_in(const struct bs_offcpu *o, const struct trace_model *m);
-extern const struct sqlite_family sched_sqlite; /* export_sqlite_sched.c */
+extern const struct family_export sched_export; /* sched_export.c */
 extern const struct family family_sched;
 extern const struct page_family sched_page; /* sched_page.c */
 

@@ -57,8 +57,7 @@ int torch_op__valid(const struct bs_hdr *rec);
 extern const struct rec_decoder torch_decoders[];  /* torch_decode.c */
 extern const struct report *const torch_reports[]; /* torch_op_report.c */
 extern const struct report torch_step_sum;	   /* torch_step_report.c */
-extern const struct chrome_family torch_chrome;	   /* export_chrome_torch.c */
-extern const struct sqlite_family torch_sqlite;	   /* export_sqlite_torch.c */
+extern const struct family_export torch_export;	   /* torch_export.c */
 extern const struct page_family torch_page;	   /* torch_page.c */
 extern const struct family family_torch;	   /* torch.c */
 
