@@ -5,10 +5,12 @@ For each trace, both binaries run `export --format chrome|perfetto|sqlite` to th
 (the Chrome header names it); the Chrome JSON and the Perfetto protobuf are compared byte for
 byte, the SQLite database by `sqlite3 FILE .dump` (its rows and schema, not SQLite's page
 layout). The exporter's version (Chrome's header, SQLite's META) is the one thing allowed to
-differ: each binary writes its own, so it is replaced by "VERSION" on both sides. Export time
-and peak RSS of each run are printed (bench/RESULTS.md, "Export").
+differ: each binary writes its own, so it is replaced by "VERSION" on both sides. Export CPU
+time (user + system) and peak RSS of each run are printed; with --rounds N each export runs N times, the two builds
+alternating, and the medians (min..max) are printed (bench/RESULTS.md, "The export model").
 
   tests/tools/export_equiv.py BASE_BINARY NEW_BINARY [TRACE_OR_DIR...] [-f FORMATS] [-k WORD]
+                              [--rounds N]
   tests/tools/export_equiv.py --record DIR BINARY   # the local traces, recorded here
 
 Traces: .bst files and directories of them; none given: ../shared/traces and, when they exist,
@@ -19,6 +21,7 @@ test run keeps the traces the e2e tests recorded or made: tests/e2e/helpers.py).
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,13 +48,14 @@ RECORDINGS = [
 
 
 def run(argv):
-    """(exit status, seconds, peak RSS in KiB, stderr) of ARGV, as /usr/bin/time -v says them
-    (the kernel's peak of the child alone: os.wait4's counts the forking Python's too)."""
+    """(exit status, CPU seconds, peak RSS in KiB, stderr) of ARGV, as /usr/bin/time -v says
+    them (CPU time, not wall time: the machine is shared; the peak is the kernel's of the child
+    alone, where os.wait4's counts the forking Python's too)."""
     with tempfile.NamedTemporaryFile("r") as t:
-        p = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", t.name] + argv,
+        p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", t.name] + argv,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        secs, rss = t.read().split()[-2:]
-    return p.returncode, float(secs), int(rss), p.stderr
+        rss, user, sys_ = t.read().split()[-3:]
+    return p.returncode, float(user) + float(sys_), int(rss), p.stderr
 
 
 def version(binary):
@@ -95,6 +99,26 @@ def export_one(binary, ver, trace, fmt, out):
     return rc, secs, rss, data, err.replace(trace.encode(), b"TRACE")
 
 
+def times(a, vers, trace, fmt, top, o, n):
+    """Each build's export of TRACE a.rounds times, alternating: medians (min..max)."""
+    runs = {"base": [o[1:3]], "new": [n[1:3]]}
+    for _ in range(a.rounds - 1):
+        for side, ver in (("base", vers[0]), ("new", vers[1])):
+            r = export_one(getattr(a, side), ver, trace, fmt, top)
+            runs[side].append(r[1:3])
+
+    def med(vals, fmt_):
+        return f"{fmt_(statistics.median(vals))} ({fmt_(min(vals))}..{fmt_(max(vals))})"
+    secs = {s: [r[0] for r in v] for s, v in runs.items()}
+    rss = {s: [r[1] / 1024 for r in v] for s, v in runs.items()}
+    ratio = statistics.median([x / y for x, y in zip(secs["new"], secs["base"]) if y] or [1])
+    print(f"| {os.path.basename(trace)} | {fmt} | {len(o[3]):,} | "
+          f"{med(secs['base'], '{:.2f}'.format)} | {med(secs['new'], '{:.2f}'.format)} | "
+          f"{ratio:.2f} | {med(rss['base'], '{:.0f}'.format)} | "
+          f"{med(rss['new'], '{:.0f}'.format)} | {'same' if o[3] == n[3] else 'DIFFERENT'} |",
+          flush=True)
+
+
 def record(out, binary):
     os.makedirs(out, exist_ok=True)
     build = os.path.join(ROOT, "build")  # the workloads: make OUT=build test-build
@@ -114,6 +138,7 @@ def main():
     ap.add_argument("-f", "--formats", default=",".join(FORMATS))
     ap.add_argument("-k", default="", help="only traces whose name has this")
     ap.add_argument("--record", metavar="DIR", help="record the local traces into DIR with BASE")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each export (timing)")
     a = ap.parse_args()
     if a.record:
         record(a.record, a.base)
@@ -129,12 +154,18 @@ def main():
         setattr(a, side, shutil.copy(getattr(a, side), os.path.join(top, side)))
     vers = version(a.base), version(a.new)
     bad = 0
+    if a.rounds > 1:
+        print("| trace | format | bytes | base CPU (s) | new CPU (s) | new / base | base peak RSS (MiB) |"
+              " new peak RSS (MiB) | output |\n|---|---|---|---|---|---|---|---|---|")
     try:
         for t in traces:
             for fmt in a.formats.split(","):
                 o = export_one(a.base, vers[0], t, fmt, top)
                 n = export_one(a.new, vers[1], t, fmt, top)
                 same = o[0] == n[0] and o[3] == n[3] and o[4] == n[4]
+                if a.rounds > 1:
+                    times(a, vers, t, fmt, top, o, n)
+                    continue
                 why = ("identical" if same else f"exit {o[0]} vs {n[0]}" if o[0] != n[0]
                        else where(o[3], n[3]) if o[3] != n[3] else
                        "stderr: " + first_diff(o[4], n[4]))
