@@ -47,6 +47,7 @@ static void chrome_value(FILE *f, const struct ex_value *v)
 		break;
 	case EX_TEXT:
 	case EX_STRING:
+	case EX_NAME:
 		chrome_str(f, v->s);
 		break;
 	default:

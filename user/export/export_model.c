@@ -190,7 +190,13 @@ int ex_sink__init(struct ex_sink *s, const struct ex_sink_ops *ops, const struct
 	s->start_mono = meta ? meta->start.mono_ns : 0;
 	s->nfam = family__count();
 	s->fst = calloc(s->nfam + 1, sizeof(*s->fst));
-	return s->fst ? 0 : -ENOMEM;
+	s->observers = calloc(s->nfam + 1, sizeof(*s->observers));
+	if (!s->fst || !s->observers)
+		return -ENOMEM;
+	for (int i = 0; i < s->nfam; i++)
+		if (families[i]->export && families[i]->export->observe)
+			s->observers[s->nobservers++] = i;
+	return 0;
 }
 
 int ex_sink__open_one(struct ex_sink *s, int i)
@@ -202,12 +208,12 @@ int ex_sink__open_one(struct ex_sink *s, int i)
 
 int ex_sink__observe(struct ex_sink *s, const struct bs_hdr *rec)
 {
-	const struct family_export *x;
 	int err = 0;
 
-	for (int i = 0; !err && i < s->nfam; i++)
-		if ((x = families[i]->export) && x->observe)
-			err = x->observe(s, s->fst[i], rec);
+	for (int k = 0, i; !err && k < s->nobservers; k++) {
+		i = s->observers[k];
+		err = families[i]->export->observe(s, s->fst[i], rec);
+	}
 	return err;
 }
 
@@ -234,5 +240,7 @@ void ex_sink__fini(struct ex_sink *s)
 		if (s->fst[i] && (x = families[i]->export) && x->free)
 			x->free(s->fst[i]);
 	free(s->fst);
+	free(s->observers);
 	s->fst = NULL;
+	s->observers = NULL;
 }

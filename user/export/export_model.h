@@ -52,6 +52,7 @@ enum ex_value_kind {
 	EX_TEXTN,  /* s, at most N bytes (a NUL-padded comm) */
 	EX_JSON,   /* s, a JSON value as it is written ("[[64], [16, 32]]") */
 	EX_STRING, /* s, a name tables keep once and refer to by id (nsys's StringIds) */
+	EX_NAME,   /* the same, of a text that stays at S for the whole export (a static table's) */
 	EX_STACK,  /* stack (NULL: EX_NULL): tables refer to it by its id (BPFSIGHT_STACKS) */
 	EX_ARG,	   /* arg: an event's argument as dump shows it (NULL: EX_NULL) */
 };
@@ -298,6 +299,8 @@ struct ex_sink {
 	__u64 bins_origin;
 	void **fst; /* per family (families[] order): its export state */
 	int nfam;
+	int *observers; /* the families with an observe hook, in order */
+	int nobservers;
 	int finishing; /* the finish hooks are running: every record was read */
 };
 

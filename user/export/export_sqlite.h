@@ -12,7 +12,9 @@
 #include "export_model.h"
 #include "family.h"
 
-#define SQ_CACHE_KIB 32768 /* SQLite page cache; dirty pages past it spill to the file */
+#define SQ_CACHE_KIB	32768 /* SQLite page cache; dirty pages past it spill to the file */
+#define SQ_RECENT_STMTS 16
+#define SQ_NAME_SLOTS	256
 
 struct sq;
 
@@ -34,7 +36,17 @@ struct sq {
 	struct string_pool *strings; /* text -> StringIds.id */
 	struct hmap *threads;	     /* {pid, tid} -> u8: every thread a record named */
 	int nfam;
-	struct hmap *stmts; /* {table or amend, policy} -> sqlite3_stmt *: the model's rows */
+	/* {table or amend, policy} -> its statement and how many values it takes */
+	struct hmap *stmts;
+	struct sq_stmt_slot {
+		const void *key;
+		int policy, n;
+		sqlite3_stmt *stmt;
+	} recent[SQ_RECENT_STMTS]; /* stmts' last used, by key and policy */
+	struct sq_name_slot {
+		const char *s;
+		__u32 id;
+	} names[SQ_NAME_SLOTS]; /* StringIds ids of EX_NAME texts, by their address */
 };
 
 /*

@@ -19,19 +19,20 @@
 
 int sq_model__init(struct sq *s)
 {
-	s->stmts = hmap__new(sizeof(sqlite3_stmt *));
+	s->stmts = hmap__new(sizeof(struct sq_stmt_slot));
 	return s->stmts ? 0 : -ENOMEM;
 }
 
 void sq_model__free(struct sq *s)
 {
-	sqlite3_stmt **st;
+	struct sq_stmt_slot *st;
 	size_t it = 0;
 
 	while (s->stmts && (st = hmap__next(s->stmts, &it, NULL)))
-		sqlite3_finalize(*st);
+		sqlite3_finalize(st->stmt);
 	hmap__free(s->stmts);
 	s->stmts = NULL;
+	memset(s->recent, 0, sizeof(s->recent));
 }
 
 static const char *const col_types[] = { "", " INTEGER", " TEXT", " REAL" };
@@ -176,27 +177,52 @@ static char *sq_amend_sql(const struct ex_amend *a)
 	return sq_text(f, &buf);
 }
 
-/* The statement of KEY (a table's or an amend's) for POLICY, prepared the first time. */
-static sqlite3_stmt *sq_stmt(struct sq *s, const void *key, int policy, int *err)
+/*
+ * The statement of KEY (a table's or an amend's) for POLICY, prepared the first time, and how
+ * many values it takes in *N.
+ */
+static sqlite3_stmt *sq_stmt(struct sq *s, const void *key, int policy, int *n, int *err)
 {
-	sqlite3_stmt **st = hmap__get(s->stmts, (struct hkey){ (__u64)(size_t)key, policy }, 1);
+	/* A few tables take every row (a call's and its arguments'): theirs are at hand. */
+	struct sq_stmt_slot
+		*slot = &s->recent[((size_t)key / 8 ^ (size_t)policy) % SQ_RECENT_STMTS],
+		*st;
+	const struct ex_amend *a = key;
 	char *sql;
 
+	if (slot->key == key && slot->policy == policy)
+		goto found;
+	st = hmap__get(s->stmts, (struct hkey){ (__u64)(size_t)key, policy }, 1);
 	if (!st) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (*st)
-		return *st;
-	sql = policy == SQ_AMEND ? sq_amend_sql(key) : sq_insert_sql(key, policy);
-	if (!sql) {
-		*err = -ENOMEM;
-		return NULL;
+	if (!st->stmt) {
+		sql = policy == SQ_AMEND ? sq_amend_sql(key) : sq_insert_sql(key, policy);
+		if (!sql) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt,
+				       NULL) != SQLITE_OK)
+			*err = sq_fail(s, sql);
+		free(sql);
+		if (!st->stmt)
+			return NULL;
+		st->key = key;
+		st->policy = policy;
+		st->n = 1; /* an amend's: the value set, then those matched */
+		if (policy != SQ_AMEND)
+			st->n = ncols(key);
+		else
+			for (const char *p = a->match; *p;
+			     p += strcspn(p, ",") + !!p[strcspn(p, ",")])
+				st->n++;
 	}
-	if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
-		*err = sq_fail(s, sql);
-	free(sql);
-	return *st;
+	*slot = *st;
+found:
+	*n = slot->n;
+	return slot->stmt;
 }
 
 /*
@@ -225,9 +251,14 @@ static void sq_bind_event_arg(sqlite3_stmt *st, int col, const struct event_arg 
 	}
 }
 
-/* V into column COL of ST. 0, or a negative errno (a name StringIds could not take). */
+/*
+ * V into column COL of ST: 0, or a negative errno (a name StringIds could not take). A NULL is
+ * not bound: every parameter is NULL when the statement starts (sq_run clears them after each
+ * row), and each bind takes SQLite's lock.
+ */
 static int sq_bind_value(struct sq *s, sqlite3_stmt *st, int col, const struct ex_value *v)
 {
+	struct sq_name_slot *slot;
 	int err = 0;
 	__u32 id;
 
@@ -244,10 +275,20 @@ static int sq_bind_value(struct sq *s, sqlite3_stmt *st, int col, const struct e
 		break;
 	case EX_TEXT:
 	case EX_JSON:
-		sq_bind_text(st, col, v->s);
+		if (v->s)
+			sqlite3_bind_text(st, col, v->s, -1, SQLITE_TRANSIENT);
 		break;
 	case EX_TEXTN:
 		sqlite3_bind_text(st, col, v->s, strnlen(v->s, v->n), SQLITE_TRANSIENT);
+		break;
+	case EX_NAME: /* its id by its address, kept the first time */
+		slot = &s->names[(size_t)v->s / 8 % SQ_NAME_SLOTS];
+		if (slot->s != v->s) {
+			slot->id = sq_intern(s, v->s, &err);
+			slot->s = slot->id ? v->s : NULL;
+		}
+		if (slot->id)
+			sqlite3_bind_int64(st, col, slot->id);
 		break;
 	case EX_STRING:
 		id = sq_intern(s, v->s, &err);
@@ -255,13 +296,13 @@ static int sq_bind_value(struct sq *s, sqlite3_stmt *st, int col, const struct e
 			sqlite3_bind_int64(st, col, id);
 		break;
 	case EX_STACK:
-		sq_bind_stack(st, col, v->stack);
+		if (v->stack)
+			sq_bind_stack(st, col, v->stack);
 		break;
 	case EX_ARG:
 		sq_bind_event_arg(st, col, v->arg);
 		break;
-	default:
-		sqlite3_bind_null(st, col);
+	default: /* EX_NULL */
 		break;
 	}
 	return err;
@@ -286,12 +327,12 @@ static int sq_ex_row(struct ex_sink *sink, const struct ex_table *t, int policy,
 		     const struct ex_value *v, __s64 *id)
 {
 	struct sq *s = (struct sq *)sink;
-	int err = 0;
-	sqlite3_stmt *st = sq_stmt(s, t, policy, &err);
+	int err = 0, n;
+	sqlite3_stmt *st = sq_stmt(s, t, policy, &n, &err);
 
 	if (!st)
 		return err;
-	err = sq_bind_run(s, st, v, ncols(t));
+	err = sq_bind_run(s, st, v, n);
 	if (!err && id)
 		*id = sqlite3_last_insert_rowid(s->db);
 	return err;
@@ -300,14 +341,10 @@ static int sq_ex_row(struct ex_sink *sink, const struct ex_table *t, int policy,
 static int sq_ex_amend(struct ex_sink *sink, const struct ex_amend *a, const struct ex_value *v)
 {
 	struct sq *s = (struct sq *)sink;
-	int err = 0, n = 1;
-	sqlite3_stmt *st = sq_stmt(s, a, SQ_AMEND, &err);
+	int err = 0, n;
+	sqlite3_stmt *st = sq_stmt(s, a, SQ_AMEND, &n, &err);
 
-	if (!st)
-		return err;
-	for (const char *p = a->match; *p; p += strcspn(p, ",") + !!p[strcspn(p, ",")])
-		n++;
-	return sq_bind_run(s, st, v, n);
+	return st ? sq_bind_run(s, st, v, n) : err;
 }
 
 static int sq_ex_fill(struct ex_sink *sink, const struct ex_fill *f)

@@ -72,11 +72,10 @@ static struct ex_value syscall_name_of(__u32 nr, char *buf, size_t len)
 {
 	const char *name = syscall_name(nr);
 
-	if (!name) {
-		snprintf(buf, len, "syscall_%u", nr);
-		name = buf;
-	}
-	return EX_V_STRING(name);
+	if (name) /* the table's: its address stays its text */
+		return (struct ex_value){ .kind = EX_NAME, .s = name };
+	snprintf(buf, len, "syscall_%u", nr);
+	return EX_V_STRING(buf);
 }
 
 static int osrt_syscall(struct ex_sink *s, const struct bs_hdr *rec, const struct event *ev)
