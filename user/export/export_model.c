@@ -156,12 +156,9 @@ __u64 ex_op_at(struct ex_sink *s, __u32 pid, __u32 tid, __u64 ts)
 
 void ex_flows(struct ex_sink *s, const struct bs_hdr *rec, __u64 *out, __u64 *in)
 {
-	const struct family_export *x;
-
 	*out = *in = 0;
-	for (int i = 0; i < s->nfam && !*out && !*in; i++)
-		if ((x = families[i]->export) && x->flows)
-			x->flows(rec, out, in);
+	for (int k = 0; k < s->nflowing && !*out && !*in; k++)
+		families[s->flowing[k]]->export->flows(rec, out, in);
 }
 
 __u64 ex_bins_origin(struct ex_sink *s, __u64 ts)
@@ -191,11 +188,15 @@ int ex_sink__init(struct ex_sink *s, const struct ex_sink_ops *ops, const struct
 	s->nfam = family__count();
 	s->fst = calloc(s->nfam + 1, sizeof(*s->fst));
 	s->observers = calloc(s->nfam + 1, sizeof(*s->observers));
-	if (!s->fst || !s->observers)
+	s->flowing = calloc(s->nfam + 1, sizeof(*s->flowing));
+	if (!s->fst || !s->observers || !s->flowing)
 		return -ENOMEM;
-	for (int i = 0; i < s->nfam; i++)
+	for (int i = 0; i < s->nfam; i++) {
 		if (families[i]->export && families[i]->export->observe)
 			s->observers[s->nobservers++] = i;
+		if (families[i]->export && families[i]->export->flows)
+			s->flowing[s->nflowing++] = i;
+	}
 	return 0;
 }
 
@@ -241,6 +242,7 @@ void ex_sink__fini(struct ex_sink *s)
 			x->free(s->fst[i]);
 	free(s->fst);
 	free(s->observers);
+	free(s->flowing);
 	s->fst = NULL;
-	s->observers = NULL;
+	s->observers = s->flowing = NULL;
 }

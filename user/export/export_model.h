@@ -299,8 +299,8 @@ struct ex_sink {
 	__u64 bins_origin;
 	void **fst; /* per family (families[] order): its export state */
 	int nfam;
-	int *observers; /* the families with an observe hook, in order */
-	int nobservers;
+	int *observers, *flowing; /* the families with an observe, a flows hook, in order */
+	int nobservers, nflowing;
 	int finishing; /* the finish hooks are running: every record was read */
 };
 

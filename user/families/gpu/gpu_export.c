@@ -568,15 +568,26 @@ static void gpu_flows(const struct bs_hdr *rec, __u64 *out, __u64 *in)
 	const char *name;
 	struct gpu_op op;
 
-	if (gpu_is_launching_call(rec, &name)) {
-		*out = gpu_flow_id(rec->pid, rec->tid, rec->ts);
-	} else if (rec->type == BS_REC_GPU_API && rec->size >= sizeof(*a)) {
-		/* CUPTI's record starts the flow when no cuda event carries it. */
-		if (!(a->flags & BS_GPU_CALL_CUDA))
+	/* Every record of every family asks: its type first. */
+	switch (rec->type) {
+	case BS_REC_CUDA_CALL:
+		if (gpu_is_launching_call(rec, &name))
 			*out = gpu_flow_id(rec->pid, rec->tid, rec->ts);
-	} else if (gpu_op__read(rec, &op) && op.call_ts &&
-		   op.flags & (BS_GPU_CALL_CUDA | BS_GPU_CALL_API)) {
-		*in = gpu_flow_id(op.pid, op.tid, op.call_ts);
+		break;
+	case BS_REC_GPU_API:
+		/* CUPTI's record starts the flow when no cuda event carries it. */
+		if (rec->size >= sizeof(*a) && !(a->flags & BS_GPU_CALL_CUDA))
+			*out = gpu_flow_id(rec->pid, rec->tid, rec->ts);
+		break;
+	case BS_REC_GPU_KERNEL:
+	case BS_REC_GPU_MEMCPY:
+	case BS_REC_GPU_MEMSET:
+		if (gpu_op__read(rec, &op) && op.call_ts &&
+		    op.flags & (BS_GPU_CALL_CUDA | BS_GPU_CALL_API))
+			*in = gpu_flow_id(op.pid, op.tid, op.call_ts);
+		break;
+	default:
+		break;
 	}
 }
 
