@@ -356,6 +356,8 @@ static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev
 	struct held_interval iv;
 	struct thread_sched *ts;
 
+	if (bs_stopped())
+		return; /* frozen at the stop: see sched_stop_iter_btf */
 	ts = task_state(prev, true);
 	if (ts) {
 		count_missed(ts, prev->nvcsw + prev->nivcsw);
@@ -445,7 +447,7 @@ int BPF_PROG(sched_sys_exit_btf, struct pt_regs *regs, long ret)
 	struct thread_sched *ts;
 	struct offcpu_held *h;
 
-	if (!*held_here())
+	if (!*held_here() || bs_stopped()) /* after the stop, its iterator writes them */
 		return 0;
 	held_mark(0);
 	t = bpf_get_current_task_btf();
@@ -488,8 +490,9 @@ int BPF_PROG(sched_exit_btf, struct task_struct *p)
 
 	if (!ts)
 		return 0;
+	/* After the stop its held intervals (all ended before it) are final records. */
 	if (ts->nheld)
-		held_flush(ts, held_of(ts), p->tgid, p->pid, 0);
+		held_flush(ts, held_of(ts), p->tgid, p->pid, bs_stopped() ? HELD_FINAL : 0);
 	if (held_by_task_work) {
 		__u32 tid = p->pid;
 
@@ -521,7 +524,7 @@ int BPF_PROG(sched_fork_btf, struct task_struct *parent, struct task_struct *chi
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 {
-	struct thread_sched *ts = task_state(p, false);
+	struct thread_sched *ts = bs_stopped() ? NULL : task_state(p, false);
 
 	if (ts)
 		wakeup(ts);
@@ -567,7 +570,11 @@ __u64 sched_stop_ns = 0;
  * sched_stop_ns, the interval of each thread still off its CPU, from its switch-out to then,
  * which its switch-in would have written. Without them, a thread that blocked outside a system
  * call and then ran without one or a switch until the end kept its held records, and a thread
- * asleep at the end had no record of its last sleep.
+ * asleep at the end had no record of its last sleep. The switch and wakeup programs do nothing
+ * once the recording stops, so each slot is as the stop found it: before, a thread woken
+ * between the stop and the detach lost its last sleep (its switch-in's record refused, its
+ * slot emptied), and an interval begun after the stop was held, then written here, past the
+ * recording's end (a DataLoader's threads, 1-2% of the window under load).
  */
 SEC("iter/task")
 int sched_stop_iter_btf(struct bpf_iter__task *ctx)
@@ -615,6 +622,8 @@ static __always_inline void on_switch_raw(bool preempt, struct task_struct *prev
 	struct held_interval iv;
 	struct thread_sched *ts;
 
+	if (bs_stopped())
+		return; /* frozen at the stop, as on_switch_btf */
 	ts = hash_state(prev, true);
 	if (ts) {
 		count_missed(ts, BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw));
@@ -645,7 +654,7 @@ int BPF_PROG(sched_switch_taskstate_raw, bool preempt, struct task_struct *prev,
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
 {
-	struct thread_sched *ts = hash_state(p, false);
+	struct thread_sched *ts = bs_stopped() ? NULL : hash_state(p, false);
 
 	if (ts)
 		wakeup(ts);
