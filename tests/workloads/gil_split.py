@@ -9,7 +9,10 @@ line read at that instant falls).
                                            CPU time (time.thread_time) in heavy(), in light(),
                                            in the /proc read (its system calls run without
                                            the GIL: not a holder's time) and in the whole
-                                           loop, measured by the job itself.
+                                           loop, measured by the job itself; and "steps":
+                                           per loop, its end (CLOCK_MONOTONIC ns, the trace's
+                                           clock) and those four times (ns), so a test takes
+                                           the split of the recording's window alone.
 """
 import json
 import os
@@ -34,6 +37,7 @@ def light(n):
 def worker(stop, out, n_heavy, n_light):
     t_heavy = t_light = t_proc = 0.0
     start = time.thread_time()
+    steps = []
     while not stop.is_set():
         t0 = time.thread_time()
         heavy(n_heavy)
@@ -47,9 +51,12 @@ def worker(stop, out, n_heavy, n_light):
         t3 = time.thread_time()
         with open("/proc/self/stat", "rb") as f:  # PROC
             f.read()
-        t_proc += time.thread_time() - t3
+        t4 = time.thread_time()
+        t_proc += t4 - t3
+        steps.append((time.monotonic_ns(), round((t1 - t0) * 1e9), round((t2 - t1) * 1e9),
+                      round((t4 - t3) * 1e9), round((t4 - t0) * 1e9)))
     out.append({"tid": threading.get_native_id(), "heavy_s": t_heavy, "light_s": t_light,
-                "proc_s": t_proc, "loop_s": time.thread_time() - start})
+                "proc_s": t_proc, "loop_s": time.thread_time() - start, "steps": steps})
 
 
 def main():
