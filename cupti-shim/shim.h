@@ -28,6 +28,7 @@
 #ifndef BPFSIGHT_SHIM_H
 #define BPFSIGHT_SHIM_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -115,8 +116,6 @@ void shim_buf__send_lock(void);
 void shim_buf__send_unlock(void);
 void *shim_buf__reserve_string(uint32_t session, uint32_t size); /* send lock held */
 void shim_buf__begin_session(uint32_t session, const void *rec, uint32_t size);
-void shim_buf__atfork_prepare(void);
-void shim_buf__atfork_parent(void);
 void shim_buf__atfork_child(void);
 
 void shim_hdr(struct bs_hdr *h, uint16_t type, uint16_t size, uint32_t tid, uint64_t ts);
@@ -135,9 +134,6 @@ struct shim_str *shim_str__intern_wide(const wchar_t *text);
 uint32_t shim_str__use(struct shim_str *s, uint32_t session, uint32_t tid);
 /* Every string interned so far queued again for SESSION (a tracer joined it): how many. */
 uint32_t shim_str__resend_all(uint32_t session, uint32_t tid);
-void shim_str__atfork_prepare(void);
-void shim_str__atfork_parent(void);
-void shim_str__atfork_child(void);
 
 /* ---- shim_nvtx.c ---- */
 
@@ -148,8 +144,6 @@ void shim_nvtx__resend_names(uint32_t session);
 /* Ranges open now, as RANGE records with BS_NVTX_OPEN (they stay open in the shim). */
 void shim_nvtx__send_open(uint32_t session, uint64_t now);
 void shim_nvtx__thread_gone(void *state);
-void shim_nvtx__atfork_prepare(void);
-void shim_nvtx__atfork_parent(void);
 void shim_nvtx__atfork_child(void);
 
 /* ---- shim_cupti.c ---- */
@@ -213,6 +207,18 @@ struct shim_module {
 extern const struct shim_module *const shim_modules[];
 /* M's slot in every thread's module states (shim_thread__module). */
 int shim_module__slot(const struct shim_module *m);
+
+/* ---- shim_fork.c ---- */
+
+/*
+ * The shim's locks, each defined by the file whose state it guards, listed in shim_fork.c in
+ * the order they nest: fork takes them all, so a forked child inherits none held.
+ */
+extern pthread_mutex_t shim_ctl, shim_pyfunc_noted_lock, shim_pyfunc_entries_lock,
+	shim_cupti_load_lock, shim_cupti_err_lock, shim_nvtx_chain_lock, shim_nvtx_lock,
+	shim_str_lock, shim_buf_list_lock, shim_buf_send_lock;
+void shim_fork__lock_all(void);
+void shim_fork__unlock_all(void); /* by the thread that took them: parent and child */
 
 /* ---- shim_find.c ---- */
 

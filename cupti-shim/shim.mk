@@ -15,11 +15,14 @@ SHIM_CFLAGS := -g -O2 -fPIC -fvisibility=hidden -mtls-dialect=gnu2 $(WARN) -std=
 	       -Ibpf -isystem $(CUDA_HOME)/include
 SHIM_WL	   := $(OUT)/tests/shim
 # The test variant: the same library plus bpfsight_shim_test_feed (CUPTI records fed by
-# cupti_feed through the real decode path); shim_cupti.c is the one object that differs.
+# cupti_feed through the real decode path) and the fork-lock hooks (fork_locks); shim_cupti.c
+# and shim_fork.c are the objects that differ.
 SHIM_TEST_LIB := $(SHIM_WL)/libbpfsight-shim-test.so
-SHIM_TEST_OBJS := $(filter-out $(OUT)/shim/shim_cupti.o,$(SHIM_OBJS)) $(OUT)/shim-test/shim_cupti.o
+SHIM_TEST_DIFF := shim_cupti.o shim_fork.o
+SHIM_TEST_OBJS := $(filter-out $(addprefix $(OUT)/shim/,$(SHIM_TEST_DIFF)),$(SHIM_OBJS)) \
+		  $(addprefix $(OUT)/shim-test/,$(SHIM_TEST_DIFF))
 SHIM_WORKLOADS := $(addprefix $(SHIM_WL)/,nvtx_ranges libnvtx_second.so libnvtx_chain.so \
-		    cupti_feed cupti_flood order_feed graph_feed nvtx_bench) $(SHIM_TEST_LIB)
+		    cupti_feed cupti_flood order_feed graph_feed nvtx_bench fork_locks) $(SHIM_TEST_LIB)
 # The toy shim family's variant (tests/toyshim/): the shim plus its module, added to the
 # module table by one line (SHIM_MODULES_EXTRA), and a bpfsight with the family in its
 # registry by one line (FAMILIES_EXTRA: the Makefile's families_%.o).
@@ -54,7 +57,7 @@ $(SHIM_LIB): $(SHIM_OBJS) cupti-shim/exports.map
 	$(Q)$(CC) -shared -Wl,--version-script=cupti-shim/exports.map -Wl,-z,nodelete \
 		-Wl,-z,now -Wl,--no-undefined $(SHIM_OBJS) -o $@ -lpthread -ldl
 
-$(OUT)/shim-test/shim_cupti.o: cupti-shim/shim_cupti.c | $(OUT)/shim-test
+$(OUT)/shim-test/%.o: cupti-shim/%.c | $(OUT)/shim-test
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(SHIM_CFLAGS) -DSHIM_TEST_HOOK -c $< -o $@
 
@@ -116,7 +119,7 @@ $(SHIM_WL)/cupti_feed: tests/workloads/shim/cupti_feed.c | $(SHIM_WL)
 	$(Q)$(CC) $(SHIM_WL_CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,-rpath,$(CUDA_HOME)/lib64 -ldl
 
-$(SHIM_WL)/cupti_flood $(SHIM_WL)/order_feed $(SHIM_WL)/graph_feed: $(SHIM_WL)/%: tests/workloads/shim/%.c | $(SHIM_WL)
+$(SHIM_WL)/cupti_flood $(SHIM_WL)/order_feed $(SHIM_WL)/graph_feed $(SHIM_WL)/fork_locks: $(SHIM_WL)/%: tests/workloads/shim/%.c | $(SHIM_WL)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(SHIM_WL_CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,-rpath,$(CUDA_HOME)/lib64 -ldl -lpthread

@@ -6,7 +6,7 @@
  * timed flush) so recording never serializes threads. A batch is sent by firing
  * bpfsight:batch(buf, bytes) once per full (or timed-out) buffer, never once per record.
  *
- * All sending happens under one lock (send_lock) for two reasons: batch sequence numbers
+ * All sending happens under one lock (shim_buf_send_lock) for two reasons: batch sequence numbers
  * then reach the ring in order (a gap really is a loss), and the pending-strings batch is
  * sent before any other, so a STRING record always precedes its users (shim_str.c).
  */
@@ -41,10 +41,10 @@ struct shim_thread {
 	uint64_t data[(BATCH_HDR + BS_SHIM_BATCH_MAX) / 8];
 };
 
-static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t shim_buf_list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shim_thread *threads; /* every live thread's buffer */
-static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct shim_thread strings; /* pending STRING records (send_lock) */
+pthread_mutex_t shim_buf_send_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shim_thread strings; /* pending STRING records (shim_buf_send_lock) */
 static _Atomic uint64_t seq;	   /* last batch sent */
 static pthread_key_t thread_key;
 static __thread struct shim_thread *self;
@@ -86,7 +86,7 @@ static void dump_batch(const void *buf, size_t bytes)
 		shim_log("BPFSIGHT_SHIM_DUMP: short write");
 }
 
-/* Send T's records (send_lock held) if a tracer still listens to their session. */
+/* Send T's records (shim_buf_send_lock held) if a tracer still listens to their session. */
 static void fire(struct shim_thread *t)
 {
 	struct bs_shim_batch_hdr *h = (struct bs_shim_batch_hdr *)t->data;
@@ -113,10 +113,10 @@ void shim_thread__flush(struct shim_thread *t)
 {
 	if (!t->nrec)
 		return;
-	pthread_mutex_lock(&send_lock);
+	pthread_mutex_lock(&shim_buf_send_lock);
 	fire(&strings);
 	fire(t);
-	pthread_mutex_unlock(&send_lock);
+	pthread_mutex_unlock(&shim_buf_send_lock);
 }
 
 /* Room for SIZE bytes in T for SESSION; NULL when the session is over. */
@@ -173,24 +173,24 @@ void shim_buf__begin_session(uint32_t session, const void *rec, uint32_t size)
 {
 	void *p;
 
-	pthread_mutex_lock(&send_lock);
+	pthread_mutex_lock(&shim_buf_send_lock);
 	atomic_store(&shim_session, session);
 	p = reserve(&strings, session, size, true);
 	if (p) {
 		memcpy(p, rec, size);
 		fire(&strings);
 	}
-	pthread_mutex_unlock(&send_lock);
+	pthread_mutex_unlock(&shim_buf_send_lock);
 }
 
 void shim_buf__send_lock(void)
 {
-	pthread_mutex_lock(&send_lock);
+	pthread_mutex_lock(&shim_buf_send_lock);
 }
 
 void shim_buf__send_unlock(void)
 {
-	pthread_mutex_unlock(&send_lock);
+	pthread_mutex_unlock(&shim_buf_send_lock);
 }
 
 uint64_t shim_buf__seq(void)
@@ -210,12 +210,12 @@ struct shim_thread *shim_thread__self(void)
 		return NULL;
 	}
 	t->tid = (uint32_t)gettid();
-	pthread_mutex_lock(&list_lock);
+	pthread_mutex_lock(&shim_buf_list_lock);
 	t->next = threads;
 	if (threads)
 		threads->prev = t;
 	threads = t;
-	pthread_mutex_unlock(&list_lock);
+	pthread_mutex_unlock(&shim_buf_list_lock);
 	/* The key's destructor sends what the thread leaves behind when it exits. */
 	pthread_setspecific(thread_key, t);
 	self = t;
@@ -252,9 +252,9 @@ static void thread_gone(void *arg)
 	t->nvtx = NULL;
 	modules_gone(t);
 	shim_thread__unlock(t);
-	pthread_mutex_lock(&list_lock);
+	pthread_mutex_lock(&shim_buf_list_lock);
 	unlink_thread(t);
-	pthread_mutex_unlock(&list_lock);
+	pthread_mutex_unlock(&shim_buf_list_lock);
 	/* A later NVTX call on this thread (another key's destructor) starts afresh. */
 	if (self == t)
 		self = NULL;
@@ -298,13 +298,13 @@ void shim_buf__for_each(void (*fn)(struct shim_thread *t, void *arg), void *arg)
 {
 	struct shim_thread *t;
 
-	pthread_mutex_lock(&list_lock);
+	pthread_mutex_lock(&shim_buf_list_lock);
 	for (t = threads; t; t = t->next) {
 		shim_thread__lock(t);
 		fn(t, arg);
 		shim_thread__unlock(t);
 	}
-	pthread_mutex_unlock(&list_lock);
+	pthread_mutex_unlock(&shim_buf_list_lock);
 }
 
 static void flush_one(struct shim_thread *t, void *arg)
@@ -316,9 +316,9 @@ void shim_buf__flush_all(void)
 {
 	shim_buf__for_each(flush_one, NULL)
 		;
-	pthread_mutex_lock(&send_lock);
+	pthread_mutex_lock(&shim_buf_send_lock);
 	fire(&strings);
-	pthread_mutex_unlock(&send_lock);
+	pthread_mutex_unlock(&shim_buf_send_lock);
 }
 
 static void drop_one(struct shim_thread *t, void *arg)
@@ -331,21 +331,9 @@ void shim_buf__drop_all(void)
 {
 	shim_buf__for_each(drop_one, NULL)
 		;
-	pthread_mutex_lock(&send_lock);
+	pthread_mutex_lock(&shim_buf_send_lock);
 	drop_one(&strings, NULL);
-	pthread_mutex_unlock(&send_lock);
-}
-
-void shim_buf__atfork_prepare(void)
-{
-	pthread_mutex_lock(&list_lock);
-	pthread_mutex_lock(&send_lock);
-}
-
-void shim_buf__atfork_parent(void)
-{
-	pthread_mutex_unlock(&send_lock);
-	pthread_mutex_unlock(&list_lock);
+	pthread_mutex_unlock(&shim_buf_send_lock);
 }
 
 /*
@@ -356,10 +344,6 @@ void shim_buf__atfork_child(void)
 {
 	struct shim_thread *t, *next;
 
-	/* Held since the prepare handler by the thread that forked, this one: unlocked, not
-	 * initialized again (undefined for a locked mutex; DRD: "Mutex reinitialization"). */
-	pthread_mutex_unlock(&send_lock);
-	pthread_mutex_unlock(&list_lock);
 	for (t = threads; t; t = next) {
 		next = t->next;
 		if (t == self)

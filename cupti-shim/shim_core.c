@@ -55,7 +55,7 @@ static _Atomic uint32_t state; /* BS_SHIM_ST_* */
 static _Atomic uint64_t dropped;
 
 /* The poller's view, under ctl (the exit handler and fork take it too). */
-static pthread_mutex_t ctl = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t shim_ctl = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	bool started; /* a poller runs in this process */
 	bool attached;
@@ -347,14 +347,14 @@ static void *poller(void *arg)
 	for (;;) {
 		/* Read before the semaphores: a wake after this makes the sleep return at once. */
 		seen = shim_wake__seen();
-		pthread_mutex_lock(&ctl);
+		pthread_mutex_lock(&shim_ctl);
 		if (poll_state.exiting) {
-			pthread_mutex_unlock(&ctl);
+			pthread_mutex_unlock(&shim_ctl);
 			break;
 		}
 		poll_once();
 		idle = !poll_state.attached && poll_state.sleeps_when_idle;
-		pthread_mutex_unlock(&ctl);
+		pthread_mutex_unlock(&shim_ctl);
 		shim_ptrace__nvtx();
 		for (const struct shim_module *const *m = shim_modules; *m; m++)
 			if ((*m)->poll)
@@ -398,11 +398,11 @@ static void start_poller(void)
 /* The process is exiting: a final drain while a tracer listens, then nothing more. */
 static void at_exit(void)
 {
-	pthread_mutex_lock(&ctl);
+	pthread_mutex_lock(&shim_ctl);
 	if (poll_state.attached && !poll_state.exiting)
 		drain(atomic_load(&shim_session), BS_SHIM_EV_EXIT, shim_now());
 	poll_state.exiting = true;
-	pthread_mutex_unlock(&ctl);
+	pthread_mutex_unlock(&shim_ctl);
 }
 
 /*
@@ -435,30 +435,25 @@ SHIM_EXPORT void _exit(int status)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	if (exit_may_drain() && !pthread_mutex_timedlock(&ctl, &until)) {
+	if (exit_may_drain() && !pthread_mutex_timedlock(&shim_ctl, &until)) {
 		if (poll_state.attached && !poll_state.exiting)
 			drain(atomic_load(&shim_session), BS_SHIM_EV_EXIT, shim_now());
 		poll_state.exiting = true;
-		pthread_mutex_unlock(&ctl);
+		pthread_mutex_unlock(&shim_ctl);
 	}
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
 
+/* Every lock of the shim's, in its order (shim_fork.c), so the child inherits none held. */
 static void fork_prepare(void)
 {
-	pthread_mutex_lock(&ctl);
-	shim_nvtx__atfork_prepare();
-	shim_str__atfork_prepare();
-	shim_buf__atfork_prepare();
+	shim_fork__lock_all();
 }
 
 static void fork_parent(void)
 {
-	shim_buf__atfork_parent();
-	shim_str__atfork_parent();
-	shim_nvtx__atfork_parent();
-	pthread_mutex_unlock(&ctl);
+	shim_fork__unlock_all();
 }
 
 /*
@@ -470,10 +465,9 @@ static void fork_child(void)
 	uint32_t clear =
 		BS_SHIM_ST_GPU_ON | BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_SYNC | BS_SHIM_ST_CUPTI_BUSY;
 
+	shim_fork__unlock_all(); /* held since fork_prepare, by this thread */
 	shim_buf__atfork_child();
-	shim_str__atfork_child();
 	shim_nvtx__atfork_child();
-	pthread_mutex_unlock(&ctl); /* held since fork_prepare, by this thread */
 	shim_pid = (uint32_t)getpid();
 	poll_state.started = false;
 	poll_state.attached = false;
@@ -510,9 +504,9 @@ void shim_core__enter(uint32_t injected_bit)
 {
 	pthread_once(&once, init_once);
 	shim_core__set_state(injected_bit, 0);
-	pthread_mutex_lock(&ctl);
+	pthread_mutex_lock(&shim_ctl);
 	start_poller();
-	pthread_mutex_unlock(&ctl);
+	pthread_mutex_unlock(&shim_ctl);
 }
 
 /*
@@ -522,16 +516,16 @@ void shim_core__enter(uint32_t injected_bit)
  */
 void shim_core__poll_now(void)
 {
-	pthread_mutex_lock(&ctl);
+	pthread_mutex_lock(&shim_ctl);
 	if (!poll_state.exiting)
 		poll_once();
-	pthread_mutex_unlock(&ctl);
+	pthread_mutex_unlock(&shim_ctl);
 }
 
 void shim_core__restart(void)
 {
 	atomic_fetch_and(&shim_hot, ~(uint32_t)SHIM_HOT_RESTART);
-	pthread_mutex_lock(&ctl);
+	pthread_mutex_lock(&shim_ctl);
 	start_poller();
-	pthread_mutex_unlock(&ctl);
+	pthread_mutex_unlock(&shim_ctl);
 }

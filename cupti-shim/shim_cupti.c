@@ -98,7 +98,7 @@ static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_MEMSET,
 };
 
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t shim_cupti_load_lock = PTHREAD_MUTEX_INITIALIZER;
 static int load_err = 1; /* 1: not tried yet */
 static uint32_t version;
 static bool usable; /* loaded, a version we can read, initialized */
@@ -116,7 +116,7 @@ static struct {
 static atomic_bool at_cuda_start;
 
 /* Distinct failures, reported once per session. */
-static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t shim_cupti_err_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	char what[96];
 	int result;
@@ -135,7 +135,7 @@ void shim_cupti__fail(const char *what, int result)
 	bool now = false;
 	unsigned int i;
 
-	pthread_mutex_lock(&err_lock);
+	pthread_mutex_lock(&shim_cupti_err_lock);
 	for (i = 0; i < nerrors; i++)
 		if (errors[i].result == result && !strcmp(errors[i].what, what))
 			break;
@@ -150,7 +150,7 @@ void shim_cupti__fail(const char *what, int result)
 		errors[i].session = session;
 		now = true;
 	}
-	pthread_mutex_unlock(&err_lock);
+	pthread_mutex_unlock(&shim_cupti_err_lock);
 	if (now)
 		report(session, what, result);
 }
@@ -162,15 +162,15 @@ void shim_cupti__report_errors(uint32_t session)
 	int result;
 
 	for (i = 0;; i++) {
-		pthread_mutex_lock(&err_lock);
+		pthread_mutex_lock(&shim_cupti_err_lock);
 		if (i >= nerrors) {
-			pthread_mutex_unlock(&err_lock);
+			pthread_mutex_unlock(&shim_cupti_err_lock);
 			break;
 		}
 		errors[i].session = session;
 		memcpy(what, errors[i].what, sizeof(what));
 		result = errors[i].result;
-		pthread_mutex_unlock(&err_lock);
+		pthread_mutex_unlock(&shim_cupti_err_lock);
 		report(session, what, result);
 	}
 }
@@ -226,10 +226,10 @@ static int load_locked(void)
 
 int shim_cupti__load(void)
 {
-	pthread_mutex_lock(&load_lock);
+	pthread_mutex_lock(&shim_cupti_load_lock);
 	if (load_err == 1)
 		load_err = load_locked();
-	pthread_mutex_unlock(&load_lock);
+	pthread_mutex_unlock(&shim_cupti_load_lock);
 	return load_err;
 }
 

@@ -68,7 +68,7 @@ _Atomic uint64_t shim_nvtx_last_range_id;
 static _Atomic uint32_t epoch;
 
 /* Domains, registered strings, names, started ranges (never taken holding a thread lock). */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t shim_nvtx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nvtxDomainRegistration_st *domains;
 static uint32_t ndomains;
 static struct nvtxStringRegistration_st *registered;
@@ -307,14 +307,14 @@ void shim_nvtx__start_slow(nvtxDomainHandle_t d, const struct shim_nvtx_src *src
 		begin_record(t, session, &s->r, id);
 		shim_thread__unlock(t);
 	}
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&shim_nvtx_lock);
 	if (nstarted < RANGES_MAX) {
 		s->next = started[id % RANGE_BUCKETS];
 		started[id % RANGE_BUCKETS] = s;
 		nstarted++;
 		s = NULL;
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&shim_nvtx_lock);
 	if (s) {
 		shim_core__add_dropped(1);
 		free(s);
@@ -345,9 +345,9 @@ void shim_nvtx__end_slow(uint64_t id, uint32_t hot)
 
 	if (!session)
 		return;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&shim_nvtx_lock);
 	s = take_started(id);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&shim_nvtx_lock);
 	if (!s)
 		return;
 	if (s->epoch == atomic_load_explicit(&epoch, memory_order_relaxed)) {
@@ -409,7 +409,7 @@ void shim_nvtx__name(uint32_t kind, uint64_t key, nvtxDomainHandle_t d, struct s
 
 	if (!text)
 		return;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&shim_nvtx_lock);
 	for (n = names; n; n = n->next)
 		if (n->kind == kind && n->key == key && n->domain == d)
 			break;
@@ -428,7 +428,7 @@ void shim_nvtx__name(uint32_t kind, uint64_t key, nvtxDomainHandle_t d, struct s
 		n->tid = (uint32_t)gettid();
 		copy = *n;
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&shim_nvtx_lock);
 	if (!n)
 		return;
 	session = hot ? recording(hot, &t) : 0;
@@ -443,12 +443,12 @@ static void send_names(struct shim_thread *t, uint32_t session)
 {
 	struct name_entry *n;
 
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&shim_nvtx_lock);
 	shim_thread__lock(t);
 	for (n = names; n; n = n->next)
 		name_record(t, session, n);
 	shim_thread__unlock(t);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&shim_nvtx_lock);
 }
 
 void shim_nvtx__resend_names(uint32_t session)
@@ -468,7 +468,7 @@ void shim_nvtx__set_on(bool on)
 		atomic_fetch_add_explicit(&epoch, 1, memory_order_relaxed);
 		return;
 	}
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&shim_nvtx_lock);
 	for (i = 0; i < RANGE_BUCKETS; i++) {
 		for (s = started[i]; s; s = next) {
 			next = s->next;
@@ -477,7 +477,7 @@ void shim_nvtx__set_on(bool on)
 		started[i] = NULL;
 	}
 	nstarted = 0;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&shim_nvtx_lock);
 }
 
 /* ---- ranges still open when the tracer asks for everything (drain, exit) ---- */
@@ -537,12 +537,12 @@ void shim_nvtx__send_open(uint32_t session, uint64_t now)
 		return;
 	shim_buf__for_each(collect_stack, &l)
 		;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&shim_nvtx_lock);
 	for (i = 0; i < RANGE_BUCKETS; i++)
 		for (s = started[i]; s; s = s->next)
 			if (s->epoch == l.epoch)
 				open_add(&l, &s->r, s->tid, s->id, 0);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&shim_nvtx_lock);
 	shim_thread__lock(t);
 	for (k = 0; k < l.n; k++)
 		range_record(t, session, &l.v[k].r, l.v[k].tid, 0, now, l.v[k].range_id,
@@ -557,7 +557,7 @@ nvtxDomainHandle_t shim_nvtx__domain(struct shim_str *text)
 {
 	nvtxDomainHandle_t d;
 
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&shim_nvtx_lock);
 	for (d = domains; d; d = d->next)
 		if (d->name == text)
 			break;
@@ -572,7 +572,7 @@ nvtxDomainHandle_t shim_nvtx__domain(struct shim_str *text)
 			domains = d;
 		}
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&shim_nvtx_lock);
 	return d;
 }
 
@@ -580,7 +580,7 @@ nvtxStringHandle_t shim_nvtx__register(nvtxDomainHandle_t d, struct shim_str *te
 {
 	nvtxStringHandle_t r;
 
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&shim_nvtx_lock);
 	for (r = registered; r; r = r->next)
 		if (r->domain == d && r->str == text)
 			break;
@@ -593,18 +593,8 @@ nvtxStringHandle_t shim_nvtx__register(nvtxDomainHandle_t d, struct shim_str *te
 			registered = r;
 		}
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&shim_nvtx_lock);
 	return r;
-}
-
-void shim_nvtx__atfork_prepare(void)
-{
-	pthread_mutex_lock(&lock);
-}
-
-void shim_nvtx__atfork_parent(void)
-{
-	pthread_mutex_unlock(&lock);
 }
 
 void shim_nvtx__atfork_child(void)
@@ -612,7 +602,6 @@ void shim_nvtx__atfork_child(void)
 	uint32_t me = (uint32_t)gettid();
 	struct name_entry **p = &names, *n;
 
-	pthread_mutex_unlock(&lock); /* held since the prepare handler */
 	while ((n = *p)) {
 		if (n->kind == BS_NVTX_NAME_THREAD) {
 			*p = n->next;

@@ -15,7 +15,7 @@
 
 #include "shim_nvtx.h"
 
-static pthread_mutex_t chain_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t shim_nvtx_chain_lock = PTHREAD_MUTEX_INITIALIZER;
 static NvtxFunctionPointer chain_core[NVTX_CBID_CORE_SIZE];
 static NvtxFunctionPointer chain_core2[NVTX_CBID_CORE2_SIZE];
 #define CORE_FN(name)                                                                              \
@@ -374,7 +374,7 @@ static void chain_instance(NvtxGetExportTableFunc_t get, struct table *tabs, int
 
 	if (!path || !*path)
 		return;
-	pthread_mutex_lock(&chain_lock);
+	pthread_mutex_lock(&shim_nvtx_chain_lock);
 	if (!tried) {
 		tried = true;
 		lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -384,7 +384,7 @@ static void chain_instance(NvtxGetExportTableFunc_t get, struct table *tabs, int
 			shim_log("BPFSIGHT_NVTX_CHAIN=%s: %s", path,
 				 lib ? "no InitializeInjectionNvtx2" : dlerror());
 	}
-	pthread_mutex_unlock(&chain_lock);
+	pthread_mutex_unlock(&shim_nvtx_chain_lock);
 	if (!init)
 		return;
 	for (k = 0; k < ntabs; k++)

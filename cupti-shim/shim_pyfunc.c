@@ -81,7 +81,7 @@ static struct {
 } st;
 
 /* st.noted and its result: written by whoever installs, read by the poller at a join. */
-static pthread_mutex_t noted_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t shim_pyfunc_noted_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- the callbacks' side ---- */
 
@@ -232,11 +232,11 @@ static void note(uint32_t session, int result, const char *text)
 {
 	if (!session || (st.noted_session == session && !strcmp(st.noted, text)))
 		return;
-	pthread_mutex_lock(&noted_lock);
+	pthread_mutex_lock(&shim_pyfunc_noted_lock);
 	st.noted_session = session;
 	st.noted_result = result;
 	snprintf(st.noted, sizeof(st.noted), "%s", text);
-	pthread_mutex_unlock(&noted_lock);
+	pthread_mutex_unlock(&shim_pyfunc_noted_lock);
 	shim_log("%s", text);
 	shim_core__status(session, BS_SHIM_EV_PYFUNC, result, text, 0);
 }
@@ -818,10 +818,10 @@ static void pyfunc_join(uint32_t session)
 	char text[sizeof(st.noted)];
 	int result;
 
-	pthread_mutex_lock(&noted_lock);
+	pthread_mutex_lock(&shim_pyfunc_noted_lock);
 	snprintf(text, sizeof(text), "%s", st.noted);
 	result = st.noted_result;
-	pthread_mutex_unlock(&noted_lock);
+	pthread_mutex_unlock(&shim_pyfunc_noted_lock);
 	if (st.mech && st.pid == getpid() && text[0])
 		shim_core__status(session, BS_SHIM_EV_PYFUNC, result, text, 0);
 }

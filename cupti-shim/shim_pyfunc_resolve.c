@@ -47,7 +47,7 @@ static struct base {
 static struct pyfunc_entry *entries;
 static int nentries;
 /* The entries' lifetime and why[] against the drain, which reads them without the GIL. */
-static pthread_mutex_t entries_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t shim_pyfunc_entries_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The candidates: the last parts of the entries not found, by address (interned). */
 #define NCANDIDATES 128 /* a power of two, at least twice the entries looked for */
@@ -375,10 +375,10 @@ int shim_pyfunc_resolve__load(const char *text)
 		}
 		p += len + (nl ? 1 : 0);
 	}
-	pthread_mutex_lock(&entries_lock);
+	pthread_mutex_lock(&shim_pyfunc_entries_lock);
 	entries = v;
 	nentries = n;
-	pthread_mutex_unlock(&entries_lock);
+	pthread_mutex_unlock(&shim_pyfunc_entries_lock);
 	return 0;
 }
 
@@ -389,12 +389,12 @@ void shim_pyfunc_resolve__unload(void)
 
 	while (nbases > 0)
 		py.Py_DecRef(bases[--nbases].cls);
-	pthread_mutex_lock(&entries_lock);
+	pthread_mutex_lock(&shim_pyfunc_entries_lock);
 	v = entries;
 	n = nentries;
 	entries = NULL;
 	nentries = 0;
-	pthread_mutex_unlock(&entries_lock);
+	pthread_mutex_unlock(&shim_pyfunc_entries_lock);
 	for (int i = 0; i < n; i++)
 		if (v[i].last)
 			py.Py_DecRef(v[i].last);
@@ -635,9 +635,9 @@ static void entry_why(PyObject *modules, struct pyfunc_entry *e)
 	char why[PYFUNC_WHY_LEN];
 
 	shim_pyfunc_why(modules, e->module, e->qual, why, sizeof(why));
-	pthread_mutex_lock(&entries_lock);
+	pthread_mutex_lock(&shim_pyfunc_entries_lock);
 	memcpy(e->why, why, sizeof(why));
-	pthread_mutex_unlock(&entries_lock);
+	pthread_mutex_unlock(&shim_pyfunc_entries_lock);
 }
 
 void shim_pyfunc_resolve__why_all(void)
@@ -681,7 +681,7 @@ void shim_pyfunc_resolve__each_never_found(void (*fn)(const char *text, void *ar
 {
 	char text[NAME_MAX_LEN + 256 + PYFUNC_WHY_LEN + 32];
 
-	pthread_mutex_lock(&entries_lock);
+	pthread_mutex_lock(&shim_pyfunc_entries_lock);
 	for (int i = 0; i < nentries; i++) {
 		const struct pyfunc_entry *e = &entries[i];
 
@@ -692,5 +692,5 @@ void shim_pyfunc_resolve__each_never_found(void (*fn)(const char *text, void *ar
 			 e->why[0] ? e->why : "not looked for yet");
 		fn(text, arg);
 	}
-	pthread_mutex_unlock(&entries_lock);
+	pthread_mutex_unlock(&shim_pyfunc_entries_lock);
 }

@@ -33,7 +33,7 @@ struct shim_str {
 };
 
 static _Atomic(struct shim_str *) buckets[BUCKETS];
-static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t shim_str_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t count;
 static size_t bytes;
 /* What a record is named once the table is full: the loss shows in the trace. */
@@ -60,7 +60,7 @@ static struct shim_str *find(struct shim_str *e, uint64_t h, const char *text, s
 	return NULL;
 }
 
-/* A new entry (intern_lock held); NULL when out of memory. */
+/* A new entry (shim_str_lock held); NULL when out of memory. */
 static struct shim_str *add(uint64_t h, const char *text, size_t len)
 {
 	struct shim_str *e = malloc(sizeof(*e) + len + 1);
@@ -99,7 +99,7 @@ struct shim_str *shim_str__intern(const char *text, size_t len)
 	if (e)
 		return e;
 
-	pthread_mutex_lock(&intern_lock);
+	pthread_mutex_lock(&shim_str_lock);
 	head = atomic_load_explicit(b, memory_order_relaxed);
 	e = find(head, h, text, len);
 	if (!e) {
@@ -111,7 +111,7 @@ struct shim_str *shim_str__intern(const char *text, size_t len)
 			e = table_full();
 		}
 	}
-	pthread_mutex_unlock(&intern_lock);
+	pthread_mutex_unlock(&shim_str_lock);
 	return e;
 }
 
@@ -202,19 +202,4 @@ uint32_t shim_str__resend_all(uint32_t session, uint32_t tid)
 out:
 	shim_buf__send_unlock();
 	return n;
-}
-
-void shim_str__atfork_prepare(void)
-{
-	pthread_mutex_lock(&intern_lock);
-}
-
-void shim_str__atfork_parent(void)
-{
-	pthread_mutex_unlock(&intern_lock);
-}
-
-void shim_str__atfork_child(void)
-{
-	pthread_mutex_unlock(&intern_lock); /* held since the prepare handler */
 }

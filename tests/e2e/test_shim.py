@@ -21,7 +21,7 @@ import time
 from collections import Counter
 
 import shim_batches as sb
-from helpers import BPFSIGHT, BUILD, Skip, alone, check, eq, need_root, run, spawn, tmpdir, wait_for, workload
+from helpers import BPFSIGHT, BUILD, ROOT, Skip, alone, check, eq, need_root, run, spawn, tmpdir, wait_for, workload
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 26
@@ -298,7 +298,7 @@ def test_shim_library_shape():
        "exported functions")
     eq(exported(SHIM_TEST),
        ["InitializeInjection", "InitializeInjectionNvtx2", "bpfsight_shim_test_feed",
-        "bpfsight_shim_test_graph_node"],
+        "bpfsight_shim_test_graph_node", "bpfsight_shim_test_hold_lock", "bpfsight_shim_test_locks"],
        "the test variant's exported functions")
     out = run(["objdump", "-T", SHIM], check=True).stdout
     eq(sorted(l.split()[-1] for l in out.splitlines() if re.match(r"^[0-9a-f]+ g\s+DO ", l)),
@@ -671,6 +671,28 @@ def test_shim_fork_child_unlocks_what_the_fork_held():
     check("Mutex reinitialization" not in p.stderr,
           p.stderr[p.stderr.find("Mutex reinitialization") - 200:][:1500])
     check('"child"' in p.stdout, f"the child ran: {p.stdout[-300:]}")
+
+
+def test_shim_fork_inherits_no_lock_another_thread_held():
+    """Each of the shim's locks held by one of its threads while another thread forks (a
+    DataLoader worker forked while the poller says the names never found): the fork waits for
+    it, and the child, whose only thread is the one that forked, finds every lock free
+    (tests/workloads/shim/fork_locks.c). And every lock the shim's sources define is in the
+    list the fork takes (cupti-shim/shim_fork.c), so a lock added later without it fails here."""
+    p = run([workload("shim/fork_locks"), SHIM_TEST, "400"], timeout=120)
+    eq(p.returncode, 0, f"fork_locks: {p.stderr[-600:]}")
+    rows = [json.loads(l) for l in p.stdout.splitlines()]
+    src = os.path.join(ROOT, "cupti-shim")
+    defined = set()
+    for f in os.listdir(src):
+        if f.endswith(".c"):
+            with open(os.path.join(src, f)) as fh:
+                defined |= set(re.findall(r"^(?:static )?pthread_mutex_t (\w+) = PTHREAD_MUTEX_"
+                                          r"INITIALIZER", fh.read(), re.M))
+    eq(sorted(r["lock"] for r in rows), sorted(defined), "the locks the fork takes")
+    for r in rows:
+        eq(r["held_in_child"], "", f"{r['lock']} held by another thread at the fork: {r}")
+        eq(r["status"], 0, f"the child of the fork beside {r['lock']}: {r}")
 
 
 def test_shim_debug_log_says_every_semaphore_change():
