@@ -135,7 +135,7 @@ help:
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
-	     sqlite3 libsqlite3-dev make gcc g++ libc6-dbg python3-torch clang-format \
+	     sqlite3 libsqlite3-dev clickhouse-server clickhouse-client make gcc g++ libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
 	     golang-go prometheus qemu-system-x86 busybox-static cpio musl-tools patchelf \
 	     python3-memory-profiler gdb linux-perf python3-dask valgrind
