@@ -17,7 +17,8 @@ int ch_labels__option(struct ch_labels *l, int job, const char *arg)
 	if (job) {
 		/* the job is a URL's path in `--from clickhouse://HOST:PORT/JOB` */
 		if (!*arg || strpbrk(arg, "/?#%\t\n\\'")) {
-			pr_err("bad job name '%s': no '/', '?', '#', '%%', quotes or blanks\n", arg);
+			pr_err("bad job name '%s': no '/', '?', '#', '%%', quotes or blanks\n",
+			       arg);
 			return -EINVAL;
 		}
 		l->job = arg;

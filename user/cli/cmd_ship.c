@@ -100,14 +100,18 @@ static int ship_parse(int argc, char **argv, struct ship_opts *o)
 			break;
 		case 'M':
 			if (parse_size(optarg, &o->spool_max) || !o->spool_max)
-				return pr_err("bad --spool-max '%s': a size (64M, 1G)\n", optarg), 1;
+				return pr_err("bad --spool-max '%s': a size (64M, 1G)\n", optarg),
+				       1;
 			break;
 		case 'r':
 			if (parse_duration_ns(optarg, &o->retry_ns))
-				return pr_err("bad --retry-for '%s': a duration (30s, 5m)\n", optarg), 1;
+				return pr_err("bad --retry-for '%s': a duration (30s, 5m)\n",
+					      optarg),
+				       1;
 			break;
 		case 't':
-			if (parse_duration_ns(optarg, &v) || v < 1000000000ULL || v > 3600000000000ULL)
+			if (parse_duration_ns(optarg, &v) || v < 1000000000ULL ||
+			    v > 3600000000000ULL)
 				return pr_err("bad --timeout '%s': 1 to 3600 seconds\n", optarg), 1;
 			o->timeout_s = (int)(v / 1000000000ULL);
 			break;
@@ -213,7 +217,8 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 			if (!ch_server__retryable(err) || mono_now_ns() - t0 >= o->retry_ns)
 				break;
 			pr_warn("%s (retrying for %llus)\n", s->error,
-				(unsigned long long)((o->retry_ns - (mono_now_ns() - t0)) / 1000000000ULL));
+				(unsigned long long)((o->retry_ns - (mono_now_ns() - t0)) /
+						     1000000000ULL));
 			usleep(wait_ms * 1000);
 			wait_ms = wait_ms < 4000 ? wait_ms * 2 : 4000;
 			schema = 0;
@@ -224,8 +229,8 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 		rows += res.sent;
 		nfiles++;
 		if (res.already)
-			pr_info("%s (content id %s): already shipped to job %s: nothing added\n", path,
-				id, job);
+			pr_info("%s (content id %s): already shipped to job %s: nothing added\n",
+				path, id, job);
 		else
 			pr_info("shipped %llu rows of job %s (content id %s)%s\n",
 				(unsigned long long)res.rows, job, id,
@@ -235,7 +240,8 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 	if (err) {
 		__u64 bytes = ship_spool__bytes(sp, &left);
 
-		pr_err("%s: %s\n", s->error, err == -EACCES ? "credentials refused (see --help)" : "");
+		pr_err("%s: %s\n", s->error,
+		       err == -EACCES ? "credentials refused (see --help)" : "");
 		pr_err("%u files (%s) stay in the spool %s: `bpfsight ship --to URL` sends them\n",
 		       left, human__bytes((double)bytes, b1, sizeof(b1)), sp->dir);
 		return ship_status(err);
@@ -247,8 +253,10 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 
 int cmd_ship(int argc, char **argv)
 {
-	struct ship_opts o = { .spool_max = 1ULL << 30, .retry_ns = 60000000000ULL,
-			       .timeout_s = 30, .labels = { .rank = -1 } };
+	struct ship_opts o = { .spool_max = 1ULL << 30,
+			       .retry_ns = 60000000000ULL,
+			       .timeout_s = 30,
+			       .labels = { .rank = -1 } };
 	char dir[4400], cache[4096];
 	struct ship_spool sp;
 	struct ch_server s;

@@ -169,8 +169,8 @@ static int ch_refusal(struct ch_server *s, const char *body, int status)
 
 	if (c)
 		code = atoi(c + 6);
-	snprintf(s->error, sizeof(s->error), "HTTP %d: %.*s", status,
-		 (int)strcspn(body, "\n"), body);
+	snprintf(s->error, sizeof(s->error), "HTTP %d: %.*s", status, (int)strcspn(body, "\n"),
+		 body);
 	for (size_t i = 0; i < sizeof(ch_auth_codes) / sizeof(*ch_auth_codes); i++)
 		if (code == ch_auth_codes[i] || status == 401 || status == 403)
 			return -EACCES;
@@ -180,8 +180,7 @@ static int ch_refusal(struct ch_server *s, const char *body, int status)
 	return -EPROTO;
 }
 
-int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_t len,
-		   char **out)
+int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_t len, char **out)
 {
 	char *q = ch_urlencode(sql), *head = NULL, *resp = NULL;
 	int fd, err, n, status = 0;
@@ -221,8 +220,7 @@ int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_
 	if (err && !ch_server__retryable(err) && err != -ENOMEM)
 		err = -ECONNRESET;
 	if (err) {
-		snprintf(s->error, sizeof(s->error), "%s:%s: %s", s->host, s->port,
-			 strerror(-err));
+		snprintf(s->error, sizeof(s->error), "%s:%s: %s", s->host, s->port, strerror(-err));
 		free(resp);
 		return err;
 	}

@@ -13,10 +13,10 @@
 struct ch_server {
 	char host[256];
 	char port[8];
-	char job[256];	    /* the URL's path, "" when it has none */
-	char auth[512];	    /* "Basic ...", "" without credentials */
-	int timeout_s;	    /* per connect, send and receive */
-	char error[512];    /* the last failure, as the server or the socket said it */
+	char job[256];	 /* the URL's path, "" when it has none */
+	char auth[512];	 /* "Basic ...", "" without credentials */
+	int timeout_s;	 /* per connect, send and receive */
+	char error[512]; /* the last failure, as the server or the socket said it */
 };
 
 /*
@@ -33,8 +33,7 @@ int ch_server__parse(struct ch_server *s, const char *url);
  * -ECONNRESET, -EHOSTUNREACH (worth retrying: the server is down or slow); -EACCES (the server
  * refused the credentials); -EPROTO (the server refused the statement: S->error says why).
  */
-int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_t len,
-		   char **out);
+int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_t len, char **out);
 
 /* Is ERR one worth retrying (the server down, slow, restarting)? */
 int ch_server__retryable(int err);

@@ -90,7 +90,8 @@ int ship_send__file(struct ch_server *s, const char *path, const char *cols, con
 	if (v[0] && v[0] != v[1] + 1) {
 		snprintf(s->error, sizeof(s->error),
 			 "the server holds %llu rows of %s but not its first %llu: not ship's "
-			 "(ALTER TABLE " CH_DB ".events DELETE WHERE file_id = '%s', then ship again)",
+			 "(ALTER TABLE " CH_DB
+			 ".events DELETE WHERE file_id = '%s', then ship again)",
 			 v[0], id, v[0], id);
 		return -EPROTO;
 	}

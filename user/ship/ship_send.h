@@ -18,9 +18,9 @@
 #define SHIP_BATCH_BYTES (16u << 20)
 
 struct ship_result {
-	__u64 rows; /* the file's */
-	__u64 held; /* of them, those the server held before this try */
-	__u64 sent; /* sent by this try */
+	__u64 rows;  /* the file's */
+	__u64 held;  /* of them, those the server held before this try */
+	__u64 sent;  /* sent by this try */
 	int already; /* the ledger had it: nothing sent */
 };
 
