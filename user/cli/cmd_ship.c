@@ -37,6 +37,7 @@ struct ship_opts {
 	const char *url, *spool;
 	__u64 spool_max, retry_ns;
 	int timeout_s;
+	__u64 batch_rows;
 	struct ch_labels labels;
 };
 
@@ -131,7 +132,8 @@ static int ship_parse(int argc, char **argv, struct ship_opts *o)
 }
 
 /* FILE rendered into the spool: 0, or the exit status of its failure (said). */
-static int ship_take(struct ship_spool *sp, struct ship_opts *o, const char *file)
+static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opts *o,
+		     const char *file)
 {
 	char path[4200], part[4200], b1[32], b2[32];
 	__u64 events, used;
@@ -142,6 +144,12 @@ static int ship_take(struct ship_spool *sp, struct ship_opts *o, const char *fil
 	ship_spool__path(sp, o->labels.job, o->labels.file_id, ".tsv", path, sizeof(path));
 	if (!access(path, F_OK))
 		return 0; /* spooled by a ship that could not send it */
+	/* a server that answers and holds it: nothing to render (one that does not: the spool) */
+	if (ship_send__shipped(s, o->labels.job, o->labels.file_id) == 1) {
+		pr_info("%s (content id %s): already shipped to job %s: nothing added\n", file,
+			o->labels.file_id, o->labels.job);
+		return 0;
+	}
 	ship_spool__path(sp, o->labels.job, o->labels.file_id, ".part", part, sizeof(part));
 	unlink(part);
 	export_clickhouse_labels = o->labels;
@@ -213,7 +221,9 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 		for (;;) {
 			err = schema ? 0 : ch_schema__create(s);
 			schema = !err;
-			err = err ?: ship_send__file(s, path, CH_EVENT_COLUMNS, job, id, &res);
+			err = err
+				      ?: ship_send__file(s, path, CH_EVENT_COLUMNS, job, id,
+							 o->batch_rows, &res);
 			if (!ch_server__retryable(err) || mono_now_ns() - t0 >= o->retry_ns)
 				break;
 			pr_warn("%s (retrying for %llus)\n", s->error,
@@ -265,6 +275,12 @@ int cmd_ship(int argc, char **argv)
 	ret = ship_parse(argc, argv, &o);
 	if (ret >= 0)
 		return ret;
+	o.batch_rows = SHIP_BATCH_ROWS;
+	if (getenv("BPFSIGHT_SHIP_BATCH_ROWS")) {
+		o.batch_rows = strtoull(getenv("BPFSIGHT_SHIP_BATCH_ROWS"), NULL, 10);
+		if (!o.batch_rows || o.batch_rows > SHIP_BATCH_ROWS)
+			return pr_err("BPFSIGHT_SHIP_BATCH_ROWS: 1 to %d\n", SHIP_BATCH_ROWS), 1;
+	}
 	if (ch_server__parse(&s, o.url))
 		return EXIT_READ_FAIL;
 	s.timeout_s = o.timeout_s;
@@ -281,7 +297,7 @@ int cmd_ship(int argc, char **argv)
 	if (ship_spool__open(&sp, o.spool, o.spool_max))
 		return EXIT_READ_FAIL;
 	for (int i = optind; i < argc; i++) {
-		ret = ship_take(&sp, &o, argv[i]);
+		ret = ship_take(&s, &sp, &o, argv[i]);
 		status = status ?: ret;
 	}
 	ret = ship_drain(&s, &sp, &o);

@@ -41,7 +41,7 @@ static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
 	for (const struct ch_col *c = r->cols; c->key; c++, ncols++) {
 		tc.key = c->key;
 		tc.title = c->title;
-		tc.type = c->type == 'u' ? TABLE_U64
+		tc.type = c->type == 'u'   ? TABLE_U64
 			  : c->type == 's' ? TABLE_S64
 			  : c->type == 'd' ? TABLE_DOUBLE
 					   : TABLE_STR;
@@ -160,7 +160,8 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		json__key(&j, "reports");
 		json__begin_object(&j);
 	}
-	for (tok = list ? strtok_r(list, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
+	for (tok = list ? strtok_r(list, ",", &save) : NULL; tok;
+	     tok = strtok_r(NULL, ",", &save)) {
 		struct table *t = table__new(tok);
 		char *sql, *ans = NULL;
 

@@ -12,11 +12,11 @@
 
 /* nsys's timing columns (time_sum.h), then the name. */
 static const struct ch_col ch_time_cols[] = {
-	{ "time_pct", "Time (%)", 'd' },   { "total_ns", "Total Time (ns)", 'u' },
-	{ "count", "Num Calls", 'u' },	   { "avg_ns", "Avg (ns)", 'd' },
-	{ "med_ns", "Med (ns)", 'd' },	   { "min_ns", "Min (ns)", 'u' },
-	{ "max_ns", "Max (ns)", 'u' },	   { "stddev_ns", "StdDev (ns)", 'd' },
-	{ "name", "Name", 't' },	   {},
+	{ "time_pct", "Time (%)", 'd' }, { "total_ns", "Total Time (ns)", 'u' },
+	{ "count", "Num Calls", 'u' },	 { "avg_ns", "Avg (ns)", 'd' },
+	{ "med_ns", "Med (ns)", 'd' },	 { "min_ns", "Min (ns)", 'u' },
+	{ "max_ns", "Max (ns)", 'u' },	 { "stddev_ns", "StdDev (ns)", 'd' },
+	{ "name", "Name", 't' },	 {},
 };
 
 /* api_sum.h's rows of a uprobe family's KIND: the calls no traced call made, returned. */
@@ -26,14 +26,14 @@ static const struct ch_col ch_time_cols[] = {
 
 /* The timing columns of ROWS by name, EXTRA's columns (of aggregates X) before the name. */
 #define CH_TIME_SUM_X(rows, extra, x)                                                              \
-	"SELECT total_ns * 100 / (SELECT sum(dur) FROM " CH_DB ".events WHERE {W} AND " rows      \
+	"SELECT total_ns * 100 / (SELECT sum(dur) FROM " CH_DB ".events WHERE {W} AND " rows       \
 	"), total_ns, count, avg_ns, med_ns, min_ns, max_ns, stddev_ns, " extra "name FROM ("      \
 	"SELECT sum(dur) AS total_ns, count() AS count, avg(dur) AS avg_ns, " x                    \
 	"arraySort(groupArray(dur)) AS s, "                                                        \
 	"if(count % 2 = 1, toFloat64(s[intDiv(count, 2) + 1]), "                                   \
 	"(s[intDiv(count, 2)] + s[intDiv(count, 2) + 1]) / 2) AS med_ns, "                         \
 	"min(dur) AS min_ns, max(dur) AS max_ns, stddevPop(dur) AS stddev_ns, name "               \
-	"FROM " CH_DB ".events WHERE {W} AND " rows " GROUP BY name) "                           \
+	"FROM " CH_DB ".events WHERE {W} AND " rows " GROUP BY name) "                             \
 	"ORDER BY total_ns DESC, name FORMAT TabSeparated"
 #define CH_TIME_SUM(rows) CH_TIME_SUM_X(rows, "", "")
 
@@ -45,12 +45,12 @@ static const struct ch_report ch_cuda_api_sum = {
 
 /* nccl_report.c's: the bytes the collectives moved (NULL: none known), the failed calls. */
 static const struct ch_col ch_nccl_sum_cols[] = {
-	{ "time_pct", "Time (%)", 'd' },   { "total_ns", "Total Time (ns)", 'u' },
-	{ "count", "Num Calls", 'u' },	   { "avg_ns", "Avg (ns)", 'd' },
-	{ "med_ns", "Med (ns)", 'd' },	   { "min_ns", "Min (ns)", 'u' },
-	{ "max_ns", "Max (ns)", 'u' },	   { "stddev_ns", "StdDev (ns)", 'd' },
-	{ "bytes", "Bytes", 'u' },	   { "errors", "Errors", 'u' },
-	{ "name", "Name", 't' },	   {},
+	{ "time_pct", "Time (%)", 'd' }, { "total_ns", "Total Time (ns)", 'u' },
+	{ "count", "Num Calls", 'u' },	 { "avg_ns", "Avg (ns)", 'd' },
+	{ "med_ns", "Med (ns)", 'd' },	 { "min_ns", "Min (ns)", 'u' },
+	{ "max_ns", "Max (ns)", 'u' },	 { "stddev_ns", "StdDev (ns)", 'd' },
+	{ "bytes", "Bytes", 'u' },	 { "errors", "Errors", 'u' },
+	{ "name", "Name", 't' },	 {},
 };
 
 static const struct ch_report ch_nccl_sum = {

@@ -57,8 +57,21 @@ static int ship_ledger(struct ch_server *s, const char *job, const char *id, con
 	return err;
 }
 
+int ship_send__shipped(struct ch_server *s, const char *job, const char *id)
+{
+	unsigned long long v = 0;
+	char sql[512];
+	int n;
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT count() FROM " CH_DB ".files WHERE job = '%s' AND file_id = '%s'", job,
+		 id);
+	n = ch_numbers(s, sql, &v, 1);
+	return n < 0 ? n : n == 1 && v;
+}
+
 int ship_send__file(struct ch_server *s, const char *path, const char *cols, const char *job,
-		    const char *id, struct ship_result *res)
+		    const char *id, __u64 batch_rows, struct ship_result *res)
 {
 	unsigned long long v[2] = { 0, 0 };
 	char sql[512], *line = NULL, *first = NULL, *batch = NULL;
@@ -68,13 +81,10 @@ int ship_send__file(struct ch_server *s, const char *path, const char *cols, con
 	int err;
 
 	memset(res, 0, sizeof(*res));
-	snprintf(sql, sizeof(sql),
-		 "SELECT count() FROM " CH_DB ".files WHERE job = '%s' AND file_id = '%s'", job,
-		 id);
-	err = ch_numbers(s, sql, v, 1);
+	err = ship_send__shipped(s, job, id);
 	if (err < 0)
 		return err;
-	if (err == 1 && v[0]) {
+	if (err) {
 		res->already = 1;
 		return 0;
 	}
@@ -118,7 +128,7 @@ int ship_send__file(struct ch_server *s, const char *path, const char *cols, con
 		}
 		memcpy(batch + blen, line, (size_t)n);
 		blen += (size_t)n;
-		if (++nrows >= SHIP_BATCH_ROWS || blen >= SHIP_BATCH_BYTES) {
+		if (++nrows >= batch_rows || blen >= SHIP_BATCH_BYTES) {
 			err = ship_post(s, cols, batch, blen);
 			res->sent += err ? 0 : nrows;
 			blen = nrows = 0;

@@ -12,7 +12,10 @@
 #include <linux/types.h>
 #include "ch_http.h"
 
-/* Rows per insert, at most: under the server's max_insert_block_size (1048576), one block. */
+/*
+ * Rows per insert, at most: under the server's max_insert_block_size (1048576), one block
+ * (BPFSIGHT_SHIP_BATCH_ROWS sets fewer).
+ */
 #define SHIP_BATCH_ROWS 262144
 /* Bytes per insert, about (a batch ends at the row that passes it). */
 #define SHIP_BATCH_BYTES (16u << 20)
@@ -24,11 +27,14 @@ struct ship_result {
 	int already; /* the ledger had it: nothing sent */
 };
 
+/* Does the ledger hold JOB's file ID? 1, 0, or ch_server__run's errors. */
+int ship_send__shipped(struct ch_server *s, const char *job, const char *id);
+
 /*
  * PATH, the rows of JOB's file of content id ID, their columns COLS (the renderer's,
- * export_clickhouse.h): 0 or ch_server__run's errors.
+ * export_clickhouse.h), BATCH_ROWS a batch: 0 or ch_server__run's errors.
  */
 int ship_send__file(struct ch_server *s, const char *path, const char *cols, const char *job,
-		    const char *id, struct ship_result *res);
+		    const char *id, __u64 batch_rows, struct ship_result *res);
 
 #endif /* BPFSIGHT_SHIP_SEND_H */
