@@ -17,7 +17,7 @@ CONFIG = """<yandex>
   <logger><level>warning</level><log>{d}/log.txt</log><errorlog>{d}/err.txt</errorlog>
     <console>0</console></logger>
   <listen_host>127.0.0.1</listen_host>
-  <http_port>{http}</http_port>
+  <http_port>{http}</http_port>{https}
   <tcp_port>{tcp}</tcp_port>
   <path>{d}/data/</path>
   <tmp_path>{d}/tmp/</tmp_path>
@@ -30,6 +30,13 @@ CONFIG = """<yandex>
   <max_concurrent_queries>20</max_concurrent_queries>
 </yandex>
 """
+
+TLS = """
+  <listen_host>127.0.0.2</listen_host>
+  <https_port>{port}</https_port>
+  <openSSL><server><certificateFile>{cert}</certificateFile><privateKeyFile>{key}</privateKeyFile>
+    <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>
+    <disableProtocols>sslv2,sslv3</disableProtocols></server></openSSL>"""
 
 USERS = """<yandex>
   <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
@@ -60,14 +67,26 @@ def free_port():
 
 
 class ClickHouse:
-    def __init__(self):
+    def __init__(self, tls=False):
         self.exe = need_server()
         self.dir = helpers.tmpdir()
         self.http, self.tcp = free_port(), free_port()
+        https = ""
+        if tls:
+            # a certificate of its own, for localhost and 127.0.0.1 (BPFSIGHT_CLICKHOUSE_CA);
+            # 127.0.0.2 is listened on too, a name the certificate does not have
+            self.https, self.cert = free_port(), os.path.join(self.dir, "cert.pem")
+            key = os.path.join(self.dir, "key.pem")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                            "-keyout", key, "-out", self.cert, "-days", "2", "-subj",
+                            "/CN=localhost", "-addext",
+                            "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                           check=True, capture_output=True)
+            https = TLS.format(port=self.https, cert=self.cert, key=key)
         for sub in ("data", "tmp", "user_files", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         with open(os.path.join(self.dir, "config.xml"), "w") as f:
-            f.write(CONFIG.format(d=self.dir, http=self.http, tcp=self.tcp))
+            f.write(CONFIG.format(d=self.dir, http=self.http, tcp=self.tcp, https=https))
         with open(os.path.join(self.dir, "users.xml"), "w") as f:
             f.write(USERS)
         self.proc = None

@@ -253,7 +253,6 @@ def test_bad_urls_credentials_full_spool():
         ("ftp://127.0.0.1:1/job", "bad URL"),
         ("clickhouse://127.0.0.1:99999/job", "bad port"),
         ("clickhouse://user:pw@127.0.0.1:8123/job", "credentials in a URL"),
-        ("https://127.0.0.1:8443/job", "https is not built in"),
         ("clickhouse://127.0.0.1:8123/a/b", "one job name"),
     ]
     for url, said in cases:
@@ -283,6 +282,11 @@ def test_bad_urls_credentials_full_spool():
     p = ship("--to", ch.url("creds"), "--spool", spool, env=env)
     eq(p.returncode, 0, f"the credentials file's user ({p.stderr[-600:]})")
     eq(held(ch, "creds")[small], dict(kinds(small)), "the spooled file, sent as shipper")
+    # Under sudo from another user, a file the user names is not read by root (env.h).
+    p = ship(small, "--to", ch.url("sudo"), "--spool", spool,
+             env=dict(env, SUDO_UID="65534"))
+    check("BPFSIGHT_CLICKHOUSE_CREDENTIALS is ignored" in p.stderr,
+          f"the variable ignored under sudo, said: {p.stderr[-600:]}")
 
     # A spool too small for the file: refused, exit 5, nothing spooled, the trace untouched.
     size = os.path.getsize(small)
@@ -303,3 +307,33 @@ def test_bad_urls_credentials_full_spool():
     ch.stop()
     p = run([BPFSIGHT, "stats", "--from", ch.url("creds"), "-r", "cuda_api_sum"])
     eq(p.returncode, 2, f"server down: exit 2 ({p.stderr})")
+
+
+def test_https():
+    """https: the server's certificate verified (a self-signed one refused, exit 6, until
+    BPFSIGHT_CLICKHOUSE_CA names it; another name than the certificate's refused), by name and
+    by address; the rows and reports as over http."""
+    need_traces()
+    small = min(TRACES, key=os.path.getsize)
+    ch = ClickHouse(tls=True)
+    spool = os.path.join(tmpdir(), "spool")
+    url = f"https://localhost:{ch.https}/tls"
+    p = ship(small, "--to", url, "--spool", spool, "--retry-for", "1s")
+    eq(p.returncode, 6, f"an unknown CA: exit 6 ({p.stderr[-600:]})")
+    check("certificate" in p.stderr, f"says why: {p.stderr[-600:]}")
+    eq(ch.rows("SELECT count() FROM system.tables WHERE database = 'bpfsight'"), [["0"]],
+       "nothing sent")
+    env = dict(os.environ, BPFSIGHT_CLICKHOUSE_CA=ch.cert)
+    p = ship("--to", url, "--spool", spool, env=env)
+    eq(p.returncode, 0, f"its CA given ({p.stderr[-600:]})")
+    eq(held(ch, "tls")[small], dict(kinds(small)), "the rows, over https")
+    p = run([BPFSIGHT, "stats", "--from", f"https://127.0.0.1:{ch.https}/tls", "-r",
+             "cuda_api_sum", "--format", "json"], env=env)
+    eq(p.returncode, 0, f"stats --from https, by address ({p.stderr})")
+    eq(json.loads(p.stdout)["reports"]["cuda_api_sum"],
+       stats(small, "cuda_api_sum").get("cuda_api_sum", []), "cuda_api_sum over https")
+    p = run([BPFSIGHT, "stats", "--from", f"https://127.0.0.2:{ch.https}/tls", "-r",
+             "cuda_api_sum"], env=env)
+    eq(p.returncode, 6, f"an address the certificate does not name: refused ({p.stderr})")
+    check("certificate" in p.stderr, f"says why: {p.stderr}")
+    ch.stop()

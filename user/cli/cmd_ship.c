@@ -52,9 +52,9 @@ static void ship_usage(FILE *f)
 		"in bpfsight.events (docs/CLICKHOUSE.md). A file shipped twice adds nothing; a\n"
 		"server down or slow loses nothing: files wait in the spool, sent by the next ship.\n"
 		"\n"
-		"  --to URL              clickhouse://HOST:PORT/JOB (or http://): the server and the\n"
-		"                        job the rows belong to (default job: each FILE's name less\n"
-		"                        .bst). Credentials: BPFSIGHT_CLICKHOUSE_USER and\n"
+		"  --to URL              clickhouse://HOST:PORT/JOB (or http://, https://): the\n"
+		"                        server and the job the rows belong to (default job: each\n"
+		"                        FILE's name less .bst). Credentials: BPFSIGHT_CLICKHOUSE_USER and\n"
 		"                        BPFSIGHT_CLICKHOUSE_PASSWORD, or BPFSIGHT_CLICKHOUSE_CREDENTIALS\n"
 		"                        naming a file of user:password (mode 600); never the URL\n"
 		"  --rank N              the rows' rank (default: a merged file's ranks, else -1)\n"
@@ -66,7 +66,8 @@ static void ship_usage(FILE *f)
 		"\n"
 		"Exit status: 0 shipped, 1 bad arguments or an unreadable FILE, 2 the server did\n"
 		"not answer (the rest stays spooled), 4 credentials refused, 5 spool full, 6 the\n"
-		"server refused a statement.\n");
+		"server refused a statement, or https failed (its certificate: BPFSIGHT_CLICKHOUSE_CA\n"
+		"names a file of the CAs that sign it, else the system's are asked).\n");
 }
 
 const struct option ship_options[] = {
@@ -250,8 +251,8 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 	if (err) {
 		__u64 bytes = ship_spool__bytes(sp, &left);
 
-		pr_err("%s: %s\n", s->error,
-		       err == -EACCES ? "credentials refused (see --help)" : "");
+		pr_err("%s%s\n", s->error,
+		       err == -EACCES ? ": credentials refused (see --help)" : "");
 		pr_err("%u files (%s) stay in the spool %s: `bpfsight ship --to URL` sends them\n",
 		       left, human__bytes((double)bytes, b1, sizeof(b1)), sp->dir);
 		return ship_status(err);

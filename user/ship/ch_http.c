@@ -16,6 +16,7 @@
 #include <sys/time.h>
 #include "array.h"
 #include "ch_http.h"
+#include "ch_tls.h"
 
 /* ClickHouse's codes of a refused login: UNKNOWN_USER, WRONG_PASSWORD, REQUIRED_PASSWORD,
  * IP_ADDRESS_NOT_ALLOWED, AUTHENTICATION_FAILED. */
@@ -57,10 +58,16 @@ static int ch_connect(struct ch_server *s)
 	return fd < 0 ? err : fd;
 }
 
-static int ch_send(int fd, const char *p, size_t n)
+/* A connection: its socket, and its TLS session for https. */
+struct ch_conn {
+	int fd;
+	struct ch_tls *tls;
+};
+
+static int ch_send(struct ch_conn *c, const char *p, size_t n)
 {
 	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t w = c->tls ? ch_tls__send(c->tls, p, n) : send(c->fd, p, n, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -91,7 +98,7 @@ static char *ch_urlencode(const char *sql)
 }
 
 /* The whole answer into *BUF (NUL-terminated), *LEN bytes. */
-static int ch_read_all(int fd, char **buf, size_t *len)
+static int ch_read_all(struct ch_conn *c, char **buf, size_t *len)
 {
 	size_t cap = 0;
 
@@ -102,7 +109,8 @@ static int ch_read_all(int fd, char **buf, size_t *len)
 
 		if (array__grow_from((void **)buf, *len + 65536, &cap, 1, 65536))
 			return -ENOMEM;
-		r = recv(fd, *buf + *len, cap - *len - 1, 0);
+		r = c->tls ? ch_tls__recv(c->tls, *buf + *len, cap - *len - 1)
+			   : recv(c->fd, *buf + *len, cap - *len - 1, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -183,6 +191,7 @@ static int ch_refusal(struct ch_server *s, const char *body, int status)
 int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_t len, char **out)
 {
 	char *q = ch_urlencode(sql), *head = NULL, *resp = NULL;
+	struct ch_conn c = { .fd = -1 };
 	int fd, err, n, status = 0;
 	size_t rlen;
 
@@ -203,16 +212,27 @@ int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_
 		free(head);
 		return fd;
 	}
-	err = ch_send(fd, head, (size_t)n);
-	err = err ?: ch_send(fd, body ? body : "", body ? len : 0);
+	c.fd = fd;
+	if (s->tls) {
+		c.tls = ch_tls__open(fd, s->host, *s->ca ? s->ca : NULL, s->error,
+				     sizeof(s->error));
+		if (!c.tls) {
+			close(fd);
+			free(head);
+			return -EPROTO; /* not worth retrying: a certificate, a protocol */
+		}
+	}
+	err = ch_send(&c, head, (size_t)n);
+	err = err ?: ch_send(&c, body ? body : "", body ? len : 0);
 	/* a server that refused early (a bad login) closed its side: its answer says why */
 	if (err == -EPIPE || err == -ECONNRESET || !err) {
 		int serr = err;
 
-		err = ch_read_all(fd, &resp, &rlen);
+		err = ch_read_all(&c, &resp, &rlen);
 		if (!err && !rlen && serr)
 			err = serr;
 	}
+	ch_tls__close(c.tls);
 	close(fd);
 	free(head);
 	if (!err && !rlen)

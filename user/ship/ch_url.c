@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "ch_http.h"
+#include "env.h"
 #include "msg.h"
 
 static void base64(const char *in, size_t n, char *out, size_t len)
@@ -55,7 +56,8 @@ static int ch_credentials_file(const char *path, char *buf, size_t len)
 
 static int ch_credentials(struct ch_server *s)
 {
-	const char *file = getenv("BPFSIGHT_CLICKHOUSE_CREDENTIALS");
+	/* root reading a file another user names could send its first line anywhere: env.h */
+	const char *file = env__trusted("BPFSIGHT_CLICKHOUSE_CREDENTIALS");
 	const char *user = getenv("BPFSIGHT_CLICKHOUSE_USER");
 	const char *pass = getenv("BPFSIGHT_CLICKHOUSE_PASSWORD");
 	char pair[256], enc[400];
@@ -82,7 +84,7 @@ static int ch_credentials(struct ch_server *s)
 
 int ch_server__parse(struct ch_server *s, const char *url)
 {
-	const char *p, *host, *end, *colon;
+	const char *p, *host, *end, *colon, *ca;
 	size_t n;
 
 	memset(s, 0, sizeof(*s));
@@ -92,12 +94,12 @@ int ch_server__parse(struct ch_server *s, const char *url)
 	} else if (!strncmp(url, "http://", 7)) {
 		p = url + 7;
 	} else if (!strncmp(url, "https://", 8)) {
-		pr_err("%s: https is not built in yet: reach the server through a TLS tunnel "
-		       "(stunnel, ssh -L) and give its local end as http:// (docs/CLICKHOUSE.md)\n",
-		       url);
-		return -EPROTONOSUPPORT;
+		p = url + 8;
+		s->tls = 1;
 	} else {
-		pr_err("bad URL '%s': clickhouse://HOST:PORT/JOB or http://HOST:PORT/JOB\n", url);
+		pr_err("bad URL '%s': clickhouse://HOST:PORT/JOB, http://HOST:PORT/JOB or "
+		       "https://HOST:PORT/JOB\n",
+		       url);
 		return -EINVAL;
 	}
 	host = p;
@@ -124,7 +126,7 @@ int ch_server__parse(struct ch_server *s, const char *url)
 		}
 		memcpy(s->port, colon + 1, n);
 	} else {
-		strcpy(s->port, "8123");
+		strcpy(s->port, s->tls ? "8443" : "8123");
 	}
 	if (*end == '/' && end[1]) {
 		n = strcspn(end + 1, "/?#");
@@ -135,6 +137,11 @@ int ch_server__parse(struct ch_server *s, const char *url)
 		memcpy(s->job, end + 1, n);
 	} else if (*end && strcmp(end, "/")) {
 		pr_err("bad URL '%s': one job name after the port, nothing else\n", url);
+		return -EINVAL;
+	}
+	ca = env__trusted("BPFSIGHT_CLICKHOUSE_CA");
+	if (ca && *ca && snprintf(s->ca, sizeof(s->ca), "%s", ca) >= (int)sizeof(s->ca)) {
+		pr_err("BPFSIGHT_CLICKHOUSE_CA: too long\n");
 		return -EINVAL;
 	}
 	return ch_credentials(s);
