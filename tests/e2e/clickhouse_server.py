@@ -143,6 +143,24 @@ class ClickHouse:
             return r.read().decode()
 
     def rows(self, sql):
-        """SQL's answer (FORMAT TabSeparated added) as lists of fields."""
+        """SQL's answer (FORMAT TabSeparated added) as lists of fields, unescaped."""
         out = self.query(sql + " FORMAT TabSeparated")
-        return [l.split("\t") for l in out.splitlines()]
+        return [[unescape(f) for f in l.split("\t")] for l in out.split("\n") if l]
+
+
+ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "0": "\0", "b": "\b", "f": "\f", "\\": "\\",
+           "'": "'"}
+
+
+def unescape(field):
+    """A TabSeparated field as ClickHouse escapes it, back to its text."""
+    out, i = [], 0
+    while i < len(field):
+        c = field[i]
+        if c == "\\" and i + 1 < len(field):
+            out.append(ESCAPES.get(field[i + 1], field[i + 1]))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)

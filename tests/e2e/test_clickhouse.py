@@ -75,6 +75,19 @@ def test_real_traces_rows_and_reports():
             eq(from_stats(ch.url("real"), rep, "--file", t)[rep], stats(t, rep).get(rep, []),
                f"{os.path.basename(t)}: {rep} computed in the server")
     eq(os.listdir(spool), [], "the spool empties once the server holds the files")
+    # Row for row, the smallest file: dump's events, their times moved to the wall clock by
+    # the header's clock pair, their arguments' JSON unchanged through TSV's escapes.
+    small = min(TRACES, key=os.path.getsize)
+    meta = helpers.info(small)
+    shift = meta["start_realtime_ns"] - meta["start_monotonic_ns"]
+    got = ch.rows(f"SELECT seq, ts, dur, pid, tid, kind, name, args FROM bpfsight.events "
+                  f"WHERE job = 'real' AND file = '{small}' ORDER BY seq")
+    events = dump(small)
+    eq(len(got), len(events), "a row per event")
+    for r, e in zip(got, events):
+        want = [e["ts"] + shift, e["dur"], e["pid"], e["tid"], e["kind"], e["name"], e["args"]]
+        have = [int(r[1]), int(r[2]), int(r[3]), int(r[4]), r[5], r[6], json.loads(r[7])]
+        eq(have, want, f"row {r[0]}")
     # The docs' GIL query, its threshold lowered to what the real traces hold (5 ms).
     sql = (helpers.docs_query("gil_waits_over", doc="CLICKHOUSE.md")
            .replace("100000000", "5000000").replace("{day}", "2000-01-01"))
