@@ -350,3 +350,55 @@ def test_https():
     eq(p.returncode, 6, f"an address the certificate does not name: refused ({p.stderr})")
     check("certificate" in p.stderr, f"says why: {p.stderr}")
     ch.stop()
+
+
+def test_watch_ships_files_once_closed():
+    """ship --watch DIR: a recording written into DIR is shipped once its recorder closed it
+    (not while it writes: its rows would be shipped twice, under two content ids), a file
+    moved in is shipped, each once; SIGTERM ends it with 0. A file being written given to ship
+    is refused."""
+    helpers.need_root()
+    need_traces()
+    ch = ClickHouse()
+    d = tmpdir()
+    watch = os.path.join(d, "dumps")
+    os.makedirs(watch)
+    spool = os.path.join(d, "spool")
+    w = subprocess.Popen([BPFSIGHT, "ship", "--watch", watch, "--to", ch.url("watched"),
+                          "--spool", spool], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    helpers._procs.append(w)
+    live = os.path.join(watch, "live.bst")
+    rec = subprocess.Popen([BPFSIGHT, "record", "-t", "sched", "-o", live, "--", "sleep", "4"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    helpers._procs.append(rec)
+    helpers.wait_for(lambda: os.path.exists(live) and os.path.getsize(live) > 0, timeout=60,
+                     what="the recording's file")
+    p = ship(live, "--to", ch.url("early"), "--spool", spool)
+    eq(p.returncode, 1, f"a file being written: refused ({p.stderr})")
+    check("writing it now" in p.stderr, f"says why: {p.stderr}")
+    _, err = rec.communicate(timeout=120)
+    eq(rec.returncode, 0, f"the recording ({err[-400:]})")
+    small = min(TRACES, key=os.path.getsize)
+    tmp = os.path.join(d, "moved.bst")
+    subprocess.run(["cp", small, tmp], check=True)
+    os.rename(tmp, os.path.join(watch, "moved.bst"))
+
+    def both():
+        try:
+            have = held(ch, "watched")
+        except OSError:  # no table yet: nothing shipped
+            return False
+        return live in have and os.path.join(watch, "moved.bst") in have and \
+            sum(have[live].values()) == sum(kinds(live).values())
+    helpers.wait_for(both, timeout=120, what="both files in the server")
+    time.sleep(2.5)  # two more rounds: nothing shipped again
+    w.send_signal(signal.SIGTERM)
+    _, err = w.communicate(timeout=60)
+    eq(w.returncode, 0, f"SIGTERM ends the watch ({err[-600:]})")
+    have = held(ch, "watched")
+    eq(have[live], dict(kinds(live)), "the recording's rows, once")
+    eq(have[os.path.join(watch, "moved.bst")], dict(kinds(small)), "the moved file's, once")
+    eq(ch.rows("SELECT count() FROM bpfsight.files WHERE job = 'watched'"), [["2"]],
+       "two ledger rows")
+    ch.stop()

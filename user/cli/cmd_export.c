@@ -359,7 +359,7 @@ static int export_walk(const struct exporter *ex, void **st, struct trace_walk *
 int export__render(const struct exporter *ex, const char *file, const char *out, __u64 *events)
 {
 	struct trace_walk w;
-	int err = 0, status;
+	int err = 0, status, busy;
 	void *st;
 
 	*events = 0;
@@ -377,9 +377,13 @@ int export__render(const struct exporter *ex, const char *file, const char *out,
 		trace_walk__close(&w);
 		return export_stop ? -EINTR : err;
 	}
+	/* a recording still writing it: its rows and its content id are not yet its last */
+	busy = trace_walk__status(&w)->truncated && trace_walk__status(&w)->writer_pid;
 	status = trace_walk__finish(&w);
 	trace_walk__close(&w);
-	return status == EXIT_READ_FAIL ? -EIO : 0;
+	if (busy)
+		unlink(out);
+	return busy ? -EBUSY : status == EXIT_READ_FAIL ? -EIO : 0;
 }
 
 /* May DIR take a file per rank? It may not exist, or be a directory (non-empty: --force). */

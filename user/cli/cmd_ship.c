@@ -5,13 +5,16 @@
  * is sent, the oldest first (ship_send.h: each row once, however often tried); a server down
  * or slow is retried for --retry-for, then what is left stays spooled for the next ship.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "cache_dir.h"
 #include "ch_labels.h"
 #include "ch_schema.h"
@@ -38,6 +41,8 @@ struct ship_opts {
 	__u64 spool_max, retry_ns;
 	int timeout_s;
 	__u64 batch_rows;
+	const char *watch; /* --watch DIR */
+	int busy;	   /* the last file taken is being written */
 	struct ch_labels labels;
 };
 
@@ -45,7 +50,7 @@ static void ship_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: bpfsight ship FILE... --to URL [--rank N] [--spool DIR] [--spool-max SIZE]\n"
-		"                     [--retry-for DURATION] [--timeout SECONDS]\n"
+		"                     [--retry-for DURATION] [--timeout SECONDS] [--watch DIR]\n"
 		"       bpfsight ship --to URL        (send what the spool holds)\n"
 		"\n"
 		"Send trace files to a ClickHouse server over its HTTP interface, a row per event\n"
@@ -62,6 +67,9 @@ static void ship_usage(FILE *f)
 		"  --spool-max SIZE      the spool's bound (default 1G): a file past it is refused\n"
 		"  --retry-for DURATION  how long a server down is retried (default 60s)\n"
 		"  --timeout SECONDS     per connection, send and answer (default 30)\n"
+		"  --watch DIR           go on: ship each .bst file that appears in DIR once its\n"
+		"                        recorder closed it (flight-recorder dumps, capture ranges),\n"
+		"                        until SIGINT or SIGTERM\n"
 		"  -h, --help            this help\n"
 		"\n"
 		"Exit status: 0 shipped, 1 bad arguments or an unreadable FILE, 2 the server did\n"
@@ -77,6 +85,7 @@ const struct option ship_options[] = {
 	{ "spool-max", required_argument, NULL, 'M' },
 	{ "retry-for", required_argument, NULL, 'r' },
 	{ "timeout", required_argument, NULL, 't' },
+	{ "watch", required_argument, NULL, 'W' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -117,6 +126,9 @@ static int ship_parse(int argc, char **argv, struct ship_opts *o)
 				return pr_err("bad --timeout '%s': 1 to 3600 seconds\n", optarg), 1;
 			o->timeout_s = (int)(v / 1000000000ULL);
 			break;
+		case 'W':
+			o->watch = optarg;
+			break;
 		case 'h':
 			ship_usage(stdout);
 			return EXIT_READ_OK;
@@ -140,6 +152,7 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	__u64 events, used;
 	int err;
 
+	o->busy = 0;
 	if (ch_labels__for_file(&o->labels, file))
 		return EXIT_READ_FAIL;
 	ship_spool__path(sp, o->labels.job, o->labels.file_id, ".tsv", path, sizeof(path));
@@ -155,6 +168,14 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	unlink(part);
 	export_clickhouse_labels = o->labels;
 	err = export__render(&export_clickhouse, file, part, &events);
+	o->busy = err == -EBUSY;
+	if (err == -EBUSY) {
+		if (!o->watch)
+			pr_err("%s: not shipped: a recorder is writing it now; ship it once it is "
+			       "closed (its rows and content id are not its last yet)\n",
+			       file);
+		return o->watch ? 0 : EXIT_READ_FAIL;
+	}
 	if (err) {
 		pr_err("%s: not shipped: %s\n", file, strerror(-err));
 		return EXIT_READ_FAIL;
@@ -262,6 +283,73 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 	return EXIT_READ_OK;
 }
 
+static volatile sig_atomic_t ship_stop;
+
+static void ship_on_signal(int sig)
+{
+	ship_stop = sig;
+}
+
+/*
+ * --watch DIR: every second, each .bst file of DIR not seen yet (by name, size and time) and
+ * closed by its recorder, shipped; a server down keeps it spooled for the next round. Until
+ * SIGINT or SIGTERM: 0, or the exit status of what stopped it (spool full, credentials).
+ */
+static int ship_watch(struct ch_server *s, struct ship_spool *sp, struct ship_opts *o)
+{
+	struct sigaction sa = { .sa_handler = ship_on_signal };
+	char seen[256][320], key[320], path[4352];
+	int nseen = 0, ret = 0;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	pr_info("watching %s for trace files (SIGINT or SIGTERM stops)\n", o->watch);
+	while (!ship_stop && !ret) {
+		DIR *d = opendir(o->watch);
+		struct dirent *e;
+		struct stat st;
+		int taken = 0;
+
+		if (!d)
+			return pr_err("--watch %s: %s\n", o->watch, strerror(errno)),
+			       EXIT_READ_FAIL;
+		while (!ret && (e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+			int i;
+
+			if (n < 5 || strcmp(e->d_name + n - 4, ".bst"))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", o->watch, e->d_name);
+			if (stat(path, &st) || !S_ISREG(st.st_mode))
+				continue;
+			snprintf(key, sizeof(key), "%.256s %lld %lld", e->d_name,
+				 (long long)st.st_size, (long long)st.st_mtime);
+			for (i = 0; i < nseen && strcmp(seen[i], key); i++)
+				;
+			if (i < nseen)
+				continue;
+			ret = ship_take(s, sp, o, path);
+			if (ret == EXIT_READ_FAIL)
+				ret = 0; /* said; a file that cannot be read is not the others' end */
+			/* taken (or refused for good): not again; one being written: next round */
+			if (!ret && !access(path, F_OK) && !o->busy) {
+				snprintf(seen[nseen % 256], sizeof(seen[0]), "%s", key);
+				nseen++;
+			}
+			taken = 1;
+		}
+		closedir(d);
+		if (!ret && taken) {
+			ret = ship_drain(s, sp, o);
+			ret = ret == EXIT_SHIP_DOWN ? 0
+						    : ret; /* spooled: the next round sends it */
+		}
+		for (int t = 0; t < 10 && !ship_stop && !ret; t++)
+			usleep(100000);
+	}
+	return ret;
+}
+
 int cmd_ship(int argc, char **argv)
 {
 	struct ship_opts o = { .spool_max = 1ULL << 30,
@@ -302,5 +390,7 @@ int cmd_ship(int argc, char **argv)
 		status = status ?: ret;
 	}
 	ret = ship_drain(&s, &sp, &o);
+	if (o.watch && !ret)
+		return ship_watch(&s, &sp, &o);
 	return ret ?: status;
 }

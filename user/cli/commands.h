@@ -46,8 +46,8 @@ void export__list_formats(char *buf, size_t len); /* cmd_export.c: export --form
 struct exporter;				  /* export.h */
 /*
  * FILE through EX into OUT (created, removed again on failure), as export does, quietly: 0 (a
- * file with corrupt chunks too: what was readable), or a negative errno said on stderr.
- * *EVENTS: the events decoded.
+ * file with corrupt chunks too: what was readable), -EBUSY (a recorder is writing FILE now: OUT
+ * removed), or a negative errno said on stderr. *EVENTS: the events decoded.
  */
 int export__render(const struct exporter *ex, const char *file, const char *out, __u64 *events);
 
