@@ -203,6 +203,9 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	return 0;
 }
 
+/* --watch's SIGINT or SIGTERM: no more rounds, no more retries. */
+static volatile sig_atomic_t ship_stop;
+
 /* Spooled NAME (JOB.CONTENT_ID.tsv) into its job and id; 0 or -EINVAL. */
 static int ship_entry(char *name, const char **job, const char **id)
 {
@@ -246,7 +249,8 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 			err = err
 				      ?: ship_send__file(s, path, CH_EVENT_COLUMNS, job, id,
 							 o->batch_rows, &res);
-			if (!ch_server__retryable(err) || mono_now_ns() - t0 >= o->retry_ns)
+			if (!ch_server__retryable(err) || mono_now_ns() - t0 >= o->retry_ns ||
+			    ship_stop)
 				break;
 			pr_warn("%s (retrying for %llus)\n", s->error,
 				(unsigned long long)((o->retry_ns - (mono_now_ns() - t0)) /
@@ -283,8 +287,6 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 	return EXIT_READ_OK;
 }
 
-static volatile sig_atomic_t ship_stop;
-
 static void ship_on_signal(int sig)
 {
 	ship_stop = sig;
@@ -309,6 +311,7 @@ static int ship_watch(struct ch_server *s, struct ship_spool *sp, struct ship_op
 		struct dirent *e;
 		struct stat st;
 		int taken = 0;
+		__u32 waiting = 0;
 
 		if (!d)
 			return pr_err("--watch %s: %s\n", o->watch, strerror(errno)),
@@ -339,7 +342,10 @@ static int ship_watch(struct ch_server *s, struct ship_spool *sp, struct ship_op
 			taken = 1;
 		}
 		closedir(d);
-		if (!ret && taken) {
+		/* a file a server down left in the spool is tried again every round */
+		if (!taken)
+			ship_spool__bytes(sp, &waiting);
+		if (!ret && (taken || waiting)) {
 			ret = ship_drain(s, sp, o);
 			ret = ret == EXIT_SHIP_DOWN ? 0
 						    : ret; /* spooled: the next round sends it */
@@ -390,7 +396,8 @@ int cmd_ship(int argc, char **argv)
 		status = status ?: ret;
 	}
 	ret = ship_drain(&s, &sp, &o);
-	if (o.watch && !ret)
+	/* a server down at the start: what was taken stays spooled, the watch sends it later */
+	if (o.watch && (!ret || ret == EXIT_SHIP_DOWN))
 		return ship_watch(&s, &sp, &o);
 	return ret ?: status;
 }

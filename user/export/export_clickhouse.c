@@ -29,7 +29,9 @@ struct ch_export {
 	size_t args_len;
 	struct ch_labels labels;
 	const char *host;
-	__s64 wall_minus_mono; /* the header's CLOCK_REALTIME less its CLOCK_MONOTONIC */
+	/* the header's CLOCK_REALTIME less its CLOCK_MONOTONIC, added modulo 2^64: a corrupt
+	 * header's clocks wrap, never overflow */
+	__u64 wall_minus_mono;
 	__u64 seq;
 };
 
@@ -96,7 +98,7 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 	}
 	st->labels = export_clickhouse_labels;
 	st->host = meta->hostname ? meta->hostname : "";
-	st->wall_minus_mono = (__s64)(meta->start.realtime_ns - meta->start.mono_ns);
+	st->wall_minus_mono = meta->start.realtime_ns - meta->start.mono_ns;
 	export_clickhouse_rows = 0;
 	return st;
 }
@@ -133,7 +135,7 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 	ch_tsv_str(f, file);
 	ch_tsv_str(f, st->labels.file_id);
 	fprintf(f, "%llu\t%lld\t%llu\t%u\t%u\t", (unsigned long long)st->seq++,
-		(long long)((__s64)ev->ts + st->wall_minus_mono), (unsigned long long)ev->dur,
+		(long long)(__s64)(ev->ts + st->wall_minus_mono), (unsigned long long)ev->dur,
 		ev->pid & low, ev->tid & low);
 	ch_tsv_str(f, ev->kind);
 	ch_tsv_str(f, ev->name);
