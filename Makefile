@@ -1,6 +1,6 @@
 # bpfsight build. `make` builds build/bpfsight; `make help` lists the targets.
 # libbpf-bootstrap's pipeline: clang -target bpf -> bpftool gen object -> gen skeleton;
-# user space linked statically (libbpf, libelf, libz, libzstd, libc) so the binary runs on
+# user space linked statically (libbpf, libelf, libz, libzstd, OpenSSL, libc) so the binary runs on
 # GPU machines that have none of them.
 
 OUT	?= build
@@ -52,7 +52,7 @@ ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	      -I$(OUT) $(USER_INC) -Ibpf
 # libsupc++.a for the demangler's callback form (user/uprobe/demangle.c), which libstdc++.so does
 # not export: the unit tests and fuzzers link dynamically.
-LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -l:libsupc++.a \
+LDLIBS	 := -Wl,--start-group -lbpf -lelf -lz -lzstd -Wl,--end-group -lsqlite3 -lssl -lcrypto -l:libsupc++.a \
 	    -lstdc++ -lm -lpthread
 LDFLAGS	 ?= -static
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -135,7 +135,7 @@ help:
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libclang-rt-14-dev python3 protobuf-compiler systemtap-sdt-dev bpftrace \
-	     sqlite3 libsqlite3-dev make gcc g++ libc6-dbg python3-torch clang-format \
+	     sqlite3 libsqlite3-dev libssl-dev clickhouse-server clickhouse-client make gcc g++ libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
 	     golang-go prometheus qemu-system-x86 busybox-static cpio musl-tools patchelf \
 	     python3-memory-profiler gdb linux-perf python3-dask valgrind

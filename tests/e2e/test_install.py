@@ -249,7 +249,7 @@ def test_bash_completion():
           "gil_sum, gil_blocked_by, gil_procs, gil_stacks")
     eq(complete("stats", "--format", "=", ""), ["table", "json", "csv"], "stats --format")
     eq(complete("export", "-f", ""),
-       ["perfetto", "chrome", "sqlite", "folded", "pprof", "svg", "folded-offcpu",
+       ["perfetto", "chrome", "sqlite", "clickhouse", "folded", "pprof", "svg", "folded-offcpu",
         "memory-snapshot", "pprof-heap", "memory-flamegraph", "memory-flamegraph-leaks"],
        "export formats")
     eq(complete("dump", "-k", "gpu_mem"), ["gpu_memcpy", "gpu_memset"], "dump kinds")

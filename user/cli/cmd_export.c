@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include "commands.h"
 #include "getopt_error.h"
+#include "ch_labels.h"
 #include "export.h"
 #include "export_split.h"
 #include "trace_ranks.h"
@@ -114,6 +115,9 @@ static void export_usage(FILE *f)
 	fprintf(f,
 		"      --force          replace OUT if it exists (a symlink is never followed or\n"
 		"                       replaced)\n"
+		"      --job NAME       clickhouse: the rows' job (default: FILE's name less .bst)\n"
+		"      --rank N         clickhouse: the rows' rank (default: a merged file's ranks,\n"
+		"                       else -1)\n"
 		"  -h, --help           this help\n"
 		"\n"
 		"Exit status: 0 done, 1 failed (nothing is left at OUT), 3 written but corrupt\n"
@@ -232,6 +236,8 @@ const struct option export_options[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "force", no_argument, NULL, 'F' },
+	{ "job", required_argument, NULL, 'J' },
+	{ "rank", required_argument, NULL, 'R' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -254,6 +260,11 @@ static int export_parse(int argc, char **argv, const char **format, const char *
 			break;
 		case 'F':
 			*force = 1;
+			break;
+		case 'J':
+		case 'R':
+			if (ch_labels__option(&export_clickhouse_labels, c == 'J', optarg))
+				return EXIT_READ_FAIL;
 			break;
 		case 'h':
 			export_usage(stdout);
@@ -343,6 +354,36 @@ static int export_walk(const struct exporter *ex, void **st, struct trace_walk *
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	return err;
+}
+
+int export__render(const struct exporter *ex, const char *file, const char *out, __u64 *events)
+{
+	struct trace_walk w;
+	int err = 0, status, busy;
+	void *st;
+
+	*events = 0;
+	if (trace_walk__open(&w, "ship", file))
+		return -EINVAL;
+	st = ex->open(out, trace_walk__meta(&w), &err);
+	if (st)
+		err = export_walk(ex, &st, &w, file, events);
+	else
+		err = err ?: -EIO;
+	if (err || export_stop) {
+		if (st)
+			ex->abort(st);
+		unlink(out);
+		trace_walk__close(&w);
+		return export_stop ? -EINTR : err;
+	}
+	/* a recording still writing it: its rows and its content id are not yet its last */
+	busy = trace_walk__status(&w)->truncated && trace_walk__status(&w)->writer_pid;
+	status = trace_walk__finish(&w);
+	trace_walk__close(&w);
+	if (busy)
+		unlink(out);
+	return busy ? -EBUSY : status == EXIT_READ_FAIL ? -EIO : 0;
 }
 
 /* May DIR take a file per rank? It may not exist, or be a directory (non-empty: --force). */
@@ -448,6 +489,8 @@ int cmd_export(int argc, char **argv)
 		pr_err("cannot replace %s: %s\n", out, strerror(errno));
 		goto out_close;
 	}
+	if (ch_labels__for_file(&export_clickhouse_labels, file))
+		goto out_close;
 	st = ex->open(out, trace_walk__meta(&w), &err);
 	if (!st) {
 		pr_err("cannot create %s: %s\n", out, strerror(err < 0 ? -err : EIO));

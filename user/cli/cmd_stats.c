@@ -12,6 +12,7 @@
 #include "human.h"
 #include "stats.h"
 #include "steps.h"
+#include "stats_from.h"
 #include "msg.h"
 
 #define TABLE_TOP 15 /* rows per report in table mode unless --top says */
@@ -25,6 +26,8 @@ static void stats_usage(FILE *f)
 	steps__list(sources, sizeof(sources));
 	fprintf(f,
 		"Usage: bpfsight stats [OPTIONS] FILE\n"
+		"       bpfsight stats --from clickhouse://HOST:PORT/JOB [-r LIST] [-f FMT]\n"
+		"                      [--host NAME] [--rank N] [--file PATH]\n"
 		"\n"
 		"Summary tables of a trace, in one pass (nsys stats-like). Without -r: a verdict\n"
 		"first (where the threads' time went, each claim with the report that shows it),\n"
@@ -53,6 +56,12 @@ static void stats_usage(FILE *f)
 		"      --steps SOURCE  the per-step reports' steps where a process has no torch\n"
 		"                      steps: SOURCE's, one of\n"
 		"                      %s\n"
+		"      --from URL      the reports computed as SQL in a ClickHouse server over the\n"
+		"                      rows `bpfsight ship` sent there: cuda_api_sum, nccl_sum,\n"
+		"                      nccl_stragglers (docs/CLICKHOUSE.md)\n"
+		"      --host NAME     --from: only NAME's rows\n"
+		"      --rank N        --from: only rank N's rows\n"
+		"      --file PATH     --from: only the rows of the file shipped as PATH\n"
 		"  -h, --help          this help\n",
 		names, sources);
 }
@@ -69,6 +78,10 @@ enum {
 	OPT_SORT,
 	OPT_PEAK,
 	OPT_STEPS,
+	OPT_FROM,
+	OPT_HOST,
+	OPT_RANK,
+	OPT_FILE,
 };
 
 /* Also printed by `bpfsight __complete options stats`: completion and the docs test read it. */
@@ -87,6 +100,10 @@ const struct option stats_options[] = {
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "peak-tflops", required_argument, NULL, OPT_PEAK },
 	{ "steps", required_argument, NULL, OPT_STEPS },
+	{ "from", required_argument, NULL, OPT_FROM },
+	{ "host", required_argument, NULL, OPT_HOST },
+	{ "rank", required_argument, NULL, OPT_RANK },
+	{ "file", required_argument, NULL, OPT_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -98,6 +115,7 @@ struct stats_args {
 	const char *comms[MAX_IDS]; /* copies */
 	int top_given;
 	const char *output; /* -o: NULL for stdout */
+	struct stats_from from;
 };
 
 /* -r may repeat: the lists add up. */
@@ -220,6 +238,27 @@ static int parse_one(struct stats_args *a, int c, int argc, char **argv)
 	case OPT_STEPS:
 		a->o.steps = optarg;
 		return steps__check(optarg, "--steps") ? 1 : 0;
+	case OPT_FROM:
+		a->from.url = optarg;
+		return 0;
+	case OPT_HOST:
+		a->from.host = optarg;
+		return 0;
+	case OPT_FILE:
+		a->from.file = optarg;
+		return 0;
+	case OPT_RANK: {
+		char *end;
+
+		errno = 0;
+		a->from.rank = (int)strtol(optarg, &end, 10);
+		if (errno || end == optarg || *end || a->from.rank < -1) {
+			pr_err("--rank %s: a rank, 0 and up (-1: the rows of no known rank)\n",
+			       optarg);
+			return 1;
+		}
+		return 0;
+	}
 	case 'h':
 		return 2;
 	default:
@@ -256,6 +295,32 @@ static int run_to(const char *file, struct stats_args *a)
 	return status;
 }
 
+/* --from: the reports of a ClickHouse server's rows, to stdout or -o's file. */
+static int run_from(struct stats_args *a, int argc)
+{
+	int fd, status;
+	FILE *out = stdout;
+
+	if (optind < argc) {
+		pr_err("--from reads the server: no FILE (%s)\n", "remove it, or --from");
+		return EXIT_READ_FAIL;
+	}
+	a->from.reports = a->reports;
+	a->from.fmt = a->o.fmt;
+	if (a->output) {
+		fd = export__create(a->output);
+		out = fd < 0 ? NULL : fdopen(fd, "w");
+		if (!out) {
+			pr_err("-o %s: %s\n", a->output, strerror(fd < 0 ? -fd : errno));
+			return EXIT_READ_FAIL;
+		}
+	}
+	status = stats_from__run(&a->from, out);
+	if (out != stdout && fclose(out) && !status)
+		status = EXIT_READ_FAIL;
+	return status;
+}
+
 int cmd_stats(int argc, char **argv)
 {
 	struct stats_args *a = calloc(1, sizeof(*a));
@@ -264,6 +329,7 @@ int cmd_stats(int argc, char **argv)
 
 	if (!a)
 		return EXIT_READ_FAIL;
+	a->from.rank = -2;
 	optind = 1;
 	opterr = 0;
 	while (!ret && (c = getopt_long(argc, argv, "r:f:o:h", stats_options, NULL)) != -1)
@@ -276,14 +342,20 @@ int cmd_stats(int argc, char **argv)
 	}
 	if (ret)
 		goto out;
-	file = cmd__trace_arg("stats", argc, argv, stats_usage);
-	if (!file)
-		goto out;
+	if (!a->from.url) {
+		file = cmd__trace_arg("stats", argc, argv, stats_usage);
+		if (!file)
+			goto out;
+	}
 	a->o.reports = a->reports;
 	a->o.pids = a->pids;
 	a->o.tids = a->tids;
 	a->o.comms = a->comms;
 	a->o.people = 1;
+	if (a->from.url) {
+		status = run_from(a, argc);
+		goto out;
+	}
 	/* Table mode shows the first rows unless told; JSON and CSV all of them. */
 	a->o.view.top = a->top_given ? a->o.top : TABLE_TOP;
 	if (a->o.fmt != STATS_FORMAT_TABLE && !a->top_given)

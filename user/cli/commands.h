@@ -21,11 +21,13 @@ int cmd_report(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_ship(int argc, char **argv);
 int cmd_complete(int argc, char **argv);
 
 /* Each command's getopt_long table (cmd_*.c). */
 extern const struct option info_options[], dump_options[], stats_options[], export_options[],
-	shim_options[], report_options[], stacks_options[], merge_options[], convert_options[];
+	shim_options[], report_options[], stacks_options[], merge_options[], convert_options[],
+	ship_options[];
 
 /* main.c's dispatch table, NULL-terminated; a command with no help is hidden from usage. */
 struct bpfsight_cmd {
@@ -41,6 +43,13 @@ extern const struct bpfsight_cmd bpfsight_cmds[];
 /* "a, b, c" lists of what an option accepts, for errors, --help and completion. */
 void dump__list_kinds(char *buf, size_t len);	  /* cmd_dump.c: dump --kind */
 void export__list_formats(char *buf, size_t len); /* cmd_export.c: export --format */
+struct exporter;				  /* export.h */
+/*
+ * FILE through EX into OUT (created, removed again on failure), as export does, quietly: 0 (a
+ * file with corrupt chunks too: what was readable), -EBUSY (a recorder is writing FILE now: OUT
+ * removed), or a negative errno said on stderr. *EVENTS: the events decoded.
+ */
+int export__render(const struct exporter *ex, const char *file, const char *out, __u64 *events);
 
 /* After getopt: argv's one FILE (info, dump, stats, export, report); NULL when there is none or
  * more than one, said on stderr with CMD's usage. */

@@ -33,6 +33,8 @@ const struct bpfsight_cmd bpfsight_cmds[] = {
 	  "every thread's stack of a running process now (Python + native), not stopping it" },
 	{ "merge", cmd_merge, merge_options,
 	  "many ranks' traces on one clock, in one file (aligned on NCCL collectives)" },
+	{ "ship", cmd_ship, ship_options,
+	  "send traces to a ClickHouse server over HTTP (spooled, each file once)" },
 	{ "convert", cmd_convert, convert_options,
 	  "rewrite a trace in this bpfsight's file format (older files: smaller)" },
 	/* Hidden: what the shell completions ask (commands, options, families, reports). */

@@ -12,6 +12,7 @@
 	X(perfetto)                                                                                \
 	X(chrome)                                                                                  \
 	X(sqlite)                                                                                  \
+	X(clickhouse)                                                                              \
 	X(folded)                                                                                  \
 	X(pprof)                                                                                   \
 	X(svg)                                                                                     \

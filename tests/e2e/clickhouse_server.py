@@ -1,0 +1,166 @@
+"""A real ClickHouse server for the tests (Debian's clickhouse-server, `make deps`): its own
+config and users in a temporary directory, loopback ports nobody holds, started and stopped by
+the test. Users: `default` (no password) and `shipper` (password `s3cret`)."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import helpers
+from helpers import Skip
+
+CONFIG = """<yandex>
+  <logger><level>warning</level><log>{d}/log.txt</log><errorlog>{d}/err.txt</errorlog>
+    <console>0</console></logger>
+  <listen_host>127.0.0.1</listen_host>
+  <http_port>{http}</http_port>{https}
+  <tcp_port>{tcp}</tcp_port>
+  <path>{d}/data/</path>
+  <tmp_path>{d}/tmp/</tmp_path>
+  <user_files_path>{d}/user_files/</user_files_path>
+  <format_schema_path>{d}/format_schemas/</format_schema_path>
+  <users_config>{d}/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>268435456</mark_cache_size>
+  <max_concurrent_queries>20</max_concurrent_queries>
+</yandex>
+"""
+
+TLS = """
+  <listen_host>127.0.0.2</listen_host>
+  <https_port>{port}</https_port>
+  <openSSL><server><certificateFile>{cert}</certificateFile><privateKeyFile>{key}</privateKeyFile>
+    <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>
+    <disableProtocols>sslv2,sslv3</disableProtocols></server></openSSL>"""
+
+USERS = """<yandex>
+  <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+  <quotas><default></default></quotas>
+  <users>
+    <default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+      <profile>default</profile><quota>default</quota></default>
+    <shipper><password>s3cret</password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+      <profile>default</profile><quota>default</quota></shipper>
+  </users>
+</yandex>
+"""
+
+
+def need_server():
+    path = shutil.which("clickhouse-server") or (
+        "/usr/bin/clickhouse-server" if os.path.exists("/usr/bin/clickhouse-server") else None)
+    if not path:
+        raise Skip("clickhouse-server not installed: apt-get install clickhouse-server "
+                   "clickhouse-client (make deps does)")
+    return path
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ClickHouse:
+    def __init__(self, tls=False):
+        self.exe = need_server()
+        self.dir = helpers.tmpdir()
+        self.http, self.tcp = free_port(), free_port()
+        https = ""
+        if tls:
+            # a certificate of its own, for localhost and 127.0.0.1 (BPFSIGHT_CLICKHOUSE_CA);
+            # 127.0.0.2 is listened on too, a name the certificate does not have
+            self.https, self.cert = free_port(), os.path.join(self.dir, "cert.pem")
+            key = os.path.join(self.dir, "key.pem")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                            "-keyout", key, "-out", self.cert, "-days", "2", "-subj",
+                            "/CN=localhost", "-addext",
+                            "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                           check=True, capture_output=True)
+            https = TLS.format(port=self.https, cert=self.cert, key=key)
+        for sub in ("data", "tmp", "user_files", "format_schemas"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        with open(os.path.join(self.dir, "config.xml"), "w") as f:
+            f.write(CONFIG.format(d=self.dir, http=self.http, tcp=self.tcp, https=https))
+        with open(os.path.join(self.dir, "users.xml"), "w") as f:
+            f.write(USERS)
+        self.proc = None
+        self.start()
+
+    def url(self, job):
+        return f"clickhouse://127.0.0.1:{self.http}/{job}"
+
+    def start(self):
+        self.proc = subprocess.Popen([self.exe, f"--config-file={self.dir}/config.xml"],
+                                     cwd=self.dir, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        helpers._procs.append(self.proc)
+        end = time.time() + 60
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"clickhouse-server exited {self.proc.returncode}: "
+                                     f"{self.proc.stderr.read()[-800:]} "
+                                     f"{self.log()[-800:]}")
+            try:
+                if self.query("SELECT 1").strip() == "1":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"clickhouse-server not answering in 60 s: {self.log()[-800:]}")
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "err.txt")) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def kill(self):
+        """SIGKILL: a server dying mid-request, nothing flushed."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def query(self, sql, user=None, password=None):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.http}/", data=sql.encode())
+        if user:
+            req.add_header("X-ClickHouse-User", user)
+            req.add_header("X-ClickHouse-Key", password or "")
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.read().decode()
+
+    def rows(self, sql):
+        """SQL's answer (FORMAT TabSeparated added) as lists of fields, unescaped."""
+        out = self.query(sql + " FORMAT TabSeparated")
+        return [[unescape(f) for f in l.split("\t")] for l in out.split("\n") if l]
+
+
+ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "0": "\0", "b": "\b", "f": "\f", "\\": "\\",
+           "'": "'"}
+
+
+def unescape(field):
+    """A TabSeparated field as ClickHouse escapes it, back to its text."""
+    out, i = [], 0
+    while i < len(field):
+        c = field[i]
+        if c == "\\" and i + 1 < len(field):
+            out.append(ESCAPES.get(field[i + 1], field[i + 1]))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)

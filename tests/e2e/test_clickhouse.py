@@ -1,0 +1,404 @@
+"""Traces in ClickHouse: `export --format clickhouse`, `bpfsight ship` and `stats --from`
+against a real clickhouse-server (Debian's 18.16, clickhouse_server.py: its own directory and
+loopback ports, stopped after each test). Nothing mocked: the rows the server holds are
+counted against the files' own events, the reports it computes against `stats FILE`, and the
+server is killed mid-ship."""
+import collections
+import glob
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import helpers
+from clickhouse_server import ClickHouse
+from helpers import BPFSIGHT, Skip, check, dump, eq, run, stats, tmpdir
+
+SECONDS = 60
+SPLIT = True
+
+TRACES = sorted(glob.glob(os.path.join(helpers.ROOT, "..", "shared", "traces", "*.bst")))
+# The reports the server computes, and the keys they cannot share with a file's: a straggler
+# row's start is the wall clock there (the rows keep no CLOCK_MONOTONIC).
+SQL_REPORTS = ["cuda_api_sum", "nccl_sum"]
+
+
+def need_traces():
+    if not TRACES:
+        raise Skip("../shared/traces/*.bst missing")
+
+
+def ship(*args, env=None, timeout=600):
+    return run([BPFSIGHT, "ship", *args], timeout=timeout, env=env)
+
+
+def from_stats(url, reports, *opts):
+    p = run([BPFSIGHT, "stats", "--from", url, "-r", reports, "--format", "json", *opts])
+    eq(p.returncode, 0, f"stats --from ({p.stderr[-800:]})")
+    return json.loads(p.stdout)["reports"]
+
+
+_kinds = {}
+
+
+def kinds(path):
+    """PATH's events per kind, as dump has them (once per path: the files never change)."""
+    if path not in _kinds:
+        _kinds[path] = collections.Counter(e["kind"] for e in dump(path))
+    return _kinds[path]
+
+
+def held(ch, job):
+    """{file: {kind: rows}} the server holds of JOB."""
+    out = collections.defaultdict(dict)
+    for f, k, n in ch.rows(f"SELECT file, kind, count() FROM bpfsight.events "
+                           f"WHERE job = '{job}' GROUP BY file, kind"):
+        out[f][k] = int(n)
+    return out
+
+
+def test_real_traces_rows_and_reports():
+    """The four real traces shipped: each file's rows per kind are its events per kind; the
+    reports computed in the server equal stats on each file; shipping again adds nothing."""
+    need_traces()
+    ch = ClickHouse()
+    spool = os.path.join(tmpdir(), "spool")
+    p = ship(*TRACES, "--to", ch.url("real"), "--spool", spool)
+    eq(p.returncode, 0, f"ship ({p.stderr[-800:]})")
+    rows = held(ch, "real")
+    for t in TRACES:
+        eq(rows[t], dict(kinds(t)), f"{os.path.basename(t)}: rows per kind")
+        for rep in SQL_REPORTS:
+            eq(from_stats(ch.url("real"), rep, "--file", t)[rep], stats(t, rep).get(rep, []),
+               f"{os.path.basename(t)}: {rep} computed in the server")
+    eq(os.listdir(spool), [], "the spool empties once the server holds the files")
+    # Row for row, the smallest file: dump's events, their times moved to the wall clock by
+    # the header's clock pair, their arguments' JSON unchanged through TSV's escapes.
+    small = min(TRACES, key=os.path.getsize)
+    meta = helpers.info(small)
+    shift = meta["start_realtime_ns"] - meta["start_monotonic_ns"]
+    got = ch.rows(f"SELECT seq, ts, dur, pid, tid, kind, name, args FROM bpfsight.events "
+                  f"WHERE job = 'real' AND file = '{small}' ORDER BY seq")
+    events = dump(small)
+    eq(len(got), len(events), "a row per event")
+    for r, e in zip(got, events):
+        want = [e["ts"] + shift, e["dur"], e["pid"], e["tid"], e["kind"], e["name"], e["args"]]
+        have = [int(r[1]), int(r[2]), int(r[3]), int(r[4]), r[5], r[6], json.loads(r[7])]
+        eq(have, want, f"row {r[0]}")
+    # The docs' GIL query, its threshold lowered to what the real traces hold (5 ms).
+    sql = (helpers.docs_query("gil_waits_over", doc="CLICKHOUSE.md")
+           .replace("100000000", "5000000").replace("{day}", "2000-01-01"))
+    got = {(r[1], int(r[4]), int(r[5])): (int(r[6]), int(r[7]))
+           for r in ch.rows(sql.rstrip().rstrip(";"))}
+    want = collections.defaultdict(lambda: [0, 0])
+    for t in TRACES:
+        for e in dump(t):
+            if e["kind"] == "gil_wait" and e["dur"] > 5000000:
+                w = want[("vm", e["pid"], e["tid"])]
+                w[0] += 1
+                w[1] += e["dur"]
+    check(want, "the real traces have GIL waits over 5 ms")
+    eq(got, {k: tuple(v) for k, v in want.items()}, "GIL waits over 5 ms per thread, by SQL")
+    # Each file's own clock pair puts its rows on the wall clock: within its recording.
+    for t in TRACES:
+        first, = ch.rows(f"SELECT min(time) > toDateTime('2020-01-01 00:00:00') "
+                         f"FROM bpfsight.events WHERE file = '{t}'")
+        eq(first, ["1"], f"{os.path.basename(t)}: wall-clock times")
+
+    total = sum(int(n) for n, in ch.rows("SELECT count() FROM bpfsight.events"))
+    p = ship(*TRACES, "--to", ch.url("real"), "--spool", spool)
+    eq(p.returncode, 0, f"ship again ({p.stderr[-800:]})")
+    check(p.stderr.count("already shipped") == len(TRACES), f"said so: {p.stderr}")
+    eq(sum(int(n) for n, in ch.rows("SELECT count() FROM bpfsight.events")), total,
+       "shipping the same files again adds no row")
+    eq(ch.rows("SELECT count() FROM bpfsight.files FINAL"), [[str(len(TRACES))]],
+       "one ledger row per file")
+
+    # export --format clickhouse writes what ship sends: the same rows, loaded by hand.
+    out = os.path.join(tmpdir(), "one.ch.tsv")
+    p = run([BPFSIGHT, "export", TRACES[0], "--format", "clickhouse", "-o", out, "--job",
+             "byhand", "--rank", "7"])
+    eq(p.returncode, 0, f"export ({p.stderr})")
+    with open(out, "rb") as f:
+        body = f.read()
+    q = ("INSERT INTO bpfsight.events (job, host, rank, file, file_id, seq, ts, dur, pid, tid, "
+         "kind, name, args) FORMAT TabSeparated")
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{ch.http}/?query={urllib.parse.quote(q)}", data=body)
+    urllib.request.urlopen(req, timeout=120).read()
+    eq(held(ch, "byhand")[TRACES[0]], dict(kinds(TRACES[0])), "export's rows, loaded by hand")
+    eq(ch.rows("SELECT DISTINCT rank FROM bpfsight.events WHERE job = 'byhand'"), [["7"]],
+       "--rank labels every row")
+    ch.stop()
+
+
+def grouped_seqs(path):
+    """The seqs of a merged file's collectives called inside ncclGroupStart/End: stats ends
+    them at the group's end (nccl_stragglers' end_spread), the rows keep each call's."""
+    inside, depth, out = {}, collections.Counter(), set()
+    for e in sorted((e for e in dump(path) if e["kind"] == "nccl_api"), key=lambda e: e["ts"]):
+        if e["name"] == "ncclGroupStart":
+            depth[e["tid"]] += 1
+        elif e["name"] == "ncclGroupEnd":
+            depth[e["tid"]] -= 1
+        elif depth[e["tid"]] > 0 and "seq" in e["args"]:
+            out.add(e["args"]["seq"])
+    return out
+
+
+def test_sixteen_ranks_straggler_found_by_sql():
+    """16 ranks of the CPU NCCL stand-in, rank 9 late to one collective: merged (merge's
+    fitted offsets), shipped, the straggler found by the server (stats --from and the docs'
+    fleet query), every collective's row equal to stats on the merged file."""
+    import test_ranks
+    d, files, _ = test_ranks.run_job(16, 300, 9, [30], test_ranks.SHIFTS)
+    merged = os.path.join(d, "job.bst")
+    test_ranks.merge(files, merged)
+    ch = ClickHouse()
+    spool = os.path.join(d, "spool")
+    p = ship(merged, "--to", ch.url("ranks16"), "--spool", spool)
+    eq(p.returncode, 0, f"ship ({p.stderr[-800:]})")
+    eq(sorted(int(r) for r, in ch.rows("SELECT DISTINCT rank FROM bpfsight.events "
+                                       "WHERE job = 'ranks16' AND kind = 'nccl_api'")),
+       list(range(16)), "every rank's rows labelled with its rank (the file's RANK records)")
+    eq(sorted(f for f, in ch.rows("SELECT DISTINCT file FROM bpfsight.events "
+                                  "WHERE job = 'ranks16' AND kind = 'nccl_api'")),
+       sorted(files), "and with the rank file it came from")
+
+    mine = from_stats(ch.url("ranks16"), "nccl_stragglers,nccl_sum")
+    theirs = stats(merged, "nccl_stragglers,nccl_sum")
+    eq(mine["nccl_sum"], theirs["nccl_sum"], "nccl_sum computed in the server")
+    grouped = grouped_seqs(merged)
+    a, b = mine["nccl_stragglers"], theirs["nccl_stragglers"]
+    eq(len(a), len(b), "a row per collective")
+    for x, y in zip(a, b):
+        x.pop("start_wall_ns")
+        y.pop("start")
+        if x["seq"] in grouped:
+            x.pop("end_spread_ns")
+            y.pop("end_spread_ns")
+        eq(x, y, f"collective {y['seq']}")
+    late = test_ranks.late_seq(30)
+    eq(next(r for r in a if r["seq"] == late)["last_rank"], 9, "the late rank, by SQL")
+
+    # The docs' fleet query: the ranks by the waits they made the others do, as the rank
+    # files' own clock (one CLOCK_MONOTONIC here) has them, where it tells the first apart.
+    sql = helpers.docs_query("slowest_rank", doc="CLICKHOUSE.md").replace("{job}", "ranks16")
+    top = ch.rows(sql.rstrip().rstrip(";"))
+    made = collections.Counter()
+    for e in test_ranks.truth(files).values():
+        if len(e) > 1:
+            last = max(e, key=e.get)
+            made[last] += sum(e[last] - t for t in e.values())
+    truly = sorted(made.values())
+    check("9" in [r[1] for r in top], f"rank 9 made others wait ({top})")
+    if truly[-1] > 1.2 * truly[-2]:
+        eq(int(top[0][1]), max(made, key=made.get), f"slowest_rank's first row ({top[:3]})")
+
+    # The rank files shipped on their own (their own wall clocks, --rank): the late rank
+    # still stands out (its 50 ms against clocks a few ms apart).
+    for r, f in enumerate(files):
+        p = ship(f, "--to", ch.url("ranks16raw"), "--spool", spool, "--rank", str(r))
+        eq(p.returncode, 0, f"ship rank {r} ({p.stderr[-400:]})")
+    raw = from_stats(ch.url("ranks16raw"), "nccl_stragglers")["nccl_stragglers"]
+    eq(next(r for r in raw if r["seq"] == late)["last_rank"], 9, "rank 9, from the rank files")
+    ch.stop()
+
+
+def test_server_killed_mid_ship():
+    """The server SIGKILLed while ship sends batches, restarted: ship retries and the server
+    ends with every row once; a ship that gives up leaves the file spooled, and the next ship
+    sends it, nothing doubled."""
+    need_traces()
+    big = max(TRACES, key=os.path.getsize)
+    want = dict(kinds(big))
+    ch = ClickHouse()
+    spool = os.path.join(tmpdir(), "spool")
+    env = dict(os.environ, BPFSIGHT_SHIP_BATCH_ROWS="5000")
+    p = subprocess.Popen([BPFSIGHT, "ship", big, "--to", ch.url("killed"), "--spool", spool,
+                          "--retry-for", "120s", "--timeout", "10"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    helpers._procs.append(p)
+
+    def some():
+        try:
+            n = int(ch.query("SELECT count() FROM bpfsight.events").strip() or 0)
+        except Exception:
+            return False
+        return n > 0
+    helpers.wait_for(some, timeout=120, what="the first batches in the server")
+    ch.kill()
+    time.sleep(1.5)
+    ch.start()
+    _, err = p.communicate(timeout=300)
+    eq(p.returncode, 0, f"ship across the restart ({err[-800:]})")
+    check("retrying" in err, f"it said it retried: {err[-800:]}")
+    eq(held(ch, "killed")[big], want, "every row once after the kill")
+
+    # A ship that gives up: exit 2, the file stays in the spool, sent by the next ship.
+    ch.kill()
+    other = min(TRACES, key=os.path.getsize)
+    q = ship(other, "--to", ch.url("killed"), "--spool", spool, "--retry-for", "1s",
+             "--timeout", "2")
+    eq(q.returncode, 2, f"server down: exit 2 ({q.stderr[-600:]})")
+    check("stay in the spool" in q.stderr, f"says what stays spooled: {q.stderr[-600:]}")
+    eq(len([f for f in os.listdir(spool) if f.endswith(".tsv")]), 1, "spooled")
+    ch.start()
+    q = ship("--to", ch.url("killed"), "--spool", spool)
+    eq(q.returncode, 0, f"the next ship sends the spool ({q.stderr[-600:]})")
+    rows = held(ch, "killed")
+    eq(rows[other], dict(kinds(other)), "the spooled file's rows, once")
+    eq(rows[big], want, "the first file's rows still once")
+    eq(os.listdir(spool), [], "the spool empty")
+    ch.stop()
+
+
+def test_bad_urls_credentials_full_spool():
+    """Clear errors and exit statuses; nothing recorded lost (the trace files are untouched,
+    the spool keeps what the server did not take)."""
+    need_traces()
+    small = min(TRACES, key=os.path.getsize)
+    spool = os.path.join(tmpdir(), "spool")
+    cases = [
+        ("ftp://127.0.0.1:1/job", "bad URL"),
+        ("clickhouse://127.0.0.1:99999/job", "bad port"),
+        ("clickhouse://user:pw@127.0.0.1:8123/job", "credentials in a URL"),
+        ("clickhouse://127.0.0.1:8123/a/b", "one job name"),
+    ]
+    for url, said in cases:
+        p = ship(small, "--to", url, "--spool", spool)
+        eq(p.returncode, 1, f"{url}: exit 1 ({p.stderr})")
+        check(said in p.stderr, f"{url}: says '{said}': {p.stderr}")
+    p = ship(small, "--spool", spool)
+    eq(p.returncode, 1, "no --to")
+
+    ch = ClickHouse()
+    env = dict(os.environ, BPFSIGHT_CLICKHOUSE_USER="shipper",
+               BPFSIGHT_CLICKHOUSE_PASSWORD="wrong")
+    p = ship(small, "--to", ch.url("creds"), "--spool", spool, env=env)
+    eq(p.returncode, 4, f"refused credentials: exit 4 ({p.stderr[-600:]})")
+    check("credentials refused" in p.stderr, f"says so: {p.stderr[-600:]}")
+    eq(len(os.listdir(spool)), 1, "the file waits in the spool")
+
+    cred = os.path.join(tmpdir(), "cred")
+    with open(cred, "w") as f:
+        f.write("shipper:s3cret\n")
+    os.chmod(cred, 0o644)
+    env = dict(os.environ, BPFSIGHT_CLICKHOUSE_CREDENTIALS=cred)
+    p = ship("--to", ch.url("creds"), "--spool", spool, env=env)
+    eq(p.returncode, 1, f"a credentials file others may read: refused ({p.stderr})")
+    check("chmod 600" in p.stderr, f"says what to do: {p.stderr}")
+    os.chmod(cred, 0o600)
+    p = ship("--to", ch.url("creds"), "--spool", spool, env=env)
+    eq(p.returncode, 0, f"the credentials file's user ({p.stderr[-600:]})")
+    eq(held(ch, "creds")[small], dict(kinds(small)), "the spooled file, sent as shipper")
+    # Under sudo from another user, a file the user names is not read by root (env.h).
+    p = ship(small, "--to", ch.url("sudo"), "--spool", spool,
+             env=dict(env, SUDO_UID="65534"))
+    check("BPFSIGHT_CLICKHOUSE_CREDENTIALS is ignored" in p.stderr,
+          f"the variable ignored under sudo, said: {p.stderr[-600:]}")
+
+    # A spool too small for the file: refused, exit 5, nothing spooled, the trace untouched.
+    size = os.path.getsize(small)
+    tiny = os.path.join(tmpdir(), "tiny")
+    other = [t for t in TRACES if t != small][0]
+    p = ship(other, "--to", ch.url("full"), "--spool", tiny, "--spool-max", "4K")
+    eq(p.returncode, 5, f"full spool: exit 5 ({p.stderr[-600:]})")
+    check("spool" in p.stderr and "full" in p.stderr, f"says so: {p.stderr[-600:]}")
+    eq(os.listdir(tiny), [], "nothing half-written left in the spool")
+    eq(os.path.getsize(small), size, "the trace untouched")
+
+    # stats --from: a report the server does not compute, a job-less URL, a server down.
+    p = run([BPFSIGHT, "stats", "--from", ch.url("creds"), "-r", "gil_sum"])
+    eq(p.returncode, 1, "a report not computed in the server")
+    check("not computed in ClickHouse" in p.stderr, p.stderr)
+    p = run([BPFSIGHT, "stats", "--from", f"clickhouse://127.0.0.1:{ch.http}/"])
+    eq(p.returncode, 1, "no job")
+    ch.stop()
+    p = run([BPFSIGHT, "stats", "--from", ch.url("creds"), "-r", "cuda_api_sum"])
+    eq(p.returncode, 2, f"server down: exit 2 ({p.stderr})")
+
+
+def test_https():
+    """https: the server's certificate verified (a self-signed one refused, exit 6, until
+    BPFSIGHT_CLICKHOUSE_CA names it; another name than the certificate's refused), by name and
+    by address; the rows and reports as over http."""
+    need_traces()
+    small = min(TRACES, key=os.path.getsize)
+    ch = ClickHouse(tls=True)
+    spool = os.path.join(tmpdir(), "spool")
+    url = f"https://localhost:{ch.https}/tls"
+    p = ship(small, "--to", url, "--spool", spool, "--retry-for", "1s")
+    eq(p.returncode, 6, f"an unknown CA: exit 6 ({p.stderr[-600:]})")
+    check("certificate" in p.stderr, f"says why: {p.stderr[-600:]}")
+    eq(ch.rows("SELECT count() FROM system.tables WHERE database = 'bpfsight'"), [["0"]],
+       "nothing sent")
+    env = dict(os.environ, BPFSIGHT_CLICKHOUSE_CA=ch.cert)
+    p = ship("--to", url, "--spool", spool, env=env)
+    eq(p.returncode, 0, f"its CA given ({p.stderr[-600:]})")
+    eq(held(ch, "tls")[small], dict(kinds(small)), "the rows, over https")
+    p = run([BPFSIGHT, "stats", "--from", f"https://127.0.0.1:{ch.https}/tls", "-r",
+             "cuda_api_sum", "--format", "json"], env=env)
+    eq(p.returncode, 0, f"stats --from https, by address ({p.stderr})")
+    eq(json.loads(p.stdout)["reports"]["cuda_api_sum"],
+       stats(small, "cuda_api_sum").get("cuda_api_sum", []), "cuda_api_sum over https")
+    p = run([BPFSIGHT, "stats", "--from", f"https://127.0.0.2:{ch.https}/tls", "-r",
+             "cuda_api_sum"], env=env)
+    eq(p.returncode, 6, f"an address the certificate does not name: refused ({p.stderr})")
+    check("certificate" in p.stderr, f"says why: {p.stderr}")
+    ch.stop()
+
+
+def test_watch_ships_files_once_closed():
+    """ship --watch DIR: a recording written into DIR is shipped once its recorder closed it
+    (not while it writes: its rows would be shipped twice, under two content ids), a file
+    moved in is shipped, each once; SIGTERM ends it with 0. A file being written given to ship
+    is refused."""
+    helpers.need_root()
+    need_traces()
+    ch = ClickHouse()
+    d = tmpdir()
+    watch = os.path.join(d, "dumps")
+    os.makedirs(watch)
+    spool = os.path.join(d, "spool")
+    w = subprocess.Popen([BPFSIGHT, "ship", "--watch", watch, "--to", ch.url("watched"),
+                          "--spool", spool], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    helpers._procs.append(w)
+    live = os.path.join(watch, "live.bst")
+    rec = subprocess.Popen([BPFSIGHT, "record", "-t", "sched", "-o", live, "--", "sleep", "4"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    helpers._procs.append(rec)
+    helpers.wait_for(lambda: os.path.exists(live) and os.path.getsize(live) > 0, timeout=60,
+                     what="the recording's file")
+    p = ship(live, "--to", ch.url("early"), "--spool", spool)
+    eq(p.returncode, 1, f"a file being written: refused ({p.stderr})")
+    check("writing it now" in p.stderr, f"says why: {p.stderr}")
+    _, err = rec.communicate(timeout=120)
+    eq(rec.returncode, 0, f"the recording ({err[-400:]})")
+    small = min(TRACES, key=os.path.getsize)
+    tmp = os.path.join(d, "moved.bst")
+    subprocess.run(["cp", small, tmp], check=True)
+    os.rename(tmp, os.path.join(watch, "moved.bst"))
+
+    def both():
+        try:
+            have = held(ch, "watched")
+        except OSError:  # no table yet: nothing shipped
+            return False
+        return live in have and os.path.join(watch, "moved.bst") in have and \
+            sum(have[live].values()) == sum(kinds(live).values())
+    helpers.wait_for(both, timeout=120, what="both files in the server")
+    time.sleep(2.5)  # two more rounds: nothing shipped again
+    w.send_signal(signal.SIGTERM)
+    _, err = w.communicate(timeout=60)
+    eq(w.returncode, 0, f"SIGTERM ends the watch ({err[-600:]})")
+    have = held(ch, "watched")
+    eq(have[live], dict(kinds(live)), "the recording's rows, once")
+    eq(have[os.path.join(watch, "moved.bst")], dict(kinds(small)), "the moved file's, once")
+    eq(ch.rows("SELECT count() FROM bpfsight.files WHERE job = 'watched'"), [["2"]],
+       "two ledger rows")
+    ch.stop()

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * bpfsight ship FILE... --to URL: trace files to a ClickHouse server (docs/CLICKHOUSE.md).
+ * Each file is rendered (export --format clickhouse) into the spool, then every spooled file
+ * is sent, the oldest first (ship_send.h: each row once, however often tried); a server down
+ * or slow is retried for --retry-for, then what is left stays spooled for the next ship.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "cache_dir.h"
+#include "ch_labels.h"
+#include "ch_schema.h"
+#include "commands.h"
+#include "export.h"
+#include "getopt_error.h"
+#include "human.h"
+#include "mono_clock.h"
+#include "msg.h"
+#include "parse.h"
+#include "ship_send.h"
+#include "ship_spool.h"
+
+/* Exit statuses past EXIT_READ_*'s (0 shipped, 1 bad arguments or an unreadable file). */
+#define EXIT_SHIP_DOWN	  2 /* the server did not answer: the rest stays spooled */
+#define EXIT_SHIP_AUTH	  4 /* the server refused the credentials */
+#define EXIT_SHIP_FULL	  5 /* the spool had no room for a file: it was not taken */
+#define EXIT_SHIP_REFUSED 6 /* the server refused a statement (said) */
+
+extern const struct exporter export_clickhouse; /* export_clickhouse.c */
+
+struct ship_opts {
+	const char *url, *spool;
+	__u64 spool_max, retry_ns;
+	int timeout_s;
+	__u64 batch_rows;
+	const char *watch; /* --watch DIR */
+	int busy;	   /* the last file taken is being written */
+	struct ch_labels labels;
+};
+
+static void ship_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: bpfsight ship FILE... --to URL [--rank N] [--spool DIR] [--spool-max SIZE]\n"
+		"                     [--retry-for DURATION] [--timeout SECONDS] [--watch DIR]\n"
+		"       bpfsight ship --to URL        (send what the spool holds)\n"
+		"\n"
+		"Send trace files to a ClickHouse server over its HTTP interface, a row per event\n"
+		"in bpfsight.events (docs/CLICKHOUSE.md). A file shipped twice adds nothing; a\n"
+		"server down or slow loses nothing: files wait in the spool, sent by the next ship.\n"
+		"\n"
+		"  --to URL              clickhouse://HOST:PORT/JOB (or http://, https://): the\n"
+		"                        server and the job the rows belong to (default job: each\n"
+		"                        FILE's name less .bst). Credentials: BPFSIGHT_CLICKHOUSE_USER and\n"
+		"                        BPFSIGHT_CLICKHOUSE_PASSWORD, or BPFSIGHT_CLICKHOUSE_CREDENTIALS\n"
+		"                        naming a file of user:password (mode 600); never the URL\n"
+		"  --rank N              the rows' rank (default: a merged file's ranks, else -1)\n"
+		"  --spool DIR           where files wait (default: the cache's ship/HOST_PORT)\n"
+		"  --spool-max SIZE      the spool's bound (default 1G): a file past it is refused\n"
+		"  --retry-for DURATION  how long a server down is retried (default 60s)\n"
+		"  --timeout SECONDS     per connection, send and answer (default 30)\n"
+		"  --watch DIR           go on: ship each .bst file that appears in DIR once its\n"
+		"                        recorder closed it (flight-recorder dumps, capture ranges),\n"
+		"                        until SIGINT or SIGTERM\n"
+		"  -h, --help            this help\n"
+		"\n"
+		"Exit status: 0 shipped, 1 bad arguments or an unreadable FILE, 2 the server did\n"
+		"not answer (the rest stays spooled), 4 credentials refused, 5 spool full, 6 the\n"
+		"server refused a statement, or https failed (its certificate: BPFSIGHT_CLICKHOUSE_CA\n"
+		"names a file of the CAs that sign it, else the system's are asked).\n");
+}
+
+const struct option ship_options[] = {
+	{ "to", required_argument, NULL, 'T' },
+	{ "rank", required_argument, NULL, 'R' },
+	{ "spool", required_argument, NULL, 'S' },
+	{ "spool-max", required_argument, NULL, 'M' },
+	{ "retry-for", required_argument, NULL, 'r' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "watch", required_argument, NULL, 'W' },
+	{ "help", no_argument, NULL, 'h' },
+	{},
+};
+
+static int ship_parse(int argc, char **argv, struct ship_opts *o)
+{
+	__u64 v;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", ship_options, NULL)) != -1) {
+		switch (c) {
+		case 'T':
+			o->url = optarg;
+			break;
+		case 'R':
+			if (ch_labels__option(&o->labels, 0, optarg))
+				return EXIT_READ_FAIL;
+			break;
+		case 'S':
+			o->spool = optarg;
+			break;
+		case 'M':
+			if (parse_size(optarg, &o->spool_max) || !o->spool_max)
+				return pr_err("bad --spool-max '%s': a size (64M, 1G)\n", optarg),
+				       1;
+			break;
+		case 'r':
+			if (parse_duration_ns(optarg, &o->retry_ns))
+				return pr_err("bad --retry-for '%s': a duration (30s, 5m)\n",
+					      optarg),
+				       1;
+			break;
+		case 't':
+			if (parse_duration_ns(optarg, &v) || v < 1000000000ULL ||
+			    v > 3600000000000ULL)
+				return pr_err("bad --timeout '%s': 1 to 3600 seconds\n", optarg), 1;
+			o->timeout_s = (int)(v / 1000000000ULL);
+			break;
+		case 'W':
+			o->watch = optarg;
+			break;
+		case 'h':
+			ship_usage(stdout);
+			return EXIT_READ_OK;
+		default:
+			getopt_error__print("ship", argc, argv, "h", ship_options);
+			return EXIT_READ_FAIL;
+		}
+	}
+	if (!o->url) {
+		pr_err("where to? --to clickhouse://HOST:PORT/JOB\n");
+		return EXIT_READ_FAIL;
+	}
+	return -1;
+}
+
+/* FILE rendered into the spool: 0, or the exit status of its failure (said). */
+static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opts *o,
+		     const char *file)
+{
+	char path[4200], part[4200], b1[32], b2[32];
+	__u64 events, used;
+	int err;
+
+	o->busy = 0;
+	if (ch_labels__for_file(&o->labels, file))
+		return EXIT_READ_FAIL;
+	ship_spool__path(sp, o->labels.job, o->labels.file_id, ".tsv", path, sizeof(path));
+	if (!access(path, F_OK))
+		return 0; /* spooled by a ship that could not send it */
+	/* a server that answers and holds it: nothing to render (one that does not: the spool) */
+	if (ship_send__shipped(s, o->labels.job, o->labels.file_id) == 1) {
+		pr_info("%s (content id %s): already shipped to job %s: nothing added\n", file,
+			o->labels.file_id, o->labels.job);
+		return 0;
+	}
+	ship_spool__path(sp, o->labels.job, o->labels.file_id, ".part", part, sizeof(part));
+	unlink(part);
+	export_clickhouse_labels = o->labels;
+	err = export__render(&export_clickhouse, file, part, &events);
+	o->busy = err == -EBUSY;
+	if (err == -EBUSY) {
+		if (!o->watch)
+			pr_err("%s: not shipped: a recorder is writing it now; ship it once it is "
+			       "closed (its rows and content id are not its last yet)\n",
+			       file);
+		return o->watch ? 0 : EXIT_READ_FAIL;
+	}
+	if (err) {
+		pr_err("%s: not shipped: %s\n", file, strerror(-err));
+		return EXIT_READ_FAIL;
+	}
+	if (!events) {
+		unlink(part);
+		pr_err("%s holds no events: nothing to ship\n", file);
+		return EXIT_READ_FAIL;
+	}
+	used = ship_spool__bytes(sp, NULL);
+	if (used > sp->max_bytes) {
+		unlink(part);
+		pr_err("%s: not shipped: the spool %s is full (%s of %s with it): nothing was "
+		       "lost, ship it again once the server took the spool's files, or raise "
+		       "--spool-max\n",
+		       file, sp->dir, human__bytes((double)used, b1, sizeof(b1)),
+		       human__bytes((double)sp->max_bytes, b2, sizeof(b2)));
+		return EXIT_SHIP_FULL;
+	}
+	if (rename(part, path)) {
+		pr_err("%s: cannot spool it as %s: %s\n", file, path, strerror(errno));
+		unlink(part);
+		return EXIT_READ_FAIL;
+	}
+	return 0;
+}
+
+/* --watch's SIGINT or SIGTERM: no more rounds, no more retries. */
+static volatile sig_atomic_t ship_stop;
+
+/* Spooled NAME (JOB.CONTENT_ID.tsv) into its job and id; 0 or -EINVAL. */
+static int ship_entry(char *name, const char **job, const char **id)
+{
+	char *dot;
+
+	name[strlen(name) - 4] = 0;
+	dot = strrchr(name, '.');
+	if (!dot || dot == name)
+		return -EINVAL;
+	*dot = 0;
+	*job = name;
+	*id = dot + 1;
+	return 0;
+}
+
+static int ship_status(int err)
+{
+	if (ch_server__retryable(err))
+		return EXIT_SHIP_DOWN;
+	return err == -EACCES ? EXIT_SHIP_AUTH : EXIT_SHIP_REFUSED;
+}
+
+/* Every spooled file to S, retrying a server down for O->retry_ns: the exit status. */
+static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct ship_opts *o)
+{
+	__u64 t0 = mono_now_ns(), rows = 0, nfiles = 0, wait_ms = 250;
+	int n, i, err = 0, schema = 0;
+	char **names, path[4200], b1[32];
+	const char *job, *id;
+	struct ship_result res;
+	__u32 left;
+
+	n = ship_spool__list(sp, &names);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", sp->dir, names[i]);
+		if (ship_entry(names[i], &job, &id))
+			continue;
+		for (;;) {
+			err = schema ? 0 : ch_schema__create(s);
+			schema = !err;
+			err = err
+				      ?: ship_send__file(s, path, CH_EVENT_COLUMNS, job, id,
+							 o->batch_rows, &res);
+			if (!ch_server__retryable(err) || mono_now_ns() - t0 >= o->retry_ns ||
+			    ship_stop)
+				break;
+			pr_warn("%s (retrying for %llus)\n", s->error,
+				(unsigned long long)((o->retry_ns - (mono_now_ns() - t0)) /
+						     1000000000ULL));
+			usleep(wait_ms * 1000);
+			wait_ms = wait_ms < 4000 ? wait_ms * 2 : 4000;
+			schema = 0;
+		}
+		if (err)
+			break;
+		unlink(path);
+		rows += res.sent;
+		nfiles++;
+		if (res.already)
+			pr_info("%s (content id %s): already shipped to job %s: nothing added\n",
+				path, id, job);
+		else
+			pr_info("shipped %llu rows of job %s (content id %s)%s\n",
+				(unsigned long long)res.rows, job, id,
+				res.held ? ", the server held some of a cut ship" : "");
+	}
+	ship_spool__free_list(names, n);
+	if (err) {
+		__u64 bytes = ship_spool__bytes(sp, &left);
+
+		pr_err("%s%s\n", s->error,
+		       err == -EACCES ? ": credentials refused (see --help)" : "");
+		pr_err("%u files (%s) stay in the spool %s: `bpfsight ship --to URL` sends them\n",
+		       left, human__bytes((double)bytes, b1, sizeof(b1)), sp->dir);
+		return ship_status(err);
+	}
+	pr_info("%llu rows of %llu files to %s:%s in %.2f s\n", (unsigned long long)rows,
+		(unsigned long long)nfiles, s->host, s->port, (double)(mono_now_ns() - t0) / 1e9);
+	return EXIT_READ_OK;
+}
+
+static void ship_on_signal(int sig)
+{
+	ship_stop = sig;
+}
+
+/*
+ * --watch DIR: every second, each .bst file of DIR not seen yet (by name, size and time) and
+ * closed by its recorder, shipped; a server down keeps it spooled for the next round. Until
+ * SIGINT or SIGTERM: 0, or the exit status of what stopped it (spool full, credentials).
+ */
+static int ship_watch(struct ch_server *s, struct ship_spool *sp, struct ship_opts *o)
+{
+	struct sigaction sa = { .sa_handler = ship_on_signal };
+	char seen[256][320], key[320], path[4352];
+	int nseen = 0, ret = 0;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	pr_info("watching %s for trace files (SIGINT or SIGTERM stops)\n", o->watch);
+	while (!ship_stop && !ret) {
+		DIR *d = opendir(o->watch);
+		struct dirent *e;
+		struct stat st;
+		int taken = 0;
+		__u32 waiting = 0;
+
+		if (!d)
+			return pr_err("--watch %s: %s\n", o->watch, strerror(errno)),
+			       EXIT_READ_FAIL;
+		while (!ret && (e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+			int i;
+
+			if (n < 5 || strcmp(e->d_name + n - 4, ".bst"))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", o->watch, e->d_name);
+			if (stat(path, &st) || !S_ISREG(st.st_mode))
+				continue;
+			snprintf(key, sizeof(key), "%.256s %lld %lld", e->d_name,
+				 (long long)st.st_size, (long long)st.st_mtime);
+			for (i = 0; i < nseen && strcmp(seen[i], key); i++)
+				;
+			if (i < nseen)
+				continue;
+			ret = ship_take(s, sp, o, path);
+			if (ret == EXIT_READ_FAIL)
+				ret = 0; /* said; a file that cannot be read is not the others' end */
+			/* taken (or refused for good): not again; one being written: next round */
+			if (!ret && !access(path, F_OK) && !o->busy) {
+				snprintf(seen[nseen % 256], sizeof(seen[0]), "%s", key);
+				nseen++;
+			}
+			taken = 1;
+		}
+		closedir(d);
+		/* a file a server down left in the spool is tried again every round */
+		if (!taken)
+			ship_spool__bytes(sp, &waiting);
+		if (!ret && (taken || waiting)) {
+			ret = ship_drain(s, sp, o);
+			ret = ret == EXIT_SHIP_DOWN ? 0
+						    : ret; /* spooled: the next round sends it */
+		}
+		for (int t = 0; t < 10 && !ship_stop && !ret; t++)
+			usleep(100000);
+	}
+	return ret;
+}
+
+int cmd_ship(int argc, char **argv)
+{
+	struct ship_opts o = { .spool_max = 1ULL << 30,
+			       .retry_ns = 60000000000ULL,
+			       .timeout_s = 30,
+			       .labels = { .rank = -1 } };
+	char dir[4400], cache[4096];
+	struct ship_spool sp;
+	struct ch_server s;
+	int ret, status = 0;
+
+	ret = ship_parse(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
+	o.batch_rows = SHIP_BATCH_ROWS;
+	if (getenv("BPFSIGHT_SHIP_BATCH_ROWS")) {
+		o.batch_rows = strtoull(getenv("BPFSIGHT_SHIP_BATCH_ROWS"), NULL, 10);
+		if (!o.batch_rows || o.batch_rows > SHIP_BATCH_ROWS)
+			return pr_err("BPFSIGHT_SHIP_BATCH_ROWS: 1 to %d\n", SHIP_BATCH_ROWS), 1;
+	}
+	if (ch_server__parse(&s, o.url))
+		return EXIT_READ_FAIL;
+	s.timeout_s = o.timeout_s;
+	if (*s.job && ch_labels__option(&o.labels, 1, s.job))
+		return EXIT_READ_FAIL;
+	if (!o.spool) {
+		if (!cache_dir__path(cache, sizeof(cache))) {
+			pr_err("the caches are off (BPFSIGHT_NO_CACHE): name a spool, --spool DIR\n");
+			return EXIT_READ_FAIL;
+		}
+		snprintf(dir, sizeof(dir), "%s/ship/%s_%s", cache, s.host, s.port);
+		o.spool = dir;
+	}
+	if (ship_spool__open(&sp, o.spool, o.spool_max))
+		return EXIT_READ_FAIL;
+	for (int i = optind; i < argc; i++) {
+		ret = ship_take(&s, &sp, &o, argv[i]);
+		status = status ?: ret;
+	}
+	ret = ship_drain(&s, &sp, &o);
+	/* a server down at the start: what was taken stays spooled, the watch sends it later */
+	if (o.watch && (!ret || ret == EXIT_SHIP_DOWN))
+		return ship_watch(&s, &sp, &o);
+	return ret ?: status;
+}

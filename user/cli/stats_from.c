@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * stats --from: each report's SQL run in the server (ch_reports.h), its answer's rows into a
+ * stats table (table.h), printed as stats prints a file's (the same keys, JSON and CSV).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ch_http.h"
+#include "ch_reports.h"
+#include "json.h"
+#include "msg.h"
+#include "stats_from.h"
+#include "table.h"
+
+/* One TabSeparated field: unescaped in place, its end (the tab or newline) returned. */
+static char *ch_field(char *p, char **next)
+{
+	char *o = p, *s = p;
+
+	while (*s && *s != '\t' && *s != '\n') {
+		if (*s == '\\' && s[1]) {
+			s++;
+			*o++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s == '0' ? '\0' : *s;
+			s++;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*next = *s ? s + 1 : s;
+	*o = 0;
+	return p;
+}
+
+/* The answer ANS to report R into T. */
+static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
+{
+	struct table_col tc = {};
+	int ncols = 0;
+
+	for (const struct ch_col *c = r->cols; c->key; c++, ncols++) {
+		tc.key = c->key;
+		tc.title = c->title;
+		tc.type = c->type == 'u'   ? TABLE_U64
+			  : c->type == 's' ? TABLE_S64
+			  : c->type == 'd' ? TABLE_DOUBLE
+					   : TABLE_STR;
+		table__add_col(t, &tc);
+	}
+	for (char *p = ans; *p;) {
+		table__row(t);
+		for (int c = 0; c < ncols; c++) {
+			/* NULL, a value the report leaves unset */
+			int null = !strncmp(p, "\\N", 2) && (!p[2] || p[2] == '\t' || p[2] == '\n');
+			char *v = ch_field(p, &p);
+
+			if (null)
+				continue;
+			switch (r->cols[c].type) {
+			case 'u':
+				table__set_u64(t, c, strtoull(v, NULL, 10));
+				break;
+			case 's':
+				table__set_s64(t, c, strtoll(v, NULL, 10));
+				break;
+			case 'd':
+				table__set_double(t, c, strtod(v, NULL));
+				break;
+			default:
+				table__set_str(t, c, v);
+			}
+		}
+	}
+	return table__err(t);
+}
+
+/* The rows' filter: the job, and the host, rank and file asked. */
+static int ch_where(const struct stats_from *f, const char *job, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "job = '%s'", job);
+
+	for (const char *s = f->host; s; s = NULL)
+		if (strpbrk(s, "'\\"))
+			return -EINVAL;
+	for (const char *s = f->file; s; s = NULL)
+		if (strpbrk(s, "'\\"))
+			return -EINVAL;
+	if (f->host)
+		n += snprintf(buf + n, len - n, " AND host = '%s'", f->host);
+	if (f->rank >= -1)
+		n += snprintf(buf + n, len - n, " AND rank = %d", f->rank);
+	if (f->file)
+		n += snprintf(buf + n, len - n, " AND file = '%s'", f->file);
+	return n < (int)len ? 0 : -E2BIG;
+}
+
+static void ch_print(struct table *t, const char *name, enum stats_format fmt, int first,
+		     struct json *j, FILE *out)
+{
+	switch (fmt) {
+	case STATS_FORMAT_JSON:
+		json__key(j, name);
+		table__print_json_rows(t, j, 0);
+		break;
+	case STATS_FORMAT_CSV:
+		fprintf(out, "%s# %s\n", first ? "" : "\n", name);
+		table__print_csv_rows(t, out, 0);
+		break;
+	case STATS_FORMAT_TABLE:
+		fprintf(out, "%s%s (computed in ClickHouse)\n\n", first ? "" : "\n", name);
+		if (table__nrows(t))
+			table__print(t, out);
+		else
+			fprintf(out, " no %s data in this job\n", name);
+		break;
+	}
+}
+
+static int ch_status(int err)
+{
+	if (ch_server__retryable(err))
+		return 2;
+	return err == -EACCES ? 4 : 6;
+}
+
+int stats_from__run(const struct stats_from *f, FILE *out)
+{
+	char *list = strdup(f->reports ? f->reports : ""), *tok, *save = NULL, where[1024];
+	const struct ch_report *r;
+	struct ch_server s;
+	int status = 0, first = 1, err;
+	struct json j;
+
+	if (!list || ch_server__parse(&s, f->url)) {
+		free(list);
+		return 1;
+	}
+	if (!*s.job || ch_where(f, s.job, where, sizeof(where))) {
+		pr_err("%s: which job? --from clickhouse://HOST:PORT/JOB (and no quotes in --host, "
+		       "--file)\n",
+		       f->url);
+		free(list);
+		return 1;
+	}
+	/* every name first: a typo costs no query */
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!ch_report__find(tok)) {
+			pr_err("report '%s' is not computed in ClickHouse (there: cuda_api_sum, "
+			       "nccl_sum, nccl_stragglers; docs/CLICKHOUSE.md)\n",
+			       tok);
+			free(list);
+			return 1;
+		}
+	}
+	free(list);
+	list = strdup(f->reports ? f->reports : "cuda_api_sum,nccl_sum,nccl_stragglers");
+	if (f->fmt == STATS_FORMAT_JSON) {
+		json__init(&j, out, 1);
+		json__begin_object(&j);
+		json__key(&j, "reports");
+		json__begin_object(&j);
+	}
+	for (tok = list ? strtok_r(list, ",", &save) : NULL; tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		struct table *t = table__new(tok);
+		char *sql, *ans = NULL;
+
+		r = ch_report__find(tok);
+		sql = ch_report__sql(r, where);
+		err = !t || !sql ? -ENOMEM : ch_server__run(&s, sql, NULL, 0, &ans);
+		err = err ?: ch_fill(t, r, ans);
+		if (!err)
+			ch_print(t, tok, f->fmt, first, &j, out);
+		else if (err == -ENOMEM)
+			pr_err("%s: out of memory\n", tok);
+		else
+			pr_err("%s: %s\n", tok, s.error);
+		status = err ? (err == -ENOMEM ? 1 : ch_status(err)) : status;
+		first = 0;
+		free(sql);
+		free(ans);
+		table__free(t);
+		if (err)
+			break;
+	}
+	if (f->fmt == STATS_FORMAT_JSON) {
+		json__end_object(&j);
+		json__end_object(&j);
+		fputc('\n', out);
+	}
+	free(list);
+	return status;
+}

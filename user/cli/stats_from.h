@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* `bpfsight stats --from clickhouse://HOST:PORT/JOB`: ch_reports.h's reports, printed as stats. */
+#ifndef BPFSIGHT_STATS_FROM_H
+#define BPFSIGHT_STATS_FROM_H
+
+#include <stdio.h>
+#include "stats.h"
+
+struct stats_from {
+	const char *url;
+	const char *reports; /* "a,b", NULL: every report the server computes */
+	const char *host;    /* only this host's rows, NULL: every host's */
+	const char *file;    /* only this file's rows (its path as shipped), NULL: every file's */
+	int rank;	     /* only this rank's rows, -2: every rank's */
+	enum stats_format fmt;
+};
+
+/* The reports, to OUT: the exit status (0; 1 said on stderr; ship's 2, 4, 6 for the server). */
+int stats_from__run(const struct stats_from *f, FILE *out);
+
+#endif /* BPFSIGHT_STATS_FROM_H */

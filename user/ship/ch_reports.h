@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * `bpfsight stats --from clickhouse://HOST:PORT/JOB`: reports computed as SQL in the server
+ * over bpfsight.events (ch_schema.h), one answer row per report row, never the events pulled
+ * back. Each report's columns are stats' own (names, order, units), so that on the same files
+ * the numbers equal `stats FILE`'s (docs/CLICKHOUSE.md says where they cannot).
+ */
+#ifndef BPFSIGHT_CH_REPORTS_H
+#define BPFSIGHT_CH_REPORTS_H
+
+#include <stddef.h>
+
+/* A column of an answer: stats' key and title, its type 'u' (u64), 's' (s64), 'd', 't'. */
+struct ch_col {
+	const char *key, *title;
+	char type;
+};
+
+struct ch_report {
+	const char *name;
+	const struct ch_col *cols; /* the answer's columns, in order, ending with a zeroed one */
+	/* SELECT ... FORMAT TabSeparated, {W} where the rows' filter goes ("job = 'x' AND ...") */
+	const char *sql;
+};
+
+/* The reports the server computes, NULL-terminated. */
+extern const struct ch_report *const ch_reports[];
+
+const struct ch_report *ch_report__find(const char *name);
+/* REPORT's SQL with WHERE in place of {W}: malloc'd, NULL without memory. */
+char *ch_report__sql(const struct ch_report *r, const char *where);
+
+#endif /* BPFSIGHT_CH_REPORTS_H */
