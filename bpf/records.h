@@ -77,7 +77,7 @@
  * family's events; a family's own causes are in its header and listed by its struct family
  * (`losses`), each a number no other family uses. Those of the families of the first 16
  * blocks are their block's first types (0x30: cuda's), gpumetrics' 0xa8 to 0xaa, the toy's
- * 0xf9; a new family takes free numbers from 0x20 up (0x20 to 0x2f, 0x50, ...: each family's
+ * 0xf9; a new family takes free numbers from 0x10 up (0x10 to 0x2f are free: each family's
  * header names its own; tests/unit/test_family_toy.c checks that no two families declare the
  * same). 6 (the cupti-shim's) and 7 (sched's) predate that rule and keep their numbers.
  * Never renumber.
