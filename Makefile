@@ -77,7 +77,7 @@ LIB_OBJS := $(filter-out $(OUT)/obj/cli/main.o $(OUT)/obj/cli/cmd_complete.o $(B
 # The trace-format core, linked into the unit tests and the fuzzer without the BPF side.
 FORMAT_OBJS := $(addprefix $(OUT)/obj/core/,trace_writer.o trace_reader.o trace_codec.o \
 		trace_columns_enc.o trace_columns_plan.o trace_columns_dec.o trace_chunk_dec.o \
-		trace_meta.o) $(addprefix $(OUT)/obj/lib/,sudo_owner.o)
+		trace_meta.o trace_renumber.o) $(addprefix $(OUT)/obj/lib/,sudo_owner.o)
 
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/tests/%,$(WORKLOAD_SRCS))

@@ -169,14 +169,16 @@ static char coding_of(__u32 j, __u32 flags, __u64 rawmask, __u64 threadmask, __u
 }
 
 /* --columns: the chunk's directory (docs/FORMAT.md), then each column compressed alone. */
-static void count_columns(ZSTD_CCtx *z, const __u8 *flat, size_t len,
-			  const struct trace_columns_enc *e)
+static void count_columns(ZSTD_CCtx *z, const __u8 *flat, size_t len)
 {
+	/* Static: a directory may name every type (a MiB, too much for a stack). */
+	static __u64 lens[BS_REC_TYPE_MAX][TRACE_COLUMNS_MAX + 1];
+	static __u32 types[BS_REC_TYPE_MAX], ncols[BS_REC_TYPE_MAX];
 	const __u8 *p = flat, *data;
-	__u64 ntypes = get_varint(&p), lens[BS_REC_TYPE_MAX][TRACE_COLUMNS_MAX + 1];
-	__u32 types[BS_REC_TYPE_MAX], ncols[BS_REC_TYPE_MAX], i, j;
+	__u64 ntypes = get_varint(&p), columns = 0;
 	__u8 *out = NULL;
 	size_t cap = 0;
+	__u32 i, j;
 
 	for (i = 0; i < ntypes; i++) {
 		__u64 type = get_varint(&p), flags = get_varint(&p), raw = get_varint(&p);
@@ -201,6 +203,7 @@ static void count_columns(ZSTD_CCtx *z, const __u8 *flat, size_t len,
 				v = get_varint(&p);
 				lens[i][j] += v;
 			}
+			columns += lens[i][j];
 		}
 		if (c->seen++)
 			continue;
@@ -211,7 +214,8 @@ static void count_columns(ZSTD_CCtx *z, const __u8 *flat, size_t len,
 		for (j = 0; j < ncols[i]; j++)
 			c->coding[j] = coding_of(j, c->flags, raw, thr, key, planes);
 	}
-	data = p + trace_columns_enc__records(e);
+	/* The types section (a varint per record) lies between the directory and the columns. */
+	data = flat + len - columns;
 	for (i = 0; i < ntypes; i++)
 		for (j = 0; j <= ncols[i]; j++) {
 			if (lens[i][j])
@@ -272,7 +276,7 @@ static struct result run_columns(struct coders *k, const struct recs *r)
 				abort();
 			res.bytes += compress(k->z, flat, len, &k->out, &k->out_cap);
 			if (col_stats)
-				count_columns(k->z, flat, len, k->columns);
+				count_columns(k->z, flat, len);
 			res.chunks++;
 			trace_columns_enc__reset(k->columns);
 		}

@@ -58,11 +58,6 @@
 #include <bpf/bpf_core_read.h>
 #include "records.h"
 
-/* Each object defines the record-type block of the family it counts losses for (records.h). */
-#ifndef BS_BLOCK
-#error "define BS_BLOCK (the family's record-type block) before including common.bpf.h"
-#endif
-
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Records from every family, in one stream. Size set by user space before load. */
@@ -112,6 +107,11 @@ const volatile __u64 wakeup_bytes = 1 << 20;
  * space (record_ctx__record_room).
  */
 const volatile __u64 record_room = ~0ull;
+/*
+ * The family whose losses this object counts: its index in the registry (BS_LOST_KEY, set by
+ * user space, RECORD_CTX_SET_COMMON_RODATA); the services' objects count the recording's own.
+ */
+const volatile __u32 bs_loss_family = 0;
 
 /*
  * -a's helper process of bpfsight's own (BS_CTL_OWN_PID). Its pid is known only after its
@@ -149,7 +149,7 @@ static __always_inline bool bs_stopped(void)
 /* CAUSE is a constant everywhere: the key folds at compile time. */
 static __always_inline void bs_count_losses(__u32 cause, __u64 n)
 {
-	__u32 key = BS_LOST_KEY(BS_BLOCK, cause);
+	__u32 key = BS_LOST_KEY(bs_loss_family, cause);
 	__u64 *v;
 
 	/* Past the stop an event is after the recording's end, not lost; what the stop's own

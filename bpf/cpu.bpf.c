@@ -11,7 +11,6 @@
  * FRED entries call), whose [start, end) user space finds in /proc/kallsyms. Only the samples
  * of traced threads in kernel code pay for the kernel stack: bench/RESULTS.md has its cost.
  */
-#define BS_BLOCK 0x80
 #include "stack.bpf.h"
 #include "cpu_records.h"
 

@@ -26,7 +26,6 @@
  * each round of a wait reads the holder's line when it begins, and counts for the part of it
  * no sample covered (the holder off its CPU, holding the GIL through a blocking call).
  */
-#define BS_BLOCK 0x50
 #include "stack.bpf.h"
 #include "task_now.bpf.h"
 #include "gil_records.h"

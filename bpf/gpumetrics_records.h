@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The gpumetrics family's records (0xa8-0xaf, the second half of merge's block 0xa0: every
- * block of 16 is taken): NVML's and GPM's device metrics, sampled by the family's sampler
+ * The gpumetrics family's records (block 0x100; 0xa8-0xac, in merge's block, in files of format
+ * 3 and before, which readers map: trace_renumber.h): NVML's and GPM's device metrics, sampled by the family's sampler
  * process (user/families/gpumetrics/sampler/), and the shared memory that carries them to the
  * recorder. No BPF program writes them. docs/GPU-METRICS.md for users; docs/FORMAT.md lists
  * the fields.
@@ -17,13 +17,13 @@
 
 #include "records.h"
 
-#define BS_REC_GPUM_DEVICE 0xa8 /* a device: its identity and what it lacks (state) */
-#define BS_REC_GPUM_KEY	   0xa9 /* a sample carrying every value it has (state) */
-#define BS_REC_GPUM_SAMPLE 0xaa /* a sample carrying what differs from its device's KEY */
-#define BS_REC_GPUM_PROC   0xab /* a process's use of a device, as NVML accounts it */
-#define BS_REC_GPUM_STATUS 0xac /* the sampler: started, or why it has no metrics (state) */
+#define BS_REC_GPUM_DEVICE 0x100 /* a device: its identity and what it lacks (state) */
+#define BS_REC_GPUM_KEY	   0x101 /* a sample carrying every value it has (state) */
+#define BS_REC_GPUM_SAMPLE 0x102 /* a sample carrying what differs from its device's KEY */
+#define BS_REC_GPUM_PROC   0x103 /* a process's use of a device, as NVML accounts it */
+#define BS_REC_GPUM_STATUS 0x104 /* the sampler: started, or why it has no metrics (state) */
 
-/* Loss causes (the family's block). */
+/* Loss causes (its first types' numbers in format 3, kept: causes are never renumbered). */
 #define BS_LOSS_GPUM_LATE                                                                          \
 	0xa8 /* ticks skipped: the sampler woke late, or a tick's reads ran long */
 #define BS_LOSS_GPUM_LOST 0xa9 /* samples of a device that stopped answering (GPU is lost) */

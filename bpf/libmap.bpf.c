@@ -12,7 +12,6 @@
  * until user space has attached the probes of the new code and sent SIGCONT: the first call
  * into a freshly loaded libcudart is traced like every other.
  */
-#define BS_BLOCK 0x00 /* the uprobe manager's: the recording's own block */
 #include "common.bpf.h"
 
 #define SIGSTOP_NR 19

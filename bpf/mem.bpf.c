@@ -21,7 +21,6 @@
  * last sample, growth or shrink, charged to the thread whose fault or unmap took it there,
  * with its stack: what each line left behind, as memory_profiler and Scalene show it.
  */
-#define BS_BLOCK 0xb0
 #include "stack.bpf.h"
 #include "usdt_arg.bpf.h"
 #include "mem_records.h"

@@ -17,7 +17,6 @@
  * and deletes its keys and the mark. The key carries the thread's start time (gen), so a
  * recycled tid never adds to the keys of the thread that had it before.
  */
-#define BS_BLOCK 0x10
 #include "stack.bpf.h"
 #include "osrt_records.h"
 #include "task_now.bpf.h"

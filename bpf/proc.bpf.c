@@ -16,7 +16,6 @@
  * program is never walked by the old one's (user space registers the new program's files
  * when it reads the exec).
  */
-#define BS_BLOCK 0x00
 #include "common.bpf.h"
 #include "unwind_procs.bpf.h"
 

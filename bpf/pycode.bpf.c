@@ -7,7 +7,6 @@
  * with the stack service; the probe fires in every process that maps the interpreter file,
  * and costs those outside py_procs one lookup.
  */
-#define BS_BLOCK 0x00 /* the stack service's: the recording's own block */
 #include "stack.bpf.h"
 
 SEC("uprobe")

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The pyfunc family's records (0xf2 on, in the file format's block: every block of 16 is
- * taken, and 0xf0 is the file's footer, which the writer refuses): every call of the Python
+ * The pyfunc family's records (block 0x110; 0xf2, in the file format's block, in files of
+ * format 3 and before, which readers map: trace_renumber.h): every call of the Python
  * functions a user names (--python-functions), timed inside the job's interpreter by the cupti-shim's pyfunc module
  * (cupti-shim/shim_pyfunc*.c: sys.monitoring local events on the named code objects from
  * 3.12, a C profile function filtered by code object before), written into the shim's
@@ -18,7 +18,7 @@
 
 #include "shim_records.h"
 
-#define BS_REC_PYFUNC_CALL 0xf2 /* one piece of a named function's call, written when it ends */
+#define BS_REC_PYFUNC_CALL 0x110 /* one piece of a named function's call, written when it ends */
 
 /*
  * hdr.ts = where the piece began (the call, or a generator's or coroutine's resume), on the

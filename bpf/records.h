@@ -15,19 +15,24 @@
  * (docs/FORMAT.md) treats every record as an array of little-endian 64-bit words.
  *
  * Type numbers are allocated in blocks of 16, one per family, so that a family only ever
- * adds lines inside its own block, and every type fits in one varint byte on disk. Values are
- * part of the file format: never renumber. The blocks:
+ * adds lines inside its own block. Types are 12 bits (BS_REC_TYPE_MAX, file format 4): 256
+ * blocks, of which the first 18 are taken. Values are part of the file format: never
+ * renumbered but with a file version (format 4 moved gpumetrics and pyfunc out of the
+ * half-blocks they had, and readers map a version-3 file's numbers: trace_renumber.h).
+ * The blocks:
  *   0x00 the recording's own (below)   0x10 osrt    0x20 sched   0x30 cuda   0x40 nccl
  *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu    0x90 torch
  *   0xa0 bpfsight merge's (below; 0xa2 the unwind tables' use, stack_records.h; 0xa3-0xa4
  *        the hang trigger's snapshot, snap_records.h: the recording's own block is full;
- *        0xa8-0xaf gpumetrics, gpumetrics_records.h: no block of 16 was left, and its losses
- *        are this block's, the registry's last family of it)
+ *        0xa8-0xaf: gpumetrics' in files of format 3 and before)
  *   0xb0 mem    0xc0 cublas    0xd0 blas
  *   0xe0 cudnn
- *   0xf0, 0xf1  the file format's own (user/core/trace_format.h); 0xf2-0xf7 pyfunc (no block
- *               of 16 was left); 0xf8 on: the tests' toy families (the toy shim family's too,
- *               tests/unit/toy/: one in a registry)
+ *   0xf0, 0xf1  the file format's own (user/core/trace_format.h); 0xf2-0xf7: pyfunc's in
+ *               files of format 3 and before
+ *   0x100 gpumetrics    0x110 pyfunc
+ *   0x120 the next family's, then 0x130, ... up to 0xfe0
+ *   0xff0 the tests' toy families (the toy shim family's too, tests/unit/toy/: one in a
+ *         registry)
  * (tests/unit/test_family_toy.c checks that no two families decode the same type.)
  */
 #ifndef BPFSIGHT_RECORDS_H
@@ -51,9 +56,16 @@
 #define BS_REC_SYMBOL	0x09 /* name of a code address or handle in a process (user space) */
 #define BS_REC_MAP_EXEC 0x0a /* new code may be mapped: exec, dlopen (BPF; uprobe discovery) */
 /* 0x0b-0x0d: stacks, see stack_records.h */
-#define BS_REC_THREAD_NAME 0x0e	 /* a thread's name in its runtime: Python's (user space) */
-#define BS_REC_THREAD_NS   0x0f	 /* a thread's id in its own pid namespace (BPF: uprobe families) */
-#define BS_REC_TYPE_MAX	   0x100 /* exclusive bound a reader accepts in this version */
+#define BS_REC_THREAD_NAME 0x0e /* a thread's name in its runtime: Python's (user space) */
+#define BS_REC_THREAD_NS   0x0f /* a thread's id in its own pid namespace (BPF: uprobe families) */
+/*
+ * Exclusive bound of a record type (format 4; 0x100 before). 12 bits: 256 blocks of 16, room
+ * for the next two hundred families, while the tables readers and the recorder keep per type
+ * stay small (a byte to a pointer each: 4 to 32 KiB); bs_hdr.type has 16 bits on disk.
+ */
+#define BS_REC_TYPE_MAX 0x1000
+/* The first type of TYPE's block: its family's (a block is 16 types). */
+#define BS_REC_BLOCK(type) ((type) & ~0xfu)
 /* Written by bpfsight merge only (the recording's own block is full). */
 #define BS_REC_RANK	 0xa0 /* where a rank file's records came from */
 #define BS_REC_SYNC_BASE 0xa1 /* the sequence a sync group starts at */
@@ -61,11 +73,14 @@
 /* 0xa3, 0xa4: the hang trigger's snapshot of the job's threads, see snap_records.h */
 
 /*
- * Loss causes: BS_REC_LOSS.cause and the index of the `lost` BPF array (BS_LOSS_MAX
- * entries). The ones below can happen to any family's events; a family's own causes are
- * in its header and listed by its struct family (`losses`), numbered in its record-type
- * block (a cause of the toy family of block 0xe0 is 0xe0 + k). 6 (the cupti-shim's) and 7
- * (sched's) predate that rule and keep their numbers. Never renumber.
+ * Loss causes: BS_REC_LOSS.cause (below BS_LOSS_MAX). The ones below 16 can happen to any
+ * family's events; a family's own causes are in its header and listed by its struct family
+ * (`losses`), each a number no other family uses. Those of the families of the first 16
+ * blocks are their block's first types (0x30: cuda's), gpumetrics' 0xa8 to 0xaa, the toy's
+ * 0xf9; a new family takes free numbers from 0x10 up (0x10 to 0x2f are free: each family's
+ * header names its own; tests/unit/test_family_toy.c checks that no two families declare the
+ * same). 6 (the cupti-shim's) and 7 (sched's) predate that rule and keep their numbers.
+ * Never renumber.
  */
 #define BS_LOSS_RINGBUF_FULL 0 /* bpf_ringbuf_reserve failed: consumer too slow */
 /* per-thread state could not be kept (task storage not created): an interval not timed */
@@ -80,15 +95,23 @@
 #define BS_LOSS_SHARED	   16  /* causes below it are the recording's (and 6, 7) */
 
 /*
- * The `lost` array counts each cause for the family whose program counted it: the key of a
- * cause below 16 counted by the object of the family of record-type block BLOCK (0x30: cuda)
- * is BLOCK + CAUSE; a family's own cause (in its block) keeps BS_LOSS_MAX + CAUSE.
+ * The `lost` BPF array and user space's counts beside it count each cause for the family
+ * whose events were lost, by the family's index in the registry (families[], set in each BPF
+ * object's rodata bs_loss_family), not by its record-type block: a cause below 16 of family
+ * FAM is FAM * 16 + CAUSE; a family's own cause (a number no other family uses) keeps
+ * BS_LOSS_FAMILIES * 16 + CAUSE. Keys are the recorder's alone: a LOSS record names the family
+ * by its block (bs_loss.block).
  */
-#define BS_LOST_KEY(block, cause)                                                                  \
-	((cause) < BS_LOSS_SHARED ? (block) + (cause) : BS_LOSS_MAX + (cause))
-#define BS_LOST_KEYS (2 * BS_LOSS_MAX)
-/* bs_loss.block: the family is said (BS_LOSS_BLOCK_SET | its block), or not (0). */
-#define BS_LOSS_BLOCK_SET 0x100
+#define BS_LOSS_FAMILIES 64 /* families a registry has at most (FAMILY_MAX) */
+#define BS_LOST_KEY(fam, cause)                                                                    \
+	((cause) < BS_LOSS_SHARED ? (fam)*BS_LOSS_SHARED + (cause)                                 \
+				  : BS_LOSS_FAMILIES * BS_LOSS_SHARED + (cause))
+#define BS_LOST_KEYS (BS_LOSS_FAMILIES * BS_LOSS_SHARED + BS_LOSS_MAX)
+/*
+ * bs_loss.block: the family is said (BS_LOSS_BLOCK_SET | the first type of its block), or not
+ * (0). Files of format 3 and before said it as 0x100 | block: readers map it (trace_renumber.h).
+ */
+#define BS_LOSS_BLOCK_SET 0x10000
 
 /* records in the ring when the recording stopped that it could not read in its stop time */
 #define BS_LOSS_STOP_UNREAD 10
@@ -162,8 +185,9 @@ struct bs_thread_name {
 struct bs_loss {
 	struct bs_hdr h; /* ts = when user space noticed */
 	__u32 cause;	 /* BS_LOSS_* */
-	/* BS_LOSS_BLOCK_SET | the record-type block of the family whose events were lost (0x30:
-	 * cuda); 0: not said (files of before, losses of the whole file: write_failed) */
+	/* BS_LOSS_BLOCK_SET | the first type of the record-type block of the family whose events
+	 * were lost (0x30: cuda); 0: not said (files of before, losses of the whole file:
+	 * write_failed) */
 	__u32 block;
 	__u64 count; /* lost since the previous loss record of this cause */
 };

@@ -24,7 +24,6 @@
  * from the task instead, through CO-RE, as the tracepoint itself did before 5.18; user
  * space loads one kind (user/families/sched/sched.c, kernel_features.h).
  */
-#define BS_BLOCK 0x20
 #include "stack.bpf.h"
 #include "sched_records.h"
 #include "task_now.bpf.h"

@@ -19,7 +19,6 @@
  * them is what matters, as the kernel then bumps their semaphores in the process and the
  * shim's poller sees what is wanted.
  */
-#define BS_BLOCK 0x60 /* the cupti-shim channel: the gpu family's block */
 #include "common.bpf.h"
 #include "shim_cookie.h"
 #include "usdt_arg.bpf.h"

@@ -46,7 +46,7 @@
 /* Records the cupti-shim or CUPTI dropped, buffers full (a loss cause, records.h). */
 #define BS_LOSS_SHIM 6
 
-#define BS_SHIM_VERSION	  1
+#define BS_SHIM_VERSION	  2	      /* 2: format 4's record numbers (pyfunc's) */
 #define BS_SHIM_MAGIC	  0x48534253u /* "BSSH" little-endian */
 #define BS_SHIM_BATCH_MAX 16384	      /* bytes of records in one batch */
 

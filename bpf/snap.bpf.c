@@ -9,7 +9,6 @@
  *   recording goes through (stack.bpf.h), as a STACK_RAW record.
  * One object: loading one costs a parse of the kernel's BTF, more than verifying both.
  */
-#define BS_BLOCK 0x00
 #include "stack.bpf.h"
 #include "snap_task.h"
 #include "task_now.bpf.h"

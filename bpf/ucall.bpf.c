@@ -7,13 +7,11 @@
  */
 #include "vmlinux.h"
 
-/* The family's call record type (BS_REC_*), its loss for calls nested too deep, its block. */
+/* The family's call record type (BS_REC_*), its loss for calls nested too deep. */
 const volatile __u16 ucall_rec_type;
 const volatile __u16 ucall_loss_depth;
-const volatile __u16 ucall_block;
 
 #define UCALL_REC_TYPE	 ucall_rec_type
 #define UCALL_LOSS_DEPTH ucall_loss_depth
-#define BS_BLOCK	 ucall_block
 #include "common.bpf.h"
 #include "ucall.bpf.h"

@@ -12,6 +12,7 @@ import struct
 import subprocess
 
 MAGIC = 0x48534253
+VERSION = 2  # BS_SHIM_VERSION (shim_records.h): 2 since format 4's record numbers
 HDR = struct.Struct("<HHIIIQ")
 BATCH = struct.Struct("<IIIIQ")
 
@@ -107,7 +108,7 @@ def decode(data):
     off = 0
     while off < len(data):
         magic, version, nrec, length, seq = BATCH.unpack_from(data, off)
-        if magic != MAGIC or version != 1:
+        if magic != MAGIC or version != VERSION:
             raise AssertionError(f"bad batch header at {off}: {magic:#x} v{version}")
         if length > 16384:
             raise AssertionError(f"batch of {length} bytes")

@@ -1,7 +1,8 @@
 """bpfsight convert (issue 32): the real traces of ../shared/traces, written by an older
-bpfsight in format 1, re-encoded in format 3 (records in columns, per-thread codings, planes)
-read the same to every reader and take at most 6 bytes per record; and the command's
-refusals."""
+bpfsight in format 1, re-encoded in format 4 (records in columns, per-thread codings, planes)
+read the same to every reader and take at most 6 bytes per record; a file of format 3 (issue
+62: tests/fixtures/format3, with the records whose numbers format 4 changed) reads as the
+bpfsight that wrote it read it, and converted too; and the command's refusals."""
 import glob
 import json
 import os
@@ -53,7 +54,7 @@ def test_real_traces_same_records_fewer_bytes():
         p = run([BPFSIGHT, "convert", src, "-o", dst], timeout=300)
         eq(p.returncode, 0, f"convert {name}: {p.stderr[-300:]}")
         info = json.loads(out(["info", "--json", dst], f"info {dst}"))
-        eq(info["format_version"], 3, f"{name}: format 3")
+        eq(info["format_version"], 4, f"{name}: format 4")
         src_info = json.loads(out(["info", "--json", src], f"info {src}"))
         eq(src_info["format_version"], 1, f"{name}: an older bpfsight's file")
         eq(info["records"], src_info["records"], f"{name}: records")
@@ -86,6 +87,38 @@ def test_real_traces_same_records_fewer_bytes():
 # The reports stats runs on every trace (those with no rows print their header only).
 REPORTS = ["osrt_sum", "sched_sum", "cpu_sum", "gil_sum", "cuda_api_sum", "cuda_gpu_kern_sum",
            "gpu_idle_sum", "nvtx_sum", "shim_sum"]
+
+
+FORMAT3 = os.path.join(os.path.dirname(__file__), "..", "fixtures", "format3")
+
+
+def test_format3_file_reads_the_same():
+    """gpumetrics' and pyfunc's records (0xa8-0xac, 0xf2 in format 3, blocks of their own in
+    format 4), a loss naming gpumetrics' old block: what format 3's bpfsight printed for the
+    file (make_fixture.py), this one prints, from the file and from its conversion."""
+    d = tmpdir()
+    src = os.path.join(FORMAT3, "format3.trace")
+    dst = os.path.join(d, "format4.bst")
+    p = run([BPFSIGHT, "convert", src, "-o", dst])
+    eq(p.returncode, 0, f"convert: {p.stderr[-300:]}")
+    reports = "pyfunc_sum,pyfunc_step_sum,gpu_metrics_sum,gpu_metrics_step_sum"
+    for path, version in ((src, 3), (dst, 4)):
+        info = json.loads(out(["info", "--json", path], "info"))
+        eq(info["format_version"], version, f"{path}: format {version}")
+        eq(info["lost_by_family"].get("gpumetrics"),
+           json.load(open(os.path.join(FORMAT3, "info.json")))["lost_by_family"]["gpumetrics"],
+           f"{path}: gpumetrics' losses, by its old block in format 3")
+        for name, args in (("dump.ndjson", ["dump", path]),
+                           ("stats.json", ["stats", "-r", reports, "--format", "json", path]),
+                           ("stats.txt", ["stats", path])):
+            with open(os.path.join(FORMAT3, name)) as f:
+                want = f.read()
+            eq(out(args, name), want, f"{os.path.basename(path)}: {name} as format 3's bpfsight")
+    with open(os.path.join(FORMAT3, "info.json")) as f:
+        want = json.load(f)
+    got = json.loads(out(["info", "--json", src], "info"))
+    got["file"] = want["file"]  # the path it was given
+    eq(got, want, "info --json of the file of format 3, as format 3's bpfsight")
 
 
 def test_refusals_leave_nothing():

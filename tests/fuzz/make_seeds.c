@@ -3,14 +3,16 @@
  * Regenerates the committed fuzz seeds (each well under 4 KiB):
  *   cc -O2 -D_GNU_SOURCE -Iuser/core -Ibpf tests/fuzz/make_seeds.c user/core/trace_writer.c \
  *      user/core/trace_reader.c user/core/trace_codec.c user/core/trace_columns_enc.c \
- *      user/core/trace_columns_dec.c user/core/trace_chunk_dec.c user/core/trace_meta.c \
+ *      user/core/trace_columns_dec.c user/core/trace_columns_plan.c user/core/trace_chunk_dec.c \
+ *      user/core/trace_meta.c user/core/trace_renumber.c user/lib/sudo_owner.c -Iuser/lib \
  *      -lzstd -lz -o /tmp/make_seeds
  *   /tmp/make_seeds tests/fuzz/seeds
- * Files of format 3: seed-v3-*; for the harness, seed-synth-columns (a column chunk of
- * plain codings) and seed-synth-slots (format 3's: slots, the gap, the chain, planes).
- * seed-v2-* (format 2) were written by the writer of format 2, seed-clean, seed-truncated and
- * seed-corrupt-chunk (format 1) by the one before it: keep them (readers still read both),
- * they cannot be made again.
+ * Files of format 4: seed-v4-*, with a record of a type wider than a byte; for the harness,
+ * seed-synth-chunk (varint records), seed-synth-columns (a column chunk of plain codings) and
+ * seed-synth-slots (format 3's codings: slots, the gap, the chain, planes), in format 4.
+ * seed-v3-* (format 3) were written by the writer of format 3, seed-v2-* by format 2's,
+ * seed-clean, seed-truncated and seed-corrupt-chunk (format 1) by the one before it: keep them
+ * (readers still read them all), they cannot be made again.
  * The seeds are not named *.bst: .gitignore keeps traces out of the tree.
  */
 #include <errno.h>
@@ -71,7 +73,10 @@ static int write_trace(const char *path, long *ends)
 					     .total_ns = 900,
 					     .min_ns = 50,
 					     .max_ns = 200 };
-		const struct bs_hdr *recs[] = { &sc.h, &oc.h, &fk.h, &ls.h, &ag.h, &sc.h };
+		/* A type past a byte (format 4): unknown to the readers, handed on as it is. */
+		struct bs_comm wide = { .h = { 0x123, sizeof(wide), 0, 100, 101, ts++ },
+					.comm = "wide" };
+		const struct bs_hdr *recs[] = { &sc.h, &oc.h, &fk.h, &ls.h, &ag.h, &wide.h, &sc.h };
 		unsigned int i;
 
 		for (i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
@@ -122,6 +127,7 @@ static int synth_columns_seed(const char *dir)
 	struct bs_exit ex = { .h = { BS_REC_EXIT, sizeof(ex), 0, 5, 6, 900 }, .exit_code = 256 };
 	struct bs_string st = { .h = { BS_REC_STRING, 168, 0, 5, 6, 950 }, .id = 1, .len = 130 };
 	struct bs_syscall sc = { .h = { BS_REC_SYSCALL, sizeof(sc), 1, 5, 6, 920 }, .dur = 20 };
+	struct bs_comm wide = { .h = { 0xfff, sizeof(wide), 0, 5, 6, 930 }, .comm = "wide" };
 	struct trace_columns_enc *e = trace_columns_enc__new();
 	__u8 buf[512], str[168] = { 0 };
 	const __u8 *out;
@@ -134,11 +140,12 @@ static int synth_columns_seed(const char *dir)
 	memset(str + sizeof(st), 'k', 130); /* a kernel's name, as long as CUDA's get */
 	err = trace_columns_enc__add(e, &ex.h) ?: trace_columns_enc__add(e, &sc.h) ?:
 	      trace_columns_enc__add(e, (const struct bs_hdr *)str) ?:
-	      trace_columns_enc__add(e, &sc.h) ?: trace_columns_enc__finish(e, &out, &len);
+	      trace_columns_enc__add(e, &sc.h) ?: trace_columns_enc__add(e, &wide.h) ?:
+	      trace_columns_enc__finish(e, &out, &len);
 	if (!err && len > sizeof(buf) - 25)
 		err = -E2BIG;
 	if (!err) {
-		n = synth_head(buf, BS_CHUNK_COLUMNS, 4, 900, 950);
+		n = synth_head(buf, BS_CHUNK_COLUMNS, 5, 900, 950);
 		memcpy(buf + n, out, len);
 		err = save(dir, "seed-synth-columns", buf, n + len);
 	}
@@ -197,7 +204,7 @@ static int synth_slots_seed(const char *dir)
 static int synth_seed(const char *dir)
 {
 	struct bs_exit ex = { .h = { BS_REC_EXIT, sizeof(ex), 0, 5, 6, 900 }, .exit_code = 256 };
-	struct bs_comm cm = { .h = { BS_REC_COMM, sizeof(cm), 0, 5, 6, 950 }, .comm = "pt_main" };
+	struct bs_comm cm = { .h = { 0x123, sizeof(cm), 0, 5, 6, 950 }, .comm = "pt_main" };
 	struct trace_codec *c = trace_codec__new();
 	__u8 buf[512];
 	__u32 flags = 0, nrec = 3;
@@ -248,12 +255,12 @@ int main(int argc, char **argv)
 	unlink(path);
 	rmdir(tmp);
 
-	err = save(argv[1], "seed-v3-clean", data, (size_t)len);
+	err = save(argv[1], "seed-v4-clean", data, (size_t)len);
 	/* A recorder killed while writing chunk 3. */
-	err = err ?: save(argv[1], "seed-v3-truncated", data, (size_t)(ends[1] + ends[2]) / 2);
+	err = err ?: save(argv[1], "seed-v4-truncated", data, (size_t)(ends[1] + ends[2]) / 2);
 	/* One flipped byte inside chunk 2's frame. */
 	data[ends[1] - 5] ^= 0x20;
-	err = err ?: save(argv[1], "seed-v3-corrupt-chunk", data, (size_t)len);
+	err = err ?: save(argv[1], "seed-v4-corrupt-chunk", data, (size_t)len);
 	err = err ?: synth_seed(argv[1]);
 	err = err ?: synth_columns_seed(argv[1]);
 	err = err ?: synth_slots_seed(argv[1]);

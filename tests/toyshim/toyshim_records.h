@@ -9,7 +9,7 @@
 
 #include "shim_records.h"
 
-#define BS_REC_TOYSHIM_TICK 0xfc /* in the toy family's block (0xf0): no registry has both */
+#define BS_REC_TOYSHIM_TICK 0xffc /* in the toy family's block (0xff0): no registry has both */
 
 /* hdr.ts = the tick, hdr.tid = the thread that made it. */
 struct bs_toyshim_tick {

@@ -3,7 +3,8 @@
  * The column codec of format 2 (trace_columns.h) on its own: records come back byte for byte
  * whatever their types, sizes and words; each coding choice (raw columns, the end in place of
  * ts, tails, records shorter than their type's first ones) is taken and undone; damaged chunks are refused, never read past; and a chunk of
- * format 1 still decodes through trace_chunk_dec.
+ * format 1 still decodes through trace_chunk_dec. Types wider than a byte (format 4) come back
+ * through both encodings, and a chunk of format 3 (a type byte per record) still decodes.
  */
 #include "columns_check.h"
 
@@ -80,8 +81,8 @@ static void test_refusals(void)
 	h.size = 36;
 	ASSERT_EQ(trace_columns_enc__add(e, &h), -EINVAL, "size % 8");
 	h.size = 24;
-	h.type = 256;
-	ASSERT_EQ(trace_columns_enc__add(e, &h), -EINVAL, "type >= 256");
+	h.type = BS_REC_TYPE_MAX;
+	ASSERT_EQ(trace_columns_enc__add(e, &h), -EINVAL, "type >= BS_REC_TYPE_MAX");
 	ASSERT_EQ(trace_columns_enc__records(e), 0, "nothing added");
 	trace_columns_enc__free(e);
 }
@@ -139,13 +140,14 @@ static void test_bad_directories(void)
 	struct trace_columns_dec *d = trace_columns_dec__new();
 	/*
 	 * One type (5) with the END flag: 6 columns, column 0 of 4 bytes (field 0 = 5 | 24 << 16,
-	 * zigzagged), the others of 1, no tail; then the type byte and the columns.
+	 * zigzagged), the others of 1, no tail; then the record's index in the directory (0) and
+	 * the columns.
 	 */
 	__u8 c[] = { 1,	   5,	 TRACE_COLUMNS_END,
 		     0,	   6,	 4,
 		     1,	   1,	 1,
 		     1,	   1,	 0,
-		     5,	   0x8a, 0x80,
+		     0,	   0x8a, 0x80,
 		     0xc0, 0x01, 0,
 		     0,	   0,	 0,
 		     0 };
@@ -164,22 +166,99 @@ static void test_bad_directories(void)
 	ASSERT_EQ(trace_columns_dec__end(d), 0, "all used");
 	ASSERT_EQ(trace_columns_dec__next(d, words, &nwords), -EBADMSG, "no more");
 	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 2), -EBADMSG, "2 records in 1");
-	c[type_at] = 6;
+	c[type_at] = 1;
 	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), 0, "directory ok");
-	ASSERT_EQ(trace_columns_dec__next(d, words, &nwords), -EBADMSG, "type not in it");
-	c[type_at] = 5;
+	ASSERT_EQ(trace_columns_dec__next(d, words, &nwords), -EBADMSG, "index past it");
+	c[type_at] = 0x80;
+	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), 0, "directory ok");
+	ASSERT_EQ(trace_columns_dec__next(d, words, &nwords), -EBADMSG, "varint cut");
+	c[type_at] = 0;
 	c[2] = 0x20;
 	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), -EBADMSG, "unknown flag");
 	c[2] = 0;
 	c[4] = 33;
 	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), -EBADMSG, "33 columns");
 	c[4] = 6;
-	c[5] = 3;
-	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), -EBADMSG, "lengths off by one");
+	c[5] = 5;
+	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), -EBADMSG, "lengths past the chunk");
+	c[5] = 3; /* the types section takes a byte more: found once the columns are read */
+	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), 0, "directory ok");
+	ASSERT_EQ(trace_columns_dec__next(d, words, &nwords), -EBADMSG, "index 0x8a: past it");
 	c[5] = 4;
+	/* Format 3: the type itself, a byte, and the lengths add up exactly. */
+	trace_columns_dec__version(d, 3);
+	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), 0, "format 3: directory ok");
+	ASSERT_EQ(trace_columns_dec__next(d, words, &nwords), -EBADMSG, "format 3: type 0");
+	c[type_at] = 5;
+	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), 0, "format 3: directory ok");
+	ASSERT_EQ(trace_columns_dec__next(d, words, &nwords), 0, "format 3: the record");
+	ASSERT_EQ(words[0], 5 | 24 << 16, "format 3: word 0");
+	ASSERT_EQ(trace_columns_dec__end(d), 0, "format 3: all used");
+	c[5] = 3;
+	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), -EBADMSG, "format 3: lengths off");
+	c[5] = 4;
+	c[1] = 0x81; /* type 0x101 (two varint bytes): no type byte can say it */
+	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), -EBADMSG, "format 3: type 0x101");
+	c[1] = 5;
+	trace_columns_dec__version(d, TRACE_COLUMNS_INDEX_VERSION);
+	c[type_at] = 0;
 	c[0] = 0;
 	ASSERT_EQ(trace_columns_dec__begin(d, c, sizeof(c), 1), -EBADMSG, "no types");
 	trace_columns_dec__free(d);
+}
+
+/*
+ * Types wider than a byte, up to the last (0xfff), come back through both encodings: the
+ * columns, whose types section says each record's index in the directory (two varint bytes
+ * past the 128th type of a chunk), and the varint records of format 1 and the footer.
+ */
+static void test_wide_types(void)
+{
+	struct trace_columns_enc *e = trace_columns_enc__new();
+	struct trace_codec *c = trace_codec__new();
+	struct trace_chunk_dec *d = trace_chunk_dec__new();
+	static __u8 buf[1 << 20];
+	static __u64 w[64];
+	struct dir_entry de;
+	struct recs rs = { 0 };
+	size_t len = 0, i;
+	const __u8 *out;
+	__u32 nwords;
+	int err = 0;
+
+	if (!ASSERT_TRUE(e && c && d, "new"))
+		goto out;
+	rng_seed(11);
+	for (i = 0; i < 2000; i++) {
+		/* 300 types of 0x100 on, then the first and the last there are. */
+		__u16 type = i % 10 == 9 ? (i % 20 == 9 ? 1 : BS_REC_TYPE_MAX - 1)
+					 : (__u16)(0x100 + rng() % 300);
+
+		make_rec(w, type, (__u16)(24 + 8 * (rng() % 12)), rng());
+		ASSERT_EQ(trace_columns_enc__add(e, (struct bs_hdr *)w), 0, "add");
+		recs_add(&rs, (struct bs_hdr *)w);
+	}
+	if (!ASSERT_EQ(trace_columns_enc__finish(e, &out, &len), 0, "finish"))
+		goto out;
+	ASSERT_EQ(decode_all(out, len, &rs), 0, "columns: wide types come back byte for byte");
+	ASSERT_EQ(dir_entry_of(out, len, BS_REC_TYPE_MAX - 1, &de), 0, "0xfff in the directory");
+	/* The same records as varint records. */
+	len = 0;
+	for (i = 0; i < rs.n; i++)
+		len += (size_t)trace_codec__encode(c, recs_get(&rs, i), buf + len);
+	err = trace_chunk_dec__begin(d, 0, buf, len, (__u32)rs.n);
+	for (i = 0; !err && i < rs.n; i++) {
+		err = trace_chunk_dec__next(d, words, &nwords);
+		if (!err && memcmp(words, recs_get(&rs, i), recs_get(&rs, i)->size))
+			err = -EILSEQ;
+	}
+	ASSERT_EQ(err, 0, "varint records: wide types come back");
+	ASSERT_EQ(trace_chunk_dec__end(d), 0, "all bytes used");
+out:
+	recs_free(&rs);
+	trace_columns_enc__free(e);
+	trace_codec__free(c);
+	trace_chunk_dec__free(d);
 }
 
 /* A chunk of format 1 (varint records) decodes through the same interface. */
@@ -227,6 +306,7 @@ int main(void)
 	RUN_TEST(test_damage);
 	RUN_TEST(test_bad_directories);
 	RUN_TEST(test_varint_chunks);
+	RUN_TEST(test_wide_types);
 	format_tmpdir_remove();
 	return UNIT_EXIT();
 }

@@ -212,12 +212,12 @@ out:
 static void test_bad_new_directories(void)
 {
 	struct trace_columns_dec *d = trace_columns_dec__new();
-	/* type 5, flags THREAD, rawmask 0, threadmask, key, ncols 6, lengths, type byte, columns */
+	/* type 5, flags THREAD, rawmask 0, threadmask, key, ncols 6, lengths, its index, columns */
 	__u8 c[] = { 1,	   5,	 TRACE_COLUMNS_THREAD,
 		     0,	   0x04, 3,
 		     6,	   4,	 1,
 		     1,	   1,	 1,
-		     1,	   0,	 5,
+		     1,	   0,	 0,
 		     0x8a, 0x80, 0xc0,
 		     0x01, 0,	 0,
 		     0,	   0,	 0 };

@@ -162,6 +162,46 @@ static void test_registry_finds_toy(void)
 	ASSERT_TRUE(family__kind_style("toy_tick") == &toy_style, "the toy's style");
 }
 
+/*
+ * Room to grow (records.h): every family's types in blocks no other family has a type in, its
+ * own loss causes numbers no other declares, and its losses counted apart from every other's
+ * (by its index, not its block: the toy's block, 0xff0, is past a byte), a LOSS record naming
+ * it by its block.
+ */
+static void test_blocks_and_causes_apart(void)
+{
+	static const struct family *owner[BS_REC_TYPE_MAX >> 4];
+	const struct family *cause_owner[BS_LOSS_MAX] = { 0 };
+	int shared = 0, twice = 0, keys = 0;
+	struct bs_loss l = { .block = BS_LOSS_BLOCK_SET | TOY_REC, .cause = BS_LOSS_RINGBUF_FULL };
+
+	for (int i = 0; families[i]; i++) {
+		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++) {
+			const struct family **o = &owner[BS_REC_BLOCK(d->type) >> 4];
+
+			shared += *o && *o != families[i];
+			*o = families[i];
+		}
+		for (const struct loss_cause *c = families[i]->losses; c && c->name; c++) {
+			if (!ASSERT_TRUE(c->cause < BS_LOSS_MAX, "a family's cause below 256"))
+				continue;
+			twice += cause_owner[c->cause] && cause_owner[c->cause] != families[i];
+			cause_owner[c->cause] = families[i];
+		}
+		for (int j = 0; j < i; j++)
+			keys += loss__key(families[i], BS_LOSS_TASK_MAP) ==
+				loss__key(families[j], BS_LOSS_TASK_MAP);
+	}
+	ASSERT_EQ(shared, 0, "no block holds two families' types");
+	ASSERT_EQ(twice, 0, "no two families declare one cause");
+	ASSERT_EQ(keys, 0, "each family's losses counted apart");
+	ASSERT_EQ(loss__family_block(&family_toy), TOY_REC, "the toy's block, past a byte");
+	ASSERT_TRUE(loss__family(&l) == &family_toy, "a LOSS naming its block is the toy's");
+	ASSERT_TRUE(loss__key(&family_toy, TOY_LOSS) < BS_LOST_KEYS &&
+			    loss__key(&family_toy, BS_LOSS_TASK_MAP) < BS_LOST_KEYS,
+		    "its keys in the lost array");
+}
+
 static void test_stats_runs_toy_report(void)
 {
 	char trace[128], out[128], *text;
@@ -790,6 +830,7 @@ int main(void)
 		return 1;
 	}
 	RUN_TEST(test_registry_finds_toy);
+	RUN_TEST(test_blocks_and_causes_apart);
 	RUN_TEST(test_stats_runs_toy_report);
 	RUN_TEST(test_stats_verdict_from_toy_rule);
 	RUN_TEST(test_chrome_draws_toy);

@@ -73,18 +73,18 @@ static void test_codec(void)
 	buf[0] = BS_REC_SYSCALL;
 	buf[1] = 7; /* nwords differs from word 0 size */
 	ASSERT_TRUE(trace_codec__decode(dec, buf, (size_t)n, out, &nw) < 0, "size mismatch");
-	buf[0] = 0x80; /* type 256 */
-	buf[1] = 0x02;
+	buf[0] = 0x80; /* type 4096 (BS_REC_TYPE_MAX) */
+	buf[1] = 0x20;
 	buf[2] = 3;
-	ASSERT_EQ(trace_codec__decode(dec, buf, (size_t)n, out, &nw), -EBADMSG, "type >= 256");
+	ASSERT_EQ(trace_codec__decode(dec, buf, (size_t)n, out, &nw), -EBADMSG, "type >= 4096");
 	buf[0] = 1;
 	buf[1] = 2; /* two words: shorter than bs_hdr */
 	ASSERT_EQ(trace_codec__decode(dec, buf, (size_t)n, out, &nw), -EBADMSG, "nwords < 3");
 	h->size = 20;
 	ASSERT_EQ(trace_codec__encode(enc, h, buf), -EINVAL, "encode size % 8");
 	h->size = 48;
-	h->type = 0x100;
-	ASSERT_EQ(trace_codec__encode(enc, h, buf), -EINVAL, "encode type 256");
+	h->type = BS_REC_TYPE_MAX;
+	ASSERT_EQ(trace_codec__encode(enc, h, buf), -EINVAL, "encode type 4096");
 cleanup:
 	trace_codec__free(enc);
 	trace_codec__free(dec);

@@ -163,13 +163,13 @@ static void test_garbage_files(void)
 	read_check(path, NULL, NULL, 0, &res);
 	ASSERT_STREQ(res.err, "not a bpfsight trace (bad magic)", "bad magic message");
 
-	ASSERT_EQ(write_whole(path, "BPFSIGHT\x04\0\0\0\0\0\0\0", 16), 0, "write v4");
+	ASSERT_EQ(write_whole(path, "BPFSIGHT\x05\0\0\0\0\0\0\0", 16), 0, "write v5");
 	read_check(path, NULL, NULL, 0, &res);
-	ASSERT_STREQ(res.err, "unsupported format version 4 (this bpfsight reads 1 to 3)",
+	ASSERT_STREQ(res.err, "unsupported format version 5 (this bpfsight reads 1 to 4)",
 		     "version");
 	ASSERT_EQ(write_whole(path, "BPFSIGHT\0\0\0\0\0\0\0\0", 16), 0, "write v0");
 	read_check(path, NULL, NULL, 0, &res);
-	ASSERT_STREQ(res.err, "unsupported format version 0 (this bpfsight reads 1 to 3)", "v0");
+	ASSERT_STREQ(res.err, "unsupported format version 0 (this bpfsight reads 1 to 4)", "v0");
 
 	ASSERT_EQ(write_whole(path, "BPFSIGHT\x01\0\0\0\xff\xff\xff\x7f", 16), 0, "write big");
 	read_check(path, NULL, NULL, 0, &res);

@@ -129,8 +129,8 @@ static void test_shim_ring_len_past_batch_max(void)
 	k->type = BS_REC_GPU_KERNEL;
 	k->size = REC;
 	ASSERT_EQ(shim_unpack__record(u, &b->h), 1, "a batch is consumed");
-	/* The shim's loss, the gpu family's (its block: BS_LOST_KEY). */
-	ASSERT_EQ(ctx.lost_user[BS_LOST_KEY(BS_REC_SHIM_STATUS & 0xf0, BS_LOSS_SHIM)], 1,
+	/* The shim's loss, the gpu family's (the family of its block: loss__key). */
+	ASSERT_EQ(ctx.lost_user[loss__key(loss__block_family(BS_REC_SHIM_STATUS), BS_LOSS_SHIM)], 1,
 		  "dropped as one lost record");
 	p = shim_unpack__proc(u, 4242);
 	ASSERT_TRUE(!p || !p->records, "no record of it unpacked");

@@ -54,7 +54,7 @@ static void test_a_process_keeps_65536_stacks(void)
 	}
 	ASSERT_EQ(kept, STACK_INTERN_PER_PROCESS, "stacks kept for one process");
 	ASSERT_EQ(stacks_written, STACK_INTERN_PER_PROCESS, "STACK records: one per stack kept");
-	ASSERT_EQ(ctx.lost_user[BS_LOST_KEY(0, BS_LOSS_STACKS_CAPPED)], 1000, "the rest: lost");
+	ASSERT_EQ(ctx.lost_user[loss__key(NULL, BS_LOSS_STACKS_CAPPED)], 1000, "the rest: lost");
 	ASSERT_EQ(stack_of(s, &ctx, 100, 0), first, "a stack kept before: still its id");
 	ASSERT_TRUE(stack_of(s, &ctx, 101, 1 << 30) != 0, "another process: its own quota");
 	ASSERT_STREQ(loss_cause_name(BS_LOSS_STACKS_CAPPED), "stacks_capped", "its name");
@@ -86,7 +86,7 @@ static void test_the_names_keep_to_256_mib(void)
 	}
 	ASSERT_EQ(kept, 256, "1 MiB names kept: 256 MiB");
 	ASSERT_EQ(strings_written, 256, "STRING records: one per name kept");
-	ASSERT_EQ(ctx.lost_user[BS_LOST_KEY(0, BS_LOSS_STRINGS_CAPPED)], 4, "the rest: lost");
+	ASSERT_EQ(ctx.lost_user[loss__key(NULL, BS_LOSS_STRINGS_CAPPED)], 4, "the rest: lost");
 	memcpy(name, "AA__", 4);
 	ASSERT_EQ(record_ctx__intern(&ctx, name), first, "a name kept before: still its id");
 	ASSERT_STREQ(loss_cause_name(BS_LOSS_STRINGS_CAPPED), "strings_capped", "its name");

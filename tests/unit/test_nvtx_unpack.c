@@ -107,7 +107,7 @@ static void test_names_past_the_cap_are_lost_and_counted(void)
 	shim_unpack__record(u, &b->b.h);
 	shim_unpack__finish(u);
 	ASSERT_EQ(written, KEYS_KEPT, "names written: one per key kept");
-	ASSERT_EQ(ctx.lost_user[BS_LOST_KEY(0, BS_LOSS_NVTX_NAMES)], 1000, "names lost, counted");
+	ASSERT_EQ(ctx.lost_user[loss__key(NULL, BS_LOSS_NVTX_NAMES)], 1000, "names lost, counted");
 	ASSERT_STREQ(loss_cause_name(BS_LOSS_NVTX_NAMES), "nvtx_names_capped", "its name");
 cleanup:
 	shim_unpack__free(u);

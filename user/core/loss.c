@@ -59,21 +59,22 @@ __u32 loss_cause__slot(__u32 cause)
 	return cause < BS_LOSS_MAX && loss_cause__find(cause, &f) ? cause : BS_LOSS_MAX;
 }
 
+_Static_assert(FAMILY_MAX <= BS_LOSS_FAMILIES, "a family's index is part of its loss keys");
+
 /*
- * The registry's last family with a type in BLOCK: the only one, but in the file format's
- * block, which pyfunc shares with a test registry's extra family (FAMILIES_EXTRA, last): a
- * loss by block is that family's (pyfunc writes none of its own).
+ * The registry's last family with a type in BLOCK: the only one (a test registry's extra
+ * family has a block of its own too).
  */
 const struct family *loss__block_family(__u32 block)
 {
 	int n = 0;
 
-	block &= 0xf0;
+	block = BS_REC_BLOCK(block & (BS_REC_TYPE_MAX - 1));
 	while (families[n])
 		n++;
 	while (n-- > 0)
 		for (const struct rec_decoder *d = families[n]->decoders; d && d->type; d++)
-			if ((d->type & ~0xfu) == block)
+			if (BS_REC_BLOCK(d->type) == block)
 				return families[n];
 	return NULL;
 }
@@ -82,8 +83,20 @@ int loss__family_block(const struct family *f)
 {
 	for (const struct rec_decoder *d = f ? f->decoders : NULL; d && d->type; d++)
 		if (loss__block_family(d->type) == f)
-			return d->type & 0xf0;
+			return (int)BS_REC_BLOCK(d->type);
 	return -1;
+}
+
+__u32 loss__key(const struct family *f, __u32 cause)
+{
+	int i = 0;
+
+	if (!f || loss__family_block(f) < 0) /* only families with a block have LOSS records */
+		f = loss__block_family(0);
+	while (families[i] && families[i] != f)
+		i++;
+	/* A family not in the registry: the recording's own (index 0's) rather than none. */
+	return BS_LOST_KEY(families[i] ? (__u32)i : 0, cause);
 }
 
 const struct family *loss__family(const struct bs_loss *l)

@@ -34,10 +34,18 @@ __u32 loss_cause__slot(__u32 cause);
  * (write_failed, flight_size), or not said (a file written before records said it).
  */
 const struct family *loss__family(const struct bs_loss *l);
-/* The family of the record-type block BLOCK (the one decoding a type in it), or NULL. */
+/*
+ * The family of the record-type block BLOCK (the one decoding a type in it: any type of the
+ * block will do, a ring-only one too), or NULL.
+ */
 const struct family *loss__block_family(__u32 block);
-/* The record-type block of F (0x30 for cuda), or -1 for one that decodes no record. */
+/* The first type of F's record-type block (0x30 for cuda), or -1 for one that decodes none. */
 int loss__family_block(const struct family *f);
+/*
+ * Where the recorder counts CAUSE of F's events (BS_LOST_KEY, by F's index in families[]):
+ * NULL, the recording's own, is the family of block 0's (proc).
+ */
+__u32 loss__key(const struct family *f, __u32 cause);
 /*
  * The name of the family whose events loss L counts, for labels and reports: "all" for a
  * loss of the whole file (write_failed, flight_size), "unknown" where a file of before did

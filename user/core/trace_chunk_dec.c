@@ -30,6 +30,11 @@ struct trace_chunk_dec *trace_chunk_dec__new(void)
 	return d;
 }
 
+void trace_chunk_dec__version(struct trace_chunk_dec *d, __u32 version)
+{
+	trace_columns_dec__version(d->columns, version);
+}
+
 void trace_chunk_dec__free(struct trace_chunk_dec *d)
 {
 	if (!d)

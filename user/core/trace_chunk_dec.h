@@ -11,7 +11,10 @@
 
 struct trace_chunk_dec;
 
+/* A decoder of this writer's chunks (format BS_FILE_VERSION). */
 struct trace_chunk_dec *trace_chunk_dec__new(void);
+/* Decode the chunks of a file of format VERSION instead. */
+void trace_chunk_dec__version(struct trace_chunk_dec *d, __u32 version);
 void trace_chunk_dec__free(struct trace_chunk_dec *d);
 /* Start on the NRECORDS records in RAW[0..LEN) (kept by the caller): 0 or -EBADMSG. */
 int trace_chunk_dec__begin(struct trace_chunk_dec *d, __u32 flags, const __u8 *raw, size_t len,

@@ -18,9 +18,10 @@
  * a column whose bit is set in planemask is stored as 5 planes: plane k holds byte k of each
  * of its varints that has one, so that zstd codes the random low bytes of timestamps apart
  * from their few high bytes. The fields past ncols (string text, stack frames) go verbatim to
- * the type's tail. One byte per record says its type, in record order:
+ * the type's tail. One varint per record says its type, in record order: its index in the
+ * directory (format 4; in format 2 and 3, one byte per record, the type itself):
  *
- *   directory | types (nrecords bytes) | per type, in directory order: its columns, its tail
+ *   directory | types (nrecords varints) | per type, in directory order: its columns, its tail
  *   directory = varint(ntypes) | ntypes x (varint(type) | varint(flags) | varint(rawmask) |
  *                                          [varint(threadmask)] | [varint(gapword)] |
  *                                          [varint(key)] | [varint(planemask)] |
@@ -49,6 +50,11 @@
 #define TRACE_COLUMNS_PLANES  0x10 /* type flag: planemask follows (version 3) */
 #define TRACE_COLUMNS_FLAGS   0x1f /* the type flags a reader knows */
 #define TRACE_COLUMNS_NPLANES 5	   /* a u32's varint has 5 bytes at most */
+/*
+ * The file version from which the types section holds each record's index in the directory
+ * (a varint: types need not fit a byte), not its type (a byte).
+ */
+#define TRACE_COLUMNS_INDEX_VERSION 4
 
 struct trace_columns_enc;
 struct trace_columns_dec;
@@ -76,7 +82,10 @@ void trace_columns_enc__reset(struct trace_columns_enc *e);
  * with its memory kept (codec_bench encodes a trace again with it). */
 void trace_columns_enc__restart(struct trace_columns_enc *e);
 
+/* A decoder of chunks of this writer's format (TRACE_COLUMNS_INDEX_VERSION on). */
 struct trace_columns_dec *trace_columns_dec__new(void);
+/* Decode the chunks of a file of format VERSION (2 and 3: a type byte per record). */
+void trace_columns_dec__version(struct trace_columns_dec *d, __u32 version);
 void trace_columns_dec__free(struct trace_columns_dec *d);
 /*
  * Start decoding the NRECORDS records of a chunk in IN[0..LEN), which must stay valid

@@ -21,6 +21,7 @@ struct plane_hi {
 };
 
 struct dec_type {
+	__u32 type;
 	__u32 prev[TRACE_COLUMNS_MAX];
 	__u32 flags, rawmask, threadmask, gapword, key, planemask, ncols;
 	struct col_threads *threads;	  /* kept for the next chunk's type in this place */
@@ -31,11 +32,15 @@ struct dec_type {
 	struct plane_hi *hi[TRACE_COLUMNS_MAX]; /* the same, once the pool stopped moving */
 };
 
+/* Format 3 and before: a type byte per record, the type itself (types below 256). */
+#define BYTE_TYPES 0x100
+
 struct trace_columns_dec {
 	struct cursor types;
-	__u16 slot[BS_REC_TYPE_MAX]; /* index + 1 into t, 0 = not in this chunk */
-	struct dec_type t[BS_REC_TYPE_MAX];
-	__u32 ntypes;
+	__u32 version;		/* of the file: what the types section holds */
+	__u16 slot[BYTE_TYPES]; /* format 3: index + 1 into t, 0 = not in this chunk */
+	struct dec_type *t;	/* the chunk's types, in directory order */
+	__u32 ntypes, tcap;
 	__u32 chain[2];	     /* fields 4, 5 as coded of the last record of a CHAIN type */
 	struct plane_hi *hi; /* the chunk's columns in planes */
 	__u32 nhi, hi_cap;
@@ -43,19 +48,49 @@ struct trace_columns_dec {
 
 struct trace_columns_dec *trace_columns_dec__new(void)
 {
-	return calloc(1, sizeof(struct trace_columns_dec));
+	struct trace_columns_dec *d = calloc(1, sizeof(struct trace_columns_dec));
+
+	if (d)
+		d->version = TRACE_COLUMNS_INDEX_VERSION;
+	return d;
+}
+
+void trace_columns_dec__version(struct trace_columns_dec *d, __u32 version)
+{
+	d->version = version;
 }
 
 void trace_columns_dec__free(struct trace_columns_dec *d)
 {
-	int i;
+	__u32 i;
 
 	if (!d)
 		return;
-	for (i = 0; i < BS_REC_TYPE_MAX; i++)
+	for (i = 0; i < d->tcap; i++)
 		free(d->t[i].threads);
+	free(d->t);
 	free(d->hi);
 	free(d);
+}
+
+/* Room for N types in the directory; a place's thread table is kept for later chunks. */
+static int reserve_types(struct trace_columns_dec *d, __u64 n)
+{
+	struct dec_type *t;
+	__u32 cap;
+
+	if (n <= d->tcap)
+		return 0;
+	cap = d->tcap ? d->tcap : 32;
+	while (cap < n)
+		cap *= 2;
+	t = realloc(d->t, cap * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	memset(t + d->tcap, 0, (cap - d->tcap) * sizeof(*t));
+	d->t = t;
+	d->tcap = cap;
+	return 0;
 }
 
 /* A varint at *P below END no larger than MAX: 0 and *P advanced, or -EBADMSG. */
@@ -148,16 +183,20 @@ static int read_planes(struct trace_columns_dec *d, struct dec_type *t, __u32 j,
 static int read_directory(struct trace_columns_dec *d, const __u8 **p, const __u8 *end,
 			  __u64 *total)
 {
+	__u32 types = d->version < TRACE_COLUMNS_INDEX_VERSION ? BYTE_TYPES : BS_REC_TYPE_MAX;
 	__u64 ntypes, type, flags, rawmask, ncols, len;
 	int prev_type = -1, err;
 	__u32 i, j;
 
-	if (get_bounded(p, end, BS_REC_TYPE_MAX, &ntypes) || !ntypes)
+	if (get_bounded(p, end, types, &ntypes) || !ntypes)
 		return -EBADMSG;
+	err = reserve_types(d, ntypes);
+	if (err)
+		return err;
 	for (i = 0; i < ntypes; i++) {
 		struct dec_type *t = &d->t[i];
 
-		if (get_bounded(p, end, BS_REC_TYPE_MAX - 1, &type) || (int)type <= prev_type ||
+		if (get_bounded(p, end, types - 1, &type) || (int)type <= prev_type ||
 		    get_bounded(p, end, TRACE_COLUMNS_FLAGS, &flags) ||
 		    get_bounded(p, end, 0xffffffffu, &rawmask))
 			return -EBADMSG;
@@ -172,7 +211,9 @@ static int read_directory(struct trace_columns_dec *d, const __u8 **p, const __u
 		if (!codings_fit(t))
 			return -EBADMSG;
 		prev_type = (int)type;
-		d->slot[type] = (__u16)(i + 1);
+		t->type = (__u32)type;
+		if (type < BYTE_TYPES)
+			d->slot[type] = (__u16)(i + 1);
 		memset(t->prev, 0, sizeof(t->prev));
 		if (t->threads)
 			col_threads_clear(t->threads);
@@ -249,12 +290,17 @@ int trace_columns_dec__begin(struct trace_columns_dec *d, const __u8 *in, size_t
 		d->ntypes = 0;
 		return err;
 	}
-	if (total + nrecords != (__u64)(end - p)) {
+	/*
+	 * Format 4: the types section is the rest, a varint per record (its index in the
+	 * directory); before, a byte per record (its type).
+	 */
+	if (total + nrecords > (__u64)(end - p) ||
+	    (d->version < TRACE_COLUMNS_INDEX_VERSION && total + nrecords != (__u64)(end - p))) {
 		d->ntypes = 0;
 		return -EBADMSG;
 	}
 	d->types.p = p;
-	d->types.end = p + nrecords;
+	d->types.end = end - total;
 	place_columns(d, d->types.end);
 	return 0;
 }
@@ -363,17 +409,20 @@ static void finish_record(const struct dec_type *t, struct col_thread *s, const 
 int trace_columns_dec__next(struct trace_columns_dec *d, __u64 *words, __u32 *nwords)
 {
 	__u8 *dst = (__u8 *)words;
-	__u32 type, slot, v[TRACE_COLUMNS_MAX], size, nf, ncols, le, *chain;
+	__u32 type, v[TRACE_COLUMNS_MAX], size, nf, ncols, le, *chain;
 	struct col_thread *s;
 	struct dec_type *t;
+	__u64 index;
 
-	if (d->types.p == d->types.end)
+	if (d->version < TRACE_COLUMNS_INDEX_VERSION) {
+		if (d->types.p == d->types.end || !d->slot[*d->types.p])
+			return -EBADMSG;
+		index = d->slot[*d->types.p++] - 1u;
+	} else if (!d->ntypes || get_bounded(&d->types.p, d->types.end, d->ntypes - 1, &index)) {
 		return -EBADMSG;
-	type = *d->types.p++;
-	slot = d->slot[type];
-	if (!slot)
-		return -EBADMSG;
-	t = &d->t[slot - 1];
+	}
+	t = &d->t[index];
+	type = t->type;
 	/* Field 0 is type | size << 16: the record's length comes first. */
 	if (get_field(t, NULL, NULL, 0, &v[0]) || (v[0] & 0xffff) != type)
 		return -EBADMSG;

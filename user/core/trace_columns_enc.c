@@ -15,11 +15,12 @@
 
 struct trace_columns_enc {
 	struct col_type *t[BS_REC_TYPE_MAX];
-	struct col_buf types; /* one byte per record */
-	struct col_buf flat;  /* finish(): the whole chunk */
-	size_t bytes;	      /* in the columns and tails */
-	size_t sampled;	      /* estimate for the records kept as samples: a byte a field */
-	__u64 chain;	      /* fields 4, 5 as coded of the last record in the chain */
+	struct col_buf types; /* each record's type, a u16 (the chunk has its index: finish) */
+	__u16 index[BS_REC_TYPE_MAX]; /* finish(): a type's index in the directory */
+	struct col_buf flat;	      /* finish(): the whole chunk */
+	size_t bytes;		      /* in the columns and tails */
+	size_t sampled;		      /* estimate for the records kept as samples: a byte a field */
+	__u64 chain;		      /* fields 4, 5 as coded of the last record in the chain */
 	__u32 nrec;
 	plan_hist hist; /* the planner's scratch */
 };
@@ -144,7 +145,8 @@ void trace_columns_enc__restart(struct trace_columns_enc *e)
 
 size_t trace_columns_enc__size(const struct trace_columns_enc *e)
 {
-	return e->bytes + e->sampled + e->types.len;
+	/* A record's index in the directory takes a byte (two past 128 types: a chunk's few). */
+	return e->bytes + e->sampled + e->nrec;
 }
 
 __u32 trace_columns_enc__records(const struct trace_columns_enc *e)
@@ -262,7 +264,7 @@ int trace_columns_enc__add(struct trace_columns_enc *e, const struct bs_hdr *rec
 			return -ENOMEM;
 	}
 	/* What can fail first: a failed add leaves the chunk as it was. */
-	if (buf_reserve(&e->types, 1))
+	if (buf_reserve(&e->types, 2))
 		return -ENOMEM;
 	if (t->planned) {
 		err = encode_record(e, t, (const __u8 *)rec, size, e->chain);
@@ -287,7 +289,8 @@ int trace_columns_enc__add(struct trace_columns_enc *e, const struct bs_hdr *rec
 	if (t->chain) /* fields 4, 5 as its type codes them: its end when it has a dur */
 		e->chain = rec_ts_or_end((const __u8 *)rec, size);
 	t->nrec++;
-	e->types.p[e->types.len++] = (__u8)type;
+	memcpy(e->types.p + e->types.len, &(__u16){ (__u16)type }, 2);
+	e->types.len += 2;
 	e->nrec++;
 	return 0;
 }
@@ -327,7 +330,7 @@ static void put_directory_entry(struct col_buf *f, struct col_type *t, __u32 i)
 int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, size_t *len)
 {
 	struct col_buf *f = &e->flat;
-	size_t total = e->types.len;
+	size_t total = e->types.len; /* at most 2 bytes a record's index: as many as a u16 */
 	__u32 ntypes = 0, i, j;
 
 	for (i = 0; i < BS_REC_TYPE_MAX; i++) {
@@ -339,7 +342,7 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 			return -ENOMEM;
 		for (j = 0; j <= t->plan.ncols; j++)
 			total += t->col[j].len;
-		ntypes++;
+		e->index[i] = (__u16)ntypes++;
 	}
 	f->len = 0;
 	if (buf_reserve(f, TRACE_VARINT_MAX * (1 + (size_t)ntypes * (5 * TRACE_COLUMNS_MAX + 9)) +
@@ -349,7 +352,12 @@ int trace_columns_enc__finish(struct trace_columns_enc *e, const __u8 **out, siz
 	for (i = 0; i < BS_REC_TYPE_MAX; i++)
 		if (e->t[i] && e->t[i]->nrec)
 			put_directory_entry(f, e->t[i], i);
-	buf_put(f, e->types.p, e->types.len);
+	for (size_t k = 0; k < e->types.len; k += 2) {
+		__u16 type;
+
+		memcpy(&type, e->types.p + k, 2);
+		f->len += trace_varint_put(f->p + f->len, e->index[type]);
+	}
 	/*
 	 * Each column is let go once copied: the chunk is in memory once, not twice, however
 	 * its bytes are spread (the open chunk is what a recorder's memory is made of).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * On-disk layout of a .bst trace file, version 3 (readers also read versions 1 and 2).
+ * On-disk layout of a .bst trace file, version 4 (readers also read versions 1 to 3).
  * docs/FORMAT.md is the prose version of this header; keep them together.
  *
  *   file header   "BPFSIGHT" | u32 version | u32 meta_len | meta TLVs | u32 crc32
@@ -20,7 +20,7 @@
 #include <linux/types.h>
 
 #define BS_FILE_MAGIC	     "BPFSIGHT" /* 8 bytes, no NUL */
-#define BS_FILE_VERSION	     3
+#define BS_FILE_VERSION	     4
 #define BS_FILE_VERSION_MIN  1 /* the oldest version a reader still reads */
 #define BS_TRAILER_MAGIC     "BSTRAILR"
 #define BS_CHUNK_MAGIC	     0x4b435342u /* "BSCK" */

@@ -19,6 +19,7 @@
 #include "trace_format.h"
 #include "trace_meta_io.h"
 #include "trace_reader.h"
+#include "trace_renumber.h"
 
 #define CHUNK_HDR_LEN ((size_t)sizeof(struct bs_chunk_hdr))
 #define TRAILER_LEN   16
@@ -252,6 +253,10 @@ static int check_chunk(struct trace_reader *r, const struct chunk *c, const __u8
 		k = trace_chunk_dec__next(r->dec, r->words, &nwords);
 		if (k < 0)
 			return k;
+		/* Types took a byte before format 4. */
+		if ((le64toh(r->words[0]) & 0xffff) >= TRACE_RENUMBER_BYTE_TYPES &&
+		    r->meta.version < TRACE_RENUMBER_VERSION)
+			return -EBADMSG;
 		if (footer) {
 			if ((le64toh(r->words[0]) & 0xffff) == BS_REC_FOOTER)
 				have_footer |= take_footer(r, r->words, nwords);
@@ -358,6 +363,7 @@ int trace_reader__next(struct trace_reader *r, const struct bs_hdr **rec)
 			type = le16toh(h->type);
 			if (type == BS_REC_FOOTER || type == BS_REC_CHUNK_INDEX)
 				continue;
+			trace_renumber__record(r->meta.version, r->words, nwords);
 			ts = le64toh(r->words[2]);
 			if (!r->st.records || ts < r->st.first_ts)
 				r->st.first_ts = ts;
@@ -450,6 +456,7 @@ static int read_header(struct trace_reader *r, char *err, size_t errlen)
 		return -EBADMSG;
 	}
 	r->meta.version = version;
+	trace_chunk_dec__version(r->dec, version);
 	r->pos += total;
 	return trace_meta__decode_tlvs(&r->meta, p + BS_FILE_HDR_FIXED, meta_len, err, errlen);
 }

@@ -38,7 +38,6 @@ const struct family *const families[] = {
 	&family_osrt, &family_sched, &family_cpu, &family_gil, &family_cuda, &family_nccl,
 	&family_gpu, &family_nvtx, &family_torch, &family_pyfunc, &family_mem, &family_cublas,
 	&family_blas, &family_cudnn,
-	/* last: its records are in merge's block (0xa8 on), whose losses are the last family's */
 	&family_gpumetrics,
 #ifdef FAMILIES_EXTRA
 	&FAMILIES_EXTRA,

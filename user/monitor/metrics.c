@@ -328,10 +328,10 @@ void metrics__record(void *arg, const struct bs_hdr *h)
 	case BS_REC_LOSS: {
 		const struct bs_loss *l = (const void *)h;
 
-		int block = loss__family_block(loss__family(l));
+		const struct family *f = loss__family(l);
 
-		if (l->cause < BS_LOSS_MAX && block >= 0)
-			m->lost[BS_LOST_KEY(block, l->cause)] += l->count;
+		if (l->cause < BS_LOSS_MAX && loss__family_block(f) >= 0)
+			m->lost[loss__key(f, l->cause)] += l->count;
 		else if (l->cause < BS_LOSS_MAX)
 			m->lost_all[l->cause] += l->count;
 		break;

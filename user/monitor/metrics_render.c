@@ -100,7 +100,7 @@ static void render_own(FILE *f, struct metrics *m, size_t nowners)
 					"bpfsight_events_lost_total{family=\"%s\",cause=\"%s\"} "
 					"%llu\n",
 					families[i]->name, l->name,
-					(unsigned long long)m->lost[BS_LOST_KEY(block, l->cause)]);
+					(unsigned long long)m->lost[BS_LOST_KEY(i, l->cause)]);
 	}
 	for (l = recording_losses; l->name; l++)
 		if (m->lost_all[l->cause] || l->cause == BS_LOSS_WRITE ||

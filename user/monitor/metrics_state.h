@@ -28,7 +28,7 @@ struct metrics {
 	__u32 nowned;
 	struct metrics_series other;
 	void *states[FAMILY_MAX];    /* the families' node-wide states (metrics_family.open) */
-	__u64 lost[BS_LOST_KEYS];    /* by family and cause (BS_LOST_KEY of the family's block) */
+	__u64 lost[BS_LOST_KEYS];    /* by family and cause (BS_LOST_KEY, loss__key) */
 	__u64 lost_all[BS_LOSS_MAX]; /* the whole recording's (or not said): family "all" */
 	__u64 records;
 	__u64 last_rebalance, now;

@@ -37,7 +37,7 @@ struct py_code_free *py_code_free__new(struct record_ctx *ctx, int *err)
 		py_code_free__free(f);
 		return NULL;
 	}
-	RECORD_CTX_SET_COMMON_RODATA(f->skel, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(f->skel, ctx, NULL);
 	*err = record_ctx__prepare(ctx, f->skel->obj);
 	if (!*err)
 		*err = pycode_bpf__load(f->skel);

@@ -35,8 +35,8 @@ int record_ctx__write(struct record_ctx *ctx, const void *rec)
 	int err = ctx->out.write ? ctx->out.write(ctx->out.arg, rec) : 0;
 
 	if (err > 0) { /* an event of a range whose file is closed: counted, as a loss */
-		ctx->lost_user[BS_LOST_KEY(((const struct bs_hdr *)rec)->type & 0xf0,
-					   BS_LOSS_CAPTURE_LATE)]++;
+		ctx->lost_user[loss__key(loss__block_family(((const struct bs_hdr *)rec)->type),
+					 BS_LOSS_CAPTURE_LATE)]++;
 		return 0;
 	}
 	if (err && !ctx->write_err)
@@ -91,10 +91,9 @@ int record_ctx__own_process(struct record_ctx *ctx, pid_t pid)
 void record_ctx__lost(struct record_ctx *ctx, const char *family, __u32 cause, __u64 n)
 {
 	const struct family *f = family ? family__find(family) : loss_cause__owner(cause);
-	int block = loss__family_block(f);
 
 	if (cause < BS_LOSS_MAX)
-		ctx->lost_user[BS_LOST_KEY(block < 0 ? 0 : block, cause)] += n;
+		ctx->lost_user[loss__key(f, cause)] += n;
 }
 
 /*

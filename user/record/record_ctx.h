@@ -10,6 +10,7 @@
 #include <linux/types.h>
 #include <sys/types.h>
 #include "records.h"
+#include "loss.h"
 #include "mono_clock.h"
 #include "flight_opts.h"
 #include "start_at.h"
@@ -185,7 +186,7 @@ struct record_ctx {
 	 * interval still open then ends (the stop's iterators); 0 before. */
 	__u64 ended_ns;
 	int rb_count_only;
-	/* Losses user space found (BS_LOST_KEY), added to BPF's counts. */
+	/* Losses user space found (BS_LOST_KEY: loss__key), added to BPF's counts. */
 	__u64 lost_user[BS_LOST_KEYS];
 };
 
@@ -265,8 +266,13 @@ void record_ctx__hdr(struct bs_hdr *h, __u16 type, __u32 size, __u32 pid, __u32 
 __u64 record_ctx__record_room(const struct record_ctx *ctx);
 
 /* Set the rodata every family object shares (common.bpf.h). */
-#define RECORD_CTX_SET_COMMON_RODATA(skel, ctx)                                                    \
+/*
+ * Every BPF object's common rodata (common.bpf.h); FAM: the family whose losses it counts
+ * (a const struct family *; NULL: the recording's own, a service's object).
+ */
+#define RECORD_CTX_SET_COMMON_RODATA(skel, ctx, fam)                                               \
 	do {                                                                                       \
+		(skel)->rodata->bs_loss_family = loss__key(fam, 0) / BS_LOSS_SHARED;               \
 		(skel)->rodata->trace_all = (ctx)->opts->system_wide;                              \
 		(skel)->rodata->self_pid = (ctx)->self_pid;                                        \
 		(skel)->rodata->wakeup_bytes = (ctx)->opts->ringbuf_bytes / 4;                     \

@@ -159,7 +159,7 @@ static int copy_record(void *arg, void *data, size_t size)
 		const struct bs_hdr *h = data;
 
 		pthread_mutex_lock(&p->qlock);
-		p->dropped[size >= sizeof(*h) ? (h->type & 0xf0) >> 4 : 0]++;
+		p->dropped[size >= sizeof(*h) && h->type < BS_REC_TYPE_MAX ? h->type >> 4 : 0]++;
 		pthread_mutex_unlock(&p->qlock);
 		return -ENOMEM;
 	}

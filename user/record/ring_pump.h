@@ -6,7 +6,7 @@
 #include <linux/types.h>
 #include <sys/types.h>
 
-#define RING_PUMP_BLOCKS 16 /* record-type blocks of 16 types (records.h) */
+#define RING_PUMP_BLOCKS (BS_REC_TYPE_MAX >> 4) /* record-type blocks of 16 types (records.h) */
 
 /*
  * The BPF ring buffer, emptied by a thread of its own (the pump) into a queue of 1 MiB blocks

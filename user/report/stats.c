@@ -14,6 +14,7 @@
 #include "stats_asks.h"
 #include "steps.h"
 #include "table.h"
+#include "trace_renumber.h"
 #include "trace_walk.h"
 #include "verdict.h"
 #include "msg.h"
@@ -147,9 +148,10 @@ static const char *stats__closest_report(const struct stats *s, const char *name
 
 /*
  * A flight-recorder dump's options name the trigger that wrote it (trigger="TEXT") and, for a
- * --trigger on an event, that event (trigger_event=TYPE:PID:TID:TS): the verdict opens with it.
+ * --trigger on an event, that event (trigger_event=TYPE:PID:TID:TS, TYPE in the numbers of the
+ * file's format VERSION): the verdict opens with it.
  */
-static void stats__dump_trigger(struct verdict *v, const char *options)
+static void stats__dump_trigger(struct verdict *v, const char *options, __u32 version)
 {
 	const char *t = options ? strstr(options, " trigger=\"") : NULL;
 	const char *e = options ? strstr(options, " trigger_event=") : NULL;
@@ -163,8 +165,11 @@ static void stats__dump_trigger(struct verdict *v, const char *options)
 	t += strlen(" trigger=\"");
 	n = strcspn(t, "\"");
 	snprintf(text, sizeof(text), "%.*s", (int)(n < sizeof(text) ? n : sizeof(text) - 1), t);
-	verdict__set_trigger(
-		v, text, &(struct bs_hdr){ .type = (__u16)type, .pid = pid, .tid = tid, .ts = ts });
+	verdict__set_trigger(v, text,
+			     &(struct bs_hdr){ .type = (__u16)trace_renumber__type(version, type),
+					       .pid = pid,
+					       .tid = tid,
+					       .ts = ts });
 }
 
 /* Mark the reports named in the comma-separated LIST; -ENOENT after naming a bad one. */
@@ -393,7 +398,8 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	if (!reports && !(s->verdict = verdict__new(w.m, trace_walk__meta(&w)->families)))
 		goto err_nomem;
 	if (s->verdict)
-		stats__dump_trigger(s->verdict, trace_walk__meta(&w)->options);
+		stats__dump_trigger(s->verdict, trace_walk__meta(&w)->options,
+				    trace_walk__meta(&w)->version);
 	if (!(s->steps = steps__new(o->steps)))
 		goto err_nomem;
 

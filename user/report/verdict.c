@@ -37,6 +37,12 @@ struct verdict {
 	void **states;	      /* per family of the registry: its rules' state */
 	struct hmap *threads; /* {pid, tid} -> struct vthread */
 	__u64 first_ts, last_ts;
+	/*
+	 * The model's end, kept when judging: the report's page asks a thread's life after
+	 * stats has closed the walk and freed the model.
+	 */
+	__u64 end_ns;
+	int judged;
 	struct {
 		const char *name;
 		const struct table *t;
@@ -226,14 +232,14 @@ __u64 verdict__life(const struct verdict *v, __u32 pid, __u32 tid)
 {
 	const struct vthread *th = hmap__get(v->threads, (struct hkey){ pid, tid }, 0);
 	__u64 born = v->first_ts, died = v->last_ts;
+	__u64 end = v->judged ? v->end_ns : trace_model__end(v->m);
 
 	if (th && th->born > born)
 		born = th->born;
 	if (th && th->died && th->died < died)
 		died = th->died;
-	if (trace_model__end(v->m) && trace_model__end(v->m) < died)
-		died = trace_model__end(
-			v->m); /* what the stop drained after the end is not its life */
+	if (end && end < died)
+		died = end; /* what the stop drained after the end is not its life */
 	return died > born ? died - born : 0;
 }
 
@@ -369,6 +375,8 @@ void verdict__judge(struct verdict *v)
 {
 	int i;
 
+	v->end_ns = trace_model__end(v->m);
+	v->judged = 1;
 	/* A dump opens with why it was written: the event its trigger fired on. */
 	if (v->cause_text[0])
 		verdict__claim(v, VERDICT_TRIGGER, 1, -1, "", "%s", v->cause_text);

@@ -11,7 +11,10 @@
 #include "record_losses.h"
 #include "ring_pump.h"
 
-/* Each family's causes in the lost array: the recording's and its own (records.h). */
+/*
+ * Each family's causes in the lost array (BS_LOST_KEY by its index I): the recording's and its
+ * own; BLOCK, its record-type block, names it in the LOSS records.
+ */
 #define FOR_EACH_LOSS_KEY(i, block, l, own)                                                        \
 	for (int i = 0; families[i]; i++)                                                          \
 		if ((block = loss__family_block(families[i])) >= 0)                                \
@@ -32,18 +35,20 @@ int record_losses__account(struct record_ctx *ctx, __u64 *seen, __u64 *total)
 
 		ring_pump__take_dropped(ctx->pump, dropped);
 		for (int b = 0; b < RING_PUMP_BLOCKS; b++)
-			ctx->lost_user[BS_LOST_KEY(b << 4, BS_LOSS_RINGBUF_FULL)] += dropped[b];
+			if (dropped[b])
+				ctx->lost_user[loss__key(loss__block_family((__u32)b << 4),
+							 BS_LOSS_RINGBUF_FULL)] += dropped[b];
 	}
 	FOR_EACH_LOSS_KEY(i, block, l, own)
 	{
-		__u32 key = BS_LOST_KEY(block, l->cause);
+		__u32 key = BS_LOST_KEY(i, l->cause);
 		__u64 sum = ctx->lost_user[key];
 
 		if (!bpf_map_lookup_elem(ctx->lost_fd, &key, vals))
 			for (int c = 0; c < ncpu; c++)
 				sum += vals[c];
 		/* The ring refused records of the recording's own (exec, dlopen among them). */
-		if (sum > seen[key] && key == BS_LOST_KEY(0, BS_LOSS_RINGBUF_FULL))
+		if (sum > seen[key] && key == loss__key(NULL, BS_LOSS_RINGBUF_FULL))
 			own_lost = 1;
 		if (sum > seen[key]) {
 			struct bs_loss r = { .cause = l->cause,
@@ -70,7 +75,7 @@ void record_losses__summary(const __u64 *seen, char *buf, size_t len)
 	buf[0] = 0;
 	FOR_EACH_LOSS_KEY(i, block, l, own)
 	{
-		__u64 v = seen[BS_LOST_KEY(block, l->cause)];
+		__u64 v = seen[BS_LOST_KEY(i, l->cause)];
 
 		if (!v || used >= len)
 			continue;

@@ -255,8 +255,8 @@ static void handle_record(struct recording *r, void *data, size_t size)
  */
 static void count_unread(struct record_ctx *ctx, const struct bs_hdr *h, size_t size)
 {
-	/* The family whose record it is: its record-type block (records.h). */
-	ctx->lost_user[BS_LOST_KEY(h->type & 0xf0, BS_LOSS_STOP_UNREAD)]++;
+	/* The family whose record it is: the one of its record-type block (records.h). */
+	ctx->lost_user[loss__key(loss__block_family(h->type), BS_LOSS_STOP_UNREAD)]++;
 	if (stopped_at_new_code(h, size))
 		kill(h->pid, SIGCONT);
 }

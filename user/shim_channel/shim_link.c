@@ -425,7 +425,7 @@ struct shim_link *shim_link__new(struct record_ctx *ctx, struct uprobe_mgr *mgr,
 		*err = l->skel ? -ENOMEM : -errno;
 		goto fail;
 	}
-	RECORD_CTX_SET_COMMON_RODATA(l->skel, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(l->skel, ctx, loss__block_family(BS_REC_SHIM_BATCH));
 	stack_rodata(l->skel, ctx->opts);
 	if (uprobe_multi__supported())
 		uprobe_multi__prepare(l->skel->progs.shim_probe);

@@ -107,10 +107,9 @@ int ucall_family__attach(const struct family_attach *a, void **state)
 	uf->table = table;
 	if (hang)
 		bpf_map__set_map_flags(skel->maps.ucall_slots, BPF_F_MMAPABLE);
-	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(skel, ctx, a->self);
 	skel->rodata->ucall_rec_type = table->rec_type;
 	skel->rodata->ucall_loss_depth = table->loss_depth;
-	skel->rodata->ucall_block = table->rec_type & 0xf0; /* its record-type block, records.h */
 	skel->rodata->ucall_stack_ns = record_opts__stack_ns(ctx->opts, a->self);
 	skel->rodata->ucall_byref = ucall_table__has_byref(table);
 	err = load(ctx, table, skel);

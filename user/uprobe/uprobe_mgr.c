@@ -62,7 +62,7 @@ static int libmap_start(struct uprobe_mgr *m)
 	m->libmap = libmap_bpf__open();
 	if (!m->libmap)
 		return -errno;
-	RECORD_CTX_SET_COMMON_RODATA(m->libmap, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(m->libmap, ctx, NULL);
 	/* Launch mode owns its processes: stop them on new code, so no first call is missed. */
 	m->libmap->rodata->stop_on_new_code = ctx->opts->cmd != NULL;
 	env = env__trusted("BPFSIGHT_TEST_NO_EXEC_STOP");

@@ -8,8 +8,8 @@
 
 #include "family.h"
 
-#define TOY_REC	 0xf8 /* in the file format's block, past its 0xf0 and 0xf1 (records.h) */
-#define TOY_LOSS 0xf9 /* its own loss cause, in its block (records.h) */
+#define TOY_REC	 0xff0 /* the tests' block (records.h): a type wider than a byte */
+#define TOY_LOSS 0xf9  /* its own loss cause: a number no family of the product uses */
 
 struct toy_tick {
 	struct bs_hdr h;

@@ -115,7 +115,7 @@ static int cpu_attach(const struct family_attach *a, void **state)
 		cpu_detach(ctx, st);
 		return -ENOMEM;
 	}
-	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx, &family_cpu);
 	find_fault_handler(st->skel);
 	err = record_ctx__prepare(ctx, st->skel->obj);
 	if (!err)

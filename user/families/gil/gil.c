@@ -316,7 +316,7 @@ static int gil_attach(const struct family_attach *a, void **state)
 		err = st->skel ? -ENOMEM : -errno;
 		goto fail;
 	}
-	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx, &family_gil);
 	st->skel->rodata->threshold_ns = GIL_THRESHOLD_NS;
 	st->skel->rodata->gil_stack_ns = record_opts__stack_ns(ctx->opts, &family_gil);
 	/* The holders' code by time (docs/GIL.md): without the sampler, where rounds begin. */

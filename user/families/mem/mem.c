@@ -84,7 +84,7 @@ static int mem_attach(const struct family_attach *a, void **state)
 		err = -errno;
 		goto fail;
 	}
-	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx, &family_mem);
 	stack_bytes = record_opts__stack_ns(ctx->opts, &family_mem);
 	st->skel->rodata->mem_stack_bytes = stack_bytes;
 	if (stack_bytes != RECORD_STACKS_OFF && mo->sample_rate) {

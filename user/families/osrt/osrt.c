@@ -119,7 +119,7 @@ static int osrt_attach(const struct family_attach *a, void **state)
 		osrt_state__free(st);
 		return err;
 	}
-	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(st->skel, ctx, &family_osrt);
 	st->skel->rodata->threshold_ns = osrt_opts(ctx->opts)->threshold_ns;
 	st->skel->rodata->osrt_stack_ns = record_opts__stack_ns(ctx->opts, &family_osrt);
 	st->max_entries = agg_entries();

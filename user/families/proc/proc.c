@@ -17,7 +17,7 @@ static int proc_attach(const struct family_attach *a, void **state)
 	skel = proc_bpf__open();
 	if (!skel)
 		return -errno;
-	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(skel, ctx, &family_proc);
 	err = record_ctx__prepare(ctx, skel->obj);
 	if (!err)
 		err = proc_bpf__load(skel);

@@ -151,7 +151,7 @@ static struct sched_bpf *sched_load(struct record_ctx *ctx, int allow_tw, int *e
 		*err = -errno;
 		return NULL;
 	}
-	RECORD_CTX_SET_COMMON_RODATA(skel, ctx);
+	RECORD_CTX_SET_COMMON_RODATA(skel, ctx, &family_sched);
 	*err = record_ctx__prepare(ctx, skel->obj);
 	/* A thread's state: task storage (tp_btf) or a hash (raw_tp). */
 	if (!*err)
