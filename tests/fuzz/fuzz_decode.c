@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "export_model.h"
+#include "family_stats.h"
 #include "commands.h"
 #include "event.h"
 #include "export.h"
@@ -113,10 +115,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			exporters[nexporters++] = *e;
 		}
 	for (int f = 0; families[f]; f++) {
-		for (rp = families[f]->reports; rp && *rp; rp++)
+		for (rp = family__stats(families[f])->reports; rp && *rp; rp++)
 			if (nreports < MAX_REPORTS)
 				reports[nreports++] = *rp;
-		for (const struct exporter *const *e = families[f]->exporters; e && *e; e++)
+		for (const struct exporter *const *e = family__exporters(families[f]); e && *e; e++)
 			if (nexporters < MAX_EXPORTS) {
 				exporter_bit[nexporters] = OPT_PPROF;
 				exporters[nexporters++] = *e;
@@ -204,7 +206,9 @@ static void merge_record(void **sync, const struct bs_hdr *rec, const struct tra
 	if (!copy)
 		abort();
 	for (int f = 0; families[f]; f++) {
-		int err = sync[f] ? families[f]->sync->observe(sync[f], rec, m, no_point, NULL) : 0;
+		int err = sync[f] ? families[f]->decode->sync->observe(sync[f], rec, m, no_point,
+								       NULL)
+				  : 0;
 
 		if (err && err != -ENOMEM)
 			abort(); /* a hook fails only when memory does */
@@ -267,10 +271,10 @@ static void reorder(void **st, const struct bs_hdr *rec, const struct trace_mode
 		if (!st[f])
 			continue;
 		if (rec)
-			families[f]->reorder->feed(st[f], rec);
+			families[f]->decode->reorder->feed(st[f], rec);
 		else
-			families[f]->reorder->end(st[f]);
-		while ((r = families[f]->reorder->next(st[f])))
+			families[f]->decode->reorder->end(st[f]);
+		while ((r = families[f]->decode->reorder->next(st[f])))
 			released(r, m);
 	}
 }
@@ -308,9 +312,11 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		abort();
 	smeta.families = opts & OPT_GPU_SYNC ? "proc,nccl,cuda,gpu" : "proc,nccl";
 	for (int f = 0; families[f]; f++) {
-		if (families[f]->sync && !(sync[f] = families[f]->sync->new (&smeta)))
+		if (families[f]->decode->sync &&
+		    !(sync[f] = families[f]->decode->sync->new (&smeta)))
 			abort();
-		if (families[f]->reorder && !(reo[f] = families[f]->reorder->new (&smeta)))
+		if (families[f]->decode->reorder &&
+		    !(reo[f] = families[f]->decode->reorder->new (&smeta)))
 			abort();
 	}
 	/* A recording starts just before its first record: the exports' origin of time. */
@@ -392,11 +398,11 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	reorder(reo, NULL, m);
 	for (int f = 0; families[f]; f++) {
 		if (reo[f])
-			families[f]->reorder->free(reo[f]);
+			families[f]->decode->reorder->free(reo[f]);
 		if (!sync[f])
 			continue;
-		families[f]->sync->finish(sync[f], no_point, NULL);
-		families[f]->sync->free(sync[f]);
+		families[f]->decode->sync->finish(sync[f], no_point, NULL);
+		families[f]->decode->sync->free(sync[f]);
 	}
 	trace_model__free(m);
 	return 0;

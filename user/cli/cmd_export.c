@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "export_model.h"
 #include "commands.h"
 #include "getopt_error.h"
 #include "export.h"
@@ -40,7 +41,7 @@ static const struct exporter *export_nth(size_t i)
 		if (!i--)
 			return *e;
 	for (int f = 0; families[f]; f++)
-		for (const struct exporter *const *e = families[f]->exporters; e && *e; e++)
+		for (const struct exporter *const *e = family__exporters(families[f]); e && *e; e++)
 			if (!i--)
 				return *e;
 	return NULL;

@@ -31,7 +31,7 @@ static pthread_once_t by_type_once = PTHREAD_ONCE_INIT;
 static void by_type_build(void)
 {
 	for (int i = 0; families[i]; i++)
-		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+		for (const struct rec_decoder *d = families[i]->decode->decoders; d && d->type; d++)
 			if (d->type < BS_REC_TYPE_MAX && !by_type[d->type]) {
 				by_type[d->type] = d;
 				family_of[d->type] = i;
@@ -58,7 +58,7 @@ const struct rec_decoder *family__decoder(__u16 type)
 
 int family__samples(const struct family *f)
 {
-	for (const struct rec_decoder *d = f->decoders; d && d->type; d++)
+	for (const struct rec_decoder *d = f->decode->decoders; d && d->type; d++)
 		if (d->style && d->style->sample)
 			return 1;
 	return 0;
@@ -67,7 +67,7 @@ int family__samples(const struct family *f)
 const struct export_style *family__kind_style(const char *kind)
 {
 	for (int i = 0; families[i]; i++)
-		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+		for (const struct rec_decoder *d = families[i]->decode->decoders; d && d->type; d++)
 			if (d->kind && !strcmp(d->kind, kind))
 				return d->style;
 	return NULL;
@@ -101,7 +101,7 @@ int family__decode_meta(const struct bs_hdr *rec, const struct trace_model *m, s
 int family__kind_is_event(const char *kind)
 {
 	for (int i = 0; families[i]; i++)
-		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+		for (const struct rec_decoder *d = families[i]->decode->decoders; d && d->type; d++)
 			if (d->kind && !strcmp(d->kind, kind) && d->decode != family__decode_meta)
 				return 1;
 	return 0;
@@ -118,13 +118,4 @@ void family__list_selectable(char *buf, __u32 len)
 		used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
 				 families[i]->name);
 	}
-}
-
-int family__ring_only(__u16 type)
-{
-	for (int i = 0; families[i]; i++)
-		for (const __u16 *t = families[i]->ring_only; t && *t; t++)
-			if (*t == type)
-				return 1;
-	return 0;
 }

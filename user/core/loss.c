@@ -72,7 +72,7 @@ const struct family *loss__block_family(__u32 block)
 	while (families[n])
 		n++;
 	while (n-- > 0)
-		for (const struct rec_decoder *d = families[n]->decoders; d && d->type; d++)
+		for (const struct rec_decoder *d = families[n]->decode->decoders; d && d->type; d++)
 			if ((d->type & ~0xfu) == block)
 				return families[n];
 	return NULL;
@@ -80,7 +80,7 @@ const struct family *loss__block_family(__u32 block)
 
 int loss__family_block(const struct family *f)
 {
-	for (const struct rec_decoder *d = f ? f->decoders : NULL; d && d->type; d++)
+	for (const struct rec_decoder *d = f ? f->decode->decoders : NULL; d && d->type; d++)
 		if (loss__block_family(d->type) == f)
 			return d->type & 0xf0;
 	return -1;

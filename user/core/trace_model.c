@@ -260,7 +260,7 @@ void trace_model__free(struct trace_model *m)
 	}
 	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++)
 		if (m->walks[i])
-			families[i]->walk_free(m->walks[i]);
+			families[i]->decode->walk_free(m->walks[i]);
 	free(m);
 }
 
@@ -499,13 +499,13 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 	if (!m || !rec || rec->size < sizeof(*rec))
 		return;
 	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++) {
-		if (!families[i]->walk_new)
+		if (!families[i]->decode->walk_new)
 			continue;
-		if (!m->walks[i] && !(m->walks[i] = families[i]->walk_new())) {
+		if (!m->walks[i] && !(m->walks[i] = families[i]->decode->walk_new())) {
 			m->oom = 1;
 			continue;
 		}
-		families[i]->walk_observe(m->walks[i], rec);
+		families[i]->decode->walk_observe(m->walks[i], rec);
 	}
 	switch (rec->type) {
 	case BS_REC_STRING:
@@ -565,8 +565,8 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 		break;
 	}
 	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++)
-		if (families[i]->name_observe)
-			families[i]->name_observe(m, rec);
+		if (families[i]->decode->name_observe)
+			families[i]->decode->name_observe(m, rec);
 }
 
 const char *trace_model__string(const struct trace_model *m, __u32 id)

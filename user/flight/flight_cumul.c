@@ -45,7 +45,8 @@ struct flight_cumul *flight_cumul__new(void)
 		return NULL;
 	}
 	for (int i = 0; families[i]; i++)
-		for (const struct family_cumulative *c = families[i]->cumulative; c && c->type; c++)
+		for (const struct family_cumulative *c = families[i]->decode->cumulative;
+		     c && c->type; c++)
 			if (c->type < BS_REC_TYPE_MAX)
 				fc->by_type[c->type] = c;
 	return fc;

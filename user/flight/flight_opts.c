@@ -58,7 +58,7 @@ static int bad_family(const char *cmd, const char *arg, const char *fam)
 
 	list[0] = 0;
 	for (int i = 0; families[i] && n < FAMILY_MAX; i++) {
-		if (!families[i]->decoders)
+		if (!families[i]->decode->decoders)
 			continue;
 		names[n++] = families[i]->name;
 		if (used < sizeof(list))
@@ -79,7 +79,8 @@ static void offered_triggers(char *buf, size_t len)
 
 	buf[0] = 0;
 	for (int i = 0; families[i]; i++)
-		for (const struct family_trigger *t = families[i]->triggers; t && t->name; t++)
+		for (const struct family_trigger *t = families[i]->decode->triggers; t && t->name;
+		     t++)
 			if (used < len)
 				used += snprintf(buf + used, len - used, "%s%s:%s",
 						 used ? ", " : "", families[i]->name, t->name);
@@ -90,7 +91,8 @@ static int family_trigger(struct flight_trigger *t, int fam, const char *arg, co
 {
 	char msg[512], list[256];
 
-	for (const struct family_trigger *ft = families[fam]->triggers; ft && ft->name; ft++)
+	for (const struct family_trigger *ft = families[fam]->decode->triggers; ft && ft->name;
+	     ft++)
 		if (!strcmp(ft->name, t->name)) {
 			t->type = ft->type;
 			return 0;
@@ -171,7 +173,7 @@ static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cm
 	fam[colon - spec] = 0;
 	for (i = 0; families[i] && strcmp(families[i]->name, fam); i++)
 		;
-	if (!families[i] || !families[i]->decoders)
+	if (!families[i] || !families[i]->decode->decoders)
 		return bad_family(cmd, arg, fam);
 	memcpy(t->name, colon + 1, end - colon - 1);
 	t->name[end - colon - 1] = 0;

@@ -156,7 +156,8 @@ static int syncs__open(struct syncs *y, const struct trace_meta *meta)
 {
 	memset(y, 0, sizeof(*y));
 	for (int i = 0; families[i]; i++)
-		if (families[i]->sync && !(y->st[i] = families[i]->sync->new (meta)))
+		if (families[i]->decode->sync &&
+		    !(y->st[i] = families[i]->decode->sync->new (meta)))
 			return -ENOMEM;
 	return 0;
 }
@@ -168,8 +169,8 @@ static void syncs__close(struct syncs *y, struct scan *s)
 		if (!y->st[i])
 			continue;
 		if (s)
-			families[i]->sync->finish(y->st[i], on_point, s);
-		families[i]->sync->free(y->st[i]);
+			families[i]->decode->sync->finish(y->st[i], on_point, s);
+		families[i]->decode->sync->free(y->st[i]);
 	}
 }
 
@@ -184,7 +185,8 @@ static int scan_records(struct scan *s, struct trace_reader *r, struct trace_mod
 		scan_record(s->in, rec);
 		for (int i = 0; families[i] && !err; i++)
 			if (y.st[i])
-				err = families[i]->sync->observe(y.st[i], rec, m, on_point, s);
+				err = families[i]->decode->sync->observe(y.st[i], rec, m, on_point,
+									 s);
 		if (!err)
 			err = s->err;
 	}

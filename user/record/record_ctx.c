@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "mono_clock.h"
 #include "family.h"
+#include "family_record.h"
 #include "shim_records.h"
 #include "kernel_features.h"
 #include "record_ctx.h"
@@ -310,7 +311,7 @@ int record_opts__captures(const struct record_opts *o, const struct family *f)
 
 __u32 record_opts__capture_files(const struct record_opts *o)
 {
-	const struct family_capture *c = o->capture ? o->capture->capture : NULL;
+	const struct family_capture *c = o->capture ? o->capture->record->capture : NULL;
 
 	return c && c->files ? c->files(o->capture_arg) : 0;
 }
@@ -321,7 +322,7 @@ __u64 record_ctx__record_room(const struct record_ctx *ctx)
 	int shim = 0;
 
 	for (int i = 0; families[i]; i++)
-		if (families[i]->shim && (ctx->opts->families & (1ull << i)))
+		if (families[i]->record->shim && (ctx->opts->families & (1ull << i)))
 			shim = 1;
 	/*
 	 * A sixteenth of the ring (process life records, and the cupti-shim's batches: then at

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "family_stats.h"
 #include "family.h"
 #include "getopt_error.h"
 #include "human.h"
@@ -76,7 +77,7 @@ void stats__list_reports(char *buf, size_t len)
 
 	buf[0] = 0;
 	for (i = 0; families[i]; i++) {
-		for (rp = families[i]->reports; rp && *rp; rp++) {
+		for (rp = family__stats(families[i])->reports; rp && *rp; rp++) {
 			n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", (*rp)->name);
 			if (n < 0 || (size_t)n >= len - used)
 				return;
@@ -113,7 +114,7 @@ static struct stats *stats__new(void)
 	if (!s)
 		return NULL;
 	for (i = 0; families[i]; i++)
-		for (rp = families[i]->reports; rp && *rp; rp++)
+		for (rp = family__stats(families[i])->reports; rp && *rp; rp++)
 			n++;
 	s->reps = calloc(n + 1, sizeof(*s->reps));
 	if (!s->reps) {
@@ -121,7 +122,7 @@ static struct stats *stats__new(void)
 		return NULL;
 	}
 	for (i = 0; families[i]; i++) {
-		for (rp = families[i]->reports; rp && *rp; rp++) {
+		for (rp = family__stats(families[i])->reports; rp && *rp; rp++) {
 			s->reps[s->n].rep = *rp;
 			s->reps[s->n].fam = families[i];
 			s->n++;
@@ -254,7 +255,7 @@ static void stats__type_families(int *fam_of_type)
 	for (f = 0; f < BS_REC_TYPE_MAX; f++)
 		fam_of_type[f] = -1;
 	for (f = 0; families[f]; f++)
-		for (d = families[f]->decoders; d && d->kind; d++)
+		for (d = families[f]->decode->decoders; d && d->kind; d++)
 			if (d->type < BS_REC_TYPE_MAX)
 				fam_of_type[d->type] = f;
 }

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "family_stats.h"
 #include "family.h"
 #include "human.h"
 #include "hmap.h"
@@ -94,9 +95,10 @@ struct verdict *verdict__new(const struct trace_model *m, const char *recorded)
 		return NULL;
 	}
 	for (i = 0; families[i]; i++) {
-		if (!families[i]->verdict || !families[i]->verdict->new)
+		if (!family__stats(families[i])->verdict ||
+		    !family__stats(families[i])->verdict->new)
 			continue;
-		v->states[i] = families[i]->verdict->new ();
+		v->states[i] = family__stats(families[i])->verdict->new ();
 		if (!v->states[i]) {
 			verdict__free(v);
 			return NULL;
@@ -113,7 +115,7 @@ void verdict__free(struct verdict *v)
 		return;
 	for (i = 0; v->states && families[i]; i++)
 		if (v->states[i])
-			families[i]->verdict->free(v->states[i]);
+			family__stats(families[i])->verdict->free(v->states[i]);
 	free(v->states);
 	free(v->events);
 	hmap__free(v->threads);
@@ -184,8 +186,8 @@ void verdict__observe(struct verdict *v, const struct bs_hdr *rec)
 	else if (rec->type == BS_REC_EXIT && (th = vthread(v, rec->pid, rec->tid, 1)))
 		th->died = rec->ts;
 	for (i = 0; families[i]; i++)
-		if (v->states[i] && families[i]->verdict->add)
-			families[i]->verdict->add(v->states[i], rec, v->m);
+		if (v->states[i] && family__stats(families[i])->verdict->add)
+			family__stats(families[i])->verdict->add(v->states[i], rec, v->m);
 	if (is_cause(v, rec))
 		say_cause(v, rec);
 }
@@ -379,11 +381,13 @@ void verdict__judge(struct verdict *v)
 			       v->trigger);
 
 	for (i = 0; families[i]; i++)
-		if (families[i]->verdict && families[i]->verdict->account)
-			families[i]->verdict->account(v->states[i], v);
+		if (family__stats(families[i])->verdict &&
+		    family__stats(families[i])->verdict->account)
+			family__stats(families[i])->verdict->account(v->states[i], v);
 	for (i = 0; families[i]; i++)
-		if (families[i]->verdict && families[i]->verdict->claims)
-			families[i]->verdict->claims(v->states[i], v);
+		if (family__stats(families[i])->verdict &&
+		    family__stats(families[i])->verdict->claims)
+			family__stats(families[i])->verdict->claims(v->states[i], v);
 	for (i = 0; i < v->nclaims; i++)
 		v->order[i] = i;
 	sort_ctx = v;
@@ -478,7 +482,7 @@ const char *verdict__nothing(const struct verdict *v, char *text, size_t len)
 	for (int i = 0; families[i]; i++) {
 		const char *name = families[i]->name;
 
-		if (!families[i]->verdict)
+		if (!family__stats(families[i])->verdict)
 			continue;
 		if (v->events[i])
 			nh += snprintf(had + nh, nh < sizeof(had) ? sizeof(had) - nh : 0,

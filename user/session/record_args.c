@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "family.h"
+#include "family_record.h"
 #include "getopt_error.h"
 #include "proc_meta.h"
 #include "kernel_features.h"
@@ -206,7 +207,7 @@ int record_args__check_kernel(const char *cmd, struct record_opts *o)
 		if (!(o->families & (1ull << i)))
 			continue;
 		for (int f = 0; f < KF_NR; f++)
-			if ((families[i]->needs & (1u << f)) && !kfeature__has(f))
+			if ((families[i]->record->needs & (1u << f)) && !kfeature__has(f))
 				missing |= 1u << f;
 		for (int f = 0; missing && f < KF_NR; f++) {
 			if (!(missing & (1u << f)))

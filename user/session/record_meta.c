@@ -5,6 +5,7 @@
 #include <string.h>
 #include "bpfsight_version.h"
 #include "family.h"
+#include "family_record.h"
 #include "kernel_features.h"
 #include "nv_gpus.h"
 #include "record_clock.h"
@@ -59,9 +60,9 @@ void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
 	used = snprintf(options, options_len, "ringbuf_bytes=%llu duration_ns=%llu",
 			(unsigned long long)o->ringbuf_bytes, (unsigned long long)o->duration_ns);
 	for (int i = 0; families[i] && used < options_len; i++)
-		if (families[i]->opts_describe && o->family_opts[i]) {
-			families[i]->opts_describe(o->family_opts[i], options + used,
-						   options_len - used);
+		if (families[i]->record->opts_describe && o->family_opts[i]) {
+			families[i]->record->opts_describe(o->family_opts[i], options + used,
+							   options_len - used);
 			used += strlen(options + used);
 		}
 	if (*missing && used < options_len)

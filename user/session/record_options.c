@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
+#include "family_record.h"
 #include "flight_opts.h"
 #include "kernel_features.h"
 #include "parse.h"
@@ -229,11 +230,12 @@ static void capture_kinds(char *buf, size_t len)
 
 	buf[0] = 0;
 	for (int i = 0; families[i] && used < len; i++)
-		if (families[i]->capture)
+		if (families[i]->record->capture)
 			used += snprintf(buf + used, len - used, "%s%s%s", used ? ", " : "",
-					 families[i]->capture->kind,
-					 families[i]->capture->arg ? families[i]->capture->arg
-								   : "");
+					 families[i]->record->capture->kind,
+					 families[i]->record->capture->arg
+						 ? families[i]->record->capture->arg
+						 : "");
 }
 
 /* --capture-range=KIND[ARG]: the family whose KIND it is opens and closes the ranges. */
@@ -244,7 +246,7 @@ static int opt_capture(struct record_args *a, const char *arg)
 	if (a->o.capture)
 		return FAIL("--capture-range given twice: one range kind per recording");
 	for (int i = 0; families[i]; i++) {
-		const struct family_capture *c = families[i]->capture;
+		const struct family_capture *c = families[i]->record->capture;
 		size_t n = c ? strlen(c->kind) : 0;
 
 		if (!c || strncmp(arg, c->kind, n))
@@ -273,7 +275,7 @@ static void names_of(char *buf, size_t len, const char *sep, int (*has)(const st
 
 static int takes_stacks(const struct family *f)
 {
-	return f->stack_default_ns || (f->flags & FAMILY_STACKS_EVERY);
+	return f->record->stack_default_ns || (f->flags & FAMILY_STACKS_EVERY);
 }
 
 static int stacks_by_default(const struct family *f)
@@ -288,7 +290,7 @@ static int stacks_by_default_targets(const struct family *f)
 
 static int uses_shim(const struct family *f)
 {
-	return f->shim != NULL;
+	return f->record->shim != NULL;
 }
 
 /* --stacks LIST: "none", or FAMILY[:THRESHOLD] entries (docs/STACKS.md). */
@@ -318,11 +320,11 @@ static int opt_stacks(struct record_args *a, const char *list)
 				   tok, fams);
 			break;
 		}
-		o->stack_ns[i] = families[i]->stack_default_ns;
-		if (colon && families[i]->stack_bytes && parse_size(colon, &o->stack_ns[i]))
+		o->stack_ns[i] = families[i]->record->stack_default_ns;
+		if (colon && families[i]->record->stack_bytes && parse_size(colon, &o->stack_ns[i]))
 			ret = FAIL("--stacks: bad size '%s' for %s: use e.g. 0, 64K or 1M", colon,
 				   tok);
-		else if (colon && !families[i]->stack_bytes &&
+		else if (colon && !families[i]->record->stack_bytes &&
 			 parse_threshold_ns(colon, &o->stack_ns[i]))
 			ret = FAIL("--stacks: bad threshold '%s' for %s: use e.g. 0, 100us or 5ms",
 				   colon, tok);
@@ -636,8 +638,10 @@ static void each_option(__u32 cmds,
 			continue;
 		}
 		for (int i = 0; families[i]; i++)
-			for (int k = 0; families[i]->options && families[i]->options[k].name; k++)
-				if (takes(families[i]->options[k].cmds, cmds))
+			for (int k = 0;
+			     families[i]->record->options && families[i]->record->options[k].name;
+			     k++)
+				if (takes(families[i]->record->options[k].cmds, cmds))
 					fn(arg, NULL, -1, families[i], i, k);
 	}
 }
@@ -651,8 +655,8 @@ static void add_long(void *arg, const struct rec_option *t, int ti, const struct
 		     int oi)
 {
 	struct long_build *b = arg;
-	const char *name = t ? t->name : f->options[oi].name;
-	const char *val = t ? t->arg : f->options[oi].arg;
+	const char *name = t ? t->name : f->record->options[oi].name;
+	const char *val = t ? t->arg : f->record->options[oi].arg;
 
 	if (b->n >= (int)MAX_OPTIONS - 1 || oi >= FAMILY_OPTS)
 		return;
@@ -729,15 +733,15 @@ int record_args__init(struct record_args *a, const char *cmd)
 	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
 		a->o.stack_ns[i] = RECORD_STACKS_OFF;
 	for (int i = 0; families[i]; i++) {
-		if (!families[i]->opts_size)
+		if (!families[i]->record->opts_size)
 			continue;
-		a->o.family_opts[i] = calloc(1, families[i]->opts_size);
+		a->o.family_opts[i] = calloc(1, families[i]->record->opts_size);
 		if (!a->o.family_opts[i])
 			return -ENOMEM;
 		/* top records as monitor does: monitor's defaults (e.g. osrt's threshold) */
-		if (families[i]->opts_init)
-			families[i]->opts_init(a->o.family_opts[i],
-					       a->cmd_bit == T ? "monitor" : cmd);
+		if (families[i]->record->opts_init)
+			families[i]->record->opts_init(a->o.family_opts[i],
+						       a->cmd_bit == T ? "monitor" : cmd);
 	}
 	return 0;
 }
@@ -786,8 +790,9 @@ int record_args__parse(struct record_args *a, int argc, char **argv)
 			int fi = (c - FAMILY_VAL) / FAMILY_OPTS,
 			    oi = (c - FAMILY_VAL) % FAMILY_OPTS;
 
-			ret = families[fi]->options[oi].parse(a->o.family_opts[fi], optarg, a->cmd);
-			if (!ret && (families[fi]->options[oi].cmds & FAMILY_OPT_IMPLIES))
+			ret = families[fi]->record->options[oi].parse(a->o.family_opts[fi], optarg,
+								      a->cmd);
+			if (!ret && (families[fi]->record->options[oi].cmds & FAMILY_OPT_IMPLIES))
 				a->implied |= 1ull << fi;
 		} else if (c >= TABLE_VAL && c < TABLE_VAL + (int)NTABLE) {
 			ret = table[c - TABLE_VAL].parse(a, optarg);
@@ -879,10 +884,10 @@ static void print_stack_families(FILE *f)
 	for (int i = 0; families[i] && used < sizeof(line); i++) {
 		if (!takes_stacks(families[i]))
 			continue;
-		if (families[i]->stack_bytes)
-			size_text(families[i]->stack_default_ns, thr, sizeof(thr));
+		if (families[i]->record->stack_bytes)
+			size_text(families[i]->record->stack_default_ns, thr, sizeof(thr));
 		else
-			threshold_text(families[i]->stack_default_ns, thr, sizeof(thr));
+			threshold_text(families[i]->record->stack_default_ns, thr, sizeof(thr));
 		used += snprintf(line + used, sizeof(line) - used, " %s:%s", families[i]->name,
 				 thr);
 	}
@@ -911,7 +916,8 @@ static void print_option(void *arg, const struct rec_option *t, int ti, const st
 			  : (h->cmds & (M | T)) && t->help_monitor ? t->help_monitor
 								   : t->help);
 	else
-		print_one(h->f, 0, f->options[oi].name, f->options[oi].arg, f->options[oi].help);
+		print_one(h->f, 0, f->record->options[oi].name, f->record->options[oi].arg,
+			  f->record->options[oi].help);
 	if (t && t->parse == opt_trace) { /* the families there are, on a line of their own */
 		family__list_selectable(fams, sizeof(fams));
 		fprintf(h->f, "%27savailable: %s\n", "", fams);
@@ -984,19 +990,20 @@ int record_args__check(struct record_args *a)
 			    (o->families & (1ull << i)) &&
 			    !((o->system_wide || o->flight.window_ns || o->cmd || !o->npids) &&
 			      (families[i]->flags & FAMILY_STACKS_DEFAULT_ATTACH)))
-				o->stack_ns[i] = families[i]->stack_default_ns;
+				o->stack_ns[i] = families[i]->record->stack_default_ns;
 	for (int i = 0; families[i]; i++)
 		if (o->stack_ns[i] != RECORD_STACKS_OFF && !(o->families & (1ull << i)))
 			return FAIL("--stacks=%s: the %s family is not recorded: add it to -t",
 				    families[i]->name, families[i]->name);
 	if (o->capture && !recorded(o, o->capture))
 		return FAIL("--capture-range=%s%s%s needs the %s family: add %s to -t",
-			    o->capture->capture->kind, o->capture_arg ? ":" : "",
+			    o->capture->record->capture->kind, o->capture_arg ? ":" : "",
 			    o->capture_arg ?: "", o->capture->name, o->capture->name);
 	if (record_opts__capture_files(o) && o->flight.window_ns)
 		return FAIL(
 			"--capture-range=%s%s%s writes a file per range: drop --flight-recorder",
-			o->capture->capture->kind, o->capture_arg ? ":" : "", o->capture_arg ?: "");
+			o->capture->record->capture->kind, o->capture_arg ? ":" : "",
+			o->capture_arg ?: "");
 	if (o->inject && !records_shim(o)) {
 		names_of(fams, sizeof(fams), " or ", uses_shim);
 		return FAIL("--inject loads the cupti-shim for -t %s: add one of them to -t", fams);

@@ -19,6 +19,7 @@
 #include "capture_files.h"
 #include "capture_gate.h"
 #include "family.h"
+#include "family_record.h"
 #include "family_attach.h"
 #include "flight_recorder.h"
 #include "kernel_features.h"
@@ -193,9 +194,9 @@ static void make_dispatch(struct recording *r)
 
 			if (!r->attached[i])
 				continue;
-			if (f->consume && takes(f->consumes, t))
+			if (f->record->consume && takes(f->record->consumes, t))
 				r->consumers[t][nc++] = (__s8)i;
-			if (f->observe && takes(f->observes, t))
+			if (f->record->observe && takes(f->record->observes, t))
 				r->observers[t][no++] = (__s8)i;
 		}
 		r->consumers[t][nc] = r->observers[t][no] = -1;
@@ -221,7 +222,7 @@ static void handle_record(struct recording *r, void *data, size_t size)
 		return;
 	for (fi = r->consumers[h->type]; *fi >= 0 && !consumed; fi++)
 		if (r->attached[*fi]) /* a family detached at the stop takes no more */
-			consumed = families[*fi]->consume(ctx, r->states[*fi], h);
+			consumed = families[*fi]->record->consume(ctx, r->states[*fi], h);
 	if (consumed)
 		return;
 	if (h->type == BS_REC_STACK_RAW) {
@@ -235,7 +236,7 @@ static void handle_record(struct recording *r, void *data, size_t size)
 		stack_svc__observe(ctx, r->stacks, h);
 	for (fi = r->observers[h->type]; *fi >= 0; fi++)
 		if (r->attached[*fi])
-			families[*fi]->observe(ctx, r->states[*fi], h);
+			families[*fi]->record->observe(ctx, r->states[*fi], h);
 	if (!r->uprobes_observe[h->type])
 		;
 	else if (r->uprobes && !r->uprobes_closed)
@@ -329,8 +330,8 @@ static void account_losses(struct recording *r)
 static void poll_families(struct recording *r)
 {
 	for (int i = 0; families[i]; i++)
-		if (r->attached[i] && families[i]->poll)
-			families[i]->poll(&r->ctx, r->states[i]);
+		if (r->attached[i] && families[i]->record->poll)
+			families[i]->record->poll(&r->ctx, r->states[i]);
 }
 
 void recording__bring_up_to_date(struct recording *r)
@@ -442,7 +443,7 @@ static int start(struct recording *r)
 		if (!(o->families & (1ull << i)))
 			continue;
 		recording__attach_args(r, i, &a);
-		err = families[i]->attach(&a, &r->states[i]);
+		err = families[i]->record->attach(&a, &r->states[i]);
 		if (err) {
 			pr_err("cannot load the %s family: %s\n", families[i]->name,
 			       strerror(-err));
@@ -510,8 +511,8 @@ static int go_live(struct recording *r)
 		__u64 t0 = mono_now_ns();
 
 		for (int i = 0; families[i]; i++)
-			if (r->attached[i] && families[i]->at_start)
-				families[i]->at_start(ctx, r->states[i]);
+			if (r->attached[i] && families[i]->record->at_start)
+				families[i]->record->at_start(ctx, r->states[i]);
 		if (o->verbose)
 			pr_info("the intervals open at the start carried in in %.1f ms\n",
 				(mono_now_ns() - t0) / 1e6);
@@ -666,8 +667,8 @@ static enum record_outcome finish(struct recording *r)
 	recording__edge(r, BS_SNAP_AT_END);
 	/* Producers that buffer (the cupti-shim) flush first, the probes still attached. */
 	for (int i = 0; families[i]; i++)
-		if (r->attached[i] && families[i]->stop)
-			families[i]->stop(ctx, r->states[i]);
+		if (r->attached[i] && families[i]->record->stop)
+			families[i]->record->stop(ctx, r->states[i]);
 	/*
 	 * No new records from here on, so the ring only empties: what is in it is read for
 	 * STOP_READ_NS at most and the rest counted, so no event rate keeps the recording alive.
@@ -689,7 +690,7 @@ static enum record_outcome finish(struct recording *r)
 	recording__close_services(r);
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
 		if (r->attached[i]) {
-			families[i]->detach(ctx, r->states[i]);
+			families[i]->record->detach(ctx, r->states[i]);
 			r->attached[i] = 0;
 		}
 	/* Its probes go, and what the ring still holds of its batches is unpacked. */
@@ -794,7 +795,7 @@ static void teardown(struct recording *r)
 	recording__close_services(r); /* families' detach must not scan (gil checks) */
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
 		if (r->attached[i]) {
-			families[i]->detach(ctx, r->states[i]);
+			families[i]->record->detach(ctx, r->states[i]);
 			r->attached[i] = 0; /* the shim channel's last drain calls no hook of it */
 		}
 	recording__hang_free(r);
@@ -868,8 +869,8 @@ int recorder__run(const struct record_opts *opts)
 	record_meta__fill(&r->rm, o);
 	/* What CMD's environment needs, before anything is created. */
 	for (int i = 0; o->cmd && families[i]; i++)
-		if ((o->families & (1ull << i)) && families[i]->prelaunch &&
-		    families[i]->prelaunch(o))
+		if ((o->families & (1ull << i)) && families[i]->record->prelaunch &&
+		    families[i]->record->prelaunch(o))
 			goto out;
 	catch_signals();
 	if (start(r))

@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include "array.h"
 #include "family.h"
+#include "family_record.h"
 #include "flight_hang.h"
 #include "flight_recorder.h"
 #include "hmap.h"
@@ -150,8 +151,8 @@ void recording__hang_look(struct recording *r, __u64 now)
 	h->ncalls = h->npids = 0;
 	flight_hang__begin(fh, now);
 	for (int i = 0; families[i]; i++)
-		if (r->attached[i] && families[i]->in_flight)
-			families[i]->in_flight(&r->ctx, r->states[i], on_thread, r);
+		if (r->attached[i] && families[i]->record->in_flight)
+			families[i]->record->in_flight(&r->ctx, r->states[i], on_thread, r);
 	watch_ranks(r, fh);
 	if (!flight_hang__stalled(fh, why, sizeof(why), &pid))
 		return;

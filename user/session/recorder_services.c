@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "family.h"
+#include "family_record.h"
 #include "family_attach.h"
 #include "kernel_features.h"
 #include "recording.h"
@@ -84,7 +85,7 @@ static void needs(const struct record_opts *o, int *uprobes, int *stacks, int *s
 	for (int i = 0; families[i]; i++) {
 		if (!(o->families & (1ull << i)))
 			continue;
-		*shim |= families[i]->shim != NULL;
+		*shim |= families[i]->record->shim != NULL;
 		*uprobes |= !!(families[i]->flags & FAMILY_UPROBES);
 	}
 	/* The stack service names native frames from the manager's files; the channel finds

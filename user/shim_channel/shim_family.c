@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "family.h"
+#include "family_record.h"
 #include "shim_cookie.h"
 #include "shim_family.h"
 
@@ -29,7 +30,7 @@ static const struct shim_name channel_events[] = {
 int shim_family__of(__u16 type, const struct shim_rec **rec)
 {
 	for (int i = 0; families[i]; i++) {
-		const struct family_shim *s = families[i]->shim;
+		const struct family_shim *s = families[i]->record->shim;
 
 		for (const struct shim_rec *r = s ? s->recs : NULL; r && r->type; r++)
 			if (r->type == type) {
@@ -44,7 +45,7 @@ int shim_family__of(__u16 type, const struct shim_rec **rec)
 const struct shim_site *shim_family__stack_slot(int k, int *family)
 {
 	for (int i = 0; families[i]; i++) {
-		const struct family_shim *s = families[i]->shim;
+		const struct family_shim *s = families[i]->record->shim;
 
 		for (const struct shim_site *t = s ? s->sites : NULL; t && t->name; t++)
 			if (t->stack_type && k-- == 0) {
@@ -70,9 +71,9 @@ const struct family *shim_family__channel(void)
 	const struct family *first = NULL;
 
 	for (int i = 0; families[i]; i++) {
-		if (!families[i]->shim)
+		if (!families[i]->record->shim)
 			continue;
-		if (families[i]->shim->channel)
+		if (families[i]->record->shim->channel)
 			return families[i];
 		if (!first)
 			first = families[i];
@@ -87,7 +88,7 @@ void shim_family__min_sizes(__u16 min_size[BS_REC_TYPE_MAX])
 	min_size[BS_REC_STRING] = sizeof(struct bs_string);
 	min_size[BS_REC_SHIM_STATUS] = sizeof(struct bs_shim_status);
 	for (int i = 0; families[i]; i++) {
-		const struct family_shim *s = families[i]->shim;
+		const struct family_shim *s = families[i]->record->shim;
 
 		for (const struct shim_rec *r = s ? s->recs : NULL; r && r->type; r++)
 			if (r->type < BS_REC_TYPE_MAX)
@@ -108,8 +109,8 @@ void shim_family__state_names(const char *names[32])
 		names[b] = NULL;
 	names_of(channel_states, names);
 	for (int i = 0; families[i]; i++)
-		if (families[i]->shim)
-			names_of(families[i]->shim->states, names);
+		if (families[i]->record->shim)
+			names_of(families[i]->record->shim->states, names);
 }
 
 static const char *event_in(const struct shim_name *n, __u32 event)
@@ -125,7 +126,7 @@ const char *shim_family__event_name(__u32 event)
 	const char *name = event_in(channel_events, event);
 
 	for (int i = 0; !name && families[i]; i++)
-		if (families[i]->shim)
-			name = event_in(families[i]->shim->events, event);
+		if (families[i]->record->shim)
+			name = event_in(families[i]->record->shim->events, event);
 	return name;
 }

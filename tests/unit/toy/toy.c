@@ -8,6 +8,8 @@
 #include "toy.h"
 #include "msg.h"
 #include "record_ctx.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 static int toy_decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
@@ -107,22 +109,33 @@ static const struct family_trigger toy_triggers[] = {
 	{ 0 },
 };
 
-const struct family family_toy = {
-	.name = "toy",
-	.desc = "a family that exists only in this test",
-	.decoders = toy_decoders,
-	.reports = toy_reports,
-	.verdict = &toy_verdict,
-	.export = &toy_export,
-	.exporters = toy_exporters,
+static const struct family_record toy_recording = {
 	.options = toy_options,
 	.opts_size = sizeof(struct toy_opts),
 	.opts_init = toy_opts_init,
-	.losses = toy_losses,
 	.capture = &toy_capture,
-	.metrics = &toy_metrics,
-	.page = &toy_page,
-	.top = &toy_top,
+};
+
+static const struct family_decode toy_reading = {
 	.triggers = toy_triggers,
+	.decoders = toy_decoders,
 	.reorder = &toy_reorder,
+};
+
+static const struct family_stats toy_stats = {
+	.reports = toy_reports,
+	.verdict = &toy_verdict,
+	.page = &toy_page,
+};
+
+const struct family family_toy = {
+	.name = "toy",
+	.desc = "a family that exists only in this test",
+	.export = &toy_export,
+	.losses = toy_losses,
+	.metrics = &toy_metrics,
+	.top = &toy_top,
+	.record = &toy_recording,
+	.decode = &toy_reading,
+	.stats = &toy_stats,
 };

@@ -7,6 +7,7 @@
 #define BPFSIGHT_TOY_H
 
 #include "family.h"
+#include "family_record.h"
 
 #define TOY_REC	 0xf8 /* in the file format's block, past its 0xf0 and 0xf1 (records.h) */
 #define TOY_LOSS 0xf9 /* its own loss cause, in its block (records.h) */

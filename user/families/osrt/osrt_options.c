@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "osrt.h"
+#include "family_record.h"
 #include "parse.h"
 #include "msg.h"
 #include "record_ctx.h"
