@@ -698,10 +698,10 @@ static void test_top_shows_toy(void)
 	 * By default top records what has columns (the toy among them; not opt-in ones), and proc;
 	 * with -p the families that sample too (the function view's).
 	 */
-	for (int i = 0; families[i]; i++)
-		if ((families[i]->top && !(families[i]->flags & FAMILY_OPT_IN)) ||
-		    (families[i]->flags & FAMILY_ALWAYS) || family__samples(families[i]))
-			want |= 1ull << i;
+	for_each_family(it)
+		if ((it.f->top && !(it.f->flags & FAMILY_OPT_IN)) ||
+		    (it.f->flags & FAMILY_ALWAYS) || family__samples(it.f))
+			want |= 1ull << it.i;
 	ASSERT_EQ(a.o.families, want, "the families top records");
 	ASSERT_TRUE(family__find("toy")->top && family__find("sched") &&
 			    !family__find("sched")->top,

@@ -75,8 +75,8 @@ static void dump_usage(FILE *f)
 /* A kind of records that feed the model and the reports, not dump (syscall_agg, string). */
 static int dump_kind_is_meta(const char *kind)
 {
-	for (int f = 0; families[f]; f++)
-		for (const struct rec_decoder *d = families[f]->decode->decoders; d && d->kind; d++)
+	for_each_family(it)
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->kind; d++)
 			if (!strcmp(d->kind, kind))
 				return d->decode == family__decode_meta;
 	return 0;

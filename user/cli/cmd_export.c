@@ -40,8 +40,8 @@ static const struct exporter *export_nth(size_t i)
 	for (const struct exporter *const *e = export_formats; *e; e++)
 		if (!i--)
 			return *e;
-	for (int f = 0; families[f]; f++)
-		for (const struct exporter *const *e = family__exporters(families[f]); e && *e; e++)
+	for_each_family(it)
+		for (const struct exporter *const *e = family__exporters(it.f); e && *e; e++)
 			if (!i--)
 				return *e;
 	return NULL;

@@ -8,9 +8,9 @@
 
 const struct family *family__find(const char *name)
 {
-	for (int i = 0; families[i]; i++)
-		if (!strcmp(families[i]->name, name))
-			return families[i];
+	for_each_family(it)
+		if (!strcmp(it.f->name, name))
+			return it.f;
 	return NULL;
 }
 
@@ -30,11 +30,11 @@ static pthread_once_t by_type_once = PTHREAD_ONCE_INIT;
 
 static void by_type_build(void)
 {
-	for (int i = 0; families[i]; i++)
-		for (const struct rec_decoder *d = families[i]->decode->decoders; d && d->type; d++)
+	for_each_family(it)
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->type; d++)
 			if (d->type < BS_REC_TYPE_MAX && !by_type[d->type]) {
 				by_type[d->type] = d;
-				family_of[d->type] = i;
+				family_of[d->type] = it.i;
 			}
 }
 
@@ -66,8 +66,8 @@ int family__samples(const struct family *f)
 
 const struct export_style *family__kind_style(const char *kind)
 {
-	for (int i = 0; families[i]; i++)
-		for (const struct rec_decoder *d = families[i]->decode->decoders; d && d->type; d++)
+	for_each_family(it)
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->type; d++)
 			if (d->kind && !strcmp(d->kind, kind))
 				return d->style;
 	return NULL;
@@ -100,8 +100,8 @@ int family__decode_meta(const struct bs_hdr *rec, const struct trace_model *m, s
 
 int family__kind_is_event(const char *kind)
 {
-	for (int i = 0; families[i]; i++)
-		for (const struct rec_decoder *d = families[i]->decode->decoders; d && d->type; d++)
+	for_each_family(it)
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->type; d++)
 			if (d->kind && !strcmp(d->kind, kind) && d->decode != family__decode_meta)
 				return 1;
 	return 0;

@@ -333,7 +333,7 @@ struct family_it {
 		struct {                                                                           \
 			int i;                                                                     \
 			const struct family *f;                                                    \
-			__typeof__(&(slots)[0]) slot;                                              \
+			__typeof__((slots)[0]) *slot;                                              \
 		} it = { 0, families[0], &(slots)[0] };                                            \
 		it.f; it.f = families[++it.i], it.slot = &(slots)[it.i])
 

@@ -36,10 +36,10 @@ const char *loss_cause__find(__u32 cause, const struct family **owner)
 	for (l = recording_losses; l->name; l++)
 		if (l->cause == cause)
 			return l->name;
-	for (int i = 0; families[i]; i++)
-		for (l = families[i]->losses; l && l->name; l++)
+	for_each_family(it)
+		for (l = it.f->losses; l && l->name; l++)
 			if (l->cause == cause) {
-				*owner = families[i];
+				*owner = it.f;
 				return l->name;
 			}
 	return NULL;

@@ -28,8 +28,8 @@ int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 		return EXIT_READ_FAIL;
 	}
 	trace_model__set_start(w->m, trace_reader__meta(w->r)->start.mono_ns);
-	for (int i = 0; families[i]; i++) {
-		const struct family_reorder *h = families[i]->decode->reorder;
+	for_each_family(it) {
+		const struct family_reorder *h = it.f->decode->reorder;
 		void *st;
 
 		if (!h)
@@ -39,7 +39,7 @@ int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 			pr_warn("%s: %s (%s)\n", path, h->without, strerror(ENOMEM));
 			continue;
 		}
-		w->stages[w->nstages++] = (struct trace_walk_stage){ families[i], st, 0 };
+		w->stages[w->nstages++] = (struct trace_walk_stage){ it.f, st, 0 };
 	}
 	return 0;
 }

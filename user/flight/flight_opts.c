@@ -78,12 +78,11 @@ static void offered_triggers(char *buf, size_t len)
 	size_t used = 0;
 
 	buf[0] = 0;
-	for (int i = 0; families[i]; i++)
-		for (const struct family_trigger *t = families[i]->decode->triggers; t && t->name;
-		     t++)
+	for_each_family(it)
+		for (const struct family_trigger *t = it.f->decode->triggers; t && t->name; t++)
 			if (used < len)
 				used += snprintf(buf + used, len - used, "%s%s:%s",
-						 used ? ", " : "", families[i]->name, t->name);
+						 used ? ", " : "", it.f->name, t->name);
 }
 
 /* FAMILY:NAME with no duration: a trigger family FAM offers. */

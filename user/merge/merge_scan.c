@@ -155,9 +155,8 @@ struct syncs {
 static int syncs__open(struct syncs *y, const struct trace_meta *meta)
 {
 	memset(y, 0, sizeof(*y));
-	for (int i = 0; families[i]; i++)
-		if (families[i]->decode->sync &&
-		    !(y->st[i] = families[i]->decode->sync->new (meta)))
+	for_each_family_slot(it, y->st)
+		if (it.f->decode->sync && !(*it.slot = it.f->decode->sync->new (meta)))
 			return -ENOMEM;
 	return 0;
 }
@@ -165,12 +164,12 @@ static int syncs__open(struct syncs *y, const struct trace_meta *meta)
 /* The points the hooks still hold (S NULL: none wanted), then their states freed. */
 static void syncs__close(struct syncs *y, struct scan *s)
 {
-	for (int i = 0; families[i]; i++) {
-		if (!y->st[i])
+	for_each_family_slot(it, y->st) {
+		if (!*it.slot)
 			continue;
 		if (s)
-			families[i]->decode->sync->finish(y->st[i], on_point, s);
-		families[i]->decode->sync->free(y->st[i]);
+			it.f->decode->sync->finish(*it.slot, on_point, s);
+		it.f->decode->sync->free(*it.slot);
 	}
 }
 

@@ -58,18 +58,18 @@ static int add_record(struct timelines *tl, const struct bs_hdr *rec, const stru
 
 	if (rec->type == BS_REC_LOSS && (err = add_loss(tl, (const void *)rec)))
 		return err;
-	for (int i = 0; families[i]; i++)
-		if (tl->states[i] && family__stats(families[i])->page->record &&
-		    (err = family__stats(families[i])->page->record(&tl->p, tl->states[i], rec, m)))
+	for_each_family_slot(it, tl->states)
+		if (*it.slot && family__stats(it.f)->page->record &&
+		    (err = family__stats(it.f)->page->record(&tl->p, *it.slot, rec, m)))
 			return err;
 	return 0;
 }
 
 static void timelines_free(struct timelines *tl)
 {
-	for (int i = 0; families[i]; i++)
-		if (tl->states[i])
-			family__stats(families[i])->page->free(tl->states[i]);
+	for_each_family_slot(it, tl->states)
+		if (*it.slot)
+			family__stats(it.f)->page->free(*it.slot);
 	free(tl->loss);
 	page_lanes__free(tl->p.lanes);
 	page_bands__free(tl->p.bands);
@@ -126,9 +126,9 @@ static int collect(struct timelines *tl, const char *path)
 	if (tl->p.end < tl->p.origin)
 		tl->p.end = tl->p.origin;
 	/* The names while the model is here: the legend says "pid 42 (python3)". */
-	for (int i = 0; families[i]; i++)
-		if (tl->states[i] && family__stats(families[i])->page->named)
-			family__stats(families[i])->page->named(&tl->p, tl->states[i], w.m);
+	for_each_family_slot(it, tl->states)
+		if (*it.slot && family__stats(it.f)->page->named)
+			family__stats(it.f)->page->named(&tl->p, *it.slot, w.m);
 	page_summary__focus(&tl->p, tl->p.stats, w.m);
 	page_lanes__named(tl->p.lanes, w.m);
 	trace_walk__close(&w);
@@ -386,9 +386,9 @@ static void figures_html(FILE *f, struct timelines *tl)
 {
 	fprintf(f, "<section id=\"figures\"><h2>At a glance</h2><div class=\"figs\">\n");
 	page_summary__figures(f, &tl->p, tl->p.stats);
-	for (int i = 0; families[i]; i++)
-		if (tl->states[i] && family__stats(families[i])->page->figures)
-			family__stats(families[i])->page->figures(&tl->p, tl->states[i], f);
+	for_each_family_slot(it, tl->states)
+		if (*it.slot && family__stats(it.f)->page->figures)
+			family__stats(it.f)->page->figures(&tl->p, *it.slot, f);
 	fprintf(f, "</div></section>\n");
 }
 
@@ -537,8 +537,8 @@ static void family_html(FILE *f, struct timelines *tl, const struct stats *st, i
 
 static void families_html(FILE *f, struct timelines *tl, const struct stats *st, int *shown)
 {
-	for (int i = 0; families[i]; i++)
-		family_html(f, tl, st, i, shown);
+	for_each_family(it)
+		family_html(f, tl, st, it.i, shown);
 	if (!*shown)
 		fprintf(f, "<section id=\"reports\"><p>No report has rows.</p></section>\n");
 }
@@ -635,11 +635,10 @@ int report_html__write(const struct report_input *in, FILE *f)
 		"reports with rows",
 		(double)(tl.p.end - tl.p.origin) / 1e9, REPORT_BIN_NS / 1000000, REPORT_COLUMNS,
 		REPORT_SERIES, REPORT_ROWS, reports);
-	for (int i = 0; families[i]; i++) {
-		const char *note =
-			tl.states[i] && family__stats(families[i])->page->footnote
-				? family__stats(families[i])->page->footnote(tl.states[i])
-				: NULL;
+	for_each_family_slot(it, tl.states) {
+		const char *note = *it.slot && family__stats(it.f)->page->footnote
+					   ? family__stats(it.f)->page->footnote(*it.slot)
+					   : NULL;
 
 		if (note)
 			fputs(note, f);

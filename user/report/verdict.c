@@ -479,15 +479,15 @@ const char *verdict__nothing(const struct verdict *v, char *text, size_t len)
 	text[0] = 0;
 	if (verdict__headline(v, head, sizeof(head))[0])
 		return text;
-	for (int i = 0; families[i]; i++) {
-		const char *name = families[i]->name;
+	for_each_family_slot(fit, v->events) {
+		const char *name = fit.f->name;
 
-		if (!family__stats(families[i])->verdict)
+		if (!family__stats(fit.f)->verdict)
 			continue;
-		if (v->events[i])
+		if (*fit.slot)
 			nh += snprintf(had + nh, nh < sizeof(had) ? sizeof(had) - nh : 0,
 				       "%s%s %llu", nh ? ", " : "", name,
-				       (unsigned long long)v->events[i]);
+				       (unsigned long long)*fit.slot);
 		else if (listed(v->recorded, name))
 			ne += snprintf(empty + ne, ne < sizeof(empty) ? sizeof(empty) - ne : 0,
 				       "%s%s", ne ? ", " : "", name);

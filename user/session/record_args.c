@@ -48,10 +48,10 @@ static int add_family(const char *name, __u64 *mask)
 {
 	int found = 0;
 
-	for (int i = 0; families[i]; i++) {
-		if (strcmp(families[i]->name, name) || (families[i]->flags & FAMILY_ALWAYS))
+	for_each_family(it) {
+		if (strcmp(it.f->name, name) || (it.f->flags & FAMILY_ALWAYS))
 			continue;
-		*mask |= 1ull << i;
+		*mask |= 1ull << it.i;
 		found = 1;
 	}
 	return found;
@@ -118,9 +118,9 @@ int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 
 	free(copy);
 	*explicit = named > 0;
 	if (!ret && !named) /* only +NAME: the default set, and those */
-		for (int i = 0; families[i]; i++)
-			if (!(families[i]->flags & FAMILY_OPT_IN))
-				*mask |= 1ull << i;
+		for_each_family(it)
+			if (!(it.f->flags & FAMILY_OPT_IN))
+				*mask |= 1ull << it.i;
 	if (!ret && !*mask)
 		ret = msg__fail("-t needs at least one family");
 	return ret;
@@ -182,12 +182,12 @@ int record_args__pids(const char *cmd, const char *arg, struct record_opts *o)
 void record_args__default_families(struct record_opts *o)
 {
 	if (!o->families_explicit && !o->families)
-		for (int i = 0; families[i]; i++)
-			if (!(families[i]->flags & FAMILY_OPT_IN))
-				o->families |= 1ull << i;
-	for (int i = 0; families[i]; i++) /* always-on families cannot be deselected */
-		if (families[i]->flags & FAMILY_ALWAYS)
-			o->families |= 1ull << i;
+		for_each_family(it)
+			if (!(it.f->flags & FAMILY_OPT_IN))
+				o->families |= 1ull << it.i;
+	for_each_family(it) /* always-on families cannot be deselected */
+		if (it.f->flags & FAMILY_ALWAYS)
+			o->families |= 1ull << it.i;
 }
 
 void record_args__libbpf_print(int verbose)
@@ -201,13 +201,13 @@ void record_args__libbpf_print(int verbose)
  */
 int record_args__check_kernel(const char *cmd, struct record_opts *o)
 {
-	for (int i = 0; families[i]; i++) {
+	for_each_family(it) {
 		__u32 missing = 0;
 
-		if (!(o->families & (1ull << i)))
+		if (!(o->families & (1ull << it.i)))
 			continue;
 		for (int f = 0; f < KF_NR; f++)
-			if ((families[i]->record->needs & (1u << f)) && !kfeature__has(f))
+			if ((it.f->record->needs & (1u << f)) && !kfeature__has(f))
 				missing |= 1u << f;
 		for (int f = 0; missing && f < KF_NR; f++) {
 			if (!(missing & (1u << f)))
@@ -215,11 +215,11 @@ int record_args__check_kernel(const char *cmd, struct record_opts *o)
 			if (o->families_explicit)
 				return msg__fail("the %s family needs %s, which this kernel lacks "
 						 "(bpfsight record --features): drop it from -t",
-						 families[i]->name, kfeature__name(f));
+						 it.f->name, kfeature__name(f));
 			pr_err("not recording %s: this kernel lacks %s "
 			       "(bpfsight record --features)\n",
-			       families[i]->name, kfeature__name(f));
-			o->families &= ~(1ull << i);
+			       it.f->name, kfeature__name(f));
+			o->families &= ~(1ull << it.i);
 			break;
 		}
 	}

@@ -34,10 +34,10 @@ void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
 		fclose(f);
 	}
 	buf_fams[0] = 0;
-	for (int i = 0; families[i]; i++)
-		if (o->families & (1ull << i))
+	for_each_family(it)
+		if (o->families & (1ull << it.i))
 			used += snprintf(buf_fams + used, fams_len - used, "%s%s", used ? "," : "",
-					 families[i]->name);
+					 it.f->name);
 	if (o->system_wide) {
 		snprintf(target, target_len, "system-wide");
 	} else {

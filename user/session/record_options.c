@@ -245,15 +245,15 @@ static int opt_capture(struct record_args *a, const char *arg)
 
 	if (a->o.capture)
 		return FAIL("--capture-range given twice: one range kind per recording");
-	for (int i = 0; families[i]; i++) {
-		const struct family_capture *c = families[i]->record->capture;
+	for_each_family(it) {
+		const struct family_capture *c = it.f->record->capture;
 		size_t n = c ? strlen(c->kind) : 0;
 
 		if (!c || strncmp(arg, c->kind, n))
 			continue;
 		if (c->arg ? arg[n] != ':' || !arg[n + 1] : arg[n] != 0)
 			continue;
-		a->o.capture = families[i];
+		a->o.capture = it.f;
 		a->o.capture_arg = c->arg ? arg + n + 1 : NULL;
 		return c->check ? c->check(a->o.capture_arg, a->cmd) : 0;
 	}
@@ -637,12 +637,10 @@ static void each_option(__u32 cmds,
 			fn(arg, &table[t], t, NULL, -1, -1);
 			continue;
 		}
-		for (int i = 0; families[i]; i++)
-			for (int k = 0;
-			     families[i]->record->options && families[i]->record->options[k].name;
-			     k++)
-				if (takes(families[i]->record->options[k].cmds, cmds))
-					fn(arg, NULL, -1, families[i], i, k);
+		for_each_family(it)
+			for (int k = 0; it.f->record->options && it.f->record->options[k].name; k++)
+				if (takes(it.f->record->options[k].cmds, cmds))
+					fn(arg, NULL, -1, it.f, it.i, k);
 	}
 }
 
@@ -732,16 +730,16 @@ int record_args__init(struct record_args *a, const char *cmd)
 	/* Stacks are asked for (docs/STACKS.md); metrics need none. */
 	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
 		a->o.stack_ns[i] = RECORD_STACKS_OFF;
-	for (int i = 0; families[i]; i++) {
-		if (!families[i]->record->opts_size)
+	for_each_family(it) {
+		if (!it.f->record->opts_size)
 			continue;
-		a->o.family_opts[i] = calloc(1, families[i]->record->opts_size);
-		if (!a->o.family_opts[i])
+		a->o.family_opts[it.i] = calloc(1, it.f->record->opts_size);
+		if (!a->o.family_opts[it.i])
 			return -ENOMEM;
 		/* top records as monitor does: monitor's defaults (e.g. osrt's threshold) */
-		if (families[i]->record->opts_init)
-			families[i]->record->opts_init(a->o.family_opts[i],
-						       a->cmd_bit == T ? "monitor" : cmd);
+		if (it.f->record->opts_init)
+			it.f->record->opts_init(a->o.family_opts[it.i],
+						a->cmd_bit == T ? "monitor" : cmd);
 	}
 	return 0;
 }
@@ -935,17 +933,17 @@ void record_args__print_options(FILE *f, const char *cmd)
 
 static int recorded(const struct record_opts *o, const struct family *f)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return !!(o->families & (1ull << i));
+	for_each_family(it)
+		if (it.f == f)
+			return !!(o->families & (1ull << it.i));
 	return 0;
 }
 
 /* 1 when O records a family that records through the cupti-shim (--inject loads it). */
 static int records_shim(const struct record_opts *o)
 {
-	for (int i = 0; families[i]; i++)
-		if (uses_shim(families[i]) && (o->families & (1ull << i)))
+	for_each_family(it)
+		if (uses_shim(it.f) && (o->families & (1ull << it.i)))
 			return 1;
 	return 0;
 }
@@ -970,9 +968,9 @@ int record_args__check(struct record_args *a)
 		if (record_args__families(a->cmd, a->trace, &o->families, &o->families_explicit))
 			return 1;
 	} else if (a->cmd_bit == T) { /* top records what it shows: the families with columns */
-		for (int i = 0; families[i]; i++)
-			if (families[i]->top && !(families[i]->flags & FAMILY_OPT_IN))
-				o->families |= 1ull << i;
+		for_each_family(it)
+			if (it.f->top && !(it.f->flags & FAMILY_OPT_IN))
+				o->families |= 1ull << it.i;
 	}
 	/*
 	 * top -p: the samples of its function view too (f), py-spy top's view of a process;
@@ -985,16 +983,16 @@ int record_args__check(struct record_args *a)
 	record_args__default_families(o);
 	o->families |= a->implied;		 /* after the defaults: an option adds to them */
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */
-		for (int i = 0; families[i]; i++)
-			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&
-			    (o->families & (1ull << i)) &&
+		for_each_family_slot(it, o->stack_ns)
+			if ((it.f->flags & FAMILY_STACKS_DEFAULT) &&
+			    (o->families & (1ull << it.i)) &&
 			    !((o->system_wide || o->flight.window_ns || o->cmd || !o->npids) &&
-			      (families[i]->flags & FAMILY_STACKS_DEFAULT_ATTACH)))
-				o->stack_ns[i] = families[i]->record->stack_default_ns;
-	for (int i = 0; families[i]; i++)
-		if (o->stack_ns[i] != RECORD_STACKS_OFF && !(o->families & (1ull << i)))
+			      (it.f->flags & FAMILY_STACKS_DEFAULT_ATTACH)))
+				*it.slot = it.f->record->stack_default_ns;
+	for_each_family_slot(it, o->stack_ns)
+		if (*it.slot != RECORD_STACKS_OFF && !(o->families & (1ull << it.i)))
 			return FAIL("--stacks=%s: the %s family is not recorded: add it to -t",
-				    families[i]->name, families[i]->name);
+				    it.f->name, it.f->name);
 	if (o->capture && !recorded(o, o->capture))
 		return FAIL("--capture-range=%s%s%s needs the %s family: add %s to -t",
 			    o->capture->record->capture->kind, o->capture_arg ? ":" : "",

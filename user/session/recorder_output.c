@@ -53,8 +53,8 @@ static int families_prologue(void *arg, __u64 from, int (*write)(void *w, const 
 	int err = 0;
 
 	for (int i = 0; families[i] && !err; i++)
-		if (r->attached[i] && families[i]->record->flight_prologue)
-			err = families[i]->record->flight_prologue(&r->ctx, r->states[i], from,
+		if (r->fam[i].attached && families[i]->record->flight_prologue)
+			err = families[i]->record->flight_prologue(&r->ctx, r->fam[i].state, from,
 								   write, w);
 	return err;
 }

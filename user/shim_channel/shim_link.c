@@ -97,10 +97,10 @@ static void file_free(struct shim_file *f)
 /* Whether a family this recording has wants its control site NAME. */
 static int site_wanted(const struct shim_link *l, const char *name)
 {
-	for (int i = 0; families[i]; i++) {
-		const struct family_shim *s = families[i]->record->shim;
+	for_each_family(fit) {
+		const struct family_shim *s = fit.f->record->shim;
 
-		if (!s || !(l->want & (1ull << i)))
+		if (!s || !(l->want & (1ull << fit.i)))
 			continue;
 		for (const struct shim_site *t = s->sites; t && t->name; t++)
 			if (!t->stack_type && !strcmp(t->name, name) &&
@@ -395,10 +395,8 @@ static void fill_consumes(void)
 				       [BS_REC_EXIT] = 1 };
 	int n = 0;
 
-	for (int i = 0; families[i]; i++)
-		for (const __u16 *t = families[i]->record->shim
-					      ? families[i]->record->shim->ring_types
-					      : NULL;
+	for_each_family(fit)
+		for (const __u16 *t = fit.f->record->shim ? fit.f->record->shim->ring_types : NULL;
 		     t && *t; t++)
 			if (*t < BS_REC_TYPE_MAX)
 				want[*t] = 1;
@@ -463,9 +461,9 @@ fail:
 
 static int family_index(const struct family *f)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return i;
+	for_each_family(fit)
+		if (fit.f == f)
+			return fit.i;
 	return -1;
 }
 
@@ -661,16 +659,16 @@ static void warn_targets(struct shim_link *l)
 			note_no_shim(l, pid, "--inject: the injected dlopen did not load the shim");
 			continue;
 		}
-		for (int k = 0; families[k]; k++) {
+		for_each_family(fit) {
 			const struct shim_hint *h;
 			char val[PATH_MAX];
 
 			/* Asked for: named by -t, or opt-in (pyfunc, which --python-functions
 			 * brings): the default set's shim families are not a user's demand. */
-			if (!(l->want & (1ull << k)) ||
-			    !(o->families_explicit || (families[k]->flags & FAMILY_OPT_IN)))
+			if (!(l->want & (1ull << fit.i)) ||
+			    !(o->families_explicit || (fit.f->flags & FAMILY_OPT_IN)))
 				continue;
-			h = &families[k]->record->shim->hint;
+			h = &fit.f->record->shim->hint;
 			if (!environ_get(pid, h->var, val, sizeof(val)))
 				pr_note("pid %d has %s=%s but has not "
 					"loaded it yet (it does at cuInit or the first NVTX call)\n",

@@ -201,18 +201,18 @@ void top__record(void *arg, const struct bs_hdr *h)
 		top_now__snap(t, h);
 	else if (h->type == BS_REC_PROC_SNAP)
 		top_role__snap(t, h);
-	for (int i = 0; families[i]; i++)
-		if (t->hooked[i] && families[i]->top->record)
-			families[i]->top->record(t, t->states[i], h);
+	for_each_family_slot(it, t->states)
+		if (t->hooked[it.i] && it.f->top->record)
+			it.f->top->record(t, *it.slot, h);
 	pthread_mutex_unlock(&t->lock);
 }
 
 /* Column COL of F as the view numbers it, or -1 (a family top does not show). */
 static int col_of(const struct top *t, const struct family *f, int col)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return t->col_base[i] >= 0 ? t->col_base[i] + col : -1;
+	for_each_family(it)
+		if (it.f == f)
+			return t->col_base[it.i] >= 0 ? t->col_base[it.i] + col : -1;
 	return -1;
 }
 

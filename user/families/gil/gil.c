@@ -467,9 +467,9 @@ static int only_family_asked(const struct record_ctx *ctx)
 
 	if (!o->families_explicit)
 		return 0;
-	for (int i = 0; families[i]; i++)
-		if ((o->families & (1ull << i)) && families[i] != &family_gil &&
-		    !(families[i]->flags & FAMILY_ALWAYS))
+	for_each_family(fit)
+		if ((o->families & (1ull << fit.i)) && fit.f != &family_gil &&
+		    !(fit.f->flags & FAMILY_ALWAYS))
 			return 0;
 	return 1;
 }
