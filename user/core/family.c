@@ -14,6 +14,21 @@ const struct family *family__find(const char *name)
 	return NULL;
 }
 
+const struct family *family__always(void)
+{
+	for_each_family(it)
+		if (it.f->flags & FAMILY_ALWAYS)
+			return it.f;
+	return NULL;
+}
+
+int family__recorded_type(const struct trace_meta *meta, __u16 type)
+{
+	int f;
+
+	return family__decoder_at(type, &f) && trace_meta__has_family(meta, families[f]->name);
+}
+
 int family__count(void)
 {
 	int n = 0;

@@ -338,6 +338,16 @@ struct family_it {
 		it.f; it.f = families[++it.i], it.slot = &(slots)[it.i])
 
 const struct family *family__find(const char *name);
+/*
+ * The family always recorded (FAMILY_ALWAYS: processes' lives, which names what the others
+ * record): the recording's own losses count against it, and its losses touch every report.
+ */
+const struct family *family__always(void);
+/*
+ * 1 when the file whose header is META recorded the family that writes records of TYPE (its
+ * decoder's), whatever its name: a family asks so of another's records without naming it.
+ */
+int family__recorded_type(const struct trace_meta *meta, __u16 type);
 /* How many families the registry has. */
 int family__count(void);
 /* The decoder of a record type, or NULL. */

@@ -91,6 +91,12 @@ struct family_record {
 	void (*opts_init)(void *opts, const char *cmd);
 	/* Its options for the trace header's options line, " key=value" each. Optional. */
 	void (*opts_describe)(const void *opts, char *buf, size_t len);
+	/*
+	 * nsys's -t names that record it, comma-separated ("cuda,cuda-hw"): `bpfsight profile`
+	 * reads -t as nsys does through them, and record's -t takes them (nsys_args.h). NULL:
+	 * nsys has no name for it.
+	 */
+	const char *nsys_trace;
 	/* --capture-range's kind it offers, or NULL. */
 	const struct family_capture *capture;
 	/*

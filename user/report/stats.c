@@ -650,16 +650,19 @@ int stats__verdict_line(const char *path, __u64 by_ns, char *buf, size_t len)
 
 /*
  * Whether the losses can touch a report of SR's family: its own family's, one of no family
- * ("all": the writer's; "unknown"), or proc's (every report names processes by it). A report
- * of no family reads several: touched by any.
+ * ("all": the writer's; "unknown"), or the always-on family's (every report names processes
+ * by it: family__always). A report of no family reads several: touched by any.
  */
 static int loss_touches(const struct stats *s, const struct stats_report *sr)
 {
+	const struct family *always = family__always();
+
 	if (!sr->fam)
 		return 1;
 	for (int i = 0; i < s->nloss_fams; i++)
 		if (!strcmp(s->loss_fams[i], sr->fam->name) || !strcmp(s->loss_fams[i], "all") ||
-		    !strcmp(s->loss_fams[i], "unknown") || !strcmp(s->loss_fams[i], "proc"))
+		    !strcmp(s->loss_fams[i], "unknown") ||
+		    (always && !strcmp(s->loss_fams[i], always->name)))
 			return 1;
 	return 0;
 }

@@ -15,6 +15,7 @@ static const struct loss_cause cublas_losses[] = {
 };
 
 static const struct family_record cublas_recording = {
+	.nsys_trace = "cublas,cublas-verbose", /* nsys -t */
 	.needs = UCALL_FAMILY_NEEDS,
 	.stack_default_ns = 100000, /* --stacks=cublas: calls of 100 us or more */
 	.attach = ucall_family__attach,

@@ -132,6 +132,7 @@ static const struct loss_cause cuda_losses[] = {
 };
 
 static const struct family_record cuda_recording = {
+	.nsys_trace = "cuda,cuda-hw", /* nsys -t */
 	.needs = UCALL_FAMILY_NEEDS,
 	.stack_default_ns = 100000, /* --stacks=cuda: calls of 100 us or more (nsys: 80 us) */
 	.attach = cuda_attach,

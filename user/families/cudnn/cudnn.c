@@ -15,6 +15,7 @@ static const struct loss_cause cudnn_losses[] = {
 };
 
 static const struct family_record cudnn_recording = {
+	.nsys_trace = "cudnn,cudnn-verbose", /* nsys -t */
 	.needs = UCALL_FAMILY_NEEDS,
 	.stack_default_ns = 100000, /* --stacks=cudnn: calls of 100 us or more */
 	.attach = ucall_family__attach,

@@ -505,6 +505,7 @@ static void gil_detach(struct record_ctx *ctx, void *state)
 static const __u16 gil_state_records[] = { BS_REC_GIL_PROC, 0 };
 
 static const struct family_record gil_recording = {
+	.nsys_trace = "python-gil",	      /* nsys -t */
 	.needs = 1u << KF_TASK_STORAGE,	      /* gil_thr: each thread's GIL state */
 	.stack_default_ns = GIL_THRESHOLD_NS, /* every wait with a record, and its rounds */
 	.options = gil_options,

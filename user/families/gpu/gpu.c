@@ -28,6 +28,7 @@ static const struct loss_cause gpu_losses[] = {
 static const __u16 gpu_ungated[] = { BS_REC_SHIM_STATUS, BS_REC_GPU_GRAPH_NODE, 0 };
 
 static const struct family_record gpu_recording = {
+	.nsys_trace = "cuda,cuda-hw", /* nsys -t */
 	.shim = &gpu_shim,
 	.ring_only = shim_ring_only,
 	/* shim.bpf.c tells the USDT sites apart by their cookies */

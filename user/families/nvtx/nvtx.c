@@ -35,6 +35,7 @@ static const struct loss_cause nvtx_losses[] = {
 static const __u16 nvtx_progress[] = { BS_REC_NVTX_RANGE, 0 };
 
 static const struct family_record nvtx_recording = {
+	.nsys_trace = "nvtx", /* nsys -t */
 	.shim = &nvtx_shim,
 	.ring_only = shim_ring_only,
 	.capture = &nvtx_capture,

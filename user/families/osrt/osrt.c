@@ -374,6 +374,7 @@ static void osrt_detach(struct record_ctx *ctx, void *state)
 static const __u16 osrt_ungated[] = { BS_REC_SYSCALL_AGG, 0 };
 
 static const struct family_record osrt_recording = {
+	.nsys_trace = "osrt",	   /* nsys -t */
 	.stack_default_ns = 80000, /* --stacks=osrt: calls of 80 us or more (nsys's default) */
 	.attach = osrt_attach,
 	.poll = osrt_poll,
