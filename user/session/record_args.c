@@ -228,3 +228,40 @@ int record_args__check_kernel(const char *cmd, struct record_opts *o)
 				 "needed)");
 	return 0;
 }
+
+/* "cudaProfilerApi, nvtx:NAME": the kinds the families offer, for errors and --help. */
+static void capture_kinds(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (int i = 0; families[i] && used < len; i++)
+		if (families[i]->record->capture)
+			used += snprintf(buf + used, len - used, "%s%s%s", used ? ", " : "",
+					 families[i]->record->capture->kind,
+					 families[i]->record->capture->arg
+						 ? families[i]->record->capture->arg
+						 : "");
+}
+
+int record_args__capture(const char *cmd, const char *arg, struct record_opts *o)
+{
+	char kinds[256];
+
+	if (o->capture)
+		return msg__fail("--capture-range given twice: one range kind per recording");
+	for_each_family(it) {
+		const struct family_capture *c = it.f->record->capture;
+		size_t n = c ? strlen(c->kind) : 0;
+
+		if (!c || strncmp(arg, c->kind, n))
+			continue;
+		if (c->arg ? arg[n] != ':' || !arg[n + 1] : arg[n] != 0)
+			continue;
+		o->capture = it.f;
+		o->capture_arg = c->arg ? arg + n + 1 : NULL;
+		return c->check ? c->check(o->capture_arg, cmd) : 0;
+	}
+	capture_kinds(kinds, sizeof(kinds));
+	return msg__fail("bad --capture-range '%s': use %s", arg, kinds);
+}

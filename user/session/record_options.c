@@ -223,42 +223,10 @@ static int opt_buffer(struct record_args *a, const char *arg)
 	return 0;
 }
 
-/* "cudaProfilerApi, nvtx:NAME": the kinds the families offer, for errors and --help. */
-static void capture_kinds(char *buf, size_t len)
-{
-	size_t used = 0;
-
-	buf[0] = 0;
-	for (int i = 0; families[i] && used < len; i++)
-		if (families[i]->record->capture)
-			used += snprintf(buf + used, len - used, "%s%s%s", used ? ", " : "",
-					 families[i]->record->capture->kind,
-					 families[i]->record->capture->arg
-						 ? families[i]->record->capture->arg
-						 : "");
-}
-
 /* --capture-range=KIND[ARG]: the family whose KIND it is opens and closes the ranges. */
 static int opt_capture(struct record_args *a, const char *arg)
 {
-	char kinds[256];
-
-	if (a->o.capture)
-		return FAIL("--capture-range given twice: one range kind per recording");
-	for_each_family(it) {
-		const struct family_capture *c = it.f->record->capture;
-		size_t n = c ? strlen(c->kind) : 0;
-
-		if (!c || strncmp(arg, c->kind, n))
-			continue;
-		if (c->arg ? arg[n] != ':' || !arg[n + 1] : arg[n] != 0)
-			continue;
-		a->o.capture = it.f;
-		a->o.capture_arg = c->arg ? arg + n + 1 : NULL;
-		return c->check ? c->check(a->o.capture_arg, a->cmd) : 0;
-	}
-	capture_kinds(kinds, sizeof(kinds));
-	return FAIL("bad --capture-range '%s': use %s", arg, kinds);
+	return record_args__capture(a->cmd, arg, &a->o);
 }
 
 /* The names of the families that HAVE something, SEP between them: "cuda, nccl". */
