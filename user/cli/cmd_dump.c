@@ -38,12 +38,12 @@ void dump__list_kinds(char *buf, size_t len)
 {
 	const struct rec_decoder *d;
 	size_t used = 0;
-	int f, n;
+	int n;
 
 	buf[0] = 0;
-	for (f = 0; families[f]; f++) {
-		for (d = families[f]->decode->decoders; d && d->kind; d++) {
-			if (d->decode == family__decode_meta || kind_listed_before(f, d))
+	for_each_family(it) {
+		for (d = it.f->decode->decoders; d && d->kind; d++) {
+			if (d->decode == family__decode_meta || kind_listed_before(it.i, d))
 				continue; /* never printed (not offered), or offered once already */
 			n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", d->kind);
 			if (n < 0 || (size_t)n >= len - used)

@@ -127,10 +127,9 @@ void family__list_selectable(char *buf, __u32 len)
 	__u32 used = 0;
 
 	buf[0] = 0;
-	for (int i = 0; families[i] && used < len; i++) {
-		if (families[i]->flags & FAMILY_ALWAYS)
+	for_each_family_while(fit, used < len) {
+		if (fit.f->flags & FAMILY_ALWAYS)
 			continue;
-		used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-				 families[i]->name);
+		used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "", fit.f->name);
 	}
 }

@@ -328,6 +328,9 @@ struct family_it {
 };
 #define for_each_family(it)                                                                        \
 	for (struct family_it it = { 0, families[0] }; it.f; it.f = families[++it.i])
+/* for_each_family while COND holds too (COND is tested once IT.f is the next family). */
+#define for_each_family_while(it, cond)                                                            \
+	for (struct family_it it = { 0, families[0] }; it.f && (cond); it.f = families[++it.i])
 #define for_each_family_slot(it, slots)                                                            \
 	for (                                                                                      \
 		struct {                                                                           \

@@ -57,13 +57,13 @@ static int bad_family(const char *cmd, const char *arg, const char *fam)
 	int n = 0;
 
 	list[0] = 0;
-	for (int i = 0; families[i] && n < FAMILY_MAX; i++) {
-		if (!families[i]->decode->decoders)
+	for_each_family_while(fit, n < FAMILY_MAX) {
+		if (!fit.f->decode->decoders)
 			continue;
-		names[n++] = families[i]->name;
+		names[n++] = fit.f->name;
 		if (used < sizeof(list))
 			used += snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "",
-					 families[i]->name);
+					 fit.f->name);
 	}
 	names[n] = NULL;
 	meant = getopt_error__closest_word(fam, names);

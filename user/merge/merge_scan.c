@@ -182,10 +182,10 @@ static int scan_records(struct scan *s, struct trace_reader *r, struct trace_mod
 	while (!err && trace_reader__next(r, &rec) == 1) {
 		trace_model__observe(m, rec);
 		scan_record(s->in, rec);
-		for (int i = 0; families[i] && !err; i++)
-			if (y.st[i])
-				err = families[i]->decode->sync->observe(y.st[i], rec, m, on_point,
-									 s);
+		for_each_family_while(fit, !err)
+			if (y.st[fit.i])
+				err = fit.f->decode->sync->observe(y.st[fit.i], rec, m, on_point,
+								   s);
 		if (!err)
 			err = s->err;
 	}

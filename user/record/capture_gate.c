@@ -47,9 +47,9 @@ struct capture_gate *capture_gate__new(void)
 	 */
 	for (int t = 0; g && t < BS_REC_TYPE_MAX; t++) {
 		g->kept[t] = t < 0x10 || t == BS_REC_UNWIND_USAGE;
-		for (int i = 0; families[i] && !g->kept[t]; i++)
-			g->kept[t] = listed(families[i]->decode->state_records, t) ||
-				     listed(families[i]->record->ungated, t);
+		for_each_family_while(it, !g->kept[t])
+			g->kept[t] = listed(it.f->decode->state_records, t) ||
+				     listed(it.f->record->ungated, t);
 	}
 	return g;
 }

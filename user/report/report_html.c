@@ -107,9 +107,9 @@ static int collect(struct timelines *tl, const char *path)
 	tl->p.bands = page_bands__new();
 	if (!tl->p.lanes || !tl->p.bands)
 		err = -ENOMEM;
-	for (int i = 0; families[i] && !err; i++)
-		if (family__stats(families[i])->page)
-			err = family__stats(families[i])->page->open(&tl->p, &tl->states[i]);
+	for_each_family_while(fit, !err)
+		if (family__stats(fit.f)->page)
+			err = family__stats(fit.f)->page->open(&tl->p, &tl->states[fit.i]);
 	if (!err)
 		err = steps_bands(&tl->p);
 	while (!err && (ret = trace_walk__next(&w, &rec, &dec)))

@@ -81,7 +81,6 @@ static const char *const kind_verdict[VERDICT_KINDS] = {
 struct verdict *verdict__new(const struct trace_model *m, const char *recorded)
 {
 	struct verdict *v = calloc(1, sizeof(*v));
-	int i;
 
 	if (!v)
 		return NULL;
@@ -94,12 +93,13 @@ struct verdict *verdict__new(const struct trace_model *m, const char *recorded)
 		verdict__free(v);
 		return NULL;
 	}
-	for (i = 0; families[i]; i++) {
-		if (!family__stats(families[i])->verdict ||
-		    !family__stats(families[i])->verdict->new)
+	for_each_family_slot(fit, v->states) {
+		const struct family_verdict *fv = family__stats(fit.f)->verdict;
+
+		if (!fv || !fv->new)
 			continue;
-		v->states[i] = family__stats(families[i])->verdict->new ();
-		if (!v->states[i]) {
+		*fit.slot = fv->new ();
+		if (!*fit.slot) {
 			verdict__free(v);
 			return NULL;
 		}
@@ -109,13 +109,12 @@ struct verdict *verdict__new(const struct trace_model *m, const char *recorded)
 
 void verdict__free(struct verdict *v)
 {
-	int i;
-
 	if (!v)
 		return;
-	for (i = 0; v->states && families[i]; i++)
-		if (v->states[i])
-			family__stats(families[i])->verdict->free(v->states[i]);
+	if (v->states)
+		for_each_family_slot(fit, v->states)
+			if (*fit.slot)
+				family__stats(fit.f)->verdict->free(*fit.slot);
 	free(v->states);
 	free(v->events);
 	hmap__free(v->threads);
@@ -185,9 +184,9 @@ void verdict__observe(struct verdict *v, const struct bs_hdr *rec)
 		th->born = rec->ts;
 	else if (rec->type == BS_REC_EXIT && (th = vthread(v, rec->pid, rec->tid, 1)))
 		th->died = rec->ts;
-	for (i = 0; families[i]; i++)
-		if (v->states[i] && family__stats(families[i])->verdict->add)
-			family__stats(families[i])->verdict->add(v->states[i], rec, v->m);
+	for_each_family_slot(fit, v->states)
+		if (*fit.slot && family__stats(fit.f)->verdict->add)
+			family__stats(fit.f)->verdict->add(*fit.slot, rec, v->m);
 	if (is_cause(v, rec))
 		say_cause(v, rec);
 }
@@ -380,14 +379,12 @@ void verdict__judge(struct verdict *v)
 			       "the window)",
 			       v->trigger);
 
-	for (i = 0; families[i]; i++)
-		if (family__stats(families[i])->verdict &&
-		    family__stats(families[i])->verdict->account)
-			family__stats(families[i])->verdict->account(v->states[i], v);
-	for (i = 0; families[i]; i++)
-		if (family__stats(families[i])->verdict &&
-		    family__stats(families[i])->verdict->claims)
-			family__stats(families[i])->verdict->claims(v->states[i], v);
+	for_each_family_slot(fit, v->states)
+		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->account)
+			family__stats(fit.f)->verdict->account(*fit.slot, v);
+	for_each_family_slot(fit, v->states)
+		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->claims)
+			family__stats(fit.f)->verdict->claims(*fit.slot, v);
 	for (i = 0; i < v->nclaims; i++)
 		v->order[i] = i;
 	sort_ctx = v;

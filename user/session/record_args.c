@@ -81,9 +81,9 @@ static const char *closest_family(const char *name)
 	const char *names[RECORD_MAX_FAMILIES + 1];
 	int n = 0;
 
-	for (int i = 0; families[i] && n < RECORD_MAX_FAMILIES; i++)
-		if (!(families[i]->flags & FAMILY_ALWAYS))
-			names[n++] = families[i]->name;
+	for_each_family_while(fit, n < RECORD_MAX_FAMILIES)
+		if (!(fit.f->flags & FAMILY_ALWAYS))
+			names[n++] = fit.f->name;
 	names[n] = NULL;
 	return getopt_error__closest_word(name, names);
 }
@@ -235,13 +235,12 @@ static void capture_kinds(char *buf, size_t len)
 	size_t used = 0;
 
 	buf[0] = 0;
-	for (int i = 0; families[i] && used < len; i++)
-		if (families[i]->record->capture)
+	for_each_family_while(fit, used < len)
+		if (fit.f->record->capture)
 			used += snprintf(buf + used, len - used, "%s%s%s", used ? ", " : "",
-					 families[i]->record->capture->kind,
-					 families[i]->record->capture->arg
-						 ? families[i]->record->capture->arg
-						 : "");
+					 fit.f->record->capture->kind,
+					 fit.f->record->capture->arg ? fit.f->record->capture->arg
+								     : "");
 }
 
 int record_args__capture(const char *cmd, const char *arg, struct record_opts *o)

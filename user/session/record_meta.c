@@ -59,10 +59,10 @@ void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
 	kfeatures__missing(missing, sizeof(missing));
 	used = snprintf(options, options_len, "ringbuf_bytes=%llu duration_ns=%llu",
 			(unsigned long long)o->ringbuf_bytes, (unsigned long long)o->duration_ns);
-	for (int i = 0; families[i] && used < options_len; i++)
-		if (families[i]->record->opts_describe && o->family_opts[i]) {
-			families[i]->record->opts_describe(o->family_opts[i], options + used,
-							   options_len - used);
+	for_each_family_while(fit, used < options_len)
+		if (fit.f->record->opts_describe && o->family_opts[fit.i]) {
+			fit.f->record->opts_describe(o->family_opts[fit.i], options + used,
+						     options_len - used);
 			used += strlen(options + used);
 		}
 	if (*missing && used < options_len)

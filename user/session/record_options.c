@@ -235,10 +235,10 @@ static void names_of(char *buf, size_t len, const char *sep, int (*has)(const st
 	size_t used = 0;
 
 	buf[0] = 0;
-	for (int i = 0; families[i] && used < len; i++)
-		if (has(families[i]))
+	for_each_family_while(fit, used < len)
+		if (has(fit.f))
 			used += snprintf(buf + used, len - used, "%s%s", used ? sep : "",
-					 families[i]->name);
+					 fit.f->name);
 }
 
 static int takes_stacks(const struct family *f)
@@ -847,15 +847,14 @@ static void print_stack_families(FILE *f)
 	size_t used;
 
 	used = snprintf(line, sizeof(line), "families and their default THRESHOLD:");
-	for (int i = 0; families[i] && used < sizeof(line); i++) {
-		if (!takes_stacks(families[i]))
+	for_each_family_while(fit, used < sizeof(line)) {
+		if (!takes_stacks(fit.f))
 			continue;
-		if (families[i]->record->stack_bytes)
-			size_text(families[i]->record->stack_default_ns, thr, sizeof(thr));
+		if (fit.f->record->stack_bytes)
+			size_text(fit.f->record->stack_default_ns, thr, sizeof(thr));
 		else
-			threshold_text(families[i]->record->stack_default_ns, thr, sizeof(thr));
-		used += snprintf(line + used, sizeof(line) - used, " %s:%s", families[i]->name,
-				 thr);
+			threshold_text(fit.f->record->stack_default_ns, thr, sizeof(thr));
+		used += snprintf(line + used, sizeof(line) - used, " %s:%s", fit.f->name, thr);
 	}
 	names_of(dflt, sizeof(dflt), ",", stacks_by_default);
 	if (used < sizeof(line))
@@ -945,9 +944,9 @@ int record_args__check(struct record_args *a)
 	 * --functions asks for them whatever -t says. Not every process's by default (-a): their
 	 * stacks would be symbolized for the whole machine.
 	 */
-	for (int i = 0; a->cmd_bit == T && families[i]; i++)
-		if (family__samples(families[i]) && (a->functions || (o->npids && !a->trace)))
-			o->families |= 1ull << i;
+	for_each_family_while(fit, a->cmd_bit == T)
+		if (family__samples(fit.f) && (a->functions || (o->npids && !a->trace)))
+			o->families |= 1ull << fit.i;
 	record_args__default_families(o);
 	o->families |= a->implied;		 /* after the defaults: an option adds to them */
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */

@@ -189,15 +189,15 @@ static void make_dispatch(struct recording *r)
 	for (int t = 0; t < BS_REC_TYPE_MAX; t++) {
 		int nc = 0, no = 0;
 
-		for (int i = 0; families[i] && i < RECORD_MAX_FAMILIES; i++) {
-			const struct family *f = families[i];
+		for_each_family_while(fit, fit.i < RECORD_MAX_FAMILIES) {
+			const struct family *f = fit.f;
 
-			if (!r->fam[i].attached)
+			if (!r->fam[fit.i].attached)
 				continue;
 			if (f->record->consume && takes(f->record->consumes, t))
-				r->consumers[t][nc++] = (__s8)i;
+				r->consumers[t][nc++] = (__s8)fit.i;
 			if (f->record->observe && takes(f->record->observes, t))
-				r->observers[t][no++] = (__s8)i;
+				r->observers[t][no++] = (__s8)fit.i;
 		}
 		r->consumers[t][nc] = r->observers[t][no] = -1;
 		r->uprobes_observe[t] = takes(uprobe_mgr__observes, t);
@@ -868,9 +868,9 @@ int recorder__run(const struct record_opts *opts)
 		goto out;
 	record_meta__fill(&r->rm, o);
 	/* What CMD's environment needs, before anything is created. */
-	for (int i = 0; o->cmd && families[i]; i++)
-		if ((o->families & (1ull << i)) && families[i]->record->prelaunch &&
-		    families[i]->record->prelaunch(o))
+	for_each_family_while(fit, o->cmd)
+		if ((o->families & (1ull << fit.i)) && fit.f->record->prelaunch &&
+		    fit.f->record->prelaunch(o))
 			goto out;
 	catch_signals();
 	if (start(r))

@@ -52,10 +52,10 @@ static int families_prologue(void *arg, __u64 from, int (*write)(void *w, const 
 	struct recording *r = arg;
 	int err = 0;
 
-	for (int i = 0; families[i] && !err; i++)
-		if (r->fam[i].attached && families[i]->record->flight_prologue)
-			err = families[i]->record->flight_prologue(&r->ctx, r->fam[i].state, from,
-								   write, w);
+	for_each_family_while(it, !err)
+		if (r->fam[it.i].attached && it.f->record->flight_prologue)
+			err = it.f->record->flight_prologue(&r->ctx, r->fam[it.i].state, from,
+							    write, w);
 	return err;
 }
 

@@ -125,8 +125,8 @@ const char *shim_family__event_name(__u32 event)
 {
 	const char *name = event_in(channel_events, event);
 
-	for (int i = 0; !name && families[i]; i++)
-		if (families[i]->record->shim)
-			name = event_in(families[i]->record->shim->events, event);
+	for_each_family_while(fit, !name)
+		if (fit.f->record->shim)
+			name = event_in(fit.f->record->shim->events, event);
 	return name;
 }

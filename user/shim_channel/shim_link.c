@@ -345,9 +345,9 @@ static void on_started(void *arg)
 {
 	struct shim_link *l = arg;
 
-	for (int i = 0; l->inject && families[i]; i++)
-		if ((l->want & (1ull << i)) && families[i]->record->shim->inject_note)
-			pr_note("--inject: %s\n", families[i]->record->shim->inject_note);
+	for_each_family_while(fam_it, l->inject)
+		if ((l->want & (1ull << fam_it.i)) && fam_it.f->record->shim->inject_note)
+			pr_note("--inject: %s\n", fam_it.f->record->shim->inject_note);
 	shim_inject__run(l->inject, has_shim, l);
 }
 

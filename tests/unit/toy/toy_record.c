@@ -35,4 +35,3 @@ const struct family_record toy_recording = {
 	.opts_init = toy_opts_init,
 	.capture = &toy_capture,
 };
-

@@ -53,4 +53,3 @@ const struct family_stats toy_stats = {
 	.verdict = &toy_verdict,
 	.page = &toy_page,
 };
-

@@ -37,10 +37,10 @@ static void counts_init(void)
 	counts.n = 0;
 	for (int t = 0; t < BS_REC_TYPE_MAX; t++)
 		counts.fam_of[t] = (__s8)shim_family__of((__u16)t, NULL);
-	for (int i = 0; families[i] && i < FAMILY_MAX; i++) {
-		const struct family_shim *fs = families[i]->record->shim;
+	for_each_family_while(fit, fit.i < FAMILY_MAX) {
+		const struct family_shim *fs = fit.f->record->shim;
 
-		counts.base[i] = (__u8)counts.n;
+		counts.base[fit.i] = (__u8)counts.n;
 		for (const struct shim_count *c = fs ? fs->counts : NULL; c && c->key; c++)
 			if (counts.n < MAX_COUNTS)
 				counts.col[counts.n++] = c;
