@@ -123,8 +123,8 @@ SHIM_EXPORT int bpfsight_shim_test_locks(char *all, char *held, size_t len)
 		a += (size_t)snprintf(all + a, a < len ? len - a : 0, "%s%s", a ? "," : "",
 				      locks[i].name);
 		if (pthread_mutex_trylock(locks[i].m)) {
-			b += (size_t)snprintf(held + b, b < len ? len - b : 0, "%s%s",
-					      b ? "," : "", locks[i].name);
+			b += (size_t)snprintf(held + b, b < len ? len - b : 0, "%s%s", b ? "," : "",
+					      locks[i].name);
 			n++;
 		} else {
 			pthread_mutex_unlock(locks[i].m);

@@ -148,3 +148,33 @@ def test_a_family_named_outside_it_is_named():
         f"outside a family {rule}",
         f'user/cli/cmd_dump.c:{first + 1}: family__find ( "nccl" ): names the nccl family '
         f"outside it: nothing outside a family {rule}"], "one line per name, at its line")
+
+
+def test_a_family_named_by_a_literal_outside_it_is_named():
+    """A family's name as a string literal outside its folder is named at its line (the way
+    "proc" counted the recording's own losses and nccl asked for "gpu" by name); the words the
+    literal table lists (pprof's "cpu" in export_pprof.c) and a literal that is no family's are
+    not; a listed word that is gone is named, so the table only shrinks."""
+    d = copy_tree()
+    attach = os.path.join(d, "user", "uprobe", "uprobe_attach.c")
+    first = append(attach, "\n".join([
+        'static const char *planted_a = "proc";',
+        'static const char *planted_b = "cpu";',
+        'static const char *planted_c = "procs";',
+        "/* \"gpu\": words of a comment */",
+        ""]))
+    pprof = os.path.join(d, "user", "export", "export_pprof.c")
+    with open(pprof) as f:
+        text = f.read()
+    with open(pprof, "w") as f:
+        f.write(text.replace('"cpu"', '"CPU"'))
+    p = check_layers(d)
+    eq(p.returncode, 1, f"a family's name as a literal fails the check: {p.stdout}")
+    lines = p.stdout.splitlines()
+    eq(len(lines), 3, f"one line per literal, one for the stale table entry: {lines}")
+    check(lines[0].startswith(f'user/uprobe/uprobe_attach.c:{first}: "proc": names the proc '
+                              f"family outside it"), f"proc named: {lines[0]}")
+    check(lines[1].startswith(f'user/uprobe/uprobe_attach.c:{first + 1}: "cpu": names the cpu '
+                              f"family outside it"), f"cpu named where it is not listed: {lines[1]}")
+    eq(lines[2], 'docs/ARCHITECTURE.md, "Layers": user/export/export_pprof.c no longer has the '
+       'literal "cpu": remove it from the literal table', "the stale entry named")

@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "export_model.h"
+#include "family_stats.h"
 #include "commands.h"
 #include "event.h"
 #include "export.h"
@@ -112,11 +114,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			exporter_bit[nexporters] = format_bit((*e)->format);
 			exporters[nexporters++] = *e;
 		}
-	for (int f = 0; families[f]; f++) {
-		for (rp = families[f]->reports; rp && *rp; rp++)
+	for_each_family(it) {
+		for (rp = family__stats(it.f)->reports; rp && *rp; rp++)
 			if (nreports < MAX_REPORTS)
 				reports[nreports++] = *rp;
-		for (const struct exporter *const *e = families[f]->exporters; e && *e; e++)
+		for (const struct exporter *const *e = family__exporters(it.f); e && *e; e++)
 			if (nexporters < MAX_EXPORTS) {
 				exporter_bit[nexporters] = OPT_PPROF;
 				exporters[nexporters++] = *e;
@@ -166,9 +168,9 @@ static struct top *top_open(struct record_opts *o)
 	struct top *t;
 
 	o->families = 0;
-	for (int i = 0; families[i]; i++)
-		if (families[i]->top)
-			o->families |= 1ull << i;
+	for_each_family(it)
+		if (it.f->top)
+			o->families |= 1ull << it.i;
 	t = top__new(o);
 	if (!t)
 		abort();
@@ -203,8 +205,10 @@ static void merge_record(void **sync, const struct bs_hdr *rec, const struct tra
 
 	if (!copy)
 		abort();
-	for (int f = 0; families[f]; f++) {
-		int err = sync[f] ? families[f]->sync->observe(sync[f], rec, m, no_point, NULL) : 0;
+	for_each_family(it) {
+		int err = sync[it.i]
+				  ? it.f->decode->sync->observe(sync[it.i], rec, m, no_point, NULL)
+				  : 0;
 
 		if (err && err != -ENOMEM)
 			abort(); /* a hook fails only when memory does */
@@ -263,14 +267,14 @@ static void reorder(void **st, const struct bs_hdr *rec, const struct trace_mode
 {
 	const struct bs_hdr *r;
 
-	for (int f = 0; families[f]; f++) {
-		if (!st[f])
+	for_each_family(it) {
+		if (!st[it.i])
 			continue;
 		if (rec)
-			families[f]->reorder->feed(st[f], rec);
+			it.f->decode->reorder->feed(st[it.i], rec);
 		else
-			families[f]->reorder->end(st[f]);
-		while ((r = families[f]->reorder->next(st[f])))
+			it.f->decode->reorder->end(st[it.i]);
+		while ((r = it.f->decode->reorder->next(st[it.i])))
 			released(r, m);
 	}
 }
@@ -307,10 +311,10 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 	if (!steps)
 		abort();
 	smeta.families = opts & OPT_GPU_SYNC ? "proc,nccl,cuda,gpu" : "proc,nccl";
-	for (int f = 0; families[f]; f++) {
-		if (families[f]->sync && !(sync[f] = families[f]->sync->new (&smeta)))
+	for_each_family(it) {
+		if (it.f->decode->sync && !(sync[it.i] = it.f->decode->sync->new (&smeta)))
 			abort();
-		if (families[f]->reorder && !(reo[f] = families[f]->reorder->new (&smeta)))
+		if (it.f->decode->reorder && !(reo[it.i] = it.f->decode->reorder->new (&smeta)))
 			abort();
 	}
 	/* A recording starts just before its first record: the exports' origin of time. */
@@ -390,13 +394,13 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		reports[i]->free(rst[i]);
 	steps__free(steps);
 	reorder(reo, NULL, m);
-	for (int f = 0; families[f]; f++) {
-		if (reo[f])
-			families[f]->reorder->free(reo[f]);
-		if (!sync[f])
+	for_each_family(it) {
+		if (reo[it.i])
+			it.f->decode->reorder->free(reo[it.i]);
+		if (!sync[it.i])
 			continue;
-		families[f]->sync->finish(sync[f], no_point, NULL);
-		families[f]->sync->free(sync[f]);
+		it.f->decode->sync->finish(sync[it.i], no_point, NULL);
+		it.f->decode->sync->free(sync[it.i]);
 	}
 	trace_model__free(m);
 	return 0;

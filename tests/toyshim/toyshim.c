@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
+#include "family_record.h"
+#include "family_stats.h"
 #include "hmap.h"
 #include "kernel_features.h"
 #include "report.h"
@@ -164,10 +166,7 @@ static const struct report toyshim_sum = {
 
 static const struct report *const toyshim_reports[] = { &toyshim_sum, NULL };
 
-const struct family family_toyshim = {
-	.name = "toyshim",
-	.desc = "a test's family whose ticks the cupti-shim writes (tests/toyshim/)",
-	.flags = FAMILY_OPT_IN,
+static const struct family_record toyshim_recording = {
 	.shim = &toyshim_shim,
 	.ring_only = shim_ring_only,
 	/* shim.bpf.c tells the USDT sites apart by their cookies */
@@ -179,6 +178,21 @@ const struct family family_toyshim = {
 	.consumes = shim_link_consumes,
 	.stop = shim_link__stop,
 	.prelaunch = toyshim_prelaunch,
+};
+
+static const struct family_decode toyshim_reading = {
 	.decoders = toyshim_decoders,
+};
+
+static const struct family_stats toyshim_stats = {
 	.reports = toyshim_reports,
+};
+
+const struct family family_toyshim = {
+	.name = "toyshim",
+	.desc = "a test's family whose ticks the cupti-shim writes (tests/toyshim/)",
+	.flags = FAMILY_OPT_IN | FAMILY_SHIM,
+	.record = &toyshim_recording,
+	.decode = &toyshim_reading,
+	.stats = &toyshim_stats,
 };

@@ -175,21 +175,21 @@ static void test_blocks_and_causes_apart(void)
 	int shared = 0, twice = 0, keys = 0;
 	struct bs_loss l = { .block = BS_LOSS_BLOCK_SET | TOY_REC, .cause = BS_LOSS_RINGBUF_FULL };
 
-	for (int i = 0; families[i]; i++) {
-		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++) {
+	for_each_family(it) {
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->type; d++) {
 			const struct family **o = &owner[BS_REC_BLOCK(d->type) >> 4];
 
-			shared += *o && *o != families[i];
-			*o = families[i];
+			shared += *o && *o != it.f;
+			*o = it.f;
 		}
-		for (const struct loss_cause *c = families[i]->losses; c && c->name; c++) {
+		for (const struct loss_cause *c = it.f->losses; c && c->name; c++) {
 			if (!ASSERT_TRUE(c->cause < BS_LOSS_MAX, "a family's cause below 256"))
 				continue;
-			twice += cause_owner[c->cause] && cause_owner[c->cause] != families[i];
-			cause_owner[c->cause] = families[i];
+			twice += cause_owner[c->cause] && cause_owner[c->cause] != it.f;
+			cause_owner[c->cause] = it.f;
 		}
-		for (int j = 0; j < i; j++)
-			keys += loss__key(families[i], BS_LOSS_TASK_MAP) ==
+		for (int j = 0; j < it.i; j++)
+			keys += loss__key(it.f, BS_LOSS_TASK_MAP) ==
 				loss__key(families[j], BS_LOSS_TASK_MAP);
 	}
 	ASSERT_EQ(shared, 0, "no block holds two families' types");
@@ -738,10 +738,10 @@ static void test_top_shows_toy(void)
 	 * By default top records what has columns (the toy among them; not opt-in ones), and proc;
 	 * with -p the families that sample too (the function view's).
 	 */
-	for (int i = 0; families[i]; i++)
-		if ((families[i]->top && !(families[i]->flags & FAMILY_OPT_IN)) ||
-		    (families[i]->flags & FAMILY_ALWAYS) || family__samples(families[i]))
-			want |= 1ull << i;
+	for_each_family(it)
+		if ((it.f->top && !(it.f->flags & FAMILY_OPT_IN)) ||
+		    (it.f->flags & FAMILY_ALWAYS) || family__samples(it.f))
+			want |= 1ull << it.i;
 	ASSERT_EQ(a.o.families, want, "the families top records");
 	ASSERT_TRUE(family__find("toy")->top && family__find("sched") &&
 			    !family__find("sched")->top,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
+#include "family_stats.h"
 #include "recorder.h"
 #include "report.h"
 #include "shim_unpack.h"
@@ -27,8 +28,8 @@ static const struct report *find_report(const char *name)
 {
 	const struct report *const *rp;
 
-	for (int f = 0; families[f]; f++)
-		for (rp = families[f]->reports; rp && *rp; rp++)
+	for_each_family(it)
+		for (rp = family__stats(it.f)->reports; rp && *rp; rp++)
 			if (!strcmp((*rp)->name, name))
 				return *rp;
 	return NULL;

@@ -34,9 +34,9 @@ static int sink(void *arg, const struct bs_hdr *rec)
 
 static __u64 family_bit(const struct family *f)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return 1ull << i;
+	for_each_family(it)
+		if (it.f == f)
+			return 1ull << it.i;
 	return 0;
 }
 

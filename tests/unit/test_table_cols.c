@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
+#include "family_stats.h"
 #include "report.h"
 #include "table.h"
 #include "time_sum.h"
@@ -221,8 +222,9 @@ static void test_every_report_declares(void)
 
 	if (!ASSERT_TRUE(m, "model"))
 		return;
-	for (int i = 0; families[i]; i++)
-		for (const struct report *const *rp = families[i]->reports; rp && *rp; rp++) {
+	for_each_family(it)
+		for (const struct report *const *rp = family__stats(it.f)->reports; rp && *rp;
+		     rp++) {
 			const struct report *r = *rp;
 
 			for (int k = -1; k < 0 || (r->group_by && r->group_by[k]); k++) {

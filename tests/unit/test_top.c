@@ -34,9 +34,9 @@ static __u64 families_with_top(void)
 {
 	__u64 m = 0;
 
-	for (int i = 0; families[i]; i++)
-		if (families[i]->top)
-			m |= 1ull << i;
+	for_each_family(it)
+		if (it.f->top)
+			m |= 1ull << it.i;
 	return m;
 }
 

@@ -125,9 +125,9 @@ static struct top *with_stacks(void)
 	static struct record_opts o;
 	struct top *t;
 
-	for (int i = 0; families[i]; i++)
-		if (family__samples(families[i]))
-			o.families |= 1ull << i;
+	for_each_family(it)
+		if (family__samples(it.f))
+			o.families |= 1ull << it.i;
 	t = top__new(&o);
 	if (!ASSERT_TRUE(t, "top"))
 		return NULL;

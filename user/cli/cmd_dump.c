@@ -27,8 +27,8 @@ struct dump_opts {
 static int kind_listed_before(int f, const struct rec_decoder *d)
 {
 	for (int g = 0; g <= f; g++)
-		for (const struct rec_decoder *e = families[g]->decoders; e && e->kind && e != d;
-		     e++)
+		for (const struct rec_decoder *e = families[g]->decode->decoders;
+		     e && e->kind && e != d; e++)
 			if (e->decode != family__decode_meta && !strcmp(e->kind, d->kind))
 				return 1;
 	return 0;
@@ -38,12 +38,12 @@ void dump__list_kinds(char *buf, size_t len)
 {
 	const struct rec_decoder *d;
 	size_t used = 0;
-	int f, n;
+	int n;
 
 	buf[0] = 0;
-	for (f = 0; families[f]; f++) {
-		for (d = families[f]->decoders; d && d->kind; d++) {
-			if (d->decode == family__decode_meta || kind_listed_before(f, d))
+	for_each_family(it) {
+		for (d = it.f->decode->decoders; d && d->kind; d++) {
+			if (d->decode == family__decode_meta || kind_listed_before(it.i, d))
 				continue; /* never printed (not offered), or offered once already */
 			n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", d->kind);
 			if (n < 0 || (size_t)n >= len - used)
@@ -75,8 +75,8 @@ static void dump_usage(FILE *f)
 /* A kind of records that feed the model and the reports, not dump (syscall_agg, string). */
 static int dump_kind_is_meta(const char *kind)
 {
-	for (int f = 0; families[f]; f++)
-		for (const struct rec_decoder *d = families[f]->decoders; d && d->kind; d++)
+	for_each_family(it)
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->kind; d++)
 			if (!strcmp(d->kind, kind))
 				return d->decode == family__decode_meta;
 	return 0;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "export_model.h"
 #include "commands.h"
 #include "getopt_error.h"
 #include "ch_labels.h"
@@ -40,8 +41,8 @@ static const struct exporter *export_nth(size_t i)
 	for (const struct exporter *const *e = export_formats; *e; e++)
 		if (!i--)
 			return *e;
-	for (int f = 0; families[f]; f++)
-		for (const struct exporter *const *e = families[f]->exporters; e && *e; e++)
+	for_each_family(it)
+		for (const struct exporter *const *e = family__exporters(it.f); e && *e; e++)
 			if (!i--)
 				return *e;
 	return NULL;

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "family_stats.h"
 #include "commands.h"
 #include "getopt_error.h"
 #include "family.h"
@@ -149,21 +150,21 @@ static void info_json_gpus(struct json *j, const char *gpus)
  */
 static void info_print_reorders(const struct trace_walk *w)
 {
-	for (int i = 0; families[i]; i++) {
-		const struct family_reorder *h = families[i]->reorder;
+	for_each_family(it) {
+		const struct family_reorder *h = it.f->decode->reorder;
 
 		if (h && h->info_text)
-			h->info_text(trace_walk__reorder_state(w, families[i]), stdout);
+			h->info_text(trace_walk__reorder_state(w, it.f), stdout);
 	}
 }
 
 static void info_json_reorders(const struct trace_walk *w, struct json *j)
 {
-	for (int i = 0; families[i]; i++) {
-		const struct family_reorder *h = families[i]->reorder;
+	for_each_family(it) {
+		const struct family_reorder *h = it.f->decode->reorder;
 
 		if (h && h->info_json)
-			h->info_json(trace_walk__reorder_state(w, families[i]), j);
+			h->info_json(trace_walk__reorder_state(w, it.f), j);
 	}
 }
 
@@ -396,8 +397,8 @@ static void info_print_json(const struct trace_walk *w, const struct info *in,
 /* The families' reports info shows (struct report.info), fed during info's one walk. */
 static int info_reports_new(struct info *in)
 {
-	for (int f = 0; families[f]; f++)
-		for (const struct report *const *r = families[f]->reports; r && *r; r++) {
+	for_each_family(it)
+		for (const struct report *const *r = family__stats(it.f)->reports; r && *r; r++) {
 			if (!(*r)->info ||
 			    in->nreports == (int)(sizeof(in->reports) / sizeof(in->reports[0])))
 				continue;

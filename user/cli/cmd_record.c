@@ -47,11 +47,11 @@ static int check_stacks(struct record_opts *o, int stacks_given)
 {
 	int asked = 0;
 
-	for (int i = 0; families[i]; i++) {
-		if (!(o->families & (1ull << i)))
+	for_each_family_slot(it, o->stack_ns) {
+		if (!(o->families & (1ull << it.i)))
 			continue;
-		if ((families[i]->flags & FAMILY_STACKS) ||
-		    (stacks_given && o->stack_ns[i] != RECORD_STACKS_OFF))
+		if ((it.f->flags & FAMILY_STACKS) ||
+		    (stacks_given && *it.slot != RECORD_STACKS_OFF))
 			asked = 1;
 	}
 	if (!record_opts__wants_stacks(o))

@@ -167,10 +167,10 @@ static void json_thread(struct json *j, const struct snap *s, const struct snap_
 	json__kv_u64(j, "off_cpu_ns", th->task.off_cpu_ns);
 	json__kv_str(j, "error", st ? NULL : th->error ? th->error : "no frame");
 	/* The call each family that asks (struct family.stack_call_key) sees it in. */
-	for (int k = 0; families[k]; k++)
-		if (families[k]->stack_call_key)
-			json__kv_str(j, families[k]->stack_call_key,
-				     stack_call__api(st, s->model, families[k]->api));
+	for_each_family(it)
+		if (it.f->stack_call_key)
+			json__kv_str(j, it.f->stack_call_key,
+				     stack_call__api(st, s->model, it.f->api));
 	json__key(j, "stack");
 	if (st) {
 		picked = *st;

@@ -36,9 +36,8 @@ static void print_columns(FILE *f)
 							 &top_role_column, NULL };
 	     *c; c++)
 		fprintf(f, "  %-15s %-9s %s\n", (*c)->head, (*c)->key, (*c)->desc);
-	for (int i = 0; families[i]; i++)
-		for (const struct top_column *c = families[i]->top ? families[i]->top->columns
-								   : NULL;
+	for_each_family(it)
+		for (const struct top_column *c = it.f->top ? it.f->top->columns : NULL;
 		     c && c->key; c++)
 			fprintf(f, "  %-15s %-9s %s\n", c->head, c->key, c->desc);
 }
@@ -123,12 +122,12 @@ static const char *funcs_hint(const struct record_opts *o, char *buf, size_t len
 {
 	size_t used = 0;
 
-	for (int i = 0; families[i]; i++)
-		if (family__samples(families[i])) {
-			if (o->families & (1ull << i))
+	for_each_family(it)
+		if (family__samples(it.f)) {
+			if (o->families & (1ull << it.i))
 				return NULL;
 			used += snprintf(buf + used, len - used, "%s%s", used ? "," : "",
-					 families[i]->name);
+					 it.f->name);
 		}
 	if (!used)
 		return NULL;
@@ -150,9 +149,9 @@ static int replay(struct record_args *a, const char *path)
 
 	if (o->npids || o->system_wide || a->trace || o->duration_ns)
 		return FAIL("%s is replayed whole: -p, -a, -t and -d are for a live top", path);
-	for (int i = 0; families[i]; i++)
-		if (families[i]->top)
-			o->families |= 1ull << i;
+	for_each_family(it)
+		if (it.f->top)
+			o->families |= 1ull << it.i;
 	t = top__new(o);
 	if (!t)
 		return FAIL("out of memory");

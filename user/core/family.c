@@ -8,10 +8,25 @@
 
 const struct family *family__find(const char *name)
 {
-	for (int i = 0; families[i]; i++)
-		if (!strcmp(families[i]->name, name))
-			return families[i];
+	for_each_family(it)
+		if (!strcmp(it.f->name, name))
+			return it.f;
 	return NULL;
+}
+
+const struct family *family__always(void)
+{
+	for_each_family(it)
+		if (it.f->flags & FAMILY_ALWAYS)
+			return it.f;
+	return NULL;
+}
+
+int family__recorded_type(const struct trace_meta *meta, __u16 type)
+{
+	int f;
+
+	return family__decoder_at(type, &f) && trace_meta__has_family(meta, families[f]->name);
 }
 
 int family__count(void)
@@ -30,11 +45,11 @@ static pthread_once_t by_type_once = PTHREAD_ONCE_INIT;
 
 static void by_type_build(void)
 {
-	for (int i = 0; families[i]; i++)
-		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+	for_each_family(it)
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->type; d++)
 			if (d->type < BS_REC_TYPE_MAX && !by_type[d->type]) {
 				by_type[d->type] = d;
-				family_of[d->type] = i;
+				family_of[d->type] = it.i;
 			}
 }
 
@@ -58,7 +73,7 @@ const struct rec_decoder *family__decoder(__u16 type)
 
 int family__samples(const struct family *f)
 {
-	for (const struct rec_decoder *d = f->decoders; d && d->type; d++)
+	for (const struct rec_decoder *d = f->decode->decoders; d && d->type; d++)
 		if (d->style && d->style->sample)
 			return 1;
 	return 0;
@@ -66,8 +81,8 @@ int family__samples(const struct family *f)
 
 const struct export_style *family__kind_style(const char *kind)
 {
-	for (int i = 0; families[i]; i++)
-		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+	for_each_family(it)
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->type; d++)
 			if (d->kind && !strcmp(d->kind, kind))
 				return d->style;
 	return NULL;
@@ -100,8 +115,8 @@ int family__decode_meta(const struct bs_hdr *rec, const struct trace_model *m, s
 
 int family__kind_is_event(const char *kind)
 {
-	for (int i = 0; families[i]; i++)
-		for (const struct rec_decoder *d = families[i]->decoders; d && d->type; d++)
+	for_each_family(it)
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->type; d++)
 			if (d->kind && !strcmp(d->kind, kind) && d->decode != family__decode_meta)
 				return 1;
 	return 0;
@@ -112,19 +127,9 @@ void family__list_selectable(char *buf, __u32 len)
 	__u32 used = 0;
 
 	buf[0] = 0;
-	for (int i = 0; families[i] && used < len; i++) {
-		if (families[i]->flags & FAMILY_ALWAYS)
+	for_each_family_while(fit, used < len) {
+		if (fit.f->flags & FAMILY_ALWAYS)
 			continue;
-		used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-				 families[i]->name);
+		used += snprintf(buf + used, len - used, "%s%s", used ? ", " : "", fit.f->name);
 	}
-}
-
-int family__ring_only(__u16 type)
-{
-	for (int i = 0; families[i]; i++)
-		for (const __u16 *t = families[i]->ring_only; t && *t; t++)
-			if (*t == type)
-				return 1;
-	return 0;
 }

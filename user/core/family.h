@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * A probe family is one unit: how it records (attach/poll/detach), how its records decode
- * into events, which stats reports it offers and how the exports draw its events. Adding a
- * family = its own files plus one line in families.c (docs/ARCHITECTURE.md, "Adding a
- * family", is the checklist; each member's comment below is its contract, and
+ * A probe family is one unit: who it is (its name, its records, its losses) and its sides,
+ * each a small struct of the layer that uses it: how it records (family_record.h), how its
+ * records decode (struct family_decode, below), what stats and the verdict take of it
+ * (family_stats.h), what the exports, monitor and top show of it (export_model.h,
+ * metrics_family.h, top_family.h). Core names the sides of the layers above it by pointer
+ * only. Adding a family = its own files plus one line in families.c (docs/ARCHITECTURE.md,
+ * "Adding a family", is the checklist; each member's comment is its contract, and
  * tests/unit/test_family_toy.c is a whole family using every hook).
  */
 #ifndef BPFSIGHT_FAMILY_H
@@ -20,20 +23,15 @@
 #include "ucall_api.h"
 
 /*
- * The plug-in tables a family fills for the layers above core, and its record side's hook
- * arguments: named here by pointer only, each defined by the layer that calls it (the header
- * beside each). tools/check_layers.py holds core to these: a core header may declare no other
- * type it does not define (docs/ARCHITECTURE.md, "Layers").
+ * A family's sides, each defined by the layer that reads it (the header beside each) and
+ * named here by pointer only: what it does when recording, what stats, report and the
+ * verdict take of it, what the exports, monitor and top show of it. tools/check_layers.py
+ * holds core to these: a core file names no other type it does not define, and no core .c
+ * file names these (docs/ARCHITECTURE.md, "Layers").
  */
-struct record_ctx;     /* record_ctx.h */
-struct record_opts;    /* record_ctx.h */
-struct family_attach;  /* family_attach.h */
-struct family_shim;    /* shim_family.h */
-struct report;	       /* report.h */
-struct family_verdict; /* verdict.h */
-struct page_family;    /* page.h */
+struct family_record;  /* family_record.h */
+struct family_stats;   /* family_stats.h */
 struct family_export;  /* export_model.h */
-struct exporter;       /* export.h */
 struct metrics_family; /* metrics_family.h */
 struct top_family;     /* top_family.h */
 struct rec_rebase;     /* below */
@@ -191,44 +189,8 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_WRITES_TARGETS 0x20
 /* finds code in its targets (uprobes, USDT): the driver makes the uprobe manager for it */
 #define FAMILY_UPROBES 0x40
-
-#define FAMILY_OPT_RECORD 0x1 /* `record` takes the option */
-#define FAMILY_OPT_MONITOR                                                                         \
-	0x2 /* `monitor` takes the option, and `top` (it records as monitor does) */
-#define FAMILY_OPT_TOP	   0x4	 /* `top` takes the option (it takes monitor's anyway) */
-#define FAMILY_OPT_IMPLIES 0x100 /* giving it records the family too, -t or not */
-
-/*
- * An option of a family's own. record and monitor list it in their --help and parse it
- * (user/session/record_options.c) into the family's options, which the family reads with
- * record_opts__family().
- */
-struct family_option {
-	const char *name; /* --NAME */
-	const char *arg;  /* its value's name in --help ("DUR"); NULL: it takes none */
-	const char *help; /* --help's text (wrapped there) */
-	__u32 cmds;	  /* FAMILY_OPT_* */
-	/* Take ARG (NULL without one) into OPTS: 0, or 1 after saying what is wrong. */
-	int (*parse)(void *opts, const char *arg, const char *cmd);
-};
-
-/*
- * --capture-range=KIND[:ARG]: the family records only inside the ranges it opens and closes
- * (record_ctx's gate), as nsys does (cuda's cudaProfilerApi, nvtx's nvtx:NAME): it calls
- * capture_gate__open/close when record_opts__captures(o, &family_NAME). The gate keeps the
- * recording's own records, state_records and ungated types whatever the ranges say.
- */
-struct family_capture {
-	const char *kind;
-	const char *arg; /* ":NAME" when the kind takes a value (its name, for --help), else NULL */
-	/* The value checked when parsed: 0, or 1 after saying what is wrong. May be NULL. */
-	int (*check)(const char *arg, const char *cmd);
-	/*
-	 * The ranges ARG asks for, each to be written to a file of its own (-o's stem + -k.bst:
-	 * capture_files.h); 0: every range in one file, -o. ARG was checked. May be NULL.
-	 */
-	__u32 (*files)(const char *arg);
-};
+/* its records come from the cupti-shim, on the job's CUPTI clock (record->shim says how) */
+#define FAMILY_SHIM 0x100
 
 /*
  * A record type that is a cumulative snapshot (totals since the recording began; a reader
@@ -258,134 +220,13 @@ struct family_trigger {
 };
 
 /*
- * A thread of a traced process that a family's record side knows now, for the hang trigger
- * (--trigger hang): REC is the record a call it is in would write at its return, marked in
- * flight (a bs_ucall with BS_UCALL_OPEN: ts its entry, dur its time so far), one per call it is
- * nested in; NULL for a thread that made calls and is in none now.
+ * What its records are read with, by every reading command and by the recording's own
+ * readers (the flight recorder, the capture gate): core's side of a family, as the trace
+ * model and the walk take it.
  */
-typedef void (*family_in_flight_fn)(void *arg, __u32 pid, __u32 tid, const struct bs_hdr *rec);
-/* Writes one record into a flight-recorder dump, before its window: 0 or a negative errno. */
-typedef int (*family_dump_write_fn)(void *arg, const struct bs_hdr *rec);
-
-struct family {
-	const char *name;
-	const char *desc;
-	__u32 flags;
-	/*
-	 * --stacks FAMILY[:THRESHOLD]: its events of at least THRESHOLD get the thread's stack,
-	 * this default when none is given; 0 = the family takes no --stacks (but with
-	 * FAMILY_STACKS_EVERY: every event by default).
-	 */
-	__u64 stack_default_ns;
-	/*
-	 * Its stack THRESHOLD is a size in bytes, not a duration: --stacks=mem:1M takes
-	 * allocations of 1 MiB and more (stack_default_ns then holds bytes).
-	 */
-	__u8 stack_bytes;
-	/*
-	 * Kernel features it cannot record without, (1 << KF_*) of kernel_features.h: where
-	 * one is missing, a default recording goes on without the family (said once) and a
-	 * -t that names it is refused with the reason.
-	 */
-	__u32 needs;
-	/* Options of its own (at most 16), ending with a zeroed entry. May be NULL. */
-	const struct family_option *options;
-	/* Bytes of its parsed options, made for every recording; OPTS_INIT sets CMD's defaults. */
-	__u32 opts_size;
-	void (*opts_init)(void *opts, const char *cmd);
-	/* Its options for the trace header's options line, " key=value" each. Optional. */
-	void (*opts_describe)(const void *opts, char *buf, size_t len);
-	/* --capture-range's kind it offers, or NULL. */
-	const struct family_capture *capture;
-	/*
-	 * Record types (0-terminated) kept whatever --capture-range says besides the recording's
-	 * own (< 0x10) and its state_records: not events (cumulative totals, what a range's
-	 * reader needs). May be NULL.
-	 */
-	const __u16 *ungated;
-	/*
-	 * Record types (0-terminated) that only BPF and its consume hook exchange, never on disk
-	 * (a raw sample, a batch of the shim's records): dropped if one comes after it detached.
-	 */
-	const __u16 *ring_only;
-	/*
-	 * A uprobe family's API table (user/ucall/): the build compiles and checks every spec of
-	 * it before linking (tools/check_specs.c). May be NULL.
-	 */
-	const struct ucall_table *api;
-	/*
-	 * `bpfsight stacks --json`: each thread names, under this key, the function of the api
-	 * table its stack is in, or null (nccl's "nccl_call": the collective a rank waits in).
-	 * NULL: not shown.
-	 */
-	const char *stack_call_key;
-	/*
-	 * Record side. attach() opens its skeleton, sets RECORD_CTX_SET_COMMON_RODATA and its own
-	 * rodata, calls record_ctx__prepare (the shared maps; one of each _btf/_raw program pair),
-	 * loads and attaches; its state goes into *state. A is the recording and the services the
-	 * driver made for it (family_attach.h): what the family keeps of them goes into its state.
-	 */
-	int (*attach)(const struct family_attach *a, void **state);
-	int (*poll)(struct record_ctx *ctx, void *state);    /* periodic, may be NULL */
-	void (*detach)(struct record_ctx *ctx, void *state); /* final drain, then free */
-	/*
-	 * Record side: a recording of running processes (-p, with its edges) begins, every
-	 * probe live: carry what the targets' threads are in now into the recording, so that an
-	 * interval open at the start (a sleep, a system call) is written when it ends, begun
-	 * before the start. May be NULL.
-	 */
-	void (*at_start)(struct record_ctx *ctx, void *state);
-	/*
-	 * Record side, with --trigger hang only (attach prepares what it needs then): hand FN
-	 * every thread of its targets it knows, with the calls each is in now (entered, not
-	 * returned). Called every 100 ms, never per event. May be NULL: its calls say nothing of
-	 * a hang.
-	 */
-	void (*in_flight)(struct record_ctx *ctx, void *state, family_in_flight_fn fn, void *arg);
-	/*
-	 * Record side, with --flight-recorder: a dump's window begins at FROM_TS; write with FN
-	 * what the window's records need of the family's state before it that no state record
-	 * holds (nccl: each communicator and how many collectives it had made, so the window's
-	 * are numbered as on every rank). 0 or a negative errno. May be NULL.
-	 */
-	int (*flight_prologue)(struct record_ctx *ctx, void *state, __u64 from_ts,
-			       family_dump_write_fn fn, void *arg);
-	/*
-	 * Record types (0-terminated) that say their process moved on: a step or a range that
-	 * ended (torch's steps, NVTX ranges). --trigger hang fires when a process that had some
-	 * has none for its DUR. May be NULL.
-	 */
-	const __u16 *progress;
-	/*
-	 * Every ring-buffer record (of any family) of the types in observes, before it is
-	 * written; may be NULL. May write records of its own first (e.g. a SYMBOL the record
-	 * refers to).
-	 */
-	void (*observe)(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
-	/*
-	 * The record types observe acts on, 0-terminated: the driver calls it for those alone
-	 * (a record of another type never enters the family). NULL: every record.
-	 */
-	const __u16 *observes;
-	/*
-	 * Like observe, before every observe hook: returns 1 when it consumed the record (a
-	 * ring-only record it unpacked and wrote as records of its own), which then goes no
-	 * further and is not written; else 0. May be NULL.
-	 */
-	int (*consume)(struct record_ctx *ctx, void *state, const struct bs_hdr *rec);
-	/* The record types consume takes, as observes. NULL: every record. */
-	const __u16 *consumes;
-	/*
-	 * The recording is ending: runs before any probe is detached, with the ring buffer still
-	 * drained by record_ctx__poll (e.g. to ask a producer to flush and wait for it). May be
-	 * NULL.
-	 */
-	void (*stop)(struct record_ctx *ctx, void *state);
-	/*
-	 * Launch mode, before CMD is forked: set what CMD's environment needs (setenv). A
-	 * negative errno aborts the recording. May be NULL.
-	 */
-	int (*prelaunch)(const struct record_opts *o);
+struct family_decode {
+	/* Its decoders, ending with a zeroed entry. */
+	const struct rec_decoder *decoders;
 	/*
 	 * Reading side state kept across one walk of a trace, for decoders that need what came
 	 * before (e.g. which rank a communicator is): created by the trace model, fed every
@@ -407,57 +248,62 @@ struct family {
 	 * latest of each before its window, as it does strings, names and stacks. May be NULL.
 	 */
 	const __u16 *state_records;
+	/* Its cumulative snapshot types, ending with a zeroed entry. May be NULL. */
+	const struct family_cumulative *cumulative;
+	/* Triggers it offers with no duration, ending with a zeroed entry. May be NULL. */
+	const struct family_trigger *triggers;
+	/*
+	 * Record types (0-terminated) that say their process moved on: a step or a range that
+	 * ended (torch's steps, NVTX ranges). --trigger hang fires when a process that had some
+	 * has none for its DUR. May be NULL.
+	 */
+	const __u16 *progress;
+	/* Its sync points, which `bpfsight merge` aligns files on. May be NULL. */
+	const struct family_sync *sync;
+};
+
+/*
+ * A family: who it is (its name, its records, its losses) and its sides, each a small struct
+ * of the layer that uses it. Every family has a record side and a decode side; the others
+ * may be NULL (the family adds nothing there).
+ */
+struct family {
+	const char *name;
+	const char *desc;
+	__u32 flags; /* FAMILY_* */
+	/*
+	 * A uprobe family's API table (user/ucall/): the build compiles and checks every spec of
+	 * it before linking (tools/check_specs.c). May be NULL.
+	 */
+	const struct ucall_table *api;
 	/*
 	 * Loss causes of its own (numbered in its record-type block, records.h), ending with a
 	 * zeroed entry; info, dump, the exports and the metrics name them from here. May be NULL.
 	 */
 	const struct loss_cause *losses;
-	/* Triggers it offers with no duration, ending with a zeroed entry. May be NULL. */
-	const struct family_trigger *triggers;
-	/* Its cumulative snapshot types, ending with a zeroed entry. May be NULL. */
-	const struct family_cumulative *cumulative;
-	/* Decode side; arrays end with a zeroed entry. */
-	const struct rec_decoder *decoders;
-	const struct report *const *reports;
 	/*
-	 * The rules of stats' verdict on its data (verdict.h): claims that cite its reports.
-	 * May be NULL.
+	 * `bpfsight stacks --json`: each thread names, under this key, the function of the api
+	 * table its stack is in, or null (nccl's "nccl_call": the collective a rank waits in).
+	 * NULL: not shown.
 	 */
-	const struct family_verdict *verdict;
+	const char *stack_call_key;
+	/* Reading: its decoders and what the model and the walk keep of it (above). */
+	const struct family_decode *decode;
+	/* Recording: options, attach, poll, detach, its hooks on records (family_record.h). */
+	const struct family_record *record;
+	/* `stats`, `report` and the verdict: its reports, rules, page, steps (family_stats.h). */
+	const struct family_stats *stats;
 	/*
 	 * Export side: what the family's events show beyond their decoders' styles (tracks of
 	 * their own, counters, flows, tables), described once for every format in its one file
-	 * NAME_export.c (export_model.h). May be NULL: its events are drawn by their styles.
+	 * NAME_export.c, and formats of its own (export_model.h). May be NULL: its events are
+	 * drawn by their styles.
 	 */
 	const struct family_export *export;
-	/*
-	 * Export formats of its own (struct exporter, export.h), NULL-terminated: formats only
-	 * its records fill (a PyTorch memory snapshot), offered by `bpfsight export --format`
-	 * after the formats every trace has. Each named apart from every other format. May be
-	 * NULL.
-	 */
-	const struct exporter *const *exporters;
 	/* `bpfsight monitor`: its metrics (metrics_family.h). May be NULL. */
 	const struct metrics_family *metrics;
 	/* `bpfsight top`: its columns (top_family.h); top records these families by default. */
 	const struct top_family *top;
-	/* `bpfsight report`'s page: its timelines and sections (page.h). May be NULL. */
-	const struct page_family *page;
-	/* Its sync points, which `bpfsight merge` aligns files on. May be NULL. */
-	const struct family_sync *sync;
-	/*
-	 * A family whose records the cupti-shim writes: what it tells the channel (its sites,
-	 * records, hooks: user/shim_channel/shim_family.h); --inject loads the shim for it.
-	 * NULL for every other family.
-	 */
-	const struct family_shim *shim;
-	/*
-	 * Reading side: the steps its records give (struct family_steps, user/report/steps.h:
-	 * torch's steps, NVTX ranges of a name, ...), ending with a zeroed entry; the per-step
-	 * reports ask the steps service, which chooses among every family's per process. May be
-	 * NULL.
-	 */
-	const struct family_steps *steps;
 };
 
 /* At most this many families: their sets are u64 bit masks (record_opts.families). */
@@ -469,7 +315,42 @@ struct family {
  */
 extern const struct family *const families[];
 
+/*
+ * The one loop over the registry: IT.f is each family in registry order, IT.i its index (the
+ * index of its slot in every per-family array). for_each_family_slot adds IT.slot, a pointer
+ * to the family's element of SLOTS, an array of per-family state indexed as families[]
+ * (at least FAMILY_MAX long), so that what a command keeps per family is one struct, not
+ * parallel arrays.
+ */
+struct family_it {
+	int i;
+	const struct family *f;
+};
+#define for_each_family(it)                                                                        \
+	for (struct family_it it = { 0, families[0] }; it.f; it.f = families[++it.i])
+/* for_each_family while COND holds too (COND is tested once IT.f is the next family). */
+#define for_each_family_while(it, cond)                                                            \
+	for (struct family_it it = { 0, families[0] }; it.f && (cond); it.f = families[++it.i])
+#define for_each_family_slot(it, slots)                                                            \
+	for (                                                                                      \
+		struct {                                                                           \
+			int i;                                                                     \
+			const struct family *f;                                                    \
+			__typeof__((slots)[0]) *slot;                                              \
+		} it = { 0, families[0], &(slots)[0] };                                            \
+		it.f; it.f = families[++it.i], it.slot = &(slots)[it.i])
+
 const struct family *family__find(const char *name);
+/*
+ * The family always recorded (FAMILY_ALWAYS: processes' lives, which names what the others
+ * record): the recording's own losses count against it, and its losses touch every report.
+ */
+const struct family *family__always(void);
+/*
+ * 1 when the file whose header is META recorded the family that writes records of TYPE (its
+ * decoder's), whatever its name: a family asks so of another's records without naming it.
+ */
+int family__recorded_type(const struct trace_meta *meta, __u16 type);
 /* How many families the registry has. */
 int family__count(void);
 /* The decoder of a record type, or NULL. */
@@ -485,8 +366,6 @@ const struct export_style *family__kind_style(const char *kind);
 int family__decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
 /* 1 when F writes samples of stacks (a decoder's style says .sample): top's function view's. */
 int family__samples(const struct family *f);
-/* 1 when a family says TYPE is ring-only (struct family.ring_only). */
-int family__ring_only(__u16 type);
 /* "osrt, sched" : the families -t accepts, for error messages and --help. */
 void family__list_selectable(char *buf, __u32 len);
 

@@ -36,10 +36,10 @@ const char *loss_cause__find(__u32 cause, const struct family **owner)
 	for (l = recording_losses; l->name; l++)
 		if (l->cause == cause)
 			return l->name;
-	for (int i = 0; families[i]; i++)
-		for (l = families[i]->losses; l && l->name; l++)
+	for_each_family(it)
+		for (l = it.f->losses; l && l->name; l++)
 			if (l->cause == cause) {
-				*owner = families[i];
+				*owner = it.f;
 				return l->name;
 			}
 	return NULL;
@@ -73,7 +73,7 @@ const struct family *loss__block_family(__u32 block)
 	while (families[n])
 		n++;
 	while (n-- > 0)
-		for (const struct rec_decoder *d = families[n]->decoders; d && d->type; d++)
+		for (const struct rec_decoder *d = families[n]->decode->decoders; d && d->type; d++)
 			if (BS_REC_BLOCK(d->type) == block)
 				return families[n];
 	return NULL;
@@ -81,7 +81,7 @@ const struct family *loss__block_family(__u32 block)
 
 int loss__family_block(const struct family *f)
 {
-	for (const struct rec_decoder *d = f ? f->decoders : NULL; d && d->type; d++)
+	for (const struct rec_decoder *d = f ? f->decode->decoders : NULL; d && d->type; d++)
 		if (loss__block_family(d->type) == f)
 			return (int)BS_REC_BLOCK(d->type);
 	return -1;

@@ -258,9 +258,9 @@ void trace_model__free(struct trace_model *m)
 			free(*(struct trace_stack **)v);
 		hmap__free(m->stacks);
 	}
-	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++)
-		if (m->walks[i])
-			families[i]->walk_free(m->walks[i]);
+	for_each_family_while(fit, fit.i < MODEL_MAX_FAMILIES)
+		if (m->walks[fit.i])
+			fit.f->decode->walk_free(m->walks[fit.i]);
 	free(m);
 }
 
@@ -498,14 +498,14 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 {
 	if (!m || !rec || rec->size < sizeof(*rec))
 		return;
-	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++) {
-		if (!families[i]->walk_new)
+	for_each_family_while(fit, fit.i < MODEL_MAX_FAMILIES) {
+		if (!fit.f->decode->walk_new)
 			continue;
-		if (!m->walks[i] && !(m->walks[i] = families[i]->walk_new())) {
+		if (!m->walks[fit.i] && !(m->walks[fit.i] = fit.f->decode->walk_new())) {
 			m->oom = 1;
 			continue;
 		}
-		families[i]->walk_observe(m->walks[i], rec);
+		fit.f->decode->walk_observe(m->walks[fit.i], rec);
 	}
 	switch (rec->type) {
 	case BS_REC_STRING:
@@ -564,9 +564,9 @@ void trace_model__observe(struct trace_model *m, const struct bs_hdr *rec)
 	default:
 		break;
 	}
-	for (int i = 0; i < MODEL_MAX_FAMILIES && families[i]; i++)
-		if (families[i]->name_observe)
-			families[i]->name_observe(m, rec);
+	for_each_family_while(fit, fit.i < MODEL_MAX_FAMILIES)
+		if (fit.f->decode->name_observe)
+			fit.f->decode->name_observe(m, rec);
 }
 
 const char *trace_model__string(const struct trace_model *m, __u32 id)
@@ -750,9 +750,9 @@ const struct trace_snaps *trace_model__snaps(const struct trace_model *m)
 
 void *trace_model__walk(const struct trace_model *m, const struct family *f)
 {
-	for (int i = 0; m && i < MODEL_MAX_FAMILIES && families[i]; i++)
-		if (families[i] == f)
-			return m->walks[i];
+	for_each_family_while(fit, m && fit.i < MODEL_MAX_FAMILIES)
+		if (fit.f == f)
+			return m->walks[fit.i];
 	return NULL;
 }
 

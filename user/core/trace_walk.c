@@ -28,8 +28,8 @@ int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 		return EXIT_READ_FAIL;
 	}
 	trace_model__set_start(w->m, trace_reader__meta(w->r)->start.mono_ns);
-	for (int i = 0; families[i]; i++) {
-		const struct family_reorder *h = families[i]->reorder;
+	for_each_family(it) {
+		const struct family_reorder *h = it.f->decode->reorder;
 		void *st;
 
 		if (!h)
@@ -39,7 +39,7 @@ int trace_walk__open(struct trace_walk *w, const char *cmd, const char *path)
 			pr_warn("%s: %s (%s)\n", path, h->without, strerror(ENOMEM));
 			continue;
 		}
-		w->stages[w->nstages++] = (struct trace_walk_stage){ families[i], st, 0 };
+		w->stages[w->nstages++] = (struct trace_walk_stage){ it.f, st, 0 };
 	}
 	return 0;
 }
@@ -54,7 +54,7 @@ static int pull(struct trace_walk *w, int i, const struct bs_hdr **recp)
 	if (i < 0)
 		return trace_reader__next(w->r, recp);
 	s = &w->stages[i];
-	h = s->f->reorder;
+	h = s->f->decode->reorder;
 	for (;;) {
 		if ((*recp = h->next(s->st)))
 			return 1;
@@ -149,7 +149,7 @@ again:
 	dec = family__decoder_at(rec->type, &fam);
 	if (dec && dec->span && rec->size >= sizeof(*rec) + 8 && rec->size >= dec->min_size &&
 	    rec->ts && rec->ts < trace_model__start(w->m)) { /* ts 0: no time known (CUPTI's) */
-		rec = clip(w, rec, families[fam]->shim != NULL);
+		rec = clip(w, rec, (families[fam]->flags & FAMILY_SHIM) != 0);
 		if (!rec) {
 			if (!pull(w, w->nstages - 1, &rec))
 				return trace_walk__end(w);
@@ -250,7 +250,7 @@ void trace_walk__close(struct trace_walk *w)
 	free(w->clip);
 	w->clip = NULL;
 	for (int i = 0; i < w->nstages; i++)
-		w->stages[i].f->reorder->free(w->stages[i].st);
+		w->stages[i].f->decode->reorder->free(w->stages[i].st);
 	w->nstages = 0;
 	trace_reader__free(w->r);
 	trace_model__free(w->m);

@@ -24,7 +24,8 @@
 #include "trace_meta.h"
 #include "trace_model.h"
 
-struct ex_sink; /* below */
+struct ex_sink;	 /* below */
+struct exporter; /* export.h */
 
 /*
  * The views a sink renders and an item belongs to (0: every timeline, EX_TIMELINE):
@@ -374,7 +375,20 @@ struct family_export {
 	void (*flows)(const struct bs_hdr *rec, __u64 *out, __u64 *in);
 	/* The id of the innermost framework op open on (PID, TID) at TS, 0: none known. */
 	__u64 (*op_at)(void *st, __u32 pid, __u32 tid, __u64 ts);
+	/*
+	 * Export formats of its own (struct exporter, export.h), NULL-terminated: formats only
+	 * its records fill (a PyTorch memory snapshot), offered by `bpfsight export --format`
+	 * after the formats every trace has. Each named apart from every other format. May be
+	 * NULL.
+	 */
+	const struct exporter *const *exporters;
 };
+
+/* F's own export formats (struct family_export.exporters), NULL when it has none. */
+static inline const struct exporter *const *family__exporters(const struct family *f)
+{
+	return f->export ? f->export->exporters : NULL;
+}
 
 /*
  * The renderers' side of the families' hooks (export_model.c), called family by family so

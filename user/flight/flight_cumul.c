@@ -44,8 +44,9 @@ struct flight_cumul *flight_cumul__new(void)
 		free(fc);
 		return NULL;
 	}
-	for (int i = 0; families[i]; i++)
-		for (const struct family_cumulative *c = families[i]->cumulative; c && c->type; c++)
+	for_each_family(it)
+		for (const struct family_cumulative *c = it.f->decode->cumulative; c && c->type;
+		     c++)
 			if (c->type < BS_REC_TYPE_MAX)
 				fc->by_type[c->type] = c;
 	return fc;

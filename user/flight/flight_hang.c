@@ -66,8 +66,8 @@ struct flight_hang *flight_hang__new(const struct flight_opts *fo, int *err)
 	}
 	h->dur_ns = fo->hang_ns;
 	h->text = fo->hang_text;
-	for (int i = 0; families[i]; i++)
-		for (const __u16 *t = families[i]->progress; t && *t; t++)
+	for_each_family(fit)
+		for (const __u16 *t = fit.f->decode->progress; t && *t; t++)
 			if (*t < BS_REC_TYPE_MAX)
 				h->watches[*t] = 1;
 	h->watches[BS_REC_EXIT] = 1;

@@ -52,8 +52,8 @@ struct flight_meta *flight_meta__new(void)
 	fm->state[BS_REC_STRING] = fm->state[BS_REC_PROCESS] = fm->state[BS_REC_THREAD] = 1;
 	fm->state[BS_REC_COMM] = fm->state[BS_REC_SYMBOL] = fm->state[BS_REC_STACK] = 1;
 	fm->state[BS_REC_THREAD_NAME] = 1;
-	for (int i = 0; families[i]; i++)
-		for (const __u16 *t = families[i]->state_records; t && *t; t++)
+	for_each_family(fit)
+		for (const __u16 *t = fit.f->decode->state_records; t && *t; t++)
 			if (*t < BS_REC_TYPE_MAX)
 				fm->state[*t] = 1;
 	return fm;

@@ -57,13 +57,13 @@ static int bad_family(const char *cmd, const char *arg, const char *fam)
 	int n = 0;
 
 	list[0] = 0;
-	for (int i = 0; families[i] && n < FAMILY_MAX; i++) {
-		if (!families[i]->decoders)
+	for_each_family_while(fit, n < FAMILY_MAX) {
+		if (!fit.f->decode->decoders)
 			continue;
-		names[n++] = families[i]->name;
+		names[n++] = fit.f->name;
 		if (used < sizeof(list))
 			used += snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "",
-					 families[i]->name);
+					 fit.f->name);
 	}
 	names[n] = NULL;
 	meant = getopt_error__closest_word(fam, names);
@@ -78,11 +78,11 @@ static void offered_triggers(char *buf, size_t len)
 	size_t used = 0;
 
 	buf[0] = 0;
-	for (int i = 0; families[i]; i++)
-		for (const struct family_trigger *t = families[i]->triggers; t && t->name; t++)
+	for_each_family(it)
+		for (const struct family_trigger *t = it.f->decode->triggers; t && t->name; t++)
 			if (used < len)
 				used += snprintf(buf + used, len - used, "%s%s:%s",
-						 used ? ", " : "", families[i]->name, t->name);
+						 used ? ", " : "", it.f->name, t->name);
 }
 
 /* FAMILY:NAME with no duration: a trigger family FAM offers. */
@@ -90,7 +90,8 @@ static int family_trigger(struct flight_trigger *t, int fam, const char *arg, co
 {
 	char msg[512], list[256];
 
-	for (const struct family_trigger *ft = families[fam]->triggers; ft && ft->name; ft++)
+	for (const struct family_trigger *ft = families[fam]->decode->triggers; ft && ft->name;
+	     ft++)
 		if (!strcmp(ft->name, t->name)) {
 			t->type = ft->type;
 			return 0;
@@ -171,7 +172,7 @@ static int parse_trigger(struct flight_opts *fo, const char *arg, const char *cm
 	fam[colon - spec] = 0;
 	for (i = 0; families[i] && strcmp(families[i]->name, fam); i++)
 		;
-	if (!families[i] || !families[i]->decoders)
+	if (!families[i] || !families[i]->decode->decoders)
 		return bad_family(cmd, arg, fam);
 	memcpy(t->name, colon + 1, end - colon - 1);
 	t->name[end - colon - 1] = 0;

@@ -155,8 +155,8 @@ struct syncs {
 static int syncs__open(struct syncs *y, const struct trace_meta *meta)
 {
 	memset(y, 0, sizeof(*y));
-	for (int i = 0; families[i]; i++)
-		if (families[i]->sync && !(y->st[i] = families[i]->sync->new (meta)))
+	for_each_family_slot(it, y->st)
+		if (it.f->decode->sync && !(*it.slot = it.f->decode->sync->new (meta)))
 			return -ENOMEM;
 	return 0;
 }
@@ -164,12 +164,12 @@ static int syncs__open(struct syncs *y, const struct trace_meta *meta)
 /* The points the hooks still hold (S NULL: none wanted), then their states freed. */
 static void syncs__close(struct syncs *y, struct scan *s)
 {
-	for (int i = 0; families[i]; i++) {
-		if (!y->st[i])
+	for_each_family_slot(it, y->st) {
+		if (!*it.slot)
 			continue;
 		if (s)
-			families[i]->sync->finish(y->st[i], on_point, s);
-		families[i]->sync->free(y->st[i]);
+			it.f->decode->sync->finish(*it.slot, on_point, s);
+		it.f->decode->sync->free(*it.slot);
 	}
 }
 
@@ -182,9 +182,10 @@ static int scan_records(struct scan *s, struct trace_reader *r, struct trace_mod
 	while (!err && trace_reader__next(r, &rec) == 1) {
 		trace_model__observe(m, rec);
 		scan_record(s->in, rec);
-		for (int i = 0; families[i] && !err; i++)
-			if (y.st[i])
-				err = families[i]->sync->observe(y.st[i], rec, m, on_point, s);
+		for_each_family_while(fit, !err)
+			if (y.st[fit.i])
+				err = fit.f->decode->sync->observe(y.st[fit.i], rec, m, on_point,
+								   s);
 		if (!err)
 			err = s->err;
 	}

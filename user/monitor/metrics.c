@@ -71,12 +71,12 @@ struct m_count m_count__delta(struct hmap *last, struct hkey key, __u64 count, _
 
 static void series_free(struct metrics_series *s)
 {
-	for (int i = 0; families[i]; i++) {
-		if (!s->fam[i])
+	for_each_family_slot(fit, s->fam) {
+		if (!*fit.slot)
 			continue;
-		if (families[i]->metrics->series_free)
-			families[i]->metrics->series_free(s->fam[i]);
-		free(s->fam[i]);
+		if (fit.f->metrics->series_free)
+			fit.f->metrics->series_free(*fit.slot);
+		free(*fit.slot);
 	}
 	memset(s, 0, sizeof(*s));
 }
@@ -92,10 +92,10 @@ struct metrics *metrics__new(const struct metrics_opts *mo, const struct record_
 	m->procs = hmap__new(sizeof(struct metrics_proc));
 	if (!m->procs)
 		goto fail;
-	for (int i = 0; families[i]; i++) {
-		const struct metrics_family *mf = families[i]->metrics;
+	for_each_family_slot(fit, m->states) {
+		const struct metrics_family *mf = fit.f->metrics;
 
-		if (mf && mf->open && mf->open(o, &m->states[i]))
+		if (mf && mf->open && mf->open(o, fit.slot))
 			goto fail;
 	}
 	return m;
@@ -114,9 +114,9 @@ void metrics__free(struct metrics *m)
 	while (m->procs && (p = hmap__next(m->procs, &it, NULL)))
 		series_free(&p->s);
 	series_free(&m->other);
-	for (int i = 0; families[i]; i++)
-		if (m->states[i] && families[i]->metrics->free)
-			families[i]->metrics->free(m->states[i]);
+	for_each_family_slot(fit, m->states)
+		if (*fit.slot && fit.f->metrics->free)
+			fit.f->metrics->free(*fit.slot);
 	hmap__free(m->procs);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -164,9 +164,9 @@ static struct metrics_series *series_of(struct metrics *m, __u32 pid, __u64 even
 
 static int family_slot(const struct family *f)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return i;
+	for_each_family(fit)
+		if (fit.f == f)
+			return fit.i;
 	return -1;
 }
 
@@ -353,9 +353,9 @@ void metrics__record(void *arg, const struct bs_hdr *h)
 		on_exit_rec(m, (const void *)h);
 		break;
 	}
-	for (int i = 0; families[i]; i++)
-		if (families[i]->metrics && families[i]->metrics->record)
-			families[i]->metrics->record(m, m->states[i], h);
+	for_each_family_slot(fit, m->states)
+		if (fit.f->metrics && fit.f->metrics->record)
+			fit.f->metrics->record(m, *fit.slot, h);
 	metrics__housekeep(m, 0);
 	pthread_mutex_unlock(&m->lock);
 }

@@ -91,16 +91,16 @@ static void render_own(FILE *f, struct metrics *m, size_t nowners)
 	metrics__head(f, "bpfsight_events_lost_total", "counter",
 		      "Events lost, by the family whose events they were and cause; family=\"all\" "
 		      "for what the whole recording lost (write_failed, flight_size).");
-	for (int i = 0; families[i]; i++) {
-		int block = loss__family_block(families[i]);
+	for_each_family(fit) {
+		int block = loss__family_block(fit.f);
 
 		for (int own = 0; own <= 1 && block >= 0; own++)
-			for (l = own ? families[i]->losses : recording_losses; l && l->name; l++)
+			for (l = own ? fit.f->losses : recording_losses; l && l->name; l++)
 				fprintf(f,
 					"bpfsight_events_lost_total{family=\"%s\",cause=\"%s\"} "
 					"%llu\n",
-					families[i]->name, l->name,
-					(unsigned long long)m->lost[BS_LOST_KEY(i, l->cause)]);
+					fit.f->name, l->name,
+					(unsigned long long)m->lost[BS_LOST_KEY(fit.i, l->cause)]);
 	}
 	for (l = recording_losses; l->name; l++)
 		if (m->lost_all[l->cause] || l->cause == BS_LOSS_WRITE ||
@@ -128,9 +128,9 @@ void metrics__render(struct metrics *m, FILE *f)
 	ow = calloc(hmap__count(m->procs) + 1, sizeof(*ow));
 	if (ow) {
 		n = owners_of(m, ow, hmap__count(m->procs) + 1);
-		for (int i = 0; families[i]; i++)
-			if (families[i]->metrics && families[i]->metrics->render)
-				families[i]->metrics->render(f, m->states[i], ow, n);
+		for_each_family_slot(fit, m->states)
+			if (fit.f->metrics && fit.f->metrics->render)
+				fit.f->metrics->render(f, *fit.slot, ow, n);
 		render_own(f, m, n);
 		free(ow);
 	}

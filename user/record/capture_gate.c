@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "capture_gate.h"
 #include "family.h"
+#include "family_record.h"
 
 #define MAX_RANGES 4096 /* closed ranges remembered; older ones are merged into the last */
 
@@ -46,9 +47,9 @@ struct capture_gate *capture_gate__new(void)
 	 */
 	for (int t = 0; g && t < BS_REC_TYPE_MAX; t++) {
 		g->kept[t] = t < 0x10 || t == BS_REC_UNWIND_USAGE;
-		for (int i = 0; families[i] && !g->kept[t]; i++)
-			g->kept[t] = listed(families[i]->state_records, t) ||
-				     listed(families[i]->ungated, t);
+		for_each_family_while(it, !g->kept[t])
+			g->kept[t] = listed(it.f->decode->state_records, t) ||
+				     listed(it.f->record->ungated, t);
 	}
 	return g;
 }

@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "mono_clock.h"
 #include "family.h"
+#include "family_record.h"
 #include "shim_records.h"
 #include "kernel_features.h"
 #include "record_ctx.h"
@@ -266,9 +267,9 @@ int record_ctx__run_iter(struct bpf_link *link, const char *what)
 
 int record_opts__wants_stacks(const struct record_opts *o)
 {
-	for (int i = 0; families[i]; i++)
-		if (((families[i]->flags & FAMILY_STACKS) || o->stack_ns[i] != RECORD_STACKS_OFF) &&
-		    (o->families & (1ull << i)))
+	for_each_family_slot(it, o->stack_ns)
+		if (((it.f->flags & FAMILY_STACKS) || *it.slot != RECORD_STACKS_OFF) &&
+		    (o->families & (1ull << it.i)))
 			return 1;
 	return 0;
 }
@@ -280,25 +281,25 @@ int record_opts__edges(const struct record_opts *o)
 
 int record_opts__writes_targets(const struct record_opts *o)
 {
-	for (int i = 0; families[i]; i++)
-		if ((families[i]->flags & FAMILY_WRITES_TARGETS) && (o->families & (1ull << i)))
+	for_each_family(it)
+		if ((it.f->flags & FAMILY_WRITES_TARGETS) && (o->families & (1ull << it.i)))
 			return 1;
 	return 0;
 }
 
 __u64 record_opts__stack_ns(const struct record_opts *o, const struct family *f)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return o->stack_ns[i];
+	for_each_family_slot(it, o->stack_ns)
+		if (it.f == f)
+			return *it.slot;
 	return RECORD_STACKS_OFF;
 }
 
 void *record_opts__family(const struct record_opts *o, const struct family *f)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return o->family_opts[i];
+	for_each_family(it)
+		if (it.f == f)
+			return o->family_opts[it.i];
 	return NULL;
 }
 
@@ -309,7 +310,7 @@ int record_opts__captures(const struct record_opts *o, const struct family *f)
 
 __u32 record_opts__capture_files(const struct record_opts *o)
 {
-	const struct family_capture *c = o->capture ? o->capture->capture : NULL;
+	const struct family_capture *c = o->capture ? o->capture->record->capture : NULL;
 
 	return c && c->files ? c->files(o->capture_arg) : 0;
 }
@@ -319,8 +320,8 @@ __u64 record_ctx__record_room(const struct record_ctx *ctx)
 	__u64 ring = ctx->opts->ringbuf_bytes, keep;
 	int shim = 0;
 
-	for (int i = 0; families[i]; i++)
-		if (families[i]->shim && (ctx->opts->families & (1ull << i)))
+	for_each_family(it)
+		if (it.f->record->shim && (ctx->opts->families & (1ull << it.i)))
 			shim = 1;
 	/*
 	 * A sixteenth of the ring (process life records, and the cupti-shim's batches: then at

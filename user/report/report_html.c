@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "family_stats.h"
 #include "array.h"
 #include "family.h"
 #include "human.h"
@@ -57,18 +58,18 @@ static int add_record(struct timelines *tl, const struct bs_hdr *rec, const stru
 
 	if (rec->type == BS_REC_LOSS && (err = add_loss(tl, (const void *)rec)))
 		return err;
-	for (int i = 0; families[i]; i++)
-		if (tl->states[i] && families[i]->page->record &&
-		    (err = families[i]->page->record(&tl->p, tl->states[i], rec, m)))
+	for_each_family_slot(it, tl->states)
+		if (*it.slot && family__stats(it.f)->page->record &&
+		    (err = family__stats(it.f)->page->record(&tl->p, *it.slot, rec, m)))
 			return err;
 	return 0;
 }
 
 static void timelines_free(struct timelines *tl)
 {
-	for (int i = 0; families[i]; i++)
-		if (tl->states[i])
-			families[i]->page->free(tl->states[i]);
+	for_each_family_slot(it, tl->states)
+		if (*it.slot)
+			family__stats(it.f)->page->free(*it.slot);
 	free(tl->loss);
 	page_lanes__free(tl->p.lanes);
 	page_bands__free(tl->p.bands);
@@ -106,9 +107,9 @@ static int collect(struct timelines *tl, const char *path)
 	tl->p.bands = page_bands__new();
 	if (!tl->p.lanes || !tl->p.bands)
 		err = -ENOMEM;
-	for (int i = 0; families[i] && !err; i++)
-		if (families[i]->page)
-			err = families[i]->page->open(&tl->p, &tl->states[i]);
+	for_each_family_while(fit, !err)
+		if (family__stats(fit.f)->page)
+			err = family__stats(fit.f)->page->open(&tl->p, &tl->states[fit.i]);
 	if (!err)
 		err = steps_bands(&tl->p);
 	while (!err && (ret = trace_walk__next(&w, &rec, &dec)))
@@ -125,9 +126,9 @@ static int collect(struct timelines *tl, const char *path)
 	if (tl->p.end < tl->p.origin)
 		tl->p.end = tl->p.origin;
 	/* The names while the model is here: the legend says "pid 42 (python3)". */
-	for (int i = 0; families[i]; i++)
-		if (tl->states[i] && families[i]->page->named)
-			families[i]->page->named(&tl->p, tl->states[i], w.m);
+	for_each_family_slot(it, tl->states)
+		if (*it.slot && family__stats(it.f)->page->named)
+			family__stats(it.f)->page->named(&tl->p, *it.slot, w.m);
 	page_summary__focus(&tl->p, tl->p.stats, w.m);
 	page_lanes__named(tl->p.lanes, w.m);
 	trace_walk__close(&w);
@@ -373,8 +374,8 @@ static void timelines_html(FILE *f, struct timelines *tl)
 	fprintf(f, "<section id=\"timelines\"><h2>Timelines</h2>\n");
 	page_bands__draw(&tl->p, tl->p.bands, f);
 	for (int i = n - 1; i >= 0; i--)
-		if (tl->states[i] && families[i]->page->timelines)
-			families[i]->page->timelines(&tl->p, tl->states[i], f);
+		if (tl->states[i] && family__stats(families[i])->page->timelines)
+			family__stats(families[i])->page->timelines(&tl->p, tl->states[i], f);
 	page_lanes__draw(&tl->p, tl->p.lanes, f);
 	loss_chart(f, tl);
 	fprintf(f, "</section>\n");
@@ -385,9 +386,9 @@ static void figures_html(FILE *f, struct timelines *tl)
 {
 	fprintf(f, "<section id=\"figures\"><h2>At a glance</h2><div class=\"figs\">\n");
 	page_summary__figures(f, &tl->p, tl->p.stats);
-	for (int i = 0; families[i]; i++)
-		if (tl->states[i] && families[i]->page->figures)
-			families[i]->page->figures(&tl->p, tl->states[i], f);
+	for_each_family_slot(it, tl->states)
+		if (*it.slot && family__stats(it.f)->page->figures)
+			family__stats(it.f)->page->figures(&tl->p, *it.slot, f);
 	fprintf(f, "</div></section>\n");
 }
 
@@ -485,7 +486,8 @@ static void table_html(FILE *f, const struct report *rep, const struct table *t)
 static int listed_before(int i, const struct report *const *rep)
 {
 	for (int k = 0; k <= i; k++)
-		for (const struct report *const *rp = families[k]->reports; rp && *rp; rp++) {
+		for (const struct report *const *rp = family__stats(families[k])->reports;
+		     rp && *rp; rp++) {
 			if (rp == rep)
 				return 0;
 			if (!strcmp((*rp)->name, (*rep)->name))
@@ -508,11 +510,12 @@ static void family_html(FILE *f, struct timelines *tl, const struct stats *st, i
 	int rows = 0;
 	FILE *mem;
 
-	for (rp = families[i]->reports; rp && *rp; rp++)
+	for (rp = family__stats(families[i])->reports; rp && *rp; rp++)
 		rows += (t = stats__table(st, (*rp)->name)) && table__nrows(t) &&
 			!listed_before(i, rp);
-	if (tl->states[i] && families[i]->page->sections && (mem = open_memstream(&own, &len))) {
-		families[i]->page->sections(&tl->p, tl->states[i], mem);
+	if (tl->states[i] && family__stats(families[i])->page->sections &&
+	    (mem = open_memstream(&own, &len))) {
+		family__stats(families[i])->page->sections(&tl->p, tl->states[i], mem);
 		fclose(mem);
 	}
 	if (rows || len) {
@@ -521,7 +524,7 @@ static void family_html(FILE *f, struct timelines *tl, const struct stats *st, i
 			families[i]->name, families[i]->name);
 		page__esc(f, families[i]->desc);
 		fprintf(f, "</span></h2>\n%s", own ? own : "");
-		for (rp = families[i]->reports; rp && *rp; rp++)
+		for (rp = family__stats(families[i])->reports; rp && *rp; rp++)
 			if ((t = stats__table(st, (*rp)->name)) && table__nrows(t) &&
 			    !listed_before(i, rp)) {
 				table_html(f, *rp, t);
@@ -534,8 +537,8 @@ static void family_html(FILE *f, struct timelines *tl, const struct stats *st, i
 
 static void families_html(FILE *f, struct timelines *tl, const struct stats *st, int *shown)
 {
-	for (int i = 0; families[i]; i++)
-		family_html(f, tl, st, i, shown);
+	for_each_family(it)
+		family_html(f, tl, st, it.i, shown);
 	if (!*shown)
 		fprintf(f, "<section id=\"reports\"><p>No report has rows.</p></section>\n");
 }
@@ -632,9 +635,9 @@ int report_html__write(const struct report_input *in, FILE *f)
 		"reports with rows",
 		(double)(tl.p.end - tl.p.origin) / 1e9, REPORT_BIN_NS / 1000000, REPORT_COLUMNS,
 		REPORT_SERIES, REPORT_ROWS, reports);
-	for (int i = 0; families[i]; i++) {
-		const char *note = tl.states[i] && families[i]->page->footnote
-					   ? families[i]->page->footnote(tl.states[i])
+	for_each_family_slot(it, tl.states) {
+		const char *note = *it.slot && family__stats(it.f)->page->footnote
+					   ? family__stats(it.f)->page->footnote(*it.slot)
 					   : NULL;
 
 		if (note)

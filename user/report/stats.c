@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "family_stats.h"
 #include "family.h"
 #include "getopt_error.h"
 #include "human.h"
@@ -73,11 +74,11 @@ void stats__list_reports(char *buf, size_t len)
 {
 	const struct report *const *rp;
 	size_t used = 0;
-	int i, n;
+	int n;
 
 	buf[0] = 0;
-	for (i = 0; families[i]; i++) {
-		for (rp = families[i]->reports; rp && *rp; rp++) {
+	for_each_family(it) {
+		for (rp = family__stats(it.f)->reports; rp && *rp; rp++) {
 			n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", (*rp)->name);
 			if (n < 0 || (size_t)n >= len - used)
 				return;
@@ -108,23 +109,23 @@ static struct stats *stats__new(void)
 {
 	const struct report *const *rp;
 	struct stats *s;
-	int i, n = 0;
+	int n = 0;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	for (i = 0; families[i]; i++)
-		for (rp = families[i]->reports; rp && *rp; rp++)
+	for_each_family(it)
+		for (rp = family__stats(it.f)->reports; rp && *rp; rp++)
 			n++;
 	s->reps = calloc(n + 1, sizeof(*s->reps));
 	if (!s->reps) {
 		free(s);
 		return NULL;
 	}
-	for (i = 0; families[i]; i++) {
-		for (rp = families[i]->reports; rp && *rp; rp++) {
+	for_each_family(it) {
+		for (rp = family__stats(it.f)->reports; rp && *rp; rp++) {
 			s->reps[s->n].rep = *rp;
-			s->reps[s->n].fam = families[i];
+			s->reps[s->n].fam = it.f;
 			s->n++;
 		}
 	}
@@ -258,10 +259,10 @@ static void stats__type_families(int *fam_of_type)
 
 	for (f = 0; f < BS_REC_TYPE_MAX; f++)
 		fam_of_type[f] = -1;
-	for (f = 0; families[f]; f++)
-		for (d = families[f]->decoders; d && d->kind; d++)
+	for_each_family(it)
+		for (d = it.f->decode->decoders; d && d->kind; d++)
 			if (d->type < BS_REC_TYPE_MAX)
-				fam_of_type[d->type] = f;
+				fam_of_type[d->type] = it.i;
 }
 
 static int in_list(const __u32 *v, int n, __u32 x)
@@ -383,8 +384,7 @@ struct stats *stats__collect_opts(const char *path, const struct stats_opts *o, 
 	if (trace_walk__open(&w, cmd, path))
 		goto err_free;
 	w.quiet = o->quiet;
-	for (nfam = 0; families[nfam]; nfam++)
-		;
+	nfam = family__count();
 	fam_has = calloc(nfam + 1, sizeof(*fam_has));
 	if (!fam_has)
 		goto err_nomem;
@@ -655,16 +655,19 @@ int stats__verdict_line(const char *path, __u64 by_ns, char *buf, size_t len)
 
 /*
  * Whether the losses can touch a report of SR's family: its own family's, one of no family
- * ("all": the writer's; "unknown"), or proc's (every report names processes by it). A report
- * of no family reads several: touched by any.
+ * ("all": the writer's; "unknown"), or the always-on family's (every report names processes
+ * by it: family__always). A report of no family reads several: touched by any.
  */
 static int loss_touches(const struct stats *s, const struct stats_report *sr)
 {
+	const struct family *always = family__always();
+
 	if (!sr->fam)
 		return 1;
 	for (int i = 0; i < s->nloss_fams; i++)
 		if (!strcmp(s->loss_fams[i], sr->fam->name) || !strcmp(s->loss_fams[i], "all") ||
-		    !strcmp(s->loss_fams[i], "unknown") || !strcmp(s->loss_fams[i], "proc"))
+		    !strcmp(s->loss_fams[i], "unknown") ||
+		    (always && !strcmp(s->loss_fams[i], always->name)))
 			return 1;
 	return 0;
 }

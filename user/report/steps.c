@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "family_stats.h"
 #include "array.h"
 #include "family.h"
 #include "msg.h"
@@ -32,7 +33,7 @@ struct steps {
 static const struct family_steps *next_source(int *f, int *i)
 {
 	for (; families[*f]; (*f)++, *i = 0) {
-		const struct family_steps *fs = families[*f]->steps;
+		const struct family_steps *fs = family__stats(families[*f])->steps;
 
 		if (fs && fs[*i].kind)
 			return &fs[(*i)++];

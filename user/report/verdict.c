@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "family_stats.h"
 #include "family.h"
 #include "human.h"
 #include "hmap.h"
@@ -86,7 +87,6 @@ static const char *const kind_verdict[VERDICT_KINDS] = {
 struct verdict *verdict__new(const struct trace_model *m, const char *recorded)
 {
 	struct verdict *v = calloc(1, sizeof(*v));
-	int i;
 
 	if (!v)
 		return NULL;
@@ -99,11 +99,13 @@ struct verdict *verdict__new(const struct trace_model *m, const char *recorded)
 		verdict__free(v);
 		return NULL;
 	}
-	for (i = 0; families[i]; i++) {
-		if (!families[i]->verdict || !families[i]->verdict->new)
+	for_each_family_slot(fit, v->states) {
+		const struct family_verdict *fv = family__stats(fit.f)->verdict;
+
+		if (!fv || !fv->new)
 			continue;
-		v->states[i] = families[i]->verdict->new ();
-		if (!v->states[i]) {
+		*fit.slot = fv->new ();
+		if (!*fit.slot) {
 			verdict__free(v);
 			return NULL;
 		}
@@ -113,13 +115,12 @@ struct verdict *verdict__new(const struct trace_model *m, const char *recorded)
 
 void verdict__free(struct verdict *v)
 {
-	int i;
-
 	if (!v)
 		return;
-	for (i = 0; v->states && families[i]; i++)
-		if (v->states[i])
-			families[i]->verdict->free(v->states[i]);
+	if (v->states)
+		for_each_family_slot(fit, v->states)
+			if (*fit.slot)
+				family__stats(fit.f)->verdict->free(*fit.slot);
 	free(v->states);
 	free(v->events);
 	hmap__free(v->threads);
@@ -189,9 +190,9 @@ void verdict__observe(struct verdict *v, const struct bs_hdr *rec)
 		th->born = rec->ts;
 	else if (rec->type == BS_REC_EXIT && (th = vthread(v, rec->pid, rec->tid, 1)))
 		th->died = rec->ts;
-	for (i = 0; families[i]; i++)
-		if (v->states[i] && families[i]->verdict->add)
-			families[i]->verdict->add(v->states[i], rec, v->m);
+	for_each_family_slot(fit, v->states)
+		if (*fit.slot && family__stats(fit.f)->verdict->add)
+			family__stats(fit.f)->verdict->add(*fit.slot, rec, v->m);
 	if (is_cause(v, rec))
 		say_cause(v, rec);
 }
@@ -386,12 +387,12 @@ void verdict__judge(struct verdict *v)
 			       "the window)",
 			       v->trigger);
 
-	for (i = 0; families[i]; i++)
-		if (families[i]->verdict && families[i]->verdict->account)
-			families[i]->verdict->account(v->states[i], v);
-	for (i = 0; families[i]; i++)
-		if (families[i]->verdict && families[i]->verdict->claims)
-			families[i]->verdict->claims(v->states[i], v);
+	for_each_family_slot(fit, v->states)
+		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->account)
+			family__stats(fit.f)->verdict->account(*fit.slot, v);
+	for_each_family_slot(fit, v->states)
+		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->claims)
+			family__stats(fit.f)->verdict->claims(*fit.slot, v);
 	for (i = 0; i < v->nclaims; i++)
 		v->order[i] = i;
 	sort_ctx = v;
@@ -483,15 +484,15 @@ const char *verdict__nothing(const struct verdict *v, char *text, size_t len)
 	text[0] = 0;
 	if (verdict__headline(v, head, sizeof(head))[0])
 		return text;
-	for (int i = 0; families[i]; i++) {
-		const char *name = families[i]->name;
+	for_each_family_slot(fit, v->events) {
+		const char *name = fit.f->name;
 
-		if (!families[i]->verdict)
+		if (!family__stats(fit.f)->verdict)
 			continue;
-		if (v->events[i])
+		if (*fit.slot)
 			nh += snprintf(had + nh, nh < sizeof(had) ? sizeof(had) - nh : 0,
 				       "%s%s %llu", nh ? ", " : "", name,
-				       (unsigned long long)v->events[i]);
+				       (unsigned long long)*fit.slot);
 		else if (listed(v->recorded, name))
 			ne += snprintf(empty + ne, ne < sizeof(empty) ? sizeof(empty) - ne : 0,
 				       "%s%s", ne ? ", " : "", name);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "family.h"
+#include "family_record.h"
 #include "msg.h"
 #include "nsys_args.h"
 #include "parse.h"
@@ -99,48 +101,40 @@ static int need_bool(const struct rw *r, const char *opt, const char *v, int *ou
 	return *out < 0 ? fail(r, "%s %s: give true or false (nsys's spelling)", opt, v) : 0;
 }
 
-/* nsys's -t names: what bpfsight records for each (profile mode), or NULL: none. */
-static const struct {
-	const char *nsys, *ours;
-} trace_names[] = {
-	{ "cuda", "cuda,gpu" }, /* nsys's cuda: the API and, from CUPTI, the GPU work */
-	{ "cuda-hw", "cuda,gpu" },
-	{ "nvtx", "nvtx" },
-	{ "osrt", "osrt" },
-	{ "cublas", "cublas" },
-	{ "cublas-verbose", "cublas" },
-	{ "cudnn", "cudnn" },
-	{ "cudnn-verbose", "cudnn" },
-	{ "python-gil", "gil" },
-	{ "none", "" },
-	/* nsys traces these; bpfsight has no family for them */
-	{ "opengl", NULL },
-	{ "opengl-annotations", NULL },
-	{ "vulkan", NULL },
-	{ "vulkan-annotations", NULL },
-	{ "mpi", NULL },
-	{ "ucx", NULL },
-	{ "oshmem", NULL },
-	{ "openacc", NULL },
-	{ "openmp", NULL },
-	{ "nvvideo", NULL },
-	{ "nvmedia", NULL },
-	{ "dx11", NULL },
-	{ "dx12", NULL },
-	{ "wddm", NULL },
-	{ "syscall", NULL },
-	{ "cusparse", NULL },
-	{ "cusolver", NULL },
+/*
+ * nsys's -t names that bpfsight has no family for: nsys traces them, bpfsight cannot. The
+ * names it has are its families' (struct family_record.nsys_trace).
+ */
+static const char *const untraced[] = {
+	"opengl",   "opengl-annotations",
+	"vulkan",   "vulkan-annotations",
+	"mpi",	    "ucx",
+	"oshmem",   "openacc",
+	"openmp",   "nvvideo",
+	"nvmedia",  "dx11",
+	"dx12",	    "wddm",
+	"syscall",  "cusparse",
+	"cusolver",
 };
 
 int nsys_args__trace(const char *name, const char **ours)
 {
-	for (size_t i = 0; i < sizeof(trace_names) / sizeof(trace_names[0]); i++)
-		if (!strcmp(trace_names[i].nsys, name)) {
-			*ours = trace_names[i].ours;
+	static char fams[LIST_MAX];
+	size_t used = 0;
+
+	for (size_t i = 0; i < sizeof(untraced) / sizeof(untraced[0]); i++)
+		if (!strcmp(untraced[i], name)) {
+			*ours = NULL;
 			return 1;
 		}
-	return 0;
+	fams[0] = 0;
+	for_each_family(it)
+		if (it.f->record->nsys_trace && has_item(it.f->record->nsys_trace, name) &&
+		    used < sizeof(fams))
+			used += snprintf(fams + used, sizeof(fams) - used, "%s%s", used ? "," : "",
+					 it.f->name);
+	*ours = fams;
+	return used || !strcmp(name, "none");
 }
 
 /* -t LIST: profile reads nsys's names; record keeps LIST (its parser knows nsys's names). */
@@ -150,21 +144,20 @@ static int opt_trace(struct rw *r, const char *opt, const char *v)
 
 	snprintf(copy, sizeof(copy), "%s", v);
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		size_t i, n = sizeof(trace_names) / sizeof(trace_names[0]);
+		const char *ours;
+		int known = nsys_args__trace(tok, &ours);
 
-		for (i = 0; i < n && strcmp(trace_names[i].nsys, tok); i++)
-			;
-		if (i < n && !trace_names[i].ours)
+		if (known && !ours)
 			return fail(r,
 				    "%s %s: nsys traces %s; bpfsight has no family for it (drop it "
 				    "from the list; `bpfsight record --help` lists the families)",
 				    opt, tok, tok);
-		if (!r->profile || i == n) { /* bpfsight's own name: as it is */
+		if (!r->profile || !known) { /* bpfsight's own name: as it is */
 			list_add(r->trace, tok);
 			continue;
 		}
-		if (*trace_names[i].ours)
-			list_add(r->trace, trace_names[i].ours);
+		if (*ours)
+			list_add(r->trace, ours);
 	}
 	r->trace_given = 1;
 	return 0;
@@ -636,8 +629,9 @@ static int finish(struct rw *r)
 	int err = 0;
 
 	if (r->profile) { /* nsys's defaults: -t cuda,nvtx,osrt; sampling; context switches */
-		snprintf(trace, sizeof(trace), "%s",
-			 r->trace_given ? r->trace : "cuda,gpu,nvtx,osrt");
+		if (!r->trace_given && opt_trace(r, "-t", "cuda,nvtx,osrt")) /* nsys's names */
+			return 1;
+		snprintf(trace, sizeof(trace), "%s", r->trace);
 		if (r->sample && !strstr(r->extra, "+cpu"))
 			list_add(trace, "cpu");
 		if (r->ctxsw && !strstr(r->extra, "+sched"))

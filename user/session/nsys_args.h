@@ -36,8 +36,9 @@ void nsys_args__free(struct nsys_args *n);
 /*
  * nsys's -t name NAME: 1 with *OURS what bpfsight records for it (a list of families,
  * "cuda,gpu"; "" for none; NULL when nsys traces it and bpfsight has no family for it), 0 when
- * nsys has no such name. The one table of them: `profile` reads -t through it, and record's
- * -t (record_args.h) takes the names it does not have itself from it.
+ * nsys has no such name. The families say their names (struct family_record.nsys_trace):
+ * `profile` reads -t through it, and record's -t (record_args.h) takes the names it does not
+ * have itself from it. *OURS stays valid until the next call.
  */
 int nsys_args__trace(const char *name, const char **ours);
 

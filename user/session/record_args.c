@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "family.h"
+#include "family_record.h"
 #include "getopt_error.h"
 #include "proc_meta.h"
 #include "kernel_features.h"
@@ -47,10 +48,10 @@ static int add_family(const char *name, __u64 *mask)
 {
 	int found = 0;
 
-	for (int i = 0; families[i]; i++) {
-		if (strcmp(families[i]->name, name) || (families[i]->flags & FAMILY_ALWAYS))
+	for_each_family(it) {
+		if (strcmp(it.f->name, name) || (it.f->flags & FAMILY_ALWAYS))
 			continue;
-		*mask |= 1ull << i;
+		*mask |= 1ull << it.i;
 		found = 1;
 	}
 	return found;
@@ -80,9 +81,9 @@ static const char *closest_family(const char *name)
 	const char *names[RECORD_MAX_FAMILIES + 1];
 	int n = 0;
 
-	for (int i = 0; families[i] && n < RECORD_MAX_FAMILIES; i++)
-		if (!(families[i]->flags & FAMILY_ALWAYS))
-			names[n++] = families[i]->name;
+	for_each_family_while(fit, n < RECORD_MAX_FAMILIES)
+		if (!(fit.f->flags & FAMILY_ALWAYS))
+			names[n++] = fit.f->name;
 	names[n] = NULL;
 	return getopt_error__closest_word(name, names);
 }
@@ -117,9 +118,9 @@ int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 
 	free(copy);
 	*explicit = named > 0;
 	if (!ret && !named) /* only +NAME: the default set, and those */
-		for (int i = 0; families[i]; i++)
-			if (!(families[i]->flags & FAMILY_OPT_IN))
-				*mask |= 1ull << i;
+		for_each_family(it)
+			if (!(it.f->flags & FAMILY_OPT_IN))
+				*mask |= 1ull << it.i;
 	if (!ret && !*mask)
 		ret = msg__fail("-t needs at least one family");
 	return ret;
@@ -181,12 +182,12 @@ int record_args__pids(const char *cmd, const char *arg, struct record_opts *o)
 void record_args__default_families(struct record_opts *o)
 {
 	if (!o->families_explicit && !o->families)
-		for (int i = 0; families[i]; i++)
-			if (!(families[i]->flags & FAMILY_OPT_IN))
-				o->families |= 1ull << i;
-	for (int i = 0; families[i]; i++) /* always-on families cannot be deselected */
-		if (families[i]->flags & FAMILY_ALWAYS)
-			o->families |= 1ull << i;
+		for_each_family(it)
+			if (!(it.f->flags & FAMILY_OPT_IN))
+				o->families |= 1ull << it.i;
+	for_each_family(it) /* always-on families cannot be deselected */
+		if (it.f->flags & FAMILY_ALWAYS)
+			o->families |= 1ull << it.i;
 }
 
 void record_args__libbpf_print(int verbose)
@@ -200,13 +201,13 @@ void record_args__libbpf_print(int verbose)
  */
 int record_args__check_kernel(const char *cmd, struct record_opts *o)
 {
-	for (int i = 0; families[i]; i++) {
+	for_each_family(it) {
 		__u32 missing = 0;
 
-		if (!(o->families & (1ull << i)))
+		if (!(o->families & (1ull << it.i)))
 			continue;
 		for (int f = 0; f < KF_NR; f++)
-			if ((families[i]->needs & (1u << f)) && !kfeature__has(f))
+			if ((it.f->record->needs & (1u << f)) && !kfeature__has(f))
 				missing |= 1u << f;
 		for (int f = 0; missing && f < KF_NR; f++) {
 			if (!(missing & (1u << f)))
@@ -214,11 +215,11 @@ int record_args__check_kernel(const char *cmd, struct record_opts *o)
 			if (o->families_explicit)
 				return msg__fail("the %s family needs %s, which this kernel lacks "
 						 "(bpfsight record --features): drop it from -t",
-						 families[i]->name, kfeature__name(f));
+						 it.f->name, kfeature__name(f));
 			pr_err("not recording %s: this kernel lacks %s "
 			       "(bpfsight record --features)\n",
-			       families[i]->name, kfeature__name(f));
-			o->families &= ~(1ull << i);
+			       it.f->name, kfeature__name(f));
+			o->families &= ~(1ull << it.i);
 			break;
 		}
 	}
@@ -226,4 +227,40 @@ int record_args__check_kernel(const char *cmd, struct record_opts *o)
 		return msg__fail("this kernel has no BPF ring buffer (Linux 5.8 or later "
 				 "needed)");
 	return 0;
+}
+
+/* "cudaProfilerApi, nvtx:NAME": the kinds the families offer, for errors and --help. */
+static void capture_kinds(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for_each_family_while(fit, used < len)
+		if (fit.f->record->capture)
+			used += snprintf(buf + used, len - used, "%s%s%s", used ? ", " : "",
+					 fit.f->record->capture->kind,
+					 fit.f->record->capture->arg ? fit.f->record->capture->arg
+								     : "");
+}
+
+int record_args__capture(const char *cmd, const char *arg, struct record_opts *o)
+{
+	char kinds[256];
+
+	if (o->capture)
+		return msg__fail("--capture-range given twice: one range kind per recording");
+	for_each_family(it) {
+		const struct family_capture *c = it.f->record->capture;
+		size_t n = c ? strlen(c->kind) : 0;
+
+		if (!c || strncmp(arg, c->kind, n))
+			continue;
+		if (c->arg ? arg[n] != ':' || !arg[n + 1] : arg[n] != 0)
+			continue;
+		o->capture = it.f;
+		o->capture_arg = c->arg ? arg + n + 1 : NULL;
+		return c->check ? c->check(o->capture_arg, cmd) : 0;
+	}
+	capture_kinds(kinds, sizeof(kinds));
+	return msg__fail("bad --capture-range '%s': use %s", arg, kinds);
 }

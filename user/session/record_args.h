@@ -29,6 +29,11 @@ void record_args__default_families(struct record_opts *o);
  * else left out (said once each); no ring buffer: refused. 1 after saying why.
  */
 int record_args__check_kernel(const char *cmd, struct record_opts *o);
+/*
+ * --capture-range=KIND[:ARG] into O: the family whose kind it is (struct family_capture) opens
+ * and closes the ranges. 1 after saying what is wrong.
+ */
+int record_args__capture(const char *cmd, const char *arg, struct record_opts *o);
 /* libbpf's messages on stderr, its debug ones only with VERBOSE. */
 void record_args__libbpf_print(int verbose);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "bpfsight_version.h"
 #include "family.h"
+#include "family_record.h"
 #include "kernel_features.h"
 #include "nv_gpus.h"
 #include "record_clock.h"
@@ -33,10 +34,10 @@ void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
 		fclose(f);
 	}
 	buf_fams[0] = 0;
-	for (int i = 0; families[i]; i++)
-		if (o->families & (1ull << i))
+	for_each_family(it)
+		if (o->families & (1ull << it.i))
 			used += snprintf(buf_fams + used, fams_len - used, "%s%s", used ? "," : "",
-					 families[i]->name);
+					 it.f->name);
 	if (o->system_wide) {
 		snprintf(target, target_len, "system-wide");
 	} else {
@@ -58,10 +59,10 @@ void record_meta__fill(struct record_meta *rm, const struct record_opts *o)
 	kfeatures__missing(missing, sizeof(missing));
 	used = snprintf(options, options_len, "ringbuf_bytes=%llu duration_ns=%llu",
 			(unsigned long long)o->ringbuf_bytes, (unsigned long long)o->duration_ns);
-	for (int i = 0; families[i] && used < options_len; i++)
-		if (families[i]->opts_describe && o->family_opts[i]) {
-			families[i]->opts_describe(o->family_opts[i], options + used,
-						   options_len - used);
+	for_each_family_while(fit, used < options_len)
+		if (fit.f->record->opts_describe && o->family_opts[fit.i]) {
+			fit.f->record->opts_describe(o->family_opts[fit.i], options + used,
+						     options_len - used);
 			used += strlen(options + used);
 		}
 	if (*missing && used < options_len)

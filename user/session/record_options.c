@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
+#include "family_record.h"
 #include "flight_opts.h"
 #include "kernel_features.h"
 #include "parse.h"
@@ -222,41 +223,10 @@ static int opt_buffer(struct record_args *a, const char *arg)
 	return 0;
 }
 
-/* "cudaProfilerApi, nvtx:NAME": the kinds the families offer, for errors and --help. */
-static void capture_kinds(char *buf, size_t len)
-{
-	size_t used = 0;
-
-	buf[0] = 0;
-	for (int i = 0; families[i] && used < len; i++)
-		if (families[i]->capture)
-			used += snprintf(buf + used, len - used, "%s%s%s", used ? ", " : "",
-					 families[i]->capture->kind,
-					 families[i]->capture->arg ? families[i]->capture->arg
-								   : "");
-}
-
 /* --capture-range=KIND[ARG]: the family whose KIND it is opens and closes the ranges. */
 static int opt_capture(struct record_args *a, const char *arg)
 {
-	char kinds[256];
-
-	if (a->o.capture)
-		return FAIL("--capture-range given twice: one range kind per recording");
-	for (int i = 0; families[i]; i++) {
-		const struct family_capture *c = families[i]->capture;
-		size_t n = c ? strlen(c->kind) : 0;
-
-		if (!c || strncmp(arg, c->kind, n))
-			continue;
-		if (c->arg ? arg[n] != ':' || !arg[n + 1] : arg[n] != 0)
-			continue;
-		a->o.capture = families[i];
-		a->o.capture_arg = c->arg ? arg + n + 1 : NULL;
-		return c->check ? c->check(a->o.capture_arg, a->cmd) : 0;
-	}
-	capture_kinds(kinds, sizeof(kinds));
-	return FAIL("bad --capture-range '%s': use %s", arg, kinds);
+	return record_args__capture(a->cmd, arg, &a->o);
 }
 
 /* The names of the families that HAVE something, SEP between them: "cuda, nccl". */
@@ -265,15 +235,15 @@ static void names_of(char *buf, size_t len, const char *sep, int (*has)(const st
 	size_t used = 0;
 
 	buf[0] = 0;
-	for (int i = 0; families[i] && used < len; i++)
-		if (has(families[i]))
+	for_each_family_while(fit, used < len)
+		if (has(fit.f))
 			used += snprintf(buf + used, len - used, "%s%s", used ? sep : "",
-					 families[i]->name);
+					 fit.f->name);
 }
 
 static int takes_stacks(const struct family *f)
 {
-	return f->stack_default_ns || (f->flags & FAMILY_STACKS_EVERY);
+	return f->record->stack_default_ns || (f->flags & FAMILY_STACKS_EVERY);
 }
 
 static int stacks_by_default(const struct family *f)
@@ -288,7 +258,7 @@ static int stacks_by_default_targets(const struct family *f)
 
 static int uses_shim(const struct family *f)
 {
-	return f->shim != NULL;
+	return f->record->shim != NULL;
 }
 
 /* --stacks LIST: "none", or FAMILY[:THRESHOLD] entries (docs/STACKS.md). */
@@ -318,11 +288,11 @@ static int opt_stacks(struct record_args *a, const char *list)
 				   tok, fams);
 			break;
 		}
-		o->stack_ns[i] = families[i]->stack_default_ns;
-		if (colon && families[i]->stack_bytes && parse_size(colon, &o->stack_ns[i]))
+		o->stack_ns[i] = families[i]->record->stack_default_ns;
+		if (colon && families[i]->record->stack_bytes && parse_size(colon, &o->stack_ns[i]))
 			ret = FAIL("--stacks: bad size '%s' for %s: use e.g. 0, 64K or 1M", colon,
 				   tok);
-		else if (colon && !families[i]->stack_bytes &&
+		else if (colon && !families[i]->record->stack_bytes &&
 			 parse_threshold_ns(colon, &o->stack_ns[i]))
 			ret = FAIL("--stacks: bad threshold '%s' for %s: use e.g. 0, 100us or 5ms",
 				   colon, tok);
@@ -635,10 +605,10 @@ static void each_option(__u32 cmds,
 			fn(arg, &table[t], t, NULL, -1, -1);
 			continue;
 		}
-		for (int i = 0; families[i]; i++)
-			for (int k = 0; families[i]->options && families[i]->options[k].name; k++)
-				if (takes(families[i]->options[k].cmds, cmds))
-					fn(arg, NULL, -1, families[i], i, k);
+		for_each_family(it)
+			for (int k = 0; it.f->record->options && it.f->record->options[k].name; k++)
+				if (takes(it.f->record->options[k].cmds, cmds))
+					fn(arg, NULL, -1, it.f, it.i, k);
 	}
 }
 
@@ -651,8 +621,8 @@ static void add_long(void *arg, const struct rec_option *t, int ti, const struct
 		     int oi)
 {
 	struct long_build *b = arg;
-	const char *name = t ? t->name : f->options[oi].name;
-	const char *val = t ? t->arg : f->options[oi].arg;
+	const char *name = t ? t->name : f->record->options[oi].name;
+	const char *val = t ? t->arg : f->record->options[oi].arg;
 
 	if (b->n >= (int)MAX_OPTIONS - 1 || oi >= FAMILY_OPTS)
 		return;
@@ -728,16 +698,16 @@ int record_args__init(struct record_args *a, const char *cmd)
 	/* Stacks are asked for (docs/STACKS.md); metrics need none. */
 	for (int i = 0; i < RECORD_MAX_FAMILIES; i++)
 		a->o.stack_ns[i] = RECORD_STACKS_OFF;
-	for (int i = 0; families[i]; i++) {
-		if (!families[i]->opts_size)
+	for_each_family(it) {
+		if (!it.f->record->opts_size)
 			continue;
-		a->o.family_opts[i] = calloc(1, families[i]->opts_size);
-		if (!a->o.family_opts[i])
+		a->o.family_opts[it.i] = calloc(1, it.f->record->opts_size);
+		if (!a->o.family_opts[it.i])
 			return -ENOMEM;
 		/* top records as monitor does: monitor's defaults (e.g. osrt's threshold) */
-		if (families[i]->opts_init)
-			families[i]->opts_init(a->o.family_opts[i],
-					       a->cmd_bit == T ? "monitor" : cmd);
+		if (it.f->record->opts_init)
+			it.f->record->opts_init(a->o.family_opts[it.i],
+						a->cmd_bit == T ? "monitor" : cmd);
 	}
 	return 0;
 }
@@ -786,8 +756,9 @@ int record_args__parse(struct record_args *a, int argc, char **argv)
 			int fi = (c - FAMILY_VAL) / FAMILY_OPTS,
 			    oi = (c - FAMILY_VAL) % FAMILY_OPTS;
 
-			ret = families[fi]->options[oi].parse(a->o.family_opts[fi], optarg, a->cmd);
-			if (!ret && (families[fi]->options[oi].cmds & FAMILY_OPT_IMPLIES))
+			ret = families[fi]->record->options[oi].parse(a->o.family_opts[fi], optarg,
+								      a->cmd);
+			if (!ret && (families[fi]->record->options[oi].cmds & FAMILY_OPT_IMPLIES))
 				a->implied |= 1ull << fi;
 		} else if (c >= TABLE_VAL && c < TABLE_VAL + (int)NTABLE) {
 			ret = table[c - TABLE_VAL].parse(a, optarg);
@@ -876,15 +847,14 @@ static void print_stack_families(FILE *f)
 	size_t used;
 
 	used = snprintf(line, sizeof(line), "families and their default THRESHOLD:");
-	for (int i = 0; families[i] && used < sizeof(line); i++) {
-		if (!takes_stacks(families[i]))
+	for_each_family_while(fit, used < sizeof(line)) {
+		if (!takes_stacks(fit.f))
 			continue;
-		if (families[i]->stack_bytes)
-			size_text(families[i]->stack_default_ns, thr, sizeof(thr));
+		if (fit.f->record->stack_bytes)
+			size_text(fit.f->record->stack_default_ns, thr, sizeof(thr));
 		else
-			threshold_text(families[i]->stack_default_ns, thr, sizeof(thr));
-		used += snprintf(line + used, sizeof(line) - used, " %s:%s", families[i]->name,
-				 thr);
+			threshold_text(fit.f->record->stack_default_ns, thr, sizeof(thr));
+		used += snprintf(line + used, sizeof(line) - used, " %s:%s", fit.f->name, thr);
 	}
 	names_of(dflt, sizeof(dflt), ",", stacks_by_default);
 	if (used < sizeof(line))
@@ -911,7 +881,8 @@ static void print_option(void *arg, const struct rec_option *t, int ti, const st
 			  : (h->cmds & (M | T)) && t->help_monitor ? t->help_monitor
 								   : t->help);
 	else
-		print_one(h->f, 0, f->options[oi].name, f->options[oi].arg, f->options[oi].help);
+		print_one(h->f, 0, f->record->options[oi].name, f->record->options[oi].arg,
+			  f->record->options[oi].help);
 	if (t && t->parse == opt_trace) { /* the families there are, on a line of their own */
 		family__list_selectable(fams, sizeof(fams));
 		fprintf(h->f, "%27savailable: %s\n", "", fams);
@@ -929,17 +900,17 @@ void record_args__print_options(FILE *f, const char *cmd)
 
 static int recorded(const struct record_opts *o, const struct family *f)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return !!(o->families & (1ull << i));
+	for_each_family(it)
+		if (it.f == f)
+			return !!(o->families & (1ull << it.i));
 	return 0;
 }
 
 /* 1 when O records a family that records through the cupti-shim (--inject loads it). */
 static int records_shim(const struct record_opts *o)
 {
-	for (int i = 0; families[i]; i++)
-		if (uses_shim(families[i]) && (o->families & (1ull << i)))
+	for_each_family(it)
+		if (uses_shim(it.f) && (o->families & (1ull << it.i)))
 			return 1;
 	return 0;
 }
@@ -964,39 +935,40 @@ int record_args__check(struct record_args *a)
 		if (record_args__families(a->cmd, a->trace, &o->families, &o->families_explicit))
 			return 1;
 	} else if (a->cmd_bit == T) { /* top records what it shows: the families with columns */
-		for (int i = 0; families[i]; i++)
-			if (families[i]->top && !(families[i]->flags & FAMILY_OPT_IN))
-				o->families |= 1ull << i;
+		for_each_family(it)
+			if (it.f->top && !(it.f->flags & FAMILY_OPT_IN))
+				o->families |= 1ull << it.i;
 	}
 	/*
 	 * top -p: the samples of its function view too (f), py-spy top's view of a process;
 	 * --functions asks for them whatever -t says. Not every process's by default (-a): their
 	 * stacks would be symbolized for the whole machine.
 	 */
-	for (int i = 0; a->cmd_bit == T && families[i]; i++)
-		if (family__samples(families[i]) && (a->functions || (o->npids && !a->trace)))
-			o->families |= 1ull << i;
+	for_each_family_while(fit, a->cmd_bit == T)
+		if (family__samples(fit.f) && (a->functions || (o->npids && !a->trace)))
+			o->families |= 1ull << fit.i;
 	record_args__default_families(o);
 	o->families |= a->implied;		 /* after the defaults: an option adds to them */
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */
-		for (int i = 0; families[i]; i++)
-			if ((families[i]->flags & FAMILY_STACKS_DEFAULT) &&
-			    (o->families & (1ull << i)) &&
+		for_each_family_slot(it, o->stack_ns)
+			if ((it.f->flags & FAMILY_STACKS_DEFAULT) &&
+			    (o->families & (1ull << it.i)) &&
 			    !((o->system_wide || o->flight.window_ns || o->cmd || !o->npids) &&
-			      (families[i]->flags & FAMILY_STACKS_DEFAULT_ATTACH)))
-				o->stack_ns[i] = families[i]->stack_default_ns;
-	for (int i = 0; families[i]; i++)
-		if (o->stack_ns[i] != RECORD_STACKS_OFF && !(o->families & (1ull << i)))
+			      (it.f->flags & FAMILY_STACKS_DEFAULT_ATTACH)))
+				*it.slot = it.f->record->stack_default_ns;
+	for_each_family_slot(it, o->stack_ns)
+		if (*it.slot != RECORD_STACKS_OFF && !(o->families & (1ull << it.i)))
 			return FAIL("--stacks=%s: the %s family is not recorded: add it to -t",
-				    families[i]->name, families[i]->name);
+				    it.f->name, it.f->name);
 	if (o->capture && !recorded(o, o->capture))
 		return FAIL("--capture-range=%s%s%s needs the %s family: add %s to -t",
-			    o->capture->capture->kind, o->capture_arg ? ":" : "",
+			    o->capture->record->capture->kind, o->capture_arg ? ":" : "",
 			    o->capture_arg ?: "", o->capture->name, o->capture->name);
 	if (record_opts__capture_files(o) && o->flight.window_ns)
 		return FAIL(
 			"--capture-range=%s%s%s writes a file per range: drop --flight-recorder",
-			o->capture->capture->kind, o->capture_arg ? ":" : "", o->capture_arg ?: "");
+			o->capture->record->capture->kind, o->capture_arg ? ":" : "",
+			o->capture_arg ?: "");
 	if (o->inject && !records_shim(o)) {
 		names_of(fams, sizeof(fams), " or ", uses_shim);
 		return FAIL("--inject loads the cupti-shim for -t %s: add one of them to -t", fams);

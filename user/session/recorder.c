@@ -19,6 +19,7 @@
 #include "capture_files.h"
 #include "capture_gate.h"
 #include "family.h"
+#include "family_record.h"
 #include "family_attach.h"
 #include "flight_recorder.h"
 #include "kernel_features.h"
@@ -188,15 +189,15 @@ static void make_dispatch(struct recording *r)
 	for (int t = 0; t < BS_REC_TYPE_MAX; t++) {
 		int nc = 0, no = 0;
 
-		for (int i = 0; families[i] && i < RECORD_MAX_FAMILIES; i++) {
-			const struct family *f = families[i];
+		for_each_family_while(fit, fit.i < RECORD_MAX_FAMILIES) {
+			const struct family *f = fit.f;
 
-			if (!r->attached[i])
+			if (!r->fam[fit.i].attached)
 				continue;
-			if (f->consume && takes(f->consumes, t))
-				r->consumers[t][nc++] = (__s8)i;
-			if (f->observe && takes(f->observes, t))
-				r->observers[t][no++] = (__s8)i;
+			if (f->record->consume && takes(f->record->consumes, t))
+				r->consumers[t][nc++] = (__s8)fit.i;
+			if (f->record->observe && takes(f->record->observes, t))
+				r->observers[t][no++] = (__s8)fit.i;
 		}
 		r->consumers[t][nc] = r->observers[t][no] = -1;
 		r->uprobes_observe[t] = takes(uprobe_mgr__observes, t);
@@ -220,8 +221,8 @@ static void handle_record(struct recording *r, void *data, size_t size)
 	if (size < sizeof(*h) || h->size != size || size % 8 || h->type >= BS_REC_TYPE_MAX)
 		return;
 	for (fi = r->consumers[h->type]; *fi >= 0 && !consumed; fi++)
-		if (r->attached[*fi]) /* a family detached at the stop takes no more */
-			consumed = families[*fi]->consume(ctx, r->states[*fi], h);
+		if (r->fam[*fi].attached) /* a family detached at the stop takes no more */
+			consumed = families[*fi]->record->consume(ctx, r->fam[*fi].state, h);
 	if (consumed)
 		return;
 	if (h->type == BS_REC_STACK_RAW) {
@@ -234,8 +235,8 @@ static void handle_record(struct recording *r, void *data, size_t size)
 	if (r->stacks)
 		stack_svc__observe(ctx, r->stacks, h);
 	for (fi = r->observers[h->type]; *fi >= 0; fi++)
-		if (r->attached[*fi])
-			families[*fi]->observe(ctx, r->states[*fi], h);
+		if (r->fam[*fi].attached)
+			families[*fi]->record->observe(ctx, r->fam[*fi].state, h);
 	if (!r->uprobes_observe[h->type])
 		;
 	else if (r->uprobes && !r->uprobes_closed)
@@ -328,9 +329,9 @@ static void account_losses(struct recording *r)
 
 static void poll_families(struct recording *r)
 {
-	for (int i = 0; families[i]; i++)
-		if (r->attached[i] && families[i]->poll)
-			families[i]->poll(&r->ctx, r->states[i]);
+	for_each_family_slot(it, r->fam)
+		if (it.slot->attached && it.f->record->poll)
+			it.f->record->poll(&r->ctx, it.slot->state);
 }
 
 void recording__bring_up_to_date(struct recording *r)
@@ -436,19 +437,18 @@ static int start(struct recording *r)
 			return -1;
 	if (recording__make_services(r))
 		return -1;
-	for (int i = 0; families[i]; i++) {
+	for_each_family_slot(it, r->fam) {
 		struct family_attach a;
 
-		if (!(o->families & (1ull << i)))
+		if (!(o->families & (1ull << it.i)))
 			continue;
-		recording__attach_args(r, i, &a);
-		err = families[i]->attach(&a, &r->states[i]);
+		recording__attach_args(r, it.i, &a);
+		err = it.f->record->attach(&a, &it.slot->state);
 		if (err) {
-			pr_err("cannot load the %s family: %s\n", families[i]->name,
-			       strerror(-err));
+			pr_err("cannot load the %s family: %s\n", it.f->name, strerror(-err));
 			return -1;
 		}
-		r->attached[i] = 1;
+		it.slot->attached = 1;
 	}
 	make_dispatch(r);
 	if (r->uprobes)
@@ -509,9 +509,9 @@ static int go_live(struct recording *r)
 	if (record_opts__edges(o) && o->npids && !o->system_wide) {
 		__u64 t0 = mono_now_ns();
 
-		for (int i = 0; families[i]; i++)
-			if (r->attached[i] && families[i]->at_start)
-				families[i]->at_start(ctx, r->states[i]);
+		for_each_family_slot(it, r->fam)
+			if (it.slot->attached && it.f->record->at_start)
+				it.f->record->at_start(ctx, it.slot->state);
 		if (o->verbose)
 			pr_info("the intervals open at the start carried in in %.1f ms\n",
 				(mono_now_ns() - t0) / 1e6);
@@ -665,9 +665,9 @@ static enum record_outcome finish(struct recording *r)
 	/* What the job's threads are doing as it ends, the calls still in flight, every probe live. */
 	recording__edge(r, BS_SNAP_AT_END);
 	/* Producers that buffer (the cupti-shim) flush first, the probes still attached. */
-	for (int i = 0; families[i]; i++)
-		if (r->attached[i] && families[i]->stop)
-			families[i]->stop(ctx, r->states[i]);
+	for_each_family_slot(it, r->fam)
+		if (it.slot->attached && it.f->record->stop)
+			it.f->record->stop(ctx, it.slot->state);
 	/*
 	 * No new records from here on, so the ring only empties: what is in it is read for
 	 * STOP_READ_NS at most and the rest counted, so no event rate keeps the recording alive.
@@ -688,9 +688,9 @@ static enum record_outcome finish(struct recording *r)
 	link_reaper__hold_all();
 	recording__close_services(r);
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
-		if (r->attached[i]) {
-			families[i]->detach(ctx, r->states[i]);
-			r->attached[i] = 0;
+		if (r->fam[i].attached) {
+			families[i]->record->detach(ctx, r->fam[i].state);
+			r->fam[i].attached = 0;
 		}
 	/* Its probes go, and what the ring still holds of its batches is unpacked. */
 	shim_link__free(r->shim);
@@ -793,9 +793,10 @@ static void teardown(struct recording *r)
 
 	recording__close_services(r); /* families' detach must not scan (gil checks) */
 	for (int i = RECORD_MAX_FAMILIES - 1; i >= 0; i--)
-		if (r->attached[i]) {
-			families[i]->detach(ctx, r->states[i]);
-			r->attached[i] = 0; /* the shim channel's last drain calls no hook of it */
+		if (r->fam[i].attached) {
+			families[i]->record->detach(ctx, r->fam[i].state);
+			r->fam[i].attached =
+				0; /* the shim channel's last drain calls no hook of it */
 		}
 	recording__hang_free(r);
 	recording__snap_free(r); /* it names stacks with the stack service */
@@ -867,9 +868,9 @@ int recorder__run(const struct record_opts *opts)
 		goto out;
 	record_meta__fill(&r->rm, o);
 	/* What CMD's environment needs, before anything is created. */
-	for (int i = 0; o->cmd && families[i]; i++)
-		if ((o->families & (1ull << i)) && families[i]->prelaunch &&
-		    families[i]->prelaunch(o))
+	for_each_family_while(fit, o->cmd)
+		if ((o->families & (1ull << fit.i)) && fit.f->record->prelaunch &&
+		    fit.f->record->prelaunch(o))
 			goto out;
 	catch_signals();
 	if (start(r))

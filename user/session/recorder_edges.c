@@ -23,6 +23,7 @@
 #include <bpf/bpf.h>
 #include "array.h"
 #include "family.h"
+#include "family_record.h"
 #include "mono_clock.h"
 #include "msg.h"
 #include "recording.h"
@@ -221,9 +222,9 @@ void recording__edge(struct recording *r, __u32 edge)
 		if (!o->npids)
 			return; /* launch mode: CMD has not started; -a: every process is too many */
 	} else {
-		for (int i = 0; families[i]; i++)
-			if (r->attached[i] && families[i]->in_flight)
-				families[i]->in_flight(&r->ctx, r->states[i], on_open_call, r);
+		for_each_family_slot(it, r->fam)
+			if (it.slot->attached && it.f->record->in_flight)
+				it.f->record->in_flight(&r->ctx, it.slot->state, on_open_call, r);
 		if (o->system_wide && !r->nedge_pids)
 			return;
 	}

@@ -5,6 +5,7 @@
 #include "capture_gate.h"
 #include "elf_syms.h"
 #include "family.h"
+#include "family_record.h"
 #include "record_losses.h"
 #include "recording.h"
 #include "ring_pump.h"
@@ -74,16 +75,16 @@ enum record_outcome recording__say_captured(struct recording *r)
 
 	if (!capture_gate__opened(ctx->gate) && ctx->capture_failed) {
 		pr_err("--capture-range=%s%s%s: nothing was captured (said above)\n",
-		       o->capture->capture->kind, o->capture_arg ? ":" : "",
+		       o->capture->record->capture->kind, o->capture_arg ? ":" : "",
 		       o->capture_arg ? o->capture_arg : "");
 		return RECORD_NOTHING_CAPTURED;
 	}
 	if (!capture_gate__opened(ctx->gate)) {
 		pr_err("--capture-range=%s%s%s: no range opened while recording: nothing was "
 		       "captured (%llu events outside it not kept); %s\n",
-		       o->capture->capture->kind, o->capture_arg ? ":" : "",
+		       o->capture->record->capture->kind, o->capture_arg ? ":" : "",
 		       o->capture_arg ? o->capture_arg : "", dropped,
-		       o->capture->capture->arg
+		       o->capture->record->capture->arg
 			       ? "check the name, and that the program gets there "
 				 "while recording"
 			       : "check that the program gets there while recording");

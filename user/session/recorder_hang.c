@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include "array.h"
 #include "family.h"
+#include "family_record.h"
 #include "flight_hang.h"
 #include "flight_recorder.h"
 #include "hmap.h"
@@ -149,9 +150,9 @@ void recording__hang_look(struct recording *r, __u64 now)
 	h->last_look = now;
 	h->ncalls = h->npids = 0;
 	flight_hang__begin(fh, now);
-	for (int i = 0; families[i]; i++)
-		if (r->attached[i] && families[i]->in_flight)
-			families[i]->in_flight(&r->ctx, r->states[i], on_thread, r);
+	for_each_family_slot(it, r->fam)
+		if (it.slot->attached && it.f->record->in_flight)
+			it.f->record->in_flight(&r->ctx, it.slot->state, on_thread, r);
 	watch_ranks(r, fh);
 	if (!flight_hang__stalled(fh, why, sizeof(why), &pid))
 		return;

@@ -11,6 +11,7 @@
 #include "capture_files.h"
 #include "capture_gate.h"
 #include "family.h"
+#include "family_record.h"
 #include "flight_recorder.h"
 #include "recording.h"
 #include "trace_writer.h"
@@ -51,9 +52,10 @@ static int families_prologue(void *arg, __u64 from, int (*write)(void *w, const 
 	struct recording *r = arg;
 	int err = 0;
 
-	for (int i = 0; families[i] && !err; i++)
-		if (r->attached[i] && families[i]->flight_prologue)
-			err = families[i]->flight_prologue(&r->ctx, r->states[i], from, write, w);
+	for_each_family_while(it, !err)
+		if (r->fam[it.i].attached && it.f->record->flight_prologue)
+			err = it.f->record->flight_prologue(&r->ctx, r->fam[it.i].state, from,
+							    write, w);
 	return err;
 }
 
@@ -68,7 +70,7 @@ static int capture_files_check(const struct record_opts *o, char *first, size_t 
 
 	if (!o->output) {
 		pr_err("--capture-range=%s:%s writes a file per range: give -o\n",
-		       o->capture->capture->kind, o->capture_arg);
+		       o->capture->record->capture->kind, o->capture_arg);
 		return -1;
 	}
 	for (__u32 k = 1; k <= n && !o->force; k++) {

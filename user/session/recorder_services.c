@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "family.h"
+#include "family_record.h"
 #include "family_attach.h"
 #include "kernel_features.h"
 #include "recording.h"
@@ -81,11 +82,11 @@ static void needs(const struct record_opts *o, int *uprobes, int *stacks, int *s
 		  o->now_every_ns;	   /* top -p: what each thread is in now */
 	*shim = 0;
 	*uprobes = 0;
-	for (int i = 0; families[i]; i++) {
-		if (!(o->families & (1ull << i)))
+	for_each_family(it) {
+		if (!(o->families & (1ull << it.i)))
 			continue;
-		*shim |= families[i]->shim != NULL;
-		*uprobes |= !!(families[i]->flags & FAMILY_UPROBES);
+		*shim |= it.f->record->shim != NULL;
+		*uprobes |= !!(it.f->flags & FAMILY_UPROBES);
 	}
 	/* The stack service names native frames from the manager's files; the channel finds
 	 * the shims by its discovery. */

@@ -39,9 +39,11 @@ struct recording {
 	int uprobes_closed; /* its probes gone at the stop: it sees no more records */
 	struct stack_svc *stacks;
 	struct shim_link *shim;
-	/* The families' states (index = families[] index) and which are attached. */
-	void *states[RECORD_MAX_FAMILIES];
-	int attached[RECORD_MAX_FAMILIES];
+	/* What it keeps per family (index = families[] index: for_each_family_slot). */
+	struct recording_family {
+		void *state;  /* what its attach made */
+		int attached; /* attached, and not yet detached */
+	} fam[RECORD_MAX_FAMILIES];
 	/*
 	 * The record path's dispatch (recorder.c), made once every family is attached: per
 	 * record type, the families whose consume / observe hook takes it (struct family's

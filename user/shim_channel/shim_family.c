@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "family.h"
+#include "family_record.h"
 #include "shim_cookie.h"
 #include "shim_family.h"
 
@@ -28,14 +29,14 @@ static const struct shim_name channel_events[] = {
 
 int shim_family__of(__u16 type, const struct shim_rec **rec)
 {
-	for (int i = 0; families[i]; i++) {
-		const struct family_shim *s = families[i]->shim;
+	for_each_family(it) {
+		const struct family_shim *s = it.f->record->shim;
 
 		for (const struct shim_rec *r = s ? s->recs : NULL; r && r->type; r++)
 			if (r->type == type) {
 				if (rec)
 					*rec = r;
-				return i;
+				return it.i;
 			}
 	}
 	return -1;
@@ -43,12 +44,12 @@ int shim_family__of(__u16 type, const struct shim_rec **rec)
 
 const struct shim_site *shim_family__stack_slot(int k, int *family)
 {
-	for (int i = 0; families[i]; i++) {
-		const struct family_shim *s = families[i]->shim;
+	for_each_family(it) {
+		const struct family_shim *s = it.f->record->shim;
 
 		for (const struct shim_site *t = s ? s->sites : NULL; t && t->name; t++)
 			if (t->stack_type && k-- == 0) {
-				*family = i;
+				*family = it.i;
 				return t;
 			}
 	}
@@ -69,13 +70,13 @@ const struct family *shim_family__channel(void)
 {
 	const struct family *first = NULL;
 
-	for (int i = 0; families[i]; i++) {
-		if (!families[i]->shim)
+	for_each_family(it) {
+		if (!it.f->record->shim)
 			continue;
-		if (families[i]->shim->channel)
-			return families[i];
+		if (it.f->record->shim->channel)
+			return it.f;
 		if (!first)
-			first = families[i];
+			first = it.f;
 	}
 	return first;
 }
@@ -86,8 +87,8 @@ void shim_family__min_sizes(__u16 min_size[BS_REC_TYPE_MAX])
 		min_size[t] = 0;
 	min_size[BS_REC_STRING] = sizeof(struct bs_string);
 	min_size[BS_REC_SHIM_STATUS] = sizeof(struct bs_shim_status);
-	for (int i = 0; families[i]; i++) {
-		const struct family_shim *s = families[i]->shim;
+	for_each_family(it) {
+		const struct family_shim *s = it.f->record->shim;
 
 		for (const struct shim_rec *r = s ? s->recs : NULL; r && r->type; r++)
 			if (r->type < BS_REC_TYPE_MAX)
@@ -107,9 +108,9 @@ void shim_family__state_names(const char *names[32])
 	for (int b = 0; b < 32; b++)
 		names[b] = NULL;
 	names_of(channel_states, names);
-	for (int i = 0; families[i]; i++)
-		if (families[i]->shim)
-			names_of(families[i]->shim->states, names);
+	for_each_family(it)
+		if (it.f->record->shim)
+			names_of(it.f->record->shim->states, names);
 }
 
 static const char *event_in(const struct shim_name *n, __u32 event)
@@ -124,8 +125,8 @@ const char *shim_family__event_name(__u32 event)
 {
 	const char *name = event_in(channel_events, event);
 
-	for (int i = 0; !name && families[i]; i++)
-		if (families[i]->shim)
-			name = event_in(families[i]->shim->events, event);
+	for_each_family_while(fit, !name)
+		if (fit.f->record->shim)
+			name = event_in(fit.f->record->shim->events, event);
 	return name;
 }

@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "env.h"
 #include "family.h"
+#include "family_record.h"
 #include "family_attach.h"
 #include "join_holds.h"
 #include "proc_meta.h"
@@ -96,10 +97,10 @@ static void file_free(struct shim_file *f)
 /* Whether a family this recording has wants its control site NAME. */
 static int site_wanted(const struct shim_link *l, const char *name)
 {
-	for (int i = 0; families[i]; i++) {
-		const struct family_shim *s = families[i]->shim;
+	for_each_family(fit) {
+		const struct family_shim *s = fit.f->record->shim;
 
-		if (!s || !(l->want & (1ull << i)))
+		if (!s || !(l->want & (1ull << fit.i)))
 			continue;
 		for (const struct shim_site *t = s->sites; t && t->name; t++)
 			if (!t->stack_type && !strcmp(t->name, name) &&
@@ -344,9 +345,9 @@ static void on_started(void *arg)
 {
 	struct shim_link *l = arg;
 
-	for (int i = 0; l->inject && families[i]; i++)
-		if ((l->want & (1ull << i)) && families[i]->shim->inject_note)
-			pr_note("--inject: %s\n", families[i]->shim->inject_note);
+	for_each_family_while(fam_it, l->inject)
+		if ((l->want & (1ull << fam_it.i)) && fam_it.f->record->shim->inject_note)
+			pr_note("--inject: %s\n", fam_it.f->record->shim->inject_note);
 	shim_inject__run(l->inject, has_shim, l);
 }
 
@@ -394,8 +395,8 @@ static void fill_consumes(void)
 				       [BS_REC_EXIT] = 1 };
 	int n = 0;
 
-	for (int i = 0; families[i]; i++)
-		for (const __u16 *t = families[i]->shim ? families[i]->shim->ring_types : NULL;
+	for_each_family(fit)
+		for (const __u16 *t = fit.f->record->shim ? fit.f->record->shim->ring_types : NULL;
 		     t && *t; t++)
 			if (*t < BS_REC_TYPE_MAX)
 				want[*t] = 1;
@@ -460,9 +461,9 @@ fail:
 
 static int family_index(const struct family *f)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return i;
+	for_each_family(fit)
+		if (fit.f == f)
+			return fit.i;
 	return -1;
 }
 
@@ -475,7 +476,7 @@ int shim_link__attach(const struct family_attach *a, void **state)
 
 	if (!u)
 		return -ENOMEM;
-	if (i < 0 || !f->shim || !l) {
+	if (i < 0 || !f->record->shim || !l) {
 		free(u);
 		return -EINVAL;
 	}
@@ -658,16 +659,16 @@ static void warn_targets(struct shim_link *l)
 			note_no_shim(l, pid, "--inject: the injected dlopen did not load the shim");
 			continue;
 		}
-		for (int k = 0; families[k]; k++) {
+		for_each_family(fit) {
 			const struct shim_hint *h;
 			char val[PATH_MAX];
 
 			/* Asked for: named by -t, or opt-in (pyfunc, which --python-functions
 			 * brings): the default set's shim families are not a user's demand. */
-			if (!(l->want & (1ull << k)) ||
-			    !(o->families_explicit || (families[k]->flags & FAMILY_OPT_IN)))
+			if (!(l->want & (1ull << fit.i)) ||
+			    !(o->families_explicit || (fit.f->flags & FAMILY_OPT_IN)))
 				continue;
-			h = &families[k]->shim->hint;
+			h = &fit.f->record->shim->hint;
 			if (!environ_get(pid, h->var, val, sizeof(val)))
 				pr_note("pid %d has %s=%s but has not "
 					"loaded it yet (it does at cuInit or the first NVTX call)\n",
@@ -703,7 +704,7 @@ int shim_link__unreachable(struct record_ctx *ctx, void *state)
 		return 0; /* a launched CMD, new processes or --inject may bring one */
 	for (__u32 i = 0; i < o->npids; i++)
 		if (maps_shim(u->l, o->pids[i]) ||
-		    !environ_get(o->pids[i], u->f->shim->hint.var, val, sizeof(val)))
+		    !environ_get(o->pids[i], u->f->record->shim->hint.var, val, sizeof(val)))
 			return 0;
 	return 1;
 }
@@ -849,7 +850,7 @@ static int preload(const char *path)
 
 int shim_link__prelaunch(const struct record_opts *o, const struct family *f)
 {
-	const char *path, *var = f->shim->env, *cur = var ? getenv(var) : NULL;
+	const char *path, *var = f->record->shim->env, *cur = var ? getenv(var) : NULL;
 	int err = launch_path(o, f->name, &path);
 
 	if (err)
@@ -865,7 +866,8 @@ int shim_link__prelaunch(const struct record_opts *o, const struct family *f)
 			return 0; /* the job's own copy of a shim: it answers us just the same */
 		pr_warn("%s is already set to %s: keeping it, so %s records nothing from this "
 			"command%s\n",
-			var, cur, f->name, f->shim->env_kept ? f->shim->env_kept : "");
+			var, cur, f->name,
+			f->record->shim->env_kept ? f->record->shim->env_kept : "");
 		return 0;
 	}
 	if (setenv(var, path, 1))

@@ -8,6 +8,7 @@
 #include "capture_gate.h"
 #include "elf_syms.h"
 #include "family.h"
+#include "family_record.h"
 #include "record_ctx.h"
 #include "proc_meta.h"
 #include "shim_family.h"
@@ -98,15 +99,15 @@ int shim_unpack__want(struct shim_unpack *u, const struct family *f)
 
 	while (families[i] && families[i] != f)
 		i++;
-	if (!families[i] || !f->shim)
+	if (!families[i] || !f->record->shim)
 		return -EINVAL;
 	fm = &u->fams[i];
 	if (fm->shim)
 		return 0;
-	if (f->shim->new && !(fm->st = f->shim->new (u)))
+	if (f->record->shim->new && !(fm->st = f->record->shim->new (u)))
 		return -ENOMEM;
-	fm->shim = f->shim;
-	for (const __u16 *t = f->shim->ring_types; t && *t; t++)
+	fm->shim = f->record->shim;
+	for (const __u16 *t = f->record->shim->ring_types; t && *t; t++)
 		if (*t < BS_REC_TYPE_MAX)
 			u->ring_fams[*t] |= 1ull << i;
 	return 0;

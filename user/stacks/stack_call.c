@@ -35,8 +35,8 @@ const char *stack_call__api(const struct trace_stack *st, const struct trace_mod
 		    !(name = trace_model__string(m, f->func_id)))
 			continue;
 		found = in_table(t, name);
-		for (int k = 0; !t && !found && families[k]; k++)
-			found = in_table(families[k]->api, name);
+		for_each_family_while(it, !t && !found)
+			found = in_table(it.f->api, name);
 		if (found)
 			return found;
 	}

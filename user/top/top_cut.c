@@ -275,9 +275,9 @@ int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 	fr->nrows = fr->nprocs = fr->nthreads = 0;
 	fr->records_per_s = (t->records - t->records_cut) * 1e9 / span;
 	t->records_cut = t->records;
-	for (int i = 0; families[i] && i < FAMILY_MAX; i++)
-		if (t->col_base[i] >= 0 && has_polled(t, i))
-			cut_polled(t, i, now);
+	for_each_family_while(fit, fit.i < FAMILY_MAX)
+		if (t->col_base[fit.i] >= 0 && has_polled(t, fit.i))
+			cut_polled(t, fit.i, now);
 	while (!err && (th = hmap__next(t->threads, &it, NULL)))
 		err = thread_row(t, th, fr, span);
 	if (!err)

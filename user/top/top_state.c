@@ -201,18 +201,18 @@ void top__record(void *arg, const struct bs_hdr *h)
 		top_now__snap(t, h);
 	else if (h->type == BS_REC_PROC_SNAP)
 		top_role__snap(t, h);
-	for (int i = 0; families[i]; i++)
-		if (t->hooked[i] && families[i]->top->record)
-			families[i]->top->record(t, t->states[i], h);
+	for_each_family_slot(it, t->states)
+		if (t->hooked[it.i] && it.f->top->record)
+			it.f->top->record(t, *it.slot, h);
 	pthread_mutex_unlock(&t->lock);
 }
 
 /* Column COL of F as the view numbers it, or -1 (a family top does not show). */
 static int col_of(const struct top *t, const struct family *f, int col)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == f)
-			return t->col_base[i] >= 0 ? t->col_base[i] + col : -1;
+	for_each_family(it)
+		if (it.f == f)
+			return t->col_base[it.i] >= 0 ? t->col_base[it.i] + col : -1;
 	return -1;
 }
 
@@ -313,20 +313,20 @@ static int add_columns(struct top *t)
 	t->cols[t->ncols++] = (struct top_col){ &top_rank_column, NULL, -1 };
 	t->role_col = (int)t->ncols;
 	t->cols[t->ncols++] = (struct top_col){ &top_role_column, NULL, -1 };
-	for (int i = 0; families[i] && i < FAMILY_MAX; i++) {
-		const struct top_column *c = families[i]->top ? families[i]->top->columns : NULL;
+	for_each_family_while(fit, fit.i < FAMILY_MAX) {
+		const struct top_column *c = fit.f->top ? fit.f->top->columns : NULL;
 
-		t->col_base[i] = -1;
-		if (!families[i]->top || !(t->o->families & (1ull << i)))
+		t->col_base[fit.i] = -1;
+		if (!fit.f->top || !(t->o->families & (1ull << fit.i)))
 			continue;
-		t->hooked[i] = 1;
-		t->col_base[i] = c ? (int)t->ncols : -1;
+		t->hooked[fit.i] = 1;
+		t->col_base[fit.i] = c ? (int)t->ncols : -1;
 		for (int k = 0; c && c[k].key && k < TOP_FAMILY_COLS; k++) {
 			if (t->ncols == TOP_MAX_COLS)
 				return -E2BIG;
-			t->cols[t->ncols++] = (struct top_col){ &c[k], families[i], i };
+			t->cols[t->ncols++] = (struct top_col){ &c[k], fit.f, fit.i };
 		}
-		if (families[i]->top->open && families[i]->top->open(t->o, &t->states[i]))
+		if (fit.f->top->open && fit.f->top->open(t->o, &t->states[fit.i]))
 			return -ENOMEM;
 	}
 	return 0;
@@ -354,9 +354,9 @@ void top__free(struct top *t)
 {
 	if (!t)
 		return;
-	for (int i = 0; families[i] && i < FAMILY_MAX; i++)
-		if (t->states[i] && families[i]->top->free)
-			families[i]->top->free(t->states[i]);
+	for_each_family_while(fit, fit.i < FAMILY_MAX)
+		if (t->states[fit.i] && fit.f->top->free)
+			fit.f->top->free(t->states[fit.i]);
 	trace_model__free(t->model);
 	hmap__free(t->threads);
 	top_funcs__free(t->funcs);

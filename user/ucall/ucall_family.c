@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <bpf/libbpf.h>
 #include "family.h"
+#include "family_record.h"
 #include "family_attach.h"
 #include "mono_clock.h"
 #include "proc_meta.h"
@@ -88,8 +89,8 @@ int ucall_family__attach(const struct family_attach *a, void **state)
 	const struct ucall_table *table = a->self->api;
 	struct record_ctx *ctx = a->ctx;
 	/* The calls in flight: for the hang trigger, and at the recording's end (its edge). */
-	int hang =
-		(ctx->opts->flight.hang_ns || record_opts__edges(ctx->opts)) && a->self->in_flight;
+	int hang = (ctx->opts->flight.hang_ns || record_opts__edges(ctx->opts)) &&
+		   a->self->record->in_flight;
 	struct ucall_family *uf;
 	struct ucall_bpf *skel;
 	int err;

@@ -18,6 +18,7 @@
 #define BPFSIGHT_UCALL_FAMILY_H
 
 #include "family.h"
+#include "family_record.h"
 #include "kernel_features.h"
 #include "ucall_api.h"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "family.h"
 #include "link_reaper.h"
 #include "record_ctx.h"
 #include "hmap.h"
@@ -184,8 +185,8 @@ void uprobe_obj__attach_dl_hook(struct uprobe_mgr *m, struct uprobe_obj *o,
 	snprintf(what, sizeof(what),
 		 "uprobe _dl_debug_state in %s (libraries loaded later will not be found)",
 		 o->path);
-	/* The recording's own: what every family's discovery of new code needs. */
-	record_ctx__attach_failed(m->ctx, "proc", what, err);
+	/* The recording's own (the always-on family's): what every family's discovery of new code needs. */
+	record_ctx__attach_failed(m->ctx, family__always()->name, what, err);
 }
 
 /* Append V's N links to *ALL (0), or leave them (-ENOMEM: uprobe_obj__free's then). */

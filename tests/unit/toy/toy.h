@@ -7,6 +7,7 @@
 #define BPFSIGHT_TOY_H
 
 #include "family.h"
+#include "family_record.h"
 
 #define TOY_REC	 0xff0 /* the tests' block (records.h): a type wider than a byte */
 #define TOY_LOSS 0xf9  /* its own loss cause: a number no family of the product uses */
@@ -34,6 +35,8 @@ extern const struct report *const toy_reports[];
 extern const struct family_option toy_options[];
 void toy_opts_init(void *opts, const char *cmd);
 void toy_sum__add(void *st, const struct bs_hdr *rec, const struct trace_model *m);
+extern const struct family_record toy_recording;     /* toy_record.c */
+extern const struct family_stats toy_stats;	     /* toy_report.c */
 extern const struct family_export toy_export;	     /* toy_export.c */
 extern const struct exporter *const toy_exporters[]; /* toy_export.c */
 extern const struct metrics_family toy_metrics;	     /* toy_metrics.c */

@@ -59,6 +59,7 @@ const struct family_export toy_export = {
 	.free = free,
 	.record = toy_record,
 	.finish = toy_finish,
+	.exporters = toy_exporters,
 };
 
 /* toy-total: a text file "ticks N total T", refused (-ENODATA) for a trace without ticks. */

@@ -5,10 +5,28 @@
  */
 #include "blas.h"
 #include "ucall_family.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 static const struct loss_cause blas_losses[] = {
 	UCALL_LOSS_TOO_DEEP(BS_LOSS_BLAS_DEPTH, "blas_too_deep"),
 	{ 0 },
+};
+
+static const struct family_record blas_recording = {
+	.needs = UCALL_FAMILY_NEEDS,
+	.stack_default_ns = 100000, /* --stacks=blas: calls of 100 us or more */
+	.attach = ucall_family__attach,
+	.detach = ucall_family__detach,
+};
+
+static const struct family_decode blas_reading = {
+	.decoders = blas_decoders,
+};
+
+static const struct family_stats blas_stats = {
+	.reports = blas_reports,
+	.verdict = &blas_verdict,
 };
 
 const struct family family_blas = {
@@ -16,14 +34,10 @@ const struct family family_blas = {
 	/* Not in the default set: a small GEMM costs less than its probes (-t blas). */
 	.flags = FAMILY_OPT_IN | FAMILY_UPROBES,
 	.desc = "CPU BLAS GEMMs (sgemm_, cblas_sgemm...): shapes and FLOPs (uprobes)",
-	.needs = UCALL_FAMILY_NEEDS,
-	.stack_default_ns = 100000, /* --stacks=blas: calls of 100 us or more */
 	.api = &blas_table,
 	.losses = blas_losses,
-	.attach = ucall_family__attach,
-	.detach = ucall_family__detach,
-	.decoders = blas_decoders,
-	.reports = blas_reports,
-	.verdict = &blas_verdict,
 	.export = &blas_export,
+	.record = &blas_recording,
+	.decode = &blas_reading,
+	.stats = &blas_stats,
 };

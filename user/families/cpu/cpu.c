@@ -19,6 +19,8 @@
 #include "stack_svc.h"
 #include "cpu.skel.h"
 #include "msg.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 struct cpu_state {
 	struct cpu_bpf *skel;
@@ -169,10 +171,7 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 /* A sample and its raw stack: cpu_consume writes it as a sample with an interned stack. */
 static const __u16 cpu_ring_only[] = { BS_REC_CPU_SAMPLE_RAW, 0 };
 
-const struct family family_cpu = {
-	.name = "cpu",
-	.desc = "CPU sampling: on-CPU samples of the traced threads with their stacks",
-	.flags = FAMILY_OPT_IN | FAMILY_STACKS,
+static const struct family_record cpu_recording = {
 	.needs = 1u << KF_PERF_SAMPLING | 1u << KF_BPF_LOOP,
 	.options = cpu_options,
 	.opts_size = sizeof(struct cpu_opts),
@@ -184,10 +183,25 @@ const struct family family_cpu = {
 	.consume = cpu_consume,
 	.consumes = cpu_consumes,
 	.stop = cpu_stop,
+};
+
+static const struct family_decode cpu_reading = {
 	.decoders = cpu_decoders,
+};
+
+static const struct family_stats cpu_stats = {
 	.reports = cpu_reports,
 	.verdict = &cpu_verdict,
-	.export = &cpu_export,
 	.page = &cpu_page,
+};
+
+const struct family family_cpu = {
+	.name = "cpu",
+	.desc = "CPU sampling: on-CPU samples of the traced threads with their stacks",
+	.flags = FAMILY_OPT_IN | FAMILY_STACKS,
+	.export = &cpu_export,
 	.top = &cpu_top,
+	.record = &cpu_recording,
+	.decode = &cpu_reading,
+	.stats = &cpu_stats,
 };

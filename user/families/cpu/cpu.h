@@ -3,6 +3,7 @@
 #ifndef BPFSIGHT_CPU_H
 #define BPFSIGHT_CPU_H
 #include "family.h"
+#include "family_record.h"
 #include "cpu_records.h"
 #include "report.h"
 extern const struct rec_decoder cpu_decoders[];

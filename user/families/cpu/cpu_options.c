@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cpu.h"
+#include "family_record.h"
 #include "msg.h"
 #include "record_ctx.h"
 

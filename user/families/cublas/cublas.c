@@ -6,10 +6,32 @@
  */
 #include "cublas_decode.h"
 #include "ucall_family.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 static const struct loss_cause cublas_losses[] = {
 	UCALL_LOSS_TOO_DEEP(BS_LOSS_CUBLAS_DEPTH, "cublas_too_deep"),
 	{ 0 },
+};
+
+static const struct family_record cublas_recording = {
+	.nsys_trace = "cublas,cublas-verbose", /* nsys -t */
+	.needs = UCALL_FAMILY_NEEDS,
+	.stack_default_ns = 100000, /* --stacks=cublas: calls of 100 us or more */
+	.attach = ucall_family__attach,
+	.detach = ucall_family__detach,
+};
+
+static const struct family_decode cublas_reading = {
+	.walk_new = cublas_walk__new,
+	.walk_observe = cublas_walk__observe,
+	.walk_free = cublas_walk__free,
+	.decoders = cublas_decoders,
+};
+
+static const struct family_stats cublas_stats = {
+	.reports = cublas_reports,
+	.verdict = &cublas_verdict,
 };
 
 const struct family family_cublas = {
@@ -17,17 +39,10 @@ const struct family family_cublas = {
 	/* Not in the default set, as in nsys: a recording names it (-t cublas). */
 	.flags = FAMILY_OPT_IN | FAMILY_UPROBES,
 	.desc = "cuBLAS and cuBLASLt calls: GEMM shapes, types and FLOPs (uprobes)",
-	.needs = UCALL_FAMILY_NEEDS,
-	.stack_default_ns = 100000, /* --stacks=cublas: calls of 100 us or more */
 	.api = &cublas_table,
 	.losses = cublas_losses,
-	.attach = ucall_family__attach,
-	.detach = ucall_family__detach,
-	.walk_new = cublas_walk__new,
-	.walk_observe = cublas_walk__observe,
-	.walk_free = cublas_walk__free,
-	.decoders = cublas_decoders,
-	.reports = cublas_reports,
-	.verdict = &cublas_verdict,
 	.export = &cublas_export,
+	.record = &cublas_recording,
+	.decode = &cublas_reading,
+	.stats = &cublas_stats,
 };

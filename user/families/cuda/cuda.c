@@ -14,6 +14,8 @@
 #include "record_ctx.h"
 #include "ucall_family.h"
 #include "ucall_symbols.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 struct cuda_state {
 	void *ucall; /* the generic program's copy (ucall_family.h) */
@@ -129,10 +131,8 @@ static const struct loss_cause cuda_losses[] = {
 	{ 0 },
 };
 
-const struct family family_cuda = {
-	.name = "cuda",
-	.flags = FAMILY_UPROBES,
-	.desc = "CUDA runtime and driver API calls (uprobes on libcudart/libcuda, static too)",
+static const struct family_record cuda_recording = {
+	.nsys_trace = "cuda,cuda-hw", /* nsys -t */
 	.needs = UCALL_FAMILY_NEEDS,
 	.stack_default_ns = 100000, /* --stacks=cuda: calls of 100 us or more (nsys: 80 us) */
 	.attach = cuda_attach,
@@ -141,14 +141,29 @@ const struct family family_cuda = {
 	.observe = cuda_observe,
 	.observes = cuda_observes,
 	.capture = &cuda_capture,
-	.api = &cuda_table,
-	.losses = cuda_losses,
+};
+
+static const struct family_decode cuda_reading = {
 	.decoders = cuda_decoders,
+};
+
+static const struct family_stats cuda_stats = {
 	.reports = cuda_reports,
 	.page = &cuda_page,
 	.verdict = &cuda_verdict,
+	.steps = cuda_step_sources,
+};
+
+const struct family family_cuda = {
+	.name = "cuda",
+	.flags = FAMILY_UPROBES,
+	.desc = "CUDA runtime and driver API calls (uprobes on libcudart/libcuda, static too)",
+	.api = &cuda_table,
+	.losses = cuda_losses,
 	.export = &cuda_export,
 	.metrics = &cuda_metrics,
 	.top = &cuda_top,
-	.steps = cuda_step_sources,
+	.record = &cuda_recording,
+	.decode = &cuda_reading,
+	.stats = &cuda_stats,
 };

@@ -36,6 +36,8 @@
 #include "msg.h"
 #include "hmap.h"
 #include "msg.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 void gil_proc_unconfigure(struct gil_state *st, struct gil_proc *p)
 {
@@ -465,9 +467,9 @@ static int only_family_asked(const struct record_ctx *ctx)
 
 	if (!o->families_explicit)
 		return 0;
-	for (int i = 0; families[i]; i++)
-		if ((o->families & (1ull << i)) && families[i] != &family_gil &&
-		    !(families[i]->flags & FAMILY_ALWAYS))
+	for_each_family(fit)
+		if ((o->families & (1ull << fit.i)) && fit.f != &family_gil &&
+		    !(fit.f->flags & FAMILY_ALWAYS))
 			return 0;
 	return 1;
 }
@@ -502,26 +504,39 @@ static void gil_detach(struct record_ctx *ctx, void *state)
 /* How each python process is measured: gil_procs and GIL.md's notes need it in any window. */
 static const __u16 gil_state_records[] = { BS_REC_GIL_PROC, 0 };
 
-const struct family family_gil = {
-	.name = "gil",
-	.desc = "CPython GIL waits per thread and who held it (uprobes on glibc/libpython)",
-	.flags = FAMILY_STACKS_DEFAULT | FAMILY_UPROBES,
+static const struct family_record gil_recording = {
+	.nsys_trace = "python-gil",	      /* nsys -t */
 	.needs = 1u << KF_TASK_STORAGE,	      /* gil_thr: each thread's GIL state */
 	.stack_default_ns = GIL_THRESHOLD_NS, /* every wait with a record, and its rounds */
 	.options = gil_options,
 	.opts_size = sizeof(struct gil_opts),
-	.state_records = gil_state_records,
-	.cumulative = gil_cumulative,
 	.attach = gil_attach,
 	.poll = gil_poll,
 	.detach = gil_detach,
 	.observe = gil_observe,
 	.observes = gil_observes,
+};
+
+static const struct family_decode gil_reading = {
+	.state_records = gil_state_records,
+	.cumulative = gil_cumulative,
 	.decoders = gil_decoders,
+};
+
+static const struct family_stats gil_stats = {
 	.reports = gil_reports,
 	.verdict = &gil_verdict,
-	.export = &gil_export,
 	.page = &gil_page,
+};
+
+const struct family family_gil = {
+	.name = "gil",
+	.desc = "CPython GIL waits per thread and who held it (uprobes on glibc/libpython)",
+	.flags = FAMILY_STACKS_DEFAULT | FAMILY_UPROBES,
+	.export = &gil_export,
 	.top = &gil_top,
 	.metrics = &gil_metrics,
+	.record = &gil_recording,
+	.decode = &gil_reading,
+	.stats = &gil_stats,
 };

@@ -7,6 +7,7 @@
 #ifndef BPFSIGHT_GIL_H
 #define BPFSIGHT_GIL_H
 #include "family.h"
+#include "family_record.h"
 #include "gil_records.h"
 #include "report.h"
 

@@ -2,6 +2,7 @@
 /* The gil family's option: --gil-mode (record and monitor). */
 #include <string.h>
 #include "gil.h"
+#include "family_record.h"
 #include "msg.h"
 #include "record_ctx.h"
 

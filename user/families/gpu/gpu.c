@@ -9,6 +9,8 @@
 #include "kernel_features.h"
 #include "record_ctx.h"
 #include "shim_link.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 static int gpu_prelaunch(const struct record_opts *o)
 {
@@ -25,9 +27,8 @@ static const struct loss_cause gpu_losses[] = {
  * nodes, made before a range that replays them, say where its ops were captured. */
 static const __u16 gpu_ungated[] = { BS_REC_SHIM_STATUS, BS_REC_GPU_GRAPH_NODE, 0 };
 
-const struct family family_gpu = {
-	.name = "gpu",
-	.desc = "GPU kernels, copies and memsets timed by CUPTI (cupti-shim)",
+static const struct family_record gpu_recording = {
+	.nsys_trace = "cuda,cuda-hw", /* nsys -t */
 	.shim = &gpu_shim,
 	.ring_only = shim_ring_only,
 	/* shim.bpf.c tells the USDT sites apart by their cookies */
@@ -40,16 +41,31 @@ const struct family family_gpu = {
 	.consumes = shim_link_consumes,
 	.stop = shim_link__stop,
 	.prelaunch = gpu_prelaunch,
+};
+
+static const struct family_decode gpu_reading = {
 	.reorder = &gpu_reorder,
 	.walk_new = gpu_graph_walk__new,
 	.walk_observe = gpu_graph_walk__observe,
 	.walk_free = gpu_graph_walk__free,
-	.losses = gpu_losses,
 	.decoders = gpu_decoders,
+};
+
+static const struct family_stats gpu_stats = {
 	.reports = gpu_reports,
 	.verdict = &gpu_verdict,
-	.export = &gpu_export,
 	.page = &gpu_page,
+};
+
+const struct family family_gpu = {
+	.name = "gpu",
+	.desc = "GPU kernels, copies and memsets timed by CUPTI (cupti-shim)",
+	.flags = FAMILY_SHIM,
+	.losses = gpu_losses,
+	.export = &gpu_export,
 	.metrics = &gpu_metrics,
 	.top = &gpu_top,
+	.record = &gpu_recording,
+	.decode = &gpu_reading,
+	.stats = &gpu_stats,
 };

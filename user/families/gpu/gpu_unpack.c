@@ -56,9 +56,9 @@ static void emit(void *arg, struct bs_hdr *rec)
 /* Whether the recording has the cuda family, whose calls GPU records are linked to. */
 static int cuda_recorded(const struct record_opts *o)
 {
-	for (int i = 0; families[i]; i++)
-		if (families[i] == &family_cuda)
-			return !!(o->families & (1ull << i));
+	for_each_family(it)
+		if (it.f == &family_cuda)
+			return !!(o->families & (1ull << it.i));
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu.h"
+#include "family_record.h"
 #include "gpu_decode.h"
 #include "pyfunc_records.h"
 #include "shim_family.h"
@@ -36,10 +37,10 @@ static void counts_init(void)
 	counts.n = 0;
 	for (int t = 0; t < BS_REC_TYPE_MAX; t++)
 		counts.fam_of[t] = (__s8)shim_family__of((__u16)t, NULL);
-	for (int i = 0; families[i] && i < FAMILY_MAX; i++) {
-		const struct family_shim *fs = families[i]->shim;
+	for_each_family_while(fit, fit.i < FAMILY_MAX) {
+		const struct family_shim *fs = fit.f->record->shim;
 
-		counts.base[i] = (__u8)counts.n;
+		counts.base[fit.i] = (__u8)counts.n;
 		for (const struct shim_count *c = fs ? fs->counts : NULL; c && c->key; c++)
 			if (counts.n < MAX_COUNTS)
 				counts.col[counts.n++] = c;
@@ -50,7 +51,7 @@ static void counts_init(void)
 static int shim_count_of(const struct bs_hdr *rec)
 {
 	int f = rec->type < BS_REC_TYPE_MAX ? counts.fam_of[rec->type] : -1, k;
-	const struct family_shim *fs = f >= 0 ? families[f]->shim : NULL;
+	const struct family_shim *fs = f >= 0 ? families[f]->record->shim : NULL;
 
 	if (!fs || !fs->count_of || (k = fs->count_of(rec)) < 0)
 		return -1;

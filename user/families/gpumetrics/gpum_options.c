@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpumetrics.h"
+#include "family_record.h"
 #include "msg.h"
 #include "record_ctx.h"
 

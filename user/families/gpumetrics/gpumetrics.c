@@ -16,6 +16,8 @@
 #include "msg.h"
 #include "mono_clock.h"
 #include "record_ctx.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 /* Wait for the sampler's first word: NVML started (or why not), its devices opened. */
 static void wait_started(struct record_ctx *ctx, struct gpum_state *st)
@@ -122,32 +124,44 @@ static const __u16 gpum_state_records[] = {
 	0,
 };
 
-const struct family family_gpumetrics = {
-	.name = "gpumetrics",
-	.desc = "GPU metrics from NVML and GPM: utilization, SM and tensor activity, DRAM "
-		"bandwidth, clocks, power, energy, throttling, PCIe/NVLink (a sampler process)",
-	/* Not in the default set, as nsys's --gpu-metrics-devices defaults to none. */
-	.flags = FAMILY_OPT_IN,
+static const struct family_record gpumetrics_recording = {
 	.options = gpum_options,
 	.opts_size = sizeof(struct gpum_opts),
 	.opts_init = gpum_opts_init,
 	.opts_describe = gpum_opts_describe,
-	.state_records = gpum_state_records,
 	.attach = gpum_attach,
 	.poll = gpum_poll,
 	.stop = gpum_stop,
 	.detach = gpum_detach,
 	.observe = gpum_observe,
 	.observes = gpum_observes,
-	.losses = gpum_losses,
+};
+
+static const struct family_decode gpumetrics_reading = {
+	.state_records = gpum_state_records,
 	.walk_new = gpum_walk__new,
 	.walk_observe = gpum_walk__observe,
 	.walk_free = gpum_walk__free,
 	.decoders = gpum_decoders,
+};
+
+static const struct family_stats gpumetrics_stats = {
 	.reports = gpum_reports,
 	.verdict = &gpum_verdict,
+	.page = &gpum_page,
+};
+
+const struct family family_gpumetrics = {
+	.name = "gpumetrics",
+	.desc = "GPU metrics from NVML and GPM: utilization, SM and tensor activity, DRAM "
+		"bandwidth, clocks, power, energy, throttling, PCIe/NVLink (a sampler process)",
+	/* Not in the default set, as nsys's --gpu-metrics-devices defaults to none. */
+	.flags = FAMILY_OPT_IN,
+	.losses = gpum_losses,
 	.export = &gpum_export,
 	.metrics = &gpum_metrics_family,
 	.top = &gpum_top,
-	.page = &gpum_page,
+	.record = &gpumetrics_recording,
+	.decode = &gpumetrics_reading,
+	.stats = &gpumetrics_stats,
 };

@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 #include "family.h"
+#include "family_record.h"
 #include "gpumetrics_records.h"
 
 #define GPUM_DEFAULT_HZ 10000  /* nsys's --gpu-metrics-frequency default */

@@ -18,6 +18,8 @@
 #include "msg.h"
 #include "stack_svc.h"
 #include "uprobe_mgr.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 static void mem_state_free(struct mem_state *st)
 {
@@ -136,10 +138,6 @@ static void mem_detach(struct record_ctx *ctx, void *state)
 	mem_state_free(st);
 }
 
-static const struct exporter *const mem_exporters[] = { &export_memory_snapshot, &export_pprof_heap,
-							&export_memory_flamegraph,
-							&export_memory_flamegraph_leaks, NULL };
-
 /* --trigger mem:oom: an OOM is the incident; the window shows the allocations that led to it. */
 static const struct family_trigger mem_triggers[] = {
 	{ "oom", BS_REC_MEM_OOM, "an allocation refused for want of memory (mem_oom)" },
@@ -148,11 +146,7 @@ static const struct family_trigger mem_triggers[] = {
 static const struct report *const mem_reports[] = { &mem_sum, &mem_peak, &mem_leaks, &mem_growth,
 						    NULL };
 
-const struct family family_mem = {
-	.name = "mem",
-	.desc = "PyTorch tensor allocations and frees (CPU, GPU), allocator totals, RSS, "
-		"resident growth by stack, OOMs (uprobes on c10, kmem:rss_stat)",
-	.flags = FAMILY_OPT_IN | FAMILY_STACKS_DEFAULT | FAMILY_UPROBES,
+static const struct family_record mem_recording = {
 	.stack_default_ns = MEM_STACK_DEFAULT_BYTES,
 	.stack_bytes = 1,
 	.options = mem_options,
@@ -163,16 +157,31 @@ const struct family family_mem = {
 	.detach = mem_detach,
 	.observe = mem_observe,
 	.observes = mem_observes,
+};
+
+static const struct family_decode mem_reading = {
+	.triggers = mem_triggers,
 	.walk_new = mem_walk_new,
 	.walk_observe = mem_walk_observe,
 	.walk_free = mem_walk_free,
 	.decoders = mem_decoders,
+};
+
+static const struct family_stats mem_stats = {
 	.reports = mem_reports,
 	.verdict = &mem_verdict,
+	.page = &mem_page,
+};
+
+const struct family family_mem = {
+	.name = "mem",
+	.desc = "PyTorch tensor allocations and frees (CPU, GPU), allocator totals, RSS, "
+		"resident growth by stack, OOMs (uprobes on c10, kmem:rss_stat)",
+	.flags = FAMILY_OPT_IN | FAMILY_STACKS_DEFAULT | FAMILY_UPROBES,
 	.export = &mem_export,
-	.exporters = mem_exporters,
-	.triggers = mem_triggers,
 	.metrics = &mem_metrics,
 	.top = &mem_top,
-	.page = &mem_page,
+	.record = &mem_recording,
+	.decode = &mem_reading,
+	.stats = &mem_stats,
 };

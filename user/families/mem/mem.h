@@ -10,6 +10,7 @@
 #define BPFSIGHT_MEM_H
 
 #include "family.h"
+#include "family_record.h"
 #include "mem_records.h"
 
 /* --stacks=mem's default: allocations of 1 MiB and more carry their stacks. */

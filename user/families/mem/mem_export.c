@@ -364,8 +364,14 @@ static int mem_record(struct ex_sink *s, void *st, const struct bs_hdr *rec, con
 	return err ? err : 1;
 }
 
+/* Its own formats: a PyTorch memory snapshot, a pprof heap profile, flame graphs of memory. */
+static const struct exporter *const mem_exporters[] = { &export_memory_snapshot, &export_pprof_heap,
+							&export_memory_flamegraph,
+							&export_memory_flamegraph_leaks, NULL };
+
 const struct family_export mem_export = {
 	.tables = mem_tables,
+	.exporters = mem_exporters,
 	.open = mem_open,
 	.free = mem_free,
 	.record = mem_record,

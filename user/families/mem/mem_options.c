@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mem.h"
+#include "family_record.h"
 #include "parse.h"
 #include "msg.h"
 #include "record_ctx.h"

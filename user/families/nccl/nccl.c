@@ -13,6 +13,8 @@
 #include "nccl_window.h"
 #include "record_ctx.h"
 #include "ucall_family.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 struct nccl_state {
 	void *ucall;		    /* the generic program's copy (ucall_family.h) */
@@ -77,28 +79,40 @@ static const struct loss_cause nccl_losses[] = {
 	{ 0 },
 };
 
-const struct family family_nccl = {
-	.name = "nccl",
-	.flags = FAMILY_UPROBES,
-	.desc = "NCCL calls: collectives, point-to-point, groups, communicators (uprobes)",
+static const struct family_record nccl_recording = {
 	.needs = UCALL_FAMILY_NEEDS,
 	.stack_default_ns = 100000, /* --stacks=nccl: calls of 100 us or more */
-	.api = &nccl_table,
-	.stack_call_key = "nccl_call",
-	.losses = nccl_losses,
 	.attach = nccl_attach,
 	.detach = nccl_detach,
 	.observe = nccl_observe,
 	.observes = nccl_observes,
 	.flight_prologue = nccl_prologue,
 	.in_flight = nccl_in_flight, /* a collective entered and not left: a hang */
+};
+
+static const struct family_decode nccl_reading = {
 	.walk_new = nccl_walk__new,
 	.walk_observe = nccl_walk__observe,
 	.walk_free = nccl_walk__free,
 	.decoders = nccl_decoders,
+	.sync = &nccl_sync,
+};
+
+static const struct family_stats nccl_stats = {
 	.reports = nccl_reports,
+	.verdict = &nccl_verdict,
+};
+
+const struct family family_nccl = {
+	.name = "nccl",
+	.flags = FAMILY_UPROBES,
+	.desc = "NCCL calls: collectives, point-to-point, groups, communicators (uprobes)",
+	.api = &nccl_table,
+	.stack_call_key = "nccl_call",
+	.losses = nccl_losses,
 	.export = &nccl_export,
 	.metrics = &nccl_metrics,
-	.sync = &nccl_sync,
-	.verdict = &nccl_verdict,
+	.record = &nccl_recording,
+	.decode = &nccl_reading,
+	.stats = &nccl_stats,
 };

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "family.h"
 #include "nccl_coll.h"
 #include "gpu_records.h"
 #include "trace_meta.h"
@@ -52,7 +53,7 @@ static void *sync_new(const struct trace_meta *meta)
 
 	if (!s)
 		return NULL;
-	s->gpu = trace_meta__has_family(meta, "gpu");
+	s->gpu = family__recorded_type(meta, BS_REC_GPU_KERNEL);
 	s->colls = nccl_colls__new();
 	s->threads = hmap__new(sizeof(struct queue *));
 	if (!s->colls || !s->threads) {

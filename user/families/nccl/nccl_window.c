@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "array.h"
+#include "family_record.h"
 #include "nccl_window.h"
 
 #define MARGIN_NS (5 * 1000000000ull) /* kept beyond the window: a dump cut a moment later */

@@ -13,6 +13,7 @@
 #define BPFSIGHT_NCCL_WINDOW_H
 
 #include "nccl_decode.h"
+#include "family_record.h"
 
 struct nccl_window;
 

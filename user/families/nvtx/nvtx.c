@@ -8,6 +8,8 @@
 #include "kernel_features.h"
 #include "record_ctx.h"
 #include "shim_link.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 static int nvtx_prelaunch(const struct record_opts *o)
 {
@@ -32,13 +34,10 @@ static const struct loss_cause nvtx_losses[] = {
 /* --trigger hang: a process whose ranges stopped ending made no progress. */
 static const __u16 nvtx_progress[] = { BS_REC_NVTX_RANGE, 0 };
 
-const struct family family_nvtx = {
-	.name = "nvtx",
-	.progress = nvtx_progress,
-	.desc = "NVTX ranges, marks and names (cupti-shim as the NVTX injection)",
+static const struct family_record nvtx_recording = {
+	.nsys_trace = "nvtx", /* nsys -t */
 	.shim = &nvtx_shim,
 	.ring_only = shim_ring_only,
-	.state_records = nvtx_state_records,
 	.capture = &nvtx_capture,
 	.ungated = nvtx_ungated,
 	/* shim.bpf.c tells the USDT sites apart by their cookies */
@@ -50,11 +49,28 @@ const struct family family_nvtx = {
 	.consumes = shim_link_consumes,
 	.stop = shim_link__stop,
 	.prelaunch = nvtx_prelaunch,
+};
+
+static const struct family_decode nvtx_reading = {
+	.progress = nvtx_progress,
+	.state_records = nvtx_state_records,
 	.decoders = nvtx_decoders,
 	.name_observe = nvtx_name_observe,
-	.losses = nvtx_losses,
+};
+
+static const struct family_stats nvtx_stats = {
 	.reports = nvtx_reports,
 	.page = &nvtx_page,
-	.export = &nvtx_export,
 	.steps = nvtx_step_sources,
+};
+
+const struct family family_nvtx = {
+	.name = "nvtx",
+	.desc = "NVTX ranges, marks and names (cupti-shim as the NVTX injection)",
+	.flags = FAMILY_SHIM,
+	.losses = nvtx_losses,
+	.export = &nvtx_export,
+	.record = &nvtx_recording,
+	.decode = &nvtx_reading,
+	.stats = &nvtx_stats,
 };

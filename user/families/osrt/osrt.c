@@ -15,6 +15,8 @@
 #include "hmap.h"
 #include "msg.h"
 #include "osrt.skel.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 /* Defaults: a cap sized to the machine (map memory follows the live keys, not the cap). */
 #define AGG_MIN_ENTRIES	  131072u
@@ -371,9 +373,8 @@ static void osrt_detach(struct record_ctx *ctx, void *state)
 /* Cumulative totals since the recording began: a range's reader needs the ones before it. */
 static const __u16 osrt_ungated[] = { BS_REC_SYSCALL_AGG, 0 };
 
-const struct family family_osrt = {
-	.name = "osrt",
-	.desc = "system call latency (raw_syscalls tracepoints)",
+static const struct family_record osrt_recording = {
+	.nsys_trace = "osrt",	   /* nsys -t */
 	.stack_default_ns = 80000, /* --stacks=osrt: calls of 80 us or more (nsys's default) */
 	.attach = osrt_attach,
 	.poll = osrt_poll,
@@ -381,17 +382,31 @@ const struct family family_osrt = {
 	.at_start = osrt_at_start,
 	.observe = osrt_observe,
 	.observes = osrt_observes,
-	.cumulative = osrt_cumulative,
 	.options = osrt_options,
 	.opts_size = sizeof(struct osrt_opts),
 	.opts_init = osrt_opts_init,
 	.opts_describe = osrt_opts_describe,
 	.ungated = osrt_ungated,
+};
+
+static const struct family_decode osrt_reading = {
+	.cumulative = osrt_cumulative,
 	.decoders = osrt_decoders,
+};
+
+static const struct family_stats osrt_stats = {
 	.reports = osrt_reports,
 	.verdict = &osrt_verdict,
-	.export = &osrt_export,
 	.page = &osrt_page,
+};
+
+const struct family family_osrt = {
+	.name = "osrt",
+	.desc = "system call latency (raw_syscalls tracepoints)",
+	.export = &osrt_export,
 	.metrics = &osrt_metrics,
 	.top = &osrt_top,
+	.record = &osrt_recording,
+	.decode = &osrt_reading,
+	.stats = &osrt_stats,
 };

@@ -3,6 +3,7 @@
 #ifndef BPFSIGHT_OSRT_H
 #define BPFSIGHT_OSRT_H
 #include "family.h"
+#include "family_record.h"
 #include "osrt_records.h"
 #include "report.h"
 extern const struct rec_decoder osrt_decoders[];

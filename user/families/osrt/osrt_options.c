@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "osrt.h"
+#include "family_record.h"
 #include "parse.h"
 #include "msg.h"
 #include "record_ctx.h"
@@ -51,9 +52,9 @@ int osrt_blocked(const struct record_opts *o, const char **why)
 	const struct osrt_opts *oo = osrt_opts(o);
 	int named = 0, attach;
 
-	for (int i = 0; families[i]; i++)
-		if (families[i] == &family_osrt)
-			named = o->families_explicit && (o->families & (1ull << i));
+	for_each_family(it)
+		if (it.f == &family_osrt)
+			named = o->families_explicit && (o->families & (1ull << it.i));
 	if (oo->mode != OSRT_MODE_AUTO) {
 		*why = "--osrt-mode";
 		return oo->mode == OSRT_MODE_BLOCKED;

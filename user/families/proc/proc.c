@@ -7,6 +7,8 @@
 #include "family_attach.h"
 #include "record_ctx.h"
 #include "proc.skel.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 static int proc_attach(const struct family_attach *a, void **state)
 {
@@ -36,14 +38,26 @@ static void proc_detach(struct record_ctx *ctx, void *state)
 	proc_bpf__destroy(state);
 }
 
+static const struct family_record proc_recording = {
+	.attach = proc_attach,
+	.detach = proc_detach,
+};
+
+static const struct family_decode proc_reading = {
+	.decoders = proc_decoders,
+};
+
+static const struct family_stats proc_stats = {
+	.reports = proc_reports,
+	.verdict = &proc_verdict,
+};
+
 const struct family family_proc = {
 	.name = "proc",
 	.desc = "process and thread lifecycle and names (always on)",
 	.flags = FAMILY_ALWAYS,
-	.attach = proc_attach,
-	.detach = proc_detach,
-	.decoders = proc_decoders,
-	.reports = proc_reports,
-	.verdict = &proc_verdict,
 	.export = &proc_export,
+	.record = &proc_recording,
+	.decode = &proc_reading,
+	.stats = &proc_stats,
 };

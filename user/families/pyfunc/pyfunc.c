@@ -26,6 +26,8 @@
 #include "record_ctx.h"
 #include "shim_family.h"
 #include "shim_link.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 struct pyfunc_state {
 	void *shim; /* the channel's state for this family */
@@ -242,13 +244,7 @@ static const struct family_shim pyfunc_shim = {
 /* --trigger hang: a process whose named functions stopped ending made no progress. */
 static const __u16 pyfunc_progress[] = { BS_REC_PYFUNC_CALL, 0 };
 
-const struct family family_pyfunc = {
-	.name = "pyfunc",
-	.progress = pyfunc_progress,
-	.desc = "every call of the Python functions --python-functions names (sys.monitoring or "
-		"a C profile function in the cupti-shim)",
-	/* not by default: it hooks the job's interpreter, and needs a spec */
-	.flags = FAMILY_OPT_IN | FAMILY_WRITES_TARGETS,
+static const struct family_record pyfunc_recording = {
 	.shim = &pyfunc_shim,
 	.ring_only = shim_ring_only,
 	.needs = 1u << KF_ATTACH_COOKIE,
@@ -265,7 +261,25 @@ const struct family family_pyfunc = {
 	.observes = pyfunc_observes,
 	.stop = pyfunc_stop,
 	.prelaunch = pyfunc_prelaunch,
+};
+
+static const struct family_decode pyfunc_reading = {
+	.progress = pyfunc_progress,
 	.decoders = pyfunc_decoders,
+};
+
+static const struct family_stats pyfunc_stats = {
 	.reports = pyfunc_reports,
+};
+
+const struct family family_pyfunc = {
+	.name = "pyfunc",
+	.desc = "every call of the Python functions --python-functions names (sys.monitoring or "
+		"a C profile function in the cupti-shim)",
+	/* not by default: it hooks the job's interpreter, and needs a spec */
+	.flags = FAMILY_OPT_IN | FAMILY_WRITES_TARGETS | FAMILY_SHIM,
 	.export = &pyfunc_export,
+	.record = &pyfunc_recording,
+	.decode = &pyfunc_reading,
+	.stats = &pyfunc_stats,
 };

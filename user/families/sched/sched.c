@@ -14,6 +14,8 @@
 #include "record_ctx.h"
 #include "sched.skel.h"
 #include "msg.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 /*
  * sched_switch_tw_btf's calls of BS_SCHED_TASK_WORK_CALL made the kfunc's (bpf/sched.bpf.c
@@ -205,6 +207,23 @@ static const struct loss_cause sched_losses[] = {
 	{ 0 },
 };
 
+static const struct family_record sched_recording = {
+	.stack_default_ns = 1000000,
+	.attach = sched_attach,
+	.detach = sched_detach,
+	.at_start = sched_at_start,
+};
+
+static const struct family_decode sched_reading = {
+	.decoders = sched_decoders,
+};
+
+static const struct family_stats sched_stats = {
+	.reports = sched_reports,
+	.verdict = &sched_verdict,
+	.page = &sched_page,
+};
+
 const struct family family_sched = {
 	.name = "sched",
 	.desc = "off-CPU intervals: blocked vs runnable, wakers (sched_switch, sched_wakeup)",
@@ -213,15 +232,10 @@ const struct family family_sched = {
 	 * stacks a second per thread. On by default when attaching (-p): where a running job's
 	 * thread waits (its next batch, a collective) is the verdict's first question. */
 	.flags = FAMILY_STACKS_DEFAULT | FAMILY_STACKS_DEFAULT_ATTACH,
-	.stack_default_ns = 1000000,
-	.attach = sched_attach,
-	.detach = sched_detach,
-	.at_start = sched_at_start,
 	.losses = sched_losses,
-	.decoders = sched_decoders,
-	.reports = sched_reports,
-	.verdict = &sched_verdict,
 	.export = &sched_export,
-	.page = &sched_page,
 	.metrics = &sched_metrics,
+	.record = &sched_recording,
+	.decode = &sched_reading,
+	.stats = &sched_stats,
 };

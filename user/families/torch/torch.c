@@ -23,6 +23,8 @@
 #include "shim_records.h"
 #include "torch.h"
 #include "msg.h"
+#include "family_record.h"
+#include "family_stats.h"
 
 struct torch_proc {
 	int said;     /* a note was printed */
@@ -278,16 +280,7 @@ static const struct family_capture torch_capture = { .kind = "steps",
 /* --trigger hang: a process whose steps stopped ending made no progress. */
 static const __u16 torch_progress[] = { BS_REC_TORCH_STEP, 0 };
 
-const struct family family_torch = {
-	.name = "torch",
-	.progress = torch_progress,
-	.desc = "PyTorch ops, backward ops and user scopes (a RecordFunction callback in the "
-		"cupti-shim)",
-	/*
-	 * not by default: it registers a callback in the job, which then costs per op;
-	 * --stacks=torch[:THRESHOLD]: every op (ops lasting THRESHOLD or more) carries its stack
-	 */
-	.flags = FAMILY_OPT_IN | FAMILY_STACKS_EVERY,
+static const struct family_record torch_recording = {
 	.shim = &torch_shim,
 	.ring_only = shim_ring_only,
 	.needs = 1u << KF_ATTACH_COOKIE,
@@ -303,11 +296,32 @@ const struct family family_torch = {
 	.consumes = shim_link_consumes,
 	.stop = torch_stop,
 	.prelaunch = torch_prelaunch,
+};
+
+static const struct family_decode torch_reading = {
+	.progress = torch_progress,
 	.decoders = torch_decoders,
+	.name_observe = torch_roles__observe,
+};
+
+static const struct family_stats torch_stats = {
 	.reports = torch_reports,
 	.page = &torch_page,
-	.export = &torch_export,
 	.steps = torch_step_sources,
-	.name_observe = torch_roles__observe,
 	.verdict = &torch_verdict,
+};
+
+const struct family family_torch = {
+	.name = "torch",
+	.desc = "PyTorch ops, backward ops and user scopes (a RecordFunction callback in the "
+		"cupti-shim)",
+	/*
+	 * not by default: it registers a callback in the job, which then costs per op;
+	 * --stacks=torch[:THRESHOLD]: every op (ops lasting THRESHOLD or more) carries its stack
+	 */
+	.flags = FAMILY_OPT_IN | FAMILY_STACKS_EVERY | FAMILY_SHIM,
+	.export = &torch_export,
+	.record = &torch_recording,
+	.decode = &torch_reading,
+	.stats = &torch_stats,
 };
