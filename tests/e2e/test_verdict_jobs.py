@@ -272,10 +272,9 @@ def test_gloo_rank_that_catches_an_exception_survives_recording():
 
 # A rank's entry as the job measures it (time.monotonic_ns() before dist.all_reduce) comes
 # before the probe's in ProcessGroupGloo::nextTag by torch's Python wrapper, pybind11 and
-# allreduce's argument checks (50-500 us measured on an idle machine), or more where a loaded core preempts it there: a
-# rank's entry in the trace is its own measurement plus up to LAG_NS (a quarter of the 40 ms
-# the others wait for rank 1: a collective matched with its neighbour is 60 ms off).
-LAG_NS = 10_000_000
+# allreduce's argument checks (50-500 us on an idle machine), and by as long as a loaded core
+# preempts the rank there (18 ms seen in a full run): the bound is the call's own return, which
+# the job measures too.
 
 
 def check_gloo_stragglers(path, pids, before, after):
@@ -288,6 +287,8 @@ def check_gloo_stragglers(path, pids, before, after):
     # the job's truth: rank -> {call number: entry}, for the calls between the two answers
     truth = [{b["calls"] - len(b["entries"]) + i: t for i, t in enumerate(b["entries"])}
              for b in after]
+    returned = [{b["calls"] - len(b["exits"]) + i: t for i, t in enumerate(b["exits"])}
+                for b in after]
     traced = {pid: {} for pid in pids}  # pid -> {seq: entry in the trace}
     for line in run([BPFSIGHT, "dump", "-k", "nccl_api", path], check=True).stdout.splitlines():
         e = json.loads(line)
@@ -303,8 +304,9 @@ def check_gloo_stragglers(path, pids, before, after):
         for s in seqs:
             check(s in truth[rank], f"rank {rank}: seq {s} is no call the job measured")
             lag = traced[pid][s] - truth[rank][s]
-            check(0 <= lag <= LAG_NS, f"rank {rank}, seq {s}: traced {lag} ns after the job's "
-                  f"entry\n{said}")
+            check(0 <= lag <= returned[rank][s] - truth[rank][s],
+                  f"rank {rank}, seq {s}: traced {lag} ns after the job's entry, which "
+                  f"returned {returned[rank][s] - truth[rank][s]} ns after it\n{said}")
     calls = {r["pid"]: r for r in report("nccl_rank_sum")}
     for rank, pid in enumerate(pids):
         eq((calls[pid]["rank"], calls[pid]["nranks"], calls[pid]["collectives"]),
@@ -325,11 +327,13 @@ def check_gloo_stragglers(path, pids, before, after):
         eq((r["last_rank"], r["skew_ns"], r["wait_ns"]),
            (got.index(max(got)), max(got) - min(got), sum(max(got) - e for e in got)),
            f"seq {r['seq']}")
-        # and as the job measured them: each of the 3 waits is off by two ranks' lags at most
+        # and as the job measured them: with each rank traced LAG after its own entry (checked
+        # above), the waits' sum differs from the job's by 4 * max(LAG) at most
         entries = [truth[rank][r["seq"]] for rank in range(4)]
         want = sum(max(entries) - e for e in entries)
-        check(abs(r["wait_ns"] - want) <= 3 * LAG_NS, f"seq {r['seq']}: the others waited "
-              f"{r['wait_ns']} ns, the job says {want}")
+        most = max(g - e for g, e in zip(got, entries))
+        check(abs(r["wait_ns"] - want) <= 4 * most, f"seq {r['seq']}: the others waited "
+              f"{r['wait_ns']} ns, the job says {want} (ranks traced at most {most} ns late)")
         errs.append(abs(r["wait_ns"] - want))
     print(f"gloo: {len(rows)} collectives of 4 ranks, rank 1 last in {late}; the others' wait "
           f"per collective: {sum(r['wait_ns'] for r in rows) / len(rows) / 1e6:.2f} ms traced, "

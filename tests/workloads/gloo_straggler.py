@@ -8,11 +8,11 @@ four ranks fit on two cores.
 
 Prints "ready pid P rank R" once its process group is up; each line read from stdin is
 answered with the rank's own truth so far, as JSON: {"reduce_ns": ..., "total_ns": ...,
-"calls": ..., "entries": [...]}: the time spent in all_reduce, the time since the first step,
-the all_reduce calls made, and when it called each one since the previous answer
-(CLOCK_MONOTONIC, the trace's clock: each entry a little before the probe's in
-ProcessGroupGloo::nextTag; the last is call number calls - 1, from 0). Ends when stdin
-closes. The lines the tests look for are marked (COMPUTE, REDUCE).
+"calls": ..., "entries": [...], "exits": [...]}: the time spent in all_reduce, the time since
+the first step, the all_reduce calls made, and when it called each one since the previous
+answer and when that call returned (CLOCK_MONOTONIC, the trace's clock: the probe in
+ProcessGroupGloo::nextTag fires between the two; the last is call number calls - 1, from 0).
+Ends when stdin closes. The lines the tests look for are marked (COMPUTE, REDUCE).
 """
 import json
 import os
@@ -46,22 +46,25 @@ def main():
     x = torch.ones(1024)
     step = STEP_S * (SLOW_X if RANK == SLOW_RANK else 1)
     reduced = calls = 0
-    entries = []
+    entries, exits = [], []
     started = time.monotonic_ns()
     while True:
         compute(step)
         t0 = time.monotonic_ns()
         dist.all_reduce(x)  # REDUCE
-        reduced += time.monotonic_ns() - t0
+        t1 = time.monotonic_ns()
+        reduced += t1 - t0
         entries.append(t0)
+        exits.append(t1)
         calls += 1
         x.fill_(1)
         if select.select([sys.stdin], [], [], 0)[0]:
             if not sys.stdin.readline():
                 break
             print(json.dumps({"reduce_ns": reduced, "total_ns": time.monotonic_ns() - started,
-                              "calls": calls, "entries": entries}), flush=True)
-            entries = []
+                              "calls": calls, "entries": entries, "exits": exits}),
+                  flush=True)
+            entries, exits = [], []
 
 
 if __name__ == "__main__":
