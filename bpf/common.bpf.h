@@ -146,6 +146,14 @@ static __always_inline bool bs_stopped(void)
 	return c && (*c & BS_CTL_STOPPED);
 }
 
+/* 1 once the recording has ended (BS_CTL_ENDED), not while --start-at's gate holds it. */
+static __always_inline bool bs_ended(void)
+{
+	__u32 zero = 0, *c = bpf_map_lookup_elem(&control, &zero);
+
+	return c && (*c & BS_CTL_ENDED);
+}
+
 /* CAUSE is a constant everywhere: the key folds at compile time. */
 static __always_inline void bs_count_losses(__u32 cause, __u64 n)
 {

@@ -125,6 +125,9 @@
 /* The shared `control` array (common.bpf.h): its values, by index, that user space sets. */
 #define BS_CTL_FLAGS   0  /* bits: */
 #define BS_CTL_STOPPED 1u /* the recording stops: no new records */
+/* With STOPPED: this is the recording's end, not --start-at's gate before its start (programs
+ * that keep state, sched's, freeze at the end but keep it live through the gate). */
+#define BS_CTL_ENDED 2u
 /*
  * A process of bpfsight's own besides the recorder, which -a does not trace either (the GPU
  * metrics sampler: traced, its wake-ups would fill the trace); 0: none.

@@ -355,7 +355,7 @@ static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev
 	struct held_interval iv;
 	struct thread_sched *ts;
 
-	if (bs_stopped())
+	if (bs_ended())
 		return; /* frozen at the stop: see sched_stop_iter_btf */
 	ts = task_state(prev, true);
 	if (ts) {
@@ -446,7 +446,7 @@ int BPF_PROG(sched_sys_exit_btf, struct pt_regs *regs, long ret)
 	struct thread_sched *ts;
 	struct offcpu_held *h;
 
-	if (!*held_here() || bs_stopped()) /* after the stop, its iterator writes them */
+	if (!*held_here() || bs_ended()) /* after the stop, its iterator writes them */
 		return 0;
 	held_mark(0);
 	t = bpf_get_current_task_btf();
@@ -491,7 +491,7 @@ int BPF_PROG(sched_exit_btf, struct task_struct *p)
 		return 0;
 	/* After the stop its held intervals (all ended before it) are final records. */
 	if (ts->nheld)
-		held_flush(ts, held_of(ts), p->tgid, p->pid, bs_stopped() ? HELD_FINAL : 0);
+		held_flush(ts, held_of(ts), p->tgid, p->pid, bs_ended() ? HELD_FINAL : 0);
 	if (held_by_task_work) {
 		__u32 tid = p->pid;
 
@@ -523,7 +523,7 @@ int BPF_PROG(sched_fork_btf, struct task_struct *parent, struct task_struct *chi
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 {
-	struct thread_sched *ts = bs_stopped() ? NULL : task_state(p, false);
+	struct thread_sched *ts = bs_ended() ? NULL : task_state(p, false);
 
 	if (ts)
 		wakeup(ts);
@@ -570,7 +570,8 @@ __u64 sched_stop_ns = 0;
  * which its switch-in would have written. Without them, a thread that blocked outside a system
  * call and then ran without one or a switch until the end kept its held records, and a thread
  * asleep at the end had no record of its last sleep. The switch and wakeup programs do nothing
- * once the recording stops, so each slot is as the stop found it: before, a thread woken
+ * once the recording has ended (BS_CTL_ENDED; through --start-at's gate they keep each slot
+ * live, so the start finds it true), so each slot is as the stop found it: before, a thread woken
  * between the stop and the detach lost its last sleep (its switch-in's record refused, its
  * slot emptied), and an interval begun after the stop was held, then written here, past the
  * recording's end (a DataLoader's threads, 1-2% of the window under load).
@@ -621,7 +622,7 @@ static __always_inline void on_switch_raw(bool preempt, struct task_struct *prev
 	struct held_interval iv;
 	struct thread_sched *ts;
 
-	if (bs_stopped())
+	if (bs_ended())
 		return; /* frozen at the stop, as on_switch_btf */
 	ts = hash_state(prev, true);
 	if (ts) {
@@ -653,7 +654,7 @@ int BPF_PROG(sched_switch_taskstate_raw, bool preempt, struct task_struct *prev,
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
 {
-	struct thread_sched *ts = bs_stopped() ? NULL : hash_state(p, false);
+	struct thread_sched *ts = bs_ended() ? NULL : hash_state(p, false);
 
 	if (ts)
 		wakeup(ts);

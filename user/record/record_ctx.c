@@ -121,7 +121,7 @@ int record_ctx__poll(struct record_ctx *ctx, int timeout_ms)
 
 void record_ctx__stop_producers(struct record_ctx *ctx, __u64 by)
 {
-	__u32 zero = 0, stopped = BS_CTL_STOPPED;
+	__u32 zero = 0, stopped = BS_CTL_STOPPED | BS_CTL_ENDED;
 
 	ctx->stop_by = by;
 	if (ctx->control_fd >= 0)
