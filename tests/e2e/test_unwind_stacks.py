@@ -247,9 +247,12 @@ def test_unwind_option_chooses_the_walk_and_the_tables_memory():
     check(os.path.basename(said[0][0]) in ("libc.so.6", "bpfsight") and int(said[0][1]) > 5460,
           f"the file said: {said}")
     check(u["files_without"] >= 1, f"libc among the files without a table: {u}")
-    check(not any("main" in s for s in stacks) and any("qsort" in " ".join(map(str, s))
-                                                       or "msort_with_tmp" in s for s in stacks),
-          f"tables:64K: the stacks stop in libc: {stacks[-1]}")
+    # The samples in qsort's sort stop there. One that lands in a libc function that has not
+    # touched the frame pointer (free, called by qsort) walks on by it to its caller's callers,
+    # as it would without a table: it may reach main.
+    through = [s for s in stacks if "qsort" in " ".join(map(str, s)) or "msort_with_tmp" in s]
+    check(through and not any("main" in s for s in through),
+          f"tables:64K: the stacks in qsort stop in libc: {through[-1:]}")
     for bad in ("tables:1K", "tables:2G", "dwarf", "tables:"):
         p, _ = record(["/bin/true"], "-t", "cpu", f"--unwind={bad}")
         eq(p.returncode, 1, f"--unwind={bad} refused")
