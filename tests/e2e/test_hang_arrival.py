@@ -74,14 +74,25 @@ class Lines:
     def __init__(self, p):
         self.p = p
         self.lines = []
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
 
     def _pump(self):
         for line in self.p.stdout:
             self.lines.append(line.strip())
 
-    def wait(self, pattern, timeout=60):
-        wait_for(lambda: any(re.fullmatch(pattern, l) for l in self.lines), timeout, pattern)
+    def wait(self, pattern, timeout=300):
+        """The first line matching PATTERN. The wait is long (eight processes importing torch
+        on two loaded cores took over a minute in a full run) but ends at once if the process
+        exits without the line."""
+        def seen():
+            done = self.p.poll() is not None and not self.pump.is_alive()  # all lines read
+            if any(re.fullmatch(pattern, l) for l in self.lines):
+                return True
+            check(not done, f"pid {self.p.pid} exited ({self.p.returncode}) before "
+                  f"{pattern!r}: {self.lines[-5:]}")
+            return False
+        wait_for(seen, timeout, pattern)
         return next(re.fullmatch(pattern, l) for l in self.lines if re.fullmatch(pattern, l))
 
 
