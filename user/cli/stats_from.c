@@ -79,6 +79,8 @@ static int ch_where(const struct stats_from *f, const char *job, char *buf, size
 {
 	int n = snprintf(buf, len, "job = '%s'", job);
 
+	if (strpbrk(job, "'\\"))
+		return -EINVAL;
 	for (const char *s = f->host; s; s = NULL)
 		if (strpbrk(s, "'\\"))
 			return -EINVAL;
@@ -126,6 +128,7 @@ static int ch_status(int err)
 int stats_from__run(const struct stats_from *f, FILE *out)
 {
 	char *list = strdup(f->reports ? f->reports : ""), *tok, *save = NULL, where[1024];
+	char job[300];
 	const struct ch_report *r;
 	struct ch_server s;
 	int status = 0, first = 1, err;
@@ -142,18 +145,20 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		free(list);
 		return 1;
 	}
+	snprintf(job, sizeof(job), "job = '%s'", s.job);
 	/* every name first: a typo costs no query */
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!ch_report__find(tok)) {
 			pr_err("report '%s' is not computed in ClickHouse (there: cuda_api_sum, "
-			       "nccl_sum, nccl_stragglers; docs/CLICKHOUSE.md)\n",
+			       "nccl_sum, nccl_stragglers, osrt_sum, sched_sum; docs/CLICKHOUSE.md)\n",
 			       tok);
 			free(list);
 			return 1;
 		}
 	}
 	free(list);
-	list = strdup(f->reports ? f->reports : "cuda_api_sum,nccl_sum,nccl_stragglers");
+	list = strdup(f->reports ? f->reports
+				 : "cuda_api_sum,nccl_sum,nccl_stragglers,osrt_sum,sched_sum");
 	if (f->fmt == STATS_FORMAT_JSON) {
 		json__init(&j, out, 1);
 		json__begin_object(&j);
@@ -166,7 +171,7 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		char *sql, *ans = NULL;
 
 		r = ch_report__find(tok);
-		sql = ch_report__sql(r, where);
+		sql = ch_report__sql(r, where, job);
 		err = !t || !sql ? -ENOMEM : ch_server__run(&s, sql, NULL, 0, &ans);
 		err = err ?: ch_fill(t, r, ans);
 		if (!err)

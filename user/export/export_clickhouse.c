@@ -5,7 +5,8 @@
  * file it came from, its time on one clock: the wall clock in ns, from the header's clock
  * pair (a merged file's is merge's fitted clock, its ranks' own offsets applied). One wide
  * table rather than one per kind: the fleet's questions group by kind, host and rank, and a
- * kind added to bpfsight needs no new table. Metadata records (strings, symbols) make no row.
+ * kind added to bpfsight needs no new table. Metadata records (strings, symbols) make no row,
+ * but those the reports read (rec_decoder's row: osrt's aggregates of short calls).
  *
  * Streamed: a row is written as its event is read; memory holds one row's arguments.
  */
@@ -16,6 +17,8 @@
 #include <unistd.h>
 #include "export.h"
 #include "export_clickhouse.h"
+#include "family.h"
+#include "hmap.h"
 #include "json.h"
 #include "trace_ranks.h"
 
@@ -33,6 +36,7 @@ struct ch_export {
 	 * header's clocks wrap, never overflow */
 	__u64 wall_minus_mono;
 	__u64 seq;
+	struct hmap *threads; /* {pid, tid} of the rows (a merged file's namespaced): their names */
 };
 
 /* S as a TabSeparated field: ClickHouse's escapes for the bytes that would end it. */
@@ -75,6 +79,7 @@ static void ch_free(struct ch_export *st)
 	if (st->args)
 		fclose(st->args);
 	free(st->args_buf);
+	hmap__free(st->threads);
 	free(st);
 }
 
@@ -88,7 +93,8 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 		return NULL;
 	}
 	st->args = open_memstream(&st->args_buf, &st->args_len);
-	fd = st->args ? export__create(out) : -ENOMEM;
+	st->threads = hmap__new(1);
+	fd = st->args && st->threads ? export__create(out) : -ENOMEM;
 	if (fd < 0 || !(st->f = fdopen(fd, "w"))) {
 		*err = fd < 0 ? fd : -errno;
 		if (fd >= 0)
@@ -103,54 +109,108 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 	return st;
 }
 
-static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
-		     const struct trace_model *m)
+/* One row: its labels (a merged file's pid's rank, host and file), times, names; ARGS JSON. */
+static int ch_row(struct ch_export *st, const struct trace_model *m, __u32 pid, __u32 tid, __u64 ts,
+		  __u64 dur, const char *kind, const char *name, const char *args, size_t args_len)
 {
 	const __u32 low = (1u << BS_RANK_NS_SHIFT) - 1;
-	struct ch_export *st = vst;
 	const struct trace_rank *r;
 	const char *host = st->host, *file = st->labels.file;
 	__s32 rank = st->labels.rank;
-	struct json j;
 	FILE *f = st->f;
 
-	if (!ev)
-		return 0;
 	/* A merged file: the rank, host and file of the pid's namespace. */
-	r = trace_model__ranks(m) ? trace_model__rank(m, ev->pid) : NULL;
+	r = trace_model__ranks(m) ? trace_model__rank(m, pid) : NULL;
 	if (r) {
 		rank = r->r.rank;
 		host = r->host ? r->host : host;
 		file = r->path;
 	}
-	rewind(st->args);
-	json__init(&j, st->args, 0);
-	event__json_args(ev, &j);
-	if (fflush(st->args))
-		return -ENOMEM;
-
 	ch_tsv_str(f, st->labels.job);
 	ch_tsv_str(f, host);
 	fprintf(f, "%d\t", rank);
 	ch_tsv_str(f, file);
 	ch_tsv_str(f, st->labels.file_id);
 	fprintf(f, "%llu\t%lld\t%llu\t%u\t%u\t", (unsigned long long)st->seq++,
-		(long long)(__s64)(ev->ts + st->wall_minus_mono), (unsigned long long)ev->dur,
-		ev->pid & low, ev->tid & low);
-	ch_tsv_str(f, ev->kind);
-	ch_tsv_str(f, ev->name);
-	ch_tsv(f, st->args_buf, st->args_len);
+		(long long)(__s64)(ts + st->wall_minus_mono), (unsigned long long)dur, pid & low,
+		tid & low);
+	ch_tsv_str(f, kind);
+	ch_tsv_str(f, name);
+	ch_tsv(f, args, args_len);
 	fputc('\n', f);
 	export_clickhouse_rows++;
 	return ferror(f) ? -EIO : 0;
 }
 
+static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
+		     const struct trace_model *m)
+{
+	struct ch_export *st = vst;
+	struct event row;
+	struct json j;
+
+	/* A metadata record the reports read (short calls' aggregates) is a row of its own. */
+	if (!ev && family__decode_row(rec, m, &row) == 1)
+		ev = &row;
+	if (!ev)
+		return 0;
+	if (!hmap__get(st->threads, (struct hkey){ ev->pid, ev->tid }, 1))
+		return -ENOMEM;
+	rewind(st->args);
+	json__init(&j, st->args, 0);
+	event__json_args(ev, &j);
+	if (fflush(st->args))
+		return -ENOMEM;
+	return ch_row(st, m, ev->pid, ev->tid, ev->ts, ev->dur, ev->kind, ev->name, st->args_buf,
+		      st->args_len);
+}
+
+/*
+ * What the reports read of the whole file, as the last rows: the recording's window
+ * (`trace_window`: its start, its length; sched_sum clips the first run slices to it), and
+ * each thread's names as the file's reports name it (`thread_names`: the thread's name, its
+ * process's in args, either left out when the file has none).
+ */
+static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
+{
+	__u64 start = trace_model__start(m), end = trace_model__end(m);
+	struct hkey key;
+	size_t it = 0;
+	int err;
+
+	err = ch_row(st, m, 0, 0, start, end > start ? end - start : 0, "trace_window",
+		     "trace_window", "{}", 2);
+	while (!err && hmap__next(st->threads, &it, &key)) {
+		const char *thread = trace_model__thread_name(m, (__u32)key.b);
+		const char *proc = trace_model__process_name(m, (__u32)key.a);
+		struct json j;
+
+		rewind(st->args);
+		json__init(&j, st->args, 0);
+		json__begin_object(&j);
+		if (proc) {
+			json__key(&j, "process");
+			json__str(&j, proc);
+		}
+		if (thread) {
+			json__key(&j, "thread");
+			json__str(&j, thread);
+		}
+		json__end_object(&j);
+		if (fflush(st->args))
+			return -ENOMEM;
+		err = ch_row(st, m, (__u32)key.a, (__u32)key.b, start, 0, "thread_names",
+			     thread ? thread : "", st->args_buf, st->args_len);
+	}
+	return err;
+}
+
 static int ch_finish(void *vst, const struct trace_model *m, const struct trace_status *status)
 {
 	struct ch_export *st = vst;
-	int err = 0;
+	int err = ch_file_rows(st, m);
 
-	if (fflush(st->f) || ferror(st->f))
+	if (!err && (fflush(st->f) || ferror(st->f)))
 		err = -errno ?: -EIO;
 	if (fclose(st->f) && !err)
 		err = -errno ?: -EIO;

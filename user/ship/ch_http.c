@@ -191,6 +191,7 @@ static int ch_refusal(struct ch_server *s, const char *body, int status)
 int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_t len, char **out)
 {
 	char *q = ch_urlencode(sql), *head = NULL, *resp = NULL;
+	int v6 = !!strchr(s->host, ':'); /* an IPv6 address: in brackets in the Host header */
 	struct ch_conn c = { .fd = -1 };
 	int fd, err, n, status = 0;
 	size_t rlen;
@@ -200,10 +201,10 @@ int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_
 	if (!q)
 		return -ENOMEM;
 	n = asprintf(&head,
-		     "POST /?query=%s HTTP/1.1\r\nHost: %s:%s\r\nContent-Length: %zu\r\n"
+		     "POST /?query=%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nContent-Length: %zu\r\n"
 		     "Connection: close\r\n%s%s%s\r\n",
-		     q, s->host, s->port, len, *s->auth ? "Authorization: " : "", s->auth,
-		     *s->auth ? "\r\n" : "");
+		     q, v6 ? "[" : "", s->host, v6 ? "]" : "", s->port, len,
+		     *s->auth ? "Authorization: " : "", s->auth, *s->auth ? "\r\n" : "");
 	free(q);
 	if (n < 0)
 		return -ENOMEM;

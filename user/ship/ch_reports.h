@@ -19,7 +19,8 @@ struct ch_col {
 struct ch_report {
 	const char *name;
 	const struct ch_col *cols; /* the answer's columns, in order, ending with a zeroed one */
-	/* SELECT ... FORMAT TabSeparated, {W} where the rows' filter goes ("job = 'x' AND ...") */
+	/* SELECT ... FORMAT TabSeparated, {W} where the rows' filter goes ("job = 'x' AND ..."),
+	 * {J} the job's alone (the rows of a whole file: its window, its threads' names) */
 	const char *sql;
 };
 
@@ -27,7 +28,7 @@ struct ch_report {
 extern const struct ch_report *const ch_reports[];
 
 const struct ch_report *ch_report__find(const char *name);
-/* REPORT's SQL with WHERE in place of {W}: malloc'd, NULL without memory. */
-char *ch_report__sql(const struct ch_report *r, const char *where);
+/* REPORT's SQL with WHERE in place of {W}, JOB of {J}: malloc'd, NULL without memory. */
+char *ch_report__sql(const struct ch_report *r, const char *where, const char *job);
 
 #endif /* BPFSIGHT_CH_REPORTS_H */

@@ -110,13 +110,28 @@ int ch_server__parse(struct ch_server *s, const char *url)
 		       "to a file holding user:password\n");
 		return -EINVAL;
 	}
-	colon = memchr(host, ':', end - host);
-	n = (colon ? colon : end) - host;
-	if (!n || n >= sizeof(s->host)) {
-		pr_err("bad URL '%s': no host\n", url);
-		return -EINVAL;
+	if (*host == '[') {
+		/* an IPv6 address, [::1]:8123: its colons are not the port's */
+		const char *close = memchr(host, ']', end - host);
+
+		n = close ? (size_t)(close - host - 1) : 0;
+		if (!n || n >= sizeof(s->host) ||
+		    strspn(host + 1, "0123456789abcdefABCDEF:.") != n ||
+		    (close[1] != ':' && close + 1 != end)) {
+			pr_err("bad URL '%s': an IPv6 address in brackets, [::1]:8123\n", url);
+			return -EINVAL;
+		}
+		memcpy(s->host, host + 1, n);
+		colon = close[1] == ':' ? close + 1 : NULL;
+	} else {
+		colon = memchr(host, ':', end - host);
+		n = (colon ? colon : end) - host;
+		if (!n || n >= sizeof(s->host)) {
+			pr_err("bad URL '%s': no host\n", url);
+			return -EINVAL;
+		}
+		memcpy(s->host, host, n);
 	}
-	memcpy(s->host, host, n);
 	if (colon) {
 		n = end - colon - 1;
 		if (!n || n >= sizeof(s->port) || strspn(colon + 1, "0123456789") != n ||
