@@ -32,13 +32,31 @@ static char *ch_field(char *p, char **next)
 	return p;
 }
 
-/* The answer ANS to report R into T. */
+/* Is field C of every row of ANS NULL (\N)? */
+static int ch_all_null(const char *ans, int c)
+{
+	for (const char *p = ans; *p;) {
+		for (int i = 0; i < c && *p && *p != '\n'; i++)
+			p += strcspn(p, "\t\n") + (p[strcspn(p, "\t\n")] == '\t');
+		if (strncmp(p, "\\N", 2) || (p[2] && p[2] != '\t' && p[2] != '\n'))
+			return 0;
+		p += strcspn(p, "\n");
+		p += *p == '\n';
+	}
+	return 1;
+}
+
+/* The answer ANS to report R into T: its columns (an optional one NULL in every row left
+ * out), its rows. */
 static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
 {
 	struct table_col tc = {};
-	int ncols = 0;
+	int ncols = 0, col[64], n = 0;
 
-	for (const struct ch_col *c = r->cols; c->key; c++, ncols++) {
+	for (const struct ch_col *c = r->cols; c->key && ncols < 64; c++, ncols++) {
+		col[ncols] = c->optional && ch_all_null(ans, ncols) ? -1 : n++;
+		if (col[ncols] < 0)
+			continue;
 		tc.key = c->key;
 		tc.title = c->title;
 		tc.type = c->type == 'u'   ? TABLE_U64
@@ -54,20 +72,20 @@ static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
 			int null = !strncmp(p, "\\N", 2) && (!p[2] || p[2] == '\t' || p[2] == '\n');
 			char *v = ch_field(p, &p);
 
-			if (null)
+			if (null || col[c] < 0)
 				continue;
 			switch (r->cols[c].type) {
 			case 'u':
-				table__set_u64(t, c, strtoull(v, NULL, 10));
+				table__set_u64(t, col[c], strtoull(v, NULL, 10));
 				break;
 			case 's':
-				table__set_s64(t, c, strtoll(v, NULL, 10));
+				table__set_s64(t, col[c], strtoll(v, NULL, 10));
 				break;
 			case 'd':
-				table__set_double(t, c, strtod(v, NULL));
+				table__set_double(t, col[c], strtod(v, NULL));
 				break;
 			default:
-				table__set_str(t, c, v);
+				table__set_str(t, col[c], v);
 			}
 		}
 	}
@@ -150,15 +168,16 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!ch_report__find(tok)) {
 			pr_err("report '%s' is not computed in ClickHouse (there: cuda_api_sum, "
-			       "nccl_sum, nccl_stragglers, osrt_sum, sched_sum; docs/CLICKHOUSE.md)\n",
+			       "nccl_sum, nccl_stragglers, osrt_sum, sched_sum, gil_sum; docs/CLICKHOUSE.md)\n",
 			       tok);
 			free(list);
 			return 1;
 		}
 	}
 	free(list);
-	list = strdup(f->reports ? f->reports
-				 : "cuda_api_sum,nccl_sum,nccl_stragglers,osrt_sum,sched_sum");
+	list = strdup(f->reports
+			      ? f->reports
+			      : "cuda_api_sum,nccl_sum,nccl_stragglers,osrt_sum,sched_sum,gil_sum");
 	if (f->fmt == STATS_FORMAT_JSON) {
 		json__init(&j, out, 1);
 		json__begin_object(&j);

@@ -36,7 +36,9 @@ struct ch_export {
 	 * header's clocks wrap, never overflow */
 	__u64 wall_minus_mono;
 	__u64 seq;
-	struct hmap *threads; /* {pid, tid} of the rows (a merged file's namespaced): their names */
+	struct hmap *threads; /* {pid, tid} of the records (a merged file's namespaced): names */
+	/* the records' first and last times, the first clamped to the start (gil_sum's span) */
+	__u64 first_ts, last_ts;
 };
 
 /* S as a TabSeparated field: ClickHouse's escapes for the bytes that would end it. */
@@ -149,13 +151,20 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 	struct event row;
 	struct json j;
 
+	/* what gil_data__add takes of every record: the span, the threads (their names) */
+	__u64 ts = rec->ts && rec->ts < trace_model__start(m) ? trace_model__start(m) : rec->ts;
+
+	if (ts && (!st->first_ts || ts < st->first_ts))
+		st->first_ts = ts;
+	if (ts > st->last_ts)
+		st->last_ts = ts;
+	if (!hmap__get(st->threads, (struct hkey){ rec->pid, rec->tid }, 1))
+		return -ENOMEM;
 	/* A metadata record the reports read (short calls' aggregates) is a row of its own. */
 	if (!ev && family__decode_row(rec, m, &row) == 1)
 		ev = &row;
 	if (!ev)
 		return 0;
-	if (!hmap__get(st->threads, (struct hkey){ ev->pid, ev->tid }, 1))
-		return -ENOMEM;
 	rewind(st->args);
 	json__init(&j, st->args, 0);
 	event__json_args(ev, &j);
@@ -167,7 +176,9 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 
 /*
  * What the reports read of the whole file, as the last rows: the recording's window
- * (`trace_window`: its start, its length; sched_sum clips the first run slices to it), and
+ * (`trace_window`: its start, its length; sched_sum clips the first run slices to it; the
+ * first and last records' times, the first clamped to the start, and its end if it has one:
+ * gil_sum's span, all wall-clock ns), and
  * each thread's names as the file's reports name it (`thread_names`: the thread's name, its
  * process's in args, either left out when the file has none).
  */
@@ -178,8 +189,17 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 	size_t it = 0;
 	int err;
 
+	rewind(st->args);
+	fprintf(st->args, "{\"first_ts\":%lld,\"last_ts\":%lld",
+		(long long)(st->first_ts + st->wall_minus_mono),
+		(long long)(st->last_ts + st->wall_minus_mono));
+	if (end)
+		fprintf(st->args, ",\"end_ts\":%lld", (long long)(end + st->wall_minus_mono));
+	fputc('}', st->args);
+	if (fflush(st->args))
+		return -ENOMEM;
 	err = ch_row(st, m, 0, 0, start, end > start ? end - start : 0, "trace_window",
-		     "trace_window", "{}", 2);
+		     "trace_window", st->args_buf, st->args_len);
 	while (!err && hmap__next(st->threads, &it, &key)) {
 		const char *thread = trace_model__thread_name(m, (__u32)key.b);
 		const char *proc = trace_model__process_name(m, (__u32)key.a);

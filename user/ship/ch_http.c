@@ -190,8 +190,10 @@ static int ch_refusal(struct ch_server *s, const char *body, int status)
 
 int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_t len, char **out)
 {
-	char *q = ch_urlencode(sql), *head = NULL, *resp = NULL;
+	/* a statement without data is the body (a report's SQL is longer than URLs may be) */
+	char *q = body ? ch_urlencode(sql) : strdup(""), *head = NULL, *resp = NULL;
 	int v6 = !!strchr(s->host, ':'); /* an IPv6 address: in brackets in the Host header */
+	int statement_in_body = 0;
 	struct ch_conn c = { .fd = -1 };
 	int fd, err, n, status = 0;
 	size_t rlen;
@@ -200,11 +202,17 @@ int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_
 		*out = NULL;
 	if (!q)
 		return -ENOMEM;
+	if (!body) {
+		body = sql;
+		len = strlen(sql);
+		statement_in_body = 1;
+	}
 	n = asprintf(&head,
-		     "POST /?query=%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nContent-Length: %zu\r\n"
+		     "POST /%s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nContent-Length: %zu\r\n"
 		     "Connection: close\r\n%s%s%s\r\n",
-		     q, v6 ? "[" : "", s->host, v6 ? "]" : "", s->port, len,
-		     *s->auth ? "Authorization: " : "", s->auth, *s->auth ? "\r\n" : "");
+		     statement_in_body ? "" : "?query=", q, v6 ? "[" : "", s->host, v6 ? "]" : "",
+		     s->port, len, *s->auth ? "Authorization: " : "", s->auth,
+		     *s->auth ? "\r\n" : "");
 	free(q);
 	if (n < 0)
 		return -ENOMEM;

@@ -205,8 +205,119 @@ static const struct ch_report ch_sched_sum = {
 	       "ORDER BY offcpu_ns DESC, pid, tid FORMAT TabSeparated",
 };
 
+/*
+ * gil_sum (gil_report.c), per thread of the Python processes (a `gil_python` row), or with
+ * waits: the counts and totals of the thread's last `gil_agg` snapshot (its events' without
+ * one); P50 and P99 over its waits' durations and the snapshot's short waits, each at its log2
+ * bucket's middle capped by the threshold; the contention over the thread's life within the
+ * file's first and last records (its `trace_window` row, the last wait's end), from its
+ * fork, to its exit, to the recording's end. Holds are full mode's: NULL (left out) else.
+ */
+#define CH_GIL_H(i) "visitParamExtractUInt(agg, 'h" #i "')"
+#define CH_GIL_HIST                                                                                                                                                                                                                                                                                                                                               \
+	"[" CH_GIL_H(0) ", " CH_GIL_H(1) ", " CH_GIL_H(2) ", " CH_GIL_H(3) ", " CH_GIL_H(4) ", " CH_GIL_H(5) ", " CH_GIL_H(6) ", " CH_GIL_H(7) ", " CH_GIL_H(8) ", " CH_GIL_H(9) ", " CH_GIL_H(10) ", " CH_GIL_H(11) ", " CH_GIL_H(12) ", " CH_GIL_H(13) ", " CH_GIL_H(14) ", " CH_GIL_H(15) ", " CH_GIL_H(16) ", " CH_GIL_H(17) ", " CH_GIL_H(18) ", " CH_GIL_H( \
+		19) ", " CH_GIL_H(20) ", " CH_GIL_H(21) ", " CH_GIL_H(22) ", " CH_GIL_H(23) ", " CH_GIL_H(24) ", " CH_GIL_H(25) ", " CH_GIL_H(26) ", " CH_GIL_H(27) ", " CH_GIL_H(28) ", " CH_GIL_H(29) ", " CH_GIL_H(30) ", " CH_GIL_H(31) "]"
+/* A fork's row is its child's (a merged file's pids and tids less their rank namespace). */
+#define CH_GIL_TASK(id)                                                                            \
+	"toUInt32(if(kind = 'fork', bitAnd(visitParamExtractUInt(args, 'child_" id                 \
+	"'), 4194303), " id "))"
+/* Per thread: its waits, holds, last snapshot, fork and exit. */
+#define CH_GIL_THREADS                                                                                            \
+	"SELECT file_id, file, " CH_GIL_TASK("pid") " AS xpid, " CH_GIL_TASK(                                     \
+		"tid") " AS xtid, "                                                                               \
+		       "countIf(kind = 'gil_wait') AS ev_count, sumIf(dur, kind = 'gil_wait') AS ev_total, "      \
+		       "maxIf(dur, kind = 'gil_wait') AS ev_max, groupArrayIf(dur, kind = 'gil_wait') AS waits, " \
+		       "countIf(kind = 'gil_hold') AS hold_ev_count, sumIf(dur, kind = 'gil_hold') AS "           \
+		       "hold_ev_total, countIf(kind = 'gil_agg') > 0 AS has_agg, "                                \
+		       "argMaxIf(args, seq, kind = 'gil_agg') AS agg, countIf(kind = 'fork') > 0 AS has_born, "   \
+		       "argMaxIf(ts, seq, kind = 'fork') AS born, countIf(kind = 'exit') > 0 AS has_died, "       \
+		       "argMaxIf(ts, seq, kind = 'exit') AS died FROM " CH_DB                                     \
+		       ".events WHERE {W} AND kind IN "                                                           \
+		       "('gil_wait', 'gil_hold', 'gil_agg', 'thread', 'fork', 'exit') "                           \
+		       "GROUP BY file_id, file, xpid, xtid HAVING countIf(kind != 'exit') > 0"
+/* Each Python process's last word on how it is measured. */
+#define CH_GIL_PROCS                                                                               \
+	"SELECT file_id, file, pid AS xpid, argMax(visitParamExtractString(args, 'method'), seq) " \
+	"AS method FROM " CH_DB ".events WHERE {W} AND kind = 'gil_python' "                       \
+	"GROUP BY file_id, file, xpid"
+/* Each file's span: its first record, its last record or wait's end, its end. */
+#define CH_GIL_SPAN                                                                                \
+	"SELECT file_id, visitParamExtractInt(args, 'first_ts') AS first, "                        \
+	"greatest(visitParamExtractInt(args, 'last_ts'), wend) AS last, "                          \
+	"visitParamExtractInt(args, 'end_ts') AS end_ts FROM " CH_DB ".events ANY LEFT JOIN ("     \
+	"SELECT file_id, max(ts + toInt64(dur)) AS wend FROM " CH_DB ".events WHERE {J} AND "      \
+	"kind = 'gil_wait' GROUP BY file_id) USING file_id WHERE {J} AND kind = 'trace_window'"
+/* Each thread's name as the file's reports have it. */
+#define CH_GIL_NAMES                                                                               \
+	"SELECT file_id, file, tid AS xtid, any(if(position(args, '\"thread\":') > 0, "            \
+	"visitParamExtractString(args, 'thread'), '')) AS thread_name FROM " CH_DB ".events "      \
+	"WHERE {J} AND kind = 'thread_names' GROUP BY file_id, file, xtid"
+/* stats_math.h's percentile P of the weighted samples sv (sorted), cum (the weights' sums). */
+#define CH_PCT(p, n)                                                                               \
+	"(n - 1) * " p " AS pos" n ", toUInt64(floor(pos" n ")) AS rk" n ", "                      \
+	"sv[arrayFirstIndex(c -> c > rk" n ", cum)] AS lo" n ", if(n = 0, 0, "                     \
+	"if(pos" n " = rk" n " OR rk" n " + 1 >= n, lo" n ", lo" n " + (sv[arrayFirstIndex(c -> "  \
+	"c > rk" n " + 1, cum)] - lo" n ") * (pos" n " - rk" n "))) AS p" n
+
+static const struct ch_col ch_gil_sum_cols[] = {
+	{ "pid", "PID", 'u' },
+	{ "tid", "TID", 'u' },
+	{ "thread_name", "Thread", 't' },
+	{ "wait_count", "Waits", 'u' },
+	{ "wait_total_ns", "Wait Total (ns)", 'u' },
+	{ "wait_p50_ns", "Wait P50 (ns)", 'd' },
+	{ "wait_p99_ns", "Wait P99 (ns)", 'd' },
+	{ "wait_max_ns", "Wait Max (ns)", 'u' },
+	{ "contention_pct", "Contention (%)", 'd' },
+	{ "method", "Method", 't' },
+	{ "hold_count", "Holds", 'u', 1 },
+	{ "hold_total_ns", "Hold Total (ns)", 'u', 1 },
+	{},
+};
+
+static const struct ch_report ch_gil_sum = {
+	.name = "gil_sum",
+	.cols = ch_gil_sum_cols,
+	.sql = "SELECT xpid, xtid, thread_name, count, total, p50, p99, wmax, "
+	       "if(wall > 0, total * 100 / wall, 0), if(method = '', 'none', method), "
+	       "if(full, hold_count, NULL), if(full, hold_total, NULL) FROM ("
+	       "SELECT xpid, xtid, thread_name, method, "
+	       "if(has_agg, visitParamExtractUInt(agg, 'wait_count'), ev_count) AS count, "
+	       "if(has_agg, visitParamExtractUInt(agg, 'wait_total_ns'), ev_total) AS total, "
+	       "if(has_agg, visitParamExtractUInt(agg, 'wait_max_ns'), ev_max) AS wmax, "
+	       "if(has_agg, visitParamExtractUInt(agg, 'hold_count'), hold_ev_count) AS hold_count, "
+	       "if(has_agg, visitParamExtractUInt(agg, 'hold_total_ns'), hold_ev_total) AS "
+	       "hold_total, visitParamExtractUInt(agg, 'threshold_ns') AS thr, "
+	       "arrayConcat(arrayMap(x -> toFloat64(x), waits), arrayMap(i -> (if(i = 0, 0, "
+	       "pow(2, i)) + greatest(if(thr > 0 AND pow(2, i + 1) > thr, toFloat64(thr), "
+	       "pow(2, i + 1)), if(i = 0, 0, pow(2, i)))) / 2, range(32))) AS vals, "
+	       "arrayConcat(arrayMap(x -> toUInt64(1), waits), if(has_agg, " CH_GIL_HIST ", "
+	       "arrayMap(x -> toUInt64(0), range(32)))) AS wts, arraySum(wts) AS n, "
+	       "arraySort((x, y) -> x, vals, wts) AS sv, "
+	       "arrayCumSum(arraySort((y, x) -> x, wts, vals)) AS cum, " CH_PCT("0.5", "50") ", " CH_PCT(
+		       "0.99",
+		       "99") ", "
+			     "if(has_born AND born > first, born, first) AS b, "
+			     "if(has_died AND died < last, died, last) AS d0, "
+			     "if(end_ts != 0 AND end_ts < d0, end_ts, d0) AS d, "
+			     "if(d > b, d - b, 0) AS wall FROM ("
+			     "SELECT * FROM (SELECT * FROM (" CH_GIL_THREADS
+			     ") ANY LEFT JOIN (" CH_GIL_PROCS
+			     ") USING file_id, file, xpid WHERE method != '' OR has_agg OR ev_count > 0) "
+			     "ANY LEFT JOIN (" CH_GIL_SPAN
+			     ") USING file_id) ANY LEFT JOIN (" CH_GIL_NAMES
+			     ") USING file_id, file, xtid) "
+			     "CROSS JOIN (SELECT count() > 0 AS full FROM " CH_DB
+			     ".events WHERE {W} AND ("
+			     "kind = 'gil_hold' OR (kind = 'gil_python' AND "
+			     "visitParamExtractString(args, 'method') = 'take_gil') OR (kind = 'gil_agg' AND "
+			     "visitParamExtractUInt(args, 'hold_count') > 0))) "
+			     "ORDER BY total DESC, xpid, xtid FORMAT TabSeparated",
+};
+
 const struct ch_report *const ch_reports[] = {
-	&ch_cuda_api_sum, &ch_nccl_sum, &ch_nccl_stragglers, &ch_osrt_sum, &ch_sched_sum, NULL,
+	&ch_cuda_api_sum, &ch_nccl_sum, &ch_nccl_stragglers, &ch_osrt_sum, &ch_sched_sum,
+	&ch_gil_sum,	  NULL,
 };
 
 const struct ch_report *ch_report__find(const char *name)

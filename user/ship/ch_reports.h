@@ -10,10 +10,15 @@
 
 #include <stddef.h>
 
-/* A column of an answer: stats' key and title, its type 'u' (u64), 's' (s64), 'd', 't'. */
+/*
+ * A column of an answer: stats' key and title, its type 'u' (u64), 's' (s64), 'd', 't'; a
+ * column OPTIONAL is left out when NULL in every row, as stats leaves out a mode's columns
+ * (gil_sum's holds, full mode's only).
+ */
 struct ch_col {
 	const char *key, *title;
 	char type;
+	char optional;
 };
 
 struct ch_report {

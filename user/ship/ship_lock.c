@@ -36,7 +36,8 @@ int ship_lock__take(const struct ship_spool *sp, const char *job, const char *id
 			return err;
 		}
 		/* removed by the holder we waited behind: its file is not the path's any more */
-		if (!fstat(fd, &a) && !stat(path, &b) && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+		if (!fstat(fd, &a) && !stat(path, &b) && a.st_ino == b.st_ino &&
+		    a.st_dev == b.st_dev)
 			break;
 		close(fd);
 	}
