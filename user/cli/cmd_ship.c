@@ -116,7 +116,8 @@ static void ship_usage(FILE *f)
 		"in bpfsight.events (docs/CLICKHOUSE.md). A file shipped twice adds nothing; a\n"
 		"server down or slow loses nothing: files wait in the spool, sent by the next ship.\n"
 		"\n"
-		"  --to URL              clickhouse://HOST:PORT/JOB (or http://, https://): the\n"
+		"  --to URL              clickhouse://HOST:PORT/JOB (or http://, https://; IPv6:\n"
+		"                        [::1]:8123): the\n"
 		"                        server and the job the rows belong to (default job: each\n"
 		"                        FILE's name less .bst). Credentials: BPFSIGHT_CLICKHOUSE_USER and\n"
 		"                        BPFSIGHT_CLICKHOUSE_PASSWORD, or BPFSIGHT_CLICKHOUSE_CREDENTIALS\n"
@@ -132,7 +133,8 @@ static void ship_usage(FILE *f)
 		"  -h, --help            this help\n"
 		"\n"
 		"Exit status: 0 shipped, 1 bad arguments or an unreadable FILE, 2 the server did\n"
-		"not answer (the rest stays spooled), 4 credentials refused, 5 spool full, 6 the\n"
+		"not answer (the rest stays spooled), 3 another ship was shipping a file (it is\n"
+		"that one's), 4 credentials refused, 5 spool full, 6 the\n"
 		"server refused a statement, or https failed (its certificate: BPFSIGHT_CLICKHOUSE_CA\n"
 		"names a file of the CAs that sign it, else the system's are asked).\n");
 }
