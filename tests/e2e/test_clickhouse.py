@@ -526,6 +526,9 @@ def test_ipv6_urls():
     eq(p.returncode, 0, f"ship over IPv6 ({p.stderr[-600:]})")
     eq(held(ch, "six")[small], dict(kinds(small)), "the rows, over IPv6")
     same_reports(ch, "six", small, ["cuda_api_sum"], url=f"http://[::1]:{ch.http}/six")
+    p = run([BPFSIGHT, "stats", "--from", "http://[::1]:1/six", "-r", "cuda_api_sum"])
+    eq(p.returncode, 2, f"nothing on [::1]:1: the server down ({p.stderr})")
+    check("[::1]:1: " in p.stderr, f"the address as a URL has it: {p.stderr}")
     for bad in (f"clickhouse://[::1:{ch.http}/six", f"http://[zz]:{ch.http}/six",
                 f"http://[::1]x/six"):
         p = ship(small, "--to", bad, "--spool", spool)

@@ -304,7 +304,7 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_op
 {
 	__u64 t0 = mono_now_ns(), rows = 0, nfiles = 0, wait_ms = 250;
 	int n, i, err = 0, schema = 0, busy = 0;
-	char **names, path[4200], b1[32];
+	char **names, path[4200], b1[32], where[300];
 	const char *job, *id;
 	struct ship_result res;
 	__u32 left;
@@ -363,8 +363,9 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_op
 		       left, human__bytes((double)bytes, b1, sizeof(b1)), sp->dir);
 		return ship_status(err);
 	}
-	pr_info("%llu rows of %llu files to %s:%s in %.2f s\n", (unsigned long long)rows,
-		(unsigned long long)nfiles, s->host, s->port, (double)(mono_now_ns() - t0) / 1e9);
+	pr_info("%llu rows of %llu files to %s in %.2f s\n", (unsigned long long)rows,
+		(unsigned long long)nfiles, ch_server__where(s, where, sizeof(where)),
+		(double)(mono_now_ns() - t0) / 1e9);
 	return busy ? EXIT_SHIP_BUSY : EXIT_READ_OK;
 }
 

@@ -160,6 +160,13 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 		st->last_ts = ts;
 	if (!hmap__get(st->threads, (struct hkey){ rec->pid, rec->tid }, 1))
 		return -ENOMEM;
+	/* a fork's child is a thread the reports know (gil_sum lists it) before it has a record */
+	if (rec->type == BS_REC_FORK && rec->size >= sizeof(struct bs_fork) &&
+	    !hmap__get(st->threads,
+		       (struct hkey){ ((const struct bs_fork *)rec)->child_pid,
+				      ((const struct bs_fork *)rec)->child_tid },
+		       1))
+		return -ENOMEM;
 	/* A metadata record the reports read (short calls' aggregates) is a row of its own. */
 	if (!ev && family__decode_row(rec, m, &row) == 1)
 		ev = &row;

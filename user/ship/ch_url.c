@@ -82,6 +82,14 @@ static int ch_credentials(struct ch_server *s)
 	return 0;
 }
 
+const char *ch_server__where(const struct ch_server *s, char *buf, size_t len)
+{
+	int v6 = !!strchr(s->host, ':');
+
+	snprintf(buf, len, "%s%s%s:%s", v6 ? "[" : "", s->host, v6 ? "]" : "", s->port);
+	return buf;
+}
+
 int ch_server__parse(struct ch_server *s, const char *url)
 {
 	const char *p, *host, *end, *colon, *ca;
