@@ -432,7 +432,8 @@ def test_watch_ships_files_once_closed():
 def test_python_reports_as_sql():
     """A recorded Python workload (threads that wait for the GIL, make system calls, exit):
     osrt_sum, sched_sum and gil_sum computed in the server equal stats on the file, in the
-    default GIL mode and in full mode (the holds' columns there only); and a trace whose short
+    default GIL mode and in full mode (the holds' columns there only), and on the two files
+    merged (merge's rank namespaces in the ids); and a trace whose short
     calls' aggregate was closed (the thread exited) and its tid taken again (osrt's final
     snapshot and the later one both count)."""
     helpers.need_root()
@@ -469,6 +470,16 @@ def test_python_reports_as_sql():
         eq(all("hold_count" in r for r in mine["gil_sum"]), full,
            f"{os.path.basename(f)}: the holds' columns in full mode only")
     check(len(files) == 2, f"full mode too (a pyenv CPython 3.11 with symbols): {files}")
+    # The files merged: the reports of the merged file (its ids with their rank namespace).
+    import test_ranks
+    merged = os.path.join(tmpdir(), "merged.bst")
+    test_ranks.merge(files, merged)
+    p = ship(merged, "--to", ch.url("pymerged"), "--spool", spool)
+    eq(p.returncode, 0, f"ship the merged file ({p.stderr[-800:]})")
+    mine = same_reports(ch, "pymerged", merged, ["osrt_sum", "sched_sum", "gil_sum"])
+    if len(files) == 2:
+        check(any(r["pid"] >> 22 for r in mine["gil_sum"]),
+              f"the second file's threads with their namespace: {mine['gil_sum'][:3]}")
     mine = same_reports(ch, "py", synth, ["osrt_sum"])
     r = row(mine["osrt_sum"], name="getppid")
     eq((r["count"], r["total_ns"], r["min_ns"], r["max_ns"]), (8, 59, 2, 20),

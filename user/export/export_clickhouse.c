@@ -187,7 +187,8 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
  * first and last records' times, the first clamped to the start, and its end if it has one:
  * gil_sum's span, all wall-clock ns), and
  * each thread's names as the file's reports name it (`thread_names`: the thread's name, its
- * process's in args, either left out when the file has none).
+ * process's in args, either left out when the file has none; a merged file's rank namespace,
+ * `ns`, with which its reports show the ids).
  */
 static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 {
@@ -222,6 +223,11 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 		if (thread) {
 			json__key(&j, "thread");
 			json__str(&j, thread);
+		}
+		/* a merged file's rank namespace: its reports show the pids and tids with it */
+		if (key.a >> BS_RANK_NS_SHIFT) {
+			json__key(&j, "ns");
+			json__u64(&j, key.a >> BS_RANK_NS_SHIFT);
 		}
 		json__end_object(&j);
 		if (fflush(st->args))

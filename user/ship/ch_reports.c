@@ -166,6 +166,8 @@ static const struct ch_report ch_osrt_sum = {
  * (its `thread_names` rows), NULL where the file has none, as stats leaves them out.
  */
 #define CH_ONCPU "toInt64(visitParamExtractUInt(args, 'oncpu_ns'))"
+/* An id as a merged file's reports show it: with its rank namespace (ns, of thread_names). */
+#define CH_NS_ID(id) "bitOr(bitShiftLeft(ns, 22), " id ")"
 
 static const struct ch_col ch_sched_sum_cols[] = {
 	{ "pid", "PID", 'u' },
@@ -184,25 +186,28 @@ static const struct ch_col ch_sched_sum_cols[] = {
 static const struct ch_report ch_sched_sum = {
 	.name = "sched_sum",
 	.cols = ch_sched_sum_cols,
-	.sql = "SELECT pid, tid, oncpu_ns, offcpu_ns, blocked_ns, runnable_ns, switches, "
-	       "preemptions, process, thread FROM (SELECT file_id, file, pid, tid, "
-	       "sum(oncpu_in) AS oncpu_ns, sum(dur) AS offcpu_ns, "
-	       "sum(visitParamExtractUInt(args, 'blocked_ns')) AS blocked_ns, "
-	       "sum(least(visitParamExtractUInt(args, 'runnable_ns'), dur)) AS runnable_ns, "
-	       "count() AS switches, countIf(visitParamExtractUInt(args, 'state') = 0) AS "
-	       "preemptions FROM (SELECT file_id, file, pid, tid, dur, args, "
-	       "if(position(args, '\"began_before_start\":') > 0, toInt64(0), "
-	       "if(ts - " CH_ONCPU " >= ws, " CH_ONCPU
-	       ", greatest(ts - ws, toInt64(0)))) AS oncpu_in "
-	       "FROM " CH_DB ".events ANY LEFT JOIN (SELECT file_id, ts AS ws FROM " CH_DB
-	       ".events WHERE {J} AND kind = 'trace_window') USING file_id "
-	       "WHERE {W} AND kind IN ('offcpu', 'offcpu_exit')) GROUP BY file_id, file, pid, tid) "
-	       "ANY LEFT JOIN (SELECT file_id, file, pid, tid, "
-	       "if(position(args, '\"process\":') > 0, visitParamExtractString(args, 'process'), "
-	       "NULL) AS process, if(position(args, '\"thread\":') > 0, "
-	       "visitParamExtractString(args, 'thread'), NULL) AS thread FROM " CH_DB ".events "
-	       "WHERE {J} AND kind = 'thread_names') USING file_id, file, pid, tid "
-	       "ORDER BY offcpu_ns DESC, pid, tid FORMAT TabSeparated",
+	.sql = "SELECT " CH_NS_ID("pid") " AS fpid, " CH_NS_ID(
+		"tid") " AS ftid, oncpu_ns, "
+		       "offcpu_ns, blocked_ns, runnable_ns, switches, "
+		       "preemptions, process, thread FROM (SELECT file_id, file, pid, tid, "
+		       "sum(oncpu_in) AS oncpu_ns, sum(dur) AS offcpu_ns, "
+		       "sum(visitParamExtractUInt(args, 'blocked_ns')) AS blocked_ns, "
+		       "sum(least(visitParamExtractUInt(args, 'runnable_ns'), dur)) AS runnable_ns, "
+		       "count() AS switches, countIf(visitParamExtractUInt(args, 'state') = 0) AS "
+		       "preemptions FROM (SELECT file_id, file, pid, tid, dur, args, "
+		       "if(position(args, '\"began_before_start\":') > 0, toInt64(0), "
+		       "if(ts - " CH_ONCPU " >= ws, " CH_ONCPU
+		       ", greatest(ts - ws, toInt64(0)))) AS oncpu_in "
+		       "FROM " CH_DB ".events ANY LEFT JOIN (SELECT file_id, ts AS ws FROM " CH_DB
+		       ".events WHERE {J} AND kind = 'trace_window') USING file_id "
+		       "WHERE {W} AND kind IN ('offcpu', 'offcpu_exit')) GROUP BY file_id, file, pid, tid) "
+		       "ANY LEFT JOIN (SELECT file_id, file, pid, tid, "
+		       "if(position(args, '\"process\":') > 0, visitParamExtractString(args, 'process'), "
+		       "NULL) AS process, if(position(args, '\"thread\":') > 0, "
+		       "visitParamExtractString(args, 'thread'), NULL) AS thread, "
+		       "visitParamExtractUInt(args, 'ns') AS ns FROM " CH_DB ".events "
+		       "WHERE {J} AND kind = 'thread_names') USING file_id, file, pid, tid "
+		       "ORDER BY offcpu_ns DESC, fpid, ftid FORMAT TabSeparated",
 };
 
 /*
@@ -250,7 +255,8 @@ static const struct ch_report ch_sched_sum = {
 /* Each thread's name as the file's reports have it. */
 #define CH_GIL_NAMES                                                                               \
 	"SELECT file_id, file, tid AS xtid, any(if(position(args, '\"thread\":') > 0, "            \
-	"visitParamExtractString(args, 'thread'), '')) AS thread_name FROM " CH_DB ".events "      \
+	"visitParamExtractString(args, 'thread'), '')) AS thread_name, "                           \
+	"any(visitParamExtractUInt(args, 'ns')) AS ns FROM " CH_DB ".events "                      \
 	"WHERE {J} AND kind = 'thread_names' GROUP BY file_id, file, xtid"
 /* stats_math.h's percentile P of the weighted samples sv (sorted), cum (the weights' sums). */
 #define CH_PCT(p, n)                                                                               \
@@ -278,41 +284,44 @@ static const struct ch_col ch_gil_sum_cols[] = {
 static const struct ch_report ch_gil_sum = {
 	.name = "gil_sum",
 	.cols = ch_gil_sum_cols,
-	.sql = "SELECT xpid, xtid, thread_name, count, total, p50, p99, wmax, "
-	       "if(wall > 0, total * 100 / wall, 0), if(method = '', 'none', method), "
-	       "if(full, hold_count, NULL), if(full, hold_total, NULL) FROM ("
-	       "SELECT xpid, xtid, thread_name, method, "
-	       "if(has_agg, visitParamExtractUInt(agg, 'wait_count'), ev_count) AS count, "
-	       "if(has_agg, visitParamExtractUInt(agg, 'wait_total_ns'), ev_total) AS total, "
-	       "if(has_agg, visitParamExtractUInt(agg, 'wait_max_ns'), ev_max) AS wmax, "
-	       "if(has_agg, visitParamExtractUInt(agg, 'hold_count'), hold_ev_count) AS hold_count, "
-	       "if(has_agg, visitParamExtractUInt(agg, 'hold_total_ns'), hold_ev_total) AS "
-	       "hold_total, visitParamExtractUInt(agg, 'threshold_ns') AS thr, "
-	       "arrayConcat(arrayMap(x -> toFloat64(x), waits), arrayMap(i -> (if(i = 0, 0, "
-	       "pow(2, i)) + greatest(if(thr > 0 AND pow(2, i + 1) > thr, toFloat64(thr), "
-	       "pow(2, i + 1)), if(i = 0, 0, pow(2, i)))) / 2, range(32))) AS vals, "
-	       "arrayConcat(arrayMap(x -> toUInt64(1), waits), if(has_agg, " CH_GIL_HIST ", "
-	       "arrayMap(x -> toUInt64(0), range(32)))) AS wts, arraySum(wts) AS n, "
-	       "arraySort((x, y) -> x, vals, wts) AS sv, "
-	       "arrayCumSum(arraySort((y, x) -> x, wts, vals)) AS cum, " CH_PCT("0.5", "50") ", " CH_PCT(
-		       "0.99",
-		       "99") ", "
-			     "if(has_born AND born > first, born, first) AS b, "
-			     "if(has_died AND died < last, died, last) AS d0, "
-			     "if(end_ts != 0 AND end_ts < d0, end_ts, d0) AS d, "
-			     "if(d > b, d - b, 0) AS wall FROM ("
-			     "SELECT * FROM (SELECT * FROM (" CH_GIL_THREADS
-			     ") ANY LEFT JOIN (" CH_GIL_PROCS
-			     ") USING file_id, file, xpid WHERE method != '' OR has_agg OR ev_count > 0) "
-			     "ANY LEFT JOIN (" CH_GIL_SPAN
-			     ") USING file_id) ANY LEFT JOIN (" CH_GIL_NAMES
-			     ") USING file_id, file, xtid) "
-			     "CROSS JOIN (SELECT count() > 0 AS full FROM " CH_DB
-			     ".events WHERE {W} AND ("
-			     "kind = 'gil_hold' OR (kind = 'gil_python' AND "
-			     "visitParamExtractString(args, 'method') = 'take_gil') OR (kind = 'gil_agg' AND "
-			     "visitParamExtractUInt(args, 'hold_count') > 0))) "
-			     "ORDER BY total DESC, xpid, xtid FORMAT TabSeparated",
+	.sql = "SELECT " CH_NS_ID("xpid") " AS fpid, " CH_NS_ID(
+		"xtid") " AS ftid, thread_name, "
+			"count, total, p50, p99, wmax, "
+			"if(wall > 0, total * 100 / wall, 0), if(method = '', 'none', method), "
+			"if(full, hold_count, NULL), if(full, hold_total, NULL) FROM ("
+			"SELECT xpid, xtid, ns, thread_name, method, "
+			"if(has_agg, visitParamExtractUInt(agg, 'wait_count'), ev_count) AS count, "
+			"if(has_agg, visitParamExtractUInt(agg, 'wait_total_ns'), ev_total) AS total, "
+			"if(has_agg, visitParamExtractUInt(agg, 'wait_max_ns'), ev_max) AS wmax, "
+			"if(has_agg, visitParamExtractUInt(agg, 'hold_count'), hold_ev_count) AS hold_count, "
+			"if(has_agg, visitParamExtractUInt(agg, 'hold_total_ns'), hold_ev_total) AS "
+			"hold_total, visitParamExtractUInt(agg, 'threshold_ns') AS thr, "
+			"arrayConcat(arrayMap(x -> toFloat64(x), waits), arrayMap(i -> (if(i = 0, 0, "
+			"pow(2, i)) + greatest(if(thr > 0 AND pow(2, i + 1) > thr, toFloat64(thr), "
+			"pow(2, i + 1)), if(i = 0, 0, pow(2, i)))) / 2, range(32))) AS vals, "
+			"arrayConcat(arrayMap(x -> toUInt64(1), waits), if(has_agg, " CH_GIL_HIST
+			", "
+			"arrayMap(x -> toUInt64(0), range(32)))) AS wts, arraySum(wts) AS n, "
+			"arraySort((x, y) -> x, vals, wts) AS sv, "
+			"arrayCumSum(arraySort((y, x) -> x, wts, vals)) AS cum, " CH_PCT("0.5", "50") ", " CH_PCT(
+				"0.99",
+				"99") ", "
+				      "if(has_born AND born > first, born, first) AS b, "
+				      "if(has_died AND died < last, died, last) AS d0, "
+				      "if(end_ts != 0 AND end_ts < d0, end_ts, d0) AS d, "
+				      "if(d > b, d - b, 0) AS wall FROM ("
+				      "SELECT * FROM (SELECT * FROM (" CH_GIL_THREADS
+				      ") ANY LEFT JOIN (" CH_GIL_PROCS
+				      ") USING file_id, file, xpid WHERE method != '' OR has_agg OR ev_count > 0) "
+				      "ANY LEFT JOIN (" CH_GIL_SPAN
+				      ") USING file_id) ANY LEFT JOIN (" CH_GIL_NAMES
+				      ") USING file_id, file, xtid) "
+				      "CROSS JOIN (SELECT count() > 0 AS full FROM " CH_DB
+				      ".events WHERE {W} AND ("
+				      "kind = 'gil_hold' OR (kind = 'gil_python' AND "
+				      "visitParamExtractString(args, 'method') = 'take_gil') OR (kind = 'gil_agg' AND "
+				      "visitParamExtractUInt(args, 'hold_count') > 0))) "
+				      "ORDER BY total DESC, fpid, ftid FORMAT TabSeparated",
 };
 
 const struct ch_report *const ch_reports[] = {
