@@ -65,9 +65,11 @@ def held(ch, job, events=True):
     return out
 
 
-def same_reports(ch, job, path, reports=SQL_REPORTS, url=None):
-    """Each report computed in the server over PATH's rows equals stats on PATH."""
-    mine = from_stats(url or ch.url(job), ",".join(reports), "--file", path)
+def same_reports(ch, job, path, reports=SQL_REPORTS, url=None, whole_job=False):
+    """Each report computed in the server over PATH's rows (WHOLE_JOB: JOB's, a merged file's
+    rows being its rank files') equals stats on PATH."""
+    mine = from_stats(url or ch.url(job), ",".join(reports),
+                      *([] if whole_job else ["--file", path]))
     theirs = stats(path, ",".join(reports))
     for rep in reports:
         eq(mine[rep], theirs.get(rep, []), f"{os.path.basename(path)}: {rep} computed in the "
@@ -476,7 +478,8 @@ def test_python_reports_as_sql():
     test_ranks.merge(files, merged)
     p = ship(merged, "--to", ch.url("pymerged"), "--spool", spool)
     eq(p.returncode, 0, f"ship the merged file ({p.stderr[-800:]})")
-    mine = same_reports(ch, "pymerged", merged, ["osrt_sum", "sched_sum", "gil_sum"])
+    mine = same_reports(ch, "pymerged", merged, ["osrt_sum", "sched_sum", "gil_sum"],
+                        whole_job=True)
     if len(files) == 2:
         check(any(r["pid"] >> 22 for r in mine["gil_sum"]),
               f"the second file's threads with their namespace: {mine['gil_sum'][:3]}")
