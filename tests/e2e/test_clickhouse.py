@@ -96,6 +96,18 @@ def test_real_traces_rows_and_reports():
             check(fam not in fams or every[t].get(kind, 0) > 0,
                   f"{os.path.basename(t)}: its {fam} aggregates shipped ({every[t]})")
         mine = same_reports(ch, "real", t)
+        if "cpu" in fams:
+            # stacks --from: the samples counted by their stack in the server, byte for
+            # byte export --format folded's lines
+            out = os.path.join(tmpdir(), "f.folded")
+            p = run([BPFSIGHT, "export", t, "--format", "folded", "-o", out])
+            eq(p.returncode, 0, f"export folded ({p.stderr[-400:]})")
+            p = run([BPFSIGHT, "stacks", "--from", ch.url("real"), "--file", t])
+            eq(p.returncode, 0, f"stacks --from ({p.stderr[-400:]})")
+            with open(out) as f:
+                want = f.read()
+            check(want.count("\n") > 100, f"{os.path.basename(t)}: folded stacks to compare")
+            eq(p.stdout, want, f"{os.path.basename(t)}: stacks --from, folded")
         if "gil" in fams:
             check(mine["gil_sum"] and mine["osrt_sum"] and mine["sched_sum"],
                   f"{os.path.basename(t)}: gil_sum, osrt_sum and sched_sum have rows")
@@ -344,6 +356,11 @@ def test_bad_urls_credentials_full_spool():
     check("not computed in ClickHouse" in p.stderr, p.stderr)
     p = run([BPFSIGHT, "stats", "--from", f"clickhouse://127.0.0.1:{ch.http}/"])
     eq(p.returncode, 1, "no job")
+    p = run([BPFSIGHT, "stacks", "--from", ch.url("creds")])
+    eq(p.returncode, 1, f"stacks --from rows without CPU samples ({p.stderr})")
+    check("no CPU samples" in p.stderr, p.stderr)
+    p = run([BPFSIGHT, "stacks", "--from", ch.url("creds"), "-p", "1"])
+    eq(p.returncode, 1, f"stacks --from with -p ({p.stderr})")
     ch.stop()
     p = run([BPFSIGHT, "stats", "--from", ch.url("creds"), "-r", "cuda_api_sum"])
     eq(p.returncode, 2, f"server down: exit 2 ({p.stderr})")

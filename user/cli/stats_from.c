@@ -143,6 +143,48 @@ static int ch_status(int err)
 	return err == -EACCES ? 4 : 6;
 }
 
+/* F's server into S, its rows' filters into WHERE and JOB: 0, or 1 (said). */
+static int ch_open(const struct stats_from *f, struct ch_server *s, char *where, size_t wlen,
+		   char *job, size_t jlen)
+{
+	if (ch_server__parse(s, f->url))
+		return 1;
+	if (!*s->job || ch_where(f, s->job, where, wlen)) {
+		pr_err("%s: which job? --from clickhouse://HOST:PORT/JOB (and no quotes in --host, "
+		       "--file)\n",
+		       f->url);
+		return 1;
+	}
+	snprintf(job, jlen, "job = '%s'", s->job);
+	return 0;
+}
+
+int stats_from__folded(const struct stats_from *f, FILE *out)
+{
+	char where[1024], job[300], *sql, *ans = NULL, *p;
+	struct ch_server s;
+	int err, n = 0;
+
+	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
+		return 1;
+	sql = ch_report__sql(&ch_folded_stacks, where, job);
+	err = sql ? ch_server__run(&s, sql, NULL, 0, &ans) : -ENOMEM;
+	free(sql);
+	if (err) {
+		pr_err("%s\n", err == -ENOMEM ? "out of memory" : s.error);
+		return err == -ENOMEM ? 1 : ch_status(err);
+	}
+	for (p = ans; *p; n++) {
+		char *text = ch_field(p, &p), *count = ch_field(p, &p);
+
+		fprintf(out, "%s %s\n", text, count);
+	}
+	free(ans);
+	if (!n)
+		pr_err("%s: no CPU samples in these rows (record with -t cpu)\n", f->url);
+	return n ? 0 : 1;
+}
+
 int stats_from__run(const struct stats_from *f, FILE *out)
 {
 	char *list = strdup(f->reports ? f->reports : ""), *tok, *save = NULL, where[1024];
@@ -152,18 +194,10 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	int status = 0, first = 1, err;
 	struct json j;
 
-	if (!list || ch_server__parse(&s, f->url)) {
+	if (!list || ch_open(f, &s, where, sizeof(where), job, sizeof(job))) {
 		free(list);
 		return 1;
 	}
-	if (!*s.job || ch_where(f, s.job, where, sizeof(where))) {
-		pr_err("%s: which job? --from clickhouse://HOST:PORT/JOB (and no quotes in --host, "
-		       "--file)\n",
-		       f->url);
-		free(list);
-		return 1;
-	}
-	snprintf(job, sizeof(job), "job = '%s'", s.job);
 	/* every name first: a typo costs no query */
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!ch_report__find(tok)) {

@@ -18,6 +18,8 @@
 #include "export.h"
 #include "export_clickhouse.h"
 #include "family.h"
+#include "cpu_samples.h"
+#include "export_samples.h"
 #include "hmap.h"
 #include "json.h"
 #include "trace_ranks.h"
@@ -37,6 +39,7 @@ struct ch_export {
 	__u64 wall_minus_mono;
 	__u64 seq;
 	struct hmap *threads; /* {pid, tid} of the records (a merged file's namespaced): names */
+	struct hmap *stacks;  /* {stack id, in kernel} of the CPU samples: their folded text */
 	/* the records' first and last times, the first clamped to the start (gil_sum's span) */
 	__u64 first_ts, last_ts;
 };
@@ -82,6 +85,7 @@ static void ch_free(struct ch_export *st)
 		fclose(st->args);
 	free(st->args_buf);
 	hmap__free(st->threads);
+	hmap__free(st->stacks);
 	free(st);
 }
 
@@ -96,7 +100,8 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 	}
 	st->args = open_memstream(&st->args_buf, &st->args_len);
 	st->threads = hmap__new(1);
-	fd = st->args && st->threads ? export__create(out) : -ENOMEM;
+	st->stacks = hmap__new(1);
+	fd = st->args && st->threads && st->stacks ? export__create(out) : -ENOMEM;
 	if (fd < 0 || !(st->f = fdopen(fd, "w"))) {
 		*err = fd < 0 ? fd : -errno;
 		if (fd >= 0)
@@ -172,6 +177,9 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 		ev = &row;
 	if (!ev)
 		return 0;
+	if (cpu_samples__is_sample(rec, ev) &&
+	    !hmap__get(st->stacks, (struct hkey){ ev->stack_id, ev->stack_in_kernel }, 1))
+		return -ENOMEM;
 	rewind(st->args);
 	json__init(&j, st->args, 0);
 	event__json_args(ev, &j);
@@ -185,7 +193,8 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
  * What the reports read of the whole file, as the last rows: the recording's window
  * (`trace_window`: its start, its length; sched_sum clips the first run slices to it; the
  * first and last records' times, the first clamped to the start, and its end if it has one:
- * gil_sum's span, all wall-clock ns), and
+ * gil_sum's span, all wall-clock ns), each stack of the CPU samples (`stack`: its folded text
+ * as its name, export --format folded's; `stacks --from` counts the samples by it), and
  * each thread's names as the file's reports name it (`thread_names`: the thread's name, its
  * process's in args, either left out when the file has none; a merged file's rank namespace,
  * `ns`, with which its reports show the ids).
@@ -208,6 +217,22 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 		return -ENOMEM;
 	err = ch_row(st, m, 0, 0, start, end > start ? end - start : 0, "trace_window",
 		     "trace_window", st->args_buf, st->args_len);
+	it = 0;
+	while (!err && hmap__next(st->stacks, &it, &key)) {
+		char *line =
+			export_folded__line(trace_model__stack(m, (__u32)key.a), (int)key.b, m);
+
+		if (!line)
+			return -ENOMEM;
+		rewind(st->args);
+		fprintf(st->args, "{\"stack_id\":%llu,\"kernel\":%d}", (unsigned long long)key.a,
+			(int)key.b);
+		err = fflush(st->args) ? -ENOMEM
+				       : ch_row(st, m, 0, 0, start, 0, "stack", line, st->args_buf,
+						st->args_len);
+		free(line);
+	}
+	it = 0;
 	while (!err && hmap__next(st->threads, &it, &key)) {
 		const char *thread = trace_model__thread_name(m, (__u32)key.b);
 		const char *proc = trace_model__process_name(m, (__u32)key.a);

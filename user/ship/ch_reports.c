@@ -324,6 +324,28 @@ static const struct ch_report ch_gil_sum = {
 				      "ORDER BY total DESC, fpid, ftid FORMAT TabSeparated",
 };
 
+/*
+ * export --format folded's lines (`stacks --from`): the CPU samples (`cpu_sample` rows, their
+ * `stack_id` and whether in kernel code) counted by their stack's folded text (the file's
+ * `stack` rows), one line per text, sorted as strcmp sorts.
+ */
+static const struct ch_col ch_folded_cols[] = {
+	{ "stack", "Stack", 't' },
+	{ "samples", "Samples", 'u' },
+	{},
+};
+
+const struct ch_report ch_folded_stacks = {
+	.name = "folded",
+	.cols = ch_folded_cols,
+	.sql = "SELECT text, count() FROM (SELECT file_id, visitParamExtractUInt(args, 'stack_id') "
+	       "AS sid, toUInt8(name = 'kernel') AS kernel FROM " CH_DB ".events WHERE {W} AND "
+	       "kind = 'cpu_sample') ANY LEFT JOIN (SELECT file_id, visitParamExtractUInt(args, "
+	       "'stack_id') AS sid, toUInt8(visitParamExtractUInt(args, 'kernel')) AS kernel, "
+	       "name AS text FROM " CH_DB ".events WHERE {J} AND kind = 'stack') "
+	       "USING file_id, sid, kernel GROUP BY text ORDER BY text FORMAT TabSeparated",
+};
+
 const struct ch_report *const ch_reports[] = {
 	&ch_cuda_api_sum, &ch_nccl_sum, &ch_nccl_stragglers, &ch_osrt_sum, &ch_sched_sum,
 	&ch_gil_sum,	  NULL,

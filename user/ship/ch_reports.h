@@ -32,6 +32,9 @@ struct ch_report {
 /* The reports the server computes, NULL-terminated. */
 extern const struct ch_report *const ch_reports[];
 
+/* export --format folded's lines of the CPU samples (`stacks --from`): text, count. */
+extern const struct ch_report ch_folded_stacks;
+
 const struct ch_report *ch_report__find(const char *name);
 /* REPORT's SQL with WHERE in place of {W}, JOB of {J}: malloc'd, NULL without memory. */
 char *ch_report__sql(const struct ch_report *r, const char *where, const char *job);
