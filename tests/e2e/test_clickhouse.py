@@ -26,8 +26,9 @@ TRACES = sorted(glob.glob(os.path.join(helpers.ROOT, "..", "shared", "traces", "
 SQL_REPORTS = ["cuda_api_sum", "nccl_sum", "osrt_sum", "sched_sum", "gil_sum"]
 # Rows that are no event of dump's: what the reports read of the records that make no event
 # (the in-kernel aggregates' snapshots, a thread's last switch-out) and of the whole file (its
-# window, its threads' names).
-ROW_ONLY = {"syscall_agg", "gil_agg", "offcpu_exit", "trace_window", "thread_names"}
+# window, its threads' names, its CPU samples' stacks).
+ROW_ONLY = {"syscall_agg", "gil_agg", "offcpu_exit", "trace_window", "thread_names",
+            "stack"}
 
 
 def need_traces():
