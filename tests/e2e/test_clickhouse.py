@@ -453,7 +453,8 @@ def test_python_reports_as_sql():
     """A recorded Python workload (threads that wait for the GIL, make system calls, exit):
     osrt_sum, sched_sum and gil_sum computed in the server equal stats on the file, in the
     default GIL mode and in full mode (the holds' columns there only), and on the two files
-    merged (merge's rank namespaces in the ids); and a trace whose short
+    merged (merge's rank namespaces in the ids); the off-CPU stacks folded in the server as
+    export --format folded-offcpu writes them; and a trace whose short
     calls' aggregate was closed (the thread exited) and its tid taken again (osrt's final
     snapshot and the later one both count)."""
     helpers.need_root()
@@ -464,6 +465,8 @@ def test_python_reports_as_sql():
     files = []
     for mode, py in (("default", "python3"), ("full", None)):
         opts = ["-t", "osrt,sched,gil"]
+        if mode == "default":
+            opts.append("--stacks=sched,gil")  # the off-CPU intervals' stacks, folded below
         if mode == "full":
             try:
                 py = test_gil.need_pyenv(11, full=True)
@@ -489,6 +492,17 @@ def test_python_reports_as_sql():
         full = f.endswith("full.bst")
         eq(all("hold_count" in r for r in mine["gil_sum"]), full,
            f"{os.path.basename(f)}: the holds' columns in full mode only")
+        if not full:
+            # stacks --from --offcpu: the blocked time by stack, folded-offcpu's lines
+            out = os.path.join(tmpdir(), "off.folded")
+            p = run([BPFSIGHT, "export", f, "--format", "folded-offcpu", "-o", out])
+            eq(p.returncode, 0, f"export folded-offcpu ({p.stderr[-400:]})")
+            p = run([BPFSIGHT, "stacks", "--from", ch.url("py"), "--file", f, "--offcpu"])
+            eq(p.returncode, 0, f"stacks --from --offcpu ({p.stderr[-400:]})")
+            with open(out) as fo:
+                want = fo.read()
+            check(want.count("\n") > 3, f"off-CPU stacks to compare: {want[:300]}")
+            eq(p.stdout, want, "stacks --from --offcpu, folded")
     check(len(files) == 2, f"full mode too (a pyenv CPython 3.11 with symbols): {files}")
     # The files merged: the reports of the merged file (its ids with their rank namespace).
     import test_ranks

@@ -35,6 +35,7 @@ struct stacks_opts {
 	int json, active_only, no_subprocesses, all, each;
 	enum native_mode native;
 	struct stats_from from; /* --from: a ClickHouse server's CPU samples, folded */
+	int offcpu;		/* --from's --offcpu: the off-CPU intervals' time instead */
 };
 
 static void stacks_usage(FILE *f)
@@ -43,7 +44,7 @@ static void stacks_usage(FILE *f)
 		"Usage: bpfsight stacks -p PID... | --all [--json] [--native | --no-native]\n"
 		"                    [--active] [--no-subprocesses] [--each]\n"
 		"       bpfsight stacks --from clickhouse://HOST:PORT/JOB [--host NAME] [--rank N]\n"
-		"                    [--file PATH]\n"
+		"                    [--file PATH] [--offcpu]\n"
 		"\n"
 		"Every thread's stack of a running process now, Python and native, with its name,\n"
 		"state and the GIL's holder, like py-spy dump, without stopping the process; then\n"
@@ -69,6 +70,8 @@ static void stacks_usage(FILE *f)
 		"      --host NAME   --from: only NAME's samples\n"
 		"      --rank N      --from: only rank N's samples\n"
 		"      --file PATH   --from: only the samples of the file shipped as PATH\n"
+		"      --offcpu      --from: the off-CPU time (us) by blocking stack instead, as\n"
+		"                    export --format folded-offcpu (--stacks=sched)\n"
 		"  -h, --help        this help\n"
 		"\n"
 		"By default a Python thread shows its Python frames and the native frames above the\n"
@@ -91,6 +94,7 @@ const struct option stacks_options[] = {
 	{ "host", required_argument, NULL, 'H' },
 	{ "rank", required_argument, NULL, 'R' },
 	{ "file", required_argument, NULL, 'L' },
+	{ "offcpu", no_argument, NULL, 'O' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -265,6 +269,9 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		case 'L':
 			o->from.file = optarg;
 			break;
+		case 'O':
+			o->offcpu = 1;
+			break;
 		case 'R':
 			errno = 0;
 			v = strtol(optarg, &end, 10);
@@ -314,8 +321,8 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		pr_err("--from reads a server's samples: no -p or --all with it\n");
 		return -1;
 	}
-	if (!o->from.url && (o->from.host || o->from.file || o->from.rank != -2)) {
-		pr_err("--host, --rank and --file go with --from\n");
+	if (!o->from.url && (o->from.host || o->from.file || o->from.rank != -2 || o->offcpu)) {
+		pr_err("--host, --rank, --file and --offcpu go with --from\n");
 		return -1;
 	}
 	if (o->from.url)
@@ -396,7 +403,7 @@ int cmd_stacks(int argc, char **argv)
 	if (err)
 		return err > 0 ? 0 : 1;
 	if (o.from.url)
-		return stats_from__folded(&o.from, stdout);
+		return stats_from__folded(&o.from, o.offcpu, stdout);
 	/* Said before anything is loaded: libbpf's own lines about a refused load are noise. */
 	if (!privileges__can_trace()) {
 		pr_err("reading a process's stacks needs root (or CAP_BPF, CAP_PERFMON and "

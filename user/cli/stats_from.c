@@ -159,7 +159,7 @@ static int ch_open(const struct stats_from *f, struct ch_server *s, char *where,
 	return 0;
 }
 
-int stats_from__folded(const struct stats_from *f, FILE *out)
+int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 {
 	char where[1024], job[300], *sql, *ans = NULL, *p;
 	struct ch_server s;
@@ -167,7 +167,7 @@ int stats_from__folded(const struct stats_from *f, FILE *out)
 
 	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
 		return 1;
-	sql = ch_report__sql(&ch_folded_stacks, where, job);
+	sql = ch_report__sql(offcpu ? &ch_folded_offcpu : &ch_folded_stacks, where, job);
 	err = sql ? ch_server__run(&s, sql, NULL, 0, &ans) : -ENOMEM;
 	free(sql);
 	if (err) {
@@ -181,7 +181,10 @@ int stats_from__folded(const struct stats_from *f, FILE *out)
 	}
 	free(ans);
 	if (!n)
-		pr_err("%s: no CPU samples in these rows (record with -t cpu)\n", f->url);
+		pr_err("%s: %s\n", f->url,
+		       offcpu ? "no off-CPU intervals with a stack in these rows (record with -t "
+				"sched --stacks=sched)"
+			      : "no CPU samples in these rows (record with -t cpu)");
 	return n ? 0 : 1;
 }
 

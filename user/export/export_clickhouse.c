@@ -39,7 +39,7 @@ struct ch_export {
 	__u64 wall_minus_mono;
 	__u64 seq;
 	struct hmap *threads; /* {pid, tid} of the records (a merged file's namespaced): names */
-	struct hmap *stacks;  /* {stack id, in kernel} of the CPU samples: their folded text */
+	struct hmap *stacks;  /* {stack id, in kernel} of the rows: their folded text */
 	/* the records' first and last times, the first clamped to the start (gil_sum's span) */
 	__u64 first_ts, last_ts;
 };
@@ -185,6 +185,15 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 	event__json_args(ev, &j);
 	if (fflush(st->args))
 		return -ENOMEM;
+	/* an event's stack (--stacks=...): its id in args, beside a sample's own, and its row */
+	if (ev->stack && !ev->stack_id && st->args_len && st->args_buf[st->args_len - 1] == '}') {
+		if (!hmap__get(st->stacks, (struct hkey){ ev->stack->id, 0 }, 1))
+			return -ENOMEM;
+		fseek(st->args, -1, SEEK_CUR);
+		fprintf(st->args, "%s\"stack_id\":%u}", st->args_len > 2 ? "," : "", ev->stack->id);
+		if (fflush(st->args))
+			return -ENOMEM;
+	}
 	return ch_row(st, m, ev->pid, ev->tid, ev->ts, ev->dur, ev->kind, ev->name, st->args_buf,
 		      st->args_len);
 }
@@ -193,8 +202,8 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
  * What the reports read of the whole file, as the last rows: the recording's window
  * (`trace_window`: its start, its length; sched_sum clips the first run slices to it; the
  * first and last records' times, the first clamped to the start, and its end if it has one:
- * gil_sum's span, all wall-clock ns), each stack of the CPU samples (`stack`: its folded text
- * as its name, export --format folded's; `stacks --from` counts the samples by it), and
+ * gil_sum's span, all wall-clock ns), each stack the rows name (`stack`: its folded text as
+ * its name, export --format folded's; `stacks --from` counts the samples by it), and
  * each thread's names as the file's reports name it (`thread_names`: the thread's name, its
  * process's in args, either left out when the file has none; a merged file's rank namespace,
  * `ns`, with which its reports show the ids).

@@ -346,6 +346,23 @@ const struct ch_report ch_folded_stacks = {
 	       "USING file_id, sid, kernel GROUP BY text ORDER BY text FORMAT TabSeparated",
 };
 
+/*
+ * export --format folded-offcpu's lines (`stacks --from --offcpu`): the off-CPU intervals with
+ * a stack (`offcpu` rows with a `stack_id`), their time summed by the stack's folded text, in
+ * microseconds (a text under 1 us left out).
+ */
+const struct ch_report ch_folded_offcpu = {
+	.name = "folded-offcpu",
+	.cols = ch_folded_cols,
+	.sql = "SELECT text, intDiv(sum(dur), 1000) AS us FROM (SELECT file_id, dur, "
+	       "visitParamExtractUInt(args, 'stack_id') AS sid, toUInt8(0) AS kernel FROM " CH_DB
+	       ".events WHERE {W} AND kind = 'offcpu' AND position(args, '\"stack_id\":') > 0) "
+	       "ANY LEFT JOIN (SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, "
+	       "toUInt8(visitParamExtractUInt(args, 'kernel')) AS kernel, name AS text FROM " CH_DB
+	       ".events WHERE {J} AND kind = 'stack') USING file_id, sid, kernel GROUP BY text "
+	       "HAVING us > 0 ORDER BY text FORMAT TabSeparated",
+};
+
 const struct ch_report *const ch_reports[] = {
 	&ch_cuda_api_sum, &ch_nccl_sum, &ch_nccl_stragglers, &ch_osrt_sum, &ch_sched_sum,
 	&ch_gil_sum,	  NULL,

@@ -34,6 +34,8 @@ extern const struct ch_report *const ch_reports[];
 
 /* export --format folded's lines of the CPU samples (`stacks --from`): text, count. */
 extern const struct ch_report ch_folded_stacks;
+/* export --format folded-offcpu's: the off-CPU intervals' time (us) by blocking stack. */
+extern const struct ch_report ch_folded_offcpu;
 
 const struct ch_report *ch_report__find(const char *name);
 /* REPORT's SQL with WHERE in place of {W}, JOB of {J}: malloc'd, NULL without memory. */
