@@ -135,7 +135,10 @@ int ch_server__parse(struct ch_server *s, const char *url)
 		colon = memchr(host, ':', end - host);
 		n = (colon ? colon : end) - host;
 		if (!n || n >= sizeof(s->host)) {
-			pr_err("bad URL '%s': no host\n", url);
+			pr_err("bad URL '%s': no host%s\n", url,
+			       colon && memchr(colon + 1, ':', end - colon - 1)
+				       ? " (an IPv6 address in brackets, [::1]:8123)"
+				       : "");
 			return -EINVAL;
 		}
 		memcpy(s->host, host, n);
