@@ -116,9 +116,9 @@ static void ship_usage(FILE *f)
 		"in bpfsight.events (docs/CLICKHOUSE.md). A file shipped twice adds nothing; a\n"
 		"server down or slow loses nothing: files wait in the spool, sent by the next ship.\n"
 		"\n"
-		"  --to URL              clickhouse://HOST:PORT/JOB (or http://, https://; IPv6:\n"
-		"                        [::1]:8123): the\n"
-		"                        server and the job the rows belong to (default job: each\n"
+		"  --to URL              clickhouse://HOST:PORT/JOB (or http://, https://; an IPv6\n"
+		"                        address in brackets: [::1]:8123): the server and the job\n"
+		"                        the rows belong to (default job: each\n"
 		"                        FILE's name less .bst). Credentials: BPFSIGHT_CLICKHOUSE_USER and\n"
 		"                        BPFSIGHT_CLICKHOUSE_PASSWORD, or BPFSIGHT_CLICKHOUSE_CREDENTIALS\n"
 		"                        naming a file of user:password (mode 600); never the URL\n"
@@ -303,7 +303,7 @@ static int ship_status(int err)
 static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_opts *o)
 {
 	__u64 t0 = mono_now_ns(), rows = 0, nfiles = 0, wait_ms = 250;
-	int n, i, err = 0, schema = 0, busy = 0;
+	int n, i, err = 0, schema = 0, busy = 0, lock_failed = 0;
 	char **names, path[4200], b1[32], where[300];
 	const char *job, *id;
 	struct ship_result res;
@@ -315,9 +315,15 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_op
 		if (ship_entry(names[i], &job, &id))
 			continue;
 		/* another ship's now: it sends it (said; this one's status says so) */
-		if (ship_hold(o, sp, job, id, path)) {
-			busy = 1;
+		err = ship_hold(o, sp, job, id, path);
+		busy |= err == -EBUSY;
+		if (err == -EBUSY) {
+			err = 0;
 			continue;
+		}
+		if (err) {
+			lock_failed = 1; /* the spool cannot be locked in: said */
+			break;
 		}
 		if (access(path, F_OK)) {
 			ship_release(o, sp, job, id); /* sent by the ship that held it */
@@ -354,6 +360,8 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_op
 				res.held ? ", the server held some of a cut ship" : "");
 	}
 	ship_spool__free_list(names, n);
+	if (lock_failed)
+		return EXIT_READ_FAIL;
 	if (err) {
 		__u64 bytes = ship_spool__bytes(sp, &left);
 

@@ -6,9 +6,11 @@
  * pair (a merged file's is merge's fitted clock, its ranks' own offsets applied). One wide
  * table rather than one per kind: the fleet's questions group by kind, host and rank, and a
  * kind added to bpfsight needs no new table. Metadata records (strings, symbols) make no row,
- * but those the reports read (rec_decoder's row: osrt's aggregates of short calls).
+ * but those the reports read (rec_decoder's row: the in-kernel aggregates' snapshots, a
+ * thread's last switch-out); and what the reports read of the whole file ends it (ch_file_rows).
  *
- * Streamed: a row is written as its event is read; memory holds one row's arguments.
+ * Streamed: a row is written as its event is read; memory holds one row's arguments, and the
+ * file's threads and stacks (for the last rows): it grows with those, never with events.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -226,7 +228,6 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 		return -ENOMEM;
 	err = ch_row(st, m, 0, 0, start, end > start ? end - start : 0, "trace_window",
 		     "trace_window", st->args_buf, st->args_len);
-	it = 0;
 	while (!err && hmap__next(st->stacks, &it, &key)) {
 		char *line =
 			export_folded__line(trace_model__stack(m, (__u32)key.a), (int)key.b, m);
