@@ -16,7 +16,7 @@ from helpers import Skip
 CONFIG = """<yandex>
   <logger><level>warning</level><log>{d}/log.txt</log><errorlog>{d}/err.txt</errorlog>
     <console>0</console></logger>
-  <listen_host>127.0.0.1</listen_host>
+  <listen_host>{listen}</listen_host>
   <http_port>{http}</http_port>{https}
   <tcp_port>{tcp}</tcp_port>
   <path>{d}/data/</path>
@@ -60,17 +60,29 @@ def need_server():
     return path
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(family=socket.AF_INET, host="127.0.0.1"):
+    with socket.socket(family) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
+def need_ipv6_loopback():
+    """A kernel without IPv6 (ipv6.disable=1, no ::1 on lo) cannot run the ::1 tests."""
+    try:
+        free_port(socket.AF_INET6, "::1")
+    except OSError as e:
+        raise Skip(f"no IPv6 loopback on this machine (::1: {e})")
+
+
 class ClickHouse:
-    def __init__(self, tls=False):
+    def __init__(self, tls=False, ipv6=False):
+        """IPV6: the server listens on ::1 only (no IPv4): every query goes to [::1]."""
         self.exe = need_server()
         self.dir = helpers.tmpdir()
-        self.http, self.tcp = free_port(), free_port()
+        if ipv6:
+            need_ipv6_loopback()
+        fam, self.host = (socket.AF_INET6, "::1") if ipv6 else (socket.AF_INET, "127.0.0.1")
+        self.http, self.tcp = free_port(fam, self.host), free_port(fam, self.host)
         https = ""
         if tls:
             # a certificate of its own, for localhost and 127.0.0.1 (BPFSIGHT_CLICKHOUSE_CA);
@@ -86,14 +98,18 @@ class ClickHouse:
         for sub in ("data", "tmp", "user_files", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         with open(os.path.join(self.dir, "config.xml"), "w") as f:
-            f.write(CONFIG.format(d=self.dir, http=self.http, tcp=self.tcp, https=https))
+            f.write(CONFIG.format(d=self.dir, http=self.http, tcp=self.tcp, https=https,
+                                  listen=self.host))
         with open(os.path.join(self.dir, "users.xml"), "w") as f:
             f.write(USERS)
         self.proc = None
         self.start()
 
+    def netloc(self):
+        return f"[{self.host}]:{self.http}" if ":" in self.host else f"{self.host}:{self.http}"
+
     def url(self, job):
-        return f"clickhouse://127.0.0.1:{self.http}/{job}"
+        return f"clickhouse://{self.netloc()}/{job}"
 
     def start(self):
         self.proc = subprocess.Popen([self.exe, f"--config-file={self.dir}/config.xml"],
@@ -135,7 +151,7 @@ class ClickHouse:
                 self.kill()
 
     def query(self, sql, user=None, password=None):
-        req = urllib.request.Request(f"http://127.0.0.1:{self.http}/", data=sql.encode())
+        req = urllib.request.Request(f"http://{self.netloc()}/", data=sql.encode())
         if user:
             req.add_header("X-ClickHouse-User", user)
             req.add_header("X-ClickHouse-Key", password or "")

@@ -15,7 +15,7 @@ import urllib.request
 
 import helpers
 from clickhouse_server import ClickHouse
-from helpers import BPFSIGHT, Skip, check, dump, eq, run, stats, tmpdir
+from helpers import BPFSIGHT, Skip, check, dump, eq, row, run, stats, tmpdir
 
 SECONDS = 60
 SPLIT = True
@@ -23,7 +23,12 @@ SPLIT = True
 TRACES = sorted(glob.glob(os.path.join(helpers.ROOT, "..", "shared", "traces", "*.bst")))
 # The reports the server computes, and the keys they cannot share with a file's: a straggler
 # row's start is the wall clock there (the rows keep no CLOCK_MONOTONIC).
-SQL_REPORTS = ["cuda_api_sum", "nccl_sum"]
+SQL_REPORTS = ["cuda_api_sum", "nccl_sum", "osrt_sum", "sched_sum", "gil_sum"]
+# Rows that are no event of dump's: what the reports read of the records that make no event
+# (the in-kernel aggregates' snapshots, a thread's last switch-out) and of the whole file (its
+# window, its threads' names, its CPU samples' stacks).
+ROW_ONLY = {"syscall_agg", "gil_agg", "offcpu_exit", "trace_window", "thread_names",
+            "stack"}
 
 
 def need_traces():
@@ -51,13 +56,26 @@ def kinds(path):
     return _kinds[path]
 
 
-def held(ch, job):
-    """{file: {kind: rows}} the server holds of JOB."""
+def held(ch, job, events=True):
+    """{file: {kind: rows}} the server holds of JOB: the events' rows (EVENTS), else all."""
     out = collections.defaultdict(dict)
     for f, k, n in ch.rows(f"SELECT file, kind, count() FROM bpfsight.events "
                            f"WHERE job = '{job}' GROUP BY file, kind"):
-        out[f][k] = int(n)
+        if not events or k not in ROW_ONLY:
+            out[f][k] = int(n)
     return out
+
+
+def same_reports(ch, job, path, reports=SQL_REPORTS, url=None, whole_job=False):
+    """Each report computed in the server over PATH's rows (WHOLE_JOB: JOB's, a merged file's
+    rows being its rank files') equals stats on PATH."""
+    mine = from_stats(url or ch.url(job), ",".join(reports),
+                      *([] if whole_job else ["--file", path]))
+    theirs = stats(path, ",".join(reports))
+    for rep in reports:
+        eq(mine[rep], theirs.get(rep, []), f"{os.path.basename(path)}: {rep} computed in the "
+           f"server")
+    return mine
 
 
 def test_real_traces_rows_and_reports():
@@ -69,19 +87,41 @@ def test_real_traces_rows_and_reports():
     p = ship(*TRACES, "--to", ch.url("real"), "--spool", spool)
     eq(p.returncode, 0, f"ship ({p.stderr[-800:]})")
     rows = held(ch, "real")
+    every = held(ch, "real", events=False)
     for t in TRACES:
         eq(rows[t], dict(kinds(t)), f"{os.path.basename(t)}: rows per kind")
-        for rep in SQL_REPORTS:
-            eq(from_stats(ch.url("real"), rep, "--file", t)[rep], stats(t, rep).get(rep, []),
-               f"{os.path.basename(t)}: {rep} computed in the server")
+        eq(every[t]["trace_window"], 1, f"{os.path.basename(t)}: one window row")
+        fams = helpers.info(t)["families"]
+        fams = fams.split(",") if isinstance(fams, str) else fams
+        for fam, kind in (("osrt", "syscall_agg"), ("gil", "gil_agg")):
+            check(fam not in fams or every[t].get(kind, 0) > 0,
+                  f"{os.path.basename(t)}: its {fam} aggregates shipped ({every[t]})")
+        mine = same_reports(ch, "real", t)
+        if "cpu" in fams:
+            # stacks --from: the samples counted by their stack in the server, byte for
+            # byte export --format folded's lines
+            out = os.path.join(tmpdir(), "f.folded")
+            p = run([BPFSIGHT, "export", t, "--format", "folded", "-o", out])
+            eq(p.returncode, 0, f"export folded ({p.stderr[-400:]})")
+            p = run([BPFSIGHT, "stacks", "--from", ch.url("real"), "--file", t])
+            eq(p.returncode, 0, f"stacks --from ({p.stderr[-400:]})")
+            with open(out) as f:
+                want = f.read()
+            check(want.count("\n") > 100, f"{os.path.basename(t)}: folded stacks to compare")
+            eq(p.stdout, want, f"{os.path.basename(t)}: stacks --from, folded")
+        if "gil" in fams:
+            check(mine["gil_sum"] and mine["osrt_sum"] and mine["sched_sum"],
+                  f"{os.path.basename(t)}: gil_sum, osrt_sum and sched_sum have rows")
     eq(os.listdir(spool), [], "the spool empties once the server holds the files")
     # Row for row, the smallest file: dump's events, their times moved to the wall clock by
     # the header's clock pair, their arguments' JSON unchanged through TSV's escapes.
     small = min(TRACES, key=os.path.getsize)
     meta = helpers.info(small)
     shift = meta["start_realtime_ns"] - meta["start_monotonic_ns"]
+    only = ", ".join(f"'{k}'" for k in sorted(ROW_ONLY))
     got = ch.rows(f"SELECT seq, ts, dur, pid, tid, kind, name, args FROM bpfsight.events "
-                  f"WHERE job = 'real' AND file = '{small}' ORDER BY seq")
+                  f"WHERE job = 'real' AND file = '{small}' AND kind NOT IN ({only}) "
+                  f"ORDER BY seq")
     events = dump(small)
     eq(len(got), len(events), "a row per event")
     for r, e in zip(got, events):
@@ -312,11 +352,16 @@ def test_bad_urls_credentials_full_spool():
     eq(os.path.getsize(small), size, "the trace untouched")
 
     # stats --from: a report the server does not compute, a job-less URL, a server down.
-    p = run([BPFSIGHT, "stats", "--from", ch.url("creds"), "-r", "gil_sum"])
+    p = run([BPFSIGHT, "stats", "--from", ch.url("creds"), "-r", "gil_blocked_by"])
     eq(p.returncode, 1, "a report not computed in the server")
     check("not computed in ClickHouse" in p.stderr, p.stderr)
     p = run([BPFSIGHT, "stats", "--from", f"clickhouse://127.0.0.1:{ch.http}/"])
     eq(p.returncode, 1, "no job")
+    p = run([BPFSIGHT, "stacks", "--from", ch.url("creds")])
+    eq(p.returncode, 1, f"stacks --from rows without CPU samples ({p.stderr})")
+    check("no CPU samples" in p.stderr, p.stderr)
+    p = run([BPFSIGHT, "stacks", "--from", ch.url("creds"), "-p", "1"])
+    eq(p.returncode, 1, f"stacks --from with -p ({p.stderr})")
     ch.stop()
     p = run([BPFSIGHT, "stats", "--from", ch.url("creds"), "-r", "cuda_api_sum"])
     eq(p.returncode, 2, f"server down: exit 2 ({p.stderr})")
@@ -401,4 +446,186 @@ def test_watch_ships_files_once_closed():
     eq(have[os.path.join(watch, "moved.bst")], dict(kinds(small)), "the moved file's, once")
     eq(ch.rows("SELECT count() FROM bpfsight.files WHERE job = 'watched'"), [["2"]],
        "two ledger rows")
+    ch.stop()
+
+
+def test_python_reports_as_sql():
+    """A recorded Python workload (threads that wait for the GIL, make system calls, exit):
+    osrt_sum, sched_sum and gil_sum computed in the server equal stats on the file, in the
+    default GIL mode and in full mode (the holds' columns there only), and on the two files
+    merged (merge's rank namespaces in the ids); the off-CPU stacks folded in the server as
+    export --format folded-offcpu writes them; and a trace whose short
+    calls' aggregate was closed (the thread exited) and its tid taken again (osrt's final
+    snapshot and the later one both count)."""
+    helpers.need_root()
+    import test_gil
+    from test_osrt_final import trace_with_recycled_tid
+    ch = ClickHouse()
+    spool = os.path.join(tmpdir(), "spool")
+    files = []
+    for mode, py in (("default", "python3"), ("full", None)):
+        opts = ["-t", "osrt,sched,gil"]
+        if mode == "default":
+            opts.append("--stacks=sched,gil")  # the off-CPU intervals' stacks, folded below
+        if mode == "full":
+            try:
+                py = test_gil.need_pyenv(11, full=True)
+            except Skip:
+                continue  # full mode needs a CPython with symbols: said by the count below
+            opts.append("--gil-mode=full")
+        p, out = helpers.record([py, test_gil.WORK, "pipes", "3", "2000"], *opts,
+                                out=os.path.join(tmpdir(), f"{mode}.bst"))
+        eq(p.returncode, 0, f"record, {mode} mode ({p.stderr[-600:]})")
+        files.append(out)
+    synth = trace_with_recycled_tid()
+    p = ship(*files, synth, "--to", ch.url("py"), "--spool", spool)
+    eq(p.returncode, 0, f"ship ({p.stderr[-800:]})")
+    every = held(ch, "py", events=False)
+    for f in files:
+        eq(held(ch, "py")[f], dict(kinds(f)), f"{os.path.basename(f)}: rows per kind")
+        check(every[f].get("gil_agg", 0) > 0 and every[f].get("offcpu_exit", 0) > 0,
+              f"{os.path.basename(f)}: the GIL snapshots and the threads' exits shipped "
+              f"({every[f]})")
+        mine = same_reports(ch, "py", f, ["osrt_sum", "sched_sum", "gil_sum"])
+        names = {r["thread_name"] for r in mine["gil_sum"]}
+        check({"pipe-0", "pipe-1", "pipe-2"} <= names, f"the workload's threads: {names}")
+        full = f.endswith("full.bst")
+        eq(all("hold_count" in r for r in mine["gil_sum"]), full,
+           f"{os.path.basename(f)}: the holds' columns in full mode only")
+        if not full:
+            # stacks --from --offcpu: the blocked time by stack, folded-offcpu's lines
+            out = os.path.join(tmpdir(), "off.folded")
+            p = run([BPFSIGHT, "export", f, "--format", "folded-offcpu", "-o", out])
+            eq(p.returncode, 0, f"export folded-offcpu ({p.stderr[-400:]})")
+            p = run([BPFSIGHT, "stacks", "--from", ch.url("py"), "--file", f, "--offcpu"])
+            eq(p.returncode, 0, f"stacks --from --offcpu ({p.stderr[-400:]})")
+            with open(out) as fo:
+                want = fo.read()
+            check(want.count("\n") > 3, f"off-CPU stacks to compare: {want[:300]}")
+            eq(p.stdout, want, "stacks --from --offcpu, folded")
+    check(len(files) == 2, f"full mode too (a pyenv CPython 3.11 with symbols): {files}")
+    # The files merged: the reports of the merged file (its ids with their rank namespace).
+    import test_ranks
+    merged = os.path.join(tmpdir(), "merged.bst")
+    test_ranks.merge(files, merged)
+    p = ship(merged, "--to", ch.url("pymerged"), "--spool", spool)
+    eq(p.returncode, 0, f"ship the merged file ({p.stderr[-800:]})")
+    mine = same_reports(ch, "pymerged", merged, ["osrt_sum", "sched_sum", "gil_sum"],
+                        whole_job=True)
+    if len(files) == 2:
+        check(any(r["pid"] >> 22 for r in mine["gil_sum"]),
+              f"the second file's threads with their namespace: {mine['gil_sum'][:3]}")
+    mine = same_reports(ch, "py", synth, ["osrt_sum"])
+    r = row(mine["osrt_sum"], name="getppid")
+    eq((r["count"], r["total_ns"], r["min_ns"], r["max_ns"]), (8, 59, 2, 20),
+       "the final snapshot and the later one, by SQL")
+    ch.stop()
+
+
+def test_two_ships_of_one_file_at_once():
+    """Two ships of one file at once: the second refuses it (exit 3, naming the first's pid)
+    while the first holds it (here: retrying a server that stopped answering), the first
+    ships it once the server answers, and the server holds each row once."""
+    need_traces()
+    small = min(TRACES, key=os.path.getsize)
+    ch = ClickHouse()
+    spool = os.path.join(tmpdir(), "spool")
+    ch.proc.send_signal(signal.SIGSTOP)  # connections accepted, never answered
+    try:
+        first = subprocess.Popen([BPFSIGHT, "ship", small, "--to", ch.url("twice"), "--spool",
+                                  spool, "--timeout", "2", "--retry-for", "120s"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        helpers._procs.append(first)
+        helpers.wait_for(lambda: os.path.isdir(spool) and any(
+            f.endswith(".tsv") for f in os.listdir(spool)), timeout=60,
+            what="the first ship's file in the spool")
+        p = ship(small, "--to", ch.url("twice"), "--spool", spool, "--timeout", "2",
+                 "--retry-for", "1s")
+        eq(p.returncode, 3, f"the second ship of the file: exit 3 ({p.stderr[-600:]})")
+        check(f"another ship (pid {first.pid})" in p.stderr, f"says whose: {p.stderr[-600:]}")
+        p = ship("--to", ch.url("twice"), "--spool", spool, "--timeout", "2", "--retry-for",
+                 "1s")
+        eq(p.returncode, 3, f"a ship of the spool leaves the held file alone ({p.stderr})")
+    finally:
+        ch.proc.send_signal(signal.SIGCONT)
+    _, err = first.communicate(timeout=300)
+    eq(first.returncode, 0, f"the first ship, once the server answers ({err[-600:]})")
+    eq(held(ch, "twice")[small], dict(kinds(small)), "every row once")
+    eq(os.listdir(spool), [], "the spool empty, no lock left")
+    p = ship(small, "--to", ch.url("twice"), "--spool", spool)
+    eq(p.returncode, 0, f"a ship after: {p.stderr[-400:]}")
+    check("already shipped" in p.stderr, f"nothing added: {p.stderr[-400:]}")
+    eq(held(ch, "twice")[small], dict(kinds(small)), "still once")
+    ch.stop()
+
+
+def test_ipv6_urls():
+    """A server listening on ::1 only: ship to clickhouse://[::1]:PORT/JOB, stats --from
+    http://[::1]:PORT/JOB equal to stats on the file; a bad bracketed address refused."""
+    need_traces()
+    small = min(TRACES, key=os.path.getsize)
+    ch = ClickHouse(ipv6=True)
+    spool = os.path.join(tmpdir(), "spool")
+    url = f"clickhouse://[::1]:{ch.http}/six"
+    eq(ch.url("six"), url, "the server's URL")
+    p = ship(small, "--to", url, "--spool", spool)
+    eq(p.returncode, 0, f"ship over IPv6 ({p.stderr[-600:]})")
+    eq(held(ch, "six")[small], dict(kinds(small)), "the rows, over IPv6")
+    same_reports(ch, "six", small, ["cuda_api_sum"], url=f"http://[::1]:{ch.http}/six")
+    p = run([BPFSIGHT, "stats", "--from", "http://[::1]:1/six", "-r", "cuda_api_sum"])
+    eq(p.returncode, 2, f"nothing on [::1]:1: the server down ({p.stderr})")
+    check("[::1]:1: " in p.stderr, f"the address as a URL has it: {p.stderr}")
+    for bad in (f"clickhouse://[::1:{ch.http}/six", f"http://[zz]:{ch.http}/six",
+                f"http://[::1]x/six"):
+        p = ship(small, "--to", bad, "--spool", spool)
+        eq(p.returncode, 1, f"{bad}: exit 1 ({p.stderr})")
+        check("IPv6 address in brackets" in p.stderr, f"{bad}: says so: {p.stderr}")
+    ch.stop()
+
+
+def test_watch_with_the_server_down_first():
+    """ship --watch DIR started while the server is down: the files moved into DIR meanwhile
+    are spooled (exit status 0 so far: it goes on), and shipped once the server is up, each
+    row once; SIGTERM ends it with 0."""
+    need_traces()
+    ch = ClickHouse()
+    ch.stop()
+    d = tmpdir()
+    watch, spool = os.path.join(d, "dumps"), os.path.join(d, "spool")
+    os.makedirs(watch)
+    w = subprocess.Popen([BPFSIGHT, "ship", "--watch", watch, "--to", ch.url("later"),
+                          "--spool", spool, "--retry-for", "1s", "--timeout", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    helpers._procs.append(w)
+    names = []
+    for i, t in enumerate(sorted(TRACES, key=os.path.getsize)[:2]):
+        tmp = os.path.join(d, f"f{i}.bst")
+        subprocess.run(["cp", t, tmp], check=True)
+        names.append((os.path.join(watch, f"f{i}.bst"), t))
+        os.rename(tmp, names[-1][0])
+
+    def spooled():
+        return os.path.isdir(spool) and len(
+            [f for f in os.listdir(spool) if f.endswith(".tsv")]) == 2
+    helpers.wait_for(spooled, timeout=120, what="both files in the spool, the server down")
+    check(w.poll() is None, "the watch goes on with the server down")
+    ch.start()
+
+    def both():
+        try:
+            have = held(ch, "later")
+        except OSError:
+            return False
+        return all(sum(have.get(f, {}).values()) == sum(kinds(t).values()) for f, t in names)
+    helpers.wait_for(both, timeout=180, what="both files in the server once it is up")
+    time.sleep(2.5)  # more rounds: nothing shipped again
+    w.send_signal(signal.SIGTERM)
+    _, err = w.communicate(timeout=60)
+    eq(w.returncode, 0, f"SIGTERM ends the watch ({err[-600:]})")
+    have = held(ch, "later")
+    for f, t in names:
+        eq(have[f], dict(kinds(t)), f"{os.path.basename(f)}: its rows, once")
+    eq(ch.rows("SELECT count() FROM bpfsight.files FINAL WHERE job = 'later'"), [["2"]],
+       "two ledger rows")
+    eq(os.listdir(spool), [], "the spool empty")
     ch.stop()

@@ -25,11 +25,13 @@
 #include "mono_clock.h"
 #include "msg.h"
 #include "parse.h"
+#include "ship_lock.h"
 #include "ship_send.h"
 #include "ship_spool.h"
 
 /* Exit statuses past EXIT_READ_*'s (0 shipped, 1 bad arguments or an unreadable file). */
 #define EXIT_SHIP_DOWN	  2 /* the server did not answer: the rest stays spooled */
+#define EXIT_SHIP_BUSY	  3 /* another ship was shipping a file: not sent twice at once */
 #define EXIT_SHIP_AUTH	  4 /* the server refused the credentials */
 #define EXIT_SHIP_FULL	  5 /* the spool had no room for a file: it was not taken */
 #define EXIT_SHIP_REFUSED 6 /* the server refused a statement (said) */
@@ -44,7 +46,64 @@ struct ship_opts {
 	const char *watch; /* --watch DIR */
 	int busy;	   /* the last file taken is being written */
 	struct ch_labels labels;
+	struct ship_held *held; /* the spooled files this ship holds locked (ship_lock.h) */
 };
+
+/* A spooled file's lock, held from its rendering to its ledger row. */
+struct ship_held {
+	struct ship_held *next;
+	int fd;
+	char job[256], id[64];
+};
+
+/* JOB's file ID locked for O (0), or -EBUSY said (another ship has it), or a spool error. */
+static int ship_hold(struct ship_opts *o, const struct ship_spool *sp, const char *job,
+		     const char *id, const char *what)
+{
+	struct ship_held *h;
+	int fd, pid;
+
+	for (h = o->held; h; h = h->next)
+		if (!strcmp(h->job, job) && !strcmp(h->id, id))
+			return 0;
+	fd = ship_lock__take(sp, job, id, &pid);
+	if (fd == -EBUSY) {
+		pr_err("%s (content id %s): another ship (pid %d) is shipping it to job %s now: "
+		       "not shipped twice at once; it is that ship's (run this one again once it "
+		       "is done, and nothing is added)\n",
+		       what, id, pid, job);
+		return fd;
+	}
+	h = fd < 0 ? NULL : calloc(1, sizeof(*h));
+	if (!h) {
+		pr_err("%s: cannot lock it in the spool %s: %s\n", what, sp->dir,
+		       strerror(fd < 0 ? -fd : ENOMEM));
+		ship_lock__drop(sp, job, id, fd);
+		return fd < 0 ? fd : -ENOMEM;
+	}
+	h->fd = fd;
+	snprintf(h->job, sizeof(h->job), "%s", job);
+	snprintf(h->id, sizeof(h->id), "%s", id);
+	h->next = o->held;
+	o->held = h;
+	return 0;
+}
+
+/* JOB's file ID's lock released (the file shipped, or not taken). */
+static void ship_release(struct ship_opts *o, const struct ship_spool *sp, const char *job,
+			 const char *id)
+{
+	for (struct ship_held **p = &o->held; *p; p = &(*p)->next) {
+		struct ship_held *h = *p;
+
+		if (strcmp(h->job, job) || strcmp(h->id, id))
+			continue;
+		*p = h->next;
+		ship_lock__drop(sp, job, id, h->fd);
+		free(h);
+		return;
+	}
+}
 
 static void ship_usage(FILE *f)
 {
@@ -57,8 +116,9 @@ static void ship_usage(FILE *f)
 		"in bpfsight.events (docs/CLICKHOUSE.md). A file shipped twice adds nothing; a\n"
 		"server down or slow loses nothing: files wait in the spool, sent by the next ship.\n"
 		"\n"
-		"  --to URL              clickhouse://HOST:PORT/JOB (or http://, https://): the\n"
-		"                        server and the job the rows belong to (default job: each\n"
+		"  --to URL              clickhouse://HOST:PORT/JOB (or http://, https://; an IPv6\n"
+		"                        address in brackets: [::1]:8123): the server and the job\n"
+		"                        the rows belong to (default job: each\n"
 		"                        FILE's name less .bst). Credentials: BPFSIGHT_CLICKHOUSE_USER and\n"
 		"                        BPFSIGHT_CLICKHOUSE_PASSWORD, or BPFSIGHT_CLICKHOUSE_CREDENTIALS\n"
 		"                        naming a file of user:password (mode 600); never the URL\n"
@@ -73,7 +133,8 @@ static void ship_usage(FILE *f)
 		"  -h, --help            this help\n"
 		"\n"
 		"Exit status: 0 shipped, 1 bad arguments or an unreadable FILE, 2 the server did\n"
-		"not answer (the rest stays spooled), 4 credentials refused, 5 spool full, 6 the\n"
+		"not answer (the rest stays spooled), 3 another ship was shipping a file (it is\n"
+		"that one's), 4 credentials refused, 5 spool full, 6 the\n"
 		"server refused a statement, or https failed (its certificate: BPFSIGHT_CLICKHOUSE_CA\n"
 		"names a file of the CAs that sign it, else the system's are asked).\n");
 }
@@ -155,6 +216,10 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	o->busy = 0;
 	if (ch_labels__for_file(&o->labels, file))
 		return EXIT_READ_FAIL;
+	err = ship_hold(o, sp, o->labels.job, o->labels.file_id, file);
+	o->busy = err == -EBUSY; /* --watch: tried again next round */
+	if (err)
+		return err == -EBUSY ? EXIT_SHIP_BUSY : EXIT_READ_FAIL;
 	ship_spool__path(sp, o->labels.job, o->labels.file_id, ".tsv", path, sizeof(path));
 	if (!access(path, F_OK))
 		return 0; /* spooled by a ship that could not send it */
@@ -162,6 +227,7 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	if (ship_send__shipped(s, o->labels.job, o->labels.file_id) == 1) {
 		pr_info("%s (content id %s): already shipped to job %s: nothing added\n", file,
 			o->labels.file_id, o->labels.job);
+		ship_release(o, sp, o->labels.job, o->labels.file_id);
 		return 0;
 	}
 	ship_spool__path(sp, o->labels.job, o->labels.file_id, ".part", part, sizeof(part));
@@ -169,6 +235,8 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	export_clickhouse_labels = o->labels;
 	err = export__render(&export_clickhouse, file, part, &events);
 	o->busy = err == -EBUSY;
+	if (err)
+		ship_release(o, sp, o->labels.job, o->labels.file_id);
 	if (err == -EBUSY) {
 		if (!o->watch)
 			pr_err("%s: not shipped: a recorder is writing it now; ship it once it is "
@@ -181,12 +249,14 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 		return EXIT_READ_FAIL;
 	}
 	if (!events) {
+		ship_release(o, sp, o->labels.job, o->labels.file_id);
 		unlink(part);
 		pr_err("%s holds no events: nothing to ship\n", file);
 		return EXIT_READ_FAIL;
 	}
 	used = ship_spool__bytes(sp, NULL);
 	if (used > sp->max_bytes) {
+		ship_release(o, sp, o->labels.job, o->labels.file_id);
 		unlink(part);
 		pr_err("%s: not shipped: the spool %s is full (%s of %s with it): nothing was "
 		       "lost, ship it again once the server took the spool's files, or raise "
@@ -198,6 +268,7 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	if (rename(part, path)) {
 		pr_err("%s: cannot spool it as %s: %s\n", file, path, strerror(errno));
 		unlink(part);
+		ship_release(o, sp, o->labels.job, o->labels.file_id);
 		return EXIT_READ_FAIL;
 	}
 	return 0;
@@ -229,11 +300,11 @@ static int ship_status(int err)
 }
 
 /* Every spooled file to S, retrying a server down for O->retry_ns: the exit status. */
-static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct ship_opts *o)
+static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_opts *o)
 {
 	__u64 t0 = mono_now_ns(), rows = 0, nfiles = 0, wait_ms = 250;
-	int n, i, err = 0, schema = 0;
-	char **names, path[4200], b1[32];
+	int n, i, err = 0, schema = 0, busy = 0, lock_failed = 0;
+	char **names, path[4200], b1[32], where[300];
 	const char *job, *id;
 	struct ship_result res;
 	__u32 left;
@@ -243,6 +314,21 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 		snprintf(path, sizeof(path), "%s/%s", sp->dir, names[i]);
 		if (ship_entry(names[i], &job, &id))
 			continue;
+		/* another ship's now: it sends it (said; this one's status says so) */
+		err = ship_hold(o, sp, job, id, path);
+		busy |= err == -EBUSY;
+		if (err == -EBUSY) {
+			err = 0;
+			continue;
+		}
+		if (err) {
+			lock_failed = 1; /* the spool cannot be locked in: said */
+			break;
+		}
+		if (access(path, F_OK)) {
+			ship_release(o, sp, job, id); /* sent by the ship that held it */
+			continue;
+		}
 		for (;;) {
 			err = schema ? 0 : ch_schema__create(s);
 			schema = !err;
@@ -262,6 +348,7 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 		if (err)
 			break;
 		unlink(path);
+		ship_release(o, sp, job, id);
 		rows += res.sent;
 		nfiles++;
 		if (res.already)
@@ -273,6 +360,8 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 				res.held ? ", the server held some of a cut ship" : "");
 	}
 	ship_spool__free_list(names, n);
+	if (lock_failed)
+		return EXIT_READ_FAIL;
 	if (err) {
 		__u64 bytes = ship_spool__bytes(sp, &left);
 
@@ -282,9 +371,10 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, const struct s
 		       left, human__bytes((double)bytes, b1, sizeof(b1)), sp->dir);
 		return ship_status(err);
 	}
-	pr_info("%llu rows of %llu files to %s:%s in %.2f s\n", (unsigned long long)rows,
-		(unsigned long long)nfiles, s->host, s->port, (double)(mono_now_ns() - t0) / 1e9);
-	return EXIT_READ_OK;
+	pr_info("%llu rows of %llu files to %s in %.2f s\n", (unsigned long long)rows,
+		(unsigned long long)nfiles, ch_server__where(s, where, sizeof(where)),
+		(double)(mono_now_ns() - t0) / 1e9);
+	return busy ? EXIT_SHIP_BUSY : EXIT_READ_OK;
 }
 
 static void ship_on_signal(int sig)
@@ -332,7 +422,7 @@ static int ship_watch(struct ch_server *s, struct ship_spool *sp, struct ship_op
 			if (i < nseen)
 				continue;
 			ret = ship_take(s, sp, o, path);
-			if (ret == EXIT_READ_FAIL)
+			if (ret == EXIT_READ_FAIL || ret == EXIT_SHIP_BUSY)
 				ret = 0; /* said; a file that cannot be read is not the others' end */
 			/* taken (or refused for good): not again; one being written: next round */
 			if (!ret && !access(path, F_OK) && !o->busy) {
@@ -347,8 +437,8 @@ static int ship_watch(struct ch_server *s, struct ship_spool *sp, struct ship_op
 			ship_spool__bytes(sp, &waiting);
 		if (!ret && (taken || waiting)) {
 			ret = ship_drain(s, sp, o);
-			ret = ret == EXIT_SHIP_DOWN ? 0
-						    : ret; /* spooled: the next round sends it */
+			/* spooled, or another ship's: the next round sees it */
+			ret = ret == EXIT_SHIP_DOWN || ret == EXIT_SHIP_BUSY ? 0 : ret;
 		}
 		for (int t = 0; t < 10 && !ship_stop && !ret; t++)
 			usleep(100000);
@@ -397,7 +487,12 @@ int cmd_ship(int argc, char **argv)
 	}
 	ret = ship_drain(&s, &sp, &o);
 	/* a server down at the start: what was taken stays spooled, the watch sends it later */
-	if (o.watch && (!ret || ret == EXIT_SHIP_DOWN))
-		return ship_watch(&s, &sp, &o);
-	return ret ?: status;
+	if (o.watch && (!ret || ret == EXIT_SHIP_DOWN || ret == EXIT_SHIP_BUSY))
+		ret = ship_watch(&s, &sp, &o);
+	else
+		ret = ret ?: status;
+	/* what a server down or a refusal left spooled is unlocked for the next ship */
+	while (o.held)
+		ship_release(&o, &sp, o.held->job, o.held->id);
+	return ret;
 }

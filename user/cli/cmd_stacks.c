@@ -19,6 +19,7 @@
 #include "stack_call.h"
 #include "stacks_job.h"
 #include "stack_format.h"
+#include "stats_from.h"
 #include "syscall_names.h"
 #include "target_tree.h"
 #include "thread_name.h"
@@ -33,6 +34,8 @@ struct stacks_opts {
 	int npids;
 	int json, active_only, no_subprocesses, all, each;
 	enum native_mode native;
+	struct stats_from from; /* --from: a ClickHouse server's CPU samples, folded */
+	int offcpu;		/* --from's --offcpu: the off-CPU intervals' time instead */
 };
 
 static void stacks_usage(FILE *f)
@@ -40,6 +43,8 @@ static void stacks_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfsight stacks -p PID... | --all [--json] [--native | --no-native]\n"
 		"                    [--active] [--no-subprocesses] [--each]\n"
+		"       bpfsight stacks --from clickhouse://HOST:PORT/JOB [--host NAME] [--rank N]\n"
+		"                    [--file PATH] [--offcpu]\n"
 		"\n"
 		"Every thread's stack of a running process now, Python and native, with its name,\n"
 		"state and the GIL's holder, like py-spy dump, without stopping the process; then\n"
@@ -59,6 +64,14 @@ static void stacks_usage(FILE *f)
 		"  -N, --no-native   Python frames only (for threads that have some)\n"
 		"  -a, --active      only threads that run or hold the GIL (idle ones are listed\n"
 		"                    by default, marked idle)\n"
+		"      --from URL    not a process: the CPU samples `bpfsight ship` sent to a\n"
+		"                    ClickHouse server for JOB, folded as export --format folded\n"
+		"                    writes them (\"root;...;leaf COUNT\"), counted in the server\n"
+		"      --host NAME   --from: only NAME's samples\n"
+		"      --rank N      --from: only rank N's samples\n"
+		"      --file PATH   --from: only the samples of the file shipped as PATH\n"
+		"      --offcpu      --from: the off-CPU time (us) by blocking stack instead, as\n"
+		"                    export --format folded-offcpu (--stacks=sched)\n"
 		"  -h, --help        this help\n"
 		"\n"
 		"By default a Python thread shows its Python frames and the native frames above the\n"
@@ -77,6 +90,11 @@ const struct option stacks_options[] = {
 	{ "no-subprocesses", no_argument, NULL, 'P' },
 	{ "all", no_argument, NULL, 'A' },
 	{ "each", no_argument, NULL, 'E' },
+	{ "from", required_argument, NULL, 'F' },
+	{ "host", required_argument, NULL, 'H' },
+	{ "rank", required_argument, NULL, 'R' },
+	{ "file", required_argument, NULL, 'L' },
+	{ "offcpu", no_argument, NULL, 'O' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -242,6 +260,27 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		case 'A':
 			o->all = 1;
 			break;
+		case 'F':
+			o->from.url = optarg;
+			break;
+		case 'H':
+			o->from.host = optarg;
+			break;
+		case 'L':
+			o->from.file = optarg;
+			break;
+		case 'O':
+			o->offcpu = 1;
+			break;
+		case 'R':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < -1 || v > 0x3fffffff) {
+				pr_err("bad --rank '%s': a rank, or -1 (unknown)\n", optarg);
+				return -1;
+			}
+			o->from.rank = (int)v;
+			break;
 		case 'E':
 			o->each = 1;
 			break;
@@ -278,6 +317,16 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		pr_err("unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
+	if (o->from.url && (o->all || o->npids)) {
+		pr_err("--from reads a server's samples: no -p or --all with it\n");
+		return -1;
+	}
+	if (!o->from.url && (o->from.host || o->from.file || o->from.rank != -2 || o->offcpu)) {
+		pr_err("--host, --rank, --file and --offcpu go with --from\n");
+		return -1;
+	}
+	if (o->from.url)
+		return 0;
 	if (o->all && o->npids) {
 		pr_err("--all and -p exclude each other: --all finds the job's processes\n");
 		return -1;
@@ -344,7 +393,7 @@ static int gather(const struct stacks_opts *o, pid_t *out, int *roots)
 
 int cmd_stacks(int argc, char **argv)
 {
-	static struct stacks_opts o;
+	static struct stacks_opts o = { .from.rank = -2 };
 	static pid_t pids[RECORD_MAX_PIDS];
 	static struct snap snaps[RECORD_MAX_PIDS];
 	struct snap_session *ss;
@@ -353,6 +402,8 @@ int cmd_stacks(int argc, char **argv)
 
 	if (err)
 		return err > 0 ? 0 : 1;
+	if (o.from.url)
+		return stats_from__folded(&o.from, o.offcpu, stdout);
 	/* Said before anything is loaded: libbpf's own lines about a refused load are noise. */
 	if (!privileges__can_trace()) {
 		pr_err("reading a process's stacks needs root (or CAP_BPF, CAP_PERFMON and "

@@ -32,13 +32,31 @@ static char *ch_field(char *p, char **next)
 	return p;
 }
 
-/* The answer ANS to report R into T. */
+/* Is field C of every row of ANS NULL (\N)? */
+static int ch_all_null(const char *ans, int c)
+{
+	for (const char *p = ans; *p;) {
+		for (int i = 0; i < c && *p && *p != '\n'; i++)
+			p += strcspn(p, "\t\n") + (p[strcspn(p, "\t\n")] == '\t');
+		if (strncmp(p, "\\N", 2) || (p[2] && p[2] != '\t' && p[2] != '\n'))
+			return 0;
+		p += strcspn(p, "\n");
+		p += *p == '\n';
+	}
+	return 1;
+}
+
+/* The answer ANS to report R into T: its columns (an optional one NULL in every row left
+ * out), its rows. */
 static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
 {
 	struct table_col tc = {};
-	int ncols = 0;
+	int ncols = 0, col[64], n = 0;
 
-	for (const struct ch_col *c = r->cols; c->key; c++, ncols++) {
+	for (const struct ch_col *c = r->cols; c->key && ncols < 64; c++, ncols++) {
+		col[ncols] = c->optional && ch_all_null(ans, ncols) ? -1 : n++;
+		if (col[ncols] < 0)
+			continue;
 		tc.key = c->key;
 		tc.title = c->title;
 		tc.type = c->type == 'u'   ? TABLE_U64
@@ -54,20 +72,20 @@ static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
 			int null = !strncmp(p, "\\N", 2) && (!p[2] || p[2] == '\t' || p[2] == '\n');
 			char *v = ch_field(p, &p);
 
-			if (null)
+			if (null || col[c] < 0)
 				continue;
 			switch (r->cols[c].type) {
 			case 'u':
-				table__set_u64(t, c, strtoull(v, NULL, 10));
+				table__set_u64(t, col[c], strtoull(v, NULL, 10));
 				break;
 			case 's':
-				table__set_s64(t, c, strtoll(v, NULL, 10));
+				table__set_s64(t, col[c], strtoll(v, NULL, 10));
 				break;
 			case 'd':
-				table__set_double(t, c, strtod(v, NULL));
+				table__set_double(t, col[c], strtod(v, NULL));
 				break;
 			default:
-				table__set_str(t, c, v);
+				table__set_str(t, col[c], v);
 			}
 		}
 	}
@@ -79,6 +97,8 @@ static int ch_where(const struct stats_from *f, const char *job, char *buf, size
 {
 	int n = snprintf(buf, len, "job = '%s'", job);
 
+	if (strpbrk(job, "'\\"))
+		return -EINVAL;
 	for (const char *s = f->host; s; s = NULL)
 		if (strpbrk(s, "'\\"))
 			return -EINVAL;
@@ -123,22 +143,61 @@ static int ch_status(int err)
 	return err == -EACCES ? 4 : 6;
 }
 
+/* F's server into S, its rows' filters into WHERE and JOB: 0, or 1 (said). */
+static int ch_open(const struct stats_from *f, struct ch_server *s, char *where, size_t wlen,
+		   char *job, size_t jlen)
+{
+	if (ch_server__parse(s, f->url))
+		return 1;
+	if (!*s->job || ch_where(f, s->job, where, wlen)) {
+		pr_err("%s: which job? --from clickhouse://HOST:PORT/JOB (and no quotes in --host, "
+		       "--file)\n",
+		       f->url);
+		return 1;
+	}
+	snprintf(job, jlen, "job = '%s'", s->job);
+	return 0;
+}
+
+int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
+{
+	char where[1024], job[300], *sql, *ans = NULL, *p;
+	struct ch_server s;
+	int err, n = 0;
+
+	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
+		return 1;
+	sql = ch_report__sql(offcpu ? &ch_folded_offcpu : &ch_folded_stacks, where, job);
+	err = sql ? ch_server__run(&s, sql, NULL, 0, &ans) : -ENOMEM;
+	free(sql);
+	if (err) {
+		pr_err("%s\n", err == -ENOMEM ? "out of memory" : s.error);
+		return err == -ENOMEM ? 1 : ch_status(err);
+	}
+	for (p = ans; *p; n++) {
+		char *text = ch_field(p, &p), *count = ch_field(p, &p);
+
+		fprintf(out, "%s %s\n", text, count);
+	}
+	free(ans);
+	if (!n)
+		pr_err("%s: %s\n", f->url,
+		       offcpu ? "no off-CPU intervals with a stack in these rows (record with -t "
+				"sched --stacks=sched)"
+			      : "no CPU samples in these rows (record with -t cpu)");
+	return n ? 0 : 1;
+}
+
 int stats_from__run(const struct stats_from *f, FILE *out)
 {
 	char *list = strdup(f->reports ? f->reports : ""), *tok, *save = NULL, where[1024];
+	char job[300];
 	const struct ch_report *r;
 	struct ch_server s;
 	int status = 0, first = 1, err;
 	struct json j;
 
-	if (!list || ch_server__parse(&s, f->url)) {
-		free(list);
-		return 1;
-	}
-	if (!*s.job || ch_where(f, s.job, where, sizeof(where))) {
-		pr_err("%s: which job? --from clickhouse://HOST:PORT/JOB (and no quotes in --host, "
-		       "--file)\n",
-		       f->url);
+	if (!list || ch_open(f, &s, where, sizeof(where), job, sizeof(job))) {
 		free(list);
 		return 1;
 	}
@@ -146,14 +205,16 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!ch_report__find(tok)) {
 			pr_err("report '%s' is not computed in ClickHouse (there: cuda_api_sum, "
-			       "nccl_sum, nccl_stragglers; docs/CLICKHOUSE.md)\n",
+			       "nccl_sum, nccl_stragglers, osrt_sum, sched_sum, gil_sum; docs/CLICKHOUSE.md)\n",
 			       tok);
 			free(list);
 			return 1;
 		}
 	}
 	free(list);
-	list = strdup(f->reports ? f->reports : "cuda_api_sum,nccl_sum,nccl_stragglers");
+	list = strdup(f->reports
+			      ? f->reports
+			      : "cuda_api_sum,nccl_sum,nccl_stragglers,osrt_sum,sched_sum,gil_sum");
 	if (f->fmt == STATS_FORMAT_JSON) {
 		json__init(&j, out, 1);
 		json__begin_object(&j);
@@ -166,7 +227,7 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		char *sql, *ans = NULL;
 
 		r = ch_report__find(tok);
-		sql = ch_report__sql(r, where);
+		sql = ch_report__sql(r, where, job);
 		err = !t || !sql ? -ENOMEM : ch_server__run(&s, sql, NULL, 0, &ans);
 		err = err ?: ch_fill(t, r, ans);
 		if (!err)

@@ -17,5 +17,9 @@ struct stats_from {
 
 /* The reports, to OUT: the exit status (0; 1 said on stderr; ship's 2, 4, 6 for the server). */
 int stats_from__run(const struct stats_from *f, FILE *out);
+/* `stacks --from`: the CPU samples' folded stacks to OUT, as export --format folded writes
+ * them ("root;...;leaf COUNT" lines), or (OFFCPU) the off-CPU time's, as --format
+ * folded-offcpu: the exit status, as stats_from__run's. */
+int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out);
 
 #endif /* BPFSIGHT_STATS_FROM_H */

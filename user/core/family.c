@@ -88,24 +88,41 @@ const struct export_style *family__kind_style(const char *kind)
 	return NULL;
 }
 
-int family__decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+/* REC into EV by DECODE (D's decode or row); a span clipped to the start says where it began. */
+static int family_decode_by(const struct rec_decoder *d,
+			    int (*decode)(const struct bs_hdr *, const struct trace_model *,
+					  struct event *),
+			    const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
-	const struct rec_decoder *d = family__decoder(rec->type);
 	__u64 began;
 	int ret;
 
-	if (!d)
+	if (!d || !decode)
 		return 0;
 	if (rec->size < d->min_size)
 		return -EINVAL;
 	event__init(ev, rec, d->kind);
-	ret = d->decode(rec, m, ev);
+	ret = decode(rec, m, ev);
 	/* An interval the walk clipped to the recording's start: drawn from it, said so. */
 	if (ret == 1 && d->span && (began = trace_model__began(m, rec)) != rec->ts) {
 		event__arg_bool(ev, "began_before_start", 1);
 		event__arg_u64(ev, "began_ts", began);
 	}
 	return ret;
+}
+
+int family__decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct rec_decoder *d = family__decoder(rec->type);
+
+	return family_decode_by(d, d ? d->decode : NULL, rec, m, ev);
+}
+
+int family__decode_row(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct rec_decoder *d = family__decoder(rec->type);
+
+	return family_decode_by(d, d ? d->row : NULL, rec, m, ev);
 }
 
 int family__decode_meta(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)

@@ -87,6 +87,12 @@ struct rec_decoder {
 	 * it is not read.
 	 */
 	__u8 span;
+	/*
+	 * A metadata record the reports read (an in-kernel aggregate's snapshot) as a row, for
+	 * the exports whose reports are computed from their rows (ClickHouse's, where osrt_sum
+	 * is SQL): fills EV as decode does, returns 1; NULL: the record makes no row.
+	 */
+	int (*row)(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
 };
 
 /*
@@ -364,6 +370,8 @@ const struct export_style *family__kind_style(const char *kind);
  * metadata record or an unknown type, -EINVAL for a record shorter than its type needs.
  */
 int family__decode(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
+/* A metadata record as a row (rec_decoder's row): 1 for a row, 0 none, -EINVAL too short. */
+int family__decode_row(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);
 /* 1 when F writes samples of stacks (a decoder's style says .sample): top's function view's. */
 int family__samples(const struct family *f);
 /* "osrt, sched" : the families -t accepts, for error messages and --help. */

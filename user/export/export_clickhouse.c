@@ -5,9 +5,12 @@
  * file it came from, its time on one clock: the wall clock in ns, from the header's clock
  * pair (a merged file's is merge's fitted clock, its ranks' own offsets applied). One wide
  * table rather than one per kind: the fleet's questions group by kind, host and rank, and a
- * kind added to bpfsight needs no new table. Metadata records (strings, symbols) make no row.
+ * kind added to bpfsight needs no new table. Metadata records (strings, symbols) make no row,
+ * but those the reports read (rec_decoder's row: the in-kernel aggregates' snapshots, a
+ * thread's last switch-out); and what the reports read of the whole file ends it (ch_file_rows).
  *
- * Streamed: a row is written as its event is read; memory holds one row's arguments.
+ * Streamed: a row is written as its event is read; memory holds one row's arguments, and the
+ * file's threads and stacks (for the last rows): it grows with those, never with events.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +19,10 @@
 #include <unistd.h>
 #include "export.h"
 #include "export_clickhouse.h"
+#include "family.h"
+#include "cpu_samples.h"
+#include "export_samples.h"
+#include "hmap.h"
 #include "json.h"
 #include "trace_ranks.h"
 
@@ -33,6 +40,10 @@ struct ch_export {
 	 * header's clocks wrap, never overflow */
 	__u64 wall_minus_mono;
 	__u64 seq;
+	struct hmap *threads; /* {pid, tid} of the records (a merged file's namespaced): names */
+	struct hmap *stacks;  /* {stack id, in kernel} of the rows: their folded text */
+	/* the records' first and last times, the first clamped to the start (gil_sum's span) */
+	__u64 first_ts, last_ts;
 };
 
 /* S as a TabSeparated field: ClickHouse's escapes for the bytes that would end it. */
@@ -75,6 +86,8 @@ static void ch_free(struct ch_export *st)
 	if (st->args)
 		fclose(st->args);
 	free(st->args_buf);
+	hmap__free(st->threads);
+	hmap__free(st->stacks);
 	free(st);
 }
 
@@ -88,7 +101,9 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 		return NULL;
 	}
 	st->args = open_memstream(&st->args_buf, &st->args_len);
-	fd = st->args ? export__create(out) : -ENOMEM;
+	st->threads = hmap__new(1);
+	st->stacks = hmap__new(1);
+	fd = st->args && st->threads && st->stacks ? export__create(out) : -ENOMEM;
 	if (fd < 0 || !(st->f = fdopen(fd, "w"))) {
 		*err = fd < 0 ? fd : -errno;
 		if (fd >= 0)
@@ -103,54 +118,167 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 	return st;
 }
 
-static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
-		     const struct trace_model *m)
+/* One row: its labels (a merged file's pid's rank, host and file), times, names; ARGS JSON. */
+static int ch_row(struct ch_export *st, const struct trace_model *m, __u32 pid, __u32 tid, __u64 ts,
+		  __u64 dur, const char *kind, const char *name, const char *args, size_t args_len)
 {
 	const __u32 low = (1u << BS_RANK_NS_SHIFT) - 1;
-	struct ch_export *st = vst;
 	const struct trace_rank *r;
 	const char *host = st->host, *file = st->labels.file;
 	__s32 rank = st->labels.rank;
-	struct json j;
 	FILE *f = st->f;
 
-	if (!ev)
-		return 0;
 	/* A merged file: the rank, host and file of the pid's namespace. */
-	r = trace_model__ranks(m) ? trace_model__rank(m, ev->pid) : NULL;
+	r = trace_model__ranks(m) ? trace_model__rank(m, pid) : NULL;
 	if (r) {
 		rank = r->r.rank;
 		host = r->host ? r->host : host;
 		file = r->path;
 	}
-	rewind(st->args);
-	json__init(&j, st->args, 0);
-	event__json_args(ev, &j);
-	if (fflush(st->args))
-		return -ENOMEM;
-
 	ch_tsv_str(f, st->labels.job);
 	ch_tsv_str(f, host);
 	fprintf(f, "%d\t", rank);
 	ch_tsv_str(f, file);
 	ch_tsv_str(f, st->labels.file_id);
 	fprintf(f, "%llu\t%lld\t%llu\t%u\t%u\t", (unsigned long long)st->seq++,
-		(long long)(__s64)(ev->ts + st->wall_minus_mono), (unsigned long long)ev->dur,
-		ev->pid & low, ev->tid & low);
-	ch_tsv_str(f, ev->kind);
-	ch_tsv_str(f, ev->name);
-	ch_tsv(f, st->args_buf, st->args_len);
+		(long long)(__s64)(ts + st->wall_minus_mono), (unsigned long long)dur, pid & low,
+		tid & low);
+	ch_tsv_str(f, kind);
+	ch_tsv_str(f, name);
+	ch_tsv(f, args, args_len);
 	fputc('\n', f);
 	export_clickhouse_rows++;
 	return ferror(f) ? -EIO : 0;
 }
 
+static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
+		     const struct trace_model *m)
+{
+	struct ch_export *st = vst;
+	struct event row;
+	struct json j;
+
+	/* what gil_data__add takes of every record: the span, the threads (their names) */
+	__u64 ts = rec->ts && rec->ts < trace_model__start(m) ? trace_model__start(m) : rec->ts;
+
+	if (ts && (!st->first_ts || ts < st->first_ts))
+		st->first_ts = ts;
+	if (ts > st->last_ts)
+		st->last_ts = ts;
+	if (!hmap__get(st->threads, (struct hkey){ rec->pid, rec->tid }, 1))
+		return -ENOMEM;
+	/* a fork's child is a thread the reports know (gil_sum lists it) before it has a record */
+	if (rec->type == BS_REC_FORK && rec->size >= sizeof(struct bs_fork) &&
+	    !hmap__get(st->threads,
+		       (struct hkey){ ((const struct bs_fork *)rec)->child_pid,
+				      ((const struct bs_fork *)rec)->child_tid },
+		       1))
+		return -ENOMEM;
+	/* A metadata record the reports read (short calls' aggregates) is a row of its own. */
+	if (!ev && family__decode_row(rec, m, &row) == 1)
+		ev = &row;
+	if (!ev)
+		return 0;
+	if (cpu_samples__is_sample(rec, ev) &&
+	    !hmap__get(st->stacks, (struct hkey){ ev->stack_id, ev->stack_in_kernel }, 1))
+		return -ENOMEM;
+	rewind(st->args);
+	json__init(&j, st->args, 0);
+	event__json_args(ev, &j);
+	if (fflush(st->args))
+		return -ENOMEM;
+	/* an event's stack (--stacks=...): its id in args, beside a sample's own, and its row */
+	if (ev->stack && !ev->stack_id && st->args_len && st->args_buf[st->args_len - 1] == '}') {
+		if (!hmap__get(st->stacks, (struct hkey){ ev->stack->id, 0 }, 1))
+			return -ENOMEM;
+		fseek(st->args, -1, SEEK_CUR);
+		fprintf(st->args, "%s\"stack_id\":%u}", st->args_len > 2 ? "," : "", ev->stack->id);
+		if (fflush(st->args))
+			return -ENOMEM;
+	}
+	return ch_row(st, m, ev->pid, ev->tid, ev->ts, ev->dur, ev->kind, ev->name, st->args_buf,
+		      st->args_len);
+}
+
+/*
+ * What the reports read of the whole file, as the last rows: the recording's window
+ * (`trace_window`: its start, its length; sched_sum clips the first run slices to it; the
+ * first and last records' times, the first clamped to the start, and its end if it has one:
+ * gil_sum's span, all wall-clock ns), each stack the rows name (`stack`: its folded text as
+ * its name, export --format folded's; `stacks --from` counts the samples by it), and
+ * each thread's names as the file's reports name it (`thread_names`: the thread's name, its
+ * process's in args, either left out when the file has none; a merged file's rank namespace,
+ * `ns`, with which its reports show the ids).
+ */
+static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
+{
+	__u64 start = trace_model__start(m), end = trace_model__end(m);
+	struct hkey key;
+	size_t it = 0;
+	int err;
+
+	rewind(st->args);
+	fprintf(st->args, "{\"first_ts\":%lld,\"last_ts\":%lld",
+		(long long)(st->first_ts + st->wall_minus_mono),
+		(long long)(st->last_ts + st->wall_minus_mono));
+	if (end)
+		fprintf(st->args, ",\"end_ts\":%lld", (long long)(end + st->wall_minus_mono));
+	fputc('}', st->args);
+	if (fflush(st->args))
+		return -ENOMEM;
+	err = ch_row(st, m, 0, 0, start, end > start ? end - start : 0, "trace_window",
+		     "trace_window", st->args_buf, st->args_len);
+	while (!err && hmap__next(st->stacks, &it, &key)) {
+		char *line =
+			export_folded__line(trace_model__stack(m, (__u32)key.a), (int)key.b, m);
+
+		if (!line)
+			return -ENOMEM;
+		rewind(st->args);
+		fprintf(st->args, "{\"stack_id\":%llu,\"kernel\":%d}", (unsigned long long)key.a,
+			(int)key.b);
+		err = fflush(st->args) ? -ENOMEM
+				       : ch_row(st, m, 0, 0, start, 0, "stack", line, st->args_buf,
+						st->args_len);
+		free(line);
+	}
+	it = 0;
+	while (!err && hmap__next(st->threads, &it, &key)) {
+		const char *thread = trace_model__thread_name(m, (__u32)key.b);
+		const char *proc = trace_model__process_name(m, (__u32)key.a);
+		struct json j;
+
+		rewind(st->args);
+		json__init(&j, st->args, 0);
+		json__begin_object(&j);
+		if (proc) {
+			json__key(&j, "process");
+			json__str(&j, proc);
+		}
+		if (thread) {
+			json__key(&j, "thread");
+			json__str(&j, thread);
+		}
+		/* a merged file's rank namespace: its reports show the pids and tids with it */
+		if (key.a >> BS_RANK_NS_SHIFT) {
+			json__key(&j, "ns");
+			json__u64(&j, key.a >> BS_RANK_NS_SHIFT);
+		}
+		json__end_object(&j);
+		if (fflush(st->args))
+			return -ENOMEM;
+		err = ch_row(st, m, (__u32)key.a, (__u32)key.b, start, 0, "thread_names",
+			     thread ? thread : "", st->args_buf, st->args_len);
+	}
+	return err;
+}
+
 static int ch_finish(void *vst, const struct trace_model *m, const struct trace_status *status)
 {
 	struct ch_export *st = vst;
-	int err = 0;
+	int err = ch_file_rows(st, m);
 
-	if (fflush(st->f) || ferror(st->f))
+	if (!err && (fflush(st->f) || ferror(st->f)))
 		err = -errno ?: -EIO;
 	if (fclose(st->f) && !err)
 		err = -errno ?: -EIO;

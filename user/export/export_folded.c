@@ -37,8 +37,7 @@ static int put(char **buf, size_t *len, size_t *cap, const char *text)
 	return 0;
 }
 
-/* One stack's folded text, root first. */
-static char *fold(const struct trace_stack *s, int kernel, const struct trace_model *m)
+char *export_folded__line(const struct trace_stack *s, int kernel, const struct trace_model *m)
 {
 	size_t len = 0, cap = 0;
 	char *line = NULL, buf[512];
@@ -96,7 +95,7 @@ static int folded_finish(void *vst, const struct trace_model *m, const struct tr
 			err = -ENOMEM;
 			break;
 		}
-		lines[n].text = fold(trace_model__stack(m, stack_id), kernel, m);
+		lines[n].text = export_folded__line(trace_model__stack(m, stack_id), kernel, m);
 		lines[n].n = cnt;
 		err = lines[n++].text ? 0 : -ENOMEM;
 	}

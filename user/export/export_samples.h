@@ -23,6 +23,13 @@ void *samples_export__open(const char *out, const struct trace_meta *meta, int *
 int samples_export__record(void *st, const struct bs_hdr *rec, const struct event *ev,
 			   const struct trace_model *m);
 void samples_export__abort(void *st);
+/*
+ * Stack S's folded text, root first (KERNEL: a sample taken in kernel code, a "[kernel]" leaf;
+ * S NULL or empty: "[no user stack]"): malloc'd, NULL without memory. ClickHouse's `stack`
+ * rows carry it, for `stacks --from`.
+ */
+char *export_folded__line(const struct trace_stack *s, int kernel, const struct trace_model *m);
+
 /* For finish: close OUT and free ST. Returns ERR, else the close's error. */
 int samples_export__close(struct samples_export *st, int err);
 

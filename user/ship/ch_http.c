@@ -33,6 +33,7 @@ static int ch_connect(struct ch_server *s)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
 	struct timeval tv = { .tv_sec = s->timeout_s };
 	int fd = -1, err = -EHOSTUNREACH, rc;
+	char w[300];
 
 	rc = getaddrinfo(s->host, s->port, &hints, &res);
 	if (rc) {
@@ -54,7 +55,8 @@ static int ch_connect(struct ch_server *s)
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		snprintf(s->error, sizeof(s->error), "%s:%s: %s", s->host, s->port, strerror(-err));
+		snprintf(s->error, sizeof(s->error), "%s: %s", ch_server__where(s, w, sizeof(w)),
+			 strerror(-err));
 	return fd < 0 ? err : fd;
 }
 
@@ -152,12 +154,12 @@ static size_t ch_unchunk(char *body)
 /* The answer's status and body (moved to the front of RESP). */
 static int ch_answer(struct ch_server *s, char *resp, size_t len, int *status)
 {
-	char *body = strstr(resp, "\r\n\r\n");
+	char *body = strstr(resp, "\r\n\r\n"), w[300];
 	int chunked;
 
 	if (sscanf(resp, "HTTP/%*s %d", status) != 1 || !body) {
-		snprintf(s->error, sizeof(s->error), "%s:%s: not an HTTP answer (%zu bytes)",
-			 s->host, s->port, len);
+		snprintf(s->error, sizeof(s->error), "%s: not an HTTP answer (%zu bytes)",
+			 ch_server__where(s, w, sizeof(w)), len);
 		return -EPROTO;
 	}
 	*body = 0;
@@ -190,7 +192,10 @@ static int ch_refusal(struct ch_server *s, const char *body, int status)
 
 int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_t len, char **out)
 {
-	char *q = ch_urlencode(sql), *head = NULL, *resp = NULL;
+	/* a statement without data is the body (a report's SQL is longer than URLs may be) */
+	char *q = body ? ch_urlencode(sql) : strdup(""), *head = NULL, *resp = NULL;
+	char w[300]; /* host:port, an IPv6 address in brackets (the Host header, messages) */
+	int statement_in_body = 0;
 	struct ch_conn c = { .fd = -1 };
 	int fd, err, n, status = 0;
 	size_t rlen;
@@ -199,11 +204,16 @@ int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_
 		*out = NULL;
 	if (!q)
 		return -ENOMEM;
+	if (!body) {
+		body = sql;
+		len = strlen(sql);
+		statement_in_body = 1;
+	}
 	n = asprintf(&head,
-		     "POST /?query=%s HTTP/1.1\r\nHost: %s:%s\r\nContent-Length: %zu\r\n"
+		     "POST /%s%s HTTP/1.1\r\nHost: %s\r\nContent-Length: %zu\r\n"
 		     "Connection: close\r\n%s%s%s\r\n",
-		     q, s->host, s->port, len, *s->auth ? "Authorization: " : "", s->auth,
-		     *s->auth ? "\r\n" : "");
+		     statement_in_body ? "" : "?query=", q, ch_server__where(s, w, sizeof(w)), len,
+		     *s->auth ? "Authorization: " : "", s->auth, *s->auth ? "\r\n" : "");
 	free(q);
 	if (n < 0)
 		return -ENOMEM;
@@ -240,7 +250,8 @@ int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_
 	if (err && !ch_server__retryable(err) && err != -ENOMEM)
 		err = -ECONNRESET;
 	if (err) {
-		snprintf(s->error, sizeof(s->error), "%s:%s: %s", s->host, s->port, strerror(-err));
+		snprintf(s->error, sizeof(s->error), "%s: %s", ch_server__where(s, w, sizeof(w)),
+			 strerror(-err));
 		free(resp);
 		return err;
 	}

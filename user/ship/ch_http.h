@@ -37,6 +37,9 @@ int ch_server__parse(struct ch_server *s, const char *url);
  */
 int ch_server__run(struct ch_server *s, const char *sql, const char *body, size_t len, char **out);
 
+/* "HOST:PORT" into BUF, an IPv6 address in brackets ("[::1]:8123"): for messages and Host. */
+const char *ch_server__where(const struct ch_server *s, char *buf, size_t len);
+
 /* Is ERR one worth retrying (the server down, slow, restarting)? */
 int ch_server__retryable(int err);
 

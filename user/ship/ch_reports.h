@@ -10,24 +10,35 @@
 
 #include <stddef.h>
 
-/* A column of an answer: stats' key and title, its type 'u' (u64), 's' (s64), 'd', 't'. */
+/*
+ * A column of an answer: stats' key and title, its type 'u' (u64), 's' (s64), 'd', 't'; a
+ * column OPTIONAL is left out when NULL in every row, as stats leaves out a mode's columns
+ * (gil_sum's holds, full mode's only).
+ */
 struct ch_col {
 	const char *key, *title;
 	char type;
+	char optional;
 };
 
 struct ch_report {
 	const char *name;
 	const struct ch_col *cols; /* the answer's columns, in order, ending with a zeroed one */
-	/* SELECT ... FORMAT TabSeparated, {W} where the rows' filter goes ("job = 'x' AND ...") */
+	/* SELECT ... FORMAT TabSeparated, {W} where the rows' filter goes ("job = 'x' AND ..."),
+	 * {J} the job's alone (the rows of a whole file: its window, its threads' names) */
 	const char *sql;
 };
 
 /* The reports the server computes, NULL-terminated. */
 extern const struct ch_report *const ch_reports[];
 
+/* export --format folded's lines of the CPU samples (`stacks --from`): text, count. */
+extern const struct ch_report ch_folded_stacks;
+/* export --format folded-offcpu's: the off-CPU intervals' time (us) by blocking stack. */
+extern const struct ch_report ch_folded_offcpu;
+
 const struct ch_report *ch_report__find(const char *name);
-/* REPORT's SQL with WHERE in place of {W}: malloc'd, NULL without memory. */
-char *ch_report__sql(const struct ch_report *r, const char *where);
+/* REPORT's SQL with WHERE in place of {W}, JOB of {J}: malloc'd, NULL without memory. */
+char *ch_report__sql(const struct ch_report *r, const char *where, const char *job);
 
 #endif /* BPFSIGHT_CH_REPORTS_H */

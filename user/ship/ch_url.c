@@ -82,6 +82,14 @@ static int ch_credentials(struct ch_server *s)
 	return 0;
 }
 
+const char *ch_server__where(const struct ch_server *s, char *buf, size_t len)
+{
+	int v6 = !!strchr(s->host, ':');
+
+	snprintf(buf, len, "%s%s%s:%s", v6 ? "[" : "", s->host, v6 ? "]" : "", s->port);
+	return buf;
+}
+
 int ch_server__parse(struct ch_server *s, const char *url)
 {
 	const char *p, *host, *end, *colon, *ca;
@@ -110,13 +118,31 @@ int ch_server__parse(struct ch_server *s, const char *url)
 		       "to a file holding user:password\n");
 		return -EINVAL;
 	}
-	colon = memchr(host, ':', end - host);
-	n = (colon ? colon : end) - host;
-	if (!n || n >= sizeof(s->host)) {
-		pr_err("bad URL '%s': no host\n", url);
-		return -EINVAL;
+	if (*host == '[') {
+		/* an IPv6 address, [::1]:8123: its colons are not the port's */
+		const char *close = memchr(host, ']', end - host);
+
+		n = close ? (size_t)(close - host - 1) : 0;
+		if (!n || n >= sizeof(s->host) ||
+		    strspn(host + 1, "0123456789abcdefABCDEF:.") != n ||
+		    (close[1] != ':' && close + 1 != end)) {
+			pr_err("bad URL '%s': an IPv6 address in brackets, [::1]:8123\n", url);
+			return -EINVAL;
+		}
+		memcpy(s->host, host + 1, n);
+		colon = close[1] == ':' ? close + 1 : NULL;
+	} else {
+		colon = memchr(host, ':', end - host);
+		n = (colon ? colon : end) - host;
+		if (!n || n >= sizeof(s->host)) {
+			pr_err("bad URL '%s': no host%s\n", url,
+			       colon && memchr(colon + 1, ':', end - colon - 1)
+				       ? " (an IPv6 address in brackets, [::1]:8123)"
+				       : "");
+			return -EINVAL;
+		}
+		memcpy(s->host, host, n);
 	}
-	memcpy(s->host, host, n);
 	if (colon) {
 		n = end - colon - 1;
 		if (!n || n >= sizeof(s->port) || strspn(colon + 1, "0123456789") != n ||

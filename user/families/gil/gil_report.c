@@ -100,6 +100,35 @@ static int decode_proc(const struct bs_hdr *rec, const struct trace_model *m, st
 	return 1;
 }
 
+/* The short waits' histogram's keys in a gil_agg row. */
+static const char *const gil_hist_keys[BS_GIL_HIST] = {
+	"h0",  "h1",  "h2",  "h3",  "h4",  "h5",  "h6",	 "h7",	"h8",  "h9",  "h10",
+	"h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18", "h19", "h20", "h21",
+	"h22", "h23", "h24", "h25", "h26", "h27", "h28", "h29", "h30", "h31",
+};
+
+/*
+ * A thread's snapshot of its waits and holds as a row (ClickHouse's gil_sum reads the last
+ * one per thread, as gil_data__add keeps it): the totals, the threshold, and the short waits
+ * by log2 bucket, h0 to h31.
+ */
+static int row_gil_agg(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_gil_agg *a = (const void *)rec;
+
+	ev->name = "gil_agg";
+	event__arg_u64(ev, "threshold_ns", a->threshold_ns);
+	event__arg_u64(ev, "wait_count", a->v.wait_count);
+	event__arg_u64(ev, "wait_total_ns", a->v.wait_total_ns);
+	event__arg_u64(ev, "wait_max_ns", a->v.wait_max_ns);
+	event__arg_u64(ev, "hold_count", a->v.hold_count);
+	event__arg_u64(ev, "hold_total_ns", a->v.hold_total_ns);
+	event__arg_u64(ev, "hold_max_ns", a->v.hold_max_ns);
+	for (int i = 0; i < BS_GIL_HIST; i++)
+		event__arg_u64(ev, gil_hist_keys[i], a->v.short_hist[i]);
+	return 1;
+}
+
 /* Kineto has no GIL category (torch.profiler does not see the GIL): the gil family's. */
 static const struct export_style wait_style = {
 	.cat = "gil",
@@ -127,7 +156,8 @@ const struct rec_decoder gil_decoders[] = {
 	{ BS_REC_GIL_HOLD, sizeof(struct bs_gil_hold), "gil_hold", decode_hold, &hold_style,
 	  .span = 1 },
 	/* Cumulative snapshots: only the reports read them. */
-	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", family__decode_meta },
+	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", family__decode_meta,
+	  .row = row_gil_agg },
 	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", family__decode_meta,
 	  .task_offs = { offsetof(struct bs_gil_blame, holder_tid) } },
 	{ BS_REC_GIL_PROC, sizeof(struct bs_gil_proc), "gil_python", decode_proc, &python_style,

@@ -39,6 +39,26 @@ static int decode_syscall(const struct bs_hdr *rec, const struct trace_model *m,
 	return 1;
 }
 
+/*
+ * A snapshot of the short calls' aggregate as a row (ClickHouse's osrt_sum reads them as
+ * osrt_sum__add does: per thread and call, every final one and the last one if not final).
+ */
+static int row_syscall_agg(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_syscall_agg *a = (const void *)rec;
+
+	ev->name = osrt__name(a->nr, ev->namebuf, sizeof(ev->namebuf));
+	event__arg_u64(ev, "nr", a->nr);
+	event__arg_u64(ev, "count", a->count);
+	event__arg_u64(ev, "total_ns", a->total_ns);
+	event__arg_u64(ev, "min_ns", a->min_ns);
+	event__arg_u64(ev, "max_ns", a->max_ns);
+	event__arg_u64(ev, "final", !!(a->flags & BS_AGG_FINAL));
+	if (a->flags & BS_AGG_BLOCKED)
+		event__arg_bool(ev, "blocked", 1);
+	return 1;
+}
+
 static const struct export_style syscall_style = {
 	.cat = "os_runtime",
 	.ph = 'X',
@@ -51,7 +71,8 @@ const struct rec_decoder osrt_decoders[] = {
 	{ BS_REC_SYSCALL, sizeof(struct bs_syscall), "syscall", decode_syscall, &syscall_style,
 	  .span = 1 },
 	/* A cumulative snapshot, not a call: only osrt_sum reads it. */
-	{ BS_REC_SYSCALL_AGG, sizeof(struct bs_syscall_agg), "syscall_agg", family__decode_meta },
+	{ BS_REC_SYSCALL_AGG, sizeof(struct bs_syscall_agg), "syscall_agg", family__decode_meta,
+	  .row = row_syscall_agg },
 	{ 0 },
 };
 

@@ -13,6 +13,20 @@ static __u64 offcpu_blocked(const struct bs_offcpu *o)
 	return o->runnable_ns < o->dur ? o->dur - o->runnable_ns : 0;
 }
 
+/* What a switch-out's event and row say of it. */
+static void offcpu_args(const struct bs_hdr *rec, struct event *ev)
+{
+	const struct bs_offcpu *o = (const void *)rec;
+
+	ev->dur = o->dur;
+	event__arg_u64(ev, "state", o->state);
+	event__arg_u64(ev, "blocked_ns", offcpu_blocked(o));
+	event__arg_u64(ev, "runnable_ns", o->runnable_ns);
+	event__arg_u64(ev, "oncpu_ns", o->oncpu_ns);
+	event__arg_u64(ev, "waker_tid", o->waker_tid);
+	event__arg_u64(ev, "cpu", rec->cpu);
+}
+
 static int decode_offcpu(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
 {
 	const struct bs_offcpu *o = (const void *)rec;
@@ -22,14 +36,24 @@ static int decode_offcpu(const struct bs_hdr *rec, const struct trace_model *m, 
 	if (o->state == BS_SCHED_DEAD)
 		return 0;
 	ev->name = o->state ? "blocked" : "preempted";
-	ev->dur = o->dur;
-	event__arg_u64(ev, "state", o->state);
-	event__arg_u64(ev, "blocked_ns", offcpu_blocked(o));
-	event__arg_u64(ev, "runnable_ns", o->runnable_ns);
-	event__arg_u64(ev, "oncpu_ns", o->oncpu_ns);
-	event__arg_u64(ev, "waker_tid", o->waker_tid);
-	event__arg_u64(ev, "cpu", rec->cpu);
+	offcpu_args(rec, ev);
 	ev->stack = trace_model__event_stack(m, rec); /* --stacks=sched */
+	return 1;
+}
+
+/*
+ * A thread's last switch-out as a row of its own kind (ClickHouse's sched_sum counts it as
+ * sched_sum__add does: a switch, and the run slice that ended there).
+ */
+static int row_offcpu_exit(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_offcpu *o = (const void *)rec;
+
+	if (o->state != BS_SCHED_DEAD)
+		return 0;
+	ev->kind = "offcpu_exit";
+	ev->name = "exited";
+	offcpu_args(rec, ev);
 	return 1;
 }
 
@@ -43,7 +67,8 @@ static const struct export_style offcpu_style = {
 
 const struct rec_decoder sched_decoders[] = {
 	{ BS_REC_OFFCPU, sizeof(struct bs_offcpu), "offcpu", decode_offcpu, &offcpu_style,
-	  .task_offs = { offsetof(struct bs_offcpu, waker_tid) }, .span = 1 },
+	  .task_offs = { offsetof(struct bs_offcpu, waker_tid) }, .span = 1,
+	  .row = row_offcpu_exit },
 	{ 0 },
 };
 
