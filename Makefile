@@ -67,10 +67,14 @@ GPUM_EMBED_OBJ := $(OUT)/obj/families/gpumetrics/gpum_embed.o
 EMBED_OBJS := $(SHIM_EMBED_OBJ) $(GPUM_EMBED_OBJ)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS)) $(EMBED_OBJS)
 # libbpf parses the kernel's BTF anew for every object it loads: bpfsight's static link wraps
-# the parse and its free so that a process parses it once (user/record/btf_shared.c). The
-# tests link libbpf.so, whose calls between its own files cannot be wrapped: not theirs.
-BTF_SHARED_OBJ := $(OUT)/obj/record/btf_shared.o
-BTF_WRAP := -Wl,--wrap=btf__load_vmlinux_btf -Wl,--wrap=btf__free
+# the parse and its free so that a process parses it once (user/record/btf_shared.c), and the
+# skeletons' open, load and destroy so that an object's CO-RE relocations search the types
+# they name, not the whole BTF (user/record/btf_core_subset.c). The tests link libbpf.so,
+# whose calls between its own files cannot be wrapped: not theirs.
+BTF_SHARED_OBJ := $(OUT)/obj/record/btf_shared.o $(OUT)/obj/record/btf_core_subset.o
+BTF_WRAP := -Wl,--wrap=btf__load_vmlinux_btf -Wl,--wrap=btf__free \
+	    -Wl,--wrap=bpf_object__open_skeleton -Wl,--wrap=bpf_object__load_skeleton \
+	    -Wl,--wrap=bpf_object__destroy_skeleton
 # cmd_complete.o lists main.o's dispatch table: neither is linked into the tests.
 LIB_OBJS := $(filter-out $(OUT)/obj/cli/main.o $(OUT)/obj/cli/cmd_complete.o $(BTF_SHARED_OBJ),\
 	    $(USER_OBJS))

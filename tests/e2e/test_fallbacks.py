@@ -82,6 +82,43 @@ def test_features_lists_every_probe_and_all_forces_each_fallback():
         eq(one[f][0], want, f"prev_state alone: {f}")
 
 
+# libbpf's lines for one CO-RE relocation, the kernel's type ids cut (they differ in a subset).
+RELO = re.compile(r"relo #\d+: (patched|<|no matching|non-matching)")
+SUBSET = re.compile(r"bpfsight: (\w+): CO-RE relocations from \d+ type names searched in "
+                    r"(\d+) of the kernel's (\d+) types")
+
+
+def relocations(args, env):
+    """`record -v ARGS -- true` in ENV: (its relocation lines, [(object, types, of)])."""
+    out = os.path.join(tmpdir(), "t.bst")
+    p = subprocess.run([BPFSIGHT, "record", "-v", "--force", "-o", out, *args, "--", "true"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    eq(p.returncode, 0, f"record -v {args}: {p.stderr[-2000:]}")
+    lines = [re.sub(r"\[\d+\] ", "", l) for l in p.stderr.splitlines() if RELO.search(l)]
+    return lines, [(o, int(n), int(of)) for o, n, of in SUBSET.findall(p.stderr)]
+
+
+def test_core_relocations_in_the_named_types_patch_as_the_whole_btf():
+    """Each object's CO-RE relocations searched in the kernel's types they name, not all of
+    them (user/record/btf_core_subset.c): every instruction patched as libbpf's search of the
+    whole BTF patches it (BPFSIGHT_CORE_BTF=whole), on every object, fallbacks included."""
+    need_root()
+    for args, force in (([], None), (["-t", "mem,cpu"], None), ([], "all")):
+        env = dict(os.environ)
+        env.pop("BPFSIGHT_CORE_BTF", None)
+        if force:
+            env["BPFSIGHT_FORCE_FALLBACKS"] = force
+        named, subsets = relocations(args, env)
+        whole, none = relocations(args, dict(env, BPFSIGHT_CORE_BTF="whole"))
+        what = f"{args} forced={force}"
+        check(len(subsets) >= 4, f"{what}: objects with a subset: {subsets}")
+        for obj, n, of in subsets:
+            check(0 < n < of / 100, f"{what}: {obj} searched {n} of {of} types")
+        eq(none, [], f"{what}: BPFSIGHT_CORE_BTF=whole leaves every object to libbpf")
+        check(len(whole) > 100, f"{what}: {len(whole)} relocation lines")
+        eq(named, whole, f"{what}: the relocations")
+
+
 # A stand-in for an earlier recording's bpfsight-detach (link_reaper.c): named so, holding a
 # perf event as a per-site uprobe's teardown does (a software one here) when argv[1] is 1, and
 # gone when its stdin closes.

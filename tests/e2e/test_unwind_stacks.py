@@ -206,6 +206,27 @@ def test_info_says_the_unwind_tables_memory_as_the_end_of_run_line():
           "info's unwind line without stacks")
 
 
+def test_the_recorder_maps_the_rows_its_tables_fill_not_the_cap():
+    """The rows' map is the cap on the tables' memory (128 MiB), not what the recorder holds:
+    it maps the pages its tables fill as they fill them, so a recording of /bin/true, its
+    tables under a MiB, peaks far under the cap in the recorder's own memory (it mapped all
+    128 MiB at the start, its peak RSS ~180 MiB)."""
+    need_root()
+    out = os.path.join(tmpdir(), "t.bst")
+    p = subprocess.Popen([BPFSIGHT, "record", "--force", "-o", out, "--", "/bin/true"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)  # this recorder's own peak (and /bin/true's)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    eq(p.returncode, 0, f"record: {err[-600:]}")
+    said = UNWIND_LINE.search(err)
+    check(said, f"no end-of-run unwind line: {err[-600:]}")
+    files, mib, reserved = int(said.group(2)), float(said.group(3)), int(said.group(4))
+    check(files >= 1 and mib < 8 and reserved >= 128, f"tables: {said.group(1)}")
+    check(usage.ru_maxrss < reserved * 1024, f"peak RSS {usage.ru_maxrss} KiB with "
+          f"{mib} MiB of rows of the {reserved} MiB reserved")
+
+
 def test_unwind_option_chooses_the_walk_and_the_tables_memory():
     """--unwind=fp walks by frame pointers alone: the spin's samples stop in the program's
     code without them (none reaches main) and no table is built or reserved.

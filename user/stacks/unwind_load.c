@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include "array.h"
 #include "env.h"
@@ -42,12 +43,14 @@ struct waiter {
  */
 #define STUCK_S	     30
 #define MAX_RETRIES  3
+#define MAP_STEP     (8u << 20)	   /* unw_rows mapped 8 MiB at a time (map_rows) */
 #define SAY_BUSY_NS  1000000000ull /* a build under way at the stop is said past this */
 #define WAIT_STEP_NS 100000000ull /* a wait for builds looks for one that does not end this often */
 
 struct unwind_load {
 	int rows_fd, procs_fd;
-	struct bs_unwind_row *rows; /* unw_rows, mapped */
+	struct bs_unwind_row *rows; /* unw_rows: its address range, mapped up to MAPPED bytes */
+	__u64 mapped, size;
 	__u32 used, cap;
 	struct hmap *files; /* (dev, ino) -> struct load_file */
 	struct hmap *ids;   /* hash of a build id -> struct load_file: a copy of a file shares */
@@ -75,6 +78,11 @@ static __u64 stuck_ns(void)
 		n = 0;
 	}
 	return (__u64)(n ?: STUCK_S) * 1000000000ull;
+}
+
+static __u64 round_up(__u64 n, __u64 to)
+{
+	return (n + to - 1) / to * to;
 }
 
 int unwind_load__create(int tables, __u64 rows, int *rows_fd, int *procs_fd, int *cache_fd)
@@ -128,8 +136,10 @@ struct unwind_load *unwind_load__new(int rows_fd, int procs_fd, int async, int *
 	*err = bpf_obj_get_info_by_fd(rows_fd, &info, &len) ? -errno : 0;
 	if (*err)
 		goto fail;
-	rows = mmap(NULL, (size_t)info.max_entries * sizeof(struct bs_unw_pair),
-		    PROT_READ | PROT_WRITE, MAP_SHARED, rows_fd, 0);
+	/* Only reserved: mapping the whole array at once would map its every page now. */
+	u->size = round_up((__u64)info.max_entries * sizeof(struct bs_unw_pair),
+			   sysconf(_SC_PAGESIZE));
+	rows = mmap(NULL, u->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (rows == MAP_FAILED) {
 		*err = -errno;
 		goto fail;
@@ -168,7 +178,7 @@ void unwind_load__free(struct unwind_load *u)
 	free(u->waiters);
 	free(u->dirty);
 	if (u->rows)
-		munmap(u->rows, (size_t)u->cap * sizeof(struct bs_unwind_row));
+		munmap(u->rows, u->size);
 	hmap__free(u->files);
 	hmap__free(u->ids);
 	hmap__free(u->procs);
@@ -182,6 +192,27 @@ static __u64 id_hash(const char *id)
 	for (; *id; id++)
 		h = (h ^ (__u8)*id) * 1099511628211ull;
 	return h;
+}
+
+/*
+ * unw_rows mapped into the reserved range up to END bytes at least, a step at a time: a
+ * recording maps (and unmaps) the pages its tables fill, not the whole cap.
+ */
+static int map_rows(struct unwind_load *u, __u64 end)
+{
+	__u64 to = round_up(end, MAP_STEP);
+	void *p;
+
+	if (end <= u->mapped)
+		return 0;
+	if (to > u->size)
+		to = u->size;
+	p = mmap((char *)u->rows + u->mapped, to - u->mapped, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, u->rows_fd, u->mapped);
+	if (p == MAP_FAILED)
+		return -errno;
+	u->mapped = to;
+	return 0;
 }
 
 /* The rows' map is the cap on the tables' memory: reaching it is said, once. */
@@ -257,6 +288,11 @@ static void install(struct unwind_load *u, const char *shown, const struct unwin
 		f->nrows = same->nrows;
 	} else if (t->n > u->cap - u->used) {
 		f->err = no_room(u, shown, t->n);
+		u->use.failed++;
+	} else if ((f->err = map_rows(u, (__u64)(u->used + t->n) * sizeof(*u->rows)))) {
+		pr_warn("unwind tables: cannot map the rows of %s: %s: its stacks stop at the first "
+			"frame without a frame pointer\n",
+			shown, strerror(-f->err));
 		u->use.failed++;
 	} else {
 		memcpy(u->rows + u->used, t->rows, unwind_table__bytes(t));
