@@ -18,7 +18,9 @@ On pyenv's 3.11 and Debian's stripped /usr/bin/python3.11, launched and with -p 
   function again and the slot holds the default evaluator;
 - a second function object of a swapped code object (the same def run again) is found by
   the poller's count of the code object's holders, said, and its calls counted from then.
-Where the swap cannot be exact, the hook stays and says why: a generator among the names.
+Where the swap cannot be exact, the hook stays and says why: a generator among the names, a
+nested function; a function not defined yet at the attach has the hook until its def has run,
+then is swapped, every call counted once across the change.
 """
 import collections
 import json
@@ -174,26 +176,84 @@ def test_swap_finds_a_function_made_later():
             p.wait(30)
 
 
+def launch_script(py, text, spec):
+    """TEXT as a script run by PY under `record --python-functions SPEC`: (record's
+    completed process, the calls per name)."""
+    script, out = os.path.join(tmpdir(), "job.py"), os.path.join(tmpdir(), "job.bst")
+    with open(script, "w") as f:
+        f.write(text)
+    p = run([BPFSIGHT, "record", "-o", out, "-t", "pyfunc", "--python-functions", spec, "--",
+             py, script], timeout=180)
+    return p, collections.Counter(e["name"] for e in dump(out) if e["kind"] == "pyfunc_call")
+
+
 def test_swap_not_where_inexact_hook_says_why():
     """A generator among the names: its calls resume without its function, so the hook stays
     for every name and says why; the counts are the hook's, exact."""
     need_root()
-    gen = os.path.join(tmpdir(), "gen_job.py")
-    with open(gen, "w") as f:
-        f.write("import types\n"
-                "def g():\n    yield 1\n    yield 2\n"
-                "def h():\n    return 1\n"
-                "import time\n"
-                "for _ in range(400):\n    time.sleep(0.005)\n"
-                "    list(g()); h()\n"
-                "print(type(h) is types.FunctionType)\n")
     for py in interpreters():
-        out = os.path.join(tmpdir(), "gen.bst")
-        p = run([BPFSIGHT, "record", "-o", out, "-t", "pyfunc", "--python-functions",
-                 "__main__:g,__main__:h", "--", py, gen], timeout=180)
+        p, by = launch_script(py, "import types\n"
+                              "def g():\n    yield 1\n    yield 2\n"
+                              "def h():\n    return 1\n"
+                              "import time\n"
+                              "for _ in range(400):\n    time.sleep(0.005)\n"
+                              "    list(g()); h()\n"
+                              "print(type(h) is types.FunctionType)\n", "__main__:g,__main__:h")
         eq(p.stdout.strip(), "True", f"{py}: h never swapped")
         check("a frame-evaluation hook (PEP 523) (not each function's own calls: g is a "
               "generator or coroutine)" in p.stderr, f"{py}: why said: {p.stderr[-800:]}")
-        by = collections.Counter(e["name"] for e in dump(out) if e["kind"] == "pyfunc_call")
         eq(by["__main__:h"], 400, f"{py}: h's calls")
         eq(by["__main__:g"], 400 * 3, f"{py}: g's pieces")
+
+
+def test_swap_of_a_function_defined_after_the_attach():
+    """-p while a def below the running line has not run: its code object is found, with no
+    function object yet, so the hook records its first calls and says why; once the def has
+    run, the next resolve swaps it. Every call counted once across the change."""
+    need_root()
+    script = os.path.join(tmpdir(), "late_job.py")
+    with open(script, "w") as f:
+        f.write("import os, sys, time, types\n"
+                "print(os.getpid(), flush=True)\n"
+                "sys.stdin.readline()\n"  # the recording is on
+                "def late():\n    pass\n"
+                "plain = []\n"
+                "for i in range(1500):\n    late(); time.sleep(0.001)\n"
+                "    plain.append(type(late) is types.FunctionType)\n"
+                "print(plain[0], plain[-1], flush=True)\n")
+    for py in interpreters():
+        p = spawn([py, script])
+        try:
+            r, _, _ = select.select([p.stdout], [], [], 60)
+            check(r, f"{py}: the job did not start")
+            pid = int(p.stdout.readline())
+            rec = attach(pid, "__main__:late", "late has no function object yet")
+            tell(p, "go")
+            r, _, _ = select.select([p.stdout], [], [], 120)
+            check(r, f"{py}: the job did not end")
+            eq(p.stdout.readline().split(), ["True", "False"],
+               f"{py}: late plain at first, swapped at the end")
+            eq(rec.stop(), 0, f"{py}: record: {rec.stderr[-800:]}")
+            check("a frame-evaluation hook (PEP 523) (not each function's own calls: late has "
+                  "no function object yet)" in rec.stderr and
+                  f"{MECHANISM} (1 function objects" in rec.stderr,
+                  f"{py}: the hook, then each function's own calls: {rec.stderr[-1200:]}")
+            _, by = counts(rec.out, pid)
+            eq(by, {"__main__:late": 1500}, f"{py}: every call of late, once")
+        finally:
+            p.wait(60)
+
+
+def test_swap_not_for_a_nested_function():
+    """A nested function's function objects are made at each call of the one around it: the
+    hook stays and says so; every call counted."""
+    need_root()
+    for py in interpreters():
+        p, by = launch_script(py, "def outer(i):\n    def inner():\n        return i\n"
+                              "    return inner()\n"
+                              "import time\n"
+                              "for i in range(300):\n    outer(i); time.sleep(0.002)\n",
+                              "__main__:outer.<locals>.inner")
+        check("(not each function's own calls: outer.<locals>.inner is made anew at each call "
+              "of the function around it)" in p.stderr, f"{py}: why said: {p.stderr[-800:]}")
+        eq(by, {"__main__:outer.<locals>.inner": 300}, f"{py}: inner's calls")
