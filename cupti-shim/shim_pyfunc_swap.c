@@ -53,6 +53,7 @@
 #define TP_VECTORCALL_OFFSET 56
 #define TP_CALL		     128
 #define TP_FLAGS	     168
+#define TP_DOC		     176
 #define TP_TRAVERSE	     184
 #define TP_CLEAR	     192
 #define TP_METHODS	     232
@@ -110,6 +111,7 @@ struct code_state {
 	long base;	      /* references neither functions swapped nor calls running */
 	uint32_t nfns;	      /* its functions swapped, alive */
 	uint32_t running;     /* its calls running through the shim's vectorcall */
+	long walked_refs;     /* its count when a walk found no function of it (0: none) */
 	bool covered;	      /* every function object of it swapped */
 	bool noted_late;      /* a function found after its swap: said once */
 };
@@ -218,6 +220,7 @@ static bool make_type(void)
 	FIELD(our_type, TP_FLAGS, unsigned long) =
 		FIELD(ftype, TP_FLAGS, unsigned long) &
 		~(TPF_READY | TPF_READYING | TPF_VALID_VERSION_TAG | TPF_BASETYPE | TPF_HEAPTYPE);
+	FIELD(our_type, TP_DOC, const char *) = FIELD(ftype, TP_DOC, const char *);
 	FIELD(our_type, TP_TRAVERSE, void *) = FIELD(ftype, TP_TRAVERSE, void *);
 	FIELD(our_type, TP_CLEAR, void *) = FIELD(ftype, TP_CLEAR, void *);
 	FIELD(our_type, TP_METHODS, void *) = our_methods;
@@ -361,6 +364,20 @@ static void collect(const struct pyfunc_code *c, void *arg)
 	}
 	if (s->covered)
 		return;
+	/*
+	 * No function of it at the last walk, and nothing new holds it since (a holder that let
+	 * go lowers the mark): none yet, no walk.
+	 */
+	if (s->walked_refs && refcnt(c->code) < s->walked_refs)
+		s->walked_refs = refcnt(c->code);
+	if (s->walked_refs && refcnt(c->code) == s->walked_refs) {
+		char name[256];
+
+		snprintf(b->why, b->len, "%s has no function object yet",
+			 name_of(c, name, sizeof(name)));
+		b->ok = false;
+		return;
+	}
 	if (!swappable_code(c, b->why, b->len) || b->n == 256) {
 		if (b->n == 256)
 			snprintf(b->why, b->len, "too many code objects at once");
@@ -449,6 +466,7 @@ static bool swap_all_of(PyObject *const *codes, struct code_state *const *st, ui
 			ok = false;
 		}
 		st[k]->covered = st[k]->nfns > 0;
+		st[k]->walked_refs = st[k]->nfns ? 0 : refcnt(codes[k]);
 		st[k]->base = refcnt(codes[k]) - st[k]->nfns - st[k]->running;
 	}
 	return ok;

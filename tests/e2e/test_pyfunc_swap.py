@@ -87,7 +87,8 @@ def check_work(py, calls, by, pid):
 def check_same(py, same):
     eq(same, {"pickle": [True] * 6, "pickle_method": True, "deepcopy": True, "copy": True,
               "deepcopy_in_dict": True, "repr": True, "type_name": "function",
-              "type_qualname": "function", "isfunction": True, "isinstance": True,
+              "type_qualname": "function", "type_doc": True, "isfunction": True,
+              "isinstance": True,
               "signature": "(n)", "name": "step", "qualname": "Sub.go", "bound": True,
               "weakref": True, "dict": 7}, f"{py}: a traced function as a program sees it")
 

@@ -134,6 +134,7 @@ def same():
             "deepcopy_in_dict": copy.deepcopy({"f": step})["f"] is step,
             "repr": repr(step).startswith("<function step at 0x"),
             "type_name": type(step).__name__, "type_qualname": type(step).__qualname__,
+            "type_doc": type(step).__doc__ == types.FunctionType.__doc__,
             "isfunction": inspect.isfunction(step),
             "isinstance": isinstance(step, types.FunctionType),
             "signature": str(inspect.signature(boom)), "name": step.__name__,
