@@ -75,6 +75,7 @@ static struct {
 	bool discovering;      /* a callback is trying a code object (not re-entered) */
 	PyObject *atexit_hook; /* registered with atexit while an entry is missing */
 	char desc[256];
+	char desc_noted[256]; /* desc as the last note said it */
 	uint32_t noted_session;
 	int noted_result;
 	char noted[1200];
@@ -198,7 +199,8 @@ static void emit(struct pyfunc_thread *pt, const struct pyfunc_code *c, const st
 	shim_thread__unlock(pt->thread);
 }
 
-void shim_pyfunc__end(const struct pyfunc_code *c, uint8_t end)
+/* C's piece ends on this thread: recorded with END, or dropped (EMIT false: no call). */
+static void finish(const struct pyfunc_code *c, uint8_t end, bool emit_it)
 {
 	uint64_t now = shim_clock__now();
 	uint32_t session = atomic_load_explicit(&shim_session, memory_order_relaxed), i;
@@ -209,7 +211,8 @@ void shim_pyfunc__end(const struct pyfunc_code *c, uint8_t end)
 		return;
 	if (pt->depth > PYFUNC_MAX_DEPTH) { /* one of those not kept */
 		pt->depth--;
-		shim_core__add_dropped(1);
+		if (emit_it)
+			shim_core__add_dropped(1);
 		return;
 	}
 	/*
@@ -221,9 +224,20 @@ void shim_pyfunc__end(const struct pyfunc_code *c, uint8_t end)
 		if (pt->stack[i].code != c->code)
 			continue;
 		pt->depth = i;
-		emit(pt, c, &pt->stack[i], i, end, now, session);
+		if (emit_it)
+			emit(pt, c, &pt->stack[i], i, end, now, session);
 		return;
 	}
+}
+
+void shim_pyfunc__end(const struct pyfunc_code *c, uint8_t end)
+{
+	finish(c, end, true);
+}
+
+void shim_pyfunc__cancel(const struct pyfunc_code *c)
+{
+	finish(c, 0, false);
 }
 
 /* ---- the poller's side ---- */
@@ -470,8 +484,10 @@ static void resolve(uint32_t session, bool early)
 	if (st.mech->scan)
 		st.mech->scan(shim_pyfunc_resolve__scanning());
 	atexit_hook(n > 0);
-	if (shim_pyfunc_codes__count() == st.noted_codes && n == st.missing)
+	if (shim_pyfunc_codes__count() == st.noted_codes && n == st.missing &&
+	    !strcmp(st.desc, st.desc_noted))
 		return;
+	snprintf(st.desc_noted, sizeof(st.desc_noted), "%s", st.desc);
 	st.missing = n;
 	st.noted_codes = shim_pyfunc_codes__count();
 	if (early)
@@ -711,10 +727,23 @@ static void pyfunc_poll(void)
 		atomic_store(&st.found, true);
 		py.PyGILState_Release(g);
 	}
+	/* 3.11's swapped functions: a code object's holders changed (a function made since?). */
+	if (st.mech->stale && st.mech->stale() && gil_take(&g)) {
+		char late[400];
+
+		if (st.mech && st.mech->look(late, sizeof(late)))
+			atomic_store(&st.found, true); /* its description changed: said anew */
+		if (st.mech && late[0]) {
+			shim_log("%s", late);
+			shim_core__status(session, BS_SHIM_EV_PYFUNC, 0, late, 0);
+		}
+		py.PyGILState_Release(g);
+	}
 	/* Functions imported or defined since: sys.modules grew, something is missing, or a
 	 * callback found one at its first call (said now). */
 	if (modules_len() == st.modules && !atomic_load(&st.found) &&
-	    ((!st.missing && !st.subclasses) || shim_now() - st.last_resolve < RETRY_NS))
+	    ((!st.missing && !st.subclasses && !(st.mech->pending && st.mech->pending())) ||
+	     shim_now() - st.last_resolve < RETRY_NS))
 		return;
 	if (!gil_take(&g))
 		return;

@@ -18,6 +18,8 @@
  *   shim_pyfunc_eval.c     3.8-3.11: a frame-evaluation hook (PEP 523) filtered by code object
  *   shim_pyfunc_prof.c     3.8-3.11: a C profile function, where the hook cannot be (the slot
  *                          another's: torch.compile) and for calls running when it went in
+ *   shim_pyfunc_swap.c     3.11: each traced function's own calls (a function type of the
+ *                          shim's), so the hook can leave the slot (3.11 inlines calls then)
  *
  * Every Python object is touched with the GIL held: the poller takes it (PyGILState_Ensure)
  * to install and remove, the callbacks run under it. Free-threaded builds are refused.
@@ -241,6 +243,9 @@ const struct pyfunc_code *shim_pyfunc_resolve__discover(PyObject *code, PyObject
 bool shim_pyfunc_resolve__has_bases(void);
 /* A class just created: its overrides of flag 's' entries' methods traced (GIL held). */
 void shim_pyfunc_resolve_class(PyObject *cls, pyfunc_added_fn added);
+/* Within ADDED from the class hook: the function object found in the new class (borrowed),
+ * else NULL. */
+PyObject *shim_pyfunc_resolve__adding_fn(void);
 
 /* shim_pyfunc_resolve.c's helpers, shared with shim_pyfunc_why.c and shim_pyfunc_seed.c */
 PyObject *shim_pyfunc_attr(PyObject *o, const char *name); /* new ref or NULL, no error */
@@ -324,6 +329,12 @@ struct pyfunc_mech {
 	bool (*lost)(void);
 	/* GIL held, after lost(): fall back on another, said in DESC */
 	void (*recover)(char *desc, size_t dlen);
+	/* whether a resolve is wanted soon though every entry is found */
+	bool (*pending)(void);
+	/* the poller, without the GIL: what the mechanism counts moved; then, GIL held, look:
+	 * true when its description changed; LATE: something to say once */
+	bool (*stale)(void);
+	bool (*look)(char *late, size_t llen);
 	void (*remove)(void); /* everything off */
 };
 
@@ -337,6 +348,34 @@ extern const struct pyfunc_mech shim_pyfunc_eval; /* shim_pyfunc_eval.c, 3.8-3.1
  * the child's own when the recording follows it (a DataLoader worker's calls).
  */
 void shim_pyfunc_eval__forked(void);
+
+/* The calling thread has the profile function (kept for a seed, or the fallback): it records. */
+bool shim_pyfunc_eval__profiled(void);
+
+/* ---- shim_pyfunc_swap.c: 3.11, each traced function's own calls (GIL held) ---- */
+
+/*
+ * Every function object of every code object in the table swapped to the shim's type (its
+ * calls recorded by its vectorcall), and those calls recorded from now on: false, with WHY,
+ * where that cannot be exact (a generator's code, a nested one's, one with no function yet).
+ */
+bool shim_pyfunc_swap__enter(char *why, size_t len);
+bool shim_pyfunc_swap__active(void);
+/* Its calls no longer recorded by the vectorcall (the hook records them): GIL held. */
+void shim_pyfunc_swap__leave(void);
+/* A code object added while active; FN: the function the class hook found, or NULL. False:
+ * not swapped now (a walk is needed). */
+bool shim_pyfunc_swap__added(const struct pyfunc_code *c, PyObject *fn);
+/* Without the GIL: a swapped code object's reference count moved (a function made since?). */
+bool shim_pyfunc_swap__stale(void);
+/* GIL held, after stale(): counted again, new functions swapped (LATE says one, once);
+ * false with WHY when one cannot be. */
+bool shim_pyfunc_swap__look_again(char *why, size_t len, char *late, size_t llen);
+/* How many function objects are swapped now. */
+uint32_t shim_pyfunc_swap__count(void);
+/* Every function back to PyFunction_Type and _PyFunction_Vectorcall (GIL held, or a forked
+ * child's one thread). */
+void shim_pyfunc_swap__restore(void);
 
 /* shim_pyfunc_prof.c for shim_pyfunc_eval.c: the profile function kept on a few threads */
 void *shim_pyfunc_prof__fn(void);
@@ -361,6 +400,8 @@ void shim_pyfunc__exiting(void);
 void shim_pyfunc__begin(const struct pyfunc_code *c, bool resumed);
 /* ... and ends (END: BS_PYFUNC_END_*): its record is written. */
 void shim_pyfunc__end(const struct pyfunc_code *c, uint8_t end);
+/* ... or was no call after all (its arguments did not bind): no record. */
+void shim_pyfunc__cancel(const struct pyfunc_code *c);
 /* The calling thread has a call begun before tracing open (or one kept for it to take). */
 bool shim_pyfunc__kept_open(void);
 /* Recording now (one relaxed load): the callbacks return at once when not. */

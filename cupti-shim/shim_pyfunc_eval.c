@@ -8,7 +8,10 @@
  * generator's frame suspended after it: a yield). Untraced calls pay the probe: 1.00-1.03x a
  * step of small calls on 3.8-3.10, against 1.3-1.9x for the C profile function
  * (bench/RESULTS.md, "Named functions before 3.12"). 3.11 neither inlines a Python-to-Python
- * call nor specializes one while any hook is set: 1.36x there, against about 3.6x.
+ * call nor specializes one while any hook is set (1.36x there, against about 3.6x): so on 3.11
+ * the hook leaves the slot once every name is found and each traced function's own calls are
+ * recorded instead (shim_pyfunc_swap.c: to_swap below), and comes back (to_hook) where that
+ * cannot be exact.
  *
  * Threads need nothing: the slot is the interpreter's, so threads started later and threads
  * running a profiler of their own (cProfile) are traced alike. But a call already running
@@ -48,6 +51,10 @@ static bool scanning;	       /* entries are looked for at first calls */
 static _Atomic bool keeping;   /* some thread has the profile function for its seeds */
 static _Atomic bool fell_back; /* the slot was taken: the profile function instead */
 static bool forked;	       /* a forked child's first frame is yet to come */
+/* 3.11: each function's own calls instead (shim_pyfunc_swap.c), the slot left default */
+static bool swap_pending; /* not yet: a code object has no function object yet */
+static char *desc_out;	  /* the poller's description of the mechanism (st.desc) */
+static size_t desc_cap;
 
 static PyObject *run(void *tstate, void *frame, int throwflag)
 {
@@ -57,6 +64,13 @@ static PyObject *run(void *tstate, void *frame, int throwflag)
 }
 
 /* The thread has the profile function (kept for a seed, or the fallback): it records. */
+static bool profiled(void *tstate);
+
+bool shim_pyfunc_eval__profiled(void)
+{
+	return profiled(NULL);
+}
+
 static bool profiled(void *tstate)
 {
 	if (!atomic_load_explicit(&keeping, memory_order_relaxed) &&
@@ -110,7 +124,8 @@ static __attribute__((noinline)) PyObject *evaluate(void *tstate, void *frame, i
 		c = shim_pyfunc__discover(code, shim_pyfunc_api__code_name(code), &candidate);
 		py.PyErr_Restore(type, value, tb);
 	}
-	if (!c || !shim_pyfunc__on() || profiled(tstate))
+	/* Each function's own calls recorded: a hook that saved ours still calls it. */
+	if (!c || shim_pyfunc_swap__active() || !shim_pyfunc__on() || profiled(tstate))
 		return run(tstate, frame, throwflag);
 	at = shim_pyfunc_api__eval_at(frame, c->gen);
 	if (at == PYFUNC_EVAL_CREATE)
@@ -190,10 +205,76 @@ static int eval_install(char *why, size_t len, char *desc, size_t dlen)
 	}
 	installed = true;
 	scanning = false;
+	swap_pending = false;
 	atomic_store(&fell_back, false);
 	set_slot(ours());
+	desc_out = desc;
+	desc_cap = dlen;
 	snprintf(desc, dlen, "a frame-evaluation hook (PEP 523)");
 	return 0;
+}
+
+/* The slot holds the default evaluator (3.11 keeps NULL for it). */
+static bool slot_default(void)
+{
+	void *cur = slot();
+
+	return !cur || cur == default_eval;
+}
+
+static void say_hook(const char *why)
+{
+	snprintf(desc_out, desc_cap, "a frame-evaluation hook (PEP 523)%s%s%s",
+		 why ? " (not each function's own calls: " : "", why ? why : "", why ? ")" : "");
+}
+
+/*
+ * 3.11, every entry found: each traced function's own calls recorded (shim_pyfunc_swap.c)
+ * and the hook out of the slot, so the job's other calls run inlined again. Where that
+ * cannot be exact, the hook stays, and says why.
+ */
+static void to_swap(void)
+{
+	char why[200];
+
+	if (py.minor != 11 || scanning || atomic_load(&fell_back))
+		return;
+	if (!shim_pyfunc_swap__active() && !shim_pyfunc_swap__enter(why, sizeof(why))) {
+		swap_pending = strstr(why, "no function object yet") != NULL;
+		say_hook(why);
+		return;
+	}
+	swap_pending = false;
+	if (slot() == ours())
+		set_slot(default_eval);
+	snprintf(desc_out, desc_cap,
+		 "each function's own calls (%u function objects given a function type of the "
+		 "shim's; no frame-evaluation hook)",
+		 shim_pyfunc_swap__count());
+}
+
+/* Back to the hook for every call (GIL held): WHY said. */
+static void to_hook(const char *why)
+{
+	char pwhy[160];
+
+	if (!shim_pyfunc_swap__active())
+		return;
+	shim_pyfunc_swap__leave();
+	if (slot_default()) {
+		set_slot(ours());
+		say_hook(why);
+		return;
+	}
+	/* The slot became another's meanwhile (torch.compile): the profile function. */
+	atomic_store(&fell_back, true);
+	if (shim_pyfunc_prof.install(pwhy, sizeof(pwhy), desc_out, desc_cap))
+		snprintf(desc_out, desc_cap, "each function's own calls, then nothing: %s", pwhy);
+	else
+		snprintf(desc_out, desc_cap,
+			 "each function's own calls until %s, then a C profile function (the "
+			 "frame-evaluation hook is another's (%p))",
+			 why, slot());
 }
 
 static void eval_scan(bool on)
@@ -201,6 +282,48 @@ static void eval_scan(bool on)
 	scanning = on;
 	if (atomic_load(&fell_back))
 		shim_pyfunc_prof.scan(on);
+	if (on)
+		to_hook("a name is still looked for at first calls");
+	else
+		to_swap();
+}
+
+static void eval_add(const struct pyfunc_code *c, bool may_have_run)
+{
+	char name[256], why[400];
+
+	(void)may_have_run;
+	if (!shim_pyfunc_swap__active() ||
+	    shim_pyfunc_swap__added(c, shim_pyfunc_resolve__adding_fn()))
+		return;
+	/* Its function objects are walked at the next resolve, soon: the hook meanwhile. */
+	snprintf(why, sizeof(why), "%s found since, its function objects not yet known",
+		 shim_pyfunc_attr_str(c->code, "co_qualname", name, sizeof(name)));
+	to_hook(why);
+	swap_pending = true;
+}
+
+static bool eval_pending(void)
+{
+	return swap_pending;
+}
+
+static bool eval_stale(void)
+{
+	return shim_pyfunc_swap__active() && shim_pyfunc_swap__stale();
+}
+
+static bool eval_look(char *late, size_t llen)
+{
+	char why[200];
+
+	late[0] = 0;
+	if (!shim_pyfunc_swap__active())
+		return false;
+	if (shim_pyfunc_swap__look_again(why, sizeof(why), late, llen))
+		return false;
+	to_hook(why);
+	return true;
 }
 
 static void eval_refresh(void)
@@ -223,7 +346,8 @@ static void eval_seeded(void)
 
 static bool eval_lost(void)
 {
-	return installed && !atomic_load(&fell_back) && slot() != ours();
+	return installed && !atomic_load(&fell_back) && !shim_pyfunc_swap__active() &&
+	       slot() != ours();
 }
 
 static void eval_recover(char *desc, size_t dlen)
@@ -246,12 +370,23 @@ static void eval_recover(char *desc, size_t dlen)
 void shim_pyfunc_eval__forked(void)
 {
 	forked = installed;
+	/*
+	 * Each function's own calls: the hook goes back in the child's copy of the slot (a plain
+	 * store on 3.11), so its first frame starts the child's poller, which puts the
+	 * functions back and installs the child's own.
+	 */
+	if (forked && shim_pyfunc_swap__active()) {
+		shim_pyfunc_swap__leave();
+		set_slot(ours());
+	}
 }
 
 static void eval_remove(void)
 {
 	if (interp && slot() == ours())
 		set_slot(py._PyEval_EvalFrameDefault);
+	shim_pyfunc_swap__restore();
+	swap_pending = false;
 	installed = false;
 	scanning = false;
 	if (atomic_exchange(&fell_back, false))
@@ -263,7 +398,11 @@ static void eval_remove(void)
 const struct pyfunc_mech shim_pyfunc_eval = {
 	.name = "frame-evaluation hook",
 	.install = eval_install,
+	.add = eval_add,
 	.refresh = eval_refresh,
+	.pending = eval_pending,
+	.stale = eval_stale,
+	.look = eval_look,
 	.scan = eval_scan,
 	.seeded = eval_seeded,
 	.lost = eval_lost,

@@ -60,6 +60,12 @@ static const PyObject *rejected[NREJECTED];
 /* Set while a code object that starts is tried: it has not run before (no restart needed). */
 static const PyObject *starting;
 static bool in_class_hook;
+static PyObject *adding_fn; /* the class hook's function being added (borrowed) */
+
+PyObject *shim_pyfunc_resolve__adding_fn(void)
+{
+	return in_class_hook ? adding_fn : NULL;
+}
 
 /* ---- looking at objects ---- */
 
@@ -427,7 +433,9 @@ static void override(PyObject *cls, const char *method, const char *domain, pyfu
 		snprintf(name, sizeof(name), "%s:%s.%s",
 			 shim_pyfunc_attr_str(cls, "__module__", mod, sizeof(mod)),
 			 shim_pyfunc_attr_str(cls, "__qualname__", qual, sizeof(qual)), method);
+		adding_fn = fn;
 		add(code, name, domain, added);
+		adding_fn = NULL;
 		py.Py_DecRef(code);
 	}
 	if (fn)

@@ -275,7 +275,7 @@ def clean(s):
     """No hook of the shim's is left, on the main thread or a new one."""
     for where in ("main", "new_thread"):
         h = s[where]
-        if (h["profile"] or h["threading"] or h["eval"] or h.get("tools")
+        if (h["profile"] or h["threading"] or h["eval"] or h.get("swapped") or h.get("tools")
                 or any(h.get("events", []))):
             return False
     return True

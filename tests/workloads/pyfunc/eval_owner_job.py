@@ -16,8 +16,13 @@ def work(n):
     return n + 1
 
 
+def ping():
+    """The child's first frame: its shim starts again (not work(), whose calls are counted:
+    the child's shim may be in by then or not)."""
+
+
 def fork_work(n, os_exit):
-    """A child calls work() once (its first frame: its shim starts again), says its pid
+    """A child calls ping() (its first frame: its shim starts again), says its pid
     ({"child": PID}), waits for the next line of stdin ("go", once the recorder traces it),
     calls work() N times and exits as a process does ({"child_exit": STATUS}), or with
     OS_EXIT as multiprocessing's children do: os._exit, no atexit."""
@@ -25,7 +30,7 @@ def fork_work(n, os_exit):
     child = os.fork()
     if not child:
         os.close(w)
-        work(0)
+        ping()
         print(json.dumps({"child": os.getpid()}), flush=True)
         os.read(r, 1)
         for i in range(n):

@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pyfunc_mod  # noqa: E402
@@ -226,7 +227,10 @@ def hooks():
     """What this interpreter holds now, on every thread."""
     out = {"profile": sys.getprofile() is not None,
            "threading": getattr(threading, "_profile_hook", None) is not None,
-           "eval": eval_hooked()}
+           "eval": eval_hooked(),
+           # 3.11: a traced function's own type (the shim's, while it records its calls)
+           "swapped": any(type(f) is not types.FunctionType
+                          for f in (pyfunc_mod.tiny, pyfunc_mod.hold, pyfunc_mod.helper))}
     if NEW:
         out["tools"] = [i for i in range(6) if sys.monitoring.get_tool(i) is not None]
         out["events"] = [sys.monitoring.get_events(i) for i in range(6)]
