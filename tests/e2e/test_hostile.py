@@ -12,8 +12,8 @@ import struct
 import subprocess
 import time
 
-from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, run, spawn, tmpdir, wait_for,
-                     workload)
+from helpers import (BPFSIGHT, Skip, alone, check, dump, eq, need_root, run, spawn, tmpdir,
+                     wait_for, workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 40
@@ -564,6 +564,40 @@ def test_a_root_recorder_keeps_only_the_capabilities_it_needs():
     # The recorder calls execveat once filtered: refused (without the filter: ENOENT); CMD,
     # forked before, ran sh and grep.
     check("seccomp filter installed: execveat refused (EPERM)" in p.stderr, p.stderr[-600:])
+
+
+@alone("it sets kernel.perf_event_paranoid, the machine's, for its recording")
+def test_a_paranoid_kernel_keeps_cap_sys_admin_for_perf_events():
+    """perf_event_paranoid above 2 (Debian's and Ubuntu's default 3, whose patch refuses every
+    perf_event_open without cap_sys_admin): the recorder keeps cap_sys_admin, so the cpu
+    family's sampling timers open once it has dropped the rest (Debian 12's 6.1 refused them
+    with EACCES: make check-kernels), and needs no uprobe broker. This kernel reads 3 as 2:
+    the capability kept is what is checked here; the samples, on a kernel with the patch."""
+    need_root()
+    from helpers import Recorder
+    path = "/proc/sys/kernel/perf_event_paranoid"
+    old = open(path).read().strip()
+    w = spawn([CPU_SPLIT, "split", "30"])
+    try:
+        with open(path, "w") as f:
+            f.write("3")
+        pid = int(w.stdout.readline().split()[1])
+        out = os.path.join(tmpdir(), "paranoid.bst")
+        rec = Recorder("-p", str(pid), "-t", "cpu,gil", "-d", "20s", out=out)
+        rec.wait_ready()
+        have = int(status_fields("/proc/self/status")["CapBnd"], 16)
+        want = sum(1 << CAP_NUM[c] for c in RECORDER_CAPS + ("cap_sys_admin",)) & have
+        eq(int(status_fields(f"/proc/{rec.p.pid}/status")["CapEff"], 16), want,
+           "the recorder's effective set: cap_sys_admin kept")
+        kids = open(f"/proc/{rec.p.pid}/task/{rec.p.pid}/children").read().split()
+        eq([k for k in kids if open(f"/proc/{k}/comm").read().strip() == "bpfsight-uprobe"], [],
+           "no uprobe broker: the recorder opens its uprobes itself")
+        eq(rec.stop(), 0, f"the recorder: {rec.stderr[-600:]}")
+        check(any(e["kind"] == "cpu_sample" for e in dump(out)), "cpu samples")
+    finally:
+        with open(path, "w") as f:
+            f.write(old)
+        w.kill()
 
 
 def test_launch_user_runs_cmd_as_that_user():

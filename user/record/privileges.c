@@ -58,6 +58,25 @@ int privileges__limit(__u64 keep)
 	return 0;
 }
 
+/*
+ * 1 where perf_event_paranoid is above 2: Debian's and Ubuntu's kernels (their patch
+ * "perf: Allow further restriction of perf_event_open", level 3 their default) then refuse
+ * every perf_event_open without CAP_SYS_ADMIN, CAP_PERFMON or not: the cpu family's
+ * sampling timers, the start's and end's thread samples (EACCES on Debian 12's 6.1 once the
+ * recorder had dropped it). Upstream kernels read any level above 2 as 2.
+ */
+static int perf_wants_sys_admin(void)
+{
+	char buf[16] = { 0 };
+	int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC), n = -1;
+
+	if (fd >= 0) {
+		n = (int)read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	return n > 0 && buf[0] >= '3' && buf[0] <= '9';
+}
+
 int privileges__drop(int writes_later, int (*keeper)(void))
 {
 	static int dropped;
@@ -70,10 +89,11 @@ int privileges__drop(int writes_later, int (*keeper)(void))
 	       (writes_later ? BIT(CAP_DAC_OVERRIDE) : 0);
 	/*
 	 * Kernels before 5.8 have neither CAP_BPF nor CAP_PERFMON: BPF needs CAP_SYS_ADMIN
-	 * there. Elsewhere it goes, and what needs it later (the perf-event uprobes:
+	 * there; a kernel whose perf_event_paranoid is above 2 asks it of every perf event.
+	 * Elsewhere it goes, and what needs it later (the perf-event uprobes:
 	 * uprobe_broker.h) is done by a process KEEPER forks now, which keeps it.
 	 */
-	if (!(have & BIT(CAP_BPF)) || !(have & BIT(CAP_PERFMON)) ||
+	if (!(have & BIT(CAP_BPF)) || !(have & BIT(CAP_PERFMON)) || perf_wants_sys_admin() ||
 	    ((have & BIT(CAP_SYS_ADMIN)) && (!keeper || keeper())))
 		keep |= BIT(CAP_SYS_ADMIN);
 	/* Kernel addresses are read later, without CAP_SYSLOG (the cpu family's fault handler). */
