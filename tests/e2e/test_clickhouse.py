@@ -629,3 +629,67 @@ def test_watch_with_the_server_down_first():
        "two ledger rows")
     eq(os.listdir(spool), [], "the spool empty")
     ch.stop()
+
+
+def monitor_intervals(ch, job):
+    """monitor --ship's rows of JOB: (file_id, seq, ts, dur, pid, name, args as JSON)."""
+    return [(f, int(s), int(t), int(d), int(p), n, json.loads(a)) for f, s, t, d, p, n, a in
+            ch.rows("SELECT file_id, seq, ts, dur, pid, name, args FROM bpfsight.events "
+                    f"WHERE job = '{job}' AND kind = 'monitor_interval'")]
+
+
+def test_monitor_intervals_exact_across_a_server_restart():
+    """monitor --ship over the syscall workload (exactly N getppid and M nanosleep): the
+    increments its intervals ship add up to the workload's counts and to monitor's own
+    Prometheus totals, with the server stopped for seconds mid-run and started again; no
+    interval twice, none overlapping another; the failures while it was down said in monitor's
+    own metrics, not silent."""
+    from monitor_prom import Monitor
+    from test_monitor import SYSCALLS, metric
+    helpers.need_root()
+    n, m = 20000, 1500
+    ch = ClickHouse()
+    spool = os.path.join(tmpdir(), "spool")
+    w = helpers.spawn([SYSCALLS, "--wait-stdin", str(n), str(m)])
+    pid = int(w.stdout.readline().split()[1])
+    keeper = helpers.spawn(["sleep", "120"])  # keeps -p's targets alive after the workload
+    mon = Monitor("-p", f"{pid},{keeper.pid}", "-t", "osrt", "--ship", ch.url("mon"),
+                  "--ship-interval", "300ms", "--ship-spool", spool)
+    helpers.tell(w, "go")
+
+    def shipped():
+        return metric(mon.metrics(), 'bpfsight_ship_intervals_total{state="shipped"}') or 0
+    helpers.wait_for(lambda: shipped() >= 2, 60, "intervals shipped")
+    ch.stop()
+    helpers.wait_for(lambda: (metric(mon.metrics(), "bpfsight_ship_failures_total") or 0) >= 3,
+                     60, "failed rounds counted while the server is down")
+    waiting = [f for f in os.listdir(spool) if f.endswith(".tsv")]
+    check(waiting, "intervals wait in the spool while the server is down")
+    ch.start()
+    helpers.wait_for(lambda: "the server answers again" in mon.stderr, 60,
+                     "the spooled intervals sent once the server is back, monitor running")
+    eq(w.wait(120), 0, "workload exit")
+    sel = f'bpfsight_syscalls_total{{pid="{pid}",comm="syscalls",syscall="%s"}}'
+    for call, want in (("getppid", n), ("nanosleep", m)):
+        helpers.wait_for(lambda: metric(mon.metrics(), sel % call) == want, 30,
+                         f"{call} == {want} in monitor's metrics")
+    keeper.kill()
+    eq(mon.stop(signal.SIGTERM), 0, f"exit status ({mon.stderr[-600:]})")
+    rows = monitor_intervals(ch, "mon")
+    # each row once: (interval, seq) unique; every interval in the ledger
+    keys = collections.Counter((f, s) for f, s, *_ in rows)
+    eq(max(keys.values()), 1, "no row twice")
+    spans = sorted({(t, d, f) for f, _, t, d, *_ in rows})
+    eq(len({f for *_, f in spans}), len(spans), "one span per interval")
+    for (t0, d0, f0), (t1, _, f1) in zip(spans, spans[1:]):
+        check(t0 + d0 <= t1, f"intervals {f0} and {f1} overlap")
+    files = ch.rows("SELECT count() FROM bpfsight.files WHERE job = 'mon'")
+    eq(int(files[0][0]), len(spans), "each interval in the ledger once")
+    check(len(spans) >= 5, f"{len(spans)} intervals")
+    for call, want in (("getppid", n), ("nanosleep", m)):
+        got = sum(a["value"] for _, _, _, _, p, name, a in rows
+                  if name == "bpfsight_syscalls_total" and p == pid
+                  and a["labels"].get("syscall") == call and a["type"] == "counter")
+        eq(got, want, f"{call}: the shipped increments add up to the workload's count")
+    eq(os.listdir(spool), [], "the spool empty")
+    ch.stop()
