@@ -7,6 +7,7 @@ import collections
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -692,4 +693,59 @@ def test_monitor_intervals_exact_across_a_server_restart():
                   and a["labels"].get("syscall") == call and a["type"] == "counter")
         eq(got, want, f"{call}: the shipped increments add up to the workload's count")
     eq(os.listdir(spool), [], "the spool empty")
+    ch.stop()
+
+
+def test_monitor_spool_full_drops_said_counts_still_exact():
+    """monitor --ship with the server down from the start and a spool too small for more than
+    a few intervals: the intervals past it are dropped, counted in
+    bpfsight_ship_intervals_dropped_total and said; once the server is started the spooled ones
+    are sent, and the counters' increments of the dropped ones went to the next interval
+    taken: the sums are still the workload's exact counts. A bad --ship is refused first."""
+    from monitor_prom import Monitor
+    from test_monitor import SYSCALLS, metric
+    helpers.need_root()
+    for bad, said in (("ch.example:8123/j", "bad --ship 'ch.example:8123/j'"),
+                      ("clickhouse://u:p@127.0.0.1:8123/j", "credentials")):
+        p = run([BPFSIGHT, "monitor", "-l", "127.0.0.1:0", "--ship", bad, "-d", "1"])
+        eq(p.returncode, 1, f"--ship {bad}: exit status")
+        check(said in p.stderr, f"--ship {bad}: {p.stderr.strip()}")
+    n, m = 5000, 800
+    ch = ClickHouse()
+    ch.stop()
+    spool = os.path.join(tmpdir(), "spool")
+    w = helpers.spawn([SYSCALLS, "--wait-stdin", str(n), str(m)])
+    pid = int(w.stdout.readline().split()[1])
+    keeper = helpers.spawn(["sleep", "120"])
+    mon = Monitor("-p", f"{pid},{keeper.pid}", "-t", "osrt", "--ship", ch.url("full"),
+                  "--ship-interval", "200ms", "--ship-spool", spool, "--ship-spool-max", "40K")
+    helpers.tell(w, "go")
+    sel = f'bpfsight_syscalls_total{{pid="{pid}",comm="syscalls",syscall="%s"}}'
+    dropped = 'bpfsight_ship_intervals_dropped_total'
+    helpers.wait_for(lambda: (metric(mon.metrics(), dropped) or 0) >= 3, 60,
+                     "intervals dropped, the spool full")
+    # what the workload did while they were dropped is in the next interval taken
+    check(metric(mon.metrics(), sel % "getppid"), "getppid counted while the spool is full")
+    check("is full" in mon.stderr, f"the full spool said: {mon.stderr[-600:]}")
+    eq(w.wait(120), 0, "workload exit")
+    ch.start()
+    helpers.wait_for(lambda: "the server answers again" in mon.stderr, 60,
+                     "the spooled intervals sent once the server is started")
+    for call, want in (("getppid", n), ("nanosleep", m)):
+        helpers.wait_for(lambda: metric(mon.metrics(), sel % call) == want, 30,
+                         f"{call} == {want} in monitor's metrics")
+    keeper.kill()
+    eq(mon.stop(signal.SIGTERM), 0, f"exit status ({mon.stderr[-600:]})")
+    check(re.search(r"--ship: \d+ intervals spooled, \d+ shipped \(\d+ rows\), [1-9]\d* dropped",
+                    mon.stderr), f"the end line counts the drops: {mon.stderr[-600:]}")
+    rows = monitor_intervals(ch, "full")
+    spans = sorted({(t, d, f) for f, _, t, d, *_ in rows})
+    for (t0, d0, f0), (t1, _, f1) in zip(spans, spans[1:]):
+        check(t0 + d0 <= t1, f"intervals {f0} and {f1} overlap")
+    for call, want in (("getppid", n), ("nanosleep", m)):
+        got = sum(a["value"] for _, _, _, _, p, name, a in rows
+                  if name == "bpfsight_syscalls_total" and p == pid
+                  and a["labels"].get("syscall") == call)
+        eq(got, want, f"{call}: the shipped increments add up, the dropped intervals' "
+           f"included ({mon.stderr[-600:]})")
     ch.stop()
