@@ -710,6 +710,9 @@ def test_monitor_spool_full_drops_said_counts_still_exact():
         p = run([BPFSIGHT, "monitor", "-l", "127.0.0.1:0", "--ship", bad, "-d", "1"])
         eq(p.returncode, 1, f"--ship {bad}: exit status")
         check(said in p.stderr, f"--ship {bad}: {p.stderr.strip()}")
+    p = run([BPFSIGHT, "monitor", "-l", "127.0.0.1:0", "--ship-interval", "1s", "-d", "1"])
+    eq(p.returncode, 1, "--ship-interval without --ship: exit status")
+    check("are --ship's" in p.stderr, p.stderr.strip())
     n, m = 5000, 800
     ch = ClickHouse()
     ch.stop()

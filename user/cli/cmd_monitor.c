@@ -69,6 +69,9 @@ static int check_monitor(struct record_args *a, int argc, char **argv)
 	if (o->flight.window_ns && !o->output)
 		return FAIL(
 			"--flight-recorder needs -o FILE: its dumps are FILE-1.bst, FILE-2.bst...");
+	if (a->ship_opts && !a->ship_url)
+		return FAIL("--ship-interval, --ship-spool and --ship-spool-max are --ship's: add "
+			    "--ship clickhouse://HOST:PORT/JOB");
 	if (!o->flight.window_ns && o->output)
 		return FAIL("monitor writes no trace file: -o names --flight-recorder's dumps (add "
 			    "--flight-recorder=60s, or drop -o)");

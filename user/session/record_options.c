@@ -357,6 +357,7 @@ static int opt_ship_interval(struct record_args *a, const char *arg)
 	if (parse_duration_ns(arg, &a->ship_interval_ns) || a->ship_interval_ns < 100000000ull)
 		return FAIL("bad --ship-interval '%s': a duration of at least 100ms (10s, 1m)",
 			    arg);
+	a->ship_opts = 1;
 	return 0;
 }
 
@@ -365,6 +366,7 @@ static int opt_ship_spool(struct record_args *a, const char *arg)
 	if (!*arg)
 		return FAIL("--ship-spool needs a folder");
 	a->ship_spool = arg;
+	a->ship_opts = 1;
 	return 0;
 }
 
@@ -372,6 +374,7 @@ static int opt_ship_spool_max(struct record_args *a, const char *arg)
 {
 	if (parse_size(arg, &a->ship_spool_max) || !a->ship_spool_max)
 		return FAIL("bad --ship-spool-max '%s': a size (64M, 1G)", arg);
+	a->ship_opts = 1;
 	return 0;
 }
 
