@@ -7,6 +7,7 @@ import collections
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -628,4 +629,126 @@ def test_watch_with_the_server_down_first():
     eq(ch.rows("SELECT count() FROM bpfsight.files FINAL WHERE job = 'later'"), [["2"]],
        "two ledger rows")
     eq(os.listdir(spool), [], "the spool empty")
+    ch.stop()
+
+
+def monitor_intervals(ch, job):
+    """monitor --ship's rows of JOB: (file_id, seq, ts, dur, pid, name, args as JSON)."""
+    return [(f, int(s), int(t), int(d), int(p), n, json.loads(a)) for f, s, t, d, p, n, a in
+            ch.rows("SELECT file_id, seq, ts, dur, pid, name, args FROM bpfsight.events "
+                    f"WHERE job = '{job}' AND kind = 'monitor_interval'")]
+
+
+def test_monitor_intervals_exact_across_a_server_restart():
+    """monitor --ship over the syscall workload (exactly N getppid and M nanosleep): the
+    increments its intervals ship add up to the workload's counts and to monitor's own
+    Prometheus totals, with the server stopped for seconds mid-run and started again; no
+    interval twice, none overlapping another; the failures while it was down said in monitor's
+    own metrics, not silent."""
+    from monitor_prom import Monitor
+    from test_monitor import SYSCALLS, metric
+    helpers.need_root()
+    n, m = 20000, 1500
+    ch = ClickHouse()
+    spool = os.path.join(tmpdir(), "spool")
+    w = helpers.spawn([SYSCALLS, "--wait-stdin", str(n), str(m)])
+    pid = int(w.stdout.readline().split()[1])
+    keeper = helpers.spawn(["sleep", "120"])  # keeps -p's targets alive after the workload
+    mon = Monitor("-p", f"{pid},{keeper.pid}", "-t", "osrt", "--ship", ch.url("mon"),
+                  "--ship-interval", "300ms", "--ship-spool", spool)
+    helpers.tell(w, "go")
+
+    def shipped():
+        return metric(mon.metrics(), 'bpfsight_ship_intervals_total{state="shipped"}') or 0
+    helpers.wait_for(lambda: shipped() >= 2, 60, "intervals shipped")
+    ch.stop()
+    helpers.wait_for(lambda: (metric(mon.metrics(), "bpfsight_ship_failures_total") or 0) >= 3,
+                     60, "failed rounds counted while the server is down")
+    waiting = [f for f in os.listdir(spool) if f.endswith(".tsv")]
+    check(waiting, "intervals wait in the spool while the server is down")
+    ch.start()
+    helpers.wait_for(lambda: "the server answers again" in mon.stderr, 60,
+                     "the spooled intervals sent once the server is back, monitor running")
+    eq(w.wait(120), 0, "workload exit")
+    sel = f'bpfsight_syscalls_total{{pid="{pid}",comm="syscalls",syscall="%s"}}'
+    for call, want in (("getppid", n), ("nanosleep", m)):
+        helpers.wait_for(lambda: metric(mon.metrics(), sel % call) == want, 30,
+                         f"{call} == {want} in monitor's metrics")
+    keeper.kill()
+    eq(mon.stop(signal.SIGTERM), 0, f"exit status ({mon.stderr[-600:]})")
+    rows = monitor_intervals(ch, "mon")
+    # each row once: (interval, seq) unique; every interval in the ledger
+    keys = collections.Counter((f, s) for f, s, *_ in rows)
+    eq(max(keys.values()), 1, "no row twice")
+    spans = sorted({(t, d, f) for f, _, t, d, *_ in rows})
+    eq(len({f for *_, f in spans}), len(spans), "one span per interval")
+    for (t0, d0, f0), (t1, _, f1) in zip(spans, spans[1:]):
+        check(t0 + d0 <= t1, f"intervals {f0} and {f1} overlap")
+    files = ch.rows("SELECT count() FROM bpfsight.files WHERE job = 'mon'")
+    eq(int(files[0][0]), len(spans), "each interval in the ledger once")
+    check(len(spans) >= 5, f"{len(spans)} intervals")
+    for call, want in (("getppid", n), ("nanosleep", m)):
+        got = sum(a["value"] for _, _, _, _, p, name, a in rows
+                  if name == "bpfsight_syscalls_total" and p == pid
+                  and a["labels"].get("syscall") == call and a["type"] == "counter")
+        eq(got, want, f"{call}: the shipped increments add up to the workload's count")
+    eq(os.listdir(spool), [], "the spool empty")
+    ch.stop()
+
+
+def test_monitor_spool_full_drops_said_counts_still_exact():
+    """monitor --ship with the server down from the start and a spool too small for more than
+    a few intervals: the intervals past it are dropped, counted in
+    bpfsight_ship_intervals_dropped_total and said; once the server is started the spooled ones
+    are sent, and the counters' increments of the dropped ones went to the next interval
+    taken: the sums are still the workload's exact counts. A bad --ship is refused first."""
+    from monitor_prom import Monitor
+    from test_monitor import SYSCALLS, metric
+    helpers.need_root()
+    for bad, said in (("ch.example:8123/j", "bad --ship 'ch.example:8123/j'"),
+                      ("clickhouse://u:p@127.0.0.1:8123/j", "credentials")):
+        p = run([BPFSIGHT, "monitor", "-l", "127.0.0.1:0", "--ship", bad, "-d", "1"])
+        eq(p.returncode, 1, f"--ship {bad}: exit status")
+        check(said in p.stderr, f"--ship {bad}: {p.stderr.strip()}")
+    p = run([BPFSIGHT, "monitor", "-l", "127.0.0.1:0", "--ship-interval", "1s", "-d", "1"])
+    eq(p.returncode, 1, "--ship-interval without --ship: exit status")
+    check("are --ship's" in p.stderr, p.stderr.strip())
+    n, m = 5000, 800
+    ch = ClickHouse()
+    ch.stop()
+    spool = os.path.join(tmpdir(), "spool")
+    w = helpers.spawn([SYSCALLS, "--wait-stdin", str(n), str(m)])
+    pid = int(w.stdout.readline().split()[1])
+    keeper = helpers.spawn(["sleep", "120"])
+    mon = Monitor("-p", f"{pid},{keeper.pid}", "-t", "osrt", "--ship", ch.url("full"),
+                  "--ship-interval", "200ms", "--ship-spool", spool, "--ship-spool-max", "40K")
+    helpers.tell(w, "go")
+    sel = f'bpfsight_syscalls_total{{pid="{pid}",comm="syscalls",syscall="%s"}}'
+    dropped = 'bpfsight_ship_intervals_dropped_total'
+    helpers.wait_for(lambda: (metric(mon.metrics(), dropped) or 0) >= 3, 60,
+                     "intervals dropped, the spool full")
+    # what the workload did while they were dropped is in the next interval taken
+    check(metric(mon.metrics(), sel % "getppid"), "getppid counted while the spool is full")
+    check("is full" in mon.stderr, f"the full spool said: {mon.stderr[-600:]}")
+    eq(w.wait(120), 0, "workload exit")
+    ch.start()
+    helpers.wait_for(lambda: "the server answers again" in mon.stderr, 60,
+                     "the spooled intervals sent once the server is started")
+    for call, want in (("getppid", n), ("nanosleep", m)):
+        helpers.wait_for(lambda: metric(mon.metrics(), sel % call) == want, 30,
+                         f"{call} == {want} in monitor's metrics")
+    keeper.kill()
+    eq(mon.stop(signal.SIGTERM), 0, f"exit status ({mon.stderr[-600:]})")
+    check(re.search(r"--ship: \d+ intervals spooled, \d+ shipped \(\d+ rows\), [1-9]\d* dropped",
+                    mon.stderr), f"the end line counts the drops: {mon.stderr[-600:]}")
+    rows = monitor_intervals(ch, "full")
+    spans = sorted({(t, d, f) for f, _, t, d, *_ in rows})
+    for (t0, d0, f0), (t1, _, f1) in zip(spans, spans[1:]):
+        check(t0 + d0 <= t1, f"intervals {f0} and {f1} overlap")
+    for call, want in (("getppid", n), ("nanosleep", m)):
+        got = sum(a["value"] for _, _, _, _, p, name, a in rows
+                  if name == "bpfsight_syscalls_total" and p == pid
+                  and a["labels"].get("syscall") == call)
+        eq(got, want, f"{call}: the shipped increments add up, the dropped intervals' "
+           f"included ({mon.stderr[-600:]})")
     ch.stop()

@@ -14,6 +14,7 @@
 #include "family.h"
 #include "http_server.h"
 #include "metrics.h"
+#include "monitor_ship.h"
 #include "privileges.h"
 #include "record_args.h"
 #include "uprobe_broker.h"
@@ -35,9 +36,18 @@ static void usage(FILE *f)
 		"docs/PRODUCTION.md.\n");
 }
 
+/* What the HTTP server renders: the metrics, --ship's own, the daemon's. */
+struct monitor_served {
+	struct metrics *m;
+	struct monitor_ship *ship; /* NULL without --ship */
+};
+
 static void render(void *arg, FILE *f)
 {
-	metrics__render(arg, f);
+	struct monitor_served *sv = arg;
+
+	metrics__render(sv->m, f);
+	monitor_ship__render(sv->ship, f);
 	metrics_self__render(f);
 }
 
@@ -59,6 +69,9 @@ static int check_monitor(struct record_args *a, int argc, char **argv)
 	if (o->flight.window_ns && !o->output)
 		return FAIL(
 			"--flight-recorder needs -o FILE: its dumps are FILE-1.bst, FILE-2.bst...");
+	if (a->ship_opts && !a->ship_url)
+		return FAIL("--ship-interval, --ship-spool and --ship-spool-max are --ship's: add "
+			    "--ship clickhouse://HOST:PORT/JOB");
 	if (!o->flight.window_ns && o->output)
 		return FAIL("monitor writes no trace file: -o names --flight-recorder's dumps (add "
 			    "--flight-recorder=60s, or drop -o)");
@@ -72,6 +85,7 @@ int cmd_monitor(int argc, char **argv)
 	struct metrics_opts mo = { .rebalance_ns = REBALANCE_NS };
 	struct http_server *srv = NULL;
 	struct metrics *m = NULL;
+	struct monitor_served sv = {};
 	char err[512];
 	int ret = 1, stats_fd = -1, e;
 
@@ -101,6 +115,10 @@ int cmd_monitor(int argc, char **argv)
 		FAIL("out of memory");
 		goto out;
 	}
+	sv.m = m;
+	if (a.ship_url && !(sv.ship = monitor_ship__new(m, a.ship_url, a.ship_spool,
+							a.ship_spool_max, a.ship_interval_ns)))
+		goto out;
 	/*
 	 * The BPF programs' run time, for bpfsight_bpf_run_seconds_total; on while we hold the fd.
 	 * Not by default: the kernel then reads the clock twice around every program run.
@@ -112,9 +130,14 @@ int cmd_monitor(int argc, char **argv)
 	if (e)
 		pr_warn("cannot drop the capabilities monitoring does not need: %s\n",
 			strerror(-e));
-	e = http_server__start(srv, render, m);
+	e = http_server__start(srv, render, &sv);
 	if (e) {
 		FAIL("cannot start the HTTP server: %s", strerror(-e));
+		goto out;
+	}
+	e = sv.ship ? monitor_ship__start(sv.ship) : 0;
+	if (e) {
+		FAIL("cannot start --ship's thread: %s", strerror(-e));
 		goto out;
 	}
 	o->sink = metrics__record;
@@ -123,7 +146,8 @@ int cmd_monitor(int argc, char **argv)
 	record_args__libbpf_print(o->verbose);
 	ret = recorder__run(o);
 out:
-	http_server__free(srv); /* before the metrics it reads */
+	http_server__free(srv);	     /* before the metrics it reads */
+	monitor_ship__stop(sv.ship); /* the last interval: every record is counted */
 	metrics__free(m);
 	if (stats_fd >= 0)
 		close(stats_fd);

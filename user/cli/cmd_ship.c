@@ -277,21 +277,6 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 /* --watch's SIGINT or SIGTERM: no more rounds, no more retries. */
 static volatile sig_atomic_t ship_stop;
 
-/* Spooled NAME (JOB.CONTENT_ID.tsv) into its job and id; 0 or -EINVAL. */
-static int ship_entry(char *name, const char **job, const char **id)
-{
-	char *dot;
-
-	name[strlen(name) - 4] = 0;
-	dot = strrchr(name, '.');
-	if (!dot || dot == name)
-		return -EINVAL;
-	*dot = 0;
-	*job = name;
-	*id = dot + 1;
-	return 0;
-}
-
 static int ship_status(int err)
 {
 	if (ch_server__retryable(err))
@@ -312,7 +297,7 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_op
 	n = ship_spool__list(sp, &names);
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/%s", sp->dir, names[i]);
-		if (ship_entry(names[i], &job, &id))
+		if (ship_spool__entry(names[i], &job, &id))
 			continue;
 		/* another ship's now: it sends it (said; this one's status says so) */
 		err = ship_hold(o, sp, job, id, path);

@@ -341,6 +341,43 @@ static int opt_bpf_stats(struct record_args *a, const char *arg)
 	return 0;
 }
 
+static int opt_ship(struct record_args *a, const char *arg)
+{
+	/* the rest of the URL is ship's to read (ch_http.h), once monitor starts */
+	if (strncmp(arg, "clickhouse://", 13) && strncmp(arg, "http://", 7) &&
+	    strncmp(arg, "https://", 8))
+		return FAIL("bad --ship '%s': clickhouse://HOST:PORT/JOB (or http://, https://)",
+			    arg);
+	a->ship_url = arg;
+	return 0;
+}
+
+static int opt_ship_interval(struct record_args *a, const char *arg)
+{
+	if (parse_duration_ns(arg, &a->ship_interval_ns) || a->ship_interval_ns < 100000000ull)
+		return FAIL("bad --ship-interval '%s': a duration of at least 100ms (10s, 1m)",
+			    arg);
+	a->ship_opts = 1;
+	return 0;
+}
+
+static int opt_ship_spool(struct record_args *a, const char *arg)
+{
+	if (!*arg)
+		return FAIL("--ship-spool needs a folder");
+	a->ship_spool = arg;
+	a->ship_opts = 1;
+	return 0;
+}
+
+static int opt_ship_spool_max(struct record_args *a, const char *arg)
+{
+	if (parse_size(arg, &a->ship_spool_max) || !a->ship_spool_max)
+		return FAIL("bad --ship-spool-max '%s': a size (64M, 1G)", arg);
+	a->ship_opts = 1;
+	return 0;
+}
+
 static int opt_dry_run(struct record_args *a, const char *arg)
 {
 	a->o.dry_run = 1;
@@ -539,6 +576,19 @@ static const struct rec_option table[] = {
 	{ "bpf-stats", 0, NULL, M,
 	  "turn on the kernel's BPF run-time statistics for bpfsight_bpf_run_seconds_total (two "
 	  "clock reads per probe hit: see bench/RESULTS.md)", NULL, opt_bpf_stats },
+	{ "ship", 0, "URL", M,
+	  "every --ship-interval, the interval's values (counters' increments, gauges as read) "
+	  "to ClickHouse, clickhouse://HOST:PORT/JOB (credentials as ship takes them; "
+	  "docs/CLICKHOUSE.md, \"monitor's intervals\")", NULL, opt_ship },
+	{ "ship-interval", 0, "DUR", M, "--ship's interval (default 10s)", NULL,
+	  opt_ship_interval },
+	{ "ship-spool", 0, "DIR", M,
+	  "where --ship's intervals wait for the server (default: ship's, the cache's "
+	  "ship/HOST_PORT)", NULL, opt_ship_spool },
+	{ "ship-spool-max", 0, "SIZE", M,
+	  "--ship's spool bound (default 64M): an interval past it is not spooled, counted in "
+	  "bpfsight_ship_intervals_dropped_total, its counters' increments go to the next one",
+	  NULL, opt_ship_spool_max },
 	{ "dry-run", 0, NULL, R,
 	  "find and list every uprobe site (object, symbol, offset, instruction, cost class); "
 	  "record nothing. With CMD, runs it and lists what was found", NULL, opt_dry_run },
@@ -693,6 +743,8 @@ int record_args__init(struct record_args *a, const char *cmd)
 	a->listen = DEFAULT_LISTEN;
 	a->top_n = DEFAULT_TOP;
 	a->grace_ns = DEFAULT_GRACE;
+	a->ship_interval_ns = 10 * 1000000000ull;
+	a->ship_spool_max = 64ull << 20;
 	a->interval_ns = DEFAULT_REFRESH;
 	flight_opts__init(&a->o.flight);
 	/* Stacks are asked for (docs/STACKS.md); metrics need none. */

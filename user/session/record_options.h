@@ -31,6 +31,11 @@ struct record_args {
 	__u32 top_n;
 	__u64 grace_ns;
 	int bpf_stats;
+	const char *ship_url;	/* --ship: each interval's values to ClickHouse (NULL: none) */
+	const char *ship_spool; /* --ship-spool (NULL: the cache's, as ship's) */
+	__u64 ship_interval_ns; /* --ship-interval */
+	__u64 ship_spool_max;	/* --ship-spool-max */
+	int ship_opts;		/* a --ship-* option was given: refused without --ship */
 	/* top's own */
 	__u64 interval_ns;
 	__u32 iterations; /* frames, then stop; 0 = no limit */

@@ -126,3 +126,17 @@ void ship_spool__free_list(char **names, int n)
 		free(names[i]);
 	free(names);
 }
+
+int ship_spool__entry(char *name, const char **job, const char **id)
+{
+	char *dot;
+
+	name[strlen(name) - 4] = 0;
+	dot = strrchr(name, '.');
+	if (!dot || dot == name)
+		return -EINVAL;
+	*dot = 0;
+	*job = name;
+	*id = dot + 1;
+	return 0;
+}

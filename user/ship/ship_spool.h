@@ -26,5 +26,7 @@ void ship_spool__path(const struct ship_spool *sp, const char *job, const char *
 /* The spooled files, oldest first, into *NAMES (malloc'd each and the array): their count. */
 int ship_spool__list(const struct ship_spool *sp, char ***names);
 void ship_spool__free_list(char **names, int n);
+/* A listed NAME (JOB.CONTENT_ID.tsv) cut in place into its job and id: 0 or -EINVAL. */
+int ship_spool__entry(char *name, const char **job, const char **id);
 
 #endif /* BPFSIGHT_SHIP_SPOOL_H */
