@@ -191,6 +191,27 @@ def test_flight_max_dumps():
     check("2 over --max-dumps" in err, f"the capped triggers are counted: {err[-400:]}")
 
 
+def test_flight_trigger_that_comes_with_the_stop_is_written():
+    """A SIGUSR1 that arrives with the stop's SIGINT (both pending when the recorder runs
+    again: it is held by SIGSTOP meanwhile) is not lost: its dump is written at the end. The
+    drain loop saw the stop first and left the trigger pending, unwritten and uncounted (once
+    in a full run, test_flight_max_dumps's last trigger)."""
+    need_root()
+    f = Flight("--flight-recorder", "2s", "--trigger-cooldown", "0s")
+    f.phase("g 10")
+    f.r.p.send_signal(signal.SIGSTOP)
+    try:
+        f.r.p.send_signal(signal.SIGUSR1)
+        f.r.p.send_signal(signal.SIGINT)
+    finally:
+        f.r.p.send_signal(signal.SIGCONT)
+    eq(f.r.wait(60), 0, f"recorder exit status ({f.r.stderr[-800:]})")
+    tell(f.w, "q")
+    f.w.wait(10)
+    eq(len(f.dumps()), 1, f"the trigger's dump: {f.r.stderr[-800:]}")
+    check("1 dumps written" in f.r.stderr, f.r.stderr[-600:])
+
+
 def vm_kib(pid, field):
     with open(f"/proc/{pid}/status") as fh:
         return int(re.search(rf"^{field}:\s+(\d+) kB", fh.read(), re.M).group(1))

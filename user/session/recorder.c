@@ -538,6 +538,22 @@ static int go_live(struct recording *r)
 }
 
 /*
+ * A SIGUSR1 or SIGUSR2 received: a flush (1: done), or with --flight-recorder a trigger (0).
+ */
+static int take_flush_signal(struct recording *r)
+{
+	int sig = flush_signal;
+
+	flush_signal = 0;
+	if (!r->flight) {
+		recording__flush_now(r);
+		return 1;
+	}
+	flight__trigger(r->flight, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2", 1);
+	return 0;
+}
+
+/*
  * Drain the ring buffer into the file until a stop signal, a failed write, the duration's
  * end or the targets' exit; on the way: new code probed, flushes and flight dumps on
  * request, losses and the families' in-kernel totals written, the status line.
@@ -579,16 +595,8 @@ static void drain(struct recording *r)
 			r->ended = "-d's time is over";
 			break;
 		}
-		if (flush_signal) {
-			int sig = flush_signal;
-
-			flush_signal = 0;
-			if (!r->flight) {
-				recording__flush_now(r);
-				continue;
-			}
-			flight__trigger(r->flight, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2", 1);
-		}
+		if (flush_signal && take_flush_signal(r))
+			continue;
 		if (r->flight && flight__due(r->flight, now)) {
 			/* The window ends now: in-kernel totals and losses first, as a flush. */
 			recording__bring_up_to_date(r);
@@ -622,6 +630,12 @@ static void drain(struct recording *r)
 			recording__print_status(r, now, 0);
 		}
 	}
+	/*
+	 * A trigger that came with the stop (both pending when the loop woke, or between its
+	 * look and the break): written at the end, or counted, never lost.
+	 */
+	if (flush_signal && r->flight)
+		take_flush_signal(r);
 }
 
 /*
