@@ -2,6 +2,7 @@
 /* Dropping what recording does not need (privileges.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/bpf.h>
@@ -74,7 +75,7 @@ static int perf_wants_sys_admin(void)
 		n = (int)read(fd, buf, sizeof(buf) - 1);
 		close(fd);
 	}
-	return n > 0 && buf[0] >= '3' && buf[0] <= '9';
+	return n > 0 && strtol(buf, NULL, 10) > 2;
 }
 
 int privileges__drop(int writes_later, int (*keeper)(void))
