@@ -117,7 +117,7 @@ gpu_prof() {
 part_base() {
 	echo "== untraced"; python3 "$here/torch_loop.py" 200
 	echo "== launch mode (all families)"
-	"$bin" record -f -o "$work/launch.bst" -- python3 "$here/torch_loop.py" 200
+	"$bin" record --force -o "$work/launch.bst" -- python3 "$here/torch_loop.py" 200
 	"$bin" info "$work/launch.bst"
 	"$bin" stats "$work/launch.bst" -r osrt_sum | head -20 || true
 	"$bin" stats "$work/launch.bst" -r sched_sum | head -20 || true
@@ -127,7 +127,7 @@ part_base() {
 	python3 "$here/torch_loop.py" 2000 & pid=$!
 	pids+=("$pid")
 	sleep 3
-	"$bin" record -f -o "$work/attach.bst" -p "$pid" -d 3s
+	"$bin" record --force -o "$work/attach.bst" -p "$pid" -d 3s
 	wait "$pid"
 	"$bin" info --json "$work/attach.bst"
 }
@@ -136,7 +136,7 @@ part_base() {
 part_cuda() {
 	echo "== cuda: kernel launches, bpfsight vs torch.profiler, launch mode ($steps steps)"
 	check "launch mode: bpfsight record" \
-		"$bin" record -f -t cuda --capture-range=cudaProfilerApi -o "$work/cuda_launch.bst" -- \
+		"$bin" record --force -t cuda --capture-range=cudaProfilerApi -o "$work/cuda_launch.bst" -- \
 		python3 "$here/torch_loop.py" --validate "$steps" --json "$work/cuda_launch.json"
 	"$bin" info "$work/cuda_launch.bst" || true
 	"$bin" stats "$work/cuda_launch.bst" -r cuda_api_sum,cuda_launch_sum,cuda_err_sum | head -60 || true
@@ -149,7 +149,7 @@ part_cuda() {
 		--json "$work/cuda_attach.json" >"$work/loop.out" 2>&1 & pid=$!
 	pids+=("$pid")
 	if wait_grep "$work/loop.out" '^ready pid' "$pid"; then
-		"$bin" record -f -t cuda --capture-range=cudaProfilerApi -p "$pid" \
+		"$bin" record --force -t cuda --capture-range=cudaProfilerApi -p "$pid" \
 			-o "$work/cuda_attach.bst" 2>"$work/rec.err" & rec=$!
 		pids+=("$rec")
 		if wait_grep "$work/rec.err" 'Ctrl-C' "$rec"; then
@@ -175,7 +175,7 @@ part_cuda() {
 		echo "== cuda: test workloads on a real GPU (calls succeed, kernels named through handles)"
 		for v in shared static; do
 			check "cuda_api_$v: bpfsight record" \
-				"$bin" record -f -t cuda -o "$work/wl_$v.bst" -- "$wl/cuda_api_$v" 3
+				"$bin" record --force -t cuda -o "$work/wl_$v.bst" -- "$wl/cuda_api_$v" 3
 			"$bin" stats "$work/wl_$v.bst" -r cuda_launch_sum,cuda_err_sum || true
 			# 3 rounds: my_kernel_a 6, my_kernel_b 9, scale_kernel<float> 3 launches, named.
 			check "cuda_api_$v: launches named and counted" python3 - "$bin" "$work/wl_$v.bst" <<-'EOF'
@@ -201,7 +201,7 @@ part_gpu() {
 	# CUPTI has one owner per process: torch.profiler's half runs in its own process.
 	gpu_prof
 	check "gpu launch mode: bpfsight record" \
-		"$bin" record -f -t cuda,gpu,nvtx --capture-range=cudaProfilerApi \
+		"$bin" record --force -t cuda,gpu,nvtx --capture-range=cudaProfilerApi \
 		-o "$work/gpu_launch.bst" -- python3 "$here/torch_loop.py" --validate \
 		--halves range "$steps" --json "$work/gpu_launch.json"
 	"$bin" info "$work/gpu_launch.bst" || true
@@ -219,7 +219,7 @@ part_gpu() {
 		--json "$work/gpu_inject.json" >"$work/inj_loop.out" 2>&1 & pid=$!
 	pids+=("$pid")
 	if wait_grep "$work/inj_loop.out" '^ready pid' "$pid"; then
-		"$bin" record -f -t cuda,gpu --inject --capture-range=cudaProfilerApi -p "$pid" \
+		"$bin" record --force -t cuda,gpu --inject --capture-range=cudaProfilerApi -p "$pid" \
 			-o "$work/gpu_inject.bst" 2>"$work/inj_rec.err" & rec=$!
 		pids+=("$rec")
 		if wait_grep "$work/inj_rec.err" 'the cupti-shim is loaded' "$rec"; then
@@ -256,7 +256,7 @@ part_gpu() {
 		fams=gpu
 		[ "$round" = 2 ] && fams=cuda,gpu
 		check "running job: attach round $round (-t $fams)" \
-			"$bin" record -f -t "$fams" -p "$pid" -d 3s -o "$work/job$round.bst"
+			"$bin" record --force -t "$fams" -p "$pid" -d 3s -o "$work/job$round.bst"
 		check "running job: round $round has kernels and the shim drained" \
 			python3 - "$bin" "$work/job$round.bst" <<-'EOF'
 			import json, subprocess, sys
@@ -287,7 +287,7 @@ part_overhead() {
 part_nccl() {
 	echo "== nccl: single-GPU communicator (nranks=1), collectives and their kernels"
 	check "nccl: bpfsight record" \
-		"$bin" record -f -t cuda,nccl,gpu --capture-range=cudaProfilerApi \
+		"$bin" record --force -t cuda,nccl,gpu --capture-range=cudaProfilerApi \
 		-o "$work/nccl.bst" -- python3 "$here/nccl_allreduce.py" 50 "$work/nccl.json"
 	"$bin" stats "$work/nccl.bst" -r nccl_sum,nccl_comm_sum,cuda_gpu_kern_sum | head -40 || true
 	check "nccl: 50 ncclAllReduce and 50 ncclAllGather calls, each with the GPU work it launched" \
@@ -298,7 +298,7 @@ part_nccl() {
 part_stacks() {
 	echo "== stacks: Python frames at real kernel launches (--stacks=cuda:0, $steps steps)"
 	check "stacks: bpfsight record" \
-		"$bin" record -f -t cuda --stacks=cuda:0 --capture-range=cudaProfilerApi \
+		"$bin" record --force -t cuda --stacks=cuda:0 --capture-range=cudaProfilerApi \
 		-o "$work/stacks.bst" -- python3 "$here/torch_loop.py" --validate --halves range \
 		"$steps" --json "$work/stacks.json"
 	"$bin" stats "$work/stacks.bst" -r cuda_callsites | head -30 || true
@@ -316,7 +316,7 @@ part_torch() {
 	check "torch: torch.profiler on iterations 5..14 (own process)" \
 		python3 "$here/check_torch.py" loop 16 --profile 5:14 --json "$work/torch_prof.json"
 	check "torch: bpfsight record -t torch,cuda,gpu --capture-range=steps:3+10" \
-		"$bin" record -f -t torch,cuda,gpu --torch-shapes --capture-range=steps:3+10 --kill none \
+		"$bin" record --force -t torch,cuda,gpu --torch-shapes --capture-range=steps:3+10 --kill none \
 		-o "$work/torch.bst" -- python3 "$here/check_torch.py" loop 16
 	"$bin" stats "$work/torch.bst" -r torch_op_sum,torch_step_sum | head -40 || true
 	check "torch: ops equal torch.profiler's, every kernel under the op that launched it, key_averages' counts and FLOPs" \
@@ -331,7 +331,7 @@ part_pyfunc() {
 	launcher=(env)
 	command -v torchrun >/dev/null && launcher=(torchrun --standalone --nproc_per_node=1)
 	check "pyfunc: bpfsight record --python-functions pytorch -- ${launcher[*]} check_torch.py loop 16" \
-		"$bin" record -f --python-functions pytorch -o "$work/pyfunc.bst" -- \
+		"$bin" record --force --python-functions pytorch -o "$work/pyfunc.bst" -- \
 		"${launcher[@]}" "$here/check_torch.py" loop 16
 	"$bin" stats "$work/pyfunc.bst" -r pyfunc_sum | head -20 || true
 	check "pyfunc: the worker's 16 optimizer steps, zero_grads and backwards, its modules' forwards" \
@@ -354,7 +354,7 @@ part_pyfunc() {
 part_gemm() {
 	echo "== cublas, cudnn: torch.mm's GEMMs, their kernels, TFLOP/s and MFU; conv2d's cuDNN calls"
 	check "cublas: bpfsight record -t cuda,gpu,cublas,cudnn" \
-		"$bin" record -f -t cuda,gpu,cublas,cudnn -o "$work/gemm.bst" -- \
+		"$bin" record --force -t cuda,gpu,cublas,cudnn -o "$work/gemm.bst" -- \
 		python3 "$here/check_gemm.py" loop "$work/gemm.json"
 	"$bin" stats "$work/gemm.bst" -r gemm_sum,cublas_sum,cudnn_sum | head -50 || true
 	check "cublas: gemm_sum's shapes, FLOPs and GPU time; gemm_step_sum's MFU in (0, 100], against the recorded GPU (= nvidia-smi's) too; the verdict's low MFU; cuDNN's 50 forward convolutions and their FLOPs" \
@@ -377,7 +377,7 @@ part_mem() {
 		>"$work/mem_loop.out" 2>&1 & pid=$!
 	pids+=("$pid")
 	if wait_grep "$work/mem_loop.out" '^ready pid' "$pid"; then
-		"$bin" record -f -t mem -p "$pid" --flight-recorder 30s --trigger mem:oom \
+		"$bin" record --force -t mem -p "$pid" --flight-recorder 30s --trigger mem:oom \
 			-o "$work/mem.bst" 2>"$work/mem_rec.err" & rec=$!
 		pids+=("$rec")
 		if wait_grep "$work/mem_rec.err" 'Ctrl-C' "$rec"; then
@@ -398,7 +398,7 @@ part_mem() {
 		check "mem: loop ready" false
 	fi
 	check "mem: bpfsight record -t mem (launch mode)" \
-		"$bin" record -f -t mem -o "$work/mem_launch.bst" -- \
+		"$bin" record --force -t mem -o "$work/mem_launch.bst" -- \
 		python3 "$here/check_mem.py" loop "$steps" "$work/mem_launch.json"
 	check "mem: allocated/reserved at every step boundary and the peak equal PyTorch's" \
 		python3 "$here/check_mem.py" compare "$bin" "$work/mem_launch.bst" "$work/mem_launch.json"
@@ -411,9 +411,9 @@ part_mem() {
 	python3 "$here/check_mem.py" sites "$work/sites_go" >"$work/sites.out" 2>&1 & pid=$!
 	pids+=("$pid")
 	if wait_grep "$work/sites.out" '^ready pid' "$pid"; then
-		"$bin" record -f -t mem -p "$pid" --stacks=mem:0 -o "$work/sites_exact.bst" \
+		"$bin" record --force -t mem -p "$pid" --stacks=mem:0 -o "$work/sites_exact.bst" \
 			2>"$work/sites_exact.err" & rec1=$!
-		"$bin" record -f -t mem -p "$pid" --mem-sample-rate 32K -o "$work/sites_sampled.bst" \
+		"$bin" record --force -t mem -p "$pid" --mem-sample-rate 32K -o "$work/sites_sampled.bst" \
 			2>"$work/sites_sampled.err" & rec2=$!
 		pids+=("$rec1" "$rec2")
 		if wait_grep "$work/sites_exact.err" 'Ctrl-C' "$rec1" && wait_grep "$work/sites_sampled.err" 'Ctrl-C' "$rec2"; then
@@ -447,7 +447,7 @@ part_gpumetrics() {
 			-lms 100 >"$work/smi_$kind.csv" 2>/dev/null & smi=$!
 		pids+=("$smi")
 		check "gpumetrics: bpfsight record --gpu-metrics-devices=0 -- check_gpumetrics.py $kind 8" \
-			"$bin" record -f -v -t gpumetrics --gpu-metrics-devices=0 --gpu-metrics-frequency=1000 \
+			"$bin" record --force -v -t gpumetrics --gpu-metrics-devices=0 --gpu-metrics-frequency=1000 \
 			-o "$work/gpum_$kind.bst" -- python3 "$here/check_gpumetrics.py" "$kind" 8 \
 			>"$work/gpum_$kind.out" 2>&1
 		kill "$smi" 2>/dev/null || true
@@ -459,7 +459,7 @@ part_gpumetrics() {
 	done
 	echo "== gpumetrics: the rate one device allows (asked 10 kHz: what the sampler took, its CPU)"
 	check "gpumetrics: bpfsight record --gpu-metrics-devices=all (default 10 kHz) -- sleep 5" \
-		"$bin" record -f -v --gpu-metrics-devices=all -o "$work/gpum_rate.bst" -- sleep 5
+		"$bin" record --force -v --gpu-metrics-devices=all -o "$work/gpum_rate.bst" -- sleep 5
 	"$bin" dump "$work/gpum_rate.bst" -k gpu_metrics_status || true
 	"$bin" info "$work/gpum_rate.bst" | grep -A3 "^lost" || true
 }
@@ -467,7 +467,7 @@ part_gpumetrics() {
 # hang: two ranks on one GPU, one skips an all_reduce
 part_hang() {
 	echo "== hang: two ranks on one GPU, one skips an all_reduce (--trigger hang)"
-	"$bin" record -f -t nccl,cuda,gpu --flight-recorder=60s --trigger hang:5s -o "$work/hang.bst" \
+	"$bin" record --force -t nccl,cuda,gpu --flight-recorder=60s --trigger hang:5s -o "$work/hang.bst" \
 		-- python3 "$here/hang_ranks.py" launch "$work/hang.json" >"$work/hang.out" 2>"$work/hang.err" &
 	rec=$!
 	pids+=("$rec")
