@@ -318,7 +318,12 @@ def check_gloo_stragglers(path, pids, before, after):
     common = set.intersection(*(set(traced[p]) for p in pids))
     eq(sorted(r["seq"] for r in rows), sorted(common), "a row per collective of the 4 ranks")
     late = sum(r["last_rank"] == 1 for r in rows)
-    check(late >= 0.95 * len(rows), f"rank 1 entered last in {late} of {len(rows)}")
+    # The straggler straggles by the job's design, but a loaded core can preempt another rank
+    # past it (3 of 45 collectives in a full run beside other work): the job's own entries say
+    # which rank was last, and the report must name it wherever no tracing lag could swap them.
+    truth_late = sum(max(range(4), key=lambda k: truth[k][r["seq"]]) == 1 for r in rows)
+    check(truth_late > len(rows) / 2, f"the job's rank 1 entered last in only {truth_late} "
+          f"of {len(rows)}: no straggler to find")
     errs = []
     for r in rows:
         check(r["end_spread_ns"] is None and r["name"] == "gloo collective", f"{r}")
@@ -332,10 +337,16 @@ def check_gloo_stragglers(path, pids, before, after):
         entries = [truth[rank][r["seq"]] for rank in range(4)]
         want = sum(max(entries) - e for e in entries)
         most = max(g - e for g, e in zip(got, entries))
+        first, second = sorted(entries)[-1], sorted(entries)[-2]
+        if first - second > most:
+            eq(r["last_rank"], entries.index(first), f"seq {r['seq']}: the last rank, as the "
+               f"job measured it ({first - second} ns before the next, traced {most} ns late "
+               f"at most)")
         check(abs(r["wait_ns"] - want) <= 4 * most, f"seq {r['seq']}: the others waited "
               f"{r['wait_ns']} ns, the job says {want} (ranks traced at most {most} ns late)")
         errs.append(abs(r["wait_ns"] - want))
-    print(f"gloo: {len(rows)} collectives of 4 ranks, rank 1 last in {late}; the others' wait "
+    print(f"gloo: {len(rows)} collectives of 4 ranks, rank 1 last in {late} (the job says "
+          f"{truth_late}); the others' wait "
           f"per collective: {sum(r['wait_ns'] for r in rows) / len(rows) / 1e6:.2f} ms traced, "
           f"off the job's by {sorted(errs)[len(errs) // 2] / 1e3:.0f} us (median), "
           f"{max(errs) / 1e3:.0f} us (most)")

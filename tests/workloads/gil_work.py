@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GIL workloads with known answers, for tests/e2e/test_gil.py and bench/bench_gil.py.
 
-    gil_work.py [--go] [--interval S] MODE ARGS...
+    gil_work.py [--go] [--interval S] [--name NAME] MODE ARGS...
 
     single SECS          one thread, no contention at all
     cpu N SECS           N CPU-bound threads "cpu-0".."cpu-N-1" spinning for SECS
@@ -238,6 +238,8 @@ def main():
             go = True
         elif opt == "--interval":
             sys.setswitchinterval(float(args.pop(0)))
+        elif opt == "--name":
+            set_name(args.pop(0))
     mode, rest = args[0], args[1:]
     if go:
         print("ready %d" % os.getpid(), flush=True)
