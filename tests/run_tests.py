@@ -28,6 +28,7 @@ import ast
 import importlib.util
 import json
 import os
+import resource
 import selectors
 import subprocess
 import sys
@@ -102,6 +103,9 @@ class Reporter:
 
     def note(self, text):
         self._send("note", text)
+
+    def cpu(self, name, own, kids):
+        self._send("cpu", name, own, kids)
 
 
 # ---- the jobs, as a worker runs them ----
@@ -187,6 +191,7 @@ def run_e2e_module(build, res, f, names):
     for name in names:
         full = f"{f[:-3]}:{name}"
         t0 = time.time()
+        c0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             getattr(mod, name)()
             res.ok(full, time.time() - t0)
@@ -198,6 +203,10 @@ def run_e2e_module(build, res, f, names):
             res.fail(full, f"{type(e).__name__}: {e} [{where}]")
         finally:
             helpers.cleanup()
+            c1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+            own, kids = ((b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime)
+                         for a, b in zip(c0, c1))
+            res.cpu(full, round(own, 2), round(kids, 2))
 
 
 def worker(build, job):
@@ -341,6 +350,9 @@ def handle(res, job, line):
         print(line, flush=True)  # a test's own output, whole
         return
     kind, *rest = json.loads(line[len(TAG):])
+    if kind == "cpu":
+        TEST_CPU[rest[0]] = tuple(rest[1:])
+        return
     job.reported += kind != "note"
     getattr(res, kind)(*rest)
 
@@ -348,6 +360,8 @@ def handle(res, job, line):
 # {job: CPU seconds of its worker and the processes it waited for}: BPFSIGHT_TEST_CPU=N
 # prints the N costliest at the end (make check's time is CPU on CI's 2 cores).
 CPU = {}
+# {e2e test: (the CPU seconds of the worker's own Python, of the processes it waited for)}
+TEST_CPU = {}
 
 
 def run_jobs(build, res, jobs, n, took, beside=()):
@@ -427,6 +441,11 @@ def main():
         print(f"# CPU: {sum(CPU.values()):.0f} s in all; the costliest jobs:")
         for k, v in sorted(CPU.items(), key=lambda kv: -kv[1])[:ncpu]:
             print(f"#   {v:7.1f} s  {k}")
+        own = sum(o for o, _ in TEST_CPU.values())
+        print(f"# e2e tests: {own:.0f} s in the tests' own Python, "
+              f"{sum(k for _, k in TEST_CPU.values()):.0f} s in what they ran; the costliest:")
+        for k, (o, c) in sorted(TEST_CPU.items(), key=lambda kv: -sum(kv[1]))[:ncpu]:
+            print(f"#   {o + c:7.1f} s  (own {o:5.1f})  {k}")
     print(f"# {time.time() - t0:.0f} s" + (f"; failed: {', '.join(res.failures)}"
                                           if res.failures else ""))
     line = f"{res.passed} passed, {res.failed} failed"
