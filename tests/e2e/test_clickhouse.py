@@ -610,7 +610,87 @@ def test_two_ships_of_one_file_at_once():
     eq(p.returncode, 0, f"a ship after: {p.stderr[-400:]}")
     check("already shipped" in p.stderr, f"nothing added: {p.stderr[-400:]}")
     eq(held(ch, "twice")[small], dict(kinds(small)), "still once")
+    ships_from_two_spools(ch, small)
     ch.stop()
+
+
+def claims(ch, job):
+    return int(ch.rows(f"SELECT count() FROM bpfsight.claims WHERE job = '{job}'")[0][0])
+
+
+def ships_from_two_spools(ch, small):
+    """Two spools (as two hosts have) shipping one file: the server's claims let one send it.
+    The second, started while the first sends (stopped there), exits 7 naming the first's
+    spool, nothing sent; a ship killed mid-way leaves its claim, which a ship of another spool
+    takes over when told (--take-over), sending the rest; two ships started at once (the
+    server stopped while both wait, then resumed) send it once. Each time the server ends
+    with each of the file's rows once and no claim left."""
+    spools = [os.path.join(tmpdir(), f"spool{i}") for i in range(2)]
+    # some 90 inserts: time to meet the ship mid-way (each insert a part the server merges)
+    slow = dict(os.environ, BPFSIGHT_SHIP_BATCH_ROWS="200")
+
+    def start(job, i, *extra, env=slow):
+        p = subprocess.Popen([BPFSIGHT, "ship", small, "--to", ch.url(job), "--spool",
+                              spools[i], *extra], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        helpers._procs.append(p)
+        return p
+
+    def rows(job):
+        return int(ch.rows(f"SELECT count() FROM bpfsight.events WHERE job = '{job}'")[0][0])
+
+    a = start("claimed", 0)
+    helpers.wait_for(lambda: rows("claimed") > 0, timeout=120, what="the first ship's rows")
+    a.send_signal(signal.SIGSTOP)  # mid-ship, its claim held
+    try:
+        p = ship(small, "--to", ch.url("claimed"), "--spool", spools[1])
+        eq(p.returncode, 7, f"the second spool's ship: exit 7 ({p.stderr[-600:]})")
+        check("another spool" in p.stderr and os.path.realpath(spools[0]) in p.stderr,
+              f"says whose: {p.stderr[-600:]}")
+    finally:
+        a.send_signal(signal.SIGCONT)
+    _, err = a.communicate(timeout=300)
+    eq(a.returncode, 0, f"the first ship ({err[-600:]})")
+    eq(held(ch, "claimed")[small], dict(kinds(small)), "every row once, by the first")
+    p = ship("--to", ch.url("claimed"), "--spool", spools[1])
+    eq(p.returncode, 0, f"the second spool, drained after ({p.stderr[-400:]})")
+    check("already shipped" in p.stderr, f"nothing added: {p.stderr[-400:]}")
+    eq((held(ch, "claimed")[small], claims(ch, "claimed")), (dict(kinds(small)), 0),
+       "still once, no claim left")
+
+    a = start("cut", 0)
+    helpers.wait_for(lambda: rows("cut") > 0, timeout=120, what="the cut ship's rows")
+    a.kill()
+    a.wait()
+    p = ship(small, "--to", ch.url("cut"), "--spool", spools[1])
+    eq(p.returncode, 7, f"the killed ship's claim holds ({p.stderr[-600:]})")
+    check("--take-over" in p.stderr, f"says how to take it over: {p.stderr[-600:]}")
+    p = ship("--to", ch.url("cut"), "--spool", spools[1], "--take-over")
+    eq(p.returncode, 0, f"--take-over ({p.stderr[-600:]})")
+    check("took over the claim" in p.stderr, f"said: {p.stderr[-600:]}")
+    eq((held(ch, "cut")[small], claims(ch, "cut")), (dict(kinds(small)), 0),
+       "the killed ship's rows and the rest, each once; no claim left")
+    p = ship("--to", ch.url("cut"), "--spool", spools[0])
+    eq(p.returncode, 0, f"the killed ship's spool, drained after ({p.stderr[-400:]})")
+    check("already shipped" in p.stderr, f"nothing added: {p.stderr[-400:]}")
+
+    ch.proc.send_signal(signal.SIGSTOP)  # both render, then wait for the server
+    try:
+        both = [start("race", i, "--retry-for", "120s", "--timeout", "5", env=None)
+                for i in range(2)]
+        helpers.wait_for(lambda: all(os.path.isdir(d) and any(
+            f.endswith(".tsv") for f in os.listdir(d)) for d in spools), timeout=60,
+            what="both spooled")
+    finally:
+        ch.proc.send_signal(signal.SIGCONT)
+    codes = []
+    for p in both:
+        _, err = p.communicate(timeout=300)
+        codes.append(p.returncode)
+        check(p.returncode in (0, 7), f"exit 0 or 7 ({err[-600:]})")
+    check(0 in codes, f"one of them shipped it: {codes}")
+    eq((held(ch, "race")[small], claims(ch, "race")), (dict(kinds(small)), 0),
+       "two ships at once: each row once")
 
 
 def test_ipv6_urls():
