@@ -237,6 +237,9 @@ def test_sixteen_ranks_straggler_found_by_sql():
         eq(len(theirs[rep]), 16 if rep != "rank_waits" else 0, f"{rep}: its rows")
         eq(mine[rep], theirs[rep], f"{rep} computed in the server")
     check(any(r["made_wait_ns"] for r in mine["nccl_rank_sum"]), "waits made")
+    # one rank's rows (--rank): its RANK record's row
+    eq(from_stats(ch.url("ranks16"), "ranks", "--rank", "9")["ranks"],
+       [r for r in theirs["ranks"] if r["rank"] == 9], "--rank 9: its ranks row")
     node_ranks_by_sql(ch)
 
     # The docs' fleet query: the ranks by the waits they made the others do, as the rank
@@ -626,8 +629,8 @@ def ships_from_two_spools(ch, small):
     server stopped while both wait, then resumed) send it once. Each time the server ends
     with each of the file's rows once and no claim left."""
     spools = [os.path.join(tmpdir(), f"spool{i}") for i in range(2)]
-    # some 90 inserts: time to meet the ship mid-way (each insert a part the server merges)
-    slow = dict(os.environ, BPFSIGHT_SHIP_BATCH_ROWS="200")
+    # some 35 inserts: time to meet the ship mid-way (each insert a part the server merges)
+    slow = dict(os.environ, BPFSIGHT_SHIP_BATCH_ROWS="500")
 
     def start(job, i, *extra, env=slow):
         p = subprocess.Popen([BPFSIGHT, "ship", small, "--to", ch.url(job), "--spool",

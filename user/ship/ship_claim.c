@@ -40,12 +40,12 @@ int ship_claim__claimant(const char *dir, char *buf, size_t len)
  * The file's claims in the order the server made them visible (their part's first block); a
  * partition's name is its claim id (18.16 shows it bare, later releases quoted).
  */
-#define CLAIMS_IN_ORDER                                                                            \
-	"SELECT claim_id, claimant, host, spool, pid, toString(at) FROM (SELECT claim_id, "        \
-	"claimant, host, spool, pid, at FROM " CH_DB ".claims WHERE job = '%s' AND file_id = "     \
-	"'%s') ANY INNER JOIN (SELECT replaceAll(partition, '\\'', '') AS "                        \
+#define CLAIMS_IN_ORDER                                                                             \
+	"SELECT claim_id, claimant, host, spool, pid, toString(at) FROM (SELECT claim_id, "         \
+	"claimant, host, spool, pid, at FROM " CH_DB ".claims WHERE job = '%s' AND file_id = "      \
+	"'%s') ANY INNER JOIN (SELECT replaceAll(partition, '\\'', '') AS "                         \
 	"claim_id, min(min_block_number) AS first_block FROM system.parts WHERE database = '" CH_DB \
-	"' AND table = 'claims' AND active GROUP BY claim_id) USING claim_id ORDER BY "            \
+	"' AND table = 'claims' AND active GROUP BY claim_id) USING claim_id ORDER BY "             \
 	"first_block FORMAT TabSeparated"
 
 /* Drop claim ID (its partition). */
@@ -133,6 +133,7 @@ int ship_claim__take(struct ch_server *s, const char *job, const char *id, struc
 {
 	struct claim_walk w = { .s = s, .c = c };
 	char sql[4096], host[256] = "", q1[1024], q2[512], q3[1024], cid[64];
+	unsigned long long h = 0xcbf29ce484222325ull;
 	struct timespec ts;
 	int err;
 
@@ -142,13 +143,20 @@ int ship_claim__take(struct ch_server *s, const char *job, const char *id, struc
 		if (err || w.err)
 			return err ?: w.err;
 	}
-	/* the claim's id: its partition's name, of characters SQL and partition names take */
+	/*
+	 * the claim's id: its partition's name, of characters SQL and partition names take,
+	 * its claimant's hash in it so that two hosts' ships never share one (a loser drops its
+	 * own partition)
+	 */
+	for (const char *p = c->claimant; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(cid, sizeof(cid), "c%d-%lld-%09ld", (int)getpid(), (long long)ts.tv_sec,
-		 ts.tv_nsec);
+	snprintf(cid, sizeof(cid), "c%016llx-%d-%lld-%09ld", (unsigned long long)h, (int)getpid(),
+		 (long long)ts.tv_sec, ts.tv_nsec);
 	gethostname(host, sizeof(host) - 1);
 	snprintf(sql, sizeof(sql),
-		 "INSERT INTO " CH_DB ".claims (job, file_id, claim_id, claimant, host, spool, pid) "
+		 "INSERT INTO " CH_DB
+		 ".claims (job, file_id, claim_id, claimant, host, spool, pid) "
 		 "VALUES ('%s', '%s', '%s', '%s', '%s', '%s', %d)",
 		 job, id, cid, sql_str(c->claimant, q1, sizeof(q1)), sql_str(host, q2, sizeof(q2)),
 		 sql_str(strchr(c->claimant, ':') + 1, q3, sizeof(q3)), (int)getpid());
