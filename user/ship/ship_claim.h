@@ -19,7 +19,7 @@
 struct ship_claim {
 	const char *claimant; /* "HOST:SPOOL": whose claims are this ship's */
 	int take_over;	      /* drop the others' claims of the file first (theirs are gone) */
-	char holder[512];     /* when lost: who holds the file ("host H, spool S, pid P, since T") */
+	char holder[512]; /* when lost: who holds the file ("host H, spool S, pid P, since T") */
 };
 
 /* CLAIMANT for the spool DIR on this host into BUF: 0, or a negative errno. */
