@@ -49,7 +49,8 @@ const struct ch_report ch_ranks = {
 	       "if(position(args, '\"host\":') > 0, visitParamExtractString(args, 'host'), NULL), "
 	       "visitParamExtractString(args, 'aligned_by'), "
 	       CH_ARG_S("offset_ns") ", " CH_ARG_U("offset_err_ns") ", " CH_ARG_S("drift_ppb") ", "
-	       CH_ARG_U("points") ", " CH_ARG_U("residual_rms_ns") ", " CH_ARG_U("residual_max_ns") ", "
+	       CH_ARG_U("points") ", " CH_ARG_U("residual_rms_ns") ", "
+	       CH_ARG_U("residual_max_ns") ", "
 	       "file "
 	       "FROM " CH_DB ".events WHERE {W} AND kind = 'rank' "
 	       "ORDER BY file_id, " CH_ARG_U("index") " FORMAT TabSeparated",
@@ -81,7 +82,8 @@ const struct ch_report ch_ranks = {
 	"FROM (SELECT " CH_COLL_COLS " FROM " CH_DB ".events WHERE " CH_COLL_WHERE("> 0") ") " \
 	"ANY LEFT JOIN (" \
 		"SELECT file_id, pid, tid, arraySort(groupArray(ts)) AS starts, " \
-		       "arraySort((e, s) -> s, groupArray(ts + toInt64(dur)), groupArray(ts)) AS ends " \
+		       "arraySort((e, s) -> s, groupArray(ts + toInt64(dur)), groupArray(ts)) " \
+		       "AS ends " \
 		"FROM " CH_DB ".events " \
 		"WHERE {W} AND kind = 'nccl_api' AND name = 'ncclGroupEnd' " \
 		      "AND position(args, '\"group_depth\":') = 0 " \
@@ -120,12 +122,14 @@ const struct ch_report ch_ranks = {
 	"SELECT " CH_WHO " AS who, file_id, file, pid, count() AS calls, " \
 	       "countIf(gloo) AS async_calls, min(enter) AS first_enter, max(cend) AS last_end, " \
 	       "max(cnranks) AS mx, " \
-	       "argMin(crank, bitOr(bitShiftLeft(toUInt64(16777216 - cnranks), 39), rseq)) AS rk, " \
+	       "argMin(crank, bitOr(bitShiftLeft(toUInt64(16777216 - cnranks), 39), rseq)) " \
+	       "AS rk, " \
 	       "groupArrayIf(enter, NOT gloo AND cend > enter) AS s0, " \
 	       "groupArrayIf(cend, NOT gloo AND cend > enter) AS e0, " \
 	       "arraySort(arrayConcat(s0, e0)) AS pts, " \
 	       "arrayCumSum(arraySort((d, p) -> p, " \
-			"arrayConcat(arrayMap(x -> toInt64(1), s0), arrayMap(x -> toInt64(-1), e0)), " \
+			"arrayConcat(arrayMap(x -> toInt64(1), s0), " \
+				    "arrayMap(x -> toInt64(-1), e0)), " \
 			"arrayConcat(s0, e0))) AS cum, " \
 	       "arraySum(arrayMap((c, a, b) -> if(c > 0, b - a, 0), " \
 			"arrayPopBack(cum), arrayPopBack(pts), arrayPopFront(pts))) AS busy " \
@@ -192,7 +196,8 @@ const struct ch_report ch_nccl_rank_sum = {
 		"SELECT file_id, " CH_ARG_U("stack_id") " AS sid, " \
 		       "visitParamExtractString(args, 'call') AS call, " \
 		       "visitParamExtractString(args, 'own') AS own " \
-		"FROM " CH_DB ".events WHERE {J} AND kind = 'stack' AND " CH_ARG_U("kernel") " = 0) " \
+		"FROM " CH_DB ".events " \
+		"WHERE {J} AND kind = 'stack' AND " CH_ARG_U("kernel") " = 0) " \
 	"USING file_id, sid GROUP BY file_id, file, pid, sid, call"
 #define CH_WAITS \
 	"SELECT file_id, file, pid, sumIf(n, coll) AS waits, sumIf(t, coll) AS wait_ns, " \
@@ -215,7 +220,8 @@ const struct ch_report ch_nccl_rank_sum = {
 #define CH_MAIN_LIVES \
 	"SELECT file_id, file, xpid AS pid, has_born, born, has_died, died FROM (" \
 		"SELECT file_id, file, " \
-		       "if(kind = 'fork', toUInt32(bitAnd(" CH_ARG_U("child_pid") ", 4194303)), pid) " \
+		       "if(kind = 'fork', " \
+			  "toUInt32(bitAnd(" CH_ARG_U("child_pid") ", 4194303)), pid) " \
 		       "AS xpid, countIf(kind = 'fork') > 0 AS has_born, " \
 		       "argMaxIf(ts, seq, kind = 'fork') AS born, " \
 		       "countIf(kind = 'exit') > 0 AS has_died, " \
@@ -248,13 +254,14 @@ const struct ch_report ch_rank_waits = {
 	.cols = ch_rank_waits_cols,
 	.sql = "SELECT rank, fpid, waits, wait_ns, if(life > 0, life, NULL), "
 	       "if(life > 0, wait_ns * 100 / life, NULL), if(call1 != '', call1, NULL), "
-	       "if(call1 != '' AND at1 != '', at1, NULL), else_ns, if(else_at != '', else_at, NULL) "
+	       "if(call1 != '' AND at1 != '', at1, NULL), else_ns, "
+	       "if(else_at != '', else_at, NULL) "
 	       "FROM (SELECT *, " CH_RANK_NS_ID("pid") " AS fpid, "
 		     "if(has_born AND born > wstart, born, wstart) AS b, "
 		     "if(has_died AND died != 0, died, wend) AS e, "
 		     "toUInt64(if(e > b, e - b, 0)) AS life "
 	       "FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM (" CH_SNAP_RANKS ") "
-						   "ANY LEFT JOIN (" CH_WAITS ") USING file_id, file, pid) "
+				"ANY LEFT JOIN (" CH_WAITS ") USING file_id, file, pid) "
 				    "ANY LEFT JOIN (" CH_MAIN_LIVES ") USING file_id, file, pid) "
 		     "ANY LEFT JOIN (" CH_WINDOW ") USING file_id) "
 	       "ANY LEFT JOIN (" CH_RANK_NS ") USING file_id, file) "
