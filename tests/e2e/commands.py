@@ -99,6 +99,8 @@ class Session:
         self.jobs = []
         self.last = None  # what run.bst stands for: the last trace written
         self.env = dict(os.environ)
+        # (regex, replacement) of what else this scenario substitutes: a server's port
+        self.subs = []
 
     # ---- jobs: real workloads a command attaches to ----
 
@@ -155,6 +157,7 @@ class Session:
             subs.append((r"(?<![\w/])run\.bst\b", shlex.quote(self.last)))
         if train:
             subs.append((r"(python3 train\.py|\./train)\b", train))
+        subs += self.subs
         for a, b in subs:
             cmd = re.sub(a, b, cmd)
         return cmd

@@ -25,6 +25,9 @@ TRACES = sorted(glob.glob(os.path.join(helpers.ROOT, "..", "shared", "traces", "
 # The reports the server computes, and the keys they cannot share with a file's: a straggler
 # row's start is the wall clock there (the rows keep no CLOCK_MONOTONIC).
 SQL_REPORTS = ["cuda_api_sum", "nccl_sum", "osrt_sum", "sched_sum", "gil_sum"]
+# The reports across ranks (ch_rank_reports.c): a merged file's ranks, each rank process's
+# time in collectives and the waits it made, where each rank waited.
+RANK_REPORTS = ["ranks", "nccl_rank_sum", "rank_waits"]
 # Rows that are no event of dump's: what the reports read of the records that make no event
 # (the in-kernel aggregates' snapshots, a thread's last switch-out) and of the whole file (its
 # window, its threads' names, its CPU samples' stacks).
@@ -97,7 +100,7 @@ def test_real_traces_rows_and_reports():
         for fam, kind in (("osrt", "syscall_agg"), ("gil", "gil_agg")):
             check(fam not in fams or every[t].get(kind, 0) > 0,
                   f"{os.path.basename(t)}: its {fam} aggregates shipped ({every[t]})")
-        mine = same_reports(ch, "real", t)
+        mine = same_reports(ch, "real", t, SQL_REPORTS + RANK_REPORTS)
         if "cpu" in fams:
             # stacks --from: the samples counted by their stack in the server, byte for
             # byte export --format folded's lines
@@ -225,6 +228,20 @@ def test_sixteen_ranks_straggler_found_by_sql():
     late = test_ranks.late_seq(30)
     eq(next(r for r in a if r["seq"] == late)["last_rank"], 9, "the late rank, by SQL")
 
+    # The reports across ranks, JSON for JSON: the merged file's ranks and clock fits, each
+    # rank process's time in collectives (grouped calls ended by their ncclGroupEnd) and the
+    # waits it made (rank_waits has no rows: launched ranks have no edges, below they do).
+    mine = from_stats(ch.url("ranks16"), ",".join(RANK_REPORTS))
+    theirs = stats(merged, ",".join(RANK_REPORTS))
+    for rep in RANK_REPORTS:
+        eq(len(theirs[rep]), 16 if rep != "rank_waits" else 0, f"{rep}: its rows")
+        eq(mine[rep], theirs[rep], f"{rep} computed in the server")
+    check(any(r["made_wait_ns"] for r in mine["nccl_rank_sum"]), "waits made")
+    # one rank's rows (--rank): its RANK record's row
+    eq(from_stats(ch.url("ranks16"), "ranks", "--rank", "9")["ranks"],
+       [r for r in theirs["ranks"] if r["rank"] == 9], "--rank 9: its ranks row")
+    node_ranks_by_sql(ch)
+
     # The docs' fleet query: the ranks by the waits they made the others do, as the rank
     # files' own clock (one CLOCK_MONOTONIC here) has them, where it tells the first apart.
     sql = helpers.docs_query("slowest_rank", doc="CLICKHOUSE.md").replace("{job}", "ranks16")
@@ -246,7 +263,44 @@ def test_sixteen_ranks_straggler_found_by_sql():
         eq(p.returncode, 0, f"ship rank {r} ({p.stderr[-400:]})")
     raw = from_stats(ch.url("ranks16raw"), "nccl_stragglers")["nccl_stragglers"]
     eq(next(r for r in raw if r["seq"] == late)["last_rank"], 9, "rank 9, from the rank files")
+    # a rank file alone (no RANK records: its process labelled by its communicator's rank)
+    mine = same_reports(ch, "ranks16raw", files[9], RANK_REPORTS)
+    eq([len(mine[r]) for r in RANK_REPORTS], [0, 1, 0], f"rank 9's file: {mine}")
     ch.stop()
+
+
+def node_ranks_by_sql(ch):
+    """4 ranks of the stand-in on one node (RANK set, 2 ms of compute a step, rank 1 late 20 ms
+    every 4th step), one recorder attached to all four for 2 s (the edges' snapshots, sched's
+    off-CPU stacks): rank_waits and nccl_rank_sum computed in the server equal stats on the
+    file, rank 1 the one the others waited for, in ncclAllReduce."""
+    import test_ranks
+    job, late = f"node-{os.getpid()}", ",".join(str(s) for s in range(0, 4000, 4))
+    ranks = []
+    for r in range(4):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE="4", NCCL_RANKS_STEP_US="2000")
+        ranks.append(helpers.spawn([test_ranks.NCCL_RANKS, job, str(r), "4", "4000", "1",
+                                    "20000", late], env=env))
+    try:
+        pids = [int(p.stdout.readline().split()[1]) for p in ranks]
+        path = os.path.join(tmpdir(), "node.bst")
+        p = run([BPFSIGHT, "record", "-p", ",".join(map(str, pids)), "-d", "2s", "-o", path],
+                timeout=120)
+        eq(p.returncode, 0, f"record -p the four ranks ({p.stderr[-600:]})")
+    finally:
+        for p in ranks:
+            p.kill()
+            p.wait()
+    p = ship(path, "--to", ch.url("node4"), "--spool", os.path.join(tmpdir(), "spool"))
+    eq(p.returncode, 0, f"ship ({p.stderr[-800:]})")
+    mine = same_reports(ch, "node4", path, RANK_REPORTS)
+    eq([len(mine[r]) for r in RANK_REPORTS], [0, 4, 4], f"the node's ranks: {mine}")
+    eq([r["rank"] for r in mine["rank_waits"]], [0, 1, 2, 3], "rank_waits' ranks, by RANK")
+    least = min(mine["rank_waits"], key=lambda r: r["wait_pct"])
+    eq(least["rank"], 1, f"rank 1 waited least: the others waited for it ({mine})")
+    check(all(r["collective"] in ("ncclAllReduce", "ncclAllGather") and r["elsewhere_ns"] > 0
+              for r in mine["rank_waits"] if r["rank"] != 1),
+          f"the others in collectives (the first one they waited in), and elsewhere: {mine}")
 
 
 def test_server_killed_mid_ship():
@@ -559,7 +613,87 @@ def test_two_ships_of_one_file_at_once():
     eq(p.returncode, 0, f"a ship after: {p.stderr[-400:]}")
     check("already shipped" in p.stderr, f"nothing added: {p.stderr[-400:]}")
     eq(held(ch, "twice")[small], dict(kinds(small)), "still once")
+    ships_from_two_spools(ch, small)
     ch.stop()
+
+
+def claims(ch, job):
+    return int(ch.rows(f"SELECT count() FROM bpfsight.claims WHERE job = '{job}'")[0][0])
+
+
+def ships_from_two_spools(ch, small):
+    """Two spools (as two hosts have) shipping one file: the server's claims let one send it.
+    The second, started while the first sends (stopped there), exits 7 naming the first's
+    spool, nothing sent; a ship killed mid-way leaves its claim, which a ship of another spool
+    takes over when told (--take-over), sending the rest; two ships started at once (the
+    server stopped while both wait, then resumed) send it once. Each time the server ends
+    with each of the file's rows once and no claim left."""
+    spools = [os.path.join(tmpdir(), f"spool{i}") for i in range(2)]
+    # some 35 inserts: time to meet the ship mid-way (each insert a part the server merges)
+    slow = dict(os.environ, BPFSIGHT_SHIP_BATCH_ROWS="500")
+
+    def start(job, i, *extra, env=slow):
+        p = subprocess.Popen([BPFSIGHT, "ship", small, "--to", ch.url(job), "--spool",
+                              spools[i], *extra], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        helpers._procs.append(p)
+        return p
+
+    def rows(job):
+        return int(ch.rows(f"SELECT count() FROM bpfsight.events WHERE job = '{job}'")[0][0])
+
+    a = start("claimed", 0)
+    helpers.wait_for(lambda: rows("claimed") > 0, timeout=120, what="the first ship's rows")
+    a.send_signal(signal.SIGSTOP)  # mid-ship, its claim held
+    try:
+        p = ship(small, "--to", ch.url("claimed"), "--spool", spools[1])
+        eq(p.returncode, 7, f"the second spool's ship: exit 7 ({p.stderr[-600:]})")
+        check("another spool" in p.stderr and os.path.realpath(spools[0]) in p.stderr,
+              f"says whose: {p.stderr[-600:]}")
+    finally:
+        a.send_signal(signal.SIGCONT)
+    _, err = a.communicate(timeout=300)
+    eq(a.returncode, 0, f"the first ship ({err[-600:]})")
+    eq(held(ch, "claimed")[small], dict(kinds(small)), "every row once, by the first")
+    p = ship("--to", ch.url("claimed"), "--spool", spools[1])
+    eq(p.returncode, 0, f"the second spool, drained after ({p.stderr[-400:]})")
+    check("already shipped" in p.stderr, f"nothing added: {p.stderr[-400:]}")
+    eq((held(ch, "claimed")[small], claims(ch, "claimed")), (dict(kinds(small)), 0),
+       "still once, no claim left")
+
+    a = start("cut", 0)
+    helpers.wait_for(lambda: rows("cut") > 0, timeout=120, what="the cut ship's rows")
+    a.kill()
+    a.wait()
+    p = ship(small, "--to", ch.url("cut"), "--spool", spools[1])
+    eq(p.returncode, 7, f"the killed ship's claim holds ({p.stderr[-600:]})")
+    check("--take-over" in p.stderr, f"says how to take it over: {p.stderr[-600:]}")
+    p = ship("--to", ch.url("cut"), "--spool", spools[1], "--take-over")
+    eq(p.returncode, 0, f"--take-over ({p.stderr[-600:]})")
+    check("took over the claim" in p.stderr, f"said: {p.stderr[-600:]}")
+    eq((held(ch, "cut")[small], claims(ch, "cut")), (dict(kinds(small)), 0),
+       "the killed ship's rows and the rest, each once; no claim left")
+    p = ship("--to", ch.url("cut"), "--spool", spools[0])
+    eq(p.returncode, 0, f"the killed ship's spool, drained after ({p.stderr[-400:]})")
+    check("already shipped" in p.stderr, f"nothing added: {p.stderr[-400:]}")
+
+    ch.proc.send_signal(signal.SIGSTOP)  # both render, then wait for the server
+    try:
+        both = [start("race", i, "--retry-for", "120s", "--timeout", "5", env=None)
+                for i in range(2)]
+        helpers.wait_for(lambda: all(os.path.isdir(d) and any(
+            f.endswith(".tsv") for f in os.listdir(d)) for d in spools), timeout=60,
+            what="both spooled")
+    finally:
+        ch.proc.send_signal(signal.SIGCONT)
+    codes = []
+    for p in both:
+        _, err = p.communicate(timeout=300)
+        codes.append(p.returncode)
+        check(p.returncode in (0, 7), f"exit 0 or 7 ({err[-600:]})")
+    check(0 in codes, f"one of them shipped it: {codes}")
+    eq((held(ch, "race")[small], claims(ch, "race")), (dict(kinds(small)), 0),
+       "two ships at once: each row once")
 
 
 def test_ipv6_urls():

@@ -11,9 +11,13 @@ gain, or change, fails test_every_documented_command_is_run until a scenario run
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 
+import helpers
 import test_commands_system as system
+from clickhouse_server import ClickHouse, free_port
 from commands import (DEBIAN_PY, FAMILY_NEEDS, WORKLOADS, Session, examples, need_cuda,
                       need_torch)
 from helpers import BPFSIGHT, check, dump, eq, info, run, workload
@@ -63,7 +67,15 @@ SHIM_ENV = ['eval "$(sudo bpfsight shim --install /opt/bpfsight -e)"',
             "sudo bpfsight record -p 4242 -t gpu,nvtx -d 10s"]
 MISC = ["bpfsight record --features", "bpfsight --help", "bpfsight --version",
         "bpfsight record -t osrt -- /bin/true"]
-CLAIMED = LAUNCH + DEMO + ATTACH + BLOCKING + CUDA + TORCH + MEM + SHIM_ENV + MISC
+CLICKHOUSE = ["sudo bpfsight record -t sched --stacks=sched -o run.bst -p 4242 -d 10s",
+              "bpfsight ship run.bst --to clickhouse://127.0.0.1:8123/job-1",
+              "bpfsight stats --from clickhouse://127.0.0.1:8123/job-1 -r sched_sum --format json",
+              "bpfsight stacks --from clickhouse://127.0.0.1:8123/job-1 --offcpu",
+              "bpfsight ship --watch dumps --to clickhouse://127.0.0.1:8123/job-1",
+              "sudo bpfsight monitor -p 4242 -l 127.0.0.1:9464 --ship "
+              "clickhouse://127.0.0.1:8123/job-1 --ship-interval 1s"]
+CLAIMED = (LAUNCH + DEMO + ATTACH + BLOCKING + CUDA + TORCH + MEM + SHIM_ENV + MISC +
+           CLICKHOUSE)
 TRAIN_TORCH = f"{DEBIAN_PY} {WORKLOADS}/torch_train.py --steps 3"
 TRAIN_CUDA_PY = f"python3 {WORKLOADS}/py_cuda.py 20"
 
@@ -323,3 +335,52 @@ def test_torch_gil_cpu_steps():
               f"{len(samples)} samples: {p.stderr[-600:]}")
     finally:
         s.close()
+
+
+def test_clickhouse_commands():
+    """The ClickHouse commands as USAGE.md shows them, against a real server (one, started
+    here: clickhouse_server.py): a blocking job's off-CPU time recorded, shipped, its
+    sched_sum computed in the server equal to stats on the file, its off-CPU stacks folded
+    there as export writes them; a watched folder's file shipped (the same file: nothing
+    added, said); a monitor's metrics shipped as intervals."""
+    s = Session()
+    ch = ClickHouse()
+    s.subs = [(r"127\.0\.0\.1:8123", ch.netloc()),
+              (r"127\.0\.0\.1:9464", f"127.0.0.1:{free_port()}")]
+    try:
+        job = s.blocking_job()
+        s.run(CLICKHOUSE[0], pid=job.pid)
+        trace = s.last
+        p = s.run(CLICKHOUSE[1])
+        check("shipped" in p.stderr, p.stderr[-400:])
+        p = s.run(CLICKHOUSE[2])
+        eq(json.loads(p.stdout)["reports"]["sched_sum"], stats_json(trace, "sched_sum")[
+            "sched_sum"], "sched_sum computed in the server")
+        p = s.run(CLICKHOUSE[3])
+        out = os.path.join(s.dir, "offcpu.folded")
+        run([BPFSIGHT, "export", trace, "--format", "folded-offcpu", "-o", out], check=True)
+        with open(out) as f:
+            want = f.read()
+        check(want, "the job's off-CPU stacks")
+        eq(p.stdout, want, "the off-CPU stacks folded in the server")
+        os.makedirs(os.path.join(s.dir, "dumps"))
+        shutil.copy(trace, os.path.join(s.dir, "dumps", "again.bst"))
+        rc, _, err = s.run_until(CLICKHOUSE[4], r"already shipped")
+        eq(rc, 0, f"--watch stopped by SIGINT: {err[-400:]}")
+        line = s.command(CLICKHOUSE[5], pid=job.pid)
+        mon = subprocess.Popen(["bash", "-c", "exec " + line], cwd=s.dir, text=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        helpers._procs.append(mon)
+
+        def intervals():
+            return int(ch.rows("SELECT count() FROM bpfsight.events WHERE job = 'job-1' AND "
+                               "kind = 'monitor_interval'")[0][0])
+        helpers.wait_for(lambda: intervals() > 0 or mon.poll() is not None, timeout=120,
+                         what="the monitor's first interval in the server")
+        mon.send_signal(signal.SIGINT)
+        _, err = mon.communicate(timeout=60)
+        eq(mon.returncode, 0, f"monitor --ship: {err[-600:]}")
+        check(intervals() > 0, f"its intervals in the server: {err[-400:]}")
+    finally:
+        s.close()
+        ch.stop()

@@ -7,7 +7,10 @@
 #include <string.h>
 #include "ch_labels.h"
 #include "content_id.h"
+#include "frame_sum.h"
+#include "json.h"
 #include "msg.h"
+#include "stack_call.h"
 
 int ch_labels__option(struct ch_labels *l, int job, const char *arg)
 {
@@ -34,6 +37,22 @@ int ch_labels__option(struct ch_labels *l, int job, const char *arg)
 	return 0;
 }
 
+/*
+ * What rank_waits reads of a user stack (rank_waits_report.c), as its `stack` row's args: the
+ * call it is in (stack_call__in, cut where the report cuts it: 63 bytes) and its line in the
+ * job's own code (frame_sum__own_site). The server's rank_waits groups by them.
+ */
+static void ch_stack_args(const struct trace_stack *s, const struct trace_model *m, struct json *j)
+{
+	const struct bs_frame *via, *own = frame_sum__own_site(s, m, &via);
+	char call[64], at[256];
+
+	if (s && stack_call__in(s, m, call, sizeof(call)))
+		json__kv_str(j, "call", call);
+	if (own)
+		json__kv_str(j, "own", stack_call__frame(own, m, at, sizeof(at)));
+}
+
 int ch_labels__for_file(struct ch_labels *l, const char *file)
 {
 	static char id[CONTENT_ID_LEN], job[256];
@@ -48,6 +67,7 @@ int ch_labels__for_file(struct ch_labels *l, const char *file)
 	}
 	l->file = file;
 	l->file_id = id;
+	l->stack_args = ch_stack_args;
 	if (l->job && l->job != job)
 		return 0;
 	base = base ? base + 1 : file;

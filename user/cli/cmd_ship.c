@@ -35,6 +35,7 @@
 #define EXIT_SHIP_AUTH	  4 /* the server refused the credentials */
 #define EXIT_SHIP_FULL	  5 /* the spool had no room for a file: it was not taken */
 #define EXIT_SHIP_REFUSED 6 /* the server refused a statement (said) */
+#define EXIT_SHIP_CLAIMED 7 /* another spool or host holds a file's claim: not sent */
 
 extern const struct exporter export_clickhouse; /* export_clickhouse.c */
 
@@ -46,7 +47,9 @@ struct ship_opts {
 	const char *watch; /* --watch DIR */
 	int busy;	   /* the last file taken is being written */
 	struct ch_labels labels;
-	struct ship_held *held; /* the spooled files this ship holds locked (ship_lock.h) */
+	struct ship_held *held;	 /* the spooled files this ship holds locked (ship_lock.h) */
+	struct ship_claim claim; /* its files' claims in the server (ship_claim.h) */
+	char claimant[4400];
 };
 
 /* A spooled file's lock, held from its rendering to its ledger row. */
@@ -130,13 +133,17 @@ static void ship_usage(FILE *f)
 		"  --watch DIR           go on: ship each .bst file that appears in DIR once its\n"
 		"                        recorder closed it (flight-recorder dumps, capture ranges),\n"
 		"                        until SIGINT or SIGTERM\n"
+		"  --take-over           ship the files another spool or host claimed (exit 7) and\n"
+		"                        left: only when that ship is gone (its host down, its\n"
+		"                        process killed), or the rows are sent twice at once\n"
 		"  -h, --help            this help\n"
 		"\n"
 		"Exit status: 0 shipped, 1 bad arguments or an unreadable FILE, 2 the server did\n"
 		"not answer (the rest stays spooled), 3 another ship was shipping a file (it is\n"
 		"that one's), 4 credentials refused, 5 spool full, 6 the\n"
 		"server refused a statement, or https failed (its certificate: BPFSIGHT_CLICKHOUSE_CA\n"
-		"names a file of the CAs that sign it, else the system's are asked).\n");
+		"names a file of the CAs that sign it, else the system's are asked), 7 another\n"
+		"spool or host is shipping a file (its claim in the server; it stays spooled).\n");
 }
 
 const struct option ship_options[] = {
@@ -147,6 +154,7 @@ const struct option ship_options[] = {
 	{ "retry-for", required_argument, NULL, 'r' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "watch", required_argument, NULL, 'W' },
+	{ "take-over", no_argument, NULL, 'O' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -189,6 +197,9 @@ static int ship_parse(int argc, char **argv, struct ship_opts *o)
 			break;
 		case 'W':
 			o->watch = optarg;
+			break;
+		case 'O':
+			o->claim.take_over = 1;
 			break;
 		case 'h':
 			ship_usage(stdout);
@@ -288,7 +299,7 @@ static int ship_status(int err)
 static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_opts *o)
 {
 	__u64 t0 = mono_now_ns(), rows = 0, nfiles = 0, wait_ms = 250;
-	int n, i, err = 0, schema = 0, busy = 0, lock_failed = 0;
+	int n, i, err = 0, schema = 0, busy = 0, lock_failed = 0, claimed = 0;
 	char **names, path[4200], b1[32], where[300];
 	const char *job, *id;
 	struct ship_result res;
@@ -319,7 +330,7 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_op
 			schema = !err;
 			err = err
 				      ?: ship_send__file(s, path, CH_EVENT_COLUMNS, job, id,
-							 o->batch_rows, &res);
+							 o->batch_rows, &o->claim, &res);
 			if (!ch_server__retryable(err) || mono_now_ns() - t0 >= o->retry_ns ||
 			    ship_stop)
 				break;
@@ -329,6 +340,13 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_op
 			usleep(wait_ms * 1000);
 			wait_ms = wait_ms < 4000 ? wait_ms * 2 : 4000;
 			schema = 0;
+		}
+		if (err == -EALREADY) { /* another spool's or host's now: it stays spooled */
+			pr_err("%s\n", s->error);
+			ship_release(o, sp, job, id);
+			claimed = 1;
+			err = 0;
+			continue;
 		}
 		if (err)
 			break;
@@ -359,7 +377,7 @@ static int ship_drain(struct ch_server *s, struct ship_spool *sp, struct ship_op
 	pr_info("%llu rows of %llu files to %s in %.2f s\n", (unsigned long long)rows,
 		(unsigned long long)nfiles, ch_server__where(s, where, sizeof(where)),
 		(double)(mono_now_ns() - t0) / 1e9);
-	return busy ? EXIT_SHIP_BUSY : EXIT_READ_OK;
+	return claimed ? EXIT_SHIP_CLAIMED : busy ? EXIT_SHIP_BUSY : EXIT_READ_OK;
 }
 
 static void ship_on_signal(int sig)
@@ -423,7 +441,10 @@ static int ship_watch(struct ch_server *s, struct ship_spool *sp, struct ship_op
 		if (!ret && (taken || waiting)) {
 			ret = ship_drain(s, sp, o);
 			/* spooled, or another ship's: the next round sees it */
-			ret = ret == EXIT_SHIP_DOWN || ret == EXIT_SHIP_BUSY ? 0 : ret;
+			ret = ret == EXIT_SHIP_DOWN || ret == EXIT_SHIP_BUSY ||
+					      ret == EXIT_SHIP_CLAIMED
+				      ? 0
+				      : ret;
 		}
 		for (int t = 0; t < 10 && !ship_stop && !ret; t++)
 			usleep(100000);
@@ -466,13 +487,21 @@ int cmd_ship(int argc, char **argv)
 	}
 	if (ship_spool__open(&sp, o.spool, o.spool_max))
 		return EXIT_READ_FAIL;
+	/* whose the claims are: this host's spool (ship_claim.h) */
+	ret = ship_claim__claimant(sp.dir, o.claimant, sizeof(o.claimant));
+	if (ret) {
+		pr_err("the spool %s: %s\n", sp.dir, strerror(-ret));
+		return EXIT_READ_FAIL;
+	}
+	o.claim.claimant = o.claimant;
 	for (int i = optind; i < argc; i++) {
 		ret = ship_take(&s, &sp, &o, argv[i]);
 		status = status ?: ret;
 	}
 	ret = ship_drain(&s, &sp, &o);
 	/* a server down at the start: what was taken stays spooled, the watch sends it later */
-	if (o.watch && (!ret || ret == EXIT_SHIP_DOWN || ret == EXIT_SHIP_BUSY))
+	if (o.watch &&
+	    (!ret || ret == EXIT_SHIP_DOWN || ret == EXIT_SHIP_BUSY || ret == EXIT_SHIP_CLAIMED))
 		ret = ship_watch(&s, &sp, &o);
 	else
 		ret = ret ?: status;

@@ -205,7 +205,8 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!ch_report__find(tok)) {
 			pr_err("report '%s' is not computed in ClickHouse (there: cuda_api_sum, "
-			       "nccl_sum, nccl_stragglers, osrt_sum, sched_sum, gil_sum; docs/CLICKHOUSE.md)\n",
+			       "nccl_sum, nccl_stragglers, osrt_sum, sched_sum, gil_sum, ranks, "
+			       "nccl_rank_sum, rank_waits; docs/CLICKHOUSE.md)\n",
 			       tok);
 			free(list);
 			return 1;
@@ -214,7 +215,8 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	free(list);
 	list = strdup(f->reports
 			      ? f->reports
-			      : "cuda_api_sum,nccl_sum,nccl_stragglers,osrt_sum,sched_sum,gil_sum");
+			      : "cuda_api_sum,nccl_sum,nccl_stragglers,osrt_sum,sched_sum,gil_sum,"
+				"ranks,nccl_rank_sum,rank_waits");
 	if (f->fmt == STATS_FORMAT_JSON) {
 		json__init(&j, out, 1);
 		json__begin_object(&j);

@@ -201,11 +201,52 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 }
 
 /*
+ * A merged file's ranks (`rank`, one per RANK record, in file order: the ranks report's
+ * columns; its row labelled with the rank's own host, rank and file, its pid the rank's).
+ */
+static int ch_rank_rows(struct ch_export *st, const struct trace_model *m)
+{
+	const struct trace_rank *r;
+	__u32 i = 0;
+	int err = 0;
+
+	while (!err && (r = trace_ranks__next(trace_model__ranks(m), &i))) {
+		struct json j;
+
+		rewind(st->args);
+		json__init(&j, st->args, 0);
+		json__begin_object(&j);
+		json__kv_u64(&j, "index", r->index);
+		json__kv_u64(&j, "ns", r->r.ns);
+		json__kv_s64(&j, "rank", r->r.rank);
+		json__kv_s64(&j, "nranks", r->r.nranks);
+		json__kv_u64(&j, "pid", r->r.h.pid);
+		if (r->host)
+			json__kv_str(&j, "host", r->host);
+		json__kv_str(&j, "aligned_by", trace_ranks__aligned_by(r->r.flags));
+		json__kv_s64(&j, "offset_ns", r->r.offset_ns);
+		json__kv_u64(&j, "offset_err_ns", r->r.offset_err_ns);
+		json__kv_s64(&j, "drift_ppb", r->r.drift_ppb);
+		json__kv_u64(&j, "points", r->r.points);
+		json__kv_u64(&j, "residual_rms_ns", r->r.residual_rms_ns);
+		json__kv_u64(&j, "residual_max_ns", r->r.residual_max_ns);
+		json__end_object(&j);
+		err = fflush(st->args)
+			      ? -ENOMEM
+			      : ch_row(st, m, r->r.h.pid, r->r.h.pid, trace_model__start(m), 0,
+				       "rank", r->label ? r->label : "", st->args_buf,
+				       st->args_len);
+	}
+	return err;
+}
+
+/*
  * What the reports read of the whole file, as the last rows: the recording's window
  * (`trace_window`: its start, its length; sched_sum clips the first run slices to it; the
  * first and last records' times, the first clamped to the start, and its end if it has one:
  * gil_sum's span, all wall-clock ns), each stack the rows name (`stack`: its folded text as
- * its name, export --format folded's; `stacks --from` counts the samples by it), and
+ * its name, export --format folded's; `stacks --from` counts the samples by it; a user
+ * stack's the call it is in and its line in the job's code, rank_waits'), its ranks, and
  * each thread's names as the file's reports name it (`thread_names`: the thread's name, its
  * process's in args, either left out when the file has none; a merged file's rank namespace,
  * `ns`, with which its reports show the ids).
@@ -234,9 +275,16 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 
 		if (!line)
 			return -ENOMEM;
+		struct json j;
+
 		rewind(st->args);
-		fprintf(st->args, "{\"stack_id\":%llu,\"kernel\":%d}", (unsigned long long)key.a,
-			(int)key.b);
+		json__init(&j, st->args, 0);
+		json__begin_object(&j);
+		json__kv_u64(&j, "stack_id", key.a);
+		json__kv_s64(&j, "kernel", (int)key.b);
+		if (!key.b && st->labels.stack_args)
+			st->labels.stack_args(trace_model__stack(m, (__u32)key.a), m, &j);
+		json__end_object(&j);
 		err = fflush(st->args) ? -ENOMEM
 				       : ch_row(st, m, 0, 0, start, 0, "stack", line, st->args_buf,
 						st->args_len);
@@ -270,7 +318,7 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 		err = ch_row(st, m, (__u32)key.a, (__u32)key.b, start, 0, "thread_names",
 			     thread ? thread : "", st->args_buf, st->args_len);
 	}
-	return err;
+	return err ? err : ch_rank_rows(st, m);
 }
 
 static int ch_finish(void *vst, const struct trace_model *m, const struct trace_status *status)

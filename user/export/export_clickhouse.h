@@ -10,6 +10,10 @@
 
 #include <linux/types.h>
 
+struct json;
+struct trace_model;
+struct trace_stack;
+
 /* The columns each row has, in its order. */
 #define CH_EVENT_COLUMNS "job, host, rank, file, file_id, seq, ts, dur, pid, tid, kind, name, args"
 
@@ -23,6 +27,14 @@ struct ch_labels {
 	const char *file;
 	const char *file_id;
 	__s32 rank;
+	/*
+	 * What a user stack's row says beside its text, where the server's reports need it and
+	 * SQL cannot derive it from the text (rank_waits': the call the stack is in, its line in
+	 * the job's code): keys added to J's open object. NULL: none. A hook, so that the
+	 * renderer names no report.
+	 */
+	void (*stack_args)(const struct trace_stack *s, const struct trace_model *m,
+			   struct json *j);
 };
 
 extern struct ch_labels export_clickhouse_labels;

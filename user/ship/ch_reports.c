@@ -364,8 +364,17 @@ const struct ch_report ch_folded_offcpu = {
 };
 
 const struct ch_report *const ch_reports[] = {
-	&ch_cuda_api_sum, &ch_nccl_sum, &ch_nccl_stragglers, &ch_osrt_sum, &ch_sched_sum,
-	&ch_gil_sum,	  NULL,
+	&ch_cuda_api_sum,
+	&ch_nccl_sum,
+	&ch_nccl_stragglers,
+	&ch_osrt_sum,
+	&ch_sched_sum,
+	&ch_gil_sum,
+	/* across ranks: ch_rank_reports.c */
+	&ch_ranks,
+	&ch_nccl_rank_sum,
+	&ch_rank_waits,
+	NULL,
 };
 
 const struct ch_report *ch_report__find(const char *name)

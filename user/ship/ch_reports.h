@@ -32,6 +32,9 @@ struct ch_report {
 /* The reports the server computes, NULL-terminated. */
 extern const struct ch_report *const ch_reports[];
 
+/* The reports across ranks (ch_rank_reports.c). */
+extern const struct ch_report ch_ranks, ch_nccl_rank_sum, ch_rank_waits;
+
 /* export --format folded's lines of the CPU samples (`stacks --from`): text, count. */
 extern const struct ch_report ch_folded_stacks;
 /* export --format folded-offcpu's: the off-CPU intervals' time (us) by blocking stack. */

@@ -4,7 +4,8 @@
  * which name a job and a kind first, then group by host, rank and thread over time; one
  * partition a day, so retention drops whole days (a TTL on servers from 19.6, docs).
  * files is a ReplacingMergeTree: a row written twice (a ship killed between its last insert
- * and its answer) merges away, and ship asks it before sending anything.
+ * and its answer) merges away, and ship asks it before sending anything. claims holds the
+ * ships sending a file now, one partition each (ship_claim.h).
  */
 #include <stddef.h>
 #include "ch_schema.h"
@@ -21,6 +22,11 @@ const char *const ch_schema[] = {
 	"job String, file_id String, host String, file String, rows UInt64, "
 	"shipped DateTime DEFAULT now()"
 	") ENGINE = ReplacingMergeTree() ORDER BY (job, file_id)",
+	/* a claim a partition: its part's block number orders it (ship_claim.h) */
+	"CREATE TABLE IF NOT EXISTS " CH_DB ".claims ("
+	"job String, file_id String, claim_id String, claimant String, host String, "
+	"spool String, pid UInt32, at DateTime DEFAULT now()"
+	") ENGINE = MergeTree() PARTITION BY claim_id ORDER BY (job, file_id)",
 	NULL,
 };
 

@@ -71,7 +71,8 @@ int ship_send__shipped(struct ch_server *s, const char *job, const char *id)
 }
 
 int ship_send__file(struct ch_server *s, const char *path, const char *cols, const char *job,
-		    const char *id, __u64 batch_rows, struct ship_result *res)
+		    const char *id, __u64 batch_rows, struct ship_claim *claim,
+		    struct ship_result *res)
 {
 	unsigned long long v[2] = { 0, 0 };
 	char sql[512], *line = NULL, *first = NULL, *batch = NULL;
@@ -86,7 +87,21 @@ int ship_send__file(struct ch_server *s, const char *path, const char *cols, con
 		return err;
 	if (err) {
 		res->already = 1;
-		return 0;
+		/* a claim of this spool's left by a ship cut after the ledger row */
+		return claim ? ship_claim__drop(s, job, id, claim) : 0;
+	}
+	if (claim) {
+		err = ship_claim__take(s, job, id, claim);
+		if (err < 0)
+			return err;
+		if (!err) {
+			snprintf(s->error, sizeof(s->error),
+				 "job %.48s's file %.40s: another spool is shipping it (%.200s): "
+				 "nothing sent, it stays spooled (if that ship is gone, its host "
+				 "down or its process killed: ship again with --take-over)",
+				 job, id, claim->holder);
+			return -EALREADY;
+		}
 	}
 	snprintf(sql, sizeof(sql),
 		 "SELECT count(), max(seq) FROM " CH_DB ".events WHERE job = '%s' AND "
@@ -143,6 +158,8 @@ int ship_send__file(struct ch_server *s, const char *path, const char *cols, con
 	}
 	if (!err && first)
 		err = ship_ledger(s, job, id, first, res->rows);
+	if (!err && claim)
+		err = ship_claim__drop(s, job, id, claim);
 	free(line);
 	free(first);
 	free(batch);

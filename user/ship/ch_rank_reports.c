@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The reports across ranks as SQL (ch_reports.h): ranks, nccl_rank_sum and rank_waits, in
+ * what ClickHouse 18.16 runs as current releases do (ch_reports.c says what it lacks). Each
+ * follows its report's rules (ranks_report.c, nccl_rank_report.c with nccl_straggle.c and
+ * nccl_coll.c, rank_waits_report.c); docs/CLICKHOUSE.md says where they cannot.
+ *
+ * The SQL is laid out a clause a line, by hand: clang-format would cut its strings anywhere.
+ */
+#include "ch_reports.h"
+#include "ch_schema.h"
+
+/* clang-format off */
+
+#define CH_ARG_U(k) "visitParamExtractUInt(args, '" k "')"
+#define CH_ARG_S(k) "visitParamExtractInt(args, '" k "')"
+/* A merged file's process or thread id as its reports show it: with its rank namespace. */
+#define CH_RANK_NS_ID(id) "bitOr(bitShiftLeft(ns, 22), " id ")"
+/* Each shipped file's rank namespaces, by the rank file its rows are labelled with. */
+#define CH_RANK_NS \
+	"SELECT file_id, file, max(" CH_ARG_U("ns") ") AS ns " \
+	"FROM " CH_DB ".events WHERE {J} AND kind = 'thread_names' GROUP BY file_id, file"
+
+/* ranks_report.c: a merged file's RANK records (`rank` rows), in the file's order. */
+static const struct ch_col ch_ranks_cols[] = {
+	{ "ns", "NS", 'u' },
+	{ "rank", "Rank", 's' },
+	{ "nranks", "NRanks", 's' },
+	{ "pid", "PID", 'u' },
+	{ "host", "Host", 't' },
+	{ "aligned_by", "Aligned By", 't' },
+	{ "offset_ns", "Clock Offset (ns)", 's' },
+	{ "offset_err_ns", "+- (ns)", 'u' },
+	{ "drift_ppb", "Drift (ppb)", 's' },
+	{ "points", "Collectives Used", 'u' },
+	{ "residual_rms_ns", "Residual RMS (ns)", 'u' },
+	{ "residual_max_ns", "Residual Max (ns)", 'u' },
+	{ "file", "File", 't' },
+	{},
+};
+
+const struct ch_report ch_ranks = {
+	.name = "ranks",
+	.cols = ch_ranks_cols,
+	.sql = "SELECT " CH_ARG_U("ns") ", "
+	       "if(" CH_ARG_S("rank") " >= 0, " CH_ARG_S("rank") ", NULL), "
+	       "if(" CH_ARG_S("nranks") " >= 0, " CH_ARG_S("nranks") ", NULL), "
+	       CH_ARG_U("pid") ", "
+	       "if(position(args, '\"host\":') > 0, visitParamExtractString(args, 'host'), NULL), "
+	       "visitParamExtractString(args, 'aligned_by'), "
+	       CH_ARG_S("offset_ns") ", " CH_ARG_U("offset_err_ns") ", " CH_ARG_S("drift_ppb") ", "
+	       CH_ARG_U("points") ", " CH_ARG_U("residual_rms_ns") ", "
+	       CH_ARG_U("residual_max_ns") ", "
+	       "file "
+	       "FROM " CH_DB ".events WHERE {W} AND kind = 'rank' "
+	       "ORDER BY file_id, " CH_ARG_U("index") " FORMAT TabSeparated",
+};
+
+/*
+ * nccl_coll.h's collectives: each collective call that ended (not in flight), its entry and
+ * its end; a call inside ncclGroupStart/End ends when its thread's outermost ncclGroupEnd
+ * returns (the first one after its entry: `group_depth` says it was inside, an
+ * ncclGroupEnd without it is the outermost), and one whose group never ended is none. gloo's
+ * (no `ret`: seen at their entry only) are async. O(grouped calls x group ends) a thread.
+ */
+#define CH_COLL_COLS \
+	"file_id, file, pid, tid, seq AS rseq, name, ts AS enter, " \
+	"visitParamExtractString(args, 'unique_id_hash') AS comm, " \
+	CH_ARG_U("seq") " AS cseq, " \
+	"if(position(args, '\"rank\":') > 0, " CH_ARG_S("rank") ", -1) AS crank, " \
+	"if(position(args, '\"nranks\":') > 0, " CH_ARG_S("nranks") ", -1) AS cnranks, " \
+	"position(args, '\"ret\":') = 0 AS gloo"
+#define CH_COLL_WHERE(grouped) \
+	"{W} AND kind = 'nccl_api' AND position(args, '\"seq\":') > 0 AND " \
+	"position(args, '\"in_flight\":') = 0 AND position(args, '\"group_depth\":') " grouped
+#define CH_COLLS \
+	"SELECT " CH_COLL_COLS ", ts + toInt64(dur) AS cend " \
+	"FROM " CH_DB ".events WHERE " CH_COLL_WHERE("= 0") " " \
+	"UNION ALL " \
+	"SELECT file_id, file, pid, tid, rseq, name, enter, comm, cseq, crank, cnranks, gloo, " \
+	       "ends[arrayFirstIndex(x -> x > enter, starts)] AS cend " \
+	"FROM (SELECT " CH_COLL_COLS " FROM " CH_DB ".events WHERE " CH_COLL_WHERE("> 0") ") " \
+	"ANY LEFT JOIN (" \
+		"SELECT file_id, pid, tid, arraySort(groupArray(ts)) AS starts, " \
+		       "arraySort((e, s) -> s, groupArray(ts + toInt64(dur)), groupArray(ts)) " \
+		       "AS ends " \
+		"FROM " CH_DB ".events " \
+		"WHERE {W} AND kind = 'nccl_api' AND name = 'ncclGroupEnd' " \
+		      "AND position(args, '\"group_depth\":') = 0 " \
+		      "AND position(args, '\"in_flight\":') = 0 " \
+		"GROUP BY file_id, pid, tid) USING file_id, pid, tid " \
+	"WHERE arrayFirstIndex(x -> x > enter, starts) > 0"
+/* A rank process of the collectives: its file and pid. */
+#define CH_WHO "concat(file_id, '\\t', file, '\\t', toString(pid))"
+/*
+ * nccl_straggle.h's summaries: a collective (communicator, seq) of 2 ranks or more, the
+ * process that entered last and the others' waits for it (taken from the job's first entry,
+ * as nccl_stragglers' SQL), then per process that entered last: how often, the waits, the
+ * function most of them were in, the longest.
+ */
+#define CH_LATE \
+	"SELECT who, sum(n) AS late, sum(fw) AS made, argMax(cname, fw) AS top, " \
+	       "max(fw) AS topw, argMax(wseq, wwait) AS worst_seq, max(wwait) AS worst " \
+	"FROM (" \
+		"SELECT who, cname, count() AS n, sum(wait) AS fw, argMax(cseq, wait) AS wseq, " \
+		       "max(wait) AS wwait " \
+		"FROM (" \
+			"SELECT comm, cseq, any(name) AS cname, argMax(" CH_WHO ", at) AS who, " \
+			       "toUInt64(count() * max(at) - sum(at)) AS wait " \
+			"FROM (SELECT *, enter - (SELECT min(ts) FROM " CH_DB ".events " \
+						"WHERE " CH_COLL_WHERE(">= 0") ") AS at " \
+			      "FROM (" CH_COLLS ")) " \
+			"GROUP BY comm, cseq HAVING count() > 1) " \
+		"GROUP BY who, cname) " \
+	"GROUP BY who"
+/*
+ * Per rank process: its calls, its first entry and last end, its time inside them (the union
+ * of its calls' intervals, each counted once: a sweep over their starts and ends), its rank
+ * in its largest communicator (the first call's of the largest).
+ */
+#define CH_RANK_PROCS \
+	"SELECT " CH_WHO " AS who, file_id, file, pid, count() AS calls, " \
+	       "countIf(gloo) AS async_calls, min(enter) AS first_enter, max(cend) AS last_end, " \
+	       "max(cnranks) AS mx, " \
+	       "argMin(crank, bitOr(bitShiftLeft(toUInt64(16777216 - cnranks), 39), rseq)) " \
+	       "AS rk, " \
+	       "groupArrayIf(enter, NOT gloo AND cend > enter) AS s0, " \
+	       "groupArrayIf(cend, NOT gloo AND cend > enter) AS e0, " \
+	       "arraySort(arrayConcat(s0, e0)) AS pts, " \
+	       "arrayCumSum(arraySort((d, p) -> p, " \
+			"arrayConcat(arrayMap(x -> toInt64(1), s0), " \
+				    "arrayMap(x -> toInt64(-1), e0)), " \
+			"arrayConcat(s0, e0))) AS cum, " \
+	       "arraySum(arrayMap((c, a, b) -> if(c > 0, b - a, 0), " \
+			"arrayPopBack(cum), arrayPopBack(pts), arrayPopFront(pts))) AS busy " \
+	"FROM (" CH_COLLS ") GROUP BY file_id, file, pid"
+/* Each rank process's label where its RANK record names it ("rank 3 @ node7"). */
+#define CH_RANK_LABELS \
+	"SELECT file_id, file, pid, any(name) AS label " \
+	"FROM " CH_DB ".events WHERE {J} AND kind = 'rank' GROUP BY file_id, file, pid"
+
+static const struct ch_col ch_nccl_rank_sum_cols[] = {
+	{ "rank", "Rank", 's' },
+	{ "nranks", "NRanks", 's' },
+	{ "pid", "PID", 'u' },
+	{ "collectives", "Collectives", 'u' },
+	{ "span_ns", "Span (ns)", 'u' },
+	{ "coll_ns", "In Collectives (ns)", 'u' },
+	{ "outside_ns", "Outside (ns)", 'u' },
+	{ "coll_pct", "In Coll (%)", 'd' },
+	{ "late", "Entered Last", 'u' },
+	{ "made_wait_ns", "Made Others Wait (ns)", 'u' },
+	{ "top_op", "Mostly In", 't' },
+	{ "top_op_pct", "Share (%)", 'd' },
+	{ "worst_seq", "Worst Seq", 'u' },
+	{ "worst_wait_ns", "Worst Wait (ns)", 'u' },
+	{ "name", "Process", 't' },
+	{},
+};
+
+const struct ch_report ch_nccl_rank_sum = {
+	.name = "nccl_rank_sum",
+	.cols = ch_nccl_rank_sum_cols,
+	.sql = "SELECT if(rank_v >= 0, rank_v, NULL), if(mx >= 0, mx, NULL), fpid, calls, span, "
+	       "if(timed, inside, NULL), if(timed, span - inside, NULL), "
+	       "if(timed, if(span > 0, inside * 100 / span, 0), NULL), late, made, "
+	       "if(made > 0, top, NULL), if(made > 0, topw * 100 / made, NULL), "
+	       "if(made > 0, worst_seq, NULL), if(made > 0, worst, NULL), "
+	       "if(label != '', label, if(rank_v >= 0, concat('rank ', toString(rank_v), ' (pid ', "
+	       "toString(fpid), ')'), concat('pid ', toString(fpid)))) "
+	       "FROM (SELECT *, if(mx >= 0, rk, -1) AS rank_v, " CH_RANK_NS_ID("pid") " AS fpid, "
+		     "toUInt64(if(last_end > first_enter, last_end - first_enter, 0)) AS span, "
+		     "least(toUInt64(busy), span) AS inside, async_calls < calls AS timed "
+	       "FROM (SELECT * FROM (SELECT * FROM (" CH_RANK_PROCS ") "
+				    "ANY LEFT JOIN (" CH_LATE ") USING who) "
+		     "ANY LEFT JOIN (" CH_RANK_NS ") USING file_id, file) "
+	       "ANY LEFT JOIN (" CH_RANK_LABELS ") USING file_id, file, pid) "
+	       "ORDER BY rank_v, fpid FORMAT TabSeparated",
+};
+
+/*
+ * rank_waits_report.c: each rank of the job (a process snapshot's RANK, else LOCAL_RANK: the
+ * end's, else the start's, else a trigger's), its main thread's off-CPU time with a stack,
+ * split by its `stack` row's call (an NCCL function, torch.distributed's: in a collective)
+ * and line of the job's code (`own`, shipped with the stack); the largest elsewhere by stack,
+ * as the report keys it; its life within the recording (its fork, its exit, the window).
+ */
+#define CH_WAIT_ROWS \
+	"SELECT file_id, file, pid, sid, call, " \
+	       "substring(call, 1, 4) = 'nccl' OR substring(call, 1, 17) = 'torch.distributed' " \
+	       "AS coll, sum(dur) AS t, count() AS n, min(seq) AS mseq, any(own) AS sown " \
+	"FROM (SELECT file_id, file, pid, seq, dur, " CH_ARG_U("stack_id") " AS sid " \
+	      "FROM " CH_DB ".events WHERE {W} AND kind = 'offcpu' AND pid = tid " \
+	      "AND position(args, '\"stack_id\":') > 0) " \
+	"ANY LEFT JOIN (" \
+		"SELECT file_id, " CH_ARG_U("stack_id") " AS sid, " \
+		       "visitParamExtractString(args, 'call') AS call, " \
+		       "visitParamExtractString(args, 'own') AS own " \
+		"FROM " CH_DB ".events " \
+		"WHERE {J} AND kind = 'stack' AND " CH_ARG_U("kernel") " = 0) " \
+	"USING file_id, sid GROUP BY file_id, file, pid, sid, call"
+#define CH_WAITS \
+	"SELECT file_id, file, pid, sumIf(n, coll) AS waits, sumIf(t, coll) AS wait_ns, " \
+	       "argMinIf(call, mseq, coll) AS call1, argMinIf(sown, mseq, coll) AS at1, " \
+	       "maxIf(t, NOT coll AND sown != '') AS else_ns, " \
+	       "argMaxIf(sown, t, NOT coll AND sown != '') AS else_at " \
+	"FROM (" CH_WAIT_ROWS ") GROUP BY file_id, file, pid"
+#define CH_RANK_OF \
+	"if(position(args, '\"rank\":') > 0, " CH_ARG_S("rank") ", " \
+	   "if(position(args, '\"local_rank\":') > 0, " CH_ARG_S("local_rank") ", -1))"
+#define CH_EDGE "visitParamExtractString(args, 'edge')"
+#define CH_SNAP_RANKS \
+	"SELECT file_id, file, pid, argMin(rk, pri) AS rank " \
+	"FROM (SELECT file_id, file, pid, " CH_RANK_OF " AS rk, " \
+		     "bitOr(bitShiftLeft(toUInt64(multiIf(" CH_EDGE " = 'end', 0, " \
+		     CH_EDGE " = 'start', 1, 2)), 40), seq) AS pri " \
+	      "FROM " CH_DB ".events WHERE {W} AND kind = 'process_state') " \
+	"WHERE rk >= 0 GROUP BY file_id, file, pid"
+/* A main thread's fork and exit (a merged file's child ids with their rank namespace). */
+#define CH_MAIN_LIVES \
+	"SELECT file_id, file, xpid AS pid, has_born, born, has_died, died FROM (" \
+		"SELECT file_id, file, " \
+		       "if(kind = 'fork', " \
+			  "toUInt32(bitAnd(" CH_ARG_U("child_pid") ", 4194303)), pid) " \
+		       "AS xpid, countIf(kind = 'fork') > 0 AS has_born, " \
+		       "argMaxIf(ts, seq, kind = 'fork') AS born, " \
+		       "countIf(kind = 'exit') > 0 AS has_died, " \
+		       "argMaxIf(ts, seq, kind = 'exit') AS died " \
+		"FROM " CH_DB ".events " \
+		"WHERE {J} AND ((kind = 'fork' AND " CH_ARG_U("child_pid") " = " \
+		      CH_ARG_U("child_tid") ") OR (kind = 'exit' AND pid = tid)) " \
+		"GROUP BY file_id, file, xpid)"
+#define CH_WINDOW \
+	"SELECT file_id, ts AS wstart, " \
+	       "if(position(args, '\"end_ts\":') > 0, " CH_ARG_S("end_ts") ", 0) AS wend " \
+	"FROM " CH_DB ".events WHERE {J} AND kind = 'trace_window'"
+
+static const struct ch_col ch_rank_waits_cols[] = {
+	{ "rank", "Rank", 's' },
+	{ "pid", "PID", 'u' },
+	{ "waits", "Waits", 'u' },
+	{ "wait_ns", "In Collectives", 'u' },
+	{ "life_ns", "Of Its Time", 'u' },
+	{ "wait_pct", "Wait (%)", 'd' },
+	{ "collective", "Collective", 't' },
+	{ "at", "At", 't' },
+	{ "elsewhere_ns", "Blocked Elsewhere", 'u' },
+	{ "elsewhere_at", "Most At", 't' },
+	{},
+};
+
+const struct ch_report ch_rank_waits = {
+	.name = "rank_waits",
+	.cols = ch_rank_waits_cols,
+	.sql = "SELECT rank, fpid, waits, wait_ns, if(life > 0, life, NULL), "
+	       "if(life > 0, wait_ns * 100 / life, NULL), if(call1 != '', call1, NULL), "
+	       "if(call1 != '' AND at1 != '', at1, NULL), else_ns, "
+	       "if(else_at != '', else_at, NULL) "
+	       "FROM (SELECT *, " CH_RANK_NS_ID("pid") " AS fpid, "
+		     "if(has_born AND born > wstart, born, wstart) AS b, "
+		     "if(has_died AND died != 0, died, wend) AS e, "
+		     "toUInt64(if(e > b, e - b, 0)) AS life "
+	       "FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM (" CH_SNAP_RANKS ") "
+				"ANY LEFT JOIN (" CH_WAITS ") USING file_id, file, pid) "
+				    "ANY LEFT JOIN (" CH_MAIN_LIVES ") USING file_id, file, pid) "
+		     "ANY LEFT JOIN (" CH_WINDOW ") USING file_id) "
+	       "ANY LEFT JOIN (" CH_RANK_NS ") USING file_id, file) "
+	       "ORDER BY rank, fpid FORMAT TabSeparated",
+};
+
+/* clang-format on */
