@@ -364,10 +364,43 @@ CPU = {}
 TEST_CPU = {}
 
 
-def run_jobs(build, res, jobs, n, took, beside=()):
-    """Run JOBS, N at a time, and BESIDE them those, one at a time; every result printed as
-    it comes."""
-    lanes = [(list(jobs), n), (list(beside), 1)]
+class Idle:
+    """How much of the machine's CPU time went idle since the last look (/proc/stat), and
+    from it how many jobs to run: N, and one more each second while over a quarter of the CPU
+    time was idle (jobs waiting on sleeps, on recorders starting, on servers), up to 2 N; one
+    fewer (no new one started) while almost none was. Most jobs mostly wait: four on CI's two
+    cores left a third of its CPU time idle (bench/RESULTS.md, "make check")."""
+
+    def __init__(self, n):
+        self.n, self.extra, self.at, self.last = n, 0, time.time(), self.read()
+
+    @staticmethod
+    def read():
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        return v[3] + v[4], sum(v)  # idle and iowait, all
+
+    def jobs(self):
+        now = time.time()
+        if now - self.at >= 1 and self.last:
+            cur = self.read()
+            if cur and cur[1] > self.last[1]:
+                idle = (cur[0] - self.last[0]) / (cur[1] - self.last[1])
+                if idle > 0.25 and self.extra < self.n:
+                    self.extra += 1
+                elif idle < 0.05 and self.extra > 0:
+                    self.extra -= 1
+            self.at, self.last = now, cur
+        return self.n + self.extra
+
+
+def run_jobs(build, res, jobs, n, took, beside=(), adapt=False):
+    """Run JOBS, N at a time (ADAPT: more while the CPU is idle, Idle), and BESIDE them those,
+    one at a time; every result printed as it comes."""
+    lanes = [(list(jobs), Idle(n) if adapt else n), (list(beside), 1)]
     running = {}
     sel = selectors.DefaultSelector()
     try:
@@ -381,6 +414,7 @@ def run_jobs(build, res, jobs, n, took, beside=()):
 def loop(build, res, lanes, running, sel, took):
     while any(q for q, _ in lanes) or running:
         for lane, (queue, n) in enumerate(lanes):
+            n = n.jobs() if isinstance(n, Idle) else n
             while queue and sum(j.lane == lane for j in running.values()) < n:
                 job = queue.pop(0)
                 if job[0] == "error":
@@ -392,7 +426,8 @@ def loop(build, res, lanes, running, sel, took):
                 sel.register(j.p.stdout, selectors.EVENT_READ, j)
         if not running:
             continue
-        for key, _ in sel.select():
+        # a second at most: an idle machine may take another job
+        for key, _ in sel.select(timeout=1):
             j = key.data
             done, eof = j.lines()
             for line in done:
@@ -417,6 +452,8 @@ def main():
     ap.add_argument("-j", dest="jobs", type=int,
                     default=int(os.environ.get("BPFSIGHT_TEST_JOBS", "4")),
                     help="jobs at once (default 4, or BPFSIGHT_TEST_JOBS)")
+    ap.add_argument("--fixed", action="store_true",
+                    help="JOBS at once, never more (else more while the CPU is idle)")
     ap.add_argument("--no-unit", action="store_true")
     ap.add_argument("--no-fuzz", action="store_true")
     ap.add_argument("--no-e2e", action="store_true")
@@ -429,7 +466,7 @@ def main():
     t0 = time.time()
     together, alone, beside = plan(args.build, args)
     took = {}
-    run_jobs(args.build, res, together, max(1, args.jobs), took)
+    run_jobs(args.build, res, together, max(1, args.jobs), took, adapt=not args.fixed)
     if alone or beside:
         res.note(f"# {time.time() - t0:.0f} s; the tests that run alone"
                  + (" (and the fuzzers beside them):" if beside else ":"))

@@ -2,6 +2,7 @@
 config and users in a temporary directory, loopback ports nobody holds, started and stopped by
 the test. Users: `default` (no password) and `shipper` (password `s3cret`)."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -168,15 +169,12 @@ ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "0": "\0", "b": "\b", "f": "\f", "\\
            "'": "'"}
 
 
+ESCAPED = re.compile(r"\\(.)", re.S)
+
+
 def unescape(field):
-    """A TabSeparated field as ClickHouse escapes it, back to its text."""
-    out, i = [], 0
-    while i < len(field):
-        c = field[i]
-        if c == "\\" and i + 1 < len(field):
-            out.append(ESCAPES.get(field[i + 1], field[i + 1]))
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    """A TabSeparated field as ClickHouse escapes it, back to its text (a backslash and the
+    character after it; a lone one at the end stays)."""
+    if "\\" not in field:
+        return field
+    return ESCAPED.sub(lambda m: ESCAPES.get(m.group(1), m.group(1)), field)
