@@ -373,6 +373,14 @@ class Idle:
 
     def __init__(self, n):
         self.n, self.extra, self.at, self.last = n, 0, time.time(), self.read()
+        self.spent = {}  # jobs allowed -> seconds they were
+
+    def said(self):
+        """How many jobs ran at once, as the run's last lines say it."""
+        total = sum(self.spent.values()) or 1
+        mean = sum(k * v for k, v in self.spent.items()) / total
+        return f"jobs at once: {min(self.spent, default=self.n)} to " \
+            f"{max(self.spent, default=self.n)} allowed, {mean:.1f} on average"
 
     @staticmethod
     def read():
@@ -386,6 +394,8 @@ class Idle:
     def jobs(self):
         now = time.time()
         if now - self.at >= 1 and self.last:
+            k = self.n + self.extra
+            self.spent[k] = self.spent.get(k, 0) + now - self.at
             cur = self.read()
             if cur and cur[1] > self.last[1]:
                 idle = (cur[0] - self.last[0]) / (cur[1] - self.last[1])
@@ -400,11 +410,14 @@ class Idle:
 def run_jobs(build, res, jobs, n, took, beside=(), adapt=False):
     """Run JOBS, N at a time (ADAPT: more while the CPU is idle, Idle), and BESIDE them those,
     one at a time; every result printed as it comes."""
-    lanes = [(list(jobs), Idle(n) if adapt else n), (list(beside), 1)]
+    idle = Idle(n) if adapt else None
+    lanes = [(list(jobs), idle or n), (list(beside), 1)]
     running = {}
     sel = selectors.DefaultSelector()
     try:
         loop(build, res, lanes, running, sel, took)
+        if idle and jobs:
+            res.note(f"# {idle.said()}")
     finally:
         for j in running.values():  # interrupted: no worker left behind
             j.p.kill()
