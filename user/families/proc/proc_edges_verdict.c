@@ -234,4 +234,6 @@ static void edges_claims(void *unused, struct verdict *v)
 
 const struct family_verdict proc_verdict = {
 	.claims = edges_claims,
+	/* their states: not computed in a server yet (never judged there) */
+	.reads = "rank_waits,open_at_edges",
 };

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * stats --from's verdict (verdict_from.h): the same engine and the same rules as stats FILE's,
+ * fed what the server computes in place of a pass over the records. What a pass finds of every
+ * record (the rows' span, the threads' names and lives, the events per kind) comes from
+ * ch_verdict.h's answers; each input a family's rules read (struct family_verdict.reads) from
+ * the report the server computes by that name (ch_reports.h: a table) or the rule's state
+ * (ch_verdict.h: a table its LOAD reads). A family whose inputs are not all there is not
+ * judged, and the verdict says so.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ch_http.h"
+#include "ch_reports.h"
+#include "ch_verdict.h"
+#include "family.h"
+#include "family_stats.h"
+#include "stats_from.h"
+#include "table.h"
+#include "trace_model.h"
+#include "verdict.h"
+#include "verdict_from.h"
+
+#define MAX_INPUTS 32
+
+struct vfrom {
+	struct ch_server *s;
+	const char *where, *job;
+	struct table *t[MAX_INPUTS];
+	int n;
+};
+
+/* Report R's answer, kept until the verdict is printed: NULL with *ERR set. */
+static struct table *ask(struct vfrom *q, const struct ch_report *r, int *err)
+{
+	struct table *t;
+
+	if (q->n == MAX_INPUTS) {
+		*err = -E2BIG;
+		return NULL;
+	}
+	t = table__new(r->name);
+	*err = t ? stats_from__table(q->s, r, q->where, q->job, t) : -ENOMEM;
+	if (*err) {
+		table__free(t);
+		return NULL;
+	}
+	return q->t[q->n++] = t;
+}
+
+/* The files' window and span: the model's start and end, the verdict's first and last. */
+static int span(struct vfrom *q, struct trace_model *m, struct verdict *v)
+{
+	int err;
+	struct table *t = ask(q, &ch_verdict_span, &err);
+
+	if (!t)
+		return err;
+	if (table__nrows(t) && table__get_u64(t, 0, table__col(t, "files"))) {
+		trace_model__set_start(m, (__u64)table__get_s64(t, 0, table__col(t, "start")));
+		trace_model__set_end(m, (__u64)table__get_s64(t, 0, table__col(t, "end")));
+		verdict__set_span(v, (__u64)table__get_s64(t, 0, table__col(t, "first")),
+				  (__u64)table__get_s64(t, 0, table__col(t, "last")));
+	}
+	return 0;
+}
+
+/* The threads' and processes' names as the files' reports have them. */
+static int names(struct vfrom *q, struct trace_model *m)
+{
+	int err, cp, ct, cproc, cthr;
+	struct table *t = ask(q, &ch_verdict_names, &err);
+
+	if (!t)
+		return err;
+	cp = table__col(t, "pid");
+	ct = table__col(t, "tid");
+	cproc = table__col(t, "process");
+	cthr = table__col(t, "thread");
+	for (int r = 0; r < table__nrows(t); r++) {
+		if (cproc >= 0 && table__get_str(t, r, cproc))
+			trace_model__name_process(m, (__u32)table__get_u64(t, r, cp),
+						  table__get_str(t, r, cproc));
+		if (cthr >= 0 && table__get_str(t, r, cthr))
+			trace_model__name_thread(m, (__u32)table__get_u64(t, r, ct),
+						 table__get_str(t, r, cthr));
+	}
+	return 0;
+}
+
+/* The forks' and exits' times, and the events per kind. */
+static int lives(struct vfrom *q, struct verdict *v)
+{
+	int err, cp, ct, cb, cd;
+	struct table *t = ask(q, &ch_verdict_lives, &err);
+
+	if (!t)
+		return err;
+	cp = table__col(t, "pid");
+	ct = table__col(t, "tid");
+	cb = table__col(t, "born");
+	cd = table__col(t, "died");
+	for (int r = 0; r < table__nrows(t) && !err; r++)
+		err = verdict__set_life(v, (__u32)table__get_u64(t, r, cp),
+					(__u32)table__get_u64(t, r, ct),
+					(__u64)table__get_s64(t, r, cb),
+					(__u64)table__get_s64(t, r, cd));
+	if (err || !(t = ask(q, &ch_verdict_kinds, &err)))
+		return err;
+	for (int r = 0; r < table__nrows(t); r++)
+		verdict__count(v, table__get_str(t, r, 0), table__get_u64(t, r, 1));
+	return 0;
+}
+
+/* Input NAME of a family's rules, if the server computes it: a report's table or a state. */
+static int input(struct vfrom *q, struct verdict *v, const char *name)
+{
+	const struct ch_report *r = ch_report__find(name);
+	struct table *t;
+	int err;
+
+	if (verdict__table(v, name))
+		return 0; /* another family reads it too */
+	if (r) {
+		t = ask(q, r, &err);
+		return t ? verdict__set_report(v, r->name, t, NULL) : err;
+	}
+	r = ch_verdict__state(name);
+	if (!r)
+		return 0; /* not computed there: the family is not judged (said) */
+	t = ask(q, r, &err);
+	return t ? verdict__load(v, r->name, t) : err;
+}
+
+/* Every input of every family's rules (READS: "gil_sum,gil_stacks?"). */
+static int inputs(struct vfrom *q, struct verdict *v)
+{
+	char name[64];
+	int err = 0;
+
+	for_each_family_while(it, !err) {
+		const struct family_verdict *fv = family__stats(it.f)->verdict;
+
+		for (const char *p = fv && fv->reads ? fv->reads : ""; *p && !err;) {
+			size_t len = strcspn(p, ",");
+
+			snprintf(name, sizeof(name), "%.*s", (int)len, p);
+			name[strcspn(name, "?")] = 0;
+			err = input(q, v, name);
+			p += len + (p[len] == ',');
+		}
+	}
+	return err;
+}
+
+int verdict_from__print(struct ch_server *s, const char *url, const char *where, const char *job,
+			int width, FILE *out)
+{
+	struct vfrom q = { .s = s, .where = where, .job = job };
+	struct trace_model *m = trace_model__new();
+	struct verdict *v = m ? verdict__new(m, NULL) : NULL;
+	int err = v ? 0 : -ENOMEM;
+
+	if (v)
+		verdict__from(v, url);
+	err = err ?: span(&q, m, v);
+	err = err ?: names(&q, m);
+	err = err ?: lives(&q, v);
+	err = err ?: inputs(&q, v);
+	if (!err) {
+		verdict__judge(v);
+		verdict__print(v, width, out);
+	}
+	verdict__free(v);
+	trace_model__free(m);
+	for (int i = 0; i < q.n; i++)
+		table__free(q.t[i]);
+	return err;
+}
