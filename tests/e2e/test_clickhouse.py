@@ -5,6 +5,7 @@ counted against the files' own events, the reports it computes against `stats FI
 server is killed mid-ship."""
 import collections
 import glob
+import html
 import json
 import os
 import re
@@ -642,6 +643,18 @@ def test_python_reports_as_sql():
     mine = same_reports(ch, "pymerged", merged, PY_REPORTS, whole_job=True)
     head, want, _ = same_verdict(ch.url("pymerged"), merged, whole_job=True)
     eq(head, want, "the merged file: the verdict's first line from the server")
+    # report --from: the page of the server's answers, its verdict stats --from's, a table
+    # per report computed there
+    page = os.path.join(tmpdir(), "job.html")
+    p = run([BPFSIGHT, "report", "--from", ch.url("pymerged"), "-o", page])
+    eq(p.returncode, 0, f"report --from ({p.stderr[-600:]})")
+    with open(page) as f:
+        text = html.unescape(f.read())
+    check(want.split(": ", 1)[1] in text, f"the verdict's headline on the page: {want}")
+    for rep in PY_REPORTS:
+        check(f'id="r-{rep}"' in text, f"{rep}'s table on the page")
+    p = run([BPFSIGHT, "report", "--from", ch.url("pymerged"), "-o", page])
+    eq(p.returncode, 1, "an existing page is not replaced without --force")
     print(f"verdicts: {heads} merged: {want}")
     if len(files) == 2:
         check(any(r["pid"] >> 22 for r in mine["gil_sum"]),

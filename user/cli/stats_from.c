@@ -7,11 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ch_http.h"
+#include "bpfsight_version.h"
 #include "ch_reports.h"
 #include "json.h"
 #include "msg.h"
+#include "report_html.h"
 #include "stats_from.h"
 #include "table.h"
+#include "verdict.h"
 #include "verdict_from.h"
 
 /* One TabSeparated field: unescaped in place, its end (the tab or newline) returned. */
@@ -271,4 +274,39 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	}
 	free(list);
 	return status;
+}
+
+#define PAGE_REPORTS 16
+
+int stats_from__page(const struct stats_from *f, FILE *out)
+{
+	char where[1024], job[300];
+	struct table *t[PAGE_REPORTS];
+	struct verdict_from *vf;
+	struct ch_server s;
+	int n = 0, err;
+
+	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
+		return 1;
+	vf = verdict_from__judge(&s, f->url, where, job, &err);
+	for (const struct ch_report *const *r = ch_reports; vf && *r && n < PAGE_REPORTS && !err;
+	     r++) {
+		t[n] = table__new((*r)->name);
+		err = t[n] ? stats_from__table(&s, *r, where, job, t[n]) : -ENOMEM;
+		n += t[n] != NULL;
+	}
+	if (vf && !err) {
+		struct report_from_input in = { f->url, BPFSIGHT_VERSION, verdict_from__verdict(vf),
+						(const struct table *const *)t, n };
+
+		err = report_html__write_from(&in, out);
+	}
+	if (err)
+		pr_err("%s\n", err == -ENOMEM ? "out of memory"
+			       : err == -EIO  ? "writing the page failed"
+					      : s.error);
+	verdict_from__free(vf);
+	while (n)
+		table__free(t[--n]);
+	return !err ? 0 : err == -ENOMEM || err == -EIO ? 1 : ch_status(err);
 }

@@ -23,6 +23,12 @@ int stats_from__run(const struct stats_from *f, FILE *out);
  * folded-offcpu: the exit status, as stats_from__run's. */
 int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out);
 
+/*
+ * `report --from`'s page (report_html.h) to OUT: the verdict judged from the server's answers
+ * and every report it computes: the exit status, as stats_from__run's.
+ */
+int stats_from__page(const struct stats_from *f, FILE *out);
+
 struct ch_server;
 struct ch_report;
 struct table;

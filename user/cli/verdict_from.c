@@ -31,6 +31,13 @@ struct vfrom {
 	int n;
 };
 
+/* The verdict, the model that names its threads, the answers it keeps pointers into. */
+struct verdict_from {
+	struct vfrom q;
+	struct trace_model *m;
+	struct verdict *v;
+};
+
 /* Report R's answer, kept until the verdict is printed: NULL with *ERR set. */
 static struct table *ask(struct vfrom *q, const struct ch_report *r, int *err)
 {
@@ -102,10 +109,9 @@ static int lives(struct vfrom *q, struct verdict *v)
 	cb = table__col(t, "born");
 	cd = table__col(t, "died");
 	for (int r = 0; r < table__nrows(t) && !err; r++)
-		err = verdict__set_life(v, (__u32)table__get_u64(t, r, cp),
-					(__u32)table__get_u64(t, r, ct),
-					(__u64)table__get_s64(t, r, cb),
-					(__u64)table__get_s64(t, r, cd));
+		err = verdict__set_life(
+			v, (__u32)table__get_u64(t, r, cp), (__u32)table__get_u64(t, r, ct),
+			(__u64)table__get_s64(t, r, cb), (__u64)table__get_s64(t, r, cd));
 	if (err || !(t = ask(q, &ch_verdict_kinds, &err)))
 		return err;
 	for (int r = 0; r < table__nrows(t); r++)
@@ -154,27 +160,58 @@ static int inputs(struct vfrom *q, struct verdict *v)
 	return err;
 }
 
+struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, const char *where,
+					 const char *job, int *err)
+{
+	struct verdict_from *vf = calloc(1, sizeof(*vf));
+
+	*err = -ENOMEM;
+	if (!vf)
+		return NULL;
+	vf->q = (struct vfrom){ .s = s, .where = where, .job = job };
+	vf->m = trace_model__new();
+	vf->v = vf->m ? verdict__new(vf->m, NULL) : NULL;
+	if (!vf->v) {
+		verdict_from__free(vf);
+		return NULL;
+	}
+	verdict__from(vf->v, url);
+	*err = span(&vf->q, vf->m, vf->v);
+	*err = *err ?: names(&vf->q, vf->m);
+	*err = *err ?: lives(&vf->q, vf->v);
+	*err = *err ?: inputs(&vf->q, vf->v);
+	if (*err) {
+		verdict_from__free(vf);
+		return NULL;
+	}
+	verdict__judge(vf->v);
+	return vf;
+}
+
+const struct verdict *verdict_from__verdict(const struct verdict_from *vf)
+{
+	return vf->v;
+}
+
+void verdict_from__free(struct verdict_from *vf)
+{
+	if (!vf)
+		return;
+	verdict__free(vf->v);
+	trace_model__free(vf->m);
+	for (int i = 0; i < vf->q.n; i++)
+		table__free(vf->q.t[i]);
+	free(vf);
+}
+
 int verdict_from__print(struct ch_server *s, const char *url, const char *where, const char *job,
 			int width, FILE *out)
 {
-	struct vfrom q = { .s = s, .where = where, .job = job };
-	struct trace_model *m = trace_model__new();
-	struct verdict *v = m ? verdict__new(m, NULL) : NULL;
-	int err = v ? 0 : -ENOMEM;
+	int err;
+	struct verdict_from *vf = verdict_from__judge(s, url, where, job, &err);
 
-	if (v)
-		verdict__from(v, url);
-	err = err ?: span(&q, m, v);
-	err = err ?: names(&q, m);
-	err = err ?: lives(&q, v);
-	err = err ?: inputs(&q, v);
-	if (!err) {
-		verdict__judge(v);
-		verdict__print(v, width, out);
-	}
-	verdict__free(v);
-	trace_model__free(m);
-	for (int i = 0; i < q.n; i++)
-		table__free(q.t[i]);
-	return err;
+	if (vf)
+		verdict__print(vf->v, width, out);
+	verdict_from__free(vf);
+	return vf ? 0 : err;
 }

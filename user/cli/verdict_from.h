@@ -9,6 +9,8 @@
 #include <stdio.h>
 
 struct ch_server;
+struct verdict;
+struct verdict_from;
 
 /*
  * The verdict on the rows WHERE selects (JOB: the job's, for its files' own rows) of server
@@ -17,5 +19,11 @@ struct ch_server;
  */
 int verdict_from__print(struct ch_server *s, const char *url, const char *where, const char *job,
 			int width, FILE *out);
+
+/* The same verdict, judged and kept (report --from's page): NULL with *ERR set. */
+struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, const char *where,
+					 const char *job, int *err);
+const struct verdict *verdict_from__verdict(const struct verdict_from *vf);
+void verdict_from__free(struct verdict_from *vf);
 
 #endif /* BPFSIGHT_VERDICT_FROM_H */

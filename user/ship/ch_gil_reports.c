@@ -44,14 +44,14 @@ const struct ch_report ch_gil_blocked_by = {
 	.name = "gil_blocked_by",
 	.cols = ch_gil_blocked_by_cols,
 	.sql = "SELECT fpid, fwaiter, wname, holder, if(holder = 0, '(unknown)', hname), cnt, "
-	       "total FROM (SELECT file_id, holder, cnt, total, wname, " CH_NS_ID(
-		       "pid") " AS fpid, " CH_NS_ID("tid") " AS fwaiter FROM ("
-						   "SELECT * FROM (" CH_BLAME_ROWS
-						   ") WHERE cnt > 0) ANY LEFT JOIN (SELECT file_id, "
-						   "file, pid, tid, name AS wname, "
-						   "visitParamExtractUInt(args, 'ns') AS ns FROM " CH_DB
-						   ".events WHERE {J} AND kind = 'thread_names') "
-						   "USING file_id, file, pid, tid) ANY LEFT JOIN "
-						   "(" CH_HOLDER_NAMES ") USING file_id, holder "
-						   "ORDER BY total DESC, fwaiter, holder FORMAT TabSeparated",
+	       "total FROM (SELECT file_id, holder, cnt, total, wname, " CH_NS_ID("pid") " AS fpid, " CH_NS_ID(
+		       "tid") " AS fwaiter FROM ("
+			      "SELECT * FROM (" CH_BLAME_ROWS
+			      ") WHERE cnt > 0) ANY LEFT JOIN (SELECT file_id, "
+			      "file, pid, tid, name AS wname, "
+			      "visitParamExtractUInt(args, 'ns') AS ns FROM " CH_DB
+			      ".events WHERE {J} AND kind = 'thread_names') "
+			      "USING file_id, file, pid, tid) ANY LEFT JOIN "
+			      "(" CH_HOLDER_NAMES ") USING file_id, holder "
+			      "ORDER BY total DESC, fwaiter, holder FORMAT TabSeparated",
 };

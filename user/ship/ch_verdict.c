@@ -25,8 +25,11 @@ const struct ch_report ch_verdict_span = {
 };
 
 static const struct ch_col ch_names_cols[] = {
-	{ "pid", "PID", 'u' },		 { "tid", "TID", 'u' }, { "process", "Process", 't' },
-	{ "thread", "Thread", 't' }, {},
+	{ "pid", "PID", 'u' },
+	{ "tid", "TID", 'u' },
+	{ "process", "Process", 't' },
+	{ "thread", "Thread", 't' },
+	{},
 };
 
 const struct ch_report ch_verdict_names = {
@@ -37,27 +40,33 @@ const struct ch_report ch_verdict_names = {
 		       "visitParamExtractString(args, 'process'), NULL), "
 		       "if(position(args, '\"thread\":') > 0, visitParamExtractString(args, 'thread'), "
 		       "NULL) FROM (SELECT pid, tid, args, visitParamExtractUInt(args, 'ns') AS ns "
-		       "FROM " CH_DB ".events WHERE {J} AND kind = 'thread_names' AND " CH_FILES_OF_ROWS
+		       "FROM " CH_DB
+		       ".events WHERE {J} AND kind = 'thread_names' AND " CH_FILES_OF_ROWS
 		       ") FORMAT TabSeparated",
 };
 
 static const struct ch_col ch_lives_cols[] = {
-	{ "pid", "PID", 'u' },		{ "tid", "TID", 'u' }, { "born", "Born", 's' },
-	{ "died", "Died", 's' }, {},
+	{ "pid", "PID", 'u' },
+	{ "tid", "TID", 'u' },
+	{ "born", "Born", 's' },
+	{ "died", "Died", 's' },
+	{},
 };
 
 /* verdict__observe's: a fork's child born at the last fork of it, a thread dead at its last exit. */
 const struct ch_report ch_verdict_lives = {
 	.name = "verdict_lives",
 	.cols = ch_lives_cols,
-	.sql = "SELECT " CH_NS_ID("pid") ", " CH_NS_ID("tid") ", born, died FROM (SELECT file_id, "
-	       "file, xpid AS pid, xtid AS tid, born, died FROM (SELECT file_id, file, " CH_GIL_TASK(
-		       "pid") " AS xpid, " CH_GIL_TASK("tid") " AS xtid, "
-	       "if(countIf(kind = 'fork') > 0, argMaxIf(ts, seq, kind = 'fork'), 0) AS born, "
-	       "if(countIf(kind = 'exit') > 0, argMaxIf(ts, seq, kind = 'exit'), 0) AS died "
-	       "FROM " CH_DB ".events WHERE {W} AND kind IN ('fork', 'exit') "
-	       "GROUP BY file_id, file, xpid, xtid)) ANY LEFT JOIN (" CH_THREAD_NS
-	       ") USING file_id, file, pid, tid FORMAT TabSeparated",
+	.sql = "SELECT " CH_NS_ID("pid") ", " CH_NS_ID(
+		"tid") ", born, died FROM (SELECT file_id, "
+		       "file, xpid AS pid, xtid AS tid, born, died FROM (SELECT file_id, file, " CH_GIL_TASK("pid") " AS xpid, " CH_GIL_TASK(
+			       "tid") " AS xtid, "
+				      "if(countIf(kind = 'fork') > 0, argMaxIf(ts, seq, kind = 'fork'), 0) AS born, "
+				      "if(countIf(kind = 'exit') > 0, argMaxIf(ts, seq, kind = 'exit'), 0) AS died "
+				      "FROM " CH_DB
+				      ".events WHERE {W} AND kind IN ('fork', 'exit') "
+				      "GROUP BY file_id, file, xpid, xtid)) ANY LEFT JOIN (" CH_THREAD_NS
+				      ") USING file_id, file, pid, tid FORMAT TabSeparated",
 };
 
 static const struct ch_col ch_kinds_cols[] = {
@@ -78,8 +87,12 @@ const struct ch_report ch_verdict_kinds = {
  * calls' last snapshot when it is not final, and the final ones' (the thread exited) summed.
  */
 static const struct ch_col ch_osrt_calls_cols[] = {
-	{ "pid", "PID", 'u' },		 { "tid", "TID", 'u' },	      { "nr", "Nr", 'u' },
-	{ "events_ns", "Events (ns)", 'u' }, { "agg_ns", "Agg (ns)", 'u' }, { "closed_ns", "Closed (ns)", 'u' },
+	{ "pid", "PID", 'u' },
+	{ "tid", "TID", 'u' },
+	{ "nr", "Nr", 'u' },
+	{ "events_ns", "Events (ns)", 'u' },
+	{ "agg_ns", "Agg (ns)", 'u' },
+	{ "closed_ns", "Closed (ns)", 'u' },
 	{},
 };
 
@@ -94,7 +107,8 @@ static const struct ch_report ch_osrt_thread_calls = {
 		       "SELECT file_id, file, pid, tid, visitParamExtractUInt(args, 'nr') AS nr, "
 		       "sumIf(dur, kind = 'syscall') AS events_ns, "
 		       "sumIf(" CH_AGG_TOTAL ", kind = 'syscall_agg' AND " CH_AGG_FINAL " = 1) AS "
-		       "closed_ns, argMaxIf(" CH_AGG_TOTAL ", seq, kind = 'syscall_agg') AS last_total, "
+		       "closed_ns, argMaxIf(" CH_AGG_TOTAL
+		       ", seq, kind = 'syscall_agg') AS last_total, "
 		       "argMaxIf(" CH_AGG_FINAL ", seq, kind = 'syscall_agg') AS last_final "
 		       "FROM " CH_DB ".events WHERE {W} AND kind IN ('syscall', 'syscall_agg') "
 		       "GROUP BY file_id, file, pid, tid, nr) ANY LEFT JOIN (" CH_THREAD_NS
@@ -104,8 +118,12 @@ static const struct ch_report ch_osrt_thread_calls = {
 /* cuda's rule (cuda_verdict.c) per thread and function: its calls' time, and theirs that
  * returned 0 (the rule sorts the functions into waits and launches by its own table). */
 static const struct ch_col ch_cuda_calls_cols[] = {
-	{ "pid", "PID", 'u' },		 { "tid", "TID", 'u' },	      { "name", "Name", 't' },
-	{ "total_ns", "Total (ns)", 'u' }, { "ok_ns", "OK (ns)", 'u' }, { "ok_count", "OK Calls", 'u' },
+	{ "pid", "PID", 'u' },
+	{ "tid", "TID", 'u' },
+	{ "name", "Name", 't' },
+	{ "total_ns", "Total (ns)", 'u' },
+	{ "ok_ns", "OK (ns)", 'u' },
+	{ "ok_count", "OK Calls", 'u' },
 	{},
 };
 
