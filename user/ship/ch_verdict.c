@@ -140,9 +140,59 @@ static const struct ch_report ch_cuda_thread_calls = {
 					   ") USING file_id, file, pid, tid FORMAT TabSeparated",
 };
 
+/*
+ * gpu's rule (gpu_verdict.c) per process and device, what gpu_idle_sum's sweep finds of its
+ * kernels, copies and memsets: the span from the first start to the last end, the time some
+ * ran (the union of their intervals), and the idle gaps between (how many, of 1 ms or more,
+ * the idle in those under it, the longest); an operation CUPTI could not time (its start 0:
+ * the row's ts its file's clock_shift) left out, as there. The sweep without a running max (18.16 has no
+ * arrayFold): each start +1 and end -1 sorted by time, a start before an end at the same time
+ * (touching intervals are one stretch), the running count's zeros the gaps. No lambda reads
+ * an array by index: 18.16 copies a captured array per element (n^2 memory).
+ */
+static const struct ch_col ch_gpu_devs_cols[] = {
+	{ "pid", "PID", 'u' },
+	{ "device", "Device", 'u' },
+	{ "ops", "GPU Ops", 'u' },
+	{ "span_ns", "Span (ns)", 'u' },
+	{ "busy_ns", "Busy (ns)", 'u' },
+	{ "gaps", "Gaps", 'u' },
+	{ "gaps_1ms", "Gaps >= 1 ms", 'u' },
+	{ "short_idle_ns", "Idle in Gaps < 1 ms (ns)", 'u' },
+	{ "max_gap_ns", "Max Gap (ns)", 'u' },
+	{},
+};
+
+static const struct ch_report ch_gpu_idle_devs = {
+	.name = "gpu_idle_devs",
+	.cols = ch_gpu_devs_cols,
+	.sql = "SELECT fpid, device, ops, span, busy, length(gapv), "
+	       "arrayCount(x -> x >= 1000000, gapv), arraySum(arrayFilter(x -> x < 1000000, gapv)), "
+	       "arrayReduce('max', gapv) FROM (SELECT fpid, device, count() AS ops, "
+	       "min(ts) AS base, max(ts + toInt64(dur)) - base AS span, "
+	       "arraySort(arrayConcat(arrayMap(x -> (x - base) * 2, groupArray(ts)), "
+	       "arrayMap(x -> (x - base) * 2 + 1, groupArray(ts + toInt64(dur))))) AS keys, "
+	       "arrayMap(k -> intDiv(k, 2), keys) AS tm, "
+	       "arrayCumSum(arrayMap(k -> if(k % 2 = 0, 1, -1), keys)) AS c, "
+	       "arrayMap((a, b) -> b - a, arraySlice(tm, 1, length(tm) - 1), arraySlice(tm, 2)) "
+	       "AS d, arraySlice(c, 1, length(c) - 1) AS c0, "
+	       "arraySum(arrayMap((x, y) -> if(y > 0, x, 0), d, c0)) AS busy, "
+	       "arrayFilter((x, y) -> y = 0, d, c0) AS gapv FROM (SELECT " CH_NS_ID(
+		       "pid") " AS fpid, visitParamExtractUInt(args, 'device') AS device, ts, dur "
+			      "FROM (SELECT * FROM (SELECT file_id, file, pid, tid, args, ts, dur "
+			      "FROM " CH_DB ".events WHERE {W} AND kind IN ('gpu_kernel', "
+			      "'gpu_memcpy', 'gpu_memset')) ANY LEFT JOIN (SELECT file_id, "
+			      "visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB
+			      ".events WHERE {J} AND kind = 'trace_window') USING file_id "
+			      "WHERE ts != shift) ANY LEFT JOIN (" CH_THREAD_NS
+			      ") USING file_id, file, pid, tid) GROUP BY fpid, device) "
+			      "ORDER BY fpid, device FORMAT TabSeparated",
+};
+
 static const struct ch_report *const ch_verdict_states[] = {
 	&ch_osrt_thread_calls,
 	&ch_cuda_thread_calls,
+	&ch_gpu_idle_devs,
 	NULL,
 };
 

@@ -6,7 +6,9 @@
  * starvation"), with the kernels' and launches' times from cuda_kern_exec_sum; else how busy
  * it was.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "gpu.h"
 #include "gpu_decode.h"
 #include "human.h"
@@ -87,14 +89,72 @@ static void claim_device(const struct gpu_idle_dev *d, void *arg)
 		       human__ns((double)d->max_gap, d3, sizeof(d3)));
 }
 
-static void gpu_claims(void *st, struct verdict *v)
+/*
+ * The devices from a server's answer (stats --from: gpu_idle_devs, what gpu_idle_sum's sweep
+ * finds per process and device); after a pass, gpu_idle_sum's own state has them.
+ */
+struct gpu_rule {
+	struct gpu_idle_dev *devs;
+	int n, loaded;
+};
+
+static void *gpu_rule__new(void)
+{
+	return calloc(1, sizeof(struct gpu_rule));
+}
+
+static void gpu_rule__free(void *vst)
+{
+	struct gpu_rule *st = vst;
+
+	if (st)
+		free(st->devs);
+	free(st);
+}
+
+static int gpu_rule__load(void *vst, const char *name, const struct table *t)
+{
+	static const char *const keys[] = { "pid",  "device",	"span_ns",	 "busy_ns",
+					    "gaps", "gaps_1ms", "short_idle_ns", "max_gap_ns" };
+	struct gpu_rule *st = vst;
+	int c[8];
+
+	for (int i = 0; i < 8; i++)
+		if ((c[i] = table__col(t, keys[i])) < 0)
+			return -EINVAL;
+	st->devs = calloc(table__nrows(t) + 1, sizeof(*st->devs));
+	if (!st->devs)
+		return -ENOMEM;
+	for (int r = 0; r < table__nrows(t); r++)
+		st->devs[st->n++] = (struct gpu_idle_dev){
+			.pid = (__u32)table__get_u64(t, r, c[0]),
+			.device = (__u32)table__get_u64(t, r, c[1]),
+			.span = table__get_u64(t, r, c[2]),
+			.busy = table__get_u64(t, r, c[3]),
+			.gaps = table__get_u64(t, r, c[4]),
+			.long_gaps = table__get_u64(t, r, c[5]),
+			.short_idle = table__get_u64(t, r, c[6]),
+			.max_gap = table__get_u64(t, r, c[7]),
+		};
+	st->loaded = 1;
+	return 0;
+}
+
+static void gpu_claims(void *vst, struct verdict *v)
 {
 	void *idle = verdict__state(v, "gpu_idle_sum");
+	struct gpu_rule *st = vst;
 
-	if (idle && verdict__table(v, "gpu_idle_sum"))
+	for (int i = 0; st->loaded && i < st->n; i++)
+		claim_device(&st->devs[i], v);
+	if (!st->loaded && idle && verdict__table(v, "gpu_idle_sum"))
 		gpu_idle__each(idle, claim_device, v);
 }
 
 const struct family_verdict gpu_verdict = {
+	.new = gpu_rule__new,
 	.claims = gpu_claims,
+	.free = gpu_rule__free,
+	.reads = "gpu_idle_devs,cuda_kern_exec_sum?",
+	.load = gpu_rule__load,
 };
