@@ -189,10 +189,43 @@ static const struct ch_report ch_gpu_idle_devs = {
 			      "ORDER BY fpid, device FORMAT TabSeparated",
 };
 
+/*
+ * The launch-bound claim's detail (gpu_verdict.c), what cuda_kern_exec_sum's rows add up to:
+ * the kernels, their time, and for those whose launching call is in the rows (the cuda call,
+ * or CUPTI's API record, as the kernel's link says, that starts at its call_ts on its thread:
+ * a monotonic time, on the wall clock by its file's clock_shift) that call's time and the
+ * kernel's wait in the queue after it returned.
+ */
+static const struct ch_col ch_launch_cols[] = {
+	{ "kernels", "Kernels", 'u' },
+	{ "kernel_ns", "Kernel (ns)", 'u' },
+	{ "api_ns", "API (ns)", 'u' },
+	{ "queue_ns", "Queue (ns)", 'u' },
+	{},
+};
+
+static const struct ch_report ch_gpu_launch_totals = {
+	.name = "gpu_launch_totals",
+	.cols = ch_launch_cols,
+	.sql = "SELECT count(), sum(kdur), sum(if(found = 1, cdur, 0)), "
+	       "sum(if(found = 1 AND kts > cts + toInt64(cdur), kts - cts - toInt64(cdur), 0)) "
+	       "FROM (SELECT * FROM (SELECT file_id, pid, tid, ts AS kts, dur AS kdur, link, "
+	       "toInt64(visitParamExtractUInt(args, 'call_ts')) + shift AS cts FROM (SELECT "
+	       "file_id, pid, tid, ts, dur, args, visitParamExtractString(args, 'link') AS link "
+	       "FROM " CH_DB ".events WHERE {W} AND kind = 'gpu_kernel') ANY LEFT JOIN (SELECT "
+	       "file_id, visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB
+	       ".events WHERE {J} AND kind = 'trace_window') USING file_id) ANY LEFT JOIN "
+	       "(SELECT file_id, pid, tid, ts AS cts, dur AS cdur, toUInt8(1) AS found, "
+	       "if(kind = 'cuda_api', 'cuda', 'api') AS link FROM " CH_DB ".events WHERE {W} AND "
+	       "kind IN ('cuda_api', 'gpu_api')) USING file_id, pid, tid, cts, link) "
+	       "FORMAT TabSeparated",
+};
+
 static const struct ch_report *const ch_verdict_states[] = {
 	&ch_osrt_thread_calls,
 	&ch_cuda_thread_calls,
 	&ch_gpu_idle_devs,
+	&ch_gpu_launch_totals,
 	NULL,
 };
 
