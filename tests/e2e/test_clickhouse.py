@@ -291,6 +291,8 @@ def test_sixteen_ranks_straggler_found_by_sql():
     # The verdict from the server: the straggler rule (rank_waits' state) is not judged there
     # yet, and says so; every claim of the rules that are is stats FILE's.
     head, want, rest = same_verdict(ch.url("ranks16"), merged, whole_job=True)
+    eq(head, want, "the merged file's verdict from the server (nothing to judge: the same "
+       "families recorded and not)")
     check("the rules of proc (rank_waits, open_at_edges)" in rest, rest)
 
     # The reports across ranks, JSON for JSON: the merged file's ranks and clock fits, each

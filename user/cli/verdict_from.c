@@ -56,21 +56,16 @@ static struct table *ask(struct vfrom *q, const struct ch_report *r, int *err)
 	return q->t[q->n++] = t;
 }
 
-/* The files' window and span: the model's start and end, the verdict's first and last. */
-static int span(struct vfrom *q, struct trace_model *m, struct verdict *v)
+/* The files' window and span (T, ch_verdict_span's): the model's start and end, the
+ * verdict's first and last. */
+static void span(const struct table *t, struct trace_model *m, struct verdict *v)
 {
-	int err;
-	struct table *t = ask(q, &ch_verdict_span, &err);
-
-	if (!t)
-		return err;
 	if (table__nrows(t) && table__get_u64(t, 0, table__col(t, "files"))) {
 		trace_model__set_start(m, (__u64)table__get_s64(t, 0, table__col(t, "start")));
 		trace_model__set_end(m, (__u64)table__get_s64(t, 0, table__col(t, "end")));
 		verdict__set_span(v, (__u64)table__get_s64(t, 0, table__col(t, "first")),
 				  (__u64)table__get_s64(t, 0, table__col(t, "last")));
 	}
-	return 0;
 }
 
 /* The threads' and processes' names as the files' reports have them. */
@@ -164,20 +159,27 @@ struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, c
 					 const char *job, int *err)
 {
 	struct verdict_from *vf = calloc(1, sizeof(*vf));
+	const char *recorded = NULL;
+	struct table *t;
 
 	*err = -ENOMEM;
 	if (!vf)
 		return NULL;
 	vf->q = (struct vfrom){ .s = s, .where = where, .job = job };
 	vf->m = trace_model__new();
-	vf->v = vf->m ? verdict__new(vf->m, NULL) : NULL;
+	/* the files' window first: the families they recorded are the verdict's to know */
+	t = vf->m ? ask(&vf->q, &ch_verdict_span, err) : NULL;
+	if (t && table__nrows(t))
+		recorded = table__get_str(t, 0, table__col(t, "families"));
+	vf->v = t ? verdict__new(vf->m, recorded) : NULL;
 	if (!vf->v) {
+		*err = *err ?: -ENOMEM;
 		verdict_from__free(vf);
 		return NULL;
 	}
 	verdict__from(vf->v, url);
-	*err = span(&vf->q, vf->m, vf->v);
-	*err = *err ?: names(&vf->q, vf->m);
+	span(t, vf->m, vf->v);
+	*err = names(&vf->q, vf->m);
 	*err = *err ?: lives(&vf->q, vf->v);
 	*err = *err ?: inputs(&vf->q, vf->v);
 	if (*err) {

@@ -11,8 +11,13 @@
 #define CH_FILES_OF_ROWS "file_id IN (SELECT file_id FROM " CH_DB ".events WHERE {W})"
 
 static const struct ch_col ch_span_cols[] = {
-	{ "start", "Start", 's' }, { "end", "End", 's' },     { "first", "First", 's' },
-	{ "last", "Last", 's' },   { "files", "Files", 'u' }, {},
+	{ "start", "Start", 's' },
+	{ "end", "End", 's' },
+	{ "first", "First", 's' },
+	{ "last", "Last", 's' },
+	{ "files", "Files", 'u' },
+	{ "families", "Families", 't' },
+	{},
 };
 
 const struct ch_report ch_verdict_span = {
@@ -20,7 +25,9 @@ const struct ch_report ch_verdict_span = {
 	.cols = ch_span_cols,
 	.sql = "SELECT min(ts), max(visitParamExtractInt(args, 'end_ts')), "
 	       "min(visitParamExtractInt(args, 'first_ts')), "
-	       "max(visitParamExtractInt(args, 'last_ts')), count() FROM " CH_DB ".events "
+	       "max(visitParamExtractInt(args, 'last_ts')), count(), "
+	       "arrayStringConcat(groupUniqArray(visitParamExtractString(args, 'families')), ',') FROM " CH_DB
+	       ".events "
 	       "WHERE {J} AND kind = 'trace_window' AND " CH_FILES_OF_ROWS " FORMAT TabSeparated",
 };
 

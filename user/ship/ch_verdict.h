@@ -11,7 +11,8 @@
 
 #include "ch_reports.h"
 
-/* The files' window: start, end (0: none), first and last records' times, wall-clock ns. */
+/* The files' window: start, end (0: none), first and last records' times, wall-clock ns;
+ * the families they recorded (comma-separated). */
 extern const struct ch_report ch_verdict_span;
 /* Each thread's names (pid, tid with the rank namespace; process, thread: NULL for none). */
 extern const struct ch_report ch_verdict_names;
