@@ -158,7 +158,7 @@ def test_real_traces_rows_and_reports():
         if name in HEADLINE_THERE:
             check(want.startswith(f"Verdict: {HEADLINE_THERE[name]}:"), want)
             eq(head, want, f"{name}: the verdict's first line from the server")
-        check("the rules of proc (rank_waits, open_at_edges)" in rest, f"{name}: {rest}")
+        check("the rules of proc (rank_waits_state, open_at_edges_state)" in rest, f"{name}: {rest}")
         check("cpu" not in fams or re.search(r"the rules of [^;]*\bcpu\b", rest),
               f"{name}: the cpu rules not judged there, said: {rest}")
         if "cpu" in fams:
@@ -293,7 +293,7 @@ def test_sixteen_ranks_straggler_found_by_sql():
     head, want, rest = same_verdict(ch.url("ranks16"), merged, whole_job=True)
     eq(head, want, "the merged file's verdict from the server (nothing to judge: the same "
        "families recorded and not)")
-    check("the rules of proc (rank_waits, open_at_edges)" in rest, rest)
+    check("the rules of proc (rank_waits_state, open_at_edges_state)" in rest, rest)
 
     # The reports across ranks, JSON for JSON: the merged file's ranks and clock fits, each
     # rank process's time in collectives (grouped calls ended by their ncclGroupEnd) and the

@@ -134,7 +134,20 @@ static int input(struct vfrom *q, struct verdict *v, const char *name)
 	return t ? verdict__load(v, r->name, t) : err;
 }
 
-/* Every input of every family's rules (READS: "gil_sum,gil_stacks?"). */
+/* 1 when the server computes input NAME (LEN bytes): a report, or a rule's state. */
+static int computed(const char *name, size_t len)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
+	return ch_report__find(buf) || ch_verdict__state(buf);
+}
+
+/*
+ * Every input of the rules of each family the server can judge (READS: "gil_sum,gil_stacks?":
+ * each name but a detail's computed there); a family it cannot is not asked for anything (the
+ * verdict says it was not judged).
+ */
 static int inputs(struct vfrom *q, struct verdict *v)
 {
 	char name[64];
@@ -142,14 +155,19 @@ static int inputs(struct vfrom *q, struct verdict *v)
 
 	for_each_family_while(it, !err) {
 		const struct family_verdict *fv = family__stats(it.f)->verdict;
+		const char *reads = fv && fv->reads ? fv->reads : "", *p;
+		size_t len;
 
-		for (const char *p = fv && fv->reads ? fv->reads : ""; *p && !err;) {
-			size_t len = strcspn(p, ",");
-
+		for (p = reads; *p; p += len + (p[len] == ',')) {
+			len = strcspn(p, ",");
+			if (len && p[len - 1] != '?' && !computed(p, len))
+				break;
+		}
+		for (p = *p ? "" : reads; *p && !err; p += len + (p[len] == ',')) {
+			len = strcspn(p, ",");
 			snprintf(name, sizeof(name), "%.*s", (int)len, p);
 			name[strcspn(name, "?")] = 0;
 			err = input(q, v, name);
-			p += len + (p[len] == ',');
 		}
 	}
 	return err;

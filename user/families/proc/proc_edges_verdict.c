@@ -234,6 +234,6 @@ static void edges_claims(void *unused, struct verdict *v)
 
 const struct family_verdict proc_verdict = {
 	.claims = edges_claims,
-	/* their states: not computed in a server yet (never judged there) */
-	.reads = "rank_waits,open_at_edges",
+	/* its reports' states (not their tables): not computed in a server yet */
+	.reads = "rank_waits_state,open_at_edges_state",
 };
