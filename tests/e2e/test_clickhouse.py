@@ -111,7 +111,7 @@ def verdict_lines(text):
 # The reports whose rules' claims the server does not judge yet (docs/CLICKHOUSE.md, "The
 # verdict from the server"): a file's claims citing them have no line there.
 NOT_THERE = ("cpu_sum", "gil_stacks", "mem_", "nccl_hang",
-             "rank_waits", "open_at_edges", "gemm_", "blas_", "torch_", "gpu_metrics")
+             "open_at_edges", "gemm_", "blas_", "torch_", "gpu_metrics")
 
 
 def same_verdict(url, path, whole_job=False):
@@ -158,7 +158,7 @@ def test_real_traces_rows_and_reports():
         if name in HEADLINE_THERE:
             check(want.startswith(f"Verdict: {HEADLINE_THERE[name]}:"), want)
             eq(head, want, f"{name}: the verdict's first line from the server")
-        check("the rules of proc (rank_waits_state, open_at_edges_state)" in rest, f"{name}: {rest}")
+        check("judged without: " in rest and "open_at_edges_state" in rest, f"{name}: {rest}")
         check("cpu" not in fams or re.search(r"the rules of [^;]*\bcpu\b", rest),
               f"{name}: the cpu rules not judged there, said: {rest}")
         if "cpu" in fams:
@@ -293,7 +293,7 @@ def test_sixteen_ranks_straggler_found_by_sql():
     head, want, rest = same_verdict(ch.url("ranks16"), merged, whole_job=True)
     eq(head, want, "the merged file's verdict from the server (nothing to judge: the same "
        "families recorded and not)")
-    check("the rules of proc (rank_waits_state, open_at_edges_state)" in rest, rest)
+    check("open_at_edges_state" in rest, f"the edges' rules judged without their state: {rest}")
 
     # The reports across ranks, JSON for JSON: the merged file's ranks and clock fits, each
     # rank process's time in collectives (grouped calls ended by their ncclGroupEnd) and the
@@ -368,6 +368,11 @@ def node_ranks_by_sql(ch):
     check(all(r["collective"] in ("ncclAllReduce", "ncclAllGather") and r["elsewhere_ns"] > 0
               for r in mine["rank_waits"] if r["rank"] != 1),
           f"the others in collectives (the first one they waited in), and elsewhere: {mine}")
+    # the straggler rule judged from the server (rank_waits' table, the ranks' lives): the
+    # verdict's claims and first line as stats FILE's
+    head, want, rest = same_verdict(ch.url("node4"), path)
+    eq(head, want, "the straggler's verdict from the server")
+    check(want.startswith("Verdict: straggler: rank 1 "), f"rank 1 the straggler: {want}")
 
 
 def test_server_killed_mid_ship():

@@ -350,7 +350,7 @@ const char *verdict__unjudged(const struct verdict *v, char *buf, size_t len)
 		snprintf(buf, len, "Not judged from %s: %s%s%s%s%s.", v->from,
 			 nn ? "the rules of " : "", skipped,
 			 nn ? " (what they read is not computed there yet)" : "",
-			 nl ? (nn ? "; details left out: " : "details left out: ") : "", left);
+			 nl ? (nn ? "; judged without: " : "judged without: ") : "", left);
 	return buf;
 }
 

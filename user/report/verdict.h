@@ -61,8 +61,8 @@ struct family_verdict {
 	 * A verdict judged from a server's answers (`stats --from`: no pass over the records):
 	 * READS names, comma-separated, every input its rules read there: reports' tables
 	 * (gil_sum) and the state ADD keeps, as a table LOAD takes (osrt_thread_calls); a name
-	 * ending in '?' only a detail reads. The family is judged there when every other input
-	 * was given. NULL: its rules are not fed from a server yet (said, never silent).
+	 * ending in '?' only some of its rules read (a detail, a rule of its own): the family is
+	 * judged without it, said. The family is judged there when every other input was given. NULL: its rules are not fed from a server yet (said, never silent).
 	 */
 	const char *reads;
 	/* ADD's state from table T, input NAME of READS (the server's answer): 0 or -errno. */
@@ -138,7 +138,7 @@ int verdict__set_life(struct verdict *v, __u32 pid, __u32 tid, __u64 born, __u64
 void verdict__count(struct verdict *v, const char *kind, __u64 n);
 /*
  * The families with events whose rules were not judged (their inputs not given), and the
- * details left out, in one line into BUF ("" when all were, or the verdict is a pass's).
+ * inputs they were judged without, in one line into BUF ("" when all were, or the verdict is a pass's).
  */
 const char *verdict__unjudged(const struct verdict *v, char *buf, size_t len);
 /* Run the families' rules. */

@@ -234,6 +234,7 @@ static void edges_claims(void *unused, struct verdict *v)
 
 const struct family_verdict proc_verdict = {
 	.claims = edges_claims,
-	/* its reports' states (not their tables): not computed in a server yet */
-	.reads = "rank_waits_state,open_at_edges_state",
+	/* the straggler rule: rank_waits' table from a server; the edges' and a hang's rules:
+	 * open_at_edges' state, not computed in a server yet (judged without them) */
+	.reads = "rank_waits,open_at_edges_state?",
 };
