@@ -5,6 +5,7 @@ counted against the files' own events, the reports it computes against `stats FI
 server is killed mid-ship."""
 import collections
 import glob
+import html
 import json
 import os
 import re
@@ -24,15 +25,24 @@ SPLIT = True
 TRACES = sorted(glob.glob(os.path.join(helpers.ROOT, "..", "shared", "traces", "*.bst")))
 # The reports the server computes, and the keys they cannot share with a file's: a straggler
 # row's start is the wall clock there (the rows keep no CLOCK_MONOTONIC).
-SQL_REPORTS = ["cuda_api_sum", "nccl_sum", "osrt_sum", "sched_sum", "gil_sum"]
+SQL_REPORTS = ["cuda_api_sum", "nccl_sum", "osrt_sum", "sched_sum", "gil_sum", "gil_blocked_by"]
 # The reports across ranks (ch_rank_reports.c): a merged file's ranks, each rank process's
 # time in collectives and the waits it made, where each rank waited.
 RANK_REPORTS = ["ranks", "nccl_rank_sum", "rank_waits"]
 # Rows that are no event of dump's: what the reports read of the records that make no event
 # (the in-kernel aggregates' snapshots, a thread's last switch-out) and of the whole file (its
 # window, its threads' names, its CPU samples' stacks).
-ROW_ONLY = {"syscall_agg", "gil_agg", "offcpu_exit", "trace_window", "thread_names",
-            "stack"}
+ROW_ONLY = {"syscall_agg", "gil_agg", "gil_blame", "offcpu_exit", "trace_window",
+            "thread_names", "stack"}
+# The verdict's legend, its last line; the line saying what the server could not judge.
+LEGEND = "* = the rule holds"
+MORE = re.compile(r"^\s+\(\d+ more: ")
+NOT_JUDGED = "Not judged from "
+
+
+# The real traces whose headline's rule is judged from the server, and that headline.
+HEADLINE_THERE = {"gpt2-gil-bound.bst": "GIL-bound", "lightning-all.bst": "CPU-bound",
+                  "gpt2-eager-range.bst": "launch-bound", "job-attach-p.bst": "launch-bound"}
 
 
 def need_traces():
@@ -88,6 +98,39 @@ def same_reports(ch, job, path, reports=SQL_REPORTS, url=None, whole_job=False):
     return mine
 
 
+def verdict_lines(text):
+    """The verdict's lines of stats' table output, blank ones left out: "Verdict:" to its
+    legend (or, with nothing to judge, to the first report)."""
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("Verdict:"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(LEGEND) or
+               lines[i].startswith("** ") or lines[i].endswith("(computed in ClickHouse)"))
+    return [l for l in lines[start:end] if l.strip()]
+
+
+# The reports whose rules' claims the server does not judge yet (docs/CLICKHOUSE.md, "The
+# verdict from the server"): a file's claims citing them have no line there.
+NOT_THERE = ("cpu_sum", "gil_stacks", "mem_", "nccl_hang",
+             "open_at_edges", "gemm_", "blas_", "torch_", "gpu_metrics")
+
+
+def same_verdict(url, path, whole_job=False):
+    """stats --from's verdict (no -r) on PATH's rows (WHOLE_JOB: the job's) against `stats
+    PATH`'s: every claim's line of a rule judged there equal (sched's blocked claim citing
+    sched_sum where a file with --stacks=sched cites offcpu_stacks), the line saying what the
+    server could not judge set aside. Returns (the server's headline, the file's, that line)."""
+    p = run([BPFSIGHT, "stats", "--from", url, *([] if whole_job else ["--file", path])])
+    eq(p.returncode, 0, f"stats --from, the verdict ({p.stderr[-800:]})")
+    mine = verdict_lines(p.stdout)
+    theirs = verdict_lines(run([BPFSIGHT, "stats", path], check=True, timeout=300).stdout)
+    rest = [l for l in mine if l.startswith(NOT_JUDGED)]
+    mine = [l for l in mine if not l.startswith(NOT_JUDGED) and not MORE.match(l)]
+    kept = [l.replace("(-r offcpu_stacks)", "(-r sched_sum)") for l in theirs[1:]
+            if not any(f"(-r {r}" in l for r in NOT_THERE) and not MORE.match(l)]
+    eq(mine[1:], kept, f"{os.path.basename(path)}: the verdict's claims from the server")
+    return mine[0], theirs[0], rest[0] if rest else ""
+
+
 def test_real_traces_rows_and_reports():
     """The four real traces shipped: each file's rows per kind are its events per kind; the
     reports computed in the server equal stats on each file; shipping again adds nothing."""
@@ -107,6 +150,17 @@ def test_real_traces_rows_and_reports():
             check(fam not in fams or every[t].get(kind, 0) > 0,
                   f"{os.path.basename(t)}: its {fam} aggregates shipped ({every[t]})")
         mine = same_reports(ch, "real", t, SQL_REPORTS + RANK_REPORTS)
+        # The verdict from the server's answers: every claim of the rules judged there as
+        # stats FILE has it; the same first line where its rule is one of them; the others
+        # named, never silent (a launch-bound trace's gpu rule, the hang rules).
+        head, want, rest = same_verdict(ch.url("real"), t)
+        name = os.path.basename(t)
+        if name in HEADLINE_THERE:
+            check(want.startswith(f"Verdict: {HEADLINE_THERE[name]}:"), want)
+            eq(head, want, f"{name}: the verdict's first line from the server")
+        check("judged without: " in rest and "open_at_edges_state" in rest, f"{name}: {rest}")
+        check("cpu" not in fams or re.search(r"the rules of [^;]*\bcpu\b", rest),
+              f"{name}: the cpu rules not judged there, said: {rest}")
         if "cpu" in fams:
             # stacks --from: the samples counted by their stack in the server, byte for
             # byte export --format folded's lines
@@ -234,6 +288,12 @@ def test_sixteen_ranks_straggler_found_by_sql():
         eq(x, y, f"collective {y['seq']}")
     late = test_ranks.late_seq(30)
     eq(next(r for r in a if r["seq"] == late)["last_rank"], 9, "the late rank, by SQL")
+    # The verdict from the server: the straggler rule (rank_waits' state) is not judged there
+    # yet, and says so; every claim of the rules that are is stats FILE's.
+    head, want, rest = same_verdict(ch.url("ranks16"), merged, whole_job=True)
+    eq(head, want, "the merged file's verdict from the server (nothing to judge: the same "
+       "families recorded and not)")
+    check("open_at_edges_state" in rest, f"the edges' rules judged without their state: {rest}")
 
     # The reports across ranks, JSON for JSON: the merged file's ranks and clock fits, each
     # rank process's time in collectives (grouped calls ended by their ncclGroupEnd) and the
@@ -308,6 +368,11 @@ def node_ranks_by_sql(ch):
     check(all(r["collective"] in ("ncclAllReduce", "ncclAllGather") and r["elsewhere_ns"] > 0
               for r in mine["rank_waits"] if r["rank"] != 1),
           f"the others in collectives (the first one they waited in), and elsewhere: {mine}")
+    # the straggler rule judged from the server (rank_waits' table, the ranks' lives): the
+    # verdict's claims and first line as stats FILE's
+    head, want, rest = same_verdict(ch.url("node4"), path)
+    eq(head, want, "the straggler's verdict from the server")
+    check(want.startswith("Verdict: straggler: rank 1 "), f"rank 1 the straggler: {want}")
 
 
 def test_server_killed_mid_ship():
@@ -414,7 +479,7 @@ def test_bad_urls_credentials_full_spool():
     eq(os.path.getsize(small), size, "the trace untouched")
 
     # stats --from: a report the server does not compute, a job-less URL, a server down.
-    p = run([BPFSIGHT, "stats", "--from", ch.url("creds"), "-r", "gil_blocked_by"])
+    p = run([BPFSIGHT, "stats", "--from", ch.url("creds"), "-r", "gil_stacks"])
     eq(p.returncode, 1, "a report not computed in the server")
     check("not computed in ClickHouse" in p.stderr, p.stderr)
     p = run([BPFSIGHT, "stats", "--from", f"clickhouse://127.0.0.1:{ch.http}/"])
@@ -511,6 +576,9 @@ def test_watch_ships_files_once_closed():
     ch.stop()
 
 
+PY_REPORTS = ["osrt_sum", "sched_sum", "gil_sum", "gil_blocked_by"]
+
+
 def test_python_reports_as_sql():
     """A recorded Python workload (threads that wait for the GIL, make system calls, exit):
     osrt_sum, sched_sum and gil_sum computed in the server equal stats on the file, in the
@@ -550,7 +618,10 @@ def test_python_reports_as_sql():
         check(every[f].get("gil_agg", 0) > 0 and every[f].get("offcpu_exit", 0) > 0,
               f"{os.path.basename(f)}: the GIL snapshots and the threads' exits shipped "
               f"({every[f]})")
-        mine = same_reports(ch, "py", f, ["osrt_sum", "sched_sum", "gil_sum"])
+        mine = same_reports(ch, "py", f, PY_REPORTS)
+        # the verdict from the server: every claim stats FILE makes, the first line the same
+        head, want, _ = same_verdict(ch.url("py"), f)
+        eq(head, want, f"{os.path.basename(f)}: the verdict's first line from the server")
         names = {r["thread_name"] for r in mine["gil_sum"]}
         check({"pipe-0", "pipe-1", "pipe-2"} <= names, f"the workload's threads: {names}")
         full = f.endswith("full.bst")
@@ -574,8 +645,21 @@ def test_python_reports_as_sql():
     test_ranks.merge(files, merged)
     p = ship(merged, "--to", ch.url("pymerged"), "--spool", spool)
     eq(p.returncode, 0, f"ship the merged file ({p.stderr[-800:]})")
-    mine = same_reports(ch, "pymerged", merged, ["osrt_sum", "sched_sum", "gil_sum"],
-                        whole_job=True)
+    mine = same_reports(ch, "pymerged", merged, PY_REPORTS, whole_job=True)
+    head, want, _ = same_verdict(ch.url("pymerged"), merged, whole_job=True)
+    eq(head, want, "the merged file: the verdict's first line from the server")
+    # report --from: the page of the server's answers, its verdict stats --from's, a table
+    # per report computed there
+    page = os.path.join(tmpdir(), "job.html")
+    p = run([BPFSIGHT, "report", "--from", ch.url("pymerged"), "-o", page])
+    eq(p.returncode, 0, f"report --from ({p.stderr[-600:]})")
+    with open(page) as f:
+        text = html.unescape(f.read())
+    check(want.split(": ", 1)[1] in text, f"the verdict's headline on the page: {want}")
+    for rep in PY_REPORTS:
+        check(f'id="r-{rep}"' in text, f"{rep}'s table on the page")
+    p = run([BPFSIGHT, "report", "--from", ch.url("pymerged"), "-o", page])
+    eq(p.returncode, 1, "an existing page is not replaced without --force")
     if len(files) == 2:
         check(any(r["pid"] >> 22 for r in mine["gil_sum"]),
               f"the second file's threads with their namespace: {mine['gil_sum'][:3]}")

@@ -38,6 +38,8 @@
 #include "top.h"
 #include "top_screen.h"
 #include "toy.h"
+#include "trace_model.h"
+#include "verdict.h"
 #include "trace_build.h"
 
 /* ---- the test -------------------------------------------------------------------------- */
@@ -235,6 +237,53 @@ static void test_stats_verdict_from_toy_rule(void)
 	ASSERT_TRUE(verdict && report > verdict && strstr(report, "(toy_sum):"),
 		    "the report it cites follows it");
 	free(text);
+}
+
+/*
+ * A verdict from a server's answers (stats --from): the toy's rule judged when the input it
+ * reads (toy_sum) is given, and said not to be when it is not, never left out silently.
+ */
+static void test_verdict_from_answers_judges_what_was_given(void)
+{
+	static const struct table_col col = { "ticks", "Ticks", TABLE_U64 };
+	struct trace_model *m = trace_model__new();
+	struct verdict *given = m ? verdict__new(m, "toy") : NULL;
+	struct verdict *not = m ? verdict__new(m, "toy") : NULL;
+	struct table *t = table__new("toy_sum");
+	char head[256], line[512], out[2048] = "";
+	FILE *f = fmemopen(out, sizeof(out) - 1, "w");
+
+	if (!ASSERT_TRUE(given && not &&t && f, "set up"))
+		goto out;
+	table__add_col(t, &col);
+	table__row(t);
+	table__set_u64(t, 0, 3);
+	verdict__from(given, "clickhouse://h:1/j");
+	verdict__from(not, "clickhouse://h:1/j");
+	verdict__count(given, "toy_tick", 3);
+	verdict__count(not, "toy_tick", 3);
+	verdict__set_report(given, "toy_sum", t, NULL);
+	verdict__judge(given);
+	verdict__judge(not );
+	ASSERT_STREQ(verdict__headline(given, head, sizeof(head)),
+		     "CPU-bound: the toy ticked 3 times", "its input given: the toy's rule judged");
+	ASSERT_STREQ(verdict__unjudged(given, line, sizeof(line)), "", "nothing to say left out");
+	ASSERT_STREQ(verdict__headline(not, head, sizeof(head)), "", "not given: no claim");
+	ASSERT_STREQ(verdict__unjudged(not, line, sizeof(line)),
+		     "Not judged from clickhouse://h:1/j: the rules of toy (toy_sum) (what they "
+		     "read is not computed there yet).",
+		     "the family with events whose rules were not judged, and what they read");
+	verdict__print(not, 0, f);
+	fflush(f);
+	ASSERT_TRUE(strstr(out, "Verdict: nothing to judge") && strstr(out, "Not judged from "),
+		    "printed: nothing to judge, and what was not judged");
+out:
+	if (f)
+		fclose(f);
+	table__free(t);
+	verdict__free(given);
+	verdict__free(not );
+	trace_model__free(m);
 }
 
 static void test_chrome_draws_toy(void)
@@ -833,6 +882,7 @@ int main(void)
 	RUN_TEST(test_blocks_and_causes_apart);
 	RUN_TEST(test_stats_runs_toy_report);
 	RUN_TEST(test_stats_verdict_from_toy_rule);
+	RUN_TEST(test_verdict_from_answers_judges_what_was_given);
 	RUN_TEST(test_chrome_draws_toy);
 	RUN_TEST(test_perfetto_draws_toy);
 	RUN_TEST(test_sqlite_has_toy_table);

@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "getopt_error.h"
 #include "report_html.h"
+#include "stats_from.h"
 #include "stats.h"
 #include "steps.h"
 #include "msg.h"
@@ -33,6 +34,8 @@ static void report_usage(FILE *f)
 	steps__list(sources, sizeof(sources));
 	fprintf(f,
 		"Usage: bpfsight report FILE [-o OUT] [--force] [--steps SOURCE]\n"
+		"       bpfsight report --from clickhouse://HOST:PORT/JOB -o OUT [--force]\n"
+		"              [--host NAME] [--rank N] [--file PATH]\n"
 		"\n"
 		"One self-contained HTML page of a trace (no network: all inline): stats' verdict\n"
 		"first, headline figures, info's summary (folded), timelines on one time axis\n"
@@ -46,10 +49,15 @@ static void report_usage(FILE *f)
 		"      --steps SOURCE the per-step reports' steps where a process has no torch\n"
 		"                     steps, as stats --steps: SOURCE's, one of\n"
 		"                     %s\n"
+		"      --from URL     a page of a ClickHouse server's rows (bpfsight ship): the\n"
+		"                     verdict judged from its answers and the reports computed\n"
+		"                     there, as stats --from (no timelines: the events stay there)\n"
+		"      --host NAME, --rank N, --file PATH\n"
+		"                     --from: only that host's, rank's or shipped file's rows\n"
 		"  -h, --help         this help\n"
 		"\n"
 		"Exit status: 0 done, 1 failed (nothing is left at OUT), 3 written but corrupt\n"
-		"chunks of FILE were skipped.\n",
+		"chunks of FILE were skipped; --from: 2, 4, 6 as stats --from's.\n",
 		sources);
 }
 
@@ -58,6 +66,10 @@ const struct option report_options[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "force", no_argument, NULL, 'F' },
 	{ "steps", required_argument, NULL, 'S' },
+	{ "from", required_argument, NULL, 'R' },
+	{ "host", required_argument, NULL, 'H' },
+	{ "rank", required_argument, NULL, 'N' },
+	{ "file", required_argument, NULL, 'P' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -133,6 +145,85 @@ static char *default_out(const char *file)
 	return out;
 }
 
+/* OUT may be written (absent, or a regular file and FORCE), TMP its temporary name: 0, or
+ * -1 (said). */
+static int page_check(const char *out, int force, char *tmp, size_t len)
+{
+	struct stat st;
+
+	if (snprintf(tmp, len, "%s.XXXXXX", out) >= (int)len) {
+		pr_err("%s: %s\n", out, strerror(ENAMETOOLONG));
+		return -1;
+	}
+	if (!lstat(out, &st) && (!force || !S_ISREG(st.st_mode))) {
+		pr_err("%s exists%s\n", out,
+		       S_ISREG(st.st_mode) ? ": use --force to replace it"
+					   : " and is not a regular file");
+		return -1;
+	}
+	return 0;
+}
+
+/* The page, written to TMP (a temporary name beside OUT), opened: NULL (said). */
+static FILE *page_create(const char *out, char *tmp, int *fd)
+{
+	FILE *f = NULL;
+
+	*fd = mkostemp(tmp, O_CLOEXEC);
+	if (*fd >= 0)
+		sudo_owner__give_fd(*fd);
+	if (*fd < 0 || fchmod(*fd, 0644) || !(f = fdopen(*fd, "w"))) {
+		pr_err("cannot create %s: %s\n", out, strerror(errno));
+		if (*fd >= 0) {
+			close(*fd);
+			unlink(tmp);
+		}
+		return NULL;
+	}
+	return f;
+}
+
+/*
+ * The page F at TMP complete (WROTE: its writer said nothing went wrong, else it said what
+ * did): flushed, synced and renamed to OUT, never half a page there. 0, or EXIT_READ_FAIL.
+ */
+static int page_finish(FILE *f, int fd, const char *tmp, const char *out, int wrote)
+{
+	if (wrote && (fflush(f) || ferror(f) || fsync(fd))) {
+		pr_err("writing %s failed: %s\n", out, strerror(errno));
+		wrote = 0;
+	}
+	fclose(f);
+	if (wrote && rename(tmp, out)) {
+		pr_err("cannot write %s: %s\n", out, strerror(errno));
+		wrote = 0;
+	}
+	if (!wrote) {
+		unlink(tmp);
+		return EXIT_READ_FAIL;
+	}
+	pr_info("wrote %s\n", out);
+	return 0;
+}
+
+/* report --from: the page of a server's answers (stats_from__page), as a file's is written. */
+static int report_from(const struct stats_from *from, int argc, const char *out, int force)
+{
+	char tmp[PATH_MAX];
+	int fd, status;
+	FILE *f;
+
+	if (optind < argc || !out) {
+		pr_err("report --from reads the server: %s\n",
+		       optind < argc ? "no FILE (remove it, or --from)" : "-o OUT.html, the page");
+		return EXIT_READ_FAIL;
+	}
+	if (page_check(out, force, tmp, sizeof(tmp)) || !(f = page_create(out, tmp, &fd)))
+		return EXIT_READ_FAIL;
+	status = stats_from__page(from, f);
+	return page_finish(f, fd, tmp, out, !status) ?: status;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	char *out = NULL, *info = NULL, tmp[PATH_MAX];
@@ -141,6 +232,8 @@ int cmd_report(int argc, char **argv)
 	int c, force = 0, status = EXIT_READ_FAIL, fd = -1;
 	FILE *f = NULL;
 	struct stat st;
+	struct stats_from from = { .rank = -2 };
+	char *end;
 
 	optind = 1;
 	opterr = 0;
@@ -157,6 +250,24 @@ int cmd_report(int argc, char **argv)
 				return EXIT_READ_FAIL;
 			steps = optarg;
 			break;
+		case 'R':
+			from.url = optarg;
+			break;
+		case 'H':
+			from.host = optarg;
+			break;
+		case 'P':
+			from.file = optarg;
+			break;
+		case 'N':
+			errno = 0;
+			from.rank = (int)strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || from.rank < -1) {
+				pr_err("--rank %s: a rank, 0 and up (-1: the rows of no known rank)\n",
+				       optarg);
+				return EXIT_READ_FAIL;
+			}
+			break;
 		case 'h':
 			report_usage(stdout);
 			return 0;
@@ -164,6 +275,12 @@ int cmd_report(int argc, char **argv)
 			getopt_error__print("report", argc, argv, "o:h", report_options);
 			return EXIT_READ_FAIL;
 		}
+	}
+	if (from.url)
+		return report_from(&from, argc, out_arg, force);
+	if (from.host || from.file || from.rank != -2) {
+		pr_err("--host, --rank and --file select a server's rows: with --from\n");
+		return EXIT_READ_FAIL;
 	}
 	file = cmd__trace_arg("report", argc, argv, report_usage);
 	if (!file)
@@ -178,16 +295,12 @@ int cmd_report(int argc, char **argv)
 		return EXIT_READ_FAIL;
 	}
 	out = out_arg ? strdup(out_arg) : default_out(file);
-	if (!out || snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >= (int)sizeof(tmp)) {
-		pr_info("%s\n", strerror(out ? ENAMETOOLONG : ENOMEM));
+	if (!out) {
+		pr_info("%s\n", strerror(ENOMEM));
 		goto done;
 	}
-	if (!lstat(out, &st) && (!force || !S_ISREG(st.st_mode))) {
-		pr_err("%s exists%s\n", out,
-		       S_ISREG(st.st_mode) ? ": use --force to replace it"
-					   : " and is not a regular file");
+	if (page_check(out, force, tmp, sizeof(tmp)))
 		goto done;
-	}
 
 	info = info_text(file);
 	if (!info)
@@ -204,39 +317,18 @@ int cmd_report(int argc, char **argv)
 		goto done;
 	}
 	/* Written to a temporary name beside OUT, renamed once complete: never half a page. */
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd >= 0)
-		sudo_owner__give_fd(fd);
-	if (fd < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {
-		pr_err("cannot create %s: %s\n", out, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
+	f = page_create(out, tmp, &fd);
+	if (!f) {
 		status = EXIT_READ_FAIL;
 		goto done;
 	}
 	struct report_input in = { file, BPFSIGHT_VERSION, info, stats };
 	int walk = report_html__write(&in, f);
 
-	if (walk == EXIT_READ_FAIL || fflush(f) || ferror(f) || fsync(fd)) {
-		if (walk != EXIT_READ_FAIL)
-			pr_err("writing %s failed: %s\n", out, strerror(errno));
-		fclose(f);
-		unlink(tmp);
+	if (page_finish(f, fd, tmp, out, walk != EXIT_READ_FAIL))
 		status = EXIT_READ_FAIL;
-		goto done;
-	}
-	fclose(f);
-	if (rename(tmp, out)) {
-		pr_err("cannot write %s: %s\n", out, strerror(errno));
-		unlink(tmp);
-		status = EXIT_READ_FAIL;
-		goto done;
-	}
-	if (walk > status)
+	else if (walk > status)
 		status = walk;
-	pr_info("wrote %s\n", out);
 done:
 	stats__free(stats);
 	free(info);

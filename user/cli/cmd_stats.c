@@ -58,8 +58,10 @@ static void stats_usage(FILE *f)
 		"                      %s\n"
 		"      --from URL      the reports computed as SQL in a ClickHouse server over the\n"
 		"                      rows `bpfsight ship` sent there: cuda_api_sum, nccl_sum,\n"
-		"                      nccl_stragglers, osrt_sum, sched_sum, gil_sum, ranks,\n"
-		"                      nccl_rank_sum, rank_waits (docs/CLICKHOUSE.md)\n"
+		"                      nccl_stragglers, osrt_sum, sched_sum, gil_sum,\n"
+		"                      gil_blocked_by, ranks, nccl_rank_sum, rank_waits;\n"
+		"                      without -r the verdict first, judged from the\n"
+		"                      server's answers (docs/CLICKHOUSE.md)\n"
 		"      --host NAME     --from: only NAME's rows\n"
 		"      --rank N        --from: only rank N's rows\n"
 		"      --file PATH     --from: only the rows of the file shipped as PATH\n"
@@ -308,6 +310,8 @@ static int run_from(struct stats_args *a, int argc)
 	}
 	a->from.reports = a->reports;
 	a->from.fmt = a->o.fmt;
+	/* the verdict wraps as stats FILE's: the terminal's width, none in a file or a pipe */
+	a->from.width = a->output || a->o.view.wide ? 0 : human__term_width(STDOUT_FILENO);
 	if (a->output) {
 		fd = export__create(a->output);
 		out = fd < 0 ? NULL : fdopen(fd, "w");

@@ -7,11 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ch_http.h"
+#include "bpfsight_version.h"
 #include "ch_reports.h"
 #include "json.h"
 #include "msg.h"
+#include "report_html.h"
 #include "stats_from.h"
 #include "table.h"
+#include "verdict.h"
+#include "verdict_from.h"
 
 /* One TabSeparated field: unescaped in place, its end (the tab or newline) returned. */
 static char *ch_field(char *p, char **next)
@@ -90,6 +94,18 @@ static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
 		}
 	}
 	return table__err(t);
+}
+
+int stats_from__table(struct ch_server *s, const struct ch_report *r, const char *where,
+		      const char *job, struct table *t)
+{
+	char *sql = ch_report__sql(r, where, job), *ans = NULL;
+	int err = sql ? ch_server__run(s, sql, NULL, 0, &ans) : -ENOMEM;
+
+	err = err ?: ch_fill(t, r, ans);
+	free(sql);
+	free(ans);
+	return err;
 }
 
 /* The rows' filter: the job, and the host, rank and file asked. */
@@ -205,8 +221,8 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!ch_report__find(tok)) {
 			pr_err("report '%s' is not computed in ClickHouse (there: cuda_api_sum, "
-			       "nccl_sum, nccl_stragglers, osrt_sum, sched_sum, gil_sum, ranks, "
-			       "nccl_rank_sum, rank_waits; docs/CLICKHOUSE.md)\n",
+			       "nccl_sum, nccl_stragglers, osrt_sum, sched_sum, gil_sum, gil_blocked_by, "
+			       "ranks, nccl_rank_sum, rank_waits; docs/CLICKHOUSE.md)\n",
 			       tok);
 			free(list);
 			return 1;
@@ -223,15 +239,22 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		json__key(&j, "reports");
 		json__begin_object(&j);
 	}
+	/* Without -r, the verdict first, as stats FILE opens with it (table format only). */
+	if (!f->reports && f->fmt == STATS_FORMAT_TABLE) {
+		err = verdict_from__print(&s, f->url, where, job, f->width, out);
+		if (err) {
+			pr_err("the verdict: %s\n", err == -ENOMEM ? "out of memory" : s.error);
+			free(list);
+			return err == -ENOMEM ? 1 : ch_status(err);
+		}
+		first = 0;
+	}
 	for (tok = list ? strtok_r(list, ",", &save) : NULL; tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		struct table *t = table__new(tok);
-		char *sql, *ans = NULL;
 
 		r = ch_report__find(tok);
-		sql = ch_report__sql(r, where, job);
-		err = !t || !sql ? -ENOMEM : ch_server__run(&s, sql, NULL, 0, &ans);
-		err = err ?: ch_fill(t, r, ans);
+		err = t ? stats_from__table(&s, r, where, job, t) : -ENOMEM;
 		if (!err)
 			ch_print(t, tok, f->fmt, first, &j, out);
 		else if (err == -ENOMEM)
@@ -240,8 +263,6 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 			pr_err("%s: %s\n", tok, s.error);
 		status = err ? (err == -ENOMEM ? 1 : ch_status(err)) : status;
 		first = 0;
-		free(sql);
-		free(ans);
 		table__free(t);
 		if (err)
 			break;
@@ -253,4 +274,39 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	}
 	free(list);
 	return status;
+}
+
+#define PAGE_REPORTS 16
+
+int stats_from__page(const struct stats_from *f, FILE *out)
+{
+	char where[1024], job[300];
+	struct table *t[PAGE_REPORTS];
+	struct verdict_from *vf;
+	struct ch_server s;
+	int n = 0, err;
+
+	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
+		return 1;
+	vf = verdict_from__judge(&s, f->url, where, job, &err);
+	for (const struct ch_report *const *r = ch_reports; vf && *r && n < PAGE_REPORTS && !err;
+	     r++) {
+		t[n] = table__new((*r)->name);
+		err = t[n] ? stats_from__table(&s, *r, where, job, t[n]) : -ENOMEM;
+		n += t[n] != NULL;
+	}
+	if (vf && !err) {
+		struct report_from_input in = { f->url, BPFSIGHT_VERSION, verdict_from__verdict(vf),
+						(const struct table *const *)t, n };
+
+		err = report_html__write_from(&in, out);
+	}
+	if (err)
+		pr_err("%s\n", err == -ENOMEM ? "out of memory"
+			       : err == -EIO  ? "writing the page failed"
+					      : s.error);
+	verdict_from__free(vf);
+	while (n)
+		table__free(t[--n]);
+	return !err ? 0 : err == -ENOMEM || err == -EIO ? 1 : ch_status(err);
 }

@@ -13,6 +13,7 @@ struct stats_from {
 	const char *file;    /* only this file's rows (its path as shipped), NULL: every file's */
 	int rank;	     /* only this rank's rows, -2: every rank's */
 	enum stats_format fmt;
+	int width; /* the verdict's columns (table format), 0: no limit */
 };
 
 /* The reports, to OUT: the exit status (0; 1 said on stderr; ship's 2, 4, 6 for the server). */
@@ -21,5 +22,19 @@ int stats_from__run(const struct stats_from *f, FILE *out);
  * them ("root;...;leaf COUNT" lines), or (OFFCPU) the off-CPU time's, as --format
  * folded-offcpu: the exit status, as stats_from__run's. */
 int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out);
+
+/*
+ * `report --from`'s page (report_html.h) to OUT: the verdict judged from the server's answers
+ * and every report it computes: the exit status, as stats_from__run's.
+ */
+int stats_from__page(const struct stats_from *f, FILE *out);
+
+struct ch_server;
+struct ch_report;
+struct table;
+/* Report R's SQL run in server S over the rows WHERE ({W}) and JOB ({J}) select, its answer
+ * into T: 0, or -errno (S's error says the server's). */
+int stats_from__table(struct ch_server *s, const struct ch_report *r, const char *where,
+		      const char *job, struct table *t);
 
 #endif /* BPFSIGHT_STATS_FROM_H */

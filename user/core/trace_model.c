@@ -333,6 +333,12 @@ void trace_model__name_thread(struct trace_model *m, __u32 tid, const char *name
 		e->app_named = 1;
 }
 
+void trace_model__name_process(struct trace_model *m, __u32 pid, const char *name)
+{
+	if (m && name && *name)
+		model__name(m, &m->procs, pid, name, (__u32)strlen(name));
+}
+
 static void model__string(struct trace_model *m, const struct bs_hdr *rec)
 {
 	const struct bs_string *s = (const void *)rec;

@@ -57,6 +57,11 @@ const char *trace_model__thread_name(const struct trace_model *m, __u32 tid);
  * later comm changes.
  */
 void trace_model__name_thread(struct trace_model *m, __u32 tid, const char *name);
+/*
+ * Process PID's name, given by a reader that has no records of it (a server's answers: the
+ * name the file's reports gave it, stats --from's verdict).
+ */
+void trace_model__name_process(struct trace_model *m, __u32 pid, const char *name);
 /* The name a SYMBOL record gave ADDR in process PID (a kernel's host stub, a CUfunction). */
 const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 addr);
 /* An interned call stack (STACK record): frames innermost first (records.h struct bs_frame). */

@@ -44,6 +44,7 @@ struct ch_export {
 	struct hmap *stacks;  /* {stack id, in kernel} of the rows: their folded text */
 	/* the records' first and last times, the first clamped to the start (gil_sum's span) */
 	__u64 first_ts, last_ts;
+	char *families; /* the header's, the families recorded (the verdict says so); NULL: none */
 };
 
 /* S as a TabSeparated field: ClickHouse's escapes for the bytes that would end it. */
@@ -88,6 +89,7 @@ static void ch_free(struct ch_export *st)
 	free(st->args_buf);
 	hmap__free(st->threads);
 	hmap__free(st->stacks);
+	free(st->families);
 	free(st);
 }
 
@@ -114,6 +116,7 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 	st->labels = export_clickhouse_labels;
 	st->host = meta->hostname ? meta->hostname : "";
 	st->wall_minus_mono = meta->start.realtime_ns - meta->start.mono_ns;
+	st->families = meta->families ? strdup(meta->families) : NULL; /* NULL: not said */
 	export_clickhouse_rows = 0;
 	return st;
 }
@@ -264,7 +267,19 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 		(long long)(st->last_ts + st->wall_minus_mono));
 	if (end)
 		fprintf(st->args, ",\"end_ts\":%lld", (long long)(end + st->wall_minus_mono));
+	/* what a record with no time (CUPTI's start of 0) has as its ts: the reports skip it */
+	fprintf(st->args, ",\"clock_shift\":%lld", (long long)st->wall_minus_mono);
 	fputc('}', st->args);
+	if (st->families && fflush(st->args) == 0 && st->args_len) {
+		struct json j;
+
+		/* the families recorded, as a JSON string (a header's text: escaped) */
+		fseek(st->args, -1, SEEK_CUR);
+		fputs(",\"families\":", st->args);
+		json__init(&j, st->args, 0);
+		json__str(&j, st->families);
+		fputc('}', st->args);
+	}
 	if (fflush(st->args))
 		return -ENOMEM;
 	err = ch_row(st, m, 0, 0, start, end > start ? end - start : 0, "trace_window",

@@ -21,7 +21,11 @@ static void claim_link(FILE *f, const char *report)
 
 void page_summary__verdict(FILE *f, const struct stats *s)
 {
-	const struct verdict *v = stats__verdict(s);
+	page_summary__verdict_of(f, stats__verdict(s));
+}
+
+void page_summary__verdict_of(FILE *f, const struct verdict *v)
+{
 	struct verdict_line l[MAX_LINES];
 	char head[1200];
 	int n, more;
@@ -30,7 +34,13 @@ void page_summary__verdict(FILE *f, const struct stats *s)
 	if (!v || !verdict__headline(v, head, sizeof(head))[0]) {
 		fprintf(f, "<p class=\"headline nothing\">");
 		page__esc(f, v ? verdict__nothing(v, head, sizeof(head)) : "no verdict");
-		fprintf(f, "</p></section>\n");
+		fprintf(f, "</p>\n");
+		if (v && verdict__unjudged(v, head, sizeof(head))[0]) {
+			fprintf(f, "<p class=\"more\">");
+			page__esc(f, head);
+			fprintf(f, "</p>\n");
+		}
+		fprintf(f, "</section>\n");
 		return;
 	}
 	fprintf(f, "<p class=\"headline\">");
@@ -56,6 +66,12 @@ void page_summary__verdict(FILE *f, const struct stats *s)
 			"<p class=\"more\">%d more claims: <code>bpfsight stats</code> lists "
 			"them</p>\n",
 			more);
+	/* a verdict from a server's answers: the families it could not judge there */
+	if (verdict__unjudged(v, head, sizeof(head))[0]) {
+		fprintf(f, "<p class=\"more\">");
+		page__esc(f, head);
+		fprintf(f, "</p>\n");
+	}
 	fprintf(f, "<p class=\"legend-note\">");
 	page__esc(f, verdict__legend);
 	fprintf(f, "</p></section>\n");

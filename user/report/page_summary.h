@@ -17,6 +17,9 @@ struct trace_model;
 void page_summary__focus(struct page *p, const struct stats *s, const struct trace_model *m);
 /* <section id="verdict">: the headline, the claims as stats lists them (piped), the legend. */
 void page_summary__verdict(FILE *f, const struct stats *s);
+/* The same of verdict V (a server's answers': report --from), "no verdict" for NULL. */
+struct verdict;
+void page_summary__verdict_of(FILE *f, const struct verdict *v);
 /*
  * The page's own figures (inside the caller's <section id="figures">, before the families'):
  * the recording's duration, the focus thread's time on a CPU and waiting for the GIL (the

@@ -602,6 +602,48 @@ static const char style[] =
 	"font-weight:normal}table.info{margin:8px 0}\n"
 	"footer{margin-top:28px;font-size:12px;border-top:1px solid var(--line);padding-top:8px}\n";
 
+/* The page's head, its style and its header, for WHAT (a trace's path, a server's URL). */
+static void page_head(FILE *f, const char *what)
+{
+	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+		   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+		   "<title>bpfsight report: ");
+	page__esc(f, what);
+	fprintf(f,
+		"</title>\n<style>\n%s</style></head>\n<body>\n<header><h1>bpfsight report</h1>"
+		"<p class=\"sub\">",
+		style);
+	page__esc(f, what);
+	fprintf(f, "</p></header>\n");
+}
+
+int report_html__write_from(const struct report_from_input *in, FILE *f)
+{
+	page_head(f, in->from);
+	page_summary__verdict_of(f, in->verdict);
+	fprintf(f, "<section id=\"reports\"><h2>Reports, computed in the server</h2>\n");
+	for (int i = 0; i < in->ntables; i++) {
+		const struct table *t = in->tables[i];
+		int rows = table__nrows(t), shown = rows < REPORT_ROWS ? rows : REPORT_ROWS;
+
+		fprintf(f, "<div class=\"report\" id=\"r-");
+		page__esc(f, table__name(t));
+		fprintf(f, "\"><h3><code>");
+		page__esc(f, table__name(t));
+		fprintf(f, "</code></h3>\n");
+		if (rows)
+			page__table(f, t, REPORT_ROWS);
+		fprintf(f, "<p class=\"rows\">%d of %d rows%s</p></div>\n", shown, rows,
+			rows > shown ? " (the first, in the report's order)" : "");
+	}
+	fprintf(f, "</section>\n<footer>Computed by bpfsight ");
+	page__esc(f, in->version);
+	fprintf(f, " as SQL in the server, the verdict from its answers: no timelines or flame "
+		   "graphs, the events stay there. The full reports: <code>bpfsight stats "
+		   "--from</code> (docs/CLICKHOUSE.md).</footer>\n</body></html>\n");
+	return ferror(f) ? -EIO : 0;
+}
+
 int report_html__write(const struct report_input *in, FILE *f)
 {
 	struct timelines tl = { .p.stats = in->stats, .p.steps = stats__steps(in->stats) };
@@ -612,16 +654,7 @@ int report_html__write(const struct report_input *in, FILE *f)
 		timelines_free(&tl);
 		return status;
 	}
-	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-		   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-		   "<title>bpfsight report: ");
-	page__esc(f, in->path);
-	fprintf(f,
-		"</title>\n<style>\n%s</style></head>\n<body>\n<header><h1>bpfsight report</h1>"
-		"<p class=\"sub\">",
-		style);
-	page__esc(f, in->path);
-	fprintf(f, "</p></header>\n");
+	page_head(f, in->path);
 	page_summary__verdict(f, in->stats);
 	figures_html(f, &tl);
 	page_info__write(f, in->info_text);

@@ -31,4 +31,19 @@ struct report_input {
  */
 int report_html__write(const struct report_input *in, FILE *out);
 
+struct verdict;
+struct table;
+
+/* A page of a ClickHouse server's answers (report --from): no walk, the events stay there. */
+struct report_from_input {
+	const char *from;		   /* the server's URL */
+	const char *version;		   /* bpfsight's */
+	const struct verdict *verdict;	   /* judged from the server's answers (stats --from's) */
+	const struct table *const *tables; /* the reports computed there */
+	int ntables;
+};
+
+/* The verdict, then each report's first REPORT_ROWS rows, to OUT: 0, or -EIO. */
+int report_html__write_from(const struct report_from_input *in, FILE *out);
+
 #endif /* BPFSIGHT_REPORT_HTML_H */

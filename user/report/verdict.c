@@ -53,6 +53,8 @@ struct verdict {
 	struct claim claims[MAX_CLAIMS];
 	int nclaims;
 	int order[MAX_CLAIMS]; /* claims as printed */
+	/* A verdict from a server's answers (verdict__from): where, else NULL (a pass's). */
+	const char *from;
 	/* A dump's trigger: what fired it, the record (type 0: none) and, once seen, the claim. */
 	char trigger[160];
 	struct bs_hdr cause;
@@ -206,6 +208,150 @@ int verdict__set_report(struct verdict *v, const char *name, const struct table 
 	v->tables[v->ntables].st = st;
 	v->ntables++;
 	return 0;
+}
+
+void verdict__from(struct verdict *v, const char *from)
+{
+	v->from = from;
+}
+
+/* 1 when input NAME (LEN bytes) was given: a table, or a rule's state (verdict__load). */
+static int given(const struct verdict *v, const char *name, size_t len)
+{
+	for (int i = 0; i < v->ntables; i++)
+		if (v->tables[i].t && strlen(v->tables[i].name) == len &&
+		    !strncmp(v->tables[i].name, name, len))
+			return 1;
+	return 0;
+}
+
+/* Each name of FV's READS in turn: *P its start, *LEN its length less a detail's '?'. */
+static int next_read(const char **p, size_t *len, int *detail)
+{
+	size_t n;
+
+	while (**p == ',')
+		(*p)++;
+	if (!**p)
+		return 0;
+	n = strcspn(*p, ",");
+	*detail = (*p)[n - 1] == '?';
+	*len = n - *detail;
+	return 1;
+}
+
+/* 1 when FV reads input NAME. */
+static int reads(const struct family_verdict *fv, const char *name)
+{
+	size_t len, n = strlen(name);
+	int detail;
+
+	for (const char *p = fv->reads ? fv->reads : ""; next_read(&p, &len, &detail);
+	     p += len + detail)
+		if (len == n && !strncmp(p, name, n))
+			return 1;
+	return 0;
+}
+
+/*
+ * Whether FV's rules run: always after a pass; from a server, when every input it reads but
+ * a detail's was given. The inputs not given into MISSING, the details' into DETAILS (each
+ * may be NULL), comma-separated.
+ */
+static int judged(const struct verdict *v, const struct family_verdict *fv, char *missing,
+		  size_t mlen, char *details, size_t dlen)
+{
+	size_t len, nm = 0, nd = 0;
+	int detail, ok = fv->reads != NULL;
+
+	if (!v->from)
+		return 1;
+	for (const char *p = fv->reads ? fv->reads : ""; next_read(&p, &len, &detail);
+	     p += len + detail) {
+		if (given(v, p, len))
+			continue;
+		ok &= detail;
+		if (detail && details && nd < dlen)
+			nd += snprintf(details + nd, dlen - nd, "%s%.*s", nd ? ", " : "", (int)len,
+				       p);
+		else if (!detail && missing && nm < mlen)
+			nm += snprintf(missing + nm, mlen - nm, "%s%.*s", nm ? ", " : "", (int)len,
+				       p);
+	}
+	return ok;
+}
+
+int verdict__load(struct verdict *v, const char *name, const struct table *t)
+{
+	for_each_family_slot(fit, v->states) {
+		const struct family_verdict *fv = family__stats(fit.f)->verdict;
+		int err;
+
+		if (!fv || !fv->load || !*fit.slot || !reads(fv, name))
+			continue;
+		err = fv->load(*fit.slot, name, t);
+		return err ?: verdict__set_report(v, name, t, NULL);
+	}
+	return -ENOENT;
+}
+
+void verdict__set_span(struct verdict *v, __u64 first, __u64 last)
+{
+	v->first_ts = first;
+	v->last_ts = last;
+}
+
+int verdict__set_life(struct verdict *v, __u32 pid, __u32 tid, __u64 born, __u64 died)
+{
+	struct vthread *th = vthread(v, pid, tid, 1);
+
+	if (!th)
+		return -ENOMEM;
+	th->born = born;
+	th->died = died;
+	return 0;
+}
+
+void verdict__count(struct verdict *v, const char *kind, __u64 n)
+{
+	for_each_family(it)
+		for (const struct rec_decoder *d = it.f->decode->decoders; d && d->type; d++)
+			if (d->kind && !strcmp(d->kind, kind) && d->decode != family__decode_meta) {
+				v->events[it.i] += n;
+				return;
+			}
+}
+
+const char *verdict__unjudged(const struct verdict *v, char *buf, size_t len)
+{
+	char skipped[512] = "", left[256] = "", missing[256], details[256];
+	size_t nn = 0, nl = 0;
+
+	buf[0] = 0;
+	if (!v->from)
+		return buf;
+	for_each_family_slot(fit, v->events) {
+		const struct family_verdict *fv = family__stats(fit.f)->verdict;
+
+		if (!fv || !*fit.slot)
+			continue;
+		missing[0] = details[0] = 0;
+		if (!judged(v, fv, missing, sizeof(missing), details, sizeof(details))) {
+			if (nn < sizeof(skipped))
+				nn += snprintf(skipped + nn, sizeof(skipped) - nn, "%s%s%s%s%s",
+					       nn ? ", " : "", fit.f->name, missing[0] ? " (" : "",
+					       missing, missing[0] ? ")" : "");
+		} else if (details[0] && nl < sizeof(left)) {
+			nl += snprintf(left + nl, sizeof(left) - nl, "%s%s", nl ? ", " : "",
+				       details);
+		}
+	}
+	if (nn || nl)
+		snprintf(buf, len, "Not judged from %s: %s%s%s%s%s.", v->from,
+			 nn ? "the rules of " : "", skipped,
+			 nn ? " (what they read is not computed there yet)" : "",
+			 nl ? (nn ? "; judged without: " : "judged without: ") : "", left);
+	return buf;
 }
 
 void *verdict__state(const struct verdict *v, const char *name)
@@ -387,11 +533,14 @@ void verdict__judge(struct verdict *v)
 			       "the window)",
 			       v->trigger);
 
+	/* From a server, a family whose inputs were not all given is not judged (said). */
 	for_each_family_slot(fit, v->states)
-		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->account)
+		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->account &&
+		    judged(v, family__stats(fit.f)->verdict, NULL, 0, NULL, 0))
 			family__stats(fit.f)->verdict->account(*fit.slot, v);
 	for_each_family_slot(fit, v->states)
-		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->claims)
+		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->claims &&
+		    judged(v, family__stats(fit.f)->verdict, NULL, 0, NULL, 0))
 			family__stats(fit.f)->verdict->claims(*fit.slot, v);
 	for (i = 0; i < v->nclaims; i++)
 		v->order[i] = i;
@@ -549,12 +698,16 @@ void verdict__print(const struct verdict *v, int width, FILE *f)
 	int lines, i, n;
 	size_t len = 0;
 	FILE *mem;
+	char unjudged[1024];
 
+	verdict__unjudged(v, unjudged, sizeof(unjudged));
 	verdict__headline(v, head, sizeof(head));
 	if (!head[0]) {
 		char text[1200];
 
 		human__wrap(f, verdict__nothing(v, text, sizeof(text)), width, 0, 2);
+		if (unjudged[0])
+			human__wrap(f, unjudged, width, 0, 2);
 		return;
 	}
 	lines = fprintf(f, "Verdict: ") ? human__wrap(f, head, width, 9, 2) : 0;
@@ -577,5 +730,8 @@ void verdict__print(const struct verdict *v, int width, FILE *f)
 		buf = NULL;
 		lines += n;
 	}
+	/* What a server's answers could not judge: never left out silently. */
+	if (unjudged[0])
+		human__wrap(f, unjudged, width, 0, 2);
 	human__wrap(f, verdict__legend, width, 0, 2);
 }

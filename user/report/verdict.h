@@ -57,6 +57,16 @@ struct family_verdict {
 	void (*account)(void *st, struct verdict *v);
 	void (*claims)(void *st, struct verdict *v);
 	void (*free)(void *st);
+	/*
+	 * A verdict judged from a server's answers (`stats --from`: no pass over the records):
+	 * READS names, comma-separated, every input its rules read there: reports' tables
+	 * (gil_sum) and the state ADD keeps, as a table LOAD takes (osrt_thread_calls); a name
+	 * ending in '?' only some of its rules read (a detail, a rule of its own): the family is
+	 * judged without it, said. The family is judged there when every other input was given. NULL: its rules are not fed from a server yet (said, never silent).
+	 */
+	const char *reads;
+	/* ADD's state from table T, input NAME of READS (the server's answer): 0 or -errno. */
+	int (*load)(void *st, const char *name, const struct table *t);
 };
 
 /* ---- what rules read ---- */
@@ -111,6 +121,26 @@ void verdict__set_trigger(struct verdict *v, const char *text, const struct bs_h
 void verdict__observe(struct verdict *v, const struct bs_hdr *rec);
 /* A report the rules may read: its table (NULL when not selected) and state, kept. */
 int verdict__set_report(struct verdict *v, const char *name, const struct table *t, void *st);
+/*
+ * ---- a verdict from a server's answers (stats --from), no pass over the records ----
+ * FROM names where (the URL): only the families whose READS were all given are judged
+ * (verdict__print says the others). Then each input by verdict__set_report (a table) or
+ * verdict__load (a rule's state), the rows' span, the threads' lives and the events per kind.
+ */
+void verdict__from(struct verdict *v, const char *from);
+/* Table T as input NAME of the family whose READS name it (its LOAD): 0, -ENOENT none. */
+int verdict__load(struct verdict *v, const char *name, const struct table *t);
+/* The first and last records' times (what verdict__observe finds in a pass). */
+void verdict__set_span(struct verdict *v, __u64 first, __u64 last);
+/* Thread TID of PID forked at BORN and exited at DIED (0: not seen). */
+int verdict__set_life(struct verdict *v, __u32 pid, __u32 tid, __u64 born, __u64 died);
+/* N events of KIND (dump's), counted to its family: what the trace has to judge. */
+void verdict__count(struct verdict *v, const char *kind, __u64 n);
+/*
+ * The families with events whose rules were not judged (their inputs not given), and the
+ * inputs they were judged without, in one line into BUF ("" when all were, or the verdict is a pass's).
+ */
+const char *verdict__unjudged(const struct verdict *v, char *buf, size_t len);
 /* Run the families' rules. */
 void verdict__judge(struct verdict *v);
 /* The headline in one line ("GIL-bound: ..."), "" when there is nothing to say. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "ch_reports.h"
 #include "ch_schema.h"
+#include "ch_sql.h"
 
 /* nsys's timing columns (time_sum.h), then the name. */
 static const struct ch_col ch_time_cols[] = {
@@ -18,11 +19,6 @@ static const struct ch_col ch_time_cols[] = {
 	{ "max_ns", "Max (ns)", 'u' },	 { "stddev_ns", "StdDev (ns)", 'd' },
 	{ "name", "Name", 't' },	 {},
 };
-
-/* api_sum.h's rows of a uprobe family's KIND: the calls no traced call made, returned. */
-#define CH_API_ROWS(kind)                                                                          \
-	"kind = '" kind "' AND position(args, '\"depth\":') = 0 AND "                              \
-	"position(args, '\"in_flight\":') = 0"
 
 /* The timing columns of ROWS by name, EXTRA's columns (of aggregates X) before the name. */
 #define CH_TIME_SUM_X(rows, extra, x)                                                              \
@@ -166,8 +162,6 @@ static const struct ch_report ch_osrt_sum = {
  * (its `thread_names` rows), NULL where the file has none, as stats leaves them out.
  */
 #define CH_ONCPU "toInt64(visitParamExtractUInt(args, 'oncpu_ns'))"
-/* An id as a merged file's reports show it: with its rank namespace (ns, of thread_names). */
-#define CH_NS_ID(id) "bitOr(bitShiftLeft(ns, 22), " id ")"
 
 static const struct ch_col ch_sched_sum_cols[] = {
 	{ "pid", "PID", 'u' },
@@ -222,10 +216,6 @@ static const struct ch_report ch_sched_sum = {
 #define CH_GIL_HIST                                                                                                                                                                                                                                                                                                                                               \
 	"[" CH_GIL_H(0) ", " CH_GIL_H(1) ", " CH_GIL_H(2) ", " CH_GIL_H(3) ", " CH_GIL_H(4) ", " CH_GIL_H(5) ", " CH_GIL_H(6) ", " CH_GIL_H(7) ", " CH_GIL_H(8) ", " CH_GIL_H(9) ", " CH_GIL_H(10) ", " CH_GIL_H(11) ", " CH_GIL_H(12) ", " CH_GIL_H(13) ", " CH_GIL_H(14) ", " CH_GIL_H(15) ", " CH_GIL_H(16) ", " CH_GIL_H(17) ", " CH_GIL_H(18) ", " CH_GIL_H( \
 		19) ", " CH_GIL_H(20) ", " CH_GIL_H(21) ", " CH_GIL_H(22) ", " CH_GIL_H(23) ", " CH_GIL_H(24) ", " CH_GIL_H(25) ", " CH_GIL_H(26) ", " CH_GIL_H(27) ", " CH_GIL_H(28) ", " CH_GIL_H(29) ", " CH_GIL_H(30) ", " CH_GIL_H(31) "]"
-/* A fork's row is its child's (a merged file's pids and tids less their rank namespace). */
-#define CH_GIL_TASK(id)                                                                            \
-	"toUInt32(if(kind = 'fork', bitAnd(visitParamExtractUInt(args, 'child_" id                 \
-	"'), 4194303), " id "))"
 /* Per thread: its waits, holds, last snapshot, fork and exit. */
 #define CH_GIL_THREADS                                                                                            \
 	"SELECT file_id, file, " CH_GIL_TASK("pid") " AS xpid, " CH_GIL_TASK(                                     \
@@ -370,6 +360,7 @@ const struct ch_report *const ch_reports[] = {
 	&ch_osrt_sum,
 	&ch_sched_sum,
 	&ch_gil_sum,
+	&ch_gil_blocked_by,
 	/* across ranks: ch_rank_reports.c */
 	&ch_ranks,
 	&ch_nccl_rank_sum,

@@ -18,4 +18,5 @@ static void toy_claims(void *st, struct verdict *v)
 
 const struct family_verdict toy_verdict = {
 	.claims = toy_claims,
+	.reads = "toy_sum", /* what a verdict from a server's answers must give it */
 };

@@ -6,12 +6,14 @@
  * half its time) or to spend its time launching (what launch-bound looks like from the host).
  * cuda_api_sum sums every thread: the claims cite it with --tid.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cuda.h"
 #include "human.h"
 #include "hmap.h"
+#include "table.h"
 #include "verdict.h"
 
 #define WAIT_SHARE   0.50 /* of the thread's time waiting for the GPU: GPU-bound */
@@ -83,6 +85,44 @@ static void cuda_rule__add(void *vst, const struct bs_hdr *rec, const struct tra
 	}
 }
 
+/*
+ * The same state from a server's answer (stats --from): cuda_thread_calls, a row per thread
+ * and function of its calls at depth 0, all of them and those that returned 0.
+ */
+static int cuda_rule__load(void *vst, const char *name, const struct table *t)
+{
+	int cp = table__col(t, "pid"), ct = table__col(t, "tid"), cn = table__col(t, "name");
+	int call = table__col(t, "total_ns"), cok = table__col(t, "ok_ns"),
+	    ccount = table__col(t, "ok_count");
+	struct cuda_rule *st = vst;
+	struct thread_api *th;
+
+	if (cp < 0 || ct < 0 || cn < 0 || call < 0 || cok < 0 || ccount < 0)
+		return -EINVAL;
+	for (int r = 0; r < table__nrows(t); r++) {
+		const char *fn = table__get_str(t, r, cn);
+		const struct ucall_api *api = NULL;
+		__u64 ok = table__get_u64(t, r, cok);
+
+		th = hmap__get(st->threads,
+			       (struct hkey){ table__get_u64(t, r, cp), table__get_u64(t, r, ct) },
+			       1);
+		if (!th)
+			return -ENOMEM;
+		th->total += table__get_u64(t, r, call);
+		for (__u32 i = 0; fn && i < cuda_table.napis && !api; i++)
+			if (!strcmp(cuda_table.apis[i].name, fn))
+				api = &cuda_table.apis[i];
+		if (api && waits_for_gpu(api))
+			th->wait += ok;
+		if (api && api->group == CUDA_GRP_LAUNCH) {
+			th->launch += ok;
+			th->launches += table__get_u64(t, r, ccount);
+		}
+	}
+	return 0;
+}
+
 static void cuda_rule__account(void *vst, struct verdict *v)
 {
 	struct cuda_rule *st = vst;
@@ -142,4 +182,6 @@ const struct family_verdict cuda_verdict = {
 	.account = cuda_rule__account,
 	.claims = cuda_rule__claims,
 	.free = cuda_rule__free,
+	.reads = "cuda_thread_calls",
+	.load = cuda_rule__load,
 };

@@ -129,6 +129,21 @@ static int row_gil_agg(const struct bs_hdr *rec, const struct trace_model *m, st
 	return 1;
 }
 
+/*
+ * A waiter's snapshot of its waits by holder as a row (ClickHouse's gil_blocked_by reads the
+ * last one per waiter and holder, as gil_data__add keeps it): the holder, the count, the time.
+ */
+static int row_gil_blame(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_gil_blame *b = (const void *)rec;
+
+	ev->name = "gil_blame";
+	event__arg_u64(ev, "holder_tid", b->holder_tid);
+	event__arg_u64(ev, "count", b->count);
+	event__arg_u64(ev, "total_ns", b->total_ns);
+	return 1;
+}
+
 /* Kineto has no GIL category (torch.profiler does not see the GIL): the gil family's. */
 static const struct export_style wait_style = {
 	.cat = "gil",
@@ -159,7 +174,7 @@ const struct rec_decoder gil_decoders[] = {
 	{ BS_REC_GIL_AGG, sizeof(struct bs_gil_agg), "gil_agg", family__decode_meta,
 	  .row = row_gil_agg },
 	{ BS_REC_GIL_BLAME, sizeof(struct bs_gil_blame), "gil_blame", family__decode_meta,
-	  .task_offs = { offsetof(struct bs_gil_blame, holder_tid) } },
+	  .task_offs = { offsetof(struct bs_gil_blame, holder_tid) }, .row = row_gil_blame },
 	{ BS_REC_GIL_PROC, sizeof(struct bs_gil_proc), "gil_python", decode_proc, &python_style,
 	  .string_offs = { offsetof(struct bs_gil_proc, object_id),
 			   offsetof(struct bs_gil_proc, note_id) } },

@@ -250,4 +250,5 @@ static void gil_claims(void *st, struct verdict *v)
 const struct family_verdict gil_verdict = {
 	.account = gil_account,
 	.claims = gil_claims,
+	.reads = "gil_sum,gil_blocked_by,gil_stacks?",
 };

@@ -6,7 +6,10 @@
  * starvation"), with the kernels' and launches' times from cuda_kern_exec_sum; else how busy
  * it was.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "gpu.h"
 #include "gpu_decode.h"
 #include "human.h"
@@ -19,27 +22,47 @@
 #define LAUNCH_SHORT_SHARE 0.50 /* of which at least this in gaps under 1 ms, */
 #define LAUNCH_MIN_GAPS	   100	/* in at least this many gaps */
 
-/* Kernels' and their launches' mean times over cuda_kern_exec_sum's rows, as a detail. */
-static void detail_launches(struct verdict *v)
-{
-	const struct table *t = verdict__table(v, "cuda_kern_exec_sum");
-	double n = 0, api = 0, kern = 0, queue = 0, c;
-	char d1[32], d2[32], d3[32];
-	int cc, ca, ck, cq;
+/*
+ * What cuda_kern_exec_sum's rows add up to: the kernels, their time, their launching calls'
+ * and their waits in the queue (a server's answer loads it: gpu_launch_totals).
+ */
+struct launch_totals {
+	double n, api, kern, queue;
+	int loaded;
+};
 
-	if (!t || !table__nrows(t))
-		return;
-	cc = table__col(t, "count");
-	ca = table__col(t, "api_avg_ns");
-	ck = table__col(t, "kernel_avg_ns");
-	cq = table__col(t, "queue_avg_ns");
+/* T's rows summed into L, each row's averages times its count. */
+static void launch_totals(const struct table *t, struct launch_totals *l)
+{
+	int cc = table__col(t, "count"), ca = table__col(t, "api_avg_ns"),
+	    ck = table__col(t, "kernel_avg_ns"), cq = table__col(t, "queue_avg_ns");
+	double c;
+
 	for (int r = 0; r < table__nrows(t); r++) {
 		c = table__get_number(t, r, cc);
-		n += c;
-		api += c * table__get_number(t, r, ca);
-		kern += c * table__get_number(t, r, ck);
-		queue += c * table__get_number(t, r, cq);
+		l->n += c;
+		l->api += c * table__get_number(t, r, ca);
+		l->kern += c * table__get_number(t, r, ck);
+		l->queue += c * table__get_number(t, r, cq);
 	}
+}
+
+/* Kernels' and their launches' mean times (LOADED's, else cuda_kern_exec_sum's), a detail. */
+static void detail_launches(struct verdict *v, const struct launch_totals *loaded)
+{
+	const struct table *t = verdict__table(v, "cuda_kern_exec_sum");
+	struct launch_totals l = { 0 };
+	double n, api, kern, queue;
+	char d1[32], d2[32], d3[32];
+
+	if (loaded->loaded)
+		l = *loaded;
+	else if (t)
+		launch_totals(t, &l);
+	n = l.n;
+	api = l.api;
+	kern = l.kern;
+	queue = l.queue;
 	if (n <= 0)
 		return;
 	verdict__detail(v, -1, "cuda_kern_exec_sum",
@@ -49,9 +72,16 @@ static void detail_launches(struct verdict *v)
 			human__ns(api / n, d3, sizeof(d3)));
 }
 
+/* What claim_device is handed: the verdict, the launches' totals a server's answer gave. */
+struct claim_ctx {
+	struct verdict *v;
+	const struct launch_totals *loaded;
+};
+
 static void claim_device(const struct gpu_idle_dev *d, void *arg)
 {
-	struct verdict *v = arg;
+	const struct claim_ctx *ctx = arg;
+	struct verdict *v = ctx->v;
 	const char *proc = trace_model__process_name(verdict__model(v), d->pid);
 	__u64 idle = d->span - d->busy;
 	char gpu[96], d1[32], d2[32], d3[32];
@@ -75,7 +105,7 @@ static void claim_device(const struct gpu_idle_dev *d, void *arg)
 			       human__ns((double)d->span, d2, sizeof(d2)),
 			       human__ns((double)d->short_idle, d3, sizeof(d3)),
 			       (unsigned long long)(d->gaps - d->long_gaps));
-		detail_launches(v);
+		detail_launches(v, ctx->loaded);
 		return;
 	}
 	verdict__claim(v, VERDICT_GPU, 0, busy, "gpu_idle_sum",
@@ -87,14 +117,94 @@ static void claim_device(const struct gpu_idle_dev *d, void *arg)
 		       human__ns((double)d->max_gap, d3, sizeof(d3)));
 }
 
-static void gpu_claims(void *st, struct verdict *v)
+/*
+ * The devices from a server's answer (stats --from: gpu_idle_devs, what gpu_idle_sum's sweep
+ * finds per process and device); after a pass, gpu_idle_sum's own state has them.
+ */
+struct gpu_rule {
+	struct gpu_idle_dev *devs;
+	int n, loaded;
+	struct launch_totals launches; /* gpu_launch_totals */
+};
+
+static void *gpu_rule__new(void)
+{
+	return calloc(1, sizeof(struct gpu_rule));
+}
+
+static void gpu_rule__free(void *vst)
+{
+	struct gpu_rule *st = vst;
+
+	if (st)
+		free(st->devs);
+	free(st);
+}
+
+/* gpu_launch_totals' one row: what cuda_kern_exec_sum's rows add up to. */
+static int load_launches(struct gpu_rule *st, const struct table *t)
+{
+	int cn = table__col(t, "kernels"), ck = table__col(t, "kernel_ns"),
+	    ca = table__col(t, "api_ns"), cq = table__col(t, "queue_ns");
+
+	if (cn < 0 || ck < 0 || ca < 0 || cq < 0)
+		return -EINVAL;
+	st->launches = (struct launch_totals){ .loaded = 1 };
+	if (table__nrows(t)) {
+		st->launches.n = table__get_number(t, 0, cn);
+		st->launches.kern = table__get_number(t, 0, ck);
+		st->launches.api = table__get_number(t, 0, ca);
+		st->launches.queue = table__get_number(t, 0, cq);
+	}
+	return 0;
+}
+
+static int gpu_rule__load(void *vst, const char *name, const struct table *t)
+{
+	static const char *const keys[] = { "pid",  "device",	"span_ns",	 "busy_ns",
+					    "gaps", "gaps_1ms", "short_idle_ns", "max_gap_ns" };
+	struct gpu_rule *st = vst;
+	int c[8];
+
+	if (!strcmp(name, "gpu_launch_totals"))
+		return load_launches(st, t);
+	for (int i = 0; i < 8; i++)
+		if ((c[i] = table__col(t, keys[i])) < 0)
+			return -EINVAL;
+	st->devs = calloc(table__nrows(t) + 1, sizeof(*st->devs));
+	if (!st->devs)
+		return -ENOMEM;
+	for (int r = 0; r < table__nrows(t); r++)
+		st->devs[st->n++] = (struct gpu_idle_dev){
+			.pid = (__u32)table__get_u64(t, r, c[0]),
+			.device = (__u32)table__get_u64(t, r, c[1]),
+			.span = table__get_u64(t, r, c[2]),
+			.busy = table__get_u64(t, r, c[3]),
+			.gaps = table__get_u64(t, r, c[4]),
+			.long_gaps = table__get_u64(t, r, c[5]),
+			.short_idle = table__get_u64(t, r, c[6]),
+			.max_gap = table__get_u64(t, r, c[7]),
+		};
+	st->loaded = 1;
+	return 0;
+}
+
+static void gpu_claims(void *vst, struct verdict *v)
 {
 	void *idle = verdict__state(v, "gpu_idle_sum");
+	struct gpu_rule *st = vst;
+	struct claim_ctx ctx = { v, &st->launches };
 
-	if (idle && verdict__table(v, "gpu_idle_sum"))
-		gpu_idle__each(idle, claim_device, v);
+	for (int i = 0; st->loaded && i < st->n; i++)
+		claim_device(&st->devs[i], &ctx);
+	if (!st->loaded && idle && verdict__table(v, "gpu_idle_sum"))
+		gpu_idle__each(idle, claim_device, &ctx);
 }
 
 const struct family_verdict gpu_verdict = {
+	.new = gpu_rule__new,
 	.claims = gpu_claims,
+	.free = gpu_rule__free,
+	.reads = "gpu_idle_devs,gpu_launch_totals",
+	.load = gpu_rule__load,
 };

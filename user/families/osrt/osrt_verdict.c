@@ -13,6 +13,7 @@
 #include "osrt.h"
 #include "hmap.h"
 #include "syscall_names.h"
+#include "table.h"
 #include "verdict.h"
 
 #define SYSCALL_SHARE  0.30	    /* of the thread's time in system calls */
@@ -71,6 +72,34 @@ static void osrt_rule__add(void *vst, const struct bs_hdr *rec, const struct tra
 	} else {
 		t->agg = a->total_ns;
 	}
+}
+
+/*
+ * The same state from a server's answer (stats --from): osrt_thread_calls, a row per thread
+ * and call with what ADD sums of its records (docs/CLICKHOUSE.md, "The verdict").
+ */
+static int osrt_rule__load(void *vst, const char *name, const struct table *t)
+{
+	int cp = table__col(t, "pid"), ct = table__col(t, "tid"), cn = table__col(t, "nr");
+	int ce = table__col(t, "events_ns"), ca = table__col(t, "agg_ns"),
+	    cc = table__col(t, "closed_ns");
+	struct osrt_rule *st = vst;
+	struct nr_time *nt;
+
+	if (cp < 0 || ct < 0 || cn < 0 || ce < 0 || ca < 0 || cc < 0)
+		return -EINVAL;
+	for (int r = 0; r < table__nrows(t); r++) {
+		__u64 key = table__get_u64(t, r, cp) << 32 | (__u32)table__get_u64(t, r, ct);
+
+		nt = hmap__get(st->by_key, (struct hkey){ key, table__get_u64(t, r, cn) }, 1);
+		if (!nt)
+			return -ENOMEM;
+		/* one row per file of the rows: a thread's calls in each add up */
+		nt->events += table__get_u64(t, r, ce);
+		nt->agg += table__get_u64(t, r, ca);
+		nt->closed += table__get_u64(t, r, cc);
+	}
+	return 0;
 }
 
 struct top_call {
@@ -180,4 +209,6 @@ const struct family_verdict osrt_verdict = {
 	.add = osrt_rule__add,
 	.claims = osrt_rule__claims,
 	.free = osrt_rule__free,
+	.reads = "osrt_thread_calls",
+	.load = osrt_rule__load,
 };

@@ -234,4 +234,7 @@ static void edges_claims(void *unused, struct verdict *v)
 
 const struct family_verdict proc_verdict = {
 	.claims = edges_claims,
+	/* the straggler rule: rank_waits' table from a server; the edges' and a hang's rules:
+	 * open_at_edges' state, not computed in a server yet (judged without them) */
+	.reads = "rank_waits,open_at_edges_state?",
 };

@@ -128,4 +128,5 @@ static void sched_claims(void *st, struct verdict *v)
 const struct family_verdict sched_verdict = {
 	.account = sched_account,
 	.claims = sched_claims,
+	.reads = "sched_sum,offcpu_stacks?",
 };

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * stats --from's verdict (verdict_from.h): the same engine and the same rules as stats FILE's,
+ * fed what the server computes in place of a pass over the records. What a pass finds of every
+ * record (the rows' span, the threads' names and lives, the events per kind) comes from
+ * ch_verdict.h's answers; each input a family's rules read (struct family_verdict.reads) from
+ * the report the server computes by that name (ch_reports.h: a table) or the rule's state
+ * (ch_verdict.h: a table its LOAD reads). A family whose inputs are not all there is not
+ * judged, and the verdict says so.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ch_http.h"
+#include "ch_reports.h"
+#include "ch_verdict.h"
+#include "family.h"
+#include "family_stats.h"
+#include "stats_from.h"
+#include "table.h"
+#include "trace_model.h"
+#include "verdict.h"
+#include "verdict_from.h"
+
+#define MAX_INPUTS 32
+
+struct vfrom {
+	struct ch_server *s;
+	const char *where, *job;
+	struct table *t[MAX_INPUTS];
+	int n;
+};
+
+/* The verdict, the model that names its threads, the answers it keeps pointers into. */
+struct verdict_from {
+	struct vfrom q;
+	struct trace_model *m;
+	struct verdict *v;
+};
+
+/* Report R's answer, kept until the verdict is printed: NULL with *ERR set. */
+static struct table *ask(struct vfrom *q, const struct ch_report *r, int *err)
+{
+	struct table *t;
+
+	if (q->n == MAX_INPUTS) {
+		*err = -E2BIG;
+		return NULL;
+	}
+	t = table__new(r->name);
+	*err = t ? stats_from__table(q->s, r, q->where, q->job, t) : -ENOMEM;
+	if (*err) {
+		table__free(t);
+		return NULL;
+	}
+	return q->t[q->n++] = t;
+}
+
+/* The files' window and span (T, ch_verdict_span's): the model's start and end, the
+ * verdict's first and last. */
+static void span(const struct table *t, struct trace_model *m, struct verdict *v)
+{
+	if (table__nrows(t) && table__get_u64(t, 0, table__col(t, "files"))) {
+		trace_model__set_start(m, (__u64)table__get_s64(t, 0, table__col(t, "start")));
+		trace_model__set_end(m, (__u64)table__get_s64(t, 0, table__col(t, "end")));
+		verdict__set_span(v, (__u64)table__get_s64(t, 0, table__col(t, "first")),
+				  (__u64)table__get_s64(t, 0, table__col(t, "last")));
+	}
+}
+
+/* The threads' and processes' names as the files' reports have them. */
+static int names(struct vfrom *q, struct trace_model *m)
+{
+	int err, cp, ct, cproc, cthr;
+	struct table *t = ask(q, &ch_verdict_names, &err);
+
+	if (!t)
+		return err;
+	cp = table__col(t, "pid");
+	ct = table__col(t, "tid");
+	cproc = table__col(t, "process");
+	cthr = table__col(t, "thread");
+	for (int r = 0; r < table__nrows(t); r++) {
+		if (cproc >= 0 && table__get_str(t, r, cproc))
+			trace_model__name_process(m, (__u32)table__get_u64(t, r, cp),
+						  table__get_str(t, r, cproc));
+		if (cthr >= 0 && table__get_str(t, r, cthr))
+			trace_model__name_thread(m, (__u32)table__get_u64(t, r, ct),
+						 table__get_str(t, r, cthr));
+	}
+	return 0;
+}
+
+/* The forks' and exits' times, and the events per kind. */
+static int lives(struct vfrom *q, struct verdict *v)
+{
+	int err, cp, ct, cb, cd;
+	struct table *t = ask(q, &ch_verdict_lives, &err);
+
+	if (!t)
+		return err;
+	cp = table__col(t, "pid");
+	ct = table__col(t, "tid");
+	cb = table__col(t, "born");
+	cd = table__col(t, "died");
+	for (int r = 0; r < table__nrows(t) && !err; r++)
+		err = verdict__set_life(
+			v, (__u32)table__get_u64(t, r, cp), (__u32)table__get_u64(t, r, ct),
+			(__u64)table__get_s64(t, r, cb), (__u64)table__get_s64(t, r, cd));
+	if (err || !(t = ask(q, &ch_verdict_kinds, &err)))
+		return err;
+	for (int r = 0; r < table__nrows(t); r++)
+		verdict__count(v, table__get_str(t, r, 0), table__get_u64(t, r, 1));
+	return 0;
+}
+
+/* Input NAME of a family's rules, if the server computes it: a report's table or a state. */
+static int input(struct vfrom *q, struct verdict *v, const char *name)
+{
+	const struct ch_report *r = ch_report__find(name);
+	struct table *t;
+	int err;
+
+	if (verdict__table(v, name))
+		return 0; /* another family reads it too */
+	if (r) {
+		t = ask(q, r, &err);
+		return t ? verdict__set_report(v, r->name, t, NULL) : err;
+	}
+	r = ch_verdict__state(name);
+	if (!r)
+		return 0; /* not computed there: the family is not judged (said) */
+	t = ask(q, r, &err);
+	return t ? verdict__load(v, r->name, t) : err;
+}
+
+/* 1 when the server computes input NAME (LEN bytes): a report, or a rule's state. */
+static int computed(const char *name, size_t len)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
+	return ch_report__find(buf) || ch_verdict__state(buf);
+}
+
+/*
+ * Every input of the rules of each family the server can judge (READS: "gil_sum,gil_stacks?":
+ * each name but a detail's computed there); a family it cannot is not asked for anything (the
+ * verdict says it was not judged).
+ */
+static int inputs(struct vfrom *q, struct verdict *v)
+{
+	char name[64];
+	int err = 0;
+
+	for_each_family_while(it, !err) {
+		const struct family_verdict *fv = family__stats(it.f)->verdict;
+		const char *reads = fv && fv->reads ? fv->reads : "", *p;
+		size_t len;
+
+		for (p = reads; *p; p += len + (p[len] == ',')) {
+			len = strcspn(p, ",");
+			if (len && p[len - 1] != '?' && !computed(p, len))
+				break;
+		}
+		for (p = *p ? "" : reads; *p && !err; p += len + (p[len] == ',')) {
+			len = strcspn(p, ",");
+			snprintf(name, sizeof(name), "%.*s", (int)len, p);
+			name[strcspn(name, "?")] = 0;
+			err = input(q, v, name);
+		}
+	}
+	return err;
+}
+
+struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, const char *where,
+					 const char *job, int *err)
+{
+	struct verdict_from *vf = calloc(1, sizeof(*vf));
+	const char *recorded = NULL;
+	struct table *t;
+
+	*err = -ENOMEM;
+	if (!vf)
+		return NULL;
+	vf->q = (struct vfrom){ .s = s, .where = where, .job = job };
+	vf->m = trace_model__new();
+	/* the files' window first: the families they recorded are the verdict's to know */
+	t = vf->m ? ask(&vf->q, &ch_verdict_span, err) : NULL;
+	if (t && table__nrows(t))
+		recorded = table__get_str(t, 0, table__col(t, "families"));
+	vf->v = t ? verdict__new(vf->m, recorded) : NULL;
+	if (!vf->v) {
+		*err = *err ?: -ENOMEM;
+		verdict_from__free(vf);
+		return NULL;
+	}
+	verdict__from(vf->v, url);
+	span(t, vf->m, vf->v);
+	*err = names(&vf->q, vf->m);
+	*err = *err ?: lives(&vf->q, vf->v);
+	*err = *err ?: inputs(&vf->q, vf->v);
+	if (*err) {
+		verdict_from__free(vf);
+		return NULL;
+	}
+	verdict__judge(vf->v);
+	return vf;
+}
+
+const struct verdict *verdict_from__verdict(const struct verdict_from *vf)
+{
+	return vf->v;
+}
+
+void verdict_from__free(struct verdict_from *vf)
+{
+	if (!vf)
+		return;
+	verdict__free(vf->v);
+	trace_model__free(vf->m);
+	for (int i = 0; i < vf->q.n; i++)
+		table__free(vf->q.t[i]);
+	free(vf);
+}
+
+int verdict_from__print(struct ch_server *s, const char *url, const char *where, const char *job,
+			int width, FILE *out)
+{
+	int err;
+	struct verdict_from *vf = verdict_from__judge(s, url, where, job, &err);
+
+	if (vf)
+		verdict__print(vf->v, width, out);
+	verdict_from__free(vf);
+	return vf ? 0 : err;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What the verdict (verdict.h) finds in a pass over every record, as SQL over the rows the
+ * server holds (`stats --from`'s verdict): the rows' span, the threads' names and lives, the
+ * events per kind, and the per-record state the families' rules keep (struct
+ * family_verdict.reads names them: osrt_thread_calls, ...), each an answer of stats' shape
+ * (ch_reports.h). Never the events pulled back: one row per thread, or per thread and call.
+ */
+#ifndef BPFSIGHT_CH_VERDICT_H
+#define BPFSIGHT_CH_VERDICT_H
+
+#include "ch_reports.h"
+
+/* The files' window: start, end (0: none), first and last records' times, wall-clock ns;
+ * the families they recorded (comma-separated). */
+extern const struct ch_report ch_verdict_span;
+/* Each thread's names (pid, tid with the rank namespace; process, thread: NULL for none). */
+extern const struct ch_report ch_verdict_names;
+/* Each forked or exited thread's fork and exit times (0: not seen). */
+extern const struct ch_report ch_verdict_lives;
+/* The events per kind. */
+extern const struct ch_report ch_verdict_kinds;
+/* A rule's state by its input's name (family_verdict.reads), or NULL. */
+const struct ch_report *ch_verdict__state(const char *name);
+
+#endif /* BPFSIGHT_CH_VERDICT_H */
