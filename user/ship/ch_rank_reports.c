@@ -96,7 +96,10 @@ const struct ch_report ch_ranks = {
  * nccl_straggle.h's summaries: a collective (communicator, seq) of 2 ranks or more, the
  * process that entered last and the others' waits for it (taken from the job's first entry,
  * as nccl_stragglers' SQL), then per process that entered last: how often, the waits, the
- * function most of them were in, the longest.
+ * function most of them were in, the longest. As nccl_straggle.c decides them: a collective's
+ * function is its first record's (calls of two functions can share a seq), the last entry
+ * at the same nanosecond the later record's (argMin and argMax on the row's seq, never
+ * whichever row a server thread met first).
  */
 #define CH_LATE \
 	"SELECT who, sum(n) AS late, sum(fw) AS made, argMax(cname, fw) AS top, " \
@@ -105,7 +108,8 @@ const struct ch_report ch_ranks = {
 		"SELECT who, cname, count() AS n, sum(wait) AS fw, argMax(cseq, wait) AS wseq, " \
 		       "max(wait) AS wwait " \
 		"FROM (" \
-			"SELECT comm, cseq, any(name) AS cname, argMax(" CH_WHO ", at) AS who, " \
+			"SELECT comm, cseq, argMin(name, (rseq, file_id)) AS cname, " \
+			       "argMax(" CH_WHO ", (at, rseq, file_id)) AS who, " \
 			       "toUInt64(count() * max(at) - sum(at)) AS wait " \
 			"FROM (SELECT *, enter - (SELECT min(ts) FROM " CH_DB ".events " \
 						"WHERE " CH_COLL_WHERE(">= 0") ") AS at " \

@@ -84,16 +84,22 @@ static const struct ch_col ch_straggler_cols[] = {
 static const struct ch_report ch_nccl_stragglers = {
 	.name = "nccl_stragglers",
 	.cols = ch_straggler_cols,
-	.sql = "SELECT comm, seq, any(name), count() AS ranks, any(nranks), argMax(rank, at), "
-	       "concat('rank ', toString(argMax(rank, at)), ' @ ', argMax(host, at)), "
+	.sql = "SELECT comm, cseq, argMin(name, rec), count() AS ranks, any(nranks), "
+	       "argMax(rank, last), concat('rank ', toString(argMax(rank, last)), ' @ ', argMax(host, last)), "
 	       "max(at) - min(at), toUInt64(count() * max(at) - sum(at)) AS wait_ns, "
 	       "max(at + dur) - min(at + dur), min(ts) FROM ("
 	       "SELECT visitParamExtractString(args, 'unique_id_hash') AS comm, "
-	       "visitParamExtractUInt(args, 'seq') AS seq, name, rank, host, dur, ts, "
+	       "visitParamExtractUInt(args, 'seq') AS cseq, name, rank, host, dur, ts, "
+	       /*
+		* As nccl_straggle.c: the name of the collective's first record in the file (two
+		* functions' calls can share a seq), and of entries at the same nanosecond the later
+		* record's (its >=): by the row's seq, never whichever row a server thread met first.
+		*/
+	       "(seq, file_id) AS rec, (ts, seq, file_id) AS last, "
 	       "visitParamExtractInt(args, 'nranks') AS nranks, ts - (SELECT min(ts) FROM " CH_DB
 	       ".events WHERE {W} AND " CH_COLL_ROWS ") AS at "
 	       "FROM " CH_DB ".events WHERE {W} AND " CH_COLL_ROWS ") "
-	       "GROUP BY comm, seq HAVING ranks > 1 ORDER BY wait_ns DESC, comm, seq "
+	       "GROUP BY comm, cseq HAVING ranks > 1 ORDER BY wait_ns DESC, comm, cseq "
 	       "FORMAT TabSeparated",
 };
 
