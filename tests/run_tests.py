@@ -368,8 +368,9 @@ class Idle:
     """How much of the machine's CPU time went idle since the last look (/proc/stat), and
     from it how many jobs to run: N, and one more each second while over a quarter of the CPU
     time was idle (jobs waiting on sleeps, on recorders starting, on servers), up to 2 N; one
-    fewer (no new one started) while almost none was. Most jobs mostly wait: four at a time
-    on CI's two cores left a quarter of its CPU time idle (bench/RESULTS.md, "make check")."""
+    fewer (no new one started) while almost none was. Four at a time leave CI's two cores
+    about 5% idle while the jobs run together, now and then a quarter (bench/RESULTS.md,
+    "make check time"): a few seconds of a run, more where the jobs wait more."""
 
     def __init__(self, n):
         self.n, self.extra, self.at, self.last = n, 0, time.time(), self.read()
