@@ -40,6 +40,9 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 E2E = os.path.join(HERE, "e2e")
+# Where the e2e modules are read from: E2E, or --e2e DIR (test_runner.py plants its own; the
+# helpers are still E2E's).
+MODULES = E2E
 # What a worker writes before each of its result lines on stdout (a test may print too).
 TAG = "\x1ebpfsight-test "
 
@@ -185,10 +188,12 @@ def load_module(path):
 def run_e2e_module(build, res, f, names):
     """Tests NAMES of e2e module F, in order, each followed by helpers.cleanup()."""
     sys.path.insert(0, E2E)
+    if MODULES != E2E:
+        sys.path.insert(0, MODULES)
     os.environ["BPFSIGHT_BUILD"] = os.path.abspath(build)
     import helpers  # noqa: E402  (tests/e2e/helpers.py)
     helpers.Skip = Skip
-    mod = load_module(os.path.join(E2E, f))
+    mod = load_module(os.path.join(MODULES, f))
     for name in names:
         full = f"{f[:-3]}:{name}"
         t0 = time.time()
@@ -237,10 +242,10 @@ def e2e_modules():
     CPU-bound tests), SECONDS (about how long its tests take on CI's machine: the order of a
     run with no times yet). A test's WHY is (why, exclusive): exclusive, nothing beside it."""
     mods = {}
-    for f in sorted(os.listdir(E2E)):
+    for f in sorted(os.listdir(MODULES)):
         if not (f.startswith("test_") and f.endswith(".py")):
             continue
-        tree = ast.parse(open(os.path.join(E2E, f)).read(), f)
+        tree = ast.parse(open(os.path.join(MODULES, f)).read(), f)
         settings = {}
         for node in tree.body:
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and
@@ -345,7 +350,8 @@ class Job:
     def __init__(self, build, job):
         self.job, self.t0, self.buf = job, time.time(), b""
         self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--build", build,
-                                   "--worker", f"{job[0]}:{job[1]}"], stdout=subprocess.PIPE)
+                                   "--e2e", MODULES, "--worker", f"{job[0]}:{job[1]}"],
+                                  stdout=subprocess.PIPE)
         self.reported = 0
 
     def lines(self):
@@ -492,7 +498,10 @@ def main():
     ap.add_argument("--no-fuzz", action="store_true")
     ap.add_argument("--no-e2e", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--e2e", default=E2E, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global MODULES
+    MODULES = os.path.abspath(args.e2e)
     os.chdir(ROOT)
     if args.worker:
         return worker(args.build, args.worker)
