@@ -5,9 +5,11 @@ clickhouse_server.py), each family's claims from the server equal `stats FILE`'s
 line, and the line saying what the server could not judge no longer names it.
 
 - A trainer bound by its DataLoader (Debian's python3-torch, 2 workers, the workload
-  test_verdict_jobs.py records), attached with `record -p` and CPU samples: torch's
+  test_verdict_jobs.py records), attached with `record -p`, CPU samples and its GEMMs: torch's
   input-bound claim and its workers' detail (their time, their busiest line on a CPU, where
-  they blocked), the workers named as their trainer's pool in every claim."""
+  they blocked), the workers named as their trainer's pool in every claim; blas's claim on
+  the trainer's steps' sgemm_ calls (Debian's torch runs them on netlib's reference BLAS), the
+  library named and what to install."""
 import json
 import os
 import re
@@ -49,7 +51,8 @@ def verdict(args):
 
 
 def input_bound_recording():
-    """The DataLoader-bound trainer attached for 3 s (sched's stacks, CPU samples); its pid."""
+    """The DataLoader-bound trainer attached for 3 s (sched's stacks, CPU samples, its GEMMs);
+    its pid."""
     if not has(DEBIAN_PY, "torch"):
         raise Skip("Debian's python3-torch is not installed (make deps)")
     # Samples behind 3 ms of storage latency: the workers mostly sleep, the trainer waits.
@@ -59,7 +62,7 @@ def input_bound_recording():
         pid = json.loads(job.stdout.readline())["pid"]
         time.sleep(0.5)
         path = os.path.join(tmpdir(), "input.bst")
-        p = run([BPFSIGHT, "record", "-p", str(pid), "-t", "osrt,sched,cpu", "-d", "3s",
+        p = run([BPFSIGHT, "record", "-p", str(pid), "-t", "osrt,sched,cpu,blas", "-d", "3s",
                  "-o", path], timeout=120)
         eq(p.returncode, 0, p.stderr[-600:])
     finally:
@@ -71,23 +74,26 @@ def input_bound_recording():
 def test_families_judged_from_the_server():
     need_root()
     ch = ClickHouse()
-    files = {}
     path, pid = input_bound_recording()
-    files["torch"] = path
+    files = {path: ("torch", "blas")}  # each file and the families whose claims it has
     spool = os.path.join(tmpdir(), "spool")
-    p = run([BPFSIGHT, "ship", *files.values(), "--to", ch.url("fam"), "--spool", spool],
-            timeout=300)
+    p = run([BPFSIGHT, "ship", *files, "--to", ch.url("fam"), "--spool", spool], timeout=300)
     eq(p.returncode, 0, f"ship ({p.stderr[-800:]})")
-    for fam, path in files.items():
+    for path, fams in files.items():
         mine, rest = verdict(["--from", ch.url("fam"), "--file", path])
         theirs, _ = verdict([path])
         said = "\n".join(theirs)
-        eq(mine, theirs, f"{fam}: the verdict's claims from the server")
-        check(not re.search(rf"the rules of [^;]*\b{fam}\b", rest), f"{fam}: {rest}")
-        if fam == "torch":
+        eq(mine, theirs, f"{fams}: the verdict's claims from the server")
+        for fam in fams:
+            check(not re.search(rf"the rules of [^;]*\b{fam}\b", rest), f"{fam}: {rest}")
+        if "torch" in fams:
             check(theirs[0].startswith(f"Verdict: input-bound: the trainer, MainThread (main "
                                        f"thread, pid {pid})"), said)
             check(any(re.match(r" +\d+\.\d% +its 2 DataLoader workers ran on a CPU .* of "
                                r"their samples at .*; blocked most at ", l) for l in theirs),
                   said)
+        if "blas" in fams:
+            check(any(re.match(rf" \* CPU +\d+\.\d%  MainThread \(main thread, pid {pid}\) "
+                               r"spent .* in \d+ CPU GEMMs at [\d.]+ GFLOP/s, on the reference "
+                               r"BLAS \(libblas\.so", l) for l in theirs), said)
     ch.stop()

@@ -66,6 +66,17 @@ static void ch_stack_args(const struct trace_stack *s, int kernel, const struct 
 		json__kv_str(j, "own", stack_call__frame(own, m, at, sizeof(at)));
 }
 
+/* What the families' verdict rules read of a process (struct family_verdict.process_args). */
+static void ch_process_args(const struct trace_model *m, __u32 pid, struct json *j)
+{
+	for_each_family(it) {
+		const struct family_verdict *fv = family__stats(it.f)->verdict;
+
+		if (fv && fv->process_args)
+			fv->process_args(m, pid, j);
+	}
+}
+
 int ch_labels__for_file(struct ch_labels *l, const char *file)
 {
 	static char id[CONTENT_ID_LEN], job[256];
@@ -81,6 +92,7 @@ int ch_labels__for_file(struct ch_labels *l, const char *file)
 	l->file = file;
 	l->file_id = id;
 	l->stack_args = ch_stack_args;
+	l->process_args = ch_process_args;
 	if (l->job && l->job != job)
 		return 0;
 	base = base ? base + 1 : file;

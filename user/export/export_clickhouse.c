@@ -342,6 +342,8 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 			json__str(&j, thread);
 		}
 		pool_args(m, (__u32)key.a, &j);
+		if (st->labels.process_args)
+			st->labels.process_args(m, (__u32)key.a, &j);
 		/* a merged file's rank namespace: its reports show the pids and tids with it */
 		if (key.a >> BS_RANK_NS_SHIFT) {
 			json__key(&j, "ns");

@@ -36,6 +36,8 @@ struct ch_labels {
 	 */
 	void (*stack_args)(const struct trace_stack *s, int kernel, const struct trace_model *m,
 			   struct json *j);
+	/* The same of process PID, on its threads' names' rows (`thread_names`). */
+	void (*process_args)(const struct trace_model *m, __u32 pid, struct json *j);
 };
 
 extern struct ch_labels export_clickhouse_labels;

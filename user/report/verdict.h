@@ -76,6 +76,8 @@ struct family_verdict {
 	 */
 	void (*stack_args)(const struct trace_stack *s, const struct trace_model *m,
 			   struct json *j);
+	/* The same of process PID (the BLAS library it called): its threads' names' rows. */
+	void (*process_args)(const struct trace_model *m, __u32 pid, struct json *j);
 };
 
 /* ---- what rules read ---- */

@@ -15,9 +15,9 @@ struct trace_model;
 struct trace_stack;
 
 enum input_what {
-	INPUT_WAIT,	/* a thread's off-CPU time inside the DataLoader's __next__ */
-	INPUT_BLOCKED,	/* a worker's main thread off its CPU, at its site */
-	INPUT_SAMPLES,	/* a worker's main thread's CPU samples there (ns: the samples) */
+	INPUT_WAIT,    /* a thread's off-CPU time inside the DataLoader's __next__ */
+	INPUT_BLOCKED, /* a worker's main thread off its CPU, at its site */
+	INPUT_SAMPLES, /* a worker's main thread's CPU samples there (ns: the samples) */
 };
 
 #define INPUT_SITE_LEN 192 /* a site's text, as the claims print it */

@@ -217,7 +217,8 @@ static struct thread_waits *by_thread(const struct input_row *rows, size_t nrows
 			t[(*n)++].thread = w->thread;
 		t[i].ns += w->ns;
 		t[i].count += w->count;
-		if (w->ns > t[i].top_ns) {
+		if (!t[i].top || w->ns > t[i].top_ns ||
+		    (w->ns == t[i].top_ns && strcmp(w->site, t[i].top) < 0)) {
 			t[i].top_ns = w->ns;
 			t[i].top = w->site;
 		}
@@ -236,7 +237,8 @@ static int worker_of(const struct trace_model *m, __u32 pid, __u32 trainer)
 
 /*
  * Of ROWS' WHAT for TRAINER's workers: the function with the most (its lines summed), as its
- * busiest line's text, *TOP of *ALL; NULL if none.
+ * busiest line's text, *TOP of *ALL; NULL if none. Ties go to the first text in strcmp's
+ * order, so that a pass and a server (their rows in any order) say the same.
  */
 static const char *top_site(const struct input_row *rows, size_t nrows, enum input_what what,
 			    const struct trace_model *m, __u32 trainer, __u64 *top, __u64 *all)
@@ -246,7 +248,7 @@ static const char *top_site(const struct input_row *rows, size_t nrows, enum inp
 		const char *site; /* its line with the most */
 		__u64 n, fn;
 	} *sums = calloc(nrows + 1, sizeof(*sums));
-	const char *best = NULL;
+	const char *best = NULL, *func = NULL;
 	size_t n = 0, i;
 
 	*top = *all = 0;
@@ -260,16 +262,19 @@ static const char *top_site(const struct input_row *rows, size_t nrows, enum inp
 		if (i == n)
 			sums[n++].func = w->func;
 		sums[i].n += w->ns;
-		if (w->ns > sums[i].fn) {
+		if (!sums[i].site || w->ns > sums[i].fn ||
+		    (w->ns == sums[i].fn && strcmp(w->site, sums[i].site) < 0)) {
 			sums[i].fn = w->ns;
 			sums[i].site = w->site;
 		}
 		*all += w->ns;
 	}
 	for (i = 0; i < n; i++)
-		if (sums[i].n > *top) {
+		if (sums[i].n && (!best || sums[i].n > *top ||
+				  (sums[i].n == *top && strcmp(sums[i].func, func) < 0))) {
 			*top = sums[i].n;
 			best = sums[i].site;
+			func = sums[i].func;
 		}
 	free(sums);
 	return best;
