@@ -7,10 +7,13 @@
 #include <string.h>
 #include "ch_labels.h"
 #include "content_id.h"
+#include "family.h"
+#include "family_stats.h"
 #include "frame_sum.h"
 #include "json.h"
 #include "msg.h"
 #include "stack_call.h"
+#include "verdict.h"
 
 int ch_labels__option(struct ch_labels *l, int job, const char *arg)
 {
@@ -40,17 +43,38 @@ int ch_labels__option(struct ch_labels *l, int job, const char *arg)
 /*
  * What rank_waits reads of a user stack (rank_waits_report.c), as its `stack` row's args: the
  * call it is in (stack_call__in, cut where the report cuts it: 63 bytes) and its line in the
- * job's own code (frame_sum__own_site). The server's rank_waits groups by them.
+ * job's own code (frame_sum__own_site). The server's rank_waits groups by them. And what the
+ * families' verdict rules read of any stack (struct family_verdict.stack_args).
  */
-static void ch_stack_args(const struct trace_stack *s, const struct trace_model *m, struct json *j)
+static void ch_stack_args(const struct trace_stack *s, int kernel, const struct trace_model *m,
+			  struct json *j)
 {
 	const struct bs_frame *via, *own = frame_sum__own_site(s, m, &via);
 	char call[64], at[256];
 
+	for_each_family(it) {
+		const struct family_verdict *fv = family__stats(it.f)->verdict;
+
+		if (fv && fv->stack_args && s)
+			fv->stack_args(s, m, j);
+	}
+	if (kernel)
+		return;
 	if (s && stack_call__in(s, m, call, sizeof(call)))
 		json__kv_str(j, "call", call);
 	if (own)
 		json__kv_str(j, "own", stack_call__frame(own, m, at, sizeof(at)));
+}
+
+/* What the families' verdict rules read of a process (struct family_verdict.process_args). */
+static void ch_process_args(const struct trace_model *m, __u32 pid, struct json *j)
+{
+	for_each_family(it) {
+		const struct family_verdict *fv = family__stats(it.f)->verdict;
+
+		if (fv && fv->process_args)
+			fv->process_args(m, pid, j);
+	}
 }
 
 int ch_labels__for_file(struct ch_labels *l, const char *file)
@@ -68,6 +92,7 @@ int ch_labels__for_file(struct ch_labels *l, const char *file)
 	l->file = file;
 	l->file_id = id;
 	l->stack_args = ch_stack_args;
+	l->process_args = ch_process_args;
 	if (l->job && l->job != job)
 		return 0;
 	base = base ? base + 1 : file;
