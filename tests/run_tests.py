@@ -16,8 +16,9 @@ tests (in order, in one process) is a job. E2e tests that cannot share the machi
 tests are marked (`@alone("why")` from helpers, or a module's `ALONE = "why"`) and run
 afterwards, one at a time, with no other test running: only the short fuzz runs and the
 modules that read files alone (`BESIDE = "why"`: no recording, no workload, nothing traced)
-go on beside them, one at a time; a test marked `@alone("why", exclusive=True)` runs last,
-with nothing beside it. Every test's lines are printed whole, as its job reports them.
+go on beside them, one at a time; a test marked `@alone("why", exclusive=True)` (a module's
+`EXCLUSIVE = True`: one that takes both cores or measures its own CPU) runs last, with
+nothing beside it. Every test's lines are printed whole, as its job reports them.
 
   tests/run_tests.py [--build DIR] [-k SUBSTRING] [-j JOBS] [--no-unit] [--no-fuzz] [--no-e2e]
 
@@ -237,8 +238,9 @@ def worker(build, job):
 def e2e_modules():
     """{file: (its module-level settings, [(test, why it must run alone or None)])} of
     tests/e2e, read from the sources (importing them here would give every worker this
-    process's helpers state). Settings: ALONE (every test alone, why), BESIDE (its tests run
-    beside those alone, why: they only read files), SPLIT (one job per test: a long module of
+    process's helpers state). Settings: ALONE (every test alone, why; with EXCLUSIVE = True,
+    nothing beside them), BESIDE (its tests run beside those alone, why: they only read
+    files), SPLIT (one job per test: a long module of
     CPU-bound tests), SECONDS (about how long its tests take on CI's machine: the order of a
     run with no times yet). A test's WHY is (why, exclusive): exclusive, nothing beside it."""
     mods = {}
@@ -250,12 +252,14 @@ def e2e_modules():
         for node in tree.body:
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and
                     isinstance(node.targets[0], ast.Name) and
-                    node.targets[0].id in ("ALONE", "BESIDE", "SPLIT", "SECONDS")):
+                    node.targets[0].id in ("ALONE", "EXCLUSIVE", "BESIDE", "SPLIT",
+                                           "SECONDS")):
                 settings[node.targets[0].id] = ast.literal_eval(node.value)
         tests = []
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-                why = settings.get("ALONE") and (settings["ALONE"], False)
+                why = settings.get("ALONE") and (settings["ALONE"],
+                                                 bool(settings.get("EXCLUSIVE")))
                 for d in node.decorator_list:
                     if (isinstance(d, ast.Call) and d.args and
                             getattr(d.func, "id", getattr(d.func, "attr", None)) == "alone"):
