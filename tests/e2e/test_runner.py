@@ -86,6 +86,13 @@ from runner_marks import mark
 def test_last():
     mark("last", after=["together end", "alone end", "beside end"])
 ''',
+    "test_p_storm.py": '''
+from runner_marks import mark
+ALONE = "both cores"
+EXCLUSIVE = True
+def test_storm():
+    mark("storm", after=["together end", "alone end", "beside end"])
+''',
     "runner_marks.py": '''
 import os, time
 LOG = os.environ["RUNNER_LOG"]
@@ -113,7 +120,8 @@ def mark(name, after=(), then=None):
 def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
     """A module marked BESIDE runs in the phase of the tests run alone, at the same time as
     one (each waits for the other to begin), never with the jobs run together; a test marked
-    @alone(why, exclusive=True) begins once every other test has ended."""
+    @alone(why, exclusive=True), or of a module with EXCLUSIVE = True, begins once every other
+    test has ended."""
     d = tmpdir()
     mods = os.path.join(d, "e2e")
     os.mkdir(mods)
@@ -126,7 +134,8 @@ def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
     os.makedirs(os.path.join(build, "tests"))
     p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--no-fuzz", "--e2e", mods],
             timeout=300, env={**os.environ, "RUNNER_LOG": log})
-    eq(p.stdout.splitlines()[-1], "4 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
+    eq(p.stdout.splitlines()[-1], "5 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
     with open(log) as f:
         order = [l.strip() for l in f]
-    eq(order[-2:], ["last start", "last end"], f"the exclusive test last: {order}")
+    eq(sorted(order[-4:]), ["last end", "last start", "storm end", "storm start"],
+       f"the exclusive tests last: {order}")
