@@ -9,6 +9,7 @@
 #include "ch_http.h"
 #include "bpfsight_version.h"
 #include "ch_reports.h"
+#include "ch_tsv.h"
 #include "json.h"
 #include "msg.h"
 #include "report_html.h"
@@ -16,25 +17,6 @@
 #include "table.h"
 #include "verdict.h"
 #include "verdict_from.h"
-
-/* One TabSeparated field: unescaped in place, its end (the tab or newline) returned. */
-static char *ch_field(char *p, char **next)
-{
-	char *o = p, *s = p;
-
-	while (*s && *s != '\t' && *s != '\n') {
-		if (*s == '\\' && s[1]) {
-			s++;
-			*o++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s == '0' ? '\0' : *s;
-			s++;
-		} else {
-			*o++ = *s++;
-		}
-	}
-	*next = *s ? s + 1 : s;
-	*o = 0;
-	return p;
-}
 
 /* Is field C of every row of ANS NULL (\N)? */
 static int ch_all_null(const char *ans, int c)
@@ -74,7 +56,7 @@ static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
 		for (int c = 0; c < ncols; c++) {
 			/* NULL, a value the report leaves unset */
 			int null = !strncmp(p, "\\N", 2) && (!p[2] || p[2] == '\t' || p[2] == '\n');
-			char *v = ch_field(p, &p);
+			char *v = ch_tsv__field(p, &p);
 
 			if (null || col[c] < 0)
 				continue;
@@ -191,7 +173,7 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 		return err == -ENOMEM ? 1 : ch_status(err);
 	}
 	for (p = ans; *p; n++) {
-		char *text = ch_field(p, &p), *count = ch_field(p, &p);
+		char *text = ch_tsv__field(p, &p), *count = ch_tsv__field(p, &p);
 
 		fprintf(out, "%s %s\n", text, count);
 	}
