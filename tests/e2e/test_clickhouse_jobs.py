@@ -41,6 +41,78 @@ def ship(ch, job, *files, opts=()):
     eq(p.returncode, 0, f"ship {job} ({p.stderr[-600:]})")
 
 
+def verdict_lines(text):
+    """The verdict's lines of stats' table output, blank ones and the legend left out."""
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("Verdict:"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(LEGEND) or
+               lines[i].startswith("** ") or lines[i].endswith("(computed in ClickHouse)"))
+    return [l for l in lines[start:end] if l.strip()]
+
+
+def verdicts(url, path, *opts):
+    """(stats --from URL's verdict lines, less the line saying what it judged without; `stats
+    PATH`'s, sched's blocked claim citing sched_sum as the server's does where a file with
+    --stacks=sched cites offcpu_stacks; that line)."""
+    p = run([BPFSIGHT, "stats", "--from", url, *opts], timeout=300)
+    eq(p.returncode, 0, f"stats --from ({p.stderr[-800:]})")
+    mine = verdict_lines(p.stdout)
+    theirs = verdict_lines(run([BPFSIGHT, "stats", path], check=True, timeout=300).stdout)
+    rest = [l for l in mine if l.startswith(NOT_JUDGED)]
+    return ([l for l in mine if not l.startswith(NOT_JUDGED)],
+            [l.replace("(-r offcpu_stacks)", "(-r sched_sum)") for l in theirs],
+            rest[0] if rest else "")
+
+
+def hung_job():
+    """Four ranks of the CPU NCCL stand-in (test_hang.Job), rank 2 stuck in read in
+    load_batch() before collective 30, the others in ncclAllReduce: the hang trigger's dump
+    (a recorder attached before the hang, --trigger hang:3s) and a recording attached after
+    it (-p x4 -d 3s: the edges' snapshots). Returns (dump, late)."""
+    from test_hang import DUR_S, Job, wait_dump
+    job = Job({2: "read"})
+    try:
+        pids = job.start_ranks()
+        rec = Recorder("-t", "nccl", "--flight-recorder=30s", f"--trigger=hang:{DUR_S}s",
+                       *sum((["-p", str(p)] for p in pids), []),
+                       out=os.path.join(job.dir, "fr.bst"))
+        rec.wait_ready()
+        open(job.go, "w").close()
+        job.stall_ns(2)
+        dump = wait_dump(rec)
+        eq(rec.stop(), 0, "the recorder")
+        late = os.path.join(job.dir, "late.bst")
+        p = run([BPFSIGHT, "record", *sum((["-p", str(p)] for p in pids), []), "-d", "3s",
+                 "-o", late], timeout=120)
+        eq(p.returncode, 0, f"record -p the hung ranks ({p.stderr[-600:]})")
+    finally:
+        job.kill()
+    return dump, late
+
+
+def test_hang_and_blocked_thread_judged_from_the_server():
+    """The hang trigger's dump shipped: stats --from opens with the same hang line as stats
+    FILE (who waits in which collective of which communicator, for how long; which rank never
+    came and where it is, from the snapshot's stack); the recording attached after the hang
+    shipped: the same hang found on arrival (the edges' snapshots: the call and line the ranks
+    wait at, rank 2 elsewhere) and the same thread blocked in read for the whole window. Every
+    verdict line equal, nothing said to be judged without the snapshots."""
+    dump, late = hung_job()
+    ch = server()
+    for job, path, head in (("hangdump", dump, "Verdict: hang: ranks 0, 1, 3 wait in "
+                             "ncclAllReduce #30 "),
+                            ("hanglate", late, "Verdict: hang: ranks 0, 1, 3 wait in "
+                             "ncclAllReduce at `main` (hang_rank.py:")):
+        ship(ch, job, path)
+        mine, theirs, rest = verdicts(ch.url(job), path)
+        check(theirs[0].startswith(head), f"{job}: stats FILE's verdict: {theirs[0]}")
+        eq(mine, theirs, f"{job}: the verdict from the server, line for line")
+        check("open_at_edges_state" not in rest and "nccl_hang_state" not in rest,
+              f"{job}: judged with the snapshots: {rest}")
+    check(any("was sleeping in read for the whole" in l for l in theirs),
+          f"the blocked thread's claim: {theirs}")
+
+
 def test_claims_of_a_spool_whose_path_has_a_tab_and_a_backslash():
     """A spool whose path holds a tab and a backslash: ship's claim on the file (the
     claimant names the spool's path) comes back from the server's TabSeparated answer

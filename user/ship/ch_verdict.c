@@ -241,5 +241,8 @@ const struct ch_report *ch_verdict__state(const char *name)
 	for (const struct ch_report *const *r = ch_verdict_states; *r; r++)
 		if (!strcmp((*r)->name, name))
 			return *r;
+	for (const struct ch_report *const *r = ch_hang_states; *r; r++)
+		if (!strcmp((*r)->name, name))
+			return *r;
 	return NULL;
 }
