@@ -113,6 +113,28 @@ def test_hang_and_blocked_thread_judged_from_the_server():
           f"the blocked thread's claim: {theirs}")
 
 
+def test_events_lost_said_above_the_reports():
+    """A real trace whose recording lost events (job-attach-p.bst: 2,169 task_map_full):
+    stats --from opens with the warning stats FILE opens with, word for word (how many, by
+    family and cause, and the reports shown that they touch); in JSON it goes to stderr, as
+    stats FILE's does."""
+    path = next((t for t in TRACES if os.path.basename(t) == "job-attach-p.bst"), None)
+    if not path:
+        raise helpers.Skip("../shared/traces/job-attach-p.bst missing")
+    ch = server()
+    ship(ch, "lost", path)
+    url = ch.url("lost")
+    mine, theirs = (run([BPFSIGHT, "stats", *src, "-r", "cuda_api_sum"], check=True,
+                        timeout=300).stdout.split("\n\n")[0] for src in (["--from", url], [path]))
+    check(theirs.startswith("WARNING: 2169 events were lost while recording (unknown "
+                            "task_map_full: 2169): cuda_api_sum "), f"stats FILE's: {theirs}")
+    eq(mine, theirs, "the warning above the reports from the server")
+    mine, theirs = (run([BPFSIGHT, "stats", src, "-r", "cuda_api_sum", "--format", "json"],
+                        check=True, timeout=300).stderr for src in ("--from=" + url, path))
+    check("2169 events were lost" in theirs, f"stats FILE says it on stderr: {theirs}")
+    eq(mine.replace(url, "FROM"), theirs.replace(path, "FROM"), "in JSON, on stderr")
+
+
 def test_claims_of_a_spool_whose_path_has_a_tab_and_a_backslash():
     """A spool whose path holds a tab and a backslash: ship's claim on the file (the
     claimant names the spool's path) comes back from the server's TabSeparated answer

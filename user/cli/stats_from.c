@@ -221,6 +221,13 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		json__key(&j, "reports");
 		json__begin_object(&j);
 	}
+	/* Loss is never silent: stats FILE's warning, above everything (table format). */
+	err = stats_from__losses(&s, f, where, job, list ? list : "", out);
+	if (err) {
+		pr_err("the events lost: %s\n", err == -ENOMEM ? "out of memory" : s.error);
+		free(list);
+		return err == -ENOMEM ? 1 : ch_status(err);
+	}
 	/* Without -r, the verdict first, as stats FILE opens with it (table format only). */
 	if (!f->reports && f->fmt == STATS_FORMAT_TABLE) {
 		err = verdict_from__print(&s, f->url, where, job, f->width, out);

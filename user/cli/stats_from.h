@@ -37,4 +37,12 @@ struct table;
 int stats_from__table(struct ch_server *s, const struct ch_report *r, const char *where,
 		      const char *job, struct table *t);
 
+/*
+ * The warning stats FILE prints when events were lost while recording, from the `loss` rows
+ * (stats_from_loss.c): above the reports in table format (naming those of LIST, "a,b", that
+ * the losses touch), on stderr else; a note when they touch none. 0, or -errno.
+ */
+int stats_from__losses(struct ch_server *s, const struct stats_from *f, const char *where,
+		       const char *job, const char *list, FILE *out);
+
 #endif /* BPFSIGHT_STATS_FROM_H */

@@ -89,6 +89,26 @@ const struct ch_report ch_verdict_kinds = {
 	       "FORMAT TabSeparated",
 };
 
+static const struct ch_col ch_losses_cols[] = {
+	{ "family", "Family", 't' },
+	{ "cause", "Cause", 't' },
+	{ "count", "Lost", 'u' },
+	{},
+};
+
+/*
+ * The events lost while recording (the `loss` rows: trace_walk.c's counts by family and
+ * cause, a cause this bpfsight does not know "unknown"), in the order first recorded.
+ */
+const struct ch_report ch_verdict_losses = {
+	.name = "verdict_losses",
+	.cols = ch_losses_cols,
+	.sql = "SELECT fam, cause, sum(visitParamExtractUInt(args, 'count')) FROM (SELECT file, seq, "
+	       "args, visitParamExtractString(args, 'family') AS fam, if(startsWith(name, "
+	       "'cause_'), 'unknown', name) AS cause FROM " CH_DB ".events WHERE {W} AND kind = "
+	       "'loss') GROUP BY fam, cause ORDER BY min(file), min(seq) FORMAT TabSeparated",
+};
+
 /*
  * osrt's rule (osrt_verdict.c) per thread and call: the calls' own records' time, the short
  * calls' last snapshot when it is not final, and the final ones' (the thread exited) summed.
