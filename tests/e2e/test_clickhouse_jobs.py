@@ -111,6 +111,21 @@ def test_hang_and_blocked_thread_judged_from_the_server():
               f"{job}: judged with the snapshots: {rest}")
     check(any("was sleeping in read for the whole" in l for l in theirs),
           f"the blocked thread's claim: {theirs}")
+    # nccl_stragglers' sentences (who made the others wait, how long, in what) under its
+    # table, from the server as from the file: the dump's 30 collectives of 4 ranks
+    mine, theirs = (notes(run([BPFSIGHT, "stats", *src, "-r", "nccl_stragglers"], check=True,
+                              timeout=300).stdout) for src in (["--from", ch.url("hangdump")],
+                                                                [dump]))
+    check(theirs, "stats FILE's stragglers' sentences")
+    eq(mine, theirs, "nccl_stragglers' sentences from the server")
+
+
+MADE_WAIT = " made the others wait "
+
+
+def notes(text):
+    """The sentences under nccl_stragglers' table: who made the others wait."""
+    return [l.strip() for l in text.splitlines() if MADE_WAIT in l]
 
 
 def test_events_lost_said_above_the_reports():

@@ -244,6 +244,8 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 
 		r = ch_report__find(tok);
 		err = t ? stats_from__table(&s, r, where, job, t) : -ENOMEM;
+		if (!err && r == ch_report__find("nccl_stragglers") && f->fmt == STATS_FORMAT_TABLE)
+			err = stats_from__straggler_notes(&s, where, job, t);
 		if (!err)
 			ch_print(t, tok, f->fmt, first, &j, out);
 		else if (err == -ENOMEM)

@@ -45,4 +45,11 @@ int stats_from__table(struct ch_server *s, const struct ch_report *r, const char
 int stats_from__losses(struct ch_server *s, const struct stats_from *f, const char *where,
 		       const char *job, const char *list, FILE *out);
 
+/*
+ * nccl_stragglers' sentences under T, its answer from server S (stragglers_from.c): stats
+ * FILE's, from the server's nccl_rank_sum. 0, or -errno.
+ */
+int stats_from__straggler_notes(struct ch_server *s, const char *where, const char *job,
+				struct table *t);
+
 #endif /* BPFSIGHT_STATS_FROM_H */
