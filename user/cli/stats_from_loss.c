@@ -75,7 +75,8 @@ int stats_from__losses(struct ch_server *s, const struct stats_from *f, const ch
 
 		if (!touches(t, fam, tok))
 			continue;
-		k = snprintf(names + nused, sizeof(names) - nused, "%s%s", touched ? ", " : "", tok);
+		k = snprintf(names + nused, sizeof(names) - nused, "%s%s", touched ? ", " : "",
+			     tok);
 		if (k > 0 && (size_t)k < sizeof(names) - nused)
 			nused += (size_t)k;
 		touched++;

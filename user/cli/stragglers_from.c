@@ -55,11 +55,12 @@ int stats_from__straggler_notes(struct ch_server *s, const char *where, const ch
 	for (int r = 0; r < table__nrows(t) && !err; r++)
 		async += !table__is_set(t, r, ce); /* a gloo collective: no end spread */
 	if (async)
-		table__add_note(t,
-				"%d gloo collective%s, seen at each rank's entry only (where "
-				"ProcessGroupGloo takes the tag): its wait is to the last entry; no end "
-				"spread",
-				async, async == 1 ? "" : "s");
+		table__add_note(
+			t,
+			"%d gloo collective%s, seen at each rank's entry only (where "
+			"ProcessGroupGloo takes the tag): its wait is to the last entry; no end "
+			"spread",
+			async, async == 1 ? "" : "s");
 	for (int r = 0; r < n && !err; r++)
 		v[r] = (struct made){ r, table__get_u64(rs, r, table__col(rs, "made_wait_ns")) };
 	if (v)
@@ -69,17 +70,18 @@ int stats_from__straggler_notes(struct ch_server *s, const char *where, const ch
 		__u64 late = table__get_u64(rs, r, table__col(rs, "late"));
 		const char *label = table__get_str(rs, r, table__col(rs, "name"));
 
-		table__add_note(t,
-				"%s made the others wait %.3f ms in %llu collective%s, %.0f%% in %s "
-				"(the longest: %s #%llu, %.3f ms)",
-				label ? label : "", v[i].ns / 1e6, (unsigned long long)late, late == 1 ? "" : "s",
-				table__get_double(rs, r, table__col(rs, "top_op_pct")),
-				table__get_str(rs, r, table__col(rs, "top_op")),
-				worst_fn(t,
-					 table__get_u64(rs, r, table__col(rs, "worst_seq")),
-					 table__get_u64(rs, r, table__col(rs, "worst_wait_ns"))),
-				(unsigned long long)table__get_u64(rs, r, table__col(rs, "worst_seq")),
-				table__get_u64(rs, r, table__col(rs, "worst_wait_ns")) / 1e6);
+		table__add_note(
+			t,
+			"%s made the others wait %.3f ms in %llu collective%s, %.0f%% in %s "
+			"(the longest: %s #%llu, %.3f ms)",
+			label ? label : "", v[i].ns / 1e6, (unsigned long long)late,
+			late == 1 ? "" : "s",
+			table__get_double(rs, r, table__col(rs, "top_op_pct")),
+			table__get_str(rs, r, table__col(rs, "top_op")),
+			worst_fn(t, table__get_u64(rs, r, table__col(rs, "worst_seq")),
+				 table__get_u64(rs, r, table__col(rs, "worst_wait_ns"))),
+			(unsigned long long)table__get_u64(rs, r, table__col(rs, "worst_seq")),
+			table__get_u64(rs, r, table__col(rs, "worst_wait_ns")) / 1e6);
 	}
 	free(v);
 	table__free(rs);

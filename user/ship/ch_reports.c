@@ -79,7 +79,10 @@ static const struct ch_col ch_straggler_cols[] = {
 	{},
 };
 
-#define CH_COLL_ROWS "kind = 'nccl_api' AND position(args, '\"seq\":') > 0"
+/* A collective's calls that returned (nccl_coll.c leaves out those in flight: a hang's dump's) */
+#define CH_COLL_ROWS                                                                               \
+	"kind = 'nccl_api' AND position(args, '\"seq\":') > 0 AND "                                \
+	"position(args, '\"in_flight\":') = 0"
 
 static const struct ch_report ch_nccl_stragglers = {
 	.name = "nccl_stragglers",
