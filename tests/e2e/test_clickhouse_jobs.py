@@ -8,7 +8,9 @@ job. Nothing mocked: the jobs are real recordings (the CPU NCCL stand-in's ranks
 traces the real ones of ../shared/traces."""
 import atexit
 import glob
+import json
 import os
+import re
 
 import helpers
 from clickhouse_server import ClickHouse
@@ -82,7 +84,7 @@ def hung_job():
         dump = wait_dump(rec)
         eq(rec.stop(), 0, "the recorder")
         late = os.path.join(job.dir, "late.bst")
-        p = run([BPFSIGHT, "record", *sum((["-p", str(p)] for p in pids), []), "-d", "3s",
+        p = run([BPFSIGHT, "record", "-t", "sched", *sum((["-p", str(p)] for p in pids), []), "-d", "3s",
                  "-o", late], timeout=120)
         eq(p.returncode, 0, f"record -p the hung ranks ({p.stderr[-600:]})")
     finally:
@@ -91,33 +93,65 @@ def hung_job():
 
 
 def test_hang_and_blocked_thread_judged_from_the_server():
-    """The hang trigger's dump shipped: stats --from opens with the same hang line as stats
-    FILE (who waits in which collective of which communicator, for how long; which rank never
-    came and where it is, from the snapshot's stack); the recording attached after the hang
-    shipped: the same hang found on arrival (the edges' snapshots: the call and line the ranks
-    wait at, rank 2 elsewhere) and the same thread blocked in read for the whole window. Every
-    verdict line equal, nothing said to be judged without the snapshots."""
+    """The hang trigger's dump and the recording attached after the hang, shipped as one job.
+    The dump's rows (--file): stats --from opens with the same hang line as stats FILE (who
+    waits in which collective of which communicator, for how long; which rank never came and
+    where it is, from the snapshot's stack), and prints nccl_stragglers' sentences as it does;
+    the late recording's: the same hang found on arrival (the edges' snapshots: the call and
+    line the ranks wait at, rank 2 elsewhere) and the same thread blocked in read for the whole
+    window. Every verdict line equal, nothing said to be judged without the snapshots. The
+    whole job: the two files judged apart, as stats judges them merged."""
     dump, late = hung_job()
     ch = server()
-    for job, path, head in (("hangdump", dump, "Verdict: hang: ranks 0, 1, 3 wait in "
-                             "ncclAllReduce #30 "),
-                            ("hanglate", late, "Verdict: hang: ranks 0, 1, 3 wait in "
-                             "ncclAllReduce at `main` (hang_rank.py:")):
-        ship(ch, job, path)
-        mine, theirs, rest = verdicts(ch.url(job), path)
-        check(theirs[0].startswith(head), f"{job}: stats FILE's verdict: {theirs[0]}")
-        eq(mine, theirs, f"{job}: the verdict from the server, line for line")
+    ship(ch, "hang", dump, late)
+    url = ch.url("hang")
+    for path, head in ((dump, "Verdict: hang: ranks 0, 1, 3 wait in ncclAllReduce #30 "),
+                       (late, "Verdict: hang: ranks 0, 1, 3 wait in ncclAllReduce at `main` "
+                        "(hang_rank.py:")):
+        name = os.path.basename(path)
+        mine, theirs, rest = verdicts(url, path, "--file", path)
+        check(theirs[0].startswith(head), f"{name}: stats FILE's verdict: {theirs[0]}")
+        eq(mine, theirs, f"{name}: the verdict from the server, line for line")
         check("open_at_edges_state" not in rest and "nccl_hang_state" not in rest,
-              f"{job}: judged with the snapshots: {rest}")
+              f"{name}: judged with the snapshots: {rest}")
     check(any("was sleeping in read for the whole" in l for l in theirs),
           f"the blocked thread's claim: {theirs}")
     # nccl_stragglers' sentences (who made the others wait, how long, in what) under its
     # table, from the server as from the file: the dump's 30 collectives of 4 ranks
     mine, theirs = (notes(run([BPFSIGHT, "stats", *src, "-r", "nccl_stragglers"], check=True,
-                              timeout=300).stdout) for src in (["--from", ch.url("hangdump")],
-                                                                [dump]))
+                              timeout=300).stdout)
+                    for src in (["--from", url, "--file", dump], [dump]))
     check(theirs, "stats FILE's stragglers' sentences")
     eq(mine, theirs, "nccl_stragglers' sentences from the server")
+    # its rows: the collectives that ended (the one the waiters are in is none yet), their
+    # waits (the rank file's rows have no rank: last_rank is not compared)
+    mine, theirs = (sorted((r["comm"], r["seq"], r["ranks"], r["skew_ns"], r["wait_ns"])
+                           for r in json.loads(run([BPFSIGHT, "stats", *src, "-r",
+                                                    "nccl_stragglers", "--format", "json"],
+                                                   check=True).stdout)["reports"]
+                           .get("nccl_stragglers", []))
+                    for src in (["--from", url, "--file", dump], [dump]))
+    eq(mine, theirs, "nccl_stragglers' collectives from the server")
+    unmerged_files_judged_apart(url, dump, late)
+
+
+def unmerged_files_judged_apart(url, dump, late):
+    """The two recordings of the same four processes, one job not merged: each file's threads
+    apart (as merge's rank namespaces keep them, in merge's order: the file of rank 0 first),
+    so the job's verdict is stats' on the two merged: both hangs, and the blocked thread named
+    by the merged file's id (its namespace, 1 << 22, and its pid). sched's lines set aside: a
+    merged file clips its run slices to the earliest file's start, the server to each file's
+    own (docs/CLICKHOUSE.md, "Where it can differ")."""
+    merged = os.path.join(tmpdir(), "pair.bst")
+    p = run([BPFSIGHT, "merge", "-o", merged, dump, late], timeout=120)
+    eq(p.returncode, 0, f"merge ({p.stderr[-600:]})")
+    mine, theirs, _ = verdicts(url, merged)
+    mine, theirs = ([l for l in v if "(-r sched_sum)" not in l] for v in (mine, theirs))
+    blocked = [l for l in theirs if "was sleeping in read for the whole" in l]
+    check(len(blocked) == 1 and re.search(r"\(main thread, pid (\d+)\)", blocked[0]) and
+          int(re.search(r"pid (\d+)", blocked[0]).group(1)) >> 22 == 1,
+          f"the merged file names the late file's thread in its namespace: {blocked}")
+    eq(mine, theirs, "the unmerged files' verdict from the server: the merged file's")
 
 
 MADE_WAIT = " made the others wait "
@@ -128,7 +162,7 @@ def notes(text):
     return [l.strip() for l in text.splitlines() if MADE_WAIT in l]
 
 
-def test_events_lost_said_above_the_reports():
+def test_lost_events_said_above_the_reports():
     """A real trace whose recording lost events (job-attach-p.bst: 2,169 task_map_full):
     stats --from opens with the warning stats FILE opens with, word for word (how many, by
     family and cause, and the reports shown that they touch); in JSON it goes to stderr, as
@@ -150,7 +184,7 @@ def test_events_lost_said_above_the_reports():
     eq(mine.replace(url, "FROM"), theirs.replace(path, "FROM"), "in JSON, on stderr")
 
 
-def test_claims_of_a_spool_whose_path_has_a_tab_and_a_backslash():
+def test_spool_path_with_a_tab_and_a_backslash_claims_its_file():
     """A spool whose path holds a tab and a backslash: ship's claim on the file (the
     claimant names the spool's path) comes back from the server's TabSeparated answer
     unescaped, so the ship knows its own claim and sends the file (before, it took the

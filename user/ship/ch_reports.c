@@ -207,8 +207,8 @@ static const struct ch_report ch_sched_sum = {
 		       "ANY LEFT JOIN (SELECT file_id, file, pid, tid, "
 		       "if(position(args, '\"process\":') > 0, visitParamExtractString(args, 'process'), "
 		       "NULL) AS process, if(position(args, '\"thread\":') > 0, "
-		       "visitParamExtractString(args, 'thread'), NULL) AS thread, "
-		       "visitParamExtractUInt(args, 'ns') AS ns FROM " CH_DB ".events "
+		       "visitParamExtractString(args, 'thread'), NULL) AS thread, " CH_NAMES_NS
+		       " AS ns FROM " CH_DB ".events "
 		       "WHERE {J} AND kind = 'thread_names') USING file_id, file, pid, tid "
 		       "ORDER BY offcpu_ns DESC, fpid, ftid FORMAT TabSeparated",
 };
@@ -255,7 +255,7 @@ static const struct ch_report ch_sched_sum = {
 #define CH_GIL_NAMES                                                                               \
 	"SELECT file_id, file, tid AS xtid, any(if(position(args, '\"thread\":') > 0, "            \
 	"visitParamExtractString(args, 'thread'), '')) AS thread_name, "                           \
-	"any(visitParamExtractUInt(args, 'ns')) AS ns FROM " CH_DB ".events "                      \
+	"any(" CH_NAMES_NS ") AS ns FROM " CH_DB ".events "                                        \
 	"WHERE {J} AND kind = 'thread_names' GROUP BY file_id, file, xtid"
 /* stats_math.h's percentile P of the weighted samples sv (sorted), cum (the weights' sums). */
 #define CH_PCT(p, n)                                                                               \

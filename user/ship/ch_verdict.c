@@ -46,7 +46,7 @@ const struct ch_report ch_verdict_names = {
 		"tid") ", if(position(args, '\"process\":') > 0, "
 		       "visitParamExtractString(args, 'process'), NULL), "
 		       "if(position(args, '\"thread\":') > 0, visitParamExtractString(args, 'thread'), "
-		       "NULL) FROM (SELECT pid, tid, args, visitParamExtractUInt(args, 'ns') AS ns "
+		       "NULL) FROM (SELECT pid, tid, args, " CH_NAMES_NS " AS ns "
 		       "FROM " CH_DB
 		       ".events WHERE {J} AND kind = 'thread_names' AND " CH_FILES_OF_ROWS
 		       ") FORMAT TabSeparated",
