@@ -16,6 +16,7 @@ import urllib.parse
 import urllib.request
 
 import helpers
+import test_clickhouse_jobs
 from clickhouse_server import ClickHouse
 from helpers import BPFSIGHT, Skip, check, dump, eq, row, run, stats, tmpdir
 
@@ -158,6 +159,8 @@ def test_real_traces_rows_and_reports():
             check(want.startswith(f"Verdict: {HEADLINE_THERE[name]}:"), want)
             eq(head, want, f"{name}: the verdict's first line from the server")
         check("open_at_edges_state" not in rest, f"{name}: the edges' state judged there: {rest}")
+        if name == "job-attach-p.bst":  # the events lost, said as stats FILE says them
+            test_clickhouse_jobs.losses_said(ch.url("real"), t)
         check("cpu" not in fams or re.search(r"the rules of [^;]*\bcpu\b", rest),
               f"{name}: the cpu rules not judged there, said: {rest}")
         if "cpu" in fams:

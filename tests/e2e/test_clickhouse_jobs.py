@@ -1,6 +1,8 @@
 """`stats --from` on real jobs (docs/CLICKHOUSE.md, "The verdict from the server"): a hung job's
 verdict, judged from the snapshots and the collectives the server holds, equals `stats FILE`'s
-line for line; the claims' spool paths come back from the server as they went in.
+line for line, two files not merged judged as stats judges them merged; the claims' spool
+paths come back from the server as they went in. losses_said (the events-lost warning) runs in
+test_clickhouse's real traces, which ship job-attach-p.bst already.
 
 One ClickHouse server for the module (Debian's 18.16, clickhouse_server.py), started by the
 first test that needs it and stopped when the module's process ends: each test ships its own
@@ -162,24 +164,21 @@ def notes(text):
     return [l.strip() for l in text.splitlines() if MADE_WAIT in l]
 
 
-def test_lost_events_said_above_the_reports():
-    """A real trace whose recording lost events (job-attach-p.bst: 2,169 task_map_full):
-    stats --from opens with the warning stats FILE opens with, word for word (how many, by
-    family and cause, and the reports shown that they touch); in JSON it goes to stderr, as
-    stats FILE's does."""
-    path = next((t for t in TRACES if os.path.basename(t) == "job-attach-p.bst"), None)
-    if not path:
-        raise helpers.Skip("../shared/traces/job-attach-p.bst missing")
-    ch = server()
-    ship(ch, "lost", path)
-    url = ch.url("lost")
+def losses_said(url, path):
+    """PATH, a real trace whose recording lost events (job-attach-p.bst: 2,169 task_map_full),
+    shipped to URL's job (test_clickhouse's real traces, which ship it already): stats --from
+    opens with the warning stats FILE opens with, word for word (how many, by family and
+    cause, and the reports shown that they touch); in JSON it goes to stderr, as stats FILE's
+    does."""
     mine, theirs = (run([BPFSIGHT, "stats", *src, "-r", "cuda_api_sum"], check=True,
-                        timeout=300).stdout.split("\n\n")[0] for src in (["--from", url], [path]))
+                        timeout=300).stdout.split("\n\n")[0]
+                    for src in (["--from", url, "--file", path], [path]))
     check(theirs.startswith("WARNING: 2169 events were lost while recording (unknown "
                             "task_map_full: 2169): cuda_api_sum "), f"stats FILE's: {theirs}")
     eq(mine, theirs, "the warning above the reports from the server")
-    mine, theirs = (run([BPFSIGHT, "stats", src, "-r", "cuda_api_sum", "--format", "json"],
-                        check=True, timeout=300).stderr for src in ("--from=" + url, path))
+    mine, theirs = (run([BPFSIGHT, "stats", *src, "-r", "cuda_api_sum", "--format", "json"],
+                        check=True, timeout=300).stderr
+                    for src in (["--from=" + url, "--file", path], [path]))
     check("2169 events were lost" in theirs, f"stats FILE says it on stderr: {theirs}")
     eq(mine.replace(url, "FROM"), theirs.replace(path, "FROM"), "in JSON, on stderr")
 
