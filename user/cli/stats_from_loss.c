@@ -43,7 +43,7 @@ static int touches(const struct table *t, int fam, const char *name)
 }
 
 int stats_from__losses(struct ch_server *s, const struct stats_from *f, const char *where,
-		       const char *job, const char *list, FILE *out)
+		       const char *job, const char *files, const char *list, FILE *out)
 {
 	char loss[512] = "", names[512] = "", warn[1280], copy[512];
 	struct table *t = table__new(ch_verdict_losses.name);
@@ -52,7 +52,7 @@ int stats_from__losses(struct ch_server *s, const struct stats_from *f, const ch
 	int err, fam, touched = 0;
 	char *tok, *save = NULL;
 
-	err = t ? stats_from__table(s, &ch_verdict_losses, where, job, t) : -ENOMEM;
+	err = t ? stats_from__table(s, &ch_verdict_losses, where, job, files, t) : -ENOMEM;
 	if (err || !table__nrows(t)) {
 		table__free(t);
 		return err;

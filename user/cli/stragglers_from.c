@@ -43,10 +43,10 @@ static const char *worst_fn(const struct table *t, __u64 seq, __u64 wait)
 }
 
 int stats_from__straggler_notes(struct ch_server *s, const char *where, const char *job,
-				struct table *t)
+				const char *files, struct table *t)
 {
 	struct table *rs = table__new(ch_nccl_rank_sum.name);
-	int err = rs ? stats_from__table(s, &ch_nccl_rank_sum, where, job, rs) : -ENOMEM;
+	int err = rs ? stats_from__table(s, &ch_nccl_rank_sum, where, job, files, rs) : -ENOMEM;
 	int n = rs ? table__nrows(rs) : 0, async = 0, ce = table__col(t, "end_spread_ns");
 	struct made *v = err ? NULL : calloc((size_t)n + 1, sizeof(*v));
 

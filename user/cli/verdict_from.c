@@ -28,7 +28,7 @@
 
 struct vfrom {
 	struct ch_server *s;
-	const char *where, *job;
+	const char *where, *job, *files;
 	struct table *t[MAX_INPUTS];
 	int n;
 };
@@ -50,7 +50,7 @@ static struct table *ask(struct vfrom *q, const struct ch_report *r, int *err)
 		return NULL;
 	}
 	t = table__new(r->name);
-	*err = t ? stats_from__table(q->s, r, q->where, q->job, t) : -ENOMEM;
+	*err = t ? stats_from__table(q->s, r, q->where, q->job, q->files, t) : -ENOMEM;
 	if (*err) {
 		table__free(t);
 		return NULL;
@@ -249,7 +249,7 @@ static int inputs(struct vfrom *q, struct verdict *v)
 }
 
 struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, const char *where,
-					 const char *job, int *err)
+					 const char *job, const char *files, int *err)
 {
 	struct verdict_from *vf = calloc(1, sizeof(*vf));
 	const char *recorded = NULL;
@@ -258,7 +258,7 @@ struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, c
 	*err = -ENOMEM;
 	if (!vf)
 		return NULL;
-	vf->q = (struct vfrom){ .s = s, .where = where, .job = job };
+	vf->q = (struct vfrom){ .s = s, .where = where, .job = job, .files = files };
 	vf->m = trace_model__new();
 	/* the files' window first: the families they recorded are the verdict's to know */
 	t = vf->m ? ask(&vf->q, &ch_verdict_span, err) : NULL;
@@ -301,10 +301,10 @@ void verdict_from__free(struct verdict_from *vf)
 }
 
 int verdict_from__print(struct ch_server *s, const char *url, const char *where, const char *job,
-			int width, FILE *out)
+			const char *files, int width, FILE *out)
 {
 	int err;
-	struct verdict_from *vf = verdict_from__judge(s, url, where, job, &err);
+	struct verdict_from *vf = verdict_from__judge(s, url, where, job, files, &err);
 
 	if (vf)
 		verdict__print(vf->v, width, out);

@@ -385,26 +385,58 @@ const struct ch_report *ch_report__find(const char *name)
 	return NULL;
 }
 
-char *ch_report__sql(const struct ch_report *r, const char *where, const char *job)
+static const struct ch_col ch_file_order_cols[] = {
+	{ "files", "Files", 't' },
+	{},
+};
+
+const struct ch_report ch_file_order = {
+	.name = "file_order",
+	.cols = ch_file_order_cols,
+	.sql = "SELECT concat('[', arrayStringConcat(arrayMap(x -> concat('\\'', x, '\\''), "
+	       "(" CH_FILE_ORDER ")), ', '), ']') FORMAT TabSeparated",
+};
+
+/* TEXT with each {W} WHERE, {J} JOB, {F} FILES: malloc'd. */
+static char *expand(const char *text, const char *where, const char *job, const char *files)
 {
-	size_t wl = strlen(where), jl = strlen(job), n = 0;
+	size_t wl = strlen(where), jl = strlen(job), fl = strlen(files), n = 0, most;
 	const char *p;
 	char *out, *o;
 
-	for (p = r->sql; (p = strchr(p, '{')); p++)
+	most = wl > jl ? wl : jl;
+	most = most > fl ? most : fl;
+	for (p = text; (p = strchr(p, '{')); p++)
 		n++;
-	out = malloc(strlen(r->sql) + n * (wl > jl ? wl : jl) + 1);
+	out = malloc(strlen(text) + n * most + 1);
 	if (!out)
 		return NULL;
-	for (o = out, p = r->sql; *p;) {
-		if (!strncmp(p, "{W}", 3) || !strncmp(p, "{J}", 3)) {
-			memcpy(o, p[1] == 'W' ? where : job, p[1] == 'W' ? wl : jl);
-			o += p[1] == 'W' ? wl : jl;
+	for (o = out, p = text; *p;) {
+		const char *with = NULL;
+
+		if (p[0] == '{' && p[1] && p[2] == '}')
+			with = p[1] == 'W' ? where : p[1] == 'J' ? job : p[1] == 'F' ? files : NULL;
+		if (with) {
+			o = stpcpy(o, with);
 			p += 3;
 		} else {
 			*o++ = *p++;
 		}
 	}
 	*o = 0;
+	return out;
+}
+
+char *ch_report__sql(const struct ch_report *r, const char *where, const char *job,
+		     const char *files)
+{
+	char *once, *out;
+
+	if (files)
+		return expand(r->sql, where, job, files);
+	/* the order's subquery at each use: its own {W} and {J} expanded after */
+	once = expand(r->sql, "{W}", "{J}", "(" CH_FILE_ORDER ")");
+	out = once ? expand(once, where, job, "") : NULL;
+	free(once);
 	return out;
 }

@@ -37,9 +37,10 @@
 /*
  * A row's file's rank namespace when the rows come from several files not merged: its place in
  * CH_FILE_ORDER (the first 0), so that two files' threads of the same ids stay apart, as merge
- * keeps them; 0 for the rows of one file.
+ * keeps them; 0 for the rows of one file. {F}: that order, asked once (ch_file_order's answer,
+ * an array literal) or the subquery itself (ch_report__sql).
  */
-#define CH_FILE_NS "toUInt64(greatest(toInt64(indexOf((" CH_FILE_ORDER "), file_id)) - 1, 0))"
+#define CH_FILE_NS "toUInt64(greatest(toInt64(indexOf({F}, file_id)) - 1, 0))"
 /* A thread_names row's rank namespace: its merged file's, else its file's (CH_FILE_NS). */
 #define CH_NAMES_NS                                                                                \
 	"if(visitParamExtractUInt(args, 'ns') > 0, visitParamExtractUInt(args, 'ns'), " CH_FILE_NS \
