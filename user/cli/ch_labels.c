@@ -43,14 +43,16 @@ int ch_labels__option(struct ch_labels *l, int job, const char *arg)
 /*
  * What rank_waits reads of a user stack (rank_waits_report.c), as its `stack` row's args: the
  * call it is in (stack_call__in, cut where the report cuts it: 63 bytes) and its line in the
- * job's own code (frame_sum__own_site). The server's rank_waits groups by them. And what the
- * families' verdict rules read of any stack (struct family_verdict.stack_args).
+ * job's own code (frame_sum__own_site). The server's rank_waits groups by them. The hang's and
+ * the edges' rules say a thread's line as stack_call__where does: `where`, when it is not
+ * `own` (a stack in the interpreter's library only). And what the families' verdict rules
+ * read of any stack (struct family_verdict.stack_args).
  */
 static void ch_stack_args(const struct trace_stack *s, int kernel, const struct trace_model *m,
 			  struct json *j)
 {
 	const struct bs_frame *via, *own = frame_sum__own_site(s, m, &via);
-	char call[64], at[256];
+	char call[64], at[256] = "", where[320];
 
 	for_each_family(it) {
 		const struct family_verdict *fv = family__stats(it.f)->verdict;
@@ -64,6 +66,8 @@ static void ch_stack_args(const struct trace_stack *s, int kernel, const struct 
 		json__kv_str(j, "call", call);
 	if (own)
 		json__kv_str(j, "own", stack_call__frame(own, m, at, sizeof(at)));
+	if (strcmp(stack_call__where(s, m, where, sizeof(where)), at))
+		json__kv_str(j, "where", where);
 }
 
 /* What the families' verdict rules read of a process (struct family_verdict.process_args). */

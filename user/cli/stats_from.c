@@ -9,6 +9,7 @@
 #include "ch_http.h"
 #include "bpfsight_version.h"
 #include "ch_reports.h"
+#include "ch_tsv.h"
 #include "json.h"
 #include "msg.h"
 #include "report_html.h"
@@ -16,25 +17,6 @@
 #include "table.h"
 #include "verdict.h"
 #include "verdict_from.h"
-
-/* One TabSeparated field: unescaped in place, its end (the tab or newline) returned. */
-static char *ch_field(char *p, char **next)
-{
-	char *o = p, *s = p;
-
-	while (*s && *s != '\t' && *s != '\n') {
-		if (*s == '\\' && s[1]) {
-			s++;
-			*o++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s == '0' ? '\0' : *s;
-			s++;
-		} else {
-			*o++ = *s++;
-		}
-	}
-	*next = *s ? s + 1 : s;
-	*o = 0;
-	return p;
-}
 
 /* Is field C of every row of ANS NULL (\N)? */
 static int ch_all_null(const char *ans, int c)
@@ -74,7 +56,7 @@ static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
 		for (int c = 0; c < ncols; c++) {
 			/* NULL, a value the report leaves unset */
 			int null = !strncmp(p, "\\N", 2) && (!p[2] || p[2] == '\t' || p[2] == '\n');
-			char *v = ch_field(p, &p);
+			char *v = ch_tsv__field(p, &p);
 
 			if (null || col[c] < 0)
 				continue;
@@ -97,15 +79,28 @@ static int ch_fill(struct table *t, const struct ch_report *r, char *ans)
 }
 
 int stats_from__table(struct ch_server *s, const struct ch_report *r, const char *where,
-		      const char *job, struct table *t)
+		      const char *job, const char *files, struct table *t)
 {
-	char *sql = ch_report__sql(r, where, job), *ans = NULL;
+	char *sql = ch_report__sql(r, where, job, files), *ans = NULL;
 	int err = sql ? ch_server__run(s, sql, NULL, 0, &ans) : -ENOMEM;
 
 	err = err ?: ch_fill(t, r, ans);
 	free(sql);
 	free(ans);
 	return err;
+}
+
+const char *stats_from__files(struct ch_server *s, const char *where, const char *job, char *buf,
+			      size_t len)
+{
+	struct table *t = table__new(ch_file_order.name);
+	const char *got = NULL;
+
+	if (t && !stats_from__table(s, &ch_file_order, where, job, NULL, t) && table__nrows(t) &&
+	    table__get_str(t, 0, 0) && strlen(table__get_str(t, 0, 0)) < len)
+		got = strcpy(buf, table__get_str(t, 0, 0));
+	table__free(t);
+	return got;
 }
 
 /* The rows' filter: the job, and the host, rank and file asked. */
@@ -183,7 +178,7 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 
 	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
 		return 1;
-	sql = ch_report__sql(offcpu ? &ch_folded_offcpu : &ch_folded_stacks, where, job);
+	sql = ch_report__sql(offcpu ? &ch_folded_offcpu : &ch_folded_stacks, where, job, NULL);
 	err = sql ? ch_server__run(&s, sql, NULL, 0, &ans) : -ENOMEM;
 	free(sql);
 	if (err) {
@@ -191,7 +186,7 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 		return err == -ENOMEM ? 1 : ch_status(err);
 	}
 	for (p = ans; *p; n++) {
-		char *text = ch_field(p, &p), *count = ch_field(p, &p);
+		char *text = ch_tsv__field(p, &p), *count = ch_tsv__field(p, &p);
 
 		fprintf(out, "%s %s\n", text, count);
 	}
@@ -207,7 +202,8 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 int stats_from__run(const struct stats_from *f, FILE *out)
 {
 	char *list = strdup(f->reports ? f->reports : ""), *tok, *save = NULL, where[1024];
-	char job[300];
+	char job[300], fbuf[65536];
+	const char *files;
 	const struct ch_report *r;
 	struct ch_server s;
 	int status = 0, first = 1, err;
@@ -239,9 +235,17 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		json__key(&j, "reports");
 		json__begin_object(&j);
 	}
+	/* Loss is never silent: stats FILE's warning, above everything (table format). */
+	files = stats_from__files(&s, where, job, fbuf, sizeof(fbuf));
+	err = stats_from__losses(&s, f, where, job, files, list ? list : "", out);
+	if (err) {
+		pr_err("the events lost: %s\n", err == -ENOMEM ? "out of memory" : s.error);
+		free(list);
+		return err == -ENOMEM ? 1 : ch_status(err);
+	}
 	/* Without -r, the verdict first, as stats FILE opens with it (table format only). */
 	if (!f->reports && f->fmt == STATS_FORMAT_TABLE) {
-		err = verdict_from__print(&s, f->url, where, job, f->width, out);
+		err = verdict_from__print(&s, f->url, where, job, files, f->width, out);
 		if (err) {
 			pr_err("the verdict: %s\n", err == -ENOMEM ? "out of memory" : s.error);
 			free(list);
@@ -254,7 +258,9 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		struct table *t = table__new(tok);
 
 		r = ch_report__find(tok);
-		err = t ? stats_from__table(&s, r, where, job, t) : -ENOMEM;
+		err = t ? stats_from__table(&s, r, where, job, files, t) : -ENOMEM;
+		if (!err && r == ch_report__find("nccl_stragglers") && f->fmt == STATS_FORMAT_TABLE)
+			err = stats_from__straggler_notes(&s, where, job, files, t);
 		if (!err)
 			ch_print(t, tok, f->fmt, first, &j, out);
 		else if (err == -ENOMEM)
@@ -280,19 +286,21 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 
 int stats_from__page(const struct stats_from *f, FILE *out)
 {
-	char where[1024], job[300];
+	char where[1024], job[300], fbuf[65536];
 	struct table *t[PAGE_REPORTS];
+	const char *files;
 	struct verdict_from *vf;
 	struct ch_server s;
 	int n = 0, err;
 
 	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
 		return 1;
-	vf = verdict_from__judge(&s, f->url, where, job, &err);
+	files = stats_from__files(&s, where, job, fbuf, sizeof(fbuf));
+	vf = verdict_from__judge(&s, f->url, where, job, files, &err);
 	for (const struct ch_report *const *r = ch_reports; vf && *r && n < PAGE_REPORTS && !err;
 	     r++) {
 		t[n] = table__new((*r)->name);
-		err = t[n] ? stats_from__table(&s, *r, where, job, t[n]) : -ENOMEM;
+		err = t[n] ? stats_from__table(&s, *r, where, job, files, t[n]) : -ENOMEM;
 		n += t[n] != NULL;
 	}
 	if (vf && !err) {

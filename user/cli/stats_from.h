@@ -32,9 +32,29 @@ int stats_from__page(const struct stats_from *f, FILE *out);
 struct ch_server;
 struct ch_report;
 struct table;
-/* Report R's SQL run in server S over the rows WHERE ({W}) and JOB ({J}) select, its answer
- * into T: 0, or -errno (S's error says the server's). */
+/* Report R's SQL run in server S over the rows WHERE ({W}) and JOB ({J}) select, FILES their
+ * files' order ({F}: stats_from__files's, NULL: asked in the SQL), its answer into T: 0, or
+ * -errno (S's error says the server's). */
 int stats_from__table(struct ch_server *s, const struct ch_report *r, const char *where,
-		      const char *job, struct table *t);
+		      const char *job, const char *files, struct table *t);
+/* The order of the files the rows come from (ch_file_order), asked once into BUF: BUF, or NULL
+ * (not known: each query asks it). */
+const char *stats_from__files(struct ch_server *s, const char *where, const char *job, char *buf,
+			      size_t len);
+
+/*
+ * The warning stats FILE prints when events were lost while recording, from the `loss` rows
+ * (stats_from_loss.c): above the reports in table format (naming those of LIST, "a,b", that
+ * the losses touch), on stderr else; a note when they touch none. 0, or -errno.
+ */
+int stats_from__losses(struct ch_server *s, const struct stats_from *f, const char *where,
+		       const char *job, const char *files, const char *list, FILE *out);
+
+/*
+ * nccl_stragglers' sentences under T, its answer from server S (stragglers_from.c): stats
+ * FILE's, from the server's nccl_rank_sum. 0, or -errno.
+ */
+int stats_from__straggler_notes(struct ch_server *s, const char *where, const char *job,
+				const char *files, struct table *t);
 
 #endif /* BPFSIGHT_STATS_FROM_H */

@@ -16,7 +16,9 @@
 #include "ch_verdict.h"
 #include "family.h"
 #include "family_stats.h"
+#include "snap_records.h"
 #include "stats_from.h"
+#include "syscall_names.h"
 #include "table.h"
 #include "trace_model.h"
 #include "verdict.h"
@@ -26,7 +28,7 @@
 
 struct vfrom {
 	struct ch_server *s;
-	const char *where, *job;
+	const char *where, *job, *files;
 	struct table *t[MAX_INPUTS];
 	int n;
 };
@@ -48,7 +50,7 @@ static struct table *ask(struct vfrom *q, const struct ch_report *r, int *err)
 		return NULL;
 	}
 	t = table__new(r->name);
-	*err = t ? stats_from__table(q->s, r, q->where, q->job, t) : -ENOMEM;
+	*err = t ? stats_from__table(q->s, r, q->where, q->job, q->files, t) : -ENOMEM;
 	if (*err) {
 		table__free(t);
 		return NULL;
@@ -99,6 +101,79 @@ static int names(struct vfrom *q, struct trace_model *m)
 						 table__get_str(t, r, cthr));
 	}
 	return 0;
+}
+
+/* System call NAME's number (x86-64), -1 when the table does not know it. */
+static __s32 syscall_nr(const char *name)
+{
+	for (__u32 nr = 0; nr < 1024; nr++) {
+		const char *n = syscall_name(nr);
+
+		if (n && !strcmp(n, name))
+			return (__s32)nr;
+	}
+	return -1;
+}
+
+/*
+ * The snapshots of the job's threads (a hang trigger's, the edges'), into the model as the
+ * records they came from: what the hang's and the edges' rules read of them. Each thread's
+ * stack by what it says (its call and line), numbered here: two files' stack ids differ.
+ */
+static int snaps(struct vfrom *q, struct trace_model *m)
+{
+	int err, c[17];
+	static const char *const keys[17] = { "of_process", "pid",     "tid",	     "ts",
+					      "edge",	    "rank",    "local_rank", "world",
+					      "state",	    "syscall", "syscall_nr", "flags",
+					      "off_cpu_ns", "cpu_ns",  "stack",	     "call",
+					      "where" };
+	struct table *t = ask(q, &ch_verdict_snaps, &err);
+
+	if (!t)
+		return err;
+	for (int k = 0; k < 17; k++)
+		c[k] = table__col(t, keys[k]);
+	for (int r = 0; r < table__nrows(t) && !err; r++) {
+		struct bs_hdr h = { .pid = (__u32)table__get_u64(t, r, c[1]),
+				    .tid = (__u32)table__get_u64(t, r, c[2]),
+				    .ts = (__u64)table__get_s64(t, r, c[3]) };
+		const char *sc = c[9] >= 0 ? table__get_str(t, r, c[9]) : NULL;
+
+		if (table__get_u64(t, r, c[0])) {
+			struct bs_proc_snap p = { .h = h,
+						  .env_rank = (__s32)table__get_s64(t, r, c[5]),
+						  .env_local_rank =
+							  (__s32)table__get_s64(t, r, c[6]),
+						  .env_world = (__s32)table__get_s64(t, r, c[7]),
+						  .edge = (__u16)table__get_u64(t, r, c[4]) };
+
+			p.h.type = BS_REC_PROC_SNAP;
+			p.h.size = sizeof(p);
+			trace_model__observe(m, &p.h);
+			continue;
+		}
+		struct bs_thread_snap ts = { .h = h,
+					     .state = (__u32)table__get_u64(t, r, c[8]),
+					     .syscall = sc ? syscall_nr(sc)
+							   : (__s32)table__get_s64(t, r, c[10]),
+					     .flags = (__u32)table__get_u64(t, r, c[11]),
+					     .off_cpu_ns = table__get_u64(t, r, c[12]),
+					     .cpu_ns = table__get_u64(t, r, c[13]) };
+
+		ts.h.type = BS_REC_THREAD_SNAP;
+		ts.h.size = sizeof(ts);
+		if (table__get_u64(t, r, c[14])) {
+			ts.stack_id = (__u32)r + 1;
+			err = trace_model__add_said_stack(
+				m, ts.stack_id, c[15] >= 0 ? table__get_str(t, r, c[15]) : NULL,
+				c[16] >= 0 && table__get_str(t, r, c[16])
+					? table__get_str(t, r, c[16])
+					: "code whose stack was not read");
+		}
+		trace_model__observe(m, &ts.h);
+	}
+	return err;
 }
 
 /* The forks' and exits' times, and the events per kind. */
@@ -184,7 +259,7 @@ static int inputs(struct vfrom *q, struct verdict *v)
 }
 
 struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, const char *where,
-					 const char *job, int *err)
+					 const char *job, const char *files, int *err)
 {
 	struct verdict_from *vf = calloc(1, sizeof(*vf));
 	const char *recorded = NULL;
@@ -193,7 +268,7 @@ struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, c
 	*err = -ENOMEM;
 	if (!vf)
 		return NULL;
-	vf->q = (struct vfrom){ .s = s, .where = where, .job = job };
+	vf->q = (struct vfrom){ .s = s, .where = where, .job = job, .files = files };
 	vf->m = trace_model__new();
 	/* the files' window first: the families they recorded are the verdict's to know */
 	t = vf->m ? ask(&vf->q, &ch_verdict_span, err) : NULL;
@@ -208,6 +283,7 @@ struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, c
 	verdict__from(vf->v, url);
 	span(t, vf->m, vf->v);
 	*err = names(&vf->q, vf->m);
+	*err = *err ?: snaps(&vf->q, vf->m);
 	*err = *err ?: lives(&vf->q, vf->v);
 	*err = *err ?: inputs(&vf->q, vf->v);
 	if (*err) {
@@ -235,10 +311,10 @@ void verdict_from__free(struct verdict_from *vf)
 }
 
 int verdict_from__print(struct ch_server *s, const char *url, const char *where, const char *job,
-			int width, FILE *out)
+			const char *files, int width, FILE *out)
 {
 	int err;
-	struct verdict_from *vf = verdict_from__judge(s, url, where, job, &err);
+	struct verdict_from *vf = verdict_from__judge(s, url, where, job, files, &err);
 
 	if (vf)
 		verdict__print(vf->v, width, out);

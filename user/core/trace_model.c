@@ -464,6 +464,31 @@ static void model__stack(struct trace_model *m, const struct bs_hdr *rec)
 	*slot = t;
 }
 
+int trace_model__add_said_stack(struct trace_model *m, __u32 id, const char *call,
+				const char *where)
+{
+	size_t lc = call ? strlen(call) + 1 : 0, lw = strlen(where) + 1;
+	struct trace_stack **slot, *t;
+	char *text;
+
+	if (!m->stacks)
+		m->stacks = hmap__new(sizeof(struct trace_stack *));
+	slot = m->stacks ? hmap__get(m->stacks, (struct hkey){ id, 0 }, 1) : NULL;
+	if (!slot)
+		return -ENOMEM;
+	if (*slot)
+		return 0;
+	t = malloc(sizeof(*t) + lc + lw);
+	if (!t)
+		return -ENOMEM;
+	text = (char *)(t + 1);
+	*t = (struct trace_stack){ .id = id, .where = memcpy(text, where, lw) };
+	if (call)
+		t->call = memcpy(text + lw, call, lc);
+	*slot = t;
+	return 0;
+}
+
 /* A STACK_REF: the event of its type at (tid, ts) has that stack. */
 static void model__stack_ref(struct trace_model *m, const struct bs_hdr *rec)
 {

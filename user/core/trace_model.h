@@ -70,10 +70,22 @@ struct trace_stack {
 	__u16 nframes;
 	__u16 flags; /* BS_STACK_* */
 	const struct bs_frame *frames;
+	/*
+	 * A stack a reader knows only by what it says (a server's answers: its `stack` row's call
+	 * and line, no frames): stack_call.h's answers, CALL NULL when it is in none. NULL WHERE:
+	 * a STACK record's, read from its frames.
+	 */
+	const char *call, *where;
 };
 
 /* The stack a STACK record defined with ID, or NULL. Valid until trace_model__free. */
 const struct trace_stack *trace_model__stack(const struct trace_model *m, __u32 id);
+/*
+ * Stack ID known by what it says (stats --from's verdict: no frames shipped back): the call it
+ * is in (NULL: none) and where it is in the job's own code. 0 or -ENOMEM.
+ */
+int trace_model__add_said_stack(struct trace_model *m, __u32 id, const char *call,
+				const char *where);
 /*
  * Where record REC really began: the walk clips an interval that began before the recording's
  * start to it (struct rec_decoder.span), and says so here for the record it handed last.

@@ -23,20 +23,26 @@ static const struct ch_col ch_gil_blocked_by_cols[] = {
 	{},
 };
 
+/* A row's holder_tid with its rank namespace: a merged file's has it, else its file's. */
+#define CH_HOLDER                                                                                            \
+	"if(visitParamExtractUInt(args, 'holder_tid') = 0 OR visitParamExtractUInt(args, "                   \
+	"'holder_tid') > 4194303, visitParamExtractUInt(args, 'holder_tid'), bitOr(bitShiftLeft(" CH_FILE_NS \
+	", 22), visitParamExtractUInt(args, 'holder_tid')))"
+
 /* Per file, waiter and holder: the last snapshot's totals, else the waits'. */
 #define CH_BLAME_ROWS                                                                              \
-	"SELECT file_id, file, pid, tid, visitParamExtractUInt(args, 'holder_tid') AS holder, "    \
+	"SELECT file_id, file, pid, tid, " CH_HOLDER " AS holder, "                                \
 	"argMax(visitParamExtractUInt(args, 'count'), seq) AS cnt, "                               \
 	"argMax(visitParamExtractUInt(args, 'total_ns'), seq) AS total FROM " CH_DB ".events "     \
 	"WHERE {W} AND kind = 'gil_blame' GROUP BY file_id, file, pid, tid, holder "               \
-	"UNION ALL SELECT file_id, file, pid, tid, visitParamExtractUInt(args, 'holder_tid') AS "  \
+	"UNION ALL SELECT file_id, file, pid, tid, " CH_HOLDER " AS "                              \
 	"holder, count() AS cnt, sum(dur) AS total FROM " CH_DB ".events WHERE {W} AND "           \
 	"kind = 'gil_wait' AND file_id NOT IN (SELECT file_id FROM " CH_DB ".events WHERE {J} "    \
 	"AND kind = 'gil_blame') GROUP BY file_id, file, pid, tid, holder"
 
 /* Each thread's name in a file, by its id with its rank namespace. */
 #define CH_HOLDER_NAMES                                                                            \
-	"SELECT file_id, bitOr(bitShiftLeft(visitParamExtractUInt(args, 'ns'), 22), tid) AS "      \
+	"SELECT file_id, bitOr(bitShiftLeft(" CH_NAMES_NS ", 22), tid) AS "                        \
 	"holder, any(name) AS hname FROM " CH_DB ".events WHERE {J} AND kind = 'thread_names' "    \
 	"GROUP BY file_id, holder"
 
@@ -48,8 +54,7 @@ const struct ch_report ch_gil_blocked_by = {
 		       "tid") " AS fwaiter FROM ("
 			      "SELECT * FROM (" CH_BLAME_ROWS
 			      ") WHERE cnt > 0) ANY LEFT JOIN (SELECT file_id, "
-			      "file, pid, tid, name AS wname, "
-			      "visitParamExtractUInt(args, 'ns') AS ns FROM " CH_DB
+			      "file, pid, tid, name AS wname, " CH_NAMES_NS " AS ns FROM " CH_DB
 			      ".events WHERE {J} AND kind = 'thread_names') "
 			      "USING file_id, file, pid, tid) ANY LEFT JOIN "
 			      "(" CH_HOLDER_NAMES ") USING file_id, holder "

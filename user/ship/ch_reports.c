@@ -79,7 +79,10 @@ static const struct ch_col ch_straggler_cols[] = {
 	{},
 };
 
-#define CH_COLL_ROWS "kind = 'nccl_api' AND position(args, '\"seq\":') > 0"
+/* A collective's calls that returned (nccl_coll.c leaves out those in flight: a hang's dump's) */
+#define CH_COLL_ROWS                                                                               \
+	"kind = 'nccl_api' AND position(args, '\"seq\":') > 0 AND "                                \
+	"position(args, '\"in_flight\":') = 0"
 
 static const struct ch_report ch_nccl_stragglers = {
 	.name = "nccl_stragglers",
@@ -204,8 +207,8 @@ static const struct ch_report ch_sched_sum = {
 		       "ANY LEFT JOIN (SELECT file_id, file, pid, tid, "
 		       "if(position(args, '\"process\":') > 0, visitParamExtractString(args, 'process'), "
 		       "NULL) AS process, if(position(args, '\"thread\":') > 0, "
-		       "visitParamExtractString(args, 'thread'), NULL) AS thread, "
-		       "visitParamExtractUInt(args, 'ns') AS ns FROM " CH_DB ".events "
+		       "visitParamExtractString(args, 'thread'), NULL) AS thread, " CH_NAMES_NS
+		       " AS ns FROM " CH_DB ".events "
 		       "WHERE {J} AND kind = 'thread_names') USING file_id, file, pid, tid "
 		       "ORDER BY offcpu_ns DESC, fpid, ftid FORMAT TabSeparated",
 };
@@ -252,7 +255,7 @@ static const struct ch_report ch_sched_sum = {
 #define CH_GIL_NAMES                                                                               \
 	"SELECT file_id, file, tid AS xtid, any(if(position(args, '\"thread\":') > 0, "            \
 	"visitParamExtractString(args, 'thread'), '')) AS thread_name, "                           \
-	"any(visitParamExtractUInt(args, 'ns')) AS ns FROM " CH_DB ".events "                      \
+	"any(" CH_NAMES_NS ") AS ns FROM " CH_DB ".events "                                        \
 	"WHERE {J} AND kind = 'thread_names' GROUP BY file_id, file, xtid"
 /* stats_math.h's percentile P of the weighted samples sv (sorted), cum (the weights' sums). */
 #define CH_PCT(p, n)                                                                               \
@@ -382,26 +385,58 @@ const struct ch_report *ch_report__find(const char *name)
 	return NULL;
 }
 
-char *ch_report__sql(const struct ch_report *r, const char *where, const char *job)
+static const struct ch_col ch_file_order_cols[] = {
+	{ "files", "Files", 't' },
+	{},
+};
+
+const struct ch_report ch_file_order = {
+	.name = "file_order",
+	.cols = ch_file_order_cols,
+	.sql = "SELECT concat('[', arrayStringConcat(arrayMap(x -> concat('\\'', x, '\\''), "
+	       "(" CH_FILE_ORDER ")), ', '), ']') FORMAT TabSeparated",
+};
+
+/* TEXT with each {W} WHERE, {J} JOB, {F} FILES: malloc'd. */
+static char *expand(const char *text, const char *where, const char *job, const char *files)
 {
-	size_t wl = strlen(where), jl = strlen(job), n = 0;
+	size_t wl = strlen(where), jl = strlen(job), fl = strlen(files), n = 0, most;
 	const char *p;
 	char *out, *o;
 
-	for (p = r->sql; (p = strchr(p, '{')); p++)
+	most = wl > jl ? wl : jl;
+	most = most > fl ? most : fl;
+	for (p = text; (p = strchr(p, '{')); p++)
 		n++;
-	out = malloc(strlen(r->sql) + n * (wl > jl ? wl : jl) + 1);
+	out = malloc(strlen(text) + n * most + 1);
 	if (!out)
 		return NULL;
-	for (o = out, p = r->sql; *p;) {
-		if (!strncmp(p, "{W}", 3) || !strncmp(p, "{J}", 3)) {
-			memcpy(o, p[1] == 'W' ? where : job, p[1] == 'W' ? wl : jl);
-			o += p[1] == 'W' ? wl : jl;
+	for (o = out, p = text; *p;) {
+		const char *with = NULL;
+
+		if (p[0] == '{' && p[1] && p[2] == '}')
+			with = p[1] == 'W' ? where : p[1] == 'J' ? job : p[1] == 'F' ? files : NULL;
+		if (with) {
+			o = stpcpy(o, with);
 			p += 3;
 		} else {
 			*o++ = *p++;
 		}
 	}
 	*o = 0;
+	return out;
+}
+
+char *ch_report__sql(const struct ch_report *r, const char *where, const char *job,
+		     const char *files)
+{
+	char *once, *out;
+
+	if (files)
+		return expand(r->sql, where, job, files);
+	/* the order's subquery at each use: its own {W} and {J} expanded after */
+	once = expand(r->sql, "{W}", "{J}", "(" CH_FILE_ORDER ")");
+	out = once ? expand(once, where, job, "") : NULL;
+	free(once);
 	return out;
 }

@@ -44,7 +44,14 @@ extern const struct ch_report ch_folded_offcpu;
 extern const struct ch_report ch_gil_blocked_by;
 
 const struct ch_report *ch_report__find(const char *name);
-/* REPORT's SQL with WHERE in place of {W}, JOB of {J}: malloc'd, NULL without memory. */
-char *ch_report__sql(const struct ch_report *r, const char *where, const char *job);
+/*
+ * REPORT's SQL with WHERE in place of {W}, JOB of {J}, FILES of {F} (the files' order,
+ * ch_file_order's answer; NULL: its subquery, asked at each use): malloc'd, NULL without memory.
+ */
+char *ch_report__sql(const struct ch_report *r, const char *where, const char *job,
+		     const char *files);
+/* The order of the files the rows come from (ch_sql.h's CH_FILE_ORDER) as an array literal,
+ * "['id', ...]": what {F} takes, asked once. */
+extern const struct ch_report ch_file_order;
 
 #endif /* BPFSIGHT_CH_REPORTS_H */

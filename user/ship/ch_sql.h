@@ -19,9 +19,36 @@
 	"toUInt32(if(kind = 'fork', bitAnd(visitParamExtractUInt(args, 'child_" id                 \
 	"'), 4194303), " id "))"
 
-/* Each thread's rank namespace (a merged file's, 0 else), as `ns`, by file, pid and tid. */
+/*
+ * The files the rows ({W}) come from (their window rows: one a file, a narrow read of the
+ * table's order) in merge's order (merge.c, section_order): by the rank
+ * their NCCL calls say the file is (its rank in its largest communicator; none last), the
+ * largest communicator first, then by path (merge: as given).
+ */
+#define CH_FILE_ORDER                                                                                 \
+	"SELECT groupArray(file_id) FROM (SELECT file_id FROM (SELECT file_id, file "                 \
+	"FROM " CH_DB                                                                                 \
+	".events WHERE {W} AND kind = 'trace_window') ANY LEFT JOIN (SELECT file_id, argMax(r, nr * " \
+	"4294967296 - r) AS mrank, max(nr) AS mnr FROM (SELECT file_id, visitParamExtractInt("        \
+	"args, 'rank') AS r, visitParamExtractInt(args, 'nranks') AS nr FROM " CH_DB ".events "       \
+	"WHERE {J} AND kind = 'nccl_api' AND position(args, '\"nranks\":') > 0 AND "                  \
+	"position(args, '\"rank\":') > 0) GROUP BY file_id) USING file_id ORDER BY if(mnr > 0, "      \
+	"toUInt32(mrank), 4294967295), mnr DESC, file)"
+/*
+ * A row's file's rank namespace when the rows come from several files not merged: its place in
+ * CH_FILE_ORDER (the first 0), so that two files' threads of the same ids stay apart, as merge
+ * keeps them; 0 for the rows of one file. {F}: that order, asked once (ch_file_order's answer,
+ * an array literal) or the subquery itself (ch_report__sql).
+ */
+#define CH_FILE_NS "toUInt64(greatest(toInt64(indexOf({F}, file_id)) - 1, 0))"
+/* A thread_names row's rank namespace: its merged file's, else its file's (CH_FILE_NS). */
+#define CH_NAMES_NS                                                                                \
+	"if(visitParamExtractUInt(args, 'ns') > 0, visitParamExtractUInt(args, 'ns'), " CH_FILE_NS \
+	")"
+
+/* Each thread's rank namespace (CH_NAMES_NS), as `ns`, by file, pid and tid. */
 #define CH_THREAD_NS                                                                               \
-	"SELECT file_id, file, pid, tid, visitParamExtractUInt(args, 'ns') AS ns FROM " CH_DB      \
+	"SELECT file_id, file, pid, tid, " CH_NAMES_NS " AS ns FROM " CH_DB                        \
 	".events WHERE {J} AND kind = 'thread_names'"
 
 /* String KEY of a row's ARGS (a column of dump's JSON), NULL when it has none. */

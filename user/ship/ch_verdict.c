@@ -54,8 +54,8 @@ const struct ch_report ch_verdict_names = {
 			       "pool") ", if(position(args, '\"owner\":') > 0, "
 				       "visitParamExtractUInt(args, 'owner'), NULL), " CH_STR_OR_NULL(
 					       "args",
-					       "owner_what") " "
-							     "FROM (SELECT pid, tid, args, visitParamExtractUInt(args, 'ns') AS ns "
+					       "owner_what") " FROM (SELECT pid, tid, args, " CH_NAMES_NS
+							     " AS ns "
 							     "FROM " CH_DB
 							     ".events WHERE {J} AND kind = 'thread_names' AND " CH_FILES_OF_ROWS
 							     ") FORMAT TabSeparated",
@@ -96,6 +96,26 @@ const struct ch_report ch_verdict_kinds = {
 	.cols = ch_kinds_cols,
 	.sql = "SELECT kind, count() FROM " CH_DB ".events WHERE {W} GROUP BY kind ORDER BY kind "
 	       "FORMAT TabSeparated",
+};
+
+static const struct ch_col ch_losses_cols[] = {
+	{ "family", "Family", 't' },
+	{ "cause", "Cause", 't' },
+	{ "count", "Lost", 'u' },
+	{},
+};
+
+/*
+ * The events lost while recording (the `loss` rows: trace_walk.c's counts by family and
+ * cause, a cause this bpfsight does not know "unknown"), in the order first recorded.
+ */
+const struct ch_report ch_verdict_losses = {
+	.name = "verdict_losses",
+	.cols = ch_losses_cols,
+	.sql = "SELECT fam, cause, sum(visitParamExtractUInt(args, 'count')) FROM (SELECT file, seq, "
+	       "args, visitParamExtractString(args, 'family') AS fam, if(startsWith(name, "
+	       "'cause_'), 'unknown', name) AS cause FROM " CH_DB ".events WHERE {W} AND kind = "
+	       "'loss') GROUP BY fam, cause ORDER BY min(file), min(seq) FORMAT TabSeparated",
 };
 
 /*
@@ -245,6 +265,9 @@ static const struct ch_report *const ch_verdict_states[] = {
 const struct ch_report *ch_verdict__state(const char *name)
 {
 	for (const struct ch_report *const *r = ch_verdict_states; *r; r++)
+		if (!strcmp((*r)->name, name))
+			return *r;
+	for (const struct ch_report *const *r = ch_hang_states; *r; r++)
 		if (!strcmp((*r)->name, name))
 			return *r;
 	return NULL;

@@ -26,6 +26,16 @@ extern const struct ch_report ch_torch_input_waits;
 extern const struct ch_report ch_blas_thread_gemms;
 /* gpumetrics's rules' means and throttle times per device (ch_family_reports.c). */
 extern const struct ch_report ch_gpum_devices;
+/*
+ * The snapshots of the job's threads (ch_hang_states.c): a row per process (proc 1) and thread
+ * read, a hang trigger's or an edge's, as snap_records.h has them; each thread's stack by what
+ * it says (call, where) when it has one (stack 1). In the files' order.
+ */
+extern const struct ch_report ch_verdict_snaps;
+/* The events lost while recording: family, cause, count (stats' warning above its reports). */
+extern const struct ch_report ch_verdict_losses;
+/* The hang's and the edges' rules' states (ch_hang_states.c), NULL-terminated. */
+extern const struct ch_report *const ch_hang_states[];
 /* A rule's state by its input's name (family_verdict.reads), or NULL. */
 const struct ch_report *ch_verdict__state(const char *name);
 

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ch_schema.h"
+#include "ch_tsv.h"
 #include "msg.h"
 #include "ship_claim.h"
 
@@ -69,18 +70,17 @@ static int each_claim(struct ch_server *s, const char *job, const char *id,
 
 	snprintf(sql, sizeof(sql), CLAIMS_IN_ORDER, job, id);
 	err = ch_server__run(s, sql, NULL, 0, &out);
+	/* each line's fields unescaped (a spool's path may hold a tab or a backslash) */
 	for (line = err ? NULL : strtok_r(out, "\n", &save); line && !stop;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *field[6], *p = line;
 		int n = 0;
 
-		for (; n < 6 && p; n++) {
-			field[n] = p;
-			p = strchr(p, '\t');
-			if (p)
-				*p++ = 0;
-		}
-		if (n == 6)
+		for (const char *c = line; *c; c++)
+			n += *c == '\t'; /* an escaped tab is "\\t": these are the separators */
+		for (int i = 0; n == 5 && i < 6; i++)
+			field[i] = ch_tsv__field(p, &p);
+		if (n == 5)
 			stop = fn(arg, field);
 	}
 	free(out);

@@ -48,6 +48,11 @@ const char *stack_call__in(const struct trace_stack *st, const struct trace_mode
 {
 	const char *name = stack_call__api(st, m, NULL), *file;
 
+	if (st && st->where) { /* known by what it says (a server's answer) */
+		if (st->call)
+			snprintf(buf, len, "%s", st->call);
+		return st->call ? buf : NULL;
+	}
 	if (name) {
 		snprintf(buf, len, "%s", name);
 		return buf;
@@ -75,6 +80,10 @@ const char *stack_call__where(const struct trace_stack *st, const struct trace_m
 {
 	const struct bs_frame *f = NULL, *any = NULL;
 
+	if (st && st->where) {
+		snprintf(buf, len, "%s", st->where);
+		return buf;
+	}
 	for (__u16 i = 0; st && i < st->nframes && !f; i++) {
 		if (st->frames[i].kind != BS_FRAME_PYTHON)
 			continue;

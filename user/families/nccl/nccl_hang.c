@@ -8,6 +8,7 @@
 #include "nccl_hang.h"
 #include "stack_call.h"
 #include "stack_format.h"
+#include "table.h"
 #include "thread_name.h"
 #include "thread_state.h"
 #include "trace_snaps.h"
@@ -36,6 +37,7 @@ struct nccl_hang {
 	struct open_ref *opens; /* the calls in flight, by entry (nccl_hang__next_open) */
 	size_t nopens;
 	int have_opens;
+	int loaded; /* from a server's answer (nccl_hang__load) */
 };
 
 struct nccl_hang *nccl_hang__new(void)
@@ -146,6 +148,88 @@ void nccl_hang__add(struct nccl_hang *h, const struct bs_hdr *rec, const struct 
 		r->left = ctx->coll_seq;
 		r->left_ts = rec->ts + w->call.r->dur;
 	}
+}
+
+/* The nccl table's entry shown as NAME ("nccl_fn_N" of an entry a newer table has: N). */
+static __u32 fn_of(const char *name)
+{
+	unsigned fn;
+
+	for (__u32 i = 0; i < nccl_table.napis; i++)
+		if (!strcmp(ucall_api__shown(&nccl_table.apis[i]), name))
+			return i;
+	return sscanf(name, "nccl_fn_%u", &fn) == 1 ? fn : nccl_table.napis;
+}
+
+int nccl_hang__load(struct nccl_hang *h, const struct table *t)
+{
+	enum {
+		C_WHAT,
+		C_PID,
+		C_TID,
+		C_COMM,
+		C_RANK,
+		C_NRANKS,
+		C_ENT,
+		C_FN,
+		C_ENT_TS,
+		C_OPEN,
+		C_BYTES,
+		C_LEFT,
+		C_LEFT_TS,
+		NCOLS
+	};
+	static const char *const keys[NCOLS] = { "what",       "pid",	       "tid",	  "comm",
+						 "rank",       "nranks",       "entered", "name",
+						 "entered_ts", "entered_open", "bytes",	  "left",
+						 "left_ts" };
+	int c[NCOLS];
+
+	for (int k = 0; k < NCOLS; k++)
+		c[k] = table__col(t, keys[k]);
+	h->loaded = 1;
+	for (int row = 0; row < table__nrows(t); row++) {
+		const char *what = table__get_str(t, row, c[C_WHAT]), *name;
+		__u32 pid = (__u32)table__get_u64(t, row, c[C_PID]);
+		__u32 tid = (__u32)table__get_u64(t, row, c[C_TID]);
+		unsigned long long group = 0;
+		struct open_call *o;
+		struct hang_rank *r;
+
+		name = table__get_str(t, row, c[C_FN]);
+		if (what && !strcmp(what, "o")) {
+			o = hmap__get(h->open, (struct hkey){ pid, tid }, 1);
+			if (!o)
+				return -ENOMEM;
+			o->ts = (__u64)table__get_s64(t, row, c[C_ENT_TS]);
+			snprintf(o->name, sizeof(o->name), "%s", name ? name : "a call");
+			continue;
+		}
+		if (!table__get_str(t, row, c[C_COMM]) ||
+		    sscanf(table__get_str(t, row, c[C_COMM]), "%llx", &group) != 1)
+			continue;
+		r = rank_of(h, pid, group);
+		if (!r)
+			return -ENOMEM;
+		r->tid = tid;
+		r->have_hash = 1;
+		r->rank = (__s32)table__get_s64(t, row, c[C_RANK]);
+		r->nranks = (__s32)table__get_s64(t, row, c[C_NRANKS]);
+		r->entered = table__get_s64(t, row, c[C_ENT]);
+		r->entered_fn = fn_of(name ? name : "");
+		r->entered_ts = (__u64)table__get_s64(t, row, c[C_ENT_TS]);
+		r->entered_open = (int)table__get_u64(t, row, c[C_OPEN]);
+		r->bytes_known = table__get_s64(t, row, c[C_BYTES]) >= 0;
+		r->entered_bytes = r->bytes_known ? (__u64)table__get_s64(t, row, c[C_BYTES]) : 0;
+		r->left = table__get_s64(t, row, c[C_LEFT]);
+		r->left_ts = (__u64)table__get_s64(t, row, c[C_LEFT_TS]);
+	}
+	return 0;
+}
+
+int nccl_hang__loaded(const struct nccl_hang *h)
+{
+	return h && h->loaded;
 }
 
 int nccl_hang__has_snapshot(const struct nccl_hang *h, const struct trace_model *m)

@@ -54,6 +54,13 @@ struct nccl_hang *nccl_hang__new(void);
 void nccl_hang__free(struct nccl_hang *h);
 /* Every record in file order, after the model (whose nccl walk it reads). */
 void nccl_hang__add(struct nccl_hang *h, const struct bs_hdr *rec, const struct trace_model *m);
+/*
+ * The same from a server's answer (stats --from: nccl_hang_state, 'r' rows per rank process and
+ * communicator, 'o' rows per call in flight): 0 or -ENOMEM. The rule then reads H.
+ */
+struct table;
+int nccl_hang__load(struct nccl_hang *h, const struct table *t);
+int nccl_hang__loaded(const struct nccl_hang *h);
 /* After the last record: 1 when the file holds a hang trigger's snapshot. */
 int nccl_hang__has_snapshot(const struct nccl_hang *h, const struct trace_model *m);
 /* Every rank process and communicator, by communicator then rank: *I = 0 first, NULL at the end. */

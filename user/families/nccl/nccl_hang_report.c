@@ -280,7 +280,7 @@ static void say_calls(struct nccl_hang *h, const struct trace_model *m, struct v
 }
 
 /* The verdict's hang rule: a claim per communicator whose ranks stopped apart. */
-static void hang_claims(void *unused, struct verdict *v)
+static void hang_claims(void *loaded, struct verdict *v)
 {
 	struct nccl_hang *h = verdict__state(v, "nccl_hang");
 	const struct trace_model *m = verdict__model(v);
@@ -288,6 +288,8 @@ static void hang_claims(void *unused, struct verdict *v)
 	char buf[1024], doing[400], lbuf[64];
 	size_t n;
 
+	if (!h && nccl_hang__loaded(loaded))
+		h = loaded; /* judged from a server: its answer */
 	if (!h)
 		return;
 	c = nccl_hang__colls(h, m, &n);
@@ -305,7 +307,17 @@ static void hang_claims(void *unused, struct verdict *v)
 	}
 }
 
+/* From a server, what the report's pass keeps (ch_hang_states.c's nccl_hang_state); the
+ * snapshots the rule reads are the model's (stats --from puts them there). */
+static int hang_rule_load(void *st, const char *name, const struct table *t)
+{
+	return strcmp(name, "nccl_hang_state") ? 0 : nccl_hang__load(st, t);
+}
+
 const struct family_verdict nccl_verdict = {
+	.new = hang_new,
 	.claims = hang_claims,
-	.reads = "nccl_hang_state", /* its report's state: not computed in a server yet */
+	.free = hang_free,
+	.reads = "nccl_hang_state", /* its report's state */
+	.load = hang_rule_load,
 };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* What was open at a recording's edges: see proc_edges.h. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "family.h"
@@ -17,6 +18,7 @@
 struct proc_edges {
 	struct hmap *calls; /* {pid, tid} -> __u64: API calls completed at depth 0 */
 	__u64 open_calls;   /* calls in flight (BS_UCALL_OPEN) the file holds */
+	int loaded;	    /* from a server's answer (proc_edges__load) */
 };
 
 struct proc_edges *proc_edges__new(void)
@@ -61,6 +63,32 @@ void proc_edges__add(struct proc_edges *e, const struct bs_hdr *rec, const struc
 	n = hmap__get(e->calls, (struct hkey){ rec->pid, rec->tid }, 1);
 	if (n)
 		(*n)++;
+}
+
+int proc_edges__load(struct proc_edges *e, const struct table *t)
+{
+	int cp = table__col(t, "pid"), ct = table__col(t, "tid"), cc = table__col(t, "calls"),
+	    co = table__col(t, "open");
+	__u64 *n;
+
+	e->loaded = 1;
+	for (int r = 0; r < table__nrows(t); r++) {
+		e->open_calls += table__get_u64(t, r, co);
+		if (!table__get_u64(t, r, cc))
+			continue;
+		n = hmap__get(e->calls,
+			      (struct hkey){ table__get_u64(t, r, cp), table__get_u64(t, r, ct) },
+			      1);
+		if (!n)
+			return -ENOMEM;
+		*n += table__get_u64(t, r, cc);
+	}
+	return 0;
+}
+
+int proc_edges__loaded(const struct proc_edges *e)
+{
+	return e && e->loaded;
 }
 
 __u64 proc_edges__open_calls(const struct proc_edges *e)

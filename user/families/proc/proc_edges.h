@@ -37,6 +37,13 @@ struct proc_edges *proc_edges__new(void);
 void proc_edges__free(struct proc_edges *e);
 /* Every record of the pass: the API calls each thread completed. */
 void proc_edges__add(struct proc_edges *e, const struct bs_hdr *rec, const struct trace_model *m);
+/*
+ * The same from a server's answer (stats --from: open_at_edges_state, per thread its calls done
+ * and in flight): 0 or -ENOMEM. Its rules then read E (proc_edges__loaded).
+ */
+struct table;
+int proc_edges__load(struct proc_edges *e, const struct table *t);
+int proc_edges__loaded(const struct proc_edges *e);
 /* Calls in flight (BS_UCALL_OPEN) the file holds: a hang trigger's, or the end's. */
 __u64 proc_edges__open_calls(const struct proc_edges *e);
 /* The snapshot the report reads as the end: BS_SNAP_AT_END, else 0 (a trigger's), else -1. */

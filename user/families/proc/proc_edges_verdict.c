@@ -210,13 +210,15 @@ static void blocked_mains(struct proc_edges *e, const struct trace_model *m, str
 	}
 }
 
-static void edges_claims(void *unused, struct verdict *v)
+static void edges_claims(void *loaded, struct verdict *v)
 {
 	struct proc_edges *e = verdict__state(v, "open_at_edges");
 	const struct trace_model *m = verdict__model(v);
 	__u64 w0, w1;
 
 	proc_straggler__claims(v);
+	if (!e && proc_edges__loaded(loaded))
+		e = loaded; /* judged from a server: its answer */
 	if (!e)
 		return;
 	/*
@@ -232,9 +234,29 @@ static void edges_claims(void *unused, struct verdict *v)
 	blocked_mains(e, m, v, w1 - w0);
 }
 
+static void *edges_rule_new(void)
+{
+	return proc_edges__new();
+}
+
+static void edges_rule_free(void *st)
+{
+	proc_edges__free(st);
+}
+
+/* From a server, what the report's pass keeps (ch_hang_states.c's open_at_edges_state); the
+ * snapshots the rules read are the model's (stats --from puts them there). */
+static int edges_rule_load(void *st, const char *name, const struct table *t)
+{
+	return strcmp(name, "open_at_edges_state") ? 0 : proc_edges__load(st, t);
+}
+
 const struct family_verdict proc_verdict = {
+	.new = edges_rule_new,
 	.claims = edges_claims,
+	.free = edges_rule_free,
 	/* the straggler rule: rank_waits' table from a server; the edges' and a hang's rules:
-	 * open_at_edges' state, not computed in a server yet (judged without them) */
+	 * open_at_edges' state (without it, judged without them) */
 	.reads = "rank_waits,open_at_edges_state?",
+	.load = edges_rule_load,
 };

@@ -1,0 +1,204 @@
+"""`stats --from` on real jobs (docs/CLICKHOUSE.md, "The verdict from the server"): a hung job's
+verdict, judged from the snapshots and the collectives the server holds, equals `stats FILE`'s
+line for line, two files not merged judged as stats judges them merged; the claims' spool
+paths come back from the server as they went in. losses_said (the events-lost warning) runs in
+test_clickhouse's real traces, which ship job-attach-p.bst already.
+
+One ClickHouse server for the module (Debian's 18.16, clickhouse_server.py), started by the
+first test that needs it and stopped when the module's process ends: each test ships its own
+job. Nothing mocked: the jobs are real recordings (the CPU NCCL stand-in's ranks, hung), the
+traces the real ones of ../shared/traces."""
+import atexit
+import glob
+import json
+import os
+import re
+
+import helpers
+from clickhouse_server import ClickHouse
+from helpers import BPFSIGHT, Recorder, check, eq, run, tmpdir
+
+SECONDS = 20
+
+TRACES = sorted(glob.glob(os.path.join(helpers.ROOT, "..", "shared", "traces", "*.bst")))
+NOT_JUDGED = "Not judged from "
+LEGEND = "* = the rule holds"
+
+_server = []
+
+
+def server():
+    """The module's server: started once, its process and directory kept past each test's
+    cleanup (helpers.cleanup), stopped and removed when the module's process ends."""
+    if not _server:
+        ch = ClickHouse()
+        helpers._procs.remove(ch.proc)
+        helpers._tmpdirs.remove(ch.dir)
+        atexit.register(lambda: (ch.stop(), __import__("shutil").rmtree(ch.dir, True)))
+        _server.append(ch)
+    return _server[0]
+
+
+def ship(ch, job, *files, opts=()):
+    p = run([BPFSIGHT, "ship", *files, "--to", ch.url(job), "--spool",
+             os.path.join(tmpdir(), "spool"), *opts], timeout=300)
+    eq(p.returncode, 0, f"ship {job} ({p.stderr[-600:]})")
+
+
+def verdict_lines(text):
+    """The verdict's lines of stats' table output, blank ones and the legend left out."""
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("Verdict:"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(LEGEND) or
+               lines[i].startswith("** ") or lines[i].endswith("(computed in ClickHouse)"))
+    return [l for l in lines[start:end] if l.strip()]
+
+
+def verdicts(url, path, *opts):
+    """(stats --from URL's verdict lines, less the line saying what it judged without; `stats
+    PATH`'s, sched's blocked claim citing sched_sum as the server's does where a file with
+    --stacks=sched cites offcpu_stacks; that line)."""
+    p = run([BPFSIGHT, "stats", "--from", url, *opts], timeout=300)
+    eq(p.returncode, 0, f"stats --from ({p.stderr[-800:]})")
+    mine = verdict_lines(p.stdout)
+    theirs = verdict_lines(run([BPFSIGHT, "stats", path], check=True, timeout=300).stdout)
+    rest = [l for l in mine if l.startswith(NOT_JUDGED)]
+    return ([l for l in mine if not l.startswith(NOT_JUDGED)],
+            [l.replace("(-r offcpu_stacks)", "(-r sched_sum)") for l in theirs],
+            rest[0] if rest else "")
+
+
+def hung_job():
+    """Four ranks of the CPU NCCL stand-in (test_hang.Job), rank 2 stuck in read in
+    load_batch() before collective 30, the others in ncclAllReduce: the hang trigger's dump
+    (a recorder attached before the hang, --trigger hang:3s) and a recording attached after
+    it (-p x4 -d 3s: the edges' snapshots). Returns (dump, late)."""
+    from test_hang import DUR_S, Job, wait_dump
+    job = Job({2: "read"})
+    try:
+        pids = job.start_ranks()
+        rec = Recorder("-t", "nccl", "--flight-recorder=30s", f"--trigger=hang:{DUR_S}s",
+                       *sum((["-p", str(p)] for p in pids), []),
+                       out=os.path.join(job.dir, "fr.bst"))
+        rec.wait_ready()
+        open(job.go, "w").close()
+        job.stall_ns(2)
+        dump = wait_dump(rec)
+        eq(rec.stop(), 0, "the recorder")
+        late = os.path.join(job.dir, "late.bst")
+        p = run([BPFSIGHT, "record", "-t", "sched", *sum((["-p", str(p)] for p in pids), []), "-d", "3s",
+                 "-o", late], timeout=120)
+        eq(p.returncode, 0, f"record -p the hung ranks ({p.stderr[-600:]})")
+    finally:
+        job.kill()
+    return dump, late
+
+
+def test_hang_and_blocked_thread_judged_from_the_server():
+    """The hang trigger's dump and the recording attached after the hang, shipped as one job.
+    The dump's rows (--file): stats --from opens with the same hang line as stats FILE (who
+    waits in which collective of which communicator, for how long; which rank never came and
+    where it is, from the snapshot's stack), and prints nccl_stragglers' sentences as it does;
+    the late recording's: the same hang found on arrival (the edges' snapshots: the call and
+    line the ranks wait at, rank 2 elsewhere) and the same thread blocked in read for the whole
+    window. Every verdict line equal, nothing said to be judged without the snapshots. The
+    whole job: the two files judged apart, as stats judges them merged."""
+    dump, late = hung_job()
+    ch = server()
+    ship(ch, "hang", dump, late)
+    url = ch.url("hang")
+    for path, head in ((dump, "Verdict: hang: ranks 0, 1, 3 wait in ncclAllReduce #30 "),
+                       (late, "Verdict: hang: ranks 0, 1, 3 wait in ncclAllReduce at `main` "
+                        "(hang_rank.py:")):
+        name = os.path.basename(path)
+        mine, theirs, rest = verdicts(url, path, "--file", path)
+        check(theirs[0].startswith(head), f"{name}: stats FILE's verdict: {theirs[0]}")
+        eq(mine, theirs, f"{name}: the verdict from the server, line for line")
+        check("open_at_edges_state" not in rest and "nccl_hang_state" not in rest,
+              f"{name}: judged with the snapshots: {rest}")
+    check(any("was sleeping in read for the whole" in l for l in theirs),
+          f"the blocked thread's claim: {theirs}")
+    # nccl_stragglers' sentences (who made the others wait, how long, in what) under its
+    # table, from the server as from the file: the dump's 30 collectives of 4 ranks
+    mine, theirs = (notes(run([BPFSIGHT, "stats", *src, "-r", "nccl_stragglers"], check=True,
+                              timeout=300).stdout)
+                    for src in (["--from", url, "--file", dump], [dump]))
+    check(theirs, "stats FILE's stragglers' sentences")
+    eq(mine, theirs, "nccl_stragglers' sentences from the server")
+    # its rows: the collectives that ended (the one the waiters are in is none yet), their
+    # waits (the rank file's rows have no rank: last_rank is not compared)
+    mine, theirs = (sorted((r["comm"], r["seq"], r["ranks"], r["skew_ns"], r["wait_ns"])
+                           for r in json.loads(run([BPFSIGHT, "stats", *src, "-r",
+                                                    "nccl_stragglers", "--format", "json"],
+                                                   check=True).stdout)["reports"]
+                           .get("nccl_stragglers", []))
+                    for src in (["--from", url, "--file", dump], [dump]))
+    eq(mine, theirs, "nccl_stragglers' collectives from the server")
+    unmerged_files_judged_apart(url, dump, late)
+
+
+def unmerged_files_judged_apart(url, dump, late):
+    """The two recordings of the same four processes, one job not merged: each file's threads
+    apart (as merge's rank namespaces keep them, in merge's order: the file of rank 0 first),
+    so the job's verdict is stats' on the two merged: both hangs, and the blocked thread named
+    by the merged file's id (its namespace, 1 << 22, and its pid). sched's lines set aside: a
+    merged file clips its run slices to the earliest file's start, the server to each file's
+    own (docs/CLICKHOUSE.md, "Where it can differ")."""
+    merged = os.path.join(tmpdir(), "pair.bst")
+    p = run([BPFSIGHT, "merge", "-o", merged, dump, late], timeout=120)
+    eq(p.returncode, 0, f"merge ({p.stderr[-600:]})")
+    mine, theirs, _ = verdicts(url, merged)
+    mine, theirs = ([l for l in v if "(-r sched_sum)" not in l] for v in (mine, theirs))
+    blocked = [l for l in theirs if "was sleeping in read for the whole" in l]
+    check(len(blocked) == 1 and re.search(r"\(main thread, pid (\d+)\)", blocked[0]) and
+          int(re.search(r"pid (\d+)", blocked[0]).group(1)) >> 22 == 1,
+          f"the merged file names the late file's thread in its namespace: {blocked}")
+    eq(mine, theirs, "the unmerged files' verdict from the server: the merged file's")
+
+
+MADE_WAIT = " made the others wait "
+
+
+def notes(text):
+    """The sentences under nccl_stragglers' table: who made the others wait."""
+    return [l.strip() for l in text.splitlines() if MADE_WAIT in l]
+
+
+def losses_said(url, path):
+    """PATH, a real trace whose recording lost events (job-attach-p.bst: 2,169 task_map_full),
+    shipped to URL's job (test_clickhouse's real traces, which ship it already): stats --from
+    opens with the warning stats FILE opens with, word for word (how many, by family and
+    cause, and the reports shown that they touch); in JSON it goes to stderr, as stats FILE's
+    does."""
+    mine, theirs = (run([BPFSIGHT, "stats", *src, "-r", "cuda_api_sum"], check=True,
+                        timeout=300).stdout.split("\n\n")[0]
+                    for src in (["--from", url, "--file", path], [path]))
+    check(theirs.startswith("WARNING: 2169 events were lost while recording (unknown "
+                            "task_map_full: 2169): cuda_api_sum "), f"stats FILE's: {theirs}")
+    eq(mine, theirs, "the warning above the reports from the server")
+    mine, theirs = (run([BPFSIGHT, "stats", *src, "-r", "cuda_api_sum", "--format", "json"],
+                        check=True, timeout=300).stderr
+                    for src in (["--from=" + url, "--file", path], [path]))
+    check("2169 events were lost" in theirs, f"stats FILE says it on stderr: {theirs}")
+    eq(mine.replace(url, "FROM"), theirs.replace(path, "FROM"), "in JSON, on stderr")
+
+
+def test_spool_path_with_a_tab_and_a_backslash_claims_its_file():
+    """A spool whose path holds a tab and a backslash: ship's claim on the file (the
+    claimant names the spool's path) comes back from the server's TabSeparated answer
+    unescaped, so the ship knows its own claim and sends the file (before, it took the
+    escaped path for another spool's and refused, exit 7); a second ship finds it shipped."""
+    small = min(TRACES, key=os.path.getsize) if TRACES else None
+    if not small:
+        raise helpers.Skip("../shared/traces/*.bst missing")
+    ch = server()
+    spool = os.path.join(tmpdir(), "sp\\ool\tdir")
+    for i in range(2):
+        p = run([BPFSIGHT, "ship", small, "--to", ch.url("oddspool"), "--spool", spool],
+                timeout=300)
+        eq(p.returncode, 0, f"ship {i + 1} from {spool!r} ({p.stderr[-600:]})")
+    check("already shipped" in p.stderr, f"the second finds it shipped: {p.stderr[-400:]}")
+    eq(ch.rows("SELECT count() FROM bpfsight.claims WHERE job = 'oddspool'"), [["0"]],
+       "no claim left")
+    eq(int(ch.rows("SELECT count() FROM bpfsight.events WHERE job = 'oddspool' AND "
+                   "kind = 'trace_window'")[0][0]), 1, "the file once")
