@@ -297,8 +297,9 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 		json__begin_object(&j);
 		json__kv_u64(&j, "stack_id", key.a);
 		json__kv_s64(&j, "kernel", (int)key.b);
-		if (!key.b && st->labels.stack_args)
-			st->labels.stack_args(trace_model__stack(m, (__u32)key.a), m, &j);
+		if (st->labels.stack_args)
+			st->labels.stack_args(trace_model__stack(m, (__u32)key.a), m, (int)key.b,
+					      &j);
 		json__end_object(&j);
 		err = fflush(st->args) ? -ENOMEM
 				       : ch_row(st, m, 0, 0, start, 0, "stack", line, st->args_buf,

@@ -229,11 +229,8 @@ static const struct ch_report ch_gpu_launch_totals = {
 };
 
 static const struct ch_report *const ch_verdict_states[] = {
-	&ch_osrt_thread_calls,
-	&ch_cuda_thread_calls,
-	&ch_gpu_idle_devs,
-	&ch_gpu_launch_totals,
-	NULL,
+	&ch_osrt_thread_calls, &ch_cuda_thread_calls, &ch_gpu_idle_devs,
+	&ch_gpu_launch_totals, &ch_cpu_fault_procs,   NULL,
 };
 
 const struct ch_report *ch_verdict__state(const char *name)

@@ -20,6 +20,8 @@ extern const struct ch_report ch_verdict_names;
 extern const struct ch_report ch_verdict_lives;
 /* The events per kind. */
 extern const struct ch_report ch_verdict_kinds;
+/* cpu's fault rule's state per process (ch_cpu_reports.c). */
+extern const struct ch_report ch_cpu_fault_procs;
 /* A rule's state by its input's name (family_verdict.reads), or NULL. */
 const struct ch_report *ch_verdict__state(const char *name);
 
