@@ -11,7 +11,6 @@
 #include "json.h"
 #include "msg.h"
 #include "stack_call.h"
-#include "stack_format.h"
 #include "trace_model.h"
 
 int ch_labels__option(struct ch_labels *l, int job, const char *arg)
@@ -39,35 +38,6 @@ int ch_labels__option(struct ch_labels *l, int job, const char *arg)
 	return 0;
 }
 
-/*
- * A stack's frames as SQL reads them (cpu_sum, the fault rule, gil_stacks, offcpu_stacks in
- * ch_cpu_reports.c): innermost first, a line each ("\n" between), its fields "\t" between:
- * kind, function and file string ids (what stats tells functions apart and orders ties by),
- * line, address, the function and the file as stats' reports show them (stack_format.h).
- * NULL without memory.
- */
-static char *frames_text(const struct trace_stack *s, const struct trace_model *m)
-{
-	char *text = NULL, buf[512];
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-
-	if (!f)
-		return NULL;
-	for (__u32 i = 0; s && i < s->nframes; i++) {
-		const struct bs_frame *fr = &s->frames[i];
-
-		fprintf(f, "%s%u\t%u\t%u\t%u\t%llu\t%s\t%s", i ? "\n" : "", fr->kind, fr->func_id,
-			fr->file_id, fr->line, (unsigned long long)fr->addr,
-			stack_frame__func(fr, m, buf, sizeof(buf)), stack_frame__file(fr, m));
-	}
-	if (fclose(f)) {
-		free(text);
-		return NULL;
-	}
-	return text;
-}
-
 /* FR's place in S, 1-based; 0 for none. */
 static unsigned frame_index(const struct trace_stack *s, const struct bs_frame *fr)
 {
@@ -75,23 +45,17 @@ static unsigned frame_index(const struct trace_stack *s, const struct bs_frame *
 }
 
 /*
- * What the server's reports read of a stack (KERNEL: a CPU sample's in kernel code), as its
- * `stack` row's args: its frames (frames_text), and of a user stack what rank_waits groups by,
- * the call it is in (stack_call__in, cut where the report cuts it: 63 bytes) and its line in
- * the job's own code (frame_sum__own_site), with the frames frame_sum sums it under: that line
- * (`site`) and the library's line beside it (`via`), 1-based, left out when none.
+ * What the server's reports read of a user stack beside its frames, as its `stack` row's args:
+ * rank_waits groups by the call it is in (stack_call__in, cut where the report cuts it: 63
+ * bytes) and its line in the job's own code (frame_sum__own_site); gil_stacks and
+ * offcpu_stacks sum it under the frames frame_sum does: that line (`site`) and the library's
+ * line beside it (`via`), their 1-based places in its frames, left out when none.
  */
-static void ch_stack_args(const struct trace_stack *s, const struct trace_model *m, int kernel,
-			  struct json *j)
+static void ch_stack_args(const struct trace_stack *s, const struct trace_model *m, struct json *j)
 {
 	const struct bs_frame *via, *own = frame_sum__own_site(s, m, &via);
-	char call[64], at[256], *frames = frames_text(s, m);
+	char call[64], at[256];
 
-	if (frames && *frames)
-		json__kv_str(j, "frames", frames);
-	free(frames);
-	if (kernel)
-		return;
 	if (s && stack_call__in(s, m, call, sizeof(call)))
 		json__kv_str(j, "call", call);
 	if (own)

@@ -28,12 +28,12 @@ struct ch_labels {
 	const char *file_id;
 	__s32 rank;
 	/*
-	 * What a stack's row says beside its text (KERNEL: a CPU sample's in kernel code), where
-	 * the server's reports need it and SQL cannot derive it from the text (its frames' ids,
-	 * files and lines; rank_waits': the call the stack is in, its line in the job's code):
-	 * keys added to J's open object. NULL: none. A hook, so that the renderer names no report.
+	 * What a user stack's row says beside its text and frames, where the server's reports
+	 * need it and SQL cannot derive it from them (rank_waits': the call the stack is in, its
+	 * line in the job's code; gil_stacks': the frame it is summed under): keys added to J's
+	 * open object. NULL: none. A hook, so that the renderer names no report.
 	 */
-	void (*stack_args)(const struct trace_stack *s, const struct trace_model *m, int kernel,
+	void (*stack_args)(const struct trace_stack *s, const struct trace_model *m,
 			   struct json *j);
 };
 

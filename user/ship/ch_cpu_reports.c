@@ -3,41 +3,34 @@
  * The reports over the events' stacks as SQL (ch_reports.h), in what ClickHouse 18.16 runs:
  * cpu_sum (the CPU samples by function, self and total), gil_stacks and offcpu_stacks (the
  * time by the stack's line in the job's code), and the cpu family's fault rule's state per
- * process (cpu_fault_procs). Each stack's frames are its `stack` row's `frames` (ch_labels.c:
- * innermost first, a line each, fields tab-separated: kind, function id, file id, line,
- * address, function, file), which SQL splits; a stack's frame_sum site and via its `site` and
- * `via` (1-based).
+ * process (cpu_fault_procs). A stack's frames are its `stack` row's `frames`, their ids
+ * innermost first, each frame a `frame` row (export_clickhouse.c): its function as its name,
+ * its kind, function and file string ids, line, address and file; a stack's frame_sum site
+ * and via its `site` and `via` (1-based places in `frames`).
  */
 #include "ch_reports.h"
 #include "ch_sql.h"
 #include "ch_verdict.h"
 
-/* A frame's field I (1: kind, 2: function id, 3: file id, 4: line, 5: address, 6: function,
- * 7: file) of frame text X. */
-#define CH_FR(x, i) "splitByChar('\\t', " x ")[" #i "]"
-
-/* Each file's stacks: their id, whether a CPU sample's in kernel code, their frames. */
+/* Each file's stacks: their id, whether a CPU sample's in kernel code, their frames' ids. */
 #define CH_STACK_ROWS                                                                              \
 	"SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, "                         \
 	"toUInt8(visitParamExtractUInt(args, 'kernel')) AS kernel, "                               \
-	"visitParamExtractString(args, 'frames') AS fr, visitParamExtractUInt(args, 'site') AS "   \
-	"site, visitParamExtractUInt(args, 'via') AS via FROM " CH_DB ".events WHERE {J} AND "     \
-	"kind = 'stack'"
+	"visitParamExtractString(args, 'frames') AS fr, if(fr = '', emptyArrayUInt64(), "          \
+	"arrayMap(x -> toUInt64(x), splitByChar(',', fr))) AS ids, "                               \
+	"visitParamExtractUInt(args, 'site') AS site, visitParamExtractUInt(args, 'via') AS via "  \
+	"FROM " CH_DB ".events WHERE {J} AND kind = 'stack'"
 
-/*
- * func_sum.c's row of a frame (func_key), by what tells it apart for people so that files'
- * rows add up as a merged file's: its kind, function and file as stats shows them, and a
- * named Python frame's line (an unnamed frame's function shows its address, a marker's why).
- */
-#define CH_FUNC_KEY(x)                                                                             \
-	"concat(" CH_FR(x, 1) ", '\\t', " CH_FR(x, 6) ", '\\t', " CH_FR(                           \
-		x, 7) ", '\\t', if(" CH_FR(x,                                                      \
-					   1) " = '2' AND " CH_FR(x,                               \
-								  2) " != '0', " CH_FR(x,          \
-										       4) ", ''))"
-
-/* The kernel's frame func_sum.c puts first in a sample taken in kernel code (kind 0x100). */
-#define CH_KERNEL_FRAME "'256\\t0\\t0\\t0\\t0\\t[kernel]\\t'"
+/* Each file's frames, their columns prefixed P: id, kind, function, file, and their ids. */
+#define CH_FRAME_ROWS(p)                                                                           \
+	"SELECT file_id, visitParamExtractUInt(args, 'frame_id') AS " p "fid, "                    \
+	"visitParamExtractUInt(args, 'frame_kind') AS " p "kind, name AS " p "name, "              \
+	"visitParamExtractString(args, 'path') AS " p "path, "                                     \
+	"visitParamExtractUInt(args, 'func_id') AS " p "func, "                                    \
+	"visitParamExtractUInt(args, 'file_id') AS " p "file, "                                    \
+	"visitParamExtractUInt(args, 'line') AS " p "line, "                                       \
+	"visitParamExtractUInt(args, 'addr') AS " p "addr FROM " CH_DB ".events WHERE {J} AND "    \
+	"kind = 'frame'"
 
 static const struct ch_col ch_cpu_sum_cols[] = {
 	{ "func", "Function", 't' },	   { "file", "File", 't' },
@@ -47,78 +40,80 @@ static const struct ch_col ch_cpu_sum_cols[] = {
 };
 
 /*
- * cpu_sum (cpu_report.c, func_sum.c, stats' JSON rows: no grouping for people): the samples
- * per stack and in-kernel flag, each stack's frames (a sample in kernel code with the kernel's
- * frame first, a stack not read counting only there); per function the samples whose first
- * frame it is (self), and those it is on the stack of, once per stack however deep it
- * recurses (arrayEnumerateUniq: its first place); ordered as cpu_row_cmp orders them.
+ * Every frame of the CPU samples' stacks, per stack and in-kernel flag (N samples): its place
+ * I, its frame's columns (c...), and func_sum.c's row (func_key) K, by what tells it apart for
+ * people so that files' rows add up as a merged file's: kind, function, file, a named Python
+ * frame's line. A sample in kernel code has the kernel's frame first (id 0, kind 0x100); a
+ * stack not read counts there only.
+ */
+#define CH_CPU_FRAMES                                                                              \
+	"SELECT file_id, sid, kernel, n, i, if(cfid = 0, 256, ckind) AS fkind, "                   \
+	"if(cfid = 0, '[kernel]', cname) AS fname, cpath AS fpath, cfunc, cfile, cline, caddr, "   \
+	"if(fkind = 2, cline, 0) AS pyline, concat(toString(fkind), '\\t', fname, '\\t', fpath, "  \
+	"'\\t', if(fkind = 2 AND cfunc != 0, toString(cline), '')) AS k FROM (SELECT file_id, "    \
+	"sid, kernel, n, fid AS cfid, i FROM (SELECT file_id, sid, kernel, n, "                    \
+	"arrayConcat(if(kernel = 1, [toUInt64(0)], emptyArrayUInt64()), ids) AS fl FROM ("         \
+	"SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, toUInt8(name = "          \
+	"'kernel') AS kernel, count() AS n FROM " CH_DB ".events WHERE {W} AND "                   \
+	"kind = 'cpu_sample' GROUP BY file_id, sid, kernel) ANY LEFT JOIN (" CH_STACK_ROWS         \
+	") USING file_id, sid, kernel) ARRAY JOIN fl AS fid, arrayEnumerate(fl) AS i) "            \
+	"ANY LEFT JOIN (" CH_FRAME_ROWS("c") ") USING file_id, cfid"
+
+/*
+ * cpu_sum (cpu_report.c, func_sum.c; stats' JSON rows: no grouping for people): per stack and
+ * function the samples if it is the first frame (self), and once however deep it recurses
+ * (total); summed per function, ordered as cpu_row_cmp orders them (self, total, kind,
+ * function id, file id, line, address).
  */
 const struct ch_report ch_cpu_sum = {
 	.name = "cpu_sum",
 	.cols = ch_cpu_sum_cols,
 	.sql = "SELECT func, file, line, self, total, self * 100 / nall, total * 100 / nall FROM ("
-	       "SELECT k, any(fname) AS func, any(fpath) AS file, any(pyline) AS line, "
-	       "sum(if(i = 1, n, 0)) AS self, sum(if(u = 1, n, 0)) AS total, any(fkind) AS kk, "
-	       "min(fid) AS ffid, min(ffile) AS fffile, any(fline) AS ffline, min(faddr) AS ffaddr "
-	       "FROM (SELECT n, k, i, u, toUInt32(" CH_FR("f", 1) ") AS fkind, toUInt64OrZero(" CH_FR("f", 2) ") AS fid, toUInt64OrZero(" CH_FR(
-		       "f",
-		       3) ") AS ffile, "
-			  "toUInt64OrZero(" CH_FR("f", 4) ") AS fline, toUInt64OrZero(" CH_FR("f", 5) ") AS faddr, " CH_FR("f", 6) " AS fname, " CH_FR(
-				  "f",
-				  7) " AS fpath, "
-				     "if(fkind = 2, fline, 0) AS pyline FROM ("
-				     "SELECT n, arrayConcat(if(kernel = 1, [" CH_KERNEL_FRAME
-				     "], emptyArrayString()), if(fr = '', emptyArrayString(), splitByChar('\\n', fr))) "
-				     "AS fl, arrayMap(x -> " CH_FUNC_KEY(
-					     "x") ", fl) AS ks FROM (SELECT file_id, "
-						  "visitParamExtractUInt(args, 'stack_id') AS sid, toUInt8(name = 'kernel') AS "
-						  "kernel, count() AS n FROM " CH_DB
-						  ".events WHERE {W} AND kind = 'cpu_sample' "
-						  "GROUP BY file_id, sid, kernel) ANY LEFT JOIN (" CH_STACK_ROWS
-						  ") USING file_id, sid, kernel) "
-						  "ARRAY JOIN fl AS f, ks AS k, arrayEnumerate(fl) AS i, arrayEnumerateUniq(ks) "
-						  "AS u) GROUP BY k) CROSS JOIN (SELECT count() AS nall FROM " CH_DB
-						  ".events WHERE {W} AND kind = 'cpu_sample') "
-						  "ORDER BY self DESC, total DESC, kk, ffid, fffile, ffline, ffaddr "
-						  "FORMAT TabSeparated",
+	       "SELECT k, any(sname) AS func, any(spath) AS file, any(sline) AS line, "
+	       "sum(s) AS self, sum(t) AS total, any(skind) AS o1, min(ofunc) AS o2, "
+	       "min(ofile) AS o3, any(oline) AS o4, min(oaddr) AS o5 FROM (SELECT file_id, sid, "
+	       "kernel, k, max(i = 1) * any(n) AS s, any(n) AS t, any(fname) AS sname, "
+	       "any(fpath) AS spath, any(pyline) AS sline, any(fkind) AS skind, "
+	       "min(cfunc) AS ofunc, min(cfile) AS ofile, any(cline) AS oline, "
+	       "min(caddr) AS oaddr FROM (" CH_CPU_FRAMES ") GROUP BY file_id, sid, kernel, k) "
+	       "GROUP BY k) CROSS JOIN (SELECT count() AS nall FROM " CH_DB
+	       ".events WHERE {W} AND kind = 'cpu_sample') "
+	       "ORDER BY self DESC, total DESC, o1, o2, o3, o4, o5 FORMAT TabSeparated",
 };
 
 /*
- * frame_sum.c's rows (gil_stacks, offcpu_stacks) of ITEMS (file_id, seq, label, ns, sid): each
- * item's stack's site and via frames (its `stack` row; none: not counted), per label, site and
- * via frame (what same_frame tells apart: a Python frame's line, a native one's address) the
- * count and time, by time, then label, then the first item's place in the file (frame_sum's
- * order: sorted stably from the order the rows were first met).
+ * same_frame's (frame_sum.c) of the frame prefixed P: kind, function (an unnamed one's none: a
+ * Python frame gone before it was read is one row whatever its address), file, and a Python
+ * frame's line or another's address.
  */
-#define CH_FRAME_SUM(items)                                                                                                                                  \
-	"SELECT label, " CH_FR("sf", 6) ", " CH_FR("sf", 7) ", if(" CH_FR("sf", 1) " = '2', toUInt64OrZero(" CH_FR(                                          \
-		"sf",                                                                                                                                        \
-		4) "), 0), "                                                                                                                                 \
-		   "if(vf = '', NULL, " CH_FR("vf", 6) "), if(vf = '', NULL, " CH_FR("vf", 7) "), if(vf = '', NULL, if(" CH_FR(                              \
-			   "vf",                                                                                                                             \
-			   1) " = '2', toUInt64OrZero(" CH_FR("vf",                                                                                          \
-							      4) "), 0)), cnt, total FROM (SELECT label, sk, vk, argMin(sfr, (file_id, seq)) AS sf, "        \
-								 "argMin(vfr, (file_id, seq)) AS vf, count() AS cnt, sum(ns) AS total, min((file_id, seq)) " \
-								 "AS first FROM (SELECT label, ns, file_id, seq, "                                           \
-								 "splitByChar('\\n', fr) AS fl, fl[site] AS sfr, if(via > 0, fl[via], "                      \
-								 "'') AS vfr, " CH_SITE_KEY("sfr") " AS sk, " CH_SITE_KEY(                                   \
-									 "vfr") " AS vk FROM (" items                                                        \
-										") ANY INNER JOIN (SELECT * FROM (" CH_STACK_ROWS                            \
-										") WHERE kernel = 0 AND site > 0) USING file_id, sid) "                      \
-										"GROUP BY label, sk, vk) ORDER BY total DESC, label, "                       \
-										"first FORMAT TabSeparated"
+#define CH_SITE_KEY(p)                                                                             \
+	"concat(toString(" p "kind), '\\t', if(" p "func = 0, '', " p "name), '\\t', " p           \
+	"path, '\\t', toString(if(" p "kind = 2, " p "line, " p "addr)))"
+
 /*
- * same_frame's: kind, function (an unnamed one's none: a Python frame gone before it was read
- * is one row whatever its address), file, and a Python frame's line or another's address.
+ * frame_sum.c's rows (gil_stacks, offcpu_stacks) of ITEMS (file_id, seq, label, ns, sid): each
+ * item's stack's site and via frames (its `stack` row's; none: not counted), per label, site
+ * and via frame the count and time, by time, then label, then the first item's place in the
+ * file (frame_sum's order: sorted stably from the order the rows were first met); each row's
+ * frames as the first item's.
  */
-#define CH_SITE_KEY(x)                                                                             \
-	"concat(" CH_FR(x, 1) ", '\\t', if(" CH_FR(x, 2) " = '0', '', " CH_FR(                     \
-		x,                                                                                 \
-		6) "), '\\t', " CH_FR(x,                                                           \
-				      7) ", '\\t', if(" CH_FR(x,                                   \
-							      1) " = '2', " CH_FR(x,               \
-										  4) ", " CH_FR(x, \
-												5) "))"
+#define CH_FRAME_SUM(items)                                                                         \
+	"SELECT label, sname, spath, if(skind = 2, sline, 0), if(vfid = 0, NULL, vname), "          \
+	"if(vfid = 0, NULL, vpath), if(vfid = 0, NULL, if(vkind = 2, vline, 0)), cnt, total "       \
+	"FROM (SELECT label, sk, vk, count() AS cnt, sum(ns) AS total, min(o) AS first, "           \
+	"argMin(sname, o) AS sname, argMin(spath, o) AS spath, argMin(skind, o) AS skind, "         \
+	"argMin(sline, o) AS sline, argMin(vfid, o) AS vfid, argMin(vname, o) AS vname, "           \
+	"argMin(vpath, o) AS vpath, argMin(vkind, o) AS vkind, argMin(vline, o) AS vline FROM ("    \
+	"SELECT label, ns, (file_id, seq) AS o, vfid, sname, spath, skind, sline, vname, vpath, "   \
+	"vkind, vline, " CH_SITE_KEY("s") " AS sk, if(vfid = 0, '', " CH_SITE_KEY(                  \
+		"v") ") AS vk FROM (SELECT * FROM (SELECT * FROM (SELECT file_id, seq, label, ns, " \
+		     "sfid, vfid FROM (" items                                                      \
+		     ") ANY INNER JOIN (SELECT file_id, sid, ids[site] AS "                         \
+		     "sfid, if(via > 0, ids[via], toUInt64(0)) AS vfid FROM (" CH_STACK_ROWS        \
+		     ") WHERE kernel = 0 AND site > 0) USING file_id, sid) ANY LEFT JOIN ("         \
+		     "" CH_FRAME_ROWS("s") ") USING file_id, sfid) ANY LEFT JOIN (" CH_FRAME_ROWS(  \
+			     "v") ") USING file_id, vfid)) GROUP BY label, sk, vk) "                \
+				  "ORDER BY total DESC, label, first FORMAT TabSeparated"
 
 /* frame_sum__emit's columns after the label's. */
 #define CH_FRAME_SUM_COLS                                                                          \
@@ -148,9 +143,8 @@ const struct ch_report ch_gil_stacks = {
 	.cols = ch_gil_stacks_cols,
 	.sql = CH_FRAME_SUM(
 		"SELECT file_id, seq, label, ns, sid FROM (SELECT file_id, seq, 'holder' AS label, "
-		"if(kind = 'gil_sample', "
-		"dur, if(dur > cov, toUInt64(dur - cov), toUInt64(0))) AS ns, "
-		"visitParamExtractUInt(args, 'covered_us') * 1000 AS cov, " CH_SID
+		"if(kind = 'gil_sample', dur, if(dur > cov, toUInt64(dur - cov), toUInt64(0))) AS "
+		"ns, visitParamExtractUInt(args, 'covered_us') * 1000 AS cov, " CH_SID
 		"kind IN ('gil_holder', 'gil_sample')) WHERE ns > 0 UNION ALL SELECT file_id, seq, "
 		"'waiter' AS label, dur AS ns, " CH_SID "kind = 'gil_wait'"),
 };
@@ -214,24 +208,22 @@ static const struct ch_col ch_fault_cols[] = {
 };
 
 /* A native frame named one of NAMES ("brk|sbrk"), as cpu_fault_verdict.c's frame_in says. */
-#define CH_NAMED(x, names)                                                                         \
-	"(" CH_FR(x, 1) " = '1' AND " CH_FR(x, 2) " != '0' AND match(" CH_FR(                      \
-		x, 6) ", '^(__)?(" names ")([.].*)?$'))"
-/* Of a kernel sample's stack: in a memory call (its first two frames), and what made it (the
- * first of its 8 innermost frames in glibc's heap trim, 1, or a block's free, 2). */
-#define CH_FAULT_STACKS                                                                                                                                              \
-	"SELECT file_id, sid, kernel, arraySlice(splitByChar('\\n', fr), 1, 8) AS fl, "                                                                              \
-	"arrayExists(x -> " CH_NAMED(                                                                                                                                \
-		"x",                                                                                                                                                 \
-		"brk|sbrk|munmap|madvise|mmap|mmap64|mremap") ", arraySlice(fl, 1, 2)) AS incall, "                                                                  \
-							      "arrayFirst(c -> c > 0, arrayMap(x -> if(" CH_NAMED(                                                   \
-								      "x",                                                                                           \
-								      "systrim|heap_trim|shrink_heap") ", 1, "                                                       \
-												       "if(" CH_NAMED(                                               \
-													       "x",                                                  \
-													       "munmap_"                                             \
-													       "chunk") ", 2, 0)), fl)) AS how FROM (" CH_STACK_ROWS \
-															") WHERE kernel = 1 AND fr != ''"
+#define CH_NAMED(names) "(ckind = 1 AND cfunc != 0 AND match(cname, '^(__)?(" names ")([.].*)?$'))"
+/*
+ * Of a kernel sample's stack (its 8 innermost frames): in a memory call (one of its first
+ * two), and what made it (the first frame in glibc's heap trim, 1, or a block's free, 2).
+ */
+#define CH_FAULT_STACKS                                                                                                                                                                                                                   \
+	"SELECT file_id, sid, toUInt8(1) AS kernel, max(i <= 2 AND " CH_NAMED(                                                                                                                                                            \
+		"brk|sbrk|munmap|madvise|mmap|mmap64|mremap") ") AS incall, "                                                                                                                                                             \
+							      "argMinIf(if(" CH_NAMED(                                                                                                                                                    \
+								      "systrim|heap_trim|shrink_"                                                                                                                                         \
+								      "heap") ", 1, 2), i, " CH_NAMED("systrim|heap_trim|shrink_heap") " OR " CH_NAMED("munmap_chunk") ") AS how FROM (SELECT file_id, sid, fid AS cfid, i FROM (SELECT " \
+																				       "file_id, sid, arraySlice(ids, 1, 8) AS fl FROM (" CH_STACK_ROWS   \
+																				       ") WHERE kernel = 1) ARRAY JOIN fl AS fid, arrayEnumerate(fl) AS " \
+																				       "i) ANY LEFT JOIN (" CH_FRAME_ROWS(                                \
+																					       "c") ") USING file_id, cfid "                              \
+																						    "GROUP BY file_id, sid"
 /* The mem family's records the rule sizes the churn by, per process. */
 #define CH_FAULT_MEM                                                                               \
 	"SELECT file_id, file, pid, count() AS mem, min(ts) AS first, max(ts) AS last, "           \
