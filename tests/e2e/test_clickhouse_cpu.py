@@ -9,6 +9,7 @@ import glob
 import json
 import os
 import re
+import shutil
 
 import helpers
 from clickhouse_server import ClickHouse
@@ -41,7 +42,8 @@ def test_stack_reports_and_cpu_rules_from_the_server():
     stats on the file row for row; the recording's verdict from the server is stats FILE's
     line for line (fault-bound, the code that ran most, the GIL holders' code, the off-CPU
     claim citing offcpu_stacks), the line saying what was not judged naming none of them.
-    The real traces' verdicts are test_clickhouse.py's (every claim, cpu's now too)."""
+    The real traces' verdicts are test_clickhouse.py's (every claim, cpu's now too). And the
+    recording merged with a copy of itself: the three reports of the merged file."""
     helpers.need_root()
     check(TRACES, "the real traces with CPU samples (../shared/traces)")
     ch = ClickHouse()
@@ -90,4 +92,23 @@ def test_stack_reports_and_cpu_rules_from_the_server():
                      r"holders were running .*cpu_gil_faults\.py",
                      r"CPU .* the most ran .*\(-r cpu_sum\)"):
             check(any(re.search(want, l) for l in theirs), f"{want!r} in {theirs}")
+    # The recording merged with a copy of itself (two ranks, the same code): the ranks' rows
+    # apart, as stats has them on the merged file (its ranks' string ids are their own).
+    twin = os.path.join(tmpdir(), "twin.bst")
+    shutil.copyfile(rec, twin)
+    merged = os.path.join(tmpdir(), "merged.bst")
+    p = run([BPFSIGHT, "merge", "-o", merged, rec, twin], timeout=300)
+    eq(p.returncode, 0, f"merge ({p.stderr[-600:]})")
+    p = run([BPFSIGHT, "ship", merged, "--to", ch.url("merged"), "--spool",
+             os.path.join(tmpdir(), "spool")], timeout=600)
+    eq(p.returncode, 0, f"ship the merged file ({p.stderr[-800:]})")
+    p = run([BPFSIGHT, "stats", "--from", ch.url("merged"), "-r", ",".join(REPORTS),
+             "--format", "json"], timeout=300)
+    eq(p.returncode, 0, f"merged: stats --from ({p.stderr[-800:]})")
+    mine = json.loads(p.stdout)["reports"]
+    theirs = stats(merged, ",".join(REPORTS))
+    for rep in REPORTS:
+        eq(mine.get(rep, []), theirs.get(rep, []), f"the merged file: {rep} in the server")
+    one = stats(rec, "cpu_sum")["cpu_sum"]
+    check(len(theirs["cpu_sum"]) > len(one), "the merged file's ranks' functions are rows apart")
     ch.stop()

@@ -41,22 +41,24 @@ static const struct ch_col ch_cpu_sum_cols[] = {
 
 /*
  * Every frame of the CPU samples' stacks, per stack and in-kernel flag (N samples): its place
- * I, its frame's columns (c...), and func_sum.c's row (func_key) K, by what tells it apart for
- * people so that files' rows add up as a merged file's: kind, function, file, a named Python
- * frame's line. A sample in kernel code has the kernel's frame first (id 0, kind 0x100); a
+ * I, its frame's columns (c...), and func_sum.c's row (func_key) K: the shipped file, kind,
+ * function and file ids, and a named Python frame's line, an unnamed frame's address, a
+ * marker's reason (a merged file's ranks' ids are their own: their rows apart, as stats has
+ * them). A sample in kernel code has the kernel's frame first (id 0, kind 0x100: one row); a
  * stack not read counts there only.
  */
-#define CH_CPU_FRAMES                                                                              \
-	"SELECT file_id, sid, kernel, n, i, if(cfid = 0, 256, ckind) AS fkind, "                   \
-	"if(cfid = 0, '[kernel]', cname) AS fname, cpath AS fpath, cfunc, cfile, cline, caddr, "   \
-	"if(fkind = 2, cline, 0) AS pyline, concat(toString(fkind), '\\t', fname, '\\t', fpath, "  \
-	"'\\t', if(fkind = 2 AND cfunc != 0, toString(cline), '')) AS k FROM (SELECT file_id, "    \
-	"sid, kernel, n, fid AS cfid, i FROM (SELECT file_id, sid, kernel, n, "                    \
-	"arrayConcat(if(kernel = 1, [toUInt64(0)], emptyArrayUInt64()), ids) AS fl FROM ("         \
-	"SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, toUInt8(name = "          \
-	"'kernel') AS kernel, count() AS n FROM " CH_DB ".events WHERE {W} AND "                   \
-	"kind = 'cpu_sample' GROUP BY file_id, sid, kernel) ANY LEFT JOIN (" CH_STACK_ROWS         \
-	") USING file_id, sid, kernel) ARRAY JOIN fl AS fid, arrayEnumerate(fl) AS i) "            \
+#define CH_CPU_FRAMES                                                                                \
+	"SELECT file_id, sid, kernel, n, i, if(cfid = 0, 256, ckind) AS fkind, "                     \
+	"if(cfid = 0, '[kernel]', cname) AS fname, cpath AS fpath, cfunc, cfile, cline, caddr, "     \
+	"if(fkind = 2, cline, 0) AS pyline, concat(if(cfid = 0, '', file_id), '\\t', "               \
+	"toString(fkind), '\\t', toString(cfunc), '\\t', toString(cfile), '\\t', "                   \
+	"toString(if(cfunc != 0, pyline, if(fkind = 3, cline, caddr)))) AS k FROM (SELECT file_id, " \
+	"sid, kernel, n, fid AS cfid, i FROM (SELECT file_id, sid, kernel, n, "                      \
+	"arrayConcat(if(kernel = 1, [toUInt64(0)], emptyArrayUInt64()), ids) AS fl FROM ("           \
+	"SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, toUInt8(name = "            \
+	"'kernel') AS kernel, count() AS n FROM " CH_DB ".events WHERE {W} AND "                     \
+	"kind = 'cpu_sample' GROUP BY file_id, sid, kernel) ANY LEFT JOIN (" CH_STACK_ROWS           \
+	") USING file_id, sid, kernel) ARRAY JOIN fl AS fid, arrayEnumerate(fl) AS i) "              \
 	"ANY LEFT JOIN (" CH_FRAME_ROWS("c") ") USING file_id, cfid"
 
 /*
@@ -82,13 +84,12 @@ const struct ch_report ch_cpu_sum = {
 };
 
 /*
- * same_frame's (frame_sum.c) of the frame prefixed P: kind, function (an unnamed one's none: a
- * Python frame gone before it was read is one row whatever its address), file, and a Python
- * frame's line or another's address.
+ * same_frame's (frame_sum.c) of the frame prefixed P, in the shipped file: kind, function and
+ * file ids, and a Python frame's line or another's address.
  */
 #define CH_SITE_KEY(p)                                                                             \
-	"concat(toString(" p "kind), '\\t', if(" p "func = 0, '', " p "name), '\\t', " p           \
-	"path, '\\t', toString(if(" p "kind = 2, " p "line, " p "addr)))"
+	"concat(file_id, '\\t', toString(" p "kind), '\\t', toString(" p "func), '\\t', "          \
+	"toString(" p "file), '\\t', toString(if(" p "kind = 2, " p "line, " p "addr)))"
 
 /*
  * frame_sum.c's rows (gil_stacks, offcpu_stacks) of ITEMS (file_id, seq, label, ns, sid): each
