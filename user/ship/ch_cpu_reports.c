@@ -65,7 +65,7 @@ static const struct ch_col ch_cpu_sum_cols[] = {
  * cpu_sum (cpu_report.c, func_sum.c; stats' JSON rows: no grouping for people): per stack and
  * function the samples if it is the first frame (self), and once however deep it recurses
  * (total); summed per function, ordered as cpu_row_cmp orders them (self, total, kind,
- * function id, file id, line, address).
+ * function id, file id, line, address), then by the shipped file (files shipped on their own).
  */
 const struct ch_report ch_cpu_sum = {
 	.name = "cpu_sum",
@@ -80,7 +80,7 @@ const struct ch_report ch_cpu_sum = {
 	       "min(caddr) AS oaddr FROM (" CH_CPU_FRAMES ") GROUP BY file_id, sid, kernel, k) "
 	       "GROUP BY k) CROSS JOIN (SELECT count() AS nall FROM " CH_DB
 	       ".events WHERE {W} AND kind = 'cpu_sample') "
-	       "ORDER BY self DESC, total DESC, o1, o2, o3, o4, o5 FORMAT TabSeparated",
+	       "ORDER BY self DESC, total DESC, o1, o2, o3, o4, o5, k FORMAT TabSeparated",
 };
 
 /*
