@@ -12,11 +12,13 @@ passed.
 
 Most of the work waits (on sleeps, on recorders starting, on workloads), so it runs in JOBS
 worker processes at once (-j, default 4): each unit binary, each fuzzer and each e2e module's
-tests (in order, in one process) is a job. E2e tests that cannot share the machine with other tests are marked
-(`@alone("why")` from helpers, or a module's `ALONE = "why"`) and run afterwards, one at a
-time, with no other test running: only the short fuzz runs go on beside them, one at a time
-(a fuzzer loads none of the libraries those tests trace). Every test's lines are printed
-whole, as its job reports them.
+tests (in order, in one process) is a job. E2e tests that cannot share the machine with other
+tests are marked (`@alone("why")` from helpers, or a module's `ALONE = "why"`) and run
+afterwards, one at a time, with no other test running: only the short fuzz runs and the
+modules that read files alone (`BESIDE = "why"`: no recording, no workload, nothing traced)
+go on beside them, one at a time; a test marked `@alone("why", exclusive=True)` (a module's
+`EXCLUSIVE = True`: one that takes both cores or measures its own CPU) runs last, with
+nothing beside it. Every test's lines are printed whole, as its job reports them.
 
   tests/run_tests.py [--build DIR] [-k SUBSTRING] [-j JOBS] [--no-unit] [--no-fuzz] [--no-e2e]
 
@@ -39,6 +41,9 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 E2E = os.path.join(HERE, "e2e")
+# Where the e2e modules are read from: E2E, or --e2e DIR (test_runner.py plants its own; the
+# helpers are still E2E's).
+MODULES = E2E
 # What a worker writes before each of its result lines on stdout (a test may print too).
 TAG = "\x1ebpfsight-test "
 
@@ -184,10 +189,12 @@ def load_module(path):
 def run_e2e_module(build, res, f, names):
     """Tests NAMES of e2e module F, in order, each followed by helpers.cleanup()."""
     sys.path.insert(0, E2E)
+    if MODULES != E2E:
+        sys.path.insert(0, MODULES)
     os.environ["BPFSIGHT_BUILD"] = os.path.abspath(build)
     import helpers  # noqa: E402  (tests/e2e/helpers.py)
     helpers.Skip = Skip
-    mod = load_module(os.path.join(E2E, f))
+    mod = load_module(os.path.join(MODULES, f))
     for name in names:
         full = f"{f[:-3]}:{name}"
         t0 = time.time()
@@ -231,31 +238,41 @@ def worker(build, job):
 def e2e_modules():
     """{file: (its module-level settings, [(test, why it must run alone or None)])} of
     tests/e2e, read from the sources (importing them here would give every worker this
-    process's helpers state). Settings: ALONE (every test alone, why), SPLIT (one job per
-    test: a long module of CPU-bound tests), SECONDS (about how long its tests take on CI's
-    machine: the order of a run with no times yet)."""
+    process's helpers state). Settings: ALONE (every test alone, why; with EXCLUSIVE = True,
+    nothing beside them), BESIDE (its tests run beside those alone, why: they only read
+    files), SPLIT (one job per test: a long module of
+    CPU-bound tests), SECONDS (about how long its tests take on CI's machine: the order of a
+    run with no times yet). A test's WHY is (why, exclusive): exclusive, nothing beside it."""
     mods = {}
-    for f in sorted(os.listdir(E2E)):
+    for f in sorted(os.listdir(MODULES)):
         if not (f.startswith("test_") and f.endswith(".py")):
             continue
-        tree = ast.parse(open(os.path.join(E2E, f)).read(), f)
+        tree = ast.parse(open(os.path.join(MODULES, f)).read(), f)
         settings = {}
         for node in tree.body:
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and
                     isinstance(node.targets[0], ast.Name) and
-                    node.targets[0].id in ("ALONE", "SPLIT", "SECONDS")):
+                    node.targets[0].id in ("ALONE", "EXCLUSIVE", "BESIDE", "SPLIT",
+                                           "SECONDS")):
                 settings[node.targets[0].id] = ast.literal_eval(node.value)
         tests = []
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-                why = settings.get("ALONE")
+                why = settings.get("ALONE") and (settings["ALONE"],
+                                                 bool(settings.get("EXCLUSIVE")))
                 for d in node.decorator_list:
                     if (isinstance(d, ast.Call) and d.args and
                             getattr(d.func, "id", getattr(d.func, "attr", None)) == "alone"):
-                        why = ast.literal_eval(d.args[0])
+                        why = (ast.literal_eval(d.args[0]),
+                               any(k.arg == "exclusive" and ast.literal_eval(k.value)
+                                   for k in d.keywords))
                 tests.append((node.name, why))
         mods[f] = (settings, sorted(tests))
     return mods
+
+
+# The jobs that run alone with nothing beside them (@alone(why, exclusive=True)).
+EXCLUSIVE = set()
 
 
 def plan(build, args):
@@ -282,22 +299,28 @@ def plan(build, args):
         for f, (settings, tests) in e2e_modules().items():
             names = [(n, why) for n, why in tests
                      if not pattern or pattern in f"{f[:-3]}:{n}"]
-            for is_alone in (False, True):
-                mine = [n for n, why in names if bool(why) == is_alone]
+            for lane in ("together", "alone", "exclusive"):
+                mine = [n for n, why in names
+                        if lane == ("together" if not why else
+                                    "exclusive" if why[1] else "alone")]
                 if not mine:
                     continue
-                groups = [[n] for n in mine] if settings.get("SPLIT") and not is_alone \
+                groups = [[n] for n in mine] if settings.get("SPLIT") and lane == "together" \
                     else [mine]
                 for g in groups:
                     job = ("e2e", f"{f}:{','.join(g)}")
                     hint[job] = settings.get("SECONDS", 0) * len(g) / len(tests)
-                    (alone if is_alone else together).append(job)
+                    if lane == "exclusive":
+                        EXCLUSIVE.add(job)
+                    (together if lane == "together" and not settings.get("BESIDE") else
+                     beside if lane == "together" else alone).append(job)
     # Longest first (the seconds a job took in the last run in this build directory, else
     # its module's SECONDS, else the fuzzer's): a long job started last runs on by itself.
     took = load_times(build)
     fuzz_secs = {fz: secs for fz, _, secs in FUZZERS}
     together.sort(key=lambda j: -took.get(job_key(j), hint.get(j, fuzz_secs.get(j[1], 0))))
-    beside.sort(key=lambda j: -took.get(job_key(j), fuzz_secs.get(j[1], 0)))
+    beside.sort(key=lambda j: -took.get(job_key(j), hint.get(j, fuzz_secs.get(j[1], 0))))
+    alone.sort(key=lambda j: j in EXCLUSIVE)  # last, once nothing runs beside them
     return together, alone, beside
 
 
@@ -331,7 +354,8 @@ class Job:
     def __init__(self, build, job):
         self.job, self.t0, self.buf = job, time.time(), b""
         self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--build", build,
-                                   "--worker", f"{job[0]}:{job[1]}"], stdout=subprocess.PIPE)
+                                   "--e2e", MODULES, "--worker", f"{job[0]}:{job[1]}"],
+                                  stdout=subprocess.PIPE)
         self.reported = 0
 
     def lines(self):
@@ -430,6 +454,12 @@ def loop(build, res, lanes, running, sel, took):
         for lane, (queue, n) in enumerate(lanes):
             n = n.jobs() if isinstance(n, Idle) else n
             while queue and sum(j.lane == lane for j in running.values()) < n:
+                # an exclusive job waits for the other lanes to empty; nothing starts beside it
+                if (queue[0] in EXCLUSIVE and
+                        (any(q for i, (q, _) in enumerate(lanes) if i != lane) or
+                         any(j.lane != lane for j in running.values()))) or \
+                        any(j.job in EXCLUSIVE for j in running.values()):
+                    break
                 job = queue.pop(0)
                 if job[0] == "error":
                     res.fail("unit", job[1])
@@ -472,7 +502,10 @@ def main():
     ap.add_argument("--no-fuzz", action="store_true")
     ap.add_argument("--no-e2e", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--e2e", default=E2E, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global MODULES
+    MODULES = os.path.abspath(args.e2e)
     os.chdir(ROOT)
     if args.worker:
         return worker(args.build, args.worker)
@@ -483,7 +516,7 @@ def main():
     run_jobs(args.build, res, together, max(1, args.jobs), took, adapt=not args.fixed)
     if alone or beside:
         res.note(f"# {time.time() - t0:.0f} s; the tests that run alone"
-                 + (" (and the fuzzers beside them):" if beside else ":"))
+                 + (" (and the fuzzers and file readers beside them):" if beside else ":"))
     run_jobs(args.build, res, alone, 1, took, beside)
     save_times(args.build, took)
     res.skip_summary()

@@ -11,6 +11,9 @@ from helpers import BPFSIGHT, Skip, check, eq, run, tmpdir
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 15
+# For tests/run_tests.py: these tests read files only (no recording, no workload, nothing
+# traced): they run beside the tests that run alone, on the core those leave idle.
+BESIDE = "reads files only"
 
 TRACES = os.environ.get("BPFSIGHT_SHARED_TRACES",
                         os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",

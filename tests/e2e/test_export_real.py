@@ -28,6 +28,9 @@ from test_export_perfetto import need_protoc
 # test its own job (they share nothing but the traces).
 SECONDS = 25
 SPLIT = True
+# For tests/run_tests.py: these tests read files only (no recording, no workload, nothing
+# traced): they run beside the tests that run alone, on the core those leave idle.
+BESIDE = "reads files only"
 
 TRACES = os.path.join(ROOT, "..", "shared", "traces")
 GPU_CATS = {"kernel": "gpu_kernel", "gpu_memcpy": "gpu_memcpy", "gpu_memset": "gpu_memset"}

@@ -61,7 +61,8 @@ def median(steps, i):
 
 
 @alone("the saving it checks the verdict against is what faulting costs a step, which other "
-       "tests' memory traffic changes: 17-22% under a memory-heavy load, 23-30% on a quiet one")
+       "tests' memory traffic changes: 17-22% under a memory-heavy load, 23-30% on a quiet one",
+       exclusive=True)
 def test_resnet18_cpu_step_is_fault_bound_by_what_the_thresholds_save():
     need_torch()
     if not pymods.has(PY, "torchvision"):

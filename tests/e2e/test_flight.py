@@ -12,7 +12,7 @@ import subprocess
 import threading
 import time
 
-from helpers import (BPFSIGHT, Recorder, check, dump, eq, info, need_root, row, run, spawn,
+from helpers import (BPFSIGHT, Recorder, alone, check, dump, eq, info, need_root, row, run, spawn,
                      stats, tell, tmpdir, wait_for, workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -385,6 +385,8 @@ def test_flight_gil_trigger_and_the_gil_state_before_the_window():
     open_with_every_reader(dumps[0])
 
 
+@alone("a system-wide recording (-a): other tests' processes would be traced by it (their new "
+       "programs' unwind tables kept it seconds behind the jobs it waits for)")
 def test_flight_trigger_limited_to_a_process():
     """`--trigger gil:*>200ms@WHO` under -a: two jobs each with a 400 ms GIL wait, one after the
     other; @PID and @COMM (the process's name) dump only on the job named, so the other's wait

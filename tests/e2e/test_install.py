@@ -131,7 +131,12 @@ def make(*args):
     # are for the spelling that compiled it. Another spelling finds objects stale that the
     # suite's build does not, and relinks build/bpfsight while other tests run it.
     out = os.path.relpath(os.path.abspath(BUILD), os.path.abspath(ROOT))
-    return run(["make", "-C", ROOT, f"OUT={out}", *args], timeout=900, check=True)
+    # The version the build was made with: a tree edited since (git describe's "-dirty")
+    # would rewrite the version header, and so relink build/bpfsight under the other tests.
+    with open(os.path.join(BUILD, "bpfsight_version.h")) as f:
+        version = re.search(r'"(.*)"', f.read()).group(1)
+    return run(["make", "-C", ROOT, f"OUT={out}", f"VERSION={version}", *args], timeout=900,
+               check=True)
 
 
 def installed_files(root):

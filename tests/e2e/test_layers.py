@@ -7,6 +7,10 @@ import sys
 
 from helpers import ROOT, check, eq, run, tmpdir
 
+# For tests/run_tests.py: these tests read files only (no recording, no workload, nothing
+# traced): they run beside the tests that run alone, on the core those leave idle.
+BESIDE = "reads files only"
+
 CHECK = os.path.join(ROOT, "tools", "check_layers.py")
 
 

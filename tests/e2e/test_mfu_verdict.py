@@ -11,6 +11,9 @@ from helpers import BPFSIGHT, check, eq, run, stats, tmpdir
 from synth import Trace
 
 SECONDS = 4
+# For tests/run_tests.py: these tests read files only (no recording, no workload, nothing
+# traced): they run beside the tests that run alone, on the core those leave idle.
+BESIDE = "reads files only"
 
 H100 = "NVIDIA H100 80GB HBM3"
 N, GEMM_EX, SGEMM, BF16, C32 = 4096, 50, 6, 14, 68  # cublas_api.c's indexes; cudaDataType_t

@@ -20,6 +20,9 @@ from test_export_perfetto import need_protoc
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 3
+# For tests/run_tests.py: these tests read files only (no recording, no workload, nothing
+# traced): they run beside the tests that run alone, on the core those leave idle.
+BESIDE = "reads files only"
 
 PID, MAIN, WORKER, OTHER = 700, 701, 702, 800
 JOB, IO = "/job/train.py", "/site/pkg/io.py"

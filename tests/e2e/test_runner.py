@@ -51,3 +51,91 @@ def test_unit_skip_is_counted_as_skipped():
     check(lines[i + 1].split() == ["#", "1", "no", "widget", "here:", "test_cases:test_skips"],
           f"the summary: {lines[i:]}")
     check(i < len(lines) - 2, "the summary comes before the last line")
+
+
+# Planted e2e modules for the phases: each test writes its start and end to $RUNNER_LOG; what
+# each may see of the others is the order the runner promises, asked by files, not times.
+PHASES = {
+    "test_p_together.py": '''
+from runner_marks import mark
+def test_together():
+    mark("together")
+''',
+    "test_p_beside.py": '''
+import time
+from runner_marks import mark, wait_mark
+BESIDE = "reads files only"
+def go_on():
+    wait_mark("alone start")
+    wait_mark("alone end")
+    time.sleep(2)  # ended last: a test that should wait for it has time to begin too early
+def test_beside():
+    mark("beside", after=["together end"], then=go_on)
+''',
+    "test_p_alone.py": '''
+from helpers import alone
+from runner_marks import mark, wait_mark
+@alone("the machine's")
+def test_alone():
+    mark("alone", after=["together end"], then=lambda: wait_mark("beside start"))
+''',
+    "test_p_last.py": '''
+from helpers import alone
+from runner_marks import mark
+@alone("the machine's next pid", exclusive=True)
+def test_last():
+    mark("last", after=["together end", "alone end", "beside end"])
+''',
+    "test_p_storm.py": '''
+from runner_marks import mark
+ALONE = "both cores"
+EXCLUSIVE = True
+def test_storm():
+    mark("storm", after=["together end", "alone end", "beside end"])
+''',
+    "runner_marks.py": '''
+import os, time
+LOG = os.environ["RUNNER_LOG"]
+def marks():
+    with open(LOG) as f:
+        return set(l.strip() for l in f)
+def wait_mark(m):
+    t = time.time() + 60
+    while m not in marks():
+        assert time.time() < t, f"{m} never came: {marks()}"
+        time.sleep(0.05)
+def mark(name, after=(), then=None):
+    for m in after:
+        assert m in marks(), f"{name} began before {m}: {marks()}"
+    with open(LOG, "a") as f:
+        f.write(name + " start\\n")
+    if then:
+        then()
+    with open(LOG, "a") as f:
+        f.write(name + " end\\n")
+''',
+}
+
+
+def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
+    """A module marked BESIDE runs in the phase of the tests run alone, at the same time as
+    one (each waits for the other to begin), never with the jobs run together; a test marked
+    @alone(why, exclusive=True), or of a module with EXCLUSIVE = True, begins once every other
+    test has ended."""
+    d = tmpdir()
+    mods = os.path.join(d, "e2e")
+    os.mkdir(mods)
+    for name, text in PHASES.items():
+        with open(os.path.join(mods, name), "w") as f:
+            f.write(text.lstrip())
+    log = os.path.join(d, "marks")
+    open(log, "w").close()
+    build = os.path.join(d, "build")
+    os.makedirs(os.path.join(build, "tests"))
+    p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--no-fuzz", "--e2e", mods],
+            timeout=300, env={**os.environ, "RUNNER_LOG": log})
+    eq(p.stdout.splitlines()[-1], "5 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
+    with open(log) as f:
+        order = [l.strip() for l in f]
+    eq(sorted(order[-4:]), ["last end", "last start", "storm end", "storm start"],
+       f"the exclusive tests last: {order}")

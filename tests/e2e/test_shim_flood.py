@@ -20,6 +20,9 @@ from helpers import BPFSIGHT, BUILD, check, eq, info, need_root, run, tmpdir, wo
 
 SECONDS = 6
 ALONE = "8 threads calling CUDA in a loop on every core"
+# Nothing beside them either (tests/run_tests.py): they take both cores, and what a stop
+# reads in its bounded time is what a core beside them would take.
+EXCLUSIVE = True
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 STORM = workload("cuda_storm")

@@ -20,6 +20,9 @@ from helpers import BPFSIGHT, SLOWDOWN, Skip, check, eq, info, need_root, spawn,
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 25
 ALONE = "64 threads spinning on every core: the other tests' workloads would crawl"
+# Nothing beside them either (tests/run_tests.py): they take both cores, and what a stop
+# reads in its bounded time is what a core beside them would take.
+EXCLUSIVE = True
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 STORM = workload("cuda_storm")

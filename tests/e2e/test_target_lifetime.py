@@ -34,7 +34,8 @@ def spawn_with_pid(pid, tries=200):
     return None
 
 
-@alone("sets kernel.ns_last_pid: the machine's next pid")
+@alone("sets kernel.ns_last_pid: the machine's next pid, which any process beside it takes",
+       exclusive=True)
 def test_p_ends_when_target_exits_even_if_its_pid_is_reused():
     need_root()
     w, pid, r = recorded_waiting_target(10)

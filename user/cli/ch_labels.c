@@ -7,11 +7,14 @@
 #include <string.h>
 #include "ch_labels.h"
 #include "content_id.h"
+#include "family.h"
+#include "family_stats.h"
 #include "frame_sum.h"
 #include "json.h"
 #include "msg.h"
 #include "stack_call.h"
 #include "trace_model.h"
+#include "verdict.h"
 
 int ch_labels__option(struct ch_labels *l, int job, const char *arg)
 {
@@ -45,17 +48,28 @@ static unsigned frame_index(const struct trace_stack *s, const struct bs_frame *
 }
 
 /*
- * What the server's reports read of a user stack beside its frames, as its `stack` row's args:
- * rank_waits groups by the call it is in (stack_call__in, cut where the report cuts it: 63
- * bytes) and its line in the job's own code (frame_sum__own_site); gil_stacks and
- * offcpu_stacks sum it under the frames frame_sum does: that line (`site`) and the library's
- * line beside it (`via`), their 1-based places in its frames, left out when none.
+ * What the server's reports read of a stack beside its frames, as its `stack` row's args:
+ * what the families' verdict rules read of any stack (struct family_verdict.stack_args);
+ * of a user stack, rank_waits groups by the call it is in (stack_call__in, cut where the
+ * report cuts it: 63 bytes) and its line in the job's own code (frame_sum__own_site);
+ * gil_stacks and offcpu_stacks sum it under the frames frame_sum does: that line (`site`)
+ * and the library's line beside it (`via`), their 1-based places in its frames, left out
+ * when none.
  */
-static void ch_stack_args(const struct trace_stack *s, const struct trace_model *m, struct json *j)
+static void ch_stack_args(const struct trace_stack *s, int kernel, const struct trace_model *m,
+			  struct json *j)
 {
 	const struct bs_frame *via, *own = frame_sum__own_site(s, m, &via);
 	char call[64], at[256];
 
+	for_each_family(it) {
+		const struct family_verdict *fv = family__stats(it.f)->verdict;
+
+		if (fv && fv->stack_args && s)
+			fv->stack_args(s, m, j);
+	}
+	if (kernel)
+		return;
 	if (s && stack_call__in(s, m, call, sizeof(call)))
 		json__kv_str(j, "call", call);
 	if (own)
@@ -64,6 +78,17 @@ static void ch_stack_args(const struct trace_stack *s, const struct trace_model 
 		json__kv_u64(j, "site", frame_index(s, own));
 	if (frame_index(s, via))
 		json__kv_u64(j, "via", frame_index(s, via));
+}
+
+/* What the families' verdict rules read of a process (struct family_verdict.process_args). */
+static void ch_process_args(const struct trace_model *m, __u32 pid, struct json *j)
+{
+	for_each_family(it) {
+		const struct family_verdict *fv = family__stats(it.f)->verdict;
+
+		if (fv && fv->process_args)
+			fv->process_args(m, pid, j);
+	}
 }
 
 int ch_labels__for_file(struct ch_labels *l, const char *file)
@@ -81,6 +106,7 @@ int ch_labels__for_file(struct ch_labels *l, const char *file)
 	l->file = file;
 	l->file_id = id;
 	l->stack_args = ch_stack_args;
+	l->process_args = ch_process_args;
 	if (l->job && l->job != job)
 		return 0;
 	base = base ? base + 1 : file;

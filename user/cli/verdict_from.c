@@ -68,10 +68,11 @@ static void span(const struct table *t, struct trace_model *m, struct verdict *v
 	}
 }
 
-/* The threads' and processes' names as the files' reports have them. */
+/* The threads' and processes' names as the files' reports have them, and the processes'
+ * pools (a trainer's DataLoader workers: the table's strings outlive the model). */
 static int names(struct vfrom *q, struct trace_model *m)
 {
-	int err, cp, ct, cproc, cthr;
+	int err, cp, ct, cproc, cthr, cpool, cown, cwhat;
 	struct table *t = ask(q, &ch_verdict_names, &err);
 
 	if (!t)
@@ -80,7 +81,16 @@ static int names(struct vfrom *q, struct trace_model *m)
 	ct = table__col(t, "tid");
 	cproc = table__col(t, "process");
 	cthr = table__col(t, "thread");
+	cpool = table__col(t, "pool");
+	cown = table__col(t, "owner");
+	cwhat = table__col(t, "owner_what");
 	for (int r = 0; r < table__nrows(t); r++) {
+		if (cpool >= 0 && table__get_str(t, r, cpool) && cwhat >= 0 &&
+		    table__get_str(t, r, cwhat))
+			trace_model__join_pool(m, (__u32)table__get_u64(t, r, cp),
+					       (__u32)table__get_u64(t, r, cown),
+					       table__get_str(t, r, cpool),
+					       table__get_str(t, r, cwhat));
 		if (cproc >= 0 && table__get_str(t, r, cproc))
 			trace_model__name_process(m, (__u32)table__get_u64(t, r, cp),
 						  table__get_str(t, r, cproc));

@@ -320,8 +320,8 @@ static int ch_stack_rows(struct ch_export *st, const struct trace_model *m)
 		json__kv_s64(&j, "kernel", (int)key.b);
 		if (s && s->nframes)
 			err = ch_frame_ids(st, s, &j);
-		if (!key.b && st->labels.stack_args)
-			st->labels.stack_args(s, m, &j);
+		if (st->labels.stack_args)
+			st->labels.stack_args(s, (int)key.b, m, &j);
 		json__end_object(&j);
 		if (!err)
 			err = fflush(st->args) ? -ENOMEM
@@ -350,6 +350,24 @@ static int ch_stack_rows(struct ch_export *st, const struct trace_model *m)
 						st->args_buf, st->args_len);
 	}
 	return err;
+}
+
+/*
+ * A process of a pool (a family's finding: a trainer's DataLoader workers), as args of its
+ * threads' names: `pool` ("DataLoader worker"), `owner` (its pid as the reports show it) and
+ * `owner_what` ("trainer"): stats --from's model joins it to the pool as stats' does.
+ */
+static void pool_args(const struct trace_model *m, __u32 pid, struct json *j)
+{
+	__u32 owner = 0, n = 0, o2 = 0, n2 = 0;
+	const char *what, *owner_what;
+
+	if (!trace_model__process_role(m, pid) || !(what = trace_model__pool(m, pid, &owner, &n)) ||
+	    !(owner_what = trace_model__pool(m, owner, &o2, &n2)))
+		return;
+	json__kv_str(j, "pool", what);
+	json__kv_u64(j, "owner", owner);
+	json__kv_str(j, "owner_what", owner_what);
 }
 
 /*
@@ -411,6 +429,9 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 			json__key(&j, "thread");
 			json__str(&j, thread);
 		}
+		pool_args(m, (__u32)key.a, &j);
+		if (st->labels.process_args)
+			st->labels.process_args(m, (__u32)key.a, &j);
 		/* a merged file's rank namespace: its reports show the pids and tids with it */
 		if (key.a >> BS_RANK_NS_SHIFT) {
 			json__key(&j, "ns");

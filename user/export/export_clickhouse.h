@@ -28,13 +28,16 @@ struct ch_labels {
 	const char *file_id;
 	__s32 rank;
 	/*
-	 * What a user stack's row says beside its text and frames, where the server's reports
-	 * need it and SQL cannot derive it from them (rank_waits': the call the stack is in, its
-	 * line in the job's code; gil_stacks': the frame it is summed under): keys added to J's
-	 * open object. NULL: none. A hook, so that the renderer names no report.
+	 * What a stack's row says beside its text and frames, where the server's reports need it
+	 * and SQL cannot derive it from them (rank_waits': the call the stack is in, its line in
+	 * the job's code; gil_stacks': the frame it is summed under; the verdict's rules', of any
+	 * stack, KERNEL: the row of a CPU sample taken in the kernel): keys added to J's open
+	 * object. NULL: none. A hook, so that the renderer names no report.
 	 */
-	void (*stack_args)(const struct trace_stack *s, const struct trace_model *m,
+	void (*stack_args)(const struct trace_stack *s, int kernel, const struct trace_model *m,
 			   struct json *j);
+	/* The same of process PID, on its threads' names' rows (`thread_names`). */
+	void (*process_args)(const struct trace_model *m, __u32 pid, struct json *j);
 };
 
 extern struct ch_labels export_clickhouse_labels;

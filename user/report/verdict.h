@@ -16,8 +16,10 @@
 #include <linux/types.h>
 #include "records.h"
 
+struct json;
 struct table;
 struct trace_model;
+struct trace_stack;
 
 enum verdict_kind {
 	VERDICT_TRIGGER,   /* a flight-recorder dump: the event its --trigger fired on */
@@ -67,6 +69,15 @@ struct family_verdict {
 	const char *reads;
 	/* ADD's state from table T, input NAME of READS (the server's answer): 0 or -errno. */
 	int (*load)(void *st, const char *name, const struct table *t);
+	/*
+	 * What ADD reads of a stack that SQL cannot read from its folded text (a frame of the
+	 * DataLoader's iterator, a line of the job's own code): keys added to J's open object,
+	 * the stack's row's args in the server (export --format clickhouse). NULL: none.
+	 */
+	void (*stack_args)(const struct trace_stack *s, const struct trace_model *m,
+			   struct json *j);
+	/* The same of process PID (the BLAS library it called): its threads' names' rows. */
+	void (*process_args)(const struct trace_model *m, __u32 pid, struct json *j);
 };
 
 /* ---- what rules read ---- */

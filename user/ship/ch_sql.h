@@ -24,4 +24,9 @@
 	"SELECT file_id, file, pid, tid, visitParamExtractUInt(args, 'ns') AS ns FROM " CH_DB      \
 	".events WHERE {J} AND kind = 'thread_names'"
 
+/* String KEY of a row's ARGS (a column of dump's JSON), NULL when it has none. */
+#define CH_STR_OR_NULL(args, key)                                                                  \
+	"if(position(" args ", '\"" key "\":') > 0, visitParamExtractString(" args ", '" key       \
+	"'), NULL)"
+
 #endif /* BPFSIGHT_CH_SQL_H */

@@ -36,6 +36,9 @@ static const struct ch_col ch_names_cols[] = {
 	{ "tid", "TID", 'u' },
 	{ "process", "Process", 't' },
 	{ "thread", "Thread", 't' },
+	{ "pool", "Pool", 't' },
+	{ "owner", "Owner", 'u' },
+	{ "owner_what", "Owner's Part", 't' },
 	{},
 };
 
@@ -46,10 +49,16 @@ const struct ch_report ch_verdict_names = {
 		"tid") ", if(position(args, '\"process\":') > 0, "
 		       "visitParamExtractString(args, 'process'), NULL), "
 		       "if(position(args, '\"thread\":') > 0, visitParamExtractString(args, 'thread'), "
-		       "NULL) FROM (SELECT pid, tid, args, visitParamExtractUInt(args, 'ns') AS ns "
-		       "FROM " CH_DB
-		       ".events WHERE {J} AND kind = 'thread_names' AND " CH_FILES_OF_ROWS
-		       ") FORMAT TabSeparated",
+		       "NULL), " CH_STR_OR_NULL(
+			       "args",
+			       "pool") ", if(position(args, '\"owner\":') > 0, "
+				       "visitParamExtractUInt(args, 'owner'), NULL), " CH_STR_OR_NULL(
+					       "args",
+					       "owner_what") " "
+							     "FROM (SELECT pid, tid, args, visitParamExtractUInt(args, 'ns') AS ns "
+							     "FROM " CH_DB
+							     ".events WHERE {J} AND kind = 'thread_names' AND " CH_FILES_OF_ROWS
+							     ") FORMAT TabSeparated",
 };
 
 static const struct ch_col ch_lives_cols[] = {
@@ -230,7 +239,8 @@ static const struct ch_report ch_gpu_launch_totals = {
 
 static const struct ch_report *const ch_verdict_states[] = {
 	&ch_osrt_thread_calls, &ch_cuda_thread_calls, &ch_gpu_idle_devs,
-	&ch_gpu_launch_totals, &ch_cpu_fault_procs,   NULL,
+	&ch_gpu_launch_totals, &ch_torch_input_waits, &ch_blas_thread_gemms,
+	&ch_gpum_devices,      &ch_cpu_fault_procs,   NULL, /* one a line */
 };
 
 const struct ch_report *ch_verdict__state(const char *name)

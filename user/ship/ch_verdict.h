@@ -20,6 +20,12 @@ extern const struct ch_report ch_verdict_names;
 extern const struct ch_report ch_verdict_lives;
 /* The events per kind. */
 extern const struct ch_report ch_verdict_kinds;
+/* torch's input-bound rule's sums by thread and stack (ch_family_reports.c). */
+extern const struct ch_report ch_torch_input_waits;
+/* blas's rule's GEMMs per thread, with its process's library (ch_family_reports.c). */
+extern const struct ch_report ch_blas_thread_gemms;
+/* gpumetrics's rules' means and throttle times per device (ch_family_reports.c). */
+extern const struct ch_report ch_gpum_devices;
 /* cpu's fault rule's state per process (ch_cpu_reports.c). */
 extern const struct ch_report ch_cpu_fault_procs;
 /* A rule's state by its input's name (family_verdict.reads), or NULL. */

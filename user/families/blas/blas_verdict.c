@@ -7,11 +7,18 @@
  * unoptimized (no blocking for the caches, no SIMD kernels, one thread), and installing
  * OpenBLAS, BLIS or MKL is the fix, with no change to the job. Elsewhere it is said, not held:
  * where the CPU time went is the cpu family's to weigh.
+ *
+ * From a server (stats --from) the same sums per thread come as a table (ch_family_reports.c's
+ * blas_thread_gemms), each with its process's library (its threads' names' rows say it).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include "blas.h"
 #include "hmap.h"
 #include "human.h"
+#include "json.h"
+#include "table.h"
+#include "trace_model.h"
 #include "verdict.h"
 
 #define REFERENCE_SHARE 0.20
@@ -20,13 +27,25 @@ struct gemm_time {
 	__u64 ns, flops, count;
 };
 
+struct blas_rule {
+	struct hmap *threads;	  /* (pid, tid) -> gemm_time: a pass's sums */
+	const struct table *from; /* the server's (blas_thread_gemms), or NULL */
+};
+
 static void *blas_new(void)
 {
-	return hmap__new(sizeof(struct gemm_time));
+	struct blas_rule *st = calloc(1, sizeof(*st));
+
+	if (st && !(st->threads = hmap__new(sizeof(struct gemm_time)))) {
+		free(st);
+		st = NULL;
+	}
+	return st;
 }
 
-static void blas_add(void *st, const struct bs_hdr *rec, const struct trace_model *m)
+static void blas_add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
 {
+	struct blas_rule *st = vst;
 	const struct bs_ucall *u = (const void *)rec;
 	struct gemm_time *t;
 	struct blas_gemm g;
@@ -37,7 +56,7 @@ static void blas_add(void *st, const struct bs_hdr *rec, const struct trace_mode
 	blas_gemm__parse(rec, &g);
 	if (!g.api || !g.flops)
 		return;
-	t = hmap__get(st, (struct hkey){ rec->pid, rec->tid }, 1);
+	t = hmap__get(st->threads, (struct hkey){ rec->pid, rec->tid }, 1);
 	if (!t)
 		return;
 	t->ns += u->dur;
@@ -47,27 +66,49 @@ static void blas_add(void *st, const struct bs_hdr *rec, const struct trace_mode
 
 struct busiest {
 	struct hkey key;
-	const struct gemm_time *t;
+	struct gemm_time t;
+	const char *lib; /* the server's: its process's library */
+	int found;
 };
 
-/* The thread with the most GEMM time (the lowest ids on a tie: the same answer each run). */
-static void find_busiest(const struct hmap *m, struct busiest *b)
+/* GEMM time T of thread K, the busiest so far (the lowest ids on a tie: the same answer each
+ * run)? */
+static int busier(const struct busiest *b, struct hkey k, const struct gemm_time *t)
 {
+	return !b->found || t->ns > b->t.ns ||
+	       (t->ns == b->t.ns && (k.a < b->key.a || (k.a == b->key.a && k.b < b->key.b)));
+}
+
+/* The thread with the most GEMM time, of a pass's sums or the server's. */
+static void find_busiest(const struct blas_rule *st, struct busiest *b)
+{
+	const struct table *f = st->from;
 	const struct gemm_time *t;
 	struct hkey k;
 	size_t it = 0;
 
-	while ((t = hmap__next(m, &it, &k)))
-		if (!b->t || t->ns > b->t->ns ||
-		    (t->ns == b->t->ns &&
-		     (k.a < b->key.a || (k.a == b->key.a && k.b < b->key.b)))) {
-			b->key = k;
-			b->t = t;
-		}
+	while (!f && (t = hmap__next(st->threads, &it, &k)))
+		if (busier(b, k, t))
+			*b = (struct busiest){ .key = k, .t = *t, .found = 1 };
+	for (int r = 0; f && r < table__nrows(f); r++) {
+		struct gemm_time g = { table__get_u64(f, r, table__col(f, "ns")),
+				       table__get_u64(f, r, table__col(f, "flops")),
+				       table__get_u64(f, r, table__col(f, "count")) };
+
+		k = (struct hkey){ (__u32)table__get_u64(f, r, table__col(f, "pid")),
+				   (__u32)table__get_u64(f, r, table__col(f, "tid")) };
+		if (busier(b, k, &g))
+			*b = (struct busiest){ .key = k,
+					       .t = g,
+					       .lib = table__get_str(f, r,
+								     table__col(f, "library")),
+					       .found = 1 };
+	}
 }
 
-static void blas_claims(void *st, struct verdict *v)
+static void blas_claims(void *vst, struct verdict *v)
 {
+	const struct blas_rule *st = vst;
 	struct busiest b = { 0 };
 	const char *lib, *impl;
 	char who[160], d1[32], impl_text[160];
@@ -75,14 +116,14 @@ static void blas_claims(void *st, struct verdict *v)
 	__u64 life;
 
 	find_busiest(st, &b);
-	if (!b.t || !b.t->ns)
+	if (!b.found || !b.t.ns)
 		return;
 	life = verdict__life(v, (__u32)b.key.a, (__u32)b.key.b);
 	if (!life)
 		return;
-	share = (double)b.t->ns / (double)life;
-	gflops = (double)b.t->flops / (double)b.t->ns;
-	lib = blas__library(verdict__model(v), (__u32)b.key.a);
+	share = (double)b.t.ns / (double)life;
+	gflops = (double)b.t.flops / (double)b.t.ns;
+	lib = st->from ? b.lib : blas__library(verdict__model(v), (__u32)b.key.a);
 	impl = blas__impl(lib);
 	if (lib && *impl)
 		snprintf(impl_text, sizeof(impl_text), "%s%s (%s)", impl,
@@ -94,7 +135,7 @@ static void blas_claims(void *st, struct verdict *v)
 	verdict__claim(v, VERDICT_CPU, blas__is_reference(lib) && share >= REFERENCE_SHARE,
 		       share > 1 ? 1 : share, "blas_gemm_sum",
 		       "%s spent %s in %llu CPU GEMMs at %.1f GFLOP/s, on the %s", who,
-		       human__ns((double)b.t->ns, d1, sizeof(d1)), (unsigned long long)b.t->count,
+		       human__ns((double)b.t.ns, d1, sizeof(d1)), (unsigned long long)b.t.count,
 		       gflops, impl_text);
 	if (blas__is_reference(lib))
 		verdict__detail(v, -1, "",
@@ -104,9 +145,30 @@ static void blas_claims(void *st, struct verdict *v)
 				"--config libblas.so.3-x86_64-linux-gnu)");
 }
 
-static void blas_free(void *st)
+static void blas_free(void *vst)
 {
-	hmap__free(st);
+	struct blas_rule *st = vst;
+
+	if (st)
+		hmap__free(st->threads);
+	free(st);
+}
+
+/* The server's sums, kept for the claims. */
+static int blas_load(void *vst, const char *name, const struct table *t)
+{
+	(void)name;
+	((struct blas_rule *)vst)->from = t;
+	return 0;
+}
+
+/* The library process PID's GEMMs ran in, on its rows in the server. */
+static void blas_process_args(const struct trace_model *m, __u32 pid, struct json *j)
+{
+	const char *lib = blas__library(m, pid);
+
+	if (lib)
+		json__kv_str(j, "blas_library", lib);
 }
 
 const struct family_verdict blas_verdict = {
@@ -114,4 +176,7 @@ const struct family_verdict blas_verdict = {
 	.add = blas_add,
 	.claims = blas_claims,
 	.free = blas_free,
+	.reads = "blas_thread_gemms",
+	.load = blas_load,
+	.process_args = blas_process_args,
 };

@@ -7,6 +7,9 @@
  * loader`). Its workers (the processes torch_roles.c found running the worker loop) are said
  * beside it: how much of their time they ran, and where they blocked.
  *
+ * From a server (stats --from) the same sums come as one table (torch_input_from.c), by stack
+ * and thread; the claims read rows either way (torch_input.h).
+ *
  * What it counts is a lower bound of the wait: the blocks of at least the stack threshold
  * (1 ms) and the wake-up after each; the CPU time inside the iterator (unpickling a batch)
  * and preemptions there carry no stack.
@@ -23,6 +26,7 @@
 #include "stack_call.h"
 #include "table.h"
 #include "torch.h"
+#include "torch_input.h"
 #include "trace_model.h"
 #include "verdict.h"
 
@@ -36,9 +40,10 @@ struct wait_at {
 };
 
 struct input_rule {
-	struct hmap *input;   /* {thread, own frame} -> wait_at: inside the DataLoader */
-	struct hmap *blocked; /* {thread, worker site} -> wait_at: a worker's off-CPU stacks */
-	struct hmap *samples; /* {thread, worker site} -> wait_at: a worker's CPU samples */
+	struct hmap *input;	  /* {thread, own frame} -> wait_at: inside the DataLoader */
+	struct hmap *blocked;	  /* {thread, worker site} -> wait_at: a worker's off-CPU stacks */
+	struct hmap *samples;	  /* {thread, worker site} -> wait_at: a worker's CPU samples */
+	const struct table *from; /* the server's sums (torch_input_waits), or NULL */
 };
 
 static void *input_rule__new(void)
@@ -73,22 +78,21 @@ static void input_rule__free(void *vst)
  * any frame of dataloader.py, since a worker's stack keeps the frames its trainer forked it
  * from (`__iter__`, the iterator's `__init__`).
  */
-static int in_loader(const struct trace_stack *s, const struct trace_model *m)
+int torch_input__in_loader(const struct trace_stack *s, const struct trace_model *m)
 {
 	return torch_roles__in_frame(s, m, "__next__", LOADER_FILE);
 }
 
 /*
- * Where a worker's stack is in the dataset's code: its innermost frame of the job's own code
- * inside the worker loop (`__getitem__`, a decode it calls), &in_loop when the stack reaches
- * the loop first (waiting for indices, or to hand a batch over), NULL without Python frames.
- * The frames outside the loop are its trainer's, kept from the fork.
+ * The frames outside the worker loop are its trainer's, kept from the fork: the site is the
+ * innermost frame of the job's own code inside the loop (`__getitem__`, a decode it calls).
  */
-static const struct bs_frame in_loop;
+const struct bs_frame torch_input__loop;
 
-static const struct bs_frame *worker_site(const struct trace_stack *s, const struct trace_model *m)
+const struct bs_frame *torch_input__worker_site(const struct trace_stack *s,
+						const struct trace_model *m)
 {
-	for (__u16 i = 0; i < s->nframes; i++) {
+	for (__u16 i = 0; s && i < s->nframes; i++) {
 		const struct bs_frame *f = &s->frames[i];
 		const char *func;
 
@@ -96,11 +100,27 @@ static const struct bs_frame *worker_site(const struct trace_stack *s, const str
 			continue;
 		func = trace_model__string(m, f->func_id);
 		if (func && !strcmp(func, "_worker_loop"))
-			return &in_loop;
+			return &torch_input__loop;
 		if (f->file_id && !frame_sum__library_file(trace_model__string(m, f->file_id)))
 			return f;
 	}
 	return NULL;
+}
+
+void torch_input__site(const struct bs_frame *f, const struct trace_model *m, char *buf, char *func)
+{
+	const char *fn, *file;
+
+	if (f == &torch_input__loop) {
+		snprintf(buf, INPUT_SITE_LEN,
+			 "torch's worker loop (waiting for indices, or to hand a batch over)");
+		func[0] = 0;
+		return;
+	}
+	stack_call__frame(f, m, buf, INPUT_SITE_LEN);
+	fn = trace_model__string(m, f->func_id);
+	file = trace_model__string(m, f->file_id);
+	snprintf(func, INPUT_FUNC_LEN, "%s@%s", fn ? fn : "?", file ? file : "?");
 }
 
 static void add_at(struct hmap *h, __u64 thread, const struct bs_frame *f, __u64 ns)
@@ -111,6 +131,11 @@ static void add_at(struct hmap *h, __u64 thread, const struct bs_frame *f, __u64
 		w->ns += ns;
 		w->count++;
 	}
+}
+
+int torch_input__is_worker(const struct trace_model *m, __u32 pid, __u32 tid)
+{
+	return pid == tid && trace_model__process_role(m, pid);
 }
 
 static void input_rule__add(void *vst, const struct bs_hdr *rec, const struct trace_model *m)
@@ -130,102 +155,126 @@ static void input_rule__add(void *vst, const struct bs_hdr *rec, const struct tr
 	if (!s)
 		return;
 	thread = (__u64)rec->pid << 32 | rec->tid;
-	if (rec->pid == rec->tid && trace_model__process_role(m, rec->pid)) {
-		if ((own = worker_site(s, m)) && rec->type == BS_REC_CPU_SAMPLE)
+	if (torch_input__is_worker(m, rec->pid, rec->tid)) {
+		if ((own = torch_input__worker_site(s, m)) && rec->type == BS_REC_CPU_SAMPLE)
 			add_at(st->samples, thread, own, 1);
 		else if (own && rec->size >= sizeof(*o))
 			add_at(st->blocked, thread, own, o->dur);
 		return;
 	}
-	if (rec->type == BS_REC_OFFCPU && rec->size >= sizeof(*o) && in_loader(s, m) &&
+	if (rec->type == BS_REC_OFFCPU && rec->size >= sizeof(*o) && torch_input__in_loader(s, m) &&
 	    (own = frame_sum__own_site(s, m, &via)))
 		add_at(st->input, thread, own, o->dur);
 }
 
-/* One thread's waits in H: their sum, and the frame with the most of it. */
-struct thread_waits {
-	__u64 thread, ns, count, top_ns;
-	const struct bs_frame *top;
-};
-
-/* The threads of H, summed: malloc'ed array of *N (NULL when none or out of memory). */
-static struct thread_waits *by_thread(const struct hmap *h, size_t *n)
+/* The pass's sums as rows: each entry of the three maps, its frame's text. */
+static struct input_row *rows_of_pass(const struct input_rule *st, const struct trace_model *m,
+				      size_t *n)
 {
-	struct thread_waits *t = calloc(hmap__count(h) + 1, sizeof(*t));
+	const struct hmap *maps[] = { [INPUT_WAIT] = st->input,
+				      [INPUT_BLOCKED] = st->blocked,
+				      [INPUT_SAMPLES] = st->samples };
+	size_t cap = hmap__count(st->input) + hmap__count(st->blocked) + hmap__count(st->samples);
+	struct input_row *rows = calloc(cap + 1, sizeof(*rows));
 	const struct wait_at *w;
 	struct hkey k;
-	size_t it = 0, i;
 
 	*n = 0;
-	while (t && (w = hmap__next(h, &it, &k))) {
-		for (i = 0; i < *n && t[i].thread != k.a; i++)
+	for (int what = 0; rows && what < 3; what++)
+		for (size_t it = 0; (w = hmap__next(maps[what], &it, &k));) {
+			struct input_row *r = &rows[(*n)++];
+
+			r->thread = k.a;
+			r->what = (enum input_what)what;
+			torch_input__site((const void *)(uintptr_t)k.b, m, r->site, r->func);
+			r->ns = w->ns;
+			r->count = w->count;
+		}
+	return rows;
+}
+
+/* One thread's waits: their sum, and the site with the most of it. */
+struct thread_waits {
+	__u64 thread, ns, count, top_ns;
+	const char *top;
+};
+
+/* The threads of ROWS' waits, summed: malloc'ed array of *N (NULL when out of memory). */
+static struct thread_waits *by_thread(const struct input_row *rows, size_t nrows, size_t *n)
+{
+	struct thread_waits *t = calloc(nrows + 1, sizeof(*t));
+	size_t i;
+
+	*n = 0;
+	for (size_t r = 0; t && r < nrows; r++) {
+		const struct input_row *w = &rows[r];
+
+		if (w->what != INPUT_WAIT)
+			continue;
+		for (i = 0; i < *n && t[i].thread != w->thread; i++)
 			;
 		if (i == *n)
-			t[(*n)++].thread = k.a;
+			t[(*n)++].thread = w->thread;
 		t[i].ns += w->ns;
 		t[i].count += w->count;
-		if (w->ns > t[i].top_ns) {
+		if (!t[i].top || w->ns > t[i].top_ns ||
+		    (w->ns == t[i].top_ns && strcmp(w->site, t[i].top) < 0)) {
 			t[i].top_ns = w->ns;
-			t[i].top = (const void *)(uintptr_t)k.b;
+			t[i].top = w->site;
 		}
 	}
 	return t;
 }
 
-static const char *frame_text(const struct bs_frame *f, const struct trace_model *m, char *buf,
-			      size_t len)
-{
-	if (f != &in_loop)
-		return stack_call__frame(f, m, buf, len);
-	snprintf(buf, len, "torch's worker loop (waiting for indices, or to hand a batch over)");
-	return buf;
-}
-
 /* A worker of TRAINER: a process of its DataLoader pool (torch_roles.c). */
 static int worker_of(const struct trace_model *m, __u32 pid, __u32 trainer)
 {
-	return trace_model__ppid(m, pid) == trainer && trace_model__process_role(m, pid);
+	__u32 owner = 0, n = 0;
+
+	return trace_model__process_role(m, pid) && trace_model__pool(m, pid, &owner, &n) &&
+	       owner == trainer;
 }
 
 /*
- * Of H's entries for TRAINER's workers: the function with the most (its lines summed), as its
- * busiest line's frame, *TOP of *ALL; NULL if none.
+ * Of ROWS' WHAT for TRAINER's workers: the function with the most (its lines summed), as its
+ * busiest line's text, *TOP of *ALL; NULL if none. Ties go to the first text in strcmp's
+ * order, so that a pass and a server (their rows in any order) say the same.
  */
-static const struct bs_frame *top_site(const struct hmap *h, const struct trace_model *m,
-				       __u32 trainer, __u64 *top, __u64 *all)
+static const char *top_site(const struct input_row *rows, size_t nrows, enum input_what what,
+			    const struct trace_model *m, __u32 trainer, __u64 *top, __u64 *all)
 {
 	struct site_sum {
-		__u64 func;		  /* func_id << 32 | file_id; the loop's own: 0 */
-		const struct bs_frame *f; /* its line with the most */
+		const char *func; /* the loop's own: "" */
+		const char *site; /* its line with the most */
 		__u64 n, fn;
-	} *sums = calloc(hmap__count(h) + 1, sizeof(*sums));
-	const struct bs_frame *best = NULL, *f;
-	const struct wait_at *w;
-	size_t it = 0, n = 0, i;
-	struct hkey k;
-	__u64 func;
+	} *sums = calloc(nrows + 1, sizeof(*sums));
+	const char *best = NULL, *func = NULL;
+	size_t n = 0, i;
 
 	*top = *all = 0;
-	while (sums && (w = hmap__next(h, &it, &k))) {
-		if (!worker_of(m, (__u32)(k.a >> 32), trainer))
+	for (size_t r = 0; sums && r < nrows; r++) {
+		const struct input_row *w = &rows[r];
+
+		if (w->what != what || !worker_of(m, (__u32)(w->thread >> 32), trainer))
 			continue;
-		f = (const void *)(uintptr_t)k.b;
-		func = f == &in_loop ? 0 : (__u64)f->func_id << 32 | f->file_id;
-		for (i = 0; i < n && sums[i].func != func; i++)
+		for (i = 0; i < n && strcmp(sums[i].func, w->func); i++)
 			;
 		if (i == n)
-			sums[n++].func = func;
+			sums[n++].func = w->func;
 		sums[i].n += w->ns;
-		if (w->ns > sums[i].fn) {
+		if (!sums[i].site || w->ns > sums[i].fn ||
+		    (w->ns == sums[i].fn && strcmp(w->site, sums[i].site) < 0)) {
 			sums[i].fn = w->ns;
-			sums[i].f = f;
+			sums[i].site = w->site;
 		}
 		*all += w->ns;
 	}
 	for (i = 0; i < n; i++)
-		if (sums[i].n > *top) {
+		if (sums[i].n && (!best || sums[i].n > *top ||
+				  (sums[i].n == *top && strcmp(sums[i].func, func) < 0))) {
 			*top = sums[i].n;
-			best = sums[i].f;
+			best = sums[i].site;
+			func = sums[i].func;
 		}
 	free(sums);
 	return best;
@@ -233,14 +282,15 @@ static const struct bs_frame *top_site(const struct hmap *h, const struct trace_
 
 /* The trainer's workers: their main threads' time on and off a CPU (sched_sum; their feeder
  * threads idle by design), their top line on a CPU (with -t cpu) and where they blocked. */
-static void say_workers(struct input_rule *st, struct verdict *v, __u32 trainer)
+static void say_workers(const struct input_row *rows, size_t nrows, struct verdict *v,
+			__u32 trainer)
 {
 	const struct trace_model *m = verdict__model(v);
 	const struct table *t = verdict__table(v, "sched_sum");
-	const struct bs_frame *ran, *blocked_at;
+	const char *ran, *blocked_at;
 	__u64 on = 0, off = 0, top, all, btop, ball;
 	int pid_c, tid_c, on_c, off_c, workers = 0;
-	char cpu[256] = "", where[256] = "", d1[32], d2[32], f1[160];
+	char cpu[256] = "", where[256] = "", d1[32], d2[32];
 
 	if (!t)
 		return;
@@ -259,14 +309,13 @@ static void say_workers(struct input_rule *st, struct verdict *v, __u32 trainer)
 	}
 	if (!workers || !(on + off))
 		return;
-	if ((ran = top_site(st->samples, m, trainer, &top, &all)))
-		snprintf(cpu, sizeof(cpu), "; on a CPU, %.0f%% of their samples at %s",
-			 100.0 * top / all, frame_text(ran, m, f1, sizeof(f1)));
+	if ((ran = top_site(rows, nrows, INPUT_SAMPLES, m, trainer, &top, &all)))
+		snprintf(cpu, sizeof(cpu), "; on a CPU, %.0f%% of their samples at %.159s",
+			 100.0 * top / all, ran);
 	else
 		snprintf(cpu, sizeof(cpu), " (their lines on a CPU: record -t cpu too)");
-	if ((blocked_at = top_site(st->blocked, m, trainer, &btop, &ball)))
-		snprintf(where, sizeof(where), "; blocked most at %s, %s",
-			 frame_text(blocked_at, m, f1, sizeof(f1)),
+	if ((blocked_at = top_site(rows, nrows, INPUT_BLOCKED, m, trainer, &btop, &ball)))
+		snprintf(where, sizeof(where), "; blocked most at %.159s, %s", blocked_at,
 			 human__ns((double)btop, d1, sizeof(d1)));
 	verdict__detail(v, (double)on / (on + off), "sched_sum",
 			"its %d DataLoader workers ran on a CPU %s of their %s%s%s%s", workers,
@@ -282,13 +331,16 @@ static void input_rule__claims(void *vst, struct verdict *v)
 {
 	struct input_rule *st = vst;
 	const struct trace_model *m = verdict__model(v);
-	size_t n = 0;
-	struct thread_waits *t = by_thread(st->input, &n);
+	size_t nrows = 0, n = 0;
+	struct input_row *rows =
+		st->from ? torch_input__rows_of(st->from, m, &nrows) : rows_of_pass(st, m, &nrows);
+	struct thread_waits *t = rows ? by_thread(rows, nrows, &n) : NULL;
+
 	for (size_t i = 0; t && i < n; i++) {
 		__u32 pid = (__u32)(t[i].thread >> 32), tid = (__u32)t[i].thread;
 		__u64 life = verdict__life(v, pid, tid);
 		double share = life ? (double)t[i].ns / life : 0;
-		char who[128], at[192], d1[32], d2[32];
+		char who[128], d1[32], d2[32];
 
 		if (!life || share < 0.05)
 			continue;
@@ -299,12 +351,22 @@ static void input_rule__claims(void *vst, struct verdict *v)
 			"the trainer, %s, waited for its next batch %s of its %s, at %s, in %llu "
 			"waits in the DataLoader",
 			who, human__ns((double)t[i].ns, d1, sizeof(d1)),
-			human__ns((double)life, d2, sizeof(d2)),
-			t[i].top ? frame_text(t[i].top, m, at, sizeof(at)) : "its loop",
+			human__ns((double)life, d2, sizeof(d2)), t[i].top ? t[i].top : "its loop",
 			(unsigned long long)t[i].count);
-		say_workers(st, v, pid);
+		say_workers(rows, nrows, v, pid);
 	}
 	free(t);
+	free(rows);
+}
+
+/* The server's sums (torch_input_from.c), kept until the claims (they need the model). */
+static int input_rule__load(void *vst, const char *name, const struct table *t)
+{
+	struct input_rule *st = vst;
+
+	(void)name;
+	st->from = t;
+	return 0;
 }
 
 const struct family_verdict torch_verdict = {
@@ -312,4 +374,7 @@ const struct family_verdict torch_verdict = {
 	.add = input_rule__add,
 	.claims = input_rule__claims,
 	.free = input_rule__free,
+	.reads = "torch_input_waits,sched_sum",
+	.load = input_rule__load,
+	.stack_args = torch_input__stack_args,
 };

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The state the rules of torch, mem, cublas, blas and gpumetrics keep over every record
+ * (their struct family_verdict's ADD), as SQL in what ClickHouse 18.16 runs (ch_verdict.h):
+ * what stats --from's verdict loads in its place.
+ */
+#include "ch_sql.h"
+#include "ch_verdict.h"
+
+/*
+ * torch's input-bound rule (torch_input_verdict.c): the off-CPU time (rows with a stack) and
+ * CPU samples per thread and stack, with what the rule reads of the stack (its row's args:
+ * `loader`, in the DataLoader's __next__; `own`, its line in the job's own code; a worker's
+ * `wfunc` and `wsite`); the rule sorts them into a trainer's waits and its workers' time by
+ * the workers the names say. A stack's user row (kernel 0) where it has one: `own` is on it.
+ */
+static const struct ch_col ch_torch_input_cols[] = {
+	{ "pid", "PID", 'u' },		 { "tid", "TID", 'u' },
+	{ "sample", "CPU Sample", 'u' }, { "loader", "In DataLoader", 'u' },
+	{ "own", "Own Line", 't' },	 { "wfunc", "Worker Function", 't' },
+	{ "wsite", "Worker Site", 't' }, { "ns", "Off-CPU (ns)", 'u' },
+	{ "count", "Count", 'u' },	 {},
+};
+
+const struct ch_report ch_torch_input_waits = {
+	.name = "torch_input_waits",
+	.cols = ch_torch_input_cols,
+	.sql = "SELECT " CH_NS_ID("pid") ", " CH_NS_ID(
+		"tid") ", sample, loader, own, wfunc, wsite, offns, cnt FROM (SELECT * FROM (SELECT "
+		       "file_id, file, pid, tid, toUInt8(kind = 'cpu_sample') AS sample, "
+		       "visitParamExtractUInt(args, 'stack_id') AS stack_id, sum(dur) AS offns, "
+		       "count() AS cnt FROM " CH_DB ".events WHERE {W} AND ((kind = 'offcpu' AND "
+		       "position(args, '\"stack_id\":') > 0) OR kind = 'cpu_sample') GROUP BY file_id, "
+		       "file, pid, tid, sample, stack_id) ANY INNER JOIN (SELECT file_id, stack_id, "
+		       "visitParamExtractUInt(sargs, 'loader') AS loader, " CH_STR_OR_NULL("sargs", "own") " AS own, " CH_STR_OR_NULL(
+			       "sargs",
+			       "wfunc") " AS wfunc, " CH_STR_OR_NULL("sargs",
+								     "wsite") " AS wsite "
+									      "FROM (SELECT file_id, "
+									      "visitParamExtractUInt(args, "
+									      "'stack_id') AS stack_id, "
+									      "argMin(args, "
+									      "visitParamExtractInt(args, "
+									      "'kernel')) AS sargs FROM " CH_DB
+									      ".events WHERE {J} AND kind = "
+									      "'stack' GROUP BY file_id, "
+									      "stack_id) WHERE "
+									      "position(sargs, '\"loader\":') > 0 OR "
+									      "position(sargs, '\"wsite\":') > 0) "
+									      "USING file_id, stack_id) ANY LEFT JOIN (" CH_THREAD_NS
+									      ") USING file_id, file, pid, tid "
+									      "FORMAT TabSeparated",
+};
+
+/*
+ * blas's rule (blas_verdict.c) per thread: its GEMMs' time, FLOPs and count (the calls no
+ * traced call made, with FLOPs: the decoder says them when m, n and k are known), and the
+ * library its process's GEMMs ran in (its threads' names' rows carry it).
+ */
+static const struct ch_col ch_blas_gemms_cols[] = {
+	{ "pid", "PID", 'u' },
+	{ "tid", "TID", 'u' },
+	{ "ns", "GEMM (ns)", 'u' },
+	{ "flops", "FLOPs", 'u' },
+	{ "count", "GEMMs", 'u' },
+	{ "library", "Library", 't' },
+	{},
+};
+
+const struct ch_report ch_blas_thread_gemms = {
+	.name = "blas_thread_gemms",
+	.cols = ch_blas_gemms_cols,
+	.sql = "SELECT " CH_NS_ID("pid") ", " CH_NS_ID(
+		"tid") ", gns, gflops, cnt, lib FROM (SELECT * FROM (SELECT file_id, file, pid, tid, "
+		       "sum(dur) AS gns, sum(visitParamExtractUInt(args, 'flops')) AS gflops, count() "
+		       "AS cnt FROM " CH_DB ".events WHERE {W} AND kind = 'blas_api' AND "
+		       "position(args, '\"depth\":') = 0 AND position(args, '\"flops\":') > 0 GROUP BY "
+		       "file_id, file, pid, tid) ANY LEFT JOIN (SELECT file_id, pid, "
+		       "any(visitParamExtractString(args, 'blas_library')) AS lib FROM " CH_DB
+		       ".events WHERE {J} AND kind = 'thread_names' AND position(args, "
+		       "'\"blas_library\":') > 0 GROUP BY file_id, pid) USING file_id, pid) ANY LEFT "
+		       "JOIN (" CH_THREAD_NS ") USING file_id, file, pid, tid FORMAT TabSeparated",
+};
+
+/*
+ * gpumetrics's rules (gpum_verdict.c) per device, what gpu_metrics_sum's state holds for them:
+ * the samples (`gpu_metrics` rows), the count and sum of the GR active, GPU utilization, DRAM
+ * active and SM active values, and the time each throttle reason was held (each sample's
+ * `throttle` bits, a hex string, held until the device's next sample with them, in the
+ * file's order, when later by at most 2 s: gpum_sum_report.c's GPUM_SUM_GAP_NS), the time
+ * covered and that with a reason that slows the clocks (GPUM_THROTTLE_SLOWING, 0xfc); its
+ * model from its last `gpu_device` row.
+ */
+static const struct ch_col ch_gpum_devices_cols[] = {
+	{ "device", "GPU", 'u' },
+	{ "samples", "Samples", 'u' },
+	{ "gr_n", "GR Active Samples", 'u' },
+	{ "gr_sum", "GR Active Sum", 'd' },
+	{ "util_n", "GPU Util Samples", 'u' },
+	{ "util_sum", "GPU Util Sum", 'd' },
+	{ "dram_n", "DRAM Active Samples", 'u' },
+	{ "dram_sum", "DRAM Active Sum", 'd' },
+	{ "sm_n", "SM Active Samples", 'u' },
+	{ "sm_sum", "SM Active Sum", 'd' },
+	{ "covered_ns", "Covered (ns)", 'u' },
+	{ "slowed_ns", "Slowed (ns)", 'u' },
+	{ "thr0_ns", "Reason 0 (ns)", 'u' },
+	{ "thr1_ns", "Reason 1 (ns)", 'u' },
+	{ "thr2_ns", "Reason 2 (ns)", 'u' },
+	{ "thr3_ns", "Reason 3 (ns)", 'u' },
+	{ "thr4_ns", "Reason 4 (ns)", 'u' },
+	{ "thr5_ns", "Reason 5 (ns)", 'u' },
+	{ "thr6_ns", "Reason 6 (ns)", 'u' },
+	{ "thr7_ns", "Reason 7 (ns)", 'u' },
+	{ "thr8_ns", "Reason 8 (ns)", 'u' },
+	{ "model", "Model", 't' },
+	{},
+};
+
+#define CH_HAS(key) "position(args, '\"" key "\":') > 0"
+/* A metric's count and sum over the rows that have it. */
+#define CH_METRIC(key, as)                                                                         \
+	"countIf(" CH_HAS(key) ") AS " as "_n, sumIf(visitParamExtractFloat(args, '" key           \
+			       "'), " CH_HAS(key) ") AS " as "_sum, "
+/* The throttle bits of a row: its hex string's digits, last first. */
+#define CH_THROTTLE_BITS                                                                             \
+	"arraySum(arrayMap(i -> bitShiftLeft(toUInt64(position('0123456789abcdef', lower(substring(" \
+	"h, length(h) - i, 1))) - 1), 4 * i), range(toUInt64(greatest(length(h), 2) - 2))))"
+
+const struct ch_report ch_gpum_devices = {
+	.name = "gpum_devices",
+	.cols = ch_gpum_devices_cols,
+	.sql = "SELECT device, samples, gr_n, gr_sum, util_n, util_sum, dram_n, dram_sum, sm_n, "
+	       "sm_sum, arraySum(dt), arraySum(arrayMap((d, b) -> if(bitAnd(b, 252) != 0, d, 0), dt, "
+	       "b0)), thr[1], thr[2], thr[3], thr[4], thr[5], thr[6], thr[7], thr[8], thr[9], model "
+	       "FROM (SELECT file_id, device, count() AS samples, " CH_METRIC("gr_active", "gr")
+		       CH_METRIC("gpu_util", "util") CH_METRIC("dram_active", "dram") CH_METRIC(
+			       "sm_active",
+			       "sm") "arraySort((t, s) -> s, groupArrayIf(ts, hasthr), groupArrayIf(seq, "
+				     "hasthr)) AS tt, arraySort((b, s) -> s, groupArrayIf(bits, hasthr), "
+				     "groupArrayIf(seq, hasthr)) AS bb, arrayMap((a, b) -> if(b > a AND b - "
+				     "a <= 2000000000, b - a, 0), arraySlice(tt, 1, length(tt) - 1), "
+				     "arraySlice(tt, 2)) AS dt, arraySlice(bb, 1, length(bb) - 1) AS b0, "
+				     "arrayMap(k -> arraySum(arrayMap((d, b) -> if(bitAnd(b, "
+				     "bitShiftLeft(toUInt64(1), k)) != 0, d, 0), dt, b0)), range(9)) AS thr "
+				     "FROM (SELECT file_id, seq, ts, args, visitParamExtractUInt(args, "
+				     "'device') AS device, " CH_HAS(
+					     "throttle") " AS hasthr, visitParamExtractString(args, "
+							 "'throttle') AS h, " CH_THROTTLE_BITS
+							 " AS bits FROM " CH_DB
+							 ".events WHERE {W} AND kind = 'gpu_metrics') "
+							 "GROUP BY file_id, device) ANY LEFT JOIN (SELECT "
+							 "file_id, visitParamExtractUInt(args, 'device') AS "
+							 "device, argMax(visitParamExtractString(args, "
+							 "'model'), seq) AS model FROM " CH_DB
+							 ".events WHERE {J} AND kind = 'gpu_device' GROUP BY "
+							 "file_id, device) USING file_id, device ORDER BY "
+							 "device, file_id FORMAT TabSeparated",
+};
