@@ -31,7 +31,7 @@ NOT_JUDGED = "Not judged from "
 MORE = re.compile(r"^\s+\(\d+ more: ")
 # The rules of other families not judged from the server yet (docs/CLICKHOUSE.md): a file's
 # claims citing these have no line there.
-NOT_THERE = ("cpu_sum", "gil_stacks", "nccl_hang", "open_at_edges", "cpu_faults")
+NOT_THERE = ("mem_", "gemm_")
 
 
 def verdict(args):
@@ -44,9 +44,7 @@ def verdict(args):
     end = next(i for i in range(start, len(lines)) if lines[i].startswith(LEGEND))
     block = [l for l in lines[start:end] if l.strip()]
     rest = [l for l in block if l.startswith(NOT_JUDGED)]
-    # sched's off-CPU claim cites offcpu_stacks where the file has them, sched_sum from the
-    # server (which computes that one): the same claim
-    return [l.replace("(-r offcpu_stacks)", "(-r sched_sum)") for l in block
+    return [l for l in block
             if not l.startswith(NOT_JUDGED) and not MORE.match(l) and
             not any(f"(-r {r}" in l for r in NOT_THERE)], rest[0] if rest else ""
 

@@ -56,15 +56,14 @@ def verdict_lines(text):
 
 def verdicts(url, path, *opts):
     """(stats --from URL's verdict lines, less the line saying what it judged without; `stats
-    PATH`'s, sched's blocked claim citing sched_sum as the server's does where a file with
-    --stacks=sched cites offcpu_stacks; that line)."""
+    PATH`'s; that line)."""
     p = run([BPFSIGHT, "stats", "--from", url, *opts], timeout=300)
     eq(p.returncode, 0, f"stats --from ({p.stderr[-800:]})")
     mine = verdict_lines(p.stdout)
     theirs = verdict_lines(run([BPFSIGHT, "stats", path], check=True, timeout=300).stdout)
     rest = [l for l in mine if l.startswith(NOT_JUDGED)]
     return ([l for l in mine if not l.startswith(NOT_JUDGED)],
-            [l.replace("(-r offcpu_stacks)", "(-r sched_sum)") for l in theirs],
+            theirs,
             rest[0] if rest else "")
 
 
@@ -148,7 +147,8 @@ def unmerged_files_judged_apart(url, dump, late):
     p = run([BPFSIGHT, "merge", "-o", merged, dump, late], timeout=120)
     eq(p.returncode, 0, f"merge ({p.stderr[-600:]})")
     mine, theirs, _ = verdicts(url, merged)
-    mine, theirs = ([l for l in v if "(-r sched_sum)" not in l] for v in (mine, theirs))
+    mine, theirs = ([l for l in v if "(-r sched_sum)" not in l and "(-r offcpu_stacks)" not in l]
+                    for v in (mine, theirs))
     blocked = [l for l in theirs if "was sleeping in read for the whole" in l]
     check(len(blocked) == 1 and re.search(r"\(main thread, pid (\d+)\)", blocked[0]) and
           int(re.search(r"pid (\d+)", blocked[0]).group(1)) >> 22 == 1,

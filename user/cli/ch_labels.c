@@ -13,6 +13,7 @@
 #include "json.h"
 #include "msg.h"
 #include "stack_call.h"
+#include "trace_model.h"
 #include "verdict.h"
 
 int ch_labels__option(struct ch_labels *l, int job, const char *arg)
@@ -40,13 +41,21 @@ int ch_labels__option(struct ch_labels *l, int job, const char *arg)
 	return 0;
 }
 
+/* FR's place in S, 1-based; 0 for none. */
+static unsigned frame_index(const struct trace_stack *s, const struct bs_frame *fr)
+{
+	return fr && s ? (unsigned)(fr - s->frames) + 1 : 0;
+}
+
 /*
- * What rank_waits reads of a user stack (rank_waits_report.c), as its `stack` row's args: the
- * call it is in (stack_call__in, cut where the report cuts it: 63 bytes) and its line in the
- * job's own code (frame_sum__own_site). The server's rank_waits groups by them. The hang's and
- * the edges' rules say a thread's line as stack_call__where does: `where`, when it is not
- * `own` (a stack in the interpreter's library only). And what the families' verdict rules
- * read of any stack (struct family_verdict.stack_args).
+ * What the server's reports read of a stack beside its frames, as its `stack` row's args:
+ * what the families' verdict rules read of any stack (struct family_verdict.stack_args);
+ * of a user stack, rank_waits groups by the call it is in (stack_call__in, cut where the
+ * report cuts it: 63 bytes) and its line in the job's own code (frame_sum__own_site);
+ * gil_stacks and offcpu_stacks sum it under the frames frame_sum does: that line (`site`)
+ * and the library's line beside it (`via`), their 1-based places in its frames, left out
+ * when none. The hang's and the edges' rules say a thread's line as stack_call__where does:
+ * `where`, when it is not `own` (a stack in the interpreter's library only).
  */
 static void ch_stack_args(const struct trace_stack *s, int kernel, const struct trace_model *m,
 			  struct json *j)
@@ -68,6 +77,10 @@ static void ch_stack_args(const struct trace_stack *s, int kernel, const struct 
 		json__kv_str(j, "own", stack_call__frame(own, m, at, sizeof(at)));
 	if (strcmp(stack_call__where(s, m, where, sizeof(where)), at))
 		json__kv_str(j, "where", where);
+	if (frame_index(s, own))
+		json__kv_u64(j, "site", frame_index(s, own));
+	if (frame_index(s, via))
+		json__kv_u64(j, "via", frame_index(s, via));
 }
 
 /* What the families' verdict rules read of a process (struct family_verdict.process_args). */

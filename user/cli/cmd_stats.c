@@ -308,6 +308,12 @@ static int run_from(struct stats_args *a, int argc)
 		pr_err("--from reads the server: no FILE (%s)\n", "remove it, or --from");
 		return EXIT_READ_FAIL;
 	}
+	if (a->o.python) {
+		/* the server computes cpu_sum's rows of every frame: never the other view silently */
+		pr_err("--python: cpu_sum's Python frames only are not computed in ClickHouse yet "
+		       "(docs/CLICKHOUSE.md); stats FILE --python\n");
+		return EXIT_READ_FAIL;
+	}
 	a->from.reports = a->reports;
 	a->from.fmt = a->o.fmt;
 	/* the verdict wraps as stats FILE's: the terminal's width, none in a file or a pipe */

@@ -216,10 +216,17 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	/* every name first: a typo costs no query */
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!ch_report__find(tok)) {
-			pr_err("report '%s' is not computed in ClickHouse (there: cuda_api_sum, "
-			       "nccl_sum, nccl_stragglers, osrt_sum, sched_sum, gil_sum, gil_blocked_by, "
-			       "ranks, nccl_rank_sum, rank_waits; docs/CLICKHOUSE.md)\n",
-			       tok);
+			char there[512];
+			size_t n = 0;
+
+			there[0] = 0;
+			for (const struct ch_report *const *c = ch_reports; *c && n < sizeof(there);
+			     c++)
+				n += snprintf(there + n, sizeof(there) - n, "%s%s", n ? ", " : "",
+					      (*c)->name);
+			pr_err("report '%s' is not computed in ClickHouse (there: %s; "
+			       "docs/CLICKHOUSE.md)\n",
+			       tok, there);
 			free(list);
 			return 1;
 		}

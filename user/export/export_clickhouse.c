@@ -22,8 +22,10 @@
 #include "family.h"
 #include "cpu_samples.h"
 #include "export_samples.h"
+#include "array.h"
 #include "hmap.h"
 #include "json.h"
+#include "stack_format.h"
 #include "trace_ranks.h"
 
 struct ch_labels export_clickhouse_labels = { .rank = -1 };
@@ -42,6 +44,9 @@ struct ch_export {
 	__u64 seq;
 	struct hmap *threads; /* {pid, tid} of the records (a merged file's namespaced): names */
 	struct hmap *stacks;  /* {stack id, in kernel} of the rows: their folded text */
+	struct hmap *frames;  /* stack_frame__key of their frames -> __u32 id, 1 and up */
+	const struct bs_frame **frame; /* frame[id - 1]: the first of each (the model's) */
+	size_t nframes, frame_cap;
 	/* the records' first and last times, the first clamped to the start (gil_sum's span) */
 	__u64 first_ts, last_ts;
 	char *families; /* the header's, the families recorded (the verdict says so); NULL: none */
@@ -89,6 +94,8 @@ static void ch_free(struct ch_export *st)
 	free(st->args_buf);
 	hmap__free(st->threads);
 	hmap__free(st->stacks);
+	hmap__free(st->frames);
+	free(st->frame);
 	free(st->families);
 	free(st);
 }
@@ -105,7 +112,8 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 	st->args = open_memstream(&st->args_buf, &st->args_len);
 	st->threads = hmap__new(1);
 	st->stacks = hmap__new(1);
-	fd = st->args && st->threads && st->stacks ? export__create(out) : -ENOMEM;
+	st->frames = hmap__new(sizeof(__u32));
+	fd = st->args && st->threads && st->stacks && st->frames ? export__create(out) : -ENOMEM;
 	if (fd < 0 || !(st->f = fdopen(fd, "w"))) {
 		*err = fd < 0 ? fd : -errno;
 		if (fd >= 0)
@@ -243,6 +251,107 @@ static int ch_rank_rows(struct ch_export *st, const struct trace_model *m)
 	return err;
 }
 
+/* Frame F's id among the file's frames (stack_frame__key tells them apart): 0 without memory. */
+static __u32 ch_frame_id(struct ch_export *st, const struct bs_frame *f)
+{
+	__u64 k[2];
+	__u32 *id;
+
+	stack_frame__key(f, k);
+	id = hmap__get(st->frames, (struct hkey){ k[0], k[1] }, 1);
+	if (id && !*id) {
+		if (array__grow((void **)&st->frame, st->nframes, &st->frame_cap,
+				sizeof(*st->frame)))
+			return 0;
+		st->frame[st->nframes++] = f;
+		*id = (__u32)st->nframes;
+	}
+	return id ? *id : 0;
+}
+
+/* S's frames' ids, innermost first, comma-separated: its `frames`. */
+static int ch_frame_ids(struct ch_export *st, const struct trace_stack *s, struct json *j)
+{
+	char *ids = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&ids, &len);
+	int err = f ? 0 : -ENOMEM;
+
+	for (__u32 i = 0; i < s->nframes && !err; i++) {
+		__u32 id = ch_frame_id(st, &s->frames[i]);
+
+		err = id ? 0 : -ENOMEM;
+		fprintf(f, "%s%u", i ? "," : "", id);
+	}
+	if (f && fclose(f) && !err)
+		err = -ENOMEM;
+	if (!err)
+		json__kv_str(j, "frames", ids);
+	free(ids);
+	return err;
+}
+
+/*
+ * Each stack the rows name (`stack`: its folded text as its name; its frames' ids innermost
+ * first, `frames`; a user stack's hook's keys), then each frame they name (`frame`: its
+ * function as stats' reports show it as its name; its id, kind, function and file string ids,
+ * line, address and file): what cpu_sum, gil_stacks and offcpu_stacks read, which SQL cannot
+ * read from the folded text, each frame's text once however many stacks hold it.
+ */
+static int ch_stack_rows(struct ch_export *st, const struct trace_model *m)
+{
+	__u64 start = trace_model__start(m);
+	struct hkey key;
+	size_t it = 0;
+	char buf[512];
+	int err = 0;
+
+	while (!err && hmap__next(st->stacks, &it, &key)) {
+		const struct trace_stack *s = trace_model__stack(m, (__u32)key.a);
+		char *line = export_folded__line(s, (int)key.b, m);
+		struct json j;
+
+		if (!line)
+			return -ENOMEM;
+		rewind(st->args);
+		json__init(&j, st->args, 0);
+		json__begin_object(&j);
+		json__kv_u64(&j, "stack_id", key.a);
+		json__kv_s64(&j, "kernel", (int)key.b);
+		if (s && s->nframes)
+			err = ch_frame_ids(st, s, &j);
+		if (st->labels.stack_args)
+			st->labels.stack_args(s, (int)key.b, m, &j);
+		json__end_object(&j);
+		if (!err)
+			err = fflush(st->args) ? -ENOMEM
+					       : ch_row(st, m, 0, 0, start, 0, "stack", line,
+							st->args_buf, st->args_len);
+		free(line);
+	}
+	for (size_t i = 0; !err && i < st->nframes; i++) {
+		const struct bs_frame *f = st->frame[i];
+		struct json j;
+
+		rewind(st->args);
+		json__init(&j, st->args, 0);
+		json__begin_object(&j);
+		json__kv_u64(&j, "frame_id", i + 1);
+		json__kv_u64(&j, "frame_kind", f->kind);
+		json__kv_u64(&j, "func_id", f->func_id);
+		json__kv_u64(&j, "file_id", f->file_id);
+		json__kv_u64(&j, "line", f->line);
+		json__kv_u64(&j, "addr", f->addr);
+		json__kv_str(&j, "path", stack_frame__file(f, m));
+		json__end_object(&j);
+		err = fflush(st->args) ? -ENOMEM
+				       : ch_row(st, m, 0, 0, start, 0, "frame",
+						stack_frame__func(f, m, buf, sizeof(buf)),
+						st->args_buf, st->args_len);
+	}
+	return err;
+}
+
 /*
  * A process of a pool (a family's finding: a trainer's DataLoader workers), as args of its
  * threads' names: `pool` ("DataLoader worker"), `owner` (its pid as the reports show it) and
@@ -302,28 +411,7 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 		return -ENOMEM;
 	err = ch_row(st, m, 0, 0, start, end > start ? end - start : 0, "trace_window",
 		     "trace_window", st->args_buf, st->args_len);
-	while (!err && hmap__next(st->stacks, &it, &key)) {
-		char *line =
-			export_folded__line(trace_model__stack(m, (__u32)key.a), (int)key.b, m);
-
-		if (!line)
-			return -ENOMEM;
-		struct json j;
-
-		rewind(st->args);
-		json__init(&j, st->args, 0);
-		json__begin_object(&j);
-		json__kv_u64(&j, "stack_id", key.a);
-		json__kv_s64(&j, "kernel", (int)key.b);
-		if (st->labels.stack_args)
-			st->labels.stack_args(trace_model__stack(m, (__u32)key.a), (int)key.b, m,
-					      &j);
-		json__end_object(&j);
-		err = fflush(st->args) ? -ENOMEM
-				       : ch_row(st, m, 0, 0, start, 0, "stack", line, st->args_buf,
-						st->args_len);
-		free(line);
-	}
+	err = err ?: ch_stack_rows(st, m);
 	it = 0;
 	while (!err && hmap__next(st->threads, &it, &key)) {
 		const char *thread = trace_model__thread_name(m, (__u32)key.b);

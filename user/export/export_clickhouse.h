@@ -28,11 +28,11 @@ struct ch_labels {
 	const char *file_id;
 	__s32 rank;
 	/*
-	 * What a user stack's row says beside its text, where the server's reports need it and
-	 * SQL cannot derive it from the text (rank_waits': the call the stack is in, its line in
-	 * the job's code; the verdict's rules', of any stack, KERNEL: the row of a CPU sample
-	 * taken in the kernel): keys added to J's open object. NULL: none. A hook, so that the
-	 * renderer names no report.
+	 * What a stack's row says beside its text and frames, where the server's reports need it
+	 * and SQL cannot derive it from them (rank_waits': the call the stack is in, its line in
+	 * the job's code; gil_stacks': the frame it is summed under; the verdict's rules', of any
+	 * stack, KERNEL: the row of a CPU sample taken in the kernel): keys added to J's open
+	 * object. NULL: none. A hook, so that the renderer names no report.
 	 */
 	void (*stack_args)(const struct trace_stack *s, int kernel, const struct trace_model *m,
 			   struct json *j);

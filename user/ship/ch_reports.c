@@ -370,6 +370,10 @@ const struct ch_report *const ch_reports[] = {
 	&ch_sched_sum,
 	&ch_gil_sum,
 	&ch_gil_blocked_by,
+	/* over the events' stacks: ch_cpu_reports.c */
+	&ch_cpu_sum,
+	&ch_gil_stacks,
+	&ch_offcpu_stacks,
 	/* across ranks: ch_rank_reports.c */
 	&ch_ranks,
 	&ch_nccl_rank_sum,

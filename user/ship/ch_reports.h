@@ -43,6 +43,9 @@ extern const struct ch_report ch_folded_offcpu;
 /* gil_blocked_by (ch_gil_reports.c). */
 extern const struct ch_report ch_gil_blocked_by;
 
+/* The reports over the events' stacks (ch_cpu_reports.c). */
+extern const struct ch_report ch_cpu_sum, ch_gil_stacks, ch_offcpu_stacks;
+
 const struct ch_report *ch_report__find(const char *name);
 /*
  * REPORT's SQL with WHERE in place of {W}, JOB of {J}, FILES of {F} (the files' order,

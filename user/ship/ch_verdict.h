@@ -36,6 +36,8 @@ extern const struct ch_report ch_verdict_snaps;
 extern const struct ch_report ch_verdict_losses;
 /* The hang's and the edges' rules' states (ch_hang_states.c), NULL-terminated. */
 extern const struct ch_report *const ch_hang_states[];
+/* cpu's fault rule's state per process (ch_cpu_reports.c). */
+extern const struct ch_report ch_cpu_fault_procs;
 /* A rule's state by its input's name (family_verdict.reads), or NULL. */
 const struct ch_report *ch_verdict__state(const char *name);
 

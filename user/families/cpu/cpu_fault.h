@@ -10,6 +10,7 @@
 
 #include "records.h"
 
+struct table;
 struct trace_model;
 struct verdict;
 
@@ -17,5 +18,7 @@ void *cpu_fault__new(void);
 void cpu_fault__add(void *st, const struct bs_hdr *rec, const struct trace_model *m);
 void cpu_fault__claims(void *st, struct verdict *v);
 void cpu_fault__free(void *st);
+/* ADD's state from a server's answer (stats --from): table T, input NAME (verdict.h's LOAD). */
+int cpu_fault__load(void *st, const char *name, const struct table *t);
 
 #endif /* BPFSIGHT_CPU_FAULT_H */

@@ -10,6 +10,7 @@
  * (MEM_SHRINK, MEM_GROW), the CPU tensors above glibc's default threshold and the largest
  * (MEM_ALLOC), the peak RSS; from them the thresholds to try.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "hmap.h"
 #include "human.h"
 #include "mem_records.h"
+#include "table.h"
 #include "trace_model.h"
 #include "verdict.h"
 
@@ -192,6 +194,43 @@ void cpu_fault__add(void *vst, const struct bs_hdr *rec, const struct trace_mode
 			p->peak_rss = r->rss;
 		return;
 	}
+}
+
+/*
+ * A server's answer (stats --from, ch_cpu_reports.c's cpu_fault_procs): per process what ADD
+ * counts of every record, one row each, columns by ADD's names.
+ */
+int cpu_fault__load(void *vst, const char *name, const struct table *t)
+{
+	static const char *const cols[] = { "pid",   "samples", "fault",    "calls",   "trim",
+					    "unmap", "first",	"last",	    "grown",   "given",
+					    "big",   "largest", "peak_rss", "mem_rows" };
+	int c[sizeof(cols) / sizeof(cols[0])];
+	struct fault_proc *p;
+
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+		if ((c[i] = table__col(t, cols[i])) < 0)
+			return -EINVAL;
+	for (int r = 0; r < table__nrows(t); r++) {
+		if (!(p = proc_of(vst, (__u32)table__get_u64(t, r, c[0]))))
+			return -ENOMEM;
+		*p = (struct fault_proc){
+			.samples = table__get_u64(t, r, c[1]),
+			.fault = table__get_u64(t, r, c[2]),
+			.calls = table__get_u64(t, r, c[3]),
+			.trim = table__get_u64(t, r, c[4]),
+			.unmap = table__get_u64(t, r, c[5]),
+			.first = (__u64)table__get_s64(t, r, c[6]),
+			.last = (__u64)table__get_s64(t, r, c[7]),
+			.grown = table__get_u64(t, r, c[8]),
+			.given = table__get_u64(t, r, c[9]),
+			.big = table__get_u64(t, r, c[10]),
+			.largest = table__get_u64(t, r, c[11]),
+			.peak_rss = table__get_u64(t, r, c[12]),
+			.mem = table__get_u64(t, r, c[13]),
+		};
+	}
+	return 0;
 }
 
 /* The smallest power of two above N (glibc maps a block of the threshold's size itself). */

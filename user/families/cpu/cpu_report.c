@@ -96,6 +96,11 @@ static int cpu_row_cmp(const void *a, const void *b)
 		return x->frame->kind < y->frame->kind ? -1 : 1;
 	if (x->frame->func_id != y->frame->func_id)
 		return x->frame->func_id < y->frame->func_id ? -1 : 1;
+	/* then what tells rows apart (func_key): one order, the server's SQL's too */
+	if (x->frame->file_id != y->frame->file_id)
+		return x->frame->file_id < y->frame->file_id ? -1 : 1;
+	if (x->frame->line != y->frame->line)
+		return x->frame->line < y->frame->line ? -1 : 1;
 	return x->frame->addr < y->frame->addr ? -1 : x->frame->addr > y->frame->addr;
 }
 

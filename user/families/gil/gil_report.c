@@ -144,6 +144,34 @@ static int row_gil_blame(const struct bs_hdr *rec, const struct trace_model *m, 
 	return 1;
 }
 
+/*
+ * --stacks=gil: a round of waits with the holder's stack (`gil_holder`, its dur and the part
+ * the holder's samples covered) and a holder's timer sample (`gil_sample`, the waiting it
+ * stands for), as rows, their stacks named by stack_id: the server's gil_stacks weighs the
+ * holders' code by them (gil_holder_ns).
+ */
+static int row_gil_holder(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_gil_holder *h = (const void *)rec;
+
+	ev->stack = trace_model__event_stack(m, rec);
+	ev->dur = h->dur;
+	event__arg_u64(ev, "holder_tid", h->holder_tid);
+	event__arg_u64(ev, "covered_us", h->covered_us);
+	return 1;
+}
+
+static int row_gil_sample(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev)
+{
+	const struct bs_gil_sample *g = (const void *)rec;
+
+	ev->stack = trace_model__event_stack(m, rec);
+	ev->dur = g->dur;
+	event__arg_u64(ev, "waiters", g->waiters);
+	event__arg_u64(ev, "period_us", g->period_us);
+	return 1;
+}
+
 /* Kineto has no GIL category (torch.profiler does not see the GIL): the gil family's. */
 static const struct export_style wait_style = {
 	.cat = "gil",
@@ -180,9 +208,10 @@ const struct rec_decoder gil_decoders[] = {
 			   offsetof(struct bs_gil_proc, note_id) } },
 	/* Rounds of waits with the holder's stack: gil_stacks reads them. */
 	{ BS_REC_GIL_HOLDER, sizeof(struct bs_gil_holder), "gil_holder", family__decode_meta,
-	  .task_offs = { offsetof(struct bs_gil_holder, holder_tid) } },
+	  .task_offs = { offsetof(struct bs_gil_holder, holder_tid) }, .row = row_gil_holder },
 	/* Timer samples of holders others waited for: gil_stacks weighs the holders' code by them. */
-	{ BS_REC_GIL_SAMPLE, sizeof(struct bs_gil_sample), "gil_sample", family__decode_meta },
+	{ BS_REC_GIL_SAMPLE, sizeof(struct bs_gil_sample), "gil_sample", family__decode_meta,
+	  .row = row_gil_sample },
 	{ 0 },
 };
 

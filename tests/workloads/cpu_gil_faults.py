@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""A Python process for the cpu, gil and sched reports computed in ClickHouse
+(tests/e2e/test_clickhouse_cpu.py): two threads spin in Python for the GIL (GIL waits, the
+holders' code), one sleeps in short naps (off-CPU with a stack), and the main thread builds and
+drops 40 MiB blocks, above glibc's largest mmap threshold (32 MiB): each is mapped, faulted in
+page by page and unmapped at its free (page faults and munmap in its CPU samples).
+
+    cpu_gil_faults.py [SECONDS]   (default 1.5)
+"""
+import sys
+import threading
+import time
+
+SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 1.5
+end = time.monotonic() + SECONDS
+
+
+def spin():
+    n = 0
+    while time.monotonic() < end:
+        n += sum(i * i for i in range(2000))
+
+
+def nap():
+    while time.monotonic() < end:
+        time.sleep(0.002)
+
+
+def churn():
+    blocks = 0
+    while time.monotonic() < end:
+        block = b"x" * (40 << 20)
+        blocks += len(block) > 0
+        del block
+    return blocks
+
+
+threads = [threading.Thread(target=spin, name=f"spin-{i}") for i in range(2)]
+threads.append(threading.Thread(target=nap, name="nap"))
+for t in threads:
+    t.start()
+churn()
+for t in threads:
+    t.join()
