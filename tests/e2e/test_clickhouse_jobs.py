@@ -72,15 +72,11 @@ def hung_job():
     load_batch() before collective 30, the others in ncclAllReduce: the hang trigger's dump
     (a recorder attached before the hang, --trigger hang:3s) and a recording attached after
     it (-p x4 -d 3s: the edges' snapshots). Returns (dump, late)."""
-    from test_hang import DUR_S, Job, wait_dump
+    from test_hang import Job, hang_recorder, wait_dump
     job = Job({2: "read"})
     try:
         pids = job.start_ranks()
-        rec = Recorder("-t", "nccl", "--flight-recorder=30s", f"--trigger=hang:{DUR_S}s",
-                       *sum((["-p", str(p)] for p in pids), []),
-                       out=os.path.join(job.dir, "fr.bst"))
-        rec.wait_ready()
-        open(job.go, "w").close()
+        rec = hang_recorder(job, pids)
         job.stall_ns(2)
         dump = wait_dump(rec)
         eq(rec.stop(), 0, "the recorder")

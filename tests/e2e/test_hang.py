@@ -124,6 +124,16 @@ def rows(path):
     return {(r["rank"], r["comm"]): r for r in stats(path, "nccl_hang")["nccl_hang"]}
 
 
+def hang_recorder(job, pids):
+    """-t nccl on the ranks PIDS with the hang trigger (--trigger=hang:DUR_S), ready; then the
+    ranks told to go."""
+    rec = Recorder("-t", "nccl", "--flight-recorder=30s", f"--trigger=hang:{DUR_S}s",
+                   *sum((["-p", str(p)] for p in pids), []), out=os.path.join(job.dir, "fr.bst"))
+    rec.wait_ready()
+    open(job.go, "w").close()
+    return rec
+
+
 def test_hang_read_dump_in_time_verdict_and_stacks_of_the_hung_job():
     """-p on the four ranks; rank 2 blocks in read in load_batch(). The dump comes within DUR
     + 1 s of the stall; stats names rank 2, collective 30, load_batch and its line, and the
@@ -132,11 +142,7 @@ def test_hang_read_dump_in_time_verdict_and_stacks_of_the_hung_job():
     job = Job({2: "read"})
     try:
         pids = job.start_ranks()
-        rec = Recorder("-t", "nccl", "--flight-recorder=30s", f"--trigger=hang:{DUR_S}s",
-                       *sum((["-p", str(p)] for p in pids), []),
-                       out=os.path.join(job.dir, "fr.bst"))
-        rec.wait_ready()
-        open(job.go, "w").close()
+        rec = hang_recorder(job, pids)
         stall = job.stall_ns(2)
         dump = wait_dump(rec)
         end = window_end(dump)
