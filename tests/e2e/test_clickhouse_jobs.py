@@ -16,7 +16,7 @@ import re
 
 import helpers
 from clickhouse_server import ClickHouse
-from helpers import BPFSIGHT, Recorder, check, eq, run, tmpdir
+from helpers import BPFSIGHT, check, eq, run, tmpdir
 
 SECONDS = 20
 
