@@ -321,7 +321,9 @@ def test_system_wide_names_the_frames_of_every_python():
         mine = [e for e in evs if e["pid"] == pid and "gil" in e["args"]]
         named = [e for e in mine if [f["func"] for f in py_frames(e)][:2] in
                  (["inner_a", "outer"], ["inner_b", "outer"])]
-        check(len(mine) >= 100 and len(named) >= 0.9 * len(mine),
+        # How many samples follow the read is the CPU the job got after it: a busy machine
+        # left one python 33 in 1.5 s (100 were asked); a share needs a few dozen.
+        check(len(mine) >= 20 and len(named) >= 0.9 * len(mine),
               f"{py}: {len(named)} of {len(mine)} samples name inner_X <- outer")
 
 
