@@ -216,9 +216,7 @@ static const struct ch_col ch_cublas_steps_cols[] = {
 		       "ctype, toUInt64(count()), toUInt64(sum(flops)), any(gpus) FROM (SELECT * FROM (SELECT * " \
 		       "FROM (" CH_STEP_GEMMS ") ANY LEFT JOIN (" CH_FILE_GPUS                                    \
 		       ") USING file_id) ANY LEFT JOIN "                                                          \
-		       "(SELECT file_id, pid, any(" CH_NAMES_NS ") AS ns FROM " CH_DB                             \
-		       ".events WHERE {J} AND "                                                                   \
-		       "kind = 'thread_names' GROUP BY file_id, pid) USING file_id, pid) CROSS JOIN (SELECT "     \
+		       "(" CH_PROC_NS ") USING file_id, pid) CROSS JOIN (SELECT "                                 \
 		       "min(gts) AS lo, max(gend) AS hi FROM (" CH_STEP_GEMMS                                     \
 		       ")) WHERE " CH_NO_STEPS " GROUP BY apid, lo, hi, atype, ctype"
 /* Each process with steps, its steps' GEMMs or none. */
