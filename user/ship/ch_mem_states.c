@@ -14,25 +14,30 @@
  * file's order, as the rule keeps it; a CPU's rows have no totals: 0).
  */
 static const struct ch_col ch_mem_ooms_cols[] = {
-	{ "pid", "PID", 'u' },		  { "device", "Device", 't' },
-	{ "count", "OOMs", 'u' },	  { "asked", "Largest Asked (B)", 'u' },
-	{ "allocated", "Allocated (B)", 'u' }, { "reserved", "Reserved (B)", 'u' },
+	{ "pid", "PID", 'u' },
+	{ "device", "Device", 't' },
+	{ "count", "OOMs", 'u' },
+	{ "asked", "Largest Asked (B)", 'u' },
+	{ "allocated", "Allocated (B)", 'u' },
+	{ "reserved", "Reserved (B)", 'u' },
 	{},
 };
 
 const struct ch_report ch_mem_ooms = {
 	.name = "mem_ooms",
 	.cols = ch_mem_ooms_cols,
-	.sql = "SELECT " CH_NS_ID("pid") " AS xpid, device, n, mb, a[i], r[i] FROM (SELECT *, "
-	       "arrayFirstIndex(x -> x = mb, b) AS i FROM (SELECT * FROM (SELECT file_id, pid, "
-	       "visitParamExtractString(args, 'device') AS device, count() AS n, "
-	       "max(visitParamExtractUInt(args, 'bytes')) AS mb, arraySort((x, s) -> s, "
-	       "groupArray(visitParamExtractUInt(args, 'bytes')), groupArray(seq)) AS b, "
-	       "arraySort((x, s) -> s, groupArray(visitParamExtractUInt(args, 'allocated')), "
-	       "groupArray(seq)) AS a, arraySort((x, s) -> s, groupArray(visitParamExtractUInt(args, "
-	       "'reserved')), groupArray(seq)) AS r FROM " CH_DB ".events WHERE {W} AND kind = "
-	       "'mem_oom' GROUP BY file_id, pid, device) ANY LEFT JOIN (" CH_PROC_NS
-	       ") USING file_id, pid)) ORDER BY xpid, device FORMAT TabSeparated",
+	.sql = "SELECT " CH_NS_ID(
+		"pid") " AS xpid, device, n, mb, a[i], r[i] FROM (SELECT *, "
+		       "arrayFirstIndex(x -> x = mb, b) AS i FROM (SELECT * FROM (SELECT file_id, pid, "
+		       "visitParamExtractString(args, 'device') AS device, count() AS n, "
+		       "max(visitParamExtractUInt(args, 'bytes')) AS mb, arraySort((x, s) -> s, "
+		       "groupArray(visitParamExtractUInt(args, 'bytes')), groupArray(seq)) AS b, "
+		       "arraySort((x, s) -> s, groupArray(visitParamExtractUInt(args, 'allocated')), "
+		       "groupArray(seq)) AS a, arraySort((x, s) -> s, groupArray(visitParamExtractUInt(args, "
+		       "'reserved')), groupArray(seq)) AS r FROM " CH_DB
+		       ".events WHERE {W} AND kind = "
+		       "'mem_oom' GROUP BY file_id, pid, device) ANY LEFT JOIN (" CH_PROC_NS
+		       ") USING file_id, pid)) ORDER BY xpid, device FORMAT TabSeparated",
 };
 
 /*
@@ -51,11 +56,13 @@ static const struct ch_col ch_mem_devices_cols[] = {
 const struct ch_report ch_mem_devices = {
 	.name = "mem_devices",
 	.cols = ch_mem_devices_cols,
-	.sql = "SELECT " CH_NS_ID("pid") " AS xpid, device, max(al), max(re) FROM (SELECT * FROM "
-	       "(SELECT file_id, pid, visitParamExtractString(args, 'device') AS device, "
-	       "visitParamExtractUInt(args, 'allocated') AS al, visitParamExtractUInt(args, "
-	       "'reserved') AS re FROM " CH_DB ".events WHERE {W} AND kind IN ('mem_alloc', "
-	       "'mem_oom') AND position(args, '\"reserved\":') > 0) ANY LEFT JOIN (" CH_PROC_NS
-	       ") USING file_id, pid) GROUP BY xpid, device ORDER BY xpid, device FORMAT "
-	       "TabSeparated",
+	.sql = "SELECT " CH_NS_ID(
+		"pid") " AS xpid, device, max(al), max(re) FROM (SELECT * FROM "
+		       "(SELECT file_id, pid, visitParamExtractString(args, 'device') AS device, "
+		       "visitParamExtractUInt(args, 'allocated') AS al, visitParamExtractUInt(args, "
+		       "'reserved') AS re FROM " CH_DB
+		       ".events WHERE {W} AND kind IN ('mem_alloc', "
+		       "'mem_oom') AND position(args, '\"reserved\":') > 0) ANY LEFT JOIN (" CH_PROC_NS
+		       ") USING file_id, pid) GROUP BY xpid, device ORDER BY xpid, device FORMAT "
+		       "TabSeparated",
 };
