@@ -314,6 +314,15 @@ static int run_from(struct stats_args *a, int argc)
 		       "(docs/CLICKHOUSE.md); stats FILE --python\n");
 		return EXIT_READ_FAIL;
 	}
+	if (a->o.peak || a->o.steps) {
+		/* the MFU rule's peak is the recorded GPU's there, its steps torch's: never
+		 * another number silently */
+		pr_err("%s: the MFU from a server is against the recorded GPU's peak over torch's "
+		       "steps only (docs/CLICKHOUSE.md); stats FILE %s\n",
+		       a->o.peak ? "--peak-tflops" : "--steps",
+		       a->o.peak ? "--peak-tflops" : "--steps");
+		return EXIT_READ_FAIL;
+	}
 	a->from.reports = a->reports;
 	a->from.fmt = a->o.fmt;
 	/* the verdict wraps as stats FILE's: the terminal's width, none in a file or a pipe */

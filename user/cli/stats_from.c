@@ -291,10 +291,30 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 
 #define PAGE_REPORTS 16
 
+/* The events-lost warning of the page (stats --from's sentence), NULL when none was lost. */
+static const char *loss_warning(const struct stats_from_loss *l, char *buf, size_t len)
+{
+	if (!l->lost)
+		return NULL;
+	if (l->touched)
+		snprintf(buf, len,
+			 "WARNING: %llu events were lost while recording (%s): %s below "
+			 "undercount%s.",
+			 l->lost, l->causes, l->reports, l->touched > 1 ? "" : "s");
+	else
+		snprintf(buf, len,
+			 "%llu events were lost while recording (%s); the reports below do not "
+			 "read them.",
+			 l->lost, l->causes);
+	return buf;
+}
+
 int stats_from__page(const struct stats_from *f, FILE *out)
 {
-	char where[1024], job[300], fbuf[65536];
+	char where[1024], job[300], fbuf[65536], list[1024] = "", warn[1280];
+	struct stats_from_loss loss;
 	struct table *t[PAGE_REPORTS];
+	size_t used = 0;
 	const char *files;
 	struct verdict_from *vf;
 	struct ch_server s;
@@ -308,11 +328,23 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 	     r++) {
 		t[n] = table__new((*r)->name);
 		err = t[n] ? stats_from__table(&s, *r, where, job, files, t[n]) : -ENOMEM;
+		/* its sentences, as stats --from prints them under it */
+		if (!err && *r == ch_report__find("nccl_stragglers"))
+			err = stats_from__straggler_notes(&s, where, job, files, t[n]);
+		if (t[n])
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
+						 used ? "," : "", (*r)->name);
 		n += t[n] != NULL;
 	}
+	if (vf && !err)
+		err = stats_from__loss_said(&s, where, job, files, list, &loss);
 	if (vf && !err) {
-		struct report_from_input in = { f->url, BPFSIGHT_VERSION, verdict_from__verdict(vf),
-						(const struct table *const *)t, n };
+		struct report_from_input in = { f->url,
+						BPFSIGHT_VERSION,
+						verdict_from__verdict(vf),
+						(const struct table *const *)t,
+						n,
+						loss_warning(&loss, warn, sizeof(warn)) };
 
 		err = report_html__write_from(&in, out);
 	}

@@ -50,6 +50,18 @@ const char *stats_from__files(struct ch_server *s, const char *where, const char
 int stats_from__losses(struct ch_server *s, const struct stats_from *f, const char *where,
 		       const char *job, const char *files, const char *list, FILE *out);
 
+/* The events lost while recording, from the `loss` rows: how many, by family and cause. */
+struct stats_from_loss {
+	unsigned long long lost; /* 0: none */
+	char causes[512];	 /* "all ringbuf_full: 2169" */
+	char reports[512];	 /* those of the list given that they touch, "a, b" */
+	int touched;		 /* how many */
+};
+
+/* L from server S's `loss` rows, the reports of LIST ("a,b") touched: 0, or -errno. */
+int stats_from__loss_said(struct ch_server *s, const char *where, const char *job,
+			  const char *files, const char *list, struct stats_from_loss *l);
+
 /*
  * nccl_stragglers' sentences under T, its answer from server S (stragglers_from.c): stats
  * FILE's, from the server's nccl_rank_sum. 0, or -errno.

@@ -42,16 +42,15 @@ static int touches(const struct table *t, int fam, const char *name)
 	return !f;
 }
 
-int stats_from__losses(struct ch_server *s, const struct stats_from *f, const char *where,
-		       const char *job, const char *files, const char *list, FILE *out)
+int stats_from__loss_said(struct ch_server *s, const char *where, const char *job,
+			  const char *files, const char *list, struct stats_from_loss *l)
 {
-	char loss[512] = "", names[512] = "", warn[1280], copy[512];
 	struct table *t = table__new(ch_verdict_losses.name);
-	unsigned long long lost = 0;
 	size_t used = 0, nused = 0;
-	int err, fam, touched = 0;
-	char *tok, *save = NULL;
+	int err, fam;
+	char *tok, *save = NULL, copy[512];
 
+	*l = (struct stats_from_loss){ 0 };
 	err = t ? stats_from__table(s, &ch_verdict_losses, where, job, files, t) : -ENOMEM;
 	if (err || !table__nrows(t)) {
 		table__free(t);
@@ -60,14 +59,14 @@ int stats_from__losses(struct ch_server *s, const struct stats_from *f, const ch
 	fam = table__col(t, "family");
 	for (int r = 0; r < table__nrows(t); r++) {
 		__u64 n = table__get_u64(t, r, table__col(t, "count"));
-		int k = snprintf(loss + used, sizeof(loss) - used, "%s%s %s: %llu",
+		int k = snprintf(l->causes + used, sizeof(l->causes) - used, "%s%s %s: %llu",
 				 used ? ", " : "", table__get_str(t, r, fam) ?: "",
 				 table__get_str(t, r, table__col(t, "cause")) ?: "",
 				 (unsigned long long)n);
 
-		if (k > 0 && (size_t)k < sizeof(loss) - used)
+		if (k > 0 && (size_t)k < sizeof(l->causes) - used)
 			used += (size_t)k;
-		lost += n;
+		l->lost += n;
 	}
 	snprintf(copy, sizeof(copy), "%s", list);
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -75,29 +74,39 @@ int stats_from__losses(struct ch_server *s, const struct stats_from *f, const ch
 
 		if (!touches(t, fam, tok))
 			continue;
-		k = snprintf(names + nused, sizeof(names) - nused, "%s%s", touched ? ", " : "",
-			     tok);
-		if (k > 0 && (size_t)k < sizeof(names) - nused)
+		k = snprintf(l->reports + nused, sizeof(l->reports) - nused, "%s%s",
+			     l->touched ? ", " : "", tok);
+		if (k > 0 && (size_t)k < sizeof(l->reports) - nused)
 			nused += (size_t)k;
-		touched++;
+		l->touched++;
 	}
 	table__free(t);
-	if (!lost)
-		return 0;
-	if (touched && f->fmt == STATS_FORMAT_TABLE) {
+	return 0;
+}
+
+int stats_from__losses(struct ch_server *s, const struct stats_from *f, const char *where,
+		       const char *job, const char *files, const char *list, FILE *out)
+{
+	struct stats_from_loss l;
+	char warn[1280];
+	int err = stats_from__loss_said(s, where, job, files, list, &l);
+
+	if (err || !l.lost)
+		return err;
+	if (l.touched && f->fmt == STATS_FORMAT_TABLE) {
 		snprintf(warn, sizeof(warn),
 			 "WARNING: %llu events were lost while recording (%s): %s below "
 			 "undercount%s.",
-			 lost, loss, names, touched > 1 ? "" : "s");
+			 l.lost, l.causes, l.reports, l.touched > 1 ? "" : "s");
 		human__wrap(out, warn, f->width, 0, 2);
 		fputc('\n', out);
-	} else if (touched) {
+	} else if (l.touched) {
 		pr_warn("%s: %llu events were lost while recording (%s): %s undercount%s\n", f->url,
-			lost, loss, names, touched > 1 ? "" : "s");
+			l.lost, l.causes, l.reports, l.touched > 1 ? "" : "s");
 	} else {
 		pr_note("%s: %llu events were lost while recording (%s); the reports shown do "
 			"not read them\n",
-			f->url, lost, loss);
+			f->url, l.lost, l.causes);
 	}
 	return 0;
 }

@@ -50,6 +50,7 @@ struct ch_export {
 	/* the records' first and last times, the first clamped to the start (gil_sum's span) */
 	__u64 first_ts, last_ts;
 	char *families; /* the header's, the families recorded (the verdict says so); NULL: none */
+	char *gpus;	/* the header's GPUs, a line each (the MFU rule's peak); NULL: none */
 };
 
 /* S as a TabSeparated field: ClickHouse's escapes for the bytes that would end it. */
@@ -97,6 +98,7 @@ static void ch_free(struct ch_export *st)
 	hmap__free(st->frames);
 	free(st->frame);
 	free(st->families);
+	free(st->gpus);
 	free(st);
 }
 
@@ -125,6 +127,7 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 	st->host = meta->hostname ? meta->hostname : "";
 	st->wall_minus_mono = meta->start.realtime_ns - meta->start.mono_ns;
 	st->families = meta->families ? strdup(meta->families) : NULL; /* NULL: not said */
+	st->gpus = meta->gpus && *meta->gpus ? strdup(meta->gpus) : NULL;
 	export_clickhouse_rows = 0;
 	return st;
 }
@@ -370,6 +373,18 @@ static void pool_args(const struct trace_model *m, __u32 pid, struct json *j)
 	json__kv_str(j, "owner_what", owner_what);
 }
 
+/* ,"KEY":"VALUE" into F, VALUE escaped as a JSON string; nothing for no VALUE. */
+static void ch_args_str(FILE *f, const char *key, const char *value)
+{
+	struct json j;
+
+	if (!value)
+		return;
+	fprintf(f, ",\"%s\":", key);
+	json__init(&j, f, 0);
+	json__str(&j, value);
+}
+
 /*
  * What the reports read of the whole file, as the last rows: the recording's window
  * (`trace_window`: its start, its length; sched_sum clips the first run slices to it; the
@@ -396,17 +411,11 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 		fprintf(st->args, ",\"end_ts\":%lld", (long long)(end + st->wall_minus_mono));
 	/* what a record with no time (CUPTI's start of 0) has as its ts: the reports skip it */
 	fprintf(st->args, ",\"clock_shift\":%lld", (long long)st->wall_minus_mono);
+	/* the families and GPUs recorded, as JSON strings (a header's text: escaped); the
+	 * GPUs a line each, the MFU rule's peak (cublas_step_gemms) */
+	ch_args_str(st->args, "families", st->families);
+	ch_args_str(st->args, "gpus", st->gpus);
 	fputc('}', st->args);
-	if (st->families && fflush(st->args) == 0 && st->args_len) {
-		struct json j;
-
-		/* the families recorded, as a JSON string (a header's text: escaped) */
-		fseek(st->args, -1, SEEK_CUR);
-		fputs(",\"families\":", st->args);
-		json__init(&j, st->args, 0);
-		json__str(&j, st->families);
-		fputc('}', st->args);
-	}
 	if (fflush(st->args))
 		return -ENOMEM;
 	err = ch_row(st, m, 0, 0, start, end > start ? end - start : 0, "trace_window",

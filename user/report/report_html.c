@@ -600,6 +600,7 @@ static const char style[] =
 	"summary{cursor:pointer;color:var(--mute)}table.kv th{white-space:nowrap;"
 	"position:static;background:none}table.kv tr.sub th{padding-left:22px;"
 	"font-weight:normal}table.info{margin:8px 0}\n"
+	"p.warn{color:#b3261e;font-weight:600}\n"
 	"footer{margin-top:28px;font-size:12px;border-top:1px solid var(--line);padding-top:8px}\n";
 
 /* The page's head, its style and its header, for WHAT (a trace's path, a server's URL). */
@@ -620,6 +621,11 @@ static void page_head(FILE *f, const char *what)
 int report_html__write_from(const struct report_from_input *in, FILE *f)
 {
 	page_head(f, in->from);
+	if (in->warning) {
+		fprintf(f, "<p class=\"warn\" id=\"lost\">");
+		page__esc(f, in->warning);
+		fprintf(f, "</p>\n");
+	}
 	page_summary__verdict_of(f, in->verdict);
 	fprintf(f, "<section id=\"reports\"><h2>Reports, computed in the server</h2>\n");
 	for (int i = 0; i < in->ntables; i++) {
@@ -633,8 +639,15 @@ int report_html__write_from(const struct report_from_input *in, FILE *f)
 		fprintf(f, "</code></h3>\n");
 		if (rows)
 			page__table(f, t, REPORT_ROWS);
-		fprintf(f, "<p class=\"rows\">%d of %d rows%s</p></div>\n", shown, rows,
+		fprintf(f, "<p class=\"rows\">%d of %d rows%s</p>\n", shown, rows,
 			rows > shown ? " (the first, in the report's order)" : "");
+		/* its sentences (nccl_stragglers': who made the others wait), as stats prints them */
+		for (int k = 0; k < table__nnotes(t); k++) {
+			fprintf(f, "<p class=\"note\">");
+			page__esc(f, table__get_note(t, k));
+			fprintf(f, "</p>\n");
+		}
+		fprintf(f, "</div>\n");
 	}
 	fprintf(f, "</section>\n<footer>Computed by bpfsight ");
 	page__esc(f, in->version);

@@ -41,6 +41,7 @@ struct report_from_input {
 	const struct verdict *verdict;	   /* judged from the server's answers (stats --from's) */
 	const struct table *const *tables; /* the reports computed there */
 	int ntables;
+	const char *warning; /* the events lost while recording, a sentence; NULL: none */
 };
 
 /* The verdict, then each report's first REPORT_ROWS rows, to OUT: 0, or -EIO. */

@@ -51,6 +51,11 @@
 	"SELECT file_id, file, pid, tid, " CH_NAMES_NS " AS ns FROM " CH_DB                        \
 	".events WHERE {J} AND kind = 'thread_names'"
 
+/* Each process's rank namespace (CH_NAMES_NS), as `ns`, by file and pid. */
+#define CH_PROC_NS                                                                                 \
+	"SELECT file_id, pid, any(" CH_NAMES_NS ") AS ns FROM " CH_DB ".events WHERE {J} AND "     \
+	"kind = 'thread_names' GROUP BY file_id, pid"
+
 /* String KEY of a row's ARGS (a column of dump's JSON), NULL when it has none. */
 #define CH_STR_OR_NULL(args, key)                                                                  \
 	"if(position(" args ", '\"" key "\":') > 0, visitParamExtractString(" args ", '" key       \

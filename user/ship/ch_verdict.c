@@ -258,9 +258,9 @@ static const struct ch_report ch_gpu_launch_totals = {
 };
 
 static const struct ch_report *const ch_verdict_states[] = {
-	&ch_osrt_thread_calls, &ch_cuda_thread_calls, &ch_gpu_idle_devs,
-	&ch_gpu_launch_totals, &ch_torch_input_waits, &ch_blas_thread_gemms,
-	&ch_gpum_devices,      &ch_cpu_fault_procs,   NULL, /* one a line */
+	&ch_osrt_thread_calls, &ch_cuda_thread_calls, &ch_gpu_idle_devs, &ch_gpu_launch_totals,
+	&ch_torch_input_waits, &ch_blas_thread_gemms, &ch_gpum_devices,	 &ch_cpu_fault_procs,
+	&ch_cublas_step_gemms, &ch_mem_ooms,	      &ch_mem_devices,	 NULL, /* one a line */
 };
 
 const struct ch_report *ch_verdict__state(const char *name)

@@ -26,6 +26,11 @@ extern const struct ch_report ch_torch_input_waits;
 extern const struct ch_report ch_blas_thread_gemms;
 /* gpumetrics's rules' means and throttle times per device (ch_family_reports.c). */
 extern const struct ch_report ch_gpum_devices;
+/* mem's OOM and fragmentation rules' states per process and device (ch_mem_states.c). */
+extern const struct ch_report ch_mem_ooms;
+extern const struct ch_report ch_mem_devices;
+/* cublas's low-MFU rule's GEMMs per process, step and type (ch_family_reports.c). */
+extern const struct ch_report ch_cublas_step_gemms;
 /*
  * The snapshots of the job's threads (ch_hang_states.c): a row per process (proc 1) and thread
  * read, a hang trigger's or an edge's, as snap_records.h has them; each thread's stack by what

@@ -85,12 +85,14 @@ static const char *const dtype_name[D_NTYPES] = { "fp64", "fp32", "tf32", "bf16"
 static const enum peak_class class_of[D_NTYPES] = { P_FP64, P_FP32, P_TF32, P_16,
 						    P_16,   P_FP8,  P_INT8 };
 
-/* Its input type, and TF32 or a 16-bit type where the compute type asks for it. */
-static int gemm_dtype(const struct cublas_gemm *g)
+/*
+ * Its input type A, and TF32 or a 16-bit type where the compute type C asks for it: cuBLAS's
+ * names ("CUDA_R_16BF", "CUBLAS_COMPUTE_32F_FAST_TF32"), as a record decodes them and as a
+ * server's rows have them.
+ */
+static int dtype_of(const char *a, const char *c)
 {
-	const char *a = cublas__type_name(g->atype), *c = cublas__compute_name(g->compute);
-
-	if (!a)
+	if (!a || !*a)
 		return -1;
 	if (strstr(a, "_8F_") || strstr(a, "_6F_") || strstr(a, "_4F_"))
 		return D_FP8;
@@ -103,6 +105,11 @@ static int gemm_dtype(const struct cublas_gemm *g)
 	if (strstr(a, "64F"))
 		return D_FP64;
 	return c && strstr(c, "TF32") ? D_TF32 : D_FP32;
+}
+
+static int gemm_dtype(const struct cublas_gemm *g)
+{
+	return dtype_of(cublas__type_name(g->atype), cublas__compute_name(g->compute));
 }
 
 struct step_gemm {
@@ -381,3 +388,108 @@ const struct report cublas_gemm_step_sum = {
 	.emit_for = step_sum__emit_for,
 	.free = step_sum__free,
 };
+
+/* The GPUs of T's rows (column C), each file's once, a line each: the header's form. */
+static int rows_gpus(const struct table *t, int c, char **out)
+{
+	size_t len = 0;
+	FILE *f = open_memstream(out, &len);
+
+	if (!f)
+		return -ENOMEM;
+	for (int r = 0; r < table__nrows(t); r++) {
+		const char *g = table__get_str(t, r, c);
+
+		fflush(f);
+		if (g && *g && !(len && strstr(*out, g)))
+			fprintf(f, "%s%s", len ? "\n" : "", g);
+	}
+	return fclose(f) ? -ENOMEM : 0;
+}
+
+static int add_pid(struct gemm_mfu_from *f, __u32 pid)
+{
+	if (cublas_mfu__from_has_pid(f, pid))
+		return 0;
+	if (array__grow((void **)&f->pids, f->npids, &f->cap, sizeof(*f->pids)))
+		return -ENOMEM;
+	f->pids[f->npids++] = pid;
+	return 0;
+}
+
+int cublas_mfu__load(struct gemm_mfu_from *f, const struct table *t)
+{
+	enum { PID, BY_STEP, TS, DUR, ATYPE, CTYPE, GEMMS, FLOPS, GPUS, NCOLS };
+	static const char *const names[NCOLS] = { "pid",     "by_step", "step_ts",
+						  "step_ns", "a_type",	"compute_type",
+						  "gemms",   "flops",	"gpus" };
+	__u64 flops_of[D_NTYPES] = { 0 };
+	struct peak_src peak = { .gpu = -1 };
+	struct gemm_mfu *sum = &f->sum;
+	char *gpus = NULL;
+	int c[NCOLS], err;
+
+	for (int k = 0; k < NCOLS; k++)
+		if ((c[k] = table__col(t, names[k])) < 0)
+			return -EINVAL;
+	err = rows_gpus(t, c[GPUS], &gpus);
+	if (err)
+		return err;
+	if (trace_meta__gpu_model(gpus, peak.model, sizeof(peak.model)))
+		peak.gpu = peaks_of_model(peak.model);
+	free(gpus);
+	memset(sum, 0, sizeof(*sum));
+	sum->known = peak.gpu >= 0;
+	for (int r = 0, next; r < table__nrows(t) && !err; r = next) {
+		int by_step = (int)table__get_u64(t, r, c[BY_STEP]), peak_known = sum->known;
+		__u64 dur = table__get_u64(t, r, c[DUR]), count = 0, by_type[D_NTYPES] = { 0 };
+		double peak_ns = 0;
+
+		sum->by_step |= by_step;
+		/* a step's rows: its process's, its start's; without steps, every row is one span */
+		for (next = r; next < table__nrows(t) && !err; next++) {
+			int d = dtype_of(table__get_str(t, next, c[ATYPE]),
+					 table__get_str(t, next, c[CTYPE]));
+			__u64 flops = table__get_u64(t, next, c[FLOPS]), n;
+			double tf;
+
+			if (next > r &&
+			    ((int)table__get_u64(t, next, c[BY_STEP]) != by_step ||
+			     table__get_u64(t, next, c[DUR]) != dur ||
+			     (by_step &&
+			      (table__get_u64(t, next, c[PID]) != table__get_u64(t, r, c[PID]) ||
+			       table__get_s64(t, next, c[TS]) != table__get_s64(t, r, c[TS])))))
+				break;
+			err = add_pid(f, (__u32)table__get_u64(t, next, c[PID]));
+			if (!(n = table__get_u64(t, next, c[GEMMS])))
+				continue; /* a process's steps, none with GEMMs */
+			count += n;
+			if (d >= 0)
+				by_type[d] += flops;
+			tf = peak.gpu >= 0 && d >= 0 ? peaks[peak.gpu].tflops[class_of[d]] : 0;
+			if (tf > 0)
+				peak_ns += (double)flops / (tf * 1e3);
+			else
+				peak_known = 0;
+		}
+		if (!dur || !peak_known || !count)
+			continue;
+		sum->steps++;
+		sum->step_ns += dur;
+		sum->peak_ns += peak_ns;
+		for (int d = 0; d < D_NTYPES; d++)
+			flops_of[d] += by_type[d];
+	}
+	if (!err && sum->known)
+		name_peak(sum, &peak, flops_of);
+	f->loaded = !err;
+	return err;
+}
+
+int cublas_mfu__from_has_pid(const struct gemm_mfu_from *f, __u32 pid)
+{
+	for (size_t i = 0; i < f->npids; i++)
+		if (f->pids[i] == pid)
+			return 1;
+	return 0;
+}

@@ -13,6 +13,8 @@
  * under 30 % it is low by any count.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cublas.h"
 #include "cublas_mfu.h"
 #include "human.h"
@@ -22,10 +24,42 @@
 #define LOW_MFU	     0.30
 #define IDLE_WAITING 0.30 /* of the GPU's span idle: it waits for the host (gpu's verdict) */
 
-/* The GPU's idle share over the steps' processes' devices (gpu_idle_sum), -1 unknown. */
-static double gpu_idle(struct verdict *v, const void *st)
+/*
+ * The rule's state: after a pass, gemm_step_sum's (its report's); from a server's answer
+ * (stats --from: cublas_step_gemms), the summary loaded here.
+ */
+static void *mfu_rule__new(void)
 {
-	const struct table *t = verdict__table(v, "gpu_idle_sum");
+	return calloc(1, sizeof(struct gemm_mfu_from));
+}
+
+static void mfu_rule__free(void *vst)
+{
+	struct gemm_mfu_from *f = vst;
+
+	if (f)
+		free(f->pids);
+	free(f);
+}
+
+static int mfu_rule__load(void *vst, const char *name, const struct table *t)
+{
+	return strcmp(name, "cublas_step_gemms") ? 0 : cublas_mfu__load(vst, t);
+}
+
+/* 1 when the summary is of process PID: the loaded one's (FROM), else the pass's (ST). */
+static int of_pid(const struct gemm_mfu_from *from, const void *st, __u32 pid)
+{
+	return from ? cublas_mfu__from_has_pid(from, pid) : cublas_mfu__has_pid(st, pid);
+}
+
+/*
+ * The GPU's idle share over the steps' processes' devices, -1 unknown: gpu_idle_sum's rows
+ * after a pass, gpu_idle_devs' from a server (their span less the time busy).
+ */
+static double gpu_idle(struct verdict *v, const struct gemm_mfu_from *from, const void *st)
+{
+	const struct table *t = verdict__table(v, from ? "gpu_idle_devs" : "gpu_idle_sum");
 	double span = 0, idle = 0;
 	int cp, cs, ci;
 
@@ -33,26 +67,33 @@ static double gpu_idle(struct verdict *v, const void *st)
 		return -1;
 	cp = table__col(t, "pid");
 	cs = table__col(t, "span_ns");
-	ci = table__col(t, "idle_ns");
+	ci = table__col(t, from ? "busy_ns" : "idle_ns");
 	for (int r = 0; r < table__nrows(t); r++) {
-		if (!cublas_mfu__has_pid(st, (__u32)table__get_number(t, r, cp)))
+		double s = table__get_number(t, r, cs);
+
+		if (!of_pid(from, st, (__u32)table__get_number(t, r, cp)))
 			continue;
-		span += table__get_number(t, r, cs);
-		idle += table__get_number(t, r, ci);
+		span += s;
+		idle += from ? s - table__get_number(t, r, ci) : table__get_number(t, r, ci);
 	}
 	return span > 0 ? idle / span : -1;
 }
 
-static void cublas_claims(void *unused, struct verdict *v)
+static void cublas_claims(void *vst, struct verdict *v)
 {
+	const struct gemm_mfu_from *from =
+		vst && ((struct gemm_mfu_from *)vst)->loaded ? vst : NULL;
 	const void *st = verdict__state(v, "gemm_step_sum");
 	const struct gemm_mfu *s;
 	char over[96], idle_text[64] = "", d1[32];
 	double mfu, idle;
 
-	if (!st || !verdict__table(v, "gemm_step_sum"))
+	if (from)
+		s = &from->sum;
+	else if (st && verdict__table(v, "gemm_step_sum"))
+		s = cublas_mfu__summary(st);
+	else
 		return;
-	s = cublas_mfu__summary(st);
 	if (!s->known || !s->steps || !s->step_ns)
 		return;
 	mfu = s->peak_ns / (double)s->step_ns;
@@ -65,7 +106,7 @@ static void cublas_claims(void *unused, struct verdict *v)
 		snprintf(over, sizeof(over),
 			 "over the %s from the first GEMM to the last (no training steps)",
 			 human__ns((double)s->step_ns, d1, sizeof(d1)));
-	idle = gpu_idle(v, st);
+	idle = gpu_idle(v, from, st);
 	if (idle >= 0)
 		snprintf(idle_text, sizeof(idle_text), "; GPU idle %.1f%% of its span", idle * 100);
 	verdict__claim(v, VERDICT_MFU, 1, mfu, "gemm_step_sum", "GEMMs reach %.1f%% of %s %s%s",
@@ -85,5 +126,9 @@ static void cublas_claims(void *unused, struct verdict *v)
 }
 
 const struct family_verdict cublas_verdict = {
+	.new = mfu_rule__new,
 	.claims = cublas_claims,
+	.free = mfu_rule__free,
+	.reads = "cublas_step_gemms,gpu_idle_devs",
+	.load = mfu_rule__load,
 };

@@ -10,6 +10,7 @@
  * - Fragmentation: a device's peak reserved far above its peak allocated (mem_sum), memory
  *   the caching allocator held that no tensor used.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,56 @@ static void rules__add(void *vst, const struct bs_hdr *rec, const struct trace_m
 		d->allocated = o->allocated;
 		d->reserved = o->reserved;
 	}
+}
+
+/* "cpu" or "cuda:N", as mem_device_name names them: the device; -ENOENT for another name. */
+static int device_named(const char *name, __s16 *device)
+{
+	char *end;
+	long n;
+
+	if (name && !strcmp(name, "cpu")) {
+		*device = BS_MEM_DEV_CPU;
+		return 0;
+	}
+	if (!name || strncmp(name, "cuda:", 5))
+		return -ENOENT;
+	n = strtol(name + 5, &end, 10);
+	if (end == name + 5 || *end || n < 0 || n > 32767)
+		return -ENOENT;
+	*device = (__s16)n;
+	return 0;
+}
+
+/*
+ * The OOMs from a server's answer (stats --from: mem_ooms, a row per process and device);
+ * mem_devices, the fragmentation rule's, is read as its table (mem_sum's columns).
+ */
+static int rules__load(void *vst, const char *name, const struct table *t)
+{
+	struct mem_rules *st = vst;
+	int cp = table__col(t, "pid"), cd = table__col(t, "device"), cn = table__col(t, "count"),
+	    ca = table__col(t, "asked"), cal = table__col(t, "allocated"),
+	    cr = table__col(t, "reserved");
+
+	if (strcmp(name, "mem_ooms"))
+		return 0;
+	if (cp < 0 || cd < 0 || cn < 0 || ca < 0 || cal < 0 || cr < 0)
+		return -EINVAL;
+	for (int r = 0; r < table__nrows(t); r++) {
+		struct oom_dev *d;
+		__s16 device;
+
+		if (device_named(table__get_str(t, r, cd), &device))
+			return -EINVAL;
+		d = hmap__get(st->ooms, (struct hkey){ table__get_u64(t, r, cp), (__u16)device },
+			      1);
+		if (!d)
+			return -ENOMEM;
+		*d = (struct oom_dev){ table__get_u64(t, r, cn), table__get_u64(t, r, ca),
+				       table__get_u64(t, r, cal), table__get_u64(t, r, cr) };
+	}
+	return 0;
 }
 
 /* "cuda:0 of python3 (pid 12)" */
@@ -296,6 +347,9 @@ static void claim_fragmentation(struct verdict *v)
 	char who[160], b1[32], b2[32], b3[32];
 	int ca, cr;
 
+	if (!t) /* from a server: its columns, the devices with the allocator's totals */
+		t = verdict__table(v, "mem_devices");
+
 	if (!t)
 		return;
 	ca = table__col(t, "peak_allocated_bytes");
@@ -333,4 +387,7 @@ const struct family_verdict mem_verdict = {
 	.add = rules__add,
 	.claims = rules__claims,
 	.free = rules__free,
+	/* the leak rule and the OOM's peak detail read what is not SQL yet: judged without */
+	.reads = "mem_ooms,mem_devices,mem_peak?,mem_leaks?",
+	.load = rules__load,
 };

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The state mem's rules keep over every record (mem_verdict.c), as SQL in what ClickHouse
+ * 18.16 runs (ch_verdict.h): the OOMs per process and device, and the caching allocator's
+ * peak totals per process and device, what stats --from's verdict loads in their place.
+ * What the leak rule (mem_leaks) and the OOM's peak detail (mem_peak) read is not SQL yet.
+ */
+#include "ch_sql.h"
+#include "ch_verdict.h"
+
+/*
+ * The OOM rule per process and device (its `mem_oom` rows): how many, and the largest asked
+ * with the allocator's allocated and reserved bytes then (the first of that size in the
+ * file's order, as the rule keeps it; a CPU's rows have no totals: 0).
+ */
+static const struct ch_col ch_mem_ooms_cols[] = {
+	{ "pid", "PID", 'u' },
+	{ "device", "Device", 't' },
+	{ "count", "OOMs", 'u' },
+	{ "asked", "Largest Asked (B)", 'u' },
+	{ "allocated", "Allocated (B)", 'u' },
+	{ "reserved", "Reserved (B)", 'u' },
+	{},
+};
+
+const struct ch_report ch_mem_ooms = {
+	.name = "mem_ooms",
+	.cols = ch_mem_ooms_cols,
+	.sql = "SELECT " CH_NS_ID(
+		"pid") " AS xpid, device, n, mb, a[i], r[i] FROM (SELECT *, "
+		       "arrayFirstIndex(x -> x = mb, b) AS i FROM (SELECT * FROM (SELECT file_id, pid, "
+		       "visitParamExtractString(args, 'device') AS device, count() AS n, "
+		       "max(visitParamExtractUInt(args, 'bytes')) AS mb, arraySort((x, s) -> s, "
+		       "groupArray(visitParamExtractUInt(args, 'bytes')), groupArray(seq)) AS b, "
+		       "arraySort((x, s) -> s, groupArray(visitParamExtractUInt(args, 'allocated')), "
+		       "groupArray(seq)) AS a, arraySort((x, s) -> s, groupArray(visitParamExtractUInt(args, "
+		       "'reserved')), groupArray(seq)) AS r FROM " CH_DB
+		       ".events WHERE {W} AND kind = "
+		       "'mem_oom' GROUP BY file_id, pid, device) ANY LEFT JOIN (" CH_PROC_NS
+		       ") USING file_id, pid)) ORDER BY xpid, device FORMAT TabSeparated",
+};
+
+/*
+ * The fragmentation rule per process and device, mem_sum's columns it reads: the caching
+ * allocator's peak allocated and reserved bytes (the totals its `mem_alloc` rows carry, and a
+ * GPU's `mem_oom` rows), the devices that have them.
+ */
+static const struct ch_col ch_mem_devices_cols[] = {
+	{ "pid", "PID", 'u' },
+	{ "device", "Device", 't' },
+	{ "peak_allocated_bytes", "Peak Allocated (B)", 'u' },
+	{ "peak_reserved_bytes", "Peak Reserved (B)", 'u' },
+	{},
+};
+
+const struct ch_report ch_mem_devices = {
+	.name = "mem_devices",
+	.cols = ch_mem_devices_cols,
+	.sql = "SELECT " CH_NS_ID(
+		"pid") " AS xpid, device, max(al), max(re) FROM (SELECT * FROM "
+		       "(SELECT file_id, pid, visitParamExtractString(args, 'device') AS device, "
+		       "visitParamExtractUInt(args, 'allocated') AS al, visitParamExtractUInt(args, "
+		       "'reserved') AS re FROM " CH_DB
+		       ".events WHERE {W} AND kind IN ('mem_alloc', "
+		       "'mem_oom') AND position(args, '\"reserved\":') > 0) ANY LEFT JOIN (" CH_PROC_NS
+		       ") USING file_id, pid) GROUP BY xpid, device ORDER BY xpid, device FORMAT "
+		       "TabSeparated",
+};
