@@ -12,12 +12,16 @@
 #include "ch_sql.h"
 #include "ch_verdict.h"
 
-/* Each file's stacks: their id, whether a CPU sample's in kernel code, their frames' ids. */
+/*
+ * Each file's stacks: their id, whether a CPU sample's in kernel code, their frames' ids. A
+ * stack not read has no frames: 18.16 evaluates both sides of an `if`, so the ids are parsed
+ * from '0' there (and thrown away), never from an empty string, which fails the query.
+ */
 #define CH_STACK_ROWS                                                                              \
 	"SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, "                         \
 	"toUInt8(visitParamExtractUInt(args, 'kernel')) AS kernel, "                               \
 	"visitParamExtractString(args, 'frames') AS fr, if(fr = '', emptyArrayUInt64(), "          \
-	"arrayMap(x -> toUInt64(x), splitByChar(',', fr))) AS ids, "                               \
+	"arrayMap(x -> toUInt64(x), splitByChar(',', if(fr = '', '0', fr)))) AS ids, "             \
 	"visitParamExtractUInt(args, 'site') AS site, visitParamExtractUInt(args, 'via') AS via "  \
 	"FROM " CH_DB ".events WHERE {J} AND kind = 'stack'"
 
