@@ -37,7 +37,10 @@ def sleeps_only(path, pid, m):
     osrt_sum says so."""
     osrt = stats(path, "osrt_sum")["osrt_sum"]
     ns = row(osrt, name="nanosleep")
-    eq(ns["count"], m, "nanosleep blocks (as many as the workload's sleeps)")
+    if ns["count"] != m:  # once 9 of 10 in a full run: each block's start and time asleep
+        got = [(e["ts"], e["dur"]) for e in dump(path)
+               if e["kind"] == "syscall" and e["pid"] == pid and e["name"] == "nanosleep"]
+        eq(ns["count"], m, f"nanosleep blocks (as many as the workload's sleeps): {got}")
     # Asleep from the switch-out, which comes after the timer is armed: a loaded or emulated
     # machine delays it (0.2 ms of a 1 ms sleep under 6.1's TCG), so no lower bound but 0.
     check(0 < ns["min_ns"] and ns["max_ns"] < 1000 * MS * SLOWDOWN,
