@@ -240,9 +240,9 @@ def e2e_modules():
     tests/e2e, read from the sources (importing them here would give every worker this
     process's helpers state). Settings: ALONE (every test alone, why; with EXCLUSIVE = True,
     nothing beside them), BESIDE (its tests run beside those alone, why: they only read
-    files), SPLIT (one job per test: a long module of
-    CPU-bound tests), SECONDS (about how long its tests take on CI's machine: the order of a
-    run with no times yet). A test's WHY is (why, exclusive): exclusive, nothing beside it."""
+    files), SPLIT (one job per test: a long module of CPU-bound tests), SECONDS (about how
+    long its tests take on CI's machine: the order of a run with no times yet). A test's WHY
+    is (why, exclusive): exclusive, nothing beside it."""
     mods = {}
     for f in sorted(os.listdir(MODULES)):
         if not (f.startswith("test_") and f.endswith(".py")):
