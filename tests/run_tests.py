@@ -32,6 +32,7 @@ import json
 import os
 import resource
 import selectors
+import signal
 import subprocess
 import sys
 import tempfile
@@ -350,12 +351,63 @@ def save_times(build, took):
         pass
 
 
+# What most jobs import, imported once by the runner before it forks them (Forked): a new
+# interpreter per job cost ~0.2 s of CPU before its first test (its start, the site's .pth
+# files, these imports), ~50 s of make check's CPU over its ~280 jobs (bench/RESULTS.md).
+# Not helpers itself: it makes each job's own scan-cache directory as it is imported.
+PRELOAD = ("collections", "csv", "gzip", "hashlib", "html", "http.client", "http.server",
+           "shutil", "signal", "socket", "sqlite3", "statistics", "struct", "threading",
+           "urllib.request", "zlib")
+
+
+class Forked:
+    """A job's worker forked from the runner (not a new interpreter): what Job needs of a
+    Popen. The runner has no threads and no buffered output when it forks; the worker runs
+    the exit handlers its tests registered and leaves with os._exit, never through the
+    runner's frames."""
+
+    def __init__(self, build, job):
+        r, w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:
+            rc = 70
+            try:
+                os.close(r)
+                os.dup2(w, 1)
+                os.close(w)
+                rc = worker(build, job)
+                import atexit
+                atexit._run_exitfuncs()
+            except BaseException:  # a worker never returns into the runner's loop
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(rc)
+        os.close(w)
+        self.stdout = os.fdopen(r, "rb", buffering=0)
+        self.returncode = None
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def wait(self):
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+
 class Job:
     def __init__(self, build, job):
         self.job, self.t0, self.buf = job, time.time(), b""
-        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--build", build,
-                                   "--e2e", MODULES, "--worker", f"{job[0]}:{job[1]}"],
-                                  stdout=subprocess.PIPE)
+        self.p = Forked(build, f"{job[0]}:{job[1]}")
         self.reported = 0
 
     def lines(self):
@@ -512,6 +564,8 @@ def main():
     res = Results()
     t0 = time.time()
     together, alone, beside = plan(args.build, args)
+    for m in PRELOAD:
+        importlib.import_module(m)
     took = {}
     run_jobs(args.build, res, together, max(1, args.jobs), took, adapt=not args.fixed)
     if alone or beside:
