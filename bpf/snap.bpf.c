@@ -40,7 +40,13 @@ int snap_tasks(struct bpf_iter__task *ctx)
 	st.off_cpu_ns = task_off_cpu_ns(t);
 	__builtin_memcpy(st.comm, t->comm, sizeof(st.comm));
 	st.syscall = -1;
-	st.kthread = !t->mm || (t->flags & 0x00200000); /* PF_KTHREAD */
+	/*
+	 * mm read, not loaded: a pointer field loaded from the iterator's trusted task has the
+	 * verifier look its type's "__safe_trusted"/"__safe_rcu" names up in the kernel's BTF, a
+	 * linear search of ~150,000 types each (6.18): ~6 ms of every recording's start, for a
+	 * program that runs once per thread (bench/RESULTS.md, "make check time").
+	 */
+	st.kthread = !BPF_CORE_READ(t, mm) || (t->flags & 0x00200000); /* PF_KTHREAD */
 	if (!st.kthread) {
 		r = (struct pt_regs *)bpf_task_pt_regs(t);
 		if (r) {
