@@ -43,6 +43,9 @@ extern const struct ch_report ch_folded_offcpu;
 /* gil_blocked_by (ch_gil_reports.c). */
 extern const struct ch_report ch_gil_blocked_by;
 
+/* mem_leaks (ch_mem_leaks.c). */
+extern const struct ch_report ch_mem_leaks;
+
 /* The reports over the events' stacks (ch_cpu_reports.c). */
 extern const struct ch_report ch_cpu_sum, ch_gil_stacks, ch_offcpu_stacks;
 

@@ -390,4 +390,5 @@ const struct family_verdict mem_verdict = {
 	/* the leak rule and the OOM's peak detail read what is not SQL yet: judged without */
 	.reads = "mem_ooms,mem_devices,mem_peak?,mem_leaks?",
 	.load = rules__load,
+	.ch_rows = &mem_ch_rows,
 };
