@@ -31,7 +31,7 @@ NOT_JUDGED = "Not judged from "
 MORE = re.compile(r"^\s+\(\d+ more: ")
 # The reports mem's rules read that the server does not compute yet (docs/CLICKHOUSE.md): a file's
 # claims citing these have no line there.
-NOT_THERE = ("mem_peak", "mem_leaks")
+NOT_THERE = ("mem_peak",)
 
 
 def verdict(args):

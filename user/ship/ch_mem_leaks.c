@@ -19,7 +19,8 @@
  * - judged by mem_leaks' rule (judge_row, why_not), ordered as it orders (growing first,
  *   steepest first, then by the bytes still live, then the device and the site as mem_log
  *   and mem_site met them: a site's first allocation in the file).
- * A file's live bytes are summed in its order (arraySort by seq), as stats sums them. 18.16
+ * A device is its file's, rank's (a merged file's ranks' pids may share an id), process's and
+ * device's. A file's live bytes are summed in its order (arraySort by seq), as stats sums them. 18.16
  * loses a column that only a lambda reads (ts, fts) from the subquery unless every query above
  * reads it too: `uses`, up to the last tie of the order (a site's rows never tie there).
  */
@@ -50,7 +51,7 @@ static const struct ch_col ch_mem_leaks_cols[] = {
 
 /* Each allocation counted at a site (its weight not 0), with its device's boundaries. */
 #define CH_LEAK_ALLOCS                                                                             \
-	"SELECT * FROM (SELECT * FROM (SELECT file_id, pid, visitParamExtractString(args, "        \
+	"SELECT * FROM (SELECT * FROM (SELECT file_id, rank, pid, visitParamExtractString(args, "  \
 	"'device') AS device, seq, ts, visitParamExtractUInt(args, 'bytes') AS bytes, "            \
 	"if(position(args, '\"w\":') > 0, visitParamExtractFloat(args, 'w'), 1.) AS w, "           \
 	"visitParamExtractUInt(args, 'early') AS early, visitParamExtractUInt(args, "              \
@@ -66,31 +67,32 @@ static const struct ch_col ch_mem_leaks_cols[] = {
 	"USING file_id, sid"
 
 /* ... with its device's boundaries, its site and its changes at them: (places, bytes). */
-#define CH_LEAK_CHANGES                                                                            \
-	"SELECT *, if(early = 1, 1, if(own = 0, 0, 2)) AS skind, if(skind = 2, own, 0) AS sown, "  \
-	"if(skind = 2, via, 0) AS svia, arrayCount(x -> x < ts, bnd) AS jfrom, if(freed = 1, "     \
-	"arrayCount(x -> x < fts, bnd), k + 1) AS jto, toInt64(floor(bytes * w + 0.5)) AS b, "     \
-	"(k > 0 AND jfrom < jto) AS moves FROM (" CH_LEAK_ALLOCS                                   \
-	") ANY LEFT JOIN (SELECT file_id, pid, visitParamExtractString(args, 'device') AS "        \
-	"device, visitParamExtractUInt(args, 'index') AS dix, visitParamExtractUInt(args, 'k') "   \
-	"AS k, visitParamExtractUInt(args, 'group') AS grp, visitParamExtractUInt(args, "          \
-	"'exited') AS exited, visitParamExtractUInt(args, 'step_ns') AS step_ns, name AS per, "    \
-	"arrayMap(x -> toInt64OrZero(x), splitByChar(',', visitParamExtractString(args, "          \
-	"'bounds'))) AS bnd FROM " CH_DB ".events WHERE {W} AND kind = 'mem_leak_steps') USING "   \
-	"file_id, pid, device"
+#define CH_LEAK_CHANGES                                                                                \
+	"SELECT *, if(early = 1, 1, if(own = 0, 0, 2)) AS skind, if(skind = 2, own, 0) AS sown, "      \
+	"if(skind = 2, via, 0) AS svia, arrayCount(x -> x < ts, bnd) AS jfrom, if(freed = 1, "         \
+	"arrayCount(x -> x < fts, bnd), k + 1) AS jto, toInt64(floor(bytes * w + 0.5)) AS b, "         \
+	"(k > 0 AND jfrom < jto) AS moves FROM (" CH_LEAK_ALLOCS                                       \
+	") ANY LEFT JOIN (SELECT file_id, pid, visitParamExtractString(args, 'device') AS "            \
+	"device, rank, visitParamExtractUInt(args, 'index') AS dix, visitParamExtractUInt(args, 'k') " \
+	"AS k, visitParamExtractUInt(args, 'group') AS grp, visitParamExtractUInt(args, "              \
+	"'exited') AS exited, visitParamExtractUInt(args, 'step_ns') AS step_ns, name AS per, "        \
+	"arrayMap(x -> toInt64OrZero(x), splitByChar(',', visitParamExtractString(args, "              \
+	"'bounds'))) AS bnd FROM " CH_DB ".events WHERE {W} AND kind = 'mem_leak_steps') USING "       \
+	"file_id, rank, pid, device"
 
 /*
  * Per process, device and site: its live bytes and blocks at the end (summed in the file's
  * order), its sampled allocations, its first allocation, its changes (K places, V bytes).
  */
-#define CH_LEAK_SITES                                                                              \
-	"SELECT file_id, pid, device, dix, k, grp, exited, step_ns, per, skind, sown, svia, "      \
-	"arraySum(arraySort((x, s) -> s, groupArrayIf(bytes * w, freed = 0), groupArrayIf(seq, "   \
-	"freed = 0))) AS lb, arraySum(arraySort((x, s) -> s, groupArrayIf(w, freed = 0), "         \
-	"groupArrayIf(seq, freed = 0))) AS lk, countIf(w > 1) AS smp, min(seq) AS fs, "            \
-	"sumMap(if(moves, [toUInt64(jfrom), toUInt64(jto)], emptyArrayUInt64()), if(moves, [b, "   \
-	"-b], emptyArrayInt64())) AS sm, max(ts) + max(fts) AS uses FROM (" CH_LEAK_CHANGES        \
-	") GROUP BY file_id, pid, device, dix, k, grp, exited, step_ns, per, skind, sown, svia"
+#define CH_LEAK_SITES                                                                               \
+	"SELECT file_id, rank, pid, device, dix, k, grp, exited, step_ns, per, skind, sown, svia, " \
+	"arraySum(arraySort((x, s) -> s, groupArrayIf(bytes * w, freed = 0), groupArrayIf(seq, "    \
+	"freed = 0))) AS lb, arraySum(arraySort((x, s) -> s, groupArrayIf(w, freed = 0), "          \
+	"groupArrayIf(seq, freed = 0))) AS lk, countIf(w > 1) AS smp, min(seq) AS fs, "             \
+	"sumMap(if(moves, [toUInt64(jfrom), toUInt64(jto)], emptyArrayUInt64()), if(moves, [b, "    \
+	"-b], emptyArrayInt64())) AS sm, max(ts) + max(fts) AS uses FROM (" CH_LEAK_CHANGES         \
+	") GROUP BY file_id, rank, pid, device, dix, k, grp, exited, step_ns, per, skind, sown, "   \
+	"svia"
 
 /* ... judged: judge_row's numbers from the changes at boundaries 1..k, and its rule. */
 #define CH_LEAK_JUDGED                                                                                          \
@@ -116,19 +118,19 @@ static const struct ch_col ch_mem_leaks_cols[] = {
  * The rows stats shows (growing, or live at the end), each site's first allocation across
  * the file's devices beside it (mem_site numbers a site once for all of them).
  */
-#define CH_LEAK_ROWS                                                                               \
-	"SELECT file_id, pid, device, dix, k, step_ns, per, skind, sown, svia, fs, l_lb AS lb, "   \
-	"l_lk AS lk, l_smp AS smp, l_grows AS grows, l_growth AS growth, l_grew AS grew, l_why "   \
-	"AS why, sfirst, uses FROM (SELECT file_id, skind, sown, svia, min(fs) AS sfirst, "        \
-	"max(uses) AS uses, "                                                                      \
-	"groupArray(pid) AS a_pid, groupArray(device) AS a_dev, groupArray(dix) AS a_dix, "        \
-	"groupArray(k) AS a_k, groupArray(step_ns) AS a_sn, groupArray(per) AS a_per, "            \
-	"groupArray(fs) AS a_fs, groupArray(lb) AS a_lb, groupArray(lk) AS a_lk, groupArray(smp) " \
-	"AS a_smp, groupArray(grows) AS a_grows, groupArray(growth) AS a_growth, "                 \
-	"groupArray(grew) AS a_grew, groupArray(why) AS a_why FROM (" CH_LEAK_JUDGED               \
-	") GROUP BY file_id, skind, sown, svia) ARRAY JOIN "                                       \
-	"a_pid AS pid, a_dev AS device, a_dix AS dix, a_k AS k, a_sn AS step_ns, a_per AS per, "   \
-	"a_fs AS fs, a_lb AS l_lb, a_lk AS l_lk, a_smp AS l_smp, a_grows AS l_grows, a_growth AS " \
+#define CH_LEAK_ROWS                                                                                                    \
+	"SELECT file_id, rank, pid, device, dix, k, step_ns, per, skind, sown, svia, fs, l_lb AS lb, "                  \
+	"l_lk AS lk, l_smp AS smp, l_grows AS grows, l_growth AS growth, l_grew AS grew, l_why "                        \
+	"AS why, sfirst, uses FROM (SELECT file_id, skind, sown, svia, min(fs) AS sfirst, "                             \
+	"max(uses) AS uses, "                                                                                           \
+	"groupArray(rank) AS a_rank, groupArray(pid) AS a_pid, groupArray(device) AS a_dev, groupArray(dix) AS a_dix, " \
+	"groupArray(k) AS a_k, groupArray(step_ns) AS a_sn, groupArray(per) AS a_per, "                                 \
+	"groupArray(fs) AS a_fs, groupArray(lb) AS a_lb, groupArray(lk) AS a_lk, groupArray(smp) "                      \
+	"AS a_smp, groupArray(grows) AS a_grows, groupArray(growth) AS a_growth, "                                      \
+	"groupArray(grew) AS a_grew, groupArray(why) AS a_why FROM (" CH_LEAK_JUDGED                                    \
+	") GROUP BY file_id, skind, sown, svia) ARRAY JOIN "                                                            \
+	"a_rank AS rank, a_pid AS pid, a_dev AS device, a_dix AS dix, a_k AS k, a_sn AS step_ns, a_per AS per, "        \
+	"a_fs AS fs, a_lb AS l_lb, a_lk AS l_lk, a_smp AS l_smp, a_grows AS l_grows, a_growth AS "                      \
 	"l_growth, a_grew AS l_grew, a_why AS l_why WHERE l_grows OR floor(l_lb + 0.5) > 0"
 
 /* A site's frame (its `frame` row), as mem_site__set names it: by the frame's id. */
