@@ -37,7 +37,8 @@ def test_leaks_and_the_leak_claim_from_the_server():
     is, why a row is not a leak, the order); the leak first, at the job's KEEP line, a pass
     of the loop its step. The
     verdict from the server equals stats FILE's line for line: memory at risk, a leak at
-    KEEP with the library's line it was "allocated through", mem_leaks not named as judged without."""
+    KEEP with the library's line it was "allocated through", mem_leaks not named as judged without.
+    --group-by (its rows by stack:N) is refused with --from, not ignored."""
     need_torch()
     ch = ClickHouse()
     p, out = record([PY, WORKLOAD.path], "-t", "mem", out=os.path.join(tmpdir(), "leak.bst"))
@@ -66,4 +67,7 @@ def test_leaks_and_the_leak_claim_from_the_server():
     check(any(l.strip().startswith("allocated through ") for l in mine),
           f"the library's line: {mine}")
     check(not re.search(r"judged without: [^.]*mem_leaks", rest), rest)
+    # its rows by stack:N are not SQL: refused, never the rows by line in their place
+    p = run([BPFSIGHT, "stats", "--from", job, "-r", "mem_leaks", "--group-by", "stack:2"])
+    check(p.returncode != 0 and "--group-by" in p.stderr, f"--group-by refused: {p}")
     ch.stop()

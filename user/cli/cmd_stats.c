@@ -314,6 +314,12 @@ static int run_from(struct stats_args *a, int argc)
 		       "(docs/CLICKHOUSE.md); stats FILE --python\n");
 		return EXIT_READ_FAIL;
 	}
+	if (a->o.group_by) {
+		/* mem_leaks' rows by stack:N are not SQL: never the rows by line silently */
+		pr_err("--group-by: the rows by stack or shape are not computed in ClickHouse yet "
+		       "(docs/CLICKHOUSE.md); stats FILE --group-by\n");
+		return EXIT_READ_FAIL;
+	}
 	if (a->o.peak || a->o.steps) {
 		/* the MFU rule's peak is the recorded GPU's there, its steps torch's: never
 		 * another number silently */

@@ -67,51 +67,53 @@ static const struct ch_col ch_mem_leaks_cols[] = {
 	"USING file_id, sid"
 
 /* ... with its device's boundaries, its site and its changes at them: (places, bytes). */
-#define CH_LEAK_CHANGES                                                                                \
-	"SELECT *, if(early = 1, 1, if(own = 0, 0, 2)) AS skind, if(skind = 2, own, 0) AS sown, "      \
-	"if(skind = 2, via, 0) AS svia, arrayCount(x -> x < ts, bnd) AS jfrom, if(freed = 1, "         \
-	"arrayCount(x -> x < fts, bnd), k + 1) AS jto, toInt64(floor(bytes * w + 0.5)) AS b, "         \
-	"(k > 0 AND jfrom < jto) AS moves FROM (" CH_LEAK_ALLOCS                                       \
-	") ANY LEFT JOIN (SELECT file_id, pid, visitParamExtractString(args, 'device') AS "            \
-	"device, rank, visitParamExtractUInt(args, 'index') AS dix, visitParamExtractUInt(args, 'k') " \
-	"AS k, visitParamExtractUInt(args, 'group') AS grp, visitParamExtractUInt(args, "              \
-	"'exited') AS exited, visitParamExtractUInt(args, 'step_ns') AS step_ns, name AS per, "        \
-	"arrayMap(x -> toInt64OrZero(x), splitByChar(',', visitParamExtractString(args, "              \
-	"'bounds'))) AS bnd FROM " CH_DB ".events WHERE {W} AND kind = 'mem_leak_steps') USING "       \
+#define CH_LEAK_CHANGES                                                                                             \
+	"SELECT *, if(early = 1, 1, if(own = 0, 0, 2)) AS skind, if(skind = 2, own, 0) AS sown, "                   \
+	"if(skind = 2, via, 0) AS svia, arrayCount(x -> x < ts, bnd) AS jfrom, if(freed = 1, "                      \
+	"arrayCount(x -> x < fts, bnd), k + 1) AS jto, toInt64(floor(bytes * w + 0.5)) AS b, "                      \
+	"(k > 0 AND jfrom < jto) AS moves FROM (" CH_LEAK_ALLOCS                                                    \
+	") ANY LEFT JOIN (SELECT file_id, pid, visitParamExtractString(args, 'device') AS "                         \
+	"device, rank, visitParamExtractUInt(args, 'index') AS dix, visitParamExtractUInt(args, 'k') "              \
+	"AS k, visitParamExtractUInt(args, 'group') AS grp, visitParamExtractUInt(args, "                           \
+	"'exited') AS exited, toUInt8(1) AS hasb, visitParamExtractUInt(args, 'step_ns') AS step_ns, name AS per, " \
+	"arrayMap(x -> toInt64OrZero(x), splitByChar(',', visitParamExtractString(args, "                           \
+	"'bounds'))) AS bnd FROM " CH_DB ".events WHERE {W} AND kind = 'mem_leak_steps') USING "                    \
 	"file_id, rank, pid, device"
 
 /*
  * Per process, device and site: its live bytes and blocks at the end (summed in the file's
  * order), its sampled allocations, its first allocation, its changes (K places, V bytes).
  */
-#define CH_LEAK_SITES                                                                               \
-	"SELECT file_id, rank, pid, device, dix, k, grp, exited, step_ns, per, skind, sown, svia, " \
-	"arraySum(arraySort((x, s) -> s, groupArrayIf(bytes * w, freed = 0), groupArrayIf(seq, "    \
-	"freed = 0))) AS lb, arraySum(arraySort((x, s) -> s, groupArrayIf(w, freed = 0), "          \
-	"groupArrayIf(seq, freed = 0))) AS lk, countIf(w > 1) AS smp, min(seq) AS fs, "             \
-	"sumMap(if(moves, [toUInt64(jfrom), toUInt64(jto)], emptyArrayUInt64()), if(moves, [b, "    \
-	"-b], emptyArrayInt64())) AS sm, max(ts) + max(fts) AS uses FROM (" CH_LEAK_CHANGES         \
-	") GROUP BY file_id, rank, pid, device, dix, k, grp, exited, step_ns, per, skind, sown, "   \
+#define CH_LEAK_SITES                                                                                   \
+	"SELECT file_id, rank, pid, device, dix, k, grp, exited, hasb, step_ns, per, skind, sown, "     \
+	"svia, "                                                                                        \
+	"arraySum(arraySort((x, s) -> s, groupArrayIf(bytes * w, freed = 0), groupArrayIf(seq, "        \
+	"freed = 0))) AS lb, arraySum(arraySort((x, s) -> s, groupArrayIf(w, freed = 0), "              \
+	"groupArrayIf(seq, freed = 0))) AS lk, countIf(w > 1) AS smp, min(seq) AS fs, "                 \
+	"sumMap(if(moves, [toUInt64(jfrom), toUInt64(jto)], emptyArrayUInt64()), if(moves, [b, "        \
+	"-b], emptyArrayInt64())) AS sm, max(ts) + max(fts) AS uses FROM (" CH_LEAK_CHANGES             \
+	") GROUP BY file_id, rank, pid, device, dix, k, grp, exited, hasb, step_ns, per, skind, sown, " \
 	"svia"
 
 /* ... judged: judge_row's numbers from the changes at boundaries 1..k, and its rule. */
-#define CH_LEAK_JUDGED                                                                                          \
-	"SELECT *, tupleElement(sm, 1) AS kj, tupleElement(sm, 2) AS kv, if(k >= 3, "                           \
-	"arrayCount((x, v) -> x >= 1 AND x <= k AND v > 0, kj, kv), 0) AS grew, if(k >= 3, "                    \
-	"arrayCount((x, v) -> x >= 1 AND x <= k AND v < 0, kj, kv), 0) AS fell, if(k >= 3, "                    \
-	"arraySum((x, v) -> if(x >= 1 AND x <= k AND v > 0, v, 0), kj, kv), 0) AS up, "                         \
-	"if(k >= 3, arraySum((x, v) -> if(x >= 1 AND x <= k, v, 0), kj, kv), 0) AS net, "                       \
-	"arraySum((x, v) -> if(x <= k, toFloat64(v) * toFloat64(k + 1 - x) * x / 2, 0.), kj, kv) "              \
-	"AS sxy, toFloat64(k * (k + 1) * (k + 2)) / 12 AS sxx, (k >= 3 AND net > 0 AND fell <= "                \
-	"(1 - 0.8) * k + 1e-9 AND grew >= 3 AND 3 * grew >= k AND 2 * net >= up AND (exited = 1 "               \
-	"OR 2 * lb >= net)) AS grows, if(grows AND sxy > 0, toUInt64(floor(sxy / sxx / grp + "                  \
-	"0.5)), 0) AS growth, multiIf(per = 'loop', 'passes', per = 'step', 'steps', 'windows') "               \
-	"AS plural, multiIf(k < 3, concat('too few ', plural, ' to tell (', toString(k), ')'), "                \
-	"fell > (1 - 0.8) * k + 1e-9, concat('fell at ', toString(fell), ' of ', toString(k), "                 \
-	"' ', plural), grew < 3 OR 3 * grew < k, concat('grew at ', toString(grew), ' of ', "                   \
-	"toString(k), ' ', plural), net <= 0 OR 2 * net < up, concat('kept little of it: ', "                   \
-	"if(net >= 0, '+', ''), toString(net), ' B from the first to the last'), concat('freed "                \
-	"most of it by the end: ', toString(toInt64(floor(lb + 0.5))), ' B live')) AS why FROM (" CH_LEAK_SITES \
+#define CH_LEAK_JUDGED                                                                                              \
+	"SELECT *, tupleElement(sm, 1) AS kj, tupleElement(sm, 2) AS kv, if(k >= 3, "                               \
+	"arrayCount((x, v) -> x >= 1 AND x <= k AND v > 0, kj, kv), 0) AS grew, if(k >= 3, "                        \
+	"arrayCount((x, v) -> x >= 1 AND x <= k AND v < 0, kj, kv), 0) AS fell, if(k >= 3, "                        \
+	"arraySum((x, v) -> if(x >= 1 AND x <= k AND v > 0, v, 0), kj, kv), 0) AS up, "                             \
+	"if(k >= 3, arraySum((x, v) -> if(x >= 1 AND x <= k, v, 0), kj, kv), 0) AS net, "                           \
+	"arraySum((x, v) -> if(x <= k, toFloat64(v) * toFloat64(k + 1 - x) * x / 2, 0.), kj, kv) "                  \
+	"AS sxy, toFloat64(k * (k + 1) * (k + 2)) / 12 AS sxx, (k >= 3 AND net > 0 AND fell <= "                    \
+	"(1 - 0.8) * k + 1e-9 AND grew >= 3 AND 3 * grew >= k AND 2 * net >= up AND (exited = 1 "                   \
+	"OR 2 * lb >= net)) AS grows, if(grows AND sxy > 0, toUInt64(floor(sxy / sxx / grp + "                      \
+	"0.5)), 0) AS growth, multiIf(per = 'loop', 'passes', per = 'step', 'steps', 'windows') "                   \
+	"AS plural, multiIf(hasb = 0, 'its file was shipped by an earlier bpfsight (no "                            \
+	"mem_leak_steps rows): ship it again', k < 3, concat('too few ', plural, ' to tell (', toString(k), ')'), " \
+	"fell > (1 - 0.8) * k + 1e-9, concat('fell at ', toString(fell), ' of ', toString(k), "                     \
+	"' ', plural), grew < 3 OR 3 * grew < k, concat('grew at ', toString(grew), ' of ', "                       \
+	"toString(k), ' ', plural), net <= 0 OR 2 * net < up, concat('kept little of it: ', "                       \
+	"if(net >= 0, '+', ''), toString(net), ' B from the first to the last'), concat('freed "                    \
+	"most of it by the end: ', toString(toInt64(floor(lb + 0.5))), ' B live')) AS why FROM (" CH_LEAK_SITES     \
 	")"
 
 /*
