@@ -321,10 +321,11 @@ static int run_from(struct stats_args *a, int argc)
 		return EXIT_READ_FAIL;
 	}
 	if (a->o.peak || a->o.steps) {
-		/* the MFU rule's peak is the recorded GPU's there, its steps torch's: never
-		 * another number silently */
+		/* the MFU rule's peak is the recorded GPU's there, its steps (and mem_leaks')
+		 * torch's: never another number silently */
 		pr_err("%s: the MFU from a server is against the recorded GPU's peak over torch's "
-		       "steps only (docs/CLICKHOUSE.md); stats FILE %s\n",
+		       "steps only, and mem_leaks' steps are torch's there (docs/CLICKHOUSE.md); "
+		       "stats FILE %s\n",
 		       a->o.peak ? "--peak-tflops" : "--steps",
 		       a->o.peak ? "--peak-tflops" : "--steps");
 		return EXIT_READ_FAIL;
