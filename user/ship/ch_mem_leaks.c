@@ -4,12 +4,14 @@
  * stayed live by allocation site per process and device, and whether the site's live bytes
  * grew step after step. What SQL cannot derive well is computed once when the file is
  * rendered, by mem_leaks' own code (mem_ch_rows.c): which allocation each free ended (`ends`),
- * a sampled block's weight (`w`), an allocation made before stacks (`early`), and each
+ * a sampled block's weight (`w`), and each
  * device's boundaries (`mem_leak_steps`: its steps, its loop's passes or windows of its
  * allocations). The rest is here:
- * - a site is its stack's `site` and `via` frames (the `stack` row's, frame_sum__own_site's:
- *   mem_site.c's own), told apart by their `frame` ids as mem_site tells frames apart;
- *   "(no stack)" without one, "(before stacks)" for an early allocation;
+ * - a site is its stack's `site` and `via` frames (CH_MEM_SITE_IDS: the `stack` row's,
+ *   frame_sum__own_site's, mem_site.c's own), told apart by their `frame` ids as mem_site
+ *   tells frames apart; "(no stack)" without one, "(before stacks)" for an allocation made
+ *   before stacks were taken (dump's `early`); their names from the `frame` rows, a file
+ *   left unset where the frame has none (`"path":null`, which CH_FRAME_ROWS reads as "");
  * - an allocation counts at the boundaries from the first at or after it to the first at or
  *   after its end (every one to the last when it was never freed); per site, the changes of
  *   its live bytes at each boundary are one sumMap of +bytes and -bytes at those two places,
@@ -54,22 +56,17 @@ static const struct ch_col ch_mem_leaks_cols[] = {
 	"SELECT * FROM (SELECT * FROM (SELECT file_id, rank, pid, visitParamExtractString(args, "  \
 	"'device') AS device, seq, ts, visitParamExtractUInt(args, 'bytes') AS bytes, "            \
 	"if(position(args, '\"w\":') > 0, visitParamExtractFloat(args, 'w'), 1.) AS w, "           \
-	"visitParamExtractUInt(args, 'early') AS early, visitParamExtractUInt(args, "              \
+	"position(args, '\"early\":true') > 0 AS early, visitParamExtractUInt(args, "              \
 	"'stack_id') AS sid FROM " CH_DB ".events WHERE {W} AND kind = 'mem_alloc' AND "           \
 	"name = 'alloc' AND bytes > 0 AND w != 0) ANY LEFT JOIN (SELECT file_id, "                 \
 	"visitParamExtractUInt(args, 'ends') AS seq, ts AS fts, toUInt8(1) AS freed FROM " CH_DB   \
 	".events WHERE {W} AND kind = 'mem_alloc' AND position(args, '\"ends\":') > 0) USING "     \
-	"file_id, seq) ANY LEFT JOIN (SELECT file_id, visitParamExtractUInt(args, 'stack_id') "    \
-	"AS sid, splitByChar(',', visitParamExtractString(args, 'frames')) AS fr, "                \
-	"toUInt64OrZero(fr[visitParamExtractUInt(args, 'site')]) AS own, "                         \
-	"toUInt64OrZero(fr[visitParamExtractUInt(args, 'via')]) AS via FROM " CH_DB                \
-	".events WHERE {J} AND kind = 'stack' AND visitParamExtractInt(args, 'kernel') = 0) "      \
-	"USING file_id, sid"
+	"file_id, seq) ANY LEFT JOIN (" CH_MEM_SITE_IDS ") USING file_id, sid"
 
 /* ... with its device's boundaries, its site and its changes at them: (places, bytes). */
 #define CH_LEAK_CHANGES                                                                                             \
-	"SELECT *, if(early = 1, 1, if(own = 0, 0, 2)) AS skind, if(skind = 2, own, 0) AS sown, "                   \
-	"if(skind = 2, via, 0) AS svia, arrayCount(x -> x < ts, bnd) AS jfrom, if(freed = 1, "                      \
+	"SELECT *, if(early, 1, if(sfid = 0, 0, 2)) AS skind, if(skind = 2, sfid, 0) AS sown, "                     \
+	"if(skind = 2, vfid, 0) AS svia, arrayCount(x -> x < ts, bnd) AS jfrom, if(freed = 1, "                     \
 	"arrayCount(x -> x < fts, bnd), k + 1) AS jto, toInt64(floor(bytes * w + 0.5)) AS b, "                      \
 	"(k > 0 AND jfrom < jto) AS moves FROM (" CH_LEAK_ALLOCS                                                    \
 	") ANY LEFT JOIN (SELECT file_id, pid, visitParamExtractString(args, 'device') AS "                         \

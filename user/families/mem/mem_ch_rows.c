@@ -8,8 +8,8 @@
  *   free lost), as mem_log pairs them (a CPU Delete's echo, a free of a block never seen
  *   allocated end none);
  * - on an allocation's row, what it counts for at its site when not 1 (`w`: a sampled block's
- *   weight, mem_alloc__weight's float, exact as a double) and `early` (made before stacks
- *   were taken: its site is "(before stacks)");
+ *   weight, mem_alloc__weight's float, exact as a double; its `early`, made before stacks were
+ *   taken, is dump's own argument);
  * - a `mem_leak_steps` row per process and device at the file's end: the boundaries its
  *   sites' live bytes are compared at (its steps, its loop's passes found by mem_period, or
  *   windows of its allocations: what SQL would find hardest), on the wall clock as the rows'
@@ -101,8 +101,6 @@ static int mem_ch__record(void *vst, const struct bs_hdr *rec, const struct trac
 	c->row_of[before] = args ? row : NO_ROW;
 	if (args && l->v[before].weight != 1.0f)
 		fprintf(args, ",\"w\":%.17g", (double)l->v[before].weight);
-	if (args && r->flags & BS_MEM_EARLY)
-		fputs(",\"early\":1", args);
 	return 0;
 }
 
