@@ -315,17 +315,16 @@ static int run_from(struct stats_args *a, int argc)
 		return EXIT_READ_FAIL;
 	}
 	if (a->o.group_by) {
-		/* mem_leaks' rows by stack:N are not SQL: never the rows by line silently */
-		pr_err("--group-by: the rows by stack or shape are not computed in ClickHouse yet "
+		/* mem_peak's stack:N, torch_op_sum's keys: the server's rows are not grouped so */
+		pr_err("--group-by: the reports computed in ClickHouse have no grouping yet "
 		       "(docs/CLICKHOUSE.md); stats FILE --group-by\n");
 		return EXIT_READ_FAIL;
 	}
 	if (a->o.peak || a->o.steps) {
-		/* the MFU rule's peak is the recorded GPU's there, its steps (and mem_leaks')
-		 * torch's: never another number silently */
+		/* the MFU rule's peak is the recorded GPU's there, its steps torch's: never
+		 * another number silently */
 		pr_err("%s: the MFU from a server is against the recorded GPU's peak over torch's "
-		       "steps only, and mem_leaks' steps are torch's there (docs/CLICKHOUSE.md); "
-		       "stats FILE %s\n",
+		       "steps only (docs/CLICKHOUSE.md); stats FILE %s\n",
 		       a->o.peak ? "--peak-tflops" : "--steps",
 		       a->o.peak ? "--peak-tflops" : "--steps");
 		return EXIT_READ_FAIL;
