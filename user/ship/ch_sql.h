@@ -88,14 +88,19 @@
 /*
  * mem's site of each user stack (mem_site.h, as mem_sites__of names it): its `stack` row's
  * `site` and `via` (frame_sum__own_site's frames, the same C), their frames' ids (sfid, vfid:
- * 0 for none; frames equal by stack_frame__key share an id, as mem_site.c numbers them) and
- * columns, prefixed s and v (CH_FRAME_ROWS). A stack without a site (none of its frames read)
- * has no row: its records are "(no stack)", as are those without a stack_id.
+ * 0 for none; frames equal by stack_frame__key share an id, as mem_site.c numbers them). A
+ * stack without a site (none of its frames read) has no row: its records are "(no stack)", as
+ * are those without a stack_id.
  */
+#define CH_MEM_SITE_IDS                                                                            \
+	"SELECT file_id, sid, ids[site] AS sfid, if(via > 0, ids[via], toUInt64(0)) AS vfid FROM " \
+	"(" CH_STACK_ROWS ") WHERE kernel = 0 AND site > 0"
+
+/* The same with the two frames' columns, prefixed s and v (CH_FRAME_ROWS). */
 #define CH_MEM_SITES                                                                               \
-	"SELECT * FROM (SELECT * FROM (SELECT file_id, sid, ids[site] AS sfid, if(via > 0, "       \
-	"ids[via], toUInt64(0)) AS vfid FROM (" CH_STACK_ROWS ") WHERE kernel = 0 AND site > 0) "  \
-	"ANY LEFT JOIN (" CH_FRAME_ROWS("s") ") USING file_id, sfid) ANY LEFT JOIN ("              \
-					     "" CH_FRAME_ROWS("v") ") USING file_id, vfid"
+	"SELECT * FROM (SELECT * FROM (" CH_MEM_SITE_IDS ") ANY LEFT JOIN (" CH_FRAME_ROWS(        \
+		"s") ") "                                                                          \
+		     "USING file_id, sfid) ANY LEFT JOIN (" CH_FRAME_ROWS(                         \
+			     "v") ") USING file_id, vfid"
 
 #endif /* BPFSIGHT_CH_SQL_H */
