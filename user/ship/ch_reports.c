@@ -374,6 +374,7 @@ const struct ch_report *const ch_reports[] = {
 	&ch_cpu_sum,
 	&ch_gil_stacks,
 	&ch_offcpu_stacks,
+	&ch_mem_peak,
 	/* across ranks: ch_rank_reports.c */
 	&ch_ranks,
 	&ch_nccl_rank_sum,

@@ -387,7 +387,7 @@ const struct family_verdict mem_verdict = {
 	.add = rules__add,
 	.claims = rules__claims,
 	.free = rules__free,
-	/* the leak rule and the OOM's peak detail read what is not SQL yet: judged without */
+	/* the leak rule reads what is not SQL yet: judged without (mem_peak: ch_mem_peak.c) */
 	.reads = "mem_ooms,mem_devices,mem_peak?,mem_leaks?",
 	.load = rules__load,
 };
