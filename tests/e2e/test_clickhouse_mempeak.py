@@ -105,7 +105,8 @@ def test_mem_peak_and_the_ooms_peak_detail_from_the_server():
     """Shipped, each file's mem_peak computed in the server equals stats on the file row for
     row (lines, library frames, ops, estimates of sampled blocks, the peak and when); the
     recording's verdict from the server is stats FILE's line for line, the OOM's claim with
-    what held most at the device's peak, and mem is no longer judged without mem_peak."""
+    what held most at the device's peak, and mem is no longer judged without mem_peak.
+    --group-by (stack:N's rows) is refused with --from, not ignored."""
     need_root()
     need_torch()
     ch = ClickHouse()
@@ -141,4 +142,8 @@ def test_mem_peak_and_the_ooms_peak_detail_from_the_server():
     check(any(re.search(r"ran out of memory: 1 allocation refused", l) for l in mine) and
           any(re.search(peak, l) for l in mine), f"the OOM and its peak's detail: {mine}")
     check("mem_peak" not in rest, f"mem judged with mem_peak: {rest}")
+    # --group-by stack:N's rows are not computed there: refused, never ignored
+    p = run([BPFSIGHT, "stats", "--from", job, "-r", "mem_peak", "--group-by", "stack:2"],
+            timeout=60)
+    check(p.returncode != 0 and "--group-by" in p.stderr, f"--group-by refused: {p}")
     ch.stop()

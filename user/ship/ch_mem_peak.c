@@ -49,8 +49,8 @@ static const struct ch_col ch_mem_peak_cols[] = {
  * device index). Every record counts for the order, a 0-byte allocation too.
  */
 #define CH_MEM_PEAKS                                                                               \
-	"SELECT file_id, pid, device, max(lv) AS peak, argMax(seq, (lv, 0 - toInt64(seq))) AS "   \
-	"pseq, argMax(ts, (lv, 0 - toInt64(seq))) AS pts, min(seq) AS dfirst FROM (SELECT "         \
+	"SELECT file_id, pid, device, max(lv) AS peak, argMax(seq, (lv, 0 - toInt64(seq))) AS "    \
+	"pseq, argMax(ts, (lv, 0 - toInt64(seq))) AS pts, min(seq) AS dfirst FROM (SELECT "        \
 	"file_id, pid, visitParamExtractString(args, 'device') AS device, seq, ts, if(name = "     \
 	"'alloc' AND visitParamExtractUInt(args, 'bytes') > 0, visitParamExtractUInt(args, "       \
 	"'live'), toUInt64(0)) AS lv FROM " CH_DB ".events WHERE {W} AND kind = 'mem_alloc') "     \
@@ -68,9 +68,9 @@ static const struct ch_col ch_mem_peak_cols[] = {
 	"rate, visitParamExtractBool(a, 'early') AS early, toFloat64(bytes) / if(rate = 0, 1, "     \
 	"rate) AS x, toFloat64(if(rate = 0 OR early, toFloat32(1), if(visitParamExtractBool(a, "    \
 	"'sampled') = 0, toFloat32(0), toFloat32(1 / if(x < 0.01, x * (1 - x / 2 * (1 - x / 3 * "   \
-	"(1 - x / 4 * (1 - x / 5 * (1 - x / 6 * (1 - x / 7)))))), 1 - exp(0 - x)))))) AS w, "      \
+	"(1 - x / 4 * (1 - x / 5 * (1 - x / 6 * (1 - x / 7)))))), 1 - exp(0 - x)))))) AS w, "       \
 	"if(early, toUInt64(0), visitParamExtractUInt(a, 'stack_id')) AS sid FROM (SELECT "         \
-	"file_id, pid, device, addr, peak, pseq, pts, dfirst, argMax((fr, seq, ts, tid, args), "   \
+	"file_id, pid, device, addr, peak, pseq, pts, dfirst, argMax((fr, seq, ts, tid, args), "    \
 	"seq) AS last FROM (" CH_MEM_RECS ") ANY INNER JOIN (" CH_MEM_PEAKS ") USING file_id, "     \
 	"pid, device WHERE seq <= pseq GROUP BY file_id, pid, device, addr, peak, pseq, pts, "      \
 	"dfirst) WHERE tupleElement(last, 1) = 0 AND w > 0"
@@ -81,7 +81,7 @@ static const struct ch_col ch_mem_peak_cols[] = {
  */
 #define CH_MEM_OP_ROWS                                                                             \
 	"SELECT * FROM (SELECT file_id, seq, tid AS etid, visitParamExtractUInt(args, 'depth') "   \
-	"AS dep, ts AS os, ts + toInt64(dur) AS oe, name AS oname FROM " CH_DB ".events WHERE "   \
+	"AS dep, ts AS os, ts + toInt64(dur) AS oe, name AS oname FROM " CH_DB ".events WHERE "    \
 	"{W} AND kind = 'torch_op') ANY INNER JOIN (SELECT file_id, min(seq) AS afirst FROM "      \
 	"" CH_DB ".events WHERE {W} AND kind = 'mem_alloc' AND name = 'alloc' AND "                \
 	"visitParamExtractUInt(args, 'bytes') > 0 GROUP BY file_id) USING file_id WHERE seq > "    \
@@ -91,13 +91,13 @@ static const struct ch_col ch_mem_peak_cols[] = {
 #define CH_MEM_OPS_NUMBERED                                                                        \
 	"SELECT file_id, etid, dep, toUInt64(kk) AS k, tupleElement(o, 3) AS oe, tupleElement(o, " \
 	"4) AS oname FROM (SELECT file_id, etid, dep, arraySort(groupArray((os, 0 - oe, oe, "      \
-	"oname))) AS ol FROM (" CH_MEM_OP_ROWS ") GROUP BY file_id, etid, dep) ARRAY JOIN ol AS "   \
+	"oname))) AS ol FROM (" CH_MEM_OP_ROWS ") GROUP BY file_id, etid, dep) ARRAY JOIN ol AS "  \
 	"o, arrayEnumerate(ol) AS kk"
 
 /* Each block with its site: 0 no stack, 1 before stacks, 2 a line (kf, kv: its frames). */
 #define CH_MEM_SITED                                                                               \
 	"SELECT *, if(early, 1, if(sfid > 0, 2, 0)) AS sclass, if(sclass = 2, sfid, toUInt64(0)) " \
-	"AS kf, if(sclass = 2, vfid, toUInt64(0)) AS kv FROM (" CH_MEM_LIVE ") ANY LEFT JOIN ("   \
+	"AS kf, if(sclass = 2, vfid, toUInt64(0)) AS kv FROM (" CH_MEM_LIVE ") ANY LEFT JOIN ("    \
 	"" CH_MEM_SITES ") USING file_id, sid"
 
 /* Each site's first block in the file's order: mem_sites numbers them as first met. */
@@ -114,16 +114,17 @@ static const struct ch_col ch_mem_peak_cols[] = {
  * the innermost, the one the pass's walk back meets first. O(n log n) a thread, where
  * matching every op against every block would hold each thread's ops once per block.
  */
-#define CH_MEM_OP_OF                                                                                \
-	"SELECT file_id, eseq, argMax(oname, dep) AS opname FROM (SELECT * FROM (SELECT file_id, "  \
-	"etid, dep, tupleElement(e, 1) AS t, tupleElement(e, 4) AS eseq, toUInt64(kk) AS k FROM ("   \
-	"SELECT file_id, etid, dep, arraySort(groupArray((t, typ, ne, eseq))) AS ev FROM (SELECT "  \
-	"file_id, etid, dep, os AS t, toUInt8(0) AS typ, 0 - oe AS ne, toUInt64(0) AS eseq FROM ("  \
-	"" CH_MEM_OP_ROWS ") UNION ALL SELECT file_id, etid, dep, ets AS t, toUInt8(1) AS typ, "    \
-	"toInt64(0) AS ne, eseq FROM (" CH_MEM_LIVE ") ALL INNER JOIN (SELECT DISTINCT file_id, "    \
-	"etid, dep FROM (" CH_MEM_OP_ROWS ")) USING file_id, etid) GROUP BY file_id, etid, dep) "   \
+#define CH_MEM_OP_OF                                                                               \
+	"SELECT file_id, eseq, argMax(oname, dep) AS opname FROM (SELECT * FROM (SELECT file_id, " \
+	"etid, dep, tupleElement(e, 1) AS t, tupleElement(e, 4) AS eseq, toUInt64(kk) AS k FROM (" \
+	"SELECT file_id, etid, dep, arraySort(groupArray((t, typ, ne, eseq))) AS ev FROM (SELECT " \
+	"file_id, etid, dep, os AS t, toUInt8(0) AS typ, 0 - oe AS ne, toUInt64(0) AS eseq FROM (" \
+	"" CH_MEM_OP_ROWS ") UNION ALL SELECT file_id, etid, dep, ets AS t, toUInt8(1) AS typ, "   \
+	"toInt64(0) AS ne, eseq FROM (" CH_MEM_LIVE ") ALL INNER JOIN (SELECT DISTINCT file_id, "  \
+	"etid, dep FROM (" CH_MEM_OP_ROWS ")) USING file_id, etid) GROUP BY file_id, etid, dep) "  \
 	"ARRAY JOIN ev AS e, arrayCumSum(arrayMap(x -> toUInt64(tupleElement(x, 2) = 0), ev)) AS " \
-	"kk WHERE tupleElement(e, 2) = 1 AND kk > 0) ANY INNER JOIN (" CH_MEM_OPS_NUMBERED ") USING " \
+	"kk WHERE tupleElement(e, 2) = 1 AND kk > 0) ANY INNER JOIN (" CH_MEM_OPS_NUMBERED         \
+	") USING "                                                                                 \
 	"file_id, etid, dep, k WHERE oe > t) GROUP BY file_id, eseq"
 
 /* Each block with the innermost op around it (its name, '' for none). */
@@ -134,33 +135,39 @@ static const struct ch_col ch_mem_peak_cols[] = {
 #define CH_MEM_PEAK_ROWS                                                                           \
 	"SELECT file_id, pid, device, sclass, kf, kv, opname, any(peak) AS dpeak, any(pts) AS "    \
 	"dts, any(dfirst) AS dorder, sum(toFloat64(bytes) * w) AS b, sum(w) AS n, countIf(w > 1) " \
-	"AS nsmp, any(sname) AS fn, any(spath) AS fp, any(if(skind = 2, sline, 0)) AS fl, "          \
+	"AS nsmp, any(sname) AS fn, any(spath) AS fp, any(if(skind = 2, sline, 0)) AS fl, "        \
 	"any(vname) AS vn, any(vpath) AS vp, any(if(vkind = 2, vline, 0)) AS vl FROM ("            \
 	"" CH_MEM_OPPED ") GROUP BY file_id, pid, device, sclass, kf, kv, opname"
 
 /* Each process's name as the file's reports have it (its threads' `thread_names` rows). */
-#define CH_MEM_PROCS                                                                               \
-	"SELECT file_id, pid, any(" CH_STR_OR_NULL("args", "process") ") AS process FROM " CH_DB   \
-	".events WHERE {J} AND kind = 'thread_names' AND position(args, '\"process\":') > 0 "       \
-	"GROUP BY file_id, pid"
+#define CH_MEM_PROCS                                                                                             \
+	"SELECT file_id, pid, any(" CH_STR_OR_NULL(                                                              \
+		"args",                                                                                          \
+		"process") ") AS process FROM " CH_DB                                                            \
+			   ".events WHERE {J} AND kind = 'thread_names' AND position(args, '\"process\":') > 0 " \
+			   "GROUP BY file_id, pid"
 
 /*
  * The rows as stats' (a site 0 or before stacks has its function alone; a via frame, its
  * columns), by the device's peak, its first record, bytes, the site's first block, the op
  * (stats orders equal ops by their string ids, the rows by name).
  */
-#define CH_MEM_PEAK_SQL                                                                            \
-	"SELECT " CH_NS_ID("pid") " AS xpid, process, device, multiIf(sclass = 0, '(no stack)', "  \
-	"sclass = 1, '(before stacks)', fn), if(sclass = 2, fp, NULL), if(sclass = 2, fl, NULL), " \
-	"if(sclass = 2 AND kv > 0, vn, NULL), if(sclass = 2 AND kv > 0, vp, NULL), if(sclass = 2 " \
-	"AND kv > 0, vl, NULL), if(opname = '', NULL, opname), toUInt64(floor(b + 0.5)), "         \
-	"toUInt64(floor(n + 0.5)), if(nsmp > 0, nsmp, NULL), 100 * b / dpeak, dpeak, dts - shift " \
-	"FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM (" CH_MEM_PEAK_ROWS ") ANY LEFT JOIN (" \
-	"" CH_MEM_SITE_ORDER ") USING file_id, sclass, kf, kv) ANY LEFT JOIN (" CH_PROC_NS ") "     \
-	"USING file_id, pid) ANY LEFT JOIN (" CH_MEM_PROCS ") USING file_id, pid) ANY LEFT JOIN (" \
-	"SELECT file_id, visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB           \
-	".events WHERE {J} AND kind = 'trace_window') USING file_id ORDER BY dpeak DESC, file_id, " \
-	"dorder, b DESC, sclass, sfirst, opname FORMAT TabSeparated"
+#define CH_MEM_PEAK_SQL                                                                                            \
+	"SELECT " CH_NS_ID(                                                                                        \
+		"pid") " AS xpid, process, device, multiIf(sclass = 0, '(no stack)', "                             \
+		       "sclass = 1, '(before stacks)', fn), if(sclass = 2, fp, NULL), if(sclass = 2, fl, NULL), "  \
+		       "if(sclass = 2 AND kv > 0, vn, NULL), if(sclass = 2 AND kv > 0, vp, NULL), if(sclass = 2 "  \
+		       "AND kv > 0, vl, NULL), if(opname = '', NULL, opname), toUInt64(floor(b + 0.5)), "          \
+		       "toUInt64(floor(n + 0.5)), if(nsmp > 0, nsmp, NULL), 100 * b / dpeak, dpeak, dts - shift "  \
+		       "FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM (" CH_MEM_PEAK_ROWS                      \
+		       ") ANY LEFT JOIN ("                                                                         \
+		       "" CH_MEM_SITE_ORDER                                                                        \
+		       ") USING file_id, sclass, kf, kv) ANY LEFT JOIN (" CH_PROC_NS ") "                          \
+		       "USING file_id, pid) ANY LEFT JOIN (" CH_MEM_PROCS                                          \
+		       ") USING file_id, pid) ANY LEFT JOIN ("                                                     \
+		       "SELECT file_id, visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB            \
+		       ".events WHERE {J} AND kind = 'trace_window') USING file_id ORDER BY dpeak DESC, file_id, " \
+		       "dorder, b DESC, sclass, sfirst, opname FORMAT TabSeparated"
 
 const struct ch_report ch_mem_peak = {
 	.name = "mem_peak",
