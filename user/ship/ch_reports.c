@@ -374,6 +374,7 @@ const struct ch_report *const ch_reports[] = {
 	&ch_cpu_sum,
 	&ch_gil_stacks,
 	&ch_offcpu_stacks,
+	&ch_mem_peak,
 	&ch_mem_leaks, /* ch_mem_leaks.c */
 	/* across ranks: ch_rank_reports.c */
 	&ch_ranks,

@@ -40,6 +40,9 @@ extern const struct ch_report ch_folded_stacks;
 /* export --format folded-offcpu's: the off-CPU intervals' time (us) by blocking stack. */
 extern const struct ch_report ch_folded_offcpu;
 
+/* mem_peak (ch_mem_peak.c). */
+extern const struct ch_report ch_mem_peak;
+
 /* gil_blocked_by (ch_gil_reports.c). */
 extern const struct ch_report ch_gil_blocked_by;
 
