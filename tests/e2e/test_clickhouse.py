@@ -109,10 +109,9 @@ def verdict_lines(text):
     return [l for l in lines[start:end] if l.strip()]
 
 
-# The reports mem's rules read that the server does not compute yet (its peak's detail:
-# docs/CLICKHOUSE.md, "The verdict from the server"): a file's claims citing them have no line
-# there.
-NOT_THERE = ("mem_peak",)
+# The reports the rules read that the server does not compute yet (none now: docs/CLICKHOUSE.md,
+# "The verdict from the server"): a file's claims citing them have no line there.
+NOT_THERE = ()
 
 
 def same_verdict(url, path, whole_job=False):
