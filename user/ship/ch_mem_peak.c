@@ -173,4 +173,5 @@ const struct ch_report ch_mem_peak = {
 	.name = "mem_peak",
 	.cols = ch_mem_peak_cols,
 	.sql = CH_MEM_PEAK_SQL,
+	.needs = "mem_alloc",
 };
