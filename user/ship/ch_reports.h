@@ -64,7 +64,7 @@ const struct ch_report *ch_report__find(const char *name);
 char *ch_report__sql(const struct ch_report *r, const char *where, const char *job,
 		     const char *files);
 /* The order of the files the rows come from (ch_sql.h's CH_FILE_ORDER) as an array literal,
- * "['id', ...]": what {F} takes, asked once. */
+ * "['id', ...]" (no file: "emptyArrayString()"): what {F} takes, asked once. */
 extern const struct ch_report ch_file_order;
 
 #endif /* BPFSIGHT_CH_REPORTS_H */
