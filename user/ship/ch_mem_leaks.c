@@ -148,6 +148,7 @@ static const struct ch_col ch_mem_leaks_cols[] = {
 const struct ch_report ch_mem_leaks = {
 	.name = "mem_leaks",
 	.cols = ch_mem_leaks_cols,
+	.needs = "mem_alloc", /* no allocation, no row: not asked (its analysis: 0.15 s) */
 	.sql = "SELECT " CH_NS_ID(
 		"pid") " AS xpid, process, device, multiIf(skind = 0, "
 		       "'(no stack)', skind = 1, '(before stacks)', ofunc), if(skind = 2, ofile, NULL), "

@@ -36,11 +36,16 @@ static const struct ch_col ch_mem_peak_cols[] = {
 	{},
 };
 
+/*
+ * A process is keyed by its file (a merged file's rows are its ranks' files: two ranks' pids
+ * may be equal there, without their rank namespace), its pid and device; a thread so too.
+ */
+
 /* mem_log's records: the allocations of bytes and the frees, by process, device, address. */
 #define CH_MEM_RECS                                                                                \
-	"SELECT file_id, pid, visitParamExtractString(args, 'device') AS device, seq, ts, tid, "   \
-	"name = 'free' AS fr, visitParamExtractString(args, 'addr') AS addr, args FROM " CH_DB     \
-	".events WHERE {W} AND kind = 'mem_alloc' AND (name = 'free' OR "                          \
+	"SELECT file_id, file, pid, visitParamExtractString(args, 'device') AS device, seq, ts, "  \
+	"tid, name = 'free' AS fr, visitParamExtractString(args, 'addr') AS addr, args FROM "      \
+	"" CH_DB ".events WHERE {W} AND kind = 'mem_alloc' AND (name = 'free' OR "                 \
 	"visitParamExtractUInt(args, 'bytes') > 0)"
 
 /*
@@ -49,50 +54,51 @@ static const struct ch_col ch_mem_peak_cols[] = {
  * device index). Every record counts for the order, a 0-byte allocation too.
  */
 #define CH_MEM_PEAKS                                                                               \
-	"SELECT file_id, pid, device, max(lv) AS peak, argMax(seq, (lv, 0 - toInt64(seq))) AS "    \
-	"pseq, argMax(ts, (lv, 0 - toInt64(seq))) AS pts, min(seq) AS dfirst FROM (SELECT "        \
-	"file_id, pid, visitParamExtractString(args, 'device') AS device, seq, ts, if(name = "     \
-	"'alloc' AND visitParamExtractUInt(args, 'bytes') > 0, visitParamExtractUInt(args, "       \
+	"SELECT file_id, file, pid, device, max(lv) AS peak, argMax(seq, (lv, 0 - toInt64(seq))) " \
+	"AS pseq, argMax(ts, (lv, 0 - toInt64(seq))) AS pts, min(seq) AS dfirst FROM (SELECT "     \
+	"file_id, file, pid, visitParamExtractString(args, 'device') AS device, seq, ts, if(name " \
+	"= 'alloc' AND visitParamExtractUInt(args, 'bytes') > 0, visitParamExtractUInt(args, "     \
 	"'live'), toUInt64(0)) AS lv FROM " CH_DB ".events WHERE {W} AND kind = 'mem_alloc') "     \
-	"GROUP BY file_id, pid, device HAVING peak > 0"
+	"GROUP BY file_id, file, pid, device HAVING peak > 0"
 
 /*
  * The blocks live at their device's peak: per address its last record up to the peak, an
  * allocation; its bytes, weight (mem_alloc__weight, as a float: -expm1(-x) by its series
  * below 0.01, where 1 - exp(-x) loses digits), stack, whether made before stacks, thread, time.
  */
-#define CH_MEM_LIVE                                                                                 \
-	"SELECT file_id, pid, device, peak, pseq, pts, dfirst, tupleElement(last, 2) AS eseq, "     \
-	"tupleElement(last, 3) AS ets, tupleElement(last, 4) AS etid, tupleElement(last, 5) AS a, " \
-	"visitParamExtractUInt(a, 'bytes') AS bytes, visitParamExtractUInt(a, 'sample_rate') AS "   \
-	"rate, visitParamExtractBool(a, 'early') AS early, toFloat64(bytes) / if(rate = 0, 1, "     \
-	"rate) AS x, toFloat64(if(rate = 0 OR early, toFloat32(1), if(visitParamExtractBool(a, "    \
-	"'sampled') = 0, toFloat32(0), toFloat32(1 / if(x < 0.01, x * (1 - x / 2 * (1 - x / 3 * "   \
-	"(1 - x / 4 * (1 - x / 5 * (1 - x / 6 * (1 - x / 7)))))), 1 - exp(0 - x)))))) AS w, "       \
-	"if(early, toUInt64(0), visitParamExtractUInt(a, 'stack_id')) AS sid FROM (SELECT "         \
-	"file_id, pid, device, addr, peak, pseq, pts, dfirst, argMax((fr, seq, ts, tid, args), "    \
-	"seq) AS last FROM (" CH_MEM_RECS ") ANY INNER JOIN (" CH_MEM_PEAKS ") USING file_id, "     \
-	"pid, device WHERE seq <= pseq GROUP BY file_id, pid, device, addr, peak, pseq, pts, "      \
-	"dfirst) WHERE tupleElement(last, 1) = 0 AND w > 0"
+#define CH_MEM_LIVE                                                                                \
+	"SELECT file_id, file, pid, device, peak, pseq, pts, dfirst, tupleElement(last, 2) AS "    \
+	"eseq, tupleElement(last, 3) AS ets, tupleElement(last, 4) AS etid, tupleElement(last, "   \
+	"5) AS a, visitParamExtractUInt(a, 'bytes') AS bytes, visitParamExtractUInt(a, "           \
+	"'sample_rate') AS rate, visitParamExtractBool(a, 'early') AS early, toFloat64(bytes) / "  \
+	"if(rate = 0, 1, rate) AS x, toFloat64(if(rate = 0 OR early, toFloat32(1), "               \
+	"if(visitParamExtractBool(a, 'sampled') = 0, toFloat32(0), toFloat32(1 / if(x < 0.01, x "  \
+	"* (1 - x / 2 * (1 - x / 3 * (1 - x / 4 * (1 - x / 5 * (1 - x / 6 * (1 - x / 7)))))), 1 "  \
+	"- exp(0 - x)))))) AS w, if(early, toUInt64(0), visitParamExtractUInt(a, 'stack_id')) AS " \
+	"sid FROM (SELECT file_id, file, pid, device, addr, peak, pseq, pts, dfirst, "             \
+	"argMax((fr, seq, ts, tid, args), seq) AS last FROM (" CH_MEM_RECS ") ANY INNER JOIN ("    \
+	"" CH_MEM_PEAKS ") USING file_id, file, pid, device WHERE seq <= pseq GROUP BY file_id, "  \
+	"file, pid, device, addr, peak, pseq, pts, dfirst) WHERE tupleElement(last, 1) = 0 AND w " \
+	"> 0"
 
 /*
  * torch's ops (mem_peak_report.c keeps those recorded after the file's first allocation):
  * their thread, depth, start, end and name.
  */
 #define CH_MEM_OP_ROWS                                                                             \
-	"SELECT * FROM (SELECT file_id, seq, tid AS etid, visitParamExtractUInt(args, 'depth') "   \
-	"AS dep, ts AS os, ts + toInt64(dur) AS oe, name AS oname FROM " CH_DB ".events WHERE "    \
-	"{W} AND kind = 'torch_op') ANY INNER JOIN (SELECT file_id, min(seq) AS afirst FROM "      \
-	"" CH_DB ".events WHERE {W} AND kind = 'mem_alloc' AND name = 'alloc' AND "                \
+	"SELECT * FROM (SELECT file_id, file, seq, tid AS etid, visitParamExtractUInt(args, "      \
+	"'depth') AS dep, ts AS os, ts + toInt64(dur) AS oe, name AS oname FROM " CH_DB ".events " \
+	"WHERE {W} AND kind = 'torch_op') ANY INNER JOIN (SELECT file_id, min(seq) AS afirst "     \
+	"FROM " CH_DB ".events WHERE {W} AND kind = 'mem_alloc' AND name = 'alloc' AND "           \
 	"visitParamExtractUInt(args, 'bytes') > 0 GROUP BY file_id) USING file_id WHERE seq > "    \
 	"afirst"
 
 /* Each thread's ops of one depth numbered by start (k, from 1), the longer first. */
 #define CH_MEM_OPS_NUMBERED                                                                        \
-	"SELECT file_id, etid, dep, toUInt64(kk) AS k, tupleElement(o, 3) AS oe, tupleElement(o, " \
-	"4) AS oname FROM (SELECT file_id, etid, dep, arraySort(groupArray((os, 0 - oe, oe, "      \
-	"oname))) AS ol FROM (" CH_MEM_OP_ROWS ") GROUP BY file_id, etid, dep) ARRAY JOIN ol AS "  \
-	"o, arrayEnumerate(ol) AS kk"
+	"SELECT file_id, file, etid, dep, toUInt64(kk) AS k, tupleElement(o, 3) AS oe, "           \
+	"tupleElement(o, 4) AS oname FROM (SELECT file_id, file, etid, dep, "                      \
+	"arraySort(groupArray((os, 0 - oe, oe, oname))) AS ol FROM (" CH_MEM_OP_ROWS ") GROUP BY " \
+	"file_id, file, etid, dep) ARRAY JOIN ol AS o, arrayEnumerate(ol) AS kk"
 
 /* Each block with its site: 0 no stack, 1 before stacks, 2 a line (kf, kv: its frames). */
 #define CH_MEM_SITED                                                                               \
@@ -116,16 +122,16 @@ static const struct ch_col ch_mem_peak_cols[] = {
  */
 #define CH_MEM_OP_OF                                                                               \
 	"SELECT file_id, eseq, argMax(oname, dep) AS opname FROM (SELECT * FROM (SELECT file_id, " \
-	"etid, dep, tupleElement(e, 1) AS t, tupleElement(e, 4) AS eseq, toUInt64(kk) AS k FROM (" \
-	"SELECT file_id, etid, dep, arraySort(groupArray((t, typ, ne, eseq))) AS ev FROM (SELECT " \
-	"file_id, etid, dep, os AS t, toUInt8(0) AS typ, 0 - oe AS ne, toUInt64(0) AS eseq FROM (" \
-	"" CH_MEM_OP_ROWS ") UNION ALL SELECT file_id, etid, dep, ets AS t, toUInt8(1) AS typ, "   \
-	"toInt64(0) AS ne, eseq FROM (" CH_MEM_LIVE ") ALL INNER JOIN (SELECT DISTINCT file_id, "  \
-	"etid, dep FROM (" CH_MEM_OP_ROWS ")) USING file_id, etid) GROUP BY file_id, etid, dep) "  \
-	"ARRAY JOIN ev AS e, arrayCumSum(arrayMap(x -> toUInt64(tupleElement(x, 2) = 0), ev)) AS " \
-	"kk WHERE tupleElement(e, 2) = 1 AND kk > 0) ANY INNER JOIN (" CH_MEM_OPS_NUMBERED         \
-	") USING "                                                                                 \
-	"file_id, etid, dep, k WHERE oe > t) GROUP BY file_id, eseq"
+	"file, etid, dep, tupleElement(e, 1) AS t, tupleElement(e, 4) AS eseq, toUInt64(kk) AS k " \
+	"FROM (SELECT file_id, file, etid, dep, arraySort(groupArray((t, typ, ne, eseq))) AS ev "  \
+	"FROM (SELECT file_id, file, etid, dep, os AS t, toUInt8(0) AS typ, 0 - oe AS ne, "        \
+	"toUInt64(0) AS eseq FROM (" CH_MEM_OP_ROWS ") UNION ALL SELECT file_id, file, etid, "     \
+	"dep, ets AS t, toUInt8(1) AS typ, toInt64(0) AS ne, eseq FROM (" CH_MEM_LIVE ") ALL "     \
+	"INNER JOIN (SELECT DISTINCT file_id, file, etid, dep FROM (" CH_MEM_OP_ROWS ")) USING "   \
+	"file_id, file, etid) GROUP BY file_id, file, etid, dep) ARRAY JOIN ev AS e, "             \
+	"arrayCumSum(arrayMap(x -> toUInt64(tupleElement(x, 2) = 0), ev)) AS kk WHERE "            \
+	"tupleElement(e, 2) = 1 AND kk > 0) ANY INNER JOIN (" CH_MEM_OPS_NUMBERED ") USING "       \
+	"file_id, file, etid, dep, k WHERE oe > t) GROUP BY file_id, eseq"
 
 /* Each block with the innermost op around it (its name, '' for none). */
 #define CH_MEM_OPPED                                                                               \
@@ -133,44 +139,46 @@ static const struct ch_col ch_mem_peak_cols[] = {
 
 /* Per file, device, site and op: the blocks' bytes and count. */
 #define CH_MEM_PEAK_ROWS                                                                           \
-	"SELECT file_id, pid, device, sclass, kf, kv, opname, any(peak) AS dpeak, any(pts) AS "    \
-	"dts, any(dfirst) AS dorder, sum(toFloat64(bytes) * w) AS b, sum(w) AS n, countIf(w > 1) " \
-	"AS nsmp, any(sname) AS fn, any(spath) AS fp, any(if(skind = 2, sline, 0)) AS fl, "        \
+	"SELECT file_id, file, pid, device, sclass, kf, kv, opname, any(peak) AS dpeak, any(pts) " \
+	"AS dts, any(dfirst) AS dorder, sum(toFloat64(bytes) * w) AS b, sum(w) AS n, countIf(w > " \
+	"1) AS nsmp, any(sname) AS fn, any(spath) AS fp, any(if(skind = 2, sline, 0)) AS fl, "     \
 	"any(vname) AS vn, any(vpath) AS vp, any(if(vkind = 2, vline, 0)) AS vl FROM ("            \
-	"" CH_MEM_OPPED ") GROUP BY file_id, pid, device, sclass, kf, kv, opname"
+	"" CH_MEM_OPPED ") GROUP BY file_id, file, pid, device, sclass, kf, kv, opname"
 
-/* Each process's name as the file's reports have it (its threads' `thread_names` rows). */
-#define CH_MEM_PROCS                                                                                             \
-	"SELECT file_id, pid, any(" CH_STR_OR_NULL(                                                              \
-		"args",                                                                                          \
-		"process") ") AS process FROM " CH_DB                                                            \
-			   ".events WHERE {J} AND kind = 'thread_names' AND position(args, '\"process\":') > 0 " \
-			   "GROUP BY file_id, pid"
+/*
+ * Each process as the file's reports show it (its threads' `thread_names` rows): its rank
+ * namespace, its name (NULL: none), and its file's clock shift (the `trace_window` row's: the
+ * peak's time on CLOCK_MONOTONIC, as stats shows it).
+ */
+#define CH_MEM_PROCS                                                                               \
+	"SELECT * FROM (SELECT file_id, file, pid, any(" CH_NAMES_NS ") AS ns, "                   \
+	"if(countIf(position(args, '\"process\":') > 0) > 0, anyIf(visitParamExtractString(args, " \
+	"'process'), position(args, '\"process\":') > 0), NULL) AS process FROM " CH_DB            \
+	".events WHERE {J} AND kind = 'thread_names' GROUP BY file_id, file, pid) ANY LEFT JOIN "  \
+	"(SELECT file_id, visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB          \
+	".events WHERE {J} AND kind = 'trace_window') USING file_id"
 
 /*
  * The rows as stats' (a site 0 or before stacks has its function alone; a via frame, its
  * columns), by the device's peak, its first record, bytes, the site's first block, the op
  * (stats orders equal ops by their string ids, the rows by name).
  */
-#define CH_MEM_PEAK_SQL                                                                                            \
-	"SELECT " CH_NS_ID(                                                                                        \
-		"pid") " AS xpid, process, device, multiIf(sclass = 0, '(no stack)', "                             \
-		       "sclass = 1, '(before stacks)', fn), if(sclass = 2, fp, NULL), if(sclass = 2, fl, NULL), "  \
-		       "if(sclass = 2 AND kv > 0, vn, NULL), if(sclass = 2 AND kv > 0, vp, NULL), if(sclass = 2 "  \
-		       "AND kv > 0, vl, NULL), if(opname = '', NULL, opname), toUInt64(floor(b + 0.5)), "          \
-		       "toUInt64(floor(n + 0.5)), if(nsmp > 0, nsmp, NULL), 100 * b / dpeak, dpeak, dts - shift "  \
-		       "FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM (" CH_MEM_PEAK_ROWS                      \
-		       ") ANY LEFT JOIN ("                                                                         \
-		       "" CH_MEM_SITE_ORDER                                                                        \
-		       ") USING file_id, sclass, kf, kv) ANY LEFT JOIN (" CH_PROC_NS ") "                          \
-		       "USING file_id, pid) ANY LEFT JOIN (" CH_MEM_PROCS                                          \
-		       ") USING file_id, pid) ANY LEFT JOIN ("                                                     \
-		       "SELECT file_id, visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB            \
-		       ".events WHERE {J} AND kind = 'trace_window') USING file_id ORDER BY dpeak DESC, file_id, " \
-		       "dorder, b DESC, sclass, sfirst, opname FORMAT TabSeparated"
+#define CH_MEM_PEAK_SQL                                                                                           \
+	"SELECT " CH_NS_ID(                                                                                       \
+		"pid") " AS xpid, process, device, multiIf(sclass = 0, '(no stack)', "                            \
+		       "sclass = 1, '(before stacks)', fn), if(sclass = 2, fp, NULL), if(sclass = 2, fl, NULL), " \
+		       "if(sclass = 2 AND kv > 0, vn, NULL), if(sclass = 2 AND kv > 0, vp, NULL), if(sclass = 2 " \
+		       "AND kv > 0, vl, NULL), if(opname = '', NULL, opname), toUInt64(floor(b + 0.5)), "         \
+		       "toUInt64(floor(n + 0.5)), if(nsmp > 0, nsmp, NULL), 100 * b / dpeak, dpeak, dts - shift " \
+		       "FROM (SELECT * FROM (" CH_MEM_PEAK_ROWS                                                   \
+		       ") ANY LEFT JOIN (" CH_MEM_SITE_ORDER ") USING "                                           \
+		       "file_id, sclass, kf, kv) ANY LEFT JOIN (" CH_MEM_PROCS                                    \
+		       ") USING file_id, file, pid "                                                              \
+		       "ORDER BY dpeak DESC, file_id, dorder, b DESC, sclass, sfirst, opname FORMAT TabSeparated"
 
 const struct ch_report ch_mem_peak = {
 	.name = "mem_peak",
 	.cols = ch_mem_peak_cols,
 	.sql = CH_MEM_PEAK_SQL,
+	.needs = "mem_alloc",
 };
