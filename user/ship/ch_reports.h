@@ -31,7 +31,7 @@ struct ch_report {
 	 * A kind of row without which the answer has no row ("mem_alloc"), NULL for none: a
 	 * verdict from the server and report --from's page (verdict_from.c, stats_from.c) take
 	 * its empty table without asking when the rows have none, which saves its query's
-	 * analysis (18.16's: some 0.4 s of CPU for mem_peak's nesting).
+	 * analysis (18.16's: some 0.26 s of CPU for mem_peak's nesting).
 	 */
 	const char *needs;
 };
