@@ -34,7 +34,7 @@ RANK_REPORTS = ["ranks", "nccl_rank_sum", "rank_waits"]
 # (the in-kernel aggregates' snapshots, a thread's last switch-out) and of the whole file (its
 # window, its threads' names, its CPU samples' stacks).
 ROW_ONLY = {"syscall_agg", "gil_agg", "gil_blame", "offcpu_exit", "trace_window",
-            "thread_names", "stack", "frame", "gil_holder", "gil_sample"}
+            "thread_names", "stack", "frame", "gil_holder", "gil_sample", "mem_leak_steps"}
 # The verdict's legend, its last line; the line saying what the server could not judge.
 LEGEND = "* = the rule holds"
 MORE = re.compile(r"^\s+\(\d+ more: ")
@@ -109,10 +109,9 @@ def verdict_lines(text):
     return [l for l in lines[start:end] if l.strip()]
 
 
-# The reports mem's rules read that the server does not compute yet (its peak's detail, the
-# leaks: docs/CLICKHOUSE.md, "The verdict from the server"): a file's claims citing them have
-# no line there.
-NOT_THERE = ("mem_peak", "mem_leaks")
+# The reports the rules read that the server does not compute yet (none now: docs/CLICKHOUSE.md,
+# "The verdict from the server"): a file's claims citing them have no line there.
+NOT_THERE = ()
 
 
 def same_verdict(url, path, whole_job=False):

@@ -29,9 +29,9 @@ FAKE_NVML = os.path.join(BUILD, "tests", "nvml")
 LEGEND = "* = the rule holds"
 NOT_JUDGED = "Not judged from "
 MORE = re.compile(r"^\s+\(\d+ more: ")
-# The reports mem's rules read that the server does not compute yet (docs/CLICKHOUSE.md): a file's
-# claims citing these have no line there.
-NOT_THERE = ("mem_peak", "mem_leaks")
+# The reports the rules read that the server does not compute yet (none now: docs/CLICKHOUSE.md):
+# a file's claims citing these have no line there.
+NOT_THERE = ()
 
 
 def verdict(args):

@@ -11,6 +11,8 @@ makes tensors of sizes and at lines the test knows (the lines end in "# NAME" ma
   peak      tensors of 2, 4 and 6 MiB kept (KEEP2, KEEP4, KEEP6), a 100 MiB temporary (PEAK),
             freed, then an 8 MiB one (AFTER)
   counts N  N tensors of 5 MiB made and freed one after the other (COUNT)
+  oom       64 tensors of 64 KiB kept (SMALL: under --stacks=mem's size, sampled), peak's,
+            then 1 PiB asked for (OOM: alloc_cpu fails, caught)
   rss       four 1 MiB bytearrays (SMALL), then 200 MiB written (GROW), in a function that
             memory_profiler can profile (python3 -m memory_profiler torch_mem.py rss)
 
@@ -60,6 +62,15 @@ def peak():
     kept.append(torch.empty(8 * MIB, dtype=torch.uint8))  # AFTER
 
 
+def oom():
+    kept.extend(torch.empty(65536, dtype=torch.uint8) for _ in range(64))  # SMALL
+    peak()
+    try:
+        torch.empty(1 << 50, dtype=torch.uint8)  # OOM
+    except RuntimeError:
+        pass
+
+
 def counts(n):
     for _ in range(n):
         t = torch.empty(5 * MIB, dtype=torch.uint8)  # COUNT
@@ -77,7 +88,7 @@ def main():
     args = [a for a in sys.argv[1:] if a != "--go"]
     go = "--go" in sys.argv[1:]
     mode, n = args[0], int(args[1]) if len(args) > 1 else 0
-    work = {"leak": lambda: leak(n), "steps": lambda: steps(n), "peak": peak,
+    work = {"leak": lambda: leak(n), "steps": lambda: steps(n), "peak": peak, "oom": oom,
             "counts": lambda: counts(n), "rss": rss}[mode]
     if go:
         print(f"ready {os.getpid()}", flush=True)

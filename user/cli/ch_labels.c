@@ -94,6 +94,68 @@ static void ch_process_args(const struct trace_model *m, __u32 pid, struct json 
 	}
 }
 
+/*
+ * The families' rows past the events' (struct family_verdict.ch_rows), one state each for the
+ * file being rendered, in registry order.
+ */
+struct ch_rows_all {
+	const struct verdict_ch_rows *hook[32];
+	void *st[32];
+	size_t n;
+};
+
+static void ch_rows_free(void *vst)
+{
+	struct ch_rows_all *a = vst;
+
+	for (size_t i = 0; a && i < a->n; i++)
+		a->hook[i]->free(a->st[i]);
+	free(a);
+}
+
+static void *ch_rows_new(void)
+{
+	struct ch_rows_all *a = calloc(1, sizeof(*a));
+
+	for_each_family(it) {
+		const struct family_verdict *fv = family__stats(it.f)->verdict;
+
+		if (!a || !fv || !fv->ch_rows || a->n == sizeof(a->st) / sizeof(a->st[0]))
+			continue;
+		a->hook[a->n] = fv->ch_rows;
+		if (!(a->st[a->n++] = fv->ch_rows->new ())) {
+			a->n--;
+			ch_rows_free(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static int ch_rows_record(void *vst, const struct bs_hdr *rec, const struct trace_model *m,
+			  __u64 row, FILE *args)
+{
+	struct ch_rows_all *a = vst;
+	int err = 0;
+
+	for (size_t i = 0; i < a->n && !err; i++)
+		err = a->hook[i]->record(a->st[i], rec, m, row, args);
+	return err;
+}
+
+static int ch_rows_end(void *vst, const struct trace_model *m, __u64 shift,
+		       int (*emit)(void *arg, __u32 pid, const char *kind, const char *name,
+				   const char *args),
+		       void *arg)
+{
+	struct ch_rows_all *a = vst;
+	int err = 0;
+
+	for (size_t i = 0; i < a->n && !err; i++)
+		err = a->hook[i]->end(a->st[i], m, shift, emit, arg);
+	return err;
+}
+
 int ch_labels__for_file(struct ch_labels *l, const char *file)
 {
 	static char id[CONTENT_ID_LEN], job[256];
@@ -110,6 +172,10 @@ int ch_labels__for_file(struct ch_labels *l, const char *file)
 	l->file_id = id;
 	l->stack_args = ch_stack_args;
 	l->process_args = ch_process_args;
+	l->rows_new = ch_rows_new;
+	l->rows_record = ch_rows_record;
+	l->rows_end = ch_rows_end;
+	l->rows_free = ch_rows_free;
 	if (l->job && l->job != job)
 		return 0;
 	base = base ? base + 1 : file;

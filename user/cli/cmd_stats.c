@@ -314,6 +314,12 @@ static int run_from(struct stats_args *a, int argc)
 		       "(docs/CLICKHOUSE.md); stats FILE --python\n");
 		return EXIT_READ_FAIL;
 	}
+	if (a->o.group_by) {
+		/* mem_peak's stack:N, torch_op_sum's keys: the server's rows are not grouped so */
+		pr_err("--group-by: the reports computed in ClickHouse have no grouping yet "
+		       "(docs/CLICKHOUSE.md); stats FILE --group-by\n");
+		return EXIT_READ_FAIL;
+	}
 	if (a->o.peak || a->o.steps) {
 		/* the MFU rule's peak is the recorded GPU's there, its steps torch's: never
 		 * another number silently */

@@ -90,6 +90,13 @@ int stats_from__table(struct ch_server *s, const struct ch_report *r, const char
 	return err;
 }
 
+int stats_from__no_rows(const struct ch_report *r, struct table *t)
+{
+	char none[1] = "";
+
+	return ch_fill(t, r, none);
+}
+
 const char *stats_from__files(struct ch_server *s, const char *where, const char *job, char *buf,
 			      size_t len)
 {
@@ -327,7 +334,11 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 	for (const struct ch_report *const *r = ch_reports; vf && *r && n < PAGE_REPORTS && !err;
 	     r++) {
 		t[n] = table__new((*r)->name);
-		err = t[n] ? stats_from__table(&s, *r, where, job, files, t[n]) : -ENOMEM;
+		/* a report over rows it needs none of: its empty table, not its query's cost */
+		if (t[n] && (*r)->needs && !verdict_from__has_kind(vf, (*r)->needs))
+			err = stats_from__no_rows(*r, t[n]);
+		else
+			err = t[n] ? stats_from__table(&s, *r, where, job, files, t[n]) : -ENOMEM;
 		/* its sentences, as stats --from prints them under it */
 		if (!err && *r == ch_report__find("nccl_stragglers"))
 			err = stats_from__straggler_notes(&s, where, job, files, t[n]);

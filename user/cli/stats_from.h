@@ -37,6 +37,8 @@ struct table;
  * -errno (S's error says the server's). */
 int stats_from__table(struct ch_server *s, const struct ch_report *r, const char *where,
 		      const char *job, const char *files, struct table *t);
+/* Report R's answer over no row into T, asking nothing (its columns but the optional ones). */
+int stats_from__no_rows(const struct ch_report *r, struct table *t);
 /* The order of the files the rows come from (ch_file_order), asked once into BUF: BUF, or NULL
  * (not known: each query asks it). */
 const char *stats_from__files(struct ch_server *s, const char *where, const char *job, char *buf,

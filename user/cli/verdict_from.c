@@ -31,6 +31,7 @@ struct vfrom {
 	const char *where, *job, *files;
 	struct table *t[MAX_INPUTS];
 	int n;
+	const struct table *kinds; /* the events per kind (ch_verdict_kinds' answer) */
 };
 
 /* The verdict, the model that names its threads, the answers it keeps pointers into. */
@@ -194,8 +195,18 @@ static int lives(struct vfrom *q, struct verdict *v)
 			(__u64)table__get_s64(t, r, cb), (__u64)table__get_s64(t, r, cd));
 	if (err || !(t = ask(q, &ch_verdict_kinds, &err)))
 		return err;
+	q->kinds = t;
 	for (int r = 0; r < table__nrows(t); r++)
 		verdict__count(v, table__get_str(t, r, 0), table__get_u64(t, r, 1));
+	return 0;
+}
+
+/* 1 when the rows have events of KIND (the events per kind, asked first). */
+static int has_kind(const struct vfrom *q, const char *kind)
+{
+	for (int r = 0; q->kinds && r < table__nrows(q->kinds); r++)
+		if (!strcmp(table__get_str(q->kinds, r, 0) ?: "", kind))
+			return table__get_u64(q->kinds, r, 1) > 0;
 	return 0;
 }
 
@@ -208,6 +219,17 @@ static int input(struct vfrom *q, struct verdict *v, const char *name)
 
 	if (verdict__table(v, name))
 		return 0; /* another family reads it too */
+	if (r && r->needs && !has_kind(q, r->needs)) {
+		/* no row to answer with: its empty table, not its query's cost (ch_reports.h) */
+		t = q->n < MAX_INPUTS ? table__new(r->name) : NULL;
+		err = t ? stats_from__no_rows(r, t) : q->n < MAX_INPUTS ? -ENOMEM : -E2BIG;
+		if (err) {
+			table__free(t);
+			return err;
+		}
+		q->t[q->n++] = t;
+		return verdict__set_report(v, r->name, t, NULL);
+	}
 	if (r) {
 		t = ask(q, r, &err);
 		return t ? verdict__set_report(v, r->name, t, NULL) : err;
@@ -297,6 +319,11 @@ struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, c
 const struct verdict *verdict_from__verdict(const struct verdict_from *vf)
 {
 	return vf->v;
+}
+
+int verdict_from__has_kind(const struct verdict_from *vf, const char *kind)
+{
+	return has_kind(&vf->q, kind);
 }
 
 void verdict_from__free(struct verdict_from *vf)

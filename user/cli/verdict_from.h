@@ -25,6 +25,8 @@ int verdict_from__print(struct ch_server *s, const char *url, const char *where,
 struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, const char *where,
 					 const char *job, const char *files, int *err);
 const struct verdict *verdict_from__verdict(const struct verdict_from *vf);
+/* 1 when the rows VF judged have events of KIND (struct ch_report.needs). */
+int verdict_from__has_kind(const struct verdict_from *vf, const char *kind);
 void verdict_from__free(struct verdict_from *vf);
 
 #endif /* BPFSIGHT_VERDICT_FROM_H */

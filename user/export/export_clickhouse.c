@@ -51,6 +51,7 @@ struct ch_export {
 	__u64 first_ts, last_ts;
 	char *families; /* the header's, the families recorded (the verdict says so); NULL: none */
 	char *gpus;	/* the header's GPUs, a line each (the MFU rule's peak); NULL: none */
+	void *rows;	/* the labels' rows_new state: the families' rows past the events' */
 };
 
 /* S as a TabSeparated field: ClickHouse's escapes for the bytes that would end it. */
@@ -90,6 +91,8 @@ static void ch_tsv_str(FILE *f, const char *s)
 
 static void ch_free(struct ch_export *st)
 {
+	if (st->rows && st->labels.rows_free)
+		st->labels.rows_free(st->rows);
 	if (st->args)
 		fclose(st->args);
 	free(st->args_buf);
@@ -124,6 +127,12 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 		return NULL;
 	}
 	st->labels = export_clickhouse_labels;
+	if (st->labels.rows_new && !(st->rows = st->labels.rows_new())) {
+		*err = -ENOMEM;
+		fclose(st->f);
+		ch_free(st);
+		return NULL;
+	}
 	st->host = meta->hostname ? meta->hostname : "";
 	st->wall_minus_mono = meta->start.realtime_ns - meta->start.mono_ns;
 	st->families = meta->families ? strdup(meta->families) : NULL; /* NULL: not said */
@@ -165,6 +174,47 @@ static int ch_row(struct ch_export *st, const struct trace_model *m, __u32 pid, 
 	return ferror(f) ? -EIO : 0;
 }
 
+/*
+ * The families' keys on REC's row (the labels' rows_record), into its args' object: written
+ * over its closing brace, each `,"key":value`, the comma dropped when they are its first.
+ */
+static int ch_more_args(struct ch_export *st, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	size_t had = st->args_len;
+	int err;
+
+	if (!had || st->args_buf[had - 1] != '}')
+		return st->labels.rows_record(st->rows, rec, m, st->seq, NULL);
+	fseek(st->args, -1, SEEK_CUR);
+	err = st->labels.rows_record(st->rows, rec, m, st->seq, st->args);
+	if (err)
+		return err;
+	fputc('}', st->args);
+	if (fflush(st->args))
+		return -ENOMEM;
+	if (had == 2 && st->args_len > 3 && st->args_buf[1] == ',') { /* "{,..." */
+		memmove(st->args_buf + 1, st->args_buf + 2, st->args_len - 2);
+		fseek(st->args, -1, SEEK_CUR);
+		if (fflush(st->args))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A row of the families' own (the labels' rows_end): at the recording's start. */
+struct ch_emit_arg {
+	struct ch_export *st;
+	const struct trace_model *m;
+};
+
+static int ch_emit_row(void *varg, __u32 pid, const char *kind, const char *name, const char *args)
+{
+	struct ch_emit_arg *a = varg;
+
+	return ch_row(a->st, a->m, pid, pid, trace_model__start(a->m), 0, kind, name, args,
+		      strlen(args));
+}
+
 static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
 		     const struct trace_model *m)
 {
@@ -192,7 +242,7 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 	if (!ev && family__decode_row(rec, m, &row) == 1)
 		ev = &row;
 	if (!ev)
-		return 0;
+		return st->rows ? st->labels.rows_record(st->rows, rec, m, st->seq, NULL) : 0;
 	if (cpu_samples__is_sample(rec, ev) &&
 	    !hmap__get(st->stacks, (struct hkey){ ev->stack_id, ev->stack_in_kernel }, 1))
 		return -ENOMEM;
@@ -209,6 +259,12 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 		fprintf(st->args, "%s\"stack_id\":%u}", st->args_len > 2 ? "," : "", ev->stack->id);
 		if (fflush(st->args))
 			return -ENOMEM;
+	}
+	if (st->rows) {
+		int err = ch_more_args(st, rec, m);
+
+		if (err)
+			return err;
 	}
 	return ch_row(st, m, ev->pid, ev->tid, ev->ts, ev->dur, ev->kind, ev->name, st->args_buf,
 		      st->args_len);
@@ -401,8 +457,13 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 	__u64 start = trace_model__start(m), end = trace_model__end(m);
 	struct hkey key;
 	size_t it = 0;
+	struct ch_emit_arg emit = { st, m };
 	int err;
 
+	/* the families' own rows (their labels' hook), before the window's */
+	if (st->rows &&
+	    (err = st->labels.rows_end(st->rows, m, st->wall_minus_mono, ch_emit_row, &emit)))
+		return err;
 	rewind(st->args);
 	fprintf(st->args, "{\"first_ts\":%lld,\"last_ts\":%lld",
 		(long long)(st->first_ts + st->wall_minus_mono),

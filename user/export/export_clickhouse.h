@@ -8,7 +8,10 @@
 #ifndef BPFSIGHT_EXPORT_CLICKHOUSE_H
 #define BPFSIGHT_EXPORT_CLICKHOUSE_H
 
+#include <stdio.h>
 #include <linux/types.h>
+
+struct bs_hdr;
 
 struct json;
 struct trace_model;
@@ -38,6 +41,20 @@ struct ch_labels {
 			   struct json *j);
 	/* The same of process PID, on its threads' names' rows (`thread_names`). */
 	void (*process_args)(const struct trace_model *m, __u32 pid, struct json *j);
+	/*
+	 * Rows past the events' (the families' struct verdict_ch_rows, one state a file): made by
+	 * ROWS_NEW at open; ROWS_RECORD sees every record, ROW the row it makes (its seq, its
+	 * args' members so far in ARGS, where `,"key":value` ones may be added; NULL: none);
+	 * ROWS_END emits the file's own rows through EMIT before its window row. NULL: none.
+	 */
+	void *(*rows_new)(void);
+	int (*rows_record)(void *st, const struct bs_hdr *rec, const struct trace_model *m,
+			   __u64 row, FILE *args);
+	int (*rows_end)(void *st, const struct trace_model *m, __u64 shift,
+			int (*emit)(void *arg, __u32 pid, const char *kind, const char *name,
+				    const char *args),
+			void *arg);
+	void (*rows_free)(void *st);
 };
 
 extern struct ch_labels export_clickhouse_labels;

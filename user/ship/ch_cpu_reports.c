@@ -12,30 +12,6 @@
 #include "ch_sql.h"
 #include "ch_verdict.h"
 
-/*
- * Each file's stacks: their id, whether a CPU sample's in kernel code, their frames' ids. A
- * stack not read has no frames: 18.16 evaluates both sides of an `if`, so the ids are parsed
- * from '0' there (and thrown away), never from an empty string, which fails the query.
- */
-#define CH_STACK_ROWS                                                                              \
-	"SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, "                         \
-	"toUInt8(visitParamExtractUInt(args, 'kernel')) AS kernel, "                               \
-	"visitParamExtractString(args, 'frames') AS fr, if(fr = '', emptyArrayUInt64(), "          \
-	"arrayMap(x -> toUInt64(x), splitByChar(',', if(fr = '', '0', fr)))) AS ids, "             \
-	"visitParamExtractUInt(args, 'site') AS site, visitParamExtractUInt(args, 'via') AS via "  \
-	"FROM " CH_DB ".events WHERE {J} AND kind = 'stack'"
-
-/* Each file's frames, their columns prefixed P: id, kind, function, file, and their ids. */
-#define CH_FRAME_ROWS(p)                                                                           \
-	"SELECT file_id, visitParamExtractUInt(args, 'frame_id') AS " p "fid, "                    \
-	"visitParamExtractUInt(args, 'frame_kind') AS " p "kind, name AS " p "name, "              \
-	"visitParamExtractString(args, 'path') AS " p "path, "                                     \
-	"visitParamExtractUInt(args, 'func_id') AS " p "func, "                                    \
-	"visitParamExtractUInt(args, 'file_id') AS " p "file, "                                    \
-	"visitParamExtractUInt(args, 'line') AS " p "line, "                                       \
-	"visitParamExtractUInt(args, 'addr') AS " p "addr FROM " CH_DB ".events WHERE {J} AND "    \
-	"kind = 'frame'"
-
 static const struct ch_col ch_cpu_sum_cols[] = {
 	{ "func", "Function", 't' },	   { "file", "File", 't' },
 	{ "line", "Line", 'u' },	   { "self_samples", "Self", 'u' },

@@ -3,7 +3,8 @@
  * The state mem's rules keep over every record (mem_verdict.c), as SQL in what ClickHouse
  * 18.16 runs (ch_verdict.h): the OOMs per process and device, and the caching allocator's
  * peak totals per process and device, what stats --from's verdict loads in their place.
- * What the leak rule (mem_leaks) and the OOM's peak detail (mem_peak) read is not SQL yet.
+ * The OOM's peak detail reads mem_peak and the leak rule mem_leaks, reports computed there
+ * (ch_mem_peak.c, ch_mem_leaks.c).
  */
 #include "ch_sql.h"
 #include "ch_verdict.h"

@@ -374,6 +374,8 @@ const struct ch_report *const ch_reports[] = {
 	&ch_cpu_sum,
 	&ch_gil_stacks,
 	&ch_offcpu_stacks,
+	&ch_mem_peak,
+	&ch_mem_leaks, /* ch_mem_leaks.c */
 	/* across ranks: ch_rank_reports.c */
 	&ch_ranks,
 	&ch_nccl_rank_sum,
@@ -397,8 +399,11 @@ static const struct ch_col ch_file_order_cols[] = {
 const struct ch_report ch_file_order = {
 	.name = "file_order",
 	.cols = ch_file_order_cols,
-	.sql = "SELECT concat('[', arrayStringConcat(arrayMap(x -> concat('\\'', x, '\\''), "
-	       "(" CH_FILE_ORDER ")), ', '), ']') FORMAT TabSeparated",
+	/* no file (rows of none): a typed empty array, where 18.16 types `[]` as Array(Nothing),
+	 * which indexOf refuses against a file id (every query of {F} failed) */
+	.sql = "SELECT if(empty(o), 'emptyArrayString()', concat('[', arrayStringConcat(arrayMap("
+	       "x -> concat('\\'', x, '\\''), o), ', '), ']')) FROM (SELECT (" CH_FILE_ORDER
+	       ") AS o) FORMAT TabSeparated",
 };
 
 /* TEXT with each {W} WHERE, {J} JOB, {F} FILES: malloc'd. */

@@ -61,4 +61,46 @@
 	"if(position(" args ", '\"" key "\":') > 0, visitParamExtractString(" args ", '" key       \
 	"'), NULL)"
 
+/*
+ * Each file's stacks: their id, whether a CPU sample's in kernel code, their frames' ids. A
+ * stack not read has no frames: 18.16 evaluates both sides of an `if`, so the ids are parsed
+ * from '0' there (and thrown away), never from an empty string, which fails the query.
+ */
+#define CH_STACK_ROWS                                                                              \
+	"SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, "                         \
+	"toUInt8(visitParamExtractUInt(args, 'kernel')) AS kernel, "                               \
+	"visitParamExtractString(args, 'frames') AS fr, if(fr = '', emptyArrayUInt64(), "          \
+	"arrayMap(x -> toUInt64(x), splitByChar(',', if(fr = '', '0', fr)))) AS ids, "             \
+	"visitParamExtractUInt(args, 'site') AS site, visitParamExtractUInt(args, 'via') AS via "  \
+	"FROM " CH_DB ".events WHERE {J} AND kind = 'stack'"
+
+/* Each file's frames, their columns prefixed P: id, kind, function, file, and their ids. */
+#define CH_FRAME_ROWS(p)                                                                           \
+	"SELECT file_id, visitParamExtractUInt(args, 'frame_id') AS " p "fid, "                    \
+	"visitParamExtractUInt(args, 'frame_kind') AS " p "kind, name AS " p "name, "              \
+	"visitParamExtractString(args, 'path') AS " p "path, "                                     \
+	"visitParamExtractUInt(args, 'func_id') AS " p "func, "                                    \
+	"visitParamExtractUInt(args, 'file_id') AS " p "file, "                                    \
+	"visitParamExtractUInt(args, 'line') AS " p "line, "                                       \
+	"visitParamExtractUInt(args, 'addr') AS " p "addr FROM " CH_DB ".events WHERE {J} AND "    \
+	"kind = 'frame'"
+
+/*
+ * mem's site of each user stack (mem_site.h, as mem_sites__of names it): its `stack` row's
+ * `site` and `via` (frame_sum__own_site's frames, the same C), their frames' ids (sfid, vfid:
+ * 0 for none; frames equal by stack_frame__key share an id, as mem_site.c numbers them). A
+ * stack without a site (none of its frames read) has no row: its records are "(no stack)", as
+ * are those without a stack_id.
+ */
+#define CH_MEM_SITE_IDS                                                                            \
+	"SELECT file_id, sid, ids[site] AS sfid, if(via > 0, ids[via], toUInt64(0)) AS vfid FROM " \
+	"(" CH_STACK_ROWS ") WHERE kernel = 0 AND site > 0"
+
+/* The same with the two frames' columns, prefixed s and v (CH_FRAME_ROWS). */
+#define CH_MEM_SITES                                                                               \
+	"SELECT * FROM (SELECT * FROM (" CH_MEM_SITE_IDS ") ANY LEFT JOIN (" CH_FRAME_ROWS(        \
+		"s") ") "                                                                          \
+		     "USING file_id, sfid) ANY LEFT JOIN (" CH_FRAME_ROWS(                         \
+			     "v") ") USING file_id, vfid"
+
 #endif /* BPFSIGHT_CH_SQL_H */

@@ -19,35 +19,15 @@
 #include "array.h"
 #include "hmap.h"
 #include "mem.h"
+#include "mem_leak_bounds.h"
 #include "mem_log.h"
-#include "mem_period.h"
 #include "mem_report.h"
 #include "mem_site.h"
 #include "steps.h"
 #include "table.h"
 
-/* At most this many boundaries a device: more steps are taken a group at a time. */
-#define MAX_BOUNDS 500
-
 struct leaks_state {
 	struct mem_log *log;
-};
-
-/* What a device's boundaries are the ends of. */
-enum bound_per {
-	PER_WINDOW, /* a tenth of its allocations */
-	PER_STEP,   /* its process's steps (steps.h) */
-	PER_LOOP,   /* passes of its loop (mem_period.h) */
-};
-
-static const char *const per_names[] = { "window", "step", "loop" };
-static const char *const per_plural[] = { "windows", "steps", "passes" };
-
-/* A device's boundaries: bounds[0..k], each interval GROUP steps long (1 for windows). */
-struct dev_bounds {
-	__u64 *bounds;
-	__u32 k, group;
-	enum bound_per per;
 };
 
 struct leak_row {
@@ -91,148 +71,11 @@ static void leaks__add(void *vst, const struct bs_hdr *rec, const struct trace_m
 		mem_log__add(st->log, rec, m);
 }
 
-/* PID's steps as boundaries into B, when it has enough. */
-static void step_bounds(const struct steps *steps, __u32 pid, struct dev_bounds *b)
-{
-	size_t n;
-	const struct step_span *v = steps__of(steps, pid, &n);
-
-	if (n < MEM_GROW_MIN_STEPS)
-		return;
-	b->group = (__u32)((n + MAX_BOUNDS - 1) / MAX_BOUNDS);
-	b->k = (__u32)(n / b->group);
-	b->bounds[0] = v[0].ts;
-	for (__u32 i = 1; i <= b->k; i++)
-		b->bounds[i] = v[(size_t)i * b->group - 1].end;
-	b->per = PER_STEP;
-}
-
-/* The thread of device DEV that made most of its allocations. */
-static __u32 main_thread(const struct mem_log *l, __u32 dev)
-{
-	struct hmap *count = hmap__new(sizeof(__u64));
-	__u64 *c, most = 0;
-	__u32 tid = 0;
-
-	for (size_t i = 0; count && i < l->n; i++)
-		if (l->v[i].dev == dev &&
-		    (c = hmap__get(count, (struct hkey){ l->v[i].tid, 0 }, 1)) && ++*c > most) {
-			most = *c;
-			tid = l->v[i].tid;
-		}
-	hmap__free(count);
-	return tid;
-}
-
-/*
- * Without steps, the passes of the device's loop where its main thread's allocations repeat
- * (mem_period.h): each boundary just before an allocation of the anchor's size (one a pass)
- * at least half a pass after the last, so every boundary is the same point of the loop
- * however its allocations shift within a pass.
- */
-static void loop_bounds(const struct mem_log *l, __u32 dev, struct dev_bounds *b)
-{
-	__u32 tid = main_thread(l, dev);
-	__u64 *sizes = malloc((l->devs[dev].allocs + 1) * sizeof(*sizes)),
-	      *ts = malloc((l->devs[dev].allocs + 1) * sizeof(*ts));
-	size_t n = 0, starts = 0, last = 0;
-	struct mem_period per;
-
-	for (size_t i = 0; sizes && ts && i < l->n; i++)
-		if (l->v[i].dev == dev && l->v[i].tid == tid && n < l->devs[dev].allocs) {
-			sizes[n] = l->v[i].bytes;
-			ts[n++] = l->v[i].ts;
-		}
-	if (!n || mem_period__find(sizes, n, MEM_GROW_MIN_STEPS + 1, &per))
-		goto out;
-	/* the passes' starts, in place of the sizes */
-	for (size_t i = 0; i < n; i++)
-		if (sizes[i] == per.anchor && (!starts || i - last >= per.period / 2)) {
-			sizes[starts++] = ts[i] - 1;
-			last = i;
-		}
-	if (starts < MEM_GROW_MIN_STEPS + 1)
-		goto out;
-	b->group = (__u32)((starts - 1 + MAX_BOUNDS - 1) / MAX_BOUNDS);
-	b->k = (__u32)((starts - 1) / b->group);
-	for (__u32 j = 0; j <= b->k; j++)
-		b->bounds[j] = sizes[(size_t)j * b->group];
-	b->per = PER_LOOP;
-out:
-	free(sizes);
-	free(ts);
-}
-
-/*
- * Without steps, the device's allocations in MEM_GROW_WINDOWS windows of as many each (a
- * step of a loop makes the same allocations, however long it waits between them): each
- * window ends at its last allocation, the last one at the device's last record, and bounds[0]
- * is before its first. Filled for every device in one pass over the log.
- */
-static void window_bounds(const struct mem_log *l, struct dev_bounds *b)
-{
-	__u64 *seen = calloc(2 * l->ndevs + 1, sizeof(*seen)), *next = seen + l->ndevs;
-
-	for (size_t d = 0; d < l->ndevs; d++) {
-		if (b[d].per != PER_WINDOW)
-			continue;
-		b[d].group = 1;
-		b[d].k = seen && l->devs[d].allocs >= MEM_GROW_WINDOWS ? MEM_GROW_WINDOWS : 0;
-		b[d].bounds[0] = l->devs[d].first_ts ? l->devs[d].first_ts - 1 : 0;
-		b[d].bounds[b[d].k] = l->devs[d].last_ts;
-		if (seen)
-			next[d] = 1;
-	}
-	for (size_t i = 0; seen && i < l->n; i++) {
-		struct dev_bounds *db = &b[l->v[i].dev];
-		__u64 n = ++seen[l->v[i].dev], all = l->devs[l->v[i].dev].allocs;
-		__u64 *j = &next[l->v[i].dev];
-
-		/* Window j (1-based) ends at the device's allocation ceil(j * all / k). */
-		if (db->per == PER_WINDOW && *j < db->k && n == (*j * all + db->k - 1) / db->k)
-			db->bounds[(*j)++] = l->v[i].ts;
-	}
-	free(seen);
-}
-
-/*
- * Allocations made before stacks were taken (attached: during the first scan) stand in no
- * row: the boundaries up to the last of them are dropped, so no step is judged by them (a
- * leak would not grow in those).
- */
-static void since_stacks(struct dev_bounds *b, __u64 early_ts)
-{
-	__u32 drop = 0;
-
-	while (early_ts && drop <= b->k && b->bounds[drop] <= early_ts)
-		drop++;
-	if (!drop)
-		return;
-	b->k = drop <= b->k ? b->k - drop : 0;
-	memmove(b->bounds, b->bounds + drop, (b->k + 1) * sizeof(*b->bounds));
-}
-
-/* The first boundary at or after TS (k + 1: none). */
-static __u32 bound_at(const struct dev_bounds *b, __u64 ts)
-{
-	__u32 lo = 0, hi = b->k + 1;
-
-	while (lo < hi) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		if (b->bounds[mid] < ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 struct leaks_run {
 	struct mem_sites *sites;
 	const struct trace_model *m;
-	unsigned stack_n;     /* --group-by stack:N */
-	struct dev_bounds *b; /* per device of the log */
+	unsigned stack_n;	  /* --group-by stack:N */
+	struct mem_dev_bounds *b; /* per device of the log */
 	struct leak_row *rows;
 	size_t nrows, cap;
 };
@@ -264,7 +107,7 @@ static int fill_rows(const struct mem_log *l, struct leaks_run *r)
 		return -ENOMEM;
 	for (size_t i = 0; i < l->n && !err; i++) {
 		const struct mem_entry *e = &l->v[i];
-		const struct dev_bounds *b = &r->b[e->dev];
+		const struct mem_dev_bounds *b = &r->b[e->dev];
 		struct leak_row *row;
 		int live = e->free_seq == MEM_LOG_LIVE;
 		__s64 bytes = llround(mem_entry__bytes(e));
@@ -284,8 +127,8 @@ static int fill_rows(const struct mem_log *l, struct leaks_run *r)
 		}
 		if (!b->k)
 			continue;
-		from = bound_at(b, e->ts);
-		to = live ? b->k + 1 : bound_at(b, e->free_ts);
+		from = mem_leak_bounds__at(b, e->ts);
+		to = live ? b->k + 1 : mem_leak_bounds__at(b, e->free_ts);
 		if (from >= to)
 			continue;
 		if (!row->diff && !(row->diff = calloc(b->k + 2, sizeof(*row->diff)))) {
@@ -309,7 +152,7 @@ static int fill_rows(const struct mem_log *l, struct leaks_run *r)
  * leak; a process that exited freed what it kept as it ended). Its growth a step is the
  * slope of its live bytes at the boundaries (least squares).
  */
-static void judge_row(struct leak_row *row, const struct dev_bounds *b, int exited)
+static void judge_row(struct leak_row *row, const struct mem_dev_bounds *b, int exited)
 {
 	__s64 live = 0, prev = 0, first = 0;
 	double mid = b->k / 2.0, sxy = 0, sxx = 0;
@@ -339,10 +182,10 @@ static void judge_row(struct leak_row *row, const struct dev_bounds *b, int exit
 }
 
 /* Why ROW, with live bytes at the end, is not a leak: into BUF. */
-static const char *why_not(const struct leak_row *row, const struct dev_bounds *b, char *buf,
+static const char *why_not(const struct leak_row *row, const struct mem_dev_bounds *b, char *buf,
 			   size_t len)
 {
-	const char *per = per_plural[b->per];
+	const char *per = mem_per_plural[b->per];
 
 	if (b->k < MEM_GROW_MIN_STEPS)
 		snprintf(buf, len, "too few %s to tell (%u)", per, b->k);
@@ -373,33 +216,12 @@ static int leak_cmp(const void *a, const void *b)
 	return x->site < y->site ? -1 : x->site > y->site;
 }
 
-static int bounds_of(const struct mem_log *l, const struct steps *steps, struct leaks_run *r)
-{
-	r->b = calloc(l->ndevs + 1, sizeof(*r->b));
-	if (!r->b)
-		return -ENOMEM;
-	for (size_t d = 0; d < l->ndevs; d++) {
-		r->b[d].bounds = calloc(MAX_BOUNDS + MEM_GROW_WINDOWS + 1, sizeof(__u64));
-		if (!r->b[d].bounds)
-			return -ENOMEM;
-		step_bounds(steps, l->devs[d].pid, &r->b[d]);
-		if (r->b[d].per == PER_WINDOW)
-			loop_bounds(l, (__u32)d, &r->b[d]);
-	}
-	window_bounds(l, r->b);
-	for (size_t d = 0; d < l->ndevs; d++)
-		since_stacks(&r->b[d], l->devs[d].early_ts);
-	return 0;
-}
-
 static void run_free(struct leaks_run *r, size_t ndevs)
 {
 	for (size_t i = 0; i < r->nrows; i++)
 		free(r->rows[i].diff);
-	for (size_t d = 0; r->b && d < ndevs; d++)
-		free(r->b[d].bounds);
 	free(r->rows);
-	free(r->b);
+	mem_leak_bounds__free(r->b, ndevs);
 	mem_sites__free(r->sites);
 }
 
@@ -442,7 +264,7 @@ static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
 	table__add_cols(t, cols, r->stack_n ? NCOLS : NCOLS - 1);
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct leak_row *row = &r->rows[i];
-		const struct dev_bounds *b = &r->b[row->dev];
+		const struct mem_dev_bounds *b = &r->b[row->dev];
 		const struct mem_log_dev *d = &l->devs[row->dev];
 
 		if (!row->grows && llround(row->live_bytes) <= 0)
@@ -465,7 +287,7 @@ static void emit_rows(const struct leaks_run *r, const struct mem_log *l,
 			continue;
 		table__set_u64(t, C_GREW, row->grew);
 		table__set_u64(t, C_STEPS, b->k);
-		table__set_str(t, C_PER, per_names[b->per]);
+		table__set_str(t, C_PER, mem_per_names[b->per]);
 		table__set_u64(t, C_STEP, (b->bounds[b->k] - b->bounds[0]) / b->k);
 	}
 	if (table__nrows(t))
@@ -496,7 +318,8 @@ static int leaks__emit_for(void *vst, const struct trace_model *m, const struct 
 		return l->err;
 	if (!(r.sites = mem_sites__new(r.stack_n)))
 		return -ENOMEM;
-	err = bounds_of(l, ask->steps, &r);
+	r.b = mem_leak_bounds__of(l, ask->steps);
+	err = r.b ? 0 : -ENOMEM;
 	if (!err)
 		err = fill_rows(l, &r);
 	if (!err) {

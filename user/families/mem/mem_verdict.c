@@ -387,7 +387,8 @@ const struct family_verdict mem_verdict = {
 	.add = rules__add,
 	.claims = rules__claims,
 	.free = rules__free,
-	/* the leak rule and the OOM's peak detail read what is not SQL yet: judged without */
-	.reads = "mem_ooms,mem_devices,mem_peak?,mem_leaks?",
+	/* mem_peak and mem_leaks are computed in the server too: ch_mem_peak.c, ch_mem_leaks.c */
+	.reads = "mem_ooms,mem_devices,mem_peak,mem_leaks",
 	.load = rules__load,
+	.ch_rows = &mem_ch_rows,
 };
