@@ -52,6 +52,23 @@ USERS = """<yandex>
 """
 
 
+NOT_JUDGED = "Not judged from "
+LEGEND = "* = the rule holds"
+
+
+def stats_verdict(args):
+    """stats' verdict block of ARGS (--wide: a line per claim), blank lines left out, up to
+    its legend; and the line saying what the server could not judge ("" for none)."""
+    p = helpers.run([helpers.BPFSIGHT, "stats", *args, "--wide"], timeout=300)
+    helpers.eq(p.returncode, 0, f"stats {' '.join(args)} ({p.stderr[-800:]})")
+    lines = p.stdout.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("Verdict:"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(LEGEND))
+    block = [l for l in lines[start:end] if l.strip()]
+    rest = [l for l in block if l.startswith(NOT_JUDGED)]
+    return [l for l in block if not l.startswith(NOT_JUDGED)], rest[0] if rest else ""
+
+
 def need_server():
     path = shutil.which("clickhouse-server") or (
         "/usr/bin/clickhouse-server" if os.path.exists("/usr/bin/clickhouse-server") else None)

@@ -16,7 +16,7 @@ import re
 import subprocess
 import time
 
-from clickhouse_server import ClickHouse
+from clickhouse_server import ClickHouse, stats_verdict
 from helpers import BUILD, BPFSIGHT, Skip, check, eq, need_root, run, spawn, tmpdir, workload
 from pymods import has
 
@@ -26,8 +26,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 INPUT_PY = os.path.realpath(os.path.join(HERE, "..", "workloads", "torch_input_bound.py"))
 DEBIAN_PY = "/usr/bin/python3"
 FAKE_NVML = os.path.join(BUILD, "tests", "nvml")
-LEGEND = "* = the rule holds"
-NOT_JUDGED = "Not judged from "
 MORE = re.compile(r"^\s+\(\d+ more: ")
 # The reports the rules read that the server does not compute yet (none now: docs/CLICKHOUSE.md):
 # a file's claims citing these have no line there.
@@ -35,18 +33,11 @@ NOT_THERE = ()
 
 
 def verdict(args):
-    """stats' verdict block of ARGS (--wide: a line per claim): its lines up to the legend,
-    and the line saying what the server could not judge ("" for none)."""
-    p = run([BPFSIGHT, "stats", *args, "--wide"], timeout=300)
-    eq(p.returncode, 0, f"stats {' '.join(args)} ({p.stderr[-800:]})")
-    lines = p.stdout.splitlines()
-    start = next(i for i, l in enumerate(lines) if l.startswith("Verdict:"))
-    end = next(i for i in range(start, len(lines)) if lines[i].startswith(LEGEND))
-    block = [l for l in lines[start:end] if l.strip()]
-    rest = [l for l in block if l.startswith(NOT_JUDGED)]
-    return [l for l in block
-            if not l.startswith(NOT_JUDGED) and not MORE.match(l) and
-            not any(f"(-r {r}" in l for r in NOT_THERE)], rest[0] if rest else ""
+    """stats' verdict block of ARGS (--wide: a line per claim) without its "N more" lines and
+    the claims citing what the server does not compute, and what the server did not judge."""
+    lines, rest = stats_verdict(args)
+    return [l for l in lines
+            if not MORE.match(l) and not any(f"(-r {r}" in l for r in NOT_THERE)], rest
 
 
 def input_bound_recording():

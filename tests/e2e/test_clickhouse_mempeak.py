@@ -19,7 +19,7 @@ import json
 import os
 import re
 
-from clickhouse_server import ClickHouse
+from clickhouse_server import ClickHouse, stats_verdict
 from helpers import BPFSIGHT, check, eq, need_root, record, run, stats, tmpdir
 from marked import PY, Marked, need_torch
 import synth
@@ -27,8 +27,6 @@ import synth
 SECONDS = 10
 
 WORKLOAD = Marked("torch_mem.py")
-NOT_JUDGED = "Not judged from "
-LEGEND = "* = the rule holds"
 MIB = 1 << 20
 PID, TID = 4100, 4100
 EARLY, SAMPLED = 0x8, 0x4  # bpf/mem_records.h's BS_MEM_EARLY, BS_MEM_SAMPLED
@@ -36,17 +34,8 @@ RATE = 512 * 1024  # --mem-sample-rate's bytes between samples
 
 
 def verdict(args):
-    """The verdict's lines of stats' table output (ARGS, --wide: a line a claim), blank ones
-    left out, to its legend; and the line saying what the server did not judge ("" for
-    none)."""
-    p = run([BPFSIGHT, "stats", *args, "--wide"], timeout=300)
-    eq(p.returncode, 0, f"stats {' '.join(args)} ({p.stderr[-800:]})")
-    lines = p.stdout.splitlines()
-    start = next(i for i, l in enumerate(lines) if l.startswith("Verdict:"))
-    end = next(i for i in range(start, len(lines)) if lines[i].startswith(LEGEND))
-    block = [l for l in lines[start:end] if l.strip()]
-    rest = [l for l in block if l.startswith(NOT_JUDGED)]
-    return [l for l in block if not l.startswith(NOT_JUDGED)], rest[0] if rest else ""
+    """The verdict's lines of stats (ARGS, --wide) and what the server did not judge."""
+    return stats_verdict(args)
 
 
 def alloc(t, ts, addr, nbytes, device=synth.MEM_DEV_CPU, flags=0, rate=0, stack=None,
