@@ -352,8 +352,8 @@ def save_times(build, took):
 
 
 # What most jobs import, imported once by the runner before it forks them (Forked): a new
-# interpreter per job cost ~0.2 s of CPU before its first test (its start, the site's .pth
-# files, these imports), ~50 s of make check's CPU over its ~280 jobs (bench/RESULTS.md).
+# interpreter per job (its start, the site's .pth files, these imports) cost 0.06-0.1 s of CPU
+# more than a fork, ~25 s over make check's ~340 jobs (bench/RESULTS.md, "make check time").
 # Not helpers itself: it makes each job's own scan-cache directory as it is imported.
 PRELOAD = ("collections", "csv", "gzip", "hashlib", "html", "http.client", "http.server",
            "shutil", "signal", "socket", "sqlite3", "statistics", "struct", "threading",
@@ -486,9 +486,11 @@ class Idle:
 
 def run_jobs(build, res, jobs, n, took, beside=(), adapt=False):
     """Run JOBS, N at a time (ADAPT: more while the CPU is idle, Idle), and BESIDE them those,
-    one at a time; every result printed as it comes."""
+    one at a time, two while the CPU is idle; every result printed as it comes. (The tests run
+    alone left 30% of the CPU idle beside one at a time: most of them wait, on workloads,
+    sleeps, scrapes; a fresh clone's run, bench/RESULTS.md "make check time".)"""
     idle = Idle(n) if adapt else None
-    lanes = [(list(jobs), idle or n), (list(beside), 1)]
+    lanes = [(list(jobs), idle or n), (list(beside), Idle(1) if beside else 1)]
     running = {}
     sel = selectors.DefaultSelector()
     try:
