@@ -397,10 +397,12 @@ $(FUZZER): tests/fuzz/fuzz_reader.c $(patsubst $(OUT)/obj/%,$(OUT)/fuzz-obj/%,$(
 
 # -O0: ASan at -O1 compiles these ~400 objects 7x slower, half of make check's build on 2
 # cores; the short runs make check makes are mostly the seeds, which take about as long.
+# -gline-tables-only (OSS-Fuzz's choice): a crash's stack still names every function, file
+# and line; full -g took a third more of their compile (bench/RESULTS.md, "make check time").
 $(OUT)/fuzz-obj/%.o: user/%.c | $(SKELS) $(VERSION_H)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) -g -O0 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE \
+	$(Q)$(CLANG) -gline-tables-only -O0 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARN) -std=gnu11 -D_GNU_SOURCE \
 		-MMD -MP -I$(OUT) $(USER_INC) -Ibpf -c $< -o $@
 
 # Dynamically linked like the unit tests, from an archive as they are (the constructors'
