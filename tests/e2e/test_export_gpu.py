@@ -28,6 +28,9 @@ from helpers import BPFSIGHT, check, docs_query, dump, eq, info, run, stats, tmp
 import synth
 from test_export_perfetto import decode, need_protoc, one
 
+# A synthetic trace read and exported: nothing traced, nothing traces (tests/run_tests.py)
+BESIDE = "reads files only"
+
 PID, T1, T2 = 4242, 4243, 4244
 START = 10 ** 9
 GPU_KINDS = ("gpu_kernel", "gpu_memcpy", "gpu_memset")
