@@ -15,8 +15,8 @@ worker processes at once (-j, default 4): each unit binary, each fuzzer and each
 tests (in order, in one process) is a job. E2e tests that cannot share the machine with other
 tests are marked (`@alone("why")` from helpers, or a module's `ALONE = "why"`) and run
 afterwards, one at a time, with no other test running: only the short fuzz runs and the
-modules that read files alone (`BESIDE = "why"`: no recording, no workload, nothing traced)
-go on beside them, one at a time; a test marked `@alone("why", exclusive=True)` (a module's
+modules that read files alone (`BESIDE = "why"`: no recording, no workload, nothing traced;
+a single test says it with `@beside("why")`) go on beside them, one at a time; a test marked `@alone("why", exclusive=True)` (a module's
 `EXCLUSIVE = True`: one that takes both cores or measures its own CPU) runs last, with
 nothing beside it. Every test's lines are printed whole, as its job reports them.
 
@@ -236,6 +236,11 @@ def worker(build, job):
 
 # ---- the runner ----
 
+# A test's WHY when it is marked @beside("why") (helpers.beside): it runs beside the tests
+# run alone, as a BESIDE module's tests do, in a job of its module's such tests.
+BESIDE_TEST = "beside"
+
+
 def e2e_modules():
     """{file: (its module-level settings, [(test, why it must run alone or None)])} of
     tests/e2e, read from the sources (importing them here would give every worker this
@@ -243,7 +248,8 @@ def e2e_modules():
     nothing beside them), BESIDE (its tests run beside those alone, why: they only read
     files), SPLIT (one job per test: a long module of CPU-bound tests), SECONDS (about how
     long its tests take on CI's machine: the order of a run with no times yet). A test's WHY
-    is (why, exclusive): exclusive, nothing beside it."""
+    is (why, exclusive): exclusive, nothing beside it; or BESIDE_TEST (@beside: this test of
+    a module that records only reads files)."""
     mods = {}
     for f in sorted(os.listdir(MODULES)):
         if not (f.startswith("test_") and f.endswith(".py")):
@@ -262,11 +268,14 @@ def e2e_modules():
                 why = settings.get("ALONE") and (settings["ALONE"],
                                                  bool(settings.get("EXCLUSIVE")))
                 for d in node.decorator_list:
-                    if (isinstance(d, ast.Call) and d.args and
-                            getattr(d.func, "id", getattr(d.func, "attr", None)) == "alone"):
+                    name = isinstance(d, ast.Call) and d.args and \
+                        getattr(d.func, "id", getattr(d.func, "attr", None))
+                    if name == "alone":
                         why = (ast.literal_eval(d.args[0]),
                                any(k.arg == "exclusive" and ast.literal_eval(k.value)
                                    for k in d.keywords))
+                    elif name == "beside":
+                        why = BESIDE_TEST
                 tests.append((node.name, why))
         mods[f] = (settings, sorted(tests))
     return mods
@@ -300,10 +309,10 @@ def plan(build, args):
         for f, (settings, tests) in e2e_modules().items():
             names = [(n, why) for n, why in tests
                      if not pattern or pattern in f"{f[:-3]}:{n}"]
-            for lane in ("together", "alone", "exclusive"):
+            for lane in ("together", "beside", "alone", "exclusive"):
                 mine = [n for n, why in names
-                        if lane == ("together" if not why else
-                                    "exclusive" if why[1] else "alone")]
+                        if lane == ("together" if not why else "beside" if why == BESIDE_TEST
+                                    else "exclusive" if why[1] else "alone")]
                 if not mine:
                     continue
                 groups = [[n] for n in mine] if settings.get("SPLIT") and lane == "together" \
@@ -314,7 +323,7 @@ def plan(build, args):
                     if lane == "exclusive":
                         EXCLUSIVE.add(job)
                     (together if lane == "together" and not settings.get("BESIDE") else
-                     beside if lane == "together" else alone).append(job)
+                     beside if lane in ("together", "beside") else alone).append(job)
     # Longest first (the seconds a job took in the last run in this build directory, else
     # its module's SECONDS, else the fuzzer's): a long job started last runs on by itself.
     took = load_times(build)

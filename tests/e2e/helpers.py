@@ -47,6 +47,17 @@ def alone(why, exclusive=False):
     return mark
 
 
+def beside(why):
+    """Marks a test that only reads files (WHY says which: the real traces, a synthetic one)
+    in a module whose other tests record: tests/run_tests.py runs it beside the tests run
+    alone, as it runs a module marked BESIDE = "why" (no recording, no workload, no program
+    but bpfsight, protoc and Python, nothing probed), in a job of its own."""
+    def mark(test):
+        test.beside = why
+        return test
+    return mark
+
+
 def workload(name):
     return os.path.join(BUILD, "tests", name)
 

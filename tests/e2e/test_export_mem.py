@@ -32,7 +32,7 @@ import tempfile
 
 import pymods
 import helpers
-from helpers import BPFSIGHT, check, docs_query, dump, eq, need_root, record, run, tmpdir
+from helpers import BPFSIGHT, beside, check, docs_query, dump, eq, need_root, record, run, tmpdir
 import synth
 from test_export_gil import load_chrome, ns, rows
 from test_export_perfetto import Model, decode, need_protoc, one
@@ -394,6 +394,7 @@ def many_processes_trace(nproc, rounds, busy=0):
                                for i, pid in enumerate(pids)}
 
 
+@beside("reads a synthetic trace only")
 def test_export_mem_snapshot_thousands_of_processes():
     """2,000 processes on one device, exported with 64 descriptors: each process's trace and
     blocks whole. Their entries together are more than the exporter keeps in memory, and the

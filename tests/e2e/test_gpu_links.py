@@ -11,7 +11,7 @@ import os
 import subprocess
 
 import gpu_links
-from helpers import BPFSIGHT, Skip, check, eq, info
+from helpers import BPFSIGHT, Skip, beside, check, eq, info
 
 TRACES = os.environ.get("BPFSIGHT_SHARED_TRACES",
                         os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
@@ -25,6 +25,7 @@ def shared_traces():
     return files
 
 
+@beside("reads the real traces only")
 def test_shared_traces_every_linkable_op_linked():
     for path in shared_traces():
         name = os.path.basename(path)
@@ -193,6 +194,7 @@ def test_file_join_nested_outermost_late_and_early_records():
 
 # ---- launch order: links without CUPTI's API records (order_link.h) ----
 
+@beside("reads the real traces only")
 def test_shared_traces_launch_order_finds_cuptis_calls():
     """Over the real H100 traces, launch order alone (stream by stream, shape and time) finds
     for every op CUPTI's correlation linked to a cuda call that same call, and no call for the

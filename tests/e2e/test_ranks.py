@@ -25,7 +25,7 @@ import subprocess
 import time
 
 import helpers
-from helpers import (BPFSIGHT, Skip, check, dump, eq, info, need_root, run, stats, tmpdir,
+from helpers import (BPFSIGHT, Skip, beside, check, dump, eq, info, need_root, run, stats, tmpdir,
                      workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine; one job per test.
@@ -366,6 +366,7 @@ def totals(path):
     return out
 
 
+@beside("reads the real traces only")
 def test_merge_real_traces_every_report_adds_up():
     """Two H100 recordings (../shared/traces: CUDA, GPU, NVTX, GIL, stacks, CPU samples, no
     NCCL) merged: placed by their wall clocks, and every report of the merged file is the sum

@@ -57,9 +57,13 @@ def test_unit_skip_is_counted_as_skipped():
 # each may see of the others is the order the runner promises, asked by files, not times.
 PHASES = {
     "test_p_together.py": '''
-from runner_marks import mark
+from helpers import beside
+from runner_marks import mark, wait_mark
 def test_together():
     mark("together")
+@beside("reads files only")
+def test_reader():
+    mark("reader", after=["together end"], then=lambda: wait_mark("alone start"))
 ''',
     "test_p_beside.py": '''
 import time
@@ -119,7 +123,8 @@ def mark(name, after=(), then=None):
 
 def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
     """A module marked BESIDE runs in the phase of the tests run alone, at the same time as
-    one (each waits for the other to begin), never with the jobs run together; a test marked
+    one (each waits for the other to begin), never with the jobs run together, and so does a
+    test marked @beside(why) in a module whose other tests run together; a test marked
     @alone(why, exclusive=True), or of a module with EXCLUSIVE = True, begins once every other
     test has ended."""
     d = tmpdir()
@@ -134,7 +139,7 @@ def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
     os.makedirs(os.path.join(build, "tests"))
     p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--no-fuzz", "--e2e", mods],
             timeout=300, env={**os.environ, "RUNNER_LOG": log})
-    eq(p.stdout.splitlines()[-1], "5 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
+    eq(p.stdout.splitlines()[-1], "6 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
     with open(log) as f:
         order = [l.strip() for l in f]
     eq(sorted(order[-4:]), ["last end", "last start", "storm end", "storm start"],

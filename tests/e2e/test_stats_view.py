@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, record, row, run, stats,
+from helpers import (BPFSIGHT, Skip, beside, check, dump, eq, need_root, record, row, run, stats,
                      workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -60,6 +60,7 @@ def verdict_of(text):
     return [l for l in lines[start:end] if l.strip()]
 
 
+@beside("reads the real traces only")
 def test_every_shared_trace_fits_the_width():
     """COLUMNS=100: no line of `stats` is wider (other widths: tests/unit/test_table_view.c),
     the verdict has at most 25 lines."""
@@ -70,6 +71,7 @@ def test_every_shared_trace_fits_the_width():
         check(len(verdict_of(text)) <= 25, f"{path}: verdict of {len(verdict_of(text))} lines")
 
 
+@beside("reads the real traces only")
 def test_shared_traces_verdicts():
     """Each real trace's headline, and the report its first claim cites comes right after."""
     for path in shared_traces():
@@ -107,6 +109,7 @@ def test_json_and_csv_stay_exact():
     eq(top["osrt_sum"], full["osrt_sum"][:3], "--top 3 in JSON")
 
 
+@beside("reads the real traces only")
 def test_tables_for_people_on_a_real_trace():
     """Human units, file names, hidden empty rows, the first 15 rows, cpu_sum grouped by module
     with the unwind's stops said, not ranked."""
