@@ -20,7 +20,6 @@ queue took (printed here).
 """
 import json
 import os
-import re
 import sys
 
 from helpers import (BPFSIGHT, Recorder, check, eq, info, need_root, run, spawn, tell, tmpdir,
@@ -59,15 +58,13 @@ def feed_once(env):
 
 
 def cuda_calls_by_pid(path, pids):
-    """cuda_api events per pid in PATH's dump (a regex per line: ~10^6 lines)."""
-    want = {str(p): p for p in pids}
-    counts = dict.fromkeys(pids, 0)
-    line_re = re.compile(r'"pid":(\d+),.*?"kind":"cuda_api"')
-    p = run([BPFSIGHT, "dump", path], timeout=300)
-    for m in line_re.finditer(p.stdout):
-        pid = want.get(m.group(1))
-        if pid is not None:
-            counts[pid] += 1
+    """cuda_api events per pid in PATH: dump's lines of each (a regex over the whole dump's
+    ~10^6 lines took 4.4 s of Python in the exclusive phase, where nothing else runs)."""
+    counts = {}
+    for pid in pids:
+        p = run([BPFSIGHT, "dump", "--kind", "cuda_api", "--pid", str(pid), path], timeout=300)
+        eq(p.returncode, 0, f"dump ({p.stderr[-300:]})")
+        counts[pid] = p.stdout.count("\n")
     return counts
 
 
