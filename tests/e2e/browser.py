@@ -26,7 +26,8 @@ import signal
 import tempfile
 import time
 
-# As the command line's --dump-dom prints it (headless' command handler evaluates this).
+# What --dump-dom printed, byte for byte on the pages compared (a doctype, scripts that change
+# the DOM and log, frames): the doctype, a newline, the root element's outerHTML.
 DOM = ("(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n'"
        " : '') + document.documentElement.outerHTML")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run")
