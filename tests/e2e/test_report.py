@@ -6,7 +6,9 @@ import json
 import os
 import re
 import shutil
+import signal
 
+import browser
 from helpers import (BPFSIGHT, check, eq, need_root, record, run, tmpdir, workload)
 
 import helpers
@@ -26,15 +28,14 @@ def chromium():
 
 
 def browse(page, *what):
-    """Open PAGE in headless chromium: (stdout, console messages). WHAT: --dump-dom, or
-    --screenshot=PNG."""
-    p = run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             f"--user-data-dir={tmpdir()}", "--enable-logging=stderr", "--v=0",
-             f"--window-size={VIEWPORT},1600", *what, "file://" + os.path.abspath(page)],
-            timeout=180)
-    eq(p.returncode, 0, f"chromium ({p.stderr[-800:]})")
-    console = re.findall(r":CONSOLE[^\]]*\] (.*)", p.stderr)
-    return p.stdout, console
+    """Open PAGE in headless chromium (this job's: browser.py): (the DOM as --dump-dom prints
+    it, or ""; the console messages as --enable-logging's ":CONSOLE" lines said them). WHAT:
+    --dump-dom, --screenshot=PNG, or flags for the browser."""
+    shot = [w.split("=", 1)[1] for w in what if w.startswith("--screenshot=")]
+    flags = [w for w in what if w != "--dump-dom" and not w.startswith("--screenshot=")]
+    return browser.browse(chromium(), "file://" + os.path.abspath(page), flags,
+                          (VIEWPORT, 1600), dom="--dump-dom" in what,
+                          screenshot=shot[0] if shot else None)
 
 
 def test_browser_check_sees_console_errors():
@@ -47,6 +48,47 @@ def test_browser_check_sees_console_errors():
     check('<p id="x">x</p>' in dom, dom)
     eq(len(console), 1, f"console messages {console}")
     check("report-test-error" in console[0], console[0])
+
+
+def test_browser_check_sees_uncaught_exceptions():
+    """A script that throws, or a promise rejected with no handler, is a console message
+    too (as chromium's log said them: "Uncaught ..."), in the page or a frame of it."""
+    d = tmpdir()
+    with open(os.path.join(d, "frame.html"), "w") as f:
+        f.write("<html><body><script>null.x</script></body></html>")
+    page = os.path.join(d, "throws.html")
+    with open(page, "w") as f:
+        f.write('<!DOCTYPE html><html><body><iframe src="frame.html"></iframe>'
+                '<script>throw new Error("report-test-throw")</script>'
+                '<script>Promise.reject(new Error("report-test-reject"))</script>'
+                '<p id="y">y</p></body></html>')
+    dom, console = browse(page, "--dump-dom")
+    check('<p id="y">y</p>' in dom, dom)
+    eq(len(console), 3, f"console messages {console}")
+    for want in ('"Uncaught Error: report-test-throw"',
+                 '"Uncaught (in promise) Error: report-test-reject"',
+                 '"Uncaught TypeError: Cannot read properties of null'):
+        check(any(c.startswith(want) for c in console), f"{want} in {console}")
+
+
+def test_browser_death_is_a_failure():
+    """A browser that dies under a page fails that page, saying so; the next page gets a
+    new browser."""
+    page = os.path.join(tmpdir(), "ok.html")
+    with open(page, "w") as f:
+        f.write('<!DOCTYPE html><html><body><p id="z">z</p></body></html>')
+    browse(page, "--dump-dom")
+    running = browser.running(chromium(), (), (VIEWPORT, 1600))
+    os.kill(running.pid, signal.SIGKILL)
+    try:
+        browse(page, "--dump-dom")
+    except AssertionError as e:
+        check("chromium died" in str(e) and "exit status -9" in str(e), str(e))
+    else:
+        raise AssertionError("a page opened in a killed browser")
+    check(browser.running(chromium(), (), (VIEWPORT, 1600)) is None, "the dead browser dropped")
+    dom, console = browse(page, "--dump-dom")
+    eq((('<p id="z">z</p>' in dom), console), (True, []), "a new browser")
 
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flame_probe.js")
