@@ -552,6 +552,22 @@ def loop(build, res, lanes, running, sel, took):
                              f"{j.reported} results (see its output above)")
 
 
+def start_prometheus(alone):
+    """A Prometheus server for the jobs that run alone and use one (their module imports
+    monitor_prom), started now, with the run: its first look for targets is 5 s after its
+    start (prom_server.py), a wait each of those jobs' first test would have in the lane
+    that runs one job at a time. (prom_server, "PORT PID BASE LOG" for its ENV, stop()) or
+    None."""
+    need = any(kind == "e2e" and "monitor_prom" in open(os.path.join(
+        MODULES, what.partition(":")[0])).read() for kind, what in alone)
+    prom_server = load_module(os.path.join(E2E, "prom_server.py"))
+    if not need or not os.path.exists(prom_server.PROMETHEUS):
+        return None
+    port = prom_server.pick_scraped_port()
+    p, base, log, stop = prom_server.start(port)
+    return prom_server, f"{port} {p.pid} {base} {log}", stop
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -578,11 +594,18 @@ def main():
     for m in PRELOAD:
         importlib.import_module(m)
     took = {}
-    run_jobs(args.build, res, together, max(1, args.jobs), took, adapt=not args.fixed)
-    if alone or beside:
-        res.note(f"# {time.time() - t0:.0f} s; the tests that run alone"
-                 + (" (and the fuzzers and file readers beside them):" if beside else ":"))
-    run_jobs(args.build, res, alone, 1, took, beside)
+    prom = start_prometheus(alone)
+    try:
+        run_jobs(args.build, res, together, max(1, args.jobs), took, adapt=not args.fixed)
+        if alone or beside:
+            res.note(f"# {time.time() - t0:.0f} s; the tests that run alone"
+                     + (" (and the fuzzers and file readers beside them):" if beside else ":"))
+        if prom:
+            os.environ[prom[0].ENV] = prom[1]
+        run_jobs(args.build, res, alone, 1, took, beside)
+    finally:
+        if prom:
+            prom[2]()
     save_times(args.build, took)
     res.skip_summary()
     ncpu = int(os.environ.get("BPFSIGHT_TEST_CPU", "0"))

@@ -1,58 +1,42 @@
 """A running `bpfsight monitor` and a real Prometheus server scraping it, for the monitor tests.
 
-Prometheus is Debian's `prometheus` package (`make deps`), started on 127.0.0.1 with a free
-port, a 1 s scrape interval, a temporary storage dir and no other configuration; the tests ask
-its HTTP API (/api/v1/query) what a dashboard would.
+Prometheus (prom_server.py) runs on 127.0.0.1 with a free port, a 250 ms scrape interval, a
+temporary storage dir and no other configuration; the tests ask its HTTP API (/api/v1/query)
+what a dashboard would.
 
-Prometheus finds its targets at its scrape manager's first reload, 5 s after it starts
-(2.42 has no setting for it). So a test process starts one server, with the first test that
-needs it, scraping one port; every Monitor of the process listens there (one at a time), and
-each test waits only for a scrape of its own monitor.
+Prometheus finds its targets at its scrape manager's first reload, 5 s after it starts. So a
+test process has one server scraping one port; every Monitor of the process listens there (one
+at a time), and each test waits only for a scrape of its own monitor. The runner starts that
+server before the jobs that run alone and hands it to them (prom_server.ENV): their first test
+has it scraping already. Another process starts its own, with the first test that needs it.
 """
 import atexit
-import ctypes
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
 import urllib.request
 
 import helpers
-from helpers import BPFSIGHT, Skip, check, tmpdir, wait_for
+import prom_server
+from helpers import BPFSIGHT, Skip, check, wait_for
 
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMETHEUS = prom_server.PROMETHEUS
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-_scraped_port = None
+_handed = prom_server.handed()
+_scraped_port = _handed and _handed[0]
 
 
 def scraped_port():
-    """The port this process's monitors listen on and its Prometheus scrapes: below the
-    ephemeral range, so no connection's local port takes it between two monitors."""
+    """The port this process's monitors listen on and its Prometheus scrapes."""
     global _scraped_port
-    while _scraped_port is None:
-        port = random.randrange(20000, 32000)
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the monitor binds
-            try:
-                s.bind(("127.0.0.1", port))
-                _scraped_port = port
-            except OSError:
-                pass
+    if _scraped_port is None:
+        _scraped_port = prom_server.pick_scraped_port()
     return _scraped_port
 
 
@@ -101,47 +85,21 @@ class Monitor:
         return get(self.url)
 
 
-def _die_with_parent():
-    ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: never outlives the tests
-
-
-def _start_server():
-    """This process's Prometheus server, scraping the monitors' port every second."""
-    d = tempfile.mkdtemp(prefix="bpfsight-test-prometheus-")
-    cfg = os.path.join(d, "prometheus.yml")
-    with open(cfg, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                "scrape_configs:\n  - job_name: bpfsight\n"
-                f"    static_configs:\n      - targets: ['127.0.0.1:{scraped_port()}']\n")
-    port = free_port()
-    log = os.path.join(d, "prometheus.log")
-    with open(log, "w") as out:
-        p = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}",
-                              f"--storage.tsdb.path={os.path.join(d, 'data')}",
-                              f"--web.listen-address=127.0.0.1:{port}"],
-                             stdout=subprocess.DEVNULL, stderr=out, preexec_fn=_die_with_parent)
-
-    def stop():
-        p.terminate()
-        p.wait(30)
-        shutil.rmtree(d, True)
-    atexit.register(stop)
-    return p, f"http://127.0.0.1:{port}", log
-
-
-_server = None
+_server = _handed and _handed[1]
 
 
 def start_prometheus():
-    """Start this process's server now (when there is none), so that its first reload runs
-    while the test starts its workloads."""
+    """Start this process's server now (when it has none running), so that its first reload
+    runs while the test starts its workloads."""
     global _server
     if os.path.exists(PROMETHEUS) and (_server is None or _server[0].poll() is not None):
-        _server = _start_server()
+        p, base, log, stop = prom_server.start(scraped_port())
+        atexit.register(stop)
+        _server = p, base, log
 
 
 class Prometheus:
-    """The process's Prometheus server scraping TARGET (a Monitor's) every second, ready once
+    """The process's Prometheus server scraping TARGET (a Monitor's) every 250 ms, ready once
     it has scraped it since this call (an earlier test's monitor was there before)."""
 
     def __init__(self, target):

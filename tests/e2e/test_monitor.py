@@ -3,7 +3,7 @@
 Ground truth comes from the workloads (tests/workloads/syscalls.c makes exactly N getppid and
 M nanosleep, cuda_dlopen a known sequence of CUDA calls per round) and, for GIL waits, from
 bpftrace timing take_gil on the same process (as test_gil.py does). The answers checked are
-Prometheus's, through its HTTP API, after it scraped the monitor every second.
+Prometheus's, through its HTTP API, after it scraped the monitor every 250 ms.
 """
 import os
 import re
