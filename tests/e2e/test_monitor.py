@@ -173,9 +173,12 @@ def test_monitor_gil_wait_matches_take_gil():
     text = bt.communicate(timeout=60)[0]
     theirs = sum(int(v) for v in re.findall(r"@t\[\d+\]: (\d+)", text)) / 1e9
     check(theirs > 1, f"bpftrace measured {theirs} s of waits: {text[-400:]}")
-    # The monitor's last snapshot of the exited threads arrives within a poll (1 s).
+    # The monitor's last snapshot of the exited threads arrives within a poll (1 s): a
+    # scrape a poll after now (the process has exited: w.wait above) has the final value.
     wait_for(lambda: (prom.value(sel) or 0) >= 0.9 * theirs, 20, f"{sel} near {theirs}")
-    time.sleep(2)  # a few more scrapes of the final value
+    exited = time.time()
+    wait_for(lambda: prom.value(f"max(timestamp({one}))") >= exited + 1, 20,
+             "a scrape a poll after the exit")
     ours = prom.value(sel)
     check(abs(ours - theirs) <= 0.1 * theirs, f"Prometheus {ours} s vs take_gil {theirs} s")
     # increase() at the last scrape, over a series that began at 0 before the first wait:
