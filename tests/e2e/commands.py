@@ -6,7 +6,9 @@ A command runs as the docs write it, through bash, in a directory of its own, wi
 a machine of ours cannot have substituted: `sudo` (we are root), `bpfsight` for the build's,
 a real process for PID 4242 (the job the scenario started), the file the previous command
 wrote for `run.bst`, a real program for `python3 train.py` and `./train`, short durations for
-`-d 30s` (a scenario does not wait half a minute), a temporary directory for /opt/bpfsight.
+`-d 30s` (a scenario does not wait half a minute) and for the 1 s between `top -b -n N`'s
+frames (`-i 200ms`: the frames are the same, five of them in a second), a temporary directory
+for /opt/bpfsight.
 """
 import os
 import re
@@ -150,7 +152,8 @@ class Session:
         subs = [(r"^sudo ", ""), (r"(^|[\s(])sudo ", r"\1"),
                 (r"(^|[\s(\"$])bpfsight ", rf"\1{shlex.quote(BPFSIGHT)} "),
                 (r"(^|\s)build/bpfsight ", rf"\1{shlex.quote(BPFSIGHT)} "),
-                (r"-d (30|10)s\b", "-d 2s"), (r"/opt/bpfsight", os.path.join(self.dir, "opt"))]
+                (r"-d (30|10)s\b", "-d 2s"), (r"\b(top -b -n \d+)", r"\1 -i 200ms"),
+                (r"/opt/bpfsight", os.path.join(self.dir, "opt"))]
         if pid is not None:
             subs.append((r"\b4242\b", str(pid)))
         if self.last:
