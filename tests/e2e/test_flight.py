@@ -390,28 +390,31 @@ def test_flight_gil_trigger_and_the_gil_state_before_the_window():
 def test_flight_trigger_limited_to_a_process():
     """`--trigger gil:*>200ms@WHO` under -a: two jobs each with a 400 ms GIL wait, one after the
     other; @PID and @COMM (the process's name) dump only on the job named, so the other's wait
-    neither makes a dump nor puts the job's own in the cool-down."""
+    neither makes a dump nor puts the job's own in the cool-down. The two recorders (@PID's,
+    @COMM's) run at once, on the same jobs: each sees what it would alone."""
     need_root()
     from test_gil import WORK, need_pyenv, truth_of
     py = need_pyenv()
     # The other job under another name: the interpreter run through a link of that name.
     other = os.path.join(tmpdir(), "otherjob")
     os.symlink(py, other)
-    for who in ("pid", "comm"):
-        jobs = [spawn([exe, WORK, "--go", "hold", "400"]) for exe in (other, py)]
-        pids = [int(j.stdout.readline().split()[1]) for j in jobs]
-        mine = pids[1]
-        name = open(f"/proc/{mine}/comm").read().strip()
-        at = str(mine) if who == "pid" else name
-        d = tmpdir()
-        r = Recorder("-a", "-t", "gil", "--flight-recorder", "2s", "--trigger-cooldown", "30s",
-                     "--trigger", f"gil:*>200ms@{at}", out=os.path.join(d, f"{who}.bst"))
+    jobs = [spawn([exe, WORK, "--go", "hold", "400"]) for exe in (other, py)]
+    pids = [int(j.stdout.readline().split()[1]) for j in jobs]
+    mine = pids[1]
+    name = open(f"/proc/{mine}/comm").read().strip()
+    d = tmpdir()
+    recs = {at: Recorder("-a", "-t", "gil", "--flight-recorder", "2s", "--trigger-cooldown",
+                         "30s", "--trigger", f"gil:*>200ms@{at}",
+                         out=os.path.join(d, f"{who}.bst"))
+            for who, at in (("pid", str(mine)), ("comm", name))}
+    for r in recs.values():
         r.wait_ready()
-        for j in jobs:  # the other's wait first: it must not start the cool-down
-            tell(j, "go")
-            truth_of(j.stdout.read())
-            j.wait(60)
-        time.sleep(0.5)
+    for j in jobs:  # the other's wait first: it must not start the cool-down
+        tell(j, "go")
+        truth_of(j.stdout.read())
+        j.wait(60)
+    time.sleep(0.5)
+    for at, r in recs.items():
         eq(r.stop(), 0, f"recorder exit ({r.stderr[-500:]})")
         dumps = re.findall(r"flight recorder: wrote (\S+):", r.stderr)
         eq(len(dumps), 1, f"@{at}: one dump, the job's ({r.stderr[-800:]})")
