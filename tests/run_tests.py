@@ -230,6 +230,8 @@ def worker(build, job):
         run_fuzzer(build, res, what)
     else:
         f, _, names = what.partition(":")
+        if f not in PROM_MODULES:
+            os.environ.pop("BPFSIGHT_TEST_PROMETHEUS", None)  # prom_server.ENV
         run_e2e_module(build, res, f, names.split(","))
     return 0
 
@@ -552,16 +554,23 @@ def loop(build, res, lanes, running, sel, took):
                              f"{j.reported} results (see its output above)")
 
 
+# The e2e modules whose jobs run alone get the runner's Prometheus server (start_prometheus).
+PROM_MODULES = set()
+
+
 def start_prometheus(alone):
-    """A Prometheus server for the jobs that run alone and use one (their module imports
-    monitor_prom), started now, with the run: its first look for targets is 5 s after its
-    start (prom_server.py), a wait each of those jobs' first test would have in the lane
-    that runs one job at a time. (prom_server, "PORT PID BASE LOG" for its ENV, stop()) or
-    None."""
-    need = any(kind == "e2e" and "monitor_prom" in open(os.path.join(
-        MODULES, what.partition(":")[0])).read() for kind, what in alone)
+    """A Prometheus server for the jobs that run alone and use one (their module's tests
+    make a monitor_prom.Prometheus), started now, with the run: its first look for targets is
+    5 s after its start (prom_server.py), a wait each of those jobs' first test would have in
+    the lane that runs one job at a time. Only those jobs are handed it: another's monitors
+    are scraped by nobody but their test. (prom_server, "PORT PID BASE LOG" for its ENV,
+    stop()) or None."""
+    for kind, what in alone:
+        f = what.partition(":")[0]
+        if kind == "e2e" and "Prometheus(" in open(os.path.join(MODULES, f)).read():
+            PROM_MODULES.add(f)
     prom_server = load_module(os.path.join(E2E, "prom_server.py"))
-    if not need or not os.path.exists(prom_server.PROMETHEUS):
+    if not PROM_MODULES or not os.path.exists(prom_server.PROMETHEUS):
         return None
     port = prom_server.pick_scraped_port()
     p, base, log, stop = prom_server.start(port)

@@ -7,8 +7,9 @@ what a dashboard would.
 Prometheus finds its targets at its scrape manager's first reload, 5 s after it starts. So a
 test process has one server scraping one port; every Monitor of the process listens there (one
 at a time), and each test waits only for a scrape of its own monitor. The runner starts that
-server before the jobs that run alone and hands it to them (prom_server.ENV): their first test
-has it scraping already. Another process starts its own, with the first test that needs it.
+server with the run and hands it to the jobs that run alone and ask it (prom_server.ENV):
+their first test has it scraping already. Another process starts its own, with the first test
+that needs it.
 """
 import atexit
 import json
