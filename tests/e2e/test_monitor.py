@@ -177,7 +177,7 @@ def test_monitor_gil_wait_matches_take_gil():
     # scrape a poll after now (the process has exited: w.wait above) has the final value.
     wait_for(lambda: (prom.value(sel) or 0) >= 0.9 * theirs, 20, f"{sel} near {theirs}")
     exited = time.time()
-    wait_for(lambda: prom.value(f"max(timestamp({one}))") >= exited + 1, 20,
+    wait_for(lambda: (prom.value(f"max(timestamp({one}))") or 0) >= exited + 1, 20,
              "a scrape a poll after the exit")
     ours = prom.value(sel)
     check(abs(ours - theirs) <= 0.1 * theirs, f"Prometheus {ours} s vs take_gil {theirs} s")
