@@ -414,8 +414,10 @@ def test_flight_trigger_limited_to_a_process():
         truth_of(j.stdout.read())
         j.wait(60)
     time.sleep(0.5)
+    for r in recs.values():  # both stop at once
+        r.p.send_signal(signal.SIGINT)
     for at, r in recs.items():
-        eq(r.stop(), 0, f"recorder exit ({r.stderr[-500:]})")
+        eq(r.wait(), 0, f"recorder exit ({r.stderr[-500:]})")
         dumps = re.findall(r"flight recorder: wrote (\S+):", r.stderr)
         eq(len(dumps), 1, f"@{at}: one dump, the job's ({r.stderr[-800:]})")
         trig = info(dumps[0])["options"]
