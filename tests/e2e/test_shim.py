@@ -612,8 +612,10 @@ def test_shim_detach_reattach():
     """A tracer leaving stops recording and drops what was unsent; the next one starts a new
     session: ATTACH, names given earlier sent again, every string re-sent before use."""
     need_bpftrace()
-    # held long enough for a tracer to stop and the next to attach on a loaded machine
-    w = Workload([NVTX_RANGES, "--hold", "6000"], {"NVTX_INJECTION64_PATH": SHIM})
+    # held until the second session began: a tracer stops and the next attaches meanwhile,
+    # however long a loaded machine makes that take
+    release = os.path.join(tmpdir(), "release")
+    w = Workload([NVTX_RANGES, "--hold-file", release], {"NVTX_INJECTION64_PATH": SHIM})
     bt = attach(w, ["batch", "nvtx"])
     w.go()
     w.p.stdout.readline()
@@ -645,12 +647,14 @@ def test_shim_detach_reattach():
     bt2 = attach(w, ["batch", "nvtx"])
 
     # The shim sleeps since the first tracer left; bpftrace cannot wake it, `bpfsight shim
-    # --wake` does (repeated: bpftrace's semaphores may come up after its first wake).
+    # --wake` does. So its probes are live (Bpftrace) before the shim sees their semaphores,
+    # and it counts every batch of the second session, ATTACH's too.
     def woken():
         run([BPFSIGHT, "shim", "--wake", str(w.pid)], check=True)
         return sum(r["kind"] == "status" and r["event_name"] == "attach"
                    for _, recs in sb.decode(w.data()) for r in recs) >= 2
     wait_for(woken, 30, "the second session's attach, once woken")
+    open(release, "w").close()
     rc, out, err = w.finish()
     err = "".join(early) + err
     maps2 = bt2.stop()
@@ -665,7 +669,8 @@ def test_shim_detach_reattach():
                       (1, "nvtx-worker-1"), (1, "nvtx-worker-2")]), "names re-sent")
     eq([r["key"] for r in second if r["kind"] == "name" and r["name"] == "nvtx-main"], [m],
        "main thread's name key")
-    # held was pushed before the recording period it ends in: no record, by design.
+    # held was pushed before the recording period it ends in (released once the second
+    # session began): no record, by design.
     eq([r for r in second if r["kind"] == "range"], [], "ranges straddling the detach")
 
 
