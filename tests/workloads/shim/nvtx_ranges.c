@@ -4,7 +4,7 @@
  * and the nvtx family's. Header-only nvtx3: the shim arrives by NVTX_INJECTION64_PATH.
  *
  *   nvtx_ranges [--loops N] [--wait-file PATH] [--then-wait K PATH] [--second-dso] [--fork]
- *               [--hold MS] [--late]
+ *               [--hold MS] [--hold-file PATH] [--late]
  *
  *   --loops N      repeat the loop body N times (default 1)
  *   --wait-file P  after loading the injection (nvtxInitialize) and printing the "pid" line,
@@ -20,6 +20,9 @@
  *   --hold MS      after the loops (before --fork): push A "held" (level 0), print
  *                  {"held": true}, sleep MS, pop: a range open long enough for a test to
  *                  drain, detach or attach meanwhile
+ *   --hold-file P  as --hold, and the pop also waits until P exists (after MS, 0 without
+ *                  --hold): a range open until the test has done what it needed it open for,
+ *                  however long a loaded machine makes that take
  *
  * Once, before the loops (main thread, default domain unless said):
  *   nvtxNameOsThreadA(main tid, "nvtx-main")
@@ -217,7 +220,7 @@ static void child(void)
 
 int main(int argc, char **argv)
 {
-	const char *wait_file = NULL, *then_file = NULL;
+	const char *wait_file = NULL, *then_file = NULL, *hold_file = NULL;
 	int then_after = -1, loops = 1, second = 0, do_fork = 0, hold = -1, i, status;
 	nvtxDomainHandle_t d;
 	nvtxStringHandle_t r1, r2;
@@ -238,12 +241,14 @@ int main(int argc, char **argv)
 			do_fork = 1;
 		} else if (!strcmp(argv[i], "--hold") && i + 1 < argc) {
 			hold = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--hold-file") && i + 1 < argc) {
+			hold_file = argv[++i];
 		} else if (!strcmp(argv[i], "--late")) {
 			late = 1;
 		} else {
 			fprintf(stderr, "usage: nvtx_ranges [--loops N] [--wait-file PATH] "
 					"[--then-wait K PATH] [--second-dso] [--fork] [--hold MS] "
-					"[--late]\n");
+					"[--hold-file PATH] [--late]\n");
 			return 2;
 		}
 	}
@@ -266,11 +271,13 @@ int main(int argc, char **argv)
 			sleep_ms(10);
 		loop(i, d, r1, r2, second);
 	}
-	if (hold >= 0) {
+	if (hold >= 0 || hold_file) {
 		level(nvtxRangePushA("held"), 0, "held push");
 		printf("{\"held\": true}\n");
 		fflush(stdout);
-		sleep_ms(hold);
+		sleep_ms(hold > 0 ? hold : 0);
+		while (hold_file && stat(hold_file, &st))
+			sleep_ms(10);
 		level(nvtxRangePop(), 0, "held pop");
 	}
 	fflush(stdout);
