@@ -132,7 +132,7 @@ static int ch_where(const struct stats_from *f, const char *job, char *buf, size
 	return n < (int)len ? 0 : -E2BIG;
 }
 
-static void ch_print(struct table *t, const char *name, enum stats_format fmt, int first,
+static void ch_print(const struct table *t, const char *name, enum stats_format fmt, int first,
 		     struct json *j, FILE *out)
 {
 	switch (fmt) {
@@ -206,12 +206,20 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 	return n ? 0 : 1;
 }
 
+/* The verdict's nccl_rank_sum when it asked for it (VF may be NULL): the notes read it too. */
+static const struct table *rank_sum(const struct verdict_from *vf)
+{
+	return vf ? verdict__table(verdict_from__verdict(vf), ch_nccl_rank_sum.name) : NULL;
+}
+
 int stats_from__run(const struct stats_from *f, FILE *out)
 {
 	char *list = strdup(f->reports ? f->reports : ""), *tok, *save = NULL, where[1024];
 	char job[300], fbuf[65536];
 	const char *files;
 	const struct ch_report *r;
+	struct verdict_from *vf = NULL;
+	struct table *rsum = NULL; /* nccl_rank_sum, when asked for nccl_stragglers' sentences */
 	struct ch_server s;
 	int status = 0, first = 1, err;
 	struct json j;
@@ -257,26 +265,53 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		free(list);
 		return err == -ENOMEM ? 1 : ch_status(err);
 	}
-	/* Without -r, the verdict first, as stats FILE opens with it (table format only). */
+	/*
+	 * Without -r, the verdict first, as stats FILE opens with it (table format only); kept
+	 * for the reports below: those it asked the server for are printed from its answers,
+	 * not asked again (the same query on the same rows).
+	 */
 	if (!f->reports && f->fmt == STATS_FORMAT_TABLE) {
-		err = verdict_from__print(&s, f->url, where, job, files, f->width, out);
-		if (err) {
+		vf = verdict_from__judge(&s, f->url, where, job, files, &err);
+		if (!vf) {
 			pr_err("the verdict: %s\n", err == -ENOMEM ? "out of memory" : s.error);
 			free(list);
 			return err == -ENOMEM ? 1 : ch_status(err);
 		}
+		verdict__print(verdict_from__verdict(vf), f->width, out);
 		first = 0;
 	}
 	for (tok = list ? strtok_r(list, ",", &save) : NULL; tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		struct table *t = table__new(tok);
+		const struct table *asked = NULL;
 
 		r = ch_report__find(tok);
-		err = t ? stats_from__table(&s, r, where, job, files, t) : -ENOMEM;
-		if (!err && r == ch_report__find("nccl_stragglers") && f->fmt == STATS_FORMAT_TABLE)
-			err = stats_from__straggler_notes(&s, where, job, files, t);
+		/* nccl_stragglers gets its sentences added below: its own table */
+		if (vf && r != ch_report__find("nccl_stragglers"))
+			asked = verdict__table(verdict_from__verdict(vf), tok);
+		if (!asked && r == &ch_nccl_rank_sum)
+			asked = rsum; /* asked for nccl_stragglers' sentences */
+		if (!t || asked)
+			err = t ? 0 : -ENOMEM;
+		else if (vf && r->needs && !verdict_from__has_kind(vf, r->needs))
+			err = stats_from__no_rows(r, t); /* no row it reads: not its query's cost */
+		else
+			err = stats_from__table(&s, r, where, job, files, t);
+		if (!err && r == ch_report__find("nccl_stragglers") &&
+		    f->fmt == STATS_FORMAT_TABLE) {
+			/* its sentences read nccl_rank_sum: asked once, kept for its report */
+			if (!rank_sum(vf) && !rsum) {
+				rsum = table__new(ch_nccl_rank_sum.name);
+				err = rsum ? stats_from__table(&s, &ch_nccl_rank_sum, where, job,
+							       files, rsum)
+					   : -ENOMEM;
+			}
+			if (!err)
+				err = stats_from__straggler_notes(&s, where, job, files, t,
+								  rank_sum(vf) ?: rsum);
+		}
 		if (!err)
-			ch_print(t, tok, f->fmt, first, &j, out);
+			ch_print(asked ?: t, tok, f->fmt, first, &j, out);
 		else if (err == -ENOMEM)
 			pr_err("%s: out of memory\n", tok);
 		else
@@ -293,6 +328,8 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		fputc('\n', out);
 	}
 	free(list);
+	table__free(rsum);
+	verdict_from__free(vf);
 	return status;
 }
 
@@ -341,7 +378,8 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 			err = t[n] ? stats_from__table(&s, *r, where, job, files, t[n]) : -ENOMEM;
 		/* its sentences, as stats --from prints them under it */
 		if (!err && *r == ch_report__find("nccl_stragglers"))
-			err = stats_from__straggler_notes(&s, where, job, files, t[n]);
+			err = stats_from__straggler_notes(&s, where, job, files, t[n],
+							  rank_sum(vf));
 		if (t[n])
 			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
 						 used ? "," : "", (*r)->name);
