@@ -357,7 +357,8 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 {
 	char where[1024], job[300], fbuf[65536], list[1024] = "", warn[1280];
 	struct stats_from_loss loss;
-	struct table *t[PAGE_REPORTS];
+	struct table *own[PAGE_REPORTS], *rsum = NULL;
+	const struct table *t[PAGE_REPORTS]; /* own's, or the verdict's answers */
 	size_t used = 0;
 	const char *files;
 	struct verdict_from *vf;
@@ -370,16 +371,32 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 	vf = verdict_from__judge(&s, f->url, where, job, files, &err);
 	for (const struct ch_report *const *r = ch_reports; vf && *r && n < PAGE_REPORTS && !err;
 	     r++) {
-		t[n] = table__new((*r)->name);
+		int stragglers = *r == ch_report__find("nccl_stragglers");
+
+		/* what the verdict asked for is not asked again (but the table notes are added to) */
+		t[n] = stragglers ? NULL : verdict__table(verdict_from__verdict(vf), (*r)->name);
+		if (!t[n] && *r == &ch_nccl_rank_sum)
+			t[n] = rsum; /* asked for nccl_stragglers' sentences */
+		own[n] = t[n] ? NULL : table__new((*r)->name);
 		/* a report over rows it needs none of: its empty table, not its query's cost */
-		if (t[n] && (*r)->needs && !verdict_from__has_kind(vf, (*r)->needs))
-			err = stats_from__no_rows(*r, t[n]);
+		if (t[n])
+			err = 0;
+		else if (own[n] && (*r)->needs && !verdict_from__has_kind(vf, (*r)->needs))
+			err = stats_from__no_rows(*r, own[n]);
 		else
-			err = t[n] ? stats_from__table(&s, *r, where, job, files, t[n]) : -ENOMEM;
-		/* its sentences, as stats --from prints them under it */
-		if (!err && *r == ch_report__find("nccl_stragglers"))
-			err = stats_from__straggler_notes(&s, where, job, files, t[n],
-							  rank_sum(vf));
+			err = own[n] ? stats_from__table(&s, *r, where, job, files, own[n])
+				     : -ENOMEM;
+		t[n] = t[n] ?: own[n];
+		/* its sentences, as stats --from prints them under it, from nccl_rank_sum asked once */
+		if (!err && stragglers && !rank_sum(vf)) {
+			rsum = table__new(ch_nccl_rank_sum.name);
+			err = rsum ? stats_from__table(&s, &ch_nccl_rank_sum, where, job, files,
+						       rsum)
+				   : -ENOMEM;
+		}
+		if (!err && stragglers)
+			err = stats_from__straggler_notes(&s, where, job, files, own[n],
+							  rank_sum(vf) ?: rsum);
 		if (t[n])
 			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
 						 used ? "," : "", (*r)->name);
@@ -391,7 +408,7 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 		struct report_from_input in = { f->url,
 						BPFSIGHT_VERSION,
 						verdict_from__verdict(vf),
-						(const struct table *const *)t,
+						t,
 						n,
 						loss_warning(&loss, warn, sizeof(warn)) };
 
@@ -403,6 +420,7 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 					      : s.error);
 	verdict_from__free(vf);
 	while (n)
-		table__free(t[--n]);
+		table__free(own[--n]);
+	table__free(rsum);
 	return !err ? 0 : err == -ENOMEM || err == -EIO ? 1 : ch_status(err);
 }
