@@ -11,6 +11,7 @@ import time
 import urllib.parse
 import urllib.request
 
+import clickhouse_cpu_log
 import helpers
 from helpers import Skip
 
@@ -115,11 +116,13 @@ class ClickHouse:
             https = TLS.format(port=self.https, cert=self.cert, key=key)
         for sub in ("data", "tmp", "user_files", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        config, users = clickhouse_cpu_log.configure(
+            CONFIG.format(d=self.dir, http=self.http, tcp=self.tcp, https=https,
+                          listen=self.host), USERS)
         with open(os.path.join(self.dir, "config.xml"), "w") as f:
-            f.write(CONFIG.format(d=self.dir, http=self.http, tcp=self.tcp, https=https,
-                                  listen=self.host))
+            f.write(config)
         with open(os.path.join(self.dir, "users.xml"), "w") as f:
-            f.write(USERS)
+            f.write(users)
         self.proc = None
         self.start()
 
@@ -161,6 +164,7 @@ class ClickHouse:
         self.proc.wait(timeout=30)
 
     def stop(self):
+        clickhouse_cpu_log.write(self)  # BPFSIGHT_CH_CPU_LOG: off unless asked
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:

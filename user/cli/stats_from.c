@@ -132,7 +132,7 @@ static int ch_where(const struct stats_from *f, const char *job, char *buf, size
 	return n < (int)len ? 0 : -E2BIG;
 }
 
-static void ch_print(struct table *t, const char *name, enum stats_format fmt, int first,
+static void ch_print(const struct table *t, const char *name, enum stats_format fmt, int first,
 		     struct json *j, FILE *out)
 {
 	switch (fmt) {
@@ -206,12 +206,20 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 	return n ? 0 : 1;
 }
 
+/* The verdict's nccl_rank_sum when it asked for it (VF may be NULL): the notes read it too. */
+static const struct table *rank_sum(const struct verdict_from *vf)
+{
+	return vf ? verdict__table(verdict_from__verdict(vf), ch_nccl_rank_sum.name) : NULL;
+}
+
 int stats_from__run(const struct stats_from *f, FILE *out)
 {
 	char *list = strdup(f->reports ? f->reports : ""), *tok, *save = NULL, where[1024];
 	char job[300], fbuf[65536];
 	const char *files;
 	const struct ch_report *r;
+	struct verdict_from *vf = NULL;
+	struct table *rsum = NULL; /* nccl_rank_sum, when asked for nccl_stragglers' sentences */
 	struct ch_server s;
 	int status = 0, first = 1, err;
 	struct json j;
@@ -257,26 +265,53 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		free(list);
 		return err == -ENOMEM ? 1 : ch_status(err);
 	}
-	/* Without -r, the verdict first, as stats FILE opens with it (table format only). */
+	/*
+	 * Without -r, the verdict first, as stats FILE opens with it (table format only); kept
+	 * for the reports below: those it asked the server for are printed from its answers,
+	 * not asked again (the same query on the same rows).
+	 */
 	if (!f->reports && f->fmt == STATS_FORMAT_TABLE) {
-		err = verdict_from__print(&s, f->url, where, job, files, f->width, out);
-		if (err) {
+		vf = verdict_from__judge(&s, f->url, where, job, files, &err);
+		if (!vf) {
 			pr_err("the verdict: %s\n", err == -ENOMEM ? "out of memory" : s.error);
 			free(list);
 			return err == -ENOMEM ? 1 : ch_status(err);
 		}
+		verdict__print(verdict_from__verdict(vf), f->width, out);
 		first = 0;
 	}
 	for (tok = list ? strtok_r(list, ",", &save) : NULL; tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		struct table *t = table__new(tok);
+		const struct table *asked = NULL;
 
 		r = ch_report__find(tok);
-		err = t ? stats_from__table(&s, r, where, job, files, t) : -ENOMEM;
-		if (!err && r == ch_report__find("nccl_stragglers") && f->fmt == STATS_FORMAT_TABLE)
-			err = stats_from__straggler_notes(&s, where, job, files, t);
+		/* nccl_stragglers gets its sentences added below: its own table */
+		if (vf && r != ch_report__find("nccl_stragglers"))
+			asked = verdict__table(verdict_from__verdict(vf), tok);
+		if (!asked && r == &ch_nccl_rank_sum)
+			asked = rsum; /* asked for nccl_stragglers' sentences */
+		if (!t || asked)
+			err = t ? 0 : -ENOMEM;
+		else if (vf && r->needs && !verdict_from__has_kind(vf, r->needs))
+			err = stats_from__no_rows(r, t); /* no row it reads: not its query's cost */
+		else
+			err = stats_from__table(&s, r, where, job, files, t);
+		if (!err && r == ch_report__find("nccl_stragglers") &&
+		    f->fmt == STATS_FORMAT_TABLE) {
+			/* its sentences read nccl_rank_sum: asked once, kept for its report */
+			if (!rank_sum(vf) && !rsum) {
+				rsum = table__new(ch_nccl_rank_sum.name);
+				err = rsum ? stats_from__table(&s, &ch_nccl_rank_sum, where, job,
+							       files, rsum)
+					   : -ENOMEM;
+			}
+			if (!err)
+				err = stats_from__straggler_notes(&s, where, job, files, t,
+								  rank_sum(vf) ?: rsum);
+		}
 		if (!err)
-			ch_print(t, tok, f->fmt, first, &j, out);
+			ch_print(asked ?: t, tok, f->fmt, first, &j, out);
 		else if (err == -ENOMEM)
 			pr_err("%s: out of memory\n", tok);
 		else
@@ -293,6 +328,8 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		fputc('\n', out);
 	}
 	free(list);
+	table__free(rsum);
+	verdict_from__free(vf);
 	return status;
 }
 
@@ -320,7 +357,8 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 {
 	char where[1024], job[300], fbuf[65536], list[1024] = "", warn[1280];
 	struct stats_from_loss loss;
-	struct table *t[PAGE_REPORTS];
+	struct table *own[PAGE_REPORTS], *rsum = NULL;
+	const struct table *t[PAGE_REPORTS]; /* own's, or the verdict's answers */
 	size_t used = 0;
 	const char *files;
 	struct verdict_from *vf;
@@ -333,15 +371,32 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 	vf = verdict_from__judge(&s, f->url, where, job, files, &err);
 	for (const struct ch_report *const *r = ch_reports; vf && *r && n < PAGE_REPORTS && !err;
 	     r++) {
-		t[n] = table__new((*r)->name);
+		int stragglers = *r == ch_report__find("nccl_stragglers");
+
+		/* what the verdict asked for is not asked again (but the table notes are added to) */
+		t[n] = stragglers ? NULL : verdict__table(verdict_from__verdict(vf), (*r)->name);
+		if (!t[n] && *r == &ch_nccl_rank_sum)
+			t[n] = rsum; /* asked for nccl_stragglers' sentences */
+		own[n] = t[n] ? NULL : table__new((*r)->name);
 		/* a report over rows it needs none of: its empty table, not its query's cost */
-		if (t[n] && (*r)->needs && !verdict_from__has_kind(vf, (*r)->needs))
-			err = stats_from__no_rows(*r, t[n]);
+		if (t[n])
+			err = 0;
+		else if (own[n] && (*r)->needs && !verdict_from__has_kind(vf, (*r)->needs))
+			err = stats_from__no_rows(*r, own[n]);
 		else
-			err = t[n] ? stats_from__table(&s, *r, where, job, files, t[n]) : -ENOMEM;
-		/* its sentences, as stats --from prints them under it */
-		if (!err && *r == ch_report__find("nccl_stragglers"))
-			err = stats_from__straggler_notes(&s, where, job, files, t[n]);
+			err = own[n] ? stats_from__table(&s, *r, where, job, files, own[n])
+				     : -ENOMEM;
+		t[n] = t[n] ?: own[n];
+		/* its sentences, as stats --from prints them under it, from nccl_rank_sum asked once */
+		if (!err && stragglers && !rank_sum(vf)) {
+			rsum = table__new(ch_nccl_rank_sum.name);
+			err = rsum ? stats_from__table(&s, &ch_nccl_rank_sum, where, job, files,
+						       rsum)
+				   : -ENOMEM;
+		}
+		if (!err && stragglers)
+			err = stats_from__straggler_notes(&s, where, job, files, own[n],
+							  rank_sum(vf) ?: rsum);
 		if (t[n])
 			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
 						 used ? "," : "", (*r)->name);
@@ -353,7 +408,7 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 		struct report_from_input in = { f->url,
 						BPFSIGHT_VERSION,
 						verdict_from__verdict(vf),
-						(const struct table *const *)t,
+						t,
 						n,
 						loss_warning(&loss, warn, sizeof(warn)) };
 
@@ -365,6 +420,7 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 					      : s.error);
 	verdict_from__free(vf);
 	while (n)
-		table__free(t[--n]);
+		table__free(own[--n]);
+	table__free(rsum);
 	return !err ? 0 : err == -ENOMEM || err == -EIO ? 1 : ch_status(err);
 }

@@ -66,9 +66,10 @@ int stats_from__loss_said(struct ch_server *s, const char *where, const char *jo
 
 /*
  * nccl_stragglers' sentences under T, its answer from server S (stragglers_from.c): stats
- * FILE's, from the server's nccl_rank_sum. 0, or -errno.
+ * FILE's, from the server's nccl_rank_sum (RANK_SUM when already asked, the verdict's, else
+ * asked here). 0, or -errno.
  */
 int stats_from__straggler_notes(struct ch_server *s, const char *where, const char *job,
-				const char *files, struct table *t);
+				const char *files, struct table *t, const struct table *rank_sum);
 
 #endif /* BPFSIGHT_STATS_FROM_H */

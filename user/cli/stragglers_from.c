@@ -43,10 +43,13 @@ static const char *worst_fn(const struct table *t, __u64 seq, __u64 wait)
 }
 
 int stats_from__straggler_notes(struct ch_server *s, const char *where, const char *job,
-				const char *files, struct table *t)
+				const char *files, struct table *t, const struct table *rank_sum)
 {
-	struct table *rs = table__new(ch_nccl_rank_sum.name);
-	int err = rs ? stats_from__table(s, &ch_nccl_rank_sum, where, job, files, rs) : -ENOMEM;
+	struct table *mine = rank_sum ? NULL : table__new(ch_nccl_rank_sum.name);
+	const struct table *rs = rank_sum ?: mine;
+	int err = rank_sum ? 0
+		  : mine   ? stats_from__table(s, &ch_nccl_rank_sum, where, job, files, mine)
+			   : -ENOMEM;
 	int n = rs ? table__nrows(rs) : 0, async = 0, ce = table__col(t, "end_spread_ns");
 	struct made *v = err ? NULL : calloc((size_t)n + 1, sizeof(*v));
 
@@ -84,6 +87,6 @@ int stats_from__straggler_notes(struct ch_server *s, const char *where, const ch
 			table__get_u64(rs, r, table__col(rs, "worst_wait_ns")) / 1e6);
 	}
 	free(v);
-	table__free(rs);
+	table__free(mine);
 	return err ?: table__err(t);
 }

@@ -336,15 +336,3 @@ void verdict_from__free(struct verdict_from *vf)
 		table__free(vf->q.t[i]);
 	free(vf);
 }
-
-int verdict_from__print(struct ch_server *s, const char *url, const char *where, const char *job,
-			const char *files, int width, FILE *out)
-{
-	int err;
-	struct verdict_from *vf = verdict_from__judge(s, url, where, job, files, &err);
-
-	if (vf)
-		verdict__print(vf->v, width, out);
-	verdict_from__free(vf);
-	return vf ? 0 : err;
-}

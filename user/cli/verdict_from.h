@@ -14,14 +14,10 @@ struct verdict_from;
 
 /*
  * The verdict on the rows WHERE selects (JOB: the job's, for its files' own rows; FILES their
- * files' order, stats_from__files's, or NULL) of server S (URL, to say where), printed to OUT
- * as stats prints a file's: 0, or -errno (S's error says the server's), in WIDTH columns (0:
- * no limit).
+ * files' order, stats_from__files's, or NULL) of server S (URL, to say where), judged and kept
+ * (stats --from prints it, and its reports from the answers it asked for; report --from's
+ * page): NULL with *ERR set (-errno; S's error says the server's).
  */
-int verdict_from__print(struct ch_server *s, const char *url, const char *where, const char *job,
-			const char *files, int width, FILE *out);
-
-/* The same verdict, judged and kept (report --from's page): NULL with *ERR set. */
 struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, const char *where,
 					 const char *job, const char *files, int *err);
 const struct verdict *verdict_from__verdict(const struct verdict_from *vf);
