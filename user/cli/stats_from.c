@@ -284,10 +284,12 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	     tok = strtok_r(NULL, ",", &save)) {
 		struct table *t = table__new(tok);
 		const struct table *asked = NULL;
+		int stragglers;
 
 		r = ch_report__find(tok);
+		stragglers = r && r == ch_report__find("nccl_stragglers");
 		/* nccl_stragglers gets its sentences added below: its own table */
-		if (vf && r != ch_report__find("nccl_stragglers"))
+		if (vf && !stragglers)
 			asked = verdict__table(verdict_from__verdict(vf), tok);
 		if (!asked && r == &ch_nccl_rank_sum)
 			asked = rsum; /* asked for nccl_stragglers' sentences */
@@ -297,8 +299,7 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 			err = stats_from__no_rows(r, t); /* no row it reads: not its query's cost */
 		else
 			err = stats_from__table(&s, r, where, job, files, t);
-		if (!err && r == ch_report__find("nccl_stragglers") &&
-		    f->fmt == STATS_FORMAT_TABLE) {
+		if (!err && stragglers && f->fmt == STATS_FORMAT_TABLE) {
 			/* its sentences read nccl_rank_sum: asked once, kept for its report */
 			if (!rank_sum(vf) && !rsum) {
 				rsum = table__new(ch_nccl_rank_sum.name);
