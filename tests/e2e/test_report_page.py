@@ -51,6 +51,24 @@ def pages(traces, args=None):
     return {t: seen[f"p{i}"] for i, t in enumerate(traces)}
 
 
+# {trace: stats --format json's reports}, {trace: info --json}: each asked once per trace,
+# however many checks read it (check_units and check_families, the figures and the bands).
+_reports, _infos = {}, {}
+
+
+def stats_reports(trace):
+    if trace not in _reports:
+        _reports[trace] = json.loads(run([BPFSIGHT, "stats", trace, "--format", "json"],
+                                         check=True).stdout)["reports"]
+    return _reports[trace]
+
+
+def info_json(trace):
+    if trace not in _infos:
+        _infos[trace] = json.loads(run([BPFSIGHT, "info", "--json", trace], check=True).stdout)
+    return _infos[trace]
+
+
 def stats_verdict(trace):
     """stats' verdict, piped: (headline, [claim lines], "N more" or None)."""
     out = run([BPFSIGHT, "stats", trace], check=True).stdout
@@ -109,8 +127,7 @@ def check_boxes(trace, seen):
 def check_units(trace, seen):
     """No report table on the page shows a duration as a raw ns integer: each of stats' _ns
     values of the rows shown is in human units, the exact value on hover; sizes likewise."""
-    reports = json.loads(run([BPFSIGHT, "stats", trace, "--format", "json"],
-                             check=True).stdout)["reports"]
+    reports = stats_reports(trace)
     checked = 0
     for rid, rows in seen["reports"].items():
         for row, cells in zip(reports[rid[2:]], rows):
@@ -167,8 +184,7 @@ def check_families(trace, seen):
     `bpfsight record --help` says), then its reports' tables, headed and drawn alike; every
     report with rows is in its family's part, once; no text cell is wider than 48 characters,
     those cut in the middle whole on hover."""
-    reports = {k for k, v in json.loads(run([BPFSIGHT, "stats", trace, "--format", "json"],
-                                            check=True).stdout)["reports"].items() if v}
+    reports = {k for k, v in stats_reports(trace).items() if v}
     fams = seen["families"]
     check(fams, f"{trace}: family sections")
     eq(len({f["h2"] for f in fams}), 1, f"{trace}: one look of the families' headings {fams}")
@@ -199,7 +215,7 @@ def test_report_page_real_traces():
     cut = 0
     for trace, seen in pages(traces, {"drag": drag}).items():
         z = seen["zoom"]
-        events = json.loads(run([BPFSIGHT, "info", "--json", trace], check=True).stdout)
+        events = info_json(trace)
         check(seen["bands"].get("NVTX", 0) > 0, f"{trace}: NVTX bands {seen['bands']}")
         capture = "cudaProfilerApi" in events.get("command", "")
         eq("capture" in seen["bands"], capture, f"{trace}: the capture range drawn")
@@ -212,7 +228,7 @@ def test_report_page_real_traces():
         check(check_units(trace, seen) > 50, f"{trace}: durations checked")
         cut += check_families(trace, seen)
         figs = {f[0]: f for f in seen["figures"]}
-        info = json.loads(run([BPFSIGHT, "info", "--json", trace], check=True).stdout)
+        info = info_json(trace)
         eq(figs["events lost"][1], str(info["lost_total"]) if info["lost_total"] else "none",
            f"{trace}: the events lost")
         check(any(k.startswith("GPU 0 busy") for k in figs), f"{trace}: GPU busy {figs}")
