@@ -215,9 +215,19 @@ def info(path, check=True):
     return json.loads(p.stdout)
 
 
-def dump(path, check=True):
-    p = run([BPFSIGHT, "dump", path], check=check, timeout=300)
-    return [json.loads(l) for l in p.stdout.splitlines()]
+def dump(path, check=True, kinds=None, having=None):
+    """dump's events (KINDS: only those, as --kind reads them). HAVING: only the lines that
+    hold these bytes are decoded (a dump of a few MB is most of a test's CPU when decoded
+    whole): the caller still checks each event it keeps for what HAVING stands for."""
+    args = [BPFSIGHT, "dump", path] + (["--kind", kinds] if kinds else [])
+    if having is None:
+        p = run(args, check=check, timeout=300)
+        return [json.loads(l) for l in p.stdout.splitlines()]
+    p = subprocess.run(args, capture_output=True, timeout=300)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{args} exited {p.returncode}: "
+                             f"{p.stderr.decode(errors='replace').strip()[-800:]}")
+    return [json.loads(l) for l in p.stdout.splitlines() if having in l]
 
 
 def row(report, **match):

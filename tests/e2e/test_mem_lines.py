@@ -87,7 +87,9 @@ LEFT_OUT = "[outer native frames left out (--mem-native-frames)]"
 def site_stacks(path, name):
     """The stacks of the allocations made at NAME's line, in order."""
     at_line = line(name)
-    return [e["stack"] for e in dump(path) if e["kind"] == "mem_alloc" and e["name"] == "alloc"
+    # (only the allocations whose line names it decoded: 16 of 17,505 events of 3-4 KB)
+    evs = dump(path, kinds="mem_alloc", having=b'"line":%d' % at_line)
+    return [e["stack"] for e in evs if e["kind"] == "mem_alloc" and e["name"] == "alloc"
             and "stack" in e and any(f.get("line") == at_line and
                                      os.path.realpath(f["file"]) == WORK for f in e["stack"])]
 
