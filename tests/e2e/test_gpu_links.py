@@ -201,7 +201,8 @@ def test_shared_traces_launch_order_finds_cuptis_calls():
     ops queued before the recording began (job-attach-p's first 10,448)."""
     for path in shared_traces():
         name = os.path.basename(path)
-        with subprocess.Popen([BPFSIGHT, "dump", "--kind", gpu_links.KINDS, path],
+        # (dump's own filter: the ops only, not the calls and API records analyse reads)
+        with subprocess.Popen([BPFSIGHT, "dump", "--kind", ",".join(gpu_links.GPU_OPS), path],
                               stdout=subprocess.PIPE, text=True) as p:
             ops = [e for e in map(json.loads, p.stdout)
                    if e["kind"] in ("gpu_kernel", "gpu_memcpy", "gpu_memset")
