@@ -16,7 +16,7 @@ KINDS = "cuda_api,gpu_api," + ",".join(GPU_OPS)
 def outermost_calls(calls, points):
     """For each time in POINTS, the start of the outermost call of CALLS ((ts, end) of one
     thread, which nest) containing it, or None."""
-    calls = sorted(calls, key=lambda c: (c[0], -c[1]))
+    calls = [(t0, -t1) for t0, t1 in sorted((t0, -t1) for t0, t1 in calls)]  # outer first
     out, stack, i = {}, [], 0
     for t in sorted(set(points)):
         while i < len(calls) and calls[i][0] <= t:
@@ -34,38 +34,44 @@ def analyse(events):
     """{"ops", "linkable", "linked", "linked_outermost", "link_<kind>"...} and the first few
     linkable ops not linked (or not to the outermost call)."""
     calls, apis, ops = collections.defaultdict(list), {}, []
-    for e in events:  # only what is needed is kept: real traces have 10^5 ops
+    launching = {}  # a call's name -> whether it launches (a few hundred names, 10^5 calls)
+    for e in events:  # only what is needed is kept, as tuples: real traces have 10^5 ops
         k = e["kind"]
-        if k == "cuda_api" and LAUNCHING.search(e["name"]):
-            calls[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+        if k == "cuda_api":
+            name = e["name"]
+            if name not in launching:
+                launching[name] = bool(LAUNCHING.search(name))
+            if launching[name]:
+                calls[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
         elif k == "gpu_api":
-            apis[(e["pid"], e["args"]["correlation"])] = dict(pid=e["pid"], tid=e["tid"],
-                                                              ts=e["ts"])
+            apis[(e["pid"], e["args"]["correlation"])] = (e["pid"], e["tid"], e["ts"])
         elif k in GPU_OPS:
             a = e["args"]
-            ops.append(dict(pid=e["pid"], tid=e["tid"], args=dict(
-                correlation=a["correlation"], link=a.get("link"), call_ts=a.get("call_ts"))))
+            ops.append((e["pid"], e["tid"], a["correlation"], a.get("link"), a.get("call_ts")))
     points = collections.defaultdict(list)
-    for a in apis.values():
-        points[(a["pid"], a["tid"])].append(a["ts"])
+    for pid, tid, ts in apis.values():
+        points[(pid, tid)].append(ts)
     outer = {}
     for key, pts in points.items():
         for t, c in outermost_calls(calls.get(key, []), pts).items():
             outer[(key, t)] = c
     st, bad = collections.Counter(), []
-    for o in ops:
-        st["ops"] += 1
-        st["link_" + o["args"].get("link", "?")] += 1
-        a = apis.get((o["pid"], o["args"]["correlation"]))
-        call = a and outer.get(((a["pid"], a["tid"]), a["ts"]))
+    if ops:
+        st["ops"] = len(ops)
+    for pid, tid, corr, link, call_ts in ops:
+        st["link_" + link] += 1
+        a = apis.get((pid, corr))
+        call = a and outer.get(((a[0], a[1]), a[2]))
         if not call:
             continue
         st["linkable"] += 1
-        if o["args"].get("link") == "cuda":
+        if link == "cuda":
             st["linked"] += 1
-            if o["args"].get("call_ts") == call and o["tid"] == a["tid"]:
+            if call_ts == call and tid == a[1]:
                 st["linked_outermost"] += 1
                 continue
-        if len(bad) < 3:
-            bad.append((o, a, call))
+        if len(bad) < 3:  # as the failure message shows them
+            bad.append((dict(pid=pid, tid=tid, args=dict(correlation=corr, link=link,
+                                                          call_ts=call_ts)),
+                        dict(pid=a[0], tid=a[1], ts=a[2]), call))
     return st, bad
