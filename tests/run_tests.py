@@ -18,9 +18,12 @@ afterwards, one at a time, with no other test running: only the short fuzz runs 
 modules that read files alone (`BESIDE = "why"`: no recording, no workload, nothing traced;
 a single test says it with `@beside("why")`) go on beside them, one at a time; a test marked `@alone("why", exclusive=True)` (a module's
 `EXCLUSIVE = True`: one that takes both cores or measures its own CPU) runs last, with
-nothing beside it. Every test's lines are printed whole, as its job reports them.
+nothing beside it. Every test's lines are printed whole, as its job reports them. With
+--build-later (make check), the unit tests and the fuzzers are built while the other tests run
+(LaterBuild).
 
   tests/run_tests.py [--build DIR] [-k SUBSTRING] [-j JOBS] [--no-unit] [--no-fuzz] [--no-e2e]
+                    [--build-later [VARS]]
 
 tests/README.md is the longer story: what a skip means, the time budget and the order of
 jobs, which tests run alone and why, the fuzzers and their seeds.
@@ -283,6 +286,16 @@ def e2e_modules():
     return mods
 
 
+def unit_jobs(build, pattern):
+    """A job per unit-test binary in BUILD/tests whose name has PATTERN."""
+    tests_dir = os.path.join(build, "tests")
+    bins = sorted(f for f in os.listdir(tests_dir)
+                  if f.startswith("test_") and not f.endswith(".d"))
+    if not bins:
+        return [("error", f"no unit-test binaries in {tests_dir}: run make test-build")]
+    return [("unit", b) for b in bins if not pattern or pattern in b]
+
+
 # The jobs that run alone with nothing beside them (@alone(why, exclusive=True)).
 EXCLUSIVE = set()
 
@@ -293,13 +306,9 @@ def plan(build, args):
     together, alone = [], []
     pattern = args.pattern
     if not args.no_unit:
-        tests_dir = os.path.join(build, "tests")
-        bins = sorted(f for f in os.listdir(tests_dir)
-                      if f.startswith("test_") and not f.endswith(".d"))
-        if not bins:
-            together.append(("error", f"no unit-test binaries in {tests_dir}: run make "
-                             "test-build"))
-        together += [("unit", b) for b in bins if not pattern or pattern in b]
+        # built later (--build-later): listed once they are (unit_jobs)
+        together += [("unit", None)] if args.build_later is not None else \
+            unit_jobs(build, pattern)
     # The fuzzers run beside the tests that run alone, one at a time: those mostly wait
     # (a recorder's start, Prometheus's scrapes), and a fuzzer traces nothing and is traced by
     # nothing they look at (it loads no CUDA, Python or torch library): ~35 s of one core
@@ -495,6 +504,89 @@ class Idle:
         return self.n + self.extra
 
 
+# make check's builds left for later (--build-later): (make target, the kind of job that waits
+# for it), built in this order; the unit tests first, as they run with the first jobs.
+LATER_TARGETS = (("test-units", "unit"), ("test-fuzzers", "fuzz"))
+
+
+class LaterBuild:
+    """The unit tests and the fuzzers, built while the first tests run (make check builds
+    only what those need first): one make after the other at idle priority (SCHED_IDLE: the
+    CPU the tests leave idle while they wait on their programs, ~6% of the two cores while
+    the jobs run together; bench/RESULTS.md, "make check time"), into BUILD/tests/later-build.log.
+    A job of a kind still being built waits for it (the others go first); of a kind whose build
+    failed, it fails, with the log's end. No threads: the runner forks its workers."""
+
+    def __init__(self, build, kinds, make_vars):
+        self.build, self.vars = build, make_vars
+        self.stages = [(t, k) for t, k in LATER_TARGETS if k in kinds]
+        self.done = {}  # kind -> make's exit status
+        self.p = None
+        self.log = os.path.join(build, "tests", "later-build.log")
+        os.makedirs(os.path.dirname(self.log), exist_ok=True)
+        open(self.log, "w").close()
+        self._next()
+
+    def _next(self):
+        if not self.stages:
+            return
+        target = self.stages[0][0]
+        env = dict(os.environ)
+        env.pop("MFLAGS", None)
+        # make check's jobserver is not this make's (its descriptors are closed here): its own
+        # -j, one job per CPU as the Makefile sets it; the command line's variables stay.
+        env["MAKEFLAGS"] = " ".join(w for w in env.get("MAKEFLAGS", "").split()
+                                    if not w.startswith(("-j", "--jobserver")))
+        with open(self.log, "a") as log:
+            log.write(f"# make {target}\n")
+            log.flush()
+            self.p = subprocess.Popen(
+                ["make", "-C", ROOT, "--no-print-directory", f"OUT={self.build}", *self.vars,
+                 target], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True,
+                preexec_fn=lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)))
+
+    def poll(self):
+        while self.p and self.p.poll() is not None:
+            _, kind = self.stages.pop(0)
+            self.done[kind] = self.p.returncode
+            self.p = None
+            self._next()
+
+    def ready(self, kind):
+        """Whether a job of KIND may start (built, or its build failed: why_not says)."""
+        self.poll()
+        return kind not in [k for _, k in self.stages]
+
+    def why_not(self, kind):
+        """Why a job of KIND cannot run (its build failed), or None."""
+        rc = self.done.get(kind, 0)
+        if rc == 0:
+            return None
+        with open(self.log, errors="replace") as f:
+            tail = f.read()[-1500:]
+        return f"not built: make {dict((k, t) for t, k in LATER_TARGETS)[kind]} failed " \
+            f"(exit {rc}; {self.log}):\n{tail}"
+
+    def wait(self):
+        """Until every build has ended: the seconds waited."""
+        t0 = time.time()
+        while self.p:
+            self.p.wait()
+            self.poll()
+        return time.time() - t0
+
+    def stop(self):
+        if self.p and self.p.poll() is None:
+            os.killpg(self.p.pid, signal.SIGKILL)
+            self.p.wait()
+
+
+# The builds left for later, when the run has some (main), and the run's -k.
+LATER = None
+PATTERN = None
+
+
 def run_jobs(build, res, jobs, n, took, beside=(), adapt=False):
     """Run JOBS, N at a time (ADAPT: more while the CPU is idle, Idle), and BESIDE them those,
     one at a time, two while the CPU is idle; every result printed as it comes. (The tests run
@@ -519,13 +611,25 @@ def loop(build, res, lanes, running, sel, took):
         for lane, (queue, n) in enumerate(lanes):
             n = n.jobs() if isinstance(n, Idle) else n
             while queue and sum(j.lane == lane for j in running.values()) < n:
+                # the first job whose binary is built (LaterBuild): the others wait for theirs
+                k = next((k for k, job in enumerate(queue)
+                          if not LATER or LATER.ready(job[0])), None)
+                if k is None:
+                    break
                 # an exclusive job waits for the other lanes to empty; nothing starts beside it
-                if (queue[0] in EXCLUSIVE and
+                if (queue[k] in EXCLUSIVE and
                         (any(q for i, (q, _) in enumerate(lanes) if i != lane) or
                          any(j.lane != lane for j in running.values()))) or \
                         any(j.job in EXCLUSIVE for j in running.values()):
                     break
-                job = queue.pop(0)
+                job = queue.pop(k)
+                why = LATER and LATER.why_not(job[0])
+                if why:
+                    res.fail(f"{job[0]}:{job[1] or 'every unit test'}", why)
+                    continue
+                if job == ("unit", None):  # built now: a job per binary, where it stood
+                    queue[k:k] = unit_jobs(build, PATTERN)
+                    continue
                 if job[0] == "error":
                     res.fail("unit", job[1])
                     continue
@@ -534,6 +638,7 @@ def loop(build, res, lanes, running, sel, took):
                 running[j.p.stdout.fileno()] = j
                 sel.register(j.p.stdout, selectors.EVENT_READ, j)
         if not running:
+            time.sleep(0.1)  # every job left waits for its build (LaterBuild)
             continue
         # a second at most: an idle machine may take another job
         for key, _ in sel.select(timeout=1):
@@ -589,6 +694,10 @@ def main():
     ap.add_argument("--no-unit", action="store_true")
     ap.add_argument("--no-fuzz", action="store_true")
     ap.add_argument("--no-e2e", action="store_true")
+    ap.add_argument("--build-later", metavar="VARS", nargs="?", const="",
+                    help="build the unit tests and fuzzers (make test-units, test-fuzzers, with "
+                    "these make variables) at idle priority while the other tests run: make "
+                    "check's way")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--e2e", default=E2E, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -603,9 +712,20 @@ def main():
     for m in PRELOAD:
         importlib.import_module(m)
     took = {}
+    global LATER, PATTERN
+    PATTERN = args.pattern
+    if args.build_later is not None:
+        LATER = LaterBuild(args.build, {j[0] for j in together + beside},
+                           args.build_later.split())
     prom = start_prometheus(alone)
     try:
         run_jobs(args.build, res, together, max(1, args.jobs), took, adapt=not args.fixed)
+        # No compiler runs beside the tests run alone: a system-wide recording would examine
+        # each of its processes (the fuzzers are built by now, most of the time).
+        if LATER and (alone or beside):
+            waited = LATER.wait()
+            if waited >= 1:
+                res.note(f"# {waited:.0f} s waiting for the fuzzers' build")
         if alone or beside:
             res.note(f"# {time.time() - t0:.0f} s; the tests that run alone"
                      + (" (and the fuzzers and file readers beside them):" if beside else ":"))
@@ -615,6 +735,8 @@ def main():
     finally:
         if prom:
             prom[2]()
+        if LATER:
+            LATER.stop()
     save_times(args.build, took)
     res.skip_summary()
     ncpu = int(os.environ.get("BPFSIGHT_TEST_CPU", "0"))

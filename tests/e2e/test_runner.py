@@ -144,3 +144,73 @@ def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
         order = [l.strip() for l in f]
     eq(sorted(order[-4:]), ["last end", "last start", "storm end", "storm start"],
        f"the exclusive tests last: {order}")
+
+
+# make check's builds left for later (run_tests.py --build-later), planted: the unit tests'
+# build waits for the planted e2e test to run, so that test ran while they were built; the
+# fuzzers' build fails.
+LATER_MK = """
+test-units:
+	grep ^policy /proc/self/sched > $(OUT)/policy
+	touch $(OUT)/started
+	for i in $$(seq 600); do [ -e $(OUT)/e2e-ran ] && break; sleep 0.1; done
+	cc -O0 -I{unit} -o $(OUT)/tests/test_cases $(OUT)/cases.c -lm
+test-fuzzers:
+	@sleep 2; touch $(OUT)/fuzzers-ended; echo planted failure; exit 3
+"""
+WHILE_BUILT = '''
+import os, time
+def test_runs_while_the_units_are_built():
+    out = os.environ["LATER_OUT"]
+    t = time.time() + 60
+    while not os.path.exists(os.path.join(out, "started")):
+        assert time.time() < t, "the units' build never began"
+        time.sleep(0.05)
+    assert not os.path.exists(os.path.join(out, "tests", "test_cases")), "built before"
+    open(os.path.join(out, "e2e-ran"), "w").close()
+'''
+ALONE_AFTER = '''
+import os
+from helpers import alone
+@alone("no compiler beside it")
+def test_alone_after_the_builds():
+    assert os.path.exists(os.path.join(os.environ["LATER_OUT"], "fuzzers-ended")), "a build runs"
+'''
+
+
+def test_units_and_fuzzers_built_later_at_idle_priority_and_waited_for():
+    """--build-later (make check): the unit tests and the fuzzers are built by make's
+    test-units and test-fuzzers, one after the other, at idle priority (SCHED_IDLE), while the
+    other tests run; a unit test runs once built, each job whose build failed fails with the
+    build's own words, and the tests run alone begin once the builds have ended (no compiler
+    beside a system-wide recording)."""
+    d = tmpdir()
+    build = os.path.join(d, "build")
+    os.makedirs(os.path.join(build, "tests"))
+    with open(os.path.join(build, "cases.c"), "w") as f:
+        f.write(CASES)
+    mk = os.path.join(d, "later.mk")
+    with open(mk, "w") as f:
+        f.write(LATER_MK.lstrip().replace("{unit}", os.path.join(ROOT, "tests", "unit")))
+    mods = os.path.join(d, "e2e")
+    os.mkdir(mods)
+    with open(os.path.join(mods, "test_p_while_built.py"), "w") as f:
+        f.write(WHILE_BUILT.lstrip())
+    with open(os.path.join(mods, "test_p_alone_after.py"), "w") as f:
+        f.write(ALONE_AFTER.lstrip())
+    p = run([sys.executable, RUNNER, "--build", build, "--e2e", mods, "--build-later",
+             f"-f {mk}"], timeout=300, env={**os.environ, "LATER_OUT": build})
+    out = p.stdout
+    eq(p.returncode, 1, f"a run whose build failed fails: {out[-1500:]}")
+    eq(out.splitlines()[-1], "3 passed, 8 failed, 1 skipped", f"the run: {out[-2500:]}")
+    check("PASS test_p_alone_after:test_alone_after_the_builds" in out,
+          f"the tests run alone begin once the builds have ended: {out[-2500:]}")
+    check("PASS test_p_while_built:test_runs_while_the_units_are_built" in out, out[-2500:])
+    check("PASS test_cases:test_passes" in out, f"the unit test ran once built: {out[-2500:]}")
+    with open(os.path.join(build, "policy")) as f:
+        eq(f.read().split(), ["policy", ":", "5"], "the build's scheduling policy: SCHED_IDLE")
+    fuzz = [l for l in out.splitlines() if l.startswith("FAIL fuzz:")]
+    eq(len(fuzz), 6, f"every fuzzer's job failed: {out[-2500:]}")
+    for l in fuzz:
+        check("not built: make test-fuzzers failed (exit 2; " in l, l)
+    check(out.count("planted failure") >= 6, f"the build's words: {out[-2500:]}")
