@@ -214,3 +214,64 @@ def test_units_and_fuzzers_built_later_at_idle_priority_and_waited_for():
     for l in fuzz:
         check("not built: make test-fuzzers failed (exit 2; " in l, l)
     check(out.count("planted failure") >= 6, f"the build's words: {out[-2500:]}")
+
+
+# The fuzzers beside the exclusive tests (run_tests.py's fuzz lane), planted: a fuzzer that
+# says its scheduling policy and runs until the exclusive test that lets fuzzers beside it has
+# begun; an exclusive test that does not, after it.
+FAKE_FUZZER = """#!/bin/sh
+grep ^policy /proc/self/sched > "$LATER_OUT/fuzz-policy"
+echo "fuzz start" >> "$RUNNER_LOG"
+for i in $(seq 600); do grep -q "storm start" "$RUNNER_LOG" && break; sleep 0.1; done
+echo "fuzz end" >> "$RUNNER_LOG"
+echo "Done 1 runs in 0 second(s)" >&2
+"""
+FUZZ_PHASES = {
+    "test_py_storm.py": '''
+from runner_marks import mark, wait_mark
+ALONE = "both cores"
+EXCLUSIVE = True
+FUZZERS_BESIDE = "they take no core it wants"
+def test_storm():
+    mark("storm", after=["fuzz start"])
+''',
+    "test_py_quiet.py": '''
+from helpers import alone
+from runner_marks import mark
+@alone("the machine's next pid", exclusive=True)
+def test_quiet():
+    mark("quiet", after=["fuzz end", "storm end"])
+''',
+    "runner_marks.py": PHASES["runner_marks.py"],
+}
+
+
+def test_fuzzers_run_at_idle_priority_beside_the_exclusive_tests_that_let_them():
+    """The fuzzers run at idle priority (SCHED_IDLE) beside the tests run alone, an exclusive
+    test marked FUZZERS_BESIDE (a storm taking both cores) included; an exclusive test not so
+    marked begins once they have ended."""
+    d = tmpdir()
+    build = os.path.join(d, "build")
+    os.makedirs(os.path.join(build, "tests"))
+    fuzzer = os.path.join(build, "tests", "fuzz_pylines")
+    with open(fuzzer, "w") as f:
+        f.write(FAKE_FUZZER)
+    os.chmod(fuzzer, 0o755)
+    mods = os.path.join(d, "e2e")
+    os.mkdir(mods)
+    for name, text in FUZZ_PHASES.items():
+        with open(os.path.join(mods, name), "w") as f:
+            f.write(text.lstrip())
+    log = os.path.join(d, "marks")
+    open(log, "w").close()
+    p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--e2e", mods, "-k", "py"],
+            timeout=300, env={**os.environ, "RUNNER_LOG": log, "LATER_OUT": build})
+    eq(p.stdout.splitlines()[-1], "3 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
+    with open(log) as f:
+        order = [l.strip() for l in f]
+    # (the fuzzer waits for the storm's start: run one after the other, it would end first)
+    check(order.index("storm start") < order.index("fuzz end"),
+          f"the fuzzer ran beside the storm: {order}")
+    eq(order[-2:], ["quiet start", "quiet end"], "the quiet test after both")
+    with open(os.path.join(build, "fuzz-policy")) as f:
+        eq(f.read().split(), ["policy", ":", "5"], "the fuzzer's scheduling policy: SCHED_IDLE")
