@@ -121,6 +121,18 @@ def mark(name, after=(), then=None):
 }
 
 
+def planted(d, modules):
+    """MODULES ({file: text}) written to D/e2e, and an empty D/marks: (their folder, marks)."""
+    mods = os.path.join(d, "e2e")
+    os.mkdir(mods)
+    for name, text in modules.items():
+        with open(os.path.join(mods, name), "w") as f:
+            f.write(text.lstrip())
+    log = os.path.join(d, "marks")
+    open(log, "w").close()
+    return mods, log
+
+
 def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
     """A module marked BESIDE runs in the phase of the tests run alone, at the same time as
     one (each waits for the other to begin), never with the jobs run together, and so does a
@@ -128,13 +140,7 @@ def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
     @alone(why, exclusive=True), or of a module with EXCLUSIVE = True, begins once every other
     test has ended."""
     d = tmpdir()
-    mods = os.path.join(d, "e2e")
-    os.mkdir(mods)
-    for name, text in PHASES.items():
-        with open(os.path.join(mods, name), "w") as f:
-            f.write(text.lstrip())
-    log = os.path.join(d, "marks")
-    open(log, "w").close()
+    mods, log = planted(d, PHASES)
     build = os.path.join(d, "build")
     os.makedirs(os.path.join(build, "tests"))
     p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--no-fuzz", "--e2e", mods],
@@ -257,13 +263,7 @@ def test_fuzzers_run_at_idle_priority_beside_the_exclusive_tests_that_let_them()
     with open(fuzzer, "w") as f:
         f.write(FAKE_FUZZER)
     os.chmod(fuzzer, 0o755)
-    mods = os.path.join(d, "e2e")
-    os.mkdir(mods)
-    for name, text in FUZZ_PHASES.items():
-        with open(os.path.join(mods, name), "w") as f:
-            f.write(text.lstrip())
-    log = os.path.join(d, "marks")
-    open(log, "w").close()
+    mods, log = planted(d, FUZZ_PHASES)
     p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--e2e", mods, "-k", "py"],
             timeout=300, env={**os.environ, "RUNNER_LOG": log, "LATER_OUT": build})
     eq(p.stdout.splitlines()[-1], "3 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
