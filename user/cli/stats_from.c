@@ -212,6 +212,19 @@ static const struct table *rank_sum(const struct verdict_from *vf)
 	return vf ? verdict__table(verdict_from__verdict(vf), ch_nccl_rank_sum.name) : NULL;
 }
 
+/* nccl_rank_sum for nccl_stragglers' sentences into *RSUM: asked, or, where the verdict VF
+ * (NULL: none) found no collective in the rows, its empty table without the query's cost. */
+static int ask_rank_sum(struct ch_server *s, const struct verdict_from *vf, const char *where,
+			const char *job, const char *files, struct table **rsum)
+{
+	*rsum = table__new(ch_nccl_rank_sum.name);
+	if (!*rsum)
+		return -ENOMEM;
+	if (vf && !verdict_from__has_kind(vf, ch_nccl_rank_sum.needs))
+		return stats_from__no_rows(&ch_nccl_rank_sum, *rsum);
+	return stats_from__table(s, &ch_nccl_rank_sum, where, job, files, *rsum);
+}
+
 int stats_from__run(const struct stats_from *f, FILE *out)
 {
 	char *list = strdup(f->reports ? f->reports : ""), *tok, *save = NULL, where[1024];
@@ -301,12 +314,8 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 			err = stats_from__table(&s, r, where, job, files, t);
 		if (!err && stragglers && f->fmt == STATS_FORMAT_TABLE) {
 			/* its sentences read nccl_rank_sum: asked once, kept for its report */
-			if (!rank_sum(vf) && !rsum) {
-				rsum = table__new(ch_nccl_rank_sum.name);
-				err = rsum ? stats_from__table(&s, &ch_nccl_rank_sum, where, job,
-							       files, rsum)
-					   : -ENOMEM;
-			}
+			if (!rank_sum(vf) && !rsum)
+				err = ask_rank_sum(&s, vf, where, job, files, &rsum);
 			if (!err)
 				err = stats_from__straggler_notes(&s, where, job, files, t,
 								  rank_sum(vf) ?: rsum);
@@ -389,12 +398,8 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 				     : -ENOMEM;
 		t[n] = t[n] ?: own[n];
 		/* its sentences, as stats --from prints them under it, from nccl_rank_sum asked once */
-		if (!err && stragglers && !rank_sum(vf)) {
-			rsum = table__new(ch_nccl_rank_sum.name);
-			err = rsum ? stats_from__table(&s, &ch_nccl_rank_sum, where, job, files,
-						       rsum)
-				   : -ENOMEM;
-		}
+		if (!err && stragglers && !rank_sum(vf))
+			err = ask_rank_sum(&s, vf, where, job, files, &rsum);
 		if (!err && stragglers)
 			err = stats_from__straggler_notes(&s, where, job, files, own[n],
 							  rank_sum(vf) ?: rsum);

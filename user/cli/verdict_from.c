@@ -201,12 +201,21 @@ static int lives(struct vfrom *q, struct verdict *v)
 	return 0;
 }
 
-/* 1 when the rows have events of KIND (the events per kind, asked first). */
-static int has_kind(const struct vfrom *q, const char *kind)
+/* 1 when the rows have events of any kind of KINDS ("offcpu,offcpu_exit": the events per
+ * kind, asked first). */
+static int has_kind(const struct vfrom *q, const char *kinds)
 {
-	for (int r = 0; q->kinds && r < table__nrows(q->kinds); r++)
-		if (!strcmp(table__get_str(q->kinds, r, 0) ?: "", kind))
-			return table__get_u64(q->kinds, r, 1) > 0;
+	for (const char *k = kinds; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+		size_t len = strcspn(k, ",");
+
+		for (int r = 0; q->kinds && r < table__nrows(q->kinds); r++) {
+			const char *have = table__get_str(q->kinds, r, 0) ?: "";
+
+			if (strlen(have) == len && !strncmp(have, k, len) &&
+			    table__get_u64(q->kinds, r, 1) > 0)
+				return 1;
+		}
+	}
 	return 0;
 }
 
@@ -214,12 +223,15 @@ static int has_kind(const struct vfrom *q, const char *kind)
 static int input(struct vfrom *q, struct verdict *v, const char *name)
 {
 	const struct ch_report *r = ch_report__find(name);
+	int state = !r, err;
 	struct table *t;
-	int err;
 
 	if (verdict__table(v, name))
 		return 0; /* another family reads it too */
-	if (r && r->needs && !has_kind(q, r->needs)) {
+	r = r ?: ch_verdict__state(name);
+	if (!r)
+		return 0; /* not computed there: the family is not judged (said) */
+	if (r->needs && !has_kind(q, r->needs)) {
 		/* no row to answer with: its empty table, not its query's cost (ch_reports.h) */
 		t = q->n < MAX_INPUTS ? table__new(r->name) : NULL;
 		err = t ? stats_from__no_rows(r, t) : q->n < MAX_INPUTS ? -ENOMEM : -E2BIG;
@@ -228,17 +240,10 @@ static int input(struct vfrom *q, struct verdict *v, const char *name)
 			return err;
 		}
 		q->t[q->n++] = t;
-		return verdict__set_report(v, r->name, t, NULL);
+	} else if (!(t = ask(q, r, &err))) {
+		return err;
 	}
-	if (r) {
-		t = ask(q, r, &err);
-		return t ? verdict__set_report(v, r->name, t, NULL) : err;
-	}
-	r = ch_verdict__state(name);
-	if (!r)
-		return 0; /* not computed there: the family is not judged (said) */
-	t = ask(q, r, &err);
-	return t ? verdict__load(v, r->name, t) : err;
+	return state ? verdict__load(v, r->name, t) : verdict__set_report(v, r->name, t, NULL);
 }
 
 /* 1 when the server computes input NAME (LEN bytes): a report, or a rule's state. */

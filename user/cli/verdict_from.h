@@ -21,8 +21,9 @@ struct verdict_from;
 struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, const char *where,
 					 const char *job, const char *files, int *err);
 const struct verdict *verdict_from__verdict(const struct verdict_from *vf);
-/* 1 when the rows VF judged have events of KIND (struct ch_report.needs). */
-int verdict_from__has_kind(const struct verdict_from *vf, const char *kind);
+/* 1 when the rows VF judged have events of any of KINDS, comma-separated (struct
+ * ch_report.needs). */
+int verdict_from__has_kind(const struct verdict_from *vf, const char *kinds);
 void verdict_from__free(struct verdict_from *vf);
 
 #endif /* BPFSIGHT_VERDICT_FROM_H */

@@ -106,6 +106,7 @@ static const struct ch_report ch_open_at_edges_state = {
 					    ".events WHERE {W} AND " CH_API_KINDS
 					    " GROUP BY file_id, file, pid, tid) ANY LEFT JOIN (" CH_THREAD_NS
 					    ") USING file_id, file, pid, tid FORMAT TabSeparated",
+	.needs = "blas_api,cublas_api,cuda_api,cudnn_api,nccl_api", /* the API calls by thread */
 };
 
 /*
