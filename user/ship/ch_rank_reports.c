@@ -271,6 +271,7 @@ const struct ch_report ch_rank_waits = {
 		     "ANY LEFT JOIN (" CH_WINDOW ") USING file_id) "
 	       "ANY LEFT JOIN (" CH_RANK_NS ") USING file_id, file) "
 	       "ORDER BY rank, fpid FORMAT TabSeparated",
+	.needs = "process_state", /* the ranks its process snapshots say */
 };
 
 /* clang-format on */
