@@ -104,22 +104,26 @@ static int names(struct vfrom *q, struct trace_model *m)
 	return 0;
 }
 
-/* 1 when the rows have events of any kind of KINDS ("offcpu,offcpu_exit": the events per
- * kind, asked first). */
-static int has_kind(const struct vfrom *q, const char *kinds)
+int verdict_from__kinds_have(const struct table *kinds, const char *needs)
 {
-	for (const char *k = kinds; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+	for (const char *k = needs; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
 		size_t len = strcspn(k, ",");
 
-		for (int r = 0; q->kinds && r < table__nrows(q->kinds); r++) {
-			const char *have = table__get_str(q->kinds, r, 0) ?: "";
+		for (int r = 0; kinds && r < table__nrows(kinds); r++) {
+			const char *have = table__get_str(kinds, r, 0) ?: "";
 
 			if (strlen(have) == len && !strncmp(have, k, len) &&
-			    table__get_u64(q->kinds, r, 1) > 0)
+			    table__get_u64(kinds, r, 1) > 0)
 				return 1;
 		}
 	}
 	return 0;
+}
+
+/* 1 when the rows have events of any kind of KINDS (the events per kind, asked first). */
+static int has_kind(const struct vfrom *q, const char *kinds)
+{
+	return verdict_from__kinds_have(q->kinds, kinds);
 }
 
 /* System call NAME's number (x86-64), -1 when the table does not know it. */
@@ -335,9 +339,9 @@ const struct verdict *verdict_from__verdict(const struct verdict_from *vf)
 	return vf->v;
 }
 
-int verdict_from__has_kind(const struct verdict_from *vf, const char *kind)
+const struct table *verdict_from__kinds(const struct verdict_from *vf)
 {
-	return has_kind(&vf->q, kind);
+	return vf->q.kinds;
 }
 
 void verdict_from__free(struct verdict_from *vf)
