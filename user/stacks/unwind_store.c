@@ -226,7 +226,7 @@ static int by_age(const void *a, const void *b)
 }
 
 /* The store back under its bound: the entries used longest ago removed. */
-static void trim(const char *dir)
+void unwind_store__trim(const char *dir)
 {
 	struct entry_age *v = NULL;
 	size_t n = 0, cap = 0;
@@ -259,7 +259,8 @@ static void trim(const char *dir)
 	closedir(dp);
 }
 
-int unwind_store__write(const char *dir, const struct unwind_table *t, __u64 elf_size)
+/* T kept in DIR (unwind_store__write), the store not trimmed. */
+static int write_entry(const char *dir, const struct unwind_table *t, __u64 elf_size)
 {
 	struct store_hdr h = { .version = UNWIND_STORE_VERSION,
 			       .hdr_size = sizeof(h),
@@ -298,13 +299,21 @@ int unwind_store__write(const char *dir, const struct unwind_table *t, __u64 elf
 		err = -errno;
 	if (err)
 		unlink(tmp);
-	else
-		trim(dir);
 	return err;
 }
 
-int unwind_store__table(const char *dir, const char *path, const char *root,
-			struct unwind_table *out, int *how, char *why, size_t len)
+int unwind_store__write(const char *dir, const struct unwind_table *t, __u64 elf_size)
+{
+	int err = write_entry(dir, t, elf_size);
+
+	if (!err)
+		unwind_store__trim(dir);
+	return err;
+}
+
+int unwind_store__table_untrimmed(const char *dir, const char *path, const char *root,
+				  struct unwind_table *out, int *how, char *why, size_t len,
+				  int *wrote)
 {
 	char id[UNWIND_BUILD_ID_LEN];
 	__u64 t0 = mono_now_ns();
@@ -312,6 +321,7 @@ int unwind_store__table(const char *dir, const char *path, const char *root,
 	int fd, err;
 
 	*how = UNWIND_STORE_BUILT;
+	*wrote = 0;
 	fd = safe_open__regular(path, NULL);
 	if (fd < 0) {
 		memset(out, 0, sizeof(*out));
@@ -332,7 +342,17 @@ int unwind_store__table(const char *dir, const char *path, const char *root,
 	}
 	err = unwind_table__build_fd(fd, path, root, out);
 	if (!err && dir && !strcmp(out->build_id, id))
-		unwind_store__write(dir, out, (__u64)st.st_size);
+		*wrote = !write_entry(dir, out, (__u64)st.st_size);
 	close(fd);
+	return err;
+}
+
+int unwind_store__table(const char *dir, const char *path, const char *root,
+			struct unwind_table *out, int *how, char *why, size_t len)
+{
+	int wrote, err = unwind_store__table_untrimmed(dir, path, root, out, how, why, len, &wrote);
+
+	if (wrote)
+		unwind_store__trim(dir);
 	return err;
 }
