@@ -65,7 +65,8 @@ struct elf_syms {
 	 */
 	int sorted;
 	pthread_mutex_t sort_lock;
-	__u32 *hash; /* name hash -> first symbol of that name */
+	int names_only; /* elf_syms__open_names: no PLT read, no elf_syms__at */
+	__u32 *hash;	/* name hash -> first symbol of that name */
 	__u32 hmask;
 	char *names;
 	size_t names_len, names_cap;
@@ -354,7 +355,7 @@ static const __u32 *sorted_index(const struct elf_syms *cs)
 	return s->by_addr;
 }
 
-struct elf_syms *elf_syms__open(const char *path, const char *root)
+static struct elf_syms *open_syms(const char *path, const char *root, int names_only)
 {
 	struct elf_table tabs[3];
 	struct elf_dbg d = { .fd = -1 };
@@ -375,6 +376,7 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 		return NULL;
 	}
 	pthread_mutex_init(&s->sort_lock, NULL);
+	s->names_only = names_only;
 	s->fd = safe_open__regular(path, NULL);
 	if (s->fd < 0) {
 		err = s->fd == -EINVAL ? -ENOEXEC : s->fd; /* not a regular file: no ELF file */
@@ -384,7 +386,7 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 	if (!elf)
 		goto fail;
 	err = read_segments(s, elf);
-	if (!err)
+	if (!err && !names_only)
 		err = elf_plt__read(elf, &s->plt);
 	if (err)
 		goto fail;
@@ -418,6 +420,16 @@ fail:
 	elf_syms__free(s);
 	errno = -err;
 	return NULL;
+}
+
+struct elf_syms *elf_syms__open(const char *path, const char *root)
+{
+	return open_syms(path, root, 0);
+}
+
+struct elf_syms *elf_syms__open_names(const char *path, const char *root)
+{
+	return open_syms(path, root, 1);
 }
 
 void elf_syms__free(struct elf_syms *s)
@@ -518,7 +530,7 @@ int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
 	__u32 lo = 0, hi, first, i;
 	__u64 size = 0, end;
 
-	if (!s)
+	if (!s || s->names_only)
 		return -EINVAL;
 	stub = elf_plt__at(&s->plt, vaddr);
 	if (stub) {
