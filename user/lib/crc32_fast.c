@@ -27,9 +27,9 @@
 /* X carried on by K (its halves by K's halves), into NEXT. */
 CLMUL static __m128i fold(__m128i x, __m128i k, __m128i next)
 {
-	return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
-					   _mm_clmulepi64_si128(x, k, 0x11)),
-			     next);
+	return _mm_xor_si128(
+		_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11)),
+		next);
 }
 
 static __m128i load(const unsigned char *p)
