@@ -102,7 +102,7 @@ FUZZ_OBJS := $(patsubst $(OUT)/obj/%.o,$(OUT)/fuzz-obj/%.o,\
 FUZZERS	 := $(FUZZER) $(OUT)/tests/fuzz_decode $(OUT)/tests/fuzz_shim_unpack \
 	    $(OUT)/tests/fuzz_pylines $(OUT)/tests/fuzz_elf $(OUT)/tests/fuzz_eh_frame
 
-.PHONY: all deps vmlinux check soak test-build demo report-png fuzz bench bench-build clean help format \
+.PHONY: all deps vmlinux check soak test-build test-build-first test-units test-fuzzers demo report-png fuzz bench bench-build clean help format \
 	bench-unwind check-unwind-tables \
 	man install uninstall deb check-deb check-kernels check-torch-versions check-pyfunc-versions \
 	check-python-versions \
@@ -234,7 +234,7 @@ $(OUT)/tests/lib/lib%.so: tests/workloads/lib/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -fPIC -shared $< -o $@ -lpthread
-test-build: $(patsubst tests/workloads/lib/%.c,$(OUT)/tests/lib/lib%.so,\
+test-build-first: $(patsubst tests/workloads/lib/%.c,$(OUT)/tests/lib/lib%.so,\
 	$(wildcard tests/workloads/lib/*.c))
 
 # The native-stack workloads have frame pointers, as a program built for native stacks has.
@@ -271,9 +271,9 @@ CUDA_WORKLOADS := $(addprefix $(CUDA_WL)/,cuda_api_shared cuda_api_static cuda_d
 WL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 
 ifneq ($(wildcard $(NVCC)),)
-test-build: $(CUDA_WORKLOADS)
+test-build-first: $(CUDA_WORKLOADS)
 else
-test-build: cuda-workloads-skipped
+test-build-first: cuda-workloads-skipped
 .PHONY: cuda-workloads-skipped
 cuda-workloads-skipped:
 	@echo "  SKIP     CUDA workloads: no $(NVCC) (set CUDA_HOME); the cuda e2e tests skip"
@@ -441,7 +441,7 @@ $(OUT)/tests/nccl/%: tests/workloads/nccl/%.c
 # The test includes it by path: user/nccl.h would shadow <nccl.h>.
 $(OUT)/tests/test_nccl_report: ALL_CFLAGS += -I$(CUDA_HOME)/include \
 	-DCUDA_NCCL_H='"$(CUDA_HOME)/include/nccl.h"'
-test-build: $(NCCL_WORKLOADS)
+test-build-first: $(NCCL_WORKLOADS)
 -include $(wildcard $(OUT)/tests/nccl/*.d)
 
 # The multi-rank tests' NCCL (tests/workloads/nccl_cpu/): a library with NCCL's API, ABI and
@@ -455,7 +455,7 @@ $(NCCL_CPU)/libnccl.so.2: tests/workloads/nccl_cpu/libnccl_cpu.c tests/workloads
 $(NCCL_CPU)/nccl_ranks: tests/workloads/nccl_cpu/nccl_ranks.c $(NCCL_CPU)/libnccl.so.2
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ $(NCCL_CPU)/libnccl.so.2 -Wl,-rpath,'$$ORIGIN'
-test-build: $(NCCL_CPU)/nccl_ranks
+test-build-first: $(NCCL_CPU)/nccl_ranks
 
 # Synthetic traces for the readers' tests (records no recorder makes here: GPU, NVTX).
 $(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
@@ -467,7 +467,7 @@ $(OUT)/tests/bst_write: tests/tools/bst_write.c $(FORMAT_OBJS) | $(OUT)/tests
 $(OUT)/tests/unwind_dump: tests/tools/unwind_dump.c $(LIB_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)
-test-build: $(OUT)/tests/unwind_dump
+test-build-first: $(OUT)/tests/unwind_dump
 
 # tests/e2e/test_sched.py runs bench/pingpong.
 # A static program mapping a file executable: tests/e2e/test_mem.py's launch beside it.
@@ -476,7 +476,7 @@ $(OUT)/tests/mem/map_exec_static: tests/workloads/mem/map_exec_static.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -Wall -Werror -static $< -o $@
 
-test-build: $(OUT)/tests/mem/map_exec_static
+test-build-first: $(OUT)/tests/mem/map_exec_static
 
 # record --inject must refuse a static program without dlopen (tests/e2e/test_inject.py).
 $(OUT)/tests/inject/static_loop: tests/workloads/inject/static_loop.c
@@ -484,7 +484,7 @@ $(OUT)/tests/inject/static_loop: tests/workloads/inject/static_loop.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -Wall -Werror -static $< -o $@
 
-test-build: $(OUT)/tests/inject/static_loop
+test-build-first: $(OUT)/tests/inject/static_loop
 
 # ... and a program on musl libc (the same loop, linked by musl-gcc against ld-musl): refused
 # too. Built where musl-tools is installed (make deps); the test says so where it is not.
@@ -494,8 +494,8 @@ $(OUT)/tests/inject/musl_loop: tests/workloads/inject/static_loop.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(MUSL_CC) -O1 -Wall -Werror $< -o $@
 
-test-build: $(if $(MUSL_CC),$(OUT)/tests/inject/musl_loop)
-test-build: $(OUT)/bpfsight $(WORKLOADS) $(UNITS) $(FUZZERS) $(ELF_FIXTURES) $(OUT)/tests/bst_write \
+test-build-first: $(if $(MUSL_CC),$(OUT)/tests/inject/musl_loop)
+test-build-first: $(OUT)/bpfsight $(WORKLOADS) $(ELF_FIXTURES) $(OUT)/tests/bst_write \
 	$(OUT)/bench/pingpong
 
 # The man pages, made from docs/USAGE.md and the binary's own --help lines (tools/mkman.py).
@@ -558,8 +558,18 @@ check-kernels: test-build
 check-torch-versions: test-build
 	$(Q)$(PYTHON) tests/torch/check_torch_versions.py --build $(OUT) $(if $(SUITES),--suites $(SUITES))
 
-check: test-build
-	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT)
+# make check builds what the first tests need, then runs them while the unit tests and the
+# fuzzers are built beside them at idle priority (tests/run_tests.py --build-later: they wait
+# for their build), out of the CPU those tests leave idle, as they wait on their programs
+# (bench/RESULTS.md, "make check time"). The version is this make's: a tree the tests leave
+# dirty would rebuild the objects that print it.
+check: test-build-first
+	$(Q)$(PYTHON) tests/run_tests.py --build $(OUT) --build-later 'VERSION=$(VERSION)'
+
+# Everything the tests run: what the first ones need, the unit tests and the fuzzers.
+test-build: test-build-first test-units test-fuzzers
+test-units: $(UNITS)
+test-fuzzers: $(FUZZERS)
 
 # The unwind tables of every library and program here against readelf -wF (~8 min).
 check-unwind-tables: $(OUT)/tests/unwind_dump
@@ -736,7 +746,7 @@ $(NVML_FAKE): tests/workloads/nvml_fake/libnvidia-ml.c user/families/gpumetrics/
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -fPIC -shared \
 		-fvisibility=hidden -iquote user/families/gpumetrics/sampler \
 		-Wl,-soname,libnvidia-ml.so.1 $< -o $@
-test-build: $(NVML_FAKE)
+test-build-first: $(NVML_FAKE)
 
 $(OUT)/bpf $(OUT)/tests:
 	$(Q)mkdir -p $@

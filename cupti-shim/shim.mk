@@ -34,11 +34,11 @@ SHIM_WORKLOADS += $(SHIM_TOYSHIM_LIB) $(SHIM_WL)/toyshim_workload $(OUT)/tests/b
 
 ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
 all: $(SHIM_LIB)
-test-build: $(SHIM_LIB) $(SHIM_WORKLOADS)
+test-build-first: $(SHIM_LIB) $(SHIM_WORKLOADS)
 # bench/bench_shim.py: NVTX pairs and CUPTI records through the shim and its channel.
 bench bench-build: $(SHIM_LIB) $(SHIM_WL)/nvtx_bench $(SHIM_WL)/cupti_feed $(SHIM_TEST_LIB)
 else
-all test-build: shim-skipped
+all test-build-first: shim-skipped
 .PHONY: shim-skipped
 shim-skipped:
 	@echo "  SKIP     cupti-shim: no $(CUDA_HOME)/include/cupti.h (set CUDA_HOME); its tests skip"

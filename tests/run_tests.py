@@ -14,13 +14,17 @@ Most of the work waits (on sleeps, on recorders starting, on workloads), so it r
 worker processes at once (-j, default 4): each unit binary, each fuzzer and each e2e module's
 tests (in order, in one process) is a job. E2e tests that cannot share the machine with other
 tests are marked (`@alone("why")` from helpers, or a module's `ALONE = "why"`) and run
-afterwards, one at a time, with no other test running: only the short fuzz runs and the
-modules that read files alone (`BESIDE = "why"`: no recording, no workload, nothing traced;
-a single test says it with `@beside("why")`) go on beside them, one at a time; a test marked `@alone("why", exclusive=True)` (a module's
-`EXCLUSIVE = True`: one that takes both cores or measures its own CPU) runs last, with
-nothing beside it. Every test's lines are printed whole, as its job reports them.
+afterwards, one at a time, with no other test running: only the short fuzz runs (all at once,
+at idle priority) and the modules that read files alone (`BESIDE = "why"`: no recording, no
+workload, nothing traced; a single test says it with `@beside("why")`, one at a time) go on
+beside them; a test marked `@alone("why", exclusive=True)` (a module's `EXCLUSIVE = True`: one
+that takes both cores or measures its own CPU) runs last, with nothing beside it but the
+fuzzers where it says they may run beside it (FUZZERS_BESIDE). Every test's lines are printed
+whole, as its job reports them. With --build-later (make check), the unit tests and the
+fuzzers are built while the other tests run (LaterBuild).
 
   tests/run_tests.py [--build DIR] [-k SUBSTRING] [-j JOBS] [--no-unit] [--no-fuzz] [--no-e2e]
+                    [--build-later [VARS]]
 
 tests/README.md is the longer story: what a skip means, the time budget and the order of
 jobs, which tests run alone and why, the fuzzers and their seeds.
@@ -145,17 +149,28 @@ def run_unit(build, res, b):
         res.fail(b, f"crashed (exit {p.returncode}): {p.stderr.strip()[-500:]}")
 
 
-# (fuzzer, its seeds under tests/fuzz, seconds): every seed runs first (fuzz_decode's take
-# ~18 s whatever the limit), then new inputs until the limit: a few seconds of them here, as
-# make check's time is the 8-minute line on CI's 2 cores; `make fuzz` searches for long. A
-# failing input is kept as build/tests/FUZZER-crash-* (the output names it).
-FUZZERS = [("fuzz_reader", "seeds", 5), ("fuzz_decode", "seeds-decode", 10),
-           ("fuzz_shim_unpack", "seeds-shim_unpack", 5), ("fuzz_pylines", "seeds-pylines", 3),
-           ("fuzz_elf", "seeds-elf", 3), ("fuzz_eh_frame", "seeds-eh_frame", 3)]
+# (fuzzer, its seeds under tests/fuzz, runs): every seed runs first (fuzz_decode's take ~17
+# CPU-s), then new inputs up to that many runs in all, about what a few seconds of one core
+# make (as they did when these were seconds: the runs are what they were on a loaded machine
+# too): make check's time is the 8-minute line on CI's 2 cores; `make fuzz` searches for long.
+# A failing input is kept as build/tests/FUZZER-crash-* (the output names it).
+FUZZERS = [("fuzz_reader", "seeds", 8000), ("fuzz_decode", "seeds-decode", 500),
+           ("fuzz_shim_unpack", "seeds-shim_unpack", 300),
+           ("fuzz_pylines", "seeds-pylines", 200000), ("fuzz_elf", "seeds-elf", 4000),
+           ("fuzz_eh_frame", "seeds-eh_frame", 10000)]
+# About the seconds each takes on CI's machine alone (the order the fuzzers start in).
+FUZZ_SECONDS = {"fuzz_reader": 6, "fuzz_decode": 20, "fuzz_shim_unpack": 6, "fuzz_pylines": 4,
+                "fuzz_elf": 4, "fuzz_eh_frame": 4}
+
+
+def idle_priority():
+    """This process (a fuzzer, a later build) at SCHED_IDLE: it runs only on a CPU that no
+    test wants, and a test's thread that wakes takes the CPU from it at once."""
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 def run_fuzzer(build, res, fz):
-    seeds, secs = next((s, t) for f, s, t in FUZZERS if f == fz)
+    seeds, runs = next((s, n) for f, s, n in FUZZERS if f == fz)
     name = f"{fz}:short"
     fuzzer = os.path.join(build, "tests", fz)
     if not os.path.exists(fuzzer):
@@ -164,15 +179,18 @@ def run_fuzzer(build, res, fz):
     with tempfile.TemporaryDirectory() as corpus:
         t0 = time.time()
         try:
-            # -timeout is libFuzzer's hang detector for one input: the slowest seed takes
-            # 2.7 s alone (fuzz_decode's regress-gil-waits-far-pids), and CI's 2 cores run the
-            # fuzzers beside the tests, so 10 s was crossed under load; a hang still passes 60.
-            p = subprocess.run([fuzzer, f"-max_total_time={secs}", "-timeout=60",
-                                "-rss_limit_mb=2048", f"-artifact_prefix={fuzzer}-", corpus,
+            # At idle priority, beside the tests run alone (FUZZ_LANE): an input's wall time
+            # is what those tests leave it. -timeout is libFuzzer's hang detector for one
+            # input (in wall time): the slowest seed takes 2.7 s of CPU
+            # (fuzz_decode's regress-gil-waits-far-pids), and the tests beside it end within
+            # ~3 minutes, after which it has the machine: 600 s is a bound.
+            p = subprocess.run([fuzzer, f"-runs={runs}", "-timeout=600", "-rss_limit_mb=2048",
+                                f"-artifact_prefix={fuzzer}-", corpus,
                                 os.path.join(ROOT, "tests", "fuzz", seeds)],
-                               capture_output=True, text=True, timeout=300)
+                               capture_output=True, text=True, timeout=900,
+                               preexec_fn=idle_priority)
         except subprocess.TimeoutExpired:
-            res.fail(name, "timed out after 300 s")
+            res.fail(name, "timed out after 900 s")
             return
         if p.returncode == 0:
             last = [l for l in p.stderr.splitlines() if l.startswith("Done")]
@@ -253,10 +271,12 @@ def e2e_modules():
     """{file: (its module-level settings, [(test, why it must run alone or None)])} of
     tests/e2e, read from the sources (importing them here would give every worker this
     process's helpers state). Settings: ALONE (every test alone, why; with EXCLUSIVE = True,
-    nothing beside them), BESIDE (its tests run beside those alone, why: they only read
+    nothing beside them; with FUZZERS_BESIDE = "why" too, nothing but the fuzzers at idle
+    priority), BESIDE (its tests run beside those alone, why: they only read
     files), SPLIT (one job per test: a long module of CPU-bound tests), SECONDS (about how
     long its tests take on CI's machine: the order of a run with no times yet). A test's WHY
-    is (why, exclusive): exclusive, nothing beside it; or BESIDE_TEST (@beside: this test of
+    is (why, exclusive, fuzzers beside): exclusive, nothing beside it, but the fuzzers at idle
+    priority where it says they may run beside it; or BESIDE_TEST (@beside: this test of
     a module that records only reads files)."""
     mods = {}
     for f in sorted(os.listdir(MODULES)):
@@ -267,21 +287,22 @@ def e2e_modules():
         for node in tree.body:
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and
                     isinstance(node.targets[0], ast.Name) and
-                    node.targets[0].id in ("ALONE", "EXCLUSIVE", "BESIDE", "SPLIT",
-                                           "SECONDS")):
+                    node.targets[0].id in ("ALONE", "EXCLUSIVE", "FUZZERS_BESIDE", "BESIDE",
+                                           "SPLIT", "SECONDS")):
                 settings[node.targets[0].id] = ast.literal_eval(node.value)
         tests = []
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 why = settings.get("ALONE") and (settings["ALONE"],
-                                                 bool(settings.get("EXCLUSIVE")))
+                                                 bool(settings.get("EXCLUSIVE")),
+                                                 bool(settings.get("FUZZERS_BESIDE")))
                 for d in node.decorator_list:
                     name = isinstance(d, ast.Call) and d.args and \
                         getattr(d.func, "id", getattr(d.func, "attr", None))
                     if name == "alone":
-                        why = (ast.literal_eval(d.args[0]),
-                               any(k.arg == "exclusive" and ast.literal_eval(k.value)
-                                   for k in d.keywords))
+                        kw = {k.arg: ast.literal_eval(k.value) for k in d.keywords}
+                        why = (ast.literal_eval(d.args[0]), bool(kw.get("exclusive")),
+                               bool(kw.get("fuzzers_beside")))
                     elif name == "beside":
                         why = BESIDE_TEST
                 tests.append((node.name, why))
@@ -289,29 +310,40 @@ def e2e_modules():
     return mods
 
 
-# The jobs that run alone with nothing beside them (@alone(why, exclusive=True)).
+def unit_jobs(build, pattern):
+    """A job per unit-test binary in BUILD/tests whose name has PATTERN."""
+    tests_dir = os.path.join(build, "tests")
+    bins = sorted(f for f in os.listdir(tests_dir)
+                  if f.startswith("test_") and not f.endswith(".d"))
+    if not bins:
+        return [("error", f"no unit-test binaries in {tests_dir}: run make test-build")]
+    return [("unit", b) for b in bins if not pattern or pattern in b]
+
+
+# The jobs that run alone with nothing beside them (@alone(why, exclusive=True)), and of those
+# the ones that the fuzzers, at idle priority, may run beside (fuzzers_beside="why").
 EXCLUSIVE = set()
+FUZZERS_BESIDE = set()
 
 
 def plan(build, args):
     """(jobs run together, longest first as far as known; jobs run alone, in order; jobs run
-    beside those, one at a time)."""
+    beside those, one at a time; the fuzzers, all at once beside those at idle priority)."""
     together, alone = [], []
     pattern = args.pattern
     if not args.no_unit:
-        tests_dir = os.path.join(build, "tests")
-        bins = sorted(f for f in os.listdir(tests_dir)
-                      if f.startswith("test_") and not f.endswith(".d"))
-        if not bins:
-            together.append(("error", f"no unit-test binaries in {tests_dir}: run make "
-                             "test-build"))
-        together += [("unit", b) for b in bins if not pattern or pattern in b]
-    # The fuzzers run beside the tests that run alone, one at a time: those mostly wait
-    # (a recorder's start, Prometheus's scrapes), and a fuzzer traces nothing and is traced by
-    # nothing they look at (it loads no CUDA, Python or torch library): ~35 s of one core
-    # that the jobs run together would otherwise share.
-    beside = [("fuzz", fz) for fz, _, _ in FUZZERS
-              if not args.no_fuzz and (not pattern or pattern in f"{fz}:short")]
+        # built later (--build-later): listed once they are (unit_jobs)
+        together += [("unit", None)] if args.build_later is not None else \
+            unit_jobs(build, pattern)
+    # The fuzzers run beside the tests that run alone, all at once, at idle priority
+    # (run_fuzzer): those mostly wait (a recorder's start, Prometheus's scrapes), and a fuzzer
+    # traces nothing and is traced by nothing they look at (it loads no CUDA, Python or torch
+    # library): ~35 s of one core, out of the CPU those tests and the file readers leave idle,
+    # the exclusive ones' too where they say the fuzzers may run beside them.
+    fuzz = [("fuzz", fz) for fz, _, _ in FUZZERS
+            if not args.no_fuzz and (not pattern or pattern in f"{fz}:short")]
+    fuzz.sort(key=lambda j: -FUZZ_SECONDS.get(j[1], 0))
+    beside = []
     hint = {}
     if not args.no_e2e:
         for f, (settings, tests) in e2e_modules().items():
@@ -330,16 +362,18 @@ def plan(build, args):
                     hint[job] = settings.get("SECONDS", 0) * len(g) / len(tests)
                     if lane == "exclusive":
                         EXCLUSIVE.add(job)
+                        if all(why[2] for n, why in names if n in g):
+                            FUZZERS_BESIDE.add(job)
                     (together if lane == "together" and not settings.get("BESIDE") else
                      beside if lane in ("together", "beside") else alone).append(job)
     # Longest first (the seconds a job took in the last run in this build directory, else
     # its module's SECONDS, else the fuzzer's): a long job started last runs on by itself.
     took = load_times(build)
-    fuzz_secs = {fz: secs for fz, _, secs in FUZZERS}
-    together.sort(key=lambda j: -took.get(job_key(j), hint.get(j, fuzz_secs.get(j[1], 0))))
-    beside.sort(key=lambda j: -took.get(job_key(j), hint.get(j, fuzz_secs.get(j[1], 0))))
-    alone.sort(key=lambda j: j in EXCLUSIVE)  # last, once nothing runs beside them
-    return together, alone, beside
+    together.sort(key=lambda j: -took.get(job_key(j), hint.get(j, 0)))
+    beside.sort(key=lambda j: -took.get(job_key(j), hint.get(j, 0)))
+    # last, once nothing runs beside them; last of all, those the fuzzers may not run beside
+    alone.sort(key=lambda j: (j in EXCLUSIVE, j not in FUZZERS_BESIDE))
+    return together, alone, beside, fuzz
 
 
 def job_key(job):
@@ -501,13 +535,102 @@ class Idle:
         return self.n + self.extra
 
 
-def run_jobs(build, res, jobs, n, took, beside=(), adapt=False):
+# make check's builds left for later (--build-later): (make target, the kind of job that waits
+# for it), built in this order; the unit tests first, as they run with the first jobs.
+LATER_TARGETS = (("test-units", "unit"), ("test-fuzzers", "fuzz"))
+
+
+class LaterBuild:
+    """The unit tests and the fuzzers, built while the first tests run (make check builds
+    only what those need first): one make after the other at idle priority (SCHED_IDLE: the
+    CPU the tests leave idle while they wait on their programs, ~6% of the two cores while
+    the jobs run together; bench/RESULTS.md, "make check time"), into BUILD/tests/later-build.log.
+    A job of a kind still being built waits for it (the others go first); of a kind whose build
+    failed, it fails, with the log's end. No threads: the runner forks its workers."""
+
+    def __init__(self, build, kinds, make_vars):
+        self.build, self.vars = build, make_vars
+        self.stages = [(t, k) for t, k in LATER_TARGETS if k in kinds]
+        self.done = {}  # kind -> make's exit status
+        self.p = None
+        self.log = os.path.join(build, "tests", "later-build.log")
+        os.makedirs(os.path.dirname(self.log), exist_ok=True)
+        open(self.log, "w").close()
+        self._next()
+
+    def _next(self):
+        if not self.stages:
+            return
+        target = self.stages[0][0]
+        env = dict(os.environ)
+        env.pop("MFLAGS", None)
+        # make check's jobserver is not this make's (its descriptors are closed here): its own
+        # -j, one job per CPU as the Makefile sets it; the command line's variables stay.
+        env["MAKEFLAGS"] = " ".join(w for w in env.get("MAKEFLAGS", "").split()
+                                    if not w.startswith(("-j", "--jobserver")))
+        with open(self.log, "a") as log:
+            log.write(f"# make {target}\n")
+            log.flush()
+            self.p = subprocess.Popen(
+                ["make", "-C", ROOT, "--no-print-directory", f"OUT={self.build}", *self.vars,
+                 target], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True,
+                preexec_fn=idle_priority)
+
+    def poll(self):
+        while self.p and self.p.poll() is not None:
+            _, kind = self.stages.pop(0)
+            self.done[kind] = self.p.returncode
+            self.p = None
+            self._next()
+
+    def ready(self, kind):
+        """Whether a job of KIND may start (built, or its build failed: why_not says)."""
+        self.poll()
+        return kind not in [k for _, k in self.stages]
+
+    def why_not(self, kind):
+        """Why a job of KIND cannot run (its build failed), or None."""
+        rc = self.done.get(kind, 0)
+        if rc == 0:
+            return None
+        with open(self.log, errors="replace") as f:
+            tail = f.read()[-1500:]
+        return f"not built: make {dict((k, t) for t, k in LATER_TARGETS)[kind]} failed " \
+            f"(exit {rc}; {self.log}):\n{tail}"
+
+    def wait(self):
+        """Until every build has ended: the seconds waited."""
+        t0 = time.time()
+        while self.p:
+            self.p.wait()
+            self.poll()
+        return time.time() - t0
+
+    def stop(self):
+        if self.p and self.p.poll() is None:
+            os.killpg(self.p.pid, signal.SIGKILL)
+            self.p.wait()
+
+
+# The builds left for later, when the run has some (main), and the run's -k.
+LATER = None
+PATTERN = None
+
+
+# The lane of run_jobs' FUZZ jobs.
+FUZZ_LANE = 2
+
+
+def run_jobs(build, res, jobs, n, took, beside=(), fuzz=(), adapt=False):
     """Run JOBS, N at a time (ADAPT: more while the CPU is idle, Idle), and BESIDE them those,
-    one at a time, two while the CPU is idle; every result printed as it comes. (The tests run
-    alone left 30% of the CPU idle beside one at a time: most of them wait, on workloads,
-    sleeps, scrapes; a fresh clone's run, bench/RESULTS.md "make check time".)"""
+    one at a time, two while the CPU is idle, and FUZZ, all at once (at idle priority:
+    run_fuzzer); every result printed as it comes. (The tests run alone left 30% of the CPU
+    idle beside one at a time: most of them wait, on workloads, sleeps, scrapes; a fresh
+    clone's run, bench/RESULTS.md "make check time".)"""
     idle = Idle(n) if adapt else None
-    lanes = [(list(jobs), idle or n), (list(beside), Idle(1) if beside else 1)]
+    lanes = [(list(jobs), idle or n), (list(beside), Idle(1) if beside else 1),
+             (list(fuzz), max(1, len(fuzz)))]
     running = {}
     sel = selectors.DefaultSelector()
     try:
@@ -525,13 +648,29 @@ def loop(build, res, lanes, running, sel, took):
         for lane, (queue, n) in enumerate(lanes):
             n = n.jobs() if isinstance(n, Idle) else n
             while queue and sum(j.lane == lane for j in running.values()) < n:
-                # an exclusive job waits for the other lanes to empty; nothing starts beside it
-                if (queue[0] in EXCLUSIVE and
+                # the first job whose binary is built (LaterBuild): the others wait for theirs
+                k = next((k for k, job in enumerate(queue)
+                          if not LATER or LATER.ready(job[0])), None)
+                if k is None:
+                    break
+                # an exclusive job waits for the other lanes to empty (but for the fuzzers
+                # running at idle priority, where it lets them run beside it); nothing starts
+                # beside it
+                if (queue[k] in EXCLUSIVE and
                         (any(q for i, (q, _) in enumerate(lanes) if i != lane) or
-                         any(j.lane != lane for j in running.values()))) or \
+                         any(j.lane != lane and not (j.lane == FUZZ_LANE and
+                                                     queue[k] in FUZZERS_BESIDE)
+                             for j in running.values()))) or \
                         any(j.job in EXCLUSIVE for j in running.values()):
                     break
-                job = queue.pop(0)
+                job = queue.pop(k)
+                why = LATER and LATER.why_not(job[0])
+                if why:
+                    res.fail(f"{job[0]}:{job[1] or 'every unit test'}", why)
+                    continue
+                if job == ("unit", None):  # built now: a job per binary, where it stood
+                    queue[k:k] = unit_jobs(build, PATTERN)
+                    continue
                 if job[0] == "error":
                     res.fail("unit", job[1])
                     continue
@@ -540,6 +679,7 @@ def loop(build, res, lanes, running, sel, took):
                 running[j.p.stdout.fileno()] = j
                 sel.register(j.p.stdout, selectors.EVENT_READ, j)
         if not running:
+            time.sleep(0.1)  # every job left waits for its build (LaterBuild)
             continue
         # a second at most: an idle machine may take another job
         for key, _ in sel.select(timeout=1):
@@ -595,6 +735,10 @@ def main():
     ap.add_argument("--no-unit", action="store_true")
     ap.add_argument("--no-fuzz", action="store_true")
     ap.add_argument("--no-e2e", action="store_true")
+    ap.add_argument("--build-later", metavar="VARS", nargs="?", const="",
+                    help="build the unit tests and fuzzers (make test-units, test-fuzzers, with "
+                    "these make variables) at idle priority while the other tests run: make "
+                    "check's way")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--e2e", default=E2E, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -605,22 +749,36 @@ def main():
         return worker(args.build, args.worker)
     res = Results()
     t0 = time.time()
-    together, alone, beside = plan(args.build, args)
+    together, alone, beside, fuzz = plan(args.build, args)
     for m in PRELOAD:
         importlib.import_module(m)
     took = {}
+    global LATER, PATTERN
+    PATTERN = args.pattern
+    if args.build_later is not None:
+        LATER = LaterBuild(args.build, {j[0] for j in together + beside + fuzz},
+                           args.build_later.split())
     prom = start_prometheus(alone)
     try:
         run_jobs(args.build, res, together, max(1, args.jobs), took, adapt=not args.fixed)
-        if alone or beside:
+        # No compiler runs beside the tests run alone: a system-wide recording would examine
+        # each of its processes (the fuzzers are built by now, most of the time).
+        if LATER and (alone or beside or fuzz):
+            waited = LATER.wait()
+            if waited >= 1:
+                res.note(f"# {waited:.0f} s waiting for the fuzzers' build")
+        if alone or beside or fuzz:
             res.note(f"# {time.time() - t0:.0f} s; the tests that run alone"
-                     + (" (and the fuzzers and file readers beside them):" if beside else ":"))
+                     + (" (and the fuzzers and file readers beside them):"
+                        if beside or fuzz else ":"))
         if prom:
             os.environ[prom[0].ENV] = prom[1]
-        run_jobs(args.build, res, alone, 1, took, beside)
+        run_jobs(args.build, res, alone, 1, took, beside, fuzz)
     finally:
         if prom:
             prom[2]()
+        if LATER:
+            LATER.stop()
     save_times(args.build, took)
     res.skip_summary()
     ncpu = int(os.environ.get("BPFSIGHT_TEST_CPU", "0"))

@@ -34,13 +34,15 @@ if "BPFSIGHT_CACHE_DIR" not in os.environ:
 os.environ.pop("SUDO_UID", None)
 
 
-def alone(why, exclusive=False):
+def alone(why, exclusive=False, fuzzers_beside=None):
     """Marks a test that cannot share the machine with other tests (WHY says what it does to
     the machine or needs of it: a system-wide recording, a global setting). tests/run_tests.py
-    runs such tests after the others, one at a time, the fuzzers and the modules that only
-    read files (BESIDE) beside them; EXCLUSIVE: not even those (the machine's next pid, both
-    cores taken, a job's time measured against its own clock). A whole module says so with a
-    module-level ALONE = "why" (and EXCLUSIVE = True)."""
+    runs such tests after the others, one at a time, the fuzzers (at idle priority) and the
+    modules that only read files (BESIDE) beside them; EXCLUSIVE: not even those (the
+    machine's next pid, both cores taken, a job's time measured against its own clock), but for
+    the fuzzers where FUZZERS_BESIDE says why a process at idle priority does not change what
+    it measures (it never takes a CPU a test's thread wants). A whole module says so with a
+    module-level ALONE = "why" (and EXCLUSIVE = True, FUZZERS_BESIDE = "why")."""
     def mark(test):
         test.alone = why
         return test

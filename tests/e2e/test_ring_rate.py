@@ -33,6 +33,8 @@ ALONE = "-a records every process, and ~200k events a second take both cores"
 # Nothing beside them either (tests/run_tests.py): they take both cores, and what a stop
 # reads in its bounded time is what a core beside them would take.
 EXCLUSIVE = True
+FUZZERS_BESIDE = ("a fuzzer at idle priority runs only on a core none of their threads "
+                  "wants, and a thread that wakes takes the core from it at once")
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 LIB64 = "/usr/local/cuda/lib64"

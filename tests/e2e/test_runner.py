@@ -121,6 +121,18 @@ def mark(name, after=(), then=None):
 }
 
 
+def planted(d, modules):
+    """MODULES ({file: text}) written to D/e2e, and an empty D/marks: (their folder, marks)."""
+    mods = os.path.join(d, "e2e")
+    os.mkdir(mods)
+    for name, text in modules.items():
+        with open(os.path.join(mods, name), "w") as f:
+            f.write(text.lstrip())
+    log = os.path.join(d, "marks")
+    open(log, "w").close()
+    return mods, log
+
+
 def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
     """A module marked BESIDE runs in the phase of the tests run alone, at the same time as
     one (each waits for the other to begin), never with the jobs run together, and so does a
@@ -128,13 +140,7 @@ def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
     @alone(why, exclusive=True), or of a module with EXCLUSIVE = True, begins once every other
     test has ended."""
     d = tmpdir()
-    mods = os.path.join(d, "e2e")
-    os.mkdir(mods)
-    for name, text in PHASES.items():
-        with open(os.path.join(mods, name), "w") as f:
-            f.write(text.lstrip())
-    log = os.path.join(d, "marks")
-    open(log, "w").close()
+    mods, log = planted(d, PHASES)
     build = os.path.join(d, "build")
     os.makedirs(os.path.join(build, "tests"))
     p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--no-fuzz", "--e2e", mods],
@@ -144,3 +150,128 @@ def test_beside_modules_run_beside_the_alone_ones_and_exclusive_last():
         order = [l.strip() for l in f]
     eq(sorted(order[-4:]), ["last end", "last start", "storm end", "storm start"],
        f"the exclusive tests last: {order}")
+
+
+# make check's builds left for later (run_tests.py --build-later), planted: the unit tests'
+# build waits for the planted e2e test to run, so that test ran while they were built; the
+# fuzzers' build fails.
+LATER_MK = """
+test-units:
+	grep ^policy /proc/self/sched > $(OUT)/policy
+	touch $(OUT)/started
+	for i in $$(seq 600); do [ -e $(OUT)/e2e-ran ] && break; sleep 0.1; done
+	cc -O0 -I{unit} -o $(OUT)/tests/test_cases $(OUT)/cases.c -lm
+test-fuzzers:
+	@sleep 2; touch $(OUT)/fuzzers-ended; echo planted failure; exit 3
+"""
+WHILE_BUILT = '''
+import os, time
+def test_runs_while_the_units_are_built():
+    out = os.environ["LATER_OUT"]
+    t = time.time() + 60
+    while not os.path.exists(os.path.join(out, "started")):
+        assert time.time() < t, "the units' build never began"
+        time.sleep(0.05)
+    assert not os.path.exists(os.path.join(out, "tests", "test_cases")), "built before"
+    open(os.path.join(out, "e2e-ran"), "w").close()
+'''
+ALONE_AFTER = '''
+import os
+from helpers import alone
+@alone("no compiler beside it")
+def test_alone_after_the_builds():
+    assert os.path.exists(os.path.join(os.environ["LATER_OUT"], "fuzzers-ended")), "a build runs"
+'''
+
+
+def test_units_and_fuzzers_built_later_at_idle_priority_and_waited_for():
+    """--build-later (make check): the unit tests and the fuzzers are built by make's
+    test-units and test-fuzzers, one after the other, at idle priority (SCHED_IDLE), while the
+    other tests run; a unit test runs once built, each job whose build failed fails with the
+    build's own words, and the tests run alone begin once the builds have ended (no compiler
+    beside a system-wide recording)."""
+    d = tmpdir()
+    build = os.path.join(d, "build")
+    os.makedirs(os.path.join(build, "tests"))
+    with open(os.path.join(build, "cases.c"), "w") as f:
+        f.write(CASES)
+    mk = os.path.join(d, "later.mk")
+    with open(mk, "w") as f:
+        f.write(LATER_MK.lstrip().replace("{unit}", os.path.join(ROOT, "tests", "unit")))
+    mods = os.path.join(d, "e2e")
+    os.mkdir(mods)
+    with open(os.path.join(mods, "test_p_while_built.py"), "w") as f:
+        f.write(WHILE_BUILT.lstrip())
+    with open(os.path.join(mods, "test_p_alone_after.py"), "w") as f:
+        f.write(ALONE_AFTER.lstrip())
+    p = run([sys.executable, RUNNER, "--build", build, "--e2e", mods, "--build-later",
+             f"-f {mk}"], timeout=300, env={**os.environ, "LATER_OUT": build})
+    out = p.stdout
+    eq(p.returncode, 1, f"a run whose build failed fails: {out[-1500:]}")
+    eq(out.splitlines()[-1], "3 passed, 8 failed, 1 skipped", f"the run: {out[-2500:]}")
+    check("PASS test_p_alone_after:test_alone_after_the_builds" in out,
+          f"the tests run alone begin once the builds have ended: {out[-2500:]}")
+    check("PASS test_p_while_built:test_runs_while_the_units_are_built" in out, out[-2500:])
+    check("PASS test_cases:test_passes" in out, f"the unit test ran once built: {out[-2500:]}")
+    with open(os.path.join(build, "policy")) as f:
+        eq(f.read().split(), ["policy", ":", "5"], "the build's scheduling policy: SCHED_IDLE")
+    fuzz = [l for l in out.splitlines() if l.startswith("FAIL fuzz:")]
+    eq(len(fuzz), 6, f"every fuzzer's job failed: {out[-2500:]}")
+    for l in fuzz:
+        check("not built: make test-fuzzers failed (exit 2; " in l, l)
+    check(out.count("planted failure") >= 6, f"the build's words: {out[-2500:]}")
+
+
+# The fuzzers beside the exclusive tests (run_tests.py's fuzz lane), planted: a fuzzer that
+# says its scheduling policy and runs until the exclusive test that lets fuzzers beside it has
+# begun; an exclusive test that does not, after it.
+FAKE_FUZZER = """#!/bin/sh
+grep ^policy /proc/self/sched > "$LATER_OUT/fuzz-policy"
+echo "fuzz start" >> "$RUNNER_LOG"
+for i in $(seq 600); do grep -q "storm start" "$RUNNER_LOG" && break; sleep 0.1; done
+echo "fuzz end" >> "$RUNNER_LOG"
+echo "Done 1 runs in 0 second(s)" >&2
+"""
+FUZZ_PHASES = {
+    "test_py_storm.py": '''
+from runner_marks import mark, wait_mark
+ALONE = "both cores"
+EXCLUSIVE = True
+FUZZERS_BESIDE = "they take no core it wants"
+def test_storm():
+    mark("storm", after=["fuzz start"])
+''',
+    "test_py_quiet.py": '''
+from helpers import alone
+from runner_marks import mark
+@alone("the machine's next pid", exclusive=True)
+def test_quiet():
+    mark("quiet", after=["fuzz end", "storm end"])
+''',
+    "runner_marks.py": PHASES["runner_marks.py"],
+}
+
+
+def test_fuzzers_run_at_idle_priority_beside_the_exclusive_tests_that_let_them():
+    """The fuzzers run at idle priority (SCHED_IDLE) beside the tests run alone, an exclusive
+    test marked FUZZERS_BESIDE (a storm taking both cores) included; an exclusive test not so
+    marked begins once they have ended."""
+    d = tmpdir()
+    build = os.path.join(d, "build")
+    os.makedirs(os.path.join(build, "tests"))
+    fuzzer = os.path.join(build, "tests", "fuzz_pylines")
+    with open(fuzzer, "w") as f:
+        f.write(FAKE_FUZZER)
+    os.chmod(fuzzer, 0o755)
+    mods, log = planted(d, FUZZ_PHASES)
+    p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--e2e", mods, "-k", "py"],
+            timeout=300, env={**os.environ, "RUNNER_LOG": log, "LATER_OUT": build})
+    eq(p.stdout.splitlines()[-1], "3 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
+    with open(log) as f:
+        order = [l.strip() for l in f]
+    # (the fuzzer waits for the storm's start: run one after the other, it would end first)
+    check(order.index("storm start") < order.index("fuzz end"),
+          f"the fuzzer ran beside the storm: {order}")
+    eq(order[-2:], ["quiet start", "quiet end"], "the quiet test after both")
+    with open(os.path.join(build, "fuzz-policy")) as f:
+        eq(f.read().split(), ["policy", ":", "5"], "the fuzzer's scheduling policy: SCHED_IDLE")

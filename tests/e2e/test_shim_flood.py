@@ -23,6 +23,8 @@ ALONE = "8 threads calling CUDA in a loop on every core"
 # Nothing beside them either (tests/run_tests.py): they take both cores, and what a stop
 # reads in its bounded time is what a core beside them would take.
 EXCLUSIVE = True
+FUZZERS_BESIDE = ("a fuzzer at idle priority runs only on a core none of their threads "
+                  "wants, and a thread that wakes takes the core from it at once")
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 STORM = workload("cuda_storm")

@@ -75,7 +75,8 @@ def test_gil_bound_service_is_claimed_for_the_process():
 
 @alone("the trainer's wait is compared with its own: other tests' CPU would keep it runnable "
        "inside the DataLoader (preempted there), time no stack shows and its own clock counts",
-       exclusive=True)
+       exclusive=True, fuzzers_beside="a fuzzer at idle priority never preempts the trainer or "
+       "its workers: it runs only on a core none of them wants")
 def test_input_bound_trainer_is_claimed_at_its_loop_line():
     need_root()
     if not has(DEBIAN_PY, "torch"):

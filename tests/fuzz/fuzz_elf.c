@@ -13,6 +13,7 @@
  * them); every USDT note's arguments are encoded; the input is decoded as code too. ASan and
  * UBSan are the other checks.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,19 @@ static int each_sym(const struct elf_sym *sym, void *arg)
 	return 0;
 }
 
+/* The names-only table (the uprobe manager's look) finds what the whole one finds. */
+static int same_as_whole(const struct elf_sym *sym, void *arg)
+{
+	struct elf_syms *const *two = arg; /* names-only, whole */
+	struct elf_sym n, w;
+
+	if (elf_syms__find(two[0], sym->name, &n) || elf_syms__find(two[1], sym->name, &w) ||
+	    n.vaddr != w.vaddr || n.size != w.size || n.file_off != w.file_off ||
+	    elf_syms__at(two[0], sym->vaddr, &n) != -EINVAL)
+		abort();
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct elf_seg segs[8];
@@ -89,7 +103,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s = elf_syms__open(prog, NULL);
 	if (s) {
 		size_t nseg = elf_syms__code_segments(s, segs, 8);
+		struct elf_syms *names = elf_syms__open_names(prog, NULL);
 
+		if (names) {
+			struct elf_syms *two[2] = { names, s };
+
+			elf_syms__for_each(names, same_as_whole, two);
+			elf_syms__free(names);
+		}
 		elf_syms__for_each(s, each_sym, s);
 		for (size_t i = 0; i < nseg && i < 8; i++)
 			if (!elf_syms__off_to_vaddr(s, segs[i].off, &vaddr))

@@ -6,6 +6,7 @@
  * 120k synthetic functions, and files that are no ELF or are cut short.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -786,6 +787,112 @@ static void test_demangle_budget(void)
 	ASSERT_TRUE(!strcmp(buf, "kernel("), "cached, truncated to the caller's buffer");
 }
 
+struct fn_list {
+	struct elf_sym *v;
+	size_t n, cap;
+};
+
+static int list_cb(const struct elf_sym *sym, void *arg)
+{
+	struct fn_list *l = arg;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4096;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+	}
+	l->v[l->n++] = *sym;
+	return 0;
+}
+
+/*
+ * A names-only open (the uprobe manager's look at every file) finds what a whole one finds,
+ * lists the same functions in the same order, and refuses to name an address (it has no
+ * PLT stubs to name them by) rather than name one otherwise.
+ */
+static void test_names_only_open(void)
+{
+	struct elf_syms *full = elf_syms__open(LIBC, NULL),
+			*names = elf_syms__open_names(LIBC, NULL);
+	struct fn_list a = {}, b = {};
+	struct elf_sym x, y;
+	size_t i, same = 0;
+
+	if (!ASSERT_TRUE(full && names, "open libc both ways"))
+		goto out;
+	elf_syms__for_each(full, list_cb, &a);
+	elf_syms__for_each(names, list_cb, &b);
+	if (!ASSERT_TRUE(a.n > 1000 && a.n == b.n, "the same functions listed"))
+		goto out;
+	for (i = 0; i < a.n; i++) {
+		if (elf_syms__find(full, a.v[i].name, &x) || elf_syms__find(names, a.v[i].name, &y))
+			continue;
+		same += !strcmp(a.v[i].name, b.v[i].name) && a.v[i].vaddr == b.v[i].vaddr &&
+			x.vaddr == y.vaddr && x.size == y.size && x.file_off == y.file_off &&
+			!strcmp(x.source, y.source);
+	}
+	ASSERT_EQ(same, a.n, "each found alike, in the same order");
+	ASSERT_EQ(elf_syms__find_data(names, "program_invocation_name", &y), 0, "variables too");
+	ASSERT_EQ(elf_syms__at(full, a.v[0].vaddr, &x), 0, "a whole open names an address");
+	ASSERT_EQ(elf_syms__at(names, a.v[0].vaddr, &y), -EINVAL, "a names-only one refuses");
+out:
+	free(a.v);
+	free(b.v);
+	elf_syms__free(full);
+	elf_syms__free(names);
+}
+
+struct at_arg {
+	const struct elf_syms *s, *ref; /* REF sorted already */
+	const struct fn_list *l;
+	size_t wrong;
+};
+
+static void *at_all(void *p)
+{
+	struct at_arg *a = p;
+	struct elf_sym e, r;
+
+	for (size_t i = 0; i < a->l->n; i++) {
+		__u64 va = a->l->v[i].vaddr + 1;
+		int got = elf_syms__at(a->s, va, &e), want = elf_syms__at(a->ref, va, &r);
+
+		a->wrong += got != want || (!got && (e.vaddr != r.vaddr || e.size != r.size ||
+						     strcmp(e.name, r.name)));
+	}
+	return NULL;
+}
+
+/*
+ * The index by address is sorted by the first lookup that needs it: threads naming
+ * addresses of a table nobody looked up by address yet all get whole answers.
+ */
+static void test_first_lookups_by_address_at_once(void)
+{
+	struct elf_syms *ref = elf_syms__open(LIBC, NULL), *s = elf_syms__open(LIBC, NULL);
+	struct at_arg args[4];
+	pthread_t th[4];
+	struct fn_list l = {};
+	size_t wrong = 0;
+
+	if (!ASSERT_TRUE(ref && s, "open libc twice"))
+		goto out;
+	elf_syms__for_each(ref, list_cb, &l);
+	for (int i = 0; i < 4; i++) {
+		args[i] = (struct at_arg){ s, ref, &l, 0 };
+		pthread_create(&th[i], NULL, at_all, &args[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		wrong += args[i].wrong;
+	}
+	ASSERT_TRUE(l.n > 1000, "libc's functions");
+	ASSERT_EQ(wrong, 0, "every address named as the sorted table names it, by every thread");
+out:
+	free(l.v);
+	elf_syms__free(ref);
+	elf_syms__free(s);
+}
+
 int main(void)
 {
 	char self[400];
@@ -819,6 +926,8 @@ int main(void)
 	RUN_TEST(test_demangle);
 	RUN_TEST(test_demangle_budget);
 	RUN_TEST(test_plt_stubs_named);
+	RUN_TEST(test_names_only_open);
+	RUN_TEST(test_first_lookups_by_address_at_once);
 	ret = UNIT_EXIT();
 	sh("rm -rf %s", tmp);
 	return ret;

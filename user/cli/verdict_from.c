@@ -104,6 +104,28 @@ static int names(struct vfrom *q, struct trace_model *m)
 	return 0;
 }
 
+int verdict_from__kinds_have(const struct table *kinds, const char *needs)
+{
+	for (const char *k = needs; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+		size_t len = strcspn(k, ",");
+
+		for (int r = 0; kinds && r < table__nrows(kinds); r++) {
+			const char *have = table__get_str(kinds, r, 0) ?: "";
+
+			if (strlen(have) == len && !strncmp(have, k, len) &&
+			    table__get_u64(kinds, r, 1) > 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* 1 when the rows have events of any kind of KINDS (the events per kind, asked first). */
+static int has_kind(const struct vfrom *q, const char *kinds)
+{
+	return verdict_from__kinds_have(q->kinds, kinds);
+}
+
 /* System call NAME's number (x86-64), -1 when the table does not know it. */
 static __s32 syscall_nr(const char *name)
 {
@@ -129,9 +151,11 @@ static int snaps(struct vfrom *q, struct trace_model *m)
 					      "state",	    "syscall", "syscall_nr", "flags",
 					      "off_cpu_ns", "cpu_ns",  "stack",	     "call",
 					      "where" };
-	struct table *t = ask(q, &ch_verdict_snaps, &err);
+	struct table *t;
 
-	if (!t)
+	if (ch_verdict_snaps.needs && !has_kind(q, ch_verdict_snaps.needs))
+		return 0; /* no snapshot in the rows: nothing to observe, no query's cost */
+	if (!(t = ask(q, &ch_verdict_snaps, &err)))
 		return err;
 	for (int k = 0; k < 17; k++)
 		c[k] = table__col(t, keys[k]);
@@ -177,6 +201,15 @@ static int snaps(struct vfrom *q, struct trace_model *m)
 	return err;
 }
 
+/* The events per kind, asked before what reads them (has_kind). */
+static int kinds(struct vfrom *q)
+{
+	int err;
+
+	q->kinds = ask(q, &ch_verdict_kinds, &err);
+	return q->kinds ? 0 : err;
+}
+
 /* The forks' and exits' times, and the events per kind. */
 static int lives(struct vfrom *q, struct verdict *v)
 {
@@ -193,33 +226,24 @@ static int lives(struct vfrom *q, struct verdict *v)
 		err = verdict__set_life(
 			v, (__u32)table__get_u64(t, r, cp), (__u32)table__get_u64(t, r, ct),
 			(__u64)table__get_s64(t, r, cb), (__u64)table__get_s64(t, r, cd));
-	if (err || !(t = ask(q, &ch_verdict_kinds, &err)))
-		return err;
-	q->kinds = t;
-	for (int r = 0; r < table__nrows(t); r++)
-		verdict__count(v, table__get_str(t, r, 0), table__get_u64(t, r, 1));
-	return 0;
-}
-
-/* 1 when the rows have events of KIND (the events per kind, asked first). */
-static int has_kind(const struct vfrom *q, const char *kind)
-{
-	for (int r = 0; q->kinds && r < table__nrows(q->kinds); r++)
-		if (!strcmp(table__get_str(q->kinds, r, 0) ?: "", kind))
-			return table__get_u64(q->kinds, r, 1) > 0;
-	return 0;
+	for (int r = 0; !err && r < table__nrows(q->kinds); r++)
+		verdict__count(v, table__get_str(q->kinds, r, 0), table__get_u64(q->kinds, r, 1));
+	return err;
 }
 
 /* Input NAME of a family's rules, if the server computes it: a report's table or a state. */
 static int input(struct vfrom *q, struct verdict *v, const char *name)
 {
 	const struct ch_report *r = ch_report__find(name);
+	int state = !r, err;
 	struct table *t;
-	int err;
 
 	if (verdict__table(v, name))
 		return 0; /* another family reads it too */
-	if (r && r->needs && !has_kind(q, r->needs)) {
+	r = r ?: ch_verdict__state(name);
+	if (!r)
+		return 0; /* not computed there: the family is not judged (said) */
+	if (r->needs && !has_kind(q, r->needs)) {
 		/* no row to answer with: its empty table, not its query's cost (ch_reports.h) */
 		t = q->n < MAX_INPUTS ? table__new(r->name) : NULL;
 		err = t ? stats_from__no_rows(r, t) : q->n < MAX_INPUTS ? -ENOMEM : -E2BIG;
@@ -228,17 +252,10 @@ static int input(struct vfrom *q, struct verdict *v, const char *name)
 			return err;
 		}
 		q->t[q->n++] = t;
-		return verdict__set_report(v, r->name, t, NULL);
+	} else if (!(t = ask(q, r, &err))) {
+		return err;
 	}
-	if (r) {
-		t = ask(q, r, &err);
-		return t ? verdict__set_report(v, r->name, t, NULL) : err;
-	}
-	r = ch_verdict__state(name);
-	if (!r)
-		return 0; /* not computed there: the family is not judged (said) */
-	t = ask(q, r, &err);
-	return t ? verdict__load(v, r->name, t) : err;
+	return state ? verdict__load(v, r->name, t) : verdict__set_report(v, r->name, t, NULL);
 }
 
 /* 1 when the server computes input NAME (LEN bytes): a report, or a rule's state. */
@@ -305,6 +322,7 @@ struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, c
 	verdict__from(vf->v, url);
 	span(t, vf->m, vf->v);
 	*err = names(&vf->q, vf->m);
+	*err = *err ?: kinds(&vf->q);
 	*err = *err ?: snaps(&vf->q, vf->m);
 	*err = *err ?: lives(&vf->q, vf->v);
 	*err = *err ?: inputs(&vf->q, vf->v);
@@ -321,9 +339,9 @@ const struct verdict *verdict_from__verdict(const struct verdict_from *vf)
 	return vf->v;
 }
 
-int verdict_from__has_kind(const struct verdict_from *vf, const char *kind)
+const struct table *verdict_from__kinds(const struct verdict_from *vf)
 {
-	return has_kind(&vf->q, kind);
+	return vf->q.kinds;
 }
 
 void verdict_from__free(struct verdict_from *vf)

@@ -11,6 +11,7 @@
 struct ch_server;
 struct verdict;
 struct verdict_from;
+struct table;
 
 /*
  * The verdict on the rows WHERE selects (JOB: the job's, for its files' own rows; FILES their
@@ -21,8 +22,11 @@ struct verdict_from;
 struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, const char *where,
 					 const char *job, const char *files, int *err);
 const struct verdict *verdict_from__verdict(const struct verdict_from *vf);
-/* 1 when the rows VF judged have events of KIND (struct ch_report.needs). */
-int verdict_from__has_kind(const struct verdict_from *vf, const char *kind);
+/* The events per kind of the rows VF judged (ch_verdict_kinds' answer). */
+const struct table *verdict_from__kinds(const struct verdict_from *vf);
+/* 1 when KINDS (ch_verdict_kinds' answer; NULL: none) has events of any kind of NEEDS,
+ * comma-separated (struct ch_report.needs). */
+int verdict_from__kinds_have(const struct table *kinds, const char *needs);
 void verdict_from__free(struct verdict_from *vf);
 
 #endif /* BPFSIGHT_VERDICT_FROM_H */

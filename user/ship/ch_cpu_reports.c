@@ -61,6 +61,7 @@ const struct ch_report ch_cpu_sum = {
 	       "GROUP BY k) CROSS JOIN (SELECT count() AS nall FROM " CH_DB
 	       ".events WHERE {W} AND kind = 'cpu_sample') "
 	       "ORDER BY self DESC, total DESC, o1, o2, o3, o4, o5, k FORMAT TabSeparated",
+	.needs = "cpu_sample", /* the samples by stack */
 };
 
 /*
@@ -128,6 +129,7 @@ const struct ch_report ch_gil_stacks = {
 		"ns, visitParamExtractUInt(args, 'covered_us') * 1000 AS cov, " CH_SID
 		"kind IN ('gil_holder', 'gil_sample')) WHERE ns > 0 UNION ALL SELECT file_id, seq, "
 		"'waiter' AS label, dur AS ns, " CH_SID "kind = 'gil_wait'"),
+	.needs = "gil_holder,gil_sample,gil_wait", /* the items it weighs */
 };
 
 static const struct ch_col ch_offcpu_stacks_cols[] = {
@@ -168,6 +170,7 @@ const struct ch_report ch_offcpu_stacks = {
 		"SELECT file_id, file, pid, tid, position(args, '\"process\":') > 0 AS has_final, "
 		"visitParamExtractString(args, 'process') AS final FROM " CH_DB ".events WHERE {J} "
 		"AND kind = 'thread_names') USING file_id, file, pid, tid)"),
+	.needs = "offcpu", /* the intervals by stack */
 };
 
 static const struct ch_col ch_fault_cols[] = {
@@ -241,4 +244,5 @@ const struct ch_report ch_cpu_fault_procs = {
 		       ".events WHERE {J} AND "
 		       "kind = 'thread_names' GROUP BY file_id, file, pid) USING file_id, file, pid "
 		       "ORDER BY 1 FORMAT TabSeparated",
+	.needs = "cpu_sample", /* the samples by process */
 };

@@ -50,6 +50,7 @@ const struct ch_report ch_torch_input_waits = {
 									      "USING file_id, stack_id) ANY LEFT JOIN (" CH_THREAD_NS
 									      ") USING file_id, file, pid, tid "
 									      "FORMAT TabSeparated",
+	.needs = "offcpu,cpu_sample", /* the waits and samples by stack */
 };
 
 /*
@@ -80,6 +81,7 @@ const struct ch_report ch_blas_thread_gemms = {
 		       ".events WHERE {J} AND kind = 'thread_names' AND position(args, "
 		       "'\"blas_library\":') > 0 GROUP BY file_id, pid) USING file_id, pid) ANY LEFT "
 		       "JOIN (" CH_THREAD_NS ") USING file_id, file, pid, tid FORMAT TabSeparated",
+	.needs = "blas_api", /* the GEMMs by thread */
 };
 
 /*
@@ -156,6 +158,7 @@ const struct ch_report ch_gpum_devices = {
 							 ".events WHERE {J} AND kind = 'gpu_device' GROUP BY "
 							 "file_id, device) USING file_id, device ORDER BY "
 							 "device, file_id FORMAT TabSeparated",
+	.needs = "gpu_metrics", /* the samples by device */
 };
 
 /*
@@ -233,4 +236,5 @@ const struct ch_report ch_cublas_step_gemms = {
 	.sql = "SELECT * FROM (" CH_STEPS_PART " UNION ALL " CH_SPAN_PART
 	       " UNION ALL " CH_STEP_PROCS_PART ") ORDER BY by_step DESC, xpid, sts, atype, ctype "
 	       "FORMAT TabSeparated",
+	.needs = "cublas_api,torch_step", /* the GEMMs, the steps */
 };

@@ -59,4 +59,5 @@ const struct ch_report ch_gil_blocked_by = {
 			      "USING file_id, file, pid, tid) ANY LEFT JOIN "
 			      "(" CH_HOLDER_NAMES ") USING file_id, holder "
 			      "ORDER BY total DESC, fwaiter, holder FORMAT TabSeparated",
+	.needs = "gil_blame,gil_wait", /* the snapshots or the waits by holder */
 };

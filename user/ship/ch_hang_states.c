@@ -81,6 +81,7 @@ const struct ch_report ch_verdict_snaps = {
 														   "ANY LEFT JOIN (" CH_THREAD_NS
 														   ") USING file_id, file, pid, tid) ORDER BY file, seq "
 														   "FORMAT TabSeparated",
+	.needs = "process_state,thread_state", /* the snapshots */
 };
 
 /*
@@ -106,6 +107,7 @@ static const struct ch_report ch_open_at_edges_state = {
 					    ".events WHERE {W} AND " CH_API_KINDS
 					    " GROUP BY file_id, file, pid, tid) ANY LEFT JOIN (" CH_THREAD_NS
 					    ") USING file_id, file, pid, tid FORMAT TabSeparated",
+	.needs = "blas_api,cublas_api,cuda_api,cudnn_api,nccl_api", /* the API calls by thread */
 };
 
 /*
@@ -183,6 +185,8 @@ static const struct ch_report ch_nccl_hang_state = {
 																																																																																						     "ANY LEFT JOIN (" CH_THREAD_NS
 																																																																																						     ") USING file_id, file, pid, tid "
 																																																																																						     "ORDER BY what, file, pid, comm FORMAT TabSeparated",
+	.needs =
+		"blas_api,cublas_api,cuda_api,cudnn_api,nccl_api", /* the collectives and the calls in flight */
 };
 
 const struct ch_report *const ch_hang_states[] = {

@@ -39,6 +39,7 @@ const struct ch_report ch_mem_ooms = {
 		       ".events WHERE {W} AND kind = "
 		       "'mem_oom' GROUP BY file_id, pid, device) ANY LEFT JOIN (" CH_PROC_NS
 		       ") USING file_id, pid)) ORDER BY xpid, device FORMAT TabSeparated",
+	.needs = "mem_oom", /* the OOMs by process */
 };
 
 /*
@@ -66,4 +67,5 @@ const struct ch_report ch_mem_devices = {
 		       "'mem_oom') AND position(args, '\"reserved\":') > 0) ANY LEFT JOIN (" CH_PROC_NS
 		       ") USING file_id, pid) GROUP BY xpid, device ORDER BY xpid, device FORMAT "
 		       "TabSeparated",
+	.needs = "mem_alloc,mem_oom", /* the totals by device */
 };

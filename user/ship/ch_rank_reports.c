@@ -180,6 +180,7 @@ const struct ch_report ch_nccl_rank_sum = {
 		     "ANY LEFT JOIN (" CH_RANK_NS ") USING file_id, file) "
 	       "ANY LEFT JOIN (" CH_RANK_LABELS ") USING file_id, file, pid) "
 	       "ORDER BY rank_v, fpid FORMAT TabSeparated",
+	.needs = "nccl_api", /* the collectives' processes: none without a call */
 };
 
 /*
@@ -270,6 +271,7 @@ const struct ch_report ch_rank_waits = {
 		     "ANY LEFT JOIN (" CH_WINDOW ") USING file_id) "
 	       "ANY LEFT JOIN (" CH_RANK_NS ") USING file_id, file) "
 	       "ORDER BY rank, fpid FORMAT TabSeparated",
+	.needs = "process_state", /* the ranks its process snapshots say */
 };
 
 /* clang-format on */

@@ -37,6 +37,7 @@ static const struct ch_report ch_cuda_api_sum = {
 	.name = "cuda_api_sum",
 	.cols = ch_time_cols,
 	.sql = CH_TIME_SUM(CH_API_ROWS("cuda_api")),
+	.needs = "cuda_api", /* its rows by name: none without a call */
 };
 
 /* nccl_report.c's: the bytes the collectives moved (NULL: none known), the failed calls. */
@@ -57,6 +58,7 @@ static const struct ch_report ch_nccl_sum = {
 			     "position(args, '\"bytes\":') > 0) AS bytes, "
 			     "countIf(position(args, '\"bytes\":') > 0) AS with_bytes, "
 			     "countIf(visitParamExtractInt(args, 'ret') != 0) AS errors, "),
+	.needs = "nccl_api", /* its rows by name: none without a call */
 };
 
 /*
@@ -104,6 +106,7 @@ static const struct ch_report ch_nccl_stragglers = {
 	       "FROM " CH_DB ".events WHERE {W} AND " CH_COLL_ROWS ") "
 	       "GROUP BY comm, cseq HAVING ranks > 1 ORDER BY wait_ns DESC, comm, cseq "
 	       "FORMAT TabSeparated",
+	.needs = "nccl_api", /* the calls by collective */
 };
 
 /*
@@ -161,6 +164,7 @@ static const struct ch_report ch_osrt_sum = {
 	       "min(lo) AS min_ns, max(hi) AS max_ns, name FROM (" CH_OSRT_SAMPLES
 	       ") GROUP BY name) "
 	       "ORDER BY total_ns DESC, name FORMAT TabSeparated",
+	.needs = "syscall,syscall_agg", /* the calls and their aggregates by name */
 };
 
 /*
@@ -211,6 +215,7 @@ static const struct ch_report ch_sched_sum = {
 		       " AS ns FROM " CH_DB ".events "
 		       "WHERE {J} AND kind = 'thread_names') USING file_id, file, pid, tid "
 		       "ORDER BY offcpu_ns DESC, fpid, ftid FORMAT TabSeparated",
+	.needs = "offcpu,offcpu_exit", /* the switch-outs by thread */
 };
 
 /*
@@ -321,6 +326,8 @@ static const struct ch_report ch_gil_sum = {
 				      "visitParamExtractString(args, 'method') = 'take_gil') OR (kind = 'gil_agg' AND "
 				      "visitParamExtractUInt(args, 'hold_count') > 0))) "
 				      "ORDER BY total DESC, fpid, ftid FORMAT TabSeparated",
+	.needs =
+		"gil_wait,gil_agg,gil_python", /* a thread with waits, a snapshot or a Python process */
 };
 
 /*

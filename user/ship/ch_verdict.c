@@ -149,6 +149,7 @@ static const struct ch_report ch_osrt_thread_calls = {
 		       "FROM " CH_DB ".events WHERE {W} AND kind IN ('syscall', 'syscall_agg') "
 		       "GROUP BY file_id, file, pid, tid, nr) ANY LEFT JOIN (" CH_THREAD_NS
 		       ") USING file_id, file, pid, tid FORMAT TabSeparated",
+	.needs = "syscall,syscall_agg", /* the calls by thread */
 };
 
 /* cuda's rule (cuda_verdict.c) per thread and function: its calls' time, and theirs that
@@ -174,6 +175,7 @@ static const struct ch_report ch_cuda_thread_calls = {
 			       "cuda_api") " GROUP BY file_id, file, pid, tid, name) "
 					   "ANY LEFT JOIN (" CH_THREAD_NS
 					   ") USING file_id, file, pid, tid FORMAT TabSeparated",
+	.needs = "cuda_api", /* the calls by thread */
 };
 
 /*
@@ -223,6 +225,7 @@ static const struct ch_report ch_gpu_idle_devs = {
 			      "WHERE ts != shift) ANY LEFT JOIN (" CH_THREAD_NS
 			      ") USING file_id, file, pid, tid) GROUP BY fpid, device) "
 			      "ORDER BY fpid, device FORMAT TabSeparated",
+	.needs = "gpu_kernel,gpu_memcpy,gpu_memset", /* the GPU work by device */
 };
 
 /*

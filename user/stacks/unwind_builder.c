@@ -69,6 +69,8 @@ static void *run(void *arg)
 {
 	struct unwind_builder *b = arg;
 	struct unwind_build_job *j;
+	char *untrimmed = NULL; /* the store written to since its last trim (a copy), or NULL */
+	int wrote;
 
 	/*
 	 * The least urgent work of the recording: on a busy machine the loop, and the reads
@@ -78,6 +80,14 @@ static void *run(void *arg)
 	b->tid = (pid_t)syscall(SYS_gettid);
 	setpriority(PRIO_PROCESS, (id_t)b->tid, b->urgent ? 0 : NICE_IDLE);
 	for (;;) {
+		if (untrimmed && (b->stop || !b->todo)) {
+			/* The batch is done: the store trimmed once, not after each table. */
+			pthread_mutex_unlock(&b->lock);
+			unwind_store__trim(untrimmed);
+			free(untrimmed);
+			untrimmed = NULL;
+			pthread_mutex_lock(&b->lock);
+		}
 		while (!b->stop && !b->todo)
 			pthread_cond_wait(&b->cond, &b->lock);
 		if (b->stop)
@@ -90,8 +100,12 @@ static void *run(void *arg)
 		b->cur = j;
 		b->cur_since = mono_now_ns();
 		pthread_mutex_unlock(&b->lock);
-		j->err = unwind_store__table(j->store, j->open_path, j->root, &j->t, &j->how,
-					     j->why, sizeof(j->why));
+		j->err = unwind_store__table_untrimmed(j->store, j->open_path, j->root, &j->t,
+						       &j->how, j->why, sizeof(j->why), &wrote);
+		if (wrote && !untrimmed)
+			untrimmed = strdup(j->store); /* no memory: trimmed now instead */
+		if (wrote && !untrimmed)
+			unwind_store__trim(j->store);
 		pthread_mutex_lock(&b->lock);
 		b->cur = NULL;
 		*b->done_tail = j;

@@ -13,9 +13,9 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <zlib.h>
 #include "array.h"
 #include "cache_dir.h"
+#include "crc32_fast.h"
 #include "mono_clock.h"
 #include "safe_open.h"
 #include "unwind_store.h"
@@ -32,7 +32,7 @@ struct store_hdr {
 	__u64 elf_size; /* of the file the table was built from */
 	__u32 nrows;
 	__u32 sources;
-	__u32 rows_crc; /* zlib's crc32 of the rows */
+	__u32 rows_crc; /* zlib's crc32 of the rows (crc32_fast.h) */
 	__u32 hdr_crc;	/* of this header with hdr_crc 0 */
 	__u32 nsegs;	/* the file's executable segments (unwind_seg__bias) */
 	__u32 _pad0;
@@ -75,7 +75,7 @@ static __u32 hdr_crc(const struct store_hdr *h)
 	struct store_hdr c = *h;
 
 	c.hdr_crc = 0;
-	return (__u32)crc32(0, (const Bytef *)&c, sizeof(c));
+	return (__u32)crc32_fast(0, &c, sizeof(c));
 }
 
 /* Up to LEN bytes from FD: how many (fewer at the file's end), or -errno. */
@@ -167,8 +167,7 @@ int unwind_store__read(const char *dir, const char *id, __u64 elf_size, struct u
 		goto out;
 	}
 	got = read_some(fd, out->rows, bytes);
-	if (got != (ssize_t)bytes ||
-	    (__u32)crc32(0, (const Bytef *)out->rows, (uInt)bytes) != h.rows_crc) {
+	if (got != (ssize_t)bytes || (__u32)crc32_fast(0, out->rows, bytes) != h.rows_crc) {
 		err = refuse(-EBADMSG, why, len, "its rows' checksum does not match");
 		goto out;
 	}
@@ -226,7 +225,7 @@ static int by_age(const void *a, const void *b)
 }
 
 /* The store back under its bound: the entries used longest ago removed. */
-static void trim(const char *dir)
+void unwind_store__trim(const char *dir)
 {
 	struct entry_age *v = NULL;
 	size_t n = 0, cap = 0;
@@ -259,7 +258,8 @@ static void trim(const char *dir)
 	closedir(dp);
 }
 
-int unwind_store__write(const char *dir, const struct unwind_table *t, __u64 elf_size)
+/* T kept in DIR (unwind_store__write), the store not trimmed. */
+static int write_entry(const char *dir, const struct unwind_table *t, __u64 elf_size)
 {
 	struct store_hdr h = { .version = UNWIND_STORE_VERSION,
 			       .hdr_size = sizeof(h),
@@ -281,7 +281,7 @@ int unwind_store__write(const char *dir, const struct unwind_table *t, __u64 elf
 	memcpy(h.magic, MAGIC, sizeof(h.magic));
 	memcpy(h.build_id, t->build_id, sizeof(h.build_id));
 	memcpy(h.segs, t->segs, sizeof(h.segs));
-	h.rows_crc = (__u32)crc32(0, (const Bytef *)t->rows, (uInt)bytes);
+	h.rows_crc = (__u32)crc32_fast(0, t->rows, bytes);
 	h.hdr_crc = hdr_crc(&h);
 	/* Written whole under a name of this thread's, then renamed: a reader sees all or none. */
 	snprintf(tmp, sizeof(tmp), "%s.%d.%ld.tmp", path, (int)getpid(), (long)syscall(SYS_gettid));
@@ -298,13 +298,21 @@ int unwind_store__write(const char *dir, const struct unwind_table *t, __u64 elf
 		err = -errno;
 	if (err)
 		unlink(tmp);
-	else
-		trim(dir);
 	return err;
 }
 
-int unwind_store__table(const char *dir, const char *path, const char *root,
-			struct unwind_table *out, int *how, char *why, size_t len)
+int unwind_store__write(const char *dir, const struct unwind_table *t, __u64 elf_size)
+{
+	int err = write_entry(dir, t, elf_size);
+
+	if (!err)
+		unwind_store__trim(dir);
+	return err;
+}
+
+int unwind_store__table_untrimmed(const char *dir, const char *path, const char *root,
+				  struct unwind_table *out, int *how, char *why, size_t len,
+				  int *wrote)
 {
 	char id[UNWIND_BUILD_ID_LEN];
 	__u64 t0 = mono_now_ns();
@@ -312,6 +320,7 @@ int unwind_store__table(const char *dir, const char *path, const char *root,
 	int fd, err;
 
 	*how = UNWIND_STORE_BUILT;
+	*wrote = 0;
 	fd = safe_open__regular(path, NULL);
 	if (fd < 0) {
 		memset(out, 0, sizeof(*out));
@@ -332,7 +341,17 @@ int unwind_store__table(const char *dir, const char *path, const char *root,
 	}
 	err = unwind_table__build_fd(fd, path, root, out);
 	if (!err && dir && !strcmp(out->build_id, id))
-		unwind_store__write(dir, out, (__u64)st.st_size);
+		*wrote = !write_entry(dir, out, (__u64)st.st_size);
 	close(fd);
+	return err;
+}
+
+int unwind_store__table(const char *dir, const char *path, const char *root,
+			struct unwind_table *out, int *how, char *why, size_t len)
+{
+	int wrote, err = unwind_store__table_untrimmed(dir, path, root, out, how, why, len, &wrote);
+
+	if (wrote)
+		unwind_store__trim(dir);
 	return err;
 }

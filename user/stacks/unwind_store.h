@@ -54,5 +54,16 @@ int unwind_store__read(const char *dir, const char *id, __u64 elf_size, struct u
 		       char *why, size_t len);
 /* T (of a file of ELF_SIZE bytes) kept in DIR, the store then trimmed to its bound. 0 or -errno. */
 int unwind_store__write(const char *dir, const struct unwind_table *t, __u64 elf_size);
+/*
+ * As unwind_store__table, the store left untrimmed: *WROTE says whether an entry was written,
+ * for unwind_store__trim once a batch of tables is done. A trim reads the size and age of
+ * every entry; after each of a job's ~300 tables it was a tenth of a first recording's CPU
+ * (bench/RESULTS.md). The store is over its bound by at most the batch meanwhile.
+ */
+int unwind_store__table_untrimmed(const char *dir, const char *path, const char *root,
+				  struct unwind_table *out, int *how, char *why, size_t len,
+				  int *wrote);
+/* DIR back under UNWIND_STORE_MAX: the entries used longest ago removed. */
+void unwind_store__trim(const char *dir);
 
 #endif /* BPFSIGHT_UNWIND_STORE_H */

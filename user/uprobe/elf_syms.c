@@ -4,13 +4,16 @@
  * it is opened: the names are copied into one buffer (each distinct name once), the symbols
  * into one array, and the file stays open only for elf_syms__read (pread, so a file that is
  * replaced or truncated later cannot fault us). Lookups: a hash of names whose buckets chain
- * every symbol of that name, and an index sorted by address for elf_syms__at. The file's
+ * every symbol of that name, and an index sorted by address for elf_syms__at, sorted at the
+ * first lookup by address: most files are opened only to look names up (the uprobe manager's
+ * look at every file a process maps), and the sort was a fifth of their open. The file's
  * checks, tables and debug file are elf_file.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,9 +57,16 @@ struct elf_syms {
 	size_t nsegs;
 	struct sym *syms;
 	__u32 nsyms;
-	__u32 *by_addr; /* indices of the functions in syms, by (vaddr, preference) */
+	__u32 *by_addr; /* indices of the functions in syms, by (vaddr, preference) once SORTED */
 	__u32 nfuncs;
-	__u32 *hash; /* name hash -> first symbol of that name */
+	/*
+	 * by_addr is sorted by the first lookup that needs it (sorted_index), under SORT_LOCK:
+	 * an open table is shared by threads (stacks named by several at once).
+	 */
+	int sorted;
+	pthread_mutex_t sort_lock;
+	int names_only; /* elf_syms__open_names: no PLT read, no elf_syms__at */
+	__u32 *hash;	/* name hash -> first symbol of that name */
 	__u32 hmask;
 	char *names;
 	size_t names_len, names_cap;
@@ -65,13 +75,28 @@ struct elf_syms {
 	char build_id[ELF_BUILD_ID_LEN];
 };
 
+/*
+ * A name's hash, eight bytes at a time: C++ libraries' names run to hundreds of bytes, and
+ * a byte at a time (FNV-1a) was most of reading their tables.
+ */
 static __u32 name_hash(const char *s, size_t len)
 {
-	__u32 h = 2166136261u; /* FNV-1a */
+	const __u64 k = 0xff51afd7ed558ccdull;
+	__u64 h = 0x9e3779b97f4a7c15ull ^ len, w;
 
-	while (len--)
-		h = (h ^ (__u8)*s++) * 16777619u;
-	return h;
+	for (; len >= 8; s += 8, len -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * k;
+		h ^= h >> 32;
+	}
+	if (len) {
+		w = 0;
+		memcpy(&w, s, len);
+		h = (h ^ w) * k;
+	}
+	h ^= h >> 29;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return (__u32)(h ^ (h >> 32));
 }
 
 /* Lower is better: what find() returns and what at() names when several symbols qualify. */
@@ -149,11 +174,19 @@ static int candidate(const struct elf_syms *s, const struct elf_table *t, size_t
 	if (*object ? !in_image(s, sym->st_value) : !seg || !(seg->flags & PF_X))
 		return 0;
 	str = (const char *)t->strs->d_buf + sym->st_name;
-	end = memchr(str, 0, t->strs->d_size - sym->st_name);
-	if (!end || end == str)
+	if (((const char *)t->strs->d_buf)[t->strs->d_size - 1] == 0) {
+		/* Every name ends inside the table: one pass finds its end or its "@VER". */
+		end = strchrnul(str, '@');
+		at = *end ? end : NULL;
+	} else {
+		end = memchr(str, 0, t->strs->d_size - sym->st_name);
+		if (!end)
+			return 0;
+		at = memchr(str, '@', end - str);
+	}
+	if (end == str)
 		return 0;
 	*hidden = 0;
-	at = memchr(str, '@', end - str);
 	if (at) {
 		/* .symtab spells versions into the name; .dynsym keeps them in .gnu.version. */
 		*hidden = at[1] != '@';
@@ -303,11 +336,26 @@ static int build(struct elf_syms *s, struct elf_table *tabs, size_t ntabs)
 	for (i = 0; i < s->nsyms; i++)
 		if (!s->syms[i].object)
 			s->by_addr[s->nfuncs++] = (__u32)i;
-	qsort_r(s->by_addr, s->nfuncs, sizeof(*s->by_addr), by_addr_cmp, s);
 	return 0;
 }
 
-struct elf_syms *elf_syms__open(const char *path, const char *root)
+/* S's functions by address, sorted now if no lookup has yet (the table is const otherwise). */
+static const __u32 *sorted_index(const struct elf_syms *cs)
+{
+	struct elf_syms *s = (struct elf_syms *)cs;
+
+	if (__atomic_load_n(&s->sorted, __ATOMIC_ACQUIRE))
+		return s->by_addr;
+	pthread_mutex_lock(&s->sort_lock);
+	if (!s->sorted) {
+		qsort_r(s->by_addr, s->nfuncs, sizeof(*s->by_addr), by_addr_cmp, s);
+		__atomic_store_n(&s->sorted, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->sort_lock);
+	return s->by_addr;
+}
+
+static struct elf_syms *open_syms(const char *path, const char *root, int names_only)
 {
 	struct elf_table tabs[3];
 	struct elf_dbg d = { .fd = -1 };
@@ -327,6 +375,8 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_mutex_init(&s->sort_lock, NULL);
+	s->names_only = names_only;
 	s->fd = safe_open__regular(path, NULL);
 	if (s->fd < 0) {
 		err = s->fd == -EINVAL ? -ENOEXEC : s->fd; /* not a regular file: no ELF file */
@@ -336,7 +386,7 @@ struct elf_syms *elf_syms__open(const char *path, const char *root)
 	if (!elf)
 		goto fail;
 	err = read_segments(s, elf);
-	if (!err)
+	if (!err && !names_only)
 		err = elf_plt__read(elf, &s->plt);
 	if (err)
 		goto fail;
@@ -372,6 +422,16 @@ fail:
 	return NULL;
 }
 
+struct elf_syms *elf_syms__open(const char *path, const char *root)
+{
+	return open_syms(path, root, 0);
+}
+
+struct elf_syms *elf_syms__open_names(const char *path, const char *root)
+{
+	return open_syms(path, root, 1);
+}
+
 void elf_syms__free(struct elf_syms *s)
 {
 	if (!s)
@@ -384,6 +444,7 @@ void elf_syms__free(struct elf_syms *s)
 	free(s->hash);
 	free(s->names);
 	elf_plt__free(&s->plt);
+	pthread_mutex_destroy(&s->sort_lock);
 	free(s);
 }
 
@@ -442,14 +503,16 @@ int elf_syms__find_data(const struct elf_syms *s, const char *name, struct elf_s
 int elf_syms__for_each(const struct elf_syms *s, int (*cb)(const struct elf_sym *sym, void *arg),
 		       void *arg)
 {
+	const __u32 *by_addr;
 	struct elf_sym e;
 	__u32 i;
 	int ret;
 
 	if (!s || !cb)
 		return -EINVAL;
+	by_addr = sorted_index(s);
 	for (i = 0; i < s->nfuncs; i++) {
-		const struct sym *y = &s->syms[s->by_addr[i]];
+		const struct sym *y = &s->syms[by_addr[i]];
 
 		fill(s, y, y->size, &e);
 		ret = cb(&e, arg);
@@ -462,11 +525,12 @@ int elf_syms__for_each(const struct elf_syms *s, int (*cb)(const struct elf_sym 
 int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
 {
 	const struct elf_plt_stub *stub;
+	const __u32 *by;
 	const struct seg *seg;
 	__u32 lo = 0, hi, first, i;
 	__u64 size = 0, end;
 
-	if (!s)
+	if (!s || s->names_only)
 		return -EINVAL;
 	stub = elf_plt__at(&s->plt, vaddr);
 	if (stub) {
@@ -481,12 +545,13 @@ int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
 			};
 		return 0;
 	}
+	by = sorted_index(s);
 	hi = s->nfuncs;
 	/* The last symbol starting at or below VADDR. */
 	while (lo < hi) {
 		__u32 mid = lo + (hi - lo) / 2;
 
-		if (s->syms[s->by_addr[mid]].vaddr <= vaddr)
+		if (s->syms[by[mid]].vaddr <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -494,29 +559,28 @@ int elf_syms__at(const struct elf_syms *s, __u64 vaddr, struct elf_sym *out)
 	if (!lo)
 		return -ENOENT;
 	first = lo - 1;
-	while (first && s->syms[s->by_addr[first - 1]].vaddr == s->syms[s->by_addr[lo - 1]].vaddr)
+	while (first && s->syms[by[first - 1]].vaddr == s->syms[by[lo - 1]].vaddr)
 		first--;
 	/* The group's first entry is the preferred name; its extent is the largest size. */
-	for (i = first;
-	     i < s->nfuncs && s->syms[s->by_addr[i]].vaddr == s->syms[s->by_addr[first]].vaddr; i++)
-		if (s->syms[s->by_addr[i]].size > size)
-			size = s->syms[s->by_addr[i]].size;
+	for (i = first; i < s->nfuncs && s->syms[by[i]].vaddr == s->syms[by[first]].vaddr; i++)
+		if (s->syms[by[i]].size > size)
+			size = s->syms[by[i]].size;
 	if (!size) {
 		/* Size 0 (assembly, stripped sizes): up to the next symbol or the segment's end. */
-		seg = seg_of(s, s->syms[s->by_addr[first]].vaddr);
-		end = i < s->nfuncs ? s->syms[s->by_addr[i]].vaddr : 0;
+		seg = seg_of(s, s->syms[by[first]].vaddr);
+		end = i < s->nfuncs ? s->syms[by[i]].vaddr : 0;
 		if (seg && (!end || end > seg->vaddr + seg->filesz))
 			end = seg->vaddr + seg->filesz;
-		size = end - s->syms[s->by_addr[first]].vaddr;
+		size = end - s->syms[by[first]].vaddr;
 		/* Nor over a PLT (_init, size 0, is just before it): its stubs are not _init. */
-		end = elf_plt__boundary(&s->plt, s->syms[s->by_addr[first]].vaddr, vaddr);
+		end = elf_plt__boundary(&s->plt, s->syms[by[first]].vaddr, vaddr);
 		if (end)
-			size = end - s->syms[s->by_addr[first]].vaddr;
+			size = end - s->syms[by[first]].vaddr;
 	}
-	if (vaddr - s->syms[s->by_addr[first]].vaddr >= size)
+	if (vaddr - s->syms[by[first]].vaddr >= size)
 		return -ENOENT;
 	if (out)
-		fill(s, &s->syms[s->by_addr[first]], size, out);
+		fill(s, &s->syms[by[first]], size, out);
 	return 0;
 }
 

@@ -36,6 +36,13 @@ struct elf_sym {
  * object (text, directories, relocatable objects, truncated files), else open()'s errno.
  */
 struct elf_syms *elf_syms__open(const char *path, const char *root);
+/*
+ * As elf_syms__open, for lookups by name only (find, find_data, for_each, read, segments):
+ * the PLT's stubs are not read, and elf_syms__at on it fails (-EINVAL) rather than name
+ * an address otherwise. The uprobe manager looks at every file a process maps this way:
+ * reading the stubs (every relocation of the file) was a quarter of each open.
+ */
+struct elf_syms *elf_syms__open_names(const char *path, const char *root);
 void elf_syms__free(struct elf_syms *s);
 
 /* Find the function NAME (defined, STT_FUNC or STT_GNU_IFUNC, size may be 0). 0 or -ENOENT. */
@@ -52,7 +59,8 @@ int elf_syms__find_data(const struct elf_syms *s, const char *name, struct elf_s
 int elf_syms__for_each(const struct elf_syms *s, int (*cb)(const struct elf_sym *sym, void *arg),
 		       void *arg);
 /*
- * The function containing VADDR (an ELF address); 0 or -ENOENT. OUT->vaddr is its start; a
+ * The function containing VADDR (an ELF address); 0 or -ENOENT (-EINVAL: S was opened by
+ * elf_syms__open_names). OUT->vaddr is its start; a
  * symbol of size 0 extends to the next symbol or PLT section (OUT->size says how far). A PLT
  * stub is named after the function it jumps to, "malloc@plt" (source "plt"). Of aliases, the
  * global, default-version, shortest name wins (ncclAllReduce over pncclAllReduce).

@@ -149,8 +149,9 @@ void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char 
 
 /* uprobe_reads.c */
 /*
- * O's first reads (elf_syms__open(OPEN_PATH, ROOT), and with FD an fd of the file held open
- * for what follows), where they can be left behind: they may never end (a FUSE file system
+ * O's first reads (elf_syms__open(OPEN_PATH, ROOT); with FD, the examination's, an fd of the
+ * file held open for what follows and its names only, elf_syms__open_names), where they can
+ * be left behind: they may never end (a FUSE file system
  * whose server does not answer). 0 (*SYMS NULL when not ELF or unreadable, *FD -1 when it
  * could not be opened); -ETIMEDOUT when they had not ended after 10 s, or after 1 s once the
  * recording must stop (record_ctx__must_stop), said; a FUSE file system's device is

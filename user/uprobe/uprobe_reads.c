@@ -71,7 +71,8 @@ static void first_reads(void *arg)
 	if (r->fd < 0)
 		return;
 	snprintf(r->fd_path, sizeof(r->fd_path), "/proc/self/fd/%d", r->fd);
-	r->syms = elf_syms__open(r->fd_path, r->root[0] ? r->root : NULL);
+	/* The file's examination: its names looked up, never an address (uprobe_mgr_priv.h). */
+	r->syms = elf_syms__open_names(r->fd_path, r->root[0] ? r->root : NULL);
 }
 
 static void first_reads_drop(void *arg)
