@@ -55,7 +55,8 @@ static void needs_in_sql(const struct ch_report *r)
 {
 	char quoted[80];
 
-	for (const char *k = r->needs; k && *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+	for (const char *k = r->needs; k && *k;
+	     k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
 		snprintf(quoted, sizeof(quoted), "'%.*s'", (int)strcspn(k, ","), k);
 		if (!ASSERT_TRUE(strstr(r->sql, quoted) != NULL, r->name))
 			printf("# %s needs %s, not in its SQL\n", r->name, quoted);
@@ -65,9 +66,10 @@ static void needs_in_sql(const struct ch_report *r)
 static void test_needs_named_in_the_sql(void)
 {
 	static const char *const states[] = {
-		"osrt_thread_calls", "cuda_thread_calls", "gpu_idle_devs",   "open_at_edges_state",
-		"nccl_hang_state",   "cpu_fault_procs",	  "torch_input_waits", "blas_thread_gemms",
-		"gpum_devices",	     "cublas_step_gemms", "mem_ooms",	     "mem_devices",
+		"osrt_thread_calls",   "cuda_thread_calls", "gpu_idle_devs",
+		"open_at_edges_state", "nccl_hang_state",   "cpu_fault_procs",
+		"torch_input_waits",   "blas_thread_gemms", "gpum_devices",
+		"cublas_step_gemms",   "mem_ooms",	    "mem_devices",
 	};
 	int with = 0;
 
