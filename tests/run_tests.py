@@ -491,9 +491,15 @@ CPU = {}
 TEST_CPU = {}
 
 
+# The share of the CPU time gone idle over a second above which one more job starts (Idle):
+# at a quarter, the jobs run together left ~5% idle in bursts of 10-30% over 5 s (bench/
+# RESULTS.md, "make check time").
+IDLE_MORE = 0.15
+
+
 class Idle:
     """How much of the machine's CPU time went idle since the last look (/proc/stat), and
-    from it how many jobs to run: N, and one more each second while over a quarter of the CPU
+    from it how many jobs to run: N, and one more each second while over IDLE_MORE of the CPU
     time was idle (jobs waiting on sleeps, on recorders starting, on servers), up to 2 N; one
     fewer (no new one started) while almost none was. Four at a time leave CI's two cores
     about 5% idle while the jobs run together, now and then a quarter (bench/RESULTS.md,
@@ -527,7 +533,7 @@ class Idle:
             cur = self.read()
             if cur and cur[1] > self.last[1]:
                 idle = (cur[0] - self.last[0]) / (cur[1] - self.last[1])
-                if idle > 0.25 and self.extra < self.n:
+                if idle > IDLE_MORE and self.extra < self.n:
                     self.extra += 1
                 elif idle < 0.05 and self.extra > 0:
                     self.extra -= 1

@@ -15,6 +15,9 @@ import pymods
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, record, run, spawn,
                      stats, tmpdir)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 8
+
 PY = "/usr/bin/python3"
 # The file libblas.so.3 resolves to: Debian's reference BLAS (libblas3, in .../blas/) here.
 LIBBLAS = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")

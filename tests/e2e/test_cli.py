@@ -7,6 +7,9 @@ from helpers import (BPFSIGHT, Recorder, alone, check, eq, info, need_root, reco
                      tmpdir, workload)
 from synth import Trace
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 20
+
 SYSCALLS = workload("syscalls")
 
 

@@ -18,6 +18,9 @@ from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, record, row, ru
                      workload)
 from synth import GPU_CALL_CUDA, Trace
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 4
+
 CUBLAS_GEMM = workload("cuda/cublas_gemm")
 
 # (function, a_type, b_type, c_type, compute_type, batched, complex) in the workload's order.

@@ -14,6 +14,9 @@ from collections import Counter
 from helpers import (BPFSIGHT, Skip, check, dump, eq, need_root, record, run, stats, tmpdir,
                      workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 3
+
 CUDNN_CALLS = workload("cuda/cudnn_calls")
 OK, BAD = "CUDNN_STATUS_SUCCESS", "CUDNN_STATUS_BAD_PARAM"
 # Per repetition, the matmul graph: 13 descriptors (4 tensors, matmul and pointwise with their

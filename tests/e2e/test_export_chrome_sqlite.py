@@ -10,6 +10,9 @@ import sqlite3
 from helpers import (BPFSIGHT, check, dump, eq, info, need_root, record, run, stats, tmpdir,
                      workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 5
+
 SYSCALLS = workload("syscalls")
 CAT = {"syscall": "os_runtime", "offcpu": "sched", "loss": "loss"}  # others: "process"
 INTERVALS = ("syscall", "offcpu")

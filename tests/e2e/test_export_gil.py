@@ -23,6 +23,9 @@ import synth
 from test_export_perfetto import Model, check_matches_dump, decode, need_protoc, one
 from test_gil import need_pyenv
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 8
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 WORK = os.path.join(HERE, "..", "workloads", "gil_work.py")

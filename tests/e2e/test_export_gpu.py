@@ -28,6 +28,9 @@ from helpers import BPFSIGHT, check, docs_query, dump, eq, info, run, stats, tmp
 import synth
 from test_export_perfetto import decode, need_protoc, one
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 1
+
 # A synthetic trace read and exported: nothing traced, nothing traces (tests/run_tests.py)
 BESIDE = "reads files only"
 

@@ -31,6 +31,9 @@ import synth
 from test_export_gpu import PID, START, gpu_trace, kineto_name
 from test_gpu import FEED, SHIM_TEST, need_feed, parse
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 2
+
 LAUNCH_STAT_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync",
                      "cudaMemsetAsync")  # the calls HTA's launch statistics join on
 GPU_CATS = {"gpu_kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "gpu_memset": "gpu_memset"}

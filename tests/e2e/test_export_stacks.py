@@ -24,6 +24,9 @@ from test_stacks_cuda import CUDART, PY_CUDA, marker_line
 from test_stacks_gil import WORK as GIL_WORK
 from test_stacks_gil import line_of
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 8
+
 CPU_SPLIT = workload("cpu_split")
 
 

@@ -24,6 +24,9 @@ from helpers import (BPFSIGHT, Skip, check, docs_query, dump, eq, need_root, rec
                      workload)
 from test_export_perfetto import Model, decode, need_protoc, one
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 3
+
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 API_SHARED = workload("cuda/cuda_api_shared")
 DRIVER = workload("cuda/cuda_driver")

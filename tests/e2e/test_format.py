@@ -7,6 +7,9 @@ import subprocess
 
 from helpers import Skip, check, run
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 6
+
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 

@@ -16,6 +16,9 @@ import shim_batches
 from helpers import (BPFSIGHT, BUILD, Recorder, alone, check, dump, eq, info, need_root, run,
                      spawn, stats, tmpdir, workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 5
+
 SHIM = os.path.join(BUILD, "libbpfsight-shim.so")
 # cupti_feed feeds CUPTI records through the test variant's hook (not in the shipped shim).
 SHIM_TEST = workload("shim/libbpfsight-shim-test.so")

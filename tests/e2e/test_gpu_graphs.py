@@ -13,6 +13,9 @@ import os
 
 from helpers import BPFSIGHT, check, dump, eq, need_root, run, stats, tmpdir, workload
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 2
+
 SHIM_TEST = workload("shim/libbpfsight-shim-test.so")
 FEED = workload("shim/graph_feed")
 NODE_TYPES = {0: "kernel", 2: "memset"}

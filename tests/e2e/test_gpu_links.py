@@ -13,6 +13,9 @@ import subprocess
 import gpu_links
 from helpers import BPFSIGHT, Skip, beside, check, eq, info
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 14
+
 TRACES = os.environ.get("BPFSIGHT_SHARED_TRACES",
                         os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
                                      "traces"))

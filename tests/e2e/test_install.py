@@ -9,6 +9,9 @@ from helpers import BPFSIGHT, BUILD, ROOT, check, eq, run, tmpdir
 
 import helpers
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 2
+
 USAGE = os.path.join(ROOT, "docs", "USAGE.md")
 MAN = os.path.join(BUILD, "man")
 LONGOPT = re.compile(r"--[a-z][a-z0-9-]*")

@@ -7,6 +7,9 @@ import sys
 
 from helpers import ROOT, check, eq, run, tmpdir
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 12
+
 # For tests/run_tests.py: these tests read files only (no recording, no workload, nothing
 # traced): they run beside the tests that run alone, on the core those leave idle.
 BESIDE = "reads files only"

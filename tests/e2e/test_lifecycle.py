@@ -6,6 +6,9 @@ import subprocess
 
 from helpers import BPFSIGHT, check, dump, eq, need_root, record, tmpdir, workload
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 6
+
 SYSCALLS = workload("syscalls")
 
 

@@ -19,6 +19,9 @@ from monitor_prom import PROMTOOL, Monitor, Prometheus
 from test_nccl import PER_REP as NCCL_PER_REP, need_no_gpu
 from test_gil import LIBC, WORK, libpython_of, need_pyenv, take_gil_bpftrace, truth_of
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 15
+
 SYSCALLS = workload("syscalls")
 NCCL_CALLS = workload("nccl/nccl_calls")
 DLOPEN = workload("cuda/cuda_dlopen")

@@ -13,6 +13,9 @@ from collections import Counter
 from helpers import (Recorder, Skip, check, dump, eq, need_root, record, row, spawn, stats,
                      workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 3
+
 NCCL_CALLS = workload("nccl/nccl_calls")
 
 # Depth-0 calls per repetition of nccl_calls (its header comment has the same table).

@@ -18,6 +18,9 @@ import shim_batches
 from helpers import (BPFSIGHT, BUILD, Recorder, check, dump, eq, info, need_root, run, spawn,
                      tmpdir, wait_for, workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 10
+
 SHIM = os.path.join(BUILD, "libbpfsight-shim.so")
 RANGES = workload("shim/nvtx_ranges")
 CHAIN = workload("shim/libnvtx_chain.so")

@@ -4,6 +4,9 @@ import re
 from helpers import (Recorder, alone, check, dump, eq, info, need_root, record, row, spawn, stats,
                      wait_for, workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 3
+
 SYSCALLS = workload("syscalls")
 MS = 1_000_000
 

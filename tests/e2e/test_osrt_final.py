@@ -6,6 +6,9 @@ import sqlite3
 from helpers import BPFSIGHT, eq, row, run, stats, tmpdir
 from synth import AGG_FINAL, Trace
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 1
+
 # For tests/run_tests.py: these tests read files only (no recording, no workload, nothing
 # traced): they run beside the tests that run alone, on the core those leave idle.
 BESIDE = "reads files only"

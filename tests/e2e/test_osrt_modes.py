@@ -15,6 +15,9 @@ from helpers import (BPFSIGHT, SLOWDOWN, Recorder, check, dump, eq, info, need_r
 from monitor_prom import Monitor
 from test_monitor import metric
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 6
+
 SYSCALLS = workload("syscalls")
 MS = 1_000_000
 NOTE = "recorded with --osrt-mode blocked"

@@ -1,9 +1,13 @@
 """tests/run_tests.py itself: a skipped case is counted as skipped (never as a pass), a failed
 one as failed, and the run says what was skipped and why before its last line."""
+import ast
 import os
 import sys
 
 from helpers import check, eq, run, tmpdir
+
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 8
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RUNNER = os.path.join(ROOT, "tests", "run_tests.py")
@@ -176,6 +180,7 @@ def test_runs_while_the_units_are_built():
     open(os.path.join(out, "e2e-ran"), "w").close()
 '''
 ALONE_AFTER = '''
+import ast
 import os
 from helpers import alone
 @alone("no compiler beside it")
@@ -275,3 +280,20 @@ def test_fuzzers_run_at_idle_priority_beside_the_exclusive_tests_that_let_them()
     eq(order[-2:], ["quiet start", "quiet end"], "the quiet test after both")
     with open(os.path.join(build, "fuzz-policy")) as f:
         eq(f.read().split(), ["policy", ":", "5"], "the fuzzer's scheduling policy: SCHED_IDLE")
+
+
+def test_every_module_says_how_long_it_takes():
+    """Every e2e module says SECONDS, about how long its tests take on CI's machine: a fresh
+    clone (CI's) has no times of a last run, and a module without it started last (test_cli's
+    17 s job was, the run's end waiting on it with a core idle)."""
+    e2e = os.path.join(ROOT, "tests", "e2e")
+    missing = []
+    for f in sorted(os.listdir(e2e)):
+        if not (f.startswith("test_") and f.endswith(".py")):
+            continue
+        tree = ast.parse(open(os.path.join(e2e, f)).read(), f)
+        said = [n.value for n in tree.body if isinstance(n, ast.Assign) and
+                [getattr(t, "id", None) for t in n.targets] == ["SECONDS"]]
+        if not (said and isinstance(said[0], ast.Constant) and said[0].value > 0):
+            missing.append(f)
+    eq(missing, [], "modules without SECONDS = N (seconds, > 0)")

@@ -12,6 +12,9 @@ import subprocess
 from helpers import (BPFSIGHT, Recorder, check, dump, eq, need_root, run, tmpdir, wait_for,
                      workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 4
+
 STATIC = workload("cuda/cuda_api_static")
 ALONE = "system-wide recordings (-a): other tests' processes would be traced by them"
 

@@ -6,6 +6,9 @@ import re
 from helpers import (BUILD, SLOWDOWN, check, dump, eq, info, need_root, record, row, stats,
                      workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 3
+
 SYSCALLS = workload("syscalls")
 PINGPONG = os.path.join(BUILD, "bench", "pingpong")  # built by test-build too
 MS = 1_000_000

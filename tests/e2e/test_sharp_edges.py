@@ -9,6 +9,9 @@ import threading
 from helpers import (BPFSIGHT, Skip, check, eq, need_root, record, run, spawn, tmpdir,
                      workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 3
+
 SYSCALLS = workload("syscalls")
 
 

@@ -22,6 +22,9 @@ import time
 import monitor_prom
 from helpers import Skip, alone, check, eq, need_root, run, workload
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 3
+
 CHURN = workload("shim_churn")
 PAR = 4
 BOUND = 8 << 20

@@ -11,6 +11,9 @@ import signal
 from helpers import (BPFSIGHT, Recorder, alone, check, dump, eq, info, need_root, run, spawn,
                      tmpdir, wait_for, workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 6
+
 FAKE = workload("shim_fake")
 SHIM_KINDS = ("shim_status", "gpu_kernel", "gpu_memcpy", "gpu_memset", "gpu_api", "nvtx_range",
               "nvtx_mark", "nvtx_name")

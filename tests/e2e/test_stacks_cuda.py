@@ -10,6 +10,9 @@ from helpers import (BPFSIGHT, Recorder, check, dump, eq, need_root, record, run
                      stats, tell, workload)
 from test_gil import debian_python, pyenv_python
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 4
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY_CUDA = os.path.realpath(os.path.join(HERE, "..", "workloads", "py_cuda.py"))
 API_SHARED = workload("cuda/cuda_api_shared")

@@ -7,6 +7,9 @@ import re
 from helpers import Recorder, check, dump, eq, need_root, record, spawn, tell, workload
 from test_gil import debian_python, pyenv_python
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 7
+
 SLEEPER = r"""
 import os, sys, time
 def nap(n, secs):

@@ -17,6 +17,9 @@ from test_export_gil import rows as sql_rows
 from test_export_gil import same_rows
 from test_gil import debian_python, pyenv_python
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 5
+
 BLOCKER = r"""
 import fcntl, os, sys, time
 def nap():

@@ -29,7 +29,7 @@ FUZZERS_BESIDE = ("a fuzzer at idle priority runs only on a core none of their t
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 STORM = workload("cuda_storm")
 THREADS = 64
-RUN_S = 1.5  # of storm before the stop
+RUN_S = 1.0  # of storm before the stop: ~700k calls lost to a full ring, a stop of ~1.5 s
 STOP_S = 2.0 * SLOWDOWN  # the promise: stopped within this much of the signal
 
 

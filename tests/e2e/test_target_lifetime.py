@@ -7,6 +7,9 @@ import time
 
 from helpers import BPFSIGHT, Recorder, alone, check, eq, info, need_root, spawn, tmpdir, workload
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 3
+
 SYSCALLS = workload("syscalls")
 
 

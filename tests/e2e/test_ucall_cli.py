@@ -5,6 +5,9 @@ import os
 from helpers import (BPFSIGHT, Skip, check, dump, eq, info, need_root, record, run, tmpdir,
                      workload)
 
+# For tests/run_tests.py: about how long these tests take on CI's machine (its order).
+SECONDS = 2
+
 SYSCALLS = workload("syscalls")
 API_SHARED = workload("cuda/cuda_api_shared")
 
