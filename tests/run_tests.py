@@ -649,6 +649,17 @@ def run_jobs(build, res, jobs, n, took, beside=(), fuzz=(), adapt=False):
             j.p.wait()
 
 
+# BPFSIGHT_TEST_TIMELINE=1: a line when each job starts and ends, the seconds since the run's
+# start first (where make check's time goes: bench/RESULTS.md, "make check time").
+T0 = time.time()
+
+
+def timeline(what, j):
+    if os.environ.get("BPFSIGHT_TEST_TIMELINE"):
+        print(f"# {time.time() - T0:7.1f} {what} lane {j.lane} {job_key(j.job)[:100]}",
+              flush=True)
+
+
 def loop(build, res, lanes, running, sel, took):
     while any(q for q, _ in lanes) or running:
         for lane, (queue, n) in enumerate(lanes):
@@ -682,6 +693,7 @@ def loop(build, res, lanes, running, sel, took):
                     continue
                 j = Job(build, job)
                 j.lane = lane
+                timeline("start", j)
                 running[j.p.stdout.fileno()] = j
                 sel.register(j.p.stdout, selectors.EVENT_READ, j)
         if not running:
@@ -699,6 +711,7 @@ def loop(build, res, lanes, running, sel, took):
                 _, status, ru = os.wait4(j.p.pid, 0)
                 rc = j.p.returncode = os.waitstatus_to_exitcode(status)
                 took[job_key(j.job)] = round(time.time() - j.t0, 1)
+                timeline("end", j)
                 CPU[job_key(j.job)] = round(ru.ru_utime + ru.ru_stime, 1)
                 if rc != 0 or not j.reported:
                     res.fail(f"{j.job[0]}:{j.job[1].split(':')[0]}",
