@@ -492,9 +492,8 @@ TEST_CPU = {}
 
 
 # The share of the CPU time gone idle over a second above which one more job starts (Idle):
-# at a quarter, the jobs run together left ~5% idle in bursts of 10-30% over 5 s; at 10%, a
-# run's jobs took longer and their CPU was the most of four runs (bench/RESULTS.md, "make
-# check time": the spinning workloads' CPU grows with their tests' time).
+# at a quarter, the jobs run together left ~5% idle in bursts of 10-30% over 5 s; 10% was
+# tried once, inside the runs' spread (bench/RESULTS.md, "make check time").
 IDLE_MORE = 0.15
 
 
