@@ -158,9 +158,6 @@ FUZZERS = [("fuzz_reader", "seeds", 8000), ("fuzz_decode", "seeds-decode", 500),
            ("fuzz_shim_unpack", "seeds-shim_unpack", 300),
            ("fuzz_pylines", "seeds-pylines", 200000), ("fuzz_elf", "seeds-elf", 4000),
            ("fuzz_eh_frame", "seeds-eh_frame", 10000)]
-# About the seconds each takes on CI's machine alone (the order the fuzzers start in).
-FUZZ_SECONDS = {"fuzz_reader": 6, "fuzz_decode": 20, "fuzz_shim_unpack": 6, "fuzz_pylines": 4,
-                "fuzz_elf": 4, "fuzz_eh_frame": 4}
 
 
 def idle_priority():
@@ -342,7 +339,6 @@ def plan(build, args):
     # the exclusive ones' too where they say the fuzzers may run beside them.
     fuzz = [("fuzz", fz) for fz, _, _ in FUZZERS
             if not args.no_fuzz and (not pattern or pattern in f"{fz}:short")]
-    fuzz.sort(key=lambda j: -FUZZ_SECONDS.get(j[1], 0))
     beside = []
     hint = {}
     if not args.no_e2e:
