@@ -8,9 +8,15 @@
  * itself cannot be hooked; both events here are rare.) Loaded only when a uprobe family
  * (cuda, nccl) records.
  *
- * In launch mode the process is also stopped (SIGSTOP, taken on its way back to user space)
- * until user space has attached the probes of the new code and sent SIGCONT: the first call
- * into a freshly loaded libcudart is traced like every other.
+ * In launch mode the launched command's processes are also stopped (SIGSTOP, taken on their
+ * way back to user space) until user space has attached the probes of the new code and sent
+ * SIGCONT: the first call into a freshly loaded libcudart is traced like every other. Only
+ * those (`launched`: CMD and what it forks): a -p target's tree beside CMD (`-p 1 -- CMD`
+ * takes in every process of the machine) or -a's other processes are not bpfsight's to
+ * hold. Stopped, they also raced their own recorders: another recording that launched one of
+ * them had it continued by this one's SIGCONT before its own probes were in (a launched
+ * nccl_calls missed its first calls, test_nccl in a full make check), and a shell's job
+ * control saw its children stop.
  */
 #include "common.bpf.h"
 
@@ -28,6 +34,19 @@ struct {
 	__type(key, struct file_key);
 	__type(value, __u8);
 } known_files SEC(".maps");
+
+/*
+ * Launch mode's command and its descendants (tgids): user space puts CMD's pid in before CMD
+ * runs; a fork adds the child, the last thread's exit takes the process out (so a recycled pid
+ * is never held). The processes a new-code stop may hold.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* a handful of processes, not 65536 made up front */
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} launched SEC(".maps");
 
 const volatile __u32 stop_on_new_code = 0;
 /*
@@ -61,7 +80,7 @@ static __always_inline void report(__u32 flags, __u64 dev, __u64 ino, const char
 	    (!path || bpf_probe_read_kernel_str(((struct map_exec_path *)r)->path, BS_EXEC_PATH_LEN,
 						path) < 0))
 		((struct map_exec_path *)r)->path[0] = 0;
-	if (stop && stop_on_new_code && !bpf_send_signal(SIGSTOP_NR))
+	if (stop && !bpf_send_signal(SIGSTOP_NR))
 		r->flags |= BS_MAP_EXEC_STOPPED;
 	/* Wake user space now: the new code is about to run (a stopped process waits for
 	 * us). Forced: the default wakes the consumer only if it has read everything before,
@@ -69,13 +88,22 @@ static __always_inline void report(__u32 flags, __u64 dev, __u64 ino, const char
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
+/* Whether a new-code stop may hold process TGID: launch mode's command or its descendant. */
+static __always_inline bool held(__u32 tgid)
+{
+	return stop_on_new_code && bpf_map_lookup_elem(&launched, &tgid);
+}
+
 static __always_inline void on_exec(struct linux_binprm *bprm)
 {
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct file_key key;
 	struct inode *inode;
+	bool hold;
 
-	if (!bs_is_target(bpf_get_current_pid_tgid() >> 32))
+	if (!bs_is_target(tgid))
 		return;
+	hold = held(tgid);
 	inode = BPF_CORE_READ(bprm, file, f_inode);
 	key.ino = BPF_CORE_READ(inode, i_ino);
 	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
@@ -86,9 +114,10 @@ static __always_inline void on_exec(struct linux_binprm *bprm)
 	 * stack's rescan) can make its executable known before this tracepoint, and without
 	 * the stop a short program ran to its end unprobed (its libraries found too late).
 	 */
-	if (!stop_on_new_code && bpf_map_lookup_elem(&known_files, &key))
+	if (!hold && bpf_map_lookup_elem(&known_files, &key))
 		return;
-	report(BS_MAP_EXEC_EXEC, key.dev, key.ino, BPF_CORE_READ(bprm, filename), !skip_exec_stop);
+	report(BS_MAP_EXEC_EXEC, key.dev, key.ino, BPF_CORE_READ(bprm, filename),
+	       hold && !skip_exec_stop);
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -109,7 +138,57 @@ int BPF_PROG(exec_raw, struct task_struct *p, pid_t old_pid, struct linux_binprm
 SEC("uprobe")
 int dl_debug_state(struct pt_regs *ctx)
 {
-	if (bs_is_target(bpf_get_current_pid_tgid() >> 32))
-		report(BS_MAP_EXEC_DLOPEN, 0, 0, NULL, 1);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (bs_is_target(tgid))
+		report(BS_MAP_EXEC_DLOPEN, 0, 0, NULL, held(tgid));
+	return 0;
+}
+
+/* A process the command forks is the command's too: before the child first runs. */
+static __always_inline void on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = BPF_CORE_READ(parent, tgid), cpid = BPF_CORE_READ(child, tgid);
+	__u8 one = 1;
+
+	if (stop_on_new_code && cpid == BPF_CORE_READ(child, pid) && cpid != ppid &&
+	    bpf_map_lookup_elem(&launched, &ppid))
+		bpf_map_update_elem(&launched, &cpid, &one, BPF_ANY);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(launched_fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	on_fork(parent, child);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(launched_fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	on_fork(parent, child);
+	return 0;
+}
+
+/* The last thread gone (signal->live, as proc.bpf.c reads it): its pid may come back. */
+static __always_inline void on_exit(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (stop_on_new_code && BPF_CORE_READ(p, signal, live.counter) == 0)
+		bpf_map_delete_elem(&launched, &tgid);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(launched_exit_btf, struct task_struct *p)
+{
+	on_exit(p);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(launched_exit_raw, struct task_struct *p)
+{
+	on_exit(p);
 	return 0;
 }

@@ -6,11 +6,11 @@ import struct
 import subprocess
 import threading
 
-from helpers import (BPFSIGHT, Skip, check, eq, need_root, record, run, spawn, tmpdir,
-                     workload)
+from helpers import (BPFSIGHT, Recorder, Skip, check, eq, need_root, record, run, spawn,
+                     tell, tmpdir, workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
-SECONDS = 3
+SECONDS = 4
 
 SYSCALLS = workload("syscalls")
 
@@ -55,6 +55,55 @@ def test_launch_mode_ends_with_cmd_whatever_p_traces():
     eq(p.returncode, 7, f"CMD's exit status: {p.stderr[-300:]}")
     check(os.path.getsize(out) > 0, "no trace")
     eq(run([BPFSIGHT, "info", out]).returncode, 0, "info of the trace")
+
+
+# A job beside CMD: forks N children that exec a dynamic program (an exec and ld.so's
+# link-map hook, where launch mode holds its command's processes), and waits for each with
+# WUNTRACED, as a shell's job control does: a stop is seen.
+FORKER = r"""
+import os, sys
+n = int(sys.argv[1])
+print(os.getpid(), flush=True)
+sys.stdin.readline()
+stops = 0
+for _ in range(n):
+    pid = os.fork()
+    if pid == 0:
+        os.execv("/bin/true", ["/bin/true"])
+    while True:
+        _, st = os.waitpid(pid, os.WUNTRACED)
+        if os.WIFSTOPPED(st):
+            stops += 1
+            os.kill(pid, 18)  # SIGCONT: the test goes on either way
+            continue
+        break
+print("stopped", stops, "of", n, flush=True)
+"""
+
+
+def test_launch_mode_holds_only_its_commands_processes():
+    """`-p JOB -- CMD` with a uprobe family: launch mode stops CMD's processes at new code
+    until their probes are in, and never JOB's (nor -a's other processes): a process of
+    JOB's that execs is not stopped (its parent's waitpid(WUNTRACED) would see it), and no
+    stop of this recording continues a process another recording holds."""
+    need_root()
+    d = tmpdir()
+    script, gate = os.path.join(d, "forker.py"), os.path.join(d, "gate")
+    with open(script, "w") as f:
+        f.write(FORKER)
+    job = spawn(["python3", script, "20"])
+    jpid = int(job.stdout.readline())
+    rec = Recorder("-p", str(jpid), "-t", "nccl", "--", "sh", "-c",
+                   f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3")
+    try:
+        rec.wait_ready()
+        tell(job, "go")
+        eq(job.stdout.readline().split(), ["stopped", "0", "of", "20"],
+           f"the job's children held by a recording that did not launch them "
+           f"({rec.stderr[-400:]})")
+    finally:
+        open(gate, "w").close()
+    eq(rec.wait(60), 3, f"CMD's status: {rec.stderr[-400:]}")
 
 
 def test_record_option_conflicts_are_refused():

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "env.h"
 #include "link_reaper.h"
@@ -52,6 +53,15 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 	return m;
 }
 
+/* The programs that follow the launched command's processes, left out. */
+static void libmap_launched_off(struct libmap_bpf *l)
+{
+	bpf_program__set_autoload(l->progs.launched_fork_btf, false);
+	bpf_program__set_autoload(l->progs.launched_fork_raw, false);
+	bpf_program__set_autoload(l->progs.launched_exit_btf, false);
+	bpf_program__set_autoload(l->progs.launched_exit_raw, false);
+}
+
 /* Load and attach the new-code reporter (bpf/libmap.bpf.c). */
 static int libmap_start(struct uprobe_mgr *m)
 {
@@ -59,19 +69,32 @@ static int libmap_start(struct uprobe_mgr *m)
 	const char *env;
 	int err;
 
+	__u8 one = 1;
+	__u32 cmd;
+
 	m->libmap = libmap_bpf__open();
 	if (!m->libmap)
 		return -errno;
 	RECORD_CTX_SET_COMMON_RODATA(m->libmap, ctx, NULL);
-	/* Launch mode owns its processes: stop them on new code, so no first call is missed. */
-	m->libmap->rodata->stop_on_new_code = ctx->opts->cmd != NULL;
+	/*
+	 * Launch mode owns its command's processes, and only those: they are stopped on new code,
+	 * so no first call is missed (a -p target beside CMD, or -a's other processes, never).
+	 */
+	m->libmap->rodata->stop_on_new_code = ctx->opts->cmd != NULL && ctx->launch_pid > 0;
 	env = env__trusted("BPFSIGHT_TEST_NO_EXEC_STOP");
 	m->libmap->rodata->skip_exec_stop = env && !strcmp(env, "1");
 	if (uprobe_multi__supported())
 		uprobe_multi__prepare(m->libmap->progs.dl_debug_state);
 	err = record_ctx__prepare(ctx, m->libmap->obj);
+	if (!err && !m->libmap->rodata->stop_on_new_code)
+		/* Nobody to hold: the command's lineage need not be followed. */
+		libmap_launched_off(m->libmap);
 	if (!err)
 		err = libmap_bpf__load(m->libmap);
+	cmd = (__u32)ctx->launch_pid;
+	if (!err && m->libmap->rodata->stop_on_new_code &&
+	    bpf_map_update_elem(bpf_map__fd(m->libmap->maps.launched), &cmd, &one, BPF_ANY))
+		err = -errno;
 	if (!err)
 		err = libmap_bpf__attach(m->libmap);
 	return err;
