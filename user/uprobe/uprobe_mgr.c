@@ -67,10 +67,9 @@ static int libmap_start(struct uprobe_mgr *m)
 {
 	struct record_ctx *ctx = m->ctx;
 	const char *env;
-	int err;
-
 	__u8 one = 1;
 	__u32 cmd;
+	int err;
 
 	m->libmap = libmap_bpf__open();
 	if (!m->libmap)
