@@ -13,6 +13,7 @@ import urllib.request
 
 import clickhouse_cpu_log
 import helpers
+from free_ports import free_port
 from helpers import Skip
 
 CONFIG = """<yandex>
@@ -53,6 +54,9 @@ USERS = """<yandex>
 """
 
 
+PORT_TRIES = 3
+IN_USE = "Address already in use"  # what clickhouse-server says of a port taken
+
 NOT_JUDGED = "Not judged from "
 LEGEND = "* = the rule holds"
 
@@ -79,12 +83,6 @@ def need_server():
     return path
 
 
-def free_port(family=socket.AF_INET, host="127.0.0.1"):
-    with socket.socket(family) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def need_ipv6_loopback():
     """A kernel without IPv6 (ipv6.disable=1, no ::1 on lo) cannot run the ::1 tests."""
     try:
@@ -100,22 +98,40 @@ class ClickHouse:
         self.dir = helpers.tmpdir()
         if ipv6:
             need_ipv6_loopback()
-        fam, self.host = (socket.AF_INET6, "::1") if ipv6 else (socket.AF_INET, "127.0.0.1")
-        self.http, self.tcp = free_port(fam, self.host), free_port(fam, self.host)
-        https = ""
+        self.family, self.host = ((socket.AF_INET6, "::1") if ipv6 else
+                                  (socket.AF_INET, "127.0.0.1"))
+        self.tls_key = None
         if tls:
             # a certificate of its own, for localhost and 127.0.0.1 (BPFSIGHT_CLICKHOUSE_CA);
             # 127.0.0.2 is listened on too, a name the certificate does not have
-            self.https, self.cert = free_port(), os.path.join(self.dir, "cert.pem")
-            key = os.path.join(self.dir, "key.pem")
+            self.cert = os.path.join(self.dir, "cert.pem")
+            self.tls_key = os.path.join(self.dir, "key.pem")
             subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                            "-keyout", key, "-out", self.cert, "-days", "2", "-subj",
+                            "-keyout", self.tls_key, "-out", self.cert, "-days", "2", "-subj",
                             "/CN=localhost", "-addext",
                             "subjectAltName=DNS:localhost,IP:127.0.0.1"],
                            check=True, capture_output=True)
-            https = TLS.format(port=self.https, cert=self.cert, key=key)
         for sub in ("data", "tmp", "user_files", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        self.proc = None
+        # Ports found free can be taken before the server binds them (free_ports.py): its
+        # first start tries others then. A restart (start()) keeps them: clients hold its URL.
+        for attempt in range(PORT_TRIES):
+            self.configure()
+            try:
+                self.start()
+                return
+            except AssertionError as e:
+                if IN_USE not in str(e) or attempt == PORT_TRIES - 1:
+                    raise
+
+    def configure(self):
+        """New ports, and the config naming them."""
+        self.http, self.tcp = free_port(self.family, self.host), free_port(self.family, self.host)
+        https = ""
+        if self.tls_key:
+            self.https = free_port()
+            https = TLS.format(port=self.https, cert=self.cert, key=self.tls_key)
         config, users = clickhouse_cpu_log.configure(
             CONFIG.format(d=self.dir, http=self.http, tcp=self.tcp, https=https,
                           listen=self.host), USERS)
@@ -123,8 +139,6 @@ class ClickHouse:
             f.write(config)
         with open(os.path.join(self.dir, "users.xml"), "w") as f:
             f.write(users)
-        self.proc = None
-        self.start()
 
     def netloc(self):
         return f"[{self.host}]:{self.http}" if ":" in self.host else f"{self.host}:{self.http}"

@@ -24,17 +24,13 @@ SCRAPE_INTERVAL = "250ms"
 ENV = "BPFSIGHT_TEST_PROMETHEUS"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def pick_scraped_port():
     """A port for the monitors to listen on and Prometheus to scrape: below the ephemeral
-    range, so no connection's local port takes it between two monitors."""
+    range, so no connection's local port takes it between two monitors (tests/e2e/free_ports.py
+    says why; not imported: the runner loads this file alone). Drawn from os.urandom: forked
+    workers share Python's random state."""
     while True:
-        port = random.randrange(20000, 32000)
+        port = random.SystemRandom().randrange(20000, 32000)
         with socket.socket() as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the monitor binds
             try:
@@ -58,7 +54,7 @@ def start(scraped):
                 f"  evaluation_interval: {SCRAPE_INTERVAL}\n"
                 "scrape_configs:\n  - job_name: bpfsight\n"
                 f"    static_configs:\n      - targets: ['127.0.0.1:{scraped}']\n")
-    port = free_port()
+    port = pick_scraped_port()  # Prometheus's own
     log = os.path.join(d, "prometheus.log")
     with open(log, "w") as out:
         p = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}",

@@ -18,9 +18,10 @@ import time
 
 import helpers
 import test_commands_system as system
-from clickhouse_server import ClickHouse, free_port
+from clickhouse_server import ClickHouse
 from commands import (DEBIAN_PY, FAMILY_NEEDS, WORKLOADS, Session, examples, need_cuda,
                       need_torch)
+from free_ports import free_port
 from helpers import BPFSIGHT, check, dump, eq, info, run, workload
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).

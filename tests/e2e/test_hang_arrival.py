@@ -9,10 +9,11 @@ CLOCK_MONOTONIC), the short-lived threads' job its own CPU time."""
 import json
 import os
 import re
-import socket
 import subprocess
 import threading
 import time
+
+from free_ports import free_port
 
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, info, need_root, run, spawn,
                      stats, tmpdir, wait_for)
@@ -282,12 +283,6 @@ def test_cpu_standin_hung_before_the_recorder():
                        r"\d+\.\d s\n", v), flat(v))
     finally:
         job.kill()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Gloo:

@@ -133,7 +133,7 @@ def test_straggler_rank_is_named_with_the_others_wait():
     need_root()
     if not has(DEBIAN_PY, "torch"):
         raise Skip("Debian's python3-torch is not installed (make deps)")
-    from test_hang_arrival import free_port
+    from free_ports import free_port
     reduce_line = next(i for i, l in enumerate(open(STRAGGLER_PY), 1) if "# REDUCE" in l)
     env = dict(os.environ, WORLD_SIZE="4", MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(free_port()), PYTHONUNBUFFERED="1", SLOW_RANK="1")
@@ -260,7 +260,7 @@ def test_gloo_rank_that_catches_an_exception_survives_recording():
     need_root()
     if not has(DEBIAN_PY, "torch"):
         raise Skip("Debian's python3-torch is not installed (make deps)")
-    from test_hang_arrival import free_port
+    from free_ports import free_port
     path = os.path.join(tmpdir(), "throws.bst")
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     p = run([BPFSIGHT, "record", "-t", "nccl", "-o", path, "--", DEBIAN_PY, "-c", GLOO_THROWS],

@@ -8,9 +8,10 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
+
+from free_ports import free_port
 
 from helpers import (BPFSIGHT, Recorder, check, dump, eq, need_root, record, run, spawn, stats,
                      tmpdir, wait_for, workload)
@@ -92,12 +93,6 @@ def test_report_errors_are_reports():
         f.write(b"not a trace at all\n" * 10)
     line = one_line(run([BPFSIGHT, "report", junk]), "report junk")
     eq(line, f"bpfsight report: {junk}: not a bpfsight trace (bad magic)", "report's own name")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_monitor_bare_port_is_this_machine():
