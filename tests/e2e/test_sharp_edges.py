@@ -83,9 +83,10 @@ print("stopped", stops, "of", n, flush=True)
 
 def test_launch_mode_holds_only_its_commands_processes():
     """`-p JOB -- CMD` with a uprobe family: launch mode stops CMD's processes at new code
-    until their probes are in, and never JOB's (nor -a's other processes): a process of
-    JOB's that execs is not stopped (its parent's waitpid(WUNTRACED) would see it), and no
-    stop of this recording continues a process another recording holds."""
+    until their probes are in (test_cuda, test_nccl, test_mem: their first calls), and never
+    JOB's (nor -a's other processes): a process of JOB's that execs is not stopped (its
+    parent's waitpid(WUNTRACED) would see it). So no SIGCONT of this recording can let go a
+    process another recording holds (test_nccl's launch lost its first calls to `-p 1 --`)."""
     need_root()
     d = tmpdir()
     script, gate = os.path.join(d, "forker.py"), os.path.join(d, "gate")
