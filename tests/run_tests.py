@@ -730,6 +730,8 @@ def start_prometheus(alone):
         f = what.partition(":")[0]
         if kind == "e2e" and "Prometheus(" in open(os.path.join(MODULES, f)).read():
             PROM_MODULES.add(f)
+    if E2E not in sys.path:
+        sys.path.insert(0, E2E)  # its free_ports
     prom_server = load_module(os.path.join(E2E, "prom_server.py"))
     if not PROM_MODULES or not os.path.exists(prom_server.PROMETHEUS):
         return None

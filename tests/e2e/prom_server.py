@@ -7,11 +7,11 @@ Prometheus finds its targets at its scrape manager's first reload, 5 s after it 
 """
 import ctypes
 import os
-import random
 import shutil
-import socket
 import subprocess
 import tempfile
+
+from free_ports import free_port
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 # How often it scrapes: a test waits a scrape for its monitor's first values and another for
@@ -26,18 +26,8 @@ ENV = "BPFSIGHT_TEST_PROMETHEUS"
 
 def pick_scraped_port():
     """A port for the monitors to listen on and Prometheus to scrape: below the ephemeral
-    range, so no connection's local port takes it between two monitors (tests/e2e/free_ports.py
-    says why; not imported: the runner loads this file alone). Drawn from os.urandom: forked
-    workers share Python's random state."""
-    while True:
-        port = random.SystemRandom().randrange(20000, 32000)
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the monitor binds
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                pass
+    range, so no connection's local port takes it between two monitors (free_ports.py)."""
+    return free_port()
 
 
 def _die_with_parent():
@@ -54,7 +44,7 @@ def start(scraped):
                 f"  evaluation_interval: {SCRAPE_INTERVAL}\n"
                 "scrape_configs:\n  - job_name: bpfsight\n"
                 f"    static_configs:\n      - targets: ['127.0.0.1:{scraped}']\n")
-    port = pick_scraped_port()  # Prometheus's own
+    port = free_port()  # Prometheus's own
     log = os.path.join(d, "prometheus.log")
     with open(log, "w") as out:
         p = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}",

@@ -68,7 +68,7 @@ static int libmap_start(struct uprobe_mgr *m)
 	struct record_ctx *ctx = m->ctx;
 	const char *env;
 	__u8 one = 1;
-	__u32 cmd;
+	__u32 cmd_pid;
 	int err;
 
 	m->libmap = libmap_bpf__open();
@@ -90,9 +90,9 @@ static int libmap_start(struct uprobe_mgr *m)
 		libmap_launched_off(m->libmap);
 	if (!err)
 		err = libmap_bpf__load(m->libmap);
-	cmd = (__u32)ctx->launch_pid;
+	cmd_pid = (__u32)ctx->launch_pid;
 	if (!err && m->libmap->rodata->stop_on_new_code &&
-	    bpf_map_update_elem(bpf_map__fd(m->libmap->maps.launched), &cmd, &one, BPF_ANY))
+	    bpf_map_update_elem(bpf_map__fd(m->libmap->maps.launched), &cmd_pid, &one, BPF_ANY))
 		err = -errno;
 	if (!err)
 		err = libmap_bpf__attach(m->libmap);
