@@ -607,8 +607,10 @@ def test_python_reports_as_sql():
             except Skip:
                 continue  # full mode needs a CPython with symbols: said by the count below
             opts.append("--gil-mode=full")
-        p, out = helpers.record([py, test_gil.WORK, "pipes", "3", "2000"], *opts,
-                                out=os.path.join(tmpdir(), f"{mode}.bst"))
+        # --hold-start: the threads wait for the GIL at their start, however loaded the
+        # machine (a CI run's threads never overlapped: no wait, no snapshot to ship)
+        p, out = helpers.record([py, test_gil.WORK, "--hold-start", "200", "pipes", "3", "2000"],
+                                *opts, out=os.path.join(tmpdir(), f"{mode}.bst"))
         eq(p.returncode, 0, f"record, {mode} mode ({p.stderr[-600:]})")
         files.append(out)
     synth = trace_with_recycled_tid()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GIL workloads with known answers, for tests/e2e/test_gil.py and bench/bench_gil.py.
 
-    gil_work.py [--go] [--interval S] [--name NAME] MODE ARGS...
+    gil_work.py [--go] [--interval S] [--name NAME] [--hold-start MS] MODE ARGS...
 
     single SECS          one thread, no contention at all
     cpu N SECS           N CPU-bound threads "cpu-0".."cpu-N-1" spinning for SECS
@@ -20,6 +20,11 @@
     pipes N ITERS        N threads "pipe-0".. each doing ITERS os.write+os.read on its own pipe:
                          the GIL changes hands at every system call, waits are short
     fork N SECS          forks a child that runs `cpu N SECS`; the parent waits for it
+
+--hold-start MS: in the modes with N threads (cpu, work, pipes), the main thread keeps the GIL
+through a C call of MS milliseconds right after releasing them, so each of them that runs
+meanwhile waits for the GIL at least once (contention however loaded the machine: without it
+a short run's threads may never overlap).
 
 --go waits for a line on stdin before the threads start (after printing "ready PID"), so a
 tracer can attach first. Each thread sets its OS name (prctl) so reports can be checked by
@@ -68,10 +73,16 @@ def cpu_thread(name, secs, start):
     record(name, t0, c0)
 
 
+hold_start_ms = 0  # --hold-start
+
+
 def run_threads(threads, start):
+    pylibc.usleep  # resolved now (Python code): the hold below is C code alone
     for t in threads:
         t.start()
     start.set()
+    if hold_start_ms:
+        pylibc.usleep(int(hold_start_ms * 1000))  # the GIL stays held: the threads wait
     for t in threads:
         t.join()
 
@@ -230,6 +241,7 @@ def mode_fork(n, secs):
 
 
 def main():
+    global hold_start_ms
     args = sys.argv[1:]
     go = False
     while args and args[0].startswith("--"):
@@ -240,6 +252,8 @@ def main():
             sys.setswitchinterval(float(args.pop(0)))
         elif opt == "--name":
             set_name(args.pop(0))
+        elif opt == "--hold-start":
+            hold_start_ms = float(args.pop(0))
     mode, rest = args[0], args[1:]
     if go:
         print("ready %d" % os.getpid(), flush=True)
