@@ -9,6 +9,7 @@ import html
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -575,6 +576,42 @@ def test_watch_ships_files_once_closed():
     eq(have[os.path.join(watch, "moved.bst")], dict(kinds(small)), "the moved file's, once")
     eq(ch.rows("SELECT count() FROM bpfsight.files WHERE job = 'watched'"), [["2"]],
        "two ledger rows")
+    ch.stop()
+
+
+def test_a_file_that_changes_while_shipped_waits_for_its_last_bytes():
+    """ship reads a file twice: its content id, then its rows. One that changed in between (a
+    recorder's last writes as it closes it: a --watch round once shipped such a file twice,
+    its rows under the id of its earlier bytes, then again under its own) is not shipped:
+    exit 1, said, nothing sent; shipped again, its rows once under its own id. ship is caught
+    between the two reads by bpftrace (SIGSTOP at export__render) while the file is
+    rewritten in place."""
+    helpers.need_root()
+    need_traces()
+    import test_gil
+    if not shutil.which("bpftrace"):
+        raise Skip("needs bpftrace (apt-get install bpftrace) to stop ship between its reads")
+    first, last = sorted(TRACES, key=os.path.getsize)[:2]
+    ch = ClickHouse()
+    spool = os.path.join(tmpdir(), "spool")
+    moving = os.path.join(tmpdir(), "moving.bst")
+    shutil.copyfile(first, moving)
+    w = test_gil.stopped_at(BPFSIGHT, "export__render",
+                            [BPFSIGHT, "ship", moving, "--to", ch.url("moving"), "--spool",
+                             spool])
+    shutil.copyfile(last, moving)  # the same inode, its bytes the other trace's
+    os.kill(w.pid, signal.SIGCONT)
+    _, err = w.communicate(timeout=300)
+    eq(w.returncode, 1, f"a file that changed while it was read: not shipped ({err[-600:]})")
+    check("changed while it was read" in err, f"says why: {err[-600:]}")
+    eq(os.listdir(spool), [], "nothing left in the spool")
+    p = ship(moving, "--to", ch.url("moving"), "--spool", spool)
+    eq(p.returncode, 0, f"shipped again ({p.stderr[-600:]})")
+    eq(held(ch, "moving")[moving], dict(kinds(last)), "its rows, once")
+    ids = ch.rows("SELECT file_id FROM bpfsight.files WHERE job = 'moving'")
+    eq(len(ids), 1, f"one ledger row: {ids}")
+    check(ids[0][0].endswith(f"-{os.path.getsize(last):x}"),
+          f"under the id of its last bytes: {ids[0][0]}")
     ch.stop()
 
 

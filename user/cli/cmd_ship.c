@@ -216,15 +216,35 @@ static int ship_parse(int argc, char **argv, struct ship_opts *o)
 	return -1;
 }
 
+/*
+ * Did FILE change between two looks (a recorder's last writes)? The content id is read before
+ * the rows are rendered, each by its own pass: a recorder that closed the file in between
+ * would leave rows of its last bytes under the id of its earlier ones, and the next look (a
+ * --watch round) would ship them again under the id of the last.
+ */
+static int changed(const char *file, const struct stat *before)
+{
+	struct stat now;
+
+	return stat(file, &now) || now.st_ino != before->st_ino || now.st_dev != before->st_dev ||
+	       now.st_size != before->st_size || now.st_mtim.tv_sec != before->st_mtim.tv_sec ||
+	       now.st_mtim.tv_nsec != before->st_mtim.tv_nsec;
+}
+
 /* FILE rendered into the spool: 0, or the exit status of its failure (said). */
 static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opts *o,
 		     const char *file)
 {
 	char path[4200], part[4200], b1[32], b2[32];
 	__u64 events, used;
+	struct stat before;
 	int err;
 
 	o->busy = 0;
+	if (stat(file, &before)) {
+		pr_err("cannot read %s: %s\n", file, strerror(errno));
+		return EXIT_READ_FAIL;
+	}
 	if (ch_labels__for_file(&o->labels, file))
 		return EXIT_READ_FAIL;
 	err = ship_hold(o, sp, o->labels.job, o->labels.file_id, file);
@@ -245,13 +265,18 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	unlink(part);
 	export_clickhouse_labels = o->labels;
 	err = export__render(&export_clickhouse, file, part, &events);
+	if (!err && changed(file, &before)) {
+		unlink(part);
+		err = -EBUSY; /* rendered again once it holds still */
+	}
 	o->busy = err == -EBUSY;
 	if (err)
 		ship_release(o, sp, o->labels.job, o->labels.file_id);
 	if (err == -EBUSY) {
 		if (!o->watch)
-			pr_err("%s: not shipped: a recorder is writing it now; ship it once it is "
-			       "closed (its rows and content id are not its last yet)\n",
+			pr_err("%s: not shipped: a recorder is writing it now (or it changed while "
+			       "it was read); ship it once it is closed (its rows and content id are "
+			       "not its last yet)\n",
 			       file);
 		return o->watch ? 0 : EXIT_READ_FAIL;
 	}
