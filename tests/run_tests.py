@@ -162,8 +162,30 @@ FUZZERS = [("fuzz_reader", "seeds", 8000), ("fuzz_decode", "seeds-decode", 500),
 
 def idle_priority():
     """This process (a fuzzer, a later build) at SCHED_IDLE: it runs only on a CPU that no
-    test wants, and a test's thread that wakes takes the CPU from it at once."""
+    test wants, and a test's thread that wakes takes the CPU from it at once. Until no test
+    runs (promote)."""
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+
+def promote(pid):
+    """PID's threads and its descendants' from SCHED_IDLE back to the normal policy: once no
+    test runs, idle priority yields to nobody of ours, only to the machine's other load (CI
+    shares its cores), which would starve the fuzzers and the later build for as long as it
+    lasts (a run beside two busy loops waited on its fuzzers until their 900 s ran out)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return  # ended
+    for tid in tids:
+        try:
+            if os.sched_getscheduler(int(tid)) == os.SCHED_IDLE:
+                os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids = f.read().split()
+        except OSError:
+            continue  # ended meanwhile
+        for kid in kids:
+            promote(int(kid))
 
 
 def run_fuzzer(build, res, fz):
@@ -658,6 +680,7 @@ def timeline(what, j):
 
 def loop(build, res, lanes, running, sel, took):
     while any(q for q, _ in lanes) or running:
+        started = 0
         for lane, (queue, n) in enumerate(lanes):
             n = n.jobs() if isinstance(n, Idle) else n
             while queue and sum(j.lane == lane for j in running.values()) < n:
@@ -689,9 +712,17 @@ def loop(build, res, lanes, running, sel, took):
                     continue
                 j = Job(build, job)
                 j.lane = lane
+                started += 1
                 timeline("start", j)
                 running[j.p.stdout.fileno()] = j
                 sel.register(j.p.stdout, selectors.EVENT_READ, j)
+        if not started and not any(j.lane != FUZZ_LANE for j in running.values()):
+            # no test runs, and none could start (those left wait for a build, or for the
+            # fuzzers): what runs at idle priority runs as they would
+            for j in running.values():
+                promote(j.p.pid)
+            if LATER and LATER.p:
+                promote(LATER.p.pid)
         if not running:
             time.sleep(0.1)  # every job left waits for its build (LaterBuild)
             continue

@@ -285,6 +285,51 @@ def test_fuzzers_run_at_idle_priority_beside_the_exclusive_tests_that_let_them()
         eq(f.read().split(), ["policy", ":", "5"], "the fuzzer's scheduling policy: SCHED_IDLE")
 
 
+# A fuzzer that says its scheduling policy as it starts (beside a test run alone) and once
+# that test has ended: by then nothing of the run's wants a core, and idle priority would only
+# yield to the machine's other load.
+PROMOTED_FUZZER = """#!/bin/sh
+grep ^policy /proc/$$/sched > "$LATER_OUT/fuzz-policy"
+echo "fuzz start" >> "$RUNNER_LOG"
+for i in $(seq 600); do grep -q "alone end" "$RUNNER_LOG" && break; sleep 0.1; done
+for i in $(seq 600); do grep -q "^policy *: *0$" /proc/$$/sched && break; sleep 0.1; done
+grep ^policy /proc/$$/sched > "$LATER_OUT/fuzz-policy-after"
+echo "Done 1 runs in 0 second(s)" >&2
+"""
+PROMOTE_PHASES = {
+    "test_py_alone.py": '''
+from runner_marks import mark, wait_mark
+ALONE = "a system-wide recording"
+def test_alone():
+    wait_mark("fuzz start", bound=240)  # its first policy said while this test runs
+    mark("alone")
+''',
+    "runner_marks.py": PHASES["runner_marks.py"],
+}
+
+
+def test_fuzzers_run_at_the_normal_priority_once_no_test_runs():
+    """The fuzzers run at idle priority while a test runs beside them, and at the normal one
+    once none does (the run's last minute, the runner waiting on them alone): a machine whose
+    other load takes every core (CI shares its two) no longer starves them until their 900 s
+    run out, as it did a run beside two busy loops."""
+    d = tmpdir()
+    build = os.path.join(d, "build")
+    os.makedirs(os.path.join(build, "tests"))
+    fuzzer = os.path.join(build, "tests", "fuzz_pylines")
+    with open(fuzzer, "w") as f:
+        f.write(PROMOTED_FUZZER)
+    os.chmod(fuzzer, 0o755)
+    mods, log = planted(d, PROMOTE_PHASES)
+    p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--e2e", mods, "-k", "py"],
+            timeout=300, env={**os.environ, "RUNNER_LOG": log, "LATER_OUT": build})
+    eq(p.stdout.splitlines()[-1], "2 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
+    with open(os.path.join(build, "fuzz-policy")) as f:
+        eq(f.read().split(), ["policy", ":", "5"], "beside the test: SCHED_IDLE")
+    with open(os.path.join(build, "fuzz-policy-after")) as f:
+        eq(f.read().split(), ["policy", ":", "0"], "once no test runs: SCHED_OTHER")
+
+
 def test_every_module_says_how_long_it_takes():
     """Every e2e module says SECONDS, about how long its tests take on CI's machine: a fresh
     clone (CI's) has no times of a last run, and a module without it started last (test_cli's
