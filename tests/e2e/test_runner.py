@@ -260,20 +260,27 @@ def test_quiet():
 }
 
 
-def test_fuzzers_run_at_idle_priority_beside_the_exclusive_tests_that_let_them():
-    """The fuzzers run at idle priority (SCHED_IDLE) beside the tests run alone, an exclusive
-    test marked FUZZERS_BESIDE (a storm taking both cores) included; an exclusive test not so
-    marked begins once they have ended."""
+def run_with_fuzzer(script, modules):
+    """The runner over the planted MODULES, with SCRIPT as its only fuzzer (fuzz_pylines):
+    (its CompletedProcess, the build folder, the marks' file)."""
     d = tmpdir()
     build = os.path.join(d, "build")
     os.makedirs(os.path.join(build, "tests"))
     fuzzer = os.path.join(build, "tests", "fuzz_pylines")
     with open(fuzzer, "w") as f:
-        f.write(FAKE_FUZZER)
+        f.write(script)
     os.chmod(fuzzer, 0o755)
-    mods, log = planted(d, FUZZ_PHASES)
+    mods, log = planted(d, modules)
     p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--e2e", mods, "-k", "py"],
             timeout=300, env={**os.environ, "RUNNER_LOG": log, "LATER_OUT": build})
+    return p, build, log
+
+
+def test_fuzzers_run_at_idle_priority_beside_the_exclusive_tests_that_let_them():
+    """The fuzzers run at idle priority (SCHED_IDLE) beside the tests run alone, an exclusive
+    test marked FUZZERS_BESIDE (a storm taking both cores) included; an exclusive test not so
+    marked begins once they have ended."""
+    p, build, log = run_with_fuzzer(FAKE_FUZZER, FUZZ_PHASES)
     eq(p.stdout.splitlines()[-1], "3 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
     with open(log) as f:
         order = [l.strip() for l in f]
@@ -313,16 +320,7 @@ def test_fuzzers_run_at_the_normal_priority_once_no_test_runs():
     once none does (the run's last minute, the runner waiting on them alone): a machine whose
     other load takes every core (CI shares its two) no longer starves them until their 900 s
     run out, as it did a run beside two busy loops."""
-    d = tmpdir()
-    build = os.path.join(d, "build")
-    os.makedirs(os.path.join(build, "tests"))
-    fuzzer = os.path.join(build, "tests", "fuzz_pylines")
-    with open(fuzzer, "w") as f:
-        f.write(PROMOTED_FUZZER)
-    os.chmod(fuzzer, 0o755)
-    mods, log = planted(d, PROMOTE_PHASES)
-    p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--e2e", mods, "-k", "py"],
-            timeout=300, env={**os.environ, "RUNNER_LOG": log, "LATER_OUT": build})
+    p, build, _ = run_with_fuzzer(PROMOTED_FUZZER, PROMOTE_PHASES)
     eq(p.stdout.splitlines()[-1], "2 passed, 0 failed", f"the run: {p.stdout[-1500:]}")
     with open(os.path.join(build, "fuzz-policy")) as f:
         eq(f.read().split(), ["policy", ":", "5"], "beside the test: SCHED_IDLE")
