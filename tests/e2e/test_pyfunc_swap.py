@@ -210,17 +210,23 @@ def test_swap_not_where_inexact_hook_says_why():
 def test_swap_of_a_function_defined_after_the_attach():
     """-p while a def below the running line has not run: its code object is found, with no
     function object yet, so the hook records its first calls and says why; once the def has
-    run, the next resolve swaps it. Every call counted once across the change."""
+    run, the next resolve swaps it. Every call counted once across the change. The job hands
+    the GIL over only where it blocks (a switch interval of 1000 s), and looks at late's type
+    before its first sleep: the shim's resolve, which takes the GIL, comes after the first
+    look, never between the def and it (a loaded machine once put it there, in the first
+    sleep: swapped at the first look; a stall of 2.5 s after the def now leaves it plain)."""
     need_root()
     script = os.path.join(tmpdir(), "late_job.py")
     with open(script, "w") as f:
         f.write("import os, sys, time, types\n"
+                "sys.setswitchinterval(1000)\n"
                 "print(os.getpid(), flush=True)\n"
                 "sys.stdin.readline()\n"  # the recording is on
                 "def late():\n    pass\n"
                 "plain = []\n"
-                "for i in range(1500):\n    late(); time.sleep(0.001)\n"
+                "for i in range(1500):\n    late()\n"
                 "    plain.append(type(late) is types.FunctionType)\n"
+                "    time.sleep(0.001)\n"
                 "print(plain[0], plain[-1], flush=True)\n")
     for py in interpreters():
         p = spawn([py, script])
