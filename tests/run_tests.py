@@ -180,6 +180,9 @@ def promote(pid):
         try:
             if os.sched_getscheduler(int(tid)) == os.SCHED_IDLE:
                 os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            pass  # ended meanwhile, or not ours to raise (RLIMIT_NICE, not root): stays idle
+        try:
             with open(f"/proc/{pid}/task/{tid}/children") as f:
                 kids = f.read().split()
         except OSError:
