@@ -5,8 +5,10 @@
  * use: called after the libraries of a new process are mapped and around every dlopen and
  * dlclose). User space then looks for probe sites in the files it has not examined yet, at
  * once, instead of polling /proc/PID/maps. (This kernel has no kprobes or fentry, so mmap
- * itself cannot be hooked; both events here are rare.) Loaded only when a uprobe family
- * (cuda, nccl) records.
+ * itself cannot be hooked; both events here are rare.) Loaded with the uprobe manager: a
+ * uprobe family, stacks, the shim or the edges' snapshot (recorder_services.c's needs), so
+ * in nearly every recording. The uprobe has no pid filter: its int3 is in every process that
+ * maps ld.so, which a program under Valgrind cannot run (docs/USAGE.md, Limits).
  *
  * In launch mode the launched command's processes are also stopped (SIGSTOP, taken on their
  * way back to user space) until user space has attached the probes of the new code and sent
