@@ -133,6 +133,8 @@ static void print_text(const struct snap *s, const struct stacks_opts *o, int nt
 		       s->cmdline[0] ? s->cmdline
 		       : s->exe[0]   ? s->exe
 				     : buf);
+	if (s->python_unread[0])
+		printf("%s\n", s->python_unread);
 	if (s->python_minor)
 		printf("Python 3.%u; ", s->python_minor);
 	printf("%u threads, read in %.1f ms (%.1f ms in all) without stopping the process\n", s->n,
@@ -222,6 +224,7 @@ static void print_json(const struct snap *s, const struct stacks_opts *o)
 	} else {
 		json__kv_str(&j, "python", NULL);
 	}
+	json__kv_str(&j, "python_unread", s->python_unread[0] ? s->python_unread : NULL);
 	json__kv_u64(&j, "took_ns", s->took_ns);
 	json__kv_u64(&j, "read_at_ns", s->read_at);
 	json__kv_u64(&j, "read_ns", s->read_ns);

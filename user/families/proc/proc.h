@@ -17,4 +17,8 @@ int proc__decode_proc_snap(const struct bs_hdr *rec, const struct trace_model *m
 int proc__decode_thread_snap(const struct bs_hdr *rec, const struct trace_model *m,
 			     struct event *ev);
 extern const struct export_style proc_snap_style;
+/* py_unread_report.c: the pythons whose frames were not read, said under the verdict's claims. */
+extern const struct report py_unread_report;
+struct verdict;
+void py_unread__claims(struct verdict *v);
 #endif

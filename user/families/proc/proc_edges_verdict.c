@@ -217,6 +217,7 @@ static void edges_claims(void *loaded, struct verdict *v)
 	__u64 w0, w1;
 
 	proc_straggler__claims(v);
+	py_unread__claims(v);
 	if (!e && proc_edges__loaded(loaded))
 		e = loaded; /* judged from a server: its answer */
 	if (!e)
