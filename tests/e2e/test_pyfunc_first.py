@@ -153,6 +153,38 @@ def test_pyfunc_call_running_at_attach():
     check_running("3.10", steps=(500,))
 
 
+def test_pyfunc_second_recorder_joins_a_call_running():
+    """Recorder A attaches (-p) to a job whose main() runs, and the job makes 100 steps; B then
+    attaches too, joining A's session (the shim's poller sees no detach between them: the
+    same as a recording that follows another within one of its polls, which a loaded machine
+    makes likely), and the job makes 300 more steps and returns. Each file holds main() once,
+    returned, and its steps exactly: B's install found main() running again, which the job's
+    thread already had open since A's (taken twice, one of them was left open: two calls,
+    round 2 of test_pyfunc_call_running_at_attach under load)."""
+    need_shim()
+    p = spawn([interpreter("3.12"), os.path.join(HERE, "pyfunc_running.py")])
+    pid = readline(p)["pid"]
+    recs = []
+    try:
+        for n in (100, 300):
+            recs.append(attach(pid, "__main__:main,__main__:step"))
+            tell(p, f"run {n}")
+            readline(p)
+        tell(p, "quit")
+        readline(p)
+        for name, rec, steps in zip("AB", recs, (400, 300)):
+            eq(rec.wait(60), 0, f"{name}: record ({rec.stderr[-800:]})")
+            calls = calls_of(rec.out)
+            mains = [(e["args"]["end"], e["args"].get("began_before")) for e in calls
+                     if e["name"] == "__main__:main"]
+            eq(mains, [("return", True)], f"{name}: main() once, returned")
+            eq(sum(e["name"] == "__main__:step" for e in calls), steps, f"{name}: steps")
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait(30)
+
+
 def test_pyfunc_call_running_at_attach_every_version():
     if not ALL:
         raise Skip("every interpreter: make check-pyfunc-versions")
