@@ -280,14 +280,35 @@ static __always_inline void block_end(struct task_struct *next)
 		st->has_agg = 1;
 }
 
-/* prev_state is not read: kernels before 5.18 do not pass it (sched.bpf.c). */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(osrt_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+/* Asleep, not preempted: STATE has TASK_INTERRUPTIBLE or TASK_UNINTERRUPTIBLE (and kin). */
+static __always_inline void on_switch(bool preempt, struct task_struct *prev,
+				      struct task_struct *next, __u32 state)
 {
-	/* Asleep, not preempted: TASK_INTERRUPTIBLE or TASK_UNINTERRUPTIBLE (and their kin). */
-	if (!preempt && (task_state_now(prev) & 3))
+	if (!preempt && (state & 3))
 		block_begin(prev);
 	block_end(next);
+}
+
+/*
+ * prev_state (5.18+, commit fa2c3254d7cf): the state __schedule blocked the task with. The
+ * task's own state read here may be TASK_WAKING already: a waker on another CPU (the timer
+ * of a 1 ms nanosleep, a futex wake) can set it between the task's dequeue and this
+ * tracepoint, and the block was then never seen (a few percent of a futex ping-pong's).
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(osrt_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch(preempt, prev, next, prev_state);
+	return 0;
+}
+
+/* Before 5.18 the tracepoint has no prev_state (sched.bpf.c): the task's state, as it read. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(osrt_switch_taskstate_btf, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	on_switch(preempt, prev, next, task_state_now(prev));
 	return 0;
 }
 
