@@ -7,7 +7,7 @@ exactly 1,000 calls of f inside the one call of main, whose span holds what main
 of itself; two threads it starts right after `import threading` (before 3.12, the profile
 function must be on them before the poller's next look) make every call of theirs. make check runs pyenv's 3.8, 3.10 (the C profile function), 3.12 and 3.13
 (sys.monitoring); `make check-pyfunc-versions` every interpreter here (3.9, 3.11 and Debian's
-stripped 3.11 and 3.14 too).
+stripped 3.11, 3.14 and 3.15 and 3.15's debug build too).
 
 A name never found (issue 54): the same recording names __main__:trian_step; the recorder's
 last lines, stats' pyfunc_not_found and info say why, with the name the job has.
@@ -16,7 +16,8 @@ A call already running when -p attaches (issue 54): tests/workloads/pyfunc/pyfun
 main() runs the whole job. It is in the file once per recording, marked began_before, from
 the moment tracing began (after the job's own clock says main began, before its first step)
 to its return, or to the recording's end when it outlives the recording ("open"); the step
-calls it makes meanwhile are exact.
+calls it makes meanwhile are exact (make check: Debian's 3.15 and pyenv's 3.10). A second
+recorder joining the session of a first one while main() runs gets it once too.
 """
 import collections
 import json
@@ -88,7 +89,7 @@ def test_pyfunc_launch_calls_at_once_every_version():
     """make check-pyfunc-versions: the other interpreters here."""
     if not ALL:
         raise Skip("every interpreter: make check-pyfunc-versions")
-    for which in ("3.9", "3.11", "debian3.11", "debian3.14"):
+    for which in ("3.9", "3.11", "debian3.11", "debian3.14", "debian3.15", "debian3.15d"):
         check_at_once(which)
 
 
@@ -149,7 +150,10 @@ def check_running(which, steps=(500, 300)):
 
 
 def test_pyfunc_call_running_at_attach():
-    check_running("3.12")
+    """sys.monitoring on the newest release here (Debian's 3.15; pyenv's 3.12 is make
+    check-pyfunc-versions' and test_pyfunc_second_recorder_joins_a_call_running's), the C
+    profile function on 3.10."""
+    check_running("debian3.15")
     check_running("3.10", steps=(500,))
 
 
@@ -188,5 +192,6 @@ def test_pyfunc_second_recorder_joins_a_call_running():
 def test_pyfunc_call_running_at_attach_every_version():
     if not ALL:
         raise Skip("every interpreter: make check-pyfunc-versions")
-    for which in ("3.8", "3.9", "3.11", "3.13", "debian3.11", "debian3.14"):
+    for which in ("3.8", "3.9", "3.11", "3.12", "3.13", "debian3.11", "debian3.14",
+                  "debian3.15d"):
         check_running(which)
