@@ -10,8 +10,8 @@ import os
 import re
 import shutil
 
-from helpers import (Recorder, Skip, alone, check, dump, eq, need_root, record, run, spawn, stats,
-                     wait_for)
+from helpers import (Recorder, Skip, alone, check, dump, eq, info, need_root, record, run, spawn,
+                     stats, wait_for)
 from test_gil import (LIBC, OPT_CPYTHON, bpftrace_live, debian_python, opt_matrix, opt_newest,
                       pyenv_python)
 
@@ -362,7 +362,7 @@ def test_a_sample_in_a_uprobe_single_step_says_so():
 
 def test_an_interpreter_whose_frames_are_not_read_says_so():
     """CPython 3.7 (pyenv's): its samples have native frames only, and the recorder says once
-    why, naming the interpreter, even for two such processes."""
+    why, naming the interpreter, even for two such processes; `info` lists both."""
     need_root()
     py = pyenv_python(7)
     if not py:
@@ -372,10 +372,14 @@ def test_an_interpreter_whose_frames_are_not_read_says_so():
     p, out = record(["sh", "-c", f'"$0" -c "$1" & "$0" -c "$1"; wait', py, spin], "-t", "cpu",
                     "--sample-rate", str(RATE))
     eq(p.returncode, 0, f"record exit ({p.stderr[-400:]})")
-    said = [l for l in p.stderr.splitlines() if "its Python frames are not read" in l]
+    said = [l for l in p.stderr.splitlines()
+            if "its Python frames, GIL holder and thread names are not read" in l]
     eq(len(said), 1, f"said once: {p.stderr[-600:]}")
     check("libpython3.7m.so" in said[0] and "CPython 3.7:" in said[0] and
           "before 3.8" in said[0], f"why: {said[0]}")
+    rows = info(out)["python_unread"]
+    eq([(r["version"], r["why"]) for r in rows],
+       [("3.7", "CPython before 3.8 is not supported")] * 2, "info: each process")
     evs = [e for e in dump(out) if e["kind"] == "cpu_sample" and e.get("stack")]
     check(len(evs) >= 200, f"{len(evs)} samples with stacks")
     eq([e for e in evs if py_frames(e)], [], "Python frames")
