@@ -199,12 +199,14 @@ def patched(py, name, edit):
 
 def test_unreadable_debug_offsets_are_said_never_silent():
     """A copy of 3.15 whose debug offsets' cookie is corrupted: `stacks` says CPython 3.15's
-    Python frames are not read and why (text and JSON), once on stderr; a recording's `info`
-    lists it and the verdict says it. Its stacks are native, but never in silence."""
+    Python frames are not read and why (JSON; the text of two such processes grouped, their
+    pids once), once on stderr; a recording's `info` lists it and the verdict says it. Its
+    stacks are native, but never in silence."""
     need_root()
     py = newest()
     copy, env = patched(py, "cookie", lambda w: w.__setitem__(0, w[0] ^ (1 << 56)))
     p, pid, tids = start(copy, env)
+    p2, pid2, _ = start(copy, env)
     try:
         out, err = stacks(pid)
         said = f"CPython 3.{minor_of(py)}: its Python frames, GIL holder and thread names " \
@@ -212,14 +214,16 @@ def test_unreadable_debug_offsets_are_said_never_silent():
         eq((out["python"], out["python_unread"]), (None, said), "stacks --json")
         eq(err.count(said), 1, f"said once on stderr: {err[-800:]}")
         check(not any(py_frames(t) for t in out["threads"]), "no Python frame")
-        txt = run([BPFSIGHT, "stacks", "-p", str(pid)], check=True).stdout
-        check(said in txt.splitlines()[1], f"the text's header: {txt[:600]}")
+        txt = run([BPFSIGHT, "stacks", "-p", str(pid), "-p", str(pid2)], check=True).stdout
+        check(f"pid {pid}, {pid2}: {said}" in txt.splitlines(), f"grouped: {txt[:800]}")
+        stop(p2)
         rec = os.path.join(tmpdir(), "unread.bst")
         r = run([BPFSIGHT, "record", "-p", str(pid), "-t", "cpu", "-d", "0.3", "-o", rec])
         eq(r.returncode, 0, f"record ({r.stderr[-600:]})")
         check(said in r.stderr, f"record's stderr: {r.stderr[-800:]}")
     finally:
         stop(p)
+        stop(p2)
     rows = info(rec)["python_unread"]
     eq([(x["pid"], x["version"], x["why"], x["file"]) for x in rows],
        [(pid, f"3.{minor_of(py)}", COOKIE_SAID, copy)], "info's python_unread")
