@@ -41,7 +41,7 @@ static const struct py_layout layouts[] = {
 	{ 12, 459944, 76392 + 1040, 48, 72, 384, 136, 144 },
 };
 
-/* struct _gil_runtime_state, the same from 3.8 to 3.14 (after `int enabled` when free-threaded). */
+/* struct _gil_runtime_state, the same from 3.8 to 3.15 (after `int enabled` when free-threaded). */
 #define GIL_INTERVAL	 0
 #define GIL_HOLDER	 8
 #define GIL_LOCKED	 16
