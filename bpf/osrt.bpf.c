@@ -26,6 +26,7 @@ const volatile __u64 threshold_ns = 1000;
 /* --stacks=osrt: calls of at least this (and recorded) carry the caller's stack; ~0 = none. */
 const volatile __u64 osrt_stack_ns = ~0ull;
 /* --osrt-mode blocked: osrt_switch_btf runs instead of sys_enter/sys_exit's programs. */
+#define TASK_WAKING_STATE 0x200
 const volatile __u32 blocked_mode = 0;
 
 struct sys_start {
@@ -34,6 +35,7 @@ struct sys_start {
 	__u32 gen;     /* low bits of the thread's start time (bs_syscall_agg_key.gen) */
 	__u32 has_agg; /* task storage only: the thread has sys_agg keys (mark them on exit) */
 	__u32 _pad;
+	__u64 nvcsw; /* blocked mode: the kernel's count of its sleeps at the last one seen */
 };
 
 /* task -> the call in flight (tp_btf programs). */
@@ -240,7 +242,7 @@ int BPF_PROG(osrt_task_exit_btf, struct task_struct *p)
  * call that never sleeps is not seen; one that sleeps twice (a futex woken for nothing) is
  * two blocks. Writes no stack: the CPU's current task at a switch-in is the one leaving.
  */
-static __always_inline void block_begin(struct task_struct *prev)
+static __always_inline void block_begin(struct task_struct *prev, __u32 state)
 {
 	struct sys_start *st;
 	struct pt_regs *regs;
@@ -258,6 +260,23 @@ static __always_inline void block_begin(struct task_struct *prev)
 			return;
 		st->gen = (__u32)prev->start_time;
 	}
+	/*
+	 * Loss is never silent, even where the kernel calls no program (under load a switch now
+	 * and then reaches none: docs/USAGE.md, sched): a sleep begun while the last one's
+	 * switch-in is still pending, or more than one sleep since the last seen (nvcsw counts
+	 * this one already), is a sleep not timed.
+	 */
+	if (st->ts)
+		bs_count_loss(BS_LOSS_OSRT_MISSED);
+	if (st->nvcsw && prev->nvcsw > st->nvcsw + 1)
+		bs_count_losses(BS_LOSS_OSRT_MISSED, prev->nvcsw - st->nvcsw - 1);
+	st->nvcsw = prev->nvcsw;
+	st->ts = 0;
+	/* The task's own state (before 5.18) read after its waker set it: a sleep, not timed. */
+	if (state & TASK_WAKING_STATE)
+		bs_count_loss(BS_LOSS_OSRT_MISSED);
+	if (!(state & 3))
+		return; /* stopped, parked, exiting: counted by nvcsw, not a sleep */
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	nr = regs ? BS_REGS_SYSCALL_CORE(regs) : -1;
 	if (nr < 0 || probes_own(nr))
@@ -280,12 +299,15 @@ static __always_inline void block_end(struct task_struct *next)
 		st->has_agg = 1;
 }
 
-/* Asleep, not preempted: STATE has TASK_INTERRUPTIBLE or TASK_UNINTERRUPTIBLE (and kin). */
+/*
+ * A switch the task made itself (not preempted: STATE not 0, the kernel counts it in nvcsw);
+ * a sleep when STATE has TASK_INTERRUPTIBLE or TASK_UNINTERRUPTIBLE (and their kin).
+ */
 static __always_inline void on_switch(bool preempt, struct task_struct *prev,
 				      struct task_struct *next, __u32 state)
 {
-	if (!preempt && (state & 3))
-		block_begin(prev);
+	if (!preempt && state)
+		block_begin(prev, state);
 	block_end(next);
 }
 

@@ -404,9 +404,16 @@ static const struct family_stats osrt_stats = {
 	.page = &osrt_page,
 };
 
+static const struct loss_cause osrt_losses[] = {
+	{ BS_LOSS_OSRT_MISSED, "osrt_missed",
+	  "sleeps in system calls (--osrt-mode blocked) whose context switch no program saw" },
+	{ 0 },
+};
+
 const struct family family_osrt = {
 	.name = "osrt",
 	.desc = "system call latency (raw_syscalls tracepoints)",
+	.losses = osrt_losses,
 	.export = &osrt_export,
 	.metrics = &osrt_metrics,
 	.top = &osrt_top,
