@@ -35,7 +35,7 @@ import time
 import pymods
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, run, spawn, stats,
                      tell, tmpdir, wait_for)
-from test_gil import OPT_CPYTHON
+from test_gil import OPT_CPYTHON, opt_newest
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 30
@@ -70,6 +70,16 @@ def interpreter(which):
     if not path or not os.path.exists(path):
         raise Skip(f"no {which} interpreter here")
     return path
+
+
+def newest_debian():
+    """interpreter()'s name of the newest release build under /opt/cpython ("debian3.15"),
+    raising Skip where there is none."""
+    py = opt_newest()
+    if not py:
+        raise Skip(f"no CPython under {OPT_CPYTHON} (make deps installs Debian unstable's "
+                   f"3.14 and 3.15)")
+    return "debian" + os.path.basename(py)[len("python"):]
 
 
 def need_shim():
@@ -213,9 +223,9 @@ def test_pyfunc_calls_stripped_debian_311():
 
 
 def test_pyfunc_calls_newest_release():
-    """Debian unstable's 3.15, stripped: the newest release (3.14's is make
+    """Debian unstable's newest release here, stripped (3.15; 3.14's is make
     check-pyfunc-versions')."""
-    check_calls("debian3.15")
+    check_calls(newest_debian())
 
 
 def test_pyfunc_pytorch_preset():

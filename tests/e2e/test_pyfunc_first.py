@@ -26,7 +26,7 @@ import re
 
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, info, record, row, run, spawn,
                      stats, tell, wait_for)
-from test_pyfunc import ALL, interpreter, need_shim, readline
+from test_pyfunc import ALL, interpreter, need_shim, newest_debian, readline
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 20
@@ -150,11 +150,11 @@ def check_running(which, steps=(500, 300)):
 
 
 def test_pyfunc_call_running_at_attach():
-    """sys.monitoring on the newest release here (Debian's 3.15; pyenv's 3.12 is make
-    check-pyfunc-versions' and test_pyfunc_second_recorder_joins_a_call_running's), the C
-    profile function on 3.10."""
-    check_running("debian3.15")
+    """The C profile function on 3.10; sys.monitoring on the newest release under
+    /opt/cpython (Debian's 3.15; pyenv's 3.12 is make check-pyfunc-versions' and
+    test_pyfunc_second_recorder_joins_a_call_running's)."""
     check_running("3.10", steps=(500,))
+    check_running(newest_debian())
 
 
 def test_pyfunc_second_recorder_joins_a_call_running():
