@@ -124,10 +124,9 @@ static __always_inline void held_mark(__u64 held)
  */
 /*
  * The kfunc bpf_task_work_schedule_resume_impl, called as a helper of a made-up id that user
- * space rewrites into the kfunc's call (user/families/sched/sched.c) when it loads this
- * program: libbpf 1.1 resolves every extern of an object, loaded programs or not, and looks a
- * kfunc missing from vmlinux up in every module's BTF, which a recorder without
- * CAP_SYS_ADMIN may not (EPERM): sched would not load at all before 6.18.
+ * space rewrites into the kfunc's call when it loads this program (kfeature__call_kfunc,
+ * user/record/kernel_features.h, says why not an extern): sched would not load at all before
+ * 6.18.
  */
 static long (*task_work_schedule_resume)(struct task_struct *task, struct bpf_task_work *tw,
 					 void *map, bpf_task_work_callback_t callback,

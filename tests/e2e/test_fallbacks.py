@@ -25,9 +25,9 @@ from helpers import BPFSIGHT, check, dump, eq, info, need_root, record, row, sta
 SECONDS = 30
 
 FEATURES = ["ringbuf", "tp_btf", "prev_state", "task_storage", "attach_cookie", "uprobe_multi",
-            "bpf_loop", "perf_sampling", "uprobe_session"]
+            "bpf_loop", "perf_sampling", "uprobe_session", "signal_task"]
 WITH_FALLBACK = ["tp_btf", "prev_state", "task_storage", "uprobe_multi", "bpf_loop",
-                 "uprobe_session"]
+                 "uprobe_session", "signal_task"]
 
 
 @contextlib.contextmanager

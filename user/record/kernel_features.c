@@ -40,6 +40,9 @@ static const struct {
 	[KF_TASK_WORK] = { "task_work", "6.18",
 			   "--stacks=sched reads its stacks from a sys_exit program, which every "
 			   "system call of the machine runs" },
+	[KF_SIGNAL_TASK] = { "signal_task", "6.13",
+			     "a child a launched command forks runs before its probes are in: "
+			     "its first calls may be missed" },
 };
 
 /*
@@ -55,8 +58,8 @@ void kfeature__probe_by(enum kfeature f, int (*probe)(void))
 }
 
 /* -1: not probed yet. */
-static int kf_have[KF_NR] = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
-_Static_assert(KF_NR == 11, "kf_have's initializer lists every feature");
+static int kf_have[KF_NR] = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+_Static_assert(KF_NR == 12, "kf_have's initializer lists every feature");
 
 const char *kfeature__name(enum kfeature f)
 {
@@ -127,6 +130,33 @@ int kfeature__kfunc_id(const char *name)
 	int id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) : -1;
 
 	return id > 0 ? id : -1;
+}
+
+int kfeature__call_kfunc(struct bpf_program *prog, int call_id, const char *name)
+{
+	int id = kfeature__kfunc_id(name), n = 0, err;
+	size_t cnt = bpf_program__insn_cnt(prog);
+	struct bpf_insn *insns;
+
+	if (id < 0)
+		return -ENOENT;
+	insns = malloc(cnt * sizeof(*insns));
+	if (!insns)
+		return -ENOMEM;
+	memcpy(insns, bpf_program__insns(prog), cnt * sizeof(*insns));
+	for (size_t i = 0; i < cnt; i++) {
+		struct bpf_insn *in = &insns[i];
+
+		if (in->code != (BPF_JMP | BPF_CALL) || in->src_reg || in->imm != call_id)
+			continue;
+		in->src_reg = BPF_PSEUDO_KFUNC_CALL;
+		in->imm = id;
+		in->off = 0; /* vmlinux's */
+		n++;
+	}
+	err = n ? bpf_program__set_insns(prog, insns, cnt) : -ENOENT;
+	free(insns);
+	return err;
 }
 
 /* A cpu-clock event on CPU 0 for every task: what the cpu family opens per CPU. */
@@ -202,6 +232,8 @@ static int probe(enum kfeature f)
 		 * intervals it writes live in task storage, their stacks need bpf_loop. */
 		return kfeature__present(KF_TASK_STORAGE) && kfeature__present(KF_BPF_LOOP) &&
 		       kfeature__kfunc_id("bpf_task_work_schedule_resume_impl") > 0;
+	case KF_SIGNAL_TASK:
+		return kfeature__kfunc_id("bpf_send_signal_task") > 0;
 	default:
 		return 0;
 	}

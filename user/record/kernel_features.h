@@ -59,6 +59,11 @@
  *                                                     --stacks=sched: its stacks read by a
  *                                                     sys_exit program every system call of
  *                                                     the machine runs
+ *   bpf_send_signal_task (a signal to a task other than the current one)
+ *                                                     6.13; the kfunc in the kernel's BTF;
+ *                                                     libmap: launch mode's forked children
+ *                                                     are not held until their probes are in
+ *                                                     (their first calls may be missed)
  *   global data (const volatile rodata), bounded loops 5.2, 5.3 d8eca5bbb2be, 2589726d12a1; all
  * Tracepoint arguments read (all present long before 5.5 unless said): sys_enter(regs, id),
  * sys_exit(regs, ret), sched_switch(preempt, prev, next[, prev_state 5.18]), sched_wakeup(p),
@@ -92,6 +97,7 @@ enum kfeature {
 	KF_UPROBE_SESSION, /* uprobe sessions (6.13): nested driver launches fire returns too */
 	KF_UNWIND_TABLES, /* bpf_loop and mmapable arrays (5.17): native stacks by frame pointers */
 	KF_TASK_WORK,	  /* bpf_task_work (6.18): sched's stacks read at every sys_exit */
+	KF_SIGNAL_TASK,	  /* bpf_send_signal_task (6.13): a launched job's fork not held */
 	KF_NR
 };
 
@@ -114,6 +120,16 @@ const char *kfeature__name(enum kfeature f);
 int kfeature__tp_args(const char *tp);
 /* The BTF id of the kernel function (kfunc) NAME in the kernel's BTF, or -1. */
 int kfeature__kfunc_id(const char *name);
+/*
+ * PROG's calls of the made-up helper CALL_ID made calls of the kfunc NAME, before PROG is
+ * loaded. A kfunc is called so, not as an extern: libbpf 1.1 resolves every extern of an
+ * object, loaded programs or not, and looks a kfunc missing from vmlinux up in every module's
+ * BTF, which a recorder without CAP_SYS_ADMIN may not (EPERM): the object would not load at all
+ * on a kernel without it. The program's own instructions, before libbpf appends its
+ * subprograms: the call must be inlined there. 0, -ENOENT (no such kfunc, or no such call).
+ */
+struct bpf_program;
+int kfeature__call_kfunc(struct bpf_program *prog, int call_id, const char *name);
 /*
  * The features this recording goes without (absent or forced off), comma-separated into
  * BUF ("" when none): a trace's `options` says which paths recorded it.

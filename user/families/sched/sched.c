@@ -18,39 +18,6 @@
 #include "family_stats.h"
 
 /*
- * sched_switch_tw_btf's calls of BS_SCHED_TASK_WORK_CALL made the kfunc's (bpf/sched.bpf.c
- * says why it is not an extern). The program's own instructions, before libbpf appends its
- * subprograms: the call is inlined there.
- */
-static int task_work_call(struct bpf_program *prog)
-{
-	int id = kfeature__kfunc_id("bpf_task_work_schedule_resume_impl"), n = 0, err;
-	size_t cnt = bpf_program__insn_cnt(prog);
-	struct bpf_insn *insns;
-
-	if (id < 0)
-		return -ENOENT;
-	insns = malloc(cnt * sizeof(*insns));
-	if (!insns)
-		return -ENOMEM;
-	memcpy(insns, bpf_program__insns(prog), cnt * sizeof(*insns));
-	for (size_t i = 0; i < cnt; i++) {
-		struct bpf_insn *in = &insns[i];
-
-		if (in->code != (BPF_JMP | BPF_CALL) || in->src_reg ||
-		    in->imm != BS_SCHED_TASK_WORK_CALL)
-			continue;
-		in->src_reg = BPF_PSEUDO_KFUNC_CALL;
-		in->imm = id;
-		in->off = 0; /* vmlinux's */
-		n++;
-	}
-	err = n ? bpf_program__set_insns(prog, insns, cnt) : -ENOENT;
-	free(insns);
-	return err;
-}
-
-/*
  * --stacks=sched: held intervals get their stack from a task work run as the thread returns
  * to user space (sched_switch_tw_btf, where the kernel has bpf_task_work), else from a
  * sys_exit program every system call of the machine runs; only when asked for, and only with
@@ -78,7 +45,8 @@ static int sched_stacks_setup(struct record_ctx *ctx, struct sched_bpf *skel, in
 	if (!err && tw)
 		err = bpf_program__set_autoload(skel->progs.sched_switch_btf, false);
 	if (!err && tw)
-		err = task_work_call(skel->progs.sched_switch_tw_btf);
+		err = kfeature__call_kfunc(skel->progs.sched_switch_tw_btf, BS_SCHED_TASK_WORK_CALL,
+					   "bpf_task_work_schedule_resume_impl");
 	if (!err && !tw)
 		err = bpf_program__set_autoload(skel->progs.sched_switch_tw_btf, false);
 	if (!err && !tw)
