@@ -3,10 +3,11 @@
  * What every family's BPF object shares. The maps below are defined in each object so each
  * can be loaded on its own (a family that fails to load does not take the others down), but
  * user space creates them once and every family reuses them by fd before load
- * (record_ctx__prepare, bpf_map__reuse_fd): one ring buffer, one target set, one loss table,
- * one control array (its flags, bpfsight's own helper process). Configuration is const volatile rodata set between open and load
- * (RECORD_CTX_SET_COMMON_RODATA: trace_all, self_pid, wakeup_bytes, record_room; per family
- * options such as threshold_ns). Each tracepoint program exists twice, *_btf (tp_btf: typed
+ * (record_ctx__prepare, bpf_map__reuse_fd): one ring buffer, one target set (and -a's set of
+ * excluded processes), one loss table, one control array (its flags, bpfsight's own helper
+ * process). Configuration is const volatile rodata set between open and load
+ * (RECORD_CTX_SET_COMMON_RODATA: trace_all, have_excluded, self_pid, wakeup_bytes,
+ * record_room; per family options such as threshold_ns). Each tracepoint program exists twice, *_btf (tp_btf: typed
  * arguments, cheapest) and *_raw (raw_tp: kernels without BTF); record_ctx__prepare keeps one.
  *
  * Room in the ring: an event's record is refused (counted ringbuf_full) once the ring holds
@@ -19,7 +20,7 @@
  *
  * Map lifetimes: every map keyed by a process or thread is emptied when it exits, so process
  * churn cannot fill it (and a recycled pid or tid inherits nothing):
- *   targets (tgid)                 proc.bpf.c, at the exit of the last thread
+ *   targets, excluded (tgid)       proc.bpf.c, at the exit of the last thread
  *   sys_start_task, thread_sched_task, gil_thr (task storage)
  *                                  by the kernel with the task (thread_sched_task also holds,
  *                                  with --stacks=sched, the off-CPU records waiting for their
@@ -39,6 +40,7 @@
  *   shim_gaps (tgid)               user space, when the process exits (after its holes are
  *                                  settled); LRU, so bounded anyway
  *   known_files ((dev, inode))     never: one per executable examined, not per process
+ *   launched, linked (tgid)        libmap.bpf.c, at the exit of the last thread
  *   unw_procs (tgid)               proc.bpf.c at the exec (and copied to a child at the
  *                                  fork), the stack service (user/stacks/stack_unwind.c) on
  *                                  the exit record; unw_rows: never (one table per file, its
@@ -74,6 +76,19 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
+/*
+ * -a's processes left out (tgid -> 1; --exclude-pid, --exclude-comm): no event of theirs is
+ * recorded and no probe placed in them. Filled by user space at the start, by proc.bpf.c as
+ * they fork and exec (bpf/exclude.bpf.h); read only where have_excluded says there are any.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} excluded SEC(".maps");
+
 /* Lost events per family and cause (BS_LOST_KEY); per-CPU so counting needs no atomics. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -94,7 +109,9 @@ struct {
 } control SEC(".maps");
 
 const volatile __u32 trace_all = 0; /* -a: every process but ourselves */
-const volatile __u32 self_pid = 0;  /* bpfsight's tgid: tracing it would feed back */
+/* -a with --exclude-pid or --exclude-comm: every process but ourselves and the excluded */
+const volatile __u32 have_excluded = 0;
+const volatile __u32 self_pid = 0; /* bpfsight's tgid: tracing it would feed back */
 /* Wake the consumer only once this much is waiting: a wakeup per record costs more than
  * the record (user space also drains on a short timer). */
 const volatile __u64 wakeup_bytes = 1 << 20;
@@ -134,7 +151,8 @@ static __always_inline bool bs_is_target(__u32 tgid)
 	if (tgid == self_pid || tgid == 0)
 		return false;
 	if (trace_all)
-		return !bs_is_own_helper(tgid);
+		return !bs_is_own_helper(tgid) &&
+		       !(have_excluded && bpf_map_lookup_elem(&excluded, &tgid));
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 

@@ -7,12 +7,16 @@
  * once, instead of polling /proc/PID/maps. (This kernel has no kprobes or fentry, so mmap
  * itself cannot be hooked; both events here are rare.) Loaded with the uprobe manager: a
  * uprobe family, stacks, the shim or the edges' snapshot (recorder_services.c's needs), so
- * in nearly every recording. The uprobe has no pid filter: its int3 is in every process that
- * maps ld.so, which a program under Valgrind cannot run (docs/USAGE.md, Limits).
+ * in nearly every recording. The uprobe is placed, as every probe of the manager's, only in
+ * the processes traced (a pid-filtered link per process, user/uprobe/uprobe_group.c), but
+ * under -a without --exclude-*: a program beside the recording under Valgrind or QEMU never
+ * reads its int3 (docs/USAGE.md, "What a recording touches").
  *
  * In launch mode the launched command's processes are also stopped (SIGSTOP, taken on their
  * way back to user space) until user space has attached the probes of the new code and sent
- * SIGCONT: the first call into a freshly loaded libcudart is traced like every other. Only
+ * SIGCONT: the first call into a freshly loaded libcudart is traced like every other; and a
+ * process one of them forks, before its first instruction, until its own probes are in (a
+ * probe covers its process alone: fork_hold_btf). Only
  * those (`launched`: CMD and what it forks): a -p target's tree beside CMD (`-p 1 -- CMD`
  * takes in every process of the machine) or -a's other processes are not bpfsight's to
  * hold. Stopped, they also raced their own recorders: another recording that launched one of
@@ -21,6 +25,7 @@
  * control saw its children stop.
  */
 #include "common.bpf.h"
+#include "exclude.bpf.h"
 
 #define SIGSTOP_NR 19
 
@@ -49,6 +54,20 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } launched SEC(".maps");
+
+/*
+ * The processes the manager placed probes of their own in (tgid -> 1, user space: before it
+ * places them; taken out at the last thread's exit here and by user space). A probe covers its
+ * process alone: a fork of one (launch mode) or an exec of one into an excluded program (-a)
+ * waits for user space.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} linked SEC(".maps");
 
 const volatile __u32 stop_on_new_code = 0;
 /*
@@ -103,6 +122,16 @@ static __always_inline void on_exec(struct linux_binprm *bprm)
 	struct inode *inode;
 	bool hold;
 
+	/*
+	 * -a: a program --exclude-comm names runs with none of the recording's probes: those
+	 * placed in the process before (its own, which its new program inherits) are taken out
+	 * before it runs its first instruction.
+	 */
+	if (bs_exclude_at_exec(tgid)) {
+		if (bpf_map_lookup_elem(&linked, &tgid))
+			report(BS_MAP_EXEC_EXCLUDED, 0, 0, NULL, 1);
+		return;
+	}
 	if (!bs_is_target(tgid))
 		return;
 	hold = held(tgid);
@@ -158,6 +187,40 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 		bpf_map_update_elem(&launched, &cpid, &one, BPF_ANY);
 }
 
+/*
+ * bpf_send_signal_task (6.13): a signal to a task other than the current one (the child, not
+ * the parent that forks it). Called by a made-up helper id that user space rewrites into the
+ * kfunc's call (kfeature__call_kfunc): fork_hold_btf is loaded only where the kernel has it.
+ */
+static long (*send_signal_task)(struct task_struct *task, int sig, enum pid_type type,
+				__u64 value) = (void *)BS_LIBMAP_SIGNAL_TASK_CALL;
+
+/*
+ * Launch mode: the child of a process that has probes of its own is held (SIGSTOP, pending
+ * before it first runs: it stops on its way to its first instruction) until user space has
+ * placed its own; the record says so (ino = the parent).
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(fork_hold_btf, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = parent->tgid, cpid = child->tgid;
+	struct bs_map_exec *r;
+
+	if (!stop_on_new_code || cpid != (__u32)child->pid || cpid == ppid ||
+	    !bpf_map_lookup_elem(&launched, &ppid) || !bpf_map_lookup_elem(&linked, &ppid))
+		return 0;
+	r = bs_reserve_life(BS_REC_MAP_EXEC, sizeof(*r), cpid, cpid, bpf_ktime_get_ns());
+	if (!r)
+		return 0; /* never hold a process user space will not hear about */
+	r->ino = ppid;
+	r->dev = 0;
+	r->flags = BS_MAP_EXEC_FORK;
+	if (!send_signal_task(child, SIGSTOP_NR, PIDTYPE_TGID, 0))
+		r->flags |= BS_MAP_EXEC_STOPPED;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(launched_fork_btf, struct task_struct *parent, struct task_struct *child)
 {
@@ -177,8 +240,11 @@ static __always_inline void on_exit(struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
-	if (stop_on_new_code && BPF_CORE_READ(p, signal, live.counter) == 0)
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return;
+	if (stop_on_new_code)
 		bpf_map_delete_elem(&launched, &tgid);
+	bpf_map_delete_elem(&linked, &tgid);
 }
 
 SEC("tp_btf/sched_process_exit")

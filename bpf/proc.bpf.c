@@ -17,6 +17,7 @@
  * when it reads the exec).
  */
 #include "common.bpf.h"
+#include "exclude.bpf.h"
 #include "unwind_procs.bpf.h"
 
 /* Ring-buffer memory is not zeroed: clear the tail so records are deterministic. */
@@ -34,6 +35,9 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	const struct bs_unw_proc *unw;
 	struct bs_fork *r;
 
+	/* -a's excluded: their children too, before they first run. */
+	if (have_excluded && cpid == ctid && cpid != ppid)
+		bs_exclude_at_fork(ppid, cpid);
 	if (!bs_is_target(ppid))
 		return 0;
 	if (!trace_all && cpid == ctid) {
@@ -74,7 +78,8 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_tid)
 	__u32 pid = BPF_CORE_READ(p, tgid);
 	struct bs_exec *r;
 
-	if (!bs_is_target(pid))
+	/* -a: a program --exclude-comm names is left out from its exec on. */
+	if (bs_exclude_at_exec(pid) || !bs_is_target(pid))
 		return 0;
 	/* The old program's mappings describe nothing of the new one. */
 	bpf_map_delete_elem(&unw_procs, &pid);
@@ -128,8 +133,11 @@ static __always_inline int on_exit(struct task_struct *p)
 	__u32 group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	struct bs_exit_cpu *r;
 
-	if (!bs_is_target(pid))
+	if (!bs_is_target(pid)) {
+		if (have_excluded && group_dead)
+			bpf_map_delete_elem(&excluded, &pid); /* a recycled pid is not excluded */
 		return 0;
+	}
 	r = bs_reserve_life(BS_REC_EXIT, sizeof(*r), pid, tid, bpf_ktime_get_ns());
 	if (r) {
 		r->e.exit_code = BPF_CORE_READ(p, exit_code);

@@ -45,6 +45,8 @@
 
 #define BS_RB_VERSION 1
 #define BS_COMM_LEN   16
+/* -a's --exclude-comm names at most (bpf/exclude.bpf.h, struct record_opts) */
+#define BS_EXCLUDE_COMMS 8
 
 #define BS_REC_STRING	0x01 /* interned string (user space) */
 #define BS_REC_PROCESS	0x02 /* process metadata snapshot (user space) */
@@ -258,8 +260,9 @@ struct bs_symbol {
 /*
  * New code may be mapped in a traced process: it exec'd (ino/dev = the executable), or the
  * dynamic linker announced a change of its link map (dlopen, the libraries loaded at start:
- * ld.so's _dl_debug_state, the hook debuggers use; ino/dev = 0). User space then looks for
- * probe sites in the files it has not examined yet. hdr.ts = the event.
+ * ld.so's _dl_debug_state, the hook debuggers use; ino/dev = 0), or (launch mode) it was
+ * forked. User space then looks for probe sites in the files it has not examined yet, and
+ * places the process's own probes. hdr.ts = the event.
  */
 struct bs_map_exec {
 	struct bs_hdr h;
@@ -290,6 +293,22 @@ struct bs_thread_ns {
 #define BS_MAP_EXEC_STOPPED 0x1 /* BPF sent SIGSTOP: user space probes, then sends SIGCONT */
 #define BS_MAP_EXEC_EXEC    0x2 /* from exec */
 #define BS_MAP_EXEC_DLOPEN  0x4 /* from the dynamic linker's hook */
+/*
+ * Launch mode: a new process of the command's (hdr.pid), forked by one the recording placed
+ * probes in (ino = its parent's pid), held before its first instruction until its own are in
+ * (with STOPPED): a probe placed for a process covers that process alone.
+ */
+#define BS_MAP_EXEC_FORK 0x8
+/*
+ * -a: an exec into a program --exclude-comm names, of a process the recording placed probes
+ * in: held (with STOPPED) until they are out, before the program runs.
+ */
+#define BS_MAP_EXEC_EXCLUDED 0x10
+/*
+ * The helper id libmap.bpf.c calls bpf_send_signal_task (6.13) by, which user space rewrites
+ * into that kfunc's call before loading it (kfeature__call_kfunc, kernel_features.h).
+ */
+#define BS_LIBMAP_SIGNAL_TASK_CALL 0x7b5c0101
 
 /*
  * Records `bpfsight merge` writes (never a recorder). A merged file holds the records of many

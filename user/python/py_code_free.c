@@ -13,15 +13,21 @@
 #include "py_debug_offsets.h"
 #include "pycode.skel.h"
 #include "record_ctx.h"
-#include "uprobe_broker.h"
+#include "uprobe_multi.h"
 #include "hmap.h"
 
 /* PyTypeObject (3.8 on, checked to 3.15): tp_dealloc after tp_name, basicsize, itemsize. */
 #define TP_DEALLOC 48
 
+/* A process's probe: where, and its link (its pid's alone: no other process is touched). */
+struct code_probe {
+	__u64 ino, dev_off; /* the file's inode; its device << 40 ^ the file offset */
+	struct uprobe_links links;
+};
+
 struct py_code_free {
 	struct pycode_bpf *skel;
-	struct hmap *probes; /* (dev ^ ino, file offset) -> struct bpf_link * */
+	struct hmap *probes; /* (pid, 0) -> struct code_probe */
 };
 
 struct py_code_free *py_code_free__new(struct record_ctx *ctx, int *err)
@@ -31,13 +37,15 @@ struct py_code_free *py_code_free__new(struct record_ctx *ctx, int *err)
 	*err = -ENOMEM;
 	if (!f)
 		return NULL;
-	f->probes = hmap__new(sizeof(struct bpf_link *));
+	f->probes = hmap__new(sizeof(struct code_probe));
 	f->skel = pycode_bpf__open();
 	if (!f->probes || !f->skel) {
 		py_code_free__free(f);
 		return NULL;
 	}
 	RECORD_CTX_SET_COMMON_RODATA(f->skel, ctx, NULL);
+	if (uprobe_multi__supported())
+		uprobe_multi__prepare(f->skel->progs.py_code_free);
 	*err = record_ctx__prepare(ctx, f->skel->obj);
 	if (!*err)
 		*err = pycode_bpf__load(f->skel);
@@ -50,13 +58,13 @@ struct py_code_free *py_code_free__new(struct record_ctx *ctx, int *err)
 
 void py_code_free__free(struct py_code_free *f)
 {
-	struct bpf_link **l;
+	struct code_probe *p;
 	size_t it = 0;
 
 	if (!f)
 		return;
-	while (f->probes && (l = hmap__next(f->probes, &it, NULL)))
-		bpf_link__destroy(*l);
+	while (f->probes && (p = hmap__next(f->probes, &it, NULL)))
+		uprobe_links__detach(&p->links);
 	hmap__free(f->probes);
 	pycode_bpf__destroy(f->skel);
 	free(f);
@@ -100,7 +108,8 @@ int py_code_free__watch(struct py_code_free *f, pid_t pid, __u64 code_type)
 {
 	char fn[64], path[96], name[8] = "";
 	__u64 tp_name = 0, dealloc = 0, off = 0;
-	struct bpf_link **l;
+	struct uprobe_multi_opts o = { .pid = pid };
+	struct code_probe *p;
 	struct stat st;
 	int fd, err;
 
@@ -123,15 +132,24 @@ int py_code_free__watch(struct py_code_free *f, pid_t pid, __u64 code_type)
 		return err;
 	if (stat(path, &st))
 		return -errno;
-	l = hmap__get(f->probes, (struct hkey){ st.st_ino, (__u64)st.st_dev << 40 ^ off }, 1);
-	if (!l)
+	p = hmap__get(f->probes, (struct hkey){ (__u64)pid, 0 }, 1);
+	if (!p)
 		return -ENOMEM;
-	if (*l)
+	if (p->ino == st.st_ino && p->dev_off == ((__u64)st.st_dev << 40 ^ off) &&
+	    (p->links.fd >= 0 || p->links.nlinks))
 		return 0;
-	*l = uprobe_broker__attach(f->skel->progs.py_code_free, -1, path, off, NULL);
-	if (!*l) {
-		err = -errno;
-		return err ? err : -EINVAL;
-	}
-	return 0;
+	uprobe_links__detach(&p->links); /* another program since (an exec) */
+	p->ino = st.st_ino;
+	p->dev_off = (__u64)st.st_dev << 40 ^ off;
+	return uprobe_links__attach(&p->links, f->skel->progs.py_code_free, path, &off, 1, &o);
+}
+
+void py_code_free__forget(struct py_code_free *f, pid_t pid)
+{
+	struct code_probe *p = f ? hmap__get(f->probes, (struct hkey){ (__u64)pid, 0 }, 0) : NULL;
+
+	if (!p)
+		return;
+	uprobe_links__detach(&p->links);
+	hmap__del(f->probes, (struct hkey){ (__u64)pid, 0 });
 }

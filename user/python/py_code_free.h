@@ -3,7 +3,8 @@
  * The probe that lets BPF keep code objects' identities between stacks (py_codes,
  * bpf/pycode.bpf.c): a uprobe on the interpreter's code_dealloc, found as PyCode_Type's
  * tp_dealloc in the process's memory (so stripped interpreters have it too: PyCode_Type is
- * exported), attached once per file and offset for every process that maps the file.
+ * exported), attached for each process it is asked for, by a link of that process's own: no
+ * other process that maps the interpreter gets its int3.
  */
 #ifndef BPFSIGHT_PY_CODE_FREE_H
 #define BPFSIGHT_PY_CODE_FREE_H
@@ -23,5 +24,7 @@ void py_code_free__free(struct py_code_free *f); /* detaches */
  * keep identities for PID).
  */
 int py_code_free__watch(struct py_code_free *f, pid_t pid, __u64 code_type);
+/* PID exited: its probe goes. */
+void py_code_free__forget(struct py_code_free *f, pid_t pid);
 
 #endif /* BPFSIGHT_PY_CODE_FREE_H */

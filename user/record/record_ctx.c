@@ -188,6 +188,8 @@ int record_ctx__prepare(struct record_ctx *ctx, struct bpf_object *obj)
 			fd = ctx->events_fd;
 		else if (!strcmp(name, "targets"))
 			fd = ctx->targets_fd;
+		else if (!strcmp(name, "excluded"))
+			fd = ctx->excluded_fd;
 		else if (!strcmp(name, "lost"))
 			fd = ctx->lost_fd;
 		else if (!strcmp(name, "control"))
@@ -263,6 +265,11 @@ int record_ctx__run_iter(struct bpf_link *link, const char *what)
 	}
 	close(fd);
 	return err;
+}
+
+int record_opts__excludes(const struct record_opts *o)
+{
+	return o->system_wide && (o->nexclude_pids || o->nexclude_comms);
 }
 
 int record_opts__wants_stacks(const struct record_opts *o)

@@ -45,6 +45,15 @@ struct record_opts {
 	char pid_comm[RECORD_MAX_PIDS][BS_COMM_LEN];
 	__u32 no_subprocesses; /* --no-subprocesses: -p takes in no existing child */
 	__u32 system_wide;
+	/*
+	 * -a's --exclude-pid (with their descendants) and --exclude-comm (a process whose name
+	 * is one, from its start or its exec on, and its descendants): nothing of theirs is
+	 * recorded, no probe placed in them (bpf/exclude.bpf.h, user/session/exclude.c).
+	 */
+	pid_t exclude_pids[RECORD_MAX_PIDS];
+	__u32 nexclude_pids;
+	char exclude_comms[BS_EXCLUDE_COMMS][BS_COMM_LEN];
+	__u32 nexclude_comms;
 	__u64 duration_ns; /* 0 = until the targets exit or a signal */
 	__u64 ringbuf_bytes;
 	int kill_signal;    /* sent to a launched CMD when -d ends; 0 = none */
@@ -103,6 +112,8 @@ struct record_opts {
 	const char *cmd_name;
 };
 
+/* Whether -a leaves processes out (--exclude-pid, --exclude-comm): record_ctx.c. */
+int record_opts__excludes(const struct record_opts *o);
 /* Whether the recording reads stacks (the cpu family, --stacks): record_ctx.c. */
 int record_opts__wants_stacks(const struct record_opts *o);
 /*
@@ -151,6 +162,7 @@ struct record_ctx {
 	pid_t self_pid;
 	/* Shared maps, created by the driver (user/session/) and reused by every family. */
 	int events_fd, targets_fd, lost_fd;
+	int excluded_fd;  /* -a's processes left out (common.bpf.h's excluded), or -1 */
 	int control_fd;	  /* BS_CTL_* bits every program reads (common.bpf.h) */
 	int py_procs_fd;  /* Python processes whose frames BPF reads (bpf/stack_scratch.bpf.h) */
 	int py_codes_fd;  /* code objects' identities (bpf/stack_scratch.bpf.h), shared likewise */
@@ -274,9 +286,23 @@ __u64 record_ctx__record_room(const struct record_ctx *ctx);
 	do {                                                                                       \
 		(skel)->rodata->bs_loss_family = loss__key(fam, 0) / BS_LOSS_SHARED;               \
 		(skel)->rodata->trace_all = (ctx)->opts->system_wide;                              \
+		(skel)->rodata->have_excluded = record_opts__excludes((ctx)->opts);                \
 		(skel)->rodata->self_pid = (ctx)->self_pid;                                        \
 		(skel)->rodata->wakeup_bytes = (ctx)->opts->ringbuf_bytes / 4;                     \
 		(skel)->rodata->record_room = record_ctx__record_room(ctx);                        \
+	} while (0)
+
+/*
+ * The --exclude-comm names into an object that includes bpf/exclude.bpf.h (proc's, libmap's),
+ * between open and load: the exec that gives a process one of them excludes it.
+ */
+#define RECORD_CTX_SET_EXCLUDE_RODATA(skel, ctx)                                                   \
+	do {                                                                                       \
+		for (__u32 i_ = 0; i_ < (ctx)->opts->nexclude_comms && i_ < BS_EXCLUDE_COMMS;      \
+		     i_++)                                                                         \
+			memcpy((char *)(skel)->rodata->exclude_comms[i_],                          \
+			       (ctx)->opts->exclude_comms[i_], BS_COMM_LEN);                       \
+		(skel)->rodata->nexclude_comms = (ctx)->opts->nexclude_comms;                      \
 	} while (0)
 
 #endif /* BPFSIGHT_RECORD_CTX_H */

@@ -93,6 +93,40 @@ static int opt_all(struct record_args *a, const char *arg)
 	return 0;
 }
 
+static int opt_exclude_pid(struct record_args *a, const char *arg)
+{
+	struct record_opts pids = { 0 };
+
+	/* -p's parsing (a thread names its process, no zombie, not bpfsight), then kept apart. */
+	if (record_args__pids(a->cmd, arg, &pids))
+		return 1;
+	for (__u32 i = 0; i < pids.npids; i++) {
+		if (a->o.nexclude_pids == RECORD_MAX_PIDS)
+			return FAIL("too many --exclude-pid (at most %d): --exclude-comm names "
+				    "processes by their name",
+				    RECORD_MAX_PIDS);
+		a->o.exclude_pids[a->o.nexclude_pids++] = pids.pids[i];
+	}
+	return 0;
+}
+
+static int opt_exclude_comm(struct record_args *a, const char *arg)
+{
+	size_t n = strlen(arg);
+
+	if (!n || n >= BS_COMM_LEN)
+		return FAIL(
+			"bad --exclude-comm '%s': a process name as `ps -o comm` shows it, 1 to "
+			"%d characters (the kernel keeps the first %d: memcheck-amd64-, "
+			"qemu-x86_64)",
+			arg, BS_COMM_LEN - 1, BS_COMM_LEN - 1);
+	if (a->o.nexclude_comms == BS_EXCLUDE_COMMS)
+		return FAIL("too many --exclude-comm (at most %d)", BS_EXCLUDE_COMMS);
+	memset(a->o.exclude_comms[a->o.nexclude_comms], 0, BS_COMM_LEN);
+	memcpy(a->o.exclude_comms[a->o.nexclude_comms++], arg, n);
+	return 0;
+}
+
 static int opt_duration(struct record_args *a, const char *arg)
 {
 	int ret = parse_duration_ns(arg, &a->o.duration_ns);
@@ -471,6 +505,22 @@ static const struct rec_option table[] = {
 	{ "system-wide", 'a', NULL, RMT,
 	  "every process, including those started while recording",
 	  "every process (the default)", opt_all },
+	{ "exclude-pid", 0, "PID", RMT,
+	  "-a: leave out PID and its child processes, existing and future (repeatable, or "
+	  "comma-separated): nothing of theirs is recorded, and no probe is written into their "
+	  "memory (a program under Valgrind, QEMU's user mode, Pin or DynamoRIO reads one as its "
+	  "own code)",
+	  "leave out PID and its child processes, existing and future (repeatable): nothing of "
+	  "theirs is monitored, no probe is written into their memory",
+	  opt_exclude_pid, "leave out PID and its child processes (repeatable): not shown, no "
+	  "probe written into their memory" },
+	{ "exclude-comm", 0, "NAME", RMT,
+	  "-a: leave out the processes named NAME (as `ps -o comm` shows it: memcheck-amd64-, "
+	  "qemu-x86_64), from their start or the exec that names them so, and their child "
+	  "processes (repeatable, at most 8)",
+	  "leave out the processes named NAME (`ps -o comm`), from their start or exec on, and "
+	  "their child processes (repeatable, at most 8)",
+	  opt_exclude_comm, NULL },
 	{ "duration", 'd', "DUR", RMT,
 	  "stop after DUR (10, 10s, 500ms, 2m); default: until CMD or the -p processes exit, or "
 	  "Ctrl-C",
@@ -943,6 +993,19 @@ int record_args__check(struct record_args *a)
 			    a->cmd_bit == R   ? "trace"
 			    : a->cmd_bit == M ? "monitor"
 					      : "show");
+	if ((o->nexclude_pids || o->nexclude_comms) &&
+	    (o->npids || (a->cmd_bit == R && !o->system_wide)))
+		return FAIL("--exclude-pid and --exclude-comm leave processes out of every process "
+			    "(%s): %s",
+			    a->cmd_bit == R ? "-a" : "without -p",
+			    a->cmd_bit == R
+				    ? "add -a, or drop them (a launched command or -p "
+				      "touches no other process)"
+				    : "drop -p, or drop them (-p touches no other process)");
+	if ((o->nexclude_pids || o->nexclude_comms) && !kfeature__has(KF_UPROBE_MULTI))
+		return FAIL("--exclude-pid and --exclude-comm need uprobe_multi links (Linux 6.6), "
+			    "which this kernel lacks: without them a probe is written into every "
+			    "process that maps its file");
 	if (flight_opts__check(&o->flight, a->cmd))
 		return 1;
 	if (a->trace) {

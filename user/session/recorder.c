@@ -36,6 +36,7 @@
 #include "start_at.h"
 #include "string_pool.h"
 #include "target_tree.h"
+#include "exclude.h"
 #include "trace_writer.h"
 #include "uprobe_broker.h"
 #include "uprobe_mgr.h"
@@ -435,6 +436,12 @@ static int start(struct recording *r)
 	for (__u32 i = 0; i < o->npids; i++)
 		if (add_target(ctx, o->pids[i]))
 			return -1;
+	/* -a's left out: before the first look at the machine's processes. */
+	err = exclude__fill(ctx);
+	if (err) {
+		pr_err("cannot read the processes --exclude-* leaves out: %s\n", strerror(-err));
+		return -1;
+	}
 	if (recording__make_services(r))
 		return -1;
 	for_each_family_slot(it, r->fam) {
@@ -451,6 +458,12 @@ static int start(struct recording *r)
 		it.slot->attached = 1;
 	}
 	make_dispatch(r);
+	/* And those forked meanwhile, before proc.bpf.c took over from its attach on. */
+	err = exclude__fill(ctx);
+	if (err) {
+		pr_err("cannot read the processes --exclude-* leaves out: %s\n", strerror(-err));
+		return -1;
+	}
 	if (r->uprobes)
 		uprobe_mgr__start(r->uprobes);
 	if (r->stacks)
@@ -862,6 +875,7 @@ int recorder__run(const struct record_opts *opts)
 	r->ctx = (struct record_ctx){ .opts = o,
 				      .events_fd = -1,
 				      .targets_fd = -1,
+				      .excluded_fd = -1,
 				      .lost_fd = -1,
 				      .control_fd = -1,
 				      .py_procs_fd = -1,

@@ -32,6 +32,10 @@ int recording__create_maps(struct recording *r)
 					 record_ctx__map_entries("targets") ?: 65536, NULL);
 	if (ctx->targets_fd < 0)
 		return -errno;
+	ctx->excluded_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "excluded", sizeof(__u32),
+					  sizeof(__u8), 65536, &no_prealloc);
+	if (ctx->excluded_fd < 0)
+		return -errno;
 	ctx->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "lost", sizeof(__u32),
 				      sizeof(__u64), BS_LOST_KEYS, NULL);
 	if (ctx->lost_fd < 0)
@@ -64,7 +68,8 @@ void recording__close_maps(struct recording *r)
 {
 	int *fds[] = { &r->ctx.events_fd,   &r->ctx.targets_fd,	  &r->ctx.lost_fd,
 		       &r->ctx.control_fd,  &r->ctx.py_procs_fd,  &r->ctx.py_codes_fd,
-		       &r->ctx.unw_rows_fd, &r->ctx.unw_procs_fd, &r->ctx.unw_cache_fd };
+		       &r->ctx.unw_rows_fd, &r->ctx.unw_procs_fd, &r->ctx.unw_cache_fd,
+		       &r->ctx.excluded_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0) {

@@ -72,6 +72,15 @@ struct shim_user {
 	const struct family *f;
 };
 
+/*
+ * Probes on the shim's file for every process that maps it: -a without --exclude-* (every
+ * process is traced). Else each process's own (launch mode, -p, -a's not excluded).
+ */
+static int every_process(const struct shim_link *l)
+{
+	return l->ctx->opts->system_wide && !record_opts__excludes(l->ctx->opts);
+}
+
 /* ---- sites ---- */
 
 static void file_free(struct shim_file *f)
@@ -281,7 +290,7 @@ static void *on_file(void *arg, const char *path, const char *shown, const struc
 	}
 	l->files = nf;
 	l->files[l->nfiles++] = f;
-	if (l->ctx->opts->system_wide) {
+	if (every_process(l)) {
 		/* Every process mapping it, now and later: the semaphores follow the file. */
 		err = links_attach(l, &f->all, &f->base, f->fd, 0);
 		if (err) {
@@ -314,7 +323,7 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 	p->file = f;
 	if (shim_inject__sent(l->inject, pid))
 		pr_info("--inject: pid %d: the cupti-shim is loaded (%s)\n", pid, f->shown);
-	if (l->ctx->opts->system_wide) {
+	if (every_process(l)) {
 		/* The file's link covers it (attached in on_file): a shim asleep is woken. */
 		shim_waker__wake(pid);
 		return;
@@ -739,7 +748,7 @@ static int drain_attach(struct shim_link *l)
 	size_t it = 0;
 	int n = 0;
 
-	if (l->ctx->opts->system_wide) {
+	if (every_process(l)) {
 		for (__u32 i = 0; i < l->nfiles; i++)
 			if (l->files[i]->drain.n &&
 			    !links_attach(l, &l->files[i]->all_drain, &l->files[i]->drain,

@@ -528,6 +528,7 @@ static int own_services(struct snap_session *ss, const pid_t *pids, int npids, c
 				       .strings = string_pool__new(),
 				       .events_fd = -1,
 				       .targets_fd = -1,
+				       .excluded_fd = -1,
 				       .lost_fd = -1,
 				       .control_fd = -1,
 				       .py_procs_fd = bpf_map__fd(ss->skel->maps.py_procs),

@@ -541,6 +541,8 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 	/* A new program (or the end): whether it is a python is decided again. */
 	if (rec->type == BS_REC_EXEC || (rec->type == BS_REC_EXIT && rec->pid == rec->tid)) {
 		py_stack__forget(s->py, rec->pid);
+		if (rec->type == BS_REC_EXIT)
+			py_code_free__forget(s->code_free, rec->pid);
 		p = hmap__get(s->procs, (struct hkey){ rec->pid, 0 }, 0);
 		if (p)
 			*p = (struct py_proc){ 0 };

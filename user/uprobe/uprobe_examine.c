@@ -191,9 +191,13 @@ void uprobe_obj__examine(struct uprobe_mgr *m, struct uprobe_obj *o, const char 
 	elf_syms__free(syms);
 	if (o->nsites && !m->ctx->opts->dry_run) {
 		uprobe_obj__attach(m, o, path);
-		/* -v: when a file's probes are live (a test's cue, a user's "why not traced?") */
-		if (m->ctx->opts->verbose)
+		/*
+		 * -v: when a file's probes are live (a test's cue, a user's "why not traced?"):
+		 * scoped, once they are in a process (uprobe_mgr__link_pid).
+		 */
+		if (m->ctx->opts->verbose && !m->scoped)
 			pr_info("probed %u sites in %s\n", o->nsites, o->path);
+		o->say_probed = m->ctx->opts->verbose && m->scoped;
 	}
 	if (o->nsites)
 		scan_cache__add(m->cache, o->path, o->dev, o->ino);

@@ -12,13 +12,17 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/stat.h>
 #include "env.h"
+#include "kdev.h"
+#include "kernel_features.h"
 #include "link_reaper.h"
 #include "record_ctx.h"
 #include "hmap.h"
 #include "uprobe_mgr_priv.h"
 #include "uprobe_multi.h"
 #include "scan_cache.h"
+#include "uprobe_closer.h"
 #include "libmap.skel.h"
 
 /* Launch mode with no running process beside CMD (-p, -a). */
@@ -36,9 +40,11 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 	m->ctx = ctx;
 	m->objs = hmap__new(sizeof(struct uprobe_obj *));
 	m->pids = hmap__new(sizeof(struct pid_maps *));
+	m->links = hmap__new(sizeof(struct pid_links));
+	m->closer = uprobe_closer__new();
 	m->cache = scan_cache__load();
 	m->stalled = hmap__new(sizeof(__u8));
-	if (!m->objs || !m->pids || !m->cache || !m->stalled) {
+	if (!m->objs || !m->pids || !m->links || !m->closer || !m->cache || !m->stalled) {
 		uprobe_mgr__free(m);
 		return NULL;
 	}
@@ -50,16 +56,33 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 	 */
 	if (!uprobe_multi__supported() && !launch_only(ctx->opts))
 		link_reaper__wait_others(120 * 1000);
+	/*
+	 * A probe goes only into the processes the recording traces, by a link of each one's
+	 * own, but under -a without --exclude-* (every process is traced: one link on the file)
+	 * and on kernels without uprobe_multi links, where a perf-event uprobe per site and
+	 * process would cost a grace period each to take out (docs/USAGE.md, "What a recording
+	 * touches").
+	 */
+	m->scoped = uprobe_multi__supported() &&
+		    (!ctx->opts->system_wide || record_opts__excludes(ctx->opts));
 	return m;
 }
 
-/* The programs that follow the launched command's processes, left out. */
-static void libmap_launched_off(struct libmap_bpf *l)
+/*
+ * Launch mode's hold of a fork until the child's own probes are in (fork_hold_btf): where
+ * probes are the processes' own, and the kernel can signal the child (bpf_send_signal_task);
+ * else the child is linked when its FORK record is read, its first calls maybe missed.
+ */
+static int libmap_fork_hold(struct uprobe_mgr *m)
 {
-	bpf_program__set_autoload(l->progs.launched_fork_btf, false);
-	bpf_program__set_autoload(l->progs.launched_fork_raw, false);
-	bpf_program__set_autoload(l->progs.launched_exit_btf, false);
-	bpf_program__set_autoload(l->progs.launched_exit_raw, false);
+	struct libmap_bpf *l = m->libmap;
+
+	if (l->rodata->stop_on_new_code && m->scoped && m->ctx->use_btf &&
+	    kfeature__has(KF_SIGNAL_TASK) &&
+	    !kfeature__call_kfunc(l->progs.fork_hold_btf, BS_LIBMAP_SIGNAL_TASK_CALL,
+				  "bpf_send_signal_task"))
+		return 0;
+	return bpf_program__set_autoload(l->progs.fork_hold_btf, false);
 }
 
 /* Load and attach the new-code reporter (bpf/libmap.bpf.c). */
@@ -84,10 +107,10 @@ static int libmap_start(struct uprobe_mgr *m)
 	m->libmap->rodata->skip_exec_stop = env && !strcmp(env, "1");
 	if (uprobe_multi__supported())
 		uprobe_multi__prepare(m->libmap->progs.dl_debug_state);
+	RECORD_CTX_SET_EXCLUDE_RODATA(m->libmap, ctx);
 	err = record_ctx__prepare(ctx, m->libmap->obj);
-	if (!err && !m->libmap->rodata->stop_on_new_code)
-		/* Nobody to hold: the command's lineage need not be followed. */
-		libmap_launched_off(m->libmap);
+	if (!err)
+		err = libmap_fork_hold(m);
 	if (!err)
 		err = libmap_bpf__load(m->libmap);
 	cmd_pid = (__u32)ctx->launch_pid;
@@ -120,6 +143,7 @@ void uprobe_mgr__close(struct uprobe_mgr *m)
 {
 	if (!m || m->closed)
 		return;
+	m->link_all_pid = 0;
 	uprobe_mgr__unlink_all(m);
 	/* The new-code reporter too: nothing is scanned any more, so nothing need report. */
 	libmap_bpf__destroy(m->libmap);
@@ -135,19 +159,40 @@ int uprobe_mgr__closed(const struct uprobe_mgr *m)
 	return !m || m->closed;
 }
 
-int uprobe_mgr__attach_links(struct record_ctx *ctx, const char *family, struct uprobe_links *l,
+int uprobe_mgr__attach_links(struct uprobe_mgr *m, const char *family, struct uprobe_links *l,
 			     const struct bpf_program *prog, const char *path, const __u64 *offs,
 			     __u32 cnt, const struct uprobe_multi_opts *o, const char *what,
 			     const char *object)
 {
 	char msg[PATH_MAX + 128];
-	int err = uprobe_links__attach(l, prog, path, offs, cnt, o);
+	struct uprobe_obj *obj;
+	struct stat st;
+	int err;
 
-	if (!err || (o->pid > 0 && err == -ESRCH))
-		return err;
 	snprintf(msg, sizeof(msg), "%s %s in %s", o->retprobe ? "uretprobe" : "uprobe", what,
 		 object);
-	record_ctx__attach_failed(ctx, family, msg, err);
+	if (o->pid > 0) {
+		err = uprobe_links__attach(l, prog, path, offs, cnt, o);
+		if (err && err != -ESRCH)
+			record_ctx__attach_failed(m->ctx, family, msg, err);
+		return err;
+	}
+	/* The job's processes that map the file, each by a link of its own (uprobe_group.c). */
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+	if (m->closed)
+		return -ESHUTDOWN;
+	if (stat(path, &st)) {
+		err = -errno;
+		record_ctx__attach_failed(m->ctx, family, msg, err);
+		return err;
+	}
+	obj = uprobe_obj__get(m, kdev_of(st.st_dev), st.st_ino, object);
+	if (!obj)
+		return -ENOMEM;
+	l->group = uprobe_group__new(m, obj, family, prog, path, offs, cnt, o, msg, &err);
+	if (l->group)
+		l->group->owner = l;
 	return err;
 }
 
@@ -155,19 +200,8 @@ void uprobe_obj__free(struct uprobe_obj *o)
 {
 	if (!o)
 		return;
-	/* Entries before returns (uprobe_mgr__unlink_all says why). */
-	for (__u32 i = 0; i < o->nfds; i++)
-		close(o->fds[i]);
-	for (__u32 i = 0; i < o->nlinks; i++)
-		bpf_link__destroy(o->links[i]);
-	for (__u32 i = 0; i < o->nret_fds; i++)
-		close(o->ret_fds[i]);
-	for (__u32 i = 0; i < o->nret_links; i++)
-		bpf_link__destroy(o->ret_links[i]);
-	free(o->links);
-	free(o->ret_links);
-	free(o->fds);
-	free(o->ret_fds);
+	if (o->fd >= 0)
+		close(o->fd);
 	free(o->sites);
 	free(o->heard);
 	elf_syms__free(o->syms);
@@ -183,6 +217,7 @@ void uprobe_mgr__free(struct uprobe_mgr *m)
 	if (!m)
 		return;
 	uprobe_mgr__unlink_all(m);
+	uprobe_mgr__free_groups(m); /* they point to their files */
 	while (m->objs && (v = hmap__next(m->objs, &it, NULL)))
 		uprobe_obj__free(*(struct uprobe_obj **)v);
 	it = 0;

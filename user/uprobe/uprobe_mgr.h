@@ -25,12 +25,16 @@
  * where fewer than 32 names are found is left alone (a logger's or a profiler's table of API
  * names is not a runtime). Cost: bench/RESULTS.md, "Runtime entry points found by name".
  *
- * How: an entry uprobe and a uretprobe per function, on the file's inode with pid -1: the
- * kernel installs them in every process that maps the file, now or later (forked children,
- * exec'd copies, processes -a sees start) from their first instruction; BPF keeps only
- * targets. The price: other processes mapping the same file take a filtered probe hit per
- * call while recording. Each probe's bpf_cookie (BS_UCOOKIE, records.h) tells the generic
- * programs which function it is and what to copy. Functions whose cookie is
+ * How: an entry uprobe and a uretprobe per function, placed only in the traced processes: a
+ * uprobe_multi link with the pid of each process of the job that maps the file, made when a
+ * scan or a fork shows the mapping, closed at the process's exit (uprobe_mgr_priv.h): the
+ * kernel writes no int3 into any other process, so a program beside the recording under
+ * Valgrind or QEMU runs as without it. A launched command's forked child is held until its
+ * own are in (MAP_EXEC_FORK); a -p target's is linked as its FORK record is read (its calls
+ * in the milliseconds before are missed). Under -a without --exclude-* (and on kernels
+ * without uprobe_multi links) one link on the file's inode for every process that maps it,
+ * now or later; BPF keeps only targets. Each probe's bpf_cookie (BS_UCOOKIE, records.h) tells
+ * the generic programs which function it is and what to copy. Functions whose cookie is
  * BS_UCOOKIE_WRAPPED (cuda's driver launches) get one uprobe session link instead (Linux
  * 6.13+, KF_UPROBE_SESSION; ucall_session in bpf/ucall.bpf.h): its entry returns 1, and no
  * return probe fires, when the caller is a BS_UCOOKIE_WRAPS call (a runtime launch), so such
@@ -45,8 +49,8 @@
  *
  * New code: bpf/libmap.bpf.c reports a traced process's exec of a file not seen yet
  * (sched_process_exec) and every change of its link map (a uprobe on ld.so's _dl_debug_state,
- * attached on every ld.so found: it runs after a new process's libraries are mapped and around
- * every dlopen; mmap itself cannot be hooked without kprobes or fentry). The record wakes the
+ * placed in the traced processes as every other: it runs after a new process's libraries are
+ * mapped and around every dlopen; mmap itself cannot be hooked without kprobes or fentry). The record wakes the
  * recorder, which rescans that process's maps. In -p/-a mode the delay until new code is
  * probed is one ring-buffer wakeup plus one maps scan (milliseconds; calls made in that
  * window are missed). In launch mode BPF also sends the process SIGSTOP (taken on its way back
@@ -144,13 +148,19 @@ struct uprobe_listener {
 /* Returns the listener's id (for uprobe_mgr__examine), or a negative errno. */
 int uprobe_mgr__add_listener(struct uprobe_mgr *m, const struct uprobe_listener *l);
 /*
- * A listener's own probes (uprobe_links__attach, O's pid 0: every process mapping PATH): a
- * failure is said once and counted as FAMILY's lost probes (attach_failed), "uprobe WHAT in
- * OBJECT"; a process that ended meanwhile missed nothing and is not said. 0 or -errno.
+ * A listener's own probes at CNT offsets OFFS of the file at PATH, into L (detached by
+ * uprobe_links__detach): with O's pid, that process alone (uprobe_links__attach); with pid 0,
+ * the recording's processes that map the file, now or later: each one of the job (the
+ * launched command and its children, -p's tree, -a's but the excluded) by a link of its own,
+ * made as scans and forks show the mapping and closed at its exit, so no other process's code
+ * is touched; under -a without exclusions, or without uprobe_multi links, one link for every
+ * process that maps it. A failure is said once and counted as FAMILY's lost probes
+ * (attach_failed), "uprobe WHAT in OBJECT"; a process that ended meanwhile missed nothing
+ * and is not said. 0 or -errno.
  */
 struct uprobe_links;
 struct uprobe_multi_opts;
-int uprobe_mgr__attach_links(struct record_ctx *ctx, const char *family, struct uprobe_links *l,
+int uprobe_mgr__attach_links(struct uprobe_mgr *m, const char *family, struct uprobe_links *l,
 			     const struct bpf_program *prog, const char *path, const __u64 *offs,
 			     __u32 cnt, const struct uprobe_multi_opts *o, const char *what,
 			     const char *object);

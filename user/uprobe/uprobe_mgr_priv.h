@@ -6,21 +6,29 @@
  *   uprobe_scan.c       process discovery: /proc/PID/maps scans, the first scan, files
  *                       examined before a process maps them, where an address of a process is
  *   uprobe_examine.c    the ELF lookup of a file seen for the first time: its probe sites
- *   uprobe_attach.c     probes on a file's sites (uprobe_multi or perf-event links), ld.so's
- *                       hook, detaching
+ *   uprobe_attach.c     probes on a file's sites and ld.so's hook, as groups; detaching
+ *   uprobe_group.c      a group: the probes of one program on one file, placed in the
+ *                       recording's processes (a pid-filtered link per process of the job)
+ *   uprobe_closer.c     closing links in the background (each close waits for grace periods)
  *   uprobe_new_code.c   the records that announce new code (fork, exec, dlopen), and launch
  *                       mode's stop until a dlopen's code is probed
  *   uprobe_listeners.c  the listeners: registration, what each is told of a mapping
  *
- * Files are identified by (dev, inode), as the kernel does for uprobes: a uprobe attached
- * with pid -1 on a file's inode is installed in every process that maps that file, now or
- * later, from its first instruction — forked children, exec'd copies and new processes of
- * -a included — and BPF keeps only targets. So a file is examined once; only files never
- * seen before cost a scan, and those show up through EXEC and MAP_EXEC records.
+ * Files are identified by (dev, inode), as the kernel does for uprobes: a file is examined
+ * once; only files never seen before cost a scan, and those show up through EXEC and MAP_EXEC
+ * records.
  *
- * The cost of that choice: while recording, other processes mapping the same file take a
- * (filtered) probe hit per call. Attaching per pid instead would miss the first calls of
- * every new child until user space caught up.
+ * Where probes go (uprobe_group.c): a uprobe_multi link with a pid makes the kernel write its
+ * int3 only into that process's memory (the link's filter on the mm: at attach, at every mmap
+ * of the file, across exec; checked on 6.18: a process beside it, Valgrind's, finds its code
+ * untouched), and run the program only for that process's threads. A forked child keeps the
+ * int3s of its parent's pages but none of its links: the child is linked when its FORK record
+ * is read, and in launch mode held until then (MAP_EXEC_FORK). So each group of probes has a
+ * link per process of the job that maps its file (the launched command before its exec: every
+ * group), made when a scan or a fork shows the mapping and closed at the process's exit.
+ * Unscoped (-a without --exclude-*, or a kernel without uprobe_multi links, whose perf-event
+ * uprobes would cost a grace period each per process): one link per group on the file, for
+ * every process that maps it, now or later; BPF keeps only targets.
  */
 #ifndef BPFSIGHT_UPROBE_MGR_PRIV_H
 #define BPFSIGHT_UPROBE_MGR_PRIV_H
@@ -31,6 +39,7 @@
 #include "probe_site.h"
 #include "ucall_api.h"
 #include "uprobe_mgr.h"
+#include "uprobe_multi.h"
 
 #define MAX_FAMILIES  8 /* uprobe API families: cuda, nccl, cublas, cudnn, blas, and room */
 #define MAX_CODE_SEGS 4 /* executable segments of a file kept (for load biases) */
@@ -40,6 +49,7 @@ struct bpf_link;
 struct hmap;
 struct libmap_bpf;
 struct scan_cache;
+struct uprobe_closer;
 
 /* A function of a family's table found in a file, and where it is probed. */
 struct uprobe_site {
@@ -56,14 +66,8 @@ struct uprobe_obj {
 	int examined; /* symbols looked up for every family */
 	struct uprobe_site *sites;
 	__u32 nsites;
-	/*
-	 * Entry probes (and the dlopen hook), then return probes, apart: they are detached in
-	 * that order, so no call's entry is seen once its return can no longer be.
-	 */
-	struct bpf_link **links, **ret_links; /* perf-event uprobes (kernels before 6.6) */
-	__u32 nlinks, nret_links;
-	int *fds, *ret_fds; /* uprobe_multi links */
-	__u32 nfds, nret_fds;
+	int fd; /* held open once it has a group: later links name it /proc/self/fd/N; or -1 */
+	int say_probed;	       /* -v: say its sites are probed once they are in a process */
 	struct elf_syms *syms; /* opened lazily for uprobe_mgr__code_at, then kept */
 	int syms_failed;
 	void **heard; /* what each listener's file() returned, of the NHEARD there were then */
@@ -99,9 +103,52 @@ struct uprobe_fam {
 	struct bpf_program *session;
 };
 
+/* How a group's programs run: entry probes are detached before the others (unlink_all). */
+enum uprobe_kind { UPROBE_ENTRY, UPROBE_RETURN, UPROBE_SESSION };
+
+/*
+ * The probes of one program at sites of one file (uprobe_group.c): one link for every process
+ * (unscoped), or one per process of the job that maps the file, each with its pid.
+ */
+struct uprobe_group {
+	struct uprobe_mgr *m;
+	struct uprobe_obj *o;
+	struct uprobe_group *next; /* the manager's list */
+	const struct bpf_program *prog;
+	__u64 *offs, *cookies, *refs; /* CNT each; cookies and refs NULL when none */
+	__u32 cnt;
+	enum uprobe_kind kind;
+	char *family;		    /* whose loss a failure is */
+	char *what;		    /* "2 cuda entry probes in PATH", for messages */
+	struct uprobe_links all;    /* unscoped: on the file, for every process */
+	__u32 nlinked;		    /* processes it is placed in (scoped) */
+	int failed_said;	    /* a process's link failed: said once */
+	struct uprobe_links *owner; /* whose ->group it is (uprobe_mgr__attach_links), or NULL */
+};
+
+/* A process's own links (scoped): one per group it is placed in. */
+struct pid_links {
+	struct {
+		struct uprobe_group *g;
+		int fd;
+	} * v;
+	__u32 n;
+	size_t cap;
+};
+
 struct uprobe_mgr {
 	struct record_ctx *ctx;
 	struct libmap_bpf *libmap;
+	/*
+	 * Probes go only into the processes of the job, each by a link of its own (the launched
+	 * command and its children, -p's, -a's but the excluded), not on the file for all.
+	 */
+	int scoped;
+	struct uprobe_group *groups;
+	struct hmap *links; /* (pid, 0) -> struct pid_links (scoped) */
+	struct uprobe_closer *closer;
+	pid_t link_all_pid; /* the launched command until it runs: placed in every group */
+	__u64 swept_ns;	    /* the last look for links of processes that ended */
 	struct uprobe_fam fams[MAX_FAMILIES];
 	__u32 nfams;
 	struct uprobe_listener *listeners; /* a removed one's hooks are NULL: ids stay */
@@ -161,7 +208,7 @@ int uprobe_obj__first_reads(struct uprobe_mgr *m, struct uprobe_obj *o, const ch
 			    const char *root, int *fd, struct elf_syms **syms);
 
 /* uprobe_attach.c */
-/* Entry and return probe on every site of O, for every process (pid -1). */
+/* Entry and return probe on every site of O (a group per family and kind). */
 void uprobe_obj__attach(struct uprobe_mgr *m, struct uprobe_obj *o, const char *path);
 /* ld.so: have BPF report every change of the link map (dlopen) from now on. */
 void uprobe_obj__attach_dl_hook(struct uprobe_mgr *m, struct uprobe_obj *o,
@@ -169,6 +216,39 @@ void uprobe_obj__attach_dl_hook(struct uprobe_mgr *m, struct uprobe_obj *o,
 /* Every probe detached: all entry probes, then all return probes (perf-event ones in the
  * background, link_reaper.h). */
 void uprobe_mgr__unlink_all(struct uprobe_mgr *m);
+
+/* uprobe_group.c */
+/*
+ * A group of probes of PROG at O's CNT sites OFFS (O's file opens at PATH now), of KIND,
+ * with O's cookies and semaphores (O's pid ignored): placed now in every process of the job
+ * that maps the file (scoped), or on the file for every process. FAMILY's loss when a link
+ * fails, said as WHAT. NULL with *ERR when nothing could be placed (unscoped) or no memory.
+ */
+struct uprobe_group *uprobe_group__new(struct uprobe_mgr *m, struct uprobe_obj *o,
+				       const char *family, const struct bpf_program *prog,
+				       const char *path, const __u64 *offs, __u32 cnt,
+				       const struct uprobe_multi_opts *opts, const char *what,
+				       int *err);
+/* Every link of G closed (in the background), G forgotten. NULL is fine. */
+void uprobe_group__free(struct uprobe_group *g);
+/* Whether PID is one of the job's processes (scoped): a target, or -a's not excluded. */
+int uprobe_mgr__in_job(struct uprobe_mgr *m, pid_t pid);
+/*
+ * PID's own links for every group on a file its last scan shows it maps (ALL: every group,
+ * mapped or not: the launched command before its exec), when scoped and PID is the job's.
+ */
+void uprobe_mgr__link_pid(struct uprobe_mgr *m, pid_t pid, int all);
+/*
+ * PID exited, or is excluded now: its links closed in the background, or, with NOW, before
+ * this returns (its probes are out of its memory then).
+ */
+void uprobe_mgr__unlink_pid(struct uprobe_mgr *m, pid_t pid, int now);
+/* The links of processes that have ended, closed (their exit records lost: a full ring). */
+void uprobe_mgr__sweep_links(struct uprobe_mgr *m);
+/* Every process's own links of entry probes (ENTRIES) or the others closed, waited for. */
+void uprobe_mgr__unlink_pids(struct uprobe_mgr *m, int entries);
+/* Every group freed (the manager is). */
+void uprobe_mgr__free_groups(struct uprobe_mgr *m);
 
 /* uprobe_listeners.c */
 /* Tell the listeners that asked for MP's file that PID maps it (as SHOWN). */

@@ -14,6 +14,7 @@
 #include "link_reaper.h"
 #include "uprobe_broker.h"
 #include "uprobe_multi.h"
+#include "uprobe_mgr_priv.h"
 
 /* A value from the kernel's uapi (linux/bpf.h of 6.6+), absent from Debian 12's headers. */
 #define F_UPROBE_MULTI_RETURN 1
@@ -196,6 +197,7 @@ int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog,
 
 void uprobe_links__detach(struct uprobe_links *l)
 {
+	uprobe_group__free(l->group);
 	if (l->fd > 0)
 		close(l->fd);
 	link_reaper__destroy(l->links, l->nlinks);

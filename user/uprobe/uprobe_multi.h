@@ -60,10 +60,14 @@ int uprobe_multi__attach_fd(int prog_fd, const char *path, const __u64 *offsets,
  * kernel has them (PROG prepared with uprobe_multi__prepare), else one perf-event uprobe
  * per offset (bpf_uprobe_opts.ref_ctr_offset, the pid; PROG loaded as a plain uprobe).
  */
+struct uprobe_group;
 struct uprobe_links {
 	int fd; /* uprobe_multi link, or -1 */
 	struct bpf_link **links;
 	__u32 nlinks;
+	/* uprobe_mgr__attach_links's probes for the job's processes: their links, made and
+	 * closed by the uprobe manager as they come and go (uprobe_mgr_priv.h); or NULL */
+	struct uprobe_group *group;
 };
 
 /* 1 when process PID has ended (gone, or a zombie): nothing of it can be probed. */
@@ -75,7 +79,7 @@ int uprobe_multi__process_gone(pid_t pid);
  */
 int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog, const char *path,
 			 const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o);
-/* Detach everything in L (a zeroed L is fine); L can be attached again. */
+/* Detach everything in L (a zeroed L is fine), its group's links too; L can be attached again. */
 void uprobe_links__detach(struct uprobe_links *l);
 
 #endif /* BPFSIGHT_UPROBE_MULTI_H */

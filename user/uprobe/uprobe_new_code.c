@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * New code in traced processes, as the records tell the uprobe manager (uprobe_mgr_priv.h):
- * a fork inherits its parent's maps, an exec is scanned at once, a dlopen (MAP_EXEC) is
- * queued for the next housekeeping tick, or, in launch mode, where BPF stopped the process
- * (SIGSTOP), scanned at once and the process let go (SIGCONT).
+ * a fork inherits its parent's maps and gets its own probes (launch mode: held until then),
+ * an exec is scanned at once, a dlopen (MAP_EXEC) is queued for the next housekeeping tick,
+ * or, in launch mode, where BPF stopped the process (SIGSTOP), scanned at once and the
+ * process let go (SIGCONT); an exit closes the process's probes.
  */
 #include <limits.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "hmap.h"
 #include "uprobe_mgr_priv.h"
 #include "msg.h"
+#include "libmap.skel.h"
 
 #define STOP_WAIT_MS 200 /* for a process BPF stopped to reach the stopped state */
 
@@ -148,26 +150,93 @@ static void forget_exited(struct uprobe_mgr *m, __u64 now)
 	m->nexited -= i;
 }
 
-const __u16 uprobe_mgr__observes[] = { BS_REC_EXIT, BS_REC_FORK, BS_REC_MAP_EXEC, 0 };
+/* Whether PID is launch mode's command or one of its processes (libmap's `launched`). */
+static int launched(struct uprobe_mgr *m, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	__u8 v;
+
+	return m->libmap && m->libmap->rodata->stop_on_new_code &&
+	       !bpf_map_lookup_elem(bpf_map__fd(m->libmap->maps.launched), &key, &v);
+}
+
+/* Whether the manager knows PID's maps (a scan, or its parent's at its fork). */
+static int has_maps(struct uprobe_mgr *m, pid_t pid)
+{
+	struct pid_maps **slot = hmap__get(m->pids, (struct hkey){ (__u64)pid, 0 }, 0);
+
+	return slot && *slot && (*slot)->n && !(*slot)->exited_ns;
+}
+
+/*
+ * A new process CHILD of PARENT: its parent's maps (or its own, when its parent's are not
+ * known), and its own probes on them: it has its parent's int3s but none of its links.
+ */
+static void forked(struct uprobe_mgr *m, pid_t parent, pid_t child)
+{
+	if (has_maps(m, child))
+		; /* told already (the FORK record and launch mode's hold both say it) */
+	else if (has_maps(m, parent))
+		inherit_maps(m, parent, child);
+	else
+		uprobe_mgr__scan_pid(m, child);
+	uprobe_mgr__link_pid(m, child, 0);
+}
+
+const __u16 uprobe_mgr__observes[] = { BS_REC_EXIT, BS_REC_FORK, BS_REC_EXEC, BS_REC_MAP_EXEC, 0 };
 
 void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
 {
 	const struct bs_map_exec *x = (const void *)rec;
 
 	if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit)) {
-		if (((const struct bs_exit *)rec)->group_dead)
+		if (((const struct bs_exit *)rec)->group_dead) {
 			exited(m, rec->pid, rec->ts);
+			uprobe_mgr__unlink_pid(m, rec->pid, 0);
+		}
 		return;
 	}
 	if (rec->type == BS_REC_FORK && rec->size >= sizeof(struct bs_fork)) {
 		const struct bs_fork *f = (const void *)rec;
 
 		if (f->child_pid == f->child_tid && f->child_pid != rec->pid)
-			inherit_maps(m, rec->pid, f->child_pid);
+			forked(m, rec->pid, f->child_pid);
+		return;
+	}
+	if (rec->type == BS_REC_EXEC && rec->size >= sizeof(struct bs_exec) && m->scoped) {
+		/*
+		 * A thread but the leader exec'd: the kernel made it the leader, and a link
+		 * made with the pid holds the old leader, whose memory it filtered on: the
+		 * process's links are made again.
+		 */
+		if (((const struct bs_exec *)rec)->old_tid != rec->pid)
+			uprobe_mgr__unlink_pid(m, rec->pid, 0);
+		/*
+		 * Its links followed it into its new program, but a program examined before (so
+		 * not reported, -p) may bring files it had no link on: its own code (a static
+		 * runtime), ld.so after a static program. Launch mode's exec is held and scanned
+		 * (its MAP_EXEC).
+		 */
+		if (!launched(m, rec->pid))
+			uprobe_mgr__scan_pid(m, rec->pid);
 		return;
 	}
 	if (rec->type != BS_REC_MAP_EXEC || rec->size < sizeof(*x))
 		return;
+	if (x->flags & BS_MAP_EXEC_FORK) {
+		/* Launch mode: the child waits, before its first instruction, for its probes. */
+		forked(m, (pid_t)x->ino, rec->pid);
+		if (x->flags & BS_MAP_EXEC_STOPPED)
+			kill(rec->pid, SIGCONT);
+		return;
+	}
+	if (x->flags & BS_MAP_EXEC_EXCLUDED) {
+		/* -a: its new program is excluded: its probes out of its memory before it runs. */
+		uprobe_mgr__unlink_pid(m, rec->pid, 1);
+		if (x->flags & BS_MAP_EXEC_STOPPED)
+			kill(rec->pid, SIGCONT);
+		return;
+	}
 	if (x->flags & BS_MAP_EXEC_STOPPED) {
 		/* Probe the new code now, then let the process go: it waits for us. */
 		wait_stopped(rec->pid, rec->tid);
@@ -208,10 +277,18 @@ void uprobe_mgr__rescan_all(struct uprobe_mgr *m)
 	}
 }
 
+#define SWEEP_NS 1000000000ull /* how often links of ended processes are looked for */
+
 int uprobe_mgr__poll(struct uprobe_mgr *m)
 {
+	__u64 now = mono_now_ns();
+
 	if (m->nexited)
-		forget_exited(m, mono_now_ns());
+		forget_exited(m, now);
+	if (m->scoped && !m->closed && now - m->swept_ns >= SWEEP_NS) {
+		m->swept_ns = now;
+		uprobe_mgr__sweep_links(m);
+	}
 	for (__u32 i = 0; i < m->npending; i++) {
 		if (m->pending[i])
 			uprobe_mgr__scan_pid(m, m->pending[i]); /* a process that is gone is fine */

@@ -47,6 +47,7 @@ struct uprobe_obj *uprobe_obj__get(struct uprobe_mgr *m, __u64 dev, __u64 ino, c
 		}
 		o->dev = dev;
 		o->ino = ino;
+		o->fd = -1;
 		*slot = o;
 	}
 	return *slot;
@@ -147,6 +148,9 @@ int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)
 
 	if (m->closed)
 		return -ESHUTDOWN; /* the recording stops: its probes are gone, none is added */
+	/* -a's excluded: never looked at, never a listener's (gil's, the shim's, --inject's). */
+	if (m->scoped && m->ctx->opts->system_wide && !uprobe_mgr__in_job(m, pid))
+		return -EPERM;
 	snprintf(fn, sizeof(fn), "/proc/%d/maps", pid);
 	f = fopen(fn, "re");
 	if (!f)
@@ -193,6 +197,8 @@ int uprobe_mgr__scan_pid(struct uprobe_mgr *m, pid_t pid)
 		add_maps(m, pid, v, n);
 	else
 		uprobe_mgr__set_maps(m, pid, v, n);
+	/* Its own probes on what it maps (scoped: uprobe_group.c). */
+	uprobe_mgr__link_pid(m, pid, 0);
 	return 0;
 }
 
@@ -252,11 +258,19 @@ int uprobe_mgr__start(struct uprobe_mgr *m)
 		 * libraries it loads whether or not its exec was stopped (bpf_send_signal, from
 		 * the exec's tracepoint, can fail while an earlier signal is pending on the CPU).
 		 */
+		/*
+		 * The command is held before its exec: it maps none of its program yet. It gets
+		 * every group made until it runs (ld.so's hook first), so that the kernel places
+		 * each in the program it execs as soon as its exec maps the file.
+		 */
+		m->link_all_pid = m->ctx->launch_pid;
 		if (m->ctx->opts->cmd &&
 		    !launch_interp(m->ctx->opts->cmd[0], interp, sizeof(interp)))
 			uprobe_mgr__prescan(m, interp);
-		if (m->ctx->launch_pid)
+		if (m->ctx->launch_pid) {
 			uprobe_mgr__scan(m, m->ctx->launch_pid);
+			uprobe_mgr__link_pid(m, m->ctx->launch_pid, 1);
+		}
 		for (__u32 i = 0; i < o->npids; i++)
 			uprobe_mgr__scan(m, o->pids[i]);
 	}
@@ -266,6 +280,7 @@ int uprobe_mgr__start(struct uprobe_mgr *m)
 		if (i < m->nlisteners && m->listeners[i].started)
 			m->listeners[i].started(m->listeners[i].arg);
 	}
+	m->link_all_pid = 0;
 	return err;
 }
 
@@ -285,6 +300,9 @@ int uprobe_mgr__scan(struct uprobe_mgr *m, pid_t pid)
 		long p = strtol(d->d_name, &end, 10);
 
 		if (*end || p <= 0 || p == m->ctx->self_pid)
+			continue;
+		/* -a's excluded: never looked at, never a listener's (the shim's links). */
+		if (m->scoped && !uprobe_mgr__in_job(m, p))
 			continue;
 		uprobe_mgr__scan_pid(m, p); /* processes that exit meanwhile are fine */
 	}

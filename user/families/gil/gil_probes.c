@@ -23,7 +23,7 @@ void gil_file_free(struct gil_file *f)
  * PROG at the CNT file offsets OFFS of PATH, for process PID (0: every one), into L: on entry,
  * or on return with RET, a BS_GIL_EXIT_* (gil_exit's cookie: which function returned).
  */
-static int probe(struct record_ctx *ctx, struct uprobe_links *l, const struct bpf_program *prog,
+static int probe(struct uprobe_mgr *m, struct uprobe_links *l, const struct bpf_program *prog,
 		 int ret, pid_t pid, const char *path, const __u64 *offs, __u32 cnt,
 		 const char *what, const char *object)
 {
@@ -37,7 +37,7 @@ static int probe(struct record_ctx *ctx, struct uprobe_links *l, const struct bp
 			cookies[i] = (__u64)ret;
 		o.cookies = cookies;
 	}
-	return uprobe_mgr__attach_links(ctx, "gil", l, prog, path, offs, cnt, &o, what, object);
+	return uprobe_mgr__attach_links(m, "gil", l, prog, path, offs, cnt, &o, what, object);
 }
 
 /* Where to probe function SYM: its cheapest safe site (probe_site.h). */
@@ -89,12 +89,12 @@ static void full_attach(struct gil_state *st, struct record_ctx *ctx, struct gil
 
 	if (!f->ntake || !f->ndrop)
 		return;
-	if (probe(ctx, &l[L_TAKE], st->skel->progs.gil_take_enter, 0, 0, path, f->take, f->ntake,
-		  "take_gil", object) ||
-	    probe(ctx, &l[L_TAKE_RET], st->skel->progs.gil_exit, BS_GIL_EXIT_TAKE, 0, path, f->take,
+	if (probe(st->uprobes, &l[L_TAKE], st->skel->progs.gil_take_enter, 0, 0, path, f->take,
 		  f->ntake, "take_gil", object) ||
-	    probe(ctx, &l[L_DROP], st->skel->progs.gil_drop_enter, 0, 0, path, f->drop, f->ndrop,
-		  "drop_gil", object)) {
+	    probe(st->uprobes, &l[L_TAKE_RET], st->skel->progs.gil_exit, BS_GIL_EXIT_TAKE, 0, path,
+		  f->take, f->ntake, "take_gil", object) ||
+	    probe(st->uprobes, &l[L_DROP], st->skel->progs.gil_drop_enter, 0, 0, path, f->drop,
+		  f->ndrop, "drop_gil", object)) {
 		/* Half of take/drop would make nonsense holds. */
 		for (int i = L_TAKE; i <= L_DROP; i++)
 			uprobe_links__detach(&l[i]);
@@ -198,10 +198,11 @@ void gil_libc_attach(struct gil_state *st, struct record_ctx *ctx, struct gil_fi
 		     const char *path, const char *name)
 {
 	f->cond_tried = 1;
-	f->cond_ok = !probe(ctx, &f->links[L_COND], st->skel->progs.gil_cond_enter, 0, 0, path,
-			    &f->cond_off, 1, "pthread_cond_timedwait", name) &&
-		     !probe(ctx, &f->links[L_COND_RET], st->skel->progs.gil_exit, BS_GIL_EXIT_COND,
-			    0, path, &f->cond_off, 1, "pthread_cond_timedwait", name);
+	f->cond_ok =
+		!probe(st->uprobes, &f->links[L_COND], st->skel->progs.gil_cond_enter, 0, 0, path,
+		       &f->cond_off, 1, "pthread_cond_timedwait", name) &&
+		!probe(st->uprobes, &f->links[L_COND_RET], st->skel->progs.gil_exit,
+		       BS_GIL_EXIT_COND, 0, path, &f->cond_off, 1, "pthread_cond_timedwait", name);
 }
 
 void gil_proc_unlink_mutex(struct gil_proc *p)
@@ -218,9 +219,9 @@ int gil_proc_link_mutex(struct gil_state *st, struct record_ctx *ctx, struct gil
 	int enter, exit;
 
 	p->mutex_wanted = 0;
-	enter = probe(ctx, &p->mutex[0], st->skel->progs.gil_mutex_enter, 0, p->pid, p->libc_path,
-		      &p->lll_off, 1, "__lll_lock_wait", p->libc_path);
-	exit = probe(ctx, &p->mutex[1], st->skel->progs.gil_exit, BS_GIL_EXIT_MUTEX, p->pid,
+	enter = probe(st->uprobes, &p->mutex[0], st->skel->progs.gil_mutex_enter, 0, p->pid,
+		      p->libc_path, &p->lll_off, 1, "__lll_lock_wait", p->libc_path);
+	exit = probe(st->uprobes, &p->mutex[1], st->skel->progs.gil_exit, BS_GIL_EXIT_MUTEX, p->pid,
 		     p->libc_path, &p->lll_off, 1, "__lll_lock_wait", p->libc_path);
 	if (!enter && !exit) {
 		p->mutex_on = 1;

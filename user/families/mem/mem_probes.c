@@ -72,7 +72,8 @@ static int probe(struct mem_state *st, struct uprobe_links *l, const struct bpf_
 {
 	struct uprobe_multi_opts o = { .pid = pid, .ref_ctr_offsets = sema, .cookies = cookie };
 
-	return uprobe_mgr__attach_links(st->ctx, "mem", l, prog, path, &off, 1, &o, what, object);
+	return uprobe_mgr__attach_links(st->uprobes, "mem", l, prog, path, &off, 1, &o, what,
+					object);
 }
 
 /* The pytorch:malloc site of the file N describes, into F (its arguments into BPF's table). */

@@ -2,6 +2,7 @@
 /* proc pseudo-family, record side: process lifecycle probes (bpf/proc.bpf.c). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include "proc.h"
 #include "proc_edges.h"
 #include "family_attach.h"
@@ -20,6 +21,7 @@ static int proc_attach(const struct family_attach *a, void **state)
 	if (!skel)
 		return -errno;
 	RECORD_CTX_SET_COMMON_RODATA(skel, ctx, &family_proc);
+	RECORD_CTX_SET_EXCLUDE_RODATA(skel, ctx);
 	err = record_ctx__prepare(ctx, skel->obj);
 	if (!err)
 		err = proc_bpf__load(skel);
