@@ -195,6 +195,23 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 static long (*send_signal_task)(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) = (void *)BS_LIBMAP_SIGNAL_TASK_CALL;
 
+/* Launch mode's forks are held (fork_hold_btf, loaded where the kernel can): set by user space. */
+const volatile __u32 hold_forks = 0;
+
+/* The record of CPID's fork by PPID, reserved (NULL when the ring refused it). */
+static __always_inline struct bs_map_exec *fork_record(__u32 ppid, __u32 cpid)
+{
+	struct bs_map_exec *r;
+
+	r = bs_reserve_life(BS_REC_MAP_EXEC, sizeof(*r), cpid, cpid, bpf_ktime_get_ns());
+	if (!r)
+		return NULL;
+	r->ino = ppid;
+	r->dev = 0;
+	r->flags = BS_MAP_EXEC_FORK;
+	return r;
+}
+
 /*
  * Launch mode: the child of a process that has probes of its own is held (SIGSTOP, pending
  * before it first runs: it stops on its way to its first instruction) until user space has
@@ -209,15 +226,45 @@ int BPF_PROG(fork_hold_btf, struct task_struct *parent, struct task_struct *chil
 	if (!stop_on_new_code || cpid != (__u32)child->pid || cpid == ppid ||
 	    !bpf_map_lookup_elem(&launched, &ppid) || !bpf_map_lookup_elem(&linked, &ppid))
 		return 0;
-	r = bs_reserve_life(BS_REC_MAP_EXEC, sizeof(*r), cpid, cpid, bpf_ktime_get_ns());
+	r = fork_record(ppid, cpid);
 	if (!r)
 		return 0; /* never hold a process user space will not hear about */
-	r->ino = ppid;
-	r->dev = 0;
-	r->flags = BS_MAP_EXEC_FORK;
 	if (!send_signal_task(child, SIGSTOP_NR, PIDTYPE_TGID, 0))
 		r->flags |= BS_MAP_EXEC_STOPPED;
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/*
+ * A child of a process that has probes of its own, not held (-p, -a with exclusions, launch
+ * mode without bpf_send_signal_task): told at once (a forced wakeup; the FORK record waits for
+ * the ring's others), so that its own probes come a wakeup and a few links after its fork.
+ */
+static __always_inline void fork_told(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = BPF_CORE_READ(parent, tgid), cpid = BPF_CORE_READ(child, tgid);
+	struct bs_map_exec *r;
+
+	if (cpid != BPF_CORE_READ(child, pid) || cpid == ppid ||
+	    !bpf_map_lookup_elem(&linked, &ppid) ||
+	    (hold_forks && bpf_map_lookup_elem(&launched, &ppid)))
+		return;
+	r = fork_record(ppid, cpid);
+	if (r)
+		bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(fork_told_btf, struct task_struct *parent, struct task_struct *child)
+{
+	fork_told(parent, child);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(fork_told_raw, struct task_struct *parent, struct task_struct *child)
+{
+	fork_told(parent, child);
 	return 0;
 }
 

@@ -69,20 +69,26 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 }
 
 /*
- * Launch mode's hold of a fork until the child's own probes are in (fork_hold_btf): where
- * probes are the processes' own, and the kernel can signal the child (bpf_send_signal_task);
- * else the child is linked when its FORK record is read, its first calls maybe missed.
+ * Where probes are the processes' own, a fork of one: launch mode's is held until the child's
+ * own are in (fork_hold_btf) where the kernel can signal the child (bpf_send_signal_task);
+ * any other is told at once (fork_told), its first calls made before its links missed.
  */
-static int libmap_fork_hold(struct uprobe_mgr *m)
+static int libmap_forks(struct uprobe_mgr *m)
 {
 	struct libmap_bpf *l = m->libmap;
+	int err = 0;
 
-	if (l->rodata->stop_on_new_code && m->scoped && m->ctx->use_btf &&
-	    kfeature__has(KF_SIGNAL_TASK) &&
-	    !kfeature__call_kfunc(l->progs.fork_hold_btf, BS_LIBMAP_SIGNAL_TASK_CALL,
-				  "bpf_send_signal_task"))
-		return 0;
-	return bpf_program__set_autoload(l->progs.fork_hold_btf, false);
+	l->rodata->hold_forks =
+		l->rodata->stop_on_new_code && m->scoped && m->ctx->use_btf &&
+		kfeature__has(KF_SIGNAL_TASK) &&
+		!kfeature__call_kfunc(l->progs.fork_hold_btf, BS_LIBMAP_SIGNAL_TASK_CALL,
+				      "bpf_send_signal_task");
+	if (!l->rodata->hold_forks)
+		err = bpf_program__set_autoload(l->progs.fork_hold_btf, false);
+	if (!err && !m->scoped) /* one link on each file: a child has the probes already */
+		err = bpf_program__set_autoload(l->progs.fork_told_btf, false) ?:
+		      bpf_program__set_autoload(l->progs.fork_told_raw, false);
+	return err;
 }
 
 /* Load and attach the new-code reporter (bpf/libmap.bpf.c). */
@@ -110,7 +116,7 @@ static int libmap_start(struct uprobe_mgr *m)
 	RECORD_CTX_SET_EXCLUDE_RODATA(m->libmap, ctx);
 	err = record_ctx__prepare(ctx, m->libmap->obj);
 	if (!err)
-		err = libmap_fork_hold(m);
+		err = libmap_forks(m);
 	if (!err)
 		err = libmap_bpf__load(m->libmap);
 	cmd_pid = (__u32)ctx->launch_pid;
