@@ -7,8 +7,9 @@
  * excluded processes), one loss table, one control array (its flags, bpfsight's own helper
  * process). Configuration is const volatile rodata set between open and load
  * (RECORD_CTX_SET_COMMON_RODATA: trace_all, have_excluded, self_pid, wakeup_bytes,
- * record_room; per family options such as threshold_ns). Each tracepoint program exists twice, *_btf (tp_btf: typed
- * arguments, cheapest) and *_raw (raw_tp: kernels without BTF); record_ctx__prepare keeps one.
+ * record_room; per family options such as threshold_ns). Each tracepoint program exists
+ * twice, *_btf (tp_btf: typed arguments, cheapest) and *_raw (raw_tp: kernels without BTF);
+ * record_ctx__prepare keeps one.
  *
  * Room in the ring: an event's record is refused (counted ringbuf_full) once the ring holds
  * record_room bytes. The last sixteenth is left to the records of processes' lives

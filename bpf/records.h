@@ -305,6 +305,11 @@ struct bs_thread_ns {
  */
 #define BS_MAP_EXEC_EXCLUDED 0x10
 /*
+ * A MAP_EXEC with one of these tells of no new code (a fork, an exclusion): the uprobe
+ * manager's to act on; whoever reads MAP_EXEC for new code (stacks, gil) leaves it.
+ */
+#define BS_MAP_EXEC_NO_CODE (BS_MAP_EXEC_FORK | BS_MAP_EXEC_EXCLUDED)
+/*
  * The helper id libmap.bpf.c calls bpf_send_signal_task (6.13) by, which user space rewrites
  * into that kfunc's call before loading it (kfeature__call_kfunc, kernel_features.h).
  */

@@ -513,6 +513,10 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 	__u32 key = rec->pid;
 
 	thread_names__observe(s->names, rec);
+	/* A fork told to the uprobe manager (the FORK record copies the tables), an exclusion. */
+	if (rec->type == BS_REC_MAP_EXEC && rec->size >= sizeof(struct bs_map_exec) &&
+	    (((const struct bs_map_exec *)rec)->flags & BS_MAP_EXEC_NO_CODE))
+		return;
 	if (s->unw && !s->mgr_closed && s->unw_eager) {
 		stack_unwind__observe(s->unw, rec);
 		/*

@@ -29,6 +29,12 @@
  * Unscoped (-a without --exclude-*, or a kernel without uprobe_multi links, whose perf-event
  * uprobes would cost a grace period each per process): one link per group on the file, for
  * every process that maps it, now or later; BPF keeps only targets.
+ *
+ * What else was checked here: a perf-event uprobe with a pid filters the same way, and a
+ * forked child's inherited int3 is taken out at its first hit (the program does not run for
+ * it either); tracefs uprobes opened as tracepoint perf events with `inherit` follow children
+ * from their first instruction in the kernel, but with an event per probe per new thread (a
+ * job of 1,000 threads and a few hundred sites: hundreds of thousands of events).
  */
 #ifndef BPFSIGHT_UPROBE_MGR_PRIV_H
 #define BPFSIGHT_UPROBE_MGR_PRIV_H

@@ -10,11 +10,13 @@
  * process is a scan of its maps by the manager, which names the files it maps and where.
  * What a process's memory says about its GIL is gil_python.c's.
  *
- * Probes go on files, for every process that maps them (pid -1): glibc's condition wait, and
- * in full mode take_gil/drop_gil of each interpreter file. So a process is measured from its
- * first instruction once BPF knows its GIL address, and forked children inherit that address
- * in BPF at fork. The one exception is __lll_lock_wait (the mutex slow path), single-stepped
- * by the kernel: it is attached per python process so that nothing else pays for it.
+ * Probes go on files for the traced processes that map them (uprobe_mgr__attach_links with pid
+ * 0: the manager places a link in each, none in other processes; under -a one on the file):
+ * glibc's condition wait, and in full mode take_gil/drop_gil of each interpreter file. So a
+ * process is measured from its first instruction once BPF knows its GIL address, and forked
+ * children inherit that address in BPF at fork (and their links with it: launch mode holds
+ * them until they are in). __lll_lock_wait (the mutex slow path), single-stepped by the
+ * kernel, is attached per python process only, so that no other traced process pays for it.
  *
  * Processes are looked at when recording starts, at exec, at fork, and on the first threads
  * they create (a GIL can only be contended once there are two threads); one that is not
@@ -229,8 +231,10 @@ static void scan_all(struct gil_state *st, struct record_ctx *ctx)
 }
 
 /*
- * The host's glibc, probed before anything runs: an attach walks every process that maps
- * the file (~0.3 s here), better spent now than when the first python shows up.
+ * The host's glibc, probed before anything runs: an attach on the file for every process (-a)
+ * walks every process that maps it (~0.3 s here), better spent now than when the first
+ * python shows up; elsewhere the group is made now and each traced process's link as it
+ * is seen.
  */
 static void preattach_libc(struct gil_state *st, struct record_ctx *ctx)
 {
@@ -401,6 +405,9 @@ static void gil_observe(struct record_ctx *ctx, void *state, const struct bs_hdr
 			gil_proc_check(st, ctx, rec->pid);
 		break;
 	case BS_REC_MAP_EXEC:
+		if (rec->size < sizeof(struct bs_map_exec) ||
+		    (((const struct bs_map_exec *)rec)->flags & BS_MAP_EXEC_NO_CODE))
+			break; /* a fork (its FORK record looks), an exclusion: no new code */
 		/*
 		 * New code (dlopen of libpython), reported by the uprobe manager's libmap. Its
 		 * records come at once (launch mode: the process waits), so an interpreter is often
