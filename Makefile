@@ -148,7 +148,7 @@ DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     sqlite3 libsqlite3-dev libssl-dev clickhouse-server clickhouse-client make gcc g++ libc6-dbg python3-torch clang-format \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
 	     golang-go prometheus qemu-system-x86 busybox-static cpio musl-tools patchelf \
-	     python3-memory-profiler gdb linux-perf python3-dask valgrind
+	     python3-memory-profiler gdb linux-perf python3-dask valgrind qemu-user
 # CPython 3.14 and 3.15 from Debian unstable, each release and debug build, for the stack, GIL
 # and pyfunc tests (tests/tools/install_sid_cpython.sh): make check reads the newest.
 SID_CPYTHON := /opt/cpython
