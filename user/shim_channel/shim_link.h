@@ -10,9 +10,9 @@
  * notes of provider "bpfsight". Attaching: bpf/shim.bpf.c goes on the batch site and on the
  * control sites the recording's families want (struct family_shim.sites), with their
  * semaphores as ref_ctr offsets, so the kernel bumps them in the processes the link covers:
- *   - launch mode and -p: one link per process (pid filter), when the manager sees the
- *     process map the shim (scan or fork); other processes mapping the same file are left
- *     alone: their semaphores never move, their shims stay idle;
+ *   - launch mode, -p and -a with --exclude-*: one link per process (pid filter), when the
+ *     manager sees the process map the shim (scan or fork); other processes mapping the same
+ *     file are left alone: their semaphores never move, their shims stay idle;
  *   - -a: one link per shim file for every process (pid 0), including later ones.
  * Unpacking is shim_unpack.c; what a family does with its records, its hooks there.
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The gil family's probes: glibc's condition wait (for every process that maps the file),
+ * The gil family's probes: glibc's condition wait (for every traced process that maps the file),
  * the interpreters' take_gil/drop_gil (full mode), glibc's __lll_lock_wait per python
  * process; and what a look at a process finds (the uprobe manager's scan of its maps).
  */
@@ -81,7 +81,7 @@ static int full_cb(const struct elf_sym *sym, void *arg)
 	return 0;
 }
 
-/* Full mode: take_gil/drop_gil of interpreter F (at PATH), for every process that maps it. */
+/* Full mode: take_gil/drop_gil of interpreter F (at PATH), for every traced process mapping it. */
 static void full_attach(struct gil_state *st, struct record_ctx *ctx, struct gil_file *f,
 			const char *path, const char *object)
 {
@@ -105,7 +105,7 @@ static void full_attach(struct gil_state *st, struct record_ctx *ctx, struct gil
 
 /*
  * The manager's listener: a file examined for the first time. Kept if glibc or python. In
- * full mode an interpreter's take_gil/drop_gil are probed now, for every process that maps
+ * full mode an interpreter's take_gil/drop_gil are probed now, for every traced process that maps
  * it: in launch mode CMD is stopped until they are (before its interpreter runs).
  */
 void *gil_on_file(void *arg, const char *path, const char *shown, const struct elf_syms *syms)
@@ -193,7 +193,7 @@ int gil_look(struct gil_state *st, pid_t pid)
 	return err;
 }
 
-/* The condition-wait probes on glibc file F (at PATH), for every process that maps it. */
+/* The condition-wait probes on glibc file F (at PATH), for every traced process mapping it. */
 void gil_libc_attach(struct gil_state *st, struct record_ctx *ctx, struct gil_file *f,
 		     const char *path, const char *name)
 {

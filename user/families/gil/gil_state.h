@@ -100,7 +100,7 @@ void gil_on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 		   const struct uprobe_mapping *mp);
 /* Look at what PID maps (into st->look): -errno when PID is gone. */
 int gil_look(struct gil_state *st, pid_t pid);
-/* The condition-wait probes on glibc file F (at PATH), for every process that maps it. */
+/* The condition-wait probes on glibc file F (at PATH), for every traced process mapping it. */
 void gil_libc_attach(struct gil_state *st, struct record_ctx *ctx, struct gil_file *f,
 		     const char *path, const char *name);
 void gil_proc_unlink_mutex(struct gil_proc *p);

@@ -2,11 +2,13 @@
 /*
  * The mem family's probes: PyTorch's allocator code, wherever a file holds it (libc10.so,
  * libc10_cuda.so, a libtorch with c10 linked in), found by the uprobe manager's discovery.
- * The functions are probed on the file for every process that maps it (BPF keeps targets):
- * a process is measured from its first allocation, and a forked DataLoader worker too. The
- * CUDA caching allocator's USDT site pytorch:malloc has a semaphore the kernel raises in the
- * processes its link covers, so it goes on each target process (on every process with -a):
- * other processes' allocators never see it raised.
+ * The functions are probed in each traced process that maps the file (uprobe_mgr__attach_links
+ * with pid 0: a link of its own per process, or on the file under -a): a process is measured
+ * from its first allocation, a DataLoader worker forked in launch mode too (held until its
+ * links are in; -p's: once its fork is read). The CUDA caching allocator's USDT site
+ * pytorch:malloc has a semaphore the kernel raises in the processes its link covers, so it
+ * goes on each target process (on every process with -a): other processes' allocators never
+ * see it raised.
  */
 #include <errno.h>
 #include <stdlib.h>
