@@ -35,6 +35,15 @@ enum verdict_kind {
 	VERDICT_FAULT,	 /* fault-bound: CPU in page faults, memory handed back and faulted in */
 	VERDICT_CPU,	 /* CPU-bound: a thread on a CPU most of its time */
 	VERDICT_MFU,	 /* low MFU: the steps' GEMMs far from the GPU's peak (a symptom: last) */
+	/* the ledger's kinds of wait (verdict_ledger.c): what the critical unit's time went to */
+	VERDICT_LOCK,	    /* waiting for a lock, condition, queue or event of the program */
+	VERDICT_COLLECTIVE, /* waiting in collectives */
+	VERDICT_CALLS,	    /* in API calls (CUDA, cuBLAS...) */
+	VERDICT_CHILD,	    /* waiting for child processes */
+	VERDICT_SLEEP,	    /* sleeping */
+	VERDICT_IO,	    /* waiting for I/O readiness */
+	VERDICT_NOCPU,	    /* ready to run without a CPU */
+	VERDICT_IDLE,	    /* waiting for work */
 	VERDICT_KINDS,
 };
 

@@ -25,6 +25,7 @@ static const struct family_decode blas_reading = {
 };
 
 static const struct family_stats blas_stats = {
+	.ledger = &blas_ledger,
 	.reports = blas_reports,
 	.verdict = &blas_verdict,
 };

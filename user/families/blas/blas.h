@@ -63,4 +63,6 @@ int blas__is_reference(const char *path);
 /* Parse REC (a BS_REC_BLAS_CALL of at least sizeof(struct bs_ucall)) into G. */
 void blas_gemm__parse(const struct bs_hdr *rec, struct blas_gemm *g);
 
+struct family_ledger;
+extern const struct family_ledger blas_ledger; /* blas_ledger.c: the ledger's feed */
 #endif /* BPFSIGHT_BLAS_H */

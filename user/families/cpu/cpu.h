@@ -22,4 +22,6 @@ extern const struct family_export cpu_export; /* cpu_export.c */
 extern const struct page_family cpu_page;     /* cpu_page.c */
 extern const struct top_family cpu_top;	      /* cpu_top.c: samples for top's function view */
 
+struct family_ledger;
+extern const struct family_ledger cpu_ledger; /* cpu_ledger.c: the ledger's feed */
 #endif

@@ -30,6 +30,7 @@ static const struct family_decode cublas_reading = {
 };
 
 static const struct family_stats cublas_stats = {
+	.ledger = &cublas_ledger,
 	.reports = cublas_reports,
 	.verdict = &cublas_verdict,
 };

@@ -44,4 +44,6 @@ extern const struct report *const cublas_reports[]; /* cublas_report.c */
 extern const struct family family_cublas;	    /* cublas.c */
 extern const struct family_verdict cublas_verdict;  /* cublas_verdict.c */
 
+struct family_ledger;
+extern const struct family_ledger cublas_ledger; /* cublas_ledger.c: the ledger's feed */
 #endif /* BPFSIGHT_CUBLAS_H */

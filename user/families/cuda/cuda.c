@@ -148,6 +148,7 @@ static const struct family_decode cuda_reading = {
 };
 
 static const struct family_stats cuda_stats = {
+	.ledger = &cuda_ledger,
 	.reports = cuda_reports,
 	.page = &cuda_page,
 	.verdict = &cuda_verdict,

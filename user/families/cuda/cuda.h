@@ -62,4 +62,6 @@ extern const struct top_family cuda_top;	 /* cuda_top.c */
 /* Its sources of steps for the per-step reports (cuda_step_src.c). */
 extern const struct family_steps cuda_step_sources[];
 
+struct family_ledger;
+extern const struct family_ledger cuda_ledger; /* cuda_ledger.c: the ledger's feed */
 #endif /* BPFSIGHT_CUDA_H */

@@ -524,6 +524,7 @@ static const struct family_decode gil_reading = {
 };
 
 static const struct family_stats gil_stats = {
+	.ledger = &gil_ledger,
 	.reports = gil_reports,
 	.verdict = &gil_verdict,
 	.page = &gil_page,

@@ -49,4 +49,6 @@ extern const struct metrics_family gil_metrics; /* gil_metrics.c */
 extern const struct family_verdict gil_verdict; /* gil_verdict.c */
 extern const struct top_family gil_top;		/* gil_top.c */
 
+struct family_ledger;
+extern const struct family_ledger gil_ledger; /* gil_ledger.c: the ledger's feed */
 #endif

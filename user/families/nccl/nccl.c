@@ -99,6 +99,7 @@ static const struct family_decode nccl_reading = {
 };
 
 static const struct family_stats nccl_stats = {
+	.ledger = &nccl_ledger,
 	.reports = nccl_reports,
 	.verdict = &nccl_verdict,
 };

@@ -121,4 +121,6 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
 
 extern const struct metrics_family nccl_metrics; /* nccl_metrics.c */
 
+struct family_ledger;
+extern const struct family_ledger nccl_ledger; /* nccl_ledger.c: the ledger's feed */
 #endif /* BPFSIGHT_NCCL_H */

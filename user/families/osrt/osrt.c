@@ -395,6 +395,7 @@ static const struct family_decode osrt_reading = {
 };
 
 static const struct family_stats osrt_stats = {
+	.ledger = &osrt_ledger,
 	.reports = osrt_reports,
 	.verdict = &osrt_verdict,
 	.page = &osrt_page,

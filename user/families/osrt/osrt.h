@@ -31,4 +31,6 @@ extern const struct metrics_family osrt_metrics; /* osrt_metrics.c */
 extern const struct family_verdict osrt_verdict; /* osrt_verdict.c */
 extern const struct top_family osrt_top;	 /* osrt_top.c */
 
+struct family_ledger;
+extern const struct family_ledger osrt_ledger; /* osrt_ledger.c: the ledger's feed */
 #endif

@@ -48,6 +48,7 @@ static const struct family_decode proc_reading = {
 };
 
 static const struct family_stats proc_stats = {
+	.ledger = &proc_ledger,
 	.reports = proc_reports,
 	.verdict = &proc_verdict,
 };

@@ -17,4 +17,6 @@ int proc__decode_proc_snap(const struct bs_hdr *rec, const struct trace_model *m
 int proc__decode_thread_snap(const struct bs_hdr *rec, const struct trace_model *m,
 			     struct event *ev);
 extern const struct export_style proc_snap_style;
+struct family_ledger;
+extern const struct family_ledger proc_ledger; /* proc_ledger.c: the ledger's feed */
 #endif

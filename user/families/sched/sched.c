@@ -219,6 +219,7 @@ static const struct family_decode sched_reading = {
 };
 
 static const struct family_stats sched_stats = {
+	.ledger = &sched_ledger,
 	.reports = sched_reports,
 	.verdict = &sched_verdict,
 	.page = &sched_page,

@@ -19,4 +19,6 @@ extern const struct page_family sched_page; /* sched_page.c */
 extern const struct metrics_family sched_metrics; /* sched_metrics.c */
 extern const struct family_verdict sched_verdict; /* sched_verdict.c */
 
+struct family_ledger;
+extern const struct family_ledger sched_ledger; /* sched_ledger.c: the ledger's feed */
 #endif

@@ -305,6 +305,7 @@ static const struct family_decode torch_reading = {
 };
 
 static const struct family_stats torch_stats = {
+	.ledger = &torch_ledger,
 	.reports = torch_reports,
 	.page = &torch_page,
 	.steps = torch_step_sources,

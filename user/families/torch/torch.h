@@ -64,4 +64,6 @@ extern const struct family family_torch;	   /* torch.c */
 /* Its sources of steps for the per-step reports (torch_step_src.c). */
 extern const struct family_steps torch_step_sources[];
 
+struct family_ledger;
+extern const struct family_ledger torch_ledger; /* torch_ledger.c: the ledger's feed */
 #endif /* BPFSIGHT_TORCH_H */

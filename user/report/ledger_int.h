@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The ledger's own parts (ledger.h is what the families and the verdict see): the facts kept
+ * per thread, the classes entries are made of, the stacks' classification
+ * (ledger_classify.c), the build of one thread's timeline (ledger.c) and the critical unit
+ * with who had the CPUs (ledger_unit.c).
+ */
+#ifndef BPFSIGHT_LEDGER_INT_H
+#define BPFSIGHT_LEDGER_INT_H
+
+#include "ledger.h"
+
+struct hmap;
+struct family_ledger;
+
+#define LCLASS_NONE 0xffffffffu
+
+/* What an entry is: its kind, what and where (the ledger's own copies), waiting for work. */
+struct lclass {
+	enum ledger_kind kind;
+	char *what, *where;
+	int idle;
+};
+
+/* sched's off-CPU interval [out, in), its last RUN ns ready to run. */
+struct loff {
+	__u64 out, in, run;
+	const struct trace_stack *stack;
+	__u32 waker;
+	__u8 blocked;
+};
+
+/* A span [ts, end) of a kind; NR its system call (-1: none). */
+struct lspan {
+	__u64 ts, end;
+	const struct trace_stack *stack;
+	const char *what; /* interned in the ledger's pool */
+	__u32 other;
+	__s16 nr;
+	__u8 kind;
+};
+
+struct lsample {
+	__u64 ts;
+	const struct trace_stack *stack;
+	__s16 nr;
+	__u8 kernel, fault;
+};
+
+/* A piece of the classified timeline: [ts, end) of class CLS (LCLASS_NONE: on a CPU, by samples). */
+struct lseg {
+	__u64 ts, end;
+	__u32 cls;
+	__u8 state; /* LSTATE_* */
+};
+
+#define LSTATE_ONCPU	0
+#define LSTATE_BLOCKED	1
+#define LSTATE_RUNNABLE 2
+
+struct lwait {
+	__u64 in;  /* when the wait ended (its thread's switch-in) */
+	__u32 cls, waker;
+	__u64 ns;
+};
+
+struct lthread {
+	__u32 pid, tid;
+	__u64 born, died;
+	struct loff *off;
+	size_t noff, coff;
+	struct lspan *sp;
+	size_t nsp, csp;
+	struct lsample *sa;
+	size_t nsa, csa;
+	/* the build's */
+	__u64 w0, w1;
+	struct lseg *seg;
+	size_t nseg, cseg;
+	struct lwait *waits; /* blocked intervals with a waker, for whom they waited */
+	size_t nwaits, cwaits;
+	struct ledger_entry *e;
+	size_t ne;
+	__u64 total, idle_ns;
+	int throughout; /* blocked in one wait for (nearly) all of its time */
+};
+
+struct ledger {
+	const struct trace_model *m;
+	struct hmap *threads; /* {pid, tid} -> index + 1 in thr */
+	struct lthread *thr;
+	size_t nthr, cthr;
+	struct lclass *cls;
+	size_t ncls, ccls;
+	struct hmap *cls_of;	  /* {kind, hash(what, where)} -> class index + 1 */
+	struct hmap *stack_cls;	  /* {stack id, nr << 8 | what it classifies} -> class + 1 */
+	struct hmap *strings;	  /* {hash} -> string index + 1: spans' what */
+	char **str;
+	size_t nstr, cstr;
+	struct hmap *cpus;	 /* {pid, cpu} -> 1: the CPUs each process was on */
+	/* the feed of each record type's family (NULL: none) */
+	const struct family_ledger **feed_of;
+	int timeline; /* sched's records were seen */
+	__u64 first_ts, last_ts;
+	int built;
+	struct ledger_entry *unit_e; /* the critical unit's entries (a pool's, summed) */
+	size_t unit_ne;
+	struct ledger_unit unit;
+	int has_unit;
+};
+
+struct lthread *ledger__thr(struct ledger *l, __u32 pid, __u32 tid, int create);
+/* The class of KIND, WHAT, WHERE (copied), IDLE: its index, LCLASS_NONE out of memory. */
+__u32 ledger__class(struct ledger *l, enum ledger_kind kind, const char *what, const char *where,
+		    int idle);
+const char *ledger__intern(struct ledger *l, const char *s);
+
+/* ledger_classify.c: the class of a blocked interval's stack in system call NR (-1: none or not
+ * known); LCLASS_NONE when the stack says nothing (no stack, no rule, no system call). */
+__u32 ledger__class_of_wait(struct ledger *l, const struct trace_stack *st, int nr);
+/* The class of a sample (never LCLASS_NONE but out of memory). */
+__u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s);
+/* A system call's name, "syscall_N" when the table has none. Into BUF. */
+const char *ledger__nr_name(int nr, char *buf, size_t len);
+
+/* ledger_unit.c: the critical unit, the job's CPUs and who had them. 0 or -ENOMEM. */
+int ledger__units(struct ledger *l);
+
+#endif /* BPFSIGHT_LEDGER_INT_H */

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The verdict's first lines from the ledger; see verdict_ledger.h. The rules are data: one
+ * row per kind of entry says how it is named in the verdict, from which share of the critical
+ * unit's time it holds (a bottleneck, '*'), and which of the families' claims explain it.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "human.h"
+#include "ledger.h"
+#include "trace_model.h"
+#include "verdict_ledger.h"
+
+#define SHOWN_SHARE 0.05 /* an entry under this share of the unit's time is not a line */
+#define MAX_ENTRIES 6	 /* lines of the ledger at most */
+#define MAX_PLACES  4	 /* places named in the CPU line */
+
+static const struct ledger_rule {
+	enum verdict_kind verdict; /* its word in the headline, its label */
+	double holds;		   /* a bottleneck from this share of the unit's time */
+	enum verdict_kind explains[4], replaces[3]; /* VERDICT_KINDS ends each list */
+} rules[LEDGER_KINDS] = {
+#define NONE VERDICT_KINDS
+	/* on a CPU: one line, the CODE row's (verdict_ledger.c sums the four) */
+	[LEDGER_CODE] = { VERDICT_CPU, 0.50, { VERDICT_LAUNCH, VERDICT_MFU, NONE },
+			  { VERDICT_LAUNCH, NONE } },
+	[LEDGER_INTERP] = { VERDICT_CPU, 0.50, { NONE }, { NONE } },
+	[LEDGER_CPU] = { VERDICT_CPU, 0.50, { NONE }, { NONE } },
+	[LEDGER_FAULT] = { VERDICT_FAULT, 0.10, { VERDICT_FAULT, NONE }, { NONE } },
+	[LEDGER_RUNNABLE] = { VERDICT_NOCPU, 0.10, { NONE }, { NONE } },
+	[LEDGER_GIL] = { VERDICT_GIL, 0.10, { VERDICT_GIL, NONE }, { NONE } },
+	[LEDGER_COLLECTIVE] = { VERDICT_COLLECTIVE, 0.20,
+				{ VERDICT_STRAGGLER, VERDICT_HANG, NONE },
+				{ VERDICT_HANG, VERDICT_STRAGGLER, NONE } },
+	[LEDGER_GPU_SYNC] = { VERDICT_GPU, 0.30, { VERDICT_GPU, VERDICT_MFU, NONE },
+			      { VERDICT_GPU, NONE } },
+	[LEDGER_API] = { VERDICT_CALLS, 0.30, { VERDICT_LAUNCH, NONE }, { VERDICT_LAUNCH, NONE } },
+	[LEDGER_INPUT] = { VERDICT_INPUT, 0.20, { VERDICT_INPUT, NONE }, { VERDICT_INPUT, NONE } },
+	[LEDGER_LOCK] = { VERDICT_LOCK, 0.20, { NONE }, { NONE } },
+	[LEDGER_CHILD] = { VERDICT_CHILD, 0.20, { VERDICT_SYSCALL, NONE }, { NONE } },
+	[LEDGER_SLEEP] = { VERDICT_SLEEP, 0.50, { NONE }, { NONE } },
+	[LEDGER_IO] = { VERDICT_IO, 0.30, { VERDICT_SYSCALL, NONE }, { NONE } },
+	[LEDGER_SYSCALL] = { VERDICT_SYSCALL, 0.20, { VERDICT_SYSCALL, NONE }, { NONE } },
+	[LEDGER_IDLE] = { VERDICT_IDLE, 2, { NONE }, { NONE } }, /* never a bottleneck */
+	[LEDGER_BLOCKED] = { VERDICT_OFFCPU, 0.50, { NONE }, { NONE } },
+#undef NONE
+};
+
+static int listed(const enum verdict_kind *l, enum verdict_kind k)
+{
+	for (; *l != VERDICT_KINDS; l++)
+		if (*l == k)
+			return 1;
+	return 0;
+}
+
+int verdict_ledger__explains(int lk, enum verdict_kind k)
+{
+	return lk >= 0 && lk < LEDGER_KINDS && listed(rules[lk].explains, k);
+}
+
+int verdict_ledger__supersedes(enum verdict_kind k)
+{
+	/* a thread's time on a CPU, off it, in system calls: the ledger accounts all of it */
+	return k == VERDICT_CPU || k == VERDICT_OFFCPU || k == VERDICT_SYSCALL;
+}
+
+int verdict_ledger__replaces(int lk, enum verdict_kind k)
+{
+	return lk >= 0 && lk < LEDGER_KINDS && listed(rules[lk].replaces, k);
+}
+
+static struct ledger *ledger_of(struct verdict *v)
+{
+	struct ledger *l = verdict__state(v, "ledger");
+
+	if (!l || ledger__build(l, verdict__model(v)) || !ledger__has_timeline(l))
+		return NULL;
+	return l;
+}
+
+void verdict_ledger__focus(struct verdict *v)
+{
+	const struct ledger_entry *e;
+	struct ledger *l = ledger_of(v);
+	struct ledger_unit u;
+	size_t n;
+
+	if (l && !ledger__critical(l, &u, &e, &n))
+		verdict__set_unit(v, u.pid, u.tid);
+}
+
+static int on_cpu(enum ledger_kind k)
+{
+	return k == LEDGER_CODE || k == LEDGER_INTERP || k == LEDGER_CPU;
+}
+
+/* "`hot` (job.py" of "`hot` (job.py:5)": a place's function, lines apart. */
+static size_t func_part(const char *where)
+{
+	const char *colon = strrchr(where, ':');
+
+	return colon && colon[1] >= '0' && colon[1] <= '9' ? (size_t)(colon - where) : strlen(where);
+}
+
+struct place {
+	const char *where;
+	size_t len;
+	__u64 ns;
+	const char *native; /* its largest native code, and that code's time */
+	__u64 native_ns;
+	char lines[48];
+};
+
+static void add_line(struct place *p, const char *where)
+{
+	size_t n = strlen(p->lines);
+	const char *line = where + func_part(where);
+
+	if (*line != ':' || strstr(p->lines, line + 1) || n + 8 > sizeof(p->lines))
+		return;
+	snprintf(p->lines + n, sizeof(p->lines) - n, "%s%.*s", n ? ", " : "",
+		 (int)strcspn(line + 1, ")"), line + 1);
+}
+
+/* The CPU line: the unit's time on a CPU, by its code's places (the job's functions). */
+static void cpu_claim(struct verdict *v, const char *who, const char *whose,
+		      const struct ledger_unit *u, const struct ledger_entry *e, size_t n)
+{
+	struct place p[64];
+	size_t np = 0;
+	__u64 on = 0;
+	char text[640], d1[32], d2[32];
+	size_t used;
+	double share;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *where = *e[i].where ? e[i].where : e[i].what;
+		size_t k, len = func_part(where);
+
+		if (!on_cpu(e[i].kind))
+			continue;
+		on += e[i].ns;
+		for (k = 0; k < np; k++)
+			if (p[k].len == len && !strncmp(p[k].where, where, len))
+				break;
+		if (k == np) {
+			if (np == sizeof(p) / sizeof(p[0]))
+				continue;
+			memset(&p[np], 0, sizeof(p[0]));
+			p[np].where = where;
+			p[np++].len = len;
+		}
+		p[k].ns += e[i].ns;
+		add_line(&p[k], where);
+		if (e[i].kind == LEDGER_CODE && strcmp(e[i].what, where) &&
+		    e[i].what[0] == '`' && e[i].ns > p[k].native_ns) {
+			p[k].native = e[i].what;
+			p[k].native_ns = e[i].ns;
+		}
+	}
+	if (!on || !u->total_ns)
+		return;
+	for (size_t i = 1; i < np; i++) /* the largest first */
+		for (size_t k = i; k > 0 && p[k].ns > p[k - 1].ns; k--) {
+			struct place t = p[k];
+
+			p[k] = p[k - 1];
+			p[k - 1] = t;
+		}
+	share = (double)on / (double)u->total_ns;
+	used = (size_t)snprintf(text, sizeof(text), "%s ran on a CPU %s of %s %s", who,
+				human__ns((double)on, d1, sizeof(d1)), whose,
+				human__ns((double)u->total_ns, d2, sizeof(d2)));
+	for (size_t i = 0; i < np && i < MAX_PLACES && used < sizeof(text); i++) {
+		if (!p[i].len || p[i].where[0] == '[' ||
+		    (double)p[i].ns < SHOWN_SHARE / 2 * (double)u->total_ns)
+			continue;
+		used += (size_t)snprintf(text + used, sizeof(text) - used, "%s %.*s%s%s%s %.1f%%",
+					 i ? "," : ":", (int)p[i].len, p[i].where,
+					 p[i].lines[0] ? ":" : "", p[i].lines,
+					 p[i].where[p[i].len] ? ")" : "",
+					 100.0 * (double)p[i].ns / (double)u->total_ns);
+		if (p[i].native && p[i].native_ns * 10 >= p[i].ns * 3 && used < sizeof(text))
+			used += (size_t)snprintf(text + used, sizeof(text) - used,
+						 " (in %s %.1f%%)", p[i].native,
+						 100.0 * (double)p[i].native_ns /
+							 (double)u->total_ns);
+	}
+	verdict__ledger_claim(v, rules[LEDGER_CODE].verdict, LEDGER_CODE,
+			      share >= rules[LEDGER_CODE].holds, share, "ledger", text);
+}
+
+/* "w2 (tid 4791)": a thread in few words. */
+static const char *short_thread(const struct trace_model *m, __u32 tid, char *buf, size_t len)
+{
+	const char *name = trace_model__thread_name(m, tid);
+
+	snprintf(buf, len, "%s (tid %u)", name && *name ? name : "thread", tid);
+	return buf;
+}
+
+static void entry_claim(struct verdict *v, const char *who, const char *whose,
+			const struct ledger_unit *u, const struct ledger_entry *e)
+{
+	char text[640], what[400], d1[32], d2[32], d3[32], w[96];
+	double share = (double)e->ns / (double)u->total_ns;
+	size_t used;
+
+	used = (size_t)snprintf(text, sizeof(text), "%s %s %s of %s %s", who,
+				ledger__entry_text(e, u->nthreads > 1, what, sizeof(what)),
+				human__ns((double)e->ns, d1, sizeof(d1)), whose,
+				human__ns((double)u->total_ns, d2, sizeof(d2)));
+	if (e->kind == LEDGER_RUNNABLE) {
+		if (e->own_ns * 2 >= e->ns && u->job_threads > 1)
+			snprintf(text + used, sizeof(text) - used,
+				 ": the job's own threads had the CPUs (%u of its threads wanted "
+				 "its %u CPU%s)",
+				 u->job_threads, u->cpus, u->cpus == 1 ? "" : "s");
+		else
+			snprintf(text + used, sizeof(text) - used,
+				 ": other processes had the CPUs %.0f%% of it (the job's %u "
+				 "CPU%s)",
+				 100.0 * (double)(e->ns - e->own_ns) / (double)e->ns, u->cpus,
+				 u->cpus == 1 ? "" : "s");
+	} else if ((e->kind == LEDGER_LOCK || e->kind == LEDGER_BLOCKED) && e->waker) {
+		snprintf(text + used, sizeof(text) - used, "; it was released most by %s%s%s",
+			 short_thread(verdict__model(v), e->waker, w, sizeof(w)),
+			 e->waker_where && *e->waker_where ? ", at " : "",
+			 e->waker_where ? e->waker_where : "");
+	} else if (e->oncpu_ns * 10 >= e->ns && e->kind != LEDGER_GIL) {
+		snprintf(text + used, sizeof(text) - used, " (%s of it on a CPU)",
+			 human__ns((double)e->oncpu_ns, d3, sizeof(d3)));
+	}
+	verdict__ledger_claim(v, rules[e->kind].verdict, (int)e->kind, share >= rules[e->kind].holds,
+			      share, "ledger", text);
+}
+
+void verdict_ledger__claims(struct verdict *v)
+{
+	const struct ledger_entry *e;
+	struct ledger *l = ledger_of(v);
+	struct ledger_unit u;
+	char who[200], tname[160];
+	const char *whose;
+	size_t n, shown = 0;
+	__u64 on = 0;
+	int cpu_said = 0;
+
+	if (!l || ledger__critical(l, &u, &e, &n) || !u.total_ns)
+		return;
+	if (u.nthreads > 1) {
+		snprintf(who, sizeof(who), "%s (%u threads of pid %u)", u.name, u.nthreads, u.pid);
+		whose = "their";
+	} else {
+		snprintf(who, sizeof(who), "%s", verdict__thread(v, u.pid, u.tid, tname, sizeof(tname)));
+		whose = "its";
+	}
+	for (size_t i = 0; i < n; i++)
+		if (on_cpu(e[i].kind))
+			on += e[i].ns;
+	for (size_t i = 0; i < n && shown < MAX_ENTRIES; i++) {
+		if (on_cpu(e[i].kind)) {
+			if (cpu_said || (double)on < SHOWN_SHARE * (double)u.total_ns)
+				continue;
+			/* the CPU line takes its place by its whole time on a CPU */
+			cpu_claim(v, who, whose, &u, e, n);
+			cpu_said = 1;
+			shown++;
+			continue;
+		}
+		if ((double)e[i].ns < SHOWN_SHARE * (double)u.total_ns)
+			continue;
+		entry_claim(v, who, whose, &u, &e[i]);
+		shown++;
+	}
+}
