@@ -147,10 +147,12 @@ class Recorder:
             self.stderr_lines.append(line)
             if "recording" in line and "Ctrl-C" in line:
                 self.live = True
+                self.ready_at = time.monotonic()
                 self._ready.set()
         self._ready.set()
 
     live = False  # it printed its "recording ..." line
+    ready_at = None  # when (time.monotonic) it did
 
     def started(self, timeout=60):
         """Whether it went live (False: it ended first, e.g. refused its options)."""

@@ -128,10 +128,10 @@ struct lthread *ledger__thr(struct ledger *l, __u32 pid, __u32 tid, int create)
 	return &l->thr[*ix - 1];
 }
 
-__u32 ledger__class(struct ledger *l, enum ledger_kind kind, const char *what, const char *where,
-		    int idle)
+static __u32 make_class(struct ledger *l, enum ledger_kind kind, const char *what,
+			const char *where, int idle, enum ledger_kind inside)
 {
-	struct hkey key = { (__u64)kind << 1 | !!idle,
+	struct hkey key = { ((__u64)kind << 8 | inside) << 1 | !!idle,
 			    hash_str(hash_str(1469598103934665603ull, what) * 31 + 7, where) };
 	__u32 *ix = hmap__get(l->cls_of, key, 1);
 	struct lclass *c;
@@ -145,6 +145,7 @@ __u32 ledger__class(struct ledger *l, enum ledger_kind kind, const char *what, c
 	c = &l->cls[l->ncls];
 	c->kind = kind;
 	c->idle = !!idle;
+	c->inside = inside;
 	c->what = strdup(what ? what : "");
 	c->where = strdup(where ? where : "");
 	if (!c->what || !c->where) {
@@ -157,6 +158,26 @@ __u32 ledger__class(struct ledger *l, enum ledger_kind kind, const char *what, c
 fail:
 	hmap__del(l->cls_of, key);
 	return LCLASS_NONE;
+}
+
+__u32 ledger__class(struct ledger *l, enum ledger_kind kind, const char *what, const char *where,
+		    int idle)
+{
+	return make_class(l, kind, what, where, idle, LEDGER_CODE);
+}
+
+__u32 ledger__ready_class(struct ledger *l, __u32 cls)
+{
+	const struct lclass *c;
+
+	if (cls == LCLASS_NONE)
+		return LCLASS_NONE;
+	c = &l->cls[cls];
+	if (c->kind == LEDGER_RUNNABLE)
+		return cls;
+	/* its own code's place: what it ran is the samples' to say, not this */
+	return make_class(l, LEDGER_RUNNABLE, c->kind == LEDGER_CODE ? "" : c->what, c->where, 0,
+			  c->kind);
 }
 
 const char *ledger__intern(struct ledger *l, const char *s)
@@ -245,6 +266,18 @@ void ledger__sample(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 ts,
 	s->fault = !!fault;
 	s->nr = (__s16)nr;
 	seen(l, pid, cpu, ts);
+}
+
+void ledger__clock(struct ledger *l, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns,
+		   __u64 run_delay_ns, int end)
+{
+	struct lthread *t = ledger__thr(l, pid, tid, 1);
+
+	if (!t)
+		return;
+	t->clk_ts[!!end] = ts;
+	t->clk_cpu[!!end] = cpu_ns;
+	t->clk_delay[!!end] = run_delay_ns;
 }
 
 void ledger__life(struct ledger *l, __u32 pid, __u32 tid, __u64 born, __u64 died)
@@ -449,7 +482,7 @@ static void note_wait(struct walk *w, const struct loff *o, __u32 cls, __u64 ns)
 
 	if (!o->waker || cls == LCLASS_NONE)
 		return;
-	if (t->nwaits && t->waits[t->nwaits - 1].in == o->in && t->waits[t->nwaits - 1].cls == cls) {
+	if (t->nwaits && t->waits[t->nwaits - 1].in == o->in - o->run && t->waits[t->nwaits - 1].cls == cls) {
 		t->waits[t->nwaits - 1].ns += ns;
 		return;
 	}
@@ -457,7 +490,7 @@ static void note_wait(struct walk *w, const struct loff *o, __u32 cls, __u64 ns)
 		w->err = -ENOMEM;
 		return;
 	}
-	t->waits[t->nwaits++] = (struct lwait){ o->in, cls, o->waker, ns };
+	t->waits[t->nwaits++] = (struct lwait){ o->in - o->run, cls, o->waker, ns };
 }
 
 static void hmap_add(struct walk *w, struct hmap *m, struct hkey k, __u64 ns)
@@ -468,6 +501,32 @@ static void hmap_add(struct walk *w, struct hmap *m, struct hkey k, __u64 ns)
 		*v += ns;
 	else
 		w->err = -ENOMEM;
+}
+
+#define SAMPLE_NEAR 50000000ull /* a sample this close before a moment says where it was */
+
+/* Ready to run outside any wait from TS: at the job's line of its last sample before, if near. */
+static __u32 runnable_class(struct walk *w, __u64 ts)
+{
+	const struct lthread *t = w->t;
+	size_t lo = 0, hi = t->nsa;
+	const char *where = "";
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (t->sa[mid].ts < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && t->sa[lo - 1].ts + SAMPLE_NEAR >= ts) {
+		__u32 c = ledger__class_of_sample(w->l, &t->sa[lo - 1]);
+
+		if (c != LCLASS_NONE)
+			where = w->l->cls[c].where;
+	}
+	return ledger__class(w->l, LEDGER_RUNNABLE, "", where, 0);
 }
 
 /* [A, B) of state STATE (off-CPU: inside interval O), under span S (NULL: none). */
@@ -503,26 +562,30 @@ static void sub_piece(struct walk *w, __u64 a, __u64 b, int state, const struct 
 	}
 	if (!o->blocked) { /* preempted: ready to run, inside what it was doing */
 		cls = s ? span_class(w, s) : w->last_region;
-		if (cls == LCLASS_NONE) {
-			add_seg(w, a, b, LCLASS_NONE, LSTATE_RUNNABLE);
-			return; /* who had the CPUs: ledger_unit.c */
-		}
-		account(w, cls, state, b - a);
-		add_seg(w, a, b, cls, state);
+		/* who had the CPUs meanwhile: ledger_unit.c accounts it */
+		add_seg(w, a, b,
+			cls == LCLASS_NONE ? runnable_class(w, a) : ledger__ready_class(w->l, cls),
+			LSTATE_RUNNABLE);
 		return;
 	}
-	/* blocked, and the tail of a blocked interval ready to run: the wait's */
+	/* blocked (its tail ready to run: an entry of its own, inside this wait) */
 	scls = s ? span_class(w, s) : LCLASS_NONE;
 	if (o->stack)
-		cls = ledger__class_of_wait(w->l, o->stack,
-					    s && s->kind == LEDGER_SYSCALL ? s->nr : -1);
-	if (o->stack && s && s->nr >= 0 && cls != LCLASS_NONE)
+		cls = ledger__class_of_wait(w->l, o->stack, s && s->nr >= 0 ? s->nr : -1);
+	if (o->stack && s && s->nr >= 0 && cls != LCLASS_NONE && state == LSTATE_BLOCKED)
 		hmap_add(w, w->nr_cls, (struct hkey){ (__u64)s->nr, cls }, b - a);
 	if (cls != LCLASS_NONE && scls != LCLASS_NONE &&
-	    ledger__kind_prio(w->l->cls[scls].kind) > ledger__kind_prio(w->l->cls[cls].kind))
-		cls = scls;
+	    ledger__kind_prio(w->l->cls[scls].kind) > ledger__kind_prio(w->l->cls[cls].kind)) {
+		const struct lclass *sc = &w->l->cls[scls];
+
+		/* the call's kind, at the line the interval's stack gives */
+		cls = *sc->where ? scls :
+				   ledger__class(w->l, sc->kind, sc->what, w->l->cls[cls].where,
+						 sc->idle);
+	}
 	else if (cls == LCLASS_NONE && scls != LCLASS_NONE) {
-		if (s->nr >= 0 && !o->stack) { /* where it was: its stacked waits in that call */
+		if (s->nr >= 0 && !o->stack && state == LSTATE_BLOCKED) {
+			/* where it was: its stacked waits in that call (spread) */
 			hmap_add(w, w->nr_wait, (struct hkey){ (__u64)s->nr, (__u64)state }, b - a);
 			add_seg(w, a, b, scls, state);
 			return;
@@ -531,6 +594,10 @@ static void sub_piece(struct walk *w, __u64 a, __u64 b, int state, const struct 
 	}
 	if (cls == LCLASS_NONE)
 		cls = ledger__class(w->l, LEDGER_BLOCKED, "", "", 0);
+	if (state == LSTATE_RUNNABLE) {
+		add_seg(w, a, b, ledger__ready_class(w->l, cls), state);
+		return;
+	}
 	account(w, cls, state, b - a);
 	add_seg(w, a, b, cls, state);
 	note_wait(w, o, cls, b - a);
@@ -625,6 +692,7 @@ static int entries(struct walk *w)
 			.oncpu_ns = a->oncpu,
 			.runnable_ns = a->runnable,
 			.idle = c->idle,
+			.inside = c->inside,
 		};
 		if (c->idle)
 			t->idle_ns += a->ns;
@@ -774,6 +842,19 @@ const struct ledger_entry *ledger__thread(const struct ledger *l, __u32 pid, __u
 	return t ? t->e : NULL;
 }
 
+__u64 ledger__time_in(const struct ledger *l, __u32 pid, __u32 tid, enum ledger_kind kind)
+{
+	const struct ledger_entry *e;
+	size_t n;
+	__u64 ns = 0;
+
+	e = ledger__thread(l, pid, tid, &n, NULL);
+	for (size_t i = 0; i < n; i++)
+		if (e[i].kind == kind || (e[i].kind == LEDGER_RUNNABLE && e[i].inside == kind))
+			ns += e[i].ns;
+	return ns;
+}
+
 int ledger__next_thread(const struct ledger *l, size_t *it, __u32 *pid, __u32 *tid)
 {
 	while (*it < l->nthr) {
@@ -783,6 +864,40 @@ int ledger__next_thread(const struct ledger *l, size_t *it, __u32 *pid, __u32 *t
 			continue;
 		*pid = t->pid;
 		*tid = t->tid;
+		return 1;
+	}
+	return 0;
+}
+
+int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
+{
+	while (*it < l->nthr) {
+		const struct lthread *t = &l->thr[(*it)++];
+		__u64 a = t->clk_ts[0], b = t->clk_ts[1];
+
+		if (!a || b <= a || !t->total || t->clk_cpu[1] < t->clk_cpu[0] ||
+		    t->clk_delay[1] < t->clk_delay[0])
+			continue;
+		memset(c, 0, sizeof(*c));
+		c->pid = t->pid;
+		c->tid = t->tid;
+		c->window_ns = b - a;
+		c->clock_oncpu_ns = t->clk_cpu[1] - t->clk_cpu[0];
+		c->clock_runnable_ns = t->clk_delay[1] - t->clk_delay[0];
+		for (size_t k = 0; k < t->nseg; k++) { /* the timeline between the two reads */
+			const struct lseg *g = &t->seg[k];
+			__u64 x = g->ts > a ? g->ts : a, y = g->end < b ? g->end : b;
+
+			if (y <= x)
+				continue;
+			if (g->state == LSTATE_ONCPU)
+				c->oncpu_ns += y - x;
+			else if (g->state == LSTATE_RUNNABLE)
+				c->runnable_ns += y - x;
+		}
+		/* before its first piece or after its last (none: it ran throughout) */
+		if (!t->nseg)
+			c->oncpu_ns = b - a;
 		return 1;
 	}
 	return 0;
@@ -812,7 +927,7 @@ const char *ledger__entry_text(const struct ledger_entry *e, int plural, char *b
 			snprintf(buf, len, "ran %s, called%s%s", e->what, at, where);
 		break;
 	case LEDGER_INTERP:
-		snprintf(buf, len, "ran the interpreter's %s%s%s", e->what, at, where);
+		snprintf(buf, len, "ran %s%s%s", e->what, at, where);
 		break;
 	case LEDGER_FAULT:
 		snprintf(buf, len, "handled page faults%s%s", at, where);
@@ -821,7 +936,7 @@ const char *ledger__entry_text(const struct ledger_entry *e, int plural, char *b
 		snprintf(buf, len, "ran on a CPU (in which code is not known: no CPU samples)");
 		break;
 	case LEDGER_RUNNABLE:
-		snprintf(buf, len, "%s ready to run but had no CPU", was);
+		snprintf(buf, len, "%s ready to run but had no CPU%s%s", was, at, where);
 		break;
 	case LEDGER_GIL:
 		snprintf(buf, len, "waited for the GIL%s%s", at, where);

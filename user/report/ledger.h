@@ -97,6 +97,14 @@ void ledger__api_call(struct ledger *l, const struct bs_hdr *rec, const struct t
 void ledger__sample(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 ts, int kernel,
 		    int fault, int nr, const struct trace_stack *stack);
 
+/*
+ * proc: thread TID of PID's own clocks read at TS, at the recording's start (END 0) or end:
+ * its time on a CPU and ready to run so far (its schedstat), what ledger__check compares the
+ * ledger's account of it with.
+ */
+void ledger__clock(struct ledger *l, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns,
+		   __u64 run_delay_ns, int end);
+
 /* proc: thread TID of PID began (BORN) or ended (DIED) inside the recording; 0 = not seen. */
 void ledger__life(struct ledger *l, __u32 pid, __u32 tid, __u64 born, __u64 died);
 
@@ -158,6 +166,12 @@ struct ledger_entry {
 	__u64 waker_ns;		     /* that thread's part */
 	const char *waker_where;     /* where that thread was before it woke this one ("": ?) */
 	unsigned idle : 1;	     /* waiting for work, by design */
+	/*
+	 * LEDGER_RUNNABLE: what the thread was inside as it waited for a CPU (WHAT and WHERE are
+	 * that's): a wait it woke from (LEDGER_LOCK: a lock's wakeup), a call (a span's kind),
+	 * or LEDGER_CODE, its own code, preempted as it ran.
+	 */
+	enum ledger_kind inside;
 };
 
 /* The unit whose time the verdict explains first: a thread, or a pool of like threads. */
@@ -182,8 +196,29 @@ int ledger__critical(const struct ledger *l, struct ledger_unit *u,
 const struct ledger_entry *ledger__thread(const struct ledger *l, __u32 pid, __u32 tid,
 					  size_t *n, __u64 *total);
 
+/*
+ * Thread TID of PID's time in entries of KIND and ready to run inside them (a DataLoader's next
+ * batch, with the wakeups' waits for a CPU: what the thread's own clock counts there); 0 when
+ * the ledger has no such thread.
+ */
+__u64 ledger__time_in(const struct ledger *l, __u32 pid, __u32 tid, enum ledger_kind kind);
+
 /* Iterate the threads: start with *IT = 0; 0 past the last. */
 int ledger__next_thread(const struct ledger *l, size_t *it, __u32 *pid, __u32 *tid);
+
+/*
+ * A thread's account checked against its own clocks between the recording's edges: its time
+ * on a CPU and ready to run by the ledger's timeline and by its kernel's schedstat.
+ */
+struct ledger_check {
+	__u32 pid, tid;
+	__u64 window_ns;
+	__u64 oncpu_ns, clock_oncpu_ns;
+	__u64 runnable_ns, clock_runnable_ns;
+};
+
+/* The next thread read at both edges (start with *IT = 0): 1, 0 past the last. */
+int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c);
 
 /* An entry in words: "waited for a threading.Lock at `worker` (lock.py:10)" (PLURAL: of a
  * pool, "were ..."). Into BUF. */

@@ -49,9 +49,9 @@ static const struct ledger_frame_rule python_rules[] = {
 	{ LEDGER_IDLE, "/asyncio/base_events.py", "_run_once", "an asyncio loop", .idle = 1 },
 	{ LEDGER_CHILD, "/subprocess.py", NULL, "a child process (subprocess)" },
 	{ LEDGER_CHILD, "/multiprocessing/popen_fork.py", NULL, "a child process" },
-	{ LEDGER_INTERP, "<frozen importlib._bootstrap>", NULL, "imports" },
-	{ LEDGER_INTERP, "<frozen importlib._bootstrap_external>", NULL, "imports" },
-	{ LEDGER_INTERP, "/importlib/__init__.py", NULL, "imports" },
+	{ LEDGER_INTERP, "<frozen importlib._bootstrap>", NULL, "the interpreter's imports" },
+	{ LEDGER_INTERP, "<frozen importlib._bootstrap_external>", NULL, "the interpreter's imports" },
+	{ LEDGER_INTERP, "/importlib/__init__.py", NULL, "the interpreter's imports" },
 	{ 0 },
 };
 
@@ -231,6 +231,41 @@ static int api_kind_of(const struct bs_frame *f, const struct trace_model *m, co
 	return -1;
 }
 
+/* The C runtime's libraries: a native stack's job's code is the first frame outside them. */
+static int runtime_lib(const char *file)
+{
+	static const char *const libs[] = { "libc.so", "libpthread.so", "ld-linux", "libgcc_s.so",
+					    "libstdc++.so", "libm.so", "libdl.so", "librt.so",
+					    NULL };
+	const char *b = human__base(file);
+
+	for (const char *const *l = libs; *l; l++)
+		if (!strncmp(b, *l, strlen(*l)))
+			return 1;
+	return 0;
+}
+
+/*
+ * Where ST is in the job's own code: its Python line (stack_call__where), else in a native
+ * program its innermost named frame outside the C runtime (`lock_step` (mutex_job), not
+ * `__lll_lock_wait` (libc.so.6)).
+ */
+static const char *job_where(const struct trace_stack *st, const struct trace_model *m, char *buf,
+			     size_t len)
+{
+	for (__u16 i = 0; i < st->nframes; i++)
+		if (st->frames[i].kind == BS_FRAME_PYTHON)
+			return stack_call__where(st, m, buf, len);
+	for (__u16 i = 0; i < st->nframes; i++) {
+		const struct bs_frame *f = &st->frames[i];
+
+		if (f->kind == BS_FRAME_NATIVE && f->func_id &&
+		    !runtime_lib(stack_frame__file(f, m)))
+			return stack_call__frame(f, m, buf, len);
+	}
+	return stack_call__where(st, m, buf, len);
+}
+
 /* A frame for people: "`work` (lock.py:6)", "`sgemm_` (libblas.so.3)", "[libfoo.so]". */
 static const char *frame_text(const struct bs_frame *f, const struct trace_model *m, char *buf,
 			      size_t len)
@@ -255,10 +290,12 @@ struct verdict_of {
 	int found;
 };
 
+/* A sample's time on a CPU inside these is theirs; inside a traced API's call (a BLAS GEMM, a
+ * CUDA launch) it is the code that ran there, which the family's span takes when recorded. */
 static int sample_rule(enum ledger_kind k)
 {
 	return k == LEDGER_INPUT || k == LEDGER_COLLECTIVE || k == LEDGER_CHILD ||
-	       k == LEDGER_INTERP || k == LEDGER_GPU_SYNC || k == LEDGER_API;
+	       k == LEDGER_INTERP || k == LEDGER_GPU_SYNC;
 }
 
 /* A region's rule for F (struct ledger_frame_rule.region), NULL when none. */
@@ -395,7 +432,7 @@ __u32 ledger__class_of_wait(struct ledger *l, const struct trace_stack *st, int 
 		return c;
 	if (st->where)
 		return cache(l, st, how, said(l, st, nr));
-	stack_call__where(st, l->m, where, sizeof(where));
+	job_where(st, l->m, where, sizeof(where));
 	scan(st, l->m, 0, &v, what, sizeof(what), where, sizeof(where));
 	if (v.found)
 		c = ledger__class(l, v.kind, what, where, v.idle);
@@ -437,7 +474,7 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s)
 		c = ledger__class(l, s->fault ? LEDGER_FAULT : LEDGER_CODE, st->where, st->where, 0);
 		return cache(l, st, how, c);
 	}
-	stack_call__where(st, l->m, where, sizeof(where));
+	job_where(st, l->m, where, sizeof(where));
 	if (!strcmp(where, "code whose stack was not read"))
 		where[0] = 0;
 	if (s->fault)
@@ -452,7 +489,7 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s)
 
 		if (gc_frame(f, l->m))
 			return cache(l, st, how,
-				     ledger__class(l, LEDGER_INTERP, "garbage collection", where, 0));
+				     ledger__class(l, LEDGER_INTERP, "the interpreter's garbage collection", where, 0));
 		if (f->kind == BS_FRAME_PYTHON && !py)
 			py = f;
 		if (f->kind == BS_FRAME_NATIVE && !nat && !py)

@@ -20,6 +20,7 @@ struct lclass {
 	enum ledger_kind kind;
 	char *what, *where;
 	int idle;
+	enum ledger_kind inside; /* LEDGER_RUNNABLE: in what (ledger_entry.inside) */
 };
 
 /* sched's off-CPU interval [out, in), its last RUN ns ready to run. */
@@ -59,7 +60,7 @@ struct lseg {
 #define LSTATE_RUNNABLE 2
 
 struct lwait {
-	__u64 in;  /* when the wait ended (its thread's switch-in) */
+	__u64 in;  /* when the wait ended: its wakeup (the waker then was where it woke it) */
 	__u32 cls, waker;
 	__u64 ns;
 };
@@ -83,6 +84,8 @@ struct lthread {
 	size_t ne;
 	__u64 total, idle_ns;
 	int throughout; /* blocked in one wait for (nearly) all of its time */
+	/* its own clocks at the edges: [0] the start's, [1] the end's (ts 0: not read) */
+	__u64 clk_ts[2], clk_cpu[2], clk_delay[2];
 };
 
 struct ledger {
@@ -114,6 +117,8 @@ struct lthread *ledger__thr(struct ledger *l, __u32 pid, __u32 tid, int create);
 __u32 ledger__class(struct ledger *l, enum ledger_kind kind, const char *what, const char *where,
 		    int idle);
 const char *ledger__intern(struct ledger *l, const char *s);
+/* The class of time ready to run inside class CLS (LEDGER_RUNNABLE, CLS's what and where). */
+__u32 ledger__ready_class(struct ledger *l, __u32 cls);
 
 /* ledger_classify.c: the class of a blocked interval's stack in system call NR (-1: none or not
  * known); LCLASS_NONE when the stack says nothing (no stack, no rule, no system call). */

@@ -3,10 +3,11 @@
  * The ledger's critical unit (ledger.h): the thread, or pool of like threads, that carries the
  * job's progress; and, for time ready to run outside any wait, who had the CPUs meanwhile.
  *
- * A thread's engaged time is its time but its waits for work by design (a pool's worker
- * waiting for its next task, Thread.join, a library's thread in epoll_wait) and all of it for
- * a thread asleep in one wait nearly throughout (a wrapper shell in wait4, a main thread that
- * only sleeps). A process's threads named alike but for their numbers ("w0".."w3",
+ * A thread's engaged time is its time on a CPU and ready to run, and half its other waits
+ * (the thread it waits on carries more), none of its waits for work by design (a pool's
+ * worker waiting for its next task, Thread.join, a library's thread in epoll_wait) and none at
+ * all for a thread asleep in one wait nearly throughout (a wrapper shell in wait4, a main
+ * thread that only sleeps). A process's threads named alike but for their numbers ("w0".."w3",
  * "ThreadPoolExecutor-0_1", "Thread-7 (process_request_thread)") are a pool, engaged while
  * any of them is (their engaged time summed, at most the pool's life). The critical unit is
  * the most engaged, a process's main thread first where it is nearly as engaged (a main loop
@@ -32,16 +33,29 @@ static int io_idle(const struct lthread *t, const struct ledger_entry *e)
 	return t->tid != t->pid && e->kind == LEDGER_IO;
 }
 
+/*
+ * How much of the job's progress a thread carries: its time on a CPU and wanting one, and
+ * half its time waiting (a thread waiting on another carries less than that other), none of
+ * its waits for work by design, nothing for a thread asleep nearly throughout.
+ */
 static __u64 engaged(const struct lthread *t)
 {
-	__u64 idle = 0;
+	__u64 busy = 0, waits = 0;
 
 	if (!t->total || t->throughout)
 		return 0;
-	for (size_t i = 0; i < t->ne; i++)
-		if (t->e[i].idle || io_idle(t, &t->e[i]))
-			idle += t->e[i].ns;
-	return idle < t->total ? t->total - idle : 0;
+	for (size_t i = 0; i < t->ne; i++) {
+		const struct ledger_entry *e = &t->e[i];
+
+		if (e->idle || io_idle(t, e))
+			continue;
+		busy += e->oncpu_ns + e->runnable_ns;
+		waits += e->ns - e->oncpu_ns - e->runnable_ns;
+	}
+	for (size_t k = 0; k < t->nseg; k++) /* ready outside any wait: ledger_unit's entries */
+		if (t->seg[k].state == LSTATE_RUNNABLE)
+			busy += t->seg[k].end - t->seg[k].ts;
+	return busy + waits / 2;
 }
 
 /* "w" of "w3", "Thread- (worker)" of "Thread-12 (worker)": a name without its numbers. */
@@ -242,33 +256,39 @@ static __u64 own_time(const struct step *s, size_t n, __u64 a, __u64 b, __u32 cp
 	return own;
 }
 
+/* A thread's time ready to run outside any wait, an entry per place: who had the CPUs. */
 static int add_runnable(struct ledger *l, struct lthread *t, const struct step *s, size_t n,
 			__u32 cpus, double *demand, __u64 *ready)
 {
-	__u64 ns = 0, own = 0;
 	struct ledger_entry *e;
 
 	for (size_t k = 0; k < t->nseg; k++) {
 		const struct lseg *g = &t->seg[k];
+		const struct lclass *c;
+		size_t j;
 
-		if (g->state != LSTATE_RUNNABLE || g->cls != LCLASS_NONE)
+		if (g->state != LSTATE_RUNNABLE || g->cls == LCLASS_NONE ||
+		    (c = &l->cls[g->cls])->kind != LEDGER_RUNNABLE)
 			continue;
-		ns += g->end - g->ts;
-		own += own_time(s, n, g->ts, g->end, cpus, demand);
+		for (j = 0; j < t->ne; j++)
+			if (t->e[j].kind == LEDGER_RUNNABLE && t->e[j].where == c->where &&
+			    t->e[j].what == c->what && t->e[j].inside == c->inside)
+				break;
+		if (j == t->ne) {
+			e = realloc(t->e, (t->ne + 1) * sizeof(*e));
+			if (!e)
+				return -ENOMEM;
+			t->e = e;
+			e[t->ne++] = (struct ledger_entry){ .kind = LEDGER_RUNNABLE,
+							     .what = c->what,
+							     .where = c->where,
+							     .inside = c->inside };
+		}
+		t->e[j].ns += g->end - g->ts;
+		t->e[j].runnable_ns += g->end - g->ts;
+		t->e[j].own_ns += own_time(s, n, g->ts, g->end, cpus, demand);
+		*ready += g->end - g->ts;
 	}
-	if (!ns)
-		return 0;
-	*ready += ns;
-	e = realloc(t->e, (t->ne + 1) * sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	t->e = e;
-	e[t->ne++] = (struct ledger_entry){ .kind = LEDGER_RUNNABLE,
-					     .what = "",
-					     .where = "",
-					     .ns = ns,
-					     .runnable_ns = ns,
-					     .own_ns = own };
 	return 0;
 }
 
@@ -426,7 +446,7 @@ static int unit_entries(struct ledger *l, const struct cand *c, const char *st)
 
 			for (j = 0; j < n; j++)
 				if (u[j].kind == e->kind && u[j].what == e->what &&
-				    u[j].where == e->where)
+				    u[j].where == e->where && u[j].inside == e->inside)
 					break;
 			if (j == n) {
 				if (array__grow((void **)&u, n, &cap, sizeof(*u))) {
@@ -457,6 +477,7 @@ static int unit_entries(struct ledger *l, const struct cand *c, const char *st)
 int ledger__units(struct ledger *l)
 {
 	struct cand best;
+	struct hmap *seen_cpus;
 	struct step *s = NULL;
 	char *in_job = NULL;
 	size_t n = 0;
@@ -475,12 +496,20 @@ int ledger__units(struct ledger *l)
 	root = root_of(l, best.pid);
 	for (size_t i = 0; i < l->nthr; i++)
 		in_job[i] = root_of(l, l->thr[i].pid) == root;
+	seen_cpus = hmap__new(1);
+	if (!seen_cpus) {
+		free(in_job);
+		return -ENOMEM;
+	}
 	while (hmap__next(l->cpus, &it, &key)) /* the CPUs the job's processes were on */
 		for (size_t i = 0; i < l->nthr; i++)
 			if (in_job[i] && l->thr[i].pid == key.a) {
-				cpus++;
+				if (!hmap__get(seen_cpus, (struct hkey){ key.b, 0 }, 0) &&
+				    hmap__get(seen_cpus, (struct hkey){ key.b, 0 }, 1))
+					cpus++;
 				break;
 			}
+	hmap__free(seen_cpus);
 	if (!cpus)
 		cpus = 1;
 	err = job_steps(l, in_job, &s, &n);

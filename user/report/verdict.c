@@ -17,6 +17,7 @@
 #define MAX_CLAIMS 48
 #define MAX_LINES  25 /* the whole verdict, its headline included */
 #define MAX_TABLES 64
+#define LEDGER_HEADLINE_SHARE 0.20 /* the ledger's largest entry leads from this share */
 
 struct claim {
 	enum verdict_kind kind;
@@ -614,6 +615,9 @@ static void order_by_ledger(struct verdict *v)
 	sort_ctx = v;
 	qsort(ents, ne, sizeof(ents[0]), ledger_cmp);
 	sort_ctx = NULL;
+	/* the largest entry is where most of the time went: the headline, if it is not a sliver */
+	if (v->claims[ents[0]].share >= LEDGER_HEADLINE_SHARE)
+		v->claims[ents[0]].holds = 1;
 	for (int k = 0; k < v->nclaims; k++)
 		if (leads(&v->claims[v->order[k]]) && v->claims[v->order[k]].parent == v->order[k])
 			place(v, v->order[k], placed, order, &n);

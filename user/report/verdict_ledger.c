@@ -112,55 +112,70 @@ struct place {
 	char lines[48];
 };
 
+/* WHERE's line number added to P's list, once ("5, 6"). */
 static void add_line(struct place *p, const char *where)
 {
-	size_t n = strlen(p->lines);
 	const char *line = where + func_part(where);
+	size_t n = strlen(p->lines), len;
+	char num[16];
 
-	if (*line != ':' || strstr(p->lines, line + 1) || n + 8 > sizeof(p->lines))
+	if (*line != ':')
 		return;
-	snprintf(p->lines + n, sizeof(p->lines) - n, "%s%.*s", n ? ", " : "",
-		 (int)strcspn(line + 1, ")"), line + 1);
+	len = strcspn(line + 1, ")");
+	snprintf(num, sizeof(num), "%.*s", (int)len, line + 1);
+	for (const char *s = p->lines; (s = strstr(s, num)); s += len)
+		if ((s == p->lines || s[-1] == ' ') && (!s[len] || s[len] == ','))
+			return;
+	if (n + len + 3 > sizeof(p->lines))
+		return;
+	snprintf(p->lines + n, sizeof(p->lines) - n, "%s%s", n ? ", " : "", num);
 }
 
-/* The CPU line: the unit's time on a CPU, by its code's places (the job's functions). */
-static void cpu_claim(struct verdict *v, const char *who, const char *whose,
-		      const struct ledger_unit *u, const struct ledger_entry *e, size_t n)
+static int ready(enum ledger_kind k)
+{
+	return k == LEDGER_RUNNABLE;
+}
+
+/*
+ * One line for the entries of a group (on a CPU: CODE, INTERP, CPU; ready to run without a
+ * CPU), their time summed and their places listed (a place is the job's function, its lines
+ * together; the interpreter's own work a place of its own), the largest first. Into TEXT after
+ * its first USED bytes; *ON the group's time, *OWN its time the job's own threads had the CPUs.
+ */
+static size_t places(const struct ledger_unit *u, const struct ledger_entry *e, size_t n,
+		     int (*member)(enum ledger_kind), char *text, size_t len, size_t used,
+		     __u64 *on, __u64 *own)
 {
 	struct place p[64];
-	size_t np = 0;
-	__u64 on = 0;
-	char text[640], d1[32], d2[32];
-	size_t used;
-	double share;
+	size_t np = 0, said = 0;
 
+	*on = *own = 0;
 	for (size_t i = 0; i < n; i++) {
-		const char *where = *e[i].where ? e[i].where : e[i].what;
-		size_t k, len = func_part(where);
+		const char *where = *e[i].where && e[i].kind != LEDGER_INTERP ? e[i].where : e[i].what;
+		size_t k, flen = func_part(where);
 
-		if (!on_cpu(e[i].kind))
+		if (!member(e[i].kind))
 			continue;
-		on += e[i].ns;
+		*on += e[i].ns;
+		*own += e[i].own_ns;
 		for (k = 0; k < np; k++)
-			if (p[k].len == len && !strncmp(p[k].where, where, len))
+			if (p[k].len == flen && !strncmp(p[k].where, where, flen))
 				break;
 		if (k == np) {
 			if (np == sizeof(p) / sizeof(p[0]))
 				continue;
 			memset(&p[np], 0, sizeof(p[0]));
 			p[np].where = where;
-			p[np++].len = len;
+			p[np++].len = flen;
 		}
 		p[k].ns += e[i].ns;
 		add_line(&p[k], where);
 		if (e[i].kind == LEDGER_CODE && strcmp(e[i].what, where) &&
-		    e[i].what[0] == '`' && e[i].ns > p[k].native_ns) {
+		    (e[i].what[0] == '`' || e[i].what[0] == '[') && e[i].ns > p[k].native_ns) {
 			p[k].native = e[i].what;
 			p[k].native_ns = e[i].ns;
 		}
 	}
-	if (!on || !u->total_ns)
-		return;
 	for (size_t i = 1; i < np; i++) /* the largest first */
 		for (size_t k = i; k > 0 && p[k].ns > p[k - 1].ns; k--) {
 			struct place t = p[k];
@@ -168,27 +183,72 @@ static void cpu_claim(struct verdict *v, const char *who, const char *whose,
 			p[k] = p[k - 1];
 			p[k - 1] = t;
 		}
-	share = (double)on / (double)u->total_ns;
-	used = (size_t)snprintf(text, sizeof(text), "%s ran on a CPU %s of %s %s", who,
-				human__ns((double)on, d1, sizeof(d1)), whose,
-				human__ns((double)u->total_ns, d2, sizeof(d2)));
-	for (size_t i = 0; i < np && i < MAX_PLACES && used < sizeof(text); i++) {
+	for (size_t i = 0; i < np && said < MAX_PLACES && used < len; i++) {
 		if (!p[i].len || p[i].where[0] == '[' ||
 		    (double)p[i].ns < SHOWN_SHARE / 2 * (double)u->total_ns)
 			continue;
-		used += (size_t)snprintf(text + used, sizeof(text) - used, "%s %.*s%s%s%s %.1f%%",
-					 i ? "," : ":", (int)p[i].len, p[i].where,
+		used += (size_t)snprintf(text + used, len - used, "%s %.*s%s%s%s %.1f%%",
+					 said++ ? "," : ":", (int)p[i].len, p[i].where,
 					 p[i].lines[0] ? ":" : "", p[i].lines,
 					 p[i].where[p[i].len] ? ")" : "",
 					 100.0 * (double)p[i].ns / (double)u->total_ns);
-		if (p[i].native && p[i].native_ns * 10 >= p[i].ns * 3 && used < sizeof(text))
-			used += (size_t)snprintf(text + used, sizeof(text) - used,
-						 " (in %s %.1f%%)", p[i].native,
-						 100.0 * (double)p[i].native_ns /
-							 (double)u->total_ns);
+		if (p[i].native && p[i].native_ns * 10 >= p[i].ns * 3 && used < len)
+			used += (size_t)snprintf(text + used, len - used, " (in %s %.1f%%)",
+						 p[i].native,
+						 100.0 * (double)p[i].native_ns / (double)u->total_ns);
 	}
+	return used < len ? used : len - 1;
+}
+
+/* The CPU line: the unit's time on a CPU, by its code's places (the job's functions). */
+static void cpu_claim(struct verdict *v, const char *who, const char *whose,
+		      const struct ledger_unit *u, const struct ledger_entry *e, size_t n)
+{
+	char text[640], d1[32], d2[32];
+	__u64 on, own, sum = 0;
+	size_t used;
+	double share;
+
+	for (size_t i = 0; i < n; i++)
+		sum += on_cpu(e[i].kind) ? e[i].ns : 0;
+	used = (size_t)snprintf(text, sizeof(text), "%s ran on a CPU %s of %s %s", who,
+				human__ns((double)sum, d1, sizeof(d1)), whose,
+				human__ns((double)u->total_ns, d2, sizeof(d2)));
+	places(u, e, n, on_cpu, text, sizeof(text), used, &on, &own);
+	share = (double)on / (double)u->total_ns;
 	verdict__ledger_claim(v, rules[LEDGER_CODE].verdict, LEDGER_CODE,
 			      share >= rules[LEDGER_CODE].holds, share, "ledger", text);
+}
+
+/* The ready-to-run line: where the unit waited for a CPU, and who had the CPUs then. */
+static void ready_claim(struct verdict *v, const char *who, const struct ledger_unit *u,
+			const struct ledger_entry *e, size_t n)
+{
+	char text[640], d1[32], d2[32];
+	__u64 ns = 0, own;
+	size_t used;
+	double share;
+
+	for (size_t i = 0; i < n; i++)
+		ns += ready(e[i].kind) ? e[i].ns : 0;
+	used = (size_t)snprintf(text, sizeof(text), "%s %s ready to run but had no CPU %s of %s %s",
+				who, u->nthreads > 1 ? "were" : "was",
+				human__ns((double)ns, d1, sizeof(d1)),
+				u->nthreads > 1 ? "their" : "its",
+				human__ns((double)u->total_ns, d2, sizeof(d2)));
+	used = places(u, e, n, ready, text, sizeof(text), used, &ns, &own);
+	if (own * 2 >= ns && u->job_threads > 1)
+		snprintf(text + used, sizeof(text) - used,
+			 "; the job's own threads had the CPUs (%u of its threads wanted its %u "
+			 "CPU%s)",
+			 u->job_threads, u->cpus, u->cpus == 1 ? "" : "s");
+	else
+		snprintf(text + used, sizeof(text) - used,
+			 "; other processes had the CPUs %.0f%% of it (the job's %u CPU%s)",
+			 100.0 * (double)(ns - own) / (double)ns, u->cpus, u->cpus == 1 ? "" : "s");
+	share = (double)ns / (double)u->total_ns;
+	verdict__ledger_claim(v, rules[LEDGER_RUNNABLE].verdict, LEDGER_RUNNABLE,
+			      share >= rules[LEDGER_RUNNABLE].holds, share, "ledger", text);
 }
 
 /* "w2 (tid 4791)": a thread in few words. */
@@ -211,19 +271,7 @@ static void entry_claim(struct verdict *v, const char *who, const char *whose,
 				ledger__entry_text(e, u->nthreads > 1, what, sizeof(what)),
 				human__ns((double)e->ns, d1, sizeof(d1)), whose,
 				human__ns((double)u->total_ns, d2, sizeof(d2)));
-	if (e->kind == LEDGER_RUNNABLE) {
-		if (e->own_ns * 2 >= e->ns && u->job_threads > 1)
-			snprintf(text + used, sizeof(text) - used,
-				 ": the job's own threads had the CPUs (%u of its threads wanted "
-				 "its %u CPU%s)",
-				 u->job_threads, u->cpus, u->cpus == 1 ? "" : "s");
-		else
-			snprintf(text + used, sizeof(text) - used,
-				 ": other processes had the CPUs %.0f%% of it (the job's %u "
-				 "CPU%s)",
-				 100.0 * (double)(e->ns - e->own_ns) / (double)e->ns, u->cpus,
-				 u->cpus == 1 ? "" : "s");
-	} else if ((e->kind == LEDGER_LOCK || e->kind == LEDGER_BLOCKED) && e->waker) {
+	if ((e->kind == LEDGER_LOCK || e->kind == LEDGER_BLOCKED) && e->waker) {
 		snprintf(text + used, sizeof(text) - used, "; it was released most by %s%s%s",
 			 short_thread(verdict__model(v), e->waker, w, sizeof(w)),
 			 e->waker_where && *e->waker_where ? ", at " : "",
@@ -244,8 +292,8 @@ void verdict_ledger__claims(struct verdict *v)
 	char who[200], tname[160];
 	const char *whose;
 	size_t n, shown = 0;
-	__u64 on = 0;
-	int cpu_said = 0;
+	__u64 on = 0, wait = 0;
+	int cpu_said = 0, ready_said = 0;
 
 	if (!l || ledger__critical(l, &u, &e, &n) || !u.total_ns)
 		return;
@@ -256,16 +304,23 @@ void verdict_ledger__claims(struct verdict *v)
 		snprintf(who, sizeof(who), "%s", verdict__thread(v, u.pid, u.tid, tname, sizeof(tname)));
 		whose = "its";
 	}
-	for (size_t i = 0; i < n; i++)
-		if (on_cpu(e[i].kind))
-			on += e[i].ns;
+	for (size_t i = 0; i < n; i++) {
+		on += on_cpu(e[i].kind) ? e[i].ns : 0;
+		wait += ready(e[i].kind) ? e[i].ns : 0;
+	}
 	for (size_t i = 0; i < n && shown < MAX_ENTRIES; i++) {
-		if (on_cpu(e[i].kind)) {
-			if (cpu_said || (double)on < SHOWN_SHARE * (double)u.total_ns)
+		/* a group's line takes its place by its whole time */
+		if (on_cpu(e[i].kind) || ready(e[i].kind)) {
+			int cpu = on_cpu(e[i].kind);
+
+			if ((cpu ? cpu_said : ready_said) ||
+			    (double)(cpu ? on : wait) < SHOWN_SHARE * (double)u.total_ns)
 				continue;
-			/* the CPU line takes its place by its whole time on a CPU */
-			cpu_claim(v, who, whose, &u, e, n);
-			cpu_said = 1;
+			if (cpu)
+				cpu_claim(v, who, whose, &u, e, n);
+			else
+				ready_claim(v, who, &u, e, n);
+			*(cpu ? &cpu_said : &ready_said) = 1;
 			shown++;
 			continue;
 		}

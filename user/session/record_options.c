@@ -946,7 +946,8 @@ int record_args__check(struct record_args *a)
 	if (flight_opts__check(&o->flight, a->cmd))
 		return 1;
 	if (a->trace) {
-		if (record_args__families(a->cmd, a->trace, &o->families, &o->families_explicit))
+		if (record_args__families(a->cmd, a->trace, &o->families, &o->families_explicit,
+					  &o->families_named))
 			return 1;
 	} else if (a->cmd_bit == T) { /* top records what it shows: the families with columns */
 		for_each_family(it)
@@ -962,6 +963,16 @@ int record_args__check(struct record_args *a)
 		if (family__samples(fit.f) && (a->functions || (o->npids && !a->trace)))
 			o->families |= 1ull << fit.i;
 	record_args__default_families(o);
+	/*
+	 * A recording of a job (-p, launch) and the flight recorder sample its CPUs by default
+	 * (99 Hz): the verdict's ledger splits a thread's time on a CPU by them, where in the
+	 * job's code it went (bench/RESULTS.md has the cost). Not -a's plain recording, monitor
+	 * or top: every process of the machine would be sampled and symbolized.
+	 */
+	for_each_family_while(fit, a->cmd_bit == R && !o->families_explicit)
+		if (family__samples(fit.f) &&
+		    (o->cmd || (o->npids && !o->system_wide) || o->flight.window_ns))
+			o->families |= 1ull << fit.i;
 	o->families |= a->implied;		 /* after the defaults: an option adds to them */
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */
 		for_each_family_slot(it, o->stack_ns)

@@ -27,6 +27,9 @@ enum {
 	C_WAKER,
 	C_WAKER_WHERE,
 	C_IDLE,
+	C_INSIDE,
+	C_CLOCK_ONCPU,
+	C_CLOCK_RUNNABLE,
 	NCOLS
 };
 
@@ -48,6 +51,11 @@ static const struct table_col cols[NCOLS] = {
 	[C_WAKER_WHERE] = { "waker_where", "Waker Was At", TABLE_STR,
 			    TABLE_COL_MINOR | TABLE_COL_IF_ANY },
 	[C_IDLE] = { "idle", "Waiting For Work", TABLE_U64, TABLE_COL_MINOR | TABLE_COL_IF_ANY },
+	[C_INSIDE] = { "inside", "Ready Inside", TABLE_STR, TABLE_COL_MINOR | TABLE_COL_IF_ANY },
+	[C_CLOCK_ONCPU] = { "clock_oncpu_ns", "On CPU By Its Clock", TABLE_U64,
+			    TABLE_COL_MINOR | TABLE_COL_IF_ANY },
+	[C_CLOCK_RUNNABLE] = { "clock_runnable_ns", "Ready By Its Clock", TABLE_U64,
+			       TABLE_COL_MINOR | TABLE_COL_IF_ANY },
 };
 
 static void *ledger_report_new(void)
@@ -85,6 +93,53 @@ static void row(struct table *t, const struct trace_model *m, const char *unit, 
 		table__set_str(t, C_WAKER_WHERE, e->waker_where);
 	}
 	table__set_u64(t, C_IDLE, e->idle);
+	if (e->kind == LEDGER_RUNNABLE) /* what it waited for a CPU inside: "CPU", its own code */
+		table__set_str(t, C_INSIDE, ledger__kind_name(e->inside));
+}
+
+#define CLOCK_AGREE 0.05 /* of its time: the ledger and a thread's own clocks agree within */
+
+/*
+ * A row per thread read at both edges (-p): its time on a CPU and ready to run between them,
+ * by the ledger's timeline and by its own clocks (the kernel's schedstat); a note where they
+ * part (switches sched's probes missed: its loss says how many).
+ */
+static void check_rows(struct ledger *l, const struct trace_model *m, struct table *t)
+{
+	struct ledger_check c;
+	double worst = 0;
+	__u32 wtid = 0;
+	size_t it = 0;
+
+	while (ledger__check(l, &it, &c)) {
+		const char *name = trace_model__thread_name(m, c.tid);
+		double d1 = ((double)c.oncpu_ns - (double)c.clock_oncpu_ns) / (double)c.window_ns;
+		double d2 = ((double)c.runnable_ns - (double)c.clock_runnable_ns) / (double)c.window_ns;
+
+		table__row(t);
+		table__set_str(t, C_UNIT, "clock");
+		table__set_u64(t, C_PID, c.pid);
+		table__set_u64(t, C_TID, c.tid);
+		table__set_str(t, C_THREAD, name ? name : "");
+		table__set_str(t, C_KIND, "check");
+		table__set_str(t, C_WHAT, "its own clocks between the edges");
+		table__set_u64(t, C_NS, c.window_ns);
+		table__set_u64(t, C_ONCPU, c.oncpu_ns);
+		table__set_u64(t, C_RUNNABLE, c.runnable_ns);
+		table__set_u64(t, C_CLOCK_ONCPU, c.clock_oncpu_ns);
+		table__set_u64(t, C_CLOCK_RUNNABLE, c.clock_runnable_ns);
+		d1 = d1 < 0 ? -d1 : d1;
+		d2 = d2 < 0 ? -d2 : d2;
+		if (d1 > worst || d2 > worst) {
+			worst = d1 > d2 ? d1 : d2;
+			wtid = c.tid;
+		}
+	}
+	if (worst > CLOCK_AGREE)
+		table__add_note(t,
+				"The ledger's timeline of thread %u is %.1f points of its time from "
+				"its own clocks: context switches were missed (sched_missed)",
+				wtid, 100 * worst);
 }
 
 static int ledger_report_emit(void *st, const struct trace_model *m, struct table *t)
@@ -119,6 +174,7 @@ static int ledger_report_emit(void *st, const struct trace_model *m, struct tabl
 		for (size_t i = 0; i < n; i++)
 			row(t, m, "thread", pid, tid, name ? name : "", &e[i], total);
 	}
+	check_rows(st, m, t);
 	table__add_note(t, "Every thread's time in the recording is in one entry of its own rows; "
 			   "the critical unit (the thread or pool that carries the job) first.");
 	return table__err(t);

@@ -8,7 +8,13 @@ static void proc_ledger_feed(struct ledger *l, const struct bs_hdr *rec,
 {
 	const struct bs_fork *f = (const void *)rec;
 
-	if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f))
+	const struct bs_thread_snap_clock *c = (const void *)rec;
+
+	if (rec->type == BS_REC_THREAD_SNAP && rec->size >= sizeof(*c) &&
+	    (c->s.flags & BS_SNAP_EDGES))
+		ledger__clock(l, rec->pid, rec->tid, rec->ts, c->s.cpu_ns, c->run_delay_ns,
+			      !!(c->s.flags & BS_SNAP_AT_END));
+	else if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f))
 		ledger__life(l, f->child_pid, f->child_tid, rec->ts, 0);
 	else if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit))
 		ledger__life(l, rec->pid, rec->tid, 0, rec->ts);
