@@ -129,9 +129,9 @@ struct lthread *ledger__thr(struct ledger *l, __u32 pid, __u32 tid, int create)
 }
 
 static __u32 make_class(struct ledger *l, enum ledger_kind kind, const char *what,
-			const char *where, int idle, enum ledger_kind inside)
+			const char *where, int idle, enum ledger_kind inside, int own)
 {
-	struct hkey key = { ((__u64)kind << 8 | inside) << 1 | !!idle,
+	struct hkey key = { (((__u64)kind << 8 | inside) << 1 | !!idle) << 1 | !!own,
 			    hash_str(hash_str(1469598103934665603ull, what) * 31 + 7, where) };
 	__u32 *ix = hmap__get(l->cls_of, key, 1);
 	struct lclass *c;
@@ -146,6 +146,7 @@ static __u32 make_class(struct ledger *l, enum ledger_kind kind, const char *wha
 	c->kind = kind;
 	c->idle = !!idle;
 	c->inside = inside;
+	c->own = !!own;
 	c->what = strdup(what ? what : "");
 	c->where = strdup(where ? where : "");
 	if (!c->what || !c->where) {
@@ -163,7 +164,13 @@ fail:
 __u32 ledger__class(struct ledger *l, enum ledger_kind kind, const char *what, const char *where,
 		    int idle)
 {
-	return make_class(l, kind, what, where, idle, LEDGER_CODE);
+	return make_class(l, kind, what, where, idle, LEDGER_CODE, 0);
+}
+
+__u32 ledger__class_own(struct ledger *l, enum ledger_kind kind, const char *what,
+			const char *where, int idle, int own)
+{
+	return make_class(l, kind, what, where, idle, LEDGER_CODE, own);
 }
 
 __u32 ledger__ready_class(struct ledger *l, __u32 cls)
@@ -177,7 +184,7 @@ __u32 ledger__ready_class(struct ledger *l, __u32 cls)
 		return cls;
 	/* its own code's place: what it ran is the samples' to say, not this */
 	return make_class(l, LEDGER_RUNNABLE, c->kind == LEDGER_CODE ? "" : c->what, c->where, 0,
-			  c->kind);
+			  c->kind, c->own);
 }
 
 const char *ledger__intern(struct ledger *l, const char *s)
@@ -454,20 +461,23 @@ static void add_seg(struct walk *w, __u64 ts, __u64 end, __u32 cls, int state)
 static __u32 span_class(struct walk *w, const struct lspan *s)
 {
 	char where[256] = "";
+	int own = 0;
 
 	if (s->stack) {
 		__u32 c = ledger__class_of_wait(w->l, s->stack, -1);
 
-		if (c != LCLASS_NONE)
+		if (c != LCLASS_NONE) {
 			snprintf(where, sizeof(where), "%s", w->l->cls[c].where);
+			own = w->l->cls[c].own;
+		}
 	}
 	if (s->nr >= 0) { /* a system call: named by its number */
 		char name[32];
 
-		return ledger__class(w->l, ledger__kind_of_syscall(s->nr),
-				     ledger__nr_name(s->nr, name, sizeof(name)), where, 0);
+		return ledger__class_own(w->l, ledger__kind_of_syscall(s->nr),
+					 ledger__nr_name(s->nr, name, sizeof(name)), where, 0, own);
 	}
-	return ledger__class(w->l, (enum ledger_kind)s->kind, s->what, where, 0);
+	return ledger__class_own(w->l, (enum ledger_kind)s->kind, s->what, where, 0, own);
 }
 
 static int is_region(enum ledger_kind k)
@@ -511,6 +521,7 @@ static __u32 runnable_class(struct walk *w, __u64 ts)
 	const struct lthread *t = w->t;
 	size_t lo = 0, hi = t->nsa;
 	const char *where = "";
+	int own = 0;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -523,10 +534,12 @@ static __u32 runnable_class(struct walk *w, __u64 ts)
 	if (lo && t->sa[lo - 1].ts + SAMPLE_NEAR >= ts) {
 		__u32 c = ledger__class_of_sample(w->l, &t->sa[lo - 1]);
 
-		if (c != LCLASS_NONE)
+		if (c != LCLASS_NONE) {
 			where = w->l->cls[c].where;
+			own = w->l->cls[c].own;
+		}
 	}
-	return ledger__class(w->l, LEDGER_RUNNABLE, "", where, 0);
+	return ledger__class_own(w->l, LEDGER_RUNNABLE, "", where, 0, own);
 }
 
 /* [A, B) of state STATE (off-CPU: inside interval O), under span S (NULL: none). */
@@ -580,8 +593,8 @@ static void sub_piece(struct walk *w, __u64 a, __u64 b, int state, const struct 
 
 		/* the call's kind, at the line the interval's stack gives */
 		cls = *sc->where ? scls :
-				   ledger__class(w->l, sc->kind, sc->what, w->l->cls[cls].where,
-						 sc->idle);
+				   ledger__class_own(w->l, sc->kind, sc->what, w->l->cls[cls].where,
+						     sc->idle, w->l->cls[cls].own);
 	}
 	else if (cls == LCLASS_NONE && scls != LCLASS_NONE) {
 		if (s->nr >= 0 && !o->stack && state == LSTATE_BLOCKED) {
@@ -693,6 +706,7 @@ static int entries(struct walk *w)
 			.runnable_ns = a->runnable,
 			.idle = c->idle,
 			.inside = c->inside,
+			.own = c->own,
 		};
 		if (c->idle)
 			t->idle_ns += a->ns;

@@ -166,6 +166,7 @@ struct ledger_entry {
 	__u64 waker_ns;		     /* that thread's part */
 	const char *waker_where;     /* where that thread was before it woke this one ("": ?) */
 	unsigned idle : 1;	     /* waiting for work, by design */
+	unsigned own : 1;	     /* WHERE is the job's own code (not a library's) */
 	/*
 	 * LEDGER_RUNNABLE: what the thread was inside as it waited for a CPU (WHAT and WHERE are
 	 * that's): a wait it woke from (LEDGER_LOCK: a lock's wakeup), a call (a span's kind),

@@ -251,17 +251,29 @@ static int runtime_lib(const char *file)
  * `__lll_lock_wait` (libc.so.6)).
  */
 static const char *job_where(const struct trace_stack *st, const struct trace_model *m, char *buf,
-			     size_t len)
+			     size_t len, int *own)
 {
-	for (__u16 i = 0; i < st->nframes; i++)
-		if (st->frames[i].kind == BS_FRAME_PYTHON)
-			return stack_call__where(st, m, buf, len);
+	*own = 0;
 	for (__u16 i = 0; i < st->nframes; i++) {
 		const struct bs_frame *f = &st->frames[i];
 
-		if (f->kind == BS_FRAME_NATIVE && f->func_id &&
-		    !runtime_lib(stack_frame__file(f, m)))
-			return stack_call__frame(f, m, buf, len);
+		if (f->kind != BS_FRAME_PYTHON)
+			continue;
+		for (__u16 k = i; k < st->nframes && !*own; k++)
+			*own = st->frames[k].kind == BS_FRAME_PYTHON &&
+			       !stack_call__library_file(stack_frame__file(&st->frames[k], m));
+		return stack_call__where(st, m, buf, len);
+	}
+	for (__u16 i = 0; i < st->nframes; i++) {
+		const struct bs_frame *f = &st->frames[i];
+		const char *file;
+
+		if (f->kind != BS_FRAME_NATIVE || !f->func_id ||
+		    runtime_lib(file = stack_frame__file(f, m)))
+			continue;
+		/* a program's own code, not a library's (libtorch, libgloo) */
+		*own = !strstr(human__base(file), ".so");
+		return stack_call__frame(f, m, buf, len);
 	}
 	return stack_call__where(st, m, buf, len);
 }
@@ -424,6 +436,7 @@ __u32 ledger__class_of_wait(struct ledger *l, const struct trace_stack *st, int 
 	__u64 how = (__u64)(nr + 1) << 2 | 1;
 	struct verdict_of v;
 	char what[160], where[256], name[48];
+	int own;
 	__u32 c;
 
 	if (!st)
@@ -432,15 +445,15 @@ __u32 ledger__class_of_wait(struct ledger *l, const struct trace_stack *st, int 
 		return c;
 	if (st->where)
 		return cache(l, st, how, said(l, st, nr));
-	job_where(st, l->m, where, sizeof(where));
+	job_where(st, l->m, where, sizeof(where), &own);
 	scan(st, l->m, 0, &v, what, sizeof(what), where, sizeof(where));
 	if (v.found)
-		c = ledger__class(l, v.kind, what, where, v.idle);
+		c = ledger__class_own(l, v.kind, what, where, v.idle, own);
 	else if (nr >= 0)
-		c = ledger__class(l, ledger__kind_of_syscall(nr), ledger__nr_name(nr, name, sizeof(name)),
-				  where, 0);
+		c = ledger__class_own(l, ledger__kind_of_syscall(nr),
+				      ledger__nr_name(nr, name, sizeof(name)), where, 0, own);
 	else
-		c = ledger__class(l, LEDGER_BLOCKED, "", where, 0);
+		c = ledger__class_own(l, LEDGER_BLOCKED, "", where, 0, own);
 	return cache(l, st, how, c);
 }
 
@@ -463,6 +476,7 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s)
 	const struct bs_frame *py = NULL, *nat = NULL;
 	char what[256], where[256];
 	struct verdict_of v;
+	int own;
 	__u32 c;
 
 	how = how << 1; /* apart from the waits' keys */
@@ -474,22 +488,25 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s)
 		c = ledger__class(l, s->fault ? LEDGER_FAULT : LEDGER_CODE, st->where, st->where, 0);
 		return cache(l, st, how, c);
 	}
-	job_where(st, l->m, where, sizeof(where));
+	job_where(st, l->m, where, sizeof(where), &own);
 	if (!strcmp(where, "code whose stack was not read"))
 		where[0] = 0;
 	if (s->fault)
-		return cache(l, st, how, ledger__class(l, LEDGER_FAULT, "page faults", where, 0));
+		return cache(l, st, how,
+			     ledger__class_own(l, LEDGER_FAULT, "page faults", where, 0, own));
 	if (s->kernel && s->nr >= 0) /* a system call's own work: the call's entry, as its wait */
 		return cache(l, st, how, ledger__class_of_wait(l, st, s->nr));
 	scan(st, l->m, 1, &v, what, sizeof(what), where, sizeof(where));
 	if (v.found)
-		return cache(l, st, how, ledger__class(l, v.kind, what, where, 0));
+		return cache(l, st, how, ledger__class_own(l, v.kind, what, where, 0, own));
 	for (__u16 i = 0; i < st->nframes; i++) {
 		const struct bs_frame *f = &st->frames[i];
 
 		if (gc_frame(f, l->m))
 			return cache(l, st, how,
-				     ledger__class(l, LEDGER_INTERP, "the interpreter's garbage collection", where, 0));
+				     ledger__class_own(l, LEDGER_INTERP,
+						       "the interpreter's garbage collection", where,
+						       0, own));
 		if (f->kind == BS_FRAME_PYTHON && !py)
 			py = f;
 		if (f->kind == BS_FRAME_NATIVE && !nat && !py)
@@ -504,5 +521,5 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s)
 		frame_text(nat, l->m, what, sizeof(what));
 	else
 		snprintf(what, sizeof(what), "code whose stack was not read");
-	return cache(l, st, how, ledger__class(l, LEDGER_CODE, what, where, 0));
+	return cache(l, st, how, ledger__class_own(l, LEDGER_CODE, what, where, 0, own));
 }

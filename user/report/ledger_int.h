@@ -21,6 +21,7 @@ struct lclass {
 	char *what, *where;
 	int idle;
 	enum ledger_kind inside; /* LEDGER_RUNNABLE: in what (ledger_entry.inside) */
+	int own;		 /* WHERE is the job's own code */
 };
 
 /* sched's off-CPU interval [out, in), its last RUN ns ready to run. */
@@ -116,6 +117,9 @@ struct lthread *ledger__thr(struct ledger *l, __u32 pid, __u32 tid, int create);
 /* The class of KIND, WHAT, WHERE (copied), IDLE: its index, LCLASS_NONE out of memory. */
 __u32 ledger__class(struct ledger *l, enum ledger_kind kind, const char *what, const char *where,
 		    int idle);
+/* The same, OWN: WHERE is the job's own code (a line of its own file, its program's code). */
+__u32 ledger__class_own(struct ledger *l, enum ledger_kind kind, const char *what,
+			const char *where, int idle, int own);
 const char *ledger__intern(struct ledger *l, const char *s);
 /* The class of time ready to run inside class CLS (LEDGER_RUNNABLE, CLS's what and where). */
 __u32 ledger__ready_class(struct ledger *l, __u32 cls);

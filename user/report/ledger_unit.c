@@ -50,7 +50,9 @@ static __u64 engaged(const struct lthread *t)
 		if (e->idle || io_idle(t, e))
 			continue;
 		busy += e->oncpu_ns + e->runnable_ns;
-		waits += e->ns - e->oncpu_ns - e->runnable_ns;
+		/* a wait in a library's own thread, never at the job's code: waiting for work */
+		if (e->own)
+			waits += e->ns - e->oncpu_ns - e->runnable_ns;
 	}
 	for (size_t k = 0; k < t->nseg; k++) /* ready outside any wait: ledger_unit's entries */
 		if (t->seg[k].state == LSTATE_RUNNABLE)

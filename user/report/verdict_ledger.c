@@ -136,6 +136,18 @@ static int ready(enum ledger_kind k)
 	return k == LEDGER_RUNNABLE;
 }
 
+/* The groups of a line: on a CPU, ready to run, or the same kind of wait for the same what. */
+static int group_of(enum ledger_kind k)
+{
+	return on_cpu(k) ? LEDGER_CODE : k;
+}
+
+static int same_group(const struct ledger_entry *e, const struct ledger_entry *of)
+{
+	return group_of(e->kind) == group_of(of->kind) &&
+	       (on_cpu(e->kind) || ready(e->kind) || !strcmp(e->what, of->what));
+}
+
 /*
  * One line for the entries of a group (on a CPU: CODE, INTERP, CPU; ready to run without a
  * CPU), their time summed and their places listed (a place is the job's function, its lines
@@ -143,8 +155,9 @@ static int ready(enum ledger_kind k)
  * its first USED bytes; *ON the group's time, *OWN its time the job's own threads had the CPUs.
  */
 static size_t places(const struct ledger_unit *u, const struct ledger_entry *e, size_t n,
-		     int (*member)(enum ledger_kind), char *text, size_t len, size_t used,
-		     __u64 *on, __u64 *own)
+		     int (*member)(const struct ledger_entry *, const struct ledger_entry *),
+		     const struct ledger_entry *of, char *text, size_t len, size_t used, __u64 *on,
+		     __u64 *own)
 {
 	struct place p[64];
 	size_t np = 0, said = 0;
@@ -154,7 +167,7 @@ static size_t places(const struct ledger_unit *u, const struct ledger_entry *e, 
 		const char *where = *e[i].where && e[i].kind != LEDGER_INTERP ? e[i].where : e[i].what;
 		size_t k, flen = func_part(where);
 
-		if (!member(e[i].kind))
+		if (!member(&e[i], of))
 			continue;
 		*on += e[i].ns;
 		*own += e[i].own_ns;
@@ -214,7 +227,8 @@ static void cpu_claim(struct verdict *v, const char *who, const char *whose,
 	used = (size_t)snprintf(text, sizeof(text), "%s ran on a CPU %s of %s %s", who,
 				human__ns((double)sum, d1, sizeof(d1)), whose,
 				human__ns((double)u->total_ns, d2, sizeof(d2)));
-	places(u, e, n, on_cpu, text, sizeof(text), used, &on, &own);
+	places(u, e, n, same_group, &(struct ledger_entry){ .kind = LEDGER_CODE }, text,
+	       sizeof(text), used, &on, &own);
 	share = (double)on / (double)u->total_ns;
 	verdict__ledger_claim(v, rules[LEDGER_CODE].verdict, LEDGER_CODE,
 			      share >= rules[LEDGER_CODE].holds, share, "ledger", text);
@@ -236,7 +250,8 @@ static void ready_claim(struct verdict *v, const char *who, const struct ledger_
 				human__ns((double)ns, d1, sizeof(d1)),
 				u->nthreads > 1 ? "their" : "its",
 				human__ns((double)u->total_ns, d2, sizeof(d2)));
-	used = places(u, e, n, ready, text, sizeof(text), used, &ns, &own);
+	used = places(u, e, n, same_group, &(struct ledger_entry){ .kind = LEDGER_RUNNABLE }, text,
+		      sizeof(text), used, &ns, &own);
 	if (own * 2 >= ns && u->job_threads > 1)
 		snprintf(text + used, sizeof(text) - used,
 			 "; the job's own threads had the CPUs (%u of its threads wanted its %u "
@@ -260,25 +275,43 @@ static const char *short_thread(const struct trace_model *m, __u32 tid, char *bu
 	return buf;
 }
 
+/*
+ * A wait's line: the entries of E's kind and what (at one place, or several listed), its waker
+ * (a lock's releaser and where it was), its time on a CPU when it had some.
+ */
 static void entry_claim(struct verdict *v, const char *who, const char *whose,
-			const struct ledger_unit *u, const struct ledger_entry *e)
+			const struct ledger_unit *u, const struct ledger_entry *all, size_t n,
+			const struct ledger_entry *e)
 {
-	char text[640], what[400], d1[32], d2[32], d3[32], w[96];
-	double share = (double)e->ns / (double)u->total_ns;
-	size_t used;
+	char text[768], what[400], d1[32], d2[32], d3[32], w[96];
+	__u64 ns = 0, oncpu = 0, own;
+	size_t used, places_n = 0;
+	struct ledger_entry one = *e;
+	double share;
 
+	for (size_t i = 0; i < n; i++)
+		if (same_group(&all[i], e)) {
+			ns += all[i].ns;
+			oncpu += all[i].oncpu_ns;
+			places_n++;
+		}
+	if (places_n > 1)
+		one.where = ""; /* the places listed after its time */
+	share = (double)ns / (double)u->total_ns;
 	used = (size_t)snprintf(text, sizeof(text), "%s %s %s of %s %s", who,
-				ledger__entry_text(e, u->nthreads > 1, what, sizeof(what)),
-				human__ns((double)e->ns, d1, sizeof(d1)), whose,
+				ledger__entry_text(&one, u->nthreads > 1, what, sizeof(what)),
+				human__ns((double)ns, d1, sizeof(d1)), whose,
 				human__ns((double)u->total_ns, d2, sizeof(d2)));
+	if (places_n > 1)
+		used = places(u, all, n, same_group, e, text, sizeof(text), used, &ns, &own);
 	if ((e->kind == LEDGER_LOCK || e->kind == LEDGER_BLOCKED) && e->waker) {
 		snprintf(text + used, sizeof(text) - used, "; it was released most by %s%s%s",
 			 short_thread(verdict__model(v), e->waker, w, sizeof(w)),
 			 e->waker_where && *e->waker_where ? ", at " : "",
 			 e->waker_where ? e->waker_where : "");
-	} else if (e->oncpu_ns * 10 >= e->ns && e->kind != LEDGER_GIL) {
+	} else if (oncpu * 10 >= ns && e->kind != LEDGER_GIL) {
 		snprintf(text + used, sizeof(text) - used, " (%s of it on a CPU)",
-			 human__ns((double)e->oncpu_ns, d3, sizeof(d3)));
+			 human__ns((double)oncpu, d3, sizeof(d3)));
 	}
 	verdict__ledger_claim(v, rules[e->kind].verdict, (int)e->kind, share >= rules[e->kind].holds,
 			      share, "ledger", text);
@@ -291,9 +324,11 @@ void verdict_ledger__claims(struct verdict *v)
 	struct ledger_unit u;
 	char who[200], tname[160];
 	const char *whose;
-	size_t n, shown = 0;
-	__u64 on = 0, wait = 0;
-	int cpu_said = 0, ready_said = 0;
+	size_t n, ng = 0;
+	struct group {
+		const struct ledger_entry *first; /* the group's largest entry */
+		__u64 ns;
+	} g[64];
 
 	if (!l || ledger__critical(l, &u, &e, &n) || !u.total_ns)
 		return;
@@ -304,29 +339,33 @@ void verdict_ledger__claims(struct verdict *v)
 		snprintf(who, sizeof(who), "%s", verdict__thread(v, u.pid, u.tid, tname, sizeof(tname)));
 		whose = "its";
 	}
-	for (size_t i = 0; i < n; i++) {
-		on += on_cpu(e[i].kind) ? e[i].ns : 0;
-		wait += ready(e[i].kind) ? e[i].ns : 0;
-	}
-	for (size_t i = 0; i < n && shown < MAX_ENTRIES; i++) {
-		/* a group's line takes its place by its whole time */
-		if (on_cpu(e[i].kind) || ready(e[i].kind)) {
-			int cpu = on_cpu(e[i].kind);
+	for (size_t i = 0; i < n; i++) { /* the groups, each its time summed */
+		size_t k;
 
-			if ((cpu ? cpu_said : ready_said) ||
-			    (double)(cpu ? on : wait) < SHOWN_SHARE * (double)u.total_ns)
+		for (k = 0; k < ng && !same_group(&e[i], g[k].first); k++)
+			;
+		if (k == ng) {
+			if (ng == sizeof(g) / sizeof(g[0]))
 				continue;
-			if (cpu)
-				cpu_claim(v, who, whose, &u, e, n);
-			else
-				ready_claim(v, who, &u, e, n);
-			*(cpu ? &cpu_said : &ready_said) = 1;
-			shown++;
-			continue;
+			g[ng++] = (struct group){ &e[i], 0 };
 		}
-		if ((double)e[i].ns < SHOWN_SHARE * (double)u.total_ns)
-			continue;
-		entry_claim(v, who, whose, &u, &e[i]);
-		shown++;
+		g[k].ns += e[i].ns;
+	}
+	for (size_t i = 1; i < ng; i++) /* the largest first */
+		for (size_t k = i; k > 0 && g[k].ns > g[k - 1].ns; k--) {
+			struct group t = g[k];
+
+			g[k] = g[k - 1];
+			g[k - 1] = t;
+		}
+	for (size_t i = 0; i < ng && i < MAX_ENTRIES; i++) {
+		if ((double)g[i].ns < SHOWN_SHARE * (double)u.total_ns)
+			break;
+		if (on_cpu(g[i].first->kind))
+			cpu_claim(v, who, whose, &u, e, n);
+		else if (ready(g[i].first->kind))
+			ready_claim(v, who, &u, e, n);
+		else
+			entry_claim(v, who, whose, &u, e, n, g[i].first);
 	}
 }
