@@ -142,13 +142,17 @@ def check_sums(rows, duration, said):
                   f"ledger, {clock:.3f} by its own clock\n{said}")
 
 
-def parts(name, unit_tids, wall, threads):
+def parts(name, unit_tids, wall, threads, clocks):
     """The truth of the unit's time: {label: share} for its region (a wait: its time but
-    ready to run; CPU work: its time on a CPU), its time on a CPU, its time ready to run."""
+    ready to run; CPU work: its time on a CPU), its time on a CPU, its time ready to run (these
+    two by the threads' own clocks between the recording's edges, its `clock` rows: the job's
+    reads of them come late on a loaded machine)."""
     _, region, label, *_ = JOBS[name]
     n = len(unit_tids) * wall
-    cpu = sum(threads[t][2] for t in unit_tids) / n
-    ready = sum(threads[t][3] for t in unit_tids) / n
+    mine = [c for c in clocks if c["tid"] in unit_tids]
+    check(len(mine) == len(unit_tids), f"the unit's threads' own clocks: {clocks}")
+    cpu = sum(c["clock_oncpu_ns"] for c in mine) / sum(c["time_ns"] for c in mine)
+    ready = sum(c["clock_runnable_ns"] for c in mine) / sum(c["time_ns"] for c in mine)
     reg = [sum(threads[t][1].get(region, [0, 0, 0])[i] for t in unit_tids) / n for i in range(3)]
     if label == "CPU":
         region_part = reg[1]
@@ -202,7 +206,8 @@ def run_job(name):
     else:  # the main loop
         unit_tids = [pid]
         check(all(r["tid"] == pid for r in unit), f"the main thread is the critical unit\n{said}")
-    truths, region_part = parts(name, unit_tids, wall, threads)
+    truths, region_part = parts(name, unit_tids, wall, threads,
+                                [r for r in rows if r["unit"] == "clock"])
 
     # the first line: the largest part by the job's own clocks (or one as close)
     m = re.match(r" \* (\S+(?: \S+)?) +(\d+\.\d)%  (.*)", claims[0]) if claims else None

@@ -27,10 +27,19 @@
 
 #define MAIN_FIRST 0.8 /* a main thread this engaged beside the best unit leads */
 
+/*
+ * A thread other than the main one waiting for I/O readiness waits for work; so does one that
+ * spins yielding its CPU between polls that do not block (NCCL's socket progress thread with
+ * nothing to do, seen on an H100: its time in sched_yield, ready to run there).
+ */
+static int idle_call(const struct lthread *t, enum ledger_kind kind, const char *what)
+{
+	return t->tid != t->pid && (kind == LEDGER_IO || !strcmp(what, "sched_yield"));
+}
+
 static int io_idle(const struct lthread *t, const struct ledger_entry *e)
 {
-	/* a thread other than the main one waiting for I/O readiness waits for work */
-	return t->tid != t->pid && e->kind == LEDGER_IO;
+	return idle_call(t, e->kind, e->what);
 }
 
 /*
@@ -38,7 +47,7 @@ static int io_idle(const struct lthread *t, const struct ledger_entry *e)
  * half its time waiting (a thread waiting on another carries less than that other), none of
  * its waits for work by design, nothing for a thread asleep nearly throughout.
  */
-static __u64 engaged(const struct lthread *t)
+static __u64 engaged(const struct ledger *l, const struct lthread *t)
 {
 	__u64 busy = 0, waits = 0;
 
@@ -54,9 +63,13 @@ static __u64 engaged(const struct lthread *t)
 		if (e->own)
 			waits += e->ns - e->oncpu_ns - e->runnable_ns;
 	}
-	for (size_t k = 0; k < t->nseg; k++) /* ready outside any wait: ledger_unit's entries */
-		if (t->seg[k].state == LSTATE_RUNNABLE)
-			busy += t->seg[k].end - t->seg[k].ts;
+	for (size_t k = 0; k < t->nseg; k++) { /* ready to run: this file's entries, later */
+		const struct lseg *g = &t->seg[k];
+		const struct lclass *c = g->cls == LCLASS_NONE ? NULL : &l->cls[g->cls];
+
+		if (g->state == LSTATE_RUNNABLE && !(c && idle_call(t, c->inside, c->what)))
+			busy += g->end - g->ts;
+	}
 	return busy + waits / 2;
 }
 
@@ -125,7 +138,7 @@ static int pick(const struct ledger *l, struct cand *best)
 			nc++;
 		}
 		c[k].n++;
-		c[k].sum += engaged(t);
+		c[k].sum += engaged(l, t);
 		if (t->w0 < c[k].born)
 			c[k].born = t->w0;
 		if (t->w1 > c[k].died)
