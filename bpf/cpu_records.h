@@ -38,7 +38,7 @@ struct bs_cpu_sample {
  * With BS_CPU_KERNEL and not BS_CPU_FAULT: the system call the thread was in, plus one, in the
  * flags' upper half (0: none, or a recorder before it); BS_CPU_SYSCALL_NR reads it, -1 none.
  */
-#define BS_CPU_SYSCALL_SHIFT 16
+#define BS_CPU_SYSCALL_SHIFT	 16
 #define BS_CPU_SYSCALL_NR(flags) ((int)((flags) >> BS_CPU_SYSCALL_SHIFT) - 1)
 
 BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);

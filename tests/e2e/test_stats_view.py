@@ -184,20 +184,25 @@ def test_units_top_and_filters_exact():
 
 def test_gil_bound_two_threads_verdict():
     """Two CPU-bound Python threads: record's last line and stats' verdict say GIL-bound, and
-    name one of them; every gil_sum row shown waited."""
+    name them (the pool the two make, the verdict's critical unit); every gil_sum row shown
+    waited. On a machine other tests keep busy the time they waited for a CPU may be more:
+    then that leads, the GIL's line after it."""
     need_root()
     py = need_pyenv()
     p, out = record([py, WORK, "cpu", "2", "1.5"], "-t", "gil,sched,osrt")
     eq(p.returncode, 0, f"record: {p.stderr[-400:]}")
     truth = truth_of(p.stdout)
     last = p.stderr.strip().splitlines()[-1]
-    check(last.startswith("bpfsight record: verdict: GIL-bound:"), last)
-    check(re.search(r"cpu-[01] \(tid \d+", last), f"a cpu thread named: {last}")
     text = run([BPFSIGHT, "stats", out], env=dict(os.environ, COLUMNS="100"), check=True).stdout
     verdict = verdict_of(text)
-    check(verdict[0].startswith("Verdict: GIL-bound: cpu-"), verdict[0])
-    tids = {str(truth["threads"][f"cpu-{i}"]["tid"]) for i in range(2)}
-    check(any(f"tid {t}," in verdict[0] for t in tids), f"{tids} in {verdict[0]}")
+    gil = [l for l in verdict if re.match(r" \* GIL +\d+\.\d% ", l)]
+    check(last.startswith("bpfsight record: verdict: GIL-bound:") or
+          (last.startswith("bpfsight record: verdict: short of CPU:") and gil),
+          f"{last}\n" + "\n".join(verdict))
+    check(re.search(r"cpu-0\.\.cpu-1 \(2 threads of pid \d+\)", last),
+          f"the cpu threads named: {last}")
+    check(verdict[0].startswith("Verdict: GIL-bound: cpu-0..cpu-1") or
+          (verdict[0].startswith("Verdict: short of CPU: cpu-0..cpu-1") and gil), verdict[0])
     for line in table_rows(text, "gil_sum"):
         check(int(line.split()[3]) > 0, f"a thread that never waited is shown: {line}")
 

@@ -114,7 +114,8 @@ int main(void)
 			printf("%s\"%d\": {\"name\": \"w%d\", \"regions\": {\"lock\": [%llu, %llu, "
 			       "%llu]}, \"cpu_ns\": %llu, \"run_delay_ns\": %llu}",
 			       i ? ", " : "", workers[i].tid, i,
-			       (unsigned long long)workers[i].wall, (unsigned long long)workers[i].cpu,
+			       (unsigned long long)workers[i].wall,
+			       (unsigned long long)workers[i].cpu,
 			       (unsigned long long)workers[i].ready, (unsigned long long)run,
 			       (unsigned long long)delay);
 		}

@@ -197,6 +197,11 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_UPROBES 0x40
 /* its records come from the cupti-shim, on the job's CUPTI clock (record->shim says how) */
 #define FAMILY_SHIM 0x100
+/*
+ * its records are the threads' timeline, on a CPU or off it, that the verdict's ledger
+ * accounts (sched's): `top -p` records it, for its ledger view
+ */
+#define FAMILY_TIMELINE 0x200
 
 /*
  * A record type that is a cumulative snapshot (totals since the recording began; a reader

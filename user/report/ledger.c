@@ -16,14 +16,22 @@ static const struct {
 	const char *name;
 	int prio;
 } kinds[LEDGER_KINDS] = {
-	[LEDGER_CODE] = { "CPU", 0 },		 [LEDGER_INTERP] = { "CPU", 0 },
-	[LEDGER_FAULT] = { "faults", 0 },	 [LEDGER_CPU] = { "CPU", 0 },
-	[LEDGER_RUNNABLE] = { "no CPU", 0 },	 [LEDGER_GIL] = { "GIL", 100 },
-	[LEDGER_COLLECTIVE] = { "collective", 90 }, [LEDGER_GPU_SYNC] = { "GPU sync", 85 },
-	[LEDGER_API] = { "API", 80 },		 [LEDGER_INPUT] = { "input", 70 },
-	[LEDGER_IDLE] = { "idle", 65 },		 [LEDGER_LOCK] = { "lock", 60 },
-	[LEDGER_CHILD] = { "child", 55 },	 [LEDGER_SLEEP] = { "sleep", 50 },
-	[LEDGER_IO] = { "I/O wait", 45 },	 [LEDGER_SYSCALL] = { "syscall", 40 },
+	[LEDGER_CODE] = { "CPU", 0 },
+	[LEDGER_INTERP] = { "CPU", 0 },
+	[LEDGER_FAULT] = { "faults", 0 },
+	[LEDGER_CPU] = { "CPU", 0 },
+	[LEDGER_RUNNABLE] = { "no CPU", 0 },
+	[LEDGER_GIL] = { "GIL", 100 },
+	[LEDGER_COLLECTIVE] = { "collective", 90 },
+	[LEDGER_GPU_SYNC] = { "GPU sync", 85 },
+	[LEDGER_API] = { "API", 80 },
+	[LEDGER_INPUT] = { "input", 70 },
+	[LEDGER_IDLE] = { "idle", 65 },
+	[LEDGER_LOCK] = { "lock", 60 },
+	[LEDGER_CHILD] = { "child", 55 },
+	[LEDGER_SLEEP] = { "sleep", 50 },
+	[LEDGER_IO] = { "I/O wait", 45 },
+	[LEDGER_SYSCALL] = { "syscall", 40 },
 	[LEDGER_BLOCKED] = { "blocked", 1 },
 };
 
@@ -57,8 +65,7 @@ struct ledger *ledger__new(const struct trace_model *m)
 	l->strings = hmap__new(sizeof(size_t));
 	l->cpus = hmap__new(sizeof(char));
 	l->feed_of = calloc(BS_REC_TYPE_MAX, sizeof(*l->feed_of));
-	if (!l->threads || !l->cls_of || !l->stack_cls || !l->strings || !l->cpus ||
-	    !l->feed_of) {
+	if (!l->threads || !l->cls_of || !l->stack_cls || !l->strings || !l->cpus || !l->feed_of) {
 		ledger__free(l);
 		return NULL;
 	}
@@ -307,6 +314,12 @@ void ledger__add(struct ledger *l, const struct bs_hdr *rec, const struct trace_
 		fl->feed(l, rec, m);
 }
 
+void ledger__set_window(struct ledger *l, __u64 start, __u64 end)
+{
+	l->win_start = start;
+	l->win_end = end;
+}
+
 int ledger__has_timeline(const struct ledger *l)
 {
 	return l->timeline;
@@ -377,7 +390,8 @@ static int flatten(const struct lthread *t, struct flat **out, size_t *nout)
 				act[k++] = act[j];
 		nact = k;
 		for (size_t j = 0; j < nact; j++)
-			if (!win || ledger__kind_prio(act[j]->kind) > ledger__kind_prio(win->kind) ||
+			if (!win ||
+			    ledger__kind_prio(act[j]->kind) > ledger__kind_prio(win->kind) ||
 			    (ledger__kind_prio(act[j]->kind) == ledger__kind_prio(win->kind) &&
 			     act[j]->ts >= win->ts))
 				win = act[j];
@@ -492,7 +506,8 @@ static void note_wait(struct walk *w, const struct loff *o, __u32 cls, __u64 ns)
 
 	if (!o->waker || cls == LCLASS_NONE)
 		return;
-	if (t->nwaits && t->waits[t->nwaits - 1].in == o->in - o->run && t->waits[t->nwaits - 1].cls == cls) {
+	if (t->nwaits && t->waits[t->nwaits - 1].in == o->in - o->run &&
+	    t->waits[t->nwaits - 1].cls == cls) {
 		t->waits[t->nwaits - 1].ns += ns;
 		return;
 	}
@@ -567,9 +582,8 @@ static void sub_piece(struct walk *w, __u64 a, __u64 b, int state, const struct 
 
 			hmap_add(w, w->free_cnt, (struct hkey){ c, 0 }, 1);
 			w->nfree++;
-			w->last_region = c != LCLASS_NONE && is_region(w->l->cls[c].kind) ?
-						 c :
-						 LCLASS_NONE;
+			w->last_region =
+				c != LCLASS_NONE && is_region(w->l->cls[c].kind) ? c : LCLASS_NONE;
 		}
 		return;
 	}
@@ -592,11 +606,10 @@ static void sub_piece(struct walk *w, __u64 a, __u64 b, int state, const struct 
 		const struct lclass *sc = &w->l->cls[scls];
 
 		/* the call's kind, at the line the interval's stack gives */
-		cls = *sc->where ? scls :
-				   ledger__class_own(w->l, sc->kind, sc->what, w->l->cls[cls].where,
+		cls = *sc->where ? scls
+				 : ledger__class_own(w->l, sc->kind, sc->what, w->l->cls[cls].where,
 						     sc->idle, w->l->cls[cls].own);
-	}
-	else if (cls == LCLASS_NONE && scls != LCLASS_NONE) {
+	} else if (cls == LCLASS_NONE && scls != LCLASS_NONE) {
 		if (s->nr >= 0 && !o->stack && state == LSTATE_BLOCKED) {
 			/* where it was: its stacked waits in that call (spread) */
 			hmap_add(w, w->nr_wait, (struct hkey){ (__u64)s->nr, (__u64)state }, b - a);
@@ -834,6 +847,10 @@ int ledger__build(struct ledger *l, const struct trace_model *m)
 		start = start ? start : l->first_ts;
 	if (!end || end < start)
 		end = l->last_ts;
+	if (l->win_end > l->win_start) {
+		start = l->win_start;
+		end = l->win_end;
+	}
 	for (size_t i = 0; i < l->nthr; i++) {
 		err = build_thread(l, &l->thr[i], start, end);
 		if (err)
@@ -898,16 +915,26 @@ int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 		c->window_ns = b - a;
 		c->clock_oncpu_ns = t->clk_cpu[1] - t->clk_cpu[0];
 		c->clock_runnable_ns = t->clk_delay[1] - t->clk_delay[0];
-		for (size_t k = 0; k < t->nseg; k++) { /* the timeline between the two reads */
+		/*
+		 * The timeline between the two reads, as the kernel counts it: time on a CPU as it
+		 * passes, a wait for a CPU whole when it ends (schedstat adds a thread's time queued
+		 * as it gets a CPU: one still waiting at a read is not in it yet).
+		 */
+		for (size_t k = 0, q = 0; k < t->nseg; k++) {
 			const struct lseg *g = &t->seg[k];
 			__u64 x = g->ts > a ? g->ts : a, y = g->end < b ? g->end : b;
 
-			if (y <= x)
-				continue;
-			if (g->state == LSTATE_ONCPU)
+			if (g->state == LSTATE_ONCPU && y > x)
 				c->oncpu_ns += y - x;
-			else if (g->state == LSTATE_RUNNABLE)
-				c->runnable_ns += y - x;
+			if (g->state != LSTATE_RUNNABLE)
+				continue;
+			if (!q || t->seg[k - 1].state != LSTATE_RUNNABLE ||
+			    t->seg[k - 1].end != g->ts)
+				q = g->ts; /* a new wait for a CPU */
+			if (g->end > a && g->end <= b &&
+			    (k + 1 == t->nseg || t->seg[k + 1].state != LSTATE_RUNNABLE ||
+			     t->seg[k + 1].ts != g->end))
+				c->runnable_ns += g->end - q;
 		}
 		/* before its first piece or after its last (none: it ran throughout) */
 		if (!t->nseg)
@@ -917,8 +944,8 @@ int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 	return 0;
 }
 
-int ledger__critical(const struct ledger *l, struct ledger_unit *u,
-		     const struct ledger_entry **e, size_t *n)
+int ledger__critical(const struct ledger *l, struct ledger_unit *u, const struct ledger_entry **e,
+		     size_t *n)
 {
 	if (!l->has_unit)
 		return -ENOENT;

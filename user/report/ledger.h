@@ -90,7 +90,8 @@ void ledger__span(struct ledger *l, const struct ledger_span *s);
  * KIND says of its entry (NULL: LEDGER_API): its feed, in one line. */
 struct ucall_table;
 void ledger__api_call(struct ledger *l, const struct bs_hdr *rec, const struct trace_model *m,
-		      const struct ucall_table *t, enum ledger_kind (*kind)(const struct ucall_api *));
+		      const struct ucall_table *t,
+		      enum ledger_kind (*kind)(const struct ucall_api *));
 
 /* cpu: a sample of thread TID of PID at TS; KERNEL: in kernel code, FAULT: for a page fault,
  * NR: the system call it was in (-1: none, or not known), STACK its stack (NULL: none). */
@@ -147,6 +148,11 @@ struct family_ledger {
 /* An empty ledger for the trace model M walks. */
 struct ledger *ledger__new(const struct trace_model *m);
 void ledger__free(struct ledger *l);
+/*
+ * The time the ledger accounts, [START, END) (CLOCK_MONOTONIC ns), in place of the trace's
+ * (its model's start and end): an interval of a live view (top's), set before building.
+ */
+void ledger__set_window(struct ledger *l, __u64 start, __u64 end);
 /* Every record of the pass: to the feed of the family its type is (every family's table). */
 void ledger__add(struct ledger *l, const struct bs_hdr *rec, const struct trace_model *m);
 /* Once the pass is over (while M still names things): every thread's entries. 0 or -errno. */
@@ -161,12 +167,12 @@ struct ledger_entry {
 	const char *where; /* the job's line: "`worker` (lock.py:10)"; "" when not known */
 	__u64 ns;	   /* its time, all states */
 	__u64 oncpu_ns, runnable_ns; /* of NS, on a CPU and ready to run (the rest blocked) */
-	__u64 own_ns;		     /* LEDGER_RUNNABLE: of NS, the job's own threads had every CPU */
-	__u32 waker;		     /* the thread that ended most of its blocked time (0: none) */
-	__u64 waker_ns;		     /* that thread's part */
-	const char *waker_where;     /* where that thread was before it woke this one ("": ?) */
-	unsigned idle : 1;	     /* waiting for work, by design */
-	unsigned own : 1;	     /* WHERE is the job's own code (not a library's) */
+	__u64 own_ns;		 /* LEDGER_RUNNABLE: of NS, the job's own threads had every CPU */
+	__u32 waker;		 /* the thread that ended most of its blocked time (0: none) */
+	__u64 waker_ns;		 /* that thread's part */
+	const char *waker_where; /* where that thread was before it woke this one ("": ?) */
+	unsigned idle : 1;	 /* waiting for work, by design */
+	unsigned own : 1;	 /* WHERE is the job's own code (not a library's) */
 	/*
 	 * LEDGER_RUNNABLE: what the thread was inside as it waited for a CPU (WHAT and WHERE are
 	 * that's): a wait it woke from (LEDGER_LOCK: a lock's wakeup), a call (a span's kind),
@@ -177,10 +183,10 @@ struct ledger_entry {
 
 /* The unit whose time the verdict explains first: a thread, or a pool of like threads. */
 struct ledger_unit {
-	__u32 pid, tid;	  /* tid: its thread's, or the first of a pool's */
-	__u32 nthreads;	  /* 1, or a pool's threads */
-	char name[128];	  /* "MainThread", a pool's "w0..w3" */
-	__u64 total_ns;	  /* its threads' time in the recording, summed */
+	__u32 pid, tid;	   /* tid: its thread's, or the first of a pool's */
+	__u32 nthreads;	   /* 1, or a pool's threads */
+	char name[128];	   /* "MainThread", a pool's "w0..w3" */
+	__u64 total_ns;	   /* its threads' time in the recording, summed */
 	__u32 job_threads; /* the job's threads busy at once at most, */
 	__u32 cpus;	   /* on this many CPUs */
 };
@@ -194,8 +200,8 @@ int ledger__critical(const struct ledger *l, struct ledger_unit *u,
 		     const struct ledger_entry **entries, size_t *n);
 
 /* Thread TID of PID's entries, the largest first; its time in the recording into *TOTAL. */
-const struct ledger_entry *ledger__thread(const struct ledger *l, __u32 pid, __u32 tid,
-					  size_t *n, __u64 *total);
+const struct ledger_entry *ledger__thread(const struct ledger *l, __u32 pid, __u32 tid, size_t *n,
+					  __u64 *total);
 
 /*
  * Thread TID of PID's time in entries of KIND and ready to run inside them (a DataLoader's next

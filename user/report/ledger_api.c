@@ -5,7 +5,8 @@
 #include "ucall_api.h"
 
 void ledger__api_call(struct ledger *l, const struct bs_hdr *rec, const struct trace_model *m,
-		      const struct ucall_table *t, enum ledger_kind (*kind)(const struct ucall_api *))
+		      const struct ucall_table *t,
+		      enum ledger_kind (*kind)(const struct ucall_api *))
 {
 	const struct bs_ucall *c = (const void *)rec;
 	const struct ucall_api *a;

@@ -50,7 +50,8 @@ static const struct ledger_frame_rule python_rules[] = {
 	{ LEDGER_CHILD, "/subprocess.py", NULL, "a child process (subprocess)" },
 	{ LEDGER_CHILD, "/multiprocessing/popen_fork.py", NULL, "a child process" },
 	{ LEDGER_INTERP, "<frozen importlib._bootstrap>", NULL, "the interpreter's imports" },
-	{ LEDGER_INTERP, "<frozen importlib._bootstrap_external>", NULL, "the interpreter's imports" },
+	{ LEDGER_INTERP, "<frozen importlib._bootstrap_external>", NULL,
+	  "the interpreter's imports" },
 	{ LEDGER_INTERP, "/importlib/__init__.py", NULL, "the interpreter's imports" },
 	{ 0 },
 };
@@ -102,10 +103,20 @@ static const struct ledger_frame_rule native_rules[] = {
 
 /* The interpreter's own garbage collection (3.8-3.15; the collector's functions by name). */
 static const char *const gc_funcs[] = {
-	"collect",	     "collect_with_callback", "collect_generations",  "gc_collect_main",
-	"gc_collect_region", "gc_collect_full",	      "gc_collect_young",     "gc_collect_increment",
-	"_PyGC_Collect",     "PyGC_Collect",	      "_Py_RunGC",	      "gc_collect_impl",
-	"_PyObject_GC_Link", NULL,
+	"collect",
+	"collect_with_callback",
+	"collect_generations",
+	"gc_collect_main",
+	"gc_collect_region",
+	"gc_collect_full",
+	"gc_collect_young",
+	"gc_collect_increment",
+	"_PyGC_Collect",
+	"PyGC_Collect",
+	"_Py_RunGC",
+	"gc_collect_impl",
+	"_PyObject_GC_Link",
+	NULL,
 };
 
 enum ledger_kind ledger__kind_of_syscall(int nr)
@@ -187,7 +198,8 @@ static const struct ledger_frame_rule *match(const struct ledger_frame_rule *r,
 }
 
 /* The frame rule of the highest kind matching F; of equal ones, the first found. */
-static const struct ledger_frame_rule *rule_of(const struct bs_frame *f, const struct trace_model *m)
+static const struct ledger_frame_rule *rule_of(const struct bs_frame *f,
+					       const struct trace_model *m)
 {
 	const char *func = f->func_id ? trace_model__string(m, f->func_id) : NULL;
 	const char *file = f->file_id ? trace_model__string(m, f->file_id) : NULL;
@@ -214,7 +226,8 @@ static int api_kind_of(const struct bs_frame *f, const struct trace_model *m, co
 {
 	const char *func;
 
-	if (f->kind != BS_FRAME_NATIVE || !f->func_id || !(func = trace_model__string(m, f->func_id)))
+	if (f->kind != BS_FRAME_NATIVE || !f->func_id ||
+	    !(func = trace_model__string(m, f->func_id)))
 		return -1;
 	for_each_family(it) {
 		const struct family_ledger *fl = family__stats(it.f)->ledger;
@@ -234,9 +247,9 @@ static int api_kind_of(const struct bs_frame *f, const struct trace_model *m, co
 /* The C runtime's libraries: a native stack's job's code is the first frame outside them. */
 static int runtime_lib(const char *file)
 {
-	static const char *const libs[] = { "libc.so", "libpthread.so", "ld-linux", "libgcc_s.so",
-					    "libstdc++.so", "libm.so", "libdl.so", "librt.so",
-					    NULL };
+	static const char *const libs[] = { "libc.so",	   "libpthread.so", "ld-linux",
+					    "libgcc_s.so", "libstdc++.so",  "libm.so",
+					    "libdl.so",	   "librt.so",	    NULL };
 	const char *b = human__base(file);
 
 	for (const char *const *l = libs; *l; l++)
@@ -376,7 +389,8 @@ static void scan(const struct trace_stack *st, const struct trace_model *m, int 
 		v->found = 1;
 	}
 	/* torch.distributed's collectives (gloo's) by their Python frame, as stacks names them */
-	if (stack_call__in(st, m, call, sizeof(call)) && !strncmp(call, "torch.distributed's ", 20) &&
+	if (stack_call__in(st, m, call, sizeof(call)) &&
+	    !strncmp(call, "torch.distributed's ", 20) &&
 	    (!v->found || ledger__kind_prio(LEDGER_COLLECTIVE) >= ledger__kind_prio(v->kind))) {
 		v->kind = LEDGER_COLLECTIVE;
 		snprintf(what, wlen, "%s", call);
@@ -411,7 +425,8 @@ static __u32 cached(struct ledger *l, const struct trace_stack *st, __u64 how)
 
 static __u32 cache(struct ledger *l, const struct trace_stack *st, __u64 how, __u32 cls)
 {
-	__u32 *c = cls == LCLASS_NONE ? NULL : hmap__get(l->stack_cls, (struct hkey){ st->id, how }, 1);
+	__u32 *c = cls == LCLASS_NONE ? NULL
+				      : hmap__get(l->stack_cls, (struct hkey){ st->id, how }, 1);
 
 	if (c)
 		*c = cls + 1;
@@ -426,8 +441,8 @@ static __u32 said(struct ledger *l, const struct trace_stack *st, int nr)
 	if (st->call)
 		return ledger__class(l, LEDGER_API, st->call, st->where, 0);
 	if (nr >= 0)
-		return ledger__class(l, ledger__kind_of_syscall(nr), ledger__nr_name(nr, name, sizeof(name)),
-				     st->where, 0);
+		return ledger__class(l, ledger__kind_of_syscall(nr),
+				     ledger__nr_name(nr, name, sizeof(name)), st->where, 0);
 	return ledger__class(l, LEDGER_BLOCKED, "", st->where, 0);
 }
 
@@ -485,7 +500,8 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s)
 	if ((c = cached(l, st, how)) != LCLASS_NONE)
 		return c;
 	if (st->where) {
-		c = ledger__class(l, s->fault ? LEDGER_FAULT : LEDGER_CODE, st->where, st->where, 0);
+		c = ledger__class(l, s->fault ? LEDGER_FAULT : LEDGER_CODE, st->where, st->where,
+				  0);
 		return cache(l, st, how, c);
 	}
 	job_where(st, l->m, where, sizeof(where), &own);
@@ -505,8 +521,8 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s)
 		if (gc_frame(f, l->m))
 			return cache(l, st, how,
 				     ledger__class_own(l, LEDGER_INTERP,
-						       "the interpreter's garbage collection", where,
-						       0, own));
+						       "the interpreter's garbage collection",
+						       where, 0, own));
 		if (f->kind == BS_FRAME_PYTHON && !py)
 			py = f;
 		if (f->kind == BS_FRAME_NATIVE && !nat && !py)

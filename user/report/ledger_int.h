@@ -61,7 +61,7 @@ struct lseg {
 #define LSTATE_RUNNABLE 2
 
 struct lwait {
-	__u64 in;  /* when the wait ended: its wakeup (the waker then was where it woke it) */
+	__u64 in; /* when the wait ended: its wakeup (the waker then was where it woke it) */
 	__u32 cls, waker;
 	__u64 ns;
 };
@@ -96,15 +96,16 @@ struct ledger {
 	size_t nthr, cthr;
 	struct lclass *cls;
 	size_t ncls, ccls;
-	struct hmap *cls_of;	  /* {kind, hash(what, where)} -> class index + 1 */
-	struct hmap *stack_cls;	  /* {stack id, nr << 8 | what it classifies} -> class + 1 */
-	struct hmap *strings;	  /* {hash} -> string index + 1: spans' what */
+	struct hmap *cls_of;	/* {kind, hash(what, where)} -> class index + 1 */
+	struct hmap *stack_cls; /* {stack id, nr << 8 | what it classifies} -> class + 1 */
+	struct hmap *strings;	/* {hash} -> string index + 1: spans' what */
 	char **str;
 	size_t nstr, cstr;
-	struct hmap *cpus;	 /* {pid, cpu} -> 1: the CPUs each process was on */
+	struct hmap *cpus; /* {pid, cpu} -> 1: the CPUs each process was on */
 	/* the feed of each record type's family (NULL: none) */
 	const struct family_ledger **feed_of;
-	int timeline; /* sched's records were seen */
+	int timeline;		  /* sched's records were seen */
+	__u64 win_start, win_end; /* ledger__set_window's, 0: the trace's */
 	__u64 first_ts, last_ts;
 	int built;
 	struct ledger_entry *unit_e; /* the critical unit's entries (a pool's, summed) */

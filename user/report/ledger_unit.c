@@ -3,15 +3,16 @@
  * The ledger's critical unit (ledger.h): the thread, or pool of like threads, that carries the
  * job's progress; and, for time ready to run outside any wait, who had the CPUs meanwhile.
  *
- * A thread's engaged time is its time on a CPU and ready to run, and half its other waits
- * (the thread it waits on carries more), none of its waits for work by design (a pool's
- * worker waiting for its next task, Thread.join, a library's thread in epoll_wait) and none at
- * all for a thread asleep in one wait nearly throughout (a wrapper shell in wait4, a main
- * thread that only sleeps). A process's threads named alike but for their numbers ("w0".."w3",
- * "ThreadPoolExecutor-0_1", "Thread-7 (process_request_thread)") are a pool, engaged while
- * any of them is (their engaged time summed, at most the pool's life). The critical unit is
- * the most engaged, a process's main thread first where it is nearly as engaged (a main loop
- * fanning work out to a pool of intra-op threads still carries the progress); never a process
+ * A unit is weighed by the progress it carries: the time one of its threads is on a CPU or
+ * wants one, and half the time more that one of them waits at the job's own code (a thread
+ * waiting on another carries less than that other); a wait for work by design (a pool's worker
+ * waiting for its next task, Thread.join, a library's thread in epoll_wait or spinning on
+ * sched_yield, a wait inside a library's own thread) weighs nothing, nor does a thread asleep
+ * in one wait nearly throughout (a wrapper shell in wait4, a main thread that only sleeps). A
+ * process's threads named alike but for their numbers ("w0".."w3", "ThreadPoolExecutor-0_1",
+ * "Thread-7 (process_request_thread)") are a pool, weighed together. The critical unit is the
+ * weightiest; its process's main thread instead where that one drives the job (engaged half
+ * its time: a trainer, a main loop fanning work out) or is nearly as weighty; never a process
  * of a pool whose owner is traced (a DataLoader worker: its trainer's).
  */
 #include <ctype.h>
@@ -37,40 +38,90 @@ static int idle_call(const struct lthread *t, enum ledger_kind kind, const char 
 	return t->tid != t->pid && (kind == LEDGER_IO || !strcmp(what, "sched_yield"));
 }
 
-static int io_idle(const struct lthread *t, const struct ledger_entry *e)
+/* One piece of a unit's engaged time: [ts, end), BUSY on a CPU or wanting one, else a wait. */
+struct span {
+	__u64 ts, end;
+	int busy;
+};
+
+static int span_cmp(const void *a, const void *b)
 {
-	return idle_call(t, e->kind, e->what);
+	const struct span *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* A segment's part in the progress: 1 busy, 2 a wait at the job's code, 0 none. */
+static int engages(const struct ledger *l, const struct lthread *t, const struct lseg *g)
+{
+	const struct lclass *c = g->cls == LCLASS_NONE ? NULL : &l->cls[g->cls];
+
+	if (g->state == LSTATE_ONCPU)
+		return 1;
+	if (c &&
+	    (c->idle || idle_call(t, c->kind == LEDGER_RUNNABLE ? c->inside : c->kind, c->what)))
+		return 0;
+	if (g->state == LSTATE_RUNNABLE)
+		return 1;
+	return c && c->own ? 2 : 0;
+}
+
+/* The length of the union of spans S[0..N) (sorted): BUSY ones only, or all. */
+static __u64 union_of(const struct span *s, size_t n, int busy_only)
+{
+	__u64 len = 0, a = 0, b = 0;
+	int open = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (busy_only && !s[i].busy)
+			continue;
+		if (open && s[i].ts <= b) {
+			if (s[i].end > b)
+				b = s[i].end;
+			continue;
+		}
+		if (open)
+			len += b - a;
+		a = s[i].ts;
+		b = s[i].end;
+		open = 1;
+	}
+	return len + (open ? b - a : 0);
 }
 
 /*
- * How much of the job's progress a thread carries: its time on a CPU and wanting one, and
- * half its time waiting (a thread waiting on another carries less than that other), none of
- * its waits for work by design, nothing for a thread asleep nearly throughout.
+ * How much of the job's progress the threads IX[0..N) carry together: the time at least one
+ * of them is on a CPU or wanting one, and half the time more that one of them waits at the
+ * job's own code (a thread waiting on another carries less than that other); never a wait
+ * for work by design, nor anything of a thread asleep in one wait nearly throughout. For one
+ * thread: its time busy and half its waits.
  */
-static __u64 engaged(const struct ledger *l, const struct lthread *t)
+static __u64 score_of(const struct ledger *l, const size_t *ix, size_t n)
 {
-	__u64 busy = 0, waits = 0;
+	struct span *s = NULL;
+	size_t ns = 0, cap = 0;
+	__u64 busy, all;
 
-	if (!t->total || t->throughout)
-		return 0;
-	for (size_t i = 0; i < t->ne; i++) {
-		const struct ledger_entry *e = &t->e[i];
+	for (size_t k = 0; k < n; k++) {
+		const struct lthread *t = &l->thr[ix[k]];
 
-		if (e->idle || io_idle(t, e))
-			continue;
-		busy += e->oncpu_ns + e->runnable_ns;
-		/* a wait in a library's own thread, never at the job's code: waiting for work */
-		if (e->own)
-			waits += e->ns - e->oncpu_ns - e->runnable_ns;
+		for (size_t j = 0; !t->throughout && j < t->nseg; j++) {
+			int e = engages(l, t, &t->seg[j]);
+
+			if (!e)
+				continue;
+			if (array__grow((void **)&s, ns, &cap, sizeof(*s))) {
+				free(s);
+				return 0;
+			}
+			s[ns++] = (struct span){ t->seg[j].ts, t->seg[j].end, e == 1 };
+		}
 	}
-	for (size_t k = 0; k < t->nseg; k++) { /* ready to run: this file's entries, later */
-		const struct lseg *g = &t->seg[k];
-		const struct lclass *c = g->cls == LCLASS_NONE ? NULL : &l->cls[g->cls];
-
-		if (g->state == LSTATE_RUNNABLE && !(c && idle_call(t, c->inside, c->what)))
-			busy += g->end - g->ts;
-	}
-	return busy + waits / 2;
+	qsort(s, ns, sizeof(*s), span_cmp);
+	busy = union_of(s, ns, 1);
+	all = union_of(s, ns, 0);
+	free(s);
+	return busy + (all - busy) / 2;
 }
 
 /* "w" of "w3", "Thread- (worker)" of "Thread-12 (worker)": a name without its numbers. */
@@ -89,7 +140,9 @@ struct cand {
 	char stem[96];
 	int main; /* the process's main thread */
 	__u32 tid, n;
-	__u64 score, sum, born, died;
+	__u64 score, total; /* its progress (score_of), its threads' time */
+	size_t *ix;	    /* its threads (indexes in the ledger's) */
+	size_t cap;
 };
 
 static int is_member(const struct trace_model *m, __u32 pid, const struct ledger *l)
@@ -105,11 +158,27 @@ static int is_member(const struct trace_model *m, __u32 pid, const struct ledger
 	return 0;
 }
 
+static void free_cands(struct cand *c, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		free(c[k].ix);
+	free(c);
+}
+
+/* Better: the more progress, ties to the lower ids (the same trace, the same unit). */
+static int better(const struct cand *x, const struct cand *y)
+{
+	if (x->score != y->score)
+		return x->score > y->score;
+	return x->pid < y->pid || (x->pid == y->pid && x->tid < y->tid);
+}
+
+#define MAIN_BUSY 0.5 /* a main thread engaged this much of its time drives the job */
+
 static int pick(const struct ledger *l, struct cand *best)
 {
-	struct cand *c = NULL;
+	struct cand *c = NULL, *b = NULL;
 	size_t nc = 0, cc = 0;
-	int found = 0;
 
 	for (size_t i = 0; i < l->nthr; i++) {
 		const struct lthread *t = &l->thr[i];
@@ -126,7 +195,7 @@ static int pick(const struct ledger *l, struct cand *best)
 				break;
 		if (k == nc) {
 			if (array__grow((void **)&c, nc, &cc, sizeof(*c))) {
-				free(c);
+				free_cands(c, nc);
 				return -ENOMEM;
 			}
 			memset(&c[nc], 0, sizeof(c[0]));
@@ -134,40 +203,38 @@ static int pick(const struct ledger *l, struct cand *best)
 			c[nc].tid = t->tid;
 			c[nc].main = t->tid == t->pid;
 			snprintf(c[nc].stem, sizeof(c[nc].stem), "%s", st);
-			c[nc].born = t->w0;
 			nc++;
 		}
-		c[k].n++;
-		c[k].sum += engaged(l, t);
-		if (t->w0 < c[k].born)
-			c[k].born = t->w0;
-		if (t->w1 > c[k].died)
-			c[k].died = t->w1;
+		if (array__grow((void **)&c[k].ix, c[k].n, &c[k].cap, sizeof(*c[k].ix))) {
+			free_cands(c, nc);
+			return -ENOMEM;
+		}
+		c[k].ix[c[k].n++] = i;
+		c[k].total += t->total;
 		if (t->tid < c[k].tid)
 			c[k].tid = t->tid;
 	}
 	for (size_t k = 0; k < nc; k++) {
-		__u64 life = c[k].died - c[k].born;
-
-		c[k].score = c[k].sum < life ? c[k].sum : life;
+		c[k].score = score_of(l, c[k].ix, c[k].n);
+		if (!b || better(&c[k], b))
+			b = &c[k];
 	}
-	for (size_t k = 0; k < nc; k++) {
-		struct cand *x = &c[k];
-
-		if (!found || x->score > best->score ||
-		    (x->score == best->score &&
-		     (x->pid < best->pid || (x->pid == best->pid && x->tid < best->tid)))) {
-			*best = *x;
-			found = 1;
-		}
+	/*
+	 * Its process's main thread carries the progress when it drives (engaged half its time:
+	 * a trainer waiting for the GIL its helper holds, a loop fanning work out to a pool) or
+	 * is nearly as engaged as the best.
+	 */
+	for (size_t k = 0; b && k < nc; k++)
+		if (c[k].main && c[k].pid == b->pid && !b->main && c[k].score &&
+		    ((double)c[k].score >= MAIN_BUSY * (double)c[k].total ||
+		     (double)c[k].score >= MAIN_FIRST * (double)b->score))
+			b = &c[k];
+	if (b) {
+		*best = *b;
+		best->ix = NULL;
 	}
-	/* its process's main thread, when nearly as engaged, carries the progress */
-	for (size_t k = 0; found && k < nc; k++)
-		if (c[k].main && c[k].pid == best->pid && !best->main &&
-		    (double)c[k].score >= MAIN_FIRST * (double)best->score && c[k].score)
-			*best = c[k];
-	free(c);
-	return found && best->score ? 0 : -ENOENT;
+	free_cands(c, nc);
+	return b && best->score ? 0 : -ENOENT;
 }
 
 /* The job: the traced processes of the critical one's lineage (a launched command's tree). */
@@ -295,9 +362,9 @@ static int add_runnable(struct ledger *l, struct lthread *t, const struct step *
 				return -ENOMEM;
 			t->e = e;
 			e[t->ne++] = (struct ledger_entry){ .kind = LEDGER_RUNNABLE,
-							     .what = c->what,
-							     .where = c->where,
-							     .inside = c->inside };
+							    .what = c->what,
+							    .where = c->where,
+							    .inside = c->inside };
 		}
 		t->e[j].ns += g->end - g->ts;
 		t->e[j].runnable_ns += g->end - g->ts;

@@ -57,8 +57,9 @@ void page_ledger__bar(FILE *f, const struct verdict *v)
 		return;
 	fprintf(f, "<div class=\"ledger\" id=\"ledger\"><p class=\"ledger-of\">Where the time of ");
 	page__esc(f, u.name);
-	fprintf(f, " (%u thread%s of pid %u, %s) went: <a href=\"#r-ledger\">-r ledger</a></p>\n"
-		   "<div class=\"bar\">",
+	fprintf(f,
+		" (%u thread%s of pid %u, %s) went: <a href=\"#r-ledger\">-r ledger</a></p>\n"
+		"<div class=\"bar\">",
 		u.nthreads, u.nthreads == 1 ? "" : "s", u.pid,
 		human__ns((double)u.total_ns, d, sizeof(d)));
 	for (size_t i = 0; i < n; i++) {
@@ -76,8 +77,9 @@ void page_ledger__bar(FILE *f, const struct verdict *v)
 		shown++;
 	}
 	if (rest)
-		fprintf(f, "<span class=\"seg rest\" style=\"width:%.2f%%\" title=\"%.1f%%: the rest\">"
-			   "</span>",
+		fprintf(f,
+			"<span class=\"seg rest\" style=\"width:%.2f%%\" title=\"%.1f%%: the rest\">"
+			"</span>",
 			100.0 * (double)rest / (double)u.total_ns,
 			100.0 * (double)rest / (double)u.total_ns);
 	fprintf(f, "</div>\n<ul class=\"ledger-keys\">");
@@ -88,8 +90,8 @@ void page_ledger__bar(FILE *f, const struct verdict *v)
 		if (share < BAR_MIN)
 			continue;
 		ledger__entry_text(&e[i], u.nthreads > 1, text, sizeof(text));
-		fprintf(f, "<li class=\"b%d\"><span class=\"share\">%.1f%%</span> ", colour(e[i].kind),
-			100 * share);
+		fprintf(f, "<li class=\"b%d\"><span class=\"share\">%.1f%%</span> ",
+			colour(e[i].kind), 100 * share);
 		page__esc(f, text);
 		fprintf(f, "</li>");
 		shown++;

@@ -14,9 +14,9 @@
 #include "verdict_ledger.h"
 #include "utf8.h"
 
-#define MAX_CLAIMS 48
-#define MAX_LINES  25 /* the whole verdict, its headline included */
-#define MAX_TABLES 64
+#define MAX_CLAIMS	      48
+#define MAX_LINES	      25 /* the whole verdict, its headline included */
+#define MAX_TABLES	      64
 #define LEDGER_HEADLINE_SHARE 0.20 /* the ledger's largest entry leads from this share */
 
 struct claim {
@@ -69,16 +69,16 @@ struct verdict {
 };
 
 static const char *const kind_label[VERDICT_KINDS] = {
-	[VERDICT_TRIGGER] = "trigger",	   [VERDICT_HANG] = "hang",
-	[VERDICT_MEMORY] = "memory",	   [VERDICT_STRAGGLER] = "ranks",
-	[VERDICT_INPUT] = "input",	   [VERDICT_GPU] = "GPU",
-	[VERDICT_GIL] = "GIL",		   [VERDICT_LAUNCH] = "launches",
-	[VERDICT_SYSCALL] = "syscalls",	   [VERDICT_OFFCPU] = "off-CPU",
-	[VERDICT_FAULT] = "faults",	   [VERDICT_CPU] = "CPU",
-	[VERDICT_MFU] = "MFU",		   [VERDICT_LOCK] = "lock",
-	[VERDICT_COLLECTIVE] = "comms",     [VERDICT_CALLS] = "API",
-	[VERDICT_CHILD] = "child",	   [VERDICT_SLEEP] = "sleep",
-	[VERDICT_IO] = "I/O",		   [VERDICT_NOCPU] = "no CPU",
+	[VERDICT_TRIGGER] = "trigger",	[VERDICT_HANG] = "hang",
+	[VERDICT_MEMORY] = "memory",	[VERDICT_STRAGGLER] = "ranks",
+	[VERDICT_INPUT] = "input",	[VERDICT_GPU] = "GPU",
+	[VERDICT_GIL] = "GIL",		[VERDICT_LAUNCH] = "launches",
+	[VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU",
+	[VERDICT_FAULT] = "faults",	[VERDICT_CPU] = "CPU",
+	[VERDICT_MFU] = "MFU",		[VERDICT_LOCK] = "lock",
+	[VERDICT_COLLECTIVE] = "comms", [VERDICT_CALLS] = "API",
+	[VERDICT_CHILD] = "child",	[VERDICT_SLEEP] = "sleep",
+	[VERDICT_IO] = "I/O",		[VERDICT_NOCPU] = "no CPU",
 	[VERDICT_IDLE] = "idle",
 };
 static const char *const kind_verdict[VERDICT_KINDS] = {
@@ -577,11 +577,17 @@ static void place(const struct verdict *v, int i, int *placed, int *order, int *
 	}
 }
 
-/* A holding claim of these kinds leads whatever the ledger says: an event, not time. */
+/*
+ * A holding claim of these kinds leads whatever the ledger says: an event (a trigger, a hang,
+ * memory at risk), or a straggler, a relation of the job's ranks that no one rank's time says.
+ */
 static int leads(const struct claim *c)
 {
 	return c->holds && !c->ledger &&
-	       (c->kind == VERDICT_TRIGGER || c->kind == VERDICT_HANG || c->kind == VERDICT_MEMORY);
+	       (c->kind == VERDICT_TRIGGER || c->kind == VERDICT_HANG ||
+		c->kind == VERDICT_MEMORY ||
+		c->kind ==
+			VERDICT_STRAGGLER); /* a job's ranks, whichever rank's time is the unit */
 }
 
 static int ledger_cmp(const void *a, const void *b)
@@ -790,6 +796,11 @@ const char *verdict__nothing(const struct verdict *v, char *text, size_t len)
 		 nh ? had : "none", ne ? "; recorded, without events: " : "", ne ? empty : "",
 		 nm ? "; not recorded: " : "", nm ? missing : "", nm ? " (add them to -t)" : "");
 	return text;
+}
+
+const char *verdict__kind_label(enum verdict_kind k)
+{
+	return k < VERDICT_KINDS ? kind_label[k] : "";
 }
 
 const char verdict__legend[] = "* = the rule holds (its threshold was passed); the percentages "

@@ -210,6 +210,8 @@ struct verdict_line {
 int verdict__lines(const struct verdict *v, struct verdict_line *out, int max, int *more);
 /* "Verdict: nothing to judge: ..." into BUF when no rule made a claim ("" otherwise). */
 const char *verdict__nothing(const struct verdict *v, char *buf, size_t len);
+/* A kind's label in a claim's line ("GIL", "lock"). */
+const char *verdict__kind_label(enum verdict_kind k);
 /* What the marks and percentages of the claims mean: the verdict's last line. */
 extern const char verdict__legend[];
 /* At most 25 lines in WIDTH columns (0 = no limit). Prints nothing without claims. */

@@ -22,17 +22,22 @@ static const struct ledger_rule {
 } rules[LEDGER_KINDS] = {
 #define NONE VERDICT_KINDS
 	/* on a CPU: one line, the CODE row's (verdict_ledger.c sums the four) */
-	[LEDGER_CODE] = { VERDICT_CPU, 0.50, { VERDICT_LAUNCH, VERDICT_MFU, NONE },
+	[LEDGER_CODE] = { VERDICT_CPU,
+			  0.50,
+			  { VERDICT_LAUNCH, VERDICT_MFU, NONE },
 			  { VERDICT_LAUNCH, NONE } },
 	[LEDGER_INTERP] = { VERDICT_CPU, 0.50, { NONE }, { NONE } },
 	[LEDGER_CPU] = { VERDICT_CPU, 0.50, { NONE }, { NONE } },
 	[LEDGER_FAULT] = { VERDICT_FAULT, 0.10, { VERDICT_FAULT, NONE }, { NONE } },
 	[LEDGER_RUNNABLE] = { VERDICT_NOCPU, 0.10, { NONE }, { NONE } },
 	[LEDGER_GIL] = { VERDICT_GIL, 0.10, { VERDICT_GIL, NONE }, { NONE } },
-	[LEDGER_COLLECTIVE] = { VERDICT_COLLECTIVE, 0.20,
+	[LEDGER_COLLECTIVE] = { VERDICT_COLLECTIVE,
+				0.20,
 				{ VERDICT_STRAGGLER, VERDICT_HANG, NONE },
 				{ VERDICT_HANG, VERDICT_STRAGGLER, NONE } },
-	[LEDGER_GPU_SYNC] = { VERDICT_GPU, 0.30, { VERDICT_GPU, VERDICT_MFU, NONE },
+	[LEDGER_GPU_SYNC] = { VERDICT_GPU,
+			      0.30,
+			      { VERDICT_GPU, VERDICT_MFU, NONE },
 			      { VERDICT_GPU, NONE } },
 	[LEDGER_API] = { VERDICT_CALLS, 0.30, { VERDICT_LAUNCH, NONE }, { VERDICT_LAUNCH, NONE } },
 	[LEDGER_INPUT] = { VERDICT_INPUT, 0.20, { VERDICT_INPUT, NONE }, { VERDICT_INPUT, NONE } },
@@ -44,6 +49,14 @@ static const struct ledger_rule {
 	[LEDGER_IDLE] = { VERDICT_IDLE, 2, { NONE }, { NONE } }, /* never a bottleneck */
 	[LEDGER_BLOCKED] = { VERDICT_OFFCPU, 0.50, { NONE }, { NONE } },
 #undef NONE
+};
+
+/* Where the lines go: the verdict's claims, or top's ledger view (text). */
+struct lsink {
+	void (*line)(void *arg, enum verdict_kind k, int lk, int holds, double share,
+		     const char *text);
+	void *arg;
+	const struct trace_model *m;
 };
 
 static int listed(const enum verdict_kind *l, enum verdict_kind k)
@@ -100,7 +113,8 @@ static size_t func_part(const char *where)
 {
 	const char *colon = strrchr(where, ':');
 
-	return colon && colon[1] >= '0' && colon[1] <= '9' ? (size_t)(colon - where) : strlen(where);
+	return colon && colon[1] >= '0' && colon[1] <= '9' ? (size_t)(colon - where)
+							   : strlen(where);
 }
 
 struct place {
@@ -164,7 +178,8 @@ static size_t places(const struct ledger_unit *u, const struct ledger_entry *e, 
 
 	*on = *own = 0;
 	for (size_t i = 0; i < n; i++) {
-		const char *where = *e[i].where && e[i].kind != LEDGER_INTERP ? e[i].where : e[i].what;
+		const char *where =
+			*e[i].where && e[i].kind != LEDGER_INTERP ? e[i].where : e[i].what;
 		size_t k, flen = func_part(where);
 
 		if (!member(&e[i], of))
@@ -206,15 +221,15 @@ static size_t places(const struct ledger_unit *u, const struct ledger_entry *e, 
 					 p[i].where[p[i].len] ? ")" : "",
 					 100.0 * (double)p[i].ns / (double)u->total_ns);
 		if (p[i].native && p[i].native_ns * 10 >= p[i].ns * 3 && used < len)
-			used += (size_t)snprintf(text + used, len - used, " (in %s %.1f%%)",
-						 p[i].native,
-						 100.0 * (double)p[i].native_ns / (double)u->total_ns);
+			used += (size_t)snprintf(
+				text + used, len - used, " (in %s %.1f%%)", p[i].native,
+				100.0 * (double)p[i].native_ns / (double)u->total_ns);
 	}
 	return used < len ? used : len - 1;
 }
 
 /* The CPU line: the unit's time on a CPU, by its code's places (the job's functions). */
-static void cpu_claim(struct verdict *v, const char *who, const char *whose,
+static void cpu_claim(const struct lsink *v, const char *who, const char *whose,
 		      const struct ledger_unit *u, const struct ledger_entry *e, size_t n)
 {
 	char text[640], d1[32], d2[32];
@@ -230,12 +245,12 @@ static void cpu_claim(struct verdict *v, const char *who, const char *whose,
 	places(u, e, n, same_group, &(struct ledger_entry){ .kind = LEDGER_CODE }, text,
 	       sizeof(text), used, &on, &own);
 	share = (double)on / (double)u->total_ns;
-	verdict__ledger_claim(v, rules[LEDGER_CODE].verdict, LEDGER_CODE,
-			      share >= rules[LEDGER_CODE].holds, share, "ledger", text);
+	v->line(v->arg, rules[LEDGER_CODE].verdict, LEDGER_CODE, share >= rules[LEDGER_CODE].holds,
+		share, text);
 }
 
 /* The ready-to-run line: where the unit waited for a CPU, and who had the CPUs then. */
-static void ready_claim(struct verdict *v, const char *who, const struct ledger_unit *u,
+static void ready_claim(const struct lsink *v, const char *who, const struct ledger_unit *u,
 			const struct ledger_entry *e, size_t n)
 {
 	char text[640], d1[32], d2[32];
@@ -245,11 +260,10 @@ static void ready_claim(struct verdict *v, const char *who, const struct ledger_
 
 	for (size_t i = 0; i < n; i++)
 		ns += ready(e[i].kind) ? e[i].ns : 0;
-	used = (size_t)snprintf(text, sizeof(text), "%s %s ready to run but had no CPU %s of %s %s",
-				who, u->nthreads > 1 ? "were" : "was",
-				human__ns((double)ns, d1, sizeof(d1)),
-				u->nthreads > 1 ? "their" : "its",
-				human__ns((double)u->total_ns, d2, sizeof(d2)));
+	used = (size_t)snprintf(
+		text, sizeof(text), "%s %s ready to run but had no CPU %s of %s %s", who,
+		u->nthreads > 1 ? "were" : "was", human__ns((double)ns, d1, sizeof(d1)),
+		u->nthreads > 1 ? "their" : "its", human__ns((double)u->total_ns, d2, sizeof(d2)));
 	used = places(u, e, n, same_group, &(struct ledger_entry){ .kind = LEDGER_RUNNABLE }, text,
 		      sizeof(text), used, &ns, &own);
 	if (own * 2 >= ns && u->job_threads > 1)
@@ -262,8 +276,8 @@ static void ready_claim(struct verdict *v, const char *who, const struct ledger_
 			 "; other processes had the CPUs %.0f%% of it (the job's %u CPU%s)",
 			 100.0 * (double)(ns - own) / (double)ns, u->cpus, u->cpus == 1 ? "" : "s");
 	share = (double)ns / (double)u->total_ns;
-	verdict__ledger_claim(v, rules[LEDGER_RUNNABLE].verdict, LEDGER_RUNNABLE,
-			      share >= rules[LEDGER_RUNNABLE].holds, share, "ledger", text);
+	v->line(v->arg, rules[LEDGER_RUNNABLE].verdict, LEDGER_RUNNABLE,
+		share >= rules[LEDGER_RUNNABLE].holds, share, text);
 }
 
 /* "w2 (tid 4791)": a thread in few words. */
@@ -279,7 +293,7 @@ static const char *short_thread(const struct trace_model *m, __u32 tid, char *bu
  * A wait's line: the entries of E's kind and what (at one place, or several listed), its waker
  * (a lock's releaser and where it was), its time on a CPU when it had some.
  */
-static void entry_claim(struct verdict *v, const char *who, const char *whose,
+static void entry_claim(const struct lsink *v, const char *who, const char *whose,
 			const struct ledger_unit *u, const struct ledger_entry *all, size_t n,
 			const struct ledger_entry *e)
 {
@@ -306,21 +320,21 @@ static void entry_claim(struct verdict *v, const char *who, const char *whose,
 		used = places(u, all, n, same_group, e, text, sizeof(text), used, &ns, &own);
 	if ((e->kind == LEDGER_LOCK || e->kind == LEDGER_BLOCKED) && e->waker) {
 		snprintf(text + used, sizeof(text) - used, "; it was released most by %s%s%s",
-			 short_thread(verdict__model(v), e->waker, w, sizeof(w)),
+			 short_thread(v->m, e->waker, w, sizeof(w)),
 			 e->waker_where && *e->waker_where ? ", at " : "",
 			 e->waker_where ? e->waker_where : "");
 	} else if (oncpu * 10 >= ns && e->kind != LEDGER_GIL) {
 		snprintf(text + used, sizeof(text) - used, " (%s of it on a CPU)",
 			 human__ns((double)oncpu, d3, sizeof(d3)));
 	}
-	verdict__ledger_claim(v, rules[e->kind].verdict, (int)e->kind, share >= rules[e->kind].holds,
-			      share, "ledger", text);
+	v->line(v->arg, rules[e->kind].verdict, (int)e->kind, share >= rules[e->kind].holds, share,
+		text);
 }
 
-void verdict_ledger__claims(struct verdict *v)
+/* The critical unit's lines of ledger L (named by M) into S: the verdict's, or top's. */
+static void lines(const struct ledger *l, const struct lsink *v)
 {
 	const struct ledger_entry *e;
-	struct ledger *l = ledger_of(v);
 	struct ledger_unit u;
 	char who[200], tname[160];
 	const char *whose;
@@ -330,13 +344,14 @@ void verdict_ledger__claims(struct verdict *v)
 		__u64 ns;
 	} g[64];
 
-	if (!l || ledger__critical(l, &u, &e, &n) || !u.total_ns)
+	if (ledger__critical(l, &u, &e, &n) || !u.total_ns)
 		return;
 	if (u.nthreads > 1) {
 		snprintf(who, sizeof(who), "%s (%u threads of pid %u)", u.name, u.nthreads, u.pid);
 		whose = "their";
 	} else {
-		snprintf(who, sizeof(who), "%s", verdict__thread(v, u.pid, u.tid, tname, sizeof(tname)));
+		snprintf(who, sizeof(who), "%s",
+			 verdict__thread_in(v->m, u.pid, u.tid, tname, sizeof(tname)));
 		whose = "its";
 	}
 	for (size_t i = 0; i < n; i++) { /* the groups, each its time summed */
@@ -368,4 +383,43 @@ void verdict_ledger__claims(struct verdict *v)
 		else
 			entry_claim(v, who, whose, &u, e, n, g[i].first);
 	}
+}
+
+static void to_verdict(void *arg, enum verdict_kind k, int lk, int holds, double share,
+		       const char *text)
+{
+	verdict__ledger_claim(arg, k, lk, holds, share, "ledger", text);
+}
+
+void verdict_ledger__claims(struct verdict *v)
+{
+	struct ledger *l = ledger_of(v);
+
+	if (l)
+		lines(l, &(struct lsink){ to_verdict, v, verdict__model(v) });
+}
+
+struct text_sink {
+	FILE *f;
+	int n;
+};
+
+static void to_text(void *arg, enum verdict_kind k, int lk, int holds, double share,
+		    const char *text)
+{
+	struct text_sink *t = arg;
+
+	fprintf(t->f, " %c %-8s %5.1f%%  %s\n", holds ? '*' : ' ', verdict__kind_label(k),
+		100 * share, text);
+	t->n++;
+}
+
+int verdict_ledger__text(const struct ledger *l, const struct trace_model *m, FILE *f)
+{
+	struct text_sink t = { f, 0 };
+
+	if (!ledger__has_timeline(l))
+		return 0;
+	lines(l, &(struct lsink){ to_text, &t, m });
+	return t.n;
 }

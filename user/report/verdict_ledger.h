@@ -8,12 +8,20 @@
 #ifndef BPFSIGHT_VERDICT_LEDGER_H
 #define BPFSIGHT_VERDICT_LEDGER_H
 
+#include <stdio.h>
 #include "verdict.h"
 
 /* Build the ledger (the `ledger` report's state) and make its critical unit the focus. */
 void verdict_ledger__focus(struct verdict *v);
 /* The critical unit's entries as claims (after the families' claims). */
 void verdict_ledger__claims(struct verdict *v);
+/*
+ * The critical unit's lines of ledger L (built, named by M), as the verdict words them, one a
+ * line into F: " * lock      50.3%  w0..w3 ... waited for ..." (top's view of it). How many.
+ */
+struct ledger;
+struct trace_model;
+int verdict_ledger__text(const struct ledger *l, const struct trace_model *m, FILE *f);
 /* Whether a rule's claim of kind K explains a ledger entry of kind LK (struct ledger_kind). */
 int verdict_ledger__explains(int lk, enum verdict_kind k);
 /* Whether the ledger's lines say all a rule's claim of kind K not explaining an entry says. */

@@ -433,6 +433,12 @@ static int opt_functions(struct record_args *a, const char *arg)
 	return 0;
 }
 
+static int opt_ledger(struct record_args *a, const char *arg)
+{
+	a->ledger = 1;
+	return 0;
+}
+
 static int opt_help(struct record_args *a, const char *arg)
 {
 	a->done = a->help = 1;
@@ -507,6 +513,9 @@ static const struct rec_option table[] = {
 	  "start in the function view (f switches): py-spy top's %Own, %Total, OwnTime, "
 	  "TotalTime per function and line of the CPU samples (-s own, total, own-time, "
 	  "total-time); records the family that samples, whatever -t says", NULL, opt_functions },
+	{ "ledger", 0, NULL, T,
+	  "start in the ledger view (w switches): where the time of the job's critical thread went "
+	  "each interval, as the verdict's first lines word it (with -p)", NULL, opt_ledger },
 	{ "buffer-size", 0, "SIZE", RMT, "BPF ring buffer (default 16M, a power of two)", NULL,
 	  opt_buffer },
 	{ "capture-range", 0, "KIND", R,
@@ -961,6 +970,10 @@ int record_args__check(struct record_args *a)
 	 */
 	for_each_family_while(fit, a->cmd_bit == T)
 		if (family__samples(fit.f) && (a->functions || (o->npids && !a->trace)))
+			o->families |= 1ull << fit.i;
+	/* top -p: the threads' timeline too, for the ledger view (w) */
+	for_each_family_while(fit, a->cmd_bit == T)
+		if ((fit.f->flags & FAMILY_TIMELINE) && (a->ledger || (o->npids && !a->trace)))
 			o->families |= 1ull << fit.i;
 	record_args__default_families(o);
 	/*

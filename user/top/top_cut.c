@@ -258,6 +258,27 @@ static void start_over(struct top *t)
 	} while (n == 64);
 }
 
+/* The ledger view's lines of the interval, and a new ledger for the next one. */
+static int cut_ledger(struct top *t, __u64 now, struct top_frame *fr)
+{
+	FILE *f;
+
+	free(fr->ledger);
+	fr->ledger = NULL;
+	fr->ledger_len = 0;
+	fr->ledger_cut = !!t->ledger;
+	if (!t->ledger)
+		return 0;
+	f = open_memstream(&fr->ledger, &fr->ledger_len);
+	if (!f)
+		return -ENOMEM;
+	t->ledger_ops->lines(t->ledger, t->model, t->last_cut, now, f);
+	fclose(f);
+	t->ledger_ops->free(t->ledger);
+	t->ledger = t->ledger_ops->new ();
+	return t->ledger ? 0 : -ENOMEM;
+}
+
 int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 {
 	struct top_thread *th;
@@ -291,6 +312,8 @@ int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 		err = top_funcs__cut(t->funcs, t->model, t->want_funcs, fr->funcs);
 	fr->funcs_cut = t->want_funcs;
 	fr->sampled = top_funcs__sampled(t->funcs);
+	if (!err)
+		err = cut_ledger(t, now, fr);
 	cut_losses(t, fr);
 	start_over(t);
 	t->last_cut = now;
@@ -303,5 +326,6 @@ void top_frame__free(struct top_frame *fr)
 	top_funcs_frame__free(&fr->funcs[0]);
 	top_funcs_frame__free(&fr->funcs[1]);
 	free(fr->rows);
+	free(fr->ledger);
 	memset(fr, 0, sizeof(*fr));
 }

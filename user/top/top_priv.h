@@ -62,8 +62,10 @@ struct top {
 	int rank_col, role_col; /* RANK's and ROLE's (top_role.c) */
 	char **labels;		/* NOW's labels, each once (top_now.c) */
 	size_t nlabels, labels_cap;
-	struct top_funcs *funcs; /* the function view's counts (top_funcs.h) */
-	int want_funcs;		 /* its rows are cut into the frames */
+	struct top_funcs *funcs;		 /* the function view's counts (top_funcs.h) */
+	int want_funcs;				 /* its rows are cut into the frames */
+	const struct top_ledger_ops *ledger_ops; /* the ledger view's (NULL: none) */
+	void *ledger;				 /* the interval's, while wanted */
 };
 
 /* The entry of thread TID of PID (0: the process), made on first use; NULL without memory. */

@@ -204,6 +204,25 @@ void top__record(void *arg, const struct bs_hdr *h)
 	for_each_family_slot(it, t->states)
 		if (t->hooked[it.i] && it.f->top->record)
 			it.f->top->record(t, *it.slot, h);
+	if (t->ledger)
+		t->ledger_ops->add(t->ledger, h, t->model);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void top__set_ledger(struct top *t, const struct top_ledger_ops *ops)
+{
+	t->ledger_ops = ops;
+}
+
+void top__want_ledger(struct top *t, int on)
+{
+	pthread_mutex_lock(&t->lock);
+	if (on && !t->ledger && t->ledger_ops)
+		t->ledger = t->ledger_ops->new ();
+	else if (!on && t->ledger) {
+		t->ledger_ops->free(t->ledger);
+		t->ledger = NULL;
+	}
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -360,6 +379,8 @@ void top__free(struct top *t)
 	trace_model__free(t->model);
 	hmap__free(t->threads);
 	top_funcs__free(t->funcs);
+	if (t->ledger)
+		t->ledger_ops->free(t->ledger);
 	top_now__free(t);
 	pthread_mutex_destroy(&t->lock);
 	free(t);

@@ -65,4 +65,4 @@ void blas_gemm__parse(const struct bs_hdr *rec, struct blas_gemm *g);
 
 struct family_ledger;
 extern const struct family_ledger blas_ledger; /* blas_ledger.c: the ledger's feed */
-#endif /* BPFSIGHT_BLAS_H */
+#endif					       /* BPFSIGHT_BLAS_H */

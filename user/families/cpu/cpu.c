@@ -157,7 +157,7 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 	record_ctx__hdr(&s.h, BS_REC_CPU_SAMPLE, sizeof(s), rec->pid, rec->tid, rec->ts);
 	s.h.cpu = rec->cpu;
 	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_FAULT | BS_CPU_GIL | BS_CPU_PYTHON |
-			  0xffffu << BS_CPU_SYSCALL_SHIFT);
+			      0xffffu << BS_CPU_SYSCALL_SHIFT);
 	top = stack_svc__raw_top(r->flags, &w, &n);
 	s.stack_id = stack_svc__stack(ctx, st->stacks, rec->pid, rec->tid, rec->ts, w, n, npy, top,
 				      r->flags);

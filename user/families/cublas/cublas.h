@@ -46,4 +46,4 @@ extern const struct family_verdict cublas_verdict;  /* cublas_verdict.c */
 
 struct family_ledger;
 extern const struct family_ledger cublas_ledger; /* cublas_ledger.c: the ledger's feed */
-#endif /* BPFSIGHT_CUBLAS_H */
+#endif						 /* BPFSIGHT_CUBLAS_H */

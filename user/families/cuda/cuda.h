@@ -64,4 +64,4 @@ extern const struct family_steps cuda_step_sources[];
 
 struct family_ledger;
 extern const struct family_ledger cuda_ledger; /* cuda_ledger.c: the ledger's feed */
-#endif /* BPFSIGHT_CUDA_H */
+#endif					       /* BPFSIGHT_CUDA_H */

@@ -136,4 +136,4 @@ const char *cudnn__desc_type_name(__s32 t);
 
 struct family_ledger;
 extern const struct family_ledger cudnn_ledger; /* cudnn_ledger.c: the ledger's feed */
-#endif /* BPFSIGHT_CUDNN_H */
+#endif						/* BPFSIGHT_CUDNN_H */

@@ -9,7 +9,7 @@ static enum ledger_kind cudnn_ledger_kind(const struct ucall_api *a)
 }
 
 static void cudnn_ledger_feed(struct ledger *l, const struct bs_hdr *rec,
-			     const struct trace_model *m)
+			      const struct trace_model *m)
 {
 	ledger__api_call(l, rec, m, &cudnn_table, cudnn_ledger_kind);
 }

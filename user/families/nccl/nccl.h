@@ -123,4 +123,4 @@ extern const struct metrics_family nccl_metrics; /* nccl_metrics.c */
 
 struct family_ledger;
 extern const struct family_ledger nccl_ledger; /* nccl_ledger.c: the ledger's feed */
-#endif /* BPFSIGHT_NCCL_H */
+#endif					       /* BPFSIGHT_NCCL_H */

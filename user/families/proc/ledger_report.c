@@ -46,7 +46,8 @@ static const struct table_col cols[NCOLS] = {
 	[C_ONCPU] = { "oncpu_ns", "On CPU", TABLE_U64, TABLE_COL_MINOR },
 	[C_RUNNABLE] = { "runnable_ns", "Ready, No CPU", TABLE_U64, TABLE_COL_MINOR },
 	[C_BLOCKED] = { "blocked_ns", "Blocked", TABLE_U64, TABLE_COL_MINOR },
-	[C_OWN] = { "own_cpus_ns", "Job Had The CPUs", TABLE_U64, TABLE_COL_MINOR | TABLE_COL_IF_ANY },
+	[C_OWN] = { "own_cpus_ns", "Job Had The CPUs", TABLE_U64,
+		    TABLE_COL_MINOR | TABLE_COL_IF_ANY },
 	[C_WAKER] = { "woken_by", "Woken By", TABLE_STR, TABLE_COL_MINOR | TABLE_COL_IF_ANY },
 	[C_WAKER_WHERE] = { "waker_where", "Waker Was At", TABLE_STR,
 			    TABLE_COL_MINOR | TABLE_COL_IF_ANY },
@@ -114,7 +115,8 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 	while (ledger__check(l, &it, &c)) {
 		const char *name = trace_model__thread_name(m, c.tid);
 		double d1 = ((double)c.oncpu_ns - (double)c.clock_oncpu_ns) / (double)c.window_ns;
-		double d2 = ((double)c.runnable_ns - (double)c.clock_runnable_ns) / (double)c.window_ns;
+		double d2 =
+			((double)c.runnable_ns - (double)c.clock_runnable_ns) / (double)c.window_ns;
 
 		table__row(t);
 		table__set_str(t, C_UNIT, "clock");
@@ -136,10 +138,11 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 		}
 	}
 	if (worst > CLOCK_AGREE)
-		table__add_note(t,
-				"The ledger's timeline of thread %u is %.1f points of its time from "
-				"its own clocks: context switches were missed (sched_missed)",
-				wtid, 100 * worst);
+		table__add_note(
+			t,
+			"The ledger's timeline of thread %u is %.1f points of its time from "
+			"its own clocks: context switches were missed (sched_missed)",
+			wtid, 100 * worst);
 }
 
 static int ledger_report_emit(void *st, const struct trace_model *m, struct table *t)

@@ -14,6 +14,13 @@ static void proc_ledger_feed(struct ledger *l, const struct bs_hdr *rec,
 	    (c->s.flags & BS_SNAP_EDGES))
 		ledger__clock(l, rec->pid, rec->tid, rec->ts, c->s.cpu_ns, c->run_delay_ns,
 			      !!(c->s.flags & BS_SNAP_AT_END));
+	else if (rec->type == BS_REC_THREAD_SNAP && rec->size >= sizeof(struct bs_thread_snap) &&
+		 (c->s.flags & BS_SNAP_NOW) && !(c->s.flags & BS_SNAP_RUNNING) && c->s.off_cpu_ns &&
+		 c->s.off_cpu_ns < rec->ts)
+		/* a live view's read (top -p): a thread off its CPU now, its switch-in to come */
+		ledger__offcpu(l, rec->pid, rec->tid, rec->cpu, rec->ts - c->s.off_cpu_ns,
+			       c->s.off_cpu_ns, 0, c->s.state != 0, 0,
+			       c->s.stack_id ? trace_model__stack(m, c->s.stack_id) : NULL);
 	else if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f))
 		ledger__life(l, f->child_pid, f->child_tid, rec->ts, 0);
 	else if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit))

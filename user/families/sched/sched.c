@@ -232,7 +232,7 @@ const struct family family_sched = {
 	 * tenths of a percent of the time the thread was off the CPU anyway, and at most 1000
 	 * stacks a second per thread. On by default when attaching (-p): where a running job's
 	 * thread waits (its next batch, a collective) is the verdict's first question. */
-	.flags = FAMILY_STACKS_DEFAULT | FAMILY_STACKS_DEFAULT_ATTACH,
+	.flags = FAMILY_STACKS_DEFAULT | FAMILY_STACKS_DEFAULT_ATTACH | FAMILY_TIMELINE,
 	.losses = sched_losses,
 	.export = &sched_export,
 	.metrics = &sched_metrics,

@@ -66,4 +66,4 @@ extern const struct family_steps torch_step_sources[];
 
 struct family_ledger;
 extern const struct family_ledger torch_ledger; /* torch_ledger.c: the ledger's feed */
-#endif /* BPFSIGHT_TORCH_H */
+#endif						/* BPFSIGHT_TORCH_H */
