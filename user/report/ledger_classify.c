@@ -391,6 +391,7 @@ static void scan(const struct trace_stack *st, const struct trace_model *m, int 
 	/* torch.distributed's collectives (gloo's) by their Python frame, as stacks names them */
 	if (stack_call__in(st, m, call, sizeof(call)) &&
 	    !strncmp(call, "torch.distributed's ", 20) &&
+	    call[20] != '<' && /* a module's own code, imported: no collective */
 	    (!v->found || ledger__kind_prio(LEDGER_COLLECTIVE) >= ledger__kind_prio(v->kind))) {
 		v->kind = LEDGER_COLLECTIVE;
 		snprintf(what, wlen, "%s", call);
