@@ -64,8 +64,10 @@ struct ledger *ledger__new(const struct trace_model *m)
 	l->stack_cls = hmap__new(sizeof(__u32));
 	l->strings = hmap__new(sizeof(size_t));
 	l->cpus = hmap__new(sizeof(char));
+	l->frames = hmap__new(sizeof(struct lframe));
 	l->feed_of = calloc(BS_REC_TYPE_MAX, sizeof(*l->feed_of));
-	if (!l->threads || !l->cls_of || !l->stack_cls || !l->strings || !l->cpus || !l->feed_of) {
+	if (!l->threads || !l->cls_of || !l->stack_cls || !l->strings || !l->cpus || !l->frames ||
+	    !l->feed_of) {
 		ledger__free(l);
 		return NULL;
 	}
@@ -113,12 +115,17 @@ void ledger__free(struct ledger *l)
 	hmap__free(l->stack_cls);
 	hmap__free(l->strings);
 	hmap__free(l->cpus);
+	hmap__free(l->frames);
 	free(l);
 }
 
 struct lthread *ledger__thr(struct ledger *l, __u32 pid, __u32 tid, int create)
 {
-	size_t *ix = hmap__get(l->threads, (struct hkey){ pid, tid }, create);
+	size_t *ix;
+
+	if (l->last_thr && l->thr[l->last_thr - 1].tid == tid && l->thr[l->last_thr - 1].pid == pid)
+		return &l->thr[l->last_thr - 1];
+	ix = hmap__get(l->threads, (struct hkey){ pid, tid }, create);
 
 	if (!ix)
 		return NULL;
@@ -132,6 +139,7 @@ struct lthread *ledger__thr(struct ledger *l, __u32 pid, __u32 tid, int create)
 		l->thr[l->nthr].tid = tid;
 		*ix = ++l->nthr;
 	}
+	l->last_thr = *ix;
 	return &l->thr[*ix - 1];
 }
 
@@ -218,10 +226,15 @@ const char *ledger__intern(struct ledger *l, const char *s)
 
 static void seen(struct ledger *l, __u32 pid, __u32 cpu, __u64 ts)
 {
-	char *c = hmap__get(l->cpus, (struct hkey){ pid, cpu }, 1);
+	char *c;
 
-	if (c)
-		*c = 1;
+	if (pid != l->seen_pid || cpu != l->seen_cpu) { /* the same as the last, mostly */
+		c = hmap__get(l->cpus, (struct hkey){ pid, cpu }, 1);
+		if (c)
+			*c = 1;
+		l->seen_pid = pid;
+		l->seen_cpu = cpu;
+	}
 	if (!l->first_ts || ts < l->first_ts)
 		l->first_ts = ts;
 	if (ts > l->last_ts)
@@ -249,8 +262,12 @@ void ledger__offcpu(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 out
 
 void ledger__span(struct ledger *l, const struct ledger_span *s)
 {
-	struct lthread *t = ledger__thr(l, s->pid, s->tid, 1);
+	struct lthread *t;
 	struct lspan *p;
+
+	if (s->dur < LEDGER_SPAN_MIN_NS)
+		return;
+	t = ledger__thr(l, s->pid, s->tid, 1);
 
 	if (!t || s->kind >= LEDGER_KINDS ||
 	    array__grow((void **)&t->sp, t->nsp, &t->csp, sizeof(*t->sp)))
@@ -259,7 +276,12 @@ void ledger__span(struct ledger *l, const struct ledger_span *s)
 	p->ts = s->ts;
 	p->end = s->ts + s->dur;
 	p->kind = (__u8)s->kind;
-	p->what = ledger__intern(l, s->what ? s->what : "");
+	p->cls = LCLASS_NONE;
+	if (s->what != l->last_what || !l->last_interned) { /* the same string, mostly */
+		l->last_what = s->what;
+		l->last_interned = ledger__intern(l, s->what ? s->what : "");
+	}
+	p->what = l->last_interned;
 	p->nr = (__s16)s->nr;
 	p->other = s->other;
 	p->stack = s->stack;
@@ -350,11 +372,12 @@ static int sample_cmp(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-static int u64_cmp(const void *a, const void *b)
+static int sorted(const void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
+	for (size_t i = 1; i < n; i++)
+		if (cmp((const char *)v + (i - 1) * size, (const char *)v + i * size) > 0)
+			return 0;
+	return 1;
 }
 
 /* The spans flattened: where they overlap, the highest kind's (an inner one on a tie). */
@@ -365,56 +388,59 @@ struct flat {
 
 static int flatten(const struct lthread *t, struct flat **out, size_t *nout)
 {
-	__u64 *b = malloc(2 * t->nsp * sizeof(*b) + 1);
 	const struct lspan **act = malloc(t->nsp * sizeof(*act) + 1);
-	size_t nb = 0, nact = 0, next = 0, cap = 0, n = 0;
+	size_t nact = 0, next = 0, cap = 0, n = 0;
 	struct flat *f = NULL;
+	__u64 now;
 
-	if (!b || !act)
-		goto nomem;
-	for (size_t i = 0; i < t->nsp; i++) {
-		b[nb++] = t->sp[i].ts;
-		b[nb++] = t->sp[i].end;
-	}
-	qsort(b, nb, sizeof(*b), u64_cmp);
-	for (size_t i = 0; i + 1 < nb; i++) {
+	if (!act)
+		return -ENOMEM;
+	/* a sweep over the spans (sorted by start): the edges come in order, no sort of them */
+	now = t->nsp ? t->sp[0].ts : 0;
+	while (next < t->nsp || nact) {
 		const struct lspan *win = NULL;
+		__u64 until = ~0ull;
 		size_t k = 0;
 
-		if (b[i] == b[i + 1])
-			continue;
-		while (next < t->nsp && t->sp[next].ts <= b[i])
+		while (next < t->nsp && t->sp[next].ts <= now)
 			act[nact++] = &t->sp[next++];
 		for (size_t j = 0; j < nact; j++) /* drop the spans that ended */
-			if (act[j]->end > b[i])
+			if (act[j]->end > now)
 				act[k++] = act[j];
 		nact = k;
-		for (size_t j = 0; j < nact; j++)
+		if (!nact) {
+			if (next == t->nsp)
+				break;
+			now = t->sp[next].ts;
+			continue;
+		}
+		for (size_t j = 0; j < nact; j++) {
+			if (act[j]->end < until)
+				until = act[j]->end;
 			if (!win ||
 			    ledger__kind_prio(act[j]->kind) > ledger__kind_prio(win->kind) ||
 			    (ledger__kind_prio(act[j]->kind) == ledger__kind_prio(win->kind) &&
 			     act[j]->ts >= win->ts))
 				win = act[j];
-		if (!win)
-			continue;
-		if (n && f[n - 1].sp == win && f[n - 1].end == b[i]) {
-			f[n - 1].end = b[i + 1];
-			continue;
 		}
-		if (array__grow((void **)&f, n, &cap, sizeof(*f)))
-			goto nomem;
-		f[n++] = (struct flat){ b[i], b[i + 1], win };
+		if (next < t->nsp && t->sp[next].ts < until)
+			until = t->sp[next].ts;
+		if (n && f[n - 1].sp == win && f[n - 1].end == now) {
+			f[n - 1].end = until;
+		} else {
+			if (array__grow((void **)&f, n, &cap, sizeof(*f))) {
+				free(act);
+				free(f);
+				return -ENOMEM;
+			}
+			f[n++] = (struct flat){ now, until, win };
+		}
+		now = until;
 	}
-	free(b);
 	free(act);
 	*out = f;
 	*nout = n;
 	return 0;
-nomem:
-	free(b);
-	free(act);
-	free(f);
-	return -ENOMEM;
 }
 
 /* Sums per class of one thread, and what waits in system calls without a stack held back. */
@@ -435,6 +461,8 @@ struct walk {
 	struct hmap *free_cnt; /* {class, 0} -> samples, of those in that time */
 	__u64 nfree;
 	__u32 last_region; /* the class of the last sample of the on-CPU slice before, if a wait */
+	__u32 last_cls;	   /* account()'s last class, and its sums */
+	struct acc *last_acc;
 	int err;
 };
 
@@ -444,7 +472,15 @@ static void account(struct walk *w, __u32 cls, int state, __u64 ns)
 
 	if (cls == LCLASS_NONE || !ns)
 		return;
-	a = hmap__get(w->acc, (struct hkey){ cls, 0 }, 1);
+	/* the pieces in a row are mostly of one class: its sums kept at hand (an insert moves
+	 * the map's values, so the next class looked up forgets it) */
+	if (cls == w->last_cls && w->last_acc) {
+		a = w->last_acc;
+	} else {
+		a = hmap__get(w->acc, (struct hkey){ cls, 0 }, 1);
+		w->last_cls = cls;
+		w->last_acc = a;
+	}
 	if (!a) {
 		w->err = -ENOMEM;
 		return;
@@ -472,7 +508,7 @@ static void add_seg(struct walk *w, __u64 ts, __u64 end, __u32 cls, int state)
 	t->seg[t->nseg++] = (struct lseg){ ts, end, cls, (__u8)state };
 }
 
-static __u32 span_class(struct walk *w, const struct lspan *s)
+static __u32 span_class_of(struct walk *w, const struct lspan *s)
 {
 	char where[256] = "";
 	int own = 0;
@@ -492,6 +528,16 @@ static __u32 span_class(struct walk *w, const struct lspan *s)
 					 ledger__nr_name(s->nr, name, sizeof(name)), where, 0, own);
 	}
 	return ledger__class_own(w->l, (enum ledger_kind)s->kind, s->what, where, 0, own);
+}
+
+/* Span S's class, made once. */
+static __u32 span_class(struct walk *w, const struct lspan *cs)
+{
+	struct lspan *s = (struct lspan *)cs; /* the thread's own array: its cache */
+
+	if (s->cls == LCLASS_NONE)
+		s->cls = span_class_of(w, s);
+	return s->cls;
 }
 
 static int is_region(enum ledger_kind k)
@@ -720,6 +766,7 @@ static int entries(struct walk *w)
 			.idle = c->idle,
 			.inside = c->inside,
 			.own = c->own,
+			.cls = (__u32)key.a,
 		};
 		if (c->idle)
 			t->idle_ns += a->ns;
@@ -731,7 +778,7 @@ static int entries(struct walk *w)
 
 static int build_thread(struct ledger *l, struct lthread *t, __u64 start, __u64 end)
 {
-	struct walk w = { .l = l, .t = t, .last_region = LCLASS_NONE };
+	struct walk w = { .l = l, .t = t, .last_region = LCLASS_NONE, .last_cls = LCLASS_NONE };
 	struct flat *f = NULL;
 	__u64 cur, longest = 0, *v;
 	struct hkey key;
@@ -745,9 +792,20 @@ static int build_thread(struct ledger *l, struct lthread *t, __u64 start, __u64 
 		return 0;
 	}
 	t->total = t->w1 - t->w0;
-	qsort(t->off, t->noff, sizeof(*t->off), off_cmp);
-	qsort(t->sp, t->nsp, sizeof(*t->sp), span_cmp);
-	qsort(t->sa, t->nsa, sizeof(*t->sa), sample_cmp);
+	/* the records come in their thread's order, nearly always: sorted only when not */
+	if (!sorted(t->off, t->noff, sizeof(*t->off), off_cmp))
+		qsort(t->off, t->noff, sizeof(*t->off), off_cmp);
+	if (!sorted(t->sp, t->nsp, sizeof(*t->sp), span_cmp))
+		qsort(t->sp, t->nsp, sizeof(*t->sp), span_cmp);
+	if (!sorted(t->sa, t->nsa, sizeof(*t->sa), sample_cmp))
+		qsort(t->sa, t->nsa, sizeof(*t->sa), sample_cmp);
+	/* its pieces: about two per off-CPU interval, one more per span's edge */
+	if (!t->cseg) {
+		t->cseg = 2 * t->noff + 2 * t->nsp + 8;
+		t->seg = malloc(t->cseg * sizeof(*t->seg));
+		if (!t->seg)
+			return -ENOMEM;
+	}
 	for (size_t i = 0; i < t->nsp; i++) { /* inside the thread's time only */
 		t->sp[i].ts = t->sp[i].ts < t->w0 ? t->w0 : t->sp[i].ts;
 		t->sp[i].end = t->sp[i].end > t->w1 ? t->w1 : t->sp[i].end;
@@ -834,29 +892,93 @@ out:
 	return err;
 }
 
-int ledger__build(struct ledger *l, const struct trace_model *m)
+int ledger__build_thread(struct ledger *l, struct lthread *t)
+{
+	int err;
+
+	if (t->built)
+		return 0;
+	t->built = 1;
+	err = build_thread(l, t, l->start, l->end);
+	if (!err && l->finished)
+		ledger__finish_thread(l, t);
+	return err;
+}
+
+/* A thread's window and its quick sums on a CPU, ready to run and blocked (of its intervals). */
+static void quick(struct ledger *l, struct lthread *t)
+{
+	__u64 off = 0, ready = 0, longest = 0;
+
+	t->w0 = t->born > l->start ? t->born : l->start;
+	t->w1 = t->died && t->died < l->end ? t->died : l->end;
+	if (t->w1 <= t->w0)
+		return;
+	t->total = t->w1 - t->w0;
+	for (size_t i = 0; i < t->noff; i++) {
+		const struct loff *o = &t->off[i];
+		__u64 a = o->out > t->w0 ? o->out : t->w0, b = o->in < t->w1 ? o->in : t->w1;
+		__u64 wake = o->blocked ? o->in - o->run : o->out;
+
+		if (b <= a)
+			continue;
+		off += b - a;
+		if (o->blocked && b - a > longest)
+			longest = b - a;
+		wake = wake > a ? wake : a;
+		ready += b > wake ? b - wake : 0;
+	}
+	off = off < t->total ? off : t->total;
+	t->q_on = t->total - off;
+	t->q_ready = ready;
+	t->q_blocked = off - (ready < off ? ready : off);
+	t->throughout_q = longest * 10 >= t->total * 9;
+}
+
+/* Build as ALL (every thread: the report's rows) or as the verdict needs (ledger_unit.c). */
+static int build(struct ledger *l, const struct trace_model *m, int all)
 {
 	__u64 start = trace_model__start(m), end = trace_model__end(m);
 	int err;
 
-	if (l->built)
+	if (l->built == 2 || (l->built && !all))
 		return 0;
-	l->built = 1;
 	l->m = m;
-	if (!start || (l->first_ts && l->first_ts < start))
-		start = start ? start : l->first_ts;
-	if (!end || end < start)
-		end = l->last_ts;
-	if (l->win_end > l->win_start) {
-		start = l->win_start;
-		end = l->win_end;
+	if (!l->built) {
+		if (!start || (l->first_ts && l->first_ts < start))
+			start = start ? start : l->first_ts;
+		if (!end || end < start)
+			end = l->last_ts;
+		if (l->win_end > l->win_start) {
+			start = l->win_start;
+			end = l->win_end;
+		}
+		l->start = start;
+		l->end = end;
+		for (size_t i = 0; i < l->nthr; i++)
+			quick(l, &l->thr[i]);
 	}
-	for (size_t i = 0; i < l->nthr; i++) {
-		err = build_thread(l, &l->thr[i], start, end);
+	for (size_t i = 0; all && i < l->nthr; i++) {
+		err = ledger__build_thread(l, &l->thr[i]);
 		if (err)
 			return err;
 	}
+	if (l->built) { /* built for the verdict first: its unit stays */
+		l->built = 2;
+		return 0;
+	}
+	l->built = all ? 2 : 1;
 	return ledger__units(l);
+}
+
+int ledger__build(struct ledger *l, const struct trace_model *m)
+{
+	return build(l, m, 0);
+}
+
+int ledger__build_all(struct ledger *l, const struct trace_model *m)
+{
+	return build(l, m, 1);
 }
 
 /* ---- reading ---- */

@@ -85,6 +85,15 @@ struct ledger_span {
 	const struct trace_stack *stack; /* where the thread was, NULL: not known */
 };
 void ledger__span(struct ledger *l, const struct ledger_span *s);
+/*
+ * A call shorter than this is not kept (a feed skips it before looking anything up): its time
+ * on a CPU the samples find (one in the kernel says its system call; one in a library, its
+ * function), and a wait that brief says nothing a longer one's stack would not. Most of a
+ * trace's calls are: what the ledger's cost is, bench/RESULTS.md.
+ */
+#define LEDGER_SPAN_MIN_NS 20000ull
+/* An off-CPU interval shorter than this has no stack looked up (one of the same call's does). */
+#define LEDGER_STACK_MIN_NS 50000ull
 
 /* A uprobe-API family's record REC of its table T as a span (its outermost calls), of the kind
  * KIND says of its entry (NULL: LEDGER_API): its feed, in one line. */
@@ -155,8 +164,14 @@ void ledger__free(struct ledger *l);
 void ledger__set_window(struct ledger *l, __u64 start, __u64 end);
 /* Every record of the pass: to the feed of the family its type is (every family's table). */
 void ledger__add(struct ledger *l, const struct bs_hdr *rec, const struct trace_model *m);
-/* Once the pass is over (while M still names things): every thread's entries. 0 or -errno. */
+/*
+ * Once the pass is over (while M still names things): the critical unit, and the entries of
+ * the threads it needs (its own, its process's); the others stay as they came (their
+ * timeline's quick sums bound them out of the choice). 0 or -errno.
+ */
 int ledger__build(struct ledger *l, const struct trace_model *m);
+/* The same and every thread's entries (the ledger report's rows, its clock rows). */
+int ledger__build_all(struct ledger *l, const struct trace_model *m);
 /* Whether the ledger could be built: sched's timeline was recorded. */
 int ledger__has_timeline(const struct ledger *l);
 
@@ -179,6 +194,7 @@ struct ledger_entry {
 	 * or LEDGER_CODE, its own code, preempted as it ran.
 	 */
 	enum ledger_kind inside;
+	__u32 cls; /* the ledger's class it was made of (the same class, the same entry) */
 };
 
 /* The unit whose time the verdict explains first: a thread, or a pool of like threads. */

@@ -14,7 +14,8 @@ void ledger__api_call(struct ledger *l, const struct bs_hdr *rec, const struct t
 	if (rec->type != t->rec_type || rec->size < sizeof(*c))
 		return;
 	/* the outermost call: an inner one (the driver's under the runtime's) is its time */
-	if (BS_UCALL_DEPTH(c->depth) || !(a = ucall_table__api(t, c->fn)))
+	if (BS_UCALL_DEPTH(c->depth) || c->dur < LEDGER_SPAN_MIN_NS ||
+	    !(a = ucall_table__api(t, c->fn)))
 		return;
 	ledger__span(l, &(struct ledger_span){
 				.pid = rec->pid,

@@ -198,8 +198,8 @@ static const struct ledger_frame_rule *match(const struct ledger_frame_rule *r,
 }
 
 /* The frame rule of the highest kind matching F; of equal ones, the first found. */
-static const struct ledger_frame_rule *rule_of(const struct bs_frame *f,
-					       const struct trace_model *m)
+static const struct ledger_frame_rule *find_rule(const struct bs_frame *f,
+						 const struct trace_model *m)
 {
 	const char *func = f->func_id ? trace_model__string(m, f->func_id) : NULL;
 	const char *file = f->file_id ? trace_model__string(m, f->file_id) : NULL;
@@ -221,14 +221,15 @@ static const struct ledger_frame_rule *rule_of(const struct bs_frame *f,
 	return best;
 }
 
-/* The kind a native frame in a traced API's entry is (a family's api_kind), -1: none. */
-static int api_kind_of(const struct bs_frame *f, const struct trace_model *m, const char **name)
+/* The traced API's entry a native frame is (its kind for the ledger, a family's api_kind). */
+static void find_api(const struct bs_frame *f, const struct trace_model *m, struct lframe *x)
 {
 	const char *func;
 
+	x->api_kind = -1;
 	if (f->kind != BS_FRAME_NATIVE || !f->func_id ||
 	    !(func = trace_model__string(m, f->func_id)))
-		return -1;
+		return;
 	for_each_family(it) {
 		const struct family_ledger *fl = family__stats(it.f)->ledger;
 		const struct ucall_table *t = it.f->api;
@@ -237,11 +238,11 @@ static int api_kind_of(const struct bs_frame *f, const struct trace_model *m, co
 			continue;
 		for (__u32 j = 0; j < t->napis; j++)
 			if (!strcmp(t->apis[j].name, func)) {
-				*name = t->apis[j].name;
-				return (int)fl->api_kind(&t->apis[j]);
+				x->api = t->apis[j].name;
+				x->api_kind = (int)fl->api_kind(&t->apis[j]);
+				return;
 			}
 	}
-	return -1;
 }
 
 /* The C runtime's libraries: a native stack's job's code is the first frame outside them. */
@@ -258,37 +259,96 @@ static int runtime_lib(const char *file)
 	return 0;
 }
 
-/*
- * Where ST is in the job's own code: its Python line (stack_call__where), else in a native
- * program its innermost named frame outside the C runtime (`lock_step` (mutex_job), not
- * `__lll_lock_wait` (libc.so.6)).
- */
-static const char *job_where(const struct trace_stack *st, const struct trace_model *m, char *buf,
-			     size_t len, int *own)
+/* A region's rule for F (struct ledger_frame_rule.region), NULL when none. */
+static const struct ledger_frame_rule *find_region(const struct bs_frame *f,
+						   const struct trace_model *m)
 {
+	const char *func = f->func_id ? trace_model__string(m, f->func_id) : NULL;
+	const char *file = f->file_id ? trace_model__string(m, f->file_id) : NULL;
+
+	for_each_family(it) {
+		const struct family_ledger *fl = family__stats(it.f)->ledger;
+
+		for (const struct ledger_frame_rule *r = fl ? fl->frames : NULL; r && r->what; r++)
+			if (r->region && match(r, f, func, file) == r)
+				return r;
+	}
+	return NULL;
+}
+
+/*
+ * What frame F says, worked out once per function and file (stacks share their frames): its
+ * rules, the API entry it is, whether it is the job's own code, torch.distributed's function.
+ */
+static const struct lframe *frame_of(struct ledger *l, const struct bs_frame *f)
+{
+	static const struct lframe none = { .api_kind = -1 };
+	struct lframe *x = hmap__get(
+		l->frames, (struct hkey){ (__u64)f->func_id << 32 | f->file_id, f->kind }, 1);
+	const char *file, *name;
+
+	if (!x)
+		return &none; /* out of memory: said as no rule */
+	if (x->seen)
+		return x;
+	x->seen = 1;
+	x->rule = find_rule(f, l->m);
+	find_api(f, l->m, x);
+	file = stack_frame__file(f, l->m);
+	name = f->func_id ? trace_model__string(l->m, f->func_id) : NULL;
+	x->python = f->kind == BS_FRAME_PYTHON;
+	if (x->python) {
+		x->own = !stack_call__library_file(file) && strncmp(file, "<frozen ", 8);
+		x->region = find_region(f, l->m);
+		/* torch.distributed's (not its c10d_logger's wrapper, nor a module imported) */
+		if (strstr(file, "/torch/distributed/") && !strstr(file, "/c10d_logger.py") &&
+		    name && name[0] != '<')
+			x->dist = name;
+	} else if (f->kind == BS_FRAME_NATIVE) {
+		x->runtime = runtime_lib(file);
+		x->program = f->func_id && !x->runtime && !strstr(human__base(file), ".so");
+	}
+	return x;
+}
+
+/*
+ * Where ST is in the job's own code: its innermost Python frame of the job's own code, else its
+ * innermost Python frame (stack_call__where's), else in a native program its innermost named
+ * frame outside the C runtime (`lock_step` (mutex_job), not `__lll_lock_wait` (libc.so.6)).
+ * *OWN: that place is the job's own code (not a library's: libtorch, libgloo).
+ */
+static const char *job_where(struct ledger *l, const struct trace_stack *st, char *buf, size_t len,
+			     int *own)
+{
+	const struct bs_frame *py = NULL;
+
 	*own = 0;
 	for (__u16 i = 0; i < st->nframes; i++) {
 		const struct bs_frame *f = &st->frames[i];
+		const struct lframe *x;
 
 		if (f->kind != BS_FRAME_PYTHON)
 			continue;
-		for (__u16 k = i; k < st->nframes && !*own; k++)
-			*own = st->frames[k].kind == BS_FRAME_PYTHON &&
-			       !stack_call__library_file(stack_frame__file(&st->frames[k], m));
-		return stack_call__where(st, m, buf, len);
+		x = frame_of(l, f);
+		if (x->own) {
+			*own = 1;
+			return stack_call__frame(f, l->m, buf, len);
+		}
+		if (!py)
+			py = f;
 	}
+	if (py)
+		return stack_call__frame(py, l->m, buf, len);
 	for (__u16 i = 0; i < st->nframes; i++) {
 		const struct bs_frame *f = &st->frames[i];
-		const char *file;
+		const struct lframe *x;
 
-		if (f->kind != BS_FRAME_NATIVE || !f->func_id ||
-		    runtime_lib(file = stack_frame__file(f, m)))
+		if (f->kind != BS_FRAME_NATIVE || !f->func_id || (x = frame_of(l, f))->runtime)
 			continue;
-		/* a program's own code, not a library's (libtorch, libgloo) */
-		*own = !strstr(human__base(file), ".so");
-		return stack_call__frame(f, m, buf, len);
+		*own = x->program;
+		return stack_call__frame(f, l->m, buf, len);
 	}
-	return stack_call__where(st, m, buf, len);
+	return stack_call__where(st, l->m, buf, len);
 }
 
 /* A frame for people: "`work` (lock.py:6)", "`sgemm_` (libblas.so.3)", "[libfoo.so]". */
@@ -323,51 +383,29 @@ static int sample_rule(enum ledger_kind k)
 	       k == LEDGER_INTERP || k == LEDGER_GPU_SYNC;
 }
 
-/* A region's rule for F (struct ledger_frame_rule.region), NULL when none. */
-static const struct ledger_frame_rule *region_of(const struct bs_frame *f,
-						 const struct trace_model *m)
-{
-	const char *func = f->func_id ? trace_model__string(m, f->func_id) : NULL;
-	const char *file = f->file_id ? trace_model__string(m, f->file_id) : NULL;
-
-	for_each_family(it) {
-		const struct family_ledger *fl = family__stats(it.f)->ledger;
-
-		for (const struct ledger_frame_rule *r = fl ? fl->frames : NULL; r && r->what; r++)
-			if (r->region && match(r, f, func, file) == r)
-				return r;
-	}
-	return NULL;
-}
-
-static int own_code(const struct bs_frame *f, const struct trace_model *m)
-{
-	const char *file = stack_frame__file(f, m);
-
-	return f->kind == BS_FRAME_PYTHON && !stack_call__library_file(file) &&
-	       strncmp(file, "<frozen ", 8);
-}
-
 /*
  * The rules over ST's frames from the innermost to the job's own code, then a region's
  * anywhere on it (the outermost): into V and WHAT; a region's job's line into WHERE (else
  * untouched).
  */
-static void scan(const struct trace_stack *st, const struct trace_model *m, int sample,
-		 struct verdict_of *v, char *what, size_t wlen, char *where, size_t rlen)
+static void scan(struct ledger *l, const struct trace_stack *st, const struct trace_model *m,
+		 int sample, struct verdict_of *v, char *what, size_t wlen, char *where,
+		 size_t rlen)
 {
 	const struct ledger_frame_rule *r;
-	char call[160];
 
 	v->found = 0;
 	for (__u16 i = 0; i < st->nframes; i++) {
 		const struct bs_frame *f = &st->frames[i];
-		const char *api = NULL;
+		const struct lframe *x;
+		const char *api;
 		int k;
 
-		if (own_code(f, m))
+		x = frame_of(l, f);
+		if (x->python && x->own)
 			break; /* the job's own code: what is outside it is the job's doing */
-		k = api_kind_of(f, m, &api);
+		k = x->api_kind;
+		api = x->api;
 		if (k >= 0 && (!sample || sample_rule((enum ledger_kind)k)) &&
 		    (!v->found || ledger__kind_prio(k) >= ledger__kind_prio(v->kind))) {
 			v->kind = (enum ledger_kind)k;
@@ -376,7 +414,7 @@ static void scan(const struct trace_stack *st, const struct trace_model *m, int 
 			v->found = 1;
 			continue;
 		}
-		r = rule_of(f, m);
+		r = x->rule;
 		if (!r || (sample && !sample_rule(r->kind)))
 			continue;
 		if (!sample && r->kind == LEDGER_INTERP)
@@ -389,17 +427,24 @@ static void scan(const struct trace_stack *st, const struct trace_model *m, int 
 		v->found = 1;
 	}
 	/* torch.distributed's collectives (gloo's) by their Python frame, as stacks names them */
-	if (stack_call__in(st, m, call, sizeof(call)) &&
-	    !strncmp(call, "torch.distributed's ", 20) &&
-	    call[20] != '<' && /* a module's own code, imported: no collective */
-	    (!v->found || ledger__kind_prio(LEDGER_COLLECTIVE) >= ledger__kind_prio(v->kind))) {
-		v->kind = LEDGER_COLLECTIVE;
-		snprintf(what, wlen, "%s", call);
-		v->idle = 0;
-		v->found = 1;
+	for (int i = st->nframes - 1; i >= 0; i--) {
+		const struct lframe *x;
+
+		if (st->frames[i].kind != BS_FRAME_PYTHON ||
+		    !(x = frame_of(l, &st->frames[i]))->dist)
+			continue;
+		if (!v->found ||
+		    ledger__kind_prio(LEDGER_COLLECTIVE) >= ledger__kind_prio(v->kind)) {
+			v->kind = LEDGER_COLLECTIVE;
+			snprintf(what, wlen, "torch.distributed's %s", x->dist);
+			v->idle = 0;
+			v->found = 1;
+		}
+		break;
 	}
 	for (int i = st->nframes - 1; i >= 0; i--) { /* the outermost region */
-		if (st->frames[i].kind != BS_FRAME_PYTHON || !(r = region_of(&st->frames[i], m)))
+		if (st->frames[i].kind != BS_FRAME_PYTHON ||
+		    !(r = frame_of(l, &st->frames[i])->region))
 			continue;
 		if (v->found && ledger__kind_prio(r->kind) < ledger__kind_prio(v->kind))
 			break;
@@ -409,7 +454,7 @@ static void scan(const struct trace_stack *st, const struct trace_model *m, int 
 		v->found = 1;
 		frame_text(&st->frames[i], m, where, rlen);
 		for (__u16 j = (__u16)i + 1; j < st->nframes; j++)
-			if (own_code(&st->frames[j], m)) {
+			if (frame_of(l, &st->frames[j])->own) {
 				frame_text(&st->frames[j], m, where, rlen);
 				break;
 			}
@@ -461,8 +506,8 @@ __u32 ledger__class_of_wait(struct ledger *l, const struct trace_stack *st, int 
 		return c;
 	if (st->where)
 		return cache(l, st, how, said(l, st, nr));
-	job_where(st, l->m, where, sizeof(where), &own);
-	scan(st, l->m, 0, &v, what, sizeof(what), where, sizeof(where));
+	job_where(l, st, where, sizeof(where), &own);
+	scan(l, st, l->m, 0, &v, what, sizeof(what), where, sizeof(where));
 	if (v.found)
 		c = ledger__class_own(l, v.kind, what, where, v.idle, own);
 	else if (nr >= 0)
@@ -505,7 +550,7 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s)
 				  0);
 		return cache(l, st, how, c);
 	}
-	job_where(st, l->m, where, sizeof(where), &own);
+	job_where(l, st, where, sizeof(where), &own);
 	if (!strcmp(where, "code whose stack was not read"))
 		where[0] = 0;
 	if (s->fault)
@@ -513,7 +558,7 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s)
 			     ledger__class_own(l, LEDGER_FAULT, "page faults", where, 0, own));
 	if (s->kernel && s->nr >= 0) /* a system call's own work: the call's entry, as its wait */
 		return cache(l, st, how, ledger__class_of_wait(l, st, s->nr));
-	scan(st, l->m, 1, &v, what, sizeof(what), where, sizeof(where));
+	scan(l, st, l->m, 1, &v, what, sizeof(what), where, sizeof(where));
 	if (v.found)
 		return cache(l, st, how, ledger__class_own(l, v.kind, what, where, 0, own));
 	for (__u16 i = 0; i < st->nframes; i++) {

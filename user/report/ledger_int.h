@@ -38,6 +38,7 @@ struct lspan {
 	const struct trace_stack *stack;
 	const char *what; /* interned in the ledger's pool */
 	__u32 other;
+	__u32 cls; /* its class, once asked (LCLASS_NONE before) */
 	__s16 nr;
 	__u8 kind;
 };
@@ -85,6 +86,13 @@ struct lthread {
 	size_t ne;
 	__u64 total, idle_ns;
 	int throughout; /* blocked in one wait for (nearly) all of its time */
+	/*
+	 * The quick sums of its off-CPU intervals (ledger__quick), before any build: what the
+	 * critical unit's choice bounds a thread's weight by, to build only the threads it needs.
+	 */
+	__u64 q_on, q_ready, q_blocked;
+	int throughout_q; /* one wait of nearly all its time, by them */
+	int built;
 	/* its own clocks at the edges: [0] the start's, [1] the end's (ts 0: not read) */
 	__u64 clk_ts[2], clk_cpu[2], clk_delay[2];
 };
@@ -101,17 +109,38 @@ struct ledger {
 	struct hmap *strings;	/* {hash} -> string index + 1: spans' what */
 	char **str;
 	size_t nstr, cstr;
-	struct hmap *cpus; /* {pid, cpu} -> 1: the CPUs each process was on */
+	struct hmap *cpus;   /* {pid, cpu} -> 1: the CPUs each process was on */
+	struct hmap *frames; /* {func_id << 32 | file_id, kind} -> struct lframe */
 	/* the feed of each record type's family (NULL: none) */
 	const struct family_ledger **feed_of;
 	int timeline;		  /* sched's records were seen */
+	size_t last_thr;	  /* the thread fed last, + 1: the next record is often its */
+	__u32 seen_pid, seen_cpu; /* the CPU seen last, and its process */
+	const char *last_what;	  /* a span's what as given last, and as interned */
+	const char *last_interned;
 	__u64 win_start, win_end; /* ledger__set_window's, 0: the trace's */
 	__u64 first_ts, last_ts;
 	int built;
+	int finished;	  /* the unit is chosen: a thread built now is finished as it is */
+	__u64 start, end; /* the window built */
 	struct ledger_entry *unit_e; /* the critical unit's entries (a pool's, summed) */
 	size_t unit_ne;
 	struct ledger_unit unit;
 	int has_unit;
+};
+
+/* What a frame (its function and file) says, once per ledger: the classification's cache. */
+struct lframe {
+	const struct ledger_frame_rule *rule;	/* the frame rule of the highest kind, NULL: none */
+	const struct ledger_frame_rule *region; /* a region's rule (rule.region), NULL: none */
+	const char *api;			/* a traced API's entry it is, NULL: none */
+	const char *dist;			/* torch.distributed's function it is, NULL: none */
+	__s32 api_kind;				/* that API's kind for the ledger, -1: none */
+	__u8 seen;
+	__u8 python;  /* a Python frame */
+	__u8 own;     /* ... of the job's own code (not the interpreter's library, a package) */
+	__u8 runtime; /* a native frame of the C runtime (libc, libpthread, ld.so...) */
+	__u8 program; /* a named native frame of a program's own code (not a shared library) */
 };
 
 struct lthread *ledger__thr(struct ledger *l, __u32 pid, __u32 tid, int create);
@@ -133,6 +162,11 @@ __u32 ledger__class_of_sample(struct ledger *l, const struct lsample *s);
 /* A system call's name, "syscall_N" when the table has none. Into BUF. */
 const char *ledger__nr_name(int nr, char *buf, size_t len);
 
+/* ledger.c: thread T's timeline and entries, once. 0 or -errno. */
+int ledger__build_thread(struct ledger *l, struct lthread *t);
+
+/* ledger_unit.c: a thread built after the unit's choice: its waits for a CPU, its wakers. */
+void ledger__finish_thread(struct ledger *l, struct lthread *t);
 /* ledger_unit.c: the critical unit, the job's CPUs and who had them. 0 or -ENOMEM. */
 int ledger__units(struct ledger *l);
 

@@ -38,18 +38,52 @@ static int idle_call(const struct lthread *t, enum ledger_kind kind, const char 
 	return t->tid != t->pid && (kind == LEDGER_IO || !strcmp(what, "sched_yield"));
 }
 
+/*
+ * V[0..N) (elements of SIZE bytes, each starting with its u64 time) sorted by time, from the
+ * sorted runs that start at RUNS[0..NRUNS) (each thread's, in its order): merged two by two,
+ * n log(runs), not a sort of them all. 0, -ENOMEM.
+ */
+static int merge_runs(void *v, size_t n, size_t size, size_t *runs, size_t nruns)
+{
+	char *tmp = malloc(n * size + 1), *from = v, *to = tmp;
+
+	if (!tmp)
+		return -ENOMEM;
+	while (nruns > 1) {
+		size_t k = 0;
+
+		for (size_t r = 0; r < nruns; r += 2) {
+			size_t a = runs[r], am = r + 1 < nruns ? runs[r + 1] : n;
+			size_t b = am, bm = r + 2 < nruns ? runs[r + 2] : n, o = a;
+
+			while (a < am || b < bm) {
+				__u64 ta = 0, tb = 0;
+				int first;
+
+				if (a < am)
+					memcpy(&ta, from + a * size, sizeof(ta));
+				if (b < bm)
+					memcpy(&tb, from + b * size, sizeof(tb));
+				first = b >= bm || (a < am && ta <= tb);
+				memcpy(to + o++ * size, from + (first ? a++ : b++) * size, size);
+			}
+			runs[k++] = runs[r];
+		}
+		nruns = k;
+		from = from == (char *)v ? tmp : v;
+		to = to == (char *)v ? tmp : v;
+	}
+	if (from != (char *)v)
+		memcpy(v, from, n * size);
+	free(tmp);
+	return 0;
+}
+
 /* One piece of a unit's engaged time: [ts, end), BUSY on a CPU or wanting one, else a wait. */
 struct span {
 	__u64 ts, end;
 	int busy;
 };
-
-static int span_cmp(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
 
 /* A segment's part in the progress: 1 busy, 2 a wait at the job's code, 0 none. */
 static int engages(const struct ledger *l, const struct lthread *t, const struct lseg *g)
@@ -100,11 +134,27 @@ static __u64 score_of(const struct ledger *l, const size_t *ix, size_t n)
 {
 	struct span *s = NULL;
 	size_t ns = 0, cap = 0;
-	__u64 busy, all;
+	__u64 busy = 0, all = 0;
 
+	if (n == 1) { /* one thread: its pieces never overlap */
+		const struct lthread *t = &l->thr[ix[0]];
+
+		for (size_t j = 0; !t->throughout && j < t->nseg; j++) {
+			int e = engages(l, t, &t->seg[j]);
+
+			if (e)
+				*(e == 1 ? &busy : &all) += t->seg[j].end - t->seg[j].ts;
+		}
+		return busy + all / 2;
+	}
+	size_t *runs = malloc(n * sizeof(*runs) + 1);
+
+	if (!runs)
+		return 0;
 	for (size_t k = 0; k < n; k++) {
 		const struct lthread *t = &l->thr[ix[k]];
 
+		runs[k] = ns; /* a thread's pieces in its order: a run */
 		for (size_t j = 0; !t->throughout && j < t->nseg; j++) {
 			int e = engages(l, t, &t->seg[j]);
 
@@ -112,12 +162,18 @@ static __u64 score_of(const struct ledger *l, const size_t *ix, size_t n)
 				continue;
 			if (array__grow((void **)&s, ns, &cap, sizeof(*s))) {
 				free(s);
+				free(runs);
 				return 0;
 			}
 			s[ns++] = (struct span){ t->seg[j].ts, t->seg[j].end, e == 1 };
 		}
 	}
-	qsort(s, ns, sizeof(*s), span_cmp);
+	if (merge_runs(s, ns, sizeof(*s), runs, n)) {
+		free(s);
+		free(runs);
+		return 0;
+	}
+	free(runs);
 	busy = union_of(s, ns, 1);
 	all = union_of(s, ns, 0);
 	free(s);
@@ -141,6 +197,7 @@ struct cand {
 	int main; /* the process's main thread */
 	__u32 tid, n;
 	__u64 score, total; /* its progress (score_of), its threads' time */
+	__u64 lo, hi;	    /* its progress's bounds, from its threads' quick sums */
 	size_t *ix;	    /* its threads (indexes in the ledger's) */
 	size_t cap;
 };
@@ -175,10 +232,11 @@ static int better(const struct cand *x, const struct cand *y)
 
 #define MAIN_BUSY 0.5 /* a main thread engaged this much of its time drives the job */
 
-static int pick(const struct ledger *l, struct cand *best)
+static int pick(struct ledger *l, struct cand *best)
 {
 	struct cand *c = NULL, *b = NULL;
 	size_t nc = 0, cc = 0;
+	__u64 lo_best = 0;
 
 	for (size_t i = 0; i < l->nthr; i++) {
 		const struct lthread *t = &l->thr[i];
@@ -214,7 +272,41 @@ static int pick(const struct ledger *l, struct cand *best)
 		if (t->tid < c[k].tid)
 			c[k].tid = t->tid;
 	}
+	/*
+	 * Each candidate's weight lies between its time on a CPU (a pool's: its busiest
+	 * thread's) and its time on a CPU, ready and half blocked (at most its life): only the
+	 * ones whose upper bound reaches the best lower bound are built and weighed, and the
+	 * main threads that may drive.
+	 */
 	for (size_t k = 0; k < nc; k++) {
+		__u64 busy = 0, blocked = 0, life = 0;
+
+		c[k].lo = 0;
+		for (size_t j = 0; j < c[k].n; j++) {
+			const struct lthread *t = &l->thr[c[k].ix[j]];
+
+			if (!t->throughout_q) {
+				busy += t->q_on + t->q_ready;
+				blocked += t->q_blocked;
+				if (t->q_on > c[k].lo)
+					c[k].lo = t->q_on;
+			}
+			if (t->total > life)
+				life = t->total;
+		}
+		/* its union of time busy, and half that of its waits: each at most its life */
+		busy = busy < life ? busy : life;
+		blocked = blocked < life ? blocked : life;
+		c[k].hi = busy + blocked / 2;
+		if (c[k].lo > lo_best)
+			lo_best = c[k].lo;
+	}
+	for (size_t k = 0; k < nc; k++) {
+		if (c[k].hi < lo_best && !(c[k].main && (double)c[k].hi >= MAIN_BUSY * c[k].total))
+			continue;
+		for (size_t j = 0; j < c[k].n; j++)
+			if (ledger__build_thread(l, &l->thr[c[k].ix[j]]))
+				goto nomem;
 		c[k].score = score_of(l, c[k].ix, c[k].n);
 		if (!b || better(&c[k], b))
 			b = &c[k];
@@ -235,6 +327,9 @@ static int pick(const struct ledger *l, struct cand *best)
 	}
 	free_cands(c, nc);
 	return b && best->score ? 0 : -ENOENT;
+nomem:
+	free_cands(c, nc);
+	return -ENOMEM;
 }
 
 /* The job: the traced processes of the critical one's lineage (a launched command's tree). */
@@ -258,39 +353,128 @@ struct step {
 	__s32 busy, want; /* the job's threads on a CPU, and ready to run */
 };
 
-static int step_cmp(const void *a, const void *b)
+/*
+ * A thread not built: its time on a CPU (the gaps between its off-CPU intervals) and ready to
+ * run (their tails, a preempted one whole) as steps, those inside windows Q (sorted, apart).
+ */
+static int raw_steps(const struct lthread *t, const void *qv, size_t nq, struct step **s, size_t *n,
+		     size_t *cap)
 {
-	const struct step *x = a, *y = b;
+	const struct window {
+		__u64 ts, end;
+	} *q = qv;
+	__u64 cur = t->w0;
+	size_t j = 0;
 
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
+	for (size_t k = 0; k <= t->noff && j < nq; k++) {
+		const struct loff *o = k < t->noff ? &t->off[k] : NULL;
+		__u64 out = o ? (o->out > t->w0 ? o->out : t->w0) : t->w1;
+		__u64 in = o ? (o->in < t->w1 ? o->in : t->w1) : t->w1;
+		__u64 wake = o && o->blocked ? o->in - o->run : out;
+		__u64 piece[2][2] = { { cur, out < t->w1 ? out : t->w1 },
+				      { wake > out ? wake : out, in } };
+
+		for (int p = 0; p < 2 && j < nq; p++) {
+			__u64 a = piece[p][0], b = piece[p][1];
+
+			if (b <= a || (p && !o))
+				continue;
+			while (j < nq && q[j].end <= a)
+				j++; /* the windows that ended before it */
+			if (j == nq || q[j].ts >= b)
+				continue; /* none overlaps it */
+			if (array__grow((void **)s, *n + 1, cap, sizeof(**s)))
+				return -ENOMEM;
+			(*s)[(*n)++] = (struct step){ a, !p, p };
+			(*s)[(*n)++] = (struct step){ b, -!p, -p };
+		}
+		if (o && in > cur)
+			cur = in;
+	}
+	return 0;
 }
 
-/* The job's threads on a CPU and wanting one, as steps over time (summed from deltas). */
-static int job_steps(const struct ledger *l, const char *in_job, struct step **out, size_t *nout)
+/*
+ * The job's threads on a CPU and wanting one, as steps over time (summed from deltas), where
+ * the threads of process PID wait for a CPU (what own_time asks): a step elsewhere answers
+ * nothing.
+ */
+static int job_steps(const struct ledger *l, const char *in_job, __u32 pid, struct step **out,
+		     size_t *nout)
 {
+	struct window {
+		__u64 ts, end;
+	} *q = NULL;
 	struct step *s = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, nq = 0, qcap = 0, j, *runs = NULL, nruns = 0, rcap = 0;
 
+	for (size_t i = 0; i < l->nthr; i++) { /* the windows asked about, a run per thread */
+		if (l->thr[i].pid != pid)
+			continue;
+		if (array__grow((void **)&runs, nruns, &rcap, sizeof(*runs)))
+			goto nomem;
+		runs[nruns++] = nq;
+		for (size_t k = 0; k < l->thr[i].nseg; k++) {
+			const struct lseg *g = &l->thr[i].seg[k];
+
+			if (g->state != LSTATE_RUNNABLE)
+				continue;
+			if (array__grow((void **)&q, nq, &qcap, sizeof(*q)))
+				goto nomem;
+			q[nq++] = (struct window){ g->ts, g->end };
+		}
+	}
+	if (merge_runs(q, nq, sizeof(*q), runs, nruns))
+		goto nomem;
+	nruns = 0;
+	for (size_t i = 1, k = 0; i <= nq && nq;
+	     i++) { /* merged: each window ends before the next */
+		if (i < nq && q[i].ts <= q[k].end) {
+			if (q[i].end > q[k].end)
+				q[k].end = q[i].end;
+			continue;
+		}
+		if (i < nq)
+			q[++k] = q[i];
+		else
+			nq = k + 1;
+	}
 	for (size_t i = 0; i < l->nthr; i++) {
 		const struct lthread *t = &l->thr[i];
 
 		if (!in_job[i])
 			continue;
+		if (array__grow((void **)&runs, nruns, &rcap, sizeof(*runs)))
+			goto nomem;
+		runs[nruns++] = n; /* a thread's steps come in its time order: a run to merge */
+		if (!t->built) { /* its raw intervals: the off-CPU ones' gaps, their waits for a CPU */
+			if (raw_steps(t, q, nq, &s, &n, &cap))
+				goto nomem;
+			continue;
+		}
+		j = 0;
 		for (size_t k = 0; k < t->nseg; k++) {
 			const struct lseg *g = &t->seg[k];
 			int on = g->state == LSTATE_ONCPU, ready = g->state == LSTATE_RUNNABLE;
 
 			if (!on && !ready)
 				continue;
-			if (array__grow((void **)&s, n + 1, &cap, sizeof(*s))) {
-				free(s);
-				return -ENOMEM;
-			}
+			while (j < nq && q[j].end <= g->ts)
+				j++; /* the windows that ended before it */
+			if (j == nq)
+				break;
+			if (q[j].ts >= g->end)
+				continue; /* no window overlaps it */
+			if (array__grow((void **)&s, n + 1, &cap, sizeof(*s)))
+				goto nomem;
 			s[n++] = (struct step){ g->ts, on, ready };
 			s[n++] = (struct step){ g->end, -on, -ready };
 		}
 	}
-	qsort(s, n, sizeof(*s), step_cmp);
+	free(q);
+	if (merge_runs(s, n, sizeof(*s), runs, nruns))
+		goto nomem;
+	free(runs);
 	for (size_t i = 1; i < n; i++) { /* deltas to levels */
 		s[i].busy += s[i - 1].busy;
 		s[i].want += s[i - 1].want;
@@ -298,6 +482,11 @@ static int job_steps(const struct ledger *l, const char *in_job, struct step **o
 	*out = s;
 	*nout = n;
 	return 0;
+nomem:
+	free(q);
+	free(s);
+	free(runs);
+	return -ENOMEM;
 }
 
 /* Of [A, B): the time the job's threads held every CPU, returned; DEMAND adds up the job's
@@ -342,36 +531,45 @@ static __u64 own_time(const struct step *s, size_t n, __u64 a, __u64 b, __u32 cp
 static int add_runnable(struct ledger *l, struct lthread *t, const struct step *s, size_t n,
 			__u32 cpus, double *demand, __u64 *ready)
 {
+	struct hmap *at = hmap__new(sizeof(size_t)); /* {class} -> its entry + 1 */
 	struct ledger_entry *e;
+	size_t *j;
 
+	if (!at)
+		return -ENOMEM;
 	for (size_t k = 0; k < t->nseg; k++) {
 		const struct lseg *g = &t->seg[k];
 		const struct lclass *c;
-		size_t j;
 
 		if (g->state != LSTATE_RUNNABLE || g->cls == LCLASS_NONE ||
 		    (c = &l->cls[g->cls])->kind != LEDGER_RUNNABLE)
 			continue;
-		for (j = 0; j < t->ne; j++)
-			if (t->e[j].kind == LEDGER_RUNNABLE && t->e[j].where == c->where &&
-			    t->e[j].what == c->what && t->e[j].inside == c->inside)
-				break;
-		if (j == t->ne) {
+		if (!(j = hmap__get(at, (struct hkey){ g->cls, 0 }, 1)))
+			goto nomem;
+		if (!*j) {
 			e = realloc(t->e, (t->ne + 1) * sizeof(*e));
 			if (!e)
-				return -ENOMEM;
+				goto nomem;
 			t->e = e;
 			e[t->ne++] = (struct ledger_entry){ .kind = LEDGER_RUNNABLE,
 							    .what = c->what,
 							    .where = c->where,
-							    .inside = c->inside };
+							    .inside = c->inside,
+							    .own = c->own,
+							    .cls = g->cls };
+			*j = t->ne;
 		}
-		t->e[j].ns += g->end - g->ts;
-		t->e[j].runnable_ns += g->end - g->ts;
-		t->e[j].own_ns += own_time(s, n, g->ts, g->end, cpus, demand);
+		e = &t->e[*j - 1];
+		e->ns += g->end - g->ts;
+		e->runnable_ns += g->end - g->ts;
+		e->own_ns += own_time(s, n, g->ts, g->end, cpus, demand);
 		*ready += g->end - g->ts;
 	}
+	hmap__free(at);
 	return 0;
+nomem:
+	hmap__free(at);
+	return -ENOMEM;
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -432,72 +630,62 @@ static const char *where_before(struct ledger *l, const struct lthread *w, __u64
 }
 
 /*
- * Where waker W most often was, by time, as it ended T's waits of E's class: the code the
- * waiters waited for (a lock's holder's).
+ * For each entry of T: the thread that ended most of its blocked time, and where that thread
+ * most often was, by time, as it did (the code the waiters waited for: a lock's holder's). One
+ * pass over T's waits for the wakers, one for their places.
  */
-static const char *most_where(struct ledger *l, const struct lthread *t,
-			      const struct ledger_entry *e, const struct lthread *w)
-{
-	const char *best = "", *where;
-	struct hmap *by;
-	__u64 *v, most = 0;
-
-	if (!w || !(by = hmap__new(sizeof(__u64))))
-		return "";
-	for (size_t k = 0; k < t->nwaits; k++) {
-		const struct lclass *c = &l->cls[t->waits[k].cls];
-
-		if (t->waits[k].waker != w->tid || c->what != e->what || c->where != e->where)
-			continue;
-		where = where_before(l, w, t->waits[k].in);
-		if (!*where || !(v = hmap__get(by, (struct hkey){ (__u64)(uintptr_t)where, 0 }, 1)))
-			continue;
-		*v += t->waits[k].ns;
-		if (*v > most) {
-			most = *v;
-			best = where;
-		}
-	}
-	hmap__free(by);
-	return best;
-}
-
 static void wakers(struct ledger *l, struct lthread *t)
 {
+	struct hmap *by = hmap__new(sizeof(__u64));	    /* {class, waker} -> ns */
+	struct hmap *best = hmap__new(sizeof(struct hkey)); /* {class} -> {waker, ns} */
+	struct hmap *at = hmap__new(sizeof(__u64));	    /* {class, where} -> ns */
+	struct hmap *top = hmap__new(sizeof(struct hkey));  /* {class} -> {where, ns} */
+	struct hkey key, *b;
+	__u64 *v;
+	size_t it = 0;
+
+	if (!by || !best || !at || !top)
+		goto out;
+	for (size_t k = 0; k < t->nwaits; k++)
+		if ((v = hmap__get(by, (struct hkey){ t->waits[k].cls, t->waits[k].waker }, 1)))
+			*v += t->waits[k].ns;
+	while ((v = hmap__next(by, &it, &key)))
+		if ((b = hmap__get(best, (struct hkey){ key.a, 0 }, 1)) && *v > b->b)
+			*b = (struct hkey){ key.b, *v };
+	for (size_t k = 0; k < t->nwaits; k++) {
+		const struct lwait *w = &t->waits[k];
+		const struct hkey *bw = hmap__get(best, (struct hkey){ w->cls, 0 }, 0);
+		const struct lthread *wt;
+		const char *where;
+
+		if (!bw || bw->a != w->waker || !(wt = thread_of(l, t->pid, w->waker)))
+			continue;
+		where = where_before(l, wt, w->in);
+		if (*where &&
+		    (v = hmap__get(at, (struct hkey){ w->cls, (__u64)(uintptr_t)where }, 1)))
+			*v += w->ns;
+	}
+	it = 0;
+	while ((v = hmap__next(at, &it, &key)))
+		if ((b = hmap__get(top, (struct hkey){ key.a, 0 }, 1)) && *v > b->b)
+			*b = (struct hkey){ key.b, *v };
 	for (size_t i = 0; i < t->ne; i++) {
 		struct ledger_entry *e = &t->e[i];
-		struct hmap *by = NULL;
-		__u64 *v, best = 0;
-		__u32 who = 0;
-		struct hkey key;
-		size_t it = 0;
+		const struct hkey *bw, *tw;
 
-		if (e->kind == LEDGER_RUNNABLE || e->kind == LEDGER_CODE || e->kind == LEDGER_CPU)
+		if (e->kind == LEDGER_RUNNABLE || e->kind == LEDGER_CODE || e->kind == LEDGER_CPU ||
+		    !(bw = hmap__get(best, (struct hkey){ e->cls, 0 }, 0)))
 			continue;
-		by = hmap__new(sizeof(__u64));
-		if (!by)
-			return;
-		for (size_t k = 0; k < t->nwaits; k++) {
-			const struct lclass *c = &l->cls[t->waits[k].cls];
-
-			if (c->what != e->what || c->where != e->where || c->kind != e->kind)
-				continue;
-			v = hmap__get(by, (struct hkey){ t->waits[k].waker, 0 }, 1);
-			if (v)
-				*v += t->waits[k].ns;
-		}
-		while ((v = hmap__next(by, &it, &key)))
-			if (*v > best) {
-				best = *v;
-				who = (__u32)key.a;
-			}
-		hmap__free(by);
-		if (!who)
-			continue;
-		e->waker = who;
-		e->waker_ns = best;
-		e->waker_where = most_where(l, t, e, thread_of(l, t->pid, who));
+		e->waker = (__u32)bw->a;
+		e->waker_ns = bw->b;
+		tw = hmap__get(top, (struct hkey){ e->cls, 0 }, 0);
+		e->waker_where = tw ? (const char *)(uintptr_t)tw->a : "";
 	}
+out:
+	hmap__free(by);
+	hmap__free(best);
+	hmap__free(at);
+	hmap__free(top);
 }
 
 /* The unit's entries: its thread's, or its pool's summed by what and where. */
@@ -556,6 +744,18 @@ static int unit_entries(struct ledger *l, const struct cand *c, const char *st)
 	return 0;
 }
 
+void ledger__finish_thread(struct ledger *l, struct lthread *t)
+{
+	double d = 0;
+	__u64 r = 0;
+
+	if (add_runnable(l, t, NULL, 0, 1, &d, &r))
+		return; /* out of memory: its wait for a CPU not in its entries */
+	if (t->ne)
+		qsort(t->e, t->ne, sizeof(*t->e), entry_cmp);
+	wakers(l, t);
+}
+
 int ledger__units(struct ledger *l)
 {
 	struct cand best;
@@ -570,8 +770,12 @@ int ledger__units(struct ledger *l)
 	size_t it = 0;
 	int err;
 
-	if (!l->timeline || pick(l, &best))
-		return 0;
+	err = l->timeline ? pick(l, &best) : -ENOENT;
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	for (size_t i = 0; i < l->nthr; i++) /* the unit's process: its entries, its waker's */
+		if (l->thr[i].pid == best.pid && (err = ledger__build_thread(l, &l->thr[i])))
+			return err;
 	in_job = calloc(l->nthr + 1, 1);
 	if (!in_job)
 		return -ENOMEM;
@@ -594,13 +798,17 @@ int ledger__units(struct ledger *l)
 	hmap__free(seen_cpus);
 	if (!cpus)
 		cpus = 1;
-	err = job_steps(l, in_job, &s, &n);
+	/* who had the CPUs: the job's threads as steps, for the unit's process's threads */
+	err = job_steps(l, in_job, best.pid, &s, &n);
 	for (size_t i = 0; !err && i < l->nthr; i++) {
 		struct lthread *t = &l->thr[i];
 		double d = 0;
 		__u64 r = 0;
 
-		err = add_runnable(l, t, s, n, cpus, &d, &r);
+		if (!t->built)
+			continue;
+		err = add_runnable(l, t, t->pid == best.pid ? s : NULL, t->pid == best.pid ? n : 0,
+				   cpus, &d, &r);
 		if (t->pid == best.pid) { /* the unit's demand: its own process's threads */
 			demand += d;
 			ready += r;
@@ -614,6 +822,7 @@ int ledger__units(struct ledger *l)
 	free(in_job);
 	if (err)
 		return err;
+	l->finished = 1; /* a thread built from now on gets its wait for a CPU as it is built */
 	memset(&l->unit, 0, sizeof(l->unit));
 	l->unit.pid = best.pid;
 	l->unit.tid = best.tid;

@@ -8,7 +8,7 @@ static void gil_ledger_feed(struct ledger *l, const struct bs_hdr *rec, const st
 {
 	const struct bs_gil_wait *w = (const void *)rec;
 
-	if (rec->type != BS_REC_GIL_WAIT || rec->size < sizeof(*w))
+	if (rec->type != BS_REC_GIL_WAIT || rec->size < sizeof(*w) || w->dur < LEDGER_SPAN_MIN_NS)
 		return;
 	ledger__span(l, &(struct ledger_span){
 				.pid = rec->pid,

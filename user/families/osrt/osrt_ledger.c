@@ -14,7 +14,8 @@ static void osrt_ledger_feed(struct ledger *l, const struct bs_hdr *rec,
 	const struct bs_syscall *s = (const void *)rec;
 
 	if (rec->type != BS_REC_SYSCALL || rec->size < sizeof(*s) ||
-	    s->nr == BS_NR_URETPROBE_X86_64) /* our own probes' */
+	    s->nr == BS_NR_URETPROBE_X86_64 || /* our own probes' */
+	    s->dur < LEDGER_SPAN_MIN_NS)
 		return;
 	ledger__span(l, &(struct ledger_span){
 				.pid = rec->pid,

@@ -152,7 +152,7 @@ static int ledger_report_emit(void *st, const struct trace_model *m, struct tabl
 	size_t n, it = 0;
 	__u32 pid, tid;
 	__u64 total;
-	int err = ledger__build(st, m);
+	int err = ledger__build_all(st, m);
 
 	if (err)
 		return err;

@@ -11,8 +11,11 @@ static void sched_ledger_feed(struct ledger *l, const struct bs_hdr *rec,
 
 	if (rec->type != BS_REC_OFFCPU || rec->size < sizeof(*o) || (o->state & BS_SCHED_DEAD))
 		return;
+	/* a stack only on a block (taken when it returns to user space), and not a brief one */
 	ledger__offcpu(l, rec->pid, rec->tid, rec->cpu, rec->ts, o->dur, o->runnable_ns,
-		       o->state != 0, o->waker_tid, trace_model__event_stack(m, rec));
+		       o->state != 0, o->waker_tid,
+		       o->state && o->dur >= LEDGER_STACK_MIN_NS ? trace_model__event_stack(m, rec)
+								 : NULL);
 }
 
 const struct family_ledger sched_ledger = {
